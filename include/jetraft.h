@@ -1,0 +1,358 @@
+/*
+ * jetraft.h — the public C ABI of libjetraft.
+ *
+ * libjetraft is an embeddable replicated-log library: durable streams and raw Raft groups, each
+ * replicated by its own Raft group, many groups per node, all driven from the host's own event
+ * loop. The host owns every thread, socket and timer; the library never creates a thread, never
+ * opens a socket, never sleeps, and keeps no global mutable state.
+ *
+ * ABI conventions
+ *  - Every public symbol starts with `jr_`; every macro with `JR_`.
+ *  - Handles are opaque. Config structs start with a `size` field that the caller sets to
+ *    sizeof(struct) (the *_init() functions do it): fields are only ever appended, so an older
+ *    caller keeps working against a newer library.
+ *  - Plug-in tables (jr_host, jr_vfs, jr_allocator) carry a `version` field; fields are only ever
+ *    appended, and the library reads only those that the version declares.
+ *  - Functions return 0 or a negative JR_E* code (see jr_strerror(), jr_err_name()); a node keeps a
+ *    human-readable message for its last error (jr_node_errmsg()).
+ *  - Asynchronous results arrive through callbacks that run inside jr_node_recv() or
+ *    jr_node_tick() on the node's thread, never synchronously inside the call that started them.
+ *    Pointers passed to a callback are borrowed for the duration of the callback.
+ *  - A node is driven by one thread at a time; distinct nodes are independent.
+ */
+#ifndef JETRAFT_H
+#define JETRAFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define JR_API
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#define JR_API __attribute__((visibility("default")))
+#else
+#define JR_API
+#endif
+
+/* ----------------------------------------------------------------------------------------------
+ * Version
+ */
+#define JR_VERSION_MAJOR 0
+#define JR_VERSION_MINOR 1
+#define JR_VERSION_PATCH 0
+#define JR_VERSION_NUMBER (JR_VERSION_MAJOR * 10000 + JR_VERSION_MINOR * 100 + JR_VERSION_PATCH)
+
+/* Returns the library's version as "MAJOR.MINOR.PATCH"; never NULL. */
+JR_API const char *jr_version(void);
+/* Returns JR_VERSION_NUMBER of the library actually linked. */
+JR_API int jr_version_number(void);
+
+/* ----------------------------------------------------------------------------------------------
+ * Errors. Values are stable: a code is never renumbered or reused. New codes are appended.
+ */
+#define JR_ERRNO_MAP(X)                                                                            \
+    X(EINVAL, -1, "invalid argument")                                                              \
+    X(ENOMEM, -2, "out of memory")                                                                 \
+    X(EIO, -3, "I/O error")                                                                        \
+    X(ECORRUPT, -4, "data is corrupt")                                                             \
+    X(ENOSPC, -5, "no space left on device")                                                       \
+    X(EBUSY, -6, "cluster member change is in progress")                                           \
+    X(ENOTLEADER, -7, "not the leader")                                                            \
+    X(ENOLEADER, -8, "no leader")                                                                  \
+    X(ENOQUORUM, -9, "no quorum")                                                                  \
+    X(ELEADERLOST, -10, "leadership lost before the entry committed")                             \
+    X(ETRANSFER, -11, "leadership transfer in progress")                                           \
+    X(ETIMEDOUT, -12, "timed out")                                                                 \
+    X(ECANCELED, -13, "operation canceled")                                                        \
+    X(ECLOSED, -14, "node or group is closing")                                                    \
+    X(ENOTFOUND, -15, "not found")                                                                 \
+    X(EEXIST, -16, "already exists")                                                               \
+    X(EVERSION, -17, "unsupported format version")                                                 \
+    X(EAUTH, -18, "authentication failed")                                                         \
+    X(EMSGSIZE, -19, "message too large")                                                          \
+    X(EMISUSE, -20, "API misuse")                                                                  \
+    X(ENOTSUP, -21, "not supported")                                                               \
+    X(EDAMAGED, -22, "group is damaged and awaiting repair from its peers")                        \
+    X(ENORESOURCES, -23, "insufficient resources")                                                 \
+    X(ENOSTREAM, -24, "no stream matches subject")                                                 \
+    X(ENOTVOTER, -25, "peer is not a caught-up voter")                                             \
+    X(ECOMPACTED, -26, "entry compacted away")                                                     \
+    X(ERANGE, -27, "value out of range")
+
+enum jr_errno {
+#define JR__ERR_ENUM(name, value, text) JR_##name = value,
+    JR_ERRNO_MAP(JR__ERR_ENUM)
+#undef JR__ERR_ENUM
+};
+
+/* Returns a static, human-readable description of `err` ("unknown error" for unknown codes). */
+JR_API const char *jr_strerror(int err);
+/* Returns the code's name without the JR_ prefix, e.g. "EBUSY"; "UNKNOWN" for unknown codes. */
+JR_API const char *jr_err_name(int err);
+
+/* ----------------------------------------------------------------------------------------------
+ * Allocator hooks (optional). All three functions must be given. realloc(ptr, 0) is never called;
+ * free(NULL) may be. A NULL jr_allocator pointer anywhere means the C library's malloc family.
+ */
+#define JR_ALLOCATOR_VERSION 1
+typedef struct jr_allocator {
+    int version; /* JR_ALLOCATOR_VERSION */
+    void *ctx;
+    void *(*malloc)(void *ctx, size_t size);
+    void *(*realloc)(void *ctx, void *ptr, size_t size);
+    void (*free)(void *ctx, void *ptr);
+} jr_allocator;
+
+/* ----------------------------------------------------------------------------------------------
+ * Virtual file system. The only way the library touches files. jr_vfs_posix() gives the POSIX
+ * implementation; include/jetraft/sim.h gives a simulated one. A host may supply its own.
+ *
+ * All functions return 0 or a negative JR_E* code (JR_EIO, JR_ENOSPC, JR_ENOTFOUND, ...).
+ * Paths are '/'-separated strings, as given by the library (prefixed with wal_dir/store_dir).
+ */
+typedef struct jr_file jr_file; /* defined by each vfs implementation */
+
+#define JR_VFS_VERSION 1
+enum jr_open_flags {
+    JR_O_READ = 0,     /* open an existing file for reading and writing */
+    JR_O_CREATE = 1,   /* create if missing */
+    JR_O_EXCL = 2,     /* with JR_O_CREATE: fail with JR_EEXIST if it exists */
+    JR_O_TRUNCATE = 4, /* truncate to zero length on open */
+};
+
+typedef struct jr_vfs {
+    int version; /* JR_VFS_VERSION */
+    void *ctx;
+    int (*open)(void *ctx, const char *path, int flags, jr_file **out);
+    int (*close)(void *ctx, jr_file *f);
+    /* Reads up to len bytes at off; *nread < len only at end of file. */
+    int (*pread)(void *ctx, jr_file *f, void *buf, size_t len, uint64_t off, size_t *nread);
+    /* Writes all of buf at off (extending the file as needed). Durable only after sync. */
+    int (*pwrite)(void *ctx, jr_file *f, const void *buf, size_t len, uint64_t off);
+    /* Makes every completed write to f durable (fdatasync). */
+    int (*sync)(void *ctx, jr_file *f);
+    int (*size)(void *ctx, jr_file *f, uint64_t *out);
+    int (*truncate)(void *ctx, jr_file *f, uint64_t size);
+    /* Atomically replaces `to` with `from`; durable once it returns (directory synced). */
+    int (*rename)(void *ctx, const char *from, const char *to);
+    /* Removes a file; durable once it returns. JR_ENOTFOUND if missing. */
+    int (*remove)(void *ctx, const char *path);
+    /* Creates a directory and any missing parents; 0 if it already exists. */
+    int (*mkdir)(void *ctx, const char *path);
+    /* Calls cb once per entry of dir (not "." or ".."), in no defined order. A non-zero return
+     * from cb stops the listing and is returned. */
+    int (*list)(void *ctx, const char *dir, int (*cb)(void *arg, const char *name), void *arg);
+    /* Makes the creation, removal and renaming of entries in dir durable. */
+    int (*sync_dir)(void *ctx, const char *dir);
+} jr_vfs;
+
+/* Returns the process-wide POSIX vfs (stateless, never freed). */
+JR_API jr_vfs *jr_vfs_posix(void);
+
+/* ----------------------------------------------------------------------------------------------
+ * Host interface: how a node reaches the outside world. ARCHITECTURE §3.
+ */
+typedef struct jr_iovec {
+    const void *base;
+    size_t len;
+} jr_iovec;
+
+enum jr_log_level { JR_LOG_ERROR = 0, JR_LOG_WARN = 1, JR_LOG_INFO = 2, JR_LOG_DEBUG = 3 };
+
+#define JR_HOST_VERSION 1
+typedef struct jr_host {
+    int version; /* JR_HOST_VERSION */
+    void *ctx;
+    /* Delivers one frame (the concatenation of iov) to server `to`. May copy or queue it; must
+     * not call back into the node. A non-zero return counts as a dropped frame (Raft retries). */
+    int (*send)(void *ctx, const char *to, const jr_iovec *iov, int iovcnt);
+    /* Monotonic time in nanoseconds. */
+    uint64_t (*now)(void *ctx);
+    /* Asks the host to call jr_node_tick() at or after `deadline` (a now() value). Replaces any
+     * earlier request. Optional: hosts that poll use jr_node_deadline() instead. */
+    void (*arm)(void *ctx, uint64_t deadline);
+    /* Optional log sink; msg is borrowed for the call. */
+    void (*log)(void *ctx, int level, const char *msg);
+} jr_host;
+
+/* ----------------------------------------------------------------------------------------------
+ * Node
+ */
+typedef struct jr_node jr_node;
+
+enum jr_sync_policy {
+    JR_SYNC_ALWAYS = 0,   /* default: nothing is acknowledged before the fsync that covers it */
+    JR_SYNC_INTERVAL = 1, /* fsync every sync_interval_ms: an acknowledged write can be lost on
+                             power failure of a quorum; for users who accept exactly that */
+};
+
+typedef struct jr_node_config {
+    size_t size;               /* sizeof(jr_node_config) */
+    const char *name;          /* server name, unique in the cluster; required */
+    const char *cluster;       /* cluster name; default "jetraft" */
+    const char *const *tags;   /* placement tags of this server, e.g. "az:1", "ssd" */
+    size_t ntags;
+    const char *const *peers;  /* every server of the cluster (this one included) */
+    size_t npeers;
+    const char *wal_dir;       /* directory of the node's shared Raft WAL; required */
+    const char *store_dir;     /* directory of message stores; default wal_dir */
+    jr_vfs *vfs;               /* NULL: jr_vfs_posix() */
+    const jr_host *host;       /* required */
+    const jr_allocator *alloc; /* NULL: malloc family */
+    uint32_t election_timeout_ms; /* base election timeout; default 1000 */
+    uint32_t heartbeat_ms;        /* leader heartbeat interval; default 100 */
+    int sync_policy;              /* enum jr_sync_policy; default JR_SYNC_ALWAYS */
+    uint32_t sync_interval_ms;    /* with JR_SYNC_INTERVAL; default 100 */
+    uint64_t seed;                /* randomness for timeouts; 0: derived from name and now() */
+    uint32_t max_frame_bytes;     /* largest frame sent or accepted; default 8 MiB */
+    uint64_t wal_segment_bytes;   /* WAL segment size; default 64 MiB */
+} jr_node_config;
+
+/* Fills cfg with defaults (and cfg->size). The caller then sets name, peers, wal_dir, host. */
+JR_API void jr_node_config_init(jr_node_config *cfg);
+
+/* Opens a node: validates cfg, recovers its WAL, reopens its groups. On success *out is a node
+ * that must be closed with jr_node_close(). On failure *out is NULL and nothing is left open. */
+JR_API int jr_node_open(const jr_node_config *cfg, jr_node **out);
+
+/* Feeds one frame received from server `from`. The frame is fully validated before any of it
+ * is applied: a malformed, truncated, oversized, wrong-version or wrong-checksum frame returns
+ * an error (JR_ECORRUPT, JR_EVERSION, JR_EMSGSIZE, JR_EAUTH) and changes no state. The frame is
+ * borrowed for the call. */
+JR_API int jr_node_recv(jr_node *node, const char *from, const void *frame, size_t len);
+
+/* Runs timers due at now(), then flushes pending work (one WAL write + sync, one frame per peer).
+ */
+JR_API int jr_node_tick(jr_node *node);
+
+/* The time (a now() value) at which the node next needs jr_node_tick(); UINT64_MAX if none. */
+JR_API uint64_t jr_node_deadline(const jr_node *node);
+
+/* Closes the node: pending callbacks complete with JR_ECLOSED before it returns. Safe on NULL. */
+JR_API void jr_node_close(jr_node *node);
+
+/* The node's server name (borrowed, valid until close). */
+JR_API const char *jr_node_name(const jr_node *node);
+
+/* A human-readable message for the node's last error (never NULL; "" if none). */
+JR_API const char *jr_node_errmsg(const jr_node *node);
+
+/* Counters for observability; fields are only ever appended. */
+typedef struct jr_node_stats {
+    size_t size;                 /* sizeof(jr_node_stats), set by the caller */
+    uint64_t frames_sent;
+    uint64_t frames_received;
+    uint64_t frames_rejected;    /* failed decoding or authentication */
+    uint64_t bytes_sent;
+    uint64_t bytes_received;
+    uint64_t wal_syncs;
+    uint64_t wal_bytes;
+    uint64_t groups;
+} jr_node_stats;
+
+JR_API int jr_node_stats_get(const jr_node *node, jr_node_stats *out);
+
+/* ----------------------------------------------------------------------------------------------
+ * Raw Raft groups: the replication machinery for a host's own state machine.
+ */
+typedef struct jr_group jr_group;
+typedef struct jr_snapshot_writer jr_snapshot_writer;
+
+/* Appends n bytes to the snapshot being taken; valid only inside jr_fsm.snapshot. */
+JR_API int jr_snapshot_write(jr_snapshot_writer *w, const void *data, size_t n);
+
+#define JR_FSM_VERSION 1
+typedef struct jr_fsm {
+    int version; /* JR_FSM_VERSION */
+    void *ctx;
+    /* Applies the committed entry at `index`, in order, exactly once per node lifetime (after a
+     * restart, entries after the last restored snapshot are applied again). */
+    void (*apply)(void *ctx, uint64_t index, const void *data, size_t len);
+    /* Writes the state as of the last applied index with jr_snapshot_write(). Optional: without
+     * it the group never compacts its log. */
+    int (*snapshot)(void *ctx, jr_snapshot_writer *w);
+    /* Replaces the state with a snapshot taken at `index`. Required if snapshot is given. */
+    int (*restore)(void *ctx, uint64_t index, const void *data, size_t len);
+} jr_fsm;
+
+typedef struct jr_group_config {
+    size_t size;                /* sizeof(jr_group_config) */
+    uint64_t id;                /* numeric group id, unique in the cluster, non-zero */
+    const char *const *voters;  /* initial voting members (server names) */
+    size_t nvoters;
+    const jr_fsm *fsm;          /* required; copied */
+    uint64_t snapshot_entries;  /* take a snapshot after this many applied entries; default 8192 */
+} jr_group_config;
+
+JR_API void jr_group_config_init(jr_group_config *cfg);
+
+/* Creates (or, after a restart, reopens) group cfg->id on this node. Every initial voter must
+ * be given the same voter list. JR_EEXIST if the group is already open on this node. */
+JR_API int jr_group_open(jr_node *node, const jr_group_config *cfg, jr_group **out);
+
+/* Closes the local replica of a group (the group's data stays on disk). Pending callbacks
+ * complete with JR_ECLOSED. */
+JR_API void jr_group_close(jr_group *g);
+
+/* Looks up an open group by id; NULL if absent. */
+JR_API jr_group *jr_node_group(jr_node *node, uint64_t id);
+
+/* Completion of a proposal: status 0 and the entry's index once it is committed (durable on a
+ * quorum); otherwise JR_ENOTLEADER, JR_ELEADERLOST, JR_ETRANSFER, JR_ECLOSED, ... */
+typedef void (*jr_propose_cb)(void *arg, int status, uint64_t index);
+/* Completion of an administrative operation. */
+typedef void (*jr_done_cb)(void *arg, int status);
+
+/* Proposes data (copied) to the group. Fails fast (returned, not via cb) with JR_ENOTLEADER,
+ * JR_ETRANSFER, JR_EMSGSIZE, JR_EDAMAGED. cb may be NULL. */
+JR_API int jr_group_propose(jr_group *g, const void *data, size_t len, jr_propose_cb cb,
+                            void *arg);
+
+/* The current leader's name as this replica knows it (borrowed), or NULL if unknown. */
+JR_API const char *jr_group_leader(const jr_group *g);
+
+/* Transfers leadership to `to` (a caught-up voter), or to the most caught-up voter if NULL. */
+JR_API int jr_group_transfer(jr_group *g, const char *to, jr_done_cb cb, void *arg);
+
+/* Membership changes, one at a time; a second while one is uncommitted is JR_EBUSY. */
+JR_API int jr_group_add_observer(jr_group *g, const char *peer, jr_done_cb cb, void *arg);
+JR_API int jr_group_promote(jr_group *g, const char *peer, jr_done_cb cb, void *arg);
+JR_API int jr_group_remove(jr_group *g, const char *peer, jr_done_cb cb, void *arg);
+
+enum jr_role { JR_FOLLOWER = 0, JR_CANDIDATE = 1, JR_LEADER = 2, JR_OBSERVER = 3 };
+
+typedef struct jr_group_status {
+    size_t size; /* sizeof(jr_group_status), set by the caller */
+    uint64_t id;
+    int role;    /* enum jr_role, of this replica */
+    uint64_t term;
+    uint64_t commit_index;
+    uint64_t applied_index;
+    uint64_t last_index;
+    uint64_t snapshot_index;
+    size_t npeers; /* members, this one included; jr_group_peer() reads each */
+    int damaged;   /* 1 if this replica lost data and waits for repair */
+} jr_group_status;
+
+typedef struct jr_peer_status {
+    size_t size; /* sizeof(jr_peer_status), set by the caller */
+    const char *name;   /* borrowed */
+    int voter;          /* 0: observer */
+    int current;        /* caught up and heard from within an election timeout (leader's view) */
+    uint64_t match_index;
+    uint64_t lag;       /* entries behind the leader's last index */
+    uint64_t last_seen_ns; /* now() minus last contact; UINT64_MAX if never */
+} jr_peer_status;
+
+JR_API int jr_group_status_get(const jr_group *g, jr_group_status *out);
+/* Peer i (0 <= i < npeers) as this replica sees it; progress fields only on the leader. */
+JR_API int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* JETRAFT_H */

@@ -1,0 +1,75 @@
+/*
+ * wal — the node's shared Raft write-ahead log: one segmented, checksummed, group-committed log
+ * for every group on the node (ARCHITECTURE §2, §4).
+ *
+ * Records: entries {group, term, index, type, payload}, per-group hard state {term, vote,
+ * commit}, per-group compaction markers, and group drops. Appends are staged in memory;
+ * jr__wal_flush() writes everything staged with one write and covers it with one sync, so one
+ * fsync serves every group. Nothing that depends on a record (a vote, an append response, a
+ * publish ack) may leave the node before the flush that covers it returns.
+ *
+ * Recovery (jr__wal_open) scans every segment, verifies every checksum, truncates a torn tail,
+ * and replays records to the caller in log order. An entry record for (group, index) supersedes
+ * every earlier entry of that group with index >= index (that is how a follower's truncated
+ * suffix is recorded). A bad record that is not at the tail is corruption: the groups it could
+ * belong to are reported damaged (on_damaged, with file and offset), every other group is
+ * recovered normally.
+ *
+ * A segment is deleted only when every group with entries in it has compacted past them.
+ */
+#ifndef JR_LOG_WAL_H
+#define JR_LOG_WAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jetraft.h"
+#include "raft/raft.h"
+
+typedef struct jr__wal jr__wal;
+
+/* Callbacks during recovery, in log order. Returning non-zero aborts jr__wal_open with that code.
+ * Pointers are borrowed for the call. */
+typedef struct jr__wal_replay {
+    void *ctx;
+    int (*on_entry)(void *ctx, uint64_t group, const jr__entry *e);
+    int (*on_hardstate)(void *ctx, uint64_t group, const jr__hardstate *hs);
+    int (*on_compact)(void *ctx, uint64_t group, uint64_t index, uint64_t term);
+    int (*on_drop)(void *ctx, uint64_t group);
+    /* group == 0: the damage cannot be attributed; every group must be treated as damaged. */
+    int (*on_damaged)(void *ctx, uint64_t group, const char *why);
+} jr__wal_replay;
+
+typedef struct jr__wal_config {
+    jr_vfs *vfs;
+    const char *dir;
+    const jr_allocator *alloc;
+    uint64_t segment_bytes;    /* default 64 MiB */
+    int sync_policy;           /* enum jr_sync_policy */
+    uint64_t sync_interval_ns; /* with JR_SYNC_INTERVAL */
+} jr__wal_config;
+
+/* Opens (creating if needed) the WAL in cfg->dir and replays it through `replay`. */
+int jr__wal_open(const jr__wal_config *cfg, const jr__wal_replay *replay, jr__wal **out);
+void jr__wal_close(jr__wal *w);
+
+/* Staging (in memory; JR_ENOMEM is the only failure). */
+int jr__wal_append(jr__wal *w, uint64_t group, const jr__entry *e);
+int jr__wal_hardstate(jr__wal *w, uint64_t group, const jr__hardstate *hs);
+/* Entries of group up to index (whose term is `term`) are no longer needed. */
+int jr__wal_compact(jr__wal *w, uint64_t group, uint64_t index, uint64_t term);
+/* The group is gone from this node; its records are garbage. */
+int jr__wal_drop(jr__wal *w, uint64_t group);
+
+/* Writes everything staged (one write) and syncs it according to the policy, at time now.
+ * *durable gets 1 if everything written so far is durable (always, under JR_SYNC_ALWAYS). On an
+ * I/O error nothing staged is reported durable and the WAL refuses further appends (JR_EIO). */
+int jr__wal_flush(jr__wal *w, uint64_t now, int *durable);
+/* With JR_SYNC_INTERVAL: when the next interval sync is due (UINT64_MAX if nothing is pending). */
+uint64_t jr__wal_deadline(const jr__wal *w);
+
+/* Bytes staged and not yet written. */
+size_t jr__wal_pending(const jr__wal *w);
+const char *jr__wal_errmsg(const jr__wal *w);
+
+#endif

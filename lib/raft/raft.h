@@ -1,0 +1,292 @@
+/*
+ * raft — one Raft group as a pure, deterministic state machine.
+ *
+ * Inputs: received messages, the current time (jr__raft_tick/step take `now`, nanoseconds),
+ * proposals and admin requests, and feedback from the node (what became durable, what was
+ * applied, which snapshot was taken). Outputs: messages (through io->send), and state the node
+ * pulls when io->notify says there is work: unpersisted entries and hard state, the commit index.
+ * Randomness (election timeouts) comes from a PRNG seeded by the caller.
+ *
+ * Never here: I/O, clocks, threads, or allocation on the steady-state path. The in-memory log
+ * keeps entries from the last snapshot onwards in rings that grow by doubling and are reused, so
+ * proposals and replication allocate nothing once warm; memory is allocated only on growth,
+ * membership change and snapshot.
+ *
+ * Implemented (Raft dissertation, Ongaro 2014, quoted next to the code):
+ *  - election with randomized timeouts in [T, 2T), pre-vote (§9.6), check-quorum (§6.2);
+ *  - replication with pipelining and per-follower flow control (probe / replicate / snapshot
+ *    states, bounded messages and bytes in flight), fast backtracking with a conflict hint;
+ *  - commit only of entries of the current term by counting replicas (§3.6.2, Figure 3.7);
+ *  - a new leader appends a no-op and is not "ready" (accepts no membership change) before an
+ *    entry of its term commits;
+ *  - leadership transfer (§3.10): to a named caught-up voter or the best one; proposals fail with
+ *    JR_ETRANSFER meanwhile; abandoned after an election timeout;
+ *  - observers (non-voting members, §4.2.1): receive the log, never vote or campaign, never count
+ *    toward a quorum;
+ *  - single-server membership changes (§4.1), one at a time: a configuration takes effect as soon
+ *    as it is appended; a second change while one is uncommitted is JR_EBUSY; a leader that
+ *    removes itself steps down once the change commits;
+ *  - snapshots (§5): compaction behind a snapshot the node took; install on a lagging follower in
+ *    resumable chunks read/written through io (the bytes are opaque here).
+ *
+ * Invariants (checked by the simulation on every step): at most one leader per term; if two logs
+ * hold an entry with the same index and term they are identical up to it; a committed entry is in
+ * the log of every later leader; commit_index never decreases; applied <= commit.
+ *
+ * Peer ids are 64-bit and non-zero: the node uses the xxh3 of the server name.
+ */
+#ifndef JR_RAFT_RAFT_H
+#define JR_RAFT_RAFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jetraft.h"
+
+typedef uint64_t jr__id;
+
+enum jr__entry_type {
+    JR__ENTRY_NORMAL = 0, /* a proposal for the state machine */
+    JR__ENTRY_NOOP = 1,   /* appended by each new leader */
+    JR__ENTRY_CONFIG = 2, /* membership: data is jr__conf_encode() output */
+};
+
+typedef struct jr__entry {
+    uint64_t term;
+    uint64_t index;
+    uint8_t type;
+    uint32_t len;
+    const uint8_t *data; /* borrowed (see the function that hands it out) */
+} jr__entry;
+
+/* Membership ---------------------------------------------------------------------------------*/
+#define JR__MAX_MEMBERS 64
+
+typedef struct jr__member {
+    jr__id id;
+    uint8_t voter; /* 1 voter, 0 observer */
+} jr__member;
+
+typedef struct jr__conf {
+    uint32_t n;
+    jr__member m[JR__MAX_MEMBERS];
+} jr__conf;
+
+/* Encoding of a configuration (also carried in snapshots): varint n, then n × (u64 id, u8 voter).
+ * Decoding is strict: duplicates, id 0, n > JR__MAX_MEMBERS or trailing bytes are JR_ECORRUPT. */
+size_t jr__conf_encoded_len(const jr__conf *c);
+size_t jr__conf_encode(const jr__conf *c, uint8_t *out); /* returns bytes written */
+int jr__conf_decode(jr__conf *c, const uint8_t *p, size_t n);
+const jr__member *jr__conf_find(const jr__conf *c, jr__id id);
+uint32_t jr__conf_voters(const jr__conf *c);
+
+/* Messages -----------------------------------------------------------------------------------*/
+enum jr__msg_type {
+    JR__MSG_VOTE = 1,      /* RequestVote (or pre-vote with JR__MF_PREVOTE) */
+    JR__MSG_VOTE_RESP = 2,
+    JR__MSG_APPEND = 3,    /* AppendEntries with entries (may be zero entries) */
+    JR__MSG_APPEND_RESP = 4,
+    JR__MSG_HEARTBEAT = 5, /* leader liveness + commit; no log matching */
+    JR__MSG_HEARTBEAT_RESP = 6,
+    JR__MSG_SNAP = 7,      /* one chunk of InstallSnapshot */
+    JR__MSG_SNAP_RESP = 8,
+    JR__MSG_TIMEOUT_NOW = 9, /* leadership transfer: campaign now, skipping pre-vote */
+    JR__MSG_TYPE_MAX = 9
+};
+
+enum jr__msg_flags {
+    JR__MF_PREVOTE = 1,  /* VOTE/VOTE_RESP: a pre-vote (§9.6); term is the proposed term */
+    JR__MF_TRANSFER = 2, /* VOTE: campaign caused by a transfer; may disrupt a live leader */
+    JR__MF_DURABLE = 4,  /* depends on this group's pending durable state: the node must send it
+                            only after the sync that covers everything the group had pending */
+};
+
+typedef struct jr__msg {
+    uint8_t type;  /* enum jr__msg_type */
+    uint8_t flags; /* enum jr__msg_flags */
+    uint64_t group;
+    jr__id from;
+    jr__id to;
+    uint64_t term;
+    union {
+        struct {
+            uint64_t last_index;
+            uint64_t last_term;
+        } vote;
+        struct {
+            uint8_t granted;
+        } vote_resp;
+        struct {
+            uint64_t prev_index;
+            uint64_t prev_term;
+            uint64_t commit;
+            uint32_t n;
+            const jr__entry *entries; /* borrowed for the call */
+        } append;
+        struct {
+            uint8_t success;
+            uint64_t index;      /* success: the follower's match index; else: rejected prev_index */
+            uint64_t hint_index; /* on reject: follower's conflicting-term first index, or last+1 */
+            uint64_t hint_term;  /* on reject: the term at hint_index (0 if none) */
+        } append_resp;
+        struct {
+            uint64_t commit;
+        } heartbeat;
+        struct {
+            uint64_t match_hint; /* follower's last index, unused by safety */
+        } heartbeat_resp;
+        struct {
+            uint64_t index;   /* last index covered by the snapshot */
+            uint64_t sterm;   /* term of that entry */
+            uint64_t offset;  /* of this chunk in the snapshot's bytes */
+            uint64_t total;   /* size of the snapshot's bytes */
+            uint8_t done;     /* last chunk */
+            uint32_t conf_len;
+            const uint8_t *conf; /* jr__conf_encode() of the snapshot's configuration */
+            uint32_t len;
+            const uint8_t *data;
+        } snap;
+        struct {
+            uint64_t index;  /* snapshot index being acknowledged */
+            uint64_t offset; /* next offset wanted (resumes an interrupted install) */
+            uint8_t done;    /* installed */
+            uint8_t reject;  /* follower cannot take it (stale, error): leader re-probes */
+        } snap_resp;
+    } u;
+} jr__msg;
+
+/* The group --------------------------------------------------------------------------------*/
+typedef struct jr__raft jr__raft;
+
+typedef struct jr__raft_io {
+    void *ctx;
+    /* Hands over one message; m and everything it points to are borrowed for the call. */
+    void (*send)(void *ctx, jr__raft *r, const jr__msg *m);
+    /* The group has something for the node: unpersisted state, new commits, a changed deadline
+     * or a role change. Called at most once until the node next calls jr__raft_ready_done(). */
+    void (*notify)(void *ctx, jr__raft *r);
+    /* Leader: reads up to cap bytes of the current snapshot at offset. */
+    int (*snap_read)(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, void *buf,
+                     size_t cap, size_t *n);
+    /* Follower: stores one chunk of an incoming snapshot (offset 0 starts a new one). */
+    int (*snap_write)(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, const void *data,
+                      size_t len);
+    /* Follower: the whole snapshot arrived; the node restores its state machine from it and
+     * makes it durable before returning 0. The core then drops its log up to index. */
+    int (*snap_install)(void *ctx, jr__raft *r, uint64_t index, uint64_t term,
+                        const jr__conf *conf);
+} jr__raft_io;
+
+typedef struct jr__raft_config {
+    uint64_t group;
+    jr__id self;
+    const jr_allocator *alloc;
+    uint64_t election_timeout; /* ns; randomized in [T, 2T) */
+    uint64_t heartbeat_interval; /* ns */
+    uint64_t seed;
+    uint32_t max_inflight;       /* APPEND messages in flight per follower; default 64 */
+    uint64_t max_inflight_bytes; /* bytes in flight per follower; default 8 MiB */
+    uint32_t max_msg_bytes;      /* entry bytes per APPEND; default 1 MiB */
+    uint32_t max_entry_bytes;    /* largest proposal; default 1 MiB */
+    uint32_t snap_chunk_bytes;   /* default 256 KiB */
+    uint8_t observer;            /* informational; membership decides */
+} jr__raft_config;
+
+int jr__raft_new(const jr__raft_config *cfg, const jr__raft_io *io, jr__raft **out);
+void jr__raft_free(jr__raft *r);
+
+/* Recovery, before jr__raft_start(): state read back from durable storage, in order. */
+int jr__raft_load_hardstate(jr__raft *r, uint64_t term, jr__id vote, uint64_t commit);
+int jr__raft_load_snapshot(jr__raft *r, uint64_t index, uint64_t term, const jr__conf *conf);
+int jr__raft_load_entry(jr__raft *r, const jr__entry *e); /* index must be last+1 (data copied) */
+/* A brand-new group: a CONFIG entry at index 1, term 1, identical on every initial voter. It
+ * is reported as unpersisted like any other entry. */
+int jr__raft_bootstrap(jr__raft *r, const jr__conf *conf);
+/* Starts timers; call once after loading or bootstrap. */
+int jr__raft_start(jr__raft *r, uint64_t now);
+
+/* Inputs. Each may call io->send and io->notify. */
+int jr__raft_step(jr__raft *r, uint64_t now, const jr__msg *m);
+void jr__raft_tick(jr__raft *r, uint64_t now);
+/* When the group next needs jr__raft_tick(); UINT64_MAX if never (e.g. a lone observer). */
+uint64_t jr__raft_deadline(const jr__raft *r);
+
+/* Leader only. Appends a NORMAL entry (data copied); *index gets its index. JR_ENOTLEADER,
+ * JR_ETRANSFER, JR_EMSGSIZE, JR_ENOMEM. */
+int jr__raft_propose(jr__raft *r, uint64_t now, const void *data, size_t len, uint64_t *index);
+
+enum jr__change { JR__ADD_OBSERVER = 1, JR__PROMOTE = 2, JR__REMOVE = 3 };
+/* Leader only; appends a CONFIG entry. JR_EBUSY while a change is uncommitted or no entry of
+ * this term has committed yet; JR_EINVAL for an impossible change (adding a member, promoting a
+ * voter, removing a non-member, removing the last voter); JR_ENOTLEADER. */
+int jr__raft_change(jr__raft *r, uint64_t now, int op, jr__id peer, uint64_t *index);
+/* Leader only; to == 0 picks the most caught-up voter. JR_ENOTVOTER if `to` is not a voter,
+ * JR_ETRANSFER if one is already under way. Completion is observed as a leader change. */
+int jr__raft_transfer(jr__raft *r, uint64_t now, jr__id to);
+/* Step down to follower now (e.g. the host asked). */
+void jr__raft_stepdown(jr__raft *r, uint64_t now);
+
+/* The node's side of the ready cycle ----------------------------------------------------------
+ * After io->notify the node calls, in its flush:
+ *   jr__raft_unpersisted()  -> write those entries (jr__raft_entry) and the hard state to the WAL
+ *   ... one sync for all groups ...
+ *   jr__raft_persisted()    -> the leader may now count itself; DURABLE messages may leave
+ *   apply entries up to jr__raft_commit_index() (only those also persisted), jr__raft_applied()
+ *   jr__raft_ready_done()   -> re-enables io->notify
+ */
+typedef struct jr__hardstate {
+    uint64_t term;
+    jr__id vote;
+    uint64_t commit;
+} jr__hardstate;
+
+/* Entries [*from, *to] are not yet durable (none if *from > *to). A *from at or below a
+ * previously persisted index means the log was truncated there: the WAL record for index i
+ * replaces every earlier record of index >= i of the same group. Returns 1 if the hard state
+ * also changed since the last jr__raft_persisted(), 0 otherwise; *hs gets it either way. */
+int jr__raft_unpersisted(const jr__raft *r, uint64_t *from, uint64_t *to, jr__hardstate *hs);
+/* Everything reported by the last jr__raft_unpersisted() up to `index`, and that hard state,
+ * is durable. */
+void jr__raft_persisted(jr__raft *r, uint64_t now, uint64_t index);
+/* The entry at index (borrowed until the next input to r). JR_ECOMPACTED below the log start,
+ * JR_ENOTFOUND above the last index. */
+int jr__raft_entry(const jr__raft *r, uint64_t index, jr__entry *out);
+/* The state machine applied everything up to index (entries may be released after it is also
+ * behind the snapshot). */
+void jr__raft_applied(jr__raft *r, uint64_t index);
+/* The node took a state-machine snapshot at applied index `index`; the log before it may be
+ * dropped except `trailing` entries kept for slow followers. */
+int jr__raft_snapshot_taken(jr__raft *r, uint64_t index, uint64_t trailing);
+void jr__raft_ready_done(jr__raft *r);
+
+/* Queries ----------------------------------------------------------------------------------*/
+int jr__raft_role(const jr__raft *r); /* enum jr_role */
+uint64_t jr__raft_term(const jr__raft *r);
+jr__id jr__raft_leader(const jr__raft *r); /* 0 if unknown */
+jr__id jr__raft_self(const jr__raft *r);
+uint64_t jr__raft_group(const jr__raft *r);
+uint64_t jr__raft_commit_index(const jr__raft *r);
+uint64_t jr__raft_applied_index(const jr__raft *r);
+uint64_t jr__raft_last_index(const jr__raft *r);
+uint64_t jr__raft_last_term(const jr__raft *r);
+uint64_t jr__raft_first_index(const jr__raft *r); /* first index held in memory */
+uint64_t jr__raft_snapshot_index(const jr__raft *r);
+uint64_t jr__raft_snapshot_term(const jr__raft *r);
+const jr__conf *jr__raft_conf(const jr__raft *r); /* latest configuration (maybe uncommitted) */
+const jr__conf *jr__raft_snapshot_conf(const jr__raft *r); /* configuration at snapshot index */
+int jr__raft_ready(const jr__raft *r); /* leader with an entry of its term committed */
+int jr__raft_transferring(const jr__raft *r);
+
+enum jr__progress_state { JR__PROBE = 0, JR__REPLICATE = 1, JR__SNAPSHOT = 2 };
+typedef struct jr__progress {
+    jr__id id;
+    uint8_t voter;
+    uint8_t state;       /* enum jr__progress_state */
+    uint64_t match;
+    uint64_t next;
+    uint64_t last_contact; /* now of the last message from it; 0 if never */
+} jr__progress;
+/* Leader: progress of member i of jr__raft_conf() (self included, match = durable last). */
+int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out);
+
+#endif

@@ -1,0 +1,45 @@
+#include "alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void *jr__malloc(const jr_allocator *a, size_t n)
+{
+    if (n == 0) n = 1;
+    return a ? a->malloc(a->ctx, n) : malloc(n);
+}
+
+void *jr__calloc(const jr_allocator *a, size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size) return NULL;
+    void *p = jr__malloc(a, n * size);
+    if (p) memset(p, 0, n * size ? n * size : 1);
+    return p;
+}
+
+void *jr__realloc(const jr_allocator *a, void *p, size_t n)
+{
+    if (n == 0) {
+        jr__free(a, p);
+        return NULL;
+    }
+    if (!p) return jr__malloc(a, n);
+    return a ? a->realloc(a->ctx, p, n) : realloc(p, n);
+}
+
+void jr__free(const jr_allocator *a, void *p)
+{
+    if (!p) return;
+    if (a)
+        a->free(a->ctx, p);
+    else
+        free(p);
+}
+
+char *jr__strdup(const jr_allocator *a, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = jr__malloc(a, n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
