@@ -352,6 +352,59 @@ JR_API int jr_group_status_get(const jr_group *g, jr_group_status *out);
 /* Peer i (0 <= i < npeers) as this replica sees it; progress fields only on the leader. */
 JR_API int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out);
 
+/* ----------------------------------------------------------------------------------------------
+ * Streams (JetStream semantics; see shared seeds). Config is validated on any node and by the
+ * meta leader; an invalid field is JR_EINVAL and the node's errmsg names the field.
+ */
+enum jr_retention { JR_RETAIN_LIMITS = 0, JR_RETAIN_INTEREST = 1, JR_RETAIN_WORKQUEUE = 2 };
+enum jr_discard { JR_DISCARD_OLD = 0, JR_DISCARD_NEW = 1 };
+enum jr_storage { JR_STORAGE_FILE = 0, JR_STORAGE_MEMORY = 1 };
+enum jr_compression { JR_COMPRESS_NONE = 0, JR_COMPRESS_LZ4 = 1 };
+
+typedef struct jr_placement {
+    const char *cluster;     /* NULL: the cluster of the node the request lands on */
+    const char *const *tags; /* every tag required; "!tag" excludes servers carrying tag */
+    size_t ntags;
+} jr_placement;
+
+typedef struct jr_kv {
+    const char *key;
+    const char *value;
+} jr_kv;
+
+#define JR_STREAM_NAME_MAX 255
+#define JR_MAX_REPLICAS 5
+
+typedef struct jr_stream_config {
+    size_t size;                   /* sizeof(jr_stream_config) */
+    const char *name;              /* no whitespace, '.', '*', '>', '/', '\\'; 1..255 bytes */
+    const char *description;       /* optional */
+    const char *const *subjects;   /* default: { name } */
+    size_t nsubjects;
+    int retention;                 /* enum jr_retention; default JR_RETAIN_LIMITS */
+    int64_t max_consumers;         /* -1 unlimited (default) */
+    int64_t max_msgs;              /* -1 unlimited (default) */
+    int64_t max_bytes;             /* -1 unlimited (default) */
+    uint64_t max_age_ns;           /* 0 unlimited (default) */
+    int64_t max_msgs_per_subject;  /* -1 unlimited (default) */
+    int32_t max_msg_size;          /* -1 unlimited (default) */
+    int discard;                   /* enum jr_discard; default JR_DISCARD_OLD */
+    int storage;                   /* enum jr_storage; default JR_STORAGE_FILE */
+    int replicas;                  /* 1..5; default 1 */
+    uint64_t duplicate_window_ns;  /* default 2 minutes; 0: the default */
+    jr_placement placement;
+    int sealed;                    /* no more writes or deletes; only by update */
+    int deny_delete;
+    int deny_purge;
+    int allow_rollup;
+    int compression;               /* enum jr_compression; default JR_COMPRESS_NONE */
+    const jr_kv *metadata;
+    size_t nmetadata;
+} jr_stream_config;
+
+/* Fills cfg with JetStream's defaults (and cfg->size); the caller then sets name, subjects... */
+JR_API void jr_stream_config_init(jr_stream_config *cfg);
+
 #ifdef __cplusplus
 }
 #endif
