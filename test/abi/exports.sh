@@ -8,3 +8,8 @@ if [ -n "$bad" ]; then
 fi
 n=$(nm -D --defined-only "$lib" | grep -c ' jr_' || true)
 echo "exports: $n jr_ symbols, no others"
+soname=$(readelf -d "$lib" 2>/dev/null | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+case "$soname" in
+    libjetraft.so.[0-9]*) echo "soname: $soname" ;;
+    *) echo "unexpected soname: '$soname'"; exit 1 ;;
+esac
