@@ -1,17 +1,75 @@
 /*
- * frame — the peer wire format: one frame carries many groups' Raft messages from one node to
- * another (ARCHITECTURE §3, §4).
+ * frame — the peer wire format: one frame carries many groups' Raft messages, and node-level
+ * messages (coalesced heartbeats), from one node to another (ARCHITECTURE §3, §4).
  *
- * A frame is a fixed header followed by a body of messages:
- *   header: magic "JR" (2) | version u8 | flags u8 | body length u32 | from id u64 | to id u64 |
- *           xxh3-64 of header bytes 0..24 and the body (u64)            (all little-endian)
- *   body:   a sequence of messages, each: type u8 | flags u8 | varint fields (see frame.c)
- * Entries inside an APPEND are decoded without copying: their data points into the frame.
+ * Owns: the byte layout below, its canonical encoding, and strict decoding of it. Invariants:
+ *  - every value has exactly one encoding (canonical varints, booleans only 0 or 1, no unknown
+ *    bits), so decoding a valid frame and re-encoding its messages gives back the same bytes;
+ *  - decoding never reads outside the bytes it was given and never allocates (except the
+ *    caller-supplied plaintext buffer of a sealed frame, amortized); decoded APPEND entries,
+ *    snapshot chunks and heartbeat lists point into the frame (zero copy);
+ *  - whatever the encoder accepts the decoder accepts, and the encoder refuses (JR_EINVAL in
+ *    jr__buf.err) what the decoder would reject, so a frame is never sent that peers drop.
  *
- * Decoding is strict and total: jr__frame_open() checks magic, version, lengths against the
- * limit, and the checksum; jr__frame_next() bounds-checks every field and rejects unknown types,
- * overlong varints, counts that cannot fit the remaining bytes, and trailing garbage. Callers
- * validate a whole frame (jr__frame_validate) before acting on any of it.
+ * Wire format, version 1. All fixed-width integers little-endian; "varint" is unsigned LEB128,
+ * at most 10 bytes, canonical (no trailing zero group, no overflow).
+ *
+ *   frame  = header (32 bytes) | body (`len` bytes)
+ *   header = magic "JR" (2) | version u8 (= 1) | fflags u8 | len u32 | from u64 | to u64 |
+ *            check u64
+ *            fflags: bit 0 SEALED; every other bit must be 0.
+ *            from, to: non-zero node ids (xxh3 of the server names), from != to.
+ *            check = xxh3-64 of header bytes [0, 24) followed by the `len` body bytes (for a
+ *            sealed frame, of the sealed body).
+ *   body (not sealed) = message*          (zero or more, up to the end of the body)
+ *   body (SEALED)     = nonce (24) | ciphertext | tag (16): XChaCha20-Poly1305-IETF (libsodium)
+ *            of the message sequence with the 32-byte cluster key; associated data = header
+ *            bytes [0, 24) (so magic, version, flags, length and both ids are authenticated).
+ *
+ *   message = type u8 | mflags u8 | payload
+ *     type 1..63   Raft message of one group (raft.h enum jr__msg_type; today 1..9);
+ *                  payload = group varint (!= 0) | term varint | fields below.
+ *                  mflags: raft.h enum jr__msg_flags (bits 0..2); other bits rejected.
+ *                  The sender and receiver are the frame's from and to (not repeated).
+ *     type 64..127 node-level message (group 0); mflags must be 0; today 64 and 65 (below).
+ *     any other type is rejected.
+ *
+ *   VOTE (1)           last_index varint | last_term varint
+ *   VOTE_RESP (2)      granted u8 (0|1)
+ *   APPEND (3)         prev_index varint | prev_term varint | commit varint | n varint |
+ *                      n × entry
+ *       entry        = etype u8 (0 NORMAL | 1 NOOP | 2 CONFIG) | dterm varint | len varint |
+ *                      len bytes of data
+ *                      entry i has index prev_index + 1 + i (not sent; must not overflow) and
+ *                      term = (term of entry i-1, or prev_term for i = 0) + dterm, so terms never
+ *                      decrease (Raft logs are term-monotonic, dissertation §3.5). len is at most
+ *                      jr__frame.max_entry (default JR__FRAME_MAX_ENTRY).
+ *   APPEND_RESP (4)    success u8 (0|1) | index varint | hint_index varint | hint_term varint
+ *   HEARTBEAT (5)      commit varint
+ *   HEARTBEAT_RESP (6) match_hint varint
+ *   SNAP (7)           index varint | sterm varint | offset varint | total varint | done u8 (0|1) |
+ *                      conf_len varint | conf bytes | len varint | data bytes
+ *                      conf_len <= JR__FRAME_MAX_CONF; offset + len <= total (no overflow);
+ *                      done = 1 implies offset + len = total.
+ *   SNAP_RESP (8)      bits u8 (bit 0 done, bit 1 reject; others 0) | index varint |
+ *                      offset varint
+ *   TIMEOUT_NOW (9)    (nothing after the term)
+ *
+ *   NODE_HB (64)       seq varint | n varint | n × (dgroup varint | term varint | commit varint)
+ *   NODE_HB_RESP (65)  seq varint | n varint | n × (dgroup varint | term varint | index varint)
+ *       Group ids are strictly ascending: group_0 = dgroup_0 + 1, group_i = group_{i-1} +
+ *       dgroup_i + 1 (no overflow), so consecutive ids cost one byte each. A heartbeat lists
+ *       (group, leader's term, leader's commit) for every group the sender leads and shares with
+ *       the receiver; the response echoes seq and lists (group, term, match = last durable index)
+ *       for the groups the responder follows. ~5 bytes per group: 10,000 groups fit in ~60 KB.
+ *
+ * Counts are checked against the bytes left before anything is decoded (an entry or heartbeat
+ * item is at least 3 bytes), and the body must end exactly after its last message.
+ *
+ * Use. Sender: jr__frame_begin, then jr__frame_add / jr__frame_add_hb per message, then
+ * jr__frame_end (or jr__frame_end_sealed with the cluster key). Receiver: jr__frame_open (or
+ * jr__frame_open_sealed), jr__frame_check to walk the whole frame before acting on any of it,
+ * then jr__frame_next in a loop. jr__frame_validate does open + check for a plain frame.
  */
 #ifndef JR_WIRE_FRAME_H
 #define JR_WIRE_FRAME_H
@@ -25,30 +83,125 @@
 #define JR__FRAME_VERSION 1
 #define JR__FRAME_HEADER 32
 
-/* Encoding. A frame under construction lives in a jr__buf. */
+/* Header flags (fflags). */
+#define JR__FRAME_SEALED 0x01
+
+/* Sealing: libsodium crypto_aead_xchacha20poly1305_ietf sizes. */
+#define JR__FRAME_KEY_BYTES 32
+#define JR__FRAME_NONCE_BYTES 24
+#define JR__FRAME_TAG_BYTES 16
+#define JR__FRAME_SEAL_OVERHEAD (JR__FRAME_NONCE_BYTES + JR__FRAME_TAG_BYTES)
+
+/* Default largest entry (data bytes) accepted in an APPEND; see jr__frame.max_entry. */
+#define JR__FRAME_MAX_ENTRY (64u << 20)
+/* Largest snapshot configuration blob accepted (jr__conf_encode of JR__MAX_MEMBERS members fits
+ * with room to spare). */
+#define JR__FRAME_MAX_CONF (16u + JR__MAX_MEMBERS * 32u)
+
+/* Message types outside raft.h: node-level messages (group 0) use 64..127. */
+#define JR__MSG_GROUP_LAST 63
+#define JR__MSG_NODE_FIRST 64
+#define JR__MSG_NODE_HB 64      /* coalesced heartbeat: groups the sender leads */
+#define JR__MSG_NODE_HB_RESP 65 /* its answer: groups the responder follows */
+#define JR__MSG_NODE_LAST 127
+
+/* Encoding ---------------------------------------------------------------------------------
+ * A frame under construction occupies the whole of a jr__buf (from offset 0). Every encoder
+ * records its first failure in b->err (JR_ENOMEM, or JR_EINVAL for a message the decoder would
+ * reject) and then does nothing; check the result of jr__frame_end. The buffer's capacity is
+ * reused from frame to frame, so steady-state encoding does not allocate. */
+
+/* Resets b and writes a header for a frame from `from` to `to` (non-zero, distinct: else
+ * b->err = JR_EINVAL). */
 void jr__frame_begin(jr__buf *b, jr__id from, jr__id to);
-/* Appends one message. */
+/* Appends one Raft message. Requires m->from and m->to to be the frame's ids, m->group != 0, a
+ * known type and flags, entries at consecutive indexes prev_index+1.. with non-decreasing terms
+ * from prev_term, entry types known and lengths <= JR__FRAME_MAX_ENTRY, snapshot chunks inside
+ * total, conf_len <= JR__FRAME_MAX_CONF; otherwise b->err = JR_EINVAL. Booleans are sent as 0/1.
+ * Entry data and snapshot bytes are copied into b. */
 void jr__frame_add(jr__buf *b, const jr__msg *m);
-/* Fills in the length and checksum. Returns 0, or b->err. */
+/* Fills in the length and checksum. Returns 0, b->err, or JR_EMSGSIZE (body > UINT32_MAX). */
 int jr__frame_end(jr__buf *b);
-/* Encoded size of m in a frame body (exact). */
+/* Encoded size of m in a frame body (exact); m must be valid for jr__frame_add. */
 size_t jr__frame_msg_len(const jr__msg *m);
 
-/* Decoding. */
+/* Seals the frame instead of jr__frame_end: encrypts the body with `key` (JR__FRAME_KEY_BYTES)
+ * and `nonce` (JR__FRAME_NONCE_BYTES, or NULL for a fresh random one from libsodium), sets the
+ * SEALED flag, the length and the checksum. A caller-supplied nonce must never repeat under the
+ * same key (XChaCha20's 24-byte nonce is safe to draw at random). Returns 0, b->err,
+ * JR_EMSGSIZE, or JR_EIO if libsodium cannot initialize. */
+int jr__frame_end_sealed(jr__buf *b, const uint8_t *key, const uint8_t *nonce);
+
+/* Node-level heartbeat (coalesced per peer pair, issue 5). One item per group. */
+typedef struct jr__hb_item {
+    uint64_t group; /* non-zero */
+    uint64_t term;
+    uint64_t index; /* NODE_HB: the leader's commit; NODE_HB_RESP: the follower's match index */
+} jr__hb_item;
+
+/* Appends a NODE_HB or NODE_HB_RESP (type) with sequence number seq and n items, which must be
+ * sorted by strictly ascending, non-zero group id (jr__hb_sort does it); otherwise b->err =
+ * JR_EINVAL. The items are only read. */
+void jr__frame_add_hb(jr__buf *b, uint8_t type, uint64_t seq, const jr__hb_item *items,
+                      size_t n);
+/* Encoded size of such a message (exact; items valid as above). */
+size_t jr__frame_hb_len(uint64_t seq, const jr__hb_item *items, size_t n);
+/* Sorts items by group id, in place, without allocating. */
+void jr__hb_sort(jr__hb_item *items, size_t n);
+
+/* Decoding --------------------------------------------------------------------------------*/
+
+/* A decoded heartbeat: a borrowed view of the encoded list, read with jr__hb_next (copy the
+ * struct to iterate again). Valid while the frame's bytes are. */
+typedef struct jr__hb_view {
+    uint8_t type;   /* JR__MSG_NODE_HB or JR__MSG_NODE_HB_RESP */
+    uint64_t seq;
+    uint32_t n;     /* items not yet returned by jr__hb_next */
+    uint64_t group; /* iteration state: last group id returned (0 before the first) */
+    jr__rd items;   /* the encoded items */
+} jr__hb_view;
+
+/* Returns 1 and the next item, or 0 when the list is exhausted. The list was validated when the
+ * message was decoded, so it cannot fail; a view that was not produced by jr__frame_next
+ * returns 0 on any inconsistency (never reads out of bounds). */
+int jr__hb_next(jr__hb_view *v, jr__hb_item *out);
+
 typedef struct jr__frame {
     jr__id from;
     jr__id to;
-    uint8_t flags;
-    jr__rd body;
+    uint8_t flags;      /* header fflags */
+    uint32_t max_entry; /* largest entry length accepted; JR__FRAME_MAX_ENTRY after open, the
+                           caller may lower it before decoding */
+    jr__rd body;        /* the (plaintext) messages not yet decoded */
+    jr__hb_view hb;     /* the last node-level message returned by jr__frame_next */
 } jr__frame;
 
-/* Checks the header and checksum; JR_ECORRUPT, JR_EVERSION, JR_EMSGSIZE (len > max). */
+/* Checks the header and checksum of a plain frame of len bytes. Errors: JR_ECORRUPT (short,
+ * bad magic, length field not equal to the bytes given, unknown flag, zero or equal ids, bad
+ * checksum), JR_EVERSION, JR_EMSGSIZE (len or the length field above max), JR_EAUTH (the frame
+ * is sealed: use jr__frame_open_sealed). On success f->body covers the messages, borrowed from
+ * data. */
 int jr__frame_open(jr__frame *f, const void *data, size_t len, size_t max);
-/* Decodes the next message into *m; entries go to scratch (capacity cap; an APPEND with more
- * entries than cap is JR_EMSGSIZE). Returns 1 for a message, 0 at the end of the body, or a
- * negative error. */
+/* As jr__frame_open for a frame that must be sealed with key (JR__FRAME_KEY_BYTES): the body is
+ * authenticated and decrypted into `plain` (reset; grown as needed, so reusing one buffer does
+ * not allocate in steady state), and f->body points into plain. JR_ECORRUPT (short or bad
+ * magic), JR_EVERSION and JR_EMSGSIZE are reported as by jr__frame_open; any other defect —
+ * not sealed, length mismatch, flags, ids, checksum, authentication — is JR_EAUTH. JR_ENOMEM if
+ * plain cannot grow, JR_EIO if libsodium cannot initialize. With key == NULL this is
+ * jr__frame_open. */
+int jr__frame_open_sealed(jr__frame *f, const void *data, size_t len, size_t max,
+                          const uint8_t *key, jr__buf *plain);
+/* Decodes the next message into *m (m->from, m->to from the header). Raft messages: entries of
+ * an APPEND go to scratch (capacity cap; more than cap entries is JR_EMSGSIZE), their data and
+ * snapshot bytes point into the frame. Node-level messages: m->type is JR__MSG_NODE_*, m->group
+ * 0, every other field 0, and f->hb holds the message. Returns 1 for a message, 0 at the end of
+ * the body, or a negative error (JR_ECORRUPT, JR_EMSGSIZE), after which it keeps returning that
+ * error. *m is unspecified after an error. */
 int jr__frame_next(jr__frame *f, jr__msg *m, jr__entry *scratch, size_t cap);
-/* Walks the whole frame without acting on it; 0 if every message decodes. */
+/* Walks every message of an opened frame without consuming it (f is not modified): 0 if
+ * jr__frame_next would decode all of them with a scratch of cap entries, else its error. */
+int jr__frame_check(const jr__frame *f, size_t scratch_cap);
+/* jr__frame_open + jr__frame_check on a plain frame: 0 if every message decodes. */
 int jr__frame_validate(const void *data, size_t len, size_t max, size_t scratch_cap);
 
 #endif
