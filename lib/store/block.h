@@ -1,0 +1,104 @@
+/*
+ * block — the on-disk formats of message block files, independent of any file system, so they
+ * can be fuzzed and tested on bytes alone.
+ *
+ * A block file holds the records (record.h) of a run of consecutive writes of one stream. Two
+ * formats, told apart by their magic:
+ *
+ * Open block ("JRBK"): appended to while it is the stream's active block.
+ *     0 "JRBK" | 4 u16 version (1) | 6 u16 flags | 8 u32 block id | 12 u32 key check
+ *     16 u64 0 | 24 u64 xxh3(bytes 0..24)                                       = 32 bytes
+ *   then frames: without JR__BLKF_ENC a frame is one record as is; with it a frame is
+ *     u32 clen | nonce[24] | XChaCha20-Poly1305(record) (clen bytes, tag included)
+ *   with associated data {u32 block id, u32 clen}, a fresh random nonce per frame.
+ *   A crash can tear the tail of an open block; the valid frames before it are kept.
+ *
+ * Sealed block ("JRSB"): written once (temporary file, sync, rename) when a block is full.
+ *     0 "JRSB" | 4 u16 version (1) | 6 u16 flags | 8 u32 block id | 12 u32 key check
+ *     16 u64 raw_len | 24 u64 stored_len | 32 nonce[24] | 56 u64 xxh3(bytes 0..56) = 64 bytes
+ *     body[stored_len] | u64 xxh3(body)
+ *   body = the concatenated records (raw_len bytes), lz4-compressed with JR__BLKF_LZ4, then
+ *   sealed with XChaCha20-Poly1305 (associated data: header bytes 0..32) with JR__BLKF_ENC.
+ *
+ * Encryption: the key is the stream key (jr__blk_derive_key: crypto_kdf from the host's master
+ * key, context "jrstore1", subkey id = xxh3 of the stream name). The key check is 4 bytes of
+ * BLAKE2b(stream key), so a wrong key is told apart (JR_EAUTH) from tampering (JR_ECORRUPT).
+ *
+ * Decoding never trusts a length: every size is checked against the bytes present, allocation
+ * is bounded by the input (raw_len <= 255 * stored_len + 64 KiB, the lz4 bound), and any
+ * inconsistency is JR_ECORRUPT with the offset where it was found.
+ */
+#ifndef JR_STORE_BLOCK_H
+#define JR_STORE_BLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jetraft.h"
+#include "util/buf.h"
+
+#define JR__BLK_OPEN_HDR 32u
+#define JR__BLK_SEAL_HDR 64u
+#define JR__BLK_FRAME_OVERHEAD (4u + 24u + 16u)
+
+enum { JR__BLKF_ENC = 1, JR__BLKF_LZ4 = 2 };
+enum { JR__BLK_OPEN = 1, JR__BLK_SEALED = 2 };
+
+typedef struct jr__blk_key {
+    uint8_t key[32];
+    uint32_t check;
+} jr__blk_key;
+
+/* Derives the stream key from a 32-byte master key and the stream name. 0 or JR_EIO (libsodium
+ * failed to initialise). */
+int jr__blk_derive_key(const uint8_t master[32], const char *name, jr__blk_key *out);
+
+/* Writes an open block's 32-byte header. */
+void jr__blk_open_header(uint8_t out[32], uint32_t id, int flags, uint32_t keycheck);
+
+/* Size of the encrypted frame for a record of rlen bytes. */
+static inline size_t jr__blk_frame_size(size_t rlen)
+{
+    return rlen + JR__BLK_FRAME_OVERHEAD;
+}
+/* Encrypts the record rec[0..rlen) into dst (jr__blk_frame_size(rlen) bytes). */
+void jr__blk_frame(uint8_t *dst, const uint8_t *rec, size_t rlen, uint32_t id,
+                   const jr__blk_key *k);
+
+/* Builds a sealed block image of the records plain[0..n) into out (appended). flags: any of
+ * JR__BLKF_LZ4 and JR__BLKF_ENC (then k is required). 0 or JR_ENOMEM. */
+int jr__blk_seal(const uint8_t *plain, size_t n, uint32_t id, int flags, const jr__blk_key *k,
+                 jr__buf *out);
+
+/* Builds an open block image (header + frames) of the records plain[0..n) into out. */
+int jr__blk_write_open(const uint8_t *plain, size_t n, uint32_t id, int flags,
+                       const jr__blk_key *k, jr__buf *out);
+
+typedef struct jr__blk_info {
+    int kind;          /* JR__BLK_OPEN or JR__BLK_SEALED; 0 if the header is bad */
+    uint32_t id;
+    int flags;
+    uint32_t keycheck;
+    const uint8_t *plain; /* the records (into the file or into the caller's buffer) */
+    size_t plain_len;     /* bytes of whole, valid records */
+    uint64_t good_end;    /* file offset just past the last valid frame */
+    uint64_t bad_off;     /* with an error: file offset where decoding stopped */
+    const char *why;      /* with an error: what was wrong */
+} jr__blk_info;
+
+/* Decodes a whole block file f[0..n). Records are checked (checksums, shapes) but not their seq
+ * order. For an open block, decoding stops at the first bad frame: the result is JR_ECORRUPT
+ * with info->good_end/bad_off set, and info->plain holding the valid prefix (so the caller may
+ * treat a torn tail as such). For a sealed block any defect is JR_ECORRUPT. Encrypted blocks
+ * need k (NULL: JR_EINVAL); a key check mismatch is JR_EAUTH. Decoded plaintext goes to buf
+ * (reset first) unless it can be pointed to inside f. */
+int jr__blk_decode(const uint8_t *f, size_t n, const jr__blk_key *k, jr__buf *buf,
+                   jr__blk_info *info);
+
+/* 1 if a valid frame of an open block with this id/flags starts after the damage at f[from]
+ * (unencrypted: anywhere in f(from..n); encrypted: the frame the damaged frame's length points
+ * to), that is, if the damage cannot be a torn tail. scratch is working memory. */
+int jr__blk_valid_after(const uint8_t *f, size_t n, size_t from, uint32_t id, int flags,
+                        const jr__blk_key *k, jr__buf *scratch);
+
+#endif

@@ -1,0 +1,759 @@
+/*
+ * file.c — the file store's backend: message blocks under <store_dir>/<stream>/ (block.h for
+ * the formats), written and read only through jr_vfs.
+ *
+ * Files: NNNNNNNNNN.blk (block id, 10 digits) and, transiently, NNNNNNNNNN.tmp (a block being
+ * rewritten; removed at open). Any other name in the directory is reported as corruption.
+ *
+ * The active block (highest id) is an open block. Its records are kept in memory in plaintext
+ * (`plain`), which serves reads of recent messages and becomes the sealed image at rotation;
+ * writes are buffered and reach the file at flush time (or every FLUSH_BYTES). Without
+ * encryption the file holds the plaintext itself after its header; with encryption each record
+ * is written as its own authenticated frame, so no plaintext ever reaches the disk.
+ *
+ * Rotation: when a record does not fit in block_bytes, the active block is flushed and synced
+ * (no compression nor encryption: it stays an open block forever, which is fine to read), or
+ * rewritten as a sealed block (tmp file, sync, rename) when compression or encryption is on.
+ * Syncing at rotation keeps the durable prefix contiguous: a later block is never durable
+ * while an earlier one is not.
+ *
+ * Recovery: blocks are decoded in id order and their records replayed into the core. Damage in
+ * the last block that no valid frame follows is a torn tail: the file is truncated to its valid
+ * prefix (and synced). Any other damage is JR_ECORRUPT naming the file and offset.
+ *
+ * Tombstones live in the block that was active when they were written. When a block is dropped
+ * (no live message left), its tombstones that still refer to messages in surviving blocks are
+ * written again into the active block and synced before the file is removed.
+ */
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "block.h"
+#include "store_int.h"
+#include "util/alloc.h"
+
+#define FLUSH_BYTES (1u << 20)
+#define NHANDLES 8
+
+typedef struct fblk {
+    int kind;  /* JR__BLK_OPEN or JR__BLK_SEALED */
+    int flags; /* JR__BLKF_* of the file */
+} fblk;
+
+typedef struct handle {
+    uint32_t id;
+    jr_file *f;
+} handle;
+
+typedef struct fstore {
+    jr_vfs *vfs;
+    char *dir;
+    int compress;
+    int enc;
+    jr__blk_key key;
+
+    /* active block */
+    jr_file *af;
+    uint32_t aid;     /* 0: no active block yet */
+    int aflags;       /* JR__BLKF_ENC or 0 */
+    jr__buf plain;    /* its records */
+    size_t flushed;   /* plain bytes already written (unencrypted) */
+    jr__buf pend;     /* encrypted frames not yet written */
+    uint64_t fsize;   /* bytes written to the file */
+    int need_dirsync;
+    int dirty;        /* written since the last sync */
+
+    /* reads of other blocks */
+    handle h[NHANDLES];
+    unsigned hnext;
+    uint32_t cid; /* block decoded in cache (0: none) */
+    jr__buf cache;
+    jr__buf io;
+    jr__buf tmp;
+} fstore;
+
+static fstore *F(jr__store *s)
+{
+    return s->bkctx;
+}
+
+static void blk_path(const fstore *f, char *out, size_t n, uint32_t id, const char *ext)
+{
+    snprintf(out, n, "%s/%010u.%s", f->dir, id, ext);
+}
+
+#define PATHMAX 4096
+
+/* ---------------------------------------------------------------------------------------------
+ * Read handles of non-active blocks
+ */
+
+static void handle_forget(jr__store *s, uint32_t id)
+{
+    fstore *f = F(s);
+    for (int i = 0; i < NHANDLES; i++)
+        if (f->h[i].f && f->h[i].id == id) {
+            f->vfs->close(f->vfs->ctx, f->h[i].f);
+            f->h[i].f = NULL;
+        }
+    if (f->cid == id) f->cid = 0;
+}
+
+static int handle_get(jr__store *s, uint32_t id, jr_file **out)
+{
+    fstore *f = F(s);
+    for (int i = 0; i < NHANDLES; i++)
+        if (f->h[i].f && f->h[i].id == id) {
+            *out = f->h[i].f;
+            return 0;
+        }
+    handle *h = &f->h[f->hnext++ % NHANDLES];
+    if (h->f) f->vfs->close(f->vfs->ctx, h->f);
+    h->f = NULL;
+    char path[PATHMAX];
+    blk_path(f, path, sizeof path, id, "blk");
+    int rc = f->vfs->open(f->vfs->ctx, path, JR_O_READ, &h->f);
+    if (rc) {
+        h->f = NULL;
+        return jr__store_fail(s, rc, "%s: open failed: %s", path, jr_strerror(rc));
+    }
+    h->id = id;
+    *out = h->f;
+    return 0;
+}
+
+/* Reads the whole file `path` into buf. */
+static int read_all(jr__store *s, jr_file *fh, const char *path, jr__buf *buf)
+{
+    fstore *f = F(s);
+    uint64_t size;
+    int rc = f->vfs->size(f->vfs->ctx, fh, &size);
+    if (rc) return jr__store_fail(s, rc, "%s: size failed", path);
+    if (size > (uint64_t)SIZE_MAX / 2) return jr__store_fail(s, JR_ECORRUPT, "%s: too large", path);
+    jr__buf_reset(buf);
+    if (jr__buf_reserve(buf, (size_t)size ? (size_t)size : 1)) return JR_ENOMEM;
+    size_t got = 0;
+    if (size) {
+        rc = f->vfs->pread(f->vfs->ctx, fh, buf->data, (size_t)size, 0, &got);
+        if (rc) return jr__store_fail(s, rc, "%s: read failed", path);
+    }
+    buf->len = got;
+    return 0;
+}
+
+/* Decodes block id into the cache (sealed or encrypted blocks). */
+static int cache_load(jr__store *s, uint32_t id)
+{
+    fstore *f = F(s);
+    if (f->cid == id) return 0;
+    f->cid = 0;
+    jr_file *fh;
+    int rc = handle_get(s, id, &fh);
+    if (rc) return rc;
+    char path[PATHMAX];
+    blk_path(f, path, sizeof path, id, "blk");
+    rc = read_all(s, fh, path, &f->io);
+    if (rc) return rc;
+    jr__blk_info info;
+    rc = jr__blk_decode(f->io.data, f->io.len, f->enc ? &f->key : NULL, &f->cache, &info);
+    if (rc)
+        return jr__store_fail(s, rc == JR_ECORRUPT ? JR_ECORRUPT : rc, "%s: offset %llu: %s",
+                              path, (unsigned long long)info.bad_off,
+                              info.why ? info.why : jr_strerror(rc));
+    if (info.plain != f->cache.data) {
+        /* plaintext points into io: keep it in the cache instead */
+        jr__buf_reset(&f->cache);
+        jr__buf_put(&f->cache, info.plain, info.plain_len);
+        if (f->cache.err) return f->cache.err;
+    }
+    f->cid = id;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The active block
+ */
+
+static int active_flush(jr__store *s)
+{
+    fstore *f = F(s);
+    if (!f->af) return 0;
+    int rc = 0;
+    if (f->aflags & JR__BLKF_ENC) {
+        if (f->pend.len) {
+            rc = f->vfs->pwrite(f->vfs->ctx, f->af, f->pend.data, f->pend.len, f->fsize);
+            if (!rc) {
+                f->fsize += f->pend.len;
+                jr__buf_reset(&f->pend);
+                f->dirty = 1;
+            }
+        }
+    } else if (f->plain.len > f->flushed) {
+        size_t n = f->plain.len - f->flushed;
+        rc = f->vfs->pwrite(f->vfs->ctx, f->af, f->plain.data + f->flushed, n, f->fsize);
+        if (!rc) {
+            f->fsize += n;
+            f->flushed = f->plain.len;
+            f->dirty = 1;
+        }
+    }
+    if (rc) jr__store_fail(s, rc, "%s/%010u.blk: write failed: %s", f->dir, f->aid,
+                           jr_strerror(rc));
+    return rc;
+}
+
+static int active_sync(jr__store *s)
+{
+    fstore *f = F(s);
+    int rc = active_flush(s);
+    if (rc || !f->af) return rc;
+    if (f->dirty) {
+        rc = f->vfs->sync(f->vfs->ctx, f->af);
+        if (rc) return jr__store_fail(s, rc, "%s/%010u.blk: sync failed", f->dir, f->aid);
+        f->dirty = 0;
+    }
+    if (f->need_dirsync) {
+        rc = f->vfs->sync_dir(f->vfs->ctx, f->dir);
+        if (rc) return jr__store_fail(s, rc, "%s: directory sync failed", f->dir);
+        f->need_dirsync = 0;
+    }
+    return 0;
+}
+
+/* Writes image[0..n) as block id through a temporary file and an atomic rename. */
+static int write_replace(jr__store *s, uint32_t id, const uint8_t *image, size_t n)
+{
+    fstore *f = F(s);
+    char tmp[PATHMAX], dst[PATHMAX];
+    blk_path(f, tmp, sizeof tmp, id, "tmp");
+    blk_path(f, dst, sizeof dst, id, "blk");
+    jr_file *t;
+    int rc = f->vfs->open(f->vfs->ctx, tmp, JR_O_CREATE | JR_O_TRUNCATE, &t);
+    if (rc) return jr__store_fail(s, rc, "%s: create failed", tmp);
+    rc = f->vfs->pwrite(f->vfs->ctx, t, image, n, 0);
+    if (!rc) rc = f->vfs->sync(f->vfs->ctx, t);
+    int rc2 = f->vfs->close(f->vfs->ctx, t);
+    if (!rc) rc = rc2;
+    if (!rc) rc = f->vfs->rename(f->vfs->ctx, tmp, dst);
+    if (rc) {
+        f->vfs->remove(f->vfs->ctx, tmp);
+        return jr__store_fail(s, rc, "%s: write failed: %s", tmp, jr_strerror(rc));
+    }
+    return 0;
+}
+
+/* Seals the active block (see the file comment) and forgets it. */
+static int active_seal(jr__store *s)
+{
+    fstore *f = F(s);
+    if (!f->af) return 0;
+    size_t bi = jr__store_blk_find(s, f->aid);
+    fblk *b = s->blks[bi].bk;
+    int rc;
+    int sflags = (f->compress ? JR__BLKF_LZ4 : 0) | (f->enc ? JR__BLKF_ENC : 0);
+    if (sflags) {
+        jr__buf_reset(&f->tmp);
+        rc = jr__blk_seal(f->plain.data, f->plain.len, f->aid, sflags, &f->key, &f->tmp);
+        if (!rc) rc = write_replace(s, f->aid, f->tmp.data, f->tmp.len);
+        if (rc) return rc;
+        if (f->need_dirsync) {
+            /* the rename made the name durable; nothing else of this block is pending */
+            f->need_dirsync = 0;
+        }
+        b->kind = JR__BLK_SEALED;
+        b->flags = sflags;
+        /* the plaintext is the decoded form of the sealed block: keep it as the read cache */
+        jr__buf t = f->cache;
+        f->cache = f->plain;
+        f->plain = t;
+        f->cid = f->aid;
+    } else {
+        rc = active_sync(s);
+        if (rc) return rc;
+    }
+    f->vfs->close(f->vfs->ctx, f->af);
+    f->af = NULL;
+    f->aid = 0;
+    jr__buf_reset(&f->plain);
+    jr__buf_reset(&f->pend);
+    f->flushed = 0;
+    f->fsize = 0;
+    f->dirty = 0;
+    return 0;
+}
+
+static int active_new(jr__store *s)
+{
+    fstore *f = F(s);
+    uint32_t id = s->nblks ? s->blks[s->nblks - 1].id + 1 : 1;
+    if (id == 0) return jr__store_fail(s, JR_ERANGE, "%s: block ids exhausted", f->dir);
+    fblk *b = jr__calloc(s->alloc, 1, sizeof *b);
+    if (!b) return JR_ENOMEM;
+    char path[PATHMAX];
+    blk_path(f, path, sizeof path, id, "blk");
+    jr_file *fh;
+    int rc = f->vfs->open(f->vfs->ctx, path, JR_O_CREATE | JR_O_TRUNCATE, &fh);
+    if (rc) {
+        jr__free(s->alloc, b);
+        return jr__store_fail(s, rc, "%s: create failed: %s", path, jr_strerror(rc));
+    }
+    f->aflags = f->enc ? JR__BLKF_ENC : 0;
+    uint8_t h[JR__BLK_OPEN_HDR];
+    jr__blk_open_header(h, id, f->aflags, f->enc ? f->key.check : 0);
+    rc = f->vfs->pwrite(f->vfs->ctx, fh, h, sizeof h, 0);
+    if (!rc) rc = jr__store_blk_add(s, id);
+    if (rc) {
+        f->vfs->close(f->vfs->ctx, fh);
+        f->vfs->remove(f->vfs->ctx, path);
+        jr__free(s->alloc, b);
+        return jr__store_fail(s, rc, "%s: create failed: %s", path, jr_strerror(rc));
+    }
+    b->kind = JR__BLK_OPEN;
+    b->flags = f->aflags;
+    s->blks[s->nblks - 1].bk = b;
+    f->af = fh;
+    f->aid = id;
+    f->fsize = JR__BLK_OPEN_HDR;
+    f->flushed = 0;
+    jr__buf_reset(&f->plain);
+    jr__buf_reset(&f->pend);
+    f->need_dirsync = 1;
+    f->dirty = 1;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Backend operations
+ */
+
+static int file_reserve(jr__store *s, size_t len, uint8_t **p, uint32_t *blk, uint32_t *off)
+{
+    fstore *f = F(s);
+    int rc;
+    if (f->af && f->plain.len && f->plain.len + len > s->block_bytes) {
+        rc = active_seal(s);
+        if (rc) return rc;
+    }
+    if (!f->af) {
+        rc = active_new(s);
+        if (rc) return rc;
+    }
+    if (jr__buf_reserve(&f->plain, len)) return JR_ENOMEM;
+    *p = f->plain.data + f->plain.len;
+    *blk = f->aid;
+    *off = (uint32_t)f->plain.len;
+    return 0;
+}
+
+static int file_commit(jr__store *s, uint8_t *p, size_t len)
+{
+    fstore *f = F(s);
+    f->plain.len += len;
+    size_t unflushed;
+    if (f->aflags & JR__BLKF_ENC) {
+        if (jr__buf_reserve(&f->pend, jr__blk_frame_size(len))) return JR_ENOMEM;
+        jr__blk_frame(f->pend.data + f->pend.len, p, len, f->aid, &f->key);
+        f->pend.len += jr__blk_frame_size(len);
+        unflushed = f->pend.len;
+    } else {
+        unflushed = f->plain.len - f->flushed;
+    }
+    return unflushed >= FLUSH_BYTES ? active_flush(s) : 0;
+}
+
+static int file_read(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, const uint8_t **out)
+{
+    fstore *f = F(s);
+    const jr__buf *src;
+    if (blk == f->aid) {
+        src = &f->plain;
+    } else {
+        size_t bi = jr__store_blk_find(s, blk);
+        if (bi == SIZE_MAX) return jr__store_fail(s, JR_ECORRUPT, "block %u missing", blk);
+        fblk *b = s->blks[bi].bk;
+        if (b->kind == JR__BLK_OPEN && !(b->flags & JR__BLKF_ENC)) {
+            jr_file *fh;
+            int rc = handle_get(s, blk, &fh);
+            if (rc) return rc;
+            jr__buf_reset(&f->io);
+            if (jr__buf_reserve(&f->io, len)) return JR_ENOMEM;
+            size_t got;
+            rc = f->vfs->pread(f->vfs->ctx, fh, f->io.data, len, JR__BLK_OPEN_HDR + (uint64_t)off,
+                               &got);
+            if (rc) return jr__store_fail(s, rc, "%s/%010u.blk: read failed", f->dir, blk);
+            if (got != len)
+                return jr__store_fail(s, JR_ECORRUPT, "%s/%010u.blk: offset %llu: short read",
+                                      f->dir, blk,
+                                      (unsigned long long)(JR__BLK_OPEN_HDR + (uint64_t)off));
+            *out = f->io.data;
+            return 0;
+        }
+        int rc = cache_load(s, blk);
+        if (rc) return rc;
+        src = &f->cache;
+    }
+    if ((size_t)off + len > src->len)
+        return jr__store_fail(s, JR_ECORRUPT, "%s/%010u.blk: record beyond the block", f->dir,
+                              blk);
+    *out = src->data + off;
+    return 0;
+}
+
+/* Whether a surviving block other than block index `skip` holds messages in [lo, hi]. */
+static int survives(const jr__store *s, size_t skip, uint64_t lo, uint64_t hi)
+{
+    for (size_t i = 0; i < s->nblks; i++) {
+        const jr__blk *b = &s->blks[i];
+        if (i == skip || !b->first) continue;
+        if (b->first <= hi && b->last >= lo) return 1;
+    }
+    return 0;
+}
+
+/* Writes again the tombstones of block i that still matter (see the file comment). */
+static int carry_tombstones(jr__store *s, size_t i)
+{
+    fstore *f = F(s);
+    jr__blk *b = &s->blks[i];
+    if (b->tomb_lo == UINT64_MAX || !survives(s, i, b->tomb_lo, UINT64_MAX)) return 0;
+    uint32_t id = b->id;
+    const uint8_t *plain;
+    size_t n;
+    if (id == f->aid) {
+        plain = f->plain.data;
+        n = f->plain.len;
+    } else {
+        int rc = cache_load(s, id);
+        if (rc) return rc;
+        plain = f->cache.data;
+        n = f->cache.len;
+    }
+    /* copy: writing tombstones may rotate and reuse the cache */
+    jr__buf copy;
+    jr__buf_init(&copy, s->alloc);
+    jr__buf_put(&copy, plain, n);
+    if (copy.err) return copy.err;
+    int rc = 0, wrote = 0;
+    jr__rec r;
+    size_t len;
+    for (size_t off = 0; !rc && off < n; off += len) {
+        if (jr__rec_decode(copy.data + off, n - off, 0, &r, &len)) break;
+        size_t bi = jr__store_blk_find(s, id);
+        if (r.type == JR__REC_DEL && survives(s, bi, r.seq, r.ts)) {
+            rc = jr__store_write_tomb(s, &r, r.seq);
+            wrote = 1;
+        } else if (r.type == JR__REC_DELSUBJ && survives(s, bi, 0, r.seq)) {
+            rc = jr__store_write_tomb(s, &r, 0);
+            wrote = 1;
+        }
+    }
+    jr__buf_free(&copy);
+    if (!rc && wrote) rc = active_sync(s);
+    return rc;
+}
+
+static int file_drop(jr__store *s, size_t i)
+{
+    fstore *f = F(s);
+    int rc = carry_tombstones(s, i);
+    if (rc) return rc;
+    /* carrying may have rotated blocks: find ours again */
+    uint32_t id = s->blks[i].id;
+    handle_forget(s, id);
+    char path[PATHMAX];
+    blk_path(f, path, sizeof path, id, "blk");
+    rc = f->vfs->remove(f->vfs->ctx, path);
+    if (rc && rc != JR_ENOTFOUND) return jr__store_fail(s, rc, "%s: remove failed", path);
+    jr__free(s->alloc, s->blks[i].bk);
+    s->blks[i].bk = NULL;
+    return 0;
+}
+
+static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
+{
+    fstore *f = F(s);
+    int rc;
+    if (blk == f->aid) {
+        rc = active_flush(s);
+        if (rc) return rc;
+        jr__rec_erase(f->plain.data + off, len);
+        jr__buf_reset(&f->tmp);
+        rc = jr__blk_write_open(f->plain.data, f->plain.len, f->aid, f->aflags,
+                                f->enc ? &f->key : NULL, &f->tmp);
+        if (rc) return rc;
+        f->vfs->close(f->vfs->ctx, f->af);
+        f->af = NULL;
+        rc = write_replace(s, f->aid, f->tmp.data, f->tmp.len);
+        char path[PATHMAX];
+        blk_path(f, path, sizeof path, f->aid, "blk");
+        int rc2 = f->vfs->open(f->vfs->ctx, path, JR_O_READ, &f->af);
+        if (rc2) {
+            f->af = NULL;
+            return jr__store_fail(s, rc2, "%s: reopen failed", path);
+        }
+        if (rc) return rc;
+        f->fsize = f->tmp.len;
+        f->flushed = f->plain.len;
+        f->need_dirsync = 0;
+        f->dirty = 0;
+        return 0;
+    }
+    size_t bi = jr__store_blk_find(s, blk);
+    if (bi == SIZE_MAX) return JR_ENOTFOUND;
+    fblk *b = s->blks[bi].bk;
+    rc = cache_load(s, blk);
+    if (rc) return rc;
+    jr__rec_erase(f->cache.data + off, len);
+    jr__buf_reset(&f->tmp);
+    if (b->kind == JR__BLK_SEALED)
+        rc = jr__blk_seal(f->cache.data, f->cache.len, blk, b->flags, &f->key, &f->tmp);
+    else
+        rc = jr__blk_write_open(f->cache.data, f->cache.len, blk, b->flags,
+                                f->enc ? &f->key : NULL, &f->tmp);
+    uint32_t keep = f->cid;
+    handle_forget(s, blk);
+    if (!rc) rc = write_replace(s, blk, f->tmp.data, f->tmp.len);
+    if (!rc) f->cid = keep; /* the cache matches the new file */
+    return rc;
+}
+
+static int file_flush(jr__store *s, int sync)
+{
+    return sync ? active_sync(s) : active_flush(s);
+}
+
+static void file_close(jr__store *s)
+{
+    fstore *f = F(s);
+    if (!f) return;
+    for (int i = 0; i < NHANDLES; i++)
+        if (f->h[i].f) f->vfs->close(f->vfs->ctx, f->h[i].f);
+    if (f->af) f->vfs->close(f->vfs->ctx, f->af);
+    for (size_t i = 0; i < s->nblks; i++) jr__free(s->alloc, s->blks[i].bk);
+    jr__buf_free(&f->plain);
+    jr__buf_free(&f->pend);
+    jr__buf_free(&f->cache);
+    jr__buf_free(&f->io);
+    jr__buf_free(&f->tmp);
+    sodium_memzero(&f->key, sizeof f->key);
+    jr__free(s->alloc, f->dir);
+    jr__free(s->alloc, f);
+    s->bkctx = NULL;
+}
+
+static const jr__store_backend file_backend = {
+    .persistent = 1,
+    .reserve = file_reserve,
+    .commit = file_commit,
+    .read = file_read,
+    .drop = file_drop,
+    .erase = file_erase,
+    .flush = file_flush,
+    .close = file_close,
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Open and recovery
+ */
+
+typedef struct scan {
+    jr__store *s;
+    uint32_t *ids;
+    size_t n, cap;
+    int rc;
+} scan;
+
+static int parse_id(const char *name, const char *ext, uint32_t *id)
+{
+    size_t n = strlen(name), el = strlen(ext);
+    if (n != 10 + 1 + el || name[10] != '.' || strcmp(name + 11, ext) != 0) return 0;
+    uint64_t v = 0;
+    for (int i = 0; i < 10; i++) {
+        if (name[i] < '0' || name[i] > '9') return 0;
+        v = v * 10 + (uint64_t)(name[i] - '0');
+    }
+    if (v == 0 || v > UINT32_MAX) return 0;
+    *id = (uint32_t)v;
+    return 1;
+}
+
+static int list_cb(void *arg, const char *name)
+{
+    scan *sc = arg;
+    jr__store *s = sc->s;
+    fstore *f = F(s);
+    uint32_t id;
+    if (parse_id(name, "tmp", &id)) {
+        char path[PATHMAX];
+        snprintf(path, sizeof path, "%s/%s", f->dir, name);
+        int rc = f->vfs->remove(f->vfs->ctx, path);
+        return rc && rc != JR_ENOTFOUND ? rc : 0;
+    }
+    if (!parse_id(name, "blk", &id))
+        return jr__store_fail(s, JR_ECORRUPT, "%s/%s: offset 0: unexpected file in the store",
+                              f->dir, name);
+    if (sc->n == sc->cap) {
+        size_t ncap = sc->cap ? sc->cap * 2 : 64;
+        uint32_t *v = jr__realloc(s->alloc, sc->ids, ncap * sizeof *v);
+        if (!v) return JR_ENOMEM;
+        sc->ids = v;
+        sc->cap = ncap;
+    }
+    sc->ids[sc->n++] = id;
+    return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Replays the records of plain[0..n) of block id into the core. */
+static int replay(jr__store *s, const char *path, uint32_t id, const uint8_t *plain, size_t n,
+                  uint64_t base_off)
+{
+    jr__rec r;
+    size_t len;
+    for (size_t off = 0; off < n; off += len) {
+        if (jr__rec_decode(plain + off, n - off, 0, &r, &len))
+            return jr__store_fail(s, JR_ECORRUPT, "%s: offset %llu: bad record", path,
+                                  (unsigned long long)(base_off + off));
+        int rc = jr__store_load(s, &r, id, (uint32_t)off, (uint32_t)len);
+        if (rc == JR_ECORRUPT) {
+            char why[sizeof s->err];
+            memcpy(why, s->err, sizeof why);
+            return jr__store_fail(s, JR_ECORRUPT, "%s: offset %llu: %s", path,
+                                  (unsigned long long)(base_off + off), why);
+        }
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* Recovers block ids[k] (last: it is the newest). */
+static int recover_block(jr__store *s, uint32_t id, int last)
+{
+    fstore *f = F(s);
+    char path[PATHMAX];
+    blk_path(f, path, sizeof path, id, "blk");
+    jr_file *fh;
+    int rc = f->vfs->open(f->vfs->ctx, path, JR_O_READ, &fh);
+    if (rc) return jr__store_fail(s, rc, "%s: open failed: %s", path, jr_strerror(rc));
+    rc = read_all(s, fh, path, &f->io);
+    if (rc) goto out;
+    jr__blk_info info;
+    rc = jr__blk_decode(f->io.data, f->io.len, f->enc ? &f->key : NULL, &f->cache, &info);
+    if (rc == JR_EAUTH || rc == JR_EINVAL) {
+        rc = jr__store_fail(s, rc, "%s: %s", path, info.why);
+        goto out;
+    }
+    if (rc && rc != JR_ECORRUPT) goto out;
+    if (!rc && info.id != id) {
+        rc = jr__store_fail(s, JR_ECORRUPT, "%s: offset 8: block id %u in file of block %u",
+                            path, info.id, id);
+        goto out;
+    }
+    if (rc == JR_ECORRUPT) {
+        int torn = 0;
+        if (last && info.kind == JR__BLK_OPEN && info.id == id)
+            torn = !jr__blk_valid_after(f->io.data, f->io.len, (size_t)info.bad_off, id,
+                                        info.flags, f->enc ? &f->key : NULL, &f->tmp);
+        else if (last && info.kind == 0 && f->io.len < JR__BLK_OPEN_HDR)
+            /* a block created but never synced: its header write was torn, and nothing was
+             * written after it (writes persist in order) */
+            torn = 1;
+        if (!torn) {
+            rc = jr__store_fail(s, JR_ECORRUPT, "%s: offset %llu: %s", path,
+                                (unsigned long long)info.bad_off, info.why);
+            goto out;
+        }
+        if (info.kind == 0) {
+            /* nothing valid in it: remove it */
+            f->vfs->close(f->vfs->ctx, fh);
+            rc = f->vfs->remove(f->vfs->ctx, path);
+            return rc ? jr__store_fail(s, rc, "%s: remove failed", path) : 0;
+        }
+        rc = f->vfs->truncate(f->vfs->ctx, fh, info.good_end);
+        if (!rc) rc = f->vfs->sync(f->vfs->ctx, fh);
+        if (rc) {
+            rc = jr__store_fail(s, rc, "%s: truncating the torn tail failed", path);
+            goto out;
+        }
+    }
+    fblk *b = jr__calloc(s->alloc, 1, sizeof *b);
+    if (!b || jr__store_blk_add(s, id)) {
+        jr__free(s->alloc, b);
+        rc = JR_ENOMEM;
+        goto out;
+    }
+    b->kind = info.kind;
+    b->flags = info.flags;
+    s->blks[s->nblks - 1].bk = b;
+    uint64_t base_off = info.kind == JR__BLK_OPEN && !(info.flags & JR__BLKF_ENC)
+                            ? JR__BLK_OPEN_HDR
+                            : 0;
+    rc = replay(s, path, id, info.plain, info.plain_len, base_off);
+    if (rc) goto out;
+    if (last && info.kind == JR__BLK_OPEN && (info.flags & JR__BLKF_ENC) == (f->enc ? 1 : 0)) {
+        /* keep appending to it */
+        jr__buf_reset(&f->plain);
+        jr__buf_put(&f->plain, info.plain, info.plain_len);
+        if (f->plain.err) {
+            rc = JR_ENOMEM;
+            goto out;
+        }
+        f->af = fh;
+        f->aid = id;
+        f->aflags = info.flags;
+        f->fsize = info.good_end;
+        f->flushed = f->plain.len;
+        return 0;
+    }
+out:
+    f->vfs->close(f->vfs->ctx, fh);
+    return rc;
+}
+
+int jr__store_file_open(jr__store *s, const jr__store_config *cfg)
+{
+    if (!cfg->vfs || !cfg->dir) return JR_EINVAL;
+    fstore *f = jr__calloc(s->alloc, 1, sizeof *f);
+    if (!f) return JR_ENOMEM;
+    s->bkctx = f;
+    s->bk = &file_backend;
+    s->block_bytes = cfg->block_bytes ? cfg->block_bytes : (8u << 20);
+    f->vfs = cfg->vfs;
+    f->compress = cfg->compress;
+    jr__buf_init(&f->plain, s->alloc);
+    jr__buf_init(&f->pend, s->alloc);
+    jr__buf_init(&f->cache, s->alloc);
+    jr__buf_init(&f->io, s->alloc);
+    jr__buf_init(&f->tmp, s->alloc);
+    size_t dl = strlen(cfg->dir) + 1 + strlen(cfg->name) + 1;
+    if (dl > PATHMAX - 32) return JR_EINVAL;
+    f->dir = jr__malloc(s->alloc, dl);
+    if (!f->dir) return JR_ENOMEM;
+    snprintf(f->dir, dl, "%s/%s", cfg->dir, cfg->name);
+    if (strchr(cfg->name, '/')) return jr__store_fail(s, JR_EINVAL, "bad stream name");
+    if (cfg->master_key) {
+        f->enc = 1;
+        int rc = jr__blk_derive_key(cfg->master_key, cfg->name, &f->key);
+        if (rc) return jr__store_fail(s, rc, "libsodium failed to initialise");
+    }
+    int rc = f->vfs->mkdir(f->vfs->ctx, f->dir);
+    if (rc) return jr__store_fail(s, rc, "%s: mkdir failed: %s", f->dir, jr_strerror(rc));
+    scan sc = {s, NULL, 0, 0, 0};
+    rc = f->vfs->list(f->vfs->ctx, f->dir, list_cb, &sc);
+    if (!rc) {
+        qsort(sc.ids, sc.n, sizeof *sc.ids, cmp_u32);
+        for (size_t i = 0; !rc && i < sc.n; i++) rc = recover_block(s, sc.ids[i], i + 1 == sc.n);
+    }
+    jr__free(s->alloc, sc.ids);
+    if (rc && !s->err[0]) jr__store_fail(s, rc, "%s: open failed: %s", f->dir, jr_strerror(rc));
+    jr__buf_reset(&f->cache);
+    f->cid = 0;
+    return rc;
+}

@@ -1,0 +1,110 @@
+/*
+ * mem.c — the memory store's backend: records live in in-memory blocks (growable buffers of up
+ * to block_bytes, or one larger record), freed as soon as none of their messages is live.
+ * Nothing is persistent; there are no tombstones and nothing to recover.
+ */
+#include <string.h>
+
+#include "store_int.h"
+#include "util/alloc.h"
+
+typedef struct mblk {
+    uint8_t *data;
+    size_t len, cap;
+} mblk;
+
+static int mem_reserve(jr__store *s, size_t len, uint8_t **p, uint32_t *blk, uint32_t *off)
+{
+    mblk *b = s->nblks ? s->blks[s->nblks - 1].bk : NULL;
+    if (!b || (b->len && b->len + len > s->block_bytes)) {
+        uint32_t id = s->nblks ? s->blks[s->nblks - 1].id + 1 : 1;
+        b = jr__calloc(s->alloc, 1, sizeof *b);
+        if (!b) return JR_ENOMEM;
+        int rc = jr__store_blk_add(s, id);
+        if (rc) {
+            jr__free(s->alloc, b);
+            return rc;
+        }
+        s->blks[s->nblks - 1].bk = b;
+    }
+    if (b->cap - b->len < len) {
+        size_t ncap = b->cap ? b->cap : 4096;
+        while (ncap - b->len < len) ncap *= 2;
+        if (ncap > s->block_bytes && b->len + len <= s->block_bytes) ncap = s->block_bytes;
+        uint8_t *d = jr__realloc(s->alloc, b->data, ncap);
+        if (!d) return JR_ENOMEM;
+        b->data = d;
+        b->cap = ncap;
+    }
+    *p = b->data + b->len;
+    *blk = s->blks[s->nblks - 1].id;
+    *off = (uint32_t)b->len;
+    return 0;
+}
+
+static int mem_commit(jr__store *s, uint8_t *p, size_t len)
+{
+    mblk *b = s->blks[s->nblks - 1].bk;
+    (void)p;
+    b->len += len;
+    return 0;
+}
+
+static int mem_read(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, const uint8_t **out)
+{
+    size_t i = jr__store_blk_find(s, blk);
+    if (i == SIZE_MAX) return jr__store_fail(s, JR_ECORRUPT, "block %u missing", blk);
+    mblk *b = s->blks[i].bk;
+    if ((size_t)off + len > b->len) return jr__store_fail(s, JR_ECORRUPT, "bad offset");
+    *out = b->data + off;
+    return 0;
+}
+
+static int mem_drop(jr__store *s, size_t i)
+{
+    mblk *b = s->blks[i].bk;
+    jr__free(s->alloc, b->data);
+    jr__free(s->alloc, b);
+    s->blks[i].bk = NULL;
+    return 0;
+}
+
+static int mem_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
+{
+    size_t i = jr__store_blk_find(s, blk);
+    if (i == SIZE_MAX) return JR_ECORRUPT;
+    mblk *b = s->blks[i].bk;
+    jr__rec_erase(b->data + off, len);
+    return 0;
+}
+
+static int mem_flush(jr__store *s, int sync)
+{
+    (void)s;
+    (void)sync;
+    return 0;
+}
+
+static void mem_close(jr__store *s)
+{
+    for (size_t i = 0; i < s->nblks; i++)
+        if (s->blks[i].bk) mem_drop(s, i);
+}
+
+static const jr__store_backend mem_backend = {
+    .persistent = 0,
+    .reserve = mem_reserve,
+    .commit = mem_commit,
+    .read = mem_read,
+    .drop = mem_drop,
+    .erase = mem_erase,
+    .flush = mem_flush,
+    .close = mem_close,
+};
+
+int jr__store_mem_open(jr__store *s, const jr__store_config *cfg)
+{
+    s->bk = &mem_backend;
+    s->block_bytes = cfg->block_bytes ? cfg->block_bytes : (1u << 20);
+    return 0;
+}

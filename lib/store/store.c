@@ -1,0 +1,964 @@
+/*
+ * store.c — the store core shared by the memory and file stores: sequence index, per-subject
+ * index, interior-delete ranges, limits, delete and purge, catch-up chunks (store.h, store_int.h).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store_int.h"
+#include "subject.h"
+#include "util/alloc.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Small helpers
+ */
+
+int jr__store_fail(jr__store *s, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* Remembers a write error: the store refuses further writes. */
+static int wfail(jr__store *s, int rc)
+{
+    if (rc == JR_EIO || rc == JR_ENOSPC || rc == JR_ECORRUPT) s->failed = rc;
+    return rc;
+}
+
+static inline jr__ent *ent(const jr__store *s, uint64_t seq)
+{
+    if (seq < s->base || seq - s->base >= s->n) return NULL;
+    return &s->ents[s->head + (size_t)(seq - s->base)];
+}
+
+static inline uint64_t first_seq(const jr__store *s)
+{
+    return s->n ? s->base : s->last_seq + 1;
+}
+
+int jr__store_live(const jr__store *s, uint64_t seq)
+{
+    const jr__ent *e = ent(s, seq);
+    return e && e->len;
+}
+
+static int push_ent(jr__store *s, const jr__ent *e)
+{
+    if (s->head + s->n == s->cap) {
+        if (s->head > s->cap / 2) {
+            memmove(s->ents, s->ents + s->head, s->n * sizeof *s->ents);
+            s->head = 0;
+        } else {
+            size_t ncap = s->cap ? s->cap * 2 : 1024;
+            jr__ent *v = jr__realloc(s->alloc, s->ents, ncap * sizeof *v);
+            if (!v) return JR_ENOMEM;
+            s->ents = v;
+            s->cap = ncap;
+        }
+    }
+    s->ents[s->head + s->n++] = *e;
+    return 0;
+}
+
+int jr__store_blk_add(jr__store *s, uint32_t id)
+{
+    if (s->nblks == s->bcap) {
+        size_t ncap = s->bcap ? s->bcap * 2 : 16;
+        jr__blk *v = jr__realloc(s->alloc, s->blks, ncap * sizeof *v);
+        if (!v) return JR_ENOMEM;
+        s->blks = v;
+        s->bcap = ncap;
+    }
+    jr__blk *b = &s->blks[s->nblks++];
+    memset(b, 0, sizeof *b);
+    b->id = id;
+    b->tomb_lo = UINT64_MAX;
+    return 0;
+}
+
+size_t jr__store_blk_find(const jr__store *s, uint32_t id)
+{
+    size_t lo = 0, hi = s->nblks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->blks[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->nblks && s->blks[lo].id == id ? lo : SIZE_MAX;
+}
+
+/* Interior-delete ranges ------------------------------------------------------------------- */
+
+/* Adds [lo, hi], which must not overlap an existing range (the seqs were live or new). */
+static int ranges_add(jr__store *s, uint64_t lo, uint64_t hi)
+{
+    /* i: the first range that ends at or after lo - 1 */
+    size_t a = 0, b = s->nranges;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (s->ranges[m].hi + 1 < lo)
+            a = m + 1;
+        else
+            b = m;
+    }
+    size_t i = a;
+    s->ndeleted += hi - lo + 1;
+    int left = i < s->nranges && s->ranges[i].hi + 1 == lo;
+    size_t r = left ? i + 1 : i; /* candidate range starting at hi + 1 */
+    int right = r < s->nranges && s->ranges[r].lo == hi + 1;
+    if (left && right) {
+        s->ranges[i].hi = s->ranges[r].hi;
+        memmove(&s->ranges[r], &s->ranges[r + 1], (s->nranges - r - 1) * sizeof *s->ranges);
+        s->nranges--;
+        return 0;
+    }
+    if (left) {
+        s->ranges[i].hi = hi;
+        return 0;
+    }
+    if (right) {
+        s->ranges[r].lo = lo;
+        return 0;
+    }
+    if (s->nranges == s->rcap) {
+        size_t ncap = s->rcap ? s->rcap * 2 : 16;
+        jr__seq_range *v = jr__realloc(s->alloc, s->ranges, ncap * sizeof *v);
+        if (!v) {
+            s->ndeleted -= hi - lo + 1;
+            return JR_ENOMEM;
+        }
+        s->ranges = v;
+        s->rcap = ncap;
+    }
+    memmove(&s->ranges[i + 1], &s->ranges[i], (s->nranges - i) * sizeof *s->ranges);
+    s->ranges[i].lo = lo;
+    s->ranges[i].hi = hi;
+    s->nranges++;
+    return 0;
+}
+
+/* Drops the parts of ranges below `from`. */
+static void ranges_trim(jr__store *s, uint64_t from)
+{
+    size_t k = 0;
+    while (k < s->nranges && s->ranges[k].hi < from) {
+        s->ndeleted -= s->ranges[k].hi - s->ranges[k].lo + 1;
+        k++;
+    }
+    if (k) {
+        memmove(s->ranges, s->ranges + k, (s->nranges - k) * sizeof *s->ranges);
+        s->nranges -= k;
+    }
+    if (s->nranges && s->ranges[0].lo < from) {
+        s->ndeleted -= from - s->ranges[0].lo;
+        s->ranges[0].lo = from;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Tombstones
+ */
+
+static int write_rec(jr__store *s, const jr__rec *r, uint32_t *blk, uint32_t *off)
+{
+    size_t len = jr__rec_size(r->subj_len, r->hdr_len, r->data_len);
+    uint8_t *p;
+    int rc = s->bk->reserve(s, len, &p, blk, off);
+    if (rc) return wfail(s, rc);
+    jr__rec_encode(p, r);
+    rc = s->bk->commit(s, p, len);
+    return rc ? wfail(s, rc) : 0;
+}
+
+/* Writes a tombstone into the active block (file store only). lo_target is the lowest seq it may
+ * delete (for carrying it forward when its block is dropped). */
+int jr__store_write_tomb(jr__store *s, const jr__rec *r, uint64_t lo_target)
+{
+    if (!s->bk->persistent || s->loading) return 0;
+    uint32_t blk, off;
+    int rc = write_rec(s, r, &blk, &off);
+    if (rc) return rc;
+    size_t i = jr__store_blk_find(s, blk);
+    if (i != SIZE_MAX && lo_target < s->blks[i].tomb_lo) s->blks[i].tomb_lo = lo_target;
+    return 0;
+}
+
+static int tomb_del(jr__store *s, uint64_t lo, uint64_t hi)
+{
+    jr__rec r = {.type = JR__REC_DEL, .seq = lo, .ts = hi};
+    return jr__store_write_tomb(s, &r, lo);
+}
+
+/* Makes "every seq below base is deleted" persistent if it is not yet. */
+static int tomb_front(jr__store *s)
+{
+    uint64_t f = first_seq(s);
+    if (!s->bk->persistent || s->loading || f - 1 <= s->front_done) return 0;
+    int rc = tomb_del(s, s->front_done + 1, f - 1);
+    if (!rc) s->front_done = f - 1;
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Removing one message
+ */
+
+/* Finds the highest live seq of subject id below `below` (at least subj->first). */
+static uint64_t subj_prev(const jr__store *s, uint32_t id, uint64_t below, uint64_t floor)
+{
+    for (uint64_t q = below - 1; q >= floor && q >= s->base; q--) {
+        const jr__ent *e = ent(s, q);
+        if (e->len && e->subj == id) return q;
+    }
+    return 0;
+}
+
+/* Removes live message seq. tomb: write a tombstone for it unless it is the front (whose removal
+ * is recorded lazily by tomb_front). Drops its block if that became empty. */
+static int remove_msg(jr__store *s, uint64_t seq, int tomb)
+{
+    jr__ent *e = ent(s, seq);
+    uint32_t id = e->subj, blkid = e->blk;
+    jr__subj *sj = jr__subjidx_get(&s->subjects, id);
+
+    s->msgs--;
+    s->bytes -= e->len;
+    e->len = 0;
+
+    if (--sj->count == 0) {
+        jr__subjidx_release(&s->subjects, id);
+    } else {
+        if (seq == sj->first) {
+            uint64_t q = e->next;
+            while (q) {
+                const jr__ent *f = ent(s, q);
+                if (f->len) break;
+                q = f->next;
+            }
+            sj->first = q;
+        }
+        if (seq == sj->last) sj->last = subj_prev(s, id, seq, sj->first);
+    }
+
+    int rc = 0;
+    if (seq == s->base) {
+        while (s->n && s->ents[s->head].len == 0) {
+            s->head++;
+            s->n--;
+            s->base++;
+        }
+        if (s->n == 0) s->head = 0;
+        ranges_trim(s, s->base);
+    } else {
+        rc = ranges_add(s, seq, seq);
+        if (!rc && tomb) rc = tomb_del(s, seq, seq);
+    }
+
+    size_t bi = jr__store_blk_find(s, blkid);
+    if (bi != SIZE_MAX) {
+        jr__blk *b = &s->blks[bi];
+        b->live--;
+        if (b->live == 0 && bi + 1 < s->nblks && !s->loading) {
+            int rc2 = s->bk->drop(s, bi);
+            if (rc2) {
+                if (!rc) rc = wfail(s, rc2);
+            } else {
+                memmove(&s->blks[bi], &s->blks[bi + 1], (s->nblks - bi - 1) * sizeof *s->blks);
+                s->nblks--;
+            }
+        }
+    }
+    return rc;
+}
+
+/* Removes the first live message (discard old). */
+static int remove_first(jr__store *s)
+{
+    return remove_msg(s, s->base, 1);
+}
+
+static int expired(const jr__store *s, int64_t ts, int64_t now)
+{
+    return s->lim.max_age_ns && now > ts && (uint64_t)(now - ts) > s->lim.max_age_ns;
+}
+
+static int expire_upto(jr__store *s, int64_t now)
+{
+    int rc = 0;
+    while (!rc && s->n && expired(s, s->ents[s->head].ts, now)) rc = remove_first(s);
+    return rc;
+}
+
+/* Removes oldest messages while max_msgs / max_bytes are exceeded (discard old only). */
+static int enforce_size(jr__store *s)
+{
+    int rc = 0;
+    if (s->lim.discard != JR__DISCARD_OLD) return 0;
+    while (!rc && s->n &&
+           ((s->lim.max_msgs && s->msgs > s->lim.max_msgs) ||
+            (s->lim.max_bytes && s->bytes > s->lim.max_bytes)))
+        rc = remove_first(s);
+    return rc;
+}
+
+/* Trims every subject to max_msgs_per_subject (used when limits change and at open). */
+static int enforce_per_subject(jr__store *s)
+{
+    uint64_t max = s->lim.max_msgs_per_subject;
+    if (!max) return 0;
+    for (uint32_t id = 1; id < s->subjects.n; id++) {
+        jr__subj *sj = jr__subjidx_get(&s->subjects, id);
+        while (sj->name && sj->count > max) {
+            int rc = remove_msg(s, sj->first, 1);
+            if (rc) return rc;
+        }
+    }
+    return 0;
+}
+
+static int enforce_all(jr__store *s)
+{
+    int rc = expire_upto(s, s->max_ts);
+    if (!rc) rc = enforce_per_subject(s);
+    if (!rc) rc = enforce_size(s);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Index insertion (append and replay)
+ */
+
+/* Adds a live message entry for seq == last_seq + 1 ... (gaps already filled). */
+static int index_msg(jr__store *s, uint64_t seq, int64_t ts, uint32_t id, uint32_t blk,
+                     uint32_t off, uint32_t len)
+{
+    jr__ent e = {.ts = ts, .next = 0, .blk = blk, .off = off, .len = len, .subj = id};
+    if (s->n == 0) {
+        s->base = seq;
+        s->head = 0;
+    }
+    int rc = push_ent(s, &e);
+    if (rc) return rc;
+    jr__subj *sj = jr__subjidx_get(&s->subjects, id);
+    if (sj->count == 0) {
+        sj->first = seq;
+    } else {
+        jr__ent *prev = ent(s, sj->last);
+        prev->next = seq;
+    }
+    sj->last = seq;
+    sj->count++;
+    s->msgs++;
+    s->bytes += len;
+    s->last_seq = seq;
+    s->last_ts = ts;
+    if (ts > s->max_ts) s->max_ts = ts;
+    size_t bi = jr__store_blk_find(s, blk);
+    if (bi != SIZE_MAX) {
+        jr__blk *b = &s->blks[bi];
+        b->live++;
+        if (!b->first) b->first = seq;
+        b->last = seq;
+    }
+    return 0;
+}
+
+/* Fills seqs last_seq+1 .. upto with deleted entries (or moves base if empty). */
+static int index_gap(jr__store *s, uint64_t upto)
+{
+    if (upto <= s->last_seq) return 0;
+    if (s->n == 0) {
+        s->last_seq = upto;
+        s->base = upto + 1;
+        s->last_ts = 0;
+        return 0;
+    }
+    uint64_t lo = s->last_seq + 1;
+    jr__ent e = {0};
+    for (uint64_t q = lo; q <= upto; q++) {
+        int rc = push_ent(s, &e);
+        if (rc) return rc;
+    }
+    s->last_seq = upto;
+    s->last_ts = 0;
+    return ranges_add(s, lo, upto);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Replay at open
+ */
+
+static int load_del(jr__store *s, uint64_t lo, uint64_t hi)
+{
+    if (hi > s->last_seq) {
+        int rc = index_gap(s, hi);
+        if (rc) return rc;
+    }
+    if (lo < s->base) lo = s->base;
+    for (uint64_t q = lo; q <= hi && s->n; q++) {
+        const jr__ent *e = ent(s, q);
+        if (!e) break;
+        if (e->len) {
+            int rc = remove_msg(s, q, 0);
+            if (rc) return rc;
+        }
+    }
+    return 0;
+}
+
+int jr__store_load(jr__store *s, const jr__rec *r, uint32_t blk, uint32_t off, uint32_t len)
+{
+    switch (r->type) {
+    case JR__REC_MSG:
+    case JR__REC_ERASED: {
+        if (r->seq <= s->last_seq)
+            return jr__store_fail(s, JR_ECORRUPT, "seq %llu after %llu",
+                                  (unsigned long long)r->seq, (unsigned long long)s->last_seq);
+        int rc = index_gap(s, r->seq - 1);
+        if (rc) return rc;
+        if (r->type == JR__REC_ERASED) return index_gap(s, r->seq);
+        uint32_t id;
+        rc = jr__subjidx_intern(&s->subjects, r->subj, r->subj_len, &id);
+        if (rc) return rc;
+        return index_msg(s, r->seq, (int64_t)r->ts, id, blk, off, len);
+    }
+    case JR__REC_DEL: {
+        size_t bi = jr__store_blk_find(s, blk);
+        if (bi != SIZE_MAX && r->seq < s->blks[bi].tomb_lo) s->blks[bi].tomb_lo = r->seq;
+        return load_del(s, r->seq, r->ts);
+    }
+    case JR__REC_DELSUBJ: {
+        uint32_t id = jr__subjidx_find(&s->subjects, r->subj, r->subj_len);
+        size_t bi = jr__store_blk_find(s, blk);
+        if (!id) return 0;
+        jr__subj *sj = jr__subjidx_get(&s->subjects, id);
+        if (bi != SIZE_MAX && sj->first < s->blks[bi].tomb_lo) s->blks[bi].tomb_lo = sj->first;
+        while (sj->name && sj->count && sj->first <= r->seq) {
+            int rc = remove_msg(s, sj->first, 0);
+            if (rc) return rc;
+        }
+        return 0;
+    }
+    }
+    return JR_ECORRUPT;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Open / close
+ */
+
+/* Drops every block (but the active one) left without live messages by the replay. */
+static int drop_empty(jr__store *s)
+{
+    for (size_t i = 0; i + 1 < s->nblks;) {
+        if (s->blks[i].live) {
+            i++;
+            continue;
+        }
+        int rc = s->bk->drop(s, i);
+        if (rc) return rc;
+        memmove(&s->blks[i], &s->blks[i + 1], (s->nblks - i - 1) * sizeof *s->blks);
+        s->nblks--;
+    }
+    return 0;
+}
+
+int jr__store_open(const jr__store_config *cfg, jr__store **out, char *errmsg, size_t errmsg_len)
+{
+    *out = NULL;
+    if (errmsg && errmsg_len) errmsg[0] = 0;
+    if (!cfg || !cfg->name || !cfg->name[0]) return JR_EINVAL;
+    jr__store *s = jr__calloc(cfg->alloc, 1, sizeof *s);
+    if (!s) return JR_ENOMEM;
+    s->alloc = cfg->alloc;
+    s->name = jr__strdup(cfg->alloc, cfg->name);
+    s->lim = cfg->limits;
+    s->base = 1;
+    jr__subjidx_init(&s->subjects, cfg->alloc);
+    jr__buf_init(&s->scratch, cfg->alloc);
+    int rc = s->name ? 0 : JR_ENOMEM;
+    if (!rc) {
+        s->loading = 1;
+        if (cfg->kind == JR__STORE_MEMORY)
+            rc = jr__store_mem_open(s, cfg);
+        else if (cfg->kind == JR__STORE_FILE)
+            rc = jr__store_file_open(s, cfg);
+        else
+            rc = JR_EINVAL;
+        s->loading = 0;
+    }
+    if (!rc) rc = drop_empty(s);
+    if (!rc) {
+        s->front_done = first_seq(s) - 1;
+        s->durable = s->last_seq;
+        rc = enforce_all(s);
+    }
+    if (rc) {
+        if (errmsg && errmsg_len) snprintf(errmsg, errmsg_len, "%s", s->err);
+        if (s->bk) s->bk->close(s);
+        s->bk = NULL;
+        jr__store_close(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+int jr__store_close(jr__store *s)
+{
+    if (!s) return 0;
+    int rc = 0;
+    if (s->bk) {
+        rc = jr__store_sync(s);
+        s->bk->close(s);
+        s->bk = NULL;
+    }
+    jr__subjidx_free(&s->subjects);
+    jr__buf_free(&s->scratch);
+    jr__free(s->alloc, s->ents);
+    jr__free(s->alloc, s->ranges);
+    jr__free(s->alloc, s->blks);
+    jr__free(s->alloc, s->name);
+    jr__free(s->alloc, s);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Append
+ */
+
+int jr__store_append(jr__store *s, uint64_t expect, const char *subject, size_t subject_len,
+                     const void *hdr, size_t hdr_len, const void *data, size_t data_len,
+                     int64_t ts, uint64_t *seq)
+{
+    if (s->failed) return jr__store_fail(s, s->failed, "store failed earlier: %s",
+                                         jr_strerror(s->failed));
+    if (expect != s->last_seq + 1)
+        return jr__store_fail(s, JR__ESTORE_SEQ, "expected seq %llu, store is at %llu",
+                              (unsigned long long)expect, (unsigned long long)s->last_seq);
+    if (subject_len > JR__REC_SUBJ_MAX || !jr__subject_valid(subject, subject_len, 0))
+        return jr__store_fail(s, JR_EINVAL, "invalid subject");
+    if ((hdr_len && !hdr) || (data_len && !data)) return JR_EINVAL;
+    if (hdr_len > JR__REC_MAX || data_len > JR__REC_MAX ||
+        jr__rec_size(subject_len, hdr_len, data_len) > JR__REC_MAX ||
+        (s->lim.max_msg_size && hdr_len + data_len > s->lim.max_msg_size))
+        return jr__store_fail(s, JR_EMSGSIZE, "message of %zu bytes exceeds the maximum",
+                              hdr_len + data_len);
+    size_t rsz = jr__rec_size(subject_len, hdr_len, data_len);
+    if (s->lim.max_bytes && rsz > s->lim.max_bytes)
+        return jr__store_fail(s, JR_EMSGSIZE, "message of %zu bytes exceeds max_bytes", rsz);
+
+    int64_t now = ts > s->max_ts ? ts : s->max_ts;
+    int rc = expire_upto(s, now);
+    if (rc) return rc;
+
+    /* per-subject limit: which message (if any) this append replaces */
+    uint32_t id = jr__subjidx_find(&s->subjects, subject, subject_len);
+    uint64_t replace = 0, freed_bytes = 0;
+    if (id && s->lim.max_msgs_per_subject) {
+        jr__subj *sj = jr__subjidx_get(&s->subjects, id);
+        if (sj->count >= s->lim.max_msgs_per_subject) {
+            if (s->lim.discard_new_per_subject)
+                return jr__store_fail(s, JR__ESTORE_FULL, "maximum messages per subject exceeded");
+            replace = sj->first;
+            freed_bytes = ent(s, replace)->len;
+        }
+    }
+    if (s->lim.discard == JR__DISCARD_NEW) {
+        uint64_t freed = replace ? 1 : 0;
+        if (s->lim.max_msgs && s->msgs + 1 - freed > s->lim.max_msgs)
+            return jr__store_fail(s, JR__ESTORE_FULL, "maximum messages exceeded");
+        if (s->lim.max_bytes && s->bytes + rsz - freed_bytes > s->lim.max_bytes)
+            return jr__store_fail(s, JR__ESTORE_FULL, "maximum bytes exceeded");
+    }
+
+    if (!id) {
+        rc = jr__subjidx_intern(&s->subjects, subject, subject_len, &id);
+        if (rc) return rc;
+    }
+    uint8_t *p;
+    uint32_t blk, off;
+    rc = s->bk->reserve(s, rsz, &p, &blk, &off);
+    if (rc) goto undo;
+    jr__rec r = {.type = JR__REC_MSG,
+                 .seq = expect,
+                 .ts = (uint64_t)ts,
+                 .subj = subject,
+                 .subj_len = subject_len,
+                 .hdr = hdr,
+                 .hdr_len = hdr_len,
+                 .data = data,
+                 .data_len = data_len};
+    jr__rec_encode(p, &r);
+    rc = s->bk->commit(s, p, rsz);
+    if (rc) goto undo;
+    rc = index_msg(s, expect, ts, id, blk, off, (uint32_t)rsz);
+    if (rc) return wfail(s, JR_EIO); /* written but not indexed: refuse further writes */
+    if (seq) *seq = expect;
+
+    if (s->lim.max_msgs_per_subject) {
+        jr__subj *sj = jr__subjidx_get(&s->subjects, id);
+        while (!rc && sj->name && sj->count > s->lim.max_msgs_per_subject)
+            rc = remove_msg(s, sj->first, 1);
+    }
+    if (!rc) rc = enforce_size(s);
+    return rc;
+undo : {
+    jr__subj *sj = jr__subjidx_get(&s->subjects, id);
+    if (sj->count == 0) jr__subjidx_release(&s->subjects, id);
+    return wfail(s, rc);
+}
+}
+
+int jr__store_skip(jr__store *s, uint64_t upto)
+{
+    if (s->failed) return s->failed;
+    if (upto <= s->last_seq) return 0;
+    uint64_t lo = s->last_seq + 1;
+    int rc = index_gap(s, upto);
+    if (!rc) rc = tomb_del(s, lo, upto);
+    return rc;
+}
+
+int jr__store_reset(jr__store *s, uint64_t first)
+{
+    if (s->failed) return s->failed;
+    if (first == 0) return JR_EINVAL;
+    jr__purge all = {0};
+    int rc = jr__store_purge(s, &all, NULL);
+    if (rc) return rc;
+    if (first - 1 >= s->last_seq) return jr__store_skip(s, first - 1);
+    /* going backwards: only possible when nothing of the old numbering is left behind */
+    if (s->bk->persistent)
+        return jr__store_fail(s, JR_ENOTSUP, "cannot reset a file store to an earlier seq");
+    s->last_seq = first - 1;
+    s->base = first;
+    s->head = s->n = 0;
+    s->nranges = 0;
+    s->ndeleted = 0;
+    s->durable = s->last_seq;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Reads
+ */
+
+static int fill(jr__store *s, uint64_t seq, const jr__ent *e, jr__store_msg *out)
+{
+    const uint8_t *p;
+    int rc = s->bk->read(s, e->blk, e->off, e->len, &p);
+    if (rc) return rc;
+    jr__rec r;
+    size_t n;
+    if (jr__rec_decode(p, e->len, s->bk->persistent, &r, &n) || r.type != JR__REC_MSG ||
+        r.seq != seq || n != e->len)
+        return jr__store_fail(s, JR_ECORRUPT, "%s: record of seq %llu in block %u at offset %u "
+                              "is corrupt", s->name, (unsigned long long)seq, e->blk, e->off);
+    out->seq = seq;
+    out->ts = (int64_t)r.ts;
+    out->subject = r.subj;
+    out->subject_len = r.subj_len;
+    out->hdr = r.hdr;
+    out->hdr_len = r.hdr_len;
+    out->data = r.data;
+    out->data_len = r.data_len;
+    return 0;
+}
+
+int jr__store_get(jr__store *s, uint64_t seq, jr__store_msg *out)
+{
+    const jr__ent *e = ent(s, seq);
+    if (!e || !e->len) return JR_ENOTFOUND;
+    return fill(s, seq, e, out);
+}
+
+static int is_all(const char *f, size_t n)
+{
+    return !f || n == 0 || (n == 1 && f[0] == '>');
+}
+
+/* Matching of one subject id against a filter, memoized for runs of the same subject. */
+typedef struct matcher {
+    const char *f;
+    size_t n;
+    uint32_t id;
+    int res;
+} matcher;
+
+static int match_id(const jr__store *s, matcher *m, uint32_t id)
+{
+    if (id != m->id) {
+        const jr__subj *sj = jr__subjidx_get(&s->subjects, id);
+        m->id = id;
+        m->res = jr__subject_match(m->f, m->n, sj->name, sj->len);
+    }
+    return m->res;
+}
+
+int jr__store_get_last(jr__store *s, const char *f, size_t fn, jr__store_msg *out)
+{
+    if (s->n == 0) return JR_ENOTFOUND;
+    if (!is_all(f, fn) && jr__subject_literal(f, fn)) {
+        uint32_t id = jr__subjidx_find(&s->subjects, f, fn);
+        if (!id) return JR_ENOTFOUND;
+        uint64_t q = jr__subjidx_get(&s->subjects, id)->last;
+        return fill(s, q, ent(s, q), out);
+    }
+    int all = is_all(f, fn);
+    matcher m = {f, fn, 0, 0};
+    for (uint64_t q = s->last_seq; q >= s->base; q--) {
+        const jr__ent *e = ent(s, q);
+        if (e->len && (all || match_id(s, &m, e->subj))) return fill(s, q, e, out);
+    }
+    return JR_ENOTFOUND;
+}
+
+/* The first live seq >= from matching the filter, or 0. */
+static uint64_t next_seq(const jr__store *s, uint64_t from, const char *f, size_t fn)
+{
+    if (from < s->base) from = s->base;
+    if (s->n == 0 || from > s->last_seq) return 0;
+    if (is_all(f, fn)) {
+        for (uint64_t q = from; q <= s->last_seq; q++)
+            if (ent(s, q)->len) return q;
+        return 0;
+    }
+    if (jr__subject_literal(f, fn)) {
+        uint32_t id = jr__subjidx_find(&s->subjects, f, fn);
+        if (!id) return 0;
+        const jr__subj *sj = jr__subjidx_get(&s->subjects, id);
+        if (from <= sj->first) return sj->first;
+        for (uint64_t q = from; q <= sj->last; q++) {
+            const jr__ent *e = ent(s, q);
+            if (e->len && e->subj == id) return q;
+        }
+        return 0;
+    }
+    matcher m = {f, fn, 0, 0};
+    for (uint64_t q = from; q <= s->last_seq; q++) {
+        const jr__ent *e = ent(s, q);
+        if (e->len && match_id(s, &m, e->subj)) return q;
+    }
+    return 0;
+}
+
+int jr__store_next(jr__store *s, uint64_t from, const char *f, size_t fn, jr__store_msg *out)
+{
+    uint64_t q = next_seq(s, from, f, fn);
+    if (!q) return JR_ENOTFOUND;
+    return fill(s, q, ent(s, q), out);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Delete, purge, limits
+ */
+
+int jr__store_delete(jr__store *s, uint64_t seq, int erase)
+{
+    if (s->failed) return s->failed;
+    const jr__ent *e = ent(s, seq);
+    if (!e || !e->len) return JR_ENOTFOUND;
+    if (erase) {
+        int rc = s->bk->erase(s, e->blk, e->off, e->len);
+        if (rc) return wfail(s, rc);
+    }
+    return remove_msg(s, seq, 1);
+}
+
+/* Removes the live messages of subject id with seq <= upto; writes one DELSUBJ tombstone. */
+static int purge_subject(jr__store *s, uint32_t id, uint64_t upto, uint64_t *count)
+{
+    jr__subj *sj = jr__subjidx_get(&s->subjects, id);
+    if (sj->first > upto) return 0;
+    jr__rec t = {.type = JR__REC_DELSUBJ, .seq = upto, .subj = sj->name, .subj_len = sj->len};
+    uint64_t lo = sj->first;
+    /* the tombstone first: it needs the name, which removal of the last message frees */
+    int rc = jr__store_write_tomb(s, &t, lo);
+    while (!rc && sj->name && sj->count && sj->first <= upto) {
+        rc = remove_msg(s, sj->first, 0);
+        (*count)++;
+    }
+    return rc;
+}
+
+int jr__store_purge(jr__store *s, const jr__purge *p, uint64_t *purged)
+{
+    uint64_t count = 0;
+    if (purged) *purged = 0;
+    if (s->failed) return s->failed;
+    if (p->seq && p->keep) return jr__store_fail(s, JR_EINVAL, "purge: seq and keep together");
+    int all = is_all(p->filter, p->filter_len);
+    if (!all && !jr__subject_valid(p->filter, p->filter_len, 1))
+        return jr__store_fail(s, JR_EINVAL, "purge: invalid subject filter");
+    if (s->n == 0) return 0;
+
+    /* upto: the highest seq that may be removed */
+    uint64_t upto = s->last_seq;
+    if (p->seq) {
+        if (p->seq <= s->base) return 0;
+        upto = p->seq - 1;
+    } else if (p->keep) {
+        uint64_t seen = 0, q;
+        matcher m = {p->filter, p->filter_len, 0, 0};
+        for (q = s->last_seq; q >= s->base; q--) {
+            const jr__ent *e = ent(s, q);
+            if (e->len && (all || match_id(s, &m, e->subj)) && ++seen == p->keep) break;
+        }
+        if (q < s->base || seen < p->keep) return 0;
+        upto = q - 1;
+    }
+
+    int rc = 0;
+    if (all) {
+        if (upto >= s->base) {
+            /* DEL [1, upto]: also covers front removals not yet tombstoned */
+            rc = tomb_del(s, 1, upto);
+            if (!rc && upto > s->front_done && s->bk->persistent) s->front_done = upto;
+            for (uint64_t q = s->base; !rc && s->n && q <= upto; q++) {
+                const jr__ent *e = ent(s, q);
+                if (e && e->len) {
+                    rc = remove_msg(s, q, 0);
+                    count++;
+                }
+            }
+        }
+    } else if (jr__subject_literal(p->filter, p->filter_len)) {
+        uint32_t id = jr__subjidx_find(&s->subjects, p->filter, p->filter_len);
+        if (id) rc = purge_subject(s, id, upto, &count);
+    } else {
+        for (uint32_t id = 1; !rc && id < s->subjects.n; id++) {
+            jr__subj *sj = jr__subjidx_get(&s->subjects, id);
+            if (sj->name && jr__subject_match(p->filter, p->filter_len, sj->name, sj->len))
+                rc = purge_subject(s, id, upto, &count);
+        }
+    }
+    if (purged) *purged = count;
+    return rc;
+}
+
+int jr__store_expire(jr__store *s, int64_t now)
+{
+    if (s->failed) return s->failed;
+    if (now > s->max_ts) s->max_ts = now;
+    return expire_upto(s, now);
+}
+
+int jr__store_set_limits(jr__store *s, const jr__store_limits *l)
+{
+    if (s->failed) return s->failed;
+    s->lim = *l;
+    return enforce_all(s);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * State, durability
+ */
+
+void jr__store_state_get(const jr__store *s, jr__store_state *o)
+{
+    memset(o, 0, sizeof *o);
+    o->msgs = s->msgs;
+    o->bytes = s->bytes;
+    o->first_seq = first_seq(s);
+    o->first_ts = s->n ? s->ents[s->head].ts : 0;
+    o->last_seq = s->last_seq;
+    o->last_ts = s->last_ts;
+    o->num_subjects = s->subjects.live;
+    o->num_deleted = s->n ? s->ndeleted : 0;
+}
+
+uint64_t jr__store_subject_count(const jr__store *s, const char *subject, size_t len)
+{
+    uint32_t id = jr__subjidx_find(&s->subjects, subject, len);
+    return id ? jr__subjidx_get(&s->subjects, id)->count : 0;
+}
+
+const jr__seq_range *jr__store_deleted(const jr__store *s, size_t *n)
+{
+    *n = s->n ? s->nranges : 0;
+    return s->ranges;
+}
+
+int jr__store_sync(jr__store *s)
+{
+    if (s->failed) return s->failed;
+    int rc = tomb_front(s);
+    if (!rc) rc = s->bk->flush(s, 1);
+    if (rc) return wfail(s, rc);
+    s->durable = s->last_seq;
+    return 0;
+}
+
+uint64_t jr__store_durable_seq(const jr__store *s)
+{
+    return s->bk->persistent ? s->durable : s->last_seq;
+}
+
+int jr__store_persistent(const jr__store *s)
+{
+    return s->bk->persistent;
+}
+
+const char *jr__store_errmsg(const jr__store *s)
+{
+    return s->err;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Catch-up chunks
+ */
+
+int jr__store_read_chunk(jr__store *s, uint64_t from, size_t max_bytes, jr__buf *out,
+                         uint64_t *next)
+{
+    size_t start = out->len;
+    uint64_t q = next_seq(s, from, NULL, 0);
+    while (q) {
+        const jr__ent *e = ent(s, q);
+        if (out->len > start && out->len - start + e->len > max_bytes) {
+            *next = q;
+            return 0;
+        }
+        const uint8_t *p;
+        int rc = s->bk->read(s, e->blk, e->off, e->len, &p);
+        if (rc) return rc;
+        jr__buf_put(out, p, e->len);
+        if (out->err) return out->err;
+        q = next_seq(s, q + 1, NULL, 0);
+    }
+    *next = s->last_seq + 1;
+    return 0;
+}
+
+int jr__store_apply_chunk(jr__store *s, const void *chunk, size_t len)
+{
+    const uint8_t *p = chunk;
+    uint64_t prev = 0;
+    jr__rec r;
+    size_t n;
+    for (size_t off = 0; off < len; off += n) {
+        if (jr__rec_decode(p + off, len - off, 1, &r, &n) || r.type != JR__REC_MSG ||
+            r.seq <= prev || !jr__subject_valid(r.subj, r.subj_len, 0))
+            return jr__store_fail(s, JR_ECORRUPT, "catch-up chunk: bad record at offset %zu",
+                                  off);
+        prev = r.seq;
+    }
+    for (size_t off = 0; off < len; off += n) {
+        jr__rec_decode(p + off, len - off, 0, &r, &n);
+        if (r.seq <= s->last_seq) continue;
+        int rc = jr__store_skip(s, r.seq - 1);
+        if (!rc)
+            rc = jr__store_append(s, r.seq, r.subj, r.subj_len, r.hdr, r.hdr_len, r.data,
+                                  r.data_len, (int64_t)r.ts, NULL);
+        if (rc) return rc;
+    }
+    return 0;
+}

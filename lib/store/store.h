@@ -1,0 +1,193 @@
+/*
+ * store — the per-stream message store (ARCHITECTURE §2, issue 3 §3).
+ *
+ * One opaque type, two implementations selected at open: JR__STORE_MEMORY (records kept in
+ * memory) and JR__STORE_FILE (message blocks under <dir>/<name>/ through a jr_vfs). Both share
+ * one core (store.c: sequence index, per-subject index, interior-delete ranges, limits, purge)
+ * and differ only in a small backend table (mem.c, file.c) that stores record bytes; so the
+ * two behave identically by construction, and the same test suite runs against both.
+ *
+ * Sequences. Messages get consecutive sequences starting at 1 (or at the seq given to
+ * jr__store_reset). Appends name the sequence they expect to create, so a replica's store can
+ * never drift from its log. Deleted messages leave holes; holes strictly between first_seq and
+ * last_seq are "interior deletes" and are tracked as ranges (jr__store_deleted()).
+ *
+ * Time. The store never reads a clock: every append carries its timestamp (ns) and max_age is
+ * enforced against the newest timestamp seen (on append) or an explicit now (jr__store_expire),
+ * so every replica applying the same log makes the same decisions.
+ *
+ * Limits. max_msgs, max_bytes, max_age, max_msgs_per_subject, max_msg_size. With
+ * JR__DISCARD_OLD the oldest messages are removed to make room; with JR__DISCARD_NEW an append
+ * that would exceed max_msgs or max_bytes is refused with JR__ESTORE_FULL and changes nothing.
+ * max_msgs_per_subject removes the subject's oldest message unless discard_new_per_subject is
+ * set (then the append is refused with JR__ESTORE_FULL). max_msg_size (headers + payload)
+ * refuses with JR_EMSGSIZE. "bytes" of a message is its record size: subject + headers +
+ * payload + JR__REC_MIN (36) bytes.
+ *
+ * Durability (file store). Appends and deletes are buffered; jr__store_sync() writes and syncs
+ * them. jr__store_durable_seq() is the highest seq such that every append up to it has been
+ * covered by a completed sync: after a crash the store reopens with at least every message up
+ * to it (minus those deleted), and the stream replays its WAL after it. Removals caused by
+ * limits are made durable lazily (a crash may bring them back; they are removed again at open
+ * or on the next append). A memory store is never persistent; its durable seq is its last seq.
+ *
+ * Borrowing. jr__store_msg fields point into store-owned memory valid until the next call on
+ * the same store (any call). Copy what you keep.
+ *
+ * Errors: 0 or a negative JR_E* code; jr__store_errmsg() describes the last error (for
+ * corruption: file and offset). A store that hit an I/O error on write refuses further writes
+ * (JR_EIO) until reopened; reads keep working.
+ */
+#ifndef JR_STORE_STORE_H
+#define JR_STORE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jetraft.h"
+#include "util/buf.h"
+
+typedef struct jr__store jr__store;
+
+enum jr__store_kind { JR__STORE_FILE = 0, JR__STORE_MEMORY = 1 };
+enum jr__store_discard { JR__DISCARD_OLD = 0, JR__DISCARD_NEW = 1 };
+
+/* Distinct refusals (see the report: candidates for their own public codes). */
+#define JR__ESTORE_FULL JR_ENORESOURCES /* discard new: a limit would be exceeded */
+#define JR__ESTORE_SEQ JR_ERANGE        /* append's expected seq is not last_seq + 1 */
+
+typedef struct jr__store_limits {
+    uint64_t max_msgs;             /* 0: unlimited */
+    uint64_t max_bytes;            /* 0: unlimited */
+    uint64_t max_age_ns;           /* 0: unlimited */
+    uint64_t max_msgs_per_subject; /* 0: unlimited */
+    uint64_t max_msg_size;         /* headers + payload; 0: unlimited */
+    int discard;                   /* enum jr__store_discard */
+    int discard_new_per_subject;   /* with max_msgs_per_subject: refuse instead of removing */
+} jr__store_limits;
+
+typedef struct jr__store_config {
+    int kind;                  /* enum jr__store_kind */
+    const char *name;          /* stream name: the directory under dir, and the KDF context */
+    jr_vfs *vfs;               /* file store only */
+    const char *dir;           /* file store only: store_dir; the store lives in dir/name */
+    const jr_allocator *alloc; /* NULL: malloc family */
+    jr__store_limits limits;
+    uint64_t block_bytes;      /* block size; 0: 8 MiB (file), 1 MiB (memory) */
+    int compress;              /* file: lz4-compress blocks when sealed */
+    const uint8_t *master_key; /* file: 32 bytes enable encryption at rest; NULL: none */
+} jr__store_config;
+
+typedef struct jr__store_state {
+    uint64_t msgs;
+    uint64_t bytes;
+    uint64_t first_seq; /* lowest live seq; last_seq + 1 when empty */
+    int64_t first_ts;   /* 0 when empty */
+    uint64_t last_seq;  /* highest seq ever assigned (also after deletes) */
+    int64_t last_ts;    /* timestamp of last_seq's message, if known; 0 otherwise */
+    uint64_t num_subjects;
+    uint64_t num_deleted; /* interior deletes */
+} jr__store_state;
+
+typedef struct jr__store_msg {
+    uint64_t seq;
+    int64_t ts;
+    const char *subject; /* not NUL-terminated */
+    size_t subject_len;
+    const uint8_t *hdr;
+    size_t hdr_len;
+    const uint8_t *data;
+    size_t data_len;
+} jr__store_msg;
+
+typedef struct jr__seq_range {
+    uint64_t lo, hi; /* inclusive */
+} jr__seq_range;
+
+/* Opens (file: creating or recovering) a store. Recovery verifies every record, truncates a torn
+ * tail of the last block, removes leftover temporary files, and then enforces the limits. Any
+ * other damage is JR_ECORRUPT with the file and offset in *errmsg (if errmsg is non-NULL it gets
+ * a static-lifetime-free copy: a buffer of errmsg_len bytes the caller owns). Wrong encryption
+ * key: JR_EAUTH. Encrypted blocks without a key: JR_EINVAL. On failure *out is NULL. */
+int jr__store_open(const jr__store_config *cfg, jr__store **out, char *errmsg, size_t errmsg_len);
+
+/* Syncs (file) and frees everything. Safe on NULL. Returns the sync's result. */
+int jr__store_close(jr__store *s);
+
+/* Appends a message as seq `expect` (must equal last_seq + 1, else JR__ESTORE_SEQ) with
+ * timestamp ts (ns). subject must be a valid literal subject (JR_EINVAL otherwise). Enforces the
+ * limits (see above), then stores. *seq (may be NULL) gets the new seq. */
+int jr__store_append(jr__store *s, uint64_t expect, const char *subject, size_t subject_len,
+                     const void *hdr, size_t hdr_len, const void *data, size_t data_len,
+                     int64_t ts, uint64_t *seq);
+
+/* Advances last_seq to `upto` without storing messages: seqs last_seq+1..upto become deletes
+ * (interior if later messages follow). Used by catch-up to reproduce a leader's gaps. No-op if
+ * upto <= last_seq. */
+int jr__store_skip(jr__store *s, uint64_t upto);
+
+/* Removes every message and sets the next seq to first_seq (>= 1): for a replica that starts
+ * from a leader's snapshot. */
+int jr__store_reset(jr__store *s, uint64_t first_seq);
+
+/* The live message seq. JR_ENOTFOUND if none (deleted, never existed). */
+int jr__store_get(jr__store *s, uint64_t seq, jr__store_msg *out);
+
+/* The newest live message whose subject matches filter (literal: O(1); wildcards: a backward
+ * scan). JR_ENOTFOUND if none. */
+int jr__store_get_last(jr__store *s, const char *filter, size_t filter_len, jr__store_msg *out);
+
+/* The first live message with seq >= from whose subject matches filter (NULL or ">": any).
+ * JR_ENOTFOUND if none. Iterate with from = out->seq + 1. */
+int jr__store_next(jr__store *s, uint64_t from, const char *filter, size_t filter_len,
+                   jr__store_msg *out);
+
+/* Deletes message seq. erase = 1 also overwrites its bytes (file: the block is rewritten).
+ * JR_ENOTFOUND if it is not live. */
+int jr__store_delete(jr__store *s, uint64_t seq, int erase);
+
+typedef struct jr__purge {
+    const char *filter; /* NULL: every subject */
+    size_t filter_len;
+    uint64_t seq;       /* non-zero: purge only messages with seq < this */
+    uint64_t keep;      /* non-zero: keep the newest `keep` (matching) messages */
+} jr__purge;
+
+/* Purges matching messages (seq and keep together: JR_EINVAL). *purged (may be NULL) gets the
+ * number removed. A purge of everything keeps last_seq: the next append is last_seq + 1. */
+int jr__store_purge(jr__store *s, const jr__purge *p, uint64_t *purged);
+
+/* Removes messages older than now - max_age. */
+int jr__store_expire(jr__store *s, int64_t now);
+
+/* Replaces the limits and enforces them (discard-new limits only refuse future appends). */
+int jr__store_set_limits(jr__store *s, const jr__store_limits *l);
+
+void jr__store_state_get(const jr__store *s, jr__store_state *out);
+/* Messages and seq of one subject (literal). 0 if it has none. */
+uint64_t jr__store_subject_count(const jr__store *s, const char *subject, size_t len);
+/* Interior deletes as sorted, disjoint, non-adjacent ranges (borrowed until the next call). */
+const jr__seq_range *jr__store_deleted(const jr__store *s, size_t *n);
+
+/* Writes buffered records and makes them durable. 0 or JR_EIO/JR_ENOSPC. */
+int jr__store_sync(jr__store *s);
+/* See "Durability" above. */
+uint64_t jr__store_durable_seq(const jr__store *s);
+/* 1 for the file store. */
+int jr__store_persistent(const jr__store *s);
+
+/* Catch-up. A snapshot of a store is its jr__store_state and jr__store_deleted() ranges, plus
+ * its messages read in chunks: jr__store_read_chunk appends to `out` the encoded records of live
+ * messages with seq >= from, stopping before max_bytes would be exceeded (at least one message
+ * if any), and sets *next to the seq to continue from (last_seq + 1 when done). The chunk is a
+ * sequence of checksummed records (record.h), so it can travel and be validated as is. */
+int jr__store_read_chunk(jr__store *s, uint64_t from, size_t max_bytes, jr__buf *out,
+                         uint64_t *next);
+/* Appends every message of a chunk (validated first, all or nothing on malformed input:
+ * JR_ECORRUPT), skipping gaps so seqs match the source. Messages at or below last_seq are
+ * ignored (a re-sent chunk is harmless). */
+int jr__store_apply_chunk(jr__store *s, const void *chunk, size_t len);
+
+const char *jr__store_errmsg(const jr__store *s);
+
+#endif

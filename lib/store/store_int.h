@@ -1,0 +1,120 @@
+/*
+ * store_int — the store core's internals, shared with its two backends (mem.c, file.c).
+ *
+ * The core owns the sequence index (one jr__ent per seq in [base, last_seq]), the per-subject
+ * index, the interior-delete ranges, the block table and the counters. A backend owns where the
+ * bytes of records live, behind jr__store_backend. Records are placed in blocks (ids increase
+ * with time, seqs increase with ids); the core counts live messages per block and asks the
+ * backend to drop a block once it holds none and is not the active one.
+ *
+ * Invariants:
+ *  - ents[i] describes seq base + i; base == first_seq (first live seq) or last_seq + 1 if
+ *    empty. A deleted entry has len == 0; ent.next links the live-or-deleted entries of one
+ *    subject in seq order (0 ends the chain); a subject's chain from subj.first reaches every live
+ *    message of that subject.
+ *  - msgs, bytes, per-block live counts and per-subject counts always agree with the entries.
+ *  - ranges holds exactly the deleted seqs in (first_seq, last_seq), merged.
+ */
+#ifndef JR_STORE_STORE_INT_H
+#define JR_STORE_STORE_INT_H
+
+#include "record.h"
+#include "store.h"
+#include "subjidx.h"
+
+typedef struct jr__ent {
+    int64_t ts;
+    uint64_t next; /* next seq of the same subject, 0: none */
+    uint32_t blk;  /* block id */
+    uint32_t off;  /* offset of the record in the block's plaintext */
+    uint32_t len;  /* record length; 0: deleted */
+    uint32_t subj; /* subject id */
+} jr__ent;
+
+typedef struct jr__blk {
+    uint32_t id;
+    uint64_t live;    /* live messages */
+    uint64_t first;   /* lowest seq of a message written to it (0: none yet) */
+    uint64_t last;    /* highest seq of a message written to it */
+    uint64_t tomb_lo; /* lowest seq a tombstone in it may refer to; UINT64_MAX: none */
+    void *bk;         /* backend's per-block data */
+} jr__blk;
+
+typedef struct jr__store_backend {
+    int persistent;
+    /* Reserves len bytes for a record at the end of the active block (rotating to a new block
+     * first if it does not fit); *p gets where to encode it, *blk and *off its place. */
+    int (*reserve)(jr__store *s, size_t len, uint8_t **p, uint32_t *blk, uint32_t *off);
+    /* The record at p (from reserve) is complete. */
+    int (*commit)(jr__store *s, uint8_t *p, size_t len);
+    /* Points *out at the record bytes (len bytes, already verified at load or write). */
+    int (*read)(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, const uint8_t **out);
+    /* Block at index i of the table holds no live message and is not active: free it. */
+    int (*drop)(jr__store *s, size_t i);
+    /* Overwrite the content of the record at (blk, off, len). */
+    int (*erase)(jr__store *s, uint32_t blk, uint32_t off, uint32_t len);
+    /* Write buffered records; with sync, make them durable. */
+    int (*flush)(jr__store *s, int sync);
+    void (*close)(jr__store *s);
+} jr__store_backend;
+
+struct jr__store {
+    const jr__store_backend *bk;
+    void *bkctx;
+    const jr_allocator *alloc;
+    char *name;
+    jr__store_limits lim;
+    uint64_t block_bytes;
+
+    /* sequence index */
+    jr__ent *ents;
+    size_t head, n, cap; /* ents[head .. head+n) are seqs base .. base+n-1 */
+    uint64_t base;
+    uint64_t last_seq;
+    int64_t last_ts;
+    uint64_t msgs, bytes;
+    int64_t max_ts; /* newest timestamp appended */
+
+    jr__subjidx subjects;
+
+    jr__seq_range *ranges;
+    size_t nranges, rcap;
+    uint64_t ndeleted;
+
+    jr__blk *blks;
+    size_t nblks, bcap;
+
+    uint64_t durable;     /* durable watermark */
+    uint64_t front_done;  /* file: every seq <= this has a tombstone written (seqs below base
+                             that are not are tombstoned lazily, at the next flush) */
+    int failed;           /* sticky write error */
+    int loading;          /* replaying at open: no tombstones written */
+
+    jr__buf scratch;
+    char err[256];
+};
+
+/* Sets s->err (printf-style) and returns code. */
+int jr__store_fail(jr__store *s, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Adds an empty block with id to the end of the table. 0 or JR_ENOMEM. */
+int jr__store_blk_add(jr__store *s, uint32_t id);
+/* Index of the block with id, or SIZE_MAX. */
+size_t jr__store_blk_find(const jr__store *s, uint32_t id);
+
+/* Replay at open (file backend): one record read from block blk at plaintext offset off. */
+int jr__store_load(jr__store *s, const jr__rec *r, uint32_t blk, uint32_t off, uint32_t len);
+
+/* Writes tombstone r into the active block (file store; a no-op otherwise or while loading).
+ * lo_target: the lowest seq it may delete (to decide whether it must outlive its block). */
+int jr__store_write_tomb(jr__store *s, const jr__rec *r, uint64_t lo_target);
+
+/* Whether seq is live (for carrying tombstones forward). */
+int jr__store_live(const jr__store *s, uint64_t seq);
+
+/* Backends. */
+int jr__store_mem_open(jr__store *s, const jr__store_config *cfg);
+int jr__store_file_open(jr__store *s, const jr__store_config *cfg);
+
+#endif
