@@ -100,7 +100,7 @@ int jr__frame_next(jr__frame *f, jr__msg *m, jr__entry *scratch, size_t cap)
         rc = JR_ECORRUPT;
     } else if (m->type >= 1 && m->type <= JR__MSG_TYPE_MAX) {
         rc = (m->flags & ~JR__MF_ALL) ? JR_ECORRUPT
-                                       : jr__wire_msg_get(r, m, scratch, cap, f->max_entry);
+                                      : jr__wire_msg_get(r, m, scratch, cap, f->max_entry);
     } else if (m->type == JR__MSG_NODE_HB || m->type == JR__MSG_NODE_HB_RESP) {
         rc = m->flags ? JR_ECORRUPT : jr__wire_hb_get(r, m->type, &f->hb);
     } else {

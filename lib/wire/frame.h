@@ -142,8 +142,7 @@ typedef struct jr__hb_item {
 /* Appends a NODE_HB or NODE_HB_RESP (type) with sequence number seq and n items, which must be
  * sorted by strictly ascending, non-zero group id (jr__hb_sort does it); otherwise b->err =
  * JR_EINVAL. The items are only read. */
-void jr__frame_add_hb(jr__buf *b, uint8_t type, uint64_t seq, const jr__hb_item *items,
-                      size_t n);
+void jr__frame_add_hb(jr__buf *b, uint8_t type, uint64_t seq, const jr__hb_item *items, size_t n);
 /* Encoded size of such a message (exact; items valid as above). */
 size_t jr__frame_hb_len(uint64_t seq, const jr__hb_item *items, size_t n);
 /* Sorts items by group id, in place, without allocating. */
@@ -154,7 +153,7 @@ void jr__hb_sort(jr__hb_item *items, size_t n);
 /* A decoded heartbeat: a borrowed view of the encoded list, read with jr__hb_next (copy the
  * struct to iterate again). Valid while the frame's bytes are. */
 typedef struct jr__hb_view {
-    uint8_t type;   /* JR__MSG_NODE_HB or JR__MSG_NODE_HB_RESP */
+    uint8_t type; /* JR__MSG_NODE_HB or JR__MSG_NODE_HB_RESP */
     uint64_t seq;
     uint32_t n;     /* items not yet returned by jr__hb_next */
     uint64_t group; /* iteration state: last group id returned (0 before the first) */

@@ -18,8 +18,7 @@ static int hb_type(uint8_t type)
     return type == JR__MSG_NODE_HB || type == JR__MSG_NODE_HB_RESP;
 }
 
-void jr__frame_add_hb(jr__buf *b, uint8_t type, uint64_t seq, const jr__hb_item *items,
-                      size_t n)
+void jr__frame_add_hb(jr__buf *b, uint8_t type, uint64_t seq, const jr__hb_item *items, size_t n)
 {
     if (b->err) return;
     if (b->len < JR__FRAME_HEADER || !hb_type(type) || (n && !items) || n > UINT32_MAX) {

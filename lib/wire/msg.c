@@ -156,8 +156,7 @@ size_t jr__frame_msg_len(const jr__msg *m)
                jr__varint_len(m->u.snap.conf_len) + m->u.snap.conf_len +
                jr__varint_len(m->u.snap.len) + m->u.snap.len;
     case JR__MSG_SNAP_RESP:
-        return n + 1 + jr__varint_len(m->u.snap_resp.index) +
-               jr__varint_len(m->u.snap_resp.offset);
+        return n + 1 + jr__varint_len(m->u.snap_resp.index) + jr__varint_len(m->u.snap_resp.offset);
     default:
         return n;
     }
@@ -210,8 +209,7 @@ static int get_snap(jr__rd *r, jr__msg *m)
     if (r->err) return JR_ECORRUPT;
     m->u.snap.conf_len = (uint32_t)conf_len;
     m->u.snap.len = (uint32_t)len;
-    if (!snap_ok(m->u.snap.offset, len, m->u.snap.total, m->u.snap.done))
-        return jr__rd_fail(r);
+    if (!snap_ok(m->u.snap.offset, len, m->u.snap.total, m->u.snap.done)) return jr__rd_fail(r);
     return 0;
 }
 

@@ -33,8 +33,8 @@ int jr__frame_end_sealed(jr__buf *b, const uint8_t *key, const uint8_t *nonce)
     h[JR__FH_FLAGS] |= JR__FRAME_SEALED;
     /* the length is part of the associated data: set it before encrypting */
     jr__put_u32(h + JR__FH_LEN, (uint32_t)(plen + JR__FRAME_SEAL_OVERHEAD));
-    crypto_aead_xchacha20poly1305_ietf_encrypt_detached(c, c + plen, NULL, c, plen, h,
-                                                        JR__FH_CHECK, NULL, n, key);
+    crypto_aead_xchacha20poly1305_ietf_encrypt_detached(c, c + plen, NULL, c, plen, h, JR__FH_CHECK,
+                                                        NULL, n, key);
     b->len += JR__FRAME_SEAL_OVERHEAD;
     jr__wire_finish(h, plen + JR__FRAME_SEAL_OVERHEAD);
     return 0;
@@ -56,8 +56,8 @@ int jr__frame_open_sealed(jr__frame *f, const void *data, size_t len, size_t max
     if (jr__buf_reserve(plain, plen ? plen : 1)) return JR_ENOMEM;
     const uint8_t *n = d + JR__FRAME_HEADER;
     const uint8_t *c = n + JR__FRAME_NONCE_BYTES;
-    if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(plain->data, NULL, c, plen, c + plen,
-                                                            d, JR__FH_CHECK, n, key) != 0)
+    if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(plain->data, NULL, c, plen, c + plen, d,
+                                                            JR__FH_CHECK, n, key) != 0)
         return JR_EAUTH;
     plain->len = plen;
     jr__rd_init(&f->body, plain->data, plen);

@@ -79,8 +79,7 @@ END_TEST
 
 START_TEST(heartbeat_encoder_refuses_unsorted_duplicate_or_zero_groups)
 {
-    jr__hb_item bad[][2] = {
-        {{0, 1, 1}, {1, 1, 1}}, {{5, 1, 1}, {5, 1, 1}}, {{6, 1, 1}, {5, 1, 1}}};
+    jr__hb_item bad[][2] = {{{0, 1, 1}, {1, 1, 1}}, {{5, 1, 1}, {5, 1, 1}}, {{6, 1, 1}, {5, 1, 1}}};
     jr__hb_item ok[2] = {{5, 1, 1}, {6, 1, 1}};
     jr__buf b;
     jr__buf_init(&b, NULL);

@@ -84,11 +84,11 @@ START_TEST(each_header_field_corrupted_is_rejected)
         int resum; /* recompute the checksum, so the field's own check is what fails */
         int want;
     } cases[] = {
-        {0, 'j', 1, JR_ECORRUPT},  {1, 0, 1, JR_ECORRUPT},      {2, 0, 1, JR_EVERSION},
-        {2, 2, 1, JR_EVERSION},    {2, 255, 0, JR_EVERSION},    {3, 0x01, 1, JR_EAUTH},
-        {3, 0x02, 1, JR_ECORRUPT}, {3, 0x80, 1, JR_ECORRUPT},   {3, 0x02, 0, JR_ECORRUPT},
-        {4, 0, 1, JR_ECORRUPT},    {7, 0x7f, 1, JR_EMSGSIZE},   {8, 0x12, 0, JR_ECORRUPT},
-        {16, 0x12, 0, JR_ECORRUPT}, {24, 0, 0, JR_ECORRUPT},    {31, 0x55, 0, JR_ECORRUPT},
+        {0, 'j', 1, JR_ECORRUPT},   {1, 0, 1, JR_ECORRUPT},    {2, 0, 1, JR_EVERSION},
+        {2, 2, 1, JR_EVERSION},     {2, 255, 0, JR_EVERSION},  {3, 0x01, 1, JR_EAUTH},
+        {3, 0x02, 1, JR_ECORRUPT},  {3, 0x80, 1, JR_ECORRUPT}, {3, 0x02, 0, JR_ECORRUPT},
+        {4, 0, 1, JR_ECORRUPT},     {7, 0x7f, 1, JR_EMSGSIZE}, {8, 0x12, 0, JR_ECORRUPT},
+        {16, 0x12, 0, JR_ECORRUPT}, {24, 0, 0, JR_ECORRUPT},   {31, 0x55, 0, JR_ECORRUPT},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         memcpy(d, b.data, len);
@@ -184,10 +184,16 @@ START_TEST(random_bodies_with_valid_header_decode_canonically_or_fail)
             for (int k = 0; k < muts; k++) {
                 size_t at = (size_t)jr__rand_below(&r, len);
                 switch (jr__rand_below(&r, 4)) {
-                case 0: body[at] ^= (uint8_t)(1u << jr__rand_below(&r, 8)); break;
-                case 1: body[at] = (uint8_t)jr__rand_next(&r); break;
-                case 2: len = at; break; /* cut */
-                default: /* duplicate a byte */
+                case 0:
+                    body[at] ^= (uint8_t)(1u << jr__rand_below(&r, 8));
+                    break;
+                case 1:
+                    body[at] = (uint8_t)jr__rand_next(&r);
+                    break;
+                case 2:
+                    len = at;
+                    break; /* cut */
+                default:   /* duplicate a byte */
                     if (len < sizeof body) {
                         memmove(body + at + 1, body + at, len - at);
                         len++;
@@ -233,7 +239,7 @@ START_TEST(bit_flips_at_every_position_are_rejected)
 }
 END_TEST
 
-#define MAXV 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 /* UINT64_MAX */
+#define MAXV 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01   /* UINT64_MAX */
 #define MAXV_1 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 /* UINT64_MAX - 1 */
 
 struct body_case {
@@ -243,7 +249,9 @@ struct body_case {
     int want;
 };
 #define BODY(what, want, ...)                                                                      \
-    {what, {__VA_ARGS__}, sizeof((uint8_t[]){__VA_ARGS__}), want}
+    {                                                                                              \
+        what, {__VA_ARGS__}, sizeof((uint8_t[]){__VA_ARGS__}), want                                \
+    }
 
 /* Hand-made bodies, each next to a well-formed control case. */
 static const struct body_case bodies[] = {
@@ -261,8 +269,8 @@ static const struct body_case bodies[] = {
     BODY("overlong zero varint", JR_ECORRUPT, 5, 0, 1, 0x80, 0x00, 0),
     BODY("varint of 11 bytes", JR_ECORRUPT, 5, 0, 1, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
          0xff, 0xff, 0xff, 0x01),
-    BODY("varint overflowing 64 bits", JR_ECORRUPT, 5, 0, 1, 1, 0xff, 0xff, 0xff, 0xff, 0xff,
-         0xff, 0xff, 0xff, 0xff, 0x02),
+    BODY("varint overflowing 64 bits", JR_ECORRUPT, 5, 0, 1, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+         0xff, 0xff, 0xff, 0x02),
     BODY("UINT64_MAX commit", 0, 5, 0, 1, 1, MAXV),
     BODY("zero group", JR_ECORRUPT, 5, 0, 0, 1, 0),
     BODY("message cut after its type", JR_ECORRUPT, 5),
@@ -272,12 +280,12 @@ static const struct body_case bodies[] = {
     BODY("vote_resp boolean 2", JR_ECORRUPT, 2, 0, 1, 1, 2),
     BODY("append_resp boolean 2", JR_ECORRUPT, 4, 0, 1, 1, 2, 0, 0, 0),
     BODY("append, one entry", 0, 3, 0, 1, 1, 0, 0, 0, 1, 2, 0, 1, 'x'),
-    BODY("append, count larger than the bytes left", JR_ECORRUPT, 3, 0, 1, 1, 0, 0, 0, 5, 0, 0,
-         0, 0, 0, 0),
+    BODY("append, count larger than the bytes left", JR_ECORRUPT, 3, 0, 1, 1, 0, 0, 0, 5, 0, 0, 0,
+         0, 0, 0),
     BODY("append, huge count", JR_ECORRUPT, 3, 0, 1, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f),
     BODY("append, entry type 3", JR_ECORRUPT, 3, 0, 1, 1, 0, 0, 0, 1, 3, 0, 0),
-    BODY("append, entry longer than the bytes left", JR_ECORRUPT, 3, 0, 1, 1, 0, 0, 0, 1, 0, 0,
-         5, 'a'),
+    BODY("append, entry longer than the bytes left", JR_ECORRUPT, 3, 0, 1, 1, 0, 0, 0, 1, 0, 0, 5,
+         'a'),
     BODY("append, term overflows", JR_ECORRUPT, 3, 0, 1, 1, 0, MAXV, 0, 1, 0, 1, 0),
     BODY("append, term UINT64_MAX", 0, 3, 0, 1, 1, 0, MAXV_1, 0, 1, 0, 1, 0),
     BODY("append, index overflows", JR_ECORRUPT, 3, 0, 1, 1, MAXV, 0, 0, 1, 0, 0, 0),
@@ -297,8 +305,7 @@ static const struct body_case bodies[] = {
     BODY("node heartbeat, flags", JR_ECORRUPT, 64, 1, 0, 0),
     BODY("node heartbeat, count larger than the bytes left", JR_ECORRUPT, 64, 0, 0, 5, 0, 0, 0),
     BODY("node heartbeat, group UINT64_MAX", 0, 65, 0, 1, 1, MAXV_1, 1, 1),
-    BODY("node heartbeat, group after UINT64_MAX", JR_ECORRUPT, 65, 0, 1, 2, MAXV_1, 1, 1, 0, 1,
-         1),
+    BODY("node heartbeat, group after UINT64_MAX", JR_ECORRUPT, 65, 0, 1, 2, MAXV_1, 1, 1, 0, 1, 1),
     BODY("node heartbeat, first gap overflows", JR_ECORRUPT, 64, 0, 1, 1, MAXV, 1, 1),
     BODY("node heartbeat, cut item", JR_ECORRUPT, 64, 0, 1, 2, 0, 1, 1, 0, 1),
 };
@@ -318,8 +325,8 @@ END_TEST
 START_TEST(entry_length_limit_and_scratch_capacity)
 {
     /* APPEND prev_index 1, three entries (4 bytes, empty, 1 byte at term 2), then a HEARTBEAT */
-    static const uint8_t body[] = {3, 0, 1, 1, 1, 0, 0, 3, 0, 0, 4, 'a', 'b', 'c', 'd',
-                                   0, 0, 0, 0, 2, 1, 'e', 5, 0, 1, 1, 0};
+    static const uint8_t body[] = {3,   0, 1, 1, 1, 0, 0, 3,   0, 0, 4, 'a', 'b', 'c',
+                                   'd', 0, 0, 0, 0, 2, 1, 'e', 5, 0, 1, 1,   0};
     jr__buf b;
     jr__buf_init(&b, NULL);
     tw_raw_frame(&b, body, sizeof body);

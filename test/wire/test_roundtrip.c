@@ -4,7 +4,7 @@
 
 #include "wire_test.h"
 
-static const uint64_t edge[] = {0, 1, 127, 128, 16383, 16384, UINT32_MAX, UINT64_MAX - 1,
+static const uint64_t edge[] = {0,         1, 127, 128, 16383, 16384, UINT32_MAX, UINT64_MAX - 1,
                                 UINT64_MAX};
 #define NEDGE (sizeof edge / sizeof edge[0])
 
@@ -100,10 +100,10 @@ START_TEST(append_entries_empty_small_large_and_many)
     /* entries with empty data, a large one, and terms jumping to UINT64_MAX */
     e[0] = (jr__entry){.term = 3, .index = 11, .type = JR__ENTRY_NOOP, .len = 0, .data = NULL};
     e[1] = (jr__entry){.term = 4, .index = 12, .type = JR__ENTRY_NORMAL, .len = 0, .data = NULL};
-    e[2] = (jr__entry){.term = 4, .index = 13, .type = JR__ENTRY_NORMAL, .len = sizeof big,
-                       .data = big};
-    e[3] = (jr__entry){.term = UINT64_MAX, .index = 14, .type = JR__ENTRY_CONFIG, .len = 3,
-                       .data = big};
+    e[2] = (jr__entry){
+        .term = 4, .index = 13, .type = JR__ENTRY_NORMAL, .len = sizeof big, .data = big};
+    e[3] = (jr__entry){
+        .term = UINT64_MAX, .index = 14, .type = JR__ENTRY_CONFIG, .len = 3, .data = big};
     m.u.append.n = 4;
     m.u.append.entries = e;
     tw_roundtrip(&m, 1);
@@ -202,22 +202,54 @@ START_TEST(encoder_refuses_what_peers_would_reject)
         jr__entry e[2] = {e2[0], e2[1]};
         m.u.append.entries = e;
         switch (c) {
-        case 0: m.group = 0; break;
-        case 1: m.type = 0; break;
-        case 2: m.type = JR__MSG_TYPE_MAX + 1; break;
-        case 3: m.type = JR__MSG_NODE_HB; break;
-        case 4: m.flags = 8; break;
-        case 5: m.from = 3; break;
-        case 6: m.to = TW_FROM; break;
-        case 7: e[1].index = 13; break; /* gap */
-        case 8: e[0].index = 10; break;
-        case 9: e[1].term = 4; break; /* term decreases */
-        case 10: e[0].term = 4; break; /* below prev_term */
-        case 11: e[0].type = 3; break;
-        case 12: e[0].len = JR__FRAME_MAX_ENTRY + 1; break;
-        case 13: e[0].data = NULL; break;
-        case 14: m.u.append.entries = NULL; break;
-        case 15: m.u.append.prev_index = UINT64_MAX - 1; break; /* last index overflows */
+        case 0:
+            m.group = 0;
+            break;
+        case 1:
+            m.type = 0;
+            break;
+        case 2:
+            m.type = JR__MSG_TYPE_MAX + 1;
+            break;
+        case 3:
+            m.type = JR__MSG_NODE_HB;
+            break;
+        case 4:
+            m.flags = 8;
+            break;
+        case 5:
+            m.from = 3;
+            break;
+        case 6:
+            m.to = TW_FROM;
+            break;
+        case 7:
+            e[1].index = 13;
+            break; /* gap */
+        case 8:
+            e[0].index = 10;
+            break;
+        case 9:
+            e[1].term = 4;
+            break; /* term decreases */
+        case 10:
+            e[0].term = 4;
+            break; /* below prev_term */
+        case 11:
+            e[0].type = 3;
+            break;
+        case 12:
+            e[0].len = JR__FRAME_MAX_ENTRY + 1;
+            break;
+        case 13:
+            e[0].data = NULL;
+            break;
+        case 14:
+            m.u.append.entries = NULL;
+            break;
+        case 15:
+            m.u.append.prev_index = UINT64_MAX - 1;
+            break; /* last index overflows */
         case 16:
             m = tw_msg(JR__MSG_SNAP, 1, 1);
             m.u.snap.total = 3;
@@ -289,7 +321,8 @@ START_TEST(encoding_reuses_its_buffer)
     enum { N = 10000 };
     static const uint8_t d[128];
     jr__entry e[8];
-    for (int i = 0; i < 8; i++) e[i] = (jr__entry){.term = 2, .index = 101 + i, .len = 128, .data = d};
+    for (int i = 0; i < 8; i++)
+        e[i] = (jr__entry){.term = 2, .index = 101 + i, .len = 128, .data = d};
     jr__msg m = tw_msg(JR__MSG_APPEND, 1, 2);
     m.u.append.prev_index = 100;
     m.u.append.prev_term = 2;

@@ -5,8 +5,9 @@
 #include "util/checksum.h"
 #include "wire_test.h"
 
-static const uint8_t key[JR__FRAME_KEY_BYTES] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
-                                                  17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
+static const uint8_t key[JR__FRAME_KEY_BYTES] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
+                                                 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+                                                 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
 static const uint8_t nonce[JR__FRAME_NONCE_BYTES] = {0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5};
 
 static void rechecksum(uint8_t *d, size_t len)
@@ -76,8 +77,8 @@ START_TEST(sealed_empty_frame_and_random_nonces)
     jr__frame_begin(&b, TW_FROM, TW_TO);
     ck_assert_int_eq(jr__frame_end_sealed(&b, key, NULL), 0);
     ck_assert_uint_eq(a.len, JR__FRAME_HEADER + JR__FRAME_SEAL_OVERHEAD);
-    ck_assert_int_ne(memcmp(a.data + JR__FRAME_HEADER, b.data + JR__FRAME_HEADER,
-                            JR__FRAME_NONCE_BYTES), 0);
+    ck_assert_int_ne(
+        memcmp(a.data + JR__FRAME_HEADER, b.data + JR__FRAME_HEADER, JR__FRAME_NONCE_BYTES), 0);
     jr__frame f;
     ck_assert_int_eq(jr__frame_open_sealed(&f, a.data, a.len, TW_MAX, key, &plain), 0);
     ck_assert_uint_eq(jr__rd_left(&f.body), 0);
@@ -173,7 +174,8 @@ START_TEST(sealing_and_opening_reuse_their_buffers)
     jr__buf_init(&plain, &a);
     static const uint8_t d[128];
     jr__entry e[16];
-    for (int i = 0; i < 16; i++) e[i] = (jr__entry){.term = 1, .index = 1 + i, .len = 128, .data = d};
+    for (int i = 0; i < 16; i++)
+        e[i] = (jr__entry){.term = 1, .index = 1 + i, .len = 128, .data = d};
     jr__msg m = tw_msg(JR__MSG_APPEND, 5, 1);
     m.u.append.n = 16;
     m.u.append.entries = e;
