@@ -49,8 +49,9 @@
  *   HEARTBEAT_RESP (6) match_hint varint
  *   SNAP (7)           index varint | sterm varint | offset varint | total varint | done u8 (0|1) |
  *                      conf_len varint | conf bytes | len varint | data bytes
- *                      conf_len <= JR__FRAME_MAX_CONF; offset + len <= total (no overflow);
- *                      done = 1 implies offset + len = total.
+ *                      conf_len <= JR__FRAME_MAX_CONF; offset + len does not overflow;
+ *                      done = 1: offset + len = total; done = 0: total = 0 (size not yet
+ *                      known, raft.h) or offset + len <= total.
  *   SNAP_RESP (8)      bits u8 (bit 0 done, bit 1 reject; others 0) | index varint |
  *                      offset varint
  *   TIMEOUT_NOW (9)    (nothing after the term)
@@ -108,21 +109,24 @@
 /* Encoding ---------------------------------------------------------------------------------
  * A frame under construction occupies the whole of a jr__buf (from offset 0). Every encoder
  * records its first failure in b->err (JR_ENOMEM, or JR_EINVAL for a message the decoder would
- * reject) and then does nothing; check the result of jr__frame_end. The buffer's capacity is
- * reused from frame to frame, so steady-state encoding does not allocate. */
+ * reject) and then does nothing; check the result of jr__frame_end. A failed jr__frame_add or
+ * jr__frame_add_hb writes nothing (b->len is unchanged), so a caller may clear b->err and go on
+ * with the other messages. The buffer's capacity is reused from frame to frame, so
+ * steady-state encoding does not allocate. */
 
 /* Resets b and writes a header for a frame from `from` to `to` (non-zero, distinct: else
  * b->err = JR_EINVAL). */
 void jr__frame_begin(jr__buf *b, jr__id from, jr__id to);
 /* Appends one Raft message. Requires m->from and m->to to be the frame's ids, m->group != 0, a
  * known type and flags, entries at consecutive indexes prev_index+1.. with non-decreasing terms
- * from prev_term, entry types known and lengths <= JR__FRAME_MAX_ENTRY, snapshot chunks inside
- * total, conf_len <= JR__FRAME_MAX_CONF; otherwise b->err = JR_EINVAL. Booleans are sent as 0/1.
- * Entry data and snapshot bytes are copied into b. */
+ * from prev_term, entry types known and lengths <= JR__FRAME_MAX_ENTRY, snapshot chunks as in
+ * the format above, conf_len <= JR__FRAME_MAX_CONF; otherwise b->err = JR_EINVAL. Booleans are sent
+ * as 0/1. Entry data and snapshot bytes are copied into b. */
 void jr__frame_add(jr__buf *b, const jr__msg *m);
 /* Fills in the length and checksum. Returns 0, b->err, or JR_EMSGSIZE (body > UINT32_MAX). */
 int jr__frame_end(jr__buf *b);
-/* Encoded size of m in a frame body (exact); m must be valid for jr__frame_add. */
+/* Encoded size of m in a frame body: exact if m is valid for jr__frame_add; never crashes on
+ * an invalid m (the result is then meaningless). */
 size_t jr__frame_msg_len(const jr__msg *m);
 
 /* Seals the frame instead of jr__frame_end: encrypts the body with `key` (JR__FRAME_KEY_BYTES)
@@ -131,6 +135,18 @@ size_t jr__frame_msg_len(const jr__msg *m);
  * same key (XChaCha20's 24-byte nonce is safe to draw at random). Returns 0, b->err,
  * JR_EMSGSIZE, or JR_EIO if libsodium cannot initialize. */
 int jr__frame_end_sealed(jr__buf *b, const uint8_t *key, const uint8_t *nonce);
+
+/* A nonce source for a sender that seals many frames: a random 16-byte prefix drawn once and a
+ * 64-bit counter, so nonces never repeat under one key (a fresh prefix per process lifetime)
+ * and sealing skips the per-frame getrandom() that a NULL nonce costs (~250 ns here). */
+typedef struct jr__seal_nonce {
+    uint8_t prefix[16];
+    uint64_t counter;
+} jr__seal_nonce;
+/* Draws the prefix from libsodium's CSPRNG. 0, or JR_EIO if libsodium cannot initialize. */
+int jr__seal_nonce_init(jr__seal_nonce *n);
+/* Writes the next nonce (JR__FRAME_NONCE_BYTES) to out. */
+void jr__seal_nonce_next(jr__seal_nonce *n, uint8_t *out);
 
 /* Node-level heartbeat (coalesced per peer pair, issue 5). One item per group. */
 typedef struct jr__hb_item {

@@ -32,12 +32,14 @@ static int check_append(const jr__msg *m, size_t *bound)
     return 0;
 }
 
-/* Snapshot chunk rules, shared by the encoder and the decoder. */
+/* Snapshot chunk rules, shared by the encoder and the decoder: the chunk's end does not
+ * overflow; the last chunk ends at total; an earlier chunk ends within total unless total is
+ * still unknown (0: the leader learns the size only when it reads the last chunk). */
 static int snap_ok(uint64_t offset, uint64_t len, uint64_t total, uint8_t done)
 {
-    if (len > total || offset > total - len) return 0;
-    if (done && offset + len != total) return 0;
-    return 1;
+    if (offset > UINT64_MAX - len) return 0;
+    if (done) return offset + len == total;
+    return total == 0 || offset + len <= total;
 }
 
 int jr__wire_msg_check(const jr__msg *m, size_t *bound)
@@ -135,7 +137,7 @@ size_t jr__frame_msg_len(const jr__msg *m)
         n += jr__varint_len(m->u.append.prev_index) + jr__varint_len(m->u.append.prev_term) +
              jr__varint_len(m->u.append.commit) + jr__varint_len(m->u.append.n);
         uint64_t term = m->u.append.prev_term;
-        for (uint32_t i = 0; i < m->u.append.n; i++) {
+        for (uint32_t i = 0; m->u.append.entries && i < m->u.append.n; i++) {
             const jr__entry *e = &m->u.append.entries[i];
             n += 1 + jr__varint_len(e->term - term) + jr__varint_len(e->len) + e->len;
             term = e->term;

@@ -13,6 +13,7 @@
 _Static_assert(JR__FRAME_KEY_BYTES == crypto_aead_xchacha20poly1305_ietf_KEYBYTES, "key size");
 _Static_assert(JR__FRAME_NONCE_BYTES == crypto_aead_xchacha20poly1305_ietf_NPUBBYTES, "nonce");
 _Static_assert(JR__FRAME_TAG_BYTES == crypto_aead_xchacha20poly1305_ietf_ABYTES, "tag size");
+_Static_assert(sizeof(((jr__seal_nonce *)0)->prefix) + 8 == JR__FRAME_NONCE_BYTES, "nonce");
 
 int jr__frame_end_sealed(jr__buf *b, const uint8_t *key, const uint8_t *nonce)
 {
@@ -62,4 +63,18 @@ int jr__frame_open_sealed(jr__frame *f, const void *data, size_t len, size_t max
     plain->len = plen;
     jr__rd_init(&f->body, plain->data, plen);
     return 0;
+}
+
+int jr__seal_nonce_init(jr__seal_nonce *n)
+{
+    if (sodium_init() < 0) return JR_EIO;
+    randombytes_buf(n->prefix, sizeof n->prefix);
+    n->counter = 0;
+    return 0;
+}
+
+void jr__seal_nonce_next(jr__seal_nonce *n, uint8_t *out)
+{
+    memcpy(out, n->prefix, sizeof n->prefix);
+    jr__put_u64(out + sizeof n->prefix, n->counter++);
 }

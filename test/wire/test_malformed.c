@@ -292,6 +292,8 @@ static const struct body_case bodies[] = {
     BODY("append, index UINT64_MAX", 0, 3, 0, 1, 1, MAXV_1, 0, 0, 1, 0, 0, 0),
     BODY("append, zero entries at UINT64_MAX", 0, 3, 0, 1, 1, MAXV, 0, 0, 0),
     BODY("snap", 0, 7, 0, 1, 1, 9, 1, 0, 2, 1, 0, 2, 'a', 'b'),
+    BODY("snap, total not yet known", 0, 7, 0, 1, 1, 9, 1, 4, 0, 0, 0, 2, 'a', 'b'),
+    BODY("snap, last chunk without total", JR_ECORRUPT, 7, 0, 1, 1, 9, 1, 4, 0, 1, 0, 2, 'a', 'b'),
     BODY("snap, done before the end", JR_ECORRUPT, 7, 0, 1, 1, 9, 1, 0, 3, 1, 0, 2, 'a', 'b'),
     BODY("snap, chunk past total", JR_ECORRUPT, 7, 0, 1, 1, 9, 1, 1, 2, 0, 0, 2, 'a', 'b'),
     BODY("snap, boolean 2", JR_ECORRUPT, 7, 0, 1, 1, 9, 1, 0, 2, 2, 0, 2, 'a', 'b'),

@@ -130,7 +130,7 @@ START_TEST(snapshot_with_max_members_conf)
     ck_assert_uint_le(k, JR__FRAME_MAX_CONF);
     static uint8_t chunk[256 << 10];
     for (size_t i = 0; i < sizeof chunk; i++) chunk[i] = (uint8_t)(i ^ (i >> 8));
-    jr__msg m[3];
+    jr__msg m[4];
     m[0] = tw_msg(JR__MSG_SNAP, 77, 12);
     m[0].u.snap.index = 123456789;
     m[0].u.snap.sterm = 11;
@@ -147,7 +147,10 @@ START_TEST(snapshot_with_max_members_conf)
     m[2].u.snap.total = UINT64_MAX;
     m[2].u.snap.offset = UINT64_MAX - sizeof chunk;
     m[2].u.snap.done = 1;
-    tw_roundtrip(m, 3);
+    m[3] = m[0]; /* as raft sends them: total unknown (0) until the last chunk */
+    m[3].u.snap.total = 0;
+    m[3].u.snap.offset = sizeof chunk;
+    tw_roundtrip(m, 4);
 }
 END_TEST
 
@@ -275,6 +278,13 @@ START_TEST(encoder_refuses_what_peers_would_reject)
             m.u.snap.offset = UINT64_MAX - 1;
             m.u.snap.len = 4; /* offset + len overflows */
             m.u.snap.data = d;
+            break;
+        case 20:
+            m = tw_msg(JR__MSG_SNAP, 1, 1);
+            m.u.snap.offset = 8;
+            m.u.snap.len = 4;
+            m.u.snap.data = d;
+            m.u.snap.done = 1; /* the last chunk must say where the snapshot ends */
             break;
         default:
             jr__buf_free(&b);

@@ -194,6 +194,27 @@ START_TEST(sealing_and_opening_reuse_their_buffers)
 }
 END_TEST
 
+START_TEST(counter_nonces_never_repeat_and_open)
+{
+    jr__seal_nonce ns;
+    ck_assert_int_eq(jr__seal_nonce_init(&ns), 0);
+    uint8_t n1[JR__FRAME_NONCE_BYTES], n2[JR__FRAME_NONCE_BYTES];
+    jr__seal_nonce_next(&ns, n1);
+    jr__seal_nonce_next(&ns, n2);
+    ck_assert_int_ne(memcmp(n1, n2, sizeof n1), 0);
+    ck_assert_int_eq(memcmp(n1, n2, 16), 0); /* same prefix, next counter */
+    jr__buf b, plain;
+    jr__buf_init(&b, NULL);
+    jr__buf_init(&plain, NULL);
+    jr__frame_begin(&b, TW_FROM, TW_TO);
+    ck_assert_int_eq(jr__frame_end_sealed(&b, key, n2), 0);
+    ck_assert_int_eq(memcmp(b.data + JR__FRAME_HEADER, n2, sizeof n2), 0);
+    ck_assert_int_eq(open_exact(b.data, b.len, key, &plain), 0);
+    jr__buf_free(&b);
+    jr__buf_free(&plain);
+}
+END_TEST
+
 Suite *tw_seal_suite(void)
 {
     Suite *s = suite_create("wire seal");
@@ -204,6 +225,7 @@ Suite *tw_seal_suite(void)
     tcase_add_test(tc, sealed_frames_truncated_or_short_are_rejected);
     tcase_add_test(tc, a_keyed_receiver_refuses_plain_frames);
     tcase_add_test(tc, sealing_and_opening_reuse_their_buffers);
+    tcase_add_test(tc, counter_nonces_never_repeat_and_open);
     suite_add_tcase(s, tc);
     return s;
 }
