@@ -1,0 +1,325 @@
+/* config_codec — owned copies of stream configurations and their binary encoding (config.h).
+ *
+ * Encoding, version 1 (integers little-endian; "str" = varint length + bytes, no NUL; "zz" =
+ * zigzag varint; a list is a varint count then its items):
+ *
+ *   u8 version=1 | str name | str description ("" = none) | list<str> subjects | u8 retention
+ *   | zz max_consumers | zz max_msgs | zz max_bytes | varint max_age_ns | zz max_msgs_per_subject
+ *   | zz max_msg_size | u8 discard | u8 storage | u8 replicas | varint duplicate_window_ns
+ *   | str placement.cluster ("" = none) | list<str> placement.tags
+ *   | u8 flags (1 sealed, 2 deny_delete, 4 deny_purge, 8 allow_rollup) | u8 compression
+ *   | list<str key, str value> metadata | u64 xxh3 of every byte before it
+ *
+ * Only the normal form is ever written, and the decoder accepts only the normal form of a valid
+ * configuration, so every config has exactly one encoding.
+ */
+#include <string.h>
+
+#include "stream/config.h"
+#include "stream/subject.h"
+#include "util/alloc.h"
+#include "util/checksum.h"
+
+enum { F_SEALED = 1, F_DENY_DELETE = 2, F_DENY_PURGE = 4, F_ALLOW_ROLLUP = 8, F_ALL = 15 };
+
+/* ---------------------------------------------------------------------------------------------
+ * The one-block owned copy: [jr__stream_cfg | subjects[] | tags[] | metadata[] | strings].
+ * A builder first measures (dst NULL), then fills a block of the measured size.
+ */
+typedef struct builder {
+    jr__stream_cfg *dst;
+    char *str;       /* next free string byte (fill) */
+    size_t strbytes; /* string bytes needed (measure) */
+} builder;
+
+static size_t header_bytes(void)
+{
+    return (sizeof(jr__stream_cfg) + 15) & ~(size_t)15;
+}
+
+static size_t block_bytes(size_t nsubj, size_t ntags, size_t nmeta, size_t strbytes)
+{
+    return header_bytes() + (nsubj + ntags) * sizeof(const char *) + nmeta * sizeof(jr_kv) +
+           strbytes;
+}
+
+/* Allocates the block and points the arrays and the string area into it. */
+static int block_alloc(builder *b, const jr_allocator *a, size_t nsubj, size_t ntags, size_t nmeta)
+{
+    size_t bytes = block_bytes(nsubj, ntags, nmeta, b->strbytes);
+    unsigned char *p = jr__malloc(a, bytes);
+    if (!p) return JR_ENOMEM;
+    jr__stream_cfg *d = (jr__stream_cfg *)p;
+    memset(d, 0, sizeof *d);
+    d->alloc = a;
+    d->bytes = bytes;
+    unsigned char *q = p + header_bytes();
+    d->c.subjects = nsubj ? (const char *const *)(void *)q : NULL;
+    q += nsubj * sizeof(const char *);
+    d->c.placement.tags = ntags ? (const char *const *)(void *)q : NULL;
+    q += ntags * sizeof(const char *);
+    d->c.metadata = nmeta ? (const jr_kv *)(void *)q : NULL;
+    q += nmeta * sizeof(jr_kv);
+    b->dst = d;
+    b->str = (char *)q;
+    return 0;
+}
+
+static const char *put_str(builder *b, const char *s, size_t n)
+{
+    if (!b->dst) {
+        b->strbytes += n + 1;
+        return "";
+    }
+    char *d = b->str;
+    memcpy(d, s, n);
+    d[n] = '\0';
+    b->str += n + 1;
+    return d;
+}
+
+static const char *put_opt(builder *b, const char *s)
+{
+    return s ? put_str(b, s, strlen(s)) : NULL;
+}
+
+/* Copies the strings of the normal form n into b (measure or fill). */
+static void copy_strings(builder *b, const jr_stream_config *n)
+{
+    jr_stream_config *d = b->dst ? &b->dst->c : NULL;
+    const char *s = put_opt(b, n->name);
+    if (d) d->name = s;
+    s = put_opt(b, n->description);
+    if (d) d->description = s;
+    for (size_t i = 0; i < n->nsubjects; i++) {
+        s = put_opt(b, n->subjects[i]);
+        if (d) ((const char **)d->subjects)[i] = s;
+    }
+    s = put_opt(b, n->placement.cluster);
+    if (d) d->placement.cluster = s;
+    for (size_t i = 0; i < n->placement.ntags; i++) {
+        s = put_opt(b, n->placement.tags[i]);
+        if (d) ((const char **)d->placement.tags)[i] = s;
+    }
+    for (size_t i = 0; i < n->nmetadata; i++) {
+        const char *k = put_opt(b, n->metadata[i].key), *v = put_opt(b, n->metadata[i].value);
+        if (d) {
+            ((jr_kv *)d->metadata)[i].key = k;
+            ((jr_kv *)d->metadata)[i].value = v;
+        }
+    }
+}
+
+int jr__stream_cfg_new(const jr_stream_config *src, const jr_allocator *a, jr__stream_cfg **out,
+                       char *msg, size_t msglen)
+{
+    *out = NULL;
+    int rc = jr__stream_config_validate(src, msg, msglen);
+    if (rc) return rc;
+    jr__stream_norm n;
+    jr__stream_config_normalize(src, &n);
+    builder b = {0};
+    copy_strings(&b, &n.c);
+    if ((rc = block_alloc(&b, a, n.c.nsubjects, n.c.placement.ntags, n.c.nmetadata))) return rc;
+    /* scalars from the normal form, arrays and strings into the block */
+    jr_stream_config *d = &b.dst->c;
+    const char *const *subjects = d->subjects, *const *tags = d->placement.tags;
+    const jr_kv *metadata = d->metadata;
+    *d = n.c;
+    d->subjects = subjects;
+    d->placement.tags = tags;
+    d->metadata = metadata;
+    copy_strings(&b, &n.c);
+    *out = b.dst;
+    return 0;
+}
+
+void jr__stream_cfg_free(jr__stream_cfg *cfg)
+{
+    if (cfg) jr__free(cfg->alloc, cfg);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Encoding
+ */
+static uint64_t zz(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static int64_t unzz(uint64_t u)
+{
+    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
+static void put_s(jr__buf *out, const char *s)
+{
+    jr__buf_bytes(out, s ? s : "", s ? strlen(s) : 0);
+}
+
+int jr__stream_config_encode(const jr_stream_config *cfg, jr__buf *out)
+{
+    if (jr__stream_config_validate(cfg, NULL, 0)) return JR_EINVAL;
+    jr__stream_norm nn;
+    jr__stream_config_normalize(cfg, &nn);
+    const jr_stream_config *c = &nn.c;
+    size_t start = out->len;
+    jr__buf_u8(out, JR__STREAM_CONFIG_VERSION);
+    put_s(out, c->name);
+    put_s(out, c->description);
+    jr__buf_varint(out, c->nsubjects);
+    for (size_t i = 0; i < c->nsubjects; i++) put_s(out, c->subjects[i]);
+    jr__buf_u8(out, (uint8_t)c->retention);
+    jr__buf_varint(out, zz(c->max_consumers));
+    jr__buf_varint(out, zz(c->max_msgs));
+    jr__buf_varint(out, zz(c->max_bytes));
+    jr__buf_varint(out, c->max_age_ns);
+    jr__buf_varint(out, zz(c->max_msgs_per_subject));
+    jr__buf_varint(out, zz(c->max_msg_size));
+    jr__buf_u8(out, (uint8_t)c->discard);
+    jr__buf_u8(out, (uint8_t)c->storage);
+    jr__buf_u8(out, (uint8_t)c->replicas);
+    jr__buf_varint(out, c->duplicate_window_ns);
+    put_s(out, c->placement.cluster);
+    jr__buf_varint(out, c->placement.ntags);
+    for (size_t i = 0; i < c->placement.ntags; i++) put_s(out, c->placement.tags[i]);
+    jr__buf_u8(out, (uint8_t)((c->sealed ? F_SEALED : 0) | (c->deny_delete ? F_DENY_DELETE : 0) |
+                              (c->deny_purge ? F_DENY_PURGE : 0) |
+                              (c->allow_rollup ? F_ALLOW_ROLLUP : 0)));
+    jr__buf_u8(out, (uint8_t)c->compression);
+    jr__buf_varint(out, c->nmetadata);
+    for (size_t i = 0; i < c->nmetadata; i++) {
+        put_s(out, c->metadata[i].key);
+        put_s(out, c->metadata[i].value);
+    }
+    if (out->err) return out->err;
+    jr__buf_u64(out, jr__xxh3(out->data + start, out->len - start));
+    return out->err;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Decoding: two passes over the same bytes, one to measure, one to fill the block.
+ */
+static const char *rd_str(jr__rd *r, builder *b, size_t max, int empty_is_null)
+{
+    size_t n;
+    const uint8_t *p = jr__rd_bytes(r, &n, max);
+    if (!p) return NULL;
+    if (memchr(p, 0, n)) {
+        jr__rd_fail(r);
+        return NULL;
+    }
+    if (n == 0 && empty_is_null) return NULL;
+    return put_str(b, (const char *)p, n);
+}
+
+/* Reads a list count; every item takes at least `min_item` bytes, which bounds it. */
+static size_t rd_count(jr__rd *r, size_t min_item)
+{
+    uint64_t n = jr__rd_varint(r);
+    if (n > jr__rd_left(r) / min_item) {
+        jr__rd_fail(r);
+        return 0;
+    }
+    return (size_t)n;
+}
+
+static int64_t rd_zz(jr__rd *r)
+{
+    return unzz(jr__rd_varint(r));
+}
+
+/* Parses the body (after the version byte) into c: scalars always, strings and arrays into the
+ * block when b->dst is set (then c is b->dst->c, whose arrays are in place). */
+static void parse(jr__rd *r, builder *b, jr_stream_config *c)
+{
+    c->size = sizeof *c;
+    c->name = rd_str(r, b, JR_STREAM_NAME_MAX, 0);
+    c->description = rd_str(r, b, JR__STREAM_DESCRIPTION_MAX, 1);
+    c->nsubjects = rd_count(r, 2);
+    for (size_t i = 0; i < c->nsubjects && !r->err; i++) {
+        const char *s = rd_str(r, b, JR__SUBJECT_MAX, 0);
+        if (b->dst) ((const char **)c->subjects)[i] = s;
+    }
+    c->retention = jr__rd_u8(r);
+    c->max_consumers = rd_zz(r);
+    c->max_msgs = rd_zz(r);
+    c->max_bytes = rd_zz(r);
+    c->max_age_ns = jr__rd_varint(r);
+    c->max_msgs_per_subject = rd_zz(r);
+    int64_t mms = rd_zz(r);
+    if (mms < INT32_MIN || mms > INT32_MAX) jr__rd_fail(r);
+    c->max_msg_size = (int32_t)(r->err ? 0 : mms);
+    c->discard = jr__rd_u8(r);
+    c->storage = jr__rd_u8(r);
+    c->replicas = jr__rd_u8(r);
+    c->duplicate_window_ns = jr__rd_varint(r);
+    c->placement.cluster = rd_str(r, b, JR__STREAM_TAG_MAX, 1);
+    c->placement.ntags = rd_count(r, 2);
+    for (size_t i = 0; i < c->placement.ntags && !r->err; i++) {
+        const char *s = rd_str(r, b, JR__STREAM_TAG_MAX + 1, 0); /* + a leading '!' */
+        if (b->dst) ((const char **)c->placement.tags)[i] = s;
+    }
+    uint8_t flags = jr__rd_u8(r);
+    if (flags & ~F_ALL) jr__rd_fail(r);
+    c->sealed = !!(flags & F_SEALED);
+    c->deny_delete = !!(flags & F_DENY_DELETE);
+    c->deny_purge = !!(flags & F_DENY_PURGE);
+    c->allow_rollup = !!(flags & F_ALLOW_ROLLUP);
+    c->compression = jr__rd_u8(r);
+    c->nmetadata = rd_count(r, 3);
+    for (size_t i = 0; i < c->nmetadata && !r->err; i++) {
+        const char *k = rd_str(r, b, JR__STREAM_METADATA_MAX, 0);
+        const char *v = rd_str(r, b, JR__STREAM_METADATA_MAX, 0);
+        if (b->dst) {
+            ((jr_kv *)c->metadata)[i].key = k;
+            ((jr_kv *)c->metadata)[i].value = v;
+        }
+    }
+    if (!r->err && jr__rd_left(r) != 0) jr__rd_fail(r); /* trailing bytes */
+}
+
+/* 1 if the valid config c is its own normal form (what the encoder writes). */
+static int is_normal(const jr_stream_config *c)
+{
+    jr__stream_norm n;
+    jr__stream_config_normalize(c, &n);
+    const jr_stream_config *x = &n.c;
+    return c->nsubjects > 0 && x->max_consumers == c->max_consumers && x->max_msgs == c->max_msgs &&
+           x->max_bytes == c->max_bytes && x->max_age_ns == c->max_age_ns &&
+           x->max_msgs_per_subject == c->max_msgs_per_subject &&
+           x->max_msg_size == c->max_msg_size && x->discard == c->discard &&
+           x->replicas == c->replicas && x->duplicate_window_ns == c->duplicate_window_ns &&
+           x->deny_delete == c->deny_delete && x->deny_purge == c->deny_purge &&
+           x->allow_rollup == c->allow_rollup;
+}
+
+int jr__stream_config_decode(const void *data, size_t len, const jr_allocator *a,
+                             jr__stream_cfg **out)
+{
+    *out = NULL;
+    const uint8_t *p = data;
+    if (!p || len < 1 + 8) return JR_ECORRUPT;
+    if (jr__xxh3(p, len - 8) != jr__get_u64(p + len - 8)) return JR_ECORRUPT;
+    if (p[0] != JR__STREAM_CONFIG_VERSION) return JR_EVERSION;
+
+    jr__rd r;
+    builder b = {0};
+    jr_stream_config probe;
+    memset(&probe, 0, sizeof probe);
+    jr__rd_init(&r, p + 1, len - 1 - 8);
+    parse(&r, &b, &probe);
+    if (r.err) return JR_ECORRUPT;
+
+    int rc = block_alloc(&b, a, probe.nsubjects, probe.placement.ntags, probe.nmetadata);
+    if (rc) return rc;
+    jr_stream_config *c = &b.dst->c;
+    jr__rd_init(&r, p + 1, len - 1 - 8);
+    parse(&r, &b, c);
+    if (r.err || jr__stream_config_validate(c, NULL, 0) || !is_normal(c)) {
+        jr__stream_cfg_free(b.dst);
+        return JR_ECORRUPT;
+    }
+    *out = b.dst;
+    return 0;
+}
