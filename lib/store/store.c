@@ -401,10 +401,10 @@ static int load_del(jr__store *s, uint64_t lo, uint64_t hi)
         int rc = index_gap(s, hi);
         if (rc) return rc;
     }
-    if (lo < s->base) lo = s->base;
     for (uint64_t q = lo; q <= hi && s->n; q++) {
+        if (q < s->base) q = s->base; /* removing the front moves base past deleted seqs */
         const jr__ent *e = ent(s, q);
-        if (!e) break;
+        if (!e || q > hi) break;
         if (e->len) {
             int rc = remove_msg(s, q, 0);
             if (rc) return rc;
@@ -823,8 +823,9 @@ int jr__store_purge(jr__store *s, const jr__purge *p, uint64_t *purged)
             rc = tomb_del(s, 1, upto);
             if (!rc && upto > s->front_done && s->bk->persistent) s->front_done = upto;
             for (uint64_t q = s->base; !rc && s->n && q <= upto; q++) {
+                if (q < s->base) q = s->base;
                 const jr__ent *e = ent(s, q);
-                if (e && e->len) {
+                if (e && e->len && q <= upto) {
                     rc = remove_msg(s, q, 0);
                     count++;
                 }

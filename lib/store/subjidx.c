@@ -78,7 +78,7 @@ int jr__subjidx_intern(jr__subjidx *x, const char *s, size_t len, uint32_t *out)
         *out = id;
         return 0;
     }
-    if (x->nfree == 0 && x->n == x->cap) {
+    if (x->nfree == 0 && x->n >= x->cap) {
         uint32_t ncap = x->cap ? x->cap * 2 : 64;
         jr__subj *v = jr__realloc(x->alloc, x->v, (size_t)ncap * sizeof *v);
         if (!v) return JR_ENOMEM;
