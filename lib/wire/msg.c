@@ -4,6 +4,12 @@
  */
 #include "wire/codec.h"
 
+/* A new Raft message type or entry type needs its encoding here (and in frame.h's table). */
+_Static_assert(JR__MSG_TYPE_MAX == 9, "update lib/wire/msg.c for the new message type");
+_Static_assert(JR__MSG_TYPE_MAX <= JR__MSG_GROUP_LAST, "Raft types must stay below 64");
+_Static_assert(JR__ENTRY_CONFIG == 2, "update lib/wire/msg.c for the new entry type");
+_Static_assert((JR__MF_PREVOTE | JR__MF_TRANSFER | JR__MF_DURABLE) == 7, "new message flag");
+
 /* Fixed part of any message: type, flags, group, term, plus the largest fixed field set
  * (SNAP: 4 varints, done, two length varints). */
 #define MSG_FIXED_BOUND (2 + 2 * JR__VARINT_MAX + 7 * JR__VARINT_MAX + 1)
