@@ -62,7 +62,7 @@
  *       dgroup_i + 1 (no overflow), so consecutive ids cost one byte each. A heartbeat lists
  *       (group, leader's term, leader's commit) for every group the sender leads and shares with
  *       the receiver; the response echoes seq and lists (group, term, match = last durable index)
- *       for the groups the responder follows. ~5 bytes per group: 10,000 groups fit in ~60 KB.
+ *       for the groups the responder follows. ~5 bytes per group: 10,000 groups take ~50 KB.
  *
  * Counts are checked against the bytes left before anything is decoded (an entry or heartbeat
  * item is at least 3 bytes), and the body must end exactly after its last message.
