@@ -12,8 +12,9 @@ void *jr__malloc(const jr_allocator *a, size_t n)
 void *jr__calloc(const jr_allocator *a, size_t n, size_t size)
 {
     if (size && n > SIZE_MAX / size) return NULL;
-    void *p = jr__malloc(a, n * size);
-    if (p) memset(p, 0, n * size ? n * size : 1);
+    size_t total = n * size;
+    void *p = jr__malloc(a, total);
+    if (p) memset(p, 0, total ? total : 1);
     return p;
 }
 
