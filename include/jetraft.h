@@ -81,7 +81,14 @@ JR_API int jr_version_number(void);
     X(ENOSTREAM, -24, "no stream matches subject")                                                 \
     X(ENOTVOTER, -25, "peer is not a caught-up voter")                                             \
     X(ECOMPACTED, -26, "entry compacted away")                                                     \
-    X(ERANGE, -27, "value out of range")
+    X(ERANGE, -27, "value out of range")                                                           \
+    X(EWRONGSTREAM, -28, "expected stream does not match")                                         \
+    X(EWRONGLASTSEQ, -29, "wrong last sequence")                                                   \
+    X(EWRONGLASTSUBJSEQ, -30, "wrong last sequence for subject")                                   \
+    X(EWRONGLASTMSGID, -31, "wrong last msg id")                                                   \
+    X(ELIMIT, -32, "stream limit reached and discard policy is new")                             \
+    X(ESEALED, -33, "stream is sealed")                                                            \
+    X(EDENIED, -34, "operation denied by stream configuration")
 
 enum jr_errno {
 #define JR__ERR_ENUM(name, value, text) JR_##name = value,
