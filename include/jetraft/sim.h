@@ -1,7 +1,155 @@
 /*
- * jetraft/sim.h — the deterministic cluster fixture (placeholder; see lib/sim/).
+ * jetraft/sim.h — the deterministic cluster fixture.
+ *
+ * Runs N libjetraft nodes in one thread over a simulated clock, a simulated network and one
+ * simulated file system per node, so that whole clusters can be tested (and a host's own state
+ * machines with them) reproducibly: every random choice — network delays, drops, duplicates,
+ * reordering, torn writes at a crash, the nodes' election timeouts — comes from one PRNG seeded
+ * by jr_sim_config.seed. The same seed and the same calls give the same run, bit for bit;
+ * jr_sim_digest() summarises a run (every delivered frame and every applied entry, in order)
+ * so two runs can be compared.
+ *
+ * Model
+ *  - Nodes are named "n0", "n1", ... and numbered 0..N-1; each is a real jr_node whose host is
+ *    the fixture (send goes to the simulated network, now() is the simulated clock, arm()
+ *    schedules its tick). Every node knows every other as a peer.
+ *  - Time only moves inside jr_sim_run_for / jr_sim_run_until / jr_sim_step: the fixture
+ *    repeatedly takes the earliest event (a frame arriving, a node's armed deadline), advances
+ *    the clock to it and runs it (jr_node_recv / jr_node_tick). Ties: frames before timers,
+ *    frames in the order they were sent, nodes in index order. Between runs the caller may use
+ *    the nodes freely (open groups, propose, ...); the clock stands still meanwhile.
+ *  - The network: each directed link (a -> b) has its own jr_sim_link: a frame is lost with
+ *    probability `drop`, delivered twice with probability `duplicate`, delayed uniformly in
+ *    [delay_min_ns, delay_max_ns], and with probability `reorder` held back by up to twice the
+ *    maximal delay (plus 1 ms) so that later frames overtake it. A cut link (jr_sim_cut,
+ *    jr_sim_partition) loses everything sent over it until jr_sim_heal; frames already in
+ *    flight are still delivered.
+ *  - Storage: each node has its own simulated file system (memfs, see jr_sim_vfs). Crashing a
+ *    node (jr_sim_crash) is power loss: everything it had not synced is lost (with
+ *    jr_sim_config.torn_writes, a random prefix of the unsynced writes survives, the last one
+ *    torn), the node is closed without flushing anything (callbacks of its pending requests
+ *    complete with JR_ECLOSED), and frames sent to it while down are lost. jr_sim_restart
+ *    reopens it over what survived; its groups must be opened again by the caller.
+ *
+ * Everything allocated by the fixture goes through jr_sim_config.alloc, as do the nodes'
+ * allocations. A fixture is single-threaded like the nodes it runs.
  */
 #ifndef JETRAFT_SIM_H
 #define JETRAFT_SIM_H
+
 #include "jetraft.h"
+
+#ifdef __cplusplus
+extern "C" {
 #endif
+
+#define JR_SIM_MAX_NODES 16
+
+typedef struct jr_sim jr_sim;
+
+/* Behaviour of one directed link. Probabilities are in [0, 1]. */
+typedef struct jr_sim_link {
+    size_t size;           /* sizeof(jr_sim_link) */
+    double drop;           /* a frame is lost */
+    double duplicate;      /* a frame is delivered twice (independent delays) */
+    double reorder;        /* a frame is held back so later ones overtake it */
+    uint64_t delay_min_ns; /* delivery delay, uniform in [min, max] */
+    uint64_t delay_max_ns;
+} jr_sim_link;
+
+/* A perfect link with a delay of 100..500 µs. */
+JR_API void jr_sim_link_init(jr_sim_link *link);
+
+typedef struct jr_sim_config {
+    size_t size;        /* sizeof(jr_sim_config) */
+    unsigned nodes;     /* 1..JR_SIM_MAX_NODES; default 3 */
+    uint64_t seed;      /* the run's only source of randomness */
+    jr_sim_link link;   /* every directed link starts like this */
+    uint32_t election_timeout_ms; /* for every node; default 150 */
+    uint32_t heartbeat_ms;        /* default 30 */
+    int torn_writes;    /* crashes tear the last unsynced write instead of dropping all of it */
+    const jr_allocator *alloc;    /* the fixture's and the nodes' allocator; NULL: malloc */
+    void *arg;          /* passed to the callbacks below */
+    /* Optional: adjusts node i's config before each open (first open and every restart).
+     * name, peers, wal_dir, vfs, host, alloc and seed are set by the fixture; changing them is
+     * allowed but on the caller's head. */
+    void (*configure)(void *arg, unsigned i, jr_node_config *cfg);
+    /* Optional: called after every event the fixture runs (a frame delivery, a tick), e.g. to
+     * check invariants on every step. It may call into the nodes and the fixture, except
+     * jr_sim_free. */
+    void (*on_step)(void *arg, jr_sim *sim);
+    /* Optional: every normal entry applied by any node's group, in order (what its jr_fsm's
+     * apply sees, plus the entry's term). data is borrowed for the call. */
+    void (*on_apply)(void *arg, unsigned node, uint64_t group, uint64_t index, uint64_t term,
+                     const void *data, size_t len);
+    /* Optional: a node's group replaced its state by a snapshot taken at index (installed from
+     * the leader, or loaded when the group was opened after a restart). */
+    void (*on_restore)(void *arg, unsigned node, uint64_t group, uint64_t index);
+} jr_sim_config;
+
+/* Fills cfg with defaults (3 nodes, seed 1, a perfect link, 150 ms / 30 ms timers). */
+JR_API void jr_sim_config_init(jr_sim_config *cfg);
+
+/* Creates the fixture and opens its nodes (no groups yet). 0, JR_EINVAL, JR_ENOMEM, or the
+ * first node's open error. On failure *out is NULL. */
+JR_API int jr_sim_new(const jr_sim_config *cfg, jr_sim **out);
+/* Closes every node (flushing, as jr_node_close does) and frees everything. Safe on NULL. */
+JR_API void jr_sim_free(jr_sim *sim);
+
+/* Number of nodes. */
+JR_API unsigned jr_sim_size(const jr_sim *sim);
+/* Node i, or NULL while it is crashed (or i is out of range). */
+JR_API jr_node *jr_sim_node(jr_sim *sim, unsigned i);
+/* Name of node i ("n<i>"), or NULL if out of range. */
+JR_API const char *jr_sim_name(const jr_sim *sim, unsigned i);
+/* Index of the node called name, or -1. */
+JR_API int jr_sim_index(const jr_sim *sim, const char *name);
+/* Node i's simulated file system (it survives crashes), or NULL if out of range. */
+JR_API jr_vfs *jr_sim_vfs(jr_sim *sim, unsigned i);
+
+/* The simulated clock, nanoseconds (starts at 1 s). */
+JR_API uint64_t jr_sim_now(const jr_sim *sim);
+/* Runs the earliest pending event. Returns 1 if one ran, 0 if nothing is pending. */
+JR_API int jr_sim_step(jr_sim *sim);
+/* Runs every event due in the next ns nanoseconds, then sets the clock to now + ns. */
+JR_API void jr_sim_run_for(jr_sim *sim, uint64_t ns);
+/* Runs events until pred(arg, sim) returns non-zero (checked before the first event and after
+ * each), or until max_ns of simulated time passed. 0 if pred became true, else JR_ETIMEDOUT. */
+JR_API int jr_sim_run_until(jr_sim *sim, int (*pred)(void *arg, jr_sim *sim), void *arg,
+                            uint64_t max_ns);
+
+/* Sets the directed link from -> to (a copy is taken). JR_EINVAL for bad indexes/values. */
+JR_API int jr_sim_set_link(jr_sim *sim, unsigned from, unsigned to, const jr_sim_link *link);
+/* Cuts the directed link from -> to (asymmetric partition) until jr_sim_heal. */
+JR_API int jr_sim_cut(jr_sim *sim, unsigned from, unsigned to);
+/* Cuts both directions between the n nodes of side and every other node. */
+JR_API int jr_sim_partition(jr_sim *sim, const unsigned *side, size_t n);
+/* Removes every cut (links keep their jr_sim_link settings). */
+JR_API void jr_sim_heal(jr_sim *sim);
+
+/* Power loss of node i (see Model). JR_EINVAL if out of range or already down. */
+JR_API int jr_sim_crash(jr_sim *sim, unsigned i);
+/* Reopens crashed node i over its surviving storage. Returns jr_node_open's result. */
+JR_API int jr_sim_restart(jr_sim *sim, unsigned i);
+
+/* Digest of the run so far: xxh3 chained over every delivered frame (time, endpoints, bytes)
+ * and every applied entry and restored snapshot (node, group, index, term, type, data). */
+JR_API uint64_t jr_sim_digest(const jr_sim *sim);
+
+/* Counters of the simulated network. */
+typedef struct jr_sim_stats {
+    size_t size;          /* sizeof(jr_sim_stats), set by the caller */
+    uint64_t frames_sent; /* handed to the network by the nodes */
+    uint64_t frames_delivered;
+    uint64_t frames_dropped;    /* lost by drop probability, cuts, or a crashed receiver */
+    uint64_t frames_duplicated;
+    uint64_t bytes_delivered;
+    uint64_t events;            /* deliveries + ticks run */
+} jr_sim_stats;
+
+JR_API int jr_sim_stats_get(const jr_sim *sim, jr_sim_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* JETRAFT_SIM_H */

@@ -1,0 +1,261 @@
+/*
+ * api_group — the public raw-group API (jetraft.h "Raw Raft groups").
+ *
+ * Every function validates its handle, brackets its work with jr__node_enter/leave, and never
+ * flushes: work it queues is flushed by the tick it requests (so a burst of proposals shares one
+ * WAL write and one frame per peer) and its callback can only run later, inside jr_node_recv or
+ * jr_node_tick. Failures are returned, never reported through the callback.
+ */
+#include <string.h>
+
+#include "node/node.h"
+#include "util/alloc.h"
+
+void jr_group_config_init(jr_group_config *cfg)
+{
+    if (!cfg) return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->size = sizeof *cfg;
+    cfg->snapshot_entries = 8192;
+}
+
+int jr_group_open(jr_node *n, const jr_group_config *cfg, jr_group **out)
+{
+    if (!out) return JR_EINVAL;
+    *out = NULL;
+    if (!n || !cfg || cfg->size < offsetof(jr_group_config, fsm) + sizeof(void *))
+        return JR_EINVAL;
+    if (n->closing) return JR_ECLOSED;
+    jr__node_enter(n);
+    int rc = jr__group_create(n, cfg, out);
+    if (rc == 0) jr__node_want_tick(n);
+    jr__node_leave(n);
+    return rc;
+}
+
+void jr_group_close(jr_group *g)
+{
+    if (!g || g->closed) return;
+    jr_node *n = g->node;
+    if (n->closing) return; /* the node's close takes care of it */
+    jr__node_enter(n);
+    jr__group_detach(g, JR_ECLOSED);
+    jr__node_want_tick(n);
+    jr__node_leave(n);
+}
+
+jr_group *jr_node_group(jr_node *n, uint64_t id)
+{
+    if (!n || n->closing) return NULL;
+    jr_group *g = jr__map_get(&n->groups, id);
+    return g && !g->closed ? g : NULL;
+}
+
+/* Common checks of the request functions. */
+static int usable(const jr_group *g)
+{
+    if (!g) return JR_EINVAL;
+    if (g->closed || g->node->closing) return JR_ECLOSED;
+    if (g->in_fsm) return JR_EMISUSE; /* from inside this group's own fsm callback */
+    return 0;
+}
+
+int jr_group_propose(jr_group *g, const void *data, size_t len, jr_propose_cb cb, void *arg)
+{
+    int rc = usable(g);
+    if (rc != 0) return rc;
+    if (!data && len) return JR_EINVAL;
+    if (g->damaged) return JR_EDAMAGED;
+    jr_node *n = g->node;
+    jr__node_enter(n);
+    jr__op *op = NULL;
+    if (cb) {
+        op = jr__op_get(n);
+        if (!op) {
+            rc = jr__node_err(n, JR_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    uint64_t index = 0;
+    rc = jr__raft_propose(g->raft, n->now, data ? data : "", len, &index);
+    if (rc != 0) {
+        if (op) jr__op_put(n, op);
+        jr__node_err(n, rc, "group %llu: propose: %s", (unsigned long long)g->id,
+                     jr_strerror(rc));
+        goto out;
+    }
+    if (op) {
+        op->kind = JR__OP_PROPOSE;
+        op->cb.propose = cb;
+        op->arg = arg;
+        op->index = index;
+        op->term = jr__raft_term(g->raft);
+        jr__opq_push(&g->pending, op);
+    }
+    jr__group_ready(g);
+    jr__node_want_tick(n);
+out:
+    jr__node_leave(n);
+    return rc;
+}
+
+const char *jr_group_leader(const jr_group *g)
+{
+    if (!g || g->closed) return NULL;
+    jr__id id = jr__raft_leader(g->raft);
+    if (!id) return NULL;
+    jr__peer *p = jr__peer_find(g->node, id);
+    return p ? p->name : NULL;
+}
+
+int jr_group_transfer(jr_group *g, const char *to, jr_done_cb cb, void *arg)
+{
+    int rc = usable(g);
+    if (rc != 0) return rc;
+    jr_node *n = g->node;
+    jr__id id = 0;
+    if (to) {
+        jr__peer *p = jr__peer_find_name(n, to);
+        if (!p) return jr__node_err(n, JR_ENOTFOUND, "transfer: '%s' is not a known server", to);
+        id = p->id;
+    }
+    if (g->transfer) return jr__node_err(n, JR_ETRANSFER, "a transfer is already under way");
+    jr__node_enter(n);
+    jr__op *op = jr__op_get(n);
+    if (!op) {
+        rc = jr__node_err(n, JR_ENOMEM, "out of memory");
+        goto out;
+    }
+    op->kind = JR__OP_DONE;
+    op->cb.done = cb;
+    op->arg = arg;
+    if (id == n->self && jr__raft_role(g->raft) == JR_LEADER) {
+        jr__op_complete(n, op, 0, 0); /* already there; reported at the next tick */
+        jr__node_want_tick(n);
+        goto out;
+    }
+    rc = jr__raft_transfer(g->raft, n->now, id);
+    if (rc != 0) {
+        jr__op_put(n, op);
+        jr__node_err(n, rc, "group %llu: transfer: %s", (unsigned long long)g->id,
+                     jr_strerror(rc));
+        goto out;
+    }
+    g->transfer = op;
+    g->transfer_to = id;
+    g->op_deadline = n->now + 2 * n->election_ns;
+    jr__group_rearm(g);
+    jr__group_ready(g);
+    jr__node_want_tick(n);
+out:
+    jr__node_leave(n);
+    return rc;
+}
+
+static int change(jr_group *g, int kind, const char *peer, jr_done_cb cb, void *arg)
+{
+    int rc = usable(g);
+    if (rc != 0) return rc;
+    jr_node *n = g->node;
+    jr__peer *p = jr__peer_find_name(n, peer);
+    if (!p)
+        return jr__node_err(n, JR_ENOTFOUND, "'%s' is not a known server",
+                            peer ? peer : "(null)");
+    jr__node_enter(n);
+    jr__op *op = jr__op_get(n);
+    if (!op) {
+        rc = jr__node_err(n, JR_ENOMEM, "out of memory");
+        goto out;
+    }
+    uint64_t index = 0;
+    rc = jr__raft_change(g->raft, n->now, kind, p->id, &index);
+    if (rc != 0) {
+        jr__op_put(n, op);
+        jr__node_err(n, rc, "group %llu: membership change for %s: %s",
+                     (unsigned long long)g->id, p->name, jr_strerror(rc));
+        goto out;
+    }
+    op->kind = JR__OP_DONE;
+    op->cb.done = cb;
+    op->arg = arg;
+    op->index = index;
+    op->term = jr__raft_term(g->raft);
+    jr__opq_push(&g->pending, op);
+    jr__group_ready(g);
+    jr__node_want_tick(n);
+out:
+    jr__node_leave(n);
+    return rc;
+}
+
+int jr_group_add_observer(jr_group *g, const char *peer, jr_done_cb cb, void *arg)
+{
+    return change(g, JR__ADD_OBSERVER, peer, cb, arg);
+}
+
+int jr_group_promote(jr_group *g, const char *peer, jr_done_cb cb, void *arg)
+{
+    return change(g, JR__PROMOTE, peer, cb, arg);
+}
+
+int jr_group_remove(jr_group *g, const char *peer, jr_done_cb cb, void *arg)
+{
+    return change(g, JR__REMOVE, peer, cb, arg);
+}
+
+int jr_group_status_get(const jr_group *g, jr_group_status *out)
+{
+    if (!g || !out || out->size == 0) return JR_EINVAL;
+    const jr__raft *r = g->raft;
+    jr_group_status s;
+    memset(&s, 0, sizeof s);
+    s.size = sizeof s;
+    s.id = g->id;
+    s.role = jr__raft_role(r);
+    s.term = jr__raft_term(r);
+    s.commit_index = jr__raft_commit_index(r);
+    s.applied_index = g->applied;
+    s.last_index = jr__raft_last_index(r);
+    s.snapshot_index = g->snap_index;
+    s.npeers = jr__raft_conf(r)->n;
+    s.damaged = g->damaged;
+    size_t sz = out->size < sizeof s ? out->size : sizeof s;
+    memcpy(out, &s, sz);
+    out->size = sz;
+    return 0;
+}
+
+int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
+{
+    if (!g || !out || out->size == 0) return JR_EINVAL;
+    const jr__raft *r = g->raft;
+    const jr__conf *c = jr__raft_conf(r);
+    if (i >= c->n) return JR_ERANGE;
+    jr_node *n = g->node;
+    jr__peer *p = jr__peer_find(n, c->m[i].id);
+    jr_peer_status s;
+    memset(&s, 0, sizeof s);
+    s.size = sizeof s;
+    s.name = p ? p->name : NULL;
+    s.voter = c->m[i].voter;
+    s.last_seen_ns = UINT64_MAX;
+    jr__progress pr;
+    if (jr__raft_role(r) == JR_LEADER && jr__raft_progress(r, (uint32_t)i, &pr) == 0) {
+        uint64_t last = jr__raft_last_index(r);
+        uint64_t now = n->host.now(n->host.ctx);
+        s.match_index = pr.match;
+        s.lag = last > pr.match ? last - pr.match : 0;
+        if (pr.id == n->self) {
+            s.last_seen_ns = 0;
+            s.current = 1;
+        } else if (pr.last_contact) {
+            s.last_seen_ns = now > pr.last_contact ? now - pr.last_contact : 0;
+            s.current = s.last_seen_ns <= n->election_ns &&
+                        pr.match >= jr__raft_commit_index(r);
+        }
+    }
+    size_t sz = out->size < sizeof s ? out->size : sizeof s;
+    memcpy(out, &s, sz);
+    out->size = sz;
+    return 0;
+}

@@ -1,0 +1,230 @@
+/*
+ * flush — the node's batching point (ARCHITECTURE §3 "Work is batched"; Redis' beforeSleep).
+ *
+ * Everything the groups produced during one jr_node_recv / jr_node_tick (and during the API
+ * calls since the last one) leaves here, for every group on the ready list and for no other:
+ *
+ *   1. leaders release the APPENDs batched since the last flush (jr__raft_flush); frames to
+ *      peers that hold no JR__MF_DURABLE message leave now, so followers receive entries while
+ *      the leader writes its own copy (dissertation §10.2.1: "the leader can write to its own
+ *      disk in parallel with replicating to the followers");
+ *   2. stage each group's unpersisted entries and hard state in the WAL (memory only);
+ *   3. one jr__wal_flush: one write and one sync for every group on the node;
+ *   4. jr__raft_persisted for each group (a leader may now count itself toward a quorum);
+ *   5. send the rest: one frame per peer with every group's messages. No message flagged
+ *      JR__MF_DURABLE (a vote grant, an append acknowledgement) leaves before this point, so
+ *      none leaves before the term, vote and entries it vouches for are durable (§3.8);
+ *   6. apply committed entries that are also durable here to the group's jr_fsm, complete the
+ *      proposals and membership changes waiting for them, take a snapshot when enough entries
+ *      were applied;
+ *   7. jr__raft_ready_done and re-key the group's timer.
+ *
+ * A group that gained work during the iteration (e.g. a snapshot taken in step 5) is queued
+ * again and the loop repeats, a bounded number of times; whatever is left waits for the next
+ * tick, which is requested at once. Callbacks of completed requests run at the very end
+ * (jr__node_drain), when no list is being walked.
+ */
+#include "node/node.h"
+#include "util/alloc.h"
+
+#define MAX_ITERATIONS 4
+
+/* Step 1 for one group. 0 or JR_ENOMEM (the WAL's staging is the only failure). */
+static int stage(jr_node *n, jr_group *g)
+{
+    jr__raft *r = g->raft;
+    uint64_t from, to;
+    jr__hardstate hs;
+    int hs_changed = jr__raft_unpersisted(r, &from, &to, &hs);
+    g->staged = 0;
+    g->stage_to = g->persisted;
+    if (from <= to) {
+        if (from <= g->persisted) g->persisted = from - 1; /* the log was truncated there */
+        for (uint64_t i = from; i <= to; i++) {
+            jr__entry e;
+            int rc = jr__raft_entry(r, i, &e);
+            if (rc != 0) return rc; /* cannot happen: unpersisted entries are in memory */
+            rc = jr__wal_append(n->wal, g->id, &e);
+            if (rc != 0) return rc;
+        }
+        g->stage_to = to;
+        g->staged = 1;
+    }
+    if (hs_changed) {
+        int rc = jr__wal_hardstate(n->wal, g->id, &hs);
+        if (rc != 0) return rc;
+        g->staged = 1;
+    }
+    return 0;
+}
+
+/* Does the group have anything a flush should do? */
+static int has_work(jr_group *g, int callbacks)
+{
+    uint64_t from, to;
+    jr__hardstate hs;
+    if (jr__raft_unpersisted(g->raft, &from, &to, &hs) || from <= to) return 1;
+    if (!callbacks || g->closed) return 0;
+    uint64_t upto = jr__raft_commit_index(g->raft);
+    if (upto > g->persisted) upto = g->persisted;
+    if (upto > jr__raft_last_index(g->raft)) upto = jr__raft_last_index(g->raft);
+    return upto > g->applied;
+}
+
+/* Completes the head of g's pending queue for every op at or below `index` (entry term t). */
+static void complete_upto(jr_node *n, jr_group *g, uint64_t index, uint64_t term)
+{
+    jr__op *op;
+    while ((op = g->pending.head) != NULL && op->index <= index) {
+        jr__opq_pop(&g->pending);
+        if (op->index == index && op->term == term)
+            jr__op_complete(n, op, 0, index);
+        else
+            jr__op_complete(n, op, JR_ELEADERLOST, 0); /* its index now holds another entry */
+    }
+}
+
+/* Step 5 for one group. */
+static void apply(jr_node *n, jr_group *g)
+{
+    jr__raft *r = g->raft;
+    uint64_t upto = jr__raft_commit_index(r);
+    if (upto > g->persisted) upto = g->persisted;
+    if (upto > jr__raft_last_index(r)) upto = jr__raft_last_index(r);
+    uint64_t start = g->applied;
+    for (uint64_t i = g->applied + 1; i <= upto; i++) {
+        jr__entry e;
+        int rc = jr__raft_entry(r, i, &e);
+        if (rc != 0) {
+            jr__node_log(n, JR_LOG_ERROR, "group %llu: committed entry %llu unavailable: %s",
+                         (unsigned long long)g->id, (unsigned long long)i, jr_strerror(rc));
+            break;
+        }
+        if (e.type == JR__ENTRY_NORMAL) {
+            g->in_fsm = 1;
+            g->fsm.apply(g->fsm.ctx, i, e.data, e.len);
+            g->in_fsm = 0;
+            if (g->closed) return; /* closed from inside its own callback */
+        } else if (e.type == JR__ENTRY_CONFIG) {
+            jr__conf c;
+            if (jr__conf_decode(&c, e.data, e.len) == 0 && jr__group_set_conf(g, &c) == 0)
+                g->conf_stale = 0;
+            else
+                g->conf_stale = 1;
+        }
+        if (n->hooks.applied) n->hooks.applied(n->hooks.ctx, n, g->id, &e);
+        g->applied = i;
+        complete_upto(n, g, i, e.term);
+    }
+    if (g->applied != start) jr__raft_applied(r, g->applied);
+
+    /* Requests of a leadership we no longer hold: those beyond the commit index may never
+     * commit; those at or below it are settled by what gets applied there. */
+    int role = jr__raft_role(r);
+    if (role != JR_LEADER) {
+        jr__op *op;
+        uint64_t c = jr__raft_commit_index(r);
+        /* ops are in ascending index order: fail the tail beyond the commit index */
+        jr__opq keep = {NULL, NULL};
+        while ((op = jr__opq_pop(&g->pending)) != NULL) {
+            if (op->index <= c)
+                jr__opq_push(&keep, op);
+            else
+                jr__op_complete(n, op, JR_ELEADERLOST, 0);
+        }
+        g->pending = keep;
+    }
+    if (g->transfer) {
+        int status = 1; /* 1: still pending */
+        if (role != JR_LEADER) {
+            jr__id leader = jr__raft_leader(r);
+            if (leader != 0)
+                status = (g->transfer_to == 0 || leader == g->transfer_to) ? 0 : JR_ELEADERLOST;
+        } else if (!jr__raft_transferring(r)) {
+            status = JR_ETIMEDOUT; /* the core abandoned it after an election timeout */
+        }
+        if (status != 1) {
+            jr__op_complete(n, g->transfer, status, 0);
+            g->transfer = NULL;
+            g->op_deadline = UINT64_MAX;
+        }
+    }
+    jr__snap_maybe_take(g);
+}
+
+static int wal_due(const jr_node *n)
+{
+    return jr__wal_pending(n->wal) > 0 || jr__wal_deadline(n->wal) <= n->now;
+}
+
+int jr__node_flush(jr_node *n, int callbacks)
+{
+    int err = 0;
+    for (int iter = 0; iter < MAX_ITERATIONS; iter++) {
+        jr_group *batch = n->ready;
+        n->ready = NULL;
+        if (!batch && !n->dirty_peers && !wal_due(n)) break;
+        for (jr_group *g = batch; g; g = g->ready_next) {
+            g->in_ready = 0;
+            g->flush_next = g->ready_next;
+        }
+
+        /* 1. leaders put their batched APPENDs on the wire before the write (§10.2.1) */
+        for (jr_group *g = batch; g; g = g->flush_next)
+            if (!g->closed) jr__raft_flush(g->raft, n->now);
+        jr__peer_send_all(n, 0);
+        /* 2. stage */
+        for (jr_group *g = batch; g; g = g->flush_next) {
+            err = stage(n, g);
+            if (err) {
+                jr__node_err(n, err, "cannot stage WAL records: %s", jr_strerror(err));
+                break;
+            }
+        }
+        /* 3. one write + one sync for everything */
+        if (!err && wal_due(n)) {
+            size_t bytes = jr__wal_pending(n->wal);
+            int durable = 0;
+            err = jr__wal_flush(n->wal, n->now, &durable);
+            if (err) {
+                jr__node_err(n, err, "WAL flush failed: %s", jr__wal_errmsg(n->wal));
+            } else {
+                n->flush_gen++;
+                if (bytes) n->stats.wal_syncs++;
+                n->stats.wal_bytes += bytes;
+            }
+        }
+        if (err) {
+            /* Nothing staged may be reported durable, and nothing that depends on it may
+             * leave: drop the held frames (Raft retransmits) and retry at the next tick. */
+            jr__peer_discard_all(n);
+            for (jr_group *g = batch; g; g = g->flush_next) jr__group_ready(g);
+            n->retry_at = n->now + n->heartbeat_ns; /* back off instead of spinning */
+            return err;
+        }
+        /* 4. durable (called for every group of the batch: it also releases batched sends) */
+        for (jr_group *g = batch; g; g = g->flush_next) {
+            if (g->staged) g->persisted = g->stage_to;
+            g->staged = 0;
+            jr__raft_persisted(g->raft, n->now, g->persisted);
+        }
+        /* 5. one frame per peer */
+        jr__peer_send_all(n, 1);
+        /* 6. apply */
+        if (callbacks)
+            for (jr_group *g = batch; g; g = g->flush_next)
+                if (!g->closed) apply(n, g);
+        /* 7. done */
+        for (jr_group *g = batch; g; g = g->flush_next) {
+            jr__raft_ready_done(g->raft);
+            jr__group_rearm(g);
+            if (has_work(g, callbacks)) jr__group_ready(g);
+        }
+        if (!callbacks) break;
+    }
+    /* Work produced after the last sync (step 6) waits for the next flush; ask for it. */
+    n->retry_at = 0;
+    if (n->ready || n->dirty_peers) jr__node_want_tick(n);
+    if (callbacks) jr__node_drain(n);
+    return 0;
+}

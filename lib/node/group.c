@@ -1,0 +1,338 @@
+/*
+ * group — the lifecycle of one group replica on a node, and the raft core's io callbacks.
+ *
+ * Opening a group creates its raft core and gives it its durable past:
+ *  - recovered state (a WAL stash and/or a snapshot file) is loaded with jr__raft_load_*: the
+ *    newest snapshot restores the fsm and becomes the log's base, then the hard state, then the
+ *    contiguous run of entries after the snapshot (terms never decreasing, dissertation §3.5);
+ *    the initial voter list of the config is then ignored (the log knows the membership);
+ *  - a brand-new group whose config lists this server among the voters bootstraps: a CONFIG
+ *    entry at index 1, term 1, identical on every initial voter;
+ *  - a server not among the voters joins empty and waits for the leader to add it
+ *    (jr_group_add_observer on the leader) and send it the log or a snapshot.
+ *
+ * Damaged replicas. When the WAL reports that records of a group may be lost (or damage it
+ * cannot attribute), the group opens with whatever survived, marked damaged. A damaged replica
+ * may have forgotten a vote it granted or entries it acknowledged, so it must not help elect
+ * anyone: it never grants a vote (incoming VOTE requests are dropped before the core sees them)
+ * and never campaigns (its outgoing VOTE requests are dropped). It still follows a leader,
+ * receives the log and snapshots, and applies committed entries; jr_group_status_get reports
+ * damaged = 1 and proposals fail with JR_EDAMAGED. Repair is by membership: remove the peer and
+ * add it again (a fresh replica), which an operator or the meta layer decides.
+ *
+ * Closing a replica keeps its raft core dormant in node->groups (no inputs, no timer): pending
+ * durable state is still flushed, and jr_group_open of the same id revives it with a new fsm
+ * (restored from the newest snapshot, then re-applied from the log).
+ */
+#include <string.h>
+
+#include "node/node.h"
+#include "util/alloc.h"
+
+#define DEFAULT_SNAPSHOT_ENTRIES 8192
+
+jr__raft *jr__group_raft(const jr_group *g)
+{
+    return g->raft;
+}
+
+void jr__group_ready(jr_group *g)
+{
+    if (g->in_ready) return;
+    g->in_ready = 1;
+    g->ready_next = g->node->ready;
+    g->node->ready = g;
+}
+
+void jr__group_rearm(jr_group *g)
+{
+    jr_node *n = g->node;
+    if (g->closed) {
+        jr__heap_cancel(&n->timers, &g->timer);
+        return;
+    }
+    uint64_t d = jr__raft_deadline(g->raft);
+    if (g->op_deadline < d) d = g->op_deadline;
+    if (d == UINT64_MAX) {
+        jr__heap_cancel(&n->timers, &g->timer);
+        return;
+    }
+    if (jr__heap_arm(&n->timers, &g->timer, d) != 0) {
+        /* Out of memory growing the heap: tick this group at the next opportunity instead. */
+        jr__group_ready(g);
+        jr__node_want_tick(n);
+    }
+}
+
+void jr__group_tick(jr_group *g)
+{
+    jr_node *n = g->node;
+    if (g->closed) return;
+    if (jr__raft_deadline(g->raft) <= n->now) jr__raft_tick(g->raft, n->now);
+    if (g->transfer && g->op_deadline <= n->now) {
+        jr__op_complete(n, g->transfer, JR_ETIMEDOUT, 0);
+        g->transfer = NULL;
+        g->op_deadline = UINT64_MAX;
+    }
+    jr__group_ready(g);
+}
+
+/* raft io ----------------------------------------------------------------------------------*/
+
+static void io_send(void *ctx, jr__raft *r, const jr__msg *m)
+{
+    jr_group *g = ctx;
+    (void)r;
+    if (g->damaged && m->type == JR__MSG_VOTE) return; /* a damaged replica never campaigns */
+    jr__peer_queue(g->node, m);
+}
+
+static void io_notify(void *ctx, jr__raft *r)
+{
+    (void)r;
+    jr__group_ready(ctx);
+}
+
+/* Opening ----------------------------------------------------------------------------------*/
+
+int jr__group_set_conf(jr_group *g, const jr__conf *c)
+{
+    size_t len = jr__conf_encoded_len(c);
+    uint8_t *p = jr__malloc(g->node->alloc, len);
+    if (!p) return JR_ENOMEM;
+    jr__conf_encode(c, p);
+    jr__free(g->node->alloc, g->conf_bytes);
+    g->conf_bytes = p;
+    g->conf_len = (uint32_t)len;
+    return 0;
+}
+
+static uint64_t mix_seed(uint64_t a, uint64_t b)
+{
+    uint64_t x = a ^ (b * 0x9e3779b97f4a7c15ULL);
+    return jr__splitmix64(&x);
+}
+
+/* Loads recovered state into g's fresh raft core. */
+static int group_load(jr_group *g, jr__stash *s)
+{
+    jr_node *n = g->node;
+    jr__raft *r = g->raft;
+    int rc;
+    uint64_t si = 0, st = 0;
+    jr__conf sc;
+    memset(&sc, 0, sizeof sc);
+    if (s->snap_index) {
+        rc = jr__snap_load(g, s->snap_index, &si, &st, &sc);
+        if (rc == JR_ENOMEM) return rc;
+        if (rc != 0) {
+            g->damaged = 1;
+            si = st = 0;
+        }
+    }
+    if (s->compact_index > si) {
+        /* The WAL forgot entries that no snapshot we can read covers. */
+        jr__node_log(n, JR_LOG_ERROR, "group %llu: log compacted to %llu but no snapshot there",
+                     (unsigned long long)g->id, (unsigned long long)s->compact_index);
+        g->damaged = 1;
+    }
+    if (s->has_hs) {
+        rc = jr__raft_load_hardstate(r, s->hs.term, s->hs.vote, s->hs.commit);
+        if (rc != 0) return rc;
+    }
+    if (si) {
+        rc = jr__raft_load_snapshot(r, si, st, &sc);
+        if (rc != 0) return rc;
+        rc = jr__group_set_conf(g, &sc);
+        if (rc != 0) return rc;
+        g->snap_index = si;
+        g->snap_term = st;
+        g->applied = si;
+    }
+    uint64_t want = si + 1, last_term = st;
+    size_t k = 0;
+    while (k < s->nents && s->ents[k].index < want) k++;
+    if (k < s->nents && s->ents[k].index != want) {
+        jr__node_log(n, JR_LOG_ERROR, "group %llu: log resumes at %llu, expected %llu",
+                     (unsigned long long)g->id, (unsigned long long)s->ents[k].index,
+                     (unsigned long long)want);
+        g->damaged = 1;
+        k = s->nents;
+    }
+    for (; k < s->nents; k++) {
+        const jr__stash_ent *se = &s->ents[k];
+        if (se->term < last_term) break; /* a stale suffix from before a snapshot install */
+        jr__entry e = {se->term, se->index, se->type, se->len, s->arena + se->off};
+        rc = jr__raft_load_entry(r, &e);
+        if (rc != 0) return rc;
+        last_term = se->term;
+    }
+    g->persisted = jr__raft_last_index(r);
+    if (s->damaged) g->damaged = 1;
+    return 0;
+}
+
+static int build_conf(jr_node *n, const jr_group_config *cfg, jr__conf *c, int *self_in)
+{
+    memset(c, 0, sizeof *c);
+    *self_in = 0;
+    if (cfg->nvoters > JR__MAX_MEMBERS || (cfg->nvoters && !cfg->voters))
+        return jr__node_err(n, JR_EINVAL, "group %llu: bad voter list",
+                            (unsigned long long)cfg->id);
+    for (size_t i = 0; i < cfg->nvoters; i++) {
+        jr__peer *p = jr__peer_find_name(n, cfg->voters[i]);
+        if (!p)
+            return jr__node_err(n, JR_ENOTFOUND, "group %llu: voter '%s' is not a known server",
+                                (unsigned long long)cfg->id,
+                                cfg->voters[i] ? cfg->voters[i] : "(null)");
+        if (jr__conf_find(c, p->id))
+            return jr__node_err(n, JR_EINVAL, "group %llu: voter '%s' listed twice",
+                                (unsigned long long)cfg->id, p->name);
+        c->m[c->n].id = p->id;
+        c->m[c->n].voter = 1;
+        c->n++;
+        if (p->id == n->self) *self_in = 1;
+    }
+    return 0;
+}
+
+/* Revives a closed replica with a new fsm. */
+static int group_reopen(jr_group *g, const jr_group_config *cfg)
+{
+    jr_node *n = g->node;
+    g->fsm = *cfg->fsm;
+    g->snapshot_entries = cfg->snapshot_entries ? cfg->snapshot_entries : DEFAULT_SNAPSHOT_ENTRIES;
+    g->applied = 0;
+    if (g->snap_index) {
+        uint64_t si, st;
+        jr__conf sc;
+        int rc = jr__snap_load(g, g->snap_index, &si, &st, &sc);
+        if (rc != 0) return rc;
+        rc = jr__group_set_conf(g, &sc);
+        if (rc != 0) return rc;
+        g->applied = si;
+    }
+    g->closed = 0;
+    g->was_leader = 0;
+    n->ngroups++;
+    jr__group_rearm(g);
+    jr__group_ready(g);
+    return 0;
+}
+
+int jr__group_create(jr_node *n, const jr_group_config *cfg_in, jr_group **out)
+{
+    jr_group_config cfg;
+    jr_group_config_init(&cfg);
+    size_t sz = cfg_in->size < sizeof cfg ? cfg_in->size : sizeof cfg;
+    memcpy(&cfg, cfg_in, sz);
+    cfg.size = sizeof cfg;
+    if (cfg.id == 0 || !cfg.fsm || !cfg.fsm->apply || (cfg.fsm->snapshot && !cfg.fsm->restore))
+        return jr__node_err(n, JR_EINVAL, "group config needs a non-zero id and an fsm with "
+                                          "apply (and restore if it has snapshot)");
+
+    jr_group *g = jr__map_get(&n->groups, cfg.id);
+    if (g) {
+        if (!g->closed)
+            return jr__node_err(n, JR_EEXIST, "group %llu is already open",
+                                (unsigned long long)cfg.id);
+        int rc = group_reopen(g, &cfg);
+        if (rc == 0) *out = g;
+        return rc;
+    }
+
+    jr__conf conf;
+    int self_in;
+    int rc = build_conf(n, &cfg, &conf, &self_in);
+    if (rc != 0) return rc;
+
+    g = jr__calloc(n->alloc, 1, sizeof *g);
+    if (!g) return JR_ENOMEM;
+    g->node = n;
+    g->id = cfg.id;
+    g->fsm = *cfg.fsm;
+    g->snapshot_entries = cfg.snapshot_entries ? cfg.snapshot_entries : DEFAULT_SNAPSHOT_ENTRIES;
+    g->op_deadline = UINT64_MAX;
+    jr__timer_init(&g->timer);
+
+    jr__raft_config rc_cfg;
+    memset(&rc_cfg, 0, sizeof rc_cfg);
+    rc_cfg.group = cfg.id;
+    rc_cfg.self = n->self;
+    rc_cfg.alloc = n->alloc;
+    rc_cfg.election_timeout = n->election_ns;
+    rc_cfg.heartbeat_interval = n->heartbeat_ns;
+    rc_cfg.seed = mix_seed(n->seed, cfg.id);
+    /* Every message must fit in one frame with room for others. */
+    uint32_t half = n->max_frame / 2;
+    rc_cfg.max_msg_bytes = half < (1u << 20) ? half : (1u << 20);
+    rc_cfg.max_entry_bytes = rc_cfg.max_msg_bytes - 1024;
+    rc_cfg.snap_chunk_bytes = n->max_frame / 4 < (256u << 10) ? n->max_frame / 4 : (256u << 10);
+    rc_cfg.observer = !self_in;
+    jr__raft_io io = {g, io_send, io_notify, jr__snap_read, jr__snap_write, jr__snap_install};
+    rc = jr__raft_new(&rc_cfg, &io, &g->raft);
+    if (rc != 0) {
+        g->raft = NULL;
+        goto fail;
+    }
+
+    jr__stash *s = jr__map_get(&n->stashes, cfg.id);
+    if (s) {
+        rc = group_load(g, s);
+    } else if (self_in) {
+        rc = jr__raft_bootstrap(g->raft, &conf);
+    }
+    if (rc != 0) goto fail;
+    if (n->all_damaged && s) g->damaged = 1;
+    rc = jr__raft_start(g->raft, n->now);
+    if (rc != 0) goto fail;
+    rc = jr__map_put(&n->groups, g->id, g);
+    if (rc != 0) goto fail;
+    if (s) {
+        jr__map_del(&n->stashes, cfg.id);
+        jr__stash_free(n, s);
+    }
+    n->ngroups++;
+    jr__group_rearm(g);
+    jr__group_ready(g);
+    *out = g;
+    return 0;
+fail:
+    if (rc == JR_ENOMEM) jr__node_err(n, rc, "out of memory opening group %llu",
+                                      (unsigned long long)cfg.id);
+    jr__snap_close_files(g);
+    jr__raft_free(g->raft);
+    jr__free(n->alloc, g->conf_bytes);
+    jr__free(n->alloc, g);
+    return rc;
+}
+
+/* Closing ----------------------------------------------------------------------------------*/
+
+void jr__group_detach(jr_group *g, int status)
+{
+    jr_node *n = g->node;
+    if (g->closed) return;
+    g->closed = 1;
+    n->ngroups--;
+    jr__heap_cancel(&n->timers, &g->timer);
+    jr__opq_fail_all(n, &g->pending, status);
+    if (g->transfer) {
+        jr__op_complete(n, g->transfer, status, 0);
+        g->transfer = NULL;
+    }
+    g->op_deadline = UINT64_MAX;
+    jr__snap_close_files(g);
+    /* Stays on (or goes to) the ready list so that its unpersisted state is flushed. */
+    jr__group_ready(g);
+}
+
+void jr__group_free(jr_group *g)
+{
+    jr_node *n = g->node;
+    jr__heap_cancel(&n->timers, &g->timer);
+    jr__snap_close_files(g);
+    jr__raft_free(g->raft);
+    jr__free(n->alloc, g->conf_bytes);
+    jr__free(n->alloc, g);
+}

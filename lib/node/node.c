@@ -1,0 +1,356 @@
+/*
+ * node.c — the public node API: open, recv, tick, deadline, close, and the entry/exit discipline
+ * every public function follows.
+ *
+ * Entry/exit. Each public entry point calls jr__node_enter (reads the clock once: every input of
+ * the call sees the same `now`) and jr__node_leave. Only the outermost leave acts: it performs a
+ * close requested from inside a callback, then re-arms the host's timer with the earliest
+ * deadline (one timer for the whole node, issue 5) if that changed. API calls that queue work
+ * (a proposal) do not flush: they mark the node as wanting a tick now, so proposals made in a
+ * burst share one WAL write and one frame per peer, and no callback can run inside them.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "node/node.h"
+#include "util/alloc.h"
+#include "util/checksum.h"
+#include "wire/frame.h"
+
+#define DEFAULT_ELECTION_MS 1000u
+#define DEFAULT_HEARTBEAT_MS 100u
+#define DEFAULT_SYNC_INTERVAL_MS 100u
+#define DEFAULT_MAX_FRAME (8u << 20)
+#define MIN_MAX_FRAME (64u << 10)
+#define DEFAULT_SEGMENT (64ull << 20)
+
+void jr_node_config_init(jr_node_config *cfg)
+{
+    if (!cfg) return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->size = sizeof *cfg;
+    cfg->cluster = "jetraft";
+    cfg->election_timeout_ms = DEFAULT_ELECTION_MS;
+    cfg->heartbeat_ms = DEFAULT_HEARTBEAT_MS;
+    cfg->sync_policy = JR_SYNC_ALWAYS;
+    cfg->sync_interval_ms = DEFAULT_SYNC_INTERVAL_MS;
+    cfg->max_frame_bytes = DEFAULT_MAX_FRAME;
+    cfg->wal_segment_bytes = DEFAULT_SEGMENT;
+}
+
+int jr__node_err(jr_node *n, int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n->errmsg, sizeof n->errmsg, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+void jr__node_log(jr_node *n, int level, const char *fmt, ...)
+{
+    if (!n->host.log) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    n->host.log(n->host.ctx, level, msg);
+}
+
+void jr__node_want_tick(jr_node *n)
+{
+    n->want_tick = 1;
+}
+
+void jr__node_set_hooks(jr_node *n, const jr__node_hooks *h)
+{
+    if (h)
+        n->hooks = *h;
+    else
+        memset(&n->hooks, 0, sizeof n->hooks);
+}
+
+uint64_t jr__node_next_deadline(const jr_node *n)
+{
+    if (n->want_tick || n->done.head) return n->now;
+    uint64_t d = UINT64_MAX;
+    if (n->ready || n->dirty_peers) d = n->retry_at > n->now ? n->retry_at : n->now;
+    jr__timer *t = jr__heap_top(&n->timers);
+    if (t && t->deadline < d) d = t->deadline;
+    if (n->wal) {
+        uint64_t w = jr__wal_deadline(n->wal);
+        if (w < d) d = w;
+    }
+    return d;
+}
+
+void jr__node_enter(jr_node *n)
+{
+    if (n->depth++ == 0) n->now = n->host.now(n->host.ctx);
+}
+
+static void node_destroy(jr_node *n, int flush);
+
+int jr__node_leave(jr_node *n)
+{
+    if (--n->depth > 0) return 0;
+    if (n->close_requested && !n->closing) {
+        node_destroy(n, 1);
+        return 1;
+    }
+    uint64_t d = jr__node_next_deadline(n);
+    if (d != n->armed) {
+        n->armed = d;
+        if (n->host.arm) n->host.arm(n->host.ctx, d);
+    }
+    return 0;
+}
+
+/* Open / close -----------------------------------------------------------------------------*/
+
+static void node_free_memory(jr_node *n)
+{
+    for (size_t i = 0; i < n->groups.cap; i++)
+        if (n->groups.slots[i].key) jr__group_free(n->groups.slots[i].val);
+    jr__map_free(&n->groups);
+    jr__stash_free_all(n);
+    if (n->wal) jr__wal_close(n->wal);
+    n->wal = NULL;
+    jr__heap_free(&n->timers);
+    jr__peer_free_all(n);
+    jr__op_pool_free(n);
+    jr__free(n->alloc, n->scratch);
+    jr__buf_free(&n->snap_raw);
+    jr__buf_free(&n->snap_enc);
+    jr__free(n->alloc, n->name);
+    jr__free(n->alloc, n->wal_dir);
+    jr__free(n->alloc, n->snap_dir);
+    jr__free(n->alloc, n);
+}
+
+int jr_node_open(const jr_node_config *cfg_in, jr_node **out)
+{
+    if (!out) return JR_EINVAL;
+    *out = NULL;
+    if (!cfg_in || cfg_in->size < offsetof(jr_node_config, wal_dir) + sizeof(const char *))
+        return JR_EINVAL;
+    jr_node_config cfg;
+    jr_node_config_init(&cfg);
+    memcpy(&cfg, cfg_in, cfg_in->size < sizeof cfg ? cfg_in->size : sizeof cfg);
+    if (!cfg.name || !*cfg.name || !cfg.wal_dir || !*cfg.wal_dir || !cfg.host ||
+        cfg.host->version < 1 || !cfg.host->send || !cfg.host->now ||
+        (cfg.npeers && !cfg.peers))
+        return JR_EINVAL;
+    if (cfg.alloc && (cfg.alloc->version < 1 || !cfg.alloc->malloc || !cfg.alloc->realloc ||
+                      !cfg.alloc->free))
+        return JR_EINVAL;
+    if (!cfg.election_timeout_ms) cfg.election_timeout_ms = DEFAULT_ELECTION_MS;
+    if (!cfg.heartbeat_ms) cfg.heartbeat_ms = DEFAULT_HEARTBEAT_MS;
+    if (cfg.heartbeat_ms >= cfg.election_timeout_ms) return JR_EINVAL;
+    if (!cfg.max_frame_bytes) cfg.max_frame_bytes = DEFAULT_MAX_FRAME;
+    if (cfg.max_frame_bytes < MIN_MAX_FRAME) return JR_EINVAL;
+    if (!cfg.wal_segment_bytes) cfg.wal_segment_bytes = DEFAULT_SEGMENT;
+    if (!cfg.sync_interval_ms) cfg.sync_interval_ms = DEFAULT_SYNC_INTERVAL_MS;
+    if (cfg.sync_policy != JR_SYNC_ALWAYS && cfg.sync_policy != JR_SYNC_INTERVAL)
+        return JR_EINVAL;
+
+    jr_node *n = jr__calloc(cfg.alloc, 1, sizeof *n);
+    if (!n) return JR_ENOMEM;
+    n->alloc = cfg.alloc;
+    memset(&n->host, 0, sizeof n->host);
+    n->host.version = cfg.host->version;
+    n->host.ctx = cfg.host->ctx;
+    n->host.send = cfg.host->send;
+    n->host.now = cfg.host->now;
+    n->host.arm = cfg.host->arm;
+    n->host.log = cfg.host->log;
+    n->vfs = cfg.vfs ? cfg.vfs : jr_vfs_posix();
+    n->election_ns = (uint64_t)cfg.election_timeout_ms * 1000000u;
+    n->heartbeat_ns = (uint64_t)cfg.heartbeat_ms * 1000000u;
+    n->max_frame = cfg.max_frame_bytes;
+    n->sync_policy = cfg.sync_policy;
+    n->armed = UINT64_MAX;
+    jr__map_init(&n->groups, n->alloc);
+    jr__map_init(&n->stashes, n->alloc);
+    jr__map_init(&n->peer_by_id, n->alloc);
+    jr__heap_init(&n->timers, n->alloc);
+    jr__buf_init(&n->snap_raw, n->alloc);
+    jr__buf_init(&n->snap_enc, n->alloc);
+    n->now = n->host.now(n->host.ctx);
+
+    int rc = JR_ENOMEM;
+    size_t dl = strlen(cfg.wal_dir);
+    n->name = jr__strdup(n->alloc, cfg.name);
+    n->wal_dir = jr__strdup(n->alloc, cfg.wal_dir);
+    n->snap_dir = jr__malloc(n->alloc, dl + sizeof "/snap");
+    n->scratch = jr__malloc(n->alloc, JR__MAX_APPEND_ENTRIES * sizeof *n->scratch);
+    if (!n->name || !n->wal_dir || !n->snap_dir || !n->scratch) goto fail;
+    memcpy(n->snap_dir, cfg.wal_dir, dl);
+    memcpy(n->snap_dir + dl, "/snap", sizeof "/snap");
+    n->scratch_cap = JR__MAX_APPEND_ENTRIES;
+    n->self = jr__peer_id(n->name);
+    n->seed = cfg.seed ? cfg.seed : (n->self ^ n->now);
+    jr__rand_seed(&n->rand, n->seed);
+
+    rc = jr__peer_add(n, n->name);
+    if (rc != 0) goto fail;
+    for (size_t i = 0; i < cfg.npeers; i++) {
+        rc = jr__peer_add(n, cfg.peers[i]);
+        if (rc == JR_EEXIST) rc = 0; /* listed twice, or this server itself */
+        if (rc != 0) goto fail;
+    }
+    rc = jr__recover_open(n, cfg.wal_segment_bytes, cfg.sync_interval_ms);
+    if (rc != 0) goto fail;
+    *out = n;
+    return 0;
+fail:
+    if (rc == JR_EINVAL)
+        jr__node_log(n, JR_LOG_ERROR, "invalid peer list (empty name or id collision)");
+    else if (n->errmsg[0])
+        jr__node_log(n, JR_LOG_ERROR, "%s", n->errmsg);
+    node_free_memory(n);
+    return rc;
+}
+
+static void node_destroy(jr_node *n, int flush)
+{
+    n->closing = 1;
+    n->depth++;
+    if (flush) {
+        n->now = n->host.now(n->host.ctx);
+        jr__node_flush(n, 0);
+    }
+    jr__peer_discard_all(n);
+    for (size_t i = 0; i < n->groups.cap; i++)
+        if (n->groups.slots[i].key) jr__group_detach(n->groups.slots[i].val, JR_ECLOSED);
+    jr__node_drain(n);
+    node_free_memory(n);
+}
+
+void jr_node_close(jr_node *n)
+{
+    if (!n || n->closing) return;
+    if (n->depth > 0) {
+        n->close_requested = 1; /* from inside a callback: close when the outer call returns */
+        return;
+    }
+    node_destroy(n, 1);
+}
+
+void jr__node_close_noflush(jr_node *n)
+{
+    if (!n || n->closing) return;
+    node_destroy(n, 0);
+}
+
+/* Receive ----------------------------------------------------------------------------------*/
+
+/* Validates the whole frame; on success *f is positioned at its first message. */
+static int check_frame(jr_node *n, jr__peer *p, const void *data, size_t len, jr__frame *f)
+{
+    int rc = jr__frame_open(f, data, len, n->max_frame);
+    if (rc != 0) return jr__node_err(n, rc, "frame from %s rejected: %s", p->name, jr_strerror(rc));
+    if (f->from != p->id)
+        return jr__node_err(n, JR_EAUTH, "frame from %s claims another sender", p->name);
+    if (f->to != n->self)
+        return jr__node_err(n, JR_EINVAL, "frame from %s is addressed to another server",
+                            p->name);
+    /* Every message is decoded once here, without acting on any: a frame is applied whole or
+     * not at all. The core never sends more than JR__MAX_APPEND_ENTRIES entries per APPEND. */
+    rc = jr__frame_check(f, n->scratch_cap);
+    if (rc != 0) return jr__node_err(n, rc, "frame from %s rejected: %s", p->name, jr_strerror(rc));
+    return 0;
+}
+
+static void dispatch(jr_node *n, jr__frame *f)
+{
+    jr__msg m;
+    int rc;
+    while ((rc = jr__frame_next(f, &m, n->scratch, n->scratch_cap)) == 1) {
+        if (m.type >= JR__MSG_NODE_FIRST) continue; /* node-level messages: issue 5 */
+        jr_group *g = jr__map_get(&n->groups, m.group);
+        if (!g || g->closed) {
+            n->msgs_unknown_group++;
+            continue;
+        }
+        if (g->damaged && m.type == JR__MSG_VOTE) continue; /* never grants a vote */
+        jr__raft_step(g->raft, n->now, &m);
+    }
+    if (rc < 0) jr__node_log(n, JR_LOG_ERROR, "validated frame failed to decode: %s",
+                             jr_strerror(rc));
+}
+
+int jr_node_recv(jr_node *n, const char *from, const void *frame, size_t len)
+{
+    if (!n || !from || (!frame && len)) return JR_EINVAL;
+    if (n->closing) return JR_ECLOSED;
+    jr__node_enter(n);
+    int rc;
+    jr__peer *p = jr__peer_find_name(n, from);
+    jr__frame f;
+    if (!p || p->id == n->self)
+        rc = jr__node_err(n, JR_EAUTH, "frame from unknown server '%s'", from);
+    else
+        rc = check_frame(n, p, frame, len, &f);
+    if (rc != 0) {
+        n->stats.frames_rejected++;
+    } else {
+        n->stats.frames_received++;
+        n->stats.bytes_received += len;
+        p->last_heard = n->now;
+        dispatch(n, &f);
+        rc = jr__node_flush(n, 1);
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
+/* Timers -----------------------------------------------------------------------------------*/
+
+int jr_node_tick(jr_node *n)
+{
+    if (!n) return JR_EINVAL;
+    if (n->closing) return JR_ECLOSED;
+    jr__node_enter(n);
+    n->want_tick = 0;
+    n->armed = 0; /* the host's timer fired (or it polls): always re-arm */
+    jr__timer *t;
+    while ((t = jr__heap_pop_due(&n->timers, n->now)) != NULL) {
+        jr_group *g = (jr_group *)((char *)t - offsetof(jr_group, timer));
+        jr__group_tick(g);
+    }
+    jr__node_drain(n); /* completions queued by API calls since the last flush */
+    int rc = jr__node_flush(n, 1);
+    jr__node_leave(n);
+    return rc;
+}
+
+uint64_t jr_node_deadline(const jr_node *n)
+{
+    return n ? jr__node_next_deadline(n) : UINT64_MAX;
+}
+
+/* Introspection ----------------------------------------------------------------------------*/
+
+const char *jr_node_name(const jr_node *n)
+{
+    return n ? n->name : "";
+}
+
+const char *jr_node_errmsg(const jr_node *n)
+{
+    return n ? n->errmsg : "";
+}
+
+int jr_node_stats_get(const jr_node *n, jr_node_stats *out)
+{
+    if (!n || !out || out->size == 0) return JR_EINVAL;
+    jr_node_stats s = n->stats;
+    s.size = sizeof s;
+    s.groups = n->ngroups;
+    size_t sz = out->size < sizeof s ? out->size : sizeof s;
+    memcpy(out, &s, sz);
+    out->size = sz;
+    return 0;
+}

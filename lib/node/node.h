@@ -1,0 +1,362 @@
+/*
+ * node — one server: owns the shared WAL, routes peer frames to groups, coalesces outgoing
+ * traffic into one frame per peer per flush, keeps one timer heap for every group, and runs
+ * the flush cycle that turns the groups' pending work into one WAL write + sync and one frame
+ * per peer (ARCHITECTURE §3 "Work is batched", §4). Consensus logic lives in lib/raft only.
+ *
+ * Files of this module:
+ *   node.c      public node API (open, recv, tick, deadline, close, stats), entry/exit
+ *   peer.c      the peer table (name <-> id) and the per-peer outgoing frames
+ *   recover.c   WAL replay into per-group recovery stashes
+ *   group.c     group lifecycle (create, load or bootstrap, free) and the raft io callbacks
+ *   flush.c     the flush cycle: stage, one WAL flush, persisted, send, apply, complete
+ *   ops.c       completion records (pooled) and the node's completion queue
+ *   snapfile.c  the snapshot file format (pure encode/decode)
+ *   snapshot.c  taking, storing, sending, receiving and installing snapshots
+ *   api_group.c the public raw-group API (jr_group_*)
+ *
+ * Invariants:
+ *  - every group ever opened on this node stays in node->groups until close; a closed group
+ *    (g->closed) keeps its raft core dormant (no inputs, no timer) so that its durable state can
+ *    be flushed after the close and a later jr_group_open reuses it; messages for it are dropped;
+ *  - g->in_ready iff g is on node->ready (an intrusive singly linked list, LIFO order is fine:
+ *    groups are independent);
+ *  - g->timer is armed in node->timers at min(jr__raft_deadline, g->op_deadline) whenever that
+ *    is finite, re-keyed after every flush that processed g;
+ *  - a message that the raft core flagged JR__MF_DURABLE never leaves before the WAL flush that
+ *    follows its creation: a peer's frames holding one are sent only right after a successful
+ *    flush; frames without one may leave before the flush's write;
+ *  - user callbacks (jr_propose_cb, jr_done_cb) only run from jr__node_drain(), which runs
+ *    inside jr_node_recv / jr_node_tick / close, never inside the call that started them;
+ *    jr_fsm callbacks run inside the flush (apply) or inside recv (snapshot install) with
+ *    g->in_fsm set, and may not call jr_group_* on their own group (JR_EMISUSE).
+ */
+#ifndef JR_NODE_NODE_H
+#define JR_NODE_NODE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jetraft.h"
+#include "log/wal.h"
+#include "raft/raft.h"
+#include "util/buf.h"
+#include "util/heap.h"
+#include "util/map.h"
+#include "util/rand.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Peers (peer.c)
+ */
+typedef struct jr__peer {
+    char *name;
+    jr__id id;
+    jr__buf *frames;   /* outgoing frames, frames[0..nframes) in use; buffers are reused */
+    uint32_t nframes;  /* 0: nothing pending */
+    uint32_t cap;      /* allocated jr__buf slots */
+    struct jr__peer *dirty_next;
+    uint8_t dirty;     /* on node->dirty_peers */
+    uint8_t held;      /* a queued message is JR__MF_DURABLE: send only after the WAL sync */
+    /* Room for issue 5: per-peer liveness (coalesced heartbeats, quiescence) goes here. */
+    uint64_t last_heard; /* now() of the last valid frame from this peer; 0 never */
+} jr__peer;
+
+/* ---------------------------------------------------------------------------------------------
+ * Completion records (ops.c). Pooled: steady state allocates nothing.
+ */
+enum jr__op_kind { JR__OP_PROPOSE = 1, JR__OP_DONE = 2 };
+
+typedef struct jr__op {
+    struct jr__op *next;
+    uint64_t index; /* entry index the op waits for (0: not tied to an entry) */
+    uint64_t term;  /* term the entry was appended in */
+    int status;     /* filled in at completion */
+    uint8_t kind;   /* enum jr__op_kind */
+    union {
+        jr_propose_cb propose;
+        jr_done_cb done;
+    } cb;
+    void *arg;
+} jr__op;
+
+typedef struct jr__opq {
+    jr__op *head, *tail;
+} jr__opq;
+
+/* ---------------------------------------------------------------------------------------------
+ * Recovery stash (recover.c): what the WAL replay found for one group, until jr_group_open.
+ */
+typedef struct jr__stash_ent {
+    uint64_t term;
+    uint64_t index;
+    uint64_t off; /* of the payload in the stash arena */
+    uint32_t len;
+    uint8_t type;
+} jr__stash_ent;
+
+typedef struct jr__stash {
+    uint64_t group;
+    jr__hardstate hs;
+    uint8_t has_hs;
+    uint8_t damaged;
+    uint64_t compact_index, compact_term; /* last compaction marker (0: none) */
+    uint64_t snap_index;                  /* newest snapshot file found (0: none) */
+    jr__stash_ent *ents;
+    size_t nents, ecap;
+    uint8_t *arena;
+    size_t alen, acap;
+} jr__stash;
+
+/* ---------------------------------------------------------------------------------------------
+ * Groups (group.c, api_group.c)
+ */
+struct jr_snapshot_writer {
+    jr__buf *buf;
+    int err;
+};
+
+struct jr_group {
+    jr_node *node;
+    uint64_t id;
+    jr__raft *raft;
+    jr__timer timer;        /* in node->timers */
+    struct jr_group *ready_next;
+    struct jr_group *flush_next; /* the batch a flush iteration is processing */
+    uint64_t stage_to;      /* flush: last index staged in this iteration */
+    uint8_t staged;         /* flush: something was staged in this iteration */
+    uint8_t conf_stale;     /* conf_bytes could not follow a CONFIG entry (no snapshots) */
+    uint8_t in_ready;
+    uint8_t closed;
+    uint8_t damaged;        /* lost data: never votes, never campaigns (see group.c) */
+    uint8_t in_fsm;         /* inside a jr_fsm callback of this group */
+    uint8_t was_leader;     /* role seen at the last flush */
+    jr_fsm fsm;
+    uint64_t snapshot_entries;
+    uint64_t applied;       /* last index applied to the fsm (or restored from a snapshot) */
+    uint64_t persisted;     /* last index known durable in the WAL */
+    uint64_t leader_term;   /* term of the leadership pending ops belong to */
+    jr__opq pending;        /* proposals and membership changes, by ascending index */
+    jr__op *transfer;       /* pending leadership transfer (at most one) */
+    jr__id transfer_to;     /* 0: best peer */
+    uint64_t op_deadline;   /* transfer timeout; UINT64_MAX none */
+    /* snapshots (snapshot.c) */
+    uint64_t snap_index, snap_term; /* newest durable snapshot file (0: none) */
+    uint64_t snap_retry;    /* after a failed attempt: do not try again before this index */
+    uint8_t *conf_bytes;    /* jr__conf_encode of the configuration at `applied` */
+    uint32_t conf_len;
+    jr_file *snap_file;     /* leader: open handle of the file at snap_index (lazy) */
+    jr_file *in_file;       /* follower: incoming snapshot being received */
+    uint64_t in_index, in_size;
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * The node
+ */
+typedef struct jr__node_hooks {
+    void *ctx;
+    /* Every committed entry applied by a group (internal ones too), in order. */
+    void (*applied)(void *ctx, jr_node *n, uint64_t group, const jr__entry *e);
+    /* A group's state was replaced by a snapshot at index (install or load at open). */
+    void (*restored)(void *ctx, jr_node *n, uint64_t group, uint64_t index, uint64_t term);
+} jr__node_hooks;
+
+struct jr_node {
+    const jr_allocator *alloc;
+    jr_host host;
+    jr_vfs *vfs;
+    char *name;
+    jr__id self;
+    char *wal_dir;
+    char *snap_dir;
+    uint64_t election_ns, heartbeat_ns;
+    uint32_t max_frame;
+    int sync_policy;
+    uint64_t seed;
+    jr__rand rand;
+
+    /* peers */
+    jr__peer **peers; /* by insertion; peers[i]->id unique */
+    size_t npeers, peers_cap;
+    jr__map peer_by_id;
+    jr__peer *dirty_peers;
+
+    /* groups */
+    jr__map groups;          /* id -> jr_group* (open and closed) */
+    uint64_t ngroups;        /* open groups */
+    jr__heap timers;         /* one timer per group */
+    jr_group *ready;         /* groups with work for the next flush */
+    jr__map stashes;         /* id -> jr__stash* (recovered, not yet opened) */
+    uint8_t all_damaged;     /* the WAL reported damage it could not attribute */
+
+    jr__wal *wal;
+    uint64_t flush_gen;
+
+    /* completion records */
+    jr__op *op_free;
+    void *op_chunks;         /* list of pool chunks */
+    jr__opq done;            /* completed, callbacks not yet run */
+    int draining;
+
+    /* receive scratch */
+    jr__entry *scratch;
+    size_t scratch_cap;
+
+    /* snapshot scratch (reused) */
+    jr__buf snap_raw;
+    jr__buf snap_enc;
+
+    /* entry/exit */
+    int depth;               /* nesting of public entry points */
+    uint8_t want_tick;       /* work is pending: deadline is now */
+    uint64_t retry_at;       /* after a failed flush: ready work waits until then */
+    uint8_t close_requested; /* jr_node_close called from inside a callback */
+    uint8_t closing;
+    uint64_t now;            /* host->now() at the current entry point */
+    uint64_t armed;          /* last value given to host->arm (UINT64_MAX: none) */
+
+    jr__node_hooks hooks;
+    jr_node_stats stats;
+    uint64_t msgs_unknown_group; /* dropped: group not open here */
+    uint64_t msgs_unroutable;    /* dropped: peer unknown or frame would overflow */
+    uint64_t send_failures;      /* host->send returned non-zero */
+    char errmsg[256];
+};
+
+/* node.c ------------------------------------------------------------------------------------*/
+
+/* Records err with a formatted message as the node's last error; returns err. */
+int jr__node_err(jr_node *n, int err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Logs through host->log if the host gave one. */
+void jr__node_log(jr_node *n, int level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Public entry points bracket their work with enter/leave. enter refreshes n->now. leave, at the
+ * outermost level only, performs a deferred close or re-arms the host. It returns 1 if the node
+ * was closed (the caller must not touch it), else 0. */
+void jr__node_enter(jr_node *n);
+int jr__node_leave(jr_node *n);
+/* Asks for a tick as soon as possible (work was queued outside a flush). */
+void jr__node_want_tick(jr_node *n);
+/* The earliest time the node needs jr_node_tick(). */
+uint64_t jr__node_next_deadline(const jr_node *n);
+/* Closes without flushing anything (a simulated crash): pending callbacks still complete with
+ * JR_ECLOSED; nothing more is written or sent. */
+void jr__node_close_noflush(jr_node *n);
+/* Installs observation hooks (the simulation fixture's digest and checkers). */
+void jr__node_set_hooks(jr_node *n, const jr__node_hooks *h);
+
+/* peer.c ------------------------------------------------------------------------------------*/
+
+/* Adds a peer by name (id = jr__xxh3 of the name). 0, JR_EEXIST (same name), JR_EINVAL (id 0 or
+ * an id collision with another name), JR_ENOMEM. */
+int jr__peer_add(jr_node *n, const char *name);
+jr__peer *jr__peer_find(const jr_node *n, jr__id id);
+jr__peer *jr__peer_find_name(const jr_node *n, const char *name);
+/* The id a name maps to (never 0 for a valid peer; 0 if the hash is 0). */
+jr__id jr__peer_id(const char *name);
+/* Queues m (m->from must be n->self) in the peer's current frame, starting a new frame if it
+ * would exceed max_frame. Unknown peer or a message too big for any frame: dropped, counted. */
+void jr__peer_queue(jr_node *n, const jr__msg *m);
+/* Sends queued frames through host->send and resets the buffers: all of them, or with
+ * include_held == 0 only those of peers without a JR__MF_DURABLE message queued. */
+void jr__peer_send_all(jr_node *n, int include_held);
+/* Drops every queued frame (e.g. after a failed WAL flush). */
+void jr__peer_discard_all(jr_node *n);
+void jr__peer_free_all(jr_node *n);
+
+/* ops.c -------------------------------------------------------------------------------------*/
+
+/* A zeroed record from the pool; NULL on JR_ENOMEM. */
+jr__op *jr__op_get(jr_node *n);
+/* Returns an unused record to the pool. */
+void jr__op_put(jr_node *n, jr__op *op);
+void jr__op_pool_free(jr_node *n);
+static inline void jr__opq_push(jr__opq *q, jr__op *op)
+{
+    op->next = NULL;
+    if (q->tail)
+        q->tail->next = op;
+    else
+        q->head = op;
+    q->tail = op;
+}
+static inline jr__op *jr__opq_pop(jr__opq *q)
+{
+    jr__op *op = q->head;
+    if (op) {
+        q->head = op->next;
+        if (!q->head) q->tail = NULL;
+        op->next = NULL;
+    }
+    return op;
+}
+/* Moves op to the completion queue with status/index; its callback runs at the next drain. */
+void jr__op_complete(jr_node *n, jr__op *op, int status, uint64_t index);
+/* Completes every op of q with status (index 0). */
+void jr__opq_fail_all(jr_node *n, jr__opq *q, int status);
+/* Runs queued callbacks (those queued meanwhile too) until the queue is empty. Not re-entrant:
+ * a nested call returns at once. */
+void jr__node_drain(jr_node *n);
+
+/* recover.c ---------------------------------------------------------------------------------*/
+
+/* Opens the WAL and replays it into n->stashes; lists snapshot files. 0 or an error. */
+int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_ms);
+void jr__stash_free(jr_node *n, jr__stash *s);
+void jr__stash_free_all(jr_node *n);
+
+/* group.c -----------------------------------------------------------------------------------*/
+
+/* Creates, loads or bootstraps, and registers a group (the body of jr_group_open). */
+int jr__group_create(jr_node *n, const jr_group_config *cfg, jr_group **out);
+/* Closes the local replica: pending ops complete with `status`, the timer and files are
+ * released; the raft core stays (dormant) for the flush of its pending state and for reopening.
+ */
+void jr__group_detach(jr_group *g, int status);
+/* Frees g and its raft core (node close only). */
+void jr__group_free(jr_group *g);
+/* Puts g on the ready list (idempotent). */
+void jr__group_ready(jr_group *g);
+/* Re-keys g's timer to min(raft deadline, op deadline). */
+void jr__group_rearm(jr_group *g);
+/* Runs g's due timers at n->now. */
+void jr__group_tick(jr_group *g);
+/* The raft core of g (tests and the simulation fixture inspect it). */
+jr__raft *jr__group_raft(const jr_group *g);
+
+/* flush.c -----------------------------------------------------------------------------------*/
+
+/* The flush cycle (see flush.c). callbacks == 0 persists and sends but applies nothing (used at
+ * close). Returns 0 or the first error (WAL I/O: nothing was sent). */
+int jr__node_flush(jr_node *n, int callbacks);
+
+/* snapshot.c --------------------------------------------------------------------------------*/
+
+/* Takes a snapshot of g's fsm at g->applied if it has one and enough entries were applied. */
+int jr__snap_maybe_take(jr_group *g);
+/* Loads g's snapshot file at index `want` and restores the fsm from it; index, term and conf
+ * receive what the file holds. 0, JR_ENOMEM, or an error that makes the snapshot unusable
+ * (JR_ECORRUPT, JR_EIO, JR_ENOTFOUND, JR_ENOTSUP without fsm.restore, the fsm's own error). */
+int jr__snap_load(jr_group *g, uint64_t want, uint64_t *index, uint64_t *term, jr__conf *conf);
+/* raft io callbacks */
+int jr__snap_read(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, void *buf, size_t cap,
+                  size_t *n);
+int jr__snap_write(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, const void *data,
+                   size_t len);
+int jr__snap_install(void *ctx, jr__raft *r, uint64_t index, uint64_t term, const jr__conf *conf);
+/* Releases g's open snapshot handles. */
+void jr__snap_close_files(jr_group *g);
+/* Path of g's snapshot file at index into buf (cap bytes). */
+void jr__snap_path(const jr_node *n, uint64_t group, uint64_t index, const char *suffix, char *buf,
+                   size_t cap);
+/* Sets g->conf_bytes to the encoding of c. 0 or JR_ENOMEM. */
+int jr__group_set_conf(jr_group *g, const jr__conf *c);
+
+#endif

@@ -1,0 +1,190 @@
+/*
+ * peer — the node's peer table and its outgoing frames.
+ *
+ * Every server of the cluster is a peer, known by name; its id is the xxh3 of the name (the
+ * raft core and the wire speak ids). Messages of every group to the same peer accumulate in one
+ * frame per flush (ARCHITECTURE §4): jr__peer_queue encodes a message straight into the peer's
+ * open frame, jr__peer_send_all closes and sends the frames. A peer whose frames hold a message
+ * flagged JR__MF_DURABLE is "held": its frames leave only after the flush's WAL sync; the others
+ * (a leader's APPENDs, heartbeats) may leave before it, so replication overlaps the leader's own
+ * write (dissertation §10.2.1).
+ * Frame buffers are kept and reused, so steady-state traffic allocates nothing.
+ */
+#include <string.h>
+
+#include "node/node.h"
+#include "util/alloc.h"
+#include "util/checksum.h"
+#include "wire/frame.h"
+
+jr__id jr__peer_id(const char *name)
+{
+    return jr__xxh3(name, strlen(name));
+}
+
+int jr__peer_add(jr_node *n, const char *name)
+{
+    if (!name || !*name) return JR_EINVAL;
+    jr__id id = jr__peer_id(name);
+    if (id == 0) return JR_EINVAL;
+    jr__peer *old = jr__map_get(&n->peer_by_id, id);
+    if (old) return strcmp(old->name, name) == 0 ? JR_EEXIST : JR_EINVAL;
+    if (n->npeers == n->peers_cap) {
+        size_t cap = n->peers_cap ? n->peers_cap * 2 : 8;
+        jr__peer **np = jr__realloc(n->alloc, n->peers, cap * sizeof *np);
+        if (!np) return JR_ENOMEM;
+        n->peers = np;
+        n->peers_cap = cap;
+    }
+    jr__peer *p = jr__calloc(n->alloc, 1, sizeof *p);
+    if (!p) return JR_ENOMEM;
+    p->name = jr__strdup(n->alloc, name);
+    if (!p->name || jr__map_put(&n->peer_by_id, id, p) != 0) {
+        jr__free(n->alloc, p->name);
+        jr__free(n->alloc, p);
+        return JR_ENOMEM;
+    }
+    p->id = id;
+    n->peers[n->npeers++] = p;
+    return 0;
+}
+
+jr__peer *jr__peer_find(const jr_node *n, jr__id id)
+{
+    return jr__map_get(&n->peer_by_id, id);
+}
+
+jr__peer *jr__peer_find_name(const jr_node *n, const char *name)
+{
+    if (!name) return NULL;
+    jr__peer *p = jr__map_get(&n->peer_by_id, jr__peer_id(name));
+    return p && strcmp(p->name, name) == 0 ? p : NULL;
+}
+
+/* Makes frames[i] usable (allocated slot, begun). 0 or JR_ENOMEM. */
+static int frame_open(jr_node *n, jr__peer *p)
+{
+    if (p->nframes == p->cap) {
+        uint32_t cap = p->cap ? p->cap * 2 : 1;
+        jr__buf *nb = jr__realloc(n->alloc, p->frames, cap * sizeof *nb);
+        if (!nb) return JR_ENOMEM;
+        for (uint32_t i = p->cap; i < cap; i++) jr__buf_init(&nb[i], n->alloc);
+        p->frames = nb;
+        p->cap = cap;
+    }
+    jr__buf *b = &p->frames[p->nframes];
+    jr__frame_begin(b, n->self, p->id);
+    if (b->err) return b->err;
+    p->nframes++;
+    return 0;
+}
+
+void jr__peer_queue(jr_node *n, const jr__msg *m)
+{
+    jr__peer *p = jr__peer_find(n, m->to);
+    if (!p || p->id == n->self) {
+        n->msgs_unroutable++;
+        return;
+    }
+    size_t need = jr__frame_msg_len(m);
+    if (need > (size_t)n->max_frame - JR__FRAME_HEADER) {
+        n->msgs_unroutable++;
+        jr__node_log(n, JR_LOG_WARN, "message of %zu bytes for %s exceeds max_frame_bytes",
+                     need, p->name);
+        return;
+    }
+    if (p->nframes == 0 || p->frames[p->nframes - 1].len + need > n->max_frame) {
+        if (frame_open(n, p) != 0) {
+            n->msgs_unroutable++;
+            return;
+        }
+    }
+    jr__buf *b = &p->frames[p->nframes - 1];
+    size_t before = b->len;
+    jr__frame_add(b, m);
+    if (b->err) {
+        /* Out of memory, or a message the codec refuses: only this message is lost, like a
+         * dropped packet (Raft retransmits). The encoder wrote nothing, so the frame is intact. */
+        n->msgs_unroutable++;
+        b->len = before;
+        b->err = 0;
+        if (b->len <= JR__FRAME_HEADER) p->nframes--;
+        return;
+    }
+    if (m->flags & JR__MF_DURABLE) p->held = 1;
+    if (!p->dirty) {
+        p->dirty = 1;
+        p->dirty_next = n->dirty_peers;
+        n->dirty_peers = p;
+    }
+}
+
+/* Closes, sends and resets every frame of p. */
+static void send_peer(jr_node *n, jr__peer *p)
+{
+    for (uint32_t i = 0; i < p->nframes; i++) {
+        jr__buf *b = &p->frames[i];
+        if (jr__frame_end(b) != 0) {
+            n->msgs_unroutable++;
+            jr__buf_reset(b);
+            continue;
+        }
+        jr_iovec iov = {b->data, b->len};
+        n->stats.frames_sent++;
+        n->stats.bytes_sent += b->len;
+        if (n->host.send(n->host.ctx, p->name, &iov, 1) != 0) n->send_failures++;
+        jr__buf_reset(b);
+    }
+    p->nframes = 0;
+    p->held = 0;
+}
+
+void jr__peer_send_all(jr_node *n, int include_held)
+{
+    jr__peer *p = n->dirty_peers, *keep = NULL;
+    n->dirty_peers = NULL;
+    while (p) {
+        jr__peer *next = p->dirty_next;
+        if (p->held && !include_held) {
+            p->dirty_next = keep;
+            keep = p;
+        } else {
+            p->dirty = 0;
+            p->dirty_next = NULL;
+            send_peer(n, p);
+        }
+        p = next;
+    }
+    n->dirty_peers = keep;
+}
+
+void jr__peer_discard_all(jr_node *n)
+{
+    jr__peer *p = n->dirty_peers;
+    n->dirty_peers = NULL;
+    while (p) {
+        jr__peer *next = p->dirty_next;
+        for (uint32_t i = 0; i < p->nframes; i++) jr__buf_reset(&p->frames[i]);
+        p->nframes = 0;
+        p->held = 0;
+        p->dirty = 0;
+        p->dirty_next = NULL;
+        p = next;
+    }
+}
+
+void jr__peer_free_all(jr_node *n)
+{
+    for (size_t i = 0; i < n->npeers; i++) {
+        jr__peer *p = n->peers[i];
+        for (uint32_t k = 0; k < p->cap; k++) jr__buf_free(&p->frames[k]);
+        jr__free(n->alloc, p->frames);
+        jr__free(n->alloc, p->name);
+        jr__free(n->alloc, p);
+    }
+    jr__free(n->alloc, n->peers);
+    n->peers = NULL;
+    n->npeers = n->peers_cap = 0;
+    jr__map_free(&n->peer_by_id);
+    n->dirty_peers = NULL;
+}

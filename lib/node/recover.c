@@ -1,0 +1,242 @@
+/*
+ * recover — rebuilds, at jr_node_open, what each group had made durable.
+ *
+ * The shared WAL replays records of every group in log order (lib/log/wal.h); this file sorts
+ * them into one stash per group: the last hard state, the last compaction marker, and the log
+ * as it stands after every supersession (an entry record for index i replaces every earlier
+ * record of that group with index >= i). Snapshot files (snapshot.c) are listed once so that a
+ * group learns its newest snapshot without another directory scan. A stash lives until
+ * jr_group_open loads it into a raft core, or until close.
+ *
+ * Damage: a group the WAL reports damaged keeps its stash with damaged = 1 (group.c opens it
+ * in the damaged state); damage the WAL cannot attribute (group 0) marks every group damaged.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node/node.h"
+#include "util/alloc.h"
+
+static jr__stash *stash_get(jr_node *n, uint64_t group, int *err)
+{
+    jr__stash *s = jr__map_get(&n->stashes, group);
+    if (s) return s;
+    s = jr__calloc(n->alloc, 1, sizeof *s);
+    if (!s) {
+        *err = JR_ENOMEM;
+        return NULL;
+    }
+    s->group = group;
+    if (jr__map_put(&n->stashes, group, s) != 0) {
+        jr__free(n->alloc, s);
+        *err = JR_ENOMEM;
+        return NULL;
+    }
+    return s;
+}
+
+void jr__stash_free(jr_node *n, jr__stash *s)
+{
+    if (!s) return;
+    jr__free(n->alloc, s->ents);
+    jr__free(n->alloc, s->arena);
+    jr__free(n->alloc, s);
+}
+
+void jr__stash_free_all(jr_node *n)
+{
+    for (size_t i = 0; i < n->stashes.cap; i++)
+        if (n->stashes.slots[i].key) jr__stash_free(n, n->stashes.slots[i].val);
+    jr__map_free(&n->stashes);
+}
+
+/* Drops stash entries with index >= from (the arena shrinks back to the first dropped one). */
+static void stash_truncate(jr__stash *s, uint64_t from)
+{
+    while (s->nents && s->ents[s->nents - 1].index >= from) {
+        s->nents--;
+        s->alen = (size_t)s->ents[s->nents].off;
+    }
+}
+
+/* Drops stash entries with index <= upto (compaction); the arena is compacted too. */
+static void stash_compact(jr__stash *s, uint64_t upto)
+{
+    size_t k = 0;
+    while (k < s->nents && s->ents[k].index <= upto) k++;
+    if (k == 0) return;
+    if (k == s->nents) {
+        s->nents = 0;
+        s->alen = 0;
+        return;
+    }
+    uint64_t base = s->ents[k].off;
+    memmove(s->arena, s->arena + base, s->alen - (size_t)base);
+    s->alen -= (size_t)base;
+    memmove(s->ents, s->ents + k, (s->nents - k) * sizeof *s->ents);
+    s->nents -= k;
+    for (size_t i = 0; i < s->nents; i++) s->ents[i].off -= base;
+}
+
+static int on_entry(void *ctx, uint64_t group, const jr__entry *e)
+{
+    jr_node *n = ctx;
+    int err = 0;
+    jr__stash *s = stash_get(n, group, &err);
+    if (!s) return err;
+    stash_truncate(s, e->index);
+    if (s->nents && s->ents[s->nents - 1].index + 1 != e->index) {
+        /* A gap: what came before can never be loaded contiguously with this; the log
+         * restarts here (e.g. after a snapshot install whose compaction record is later). */
+        s->nents = 0;
+        s->alen = 0;
+    }
+    if (s->nents == s->ecap) {
+        size_t cap = s->ecap ? s->ecap * 2 : 16;
+        jr__stash_ent *ne = jr__realloc(n->alloc, s->ents, cap * sizeof *ne);
+        if (!ne) return JR_ENOMEM;
+        s->ents = ne;
+        s->ecap = cap;
+    }
+    if (s->alen + e->len > s->acap) {
+        size_t cap = s->acap ? s->acap : 256;
+        while (cap < s->alen + e->len) cap *= 2;
+        uint8_t *na = jr__realloc(n->alloc, s->arena, cap);
+        if (!na) return JR_ENOMEM;
+        s->arena = na;
+        s->acap = cap;
+    }
+    jr__stash_ent *se = &s->ents[s->nents++];
+    se->term = e->term;
+    se->index = e->index;
+    se->type = e->type;
+    se->len = e->len;
+    se->off = s->alen;
+    if (e->len) memcpy(s->arena + s->alen, e->data, e->len);
+    s->alen += e->len;
+    return 0;
+}
+
+static int on_hardstate(void *ctx, uint64_t group, const jr__hardstate *hs)
+{
+    jr_node *n = ctx;
+    int err = 0;
+    jr__stash *s = stash_get(n, group, &err);
+    if (!s) return err;
+    s->hs = *hs;
+    s->has_hs = 1;
+    return 0;
+}
+
+static int on_compact(void *ctx, uint64_t group, uint64_t index, uint64_t term)
+{
+    jr_node *n = ctx;
+    int err = 0;
+    jr__stash *s = stash_get(n, group, &err);
+    if (!s) return err;
+    if (index > s->compact_index) {
+        s->compact_index = index;
+        s->compact_term = term;
+    }
+    stash_compact(s, index);
+    return 0;
+}
+
+static int on_drop(void *ctx, uint64_t group)
+{
+    jr_node *n = ctx;
+    jr__stash *s = jr__map_del(&n->stashes, group);
+    jr__stash_free(n, s);
+    return 0;
+}
+
+static int on_damaged(void *ctx, uint64_t group, const char *why)
+{
+    jr_node *n = ctx;
+    jr__node_log(n, JR_LOG_ERROR, "WAL damage (group %" PRIu64 "): %s", group, why ? why : "");
+    if (group == 0) {
+        n->all_damaged = 1;
+        return 0;
+    }
+    int err = 0;
+    jr__stash *s = stash_get(n, group, &err);
+    if (!s) return err;
+    s->damaged = 1;
+    return 0;
+}
+
+/* Snapshot files are "<group:016x>-<index:016x>.snap" in snap_dir; "*.tmp" are unfinished. */
+typedef struct list_ctx {
+    jr_node *n;
+    int err;
+} list_ctx;
+
+static int parse_hex16(const char *p, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 16; i++) {
+        char c = p[i];
+        int d;
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            d = c - 'a' + 10;
+        else
+            return -1;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return 0;
+}
+
+static int on_snap_name(void *arg, const char *name)
+{
+    list_ctx *lc = arg;
+    jr_node *n = lc->n;
+    size_t len = strlen(name);
+    char path[512];
+    if (len > 4 && strcmp(name + len - 4, ".tmp") == 0) {
+        snprintf(path, sizeof path, "%s/%s", n->snap_dir, name);
+        n->vfs->remove(n->vfs->ctx, path); /* unfinished write or receive: garbage */
+        return 0;
+    }
+    uint64_t group, index;
+    if (len != 38 || name[16] != '-' || strcmp(name + 33, ".snap") != 0 ||
+        parse_hex16(name, &group) || parse_hex16(name + 17, &index) || group == 0 || index == 0)
+        return 0; /* not ours */
+    int err = 0;
+    jr__stash *s = stash_get(n, group, &err);
+    if (!s) return lc->err = err;
+    if (index > s->snap_index) s->snap_index = index;
+    return 0;
+}
+
+int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_ms)
+{
+    int rc = n->vfs->mkdir(n->vfs->ctx, n->wal_dir);
+    if (rc == 0) rc = n->vfs->mkdir(n->vfs->ctx, n->snap_dir);
+    if (rc != 0) return jr__node_err(n, rc, "cannot create %s: %s", n->snap_dir, jr_strerror(rc));
+
+    jr__wal_config wc;
+    memset(&wc, 0, sizeof wc);
+    wc.vfs = n->vfs;
+    wc.dir = n->wal_dir;
+    wc.alloc = n->alloc;
+    wc.segment_bytes = segment_bytes;
+    wc.sync_policy = n->sync_policy;
+    wc.sync_interval_ns = (uint64_t)sync_interval_ms * 1000000u;
+    jr__wal_replay rp = {n, on_entry, on_hardstate, on_compact, on_drop, on_damaged};
+    rc = jr__wal_open(&wc, &rp, &n->wal);
+    if (rc != 0) {
+        n->wal = NULL;
+        return jr__node_err(n, rc, "cannot open the WAL in %s: %s", n->wal_dir, jr_strerror(rc));
+    }
+
+    list_ctx lc = {n, 0};
+    rc = n->vfs->list(n->vfs->ctx, n->snap_dir, on_snap_name, &lc);
+    if (rc == 0) rc = lc.err;
+    if (rc != 0) return jr__node_err(n, rc, "cannot list %s: %s", n->snap_dir, jr_strerror(rc));
+    return 0;
+}

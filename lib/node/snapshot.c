@@ -1,0 +1,289 @@
+/*
+ * snapshot — state-machine snapshots: taking them, storing them durably, streaming them to a
+ * lagging follower, and installing them (dissertation §5.1 "Snapshotting memory-based state
+ * machines", §5.3 InstallSnapshot).
+ *
+ * Files live in <wal_dir>/snap/ as "<group:016x>-<index:016x>.snap" (format in snapfile.h);
+ * one per group normally, the older one being removed once a newer one is durable. A file is
+ * written as "<name>.tmp", synced, then renamed into place (rename is durable when it returns),
+ * so a crash leaves either the old snapshot or the new one, never half of one; leftover *.tmp
+ * files are removed at open.
+ *
+ * Taking: once snapshot_entries entries were applied since the last snapshot, the fsm writes its
+ * state into a node-owned buffer (jr_snapshot_write), the node compresses it into the file, then
+ * tells the core (jr__raft_snapshot_taken, keeping some trailing entries for slow followers) and
+ * the WAL (jr__wal_compact). The file is durable before the WAL may forget the entries.
+ *
+ * Sending: the leader's core reads chunks of the current file (io->snap_read). Receiving: the
+ * follower appends chunks to "<group>-<index>.in.tmp" (io->snap_write, offset 0 restarts); at
+ * the last chunk (io->snap_install) the file is synced, fully decoded and checked against the
+ * index and term the leader announced, renamed into place, and only then restored into the fsm.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "node/node.h"
+#include "node/snapfile.h"
+#include "util/alloc.h"
+
+#define TRAILING_MAX 1024
+
+void jr__snap_path(const jr_node *n, uint64_t group, uint64_t index, const char *suffix, char *buf,
+                   size_t cap)
+{
+    snprintf(buf, cap, "%s/%016" PRIx64 "-%016" PRIx64 ".snap%s", n->snap_dir, group, index,
+             suffix ? suffix : "");
+}
+
+void jr__snap_close_files(jr_group *g)
+{
+    jr_vfs *v = g->node->vfs;
+    if (g->snap_file) v->close(v->ctx, g->snap_file);
+    if (g->in_file) v->close(v->ctx, g->in_file);
+    g->snap_file = g->in_file = NULL;
+    g->in_index = g->in_size = 0;
+}
+
+int jr_snapshot_write(jr_snapshot_writer *w, const void *data, size_t n)
+{
+    if (!w || (!data && n)) return JR_EINVAL;
+    if (w->err) return w->err;
+    jr__buf_put(w->buf, data, n);
+    if (w->buf->err) w->err = w->buf->err;
+    return w->err;
+}
+
+/* Writes bytes as the durable file for (group, index). */
+static int write_file(jr_node *n, uint64_t group, uint64_t index, const uint8_t *p, size_t len)
+{
+    jr_vfs *v = n->vfs;
+    char tmp[512], path[512];
+    jr__snap_path(n, group, index, ".tmp", tmp, sizeof tmp);
+    jr__snap_path(n, group, index, NULL, path, sizeof path);
+    jr_file *f;
+    int rc = v->open(v->ctx, tmp, JR_O_CREATE | JR_O_TRUNCATE, &f);
+    if (rc != 0) return rc;
+    rc = v->pwrite(v->ctx, f, p, len, 0);
+    if (rc == 0) rc = v->sync(v->ctx, f);
+    int rc2 = v->close(v->ctx, f);
+    if (rc == 0) rc = rc2;
+    if (rc == 0) rc = v->rename(v->ctx, tmp, path);
+    if (rc != 0) v->remove(v->ctx, tmp);
+    return rc;
+}
+
+/* Reads a whole file into b. */
+static int read_file(jr_node *n, const char *path, jr__buf *b)
+{
+    jr_vfs *v = n->vfs;
+    jr_file *f;
+    int rc = v->open(v->ctx, path, JR_O_READ, &f);
+    if (rc != 0) return rc;
+    uint64_t size = 0;
+    rc = v->size(v->ctx, f, &size);
+    jr__buf_reset(b);
+    if (rc == 0 && size > SIZE_MAX / 2) rc = JR_ECORRUPT;
+    if (rc == 0 && jr__buf_reserve(b, (size_t)size) != 0) rc = JR_ENOMEM;
+    if (rc == 0) {
+        size_t got = 0;
+        rc = v->pread(v->ctx, f, b->data, (size_t)size, 0, &got);
+        if (rc == 0 && got != size) rc = JR_EIO;
+        if (rc == 0) b->len = (size_t)size;
+    }
+    v->close(v->ctx, f);
+    return rc;
+}
+
+static void remove_snapshot(jr_node *n, uint64_t group, uint64_t index)
+{
+    char path[512];
+    jr__snap_path(n, group, index, NULL, path, sizeof path);
+    n->vfs->remove(n->vfs->ctx, path);
+}
+
+int jr__snap_maybe_take(jr_group *g)
+{
+    jr_node *n = g->node;
+    jr__raft *r = g->raft;
+    if (!g->fsm.snapshot || g->conf_stale || g->closed || !g->conf_bytes) return 0;
+    if (g->applied < g->snap_index + g->snapshot_entries || g->applied < g->snap_retry) return 0;
+    uint64_t index = g->applied;
+    jr__entry e;
+    if (jr__raft_entry(r, index, &e) != 0) return 0; /* not held (cannot happen) */
+    uint64_t term = e.term;
+
+    jr_snapshot_writer w = {&n->snap_raw, 0};
+    jr__buf_reset(&n->snap_raw);
+    g->in_fsm = 1;
+    int rc = g->fsm.snapshot(g->fsm.ctx, &w);
+    g->in_fsm = 0;
+    if (rc == 0) rc = w.err;
+    if (rc == 0)
+        rc = jr__snapfile_encode(&n->snap_enc, g->id, index, term, g->conf_bytes, g->conf_len,
+                                 n->snap_raw.data, n->snap_raw.len);
+    if (rc == 0) rc = write_file(n, g->id, index, n->snap_enc.data, n->snap_enc.len);
+    if (rc != 0) {
+        /* Try again after another batch of entries. */
+        jr__node_log(n, JR_LOG_WARN, "group %" PRIu64 ": snapshot at %" PRIu64 " failed: %s",
+                     g->id, index, jr_strerror(rc));
+        g->snap_retry = index + g->snapshot_entries;
+        return rc;
+    }
+    uint64_t trailing = g->snapshot_entries < TRAILING_MAX ? g->snapshot_entries : TRAILING_MAX;
+    rc = jr__raft_snapshot_taken(r, index, trailing);
+    if (rc != 0) {
+        jr__node_log(n, JR_LOG_WARN, "group %" PRIu64 ": core refused snapshot at %" PRIu64 ": %s",
+                     g->id, index, jr_strerror(rc));
+        remove_snapshot(n, g->id, index);
+        return rc;
+    }
+    uint64_t old = g->snap_index;
+    g->snap_index = index;
+    g->snap_term = term;
+    if (g->snap_file) {
+        n->vfs->close(n->vfs->ctx, g->snap_file);
+        g->snap_file = NULL;
+    }
+    if (old && old != index) remove_snapshot(n, g->id, old);
+    rc = jr__wal_compact(n->wal, g->id, index, term);
+    if (rc != 0) return rc; /* the WAL keeps the entries; harmless */
+    jr__group_ready(g);
+    return 0;
+}
+
+int jr__snap_load(jr_group *g, uint64_t want, uint64_t *index, uint64_t *term, jr__conf *conf)
+{
+    jr_node *n = g->node;
+    char path[512];
+    jr__snap_path(n, g->id, want, NULL, path, sizeof path);
+    int rc = read_file(n, path, &n->snap_enc);
+    jr__snapfile_info info;
+    if (rc == 0) rc = jr__snapfile_decode(n->snap_enc.data, n->snap_enc.len, &info, &n->snap_raw);
+    if (rc == 0 && (info.group != g->id || info.index != want)) rc = JR_ECORRUPT;
+    if (rc == 0) rc = jr__conf_decode(conf, info.conf, info.conf_len);
+    if (rc == 0 && !g->fsm.restore) rc = JR_ENOTSUP;
+    if (rc == 0) {
+        g->in_fsm = 1;
+        rc = g->fsm.restore(g->fsm.ctx, info.index, n->snap_raw.data, n->snap_raw.len);
+        g->in_fsm = 0;
+    }
+    if (rc != 0) {
+        if (rc != JR_ENOMEM)
+            jr__node_log(n, JR_LOG_ERROR, "group %" PRIu64 ": cannot load snapshot %s: %s", g->id,
+                         path, jr_strerror(rc));
+        return rc;
+    }
+    *index = info.index;
+    *term = info.term;
+    if (n->hooks.restored) n->hooks.restored(n->hooks.ctx, n, g->id, info.index, info.term);
+    return 0;
+}
+
+int jr__snap_read(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, void *buf, size_t cap,
+                  size_t *nread)
+{
+    jr_group *g = ctx;
+    jr_node *n = g->node;
+    (void)r;
+    *nread = 0;
+    if (index != g->snap_index || index == 0) return JR_ENOTFOUND;
+    if (!g->snap_file) {
+        char path[512];
+        jr__snap_path(n, g->id, index, NULL, path, sizeof path);
+        int rc = n->vfs->open(n->vfs->ctx, path, JR_O_READ, &g->snap_file);
+        if (rc != 0) {
+            g->snap_file = NULL;
+            return rc;
+        }
+    }
+    return n->vfs->pread(n->vfs->ctx, g->snap_file, buf, cap, offset, nread);
+}
+
+int jr__snap_write(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, const void *data,
+                   size_t len)
+{
+    jr_group *g = ctx;
+    jr_node *n = g->node;
+    jr_vfs *v = n->vfs;
+    (void)r;
+    if (offset == 0) {
+        if (g->in_file) v->close(v->ctx, g->in_file);
+        g->in_file = NULL;
+        char path[512];
+        jr__snap_path(n, g->id, index, ".in.tmp", path, sizeof path);
+        int rc = v->open(v->ctx, path, JR_O_CREATE | JR_O_TRUNCATE, &g->in_file);
+        if (rc != 0) {
+            g->in_file = NULL;
+            return rc;
+        }
+        g->in_index = index;
+        g->in_size = 0;
+    } else if (!g->in_file || g->in_index != index || offset > g->in_size) {
+        return JR_EINVAL; /* the leader restarts from offset 0 */
+    }
+    int rc = v->pwrite(v->ctx, g->in_file, data, len, offset);
+    if (rc != 0) return rc;
+    if (offset + len > g->in_size) g->in_size = offset + len;
+    return 0;
+}
+
+int jr__snap_install(void *ctx, jr__raft *r, uint64_t index, uint64_t term, const jr__conf *conf)
+{
+    jr_group *g = ctx;
+    jr_node *n = g->node;
+    jr_vfs *v = n->vfs;
+    (void)r;
+    if (!g->in_file || g->in_index != index) return JR_EINVAL;
+    if (!g->fsm.restore) return JR_ENOTSUP;
+    char tmp[512], path[512];
+    jr__snap_path(n, g->id, index, ".in.tmp", tmp, sizeof tmp);
+    jr__snap_path(n, g->id, index, NULL, path, sizeof path);
+    int rc = v->sync(v->ctx, g->in_file);
+    v->close(v->ctx, g->in_file);
+    g->in_file = NULL;
+    jr__snapfile_info info;
+    if (rc == 0) rc = read_file(n, tmp, &n->snap_enc);
+    if (rc == 0) rc = jr__snapfile_decode(n->snap_enc.data, n->snap_enc.len, &info, &n->snap_raw);
+    if (rc == 0 && (info.group != g->id || info.index != index || info.term != term))
+        rc = JR_ECORRUPT;
+    if (rc == 0) rc = jr__group_set_conf(g, conf);
+    if (rc == 0) rc = v->rename(v->ctx, tmp, path);
+    if (rc != 0) {
+        v->remove(v->ctx, tmp);
+        jr__node_log(n, JR_LOG_WARN, "group %" PRIu64 ": snapshot %" PRIu64 " not installed: %s",
+                     g->id, index, jr_strerror(rc));
+        return rc;
+    }
+    /* Durable now: recovery prefers the newest snapshot file over older WAL entries. */
+    uint64_t old = g->snap_index;
+    g->snap_index = index;
+    g->snap_term = term;
+    if (g->snap_file) {
+        v->close(v->ctx, g->snap_file);
+        g->snap_file = NULL;
+    }
+    if (old && old != index) remove_snapshot(n, g->id, old);
+    g->conf_stale = 0;
+    g->in_fsm = 1;
+    rc = g->fsm.restore(g->fsm.ctx, index, n->snap_raw.data, n->snap_raw.len);
+    g->in_fsm = 0;
+    if (rc != 0) {
+        /* The durable snapshot is fine; this replica's state machine is not. */
+        jr__node_log(n, JR_LOG_ERROR, "group %" PRIu64 ": fsm restore at %" PRIu64 " failed: %s",
+                     g->id, index, jr_strerror(rc));
+        g->damaged = 1;
+    }
+    g->applied = index;
+    if (g->persisted < index) g->persisted = index;
+    /* Requests waiting for entries the snapshot replaced: their fate is unknown here. */
+    jr__op *op;
+    while ((op = g->pending.head) != NULL && op->index <= index) {
+        jr__opq_pop(&g->pending);
+        jr__op_complete(n, op, JR_ELEADERLOST, 0);
+    }
+    jr__wal_compact(n->wal, g->id, index, term); /* staged; the snapshot file already covers it */
+    if (n->hooks.restored) n->hooks.restored(n->hooks.ctx, n, g->id, index, term);
+    jr__group_ready(g);
+    return 0;
+}

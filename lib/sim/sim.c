@@ -1,0 +1,376 @@
+/*
+ * sim — the deterministic cluster fixture (contract in include/jetraft/sim.h): lifecycle, the
+ * fixture as every node's host, crash and restart, the event loop, and the run digest.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "node/node.h"
+#include "sim/sim_int.h"
+#include "util/alloc.h"
+#include "util/checksum.h"
+#include "vfs/memfs.h"
+
+#define START_NS 1000000000ull
+/* A node that asks to be ticked at the same instant this many times in a row is spinning (a
+ * bug, or a fault it cannot get past): its next tick is pushed 1 ms later. */
+#define STORM_LIMIT 64
+
+void jr_sim_link_init(jr_sim_link *l)
+{
+    if (!l) return;
+    memset(l, 0, sizeof *l);
+    l->size = sizeof *l;
+    l->delay_min_ns = 100000;
+    l->delay_max_ns = 500000;
+}
+
+void jr_sim_config_init(jr_sim_config *cfg)
+{
+    if (!cfg) return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->size = sizeof *cfg;
+    cfg->nodes = 3;
+    cfg->seed = 1;
+    jr_sim_link_init(&cfg->link);
+    cfg->election_timeout_ms = 150;
+    cfg->heartbeat_ms = 30;
+}
+
+/* Digest --------------------------------------------------------------------------------------*/
+
+static void digest_add(jr_sim *s, const uint64_t *words, size_t nwords, const void *data,
+                       size_t len)
+{
+    uint64_t buf[8];
+    buf[0] = s->digest;
+    for (size_t i = 0; i < nwords && i < 7; i++) buf[i + 1] = words[i];
+    s->digest = jr__xxh3_2(buf, (nwords + 1) * sizeof buf[0], data, len);
+}
+
+static void hook_applied(void *ctx, jr_node *n, uint64_t group, const jr__entry *e)
+{
+    jr__sim_node *sn = ctx;
+    jr_sim *s = sn->sim;
+    (void)n;
+    uint64_t w[6] = {0xa991ed, sn->idx, group, e->index, e->term, e->type};
+    digest_add(s, w, 6, e->data, e->len);
+    if (e->type == JR__ENTRY_NORMAL && s->cfg.on_apply)
+        s->cfg.on_apply(s->cfg.arg, sn->idx, group, e->index, e->term, e->data, e->len);
+}
+
+static void hook_restored(void *ctx, jr_node *n, uint64_t group, uint64_t index, uint64_t term)
+{
+    jr__sim_node *sn = ctx;
+    jr_sim *s = sn->sim;
+    (void)n;
+    uint64_t w[5] = {0x5e5704e, sn->idx, group, index, term};
+    digest_add(s, w, 5, NULL, 0);
+    if (s->cfg.on_restore) s->cfg.on_restore(s->cfg.arg, sn->idx, group, index);
+}
+
+uint64_t jr_sim_digest(const jr_sim *s)
+{
+    return s ? s->digest : 0;
+}
+
+/* The fixture as host -------------------------------------------------------------------------*/
+
+static int host_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
+{
+    jr__sim_node *sn = ctx;
+    int j = jr_sim_index(sn->sim, to);
+    if (j < 0) return JR_ENOTFOUND;
+    return jr__sim_net_send(sn->sim, sn->idx, (unsigned)j, iov, iovcnt);
+}
+
+static uint64_t host_now(void *ctx)
+{
+    jr__sim_node *sn = ctx;
+    return sn->sim->now;
+}
+
+static void host_arm(void *ctx, uint64_t deadline)
+{
+    jr__sim_node *sn = ctx;
+    sn->armed = deadline;
+}
+
+static int node_open(jr_sim *s, unsigned i)
+{
+    jr__sim_node *sn = &s->nodes[i];
+    jr_node_config nc;
+    jr_node_config_init(&nc);
+    nc.name = sn->name;
+    nc.peers = s->names;
+    nc.npeers = s->n;
+    nc.wal_dir = "/wal";
+    nc.vfs = sn->vfs;
+    nc.host = &sn->host;
+    nc.alloc = s->alloc;
+    nc.election_timeout_ms = s->cfg.election_timeout_ms;
+    nc.heartbeat_ms = s->cfg.heartbeat_ms;
+    nc.seed = jr__rand_next(&s->rand) | 1;
+    if (s->cfg.configure) s->cfg.configure(s->cfg.arg, i, &nc);
+    sn->armed = UINT64_MAX;
+    sn->same_instant = 0;
+    int rc = jr_node_open(&nc, &sn->node);
+    if (rc != 0) {
+        sn->node = NULL;
+        return rc;
+    }
+    jr__node_hooks h = {sn, hook_applied, hook_restored};
+    jr__node_set_hooks(sn->node, &h);
+    return 0;
+}
+
+/* Lifecycle -----------------------------------------------------------------------------------*/
+
+static int link_ok(const jr_sim_link *l)
+{
+    return l->drop >= 0 && l->drop <= 1 && l->duplicate >= 0 && l->duplicate <= 1 &&
+           l->reorder >= 0 && l->reorder <= 1 && l->delay_min_ns <= l->delay_max_ns;
+}
+
+int jr_sim_new(const jr_sim_config *cfg_in, jr_sim **out)
+{
+    if (!out) return JR_EINVAL;
+    *out = NULL;
+    if (!cfg_in || cfg_in->size == 0) return JR_EINVAL;
+    jr_sim_config cfg;
+    jr_sim_config_init(&cfg);
+    memcpy(&cfg, cfg_in, cfg_in->size < sizeof cfg ? cfg_in->size : sizeof cfg);
+    if (cfg.nodes < 1 || cfg.nodes > JR_SIM_MAX_NODES || !link_ok(&cfg.link)) return JR_EINVAL;
+    if (cfg.alloc && (!cfg.alloc->malloc || !cfg.alloc->realloc || !cfg.alloc->free))
+        return JR_EINVAL;
+    jr_sim *s = jr__calloc(cfg.alloc, 1, sizeof *s);
+    if (!s) return JR_ENOMEM;
+    s->cfg = cfg;
+    s->alloc = cfg.alloc;
+    s->n = cfg.nodes;
+    s->now = START_NS;
+    jr__rand_seed(&s->rand, cfg.seed);
+    s->digest = jr__xxh3(&cfg.seed, sizeof cfg.seed);
+    s->stats.size = sizeof s->stats;
+    int rc = 0;
+    for (unsigned i = 0; i < s->n; i++) {
+        jr__sim_node *sn = &s->nodes[i];
+        sn->sim = s;
+        sn->idx = i;
+        snprintf(sn->name, sizeof sn->name, "n%u", i);
+        s->names[i] = sn->name;
+        sn->host.version = JR_HOST_VERSION;
+        sn->host.ctx = sn;
+        sn->host.send = host_send;
+        sn->host.now = host_now;
+        sn->host.arm = host_arm;
+        sn->armed = UINT64_MAX;
+        for (unsigned j = 0; j < s->n; j++) s->links[i][j] = cfg.link;
+        if (rc == 0) rc = jr__memfs_new(s->alloc, jr__rand_next(&s->rand), &sn->vfs);
+        if (rc != 0) sn->vfs = NULL;
+    }
+    for (unsigned i = 0; i < s->n && rc == 0; i++) rc = node_open(s, i);
+    if (rc != 0) {
+        jr_sim_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void jr_sim_free(jr_sim *s)
+{
+    if (!s) return;
+    for (unsigned i = 0; i < s->n; i++) {
+        jr_node_close(s->nodes[i].node);
+        s->nodes[i].node = NULL;
+    }
+    for (unsigned i = 0; i < s->n; i++) jr__memfs_free(s->nodes[i].vfs);
+    jr__sim_net_free(s);
+    jr__free(s->alloc, s);
+}
+
+/* Accessors -----------------------------------------------------------------------------------*/
+
+unsigned jr_sim_size(const jr_sim *s)
+{
+    return s ? s->n : 0;
+}
+
+jr_node *jr_sim_node(jr_sim *s, unsigned i)
+{
+    return s && i < s->n ? s->nodes[i].node : NULL;
+}
+
+const char *jr_sim_name(const jr_sim *s, unsigned i)
+{
+    return s && i < s->n ? s->nodes[i].name : NULL;
+}
+
+int jr_sim_index(const jr_sim *s, const char *name)
+{
+    if (!s || !name || name[0] != 'n') return -1;
+    unsigned v = 0;
+    const char *p = name + 1;
+    if (!*p || (*p == '0' && p[1])) return -1;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9' || v > JR_SIM_MAX_NODES) return -1;
+        v = v * 10 + (unsigned)(*p - '0');
+    }
+    return v < s->n ? (int)v : -1;
+}
+
+jr_vfs *jr_sim_vfs(jr_sim *s, unsigned i)
+{
+    return s && i < s->n ? s->nodes[i].vfs : NULL;
+}
+
+uint64_t jr_sim_now(const jr_sim *s)
+{
+    return s ? s->now : 0;
+}
+
+int jr_sim_stats_get(const jr_sim *s, jr_sim_stats *out)
+{
+    if (!s || !out || out->size == 0) return JR_EINVAL;
+    size_t sz = out->size < sizeof s->stats ? out->size : sizeof s->stats;
+    memcpy(out, &s->stats, sz);
+    out->size = sz;
+    return 0;
+}
+
+/* Network control -----------------------------------------------------------------------------*/
+
+int jr_sim_set_link(jr_sim *s, unsigned from, unsigned to, const jr_sim_link *l)
+{
+    if (!s || !l || from >= s->n || to >= s->n || l->size == 0) return JR_EINVAL;
+    jr_sim_link c;
+    jr_sim_link_init(&c);
+    memcpy(&c, l, l->size < sizeof c ? l->size : sizeof c);
+    if (!link_ok(&c)) return JR_EINVAL;
+    s->links[from][to] = c;
+    return 0;
+}
+
+int jr_sim_cut(jr_sim *s, unsigned from, unsigned to)
+{
+    if (!s || from >= s->n || to >= s->n) return JR_EINVAL;
+    s->cut[from][to] = 1;
+    return 0;
+}
+
+int jr_sim_partition(jr_sim *s, const unsigned *side, size_t n)
+{
+    if (!s || (n && !side)) return JR_EINVAL;
+    uint8_t in[JR_SIM_MAX_NODES] = {0};
+    for (size_t k = 0; k < n; k++) {
+        if (side[k] >= s->n) return JR_EINVAL;
+        in[side[k]] = 1;
+    }
+    for (unsigned a = 0; a < s->n; a++)
+        for (unsigned b = 0; b < s->n; b++)
+            if (in[a] != in[b]) s->cut[a][b] = 1;
+    return 0;
+}
+
+void jr_sim_heal(jr_sim *s)
+{
+    if (s) memset(s->cut, 0, sizeof s->cut);
+}
+
+/* Crash and restart ---------------------------------------------------------------------------*/
+
+int jr_sim_crash(jr_sim *s, unsigned i)
+{
+    if (!s || i >= s->n || !s->nodes[i].node) return JR_EINVAL;
+    jr__sim_node *sn = &s->nodes[i];
+    /* Power goes first: whatever the node would still write is lost with its unsynced data. */
+    jr__memfs_crash(sn->vfs, s->cfg.torn_writes);
+    jr_node *n = sn->node;
+    sn->node = NULL;
+    sn->armed = UINT64_MAX;
+    jr__node_close_noflush(n);
+    return 0;
+}
+
+int jr_sim_restart(jr_sim *s, unsigned i)
+{
+    if (!s || i >= s->n || s->nodes[i].node) return JR_EINVAL;
+    return node_open(s, i);
+}
+
+/* The event loop ------------------------------------------------------------------------------*/
+
+/* Runs the earliest event if it is due at or before limit. */
+static int step_until(jr_sim *s, uint64_t limit)
+{
+    jr__sim_node *tn = NULL;
+    for (unsigned i = 0; i < s->n; i++) {
+        jr__sim_node *sn = &s->nodes[i];
+        if (sn->node && sn->armed != UINT64_MAX && (!tn || sn->armed < tn->armed)) tn = sn;
+    }
+    jr__sim_frame *f = jr__sim_net_top(s);
+    uint64_t ft = f ? (f->at > s->now ? f->at : s->now) : UINT64_MAX;
+    uint64_t tt = tn ? (tn->armed > s->now ? tn->armed : s->now) : UINT64_MAX;
+    if (ft == UINT64_MAX && tt == UINT64_MAX) return 0;
+    if (ft <= tt) {
+        if (ft > limit) return 0;
+        jr__sim_net_pop(s);
+        s->now = ft;
+        jr__sim_node *dst = &s->nodes[f->to];
+        if (!dst->node) {
+            s->stats.frames_dropped++;
+        } else {
+            s->stats.frames_delivered++;
+            s->stats.bytes_delivered += f->len;
+            uint64_t w[3] = {s->now, f->from, f->to};
+            digest_add(s, w, 3, f->data, f->len);
+            jr_node_recv(dst->node, s->nodes[f->from].name, f->data, f->len);
+        }
+        jr__sim_net_recycle(s, f);
+    } else {
+        if (tt > limit) return 0;
+        s->now = tt;
+        if (tn->last_tick == s->now) {
+            if (++tn->same_instant >= STORM_LIMIT) {
+                tn->same_instant = 0;
+                tn->armed = s->now + 1000000;
+                return 1;
+            }
+        } else {
+            tn->same_instant = 0;
+        }
+        tn->last_tick = s->now;
+        tn->armed = UINT64_MAX;
+        jr_node_tick(tn->node);
+    }
+    s->stats.events++;
+    if (s->cfg.on_step) s->cfg.on_step(s->cfg.arg, s);
+    return 1;
+}
+
+int jr_sim_step(jr_sim *s)
+{
+    return s ? step_until(s, UINT64_MAX) : 0;
+}
+
+void jr_sim_run_for(jr_sim *s, uint64_t ns)
+{
+    if (!s) return;
+    uint64_t end = s->now + ns;
+    while (step_until(s, end)) {
+    }
+    if (s->now < end) s->now = end;
+}
+
+int jr_sim_run_until(jr_sim *s, int (*pred)(void *arg, jr_sim *sim), void *arg, uint64_t max_ns)
+{
+    if (!s || !pred) return JR_EINVAL;
+    uint64_t end = s->now + max_ns;
+    for (;;) {
+        if (pred(arg, s)) return 0;
+        if (!step_until(s, end)) break;
+    }
+    if (s->now < end) s->now = end;
+    return pred(arg, s) ? 0 : JR_ETIMEDOUT;
+}
