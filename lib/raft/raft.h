@@ -81,6 +81,10 @@ const jr__member *jr__conf_find(const jr__conf *c, jr__id id);
 uint32_t jr__conf_voters(const jr__conf *c);
 
 /* Messages -----------------------------------------------------------------------------------*/
+/* An APPEND never carries more entries than this; a receiver may size its decoding scratch
+ * with it (jr__raft_step rejects more with JR_EINVAL). */
+#define JR__MAX_APPEND_ENTRIES 1024
+
 enum jr__msg_type {
     JR__MSG_VOTE = 1,      /* RequestVote (or pre-vote with JR__MF_PREVOTE) */
     JR__MSG_VOTE_RESP = 2,
@@ -139,8 +143,9 @@ typedef struct jr__msg {
             uint64_t index;   /* last index covered by the snapshot */
             uint64_t sterm;   /* term of that entry */
             uint64_t offset;  /* of this chunk in the snapshot's bytes */
-            uint64_t total;   /* size of the snapshot's bytes */
-            uint8_t done;     /* last chunk */
+            uint64_t total;   /* size of the snapshot's bytes: set on the last chunk, else 0
+                                 (the leader learns the size by reading to the end) */
+            uint8_t done;     /* last chunk (the one shorter than snap_chunk_bytes) */
             uint32_t conf_len;
             const uint8_t *conf; /* jr__conf_encode() of the snapshot's configuration */
             uint32_t len;
@@ -228,12 +233,25 @@ void jr__raft_stepdown(jr__raft *r, uint64_t now);
 
 /* The node's side of the ready cycle ----------------------------------------------------------
  * After io->notify the node calls, in its flush:
+ *   jr__raft_flush()        -> (optional, recommended) a leader sends the APPENDs batched since
+ *                              the last flush now, so they travel while the node writes
  *   jr__raft_unpersisted()  -> write those entries (jr__raft_entry) and the hard state to the WAL
  *   ... one sync for all groups ...
- *   jr__raft_persisted()    -> the leader may now count itself; DURABLE messages may leave
+ *   jr__raft_persisted()    -> the leader may now count itself; DURABLE messages may leave.
+ *                              Call it on every flush of a notified group, even when nothing was
+ *                              unpersisted: it also sends whatever the group batched (entries,
+ *                              commit updates) if jr__raft_flush() was not called.
  *   apply entries up to jr__raft_commit_index() (only those also persisted), jr__raft_applied()
  *   jr__raft_ready_done()   -> re-enables io->notify
+ * Between jr__raft_unpersisted() and jr__raft_persisted() the group gets no other input (no step,
+ * tick, propose): persisted() vouches for exactly what unpersisted() reported.
+ * Proposals are not sent by jr__raft_propose() itself: they are batched until the flush (or
+ * until an acknowledgement from a follower opens its window), so a burst of proposals leaves
+ * as a few large APPENDs.
  */
+/* Leader: sends what is batched (entries to followers whose window is open, commit updates).
+ * Harmless on a follower or when nothing is pending. */
+void jr__raft_flush(jr__raft *r, uint64_t now);
 typedef struct jr__hardstate {
     uint64_t term;
     jr__id vote;
@@ -243,7 +261,9 @@ typedef struct jr__hardstate {
 /* Entries [*from, *to] are not yet durable (none if *from > *to). A *from at or below a
  * previously persisted index means the log was truncated there: the WAL record for index i
  * replaces every earlier record of index >= i of the same group. Returns 1 if the hard state
- * also changed since the last jr__raft_persisted(), 0 otherwise; *hs gets it either way. */
+ * also changed since the last jr__raft_persisted(), 0 otherwise; *hs gets it either way. Only a
+ * change of term or vote must be durable before DURABLE messages leave; a commit-only change
+ * may be written lazily (it does not by itself cause a new io->notify). */
 int jr__raft_unpersisted(const jr__raft *r, uint64_t *from, uint64_t *to, jr__hardstate *hs);
 /* Everything reported by the last jr__raft_unpersisted() up to `index`, and that hard state,
  * is durable. */
@@ -255,7 +275,9 @@ int jr__raft_entry(const jr__raft *r, uint64_t index, jr__entry *out);
  * behind the snapshot). */
 void jr__raft_applied(jr__raft *r, uint64_t index);
 /* The node took a state-machine snapshot at applied index `index`; the log before it may be
- * dropped except `trailing` entries kept for slow followers. */
+ * dropped except `trailing` entries kept for slow followers. JR_EINVAL if index is above the
+ * applied index or below the first index held; 0 (nothing done) if not above the current
+ * snapshot. Memory of the dropped entries is reused by later appends. */
 int jr__raft_snapshot_taken(jr__raft *r, uint64_t index, uint64_t trailing);
 void jr__raft_ready_done(jr__raft *r);
 

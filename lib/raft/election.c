@@ -1,0 +1,219 @@
+/*
+ * election — randomized election timers, pre-vote, RequestVote, role changes, check-quorum.
+ *
+ * §3.4: "Raft uses randomized election timeouts to ensure that split votes are rare": each round
+ * draws a timeout uniformly from [T, 2T) with the group's seeded PRNG.
+ * §9.6 (pre-vote): "a candidate would first ask other servers whether its log was up-to-date
+ * enough to get their vote. Only if the candidate believed it could get votes from a majority
+ * of the cluster would it increment its term and start a normal election."
+ * §6.2 (check-quorum): "a leader steps down if an election timeout elapses without a successful
+ * round of heartbeats to a majority of its cluster".
+ * §4.2.3 (leader lease): a server that heard from a current leader within the election timeout
+ * refuses (pre-)votes, unless the candidate was asked to campaign by a leadership transfer.
+ *
+ * The election timeout is checked in one place, jr__elect_due(), so that a later change can let
+ * followers of a quiescent group rely on node-level liveness instead.
+ */
+#include "impl.h"
+
+void jr__elect_reset_timer(jr__raft *r, uint64_t now)
+{
+    uint64_t t = r->cfg.election_timeout;
+    r->rto = t + jr__rand_below(&r->rng, t);
+    r->election_deadline = now + r->rto;
+}
+
+int jr__elect_due(const jr__raft *r, uint64_t now)
+{
+    return r->role != ROLE_LEADER && now >= r->election_deadline && jr__raft_is_voter(r);
+}
+
+int jr__elect_in_lease(const jr__raft *r, uint64_t now)
+{
+    if (r->role == ROLE_LEADER) return 1;
+    return r->leader != 0 && now < r->leader_contact + r->cfg.election_timeout;
+}
+
+void jr__elect_become_follower(jr__raft *r, uint64_t now, uint64_t term, jr__id leader)
+{
+    if (term > r->term) {
+        r->term = term;
+        r->vote = 0;
+    }
+    r->role = ROLE_FOLLOWER;
+    r->leader = leader;
+    if (leader) r->leader_contact = now;
+    r->transfer_to = 0;
+    r->send_pending = 0;
+    r->votes_for = r->votes_against = 0;
+    jr__elect_reset_timer(r, now);
+}
+
+static int conf_pos(const jr__raft *r, jr__id id)
+{
+    for (uint32_t i = 0; i < r->conf.n; i++)
+        if (r->conf.m[i].id == id) return (int)i;
+    return -1;
+}
+
+static void become_leader(jr__raft *r, uint64_t now)
+{
+    /* Progress memory is allocated here, not in the hot path; without it we cannot lead. */
+    if (jr__prog_reserve(r, r->conf.n)) {
+        jr__elect_become_follower(r, now, r->term, 0);
+        return;
+    }
+    r->role = ROLE_LEADER;
+    r->leader = r->cfg.self;
+    r->transfer_to = 0;
+    jr__prog_rebuild(r);
+    for (uint32_t i = 0; i < r->conf.n; i++) {
+        jr__prog_init(r, &r->prog[i]);
+        r->prog[i].last_contact = now; /* a full election timeout of grace for check-quorum */
+    }
+    r->hb_deadline = now + r->cfg.heartbeat_interval;
+    r->cq_deadline = now + r->cfg.election_timeout;
+    /* §3.6.2 / §6.4: "each leader commit[s] a blank no-op entry into the log at the start of
+     * its term", which also tells us when entries of earlier terms are committed. */
+    if (jr__repl_append_local(r, r->term, JR__ENTRY_NOOP, NULL, 0)) {
+        jr__elect_become_follower(r, now, r->term, 0);
+        return;
+    }
+    r->term_start = r->log.last;
+    r->send_pending = 1;
+    jr__repl_flush(r, now);
+    if (jr__conf_voters(&r->conf) == 1) jr__repl_maybe_commit(r, now);
+}
+
+static int popcount(uint64_t x)
+{
+    int n = 0;
+    for (; x; x &= x - 1) n++;
+    return n;
+}
+
+/* Acts on the tally: wins go on to the next phase, a lost majority ends the round. */
+static void tally(jr__raft *r, uint64_t now)
+{
+    uint64_t q = jr__raft_quorum(r);
+    if ((uint64_t)popcount(r->votes_for) >= q) {
+        if (r->role == ROLE_PRECANDIDATE)
+            jr__elect_campaign(r, now, 0, 0);
+        else
+            become_leader(r, now);
+    } else if ((uint64_t)popcount(r->votes_against) > jr__conf_voters(&r->conf) - q) {
+        jr__elect_become_follower(r, now, r->term, 0);
+    }
+}
+
+void jr__elect_campaign(jr__raft *r, uint64_t now, int prevote, int transfer)
+{
+    int me = conf_pos(r, r->cfg.self);
+    if (me < 0 || !r->conf.m[me].voter) return; /* observers never campaign */
+    uint64_t vterm = r->term + 1;
+    if (prevote) {
+        r->role = ROLE_PRECANDIDATE;
+    } else {
+        r->role = ROLE_CANDIDATE;
+        r->term = vterm;
+        r->vote = r->cfg.self;
+    }
+    r->leader = 0;
+    r->transfer_to = 0;
+    r->votes_for = 1ULL << me;
+    r->votes_against = 0;
+    jr__elect_reset_timer(r, now);
+    for (uint32_t i = 0; i < r->conf.n; i++) {
+        if ((int)i == me || !r->conf.m[i].voter) continue;
+        jr__msg m = {.type = JR__MSG_VOTE, .to = r->conf.m[i].id, .term = vterm};
+        /* a real request depends on our durable term and self-vote */
+        m.flags = prevote ? JR__MF_PREVOTE : JR__MF_DURABLE;
+        if (transfer) m.flags |= JR__MF_TRANSFER;
+        m.u.vote.last_index = r->log.last;
+        m.u.vote.last_term = jr__memlog_term(&r->log, r->log.last);
+        jr__raft_send(r, &m);
+    }
+    tally(r, now);
+}
+
+/* §3.6.1: "Raft determines which of two logs is more up-to-date by comparing the index and
+ * term of the last entries in the logs." */
+static int up_to_date(const jr__raft *r, const jr__msg *m)
+{
+    uint64_t lt = jr__memlog_term(&r->log, r->log.last);
+    return m->u.vote.last_term > lt || (m->u.vote.last_term == lt && m->u.vote.last_index >= r->log.last);
+}
+
+void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m)
+{
+    int prevote = (m->flags & JR__MF_PREVOTE) != 0;
+    int grant = 0;
+    if (jr__raft_is_voter(r) && up_to_date(r, m)) {
+        if (prevote) {
+            int lease = !(m->flags & JR__MF_TRANSFER) && jr__elect_in_lease(r, now);
+            grant = m->term > r->term && !lease;
+        } else {
+            grant = m->term == r->term &&
+                    (r->vote == m->from || (r->vote == 0 && r->leader == 0));
+        }
+    }
+    if (grant && !prevote) {
+        r->vote = m->from;
+        jr__elect_reset_timer(r, now);
+    }
+    jr__msg resp = {.type = JR__MSG_VOTE_RESP, .to = m->from};
+    resp.term = prevote && grant ? m->term : r->term;
+    /* A real answer depends on the durable vote record (§3.8: "persist ... votedFor before
+     * responding"). */
+    resp.flags = prevote ? JR__MF_PREVOTE : JR__MF_DURABLE;
+    resp.u.vote_resp.granted = (uint8_t)grant;
+    jr__raft_send(r, &resp);
+}
+
+void jr__elect_on_vote_resp(jr__raft *r, uint64_t now, const jr__msg *m)
+{
+    int prevote = (m->flags & JR__MF_PREVOTE) != 0;
+    int granted = m->u.vote_resp.granted != 0;
+    if (prevote) {
+        if (r->role != ROLE_PRECANDIDATE) return;
+        if (m->term != (granted ? r->term + 1 : r->term)) return;
+    } else {
+        if (r->role != ROLE_CANDIDATE || m->term != r->term) return;
+        granted = granted && (m->flags & JR__MF_DURABLE); /* only a durable vote counts */
+    }
+    int pos = conf_pos(r, m->from);
+    if (pos < 0 || !r->conf.m[pos].voter) return;
+    if (granted)
+        r->votes_for |= 1ULL << pos;
+    else
+        r->votes_against |= 1ULL << pos;
+    tally(r, now);
+}
+
+void jr__elect_on_timeout_now(jr__raft *r, uint64_t now, const jr__msg *m)
+{
+    /* §3.10: the target "starts a new election ... without waiting for its election timeout";
+     * it skips pre-vote, and its requests carry JR__MF_TRANSFER past the others' lease. */
+    if (r->role != ROLE_FOLLOWER || m->from != r->leader) return;
+    jr__elect_campaign(r, now, 0, 1);
+}
+
+void jr__elect_check_quorum(jr__raft *r, uint64_t now)
+{
+    uint64_t alive = 0;
+    for (uint32_t i = 0; i < r->conf.n; i++) {
+        const jr__prog *p = &r->prog[i];
+        if (!p->voter) continue;
+        if (p->id == r->cfg.self || now - p->last_contact < r->cfg.election_timeout) alive++;
+    }
+    if (alive < jr__raft_quorum(r)) {
+        jr__elect_become_follower(r, now, r->term, 0);
+        return;
+    }
+    r->cq_deadline = now + r->cfg.election_timeout;
+}
+
+void jr__elect_tick(jr__raft *r, uint64_t now)
+{
+    if (jr__elect_due(r, now)) jr__elect_campaign(r, now, 1, 0);
+}

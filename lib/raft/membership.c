@@ -1,0 +1,135 @@
+/*
+ * membership — single-server configuration changes (§4.1), one at a time.
+ *
+ * §4.1: "a server always uses the latest configuration in its log, regardless of whether the
+ * entry is committed". So a CONFIG entry takes effect the moment it is appended, and when a
+ * follower's uncommitted suffix is truncated the configuration reverts to the latest one that
+ * remains (or the snapshot's). cidx keeps the indexes of the CONFIG entries the log holds, so
+ * both are O(number of configurations), never a scan of the log.
+ *
+ * Rules enforced by jr__raft_change(): a leader accepts a change only once an entry of its own
+ * term has committed (§4.1 bug fix: "a leader may not append a new configuration entry until it
+ * has committed an entry from its current term"), and only while no change is uncommitted
+ * (JR_EBUSY otherwise). §4.2.2: a leader that is removed keeps leading, without counting itself,
+ * until the change commits, then steps down.
+ */
+#include <string.h>
+
+#include "impl.h"
+#include "util/alloc.h"
+
+static int decode_at(const jr__raft *r, uint64_t index, jr__conf *out)
+{
+    const jr__memlog_ent *e = jr__memlog_at(&r->log, index);
+    return jr__conf_decode(out, jr__memlog_data(&r->log, e), e->len);
+}
+
+int jr__memb_appended(jr__raft *r, uint64_t index, const uint8_t *data, uint32_t len)
+{
+    jr__conf c;
+    if (jr__conf_decode(&c, data, len)) return JR_ECORRUPT;
+    if (r->ncidx == r->ccap) {
+        uint32_t cap = r->ccap ? r->ccap * 2 : 4;
+        uint64_t *p = jr__realloc(r->alloc, r->cidx, cap * sizeof *p);
+        if (!p) return JR_ENOMEM;
+        r->cidx = p;
+        r->ccap = cap;
+    }
+    r->cidx[r->ncidx++] = index;
+    r->conf = c;
+    r->conf_index = index;
+    if (r->role == ROLE_LEADER) jr__prog_rebuild(r);
+    return 0;
+}
+
+void jr__memb_truncated(jr__raft *r, uint64_t index)
+{
+    while (r->ncidx && r->cidx[r->ncidx - 1] >= index) r->ncidx--;
+    if (r->conf_index < index) return;
+    if (r->ncidx && decode_at(r, r->cidx[r->ncidx - 1], &r->conf) == 0) {
+        r->conf_index = r->cidx[r->ncidx - 1];
+    } else {
+        r->conf = r->snap_conf;
+        r->conf_index = r->snap_index;
+    }
+}
+
+void jr__memb_compacted(jr__raft *r)
+{
+    uint32_t k = 0;
+    while (k < r->ncidx && r->cidx[k] < r->log.first) k++;
+    memmove(r->cidx, r->cidx + k, (r->ncidx - k) * sizeof *r->cidx);
+    r->ncidx -= k;
+}
+
+void jr__memb_reset(jr__raft *r, const jr__conf *c, uint64_t index)
+{
+    r->ncidx = 0;
+    r->conf = *c;
+    r->conf_index = index;
+}
+
+int jr__memb_at(const jr__raft *r, uint64_t index, jr__conf *out)
+{
+    for (uint32_t k = r->ncidx; k > 0; k--)
+        if (r->cidx[k - 1] <= index) return decode_at(r, r->cidx[k - 1], out);
+    *out = r->snap_conf;
+    return 0;
+}
+
+int jr__memb_pending(const jr__raft *r)
+{
+    return r->conf_index > r->commit;
+}
+
+void jr__memb_committed(jr__raft *r, uint64_t now)
+{
+    if (r->role == ROLE_LEADER && r->conf_index <= r->commit && !jr__raft_is_voter(r))
+        jr__raft_stepdown(r, now);
+}
+
+/* Builds the configuration that `op` on `peer` makes of c; JR_EINVAL if impossible. */
+static int apply_op(jr__conf *c, int op, jr__id peer)
+{
+    uint32_t i = 0;
+    while (i < c->n && c->m[i].id != peer) i++;
+    int found = i < c->n;
+    switch (op) {
+    case JR__ADD_OBSERVER:
+        if (found || c->n >= JR__MAX_MEMBERS) return JR_EINVAL;
+        c->m[c->n++] = (jr__member){peer, 0};
+        return 0;
+    case JR__PROMOTE:
+        if (!found || c->m[i].voter) return JR_EINVAL;
+        c->m[i].voter = 1;
+        return 0;
+    case JR__REMOVE:
+        if (!found || (c->m[i].voter && jr__conf_voters(c) == 1)) return JR_EINVAL;
+        memmove(&c->m[i], &c->m[i + 1], (c->n - i - 1) * sizeof c->m[0]);
+        c->n--;
+        return 0;
+    default: return JR_EINVAL;
+    }
+}
+
+int jr__raft_change(jr__raft *r, uint64_t now, int op, jr__id peer, uint64_t *index)
+{
+    if (!r->started || r->role != ROLE_LEADER) return JR_ENOTLEADER;
+    if (r->transfer_to) return JR_ETRANSFER;
+    if (!jr__raft_ready(r) || jr__memb_pending(r)) return JR_EBUSY;
+    if (peer == 0) return JR_EINVAL;
+    if (now > r->now) r->now = now;
+    jr__conf c = r->conf;
+    int rc = apply_op(&c, op, peer);
+    if (rc) return rc;
+    rc = jr__prog_reserve(r, c.n);
+    if (rc) return rc;
+    uint8_t buf[16 + JR__MAX_MEMBERS * 9];
+    size_t n = jr__conf_encode(&c, buf);
+    rc = jr__repl_append_local(r, r->term, JR__ENTRY_CONFIG, buf, (uint32_t)n);
+    if (rc) return rc;
+    if (index) *index = r->log.last;
+    r->send_pending = 1;
+    jr__raft_wake(r);
+    return 0;
+}

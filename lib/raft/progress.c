@@ -1,0 +1,172 @@
+/*
+ * progress — the leader's view of each member (§3.5 nextIndex/matchIndex, plus flow control).
+ *
+ * States:
+ *  - PROBE: we do not know where the follower's log matches ours; one APPEND at a time (at
+ *    next - 1), retried on the heartbeat tick until an answer arrives;
+ *  - REPLICATE: the follower matched; APPENDs are pipelined optimistically (next advances on
+ *    send), bounded by max_inflight messages and max_inflight_bytes of entry payload;
+ *  - SNAPSHOT: the follower needs entries we compacted; a snapshot is being sent.
+ *
+ * The inflight window is a ring of the last index of each unacknowledged APPEND; the bytes in
+ * flight are read off the log's payload positions (memlog_bytes), so neither costs a scan.
+ * Rings are allocated when a member appears (becoming leader, adding a member) and kept in a
+ * pool, never in the hot path.
+ */
+#include <string.h>
+
+#include "impl.h"
+#include "util/alloc.h"
+
+static uint64_t *ring_take(jr__raft *r)
+{
+    return r->npool ? r->ring_pool[--r->npool] : NULL;
+}
+
+static void ring_give(jr__raft *r, uint64_t *ring)
+{
+    if (!ring) return;
+    if (r->npool < JR__MAX_MEMBERS)
+        r->ring_pool[r->npool++] = ring;
+    else
+        jr__free(r->alloc, ring);
+}
+
+int jr__prog_reserve(jr__raft *r, uint32_t n)
+{
+    if (n > JR__MAX_MEMBERS) return JR_EINVAL;
+    if (r->prog_cap < n) {
+        uint32_t cap = r->prog_cap ? r->prog_cap : 4;
+        while (cap < n) cap *= 2;
+        if (cap > JR__MAX_MEMBERS) cap = JR__MAX_MEMBERS;
+        jr__prog *p = jr__realloc(r->alloc, r->prog, cap * sizeof *p);
+        if (!p) return JR_ENOMEM;
+        memset(p + r->prog_cap, 0, (cap - r->prog_cap) * sizeof *p);
+        r->prog = p;
+        r->prog_cap = cap;
+    }
+    /* rings: those held by current slots plus the pool must cover n members */
+    uint32_t have = r->npool;
+    for (uint32_t i = 0; i < r->prog_cap; i++) have += r->prog[i].ring != NULL;
+    while (have < n) {
+        uint64_t *ring = jr__malloc(r->alloc, r->cfg.max_inflight * sizeof(uint64_t));
+        if (!ring) return JR_ENOMEM;
+        ring_give(r, ring);
+        have++;
+    }
+    return 0;
+}
+
+void jr__prog_free(jr__raft *r)
+{
+    for (uint32_t i = 0; i < r->prog_cap; i++) jr__free(r->alloc, r->prog[i].ring);
+    for (uint32_t i = 0; i < r->npool; i++) jr__free(r->alloc, r->ring_pool[i]);
+    jr__free(r->alloc, r->prog);
+    r->prog = NULL;
+    r->prog_cap = r->npool = 0;
+}
+
+jr__prog *jr__prog_find(jr__raft *r, jr__id id)
+{
+    if (r->role != ROLE_LEADER) return NULL;
+    for (uint32_t i = 0; i < r->conf.n; i++)
+        if (r->prog[i].id == id) return &r->prog[i];
+    return NULL;
+}
+
+void jr__prog_init(jr__raft *r, jr__prog *p)
+{
+    uint64_t *ring = p->ring;
+    jr__id id = p->id;
+    uint8_t voter = p->voter;
+    memset(p, 0, sizeof *p);
+    p->id = id;
+    p->voter = voter;
+    p->ring = ring;
+    p->state = JR__PROBE;
+    p->next = r->log.last + 1;
+    p->last_contact = r->now;
+}
+
+/* Re-lays prog[] out parallel to conf.m[], keeping the state of members that stay. Requires a
+ * prior jr__prog_reserve(r, conf.n) (so it cannot fail). */
+void jr__prog_rebuild(jr__raft *r)
+{
+    jr__prog neu[JR__MAX_MEMBERS];
+    uint8_t kept[JR__MAX_MEMBERS] = {0};
+    for (uint32_t i = 0; i < r->conf.n; i++) {
+        jr__id id = r->conf.m[i].id;
+        uint32_t j = 0;
+        while (j < r->prog_cap && (r->prog[j].id != id || kept[j])) j++;
+        if (j < r->prog_cap) {
+            neu[i] = r->prog[j];
+            kept[j] = 1;
+        } else {
+            memset(&neu[i], 0, sizeof neu[i]);
+            neu[i].id = id;
+            jr__prog_init(r, &neu[i]);
+        }
+        neu[i].voter = r->conf.m[i].voter;
+    }
+    /* rings of members that left go back to the pool; new members take one from it */
+    for (uint32_t j = 0; j < r->prog_cap; j++)
+        if (!kept[j]) ring_give(r, r->prog[j].ring);
+    for (uint32_t i = 0; i < r->conf.n; i++)
+        if (!neu[i].ring) neu[i].ring = ring_take(r);
+    memset(r->prog, 0, r->prog_cap * sizeof *r->prog);
+    memcpy(r->prog, neu, r->conf.n * sizeof *neu);
+}
+
+void jr__prog_probe(jr__prog *p, uint64_t next)
+{
+    p->state = JR__PROBE;
+    p->next = next > p->match ? next : p->match + 1;
+    p->paused = 0;
+    p->ring_head = p->ring_count = 0;
+}
+
+void jr__prog_replicate(jr__prog *p)
+{
+    p->state = JR__REPLICATE;
+    p->next = p->match + 1;
+    p->paused = 0;
+    p->ring_head = p->ring_count = 0;
+}
+
+void jr__prog_snapshot(jr__prog *p, uint64_t index)
+{
+    p->state = JR__SNAPSHOT;
+    p->snap_index = index;
+    p->snap_offset = 0;
+    p->paused = 0;
+    p->ring_head = p->ring_count = 0;
+}
+
+int jr__prog_window_full(const jr__raft *r, const jr__prog *p)
+{
+    if (p->ring_count >= r->cfg.max_inflight) return 1;
+    return p->ring_count && jr__memlog_bytes(&r->log, p->match + 1, p->next - 1) >=
+                                r->cfg.max_inflight_bytes;
+}
+
+void jr__prog_sent(jr__raft *r, jr__prog *p, uint64_t last)
+{
+    if (p->state == JR__PROBE) {
+        p->paused = 1;
+        return;
+    }
+    p->next = last + 1;
+    uint32_t slot = (p->ring_head + p->ring_count) % r->cfg.max_inflight;
+    p->ring[slot] = last;
+    p->ring_count++;
+}
+
+void jr__prog_acked(const jr__raft *r, jr__prog *p, uint64_t index)
+{
+    /* ring entries are increasing: free every APPEND the acknowledgement covers */
+    while (p->ring_count && p->ring[p->ring_head] <= index) {
+        p->ring_head = (p->ring_head + 1) % r->cfg.max_inflight;
+        p->ring_count--;
+    }
+    if (index > p->match) p->match = index;
+}

@@ -1,0 +1,363 @@
+/*
+ * replication — AppendEntries and heartbeats, both directions, and the commit rule.
+ *
+ * Leader side: entries are appended to the local log by proposals and sent to followers in
+ * batches (up to JR__MAX_APPEND_ENTRIES entries and max_msg_bytes per APPEND) when the node
+ * flushes the group, or as soon as an acknowledgement opens a follower's window (§10.2.2
+ * pipelining). A follower's rejection carries a conflict hint so the leader skips a whole
+ * conflicting term per round trip (§5.3: "the follower can include the term of the conflicting
+ * entry and the first index it stores for that term").
+ *
+ * Commit (§3.6.2, Figure 3.7): an index is committed once a majority of voters hold it durably
+ * and it belongs to the leader's current term: "Raft never commits log entries from previous
+ * terms by counting replicas". The leader counts itself only up to what it has persisted
+ * (§10.2.1: the leader may write in parallel with its followers but "counts itself in the
+ * majority only once its own write is durable").
+ *
+ * Heartbeats are sent in one place, jr__repl_heartbeat(), which also drives retransmission
+ * (probe retries, stalled pipelines, snapshot chunks); quiescence will hook in there.
+ */
+#include "impl.h"
+#include "util/alloc.h"
+
+int jr__repl_append_local(jr__raft *r, uint64_t term, uint8_t type, const void *data,
+                          uint32_t len)
+{
+    int rc = jr__memlog_append(&r->log, term, type, data, len);
+    if (rc) return rc;
+    if (type == JR__ENTRY_CONFIG) {
+        rc = jr__memb_appended(r, r->log.last, data, len);
+        if (rc) {
+            jr__memlog_truncate(&r->log, r->log.last);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* Removes entries index..last: the follower's conflicting suffix (§3.5: "delete the existing
+ * entry and all that follow it"). */
+static void truncate_from(jr__raft *r, uint64_t index)
+{
+    jr__memlog_truncate(&r->log, index);
+    jr__memb_truncated(r, index);
+    if (r->durable >= index) r->durable = index - 1;
+}
+
+static int grow_scratch(jr__raft *r, uint32_t n)
+{
+    if (n <= r->scratch_cap) return 0;
+    uint32_t cap = r->scratch_cap ? r->scratch_cap : 16;
+    while (cap < n) cap *= 2;
+    if (cap > JR__MAX_APPEND_ENTRIES) cap = JR__MAX_APPEND_ENTRIES;
+    jr__entry *s = jr__realloc(r->alloc, r->scratch, cap * sizeof *s);
+    if (!s) return JR_ENOMEM;
+    r->scratch = s;
+    r->scratch_cap = cap;
+    return 0;
+}
+
+/* How many entries from `from` fit one APPEND within `budget` payload bytes (at least one). */
+static uint32_t batch_len(const jr__raft *r, uint64_t from, uint64_t budget)
+{
+    uint64_t avail = r->log.last >= from ? r->log.last - from + 1 : 0;
+    uint32_t n = avail > JR__MAX_APPEND_ENTRIES ? JR__MAX_APPEND_ENTRIES : (uint32_t)avail;
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        bytes += jr__memlog_at(&r->log, from + i)->len;
+        if (i > 0 && bytes > budget) return i;
+    }
+    return n;
+}
+
+/* Sends p one APPEND (or starts a snapshot when p needs compacted entries). Returns 1 if a
+ * message went out. */
+static int send_one(jr__raft *r, jr__prog *p, uint64_t now)
+{
+    if (p->id == r->cfg.self || p->state == JR__SNAPSHOT) return 0;
+    if (p->state == JR__PROBE && p->paused) return 0;
+    uint64_t prev = p->next - 1;
+    if (prev < r->log.base_index) {
+        /* §5: the entries it needs are gone; send the snapshot instead */
+        jr__prog_snapshot(p, r->snap_index);
+        jr__snap_send(r, p, now);
+        return 1;
+    }
+    uint64_t budget = r->cfg.max_msg_bytes;
+    if (p->state == JR__REPLICATE) {
+        if (p->next > r->log.last || jr__prog_window_full(r, p)) return 0;
+        uint64_t inflight = jr__memlog_bytes(&r->log, p->match + 1, prev);
+        uint64_t room = r->cfg.max_inflight_bytes - inflight; /* window not full: no wrap */
+        if (room < budget) budget = room;
+    }
+    uint32_t n = batch_len(r, p->next, budget);
+    if (grow_scratch(r, n)) n = r->scratch_cap;
+    if (n == 0 && p->state == JR__REPLICATE) return 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const jr__memlog_ent *e = jr__memlog_at(&r->log, p->next + i);
+        r->scratch[i] = (jr__entry){e->term, p->next + i, e->type, e->len,
+                                    jr__memlog_data(&r->log, e)};
+    }
+    jr__msg m = {.type = JR__MSG_APPEND, .to = p->id};
+    m.u.append.prev_index = prev;
+    m.u.append.prev_term = jr__memlog_term(&r->log, prev);
+    m.u.append.commit = r->commit;
+    m.u.append.n = n;
+    m.u.append.entries = r->scratch;
+    jr__raft_send(r, &m);
+    uint64_t told = prev + n < r->commit ? prev + n : r->commit;
+    if (told > p->sent_commit) p->sent_commit = told;
+    jr__prog_sent(r, p, prev + n);
+    return 1;
+}
+
+void jr__repl_send_append(jr__raft *r, jr__prog *p, uint64_t now)
+{
+    /* pipelining: keep sending while the window and the log allow */
+    while (send_one(r, p, now) && p->state == JR__REPLICATE && p->next <= r->log.last) {
+    }
+}
+
+static void send_heartbeat(jr__raft *r, jr__prog *p)
+{
+    jr__msg m = {.type = JR__MSG_HEARTBEAT, .to = p->id};
+    /* only what the follower is known to hold (etcd's rule), so it can commit it blindly */
+    m.u.heartbeat.commit = p->match < r->commit ? p->match : r->commit;
+    if (m.u.heartbeat.commit > p->sent_commit) p->sent_commit = m.u.heartbeat.commit;
+    jr__raft_send(r, &m);
+}
+
+void jr__repl_flush(jr__raft *r, uint64_t now)
+{
+    r->send_pending = 0;
+    for (uint32_t i = 0; i < r->conf.n; i++) {
+        jr__prog *p = &r->prog[i];
+        if (p->id == r->cfg.self) continue;
+        jr__repl_send_append(r, p, now);
+        /* a commit that advanced with nothing new to carry it goes out on its own */
+        uint64_t known = p->match < r->commit ? p->match : r->commit;
+        if (p->state != JR__SNAPSHOT && p->sent_commit < known) send_heartbeat(r, p);
+    }
+}
+
+int jr__repl_heartbeat_due(const jr__raft *r, uint64_t now)
+{
+    return r->role == ROLE_LEADER && now >= r->hb_deadline;
+}
+
+void jr__repl_heartbeat(jr__raft *r, uint64_t now)
+{
+    r->hb_deadline = now + r->cfg.heartbeat_interval;
+    r->send_pending = 0;
+    for (uint32_t i = 0; i < r->conf.n; i++) {
+        jr__prog *p = &r->prog[i];
+        if (p->id == r->cfg.self) continue;
+        if (p->state == JR__PROBE) {
+            p->paused = 0; /* the probe (or its answer) may have been lost: retry */
+        } else if (p->state == JR__REPLICATE && p->ring_count && p->match == p->hb_match) {
+            jr__prog_probe(p, p->match + 1); /* a whole interval without progress: lost */
+        } else if (p->state == JR__SNAPSHOT && p->paused) {
+            jr__snap_send(r, p, now); /* resume at the offset the follower last asked for */
+        }
+        p->hb_match = p->match;
+        jr__repl_send_append(r, p, now);
+        send_heartbeat(r, p);
+    }
+}
+
+void jr__repl_maybe_commit(jr__raft *r, uint64_t now)
+{
+    if (r->role != ROLE_LEADER) return;
+    uint64_t v[JR__MAX_MEMBERS];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < r->conf.n; i++) {
+        const jr__prog *p = &r->prog[i];
+        if (!p->voter) continue;
+        uint64_t m = p->id == r->cfg.self ? r->durable : p->match;
+        uint32_t j = n++;
+        for (; j > 0 && v[j - 1] < m; j--) v[j] = v[j - 1]; /* insertion, descending */
+        v[j] = m;
+    }
+    if (n == 0) return;
+    uint64_t q = v[jr__raft_quorum(r) - 1];
+    if (q <= r->commit || jr__memlog_term(&r->log, q) != r->term) return;
+    r->commit = q;
+    r->send_pending = 1;
+    jr__memb_committed(r, now);
+}
+
+/* Follower side -------------------------------------------------------------------------------*/
+
+int jr__repl_check_append(const jr__raft *r, const jr__msg *m)
+{
+    uint32_t n = m->u.append.n;
+    uint64_t prev = m->u.append.prev_index, pterm = m->u.append.prev_term;
+    if (n > JR__MAX_APPEND_ENTRIES || (n && !m->u.append.entries)) return JR_EINVAL;
+    if ((prev == 0) != (pterm == 0) || pterm > m->term || prev > UINT64_MAX - n - 1)
+        return JR_EINVAL;
+    uint64_t t = pterm;
+    for (uint32_t i = 0; i < n; i++) {
+        const jr__entry *e = &m->u.append.entries[i];
+        if (e->index != prev + 1 + i || e->term < t || e->term > m->term ||
+            e->type > JR__ENTRY_CONFIG || (e->len && !e->data))
+            return JR_EINVAL;
+        if (e->type == JR__ENTRY_CONFIG) {
+            jr__conf c;
+            if (jr__conf_decode(&c, e->data, e->len)) return JR_EINVAL;
+        }
+        t = e->term;
+    }
+    (void)r;
+    return 0;
+}
+
+static void reply_append(jr__raft *r, jr__id to, int ok, uint64_t index, uint64_t hint_index,
+                         uint64_t hint_term)
+{
+    jr__msg m = {.type = JR__MSG_APPEND_RESP, .to = to};
+    m.flags = ok ? JR__MF_DURABLE : 0; /* success vouches for durable entries */
+    m.u.append_resp.success = (uint8_t)ok;
+    m.u.append_resp.index = index;
+    m.u.append_resp.hint_index = hint_index;
+    m.u.append_resp.hint_term = hint_term;
+    jr__raft_send(r, &m);
+}
+
+static void reject(jr__raft *r, const jr__msg *m)
+{
+    uint64_t prev = m->u.append.prev_index;
+    if (prev > r->log.last) {
+        reply_append(r, m->from, 0, prev, r->log.last + 1, 0);
+        return;
+    }
+    /* the first index we hold of the conflicting term (terms are sorted: binary search) */
+    uint64_t t = jr__memlog_term(&r->log, prev);
+    uint64_t lo = r->commit + 1 > r->log.first ? r->commit + 1 : r->log.first;
+    uint64_t first = t ? jr__memlog_last_le(&r->log, lo, prev, t - 1) + 1 : lo;
+    reply_append(r, m->from, 0, prev, first, t);
+}
+
+void jr__repl_heard_leader(jr__raft *r, uint64_t now, jr__id from)
+{
+    if (r->role != ROLE_FOLLOWER) jr__elect_become_follower(r, now, r->term, from);
+    r->leader = from;
+    r->leader_contact = now;
+    jr__elect_reset_timer(r, now);
+}
+
+int jr__repl_on_append(jr__raft *r, uint64_t now, const jr__msg *m)
+{
+    if (r->role == ROLE_LEADER) return JR_EINVAL; /* two leaders in a term cannot happen */
+    jr__repl_heard_leader(r, now, m->from);
+    const jr__entry *ents = m->u.append.entries;
+    uint32_t n = m->u.append.n;
+    uint64_t prev = m->u.append.prev_index, pterm = m->u.append.prev_term;
+    if (prev < r->commit) {
+        /* committed entries are the same in every log: skip them */
+        uint64_t skip = r->commit - prev;
+        if (skip >= n) {
+            reply_append(r, m->from, 1, r->commit, 0, 0);
+            return 0;
+        }
+        ents += skip;
+        n -= (uint32_t)skip;
+        prev = r->commit;
+        pterm = jr__memlog_term(&r->log, prev);
+    }
+    if (prev > r->log.last || jr__memlog_term(&r->log, prev) != pterm) {
+        reject(r, m);
+        return 0;
+    }
+    uint32_t i = 0;
+    while (i < n && ents[i].index <= r->log.last &&
+           jr__memlog_term(&r->log, ents[i].index) == ents[i].term)
+        i++;
+    if (i < n && ents[i].index <= r->log.last) truncate_from(r, ents[i].index);
+    for (; i < n; i++) {
+        int rc = jr__repl_append_local(r, ents[i].term, ents[i].type, ents[i].data, ents[i].len);
+        if (rc) return rc; /* what was appended stays; the leader will retry the rest */
+    }
+    uint64_t match = prev + n;
+    uint64_t c = m->u.append.commit < match ? m->u.append.commit : match;
+    if (c > r->commit) r->commit = c;
+    reply_append(r, m->from, 1, match, 0, 0);
+    return 0;
+}
+
+/* Where to probe next after a rejection of prev_index `rej` carrying a conflict hint. */
+static uint64_t backtrack(const jr__raft *r, const jr__msg *m, uint64_t rej)
+{
+    uint64_t hint = m->u.append_resp.hint_index, hterm = m->u.append_resp.hint_term;
+    uint64_t next = hint;
+    if (hterm) {
+        /* if we hold entries of the follower's conflicting term, ours and its agree up to our
+         * last one of that term; otherwise skip the follower's whole term */
+        uint64_t hi = rej < r->log.last ? rej : r->log.last;
+        uint64_t j = jr__memlog_last_le(&r->log, r->log.first, hi, hterm);
+        if (j >= r->log.first && jr__memlog_term(&r->log, j) == hterm) next = j + 1;
+    }
+    return next < rej ? next : rej;
+}
+
+void jr__repl_on_append_resp(jr__raft *r, uint64_t now, const jr__msg *m)
+{
+    jr__prog *p = jr__prog_find(r, m->from);
+    if (!p) return;
+    p->last_contact = now;
+    uint64_t idx = m->u.append_resp.index;
+    if (m->u.append_resp.success) {
+        if (idx < p->match || idx > r->log.last) return; /* stale, or nonsense */
+        uint64_t old = p->match;
+        jr__prog_acked(r, p, idx);
+        if (p->state != JR__REPLICATE) jr__prog_replicate(p);
+        if (p->match > old) {
+            jr__repl_maybe_commit(r, now);
+            if (r->role != ROLE_LEADER) return; /* a committed self-removal stepped us down */
+            jr__xfer_progress(r, p);
+        }
+    } else {
+        if (p->state == JR__SNAPSHOT) return;
+        if (p->state == JR__REPLICATE && idx <= p->match) return;      /* stale */
+        if (p->state == JR__PROBE && idx != p->next - 1) return;      /* stale */
+        jr__prog_probe(p, backtrack(r, m, idx));
+    }
+    jr__repl_send_append(r, p, now);
+}
+
+void jr__repl_on_heartbeat(jr__raft *r, uint64_t now, const jr__msg *m)
+{
+    if (r->role == ROLE_LEADER) return;
+    jr__repl_heard_leader(r, now, m->from);
+    /* the leader sends only what it knows we hold, so our log has it */
+    uint64_t c = m->u.heartbeat.commit < r->log.last ? m->u.heartbeat.commit : r->log.last;
+    if (c > r->commit) r->commit = c;
+    jr__msg resp = {.type = JR__MSG_HEARTBEAT_RESP, .to = m->from};
+    resp.u.heartbeat_resp.match_hint = r->log.last;
+    jr__raft_send(r, &resp);
+}
+
+void jr__repl_on_heartbeat_resp(jr__raft *r, uint64_t now, const jr__msg *m)
+{
+    jr__prog *p = jr__prog_find(r, m->from);
+    if (p) p->last_contact = now;
+}
+
+void jr__repl_reply_stale(jr__raft *r, const jr__msg *m)
+{
+    jr__msg resp = {.to = m->from};
+    switch (m->type) {
+    case JR__MSG_APPEND:
+        resp.type = JR__MSG_APPEND_RESP;
+        resp.u.append_resp.index = m->u.append.prev_index;
+        break;
+    case JR__MSG_HEARTBEAT:
+        resp.type = JR__MSG_HEARTBEAT_RESP;
+        resp.u.heartbeat_resp.match_hint = r->log.last;
+        break;
+    default:
+        resp.type = JR__MSG_VOTE_RESP;
+        resp.flags = JR__MF_PREVOTE;
+        break;
+    }
+    jr__raft_send(r, &resp);
+}

@@ -1,0 +1,156 @@
+/*
+ * harness — N jr__raft instances wired together in one thread: message queues, a manual clock,
+ * an in-memory "disk" per node, a hash-chain state machine, faults, and invariant checkers.
+ *
+ * The harness plays the node's part of the ready cycle exactly as raft.h describes it: after
+ * every input to a node whose group notified, it flushes (jr__raft_flush, unpersisted -> disk,
+ * persisted, DURABLE messages released, committed entries applied, ready_done).
+ *
+ * Invariants checked on every flush (they abort the test through ck_assert with the seed):
+ *  - election safety: at most one leader per term;
+ *  - log matching: an (index, term) pair always carries the same entry, with the same previous
+ *    term, in every log that ever holds it;
+ *  - leader completeness: a new leader holds every entry committed anywhere;
+ *  - state-machine safety: every node applies the same entry at each index, and a snapshot
+ *    install brings the same state as applying the log;
+ *  - per node: commit never decreases while it runs; applied <= commit.
+ */
+#ifndef JR_TEST_RAFT_HARNESS_H
+#define JR_TEST_RAFT_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "raft/raft.h"
+#include "util/rand.h"
+
+#define H_MAX 7
+#define H_MS 1000000ULL
+
+typedef struct h_msg h_msg;
+typedef struct harness harness;
+
+typedef struct h_disk_ent {
+    uint64_t term;
+    uint8_t type;
+    uint32_t len;
+    uint8_t *data;
+} h_disk_ent;
+
+typedef struct h_node {
+    harness *h;
+    int idx;
+    jr__id id;
+    jr__raft *r;
+    int up;
+    int notified;
+    int hold; /* 1: the node does not flush at all; 2: its entry writes are slow (only the hard
+                 state becomes durable; used on leaders, whose DURABLE messages are votes) */
+    /* the "disk": hard state, entries [dfirst, dfirst + dn), snapshot */
+    uint64_t term, vote, commit;
+    h_disk_ent *dlog;
+    uint64_t dfirst, dn, dcap;
+    uint64_t snap_index, snap_term, snap_sm_index, snap_sm_hash;
+    jr__conf snap_conf;
+    int has_snap;
+    /* state machine: hash chain over applied entries */
+    uint64_t sm_index, sm_hash;
+    /* snapshot being received */
+    uint8_t *rbuf;
+    size_t rlen, rcap;
+    /* DURABLE messages waiting for the flush */
+    h_msg *held, **held_tail;
+    /* checks */
+    uint64_t last_commit;
+    uint64_t applied_count;
+    int was_leader_term; /* term in which we last saw it leader (completeness check) */
+} h_node;
+
+/* Returns 0 to drop the message. */
+typedef int (*h_filter_fn)(harness *h, const jr__msg *m, void *arg);
+
+struct harness {
+    int n;
+    h_node nodes[H_MAX];
+    uint64_t now;
+    uint64_t seed;
+    jr__rand rng;
+    jr__raft_config cfg; /* template (group, timeouts, limits, alloc) */
+    /* network */
+    h_msg **q;
+    size_t qn, qcap;
+    uint64_t seq;
+    uint32_t drop_pct, dup_pct;
+    uint64_t delay_max; /* ns; random delay in [0, delay_max] reorders */
+    uint8_t cut[H_MAX][H_MAX]; /* cut[a][b]: a -> b loses everything */
+    h_filter_fn filter;
+    void *filter_arg;
+    /* state machine / snapshots */
+    uint64_t snap_every;   /* 0: never snapshot */
+    uint64_t snap_trailing;
+    size_t snap_size; /* bytes of a serialized snapshot (forces chunking) */
+    /* invariants */
+    jr__id *leader_of;   /* by term */
+    size_t leader_cap;
+    struct h_key *keys;  /* (index, term) -> entry hash */
+    size_t kcap, kn;
+    uint64_t *ctrm, *chash; /* committed entry at index: term, entry hash */
+    uint64_t *chain;        /* state-machine hash after applying 1..index */
+    size_t ccap;
+    uint64_t max_commit;
+    uint64_t steps;
+    /* counters */
+    uint64_t sent, delivered, dropped;
+};
+
+/* Sets up n nodes (ids 1..n) with a template config (election 100 ms, heartbeat 20 ms unless
+ * set by the caller after h_init and before h_start). Nothing runs yet. */
+void h_init(harness *h, int n, uint64_t seed);
+/* Bootstraps nodes [0, nmembers) with a configuration where the first nvoters are voters and
+ * the rest observers, and starts every node. */
+void h_start(harness *h, int nmembers, int nvoters);
+void h_free(harness *h);
+
+/* Delivers queued messages (ignoring delays) until none are left or max deliveries. */
+void h_deliver_all(harness *h);
+/* Advances the clock by dt, ticking every node whose deadline passed and delivering whatever
+ * becomes due, in steps of at most `step`. */
+void h_run(harness *h, uint64_t dt);
+/* Fires node i's election timer now (the clock moves to its deadline) and delivers. */
+void h_timeout(harness *h, int i);
+/* Runs until some node leads (returns its index) or dt passes (-1). */
+int h_wait_leader(harness *h, uint64_t dt);
+/* The leader with the highest term among running nodes, or -1. */
+int h_leader(const harness *h);
+
+int h_propose(harness *h, int i, const char *s, uint64_t *index);
+void h_crash(harness *h, int i);
+void h_restart(harness *h, int i);
+void h_isolate(harness *h, int i);
+void h_heal(harness *h);
+/* Runs the ready cycle of node i if it notified. */
+void h_flush(h_node *nd);
+
+/* Node i's committed & applied index. */
+static inline uint64_t h_commit(const harness *h, int i)
+{
+    return jr__raft_commit_index(h->nodes[i].r);
+}
+/* Reads node i's entry at index into a NUL-terminated string (or "" for non-NORMAL). */
+const char *h_entry_str(const harness *h, int i, uint64_t index, char *buf, size_t cap);
+/* Runs every invariant check once over the whole cluster (the per-flush checks are
+ * incremental; this one is a full sweep, for tests to call at the end). */
+void h_check_all(harness *h);
+
+/* Replaces node i's disk with a log: index 1 is the bootstrap CONFIG entry (`voters` voters
+ * 1..voters), then one NORMAL entry per term in terms[0..n) ("<index>:<term>"), hard state
+ * term `term`; and (re)starts it from that disk. */
+void h_preload(harness *h, int i, int voters, uint64_t term, const uint64_t *terms, size_t n);
+
+/* Sends a raw message into node i as if from the network (for malformed-input tests). */
+int h_inject(harness *h, int i, const jr__msg *m);
+
+/* Counts of queued messages of a type (0 = any) from node a (-1 = any) to b (-1 = any). */
+size_t h_queued(const harness *h, int type, int from, int to);
+
+#endif

@@ -1,0 +1,355 @@
+/*
+ * The Raft core as a pure function: scenarios from the Raft paper and dissertation, run on the
+ * in-test harness (harness.h), which checks election safety, log matching, leader completeness
+ * and state-machine safety on every flush.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "raft/memlog.h"
+
+#define MS H_MS
+#define ET (100 * MS)
+
+static uint64_t term_of(const harness *h, int i)
+{
+    return jr__raft_term(h->nodes[i].r);
+}
+static int role_of(const harness *h, int i)
+{
+    return jr__raft_role(h->nodes[i].r);
+}
+static jr__raft *R(harness *h, int i)
+{
+    return h->nodes[i].r;
+}
+
+/* Elects node i by firing its election timer; asserts it leads and is ready. */
+static void elect(harness *h, int i)
+{
+    h_timeout(h, i);
+    ck_assert_int_eq(role_of(h, i), JR_LEADER);
+    ck_assert_msg(jr__raft_ready(R(h, i)), "leader %d not ready", i);
+}
+
+/* conf ------------------------------------------------------------------------------------------*/
+
+START_TEST(conf_roundtrip_and_strict_decode)
+{
+    jr__conf c = {0}, d;
+    c.m[c.n++] = (jr__member){42, 1};
+    c.m[c.n++] = (jr__member){UINT64_MAX, 0};
+    uint8_t buf[16 + JR__MAX_MEMBERS * 9];
+    size_t n = jr__conf_encode(&c, buf);
+    ck_assert_uint_eq(n, jr__conf_encoded_len(&c));
+    ck_assert_int_eq(jr__conf_decode(&d, buf, n), 0);
+    ck_assert_uint_eq(d.n, 2);
+    ck_assert_uint_eq(d.m[1].id, UINT64_MAX);
+    ck_assert_uint_eq(jr__conf_voters(&d), 1);
+    ck_assert_ptr_nonnull(jr__conf_find(&d, 42));
+    ck_assert_ptr_null(jr__conf_find(&d, 43));
+    /* trailing byte, truncation */
+    ck_assert_int_eq(jr__conf_decode(&d, buf, n + 1), JR_ECORRUPT);
+    ck_assert_int_eq(jr__conf_decode(&d, buf, n - 1), JR_ECORRUPT);
+    /* duplicate id */
+    c.m[1].id = 42;
+    n = jr__conf_encode(&c, buf);
+    ck_assert_int_eq(jr__conf_decode(&d, buf, n), JR_ECORRUPT);
+    /* id 0, voter byte 2 */
+    c.m[1] = (jr__member){0, 1};
+    n = jr__conf_encode(&c, buf);
+    ck_assert_int_eq(jr__conf_decode(&d, buf, n), JR_ECORRUPT);
+    c.m[1] = (jr__member){7, 2};
+    n = jr__conf_encode(&c, buf);
+    ck_assert_int_eq(jr__conf_decode(&d, buf, n), JR_ECORRUPT);
+    /* too many members */
+    uint8_t big[] = {65};
+    ck_assert_int_eq(jr__conf_decode(&d, big, 1), JR_ECORRUPT);
+}
+END_TEST
+
+/* memlog ----------------------------------------------------------------------------------------*/
+
+START_TEST(memlog_rings_wrap_grow_truncate_compact)
+{
+    jr__memlog l;
+    jr__memlog_init(&l, NULL);
+    char s[64];
+    /* many appends with compaction: the rings wrap and are reused */
+    for (uint64_t i = 1; i <= 5000; i++) {
+        int n = snprintf(s, sizeof s, "entry-%llu-%.*s", (unsigned long long)i, (int)(i % 37),
+                         "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+        ck_assert_int_eq(jr__memlog_append(&l, 1 + i / 1000, 0, s, (uint32_t)n), 0);
+        if (i % 100 == 0) jr__memlog_compact(&l, i - 50);
+    }
+    ck_assert_uint_eq(l.first, 4951);
+    ck_assert_uint_eq(l.last, 5000);
+    for (uint64_t i = l.first; i <= l.last; i++) {
+        int n = snprintf(s, sizeof s, "entry-%llu-%.*s", (unsigned long long)i, (int)(i % 37),
+                         "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+        const jr__memlog_ent *e = jr__memlog_at(&l, i);
+        ck_assert_uint_eq(e->len, (uint32_t)n);
+        ck_assert(memcmp(jr__memlog_data(&l, e), s, (size_t)n) == 0);
+    }
+    ck_assert_uint_le(l.ecap, 256);
+    ck_assert_uint_le(l.bcap, 16384);
+    ck_assert_uint_eq(jr__memlog_term(&l, 4950), 5); /* the base */
+    ck_assert_uint_eq(jr__memlog_term(&l, 4949), 0);
+    /* truncation and binary search by term */
+    jr__memlog_truncate(&l, 4990);
+    ck_assert_uint_eq(l.last, 4989);
+    ck_assert_int_eq(jr__memlog_append(&l, 9, 0, "z", 1), 0);
+    ck_assert_uint_eq(jr__memlog_last_le(&l, l.first, l.last, 5), 4989);
+    ck_assert_uint_eq(jr__memlog_last_le(&l, l.first, l.last, 9), 4990);
+    ck_assert_uint_eq(jr__memlog_last_le(&l, l.first, l.last, 4), l.first - 1);
+    jr__memlog_reset(&l, 10000, 12);
+    ck_assert_uint_eq(l.first, 10001);
+    ck_assert_uint_eq(jr__memlog_term(&l, 10000), 12);
+    jr__memlog_free(&l);
+}
+END_TEST
+
+/* election & commit -----------------------------------------------------------------------------*/
+
+START_TEST(basic_election_and_commit)
+{
+    harness h;
+    h_init(&h, 3, 1);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    ck_assert_uint_eq(term_of(&h, 0), 2);
+    for (int i = 1; i < 3; i++) {
+        ck_assert_int_eq(role_of(&h, i), JR_FOLLOWER);
+        ck_assert_uint_eq(jr__raft_leader(R(&h, i)), 1);
+    }
+    uint64_t a, b;
+    ck_assert_int_eq(h_propose(&h, 0, "a", &a), 0);
+    ck_assert_int_eq(h_propose(&h, 0, "b", &b), 0);
+    ck_assert_uint_eq(b, a + 1);
+    ck_assert_int_eq(h_propose(&h, 1, "x", NULL), JR_ENOTLEADER);
+    h_deliver_all(&h);
+    h_run(&h, 50 * MS); /* a heartbeat carries the final commit to the followers */
+    char buf[16];
+    for (int i = 0; i < 3; i++) {
+        ck_assert_uint_eq(h_commit(&h, i), b);
+        ck_assert_uint_eq(jr__raft_applied_index(R(&h, i)), b);
+        ck_assert_str_eq(h_entry_str(&h, i, a, buf, sizeof buf), "a");
+    }
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
+START_TEST(single_voter_leads_at_once)
+{
+    harness h;
+    h_init(&h, 1, 2);
+    h_start(&h, 1, 1);
+    ck_assert_int_eq(role_of(&h, 0), JR_LEADER);
+    uint64_t idx;
+    ck_assert_int_eq(h_propose(&h, 0, "solo", &idx), 0);
+    ck_assert_uint_eq(h_commit(&h, 0), idx);
+    h_free(&h);
+}
+END_TEST
+
+/* Votes between the two candidates are dropped so each gets exactly half of the four voters:
+ * nobody wins the term; randomized timeouts then elect one leader. */
+static int split_filter(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    (void)arg;
+    if (m->type != JR__MSG_VOTE || (m->flags & JR__MF_PREVOTE)) return 1;
+    return !((m->from == 1 && m->to == 4) || (m->from == 3 && m->to == 2));
+}
+
+START_TEST(split_votes_resolve)
+{
+    harness h;
+    h_init(&h, 4, 3);
+    h_start(&h, 4, 4);
+    h.filter = split_filter;
+    /* nodes 0 and 2 time out together */
+    uint64_t d = jr__raft_deadline(R(&h, 0));
+    if (jr__raft_deadline(R(&h, 2)) > d) d = jr__raft_deadline(R(&h, 2));
+    h.now = d;
+    jr__raft_tick(R(&h, 0), h.now);
+    h_flush(&h.nodes[0]);
+    jr__raft_tick(R(&h, 2), h.now);
+    h_flush(&h.nodes[2]);
+    h_deliver_all(&h);
+    ck_assert_int_eq(h_leader(&h), -1);
+    ck_assert_uint_eq(term_of(&h, 0), 2);
+    ck_assert_uint_eq(term_of(&h, 2), 2);
+    h.filter = NULL;
+    int l = h_wait_leader(&h, 20 * ET);
+    ck_assert_int_ge(l, 0);
+    ck_assert_uint_gt(term_of(&h, l), 2);
+    h_free(&h);
+}
+END_TEST
+
+/* Figure 7 ---------------------------------------------------------------------------------------
+ * The leader of term 8 holds terms 1 1 1 4 4 5 5 6 6 6 at indexes 1..10 (index 1 is the
+ * bootstrap configuration). Each follower case (a)..(f) is repaired to the leader's log. */
+static const uint64_t fig7_leader[] = {1, 1, 4, 4, 5, 5, 6, 6, 6};
+static const struct {
+    const char *name;
+    uint64_t t[12];
+    size_t n;
+} fig7[] = {
+    {"a: missing one", {1, 1, 4, 4, 5, 5, 6, 6}, 8},
+    {"b: missing many", {1, 1, 4}, 3},
+    {"c: one extra uncommitted", {1, 1, 4, 4, 5, 5, 6, 6, 6, 6}, 10},
+    {"d: extra entries of term 7", {1, 1, 4, 4, 5, 5, 6, 6, 6, 7, 7}, 11},
+    {"e: divergent term 4", {1, 1, 4, 4, 4, 4}, 6},
+    {"f: divergent terms 2, 3", {1, 1, 2, 2, 2, 3, 3, 3, 3, 3}, 10},
+};
+
+START_TEST(figure7_follower_repaired)
+{
+    int c = _i;
+    harness h;
+    h_init(&h, 3, 10 + (uint64_t)c);
+    h_start(&h, 3, 3);
+    h_preload(&h, 0, 3, 7, fig7_leader, 9);
+    h_preload(&h, 2, 3, 7, fig7_leader, 9);
+    h_preload(&h, 1, 3, 7, fig7[c].t, fig7[c].n);
+    elect(&h, 0);
+    ck_assert_uint_eq(term_of(&h, 0), 8);
+    h_run(&h, 5 * ET);
+    jr__raft *L = R(&h, 0), *F = R(&h, 1);
+    ck_assert_msg(jr__raft_last_index(F) == jr__raft_last_index(L), "%s: last %llu vs %llu",
+                  fig7[c].name, (unsigned long long)jr__raft_last_index(F),
+                  (unsigned long long)jr__raft_last_index(L));
+    for (uint64_t i = 1; i <= jr__raft_last_index(L); i++) {
+        jr__entry a, b;
+        ck_assert_int_eq(jr__raft_entry(L, i, &a), 0);
+        ck_assert_int_eq(jr__raft_entry(F, i, &b), 0);
+        ck_assert_msg(a.term == b.term, "%s: index %llu term %llu vs %llu", fig7[c].name,
+                      (unsigned long long)i, (unsigned long long)b.term,
+                      (unsigned long long)a.term);
+    }
+    ck_assert_uint_eq(h_commit(&h, 1), jr__raft_last_index(L));
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
+/* Figure 8 ---------------------------------------------------------------------------------------
+ * S1 leads term 4 holding (2, term 2), which S2 and S3 also hold: a majority of five. S1's own
+ * no-op of term 4 is not yet durable on S1 and S4, S5 are unreachable, so no entry of term 4 is
+ * on a majority. Counting replicas would commit index 2; Raft must not (§3.6.2). Once S1's
+ * write is durable the no-op commits, and index 2 with it. */
+static int cut_s4_s5(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    (void)arg;
+    return m->to != 4 && m->to != 5 && m->from != 4 && m->from != 5;
+}
+
+START_TEST(figure8_old_term_not_committed_by_counting)
+{
+    harness h;
+    h_init(&h, 5, 8);
+    h_start(&h, 5, 5);
+    const uint64_t t2[] = {2}, t3[] = {3};
+    h_preload(&h, 0, 5, 3, t2, 1);
+    h_preload(&h, 1, 5, 3, t2, 1);
+    h_preload(&h, 2, 5, 3, NULL, 0);
+    h_preload(&h, 3, 5, 3, NULL, 0);
+    h_preload(&h, 4, 5, 3, t3, 1);
+    /* S1's entry writes are slow; it wins term 4 with S2, S3, S4; then S4, S5 are cut off */
+    h.nodes[0].hold = 2;
+    h.filter = cut_s4_s5;
+    h_timeout(&h, 0);
+    ck_assert_int_eq(role_of(&h, 0), JR_LEADER);
+    ck_assert_uint_eq(term_of(&h, 0), 4);
+    h_run(&h, 3 * 20 * MS);
+    jr__entry e;
+    ck_assert_int_eq(jr__raft_entry(R(&h, 2), 2, &e), 0);
+    ck_assert_uint_eq(e.term, 2); /* S3 got (2, term 2): on S1, S2, S3 */
+    ck_assert_uint_eq(jr__raft_last_index(R(&h, 1)), 3);
+    ck_assert_uint_eq(jr__raft_last_index(R(&h, 2)), 3);
+    ck_assert_uint_lt(h_commit(&h, 0), 2);
+    ck_assert_int_eq(jr__raft_ready(R(&h, 0)), 0);
+    /* S1's write becomes durable: the no-op is on S1, S2, S3 and commits with index 2 */
+    h.nodes[0].hold = 0;
+    h.nodes[0].notified = 1;
+    h_flush(&h.nodes[0]);
+    ck_assert_uint_eq(h_commit(&h, 0), 3);
+    ck_assert(jr__raft_ready(R(&h, 0)));
+    h_free(&h);
+}
+END_TEST
+
+/* pre-vote, check-quorum ------------------------------------------------------------------------*/
+
+START_TEST(prevote_partitioned_node_does_not_disrupt)
+{
+    harness h;
+    h_init(&h, 3, 4);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    uint64_t t = term_of(&h, 0);
+    h_isolate(&h, 2);
+    h_run(&h, 20 * ET);
+    /* the isolated node kept trying, but pre-vote never let it raise its term */
+    ck_assert_uint_eq(term_of(&h, 2), t);
+    ck_assert_int_eq(role_of(&h, 0), JR_LEADER);
+    h_heal(&h);
+    h_run(&h, 5 * ET);
+    ck_assert_int_eq(role_of(&h, 0), JR_LEADER);
+    ck_assert_uint_eq(term_of(&h, 0), t);
+    ck_assert_int_eq(role_of(&h, 2), JR_FOLLOWER);
+    ck_assert_uint_eq(jr__raft_leader(R(&h, 2)), 1);
+    h_free(&h);
+}
+END_TEST
+
+START_TEST(check_quorum_isolated_leader_steps_down)
+{
+    harness h;
+    h_init(&h, 3, 5);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    h_isolate(&h, 0);
+    h_run(&h, 3 * ET);
+    ck_assert_int_ne(role_of(&h, 0), JR_LEADER);
+    int l = h_wait_leader(&h, 10 * ET);
+    ck_assert_int_ge(l, 1);
+    h_heal(&h);
+    h_run(&h, 3 * ET);
+    ck_assert_uint_eq(jr__raft_leader(R(&h, 0)), (jr__id)l + 1);
+    h_free(&h);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("raft");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, conf_roundtrip_and_strict_decode);
+    tcase_add_test(tc, memlog_rings_wrap_grow_truncate_compact);
+    tcase_add_test(tc, basic_election_and_commit);
+    tcase_add_test(tc, single_voter_leads_at_once);
+    tcase_add_test(tc, split_votes_resolve);
+    tcase_add_loop_test(tc, figure7_follower_repaired, 0, (int)(sizeof fig7 / sizeof fig7[0]));
+    tcase_add_test(tc, figure8_old_term_not_committed_by_counting);
+    tcase_add_test(tc, prevote_partitioned_node_does_not_disrupt);
+    tcase_add_test(tc, check_quorum_isolated_leader_steps_down);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
