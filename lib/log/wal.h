@@ -16,6 +16,24 @@
  * recovered normally.
  *
  * A segment is deleted only when every group with entries in it has compacted past them.
+ *
+ * Replay (what jr__wal_open reports, in this order; implementation notes by lib/log's owner):
+ *  1. on_damaged for every damaged group (message names the file and offset of the damage);
+ *  2. for every live group, ascending by id: on_compact (its last marker) if any, then
+ *     on_hardstate (its last hard state) if any; on_drop for groups whose last record is a drop;
+ *  3. on_entry for the log as it stands after every supersession and compaction: each index
+ *     once, ascending per group and contiguous from the marker (or 1), interleaved across groups
+ *     in log order. Raw log order with supersession applied by the caller gives the same result,
+ *     so a consumer written for raw order works unchanged.
+ *  For a damaged group, entries written after the damage are not replayed (its hard state and
+ *  marker are). A group stays damaged across restarts (the flag is kept in checkpoints) until
+ *  it is repaired: jr__wal_drop() and then its new state (marker, hard state, entries).
+ *
+ * Torn tail: invalid bytes at the end of the last segment (with no valid record after them)
+ * are the unsynced part of the last write and are cut off silently. A damaged region with
+ * valid records after it, or anywhere in an older segment, or a missing segment, is damage.
+ * Limitation: a group created after the last checkpoint whose every record lies in a damaged
+ * region is invisible to recovery (nothing names it); the node's meta state must catch that.
  */
 #ifndef JR_LOG_WAL_H
 #define JR_LOG_WAL_H
@@ -71,5 +89,18 @@ uint64_t jr__wal_deadline(const jr__wal *w);
 /* Bytes staged and not yet written. */
 size_t jr__wal_pending(const jr__wal *w);
 const char *jr__wal_errmsg(const jr__wal *w);
+
+/* Counters (additive to the lead's contract). */
+typedef struct jr__wal_stats {
+    uint64_t flushes;          /* jr__wal_flush calls that wrote something */
+    uint64_t writes;           /* pwrite calls */
+    uint64_t syncs;            /* file syncs (directory syncs not counted) */
+    uint64_t bytes_written;
+    uint64_t records;          /* records written */
+    uint64_t segments;         /* segment files now */
+    uint64_t segments_created;
+    uint64_t segments_deleted;
+} jr__wal_stats;
+void jr__wal_stats_get(const jr__wal *w, jr__wal_stats *out);
 
 #endif

@@ -1,0 +1,579 @@
+/*
+ * recovery — jr__wal_open's scan of the WAL directory and replay (wal.h).
+ *
+ * Pass 1 reads every segment in order, verifies every record, and rebuilds each group's state:
+ * record numbers (gseq), last index, hard state, compaction marker, truncations, and which
+ * segment holds which group's entries. A region that does not verify is handled in one of two
+ * ways:
+ *  - at the end of the last segment, with no valid record after it: a torn tail, the unsynced
+ *    part of the last write; the file is cut there (a last segment with no valid record at all
+ *    is removed);
+ *  - anywhere else (including a missing segment number): damage. The region is skipped and
+ *    recovery resynchronises on the next record that verifies. Which groups lost records is
+ *    decided by evidence after the region: a group's next record or the next checkpoint must
+ *    continue its record count exactly (gseq), else the group is damaged; a group with no
+ *    evidence after the last damaged region is damaged too (it may have written there); a
+ *    header that still verifies names its group directly.
+ * Pass 2 reads the segments again and replays the surviving log (see wal.h for the order).
+ * Nothing is trusted before its checksum verifies; no read goes beyond what the file holds.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log/wal_int.h"
+#include "util/alloc.h"
+
+#define MAX_OFF (((uint64_t)1 << 40) - 1)
+
+typedef struct region {
+    size_t ord;
+    uint64_t start, end; /* byte offsets in segment ord; start == end for missing segments */
+    uint64_t missing_from, missing_to; /* seqs of missing segments, or 0 */
+} region;
+
+typedef struct rctx {
+    jr__wal *w;
+    const jr__wal_replay *rp;
+    region *rg;
+    size_t nrg, caprg;
+    uint64_t ncp;
+    char path[4096];
+} rctx;
+
+static const char *seg_name(rctx *c, size_t ord)
+{
+    if (jr__seg_path(c->path, sizeof c->path, c->w->dir, c->w->segs[ord].seq)) return "?";
+    return c->path;
+}
+
+static uint64_t region_end_pos(const region *r)
+{
+    return jr__wal_pos(r->ord, r->end);
+}
+
+static int add_region(rctx *c, size_t ord, uint64_t start, uint64_t end, uint64_t mfrom,
+                      uint64_t mto)
+{
+    if (c->nrg == c->caprg) {
+        size_t nc = c->caprg ? c->caprg * 2 : 8;
+        region *r = jr__realloc(c->w->alloc, c->rg, nc * sizeof *r);
+        if (!r) return JR_ENOMEM;
+        c->rg = r;
+        c->caprg = nc;
+    }
+    c->rg[c->nrg++] = (region){ord, start, end, mfrom, mto};
+    return 0;
+}
+
+/* Describes the latest damaged region ending at or before pos into buf. */
+static void describe(rctx *c, uint64_t pos, char *buf, size_t cap)
+{
+    const region *best = NULL;
+    for (size_t i = 0; i < c->nrg; i++)
+        if (region_end_pos(&c->rg[i]) <= pos) best = &c->rg[i];
+    if (!best) {
+        size_t ord = (size_t)(pos >> 40);
+        snprintf(buf, cap, "records missing before %s offset %" PRIu64,
+                 ord < c->w->nsegs ? seg_name(c, ord) : "?", pos & MAX_OFF);
+    } else if (best->missing_from) {
+        snprintf(buf, cap, "segment(s) %016" PRIx64 "..%016" PRIx64 ".wal missing before %s",
+                 best->missing_from, best->missing_to, seg_name(c, best->ord));
+    } else {
+        snprintf(buf, cap, "damaged data in %s at offset %" PRIu64 " (%" PRIu64 " bytes)",
+                 seg_name(c, best->ord), best->start, best->end - best->start);
+    }
+}
+
+/* Marks g damaged (first cause wins); entries at or after cut are not replayed. */
+static int damage(rctx *c, jr__walgrp *g, uint64_t cut, uint64_t at, const char *what)
+{
+    char where[4600], msg[4800];
+    if (cut < g->cut) g->cut = cut;
+    if (g->damaged && g->why) return 0;
+    g->damaged = 1;
+    describe(c, at, where, sizeof where);
+    snprintf(msg, sizeof msg, "wal: group %" PRIu64 " %s: %s", g->id, what, where);
+    jr__free(c->w->alloc, g->why);
+    g->why = jr__strdup(c->w->alloc, msg);
+    return g->why ? 0 : JR_ENOMEM;
+}
+
+static void reset_group(jr__wal *w, jr__walgrp *g)
+{
+    jr__wal_seg_forget(w, g->id);
+    g->gseq = 0;
+    g->last_index = 0;
+    g->has_hs = g->has_compact = 0;
+    memset(&g->hs, 0, sizeof g->hs);
+    g->cindex = g->cterm = 0;
+    g->damaged = 0;
+    g->cut = UINT64_MAX;
+    g->nev = 0;
+    g->emitted = 0;
+    jr__free(w->alloc, g->why);
+    g->why = NULL;
+}
+
+static int push_event(jr__wal *w, jr__walgrp *g, uint64_t pos, uint64_t idx)
+{
+    if (g->nev == g->capev) {
+        size_t nc = g->capev ? g->capev * 2 : 4;
+        jr__walev *e = jr__realloc(w->alloc, g->ev, nc * sizeof *e);
+        if (!e) return JR_ENOMEM;
+        g->ev = e;
+        g->capev = nc;
+    }
+    g->ev[g->nev++] = (jr__walev){pos, idx};
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Pass 1
+ */
+static int on_checkpoint(rctx *c, const jr__rec *r, uint64_t pos)
+{
+    jr__wal *w = c->w;
+    int rc;
+    c->ncp++;
+    for (uint32_t i = 0; i < r->ncp; i++) {
+        jr__rec_cpitem it;
+        jr__rec_cpitem_at(r, i, &it);
+        jr__walgrp *g = jr__wal_group(w, it.group, 1);
+        if (!g) return JR_ENOMEM;
+        g->cpmark = c->ncp;
+        if (!g->known) {
+            /* first sight: the checkpoint is the baseline (older records were deleted) */
+            g->known = 1;
+            g->gseq = it.gseq;
+            g->last_index = it.last_index;
+            g->floor = it.last_index;
+        } else if (g->gseq != it.gseq || (!g->damaged && !g->dropped_seen &&
+                                          g->last_index != it.last_index)) {
+            if ((rc = damage(c, g, pos, pos, "lost records")) != 0) return rc;
+            g->gseq = it.gseq;
+        }
+        g->dropped = 0;
+        g->dropped_seen = 0;
+        if (it.flags & JR__CP_HAS_HS) {
+            g->hs = it.hs;
+            g->has_hs = 1;
+        }
+        if ((it.flags & JR__CP_HAS_COMPACT) && (!g->has_compact || it.cindex > g->cindex)) {
+            g->cindex = it.cindex;
+            g->cterm = it.cterm;
+            g->has_compact = 1;
+        }
+        if ((it.flags & JR__CP_DAMAGED) &&
+            (rc = damage(c, g, g->damaged ? UINT64_MAX : pos, pos, "was damaged earlier")) != 0)
+            return rc;
+        g->evidence = pos;
+    }
+    /* a live group the checkpoint does not list was dropped (its drop record is lost) */
+    for (size_t i = 0; i < w->groups.cap; i++) {
+        jr__walgrp *g = w->groups.slots[i].val;
+        if (!w->groups.slots[i].key || g->cpmark == c->ncp || g->dropped || !g->known) continue;
+        reset_group(w, g);
+        g->dropped = g->dropped_seen = 1;
+        g->start = pos;
+        g->evidence = pos;
+    }
+    return 0;
+}
+
+static int on_record(rctx *c, size_t ord, const jr__rec *r, uint64_t pos)
+{
+    jr__wal *w = c->w;
+    int rc;
+    if (r->type == JR__REC_CHECKPOINT) return on_checkpoint(c, r, pos);
+    jr__walgrp *g = jr__wal_group(w, r->group, 1);
+    if (!g) return JR_ENOMEM;
+    if (!g->known && r->gseq != 1) {
+        if ((rc = damage(c, g, pos, pos, "has no record before this one")) != 0) return rc;
+    } else if (g->known && r->gseq != g->gseq + 1) {
+        if ((rc = damage(c, g, pos, pos, "lost records")) != 0) return rc;
+    }
+    g->known = 1;
+    g->gseq = r->gseq;
+    g->evidence = pos;
+    g->dropped = 0;
+    g->dropped_seen = 0;
+    switch (r->type) {
+    case JR__REC_ENTRY: {
+        uint64_t idx = r->e.index;
+        if (pos >= g->cut) break;
+        if (g->has_compact && idx <= g->cindex) break; /* behind a snapshot: garbage */
+        if (idx > g->last_index + 1) {
+            if ((rc = damage(c, g, pos, pos, "has a gap in its log")) != 0) return rc;
+            break;
+        }
+        if (idx <= g->last_index && (rc = push_event(w, g, pos, idx)) != 0) return rc;
+        g->last_index = idx;
+        if ((rc = jr__segtab_max(w->alloc, &w->segs[ord].tab, g->id, idx)) != 0) return rc;
+        break;
+    }
+    case JR__REC_HARDSTATE:
+        g->hs = r->hs;
+        g->has_hs = 1;
+        break;
+    case JR__REC_COMPACT:
+        if (!g->has_compact || r->cindex > g->cindex) {
+            g->cindex = r->cindex;
+            g->cterm = r->cterm;
+            g->has_compact = 1;
+        }
+        if (r->cindex > g->last_index) g->last_index = r->cindex;
+        break;
+    case JR__REC_DROP:
+        reset_group(w, g);
+        g->floor = 0;
+        g->dropped = g->dropped_seen = 1;
+        g->start = pos;
+        break;
+    }
+    return 0;
+}
+
+/* Reads and verifies the record at off. 0 and *total, or JR_ECORRUPT; other errors are I/O. */
+static int read_record(jr__segrd *rd, uint64_t off, jr__rec *r, uint64_t *total)
+{
+    uint64_t group;
+    const uint8_t *p = jr__segrd_at(rd, off, JR__REC_HDR, NULL);
+    if (!p) return rd->err ? rd->err : JR_ECORRUPT;
+    if (!jr__rec_header_ok(p, rd->size - off, &group, total)) return JR_ECORRUPT;
+    p = jr__segrd_at(rd, off, *total, NULL);
+    if (!p) return rd->err ? rd->err : JR_ECORRUPT;
+    return jr__rec_decode(p, *total, r);
+}
+
+/* The first offset after `from` where a record verifies, or UINT64_MAX. */
+static int resync(jr__segrd *rd, uint64_t from, uint64_t *found)
+{
+    jr__rec r;
+    uint64_t total, group;
+    *found = UINT64_MAX;
+    for (uint64_t p = from; p + JR__REC_HDR <= rd->size; p++) {
+        uint64_t avail;
+        const uint8_t *h = jr__segrd_at(rd, p, JR__REC_HDR, &avail);
+        if (!h) return rd->err ? rd->err : 0;
+        /* cheap filter before the header checksum */
+        if (h[12] < JR__REC_ENTRY || h[12] > JR__REC_CHECKPOINT) continue;
+        if (!jr__rec_header_ok(h, rd->size - p, &group, &total)) continue;
+        int rc = read_record(rd, p, &r, &total);
+        if (rc == 0) {
+            *found = p;
+            return 0;
+        }
+        if (rc != JR_ECORRUPT) return rc;
+    }
+    return 0;
+}
+
+/* Scans segment ord. *tail gets the offset of a torn tail (UINT64_MAX if none) and *valid
+ * whether any record verified. */
+static int scan(rctx *c, size_t ord, jr__segrd *rd, int last, uint64_t *tail, int *valid)
+{
+    uint64_t off = 0;
+    int rc;
+    *tail = UINT64_MAX;
+    *valid = 0;
+    const uint8_t *h = jr__segrd_at(rd, 0, JR__SEG_HDR, NULL);
+    if (!h && rd->err) return rd->err;
+    rc = h ? jr__seg_header_check(h, JR__SEG_HDR, c->w->segs[ord].seq) : JR_ECORRUPT;
+    if (rc == JR_EVERSION) {
+        jr__wal_seterr(c->w, "wal: %s has an unsupported format version", seg_name(c, ord));
+        return rc;
+    }
+    int bad = rc != 0;
+    if (!bad) off = JR__SEG_HDR;
+    while (off < rd->size) {
+        jr__rec r;
+        uint64_t total = 0, next;
+        if (!bad) {
+            rc = read_record(rd, off, &r, &total);
+            if (rc == 0) {
+                *valid = 1;
+                if ((rc = on_record(c, ord, &r, jr__wal_pos(ord, off))) != 0) return rc;
+                off += total;
+                continue;
+            }
+            if (rc != JR_ECORRUPT) return rc;
+        }
+        bad = 0;
+        /* a damaged payload under a header that verifies: try the record after it first */
+        uint64_t group, t2;
+        const uint8_t *p = jr__segrd_at(rd, off, JR__REC_HDR, NULL);
+        next = UINT64_MAX;
+        if (p && jr__rec_header_ok(p, rd->size - off, &group, &t2)) {
+            jr__rec r2;
+            uint64_t t3;
+            if (off + t2 == rd->size) {
+                next = off + t2;
+            } else {
+                int rc2 = read_record(rd, off + t2, &r2, &t3);
+                if (rc2 == 0) next = off + t2;
+                else if (rc2 != JR_ECORRUPT) return rc2;
+            }
+            if (next == rd->size && last) next = UINT64_MAX; /* the torn tail case */
+        }
+        if (rd->err) return rd->err;
+        if (next == UINT64_MAX && (rc = resync(rd, off + 1, &next)) != 0) return rc;
+        if (next == UINT64_MAX) {
+            if (last) {
+                *tail = off;
+                return 0;
+            }
+            next = rd->size;
+        }
+        if ((rc = add_region(c, ord, off, next, 0, 0)) != 0) return rc;
+        if (p && jr__rec_header_ok(p, rd->size - off, &group, &t2)) {
+            /* the header verifies, so this group certainly lost a record here */
+            jr__walgrp *g = jr__wal_group(c->w, group, 1);
+            if (!g) return JR_ENOMEM;
+            if ((rc = damage(c, g, jr__wal_pos(ord, off), jr__wal_pos(ord, next),
+                             "lost a record")) != 0)
+                return rc;
+            g->known = 1;
+            uint64_t hseq = jr__get_u64(p + 24);
+            if (g->gseq < hseq) g->gseq = hseq;
+        }
+        off = next;
+    }
+    return 0;
+}
+
+static int open_segment(rctx *c, size_t ord, jr_file **f, uint64_t *size)
+{
+    jr__wal *w = c->w;
+    const char *path = seg_name(c, ord);
+    int rc = w->vfs->open(w->vfs->ctx, path, JR_O_READ, f);
+    if (!rc) rc = w->vfs->size(w->vfs->ctx, *f, size);
+    if (!rc && *size > MAX_OFF) rc = JR_ECORRUPT;
+    if (rc) {
+        jr__wal_seterr(w, "wal: cannot read %s: %s", path, jr_strerror(rc));
+        if (*f) w->vfs->close(w->vfs->ctx, *f);
+        *f = NULL;
+    }
+    return rc;
+}
+
+/* Handles the end of the last segment: cut a torn tail, or remove a segment with nothing. */
+static int fix_tail(rctx *c, size_t ord, jr_file *f, uint64_t tail, int valid)
+{
+    jr__wal *w = c->w;
+    int rc;
+    if (!valid) {
+        const char *path = seg_name(c, ord);
+        w->vfs->close(w->vfs->ctx, f);
+        rc = w->vfs->remove(w->vfs->ctx, path);
+        if (rc && rc != JR_ENOTFOUND) {
+            jr__wal_seterr(w, "wal: cannot remove the empty torn segment %s: %s", path,
+                           jr_strerror(rc));
+            return rc;
+        }
+        jr__segtab_free(w->alloc, &w->segs[ord].tab);
+        w->nsegs--;
+        while (c->nrg && c->rg[c->nrg - 1].ord == ord) c->nrg--; /* its missing-seq gap */
+        return 1;
+    }
+    rc = w->vfs->truncate(w->vfs->ctx, f, tail);
+    if (!rc) rc = w->vfs->sync(w->vfs->ctx, f);
+    if (rc) jr__wal_seterr(w, "wal: cannot cut the torn tail of %s: %s", seg_name(c, ord),
+                           jr_strerror(rc));
+    return rc;
+}
+
+static int pass1(rctx *c, const uint64_t *seqs, size_t n)
+{
+    jr__wal *w = c->w;
+    int rc;
+    for (size_t i = 0; i < n; i++) {
+        size_t ord = w->nsegs;
+        if ((rc = jr__wal_seg_push(w, seqs[i])) != 0) return rc;
+        if (ord > 0 && seqs[i] != w->segs[ord - 1].seq + 1 &&
+            (rc = add_region(c, ord, 0, 0, w->segs[ord - 1].seq + 1, seqs[i] - 1)) != 0)
+            return rc;
+        jr_file *f = NULL;
+        uint64_t size = 0, tail;
+        int valid;
+        if ((rc = open_segment(c, ord, &f, &size)) != 0) return rc;
+        jr__segrd rd;
+        jr__segrd_init(&rd, w->vfs, f, size, w->alloc);
+        rc = scan(c, ord, &rd, i + 1 == n, &tail, &valid);
+        jr__segrd_free(&rd);
+        if (rc == 0 && tail != UINT64_MAX) {
+            rc = fix_tail(c, ord, f, tail, valid);
+            if (rc == 1) continue; /* segment removed, f closed */
+        }
+        w->vfs->close(w->vfs->ctx, f);
+        if (rc) {
+            if (rc == JR_ENOMEM) jr__wal_seterr(w, "wal: out of memory during recovery");
+            return rc;
+        }
+    }
+    /* Groups with no evidence after the last damaged region may have lost records there; a
+     * baseline checkpoint that promised entries we never saw means they are lost too. */
+    uint64_t last_end = 0;
+    for (size_t i = 0; i < c->nrg; i++)
+        if (region_end_pos(&c->rg[i]) > last_end) last_end = region_end_pos(&c->rg[i]);
+    for (size_t i = 0; i < w->groups.cap; i++) {
+        jr__walgrp *g = w->groups.slots[i].val;
+        if (!w->groups.slots[i].key || g->dropped) continue;
+        if (c->nrg && g->evidence < last_end &&
+            (rc = damage(c, g, UINT64_MAX, last_end, "may have lost records")) != 0)
+            return rc;
+        if (g->floor > (g->has_compact ? g->cindex : 0) &&
+            (rc = damage(c, g, UINT64_MAX, g->evidence, "lost entries")) != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Pass 2
+ */
+static int cmp_grp(const void *a, const void *b)
+{
+    uint64_t x = (*(jr__walgrp *const *)a)->id, y = (*(jr__walgrp *const *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+static int replay_entry(rctx *c, const jr__rec *r, uint64_t pos)
+{
+    jr__walgrp *g = jr__map_get(&c->w->groups, r->group);
+    uint64_t idx = r->e.index;
+    if (!g || g->dropped || pos < g->start || pos >= g->cut) return 0;
+    if (g->has_compact && idx <= g->cindex) return 0;
+    while (g->evk < g->nev && g->ev[g->evk].pos <= pos) g->evk++;
+    if (g->evk < g->nev && g->ev[g->evk].idx <= idx) return 0; /* superseded later */
+    uint64_t want = g->emitted ? g->emitted + 1 : (g->has_compact ? g->cindex + 1 : 1);
+    if (idx != want) {
+        /* cannot happen if pass 1 is right; never hand out a log with a hole */
+        char msg[128];
+        g->cut = pos;
+        g->damaged = 1;
+        snprintf(msg, sizeof msg, "wal: group %" PRIu64 " entry %" PRIu64 " replayed out of order",
+                 g->id, idx);
+        return c->rp->on_damaged ? c->rp->on_damaged(c->rp->ctx, g->id, msg) : 0;
+    }
+    g->emitted = idx;
+    return c->rp->on_entry ? c->rp->on_entry(c->rp->ctx, g->id, &r->e) : 0;
+}
+
+static int replay_segment(rctx *c, size_t ord)
+{
+    jr__wal *w = c->w;
+    jr_file *f = NULL;
+    uint64_t size = 0, off = 0;
+    int rc = open_segment(c, ord, &f, &size);
+    if (rc) return rc;
+    jr__segrd rd;
+    jr__segrd_init(&rd, w->vfs, f, size, w->alloc);
+    const uint8_t *h = jr__segrd_at(&rd, 0, JR__SEG_HDR, NULL);
+    if (h && jr__seg_header_check(h, JR__SEG_HDR, w->segs[ord].seq) == 0) off = JR__SEG_HDR;
+    size_t k = 0;
+    while (k < c->nrg && c->rg[k].ord < ord) k++;
+    while (off < size && !rc) {
+        jr__rec r;
+        uint64_t total;
+        rc = read_record(&rd, off, &r, &total);
+        if (rc == 0) {
+            if (r.type == JR__REC_ENTRY) rc = replay_entry(c, &r, jr__wal_pos(ord, off));
+            off += total;
+            continue;
+        }
+        if (rc != JR_ECORRUPT) break;
+        rc = 0;
+        while (k < c->nrg && c->rg[k].ord == ord &&
+               (c->rg[k].start < off || c->rg[k].end <= c->rg[k].start))
+            k++;
+        if (k < c->nrg && c->rg[k].ord == ord && c->rg[k].start == off)
+            off = c->rg[k].end;
+        else
+            break; /* cannot happen: pass 1 classified every byte */
+    }
+    jr__segrd_free(&rd);
+    w->vfs->close(w->vfs->ctx, f);
+    return rc;
+}
+
+static int pass2(rctx *c)
+{
+    jr__wal *w = c->w;
+    const jr__wal_replay *rp = c->rp;
+    int rc = 0;
+    size_t n = 0;
+    jr__walgrp **v = jr__calloc(w->alloc, w->groups.len ? w->groups.len : 1, sizeof *v);
+    if (!v) return JR_ENOMEM;
+    for (size_t i = 0; i < w->groups.cap; i++)
+        if (w->groups.slots[i].key) v[n++] = w->groups.slots[i].val;
+    qsort(v, n, sizeof *v, cmp_grp);
+    for (size_t i = 0; i < n && !rc; i++) {
+        jr__walgrp *g = v[i];
+        /* suffix minima: ev[k].idx becomes the smallest idx of events k.. (by position) */
+        for (size_t k = g->nev; k-- > 1;)
+            if (g->ev[k].idx < g->ev[k - 1].idx) g->ev[k - 1].idx = g->ev[k].idx;
+        if (g->damaged && !g->dropped && rp->on_damaged)
+            rc = rp->on_damaged(rp->ctx, g->id, g->why ? g->why : "wal: damaged");
+    }
+    for (size_t i = 0; i < n && !rc; i++) {
+        jr__walgrp *g = v[i];
+        if (g->dropped) {
+            if (g->dropped_seen && rp->on_drop) rc = rp->on_drop(rp->ctx, g->id);
+            continue;
+        }
+        if (g->has_compact && rp->on_compact)
+            rc = rp->on_compact(rp->ctx, g->id, g->cindex, g->cterm);
+        if (!rc && g->has_hs && rp->on_hardstate) rc = rp->on_hardstate(rp->ctx, g->id, &g->hs);
+    }
+    jr__free(w->alloc, v);
+    for (size_t ord = 0; ord < w->nsegs && !rc; ord++) rc = replay_segment(c, ord);
+    return rc;
+}
+
+/* Leaves only live groups, with staging continuing their record numbers. */
+static void settle(jr__wal *w)
+{
+    for (size_t i = 0; i < w->groups.cap;) {
+        jr__walgrp *g = w->groups.slots[i].val;
+        if (w->groups.slots[i].key && (g->dropped || !g->known)) {
+            jr__map_del(&w->groups, g->id); /* backward shift may move another key into i */
+            jr__wal_seg_forget(w, g->id);
+            jr__wal_group_free(w, g);
+            continue;
+        }
+        if (w->groups.slots[i].key) {
+            jr__free(w->alloc, g->ev);
+            g->ev = NULL;
+            g->nev = g->capev = g->evk = 0;
+            jr__free(w->alloc, g->why);
+            g->why = NULL;
+            g->next_gseq = g->gseq;
+            g->cut = UINT64_MAX;
+            g->evidence = g->start = g->emitted = 0;
+        }
+        i++;
+    }
+}
+
+int jr__wal_recover(jr__wal *w, const jr__wal_replay *rp)
+{
+    uint64_t *seqs = NULL;
+    size_t n = 0;
+    rctx c;
+    memset(&c, 0, sizeof c);
+    c.w = w;
+    c.rp = rp;
+    int rc = jr__seg_list(w->vfs, w->dir, w->alloc, &seqs, &n);
+    if (rc) {
+        jr__wal_seterr(w, "wal: cannot list %s: %s", w->dir, jr_strerror(rc));
+        return rc;
+    }
+    rc = pass1(&c, seqs, n);
+    jr__free(w->alloc, seqs);
+    if (!rc) rc = pass2(&c);
+    jr__free(w->alloc, c.rg);
+    if (!rc) settle(w);
+    return rc;
+}

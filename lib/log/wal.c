@@ -1,0 +1,419 @@
+/*
+ * wal — staging, group commit, sync policy and segment rotation of the shared WAL (wal.h).
+ *
+ * Appends encode records into one staging buffer (memory only). jr__wal_flush writes the whole
+ * buffer with one pwrite at the end of the current segment and, under JR_SYNC_ALWAYS, covers
+ * it with one sync: one fsync serves every group (ARCHITECTURE §4). When the buffer does not
+ * fit in the current segment, a new segment is started instead: header + checkpoint + buffer
+ * in one pwrite, then a sync of the file and of the directory. After a successful write the
+ * records are applied to each group's written state (the same rules recovery replays), and
+ * after a sync the segments nobody needs any more are deleted (gc.c).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log/wal_int.h"
+#include "util/alloc.h"
+
+#define DEFAULT_SEGMENT ((uint64_t)64 << 20)
+#define DEFAULT_INTERVAL ((uint64_t)100 * 1000 * 1000)
+
+void jr__wal_seterr(jr__wal *w, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->errmsg, sizeof w->errmsg, fmt, ap);
+    va_end(ap);
+}
+
+jr__walgrp *jr__wal_group(jr__wal *w, uint64_t id, int create)
+{
+    jr__walgrp *g = jr__map_get(&w->groups, id);
+    if (g || !create) return g;
+    g = jr__calloc(w->alloc, 1, sizeof *g);
+    if (!g) return NULL;
+    g->id = id;
+    g->cut = UINT64_MAX;
+    if (jr__map_put(&w->groups, id, g)) {
+        jr__free(w->alloc, g);
+        return NULL;
+    }
+    return g;
+}
+
+void jr__wal_group_free(jr__wal *w, jr__walgrp *g)
+{
+    if (!g) return;
+    jr__free(w->alloc, g->ev);
+    jr__free(w->alloc, g->why);
+    jr__free(w->alloc, g);
+}
+
+static int cmp_item(const void *a, const void *b)
+{
+    uint64_t x = ((const jr__rec_cpitem *)a)->group, y = ((const jr__rec_cpitem *)b)->group;
+    return x < y ? -1 : x > y;
+}
+
+void jr__wal_put_checkpoint(jr__wal *w, jr__buf *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < w->groups.cap; i++) {
+        const jr__walgrp *g = w->groups.slots[i].val;
+        if (w->groups.slots[i].key && !g->dropped && (g->gseq || g->damaged)) n++;
+    }
+    jr__rec_cpitem *items = jr__calloc(w->alloc, n ? n : 1, sizeof *items);
+    if (!items) {
+        b->err = JR_ENOMEM;
+        return;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < w->groups.cap; i++) {
+        const jr__walgrp *g = w->groups.slots[i].val;
+        if (!w->groups.slots[i].key || g->dropped || !(g->gseq || g->damaged)) continue;
+        jr__rec_cpitem *it = &items[k++];
+        it->group = g->id;
+        it->gseq = g->gseq;
+        it->last_index = g->last_index;
+        it->hs = g->hs;
+        it->cindex = g->cindex;
+        it->cterm = g->cterm;
+        it->flags = (g->has_hs ? JR__CP_HAS_HS : 0) | (g->has_compact ? JR__CP_HAS_COMPACT : 0) |
+                    (g->damaged ? JR__CP_DAMAGED : 0);
+    }
+    qsort(items, n, sizeof *items, cmp_item);
+    jr__rec_put_checkpoint(b, items, (uint32_t)n);
+    jr__free(w->alloc, items);
+}
+
+static int fail(jr__wal *w, int rc, const char *what)
+{
+    if (!w->failed) w->failed = rc;
+    jr__wal_seterr(w, "wal: %s failed in %s: %s; the WAL refuses further writes", what, w->dir,
+                   jr_strerror(rc));
+    return rc;
+}
+
+static int do_sync(jr__wal *w, uint64_t now)
+{
+    int rc = w->vfs->sync(w->vfs->ctx, w->cur);
+    if (rc) return fail(w, rc, "sync");
+    w->stats.syncs++;
+    w->unsynced = 0;
+    w->last_sync = now;
+    return 0;
+}
+
+int jr__wal_rotate(jr__wal *w, const uint8_t *extra, size_t n)
+{
+    char path[4096];
+    uint64_t seq = w->nsegs ? w->segs[w->nsegs - 1].seq + 1 : 1;
+    int rc;
+    jr_file *f = NULL;
+
+    if (w->cur && w->unsynced && (rc = w->vfs->sync(w->vfs->ctx, w->cur)))
+        return fail(w, rc, "sync before rotation");
+    if (w->cur && w->unsynced) w->stats.syncs++;
+    w->unsynced = 0;
+    if ((rc = jr__seg_path(path, sizeof path, w->dir, seq))) return fail(w, rc, "segment path");
+
+    jr__buf *b = &w->scratch;
+    jr__buf_reset(b);
+    uint8_t hdr[JR__SEG_HDR];
+    jr__seg_header(hdr, seq);
+    jr__buf_put(b, hdr, sizeof hdr);
+    jr__wal_put_checkpoint(w, b);
+    jr__buf_put(b, extra, n);
+    if (b->err) return JR_ENOMEM; /* nothing written: the WAL stays usable */
+    if ((rc = jr__wal_seg_push(w, seq))) return rc;
+
+    rc = w->vfs->open(w->vfs->ctx, path, JR_O_CREATE | JR_O_EXCL, &f);
+    if (rc) {
+        w->nsegs--;
+        return fail(w, rc, "creating a segment");
+    }
+    rc = w->vfs->pwrite(w->vfs->ctx, f, b->data, b->len, 0);
+    if (!rc) rc = w->vfs->sync(w->vfs->ctx, f);
+    if (!rc) rc = w->vfs->sync_dir(w->vfs->ctx, w->dir);
+    if (rc) {
+        w->vfs->close(w->vfs->ctx, f);
+        w->nsegs--;
+        return fail(w, rc, "writing a new segment");
+    }
+    if (w->cur) w->vfs->close(w->vfs->ctx, w->cur);
+    w->cur = f;
+    w->cur_size = b->len;
+    w->cur_base = b->len - n;
+    w->stats.writes++;
+    w->stats.syncs++;
+    w->stats.bytes_written += b->len;
+    w->stats.segments_created++;
+    if (b->cap > ((size_t)1 << 20)) jr__buf_free(b); /* do not pin a large checkpoint buffer */
+    return 0;
+}
+
+int jr__wal_open(const jr__wal_config *cfg, const jr__wal_replay *replay, jr__wal **out)
+{
+    *out = NULL;
+    if (!cfg || !cfg->dir || !replay) return JR_EINVAL;
+    jr__wal *w = jr__calloc(cfg->alloc, 1, sizeof *w);
+    if (!w) return JR_ENOMEM;
+    w->alloc = cfg->alloc;
+    w->vfs = cfg->vfs ? cfg->vfs : jr_vfs_posix();
+    w->segment_bytes = cfg->segment_bytes ? cfg->segment_bytes : DEFAULT_SEGMENT;
+    w->policy = cfg->sync_policy;
+    w->interval = cfg->sync_interval_ns ? cfg->sync_interval_ns : DEFAULT_INTERVAL;
+    jr__map_init(&w->groups, w->alloc);
+    jr__buf_init(&w->stage, w->alloc);
+    jr__buf_init(&w->scratch, w->alloc);
+    size_t dl = strlen(cfg->dir);
+    while (dl > 1 && cfg->dir[dl - 1] == '/') dl--;
+    w->dir = jr__malloc(w->alloc, dl + 1);
+    if (!w->dir) {
+        jr__wal_close(w);
+        return JR_ENOMEM;
+    }
+    memcpy(w->dir, cfg->dir, dl);
+    w->dir[dl] = 0;
+    if (w->policy != JR_SYNC_ALWAYS && w->policy != JR_SYNC_INTERVAL) {
+        jr__wal_close(w);
+        return JR_EINVAL;
+    }
+    int rc = w->vfs->mkdir(w->vfs->ctx, w->dir);
+    if (!rc) rc = jr__wal_recover(w, replay);
+    /* a new segment per open: it starts with a checkpoint of the recovered state */
+    if (!rc) rc = jr__wal_rotate(w, NULL, 0);
+    if (rc) {
+        jr__wal_close(w);
+        return rc;
+    }
+    w->last_sync = 0;
+    jr__wal_gc(w);
+    *out = w;
+    return 0;
+}
+
+void jr__wal_close(jr__wal *w)
+{
+    if (!w) return;
+    if (w->cur) w->vfs->close(w->vfs->ctx, w->cur);
+    for (size_t i = 0; i < w->groups.cap; i++)
+        if (w->groups.slots[i].key) jr__wal_group_free(w, w->groups.slots[i].val);
+    jr__map_free(&w->groups);
+    for (size_t i = 0; i < w->nsegs; i++) jr__segtab_free(w->alloc, &w->segs[i].tab);
+    jr__free(w->alloc, w->segs);
+    jr__buf_free(&w->stage);
+    jr__buf_free(&w->scratch);
+    jr__free(w->alloc, w->dir);
+    jr__free(w->alloc, w);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Staging
+ */
+static int staged(jr__wal *w, jr__walgrp *g, size_t before)
+{
+    if (w->stage.err) {
+        int rc = w->stage.err;
+        w->stage.len = before;
+        w->stage.err = 0;
+        g->next_gseq--;
+        return rc;
+    }
+    return 0;
+}
+
+static jr__walgrp *stage_group(jr__wal *w, uint64_t group, int *rc)
+{
+    *rc = 0;
+    if (w->failed) {
+        *rc = JR_EIO;
+        return NULL;
+    }
+    if (group == 0) {
+        *rc = JR_EINVAL;
+        return NULL;
+    }
+    jr__walgrp *g = jr__wal_group(w, group, 1);
+    if (!g) *rc = JR_ENOMEM;
+    return g;
+}
+
+int jr__wal_append(jr__wal *w, uint64_t group, const jr__entry *e)
+{
+    int rc;
+    if (e->index == 0 || e->type > JR__ENTRY_CONFIG) return JR_EINVAL;
+    if (e->len > JR__REC_MAX_LEN - 16) return JR_EMSGSIZE;
+    jr__walgrp *g = stage_group(w, group, &rc);
+    if (!g) return rc;
+    size_t before = w->stage.len;
+    jr__rec_put_entry(&w->stage, group, ++g->next_gseq, e);
+    return staged(w, g, before);
+}
+
+int jr__wal_hardstate(jr__wal *w, uint64_t group, const jr__hardstate *hs)
+{
+    int rc;
+    jr__walgrp *g = stage_group(w, group, &rc);
+    if (!g) return rc;
+    size_t before = w->stage.len;
+    jr__rec_put_hardstate(&w->stage, group, ++g->next_gseq, hs);
+    return staged(w, g, before);
+}
+
+int jr__wal_compact(jr__wal *w, uint64_t group, uint64_t index, uint64_t term)
+{
+    int rc;
+    if (index == 0) return JR_EINVAL;
+    jr__walgrp *g = stage_group(w, group, &rc);
+    if (!g) return rc;
+    size_t before = w->stage.len;
+    jr__rec_put_compact(&w->stage, group, ++g->next_gseq, index, term);
+    return staged(w, g, before);
+}
+
+int jr__wal_drop(jr__wal *w, uint64_t group)
+{
+    int rc;
+    if (w->failed) return JR_EIO;
+    jr__walgrp *g = jr__wal_group(w, group, 0);
+    if (!g || (g->next_gseq == 0 && g->gseq == 0)) return 0; /* nothing of it on disk */
+    if (!(g = stage_group(w, group, &rc))) return rc;
+    size_t before = w->stage.len;
+    jr__rec_put_drop(&w->stage, group, ++g->next_gseq);
+    if ((rc = staged(w, g, before))) return rc;
+    g->next_gseq = 0; /* the next record starts a new incarnation */
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Flush
+ */
+
+/* Applies the records just written (b, n bytes, all well formed) to the written state. */
+static int apply_written(jr__wal *w, const uint8_t *p, size_t n)
+{
+    jr__walseg *seg = &w->segs[w->nsegs - 1];
+    size_t off = 0;
+    while (off + JR__REC_HDR <= n) {
+        const uint8_t *h = p + off;
+        uint32_t len = jr__get_u32(h + 8);
+        uint8_t type = h[12];
+        uint64_t id = jr__get_u64(h + 16);
+        const uint8_t *q = h + JR__REC_HDR;
+        off += JR__REC_HDR + (size_t)len;
+        w->stats.records++;
+        jr__walgrp *g = jr__map_get(&w->groups, id);
+        if (!g) continue; /* cannot happen: staging created it */
+        g->gseq = jr__get_u64(h + 24);
+        g->dropped = 0;
+        switch (type) {
+        case JR__REC_ENTRY: {
+            uint64_t idx = jr__get_u64(q + 8);
+            g->last_index = idx;
+            if (jr__segtab_max(w->alloc, &seg->tab, id, idx)) return JR_ENOMEM;
+            break;
+        }
+        case JR__REC_HARDSTATE:
+            g->hs.term = jr__get_u64(q);
+            g->hs.vote = jr__get_u64(q + 8);
+            g->hs.commit = jr__get_u64(q + 16);
+            g->has_hs = 1;
+            break;
+        case JR__REC_COMPACT: {
+            uint64_t idx = jr__get_u64(q);
+            if (!g->has_compact || idx > g->cindex) {
+                g->cindex = idx;
+                g->cterm = jr__get_u64(q + 8);
+                g->has_compact = 1;
+                w->gc_wanted = 1;
+            }
+            if (idx > g->last_index) g->last_index = idx;
+            break;
+        }
+        case JR__REC_DROP:
+            jr__wal_seg_forget(w, id);
+            w->gc_wanted = 1;
+            if (g->next_gseq == 0) { /* nothing staged after the drop: forget the group */
+                jr__map_del(&w->groups, id);
+                jr__wal_group_free(w, g);
+            } else {
+                uint64_t next = g->next_gseq;
+                memset(g, 0, sizeof *g);
+                g->id = id;
+                g->next_gseq = next;
+                g->cut = UINT64_MAX;
+                g->dropped = 1;
+            }
+            break;
+        }
+    }
+    return 0;
+}
+
+int jr__wal_flush(jr__wal *w, uint64_t now, int *durable)
+{
+    int rc;
+    int dummy;
+    if (!durable) durable = &dummy;
+    *durable = 0;
+    if (w->failed) return JR_EIO;
+    size_t n = w->stage.len;
+    int synced = 0;
+    if (n == 0) {
+        if (w->unsynced && now >= w->last_sync + w->interval) {
+            if ((rc = do_sync(w, now))) return rc;
+            synced = 1;
+        }
+    } else {
+        /* rotate when full, unless the segment holds nothing but its checkpoint (a batch
+         * larger than a segment then gets a segment of its own) */
+        if (w->cur_size > w->cur_base && w->cur_size + n > w->segment_bytes) {
+            rc = jr__wal_rotate(w, w->stage.data, n);
+            if (rc) return rc;
+            synced = 1;
+            w->last_sync = now;
+        } else {
+            rc = w->vfs->pwrite(w->vfs->ctx, w->cur, w->stage.data, n, w->cur_size);
+            if (rc) return fail(w, rc, "write");
+            w->cur_size += n;
+            w->stats.writes++;
+            w->stats.bytes_written += n;
+            w->unsynced = 1;
+        }
+        w->stats.flushes++;
+        if ((rc = apply_written(w, w->stage.data, n))) return fail(w, rc, "bookkeeping");
+        jr__buf_reset(&w->stage);
+        if (!synced && (w->policy == JR_SYNC_ALWAYS || now >= w->last_sync + w->interval)) {
+            if ((rc = do_sync(w, now))) return rc;
+            synced = 1;
+        }
+    }
+    if (synced && w->gc_wanted) jr__wal_gc(w);
+    *durable = !w->unsynced;
+    return 0;
+}
+
+uint64_t jr__wal_deadline(const jr__wal *w)
+{
+    if (w->failed || !w->unsynced) return UINT64_MAX;
+    return w->last_sync + w->interval;
+}
+
+size_t jr__wal_pending(const jr__wal *w)
+{
+    return w->stage.len;
+}
+
+const char *jr__wal_errmsg(const jr__wal *w)
+{
+    return w->errmsg;
+}
+
+void jr__wal_stats_get(const jr__wal *w, jr__wal_stats *out)
+{
+    *out = w->stats;
+    out->segments = w->nsegs;
+}

@@ -1,0 +1,126 @@
+/*
+ * wal_int — the WAL's internal state, shared by wal.c (staging, flush, rotation), recovery.c
+ * (open-time scan and replay) and gc.c (segment tables and deletion).
+ *
+ * Invariants:
+ *  - segs[0..nsegs) are the segment files on disk, ascending and consecutive by seq; the last
+ *    one is the current segment (open as w->cur, w->cur_size bytes, all of them written);
+ *  - each group's "written" state (gseq, last_index, hs, compaction, damaged, dropped) is the
+ *    result of every record written so far, in log order; next_gseq also counts staged ones;
+ *  - segs[i].tab maps each live group with entries in segment i to the largest index among
+ *    them; a segment may be deleted once it is the oldest, not the current one, and every group
+ *    in its table has a durable compaction index at or beyond that largest index;
+ *  - after a write or sync error, failed != 0 and nothing is written again.
+ */
+#ifndef JR_LOG_WAL_INT_H
+#define JR_LOG_WAL_INT_H
+
+#include "log/record.h"
+#include "log/segment.h"
+#include "log/wal.h"
+#include "util/buf.h"
+#include "util/map.h"
+
+/* group id -> largest entry index, open addressing (group ids are non-zero). */
+typedef struct jr__segtab {
+    uint64_t *key;
+    uint64_t *val;
+    size_t cap, len;
+} jr__segtab;
+
+typedef struct jr__walseg {
+    uint64_t seq;
+    jr__segtab tab;
+} jr__walseg;
+
+/* A truncation seen during recovery: an entry record that replaced index >= idx. */
+typedef struct jr__walev {
+    uint64_t pos, idx;
+} jr__walev;
+
+typedef struct jr__walgrp {
+    uint64_t id;
+    uint64_t next_gseq; /* gseq of the last staged record of the current incarnation */
+    uint64_t gseq;      /* written */
+    uint64_t last_index;
+    jr__hardstate hs;
+    uint64_t cindex, cterm;
+    uint8_t has_hs, has_compact, damaged, dropped;
+    /* recovery only (positions are jr__wal_pos values) */
+    uint8_t known;      /* seen in a record or checkpoint */
+    uint8_t dropped_seen; /* its last record was a drop */
+    uint64_t evidence;  /* position of the last record/checkpoint that vouched for it */
+    uint64_t start;     /* position of its last drop (records before belong to another life) */
+    uint64_t cut;       /* entries at or after this position are not replayed */
+    uint64_t emitted;   /* pass 2: last index replayed */
+    uint64_t floor;     /* entries up to here were only vouched for by a checkpoint */
+    uint64_t cpmark;    /* checkpoint number that listed it */
+    jr__walev *ev;
+    size_t nev, capev, evk;
+    char *why; /* damage message */
+} jr__walgrp;
+
+struct jr__wal {
+    jr_vfs *vfs;
+    const jr_allocator *alloc;
+    char *dir;
+    uint64_t segment_bytes;
+    int policy;
+    uint64_t interval;
+
+    jr__map groups; /* id -> jr__walgrp* */
+    jr__walseg *segs;
+    size_t nsegs, capsegs;
+    jr_file *cur;
+    uint64_t cur_size;
+    uint64_t cur_base; /* size of the current segment's header + checkpoint */
+
+    jr__buf stage;
+    jr__buf scratch;
+    int failed;       /* first write/sync error, or 0 */
+    int unsynced;     /* bytes written since the last sync */
+    uint64_t last_sync;
+    int gc_wanted;    /* a compaction or drop was written since the last GC */
+    jr__wal_stats stats;
+    char errmsg[512];
+};
+
+/* Position of byte off in the segment at index ord of segs (orders records across segments). */
+static inline uint64_t jr__wal_pos(size_t ord, uint64_t off)
+{
+    return (uint64_t)ord << 40 | off;
+}
+
+void jr__wal_seterr(jr__wal *w, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+jr__walgrp *jr__wal_group(jr__wal *w, uint64_t id, int create);
+void jr__wal_group_free(jr__wal *w, jr__walgrp *g);
+
+/* Segment tables (gc.c). */
+int jr__segtab_max(const jr_allocator *a, jr__segtab *t, uint64_t group, uint64_t index);
+void jr__segtab_erase(jr__segtab *t, uint64_t group);
+void jr__segtab_free(const jr_allocator *a, jr__segtab *t);
+/* Appends a segment record for seq; 0 or JR_ENOMEM. */
+int jr__wal_seg_push(jr__wal *w, uint64_t seq);
+/* Forgets group g in every segment table (its records are garbage after a drop). */
+void jr__wal_seg_forget(jr__wal *w, uint64_t group);
+/* Deletes the oldest segments while allowed (see invariants). Only call when the written
+ * state is durable. Errors deleting are recorded in errmsg and stop the pass; never fatal. */
+void jr__wal_gc(jr__wal *w);
+
+/* Builds the checkpoint of every live group's written state into b. */
+void jr__wal_put_checkpoint(jr__wal *w, jr__buf *b);
+
+/* Recovery (recovery.c): scans cfg->dir, replays, and leaves w with its segments and groups
+ * ready for a new segment. */
+int jr__wal_recover(jr__wal *w, const jr__wal_replay *rp);
+
+/* Opens a new current segment seq (header + checkpoint + `extra` bytes in one write, then
+ * sync of the file and of the directory). */
+int jr__wal_rotate(jr__wal *w, const uint8_t *extra, size_t n);
+
+#endif
