@@ -4,7 +4,7 @@
 #include <sodium.h>
 #include <string.h>
 
-#include "record.h"
+#include "srecord.h"
 #include "util/checksum.h"
 
 static const uint8_t open_magic[4] = {'J', 'R', 'B', 'K'};
@@ -64,10 +64,10 @@ int jr__blk_write_open(const uint8_t *plain, size_t n, uint32_t id, int flags,
         jr__buf_put(out, plain, n);
         return out->err;
     }
-    jr__rec r;
+    jr__srec r;
     size_t len;
     for (size_t off = 0; off < n; off += len) {
-        if (jr__rec_decode(plain + off, n - off, 0, &r, &len)) return JR_ECORRUPT;
+        if (jr__srec_decode(plain + off, n - off, 0, &r, &len)) return JR_ECORRUPT;
         if (jr__buf_reserve(out, jr__blk_frame_size(len))) return out->err;
         jr__blk_frame(out->data + out->len, plain + off, len, id, k);
         out->len += jr__blk_frame_size(len);
@@ -127,9 +127,9 @@ static int bad(jr__blk_info *info, uint64_t off, const char *why)
 /* Walks the records of plain[0..n); returns the length of the valid prefix. */
 static size_t walk(const uint8_t *plain, size_t n)
 {
-    jr__rec r;
+    jr__srec r;
     size_t len, off = 0;
-    while (off < n && jr__rec_decode(plain + off, n - off, 1, &r, &len) == 0) off += len;
+    while (off < n && jr__srec_decode(plain + off, n - off, 1, &r, &len) == 0) off += len;
     return off;
 }
 
@@ -168,9 +168,9 @@ static int decode_open(const uint8_t *f, size_t n, const jr__blk_key *k, jr__buf
     }
     size_t off = JR__BLK_OPEN_HDR;
     while (off < n) {
-        if (n - off < JR__BLK_FRAME_OVERHEAD + JR__REC_MIN) break;
+        if (n - off < JR__BLK_FRAME_OVERHEAD + JR__SREC_MIN) break;
         uint32_t clen = jr__get_u32(f + off);
-        if (clen < JR__REC_MIN + 16 || clen > n - off - 28) break;
+        if (clen < JR__SREC_MIN + 16 || clen > n - off - 28) break;
         if (jr__buf_reserve(buf, clen)) return buf->err;
         uint8_t ad[8];
         frame_ad(ad, info->id, clen);
@@ -179,9 +179,9 @@ static int decode_open(const uint8_t *f, size_t n, const jr__blk_key *k, jr__buf
         if (crypto_aead_xchacha20poly1305_ietf_decrypt(m, &mlen, NULL, f + off + 28, clen, ad,
                                                        sizeof ad, f + off + 4, k->key) != 0)
             break;
-        jr__rec r;
+        jr__srec r;
         size_t rlen;
-        if (jr__rec_decode(m, (size_t)mlen, 1, &r, &rlen) || rlen != mlen) break;
+        if (jr__srec_decode(m, (size_t)mlen, 1, &r, &rlen) || rlen != mlen) break;
         buf->len += rlen;
         off += 28 + clen;
     }
@@ -275,13 +275,13 @@ int jr__blk_valid_after(const uint8_t *f, size_t n, size_t from, uint32_t id, in
 {
     if (flags & JR__BLKF_ENC) {
         /* follow the damaged frame's length to the next frame and try it */
-        if (!k || from + 4 > n) return 0;
+        if (!k || from > n || n - from < 28) return 0;
         uint32_t clen = jr__get_u32(f + from);
-        if (clen < JR__REC_MIN + 16 || clen > n - from - 28) return 0;
+        if (clen < JR__SREC_MIN + 16 || clen > n - from - 28) return 0;
         size_t next = from + 28 + clen;
-        if (n - next < 28 + JR__REC_MIN + 16) return 0;
+        if (n - next < 28 + JR__SREC_MIN + 16) return 0;
         uint32_t c2 = jr__get_u32(f + next);
-        if (c2 < JR__REC_MIN + 16 || c2 > n - next - 28) return 0;
+        if (c2 < JR__SREC_MIN + 16 || c2 > n - next - 28) return 0;
         uint8_t ad[8];
         jr__buf_reset(scratch);
         if (jr__buf_reserve(scratch, c2)) return 0;
@@ -291,13 +291,13 @@ int jr__blk_valid_after(const uint8_t *f, size_t n, size_t from, uint32_t id, in
                                                           f + next + 28, c2, ad, sizeof ad,
                                                           f + next + 4, k->key) == 0;
     }
-    jr__rec r;
+    jr__srec r;
     size_t len;
-    for (size_t p = from + 1; p + JR__REC_MIN <= n; p++) {
+    for (size_t p = from + 1; p + JR__SREC_MIN <= n; p++) {
         uint32_t l = jr__get_u32(f + p);
-        if (l < JR__REC_MIN || l > n - p || f[p + 5] != 0 || f[p + 4] < 1 || f[p + 4] > 4)
+        if (l < JR__SREC_MIN || l > n - p || f[p + 5] != 0 || f[p + 4] < 1 || f[p + 4] > 4)
             continue;
-        if (jr__rec_decode(f + p, n - p, 1, &r, &len) == 0) return 1;
+        if (jr__srec_decode(f + p, n - p, 1, &r, &len) == 0) return 1;
     }
     return 0;
 }

@@ -23,7 +23,8 @@
  *
  * Tombstones live in the block that was active when they were written. When a block is dropped
  * (no live message left), its tombstones that still refer to messages in surviving blocks are
- * written again into the active block and synced before the file is removed.
+ * written again into the active block, and the active block is synced before the file is
+ * removed (so the durable store never loses its last seq or a needed tombstone).
  */
 #include <sodium.h>
 #include <stdio.h>
@@ -436,21 +437,21 @@ static int carry_tombstones(jr__store *s, size_t i)
     jr__buf_put(&copy, plain, n);
     if (copy.err) return copy.err;
     int rc = 0, wrote = 0;
-    jr__rec r;
+    jr__srec r;
     size_t len;
     for (size_t off = 0; !rc && off < n; off += len) {
-        if (jr__rec_decode(copy.data + off, n - off, 0, &r, &len)) break;
+        if (jr__srec_decode(copy.data + off, n - off, 0, &r, &len)) break;
         size_t bi = jr__store_blk_find(s, id);
-        if (r.type == JR__REC_DEL && survives(s, bi, r.seq, r.ts)) {
+        if (r.type == JR__SREC_DEL && survives(s, bi, r.seq, r.ts)) {
             rc = jr__store_write_tomb(s, &r, r.seq);
             wrote = 1;
-        } else if (r.type == JR__REC_DELSUBJ && survives(s, bi, 0, r.seq)) {
+        } else if (r.type == JR__SREC_DELSUBJ && survives(s, bi, 0, r.seq)) {
             rc = jr__store_write_tomb(s, &r, 0);
             wrote = 1;
         }
     }
     jr__buf_free(&copy);
-    if (!rc && wrote) rc = active_sync(s);
+    (void)wrote;
     return rc;
 }
 
@@ -458,6 +459,9 @@ static int file_drop(jr__store *s, size_t i)
 {
     fstore *f = F(s);
     int rc = carry_tombstones(s, i);
+    /* Removal is durable at once: first make the newer blocks durable (the carried tombstones,
+     * and what proves last_seq), or a crash could leave a store that forgot its last seq. */
+    if (!rc) rc = active_sync(s);
     if (rc) return rc;
     /* carrying may have rotated blocks: find ours again */
     uint32_t id = s->blks[i].id;
@@ -478,7 +482,7 @@ static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
     if (blk == f->aid) {
         rc = active_flush(s);
         if (rc) return rc;
-        jr__rec_erase(f->plain.data + off, len);
+        jr__srec_erase(f->plain.data + off, len);
         jr__buf_reset(&f->tmp);
         rc = jr__blk_write_open(f->plain.data, f->plain.len, f->aid, f->aflags,
                                 f->enc ? &f->key : NULL, &f->tmp);
@@ -505,7 +509,7 @@ static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
     fblk *b = s->blks[bi].bk;
     rc = cache_load(s, blk);
     if (rc) return rc;
-    jr__rec_erase(f->cache.data + off, len);
+    jr__srec_erase(f->cache.data + off, len);
     jr__buf_reset(&f->tmp);
     if (b->kind == JR__BLK_SEALED)
         rc = jr__blk_seal(f->cache.data, f->cache.len, blk, b->flags, &f->key, &f->tmp);
@@ -615,10 +619,10 @@ static int cmp_u32(const void *a, const void *b)
 static int replay(jr__store *s, const char *path, uint32_t id, const uint8_t *plain, size_t n,
                   uint64_t base_off)
 {
-    jr__rec r;
+    jr__srec r;
     size_t len;
     for (size_t off = 0; off < n; off += len) {
-        if (jr__rec_decode(plain + off, n - off, 0, &r, &len))
+        if (jr__srec_decode(plain + off, n - off, 0, &r, &len))
             return jr__store_fail(s, JR_ECORRUPT, "%s: offset %llu: bad record", path,
                                   (unsigned long long)(base_off + off));
         int rc = jr__store_load(s, &r, id, (uint32_t)off, (uint32_t)len);

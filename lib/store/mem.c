@@ -74,7 +74,7 @@ static int mem_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
     size_t i = jr__store_blk_find(s, blk);
     if (i == SIZE_MAX) return JR_ECORRUPT;
     mblk *b = s->blks[i].bk;
-    jr__rec_erase(b->data + off, len);
+    jr__srec_erase(b->data + off, len);
     return 0;
 }
 

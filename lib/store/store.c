@@ -166,20 +166,20 @@ static void ranges_trim(jr__store *s, uint64_t from)
  * Tombstones
  */
 
-static int write_rec(jr__store *s, const jr__rec *r, uint32_t *blk, uint32_t *off)
+static int write_rec(jr__store *s, const jr__srec *r, uint32_t *blk, uint32_t *off)
 {
-    size_t len = jr__rec_size(r->subj_len, r->hdr_len, r->data_len);
+    size_t len = jr__srec_size(r->subj_len, r->hdr_len, r->data_len);
     uint8_t *p;
     int rc = s->bk->reserve(s, len, &p, blk, off);
     if (rc) return wfail(s, rc);
-    jr__rec_encode(p, r);
+    jr__srec_encode(p, r);
     rc = s->bk->commit(s, p, len);
     return rc ? wfail(s, rc) : 0;
 }
 
 /* Writes a tombstone into the active block (file store only). lo_target is the lowest seq it may
  * delete (for carrying it forward when its block is dropped). */
-int jr__store_write_tomb(jr__store *s, const jr__rec *r, uint64_t lo_target)
+int jr__store_write_tomb(jr__store *s, const jr__srec *r, uint64_t lo_target)
 {
     if (!s->bk->persistent || s->loading) return 0;
     uint32_t blk, off;
@@ -192,7 +192,7 @@ int jr__store_write_tomb(jr__store *s, const jr__rec *r, uint64_t lo_target)
 
 static int tomb_del(jr__store *s, uint64_t lo, uint64_t hi)
 {
-    jr__rec r = {.type = JR__REC_DEL, .seq = lo, .ts = hi};
+    jr__srec r = {.type = JR__SREC_DEL, .seq = lo, .ts = hi};
     return jr__store_write_tomb(s, &r, lo);
 }
 
@@ -266,7 +266,9 @@ static int remove_msg(jr__store *s, uint64_t seq, int tomb)
         jr__blk *b = &s->blks[bi];
         b->live--;
         if (b->live == 0 && bi + 1 < s->nblks && !s->loading) {
-            int rc2 = s->bk->drop(s, bi);
+            /* the dropped block may hold the only proof of last_seq: write the front mark */
+            int rc2 = tomb_front(s);
+            if (!rc2) rc2 = s->bk->drop(s, bi);
             if (rc2) {
                 if (!rc) rc = wfail(s, rc2);
             } else {
@@ -413,28 +415,31 @@ static int load_del(jr__store *s, uint64_t lo, uint64_t hi)
     return 0;
 }
 
-int jr__store_load(jr__store *s, const jr__rec *r, uint32_t blk, uint32_t off, uint32_t len)
+int jr__store_load(jr__store *s, const jr__srec *r, uint32_t blk, uint32_t off, uint32_t len)
 {
     switch (r->type) {
-    case JR__REC_MSG:
-    case JR__REC_ERASED: {
+    case JR__SREC_MSG:
+    case JR__SREC_ERASED: {
         if (r->seq <= s->last_seq)
             return jr__store_fail(s, JR_ECORRUPT, "seq %llu after %llu",
                                   (unsigned long long)r->seq, (unsigned long long)s->last_seq);
         int rc = index_gap(s, r->seq - 1);
         if (rc) return rc;
-        if (r->type == JR__REC_ERASED) return index_gap(s, r->seq);
+        if (r->type == JR__SREC_ERASED) return index_gap(s, r->seq);
         uint32_t id;
         rc = jr__subjidx_intern(&s->subjects, r->subj, r->subj_len, &id);
         if (rc) return rc;
         return index_msg(s, r->seq, (int64_t)r->ts, id, blk, off, len);
     }
-    case JR__REC_DEL: {
+    case JR__SREC_DEL: {
         size_t bi = jr__store_blk_find(s, blk);
         if (bi != SIZE_MAX && r->seq < s->blks[bi].tomb_lo) s->blks[bi].tomb_lo = r->seq;
         return load_del(s, r->seq, r->ts);
     }
-    case JR__REC_DELSUBJ: {
+    case JR__SREC_DELSUBJ: {
+        /* its seq was <= last_seq when written: it proves last_seq too */
+        int rc0 = index_gap(s, r->seq);
+        if (rc0) return rc0;
         uint32_t id = jr__subjidx_find(&s->subjects, r->subj, r->subj_len);
         size_t bi = jr__store_blk_find(s, blk);
         if (!id) return 0;
@@ -462,7 +467,8 @@ static int drop_empty(jr__store *s)
             i++;
             continue;
         }
-        int rc = s->bk->drop(s, i);
+        int rc = tomb_front(s);
+        if (!rc) rc = s->bk->drop(s, i);
         if (rc) return rc;
         memmove(&s->blks[i], &s->blks[i + 1], (s->nblks - i - 1) * sizeof *s->blks);
         s->nblks--;
@@ -511,12 +517,19 @@ int jr__store_open(const jr__store_config *cfg, jr__store **out, char *errmsg, s
     return 0;
 }
 
+void jr__store_abandon(jr__store *s)
+{
+    if (!s) return;
+    s->failed = JR_ECLOSED;
+    jr__store_close(s);
+}
+
 int jr__store_close(jr__store *s)
 {
     if (!s) return 0;
     int rc = 0;
     if (s->bk) {
-        rc = jr__store_sync(s);
+        rc = s->failed == JR_ECLOSED ? 0 : jr__store_sync(s);
         s->bk->close(s);
         s->bk = NULL;
     }
@@ -543,15 +556,15 @@ int jr__store_append(jr__store *s, uint64_t expect, const char *subject, size_t 
     if (expect != s->last_seq + 1)
         return jr__store_fail(s, JR__ESTORE_SEQ, "expected seq %llu, store is at %llu",
                               (unsigned long long)expect, (unsigned long long)s->last_seq);
-    if (subject_len > JR__REC_SUBJ_MAX || !jr__subject_valid(subject, subject_len, 0))
+    if (subject_len > JR__SREC_SUBJ_MAX || !jr__subject_valid(subject, subject_len, 0))
         return jr__store_fail(s, JR_EINVAL, "invalid subject");
     if ((hdr_len && !hdr) || (data_len && !data)) return JR_EINVAL;
-    if (hdr_len > JR__REC_MAX || data_len > JR__REC_MAX ||
-        jr__rec_size(subject_len, hdr_len, data_len) > JR__REC_MAX ||
+    if (hdr_len > JR__SREC_MAX || data_len > JR__SREC_MAX ||
+        jr__srec_size(subject_len, hdr_len, data_len) > JR__SREC_MAX ||
         (s->lim.max_msg_size && hdr_len + data_len > s->lim.max_msg_size))
         return jr__store_fail(s, JR_EMSGSIZE, "message of %zu bytes exceeds the maximum",
                               hdr_len + data_len);
-    size_t rsz = jr__rec_size(subject_len, hdr_len, data_len);
+    size_t rsz = jr__srec_size(subject_len, hdr_len, data_len);
     if (s->lim.max_bytes && rsz > s->lim.max_bytes)
         return jr__store_fail(s, JR_EMSGSIZE, "message of %zu bytes exceeds max_bytes", rsz);
 
@@ -587,7 +600,7 @@ int jr__store_append(jr__store *s, uint64_t expect, const char *subject, size_t 
     uint32_t blk, off;
     rc = s->bk->reserve(s, rsz, &p, &blk, &off);
     if (rc) goto undo;
-    jr__rec r = {.type = JR__REC_MSG,
+    jr__srec r = {.type = JR__SREC_MSG,
                  .seq = expect,
                  .ts = (uint64_t)ts,
                  .subj = subject,
@@ -596,7 +609,7 @@ int jr__store_append(jr__store *s, uint64_t expect, const char *subject, size_t 
                  .hdr_len = hdr_len,
                  .data = data,
                  .data_len = data_len};
-    jr__rec_encode(p, &r);
+    jr__srec_encode(p, &r);
     rc = s->bk->commit(s, p, rsz);
     if (rc) goto undo;
     rc = index_msg(s, expect, ts, id, blk, off, (uint32_t)rsz);
@@ -656,9 +669,9 @@ static int fill(jr__store *s, uint64_t seq, const jr__ent *e, jr__store_msg *out
     const uint8_t *p;
     int rc = s->bk->read(s, e->blk, e->off, e->len, &p);
     if (rc) return rc;
-    jr__rec r;
+    jr__srec r;
     size_t n;
-    if (jr__rec_decode(p, e->len, s->bk->persistent, &r, &n) || r.type != JR__REC_MSG ||
+    if (jr__srec_decode(p, e->len, s->bk->persistent, &r, &n) || r.type != JR__SREC_MSG ||
         r.seq != seq || n != e->len)
         return jr__store_fail(s, JR_ECORRUPT, "%s: record of seq %llu in block %u at offset %u "
                               "is corrupt", s->name, (unsigned long long)seq, e->blk, e->off);
@@ -778,7 +791,7 @@ static int purge_subject(jr__store *s, uint32_t id, uint64_t upto, uint64_t *cou
 {
     jr__subj *sj = jr__subjidx_get(&s->subjects, id);
     if (sj->first > upto) return 0;
-    jr__rec t = {.type = JR__REC_DELSUBJ, .seq = upto, .subj = sj->name, .subj_len = sj->len};
+    jr__srec t = {.type = JR__SREC_DELSUBJ, .seq = upto, .subj = sj->name, .subj_len = sj->len};
     uint64_t lo = sj->first;
     /* the tombstone first: it needs the name, which removal of the last message frees */
     int rc = jr__store_write_tomb(s, &t, lo);
@@ -804,7 +817,7 @@ int jr__store_purge(jr__store *s, const jr__purge *p, uint64_t *purged)
     uint64_t upto = s->last_seq;
     if (p->seq) {
         if (p->seq <= s->base) return 0;
-        upto = p->seq - 1;
+        upto = p->seq - 1 < s->last_seq ? p->seq - 1 : s->last_seq;
     } else if (p->keep) {
         uint64_t seen = 0, q;
         matcher m = {p->filter, p->filter_len, 0, 0};
@@ -943,17 +956,17 @@ int jr__store_apply_chunk(jr__store *s, const void *chunk, size_t len)
 {
     const uint8_t *p = chunk;
     uint64_t prev = 0;
-    jr__rec r;
+    jr__srec r;
     size_t n;
     for (size_t off = 0; off < len; off += n) {
-        if (jr__rec_decode(p + off, len - off, 1, &r, &n) || r.type != JR__REC_MSG ||
+        if (jr__srec_decode(p + off, len - off, 1, &r, &n) || r.type != JR__SREC_MSG ||
             r.seq <= prev || !jr__subject_valid(r.subj, r.subj_len, 0))
             return jr__store_fail(s, JR_ECORRUPT, "catch-up chunk: bad record at offset %zu",
                                   off);
         prev = r.seq;
     }
     for (size_t off = 0; off < len; off += n) {
-        jr__rec_decode(p + off, len - off, 0, &r, &n);
+        jr__srec_decode(p + off, len - off, 0, &r, &n);
         if (r.seq <= s->last_seq) continue;
         int rc = jr__store_skip(s, r.seq - 1);
         if (!rc)

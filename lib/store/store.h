@@ -22,7 +22,7 @@
  * max_msgs_per_subject removes the subject's oldest message unless discard_new_per_subject is
  * set (then the append is refused with JR__ESTORE_FULL). max_msg_size (headers + payload)
  * refuses with JR_EMSGSIZE. "bytes" of a message is its record size: subject + headers +
- * payload + JR__REC_MIN (36) bytes.
+ * payload + JR__SREC_MIN (36) bytes.
  *
  * Durability (file store). Appends and deletes are buffered; jr__store_sync() writes and syncs
  * them. jr__store_durable_seq() is the highest seq such that every append up to it has been
@@ -106,13 +106,16 @@ typedef struct jr__seq_range {
 
 /* Opens (file: creating or recovering) a store. Recovery verifies every record, truncates a torn
  * tail of the last block, removes leftover temporary files, and then enforces the limits. Any
- * other damage is JR_ECORRUPT with the file and offset in *errmsg (if errmsg is non-NULL it gets
- * a static-lifetime-free copy: a buffer of errmsg_len bytes the caller owns). Wrong encryption
- * key: JR_EAUTH. Encrypted blocks without a key: JR_EINVAL. On failure *out is NULL. */
+ * other damage is JR_ECORRUPT; the message naming file and offset is copied to errmsg (a caller
+ * buffer of errmsg_len bytes; may be NULL). Wrong encryption key: JR_EAUTH. Encrypted blocks
+ * without a key: JR_EINVAL. On failure *out is NULL and nothing is left open. */
 int jr__store_open(const jr__store_config *cfg, jr__store **out, char *errmsg, size_t errmsg_len);
 
 /* Syncs (file) and frees everything. Safe on NULL. Returns the sync's result. */
 int jr__store_close(jr__store *s);
+/* Frees everything without writing anything more (after a fatal error, or to simulate the
+ * process dying in tests): what was not synced may or may not be on disk. Safe on NULL. */
+void jr__store_abandon(jr__store *s);
 
 /* Appends a message as seq `expect` (must equal last_seq + 1, else JR__ESTORE_SEQ) with
  * timestamp ts (ns). subject must be a valid literal subject (JR_EINVAL otherwise). Enforces the

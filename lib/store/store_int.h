@@ -18,7 +18,7 @@
 #ifndef JR_STORE_STORE_INT_H
 #define JR_STORE_STORE_INT_H
 
-#include "record.h"
+#include "srecord.h"
 #include "store.h"
 #include "subjidx.h"
 
@@ -104,11 +104,11 @@ int jr__store_blk_add(jr__store *s, uint32_t id);
 size_t jr__store_blk_find(const jr__store *s, uint32_t id);
 
 /* Replay at open (file backend): one record read from block blk at plaintext offset off. */
-int jr__store_load(jr__store *s, const jr__rec *r, uint32_t blk, uint32_t off, uint32_t len);
+int jr__store_load(jr__store *s, const jr__srec *r, uint32_t blk, uint32_t off, uint32_t len);
 
 /* Writes tombstone r into the active block (file store; a no-op otherwise or while loading).
  * lo_target: the lowest seq it may delete (to decide whether it must outlive its block). */
-int jr__store_write_tomb(jr__store *s, const jr__rec *r, uint64_t lo_target);
+int jr__store_write_tomb(jr__store *s, const jr__srec *r, uint64_t lo_target);
 
 /* Whether seq is live (for carrying tombstones forward). */
 int jr__store_live(const jr__store *s, uint64_t seq);

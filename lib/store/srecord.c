@@ -1,4 +1,4 @@
-#include "record.h"
+#include "srecord.h"
 
 #include <string.h>
 
@@ -12,9 +12,9 @@ static inline void put_u16(uint8_t *p, uint16_t v)
     p[1] = (uint8_t)(v >> 8);
 }
 
-void jr__rec_encode(uint8_t *dst, const jr__rec *r)
+void jr__srec_encode(uint8_t *dst, const jr__srec *r)
 {
-    size_t len = jr__rec_size(r->subj_len, r->hdr_len, r->data_len);
+    size_t len = jr__srec_size(r->subj_len, r->hdr_len, r->data_len);
     jr__put_u32(dst, (uint32_t)len);
     dst[4] = (uint8_t)r->type;
     dst[5] = 0;
@@ -22,7 +22,7 @@ void jr__rec_encode(uint8_t *dst, const jr__rec *r)
     jr__put_u32(dst + 8, (uint32_t)r->hdr_len);
     jr__put_u64(dst + 12, r->seq);
     jr__put_u64(dst + 20, r->ts);
-    uint8_t *p = dst + JR__REC_HDR;
+    uint8_t *p = dst + JR__SREC_HDR;
     if (r->subj_len) memcpy(p, r->subj, r->subj_len);
     p += r->subj_len;
     if (r->hdr_len) memcpy(p, r->hdr, r->hdr_len);
@@ -32,36 +32,36 @@ void jr__rec_encode(uint8_t *dst, const jr__rec *r)
     jr__put_u64(p, jr__xxh3(dst, len - 8));
 }
 
-int jr__rec_decode(const uint8_t *p, size_t avail, int verify, jr__rec *out, size_t *len)
+int jr__srec_decode(const uint8_t *p, size_t avail, int verify, jr__srec *out, size_t *len)
 {
-    if (avail < JR__REC_MIN) return JR_ECORRUPT;
+    if (avail < JR__SREC_MIN) return JR_ECORRUPT;
     uint32_t n = jr__get_u32(p);
-    if (n < JR__REC_MIN || n > avail || n > JR__REC_MAX) return JR_ECORRUPT;
+    if (n < JR__SREC_MIN || n > avail || n > JR__SREC_MAX) return JR_ECORRUPT;
     int type = p[4];
-    if (type < JR__REC_MSG || type > JR__REC_ERASED || p[5] != 0) return JR_ECORRUPT;
+    if (type < JR__SREC_MSG || type > JR__SREC_ERASED || p[5] != 0) return JR_ECORRUPT;
     size_t subj_len = (size_t)p[6] | (size_t)p[7] << 8;
     size_t hdr_len = jr__get_u32(p + 8);
-    if (hdr_len > n || subj_len + hdr_len > n - JR__REC_MIN) return JR_ECORRUPT;
-    size_t data_len = n - JR__REC_MIN - subj_len - hdr_len;
+    if (hdr_len > n || subj_len + hdr_len > n - JR__SREC_MIN) return JR_ECORRUPT;
+    size_t data_len = n - JR__SREC_MIN - subj_len - hdr_len;
     if (verify && jr__get_u64(p + n - 8) != jr__xxh3(p, n - 8)) return JR_ECORRUPT;
     out->type = type;
     out->seq = jr__get_u64(p + 12);
     out->ts = jr__get_u64(p + 20);
-    out->subj = (const char *)p + JR__REC_HDR;
+    out->subj = (const char *)p + JR__SREC_HDR;
     out->subj_len = subj_len;
-    out->hdr = p + JR__REC_HDR + subj_len;
+    out->hdr = p + JR__SREC_HDR + subj_len;
     out->hdr_len = hdr_len;
     out->data = out->hdr + hdr_len;
     out->data_len = data_len;
     switch (type) {
-    case JR__REC_MSG:
-    case JR__REC_ERASED:
+    case JR__SREC_MSG:
+    case JR__SREC_ERASED:
         if (subj_len == 0 || out->seq == 0) return JR_ECORRUPT;
         break;
-    case JR__REC_DEL:
+    case JR__SREC_DEL:
         if (subj_len || hdr_len || data_len || out->seq > out->ts) return JR_ECORRUPT;
         break;
-    case JR__REC_DELSUBJ:
+    case JR__SREC_DELSUBJ:
         if (subj_len == 0 || hdr_len || data_len) return JR_ECORRUPT;
         break;
     }
@@ -69,10 +69,10 @@ int jr__rec_decode(const uint8_t *p, size_t avail, int verify, jr__rec *out, siz
     return 0;
 }
 
-void jr__rec_erase(uint8_t *p, size_t len)
+void jr__srec_erase(uint8_t *p, size_t len)
 {
-    p[4] = JR__REC_ERASED;
-    memset(p + JR__REC_HDR, 0, len - JR__REC_MIN);
+    p[4] = JR__SREC_ERASED;
+    memset(p + JR__SREC_HDR, 0, len - JR__SREC_MIN);
     /* keep subj_len/hdr_len so the shape stays valid; content is zeros */
     jr__put_u64(p + len - 8, jr__xxh3(p, len - 8));
 }

@@ -1,12 +1,12 @@
 /*
- * record — the persisted form of one store record, shared by the memory store, the block files
+ * srecord — the persisted form of one store record, shared by the memory store, the block files
  * and the catch-up chunks.
  *
- * Layout (little-endian), JR__REC_HDR bytes of header, the variable parts, then an xxh3 of every
+ * Layout (little-endian), JR__SREC_HDR bytes of header, the variable parts, then an xxh3 of every
  * byte before it:
  *
  *   u32 len        total record length, header and checksum included
- *   u8  type       enum jr__rec_type
+ *   u8  type       enum jr__srec_type
  *   u8  reserved   0
  *   u16 subj_len
  *   u32 hdr_len
@@ -23,24 +23,25 @@
  *   DEL      tombstone: every seq in [seq, ts] is deleted (a single delete has seq == ts; a
  *            purge of everything below N is DEL [0, N-1]). Also proves last_seq >= ts.
  *   DELSUBJ  tombstone: every message of the subject with seq <= the record's seq is deleted.
+ *            Also proves last_seq >= seq.
  *
  * Invariant: a tombstone is always written after the records it deletes, so replaying records
  * in write order reproduces the store.
  */
-#ifndef JR_STORE_RECORD_H
-#define JR_STORE_RECORD_H
+#ifndef JR_STORE_SRECORD_H
+#define JR_STORE_SRECORD_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define JR__REC_HDR 28u
-#define JR__REC_MIN 36u            /* header + checksum */
-#define JR__REC_MAX (1u << 30)     /* no record is larger */
-#define JR__REC_SUBJ_MAX 65535u
+#define JR__SREC_HDR 28u
+#define JR__SREC_MIN 36u            /* header + checksum */
+#define JR__SREC_MAX (1u << 30)     /* no record is larger */
+#define JR__SREC_SUBJ_MAX 65535u
 
-enum jr__rec_type { JR__REC_MSG = 1, JR__REC_DEL = 2, JR__REC_DELSUBJ = 3, JR__REC_ERASED = 4 };
+enum jr__srec_type { JR__SREC_MSG = 1, JR__SREC_DEL = 2, JR__SREC_DELSUBJ = 3, JR__SREC_ERASED = 4 };
 
-typedef struct jr__rec {
+typedef struct jr__srec {
     int type;
     uint64_t seq;
     uint64_t ts; /* int64 nanoseconds for MSG; hi seq for DEL */
@@ -50,26 +51,26 @@ typedef struct jr__rec {
     size_t hdr_len;
     const uint8_t *data;
     size_t data_len;
-} jr__rec;
+} jr__srec;
 
 /* Encoded size of a record with these lengths (no overflow for lengths within the limits). */
-static inline size_t jr__rec_size(size_t subj_len, size_t hdr_len, size_t data_len)
+static inline size_t jr__srec_size(size_t subj_len, size_t hdr_len, size_t data_len)
 {
-    return JR__REC_MIN + subj_len + hdr_len + data_len;
+    return JR__SREC_MIN + subj_len + hdr_len + data_len;
 }
 
-/* Writes r into dst, which has exactly jr__rec_size(r->subj_len, r->hdr_len, r->data_len)
- * bytes. Requires subj_len <= JR__REC_SUBJ_MAX and the size <= JR__REC_MAX. */
-void jr__rec_encode(uint8_t *dst, const jr__rec *r);
+/* Writes r into dst, which has exactly jr__srec_size(r->subj_len, r->hdr_len, r->data_len)
+ * bytes. Requires subj_len <= JR__SREC_SUBJ_MAX and the size <= JR__SREC_MAX. */
+void jr__srec_encode(uint8_t *dst, const jr__srec *r);
 
 /* Decodes the record at p, reading at most avail bytes. On success fills *out (pointers into p)
  * and *len with the record's length. JR_ECORRUPT if the bytes are not one whole, well-formed
  * record with a matching checksum (including when avail is too short). With verify = 0 the
  * checksum is not checked (for bytes already verified). */
-int jr__rec_decode(const uint8_t *p, size_t avail, int verify, jr__rec *out, size_t *len);
+int jr__srec_decode(const uint8_t *p, size_t avail, int verify, jr__srec *out, size_t *len);
 
 /* Overwrites the record at p (already valid, of length len) with an ERASED record of the same
  * length and seq: subject, headers and payload become zeros; ts is kept. */
-void jr__rec_erase(uint8_t *p, size_t len);
+void jr__srec_erase(uint8_t *p, size_t len);
 
 #endif

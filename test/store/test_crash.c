@@ -1,0 +1,285 @@
+/*
+ * Crash consistency of the file store through the simulated vfs (memfs).
+ *
+ * For each seed: a store (plain, lz4, encrypted or both; small blocks so that rotation, sealing
+ * and block removal happen all the time) lives through several "lives". In each life random
+ * appends, deletes, erasures, purges and syncs run; sometimes an I/O operation fails (sticky, as
+ * if the machine died right there: in the middle of a rotation, a seal, a purge, a block
+ * removal...); then the machine crashes (unsynced writes lost, sometimes torn) and the store is
+ * reopened. After every reopen:
+ *  - opening succeeds (a crash is never corruption);
+ *  - every message that was live at the last completed sync and not deleted since is present;
+ *  - no message deleted before the last completed sync is back;
+ *  - every message present has exactly the content of its append, seqs strictly increase;
+ *  - last_seq >= the last seq covered by a completed sync;
+ *  - the state counters agree with the messages.
+ *
+ * Seeds: STORE_CRASH_SEEDS (default 1000) starting at STORE_CRASH_FIRST (default 1). The 'soak'
+ * suite runs the same binary with many more. A failure names the seed and life; replay with
+ * STORE_CRASH_FIRST=<seed> STORE_CRASH_SEEDS=1 (add STORE_CRASH_DEBUG=1 to print the syncs and
+ * the records of every block after each crash).
+ */
+#include <stdlib.h>
+
+#include "fixture.h"
+#include "store/block.h"
+#include "store/srecord.h"
+#include "util/rand.h"
+
+#define MAXSEQ 4096
+
+typedef struct model {
+    uint32_t nonce[MAXSEQ]; /* content of the latest append attempt of each seq */
+    uint16_t len[MAXSEQ];
+    uint8_t subj[MAXSEQ];
+    uint8_t attempted[MAXSEQ];
+    uint8_t live_sync[MAXSEQ]; /* live at the last completed sync */
+    uint8_t gone[MAXSEQ];      /* seen not live (or maybe deleted) since the last completed sync */
+    uint64_t sync_last;        /* last_seq at the last completed sync */
+    uint64_t max_attempt;
+} model;
+
+static void make_data(uint8_t *d, size_t len, uint64_t seq, uint32_t nonce)
+{
+    uint64_t x = seq * 0x9e3779b97f4a7c15ULL ^ nonce;
+    for (size_t i = 0; i < len; i++) d[i] = (uint8_t)(jr__splitmix64(&x) >> 56);
+}
+
+/* Live seqs according to the store's own state and delete ranges. */
+static void live_set(jr__store *st, uint8_t *live)
+{
+    jr__store_state s;
+    jr__store_state_get(st, &s);
+    memset(live, 0, MAXSEQ);
+    if (!s.msgs) return;
+    for (uint64_t q = s.first_seq; q <= s.last_seq && q < MAXSEQ; q++) live[q] = 1;
+    size_t n;
+    const jr__seq_range *r = jr__store_deleted(st, &n);
+    for (size_t i = 0; i < n; i++)
+        for (uint64_t q = r[i].lo; q <= r[i].hi && q < MAXSEQ; q++) live[q] = 0;
+}
+
+/* After an operation: whatever is not live now counts as gone since the last sync. */
+static void observe(model *m, jr__store *st)
+{
+    static uint8_t live[MAXSEQ];
+    live_set(st, live);
+    for (uint64_t q = 1; q < MAXSEQ; q++)
+        if (!live[q]) m->gone[q] = 1;
+}
+
+static void synced(model *m, jr__store *st)
+{
+    live_set(st, m->live_sync);
+    memset(m->gone, 0, sizeof m->gone);
+    jr__store_state s;
+    jr__store_state_get(st, &s);
+    m->sync_last = s.last_seq;
+}
+
+#define CHECK(cond, ...)                                                                          \
+    ck_assert_msg(cond, "seed %llu life %d: " __VA_ARGS__)
+
+static void verify(model *m, jr__store *st, unsigned long long seed, int life)
+{
+    jr__store_state s;
+    jr__store_state_get(st, &s);
+    CHECK(s.last_seq >= m->sync_last, "last_seq %llu < synced %llu", seed, life,
+          (unsigned long long)s.last_seq, (unsigned long long)m->sync_last);
+    CHECK(s.last_seq <= m->max_attempt, "last_seq %llu beyond any append", seed, life,
+          (unsigned long long)s.last_seq);
+    static uint8_t present[MAXSEQ];
+    memset(present, 0, sizeof present);
+    uint64_t prev = 0, n = 0, bytes = 0;
+    jr__store_msg msg;
+    uint8_t buf[4096];
+    int rc;
+    for (uint64_t q = 1; (rc = jr__store_next(st, q, NULL, 0, &msg)) == 0; q = msg.seq + 1) {
+        uint64_t seq = msg.seq;
+        CHECK(seq > prev && seq < MAXSEQ, "seq %llu after %llu", seed, life,
+              (unsigned long long)seq, (unsigned long long)prev);
+        CHECK(m->attempted[seq], "seq %llu was never appended", seed, life,
+              (unsigned long long)seq);
+        CHECK(!(seq <= m->sync_last && !m->live_sync[seq]),
+              "seq %llu deleted before the last sync is back", seed, life,
+              (unsigned long long)seq);
+        char subj[8];
+        snprintf(subj, sizeof subj, "c.%u", m->subj[seq]);
+        CHECK(msg.subject_len == strlen(subj) && memcmp(msg.subject, subj, msg.subject_len) == 0,
+              "seq %llu: wrong subject", seed, life, (unsigned long long)seq);
+        make_data(buf, m->len[seq], seq, m->nonce[seq]);
+        CHECK(msg.data_len == m->len[seq] && memcmp(msg.data, buf, msg.data_len) == 0,
+              "seq %llu: wrong content", seed, life, (unsigned long long)seq);
+        present[seq] = 1;
+        prev = seq;
+        n++;
+        bytes += 36 + msg.subject_len + msg.data_len;
+    }
+    CHECK(rc == JR_ENOTFOUND, "iteration failed: %s (%s)", seed, life, jr_strerror(rc),
+          jr__store_errmsg(st));
+    for (uint64_t q = 1; q <= m->sync_last && q < MAXSEQ; q++)
+        CHECK(present[q] || !m->live_sync[q] || m->gone[q], "synced seq %llu lost", seed, life,
+              (unsigned long long)q);
+    CHECK(s.msgs == n && s.bytes == bytes, "counters %llu/%llu vs %llu/%llu", seed, life,
+          (unsigned long long)s.msgs, (unsigned long long)s.bytes, (unsigned long long)n,
+          (unsigned long long)bytes);
+    if (n) CHECK(s.num_deleted == s.last_seq - s.first_seq + 1 - n, "num_deleted", seed, life);
+}
+
+static const int fail_ops[] = {JR__MEMFS_PWRITE, JR__MEMFS_SYNC,   JR__MEMFS_RENAME,
+                               JR__MEMFS_REMOVE, JR__MEMFS_OPEN,   JR__MEMFS_SYNC_DIR,
+                               JR__MEMFS_TRUNCATE, JR__MEMFS_PREAD};
+
+static int dbg_list(void *arg, const char *name)
+{
+    (void)arg;
+    fprintf(stderr, "    file %s\n", name);
+    return 0;
+}
+
+static void run_seed(uint64_t seed)
+{
+    static model m;
+    memset(&m, 0, sizeof m);
+    jr__rand r;
+    jr__rand_seed(&r, seed);
+    fx f;
+    memset(&f, 0, sizeof f);
+    ck_assert_int_eq(jr__memfs_new(NULL, seed, &f.vfs), 0);
+    ck_assert_int_eq(f.vfs->mkdir(f.vfs->ctx, "/store"), 0);
+    fx_config(&f, CONF_FILE + (int)(seed % 4), 512 + jr__rand_below(&r, 3000));
+    if (jr__rand_below(&r, 4) == 0) f.cfg.limits.max_msgs = 20 + jr__rand_below(&r, 60);
+    if (jr__rand_below(&r, 5) == 0) f.cfg.limits.max_msgs_per_subject = 1 + jr__rand_below(&r, 8);
+    int rc = fx_open(&f);
+    ck_assert_msg(rc == 0, "seed %llu: open: %s", (unsigned long long)seed, f.err);
+    uint8_t data[2100];
+    for (int life = 0; life < 4; life++) {
+        int steps = 10 + (int)jr__rand_below(&r, 120);
+        int fail_at = jr__rand_below(&r, 2) ? (int)jr__rand_below(&r, (uint64_t)steps) : -1;
+        for (int step = 0; step < steps; step++) {
+            if (step == fail_at)
+                jr__memfs_fail(f.vfs, fail_ops[jr__rand_below(&r, 8)], 1 + jr__rand_below(&r, 6),
+                               JR_EIO, 1, NULL);
+            jr__store_state s;
+            jr__store_state_get(f.st, &s);
+            uint64_t op = jr__rand_below(&r, 100);
+            if (op < 62) {
+                uint64_t seq = s.last_seq + 1;
+                if (seq >= MAXSEQ - 1) break;
+                size_t len = jr__rand_below(&r, 10) == 0 ? 1000 + jr__rand_below(&r, 1000)
+                                                         : jr__rand_below(&r, 300);
+                m.subj[seq] = (uint8_t)jr__rand_below(&r, 6);
+                m.len[seq] = (uint16_t)len;
+                m.nonce[seq] = (uint32_t)jr__rand_next(&r);
+                m.attempted[seq] = 1;
+                if (seq > m.max_attempt) m.max_attempt = seq;
+                make_data(data, len, seq, m.nonce[seq]);
+                char subj[8];
+                snprintf(subj, sizeof subj, "c.%u", m.subj[seq]);
+                rc = jr__store_append(f.st, seq, subj, strlen(subj), NULL, 0, data, len,
+                                      (int64_t)seq, NULL);
+                if (rc) m.gone[seq] = 1;
+            } else if (op < 75) {
+                uint64_t q = s.first_seq + jr__rand_below(&r, s.last_seq - s.first_seq + 2);
+                rc = jr__store_delete(f.st, q, jr__rand_below(&r, 6) == 0);
+                if (rc == JR_ENOTFOUND) rc = 0;
+                if (rc && q < MAXSEQ) m.gone[q] = 1;
+            } else if (op < 80) {
+                jr__purge p = {0};
+                char subj[8];
+                snprintf(subj, sizeof subj, "c.%u", (unsigned)jr__rand_below(&r, 6));
+                switch (jr__rand_below(&r, 4)) {
+                case 0: break;
+                case 1: p.filter = subj; p.filter_len = strlen(subj); break;
+                case 2: p.seq = s.first_seq + jr__rand_below(&r, 30); break;
+                case 3: p.keep = jr__rand_below(&r, 30); break;
+                }
+                rc = jr__store_purge(f.st, &p, NULL);
+                if (rc) memset(m.gone, 1, sizeof m.gone); /* anything may be gone */
+            } else {
+                rc = jr__store_sync(f.st);
+                if (!rc) synced(&m, f.st);
+                if (getenv("STORE_CRASH_DEBUG"))
+                    fprintf(stderr, "  sync rc %d last %llu\n", rc, (unsigned long long)m.sync_last);
+            }
+            observe(&m, f.st);
+            if (rc) break; /* the machine dies with its first I/O error */
+        }
+        /* crash: power loss, the process is gone */
+        if (getenv("STORE_CRASH_DEBUG")) {
+            jr__memfs_stats ms;
+            jr__memfs_stats_get(f.vfs, &ms);
+            fprintf(stderr, "  before crash: files %llu dirsyncs %llu syncs %llu\n",
+                    (unsigned long long)ms.files, (unsigned long long)ms.dir_syncs,
+                    (unsigned long long)ms.syncs);
+            f.vfs->list(f.vfs->ctx, "/store/ORDERS", dbg_list, NULL);
+        }
+        jr__memfs_crash(f.vfs, (int)jr__rand_below(&r, 2));
+        jr__memfs_fail_clear(f.vfs);
+        jr__store_abandon(f.st);
+        f.st = NULL;
+        if (getenv("STORE_CRASH_DEBUG")) {
+            for (uint32_t id = 1; id < 400; id++) {
+                char path[64];
+                snprintf(path, sizeof path, "/store/ORDERS/%010u.blk", id);
+                uint8_t *d;
+                size_t l;
+                if (jr__memfs_read_all(f.vfs, path, &d, &l) == 0) {
+                    fprintf(stderr, "  after crash: %s %zu bytes:", path, l);
+                    jr__blk_info info;
+                    jr__buf b;
+                    jr__buf_init(&b, NULL);
+                    jr__blk_key k;
+                    jr__blk_derive_key(test_master_key, "ORDERS", &k);
+                    int drc = jr__blk_decode(d, l, &k, &b, &info);
+                    jr__srec rr;
+                    size_t rl;
+                    for (size_t o = 0; o < info.plain_len; o += rl) {
+                        if (jr__srec_decode(info.plain + o, info.plain_len - o, 0, &rr, &rl)) break;
+                        fprintf(stderr, " %c%llu", "?MDSE"[rr.type], (unsigned long long)rr.seq);
+                        if (rr.type == 2) fprintf(stderr, "-%llu", (unsigned long long)rr.ts);
+                    }
+                    fprintf(stderr, " (rc %d)\n", drc);
+                    jr__buf_free(&b);
+                    jr__memfs_release(f.vfs, d);
+                }
+            }
+        }
+        rc = fx_open(&f);
+        ck_assert_msg(rc == 0, "seed %llu life %d: reopen failed: %s: %s",
+                      (unsigned long long)seed, life, jr_strerror(rc), f.err);
+        verify(&m, f.st, (unsigned long long)seed, life);
+        /* the recovered store is the new baseline */
+        synced(&m, f.st);
+        jr__store_state s;
+        jr__store_state_get(f.st, &s);
+        CHECK(jr__store_durable_seq(f.st) == s.last_seq, "durable seq after open",
+              (unsigned long long)seed, life);
+    }
+    fx_done(&f);
+}
+
+START_TEST(crash_consistency)
+{
+    const char *e = getenv("STORE_CRASH_SEEDS");
+    const char *fs = getenv("STORE_CRASH_FIRST");
+    uint64_t n = e ? strtoull(e, NULL, 10) : 1000;
+    uint64_t first = fs ? strtoull(fs, NULL, 10) : 1;
+    for (uint64_t seed = first; seed < first + n; seed++) run_seed(seed);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) setenv("STORE_CRASH_SEEDS", argv[1], 0);
+    Suite *s = suite_create("store-crash");
+    TCase *tc = tcase_create("crash");
+    tcase_set_timeout(tc, 3600);
+    tcase_add_test(tc, crash_consistency);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
