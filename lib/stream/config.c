@@ -207,7 +207,7 @@ int jr__stream_config_validate(const jr_stream_config *c, char *msg, size_t msgl
         (rc = check_bool("deny_purge", c->deny_purge, msg, msglen)) ||
         (rc = check_bool("allow_rollup", c->allow_rollup, msg, msglen)))
         return rc;
-    if (c->deny_purge && c->allow_rollup && !c->sealed)
+    if (c->deny_purge && c->allow_rollup)
         return fail(msg, msglen,
                     "allow_rollup: roll-ups require the purge permission "
                     "(deny_purge is set)");
