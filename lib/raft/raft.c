@@ -36,7 +36,11 @@ int jr__raft_new(const jr__raft_config *cfg, const jr__raft_io *io, jr__raft **o
     }
     r->io = *io;
     r->alloc = cfg->alloc;
-    jr__rand_seed(&r->rng, cfg->seed ^ cfg->self ^ (cfg->group * 0x9e3779b97f4a7c15ULL));
+    /* distinct streams per (seed, self, group), however the caller derived its seeds */
+    uint64_t x = cfg->seed;
+    uint64_t s = jr__splitmix64(&x) ^ (cfg->self * 0x9e3779b97f4a7c15ULL);
+    s = jr__splitmix64(&s) ^ (cfg->group * 0xbf58476d1ce4e5b9ULL);
+    jr__rand_seed(&r->rng, s);
     jr__memlog_init(&r->log, r->alloc);
     r->role = ROLE_FOLLOWER;
     r->election_deadline = UINT64_MAX;
@@ -265,8 +269,8 @@ void jr__raft_stepdown(jr__raft *r, uint64_t now)
 
 static int hs_changed(const jr__raft *r)
 {
-    return r->term != r->hs_durable.term || r->vote != r->hs_durable.vote ||
-           r->commit != r->hs_durable.commit;
+    if (r->term != r->hs_durable.term || r->vote != r->hs_durable.vote) return 2;
+    return r->commit != r->hs_durable.commit;
 }
 
 int jr__raft_unpersisted(const jr__raft *r, uint64_t *from, uint64_t *to, jr__hardstate *hs)
@@ -320,9 +324,7 @@ void jr__raft_ready_done(jr__raft *r)
     r->notified = 0;
     /* Work that arrived during the node's flush gets a new notification. A commit-only change
      * of the hard state does not: it rides along with the next write. */
-    if (r->durable < r->log.last || r->term != r->hs_durable.term ||
-        r->vote != r->hs_durable.vote)
-        jr__raft_wake(r);
+    if (r->durable < r->log.last || hs_changed(r) == 2) jr__raft_wake(r);
 }
 
 /* Queries -------------------------------------------------------------------------------------*/

@@ -260,10 +260,11 @@ typedef struct jr__hardstate {
 
 /* Entries [*from, *to] are not yet durable (none if *from > *to). A *from at or below a
  * previously persisted index means the log was truncated there: the WAL record for index i
- * replaces every earlier record of index >= i of the same group. Returns 1 if the hard state
- * also changed since the last jr__raft_persisted(), 0 otherwise; *hs gets it either way. Only a
- * change of term or vote must be durable before DURABLE messages leave; a commit-only change
- * may be written lazily (it does not by itself cause a new io->notify). */
+ * replaces every earlier record of index >= i of the same group. Returns non-zero if the hard
+ * state changed since the last jr__raft_persisted(): 2 if the term or vote changed (that must be
+ * durable before DURABLE messages leave), 1 if only the commit index advanced (worth writing,
+ * but never urgent: it causes no io->notify by itself and need not cost a sync of its own);
+ * 0 otherwise. *hs gets the current hard state either way. */
 int jr__raft_unpersisted(const jr__raft *r, uint64_t *from, uint64_t *to, jr__hardstate *hs);
 /* Everything reported by the last jr__raft_unpersisted() up to `index`, and that hard state,
  * is durable. */

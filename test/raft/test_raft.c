@@ -328,6 +328,473 @@ START_TEST(check_quorum_isolated_leader_steps_down)
 }
 END_TEST
 
+
+/* leadership transfer ---------------------------------------------------------------------------*/
+
+START_TEST(transfer_to_named_peer)
+{
+    harness h;
+    h_init(&h, 3, 6);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    ck_assert_int_eq(h_propose(&h, 0, "x", NULL), 0);
+    h_deliver_all(&h);
+    uint64_t t = term_of(&h, 0);
+    ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 3), 0);
+    h_flush(&h.nodes[0]);
+    h_deliver_all(&h);
+    ck_assert_int_eq(role_of(&h, 2), JR_LEADER);
+    ck_assert_uint_eq(term_of(&h, 2), t + 1);
+    ck_assert_int_eq(role_of(&h, 0), JR_FOLLOWER);
+    ck_assert_uint_eq(jr__raft_leader(R(&h, 0)), 3);
+    h_free(&h);
+}
+END_TEST
+
+START_TEST(transfer_to_best_peer)
+{
+    harness h;
+    h_init(&h, 3, 7);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    h_isolate(&h, 1); /* node 1 falls behind */
+    for (int i = 0; i < 5; i++) ck_assert_int_eq(h_propose(&h, 0, "y", NULL), 0);
+    h_deliver_all(&h);
+    h_heal(&h);
+    ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 0), 0);
+    h_flush(&h.nodes[0]);
+    h_deliver_all(&h);
+    ck_assert_int_eq(role_of(&h, 2), JR_LEADER); /* the caught-up one */
+    h_free(&h);
+}
+END_TEST
+
+static int drop_to_3(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    (void)arg;
+    return m->to != 3;
+}
+
+START_TEST(transfer_blocks_proposals_and_is_abandoned)
+{
+    harness h;
+    h_init(&h, 3, 8);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    h.filter = drop_to_3; /* the target never hears the TIMEOUT_NOW */
+    ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 3), 0);
+    ck_assert(jr__raft_transferring(R(&h, 0)));
+    ck_assert_int_eq(jr__raft_propose(R(&h, 0), h.now, "z", 1, NULL), JR_ETRANSFER);
+    ck_assert_int_eq(jr__raft_change(R(&h, 0), h.now, JR__ADD_OBSERVER, 9, NULL), JR_ETRANSFER);
+    ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 2), JR_ETRANSFER);
+    h_flush(&h.nodes[0]);
+    h_run(&h, ET / 2);
+    ck_assert(jr__raft_transferring(R(&h, 0)));
+    h_run(&h, ET);
+    /* abandoned after an election timeout: still leader, accepting proposals again */
+    ck_assert_int_eq(role_of(&h, 0), JR_LEADER);
+    ck_assert(!jr__raft_transferring(R(&h, 0)));
+    ck_assert_int_eq(h_propose(&h, 0, "z", NULL), 0);
+    h_free(&h);
+}
+END_TEST
+
+START_TEST(transfer_target_must_be_a_voter)
+{
+    harness h;
+    h_init(&h, 4, 9);
+    h_start(&h, 4, 3); /* node 3 is an observer */
+    elect(&h, 0);
+    ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 4), JR_ENOTVOTER);
+    ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 99), JR_ENOTVOTER);
+    ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 1), JR_ENOTVOTER);
+    ck_assert_int_eq(jr__raft_transfer(R(&h, 1), h.now, 3), JR_ENOTLEADER);
+    ck_assert(!jr__raft_transferring(R(&h, 0)));
+    h_free(&h);
+}
+END_TEST
+
+/* observers -------------------------------------------------------------------------------------*/
+
+static int last_grant = -1;
+static int capture_grant(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    (void)arg;
+    if (m->type == JR__MSG_VOTE_RESP && m->from == 4) last_grant = m->u.vote_resp.granted;
+    return 1;
+}
+
+START_TEST(observers_never_vote_campaign_or_count)
+{
+    harness h;
+    h_init(&h, 4, 10);
+    h_start(&h, 4, 3);
+    ck_assert_int_eq(role_of(&h, 3), JR_OBSERVER);
+    ck_assert_uint_eq(jr__raft_deadline(R(&h, 3)), UINT64_MAX); /* never campaigns */
+    h_run(&h, 10 * ET);
+    int l = h_leader(&h);
+    ck_assert_int_ge(l, 0);
+    ck_assert_int_lt(l, 3);
+    ck_assert_int_eq(role_of(&h, 3), JR_OBSERVER);
+    /* it receives the log */
+    uint64_t idx;
+    ck_assert_int_eq(h_propose(&h, l, "o", &idx), 0);
+    h_run(&h, ET);
+    ck_assert_uint_eq(h_commit(&h, 3), idx);
+    /* it refuses votes, even from an up-to-date candidate of a later term */
+    h.filter = capture_grant;
+    jr__msg v = {.type = JR__MSG_VOTE, .flags = JR__MF_DURABLE | JR__MF_TRANSFER, .group = 7,
+                 .from = (jr__id)l + 1, .to = 4, .term = term_of(&h, l) + 5};
+    v.u.vote.last_index = jr__raft_last_index(R(&h, l));
+    v.u.vote.last_term = jr__raft_last_term(R(&h, l));
+    ck_assert_int_eq(h_inject(&h, 3, &v), 0);
+    ck_assert_int_eq(last_grant, 0);
+    h.filter = NULL;
+    h_free(&h);
+
+    /* with the two other voters cut off, leader + observer are no quorum */
+    h_init(&h, 4, 11);
+    h_start(&h, 4, 3);
+    elect(&h, 0);
+    h.cut[0][1] = h.cut[1][0] = h.cut[0][2] = h.cut[2][0] = 1;
+    uint64_t c = h_commit(&h, 0);
+    ck_assert_int_eq(h_propose(&h, 0, "lonely", &idx), 0);
+    h_run(&h, ET / 2);
+    ck_assert_uint_eq(h_commit(&h, 0), c);
+    ck_assert_uint_eq(jr__raft_last_index(R(&h, 3)), idx); /* replicated, not counted */
+    h_run(&h, 2 * ET);
+    ck_assert_int_ne(role_of(&h, 0), JR_LEADER); /* check-quorum ignores the observer too */
+    h_free(&h);
+}
+END_TEST
+
+/* membership ------------------------------------------------------------------------------------*/
+
+static int drop_append_resp(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    (void)arg;
+    return m->type != JR__MSG_APPEND_RESP;
+}
+
+START_TEST(membership_one_change_at_a_time)
+{
+    harness h;
+    h_init(&h, 5, 12);
+    h_start(&h, 3, 3); /* nodes 3, 4 are not members yet */
+    elect(&h, 0);
+    jr__raft *L = R(&h, 0);
+    uint64_t idx;
+    ck_assert_int_eq(jr__raft_change(L, h.now, JR__ADD_OBSERVER, 4, &idx), 0);
+    ck_assert_int_eq(jr__raft_change(L, h.now, JR__ADD_OBSERVER, 5, NULL), JR_EBUSY);
+    ck_assert_uint_eq(jr__raft_conf(L)->n, 4); /* in effect as soon as appended */
+    h_flush(&h.nodes[0]);
+    h_deliver_all(&h);
+    ck_assert_uint_ge(h_commit(&h, 0), idx);
+    h_run(&h, ET);
+    ck_assert_int_eq(role_of(&h, 3), JR_OBSERVER);
+    ck_assert_uint_eq(h_commit(&h, 3), h_commit(&h, 0));
+    /* impossible changes */
+    ck_assert_int_eq(jr__raft_change(L, h.now, JR__ADD_OBSERVER, 4, NULL), JR_EINVAL);
+    ck_assert_int_eq(jr__raft_change(L, h.now, JR__PROMOTE, 2, NULL), JR_EINVAL);
+    ck_assert_int_eq(jr__raft_change(L, h.now, JR__REMOVE, 99, NULL), JR_EINVAL);
+    ck_assert_int_eq(jr__raft_change(L, h.now, 77, 4, NULL), JR_EINVAL);
+    ck_assert_int_eq(jr__raft_change(R(&h, 1), h.now, JR__PROMOTE, 4, NULL), JR_ENOTLEADER);
+    /* promote */
+    ck_assert_int_eq(jr__raft_change(L, h.now, JR__PROMOTE, 4, &idx), 0);
+    h_flush(&h.nodes[0]);
+    h_run(&h, ET);
+    ck_assert_uint_eq(jr__conf_voters(jr__raft_conf(R(&h, 3))), 4);
+    ck_assert_int_eq(role_of(&h, 3), JR_FOLLOWER);
+
+    /* a new leader may not change membership before an entry of its term commits */
+    h.filter = drop_append_resp;
+    ck_assert_int_eq(jr__raft_transfer(L, h.now, 2), 0);
+    h_flush(&h.nodes[0]);
+    h_deliver_all(&h);
+    ck_assert_int_eq(role_of(&h, 1), JR_LEADER);
+    ck_assert(!jr__raft_ready(R(&h, 1)));
+    ck_assert_int_eq(jr__raft_change(R(&h, 1), h.now, JR__ADD_OBSERVER, 5, NULL), JR_EBUSY);
+    h.filter = NULL;
+    h_run(&h, ET / 2);
+    ck_assert(jr__raft_ready(R(&h, 1)));
+    ck_assert_int_eq(jr__raft_change(R(&h, 1), h.now, JR__ADD_OBSERVER, 5, NULL), 0);
+    h_flush(&h.nodes[1]);
+    h_run(&h, ET);
+
+    /* the leader removes itself: it steps down once that commits, and another leads */
+    ck_assert_int_eq(jr__raft_change(R(&h, 1), h.now, JR__REMOVE, 2, &idx), 0);
+    ck_assert_int_eq(role_of(&h, 1), JR_LEADER);
+    h_flush(&h.nodes[1]);
+    h_deliver_all(&h);
+    ck_assert_int_ne(role_of(&h, 1), JR_LEADER);
+    int l = h_wait_leader(&h, 10 * ET);
+    ck_assert_int_ge(l, 0);
+    ck_assert_int_ne(l, 1);
+    ck_assert_ptr_null(jr__conf_find(jr__raft_conf(R(&h, l)), 2));
+    ck_assert_uint_eq(jr__conf_voters(jr__raft_conf(R(&h, l))), 3);
+    ck_assert_int_eq(h_propose(&h, l, "after", &idx), 0);
+    h_run(&h, ET);
+    ck_assert_uint_ge(h_commit(&h, l), idx);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
+/* A configuration is in effect when appended and reverts when a new leader truncates it. */
+START_TEST(config_reverts_on_truncation)
+{
+    harness h;
+    h_init(&h, 3, 13);
+    h_start(&h, 3, 3);
+    jr__raft *F = R(&h, 2);
+    /* term 2 leader (node 1) appends an uncommitted configuration adding member 9 */
+    jr__conf c = *jr__raft_conf(F);
+    c.m[c.n++] = (jr__member){9, 0};
+    uint8_t buf[16 + JR__MAX_MEMBERS * 9];
+    jr__entry e = {2, 2, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c, buf), buf};
+    jr__msg m = {.type = JR__MSG_APPEND, .group = 7, .from = 1, .to = 3, .term = 2};
+    m.u.append = (__typeof__(m.u.append)){1, 1, 1, 1, &e};
+    ck_assert_int_eq(h_inject(&h, 2, &m), 0);
+    ck_assert_uint_eq(jr__raft_conf(F)->n, 4);
+    /* term 3 leader (node 2) has a different entry at index 2 */
+    jr__entry e2 = {3, 2, JR__ENTRY_NORMAL, 3, (const uint8_t *)"new"};
+    m.from = 2;
+    m.term = 3;
+    m.u.append.entries = &e2;
+    ck_assert_int_eq(h_inject(&h, 2, &m), 0);
+    ck_assert_uint_eq(jr__raft_last_index(F), 2);
+    ck_assert_uint_eq(jr__raft_conf(F)->n, 3);
+    ck_assert_ptr_null(jr__conf_find(jr__raft_conf(F), 9));
+    h_free(&h);
+}
+END_TEST
+
+/* snapshots -------------------------------------------------------------------------------------*/
+
+static int snap_sent, snap_dropped;
+static int drop_second_chunk_once(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    (void)arg;
+    if (m->type != JR__MSG_SNAP) return 1;
+    snap_sent++;
+    if (m->u.snap.offset == 1000 && !snap_dropped) {
+        snap_dropped = 1;
+        return 0;
+    }
+    return 1;
+}
+
+START_TEST(snapshot_install_chunked_and_resumed)
+{
+    harness h;
+    h_init(&h, 3, 14);
+    h.snap_every = 10;
+    h.snap_trailing = 2;
+    h.snap_size = 2500;
+    h.cfg.snap_chunk_bytes = 1000;
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    h_isolate(&h, 2);
+    char s[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(s, sizeof s, "e%d", i);
+        ck_assert_int_eq(h_propose(&h, 0, s, NULL), 0);
+        h_deliver_all(&h);
+    }
+    h_run(&h, ET / 2);
+    jr__raft *L = R(&h, 0), *F = R(&h, 2);
+    ck_assert_uint_gt(jr__raft_snapshot_index(L), 0);
+    ck_assert_uint_gt(jr__raft_first_index(L), jr__raft_last_index(F) + 1);
+    snap_sent = snap_dropped = 0;
+    h.filter = drop_second_chunk_once;
+    h_heal(&h);
+    h_run(&h, 3 * ET);
+    ck_assert_int_eq(snap_dropped, 1);
+    ck_assert_int_ge(snap_sent, 4); /* 3 chunks (1000 + 1000 + 500) and the resent one */
+    ck_assert_uint_gt(jr__raft_snapshot_index(F), 0);
+    ck_assert_uint_eq(h_commit(&h, 2), h_commit(&h, 0));
+    ck_assert_uint_eq(h.nodes[2].sm_hash, h.nodes[0].sm_hash);
+    /* and it continues from the log */
+    uint64_t idx;
+    ck_assert_int_eq(h_propose(&h, 0, "more", &idx), 0);
+    h_run(&h, ET);
+    ck_assert_uint_eq(h_commit(&h, 2), idx);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
+/* restart ---------------------------------------------------------------------------------------*/
+
+START_TEST(restart_recovers_from_durable_state)
+{
+    harness h;
+    h_init(&h, 3, 15);
+    h.snap_every = 7;
+    h.snap_trailing = 1;
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    char s[16];
+    for (int i = 0; i < 20; i++) {
+        snprintf(s, sizeof s, "r%d", i);
+        ck_assert_int_eq(h_propose(&h, 0, s, NULL), 0);
+    }
+    h_run(&h, ET);
+    uint64_t commit = h_commit(&h, 0), last = jr__raft_last_index(R(&h, 0));
+    uint64_t term = term_of(&h, 0);
+    for (int i = 0; i < 3; i++) h_crash(&h, i);
+    for (int i = 0; i < 3; i++) h_restart(&h, i);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_uint_eq(jr__raft_last_index(R(&h, i)), last);
+        ck_assert_uint_eq(term_of(&h, i), term);
+        ck_assert_uint_eq(h_commit(&h, i), commit);
+        ck_assert_uint_eq(h.nodes[i].sm_index, commit);
+        ck_assert_int_ne(role_of(&h, i), JR_LEADER);
+    }
+    int l = h_wait_leader(&h, 20 * ET);
+    ck_assert_int_ge(l, 0);
+    uint64_t idx;
+    ck_assert_int_eq(h_propose(&h, l, "again", &idx), 0);
+    h_run(&h, ET);
+    for (int i = 0; i < 3; i++) ck_assert_uint_eq(h.nodes[i].sm_index, idx);
+    /* a follower crash in the middle of replication */
+    int f = (l + 1) % 3;
+    ck_assert_int_eq(h_propose(&h, l, "x1", NULL), 0);
+    h_crash(&h, f);
+    ck_assert_int_eq(h_propose(&h, l, "x2", &idx), 0);
+    h_run(&h, ET);
+    h_restart(&h, f);
+    h_run(&h, ET);
+    ck_assert_uint_eq(h.nodes[f].sm_index, idx);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
+/* malformed input -------------------------------------------------------------------------------*/
+
+typedef struct {
+    uint64_t term, commit, last;
+    int role;
+    jr__id leader, vote;
+} snapshot_t;
+
+static snapshot_t state_of(harness *h, int i)
+{
+    jr__raft *r = R(h, i);
+    snapshot_t s = {jr__raft_term(r), jr__raft_commit_index(r), jr__raft_last_index(r),
+                    jr__raft_role(r), jr__raft_leader(r), h->nodes[i].vote};
+    return s;
+}
+
+static void same_state(harness *h, int i, snapshot_t s, const char *what)
+{
+    snapshot_t t = state_of(h, i);
+    ck_assert_msg(s.term == t.term && s.commit == t.commit && s.last == t.last &&
+                      s.role == t.role && s.leader == t.leader && s.vote == t.vote,
+                  "%s changed node %d", what, i);
+}
+
+START_TEST(malformed_input_changes_nothing_harmful)
+{
+    harness h;
+    h_init(&h, 3, 16);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    ck_assert_int_eq(h_propose(&h, 0, "ok", NULL), 0);
+    h_run(&h, ET / 2);
+    snapshot_t f = state_of(&h, 1), l = state_of(&h, 0);
+    uint64_t t = f.term;
+    jr__entry good = {t, f.last + 1, JR__ENTRY_NORMAL, 1, (const uint8_t *)"g"};
+    jr__msg base = {.type = JR__MSG_APPEND, .group = 7, .from = 1, .to = 2, .term = t};
+    base.u.append.prev_index = f.last;
+    base.u.append.prev_term = t;
+    base.u.append.commit = f.commit;
+    base.u.append.n = 1;
+    base.u.append.entries = &good;
+    jr__msg m;
+
+    m = base, m.group = 8;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    m = base, m.to = 3;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    m = base, m.from = 0;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    m = base, m.from = 2;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    m = base, m.type = 0;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    m = base, m.type = 200;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    m = base, m.term = 0;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    m = base, m.u.append.entries = NULL;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    m = base, m.u.append.n = JR__MAX_APPEND_ENTRIES + 1;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    jr__entry bad = good;
+    m = base, m.u.append.entries = &bad;
+    bad.index = good.index + 1; /* a gap */
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    bad = good, bad.term = t + 1; /* newer than the message */
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    bad = good, bad.type = 9;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    bad = good, bad.type = JR__ENTRY_CONFIG; /* "g" is no configuration */
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    bad = good, bad.data = NULL;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    m = base, m.u.append.prev_term = 0;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    jr__msg sn = {.type = JR__MSG_SNAP, .group = 7, .from = 1, .to = 2, .term = t};
+    sn.u.snap.index = 50;
+    sn.u.snap.sterm = t;
+    sn.u.snap.conf = (const uint8_t *)"\x01";
+    sn.u.snap.conf_len = 1;
+    ck_assert_int_eq(h_inject(&h, 1, &sn), JR_EINVAL);
+    same_state(&h, 1, f, "a malformed message");
+
+    /* stale terms are refused: an APPEND of an old term truncates nothing */
+    m = base, m.term = t - 1, good.term = t - 1, m.u.append.prev_index = 1,
+    m.u.append.prev_term = 1, good.index = 2;
+    ck_assert_int_eq(h_inject(&h, 1, &m), 0);
+    same_state(&h, 1, f, "a stale APPEND");
+    jr__msg v = {.type = JR__MSG_VOTE, .group = 7, .from = 3, .to = 2, .term = t - 1};
+    v.u.vote.last_index = 1000;
+    v.u.vote.last_term = 1000;
+    ck_assert_int_eq(h_inject(&h, 1, &v), 0);
+    same_state(&h, 1, f, "a stale VOTE");
+    /* a vote of a later term while the leader is alive: refused (lease), term unchanged */
+    v.term = t + 3;
+    ck_assert_int_eq(h_inject(&h, 1, &v), 0);
+    same_state(&h, 1, f, "a disruptive VOTE");
+
+    /* responses from a stranger to the leader are ignored */
+    jr__msg r = {.type = JR__MSG_APPEND_RESP, .group = 7, .from = 99, .to = 1, .term = t};
+    r.u.append_resp.success = 1;
+    r.u.append_resp.index = 1000;
+    ck_assert_int_eq(h_inject(&h, 0, &r), 0);
+    r.type = JR__MSG_VOTE_RESP;
+    ck_assert_int_eq(h_inject(&h, 0, &r), 0);
+    r.type = JR__MSG_SNAP_RESP;
+    ck_assert_int_eq(h_inject(&h, 0, &r), 0);
+    /* and a member's impossible acknowledgement too */
+    r.type = JR__MSG_APPEND_RESP;
+    r.from = 2;
+    ck_assert_int_eq(h_inject(&h, 0, &r), 0);
+    same_state(&h, 0, l, "a stranger's response");
+    h_run(&h, 2 * ET);
+    ck_assert_int_eq(role_of(&h, 0), JR_LEADER);
+    ck_assert_uint_eq(term_of(&h, 0), t);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("raft");
@@ -341,6 +808,16 @@ static Suite *suite(void)
     tcase_add_test(tc, figure8_old_term_not_committed_by_counting);
     tcase_add_test(tc, prevote_partitioned_node_does_not_disrupt);
     tcase_add_test(tc, check_quorum_isolated_leader_steps_down);
+    tcase_add_test(tc, transfer_to_named_peer);
+    tcase_add_test(tc, transfer_to_best_peer);
+    tcase_add_test(tc, transfer_blocks_proposals_and_is_abandoned);
+    tcase_add_test(tc, transfer_target_must_be_a_voter);
+    tcase_add_test(tc, observers_never_vote_campaign_or_count);
+    tcase_add_test(tc, membership_one_change_at_a_time);
+    tcase_add_test(tc, config_reverts_on_truncation);
+    tcase_add_test(tc, snapshot_install_chunked_and_resumed);
+    tcase_add_test(tc, restart_recovers_from_durable_state);
+    tcase_add_test(tc, malformed_input_changes_nothing_harmful);
     suite_add_tcase(s, tc);
     return s;
 }
