@@ -95,9 +95,9 @@ typedef struct jr__blk_info {
 int jr__blk_decode(const uint8_t *f, size_t n, const jr__blk_key *k, jr__buf *buf,
                    jr__blk_info *info);
 
-/* 1 if a valid frame of an open block with this id/flags starts after the damage at f[from]
- * (unencrypted: anywhere in f(from..n); encrypted: the frame the damaged frame's length points
- * to), that is, if the damage cannot be a torn tail. scratch is working memory. */
+/* 1 if a valid frame of an open block with this id/flags starts somewhere in f(from..n) (for
+ * encrypted frames: one that authenticates and whose chain of lengths ends exactly at n), that
+ * is, if the damage at f[from] cannot be a torn tail. scratch is working memory. */
 int jr__blk_valid_after(const uint8_t *f, size_t n, size_t from, uint32_t id, int flags,
                         const jr__blk_key *k, jr__buf *scratch);
 
