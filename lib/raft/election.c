@@ -23,9 +23,20 @@ void jr__elect_reset_timer(jr__raft *r, uint64_t now)
     r->election_deadline = now + r->rto;
 }
 
+int jr__elect_can_campaign(const jr__raft *r)
+{
+    const jr__member *me = jr__raft_me(r);
+    if (me) return me->voter; /* observers never campaign */
+    /* §4.2.2: a server its latest, uncommitted configuration removes may still have to lead
+     * the others to commit it (it may hold the only copy a voter would accept); it counts only
+     * the voters of that configuration and steps down once it commits. A server that was never
+     * in any configuration (conf_index 0) or whose removal committed stays quiet. */
+    return r->conf_index > r->commit && r->conf.n > 0;
+}
+
 int jr__elect_due(const jr__raft *r, uint64_t now)
 {
-    return r->role != ROLE_LEADER && now >= r->election_deadline && jr__raft_is_voter(r);
+    return r->role != ROLE_LEADER && now >= r->election_deadline && jr__elect_can_campaign(r);
 }
 
 int jr__elect_in_lease(const jr__raft *r, uint64_t now)
@@ -108,8 +119,8 @@ static void tally(jr__raft *r, uint64_t now)
 
 void jr__elect_campaign(jr__raft *r, uint64_t now, int prevote, int transfer)
 {
-    int me = conf_pos(r, r->cfg.self);
-    if (me < 0 || !r->conf.m[me].voter) return; /* observers never campaign */
+    if (!jr__elect_can_campaign(r)) return;
+    int me = conf_pos(r, r->cfg.self); /* -1: a removed server finishing its removal */
     uint64_t vterm = r->term + 1;
     if (prevote) {
         r->role = ROLE_PRECANDIDATE;
@@ -120,7 +131,7 @@ void jr__elect_campaign(jr__raft *r, uint64_t now, int prevote, int transfer)
     }
     r->leader = 0;
     r->transfer_to = 0;
-    r->votes_for = 1ULL << me;
+    r->votes_for = me >= 0 ? 1ULL << me : 0;
     r->votes_against = 0;
     jr__elect_reset_timer(r, now);
     for (uint32_t i = 0; i < r->conf.n; i++) {
@@ -148,7 +159,11 @@ void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m)
 {
     int prevote = (m->flags & JR__MF_PREVOTE) != 0;
     int grant = 0;
-    if (jr__raft_is_voter(r) && up_to_date(r, m)) {
+    /* §4.1: servers answer requests "without consulting their current configurations". A
+     * member whose own (stale) configuration says observer may already be a voter in the
+     * candidate's newer one; refusing would deadlock the group. The candidate counts only the
+     * voters of its configuration, so an observer's answer never elects anyone. */
+    if (up_to_date(r, m)) {
         if (prevote) {
             int lease = !(m->flags & JR__MF_TRANSFER) && jr__elect_in_lease(r, now);
             grant = m->term > r->term && !lease;

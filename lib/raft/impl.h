@@ -124,6 +124,7 @@ static inline uint64_t jr__raft_last(const jr__raft *r)
 
 /* election.c */
 void jr__elect_reset_timer(jr__raft *r, uint64_t now);
+int jr__elect_can_campaign(const jr__raft *r);
 int jr__elect_due(const jr__raft *r, uint64_t now);
 int jr__elect_in_lease(const jr__raft *r, uint64_t now);
 void jr__elect_campaign(jr__raft *r, uint64_t now, int prevote, int transfer);

@@ -231,7 +231,7 @@ uint64_t jr__raft_deadline(const jr__raft *r)
         if (r->transfer_to && r->transfer_deadline < d) d = r->transfer_deadline;
         return d;
     }
-    return jr__raft_is_voter(r) ? r->election_deadline : UINT64_MAX;
+    return jr__elect_can_campaign(r) ? r->election_deadline : UINT64_MAX;
 }
 
 int jr__raft_propose(jr__raft *r, uint64_t now, const void *data, size_t len, uint64_t *index)

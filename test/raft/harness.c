@@ -23,8 +23,9 @@ struct h_key {
 };
 
 #define FAIL(h, ...)                                                                               \
-    ck_abort_msg("seed %llu step %llu: %s", (unsigned long long)(h)->seed,                        \
-                 (unsigned long long)(h)->steps, fmt_msg(__VA_ARGS__))
+    ck_abort_msg("seed %llu step %llu: %s (replay: RAFT_SEED=%llu)",                             \
+                 (unsigned long long)(h)->seed, (unsigned long long)(h)->steps,                   \
+                 fmt_msg(__VA_ARGS__), (unsigned long long)(h)->seed)
 
 static const char *fmt_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static const char *fmt_msg(const char *fmt, ...)
