@@ -217,6 +217,9 @@ typedef struct jr_node_config {
     uint64_t seed;                /* randomness for timeouts; 0: derived from name and now() */
     uint32_t max_frame_bytes;     /* largest frame sent or accepted; default 8 MiB */
     uint64_t wal_segment_bytes;   /* WAL segment size; default 64 MiB */
+    const char *unique_tag;       /* tag prefix no two replicas may share, e.g. "az:"; NULL none */
+    uint64_t max_store_bytes;     /* this server's capacity for placement; 0: unknown */
+    uint32_t max_assets;          /* replicated assets this server accepts; 0: no limit */
 } jr_node_config;
 
 /* Fills cfg with defaults (and cfg->size). The caller then sets name, peers, wal_dir, host. */
@@ -411,6 +414,48 @@ typedef struct jr_stream_config {
 
 /* Fills cfg with JetStream's defaults (and cfg->size); the caller then sets name, subjects... */
 JR_API void jr_stream_config_init(jr_stream_config *cfg);
+
+typedef struct jr_stream_state {
+    uint64_t msgs;
+    uint64_t bytes;
+    uint64_t first_seq;
+    uint64_t first_ts; /* ns since the Unix epoch */
+    uint64_t last_seq;
+    uint64_t last_ts;
+    uint64_t num_subjects;
+    uint64_t num_deleted;
+    uint64_t consumers;
+} jr_stream_state;
+
+typedef struct jr_peer_info {
+    const char *name;   /* borrowed */
+    int current;        /* caught up and heard from within an election timeout */
+    int offline;        /* not heard from recently */
+    int observer;       /* non-voting member still catching up */
+    int pending;        /* in the assignment, not (yet) a member of the Raft group */
+    uint64_t active_ns; /* since last contact (leader's view); UINT64_MAX: never */
+    uint64_t lag;       /* operations behind the leader */
+} jr_peer_info;
+
+typedef struct jr_cluster_info {
+    const char *name;             /* cluster */
+    const char *group;            /* the stream's Raft group name, e.g. "S-R3F-xK2p9aLm" */
+    const char *leader;           /* NULL while there is no leader */
+    const jr_peer_info *replicas; /* every member but the leader, in display order */
+    size_t nreplicas;
+} jr_cluster_info;
+
+typedef struct jr_stream_info {
+    size_t size;             /* sizeof(jr_stream_info) as built into the library */
+    jr_stream_config config; /* normal form: defaults filled in */
+    uint64_t created_ns;
+    jr_stream_state state;
+    jr_cluster_info cluster;
+} jr_stream_info;
+
+/* Renders the "Cluster Information" block of info as the nats CLI prints it into buf (always
+ * NUL-terminated when len > 0); returns the full length it needs, like snprintf, or JR_EINVAL. */
+JR_API int jr_stream_info_format(const jr_stream_info *info, char *buf, size_t len);
 
 #ifdef __cplusplus
 }
