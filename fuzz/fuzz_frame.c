@@ -1,9 +1,10 @@
 /*
  * fuzz_frame — libFuzzer target for the peer frame decoder (lib/wire/frame.h).
  *
- * For any input: jr__frame_validate and a full decode (jr__frame_next over every message) must
- * agree, never read out of bounds, never crash. If the input validates, every message is
- * re-encoded into a new frame and the bytes must equal the input (the encoding is canonical).
+ * For any input (Raft messages, heartbeats, requests and responses): jr__frame_validate and a
+ * full decode (jr__frame_next over every message) must agree, never read out of bounds, never
+ * crash. If the input validates, every message is re-encoded into a new frame and the bytes
+ * must equal the input (the encoding is canonical).
  * Inputs are also offered to the sealed decoder with a fixed key, which must reject anything it
  * cannot authenticate. Seeds: a fuzzer that starts from nothing finds the header quickly because
  * the first input bytes steer it; the harness also rewraps the input as a body with a valid
@@ -42,7 +43,13 @@ static void decode_all(const uint8_t *d, size_t len, int valid, jr__frame *f)
     jr__msg m;
     int rc;
     while ((rc = jr__frame_next(f, &m, scratch, CAP)) == 1) {
-        if (m.type >= JR__MSG_NODE_FIRST) {
+        if (m.type == JR__MSG_NODE_REQUEST) {
+            if (m.group != 0 || f->rpc.id == 0) fail();
+            jr__frame_add_request(&out, f->rpc.id, f->rpc.kind, f->rpc.payload, f->rpc.len);
+        } else if (m.type == JR__MSG_NODE_RESPONSE) {
+            if (m.group != 0 || f->rpc.id == 0) fail();
+            jr__frame_add_response(&out, f->rpc.id, f->rpc.status, f->rpc.payload, f->rpc.len);
+        } else if (m.type >= JR__MSG_NODE_FIRST) {
             jr__hb_view v = f->hb;
             size_t n = 0;
             while (jr__hb_next(&v, &items[n])) n++;

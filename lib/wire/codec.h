@@ -86,5 +86,8 @@ int jr__wire_msg_get(jr__rd *r, jr__msg *m, jr__entry *scratch, size_t cap, uint
 /* Decodes the payload of a node-level message of type `type` into v (items borrowed from r's
  * bytes). Returns 0 or JR_ECORRUPT. */
 int jr__wire_hb_get(jr__rd *r, uint8_t type, jr__hb_view *v);
+/* Decodes the payload of a NODE_REQUEST or NODE_RESPONSE (type) into v (payload borrowed from
+ * r's bytes). Returns 0, JR_ECORRUPT, or JR_EMSGSIZE (payload longer than max). */
+int jr__wire_rpc_get(jr__rd *r, uint8_t type, jr__rpc_view *v, uint32_t max);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * frame — the frame header, the message loop and validation (layout in frame.h). Message
- * payloads are in msg.c (Raft) and hb.c (node-level); sealing is in seal.c.
+ * payloads are in msg.c (Raft), hb.c (heartbeats) and rpc.c (requests, responses); sealing is
+ * in seal.c.
  */
 #include "util/checksum.h"
 #include "wire/codec.h"
@@ -71,6 +72,8 @@ int jr__wire_hdr_rest(jr__frame *f, const uint8_t *d, size_t len)
     if (sum != jr__get_u64(d + JR__FH_CHECK)) return JR_ECORRUPT;
     f->max_entry = JR__FRAME_MAX_ENTRY;
     memset(&f->hb, 0, sizeof f->hb);
+    f->max_rpc = JR__RPC_MAX_PAYLOAD;
+    memset(&f->rpc, 0, sizeof f->rpc);
     return 0;
 }
 
@@ -103,6 +106,8 @@ int jr__frame_next(jr__frame *f, jr__msg *m, jr__entry *scratch, size_t cap)
                                       : jr__wire_msg_get(r, m, scratch, cap, f->max_entry);
     } else if (m->type == JR__MSG_NODE_HB || m->type == JR__MSG_NODE_HB_RESP) {
         rc = m->flags ? JR_ECORRUPT : jr__wire_hb_get(r, m->type, &f->hb);
+    } else if (m->type == JR__MSG_NODE_REQUEST || m->type == JR__MSG_NODE_RESPONSE) {
+        rc = m->flags ? JR_ECORRUPT : jr__wire_rpc_get(r, m->type, &f->rpc, f->max_rpc);
     } else {
         rc = JR_ECORRUPT; /* unknown or reserved type */
     }

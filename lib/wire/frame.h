@@ -1,6 +1,7 @@
 /*
  * frame — the peer wire format: one frame carries many groups' Raft messages, and node-level
- * messages (coalesced heartbeats), from one node to another (ARCHITECTURE §3, §4).
+ * messages (coalesced heartbeats, requests and responses), from one node to another
+ * (ARCHITECTURE §3, §4).
  *
  * Owns: the byte layout below, its canonical encoding, and strict decoding of it. Invariants:
  *  - every value has exactly one encoding (canonical varints, booleans only 0 or 1, no unknown
@@ -31,7 +32,7 @@
  *                  payload = group varint (!= 0) | term varint | fields below.
  *                  mflags: raft.h enum jr__msg_flags (bits 0..2); other bits rejected.
  *                  The sender and receiver are the frame's from and to (not repeated).
- *     type 64..127 node-level message (group 0); mflags must be 0; today 64 and 65 (below).
+ *     type 64..127 node-level message (group 0); mflags must be 0; today 64..67 (below).
  *     any other type is rejected.
  *
  *   VOTE (1)           last_index varint | last_term varint
@@ -63,6 +64,18 @@
  *       (group, leader's term, leader's commit) for every group the sender leads and shares with
  *       the receiver; the response echoes seq and lists (group, term, match = last durable index)
  *       for the groups the responder follows. ~5 bytes per group: 10,000 groups take ~50 KB.
+ *
+ *   NODE_REQUEST (66)  id varint (!= 0) | kind u8 (1..JR__RPC_KIND_MAX) | len varint |
+ *                      len bytes of payload
+ *   NODE_RESPONSE (67) id varint (!= 0) | status zigzag varint (an int32: 0 or a JR_E* code) |
+ *                      len varint | len bytes of payload
+ *       Node-to-node request/response (rpc.c): forwarded publishes to a stream leader, admin
+ *       requests to the meta leader, and their replies. id is chosen by the requester, unique
+ *       among its outstanding requests, and echoed by the response; kind says what the payload
+ *       is (its format belongs to the layer that owns the kind). zigzag: v >= 0 is sent as 2v,
+ *       v < 0 as -2v - 1, so small error codes take one byte; a value outside int32 is
+ *       rejected. len is at most jr__frame.max_rpc (default JR__RPC_MAX_PAYLOAD); more is
+ *       JR_EMSGSIZE. The payload points into the frame (zero copy).
  *
  * Counts are checked against the bytes left before anything is decoded (an entry or heartbeat
  * item is at least 3 bytes), and the body must end exactly after its last message.
@@ -104,6 +117,8 @@
 #define JR__MSG_NODE_FIRST 64
 #define JR__MSG_NODE_HB 64      /* coalesced heartbeat: groups the sender leads */
 #define JR__MSG_NODE_HB_RESP 65 /* its answer: groups the responder follows */
+#define JR__MSG_NODE_REQUEST 66  /* node-to-node request (rpc.c) */
+#define JR__MSG_NODE_RESPONSE 67 /* its reply */
 #define JR__MSG_NODE_LAST 127
 
 /* Encoding ---------------------------------------------------------------------------------
@@ -164,6 +179,47 @@ size_t jr__frame_hb_len(uint64_t seq, const jr__hb_item *items, size_t n);
 /* Sorts items by group id, in place, without allocating. */
 void jr__hb_sort(jr__hb_item *items, size_t n);
 
+/* Node-to-node requests and responses (rpc.c) ------------------------------------------------
+ * What a request carries. The wire rejects any other kind, so a new kind is added here (and
+ * JR__RPC_KIND_MAX raised) before anyone sends it. */
+enum jr__rpc_kind {
+    JR__RPC_PUBLISH = 1,      /* a publish forwarded to the stream leader; reply: the ack */
+    JR__RPC_META = 2,         /* an admin request for the meta leader (a meta op, meta_op.h) */
+    JR__RPC_STREAM_INFO = 3,  /* stream info asked of the stream leader */
+    JR__RPC_STREAM_ADMIN = 4, /* purge, delete/get message, stepdown at the stream leader */
+    JR__RPC_KIND_MAX = 4
+};
+/* Largest RPC payload the encoder accepts and the decoder's default limit (jr__frame.max_rpc). */
+#define JR__RPC_MAX_PAYLOAD (64u << 20)
+
+/* Appends a NODE_REQUEST: id != 0, kind in 1..JR__RPC_KIND_MAX (else b->err = JR_EINVAL),
+ * payload of len bytes (copied; NULL only with len 0), len <= JR__RPC_MAX_PAYLOAD (else
+ * b->err = JR_EMSGSIZE). As for every encoder here, a failure writes nothing. */
+void jr__frame_add_request(jr__buf *b, uint64_t id, uint8_t kind, const void *payload,
+                           size_t len);
+/* As jr__frame_add_request with the payload gathered from iovcnt pieces (iovcnt >= 0; a piece
+ * of len 0 may have base NULL), so a caller need not assemble it first. */
+void jr__frame_add_requestv(jr__buf *b, uint64_t id, uint8_t kind, const jr_iovec *iov,
+                            int iovcnt);
+/* Appends a NODE_RESPONSE: id != 0 (else JR_EINVAL), any status (0 or a JR_E* code by
+ * convention), payload as for requests. */
+void jr__frame_add_response(jr__buf *b, uint64_t id, int status, const void *payload, size_t len);
+void jr__frame_add_responsev(jr__buf *b, uint64_t id, int status, const jr_iovec *iov,
+                             int iovcnt);
+/* Exact encoded sizes of such messages in a frame body. */
+size_t jr__frame_request_len(uint64_t id, size_t len);
+size_t jr__frame_response_len(uint64_t id, int status, size_t len);
+
+/* A decoded request or response (jr__frame.rpc after jr__frame_next returned one). */
+typedef struct jr__rpc_view {
+    uint8_t type;           /* JR__MSG_NODE_REQUEST or JR__MSG_NODE_RESPONSE */
+    uint8_t kind;           /* request: enum jr__rpc_kind; response: 0 */
+    int32_t status;         /* response: the status; request: 0 */
+    uint64_t id;            /* non-zero */
+    uint32_t len;           /* payload bytes */
+    const uint8_t *payload; /* borrowed from the frame's bytes (NULL when len is 0) */
+} jr__rpc_view;
+
 /* Decoding --------------------------------------------------------------------------------*/
 
 /* A decoded heartbeat: a borrowed view of the encoded list, read with jr__hb_next (copy the
@@ -188,7 +244,10 @@ typedef struct jr__frame {
     uint32_t max_entry; /* largest entry length accepted; JR__FRAME_MAX_ENTRY after open, the
                            caller may lower it before decoding */
     jr__rd body;        /* the (plaintext) messages not yet decoded */
-    jr__hb_view hb;     /* the last node-level message returned by jr__frame_next */
+    jr__hb_view hb;     /* the last heartbeat returned by jr__frame_next */
+    uint32_t max_rpc;   /* largest RPC payload accepted; JR__RPC_MAX_PAYLOAD after open, the
+                           caller may lower it before decoding (more is JR_EMSGSIZE) */
+    jr__rpc_view rpc;   /* the last request/response returned by jr__frame_next */
 } jr__frame;
 
 /* Checks the header and checksum of a plain frame of len bytes. Errors: JR_ECORRUPT (short,
@@ -209,7 +268,8 @@ int jr__frame_open_sealed(jr__frame *f, const void *data, size_t len, size_t max
 /* Decodes the next message into *m (m->from, m->to from the header). Raft messages: entries of
  * an APPEND go to scratch (capacity cap; more than cap entries is JR_EMSGSIZE), their data and
  * snapshot bytes point into the frame. Node-level messages: m->type is JR__MSG_NODE_*, m->group
- * 0, every other field 0, and f->hb holds the message. Returns 1 for a message, 0 at the end of
+ * 0, every other field 0, and f->hb (heartbeats) or f->rpc (requests, responses) holds the
+ * message. Returns 1 for a message, 0 at the end of
  * the body, or a negative error (JR_ECORRUPT, JR_EMSGSIZE), after which it keeps returning that
  * error. *m is unspecified after an error. */
 int jr__frame_next(jr__frame *f, jr__msg *m, jr__entry *scratch, size_t cap);

@@ -148,7 +148,11 @@ int tw_check_canonical(const uint8_t *data, size_t len)
         jr__msg m;
         int r;
         while ((r = jr__frame_next(&f, &m, scratch, cap)) == 1) {
-            if (m.type >= JR__MSG_NODE_FIRST) {
+            if (m.type == JR__MSG_NODE_REQUEST) {
+                jr__frame_add_request(&out, f.rpc.id, f.rpc.kind, f.rpc.payload, f.rpc.len);
+            } else if (m.type == JR__MSG_NODE_RESPONSE) {
+                jr__frame_add_response(&out, f.rpc.id, f.rpc.status, f.rpc.payload, f.rpc.len);
+            } else if (m.type >= JR__MSG_NODE_FIRST) {
                 ck_assert_uint_eq(m.group, 0);
                 jr__hb_view v = f.hb;
                 size_t n = 0;
