@@ -177,7 +177,9 @@ typedef struct jr__raft_io {
     int (*snap_write)(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, const void *data,
                       size_t len);
     /* Follower: the whole snapshot arrived; the node restores its state machine from it and
-     * makes it durable before returning 0. The core then drops its log up to index. */
+     * makes it durable before returning 0. The core then drops its log up to index, and all of
+     * it if it does not hold (index, term) (§5.3) — the node can tell with jr__raft_entry()
+     * during this call; jr__raft_unpersisted() reports that cut afterwards. */
     int (*snap_install)(void *ctx, jr__raft *r, uint64_t index, uint64_t term,
                         const jr__conf *conf);
 } jr__raft_io;
@@ -260,7 +262,9 @@ typedef struct jr__hardstate {
 
 /* Entries [*from, *to] are not yet durable (none if *from > *to). A *from at or below a
  * previously persisted index means the log was truncated there: the WAL record for index i
- * replaces every earlier record of index >= i of the same group. Returns non-zero if the hard
+ * replaces every earlier record of index >= i of the same group. That holds even when there is
+ * nothing to write yet (*from > *to): after a snapshot install that discarded a conflicting log
+ * (*from == snapshot index + 1), the node must not replay its old entries from *from on. Returns non-zero if the hard
  * state changed since the last jr__raft_persisted(): 2 if the term or vote changed (that must be
  * durable before DURABLE messages leave), 1 if only the commit index advanced (worth writing,
  * but never urgent: it causes no io->notify by itself and need not cost a sync of its own);

@@ -42,16 +42,19 @@ void jr__snap_restore(jr__raft *r, uint64_t index, uint64_t term, const jr__conf
         jr__memlog_compact(&r->log, index);
         jr__memb_compacted(r);
         if (r->ncidx == 0) jr__memb_reset(r, c, index);
+        if (r->durable < index) r->durable = index;
     } else {
+        /* The log conflicts with the snapshot: all of it goes. What the node holds above index
+         * is a stale suffix; durable = index makes jr__raft_unpersisted() report the cut. */
         jr__memlog_reset(&r->log, index, term);
         jr__memb_reset(r, c, index);
+        r->durable = index;
     }
     r->snap_index = index;
     r->snap_term = term;
     r->snap_conf = *c;
     if (r->commit < index) r->commit = index;
     if (r->applied < index) r->applied = index;
-    if (r->durable < index) r->durable = index;
 }
 
 /* Leader ---------------------------------------------------------------------------------------*/

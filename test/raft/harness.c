@@ -27,6 +27,12 @@ struct h_key {
                  (unsigned long long)(h)->seed, (unsigned long long)(h)->steps,                   \
                  fmt_msg(__VA_ARGS__), (unsigned long long)(h)->seed)
 
+#define CHECK_RC(h, call)                                                                          \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        if (rc_ != 0) FAIL(h, "%s returned %s", #call, jr_err_name(rc_));                         \
+    } while (0)
+
 static const char *fmt_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static const char *fmt_msg(const char *fmt, ...)
 {
@@ -450,11 +456,11 @@ void h_flush(h_node *nd)
         jr__hardstate hs;
         int changed = jr__raft_unpersisted(r, &from, &to, &hs);
         if (nd->hold == 2) to = from - 1; /* slow entry writes: only the hard state lands */
+        if (nd->dn && from <= disk_last(nd)) disk_truncate(nd, from); /* even with nothing to write */
         if (from <= to) {
-            disk_truncate(nd, from);
             jr__entry e, p;
             for (uint64_t i = from; i <= to; i++) {
-                ck_assert_int_eq(jr__raft_entry(r, i, &e), 0);
+                CHECK_RC(h, jr__raft_entry(r, i, &e));
                 uint64_t pterm = i > 1 && jr__raft_entry(r, i - 1, &p) == 0 ? p.term : 0;
                 check_written(h, nd, &e, pterm);
                 disk_append(nd, &e);
@@ -513,7 +519,7 @@ static void node_open(harness *h, h_node *nd)
     cfg.self = nd->id;
     cfg.seed = h->seed * 31 + (uint64_t)nd->idx;
     jr__raft_io io = {nd, io_send, io_notify, io_snap_read, io_snap_write, io_snap_install};
-    ck_assert_int_eq(jr__raft_new(&cfg, &io, &nd->r), 0);
+    CHECK_RC(h, jr__raft_new(&cfg, &io, &nd->r));
     nd->up = 1;
     nd->notified = 0;
 }
@@ -525,8 +531,8 @@ void h_start(harness *h, int nmembers, int nvoters)
     for (int i = 0; i < h->n; i++) {
         h_node *nd = &h->nodes[i];
         node_open(h, nd);
-        if (i < nmembers) ck_assert_int_eq(jr__raft_bootstrap(nd->r, &c), 0);
-        ck_assert_int_eq(jr__raft_start(nd->r, h->now), 0);
+        if (i < nmembers) CHECK_RC(h, jr__raft_bootstrap(nd->r, &c));
+        CHECK_RC(h, jr__raft_start(nd->r, h->now));
         h_flush(nd);
     }
 }
@@ -559,10 +565,10 @@ void h_restart(harness *h, int i)
     if (nd->up) return;
     node_open(h, nd);
     jr__raft *r = nd->r;
-    ck_assert_int_eq(jr__raft_load_hardstate(r, nd->term, nd->vote, nd->commit), 0);
+    CHECK_RC(h, jr__raft_load_hardstate(r, nd->term, nd->vote, nd->commit));
     nd->sm_index = nd->sm_hash = 0;
     if (nd->has_snap) {
-        ck_assert_int_eq(jr__raft_load_snapshot(r, nd->snap_index, nd->snap_term, &nd->snap_conf), 0);
+        CHECK_RC(h, jr__raft_load_snapshot(r, nd->snap_index, nd->snap_term, &nd->snap_conf));
         nd->sm_index = nd->snap_sm_index;
         nd->sm_hash = nd->snap_sm_hash;
     }
@@ -571,9 +577,13 @@ void h_restart(harness *h, int i)
         if (nd->has_snap && index <= nd->snap_index) continue;
         h_disk_ent *d = &nd->dlog[k];
         jr__entry e = {d->term, index, d->type, d->len, d->data};
-        ck_assert_int_eq(jr__raft_load_entry(r, &e), 0);
+        if (jr__raft_load_entry(r, &e))
+            FAIL(h, "node %d: cannot load entry %llu term %llu after %llu term %llu (snapshot %llu)",
+                 i, (unsigned long long)index, (unsigned long long)d->term,
+                 (unsigned long long)jr__raft_last_index(r), (unsigned long long)jr__raft_last_term(r),
+                 (unsigned long long)(nd->has_snap ? nd->snap_index : 0));
     }
-    ck_assert_int_eq(jr__raft_start(r, h->now), 0);
+    CHECK_RC(h, jr__raft_start(r, h->now));
     nd->last_commit = jr__raft_commit_index(r);
     nd->was_leader_term = -1;
     h_flush(nd);
