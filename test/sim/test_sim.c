@@ -90,6 +90,80 @@ static uint64_t run_digest(uint64_t seed)
     return d;
 }
 
+static int restores;
+static void count_restore(void *arg, unsigned node, uint64_t group, uint64_t index)
+{
+    (void)arg;
+    (void)node;
+    (void)group;
+    (void)index;
+    restores++;
+}
+
+typedef struct caught_up {
+    h_cluster *h;
+    unsigned node;
+    uint64_t index;
+} caught_up;
+
+static int node_caught_up(void *arg, jr_sim *sim)
+{
+    caught_up *c = arg;
+    (void)sim;
+    return c->h->fsm[c->node].last >= c->index;
+}
+
+/* A crashed replica recovers its log and snapshot from its own storage; one that missed many
+ * entries while down is brought up to date with a snapshot from the leader. */
+START_TEST(restart_recovers_and_snapshot_catches_up)
+{
+    h_cluster h;
+    jr_sim_config cfg;
+    jr_sim_config_init(&cfg);
+    cfg.seed = 3;
+    cfg.on_restore = count_restore;
+    ck_assert_int_eq(h_new(&h, &cfg, 3, 32), 0);
+    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
+    int l = h_leader(&h);
+    unsigned down = (unsigned)(l + 1) % 3;
+    acks a = {0};
+    for (int i = 0; i < 100; i++) jr_group_propose(h.g[l], "abc", 3, on_ack, &a);
+    jr_sim_run_for(h.sim, 500 * MS);
+    ck_assert_int_eq(a.ok, 100);
+    jr_group_status st = {.size = sizeof st};
+    ck_assert_int_eq(jr_group_status_get(h.g[down], &st), 0);
+    uint64_t last = st.last_index, applied = h.fsm[down].last;
+    ck_assert_uint_gt(st.snapshot_index, 0);
+
+    /* everything was synced: nothing is lost */
+    ck_assert_int_eq(jr_sim_crash(h.sim, down), 0);
+    ck_assert_int_eq(jr_sim_restart(h.sim, down), 0);
+    restores = 0;
+    ck_assert_int_eq(h_open(&h, down), 0);
+    ck_assert_int_eq(restores, 1); /* the snapshot was loaded at open */
+    ck_assert_int_eq(jr_group_status_get(h.g[down], &st), 0);
+    ck_assert_uint_eq(st.last_index, last);
+    jr_sim_run_for(h.sim, 200 * MS);
+    ck_assert_uint_eq(h.fsm[down].last, applied);
+
+    /* down while the others compact far past its log: it needs the leader's snapshot */
+    ck_assert_int_eq(jr_sim_crash(h.sim, down), 0);
+    l = h_leader(&h);
+    for (int i = 0; i < 300; i++) jr_group_propose(h.g[l], "defg", 4, on_ack, &a);
+    jr_sim_run_for(h.sim, 500 * MS);
+    ck_assert_int_eq(a.ok, 400);
+    ck_assert_int_eq(jr_sim_restart(h.sim, down), 0);
+    ck_assert_int_eq(h_open(&h, down), 0);
+    restores = 0;
+    caught_up c = {&h, down, h.fsm[l].last};
+    ck_assert_int_eq(jr_sim_run_until(h.sim, node_caught_up, &c, 2000 * MS), 0);
+    ck_assert_int_ge(restores, 1); /* installed from the leader */
+    ck_assert_uint_eq(h.fsm[down].chain, h.fsm[l].chain);
+    ck_assert_msg(h.fail[0] == 0, "%s", h.fail);
+    h_free(&h);
+}
+END_TEST
+
 START_TEST(same_seed_same_digest)
 {
     uint64_t a = run_digest(7), b = run_digest(7), c = run_digest(8);
@@ -103,6 +177,7 @@ int main(void)
     Suite *s = suite_create("sim");
     TCase *tc = tcase_create("fixture");
     tcase_add_test(tc, healthy_cluster_elects_and_commits);
+    tcase_add_test(tc, restart_recovers_and_snapshot_catches_up);
     tcase_add_test(tc, same_seed_same_digest);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
