@@ -31,6 +31,8 @@ typedef struct region {
     size_t ord;
     uint64_t start, end; /* byte offsets in segment ord; start == end for missing segments */
     uint64_t missing_from, missing_to; /* seqs of missing segments, or 0 */
+    int benign; /* lost nothing but a segment header or a checkpoint */
+    int exact;  /* lost exactly one record whose header (and so its group) verifies */
 } region;
 
 typedef struct rctx {
@@ -63,7 +65,7 @@ static int add_region(rctx *c, size_t ord, uint64_t start, uint64_t end, uint64_
         c->rg = r;
         c->caprg = nc;
     }
-    c->rg[c->nrg++] = (region){ord, start, end, mfrom, mto};
+    c->rg[c->nrg++] = (region){ord, start, end, mfrom, mto, 0, 0};
     return 0;
 }
 
@@ -72,7 +74,7 @@ static void describe(rctx *c, uint64_t pos, char *buf, size_t cap)
 {
     const region *best = NULL;
     for (size_t i = 0; i < c->nrg; i++)
-        if (region_end_pos(&c->rg[i]) <= pos) best = &c->rg[i];
+        if (!c->rg[i].benign && region_end_pos(&c->rg[i]) <= pos) best = &c->rg[i];
     if (!best) {
         size_t ord = (size_t)(pos >> 40);
         snprintf(buf, cap, "records missing before %s offset %" PRIu64,
@@ -301,23 +303,28 @@ static int scan(rctx *c, size_t ord, jr__segrd *rd, int last, uint64_t *tail, in
             if (rc != JR_ECORRUPT) return rc;
         }
         bad = 0;
-        /* a damaged payload under a header that verifies: try the record after it first */
-        uint64_t group, t2;
+        /* Facts from the header at off, if it still verifies (copied: p may not outlive the
+         * reads below). */
+        uint64_t group = 0, t2 = 0, hseq = 0;
         const uint8_t *p = jr__segrd_at(rd, off, JR__REC_HDR, NULL);
+        int hdr_ok = p && jr__rec_header_ok(p, rd->size - off, &group, &t2);
+        if (hdr_ok) hseq = jr__get_u64(p + 24);
+        if (rd->err) return rd->err;
+        /* a damaged payload under a header that verifies: try the record after it first */
         next = UINT64_MAX;
-        if (p && jr__rec_header_ok(p, rd->size - off, &group, &t2)) {
+        if (hdr_ok) {
             jr__rec r2;
             uint64_t t3;
             if (off + t2 == rd->size) {
-                next = off + t2;
+                next = last ? UINT64_MAX : off + t2; /* at the end: a torn tail if last */
             } else {
                 int rc2 = read_record(rd, off + t2, &r2, &t3);
-                if (rc2 == 0) next = off + t2;
-                else if (rc2 != JR_ECORRUPT) return rc2;
+                if (rc2 == 0)
+                    next = off + t2;
+                else if (rc2 != JR_ECORRUPT)
+                    return rc2;
             }
-            if (next == rd->size && last) next = UINT64_MAX; /* the torn tail case */
         }
-        if (rd->err) return rd->err;
         if (next == UINT64_MAX && (rc = resync(rd, off + 1, &next)) != 0) return rc;
         if (next == UINT64_MAX) {
             if (last) {
@@ -326,8 +333,15 @@ static int scan(rctx *c, size_t ord, jr__segrd *rd, int last, uint64_t *tail, in
             }
             next = rd->size;
         }
+        /* Benign: only a segment header, or only a checkpoint (its header verifies and the
+         * next record starts right after it) was lost. Neither holds anything that is not also
+         * elsewhere, so no group becomes suspect; pass 2 still needs to skip the bytes. */
+        int benign =
+            (off == 0 && next == JR__SEG_HDR) || (hdr_ok && group == 0 && next == off + t2);
         if ((rc = add_region(c, ord, off, next, 0, 0)) != 0) return rc;
-        if (p && jr__rec_header_ok(p, rd->size - off, &group, &t2)) {
+        c->rg[c->nrg - 1].benign = benign;
+        c->rg[c->nrg - 1].exact = hdr_ok && group != 0 && next == off + t2;
+        if (hdr_ok && group != 0) {
             /* the header verifies, so this group certainly lost a record here */
             jr__walgrp *g = jr__wal_group(c->w, group, 1);
             if (!g) return JR_ENOMEM;
@@ -335,7 +349,6 @@ static int scan(rctx *c, size_t ord, jr__segrd *rd, int last, uint64_t *tail, in
                              "lost a record")) != 0)
                 return rc;
             g->known = 1;
-            uint64_t hseq = jr__get_u64(p + 24);
             if (g->gseq < hseq) g->gseq = hseq;
         }
         off = next;
@@ -412,19 +425,22 @@ static int pass1(rctx *c, const uint64_t *seqs, size_t n)
             return rc;
         }
     }
-    /* Groups with no evidence after the last damaged region may have lost records there; a
+    /* Groups with no evidence after the last damaged region whose owner is unknown may have
+     * lost records there; a
      * baseline checkpoint that promised entries we never saw means they are lost too. */
     uint64_t last_end = 0;
     for (size_t i = 0; i < c->nrg; i++)
-        if (region_end_pos(&c->rg[i]) > last_end) last_end = region_end_pos(&c->rg[i]);
+        if (!c->rg[i].benign && !c->rg[i].exact && region_end_pos(&c->rg[i]) > last_end)
+            last_end = region_end_pos(&c->rg[i]);
     for (size_t i = 0; i < w->groups.cap; i++) {
         jr__walgrp *g = w->groups.slots[i].val;
         if (!w->groups.slots[i].key || g->dropped) continue;
-        if (c->nrg && g->evidence < last_end &&
+        if (last_end && g->evidence < last_end &&
             (rc = damage(c, g, UINT64_MAX, last_end, "may have lost records")) != 0)
             return rc;
+        /* entries (marker, floor] are gone: nothing after them can be replayed contiguously */
         if (g->floor > (g->has_compact ? g->cindex : 0) &&
-            (rc = damage(c, g, UINT64_MAX, g->evidence, "lost entries")) != 0)
+            (rc = damage(c, g, 0, g->evidence, "lost entries")) != 0)
             return rc;
     }
     return 0;
@@ -450,11 +466,12 @@ static int replay_entry(rctx *c, const jr__rec *r, uint64_t pos)
     uint64_t want = g->emitted ? g->emitted + 1 : (g->has_compact ? g->cindex + 1 : 1);
     if (idx != want) {
         /* cannot happen if pass 1 is right; never hand out a log with a hole */
-        char msg[128];
+        char msg[4400];
         g->cut = pos;
         g->damaged = 1;
-        snprintf(msg, sizeof msg, "wal: group %" PRIu64 " entry %" PRIu64 " replayed out of order",
-                 g->id, idx);
+        snprintf(msg, sizeof msg, "wal: group %" PRIu64 " has a hole before entry %" PRIu64
+                 " in %s at offset %" PRIu64, g->id, idx, seg_name(c, (size_t)(pos >> 40)),
+                 pos & MAX_OFF);
         return c->rp->on_damaged ? c->rp->on_damaged(c->rp->ctx, g->id, msg) : 0;
     }
     g->emitted = idx;

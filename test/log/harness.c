@@ -99,7 +99,7 @@ void h_apply(h_state *s, const h_op *op)
         if (g->has_compact && op->cidx <= g->cidx) break;
         size_t k = 0;
         while (k < g->n && g->e[k].index <= op->cidx) free(g->e[k++].data);
-        memmove(g->e, g->e + k, (g->n - k) * sizeof *g->e);
+        if (k) memmove(g->e, g->e + k, (g->n - k) * sizeof *g->e);
         g->n -= k;
         g->cidx = op->cidx;
         g->cterm = op->cterm;
