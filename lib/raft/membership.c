@@ -58,6 +58,7 @@ void jr__memb_compacted(jr__raft *r)
 {
     uint32_t k = 0;
     while (k < r->ncidx && r->cidx[k] < r->log.first) k++;
+    if (k == 0) return;
     memmove(r->cidx, r->cidx + k, (r->ncidx - k) * sizeof *r->cidx);
     r->ncidx -= k;
 }

@@ -314,6 +314,8 @@ void jr__repl_on_append_resp(jr__raft *r, uint64_t now, const jr__msg *m)
             jr__repl_maybe_commit(r, now);
             if (r->role != ROLE_LEADER) return; /* a committed self-removal stepped us down */
             jr__xfer_progress(r, p);
+            /* it can now be told a commit index it could not take before: at the next flush */
+            if (p->sent_commit < (p->match < r->commit ? p->match : r->commit)) r->send_pending = 1;
         }
     } else {
         if (p->state == JR__SNAPSHOT) return;

@@ -223,7 +223,7 @@ static int io_snap_write(void *ctx, jr__raft *r, uint64_t index, uint64_t offset
         nd->rcap = (nd->rlen + len) * 2;
         nd->rbuf = xrealloc(nd->rbuf, nd->rcap);
     }
-    memcpy(nd->rbuf + nd->rlen, data, len);
+    if (len) memcpy(nd->rbuf + nd->rlen, data, len);
     nd->rlen += len;
     return 0;
 }
@@ -270,7 +270,7 @@ static void disk_drop_upto(h_node *nd, uint64_t index)
     uint64_t k = index - nd->dfirst + 1;
     if (k > nd->dn) k = nd->dn;
     for (uint64_t i = 0; i < k; i++) free(nd->dlog[i].data);
-    memmove(nd->dlog, nd->dlog + k, (nd->dn - k) * sizeof *nd->dlog);
+    if (nd->dn > k) memmove(nd->dlog, nd->dlog + k, (nd->dn - k) * sizeof *nd->dlog);
     nd->dn -= k;
     nd->dfirst = index + 1;
 }
@@ -331,6 +331,10 @@ static void check_leader(harness *h, h_node *nd)
     h->leader_of[t] = nd->id;
     if (nd->was_leader_term == (int)t) return;
     nd->was_leader_term = (int)t;
+    if (getenv("RAFT_TRACE"))
+        fprintf(stderr, "t=%llums node %d leads term %llu (last %llu commit %llu)\n",
+                (unsigned long long)(h->now / H_MS), nd->idx, (unsigned long long)t,
+                (unsigned long long)jr__raft_last_index(r), (unsigned long long)jr__raft_commit_index(r));
     /* leader completeness: every entry committed so far is in the new leader's log */
     jr__entry e;
     for (uint64_t i = jr__raft_first_index(r); i <= h->max_commit; i++) {
@@ -617,6 +621,13 @@ static void deliver(harness *h, long qi)
     queue(h)[qi] = queue(h)[--h->qn];
     h_node *nd = &h->nodes[c->m.to - 1];
     h->steps++;
+    static int trace = -1;
+    if (trace < 0) trace = getenv("RAFT_TRACE") && atoi(getenv("RAFT_TRACE")) > 1;
+    if (trace)
+        fprintf(stderr, "t=%llu.%03llums %llu->%llu type %d flags %d term %llu%s\n",
+                (unsigned long long)(h->now / H_MS), (unsigned long long)(h->now % H_MS / 1000),
+                (unsigned long long)c->m.from, (unsigned long long)c->m.to, c->m.type, c->m.flags,
+                (unsigned long long)c->m.term, nd->up ? "" : " (down)");
     if (nd->up) {
         h->delivered++;
         jr__raft_step(nd->r, h->now, &c->m);
@@ -640,6 +651,8 @@ static void tick_due(harness *h)
         h_node *nd = &h->nodes[i];
         if (!nd->up || jr__raft_deadline(nd->r) > h->now) continue;
         h->steps++;
+        if (getenv("RAFT_TRACE") && atoi(getenv("RAFT_TRACE")) > 2)
+            fprintf(stderr, "t=%llums tick node %d role %d\n", (unsigned long long)(h->now / H_MS), i, jr__raft_role(nd->r));
         jr__raft_tick(nd->r, h->now);
         h_flush(nd);
     }

@@ -788,6 +788,66 @@ START_TEST(malformed_input_changes_nothing_harmful)
 }
 END_TEST
 
+/* steady state: no allocation -------------------------------------------------------------------*/
+
+static uint64_t n_allocs;
+static void *c_malloc(void *ctx, size_t n)
+{
+    (void)ctx;
+    n_allocs++;
+    return malloc(n);
+}
+static void *c_realloc(void *ctx, void *p, size_t n)
+{
+    (void)ctx;
+    n_allocs++;
+    return realloc(p, n);
+}
+static void c_free(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+}
+static const jr_allocator counting = {JR_ALLOCATOR_VERSION, NULL, c_malloc, c_realloc, c_free};
+
+static void load(harness *h, int l, int rounds)
+{
+    char s[160];
+    for (int k = 0; k < rounds; k++) {
+        for (int i = 0; i < 64; i++) {
+            int n = snprintf(s, sizeof s, "%d-%d-%.*s", k, i, (k * 7 + i) % 100,
+                             "pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp"
+                             "pppppppppppppppppppppppppppppppp");
+            ck_assert_int_eq(jr__raft_propose(h->nodes[l].r, h->now, s, (size_t)n, NULL), 0);
+        }
+        h_flush(&h->nodes[l]);
+        h_deliver_all(h);
+        if (k % 10 == 0) h_run(h, 25 * MS); /* heartbeats too */
+    }
+}
+
+START_TEST(steady_state_proposals_replication_commit_allocate_nothing)
+{
+    harness h;
+    h_init(&h, 3, 21);
+    h.cfg.alloc = &counting;
+    h.snap_every = 1000; /* the node snapshots and the log is compacted behind it */
+    h.snap_trailing = 100;
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    load(&h, 0, 200); /* warm: rings and scratch reach their working size */
+    uint64_t c0 = h_commit(&h, 0);
+    n_allocs = 0;
+    load(&h, 0, 500);
+    uint64_t committed = h_commit(&h, 0) - c0;
+    ck_assert_uint_ge(committed, 500 * 64);
+    for (int i = 1; i < 3; i++) ck_assert_uint_eq(h_commit(&h, i), h_commit(&h, 0));
+    ck_assert_msg(n_allocs == 0, "%llu allocations for %llu committed entries",
+                  (unsigned long long)n_allocs, (unsigned long long)committed);
+    h_free(&h);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("raft");
@@ -811,6 +871,7 @@ static Suite *suite(void)
     tcase_add_test(tc, snapshot_install_chunked_and_resumed);
     tcase_add_test(tc, restart_recovers_from_durable_state);
     tcase_add_test(tc, malformed_input_changes_nothing_harmful);
+    tcase_add_test(tc, steady_state_proposals_replication_commit_allocate_nothing);
     suite_add_tcase(s, tc);
     return s;
 }
