@@ -1,0 +1,568 @@
+/*
+ * fsm.c — the stream state machine: open/close, applying ops, reading (fsm.h). Snapshots and
+ * catch-up are in fsm_snapshot.c.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "store/subject.h"
+#include "stream/fsm.h"
+#include "stream/headers.h"
+#include "util/alloc.h"
+#include "util/checksum.h"
+
+/* The store counts a message's bytes as its record size: subject + headers + payload + this
+ * (store.h, "Limits"). */
+#define REC_OVERHEAD 36u
+
+/* ---------------------------------------------------------------------------------------------
+ * Open / close
+ */
+
+void jr__stream_fsm_limits(const jr_stream_config *c, jr__store_limits *l)
+{
+    memset(l, 0, sizeof *l);
+    l->max_msgs = c->max_msgs > 0 ? (uint64_t)c->max_msgs : 0;
+    l->max_bytes = c->max_bytes > 0 ? (uint64_t)c->max_bytes : 0;
+    l->max_age_ns = c->max_age_ns;
+    l->max_msgs_per_subject = c->max_msgs_per_subject > 0 ? (uint64_t)c->max_msgs_per_subject : 0;
+    l->max_msg_size = c->max_msg_size > 0 ? (uint64_t)c->max_msg_size : 0;
+    l->discard = c->discard == JR_DISCARD_NEW ? JR__DISCARD_NEW : JR__DISCARD_OLD;
+    l->discard_new_per_subject = 0;
+}
+
+int jr__stream_fsm_fail(jr__stream_fsm *f, int rc)
+{
+    if (!f->failed) f->failed = rc;
+    return rc;
+}
+
+int jr__stream_fsm_open(const jr__stream_fsm_config *cfg, jr__stream_fsm **out, char *errmsg,
+                        size_t errmsg_len)
+{
+    *out = NULL;
+    if (errmsg && errmsg_len) errmsg[0] = 0;
+    if (!cfg || !cfg->stream) return JR_EINVAL;
+    jr__stream_fsm *f = jr__calloc(cfg->alloc, 1, sizeof *f);
+    if (!f) return JR_ENOMEM;
+    f->alloc = cfg->alloc;
+    f->dedup_max = cfg->dedup_max;
+    jr__dedup_init(&f->dedup, cfg->alloc, cfg->dedup_max);
+    int rc = jr__stream_cfg_new(cfg->stream, cfg->alloc, &f->cfg, errmsg, errmsg_len);
+    if (rc) {
+        jr__free(f->alloc, f);
+        return rc;
+    }
+    const jr_stream_config *c = &f->cfg->c;
+    jr__store_config sc;
+    memset(&sc, 0, sizeof sc);
+    sc.kind = c->storage == JR_STORAGE_MEMORY ? JR__STORE_MEMORY : JR__STORE_FILE;
+    sc.name = c->name;
+    sc.vfs = cfg->vfs;
+    sc.dir = cfg->dir;
+    sc.alloc = cfg->alloc;
+    jr__stream_fsm_limits(c, &sc.limits);
+    sc.block_bytes = cfg->block_bytes;
+    sc.compress = c->compression == JR_COMPRESS_LZ4;
+    sc.master_key = cfg->master_key;
+    if (sc.kind == JR__STORE_FILE && (!sc.vfs || !sc.dir)) {
+        if (errmsg && errmsg_len) snprintf(errmsg, errmsg_len, "file storage needs vfs and dir");
+        rc = JR_EINVAL;
+    } else {
+        rc = jr__store_open(&sc, &f->store, errmsg, errmsg_len);
+    }
+    if (rc) {
+        jr__stream_cfg_free(f->cfg);
+        jr__free(f->alloc, f);
+        return rc;
+    }
+    /* A store that already holds messages (a restart) is ahead of index 0: recovery mode. */
+    jr__store_state st;
+    jr__store_state_get(f->store, &st);
+    f->horizon = st.last_seq;
+    *out = f;
+    return 0;
+}
+
+static void destroy(jr__stream_fsm *f)
+{
+    jr__dedup_free(&f->dedup);
+    jr__stream_cfg_free(f->cfg);
+    jr__free(f->alloc, f);
+}
+
+int jr__stream_fsm_close(jr__stream_fsm *f)
+{
+    if (!f) return 0;
+    int rc = jr__store_close(f->store);
+    destroy(f);
+    return rc;
+}
+
+void jr__stream_fsm_abandon(jr__stream_fsm *f)
+{
+    if (!f) return;
+    jr__store_abandon(f->store);
+    destroy(f);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Helpers
+ */
+
+static int recovering(const jr__stream_fsm *f)
+{
+    return f->last_seq < f->horizon;
+}
+
+/* Advances the stream clock to ts: expires old messages and msg ids. */
+static int advance(jr__stream_fsm *f, int64_t ts)
+{
+    if (ts <= f->clock) return 0;
+    f->clock = ts;
+    jr__dedup_expire(&f->dedup, f->clock, f->cfg->c.duplicate_window_ns);
+    return jr__store_expire(f->store, f->clock);
+}
+
+static int captured(const jr_stream_config *c, const char *s, size_t n)
+{
+    for (size_t i = 0; i < c->nsubjects; i++)
+        if (jr__subject_match(c->subjects[i], strlen(c->subjects[i]), s, n)) return 1;
+    return 0;
+}
+
+static int same(const void *a, size_t an, const void *b, size_t bn)
+{
+    return an == bn && (an == 0 || memcmp(a, b, an) == 0);
+}
+
+/* The seq of the newest live message on a literal subject (0 if none); a store read error is a
+ * local failure. */
+static int subject_last(jr__stream_fsm *f, const char *s, size_t n, uint64_t *seq)
+{
+    jr__store_msg m;
+    int rc = jr__store_get_last(f->store, s, n, &m);
+    *seq = rc ? 0 : m.seq;
+    return rc == JR_ENOTFOUND ? 0 : rc;
+}
+
+static int purge_below(jr__stream_fsm *f, const char *filter, size_t flen, uint64_t seq,
+                       uint64_t *purged)
+{
+    jr__purge p = {.filter = filter, .filter_len = flen, .seq = seq, .keep = 0};
+    return jr__store_purge(f->store, &p, purged);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Publish
+ */
+
+/* Checks that depend only on the op, the config and the fsm's own state (not on the store's
+ * messages). 0 to go on; otherwise res->status is set (a refusal or a duplicate). */
+static void check_publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result *res)
+{
+    const jr_stream_config *c = &f->cfg->c;
+    const jr__pub_opts *o = &p->opts;
+    if (c->sealed) {
+        res->status = JR_ESEALED;
+    } else if (!jr__subject_valid(p->subject, p->subject_len, 0) ||
+               jr__headers_validate(p->hdr, p->hdr_len)) {
+        res->status = JR_EINVAL;
+    } else if (!captured(c, p->subject, p->subject_len)) {
+        res->status = JR_ENOSTREAM;
+    } else if ((c->max_msg_size >= 0 && p->hdr_len + p->data_len > (uint64_t)c->max_msg_size) ||
+               (c->max_bytes > 0 && p->subject_len + p->hdr_len + p->data_len + REC_OVERHEAD >
+                                        (uint64_t)c->max_bytes)) {
+        res->status = JR_EMSGSIZE;
+    } else if (o->flags & JR__PUB_MSG_ID) {
+        const jr__dedup_entry *e = jr__dedup_find(&f->dedup, o->msg_id, o->msg_id_len);
+        if (e) {
+            res->seq = e->seq;
+            res->duplicate = 1;
+            return;
+        }
+    }
+    if (res->status) return;
+    if ((o->flags & JR__PUB_EXPECT_STREAM) &&
+        !same(o->expected_stream, o->expected_stream_len, c->name, strlen(c->name))) {
+        res->status = JR_EWRONGSTREAM;
+    } else if ((o->flags & JR__PUB_EXPECT_LAST_SEQ) && o->expected_last_seq != f->last_seq) {
+        res->status = JR_EWRONGLASTSEQ;
+        res->seq = f->last_seq;
+    } else if ((o->flags & JR__PUB_EXPECT_LAST_MSG_ID) &&
+               !same(o->expected_last_msg_id, o->expected_last_msg_id_len, f->last_msg_id,
+                     f->last_msg_id_len)) {
+        res->status = JR_EWRONGLASTMSGID;
+    } else if ((o->flags & (JR__PUB_ROLLUP_SUB | JR__PUB_ROLLUP_ALL)) &&
+               (!c->allow_rollup || c->deny_purge)) {
+        res->status = JR_EDENIED;
+    }
+}
+
+/* Recovery mode: the store already holds seq `seq` or later. 1 if this publish is the one that
+ * took seq (its message is there, or was deleted since), 0 if it was refused. */
+static int recovered_publish(jr__stream_fsm *f, const jr__op_publish *p, uint64_t seq, int *rc)
+{
+    jr__store_msg m;
+    *rc = jr__store_get(f->store, seq, &m);
+    if (*rc == JR_ENOTFOUND) {
+        *rc = 0;
+        return 1; /* deleted by a later entry: every store-independent check passed */
+    }
+    if (*rc) return 0;
+    return m.ts == f->clock && same(m.subject, m.subject_len, p->subject, p->subject_len) &&
+           same(m.hdr, m.hdr_len, p->hdr, p->hdr_len) &&
+           same(m.data, m.data_len, p->data, p->data_len);
+}
+
+static int publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result *res)
+{
+    const jr__pub_opts *o = &p->opts;
+    check_publish(f, p, res);
+    if (res->status || res->duplicate) return 0;
+
+    uint64_t seq = f->last_seq + 1;
+    int rc;
+    int stored = 0; /* recovery: the store already has it */
+    if (seq <= f->horizon) {
+        if (!recovered_publish(f, p, seq, &rc)) {
+            if (rc) return rc;
+            res->status = (o->flags & JR__PUB_EXPECT_LAST_SUBJ_SEQ) ? JR_EWRONGLASTSUBJSEQ
+                                                                    : JR_ELIMIT;
+            return 0;
+        }
+        stored = 1;
+    } else if (o->flags & JR__PUB_EXPECT_LAST_SUBJ_SEQ) {
+        uint64_t last;
+        rc = subject_last(f, p->subject, p->subject_len, &last);
+        if (rc) return rc;
+        if (last != o->expected_last_subject_seq) {
+            res->status = JR_EWRONGLASTSUBJSEQ;
+            res->seq = last;
+            return 0;
+        }
+    }
+
+    jr__dedup_entry *tok = NULL;
+    if (o->flags & JR__PUB_MSG_ID) {
+        rc = jr__dedup_prepare(&f->dedup, o->msg_id, o->msg_id_len, &tok);
+        if (rc) return rc;
+    }
+    if (!stored) {
+        rc = jr__store_append(f->store, seq, p->subject, p->subject_len, p->hdr, p->hdr_len,
+                              p->data, p->data_len, f->clock, NULL);
+        if (rc) {
+            if (tok) jr__dedup_abort(&f->dedup, tok);
+            if (rc == JR__ESTORE_FULL) {
+                res->status = JR_ELIMIT;
+                return 0;
+            }
+            if (rc == JR_EMSGSIZE || rc == JR_EINVAL) {
+                res->status = rc;
+                return 0;
+            }
+            return rc;
+        }
+    }
+    f->last_seq = seq;
+    res->seq = seq;
+    if (tok) jr__dedup_commit(&f->dedup, tok, seq, f->clock);
+    f->last_msg_id_len = (o->flags & JR__PUB_MSG_ID) ? o->msg_id_len : 0;
+    if (f->last_msg_id_len) memcpy(f->last_msg_id, o->msg_id, f->last_msg_id_len);
+
+    if (o->flags & JR__PUB_ROLLUP_SUB)
+        rc = purge_below(f, p->subject, p->subject_len, seq, &res->purged);
+    else if (o->flags & JR__PUB_ROLLUP_ALL)
+        rc = purge_below(f, NULL, 0, seq, &res->purged);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Delete, purge, config
+ */
+
+static int delete_msg(jr__stream_fsm *f, const jr__op_delete *d, jr__stream_result *res)
+{
+    const jr_stream_config *c = &f->cfg->c;
+    res->seq = d->seq;
+    if (c->sealed) {
+        res->status = JR_ESEALED;
+        return 0;
+    }
+    if (c->deny_delete) {
+        res->status = JR_EDENIED;
+        return 0;
+    }
+    if (d->seq > f->last_seq) { /* not assigned yet (in recovery the store may have it) */
+        res->status = JR_ENOTFOUND;
+        return 0;
+    }
+    int rc = jr__store_delete(f->store, d->seq, d->erase);
+    if (rc == JR_ENOTFOUND) {
+        res->status = rc;
+        return 0;
+    }
+    return rc;
+}
+
+/* Recovery mode: purge with keep among the messages assigned so far only (the store may hold
+ * newer ones, which the original purge did not see). */
+static int purge_keep_upto(jr__stream_fsm *f, const jr__op_purge *p, uint64_t *purged)
+{
+    uint64_t n = 0, from = 1;
+    jr__store_msg m;
+    int rc;
+    while ((rc = jr__store_next(f->store, from, p->filter, p->filter_len, &m)) == 0 &&
+           m.seq <= f->last_seq) {
+        n++;
+        from = m.seq + 1;
+    }
+    if (rc && rc != JR_ENOTFOUND) return rc;
+    if (n <= p->keep) return 0;
+    /* the first message to keep is the (n - keep + 1)-th */
+    uint64_t skip = n - p->keep;
+    from = 1;
+    while (skip--) {
+        rc = jr__store_next(f->store, from, p->filter, p->filter_len, &m);
+        if (rc) return rc;
+        from = m.seq + 1;
+    }
+    rc = jr__store_next(f->store, from, p->filter, p->filter_len, &m);
+    if (rc) return rc;
+    return purge_below(f, p->filter, p->filter_len, m.seq, purged);
+}
+
+static int purge(jr__stream_fsm *f, const jr__op_purge *p, jr__stream_result *res)
+{
+    const jr_stream_config *c = &f->cfg->c;
+    if (c->sealed) {
+        res->status = JR_ESEALED;
+        return 0;
+    }
+    if (c->deny_purge) {
+        res->status = JR_EDENIED;
+        return 0;
+    }
+    if (p->filter_len && !jr__subject_valid(p->filter, p->filter_len, 1)) {
+        res->status = JR_EINVAL;
+        return 0;
+    }
+    int rc;
+    if (!recovering(f)) {
+        jr__purge q = {.filter = p->filter, .filter_len = p->filter_len, .seq = p->seq,
+                       .keep = p->keep};
+        rc = jr__store_purge(f->store, &q, &res->purged);
+    } else if (p->keep) {
+        rc = purge_keep_upto(f, p, &res->purged);
+    } else {
+        uint64_t bound = f->last_seq + 1;
+        rc = purge_below(f, p->filter, p->filter_len, p->seq && p->seq < bound ? p->seq : bound,
+                         &res->purged);
+    }
+    if (rc == JR_EINVAL) {
+        res->status = rc;
+        return 0;
+    }
+    return rc;
+}
+
+static int set_config(jr__stream_fsm *f, const jr__op_config *op, jr__stream_result *res)
+{
+    jr__stream_cfg *n;
+    int rc = jr__stream_config_decode(op->cfg, op->len, f->alloc, &n);
+    if (rc == JR_ENOMEM) return rc;
+    if (rc) {
+        res->status = rc;
+        return 0;
+    }
+    const jr_stream_config *c = &f->cfg->c;
+    if (strcmp(n->c.name, c->name) != 0 || n->c.storage != c->storage) {
+        jr__stream_cfg_free(n);
+        res->status = JR_EINVAL;
+        return 0;
+    }
+    jr__store_limits l;
+    jr__stream_fsm_limits(&n->c, &l);
+    jr__stream_cfg_free(f->cfg);
+    f->cfg = n;
+    jr__dedup_expire(&f->dedup, f->clock, n->c.duplicate_window_ns);
+    return jr__store_set_limits(f->store, &l);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Apply
+ */
+
+static int apply_op(jr__stream_fsm *f, const jr__stream_op *op, jr__stream_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->type = op->type;
+    int rc = advance(f, op->ts);
+    if (rc) return rc;
+    switch (op->type) {
+    case JR__OP_PUBLISH:
+        rc = publish(f, &op->u.pub, res);
+        break;
+    case JR__OP_DELETE:
+        rc = delete_msg(f, &op->u.del, res);
+        break;
+    case JR__OP_PURGE:
+        rc = purge(f, &op->u.purge, res);
+        break;
+    case JR__OP_CONFIG:
+        rc = set_config(f, &op->u.config, res);
+        break;
+    default: /* TICK: the clock moved; that is all */
+        break;
+    }
+    if (f->horizon && !recovering(f)) f->horizon = 0;
+    return rc;
+}
+
+int jr__stream_fsm_apply(jr__stream_fsm *f, uint64_t index, const void *entry, size_t len,
+                         jr__stream_result_fn fn, void *arg)
+{
+    if (f->failed) return f->failed;
+    if (f->restoring) return JR_EDAMAGED;
+    if (index <= f->applied) return 0;
+    jr__stream_op op;
+    jr__stream_result res;
+    int rc = jr__op_decode(entry, len, &op);
+    if (rc) {
+        memset(&res, 0, sizeof res);
+        res.status = rc;
+        f->applied = index;
+        if (fn) fn(arg, 0, &res);
+        return 0;
+    }
+    if (op.type != JR__OP_BATCH) {
+        rc = apply_op(f, &op, &res);
+        if (rc) return jr__stream_fsm_fail(f, rc);
+        f->applied = index;
+        if (fn) fn(arg, 0, &res);
+        return 0;
+    }
+    jr__op_iter it;
+    jr__stream_op inner;
+    jr__op_batch_iter(&op, &it);
+    for (uint32_t i = 0; (rc = jr__op_batch_next(&it, &inner)) == 1; i++) {
+        rc = apply_op(f, &inner, &res);
+        if (rc) return jr__stream_fsm_fail(f, rc);
+        if (fn) fn(arg, i, &res);
+    }
+    if (rc) return jr__stream_fsm_fail(f, rc); /* cannot happen: the batch was validated */
+    f->applied = index;
+    return 0;
+}
+
+static void keep_last(void *arg, uint32_t i, const jr__stream_result *r)
+{
+    (void)i;
+    *(jr__stream_result *)arg = *r;
+}
+
+int jr__stream_fsm_apply1(jr__stream_fsm *f, uint64_t index, const void *entry, size_t len,
+                          jr__stream_result *res)
+{
+    memset(res, 0, sizeof *res);
+    return jr__stream_fsm_apply(f, index, entry, len, keep_last, res);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Reading
+ */
+
+jr__store *jr__stream_fsm_store(jr__stream_fsm *f)
+{
+    return f->store;
+}
+
+const jr_stream_config *jr__stream_fsm_config_get(const jr__stream_fsm *f)
+{
+    return &f->cfg->c;
+}
+
+uint64_t jr__stream_fsm_applied(const jr__stream_fsm *f)
+{
+    return f->applied;
+}
+
+int jr__stream_fsm_recovering(const jr__stream_fsm *f)
+{
+    return recovering(f);
+}
+
+int jr__stream_fsm_restoring(const jr__stream_fsm *f)
+{
+    return f->restoring;
+}
+
+void jr__stream_fsm_info_get(const jr__stream_fsm *f, jr__stream_fsm_info *out)
+{
+    memset(out, 0, sizeof *out);
+    jr__store_state_get(f->store, &out->store);
+    out->applied = f->applied;
+    out->clock = f->clock;
+    out->last_seq = f->last_seq;
+    out->horizon = recovering(f) ? f->horizon : 0;
+    out->dedup_ids = jr__dedup_count(&f->dedup);
+    out->restoring = f->restoring;
+    out->failed = f->failed;
+}
+
+void jr__stream_fsm_last_msg_id(const jr__stream_fsm *f, const char **id, size_t *len)
+{
+    *id = f->last_msg_id;
+    *len = f->last_msg_id_len;
+}
+
+static uint64_t mix(uint64_t h, const void *p, size_t n)
+{
+    return jr__xxh3_2(&h, sizeof h, p, n);
+}
+
+static uint64_t mix_u64(uint64_t h, uint64_t v)
+{
+    uint8_t b[8];
+    jr__put_u64(b, v);
+    return mix(h, b, sizeof b);
+}
+
+int jr__stream_fsm_digest(jr__stream_fsm *f, uint64_t *out)
+{
+    jr__buf b;
+    jr__buf_init(&b, f->alloc);
+    int rc = jr__stream_config_encode(&f->cfg->c, &b);
+    uint64_t h = rc ? 0 : jr__xxh3(b.data, b.len);
+    jr__buf_free(&b);
+    if (rc) return rc;
+    h = mix_u64(h, (uint64_t)f->clock);
+    h = mix_u64(h, f->last_seq);
+    h = mix(h, f->last_msg_id, f->last_msg_id_len);
+    for (size_t i = 0; i < jr__dedup_count(&f->dedup); i++) {
+        const jr__dedup_entry *e = jr__dedup_at(&f->dedup, i);
+        h = mix(h, e->id, e->len);
+        h = mix_u64(h, e->seq);
+        h = mix_u64(h, (uint64_t)e->ts);
+    }
+    jr__store_state st;
+    jr__store_state_get(f->store, &st);
+    uint64_t sv[] = {st.msgs,     st.bytes,         st.first_seq,   (uint64_t)st.first_ts,
+                     st.last_seq, (uint64_t)st.last_ts, st.num_subjects, st.num_deleted};
+    for (size_t i = 0; i < sizeof sv / sizeof sv[0]; i++) h = mix_u64(h, sv[i]);
+    size_t nr;
+    const jr__seq_range *r = jr__store_deleted(f->store, &nr);
+    for (size_t i = 0; i < nr; i++) h = mix_u64(mix_u64(h, r[i].lo), r[i].hi);
+    jr__store_msg m;
+    uint64_t from = 1;
+    while ((rc = jr__store_next(f->store, from, NULL, 0, &m)) == 0) {
+        h = mix_u64(mix_u64(h, m.seq), (uint64_t)m.ts);
+        h = mix(h, m.subject, m.subject_len);
+        h = mix(h, m.hdr, m.hdr_len);
+        h = mix(h, m.data, m.data_len);
+        from = m.seq + 1;
+    }
+    if (rc != JR_ENOTFOUND) return rc;
+    *out = h;
+    return 0;
+}

@@ -1,0 +1,230 @@
+/*
+ * fsm — the stream state machine: what every replica of a stream applies, in log order, on top
+ * of its message store (ARCHITECTURE §2 data flow, issue 4 §4 and §6).
+ *
+ * A jr__stream_fsm owns the stream's message store (store.h), its current configuration, the
+ * duplicate window (dedup.h), the msg id of the last stored message, the stream clock and the
+ * index of the last applied log entry. Entries are encoded ops (op.h).
+ *
+ * Determinism. The outcome of applying an entry depends only on the entry and the state before
+ * it — never on a clock, a random number, or which replica applies it — so every replica that
+ * applies the same log holds the same messages under the same sequences and reports the same
+ * result for each op. The leader reports that result to the publisher.
+ *
+ * Time. Every op carries the leader's timestamp. The stream clock is the largest timestamp
+ * applied so far; applying any decodable op first advances the clock to its timestamp, which
+ * expires messages older than max_age and msg ids older than the duplicate window. That is time
+ * passing, the same on every replica; beyond it, an op that is refused changes nothing. Stored
+ * messages are stamped with the clock (so timestamps never go backwards across leaders). The
+ * leader should propose a TICK now and then for streams with max_age, so idle streams expire.
+ *
+ * Publish, checked in this order (the first failing check is the result):
+ *   JR_ESEALED        the stream is sealed
+ *   JR_EINVAL         subject not a valid literal subject, header block malformed (headers.h)
+ *   JR_ENOSTREAM      subject not captured by the stream's subjects
+ *   JR_EMSGSIZE       headers + payload over max_msg_size, or the record over max_bytes
+ *   duplicate         msg_id seen within the duplicate window: status 0, duplicate 1, seq of
+ *                     the original; nothing stored
+ *   JR_EWRONGSTREAM   expected_stream is not this stream's name
+ *   JR_EWRONGLASTSEQ  expected_last_seq != the stream's last seq (result seq = the last seq)
+ *   JR_EWRONGLASTMSGID expected_last_msg_id != msg id of the last stored message
+ *   JR_EWRONGLASTSUBJSEQ expected_last_subject_seq != seq of the subject's newest message, 0 if
+ *                     none (result seq = that seq)
+ *   JR_EDENIED        rollup requested but the stream does not allow_rollup, or denies purge
+ *   JR_ELIMIT         discard new: max_msgs or max_bytes would be exceeded
+ * then the message is stored as last_seq + 1 (discard old makes room), a rollup purges the
+ * subject's (sub) or the stream's (all) older messages, and msg_id enters the window.
+ * Delete: JR_ESEALED, JR_EDENIED (deny_delete), JR_ENOTFOUND (not a live message).
+ * Purge: JR_ESEALED, JR_EDENIED (deny_purge), JR_EINVAL (filter not a valid pattern).
+ * Config: JR_ECORRUPT/JR_EVERSION (undecodable), JR_EINVAL (other name or storage type).
+ * An entry that does not decode is refused with JR_ECORRUPT/JR_EVERSION and changes nothing.
+ *
+ * Local failures are not decisions: if the store fails (I/O, corruption, memory), apply returns
+ * that error, the fsm is failed (every later apply returns it again) and the replica must be
+ * repaired from its peers (a fresh fsm restored from a snapshot).
+ *
+ * Snapshots and catch-up (fsm_snapshot.c). A snapshot is the stream's metadata, not its
+ * messages: applied index, clock, config, last msg id, the dedup window, the store's state
+ * (first/last seq, counters) and its interior-delete ranges. jr__stream_fsm_restore() installs
+ * one on any fsm by reconciling the local store with it:
+ *   - local messages the snapshot says are gone are deleted;
+ *   - if the store lacks messages the snapshot has beyond its last seq, restore reports the seq
+ *     to fetch from (*need_from): the caller pulls chunks from a peer (jr__stream_fsm_read_chunk
+ *     there, jr__stream_fsm_apply_chunk here) and calls restore again, with the same or a newer
+ *     snapshot of that peer; until then the fsm is "restoring" and refuses entries;
+ *   - a store that is ahead of the snapshot (a restart after a crash: the store kept writes of
+ *     entries after the snapshot; or chunks read from a peer that moved on) is kept: the entries
+ *     after the snapshot are then applied in recovery mode until the fsm's last seq reaches the
+ *     store's (the "horizon"): a publish whose seq the store already holds is not stored again —
+ *     its message is recognised by content (subject, headers, payload, timestamp) or, if a later
+ *     entry deleted it, assumed stored when every check that does not depend on the store
+ *     passes; deletes and purges are confined to seqs assigned so far. jr__stream_fsm_recovering()
+ *     tells whether the horizon is still ahead; if it still is when the log is exhausted, the
+ *     store holds writes the log does not explain and the replica must be repaired.
+ *   - a message the snapshot has but the store lacks below its last seq is taken as deleted by
+ *     a later entry of the log (that is how a catch-up from a moving peer misses it).
+ * A freshly opened fsm whose store is not empty (a restart) starts in recovery mode at index 0
+ * with the horizon at the store's last seq; the caller restores its last snapshot, or replays the
+ * log from its first entry.
+ *
+ * Errors: 0 or a negative JR_E* code. Not thread-safe (one node thread drives it).
+ */
+#ifndef JR_STREAM_FSM_H
+#define JR_STREAM_FSM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jetraft.h"
+#include "store/store.h"
+#include "stream/op.h"
+#include "util/buf.h"
+
+typedef struct jr__stream_fsm jr__stream_fsm;
+
+typedef struct jr__stream_fsm_config {
+    const jr_stream_config *stream; /* required, valid; copied (normal form). For a restart,
+                                       the config the stream had at its first log entry is the
+                                       exact choice; CONFIG entries replayed update it. */
+    jr_vfs *vfs;                    /* file storage: where message stores live */
+    const char *dir;                /* file storage: store_dir (the store is dir/<name>) */
+    const jr_allocator *alloc;      /* NULL: malloc family */
+    const uint8_t *master_key;      /* 32 bytes: encryption at rest; NULL: none */
+    uint64_t block_bytes;           /* store block size; 0: the store's default */
+    size_t dedup_max;               /* most msg ids remembered; 0: JR__DEDUP_DEFAULT_MAX. Must
+                                       be the same on every replica of the stream. */
+} jr__stream_fsm_config;
+
+/* Opens the stream's store (creating or recovering it) and an fsm at index 0. Store errors are
+ * returned as jr__store_open gives them (message copied to errmsg, may be NULL). JR_EINVAL for an
+ * invalid config (message names the field). On failure *out is NULL. */
+int jr__stream_fsm_open(const jr__stream_fsm_config *cfg, jr__stream_fsm **out, char *errmsg,
+                        size_t errmsg_len);
+
+/* Syncs and closes the store, frees everything. Safe on NULL. Returns the store's close result. */
+int jr__stream_fsm_close(jr__stream_fsm *f);
+
+/* Frees everything without writing anything more (a crash, in tests). Safe on NULL. */
+void jr__stream_fsm_abandon(jr__stream_fsm *f);
+
+/* The outcome of one op. */
+typedef struct jr__stream_result {
+    int type;        /* enum jr__op_type of the op (0 if the entry did not decode) */
+    int status;      /* 0, or the refusal reported to the proposer (see above) */
+    uint64_t seq;    /* PUBLISH: the message's seq (the original one for a duplicate); for
+                        JR_EWRONGLASTSEQ / JR_EWRONGLASTSUBJSEQ the actual last seq. DELETE:
+                        the seq. */
+    int duplicate;   /* PUBLISH: 1 if msg_id was within the duplicate window */
+    uint64_t purged; /* PURGE and rollup: messages removed */
+} jr__stream_result;
+
+/* Called once per op of an entry, in order (i = 0 for a single op; 0..count-1 for a batch). */
+typedef void (*jr__stream_result_fn)(void *arg, uint32_t i, const jr__stream_result *r);
+
+/* Applies the committed entry at `index`. Requires index > the applied index (an entry at or
+ * below it was already applied: ignored, 0 returned, fn not called). fn (may be NULL) receives
+ * each op's result. Returns 0 when the entry was decided (refusals included: they are in the
+ * results), JR_EDAMAGED while restoring (see above; nothing done), or a local failure (the fsm
+ * is then failed; see above). */
+int jr__stream_fsm_apply(jr__stream_fsm *f, uint64_t index, const void *entry, size_t len,
+                         jr__stream_result_fn fn, void *arg);
+
+/* As jr__stream_fsm_apply, for callers that want one result: *res gets the result of the
+ * entry's last op (of its only op unless it is a batch). *res is zeroed when nothing was
+ * applied. */
+int jr__stream_fsm_apply1(jr__stream_fsm *f, uint64_t index, const void *entry, size_t len,
+                          jr__stream_result *res);
+
+/* Reading -------------------------------------------------------------------------------- */
+
+/* The store, for reads only (get, get_last, next, state, deleted): never mutate it directly. */
+jr__store *jr__stream_fsm_store(jr__stream_fsm *f);
+/* The current configuration (normal form; valid until the next apply/restore). */
+const jr_stream_config *jr__stream_fsm_config_get(const jr__stream_fsm *f);
+/* Index of the last applied entry (the snapshot's after a restore). */
+uint64_t jr__stream_fsm_applied(const jr__stream_fsm *f);
+/* 1 while the store is ahead of the applied entries (recovery mode), else 0. */
+int jr__stream_fsm_recovering(const jr__stream_fsm *f);
+/* 1 while a restore waits for chunks, else 0. */
+int jr__stream_fsm_restoring(const jr__stream_fsm *f);
+
+typedef struct jr__stream_fsm_info {
+    jr__store_state store; /* msgs, bytes, first/last seq and ts, subjects, interior deletes */
+    uint64_t applied;      /* index of the last applied entry */
+    int64_t clock;         /* the stream clock (ns) */
+    uint64_t last_seq;     /* the last seq assigned, as the applied entries say */
+    uint64_t horizon;      /* recovery: the store's last seq to reach; 0 when not recovering */
+    size_t dedup_ids;      /* msg ids in the duplicate window */
+    int restoring;
+    int failed;            /* 0 or the local failure */
+} jr__stream_fsm_info;
+
+void jr__stream_fsm_info_get(const jr__stream_fsm *f, jr__stream_fsm_info *out);
+
+/* Sets *id and *len to the msg id of the last stored message (borrowed; len 0 if it had none). */
+void jr__stream_fsm_last_msg_id(const jr__stream_fsm *f, const char **id, size_t *len);
+
+/* A digest of the replicated state: the config, clock, last seq and last msg id, the dedup
+ * window (ids, seqs, timestamps, in order), the store's state and delete ranges, and every live
+ * message (seq, ts, subject, headers, payload). Two replicas that applied the same log have the
+ * same digest. O(messages): for tests and consistency checks. The applied index is not part of
+ * it. 0 with *out set, or a store read error. */
+int jr__stream_fsm_digest(jr__stream_fsm *f, uint64_t *out);
+
+/* Snapshots and catch-up (fsm_snapshot.c) ------------------------------------------------ */
+
+#define JR__STREAM_SNAP_VERSION 1
+
+/* Appends a snapshot of the state at the applied index to out, after syncing the store (so the
+ * messages it describes are durable locally). JR_EBUSY while recovering or restoring, the
+ * store's sync error, or JR_ENOMEM (out->err). Format: see fsm_snapshot.c (versioned, xxh3). */
+int jr__stream_fsm_snapshot(jr__stream_fsm *f, jr__buf *out);
+
+/* Installs a snapshot taken (by any replica of this stream) at `index` — see the header comment
+ * for the reconciliation. *need_from gets 0 when the fsm is ready to apply entries after index,
+ * or the first seq whose message must be fetched (then the fsm is restoring). The snapshot is
+ * validated completely first: JR_ECORRUPT (malformed, checksum, or index mismatch), JR_EVERSION,
+ * JR_EINVAL (another stream's snapshot) change nothing. Store failures fail the fsm. */
+int jr__stream_fsm_restore(jr__stream_fsm *f, uint64_t index, const void *snap, size_t len,
+                           uint64_t *need_from);
+
+/* Leader side of catch-up: appends to out the store records of live messages with seq >= from,
+ * at most max_bytes (at least one message), and sets *next (last seq + 1 when done). The chunk
+ * is checksummed record by record and can travel as is. */
+int jr__stream_fsm_read_chunk(jr__stream_fsm *f, uint64_t from, size_t max_bytes, jr__buf *out,
+                              uint64_t *next);
+
+/* Follower side: appends a chunk's messages (validated first; JR_ECORRUPT changes nothing).
+ * Only while restoring (JR_EMISUSE otherwise): limits are suspended until the restore completes,
+ * so every message of the chunk is kept. */
+int jr__stream_fsm_apply_chunk(jr__stream_fsm *f, const void *chunk, size_t len);
+
+/* ---------------------------------------------------------------------------------------------
+ * Private: the layout shared by fsm.c and fsm_snapshot.c only. Everything else uses the
+ * functions above.
+ */
+#include "stream/config.h"
+#include "stream/dedup.h"
+
+struct jr__stream_fsm {
+    const jr_allocator *alloc;
+    jr__stream_cfg *cfg; /* current configuration (owned, normal form) */
+    jr__store *store;
+    jr__dedup dedup;
+    size_t dedup_max;
+    int64_t clock;     /* largest op timestamp applied */
+    uint64_t applied;  /* index of the last applied entry */
+    uint64_t last_seq; /* last seq assigned by the applied entries */
+    uint64_t horizon;  /* recovery mode while last_seq < horizon */
+    int restoring;     /* a restore waits for chunks: entries refused */
+    int failed;        /* 0 or the local failure that stopped the fsm */
+    size_t last_msg_id_len;
+    char last_msg_id[JR__OP_MSG_ID_MAX];
+};
+
+/* Store limits for a stream config (normal form). */
+void jr__stream_fsm_limits(const jr_stream_config *c, jr__store_limits *out);
+/* Marks the fsm failed with rc (a local failure) and returns rc. */
+int jr__stream_fsm_fail(jr__stream_fsm *f, int rc);
+
+#endif
