@@ -102,8 +102,8 @@ static void disk_fsync(const char *dir, double seconds)
     qsort(lat, n, sizeof *lat, cmp_d);
     printf("{\"bench\":\"disk_fdatasync\",\"write_bytes\":4096,\"n\":%zu,\"mean_us\":%.1f,"
            "\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,\"syncs_per_s\":%.0f}\n",
-           n, total / (double)n * 1e6, lat[n / 2] * 1e6, lat[n * 99 / 100] * 1e6,
-           lat[n - 1] * 1e6, (double)n / total);
+           n, total / (double)n * 1e6, lat[n / 2] * 1e6, lat[n * 99 / 100] * 1e6, lat[n - 1] * 1e6,
+           (double)n / total);
     free(lat);
     v->close(v->ctx, f);
     v->remove(v->ctx, path);
@@ -290,9 +290,9 @@ static void recovery(const char *dir, uint64_t mib, size_t payload)
         printf("{\"bench\":\"wal_recovery\",\"cache\":\"%s\",\"wal_bytes\":%llu,"
                "\"segments\":%llu,\"entries\":%llu,\"payload\":%zu,\"groups\":%d,"
                "\"build_seconds\":%.2f,\"seconds\":%.3f,\"cpu_seconds\":%.3f,\"MBps\":%.0f}\n",
-               cold ? "cold" : "warm", (unsigned long long)written,
-               (unsigned long long)ws.segments, (unsigned long long)c.entries, payload, NGROUPS,
-               build, secs, cpu, (double)written / secs / 1e6);
+               cold ? "cold" : "warm", (unsigned long long)written, (unsigned long long)ws.segments,
+               (unsigned long long)c.entries, payload, NGROUPS, build, secs, cpu,
+               (double)written / secs / 1e6);
         fflush(stdout);
         jr__wal_close(w);
     }
@@ -315,9 +315,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--seq-mib") && i + 1 < argc)
             seq_mib = strtoull(argv[++i], NULL, 0);
         else {
-            fprintf(stderr,
-                    "usage: wal_bench [--dir PATH] [--seconds S] [--recover-mib N] "
-                    "[--seq-mib N]\n");
+            fprintf(stderr, "usage: wal_bench [--dir PATH] [--seconds S] [--recover-mib N] "
+                            "[--seq-mib N]\n");
             return 2;
         }
     }

@@ -30,8 +30,8 @@
     } while (0)
 
 typedef struct gstate {
-    uint64_t last;     /* last replayed index, or the marker */
-    int started;       /* entries replayed */
+    uint64_t last; /* last replayed index, or the marker */
+    int started;   /* entries replayed */
     int has_compact;
 } gstate;
 
@@ -249,8 +249,10 @@ static void structured_mode(jr_vfs *v, in *s)
             jr__memfs_truncate(v, path, off);
             break;
         case 3:
-            if (kind & 0x40) v->remove(v->ctx, path);
-            else jr__memfs_flip_bits(v, path, 0, 0, 1 + (kind & 7));
+            if (kind & 0x40)
+                v->remove(v->ctx, path);
+            else
+                jr__memfs_flip_bits(v, path, 0, 0, 1 + (kind & 7));
             break;
         }
     }

@@ -51,8 +51,7 @@ void jr__rec_put_hardstate(jr__buf *b, uint64_t group, uint64_t gseq, const jr__
     jr__rec_put(b, JR__REC_HARDSTATE, 0, group, gseq, p, 24, NULL, 0);
 }
 
-void jr__rec_put_compact(jr__buf *b, uint64_t group, uint64_t gseq, uint64_t index,
-                         uint64_t term)
+void jr__rec_put_compact(jr__buf *b, uint64_t group, uint64_t gseq, uint64_t index, uint64_t term)
 {
     uint8_t p[16];
     jr__put_u64(p, index);
@@ -90,7 +89,8 @@ void jr__rec_put_checkpoint(jr__buf *b, const jr__rec_cpitem *items, uint32_t n)
     size_t at = b->len;
     uint8_t *h = b->data + at;
     jr__put_u32(h + JR__REC_HDR, n);
-    for (uint32_t i = 0; i < n; i++) put_item(h + JR__REC_HDR + 4 + (size_t)i * JR__REC_CPITEM, &items[i]);
+    for (uint32_t i = 0; i < n; i++)
+        put_item(h + JR__REC_HDR + 4 + (size_t)i * JR__REC_CPITEM, &items[i]);
     jr__put_u32(h + 8, (uint32_t)len);
     h[12] = JR__REC_CHECKPOINT;
     h[13] = 0;

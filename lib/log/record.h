@@ -69,10 +69,10 @@ typedef struct jr__rec {
     uint64_t gseq;
     const uint8_t *payload;
     /* decoded payload (by type) */
-    jr__entry e;       /* ENTRY: e.data points into payload */
-    jr__hardstate hs;  /* HARDSTATE */
+    jr__entry e;            /* ENTRY: e.data points into payload */
+    jr__hardstate hs;       /* HARDSTATE */
     uint64_t cindex, cterm; /* COMPACT */
-    uint32_t ncp;      /* CHECKPOINT: item count; items with jr__rec_cpitem_at */
+    uint32_t ncp;           /* CHECKPOINT: item count; items with jr__rec_cpitem_at */
 } jr__rec;
 
 /* Appends a record to b (b->err records JR_ENOMEM). payload/plen may be split in two pieces
@@ -82,8 +82,7 @@ void jr__rec_put(jr__buf *b, uint8_t type, uint8_t etype, uint64_t group, uint64
 /* Encoders for each type (payloads built here). */
 void jr__rec_put_entry(jr__buf *b, uint64_t group, uint64_t gseq, const jr__entry *e);
 void jr__rec_put_hardstate(jr__buf *b, uint64_t group, uint64_t gseq, const jr__hardstate *hs);
-void jr__rec_put_compact(jr__buf *b, uint64_t group, uint64_t gseq, uint64_t index,
-                         uint64_t term);
+void jr__rec_put_compact(jr__buf *b, uint64_t group, uint64_t gseq, uint64_t index, uint64_t term);
 void jr__rec_put_drop(jr__buf *b, uint64_t group, uint64_t gseq);
 /* A checkpoint of n items. */
 void jr__rec_put_checkpoint(jr__buf *b, const jr__rec_cpitem *items, uint32_t n);

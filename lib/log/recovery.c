@@ -31,8 +31,8 @@ typedef struct region {
     size_t ord;
     uint64_t start, end; /* byte offsets in segment ord; start == end for missing segments */
     uint64_t missing_from, missing_to; /* seqs of missing segments, or 0 */
-    int benign; /* lost nothing but a segment header or a checkpoint */
-    int exact;  /* lost exactly one record whose header (and so its group) verifies */
+    int benign;                        /* lost nothing but a segment header or a checkpoint */
+    int exact; /* lost exactly one record whose header (and so its group) verifies */
 } region;
 
 typedef struct rctx {
@@ -151,8 +151,8 @@ static int on_checkpoint(rctx *c, const jr__rec *r, uint64_t pos)
             g->gseq = it.gseq;
             g->last_index = it.last_index;
             g->floor = it.last_index;
-        } else if (g->gseq != it.gseq || (!g->damaged && !g->dropped_seen &&
-                                          g->last_index != it.last_index)) {
+        } else if (g->gseq != it.gseq ||
+                   (!g->damaged && !g->dropped_seen && g->last_index != it.last_index)) {
             if ((rc = damage(c, g, pos, pos, "lost records")) != 0) return rc;
             g->gseq = it.gseq;
         }
@@ -392,8 +392,9 @@ static int fix_tail(rctx *c, size_t ord, jr_file *f, uint64_t tail, int valid)
     }
     rc = w->vfs->truncate(w->vfs->ctx, f, tail);
     if (!rc) rc = w->vfs->sync(w->vfs->ctx, f);
-    if (rc) jr__wal_seterr(w, "wal: cannot cut the torn tail of %s: %s", seg_name(c, ord),
-                           jr_strerror(rc));
+    if (rc)
+        jr__wal_seterr(w, "wal: cannot cut the torn tail of %s: %s", seg_name(c, ord),
+                       jr_strerror(rc));
     return rc;
 }
 
@@ -469,9 +470,10 @@ static int replay_entry(rctx *c, const jr__rec *r, uint64_t pos)
         char msg[4400];
         g->cut = pos;
         g->damaged = 1;
-        snprintf(msg, sizeof msg, "wal: group %" PRIu64 " has a hole before entry %" PRIu64
-                 " in %s at offset %" PRIu64, g->id, idx, seg_name(c, (size_t)(pos >> 40)),
-                 pos & MAX_OFF);
+        snprintf(msg, sizeof msg,
+                 "wal: group %" PRIu64 " has a hole before entry %" PRIu64
+                 " in %s at offset %" PRIu64,
+                 g->id, idx, seg_name(c, (size_t)(pos >> 40)), pos & MAX_OFF);
         return c->rp->on_damaged ? c->rp->on_damaged(c->rp->ctx, g->id, msg) : 0;
     }
     g->emitted = idx;

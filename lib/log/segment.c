@@ -85,8 +85,7 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int jr__seg_list(jr_vfs *vfs, const char *dir, const jr_allocator *a, uint64_t **seqs,
-                 size_t *n)
+int jr__seg_list(jr_vfs *vfs, const char *dir, const jr_allocator *a, uint64_t **seqs, size_t *n)
 {
     list_acc acc = {a, NULL, 0, 0};
     int rc = vfs->list(vfs->ctx, dir, list_cb, &acc);

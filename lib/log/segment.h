@@ -38,8 +38,7 @@ int jr__seg_header_check(const uint8_t *p, size_t n, uint64_t seq);
 
 /* Lists the segment seqs in dir, ascending, into *seqs (allocated with a; *n entries).
  * JR_ENOTFOUND if dir is missing; vfs errors; JR_ENOMEM. */
-int jr__seg_list(jr_vfs *vfs, const char *dir, const jr_allocator *a, uint64_t **seqs,
-                 size_t *n);
+int jr__seg_list(jr_vfs *vfs, const char *dir, const jr_allocator *a, uint64_t **seqs, size_t *n);
 
 /* A sequential reader over one file with a sliding window, so recovery never holds more than
  * the window (or the largest record) in memory. */

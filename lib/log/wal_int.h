@@ -47,14 +47,14 @@ typedef struct jr__walgrp {
     uint64_t cindex, cterm;
     uint8_t has_hs, has_compact, damaged, dropped;
     /* recovery only (positions are jr__wal_pos values) */
-    uint8_t known;      /* seen in a record or checkpoint */
+    uint8_t known;        /* seen in a record or checkpoint */
     uint8_t dropped_seen; /* its last record was a drop */
-    uint64_t evidence;  /* position of the last record/checkpoint that vouched for it */
-    uint64_t start;     /* position of its last drop (records before belong to another life) */
-    uint64_t cut;       /* entries at or after this position are not replayed */
-    uint64_t emitted;   /* pass 2: last index replayed */
-    uint64_t floor;     /* entries up to here were only vouched for by a checkpoint */
-    uint64_t cpmark;    /* checkpoint number that listed it */
+    uint64_t evidence;    /* position of the last record/checkpoint that vouched for it */
+    uint64_t start;       /* position of its last drop (records before belong to another life) */
+    uint64_t cut;         /* entries at or after this position are not replayed */
+    uint64_t emitted;     /* pass 2: last index replayed */
+    uint64_t floor;       /* entries up to here were only vouched for by a checkpoint */
+    uint64_t cpmark;      /* checkpoint number that listed it */
     jr__walev *ev;
     size_t nev, capev, evk;
     char *why; /* damage message */
@@ -77,10 +77,10 @@ struct jr__wal {
 
     jr__buf stage;
     jr__buf scratch;
-    int failed;       /* first write/sync error, or 0 */
-    int unsynced;     /* bytes written since the last sync */
+    int failed;   /* first write/sync error, or 0 */
+    int unsynced; /* bytes written since the last sync */
     uint64_t last_sync;
-    int gc_wanted;    /* a compaction or drop was written since the last GC */
+    int gc_wanted; /* a compaction or drop was written since the last GC */
     jr__wal_stats stats;
     char errmsg[512];
 };

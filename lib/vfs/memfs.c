@@ -675,9 +675,9 @@ int jr__memfs_new(const jr_allocator *alloc, uint64_t seed, jr_vfs **out)
     }
     jr__rand_seed(&m->rng, seed);
     m->capacity = UINT64_MAX;
-    m->vfs = (jr_vfs){JR_VFS_VERSION, m,        m_open,   m_close,  m_pread,
-                      m_pwrite,       m_sync,   m_size,   m_truncate, m_rename,
-                      m_remove,       m_mkdir,  m_list,   m_sync_dir};
+    m->vfs =
+        (jr_vfs){JR_VFS_VERSION, m,          m_open,   m_close,  m_pread, m_pwrite, m_sync,
+                 m_size,         m_truncate, m_rename, m_remove, m_mkdir, m_list,   m_sync_dir};
     *out = &m->vfs;
     return 0;
 }

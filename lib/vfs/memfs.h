@@ -62,10 +62,10 @@ typedef struct jr__memfs_stats {
     uint64_t writes;              /* completed pwrite calls */
     uint64_t bytes_written;       /* bytes of completed pwrite calls */
     uint64_t bytes_read;
-    uint64_t faults;              /* scheduled failures that fired */
+    uint64_t faults; /* scheduled failures that fired */
     uint64_t crashes;
-    uint64_t files;               /* inodes currently alive */
-    uint64_t bytes_stored;        /* sum of the current sizes of live inodes */
+    uint64_t files;        /* inodes currently alive */
+    uint64_t bytes_stored; /* sum of the current sizes of live inodes */
 } jr__memfs_stats;
 
 /* Creates an empty memfs whose randomness (crash tearing, bit flips) derives from seed only.

@@ -312,8 +312,8 @@ static int p_sync_dir(void *ctx, const char *dir)
 }
 
 static jr_vfs posix_vfs = {
-    JR_VFS_VERSION, NULL,       p_open,   p_close,  p_pread, p_pwrite,  p_sync,
-    p_size,         p_truncate, p_rename, p_remove, p_mkdir, p_list,    p_sync_dir,
+    JR_VFS_VERSION, NULL,       p_open,   p_close,  p_pread, p_pwrite, p_sync,
+    p_size,         p_truncate, p_rename, p_remove, p_mkdir, p_list,   p_sync_dir,
 };
 
 JR_API jr_vfs *jr_vfs_posix(void)

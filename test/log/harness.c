@@ -232,16 +232,16 @@ int h_compare(const h_state *want, const h_state *got, char *why, size_t cap)
             snprintf(why, cap, "group %" PRIu64 " missing after recovery", m->id);
             return -1;
         }
-        if (m->has_hs != r->has_hs ||
-            (m->has_hs && memcmp(&m->hs, &r->hs, sizeof m->hs) != 0)) {
-            snprintf(why, cap, "group %" PRIu64 ": hard state differs (term %" PRIu64
-                     " vs %" PRIu64 ")", m->id, m->hs.term, r->hs.term);
+        if (m->has_hs != r->has_hs || (m->has_hs && memcmp(&m->hs, &r->hs, sizeof m->hs) != 0)) {
+            snprintf(why, cap,
+                     "group %" PRIu64 ": hard state differs (term %" PRIu64 " vs %" PRIu64 ")",
+                     m->id, m->hs.term, r->hs.term);
             return -1;
         }
         if (m->has_compact != r->has_compact ||
             (m->has_compact && (m->cidx != r->cidx || m->cterm != r->cterm))) {
-            snprintf(why, cap, "group %" PRIu64 ": compaction differs (%" PRIu64 " vs %" PRIu64
-                     ")", m->id, m->cidx, r->cidx);
+            snprintf(why, cap, "group %" PRIu64 ": compaction differs (%" PRIu64 " vs %" PRIu64 ")",
+                     m->id, m->cidx, r->cidx);
             return -1;
         }
         if (m->n != r->n) {
@@ -253,8 +253,7 @@ int h_compare(const h_state *want, const h_state *got, char *why, size_t cap)
             const h_ent *a = &m->e[k], *b = &r->e[k];
             if (a->index != b->index || a->term != b->term || a->type != b->type ||
                 a->len != b->len || (a->len && memcmp(a->data, b->data, a->len) != 0)) {
-                snprintf(why, cap, "group %" PRIu64 ": entry %" PRIu64 " differs", m->id,
-                         a->index);
+                snprintf(why, cap, "group %" PRIu64 ": entry %" PRIu64 " differs", m->id, a->index);
                 return -1;
             }
         }

@@ -45,8 +45,8 @@ enum { H_ENTRY = 1, H_HS, H_COMPACT, H_DROP };
 typedef struct h_op {
     int kind;
     uint64_t group;
-    h_ent e;             /* H_ENTRY (data owned by the op) */
-    jr__hardstate hs;    /* H_HS */
+    h_ent e;              /* H_ENTRY (data owned by the op) */
+    jr__hardstate hs;     /* H_HS */
     uint64_t cidx, cterm; /* H_COMPACT */
 } h_op;
 

@@ -65,8 +65,9 @@ static void put(fx *f, h_op op)
 
 static h_op entry(uint64_t group, uint64_t term, uint64_t index, const char *data)
 {
-    h_op op = {H_ENTRY, group, {term, index, JR__ENTRY_NORMAL, (uint32_t)strlen(data),
-                                (uint8_t *)data}, {0, 0, 0}, 0, 0};
+    h_op op = {
+        H_ENTRY,   group, {term, index, JR__ENTRY_NORMAL, (uint32_t)strlen(data), (uint8_t *)data},
+        {0, 0, 0}, 0,     0};
     return op;
 }
 

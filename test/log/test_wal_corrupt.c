@@ -84,7 +84,8 @@ static void build(fx *f, uint64_t seed, int steps)
         h_group *mg = h_state_group(&f->model, g, 0);
         uint64_t last = mg && mg->n ? mg->e[mg->n - 1].index : (mg ? mg->cidx : 0);
         uint64_t lo = (mg ? mg->cidx : 0) + 1;
-        uint64_t start = jr__rand_below(&rng, 6) ? last + 1 : lo + jr__rand_below(&rng, last + 2 - lo);
+        uint64_t start =
+            jr__rand_below(&rng, 6) ? last + 1 : lo + jr__rand_below(&rng, last + 2 - lo);
         if (jr__rand_below(&rng, 4) == 0) term++;
         for (uint64_t k = 0; k < 1 + jr__rand_below(&rng, 3); k++) {
             h_op op;
@@ -95,7 +96,8 @@ static void build(fx *f, uint64_t seed, int steps)
             op.e.index = start + k;
             op.e.len = (uint32_t)(10 + jr__rand_below(&rng, 150));
             op.e.data = malloc(op.e.len);
-            for (uint32_t b = 0; b < op.e.len; b++) op.e.data[b] = (uint8_t)jr__rand_below(&rng, 256);
+            for (uint32_t b = 0; b < op.e.len; b++)
+                op.e.data[b] = (uint8_t)jr__rand_below(&rng, 256);
             stage(f, w, op);
         }
         if (jr__rand_below(&rng, 3) == 0) {
@@ -191,8 +193,9 @@ static void check_no_invention(fx *f)
             int found = 0;
             for (size_t j = 0; j < f->nwr && !found; j++)
                 found = f->wr[j].group == r->id && f->wr[j].index == e->index && f->wr[j].sum == s;
-            ck_assert_msg(found, "group %" PRIu64 " replayed entry %" PRIu64
-                          " that was never written", r->id, e->index);
+            ck_assert_msg(found,
+                          "group %" PRIu64 " replayed entry %" PRIu64 " that was never written",
+                          r->id, e->index);
         }
     }
 }
@@ -213,10 +216,11 @@ static void check_recovery(fx *f, const char *file)
                 uint64_t s = ent_sum(r->id, e->index, e->term, e->data, e->len);
                 int found = 0;
                 for (size_t j = 0; j < f->nwr && !found; j++)
-                    found = f->wr[j].group == r->id && f->wr[j].index == e->index &&
-                            f->wr[j].sum == s;
-                ck_assert_msg(found, "group %" PRIu64 " replayed entry %" PRIu64
-                              " that was never written", r->id, e->index);
+                    found =
+                        f->wr[j].group == r->id && f->wr[j].index == e->index && f->wr[j].sum == s;
+                ck_assert_msg(found,
+                              "group %" PRIu64 " replayed entry %" PRIu64 " that was never written",
+                              r->id, e->index);
             }
             continue;
         }
@@ -327,8 +331,8 @@ START_TEST(zeroed_range_damages_the_groups_it_covers)
         ck_assert_int_eq(jr__memfs_zero(f.vfs, path, a, b - a), 0);
         reopen(&f);
         check_recovery(&f, path);
-        ck_assert_msg(damaged_set(&f) == want, "seed %" PRIu64 ": damaged %x, expected %x",
-                      seed, damaged_set(&f), want);
+        ck_assert_msg(damaged_set(&f) == want, "seed %" PRIu64 ": damaged %x, expected %x", seed,
+                      damaged_set(&f), want);
         fx_free(&f);
     }
 }

@@ -149,8 +149,7 @@ static void gen_op(run *r)
                                     JR__MEMFS_OPEN};
         int inject = rnd(r, 12) == 0;
         if (inject)
-            jr__memfs_fail(r->vfs, kinds[rnd(r, 4)], 1, rnd(r, 2) ? JR_EIO : JR_ENOSPC, 0,
-                           NULL);
+            jr__memfs_fail(r->vfs, kinds[rnd(r, 4)], 1, rnd(r, 2) ? JR_EIO : JR_ENOSPC, 0, NULL);
         int durable = -1;
         r->now += 1 + rnd(r, 40);
         int rc = jr__wal_flush(r->w, r->now, &durable);
@@ -163,8 +162,7 @@ static void gen_op(run *r)
             ol_clear(&r->unsynced);
         }
         if (rc != 0) {
-            ck_assert_msg(durable == 0, "seed %" PRIu64 ": failed flush reported durable",
-                          r->seed);
+            ck_assert_msg(durable == 0, "seed %" PRIu64 ": failed flush reported durable", r->seed);
             /* the WAL now refuses work; the test crashes the node next */
             h_op probe = {H_HS, 1, {0, 0, 0, 0, NULL}, {1, 1, 1}, 0, 0};
             ck_assert_int_eq(h_stage(r->w, &probe), JR_EIO);
@@ -209,7 +207,9 @@ static int crash_and_check(run *r, int round)
         for (size_t i = 0; i < got.n; i++) ents += got.g[i].n;
         jr__memfs_stats st;
         jr__memfs_stats_get(r->vfs, &st);
-        fprintf(stderr, "seed %llu round %d torn %d unsynced %zu match %ld groups %zu entries %zu syncs %llu files %llu\n",
+        fprintf(stderr,
+                "seed %llu round %d torn %d unsynced %zu match %ld groups %zu entries %zu syncs "
+                "%llu files %llu\n",
                 (unsigned long long)r->seed, round, torn, r->unsynced.n, match, got.n, ents,
                 (unsigned long long)st.syncs, (unsigned long long)st.files);
     }
