@@ -1,0 +1,119 @@
+/*
+ * meta_op — the operations of the meta group's log: what the meta leader proposes and every
+ * server applies (meta_state.h), in a versioned, strict, checksummed binary encoding.
+ *
+ * Operations (ARCHITECTURE §6, issue 4 §1):
+ *   SERVER_INFO    a server's placement facts {name, cluster, tags, capacity, max assets}; each
+ *                  server proposes its own when they change (idempotent upsert).
+ *   STREAM_ADD     {stream config, peer set chosen by the leader's placement}.
+ *   STREAM_UPDATE  {new config, peer set}.
+ *   STREAM_DELETE  {stream name}.
+ * Every op carries the reply route {request id, origin server}: the server that asked waits for
+ * `request_id`; when it applies the op from the log it learns the result (meta_state.h) and
+ * completes its caller — also after a meta leader failover, since the result is a function of
+ * the log alone. An op nobody waits for has request id 0 and no origin (both or neither).
+ *
+ * A STREAM_ADD or STREAM_UPDATE with no peers is a *request*: what a server forwards to the meta
+ * leader (RPC kind JR__RPC_META, wire/frame.h) before placement. The leader checks it
+ * (jr__meta_check), places it, and proposes it with the peer set. Applying an op without
+ * peers refuses it.
+ *
+ * Room for the roadmap: op types 5.. are reserved for consumer add/update/delete, server
+ * peer-remove, stream peer changes (grow/shrink/evacuate as a desired peer set the groups
+ * converge to) and cancellation of a move; a decoder that meets a type it does not know
+ * reports JR_EVERSION, never a silent skip (replicas must not diverge).
+ *
+ * Encoding, version 1 (integers little-endian; varints canonical LEB128; "str" = varint length
+ * + bytes, no NUL byte; a list is a varint count then its items):
+ *
+ *   op = u8 version (= 1) | u8 type | varint request_id | str origin ("" = none) | body |
+ *        u64 xxh3 of every byte before it
+ *   SERVER_INFO   str name | str cluster | list<str> tags | varint capacity_bytes |
+ *                 varint max_assets (<= UINT32_MAX)
+ *   STREAM_ADD,
+ *   STREAM_UPDATE varint len | len bytes of jr__stream_config_encode() | list<str> peers
+ *   STREAM_DELETE str name
+ *
+ * Names (server, origin, cluster, tags, peers) are 1..JR__META_NAME_MAX bytes without
+ * whitespace or control characters; tags of a server are distinct, at most JR__META_MAX_TAGS;
+ * peers are distinct, at most JR_MAX_REPLICAS. The decoder checks the checksum first
+ * (JR_ECORRUPT), then the version and type (JR_EVERSION), then everything else (JR_ECORRUPT:
+ * truncation, trailing bytes, non-canonical varints, invalid names or configs). Every value has
+ * one encoding, so decode + encode gives back the same bytes.
+ */
+#ifndef JR_META_META_OP_H
+#define JR_META_META_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jetraft.h"
+#include "stream/config.h"
+#include "util/buf.h"
+
+#define JR__META_OP_VERSION 1
+#define JR__META_NAME_MAX 255 /* server, cluster, tag and origin names, in bytes */
+#define JR__META_MAX_TAGS 64  /* tags of one server */
+
+enum jr__meta_op_type {
+    JR__META_SERVER_INFO = 1,
+    JR__META_STREAM_ADD = 2,
+    JR__META_STREAM_UPDATE = 3,
+    JR__META_STREAM_DELETE = 4,
+    JR__META_OP_MAX = 4 /* types above are reserved (see the header comment) */
+};
+
+/* A server's placement facts. */
+typedef struct jr__meta_server_info {
+    const char *name;
+    const char *cluster;
+    const char *const *tags;
+    size_t ntags;
+    uint64_t capacity_bytes; /* 0: unknown */
+    uint32_t max_assets;     /* 0: no limit */
+} jr__meta_server_info;
+
+typedef struct jr__meta_op {
+    uint8_t type;        /* enum jr__meta_op_type */
+    uint64_t request_id; /* 0: nobody waits */
+    const char *origin;  /* server that waits for the result; NULL or "" iff request_id is 0 */
+    jr__meta_server_info server;    /* SERVER_INFO */
+    const jr_stream_config *config; /* STREAM_ADD, STREAM_UPDATE */
+    const char *const *peers;       /* STREAM_ADD, STREAM_UPDATE: server names; none = request */
+    size_t npeers;
+    const char *stream; /* STREAM_DELETE: the stream's name */
+    /* Owned memory of a decoded op (jr__meta_op_decode); all NULL in an op built by hand. */
+    jr__stream_cfg *cfg; /* the decoded config (config == &cfg->c) */
+    void *block;         /* strings and arrays */
+    const jr_allocator *alloc;
+} jr__meta_op;
+
+/* 1 if the n bytes at s are a valid name (1..JR__META_NAME_MAX bytes, no byte <= 0x20, no
+ * 0x7f), else 0. */
+int jr__meta_name_ok(const char *s, size_t n);
+
+/* Appends the encoding of op to out. Checks everything the decoder checks (config valid, names,
+ * tag and peer lists, request id/origin pairing); on a violation returns JR_EINVAL and appends
+ * nothing. JR_ENOMEM (out->err set) if the buffer cannot grow. */
+int jr__meta_op_encode(const jr__meta_op *op, jr__buf *out);
+
+/* Decodes exactly len bytes into *op, which owns its strings, arrays and config until
+ * jr__meta_op_free(). 0; JR_ECORRUPT (checksum, truncation, trailing bytes, any invalid field);
+ * JR_EVERSION (an intact op of an unknown version or type, or an embedded config of an unknown
+ * version); JR_ENOMEM. On failure *op owns nothing (jr__meta_op_free is still safe). */
+int jr__meta_op_decode(const void *data, size_t len, const jr_allocator *a, jr__meta_op *op);
+
+/* Frees what a decoded op owns and zeroes it; safe on an op built by hand or already freed. */
+void jr__meta_op_free(jr__meta_op *op);
+
+/* Shared with meta_snapshot.c ------------------------------------------------------------------
+ * Reads a str of at most max bytes without NUL bytes; returns it borrowed from r (not
+ * NUL-terminated), or NULL with r failed. An empty string returns a non-NULL pointer. */
+const char *jr__meta_rd_str(jr__rd *r, size_t *n, size_t max);
+/* Reads a list count whose items take at least min_item bytes each and are at most max; r fails
+ * otherwise. */
+size_t jr__meta_rd_count(jr__rd *r, size_t min_item, size_t max);
+/* Appends a str (NULL is ""). */
+void jr__meta_put_str(jr__buf *b, const char *s);
+
+#endif

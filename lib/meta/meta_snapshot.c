@@ -1,0 +1,181 @@
+/*
+ * meta_snapshot — the whole meta state as one canonical byte string (format in meta_state.h),
+ * and its strict restore.
+ *
+ * The snapshot is what a lagging server installs instead of replaying the meta log, so restore
+ * trusts nothing: it rebuilds a fresh state from the bytes, checking every invariant the state
+ * keeps (order, names, configs, peer counts, group ids, indexes, non-overlapping subjects), and
+ * swaps it in only when all of it holds.
+ */
+#include <string.h>
+
+#include "meta/meta_state.h"
+#include "util/checksum.h"
+
+static const uint8_t magic[4] = {'J', 'R', 'M', 'S'};
+
+/* Smallest encodings, which bound the counts before anything is decoded. */
+#define SERVER_MIN 7  /* name, cluster (2 each), tag count, capacity, max_assets */
+#define STREAM_MIN 13 /* config length + config (>= 9), peer count, group, created, updated */
+
+static void put_server(jr__buf *b, const jr__meta_server *s)
+{
+    jr__meta_put_str(b, s->name);
+    jr__meta_put_str(b, s->cluster);
+    jr__buf_varint(b, s->ntags);
+    for (size_t i = 0; i < s->ntags; i++) jr__meta_put_str(b, s->tags[i]);
+    jr__buf_varint(b, s->capacity_bytes);
+    jr__buf_varint(b, s->max_assets);
+}
+
+int jr__meta_snapshot(const jr__meta_state *st, jr__buf *out)
+{
+    size_t start = out->len;
+    jr__buf_put(out, magic, sizeof magic);
+    jr__buf_u8(out, JR__META_SNAP_VERSION);
+    jr__buf_varint(out, st->applied);
+    jr__buf_varint(out, st->next_group);
+    jr__buf_varint(out, st->nservers);
+    for (size_t i = 0; i < st->nservers; i++) put_server(out, st->servers[i]);
+    jr__buf_varint(out, st->nstreams);
+    jr__buf cfg;
+    jr__buf_init(&cfg, out->alloc);
+    for (size_t i = 0; i < st->nstreams && !out->err; i++) {
+        const jr__meta_stream *s = st->streams[i];
+        jr__buf_reset(&cfg);
+        if (jr__stream_config_encode(&s->cfg->c, &cfg)) {
+            out->err = cfg.err ? cfg.err : JR_ENOMEM;
+            break;
+        }
+        jr__buf_bytes(out, cfg.data, cfg.len);
+        jr__buf_varint(out, s->npeers);
+        for (size_t k = 0; k < s->npeers; k++) jr__meta_put_str(out, s->peers[k]);
+        jr__buf_varint(out, s->group);
+        jr__buf_varint(out, s->created);
+        jr__buf_varint(out, s->updated);
+    }
+    jr__buf_free(&cfg);
+    if (!out->err) jr__buf_u64(out, jr__xxh3(out->data + start, out->len - start));
+    return out->err;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Restore
+ */
+
+/* Bytewise order of two names (what strcmp gives for strings without NUL bytes). */
+static int name_cmp(jr__meta_name a, jr__meta_name b)
+{
+    size_t n = a.n < b.n ? a.n : b.n;
+    int c = n ? memcmp(a.p, b.p, n) : 0;
+    if (c) return c;
+    return (a.n > b.n) - (a.n < b.n);
+}
+
+static jr__meta_name rd_name(jr__rd *r)
+{
+    jr__meta_name v;
+    v.p = jr__meta_rd_str(r, &v.n, JR__META_NAME_MAX);
+    if (v.p && !jr__meta_name_ok(v.p, v.n)) jr__rd_fail(r);
+    return v;
+}
+
+/* Reads up to max distinct valid names. */
+static size_t rd_names(jr__rd *r, jr__meta_name *v, size_t max)
+{
+    size_t n = jr__meta_rd_count(r, 2, max);
+    for (size_t i = 0; i < n && !r->err; i++) {
+        v[i] = rd_name(r);
+        for (size_t j = 0; j < i && !r->err; j++)
+            if (name_cmp(v[i], v[j]) == 0) jr__rd_fail(r);
+    }
+    return r->err ? 0 : n;
+}
+
+static int read_servers(jr__rd *r, jr__meta_state *st)
+{
+    size_t n = jr__meta_rd_count(r, SERVER_MIN, SIZE_MAX);
+    for (size_t i = 0; i < n; i++) {
+        jr__meta_name name = rd_name(r), cluster = rd_name(r);
+        jr__meta_name tags[JR__META_MAX_TAGS];
+        size_t ntags = rd_names(r, tags, JR__META_MAX_TAGS);
+        uint64_t capacity = jr__rd_varint(r);
+        uint64_t max_assets = jr__rd_varint(r);
+        if (r->err || max_assets > UINT32_MAX) return JR_ECORRUPT;
+        jr__meta_server *s = jr__meta_server_new(st->alloc, name, cluster, tags, ntags, capacity,
+                                                 (uint32_t)max_assets);
+        if (!s) return JR_ENOMEM;
+        int rc = jr__meta_state_append_server(st, s);
+        if (rc) {
+            jr__meta_server_free(st->alloc, s);
+            return rc == JR_ENOMEM ? rc : JR_ECORRUPT;
+        }
+    }
+    return r->err ? JR_ECORRUPT : 0;
+}
+
+static int read_stream(jr__rd *r, jr__meta_state *st)
+{
+    size_t cfglen;
+    const uint8_t *cfgp = jr__rd_bytes(r, &cfglen, SIZE_MAX);
+    jr__meta_name peers[JR_MAX_REPLICAS];
+    size_t npeers = rd_names(r, peers, JR_MAX_REPLICAS);
+    uint64_t group = jr__rd_varint(r);
+    uint64_t created = jr__rd_varint(r);
+    uint64_t updated = jr__rd_varint(r);
+    if (r->err) return JR_ECORRUPT;
+    if (group == 0 || group >= st->next_group || created == 0 || created > updated ||
+        updated > st->applied)
+        return JR_ECORRUPT;
+    jr__stream_cfg *cfg;
+    int rc = jr__stream_config_decode(cfgp, cfglen, st->alloc, &cfg);
+    if (rc) return rc;
+    if (npeers != (size_t)cfg->c.replicas) {
+        jr__stream_cfg_free(cfg);
+        return JR_ECORRUPT;
+    }
+    jr__meta_stream *s = jr__meta_stream_new(st->alloc, cfg, peers, npeers);
+    if (!s) {
+        jr__stream_cfg_free(cfg);
+        return JR_ENOMEM;
+    }
+    s->group = group;
+    s->created = created;
+    s->updated = updated;
+    rc = jr__meta_state_append_stream(st, s);
+    if (rc) {
+        jr__meta_stream_free(st->alloc, s);
+        return rc == JR_ENOMEM ? rc : JR_ECORRUPT;
+    }
+    return 0;
+}
+
+int jr__meta_restore(jr__meta_state *st, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    if (!p || len < sizeof magic + 1 + 8) return JR_ECORRUPT;
+    if (jr__xxh3(p, len - 8) != jr__get_u64(p + len - 8)) return JR_ECORRUPT;
+    if (memcmp(p, magic, sizeof magic) != 0) return JR_ECORRUPT;
+    if (p[sizeof magic] != JR__META_SNAP_VERSION) return JR_EVERSION;
+
+    jr__meta_state tmp;
+    jr__meta_state_init(&tmp, st->alloc, 1);
+    jr__rd r;
+    jr__rd_init(&r, p + sizeof magic + 1, len - sizeof magic - 1 - 8);
+    tmp.applied = jr__rd_varint(&r);
+    tmp.next_group = jr__rd_varint(&r);
+    int rc = (r.err || tmp.next_group == 0) ? JR_ECORRUPT : read_servers(&r, &tmp);
+    if (!rc) {
+        size_t n = jr__meta_rd_count(&r, STREAM_MIN, SIZE_MAX);
+        rc = r.err ? JR_ECORRUPT : 0;
+        for (size_t i = 0; i < n && !rc; i++) rc = read_stream(&r, &tmp);
+    }
+    if (!rc && jr__rd_left(&r) != 0) rc = JR_ECORRUPT; /* trailing bytes */
+    if (rc) {
+        jr__meta_state_free(&tmp);
+        return rc;
+    }
+    jr__meta_state_free(st);
+    *st = tmp;
+    return 0;
+}

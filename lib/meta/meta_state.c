@@ -1,0 +1,777 @@
+/*
+ * meta_state — apply, check, lookups, placement view and desired-state diff of the meta
+ * group's state (meta_state.h). Snapshots are in meta_snapshot.c.
+ *
+ * Every mutation first decides (pure checks, identical on every replica), then allocates what
+ * it needs, then commits with steps that cannot fail; an allocation failure unwinds to the
+ * state before the op, so JR_ENOMEM never leaves half an op applied.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta/meta_state.h"
+#include "stream/subject.h"
+#include "util/alloc.h"
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int
+refuse(jr__meta_result *res, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(res->msg, sizeof res->msg, fmt, ap);
+    va_end(ap);
+    res->status = status;
+    return status;
+}
+
+static void copy_name(char *dst, size_t cap, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n >= cap) n = cap - 1;
+    if (n) memcpy(dst, s, n);
+    dst[n] = '\0';
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Servers and streams as objects
+ */
+static char *put(char **at, const char *p, size_t n)
+{
+    char *d = *at;
+    if (n) memcpy(d, p, n);
+    d[n] = '\0';
+    *at = d + n + 1;
+    return d;
+}
+
+static size_t align_up(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
+
+jr__meta_server *jr__meta_server_new(const jr_allocator *a, jr__meta_name name,
+                                     jr__meta_name cluster, const jr__meta_name *tags, size_t ntags,
+                                     uint64_t capacity, uint32_t max_assets)
+{
+    size_t head = align_up(sizeof(jr__meta_server));
+    size_t bytes = head + ntags * sizeof(char *) + name.n + 1 + cluster.n + 1;
+    for (size_t i = 0; i < ntags; i++) bytes += tags[i].n + 1;
+    char *block = jr__malloc(a, bytes);
+    if (!block) return NULL;
+    jr__meta_server *s = (jr__meta_server *)(void *)block;
+    const char **tv = (const char **)(void *)(block + head);
+    char *at = block + head + ntags * sizeof(char *);
+    s->name = put(&at, name.p, name.n);
+    s->cluster = put(&at, cluster.p, cluster.n);
+    for (size_t i = 0; i < ntags; i++) tv[i] = put(&at, tags[i].p, tags[i].n);
+    s->tags = ntags ? tv : NULL;
+    s->ntags = ntags;
+    s->capacity_bytes = capacity;
+    s->max_assets = max_assets;
+    return s;
+}
+
+void jr__meta_server_free(const jr_allocator *a, jr__meta_server *s)
+{
+    jr__free(a, s);
+}
+
+/* A peer list block: [pointers | strings]. */
+static const char *const *peers_new(const jr_allocator *a, const jr__meta_name *peers, size_t n)
+{
+    size_t bytes = n * sizeof(char *);
+    for (size_t i = 0; i < n; i++) bytes += peers[i].n + 1;
+    char *block = jr__malloc(a, bytes ? bytes : 1);
+    if (!block) return NULL;
+    const char **pv = (const char **)(void *)block;
+    char *at = block + n * sizeof(char *);
+    for (size_t i = 0; i < n; i++) pv[i] = put(&at, peers[i].p, peers[i].n);
+    return pv;
+}
+
+jr__meta_stream *jr__meta_stream_new(const jr_allocator *a, jr__stream_cfg *cfg,
+                                     const jr__meta_name *peers, size_t npeers)
+{
+    jr__meta_stream *s = jr__calloc(a, 1, sizeof *s);
+    if (!s) return NULL;
+    s->peers = peers_new(a, peers, npeers);
+    if (!s->peers) {
+        jr__free(a, s);
+        return NULL;
+    }
+    s->npeers = npeers;
+    s->cfg = cfg;
+    s->name = cfg->c.name;
+    return s;
+}
+
+void jr__meta_stream_free(const jr_allocator *a, jr__meta_stream *s)
+{
+    if (!s) return;
+    jr__stream_cfg_free(s->cfg);
+    jr__free(a, (void *)s->peers);
+    jr__free(a, s);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The state
+ */
+void jr__meta_state_init(jr__meta_state *st, const jr_allocator *a, uint64_t first_group)
+{
+    memset(st, 0, sizeof *st);
+    st->alloc = a;
+    jr__map_init(&st->by_group, a);
+    jr__subject_index_init(&st->subjects, a);
+    st->next_group = first_group ? first_group : 1;
+}
+
+void jr__meta_state_free(jr__meta_state *st)
+{
+    for (size_t i = 0; i < st->nservers; i++) jr__meta_server_free(st->alloc, st->servers[i]);
+    for (size_t i = 0; i < st->nstreams; i++) jr__meta_stream_free(st->alloc, st->streams[i]);
+    jr__free(st->alloc, st->servers);
+    jr__free(st->alloc, st->streams);
+    jr__map_free(&st->by_group);
+    jr__subject_index_free(&st->subjects);
+    const jr_allocator *a = st->alloc;
+    memset(st, 0, sizeof *st);
+    st->alloc = a;
+}
+
+/* Binary search of a name-sorted array of servers or streams (both start with `const char
+ * *name`, so a pointer to one, converted, points to its name). Returns the position where name
+ * is or would be; *found says which. */
+static size_t name_pos(void *const *arr, size_t n, const char *name, int *found)
+{
+    size_t lo = 0, hi = n;
+    *found = 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(*(const char *const *)arr[mid], name);
+        if (c == 0) {
+            *found = 1;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static size_t server_pos(const jr__meta_state *st, const char *name, int *found)
+{
+    return name_pos((void *const *)st->servers, st->nservers, name, found);
+}
+
+static size_t stream_pos(const jr__meta_state *st, const char *name, int *found)
+{
+    return name_pos((void *const *)st->streams, st->nstreams, name, found);
+}
+
+const jr__meta_server *jr__meta_server_find(const jr__meta_state *st, const char *name)
+{
+    int found;
+    if (!name) return NULL;
+    size_t i = server_pos(st, name, &found);
+    return found ? st->servers[i] : NULL;
+}
+
+const jr__meta_stream *jr__meta_stream_find(const jr__meta_state *st, const char *name)
+{
+    int found;
+    if (!name) return NULL;
+    size_t i = stream_pos(st, name, &found);
+    return found ? st->streams[i] : NULL;
+}
+
+const jr__meta_stream *jr__meta_stream_by_group(const jr__meta_state *st, uint64_t group)
+{
+    return group ? jr__map_get(&st->by_group, group) : NULL;
+}
+
+const jr__meta_stream *jr__meta_stream_for_subject(const jr__meta_state *st, const char *subject)
+{
+    return jr__subject_index_lookup(&st->subjects, subject);
+}
+
+int jr__meta_stream_has_peer(const jr__meta_stream *s, const char *server)
+{
+    for (size_t i = 0; i < s->npeers; i++)
+        if (strcmp(s->peers[i], server) == 0) return 1;
+    return 0;
+}
+
+/* Makes room for one more pointer in *arr (capacity *cap). 0 or JR_ENOMEM. */
+static int reserve(const jr_allocator *a, void *arrp, size_t n, size_t *cap)
+{
+    void ***arr = arrp;
+    if (n < *cap) return 0;
+    size_t ncap = *cap ? *cap * 2 : 16;
+    void **p = jr__realloc(a, *arr, ncap * sizeof *p);
+    if (!p) return JR_ENOMEM;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+static void insert_at(void *arrp, size_t *n, size_t pos, void *item)
+{
+    void **arr = *(void ***)arrp;
+    memmove(arr + pos + 1, arr + pos, (*n - pos) * sizeof *arr);
+    arr[pos] = item;
+    (*n)++;
+}
+
+static void remove_at(void *arrp, size_t *n, size_t pos)
+{
+    void **arr = *(void ***)arrp;
+    memmove(arr + pos, arr + pos + 1, (*n - pos - 1) * sizeof *arr);
+    (*n)--;
+}
+
+int jr__meta_state_append_server(jr__meta_state *st, jr__meta_server *s)
+{
+    if (st->nservers && strcmp(st->servers[st->nservers - 1]->name, s->name) >= 0) return JR_EINVAL;
+    if (reserve(st->alloc, &st->servers, st->nservers, &st->cap_servers)) return JR_ENOMEM;
+    st->servers[st->nservers++] = s;
+    return 0;
+}
+
+int jr__meta_state_append_stream(jr__meta_state *st, jr__meta_stream *s)
+{
+    if (st->nstreams && strcmp(st->streams[st->nstreams - 1]->name, s->name) >= 0) return JR_EINVAL;
+    if (s->group == 0 || jr__map_get(&st->by_group, s->group)) return JR_EINVAL;
+    if (reserve(st->alloc, &st->streams, st->nstreams, &st->cap_streams)) return JR_ENOMEM;
+    int rc = jr__subject_index_insert_all(&st->subjects, s->cfg->c.subjects, s->cfg->c.nsubjects, s,
+                                          NULL);
+    if (rc) return rc == JR_ENOMEM ? rc : JR_EEXIST;
+    if (jr__map_put(&st->by_group, s->group, s)) {
+        for (size_t i = 0; i < s->cfg->c.nsubjects; i++)
+            jr__subject_index_remove(&st->subjects, s->cfg->c.subjects[i], s);
+        return JR_ENOMEM;
+    }
+    st->streams[st->nstreams++] = s;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Decisions (pure)
+ */
+static int server_info_ok(const jr__meta_server_info *s)
+{
+    if (!s->name || !s->cluster || s->ntags > JR__META_MAX_TAGS || (s->ntags && !s->tags)) return 0;
+    if (!jr__meta_name_ok(s->name, strlen(s->name)) ||
+        !jr__meta_name_ok(s->cluster, strlen(s->cluster)))
+        return 0;
+    for (size_t i = 0; i < s->ntags; i++) {
+        if (!s->tags[i] || !jr__meta_name_ok(s->tags[i], strlen(s->tags[i]))) return 0;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(s->tags[i], s->tags[j]) == 0) return 0;
+    }
+    return 1;
+}
+
+/* Peers of an ADD/UPDATE: exactly `replicas` distinct, valid, known servers. */
+static int check_peers(const jr__meta_state *st, const jr__meta_op *op, int replicas,
+                       jr__meta_result *res)
+{
+    if (op->npeers == 0)
+        return refuse(res, JR_EINVAL, "peers: none given (the request was not placed)");
+    if (op->npeers != (size_t)replicas || !op->peers)
+        return refuse(res, JR_EINVAL, "peers: %zu given for %d replicas", op->npeers, replicas);
+    for (size_t i = 0; i < op->npeers; i++) {
+        const char *p = op->peers[i];
+        if (!p || !jr__meta_name_ok(p, strlen(p)))
+            return refuse(res, JR_EINVAL, "peers: invalid server name");
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(p, op->peers[j]) == 0)
+                return refuse(res, JR_EINVAL, "peers: '%s' given twice", p);
+        if (!jr__meta_server_find(st, p))
+            return refuse(res, JR_EINVAL, "peers: unknown server '%s'", p);
+    }
+    return 0;
+}
+
+static int same_peers(const jr__meta_stream *s, const jr__meta_op *op)
+{
+    if (s->npeers != op->npeers) return 0;
+    for (size_t i = 0; i < s->npeers; i++)
+        if (strcmp(s->peers[i], op->peers[i]) != 0) return 0;
+    return 1;
+}
+
+/* The refusal for subjects of c that overlap a stream other than self: names the first such
+ * stream in name order (not whichever the index met first, which depends on its history). */
+static int refuse_overlap(const jr__meta_state *st, const jr_stream_config *c,
+                          const jr__meta_stream *self, const void *hint, jr__meta_result *res)
+{
+    jr__stream_norm n;
+    jr__stream_config_normalize(c, &n);
+    for (size_t i = 0; i < st->nstreams; i++) {
+        const jr__meta_stream *t = st->streams[i];
+        if (t == self) continue;
+        for (size_t a = 0; a < n.c.nsubjects; a++)
+            for (size_t b = 0; b < t->cfg->c.nsubjects; b++)
+                if (jr__subject_overlap(n.c.subjects[a], t->cfg->c.subjects[b]))
+                    return refuse(res, JR_EINVAL,
+                                  "subjects: '%s' overlaps subject '%s' of stream '%s'",
+                                  n.c.subjects[a], t->cfg->c.subjects[b], t->name);
+    }
+    const jr__meta_stream *h = hint;
+    return refuse(res, JR_EINVAL, "subjects: overlap with stream '%s'", h ? h->name : "?");
+}
+
+enum { DECIDED = 1 }; /* validate(): the outcome is known without touching the index */
+
+/* The pure part of apply/check. Returns 0 to go on, DECIDED when res is final (a refusal or an
+ * idempotent success), with *existing set for ADD/UPDATE/DELETE of a known stream. */
+static int validate(const jr__meta_state *st, const jr__meta_op *op, int need_peers,
+                    jr__meta_result *res, jr__meta_stream **existing)
+{
+    *existing = NULL;
+    int found;
+    switch (op->type) {
+    case JR__META_SERVER_INFO:
+        if (!server_info_ok(&op->server)) {
+            refuse(res, JR_EINVAL, "server: invalid name, cluster or tags");
+            return DECIDED;
+        }
+        return 0;
+    case JR__META_STREAM_ADD:
+    case JR__META_STREAM_UPDATE: {
+        if (!op->config) {
+            refuse(res, JR_EINVAL, "config: missing");
+            return DECIDED;
+        }
+        const char *name = op->config->name;
+        size_t pos = name ? stream_pos(st, name, &found) : (found = 0, 0);
+        if (found) *existing = st->streams[pos];
+        copy_name(res->stream, sizeof res->stream, name);
+        if (op->type == JR__META_STREAM_ADD) {
+            if (*existing) {
+                if (jr__stream_config_validate(op->config, NULL, 0) == 0 &&
+                    jr__stream_config_equal(&(*existing)->cfg->c, op->config)) {
+                    res->assignment = *existing; /* identical re-add */
+                    return DECIDED;
+                }
+                refuse(res, JR_EEXIST, "stream name already in use with a different configuration");
+                return DECIDED;
+            }
+            if (jr__stream_config_check_add(op->config, res->msg, sizeof res->msg)) {
+                res->status = JR_EINVAL;
+                return DECIDED;
+            }
+        } else {
+            if (!*existing) {
+                refuse(res, JR_ENOTFOUND, "stream '%s' not found", name ? name : "");
+                return DECIDED;
+            }
+            if (jr__stream_config_check_update(&(*existing)->cfg->c, op->config, res->msg,
+                                               sizeof res->msg)) {
+                res->status = JR_EINVAL;
+                return DECIDED;
+            }
+        }
+        jr__stream_norm n;
+        jr__stream_config_normalize(op->config, &n);
+        if ((need_peers || op->npeers) && check_peers(st, op, n.c.replicas, res)) return DECIDED;
+        if (op->type == JR__META_STREAM_UPDATE && op->npeers &&
+            jr__stream_config_equal(&(*existing)->cfg->c, op->config) &&
+            same_peers(*existing, op)) {
+            res->assignment = *existing; /* nothing to change */
+            return DECIDED;
+        }
+        if (op->type == JR__META_STREAM_ADD && st->next_group == 0) {
+            refuse(res, JR_ERANGE, "no group ids left");
+            return DECIDED;
+        }
+        return 0;
+    }
+    case JR__META_STREAM_DELETE:
+        copy_name(res->stream, sizeof res->stream, op->stream);
+        if (op->stream) {
+            size_t pos = stream_pos(st, op->stream, &found);
+            if (found) *existing = st->streams[pos];
+        }
+        if (!*existing) {
+            refuse(res, JR_ENOTFOUND, "stream '%s' not found", op->stream ? op->stream : "");
+            return DECIDED;
+        }
+        return 0;
+    default:
+        refuse(res, JR_EINVAL, "unknown op type %u", op->type);
+        return DECIDED;
+    }
+}
+
+static void result_init(jr__meta_result *res, const jr__meta_op *op)
+{
+    memset(res, 0, sizeof *res);
+    if (!op) return;
+    res->type = op->type;
+    res->request_id = op->request_id;
+    copy_name(res->origin, sizeof res->origin, op->origin);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Check (the leader's dry run)
+ */
+
+/* 1 if pattern is one of c's subjects (normal form). */
+static int has_subject(const jr_stream_config *c, const char *pattern)
+{
+    for (size_t i = 0; i < c->nsubjects; i++)
+        if (strcmp(c->subjects[i], pattern) == 0) return 1;
+    return 0;
+}
+
+int jr__meta_check(jr__meta_state *st, const jr__meta_op *op, jr__meta_result *res)
+{
+    result_init(res, op);
+    if (!op) {
+        refuse(res, JR_EINVAL, "no op");
+        return 0;
+    }
+    jr__meta_stream *s;
+    if (validate(st, op, 0, res, &s) == DECIDED) return 0;
+    if (op->type != JR__META_STREAM_ADD && op->type != JR__META_STREAM_UPDATE) return 0;
+    /* probe the subject index: insert for the stream (or a stand-in owner), then undo */
+    jr__stream_norm n;
+    jr__stream_config_normalize(op->config, &n);
+    void *owner = s ? (void *)s : (void *)st;
+    void *conflict = NULL;
+    int rc =
+        jr__subject_index_insert_all(&st->subjects, n.c.subjects, n.c.nsubjects, owner, &conflict);
+    if (rc == JR_ENOMEM) return JR_ENOMEM;
+    if (rc == JR_EEXIST) {
+        refuse_overlap(st, op->config, s, conflict, res);
+        return 0;
+    }
+    if (rc) {
+        refuse(res, JR_EINVAL, "subjects: invalid");
+        return 0;
+    }
+    for (size_t i = 0; i < n.c.nsubjects; i++)
+        if (!s || !has_subject(&s->cfg->c, n.c.subjects[i]))
+            jr__subject_index_remove(&st->subjects, n.c.subjects[i], owner);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Apply
+ */
+static void names_of(const char *const *v, size_t n, jr__meta_name *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        out[i].p = v[i];
+        out[i].n = strlen(v[i]);
+    }
+}
+
+static int apply_server(jr__meta_state *st, const jr__meta_op *op, jr__meta_result *res)
+{
+    const jr__meta_server_info *in = &op->server;
+    jr__meta_name tags[JR__META_MAX_TAGS];
+    names_of(in->tags, in->ntags, tags);
+    jr__meta_name name = {in->name, strlen(in->name)};
+    jr__meta_name cluster = {in->cluster, strlen(in->cluster)};
+    int found;
+    size_t pos = server_pos(st, in->name, &found);
+    if (found) {
+        const jr__meta_server *o = st->servers[pos];
+        int same = strcmp(o->cluster, in->cluster) == 0 && o->ntags == in->ntags &&
+                   o->capacity_bytes == in->capacity_bytes && o->max_assets == in->max_assets;
+        for (size_t i = 0; same && i < in->ntags; i++) same = strcmp(o->tags[i], in->tags[i]) == 0;
+        if (same) return 0;
+    } else if (reserve(st->alloc, &st->servers, st->nservers, &st->cap_servers)) {
+        return JR_ENOMEM;
+    }
+    jr__meta_server *s = jr__meta_server_new(st->alloc, name, cluster, tags, in->ntags,
+                                             in->capacity_bytes, in->max_assets);
+    if (!s) return JR_ENOMEM;
+    if (found) {
+        jr__meta_server_free(st->alloc, st->servers[pos]);
+        st->servers[pos] = s;
+    } else {
+        insert_at(&st->servers, &st->nservers, pos, s);
+    }
+    res->changed = 1;
+    return 0;
+}
+
+static int apply_add(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
+                     jr__meta_result *res)
+{
+    jr__stream_cfg *cfg;
+    int rc = jr__stream_cfg_new(op->config, st->alloc, &cfg, NULL, 0);
+    if (rc) return rc; /* JR_ENOMEM: validate() accepted the config */
+    jr__meta_name peers[JR_MAX_REPLICAS];
+    names_of(op->peers, op->npeers, peers);
+    jr__meta_stream *s = jr__meta_stream_new(st->alloc, cfg, peers, op->npeers);
+    if (!s) {
+        jr__stream_cfg_free(cfg);
+        return JR_ENOMEM;
+    }
+    if (reserve(st->alloc, &st->streams, st->nstreams, &st->cap_streams)) {
+        jr__meta_stream_free(st->alloc, s);
+        return JR_ENOMEM;
+    }
+    void *conflict = NULL;
+    rc = jr__subject_index_insert_all(&st->subjects, cfg->c.subjects, cfg->c.nsubjects, s,
+                                      &conflict);
+    if (rc == 0) {
+        rc = jr__map_put(&st->by_group, st->next_group, s);
+        if (rc) {
+            for (size_t i = 0; i < cfg->c.nsubjects; i++)
+                jr__subject_index_remove(&st->subjects, cfg->c.subjects[i], s);
+        }
+    }
+    if (rc) {
+        jr__meta_stream_free(st->alloc, s);
+        if (rc == JR_ENOMEM) return rc;
+        if (rc == JR_EEXIST)
+            refuse_overlap(st, op->config, NULL, conflict, res);
+        else
+            refuse(res, JR_EINVAL, "subjects: invalid");
+        return 0;
+    }
+    s->group = st->next_group++;
+    s->created = s->updated = index;
+    int found;
+    size_t pos = stream_pos(st, s->name, &found);
+    insert_at(&st->streams, &st->nstreams, pos, s);
+    res->assignment = s;
+    res->changed = 1;
+    return 0;
+}
+
+static int apply_update(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
+                        jr__meta_stream *s, jr__meta_result *res)
+{
+    jr__stream_cfg *cfg;
+    int rc = jr__stream_cfg_new(op->config, st->alloc, &cfg, NULL, 0);
+    if (rc) return rc;
+    jr__meta_name names[JR_MAX_REPLICAS];
+    names_of(op->peers, op->npeers, names);
+    const char *const *peers = peers_new(st->alloc, names, op->npeers);
+    if (!peers) {
+        jr__stream_cfg_free(cfg);
+        return JR_ENOMEM;
+    }
+    void *conflict = NULL;
+    rc = jr__subject_index_replace(&st->subjects, s->cfg->c.subjects, s->cfg->c.nsubjects,
+                                   cfg->c.subjects, cfg->c.nsubjects, s, &conflict);
+    if (rc) {
+        jr__stream_cfg_free(cfg);
+        jr__free(st->alloc, (void *)peers);
+        if (rc == JR_ENOMEM) return rc;
+        if (rc == JR_EEXIST)
+            refuse_overlap(st, op->config, s, conflict, res);
+        else
+            refuse(res, JR_EINVAL, "subjects: invalid");
+        return 0;
+    }
+    jr__stream_cfg_free(s->cfg);
+    jr__free(st->alloc, (void *)s->peers);
+    s->cfg = cfg;
+    s->name = cfg->c.name;
+    s->peers = peers;
+    s->npeers = op->npeers;
+    s->updated = index;
+    res->assignment = s;
+    res->changed = 1;
+    return 0;
+}
+
+static void apply_delete(jr__meta_state *st, jr__meta_stream *s, jr__meta_result *res)
+{
+    for (size_t i = 0; i < s->cfg->c.nsubjects; i++)
+        jr__subject_index_remove(&st->subjects, s->cfg->c.subjects[i], s);
+    jr__map_del(&st->by_group, s->group);
+    int found;
+    size_t pos = stream_pos(st, s->name, &found);
+    remove_at(&st->streams, &st->nstreams, pos);
+    jr__meta_stream_free(st->alloc, s);
+    res->changed = 1;
+}
+
+int jr__meta_apply_op(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
+                      jr__meta_result *res)
+{
+    result_init(res, op);
+    if (!op || index <= st->applied) return JR_EINVAL;
+    jr__meta_stream *s;
+    int rc = 0;
+    if (validate(st, op, 1, res, &s) != DECIDED) {
+        switch (op->type) {
+        case JR__META_SERVER_INFO:
+            rc = apply_server(st, op, res);
+            break;
+        case JR__META_STREAM_ADD:
+            rc = apply_add(st, index, op, res);
+            break;
+        case JR__META_STREAM_UPDATE:
+            rc = apply_update(st, index, op, s, res);
+            break;
+        default:
+            apply_delete(st, s, res);
+        }
+    }
+    if (rc) {
+        result_init(res, op);
+        return rc; /* JR_ENOMEM: nothing changed */
+    }
+    if (res->status) res->assignment = NULL;
+    st->applied = index;
+    return 0;
+}
+
+int jr__meta_apply(jr__meta_state *st, uint64_t index, const void *data, size_t len,
+                   jr__meta_result *res)
+{
+    if (index <= st->applied) {
+        result_init(res, NULL);
+        return JR_EINVAL;
+    }
+    jr__meta_op op;
+    int rc = jr__meta_op_decode(data, len, st->alloc, &op);
+    if (rc == JR_ENOMEM || rc == JR_EVERSION) {
+        result_init(res, NULL);
+        res->status = rc;
+        if (rc == JR_EVERSION)
+            snprintf(res->msg, sizeof res->msg, "meta op of a newer version: upgrade this server");
+        return rc;
+    }
+    if (rc) {
+        result_init(res, NULL);
+        refuse(res, rc, "meta op does not decode");
+        st->applied = index;
+        return 0;
+    }
+    rc = jr__meta_apply_op(st, index, &op, res);
+    jr__meta_op_free(&op);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Placement view
+ */
+size_t jr__meta_place_servers(const jr__meta_state *st, jr__place_server *out, size_t cap)
+{
+    size_t n = st->nservers < cap ? st->nservers : cap;
+    for (size_t i = 0; i < n; i++) {
+        const jr__meta_server *s = st->servers[i];
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].name = s->name;
+        out[i].cluster = s->cluster;
+        out[i].tags = s->tags;
+        out[i].ntags = s->ntags;
+        out[i].online = 1;
+        out[i].capacity_bytes = s->capacity_bytes;
+        out[i].max_assets = s->max_assets;
+    }
+    for (size_t k = 0; k < st->nstreams; k++) {
+        const jr__meta_stream *t = st->streams[k];
+        for (size_t p = 0; p < t->npeers; p++) {
+            int found;
+            size_t i = server_pos(st, t->peers[p], &found);
+            if (!found || i >= n) continue;
+            out[i].assets++;
+            if (t->cfg->c.max_bytes > 0) out[i].used_bytes += (uint64_t)t->cfg->c.max_bytes;
+        }
+    }
+    return st->nservers;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Desired state
+ */
+static int cmp_local(const void *a, const void *b)
+{
+    uint64_t x = ((const jr__meta_local *)a)->group, y = ((const jr__meta_local *)b)->group;
+    return (x > y) - (x < y);
+}
+
+/* The local entry of group in the sorted array, or NULL. */
+static const jr__meta_local *local_find(const jr__meta_local *v, size_t n, uint64_t group)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].group == group) return &v[mid];
+        if (v[mid].group < group)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static void plan_add(jr__meta_plan *p, int kind, uint64_t group, const jr__meta_stream *s)
+{
+    p->actions[p->n].kind = kind;
+    p->actions[p->n].group = group;
+    p->actions[p->n].stream = s;
+    p->n++;
+}
+
+int jr__meta_desired(const jr__meta_state *st, const char *server, const jr__meta_local *local,
+                     size_t nlocal, jr__meta_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->alloc = st->alloc;
+    if (!server || (nlocal && !local)) return JR_EINVAL;
+    jr__meta_local *sorted = NULL;
+    if (nlocal) {
+        sorted = jr__calloc(st->alloc, nlocal, sizeof *sorted);
+        if (!sorted) return JR_ENOMEM;
+        memcpy(sorted, local, nlocal * sizeof *sorted);
+        qsort(sorted, nlocal, sizeof *sorted, cmp_local);
+        for (size_t i = 0; i < nlocal; i++) {
+            if (sorted[i].group == 0 || (i && sorted[i].group == sorted[i - 1].group)) {
+                jr__free(st->alloc, sorted);
+                return JR_EINVAL;
+            }
+        }
+    }
+    /* at most one action per local replica plus one per assignment */
+    size_t cap = nlocal + st->nstreams;
+    if (cap) {
+        plan->actions = jr__calloc(st->alloc, cap, sizeof *plan->actions);
+        if (!plan->actions) {
+            jr__free(st->alloc, sorted);
+            return JR_ENOMEM;
+        }
+    }
+    for (size_t i = 0; i < nlocal; i++) {
+        const jr__meta_stream *s = jr__meta_stream_by_group(st, sorted[i].group);
+        if (!s || !jr__meta_stream_has_peer(s, server))
+            plan_add(plan, JR__META_LEAVE, sorted[i].group, s);
+    }
+    for (size_t k = 0; k < st->nstreams; k++) {
+        const jr__meta_stream *s = st->streams[k];
+        if (!jr__meta_stream_has_peer(s, server)) continue;
+        const jr__meta_local *l = local_find(sorted, nlocal, s->group);
+        if (!l)
+            plan_add(plan, JR__META_CREATE, s->group, s);
+        else if (l->updated != s->updated)
+            plan_add(plan, JR__META_UPDATE, s->group, s);
+    }
+    jr__free(st->alloc, sorted);
+    return 0;
+}
+
+void jr__meta_plan_free(jr__meta_plan *plan)
+{
+    if (!plan) return;
+    jr__free(plan->alloc, plan->actions);
+    plan->actions = NULL;
+    plan->n = 0;
+}

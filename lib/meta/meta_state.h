@@ -1,0 +1,232 @@
+/*
+ * meta_state — the meta group's replicated state machine: which servers exist (with their
+ * placement facts) and where every stream lives (ARCHITECTURE §6, issue 4 §1).
+ *
+ * Owns: servers by name; stream assignments by name {owned normalized config, peer set (server
+ * names), Raft group id, meta index of creation and of the last change}; a subject index of
+ * every stream's subjects (overlap checks, and the subject → stream lookup of a publish).
+ *
+ * Determinism: the state is a function of the sequence of ops applied (and of the snapshot it
+ * was restored from) and nothing else — no clock, no PRNG, no iteration over hash-table order.
+ * Two states that applied the same log write byte-identical snapshots. Every refusal is decided
+ * from the state and the op alone, so all replicas return the same status; only lack of memory
+ * is local, and it is reported separately (the op is then not applied at all, and the caller
+ * must retry it or stop: it can not be skipped).
+ *
+ * Group ids: each successful STREAM_ADD takes `next_group` (then incremented); a deleted
+ * stream's id is never handed out again, so a stream deleted and re-created under the same name
+ * gets a fresh Raft group and no replica can confuse the two. Ids are dense (cheap in coalesced
+ * heartbeats) and start at the `first_group` given to jr__meta_state_init, which must be the
+ * same constant on every server; ids below it are free for the meta group and raw groups.
+ *
+ * Apply rules (what the meta leader reports to the caller; a refused op changes nothing):
+ *   SERVER_INFO    upsert of the server's facts; always succeeds.
+ *   STREAM_ADD     same name, identical config (normal forms equal) → 0, the existing
+ *                  assignment (idempotent; the op's peers are ignored); same name, different
+ *                  config → JR_EEXIST; otherwise the config must pass
+ *                  jr__stream_config_check_add (JR_EINVAL naming the field), the peers must be
+ *                  exactly `replicas` distinct known servers (JR_EINVAL "peers: ..."), and no
+ *                  subject may overlap another stream's (JR_EINVAL "subjects: ... overlap
+ *                  stream 'X'", naming the first such stream by name).
+ *   STREAM_UPDATE  unknown name → JR_ENOTFOUND; jr__stream_config_check_update(old, new)
+ *                  (JR_EINVAL naming the field); peers as for add; subject overlap as for add
+ *                  (the stream's own subjects do not count). Identical config and peers → 0,
+ *                  nothing changes.
+ *   STREAM_DELETE  unknown name → JR_ENOTFOUND; else the assignment is gone.
+ *
+ * Convergence: jr__meta_desired() compares what a server runs with what the state wants it to
+ * run and lists the create/join, update and leave actions, so a node converges after a restart
+ * or a meta leader failover by diffing instead of replaying history.
+ *
+ * Not thread-safe; one node applies its meta group's log from one thread.
+ */
+#ifndef JR_META_META_STATE_H
+#define JR_META_META_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jetraft.h"
+#include "meta/meta_op.h"
+#include "meta/placement.h"
+#include "stream/config.h"
+#include "stream/subject_index.h"
+#include "util/buf.h"
+#include "util/map.h"
+
+/* A known server (from its latest SERVER_INFO). Strings and tags are owned (one block). */
+typedef struct jr__meta_server {
+    const char *name;
+    const char *cluster;
+    const char *const *tags;
+    size_t ntags;
+    uint64_t capacity_bytes; /* 0: unknown */
+    uint32_t max_assets;     /* 0: no limit */
+} jr__meta_server;
+
+/* Where one stream lives. Read-only outside meta_state.c; valid until the op that changes or
+ * deletes it is applied (or the state is restored or freed). */
+typedef struct jr__meta_stream {
+    const char *name;         /* = cfg->c.name */
+    jr__stream_cfg *cfg;      /* owned normalized config */
+    const char *const *peers; /* server names, placement order (owned, one block) */
+    size_t npeers;            /* = cfg->c.replicas */
+    uint64_t group;           /* its Raft group id (unique, never reused) */
+    uint64_t created;         /* meta index of the STREAM_ADD */
+    uint64_t updated;         /* meta index of the last op that changed config or peers */
+} jr__meta_stream;
+
+typedef struct jr__meta_state {
+    const jr_allocator *alloc;
+    jr__meta_server **servers; /* sorted by name (bytewise), nservers of them */
+    size_t nservers, cap_servers;
+    jr__meta_stream **streams; /* sorted by name (bytewise), nstreams of them */
+    size_t nstreams, cap_streams;
+    jr__map by_group;           /* group id → jr__meta_stream */
+    jr__subject_index subjects; /* every stream's subjects; owner = jr__meta_stream */
+    uint64_t applied;           /* meta index of the last op applied (0: none) */
+    uint64_t next_group;        /* group id of the next stream added */
+} jr__meta_state;
+
+/* What applying (or checking) an op decided. */
+#define JR__META_MSG_MAX 256
+typedef struct jr__meta_result {
+    int status;          /* 0 or the refusal (JR_EINVAL, JR_EEXIST, JR_ENOTFOUND, ...) */
+    uint8_t type;        /* the op's type; 0 if it could not be decoded */
+    int changed;         /* 1 if the op changed the state (besides `applied`) */
+    uint64_t request_id; /* the op's reply route (0: nobody waits) */
+    char origin[JR__META_NAME_MAX + 1];  /* "" if none */
+    char stream[JR_STREAM_NAME_MAX + 1]; /* the stream concerned, "" for SERVER_INFO */
+    /* STREAM_ADD/UPDATE that succeeded (also idempotently): the assignment, borrowed as
+     * jr__meta_stream says; NULL otherwise. */
+    const jr__meta_stream *assignment;
+    char msg[JR__META_MSG_MAX]; /* why it was refused ("" on success) */
+} jr__meta_result;
+
+/* Initializes an empty state whose first stream gets group id first_group (non-zero). Never
+ * fails (memory is allocated on use). */
+void jr__meta_state_init(jr__meta_state *st, const jr_allocator *a, uint64_t first_group);
+
+/* Frees everything; st is empty afterwards (re-initialize it to use it again). */
+void jr__meta_state_free(jr__meta_state *st);
+
+/* Applies the op encoded in data[0..len) at meta log index `index`, which must be above
+ * st->applied (else JR_EINVAL, nothing happens). Returns 0 when the op was applied or refused —
+ * res->status says which, identically on every replica; an op that does not decode
+ * (JR_ECORRUPT, JR_EVERSION in res->status) is refused the same way. In both cases st->applied
+ * becomes index. Returns JR_ENOMEM if this server lacked memory: nothing changed, not even
+ * st->applied. */
+int jr__meta_apply(jr__meta_state *st, uint64_t index, const void *data, size_t len,
+                   jr__meta_result *res);
+
+/* As jr__meta_apply for an op already decoded (or built by hand; it is re-validated). op is
+ * only read (the state keeps copies); the caller still owns and frees it. */
+int jr__meta_apply_op(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
+                      jr__meta_result *res);
+
+/* What the leader runs before placing and proposing: the same checks as apply, without
+ * changing anything. An ADD or UPDATE without peers (a request) skips the peer checks; with
+ * peers they are checked too. Returns 0 with res->status as apply would decide it against the
+ * current state (a later apply can still refuse: other ops may commit first), or JR_ENOMEM.
+ * st is not modified (the subject index is probed and restored). */
+int jr__meta_check(jr__meta_state *st, const jr__meta_op *op, jr__meta_result *res);
+
+/* Lookups (NULL if absent). */
+const jr__meta_server *jr__meta_server_find(const jr__meta_state *st, const char *name);
+const jr__meta_stream *jr__meta_stream_find(const jr__meta_state *st, const char *name);
+const jr__meta_stream *jr__meta_stream_by_group(const jr__meta_state *st, uint64_t group);
+/* The stream whose subjects match the literal subject (a publish), NULL if none. */
+const jr__meta_stream *jr__meta_stream_for_subject(const jr__meta_state *st, const char *subject);
+/* 1 if server is one of s's peers. */
+int jr__meta_stream_has_peer(const jr__meta_stream *s, const char *server);
+
+/* Placement's view of the known servers, in name order: out[i] borrows the server's name,
+ * cluster and tags (valid until the next apply/restore), has its capacity and max_assets,
+ * assets = the assignments that include it, used_bytes = the sum of their max_bytes (those
+ * above 0), and online = 1 (the caller knows liveness; the state does not). Fills at most cap
+ * entries and returns st->nservers. */
+size_t jr__meta_place_servers(const jr__meta_state *st, jr__place_server *out, size_t cap);
+
+/* Desired state ------------------------------------------------------------------------------*/
+
+/* One stream replica a server runs, as the node knows it. */
+typedef struct jr__meta_local {
+    uint64_t group;   /* its Raft group id */
+    uint64_t updated; /* the assignment's `updated` the node last converged to */
+} jr__meta_local;
+
+enum jr__meta_action_kind {
+    JR__META_LEAVE = 1,  /* stop and remove the local replica of `group` */
+    JR__META_UPDATE = 2, /* the assignment changed (config or peers): converge to `stream` */
+    JR__META_CREATE = 3, /* create (or join) the replica of `stream` */
+};
+
+typedef struct jr__meta_action {
+    int kind; /* enum jr__meta_action_kind */
+    uint64_t group;
+    /* CREATE, UPDATE: the assignment. LEAVE: the stream that still uses this group but no
+     * longer on this server (peer removed), or NULL when the group is gone (stream deleted, or
+     * re-created under a new group). Borrowed as jr__meta_stream says. */
+    const jr__meta_stream *stream;
+} jr__meta_action;
+
+typedef struct jr__meta_plan {
+    jr__meta_action *actions;
+    size_t n;
+    const jr_allocator *alloc;
+} jr__meta_plan;
+
+/* Compares the replicas `server` runs (local[0..nlocal), distinct group ids) with the
+ * assignments that include it, and fills plan with the actions that converge the two: every
+ * LEAVE first (ascending group id), then one UPDATE or CREATE per assignment that needs it, in
+ * stream name order. A local replica whose `updated` equals its assignment's needs nothing.
+ * 0; JR_EINVAL (duplicate or zero group ids in local, NULL server); JR_ENOMEM. The plan is
+ * freed with jr__meta_plan_free (also after an error: it is then empty). */
+int jr__meta_desired(const jr__meta_state *st, const char *server, const jr__meta_local *local,
+                     size_t nlocal, jr__meta_plan *plan);
+void jr__meta_plan_free(jr__meta_plan *plan);
+
+/* Snapshot (meta_snapshot.c) -------------------------------------------------------------------
+ * Format, version 1 (as in meta_op.h: varints canonical, str = varint length + bytes):
+ *   "JRMS" | u8 version (= 1) | varint applied | varint next_group |
+ *   varint nservers | nservers × (str name | str cluster | list<str> tags | varint capacity |
+ *                                 varint max_assets) |
+ *   varint nstreams | nstreams × (varint len | len bytes of config encoding | list<str> peers |
+ *                                 varint group | varint created | varint updated) |
+ *   u64 xxh3 of every byte before it
+ * Servers and streams in strictly ascending name order (so the encoding is canonical). */
+#define JR__META_SNAP_VERSION 1
+
+/* Appends the snapshot of st to out. 0 or JR_ENOMEM (out->err set; what was appended is
+ * unspecified, truncate to the old length). */
+int jr__meta_snapshot(const jr__meta_state *st, jr__buf *out);
+
+/* Replaces st (initialized, maybe not empty) with the state encoded in data[0..len), all or
+ * nothing. Strict: checksum, magic, order, names, configs, peers (exactly `replicas` distinct
+ * names), group ids (non-zero, distinct, below next_group), indexes (0 < created <= updated <=
+ * applied), non-overlapping subjects, no trailing bytes. 0; JR_ECORRUPT; JR_EVERSION (intact,
+ * unknown version); JR_ENOMEM. On failure st is unchanged. */
+int jr__meta_restore(jr__meta_state *st, const void *data, size_t len);
+
+/* Shared with meta_snapshot.c: builds a server or a stream assignment from borrowed parts.
+ * Names and tags are (pointer, length) pairs (not NUL-terminated); the stream takes cfg. */
+typedef struct jr__meta_name {
+    const char *p;
+    size_t n;
+} jr__meta_name;
+jr__meta_server *jr__meta_server_new(const jr_allocator *a, jr__meta_name name,
+                                     jr__meta_name cluster, const jr__meta_name *tags, size_t ntags,
+                                     uint64_t capacity, uint32_t max_assets);
+void jr__meta_server_free(const jr_allocator *a, jr__meta_server *s);
+jr__meta_stream *jr__meta_stream_new(const jr_allocator *a, jr__stream_cfg *cfg,
+                                     const jr__meta_name *peers, size_t npeers);
+void jr__meta_stream_free(const jr_allocator *a, jr__meta_stream *s);
+/* Appends s, whose name sorts after every server held (else JR_EINVAL); st takes s on success.
+ * 0, JR_EINVAL, JR_ENOMEM. */
+int jr__meta_state_append_server(jr__meta_state *st, jr__meta_server *s);
+/* Appends s (group, created, updated set), whose name sorts after every stream held; st takes
+ * s on success. 0; JR_EINVAL (order, group id 0 or already used); JR_EEXIST (its subjects
+ * overlap another stream's); JR_ENOMEM. On failure st is unchanged. */
+int jr__meta_state_append_stream(jr__meta_state *st, jr__meta_stream *s);
+
+#endif
