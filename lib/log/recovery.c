@@ -420,6 +420,11 @@ static int pass1(rctx *c, const uint64_t *seqs, size_t n)
             rc = fix_tail(c, ord, f, tail, valid);
             if (rc == 1) continue; /* segment removed, f closed */
         }
+        /* What was read may so far live only in the page cache (a restart, not a crash, under
+         * JR_SYNC_INTERVAL): make it durable before anything (a vote, segment deletion)
+         * depends on it. */
+        if (rc == 0 && (rc = w->vfs->sync(w->vfs->ctx, f)) != 0)
+            jr__wal_seterr(w, "wal: cannot sync %s: %s", seg_name(c, ord), jr_strerror(rc));
         w->vfs->close(w->vfs->ctx, f);
         if (rc) {
             if (rc == JR_ENOMEM) jr__wal_seterr(w, "wal: out of memory during recovery");

@@ -29,6 +29,9 @@
  *  marker are). A group stays damaged across restarts (the flag is kept in checkpoints) until
  *  it is repaired: jr__wal_drop() and then its new state (marker, hard state, entries).
  *
+ * Everything replayed is durable when jr__wal_open returns (each kept segment is synced, and
+ * a new segment, opened with a checkpoint of the recovered state, receives the next writes).
+ *
  * Torn tail: invalid bytes at the end of the last segment (with no valid record after them)
  * are the unsynced part of the last write and are cut off silently. A damaged region with
  * valid records after it, or anywhere in an older segment, or a missing segment, is damage.
