@@ -152,6 +152,23 @@ static void apply(jr_node *n, jr_group *g)
     jr__snap_maybe_take(g);
 }
 
+/* The WAL cannot make anything durable any more: a leader here could neither count itself nor
+ * apply, yet its heartbeats would keep the group from electing a healthy leader. Every group
+ * this node leads steps down (handing over to a caught-up voter, §3.10); the node cannot win an
+ * election again before it is reopened, since its vote requests need a durable term. */
+static void step_down_all(jr_node *n)
+{
+    for (size_t i = 0; i < n->groups.cap; i++) {
+        jr_group *g = n->groups.slots[i].val;
+        if (n->groups.slots[i].key && !g->closed && jr__raft_role(g->raft) == JR_LEADER) {
+            jr__node_log(n, JR_LOG_ERROR, "group %llu: stepping down: the WAL failed",
+                         (unsigned long long)g->id);
+            jr__raft_stepdown(g->raft, n->now);
+        }
+    }
+    jr__peer_send_all(n, 0); /* TIMEOUT_NOW and the like need nothing durable */
+}
+
 static int wal_due(const jr_node *n)
 {
     return jr__wal_pending(n->wal) > 0 || jr__wal_deadline(n->wal) <= n->now;
@@ -200,6 +217,7 @@ int jr__node_flush(jr_node *n, int callbacks)
             jr__peer_discard_all(n);
             for (jr_group *g = batch; g; g = g->flush_next) jr__group_ready(g);
             n->retry_at = n->now + n->heartbeat_ns; /* back off instead of spinning */
+            if (err != JR_ENOMEM) step_down_all(n);
             return err;
         }
         /* 4. durable (called for every group of the batch: it also releases batched sends) */

@@ -44,6 +44,18 @@ void jr__group_ready(jr_group *g)
     g->node->ready = g;
 }
 
+/* Takes g off the ready list (only needed when g is freed). */
+static void unready(jr_group *g)
+{
+    if (!g->in_ready) return;
+    for (jr_group **pp = &g->node->ready; *pp; pp = &(*pp)->ready_next)
+        if (*pp == g) {
+            *pp = g->ready_next;
+            break;
+        }
+    g->in_ready = 0;
+}
+
 void jr__group_rearm(jr_group *g)
 {
     jr_node *n = g->node;
@@ -300,6 +312,8 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, jr_group **out)
 fail:
     if (rc == JR_ENOMEM) jr__node_err(n, rc, "out of memory opening group %llu",
                                       (unsigned long long)cfg.id);
+    unready(g);
+    jr__heap_cancel(&n->timers, &g->timer);
     jr__snap_close_files(g);
     jr__raft_free(g->raft);
     jr__free(n->alloc, g->conf_bytes);
@@ -330,6 +344,7 @@ void jr__group_detach(jr_group *g, int status)
 void jr__group_free(jr_group *g)
 {
     jr_node *n = g->node;
+    unready(g);
     jr__heap_cancel(&n->timers, &g->timer);
     jr__snap_close_files(g);
     jr__raft_free(g->raft);

@@ -1,0 +1,113 @@
+/* host — see host.h. */
+#include "host.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "vfs/memfs.h"
+
+static int h_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
+{
+    t_host *h = ctx;
+    h->sends++;
+    if (h->nframes == T_MAX_FRAMES) return -1;
+    size_t len = 0;
+    for (int i = 0; i < iovcnt; i++) len += iov[i].len;
+    t_frame *f = &h->frames[h->nframes++];
+    strncpy(f->to, to, sizeof f->to - 1);
+    f->to[sizeof f->to - 1] = 0;
+    f->data = malloc(len ? len : 1);
+    f->len = len;
+    size_t off = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        memcpy(f->data + off, iov[i].base, iov[i].len);
+        off += iov[i].len;
+    }
+    return 0;
+}
+
+static uint64_t h_now(void *ctx)
+{
+    return ((t_host *)ctx)->now;
+}
+
+static void h_arm(void *ctx, uint64_t deadline)
+{
+    t_host *h = ctx;
+    h->armed = deadline;
+    h->narm++;
+}
+
+void t_host_init(t_host *h)
+{
+    memset(h, 0, sizeof *h);
+    h->host.version = JR_HOST_VERSION;
+    h->host.ctx = h;
+    h->host.send = h_send;
+    h->host.now = h_now;
+    h->host.arm = h_arm;
+    h->now = 1000000000ull;
+    h->armed = UINT64_MAX;
+    jr__memfs_new(NULL, 1, &h->vfs);
+}
+
+int t_open(t_host *h, const char *name, const char *const *peers, size_t npeers,
+           const jr_allocator *alloc)
+{
+    jr_node_config cfg;
+    jr_node_config_init(&cfg);
+    cfg.name = name;
+    cfg.peers = peers;
+    cfg.npeers = npeers;
+    cfg.wal_dir = "/wal";
+    cfg.vfs = h->vfs;
+    cfg.host = &h->host;
+    cfg.alloc = alloc;
+    cfg.election_timeout_ms = 100;
+    cfg.heartbeat_ms = 20;
+    cfg.seed = 99;
+    return jr_node_open(&cfg, &h->node);
+}
+
+void t_frames_clear(t_host *h)
+{
+    for (unsigned i = 0; i < h->nframes; i++) free(h->frames[i].data);
+    h->nframes = 0;
+}
+
+void t_host_free(t_host *h)
+{
+    jr_node_close(h->node);
+    h->node = NULL;
+    t_frames_clear(h);
+    jr__memfs_free(h->vfs);
+    h->vfs = NULL;
+}
+
+static void f_apply(void *ctx, uint64_t index, const void *data, size_t len)
+{
+    t_fsm *f = ctx;
+    (void)data;
+    (void)len;
+    f->applied++;
+    f->last = index;
+}
+
+void t_fsm_init(t_fsm *f)
+{
+    memset(f, 0, sizeof *f);
+    f->ops.version = JR_FSM_VERSION;
+    f->ops.ctx = f;
+    f->ops.apply = f_apply;
+}
+
+int t_group(t_host *h, uint64_t id, const char *const *voters, size_t n, t_fsm *f, jr_group **g)
+{
+    jr_group_config gc;
+    jr_group_config_init(&gc);
+    gc.id = id;
+    gc.voters = voters;
+    gc.nvoters = n;
+    gc.fsm = &f->ops;
+    return jr_group_open(h->node, &gc, g);
+}

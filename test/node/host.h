@@ -1,0 +1,52 @@
+/*
+ * host — a scripted host for node tests: a manual clock, a record of arm() requests, and the
+ * frames a node sent (kept for inspection or delivery by hand), over a memfs per node.
+ */
+#ifndef JR_TEST_NODE_HOST_H
+#define JR_TEST_NODE_HOST_H
+
+#include <stdint.h>
+
+#include "jetraft.h"
+
+#define T_MAX_FRAMES 512
+
+typedef struct t_frame {
+    char to[16];
+    uint8_t *data;
+    size_t len;
+} t_frame;
+
+typedef struct t_host {
+    jr_host host;
+    uint64_t now;
+    uint64_t armed;  /* last arm() value; UINT64_MAX none */
+    unsigned narm;   /* arm() calls */
+    unsigned sends;  /* send() calls */
+    t_frame frames[T_MAX_FRAMES];
+    unsigned nframes;
+    jr_vfs *vfs;
+    jr_node *node;
+} t_host;
+
+/* Prepares h (clock at 1 s, a fresh memfs). */
+void t_host_init(t_host *h);
+/* Opens h->node called name in a cluster of peers (names), with alloc (NULL: malloc). */
+int t_open(t_host *h, const char *name, const char *const *peers, size_t npeers,
+           const jr_allocator *alloc);
+/* Closes the node and frees the frames and the memfs. */
+void t_host_free(t_host *h);
+/* Drops the recorded frames. */
+void t_frames_clear(t_host *h);
+
+/* A trivial counting fsm. */
+typedef struct t_fsm {
+    jr_fsm ops;
+    uint64_t applied;
+    uint64_t last;
+} t_fsm;
+void t_fsm_init(t_fsm *f);
+/* Opens group id on h's node with the given voters. */
+int t_group(t_host *h, uint64_t id, const char *const *voters, size_t n, t_fsm *f, jr_group **g);
+
+#endif
