@@ -10,23 +10,29 @@
  *     16 u64 0 | 24 u64 xxh3(bytes 0..24)                                       = 32 bytes
  *   then frames: without JR__BLKF_ENC a frame is one record as is; with it a frame is
  *     u32 clen | nonce[24] | XChaCha20-Poly1305(record) (clen bytes, tag included)
- *   with associated data {u32 block id, u32 clen}, a fresh random nonce per frame.
+ *   with associated data {u32 block id, u32 clen} and a nonce never used before under the key.
  *   A crash can tear the tail of an open block; the valid frames before it are kept.
  *
  * Sealed block ("JRSB"): written once (temporary file, sync, rename) when a block is full.
  *     0 "JRSB" | 4 u16 version (1) | 6 u16 flags | 8 u32 block id | 12 u32 key check
- *     16 u64 raw_len | 24 u64 stored_len | 32 nonce[24] | 56 u64 xxh3(bytes 0..56) = 64 bytes
- *     body[stored_len] | u64 xxh3(body)
- *   body = the concatenated records (raw_len bytes), lz4-compressed with JR__BLKF_LZ4, then
- *   sealed with XChaCha20-Poly1305 (associated data: header bytes 0..32) with JR__BLKF_ENC.
+ *     16 u64 raw_len | 24 u64 stored_len | 32 nonce prefix[16] | 48 u32 nchunks | 52 u32 0
+ *     56 u64 xxh3(bytes 0..56)                                                 = 64 bytes
+ *   then stored_len bytes: the chunks, the chunk index, u64 xxh3(index).
+ *   The records (raw_len bytes) are cut into chunks of whole records of about JR__BLK_CHUNK
+ *   bytes, so that a random read decodes one chunk, not the block. A chunk is lz4-compressed
+ *   (with JR__BLKF_LZ4, when that helps) and then, with JR__BLKF_ENC, sealed with
+ *   XChaCha20-Poly1305 (nonce = prefix | u64 chunk number, associated data = header bytes
+ *   0..24 | u32 chunk number, so chunks cannot be swapped or moved between blocks).
+ *   Index entry (32 bytes): u64 raw_off | u32 raw_len | u32 stored_len (bit 31: lz4) |
+ *   u64 stored_off (from the end of the header) | u64 xxh3(stored chunk).
  *
  * Encryption: the key is the stream key (jr__blk_derive_key: crypto_kdf from the host's master
  * key, context "jrstore1", subkey id = xxh3 of the stream name). The key check is 4 bytes of
  * BLAKE2b(stream key), so a wrong key is told apart (JR_EAUTH) from tampering (JR_ECORRUPT).
  *
  * Decoding never trusts a length: every size is checked against the bytes present, allocation
- * is bounded by the input (raw_len <= 255 * stored_len + 64 KiB, the lz4 bound), and any
- * inconsistency is JR_ECORRUPT with the offset where it was found.
+ * is bounded by the input (a chunk's raw_len <= 255 * its stored length, the lz4 bound), and
+ * any inconsistency is JR_ECORRUPT with the offset where it was found.
  */
 #ifndef JR_STORE_BLOCK_H
 #define JR_STORE_BLOCK_H
@@ -40,6 +46,9 @@
 #define JR__BLK_OPEN_HDR 32u
 #define JR__BLK_SEAL_HDR 64u
 #define JR__BLK_FRAME_OVERHEAD (4u + 24u + 16u)
+#define JR__BLK_CHUNK (64u * 1024u)     /* target raw bytes per sealed chunk */
+#define JR__BLK_CHUNK_ENTRY 32u
+#define JR__BLK_RAW_MAX ((uint64_t)1 << 31) /* largest block */
 
 enum { JR__BLKF_ENC = 1, JR__BLKF_LZ4 = 2 };
 enum { JR__BLK_OPEN = 1, JR__BLK_SEALED = 2 };
@@ -61,9 +70,19 @@ static inline size_t jr__blk_frame_size(size_t rlen)
 {
     return rlen + JR__BLK_FRAME_OVERHEAD;
 }
-/* Encrypts the record rec[0..rlen) into dst (jr__blk_frame_size(rlen) bytes). */
+/* Frame nonces: 16 random bytes chosen whenever an open block is (re)opened for appending,
+ * then a 64-bit counter; so a nonce is never reused under a key, without a system call per
+ * record. */
+typedef struct jr__blk_nonce {
+    uint8_t prefix[16];
+    uint64_t counter;
+} jr__blk_nonce;
+void jr__blk_nonce_init(jr__blk_nonce *n);
+
+/* Encrypts the record rec[0..rlen) into dst (jr__blk_frame_size(rlen) bytes) with the next
+ * nonce of n (NULL: a random nonce). */
 void jr__blk_frame(uint8_t *dst, const uint8_t *rec, size_t rlen, uint32_t id,
-                   const jr__blk_key *k);
+                   const jr__blk_key *k, jr__blk_nonce *n);
 
 /* Builds a sealed block image of the records plain[0..n) into out (appended). flags: any of
  * JR__BLKF_LZ4 and JR__BLKF_ENC (then k is required). 0 or JR_ENOMEM. */
@@ -73,6 +92,40 @@ int jr__blk_seal(const uint8_t *plain, size_t n, uint32_t id, int flags, const j
 /* Builds an open block image (header + frames) of the records plain[0..n) into out. */
 int jr__blk_write_open(const uint8_t *plain, size_t n, uint32_t id, int flags,
                        const jr__blk_key *k, jr__buf *out);
+
+/* Random access to a sealed block: parse the header, then the index, then decode one chunk. */
+typedef struct jr__blk_sealed {
+    uint32_t id;
+    int flags;
+    uint32_t keycheck;
+    uint64_t raw_len;
+    uint64_t stored_len;
+    uint32_t nchunks;
+    uint64_t index_off; /* file offset of the index (nchunks entries + u64 checksum) */
+    uint8_t hdr[32];
+    uint8_t prefix[16];
+} jr__blk_sealed;
+
+typedef struct jr__blk_chunk {
+    uint64_t raw_off;
+    uint32_t raw_len;
+    uint32_t stored_len;
+    int lz4;
+    uint64_t stored_off; /* from the end of the header */
+    uint64_t sum;
+} jr__blk_chunk;
+
+/* Parses and checks a sealed header (first 64 bytes of the file). 0 or JR_ECORRUPT. */
+int jr__blk_sealed_header(const uint8_t *h, size_t n, jr__blk_sealed *out);
+/* Checks the index idx[0..n) (from index_off to the end of the file) and fills chunks
+ * (hd->nchunks entries): offsets contiguous, sizes plausible. 0 or JR_ECORRUPT. */
+int jr__blk_sealed_index(const jr__blk_sealed *hd, const uint8_t *idx, size_t n,
+                         jr__blk_chunk *chunks);
+/* Decodes chunk i (stored: its stored_len bytes) into out (raw_len bytes). JR_ECORRUPT on a bad
+ * checksum or lz4 stream, JR_EAUTH if authentication fails, JR_EINVAL without a key. */
+int jr__blk_chunk_decode(const jr__blk_sealed *hd, const jr__blk_chunk *c, uint32_t i,
+                         const uint8_t *stored, const jr__blk_key *k, uint8_t *out,
+                         jr__buf *scratch);
 
 typedef struct jr__blk_info {
     int kind;          /* JR__BLK_OPEN or JR__BLK_SEALED; 0 if the header is bad */

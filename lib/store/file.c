@@ -41,6 +41,10 @@
 typedef struct fblk {
     int kind;  /* JR__BLK_OPEN or JR__BLK_SEALED */
     int flags; /* JR__BLKF_* of the file */
+    /* sealed: header and chunk index, loaded at the first read */
+    int indexed;
+    jr__blk_sealed hd;
+    jr__blk_chunk *chunks;
 } fblk;
 
 typedef struct handle {
@@ -59,6 +63,7 @@ typedef struct fstore {
     jr_file *af;
     uint32_t aid;     /* 0: no active block yet */
     int aflags;       /* JR__BLKF_ENC or 0 */
+    jr__blk_nonce nonce; /* frame nonces of the active block (fresh prefix at every open) */
     jr__buf plain;    /* its records */
     size_t flushed;   /* plain bytes already written (unencrypted) */
     jr__buf pend;     /* encrypted frames not yet written */
@@ -71,6 +76,9 @@ typedef struct fstore {
     unsigned hnext;
     uint32_t cid; /* block decoded in cache (0: none) */
     jr__buf cache;
+    uint32_t kid;    /* block of the decoded chunk (0: none) */
+    uint32_t kchunk; /* its chunk number */
+    jr__buf chunk;   /* one decoded chunk of a sealed block */
     jr__buf io;
     jr__buf tmp;
 } fstore;
@@ -100,6 +108,21 @@ static void handle_forget(jr__store *s, uint32_t id)
             f->h[i].f = NULL;
         }
     if (f->cid == id) f->cid = 0;
+    if (f->kid == id) f->kid = 0;
+}
+
+static void sealed_forget(jr__store *s, fblk *b)
+{
+    jr__free(s->alloc, b->chunks);
+    b->chunks = NULL;
+    b->indexed = 0;
+}
+
+static void fblk_free(jr__store *s, fblk *b)
+{
+    if (!b) return;
+    sealed_forget(s, b);
+    jr__free(s->alloc, b);
 }
 
 static int handle_get(jr__store *s, uint32_t id, jr_file **out)
@@ -314,6 +337,7 @@ static int active_new(jr__store *s)
     b->kind = JR__BLK_OPEN;
     b->flags = f->aflags;
     s->blks[s->nblks - 1].bk = b;
+    if (f->enc) jr__blk_nonce_init(&f->nonce);
     f->af = fh;
     f->aid = id;
     f->fsize = JR__BLK_OPEN_HDR;
@@ -355,13 +379,94 @@ static int file_commit(jr__store *s, uint8_t *p, size_t len)
     size_t unflushed;
     if (f->aflags & JR__BLKF_ENC) {
         if (jr__buf_reserve(&f->pend, jr__blk_frame_size(len))) return JR_ENOMEM;
-        jr__blk_frame(f->pend.data + f->pend.len, p, len, f->aid, &f->key);
+        jr__blk_frame(f->pend.data + f->pend.len, p, len, f->aid, &f->key, &f->nonce);
         f->pend.len += jr__blk_frame_size(len);
         unflushed = f->pend.len;
     } else {
         unflushed = f->plain.len - f->flushed;
     }
     return unflushed >= FLUSH_BYTES ? active_flush(s) : 0;
+}
+
+/* Reads a record of a sealed block by decoding only the chunk that holds it. */
+static int sealed_read(jr__store *s, uint32_t blk, fblk *b, uint32_t off, uint32_t len,
+                       const uint8_t **out)
+{
+    fstore *f = F(s);
+    char path[PATHMAX];
+    int rc;
+    jr_file *fh = NULL;
+    if (!b->indexed) {
+        blk_path(f, path, sizeof path, blk, "blk");
+        rc = handle_get(s, blk, &fh);
+        if (rc) return rc;
+        uint8_t h[JR__BLK_SEAL_HDR];
+        size_t got;
+        rc = f->vfs->pread(f->vfs->ctx, fh, h, sizeof h, 0, &got);
+        if (rc) return jr__store_fail(s, rc, "%s: read failed", path);
+        uint64_t size;
+        rc = f->vfs->size(f->vfs->ctx, fh, &size);
+        if (rc) return jr__store_fail(s, rc, "%s: size failed", path);
+        if (jr__blk_sealed_header(h, got, &b->hd) || b->hd.id != blk ||
+            JR__BLK_SEAL_HDR + b->hd.stored_len != size)
+            return jr__store_fail(s, JR_ECORRUPT, "%s: offset 0: bad sealed block header", path);
+        size_t ilen = (size_t)(size - b->hd.index_off);
+        jr__buf_reset(&f->io);
+        if (jr__buf_reserve(&f->io, ilen)) return JR_ENOMEM;
+        rc = f->vfs->pread(f->vfs->ctx, fh, f->io.data, ilen, b->hd.index_off, &got);
+        if (rc) return jr__store_fail(s, rc, "%s: read failed", path);
+        b->chunks = jr__calloc(s->alloc, b->hd.nchunks ? b->hd.nchunks : 1, sizeof *b->chunks);
+        if (!b->chunks) return JR_ENOMEM;
+        if (got != ilen || jr__blk_sealed_index(&b->hd, f->io.data, ilen, b->chunks)) {
+            sealed_forget(s, b);
+            return jr__store_fail(s, JR_ECORRUPT, "%s: offset %llu: bad chunk index", path,
+                                  (unsigned long long)b->hd.index_off);
+        }
+        b->indexed = 1;
+    }
+    /* the chunk that holds off */
+    uint32_t lo = 0, hi = b->hd.nchunks;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (b->chunks[mid].raw_off <= off)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const jr__blk_chunk *c = b->hd.nchunks ? &b->chunks[lo] : NULL;
+    if (!c || off < c->raw_off || (uint64_t)off + len > c->raw_off + c->raw_len)
+        return jr__store_fail(s, JR_ECORRUPT, "%s/%010u.blk: record at %u outside its chunk",
+                              f->dir, blk, off);
+    if (f->kid != blk || f->kchunk != lo) {
+        f->kid = 0;
+        if (!fh) {
+            rc = handle_get(s, blk, &fh);
+            if (rc) return rc;
+        }
+        blk_path(f, path, sizeof path, blk, "blk");
+        jr__buf_reset(&f->io);
+        if (jr__buf_reserve(&f->io, c->stored_len ? c->stored_len : 1)) return JR_ENOMEM;
+        size_t got;
+        uint64_t at = JR__BLK_SEAL_HDR + c->stored_off;
+        rc = f->vfs->pread(f->vfs->ctx, fh, f->io.data, c->stored_len, at, &got);
+        if (rc) return jr__store_fail(s, rc, "%s: read failed", path);
+        jr__buf_reset(&f->chunk);
+        if (jr__buf_reserve(&f->chunk, c->raw_len)) return JR_ENOMEM;
+        rc = got == c->stored_len ? jr__blk_chunk_decode(&b->hd, c, lo, f->io.data,
+                                                         f->enc ? &f->key : NULL,
+                                                         f->chunk.data, &f->tmp)
+                                  : JR_ECORRUPT;
+        if (rc)
+            return jr__store_fail(s, rc == JR_EINVAL ? JR_EINVAL : JR_ECORRUPT,
+                                  "%s: offset %llu: %s", path, (unsigned long long)at,
+                                  rc == JR_EAUTH ? "chunk failed authentication"
+                                                 : "bad chunk");
+        f->chunk.len = c->raw_len;
+        f->kid = blk;
+        f->kchunk = lo;
+    }
+    *out = f->chunk.data + (off - c->raw_off);
+    return 0;
 }
 
 static int file_read(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, const uint8_t **out)
@@ -391,6 +496,7 @@ static int file_read(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, con
             *out = f->io.data;
             return 0;
         }
+        if (b->kind == JR__BLK_SEALED && f->cid != blk) return sealed_read(s, blk, b, off, len, out);
         int rc = cache_load(s, blk);
         if (rc) return rc;
         src = &f->cache;
@@ -470,7 +576,7 @@ static int file_drop(jr__store *s, size_t i)
     blk_path(f, path, sizeof path, id, "blk");
     rc = f->vfs->remove(f->vfs->ctx, path);
     if (rc && rc != JR_ENOTFOUND) return jr__store_fail(s, rc, "%s: remove failed", path);
-    jr__free(s->alloc, s->blks[i].bk);
+    fblk_free(s, s->blks[i].bk);
     s->blks[i].bk = NULL;
     return 0;
 }
@@ -518,6 +624,7 @@ static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
                                 f->enc ? &f->key : NULL, &f->tmp);
     uint32_t keep = f->cid;
     handle_forget(s, blk);
+    sealed_forget(s, b);
     if (!rc) rc = write_replace(s, blk, f->tmp.data, f->tmp.len);
     if (!rc) f->cid = keep; /* the cache matches the new file */
     return rc;
@@ -535,10 +642,11 @@ static void file_close(jr__store *s)
     for (int i = 0; i < NHANDLES; i++)
         if (f->h[i].f) f->vfs->close(f->vfs->ctx, f->h[i].f);
     if (f->af) f->vfs->close(f->vfs->ctx, f->af);
-    for (size_t i = 0; i < s->nblks; i++) jr__free(s->alloc, s->blks[i].bk);
+    for (size_t i = 0; i < s->nblks; i++) fblk_free(s, s->blks[i].bk);
     jr__buf_free(&f->plain);
     jr__buf_free(&f->pend);
     jr__buf_free(&f->cache);
+    jr__buf_free(&f->chunk);
     jr__buf_free(&f->io);
     jr__buf_free(&f->tmp);
     sodium_memzero(&f->key, sizeof f->key);
@@ -712,6 +820,7 @@ static int recover_block(jr__store *s, uint32_t id, int last)
         f->af = fh;
         f->aid = id;
         f->aflags = info.flags;
+        if (f->enc) jr__blk_nonce_init(&f->nonce);
         f->fsize = info.good_end;
         f->flushed = f->plain.len;
         return 0;
@@ -734,6 +843,7 @@ int jr__store_file_open(jr__store *s, const jr__store_config *cfg)
     jr__buf_init(&f->plain, s->alloc);
     jr__buf_init(&f->pend, s->alloc);
     jr__buf_init(&f->cache, s->alloc);
+    jr__buf_init(&f->chunk, s->alloc);
     jr__buf_init(&f->io, s->alloc);
     jr__buf_init(&f->tmp, s->alloc);
     size_t dl = strlen(cfg->dir) + 1 + strlen(cfg->name) + 1;

@@ -28,7 +28,9 @@ static int mem_reserve(jr__store *s, size_t len, uint8_t **p, uint32_t *blk, uin
         s->blks[s->nblks - 1].bk = b;
     }
     if (b->cap - b->len < len) {
-        size_t ncap = b->cap ? b->cap : 4096;
+        /* the first block grows from small (many small streams stay small); later ones are
+         * allocated whole, so appends never copy blocks around */
+        size_t ncap = b->cap ? b->cap : (s->nblks > 1 ? s->block_bytes : 4096);
         while (ncap - b->len < len) ncap *= 2;
         if (ncap > s->block_bytes && b->len + len <= s->block_bytes) ncap = s->block_bytes;
         uint8_t *d = jr__realloc(s->alloc, b->data, ncap);

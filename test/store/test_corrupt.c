@@ -265,8 +265,8 @@ START_TEST(random_damage_never_returns_wrong_data)
 }
 END_TEST
 
-/* Changes one byte of a sealed encrypted block's ciphertext and fixes its xxh3, so that only
- * authentication can notice. */
+/* Changes one byte of a sealed encrypted block's ciphertext and fixes the chunk's xxh3 and the
+ * index checksum, so that only authentication can notice. */
 START_TEST(tampered_encrypted_blocks)
 {
     int conf = _i ? CONF_FILE_LZ4_ENC : CONF_FILE_ENC;
@@ -279,8 +279,14 @@ START_TEST(tampered_encrypted_blocks)
     size_t len;
     ck_assert_int_eq(jr__memfs_read_all(f.vfs, path, &d, &len), 0);
     ck_assert(memcmp(d, "JRSB", 4) == 0);
-    d[JR__BLK_SEAL_HDR + 10] ^= 0x20;
-    jr__put_u64(d + len - 8, jr__xxh3(d + JR__BLK_SEAL_HDR, len - 8 - JR__BLK_SEAL_HDR));
+    jr__blk_sealed hd;
+    ck_assert_int_eq(jr__blk_sealed_header(d, len, &hd), 0);
+    uint8_t *entry0 = d + hd.index_off;
+    uint32_t stored0 = jr__get_u32(entry0 + 12) & 0x7fffffffu;
+    d[JR__BLK_SEAL_HDR + 10] ^= 0x20; /* chunk 0's ciphertext */
+    jr__put_u64(entry0 + 24, jr__xxh3(d + JR__BLK_SEAL_HDR, stored0));
+    size_t ilen = (size_t)hd.nchunks * JR__BLK_CHUNK_ENTRY;
+    jr__put_u64(d + len - 8, jr__xxh3(entry0, ilen));
     put_file(&f, path, d, len);
     jr__memfs_release(f.vfs, d);
     expect_corrupt(&f, path, "tampered sealed block");
