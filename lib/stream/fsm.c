@@ -468,6 +468,13 @@ int jr__stream_fsm_apply1(jr__stream_fsm *f, uint64_t index, const void *entry, 
     return jr__stream_fsm_apply(f, index, entry, len, keep_last, res);
 }
 
+int jr__stream_fsm_sync(jr__stream_fsm *f)
+{
+    if (f->failed) return f->failed;
+    int rc = jr__store_sync(f->store);
+    return rc ? jr__stream_fsm_fail(f, rc) : 0;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Reading
  */

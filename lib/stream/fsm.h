@@ -58,7 +58,12 @@
  *     store's (the "horizon"): a publish whose seq the store already holds is not stored again —
  *     its message is recognised by content (subject, headers, payload, timestamp) or, if a later
  *     entry deleted it, assumed stored when every check that does not depend on the store
- *     passes; deletes and purges are confined to seqs assigned so far. jr__stream_fsm_recovering()
+ *     passes; deletes and purges are confined to seqs assigned so far. That guess is wrong only
+ *     if the publish had been refused by a check that depends on the store's messages
+ *     (expected_last_subject_seq, a discard-new limit) AND the message that took its seq was
+ *     deleted by a later entry before the crash reached the disk; a content match is wrong only
+ *     if a refused publish and the next stored one have identical subject, headers, payload and
+ *     timestamp. jr__stream_fsm_recovering()
  *     tells whether the horizon is still ahead; if it still is when the log is exhausted, the
  *     store holds writes the log does not explain and the replica must be repaired.
  *   - a message the snapshot has but the store lacks below its last seq is taken as deleted by
@@ -134,6 +139,11 @@ int jr__stream_fsm_apply(jr__stream_fsm *f, uint64_t index, const void *entry, s
  * applied. */
 int jr__stream_fsm_apply1(jr__stream_fsm *f, uint64_t index, const void *entry, size_t len,
                           jr__stream_result *res);
+
+/* Makes the store's buffered writes durable (file storage; a no-op for memory). 0 or the
+ * store's error, which fails the fsm. The node calls it on its own schedule; a snapshot does
+ * it too. */
+int jr__stream_fsm_sync(jr__stream_fsm *f);
 
 /* Reading -------------------------------------------------------------------------------- */
 
