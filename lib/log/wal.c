@@ -117,6 +117,7 @@ int jr__wal_rotate(jr__wal *w, const uint8_t *extra, size_t n)
         return fail(w, rc, "sync before rotation");
     if (w->cur && w->unsynced) w->stats.syncs++;
     w->unsynced = 0;
+    if (seq == 0) return fail(w, JR_ECORRUPT, "segment numbering (exhausted)");
     if ((rc = jr__seg_path(path, sizeof path, w->dir, seq))) return fail(w, rc, "segment path");
 
     jr__buf *b = &w->scratch;
