@@ -152,7 +152,8 @@ void jr__elect_campaign(jr__raft *r, uint64_t now, int prevote, int transfer)
 static int up_to_date(const jr__raft *r, const jr__msg *m)
 {
     uint64_t lt = jr__memlog_term(&r->log, r->log.last);
-    return m->u.vote.last_term > lt || (m->u.vote.last_term == lt && m->u.vote.last_index >= r->log.last);
+    return m->u.vote.last_term > lt ||
+           (m->u.vote.last_term == lt && m->u.vote.last_index >= r->log.last);
 }
 
 void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m)
@@ -168,8 +169,7 @@ void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m)
             int lease = !(m->flags & JR__MF_TRANSFER) && jr__elect_in_lease(r, now);
             grant = m->term > r->term && !lease;
         } else {
-            grant = m->term == r->term &&
-                    (r->vote == m->from || (r->vote == 0 && r->leader == 0));
+            grant = m->term == r->term && (r->vote == m->from || (r->vote == 0 && r->leader == 0));
         }
     }
     if (grant && !prevote) {

@@ -73,9 +73,9 @@ struct jr__raft {
     /* Role and timers. */
     int role;
     jr__id leader;
-    uint64_t leader_contact;    /* when we last heard from the leader */
-    uint64_t rto;               /* this round's randomized election timeout */
-    uint64_t election_deadline; /* follower/candidate */
+    uint64_t leader_contact;           /* when we last heard from the leader */
+    uint64_t rto;                      /* this round's randomized election timeout */
+    uint64_t election_deadline;        /* follower/candidate */
     uint64_t votes_for, votes_against; /* bit i: conf.m[i] answered */
 
     /* Leader. */
@@ -84,8 +84,8 @@ struct jr__raft {
     uint64_t *ring_pool[JR__MAX_MEMBERS]; /* spare inflight rings */
     uint32_t npool;
     uint64_t hb_deadline, cq_deadline;
-    uint64_t term_start;    /* index of this leader's no-op */
-    uint8_t send_pending;   /* entries or commit not yet sent to followers */
+    uint64_t term_start;  /* index of this leader's no-op */
+    uint8_t send_pending; /* entries or commit not yet sent to followers */
     jr__id transfer_to;
     uint64_t transfer_deadline;
     uint8_t transfer_sent; /* TIMEOUT_NOW went out */
@@ -101,9 +101,12 @@ struct jr__raft {
     uint8_t started;
 };
 
-/* raft.c */
+/* raft.c ------------------------------------------------------------------------------------*/
+/* Calls io->notify unless it was already called since the last jr__raft_ready_done(). */
 void jr__raft_wake(jr__raft *r);
-void jr__raft_send(jr__raft *r, jr__msg *m); /* fills group, from, term */
+/* Fills in group, from and (if 0) term, then hands m to io->send. */
+void jr__raft_send(jr__raft *r, jr__msg *m);
+/* This server's entry in the latest configuration, or NULL. */
 static inline const jr__member *jr__raft_me(const jr__raft *r)
 {
     return jr__conf_find(&r->conf, r->cfg.self);
@@ -113,74 +116,121 @@ static inline int jr__raft_is_voter(const jr__raft *r)
     const jr__member *me = jr__raft_me(r);
     return me && me->voter;
 }
+/* Votes (or matching replicas) needed among the voters of the latest configuration. */
 static inline uint64_t jr__raft_quorum(const jr__raft *r)
 {
     return jr__conf_voters(&r->conf) / 2 + 1;
 }
-static inline uint64_t jr__raft_last(const jr__raft *r)
-{
-    return r->log.last;
-}
 
-/* election.c */
+/* election.c --------------------------------------------------------------------------------*/
+/* Draws a new timeout in [T, 2T) and restarts the election timer at now. */
 void jr__elect_reset_timer(jr__raft *r, uint64_t now);
+/* 1 if this server may campaign: a voter, or removed by an uncommitted configuration. */
 int jr__elect_can_campaign(const jr__raft *r);
+/* The one place that decides an election timeout elapsed (quiescence hooks in here). */
 int jr__elect_due(const jr__raft *r, uint64_t now);
+/* 1 while a leader is known to be alive (we lead, or heard from it within T): (pre-)votes of
+ * candidates not sent by a transfer are refused. */
 int jr__elect_in_lease(const jr__raft *r, uint64_t now);
+/* Starts a pre-vote round or (prevote 0) a real election in term+1; transfer marks the requests
+ * JR__MF_TRANSFER. No-op if jr__elect_can_campaign() says no. May win at once (single voter). */
 void jr__elect_campaign(jr__raft *r, uint64_t now, int prevote, int transfer);
+/* Becomes follower of `leader` (0: unknown) in `term` (>= current; a higher one clears the
+ * vote); drops any transfer or pending send; restarts the election timer. */
 void jr__elect_become_follower(jr__raft *r, uint64_t now, uint64_t term, jr__id leader);
+/* Answers a VOTE (pre-vote or real; the term rules already ran). */
 void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m);
+/* Counts a VOTE_RESP of the current round; may start the real election or become leader. */
 void jr__elect_on_vote_resp(jr__raft *r, uint64_t now, const jr__msg *m);
+/* A follower asked by its leader to campaign now (§3.10). */
 void jr__elect_on_timeout_now(jr__raft *r, uint64_t now, const jr__msg *m);
+/* Leader: steps down unless a majority of voters was heard from within T (§6.2). */
 void jr__elect_check_quorum(jr__raft *r, uint64_t now);
+/* Follower/candidate tick: campaigns (pre-vote first) when the timeout elapsed. */
 void jr__elect_tick(jr__raft *r, uint64_t now);
 
-/* progress.c */
+/* progress.c --------------------------------------------------------------------------------*/
+/* Ensures prog[] and inflight rings for n members exist (allocates: call outside the hot path).
+ * 0, JR_EINVAL (n > JR__MAX_MEMBERS) or JR_ENOMEM. */
 int jr__prog_reserve(jr__raft *r, uint32_t n);
+/* Lays prog[] out parallel to conf.m[], keeping the state of members that stay. Requires
+ * jr__prog_reserve(r, conf.n); cannot fail. */
 void jr__prog_rebuild(jr__raft *r);
 void jr__prog_free(jr__raft *r);
+/* Leader: the progress of member id, or NULL (not leader, not a member). */
 jr__prog *jr__prog_find(jr__raft *r, jr__id id);
+/* Resets p (keeping id, voter, ring) to probe from our last index + 1. */
 void jr__prog_init(jr__raft *r, jr__prog *p);
+/* State transitions; each empties the inflight window. probe: next = max(next, match + 1). */
 void jr__prog_probe(jr__prog *p, uint64_t next);
 void jr__prog_replicate(jr__prog *p);
 void jr__prog_snapshot(jr__prog *p, uint64_t index);
+/* Replicate state: 1 if no further APPEND may be sent (messages or bytes in flight). */
 int jr__prog_window_full(const jr__raft *r, const jr__prog *p);
+/* An APPEND ending at `last` went out (probe: pauses; replicate: advances next, records it). */
 void jr__prog_sent(jr__raft *r, jr__prog *p, uint64_t last);
+/* The follower holds everything up to index: raises match, frees the APPENDs it covers. */
 void jr__prog_acked(const jr__raft *r, jr__prog *p, uint64_t index);
 
-/* replication.c */
-int jr__repl_append_local(jr__raft *r, uint64_t term, uint8_t type, const void *data,
-                          uint32_t len);
+/* replication.c -----------------------------------------------------------------------------*/
+/* Appends an entry to the local log (a CONFIG entry takes effect at once). 0, JR_ENOMEM, or
+ * JR_ECORRUPT for a CONFIG entry that does not decode; the log is unchanged on failure. */
+int jr__repl_append_local(jr__raft *r, uint64_t term, uint8_t type, const void *data, uint32_t len);
+/* Leader: sends p what its state and window allow (possibly several APPENDs, or a snapshot). */
 void jr__repl_send_append(jr__raft *r, jr__prog *p, uint64_t now);
+/* Leader: sends every follower what is batched, and commit updates they lack. */
 void jr__repl_flush(jr__raft *r, uint64_t now);
+/* The one place that decides a heartbeat is due (quiescence hooks in here). */
 int jr__repl_heartbeat_due(const jr__raft *r, uint64_t now);
+/* Leader: heartbeats every follower and retransmits what looks lost (probe, stalled pipeline,
+ * snapshot chunk); re-arms the heartbeat timer. */
 void jr__repl_heartbeat(jr__raft *r, uint64_t now);
+/* Leader: advances commit to the highest current-term index a quorum of voters holds durably
+ * (ourselves up to `durable`); a committed self-removal steps us down. */
 void jr__repl_maybe_commit(jr__raft *r, uint64_t now);
+/* Structural checks of an APPEND (0 or JR_EINVAL), before anything acts on it. */
 int jr__repl_check_append(const jr__raft *r, const jr__msg *m);
+/* Follower side of AppendEntries (§3.5 receiver rules, with the conflict hint on reject). */
 int jr__repl_on_append(jr__raft *r, uint64_t now, const jr__msg *m);
 void jr__repl_on_append_resp(jr__raft *r, uint64_t now, const jr__msg *m);
 void jr__repl_on_heartbeat(jr__raft *r, uint64_t now, const jr__msg *m);
 void jr__repl_on_heartbeat_resp(jr__raft *r, uint64_t now, const jr__msg *m);
+/* Answers a message of an older term with our term (APPEND, HEARTBEAT, pre-vote). */
 void jr__repl_reply_stale(jr__raft *r, const jr__msg *m);
+/* A message from the current leader: follow it, note the contact, restart the timer. */
 void jr__repl_heard_leader(jr__raft *r, uint64_t now, jr__id from);
 
-/* membership.c */
+/* membership.c ------------------------------------------------------------------------------*/
+/* A CONFIG entry was appended at index: it becomes the configuration (leader: prog[] follows).
+ * 0, JR_ECORRUPT (does not decode) or JR_ENOMEM. */
 int jr__memb_appended(jr__raft *r, uint64_t index, const uint8_t *data, uint32_t len);
+/* Entries index..last were removed: revert to the latest configuration that remains. */
 void jr__memb_truncated(jr__raft *r, uint64_t index);
+/* Entries below log.first were dropped: forget their CONFIG indexes. */
 void jr__memb_compacted(jr__raft *r);
+/* The log restarts after a snapshot whose configuration is c. */
 void jr__memb_reset(jr__raft *r, const jr__conf *c, uint64_t index);
+/* The configuration in effect at index (>= snapshot index). 0 or JR_ECORRUPT. */
 int jr__memb_at(const jr__raft *r, uint64_t index, jr__conf *out);
+/* The commit index advanced: a leader whose removal committed steps down. */
 void jr__memb_committed(jr__raft *r, uint64_t now);
+/* 1 while the latest configuration is uncommitted. */
 int jr__memb_pending(const jr__raft *r);
 
-/* transfer.c */
+/* transfer.c --------------------------------------------------------------------------------*/
+/* p's match moved: if p is the transfer target and caught up, send it TIMEOUT_NOW (once). */
 void jr__xfer_progress(jr__raft *r, jr__prog *p);
+/* Abandons a transfer older than an election timeout. */
 void jr__xfer_tick(jr__raft *r, uint64_t now);
 void jr__xfer_timeout_now(jr__raft *r, jr__prog *p);
 
-/* snapshot.c */
+/* snapshot.c --------------------------------------------------------------------------------*/
+/* Leader: sends p the chunk at its offset of the current snapshot (restarting at 0 if a newer
+ * snapshot replaced the one being sent); p stays paused until an answer or the next tick. */
 void jr__snap_send(jr__raft *r, jr__prog *p, uint64_t now);
+/* The state machine is at snapshot (index, term, c): compact or reset the log (§5.3). */
 void jr__snap_restore(jr__raft *r, uint64_t index, uint64_t term, const jr__conf *c);
+/* Structural checks of a SNAP chunk (0 or JR_EINVAL). */
 int jr__snap_check(const jr__msg *m);
 void jr__snap_on_snap(jr__raft *r, uint64_t now, const jr__msg *m);
 void jr__snap_on_resp(jr__raft *r, uint64_t now, const jr__msg *m);

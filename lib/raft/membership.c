@@ -109,7 +109,8 @@ static int apply_op(jr__conf *c, int op, jr__id peer)
         memmove(&c->m[i], &c->m[i + 1], (c->n - i - 1) * sizeof c->m[0]);
         c->n--;
         return 0;
-    default: return JR_EINVAL;
+    default:
+        return JR_EINVAL;
     }
 }
 

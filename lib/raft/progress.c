@@ -145,8 +145,8 @@ void jr__prog_snapshot(jr__prog *p, uint64_t index)
 int jr__prog_window_full(const jr__raft *r, const jr__prog *p)
 {
     if (p->ring_count >= r->cfg.max_inflight) return 1;
-    return p->ring_count && jr__memlog_bytes(&r->log, p->match + 1, p->next - 1) >=
-                                r->cfg.max_inflight_bytes;
+    return p->ring_count &&
+           jr__memlog_bytes(&r->log, p->match + 1, p->next - 1) >= r->cfg.max_inflight_bytes;
 }
 
 void jr__prog_sent(jr__raft *r, jr__prog *p, uint64_t last)

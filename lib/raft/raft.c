@@ -194,15 +194,33 @@ int jr__raft_step(jr__raft *r, uint64_t now, const jr__msg *m)
     now = r->now;
     if (step_term(r, now, m)) return 0;
     switch (m->type) {
-    case JR__MSG_VOTE: jr__elect_on_vote(r, now, m); break;
-    case JR__MSG_VOTE_RESP: jr__elect_on_vote_resp(r, now, m); break;
-    case JR__MSG_APPEND: rc = jr__repl_on_append(r, now, m); break;
-    case JR__MSG_APPEND_RESP: jr__repl_on_append_resp(r, now, m); break;
-    case JR__MSG_HEARTBEAT: jr__repl_on_heartbeat(r, now, m); break;
-    case JR__MSG_HEARTBEAT_RESP: jr__repl_on_heartbeat_resp(r, now, m); break;
-    case JR__MSG_SNAP: jr__snap_on_snap(r, now, m); break;
-    case JR__MSG_SNAP_RESP: jr__snap_on_resp(r, now, m); break;
-    case JR__MSG_TIMEOUT_NOW: jr__elect_on_timeout_now(r, now, m); break;
+    case JR__MSG_VOTE:
+        jr__elect_on_vote(r, now, m);
+        break;
+    case JR__MSG_VOTE_RESP:
+        jr__elect_on_vote_resp(r, now, m);
+        break;
+    case JR__MSG_APPEND:
+        rc = jr__repl_on_append(r, now, m);
+        break;
+    case JR__MSG_APPEND_RESP:
+        jr__repl_on_append_resp(r, now, m);
+        break;
+    case JR__MSG_HEARTBEAT:
+        jr__repl_on_heartbeat(r, now, m);
+        break;
+    case JR__MSG_HEARTBEAT_RESP:
+        jr__repl_on_heartbeat_resp(r, now, m);
+        break;
+    case JR__MSG_SNAP:
+        jr__snap_on_snap(r, now, m);
+        break;
+    case JR__MSG_SNAP_RESP:
+        jr__snap_on_resp(r, now, m);
+        break;
+    case JR__MSG_TIMEOUT_NOW:
+        jr__elect_on_timeout_now(r, now, m);
+        break;
     }
     jr__raft_wake(r);
     return rc;
@@ -332,10 +350,13 @@ void jr__raft_ready_done(jr__raft *r)
 int jr__raft_role(const jr__raft *r)
 {
     switch (r->role) {
-    case ROLE_LEADER: return JR_LEADER;
+    case ROLE_LEADER:
+        return JR_LEADER;
     case ROLE_CANDIDATE:
-    case ROLE_PRECANDIDATE: return JR_CANDIDATE;
-    default: return jr__raft_is_voter(r) ? JR_FOLLOWER : JR_OBSERVER;
+    case ROLE_PRECANDIDATE:
+        return JR_CANDIDATE;
+    default:
+        return jr__raft_is_voter(r) ? JR_FOLLOWER : JR_OBSERVER;
     }
 }
 

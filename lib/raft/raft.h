@@ -13,7 +13,9 @@
  * membership change and snapshot.
  *
  * Implemented (Raft dissertation, Ongaro 2014, quoted next to the code):
- *  - election with randomized timeouts in [T, 2T), pre-vote (§9.6), check-quorum (§6.2);
+ *  - election with randomized timeouts in [T, 2T), pre-vote (§9.6), check-quorum (§6.2), and the
+ *    leader lease of §4.2.3: a server that heard from a leader within T refuses (pre-)votes
+ *    unless the candidate campaigns for a leadership transfer (JR__MF_TRANSFER);
  *  - replication with pipelining and per-follower flow control (probe / replicate / snapshot
  *    states, bounded messages and bytes in flight), fast backtracking with a conflict hint;
  *  - commit only of entries of the current term by counting replicas (§3.6.2, Figure 3.7);
@@ -21,13 +23,22 @@
  *    entry of its term commits;
  *  - leadership transfer (§3.10): to a named caught-up voter or the best one; proposals fail with
  *    JR_ETRANSFER meanwhile; abandoned after an election timeout;
- *  - observers (non-voting members, §4.2.1): receive the log, never vote or campaign, never count
- *    toward a quorum;
+ *  - observers (non-voting members, §4.2.1): receive the log, never campaign, never count toward
+ *    a quorum (of votes, commits or check-quorum). Like any server (§4.1) an observer answers
+ *    vote requests, since its own configuration may be older than the candidate's, but a
+ *    candidate counts only the voters of its own configuration;
  *  - single-server membership changes (§4.1), one at a time: a configuration takes effect as soon
- *    as it is appended; a second change while one is uncommitted is JR_EBUSY; a leader that
- *    removes itself steps down once the change commits;
+ *    as it is appended and reverts if that entry is truncated; a second change while one is
+ *    uncommitted is JR_EBUSY; a leader that removes itself keeps leading without counting itself
+ *    and steps down once the change commits (handing over with TIMEOUT_NOW to a caught-up
+ *    voter); a server whose latest, uncommitted configuration removes it may still campaign so
+ *    the removal can commit (§4.2.2);
  *  - snapshots (§5): compaction behind a snapshot the node took; install on a lagging follower in
  *    resumable chunks read/written through io (the bytes are opaque here).
+ *
+ * Time: heartbeats are sent in one place (replication.c, jr__repl_heartbeat) and election
+ * timeouts are checked in one place (election.c, jr__elect_due), so that idle groups can later
+ * quiesce (a leader stops heartbeating caught-up followers; followers rely on node liveness).
  *
  * Invariants (checked by the simulation on every step): at most one leader per term; if two logs
  * hold an entry with the same index and term they are identical up to it; a committed entry is in
@@ -86,13 +97,13 @@ uint32_t jr__conf_voters(const jr__conf *c);
 #define JR__MAX_APPEND_ENTRIES 1024
 
 enum jr__msg_type {
-    JR__MSG_VOTE = 1,      /* RequestVote (or pre-vote with JR__MF_PREVOTE) */
+    JR__MSG_VOTE = 1, /* RequestVote (or pre-vote with JR__MF_PREVOTE) */
     JR__MSG_VOTE_RESP = 2,
-    JR__MSG_APPEND = 3,    /* AppendEntries with entries (may be zero entries) */
+    JR__MSG_APPEND = 3, /* AppendEntries with entries (may be zero entries) */
     JR__MSG_APPEND_RESP = 4,
     JR__MSG_HEARTBEAT = 5, /* leader liveness + commit; no log matching */
     JR__MSG_HEARTBEAT_RESP = 6,
-    JR__MSG_SNAP = 7,      /* one chunk of InstallSnapshot */
+    JR__MSG_SNAP = 7, /* one chunk of InstallSnapshot */
     JR__MSG_SNAP_RESP = 8,
     JR__MSG_TIMEOUT_NOW = 9, /* leadership transfer: campaign now, skipping pre-vote */
     JR__MSG_TYPE_MAX = 9
@@ -129,7 +140,7 @@ typedef struct jr__msg {
         } append;
         struct {
             uint8_t success;
-            uint64_t index;      /* success: the follower's match index; else: rejected prev_index */
+            uint64_t index; /* success: the follower's match index; else: rejected prev_index */
             uint64_t hint_index; /* on reject: follower's conflicting-term first index, or last+1 */
             uint64_t hint_term;  /* on reject: the term at hint_index (0 if none) */
         } append_resp;
@@ -140,12 +151,12 @@ typedef struct jr__msg {
             uint64_t match_hint; /* follower's last index, unused by safety */
         } heartbeat_resp;
         struct {
-            uint64_t index;   /* last index covered by the snapshot */
-            uint64_t sterm;   /* term of that entry */
-            uint64_t offset;  /* of this chunk in the snapshot's bytes */
-            uint64_t total;   /* size of the snapshot's bytes: set on the last chunk, else 0
-                                 (the leader learns the size by reading to the end) */
-            uint8_t done;     /* last chunk (the one shorter than snap_chunk_bytes) */
+            uint64_t index;  /* last index covered by the snapshot */
+            uint64_t sterm;  /* term of that entry */
+            uint64_t offset; /* of this chunk in the snapshot's bytes */
+            uint64_t total;  /* size of the snapshot's bytes: set on the last chunk, else 0
+                                (the leader learns the size by reading to the end) */
+            uint8_t done;    /* last chunk (the one shorter than snap_chunk_bytes) */
             uint32_t conf_len;
             const uint8_t *conf; /* jr__conf_encode() of the snapshot's configuration */
             uint32_t len;
@@ -171,8 +182,8 @@ typedef struct jr__raft_io {
      * or a role change. Called at most once until the node next calls jr__raft_ready_done(). */
     void (*notify)(void *ctx, jr__raft *r);
     /* Leader: reads up to cap bytes of the current snapshot at offset. */
-    int (*snap_read)(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, void *buf,
-                     size_t cap, size_t *n);
+    int (*snap_read)(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, void *buf, size_t cap,
+                     size_t *n);
     /* Follower: stores one chunk of an incoming snapshot (offset 0 starts a new one). */
     int (*snap_write)(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, const void *data,
                       size_t len);
@@ -188,7 +199,7 @@ typedef struct jr__raft_config {
     uint64_t group;
     jr__id self;
     const jr_allocator *alloc;
-    uint64_t election_timeout; /* ns; randomized in [T, 2T) */
+    uint64_t election_timeout;   /* ns; randomized in [T, 2T) */
     uint64_t heartbeat_interval; /* ns */
     uint64_t seed;
     uint32_t max_inflight;       /* APPEND messages in flight per follower; default 64 */
@@ -202,17 +213,30 @@ typedef struct jr__raft_config {
 int jr__raft_new(const jr__raft_config *cfg, const jr__raft_io *io, jr__raft **out);
 void jr__raft_free(jr__raft *r);
 
-/* Recovery, before jr__raft_start(): state read back from durable storage, in order. */
+/* Recovery, before jr__raft_start(): state read back from durable storage, in order (hard
+ * state, snapshot, then the entries after the snapshot). Loaded state counts as durable.
+ * JR_EMISUSE after start. load_snapshot: JR_EINVAL for index/term 0 or an older snapshot; the
+ * state machine is taken as restored to index. load_entry: index must be last+1 and its term at
+ * least the last term (JR_EINVAL otherwise — e.g. a stale suffix the node failed to drop),
+ * data is copied; JR_ECORRUPT for a CONFIG entry that does not decode; JR_ENOMEM. The commit
+ * index is clamped to the log at start. */
 int jr__raft_load_hardstate(jr__raft *r, uint64_t term, jr__id vote, uint64_t commit);
 int jr__raft_load_snapshot(jr__raft *r, uint64_t index, uint64_t term, const jr__conf *conf);
-int jr__raft_load_entry(jr__raft *r, const jr__entry *e); /* index must be last+1 (data copied) */
+int jr__raft_load_entry(jr__raft *r, const jr__entry *e);
 /* A brand-new group: a CONFIG entry at index 1, term 1, identical on every initial voter. It
  * is reported as unpersisted like any other entry. */
 int jr__raft_bootstrap(jr__raft *r, const jr__conf *conf);
-/* Starts timers; call once after loading or bootstrap. */
+/* Starts timers; call once after loading or bootstrap (JR_EMISUSE twice). Calls io->notify (a
+ * bootstrap entry is unpersisted; the deadline is set). A group whose only voter is this server
+ * becomes leader at once. */
 int jr__raft_start(jr__raft *r, uint64_t now);
 
 /* Inputs. Each may call io->send and io->notify. */
+/* Feeds one received message. A message that is malformed or not for this replica (other group
+ * or recipient, sender 0 or self, unknown type, term 0, inconsistent entries, undecodable
+ * configuration) is dropped with JR_EINVAL and changes nothing; stale ones are answered or
+ * ignored as Raft says and return 0. JR_EMISUSE before jr__raft_start(); JR_ENOMEM if the log
+ * could not grow (the entries appended so far stay; the leader resends the rest). */
 int jr__raft_step(jr__raft *r, uint64_t now, const jr__msg *m);
 void jr__raft_tick(jr__raft *r, uint64_t now);
 /* When the group next needs jr__raft_tick(); UINT64_MAX if never (e.g. a lone observer). */
@@ -227,10 +251,14 @@ enum jr__change { JR__ADD_OBSERVER = 1, JR__PROMOTE = 2, JR__REMOVE = 3 };
  * this term has committed yet; JR_EINVAL for an impossible change (adding a member, promoting a
  * voter, removing a non-member, removing the last voter); JR_ENOTLEADER. */
 int jr__raft_change(jr__raft *r, uint64_t now, int op, jr__id peer, uint64_t *index);
-/* Leader only; to == 0 picks the most caught-up voter. JR_ENOTVOTER if `to` is not a voter,
- * JR_ETRANSFER if one is already under way. Completion is observed as a leader change. */
+/* Leader only; to == 0 picks the most caught-up voter. JR_ENOTVOTER if `to` is not a voter
+ * (or is this server), JR_ETRANSFER if one is already under way. The leader stops accepting
+ * proposals and changes (JR_ETRANSFER), brings the target up to date, then sends it
+ * TIMEOUT_NOW; after an election timeout without success the transfer is abandoned. Completion
+ * is observed as a leader change. */
 int jr__raft_transfer(jr__raft *r, uint64_t now, jr__id to);
-/* Step down to follower now (e.g. the host asked). */
+/* Step down to follower now (e.g. the host asked); a voter that holds our whole log is sent
+ * TIMEOUT_NOW so the group is not leaderless for an election timeout. */
 void jr__raft_stepdown(jr__raft *r, uint64_t now);
 
 /* The node's side of the ready cycle ----------------------------------------------------------
@@ -264,11 +292,11 @@ typedef struct jr__hardstate {
  * previously persisted index means the log was truncated there: the WAL record for index i
  * replaces every earlier record of index >= i of the same group. That holds even when there is
  * nothing to write yet (*from > *to): after a snapshot install that discarded a conflicting log
- * (*from == snapshot index + 1), the node must not replay its old entries from *from on. Returns non-zero if the hard
- * state changed since the last jr__raft_persisted(): 2 if the term or vote changed (that must be
- * durable before DURABLE messages leave), 1 if only the commit index advanced (worth writing,
- * but never urgent: it causes no io->notify by itself and need not cost a sync of its own);
- * 0 otherwise. *hs gets the current hard state either way. */
+ * (*from == snapshot index + 1), the node must not replay its old entries from *from on. Returns
+ * non-zero if the hard state changed since the last jr__raft_persisted(): 2 if the term or vote
+ * changed (that must be durable before DURABLE messages leave), 1 if only the commit index advanced
+ * (worth writing, but never urgent: it causes no io->notify by itself and need not cost a sync of
+ * its own); 0 otherwise. *hs gets the current hard state either way. */
 int jr__raft_unpersisted(const jr__raft *r, uint64_t *from, uint64_t *to, jr__hardstate *hs);
 /* Everything reported by the last jr__raft_unpersisted() up to `index`, and that hard state,
  * is durable. */
@@ -308,7 +336,7 @@ enum jr__progress_state { JR__PROBE = 0, JR__REPLICATE = 1, JR__SNAPSHOT = 2 };
 typedef struct jr__progress {
     jr__id id;
     uint8_t voter;
-    uint8_t state;       /* enum jr__progress_state */
+    uint8_t state; /* enum jr__progress_state */
     uint64_t match;
     uint64_t next;
     uint64_t last_contact; /* now of the last message from it; 0 if never */

@@ -20,8 +20,7 @@
 #include "impl.h"
 #include "util/alloc.h"
 
-int jr__repl_append_local(jr__raft *r, uint64_t term, uint8_t type, const void *data,
-                          uint32_t len)
+int jr__repl_append_local(jr__raft *r, uint64_t term, uint8_t type, const void *data, uint32_t len)
 {
     int rc = jr__memlog_append(&r->log, term, type, data, len);
     if (rc) return rc;
@@ -95,8 +94,8 @@ static int send_one(jr__raft *r, jr__prog *p, uint64_t now)
     if (n == 0 && p->state == JR__REPLICATE) return 0;
     for (uint32_t i = 0; i < n; i++) {
         const jr__memlog_ent *e = jr__memlog_at(&r->log, p->next + i);
-        r->scratch[i] = (jr__entry){e->term, p->next + i, e->type, e->len,
-                                    jr__memlog_data(&r->log, e)};
+        r->scratch[i] =
+            (jr__entry){e->term, p->next + i, e->type, e->len, jr__memlog_data(&r->log, e)};
     }
     jr__msg m = {.type = JR__MSG_APPEND, .to = p->id};
     m.u.append.prev_index = prev;
@@ -319,8 +318,8 @@ void jr__repl_on_append_resp(jr__raft *r, uint64_t now, const jr__msg *m)
         }
     } else {
         if (p->state == JR__SNAPSHOT) return;
-        if (p->state == JR__REPLICATE && idx <= p->match) return;      /* stale */
-        if (p->state == JR__PROBE && idx != p->next - 1) return;      /* stale */
+        if (p->state == JR__REPLICATE && idx <= p->match) return; /* stale */
+        if (p->state == JR__PROBE && idx != p->next - 1) return;  /* stale */
         jr__prog_probe(p, backtrack(r, m, idx));
     }
     jr__repl_send_append(r, p, now);

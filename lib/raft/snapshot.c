@@ -37,8 +37,7 @@ int jr__raft_snapshot_taken(jr__raft *r, uint64_t index, uint64_t trailing)
 
 void jr__snap_restore(jr__raft *r, uint64_t index, uint64_t term, const jr__conf *c)
 {
-    if (index >= r->log.first && index <= r->log.last &&
-        jr__memlog_term(&r->log, index) == term) {
+    if (index >= r->log.first && index <= r->log.last && jr__memlog_term(&r->log, index) == term) {
         jr__memlog_compact(&r->log, index);
         jr__memb_compacted(r);
         if (r->ncidx == 0) jr__memb_reset(r, c, index);
@@ -70,8 +69,7 @@ void jr__snap_send(jr__raft *r, jr__prog *p, uint64_t now)
         if (!r->chunk) return;
     }
     size_t n = 0, cap = r->cfg.snap_chunk_bytes;
-    if (r->io.snap_read(r->io.ctx, r, p->snap_index, p->snap_offset, r->chunk, cap, &n) ||
-        n > cap)
+    if (r->io.snap_read(r->io.ctx, r, p->snap_index, p->snap_offset, r->chunk, cap, &n) || n > cap)
         return;
     uint8_t conf[16 + JR__MAX_MEMBERS * 9];
     jr__msg m = {.type = JR__MSG_SNAP, .to = p->id};

@@ -193,8 +193,11 @@ static void run(int n, uint64_t total)
     jr__conf c = {0};
     for (int i = 0; i < n; i++) c.m[c.n++] = (jr__member){(jr__id)i + 1, 1};
     for (int i = 0; i < n; i++) {
-        jr__raft_config cfg = {.group = 1, .self = (jr__id)i + 1, .alloc = &counting,
-                               .election_timeout = 1000000000ULL, .seed = 42};
+        jr__raft_config cfg = {.group = 1,
+                               .self = (jr__id)i + 1,
+                               .alloc = &counting,
+                               .election_timeout = 1000000000ULL,
+                               .seed = 42};
         jr__raft_io io = {&nodes[i], io_send, io_notify, NULL, NULL, NULL};
         if (jr__raft_new(&cfg, &io, &nodes[i].r) || jr__raft_bootstrap(nodes[i].r, &c) ||
             jr__raft_start(nodes[i].r, now_ns))

@@ -23,14 +23,14 @@ struct h_key {
 };
 
 #define FAIL(h, ...)                                                                               \
-    ck_abort_msg("seed %llu step %llu: %s (replay: RAFT_SEED=%llu)",                             \
-                 (unsigned long long)(h)->seed, (unsigned long long)(h)->steps,                   \
+    ck_abort_msg("seed %llu step %llu: %s (replay: RAFT_SEED=%llu)",                               \
+                 (unsigned long long)(h)->seed, (unsigned long long)(h)->steps,                    \
                  fmt_msg(__VA_ARGS__), (unsigned long long)(h)->seed)
 
 #define CHECK_RC(h, call)                                                                          \
     do {                                                                                           \
         int rc_ = (call);                                                                          \
-        if (rc_ != 0) FAIL(h, "%s returned %s", #call, jr_err_name(rc_));                         \
+        if (rc_ != 0) FAIL(h, "%s returned %s", #call, jr_err_name(rc_));                          \
     } while (0)
 
 static const char *fmt_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -207,12 +207,13 @@ static int io_snap_read(void *ctx, jr__raft *r, uint64_t index, uint64_t offset,
     if (!nd->has_snap || nd->snap_index != index) return JR_ENOTFOUND;
     size_t size = nd->h->snap_size;
     *n = 0;
-    for (uint64_t k = offset; k < size && *n < cap; k++) ((uint8_t *)buf)[(*n)++] = snap_byte(nd, k);
+    for (uint64_t k = offset; k < size && *n < cap; k++)
+        ((uint8_t *)buf)[(*n)++] = snap_byte(nd, k);
     return 0;
 }
 
-static int io_snap_write(void *ctx, jr__raft *r, uint64_t index, uint64_t offset,
-                         const void *data, size_t len)
+static int io_snap_write(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, const void *data,
+                         size_t len)
 {
     h_node *nd = ctx;
     (void)r;
@@ -238,8 +239,9 @@ static int io_snap_install(void *ctx, jr__raft *r, uint64_t index, uint64_t term
     (void)r;
     if (nd->rlen != h->snap_size || nd->rlen < 16) FAIL(h, "snapshot of %zu bytes", nd->rlen);
     uint64_t smi = jr__get_u64(nd->rbuf), smh = jr__get_u64(nd->rbuf + 8);
-    if (smi != index) FAIL(h, "snapshot for index %llu claims %llu", (unsigned long long)index,
-                           (unsigned long long)smi);
+    if (smi != index)
+        FAIL(h, "snapshot for index %llu claims %llu", (unsigned long long)index,
+             (unsigned long long)smi);
     if (index < h->ccap && h->chain[index] && h->chain[index] != smh)
         FAIL(h, "node %d: snapshot at %llu differs from the applied log", nd->idx,
              (unsigned long long)index);
@@ -250,10 +252,12 @@ static int io_snap_install(void *ctx, jr__raft *r, uint64_t index, uint64_t term
     nd->snap_sm_index = smi;
     nd->snap_sm_hash = smh;
     for (uint64_t k = 16; k < nd->rlen; k++)
-        if (nd->rbuf[k] != snap_byte(nd, k)) FAIL(h, "snapshot byte %llu corrupt", (unsigned long long)k);
+        if (nd->rbuf[k] != snap_byte(nd, k))
+            FAIL(h, "snapshot byte %llu corrupt", (unsigned long long)k);
     nd->sm_index = smi;
     nd->sm_hash = smh;
     disk_drop_upto(nd, index);
+    h->installs++;
     return 0;
 }
 
@@ -327,19 +331,23 @@ static void check_leader(harness *h, h_node *nd)
     }
     if (h->leader_of[t] && h->leader_of[t] != nd->id)
         FAIL(h, "election safety: nodes %llu and %llu both lead term %llu",
-             (unsigned long long)h->leader_of[t], (unsigned long long)nd->id, (unsigned long long)t);
+             (unsigned long long)h->leader_of[t], (unsigned long long)nd->id,
+             (unsigned long long)t);
     h->leader_of[t] = nd->id;
     if (nd->was_leader_term == (int)t) return;
     nd->was_leader_term = (int)t;
+    h->elections++;
     if (getenv("RAFT_TRACE"))
         fprintf(stderr, "t=%llums node %d leads term %llu (last %llu commit %llu)\n",
                 (unsigned long long)(h->now / H_MS), nd->idx, (unsigned long long)t,
-                (unsigned long long)jr__raft_last_index(r), (unsigned long long)jr__raft_commit_index(r));
+                (unsigned long long)jr__raft_last_index(r),
+                (unsigned long long)jr__raft_commit_index(r));
     /* leader completeness: every entry committed so far is in the new leader's log */
     jr__entry e;
     for (uint64_t i = jr__raft_first_index(r); i <= h->max_commit; i++) {
-        if (jr__raft_entry(r, i, &e)) FAIL(h, "leader completeness: node %d (term %llu) lacks committed %llu",
-                                           nd->idx, (unsigned long long)t, (unsigned long long)i);
+        if (jr__raft_entry(r, i, &e))
+            FAIL(h, "leader completeness: node %d (term %llu) lacks committed %llu", nd->idx,
+                 (unsigned long long)t, (unsigned long long)i);
         if (h->ctrm[i] && h->ctrm[i] != e.term)
             FAIL(h, "leader completeness: node %d has term %llu at committed %llu (term %llu)",
                  nd->idx, (unsigned long long)e.term, (unsigned long long)i,
@@ -390,8 +398,9 @@ static void record_commits(harness *h, h_node *nd)
 {
     jr__raft *r = nd->r;
     uint64_t c = jr__raft_commit_index(r);
-    if (c < nd->last_commit) FAIL(h, "node %d commit went back from %llu to %llu", nd->idx,
-                                  (unsigned long long)nd->last_commit, (unsigned long long)c);
+    if (c < nd->last_commit)
+        FAIL(h, "node %d commit went back from %llu to %llu", nd->idx,
+             (unsigned long long)nd->last_commit, (unsigned long long)c);
     grow_committed(h, c + 1);
     jr__entry e;
     for (uint64_t i = nd->last_commit + 1; i <= c; i++) {
@@ -417,7 +426,8 @@ static void apply(harness *h, h_node *nd)
     jr__entry e;
     while (nd->sm_index < c) {
         uint64_t i = nd->sm_index + 1;
-        if (jr__raft_entry(r, i, &e)) FAIL(h, "node %d cannot read committed %llu", nd->idx, (unsigned long long)i);
+        if (jr__raft_entry(r, i, &e))
+            FAIL(h, "node %d cannot read committed %llu", nd->idx, (unsigned long long)i);
         uint64_t eh = entry_hash(e.type, e.data, e.len);
         if (h->ctrm[i] && (h->ctrm[i] != e.term || h->chash[i] != eh))
             FAIL(h, "state-machine safety: node %d applies a different entry at %llu", nd->idx,
@@ -428,14 +438,16 @@ static void apply(harness *h, h_node *nd)
         if (!h->chain[i])
             h->chain[i] = nd->sm_hash;
         else if (h->chain[i] != nd->sm_hash)
-            FAIL(h, "state-machine safety: node %d state differs after %llu", nd->idx, (unsigned long long)i);
+            FAIL(h, "state-machine safety: node %d state differs after %llu", nd->idx,
+                 (unsigned long long)i);
     }
     jr__raft_applied(r, nd->sm_index);
 }
 
 static void maybe_snapshot(harness *h, h_node *nd)
 {
-    if (!h->snap_every || nd->sm_index < (nd->has_snap ? nd->snap_index : 0) + h->snap_every) return;
+    if (!h->snap_every || nd->sm_index < (nd->has_snap ? nd->snap_index : 0) + h->snap_every)
+        return;
     jr__raft *r = nd->r;
     if (jr__raft_snapshot_taken(r, nd->sm_index, h->snap_trailing)) return;
     nd->has_snap = 1;
@@ -459,14 +471,18 @@ void h_flush(h_node *nd)
         uint64_t from, to;
         jr__hardstate hs;
         int changed = jr__raft_unpersisted(r, &from, &to, &hs);
-        if (nd->hold == 2) to = from - 1; /* slow entry writes: only the hard state lands */
-        if (nd->dn && from <= disk_last(nd)) disk_truncate(nd, from); /* even with nothing to write */
+        if (nd->hold == 2) to = from - 1;      /* slow entry writes: only the hard state lands */
+        if (nd->dn && from <= disk_last(nd)) { /* even with nothing to write */
+            disk_truncate(nd, from);
+            h->truncations++;
+        }
         if (from <= to) {
             jr__entry e, p;
             for (uint64_t i = from; i <= to; i++) {
                 CHECK_RC(h, jr__raft_entry(r, i, &e));
                 uint64_t pterm = i > 1 && jr__raft_entry(r, i - 1, &p) == 0 ? p.term : 0;
                 check_written(h, nd, &e, pterm);
+                h->config_entries += e.type == JR__ENTRY_CONFIG;
                 disk_append(nd, &e);
             }
         }
@@ -568,6 +584,7 @@ void h_restart(harness *h, int i)
     h_node *nd = &h->nodes[i];
     if (nd->up) return;
     node_open(h, nd);
+    h->restarts++;
     jr__raft *r = nd->r;
     CHECK_RC(h, jr__raft_load_hardstate(r, nd->term, nd->vote, nd->commit));
     nd->sm_index = nd->sm_hash = 0;
@@ -582,9 +599,11 @@ void h_restart(harness *h, int i)
         h_disk_ent *d = &nd->dlog[k];
         jr__entry e = {d->term, index, d->type, d->len, d->data};
         if (jr__raft_load_entry(r, &e))
-            FAIL(h, "node %d: cannot load entry %llu term %llu after %llu term %llu (snapshot %llu)",
+            FAIL(h,
+                 "node %d: cannot load entry %llu term %llu after %llu term %llu (snapshot %llu)",
                  i, (unsigned long long)index, (unsigned long long)d->term,
-                 (unsigned long long)jr__raft_last_index(r), (unsigned long long)jr__raft_last_term(r),
+                 (unsigned long long)jr__raft_last_index(r),
+                 (unsigned long long)jr__raft_last_term(r),
                  (unsigned long long)(nd->has_snap ? nd->snap_index : 0));
     }
     CHECK_RC(h, jr__raft_start(r, h->now));
@@ -640,7 +659,8 @@ void h_deliver_all(harness *h)
 {
     long qi;
     for (long guard = 0; (qi = next_msg(h, 0, 1)) >= 0; guard++) {
-        ck_assert_msg(guard < 10000000, "seed %llu: messages never stop", (unsigned long long)h->seed);
+        ck_assert_msg(guard < 10000000, "seed %llu: messages never stop",
+                      (unsigned long long)h->seed);
         deliver(h, qi);
     }
 }
@@ -652,7 +672,8 @@ static void tick_due(harness *h)
         if (!nd->up || jr__raft_deadline(nd->r) > h->now) continue;
         h->steps++;
         if (getenv("RAFT_TRACE") && atoi(getenv("RAFT_TRACE")) > 2)
-            fprintf(stderr, "t=%llums tick node %d role %d\n", (unsigned long long)(h->now / H_MS), i, jr__raft_role(nd->r));
+            fprintf(stderr, "t=%llums tick node %d role %d\n", (unsigned long long)(h->now / H_MS),
+                    i, jr__raft_role(nd->r));
         jr__raft_tick(nd->r, h->now);
         h_flush(nd);
     }

@@ -81,26 +81,27 @@ struct harness {
     size_t qn, qcap;
     uint64_t seq;
     uint32_t drop_pct, dup_pct;
-    uint64_t delay_max; /* ns; random delay in [0, delay_max] reorders */
+    uint64_t delay_max;        /* ns; random delay in [0, delay_max] reorders */
     uint8_t cut[H_MAX][H_MAX]; /* cut[a][b]: a -> b loses everything */
     h_filter_fn filter;
     void *filter_arg;
     /* state machine / snapshots */
-    uint64_t snap_every;   /* 0: never snapshot */
+    uint64_t snap_every; /* 0: never snapshot */
     uint64_t snap_trailing;
     size_t snap_size; /* bytes of a serialized snapshot (forces chunking) */
     /* invariants */
-    jr__id *leader_of;   /* by term */
+    jr__id *leader_of; /* by term */
     size_t leader_cap;
-    struct h_key *keys;  /* (index, term) -> entry hash */
+    struct h_key *keys; /* (index, term) -> entry hash */
     size_t kcap, kn;
     uint64_t *ctrm, *chash; /* committed entry at index: term, entry hash */
     uint64_t *chain;        /* state-machine hash after applying 1..index */
     size_t ccap;
     uint64_t max_commit;
     uint64_t steps;
-    /* counters */
+    /* counters (what a run exercised) */
     uint64_t sent, delivered, dropped;
+    uint64_t elections, installs, truncations, restarts, config_entries;
 };
 
 /* Sets up n nodes (ids 1..n) with a template config (election 100 ms, heartbeat 20 ms unless

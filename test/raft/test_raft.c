@@ -328,7 +328,6 @@ START_TEST(check_quorum_isolated_leader_steps_down)
 }
 END_TEST
 
-
 /* leadership transfer ---------------------------------------------------------------------------*/
 
 START_TEST(transfer_to_named_peer)
@@ -680,7 +679,7 @@ static snapshot_t state_of(harness *h, int i)
 {
     jr__raft *r = R(h, i);
     snapshot_t s = {jr__raft_term(r), jr__raft_commit_index(r), jr__raft_last_index(r),
-                    jr__raft_role(r), jr__raft_leader(r), h->nodes[i].vote};
+                    jr__raft_role(r), jr__raft_leader(r),       h->nodes[i].vote};
     return s;
 }
 

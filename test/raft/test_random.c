@@ -104,12 +104,15 @@ static void dump(harness *h)
         }
         jr__raft *r = nd->r;
         const jr__conf *c = jr__raft_conf(r);
-        fprintf(stderr, "  node %d role %d term %llu leader %llu commit %llu last %llu/%llu snap %llu "
-                "first %llu conf[", i, jr__raft_role(r), (unsigned long long)jr__raft_term(r),
-                (unsigned long long)jr__raft_leader(r), (unsigned long long)jr__raft_commit_index(r),
-                (unsigned long long)jr__raft_last_index(r), (unsigned long long)jr__raft_last_term(r),
-                (unsigned long long)jr__raft_snapshot_index(r),
-                (unsigned long long)jr__raft_first_index(r));
+        fprintf(
+            stderr,
+            "  node %d role %d term %llu leader %llu commit %llu last %llu/%llu snap %llu "
+            "first %llu conf[",
+            i, jr__raft_role(r), (unsigned long long)jr__raft_term(r),
+            (unsigned long long)jr__raft_leader(r), (unsigned long long)jr__raft_commit_index(r),
+            (unsigned long long)jr__raft_last_index(r), (unsigned long long)jr__raft_last_term(r),
+            (unsigned long long)jr__raft_snapshot_index(r),
+            (unsigned long long)jr__raft_first_index(r));
         for (uint32_t k = 0; k < c->n; k++)
             fprintf(stderr, " %llu%s", (unsigned long long)c->m[k].id, c->m[k].voter ? "" : "o");
         fprintf(stderr, " ] deadline %lld\n", (long long)(jr__raft_deadline(r) - h->now));
@@ -141,8 +144,10 @@ static void check_liveness(harness *h)
     uint64_t deadline = h->now + 100 * ET, idx = 0;
     int l = -1;
     for (;;) {
-        ck_assert_msg(h->now < deadline, "seed %llu: nothing commits after healing (replay: "
-                      "RAFT_SEED=%llu)", (unsigned long long)h->seed, (unsigned long long)h->seed);
+        ck_assert_msg(h->now < deadline,
+                      "seed %llu: nothing commits after healing (replay: "
+                      "RAFT_SEED=%llu)",
+                      (unsigned long long)h->seed, (unsigned long long)h->seed);
         l = h_wait_leader(h, 60 * ET);
         if (l < 0) dump(h);
         ck_assert_msg(l >= 0, "seed %llu: no leader after healing (replay: RAFT_SEED=%llu)",
@@ -168,6 +173,8 @@ static void check_liveness(harness *h)
     }
 }
 
+static uint64_t tot_elections, tot_installs, tot_truncations, tot_restarts, tot_configs, tot_steps;
+
 static void run_seed(uint64_t seed)
 {
     harness h;
@@ -179,6 +186,12 @@ static void run_seed(uint64_t seed)
     h_check_all(&h);
     check_liveness(&h);
     h_check_all(&h);
+    tot_elections += h.elections;
+    tot_installs += h.installs;
+    tot_truncations += h.truncations;
+    tot_restarts += h.restarts;
+    tot_configs += h.config_entries;
+    tot_steps += h.steps;
     h_free(&h);
 }
 
@@ -192,6 +205,20 @@ START_TEST(random_faults_keep_raft_safe_and_live)
     const char *n = getenv("RAFT_SEEDS");
     uint64_t seeds = n ? strtoull(n, NULL, 10) : 300;
     for (uint64_t s = 1; s <= seeds; s++) run_seed(s);
+    fprintf(stderr,
+            "raft-random: %llu seeds, %llu steps, %llu elections, %llu snapshot installs, "
+            "%llu log truncations, %llu restarts, %llu configuration entries written\n",
+            (unsigned long long)seeds, (unsigned long long)tot_steps,
+            (unsigned long long)tot_elections, (unsigned long long)tot_installs,
+            (unsigned long long)tot_truncations, (unsigned long long)tot_restarts,
+            (unsigned long long)tot_configs);
+    /* the faults must actually have exercised the hard paths */
+    if (seeds >= 100) {
+        ck_assert_uint_gt(tot_installs, seeds / 10);
+        ck_assert_uint_gt(tot_truncations, seeds / 10);
+        ck_assert_uint_gt(tot_configs, seeds);
+        ck_assert_uint_gt(tot_elections, seeds * 2);
+    }
 }
 END_TEST
 
