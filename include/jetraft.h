@@ -289,9 +289,13 @@ typedef struct jr_fsm {
     int (*restore)(void *ctx, uint64_t index, const void *data, size_t len);
 } jr_fsm;
 
+/* Group ids 1 .. JR_GROUP_ID_HOST_MAX belong to the host's raw groups; larger ids are the
+ * library's own (the meta group, then one per stream and consumer, never reused). */
+#define JR_GROUP_ID_HOST_MAX ((UINT64_C(1) << 48) - 1)
+
 typedef struct jr_group_config {
     size_t size;                /* sizeof(jr_group_config) */
-    uint64_t id;                /* numeric group id, unique in the cluster, non-zero */
+    uint64_t id;                /* unique in the cluster, 1 .. JR_GROUP_ID_HOST_MAX */
     const char *const *voters;  /* initial voting members (server names) */
     size_t nvoters;
     const jr_fsm *fsm;          /* required; copied */
