@@ -175,6 +175,12 @@ static void io_send(void *ctx, jr__raft *r, const jr__msg *m)
 {
     h_node *nd = ctx;
     (void)r;
+    /* what depends on durable state says so (the node holds it until the sync) */
+    if ((m->type == JR__MSG_VOTE_RESP && !(m->flags & JR__MF_PREVOTE)) ||
+        (m->type == JR__MSG_VOTE && !(m->flags & JR__MF_PREVOTE)) ||
+        (m->type == JR__MSG_APPEND_RESP && m->u.append_resp.success))
+        if (!(m->flags & JR__MF_DURABLE))
+            FAIL(nd->h, "node %d sent type %d without JR__MF_DURABLE", nd->idx, m->type);
     h_msg *c = copy_msg(m);
     if (m->flags & JR__MF_DURABLE) { /* held until the flush makes its state durable */
         *nd->held_tail = c;

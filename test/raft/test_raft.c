@@ -192,6 +192,75 @@ START_TEST(split_votes_resolve)
 }
 END_TEST
 
+static int drop_all(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    (void)m;
+    (void)arg;
+    return 0;
+}
+
+/* A vote counts only if the voter made it durable first (JR__MF_DURABLE on the answer). */
+START_TEST(vote_counts_only_when_durable)
+{
+    harness h;
+    h_init(&h, 3, 22);
+    h_start(&h, 3, 3);
+    h.filter = drop_all; /* we play the other two servers by hand */
+    h_timeout(&h, 0);
+    ck_assert_int_eq(role_of(&h, 0), JR_CANDIDATE); /* pre-candidate, term unchanged */
+    ck_assert_uint_eq(term_of(&h, 0), 1);
+    jr__msg v = {.type = JR__MSG_VOTE_RESP,
+                 .flags = JR__MF_PREVOTE,
+                 .group = 7,
+                 .from = 2,
+                 .to = 1,
+                 .term = 2};
+    v.u.vote_resp.granted = 1;
+    ck_assert_int_eq(h_inject(&h, 0, &v), 0);
+    ck_assert_uint_eq(term_of(&h, 0), 2); /* the pre-vote won: a real election in term 2 */
+    ck_assert_int_eq(role_of(&h, 0), JR_CANDIDATE);
+    v.flags = 0; /* a grant that does not vouch for a durable vote */
+    ck_assert_int_eq(h_inject(&h, 0, &v), 0);
+    ck_assert_int_eq(role_of(&h, 0), JR_CANDIDATE);
+    v.flags = JR__MF_DURABLE;
+    ck_assert_int_eq(h_inject(&h, 0, &v), 0);
+    ck_assert_int_eq(role_of(&h, 0), JR_LEADER);
+    h_free(&h);
+}
+END_TEST
+
+START_TEST(leader_reports_progress)
+{
+    harness h;
+    h_init(&h, 4, 23);
+    h_start(&h, 4, 3);
+    elect(&h, 0);
+    h_isolate(&h, 2);
+    uint64_t idx;
+    ck_assert_int_eq(h_propose(&h, 0, "p", &idx), 0);
+    h_run(&h, 50 * MS);
+    jr__progress p;
+    ck_assert_int_eq(jr__raft_progress(R(&h, 1), 0, &p), JR_ENOTLEADER);
+    ck_assert_int_eq(jr__raft_progress(R(&h, 0), 4, &p), JR_ENOTFOUND);
+    ck_assert_int_eq(jr__raft_progress(R(&h, 0), 0, &p), 0); /* self: what is durable */
+    ck_assert_uint_eq(p.id, 1);
+    ck_assert_uint_eq(p.match, idx);
+    ck_assert_int_eq(jr__raft_progress(R(&h, 0), 1, &p), 0);
+    ck_assert_uint_eq(p.match, idx);
+    ck_assert_uint_eq(p.next, idx + 1);
+    ck_assert_int_eq(p.state, JR__REPLICATE);
+    ck_assert_uint_gt(p.last_contact, h.now - 30 * MS);
+    ck_assert_int_eq(jr__raft_progress(R(&h, 0), 2, &p), 0); /* cut off: lags, not seen lately */
+    ck_assert_uint_lt(p.match, idx);
+    ck_assert_uint_lt(p.last_contact, h.now - 30 * MS);
+    ck_assert_int_eq(jr__raft_progress(R(&h, 0), 3, &p), 0); /* the observer */
+    ck_assert_int_eq(p.voter, 0);
+    ck_assert_uint_eq(p.match, idx);
+    h_free(&h);
+}
+END_TEST
+
 /* Figure 7 ---------------------------------------------------------------------------------------
  * The leader of term 8 holds terms 1 1 1 4 4 5 5 6 6 6 at indexes 1..10 (index 1 is the
  * bootstrap configuration). Each follower case (a)..(f) is repaired to the leader's log. */
@@ -856,6 +925,8 @@ static Suite *suite(void)
     tcase_add_test(tc, basic_election_and_commit);
     tcase_add_test(tc, single_voter_leads_at_once);
     tcase_add_test(tc, split_votes_resolve);
+    tcase_add_test(tc, vote_counts_only_when_durable);
+    tcase_add_test(tc, leader_reports_progress);
     tcase_add_loop_test(tc, figure7_follower_repaired, 0, (int)(sizeof fig7 / sizeof fig7[0]));
     tcase_add_test(tc, figure8_old_term_not_committed_by_counting);
     tcase_add_test(tc, prevote_partitioned_node_does_not_disrupt);
