@@ -28,7 +28,8 @@ void jr__dedup_free(jr__dedup *d)
     jr__dedup_clear(d);
     jr__free(d->alloc, d->ring);
     jr__free(d->alloc, d->table);
-    d->ring = d->table = NULL;
+    d->ring = NULL;
+    d->table = NULL;
     d->cap = d->tcap = 0;
 }
 
@@ -42,36 +43,38 @@ const jr__dedup_entry *jr__dedup_find(const jr__dedup *d, const char *id, size_t
     if (!d->count || !len) return NULL;
     uint64_t h = jr__xxh3(id, len);
     for (size_t i = slot_of(d, h);; i = (i + 1) & (d->tcap - 1)) {
-        const jr__dedup_entry *e = d->table[i];
-        if (!e) return NULL;
-        if (e->hash == h && e->len == len && memcmp(e->id, id, len) == 0) return e;
+        const jr__dedup_slot *sl = &d->table[i];
+        if (!sl->e) return NULL;
+        if (sl->hash == h && sl->e->len == len && memcmp(sl->e->id, id, len) == 0) return sl->e;
     }
 }
 
-static void table_put(jr__dedup_entry **t, size_t tcap, jr__dedup_entry *e)
+static void table_put(jr__dedup_slot *t, size_t tcap, jr__dedup_entry *e)
 {
     size_t i = (size_t)e->hash & (tcap - 1);
-    while (t[i]) i = (i + 1) & (tcap - 1);
-    t[i] = e;
+    while (t[i].e) i = (i + 1) & (tcap - 1);
+    t[i].hash = e->hash;
+    t[i].e = e;
 }
 
 /* Removes e from the table (backward-shift deletion: no tombstones). */
 static void table_del(jr__dedup *d, const jr__dedup_entry *e)
 {
     size_t mask = d->tcap - 1, i = slot_of(d, e->hash);
-    while (d->table[i] != e) i = (i + 1) & mask;
+    while (d->table[i].e != e) i = (i + 1) & mask;
     size_t j = i;
     for (;;) {
         j = (j + 1) & mask;
-        jr__dedup_entry *x = d->table[j];
-        if (!x) break;
+        const jr__dedup_slot *x = &d->table[j];
+        if (!x->e) break;
         size_t k = slot_of(d, x->hash);
         /* x stays if its home k lies cyclically in (i, j] */
         if (i <= j ? (i < k && k <= j) : (i < k || k <= j)) continue;
-        d->table[i] = x;
+        d->table[i] = *x;
         i = j;
     }
-    d->table[i] = NULL;
+    d->table[i].e = NULL;
+    d->table[i].hash = 0;
 }
 
 static void pop_oldest(jr__dedup *d)
@@ -100,7 +103,7 @@ static int grow(jr__dedup *d)
     }
     if (need * 2 > d->tcap) {
         size_t ncap = d->tcap ? d->tcap * 2 : 128;
-        jr__dedup_entry **t = jr__calloc(d->alloc, ncap, sizeof *t);
+        jr__dedup_slot *t = jr__calloc(d->alloc, ncap, sizeof *t);
         if (!t) return JR_ENOMEM;
         for (size_t i = 0; i < d->count; i++)
             table_put(t, ncap, d->ring[(d->head + i) & (d->cap - 1)]);

@@ -37,12 +37,18 @@ typedef struct jr__dedup_entry {
     char id[]; /* len bytes, not NUL-terminated */
 } jr__dedup_entry;
 
+/* A table slot: the entry's hash inline, so that probing touches no entry (e NULL: empty). */
+typedef struct jr__dedup_slot {
+    uint64_t hash;
+    jr__dedup_entry *e;
+} jr__dedup_slot;
+
 typedef struct jr__dedup {
     const jr_allocator *alloc;
     size_t max;
     jr__dedup_entry **ring; /* cap entries; oldest at head */
     size_t head, count, cap;
-    jr__dedup_entry **table; /* tcap slots (power of two), NULL = empty */
+    jr__dedup_slot *table; /* tcap slots (power of two) */
     size_t tcap;
     uint64_t bytes; /* sum of id lengths */
 } jr__dedup;
