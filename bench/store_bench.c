@@ -10,8 +10,8 @@
  *   read_seq    get() of every seq in order;
  *   read_rand   get() of random seqs (as many as there are messages, at most 200,000).
  * disk: the sequential write bandwidth of the same directory, measured in the same run with the
- * same vfs (1 MiB pwrites, then one fdatasync), so file appends can be reported as a percentage
- * of it (pct_of_disk). recovery: open time of a file store of --recovery-mb MiB of 1 KiB
+ * same vfs (1 MiB pwrites, then one fdatasync) before each payload size's file runs, so file
+ * appends can be reported as a percentage of it (pct_of_disk, against the best measurement). recovery: open time of a file store of --recovery-mb MiB of 1 KiB
  * messages (the page cache is warm: it measures CPU, not the device).
  *
  * Payloads are text-like (compressible, as JSON events are). --mb bounds the payload bytes per
@@ -77,10 +77,12 @@ static void measure_disk(void)
     v->close(v->ctx, f);
     v->remove(v->ctx, path);
     free(buf);
-    disk_mbps = (double)total / t / 1e6;
+    double mbps = (double)total / t / 1e6;
+    /* the best of the measurements so far: the device's bandwidth, not a noisy moment */
+    if (mbps > disk_mbps) disk_mbps = mbps;
     printf("{\"bench\":\"store\",\"op\":\"disk_seq_write\",\"dir\":\"%s\",\"bytes\":%llu,"
-           "\"secs\":%.3f,\"MB_per_s\":%.1f}\n",
-           dir, (unsigned long long)total, t, disk_mbps);
+           "\"secs\":%.3f,\"MB_per_s\":%.1f,\"best_MB_per_s\":%.1f}\n",
+           dir, (unsigned long long)total, t, mbps, disk_mbps);
     fflush(stdout);
 }
 
@@ -223,9 +225,12 @@ int main(int argc, char **argv)
     static const size_t sizes[] = {128, 1024, 16384};
     if (!only || !strcmp(only, "append") || !strcmp(only, "read")) {
         for (int i = 0; i < 3; i++) run(JR__STORE_MEMORY, sizes[i], 0, 0, only);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 3; i++) {
+            /* measure the disk again next to the file runs (pct_of_disk uses the best) */
+            if (!only || !strcmp(only, "append")) measure_disk();
             for (int c = 0; c < 2; c++)
                 for (int e = 0; e < 2; e++) run(JR__STORE_FILE, sizes[i], c, e, only);
+        }
     }
     if (!only || !strcmp(only, "recovery"))
         for (int c = 0; c < 2; c++)

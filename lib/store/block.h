@@ -46,7 +46,7 @@
 #define JR__BLK_OPEN_HDR 32u
 #define JR__BLK_SEAL_HDR 64u
 #define JR__BLK_FRAME_OVERHEAD (4u + 24u + 16u)
-#define JR__BLK_CHUNK (64u * 1024u)     /* target raw bytes per sealed chunk */
+#define JR__BLK_CHUNK (16u * 1024u)     /* target raw bytes per sealed chunk */
 #define JR__BLK_CHUNK_ENTRY 32u
 #define JR__BLK_RAW_MAX ((uint64_t)1 << 31) /* largest block */
 
