@@ -80,6 +80,7 @@ int jr__stream_fsm_open(const jr__stream_fsm_config *cfg, jr__stream_fsm **out, 
     jr__store_state st;
     jr__store_state_get(f->store, &st);
     f->horizon = st.last_seq;
+    f->last_ts = st.last_ts;
     *out = f;
     return 0;
 }
@@ -265,6 +266,7 @@ static int publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result
         }
     }
     f->last_seq = seq;
+    f->last_ts = f->clock;
     res->seq = seq;
     if (tok) jr__dedup_commit(&f->dedup, tok, seq, f->clock);
     f->last_msg_id_len = (o->flags & JR__PUB_MSG_ID) ? o->msg_id_len : 0;
@@ -508,6 +510,7 @@ void jr__stream_fsm_info_get(const jr__stream_fsm *f, jr__stream_fsm_info *out)
 {
     memset(out, 0, sizeof *out);
     jr__store_state_get(f->store, &out->store);
+    out->store.last_ts = f->last_ts;
     out->applied = f->applied;
     out->clock = f->clock;
     out->last_seq = f->last_seq;
@@ -554,6 +557,7 @@ int jr__stream_fsm_digest(jr__stream_fsm *f, uint64_t *out)
     }
     jr__store_state st;
     jr__store_state_get(f->store, &st);
+    st.last_ts = f->last_ts; /* the store's is 0 where it does not know it */
     uint64_t sv[] = {st.msgs,     st.bytes,         st.first_seq,   (uint64_t)st.first_ts,
                      st.last_seq, (uint64_t)st.last_ts, st.num_subjects, st.num_deleted};
     for (size_t i = 0; i < sizeof sv / sizeof sv[0]; i++) h = mix_u64(h, sv[i]);

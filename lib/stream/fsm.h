@@ -159,7 +159,9 @@ int jr__stream_fsm_recovering(const jr__stream_fsm *f);
 int jr__stream_fsm_restoring(const jr__stream_fsm *f);
 
 typedef struct jr__stream_fsm_info {
-    jr__store_state store; /* msgs, bytes, first/last seq and ts, subjects, interior deletes */
+    jr__store_state store; /* msgs, bytes, first/last seq and ts, subjects, interior deletes;
+                              store.last_ts is the fsm's own (below), which is known also where
+                              the store's is not (a replica caught up over a deleted tail) */
     uint64_t applied;      /* index of the last applied entry */
     int64_t clock;         /* the stream clock (ns) */
     uint64_t last_seq;     /* the last seq assigned, as the applied entries say */
@@ -204,10 +206,13 @@ int jr__stream_fsm_restore(jr__stream_fsm *f, uint64_t index, const void *snap, 
 int jr__stream_fsm_read_chunk(jr__stream_fsm *f, uint64_t from, size_t max_bytes, jr__buf *out,
                               uint64_t *next);
 
-/* Follower side: appends a chunk's messages (validated first; JR_ECORRUPT changes nothing).
- * Only while restoring (JR_EMISUSE otherwise): limits are suspended until the restore completes,
- * so every message of the chunk is kept. */
-int jr__stream_fsm_apply_chunk(jr__stream_fsm *f, const void *chunk, size_t len);
+/* Follower side: appends a chunk's messages (validated first; JR_ECORRUPT changes nothing),
+ * then advances the store's last seq to next - 1, where next is what jr__stream_fsm_read_chunk
+ * gave the source with this chunk: a chunk stands for every live message the source had in
+ * [from, next), so seqs of that range missing from it are deleted ones (also a deleted tail,
+ * which no later chunk would ever bring). Only while restoring (JR_EMISUSE otherwise); limits
+ * are suspended until the restore completes, so every message of the chunk is kept. */
+int jr__stream_fsm_apply_chunk(jr__stream_fsm *f, const void *chunk, size_t len, uint64_t next);
 
 /* ---------------------------------------------------------------------------------------------
  * Private: the layout shared by fsm.c and fsm_snapshot.c only. Everything else uses the
@@ -225,6 +230,7 @@ struct jr__stream_fsm {
     int64_t clock;     /* largest op timestamp applied */
     uint64_t applied;  /* index of the last applied entry */
     uint64_t last_seq; /* last seq assigned by the applied entries */
+    int64_t last_ts;   /* timestamp of the last stored message (0: none yet) */
     uint64_t horizon;  /* recovery mode while last_seq < horizon */
     int restoring;     /* a restore waits for chunks: entries refused */
     int failed;        /* 0 or the local failure that stopped the fsm */

@@ -5,7 +5,7 @@
  * Snapshot, version 1 (integers little-endian; varint = canonical unsigned LEB128):
  *   version:u8 index:u64 clock:u64 last_seq:varint
  *   msgs:varint bytes:varint first_seq:varint num_subjects:varint num_deleted:varint
- *   first_ts:u64 last_ts:u64
+ *   first_ts:u64 last_ts:u64 (of the last stored message, as the fsm knows it)
  *   nranges:varint  nranges * (gap:varint len:varint)   deleted ranges: lo = prev + gap (prev
  *                                                        starts at first_seq, then hi + 1),
  *                                                        hi = lo + len
@@ -53,7 +53,7 @@ int jr__stream_fsm_snapshot(jr__stream_fsm *f, jr__buf *out)
     jr__buf_varint(out, st.num_subjects);
     jr__buf_varint(out, st.num_deleted);
     jr__buf_u64(out, (uint64_t)st.first_ts);
-    jr__buf_u64(out, (uint64_t)st.last_ts);
+    jr__buf_u64(out, (uint64_t)f->last_ts);
     jr__buf_varint(out, nr);
     uint64_t prev = st.first_seq;
     for (size_t i = 0; i < nr; i++) {
@@ -142,6 +142,7 @@ static int decode(jr__stream_fsm *f, const void *data, size_t len, snap *s)
         st->first_seq > s->last_seq + 1 || st->first_ts < 0 || st->last_ts < 0)
         return JR_ECORRUPT;
     s->clock = (int64_t)clock;
+    if (st->first_ts > s->clock || st->last_ts > s->clock) return JR_ECORRUPT;
     if (st->msgs == 0) {
         if (st->first_seq != s->last_seq + 1 || st->bytes || st->num_subjects ||
             st->num_deleted || nr)
@@ -251,6 +252,7 @@ static void install(jr__stream_fsm *f, snap *s, uint64_t horizon)
     if (s->last_id_len) memcpy(f->last_msg_id, s->last_id, s->last_id_len);
     f->clock = s->clock;
     f->last_seq = s->last_seq;
+    f->last_ts = s->st.last_ts;
     f->applied = s->index;
     f->horizon = horizon > s->last_seq ? horizon : 0;
     f->restoring = 0;
@@ -310,14 +312,13 @@ int jr__stream_fsm_read_chunk(jr__stream_fsm *f, uint64_t from, size_t max_bytes
     return jr__store_read_chunk(f->store, from, max_bytes, out, next);
 }
 
-int jr__stream_fsm_apply_chunk(jr__stream_fsm *f, const void *chunk, size_t len)
+int jr__stream_fsm_apply_chunk(jr__stream_fsm *f, const void *chunk, size_t len, uint64_t next)
 {
     if (f->failed) return f->failed;
     if (!f->restoring) return JR_EMISUSE;
+    if (next == 0) return JR_EINVAL;
     int rc = jr__store_apply_chunk(f->store, chunk, len);
-    if (rc == JR_ECORRUPT) {
-        /* validated before anything was appended: nothing changed */
-        return rc;
-    }
+    if (rc == JR_ECORRUPT) return rc; /* validated before anything was appended: no change */
+    if (!rc) rc = jr__store_skip(f->store, next - 1); /* no-op if not beyond the last seq */
     return rc ? jr__stream_fsm_fail(f, rc) : 0;
 }

@@ -1003,14 +1003,16 @@ static void catch_up(jr__stream_fsm *src, jr__stream_fsm *dst, size_t chunk_byte
                                             &need),
                      0);
     *rounds = 0;
+    int restores = 0;
     while (need) {
+        ck_assert_int_lt(restores++, 3);
         ck_assert(jr__stream_fsm_restoring(dst));
         uint64_t from = need, next;
         do {
             jr__buf chunk;
             jr__buf_init(&chunk, NULL);
             ck_assert_int_eq(jr__stream_fsm_read_chunk(src, from, chunk_bytes, &chunk, &next), 0);
-            ck_assert_int_eq(jr__stream_fsm_apply_chunk(dst, chunk.data, chunk.len), 0);
+            ck_assert_int_eq(jr__stream_fsm_apply_chunk(dst, chunk.data, chunk.len, next), 0);
             jr__buf_free(&chunk);
             from = next;
             (*rounds)++;
@@ -1115,7 +1117,7 @@ START_TEST(catch_up_from_a_leader_that_moved_on)
     jr__buf chunk;
     jr__buf_init(&chunk, NULL);
     ck_assert_int_eq(jr__stream_fsm_read_chunk(a.f, need, 1 << 20, &chunk, &next), 0);
-    ck_assert_int_eq(jr__stream_fsm_apply_chunk(b, chunk.data, chunk.len), 0);
+    ck_assert_int_eq(jr__stream_fsm_apply_chunk(b, chunk.data, chunk.len, next), 0);
     jr__buf_free(&chunk);
     ck_assert_int_eq(jr__stream_fsm_restore(b, k, snap.data, snap.len, &need), 0);
     ck_assert(need == 0);
@@ -1220,6 +1222,85 @@ START_TEST(dedup_survives_failover_through_snapshot)
     ck_assert(!r.duplicate && r.seq == 3);
     log_free(&nb.log);
     jr__stream_fsm_close(b);
+    fx_done(&a);
+}
+END_TEST
+
+START_TEST(catch_up_when_the_leader_deleted_the_tail)
+{
+    /* the messages after the follower's last one were all deleted on the leader after its
+     * snapshot: no chunk will ever bring them; the chunk's range says they are gone */
+    fx a;
+    jr_stream_config c = base_config(_i ? JR_STORAGE_FILE : JR_STORAGE_MEMORY);
+    fx_init(&a, &c, 21);
+    for (int i = 0; i < 10; i++) pub(&a, "orders.a", "x");
+    jr__buf snap;
+    jr__buf_init(&snap, NULL);
+    ck_assert_int_eq(jr__stream_fsm_snapshot(a.f, &snap), 0);
+    uint64_t k = jr__stream_fsm_applied(a.f);
+    size_t at = a.log.n;
+    del(&a, 9);
+    del(&a, 10);
+    jr_vfs *vfs2 = NULL;
+    if (_i) {
+        ck_assert_int_eq(jr__memfs_new(NULL, 22, &vfs2), 0);
+        ck_assert_int_eq(vfs2->mkdir(vfs2->ctx, "/store"), 0);
+    }
+    jr__stream_fsm *b = open_fsm(&c, vfs2, 0);
+    uint64_t need, next;
+    ck_assert_int_eq(jr__stream_fsm_restore(b, k, snap.data, snap.len, &need), 0);
+    ck_assert(need == 1);
+    jr__buf chunk;
+    jr__buf_init(&chunk, NULL);
+    ck_assert_int_eq(jr__stream_fsm_read_chunk(a.f, need, 1 << 20, &chunk, &next), 0);
+    ck_assert(next == 11);
+    ck_assert_int_eq(jr__stream_fsm_apply_chunk(b, chunk.data, chunk.len, next), 0);
+    ck_assert_int_eq(jr__stream_fsm_restore(b, k, snap.data, snap.len, &need), 0);
+    ck_assert(need == 0);
+    replay(&a, b, at, a.log.n);
+    assert_same_replicas(a.f, b, "tail deleted");
+    /* chunks are refused outside a restore */
+    ck_assert_int_eq(jr__stream_fsm_apply_chunk(b, chunk.data, chunk.len, next), JR_EMISUSE);
+    jr__buf_free(&chunk);
+    jr__buf_free(&snap);
+    jr__stream_fsm_close(b);
+    jr__memfs_free(vfs2);
+    fx_done(&a);
+}
+END_TEST
+
+START_TEST(a_lagging_replica_catches_up_from_a_newer_snapshot)
+{
+    /* b applied the first part of the log, then fell behind while a purged, deleted and
+     * published; b keeps what it has that is still live and fetches only the rest */
+    uint64_t seed = 0x1a6 + (uint64_t)_i;
+    jr_stream_config c = limits_config(_i % 2 ? JR_STORAGE_FILE : JR_STORAGE_MEMORY, _i / 2);
+    fx a;
+    fx_init(&a, &c, seed);
+    jr_vfs *vfs2 = NULL;
+    if (_i % 2) {
+        ck_assert_int_eq(jr__memfs_new(NULL, seed + 1, &vfs2), 0);
+        ck_assert_int_eq(vfs2->mkdir(vfs2->ctx, "/store"), 0);
+    }
+    jr__stream_fsm *b = open_fsm(&c, vfs2, 0);
+    gen g;
+    memset(&g, 0, sizeof g);
+    jr__rand_seed(&g.r, seed);
+    g.allow_store_refusals = 1;
+    for (int i = 0; i < 300; i++) run(&a, gen_op(&g, &a));
+    replay(&a, b, 0, a.log.n);
+    for (int i = 0; i < 300; i++) run(&a, gen_op(&g, &a));
+    int rounds;
+    catch_up(a.f, b, 512, &rounds);
+    char ctx[64];
+    snprintf(ctx, sizeof ctx, "seed %" PRIu64, seed);
+    assert_same_replicas(a.f, b, ctx);
+    size_t at = a.log.n;
+    for (int i = 0; i < 100; i++) run(&a, gen_op(&g, &a));
+    replay(&a, b, at, a.log.n);
+    assert_same_replicas(a.f, b, ctx);
+    jr__stream_fsm_close(b);
+    jr__memfs_free(vfs2);
     fx_done(&a);
 }
 END_TEST
@@ -1426,6 +1507,8 @@ int main(void)
     tcase_add_loop_test(tc, replicas_applying_the_same_log_are_identical, 0, 8);
     tcase_add_loop_test(tc, snapshot_restore_and_catch_up_through_chunks, 0, 8);
     tcase_add_test(tc, catch_up_from_a_leader_that_moved_on);
+    tcase_add_loop_test(tc, catch_up_when_the_leader_deleted_the_tail, 0, 2);
+    tcase_add_loop_test(tc, a_lagging_replica_catches_up_from_a_newer_snapshot, 0, 8);
     tcase_add_test(tc, snapshot_decoding_is_strict);
     tcase_add_test(tc, dedup_survives_failover_through_snapshot);
     tcase_add_test(tc, restart_replays_after_the_snapshot_over_a_store_that_is_ahead);
