@@ -228,8 +228,8 @@ static int publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result
     if (seq <= f->horizon) {
         if (!recovered_publish(f, p, seq, &rc)) {
             if (rc) return rc;
-            res->status = (o->flags & JR__PUB_EXPECT_LAST_SUBJ_SEQ) ? JR_EWRONGLASTSUBJSEQ
-                                                                    : JR_ELIMIT;
+            res->status =
+                (o->flags & JR__PUB_EXPECT_LAST_SUBJ_SEQ) ? JR_EWRONGLASTSUBJSEQ : JR_ELIMIT;
             return 0;
         }
         stored = 1;
@@ -351,8 +351,8 @@ static int purge(jr__stream_fsm *f, const jr__op_purge *p, jr__stream_result *re
     }
     int rc;
     if (!recovering(f)) {
-        jr__purge q = {.filter = p->filter, .filter_len = p->filter_len, .seq = p->seq,
-                       .keep = p->keep};
+        jr__purge q = {
+            .filter = p->filter, .filter_len = p->filter_len, .seq = p->seq, .keep = p->keep};
         rc = jr__store_purge(f->store, &q, &res->purged);
     } else if (p->keep) {
         rc = purge_keep_upto(f, p, &res->purged);
@@ -558,8 +558,10 @@ int jr__stream_fsm_digest(jr__stream_fsm *f, uint64_t *out)
     jr__store_state st;
     jr__store_state_get(f->store, &st);
     st.last_ts = f->last_ts; /* the store's is 0 where it does not know it */
-    uint64_t sv[] = {st.msgs,     st.bytes,         st.first_seq,   (uint64_t)st.first_ts,
-                     st.last_seq, (uint64_t)st.last_ts, st.num_subjects, st.num_deleted};
+    uint64_t sv[] = {st.msgs,         st.bytes,
+                     st.first_seq,    (uint64_t)st.first_ts,
+                     st.last_seq,     (uint64_t)st.last_ts,
+                     st.num_subjects, st.num_deleted};
     for (size_t i = 0; i < sizeof sv / sizeof sv[0]; i++) h = mix_u64(h, sv[i]);
     size_t nr;
     const jr__seq_range *r = jr__store_deleted(f->store, &nr);

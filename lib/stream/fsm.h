@@ -168,7 +168,7 @@ typedef struct jr__stream_fsm_info {
     uint64_t horizon;      /* recovery: the store's last seq to reach; 0 when not recovering */
     size_t dedup_ids;      /* msg ids in the duplicate window */
     int restoring;
-    int failed;            /* 0 or the local failure */
+    int failed; /* 0 or the local failure */
 } jr__stream_fsm_info;
 
 void jr__stream_fsm_info_get(const jr__stream_fsm *f, jr__stream_fsm_info *out);

@@ -144,8 +144,8 @@ static int decode(jr__stream_fsm *f, const void *data, size_t len, snap *s)
     s->clock = (int64_t)clock;
     if (st->first_ts > s->clock || st->last_ts > s->clock) return JR_ECORRUPT;
     if (st->msgs == 0) {
-        if (st->first_seq != s->last_seq + 1 || st->bytes || st->num_subjects ||
-            st->num_deleted || nr)
+        if (st->first_seq != s->last_seq + 1 || st->bytes || st->num_subjects || st->num_deleted ||
+            nr)
             return JR_ECORRUPT;
     } else {
         uint64_t span = s->last_seq - st->first_seq + 1;
@@ -188,8 +188,7 @@ static int decode(jr__stream_fsm *f, const void *data, size_t len, snap *s)
         size_t idlen;
         const char *id = (const char *)jr__rd_bytes(&r, &idlen, JR__OP_MSG_ID_MAX);
         uint64_t seq = jr__rd_varint(&r), dts = jr__rd_varint(&r);
-        if (r.err || idlen == 0 || seq == 0 || seq > s->last_seq ||
-            dts > (uint64_t)(s->clock - ts))
+        if (r.err || idlen == 0 || seq == 0 || seq > s->last_seq || dts > (uint64_t)(s->clock - ts))
             return JR_ECORRUPT;
         ts += (int64_t)dts;
         if (jr__dedup_find(&s->dedup, id, idlen)) return JR_ECORRUPT;

@@ -142,8 +142,7 @@ int jr__headers_validate(const void *hdr, size_t len)
     return jr__headers_iter(hdr, len, &it);
 }
 
-int jr__headers_status(const void *hdr, size_t len, int *code, const char **desc,
-                       size_t *desc_len)
+int jr__headers_status(const void *hdr, size_t len, int *code, const char **desc, size_t *desc_len)
 {
     jr__hdr_iter it;
     if (len == 0 || jr__headers_iter(hdr, len, &it)) return JR_EINVAL;
@@ -153,8 +152,7 @@ int jr__headers_status(const void *hdr, size_t len, int *code, const char **desc
     return rc;
 }
 
-int jr__headers_get(const void *hdr, size_t len, const char *key, const char **val,
-                    size_t *val_len)
+int jr__headers_get(const void *hdr, size_t len, const char *key, const char **val, size_t *val_len)
 {
     jr__hdr_iter it;
     if (jr__headers_iter(hdr, len, &it)) return JR_EINVAL;

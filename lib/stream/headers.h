@@ -39,8 +39,7 @@ int jr__headers_validate(const void *hdr, size_t len);
 
 /* The status line of a valid, non-empty block: *code gets the status (0 if none), *desc and
  * *desc_len the description (NULL/0 if none). 0 or JR_EINVAL (block invalid or empty). */
-int jr__headers_status(const void *hdr, size_t len, int *code, const char **desc,
-                       size_t *desc_len);
+int jr__headers_status(const void *hdr, size_t len, int *code, const char **desc, size_t *desc_len);
 
 /* Iteration over the key/value lines of a block, in order. */
 typedef struct jr__hdr_iter {

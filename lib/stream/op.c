@@ -20,8 +20,7 @@ static int check_publish(const jr__op_publish *p)
     const jr__pub_opts *o = &p->opts;
     if (!str_ok(p->subject, p->subject_len, JR__OP_SUBJECT_MAX)) return JR_EINVAL;
     if ((p->hdr_len && !p->hdr) || (p->data_len && !p->data)) return JR_EINVAL;
-    if (p->hdr_len > JR__OP_MSG_MAX || p->data_len > JR__OP_MSG_MAX - p->hdr_len)
-        return JR_EINVAL;
+    if (p->hdr_len > JR__OP_MSG_MAX || p->data_len > JR__OP_MSG_MAX - p->hdr_len) return JR_EINVAL;
     if (o->flags & ~JR__PUB_FLAGS_ALL) return JR_EINVAL;
     if ((o->flags & JR__PUB_ROLLUP_SUB) && (o->flags & JR__PUB_ROLLUP_ALL)) return JR_EINVAL;
     if ((o->flags & JR__PUB_MSG_ID) && !str_ok(o->msg_id, o->msg_id_len, JR__OP_MSG_ID_MAX))
@@ -42,8 +41,7 @@ static int check_op(const jr__stream_op *op)
     case JR__OP_PUBLISH:
         return check_publish(&op->u.pub);
     case JR__OP_DELETE:
-        return op->u.del.seq >= 1 && (op->u.del.erase == 0 || op->u.del.erase == 1) ? 0
-                                                                                   : JR_EINVAL;
+        return op->u.del.seq >= 1 && (op->u.del.erase == 0 || op->u.del.erase == 1) ? 0 : JR_EINVAL;
     case JR__OP_PURGE: {
         const jr__op_purge *p = &op->u.purge;
         if (p->seq && p->keep) return JR_EINVAL;
@@ -199,8 +197,7 @@ static void get_op(jr__rd *r, jr__stream_op *op)
         if (o->flags & JR__PUB_EXPECT_LAST_SUBJ_SEQ)
             o->expected_last_subject_seq = jr__rd_varint(r);
         if (o->flags & JR__PUB_EXPECT_LAST_MSG_ID)
-            o->expected_last_msg_id =
-                get_str(r, &o->expected_last_msg_id_len, JR__OP_MSG_ID_MAX);
+            o->expected_last_msg_id = get_str(r, &o->expected_last_msg_id_len, JR__OP_MSG_ID_MAX);
         if (r->err) break;
         if (p->hdr_len == 0) p->hdr = NULL;
         if (p->data_len == 0) p->data = NULL;

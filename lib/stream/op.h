@@ -56,11 +56,11 @@
 #define JR__OP_VERSION 1
 
 /* Limits enforced by the codec. */
-#define JR__OP_SUBJECT_MAX 4096           /* subject or purge filter (= JR__SUBJECT_MAX) */
-#define JR__OP_MSG_ID_MAX 1024            /* msg_id and expected_last_msg_id */
+#define JR__OP_SUBJECT_MAX 4096            /* subject or purge filter (= JR__SUBJECT_MAX) */
+#define JR__OP_MSG_ID_MAX 1024             /* msg_id and expected_last_msg_id */
 #define JR__OP_MSG_MAX (64u * 1024 * 1024) /* headers + payload of one message */
 #define JR__OP_CONFIG_MAX (1u << 20)       /* encoded stream config */
-#define JR__OP_BATCH_MAX 65536            /* ops in one batch */
+#define JR__OP_BATCH_MAX 65536             /* ops in one batch */
 
 enum jr__op_type {
     JR__OP_PUBLISH = 1,

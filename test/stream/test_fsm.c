@@ -226,8 +226,8 @@ static void assert_same_replicas(jr__stream_fsm *a, jr__stream_fsm *b, const cha
     ck_assert_msg(sa.msgs == sb.msgs && sa.bytes == sb.bytes && sa.first_seq == sb.first_seq &&
                       sa.last_seq == sb.last_seq && sa.num_subjects == sb.num_subjects &&
                       sa.num_deleted == sb.num_deleted && sa.first_ts == sb.first_ts,
-                  "%s: store states differ: msgs %" PRIu64 "/%" PRIu64 " first %" PRIu64
-                  "/%" PRIu64 " last %" PRIu64 "/%" PRIu64,
+                  "%s: store states differ: msgs %" PRIu64 "/%" PRIu64 " first %" PRIu64 "/%" PRIu64
+                  " last %" PRIu64 "/%" PRIu64,
                   ctx, sa.msgs, sb.msgs, sa.first_seq, sb.first_seq, sa.last_seq, sb.last_seq);
     jr__store *xa = jr__stream_fsm_store(a), *xb = jr__stream_fsm_store(b);
     uint64_t from = 1;
@@ -300,8 +300,8 @@ typedef struct expect_case {
     const char *stream;
     uint64_t last_seq, last_subj_seq;
     const char *last_msg_id;
-    int status;        /* expected result */
-    uint64_t res_seq;  /* for refusals that report a seq */
+    int status;       /* expected result */
+    uint64_t res_seq; /* for refusals that report a seq */
 } expect_case;
 
 /* State before each case: orders.a = seqs 1, 3 (msg id "m3"), orders.b = seq 2; last seq 3. */
@@ -317,8 +317,9 @@ static const expect_case expect_cases[] = {
      JR_EWRONGLASTSUBJSEQ, 3},
     {"last msg id ok", JR__PUB_EXPECT_LAST_MSG_ID, NULL, 0, 0, "m3", 0, 4},
     {"last msg id wrong", JR__PUB_EXPECT_LAST_MSG_ID, NULL, 0, 0, "m2", JR_EWRONGLASTMSGID, 0},
-    {"all ok", JR__PUB_EXPECT_STREAM | JR__PUB_EXPECT_LAST_SEQ | JR__PUB_EXPECT_LAST_SUBJ_SEQ |
-                   JR__PUB_EXPECT_LAST_MSG_ID,
+    {"all ok",
+     JR__PUB_EXPECT_STREAM | JR__PUB_EXPECT_LAST_SEQ | JR__PUB_EXPECT_LAST_SUBJ_SEQ |
+         JR__PUB_EXPECT_LAST_MSG_ID,
      "ORDERS", 3, 3, "m3", 0, 4},
     /* the first failing check in the documented order wins */
     {"stream before seq", JR__PUB_EXPECT_STREAM | JR__PUB_EXPECT_LAST_SEQ, "X", 9, 0, NULL,
@@ -562,9 +563,10 @@ START_TEST(discard_new_refuses_with_elimit)
     ck_assert_int_eq(set_config(&x, &c).status, 0);
     ck_assert_int_eq(pub(&x, "orders.a", "x").status, JR_ELIMIT);
     /* a message larger than max_bytes on its own is too large, not a limit */
-    ck_assert_int_eq(pub(&x, "orders.a", "this payload alone exceeds max_bytes of the stream"
-                                         "......................................................"
-                                         "................")
+    ck_assert_int_eq(pub(&x, "orders.a",
+                         "this payload alone exceeds max_bytes of the stream"
+                         "......................................................"
+                         "................")
                          .status,
                      JR_EMSGSIZE);
     fx_done(&x);
@@ -960,8 +962,8 @@ START_TEST(replicas_applying_the_same_log_are_identical)
     ck_assert_uint_gt(refused, 0);
     if (getenv("FSM_STATS"))
         fprintf(stderr, "seed %llu: refused %zu dups %zu msgs %llu last %llu\n",
-                (unsigned long long)seed, refused, dups,
-                (unsigned long long)state(a.f).msgs, (unsigned long long)state(a.f).last_seq);
+                (unsigned long long)seed, refused, dups, (unsigned long long)state(a.f).msgs,
+                (unsigned long long)state(a.f).last_seq);
     char ctx[64];
     snprintf(ctx, sizeof ctx, "seed %" PRIu64, seed);
     /* same messages, per-seq, and the same state; the digest ignores the storage kind only
@@ -999,9 +1001,8 @@ static void catch_up(jr__stream_fsm *src, jr__stream_fsm *dst, size_t chunk_byte
     jr__buf_init(&snap, NULL);
     ck_assert_int_eq(jr__stream_fsm_snapshot(src, &snap), 0);
     uint64_t need;
-    ck_assert_int_eq(jr__stream_fsm_restore(dst, jr__stream_fsm_applied(src), snap.data, snap.len,
-                                            &need),
-                     0);
+    ck_assert_int_eq(
+        jr__stream_fsm_restore(dst, jr__stream_fsm_applied(src), snap.data, snap.len, &need), 0);
     *rounds = 0;
     int restores = 0;
     while (need) {
@@ -1017,9 +1018,9 @@ static void catch_up(jr__stream_fsm *src, jr__stream_fsm *dst, size_t chunk_byte
             from = next;
             (*rounds)++;
         } while (next <= state(src).last_seq);
-        ck_assert_int_eq(jr__stream_fsm_restore(dst, jr__stream_fsm_applied(src), snap.data,
-                                                snap.len, &need),
-                         0);
+        ck_assert_int_eq(
+            jr__stream_fsm_restore(dst, jr__stream_fsm_applied(src), snap.data, snap.len, &need),
+            0);
         ck_assert(need == 0);
     }
     ck_assert(!jr__stream_fsm_restoring(dst));
@@ -1173,9 +1174,10 @@ START_TEST(snapshot_decoding_is_strict)
         p[i] = (uint8_t)(p[i] + 1);
         jr__put_u64(p + snap.len - 8, jr__xxh3(p, snap.len - 8));
         int rc = jr__stream_fsm_restore(t, k, p, snap.len, &need);
-        if (rc == 0) accepted++;
-        else ck_assert_msg(rc == JR_ECORRUPT || rc == JR_EINVAL, "byte %zu: %s", i,
-                           jr_err_name(rc));
+        if (rc == 0)
+            accepted++;
+        else
+            ck_assert_msg(rc == JR_ECORRUPT || rc == JR_EINVAL, "byte %zu: %s", i, jr_err_name(rc));
         free(p);
         jr__stream_fsm_close(t);
     }
@@ -1336,16 +1338,16 @@ START_TEST(restart_replays_after_the_snapshot_over_a_store_that_is_ahead)
     ck_assert_int_eq(jr__stream_fsm_snapshot(a.f, &snap), 0);
     uint64_t k = jr__stream_fsm_applied(a.f);
     size_t at = a.log.n;
-    del(&a, 2);                 /* a snapshot message */
-    pub(&a, "orders.c", "n1");  /* seq 13 */
+    del(&a, 2);                /* a snapshot message */
+    pub(&a, "orders.c", "n1"); /* seq 13 */
     jr__stream_op op = pub_op("orders.c", "n2");
     op.u.pub.opts.flags = JR__PUB_EXPECT_LAST_SUBJ_SEQ;
     op.u.pub.opts.expected_last_subject_seq = 1; /* refused */
     ck_assert_int_eq(run(&a, op).status, JR_EWRONGLASTSUBJSEQ);
-    pub_id(&a, "orders.a", "n3", "m4");     /* duplicate of a snapshot id */
-    pub(&a, "orders.a", "n4");              /* per-subject limit drops an older one */
-    purge(&a, "orders.b", 0, 2);            /* keep among the messages so far */
-    pub(&a, "orders.b", "n5");              /* newer than the purge */
+    pub_id(&a, "orders.a", "n3", "m4"); /* duplicate of a snapshot id */
+    pub(&a, "orders.a", "n4");          /* per-subject limit drops an older one */
+    purge(&a, "orders.b", 0, 2);        /* keep among the messages so far */
+    pub(&a, "orders.b", "n5");          /* newer than the purge */
     op = pub_op("orders.a", "n6");
     op.u.pub.opts.flags = JR__PUB_ROLLUP_SUB;
     run(&a, op);

@@ -122,8 +122,7 @@ static void assert_same_op(const jr__stream_op *a, const jr__stream_op *b)
         ck_assert(a->u.purge.keep == b->u.purge.keep);
         break;
     case JR__OP_CONFIG:
-        ck_assert(same_bytes(a->u.config.cfg, a->u.config.len, b->u.config.cfg,
-                             b->u.config.len));
+        ck_assert(same_bytes(a->u.config.cfg, a->u.config.len, b->u.config.cfg, b->u.config.len));
         break;
     default:
         break;
