@@ -862,7 +862,7 @@ int jr__store_file_open(jr__store *s, const jr__store_config *cfg)
     scan sc = {s, NULL, 0, 0, 0};
     rc = f->vfs->list(f->vfs->ctx, f->dir, list_cb, &sc);
     if (!rc) {
-        qsort(sc.ids, sc.n, sizeof *sc.ids, cmp_u32);
+        if (sc.n) qsort(sc.ids, sc.n, sizeof *sc.ids, cmp_u32);
         for (size_t i = 0; !rc && i < sc.n; i++) rc = recover_block(s, sc.ids[i], i + 1 == sc.n);
     }
     jr__free(s->alloc, sc.ids);
