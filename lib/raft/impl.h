@@ -41,8 +41,10 @@ typedef struct jr__prog {
     /* Replicate state: the last index of every APPEND not yet acknowledged, oldest first. */
     uint64_t *ring;
     uint32_t ring_head, ring_count;
-    /* Snapshot state: which snapshot is being sent and the offset the peer wants next. */
+    /* Snapshot state: which snapshot is being sent and the offset the peer wants next;
+     * snap_moved: an answer arrived since the last heartbeat tick (else the chunk is resent). */
     uint64_t snap_index, snap_offset;
+    uint8_t snap_moved;
 } jr__prog;
 
 struct jr__raft {

@@ -155,8 +155,10 @@ void jr__repl_heartbeat(jr__raft *r, uint64_t now)
             p->paused = 0; /* the probe (or its answer) may have been lost: retry */
         } else if (p->state == JR__REPLICATE && p->ring_count && p->match == p->hb_match) {
             jr__prog_probe(p, p->match + 1); /* a whole interval without progress: lost */
-        } else if (p->state == JR__SNAPSHOT && p->paused) {
-            jr__snap_send(r, p, now); /* resume at the offset the follower last asked for */
+        } else if (p->state == JR__SNAPSHOT) {
+            /* no answer for a whole interval: resume at the offset the follower asked for */
+            if (p->paused && !p->snap_moved) jr__snap_send(r, p, now);
+            p->snap_moved = 0;
         }
         p->hb_match = p->match;
         jr__repl_send_append(r, p, now);
@@ -197,7 +199,7 @@ int jr__repl_check_append(const jr__raft *r, const jr__msg *m)
     uint64_t t = pterm;
     for (uint32_t i = 0; i < n; i++) {
         const jr__entry *e = &m->u.append.entries[i];
-        if (e->index != prev + 1 + i || e->term < t || e->term > m->term ||
+        if (e->index != prev + 1 + i || e->term == 0 || e->term < t || e->term > m->term ||
             e->type > JR__ENTRY_CONFIG || (e->len && !e->data))
             return JR_EINVAL;
         if (e->type == JR__ENTRY_CONFIG) {

@@ -107,7 +107,10 @@ void jr__snap_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
         jr__repl_send_append(r, p, now);
         return;
     }
+    /* "send me X" while the chunk at X is out: an answer to a duplicate; do not resend */
+    if (m->u.snap_resp.offset == p->snap_offset && p->paused) return;
     p->snap_offset = m->u.snap_resp.offset;
+    p->snap_moved = 1;
     jr__snap_send(r, p, now);
 }
 
