@@ -61,7 +61,9 @@ int jr__stream_fsm_open(const jr__stream_fsm_config *cfg, jr__stream_fsm **out, 
     sc.vfs = cfg->vfs;
     sc.dir = cfg->dir;
     sc.alloc = cfg->alloc;
-    jr__stream_fsm_limits(c, &sc.limits);
+    /* No limits at open: a restarted store must not be trimmed by a config that is not yet the
+     * one in force at its applied index (set by restore, or by the first entry applied). */
+    memset(&sc.limits, 0, sizeof sc.limits);
     sc.block_bytes = cfg->block_bytes;
     sc.compress = c->compression == JR_COMPRESS_LZ4;
     sc.master_key = cfg->master_key;
@@ -81,6 +83,7 @@ int jr__stream_fsm_open(const jr__stream_fsm_config *cfg, jr__stream_fsm **out, 
     jr__store_state_get(f->store, &st);
     f->horizon = st.last_seq;
     f->last_ts = st.last_ts;
+    f->limits_pending = 1;
     *out = f;
     return 0;
 }
@@ -427,6 +430,13 @@ int jr__stream_fsm_apply(jr__stream_fsm *f, uint64_t index, const void *entry, s
     if (f->failed) return f->failed;
     if (f->restoring) return JR_EDAMAGED;
     if (index <= f->applied) return 0;
+    if (f->limits_pending) {
+        jr__store_limits l;
+        jr__stream_fsm_limits(&f->cfg->c, &l);
+        int lrc = jr__store_set_limits(f->store, &l);
+        if (lrc) return jr__stream_fsm_fail(f, lrc);
+        f->limits_pending = 0;
+    }
     jr__stream_op op;
     jr__stream_result res;
     int rc = jr__op_decode(entry, len, &op);

@@ -227,13 +227,14 @@ struct jr__stream_fsm {
     jr__store *store;
     jr__dedup dedup;
     size_t dedup_max;
-    int64_t clock;     /* largest op timestamp applied */
-    uint64_t applied;  /* index of the last applied entry */
-    uint64_t last_seq; /* last seq assigned by the applied entries */
-    int64_t last_ts;   /* timestamp of the last stored message (0: none yet) */
-    uint64_t horizon;  /* recovery mode while last_seq < horizon */
-    int restoring;     /* a restore waits for chunks: entries refused */
-    int failed;        /* 0 or the local failure that stopped the fsm */
+    int64_t clock;      /* largest op timestamp applied */
+    uint64_t applied;   /* index of the last applied entry */
+    uint64_t last_seq;  /* last seq assigned by the applied entries */
+    int64_t last_ts;    /* timestamp of the last stored message (0: none yet) */
+    uint64_t horizon;   /* recovery mode while last_seq < horizon */
+    int restoring;      /* a restore waits for chunks: entries refused */
+    int limits_pending; /* the store has no limits yet (set at the first apply or restore) */
+    int failed;         /* 0 or the local failure that stopped the fsm */
     size_t last_msg_id_len;
     char last_msg_id[JR__OP_MSG_ID_MAX];
 };
