@@ -231,6 +231,8 @@ void jr__raft_tick(jr__raft *r, uint64_t now)
     if (!r->started) return;
     if (now > r->now) r->now = now;
     now = r->now;
+    uint64_t deadline = jr__raft_deadline(r), term = r->term;
+    int role = r->role;
     if (r->role == ROLE_LEADER) {
         jr__xfer_tick(r, now);
         if (now >= r->cq_deadline) jr__elect_check_quorum(r, now);
@@ -238,7 +240,8 @@ void jr__raft_tick(jr__raft *r, uint64_t now)
     } else {
         jr__elect_tick(r, now);
     }
-    jr__raft_wake(r);
+    /* a tick that found nothing due (an early or shared timer) costs the node no flush */
+    if (jr__raft_deadline(r) != deadline || r->role != role || r->term != term) jr__raft_wake(r);
 }
 
 uint64_t jr__raft_deadline(const jr__raft *r)
