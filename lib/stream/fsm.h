@@ -56,14 +56,17 @@
  *     entries after the snapshot; or chunks read from a peer that moved on) is kept: the entries
  *     after the snapshot are then applied in recovery mode until the fsm's last seq reaches the
  *     store's (the "horizon"): a publish whose seq the store already holds is not stored again —
- *     its message is recognised by content (subject, headers, payload, timestamp) or, if a later
- *     entry deleted it, assumed stored when every check that does not depend on the store
- *     passes; deletes and purges are confined to seqs assigned so far. That guess is wrong only
- *     if the publish had been refused by a check that depends on the store's messages
- *     (expected_last_subject_seq, a discard-new limit) AND the message that took its seq was
- *     deleted by a later entry before the crash reached the disk; a content match is wrong only
- *     if a refused publish and the next stored one have identical subject, headers, payload and
- *     timestamp. jr__stream_fsm_recovering()
+ *     its message is recognised by content (subject, headers, payload, timestamp); if a later
+ *     entry deleted it, the publish is taken as stored when every check that does not depend on
+ *     the store passes and its expected_last_subject_seq (if any) is not refuted by a message
+ *     still in the store. That is a guess when a check on the store's messages applied
+ *     (expected_last_subject_seq not refuted, a discard-new limit): it is wrong if the publish
+ *     had been refused and the message that took its seq was deleted later. Guesses are counted
+ *     (jr__stream_fsm_info.recovery_guesses): with none, recovery decided every entry as the
+ *     original did (barring a refused publish whose subject, headers, payload and timestamp
+ *     equal those of the next stored one); with some, a replica that has peers should rather be
+ *     repaired from them. Deletes and purges are confined to seqs assigned so far.
+ *     jr__stream_fsm_recovering()
  *     tells whether the horizon is still ahead; if it still is when the log is exhausted, the
  *     store holds writes the log does not explain and the replica must be repaired.
  *   - a message the snapshot has but the store lacks below its last seq is taken as deleted by
@@ -159,14 +162,16 @@ int jr__stream_fsm_recovering(const jr__stream_fsm *f);
 int jr__stream_fsm_restoring(const jr__stream_fsm *f);
 
 typedef struct jr__stream_fsm_info {
-    jr__store_state store; /* msgs, bytes, first/last seq and ts, subjects, interior deletes;
-                              store.last_ts is the fsm's own (below), which is known also where
-                              the store's is not (a replica caught up over a deleted tail) */
-    uint64_t applied;      /* index of the last applied entry */
-    int64_t clock;         /* the stream clock (ns) */
-    uint64_t last_seq;     /* the last seq assigned, as the applied entries say */
-    uint64_t horizon;      /* recovery: the store's last seq to reach; 0 when not recovering */
-    size_t dedup_ids;      /* msg ids in the duplicate window */
+    jr__store_state store;     /* msgs, bytes, first/last seq and ts, subjects, interior deletes;
+                                  store.last_ts is the fsm's own (below), which is known also where
+                                  the store's is not (a replica caught up over a deleted tail) */
+    uint64_t applied;          /* index of the last applied entry */
+    int64_t clock;             /* the stream clock (ns) */
+    uint64_t last_seq;         /* the last seq assigned, as the applied entries say */
+    uint64_t horizon;          /* recovery: the store's last seq to reach; 0 when not recovering */
+    size_t dedup_ids;          /* msg ids in the duplicate window */
+    uint64_t recovery_guesses; /* publishes recovery took as stored without proof (see above);
+                                  0: every recovery decision was checked */
     int restoring;
     int failed; /* 0 or the local failure */
 } jr__stream_fsm_info;
@@ -234,6 +239,7 @@ struct jr__stream_fsm {
     uint64_t horizon;   /* recovery mode while last_seq < horizon */
     int restoring;      /* a restore waits for chunks: entries refused */
     int limits_pending; /* the store has no limits yet (set at the first apply or restore) */
+    uint64_t guesses;   /* recovery decisions that could not be checked (see above) */
     int failed;         /* 0 or the local failure that stopped the fsm */
     size_t last_msg_id_len;
     char last_msg_id[JR__OP_MSG_ID_MAX];

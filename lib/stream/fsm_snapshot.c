@@ -255,6 +255,7 @@ static void install(jr__stream_fsm *f, snap *s, uint64_t horizon)
     f->applied = s->index;
     f->horizon = horizon > s->last_seq ? horizon : 0;
     f->restoring = 0;
+    f->guesses = 0;
     f->limits_pending = 0; /* set from the snapshot's config right after */
 }
 

@@ -28,6 +28,7 @@
 typedef struct entry {
     uint8_t *p;
     size_t n;
+    jr__stream_result res; /* what the recording replica decided */
 } entry;
 
 typedef struct oplog {
@@ -121,6 +122,7 @@ static jr__stream_result apply_entry(fx *x, const void *p, size_t n)
     jr__stream_result res;
     int rc = jr__stream_fsm_apply1(x->f, ++x->index, p, n, &res);
     ck_assert_msg(rc == 0, "apply %" PRIu64 ": %s", x->index, jr_strerror(rc));
+    x->log.e[x->log.n - 1].res = res;
     return res;
 }
 
@@ -245,6 +247,20 @@ static void assert_same_replicas(jr__stream_fsm *a, jr__stream_fsm *b, const cha
     ck_assert_msg(digest(a) == digest(b), "%s: digests differ", ctx);
 }
 
+static uint64_t jr__stream_fsm_info_last(const jr__stream_fsm *f)
+{
+    jr__stream_fsm_info i;
+    jr__stream_fsm_info_get(f, &i);
+    return i.last_seq;
+}
+
+static uint64_t jr__stream_fsm_info_horizon(const jr__stream_fsm *f)
+{
+    jr__stream_fsm_info i;
+    jr__stream_fsm_info_get(f, &i);
+    return i.horizon;
+}
+
 /* Replays x's recorded log, entries [from, to), into f starting at index from + 1. */
 static void replay(const fx *x, jr__stream_fsm *f, size_t from, size_t to)
 {
@@ -252,6 +268,13 @@ static void replay(const fx *x, jr__stream_fsm *f, size_t from, size_t to)
         jr__stream_result r;
         int rc = jr__stream_fsm_apply1(f, i + 1, x->log.e[i].p, x->log.e[i].n, &r);
         ck_assert_msg(rc == 0, "replay of entry %zu: %s", i + 1, jr_strerror(rc));
+        const jr__stream_result *o = &x->log.e[i].res;
+        if (getenv("FSM_TRACE") && (r.status != o->status || r.seq != o->seq))
+            fprintf(stderr,
+                    "entry %zu type %d: replay %s seq %" PRIu64 ", original %s seq %" PRIu64
+                    " (last %" PRIu64 " horizon %" PRIu64 ")\n",
+                    i + 1, r.type, jr_err_name(r.status), r.seq, jr_err_name(o->status), o->seq,
+                    jr__stream_fsm_info_last(f), jr__stream_fsm_info_horizon(f));
     }
 }
 
@@ -1056,7 +1079,7 @@ START_TEST(snapshot_restore_and_catch_up_through_chunks)
     snprintf(ctx, sizeof ctx, "seed %" PRIu64, seed);
     assert_same_replicas(a.f, b, ctx);
     ck_assert(jr__stream_fsm_applied(b) == jr__stream_fsm_applied(a.f));
-    if (state(a.f).msgs > 5) ck_assert_int_gt(rounds, 1);
+    if (state(a.f).bytes > 2 * 700) ck_assert_int_gt(rounds, 1);
 
     /* both go on identically from there */
     size_t at = a.log.n;
@@ -1312,10 +1335,10 @@ END_TEST
  */
 
 /* Crashes x's replica (power loss on its memfs) and reopens it. */
-static void crash_and_reopen(fx *x)
+static void crash_and_reopen(fx *x, int torn)
 {
     jr__stream_fsm_abandon(x->f);
-    jr__memfs_crash(x->vfs, 0);
+    jr__memfs_crash(x->vfs, torn);
     x->f = open_fsm(&x->cfg, x->vfs, 0);
 }
 
@@ -1370,7 +1393,7 @@ START_TEST(restart_replays_after_the_snapshot_over_a_store_that_is_ahead)
             a.cfg.max_msgs = 2;
             a.cfg.max_msgs_per_subject = 1;
         }
-        crash_and_reopen(&a);
+        crash_and_reopen(&a, 0);
         ck_assert(jr__stream_fsm_recovering(a.f)); /* the store is not empty */
         if (mode != 1) {
             /* from the snapshot */
@@ -1404,7 +1427,9 @@ START_TEST(restart_random)
     gen g;
     memset(&g, 0, sizeof g);
     jr__rand_seed(&g.r, seed);
-    g.allow_store_refusals = 0; /* see fsm.h: recovery's one guess */
+    /* odd runs: publishes refused by checks on the store's messages too, where recovery may have
+     * to guess (fsm.h); the result is then checked only if it did not */
+    g.allow_store_refusals = _i % 2;
     jr__buf snap;
     jr__buf_init(&snap, NULL);
     uint64_t k = 0;
@@ -1419,7 +1444,7 @@ START_TEST(restart_random)
         if (i % 97 == 0) ck_assert_int_eq(jr__stream_fsm_sync(a.f), 0);
     }
     replay(&a, ref.f, 0, a.log.n);
-    crash_and_reopen(&a);
+    crash_and_reopen(&a, (_i / 2) % 2); /* torn: a random prefix of unsynced writes survives */
     uint64_t need;
     ck_assert_int_eq(jr__stream_fsm_restore(a.f, k, snap.data, snap.len, &need), 0);
     ck_assert(need == 0);
@@ -1433,6 +1458,17 @@ START_TEST(restart_random)
     replay(&a, a.f, at, a.log.n);
     char ctx[64];
     snprintf(ctx, sizeof ctx, "seed %" PRIu64, seed);
+    jr__stream_fsm_info_get(a.f, &info);
+    if (getenv("FSM_STATS"))
+        fprintf(stderr, "restart seed %llu: guesses %llu\n", (unsigned long long)seed,
+                (unsigned long long)info.recovery_guesses);
+    if (g.allow_store_refusals && info.recovery_guesses) {
+        /* recovery had to guess (fsm.h): the replica would be repaired from its peers */
+        jr__buf_free(&snap);
+        fx_done(&a);
+        fx_done(&ref);
+        return;
+    }
     ck_assert_msg(!jr__stream_fsm_recovering(a.f), "%s: still recovering", ctx);
     assert_same_replicas(a.f, ref.f, ctx);
     jr__buf_free(&snap);
@@ -1520,7 +1556,7 @@ int main(void)
     tcase_add_test(tc, snapshot_decoding_is_strict);
     tcase_add_test(tc, dedup_survives_failover_through_snapshot);
     tcase_add_test(tc, restart_replays_after_the_snapshot_over_a_store_that_is_ahead);
-    tcase_add_loop_test(tc, restart_random, 0, 6);
+    tcase_add_loop_test(tc, restart_random, 0, 8);
     tcase_add_test(tc, store_failure_fails_the_replica);
     tcase_add_test(tc, open_refuses_bad_configs);
     suite_add_tcase(s, tc);
