@@ -18,6 +18,12 @@
  * messages are stamped with the clock (so timestamps never go backwards across leaders). The
  * leader should propose a TICK now and then for streams with max_age, so idle streams expire.
  *
+ * Limits. The store is opened without limits; the config in force at the applied index sets
+ * them — at the first entry applied, or when a snapshot is installed — so a restarted store is
+ * never trimmed by a config that is not yet in force. CONFIG entries change limits, flags,
+ * subjects and the duplicate window at once; a change of compression only affects stores opened
+ * later; name and storage type never change.
+ *
  * Publish, checked in this order (the first failing check is the result):
  *   JR_ESEALED        the stream is sealed
  *   JR_EINVAL         subject not a valid literal subject, header block malformed (headers.h)
