@@ -85,6 +85,9 @@ typedef struct jr_sim_config {
     /* Optional: a node's group replaced its state by a snapshot taken at index (installed from
      * the leader, or loaded when the group was opened after a restart). */
     void (*on_restore)(void *arg, unsigned node, uint64_t group, uint64_t index);
+    /* Non-zero: do not compute the run digest (jr_sim_digest then returns 0); benchmarks use it
+     * to leave the fixture's own hashing out of their numbers. */
+    int no_digest;
 } jr_sim_config;
 
 /* Fills cfg with defaults (3 nodes, seed 1, a perfect link, 150 ms / 30 ms timers). */

@@ -11,6 +11,8 @@
 #include "util/checksum.h"
 #include "vfs/memfs.h"
 
+#include <xxhash.h>
+
 #define START_NS 1000000000ull
 /* A node that asks to be ticked at the same instant this many times in a row is spinning (a
  * bug, or a fault it cannot get past): its next tick is pushed 1 ms later. */
@@ -39,13 +41,18 @@ void jr_sim_config_init(jr_sim_config *cfg)
 
 /* Digest --------------------------------------------------------------------------------------*/
 
+/* digest' = xxh3(data, seeded with a mix of the digest so far and the event's words): one
+ * one-shot hash per event (the streaming API costs more than the event itself). */
 static void digest_add(jr_sim *s, const uint64_t *words, size_t nwords, const void *data,
                        size_t len)
 {
-    uint64_t buf[8];
-    buf[0] = s->digest;
-    for (size_t i = 0; i < nwords && i < 7; i++) buf[i + 1] = words[i];
-    s->digest = jr__xxh3_2(buf, (nwords + 1) * sizeof buf[0], data, len);
+    if (s->cfg.no_digest) return;
+    uint64_t seed = s->digest;
+    for (size_t i = 0; i < nwords; i++) {
+        seed ^= words[i] + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2);
+        seed = jr__splitmix64(&seed);
+    }
+    s->digest = XXH3_64bits_withSeed(data, len, seed);
 }
 
 static void hook_applied(void *ctx, jr_node *n, uint64_t group, const jr__entry *e)
@@ -71,7 +78,7 @@ static void hook_restored(void *ctx, jr_node *n, uint64_t group, uint64_t index,
 
 uint64_t jr_sim_digest(const jr_sim *s)
 {
-    return s ? s->digest : 0;
+    return s && !s->cfg.no_digest ? s->digest : 0;
 }
 
 /* The fixture as host -------------------------------------------------------------------------*/
