@@ -177,11 +177,10 @@ static int write_rec(jr__store *s, const jr__srec *r, uint32_t *blk, uint32_t *o
     return rc ? wfail(s, rc) : 0;
 }
 
-/* Writes a tombstone into the active block (file store only). lo_target is the lowest seq it may
- * delete (for carrying it forward when its block is dropped). */
-int jr__store_write_tomb(jr__store *s, const jr__srec *r, uint64_t lo_target)
+/* Writes tombstone r at the end of the active block and remembers, for its block, the lowest seq
+ * it may delete (lo_target: whether it must outlive its block). */
+static int put_tomb(jr__store *s, const jr__srec *r, uint64_t lo_target)
 {
-    if (!s->bk->persistent || s->loading) return 0;
     uint32_t blk, off;
     int rc = write_rec(s, r, &blk, &off);
     if (rc) return rc;
@@ -190,20 +189,35 @@ int jr__store_write_tomb(jr__store *s, const jr__srec *r, uint64_t lo_target)
     return 0;
 }
 
-static int tomb_del(jr__store *s, uint64_t lo, uint64_t hi)
-{
-    jr__srec r = {.type = JR__SREC_DEL, .seq = lo, .ts = hi};
-    return jr__store_write_tomb(s, &r, lo);
-}
-
-/* Makes "every seq below base is deleted" persistent if it is not yet. */
+/* Makes "every seq below first_seq is deleted" persistent if it is not yet (front removals are
+ * recorded lazily: one record for a run of discard-old removals). */
 static int tomb_front(jr__store *s)
 {
     uint64_t f = first_seq(s);
     if (!s->bk->persistent || s->loading || f - 1 <= s->front_done) return 0;
-    int rc = tomb_del(s, s->front_done + 1, f - 1);
+    jr__srec r = {.type = JR__SREC_DEL, .seq = s->front_done + 1, .ts = f - 1};
+    int rc = put_tomb(s, &r, s->front_done + 1);
     if (!rc) s->front_done = f - 1;
     return rc;
+}
+
+/* Writes a tombstone into the active block (file store only). lo_target is the lowest seq it may
+ * delete (for carrying it forward when its block is dropped). A front removal not yet recorded
+ * is written first: records reach the disk in order, so a later tombstone can never be durable
+ * while an earlier removal is not (a crash would otherwise bring back a message that a later,
+ * durable, record assumes gone, and nothing would ever remove it again). */
+int jr__store_write_tomb(jr__store *s, const jr__srec *r, uint64_t lo_target)
+{
+    if (!s->bk->persistent || s->loading) return 0;
+    int rc = tomb_front(s);
+    if (!rc) rc = put_tomb(s, r, lo_target);
+    return rc;
+}
+
+static int tomb_del(jr__store *s, uint64_t lo, uint64_t hi)
+{
+    jr__srec r = {.type = JR__SREC_DEL, .seq = lo, .ts = hi};
+    return jr__store_write_tomb(s, &r, lo);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -783,7 +797,10 @@ int jr__store_delete(jr__store *s, uint64_t seq, int erase)
         int rc = s->bk->erase(s, e->blk, e->off, e->len);
         if (rc) return wfail(s, rc);
     }
-    return remove_msg(s, seq, 1);
+    int rc = remove_msg(s, seq, 1);
+    /* a delete is recorded at once, also at the front (only limits remove lazily) */
+    if (!rc) rc = tomb_front(s);
+    return rc;
 }
 
 /* Removes the live messages of subject id with seq <= upto; writes one DELSUBJ tombstone. */

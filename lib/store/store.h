@@ -27,9 +27,13 @@
  * Durability (file store). Appends and deletes are buffered; jr__store_sync() writes and syncs
  * them. jr__store_durable_seq() is the highest seq such that every append up to it has been
  * covered by a completed sync: after a crash the store reopens with at least every message up
- * to it (minus those deleted), and the stream replays its WAL after it. Removals caused by
- * limits are made durable lazily (a crash may bring them back; they are removed again at open
- * or on the next append). A memory store is never persistent; its durable seq is its last seq.
+ * to it (minus those deleted), and the stream replays its WAL after it. Records reach the disk
+ * in the order of the operations that made them, except that discard-old removals of the first
+ * messages are recorded lazily, at the next sync or before the next other tombstone: a crash may
+ * bring such messages back (only when nothing written after their removal survived but appends;
+ * the limits remove them again at open or on the next append), never a message deleted
+ * explicitly before a write that survived. A memory store is never persistent; its durable seq
+ * is its last seq.
  *
  * Borrowing. jr__store_msg fields point into store-owned memory valid until the next call on
  * the same store (any call). Copy what you keep.
@@ -52,8 +56,9 @@ typedef struct jr__store jr__store;
 enum jr__store_kind { JR__STORE_FILE = 0, JR__STORE_MEMORY = 1 };
 enum jr__store_discard { JR__DISCARD_OLD = 0, JR__DISCARD_NEW = 1 };
 
-/* Distinct refusals (see the report: candidates for their own public codes). */
-#define JR__ESTORE_FULL JR_ENORESOURCES /* discard new: a limit would be exceeded */
+/* Refusals: discard-new limits give the public JR_ELIMIT (what a publisher sees); a wrong
+ * expected seq is the store caller's bug, JR_ERANGE. */
+#define JR__ESTORE_FULL JR_ELIMIT /* discard new: a limit would be exceeded (public code) */
 #define JR__ESTORE_SEQ JR_ERANGE        /* append's expected seq is not last_seq + 1 */
 
 typedef struct jr__store_limits {

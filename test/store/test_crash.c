@@ -259,6 +259,73 @@ static void run_seed(uint64_t seed)
     fx_done(&f);
 }
 
+/* Regression (followups store #1): a discard-old removal of the front is recorded lazily; a
+ * later delete must not reach the disk without it. Block 1 holds seqs 1-6 and is synced when
+ * seq 7 rotates it; block 2 (seq 7) is lost at the crash. Before the fix seq 1 came back (its
+ * removal was never written) and, under the limit, was never removed again. */
+START_TEST(front_removal_is_never_overtaken_by_a_later_delete)
+{
+    for (int conf = CONF_FILE; conf < NCONF; conf++) {
+        jr__store_limits lim = {.max_msgs = 5, .discard = JR__DISCARD_OLD};
+        fx f;
+        fx_init(&f, conf, &lim, 7);
+        for (uint64_t q = 1; q <= 5; q++)
+            ck_assert_int_eq(jr__store_append(f.st, q, "a", 1, NULL, 0, "x", 1, (int64_t)q, NULL),
+                             0);
+        ck_assert_int_eq(jr__store_sync(f.st), 0);
+        ck_assert_int_eq(jr__store_append(f.st, 6, "a", 1, NULL, 0, "x", 1, 6, NULL), 0);
+        for (uint64_t q = 3; q <= 6; q++) ck_assert_int_eq(jr__store_delete(f.st, q, 0), 0);
+        static char big[4000];
+        memset(big, 'y', sizeof big);
+        ck_assert_int_eq(jr__store_append(f.st, 7, "a", 1, NULL, 0, big, sizeof big, 7, NULL), 0);
+        jr__store_abandon(f.st);
+        f.st = NULL;
+        jr__memfs_crash(f.vfs, 0);
+        int rc = fx_open(&f);
+        ck_assert_msg(rc == 0, "%s: reopen: %s", conf_names[conf], f.err);
+        jr__store_msg m;
+        ck_assert_msg(jr__store_get(f.st, 1, &m) == JR_ENOTFOUND, "%s: seq 1 is back",
+                      conf_names[conf]);
+        ck_assert_int_eq(jr__store_get(f.st, 2, &m), 0);
+        for (uint64_t q = 3; q <= 6; q++) ck_assert_int_eq(jr__store_get(f.st, q, &m), JR_ENOTFOUND);
+        jr__store_state st;
+        jr__store_state_get(f.st, &st);
+        ck_assert_uint_eq(st.first_seq, 2);
+        ck_assert_uint_ge(st.last_seq, 6);
+        fx_done(&f);
+    }
+}
+END_TEST
+
+/* A delete of the first message is recorded at once (not lazily like a discard-old removal):
+ * a later append made durable by a rotation never comes back with it. */
+START_TEST(front_delete_is_recorded_before_later_writes)
+{
+    for (int conf = CONF_FILE; conf < NCONF; conf++) {
+        fx f;
+        fx_init(&f, conf, NULL, 8);
+        for (uint64_t q = 1; q <= 3; q++)
+            ck_assert_int_eq(jr__store_append(f.st, q, "a", 1, NULL, 0, "x", 1, (int64_t)q, NULL),
+                             0);
+        ck_assert_int_eq(jr__store_sync(f.st), 0);
+        ck_assert_int_eq(jr__store_delete(f.st, 1, 0), 0);
+        static char big[4000];
+        memset(big, 'y', sizeof big);
+        ck_assert_int_eq(jr__store_append(f.st, 4, "a", 1, NULL, 0, big, sizeof big, 4, NULL), 0);
+        ck_assert_int_eq(jr__store_append(f.st, 5, "a", 1, NULL, 0, big, sizeof big, 5, NULL), 0);
+        jr__store_abandon(f.st);
+        f.st = NULL;
+        jr__memfs_crash(f.vfs, 0);
+        ck_assert_int_eq(fx_open(&f), 0);
+        jr__store_msg m;
+        ck_assert_int_eq(jr__store_get(f.st, 4, &m), 0); /* synced by the rotation */
+        ck_assert_msg(jr__store_get(f.st, 1, &m) == JR_ENOTFOUND, "%s: seq 1 is back",
+                      conf_names[conf]);
+        fx_done(&f);
+    }
+}
+END_TEST
+
 START_TEST(crash_consistency)
 {
     const char *e = getenv("STORE_CRASH_SEEDS");
@@ -275,6 +342,8 @@ int main(int argc, char **argv)
     Suite *s = suite_create("store-crash");
     TCase *tc = tcase_create("crash");
     tcase_set_timeout(tc, 3600);
+    tcase_add_test(tc, front_removal_is_never_overtaken_by_a_later_delete);
+    tcase_add_test(tc, front_delete_is_recorded_before_later_writes);
     tcase_add_test(tc, crash_consistency);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
