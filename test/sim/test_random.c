@@ -34,6 +34,7 @@
 #include "node/node.h"
 #include "raft/raft.h"
 #include "util/rand.h"
+#include "vfs/memfs.h"
 
 #define MS ((uint64_t)1000000)
 #define MAX_PROPOSALS 4096
@@ -72,6 +73,7 @@ struct world {
     uint64_t *verified[H_MAX]; /* term verified at index, per node */
     size_t verified_cap[H_MAX];
     uint64_t steps;
+    uint8_t disk_failed[H_MAX];
 };
 
 static uint64_t rnd(world *w, uint64_t n)
@@ -280,6 +282,18 @@ static int crashed(world *w, unsigned i)
     return jr_sim_node(w->h.sim, i) == NULL;
 }
 
+static int restart(world *w, unsigned a)
+{
+    jr__memfs_fail_clear(jr_sim_vfs(w->h.sim, a));
+    w->disk_failed[a] = 0;
+    int rc = jr_sim_restart(w->h.sim, a);
+    if (rc == 0) rc = h_open(&w->h, a);
+    if (rc != 0) h_failf(&w->h, "restart of node %u failed: %s", a, jr_err_name(rc));
+    if (w->verbose)
+        fprintf(stderr, "%" PRIu64 " ms: restart %u\n", jr_sim_now(w->h.sim) / MS, a);
+    return rc;
+}
+
 static void fault(world *w)
 {
     h_cluster *h = &w->h;
@@ -305,16 +319,20 @@ static void fault(world *w)
         }
     } else if (x < 0.17) {
         unsigned a = (unsigned)rnd(w, n);
-        if (crashed(w, a)) {
-            int rc = jr_sim_restart(h->sim, a);
-            if (rc == 0) rc = h_open(h, a);
-            if (rc != 0) h_failf(h, "restart of node %u failed: %s", a, jr_err_name(rc));
-            if (w->verbose) fprintf(stderr, "%" PRIu64 " ms: restart %u\n", jr_sim_now(h->sim) / MS, a);
-        }
+        if (crashed(w, a)) restart(w, a);
     } else if (x < 0.18) {
         int l = h_leader(h);
         unsigned to = (unsigned)rnd(w, n);
         if (l >= 0 && h->g[l]) jr_group_transfer(h->g[l], jr_sim_name(h->sim, to), NULL, NULL);
+    } else if (x < 0.185) {
+        /* the disk starts failing syncs: unsynced writes are lost at the next crash */
+        unsigned a = (unsigned)rnd(w, n);
+        if (!crashed(w, a) && !w->disk_failed[a]) {
+            jr__memfs_fail(jr_sim_vfs(h->sim, a), JR__MEMFS_SYNC, 1 + rnd(w, 3), JR_EIO, 1, NULL);
+            w->disk_failed[a] = 1;
+            if (w->verbose)
+                fprintf(stderr, "%" PRIu64 " ms: disk of %u fails\n", jr_sim_now(h->sim) / MS, a);
+        }
     }
 }
 
@@ -400,12 +418,10 @@ static int run_seed(uint64_t seed, int verbose, char *why, size_t whylen)
     jr_sim_link_init(&perfect);
     for (unsigned a = 0; a < n; a++)
         for (unsigned b = 0; b < n; b++) jr_sim_set_link(h->sim, a, b, &perfect);
-    for (unsigned a = 0; a < n && !h->fail[0]; a++)
-        if (crashed(w, a)) {
-            rc = jr_sim_restart(h->sim, a);
-            if (rc == 0) rc = h_open(h, a);
-            if (rc != 0) h_failf(h, "restart of node %u failed: %s", a, jr_err_name(rc));
-        }
+    for (unsigned a = 0; a < n && !h->fail[0]; a++) {
+        if (w->disk_failed[a] && !crashed(w, a)) jr_sim_crash(h->sim, a); /* power-cycle it */
+        if (crashed(w, a)) restart(w, a);
+    }
     uint64_t healed = jr_sim_now(h->sim);
     proposal *p = NULL;
     for (int attempt = 0; attempt < 10 && !h->fail[0]; attempt++) {
