@@ -11,8 +11,9 @@
  * §4.2.3 (leader lease): a server that heard from a current leader within the election timeout
  * refuses (pre-)votes, unless the candidate was asked to campaign by a leadership transfer.
  *
- * The election timeout is checked in one place, jr__elect_due(), so that a later change can let
- * followers of a quiescent group rely on node-level liveness instead.
+ * The election timeout is checked in one place, jr__elect_due(): followers of a quiet group
+ * (quiesce.c) rely on node-level liveness instead. A candidate that is the very server we take
+ * for the leader gave its leadership up, so the lease never refuses it.
  */
 #include "impl.h"
 
@@ -36,7 +37,9 @@ int jr__elect_can_campaign(const jr__raft *r)
 
 int jr__elect_due(const jr__raft *r, uint64_t now)
 {
-    return r->role != ROLE_LEADER && now >= r->election_deadline && jr__elect_can_campaign(r);
+    /* a quiet follower's leader is vouched for by the node (quiesce.c) */
+    return r->role != ROLE_LEADER && !r->quiet && now >= r->election_deadline &&
+           jr__elect_can_campaign(r);
 }
 
 int jr__elect_in_lease(const jr__raft *r, uint64_t now)
@@ -52,6 +55,8 @@ void jr__elect_become_follower(jr__raft *r, uint64_t now, uint64_t term, jr__id 
         r->vote = 0;
     }
     r->role = ROLE_FOLLOWER;
+    r->quiet = 0;
+    r->idle_ticks = 0;
     r->leader = leader;
     if (leader) r->leader_contact = now;
     r->transfer_to = 0;
@@ -75,6 +80,8 @@ static void become_leader(jr__raft *r, uint64_t now)
         return;
     }
     r->role = ROLE_LEADER;
+    r->quiet = 0;
+    r->idle_ticks = 0;
     r->leader = r->cfg.self;
     r->transfer_to = 0;
     jr__prog_rebuild(r);
@@ -129,6 +136,7 @@ void jr__elect_campaign(jr__raft *r, uint64_t now, int prevote, int transfer)
         r->term = vterm;
         r->vote = r->cfg.self;
     }
+    r->quiet = 0;
     r->leader = 0;
     r->transfer_to = 0;
     r->votes_for = me >= 0 ? 1ULL << me : 0;
@@ -166,7 +174,8 @@ void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m)
      * voters of its configuration, so an observer's answer never elects anyone. */
     if (up_to_date(r, m)) {
         if (prevote) {
-            int lease = !(m->flags & JR__MF_TRANSFER) && jr__elect_in_lease(r, now);
+            int lease =
+                !(m->flags & JR__MF_TRANSFER) && m->from != r->leader && jr__elect_in_lease(r, now);
             grant = m->term > r->term && !lease;
         } else {
             grant = m->term == r->term && (r->vote == m->from || (r->vote == 0 && r->leader == 0));

@@ -9,6 +9,8 @@
  *   membership.c  configuration entries: take effect on append, revert on truncation
  *   transfer.c    leadership transfer
  *   snapshot.c    snapshots taken by the node, compaction, chunked install
+ *   quiesce.c     idle groups: a quiet leader stops heartbeating, quiet followers stop their
+ *                 election timer; node-level (coalesced) heartbeats stand in for both
  *   memlog.c      the in-memory log rings; conf.c the configuration codec
  *
  * Invariants of struct jr__raft:
@@ -17,7 +19,9 @@
  *  - conf is the configuration of the latest CONFIG entry in the log, else snap_conf;
  *    cidx lists the indexes of every CONFIG entry held in the log, ascending;
  *  - as leader, prog[i] describes conf.m[i] (same order, same count);
- *  - notified is 1 from io->notify until jr__raft_ready_done().
+ *  - notified is 1 from io->notify until jr__raft_ready_done();
+ *  - quiet implies role LEADER (hb_deadline == UINT64_MAX) or role FOLLOWER with a known
+ *    leader (no election timer runs); any role change clears it.
  */
 #ifndef JR_RAFT_IMPL_H
 #define JR_RAFT_IMPL_H
@@ -101,11 +105,15 @@ struct jr__raft {
 
     uint8_t notified;
     uint8_t started;
+
+    /* Quiescence (quiesce.c). */
+    uint8_t quiet;
+    uint32_t idle_ticks; /* leader: consecutive heartbeat ticks that found the group idle */
 };
 
 /* raft.c ------------------------------------------------------------------------------------*/
 /* Calls io->notify unless it was already called since the last jr__raft_ready_done(). */
-void jr__raft_wake(jr__raft *r);
+void jr__raft_notify(jr__raft *r);
 /* Fills in group, from and (if 0) term, then hands m to io->send. */
 void jr__raft_send(jr__raft *r, jr__msg *m);
 /* This server's entry in the latest configuration, or NULL. */
@@ -225,6 +233,14 @@ void jr__xfer_progress(jr__raft *r, jr__prog *p);
 /* Abandons a transfer older than an election timeout. */
 void jr__xfer_tick(jr__raft *r, uint64_t now);
 void jr__xfer_timeout_now(jr__raft *r, jr__prog *p);
+
+/* quiesce.c ---------------------------------------------------------------------------------*/
+/* Leader, at a heartbeat tick: counts idle ticks and goes quiet after cfg.quiesce of them.
+ * Returns 1 if the group is (now) quiet: no heartbeat is to be sent. */
+int jr__quiet_leader_tick(jr__raft *r, uint64_t now);
+/* Leaves the quiet state (no notification; the caller notifies): a leader heartbeats at once,
+ * a follower restarts its election timer. No-op when not quiet. */
+void jr__quiet_leave(jr__raft *r, uint64_t now);
 
 /* snapshot.c --------------------------------------------------------------------------------*/
 /* Leader: sends p the chunk at its offset of the current snapshot (restarting at 0 if a newer

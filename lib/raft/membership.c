@@ -130,8 +130,9 @@ int jr__raft_change(jr__raft *r, uint64_t now, int op, jr__id peer, uint64_t *in
     size_t n = jr__conf_encode(&c, buf);
     rc = jr__repl_append_local(r, r->term, JR__ENTRY_CONFIG, buf, (uint32_t)n);
     if (rc) return rc;
+    jr__quiet_leave(r, r->now);
     if (index) *index = r->log.last;
     r->send_pending = 1;
-    jr__raft_wake(r);
+    jr__raft_notify(r);
     return 0;
 }

@@ -116,13 +116,13 @@ int jr__raft_start(jr__raft *r, uint64_t now)
     jr__elect_become_follower(r, now, r->term, 0);
     /* A group whose only voter is this server needs nobody's vote: lead at once. */
     if (jr__raft_is_voter(r) && jr__conf_voters(&r->conf) == 1) jr__elect_campaign(r, now, 1, 0);
-    jr__raft_wake(r);
+    jr__raft_notify(r);
     return 0;
 }
 
 /* Output helpers ------------------------------------------------------------------------------*/
 
-void jr__raft_wake(jr__raft *r)
+void jr__raft_notify(jr__raft *r)
 {
     if (r->notified || !r->started) return;
     r->notified = 1;
@@ -166,7 +166,8 @@ static int step_term(jr__raft *r, uint64_t now, const jr__msg *m)
     int prevote = (m->flags & JR__MF_PREVOTE) != 0;
     if (m->term > r->term) {
         if (m->type == JR__MSG_VOTE) {
-            int lease = !(m->flags & JR__MF_TRANSFER) && jr__elect_in_lease(r, now);
+            int lease =
+                !(m->flags & JR__MF_TRANSFER) && m->from != r->leader && jr__elect_in_lease(r, now);
             if (!prevote && !lease) jr__elect_become_follower(r, now, m->term, 0);
             return 0; /* the vote code answers (and refuses if our term did not move) */
         }
@@ -192,6 +193,10 @@ int jr__raft_step(jr__raft *r, uint64_t now, const jr__msg *m)
     if (rc) return rc;
     if (now > r->now) r->now = now;
     now = r->now;
+    if (r->quiet) {
+        jr__quiet_leave(r, now); /* any message wakes a quiet group */
+        jr__raft_notify(r);
+    }
     if (step_term(r, now, m)) return 0;
     switch (m->type) {
     case JR__MSG_VOTE:
@@ -222,7 +227,7 @@ int jr__raft_step(jr__raft *r, uint64_t now, const jr__msg *m)
         jr__elect_on_timeout_now(r, now, m);
         break;
     }
-    jr__raft_wake(r);
+    jr__raft_notify(r);
     return rc;
 }
 
@@ -241,7 +246,7 @@ void jr__raft_tick(jr__raft *r, uint64_t now)
         jr__elect_tick(r, now);
     }
     /* a tick that found nothing due (an early or shared timer) costs the node no flush */
-    if (jr__raft_deadline(r) != deadline || r->role != role || r->term != term) jr__raft_wake(r);
+    if (jr__raft_deadline(r) != deadline || r->role != role || r->term != term) jr__raft_notify(r);
 }
 
 uint64_t jr__raft_deadline(const jr__raft *r)
@@ -252,7 +257,7 @@ uint64_t jr__raft_deadline(const jr__raft *r)
         if (r->transfer_to && r->transfer_deadline < d) d = r->transfer_deadline;
         return d;
     }
-    return jr__elect_can_campaign(r) ? r->election_deadline : UINT64_MAX;
+    return jr__elect_can_campaign(r) && !r->quiet ? r->election_deadline : UINT64_MAX;
 }
 
 int jr__raft_propose(jr__raft *r, uint64_t now, const void *data, size_t len, uint64_t *index)
@@ -264,9 +269,11 @@ int jr__raft_propose(jr__raft *r, uint64_t now, const void *data, size_t len, ui
     if (now > r->now) r->now = now;
     int rc = jr__repl_append_local(r, r->term, JR__ENTRY_NORMAL, data, (uint32_t)len);
     if (rc) return rc;
+    jr__quiet_leave(r, r->now);
+    r->idle_ticks = 0;
     if (index) *index = r->log.last;
     r->send_pending = 1;
-    jr__raft_wake(r);
+    jr__raft_notify(r);
     return 0;
 }
 
@@ -274,6 +281,7 @@ void jr__raft_stepdown(jr__raft *r, uint64_t now)
 {
     if (!r->started || r->role != ROLE_LEADER) return;
     if (now > r->now) r->now = now;
+    jr__quiet_leave(r, r->now);
     /* Hand over to a caught-up voter if there is one, so the group is not leaderless for an
      * election timeout (§3.10); then step down regardless. */
     jr__prog *best = NULL;
@@ -283,7 +291,7 @@ void jr__raft_stepdown(jr__raft *r, uint64_t now)
     }
     if (best) jr__xfer_timeout_now(r, best);
     jr__elect_become_follower(r, r->now, r->term, 0);
-    jr__raft_wake(r);
+    jr__raft_notify(r);
 }
 
 /* The ready cycle -----------------------------------------------------------------------------*/
@@ -345,7 +353,7 @@ void jr__raft_ready_done(jr__raft *r)
     r->notified = 0;
     /* Work that arrived during the node's flush gets a new notification. A commit-only change
      * of the hard state does not: it rides along with the next write. */
-    if (r->durable < r->log.last || hs_changed(r) == 2) jr__raft_wake(r);
+    if (r->durable < r->log.last || hs_changed(r) == 2) jr__raft_notify(r);
 }
 
 /* Queries -------------------------------------------------------------------------------------*/

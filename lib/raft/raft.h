@@ -37,8 +37,12 @@
  *    resumable chunks read/written through io (the bytes are opaque here).
  *
  * Time: heartbeats are sent in one place (replication.c, jr__repl_heartbeat) and election
- * timeouts are checked in one place (election.c, jr__elect_due), so that idle groups can later
- * quiesce (a leader stops heartbeating caught-up followers; followers rely on node liveness).
+ * timeouts are checked in one place (election.c, jr__elect_due). Idle groups quiesce
+ * (quiesce.c, cfg.quiesce): a leader whose followers hold its whole log and commit index stops
+ * heartbeating, its followers stop their election timers, and the node's coalesced heartbeats
+ * (one per peer pair, listing every quiet group the two share) carry the leader's term and
+ * commit one way and the followers' answers the other (jr__raft_hb_*). Quiescence changes only
+ * timers and the leader lease, never what a vote, an append or a commit requires.
  *
  * Invariants (checked by the simulation on every step): at most one leader per term; if two logs
  * hold an entry with the same index and term they are identical up to it; a committed entry is in
@@ -208,6 +212,7 @@ typedef struct jr__raft_config {
     uint32_t max_entry_bytes;    /* largest proposal; default 1 MiB */
     uint32_t snap_chunk_bytes;   /* default 256 KiB */
     uint8_t observer;            /* informational; membership decides */
+    uint32_t quiesce;            /* idle heartbeat ticks before a leader goes quiet; 0 never */
 } jr__raft_config;
 
 int jr__raft_new(const jr__raft_config *cfg, const jr__raft_io *io, jr__raft **out);
@@ -313,6 +318,51 @@ void jr__raft_applied(jr__raft *r, uint64_t index);
  * snapshot. Memory of the dropped entries is reused by later appends. */
 int jr__raft_snapshot_taken(jr__raft *r, uint64_t index, uint64_t trailing);
 void jr__raft_ready_done(jr__raft *r);
+
+/* Quiescence and coalesced heartbeats (quiesce.c) -----------------------------------------------
+ * With cfg.quiesce = k > 0, a leader goes quiet after k + 1 consecutive heartbeat ticks that
+ * found the group idle: an entry of its term committed, its own log durable and committed to the
+ * end, no transfer and no uncommitted configuration, and every member heard from within an
+ * election timeout in replicate state with nothing in flight, holding the whole log and told the
+ * commit index (members not heard from for that long are taken for down and do not hold it
+ * back, as long as a quorum of voters is caught up). A quiet leader sends no heartbeats; its
+ * deadline is its check-quorum deadline (§6.2), which counts the contact reported through
+ * jr__raft_hb_resp. Its node lists the group in the coalesced heartbeat to every other member
+ * (jr__raft_hb_item); a follower that receives that item (jr__raft_hb_recv) follows the leader
+ * as from a HEARTBEAT and, holding everything committed, goes quiet: no election timer, and the
+ * leader lease (§4.2.3) kept alive by each further item. Any input that is not a coalesced
+ * heartbeat wakes a quiet group (a received message, a proposal, a membership change, a
+ * transfer, a stepdown), as does jr__raft_wake (the node's leader no longer lists the group) and
+ * jr__raft_peer_lost (the node lost the leader's node). A (pre-)vote request from the very
+ * server a follower takes for its leader is never refused by the lease: that leader gave up.
+ */
+/* 1 if the group is quiet (a quiet leader, or a quiet follower of jr__raft_leader()). */
+int jr__raft_quiet(const jr__raft *r);
+/* Quiet leader: the item for peer's coalesced heartbeat: 1 with *term and *commit (the commit
+ * index as far as peer is known to hold it), or 0 if the group is not quiet or peer is not one
+ * of its other members. Reads only. */
+int jr__raft_hb_item(const jr__raft *r, jr__id peer, uint64_t *term, uint64_t *commit);
+/* A coalesced heartbeat from `from` listed this group with (term, commit). Term rules and
+ * effect as for a HEARTBEAT from the leader of `term` (a stale term changes nothing: the
+ * node's answer carries our newer term, which deposes the sender); then, as a follower holding
+ * every index up to commit, the group goes (or stays) quiet. Returns 1 if it follows `from`
+ * quietly. Notifies only on a change the node must act on (term, role, leader, commit,
+ * quiet state); the steady state (already quiet, same leader and term) costs a few stores. */
+int jr__raft_hb_recv(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint64_t commit);
+/* Peer `from` answered a coalesced heartbeat listing this group with its (term, index = its last
+ * durable index). A newer term deposes us (as any message of a newer term). In our term, as
+ * leader: contact with `from` (check-quorum, progress last_contact); a quiet leader that learns
+ * `from` lacks entries (index below its match, or a match below our last index) wakes and
+ * probes it. */
+void jr__raft_hb_resp(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint64_t index);
+/* The node has heard nothing from peer's node for an election timeout. A follower whose
+ * leader is peer forgets it (so the lease no longer refuses candidates), wakes, and campaigns
+ * (pre-vote first) `delay` ns from now unless its timer is due sooner; the node picks delay to
+ * stagger the groups of a lost node. Otherwise nothing. */
+void jr__raft_peer_lost(jr__raft *r, uint64_t now, jr__id peer, uint64_t delay);
+/* Leaves the quiet state: a leader heartbeats at its next tick (now), a follower restarts its
+ * election timer. No-op if not quiet. */
+void jr__raft_wake(jr__raft *r, uint64_t now);
 
 /* Queries ----------------------------------------------------------------------------------*/
 int jr__raft_role(const jr__raft *r); /* enum jr_role */

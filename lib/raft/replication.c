@@ -15,7 +15,8 @@
  * majority only once its own write is durable").
  *
  * Heartbeats are sent in one place, jr__repl_heartbeat(), which also drives retransmission
- * (probe retries, stalled pipelines, snapshot chunks); quiescence will hook in there.
+ * (probe retries, stalled pipelines, snapshot chunks); an idle leader goes quiet there
+ * (quiesce.c) and stops sending them.
  */
 #include "impl.h"
 #include "util/alloc.h"
@@ -146,6 +147,7 @@ int jr__repl_heartbeat_due(const jr__raft *r, uint64_t now)
 
 void jr__repl_heartbeat(jr__raft *r, uint64_t now)
 {
+    if (jr__quiet_leader_tick(r, now)) return; /* idle: the node's heartbeats stand in */
     r->hb_deadline = now + r->cfg.heartbeat_interval;
     r->send_pending = 0;
     for (uint32_t i = 0; i < r->conf.n; i++) {

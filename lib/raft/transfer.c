@@ -49,11 +49,12 @@ int jr__raft_transfer(jr__raft *r, uint64_t now, jr__id to)
     if (now > r->now) r->now = now;
     jr__prog *p = to ? jr__prog_find(r, to) : best_voter(r);
     if (!p || !p->voter || p->id == r->cfg.self) return JR_ENOTVOTER;
+    jr__quiet_leave(r, r->now);
     r->transfer_to = p->id;
     r->transfer_deadline = r->now + r->cfg.election_timeout;
     r->transfer_sent = 0;
     jr__repl_send_append(r, p, r->now); /* bring it up to date first */
     jr__xfer_progress(r, p);
-    jr__raft_wake(r);
+    jr__raft_notify(r);
     return 0;
 }

@@ -175,6 +175,7 @@ static void io_send(void *ctx, jr__raft *r, const jr__msg *m)
 {
     h_node *nd = ctx;
     (void)r;
+    if (m->type == JR__MSG_HEARTBEAT) nd->h->raft_heartbeats++;
     /* what depends on durable state says so (the node holds it until the sync) */
     if ((m->type == JR__MSG_VOTE_RESP && !(m->flags & JR__MF_PREVOTE)) ||
         (m->type == JR__MSG_VOTE && !(m->flags & JR__MF_PREVOTE)) ||
@@ -539,6 +540,8 @@ void h_init(harness *h, int n, uint64_t seed)
     }
 }
 
+static void live_reset(harness *h, h_node *nd);
+
 static void node_open(harness *h, h_node *nd)
 {
     jr__raft_config cfg = h->cfg;
@@ -548,6 +551,7 @@ static void node_open(harness *h, h_node *nd)
     CHECK_RC(h, jr__raft_new(&cfg, &io, &nd->r));
     nd->up = 1;
     nd->notified = 0;
+    live_reset(h, nd);
 }
 
 void h_start(harness *h, int nmembers, int nvoters)
@@ -638,6 +642,108 @@ void h_free(harness *h)
     memset(h, 0, sizeof *h);
 }
 
+/* Node-level liveness (h->quiesce) ------------------------------------------------------------
+ * The node's coalesced heartbeats for this one group, over the same network as everything else:
+ * type H_NHB carries the group's item when flags is 1 (term, u.heartbeat.commit); H_NHB_RESP
+ * answers it (term, u.heartbeat_resp.match_hint = last durable index). */
+#define H_NHB 64
+#define H_NHB_RESP 65
+
+static void live_reset(harness *h, h_node *nd)
+{
+    for (int j = 0; j < h->n; j++) {
+        nd->heard[j] = h->now;
+        nd->lost[j] = 0;
+    }
+    /* nodes' heartbeat phases differ, as their clocks would */
+    if (h->quiesce) nd->nhb_next = h->now + 1 + jr__rand_below(&h->rng, h->cfg.heartbeat_interval);
+}
+
+static uint64_t stagger_key(uint64_t group, jr__id id)
+{
+    uint64_t x = group * 0x9e3779b97f4a7c15ULL ^ id;
+    return jr__splitmix64(&x);
+}
+
+uint64_t h_stagger(harness *h, int self_idx, int lost_idx)
+{
+    h_node *nd = &h->nodes[self_idx];
+    const jr__conf *c = jr__raft_conf(nd->r);
+    uint64_t mine = stagger_key(h->cfg.group, nd->id), rank = 0, live = 0;
+    for (uint32_t k = 0; k < c->n; k++) {
+        int j = (int)c->m[k].id - 1;
+        if (!c->m[k].voter || j == lost_idx || (j != self_idx && nd->lost[j])) continue;
+        live++;
+        if (j != self_idx && stagger_key(h->cfg.group, c->m[k].id) < mine) rank++;
+    }
+    if (live == 0) live = 1;
+    uint64_t spread = h->cfg.election_timeout / 2;
+    return h->cfg.heartbeat_interval + (rank * spread + jr__rand_below(&h->rng, spread)) / live;
+}
+
+static void send_node_msg(harness *h, int from, int to, int type, int item, uint64_t term,
+                          uint64_t value)
+{
+    jr__msg m = {.type = (uint8_t)type, .flags = (uint8_t)item, .group = h->cfg.group};
+    m.from = (jr__id)from + 1;
+    m.to = (jr__id)to + 1;
+    m.term = term;
+    if (type == H_NHB)
+        m.u.heartbeat.commit = value;
+    else
+        m.u.heartbeat_resp.match_hint = value;
+    enqueue(h, copy_msg(&m));
+}
+
+static uint64_t durable_last(const h_node *nd)
+{
+    return nd->dn ? disk_last(nd) : nd->dfirst - 1;
+}
+
+/* A node's heartbeat tick: declare silent peers lost, then one heartbeat to every peer. */
+static void nhb_tick(harness *h, int i)
+{
+    h_node *nd = &h->nodes[i];
+    nd->nhb_next = h->now + h->cfg.heartbeat_interval;
+    h->steps++;
+    for (int j = 0; j < h->n; j++) {
+        if (j == i || nd->lost[j] || h->now - nd->heard[j] < h->cfg.election_timeout) continue;
+        nd->lost[j] = 1;
+        h->peers_lost++;
+        int was_quiet = jr__raft_quiet(nd->r);
+        jr__raft_peer_lost(nd->r, h->now, (jr__id)j + 1, h_stagger(h, i, j));
+        if (was_quiet && !jr__raft_quiet(nd->r)) h->quiet_wakes++;
+    }
+    for (int j = 0; j < h->n; j++) {
+        if (j == i) continue;
+        uint64_t term = 0, commit = 0;
+        int item = jr__raft_hb_item(nd->r, (jr__id)j + 1, &term, &commit);
+        send_node_msg(h, i, j, H_NHB, item, item ? term : 1, commit);
+    }
+    h_flush(nd);
+}
+
+static void deliver_node_msg(harness *h, h_node *nd, const jr__msg *m)
+{
+    jr__raft *r = nd->r;
+    jr__id from = m->from;
+    int was_quiet = jr__raft_quiet(r);
+    if (m->type == H_NHB) {
+        if (m->flags) {
+            h->nhb_items++;
+            jr__raft_hb_recv(r, h->now, from, m->term, m->u.heartbeat.commit);
+            send_node_msg(h, nd->idx, (int)from - 1, H_NHB_RESP, 1, jr__raft_term(r),
+                          durable_last(nd));
+        } else if (was_quiet && jr__raft_role(r) != JR_LEADER && jr__raft_leader(r) == from) {
+            jr__raft_wake(r, h->now); /* its leader no longer lists the group */
+        }
+    } else if (m->flags) {
+        jr__raft_hb_resp(r, h->now, from, m->term, m->u.heartbeat_resp.match_hint);
+    }
+    if (was_quiet && !jr__raft_quiet(r)) h->quiet_wakes++;
+    h_flush(nd);
+}
+
 /* Driving ---------------------------------------------------------------------------------------*/
 
 static void deliver(harness *h, long qi)
@@ -655,8 +761,17 @@ static void deliver(harness *h, long qi)
                 (unsigned long long)c->m.term, nd->up ? "" : " (down)");
     if (nd->up) {
         h->delivered++;
-        jr__raft_step(nd->r, h->now, &c->m);
-        h_flush(nd);
+        int from = (int)c->m.from - 1;
+        nd->heard[from] = h->now; /* any frame from a node tells its node is alive */
+        nd->lost[from] = 0;
+        if (c->m.type >= H_NHB) {
+            deliver_node_msg(h, nd, &c->m);
+        } else {
+            int was_quiet = jr__raft_quiet(nd->r);
+            jr__raft_step(nd->r, h->now, &c->m);
+            if (was_quiet && !jr__raft_quiet(nd->r)) h->quiet_wakes++;
+            h_flush(nd);
+        }
     }
     free_msg(c);
 }
@@ -675,12 +790,15 @@ static void tick_due(harness *h)
 {
     for (int i = 0; i < h->n; i++) {
         h_node *nd = &h->nodes[i];
+        if (h->quiesce && nd->up && nd->nhb_next <= h->now) nhb_tick(h, i);
         if (!nd->up || jr__raft_deadline(nd->r) > h->now) continue;
         h->steps++;
         if (getenv("RAFT_TRACE") && atoi(getenv("RAFT_TRACE")) > 2)
             fprintf(stderr, "t=%llums tick node %d role %d\n", (unsigned long long)(h->now / H_MS),
                     i, jr__raft_role(nd->r));
+        int was_quiet = jr__raft_quiet(nd->r);
         jr__raft_tick(nd->r, h->now);
+        if (!was_quiet && jr__raft_quiet(nd->r)) h->quiesced++;
         h_flush(nd);
     }
 }
@@ -700,6 +818,7 @@ void h_run(harness *h, uint64_t dt)
             if (!h->nodes[i].up) continue;
             uint64_t d = jr__raft_deadline(h->nodes[i].r);
             if (d < next) next = d;
+            if (h->quiesce && h->nodes[i].nhb_next < next) next = h->nodes[i].nhb_next;
         }
         if (next <= h->now) continue;
         if (next >= end) {

@@ -14,6 +14,14 @@
  *  - state-machine safety: every node applies the same entry at each index, and a snapshot
  *    install brings the same state as applying the log;
  *  - per node: commit never decreases while it runs; applied <= commit.
+ *
+ * With h->quiesce set (before h_start), the harness also plays the node's liveness layer of
+ * issue 5 for the group: every heartbeat interval each running node sends every other one a
+ * coalesced heartbeat over the same faulty network (the group's item if it is a quiet leader,
+ * jr__raft_hb_item), answered at once (jr__raft_hb_recv / jr__raft_hb_resp); a quiet follower
+ * whose leader's heartbeat stops listing the group is woken (jr__raft_wake); a peer heard
+ * nothing from (any message) for an election timeout is lost (jr__raft_peer_lost, with the
+ * node's staggered delay).
  */
 #ifndef JR_TEST_RAFT_HARNESS_H
 #define JR_TEST_RAFT_HARNESS_H
@@ -64,6 +72,10 @@ typedef struct h_node {
     uint64_t last_commit;
     uint64_t applied_count;
     int was_leader_term; /* term in which we last saw it leader (completeness check) */
+    /* node-level liveness (h->quiesce) */
+    uint64_t heard[H_MAX]; /* when a message from node j was last delivered here */
+    uint8_t lost[H_MAX];   /* node j declared lost */
+    uint64_t nhb_next;     /* next coalesced heartbeat */
 } h_node;
 
 /* Returns 0 to drop the message. */
@@ -102,6 +114,13 @@ struct harness {
     /* counters (what a run exercised) */
     uint64_t sent, delivered, dropped;
     uint64_t elections, installs, truncations, restarts, config_entries;
+    /* quiescence (node-level heartbeats) */
+    int quiesce;
+    uint64_t quiesced;        /* a leader went quiet */
+    uint64_t quiet_wakes;     /* a quiet group woke */
+    uint64_t peers_lost;      /* a node declared another lost */
+    uint64_t nhb_items;       /* coalesced heartbeat items delivered */
+    uint64_t raft_heartbeats; /* HEARTBEAT messages handed to the network */
 };
 
 /* Sets up n nodes (ids 1..n) with a template config (election 100 ms, heartbeat 20 ms unless
@@ -150,6 +169,10 @@ void h_preload(harness *h, int i, int voters, uint64_t term, const uint64_t *ter
 
 /* Sends a raw message into node i as if from the network (for malformed-input tests). */
 int h_inject(harness *h, int i, const jr__msg *m);
+
+/* The staggered campaign delay the node uses when node `self_idx` loses `lost_idx`, the
+ * leader of a group with configuration c (liveness.c follows the same rule). */
+uint64_t h_stagger(harness *h, int self_idx, int lost_idx);
 
 /* Counts of queued messages of a type (0 = any) from node a (-1 = any) to b (-1 = any). */
 size_t h_queued(const harness *h, int type, int from, int to);

@@ -6,7 +6,14 @@
  * state-machine safety on every flush. Once the faults heal, the group must elect a leader and
  * commit a new entry on every member within bounded simulated time.
  *
- * RAFT_SEEDS=n runs seeds 1..n (default 300); RAFT_SEED=s replays one seed.
+ * The same runs are repeated with quiescence on (issue 5): the harness plays the node's
+ * coalesced heartbeats and peer liveness over the same faulty network, idle periods let the
+ * group go quiet, and quiet leaders are isolated on purpose: an isolated quiet leader must step
+ * down within a bounded time (check-quorum fed only by real contact), and the liveness check
+ * after healing must pass as before.
+ *
+ * RAFT_SEEDS=n runs seeds 1..n (default 300) in each mode; RAFT_SEED=s replays one seed
+ * (RAFT_QUIESCE=1 replays it in the quiescence mode).
  */
 #include <check.h>
 #include <stdio.h>
@@ -23,9 +30,21 @@ static uint64_t pick(harness *h, uint64_t n)
     return jr__rand_below(&h->rng, n);
 }
 
+static int quiesce_mode;
+static void dump(harness *h);
+
+/* An isolated quiet leader under watch: it must lose its leadership of watch_term. */
+static int watch_node = -1;
+static uint64_t watch_term, watch_since, tot_isolated_quiet;
+
 static void configure(harness *h, uint64_t seed)
 {
     h_init(h, 5, seed);
+    watch_node = -1;
+    if (quiesce_mode) {
+        h->quiesce = 1;
+        h->cfg.quiesce = (uint32_t)pick(h, 3);
+    }
     h->drop_pct = (uint32_t)pick(h, 12);
     h->dup_pct = (uint32_t)pick(h, 6);
     h->delay_max = pick(h, 16) * MS;
@@ -69,7 +88,9 @@ static void random_step(harness *h, int k)
     } else if (x < 48) {
         h_crash(h, (int)pick(h, (uint64_t)h->n));
     } else if (x < 56) {
-        h_restart(h, (int)pick(h, (uint64_t)h->n));
+        int i = (int)pick(h, (uint64_t)h->n);
+        if (i == watch_node) watch_node = -1;
+        h_restart(h, i);
     } else if (x < 61) {
         int a = (int)pick(h, (uint64_t)h->n), b = (int)pick(h, (uint64_t)h->n);
         if (pick(h, 3) == 0)
@@ -78,6 +99,7 @@ static void random_step(harness *h, int k)
             h->cut[a][b] = 1; /* asymmetric */
     } else if (x < 66) {
         h_heal(h);
+        watch_node = -1;
     } else if (x < 70) {
         if (l >= 0) random_change(h, l);
     } else if (x < 72) {
@@ -90,8 +112,34 @@ static void random_step(harness *h, int k)
             jr__raft_stepdown(h->nodes[l].r, h->now);
             h_flush(&h->nodes[l]);
         }
+    } else if (quiesce_mode && x < 79) {
+        h_run(h, (1 + pick(h, 5)) * ET); /* idle: the group may go quiet */
+    } else if (quiesce_mode && x < 83) {
+        /* (a leader that is its group's only voter needs nobody: it keeps leading) */
+        if (l >= 0 && jr__raft_quiet(h->nodes[l].r) && watch_node < 0 &&
+            jr__conf_voters(jr__raft_conf(h->nodes[l].r)) > 1) {
+            h_isolate(h, l);
+            watch_node = l;
+            watch_term = jr__raft_term(h->nodes[l].r);
+            watch_since = h->now;
+            tot_isolated_quiet++;
+        }
     }
     h_run(h, (1 + pick(h, 20)) * MS);
+    if (watch_node >= 0) {
+        h_node *nd = &h->nodes[watch_node];
+        if (!nd->up) {
+            watch_node = -1;
+        } else if (jr__raft_role(nd->r) == JR_LEADER && jr__raft_term(nd->r) == watch_term &&
+                   h->now > watch_since + 3 * ET) {
+            dump(h);
+            ck_abort_msg("seed %llu: quiet leader %d isolated at t=%llums still leads term %llu "
+                         "at t=%llums (replay: RAFT_QUIESCE=1 RAFT_SEED=%llu)",
+                         (unsigned long long)h->seed, watch_node,
+                         (unsigned long long)(watch_since / MS), (unsigned long long)watch_term,
+                         (unsigned long long)(h->now / MS), (unsigned long long)h->seed);
+        }
+    }
 }
 
 static void dump(harness *h)
@@ -174,6 +222,7 @@ static void check_liveness(harness *h)
 }
 
 static uint64_t tot_elections, tot_installs, tot_truncations, tot_restarts, tot_configs, tot_steps;
+static uint64_t tot_quiesced, tot_wakes, tot_lost, tot_items;
 
 static void run_seed(uint64_t seed)
 {
@@ -192,13 +241,26 @@ static void run_seed(uint64_t seed)
     tot_restarts += h.restarts;
     tot_configs += h.config_entries;
     tot_steps += h.steps;
+    tot_quiesced += h.quiesced;
+    tot_wakes += h.quiet_wakes;
+    tot_lost += h.peers_lost;
+    tot_items += h.nhb_items;
     h_free(&h);
+}
+
+static void reset_totals(void)
+{
+    tot_elections = tot_installs = tot_truncations = tot_restarts = tot_configs = tot_steps = 0;
+    tot_quiesced = tot_wakes = tot_lost = tot_items = tot_isolated_quiet = 0;
 }
 
 START_TEST(random_faults_keep_raft_safe_and_live)
 {
     const char *one = getenv("RAFT_SEED");
+    quiesce_mode = 0;
+    reset_totals();
     if (one) {
+        if (getenv("RAFT_QUIESCE")) return;
         run_seed(strtoull(one, NULL, 10));
         return;
     }
@@ -222,12 +284,45 @@ START_TEST(random_faults_keep_raft_safe_and_live)
 }
 END_TEST
 
+START_TEST(random_faults_with_quiescence_keep_raft_safe_and_live)
+{
+    const char *one = getenv("RAFT_SEED");
+    quiesce_mode = 1;
+    reset_totals();
+    if (one) {
+        if (!getenv("RAFT_QUIESCE")) return;
+        run_seed(strtoull(one, NULL, 10));
+        return;
+    }
+    const char *n = getenv("RAFT_SEEDS");
+    uint64_t seeds = n ? strtoull(n, NULL, 10) : 300;
+    for (uint64_t s = 1; s <= seeds; s++) run_seed(s);
+    fprintf(stderr,
+            "raft-random (quiescence): %llu seeds, %llu steps, %llu elections, %llu times quiet, "
+            "%llu quiet wakes, %llu quiet leaders isolated, %llu peers lost, %llu heartbeat "
+            "items, %llu snapshot installs, %llu restarts\n",
+            (unsigned long long)seeds, (unsigned long long)tot_steps,
+            (unsigned long long)tot_elections, (unsigned long long)tot_quiesced,
+            (unsigned long long)tot_wakes, (unsigned long long)tot_isolated_quiet,
+            (unsigned long long)tot_lost, (unsigned long long)tot_items,
+            (unsigned long long)tot_installs, (unsigned long long)tot_restarts);
+    if (seeds >= 100) {
+        ck_assert_uint_gt(tot_quiesced, seeds);
+        ck_assert_uint_gt(tot_wakes, seeds);
+        ck_assert_uint_gt(tot_isolated_quiet, seeds / 4);
+        ck_assert_uint_gt(tot_lost, seeds);
+        ck_assert_uint_gt(tot_elections, seeds * 2);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("raft-random");
     TCase *tc = tcase_create("sim");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, random_faults_keep_raft_safe_and_live);
+    tcase_add_test(tc, random_faults_with_quiescence_keep_raft_safe_and_live);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

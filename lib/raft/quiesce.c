@@ -1,0 +1,172 @@
+/*
+ * quiesce — idle groups stop their timers; the node's coalesced heartbeats stand in for them.
+ *
+ * A Raft group normally costs a heartbeat per follower per interval and an election timer per
+ * follower, whether or not anything happens. Most groups of a node hosting thousands of streams
+ * are idle, so here a leader that finds its group idle goes quiet (no heartbeats) and its
+ * followers go quiet when the node tells them (jr__raft_hb_recv) that the leader is alive and
+ * the group quiet (no election timer). The node sends one heartbeat per peer per interval that
+ * lists every quiet group the two share, and the answer counts as contact for each of them.
+ *
+ * Why safety is unchanged: quiescence only decides *when* a server campaigns or heartbeats and
+ * whether the leader lease (§4.2.3: "if a server receives a RequestVote request within the
+ * minimum election timeout of hearing from a current leader, it does not update its term or
+ * grant its vote") refuses a candidate. Election safety rests on votes (§3.6: "each server will
+ * vote for at most one candidate in a given term"), log matching and commitment on the append
+ * and commit rules, none of which changes: a coalesced heartbeat item is handled exactly as a
+ * HEARTBEAT message of the same term and commit (the commit it carries is never above what the
+ * follower is known to hold, and the follower clamps it to its log, as for a HEARTBEAT).
+ *
+ * Liveness: a quiet follower campaigns when the node reports its leader's node lost
+ * (jr__raft_peer_lost) or the leader's heartbeats stop listing the group (jr__raft_wake); a
+ * quiet leader keeps its check-quorum (§6.2: "a leader steps down if an election timeout elapses
+ * without a successful round of heartbeats to a majority of its cluster"), fed by the answers
+ * (jr__raft_hb_resp), so an isolated quiet leader steps down like any other.
+ */
+#include "impl.h"
+
+/* Leader at a heartbeat tick: nothing to send and nobody to bring up to date (see raft.h). */
+static int leader_idle(const jr__raft *r, uint64_t now)
+{
+    uint64_t last = r->log.last;
+    if (!jr__raft_ready(r) || r->transfer_to || r->send_pending || jr__memb_pending(r) ||
+        r->durable != last || r->commit != last)
+        return 0;
+    uint64_t caught = 0;
+    for (uint32_t i = 0; i < r->conf.n; i++) {
+        const jr__prog *p = &r->prog[i];
+        if (p->id == r->cfg.self) {
+            caught += p->voter;
+            continue;
+        }
+        /* not heard from for an election timeout: down, brought back when its node answers */
+        if (now - p->last_contact >= r->cfg.election_timeout) continue;
+        if (p->state != JR__REPLICATE || p->ring_count || p->match != last || p->sent_commit < last)
+            return 0;
+        caught += p->voter;
+    }
+    return caught >= jr__raft_quorum(r);
+}
+
+int jr__quiet_leader_tick(jr__raft *r, uint64_t now)
+{
+    if (r->quiet) return 1;
+    if (!r->cfg.quiesce || !leader_idle(r, now)) {
+        r->idle_ticks = 0;
+        return 0;
+    }
+    if (++r->idle_ticks <= r->cfg.quiesce) return 0;
+    r->quiet = 1;
+    r->idle_ticks = 0;
+    r->hb_deadline = UINT64_MAX;
+    return 1;
+}
+
+void jr__quiet_leave(jr__raft *r, uint64_t now)
+{
+    if (!r->quiet) return;
+    r->quiet = 0;
+    r->idle_ticks = 0;
+    if (r->role == ROLE_LEADER)
+        r->hb_deadline = now; /* heartbeat at once: the followers are quiet too */
+    else
+        jr__elect_reset_timer(r, now);
+}
+
+int jr__raft_quiet(const jr__raft *r)
+{
+    return r->quiet;
+}
+
+int jr__raft_hb_item(const jr__raft *r, jr__id peer, uint64_t *term, uint64_t *commit)
+{
+    if (!r->quiet || r->role != ROLE_LEADER || peer == r->cfg.self) return 0;
+    for (uint32_t i = 0; i < r->conf.n; i++) {
+        const jr__prog *p = &r->prog[i];
+        if (p->id != peer) continue;
+        *term = r->term;
+        /* only what the follower is known to hold, as for a HEARTBEAT */
+        *commit = p->match < r->commit ? p->match : r->commit;
+        return 1;
+    }
+    return 0;
+}
+
+int jr__raft_hb_recv(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint64_t commit)
+{
+    if (!r->started || from == 0 || from == r->cfg.self || term == 0) return 0;
+    if (now > r->now) r->now = now;
+    now = r->now;
+    if (r->quiet && r->role == ROLE_FOLLOWER && r->leader == from && r->term == term &&
+        commit <= r->log.last) {
+        /* the steady state: the lease lives on, nothing else moves */
+        r->leader_contact = now;
+        if (commit > r->commit) {
+            r->commit = commit;
+            jr__raft_notify(r);
+        }
+        return 1;
+    }
+    /* §3.3 term rules, as for a HEARTBEAT (raft.c step_term) */
+    if (term < r->term) return 0;
+    int before_quiet = r->quiet, before_role = r->role;
+    jr__id before_leader = r->leader;
+    uint64_t before_term = r->term, before_commit = r->commit;
+    if (term > r->term) jr__elect_become_follower(r, now, term, from);
+    if (r->role == ROLE_LEADER) return 0; /* two leaders in one term cannot happen */
+    jr__repl_heard_leader(r, now, from);
+    uint64_t c = commit < r->log.last ? commit : r->log.last;
+    if (c > r->commit) r->commit = c;
+    /* quiet only once it holds everything the leader committed; otherwise its timer runs and
+     * the leader, told our last index by the node's answer, wakes to bring us up to date */
+    r->quiet = commit <= r->log.last;
+    if (r->quiet != before_quiet || r->role != before_role || r->leader != before_leader ||
+        r->term != before_term || r->commit != before_commit)
+        jr__raft_notify(r);
+    return r->quiet;
+}
+
+void jr__raft_hb_resp(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint64_t index)
+{
+    if (!r->started || from == 0 || from == r->cfg.self || term == 0) return;
+    if (now > r->now) r->now = now;
+    now = r->now;
+    if (term > r->term) {
+        jr__elect_become_follower(r, now, term, 0);
+        jr__raft_notify(r);
+        return;
+    }
+    if (r->role != ROLE_LEADER || term != r->term) return;
+    jr__prog *p = jr__prog_find(r, from);
+    if (!p || p->id == r->cfg.self) return;
+    p->last_contact = now;
+    if (r->quiet && (index < p->match || p->match < r->log.last)) {
+        /* it lost entries (damaged storage) or was down while the log grew: wake and probe */
+        jr__quiet_leave(r, now);
+        jr__prog_probe(p, p->match + 1);
+        jr__repl_send_append(r, p, now);
+        jr__raft_notify(r);
+    }
+}
+
+void jr__raft_peer_lost(jr__raft *r, uint64_t now, jr__id peer, uint64_t delay)
+{
+    if (!r->started || peer == 0 || r->role != ROLE_FOLLOWER || r->leader != peer) return;
+    if (now > r->now) r->now = now;
+    now = r->now;
+    int was_quiet = r->quiet;
+    r->quiet = 0;
+    r->leader = 0; /* the lease ends: candidates may now be granted (pre-)votes */
+    uint64_t at = delay < UINT64_MAX - now ? now + delay : UINT64_MAX;
+    /* a quiet follower's timer was stopped: whatever it says is stale */
+    if (was_quiet || at < r->election_deadline) r->election_deadline = at;
+    jr__raft_notify(r);
+}
+
+void jr__raft_wake(jr__raft *r, uint64_t now)
+{
+    if (!r->started || !r->quiet) return;
+    if (now > r->now) r->now = now;
+    jr__quiet_leave(r, r->now);
+    jr__raft_notify(r);
+}
