@@ -683,7 +683,62 @@ typedef struct scan {
     uint32_t *ids;
     size_t n, cap;
     int rc;
+    int destroyed; /* the destroy marker is present */
+    char bad[128]; /* first unexpected name (corruption, unless the store is being destroyed) */
 } scan;
+
+/* Destroying a store (jr__store_destroy): the marker makes the destruction atomic for readers:
+ * once it is durable, an open finishes the job and starts empty. */
+#define DESTROY_MARKER "destroyed"
+
+typedef struct rmall {
+    jr_vfs *vfs;
+    const char *dir;
+    int rc;
+} rmall;
+
+static int rm_cb(void *arg, const char *name)
+{
+    rmall *a = arg;
+    if (strcmp(name, DESTROY_MARKER) == 0) return 0; /* removed last */
+    char path[PATHMAX + 256];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", a->dir, name) >= sizeof path)
+        return JR_EINVAL;
+    int rc = a->vfs->remove(a->vfs->ctx, path);
+    if (rc && rc != JR_ENOTFOUND && !a->rc) a->rc = rc;
+    return 0;
+}
+
+/* Removes every file of the store directory sdir (the marker last). 0 or the first error. */
+static int remove_contents(jr_vfs *vfs, const char *sdir)
+{
+    rmall a = {vfs, sdir, 0};
+    int rc = vfs->list(vfs->ctx, sdir, rm_cb, &a);
+    if (!rc) rc = a.rc;
+    if (rc) return rc;
+    char path[PATHMAX];
+    snprintf(path, sizeof path, "%s/%s", sdir, DESTROY_MARKER);
+    rc = vfs->remove(vfs->ctx, path);
+    return rc == JR_ENOTFOUND ? 0 : rc;
+}
+
+int jr__store_destroy(jr_vfs *vfs, const char *dir, const char *name)
+{
+    if (!vfs || !dir || !name || !name[0] || strchr(name, '/')) return JR_EINVAL;
+    char sdir[PATHMAX], marker[PATHMAX + 32];
+    if ((size_t)snprintf(sdir, sizeof sdir, "%s/%s", dir, name) >= sizeof sdir - 32)
+        return JR_EINVAL;
+    snprintf(marker, sizeof marker, "%s/%s", sdir, DESTROY_MARKER);
+    jr_file *m;
+    int rc = vfs->open(vfs->ctx, marker, JR_O_CREATE, &m);
+    if (rc == JR_ENOTFOUND) return 0; /* no such store (its directory is missing) */
+    if (rc) return rc;
+    vfs->close(vfs->ctx, m);
+    rc = vfs->sync_dir(vfs->ctx, sdir); /* the marker is durable: the store is gone for good */
+    if (!rc) rc = remove_contents(vfs, sdir);
+    if (!rc) rc = vfs->remove(vfs->ctx, sdir);
+    return rc == JR_ENOTFOUND ? 0 : rc;
+}
 
 static int parse_id(const char *name, const char *ext, uint32_t *id)
 {
@@ -705,15 +760,20 @@ static int list_cb(void *arg, const char *name)
     jr__store *s = sc->s;
     fstore *f = F(s);
     uint32_t id;
+    if (strcmp(name, DESTROY_MARKER) == 0) {
+        sc->destroyed = 1;
+        return 0;
+    }
     if (parse_id(name, "tmp", &id)) {
         char path[PATHMAX];
         snprintf(path, sizeof path, "%s/%s", f->dir, name);
         int rc = f->vfs->remove(f->vfs->ctx, path);
         return rc && rc != JR_ENOTFOUND ? rc : 0;
     }
-    if (!parse_id(name, "blk", &id))
-        return jr__store_fail(s, JR_ECORRUPT, "%s/%s: offset 0: unexpected file in the store",
-                              f->dir, name);
+    if (!parse_id(name, "blk", &id)) {
+        if (!sc->bad[0]) snprintf(sc->bad, sizeof sc->bad, "%s", name);
+        return 0;
+    }
     if (sc->n == sc->cap) {
         size_t ncap = sc->cap ? sc->cap * 2 : 64;
         uint32_t *v = jr__realloc(s->alloc, sc->ids, ncap * sizeof *v);
@@ -867,8 +927,19 @@ int jr__store_file_open(jr__store *s, const jr__store_config *cfg)
     }
     int rc = f->vfs->mkdir(f->vfs->ctx, f->dir);
     if (rc) return jr__store_fail(s, rc, "%s: mkdir failed: %s", f->dir, jr_strerror(rc));
-    scan sc = {s, NULL, 0, 0, 0};
+    scan sc;
+    memset(&sc, 0, sizeof sc);
+    sc.s = s;
     rc = f->vfs->list(f->vfs->ctx, f->dir, list_cb, &sc);
+    if (!rc && sc.destroyed) {
+        /* an interrupted jr__store_destroy: finish it, and start empty */
+        rc = remove_contents(f->vfs, f->dir);
+        if (rc) jr__store_fail(s, rc, "%s: finishing its destruction failed", f->dir);
+        sc.n = 0;
+    } else if (!rc && sc.bad[0]) {
+        rc = jr__store_fail(s, JR_ECORRUPT, "%s/%s: offset 0: unexpected file in the store",
+                            f->dir, sc.bad);
+    }
     if (!rc) {
         if (sc.n) qsort(sc.ids, sc.n, sizeof *sc.ids, cmp_u32);
         for (size_t i = 0; !rc && i < sc.n; i++) rc = recover_block(s, sc.ids[i], i + 1 == sc.n);

@@ -116,6 +116,14 @@ typedef struct jr__seq_range {
  * without a key: JR_EINVAL. On failure *out is NULL and nothing is left open. */
 int jr__store_open(const jr__store_config *cfg, jr__store **out, char *errmsg, size_t errmsg_len);
 
+/* Removes the file store of stream `name` under dir (the directory dir/name and every file in
+ * it), so that a stream created again under the same name starts empty. The store must not be
+ * open. Atomic for readers: a marker file is made durable first, and an open that finds it
+ * (after a crash or an I/O error interrupted the removal) finishes the removal and opens an
+ * empty store; calling destroy again finishes it too. 0 (also when there is no such store), or
+ * the vfs error (JR_EIO...), JR_EINVAL for a bad name. */
+int jr__store_destroy(jr_vfs *vfs, const char *dir, const char *name);
+
 /* Syncs (file) and frees everything. Safe on NULL. Returns the sync's result. */
 int jr__store_close(jr__store *s);
 /* Frees everything without writing anything more (after a fatal error, or to simulate the

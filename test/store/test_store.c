@@ -707,6 +707,49 @@ START_TEST(random_ops_match_a_model)
 }
 END_TEST
 
+/* A destroyed store is gone: its directory is removed, and a store opened again under the same
+ * name starts empty — also when the destruction was interrupted (then the open finishes it). */
+START_TEST(destroy_removes_the_store)
+{
+    int conf = CONF_FILE + _i % (NCONF - CONF_FILE);
+    int interrupted = _i >= NCONF - CONF_FILE;
+    fx f;
+    fx_init(&f, conf, NULL, 40 + (uint64_t)_i);
+    char data[300];
+    memset(data, 'd', sizeof data - 1);
+    data[sizeof data - 1] = 0;
+    for (int i = 0; i < 60; i++) put(&f, "d.x", data, i + 1);
+    ck_assert_int_eq(jr__store_close(f.st), 0);
+    f.st = NULL;
+    if (interrupted) {
+        /* a stray file too: removed with the rest */
+        jr_file *h;
+        ck_assert_int_eq(f.vfs->open(f.vfs->ctx, "/store/ORDERS/stray", JR_O_CREATE, &h), 0);
+        f.vfs->close(f.vfs->ctx, h);
+        /* the marker is created, then the second removal fails and the machine dies */
+        ck_assert_int_eq(jr__memfs_fail(f.vfs, JR__MEMFS_REMOVE, 2, JR_EIO, 1, NULL), 0);
+        ck_assert_int_eq(jr__store_destroy(f.vfs, "/store", "ORDERS"), JR_EIO);
+        jr__memfs_fail_clear(f.vfs);
+        jr__memfs_crash(f.vfs, 1);
+    } else {
+        ck_assert_int_eq(jr__store_destroy(f.vfs, "/store", "ORDERS"), 0);
+        jr_file *h;
+        ck_assert_int_eq(f.vfs->open(f.vfs->ctx, "/store/ORDERS/x", JR_O_CREATE, &h),
+                         JR_ENOTFOUND); /* the directory is gone */
+        ck_assert_int_eq(jr__store_destroy(f.vfs, "/store", "ORDERS"), 0); /* nothing to do */
+    }
+    ck_assert_int_eq(fx_open(&f), 0);
+    ck_assert_uint_eq(state(&f).last_seq, 0);
+    ck_assert_uint_eq(state(&f).msgs, 0);
+    put(&f, "d.y", "new", 1);
+    fx_cycle(&f);
+    expect_msg(&f, 1, "d.y", "new");
+    ck_assert_uint_eq(state(&f).last_seq, 1);
+    ck_assert_int_eq(jr__store_destroy(f.vfs, "/store", "bad/name"), JR_EINVAL);
+    fx_done(&f);
+}
+END_TEST
+
 START_TEST(file_store_on_posix)
 {
     char tmpl[] = "/tmp/jr_store_test_XXXXXX";
@@ -733,6 +776,10 @@ START_TEST(file_store_on_posix)
     jr__purge all = {0};
     ck_assert_int_eq(jr__store_purge(st, &all, NULL), 0);
     ck_assert_int_eq(jr__store_close(st), 0);
+    ck_assert_int_eq(jr__store_destroy(jr_vfs_posix(), tmpl, "P"), 0);
+    char gone[128];
+    snprintf(gone, sizeof gone, "test ! -e %s/P", tmpl);
+    ck_assert_int_eq(system(gone), 0);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
     ck_assert_int_eq(system(cmd), 0);
@@ -757,6 +804,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, limit_msg_size_and_update, 0, NCONF);
     tcase_add_loop_test(tc, catch_up_by_chunks, 0, NCONF);
     tcase_add_loop_test(tc, random_ops_match_a_model, 0, NCONF);
+    tcase_add_loop_test(tc, destroy_removes_the_store, 0, 2 * (NCONF - CONF_FILE));
     tcase_add_loop_test(tc, file_store_on_posix, 0, 4);
     suite_add_tcase(s, tc);
     return s;
