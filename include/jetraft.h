@@ -179,8 +179,11 @@ typedef struct jr_host {
     int (*send)(void *ctx, const char *to, const jr_iovec *iov, int iovcnt);
     /* Monotonic time in nanoseconds. */
     uint64_t (*now)(void *ctx);
-    /* Asks the host to call jr_node_tick() at or after `deadline` (a now() value). Replaces any
-     * earlier request. Optional: hosts that poll use jr_node_deadline() instead. */
+    /* Asks the host to call jr_node_tick() at or after `deadline` (a now() value; one at or
+     * before now means "as soon as possible", UINT64_MAX means "no tick needed"). Replaces any
+     * earlier request: the node needs one timer, whatever its number of groups. Called on the
+     * node's thread at the end of a node or group API call, never re-entrantly. Optional: hosts
+     * that poll use jr_node_deadline() instead. */
     void (*arm)(void *ctx, uint64_t deadline);
     /* Optional log sink; msg is borrowed for the call. */
     void (*log)(void *ctx, int level, const char *msg);
@@ -225,24 +228,37 @@ typedef struct jr_node_config {
 /* Fills cfg with defaults (and cfg->size). The caller then sets name, peers, wal_dir, host. */
 JR_API void jr_node_config_init(jr_node_config *cfg);
 
-/* Opens a node: validates cfg, recovers its WAL, reopens its groups. On success *out is a node
- * that must be closed with jr_node_close(). On failure *out is NULL and nothing is left open. */
+/* Opens a node: validates cfg, recovers its WAL (and snapshot files) into per-group state that
+ * jr_group_open() loads when the host reopens each group. On success *out is a node that must be
+ * closed with jr_node_close(). On failure *out is NULL and nothing is left open. Errors:
+ * JR_EINVAL (missing name, wal_dir or host, heartbeat_ms >= election_timeout_ms,
+ * max_frame_bytes below 64 KiB, two peer names with the same id), JR_ENOMEM, and the vfs's or
+ * the WAL's errors (JR_EIO, JR_ECORRUPT, ...). */
 JR_API int jr_node_open(const jr_node_config *cfg, jr_node **out);
 
 /* Feeds one frame received from server `from`. The frame is fully validated before any of it
  * is applied: a malformed, truncated, oversized, wrong-version or wrong-checksum frame returns
- * an error (JR_ECORRUPT, JR_EVERSION, JR_EMSGSIZE, JR_EAUTH) and changes no state. The frame is
- * borrowed for the call. */
+ * an error (JR_ECORRUPT, JR_EVERSION, JR_EMSGSIZE), as does a frame from a server that is not a
+ * peer or that claims another sender (JR_EAUTH) or one addressed to another server (JR_EINVAL);
+ * a rejected frame changes no state (only frames_rejected counts it). Messages of a valid frame
+ * for groups not open here are dropped and counted. Then the call flushes what the frame caused
+ * (one WAL write + sync, one frame per peer) and runs the callbacks that completed. The frame is
+ * borrowed for the call. JR_ECLOSED after jr_node_close() was requested. */
 JR_API int jr_node_recv(jr_node *node, const char *from, const void *frame, size_t len);
 
-/* Runs timers due at now(), then flushes pending work (one WAL write + sync, one frame per peer).
- */
+/* Runs timers due at now(), then flushes pending work (one WAL write + sync, one frame per peer)
+ * and runs the callbacks that completed. Calling it early is harmless. Returns 0, or the
+ * flush's error: JR_ENOMEM (retried at the next tick), JR_EIO (the WAL failed: nothing more is
+ * acknowledged, the groups this node leads step down; reopen the node). */
 JR_API int jr_node_tick(jr_node *node);
 
 /* The time (a now() value) at which the node next needs jr_node_tick(); UINT64_MAX if none. */
 JR_API uint64_t jr_node_deadline(const jr_node *node);
 
-/* Closes the node: pending callbacks complete with JR_ECLOSED before it returns. Safe on NULL. */
+/* Closes the node: what is pending is flushed (written and sent), then every pending callback
+ * completes with JR_ECLOSED before it returns. Safe on NULL. Called from inside a callback, the
+ * close happens when the outermost jr_node_recv()/jr_node_tick() returns (the node must not be
+ * used after jr_node_close() either way). */
 JR_API void jr_node_close(jr_node *node);
 
 /* The node's server name (borrowed, valid until close). */
@@ -261,7 +277,10 @@ typedef struct jr_node_stats {
     uint64_t bytes_received;
     uint64_t wal_syncs;
     uint64_t wal_bytes;
-    uint64_t groups;
+    uint64_t groups;             /* open groups */
+    uint64_t msgs_unknown_group; /* received messages for groups not open here (dropped) */
+    uint64_t msgs_unroutable;    /* outgoing messages dropped: unknown peer, or too large */
+    uint64_t send_failures;      /* host->send returned non-zero */
 } jr_node_stats;
 
 JR_API int jr_node_stats_get(const jr_node *node, jr_node_stats *out);
@@ -280,7 +299,12 @@ typedef struct jr_fsm {
     int version; /* JR_FSM_VERSION */
     void *ctx;
     /* Applies the committed entry at `index`, in order, exactly once per node lifetime (after a
-     * restart, entries after the last restored snapshot are applied again). */
+     * restart, entries after the last restored snapshot are applied again). Indexes increase
+     * but may skip: the group's internal entries (a new leader's no-op, membership changes) are
+     * not passed to the fsm. data is borrowed for the call.
+     * The fsm's callbacks run on the node's thread inside jr_node_recv()/jr_node_tick(); they may
+     * use any API except jr_group_propose/transfer/add_observer/promote/remove on their own
+     * group (JR_EMISUSE) — do that from a completion callback instead. */
     void (*apply)(void *ctx, uint64_t index, const void *data, size_t len);
     /* Writes the state as of the last applied index with jr_snapshot_write(). Optional: without
      * it the group never compacts its log. */
@@ -304,19 +328,36 @@ typedef struct jr_group_config {
 
 JR_API void jr_group_config_init(jr_group_config *cfg);
 
-/* Creates (or, after a restart, reopens) group cfg->id on this node. Every initial voter must
- * be given the same voter list. JR_EEXIST if the group is already open on this node. */
+/* Creates (or, after a restart, reopens) group cfg->id on this node.
+ *  - State this node recovered for the group (its log, hard state, newest snapshot, which is
+ *    restored into the fsm first) is loaded; the voter list is then ignored: the log knows the
+ *    membership.
+ *  - Otherwise, if this server is among cfg->voters, the group is created: every initial voter
+ *    must be given the same voter list.
+ *  - Otherwise this server joins: its replica starts empty and waits for the leader to add it
+ *    (jr_group_add_observer() on the leader) and send it the log or a snapshot.
+ * A group closed earlier in this node's life is revived with the new fsm (restored from the
+ * newest snapshot, then the log is applied again). If the group's data was reported damaged by
+ * recovery, it opens damaged (status damaged = 1): it follows the leader but never votes or
+ * campaigns, and proposals fail with JR_EDAMAGED; repair is removing the server from the group
+ * and adding it again. Errors: JR_EINVAL (id 0 or above JR_GROUP_ID_HOST_MAX, no fsm or no
+ * apply, snapshot without restore, more than 64 voters or one listed twice), JR_ENOTFOUND (a
+ * voter is not a peer of this node), JR_EEXIST (already open here), JR_ENOMEM. */
 JR_API int jr_group_open(jr_node *node, const jr_group_config *cfg, jr_group **out);
 
-/* Closes the local replica of a group (the group's data stays on disk). Pending callbacks
- * complete with JR_ECLOSED. */
+/* Closes the local replica of a group (the group's data stays on disk; what it had pending is
+ * still written). Pending callbacks complete with JR_ECLOSED at the node's next tick (or inside
+ * jr_node_close()), not inside this call. g must not be used afterwards. */
 JR_API void jr_group_close(jr_group *g);
 
 /* Looks up an open group by id; NULL if absent. */
 JR_API jr_group *jr_node_group(jr_node *node, uint64_t id);
 
 /* Completion of a proposal: status 0 and the entry's index once it is committed (durable on a
- * quorum); otherwise JR_ENOTLEADER, JR_ELEADERLOST, JR_ETRANSFER, JR_ECLOSED, ... */
+ * quorum) and applied by this replica's fsm. JR_ELEADERLOST when this replica lost the
+ * leadership before the entry committed, or its index now holds another entry: the outcome is
+ * then unknown to this replica (the entry may still commit under the next leader). JR_ECLOSED
+ * when the group or node closed first. */
 typedef void (*jr_propose_cb)(void *arg, int status, uint64_t index);
 /* Completion of an administrative operation. */
 typedef void (*jr_done_cb)(void *arg, int status);
@@ -329,10 +370,20 @@ JR_API int jr_group_propose(jr_group *g, const void *data, size_t len, jr_propos
 /* The current leader's name as this replica knows it (borrowed), or NULL if unknown. */
 JR_API const char *jr_group_leader(const jr_group *g);
 
-/* Transfers leadership to `to` (a caught-up voter), or to the most caught-up voter if NULL. */
+/* Transfers leadership to `to` (a caught-up voter), or to the most caught-up voter if NULL
+ * (dissertation §3.10); proposals fail with JR_ETRANSFER meanwhile. Returns JR_ENOTLEADER,
+ * JR_ENOTVOTER, JR_ETRANSFER (one is under way), JR_ENOTFOUND (not a peer). The callback gets 0
+ * once `to` (or another voter if NULL) leads, JR_ELEADERLOST if another server became leader,
+ * JR_ETIMEDOUT if the transfer was abandoned (after about an election timeout). */
 JR_API int jr_group_transfer(jr_group *g, const char *to, jr_done_cb cb, void *arg);
 
-/* Membership changes, one at a time; a second while one is uncommitted is JR_EBUSY. */
+/* Membership changes, one server at a time (dissertation §4.1), on the leader: add a non-voting
+ * observer, promote an observer to voter, remove a member. A second change while one is
+ * uncommitted, or before the leader committed an entry of its term, is JR_EBUSY ("cluster
+ * member change is in progress"); JR_ENOTLEADER on a follower; JR_EINVAL for an impossible
+ * change (adding a member, promoting a voter, removing the last voter); JR_ENOTFOUND if peer is
+ * not a peer of this node. The callback gets 0 once the change is committed and applied here,
+ * JR_ELEADERLOST or JR_ECLOSED as for proposals. A leader that removes itself steps down. */
 JR_API int jr_group_add_observer(jr_group *g, const char *peer, jr_done_cb cb, void *arg);
 JR_API int jr_group_promote(jr_group *g, const char *peer, jr_done_cb cb, void *arg);
 JR_API int jr_group_remove(jr_group *g, const char *peer, jr_done_cb cb, void *arg);

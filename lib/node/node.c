@@ -349,6 +349,9 @@ int jr_node_stats_get(const jr_node *n, jr_node_stats *out)
     jr_node_stats s = n->stats;
     s.size = sizeof s;
     s.groups = n->ngroups;
+    s.msgs_unknown_group = n->msgs_unknown_group;
+    s.msgs_unroutable = n->msgs_unroutable;
+    s.send_failures = n->send_failures;
     size_t sz = out->size < sizeof s ? out->size : sizeof s;
     memcpy(out, &s, sz);
     out->size = sz;
