@@ -223,6 +223,11 @@ typedef struct jr_node_config {
     const char *unique_tag;       /* tag prefix no two replicas may share, e.g. "az:"; NULL none */
     uint64_t max_store_bytes;     /* this server's capacity for placement; 0: unknown */
     uint32_t max_assets;          /* replicated assets this server accepts; 0: no limit */
+    /* Streams ("Streams API" below). */
+    int streams;                  /* 1: this server joins the meta group (every server of `peers`
+                                     must set it too) and hosts stream replicas; default 0 */
+    uint32_t request_timeout_ms;  /* bounded wait of a stream request (admin, info, a publish
+                                     without its own timeout) for a leader and a quorum; 0: 5000 */
 } jr_node_config;
 
 /* Fills cfg with defaults (and cfg->size). The caller then sets name, peers, wal_dir, host. */
@@ -511,6 +516,164 @@ typedef struct jr_stream_info {
 /* Renders the "Cluster Information" block of info as the nats CLI prints it into buf (always
  * NUL-terminated when len > 0); returns the full length it needs, like snprintf, or JR_EINVAL. */
 JR_API int jr_stream_info_format(const jr_stream_info *info, char *buf, size_t len);
+
+/* ----------------------------------------------------------------------------------------------
+ * Streams API (issue 4). Available on nodes opened with jr_node_config.streams = 1: every such
+ * server belongs to the cluster's meta group, which decides where each stream lives; each stream
+ * is replicated by its own Raft group on `replicas` servers. Every function below may be called
+ * on any server of the cluster — a request is forwarded to the meta leader (stream add, update,
+ * delete) or to the stream's leader (publish, info, purge, messages, stepdown) as needed.
+ *
+ * Contract shared by every request function:
+ *  - It returns 0 when the request was accepted: its callback then runs exactly once, later,
+ *    inside jr_node_recv() or jr_node_tick() on this node's thread — never inside the call that
+ *    started it — or inside jr_node_close() with JR_ECLOSED. Otherwise it returns a negative code
+ *    and the callback never runs: JR_EINVAL (a NULL node, name or callback), JR_ENOTSUP (the node
+ *    does not run streams), JR_ECLOSED (the node is closing), JR_ENOMEM.
+ *  - Every other outcome arrives through the callback: a status (0 or a JR_E* code) and, where
+ *    the callback has one, a human-readable message (borrowed for the call; "" on success) that
+ *    names the offending field ("max_age_ns: must be 0 or at least 100ms"), the placement reasons
+ *    per server ("no suitable peers for placement ..."), or the cause of a failure ("no meta
+ *    leader", "stream 'ORDERS' has no leader").
+ *  - Waits are bounded: without a leader or a quorum a request fails after request_timeout_ms of
+ *    the node config (a publish: jr_pub_opts.timeout_ms) with JR_ENOLEADER (no meta leader) or
+ *    JR_ENOQUORUM; JR_ETIMEDOUT means a request reached a leader but no answer came back in time,
+ *    so its outcome is unknown (a publish with a msg_id can be retried safely).
+ *  - Structures passed to a callback are borrowed for its duration; copy what you keep.
+ */
+
+/* Completion of stream add, update, delete, message delete and leader stepdown. */
+typedef void (*jr_stream_cb)(void *arg, int status, const char *msg);
+
+/* Creates a stream as cfg says (copied). The meta leader validates the config (JR_EINVAL
+ * naming the field), refuses subjects overlapping another stream's (JR_EINVAL naming it), places
+ * the replicas (JR_ENORESOURCES with a reason per server, and nothing is created) and commits the
+ * assignment; status 0 means the stream exists once, on the servers chosen. Adding a stream that
+ * exists with an identical config succeeds (idempotent); with another config it is JR_EEXIST. If
+ * the meta leader fails meanwhile the request is re-sent to its successor, so the stream is
+ * created at most once and the status says whether it was; only after JR_ENOQUORUM for a request
+ * that had been proposed ("may still take effect") is the outcome unknown. */
+JR_API int jr_stream_add(jr_node *node, const jr_stream_config *cfg, jr_stream_cb cb, void *arg);
+/* Changes the config of the stream cfg->name to cfg (the fields JetStream allows to change;
+ * others are JR_EINVAL naming the field). JR_ENOTFOUND for an unknown stream. */
+JR_API int jr_stream_update(jr_node *node, const jr_stream_config *cfg, jr_stream_cb cb,
+                            void *arg);
+/* Deletes a stream and its messages on every replica. JR_ENOTFOUND if unknown. */
+JR_API int jr_stream_delete(jr_node *node, const char *name, jr_stream_cb cb, void *arg);
+
+typedef struct jr_purge_opts {
+    size_t size;         /* sizeof(jr_purge_opts) */
+    const char *subject; /* NULL: every subject; else a subject or pattern to purge */
+    uint64_t keep;       /* non-zero: keep the newest `keep` matching messages */
+    uint64_t seq;        /* non-zero: purge matching messages below seq (not with keep) */
+} jr_purge_opts;
+JR_API void jr_purge_opts_init(jr_purge_opts *opts);
+
+/* Completion of a purge: `purged` messages were removed. */
+typedef void (*jr_purge_cb)(void *arg, int status, const char *msg, uint64_t purged);
+/* Purges a stream (opts NULL: everything). JR_EDENIED (deny_purge), JR_ESEALED, JR_EINVAL. */
+JR_API int jr_stream_purge(jr_node *node, const char *name, const jr_purge_opts *opts,
+                           jr_purge_cb cb, void *arg);
+/* Deletes message seq (erase = 1 also overwrites its bytes). JR_ENOTFOUND if it is not live,
+ * JR_EDENIED (deny_delete), JR_ESEALED. */
+JR_API int jr_stream_msg_delete(jr_node *node, const char *name, uint64_t seq, int erase,
+                                jr_stream_cb cb, void *arg);
+
+/* A stored message (everything borrowed for the callback). */
+typedef struct jr_stored_msg {
+    const char *stream;
+    uint64_t seq;
+    uint64_t ts;         /* the stream clock when it was stored (the leader's host now()) */
+    const char *subject; /* NUL-terminated */
+    const void *hdr;     /* NATS header block, or NULL */
+    size_t hdr_len;
+    const void *data;
+    size_t len;
+} jr_stored_msg;
+typedef void (*jr_msg_cb)(void *arg, int status, const char *msg, const jr_stored_msg *m);
+/* Reads message seq at the stream leader. JR_ENOTFOUND if it is not live. */
+JR_API int jr_stream_msg_get(jr_node *node, const char *name, uint64_t seq, jr_msg_cb cb,
+                             void *arg);
+/* Reads the newest message whose subject matches `subject` (a subject or pattern) at the stream
+ * leader. JR_ENOTFOUND if none. */
+JR_API int jr_stream_get_last(jr_node *node, const char *name, const char *subject, jr_msg_cb cb,
+                              void *arg);
+/* Moves the stream's leadership to server `peer` (a caught-up voter of the stream), or to the
+ * best one if peer is NULL. JR_ENOTVOTER, JR_ETRANSFER, JR_ETIMEDOUT. */
+JR_API int jr_stream_stepdown(jr_node *node, const char *name, const char *peer, jr_stream_cb cb,
+                              void *arg);
+
+/* Stream info, computed on the stream leader: config (normal form), state and the cluster
+ * block (leader; every other replica: current, offline, active, lag, observer, pending).
+ * (Named _get: jr_stream_info is the struct.) */
+typedef void (*jr_stream_info_cb)(void *arg, int status, const char *msg,
+                                  const jr_stream_info *info);
+JR_API int jr_stream_info_get(jr_node *node, const char *name, jr_stream_info_cb cb, void *arg);
+
+/* Publish options (JetStream's Nats-* headers in the header block count too; a field set here
+ * overrides the header). */
+#define JR_SEQ_NONE UINT64_MAX
+typedef struct jr_pub_opts {
+    size_t size;                       /* sizeof(jr_pub_opts) */
+    const char *msg_id;                /* deduplication id within the duplicate window; NULL none */
+    const char *expected_stream;       /* JR_EWRONGSTREAM unless the subject's stream has this name */
+    uint64_t expected_last_seq;        /* JR_EWRONGLASTSEQ unless the stream's last seq is this;
+                                          JR_SEQ_NONE: no expectation (0 = an empty stream) */
+    uint64_t expected_last_subject_seq;/* same for the subject's last seq; JR_SEQ_NONE: none */
+    const char *expected_last_msg_id;  /* JR_EWRONGLASTMSGID unless the last msg id is this */
+    uint32_t timeout_ms;               /* bounded wait; 0: the node's request_timeout_ms */
+} jr_pub_opts;
+JR_API void jr_pub_opts_init(jr_pub_opts *opts);
+
+/* The acknowledgement of a publish. */
+typedef struct jr_pub_ack {
+    const char *stream; /* the stream that captured the subject ("" if none) */
+    uint64_t seq;       /* the message's seq (a duplicate: the original's); with
+                           JR_EWRONGLASTSEQ / JR_EWRONGLASTSUBJSEQ the actual last seq */
+    int duplicate;      /* 1 if msg_id was seen within the duplicate window: nothing stored */
+} jr_pub_ack;
+typedef void (*jr_publish_cb)(void *arg, int status, const jr_pub_ack *ack);
+
+/* Publishes a message (subject, header block and data are copied) to the stream whose subjects
+ * capture `subject`. The callback gets status 0 only once the message is committed — durable on
+ * a quorum of the stream's replicas under the sync policy — and applied; never before. Errors:
+ * JR_ENOSTREAM (no stream captures the subject), JR_EINVAL (subject not a literal subject,
+ * malformed header block), JR_EMSGSIZE (over the stream's max_msg_size or the largest entry),
+ * the expectation errors, JR_ELIMIT (discard new), JR_ESEALED, JR_ENOQUORUM (no leader or no
+ * quorum within the timeout: nothing was acknowledged), JR_ELEADERLOST (the leader lost its
+ * leadership before the entry committed; it may still be stored), JR_ETIMEDOUT. */
+JR_API int jr_publish(jr_node *node, const char *subject, const void *hdr, size_t hdr_len,
+                      const void *data, size_t len, const jr_pub_opts *opts, jr_publish_cb cb,
+                      void *arg);
+
+/* One server as the meta leader sees it. */
+typedef struct jr_server_info {
+    const char *name;
+    const char *cluster;
+    const char *const *tags;
+    size_t ntags;
+    int leader;         /* the meta leader */
+    int current;        /* holds the meta log and was heard from within an election timeout */
+    int offline;        /* not heard from recently */
+    uint64_t active_ns; /* since last contact; UINT64_MAX: never */
+    uint64_t lag;       /* meta log entries behind the leader */
+    uint32_t assets;    /* stream replicas placed on it */
+} jr_server_info;
+
+typedef struct jr_meta_info {
+    size_t size;            /* sizeof(jr_meta_info) as built into the library */
+    const char *cluster;    /* this node's cluster */
+    const char *leader;     /* the meta leader; NULL if none */
+    const jr_server_info *servers; /* every server known to the meta group, by name */
+    size_t nservers;
+    size_t nstreams;        /* streams in the meta state */
+} jr_meta_info;
+typedef void (*jr_meta_info_cb)(void *arg, int status, const char *msg, const jr_meta_info *info);
+/* The cluster as the meta leader sees it (the JetStream "server report"): the meta leader and
+ * every server with its tags, current/offline, lag and seen-ago. Without a meta leader the
+ * callback gets JR_ENOLEADER and this node's own view (leader NULL, liveness unknown). (Named
+ * jr_meta_info_get: jr_cluster_info is the stream info's cluster block.) */
+JR_API int jr_meta_info_get(jr_node *node, jr_meta_info_cb cb, void *arg);
 
 #ifdef __cplusplus
 }

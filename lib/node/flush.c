@@ -24,6 +24,7 @@
  * tick, which is requested at once. Callbacks of completed requests run at the very end
  * (jr__node_drain), when no list is being walked.
  */
+#include "node/js.h"
 #include "node/node.h"
 #include "util/alloc.h"
 
@@ -177,6 +178,7 @@ static int wal_due(const jr_node *n)
 int jr__node_flush(jr_node *n, int callbacks)
 {
     int err = 0;
+    if (n->js) jr__js_before_flush(n); /* stream leaders propose what they batched */
     for (int iter = 0; iter < MAX_ITERATIONS; iter++) {
         jr_group *batch = n->ready;
         n->ready = NULL;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "node/js.h"
 #include "node/node.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
@@ -78,6 +79,10 @@ uint64_t jr__node_next_deadline(const jr_node *n)
     if (n->ready || n->dirty_peers) d = n->retry_at > n->now ? n->retry_at : n->now;
     jr__timer *t = jr__heap_top(&n->timers);
     if (t && t->deadline < d) d = t->deadline;
+    if (n->js) {
+        uint64_t j = jr__js_deadline(n); /* the stream layer's timers */
+        if (j < d) d = j;
+    }
     if (n->wal) {
         uint64_t w = jr__wal_deadline(n->wal);
         if (w < d) d = w;
@@ -202,6 +207,10 @@ int jr_node_open(const jr_node_config *cfg_in, jr_node **out)
     }
     rc = jr__recover_open(n, cfg.wal_segment_bytes, cfg.sync_interval_ms);
     if (rc != 0) goto fail;
+    if (cfg.streams) {
+        rc = jr__js_open(n, &cfg); /* the meta group and the stream replicas (js.h) */
+        if (rc != 0) goto fail;
+    }
     *out = n;
     return 0;
 fail:
@@ -225,6 +234,7 @@ static void node_destroy(jr_node *n, int flush)
     for (size_t i = 0; i < n->groups.cap; i++)
         if (n->groups.slots[i].key) jr__group_detach(n->groups.slots[i].val, JR_ECLOSED);
     jr__node_drain(n);
+    jr__js_close(n, flush);
     node_free_memory(n);
 }
 
@@ -268,7 +278,10 @@ static void dispatch(jr_node *n, jr__frame *f)
     jr__msg m;
     int rc;
     while ((rc = jr__frame_next(f, &m, n->scratch, n->scratch_cap)) == 1) {
-        if (m.type >= JR__MSG_NODE_FIRST) continue; /* node-level messages: issue 5 */
+        if (m.type >= JR__MSG_NODE_FIRST) { /* node-level messages: issue 5 */
+            if (n->js) jr__js_recv(n, f->from, m.type, &f->rpc); /* requests, responses */
+            continue;
+        }
         jr_group *g = jr__map_get(&n->groups, m.group);
         if (!g || g->closed) {
             n->msgs_unknown_group++;
@@ -320,6 +333,7 @@ int jr_node_tick(jr_node *n)
         jr_group *g = (jr_group *)((char *)t - offsetof(jr_group, timer));
         jr__group_tick(g);
     }
+    jr__js_tick(n);
     jr__node_drain(n); /* completions queued by API calls since the last flush */
     int rc = jr__node_flush(n, 1);
     jr__node_leave(n);

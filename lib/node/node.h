@@ -221,6 +221,7 @@ struct jr_node {
     uint64_t msgs_unroutable;    /* dropped: peer unknown or frame would overflow */
     uint64_t send_failures;      /* host->send returned non-zero */
     char errmsg[256];
+    struct jr__js *js;           /* the stream layer (js.h); NULL unless cfg->streams */
 };
 
 /* node.c ------------------------------------------------------------------------------------*/

@@ -187,7 +187,9 @@ enum jr__rpc_kind {
     JR__RPC_META = 2,         /* an admin request for the meta leader (a meta op, meta_op.h) */
     JR__RPC_STREAM_INFO = 3,  /* stream info asked of the stream leader */
     JR__RPC_STREAM_ADMIN = 4, /* purge, delete/get message, stepdown at the stream leader */
-    JR__RPC_KIND_MAX = 4
+    JR__RPC_CATCHUP = 5,      /* a chunk of a stream's messages for a replica catching up */
+    JR__RPC_CLUSTER_INFO = 6, /* the meta leader's view of every server */
+    JR__RPC_KIND_MAX = 6
 };
 /* Largest RPC payload the encoder accepts and the decoder's default limit (jr__frame.max_rpc). */
 #define JR__RPC_MAX_PAYLOAD (64u << 20)

@@ -10,7 +10,7 @@
 #include "wire/codec.h"
 
 _Static_assert(JR__MSG_NODE_RESPONSE <= JR__MSG_NODE_LAST, "node-level types end at 127");
-_Static_assert(JR__RPC_KIND_MAX == 4, "a new RPC kind: update frame.h's list and the tests");
+_Static_assert(JR__RPC_KIND_MAX == 6, "a new RPC kind: update frame.h's list and the tests");
 _Static_assert(JR__RPC_MAX_PAYLOAD <= UINT32_MAX, "payload lengths fit in jr__rpc_view.len");
 
 /* type, mflags, id, kind-or-status, payload length */

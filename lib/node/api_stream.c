@@ -1,0 +1,808 @@
+/*
+ * api_stream — the public stream API (jetraft.h "Streams API") and the routing of each request
+ * to the server that can answer it.
+ *
+ * Every function checks its arguments, takes a request record (js.c) and returns 0; from then
+ * on the request completes exactly once through its callback, from the node's completion queue.
+ * Local checks that need no leader (an invalid config field, a subject no stream captures, a
+ * malformed header block, an oversize message) complete it at once — still through the queue,
+ * never inside the call.
+ *
+ * Routing (stream requests: publish, info, purge, messages, stepdown). The request goes to the
+ * stream's leader: executed right here if this server leads the stream; else sent to the leader
+ * this server knows of (its own replica's view, or a hint learned from an earlier answer), else
+ * to the stream's peers in turn. A server that is not the leader answers JR_ENOTLEADER with the
+ * leader it knows, and the request follows it; with no leader anywhere the request waits,
+ * re-trying every heartbeat, until its deadline: JR_ENOQUORUM. Once a leader accepted a publish,
+ * purge or delete, the request is never re-sent (it could be applied twice): the leader answers
+ * when the op is applied, or JR_ENOQUORUM after its own timeout; if the leader itself vanishes
+ * the request ends with JR_ETIMEDOUT (outcome unknown). Reads (info, get) may be re-sent.
+ * Admin requests (add, update, delete) go to the meta leader (meta_node.c).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "node/js.h"
+#include "node/js_codec.h"
+#include "node/rpc.h"
+#include "stream/headers.h"
+#include "stream/subject.h"
+#include "util/alloc.h"
+
+/* Entry -------------------------------------------------------------------------------------*/
+
+static int entry(jr_node *n, int ok)
+{
+    if (!n || !ok) return JR_EINVAL;
+    if (n->closing) return JR_ECLOSED;
+    if (!n->js) return jr__node_err(n, JR_ENOTSUP, "streams are not enabled on this node");
+    return 0;
+}
+
+/* A request record; on failure nothing is started and the error is returned. */
+static jr__req *begin(jr_node *n, uint8_t what, uint64_t timeout_ns, int *rc)
+{
+    jr__req *r = jr__req_new(n->js, what);
+    if (!r) {
+        *rc = jr__node_err(n, JR_ENOMEM, "out of memory");
+        return NULL;
+    }
+    jr__req_start(r, timeout_ns ? timeout_ns : n->js->timeout_ns);
+    *rc = 0;
+    return r;
+}
+
+/* Attempt timeout of one send: reads may be re-sent, so they give up on a silent server after
+ * two election timeouts; writes wait for the leader's own verdict (its timeout, plus slack). */
+static uint64_t attempt_timeout(const jr__req *r)
+{
+    jr_node *n = r->js->n;
+    uint64_t left = r->deadline > n->now ? r->deadline - n->now : 0;
+    if (r->resend) {
+        uint64_t a = 2 * n->election_ns;
+        return left < a ? left : a;
+    }
+    return left + r->js->timeout_ns + n->election_ns;
+}
+
+/* Routing -----------------------------------------------------------------------------------*/
+
+static void on_rpc(jr__js *js, void *arg, int status, const uint8_t *p, size_t len)
+{
+    jr__req *r = arg;
+    (void)js;
+    r->rpc_id = 0;
+    jr__req_response(r, status, p, len);
+}
+
+static void wait_retry(jr__req *r)
+{
+    jr_node *n = r->js->n;
+    uint64_t at = n->now + n->heartbeat_ns;
+    jr__js_timer_arm(r->js, &r->timer, at < r->deadline ? at : r->deadline);
+}
+
+void jr__req_route(jr__req *r)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    if (r->done) return;
+    if (n->now >= r->deadline) {
+        jr__req_timer(r);
+        return;
+    }
+    const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);
+    if (!s) {
+        jr__req_finish(r, r->what == JR__REQ_PUBLISH ? JR_ENOSTREAM : JR_ENOTFOUND,
+                       "stream '%s' was deleted", r->stream);
+        return;
+    }
+    jr__srep *rep = jr__srep_find(js, r->group);
+    if (rep && jr__srep_is_leader(rep)) {
+        r->saw_leader = 1;
+        r->sent = 1;
+        r->target = n->self;
+        jr__route rt = jr__route_local(r);
+        /* The leader's answer comes through jr__req_response; arm the deadline meanwhile. */
+        jr__js_timer_arm(js, &r->timer, r->deadline);
+        jr__sexec(js, r->kind, &rt, r->payload.data, r->payload.len);
+        return;
+    }
+    jr__peer *p = jr__srep_leader_peer(js, r->group);
+    if (p && p->id != n->self) {
+        r->saw_leader = 1;
+    } else {
+        p = NULL;
+        if (!rep && s->npeers) {
+            /* Not a replica and no hint: ask the peers in turn (they redirect). */
+            for (size_t k = 0; k < s->npeers && !p; k++) {
+                jr__peer *q = jr__peer_find_name(n, s->peers[(r->tries + k) % s->npeers]);
+                if (q && q->id != n->self) p = q;
+            }
+        }
+    }
+    if (!p) {
+        wait_retry(r);
+        return;
+    }
+    r->tries++;
+    r->target = p->id;
+    jr_iovec iov = {r->payload.data, r->payload.len};
+    int rc = jr__rpc_call(js, p->id, r->kind, &iov, 1, attempt_timeout(r), on_rpc, r, &r->rpc_id);
+    if (rc == JR_EMSGSIZE) {
+        jr__req_finish(r, JR_EMSGSIZE, "request does not fit in a frame (max_frame_bytes)");
+        return;
+    }
+    if (rc != 0) {
+        wait_retry(r);
+        return;
+    }
+    jr__js_timer_cancel(js, &r->timer); /* the call's own timeout bounds the wait now */
+}
+
+/* Copies a text payload into r->msg. */
+static void take_msg(jr__req *r, const uint8_t *p, size_t len)
+{
+    size_t k = len < sizeof r->msg - 1 ? len : sizeof r->msg - 1;
+    if (k && p) memcpy(r->msg, p, k);
+    r->msg[k] = 0;
+    if (memchr(r->msg, 0, k)) r->msg[0] = 0; /* not text */
+}
+
+static void meta_info_route(jr__req *r);
+
+void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    if (r->done) return;
+    switch (r->what) {
+    case JR__REQ_ADD:
+    case JR__REQ_UPDATE:
+    case JR__REQ_DELETE:
+    case JR__REQ_SERVER_INFO:
+        jr__mnode_on_reply(r, status, p, len);
+        return;
+    case JR__REQ_META_INFO:
+        if (status == JR_ENOTLEADER || status == JR__RPC_NO_ANSWER) {
+            wait_retry(r);
+            return;
+        }
+        if (status == 0 || status == JR_ENOLEADER) {
+            jr__buf_reset(&r->result);
+            jr__buf_put(&r->result, p, len);
+            if (r->result.err) status = JR_ENOMEM;
+        }
+        jr__req_finish(r, status, status == JR_ENOLEADER ? "no meta leader" : "");
+        return;
+    default:
+        break;
+    }
+    if (status == JR_ENOTLEADER) {
+        /* Not proposed anywhere: safe to send again, to the leader named if any. */
+        char hint[JR__META_NAME_MAX + 1];
+        size_t k = len < sizeof hint - 1 ? len : sizeof hint - 1;
+        if (k) memcpy(hint, p, k);
+        hint[k] = 0;
+        jr__peer *hp = hint[0] ? jr__peer_find_name(n, hint) : NULL;
+        if (hp && hp->id != n->self && !jr__srep_find(js, r->group))
+            jr__map_put(&js->hints, r->group, hp);
+        else if (!hp)
+            jr__map_del(&js->hints, r->group);
+        if (hp && hp->id != r->target && hp->id != n->self)
+            jr__req_route(r);
+        else
+            wait_retry(r);
+        return;
+    }
+    if (status == JR__RPC_NO_ANSWER) {
+        if (r->resend && n->now < r->deadline) {
+            jr__map_del(&js->hints, r->group);
+            jr__req_route(r);
+            return;
+        }
+        const char *t = jr__js_peer_name(js, r->target);
+        jr__req_finish(r, JR_ETIMEDOUT,
+                       "no answer from stream leader %s in time: the outcome is unknown",
+                       t ? t : "?");
+        return;
+    }
+    switch (r->what) {
+    case JR__REQ_PUBLISH: {
+        jr__rd rd;
+        jr__rd_init(&rd, p, len);
+        if (len) {
+            r->seq = jr__rd_varint(&rd);
+            r->duplicate = jr__rd_u8(&rd);
+            if (rd.err) {
+                r->seq = 0;
+                r->duplicate = 0;
+            }
+        }
+        if (status == JR_ENOQUORUM)
+            jr__req_finish(r, status, "stream '%s': no quorum", r->stream);
+        else
+            jr__req_finish(r, status, NULL);
+        return;
+    }
+    case JR__REQ_PURGE:
+        if (status == 0) {
+            jr__rd rd;
+            jr__rd_init(&rd, p, len);
+            r->seq = jr__rd_varint(&rd);
+        } else {
+            take_msg(r, p, len);
+        }
+        jr__req_finish(r, status, NULL);
+        return;
+    case JR__REQ_INFO:
+    case JR__REQ_MSG_GET:
+    case JR__REQ_GET_LAST:
+        if (status == 0) {
+            jr__buf_reset(&r->result);
+            jr__buf_put(&r->result, p, len);
+            if (r->result.err) status = JR_ENOMEM;
+        } else {
+            take_msg(r, p, len);
+        }
+        jr__req_finish(r, status, NULL);
+        return;
+    default:
+        if (status != 0) take_msg(r, p, len);
+        jr__req_finish(r, status, NULL);
+        return;
+    }
+}
+
+void jr__req_timer(jr__req *r)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    if (r->done) return;
+    switch (r->what) {
+    case JR__REQ_ADD:
+    case JR__REQ_UPDATE:
+    case JR__REQ_DELETE:
+    case JR__REQ_SERVER_INFO:
+        jr__mnode_timer(r);
+        return;
+    case JR__REQ_META_INFO:
+        if (n->now < r->deadline) {
+            meta_info_route(r);
+        } else {
+            /* No meta leader: this server's own view. */
+            jr__route rt = jr__route_local(r);
+            jr__mnode_cluster_info(js, &rt);
+        }
+        return;
+    default:
+        break;
+    }
+    if (n->now < r->deadline) {
+        if (!r->rpc_id) jr__req_route(r);
+        return;
+    }
+    if (r->rpc_id || (r->sent && r->target != n->self)) {
+        const char *t = jr__js_peer_name(js, r->target);
+        jr__req_finish(r, JR_ETIMEDOUT,
+                       "no answer from stream leader %s in time: the outcome is unknown",
+                       t ? t : "?");
+    } else if (r->sent) {
+        jr__req_finish(r, JR_ENOQUORUM,
+                       "stream '%s': no quorum (the request did not commit in time)", r->stream);
+    } else {
+        jr__req_finish(r, JR_ENOQUORUM, "stream '%s' has no leader (no quorum)", r->stream);
+    }
+}
+
+/* Delivery ----------------------------------------------------------------------------------*/
+
+void jr__req_deliver(jr__req *r)
+{
+    jr__js *js = r->js;
+    const jr_allocator *a = js->n->alloc;
+    const char *msg = r->msg[0] ? r->msg : (r->status ? jr_strerror(r->status) : "");
+    int st = r->status;
+    switch (r->what) {
+    case JR__REQ_ADD:
+    case JR__REQ_UPDATE:
+    case JR__REQ_DELETE:
+    case JR__REQ_MSG_DELETE:
+    case JR__REQ_STEPDOWN:
+        r->cb.admin(r->arg, st, msg);
+        return;
+    case JR__REQ_PUBLISH: {
+        jr_pub_ack ack = {r->stream, r->seq, r->duplicate};
+        r->cb.pub(r->arg, st, &ack);
+        return;
+    }
+    case JR__REQ_PURGE:
+        r->cb.purge(r->arg, st, msg, st == 0 ? r->seq : 0);
+        return;
+    case JR__REQ_INFO: {
+        if (st != 0) {
+            r->cb.info(r->arg, st, msg, NULL);
+            return;
+        }
+        jr__info_dec d;
+        int rc = jr__info_decode(r->result.data, r->result.len, a, &d);
+        if (rc == 0)
+            r->cb.info(r->arg, 0, "", &d.info);
+        else
+            r->cb.info(r->arg, rc, "stream info does not decode", NULL);
+        jr__info_dec_free(&d);
+        return;
+    }
+    case JR__REQ_MSG_GET:
+    case JR__REQ_GET_LAST: {
+        if (st != 0) {
+            r->cb.msg(r->arg, st, msg, NULL);
+            return;
+        }
+        jr__msg_dec d;
+        int rc = jr__msg_decode(r->result.data, r->result.len, a, &d);
+        d.m.stream = r->stream;
+        if (rc == 0)
+            r->cb.msg(r->arg, 0, "", &d.m);
+        else
+            r->cb.msg(r->arg, rc, "message does not decode", NULL);
+        jr__msg_dec_free(&d);
+        return;
+    }
+    case JR__REQ_META_INFO: {
+        if (st != 0 && st != JR_ENOLEADER) {
+            r->cb.meta(r->arg, st, msg, NULL);
+            return;
+        }
+        jr__servers_dec d;
+        int rc = jr__servers_decode(r->result.data, r->result.len, a, &d);
+        if (rc == 0)
+            r->cb.meta(r->arg, st, st ? msg : "", &d.info);
+        else
+            r->cb.meta(r->arg, rc, "server report does not decode", NULL);
+        jr__servers_dec_free(&d);
+        return;
+    }
+    default: /* internal (SERVER_INFO): nobody to call */
+        return;
+    }
+}
+
+/* Admin (meta) ------------------------------------------------------------------------------*/
+
+/* A full-size copy of the caller's config (fields it did not know keep their defaults). */
+static int copy_config(const jr_stream_config *in, jr_stream_config *out)
+{
+    jr_stream_config_init(out);
+    if (!in || in->size == 0) return JR_EINVAL;
+    memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
+    out->size = sizeof *out;
+    return 0;
+}
+
+static int meta_request(jr_node *n, uint8_t what, const jr_stream_config *cfg_in,
+                        const char *name, jr_stream_cb cb, void *arg)
+{
+    int rc = entry(n, cb && (cfg_in || name));
+    if (rc) return rc;
+    jr__node_enter(n);
+    jr__js *js = n->js;
+    jr__req *r = begin(n, what, 0, &rc);
+    if (!r) goto out;
+    r->cb.admin = cb;
+    r->arg = arg;
+    r->kind = JR__RPC_META;
+    jr_stream_config cfg;
+    jr__meta_op op;
+    memset(&op, 0, sizeof op);
+    op.origin = n->name;
+    do {
+        r->meta_id = jr__rand_next(&js->rand) | 1;
+    } while (jr__map_get(&js->meta_reqs, r->meta_id));
+    op.request_id = r->meta_id;
+    if (what == JR__REQ_DELETE) {
+        op.type = JR__META_STREAM_DELETE;
+        op.stream = name;
+        if (!*name || strlen(name) > JR_STREAM_NAME_MAX) {
+            r->meta_id = 0;
+            jr__req_finish(r, JR_EINVAL, "name: must be 1..%d bytes", JR_STREAM_NAME_MAX);
+            goto out;
+        }
+        snprintf(r->stream, sizeof r->stream, "%s", name);
+    } else {
+        copy_config(cfg_in, &cfg);
+        char msg[JR__JS_MSG_MAX];
+        int bad = what == JR__REQ_ADD ? jr__stream_config_check_add(&cfg, msg, sizeof msg)
+                                      : jr__stream_config_validate(&cfg, msg, sizeof msg);
+        if (bad) {
+            r->meta_id = 0;
+            jr__req_finish(r, JR_EINVAL, "%s", msg);
+            goto out;
+        }
+        op.type = what == JR__REQ_ADD ? JR__META_STREAM_ADD : JR__META_STREAM_UPDATE;
+        op.config = &cfg;
+        snprintf(r->stream, sizeof r->stream, "%s", cfg.name);
+    }
+    int erc = jr__meta_op_encode(&op, &r->payload);
+    if (erc == 0) erc = jr__map_put(&js->meta_reqs, r->meta_id, r);
+    if (erc != 0) {
+        r->meta_id = 0;
+        jr__req_finish(r, erc, "cannot encode the request: %s", jr_strerror(erc));
+        goto out;
+    }
+    jr__mnode_send(r);
+out:
+    jr__node_leave(n);
+    return rc;
+}
+
+int jr_stream_add(jr_node *n, const jr_stream_config *cfg, jr_stream_cb cb, void *arg)
+{
+    return meta_request(n, JR__REQ_ADD, cfg, NULL, cb, arg);
+}
+
+int jr_stream_update(jr_node *n, const jr_stream_config *cfg, jr_stream_cb cb, void *arg)
+{
+    return meta_request(n, JR__REQ_UPDATE, cfg, NULL, cb, arg);
+}
+
+int jr_stream_delete(jr_node *n, const char *name, jr_stream_cb cb, void *arg)
+{
+    return meta_request(n, JR__REQ_DELETE, NULL, name, cb, arg);
+}
+
+/* Stream requests ---------------------------------------------------------------------------*/
+
+/* Starts a request to the leader of stream `name` with callback cb: its payload gets the
+ * admin sub-kind (kind STREAM_ADMIN) and the stream's group. Returns the record; NULL with *rc
+ * set (nothing started) or with the request already completed (unknown stream; *rc 0). */
+static jr__req *stream_request(jr_node *n, uint8_t what, uint8_t kind, uint8_t sub,
+                               const char *name, jr__req_cb cb, void *arg, int *rc)
+{
+    jr__js *js = n->js;
+    jr__req *r = begin(n, what, 0, rc);
+    if (!r) return NULL;
+    r->cb = cb;
+    r->arg = arg;
+    r->kind = kind;
+    r->resend = what == JR__REQ_INFO || what == JR__REQ_MSG_GET || what == JR__REQ_GET_LAST;
+    snprintf(r->stream, sizeof r->stream, "%s", name);
+    const jr__meta_stream *s = jr__meta_stream_find(&js->st, name);
+    if (!s) {
+        jr__req_finish(r, JR_ENOTFOUND, "stream '%s' not found", name);
+        return NULL;
+    }
+    r->group = s->group;
+    if (kind == JR__RPC_STREAM_ADMIN) jr__buf_u8(&r->payload, sub);
+    jr__buf_varint(&r->payload, r->group);
+    return r;
+}
+
+/* Sends r unless building its payload failed. */
+static void send_or_fail(jr__req *r)
+{
+    if (r->payload.err)
+        jr__req_finish(r, r->payload.err, "out of memory");
+    else
+        jr__req_route(r);
+}
+
+int jr_stream_info_get(jr_node *n, const char *name, jr_stream_info_cb cb, void *arg)
+{
+    int rc = entry(n, cb && name);
+    if (rc) return rc;
+    jr__node_enter(n);
+    jr__req_cb c = {.info = cb};
+    jr__req *r = stream_request(n, JR__REQ_INFO, JR__RPC_STREAM_INFO, 0, name, c, arg, &rc);
+    if (r) send_or_fail(r);
+    jr__node_leave(n);
+    return rc;
+}
+
+/* Appends an op (timestamp 0: the leader stamps it) to r's payload; finishes r on failure. */
+static int put_op(jr__req *r, const jr__stream_op *op)
+{
+    int rc = jr__op_encode(op, &r->payload);
+    if (rc != 0) {
+        jr__req_finish(r, rc == JR_EINVAL ? JR_EINVAL : rc,
+                       rc == JR_EINVAL ? "invalid request (a field is over its limit)"
+                                       : "out of memory");
+        return rc;
+    }
+    return 0;
+}
+
+void jr_purge_opts_init(jr_purge_opts *o)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+}
+
+int jr_stream_purge(jr_node *n, const char *name, const jr_purge_opts *opts_in, jr_purge_cb cb,
+                    void *arg)
+{
+    int rc = entry(n, cb && name);
+    if (rc) return rc;
+    jr_purge_opts o;
+    jr_purge_opts_init(&o);
+    if (opts_in) memcpy(&o, opts_in, opts_in->size < sizeof o ? opts_in->size : sizeof o);
+    jr__node_enter(n);
+    jr__req_cb c = {.purge = cb};
+    jr__req *r = stream_request(n, JR__REQ_PURGE, JR__RPC_STREAM_ADMIN, JR__ADM_PURGE, name, c,
+                                arg, &rc);
+    if (r) {
+        if (o.keep && o.seq) {
+            jr__req_finish(r, JR_EINVAL, "keep and seq can not be combined");
+        } else if (o.subject && !jr__subject_valid_pattern(o.subject)) {
+            jr__req_finish(r, JR_EINVAL, "subject: '%s' is not a valid subject", o.subject);
+        } else {
+            jr__stream_op op;
+            memset(&op, 0, sizeof op);
+            op.type = JR__OP_PURGE;
+            op.u.purge.filter = o.subject;
+            op.u.purge.filter_len = o.subject ? strlen(o.subject) : 0;
+            op.u.purge.seq = o.seq;
+            op.u.purge.keep = o.keep;
+            if (put_op(r, &op) == 0) send_or_fail(r);
+        }
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
+int jr_stream_msg_delete(jr_node *n, const char *name, uint64_t seq, int erase, jr_stream_cb cb,
+                         void *arg)
+{
+    int rc = entry(n, cb && name);
+    if (rc) return rc;
+    jr__node_enter(n);
+    jr__req_cb c = {.admin = cb};
+    jr__req *r = stream_request(n, JR__REQ_MSG_DELETE, JR__RPC_STREAM_ADMIN, JR__ADM_MSG_DELETE,
+                                name, c, arg, &rc);
+    if (r) {
+        if (seq == 0) {
+            jr__req_finish(r, JR_EINVAL, "seq: must be at least 1");
+        } else {
+            jr__stream_op op;
+            memset(&op, 0, sizeof op);
+            op.type = JR__OP_DELETE;
+            op.u.del.seq = seq;
+            op.u.del.erase = erase ? 1 : 0;
+            if (put_op(r, &op) == 0) send_or_fail(r);
+        }
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
+int jr_stream_msg_get(jr_node *n, const char *name, uint64_t seq, jr_msg_cb cb, void *arg)
+{
+    int rc = entry(n, cb && name);
+    if (rc) return rc;
+    jr__node_enter(n);
+    jr__req_cb c = {.msg = cb};
+    jr__req *r = stream_request(n, JR__REQ_MSG_GET, JR__RPC_STREAM_ADMIN, JR__ADM_MSG_GET, name,
+                                c, arg, &rc);
+    if (r) {
+        jr__buf_varint(&r->payload, seq);
+        send_or_fail(r);
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
+int jr_stream_get_last(jr_node *n, const char *name, const char *subject, jr_msg_cb cb,
+                       void *arg)
+{
+    int rc = entry(n, cb && name && subject);
+    if (rc) return rc;
+    jr__node_enter(n);
+    jr__req_cb c = {.msg = cb};
+    jr__req *r = stream_request(n, JR__REQ_GET_LAST, JR__RPC_STREAM_ADMIN, JR__ADM_GET_LAST,
+                                name, c, arg, &rc);
+    if (r) {
+        if (!jr__subject_valid_pattern(subject)) {
+            jr__req_finish(r, JR_EINVAL, "subject: '%s' is not a valid subject", subject);
+        } else {
+            jr__buf_bytes(&r->payload, subject, strlen(subject));
+            send_or_fail(r);
+        }
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
+int jr_stream_stepdown(jr_node *n, const char *name, const char *peer, jr_stream_cb cb,
+                       void *arg)
+{
+    int rc = entry(n, cb && name);
+    if (rc) return rc;
+    jr__node_enter(n);
+    jr__req_cb c = {.admin = cb};
+    jr__req *r = stream_request(n, JR__REQ_STEPDOWN, JR__RPC_STREAM_ADMIN, JR__ADM_STEPDOWN,
+                                name, c, arg, &rc);
+    if (r) {
+        if (peer && !jr__peer_find_name(n, peer)) {
+            jr__req_finish(r, JR_ENOTFOUND, "peer: '%s' is not a known server", peer);
+        } else {
+            jr__buf_bytes(&r->payload, peer ? peer : "", peer ? strlen(peer) : 0);
+            send_or_fail(r);
+        }
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
+/* Publish -----------------------------------------------------------------------------------*/
+
+void jr_pub_opts_init(jr_pub_opts *o)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    o->expected_last_seq = JR_SEQ_NONE;
+    o->expected_last_subject_seq = JR_SEQ_NONE;
+}
+
+/* Largest headers + data a stream entry can carry (the group's entry limit, less framing). */
+static size_t max_payload(const jr_node *n)
+{
+    uint32_t half = n->max_frame / 2;
+    uint32_t msg = half < (1u << 20) ? half : (1u << 20);
+    return msg - 1024 - 64 - 2 * JR__OP_MSG_ID_MAX - JR_STREAM_NAME_MAX;
+}
+
+/* Fills po from the header block and opts (opts win). 0 or JR_EINVAL with r finished. */
+static int pub_options(jr__req *r, const void *hdr, size_t hdr_len, const jr_pub_opts *opts,
+                       jr__pub_opts *po)
+{
+    if (jr__headers_validate(hdr, hdr_len) != 0) {
+        jr__req_finish(r, JR_EINVAL, "headers: malformed NATS header block");
+        return JR_EINVAL;
+    }
+    if (jr__headers_pub_opts(hdr, hdr_len, po) != 0) {
+        jr__req_finish(r, JR_EINVAL, "headers: invalid JetStream publish header value");
+        return JR_EINVAL;
+    }
+    if (!opts) return 0;
+    jr_pub_opts o;
+    jr_pub_opts_init(&o);
+    memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
+    if (o.msg_id) {
+        size_t l = strlen(o.msg_id);
+        if (l == 0 || l > JR__OP_MSG_ID_MAX) {
+            jr__req_finish(r, JR_EINVAL, "msg_id: must be 1..%d bytes", JR__OP_MSG_ID_MAX);
+            return JR_EINVAL;
+        }
+        po->flags |= JR__PUB_MSG_ID;
+        po->msg_id = o.msg_id;
+        po->msg_id_len = l;
+    }
+    if (o.expected_stream) {
+        size_t l = strlen(o.expected_stream);
+        if (l == 0 || l > JR_STREAM_NAME_MAX) {
+            jr__req_finish(r, JR_EINVAL, "expected_stream: must be 1..%d bytes",
+                           JR_STREAM_NAME_MAX);
+            return JR_EINVAL;
+        }
+        po->flags |= JR__PUB_EXPECT_STREAM;
+        po->expected_stream = o.expected_stream;
+        po->expected_stream_len = l;
+    }
+    if (o.expected_last_msg_id) {
+        size_t l = strlen(o.expected_last_msg_id);
+        if (l == 0 || l > JR__OP_MSG_ID_MAX) {
+            jr__req_finish(r, JR_EINVAL, "expected_last_msg_id: must be 1..%d bytes",
+                           JR__OP_MSG_ID_MAX);
+            return JR_EINVAL;
+        }
+        po->flags |= JR__PUB_EXPECT_LAST_MSG_ID;
+        po->expected_last_msg_id = o.expected_last_msg_id;
+        po->expected_last_msg_id_len = l;
+    }
+    if (o.expected_last_seq != JR_SEQ_NONE) {
+        po->flags |= JR__PUB_EXPECT_LAST_SEQ;
+        po->expected_last_seq = o.expected_last_seq;
+    }
+    if (o.expected_last_subject_seq != JR_SEQ_NONE) {
+        po->flags |= JR__PUB_EXPECT_LAST_SUBJ_SEQ;
+        po->expected_last_subject_seq = o.expected_last_subject_seq;
+    }
+    return 0;
+}
+
+int jr_publish(jr_node *n, const char *subject, const void *hdr, size_t hdr_len,
+               const void *data, size_t len, const jr_pub_opts *opts, jr_publish_cb cb, void *arg)
+{
+    int rc = entry(n, cb && subject && (hdr || !hdr_len) && (data || !len));
+    if (rc) return rc;
+    jr__node_enter(n);
+    jr__js *js = n->js;
+    uint64_t timeout = opts && opts->size >= offsetof(jr_pub_opts, timeout_ms) + sizeof(uint32_t)
+                           ? (uint64_t)opts->timeout_ms * 1000000u
+                           : 0;
+    jr__req *r = begin(n, JR__REQ_PUBLISH, timeout, &rc);
+    if (!r) goto out;
+    r->cb.pub = cb;
+    r->arg = arg;
+    r->kind = JR__RPC_PUBLISH;
+    const char *why = NULL;
+    if (jr__subject_classify(subject, &why) != JR__SUBJECT_LITERAL) {
+        jr__req_finish(r, JR_EINVAL, "subject: '%s' %s", subject,
+                       why ? why : "is not a literal subject (wildcards)");
+        goto out;
+    }
+    jr__pub_opts po;
+    if (pub_options(r, hdr, hdr_len, opts, &po) != 0) goto out;
+    const jr__meta_stream *s = jr__meta_stream_for_subject(&js->st, subject);
+    if (!s) {
+        jr__req_finish(r, JR_ENOSTREAM, "no stream matches subject '%s'", subject);
+        goto out;
+    }
+    snprintf(r->stream, sizeof r->stream, "%s", s->name);
+    r->group = s->group;
+    int32_t mms = s->cfg->c.max_msg_size;
+    if ((mms >= 0 && hdr_len + len > (size_t)mms) || hdr_len + len > max_payload(n)) {
+        jr__req_finish(r, JR_EMSGSIZE, "message of %zu bytes exceeds the %s (%zu bytes)",
+                       hdr_len + len, mms >= 0 && hdr_len + len > (size_t)mms
+                                          ? "stream's max_msg_size"
+                                          : "largest log entry",
+                       mms >= 0 && hdr_len + len > (size_t)mms ? (size_t)mms : max_payload(n));
+        goto out;
+    }
+    jr__stream_op op;
+    memset(&op, 0, sizeof op);
+    op.type = JR__OP_PUBLISH;
+    op.u.pub.subject = subject;
+    op.u.pub.subject_len = strlen(subject);
+    op.u.pub.hdr = hdr;
+    op.u.pub.hdr_len = hdr_len;
+    op.u.pub.data = data;
+    op.u.pub.data_len = len;
+    op.u.pub.opts = po;
+    jr__buf_varint(&r->payload, r->group);
+    if (put_op(r, &op) == 0) send_or_fail(r);
+out:
+    jr__node_leave(n);
+    return rc;
+}
+
+/* Server report -----------------------------------------------------------------------------*/
+
+static void meta_info_route(jr__req *r)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    if (r->done || r->rpc_id) return;
+    int self;
+    const char *leader = jr__mnode_leader(js, &self);
+    if (self) {
+        jr__route rt = jr__route_local(r);
+        jr__mnode_cluster_info(js, &rt);
+        return;
+    }
+    jr__peer *p = leader ? jr__peer_find_name(n, leader) : NULL;
+    if (!p || jr__rpc_call(js, p->id, JR__RPC_CLUSTER_INFO, NULL, 0, 2 * n->election_ns, on_rpc,
+                           r, &r->rpc_id) != 0) {
+        wait_retry(r);
+        return;
+    }
+    jr__js_timer_cancel(js, &r->timer);
+}
+
+int jr_meta_info_get(jr_node *n, jr_meta_info_cb cb, void *arg)
+{
+    int rc = entry(n, cb != NULL);
+    if (rc) return rc;
+    jr__node_enter(n);
+    jr__req *r = begin(n, JR__REQ_META_INFO, 0, &rc);
+    if (r) {
+        r->cb.meta = cb;
+        r->arg = arg;
+        r->kind = JR__RPC_CLUSTER_INFO;
+        meta_info_route(r);
+    }
+    jr__node_leave(n);
+    return rc;
+}

@@ -1,0 +1,288 @@
+/*
+ * catchup — a stream replica restored from a snapshot pulls the messages it lacks (issue 4 §6).
+ *
+ * A stream snapshot is the stream's metadata, not its messages (fsm.h). When a replica installs
+ * one (a new replica, or one so far behind that the leader's log was compacted past it), the
+ * fsm reconciles its store and reports the first seq it must fetch. The replica then asks a peer
+ * that holds the stream — the leader if known, else the other replicas in turn — for the
+ * messages from that seq on, one chunk at a time (JR__RPC_CATCHUP: flow control is "one chunk in
+ * flight"), each chunk the source store's checksummed records, lz4-compressed on the wire. After
+ * each chunk it restores the same snapshot again, which either asks for more or completes.
+ * This is not a replay of the WAL from zero: the WAL only ever needs the entries after the
+ * snapshot, and it is compacted behind the store's durable point when snapshots are taken.
+ *
+ * Entries the group commits while the replica is restoring are queued in order (with their
+ * terms) and applied as soon as the restore completes, so the replica's log and state machine
+ * stay in step; a source that cannot help (itself restoring, or behind) is skipped after a
+ * pause. Snapshots are refused while restoring (the node retries later).
+ */
+#include <inttypes.h>
+#include <lz4.h>
+#include <string.h>
+
+#include "node/js.h"
+#include "node/rpc.h"
+#include "util/alloc.h"
+
+#define CHUNK_BYTES (256u << 10)
+
+typedef struct qent {
+    uint64_t index, term;
+    size_t len;
+    uint8_t data[];
+} qent;
+
+struct jr__catchup {
+    uint8_t *snap;
+    size_t snap_len;
+    uint64_t snap_index;
+    uint64_t need;    /* first seq still missing */
+    uint64_t rpc_id;  /* the chunk request in flight (0: none) */
+    unsigned attempts;
+    qent **q;
+    size_t nq, capq;
+};
+
+int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len, uint64_t need)
+{
+    jr__js *js = r->js;
+    const jr_allocator *a = js->n->alloc;
+    jr__catchup *cu = jr__calloc(a, 1, sizeof *cu);
+    if (!cu) return JR_ENOMEM;
+    cu->snap = jr__malloc(a, len ? len : 1);
+    if (!cu->snap) {
+        jr__free(a, cu);
+        return JR_ENOMEM;
+    }
+    memcpy(cu->snap, snap, len);
+    cu->snap_len = len;
+    cu->snap_index = index;
+    cu->need = need;
+    r->cu = cu;
+    jr__node_log(js->n, JR_LOG_INFO,
+                 "stream '%s': restored snapshot %" PRIu64 ", fetching messages from seq %" PRIu64,
+                 r->name, index, need);
+    jr__js_timer_arm(js, &r->timer, js->n->now);
+    return 0;
+}
+
+int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len)
+{
+    jr__catchup *cu = r->cu;
+    const jr_allocator *a = r->js->n->alloc;
+    if (cu->nq == cu->capq) {
+        size_t cap = cu->capq ? cu->capq * 2 : 64;
+        qent **nq = jr__realloc(a, cu->q, cap * sizeof *nq);
+        if (!nq) return JR_ENOMEM;
+        cu->q = nq;
+        cu->capq = cap;
+    }
+    qent *e = jr__malloc(a, sizeof *e + (len ? len : 1));
+    if (!e) return JR_ENOMEM;
+    e->index = index;
+    e->term = term;
+    e->len = len;
+    if (len) memcpy(e->data, data, len);
+    cu->q[cu->nq++] = e;
+    return 0;
+}
+
+void jr__catchup_free(jr__srep *r)
+{
+    jr__catchup *cu = r->cu;
+    if (!cu) return;
+    const jr_allocator *a = r->js->n->alloc;
+    jr__rpc_cancel(r->js, cu->rpc_id);
+    for (size_t i = 0; i < cu->nq; i++) jr__free(a, cu->q[i]);
+    jr__free(a, cu->q);
+    jr__free(a, cu->snap);
+    jr__free(a, cu);
+    r->cu = NULL;
+}
+
+/* The restore is complete: apply what was queued meanwhile. */
+static void finish(jr__srep *r)
+{
+    jr__catchup *cu = r->cu;
+    qent **q = cu->q;
+    size_t nq = cu->nq;
+    cu->q = NULL;
+    cu->nq = cu->capq = 0;
+    jr__catchup_free(r);
+    jr__node_log(r->js->n, JR_LOG_INFO, "stream '%s': caught up; applying %zu queued entries",
+                 r->name, nq);
+    for (size_t i = 0; i < nq; i++) {
+        jr__srep_apply_entry(r, q[i]->index, q[i]->term, q[i]->data, q[i]->len);
+        jr__free(r->js->n->alloc, q[i]);
+    }
+    jr__free(r->js->n->alloc, q);
+}
+
+/* Which peer to ask: the leader when known (and not us), else the replicas in turn. */
+static jr__id pick_source(jr__srep *r)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    if (r->cu->attempts % 2 == 0 && r->g) {
+        jr__id l = jr__raft_leader(jr__group_raft(r->g));
+        if (l && l != n->self) return l;
+    }
+    size_t k = 0, others = 0;
+    for (size_t i = 0; i < r->npeers; i++)
+        if (strcmp(r->peers[i], n->name) != 0) others++;
+    if (!others) return 0;
+    size_t want = r->cu->attempts % others;
+    for (size_t i = 0; i < r->npeers; i++) {
+        if (strcmp(r->peers[i], n->name) == 0) continue;
+        if (k++ == want) {
+            jr__peer *p = jr__peer_find_name(n, r->peers[i]);
+            return p ? p->id : 0;
+        }
+    }
+    return 0;
+}
+
+static void on_chunk(jr__js *js, void *arg, int status, const uint8_t *p, size_t len)
+{
+    jr__srep *r = arg;
+    jr__catchup *cu = r->cu;
+    jr_node *n = js->n;
+    if (!cu) return;
+    cu->rpc_id = 0;
+    if (status == JR_ECLOSED) return;
+    int rc = status == JR__RPC_NO_ANSWER ? JR_ETIMEDOUT : status;
+    uint64_t next = 0, raw = 0;
+    const uint8_t *z = NULL;
+    size_t zlen = 0;
+    if (rc == 0) {
+        jr__rd rd;
+        jr__rd_init(&rd, p, len);
+        next = jr__rd_varint(&rd);
+        raw = jr__rd_varint(&rd);
+        z = jr__rd_bytes(&rd, &zlen, len);
+        if (rd.err || jr__rd_left(&rd) || raw > 4 * (uint64_t)CHUNK_BYTES + (1u << 21) ||
+            (raw && !zlen))
+            rc = JR_ECORRUPT;
+    }
+    if (rc == 0 && (raw || next > cu->need)) {
+        jr__buf *b = &js->scratch2;
+        jr__buf_reset(b);
+        if (jr__buf_reserve(b, (size_t)raw + 1) != 0) {
+            rc = JR_ENOMEM;
+        } else if (raw) {
+            int got = LZ4_decompress_safe((const char *)z, (char *)b->data, (int)zlen, (int)raw);
+            if (got < 0 || (uint64_t)got != raw) rc = JR_ECORRUPT;
+        }
+        if (rc == 0) rc = jr__stream_fsm_apply_chunk(r->fsm, b->data, (size_t)raw, next);
+        if (rc == 0) {
+            js->catchup_chunks++;
+            js->catchup_bytes += raw;
+        }
+    }
+    uint64_t need = cu->need;
+    if (rc == 0) rc = jr__stream_fsm_restore(r->fsm, cu->snap_index, cu->snap, cu->snap_len, &need);
+    if (rc != 0) {
+        jr__node_log(n, JR_LOG_WARN, "stream '%s': catch-up chunk from seq %" PRIu64 ": %s",
+                     r->name, cu->need, jr_strerror(rc));
+        jr__stream_fsm_info info;
+        jr__stream_fsm_info_get(r->fsm, &info);
+        if (info.failed) {
+            r->failed = info.failed;
+            return;
+        }
+        cu->attempts++;
+        return; /* the replica's timer asks again */
+    }
+    if (need == 0) {
+        finish(r);
+        return;
+    }
+    if (need <= cu->need && next <= cu->need) cu->attempts++; /* that source could not help */
+    else cu->attempts = 0;
+    cu->need = need;
+    if (cu->attempts == 0) jr__catchup_step(r);
+}
+
+void jr__catchup_step(jr__srep *r)
+{
+    jr__js *js = r->js;
+    jr__catchup *cu = r->cu;
+    if (!cu || cu->rpc_id || r->failed) return;
+    jr__id src = pick_source(r);
+    if (!src) {
+        cu->attempts++;
+        return;
+    }
+    uint8_t b[40];
+    jr__buf out = {b, 0, sizeof b, 0, NULL};
+    jr__buf_varint(&out, r->group);
+    jr__buf_varint(&out, cu->need);
+    uint32_t max = js->n->max_frame / 4 < CHUNK_BYTES ? js->n->max_frame / 4 : CHUNK_BYTES;
+    jr__buf_varint(&out, max);
+    jr_iovec iov = {out.data, out.len};
+    if (jr__rpc_call(js, src, JR__RPC_CATCHUP, &iov, 1, 2 * js->n->election_ns, on_chunk, r,
+                     &cu->rpc_id) != 0)
+        cu->attempts++;
+}
+
+void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len)
+{
+    jr__rd rd;
+    jr__rd_init(&rd, p, len);
+    uint64_t group = jr__rd_varint(&rd), from = jr__rd_varint(&rd), max = jr__rd_varint(&rd);
+    if (rd.err || jr__rd_left(&rd) || from == 0) {
+        jr__route_reply(js, rt, JR_EINVAL, NULL, 0);
+        return;
+    }
+    jr__srep *r = jr__srep_find(js, group);
+    if (!r) {
+        jr__route_reply(js, rt, JR_ENOTFOUND, NULL, 0);
+        return;
+    }
+    jr__stream_fsm_info info;
+    jr__stream_fsm_info_get(r->fsm, &info);
+    if (r->cu || r->failed || info.restoring || info.failed || info.horizon) {
+        jr__route_reply(js, rt, JR_EBUSY, NULL, 0); /* its store is not complete */
+        return;
+    }
+    if (max > CHUNK_BYTES) max = CHUNK_BYTES;
+    jr__buf *raw = &js->scratch2;
+    jr__buf_reset(raw);
+    uint64_t next = 0;
+    int rc = jr__stream_fsm_read_chunk(r->fsm, from, (size_t)max, raw, &next);
+    if (rc == JR_ENOTFOUND) {
+        rc = 0;
+        next = info.store.last_seq + 1;
+        raw->len = 0;
+    }
+    jr__buf *out = &js->scratch;
+    jr__buf_reset(out);
+    if (rc == 0) {
+        jr__buf_varint(out, next);
+        jr__buf_varint(out, raw->len);
+        int bound = raw->len ? LZ4_compressBound((int)raw->len) : 0;
+        jr__buf_varint(out, 0); /* placeholder length, rewritten below */
+        size_t at = out->len - 1;
+        if (bound && jr__buf_reserve(out, (size_t)bound + 10) == 0) {
+            int z = LZ4_compress_default((const char *)raw->data, (char *)out->data + at + 10,
+                                         (int)raw->len, bound);
+            if (z <= 0) {
+                rc = JR_EIO;
+            } else {
+                /* put the real length varint at `at`, then the bytes right after it */
+                uint8_t lv[10];
+                jr__buf tmp = {lv, 0, sizeof lv, 0, NULL};
+                jr__buf_varint(&tmp, (uint64_t)z);
+                memmove(out->data + at + tmp.len, out->data + at + 10, (size_t)z);
+                memcpy(out->data + at, lv, tmp.len);
+                out->len = at + tmp.len + (size_t)z;
+            }
+        }
+        if (out->err) rc = out->err;
+    }
+    if (rc != 0) {
+        jr__route_reply(js, rt, rc, NULL, 0);
+        return;
+    }
+    jr__route_reply(js, rt, 0, out->data, out->len);
+}

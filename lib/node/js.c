@@ -1,0 +1,366 @@
+/*
+ * js.c — the stream layer's lifecycle, timers, request records and the hooks the node calls
+ * (contract in js.h).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "node/js.h"
+#include "node/rpc.h"
+#include "util/alloc.h"
+#include "util/checksum.h"
+
+#define DEFAULT_TIMEOUT_MS 5000u
+
+/* Timers ----------------------------------------------------------------------------------*/
+
+void jr__js_timer_init(jr__jtimer *t, void (*fire)(jr__js *, jr__jtimer *))
+{
+    jr__timer_init(&t->t);
+    t->fire = fire;
+}
+
+void jr__js_timer_arm(jr__js *js, jr__jtimer *t, uint64_t deadline)
+{
+    if (jr__heap_arm(&js->timers, &t->t, deadline) != 0) {
+        /* No memory to grow the heap: fire at the next tick instead (tick retries the arm). */
+        jr__node_want_tick(js->n);
+    }
+}
+
+void jr__js_timer_cancel(jr__js *js, jr__jtimer *t)
+{
+    jr__heap_cancel(&js->timers, &t->t);
+}
+
+uint64_t jr__js_deadline(const jr_node *n)
+{
+    const jr__js *js = n->js;
+    if (!js) return UINT64_MAX;
+    if (js->dirty) return n->now;
+    jr__timer *t = jr__heap_top(&js->timers);
+    return t ? t->deadline : UINT64_MAX;
+}
+
+void jr__js_tick(jr_node *n)
+{
+    jr__js *js = n->js;
+    if (!js || js->closing) return;
+    jr__timer *t;
+    while ((t = jr__heap_pop_due(&js->timers, n->now)) != NULL) {
+        jr__jtimer *jt = (jr__jtimer *)((char *)t - offsetof(jr__jtimer, t));
+        jt->fire(js, jt);
+    }
+}
+
+/* Requests --------------------------------------------------------------------------------*/
+
+static void req_fire(void *arg, int status);
+static void req_deadline(jr__js *js, jr__jtimer *t);
+
+jr__req *jr__req_new(jr__js *js, uint8_t what)
+{
+    jr_node *n = js->n;
+    jr__op *op = jr__op_get(n);
+    if (!op) return NULL;
+    jr__req *r = js->free_reqs;
+    if (r) {
+        js->free_reqs = r->next;
+    } else {
+        r = jr__calloc(n->alloc, 1, sizeof *r);
+        if (!r) {
+            jr__op_put(n, op);
+            return NULL;
+        }
+        jr__buf_init(&r->payload, n->alloc);
+        jr__buf_init(&r->result, n->alloc);
+    }
+    jr__buf payload = r->payload, result = r->result;
+    memset(r, 0, offsetof(jr__req, msg));
+    r->msg[0] = 0;
+    r->payload = payload;
+    r->result = result;
+    jr__buf_reset(&r->payload);
+    jr__buf_reset(&r->result);
+    r->js = js;
+    r->serial = ++js->next_serial;
+    r->what = what;
+    r->op = op;
+    jr__js_timer_init(&r->timer, req_deadline);
+    op->kind = JR__OP_DONE;
+    op->cb.done = req_fire;
+    op->arg = r;
+    return r;
+}
+
+static void req_unlink(jr__req *r)
+{
+    jr__js *js = r->js;
+    if (r->prev)
+        r->prev->next = r->next;
+    else if (js->reqs == r)
+        js->reqs = r->next;
+    if (r->next) r->next->prev = r->prev;
+    r->next = r->prev = NULL;
+}
+
+static void req_recycle(jr__req *r)
+{
+    jr__js *js = r->js;
+    /* Large buffers are not kept around. */
+    if (r->payload.cap > (64u << 10)) jr__buf_free(&r->payload);
+    if (r->result.cap > (64u << 10)) jr__buf_free(&r->result);
+    r->next = js->free_reqs;
+    js->free_reqs = r;
+}
+
+void jr__req_start(jr__req *r, uint64_t timeout_ns)
+{
+    jr__js *js = r->js;
+    r->deadline = js->n->now + timeout_ns;
+    r->prev = NULL;
+    r->next = js->reqs;
+    if (js->reqs) js->reqs->prev = r;
+    js->reqs = r;
+}
+
+void jr__req_discard(jr__req *r)
+{
+    jr__op_put(r->js->n, r->op);
+    req_recycle(r);
+}
+
+void jr__req_finish(jr__req *r, int status, const char *fmt, ...)
+{
+    if (r->done) return;
+    jr__js *js = r->js;
+    r->done = 1;
+    r->status = status;
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->msg, sizeof r->msg, fmt, ap);
+        va_end(ap);
+    }
+    if (r->rpc_id) {
+        jr__rpc_cancel(js, r->rpc_id);
+        r->rpc_id = 0;
+    }
+    jr__js_timer_cancel(js, &r->timer);
+    if (r->meta_id) jr__map_del(&js->meta_reqs, r->meta_id);
+    req_unlink(r);
+    jr__op_complete(js->n, r->op, status, 0);
+}
+
+static void req_fire(void *arg, int status)
+{
+    jr__req *r = arg;
+    (void)status;
+    jr__req_deliver(r);
+    req_recycle(r);
+}
+
+static void req_deadline(jr__js *js, jr__jtimer *t)
+{
+    (void)js;
+    jr__req *r = (jr__req *)((char *)t - offsetof(jr__req, timer));
+    jr__req_timer(r);
+}
+
+/* Waiters ---------------------------------------------------------------------------------*/
+
+jr__waiter *jr__waiter_get(jr__js *js)
+{
+    jr__waiter *w = js->free_waiters;
+    if (w)
+        js->free_waiters = w->next;
+    else
+        w = jr__malloc(js->n->alloc, sizeof *w);
+    if (w) memset(w, 0, sizeof *w);
+    return w;
+}
+
+void jr__waiter_put(jr__js *js, jr__waiter *w)
+{
+    w->next = js->free_waiters;
+    js->free_waiters = w;
+}
+
+void jr__route_reply(jr__js *js, const jr__route *rt, int status, const void *payload,
+                     size_t len)
+{
+    if (rt->local) {
+        if (rt->local->serial == rt->rpc_id && !rt->local->done)
+            jr__req_response(rt->local, status, payload, len);
+        return;
+    }
+    if (!rt->to) return; /* internal op: nobody waits */
+    jr_iovec iov = {payload, len};
+    jr__rpc_respond(js, rt->to, rt->rpc_id, status, &iov, len ? 1 : 0);
+}
+
+const char *jr__js_peer_name(const jr__js *js, jr__id id)
+{
+    jr__peer *p = jr__peer_find(js->n, id);
+    return p ? p->name : NULL;
+}
+
+/* Receive ---------------------------------------------------------------------------------*/
+
+void jr__js_recv(jr_node *n, jr__id from, uint8_t type, const jr__rpc_view *v)
+{
+    jr__js *js = n->js;
+    if (!js || js->closing) return;
+    if (type == JR__MSG_NODE_RESPONSE) {
+        jr__rpc_on_response(js, from, v);
+        return;
+    }
+    if (type != JR__MSG_NODE_REQUEST) return;
+    jr__route rt = {NULL, from, v->id};
+    switch (v->kind) {
+    case JR__RPC_META:
+        jr__mnode_handle(js, &rt, v->payload, v->len);
+        break;
+    case JR__RPC_CLUSTER_INFO:
+        jr__mnode_cluster_info(js, &rt);
+        break;
+    case JR__RPC_PUBLISH:
+    case JR__RPC_STREAM_INFO:
+    case JR__RPC_STREAM_ADMIN:
+        jr__sexec(js, v->kind, &rt, v->payload, v->len);
+        break;
+    case JR__RPC_CATCHUP:
+        jr__catchup_serve(js, &rt, v->payload, v->len);
+        break;
+    default:
+        jr__route_reply(js, &rt, JR_ENOTSUP, NULL, 0);
+        break;
+    }
+}
+
+void jr__js_before_flush(jr_node *n)
+{
+    jr__js *js = n->js;
+    if (!js || js->closing || n->closing) return;
+    jr__srep_flush_all(js);
+}
+
+/* Open / close ----------------------------------------------------------------------------*/
+
+static char *dup_or(const jr_allocator *a, const char *s, const char *dflt, int *err)
+{
+    const char *v = s && *s ? s : dflt;
+    if (!v) return NULL;
+    char *d = jr__strdup(a, v);
+    if (!d) *err = JR_ENOMEM;
+    return d;
+}
+
+static void js_free(jr__js *js)
+{
+    const jr_allocator *a = js->n->alloc;
+    for (size_t i = 0; i < js->ntags; i++) jr__free(a, js->tags[i]);
+    jr__free(a, js->tags);
+    jr__free(a, js->cluster);
+    jr__free(a, js->unique_tag);
+    jr__free(a, js->store_dir);
+    jr__heap_free(&js->timers);
+    jr__map_free(&js->calls);
+    jr__map_free(&js->reps);
+    jr__map_free(&js->hints);
+    jr__map_free(&js->meta_reqs);
+    while (js->free_waiters) {
+        jr__waiter *w = js->free_waiters;
+        js->free_waiters = w->next;
+        jr__free(a, w);
+    }
+    while (js->free_reqs) {
+        jr__req *r = js->free_reqs;
+        js->free_reqs = r->next;
+        jr__buf_free(&r->payload);
+        jr__buf_free(&r->result);
+        jr__free(a, r);
+    }
+    jr__buf_free(&js->scratch);
+    jr__buf_free(&js->scratch2);
+    jr__free(a, js);
+}
+
+int jr__js_open(jr_node *n, const jr_node_config *cfg)
+{
+    const jr_allocator *a = n->alloc;
+    jr__js *js = jr__calloc(a, 1, sizeof *js);
+    if (!js) return JR_ENOMEM;
+    js->n = n;
+    jr__heap_init(&js->timers, a);
+    jr__map_init(&js->calls, a);
+    jr__map_init(&js->reps, a);
+    jr__map_init(&js->hints, a);
+    jr__map_init(&js->meta_reqs, a);
+    jr__buf_init(&js->scratch, a);
+    jr__buf_init(&js->scratch2, a);
+    jr__meta_state_init(&js->st, a, JR__FIRST_STREAM_GROUP_ID);
+    uint64_t seed = n->seed ^ 0x6a73 /* "js" */;
+    jr__rand_seed(&js->rand, jr__splitmix64(&seed));
+    js->timeout_ns =
+        (uint64_t)(cfg->request_timeout_ms ? cfg->request_timeout_ms : DEFAULT_TIMEOUT_MS) *
+        1000000u;
+    js->capacity = cfg->max_store_bytes;
+    js->max_assets = cfg->max_assets;
+    int err = 0;
+    js->cluster = dup_or(a, cfg->cluster, "jetraft", &err);
+    js->store_dir = dup_or(a, cfg->store_dir, cfg->wal_dir, &err);
+    js->unique_tag = dup_or(a, cfg->unique_tag, NULL, &err);
+    if (!err && cfg->ntags) {
+        if (!cfg->tags || cfg->ntags > JR__META_MAX_TAGS) {
+            err = JR_EINVAL;
+        } else {
+            js->tags = jr__calloc(a, cfg->ntags, sizeof *js->tags);
+            if (!js->tags) err = JR_ENOMEM;
+            for (size_t i = 0; !err && i < cfg->ntags; i++) {
+                if (!cfg->tags[i] || !jr__meta_name_ok(cfg->tags[i], strlen(cfg->tags[i]))) {
+                    err = JR_EINVAL;
+                    break;
+                }
+                js->tags[i] = jr__strdup(a, cfg->tags[i]);
+                if (!js->tags[i]) err = JR_ENOMEM;
+                else js->ntags++;
+            }
+        }
+    }
+    if (!err && (!jr__meta_name_ok(js->cluster, strlen(js->cluster)) ||
+                 !jr__meta_name_ok(n->name, strlen(n->name))))
+        err = JR_EINVAL;
+    if (err) {
+        if (err == JR_EINVAL)
+            jr__node_err(n, err, "streams: invalid server name, cluster or tags (1..255 bytes, "
+                                 "no whitespace)");
+        jr__meta_state_free(&js->st);
+        n->js = NULL;
+        js_free(js);
+        return err;
+    }
+    n->js = js;
+    err = jr__mnode_open(js);
+    if (err) {
+        jr__js_close(n, 0);
+        return err;
+    }
+    return 0;
+}
+
+void jr__js_close(jr_node *n, int flush)
+{
+    jr__js *js = n->js;
+    if (!js) return;
+    js->closing = 1;
+    jr__rpc_close(js);
+    while (js->reqs) jr__req_finish(js->reqs, JR_ECLOSED, "node is closing");
+    jr__srep_close_all(js, flush);
+    jr__mnode_close(js);
+    jr__node_drain(n); /* every callback queued above runs before the memory goes */
+    jr__meta_state_free(&js->st);
+    n->js = NULL;
+    js_free(js);
+}

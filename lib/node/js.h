@@ -1,0 +1,361 @@
+/*
+ * js — the node's stream layer (JetStream on libjetraft, issue 4): the meta group every server
+ * runs, the server's local stream replicas, node-to-node requests, and the public stream API.
+ *
+ * Files of this module (all in lib/node/, on top of the node's group machinery):
+ *   js.c          lifecycle (open/close), the layer's timers, request records, deferred
+ *                 completion, and the hooks the node calls (tick, deadline, before flush, recv)
+ *   rpc.c/.h      request/response plumbing over NODE_REQUEST/NODE_RESPONSE (wire/frame.h)
+ *   meta_node.c   the meta group: its fsm, SERVER_INFO, admin requests at the meta leader
+ *                 (check, placement, proposal), convergence of local replicas (meta_desired)
+ *   stream_node.c local stream replicas: the stream fsm as a jr_fsm, batching publishes into
+ *                 BATCH entries, matching applied results to waiting requests, leader duties
+ *   stream_exec.c what a stream leader executes for a request (publish, info, admin)
+ *   catchup.c     a replica restored from a stream snapshot pulls the missing messages
+ *   api_stream.c  the public stream API and the routing of requests to the right leader
+ *   js_codec.c    payload encodings of the stream layer's RPCs
+ *
+ * Invariants:
+ *  - every user callback runs from the node's completion queue (jr__node_drain), never inside
+ *    the API call that started it: a request reserves its completion record (jr__op) when it is
+ *    accepted, so completing it never fails;
+ *  - a request record (jr__req) completes exactly once (req->done), then is recycled after its
+ *    callback ran; a record on the origin side never outlives js (close fails the rest);
+ *  - an acknowledgement (publish ack, admin result) is produced only from an applied log entry
+ *    whose (index, term) is the one this leader proposed — never from a proposal alone;
+ *  - the layer's timers live in js->timers (a jr__heap); their earliest deadline is folded into
+ *    jr_node_deadline() and they run from jr_node_tick();
+ *  - group ids: the meta group is JR__META_GROUP_ID; stream groups are handed out by the meta
+ *    state from JR__FIRST_STREAM_GROUP_ID on (above JR_GROUP_ID_HOST_MAX, never reused).
+ */
+#ifndef JR_NODE_JS_H
+#define JR_NODE_JS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "meta/meta_state.h"
+#include "node/node.h"
+#include "stream/fsm.h"
+#include "wire/frame.h"
+
+#define JR__META_GROUP_ID (JR_GROUP_ID_HOST_MAX + 1)
+#define JR__FIRST_STREAM_GROUP_ID (JR_GROUP_ID_HOST_MAX + 2)
+#define JR__JS_MSG_MAX 512 /* longest message a request carries back */
+
+typedef struct jr__js jr__js;
+typedef struct jr__srep jr__srep;
+typedef struct jr__req jr__req;
+
+/* A timer of the layer: fire runs from jr_node_tick once deadline <= now. */
+typedef struct jr__jtimer {
+    jr__timer t;
+    void (*fire)(jr__js *js, struct jr__jtimer *t);
+} jr__jtimer;
+
+/* What a request asks for (the public call that made it). */
+enum jr__req_op {
+    JR__REQ_ADD = 1,
+    JR__REQ_UPDATE,
+    JR__REQ_DELETE,
+    JR__REQ_PUBLISH,
+    JR__REQ_INFO,
+    JR__REQ_PURGE,
+    JR__REQ_MSG_DELETE,
+    JR__REQ_MSG_GET,
+    JR__REQ_GET_LAST,
+    JR__REQ_STEPDOWN,
+    JR__REQ_META_INFO,
+    JR__REQ_SERVER_INFO, /* internal: this server's facts for the meta log (no callback) */
+};
+
+/* Sub-kinds of JR__RPC_STREAM_ADMIN (first byte of its payload). */
+enum jr__admin_sub {
+    JR__ADM_PURGE = 1,
+    JR__ADM_MSG_DELETE = 2,
+    JR__ADM_MSG_GET = 3,
+    JR__ADM_GET_LAST = 4,
+    JR__ADM_STEPDOWN = 5,
+};
+
+/* Where the result of a request executed at a leader goes: back over RPC to `to` (the
+ * requester's rpc id), or to a request of this very node. */
+typedef struct jr__route {
+    jr__req *local;  /* non-NULL: a request of this node (rpc_id holds its serial: a request
+                        that completed meanwhile, and whose record was reused, is not hit) */
+    jr__id to;       /* else: the requesting node (0: nobody waits) */
+    uint64_t rpc_id; /* the requester's call id */
+} jr__route;
+
+/* The user callback of a request (which member: by jr__req.what). */
+typedef union jr__req_cb {
+    jr_stream_cb admin;
+    jr_publish_cb pub;
+    jr_purge_cb purge;
+    jr_msg_cb msg;
+    jr_stream_info_cb info;
+    jr_meta_info_cb meta;
+} jr__req_cb;
+
+/* One request made through the public API on this node (origin side). Pooled. */
+struct jr__req {
+    jr__js *js;
+    jr__req *next, *prev; /* js->reqs (outstanding) or js->free_reqs */
+    uint64_t serial;      /* unique per record use (routes check it) */
+    jr__jtimer timer;     /* deadline or retry */
+    jr__op *op;           /* reserved completion record */
+    uint8_t what;         /* enum jr__req_op */
+    uint8_t kind;         /* the RPC kind it travels as */
+    uint8_t state;        /* meta requests: 0 to send, 1 sent, 2 proposed */
+    uint8_t done;         /* completed (callback queued) */
+    uint8_t sent;         /* a leader received it at least once */
+    uint8_t resend;       /* may be re-sent after an attempt timed out */
+    uint8_t saw_leader;   /* a leader was known at some point */
+    uint64_t deadline;
+    uint64_t rpc_id;      /* outstanding RPC, 0 none */
+    jr__id target;        /* where the last attempt went */
+    unsigned tries;
+    uint64_t group;       /* stream requests: the stream's group */
+    uint64_t meta_id;     /* meta requests: request id in the op; */
+    uint64_t meta_index, meta_term; /* where the meta leader proposed it (state 2) */
+    char stream[JR_STREAM_NAME_MAX + 1];
+    jr__buf payload;      /* the request's encoded payload (kept for re-sending) */
+    jr__buf result;       /* the response's payload, decoded when the callback runs */
+    jr__req_cb cb;
+    void *arg;
+    int status;
+    uint64_t seq;      /* publish: seq; purge: purged */
+    int duplicate;
+    char msg[JR__JS_MSG_MAX];
+};
+
+/* A request waiting at a leader for the op it became to be applied (leader side). */
+typedef struct jr__waiter {
+    struct jr__waiter *next;
+    jr__route route;
+    uint8_t what; /* JR__REQ_PUBLISH, JR__REQ_PURGE, JR__REQ_MSG_DELETE; 0: internal op */
+} jr__waiter;
+
+/* An entry a stream leader proposed, with one waiter per op (in op order). */
+typedef struct jr__proposal {
+    struct jr__proposal *next;
+    jr__js *js;
+    jr__srep *rep;     /* valid while listed */
+    uint64_t index, term;
+    uint64_t deadline;
+    jr__waiter *head, *tail;
+    uint8_t listed;    /* on rep's proposal list (not yet applied or given up) */
+    uint8_t resolved;  /* waiters answered */
+    uint8_t cb_fired;  /* the node's propose callback ran: freed once also unlisted */
+} jr__proposal;
+
+typedef struct jr__catchup jr__catchup;
+
+/* A local replica of a stream (stream_node.c). */
+struct jr__srep {
+    jr__js *js;
+    jr__srep *next;       /* js->reps */
+    jr__srep *dirty_next; /* js->dirty: staged ops wait for the next flush */
+    uint8_t dirty;
+    uint8_t cfg_in_log;   /* a CONFIG op was applied (or restored from a snapshot) */
+    uint8_t cfg_pending;  /* a CONFIG op is proposed and not yet applied */
+    uint8_t failed;       /* the fsm failed locally: the replica awaits repair */
+    char name[JR_STREAM_NAME_MAX + 1];
+    uint64_t group;
+    uint64_t updated;     /* assignment version converged to */
+    jr_group *g;
+    jr__stream_fsm *fsm;
+    jr__stream_cfg *acfg; /* the assignment's config (owned) */
+    char *peers[JR_MAX_REPLICAS];
+    size_t npeers;
+    jr__jtimer timer;     /* leader duties, catch-up retries */
+    uint64_t next_tick;   /* leader: when to propose the next TICK (max_age streams) */
+    /* leader: ops staged for the next flush, as BATCH body items, and their waiters */
+    jr__buf stage;
+    uint32_t nstage;
+    jr__waiter *whead, *wtail;
+    /* leader: proposals not yet applied, ascending index */
+    jr__proposal *phead, *ptail;
+    jr__catchup *cu; /* non-NULL while restoring from a snapshot */
+};
+
+struct jr__js {
+    jr_node *n;
+    char *cluster;
+    char **tags;
+    size_t ntags;
+    char *unique_tag;
+    char *store_dir;
+    uint64_t capacity;
+    uint32_t max_assets;
+    uint64_t timeout_ns; /* request_timeout_ms */
+    jr__rand rand;
+    jr__heap timers;
+    uint8_t closing;
+    /* rpc.c */
+    jr__map calls; /* rpc id -> jr__rpc_call */
+    uint64_t next_rpc;
+    /* meta_node.c */
+    jr_group *meta;
+    jr__meta_state st;
+    jr__map meta_reqs;    /* request id -> jr__req waiting for its meta op to apply */
+    uint8_t meta_failed;
+    uint8_t converge_failed; /* a replica could not be created: converge again later */
+    jr__jtimer meta_timer;
+    uint64_t info_sent;   /* when SERVER_INFO was last sent (0: never) */
+    /* stream_node.c */
+    jr__map reps;         /* group id -> jr__srep */
+    jr__srep *rep_list;
+    jr__srep *dirty;
+    jr__map hints;        /* group id -> leader hint (jr__peer *) for streams not held here */
+    jr__waiter *free_waiters;
+    /* js.c */
+    jr__req *reqs;        /* outstanding requests (doubly linked) */
+    jr__req *free_reqs;
+    uint64_t next_serial;
+    jr__buf scratch;
+    jr__buf scratch2;
+    /* counters (tests, observability) */
+    uint64_t catchup_chunks;   /* chunks received by catching-up replicas */
+    uint64_t catchup_bytes;    /* their uncompressed bytes */
+};
+
+/* A local route to request r. */
+static inline jr__route jr__route_local(jr__req *r)
+{
+    jr__route rt = {r, 0, r->serial};
+    return rt;
+}
+
+/* js.c --------------------------------------------------------------------------------------*/
+
+/* Hooks the node calls (node.c, flush.c). */
+/* Opens the stream layer for node n with its config (after WAL recovery): creates the meta
+ * group and converges to what its recovered state holds. 0, JR_EINVAL (bad config), JR_ENOMEM
+ * or a group/store error. */
+int jr__js_open(jr_node *n, const jr_node_config *cfg);
+/* Fails every outstanding request with JR_ECLOSED (callbacks run before it returns), closes the
+ * replicas' stores (flush = 0: abandons them, as a crash would) and frees the layer. Called after
+ * the node detached its groups and drained its completions. */
+void jr__js_close(jr_node *n, int flush);
+/* Runs the layer's due timers (from jr_node_tick). */
+void jr__js_tick(jr_node *n);
+/* The earliest deadline of the layer's timers; UINT64_MAX if none. */
+uint64_t jr__js_deadline(const jr_node *n);
+/* Proposes what leaders staged during this call (from the start of jr__node_flush). */
+void jr__js_before_flush(jr_node *n);
+/* A node-level message of the frame being dispatched (requests and responses; others ignored). */
+void jr__js_recv(jr_node *n, jr__id from, uint8_t type, const jr__rpc_view *v);
+
+/* Timers. */
+void jr__js_timer_init(jr__jtimer *t, void (*fire)(jr__js *, jr__jtimer *));
+/* Arms t at deadline (re-keys it). On JR_ENOMEM the node ticks again at once and t fires then. */
+void jr__js_timer_arm(jr__js *js, jr__jtimer *t, uint64_t deadline);
+void jr__js_timer_cancel(jr__js *js, jr__jtimer *t);
+
+/* Requests. jr__req_new returns a fresh record (reserved completion, not yet outstanding) or
+ * NULL (JR_ENOMEM). jr__req_start puts it on the outstanding list with its deadline. */
+jr__req *jr__req_new(jr__js *js, uint8_t what);
+void jr__req_start(jr__req *r, uint64_t timeout_ns);
+/* Completes r once (later calls are ignored): its callback runs at the next drain with status
+ * and the formatted message (fmt may be NULL: keep r->msg). */
+void jr__req_finish(jr__req *r, int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Drops a record that was never started (its callback never runs). */
+void jr__req_discard(jr__req *r);
+
+/* Leader waiters (pooled). */
+jr__waiter *jr__waiter_get(jr__js *js);
+void jr__waiter_put(jr__js *js, jr__waiter *w);
+
+/* Sends the result of a request executed here along its route: over RPC, or straight to the
+ * local request (which decodes it as it would a response). */
+void jr__route_reply(jr__js *js, const jr__route *rt, int status, const void *payload,
+                     size_t len);
+
+/* Server name of peer id (NULL if unknown). */
+const char *jr__js_peer_name(const jr__js *js, jr__id id);
+
+/* meta_node.c -------------------------------------------------------------------------------*/
+
+int jr__mnode_open(jr__js *js);
+void jr__mnode_close(jr__js *js);
+/* The meta leader's name as this server knows it (NULL: none); 1 in *self if it is us. */
+const char *jr__mnode_leader(jr__js *js, int *self);
+/* Sends (or re-sends) a meta request r (state 0) towards the meta leader. */
+void jr__mnode_send(jr__req *r);
+/* The answer of the meta leader to meta request r (status 0: proposed). */
+void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len);
+/* Meta request r's timer fired. */
+void jr__mnode_timer(jr__req *r);
+/* The meta leader's handler of JR__RPC_META. */
+void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len);
+/* The meta leader's handler of JR__RPC_CLUSTER_INFO (and its local use). */
+void jr__mnode_cluster_info(jr__js *js, const jr__route *rt);
+/* 1 if server `name` is online as far as this server can tell (the meta leader's view when it
+ * leads: heard from within two election timeouts). */
+int jr__mnode_online(jr__js *js, const char *name, uint64_t *seen_ns);
+/* Converges local replicas to the meta state (after it changed). */
+void jr__mnode_converge(jr__js *js);
+
+/* stream_node.c -----------------------------------------------------------------------------*/
+
+/* Creates (or joins) the local replica of assignment s. 0 or an error (logged). */
+int jr__srep_create(jr__js *js, const jr__meta_stream *s);
+/* The assignment changed: take its config and peers. */
+void jr__srep_update(jr__srep *r, const jr__meta_stream *s);
+/* Removes the local replica; with purge = 1 its messages and snapshots are deleted too. */
+void jr__srep_leave(jr__srep *r, int purge);
+/* Frees every replica (node close). */
+void jr__srep_close_all(jr__js *js, int flush);
+jr__srep *jr__srep_find(jr__js *js, uint64_t group);
+/* 1 if this replica leads its group (and can serve requests). */
+int jr__srep_is_leader(const jr__srep *r);
+/* Stages an op (a complete jr__op_encode entry, whose timestamp is overwritten with the
+ * leader's clock) with its waiter for the next flush. 0, JR_ENOMEM, JR_EMSGSIZE. */
+int jr__srep_stage(jr__srep *r, const uint8_t *entry, size_t len, const jr__route *rt,
+                   uint8_t what);
+/* Answers every staged waiter with status (not proposed: the requester may retry). */
+void jr__srep_fail_staged(jr__srep *r, int status);
+/* Proposes the staged ops of every dirty replica. */
+void jr__srep_flush_all(jr__js *js);
+/* Applies an entry (live, or replayed after a catch-up), resolving the proposal it answers. */
+void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void *data,
+                          size_t len);
+/* The leader's hint for a stream this server does not lead (NULL: none). */
+jr__peer *jr__srep_leader_peer(jr__js *js, uint64_t group);
+
+/* stream_exec.c -----------------------------------------------------------------------------*/
+
+/* Executes a stream request (kind JR__RPC_PUBLISH, _STREAM_INFO, _STREAM_ADMIN) that arrived at
+ * this server: answers JR_ENOTLEADER (payload: the leader's name, maybe "") unless it leads the
+ * stream, else does it and answers along rt (now, or once the op it became is applied). */
+void jr__sexec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, size_t len);
+
+/* catchup.c ---------------------------------------------------------------------------------*/
+
+/* The replica's fsm restore found messages missing from need on (snapshot copied). 0/ENOMEM. */
+int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len, uint64_t need);
+/* An entry applied while restoring: kept to be applied once the messages are in. */
+int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len);
+/* Drives the catch-up (timer). */
+void jr__catchup_step(jr__srep *r);
+void jr__catchup_free(jr__srep *r);
+/* The leader side of JR__RPC_CATCHUP. */
+void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len);
+
+/* api_stream.c ------------------------------------------------------------------------------*/
+
+/* Runs r's user callback (from the node's completion queue). */
+void jr__req_deliver(jr__req *r);
+/* r's timer fired: its deadline passed, or it is time to retry. */
+void jr__req_timer(jr__req *r);
+/* Routes a stream request (r->group, r->kind, r->payload) to the stream's leader. */
+void jr__req_route(jr__req *r);
+/* A response to r arrived (over RPC, or from this node's own execution). */
+void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len);
+
+#endif

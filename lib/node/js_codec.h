@@ -1,0 +1,74 @@
+/*
+ * js_codec — payloads of the stream layer's RPCs that carry structures: stream info (the
+ * leader's answer to JR__RPC_STREAM_INFO), the meta leader's server report
+ * (JR__RPC_CLUSTER_INFO) and a stored message (get, get last).
+ *
+ * Encoding (varint = canonical LEB128, str = varint length + bytes, integers little-endian):
+ *   info    = str config (jr__stream_config_encode) | varint created_ns |
+ *             varint msgs | varint bytes | varint first_seq | varint first_ts | varint last_seq |
+ *             varint last_ts | varint num_subjects | varint num_deleted | varint consumers |
+ *             str cluster | str group | str leader ("" none) | varint n (<= 16) |
+ *             n × (str name | u8 flags (1 current, 2 offline, 4 observer, 8 pending) |
+ *                  varint active_ns | varint lag)
+ *   servers = str cluster | str leader | varint nstreams | varint n |
+ *             n × (str name | str cluster | varint ntags | ntags × str | u8 flags (1 leader,
+ *                  2 current, 4 offline) | varint active_ns | varint lag | varint assets)
+ *   message = varint seq | u64 ts | str subject | str headers | str data
+ * Decoders bounds-check every read, reject trailing bytes and unknown flag bits, and copy what
+ * they return into memory the decoded value owns (strings NUL-terminated).
+ */
+#ifndef JR_NODE_JS_CODEC_H
+#define JR_NODE_JS_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jetraft.h"
+#include "store/store.h"
+#include "stream/config.h"
+#include "util/buf.h"
+
+#define JR__INFO_MAX_REPLICAS 16
+
+/* Appends the info encoding. 0, JR_EINVAL (config, or too many replicas), JR_ENOMEM. */
+int jr__info_encode(jr__buf *b, const jr_stream_info *info);
+
+/* A decoded info: `info` borrows from the rest. */
+typedef struct jr__info_dec {
+    jr_stream_info info;
+    jr__stream_cfg *cfg;
+    jr_peer_info reps[JR__INFO_MAX_REPLICAS];
+    char *strings; /* cluster, group, leader and replica names */
+    const jr_allocator *alloc;
+} jr__info_dec;
+
+/* 0, JR_ECORRUPT, JR_ENOMEM. Free with jr__info_dec_free (also after an error). */
+int jr__info_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__info_dec *out);
+void jr__info_dec_free(jr__info_dec *d);
+
+/* A decoded server report. */
+typedef struct jr__servers_dec {
+    jr_meta_info info;
+    jr_server_info *servers;
+    const char **tags; /* every server's tags, one array */
+    char *strings;
+    const jr_allocator *alloc;
+} jr__servers_dec;
+
+int jr__servers_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__servers_dec *out);
+void jr__servers_dec_free(jr__servers_dec *d);
+
+/* Appends the message encoding. */
+void jr__msg_encode(jr__buf *b, const jr__store_msg *m);
+
+/* A decoded message: fields of `m` point into `block`. */
+typedef struct jr__msg_dec {
+    jr_stored_msg m;
+    char *block;
+    const jr_allocator *alloc;
+} jr__msg_dec;
+
+int jr__msg_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__msg_dec *out);
+void jr__msg_dec_free(jr__msg_dec *d);
+
+#endif

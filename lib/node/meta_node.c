@@ -1,0 +1,604 @@
+/*
+ * meta_node — the meta group on every server (issue 4 §1, §2): one Raft group of all servers
+ * (JR__META_GROUP_ID, voters = the configured peers) whose state machine is lib/meta's
+ * meta_state. It decides which streams exist and where each one lives.
+ *
+ * Requests. Stream add/update/delete and every server's SERVER_INFO travel to the meta leader
+ * as an encoded meta op (JR__RPC_META) carrying the reply route {request id, origin}. The
+ * leader checks the op against its state (jr__meta_check), places the replicas of a new stream
+ * (jr__placement_select over jr__meta_place_servers, with liveness from its own view of the
+ * meta group), and proposes the op; it answers "proposed at (index, term)" or a refusal. The
+ * origin learns the *outcome* only by applying the entry that carries its request id, so the
+ * answer is the log's decision, the same on every replica. If the leader fails before the entry
+ * commits, the origin sees another entry at that index (or no answer) and re-sends the request
+ * to the next leader; a re-sent add of an identical config is idempotent (meta_state), so a
+ * stream is created exactly once or not at all.
+ *
+ * Convergence. After every applied op that changed the state (and after a restore) the server
+ * diffs the replicas it runs against the assignments that name it (jr__meta_desired) and
+ * creates, updates or removes local replicas to match — so a restart or a leader failover
+ * converges by diffing, not by replaying history.
+ *
+ * No meta leader: requests wait, re-trying every heartbeat, until their deadline, then fail with
+ * JR_ENOLEADER ("no meta leader") — or JR_ENOQUORUM when a leader was reachable but nothing
+ * committed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta/placement.h"
+#include "node/js.h"
+#include "node/rpc.h"
+#include "util/alloc.h"
+#include "util/checksum.h"
+
+#define META_SNAPSHOT_ENTRIES 1024
+
+/* The meta group's state machine -------------------------------------------------------------*/
+
+static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
+{
+    jr__js *js = ctx;
+    jr_node *n = js->n;
+    if (js->meta_failed) return;
+    jr__meta_result res;
+    int rc = jr__meta_apply(&js->st, index, data, len, &res);
+    if (rc != 0) {
+        /* Only memory: the op can not be skipped, so this replica stops applying. */
+        js->meta_failed = 1;
+        jr__node_log(n, JR_LOG_ERROR, "meta: cannot apply entry %llu: %s; the meta replica "
+                                      "stops", (unsigned long long)index, jr_strerror(rc));
+        return;
+    }
+    if (res.request_id && strcmp(res.origin, n->name) == 0) {
+        jr__req *r = jr__map_get(&js->meta_reqs, res.request_id);
+        if (r) jr__req_finish(r, res.status, "%s", res.msg);
+    }
+    /* Requests proposed at an index that now holds another entry were lost: send them again. */
+    for (size_t i = 0; i < js->meta_reqs.cap; i++) {
+        jr__req *r = js->meta_reqs.slots[i].val;
+        if (js->meta_reqs.slots[i].key && r->state == 2 && r->meta_index <= index) {
+            r->state = 0;
+            jr__js_timer_arm(js, &r->timer, n->now);
+        }
+    }
+    if (res.changed) jr__mnode_converge(js);
+}
+
+static int meta_snapshot(void *ctx, jr_snapshot_writer *w)
+{
+    jr__js *js = ctx;
+    if (js->meta_failed) return JR_EIO;
+    jr__buf_reset(&js->scratch);
+    int rc = jr__meta_snapshot(&js->st, &js->scratch);
+    if (rc == 0) rc = jr_snapshot_write(w, js->scratch.data, js->scratch.len);
+    return rc;
+}
+
+static int meta_restore(void *ctx, uint64_t index, const void *data, size_t len)
+{
+    jr__js *js = ctx;
+    int rc = jr__meta_restore(&js->st, data, len);
+    if (rc != 0) return rc;
+    if (js->st.applied != index) return JR_ECORRUPT;
+    js->meta_failed = 0;
+    jr__mnode_converge(js);
+    return 0;
+}
+
+/* Leader ----------------------------------------------------------------------------------*/
+
+const char *jr__mnode_leader(jr__js *js, int *self)
+{
+    *self = 0;
+    if (!js->meta || js->meta_failed) return NULL;
+    jr__raft *r = jr__group_raft(js->meta);
+    if (jr__raft_role(r) == JR_LEADER) {
+        *self = 1;
+        return js->n->name;
+    }
+    return jr_group_leader(js->meta);
+}
+
+int jr__mnode_online(jr__js *js, const char *name, uint64_t *seen_ns)
+{
+    jr_node *n = js->n;
+    uint64_t seen = UINT64_MAX, window = 2 * n->election_ns;
+    if (strcmp(name, n->name) == 0) {
+        seen = 0;
+    } else {
+        jr__peer *p = jr__peer_find_name(n, name);
+        jr__raft *r = js->meta ? jr__group_raft(js->meta) : NULL;
+        uint64_t last = p ? p->last_heard : 0;
+        if (p && r && jr__raft_role(r) == JR_LEADER) {
+            const jr__conf *c = jr__raft_conf(r);
+            for (uint32_t i = 0; i < c->n; i++) {
+                jr__progress pr;
+                if (c->m[i].id == p->id && jr__raft_progress(r, i, &pr) == 0)
+                    last = pr.last_contact > last ? pr.last_contact : last;
+            }
+        }
+        if (last) seen = n->now > last ? n->now - last : 0;
+    }
+    if (seen_ns) *seen_ns = seen;
+    return seen <= window;
+}
+
+/* Replies to a meta request: proposed at (index, term), or a refusal with its message. */
+static void reply_proposed(jr__js *js, const jr__route *rt, uint64_t index, uint64_t term)
+{
+    uint8_t b[24];
+    jr__buf out = {b, 0, sizeof b, 0, NULL};
+    jr__buf_varint(&out, index);
+    jr__buf_varint(&out, term);
+    jr__route_reply(js, rt, 0, out.data, out.len);
+}
+
+static void reply_text(jr__js *js, const jr__route *rt, int status, const char *text)
+{
+    jr__route_reply(js, rt, status, text, strlen(text));
+}
+
+static void reply_not_leader(jr__js *js, const jr__route *rt)
+{
+    int self;
+    const char *l = jr__mnode_leader(js, &self);
+    jr__route_reply(js, rt, JR_ENOTLEADER, l ? l : "", l ? strlen(l) : 0);
+}
+
+/* Proposes an encoded op to the meta group. */
+static int propose(jr__js *js, const uint8_t *p, size_t len, uint64_t *index, uint64_t *term)
+{
+    jr_node *n = js->n;
+    jr__raft *r = jr__group_raft(js->meta);
+    int rc = jr__raft_propose(r, n->now, p, len, index);
+    if (rc != 0) return rc;
+    *term = jr__raft_term(r);
+    jr__group_ready(js->meta);
+    jr__node_want_tick(n);
+    return 0;
+}
+
+/* Chooses the peers of a new stream. 0 with names in peers[]; else the refusal, msg set. */
+static int place(jr__js *js, const jr__meta_op *op, const char **peers, size_t *npeers, char *msg,
+                 size_t msglen)
+{
+    jr__meta_state *st = &js->st;
+    size_t ns = st->nservers;
+    jr__place_server *servers = jr__calloc(js->n->alloc, ns ? ns : 1, sizeof *servers);
+    if (!servers) return JR_ENOMEM;
+    jr__meta_place_servers(st, servers, ns);
+    for (size_t i = 0; i < ns; i++) servers[i].online = jr__mnode_online(js, servers[i].name, NULL);
+    jr__stream_norm norm;
+    jr__stream_config_normalize(op->config, &norm);
+    const jr_stream_config *c = &norm.c;
+    const char *cluster = c->placement.cluster;
+    if (!cluster || !*cluster) {
+        const jr__meta_server *o = op->origin ? jr__meta_server_find(st, op->origin) : NULL;
+        cluster = o ? o->cluster : js->cluster;
+    }
+    jr__place_request req;
+    memset(&req, 0, sizeof req);
+    req.replicas = c->replicas;
+    req.cluster = cluster;
+    req.tags = c->placement.tags;
+    req.ntags = c->placement.ntags;
+    req.max_bytes = c->max_bytes;
+    req.unique_tag = js->unique_tag;
+    req.seed = jr__xxh3(c->name, strlen(c->name));
+    jr__place_result res;
+    int rc = jr__placement_select(servers, ns, &req, &res, NULL, msg, msglen);
+    if (rc == 0) {
+        for (size_t i = 0; i < res.npeers; i++) peers[i] = servers[res.peers[i]].name;
+        *npeers = res.npeers;
+    }
+    jr__free(js->n->alloc, servers);
+    return rc;
+}
+
+void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len)
+{
+    int self;
+    jr__mnode_leader(js, &self);
+    if (!self) {
+        reply_not_leader(js, rt);
+        return;
+    }
+    jr__meta_op op;
+    int rc = jr__meta_op_decode(p, len, js->n->alloc, &op);
+    if (rc != 0) {
+        reply_text(js, rt, rc == JR_ENOMEM ? rc : JR_EINVAL, "meta request does not decode");
+        return;
+    }
+    uint64_t index = 0, term = 0;
+    char msg[JR__JS_MSG_MAX];
+    if (op.type != JR__META_SERVER_INFO) {
+        jr__meta_result res;
+        rc = jr__meta_check(&js->st, &op, &res);
+        if (rc != 0) {
+            reply_text(js, rt, rc, "meta leader out of memory");
+            goto out;
+        }
+        if (res.status != 0) {
+            reply_text(js, rt, res.status, res.msg);
+            goto out;
+        }
+        if (op.type == JR__META_STREAM_ADD && !res.assignment) {
+            const char *peers[JR_MAX_REPLICAS];
+            size_t np = 0;
+            rc = place(js, &op, peers, &np, msg, sizeof msg);
+            if (rc != 0) {
+                reply_text(js, rt, rc, msg);
+                goto out;
+            }
+            op.peers = peers;
+            op.npeers = np;
+            jr__buf_reset(&js->scratch);
+            rc = jr__meta_op_encode(&op, &js->scratch);
+            if (rc == 0) rc = propose(js, js->scratch.data, js->scratch.len, &index, &term);
+            op.peers = NULL;
+            op.npeers = 0;
+            goto proposed;
+        }
+        if (op.type == JR__META_STREAM_UPDATE) {
+            const jr__meta_stream *s = jr__meta_stream_find(&js->st, op.config->name);
+            jr__stream_norm norm;
+            jr__stream_config_normalize(op.config, &norm);
+            if ((size_t)norm.c.replicas != s->npeers) {
+                reply_text(js, rt, JR_ENOTSUP,
+                           "replicas: changing the replica count of a live stream is peer "
+                           "management, not supported yet");
+                goto out;
+            }
+            op.peers = s->peers;
+            op.npeers = s->npeers;
+            jr__buf_reset(&js->scratch);
+            rc = jr__meta_op_encode(&op, &js->scratch);
+            if (rc == 0) rc = propose(js, js->scratch.data, js->scratch.len, &index, &term);
+            op.peers = NULL;
+            op.npeers = 0;
+            goto proposed;
+        }
+    }
+    /* SERVER_INFO, DELETE, and an identical re-add: propose as it came (the apply decides). */
+    rc = propose(js, p, len, &index, &term);
+proposed:
+    if (rc != 0) {
+        snprintf(msg, sizeof msg, "meta leader could not propose: %s", jr_strerror(rc));
+        reply_text(js, rt, rc, msg);
+    } else {
+        reply_proposed(js, rt, index, term);
+    }
+out:
+    jr__meta_op_free(&op);
+}
+
+/* Origin side -----------------------------------------------------------------------------*/
+
+static void retry_at(jr__req *r, uint64_t when)
+{
+    jr__js *js = r->js;
+    if (when > r->deadline) when = r->deadline;
+    jr__js_timer_arm(js, &r->timer, when);
+}
+
+static void on_rpc(jr__js *js, void *arg, int status, const uint8_t *p, size_t len)
+{
+    jr__req *r = arg;
+    (void)js;
+    r->rpc_id = 0;
+    jr__mnode_on_reply(r, status, p, len);
+}
+
+void jr__mnode_send(jr__req *r)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    if (r->done) return;
+    if (n->now >= r->deadline) {
+        jr__mnode_timer(r);
+        return;
+    }
+    int self;
+    const char *leader = jr__mnode_leader(js, &self);
+    if (!leader) {
+        r->state = 0;
+        retry_at(r, n->now + n->heartbeat_ns);
+        return;
+    }
+    r->saw_leader = 1;
+    r->state = 1;
+    r->tries++;
+    if (self) {
+        r->target = n->self;
+        jr__route rt = jr__route_local(r);
+        jr__mnode_handle(js, &rt, r->payload.data, r->payload.len);
+        return;
+    }
+    jr__peer *p = jr__peer_find_name(n, leader);
+    if (!p) {
+        r->state = 0;
+        retry_at(r, n->now + n->heartbeat_ns);
+        return;
+    }
+    r->target = p->id;
+    uint64_t left = r->deadline - n->now, attempt = 2 * n->election_ns;
+    jr_iovec iov = {r->payload.data, r->payload.len};
+    int rc = jr__rpc_call(js, p->id, JR__RPC_META, &iov, 1, left < attempt ? left : attempt,
+                          on_rpc, r, &r->rpc_id);
+    if (rc != 0) {
+        r->state = 0;
+        if (rc == JR_EMSGSIZE)
+            jr__req_finish(r, rc, "request does not fit in a frame (max_frame_bytes)");
+        else
+            retry_at(r, n->now + n->heartbeat_ns);
+    }
+}
+
+void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    if (r->done) return;
+    if (status == 0) {
+        jr__rd rd;
+        jr__rd_init(&rd, p, len);
+        uint64_t index = jr__rd_varint(&rd), term = jr__rd_varint(&rd);
+        if (rd.err || index == 0) {
+            r->state = 0;
+            retry_at(r, n->now + n->heartbeat_ns);
+            return;
+        }
+        r->sent = 1;
+        r->state = 2;
+        r->meta_index = index;
+        r->meta_term = term;
+        /* Wait for the entry; the deadline bounds it (and a lost entry re-sends it). */
+        if (js->st.applied >= index) {
+            r->state = 0; /* already applied there, and it was not ours */
+            retry_at(r, n->now);
+        } else {
+            jr__js_timer_arm(js, &r->timer, r->deadline);
+        }
+        return;
+    }
+    switch (status) {
+    case JR__RPC_NO_ANSWER:
+    case JR_ENOTLEADER:
+    case JR_ETIMEDOUT:
+    case JR_ETRANSFER:
+    case JR_EBUSY:
+    case JR_ELEADERLOST:
+    case JR_ENOMEM:
+    case JR_ECLOSED:
+        /* Nothing was decided: ask the (next) leader again. */
+        r->state = 0;
+        if (status == JR_ECLOSED && js->closing) return;
+        retry_at(r, n->now + (status == JR__RPC_NO_ANSWER ? 0 : n->heartbeat_ns));
+        return;
+    default: {
+        /* A refusal by the leader's check or placement: final. */
+        size_t k = len < sizeof r->msg - 1 ? len : sizeof r->msg - 1;
+        if (k) memcpy(r->msg, p, k);
+        r->msg[k] = 0;
+        jr__req_finish(r, status, NULL);
+    }
+    }
+}
+
+void jr__mnode_timer(jr__req *r)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    if (r->done) return;
+    if (n->now < r->deadline) {
+        if (r->state != 1) jr__mnode_send(r);
+        return;
+    }
+    const char *what = r->what == JR__REQ_SERVER_INFO ? "server info" : "request";
+    int self;
+    const char *leader = jr__mnode_leader(js, &self);
+    if (r->state == 2)
+        jr__req_finish(r, JR_ENOQUORUM,
+                       "meta group has no quorum: the %s was proposed at index %llu but did not "
+                       "commit in time; it may still take effect",
+                       what, (unsigned long long)r->meta_index);
+    else if (!r->saw_leader || !leader)
+        jr__req_finish(r, JR_ENOLEADER,
+                       "no meta leader: JetStream system temporarily unavailable (%s not sent)",
+                       what);
+    else
+        jr__req_finish(r, JR_ENOQUORUM, "meta leader %s did not answer in time (%s not applied)",
+                       leader, what);
+}
+
+/* SERVER_INFO -----------------------------------------------------------------------------*/
+
+static int facts_current(jr__js *js)
+{
+    const jr__meta_server *s = jr__meta_server_find(&js->st, js->n->name);
+    if (!s || strcmp(s->cluster, js->cluster) != 0 || s->ntags != js->ntags ||
+        s->capacity_bytes != js->capacity || s->max_assets != js->max_assets)
+        return 0;
+    for (size_t i = 0; i < js->ntags; i++)
+        if (strcmp(s->tags[i], js->tags[i]) != 0) return 0;
+    return 1;
+}
+
+static void send_server_info(jr__js *js)
+{
+    jr_node *n = js->n;
+    jr__req *r = jr__req_new(js, JR__REQ_SERVER_INFO);
+    if (!r) return;
+    jr__meta_op op;
+    memset(&op, 0, sizeof op);
+    op.type = JR__META_SERVER_INFO;
+    op.server.name = n->name;
+    op.server.cluster = js->cluster;
+    op.server.tags = (const char *const *)js->tags;
+    op.server.ntags = js->ntags;
+    op.server.capacity_bytes = js->capacity;
+    op.server.max_assets = js->max_assets;
+    if (jr__meta_op_encode(&op, &r->payload) != 0) {
+        jr__req_discard(r);
+        return;
+    }
+    js->info_sent = n->now;
+    jr__req_start(r, 4 * n->election_ns);
+    jr__mnode_send(r);
+}
+
+static void meta_tick(jr__js *js, jr__jtimer *t)
+{
+    jr_node *n = js->n;
+    (void)t;
+    if (js->meta_failed) return;
+    int self;
+    if (jr__mnode_leader(js, &self) && !facts_current(js) &&
+        (!js->info_sent || n->now >= js->info_sent + 4 * n->election_ns))
+        send_server_info(js);
+    if (js->converge_failed) jr__mnode_converge(js);
+    jr__js_timer_arm(js, &js->meta_timer, n->now + n->election_ns / 2);
+}
+
+/* Convergence -----------------------------------------------------------------------------*/
+
+void jr__mnode_converge(jr__js *js)
+{
+    jr_node *n = js->n;
+    if (js->closing || js->meta_failed) return;
+    size_t cnt = 0;
+    for (jr__srep *r = js->rep_list; r; r = r->next) cnt++;
+    jr__meta_local *local = jr__calloc(n->alloc, cnt ? cnt : 1, sizeof *local);
+    if (!local) {
+        js->converge_failed = 1;
+        return;
+    }
+    size_t k = 0;
+    for (jr__srep *r = js->rep_list; r; r = r->next) {
+        local[k].group = r->group;
+        local[k].updated = r->updated;
+        k++;
+    }
+    jr__meta_plan plan;
+    int rc = jr__meta_desired(&js->st, n->name, local, k, &plan);
+    jr__free(n->alloc, local);
+    if (rc != 0) {
+        js->converge_failed = 1;
+        return;
+    }
+    js->converge_failed = 0;
+    for (size_t i = 0; i < plan.n; i++) {
+        const jr__meta_action *a = &plan.actions[i];
+        jr__srep *r = jr__srep_find(js, a->group);
+        switch (a->kind) {
+        case JR__META_LEAVE:
+            if (r) jr__srep_leave(r, 1);
+            break;
+        case JR__META_UPDATE:
+            if (r) jr__srep_update(r, a->stream);
+            break;
+        case JR__META_CREATE:
+            if (!r && jr__srep_create(js, a->stream) != 0) js->converge_failed = 1;
+            break;
+        default:
+            break;
+        }
+    }
+    jr__meta_plan_free(&plan);
+}
+
+/* Cluster info ----------------------------------------------------------------------------*/
+
+void jr__mnode_cluster_info(jr__js *js, const jr__route *rt)
+{
+    jr_node *n = js->n;
+    int self;
+    const char *leader = jr__mnode_leader(js, &self);
+    if (rt->to && !self) {
+        reply_not_leader(js, rt);
+        return;
+    }
+    jr__meta_state *st = &js->st;
+    jr__raft *mr = jr__group_raft(js->meta);
+    jr__buf *b = &js->scratch2;
+    jr__buf_reset(b);
+    jr__buf_bytes(b, js->cluster, strlen(js->cluster));
+    jr__buf_bytes(b, leader ? leader : "", leader ? strlen(leader) : 0);
+    jr__buf_varint(b, st->nstreams);
+    jr__buf_varint(b, st->nservers);
+    uint64_t last = jr__raft_last_index(mr), commit = jr__raft_commit_index(mr);
+    for (size_t i = 0; i < st->nservers; i++) {
+        const jr__meta_server *s = st->servers[i];
+        uint64_t seen = UINT64_MAX, match = 0;
+        int online = jr__mnode_online(js, s->name, &seen);
+        if (self) {
+            jr__peer *p = jr__peer_find_name(n, s->name);
+            const jr__conf *c = jr__raft_conf(mr);
+            for (uint32_t k = 0; p && k < c->n; k++) {
+                jr__progress pr;
+                if (c->m[k].id == p->id && jr__raft_progress(mr, k, &pr) == 0) match = pr.match;
+            }
+        }
+        uint32_t assets = 0;
+        for (size_t k = 0; k < st->nstreams; k++)
+            assets += (uint32_t)jr__meta_stream_has_peer(st->streams[k], s->name);
+        int is_leader = leader && strcmp(leader, s->name) == 0;
+        int current = self && online && match >= commit;
+        jr__buf_bytes(b, s->name, strlen(s->name));
+        jr__buf_bytes(b, s->cluster, strlen(s->cluster));
+        jr__buf_varint(b, s->ntags);
+        for (size_t k = 0; k < s->ntags; k++) jr__buf_bytes(b, s->tags[k], strlen(s->tags[k]));
+        jr__buf_u8(b, (uint8_t)(is_leader | current << 1 | (!online) << 2));
+        jr__buf_varint(b, seen);
+        jr__buf_varint(b, self && last > match ? last - match : 0);
+        jr__buf_varint(b, assets);
+    }
+    if (b->err) {
+        jr__route_reply(js, rt, JR_ENOMEM, NULL, 0);
+        return;
+    }
+    jr__route_reply(js, rt, self ? 0 : JR_ENOLEADER, b->data, b->len);
+}
+
+/* Open / close ----------------------------------------------------------------------------*/
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int jr__mnode_open(jr__js *js)
+{
+    jr_node *n = js->n;
+    const char **voters = jr__calloc(n->alloc, n->npeers, sizeof *voters);
+    if (!voters) return JR_ENOMEM;
+    for (size_t i = 0; i < n->npeers; i++) voters[i] = n->peers[i]->name;
+    /* The same voter list, in the same order, on every server: its bootstrap entry must be
+     * identical everywhere. */
+    qsort(voters, n->npeers, sizeof *voters, cmp_names);
+    jr_fsm fsm = {JR_FSM_VERSION, js, meta_apply, meta_snapshot, meta_restore};
+    jr_group_config gc;
+    jr_group_config_init(&gc);
+    gc.id = JR__META_GROUP_ID;
+    gc.voters = voters;
+    gc.nvoters = n->npeers;
+    gc.fsm = &fsm;
+    gc.snapshot_entries = META_SNAPSHOT_ENTRIES;
+    int rc = jr__group_create(n, &gc, &js->meta);
+    jr__free(n->alloc, voters);
+    if (rc != 0) {
+        js->meta = NULL;
+        return rc;
+    }
+    jr__js_timer_init(&js->meta_timer, meta_tick);
+    jr__js_timer_arm(js, &js->meta_timer, n->now);
+    return 0;
+}
+
+void jr__mnode_close(jr__js *js)
+{
+    jr__js_timer_cancel(js, &js->meta_timer);
+    js->meta = NULL; /* the node owns and frees the group */
+}

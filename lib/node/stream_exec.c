@@ -1,0 +1,258 @@
+/*
+ * stream_exec — what a stream's leader does with a request that reached it (from this node's
+ * API or forwarded by another server): stage a publish, purge or message delete as an op of
+ * the next BATCH entry (answered once that entry is applied, stream_node.c), read a message,
+ * compute stream info, or hand leadership over.
+ *
+ * Payloads (js.h lists the kinds; varint = canonical LEB128, str = varint length + bytes):
+ *   PUBLISH        varint group | a PUBLISH op (jr__op_encode; its timestamp is replaced by
+ *                  the leader's clock)                   → varint seq | u8 duplicate
+ *   STREAM_INFO    varint group                          → info (js_codec.h)
+ *   STREAM_ADMIN   u8 sub | varint group | ...
+ *     PURGE        a PURGE op                            → varint purged
+ *     MSG_DELETE   a DELETE op                           → (nothing)
+ *     MSG_GET      varint seq                            → message (js_codec.h)
+ *     GET_LAST     str subject                           → message
+ *     STEPDOWN     str peer ("" = the best voter)        → (nothing), once the transfer is done
+ * A server that does not lead the stream answers JR_ENOTLEADER with the leader's name (or "")
+ * so the requester can go there; a request that does not decode is JR_EINVAL.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node/js.h"
+#include "node/js_codec.h"
+#include "node/rpc.h"
+#include "util/alloc.h"
+
+static void not_leader(jr__js *js, const jr__route *rt, uint64_t group)
+{
+    jr__peer *p = jr__srep_leader_peer(js, group);
+    const char *name = p && p->id != js->n->self ? p->name : "";
+    jr__route_reply(js, rt, JR_ENOTLEADER, name, strlen(name));
+}
+
+/* The stream's Raft group name as the nats CLI shows it: "S-R<replicas><F|M>-<id>". */
+static void group_name(const jr__srep *r, char *buf, size_t cap)
+{
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    char id[16];
+    size_t k = 0;
+    uint64_t v = r->group - JR__FIRST_STREAM_GROUP_ID + 1;
+    do {
+        id[k++] = digits[v % 62];
+        v /= 62;
+    } while (v && k < sizeof id);
+    char rev[17];
+    for (size_t i = 0; i < k; i++) rev[i] = id[k - 1 - i];
+    rev[k] = 0;
+    snprintf(buf, cap, "S-R%d%c-%s", r->acfg->c.replicas,
+             r->acfg->c.storage == JR_STORAGE_MEMORY ? 'M' : 'F', rev);
+}
+
+static int cmp_peer(const void *a, const void *b)
+{
+    return strcmp(((const jr_peer_info *)a)->name, ((const jr_peer_info *)b)->name);
+}
+
+static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
+{
+    jr_node *n = js->n;
+    jr_stream_info in;
+    memset(&in, 0, sizeof in);
+    in.size = sizeof in;
+    in.config = *jr__stream_fsm_config_get(r->fsm);
+    jr__stream_fsm_info fi;
+    jr__stream_fsm_info_get(r->fsm, &fi);
+    in.state.msgs = fi.store.msgs;
+    in.state.bytes = fi.store.bytes;
+    in.state.first_seq = fi.store.first_seq;
+    in.state.first_ts = (uint64_t)fi.store.first_ts;
+    in.state.last_seq = fi.store.last_seq;
+    in.state.last_ts = (uint64_t)fi.store.last_ts;
+    in.state.num_subjects = fi.store.num_subjects;
+    in.state.num_deleted = fi.store.num_deleted;
+    char gname[40];
+    group_name(r, gname, sizeof gname);
+    const char *cl = in.config.placement.cluster;
+    in.cluster.name = cl && *cl ? cl : js->cluster;
+    in.cluster.group = gname;
+    in.cluster.leader = n->name;
+    jr_peer_info reps[JR__INFO_MAX_REPLICAS];
+    size_t nr = 0;
+    jr_group_status gs;
+    gs.size = sizeof gs;
+    jr_group_status_get(r->g, &gs);
+    for (size_t i = 0; i < gs.npeers && nr < JR__INFO_MAX_REPLICAS; i++) {
+        jr_peer_status ps;
+        ps.size = sizeof ps;
+        if (jr_group_peer(r->g, i, &ps) != 0 || !ps.name || strcmp(ps.name, n->name) == 0)
+            continue;
+        jr_peer_info *pi = &reps[nr++];
+        memset(pi, 0, sizeof *pi);
+        pi->name = ps.name;
+        pi->observer = !ps.voter;
+        pi->lag = ps.lag;
+        pi->active_ns = ps.last_seen_ns;
+        pi->offline = ps.last_seen_ns == UINT64_MAX || ps.last_seen_ns > 2 * n->election_ns;
+        pi->current = ps.current && !pi->offline;
+    }
+    /* Peers of the assignment that are not (yet) members of the group. */
+    const jr__conf *conf = jr__raft_conf(jr__group_raft(r->g));
+    for (size_t i = 0; i < r->npeers && nr < JR__INFO_MAX_REPLICAS; i++) {
+        jr__peer *p = jr__peer_find_name(n, r->peers[i]);
+        if (p && jr__conf_find(conf, p->id)) continue;
+        jr_peer_info *pi = &reps[nr++];
+        memset(pi, 0, sizeof *pi);
+        pi->name = r->peers[i];
+        pi->pending = 1;
+        pi->offline = !jr__mnode_online(js, r->peers[i], NULL);
+        pi->active_ns = UINT64_MAX;
+    }
+    qsort(reps, nr, sizeof reps[0], cmp_peer);
+    in.cluster.replicas = reps;
+    in.cluster.nreplicas = nr;
+    jr__buf *b = &js->scratch2;
+    jr__buf_reset(b);
+    int rc = jr__info_encode(b, &in);
+    jr__route_reply(js, rt, rc, rc ? NULL : b->data, rc ? 0 : b->len);
+}
+
+static void exec_read(jr__js *js, jr__srep *r, const jr__route *rt, int last, uint64_t seq,
+                      const char *subj, size_t subj_len)
+{
+    jr__store *st = jr__stream_fsm_store(r->fsm);
+    jr__store_msg m;
+    int rc = last ? jr__store_get_last(st, subj, subj_len, &m) : jr__store_get(st, seq, &m);
+    if (rc != 0) {
+        const char *t = rc == JR_ENOTFOUND ? "no message found" : "store read failed";
+        jr__route_reply(js, rt, rc, t, strlen(t));
+        return;
+    }
+    jr__buf *b = &js->scratch2;
+    jr__buf_reset(b);
+    jr__msg_encode(b, &m);
+    jr__route_reply(js, rt, b->err, b->err ? NULL : b->data, b->err ? 0 : b->len);
+}
+
+/* A stepdown in progress: answered when the transfer completes. */
+typedef struct transfer_wait {
+    jr__js *js;
+    jr__route rt;
+} transfer_wait;
+
+static void on_transfer(void *arg, int status)
+{
+    transfer_wait *t = arg;
+    jr__js *js = t->js;
+    if (!js->closing) {
+        const char *msg = status == 0 ? "" : jr_strerror(status);
+        jr__route_reply(js, &t->rt, status, msg, strlen(msg));
+    }
+    jr__free(js->n->alloc, t);
+}
+
+static void exec_stepdown(jr__js *js, jr__srep *r, const jr__route *rt, const char *peer,
+                          size_t plen)
+{
+    jr_node *n = js->n;
+    char name[JR__META_NAME_MAX + 1];
+    if (plen > JR__META_NAME_MAX) plen = JR__META_NAME_MAX;
+    memcpy(name, peer, plen);
+    name[plen] = 0;
+    transfer_wait *t = jr__malloc(n->alloc, sizeof *t);
+    if (!t) {
+        jr__route_reply(js, rt, JR_ENOMEM, NULL, 0);
+        return;
+    }
+    t->js = js;
+    t->rt = *rt;
+    int rc = jr_group_transfer(r->g, plen ? name : NULL, on_transfer, t);
+    if (rc != 0) {
+        char msg[JR__JS_MSG_MAX];
+        snprintf(msg, sizeof msg, "stepdown%s%s: %s", plen ? " to " : "", plen ? name : "",
+                 jr_node_errmsg(n));
+        jr__free(n->alloc, t);
+        jr__route_reply(js, rt, rc, msg, strlen(msg));
+    }
+}
+
+/* Stages an op (publish, purge, delete) of the request, after checking it decodes as one. */
+static void exec_op(jr__js *js, jr__srep *r, const jr__route *rt, const uint8_t *p, size_t len,
+                    uint8_t what, int type)
+{
+    jr__stream_op op;
+    int rc = jr__op_decode(p, len, &op);
+    if (rc != 0 || op.type != type) {
+        const char *t = "request does not decode";
+        jr__route_reply(js, rt, JR_EINVAL, t, strlen(t));
+        return;
+    }
+    rc = jr__srep_stage(r, p, len, rt, what);
+    if (rc != 0) {
+        const char *t = rc == JR_EMSGSIZE ? "message larger than the largest log entry" : "";
+        jr__route_reply(js, rt, rc, t, strlen(t));
+    }
+}
+
+void jr__sexec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, size_t len)
+{
+    jr__rd rd;
+    jr__rd_init(&rd, p, len);
+    uint8_t sub = kind == JR__RPC_STREAM_ADMIN ? jr__rd_u8(&rd) : 0;
+    uint64_t group = jr__rd_varint(&rd);
+    if (rd.err) {
+        jr__route_reply(js, rt, JR_EINVAL, NULL, 0);
+        return;
+    }
+    jr__srep *r = jr__srep_find(js, group);
+    if (!r || !jr__srep_is_leader(r)) {
+        not_leader(js, rt, group);
+        return;
+    }
+    const uint8_t *rest = rd.p;
+    size_t rlen = jr__rd_left(&rd);
+    switch (kind) {
+    case JR__RPC_PUBLISH:
+        exec_op(js, r, rt, rest, rlen, JR__REQ_PUBLISH, JR__OP_PUBLISH);
+        return;
+    case JR__RPC_STREAM_INFO:
+        exec_info(js, r, rt);
+        return;
+    default:
+        break;
+    }
+    switch (sub) {
+    case JR__ADM_PURGE:
+        exec_op(js, r, rt, rest, rlen, JR__REQ_PURGE, JR__OP_PURGE);
+        return;
+    case JR__ADM_MSG_DELETE:
+        exec_op(js, r, rt, rest, rlen, JR__REQ_MSG_DELETE, JR__OP_DELETE);
+        return;
+    case JR__ADM_MSG_GET: {
+        uint64_t seq = jr__rd_varint(&rd);
+        if (rd.err || jr__rd_left(&rd)) break;
+        exec_read(js, r, rt, 0, seq, NULL, 0);
+        return;
+    }
+    case JR__ADM_GET_LAST: {
+        size_t n;
+        const uint8_t *s = jr__rd_bytes(&rd, &n, 4096);
+        if (rd.err || jr__rd_left(&rd) || n == 0) break;
+        exec_read(js, r, rt, 1, 0, (const char *)s, n);
+        return;
+    }
+    case JR__ADM_STEPDOWN: {
+        size_t n;
+        const uint8_t *s = jr__rd_bytes(&rd, &n, JR__META_NAME_MAX);
+        if (rd.err || jr__rd_left(&rd)) break;
+        exec_stepdown(js, r, rt, (const char *)s, n);
+        return;
+    }
+    default:
+        break;
+    }
+    jr__route_reply(js, rt, JR_EINVAL, NULL, 0);
+}

@@ -1,0 +1,662 @@
+/*
+ * stream_node — the local replicas of streams (issue 4 §3, §4): each stream is its own Raft
+ * group (the id from its meta assignment) whose state machine is lib/stream's fsm over a
+ * message store in store_dir (memory or file, as the stream's config says).
+ *
+ * Publishing (leader). Requests that reach the leader during one jr_node_recv / jr_node_tick
+ * (or API calls between two of them) are staged as ops of one BATCH entry and proposed right
+ * before the node's flush (jr__js_before_flush), so a burst of publishes costs one log entry,
+ * one WAL write and one frame per follower. Every op keeps a waiter (where its answer goes).
+ * The proposal remembers the (index, term) Raft gave the entry; when the entry at that index is
+ * applied here with that term — committed, i.e. durable on a quorum, and applied to the store —
+ * each waiter gets its op's result (seq, duplicate, or the refusal). An entry applied at that
+ * index with another term, an index passed without it, or the leadership lost before the commit
+ * (the node's propose callback) answers JR_ELEADERLOST; a proposal older than the request
+ * timeout answers JR_ENOQUORUM (it may still commit later; nothing was acknowledged).
+ *
+ * Leader duties (a timer per replica): the first leader logs the stream's config as a CONFIG op
+ * before any publish (so a replay from the first entry decides everything with the config the
+ * stream had then), and after an update the leader logs the new one; streams with max_age get
+ * a TICK now and then so that idle streams expire too.
+ *
+ * Snapshots are the stream's metadata (fsm_snapshot.c): taking one syncs the store, so the
+ * node's WAL is compacted behind the store's durable point. Restoring one that finds messages
+ * missing starts a catch-up (catchup.c); entries applied meanwhile are queued and applied once
+ * the messages are in.
+ *
+ * Proposal records live until both their entry was seen (applied, passed, or given up with the
+ * replica) and the node's propose callback ran (it always runs: commit, loss, or close).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "node/js.h"
+#include "node/rpc.h"
+#include "util/alloc.h"
+#include "util/checksum.h"
+
+#define SNAPSHOT_ENTRIES 4096
+#define BATCH_MAX_OPS 4096u
+#define BATCH_MAX_BYTES (512u << 10)
+#define MIN_TICK_NS 100000000ull /* 100 ms */
+
+jr__srep *jr__srep_find(jr__js *js, uint64_t group)
+{
+    return jr__map_get(&js->reps, group);
+}
+
+int jr__srep_is_leader(const jr__srep *r)
+{
+    return r->g && !r->g->closed && !r->failed &&
+           jr__raft_role(jr__group_raft(r->g)) == JR_LEADER;
+}
+
+jr__peer *jr__srep_leader_peer(jr__js *js, uint64_t group)
+{
+    jr__srep *r = jr__srep_find(js, group);
+    if (r && r->g && !r->g->closed) {
+        jr__id id = jr__raft_leader(jr__group_raft(r->g));
+        return id ? jr__peer_find(js->n, id) : NULL;
+    }
+    return jr__map_get(&js->hints, group);
+}
+
+/* Proposals ---------------------------------------------------------------------------------*/
+
+static void unlist(jr__proposal *p)
+{
+    jr__srep *r = p->rep;
+    if (!p->listed || !r) {
+        p->listed = 0;
+        return;
+    }
+    jr__proposal **pp = &r->phead, *prev = NULL;
+    while (*pp && *pp != p) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    if (*pp) {
+        *pp = p->next;
+        if (r->ptail == p) r->ptail = prev;
+    }
+    p->next = NULL;
+    p->listed = 0;
+}
+
+static void free_proposal(jr__js *js, jr__proposal *p)
+{
+    jr__waiter *w = p->head;
+    while (w) {
+        jr__waiter *next = w->next;
+        jr__waiter_put(js, w);
+        w = next;
+    }
+    jr__free(js->n->alloc, p);
+}
+
+/* Answers every waiter of p with status (a failure: nothing of p was acknowledged). */
+static void resolve_fail(jr__js *js, jr__proposal *p, int status)
+{
+    if (p->resolved) return;
+    p->resolved = 1;
+    for (jr__waiter *w = p->head; w; w = w->next) jr__route_reply(js, &w->route, status, NULL, 0);
+}
+
+/* The node's completion of a proposal (after the apply on success; at once on failure). */
+static void on_proposed(void *arg, int status, uint64_t index)
+{
+    jr__proposal *p = arg;
+    jr__js *js = p->js;
+    (void)index;
+    p->cb_fired = 1;
+    if (status != 0) {
+        resolve_fail(js, p, status == JR_ECLOSED ? JR_ECLOSED : JR_ELEADERLOST);
+        unlist(p);
+    }
+    /* On success the apply normally came first; if it did not (entries queued during a
+     * catch-up), p stays listed until that entry is applied. */
+    if (!p->listed) free_proposal(js, p);
+}
+
+/* Proposes the staged ops of r as one BATCH entry. */
+static void flush_one(jr__srep *r)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    if (!r->nstage) return;
+    if (!jr__srep_is_leader(r)) {
+        jr__srep_fail_staged(r, JR_ENOTLEADER);
+        return;
+    }
+    jr__buf *b = &js->scratch;
+    jr__buf_reset(b);
+    jr__buf_u8(b, JR__OP_VERSION);
+    jr__buf_u8(b, JR__OP_BATCH);
+    jr__buf_varint(b, r->nstage);
+    jr__buf_put(b, r->stage.data, r->stage.len);
+    if (!b->err) jr__buf_u64(b, jr__xxh3(b->data, b->len));
+    jr__proposal *p = jr__calloc(n->alloc, 1, sizeof *p);
+    jr__op *op = jr__op_get(n);
+    int rc = b->err ? b->err : (!p || !op) ? JR_ENOMEM : 0;
+    jr_group *g = r->g;
+    if (!rc && g->damaged) rc = JR_EDAMAGED;
+    uint64_t index = 0;
+    if (!rc) rc = jr__raft_propose(jr__group_raft(g), n->now, b->data, b->len, &index);
+    if (rc) {
+        if (op) jr__op_put(n, op);
+        jr__free(n->alloc, p);
+        jr__srep_fail_staged(r, rc == JR_ENOTLEADER || rc == JR_ETRANSFER ? JR_ENOTLEADER : rc);
+        return;
+    }
+    p->js = js;
+    p->rep = r;
+    p->index = index;
+    p->term = jr__raft_term(jr__group_raft(g));
+    p->deadline = n->now + js->timeout_ns;
+    p->head = r->whead;
+    p->tail = r->wtail;
+    p->listed = 1;
+    if (r->ptail)
+        r->ptail->next = p;
+    else
+        r->phead = p;
+    r->ptail = p;
+    r->whead = r->wtail = NULL;
+    r->nstage = 0;
+    jr__buf_reset(&r->stage);
+    op->kind = JR__OP_PROPOSE;
+    op->cb.propose = on_proposed;
+    op->arg = p;
+    op->index = index;
+    op->term = p->term;
+    jr__opq_push(&g->pending, op);
+    jr__group_ready(g);
+    jr__node_want_tick(n);
+}
+
+void jr__srep_flush_all(jr__js *js)
+{
+    while (js->dirty) {
+        jr__srep *r = js->dirty;
+        js->dirty = r->dirty_next;
+        r->dirty_next = NULL;
+        r->dirty = 0;
+        flush_one(r);
+    }
+}
+
+static void mark_dirty(jr__srep *r)
+{
+    if (r->dirty) return;
+    r->dirty = 1;
+    r->dirty_next = r->js->dirty;
+    r->js->dirty = r;
+    jr__node_want_tick(r->js->n);
+}
+
+void jr__srep_fail_staged(jr__srep *r, int status)
+{
+    jr__js *js = r->js;
+    jr__waiter *w = r->whead;
+    r->whead = r->wtail = NULL;
+    r->nstage = 0;
+    jr__buf_reset(&r->stage);
+    const char *leader = NULL;
+    if (status == JR_ENOTLEADER) {
+        jr__peer *p = jr__srep_leader_peer(js, r->group);
+        leader = p && p->id != js->n->self ? p->name : NULL;
+    }
+    while (w) {
+        jr__waiter *next = w->next;
+        jr__route_reply(js, &w->route, status, leader, leader ? strlen(leader) : 0);
+        jr__waiter_put(js, w);
+        w = next;
+    }
+}
+
+/* Largest entry the stream's group accepts (group.c gives every group the same limit). */
+static size_t max_entry(const jr_node *n)
+{
+    uint32_t half = n->max_frame / 2;
+    uint32_t msg = half < (1u << 20) ? half : (1u << 20);
+    return msg - 1024;
+}
+
+static int stage_raw(jr__srep *r, const uint8_t *entry, size_t len, const jr__route *rt,
+                     uint8_t what)
+{
+    jr__js *js = r->js;
+    if (len < 1 + 1 + 8 + 8) return JR_EINVAL;
+    size_t inner = len - 9; /* drop the version byte and the checksum: a BATCH item */
+    if (inner + 32 > max_entry(js->n)) return JR_EMSGSIZE;
+    if (r->nstage && (r->stage.len + inner > BATCH_MAX_BYTES || r->nstage >= BATCH_MAX_OPS))
+        flush_one(r);
+    jr__waiter *w = jr__waiter_get(js);
+    if (!w) return JR_ENOMEM;
+    size_t at = r->stage.len;
+    jr__buf_put(&r->stage, entry + 1, inner);
+    if (r->stage.err) {
+        r->stage.len = at;
+        r->stage.err = 0;
+        jr__waiter_put(js, w);
+        return JR_ENOMEM;
+    }
+    jr__put_u64(r->stage.data + at + 1, js->n->now); /* the leader's clock (op.h: type, ts) */
+    w->route = *rt;
+    w->what = what;
+    if (r->wtail)
+        r->wtail->next = w;
+    else
+        r->whead = w;
+    r->wtail = w;
+    r->nstage++;
+    mark_dirty(r);
+    return 0;
+}
+
+/* Stages an internal op (nobody waits for its result). */
+static int stage_internal(jr__srep *r, const jr__stream_op *op)
+{
+    jr__buf out;
+    jr__buf_init(&out, r->js->n->alloc);
+    int rc = jr__op_encode(op, &out);
+    jr__route none = {NULL, 0, 0};
+    if (!rc) rc = stage_raw(r, out.data, out.len, &none, 0);
+    jr__buf_free(&out);
+    return rc;
+}
+
+/* Stages a CONFIG op with the assignment's config. */
+static void stage_config(jr__srep *r)
+{
+    jr__buf cb;
+    jr__buf_init(&cb, r->js->n->alloc);
+    int rc = jr__stream_config_encode(&r->acfg->c, &cb);
+    if (!rc) {
+        jr__stream_op op;
+        memset(&op, 0, sizeof op);
+        op.type = JR__OP_CONFIG;
+        op.u.config.cfg = cb.data;
+        op.u.config.len = cb.len;
+        rc = stage_internal(r, &op);
+    }
+    if (!rc) r->cfg_pending = 1;
+    jr__buf_free(&cb);
+}
+
+static void stage_tick(jr__srep *r)
+{
+    jr__stream_op op;
+    memset(&op, 0, sizeof op);
+    op.type = JR__OP_TICK;
+    stage_internal(r, &op);
+}
+
+int jr__srep_stage(jr__srep *r, const uint8_t *entry, size_t len, const jr__route *rt,
+                   uint8_t what)
+{
+    /* The config goes first into the log of a stream that has none there yet. */
+    if (!r->cfg_in_log && !r->cfg_pending) stage_config(r);
+    return stage_raw(r, entry, len, rt, what);
+}
+
+/* Apply -------------------------------------------------------------------------------------*/
+
+typedef struct apply_ctx {
+    jr__srep *r;
+    jr__waiter *w; /* the waiter of the next op (NULL: nobody waits) */
+} apply_ctx;
+
+static void on_result(void *arg, uint32_t i, const jr__stream_result *res)
+{
+    apply_ctx *a = arg;
+    jr__srep *r = a->r;
+    (void)i;
+    if (res->type == JR__OP_CONFIG) {
+        r->cfg_pending = 0;
+        if (res->status == 0) r->cfg_in_log = 1;
+    }
+    jr__waiter *w = a->w;
+    if (!w) return;
+    a->w = w->next;
+    uint8_t b[24];
+    jr__buf out = {b, 0, sizeof b, 0, NULL};
+    switch (w->what) {
+    case JR__REQ_PUBLISH:
+        jr__buf_varint(&out, res->seq);
+        jr__buf_u8(&out, (uint8_t)res->duplicate);
+        break;
+    case JR__REQ_PURGE:
+        jr__buf_varint(&out, res->purged);
+        break;
+    default:
+        break;
+    }
+    if (w->what) jr__route_reply(r->js, &w->route, res->status, out.data, out.len);
+}
+
+void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void *data,
+                          size_t len)
+{
+    jr__js *js = r->js;
+    jr__proposal *p = NULL;
+    while (r->phead && (r->phead->index < index ||
+                        (r->phead->index == index && r->phead->term != term))) {
+        jr__proposal *lost = r->phead;
+        unlist(lost);
+        resolve_fail(js, lost, JR_ELEADERLOST);
+        if (lost->cb_fired) free_proposal(js, lost);
+    }
+    if (r->phead && r->phead->index == index) {
+        p = r->phead;
+        unlist(p);
+    }
+    apply_ctx a = {r, p && !p->resolved ? p->head : NULL};
+    int rc = r->failed ? r->failed : jr__stream_fsm_apply(r->fsm, index, data, len, on_result, &a);
+    if (rc != 0) {
+        if (!r->failed)
+            jr__node_log(js->n, JR_LOG_ERROR,
+                         "stream '%s': replica failed at entry %" PRIu64 ": %s; it awaits repair",
+                         r->name, index, jr_strerror(rc));
+        r->failed = rc;
+        if (p) resolve_fail(js, p, rc);
+    }
+    if (p) {
+        p->resolved = 1;
+        if (p->cb_fired) free_proposal(js, p);
+    }
+}
+
+/* The group's fsm ---------------------------------------------------------------------------*/
+
+static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
+{
+    jr__srep *r = ctx;
+    uint64_t term = 0;
+    jr__entry e;
+    if (r->g && jr__raft_entry(jr__group_raft(r->g), index, &e) == 0) term = e.term;
+    if (r->cu) {
+        if (jr__catchup_queue(r, index, term, data, len) != 0) {
+            jr__node_log(r->js->n, JR_LOG_ERROR,
+                         "stream '%s': out of memory queueing entry %" PRIu64 " during catch-up",
+                         r->name, index);
+            r->failed = JR_ENOMEM;
+        }
+        return;
+    }
+    jr__srep_apply_entry(r, index, term, data, len);
+}
+
+static int rep_snapshot(void *ctx, jr_snapshot_writer *w)
+{
+    jr__srep *r = ctx;
+    if (r->cu || r->failed) return JR_EBUSY;
+    jr__buf *b = &r->js->scratch2;
+    jr__buf_reset(b);
+    int rc = jr__stream_fsm_snapshot(r->fsm, b);
+    if (rc == 0) rc = jr_snapshot_write(w, b->data, b->len);
+    return rc;
+}
+
+static int rep_restore(void *ctx, uint64_t index, const void *data, size_t len)
+{
+    jr__srep *r = ctx;
+    if (r->cu) jr__catchup_free(r);
+    /* Requests waiting for entries the snapshot replaced: their fate is unknown here. */
+    while (r->phead) {
+        jr__proposal *p = r->phead;
+        unlist(p);
+        resolve_fail(r->js, p, JR_ELEADERLOST);
+        if (p->cb_fired) free_proposal(r->js, p);
+    }
+    uint64_t need = 0;
+    int rc = jr__stream_fsm_restore(r->fsm, index, data, len, &need);
+    if (rc != 0) return rc;
+    r->cfg_in_log = 1; /* the snapshot holds the config */
+    r->cfg_pending = 0;
+    if (need) return jr__catchup_begin(r, index, data, len, need);
+    return 0;
+}
+
+/* Leader duties -----------------------------------------------------------------------------*/
+
+static void rep_timer(jr__js *js, jr__jtimer *t)
+{
+    jr__srep *r = (jr__srep *)((char *)t - offsetof(jr__srep, timer));
+    jr_node *n = js->n;
+    if (r->cu) jr__catchup_step(r);
+    if (jr__srep_is_leader(r)) {
+        const jr_stream_config *fc = jr__stream_fsm_config_get(r->fsm);
+        if (!r->cfg_pending && (!r->cfg_in_log || !jr__stream_config_equal(fc, &r->acfg->c)))
+            stage_config(r);
+        uint64_t age = r->acfg->c.max_age_ns;
+        if (age && n->now >= r->next_tick) {
+            stage_tick(r);
+            uint64_t every = age / 4 > MIN_TICK_NS ? age / 4 : MIN_TICK_NS;
+            r->next_tick = n->now + every;
+        }
+        for (jr__proposal *p = r->phead; p && p->deadline <= n->now; p = p->next)
+            resolve_fail(js, p, JR_ENOQUORUM);
+    } else {
+        r->cfg_pending = 0; /* a new leader logs it again if it got lost */
+    }
+    jr__js_timer_arm(js, &r->timer, n->now + n->election_ns / 2);
+}
+
+/* Lifecycle ---------------------------------------------------------------------------------*/
+
+static void free_peers(jr__srep *r)
+{
+    for (size_t i = 0; i < r->npeers; i++) jr__free(r->js->n->alloc, r->peers[i]);
+    r->npeers = 0;
+}
+
+static int take_assignment(jr__srep *r, const jr__meta_stream *s)
+{
+    const jr_allocator *a = r->js->n->alloc;
+    jr__stream_cfg *cfg;
+    int rc = jr__stream_cfg_new(&s->cfg->c, a, &cfg, NULL, 0);
+    if (rc) return rc;
+    char *peers[JR_MAX_REPLICAS];
+    size_t np = s->npeers < JR_MAX_REPLICAS ? s->npeers : JR_MAX_REPLICAS;
+    for (size_t i = 0; i < np; i++) {
+        peers[i] = jr__strdup(a, s->peers[i]);
+        if (!peers[i]) {
+            while (i) jr__free(a, peers[--i]);
+            jr__stream_cfg_free(cfg);
+            return JR_ENOMEM;
+        }
+    }
+    jr__stream_cfg_free(r->acfg);
+    r->acfg = cfg;
+    free_peers(r);
+    memcpy(r->peers, peers, np * sizeof *peers);
+    r->npeers = np;
+    r->updated = s->updated;
+    return 0;
+}
+
+static void rep_free(jr__srep *r)
+{
+    jr__js *js = r->js;
+    free_peers(r);
+    jr__stream_cfg_free(r->acfg);
+    jr__buf_free(&r->stage);
+    jr__free(js->n->alloc, r);
+}
+
+static void rep_unlink(jr__srep *r)
+{
+    jr__js *js = r->js;
+    jr__map_del(&js->reps, r->group);
+    for (jr__srep **pp = &js->rep_list; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    if (r->dirty)
+        for (jr__srep **pp = &js->dirty; *pp; pp = &(*pp)->dirty_next)
+            if (*pp == r) {
+                *pp = r->dirty_next;
+                break;
+            }
+    r->dirty = 0;
+    jr__js_timer_cancel(js, &r->timer);
+}
+
+int jr__srep_create(jr__js *js, const jr__meta_stream *s)
+{
+    jr_node *n = js->n;
+    jr__srep *r = jr__calloc(n->alloc, 1, sizeof *r);
+    if (!r) return JR_ENOMEM;
+    r->js = js;
+    r->group = s->group;
+    snprintf(r->name, sizeof r->name, "%s", s->name);
+    jr__buf_init(&r->stage, n->alloc);
+    jr__js_timer_init(&r->timer, rep_timer);
+    char err[256] = "";
+    int rc = take_assignment(r, s);
+    if (rc == 0) {
+        jr__stream_fsm_config fc;
+        memset(&fc, 0, sizeof fc);
+        fc.stream = &s->cfg->c;
+        fc.vfs = n->vfs;
+        fc.dir = js->store_dir;
+        fc.alloc = n->alloc;
+        rc = jr__stream_fsm_open(&fc, &r->fsm, err, sizeof err);
+    }
+    if (rc == 0) rc = jr__map_put(&js->reps, r->group, r);
+    if (rc != 0) {
+        jr__node_log(n, JR_LOG_ERROR, "stream '%s': cannot open its replica: %s %s", s->name,
+                     jr_strerror(rc), err);
+        jr__stream_fsm_abandon(r->fsm);
+        rep_free(r);
+        return rc;
+    }
+    r->next = js->rep_list;
+    js->rep_list = r;
+    jr_fsm fsm = {JR_FSM_VERSION, r, rep_apply, rep_snapshot, rep_restore};
+    jr_group_config gc;
+    jr_group_config_init(&gc);
+    gc.id = s->group;
+    gc.voters = s->peers;
+    gc.nvoters = s->npeers;
+    gc.fsm = &fsm;
+    gc.snapshot_entries = SNAPSHOT_ENTRIES;
+    rc = jr__group_create(n, &gc, &r->g);
+    if (rc != 0) {
+        jr__node_log(n, JR_LOG_ERROR, "stream '%s': cannot open group %" PRIu64 ": %s", s->name,
+                     s->group, jr_strerror(rc));
+        r->g = NULL;
+        if (r->cu) jr__catchup_free(r);
+        rep_unlink(r);
+        jr__stream_fsm_close(r->fsm);
+        rep_free(r);
+        return rc;
+    }
+    jr__map_del(&js->hints, r->group);
+    jr__js_timer_arm(js, &r->timer, n->now);
+    return 0;
+}
+
+void jr__srep_update(jr__srep *r, const jr__meta_stream *s)
+{
+    if (take_assignment(r, s) != 0) {
+        r->js->converge_failed = 1;
+        return;
+    }
+    if (jr__srep_is_leader(r) && !r->cfg_pending &&
+        !jr__stream_config_equal(jr__stream_fsm_config_get(r->fsm), &r->acfg->c))
+        stage_config(r);
+}
+
+/* Removing files: names are collected first (no removal while the vfs lists). */
+typedef struct rm_ctx {
+    jr_node *n;
+    const char *prefix;
+    char (*names)[128];
+    size_t count, cap;
+} rm_ctx;
+
+static int rm_collect(void *arg, const char *name)
+{
+    rm_ctx *c = arg;
+    if (strncmp(name, c->prefix, strlen(c->prefix)) != 0 || strlen(name) >= 128) return 0;
+    if (c->count == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        char(*nn)[128] = jr__realloc(c->n->alloc, c->names, cap * sizeof *nn);
+        if (!nn) return JR_ENOMEM;
+        c->names = nn;
+        c->cap = cap;
+    }
+    snprintf(c->names[c->count++], 128, "%s", name);
+    return 0;
+}
+
+/* Removes every file of directory dir whose name starts with prefix ("" for all). */
+static void remove_files(jr_node *n, const char *dir, const char *prefix)
+{
+    rm_ctx c = {n, prefix, NULL, 0, 0};
+    jr_vfs *v = n->vfs;
+    v->list(v->ctx, dir, rm_collect, &c);
+    for (size_t i = 0; i < c.count; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, c.names[i]);
+        v->remove(v->ctx, path);
+    }
+    jr__free(n->alloc, c.names);
+    if (c.count) v->sync_dir(v->ctx, dir);
+}
+
+/* Answers and forgets every proposal of r (the replica goes away). */
+static void drop_proposals(jr__srep *r, int status)
+{
+    while (r->phead) {
+        jr__proposal *p = r->phead;
+        unlist(p);
+        resolve_fail(r->js, p, status);
+        if (p->cb_fired) free_proposal(r->js, p); /* else the node's callback frees it */
+    }
+}
+
+void jr__srep_leave(jr__srep *r, int purge)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    rep_unlink(r);
+    jr__srep_fail_staged(r, JR_ENOSTREAM);
+    drop_proposals(r, JR_ENOSTREAM);
+    if (r->cu) jr__catchup_free(r);
+    /* Pending ops complete with JR_ECLOSED at the next drain; their callbacks free the
+     * proposals answered above. */
+    if (r->g) jr__group_detach(r->g, JR_ECLOSED);
+    if (purge) {
+        char dir[1024], prefix[32];
+        jr__stream_fsm_abandon(r->fsm);
+        snprintf(dir, sizeof dir, "%s/%s", js->store_dir, r->name);
+        remove_files(n, dir, "");
+        snprintf(prefix, sizeof prefix, "%016" PRIx64 "-", r->group);
+        remove_files(n, n->snap_dir, prefix);
+        if (n->wal) jr__wal_drop(n->wal, r->group);
+    } else {
+        jr__stream_fsm_close(r->fsm);
+    }
+    rep_free(r);
+}
+
+void jr__srep_close_all(jr__js *js, int flush)
+{
+    while (js->rep_list) {
+        jr__srep *r = js->rep_list;
+        rep_unlink(r);
+        jr__srep_fail_staged(r, JR_ECLOSED);
+        drop_proposals(r, JR_ECLOSED);
+        if (r->cu) jr__catchup_free(r);
+        if (flush)
+            jr__stream_fsm_close(r->fsm);
+        else
+            jr__stream_fsm_abandon(r->fsm);
+        rep_free(r);
+    }
+}
