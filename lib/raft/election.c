@@ -16,6 +16,7 @@
  * for the leader gave its leadership up, so the lease never refuses it.
  */
 #include "impl.h"
+#include "util/alloc.h"
 
 void jr__elect_reset_timer(jr__raft *r, uint64_t now)
 {
@@ -50,6 +51,15 @@ int jr__elect_in_lease(const jr__raft *r, uint64_t now)
 
 void jr__elect_become_follower(jr__raft *r, uint64_t now, uint64_t term, jr__id leader)
 {
+    if (r->role == ROLE_LEADER) {
+        /* what only a leader needs goes (it is allocated again on the next election won) */
+        jr__prog_free(r);
+        jr__free(r->alloc, r->scratch);
+        r->scratch = NULL;
+        r->scratch_cap = 0;
+        jr__free(r->alloc, r->chunk);
+        r->chunk = NULL;
+    }
     if (term > r->term) {
         r->term = term;
         r->vote = 0;

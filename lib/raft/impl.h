@@ -16,9 +16,11 @@
  * Invariants of struct jr__raft:
  *  - snap_index <= commit <= last index; applied <= commit; log.base_index <= snap_index;
  *  - durable <= last index (entries above durable are what the node has yet to write);
- *  - conf is the configuration of the latest CONFIG entry in the log, else snap_conf;
+ *  - conf is the configuration of the latest CONFIG entry in the log, else the snapshot's
+ *    (snap_m[0..snap_n));
  *    cidx lists the indexes of every CONFIG entry held in the log, ascending;
- *  - as leader, prog[i] describes conf.m[i] (same order, same count);
+ *  - as leader, prog[i] describes conf.m[i] (same order, same count); a member in replicate
+ *    state has an inflight ring unless the group is quiet; prog[] is freed on stepping down;
  *  - notified is 1 from io->notify until jr__raft_ready_done();
  *  - quiet implies role LEADER (hb_deadline == UINT64_MAX) or role FOLLOWER with a known
  *    leader (no election timer runs); any role change clears it.
@@ -67,7 +69,10 @@ struct jr__raft {
 
     jr__memlog log;
     uint64_t snap_index, snap_term;
-    jr__conf snap_conf;
+    /* configuration at snap_index, stored at its exact size (jr__snapconf_*): a jr__conf has
+     * room for JR__MAX_MEMBERS, and a group replica should cost far less than that */
+    jr__member *snap_m;
+    uint32_t snap_n, snap_mcap;
     uint64_t applied;
 
     /* Membership. */
@@ -87,8 +92,6 @@ struct jr__raft {
     /* Leader. */
     jr__prog *prog;
     uint32_t prog_cap;
-    uint64_t *ring_pool[JR__MAX_MEMBERS]; /* spare inflight rings */
-    uint32_t npool;
     uint64_t hb_deadline, cq_deadline;
     uint64_t term_start;  /* index of this leader's no-op */
     uint8_t send_pending; /* entries or commit not yet sent to followers */
@@ -160,20 +163,26 @@ void jr__elect_check_quorum(jr__raft *r, uint64_t now);
 void jr__elect_tick(jr__raft *r, uint64_t now);
 
 /* progress.c --------------------------------------------------------------------------------*/
-/* Ensures prog[] and inflight rings for n members exist (allocates: call outside the hot path).
+/* Ensures prog[] has room for n members (allocates: call outside the hot path).
  * 0, JR_EINVAL (n > JR__MAX_MEMBERS) or JR_ENOMEM. */
 int jr__prog_reserve(jr__raft *r, uint32_t n);
 /* Lays prog[] out parallel to conf.m[], keeping the state of members that stay. Requires
  * jr__prog_reserve(r, conf.n); cannot fail. */
 void jr__prog_rebuild(jr__raft *r);
 void jr__prog_free(jr__raft *r);
+/* Quiet leader: frees every inflight ring (a member with APPENDs still in flight — one taken for
+ * down — goes back to probe first); replicate members keep their state without a ring. */
+void jr__prog_release(jr__raft *r);
+/* Waking leader: gives replicate members their ring back (probe for any that cannot have one). */
+void jr__prog_restore(jr__raft *r);
 /* Leader: the progress of member id, or NULL (not leader, not a member). */
 jr__prog *jr__prog_find(jr__raft *r, jr__id id);
 /* Resets p (keeping id, voter, ring) to probe from our last index + 1. */
 void jr__prog_init(jr__raft *r, jr__prog *p);
 /* State transitions; each empties the inflight window. probe: next = max(next, match + 1). */
 void jr__prog_probe(jr__prog *p, uint64_t next);
-void jr__prog_replicate(jr__prog *p);
+/* Replicate (allocating p's ring if it has none): 0, or JR_ENOMEM with p unchanged. */
+int jr__prog_replicate(jr__raft *r, jr__prog *p);
 void jr__prog_snapshot(jr__prog *p, uint64_t index);
 /* Replicate state: 1 if no further APPEND may be sent (messages or bytes in flight). */
 int jr__prog_window_full(const jr__raft *r, const jr__prog *p);
@@ -243,10 +252,17 @@ int jr__quiet_leader_tick(jr__raft *r, uint64_t now);
 void jr__quiet_leave(jr__raft *r, uint64_t now);
 
 /* snapshot.c --------------------------------------------------------------------------------*/
+/* Room for a snapshot configuration of n members: 0 or JR_ENOMEM. */
+int jr__snapconf_reserve(jr__raft *r, uint32_t n);
+/* Stores c as the snapshot configuration; requires jr__snapconf_reserve(r, c->n). */
+void jr__snapconf_set(jr__raft *r, const jr__conf *c);
+/* The snapshot configuration (n = 0 before any snapshot). */
+void jr__snapconf_get(const jr__raft *r, jr__conf *out);
 /* Leader: sends p the chunk at its offset of the current snapshot (restarting at 0 if a newer
  * snapshot replaced the one being sent); p stays paused until an answer or the next tick. */
 void jr__snap_send(jr__raft *r, jr__prog *p, uint64_t now);
-/* The state machine is at snapshot (index, term, c): compact or reset the log (§5.3). */
+/* The state machine is at snapshot (index, term, c): compact or reset the log (§5.3).
+ * Requires jr__snapconf_reserve(r, c->n). */
 void jr__snap_restore(jr__raft *r, uint64_t index, uint64_t term, const jr__conf *c);
 /* Structural checks of a SNAP chunk (0 or JR_EINVAL). */
 int jr__snap_check(const jr__msg *m);

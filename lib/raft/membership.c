@@ -49,7 +49,7 @@ void jr__memb_truncated(jr__raft *r, uint64_t index)
     if (r->ncidx && decode_at(r, r->cidx[r->ncidx - 1], &r->conf) == 0) {
         r->conf_index = r->cidx[r->ncidx - 1];
     } else {
-        r->conf = r->snap_conf;
+        jr__snapconf_get(r, &r->conf);
         r->conf_index = r->snap_index;
     }
 }
@@ -74,7 +74,7 @@ int jr__memb_at(const jr__raft *r, uint64_t index, jr__conf *out)
 {
     for (uint32_t k = r->ncidx; k > 0; k--)
         if (r->cidx[k - 1] <= index) return decode_at(r, r->cidx[k - 1], out);
-    *out = r->snap_conf;
+    jr__snapconf_get(r, out);
     return 0;
 }
 

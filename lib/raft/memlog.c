@@ -5,8 +5,10 @@
 
 #include "util/alloc.h"
 
-#define MIN_ECAP 64
-#define MIN_BCAP 4096
+/* Small minimums: most groups of a busy node are idle and hold a handful of entries; the rings
+ * double as soon as a group gets traffic. */
+#define MIN_ECAP 8
+#define MIN_BCAP 256
 
 void jr__memlog_init(jr__memlog *l, const jr_allocator *a)
 {
@@ -37,29 +39,41 @@ static uint64_t pow2_at_least(uint64_t n, uint64_t min)
     return c;
 }
 
-/* Moves the entries into a ring of cap slots (slots are index-addressed, so a plain copy per
- * entry re-homes them). */
-static int grow_ents(jr__memlog *l, uint64_t need)
+/* Moves the entries into a ring of cap slots (a power of two holding them all; 0 only if the
+ * log is empty). */
+static int move_ents(jr__memlog *l, uint64_t cap)
 {
-    uint64_t cap = pow2_at_least(need, l->ecap ? l->ecap * 2 : MIN_ECAP);
-    if (cap > SIZE_MAX / sizeof(jr__memlog_ent)) return JR_ENOMEM;
-    jr__memlog_ent *e = jr__malloc(l->alloc, (size_t)cap * sizeof *e);
-    if (!e) return JR_ENOMEM;
-    for (uint64_t i = l->first; i <= l->last; i++) e[i & (cap - 1)] = l->ents[i & (l->ecap - 1)];
+    jr__memlog_ent *e = NULL;
+    if (cap) {
+        e = jr__malloc(l->alloc, (size_t)cap * sizeof *e);
+        if (!e) return JR_ENOMEM;
+        for (uint64_t i = l->first; i <= l->last; i++)
+            e[i & (cap - 1)] = l->ents[i & (l->ecap - 1)];
+    }
     jr__free(l->alloc, l->ents);
     l->ents = e;
     l->ecap = cap;
     return 0;
 }
 
-/* Re-lays the live payloads out contiguously from position 0 of a bigger ring. O(entries), but
- * only on doubling, so amortized O(1) per byte appended. */
-static int grow_bytes(jr__memlog *l, uint64_t need)
+/* Moves the entries into a ring of cap slots (slots are index-addressed, so a plain copy per
+ * entry re-homes them). */
+static int grow_ents(jr__memlog *l, uint64_t need)
 {
-    uint64_t cap = pow2_at_least(need, l->bcap ? l->bcap * 2 : MIN_BCAP);
-    if (cap > SIZE_MAX) return JR_ENOMEM;
-    uint8_t *b = jr__malloc(l->alloc, (size_t)cap);
-    if (!b) return JR_ENOMEM;
+    uint64_t cap = pow2_at_least(need, l->ecap ? l->ecap * 2 : MIN_ECAP);
+    if (cap > SIZE_MAX / sizeof(jr__memlog_ent)) return JR_ENOMEM;
+    return move_ents(l, cap);
+}
+
+/* Re-lays the live payloads out contiguously from position 0 of a ring of cap bytes (a power
+ * of two holding them all, or 0 if they are all empty). */
+static int relayout(jr__memlog *l, uint64_t cap)
+{
+    uint8_t *b = NULL;
+    if (cap) {
+        b = jr__malloc(l->alloc, (size_t)cap);
+        if (!b) return JR_ENOMEM;
+    }
     uint64_t pos = 0;
     for (uint64_t i = l->first; i <= l->last; i++) {
         jr__memlog_ent *e = &l->ents[i & (l->ecap - 1)];
@@ -73,6 +87,26 @@ static int grow_bytes(jr__memlog *l, uint64_t need)
     l->head = 0;
     l->tail = pos;
     return 0;
+}
+
+/* Grows the payload ring to hold at least need bytes. O(entries), but only on doubling, so
+ * amortized O(1) per byte appended. */
+static int grow_bytes(jr__memlog *l, uint64_t need)
+{
+    uint64_t cap = pow2_at_least(need, l->bcap ? l->bcap * 2 : MIN_BCAP);
+    if (cap > SIZE_MAX) return JR_ENOMEM;
+    return relayout(l, cap);
+}
+
+void jr__memlog_shrink(jr__memlog *l)
+{
+    uint64_t n = count(l), live = 0;
+    for (uint64_t i = l->first; i <= l->last; i++) live += jr__memlog_at(l, i)->len;
+    uint64_t ecap = n ? pow2_at_least(n, MIN_ECAP) : 0;
+    uint64_t bcap = live ? pow2_at_least(live, MIN_BCAP) : 0;
+    /* only when it at least halves a ring: an idle group is not re-shrunk over and over */
+    if (ecap < l->ecap && ecap <= l->ecap / 2) move_ents(l, ecap);
+    if (bcap < l->bcap && bcap <= l->bcap / 2) relayout(l, bcap);
 }
 
 /* Where a payload of len bytes would go: at tail, or at the next lap if it would wrap. */

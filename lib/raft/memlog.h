@@ -73,6 +73,11 @@ void jr__memlog_truncate(jr__memlog *l, uint64_t index);
 void jr__memlog_compact(jr__memlog *l, uint64_t index);
 /* Drops everything; the log restarts after (index, term). */
 void jr__memlog_reset(jr__memlog *l, uint64_t index, uint64_t term);
+/* Releases ring memory an idle group does not need: each ring is re-allocated at the smallest
+ * size that holds what is live (nothing if the log or its payloads are empty) when that at
+ * least halves it. O(entries held): for idle groups only. A failed allocation leaves that ring
+ * as it was. Data pointers handed out before are invalidated. */
+void jr__memlog_shrink(jr__memlog *l);
 /* Largest held index i in [lo, hi] with term_at(i) <= term (terms are sorted), or lo - 1. */
 uint64_t jr__memlog_last_le(const jr__memlog *l, uint64_t lo, uint64_t hi, uint64_t term);
 

@@ -10,60 +10,57 @@
  *
  * The inflight window is a ring of the last index of each unacknowledged APPEND; the bytes in
  * flight are read off the log's payload positions (memlog_bytes), so neither costs a scan.
- * Rings are allocated when a member appears (becoming leader, adding a member) and kept in a
- * pool, never in the hot path.
+ * A member's ring is allocated when it enters the replicate state (never in the hot path: a
+ * state change), moves with it when the configuration changes, and is freed when it leaves the
+ * group, when the leader steps down, and while the group is quiet (quiesce.c): an idle group
+ * keeps no inflight memory. A member whose ring cannot be allocated stays in probe.
  */
 #include <string.h>
 
 #include "impl.h"
 #include "util/alloc.h"
 
-static uint64_t *ring_take(jr__raft *r)
-{
-    return r->npool ? r->ring_pool[--r->npool] : NULL;
-}
-
-static void ring_give(jr__raft *r, uint64_t *ring)
-{
-    if (!ring) return;
-    if (r->npool < JR__MAX_MEMBERS)
-        r->ring_pool[r->npool++] = ring;
-    else
-        jr__free(r->alloc, ring);
-}
-
 int jr__prog_reserve(jr__raft *r, uint32_t n)
 {
     if (n > JR__MAX_MEMBERS) return JR_EINVAL;
-    if (r->prog_cap < n) {
-        uint32_t cap = r->prog_cap ? r->prog_cap : 4;
-        while (cap < n) cap *= 2;
-        if (cap > JR__MAX_MEMBERS) cap = JR__MAX_MEMBERS;
-        jr__prog *p = jr__realloc(r->alloc, r->prog, cap * sizeof *p);
-        if (!p) return JR_ENOMEM;
-        memset(p + r->prog_cap, 0, (cap - r->prog_cap) * sizeof *p);
-        r->prog = p;
-        r->prog_cap = cap;
-    }
-    /* rings: those held by current slots plus the pool must cover n members */
-    uint32_t have = r->npool;
-    for (uint32_t i = 0; i < r->prog_cap; i++) have += r->prog[i].ring != NULL;
-    while (have < n) {
-        uint64_t *ring = jr__malloc(r->alloc, r->cfg.max_inflight * sizeof(uint64_t));
-        if (!ring) return JR_ENOMEM;
-        ring_give(r, ring);
-        have++;
-    }
+    if (r->prog_cap >= n) return 0;
+    uint32_t cap = r->prog_cap ? r->prog_cap : 4;
+    while (cap < n) cap *= 2;
+    if (cap > JR__MAX_MEMBERS) cap = JR__MAX_MEMBERS;
+    jr__prog *p = jr__realloc(r->alloc, r->prog, cap * sizeof *p);
+    if (!p) return JR_ENOMEM;
+    memset(p + r->prog_cap, 0, (cap - r->prog_cap) * sizeof *p);
+    r->prog = p;
+    r->prog_cap = cap;
     return 0;
 }
 
 void jr__prog_free(jr__raft *r)
 {
     for (uint32_t i = 0; i < r->prog_cap; i++) jr__free(r->alloc, r->prog[i].ring);
-    for (uint32_t i = 0; i < r->npool; i++) jr__free(r->alloc, r->ring_pool[i]);
     jr__free(r->alloc, r->prog);
     r->prog = NULL;
-    r->prog_cap = r->npool = 0;
+    r->prog_cap = 0;
+}
+
+void jr__prog_release(jr__raft *r)
+{
+    for (uint32_t i = 0; i < r->prog_cap; i++) {
+        jr__prog *p = &r->prog[i];
+        if (p->state == JR__REPLICATE && p->ring_count) jr__prog_probe(p, p->match + 1);
+        jr__free(r->alloc, p->ring);
+        p->ring = NULL;
+    }
+}
+
+void jr__prog_restore(jr__raft *r)
+{
+    for (uint32_t i = 0; i < r->conf.n && i < r->prog_cap; i++) {
+        jr__prog *p = &r->prog[i];
+        if (p->state == JR__REPLICATE && !p->ring && p->id != r->cfg.self &&
+            jr__prog_replicate(r, p) != 0)
+            jr__prog_probe(p, p->match + 1);
+    }
 }
 
 jr__prog *jr__prog_find(jr__raft *r, jr__id id)
@@ -108,11 +105,9 @@ void jr__prog_rebuild(jr__raft *r)
         }
         neu[i].voter = r->conf.m[i].voter;
     }
-    /* rings of members that left go back to the pool; new members take one from it */
+    /* rings of members that left are freed; new members start in probe, without one */
     for (uint32_t j = 0; j < r->prog_cap; j++)
-        if (!kept[j]) ring_give(r, r->prog[j].ring);
-    for (uint32_t i = 0; i < r->conf.n; i++)
-        if (!neu[i].ring) neu[i].ring = ring_take(r);
+        if (!kept[j]) jr__free(r->alloc, r->prog[j].ring);
     memset(r->prog, 0, r->prog_cap * sizeof *r->prog);
     memcpy(r->prog, neu, r->conf.n * sizeof *neu);
 }
@@ -125,12 +120,17 @@ void jr__prog_probe(jr__prog *p, uint64_t next)
     p->ring_head = p->ring_count = 0;
 }
 
-void jr__prog_replicate(jr__prog *p)
+int jr__prog_replicate(jr__raft *r, jr__prog *p)
 {
+    if (!p->ring) {
+        p->ring = jr__malloc(r->alloc, r->cfg.max_inflight * sizeof *p->ring);
+        if (!p->ring) return JR_ENOMEM;
+    }
     p->state = JR__REPLICATE;
     p->next = p->match + 1;
     p->paused = 0;
     p->ring_head = p->ring_count = 0;
+    return 0;
 }
 
 void jr__prog_snapshot(jr__prog *p, uint64_t index)

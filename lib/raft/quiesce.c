@@ -24,6 +24,7 @@
  * (jr__raft_hb_resp), so an isolated quiet leader steps down like any other.
  */
 #include "impl.h"
+#include "util/alloc.h"
 
 /* Leader at a heartbeat tick: nothing to send and nobody to bring up to date (see raft.h). */
 static int leader_idle(const jr__raft *r, uint64_t now)
@@ -59,6 +60,15 @@ int jr__quiet_leader_tick(jr__raft *r, uint64_t now)
     r->quiet = 1;
     r->idle_ticks = 0;
     r->hb_deadline = UINT64_MAX;
+    /* an idle group keeps no buffers: inflight rings, the APPEND scratch, the snapshot chunk
+     * (256 KiB by default), slack in the log rings; all come back on demand */
+    jr__prog_release(r);
+    jr__free(r->alloc, r->scratch);
+    r->scratch = NULL;
+    r->scratch_cap = 0;
+    jr__free(r->alloc, r->chunk);
+    r->chunk = NULL;
+    jr__memlog_shrink(&r->log);
     return 1;
 }
 
@@ -67,10 +77,12 @@ void jr__quiet_leave(jr__raft *r, uint64_t now)
     if (!r->quiet) return;
     r->quiet = 0;
     r->idle_ticks = 0;
-    if (r->role == ROLE_LEADER)
+    if (r->role == ROLE_LEADER) {
         r->hb_deadline = now; /* heartbeat at once: the followers are quiet too */
-    else
+        jr__prog_restore(r);
+    } else {
         jr__elect_reset_timer(r, now);
+    }
 }
 
 int jr__raft_quiet(const jr__raft *r)
@@ -120,6 +132,7 @@ int jr__raft_hb_recv(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint
     /* quiet only once it holds everything the leader committed; otherwise its timer runs and
      * the leader, told our last index by the node's answer, wakes to bring us up to date */
     r->quiet = commit <= r->log.last;
+    if (r->quiet && !before_quiet) jr__memlog_shrink(&r->log);
     if (r->quiet != before_quiet || r->role != before_role || r->leader != before_leader ||
         r->term != before_term || r->commit != before_commit)
         jr__raft_notify(r);

@@ -54,6 +54,7 @@ void jr__raft_free(jr__raft *r)
     jr__prog_free(r);
     jr__memlog_free(&r->log);
     jr__free(r->alloc, r->cidx);
+    jr__free(r->alloc, r->snap_m);
     jr__free(r->alloc, r->scratch);
     jr__free(r->alloc, r->chunk);
     jr__free(r->alloc, r);
@@ -75,6 +76,7 @@ int jr__raft_load_snapshot(jr__raft *r, uint64_t index, uint64_t term, const jr_
 {
     if (r->started) return JR_EMISUSE;
     if (!conf || index == 0 || term == 0 || index < r->snap_index) return JR_EINVAL;
+    if (jr__snapconf_reserve(r, conf->n)) return JR_ENOMEM;
     jr__snap_restore(r, index, term, conf);
     return 0;
 }
@@ -419,9 +421,9 @@ const jr__conf *jr__raft_conf(const jr__raft *r)
 {
     return &r->conf;
 }
-const jr__conf *jr__raft_snapshot_conf(const jr__raft *r)
+void jr__raft_snapshot_conf(const jr__raft *r, jr__conf *out)
 {
-    return &r->snap_conf;
+    jr__snapconf_get(r, out);
 }
 int jr__raft_ready(const jr__raft *r)
 {

@@ -221,10 +221,10 @@ void jr__raft_free(jr__raft *r);
 /* Recovery, before jr__raft_start(): state read back from durable storage, in order (hard
  * state, snapshot, then the entries after the snapshot). Loaded state counts as durable.
  * JR_EMISUSE after start. load_snapshot: JR_EINVAL for index/term 0 or an older snapshot; the
- * state machine is taken as restored to index. load_entry: index must be last+1 and its term at
- * least the last term (JR_EINVAL otherwise — e.g. a stale suffix the node failed to drop),
- * data is copied; JR_ECORRUPT for a CONFIG entry that does not decode; JR_ENOMEM. The commit
- * index is clamped to the log at start. */
+ * state machine is taken as restored to index. load_snapshot may also fail with JR_ENOMEM.
+ * load_entry: index must be last+1 and its term at least the last term (JR_EINVAL otherwise — e.g.
+ * a stale suffix the node failed to drop), data is copied; JR_ECORRUPT for a CONFIG entry that does
+ * not decode; JR_ENOMEM. The commit index is clamped to the log at start. */
 int jr__raft_load_hardstate(jr__raft *r, uint64_t term, jr__id vote, uint64_t commit);
 int jr__raft_load_snapshot(jr__raft *r, uint64_t index, uint64_t term, const jr__conf *conf);
 int jr__raft_load_entry(jr__raft *r, const jr__entry *e);
@@ -378,7 +378,7 @@ uint64_t jr__raft_first_index(const jr__raft *r); /* first index held in memory 
 uint64_t jr__raft_snapshot_index(const jr__raft *r);
 uint64_t jr__raft_snapshot_term(const jr__raft *r);
 const jr__conf *jr__raft_conf(const jr__raft *r); /* latest configuration (maybe uncommitted) */
-const jr__conf *jr__raft_snapshot_conf(const jr__raft *r); /* configuration at snapshot index */
+void jr__raft_snapshot_conf(const jr__raft *r, jr__conf *out); /* configuration at snapshot index */
 int jr__raft_ready(const jr__raft *r); /* leader with an entry of its term committed */
 int jr__raft_transferring(const jr__raft *r);
 

@@ -312,7 +312,8 @@ void jr__repl_on_append_resp(jr__raft *r, uint64_t now, const jr__msg *m)
         if (idx < p->match || idx > r->log.last) return; /* stale, or nonsense */
         uint64_t old = p->match;
         jr__prog_acked(r, p, idx);
-        if (p->state != JR__REPLICATE) jr__prog_replicate(p);
+        if (p->state != JR__REPLICATE && jr__prog_replicate(r, p) != 0)
+            jr__prog_probe(p, p->match + 1); /* no memory for a window: one APPEND at a time */
         if (p->match > old) {
             jr__repl_maybe_commit(r, now);
             if (r->role != ROLE_LEADER) return; /* a committed self-removal stepped us down */

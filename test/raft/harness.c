@@ -460,7 +460,7 @@ static void maybe_snapshot(harness *h, h_node *nd)
     nd->has_snap = 1;
     nd->snap_index = jr__raft_snapshot_index(r);
     nd->snap_term = jr__raft_snapshot_term(r);
-    nd->snap_conf = *jr__raft_snapshot_conf(r);
+    jr__raft_snapshot_conf(r, &nd->snap_conf);
     nd->snap_sm_index = nd->sm_index;
     nd->snap_sm_hash = nd->sm_hash;
     disk_drop_upto(nd, nd->snap_index);
