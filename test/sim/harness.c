@@ -32,8 +32,8 @@ static void fsm_apply(void *ctx, uint64_t index, const void *data, size_t len)
 {
     h_fsm *f = ctx;
     if (index <= f->last)
-        h_failf(f->h, "node %u applied index %llu after %llu", f->node, (unsigned long long)index,
-                (unsigned long long)f->last);
+        h_failf(f->h, "node %u group %u applied index %llu after %llu", f->node, f->group,
+                (unsigned long long)index, (unsigned long long)f->last);
     f->last = index;
     f->chain = chain_next(f->chain, index, data, len);
     f->count++;
@@ -67,26 +67,27 @@ static void on_apply(void *arg, unsigned node, uint64_t group, uint64_t index, u
                      const void *data, size_t len)
 {
     h_cluster *h = arg;
-    if (group != h->group) return;
-    if (index >= h->applied_cap) {
-        size_t cap = h->applied_cap ? h->applied_cap : 1024;
+    if (group < H_GROUP0 || group >= H_GROUP0 + h->ngroups) return;
+    h_table *t = &h->table[group - H_GROUP0];
+    if (index >= t->cap) {
+        size_t cap = t->cap ? t->cap : 1024;
         while (cap <= index) cap *= 2;
-        h->applied = realloc(h->applied, cap * sizeof *h->applied);
-        memset(h->applied + h->applied_cap, 0, (cap - h->applied_cap) * sizeof *h->applied);
-        h->applied_cap = cap;
+        t->applied = realloc(t->applied, cap * sizeof *t->applied);
+        memset(t->applied + t->cap, 0, (cap - t->cap) * sizeof *t->applied);
+        t->cap = cap;
     }
     uint64_t hash = XXH3_64bits(data, len);
-    h_applied *a = &h->applied[index];
+    h_applied *a = &t->applied[index];
     if (!a->set) {
         a->set = 1;
         a->term = term;
         a->hash = hash;
-        if (index > h->max_applied) h->max_applied = index;
+        if (index > t->max_applied) t->max_applied = index;
     } else if (a->term != term || a->hash != hash) {
-        h_failf(h, "state machine safety: node %u applied index %llu term %llu, another node "
-                   "applied term %llu there",
-                node, (unsigned long long)index, (unsigned long long)term,
-                (unsigned long long)a->term);
+        h_failf(h, "state machine safety: node %u applied index %llu of group %llu in term "
+                   "%llu, another node applied term %llu there",
+                node, (unsigned long long)index, (unsigned long long)group,
+                (unsigned long long)term, (unsigned long long)a->term);
     }
 }
 
@@ -96,31 +97,37 @@ int h_open(h_cluster *h, unsigned i)
     if (!n) return JR_EINVAL;
     const char *voters[H_MAX];
     for (unsigned k = 0; k < h->n; k++) voters[k] = jr_sim_name(h->sim, k);
-    h_fsm *f = &h->fsm[i];
-    memset(f, 0, sizeof *f);
-    f->h = h;
-    f->node = i;
-    jr_fsm *ops = &h->ops[i];
-    ops->version = JR_FSM_VERSION;
-    ops->ctx = f;
-    ops->apply = fsm_apply;
-    ops->snapshot = fsm_snapshot;
-    ops->restore = fsm_restore;
-    jr_group_config gc;
-    jr_group_config_init(&gc);
-    gc.id = h->group;
-    gc.voters = voters;
-    gc.nvoters = h->n;
-    gc.fsm = ops;
-    if (h->snapshot_entries) gc.snapshot_entries = h->snapshot_entries;
-    return jr_group_open(n, &gc, &h->g[i]);
+    for (unsigned k = 0; k < h->ngroups; k++) {
+        h_fsm *f = &h->fsm[i][k];
+        memset(f, 0, sizeof *f);
+        f->h = h;
+        f->node = i;
+        f->group = k;
+        jr_fsm *ops = &h->ops[i][k];
+        ops->version = JR_FSM_VERSION;
+        ops->ctx = f;
+        ops->apply = fsm_apply;
+        ops->snapshot = fsm_snapshot;
+        ops->restore = fsm_restore;
+        jr_group_config gc;
+        jr_group_config_init(&gc);
+        gc.id = H_GROUP0 + k;
+        gc.voters = voters;
+        gc.nvoters = h->n;
+        gc.fsm = ops;
+        if (h->snapshot_entries) gc.snapshot_entries = h->snapshot_entries;
+        int rc = jr_group_open(n, &gc, &h->g[i][k]);
+        if (rc != 0) return rc;
+    }
+    return 0;
 }
 
-int h_new(h_cluster *h, jr_sim_config *cfg, unsigned n, uint64_t snapshot_entries)
+int h_new(h_cluster *h, jr_sim_config *cfg, unsigned n, unsigned ngroups,
+          uint64_t snapshot_entries)
 {
     memset(h, 0, sizeof *h);
     h->n = n;
-    h->group = 7;
+    h->ngroups = ngroups;
     h->snapshot_entries = snapshot_entries;
     cfg->nodes = n;
     cfg->arg = h;
@@ -137,18 +144,23 @@ int h_new(h_cluster *h, jr_sim_config *cfg, unsigned n, uint64_t snapshot_entrie
 void h_free(h_cluster *h)
 {
     jr_sim_free(h->sim);
-    free(h->applied);
+    for (unsigned k = 0; k < H_GROUPS; k++) free(h->table[k].applied);
+    memset(h->table, 0, sizeof h->table);
     h->sim = NULL;
-    h->applied = NULL;
 }
 
-int h_leader(h_cluster *h)
+jr_group *h_group(h_cluster *h, unsigned i, unsigned k)
+{
+    jr_node *n = jr_sim_node(h->sim, i);
+    return n ? jr_node_group(n, H_GROUP0 + k) : NULL;
+}
+
+int h_leader(h_cluster *h, unsigned k)
 {
     int best = -1;
     uint64_t term = 0;
     for (unsigned i = 0; i < h->n; i++) {
-        jr_node *n = jr_sim_node(h->sim, i);
-        jr_group *g = n ? jr_node_group(n, h->group) : NULL;
+        jr_group *g = h_group(h, i, k);
         if (!g) continue;
         jr_group_status st = {.size = sizeof st};
         jr_group_status_get(g, &st);
@@ -163,7 +175,7 @@ int h_leader(h_cluster *h)
 static int has_leader(void *arg, jr_sim *sim)
 {
     (void)sim;
-    return h_leader(arg) >= 0;
+    return h_leader(arg, 0) >= 0;
 }
 
 int h_wait_leader(h_cluster *h, uint64_t max_ns)

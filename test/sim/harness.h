@@ -1,6 +1,6 @@
 /*
- * harness — a cluster of sim nodes running one raw group with a checking state machine, shared
- * by the fixture's tests (test_sim.c, test_random.c) and the node tests.
+ * harness — a cluster of sim nodes running one or more raw groups (ids H_GROUP0, H_GROUP0 + 1,
+ * ...) with a checking state machine, shared by the fixture's tests (test_sim.c, test_random.c).
  *
  * Every replica's fsm keeps a hash chain of what it applied (index, data) and checks that
  * indexes strictly increase; snapshots carry the chain, so a restored replica continues it. The
@@ -17,12 +17,15 @@
 #include "jetraft/sim.h"
 
 #define H_MAX 7
+#define H_GROUPS 4
+#define H_GROUP0 7
 
 typedef struct h_cluster h_cluster;
 
 typedef struct h_fsm {
     h_cluster *h;
     unsigned node;
+    unsigned group; /* index 0..ngroups-1 */
     uint64_t last;  /* last index applied */
     uint64_t chain; /* hash chain over (index, data) */
     uint64_t count;
@@ -34,29 +37,36 @@ typedef struct h_applied {
     uint8_t set;
 } h_applied;
 
+typedef struct h_table {
+    h_applied *applied; /* by index */
+    size_t cap;
+    uint64_t max_applied;
+} h_table;
+
 struct h_cluster {
     jr_sim *sim;
     unsigned n;
-    uint64_t group;
+    unsigned ngroups;
     uint64_t snapshot_entries;
-    h_fsm fsm[H_MAX];
-    jr_fsm ops[H_MAX];
-    jr_group *g[H_MAX];
-    h_applied *applied; /* by index */
-    size_t applied_cap;
-    uint64_t max_applied;
+    h_fsm fsm[H_MAX][H_GROUPS];
+    jr_fsm ops[H_MAX][H_GROUPS];
+    jr_group *g[H_MAX][H_GROUPS]; /* stale while node i is crashed */
+    h_table table[H_GROUPS];
     char fail[512];
 };
 
-/* Creates a cluster of n nodes from cfg (cfg->nodes, on_apply, arg are overwritten) and opens
- * the group on every node. */
-int h_new(h_cluster *h, jr_sim_config *cfg, unsigned n, uint64_t snapshot_entries);
+/* Creates a cluster of n nodes from cfg (cfg->nodes, on_apply, arg are overwritten; on_step is
+ * kept and gets arg = h) and opens ngroups groups on every node. */
+int h_new(h_cluster *h, jr_sim_config *cfg, unsigned n, unsigned ngroups,
+          uint64_t snapshot_entries);
 void h_free(h_cluster *h);
-/* (Re)opens the group on node i (after jr_sim_restart). */
+/* (Re)opens every group on node i (after jr_sim_restart). */
 int h_open(h_cluster *h, unsigned i);
-/* Index of the node that is leader of the group with the highest term, or -1. */
-int h_leader(h_cluster *h);
-/* Runs until some node leads (ready to take proposals); 0 or JR_ETIMEDOUT. */
+/* The group with index k on node i if node i is up, else NULL. */
+jr_group *h_group(h_cluster *h, unsigned i, unsigned k);
+/* Index of the node that leads group k with the highest term, or -1. */
+int h_leader(h_cluster *h, unsigned k);
+/* Runs until group 0 has a leader; 0 or JR_ETIMEDOUT. */
 int h_wait_leader(h_cluster *h, uint64_t max_ns);
 /* Records a violation (printf-style) unless one is already recorded. */
 void h_failf(h_cluster *h, const char *fmt, ...);

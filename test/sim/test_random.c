@@ -1,9 +1,10 @@
 /*
- * Randomized cluster simulations: for each seed, a 3- or 5-node cluster runs one raw group
- * under a random workload and random faults (loss, duplication, reordering and delay on every
- * link, symmetric and asymmetric partitions, crashes with loss of unsynced writes — torn or
- * not — and restarts, leadership transfers, small snapshot intervals so snapshots are taken,
- * sent and installed), then every fault heals. After every event of the run it checks:
+ * Randomized cluster simulations: for each seed, a 3- or 5-node cluster runs one to three raw
+ * groups (sharing the nodes' WALs and frames) under a random workload and random faults (loss,
+ * duplication, reordering and delay on every link, symmetric and asymmetric partitions, crashes
+ * with loss of unsynced writes — torn or not — and restarts, disks whose syncs start failing,
+ * leadership transfers, small snapshot intervals so snapshots are taken, sent and installed),
+ * then every fault heals. After every event of the run it checks, for every group:
  *
  *  - election safety: at most one leader per term (dissertation §3.6.3, Figure 3.2);
  *  - log matching: every (index, term) seen in any replica's log stands for the same entry data
@@ -43,14 +44,15 @@ typedef struct world world;
 
 typedef struct proposal {
     world *w;
+    unsigned group;
     uint64_t hash;
     uint64_t index;
     int status; /* 1 pending, 0 acked, < 0 failed */
 } proposal;
 
-/* (index, term) -> what that entry is, as first seen in any log. */
+/* (group, index, term) -> what that entry is, as first seen in any log. */
 typedef struct ident {
-    uint64_t index, term;
+    uint64_t group, index, term;
     uint64_t hash;
     uint64_t prev_term; /* 0: not known */
 } ident;
@@ -62,16 +64,16 @@ struct world {
     jr__rand rng;
     proposal props[MAX_PROPOSALS];
     unsigned nprops;
-    uint64_t acked_max;
+    uint64_t acked_max[H_GROUPS];
     unsigned acked;
-    uint64_t *leader_of_term; /* node + 1, by term */
-    size_t lot_cap;
-    uint64_t max_leader_term;
-    uint64_t seen_leader_term[H_MAX]; /* last term node i was seen leading */
+    uint64_t *leader_of_term[H_GROUPS]; /* node + 1, by term */
+    size_t lot_cap[H_GROUPS];
+    uint64_t max_leader_term[H_GROUPS];
+    uint64_t seen_leader_term[H_MAX][H_GROUPS]; /* last term node i was seen leading */
     ident *ids;
     size_t ids_cap, ids_len;
-    uint64_t *verified[H_MAX]; /* term verified at index, per node */
-    size_t verified_cap[H_MAX];
+    uint64_t *verified[H_MAX][H_GROUPS]; /* term verified at index, per node and group */
+    size_t verified_cap[H_MAX][H_GROUPS];
     uint64_t steps;
     uint8_t disk_failed[H_MAX];
 };
@@ -88,21 +90,21 @@ static double unif(world *w)
 
 /* Identity table --------------------------------------------------------------------------*/
 
-static size_t id_slot(uint64_t index, uint64_t term, size_t cap)
+static size_t id_slot(uint64_t group, uint64_t index, uint64_t term, size_t cap)
 {
-    uint64_t k = index * 0x9e3779b97f4a7c15ULL ^ term * 0xc2b2ae3d27d4eb4fULL;
+    uint64_t k = index * 0x9e3779b97f4a7c15ULL ^ term * 0xc2b2ae3d27d4eb4fULL ^ group << 40;
     k ^= k >> 29;
     return (size_t)k & (cap - 1);
 }
 
-static ident *id_find(world *w, uint64_t index, uint64_t term, int create)
+static ident *id_find(world *w, uint64_t group, uint64_t index, uint64_t term, int create)
 {
     if (create && (w->ids_len + 1) * 2 > w->ids_cap) {
         size_t cap = w->ids_cap ? w->ids_cap * 2 : 1024;
         ident *n = calloc(cap, sizeof *n);
         for (size_t i = 0; i < w->ids_cap; i++)
             if (w->ids[i].index) {
-                size_t s = id_slot(w->ids[i].index, w->ids[i].term, cap);
+                size_t s = id_slot(w->ids[i].group, w->ids[i].index, w->ids[i].term, cap);
                 while (n[s].index) s = (s + 1) & (cap - 1);
                 n[s] = w->ids[i];
             }
@@ -111,12 +113,14 @@ static ident *id_find(world *w, uint64_t index, uint64_t term, int create)
         w->ids_cap = cap;
     }
     if (!w->ids_cap) return NULL;
-    size_t s = id_slot(index, term, w->ids_cap);
+    size_t s = id_slot(group, index, term, w->ids_cap);
     while (w->ids[s].index) {
-        if (w->ids[s].index == index && w->ids[s].term == term) return &w->ids[s];
+        if (w->ids[s].group == group && w->ids[s].index == index && w->ids[s].term == term)
+            return &w->ids[s];
         s = (s + 1) & (w->ids_cap - 1);
     }
     if (!create) return NULL;
+    w->ids[s].group = group;
     w->ids[s].index = index;
     w->ids[s].term = term;
     w->ids_len++;
@@ -125,36 +129,38 @@ static ident *id_find(world *w, uint64_t index, uint64_t term, int create)
 
 /* Checks on every step --------------------------------------------------------------------*/
 
-static jr__raft *raft_of(world *w, unsigned i)
+static jr__raft *raft_of(world *w, unsigned i, unsigned k)
 {
-    jr_node *n = jr_sim_node(w->h.sim, i);
-    jr_group *g = n ? jr_node_group(n, w->h.group) : NULL;
+    jr_group *g = h_group(&w->h, i, k);
     return g ? jr__group_raft(g) : NULL;
 }
 
-static void check_log(world *w, unsigned i, jr__raft *r)
+static void check_log(world *w, unsigned i, unsigned gk, jr__raft *r)
 {
     uint64_t first = jr__raft_first_index(r), last = jr__raft_last_index(r);
-    if (last + 1 > w->verified_cap[i]) {
-        size_t cap = w->verified_cap[i] ? w->verified_cap[i] : 256;
+    uint64_t group = H_GROUP0 + gk;
+    if (last + 1 > w->verified_cap[i][gk]) {
+        size_t cap = w->verified_cap[i][gk] ? w->verified_cap[i][gk] : 256;
         while (cap < last + 1) cap *= 2;
-        w->verified[i] = realloc(w->verified[i], cap * sizeof(uint64_t));
-        memset(w->verified[i] + w->verified_cap[i], 0,
-               (cap - w->verified_cap[i]) * sizeof(uint64_t));
-        w->verified_cap[i] = cap;
+        w->verified[i][gk] = realloc(w->verified[i][gk], cap * sizeof(uint64_t));
+        memset(w->verified[i][gk] + w->verified_cap[i][gk], 0,
+               (cap - w->verified_cap[i][gk]) * sizeof(uint64_t));
+        w->verified_cap[i][gk] = cap;
     }
+    uint64_t *verified = w->verified[i][gk];
     uint64_t prev_term = 0;
     for (uint64_t k = first; k <= last; k++) {
         jr__entry e;
         if (jr__raft_entry(r, k, &e) != 0) {
-            h_failf(&w->h, "node %u: entry %" PRIu64 " in [%" PRIu64 ", %" PRIu64 "] unreadable",
-                    i, k, first, last);
+            h_failf(&w->h, "node %u group %" PRIu64 ": entry %" PRIu64 " in [%" PRIu64
+                           ", %" PRIu64 "] unreadable", i, group, k, first, last);
             return;
         }
         if (prev_term && e.term < prev_term)
-            h_failf(&w->h, "node %u: term decreases at index %" PRIu64, i, k);
-        if (w->verified[i][k] != e.term) {
-            ident *id = id_find(w, k, e.term, 1);
+            h_failf(&w->h, "node %u group %" PRIu64 ": term decreases at index %" PRIu64, i,
+                    group, k);
+        if (verified[k] != e.term) {
+            ident *id = id_find(w, group, k, e.term, 1);
             uint64_t hash = XXH3_64bits(e.data, e.len) ^ e.type;
             if (!id->hash && !id->prev_term) {
                 id->hash = hash | 1;
@@ -162,36 +168,64 @@ static void check_log(world *w, unsigned i, jr__raft *r)
             } else {
                 if (id->hash != (hash | 1))
                     h_failf(&w->h, "log matching: node %u holds a different entry at index "
-                                   "%" PRIu64 " term %" PRIu64, i, k, e.term);
+                                   "%" PRIu64 " term %" PRIu64 " of group %" PRIu64,
+                            i, k, e.term, group);
                 if (prev_term && id->prev_term && id->prev_term != prev_term)
                     h_failf(&w->h, "log matching: node %u: (%" PRIu64 ", %" PRIu64 ") follows "
                                    "term %" PRIu64 ", elsewhere term %" PRIu64,
                             i, k, e.term, prev_term, id->prev_term);
                 if (!id->prev_term) id->prev_term = prev_term;
             }
-            w->verified[i][k] = e.term;
+            verified[k] = e.term;
         }
         prev_term = e.term;
     }
 }
 
-static void check_new_leader(world *w, unsigned i, jr__raft *r, uint64_t term)
+static void check_new_leader(world *w, unsigned i, unsigned gk, jr__raft *r, uint64_t term)
 {
     uint64_t first = jr__raft_first_index(r), last = jr__raft_last_index(r);
     h_cluster *h = &w->h;
-    if (last < h->max_applied) {
-        h_failf(h, "leader completeness: node %u leads term %" PRIu64 " with last index %" PRIu64
-                   " but index %" PRIu64 " was applied",
-                i, term, last, h->max_applied);
+    h_table *t = &h->table[gk];
+    if (last < t->max_applied) {
+        h_failf(h, "leader completeness: node %u leads term %" PRIu64 " of group %u with last "
+                   "index %" PRIu64 " but index %" PRIu64 " was applied",
+                i, term, gk, last, t->max_applied);
         return;
     }
-    for (uint64_t k = first; k <= h->max_applied; k++) {
-        if (k >= h->applied_cap || !h->applied[k].set) continue;
+    for (uint64_t k = first; k <= t->max_applied; k++) {
+        if (k >= t->cap || !t->applied[k].set) continue;
         jr__entry e;
-        if (jr__raft_entry(r, k, &e) != 0 || e.term != h->applied[k].term)
+        if (jr__raft_entry(r, k, &e) != 0 || e.term != t->applied[k].term)
             h_failf(h, "leader completeness: node %u leads term %" PRIu64 " without the "
                        "committed entry at index %" PRIu64, i, term, k);
     }
+}
+
+static void check_group(world *w, unsigned i, unsigned k)
+{
+    jr__raft *r = raft_of(w, i, k);
+    if (!r) return;
+    check_log(w, i, k, r);
+    if (jr__raft_role(r) != JR_LEADER) return;
+    uint64_t term = jr__raft_term(r);
+    if (term >= w->lot_cap[k]) {
+        size_t cap = w->lot_cap[k] ? w->lot_cap[k] : 64;
+        while (cap <= term) cap *= 2;
+        w->leader_of_term[k] = realloc(w->leader_of_term[k], cap * sizeof(uint64_t));
+        memset(w->leader_of_term[k] + w->lot_cap[k], 0, (cap - w->lot_cap[k]) * sizeof(uint64_t));
+        w->lot_cap[k] = cap;
+    }
+    uint64_t *lot = w->leader_of_term[k];
+    if (lot[term] && lot[term] != i + 1)
+        h_failf(&w->h, "election safety: nodes %u and %u both lead term %" PRIu64 " of group %u",
+                (unsigned)(lot[term] - 1), i, term, k);
+    lot[term] = i + 1;
+    if (w->seen_leader_term[i][k] != term) {
+        w->seen_leader_term[i][k] = term;
+        if (term >= w->max_leader_term[k]) check_new_leader(w, i, k, r, term);
+    }
+    if (term > w->max_leader_term[k]) w->max_leader_term[k] = term;
 }
 
 static void on_step(void *arg, jr_sim *sim)
@@ -199,29 +233,8 @@ static void on_step(void *arg, jr_sim *sim)
     world *w = arg;
     (void)sim;
     w->steps++;
-    for (unsigned i = 0; i < w->h.n; i++) {
-        jr__raft *r = raft_of(w, i);
-        if (!r) continue;
-        check_log(w, i, r);
-        if (jr__raft_role(r) != JR_LEADER) continue;
-        uint64_t term = jr__raft_term(r);
-        if (term >= w->lot_cap) {
-            size_t cap = w->lot_cap ? w->lot_cap : 64;
-            while (cap <= term) cap *= 2;
-            w->leader_of_term = realloc(w->leader_of_term, cap * sizeof(uint64_t));
-            memset(w->leader_of_term + w->lot_cap, 0, (cap - w->lot_cap) * sizeof(uint64_t));
-            w->lot_cap = cap;
-        }
-        if (w->leader_of_term[term] && w->leader_of_term[term] != i + 1)
-            h_failf(&w->h, "election safety: nodes %u and %u both lead term %" PRIu64,
-                    (unsigned)(w->leader_of_term[term] - 1), i, term);
-        w->leader_of_term[term] = i + 1;
-        if (w->seen_leader_term[i] != term) {
-            w->seen_leader_term[i] = term;
-            if (term >= w->max_leader_term) check_new_leader(w, i, r, term);
-        }
-        if (term > w->max_leader_term) w->max_leader_term = term;
-    }
+    for (unsigned i = 0; i < w->h.n; i++)
+        for (unsigned k = 0; k < w->h.ngroups; k++) check_group(w, i, k);
     if (w->h.fail[0] && w->verbose) fprintf(stderr, "step %" PRIu64 ": %s\n", w->steps, w->h.fail);
 }
 
@@ -235,24 +248,27 @@ static void on_ack(void *arg, int status, uint64_t index)
     p->index = index;
     if (status != 0) return;
     h_cluster *h = &w->h;
-    if (index >= h->applied_cap || !h->applied[index].set)
-        h_failf(h, "acknowledged index %" PRIu64 " was never applied", index);
-    else if (h->applied[index].hash != p->hash)
-        h_failf(h, "acknowledged proposal is not the entry applied at index %" PRIu64, index);
+    h_table *t = &h->table[p->group];
+    if (index >= t->cap || !t->applied[index].set)
+        h_failf(h, "acknowledged index %" PRIu64 " of group %u was never applied", index,
+                p->group);
+    else if (t->applied[index].hash != p->hash)
+        h_failf(h, "acknowledged proposal is not the entry applied at index %" PRIu64
+                   " of group %u", index, p->group);
     w->acked++;
-    if (index > w->acked_max) w->acked_max = index;
+    if (index > w->acked_max[p->group]) w->acked_max[p->group] = index;
 }
 
-static proposal *propose(world *w, int node)
+static proposal *propose(world *w, int node, unsigned k)
 {
-    if (w->nprops == MAX_PROPOSALS) return NULL;
-    jr_node *n = jr_sim_node(w->h.sim, (unsigned)node);
-    jr_group *g = n ? jr_node_group(n, w->h.group) : NULL;
+    if (w->nprops == MAX_PROPOSALS || node < 0) return NULL;
+    jr_group *g = h_group(&w->h, (unsigned)node, k);
     if (!g) return NULL;
     char data[64];
     int len = snprintf(data, sizeof data, "seed %" PRIu64 " proposal %u", w->seed, w->nprops);
     proposal *p = &w->props[w->nprops];
     p->w = w;
+    p->group = k;
     p->hash = XXH3_64bits(data, (size_t)len);
     p->status = 1;
     int rc = jr_group_propose(g, data, (size_t)len, on_ack, p);
@@ -321,9 +337,11 @@ static void fault(world *w)
         unsigned a = (unsigned)rnd(w, n);
         if (crashed(w, a)) restart(w, a);
     } else if (x < 0.18) {
-        int l = h_leader(h);
+        unsigned k = (unsigned)rnd(w, h->ngroups);
+        int l = h_leader(h, k);
         unsigned to = (unsigned)rnd(w, n);
-        if (l >= 0 && h->g[l]) jr_group_transfer(h->g[l], jr_sim_name(h->sim, to), NULL, NULL);
+        if (l >= 0) jr_group_transfer(h_group(h, (unsigned)l, k), jr_sim_name(h->sim, to), NULL,
+                                      NULL);
     } else if (x < 0.185) {
         /* the disk starts failing syncs: unsynced writes are lost at the next crash */
         unsigned a = (unsigned)rnd(w, n);
@@ -336,10 +354,13 @@ static void fault(world *w)
     }
 }
 
-static int have_leader(void *arg, jr_sim *sim)
+static int have_leaders(void *arg, jr_sim *sim)
 {
     (void)sim;
-    return h_leader(arg) >= 0;
+    h_cluster *h = arg;
+    for (unsigned k = 0; k < h->ngroups; k++)
+        if (h_leader(h, k) < 0) return 0;
+    return 1;
 }
 
 static int settled(void *arg, jr_sim *sim)
@@ -351,7 +372,7 @@ static int settled(void *arg, jr_sim *sim)
 
 typedef struct converge {
     world *w;
-    uint64_t index;
+    uint64_t index[H_GROUPS];
 } converge;
 
 static int converged(void *arg, jr_sim *sim)
@@ -359,15 +380,42 @@ static int converged(void *arg, jr_sim *sim)
     converge *c = arg;
     (void)sim;
     h_cluster *h = &c->w->h;
-    for (unsigned i = 0; i < h->n; i++) {
-        jr__raft *r = raft_of(c->w, i);
-        if (!r || h->fsm[i].last < c->index) return 0;
-        if (jr__raft_applied_index(r) != jr__raft_commit_index(r)) return 0;
+    for (unsigned k = 0; k < h->ngroups; k++) {
+        for (unsigned i = 0; i < h->n; i++) {
+            jr__raft *r = raft_of(c->w, i, k);
+            if (!r || h->fsm[i][k].last < c->index[k]) return 0;
+            if (jr__raft_applied_index(r) != jr__raft_commit_index(r)) return 0;
+        }
+        for (unsigned i = 1; i < h->n; i++)
+            if (h->fsm[i][k].last != h->fsm[0][k].last) return 0;
     }
-    uint64_t last = h->fsm[0].last;
-    for (unsigned i = 1; i < h->n; i++)
-        if (h->fsm[i].last != last) return 0;
     return 1;
+}
+
+/* After healing: group k gets a leader and commits a new proposal; its index in *index. */
+static void heal_group(world *w, unsigned k, uint64_t healed, uint64_t *index)
+{
+    h_cluster *h = &w->h;
+    proposal *p = NULL;
+    for (int attempt = 0; attempt < 10 && !h->fail[0]; attempt++) {
+        if (jr_sim_run_until(h->sim, have_leaders, h, 3000 * MS) != 0) {
+            h_failf(h, "liveness: no leader %" PRIu64 " ms after healing",
+                    (jr_sim_now(h->sim) - healed) / MS);
+            return;
+        }
+        p = propose(w, h_leader(h, k), k);
+        if (!p) {
+            jr_sim_run_for(h->sim, 100 * MS);
+            continue;
+        }
+        if (jr_sim_run_until(h->sim, settled, p, 3000 * MS) != 0)
+            h_failf(h, "liveness: a proposal to group %u did not commit within 3 s after "
+                       "healing", k);
+        if (p->status == 0) break;
+    }
+    if (!h->fail[0] && (!p || p->status != 0))
+        h_failf(h, "liveness: no proposal to group %u committed after healing", k);
+    if (p) *index = p->index;
 }
 
 /* One seed; returns 0 or writes the failure into why. */
@@ -378,6 +426,7 @@ static int run_seed(uint64_t seed, int verbose, char *why, size_t whylen)
     w->verbose = verbose;
     jr__rand_seed(&w->rng, seed ^ 0x5eedULL);
     unsigned n = rnd(w, 4) == 0 ? 5 : 3;
+    unsigned groups = 1 + (unsigned)rnd(w, 3);
     uint64_t snap = rnd(w, 3) == 0 ? 0 : 4 + rnd(w, 40);
     jr_sim_config cfg;
     jr_sim_config_init(&cfg);
@@ -385,7 +434,7 @@ static int run_seed(uint64_t seed, int verbose, char *why, size_t whylen)
     cfg.torn_writes = (int)rnd(w, 2);
     cfg.on_step = on_step;
     random_link(w, &cfg.link);
-    int rc = h_new(&w->h, &cfg, n, snap);
+    int rc = h_new(&w->h, &cfg, n, groups, snap);
     if (rc != 0) {
         snprintf(why, whylen, "cluster setup failed: %s", jr_err_name(rc));
         goto done;
@@ -403,12 +452,15 @@ static int run_seed(uint64_t seed, int verbose, char *why, size_t whylen)
     uint64_t end = jr_sim_now(h->sim) + (3000 + rnd(w, 5000)) * MS;
     while (jr_sim_now(h->sim) < end && !h->fail[0]) {
         jr_sim_run_for(h->sim, (1 + rnd(w, 40)) * MS);
-        int l = h_leader(h);
-        if (l >= 0 && unif(w) < 0.7) {
-            unsigned k = 1 + (unsigned)rnd(w, 4);
-            for (unsigned j = 0; j < k; j++) propose(w, l);
+        for (unsigned k = 0; k < groups; k++) {
+            int l = h_leader(h, k);
+            if (l >= 0 && unif(w) < 0.7) {
+                unsigned m = 1 + (unsigned)rnd(w, 4);
+                for (unsigned j = 0; j < m; j++) propose(w, l, k);
+            }
         }
-        if (unif(w) < 0.1) propose(w, (int)rnd(w, n)); /* maybe not the leader: fails fast */
+        /* maybe not the leader: fails fast */
+        if (unif(w) < 0.1) propose(w, (int)rnd(w, n), (unsigned)rnd(w, groups));
         fault(w);
     }
 
@@ -423,45 +475,27 @@ static int run_seed(uint64_t seed, int verbose, char *why, size_t whylen)
         if (crashed(w, a)) restart(w, a);
     }
     uint64_t healed = jr_sim_now(h->sim);
-    proposal *p = NULL;
-    for (int attempt = 0; attempt < 10 && !h->fail[0]; attempt++) {
-        if (jr_sim_run_until(h->sim, have_leader, h, 3000 * MS) != 0) {
-            h_failf(h, "liveness: no leader %" PRIu64 " ms after healing",
-                    (jr_sim_now(h->sim) - healed) / MS);
-            break;
-        }
-        p = propose(w, h_leader(h));
-        if (!p) {
-            jr_sim_run_for(h->sim, 100 * MS);
-            continue;
-        }
-        if (jr_sim_run_until(h->sim, settled, p, 3000 * MS) != 0)
-            h_failf(h, "liveness: a proposal did not commit within 3 s after healing");
-        if (p->status == 0) break;
-    }
-    if (!h->fail[0] && (!p || p->status != 0))
-        h_failf(h, "liveness: no proposal committed after healing");
-    if (!h->fail[0]) {
-        converge c = {w, p->index};
-        if (jr_sim_run_until(h->sim, converged, &c, 5000 * MS) != 0)
-            h_failf(h, "liveness: replicas did not converge after healing");
-    }
-    if (!h->fail[0]) {
+    converge c = {w, {0}};
+    for (unsigned k = 0; k < groups && !h->fail[0]; k++) heal_group(w, k, healed, &c.index[k]);
+    if (!h->fail[0] && jr_sim_run_until(h->sim, converged, &c, 5000 * MS) != 0)
+        h_failf(h, "liveness: replicas did not converge after healing");
+    for (unsigned k = 0; k < groups && !h->fail[0]; k++)
         for (unsigned i = 1; i < n; i++)
-            if (h->fsm[i].chain != h->fsm[0].chain || h->fsm[i].last < w->acked_max)
-                h_failf(h, "replica %u ends in another state (last %" PRIu64 ", acked up to "
-                           "%" PRIu64 ")", i, h->fsm[i].last, w->acked_max);
-    }
+            if (h->fsm[i][k].chain != h->fsm[0][k].chain || h->fsm[i][k].last < w->acked_max[k])
+                h_failf(h, "replica %u of group %u ends in another state (last %" PRIu64
+                           ", acked up to %" PRIu64 ")",
+                        i, k, h->fsm[i][k].last, w->acked_max[k]);
     if (verbose)
-        fprintf(stderr, "seed %" PRIu64 ": %u nodes, %u proposals, %u acked, %" PRIu64
+        fprintf(stderr, "seed %" PRIu64 ": %u nodes, %u groups, %u proposals, %u acked, %" PRIu64
                         " steps, digest %016" PRIx64 "\n",
-                seed, n, w->nprops, w->acked, w->steps, jr_sim_digest(h->sim));
+                seed, n, groups, w->nprops, w->acked, w->steps, jr_sim_digest(h->sim));
     if (h->fail[0]) snprintf(why, whylen, "%s (step %" PRIu64 ", %" PRIu64 " ms)", h->fail,
                              w->steps, jr_sim_now(h->sim) / MS);
 done:
     h_free(&w->h);
-    for (unsigned i = 0; i < H_MAX; i++) free(w->verified[i]);
-    free(w->leader_of_term);
+    for (unsigned i = 0; i < H_MAX; i++)
+        for (unsigned k = 0; k < H_GROUPS; k++) free(w->verified[i][k]);
+    for (unsigned k = 0; k < H_GROUPS; k++) free(w->leader_of_term[k]);
     free(w->ids);
     free(w);
     return why[0] ? -1 : 0;

@@ -37,23 +37,23 @@ START_TEST(healthy_cluster_elects_and_commits)
     jr_sim_config cfg;
     jr_sim_config_init(&cfg);
     cfg.seed = 42;
-    ck_assert_int_eq(h_new(&h, &cfg, 3, 0), 0);
+    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 0), 0);
     ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
-    int l = h_leader(&h);
+    int l = h_leader(&h, 0);
     ck_assert_int_ge(l, 0);
     acks a = {0};
     for (int i = 0; i < 10; i++) {
         char msg[32];
         snprintf(msg, sizeof msg, "entry %d", i);
-        ck_assert_int_eq(jr_group_propose(h.g[l], msg, strlen(msg), on_ack, &a), 0);
+        ck_assert_int_eq(jr_group_propose(h.g[l][0], msg, strlen(msg), on_ack, &a), 0);
     }
     ck_assert_int_eq(a.ok, 0); /* never synchronous */
     ck_assert_int_eq(jr_sim_run_until(h.sim, all_acked, &a, 2000 * MS), 0);
     ck_assert_int_eq(a.ok, 10);
     jr_sim_run_for(h.sim, 500 * MS);
     for (unsigned i = 0; i < 3; i++) {
-        ck_assert_uint_eq(h.fsm[i].count, 10);
-        ck_assert_uint_eq(h.fsm[i].chain, h.fsm[l].chain);
+        ck_assert_uint_eq(h.fsm[i][0].count, 10);
+        ck_assert_uint_eq(h.fsm[i][0].chain, h.fsm[l][0].chain);
     }
     ck_assert_msg(h.fail[0] == 0, "%s", h.fail);
     h_free(&h);
@@ -70,12 +70,12 @@ static uint64_t run_digest(uint64_t seed)
     cfg.link.duplicate = 0.05;
     cfg.link.reorder = 0.1;
     cfg.link.delay_max_ns = 3 * MS;
-    ck_assert_int_eq(h_new(&h, &cfg, 3, 16), 0);
+    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 16), 0);
     acks a = {0};
     for (int round = 0; round < 20; round++) {
         jr_sim_run_for(h.sim, 50 * MS);
-        int l = h_leader(&h);
-        if (l >= 0) jr_group_propose(h.g[l], "x", 1, on_ack, &a);
+        int l = h_leader(&h, 0);
+        if (l >= 0) jr_group_propose(h.g[l][0], "x", 1, on_ack, &a);
         if (round == 10) jr_sim_crash(h.sim, 1);
         if (round == 14) {
             jr_sim_restart(h.sim, 1);
@@ -110,7 +110,7 @@ static int node_caught_up(void *arg, jr_sim *sim)
 {
     caught_up *c = arg;
     (void)sim;
-    return c->h->fsm[c->node].last >= c->index;
+    return c->h->fsm[c->node][0].last >= c->index;
 }
 
 /* A crashed replica recovers its log and snapshot from its own storage; one that missed many
@@ -122,17 +122,17 @@ START_TEST(restart_recovers_and_snapshot_catches_up)
     jr_sim_config_init(&cfg);
     cfg.seed = 3;
     cfg.on_restore = count_restore;
-    ck_assert_int_eq(h_new(&h, &cfg, 3, 32), 0);
+    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 32), 0);
     ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
-    int l = h_leader(&h);
+    int l = h_leader(&h, 0);
     unsigned down = (unsigned)(l + 1) % 3;
     acks a = {0};
-    for (int i = 0; i < 100; i++) jr_group_propose(h.g[l], "abc", 3, on_ack, &a);
+    for (int i = 0; i < 100; i++) jr_group_propose(h.g[l][0], "abc", 3, on_ack, &a);
     jr_sim_run_for(h.sim, 500 * MS);
     ck_assert_int_eq(a.ok, 100);
     jr_group_status st = {.size = sizeof st};
-    ck_assert_int_eq(jr_group_status_get(h.g[down], &st), 0);
-    uint64_t last = st.last_index, applied = h.fsm[down].last;
+    ck_assert_int_eq(jr_group_status_get(h.g[down][0], &st), 0);
+    uint64_t last = st.last_index, applied = h.fsm[down][0].last;
     ck_assert_uint_gt(st.snapshot_index, 0);
 
     /* everything was synced: nothing is lost */
@@ -141,24 +141,24 @@ START_TEST(restart_recovers_and_snapshot_catches_up)
     restores = 0;
     ck_assert_int_eq(h_open(&h, down), 0);
     ck_assert_int_eq(restores, 1); /* the snapshot was loaded at open */
-    ck_assert_int_eq(jr_group_status_get(h.g[down], &st), 0);
+    ck_assert_int_eq(jr_group_status_get(h.g[down][0], &st), 0);
     ck_assert_uint_eq(st.last_index, last);
     jr_sim_run_for(h.sim, 200 * MS);
-    ck_assert_uint_eq(h.fsm[down].last, applied);
+    ck_assert_uint_eq(h.fsm[down][0].last, applied);
 
     /* down while the others compact far past its log: it needs the leader's snapshot */
     ck_assert_int_eq(jr_sim_crash(h.sim, down), 0);
-    l = h_leader(&h);
-    for (int i = 0; i < 300; i++) jr_group_propose(h.g[l], "defg", 4, on_ack, &a);
+    l = h_leader(&h, 0);
+    for (int i = 0; i < 300; i++) jr_group_propose(h.g[l][0], "defg", 4, on_ack, &a);
     jr_sim_run_for(h.sim, 500 * MS);
     ck_assert_int_eq(a.ok, 400);
     ck_assert_int_eq(jr_sim_restart(h.sim, down), 0);
     ck_assert_int_eq(h_open(&h, down), 0);
     restores = 0;
-    caught_up c = {&h, down, h.fsm[l].last};
+    caught_up c = {&h, down, h.fsm[l][0].last};
     ck_assert_int_eq(jr_sim_run_until(h.sim, node_caught_up, &c, 2000 * MS), 0);
     ck_assert_int_ge(restores, 1); /* installed from the leader */
-    ck_assert_uint_eq(h.fsm[down].chain, h.fsm[l].chain);
+    ck_assert_uint_eq(h.fsm[down][0].chain, h.fsm[l][0].chain);
     ck_assert_msg(h.fail[0] == 0, "%s", h.fail);
     h_free(&h);
 }
