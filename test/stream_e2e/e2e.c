@@ -1,0 +1,374 @@
+/* e2e — the end-to-end stream test harness (e2e.h). */
+#include "e2e.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node/js.h"
+#include "util/checksum.h"
+
+/* Cluster --------------------------------------------------------------------------------------*/
+
+static e2e *g_log_owner; /* for the log sink: the simulated time */
+
+static void host_log(void *ctx, int level, const char *msg)
+{
+    (void)ctx;
+    if (!g_log_owner || !g_log_owner->log) return;
+    unsigned long long t = jr_sim_now(g_log_owner->sim);
+    fprintf(stderr, "[%llu.%06llu] %s %d: %s\n", t / SEC, (t % SEC) / 1000, "node", level, msg);
+}
+
+static void configure(void *arg, unsigned i, jr_node_config *cfg)
+{
+    e2e *c = arg;
+    cfg->streams = 1;
+    cfg->cluster = "east";
+    cfg->request_timeout_ms = c->timeout_ms;
+    cfg->store_dir = "/store";
+    cfg->tags = c->tags[i];
+    cfg->ntags = c->ntags[i];
+    cfg->unique_tag = c->unique_tag;
+    if (c->log) {
+        c->hosts[i] = *cfg->host;
+        c->hosts[i].log = host_log;
+        cfg->host = &c->hosts[i];
+    }
+}
+
+int e2e_new(e2e *c, unsigned n, uint64_t seed, uint32_t timeout_ms)
+{
+    c->n = n;
+    c->timeout_ms = timeout_ms;
+    const char *l = getenv("JR_E2E_LOG");
+    c->log = l && *l == '1';
+    g_log_owner = c;
+    jr_sim_config cfg;
+    jr_sim_config_init(&cfg);
+    cfg.nodes = n;
+    cfg.seed = seed;
+    cfg.arg = c;
+    cfg.configure = configure;
+    return jr_sim_new(&cfg, &c->sim);
+}
+
+void e2e_free(e2e *c)
+{
+    jr_sim_free(c->sim);
+    c->sim = NULL;
+    if (g_log_owner == c) g_log_owner = NULL;
+}
+
+jr_node *e2e_node(e2e *c, unsigned i)
+{
+    return jr_sim_node(c->sim, i);
+}
+
+/* Meta ----------------------------------------------------------------------------------------*/
+
+int e2e_meta_leader(e2e *c)
+{
+    for (unsigned i = 0; i < c->n; i++) {
+        jr_node *n = e2e_node(c, i);
+        if (!n || !n->js || !n->js->meta) continue;
+        int self;
+        const char *l = jr__mnode_leader(n->js, &self);
+        if (l && self) return (int)i;
+    }
+    return -1;
+}
+
+typedef struct meta_wait {
+    e2e *c;
+    size_t nservers;
+} meta_wait;
+
+static int meta_ready(void *arg, jr_sim *sim)
+{
+    meta_wait *w = arg;
+    (void)sim;
+    if (e2e_meta_leader(w->c) < 0) return 0;
+    for (unsigned i = 0; i < w->c->n; i++) {
+        jr_node *n = e2e_node(w->c, i);
+        if (!n) continue;
+        int self;
+        if (!jr__mnode_leader(n->js, &self) || n->js->st.nservers < w->nservers) return 0;
+    }
+    return 1;
+}
+
+int e2e_wait_meta(e2e *c, size_t nservers, uint64_t max_ns)
+{
+    meta_wait w = {c, nservers};
+    if (jr_sim_run_until(c->sim, meta_ready, &w, max_ns) != 0) return -1;
+    return e2e_meta_leader(c);
+}
+
+int e2e_meta_has(e2e *c, unsigned i, const char *name)
+{
+    jr_node *n = e2e_node(c, i);
+    return n && n->js && jr__meta_stream_find(&n->js->st, name) != NULL;
+}
+
+/* Calls -----------------------------------------------------------------------------------------*/
+
+static int res_done(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return ((e2e_res *)arg)->done;
+}
+
+int e2e_wait(e2e *c, e2e_res *r, uint64_t max_ns)
+{
+    return jr_sim_run_until(c->sim, res_done, r, max_ns);
+}
+
+void e2e_admin_cb(void *arg, int status, const char *msg)
+{
+    e2e_res *r = arg;
+    ck_assert_msg(!r->done, "a callback ran twice");
+    r->done = 1;
+    r->status = status;
+    snprintf(r->msg, sizeof r->msg, "%s", msg ? msg : "(null)");
+}
+
+void e2e_pub_cb(void *arg, int status, const jr_pub_ack *ack)
+{
+    e2e_res *r = arg;
+    ck_assert_msg(!r->done, "a publish callback ran twice");
+    r->done = 1;
+    r->status = status;
+    ck_assert_ptr_nonnull(ack);
+    r->seq = ack->seq;
+    r->duplicate = ack->duplicate;
+    snprintf(r->stream, sizeof r->stream, "%s", ack->stream);
+}
+
+static void purge_cb(void *arg, int status, const char *msg, uint64_t purged)
+{
+    e2e_res *r = arg;
+    e2e_admin_cb(arg, status, msg);
+    r->purged = purged;
+}
+
+static void info_cb(void *arg, int status, const char *msg, const jr_stream_info *info)
+{
+    e2e_res *r = arg;
+    e2e_admin_cb(arg, status, msg);
+    if (status != 0) {
+        ck_assert_ptr_null(info);
+        return;
+    }
+    ck_assert_ptr_nonnull(info);
+    snprintf(r->leader, sizeof r->leader, "%s", info->cluster.leader ? info->cluster.leader : "");
+    r->nreplicas = info->cluster.nreplicas;
+    for (size_t i = 0; i < info->cluster.nreplicas && i < 8; i++) {
+        const jr_peer_info *p = &info->cluster.replicas[i];
+        snprintf(r->reps[i].name, sizeof r->reps[i].name, "%s", p->name);
+        r->reps[i].current = p->current;
+        r->reps[i].offline = p->offline;
+        r->reps[i].observer = p->observer;
+        r->reps[i].pending = p->pending;
+        r->reps[i].lag = p->lag;
+    }
+    r->state = info->state;
+    r->replicas_cfg = info->config.replicas;
+    int need = jr_stream_info_format(info, r->text, sizeof r->text);
+    ck_assert_int_ge(need, 0);
+    ck_assert_int_lt(need, (int)sizeof r->text);
+}
+
+static void msg_cb(void *arg, int status, const char *msg, const jr_stored_msg *m)
+{
+    e2e_res *r = arg;
+    e2e_admin_cb(arg, status, msg);
+    if (status != 0) return;
+    r->seq = m->seq;
+    snprintf(r->subject, sizeof r->subject, "%s", m->subject);
+    r->len = m->len < sizeof r->data ? m->len : sizeof r->data;
+    memcpy(r->data, m->data, r->len);
+    snprintf(r->stream, sizeof r->stream, "%s", m->stream);
+}
+
+static int finish(e2e *c, e2e_res *r, int rc)
+{
+    ck_assert_msg(rc == 0, "call refused: %s", jr_strerror(rc));
+    ck_assert_msg(!r->done, "callback ran inside the call");
+    ck_assert_msg(e2e_wait(c, r, 60 * SEC) == 0, "no callback within a minute");
+    return r->status;
+}
+
+#define SYNC(c, r, call)                                                                           \
+    e2e_res local_;                                                                                \
+    if (!(r)) (r) = &local_;                                                                       \
+    memset((r), 0, sizeof *(r));                                                                   \
+    return finish((c), (r), (call))
+
+int e2e_add(e2e *c, unsigned node, const jr_stream_config *cfg, e2e_res *r)
+{
+    SYNC(c, r, jr_stream_add(e2e_node(c, node), cfg, e2e_admin_cb, r));
+}
+
+int e2e_update(e2e *c, unsigned node, const jr_stream_config *cfg, e2e_res *r)
+{
+    SYNC(c, r, jr_stream_update(e2e_node(c, node), cfg, e2e_admin_cb, r));
+}
+
+int e2e_delete(e2e *c, unsigned node, const char *name, e2e_res *r)
+{
+    SYNC(c, r, jr_stream_delete(e2e_node(c, node), name, e2e_admin_cb, r));
+}
+
+int e2e_info(e2e *c, unsigned node, const char *name, e2e_res *r)
+{
+    SYNC(c, r, jr_stream_info_get(e2e_node(c, node), name, info_cb, r));
+}
+
+int e2e_publish(e2e *c, unsigned node, const char *subject, const void *data, size_t len,
+                const char *msg_id, e2e_res *r)
+{
+    jr_pub_opts o;
+    jr_pub_opts_init(&o);
+    o.msg_id = msg_id;
+    SYNC(c, r, jr_publish(e2e_node(c, node), subject, NULL, 0, data, len, &o, e2e_pub_cb, r));
+}
+
+int e2e_purge(e2e *c, unsigned node, const char *name, const jr_purge_opts *o, e2e_res *r)
+{
+    SYNC(c, r, jr_stream_purge(e2e_node(c, node), name, o, purge_cb, r));
+}
+
+int e2e_msg_get(e2e *c, unsigned node, const char *name, uint64_t seq, e2e_res *r)
+{
+    SYNC(c, r, jr_stream_msg_get(e2e_node(c, node), name, seq, msg_cb, r));
+}
+
+int e2e_get_last(e2e *c, unsigned node, const char *name, const char *subject, e2e_res *r)
+{
+    SYNC(c, r, jr_stream_get_last(e2e_node(c, node), name, subject, msg_cb, r));
+}
+
+int e2e_msg_delete(e2e *c, unsigned node, const char *name, uint64_t seq, e2e_res *r)
+{
+    SYNC(c, r, jr_stream_msg_delete(e2e_node(c, node), name, seq, 0, e2e_admin_cb, r));
+}
+
+int e2e_stepdown(e2e *c, unsigned node, const char *name, const char *peer, e2e_res *r)
+{
+    SYNC(c, r, jr_stream_stepdown(e2e_node(c, node), name, peer, e2e_admin_cb, r));
+}
+
+int e2e_wait_stream(e2e *c, unsigned via, const char *name, size_t current, uint64_t max_ns)
+{
+    uint64_t end = jr_sim_now(c->sim) + max_ns;
+    while (jr_sim_now(c->sim) < end) {
+        e2e_res r;
+        memset(&r, 0, sizeof r);
+        if (jr_stream_info_get(e2e_node(c, via), name, info_cb, &r) == 0 &&
+            e2e_wait(c, &r, 10 * SEC) == 0 && r.status == 0 && r.leader[0]) {
+            size_t cur = 0;
+            for (size_t i = 0; i < r.nreplicas; i++) cur += r.reps[i].current;
+            if (cur >= current) return jr_sim_index(c->sim, r.leader);
+        }
+        jr_sim_run_for(c->sim, 50 * MS);
+    }
+    return -1;
+}
+
+/* Replicas ------------------------------------------------------------------------------------*/
+
+static jr__srep *rep_of(e2e *c, unsigned i, const char *name)
+{
+    jr_node *n = e2e_node(c, i);
+    if (!n || !n->js) return NULL;
+    const jr__meta_stream *s = jr__meta_stream_find(&n->js->st, name);
+    return s ? jr__srep_find(n->js, s->group) : NULL;
+}
+
+int e2e_has_replica(e2e *c, unsigned i, const char *name)
+{
+    return rep_of(c, i, name) != NULL;
+}
+
+int e2e_digest(e2e *c, unsigned i, const char *name, uint64_t *out)
+{
+    jr__srep *r = rep_of(c, i, name);
+    if (!r) return JR_ENOTFOUND;
+    return jr__stream_fsm_digest(r->fsm, out);
+}
+
+int64_t e2e_checksums(e2e *c, unsigned i, const char *name, uint64_t *out, size_t cap)
+{
+    jr__srep *r = rep_of(c, i, name);
+    if (!r) return JR_ENOTFOUND;
+    memset(out, 0, cap * sizeof *out);
+    jr__store *st = jr__stream_fsm_store(r->fsm);
+    jr__store_msg m;
+    uint64_t from = 1;
+    int rc;
+    while ((rc = jr__store_next(st, from, NULL, 0, &m)) == 0) {
+        if (m.seq <= cap) {
+            uint64_t h = jr__xxh3_2(m.subject, m.subject_len, m.data, m.data_len);
+            out[m.seq - 1] = h ^ (uint64_t)m.ts ^ 1;
+        }
+        from = m.seq + 1;
+    }
+    jr__store_state s;
+    jr__store_state_get(st, &s);
+    return (int64_t)s.last_seq;
+}
+
+int e2e_local_get(e2e *c, unsigned i, const char *name, uint64_t seq, char *subject,
+                  size_t subject_cap, char *data, size_t data_cap)
+{
+    jr__srep *r = rep_of(c, i, name);
+    if (!r) return JR_ENOTFOUND;
+    jr__store_msg m;
+    int rc = jr__store_get(jr__stream_fsm_store(r->fsm), seq, &m);
+    if (rc) return rc;
+    snprintf(subject, subject_cap, "%.*s", (int)m.subject_len, m.subject);
+    snprintf(data, data_cap, "%.*s", (int)m.data_len, (const char *)m.data);
+    return 0;
+}
+
+int e2e_state(e2e *c, unsigned i, const char *name, jr_stream_state *out)
+{
+    jr__srep *r = rep_of(c, i, name);
+    if (!r) return JR_ENOTFOUND;
+    jr__stream_fsm_info fi;
+    jr__stream_fsm_info_get(r->fsm, &fi);
+    memset(out, 0, sizeof *out);
+    out->msgs = fi.store.msgs;
+    out->bytes = fi.store.bytes;
+    out->first_seq = fi.store.first_seq;
+    out->last_seq = fi.store.last_seq;
+    out->num_subjects = fi.store.num_subjects;
+    out->num_deleted = fi.store.num_deleted;
+    return 0;
+}
+
+int e2e_replica_leader(e2e *c, unsigned i, const char *name)
+{
+    jr__srep *r = rep_of(c, i, name);
+    if (!r || !r->g) return -1;
+    const char *l = jr_group_leader(r->g);
+    return l ? jr_sim_index(c->sim, l) : -1;
+}
+
+uint64_t e2e_catchup_chunks(e2e *c, unsigned i)
+{
+    jr_node *n = e2e_node(c, i);
+    return n && n->js ? n->js->catchup_chunks : 0;
+}
+
+void e2e_config(jr_stream_config *cfg, const char *name, const char *const *subjects,
+                size_t nsubjects, int replicas)
+{
+    jr_stream_config_init(cfg);
+    cfg->name = name;
+    cfg->subjects = subjects;
+    cfg->nsubjects = nsubjects;
+    cfg->replicas = replicas;
+}

@@ -1,0 +1,123 @@
+/*
+ * e2e — a harness for end-to-end stream tests over the deterministic cluster fixture
+ * (include/jetraft/sim.h): nodes with streams enabled, synchronous wrappers around the
+ * asynchronous Streams API (each runs the simulation until the callback fired), and read-only
+ * access to each node's replicas (lib/node/js.h) to compare what every replica holds.
+ *
+ * JR_E2E_LOG=1 prints every node's log lines (with the simulated time) to stderr.
+ */
+#ifndef JR_TEST_E2E_H
+#define JR_TEST_E2E_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jetraft.h"
+#include "jetraft/sim.h"
+
+#define MS 1000000ull
+#define SEC (1000 * MS)
+#define E2E_MAX 16
+
+typedef struct e2e {
+    jr_sim *sim;
+    unsigned n;
+    const char *tags[E2E_MAX][4];
+    size_t ntags[E2E_MAX];
+    const char *unique_tag;
+    uint32_t timeout_ms;
+    int storage_dirs; /* 1: store_dir "/store" (default), else the WAL dir */
+    jr_host hosts[E2E_MAX];
+    int log;
+} e2e;
+
+/* Creates an n-node cluster "east" (streams on, request timeout timeout_ms) with the tags set
+ * in c before the call (c->tags/ntags/unique_tag; zero them for none). */
+int e2e_new(e2e *c, unsigned n, uint64_t seed, uint32_t timeout_ms);
+void e2e_free(e2e *c);
+jr_node *e2e_node(e2e *c, unsigned i);
+
+/* Runs until every live node's meta view has a leader and nservers servers; returns the meta
+ * leader's index, or -1 on timeout. */
+int e2e_wait_meta(e2e *c, size_t nservers, uint64_t max_ns);
+/* Index of the meta leader as node i sees it (-1: none). */
+int e2e_meta_leader(e2e *c);
+
+/* The result of one asynchronous call. */
+typedef struct e2e_res {
+    int done;
+    int status;
+    char msg[1024];
+    uint64_t seq;
+    int duplicate;
+    uint64_t purged;
+    char stream[256];
+    /* info */
+    char leader[64];
+    size_t nreplicas;
+    struct {
+        char name[64];
+        int current, offline, observer, pending;
+        uint64_t lag;
+    } reps[8];
+    jr_stream_state state;
+    int replicas_cfg;
+    char text[2048]; /* jr_stream_info_format output */
+    /* message */
+    char subject[256];
+    char data[1024];
+    size_t len;
+} e2e_res;
+
+/* Runs until r->done or max_ns passed; 0 or JR_ETIMEDOUT. */
+int e2e_wait(e2e *c, e2e_res *r, uint64_t max_ns);
+
+/* Synchronous wrappers: run until the callback fired (they fail the test if it does not within
+ * a minute of simulated time) and return its status; r (may be NULL) gets the details. */
+int e2e_add(e2e *c, unsigned node, const jr_stream_config *cfg, e2e_res *r);
+int e2e_update(e2e *c, unsigned node, const jr_stream_config *cfg, e2e_res *r);
+int e2e_delete(e2e *c, unsigned node, const char *name, e2e_res *r);
+int e2e_info(e2e *c, unsigned node, const char *name, e2e_res *r);
+int e2e_publish(e2e *c, unsigned node, const char *subject, const void *data, size_t len,
+                const char *msg_id, e2e_res *r);
+int e2e_purge(e2e *c, unsigned node, const char *name, const jr_purge_opts *o, e2e_res *r);
+int e2e_msg_get(e2e *c, unsigned node, const char *name, uint64_t seq, e2e_res *r);
+int e2e_get_last(e2e *c, unsigned node, const char *name, const char *subject, e2e_res *r);
+int e2e_msg_delete(e2e *c, unsigned node, const char *name, uint64_t seq, e2e_res *r);
+int e2e_stepdown(e2e *c, unsigned node, const char *name, const char *peer, e2e_res *r);
+
+/* Callbacks that fill an e2e_res (for asynchronous use). */
+void e2e_admin_cb(void *arg, int status, const char *msg);
+void e2e_pub_cb(void *arg, int status, const jr_pub_ack *ack);
+
+/* Runs until stream `name` has a leader that reports `current` current replicas (asked on
+ * node `via`); returns the leader's index or -1. */
+int e2e_wait_stream(e2e *c, unsigned via, const char *name, size_t current, uint64_t max_ns);
+
+/* Replicas ----------------------------------------------------------------------------------*/
+
+/* 1 if node i holds a replica of the stream. */
+int e2e_has_replica(e2e *c, unsigned i, const char *name);
+/* The replica's fsm digest (jr__stream_fsm_digest). 0 or an error (no replica: JR_ENOTFOUND). */
+int e2e_digest(e2e *c, unsigned i, const char *name, uint64_t *out);
+/* Per-seq checksums of the replica's live messages, seq 1..cap (0 where none). Returns last_seq
+ * or a negative error. */
+int64_t e2e_checksums(e2e *c, unsigned i, const char *name, uint64_t *out, size_t cap);
+/* The replica's store state. */
+int e2e_state(e2e *c, unsigned i, const char *name, jr_stream_state *out);
+/* Leader index of the stream as node i's replica sees it (-1: none / not a replica). */
+int e2e_replica_leader(e2e *c, unsigned i, const char *name);
+/* Chunks node i's replicas fetched in catch-ups. */
+uint64_t e2e_catchup_chunks(e2e *c, unsigned i);
+/* Reads message seq from node i's replica store: 0 with subject and data copied (NUL-terminated,
+ * truncated to the buffers), JR_ENOTFOUND, or another error. */
+int e2e_local_get(e2e *c, unsigned i, const char *name, uint64_t seq, char *subject,
+                  size_t subject_cap, char *data, size_t data_cap);
+/* 1 if node i's meta state holds the stream. */
+int e2e_meta_has(e2e *c, unsigned i, const char *name);
+
+/* A stream config with JetStream's defaults, name, one subject and replicas. */
+void e2e_config(jr_stream_config *cfg, const char *name, const char *const *subjects,
+                size_t nsubjects, int replicas);
+
+#endif
