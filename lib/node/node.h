@@ -30,6 +30,21 @@
  *    inside jr_node_recv / jr_node_tick / close, never inside the call that started them;
  *    jr_fsm callbacks run inside the flush (apply) or inside recv (snapshot install) with
  *    g->in_fsm set, and may not call jr_group_* on their own group (JR_EMISUSE).
+ *
+ * Built for many groups per node (issue 5):
+ *  - one timer heap for every group (g->timer) and one host timer (the earliest deadline); a
+ *    tick touches only the groups whose timers are due;
+ *  - one ready list: a flush visits only the groups that have work, never all groups;
+ *  - one frame per peer per flush, whatever the number of groups; groups are named on the wire
+ *    by their compact numeric id;
+ *  - an idle group holds no buffers of its own: frames, receive scratch, snapshot buffers and
+ *    completion records belong to the node and are reused.
+ * Where the rest of issue 5 plugs in: coalesced heartbeats are node-level messages
+ * (JR__MSG_NODE_HB in wire/frame.h) built per peer in the flush (from the groups this node
+ * leads that share the peer) and dispatched in node.c's dispatch(); a reply counts as contact
+ * for each listed group (jr__peer.last_heard is the per-peer liveness). A quiescent group
+ * simply disarms its timer (jr__raft_deadline() == UINT64_MAX) and leaves the heap; the
+ * node-level heartbeat timer stands in for it.
  */
 #ifndef JR_NODE_NODE_H
 #define JR_NODE_NODE_H
