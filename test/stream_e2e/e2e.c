@@ -357,6 +357,22 @@ int e2e_replica_leader(e2e *c, unsigned i, const char *name)
     return l ? jr_sim_index(c->sim, l) : -1;
 }
 
+uint64_t e2e_snapshot_index(e2e *c, unsigned i, const char *name)
+{
+    jr__srep *r = rep_of(c, i, name);
+    if (!r || !r->g) return 0;
+    jr_group_status gs;
+    gs.size = sizeof gs;
+    jr_group_status_get(r->g, &gs);
+    return gs.snapshot_index;
+}
+
+size_t e2e_meta_streams(e2e *c, unsigned i)
+{
+    jr_node *n = e2e_node(c, i);
+    return n && n->js ? n->js->st.nstreams : 0;
+}
+
 uint64_t e2e_catchup_chunks(e2e *c, unsigned i)
 {
     jr_node *n = e2e_node(c, i);

@@ -107,6 +107,10 @@ int64_t e2e_checksums(e2e *c, unsigned i, const char *name, uint64_t *out, size_
 int e2e_state(e2e *c, unsigned i, const char *name, jr_stream_state *out);
 /* Leader index of the stream as node i's replica sees it (-1: none / not a replica). */
 int e2e_replica_leader(e2e *c, unsigned i, const char *name);
+/* Snapshot index of node i's replica group (0: none). */
+uint64_t e2e_snapshot_index(e2e *c, unsigned i, const char *name);
+/* Streams in node i's meta state. */
+size_t e2e_meta_streams(e2e *c, unsigned i);
 /* Chunks node i's replicas fetched in catch-ups. */
 uint64_t e2e_catchup_chunks(e2e *c, unsigned i);
 /* Reads message seq from node i's replica store: 0 with subject and data copied (NUL-terminated,

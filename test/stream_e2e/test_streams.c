@@ -1,0 +1,538 @@
+/*
+ * Streams end to end on a 3-node cluster (issue 4 §3..§7): deduplication across a leader
+ * failover, limits and discard policies enforced identically on every replica, R1 on a
+ * cluster, the meta leader failing during a stream's creation (the stream exists exactly once
+ * or not at all, and the caller is told which), no meta leader (a bounded, clear error), bad
+ * input (JR_EINVAL naming the field, JR_EMSGSIZE, malformed headers; nothing changes), the
+ * admin calls, and catch-up of a replica from a snapshot plus message chunks.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+
+static e2e c;
+
+static void setup(void)
+{
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(e2e_new(&c, 3, 1234, 1000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 10 * SEC), 0);
+}
+
+static void teardown(void)
+{
+    e2e_free(&c);
+}
+
+/* Adds stream `name` on `subject` with the given replicas (storage file), waits for a leader
+ * with every replica current, returns the leader. */
+static int make(const char *name, const char *subject, int replicas, jr_stream_config *tweak)
+{
+    const char *subj[] = {subject};
+    jr_stream_config cfg;
+    if (tweak) {
+        cfg = *tweak;
+    } else {
+        jr_stream_config_init(&cfg);
+    }
+    cfg.name = name;
+    cfg.subjects = subj;
+    cfg.nsubjects = 1;
+    cfg.replicas = replicas;
+    e2e_res r;
+    ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add %s: %s", name, r.msg);
+    int l = e2e_wait_stream(&c, 0, name, (size_t)replicas - 1, 10 * SEC);
+    ck_assert_int_ge(l, 0);
+    return l;
+}
+
+/* Every live replica of name has the same digest (after letting followers apply). */
+static void replicas_identical(const char *name, int expect)
+{
+    uint64_t d[3];
+    int ok = 0;
+    for (int tries = 0; tries < 100 && !ok; tries++) {
+        int have = 0;
+        ok = 1;
+        for (unsigned i = 0; i < 3; i++) {
+            if (!e2e_node(&c, i) || !e2e_has_replica(&c, i, name)) continue;
+            ck_assert_int_eq(e2e_digest(&c, i, name, &d[have]), 0);
+            if (have && d[have] != d[0]) ok = 0;
+            have++;
+        }
+        if (have != expect) ok = 0;
+        if (!ok) jr_sim_run_for(c.sim, 50 * MS);
+    }
+    ck_assert_msg(ok, "replicas of %s differ (or %d expected)", name, expect);
+}
+
+START_TEST(dedup_across_leader_failover)
+{
+    int l = make("PAY", "pay.>", 3, NULL);
+    int via = (l + 1) % 3;
+    e2e_res r;
+    ck_assert_int_eq(e2e_publish(&c, (unsigned)via, "pay.in", "10 EUR", 6, "pay-1", &r), 0);
+    ck_assert_uint_eq(r.seq, 1);
+    ck_assert_int_eq(r.duplicate, 0);
+    ck_assert_int_eq(e2e_publish(&c, (unsigned)via, "pay.in", "20 EUR", 6, "pay-2", &r), 0);
+    ck_assert_uint_eq(r.seq, 2);
+    ck_assert_int_eq(e2e_publish(&c, (unsigned)via, "pay.in", "10 EUR", 6, "pay-1", &r), 0);
+    ck_assert_uint_eq(r.seq, 1);
+    ck_assert_int_eq(r.duplicate, 1);
+
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)l), 0);
+    int l2 = e2e_wait_stream(&c, (unsigned)via, "PAY", 1, 10 * SEC);
+    ck_assert_int_ge(l2, 0);
+    ck_assert_int_ne(l2, l);
+    /* the retry of an acknowledged publish, after the failover: the original seq */
+    ck_assert_int_eq(e2e_publish(&c, (unsigned)via, "pay.in", "20 EUR", 6, "pay-2", &r), 0);
+    ck_assert_uint_eq(r.seq, 2);
+    ck_assert_int_eq(r.duplicate, 1);
+    ck_assert_int_eq(e2e_publish(&c, (unsigned)via, "pay.in", "30 EUR", 6, "pay-3", &r), 0);
+    ck_assert_uint_eq(r.seq, 3);
+    ck_assert_int_eq(r.duplicate, 0);
+    ck_assert_int_eq(jr_sim_restart(c.sim, (unsigned)l), 0);
+    ck_assert_int_ge(e2e_wait_stream(&c, (unsigned)via, "PAY", 2, 10 * SEC), 0);
+    replicas_identical("PAY", 3);
+    ck_assert_int_eq(e2e_info(&c, (unsigned)l, "PAY", &r), 0);
+    ck_assert_uint_eq(r.state.msgs, 3);
+}
+END_TEST
+
+START_TEST(limits_and_discard_are_identical_on_every_replica)
+{
+    e2e_res r;
+    jr_stream_config t;
+    jr_stream_config_init(&t);
+    t.max_msgs = 100;
+    t.max_msgs_per_subject = 10;
+    make("OLD", "old.*", 3, &t);
+    for (int i = 0; i < 300; i++) {
+        char subj[32];
+        snprintf(subj, sizeof subj, "old.s%d", i % 20);
+        ck_assert_int_eq(e2e_publish(&c, (unsigned)(i % 3), subj, "x", 1, NULL, &r), 0);
+        ck_assert_uint_eq(r.seq, (uint64_t)i + 1);
+    }
+    ck_assert_int_eq(e2e_info(&c, 1, "OLD", &r), 0);
+    ck_assert_uint_eq(r.state.msgs, 100);
+    ck_assert_uint_eq(r.state.first_seq, 201);
+    ck_assert_uint_eq(r.state.last_seq, 300);
+    ck_assert_uint_eq(r.state.num_subjects, 20);
+    replicas_identical("OLD", 3);
+
+    jr_stream_config_init(&t);
+    t.max_msgs = 50;
+    t.discard = JR_DISCARD_NEW;
+    make("NEW", "new.>", 3, &t);
+    for (int i = 0; i < 60; i++) {
+        int st = e2e_publish(&c, 2, "new.x", "y", 1, NULL, &r);
+        ck_assert_int_eq(st, i < 50 ? 0 : JR_ELIMIT);
+    }
+    replicas_identical("NEW", 3);
+    ck_assert_int_eq(e2e_info(&c, 0, "NEW", &r), 0);
+    ck_assert_uint_eq(r.state.msgs, 50);
+
+    /* max_age: idle streams expire too (the leader ticks) */
+    jr_stream_config_init(&t);
+    t.max_age_ns = 1 * SEC;
+    make("AGE", "age.>", 3, &t);
+    for (int i = 0; i < 10; i++) ck_assert_int_eq(e2e_publish(&c, 0, "age.x", "z", 1, NULL, &r), 0);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    for (unsigned i = 0; i < 3; i++) {
+        jr_stream_state st;
+        ck_assert_int_eq(e2e_state(&c, i, "AGE", &st), 0);
+        ck_assert_uint_eq(st.msgs, 0);
+        ck_assert_uint_eq(st.last_seq, 10);
+    }
+    replicas_identical("AGE", 3);
+}
+END_TEST
+
+START_TEST(r1_on_a_cluster)
+{
+    e2e_res r;
+    int l = make("SOLO", "solo.>", 1, NULL);
+    for (unsigned i = 0; i < 3; i++) {
+        ck_assert_msg(e2e_publish(&c, i, "solo.x", "1", 1, NULL, &r) == 0, "via n%u: %s", i,
+                      r.msg);
+        ck_assert_uint_eq(r.seq, i + 1);
+        ck_assert_int_eq(e2e_has_replica(&c, i, "SOLO"), (int)i == l);
+    }
+    ck_assert_int_eq(e2e_info(&c, (unsigned)(l + 1) % 3, "SOLO", &r), 0);
+    ck_assert_str_eq(r.leader, jr_sim_name(c.sim, (unsigned)l));
+    ck_assert_uint_eq(r.nreplicas, 0);
+    ck_assert_uint_eq(r.state.msgs, 3);
+    /* losing another server changes nothing; losing its server stops it */
+    int other = (l + 1) % 3;
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)other), 0);
+    ck_assert_int_eq(e2e_publish(&c, (unsigned)(l + 2) % 3, "solo.x", "2", 1, NULL, &r), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)l), 0);
+    /* the server that forwards does not know the holder died: it waits for an answer (its
+     * request may have been stored: JR_ETIMEDOUT) or for a leader (JR_ENOQUORUM), bounded */
+    uint64_t t0 = jr_sim_now(c.sim);
+    int st = e2e_publish(&c, (unsigned)(l + 2) % 3, "solo.x", "3", 1, NULL, &r);
+    ck_assert_msg(st == JR_ETIMEDOUT || st == JR_ENOQUORUM, "%s", jr_err_name(st));
+    ck_assert_uint_le(jr_sim_now(c.sim) - t0, 3 * SEC);
+    t0 = jr_sim_now(c.sim);
+    st = e2e_publish(&c, (unsigned)(l + 2) % 3, "solo.x", "4", 1, NULL, &r);
+    ck_assert_msg(st == JR_ETIMEDOUT || st == JR_ENOQUORUM, "%s", jr_err_name(st));
+    ck_assert_uint_le(jr_sim_now(c.sim) - t0, 3 * SEC);
+}
+END_TEST
+
+/* The meta leader dies at `k` simulation steps after the add was asked on another node. */
+static void creation_with_failover(int k)
+{
+    int ml = e2e_meta_leader(&c);
+    ck_assert_int_ge(ml, 0);
+    int via = (ml + 1) % 3;
+    const char *subj[] = {"ship.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "SHIP", subj, 1, 3);
+    e2e_res r;
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_stream_add(e2e_node(&c, (unsigned)via), &cfg, e2e_admin_cb, &r), 0);
+    for (int s = 0; s < k && !r.done; s++) jr_sim_step(c.sim);
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)ml), 0);
+    ck_assert_int_eq(e2e_wait(&c, &r, 20 * SEC), 0);
+    fprintf(stderr, "meta leader n%d crashed %d steps into the creation: %s%s%s\n", ml, k,
+            jr_err_name(r.status), r.status ? ": " : "", r.status ? r.msg : "");
+    jr_sim_run_for(c.sim, 500 * MS);
+    ck_assert_int_eq(jr_sim_restart(c.sim, (unsigned)ml), 0);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    for (unsigned i = 0; i < 3; i++) {
+        ck_assert_msg(e2e_meta_has(&c, i, "SHIP") == (r.status == 0),
+                      "k=%d: n%u's meta state disagrees with the caller's status %s (%s)", k, i,
+                      jr_err_name(r.status), r.msg);
+        ck_assert_uint_eq(e2e_meta_streams(&c, i), r.status == 0 ? 1 : 0);
+    }
+    if (r.status == 0) {
+        ck_assert_int_ge(e2e_wait_stream(&c, (unsigned)via, "SHIP", 2, 10 * SEC), 0);
+        for (unsigned i = 0; i < 3; i++) ck_assert(e2e_has_replica(&c, i, "SHIP"));
+        /* asking again is idempotent */
+        ck_assert_int_eq(e2e_add(&c, (unsigned)ml, &cfg, &r), 0);
+        ck_assert_uint_eq(e2e_meta_streams(&c, 0), 1);
+    }
+}
+
+START_TEST(meta_leader_failover_during_creation)
+{
+    creation_with_failover(_i);
+}
+END_TEST
+
+START_TEST(no_meta_leader_is_a_bounded_clear_error)
+{
+    int ml = e2e_meta_leader(&c);
+    int a = (ml + 1) % 3, b = (ml + 2) % 3;
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)ml), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)a), 0);
+    const char *subj[] = {"x.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "X", subj, 1, 1);
+    e2e_res r;
+    uint64_t t0 = jr_sim_now(c.sim);
+    int st = e2e_add(&c, (unsigned)b, &cfg, &r);
+    ck_assert_msg(st == JR_ENOLEADER || st == JR_ENOQUORUM, "%s: %s", jr_err_name(st), r.msg);
+    ck_assert_msg(strstr(r.msg, "meta"), "the message names the cause: %s", r.msg);
+    ck_assert_uint_le(jr_sim_now(c.sim) - t0, 4 * SEC);
+    ck_assert(!e2e_meta_has(&c, (unsigned)b, "X"));
+}
+END_TEST
+
+START_TEST(bad_input_changes_nothing)
+{
+    int l = make("BAD", "bad.>", 3, NULL);
+    e2e_res r;
+    ck_assert_int_eq(e2e_publish(&c, 0, "bad.ok", "1", 1, "first", &r), 0);
+    uint64_t before;
+    ck_assert_int_eq(e2e_digest(&c, (unsigned)l, "BAD", &before), 0);
+
+    /* every config field: JR_EINVAL naming it */
+    typedef struct bad {
+        const char *field;
+        jr_stream_config cfg;
+    } bad;
+    static const char *wild[] = {"a..b"};
+    static const char *dup_subj[] = {"q.a", "q.a"};
+    static const char *over[] = {"bad.x"};
+    static const char *tags_bad[] = {"has space"};
+    static char long_desc[5000];
+    memset(long_desc, 'd', sizeof long_desc - 1);
+    bad b[16];
+    size_t nb = 0;
+#define BAD(fieldname, stmt)                                                                       \
+    do {                                                                                           \
+        b[nb].field = fieldname;                                                                   \
+        jr_stream_config_init(&b[nb].cfg);                                                         \
+        b[nb].cfg.name = "Q";                                                                      \
+        {                                                                                          \
+            jr_stream_config *x = &b[nb].cfg;                                                      \
+            stmt;                                                                                  \
+        }                                                                                          \
+        nb++;                                                                                      \
+    } while (0)
+    BAD("name", x->name = "A.B");
+    BAD("name", x->name = "has space");
+    BAD("name", x->name = "");
+    BAD("subjects", (x->subjects = wild, x->nsubjects = 1));
+    BAD("subjects", (x->subjects = dup_subj, x->nsubjects = 2));
+    BAD("subjects", (x->subjects = over, x->nsubjects = 1)); /* overlaps BAD's */
+    BAD("retention", x->retention = 7);
+    BAD("discard", x->discard = 3);
+    BAD("storage", x->storage = 9);
+    BAD("replicas", x->replicas = 6);
+    BAD("max_age_ns", x->max_age_ns = 1000);
+    BAD("max_msgs", x->max_msgs = -5);
+    BAD("description", x->description = long_desc);
+    BAD("placement", (x->placement.tags = tags_bad, x->placement.ntags = 1));
+    BAD("compression", x->compression = 4);
+    BAD("sealed", x->sealed = 1);
+    for (size_t i = 0; i < nb; i++) {
+        int st = e2e_add(&c, (unsigned)(i % 3), &b[i].cfg, &r);
+        ck_assert_msg(st == JR_EINVAL, "%s: %s (%s)", b[i].field, jr_err_name(st), r.msg);
+        ck_assert_msg(strncmp(r.msg, b[i].field, strlen(b[i].field)) == 0,
+                      "the message names '%s': %s", b[i].field, r.msg);
+    }
+    for (unsigned i = 0; i < 3; i++) ck_assert_uint_eq(e2e_meta_streams(&c, i), 1);
+
+    /* publishes that must not change the stream */
+    jr_stream_config t;
+    jr_stream_config_init(&t);
+    t.name = "BAD";
+    static const char *bs[] = {"bad.>"};
+    t.subjects = bs;
+    t.nsubjects = 1;
+    t.replicas = 3;
+    t.max_msg_size = 100;
+    ck_assert_msg(e2e_update(&c, 1, &t, &r) == 0, "update: %s", r.msg);
+    jr_sim_run_for(c.sim, 500 * MS);
+    ck_assert_int_eq(e2e_digest(&c, (unsigned)l, "BAD", &before), 0);
+    char big[101];
+    memset(big, 'b', sizeof big);
+    ck_assert_int_eq(e2e_publish(&c, 0, "bad.x", big, 101, NULL, &r), JR_EMSGSIZE);
+    ck_assert_int_eq(e2e_publish(&c, 0, "bad.x", big, 100, NULL, &r), 0);
+    ck_assert_int_eq(e2e_digest(&c, (unsigned)l, "BAD", &before), 0);
+    static char huge[2u << 20];
+    ck_assert_int_eq(e2e_publish(&c, 1, "bad.x", huge, sizeof huge, NULL, &r), JR_EMSGSIZE);
+    ck_assert_int_eq(e2e_publish(&c, 1, "bad.*", "w", 1, NULL, &r), JR_EINVAL);
+    ck_assert_int_eq(e2e_publish(&c, 1, "nowhere.x", "n", 1, NULL, &r), JR_ENOSTREAM);
+    ck_assert_str_eq(r.stream, "");
+    const char hdr_bad[] = "NATS/1.0\r\nNo-Colon-Here\r\n\r\n";
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_publish(e2e_node(&c, 2), "bad.h", hdr_bad, sizeof hdr_bad - 1, "d", 1,
+                                NULL, e2e_pub_cb, &r),
+                     0);
+    ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
+    ck_assert_int_eq(r.status, JR_EINVAL);
+    const char hdr_ok[] = "NATS/1.0\r\nNats-Msg-Id: hdr-1\r\n\r\n";
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_publish(e2e_node(&c, 2), "bad.h", hdr_ok, sizeof hdr_ok - 1, "d", 1,
+                                NULL, e2e_pub_cb, &r),
+                     0);
+    ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
+    ck_assert_int_eq(r.status, 0);
+    uint64_t seq = r.seq;
+    ck_assert_int_eq(e2e_publish(&c, 0, "bad.h", "d", 1, "hdr-1", &r), 0); /* header id */
+    ck_assert_int_eq(r.duplicate, 1);
+    ck_assert_uint_eq(r.seq, seq);
+    ck_assert_int_eq(e2e_digest(&c, (unsigned)l, "BAD", &before), 0);
+
+    /* expectations fail with distinct errors and store nothing */
+    jr_pub_opts o;
+    jr_pub_opts_init(&o);
+    o.expected_last_seq = 1;
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_publish(e2e_node(&c, 1), "bad.e", NULL, 0, "e", 1, &o, e2e_pub_cb, &r),
+                     0);
+    ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
+    ck_assert_int_eq(r.status, JR_EWRONGLASTSEQ);
+    ck_assert_uint_eq(r.seq, seq);
+    jr_pub_opts_init(&o);
+    o.expected_stream = "OTHER";
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_publish(e2e_node(&c, 1), "bad.e", NULL, 0, "e", 1, &o, e2e_pub_cb, &r),
+                     0);
+    ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
+    ck_assert_int_eq(r.status, JR_EWRONGSTREAM);
+    jr_pub_opts_init(&o);
+    o.expected_last_msg_id = "nope";
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_publish(e2e_node(&c, 1), "bad.e", NULL, 0, "e", 1, &o, e2e_pub_cb, &r),
+                     0);
+    ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
+    ck_assert_int_eq(r.status, JR_EWRONGLASTMSGID);
+    jr_pub_opts_init(&o);
+    o.expected_last_subject_seq = 0; /* bad.x has messages */
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_publish(e2e_node(&c, 1), "bad.x", NULL, 0, "e", 1, &o, e2e_pub_cb, &r),
+                     0);
+    ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
+    ck_assert_int_eq(r.status, JR_EWRONGLASTSUBJSEQ);
+    jr_sim_run_for(c.sim, 200 * MS);
+    jr_stream_state st;
+    ck_assert_int_eq(e2e_state(&c, (unsigned)l, "BAD", &st), 0);
+    ck_assert_uint_eq(st.last_seq, seq);
+    replicas_identical("BAD", 3);
+
+    /* API misuse is refused at once (no callback) */
+    ck_assert_int_eq(jr_publish(NULL, "a", NULL, 0, "d", 1, NULL, e2e_pub_cb, &r), JR_EINVAL);
+    ck_assert_int_eq(jr_publish(e2e_node(&c, 0), NULL, NULL, 0, "d", 1, NULL, e2e_pub_cb, &r),
+                     JR_EINVAL);
+    ck_assert_int_eq(jr_stream_add(e2e_node(&c, 0), NULL, e2e_admin_cb, &r), JR_EINVAL);
+}
+END_TEST
+
+START_TEST(admin_calls)
+{
+    int l = make("ADM", "adm.>", 3, NULL);
+    e2e_res r;
+    for (int i = 0; i < 30; i++) {
+        char subj[32], data[32];
+        snprintf(subj, sizeof subj, "adm.%c", 'a' + i % 3);
+        snprintf(data, sizeof data, "m%d", i);
+        ck_assert_int_eq(e2e_publish(&c, (unsigned)(i % 3), subj, data, strlen(data), NULL, &r), 0);
+    }
+    /* get by seq and last by subject, from a non-leader */
+    unsigned other = (unsigned)(l + 1) % 3;
+    ck_assert_int_eq(e2e_msg_get(&c, other, "ADM", 5, &r), 0);
+    ck_assert_str_eq(r.subject, "adm.b");
+    ck_assert_int_eq(memcmp(r.data, "m4", 2), 0);
+    ck_assert_str_eq(r.stream, "ADM");
+    ck_assert_int_eq(e2e_get_last(&c, other, "ADM", "adm.c", &r), 0);
+    ck_assert_uint_eq(r.seq, 30);
+    ck_assert_int_eq(e2e_msg_get(&c, other, "ADM", 99, &r), JR_ENOTFOUND);
+    ck_assert_int_eq(e2e_get_last(&c, other, "ADM", "adm.zzz", &r), JR_ENOTFOUND);
+    /* delete one, purge a subject, keep the newest 5 */
+    ck_assert_int_eq(e2e_msg_delete(&c, other, "ADM", 5, &r), 0);
+    ck_assert_int_eq(e2e_msg_get(&c, other, "ADM", 5, &r), JR_ENOTFOUND);
+    ck_assert_int_eq(e2e_msg_delete(&c, other, "ADM", 5, &r), JR_ENOTFOUND);
+    jr_purge_opts po;
+    jr_purge_opts_init(&po);
+    po.subject = "adm.a";
+    ck_assert_int_eq(e2e_purge(&c, other, "ADM", &po, &r), 0);
+    ck_assert_uint_eq(r.purged, 10);
+    jr_purge_opts_init(&po);
+    po.keep = 5;
+    ck_assert_int_eq(e2e_purge(&c, other, "ADM", &po, &r), 0);
+    ck_assert_uint_eq(r.purged, 14);
+    ck_assert_int_eq(e2e_info(&c, other, "ADM", &r), 0);
+    ck_assert_uint_eq(r.state.msgs, 5);
+    replicas_identical("ADM", 3);
+    ck_assert_int_eq(e2e_purge(&c, other, "ADM", NULL, &r), 0);
+    ck_assert_uint_eq(r.purged, 5);
+    ck_assert_int_eq(e2e_purge(&c, other, "NOPE", NULL, &r), JR_ENOTFOUND);
+
+    /* stepdown to a named peer, then to the best one */
+    ck_assert_msg(e2e_stepdown(&c, other, "ADM", jr_sim_name(c.sim, other), &r) == 0, "%s",
+                  r.msg);
+    jr_sim_run_for(c.sim, 300 * MS);
+    ck_assert_int_eq(e2e_replica_leader(&c, other, "ADM"), (int)other);
+    ck_assert_msg(e2e_stepdown(&c, 0, "ADM", NULL, &r) == 0, "%s", r.msg);
+    jr_sim_run_for(c.sim, 300 * MS);
+    int l3 = e2e_replica_leader(&c, 0, "ADM");
+    ck_assert_int_ge(l3, 0);
+    ck_assert_int_ne(l3, (int)other);
+    ck_assert_int_eq(e2e_stepdown(&c, 0, "ADM", "nobody", &r), JR_ENOTFOUND);
+
+    /* update: a limit takes effect on every replica; immutable fields are refused by name */
+    jr_stream_config t;
+    jr_stream_config_init(&t);
+    static const char *subj[] = {"adm.>"};
+    t.name = "ADM";
+    t.subjects = subj;
+    t.nsubjects = 1;
+    t.replicas = 3;
+    t.max_msgs = 3;
+    ck_assert_msg(e2e_update(&c, 2, &t, &r) == 0, "%s", r.msg);
+    for (int i = 0; i < 10; i++) ck_assert_int_eq(e2e_publish(&c, 1, "adm.z", "z", 1, NULL, &r), 0);
+    jr_sim_run_for(c.sim, 300 * MS);
+    for (unsigned i = 0; i < 3; i++) {
+        jr_stream_state st;
+        ck_assert_int_eq(e2e_state(&c, i, "ADM", &st), 0);
+        ck_assert_uint_eq(st.msgs, 3);
+    }
+    t.storage = JR_STORAGE_MEMORY;
+    ck_assert_int_eq(e2e_update(&c, 2, &t, &r), JR_EINVAL);
+    ck_assert_msg(strncmp(r.msg, "storage", 7) == 0, "%s", r.msg);
+    t.storage = JR_STORAGE_FILE;
+    t.replicas = 1;
+    ck_assert_int_eq(e2e_update(&c, 2, &t, &r), JR_ENOTSUP); /* peer management: next issue */
+    t.name = "NOPE";
+    t.replicas = 3;
+    static const char *nope[] = {"nope.>"};
+    t.subjects = nope;
+    ck_assert_int_eq(e2e_update(&c, 2, &t, &r), JR_ENOTFOUND);
+
+    /* delete: gone everywhere; the name can be used again, for a fresh stream */
+    ck_assert_int_eq(e2e_delete(&c, 1, "ADM", &r), 0);
+    jr_sim_run_for(c.sim, 300 * MS);
+    for (unsigned i = 0; i < 3; i++) {
+        ck_assert(!e2e_meta_has(&c, i, "ADM"));
+        ck_assert(!e2e_has_replica(&c, i, "ADM"));
+    }
+    ck_assert_int_eq(e2e_delete(&c, 1, "ADM", &r), JR_ENOTFOUND);
+    ck_assert_int_eq(e2e_publish(&c, 0, "adm.a", "x", 1, NULL, &r), JR_ENOSTREAM);
+    make("ADM", "adm.>", 3, NULL);
+    ck_assert_int_eq(e2e_publish(&c, 0, "adm.a", "x", 1, NULL, &r), 0);
+    ck_assert_uint_eq(r.seq, 1);
+    ck_assert_int_eq(e2e_info(&c, 1, "ADM", &r), 0);
+    ck_assert_uint_eq(r.state.msgs, 1);
+}
+END_TEST
+
+START_TEST(catch_up_from_snapshot_and_chunks)
+{
+    int l = make("LOG", "log.>", 3, NULL);
+    int f = (l + 1) % 3, via = (l + 2) % 3;
+    e2e_res r;
+    for (int i = 0; i < 100; i++)
+        ck_assert_int_eq(e2e_publish(&c, (unsigned)via, "log.a", "early", 5, NULL, &r), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)f), 0);
+    /* one entry per publish: enough entries for the leader to snapshot and compact past what
+     * the crashed follower holds */
+    char data[200];
+    memset(data, 'p', sizeof data);
+    for (int i = 0; i < 6000; i++) {
+        int st = e2e_publish(&c, (unsigned)via, i % 2 ? "log.a" : "log.b", data, sizeof data, NULL,
+                             &r);
+        ck_assert_msg(st == 0, "%d: %s", i, jr_err_name(st));
+    }
+    int l2 = e2e_replica_leader(&c, (unsigned)via, "LOG");
+    ck_assert_int_ge(l2, 0);
+    ck_assert_uint_gt(e2e_snapshot_index(&c, (unsigned)l2, "LOG"), 0); /* the WAL compacted */
+    ck_assert_int_eq(jr_sim_restart(c.sim, (unsigned)f), 0);
+    ck_assert_int_ge(e2e_wait_stream(&c, (unsigned)via, "LOG", 2, 30 * SEC), 0);
+    replicas_identical("LOG", 3);
+    ck_assert_uint_gt(e2e_catchup_chunks(&c, (unsigned)f), 0);
+    uint64_t sums[3][200];
+    for (unsigned i = 0; i < 3; i++) ck_assert_int_eq(e2e_checksums(&c, i, "LOG", sums[i], 200), 6100);
+    ck_assert_int_eq(memcmp(sums[0], sums[1], sizeof sums[0]), 0);
+    ck_assert_int_eq(memcmp(sums[1], sums[2], sizeof sums[0]), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("stream_e2e_streams");
+    TCase *tc = tcase_create("streams");
+    tcase_set_timeout(tc, 300);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, dedup_across_leader_failover);
+    tcase_add_test(tc, limits_and_discard_are_identical_on_every_replica);
+    tcase_add_test(tc, r1_on_a_cluster);
+    tcase_add_loop_test(tc, meta_leader_failover_during_creation, 0, 24);
+    tcase_add_test(tc, no_meta_leader_is_a_bounded_clear_error);
+    tcase_add_test(tc, bad_input_changes_nothing);
+    tcase_add_test(tc, admin_calls);
+    tcase_add_test(tc, catch_up_from_snapshot_and_chunks);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
