@@ -88,6 +88,8 @@ typedef struct jr_sim_config {
     /* Non-zero: do not compute the run digest (jr_sim_digest then returns 0); benchmarks use it
      * to leave the fixture's own hashing out of their numbers. */
     int no_digest;
+    /* Optional: the nodes' log messages (jr_host.log), with the node's index. */
+    void (*on_log)(void *arg, unsigned node, int level, const char *msg);
 } jr_sim_config;
 
 /* Fills cfg with defaults (3 nodes, seed 1, a perfect link, 150 ms / 30 ms timers). */

@@ -39,6 +39,11 @@ static int stage(jr_node *n, jr_group *g)
     int hs_changed = jr__raft_unpersisted(r, &from, &to, &hs);
     g->staged = 0;
     g->stage_to = g->persisted;
+    if (g->marker_pending) {
+        int rc = jr__wal_compact(n->wal, g->id, g->marker_index, g->marker_term);
+        if (rc != 0) return rc;
+        g->marker_pending = 0;
+    }
     if (from <= to) {
         if (from <= g->persisted) g->persisted = from - 1; /* the log was truncated there */
         for (uint64_t i = from; i <= to; i++) {
@@ -64,6 +69,7 @@ static int has_work(jr_group *g, int callbacks)
 {
     uint64_t from, to;
     jr__hardstate hs;
+    if (g->marker_pending) return 1;
     if (jr__raft_unpersisted(g->raft, &from, &to, &hs) || from <= to) return 1;
     if (!callbacks || g->closed) return 0;
     uint64_t upto = jr__raft_commit_index(g->raft);

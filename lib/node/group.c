@@ -125,6 +125,15 @@ static uint64_t mix_seed(uint64_t a, uint64_t b)
     return jr__splitmix64(&x);
 }
 
+void jr__group_mark_snapshot(jr_group *g, uint64_t index, uint64_t term)
+{
+    if (g->marker_pending && g->marker_index >= index) return;
+    g->marker_pending = 1;
+    g->marker_index = index;
+    g->marker_term = term;
+    jr__group_ready(g);
+}
+
 /* Loads recovered state into g's fresh raft core. */
 static int group_load(jr_group *g, jr__stash *s)
 {
@@ -160,6 +169,9 @@ static int group_load(jr_group *g, jr__stash *s)
         g->snap_index = si;
         g->snap_term = st;
         g->applied = si;
+        /* A snapshot newer than the WAL's last marker (its marker was lost in a crash): tell
+         * the WAL before this group writes anything after it. */
+        if (si > s->compact_index) jr__group_mark_snapshot(g, si, st);
     }
     uint64_t want = si + 1, last_term = st;
     size_t k = 0;

@@ -141,6 +141,9 @@ struct jr_group {
     uint64_t stage_to;      /* flush: last index staged in this iteration */
     uint8_t staged;         /* flush: something was staged in this iteration */
     uint8_t conf_stale;     /* conf_bytes could not follow a CONFIG entry (no snapshots) */
+    uint8_t marker_pending; /* the WAL must learn of snapshot marker_index before any later
+                               record of this group (see jr__group_mark_snapshot) */
+    uint64_t marker_index, marker_term;
     uint8_t in_ready;
     uint8_t closed;
     uint8_t damaged;        /* lost data: never votes, never campaigns (see group.c) */
@@ -372,6 +375,10 @@ void jr__snap_close_files(jr_group *g);
 /* Path of g's snapshot file at index into buf (cap bytes). */
 void jr__snap_path(const jr_node *n, uint64_t group, uint64_t index, const char *suffix, char *buf,
                    size_t cap);
+/* Records that g's log now starts after a durable snapshot at (index, term): the WAL's
+ * compaction marker is staged by the next flush before any other record of g, so the WAL never
+ * sees g's log resume past entries it still holds without the marker (it would report a gap). */
+void jr__group_mark_snapshot(jr_group *g, uint64_t index, uint64_t term);
 /* Sets g->conf_bytes to the encoding of c. 0 or JR_ENOMEM. */
 int jr__group_set_conf(jr_group *g, const jr__conf *c);
 

@@ -146,9 +146,7 @@ int jr__snap_maybe_take(jr_group *g)
         g->snap_file = NULL;
     }
     if (old && old != index) remove_snapshot(n, g->id, old);
-    rc = jr__wal_compact(n->wal, g->id, index, term);
-    if (rc != 0) return rc; /* the WAL keeps the entries; harmless */
-    jr__group_ready(g);
+    jr__group_mark_snapshot(g, index, term); /* the WAL may forget the entries behind it */
     return 0;
 }
 
@@ -282,8 +280,9 @@ int jr__snap_install(void *ctx, jr__raft *r, uint64_t index, uint64_t term, cons
         jr__opq_pop(&g->pending);
         jr__op_complete(n, op, JR_ELEADERLOST, 0);
     }
-    jr__wal_compact(n->wal, g->id, index, term); /* staged; the snapshot file already covers it */
+    /* The WAL learns of the snapshot before the entries that follow it (the file covers the
+     * entries up to index already). */
+    jr__group_mark_snapshot(g, index, term);
     if (n->hooks.restored) n->hooks.restored(n->hooks.ctx, n, g->id, index, term);
-    jr__group_ready(g);
     return 0;
 }

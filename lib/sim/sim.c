@@ -103,6 +103,12 @@ static void host_arm(void *ctx, uint64_t deadline)
     sn->armed = deadline;
 }
 
+static void host_log(void *ctx, int level, const char *msg)
+{
+    jr__sim_node *sn = ctx;
+    if (sn->sim->cfg.on_log) sn->sim->cfg.on_log(sn->sim->cfg.arg, sn->idx, level, msg);
+}
+
 static int node_open(jr_sim *s, unsigned i)
 {
     jr__sim_node *sn = &s->nodes[i];
@@ -171,6 +177,7 @@ int jr_sim_new(const jr_sim_config *cfg_in, jr_sim **out)
         sn->host.send = host_send;
         sn->host.now = host_now;
         sn->host.arm = host_arm;
+        sn->host.log = host_log;
         sn->armed = UINT64_MAX;
         for (unsigned j = 0; j < s->n; j++) s->links[i][j] = cfg.link;
         if (rc == 0) rc = jr__memfs_new(s->alloc, jr__rand_next(&s->rand), &sn->vfs);

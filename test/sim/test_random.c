@@ -418,6 +418,13 @@ static void heal_group(world *w, unsigned k, uint64_t healed, uint64_t *index)
     if (p) *index = p->index;
 }
 
+static void on_log(void *arg, unsigned node, int level, const char *msg)
+{
+    world *w = arg;
+    fprintf(stderr, "%" PRIu64 " ms: n%u: %s\n", jr_sim_now(w->h.sim) / MS, node, msg);
+    (void)level;
+}
+
 /* One seed; returns 0 or writes the failure into why. */
 static int run_seed(uint64_t seed, int verbose, char *why, size_t whylen)
 {
@@ -433,6 +440,7 @@ static int run_seed(uint64_t seed, int verbose, char *why, size_t whylen)
     cfg.seed = seed;
     cfg.torn_writes = (int)rnd(w, 2);
     cfg.on_step = on_step;
+    if (verbose) cfg.on_log = on_log;
     random_link(w, &cfg.link);
     int rc = h_new(&w->h, &cfg, n, groups, snap);
     if (rc != 0) {
@@ -449,7 +457,7 @@ static int run_seed(uint64_t seed, int verbose, char *why, size_t whylen)
             }
 
     /* Phase 1: workload under faults. */
-    uint64_t end = jr_sim_now(h->sim) + (3000 + rnd(w, 5000)) * MS;
+    uint64_t end = jr_sim_now(h->sim) + (6000 + rnd(w, 14000)) * MS;
     while (jr_sim_now(h->sim) < end && !h->fail[0]) {
         jr_sim_run_for(h->sim, (1 + rnd(w, 40)) * MS);
         for (unsigned k = 0; k < groups; k++) {
@@ -485,6 +493,25 @@ static int run_seed(uint64_t seed, int verbose, char *why, size_t whylen)
                 h_failf(h, "replica %u of group %u ends in another state (last %" PRIu64
                            ", acked up to %" PRIu64 ")",
                         i, k, h->fsm[i][k].last, w->acked_max[k]);
+    if (verbose) {
+        for (unsigned k = 0; k < groups; k++)
+            for (unsigned i = 0; i < n; i++) {
+                jr_group *g = h_group(h, i, k);
+                jr_group_status st = {.size = sizeof st};
+                if (!g || jr_group_status_get(g, &st) != 0) continue;
+                fprintf(stderr, "group %u node %u: role %d term %" PRIu64 " commit %" PRIu64
+                                " applied %" PRIu64 " last %" PRIu64 " snapshot %" PRIu64
+                                " fsm %" PRIu64 "%s\n",
+                        k, i, st.role, st.term, st.commit_index, st.applied_index,
+                        st.last_index, st.snapshot_index, h->fsm[i][k].last,
+                        st.damaged ? " DAMAGED" : "");
+            }
+        jr_sim_stats ss = {.size = sizeof ss};
+        jr_sim_stats_get(h->sim, &ss);
+        fprintf(stderr, "network: %" PRIu64 " sent, %" PRIu64 " delivered, %" PRIu64
+                        " dropped, %" PRIu64 " events\n",
+                ss.frames_sent, ss.frames_delivered, ss.frames_dropped, ss.events);
+    }
     if (verbose)
         fprintf(stderr, "seed %" PRIu64 ": %u nodes, %u groups, %u proposals, %u acked, %" PRIu64
                         " steps, digest %016" PRIx64 "\n",
