@@ -2,8 +2,9 @@
  * libFuzzer target: arbitrary bytes decoded as a message block file (lib/store/block.h), as the
  * file store does at recovery — header, frames or sealed body (lz4, XChaCha20-Poly1305), every
  * record, and the torn-tail probe — and then, through the simulated vfs, a whole store opened
- * over a directory holding those bytes as its only block. Nothing may crash, leak or read out of
- * bounds; decoding either fails cleanly or yields records that re-validate.
+ * over a directory holding those bytes as its only block (plain, or marked: rolled back to its
+ * last mark, whose meta and kept marks are read). Nothing may crash, leak or read out of bounds;
+ * decoding either fails cleanly or yields records that re-validate.
  *
  *   CC=clang meson setup build-fuzz -Dfuzz=true && ninja -C build-fuzz fuzz/fuzz_block
  *   build-fuzz/fuzz/fuzz_block -max_total_time=60
@@ -59,13 +60,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         vfs->sync(vfs->ctx, f);
         vfs->close(vfs->ctx, f);
     }
-    jr__store_config cfg = {.kind = JR__STORE_FILE, .name = "F", .vfs = vfs, .dir = "/s",
-                            .master_key = with_key ? master : NULL};
+    jr__store_config cfg = {.kind = JR__STORE_FILE,
+                            .name = "F",
+                            .vfs = vfs,
+                            .dir = "/s",
+                            .master_key = with_key ? master : NULL,
+                            .marked = size % 5 < 2};
     jr__store *st;
     char err[256];
     if (jr__store_open(&cfg, &st, err, sizeof err) == 0) {
         jr__store_msg m;
         for (uint64_t q = 1; jr__store_next(st, q, NULL, 0, &m) == 0; q = m.seq + 1)
+            ;
+        jr__store_mark_rec mr;
+        (void)jr__store_last_mark(st, &mr);
+        size_t cur = 0;
+        while (jr__store_marks_next(st, &cur, &mr) == 0)
             ;
         jr__store_abandon(st);
     }

@@ -48,8 +48,8 @@ void jr__blk_nonce_init(jr__blk_nonce *n)
     n->counter = 0;
 }
 
-void jr__blk_frame(uint8_t *dst, const uint8_t *rec, size_t rlen, uint32_t id,
-                   const jr__blk_key *k, jr__blk_nonce *n)
+void jr__blk_frame(uint8_t *dst, const uint8_t *rec, size_t rlen, uint32_t id, const jr__blk_key *k,
+                   jr__blk_nonce *n)
 {
     uint32_t clen = (uint32_t)(rlen + crypto_aead_xchacha20poly1305_ietf_ABYTES);
     uint8_t ad[8];
@@ -66,8 +66,8 @@ void jr__blk_frame(uint8_t *dst, const uint8_t *rec, size_t rlen, uint32_t id,
                                                dst + 4, k->key);
 }
 
-int jr__blk_write_open(const uint8_t *plain, size_t n, uint32_t id, int flags,
-                       const jr__blk_key *k, jr__buf *out)
+int jr__blk_write_open(const uint8_t *plain, size_t n, uint32_t id, int flags, const jr__blk_key *k,
+                       jr__buf *out)
 {
     uint8_t h[32];
     jr__blk_open_header(h, id, flags, k ? k->check : 0);
@@ -176,8 +176,10 @@ int jr__blk_seal(const uint8_t *plain, size_t n, uint32_t id, int flags, const j
         if (lz) {
             int c = LZ4_compress_default((const char *)plain + roff, (char *)dst, (int)raw,
                                          LZ4_compressBound((int)raw));
-            if (c <= 0) lz = 0;
-            else clen = (size_t)c;
+            if (c <= 0)
+                lz = 0;
+            else
+                clen = (size_t)c;
         }
         if (!lz) memcpy(dst, plain + roff, raw);
         if (flags & JR__BLKF_ENC) {
@@ -185,8 +187,8 @@ int jr__blk_seal(const uint8_t *plain, size_t n, uint32_t id, int flags, const j
             chunk_nonce(nonce, h + 32, (uint32_t)i);
             chunk_ad(ad, h, (uint32_t)i);
             unsigned long long elen;
-            crypto_aead_xchacha20poly1305_ietf_encrypt(dst, &elen, dst, clen, ad, sizeof ad,
-                                                       NULL, nonce, k->key);
+            crypto_aead_xchacha20poly1305_ietf_encrypt(dst, &elen, dst, clen, ad, sizeof ad, NULL,
+                                                       nonce, k->key);
             clen = (size_t)elen;
         }
         uint8_t *e = entries + i * JR__BLK_CHUNK_ENTRY;
@@ -281,8 +283,8 @@ int jr__blk_chunk_decode(const jr__blk_sealed *hd, const jr__blk_chunk *c, uint3
             dst = scratch->data;
         }
         unsigned long long mlen;
-        if (crypto_aead_xchacha20poly1305_ietf_decrypt(dst, &mlen, NULL, stored, c->stored_len,
-                                                       ad, sizeof ad, nonce, k->key) != 0)
+        if (crypto_aead_xchacha20poly1305_ietf_decrypt(dst, &mlen, NULL, stored, c->stored_len, ad,
+                                                       sizeof ad, nonce, k->key) != 0)
             return JR_EAUTH;
         src = dst;
     }
@@ -441,7 +443,7 @@ int jr__blk_valid_after(const uint8_t *f, size_t n, size_t from, uint32_t id, in
         if (jr__buf_reserve(scratch, bits)) return 0;
         uint8_t *good = scratch->data;
         memset(good, 0, bits);
-#define GOOD(q) (good[((q) - from) / 8] >> (((q) - from) % 8) & 1)
+#define GOOD(q) (good[((q)-from) / 8] >> (((q)-from) % 8) & 1)
         good[(n - from) / 8] |= (uint8_t)(1u << ((n - from) % 8));
         for (size_t q = n; q-- > from + 1;) {
             if (n - q < 28 + JR__SREC_MIN + 16) continue;
@@ -459,8 +461,8 @@ int jr__blk_valid_after(const uint8_t *f, size_t n, size_t from, uint32_t id, in
             frame_ad(ad, id, c2);
             unsigned long long mlen;
             if (crypto_aead_xchacha20poly1305_ietf_decrypt(scratch->data + bits, &mlen, NULL,
-                                                           f + p + 28, c2, ad, sizeof ad,
-                                                           f + p + 4, k->key) == 0)
+                                                           f + p + 28, c2, ad, sizeof ad, f + p + 4,
+                                                           k->key) == 0)
                 return 1;
         }
 #undef GOOD
@@ -470,7 +472,8 @@ int jr__blk_valid_after(const uint8_t *f, size_t n, size_t from, uint32_t id, in
     size_t len;
     for (size_t p = from + 1; p + JR__SREC_MIN <= n; p++) {
         uint32_t l = jr__get_u32(f + p);
-        if (l < JR__SREC_MIN || l > n - p || f[p + 5] != 0 || f[p + 4] < 1 || f[p + 4] > 4)
+        if (l < JR__SREC_MIN || l > n - p || f[p + 5] != 0 || f[p + 4] < 1 ||
+            f[p + 4] > JR__SREC_TYPE_MAX)
             continue;
         if (jr__srec_decode(f + p, n - p, 1, &r, &len) == 0) return 1;
     }

@@ -17,6 +17,11 @@
  * Syncing at rotation keeps the durable prefix contiguous: a later block is never durable
  * while an earlier one is not.
  *
+ * Recovery of a marked store (store.h "Marks") first looks for the last mark from the newest
+ * block backwards; blocks after it are removed and its block is cut just after it (an open block
+ * truncated, a sealed one sealed again), then recovery goes on as below over what is left. A
+ * damaged block after the mark is still corruption unless it is a torn tail.
+ *
  * Recovery: blocks are decoded in id order and their records replayed into the core. Damage in
  * the last block that no valid frame follows is a torn tail: the file is truncated to its valid
  * prefix (and synced). Any other damage is JR_ECORRUPT naming the file and offset. The seq index
@@ -69,15 +74,15 @@ typedef struct fstore {
 
     /* active block */
     jr_file *af;
-    uint32_t aid;     /* 0: no active block yet */
-    int aflags;       /* JR__BLKF_ENC or 0 */
+    uint32_t aid;        /* 0: no active block yet */
+    int aflags;          /* JR__BLKF_ENC or 0 */
     jr__blk_nonce nonce; /* frame nonces of the active block (fresh prefix at every open) */
-    jr__buf plain;    /* its records */
-    size_t flushed;   /* plain bytes already written (unencrypted) */
-    jr__buf pend;     /* encrypted frames not yet written */
-    uint64_t fsize;   /* bytes written to the file */
+    jr__buf plain;       /* its records */
+    size_t flushed;      /* plain bytes already written (unencrypted) */
+    jr__buf pend;        /* encrypted frames not yet written */
+    uint64_t fsize;      /* bytes written to the file */
     int need_dirsync;
-    int dirty;        /* written since the last sync */
+    int dirty; /* written since the last sync */
 
     /* reads of other blocks */
     handle h[NHANDLES];
@@ -191,8 +196,8 @@ static int cache_load(jr__store *s, uint32_t id)
     jr__blk_info info;
     rc = jr__blk_decode(f->io.data, f->io.len, f->enc ? &f->key : NULL, &f->cache, &info);
     if (rc)
-        return jr__store_fail(s, rc == JR_ECORRUPT ? JR_ECORRUPT : rc, "%s: offset %llu: %s",
-                              path, (unsigned long long)info.bad_off,
+        return jr__store_fail(s, rc == JR_ECORRUPT ? JR_ECORRUPT : rc, "%s: offset %llu: %s", path,
+                              (unsigned long long)info.bad_off,
                               info.why ? info.why : jr_strerror(rc));
     if (info.plain != f->cache.data) {
         /* plaintext points into io: keep it in the cache instead */
@@ -231,8 +236,8 @@ static int active_flush(jr__store *s)
             f->dirty = 1;
         }
     }
-    if (rc) jr__store_fail(s, rc, "%s/%010u.blk: write failed: %s", f->dir, f->aid,
-                           jr_strerror(rc));
+    if (rc)
+        jr__store_fail(s, rc, "%s/%010u.blk: write failed: %s", f->dir, f->aid, jr_strerror(rc));
     return rc;
 }
 
@@ -460,15 +465,14 @@ static int sealed_read(jr__store *s, uint32_t blk, fblk *b, uint32_t off, uint32
         if (rc) return jr__store_fail(s, rc, "%s: read failed", path);
         jr__buf_reset(&f->chunk);
         if (jr__buf_reserve(&f->chunk, c->raw_len)) return JR_ENOMEM;
-        rc = got == c->stored_len ? jr__blk_chunk_decode(&b->hd, c, lo, f->io.data,
-                                                         f->enc ? &f->key : NULL,
-                                                         f->chunk.data, &f->tmp)
-                                  : JR_ECORRUPT;
+        rc = got == c->stored_len
+                 ? jr__blk_chunk_decode(&b->hd, c, lo, f->io.data, f->enc ? &f->key : NULL,
+                                        f->chunk.data, &f->tmp)
+                 : JR_ECORRUPT;
         if (rc)
             return jr__store_fail(s, rc == JR_EINVAL ? JR_EINVAL : JR_ECORRUPT,
                                   "%s: offset %llu: %s", path, (unsigned long long)at,
-                                  rc == JR_EAUTH ? "chunk failed authentication"
-                                                 : "bad chunk");
+                                  rc == JR_EAUTH ? "chunk failed authentication" : "bad chunk");
         f->chunk.len = c->raw_len;
         f->kid = blk;
         f->kchunk = lo;
@@ -504,24 +508,25 @@ static int file_read(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, con
             *out = f->io.data;
             return 0;
         }
-        if (b->kind == JR__BLK_SEALED && f->cid != blk) return sealed_read(s, blk, b, off, len, out);
+        if (b->kind == JR__BLK_SEALED && f->cid != blk)
+            return sealed_read(s, blk, b, off, len, out);
         int rc = cache_load(s, blk);
         if (rc) return rc;
         src = &f->cache;
     }
     if ((size_t)off + len > src->len)
-        return jr__store_fail(s, JR_ECORRUPT, "%s/%010u.blk: record beyond the block", f->dir,
-                              blk);
+        return jr__store_fail(s, JR_ECORRUPT, "%s/%010u.blk: record beyond the block", f->dir, blk);
     *out = src->data + off;
     return 0;
 }
 
-/* Whether a surviving block other than block index `skip` holds messages in [lo, hi]. */
+/* Whether a surviving block other than block index `skip` (and not doomed) holds messages in
+ * [lo, hi]. */
 static int survives(const jr__store *s, size_t skip, uint64_t lo, uint64_t hi)
 {
     for (size_t i = 0; i < s->nblks; i++) {
         const jr__blk *b = &s->blks[i];
-        if (i == skip || !b->first) continue;
+        if (i == skip || !b->first || b->doomed) continue;
         if (b->first <= hi && b->last >= lo) return 1;
     }
     return 0;
@@ -569,24 +574,28 @@ static int carry_tombstones(jr__store *s, size_t i)
     return rc;
 }
 
-static int file_drop(jr__store *s, size_t i)
+static int file_unlink(jr__store *s, size_t i)
 {
     fstore *f = F(s);
-    int rc = carry_tombstones(s, i);
-    /* Removal is durable at once: first make the newer blocks durable (the carried tombstones,
-     * and what proves last_seq), or a crash could leave a store that forgot its last seq. */
-    if (!rc) rc = active_sync(s);
-    if (rc) return rc;
-    /* carrying may have rotated blocks: find ours again */
     uint32_t id = s->blks[i].id;
     handle_forget(s, id);
     char path[PATHMAX];
     blk_path(f, path, sizeof path, id, "blk");
-    rc = f->vfs->remove(f->vfs->ctx, path);
+    int rc = f->vfs->remove(f->vfs->ctx, path);
     if (rc && rc != JR_ENOTFOUND) return jr__store_fail(s, rc, "%s: remove failed", path);
     fblk_free(s, s->blks[i].bk);
     s->blks[i].bk = NULL;
     return 0;
+}
+
+static int file_drop(jr__store *s, size_t i)
+{
+    int rc = carry_tombstones(s, i);
+    /* Removal is durable at once: first make the newer blocks durable (the carried tombstones,
+     * and what proves last_seq), or a crash could leave a store that forgot its last seq.
+     * (Carrying may rotate, which only appends to the table: i still names our block.) */
+    if (!rc) rc = active_sync(s);
+    return rc ? rc : file_unlink(s, i);
 }
 
 static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
@@ -628,8 +637,8 @@ static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
     if (b->kind == JR__BLK_SEALED)
         rc = jr__blk_seal(f->cache.data, f->cache.len, blk, b->flags, &f->key, &f->tmp);
     else
-        rc = jr__blk_write_open(f->cache.data, f->cache.len, blk, b->flags,
-                                f->enc ? &f->key : NULL, &f->tmp);
+        rc = jr__blk_write_open(f->cache.data, f->cache.len, blk, b->flags, f->enc ? &f->key : NULL,
+                                &f->tmp);
     uint32_t keep = f->cid;
     handle_forget(s, blk);
     sealed_forget(s, b);
@@ -669,6 +678,8 @@ static const jr__store_backend file_backend = {
     .commit = file_commit,
     .read = file_read,
     .drop = file_drop,
+    .carry = carry_tombstones,
+    .unlink = file_unlink,
     .erase = file_erase,
     .flush = file_flush,
     .close = file_close,
@@ -702,8 +713,7 @@ static int rm_cb(void *arg, const char *name)
     rmall *a = arg;
     if (strcmp(name, DESTROY_MARKER) == 0) return 0; /* removed last */
     char path[PATHMAX + 256];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", a->dir, name) >= sizeof path)
-        return JR_EINVAL;
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", a->dir, name) >= sizeof path) return JR_EINVAL;
     int rc = a->vfs->remove(a->vfs->ctx, path);
     if (rc && rc != JR_ENOTFOUND && !a->rc) a->rc = rc;
     return 0;
@@ -813,49 +823,113 @@ static int replay(jr__store *s, const char *path, uint32_t id, const uint8_t *pl
     return 0;
 }
 
-/* Recovers block ids[k] (last: it is the newest). */
-static int recover_block(jr__store *s, uint32_t id, int last)
+/* Reads and decodes block id (last: the newest block, whose damaged tail may be a torn write).
+ * On success *fh is its open handle and info describes its valid records (into f->io or
+ * f->cache); *torn is 1 if the file has a torn tail after info->good_end, or a torn header
+ * (info->kind == 0: nothing valid in it). Any other damage is JR_ECORRUPT. */
+static int load_block(jr__store *s, uint32_t id, int last, jr_file **fh, jr__blk_info *info,
+                      int *torn)
+{
+    fstore *f = F(s);
+    char path[PATHMAX];
+    blk_path(f, path, sizeof path, id, "blk");
+    *torn = 0;
+    int rc = f->vfs->open(f->vfs->ctx, path, JR_O_READ, fh);
+    if (rc) return jr__store_fail(s, rc, "%s: open failed: %s", path, jr_strerror(rc));
+    rc = read_all(s, *fh, path, &f->io);
+    if (rc) goto out;
+    rc = jr__blk_decode(f->io.data, f->io.len, f->enc ? &f->key : NULL, &f->cache, info);
+    if (rc == JR_EAUTH || rc == JR_EINVAL) {
+        rc = jr__store_fail(s, rc, "%s: %s", path, info->why);
+        goto out;
+    }
+    if (rc && rc != JR_ECORRUPT) goto out;
+    if (!rc && info->id != id) {
+        rc = jr__store_fail(s, JR_ECORRUPT, "%s: offset 8: block id %u in file of block %u", path,
+                            info->id, id);
+        goto out;
+    }
+    if (rc == JR_ECORRUPT) {
+        if (last && info->kind == JR__BLK_OPEN && info->id == id)
+            *torn = !jr__blk_valid_after(f->io.data, f->io.len, (size_t)info->bad_off, id,
+                                         info->flags, f->enc ? &f->key : NULL, &f->tmp);
+        else if (last && info->kind == 0 && f->io.len < JR__BLK_OPEN_HDR)
+            /* a block created but never synced: its header write was torn, and nothing was
+             * written after it (writes persist in order) */
+            *torn = 1;
+        if (!*torn) {
+            rc = jr__store_fail(s, JR_ECORRUPT, "%s: offset %llu: %s", path,
+                                (unsigned long long)info->bad_off, info->why);
+            goto out;
+        }
+        if (info->kind == 0) info->plain_len = 0;
+        rc = 0;
+    }
+    return 0;
+out:
+    f->vfs->close(f->vfs->ctx, *fh);
+    *fh = NULL;
+    return rc;
+}
+
+/* Cuts block id (decoded in info, open at fh) after its first `keep` bytes of records: an open
+ * block is truncated (and synced), a sealed one is sealed again (temporary file and rename).
+ * info->plain_len and info->good_end are updated. */
+static int cut_block(jr__store *s, uint32_t id, jr_file *fh, jr__blk_info *info, size_t keep)
+{
+    fstore *f = F(s);
+    char path[PATHMAX];
+    blk_path(f, path, sizeof path, id, "blk");
+    int rc;
+    if (info->kind == JR__BLK_SEALED) {
+        jr__buf_reset(&f->tmp);
+        rc = jr__blk_seal(info->plain, keep, id, info->flags, &f->key, &f->tmp);
+        if (!rc) rc = write_replace(s, id, f->tmp.data, f->tmp.len);
+        if (rc) return jr__store_fail(s, rc, "%s: cutting after the last mark failed", path);
+        info->plain_len = keep;
+        info->good_end = f->tmp.len;
+        return 0;
+    }
+    uint64_t end = JR__BLK_OPEN_HDR + (uint64_t)keep;
+    if (info->flags & JR__BLKF_ENC) {
+        /* one frame per record */
+        jr__srec r;
+        size_t len;
+        for (size_t off = 0; off < keep; off += len) {
+            if (jr__srec_decode(info->plain + off, keep - off, 0, &r, &len)) return JR_ECORRUPT;
+            end += JR__BLK_FRAME_OVERHEAD;
+        }
+    }
+    rc = f->vfs->truncate(f->vfs->ctx, fh, end);
+    if (!rc) rc = f->vfs->sync(f->vfs->ctx, fh);
+    if (rc) return jr__store_fail(s, rc, "%s: cutting after the last mark failed", path);
+    info->plain_len = keep;
+    info->good_end = end;
+    return 0;
+}
+
+/* Recovers block id (last: it is the newest) and replays its records, or only its first `keep`
+ * bytes of records (the rest is cut off the file; SIZE_MAX: all). */
+static int recover_block(jr__store *s, uint32_t id, int last, size_t keep)
 {
     fstore *f = F(s);
     char path[PATHMAX];
     blk_path(f, path, sizeof path, id, "blk");
     jr_file *fh;
-    int rc = f->vfs->open(f->vfs->ctx, path, JR_O_READ, &fh);
-    if (rc) return jr__store_fail(s, rc, "%s: open failed: %s", path, jr_strerror(rc));
-    rc = read_all(s, fh, path, &f->io);
-    if (rc) goto out;
     jr__blk_info info;
-    rc = jr__blk_decode(f->io.data, f->io.len, f->enc ? &f->key : NULL, &f->cache, &info);
-    if (rc == JR_EAUTH || rc == JR_EINVAL) {
-        rc = jr__store_fail(s, rc, "%s: %s", path, info.why);
-        goto out;
+    int torn;
+    int rc = load_block(s, id, last, &fh, &info, &torn);
+    if (rc) return rc;
+    if (torn && info.kind == 0) {
+        /* nothing valid in it: remove it */
+        f->vfs->close(f->vfs->ctx, fh);
+        rc = f->vfs->remove(f->vfs->ctx, path);
+        return rc ? jr__store_fail(s, rc, "%s: remove failed", path) : 0;
     }
-    if (rc && rc != JR_ECORRUPT) goto out;
-    if (!rc && info.id != id) {
-        rc = jr__store_fail(s, JR_ECORRUPT, "%s: offset 8: block id %u in file of block %u",
-                            path, info.id, id);
-        goto out;
-    }
-    if (rc == JR_ECORRUPT) {
-        int torn = 0;
-        if (last && info.kind == JR__BLK_OPEN && info.id == id)
-            torn = !jr__blk_valid_after(f->io.data, f->io.len, (size_t)info.bad_off, id,
-                                        info.flags, f->enc ? &f->key : NULL, &f->tmp);
-        else if (last && info.kind == 0 && f->io.len < JR__BLK_OPEN_HDR)
-            /* a block created but never synced: its header write was torn, and nothing was
-             * written after it (writes persist in order) */
-            torn = 1;
-        if (!torn) {
-            rc = jr__store_fail(s, JR_ECORRUPT, "%s: offset %llu: %s", path,
-                                (unsigned long long)info.bad_off, info.why);
-            goto out;
-        }
-        if (info.kind == 0) {
-            /* nothing valid in it: remove it */
-            f->vfs->close(f->vfs->ctx, fh);
-            rc = f->vfs->remove(f->vfs->ctx, path);
-            return rc ? jr__store_fail(s, rc, "%s: remove failed", path) : 0;
-        }
+    if (keep < info.plain_len) {
+        rc = cut_block(s, id, fh, &info, keep);
+        if (rc) goto out;
+    } else if (torn) {
         rc = f->vfs->truncate(f->vfs->ctx, fh, info.good_end);
         if (!rc) rc = f->vfs->sync(f->vfs->ctx, fh);
         if (rc) {
@@ -872,9 +946,8 @@ static int recover_block(jr__store *s, uint32_t id, int last)
     b->kind = info.kind;
     b->flags = info.flags;
     s->blks[s->nblks - 1].bk = b;
-    uint64_t base_off = info.kind == JR__BLK_OPEN && !(info.flags & JR__BLKF_ENC)
-                            ? JR__BLK_OPEN_HDR
-                            : 0;
+    uint64_t base_off =
+        info.kind == JR__BLK_OPEN && !(info.flags & JR__BLKF_ENC) ? JR__BLK_OPEN_HDR : 0;
     rc = replay(s, path, id, info.plain, info.plain_len, base_off);
     if (rc) goto out;
     if (last && info.kind == JR__BLK_OPEN && (info.flags & JR__BLKF_ENC) == (f->enc ? 1 : 0)) {
@@ -895,6 +968,55 @@ static int recover_block(jr__store *s, uint32_t id, int last)
     }
 out:
     f->vfs->close(f->vfs->ctx, fh);
+    return rc;
+}
+
+/* Marked store: finds the last mark among blocks ids[0..n): *k gets the index of its block (n if
+ * there is none) and *end the offset just past it in that block's records. Blocks after it are
+ * read only as far as needed to know they hold no mark (they are rolled back). */
+static int find_last_mark(jr__store *s, const uint32_t *ids, size_t n, size_t *k, size_t *end)
+{
+    fstore *f = F(s);
+    *k = n;
+    *end = 0;
+    for (size_t i = n; i-- > 0;) {
+        jr_file *fh;
+        jr__blk_info info;
+        int torn;
+        int rc = load_block(s, ids[i], i + 1 == n, &fh, &info, &torn);
+        if (rc) return rc;
+        f->vfs->close(f->vfs->ctx, fh);
+        jr__srec r;
+        size_t len, found = 0;
+        for (size_t off = 0; off < info.plain_len; off += len) {
+            if (jr__srec_decode(info.plain + off, info.plain_len - off, 0, &r, &len)) break;
+            if (r.type == JR__SREC_MARK) found = off + len;
+        }
+        if (found) {
+            *k = i;
+            *end = found;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* Marked store: recovers up to the last mark (see store.h "Marks"): blocks after it are removed
+ * (newest first), its block is cut after it, and the rest is replayed. */
+static int recover_marked(jr__store *s, const uint32_t *ids, size_t n)
+{
+    fstore *f = F(s);
+    size_t k, end;
+    int rc = find_last_mark(s, ids, n, &k, &end);
+    for (size_t i = n; !rc && i-- > (k < n ? k + 1 : 0);) {
+        char path[PATHMAX];
+        blk_path(f, path, sizeof path, ids[i], "blk");
+        rc = f->vfs->remove(f->vfs->ctx, path);
+        if (rc == JR_ENOTFOUND) rc = 0;
+        if (rc) jr__store_fail(s, rc, "%s: rolling back after the last mark failed", path);
+    }
+    for (size_t i = 0; !rc && k < n && i <= k; i++)
+        rc = recover_block(s, ids[i], i == k, i == k ? end : SIZE_MAX);
     return rc;
 }
 
@@ -937,12 +1059,16 @@ int jr__store_file_open(jr__store *s, const jr__store_config *cfg)
         if (rc) jr__store_fail(s, rc, "%s: finishing its destruction failed", f->dir);
         sc.n = 0;
     } else if (!rc && sc.bad[0]) {
-        rc = jr__store_fail(s, JR_ECORRUPT, "%s/%s: offset 0: unexpected file in the store",
-                            f->dir, sc.bad);
+        rc = jr__store_fail(s, JR_ECORRUPT, "%s/%s: offset 0: unexpected file in the store", f->dir,
+                            sc.bad);
     }
     if (!rc) {
         if (sc.n) qsort(sc.ids, sc.n, sizeof *sc.ids, cmp_u32);
-        for (size_t i = 0; !rc && i < sc.n; i++) rc = recover_block(s, sc.ids[i], i + 1 == sc.n);
+        if (cfg->marked)
+            rc = recover_marked(s, sc.ids, sc.n);
+        else
+            for (size_t i = 0; !rc && i < sc.n; i++)
+                rc = recover_block(s, sc.ids[i], i + 1 == sc.n, SIZE_MAX);
     }
     jr__free(s->alloc, sc.ids);
     if (rc && !s->err[0]) jr__store_fail(s, rc, "%s: open failed: %s", f->dir, jr_strerror(rc));

@@ -71,6 +71,13 @@ static int mem_drop(jr__store *s, size_t i)
     return 0;
 }
 
+static int mem_carry(jr__store *s, size_t i)
+{
+    (void)s;
+    (void)i;
+    return 0; /* no tombstones */
+}
+
 static int mem_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
 {
     size_t i = jr__store_blk_find(s, blk);
@@ -99,6 +106,8 @@ static const jr__store_backend mem_backend = {
     .commit = mem_commit,
     .read = mem_read,
     .drop = mem_drop,
+    .carry = mem_carry,
+    .unlink = mem_drop,
     .erase = mem_erase,
     .flush = mem_flush,
     .close = mem_close,

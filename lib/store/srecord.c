@@ -38,7 +38,7 @@ int jr__srec_decode(const uint8_t *p, size_t avail, int verify, jr__srec *out, s
     uint32_t n = jr__get_u32(p);
     if (n < JR__SREC_MIN || n > avail || n > JR__SREC_MAX) return JR_ECORRUPT;
     int type = p[4];
-    if (type < JR__SREC_MSG || type > JR__SREC_ERASED || p[5] != 0) return JR_ECORRUPT;
+    if (type < JR__SREC_MSG || type > JR__SREC_TYPE_MAX || p[5] != 0) return JR_ECORRUPT;
     size_t subj_len = (size_t)p[6] | (size_t)p[7] << 8;
     size_t hdr_len = jr__get_u32(p + 8);
     if (hdr_len > n || subj_len + hdr_len > n - JR__SREC_MIN) return JR_ECORRUPT;
@@ -63,6 +63,9 @@ int jr__srec_decode(const uint8_t *p, size_t avail, int verify, jr__srec *out, s
         break;
     case JR__SREC_DELSUBJ:
         if (subj_len == 0 || hdr_len || data_len) return JR_ECORRUPT;
+        break;
+    case JR__SREC_MARK:
+        if (subj_len || hdr_len != JR__SREC_MARK_HDR) return JR_ECORRUPT;
         break;
     }
     *len = n;

@@ -24,6 +24,10 @@
  *            purge of everything below N is DEL [0, N-1]). Also proves last_seq >= ts.
  *   DELSUBJ  tombstone: every message of the subject with seq <= the record's seq is deleted.
  *            Also proves last_seq >= seq.
+ *   MARK     a durable point of a marked store (store.h, "Marks"): seq = the caller's index,
+ *            ts = last_seq at the mark; no subject; headers = the store's state at the mark,
+ *            JR__SREC_MARK_HDR bytes: u64 first_seq | u64 msgs | u64 bytes | u64 key |
+ *            u64 floor; payload = the caller's opaque state.
  *
  * Invariant: a tombstone is always written after the records it deletes, so replaying records
  * in write order reproduces the store.
@@ -35,11 +39,19 @@
 #include <stdint.h>
 
 #define JR__SREC_HDR 28u
-#define JR__SREC_MIN 36u            /* header + checksum */
-#define JR__SREC_MAX (1u << 30)     /* no record is larger */
+#define JR__SREC_MIN 36u        /* header + checksum */
+#define JR__SREC_MAX (1u << 30) /* no record is larger */
 #define JR__SREC_SUBJ_MAX 65535u
 
-enum jr__srec_type { JR__SREC_MSG = 1, JR__SREC_DEL = 2, JR__SREC_DELSUBJ = 3, JR__SREC_ERASED = 4 };
+enum jr__srec_type {
+    JR__SREC_MSG = 1,
+    JR__SREC_DEL = 2,
+    JR__SREC_DELSUBJ = 3,
+    JR__SREC_ERASED = 4,
+    JR__SREC_MARK = 5,
+};
+#define JR__SREC_TYPE_MAX JR__SREC_MARK
+#define JR__SREC_MARK_HDR 40u
 
 typedef struct jr__srec {
     int type;

@@ -279,7 +279,7 @@ static int remove_msg(jr__store *s, uint64_t seq, int tomb)
     if (bi != SIZE_MAX) {
         jr__blk *b = &s->blks[bi];
         b->live--;
-        if (b->live == 0 && bi + 1 < s->nblks && !s->loading) {
+        if (b->live == 0 && bi + 1 < s->nblks && !s->loading && !s->marked) {
             /* the dropped block may hold the only proof of last_seq: write the front mark */
             int rc2 = tomb_front(s);
             if (!rc2) rc2 = s->bk->drop(s, bi);
@@ -429,14 +429,58 @@ static int load_del(jr__store *s, uint64_t lo, uint64_t hi)
     return 0;
 }
 
+/* Remembers a loaded mark with a key (marked stores), forgetting those the floor excludes. */
+static int keep_mark(jr__store *s, const jr__rpos *p, uint64_t floor)
+{
+    while (s->kept_head < s->nkept && s->kept[s->kept_head].key < floor) s->kept_head++;
+    if (s->kept_head == s->nkept) s->kept_head = s->nkept = 0;
+    if (p->key == 0 || p->key < floor) return 0;
+    if (s->nkept == s->kept_cap) {
+        if (s->kept_head) {
+            memmove(s->kept, s->kept + s->kept_head, (s->nkept - s->kept_head) * sizeof *s->kept);
+            s->nkept -= s->kept_head;
+            s->kept_head = 0;
+        } else {
+            size_t ncap = s->kept_cap ? s->kept_cap * 2 : 64;
+            jr__rpos *v = jr__realloc(s->alloc, s->kept, ncap * sizeof *v);
+            if (!v) return JR_ENOMEM;
+            s->kept = v;
+            s->kept_cap = ncap;
+        }
+    }
+    s->kept[s->nkept++] = *p;
+    return 0;
+}
+
+/* A MARK record at open: it proves last_seq; in a marked store it is (so far) the last mark. */
+static int load_mark(jr__store *s, const jr__srec *r, uint32_t blk, uint32_t off, uint32_t len)
+{
+    int rc = index_gap(s, r->ts);
+    if (rc) return rc;
+    const uint8_t *h = r->hdr;
+    uint64_t key = jr__get_u64(h + 24), floor = jr__get_u64(h + 32);
+    size_t bi = jr__store_blk_find(s, blk);
+    if (bi != SIZE_MAX && key > s->blks[bi].mark_key) s->blks[bi].mark_key = key;
+    s->mark_index = r->seq;
+    s->mark_floor = floor;
+    s->have_mark = 1;
+    s->mark_pos = (jr__rpos){.blk = blk, .off = off, .len = len, .key = key};
+    memset(&s->mark_state, 0, sizeof s->mark_state);
+    s->mark_state.last_seq = r->ts;
+    s->mark_state.first_seq = jr__get_u64(h);
+    s->mark_state.msgs = jr__get_u64(h + 8);
+    s->mark_state.bytes = jr__get_u64(h + 16);
+    return s->marked ? keep_mark(s, &s->mark_pos, floor) : 0;
+}
+
 int jr__store_load(jr__store *s, const jr__srec *r, uint32_t blk, uint32_t off, uint32_t len)
 {
     switch (r->type) {
     case JR__SREC_MSG:
     case JR__SREC_ERASED: {
         if (r->seq <= s->last_seq)
-            return jr__store_fail(s, JR_ECORRUPT, "seq %llu after %llu",
-                                  (unsigned long long)r->seq, (unsigned long long)s->last_seq);
+            return jr__store_fail(s, JR_ECORRUPT, "seq %llu after %llu", (unsigned long long)r->seq,
+                                  (unsigned long long)s->last_seq);
         int rc = index_gap(s, r->seq - 1);
         if (rc) return rc;
         if (r->type == JR__SREC_ERASED) return index_gap(s, r->seq);
@@ -450,6 +494,8 @@ int jr__store_load(jr__store *s, const jr__srec *r, uint32_t blk, uint32_t off, 
         if (bi != SIZE_MAX && r->seq < s->blks[bi].tomb_lo) s->blks[bi].tomb_lo = r->seq;
         return load_del(s, r->seq, r->ts);
     }
+    case JR__SREC_MARK:
+        return load_mark(s, r, blk, off, len);
     case JR__SREC_DELSUBJ: {
         /* its seq was <= last_seq when written: it proves last_seq too */
         int rc0 = index_gap(s, r->seq);
@@ -476,6 +522,7 @@ int jr__store_load(jr__store *s, const jr__srec *r, uint32_t blk, uint32_t off, 
 /* Drops every block (but the active one) left without live messages by the replay. */
 static int drop_empty(jr__store *s)
 {
+    if (s->marked) return 0; /* at the next mark */
     for (size_t i = 0; i + 1 < s->nblks;) {
         if (s->blks[i].live) {
             i++;
@@ -487,6 +534,30 @@ static int drop_empty(jr__store *s)
         memmove(&s->blks[i], &s->blks[i + 1], (s->nblks - i - 1) * sizeof *s->blks);
         s->nblks--;
     }
+    return 0;
+}
+
+/* Marked store after replay: the state is the one the last mark recorded (store.h "Marks"). */
+static int check_mark(jr__store *s)
+{
+    if (!s->have_mark) {
+        if (s->last_seq || s->n)
+            return jr__store_fail(s, JR_ECORRUPT, "%s: records without a mark", s->name);
+        return 0;
+    }
+    const jr__store_state *m = &s->mark_state;
+    if (s->last_seq != m->last_seq || first_seq(s) != m->first_seq || s->msgs != m->msgs ||
+        s->bytes != m->bytes)
+        return jr__store_fail(s, JR_ECORRUPT,
+                              "%s: block %u offset %u: the store replayed to its last mark (index "
+                              "%llu) is not the one the mark recorded: last seq %llu/%llu, first "
+                              "%llu/%llu, msgs %llu/%llu, bytes %llu/%llu",
+                              s->name, s->mark_pos.blk, s->mark_pos.off,
+                              (unsigned long long)s->mark_index, (unsigned long long)s->last_seq,
+                              (unsigned long long)m->last_seq, (unsigned long long)first_seq(s),
+                              (unsigned long long)m->first_seq, (unsigned long long)s->msgs,
+                              (unsigned long long)m->msgs, (unsigned long long)s->bytes,
+                              (unsigned long long)m->bytes);
     return 0;
 }
 
@@ -503,6 +574,7 @@ int jr__store_open(const jr__store_config *cfg, jr__store **out, char *errmsg, s
     s->base = 1;
     jr__subjidx_init(&s->subjects, cfg->alloc);
     jr__buf_init(&s->scratch, cfg->alloc);
+    s->marked = cfg->marked && cfg->kind == JR__STORE_FILE;
     int rc = s->name ? 0 : JR_ENOMEM;
     if (!rc) {
         s->loading = 1;
@@ -515,6 +587,7 @@ int jr__store_open(const jr__store_config *cfg, jr__store **out, char *errmsg, s
         s->loading = 0;
     }
     if (!rc) rc = drop_empty(s);
+    if (!rc && s->marked) rc = check_mark(s);
     if (!rc) {
         s->front_done = first_seq(s) - 1;
         s->durable = s->last_seq;
@@ -552,6 +625,8 @@ int jr__store_close(jr__store *s)
     jr__free(s->alloc, s->ents);
     jr__free(s->alloc, s->ranges);
     jr__free(s->alloc, s->blks);
+    jr__free(s->alloc, s->kept);
+    jr__free(s->alloc, s->erases);
     jr__free(s->alloc, s->name);
     jr__free(s->alloc, s);
     return rc;
@@ -562,11 +637,11 @@ int jr__store_close(jr__store *s)
  */
 
 int jr__store_append(jr__store *s, uint64_t expect, const char *subject, size_t subject_len,
-                     const void *hdr, size_t hdr_len, const void *data, size_t data_len,
-                     int64_t ts, uint64_t *seq)
+                     const void *hdr, size_t hdr_len, const void *data, size_t data_len, int64_t ts,
+                     uint64_t *seq)
 {
-    if (s->failed) return jr__store_fail(s, s->failed, "store failed earlier: %s",
-                                         jr_strerror(s->failed));
+    if (s->failed)
+        return jr__store_fail(s, s->failed, "store failed earlier: %s", jr_strerror(s->failed));
     if (expect != s->last_seq + 1)
         return jr__store_fail(s, JR__ESTORE_SEQ, "expected seq %llu, store is at %llu",
                               (unsigned long long)expect, (unsigned long long)s->last_seq);
@@ -615,14 +690,14 @@ int jr__store_append(jr__store *s, uint64_t expect, const char *subject, size_t 
     rc = s->bk->reserve(s, rsz, &p, &blk, &off);
     if (rc) goto undo;
     jr__srec r = {.type = JR__SREC_MSG,
-                 .seq = expect,
-                 .ts = (uint64_t)ts,
-                 .subj = subject,
-                 .subj_len = subject_len,
-                 .hdr = hdr,
-                 .hdr_len = hdr_len,
-                 .data = data,
-                 .data_len = data_len};
+                  .seq = expect,
+                  .ts = (uint64_t)ts,
+                  .subj = subject,
+                  .subj_len = subject_len,
+                  .hdr = hdr,
+                  .hdr_len = hdr_len,
+                  .data = data,
+                  .data_len = data_len};
     jr__srec_encode(p, &r);
     rc = s->bk->commit(s, p, rsz);
     if (rc) goto undo;
@@ -687,8 +762,10 @@ static int fill(jr__store *s, uint64_t seq, const jr__ent *e, jr__store_msg *out
     size_t n;
     if (jr__srec_decode(p, e->len, s->bk->persistent, &r, &n) || r.type != JR__SREC_MSG ||
         r.seq != seq || n != e->len)
-        return jr__store_fail(s, JR_ECORRUPT, "%s: record of seq %llu in block %u at offset %u "
-                              "is corrupt", s->name, (unsigned long long)seq, e->blk, e->off);
+        return jr__store_fail(s, JR_ECORRUPT,
+                              "%s: record of seq %llu in block %u at offset %u "
+                              "is corrupt",
+                              s->name, (unsigned long long)seq, e->blk, e->off);
     out->seq = seq;
     out->ts = (int64_t)r.ts;
     out->subject = r.subj;
@@ -793,7 +870,17 @@ int jr__store_delete(jr__store *s, uint64_t seq, int erase)
     if (s->failed) return s->failed;
     const jr__ent *e = ent(s, seq);
     if (!e || !e->len) return JR_ENOTFOUND;
-    if (erase) {
+    if (erase && s->marked) {
+        /* a rollback to the last mark may need the bytes: overwrite them after the next one */
+        if (s->nerases == s->erases_cap) {
+            size_t ncap = s->erases_cap ? s->erases_cap * 2 : 16;
+            jr__rpos *v = jr__realloc(s->alloc, s->erases, ncap * sizeof *v);
+            if (!v) return JR_ENOMEM;
+            s->erases = v;
+            s->erases_cap = ncap;
+        }
+        s->erases[s->nerases++] = (jr__rpos){.blk = e->blk, .off = e->off, .len = e->len};
+    } else if (erase) {
         int rc = s->bk->erase(s, e->blk, e->off, e->len);
         if (rc) return wfail(s, rc);
     }
@@ -924,7 +1011,7 @@ int jr__store_sync(jr__store *s)
     int rc = tomb_front(s);
     if (!rc) rc = s->bk->flush(s, 1);
     if (rc) return wfail(s, rc);
-    s->durable = s->last_seq;
+    if (!s->marked) s->durable = s->last_seq; /* marked: a reopen goes back to the last mark */
     return 0;
 }
 
@@ -941,6 +1028,124 @@ int jr__store_persistent(const jr__store *s)
 const char *jr__store_errmsg(const jr__store *s)
 {
     return s->err;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Marks (store.h, "Marks")
+ */
+
+int jr__store_mark(jr__store *s, uint64_t index, const void *meta, size_t meta_len, uint64_t key,
+                   uint64_t floor)
+{
+    if (s->failed) return s->failed;
+    if (meta_len > JR__STORE_MARK_META_MAX || (meta_len && !meta)) return JR_EINVAL;
+    if (!s->bk->persistent) {
+        s->mark_index = index;
+        s->mark_floor = floor;
+        return 0;
+    }
+    if (!s->marked) return jr__store_fail(s, JR_EMISUSE, "marks need a store opened marked");
+    /* what was loaded at open is not kept up to date from here on */
+    s->have_mark = 0;
+    s->nkept = s->kept_head = 0;
+
+    /* 1. the front removal, and the tombstones of the blocks this mark frees that other blocks
+     * still need, go before the mark */
+    int rc = tomb_front(s);
+    size_t ndoomed = 0;
+    for (size_t i = 0; i < s->nblks; i++) {
+        jr__blk *b = &s->blks[i];
+        b->doomed = i + 1 < s->nblks && b->live == 0 && (b->mark_key == 0 || b->mark_key < floor);
+        ndoomed += (size_t)b->doomed;
+    }
+    for (size_t i = 0; !rc && ndoomed && i < s->nblks; i++)
+        if (s->blks[i].doomed) rc = s->bk->carry(s, i);
+    if (rc) return wfail(s, rc);
+
+    /* 2. the mark, made durable with everything before it */
+    uint8_t h[JR__SREC_MARK_HDR];
+    jr__put_u64(h, first_seq(s));
+    jr__put_u64(h + 8, s->msgs);
+    jr__put_u64(h + 16, s->bytes);
+    jr__put_u64(h + 24, key);
+    jr__put_u64(h + 32, floor);
+    jr__srec r = {.type = JR__SREC_MARK,
+                  .seq = index,
+                  .ts = s->last_seq,
+                  .hdr = h,
+                  .hdr_len = sizeof h,
+                  .data = meta,
+                  .data_len = meta_len};
+    uint32_t blk, off;
+    rc = write_rec(s, &r, &blk, &off);
+    if (rc) return rc;
+    size_t bi = jr__store_blk_find(s, blk);
+    if (bi != SIZE_MAX && key > s->blks[bi].mark_key) s->blks[bi].mark_key = key;
+    rc = s->bk->flush(s, 1);
+    if (rc) return wfail(s, rc);
+    s->mark_index = index;
+    s->mark_floor = floor;
+    s->durable = s->last_seq;
+
+    /* 3. what the mark covers: no rollback can need it any more */
+    for (size_t i = 0; !rc && ndoomed && i < s->nblks;) {
+        if (!s->blks[i].doomed) {
+            i++;
+            continue;
+        }
+        rc = s->bk->unlink(s, i);
+        if (rc) break;
+        memmove(&s->blks[i], &s->blks[i + 1], (s->nblks - i - 1) * sizeof *s->blks);
+        s->nblks--;
+        ndoomed--;
+    }
+    for (size_t i = 0; !rc && i < s->nerases; i++) {
+        const jr__rpos *p = &s->erases[i];
+        if (jr__store_blk_find(s, p->blk) != SIZE_MAX) rc = s->bk->erase(s, p->blk, p->off, p->len);
+    }
+    s->nerases = 0;
+    return rc ? wfail(s, rc) : 0;
+}
+
+uint64_t jr__store_mark_index(const jr__store *s)
+{
+    return s->mark_index;
+}
+
+/* Reads the mark at p into out. */
+static int read_mark(jr__store *s, const jr__rpos *p, jr__store_mark_rec *out)
+{
+    const uint8_t *b;
+    int rc = s->bk->read(s, p->blk, p->off, p->len, &b);
+    if (rc) return rc;
+    jr__srec r;
+    size_t n;
+    if (jr__srec_decode(b, p->len, 1, &r, &n) || r.type != JR__SREC_MARK || n != p->len)
+        return jr__store_fail(s, JR_ECORRUPT, "%s: mark in block %u at offset %u is corrupt",
+                              s->name, p->blk, p->off);
+    out->index = r.seq;
+    out->key = jr__get_u64(r.hdr + 24);
+    out->floor = jr__get_u64(r.hdr + 32);
+    out->meta = r.data;
+    out->meta_len = r.data_len;
+    return 0;
+}
+
+int jr__store_last_mark(jr__store *s, jr__store_mark_rec *out)
+{
+    if (!s->have_mark) return JR_ENOTFOUND;
+    return read_mark(s, &s->mark_pos, out);
+}
+
+int jr__store_marks_next(jr__store *s, size_t *cursor, jr__store_mark_rec *out)
+{
+    if (!s->have_mark) return JR_ENOTFOUND;
+    for (;;) {
+        size_t i = s->kept_head + *cursor;
+        if (i >= s->nkept) return JR_ENOTFOUND;
+        (*cursor)++;
+        if (s->kept[i].key >= s->mark_floor) return read_mark(s, &s->kept[i], out);
+    }
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -978,8 +1183,7 @@ int jr__store_apply_chunk(jr__store *s, const void *chunk, size_t len)
     for (size_t off = 0; off < len; off += n) {
         if (jr__srec_decode(p + off, len - off, 1, &r, &n) || r.type != JR__SREC_MSG ||
             r.seq <= prev || !jr__subject_valid(r.subj, r.subj_len, 0))
-            return jr__store_fail(s, JR_ECORRUPT, "catch-up chunk: bad record at offset %zu",
-                                  off);
+            return jr__store_fail(s, JR_ECORRUPT, "catch-up chunk: bad record at offset %zu", off);
         prev = r.seq;
     }
     for (size_t off = 0; off < len; off += n) {

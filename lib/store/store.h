@@ -33,7 +33,31 @@
  * bring such messages back (only when nothing written after their removal survived but appends;
  * the limits remove them again at open or on the next append), never a message deleted
  * explicitly before a write that survived. A memory store is never persistent; its durable seq
- * is its last seq.
+ * is its last seq. A marked store (below) reopens at its last mark instead, exactly: its durable
+ * seq is the last seq at that mark, and a sync alone does not move it.
+ *
+ * Marks (exact reopen). A store opened with cfg.marked = 1 reopens exactly at its last durable
+ * mark: jr__store_mark(index, meta) writes a MARK record (the caller's index, its opaque state
+ * `meta`, and the store's own state) and syncs; at open, every record written after the last
+ * mark that reached the disk is rolled back (later blocks removed, the mark's block cut after
+ * it), so the store is the one it was when the mark was written, whatever a crash kept or tore
+ * of the writes after it. A marked store that has no durable mark opens empty. The design:
+ *   - records are replayed in write order, and the record stream up to a mark describes the
+ *     store at the mark exactly (the lazily recorded front removal is written before the mark);
+ *   - nothing is ever physically removed or overwritten that a rollback could need: a block left
+ *     without live messages is kept until a mark covers its removal (its tombstones that matter
+ *     are carried into the active block before the mark, the file is removed after the mark is
+ *     durable), and an erase-delete overwrites the bytes only after the next mark is durable
+ *     (a crash before that leaves the bytes of that deleted message in its block, unreadable
+ *     through the store);
+ *   - at open the store checks that the replayed state equals the state the last mark recorded
+ *     (last seq, first seq, message and byte counts): JR_ECORRUPT otherwise.
+ * Retention by key: a mark may carry key > 0 and every mark carries floor; the store keeps every
+ * mark whose key >= the floor of the newest mark (and the blocks that hold them, even without
+ * live messages), and at open lets the caller read them (jr__store_marks_next) — for caller
+ * state that is written incrementally (a delta per mark) and must be rebuilt whole. Keys and
+ * floors should not decrease from mark to mark (the store then keeps the fewest marks).
+ * Space: blocks are freed at marks only, so a marked store must be marked regularly.
  *
  * Borrowing. jr__store_msg fields point into store-owned memory valid until the next call on
  * the same store (any call). Copy what you keep.
@@ -59,7 +83,7 @@ enum jr__store_discard { JR__DISCARD_OLD = 0, JR__DISCARD_NEW = 1 };
 /* Refusals: discard-new limits give the public JR_ELIMIT (what a publisher sees); a wrong
  * expected seq is the store caller's bug, JR_ERANGE. */
 #define JR__ESTORE_FULL JR_ELIMIT /* discard new: a limit would be exceeded (public code) */
-#define JR__ESTORE_SEQ JR_ERANGE        /* append's expected seq is not last_seq + 1 */
+#define JR__ESTORE_SEQ JR_ERANGE  /* append's expected seq is not last_seq + 1 */
 
 typedef struct jr__store_limits {
     uint64_t max_msgs;             /* 0: unlimited */
@@ -81,6 +105,7 @@ typedef struct jr__store_config {
     uint64_t block_bytes;      /* block size; 0: 8 MiB (file), 1 MiB (memory) */
     int compress;              /* file: lz4-compress blocks when sealed */
     const uint8_t *master_key; /* file: 32 bytes enable encryption at rest; NULL: none */
+    int marked;                /* file: reopen exactly at the last durable mark (see Marks) */
 } jr__store_config;
 
 typedef struct jr__store_state {
@@ -134,8 +159,8 @@ void jr__store_abandon(jr__store *s);
  * timestamp ts (ns). subject must be a valid literal subject (JR_EINVAL otherwise). Enforces the
  * limits (see above), then stores. *seq (may be NULL) gets the new seq. */
 int jr__store_append(jr__store *s, uint64_t expect, const char *subject, size_t subject_len,
-                     const void *hdr, size_t hdr_len, const void *data, size_t data_len,
-                     int64_t ts, uint64_t *seq);
+                     const void *hdr, size_t hdr_len, const void *data, size_t data_len, int64_t ts,
+                     uint64_t *seq);
 
 /* Advances last_seq to `upto` without storing messages: seqs last_seq+1..upto become deletes
  * (interior if later messages follow). Used by catch-up to reproduce a leader's gaps. No-op if
@@ -165,8 +190,8 @@ int jr__store_delete(jr__store *s, uint64_t seq, int erase);
 typedef struct jr__purge {
     const char *filter; /* NULL: every subject */
     size_t filter_len;
-    uint64_t seq;       /* non-zero: purge only messages with seq < this */
-    uint64_t keep;      /* non-zero: keep the newest `keep` (matching) messages */
+    uint64_t seq;  /* non-zero: purge only messages with seq < this */
+    uint64_t keep; /* non-zero: keep the newest `keep` (matching) messages */
 } jr__purge;
 
 /* Purges matching messages (seq and keep together: JR_EINVAL). *purged (may be NULL) gets the
@@ -185,12 +210,45 @@ uint64_t jr__store_subject_count(const jr__store *s, const char *subject, size_t
 /* Interior deletes as sorted, disjoint, non-adjacent ranges (borrowed until the next call). */
 const jr__seq_range *jr__store_deleted(const jr__store *s, size_t *n);
 
-/* Writes buffered records and makes them durable. 0 or JR_EIO/JR_ENOSPC. */
+/* Writes buffered records and makes them durable (in a marked store they still roll back to the
+ * last mark at open). 0 or JR_EIO/JR_ENOSPC. */
 int jr__store_sync(jr__store *s);
 /* See "Durability" above. */
 uint64_t jr__store_durable_seq(const jr__store *s);
 /* 1 for the file store. */
 int jr__store_persistent(const jr__store *s);
+
+/* Marks (see "Marks") ------------------------------------------------------------------ */
+
+/* Writes a mark: the caller's index (any u64, e.g. the applied log index), its opaque state
+ * meta[0..meta_len) (at most JR__STORE_MARK_META_MAX bytes), and the retention key and floor;
+ * then syncs, so that the store reopens at this mark, and then performs the physical removals
+ * and erasures the mark covers. Requires a store opened with cfg.marked (JR_EMISUSE otherwise).
+ * A memory store only remembers the index. 0, JR_EINVAL (meta too large), or a write error
+ * (JR_EIO/JR_ENOSPC; the store is then failed). */
+#define JR__STORE_MARK_META_MAX ((size_t)1 << 26)
+int jr__store_mark(jr__store *s, uint64_t index, const void *meta, size_t meta_len, uint64_t key,
+                   uint64_t floor);
+
+/* Index of the last mark written or, after open, of the last durable mark; 0 if none. */
+uint64_t jr__store_mark_index(const jr__store *s);
+
+typedef struct jr__store_mark_rec {
+    uint64_t index;
+    uint64_t key;
+    uint64_t floor;
+    const uint8_t *meta; /* borrowed until the next call on the store */
+    size_t meta_len;
+} jr__store_mark_rec;
+
+/* After open, before the first jr__store_mark: the last durable mark. JR_ENOTFOUND if the store
+ * opened without one (also: a memory store), JR_ECORRUPT/JR_EIO if it cannot be read. */
+int jr__store_last_mark(jr__store *s, jr__store_mark_rec *out);
+
+/* After open, before the first jr__store_mark: iterates over the kept marks (those whose key >=
+ * the floor of the last mark), oldest first. Start with *cursor = 0. 0 with *out set,
+ * JR_ENOTFOUND at the end, JR_ECORRUPT/JR_EIO if one cannot be read. */
+int jr__store_marks_next(jr__store *s, size_t *cursor, jr__store_mark_rec *out);
 
 /* Catch-up. A snapshot of a store is its jr__store_state and jr__store_deleted() ranges, plus
  * its messages read in chunks: jr__store_read_chunk appends to `out` the encoded records of live

@@ -33,12 +33,20 @@ typedef struct jr__ent {
 
 typedef struct jr__blk {
     uint32_t id;
-    uint64_t live;    /* live messages */
-    uint64_t first;   /* lowest seq of a message written to it (0: none yet) */
-    uint64_t last;    /* highest seq of a message written to it */
-    uint64_t tomb_lo; /* lowest seq a tombstone in it may refer to; UINT64_MAX: none */
-    void *bk;         /* backend's per-block data */
+    uint64_t live;     /* live messages */
+    uint64_t first;    /* lowest seq of a message written to it (0: none yet) */
+    uint64_t last;     /* highest seq of a message written to it */
+    uint64_t tomb_lo;  /* lowest seq a tombstone in it may refer to; UINT64_MAX: none */
+    uint64_t mark_key; /* highest key of a mark in it (0: none) */
+    int doomed;        /* marked store: to be removed once the mark being written is durable */
+    void *bk;          /* backend's per-block data */
 } jr__blk;
+
+/* Where a record lies (block id, plaintext offset, length). */
+typedef struct jr__rpos {
+    uint32_t blk, off, len;
+    uint64_t key; /* marks: their key */
+} jr__rpos;
 
 typedef struct jr__store_backend {
     int persistent;
@@ -49,8 +57,13 @@ typedef struct jr__store_backend {
     int (*commit)(jr__store *s, uint8_t *p, size_t len);
     /* Points *out at the record bytes (len bytes, already verified at load or write). */
     int (*read)(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, const uint8_t **out);
-    /* Block at index i of the table holds no live message and is not active: free it. */
+    /* Block at index i of the table holds no live message and is not active: free it (its
+     * tombstones that still matter are written again first, and removal is durable). */
     int (*drop)(jr__store *s, size_t i);
+    /* Marked stores drop in two steps: carry writes again the tombstones of block i that
+     * blocks not doomed still need; unlink (once a later mark is durable) removes it. */
+    int (*carry)(jr__store *s, size_t i);
+    int (*unlink)(jr__store *s, size_t i);
     /* Overwrite the content of the record at (blk, off, len). */
     int (*erase)(jr__store *s, uint32_t blk, uint32_t off, uint32_t len);
     /* Write buffered records; with sync, make them durable. */
@@ -84,11 +97,23 @@ struct jr__store {
     jr__blk *blks;
     size_t nblks, bcap;
 
-    uint64_t durable;     /* durable watermark */
-    uint64_t front_done;  /* file: every seq <= this has a tombstone written (seqs below base
-                             that are not are tombstoned lazily, at the next flush) */
-    int failed;           /* sticky write error */
-    int loading;          /* replaying at open: no tombstones written */
+    uint64_t durable;    /* durable watermark */
+    uint64_t front_done; /* file: every seq <= this has a tombstone written (seqs below base
+                            that are not are tombstoned lazily, at the next flush) */
+    int failed;          /* sticky write error */
+    int loading;         /* replaying at open: no tombstones written */
+
+    /* marks (store.h, "Marks") */
+    int marked;                 /* persistent and opened with cfg.marked: removals wait for marks */
+    uint64_t mark_index;        /* index of the last mark written or loaded (0: none) */
+    uint64_t mark_floor;        /* its floor */
+    int have_mark;              /* a mark was loaded at open (mark_pos valid until the next mark) */
+    jr__rpos mark_pos;          /* where the last loaded mark lies */
+    jr__store_state mark_state; /* the state the last loaded mark recorded (for the check) */
+    jr__rpos *kept;             /* loaded marks with a key, oldest first (until the next mark) */
+    size_t nkept, kept_head, kept_cap;
+    jr__rpos *erases; /* erase-deletes waiting for the next mark */
+    size_t nerases, erases_cap;
 
     jr__buf scratch;
     char err[256];
