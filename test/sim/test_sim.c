@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "vfs/memfs.h"
 
 #define MS 1000000ull
 
@@ -164,6 +165,77 @@ START_TEST(restart_recovers_and_snapshot_catches_up)
 }
 END_TEST
 
+static void small_segments(void *arg, unsigned i, jr_node_config *cfg)
+{
+    (void)arg;
+    (void)i;
+    cfg->wal_segment_bytes = 16 << 10;
+}
+
+static int group_has_leader(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return h_leader(arg, 0) >= 0;
+}
+
+/* A replica whose WAL lost records in the middle opens damaged: it follows and applies, but it
+ * never votes, so with the leader down the other voter alone cannot elect anyone. */
+START_TEST(damaged_replica_follows_but_never_votes)
+{
+    h_cluster h;
+    jr_sim_config cfg;
+    jr_sim_config_init(&cfg);
+    cfg.seed = 5;
+    cfg.configure = small_segments;
+    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 0), 0);
+    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
+    int l = h_leader(&h, 0);
+    unsigned d = (unsigned)(l + 1) % 3, other = (unsigned)(l + 2) % 3;
+    char data[200];
+    memset(data, 'd', sizeof data);
+    for (int i = 0; i < 400; i++) jr_group_propose(h.g[l][0], data, sizeof data, NULL, NULL);
+    jr_sim_run_for(h.sim, 500 * MS);
+    ck_assert_uint_ge(h.fsm[d][0].count, 400);
+
+    /* power off d, damage its oldest WAL segment, power on */
+    ck_assert_int_eq(jr_sim_crash(h.sim, d), 0);
+    ck_assert_int_eq(jr__memfs_flip_bits(jr_sim_vfs(h.sim, d), "/wal/0000000000000001.wal", 200,
+                                         1000, 8), 0);
+    ck_assert_int_eq(jr_sim_restart(h.sim, d), 0);
+    ck_assert_int_eq(h_open(&h, d), 0);
+    jr_group_status st = {.size = sizeof st};
+    ck_assert_int_eq(jr_group_status_get(h.g[d][0], &st), 0);
+    ck_assert_int_eq(st.damaged, 1);
+    ck_assert_int_eq(jr_group_propose(h.g[d][0], "x", 1, NULL, NULL), JR_EDAMAGED);
+
+    /* It follows. (The current leader still believes d holds what it acknowledged before the
+     * damage; a new leader probes d afresh, so move the leadership to the other voter.) */
+    ck_assert_int_eq(jr_group_transfer(h.g[l][0], jr_sim_name(h.sim, other), NULL, NULL), 0);
+    ck_assert_int_eq(jr_sim_run_until(h.sim, group_has_leader, &h, 3000 * MS), 0);
+    jr_sim_run_for(h.sim, 300 * MS);
+    l = h_leader(&h, 0);
+    ck_assert_int_eq(l, (int)other);
+    for (int i = 0; i < 10; i++) jr_group_propose(h.g[l][0], "y", 1, NULL, NULL);
+    jr_sim_run_for(h.sim, 1000 * MS);
+    ck_assert_uint_eq(h.fsm[d][0].last, h.fsm[l][0].last);
+    ck_assert_uint_eq(h.fsm[d][0].chain, h.fsm[l][0].chain);
+
+    /* without the leader, the healthy voter needs d's vote, which never comes */
+    ck_assert_int_eq(jr_sim_crash(h.sim, (unsigned)l), 0);
+    ck_assert_int_eq(jr_sim_run_until(h.sim, group_has_leader, &h, 3000 * MS), JR_ETIMEDOUT);
+    ck_assert_int_eq(jr_group_status_get(h.g[d][0], &st), 0);
+    ck_assert_int_ne(st.role, JR_LEADER);
+
+    /* the old leader comes back: a leader again, and d still follows */
+    ck_assert_int_eq(jr_sim_restart(h.sim, (unsigned)l), 0);
+    ck_assert_int_eq(h_open(&h, (unsigned)l), 0);
+    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
+    ck_assert_int_ne(h_leader(&h, 0), (int)d);
+    ck_assert_msg(h.fail[0] == 0, "%s", h.fail);
+    h_free(&h);
+}
+END_TEST
+
 START_TEST(same_seed_same_digest)
 {
     uint64_t a = run_digest(7), b = run_digest(7), c = run_digest(8);
@@ -178,6 +250,7 @@ int main(void)
     TCase *tc = tcase_create("fixture");
     tcase_add_test(tc, healthy_cluster_elects_and_commits);
     tcase_add_test(tc, restart_recovers_and_snapshot_catches_up);
+    tcase_add_test(tc, damaged_replica_follows_but_never_votes);
     tcase_add_test(tc, same_seed_same_digest);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
