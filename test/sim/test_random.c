@@ -38,7 +38,8 @@
 #include "vfs/memfs.h"
 
 #define MS ((uint64_t)1000000)
-#define MAX_PROPOSALS 4096
+#define MAX_PROPOSALS 32768
+#define HEAL_RESERVE 64 /* proposals kept for the liveness checks after healing */
 
 typedef struct world world;
 
@@ -261,7 +262,10 @@ static void on_ack(void *arg, int status, uint64_t index)
 
 static proposal *propose(world *w, int node, unsigned k)
 {
-    if (w->nprops == MAX_PROPOSALS || node < 0) return NULL;
+    if (w->nprops == MAX_PROPOSALS || node < 0) {
+        if (w->nprops == MAX_PROPOSALS) h_failf(&w->h, "test limit: out of proposal records");
+        return NULL;
+    }
     jr_group *g = h_group(&w->h, (unsigned)node, k);
     if (!g) return NULL;
     char data[64];
@@ -460,7 +464,7 @@ static int run_seed(uint64_t seed, int verbose, char *why, size_t whylen)
     uint64_t end = jr_sim_now(h->sim) + (6000 + rnd(w, 14000)) * MS;
     while (jr_sim_now(h->sim) < end && !h->fail[0]) {
         jr_sim_run_for(h->sim, (1 + rnd(w, 40)) * MS);
-        for (unsigned k = 0; k < groups; k++) {
+        for (unsigned k = 0; k < groups && w->nprops < MAX_PROPOSALS - HEAL_RESERVE; k++) {
             int l = h_leader(h, k);
             if (l >= 0 && unif(w) < 0.7) {
                 unsigned m = 1 + (unsigned)rnd(w, 4);
@@ -468,7 +472,8 @@ static int run_seed(uint64_t seed, int verbose, char *why, size_t whylen)
             }
         }
         /* maybe not the leader: fails fast */
-        if (unif(w) < 0.1) propose(w, (int)rnd(w, n), (unsigned)rnd(w, groups));
+        if (unif(w) < 0.1 && w->nprops < MAX_PROPOSALS - HEAL_RESERVE)
+            propose(w, (int)rnd(w, n), (unsigned)rnd(w, groups));
         fault(w);
     }
 
