@@ -226,7 +226,7 @@ int jr__store_persistent(const jr__store *s);
  * and erasures the mark covers. Requires a store opened with cfg.marked (JR_EMISUSE otherwise).
  * A memory store only remembers the index. 0, JR_EINVAL (meta too large), or a write error
  * (JR_EIO/JR_ENOSPC; the store is then failed). */
-#define JR__STORE_MARK_META_MAX ((size_t)1 << 26)
+#define JR__STORE_MARK_META_MAX (((size_t)1 << 30) - 4096) /* one record */
 int jr__store_mark(jr__store *s, uint64_t index, const void *meta, size_t meta_len, uint64_t key,
                    uint64_t floor);
 
@@ -261,6 +261,8 @@ int jr__store_read_chunk(jr__store *s, uint64_t from, size_t max_bytes, jr__buf 
  * JR_ECORRUPT), skipping gaps so seqs match the source. Messages at or below last_seq are
  * ignored (a re-sent chunk is harmless). */
 int jr__store_apply_chunk(jr__store *s, const void *chunk, size_t len);
+/* The same, keeping only the messages with seq <= upto. */
+int jr__store_apply_chunk_upto(jr__store *s, const void *chunk, size_t len, uint64_t upto);
 
 const char *jr__store_errmsg(const jr__store *s);
 

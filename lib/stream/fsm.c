@@ -67,6 +67,7 @@ int jr__stream_fsm_open(const jr__stream_fsm_config *cfg, jr__stream_fsm **out, 
     sc.block_bytes = cfg->block_bytes;
     sc.compress = c->compression == JR_COMPRESS_LZ4;
     sc.master_key = cfg->master_key;
+    sc.marked = 1; /* exact restart (fsm.h "Restart") */
     if (sc.kind == JR__STORE_FILE && (!sc.vfs || !sc.dir)) {
         if (errmsg && errmsg_len) snprintf(errmsg, errmsg_len, "file storage needs vfs and dir");
         rc = JR_EINVAL;
@@ -75,15 +76,25 @@ int jr__stream_fsm_open(const jr__stream_fsm_config *cfg, jr__stream_fsm **out, 
     }
     if (rc) {
         jr__stream_cfg_free(f->cfg);
+        jr__dedup_free(&f->dedup);
         jr__free(f->alloc, f);
         return rc;
     }
-    /* A store that already holds messages (a restart) is ahead of index 0: recovery mode. */
-    jr__store_state st;
-    jr__store_state_get(f->store, &st);
-    f->horizon = st.last_seq;
-    f->last_ts = st.last_ts;
+    f->persistent = jr__store_persistent(f->store);
     f->limits_pending = 1;
+    /* a restart: the state of the store's last durable mark (the store is exactly there) */
+    rc = jr__stream_fsm_load_mark(f);
+    if (rc) {
+        if (errmsg && errmsg_len)
+            snprintf(errmsg, errmsg_len, "%s",
+                     jr__store_errmsg(f->store)[0] ? jr__store_errmsg(f->store)
+                                                   : "the store's last mark does not decode");
+        jr__store_abandon(f->store);
+        jr__dedup_free(&f->dedup);
+        jr__stream_cfg_free(f->cfg);
+        jr__free(f->alloc, f);
+        return rc;
+    }
     *out = f;
     return 0;
 }
@@ -98,9 +109,10 @@ static void destroy(jr__stream_fsm *f)
 int jr__stream_fsm_close(jr__stream_fsm *f)
 {
     if (!f) return 0;
-    int rc = jr__store_close(f->store);
+    int rc = f->failed ? 0 : jr__stream_fsm_sync(f);
+    int rc2 = jr__store_close(f->store);
     destroy(f);
-    return rc;
+    return rc ? rc : rc2;
 }
 
 void jr__stream_fsm_abandon(jr__stream_fsm *f)
@@ -113,11 +125,6 @@ void jr__stream_fsm_abandon(jr__stream_fsm *f)
 /* ---------------------------------------------------------------------------------------------
  * Helpers
  */
-
-static int recovering(const jr__stream_fsm *f)
-{
-    return f->last_seq < f->horizon;
-}
 
 /* Advances the stream clock to ts: expires old messages and msg ids. */
 static int advance(jr__stream_fsm *f, int64_t ts)
@@ -203,40 +210,6 @@ static void check_publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream
     }
 }
 
-/* Recovery mode: the store already holds seq `seq` or later. 1 if this publish is the one that
- * took seq (its message is there, or was deleted since), 0 if it was refused. */
-static int recovered_publish(jr__stream_fsm *f, const jr__op_publish *p, uint64_t seq, int *rc)
-{
-    jr__store_msg m;
-    *rc = jr__store_get(f->store, seq, &m);
-    if (*rc == 0)
-        return m.ts == f->clock && same(m.subject, m.subject_len, p->subject, p->subject_len) &&
-               same(m.hdr, m.hdr_len, p->hdr, p->hdr_len) &&
-               same(m.data, m.data_len, p->data, p->data_len);
-    if (*rc != JR_ENOTFOUND) return 0;
-    /* Deleted by a later entry, or taken by a later publish if this one was refused by a check
-     * on the store's messages. expected_last_subject_seq can still be refuted: a message that
-     * is live now was live then too (messages never come back). Otherwise: taken as stored,
-     * which is a guess only if such a check applied. */
-    *rc = 0;
-    const jr_stream_config *c = &f->cfg->c;
-    int guess = c->discard == JR_DISCARD_NEW && (c->max_msgs > 0 || c->max_bytes > 0);
-    if (p->opts.flags & JR__PUB_EXPECT_LAST_SUBJ_SEQ) {
-        uint64_t want = p->opts.expected_last_subject_seq;
-        if (want >= seq) return 0; /* the subject's last seq was below seq */
-        if (want && jr__store_get(f->store, want, &m) == 0 &&
-            !same(m.subject, m.subject_len, p->subject, p->subject_len))
-            return 0; /* seq `want` is another subject's message */
-        *rc = jr__store_next(f->store, want + 1, p->subject, p->subject_len, &m);
-        if (*rc == 0 && m.seq < seq) return 0; /* a newer message on the subject existed */
-        if (*rc != JR_ENOTFOUND && *rc) return 0;
-        *rc = 0;
-        guess = 1;
-    }
-    f->guesses += (uint64_t)guess;
-    return 1;
-}
-
 static int publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result *res)
 {
     const jr__pub_opts *o = &p->opts;
@@ -245,16 +218,7 @@ static int publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result
 
     uint64_t seq = f->last_seq + 1;
     int rc;
-    int stored = 0; /* recovery: the store already has it */
-    if (seq <= f->horizon) {
-        if (!recovered_publish(f, p, seq, &rc)) {
-            if (rc) return rc;
-            res->status =
-                (o->flags & JR__PUB_EXPECT_LAST_SUBJ_SEQ) ? JR_EWRONGLASTSUBJSEQ : JR_ELIMIT;
-            return 0;
-        }
-        stored = 1;
-    } else if (o->flags & JR__PUB_EXPECT_LAST_SUBJ_SEQ) {
+    if (o->flags & JR__PUB_EXPECT_LAST_SUBJ_SEQ) {
         uint64_t last;
         rc = subject_last(f, p->subject, p->subject_len, &last);
         if (rc) return rc;
@@ -270,21 +234,19 @@ static int publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result
         rc = jr__dedup_prepare(&f->dedup, o->msg_id, o->msg_id_len, &tok);
         if (rc) return rc;
     }
-    if (!stored) {
-        rc = jr__store_append(f->store, seq, p->subject, p->subject_len, p->hdr, p->hdr_len,
-                              p->data, p->data_len, f->clock, NULL);
-        if (rc) {
-            if (tok) jr__dedup_abort(&f->dedup, tok);
-            if (rc == JR__ESTORE_FULL) {
-                res->status = JR_ELIMIT;
-                return 0;
-            }
-            if (rc == JR_EMSGSIZE || rc == JR_EINVAL) {
-                res->status = rc;
-                return 0;
-            }
-            return rc;
+    rc = jr__store_append(f->store, seq, p->subject, p->subject_len, p->hdr, p->hdr_len, p->data,
+                          p->data_len, f->clock, NULL);
+    if (rc) {
+        if (tok) jr__dedup_abort(&f->dedup, tok);
+        if (rc == JR__ESTORE_FULL) { /* discard new: the public JR_ELIMIT */
+            res->status = JR_ELIMIT;
+            return 0;
         }
+        if (rc == JR_EMSGSIZE || rc == JR_EINVAL) {
+            res->status = rc;
+            return 0;
+        }
+        return rc;
     }
     f->last_seq = seq;
     f->last_ts = f->clock;
@@ -316,7 +278,7 @@ static int delete_msg(jr__stream_fsm *f, const jr__op_delete *d, jr__stream_resu
         res->status = JR_EDENIED;
         return 0;
     }
-    if (d->seq > f->last_seq) { /* not assigned yet (in recovery the store may have it) */
+    if (d->seq > f->last_seq) { /* not assigned yet */
         res->status = JR_ENOTFOUND;
         return 0;
     }
@@ -326,33 +288,6 @@ static int delete_msg(jr__stream_fsm *f, const jr__op_delete *d, jr__stream_resu
         return 0;
     }
     return rc;
-}
-
-/* Recovery mode: purge with keep among the messages assigned so far only (the store may hold
- * newer ones, which the original purge did not see). */
-static int purge_keep_upto(jr__stream_fsm *f, const jr__op_purge *p, uint64_t *purged)
-{
-    uint64_t n = 0, from = 1;
-    jr__store_msg m;
-    int rc;
-    while ((rc = jr__store_next(f->store, from, p->filter, p->filter_len, &m)) == 0 &&
-           m.seq <= f->last_seq) {
-        n++;
-        from = m.seq + 1;
-    }
-    if (rc && rc != JR_ENOTFOUND) return rc;
-    if (n <= p->keep) return 0;
-    /* the first message to keep is the (n - keep + 1)-th */
-    uint64_t skip = n - p->keep;
-    from = 1;
-    while (skip--) {
-        rc = jr__store_next(f->store, from, p->filter, p->filter_len, &m);
-        if (rc) return rc;
-        from = m.seq + 1;
-    }
-    rc = jr__store_next(f->store, from, p->filter, p->filter_len, &m);
-    if (rc) return rc;
-    return purge_below(f, p->filter, p->filter_len, m.seq, purged);
 }
 
 static int purge(jr__stream_fsm *f, const jr__op_purge *p, jr__stream_result *res)
@@ -370,18 +305,9 @@ static int purge(jr__stream_fsm *f, const jr__op_purge *p, jr__stream_result *re
         res->status = JR_EINVAL;
         return 0;
     }
-    int rc;
-    if (!recovering(f)) {
-        jr__purge q = {
-            .filter = p->filter, .filter_len = p->filter_len, .seq = p->seq, .keep = p->keep};
-        rc = jr__store_purge(f->store, &q, &res->purged);
-    } else if (p->keep) {
-        rc = purge_keep_upto(f, p, &res->purged);
-    } else {
-        uint64_t bound = f->last_seq + 1;
-        rc = purge_below(f, p->filter, p->filter_len, p->seq && p->seq < bound ? p->seq : bound,
-                         &res->purged);
-    }
+    jr__purge q = {
+        .filter = p->filter, .filter_len = p->filter_len, .seq = p->seq, .keep = p->keep};
+    int rc = jr__store_purge(f->store, &q, &res->purged);
     if (rc == JR_EINVAL) {
         res->status = rc;
         return 0;
@@ -438,7 +364,6 @@ static int apply_op(jr__stream_fsm *f, const jr__stream_op *op, jr__stream_resul
     default: /* TICK: the clock moved; that is all */
         break;
     }
-    if (f->horizon && !recovering(f)) f->horizon = 0;
     return rc;
 }
 
@@ -501,8 +426,17 @@ int jr__stream_fsm_apply1(jr__stream_fsm *f, uint64_t index, const void *entry, 
 int jr__stream_fsm_sync(jr__stream_fsm *f)
 {
     if (f->failed) return f->failed;
+    /* a mark when there is something new to mark and the state is whole (not restoring) */
+    if (f->persistent && !f->restoring &&
+        (f->applied != jr__store_mark_index(f->store) || f->full_window))
+        return jr__stream_fsm_mark(f);
     int rc = jr__store_sync(f->store);
     return rc ? jr__stream_fsm_fail(f, rc) : 0;
+}
+
+uint64_t jr__stream_fsm_durable(const jr__stream_fsm *f)
+{
+    return f->persistent ? jr__store_mark_index(f->store) : f->applied;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -526,7 +460,8 @@ uint64_t jr__stream_fsm_applied(const jr__stream_fsm *f)
 
 int jr__stream_fsm_recovering(const jr__stream_fsm *f)
 {
-    return recovering(f);
+    (void)f;
+    return 0;
 }
 
 int jr__stream_fsm_restoring(const jr__stream_fsm *f)
@@ -542,8 +477,9 @@ void jr__stream_fsm_info_get(const jr__stream_fsm *f, jr__stream_fsm_info *out)
     out->applied = f->applied;
     out->clock = f->clock;
     out->last_seq = f->last_seq;
-    out->horizon = recovering(f) ? f->horizon : 0;
-    out->recovery_guesses = f->guesses;
+    out->horizon = 0;
+    out->recovery_guesses = 0;
+    out->durable = jr__stream_fsm_durable(f);
     out->dedup_ids = jr__dedup_count(&f->dedup);
     out->restoring = f->restoring;
     out->failed = f->failed;

@@ -52,34 +52,37 @@
  * Snapshots and catch-up (fsm_snapshot.c). A snapshot is the stream's metadata, not its
  * messages: applied index, clock, config, last msg id, the dedup window, the store's state
  * (first/last seq, counters) and its interior-delete ranges. jr__stream_fsm_restore() installs
- * one on any fsm by reconciling the local store with it:
+ * one taken at an index after the applied one by reconciling the local store with it:
  *   - local messages the snapshot says are gone are deleted;
  *   - if the store lacks messages the snapshot has beyond its last seq, restore reports the seq
  *     to fetch from (*need_from): the caller pulls chunks from a peer (jr__stream_fsm_read_chunk
  *     there, jr__stream_fsm_apply_chunk here) and calls restore again, with the same or a newer
- *     snapshot of that peer; until then the fsm is "restoring" and refuses entries;
- *   - a store that is ahead of the snapshot (a restart after a crash: the store kept writes of
- *     entries after the snapshot; or chunks read from a peer that moved on) is kept: the entries
- *     after the snapshot are then applied in recovery mode until the fsm's last seq reaches the
- *     store's (the "horizon"): a publish whose seq the store already holds is not stored again —
- *     its message is recognised by content (subject, headers, payload, timestamp); if a later
- *     entry deleted it, the publish is taken as stored when every check that does not depend on
- *     the store passes and its expected_last_subject_seq (if any) is not refuted by a message
- *     still in the store. That is a guess when a check on the store's messages applied
- *     (expected_last_subject_seq not refuted, a discard-new limit): it is wrong if the publish
- *     had been refused and the message that took its seq was deleted later. Guesses are counted
- *     (jr__stream_fsm_info.recovery_guesses): with none, recovery decided every entry as the
- *     original did (barring a refused publish whose subject, headers, payload and timestamp
- *     equal those of the next stored one); with some, a replica that has peers should rather be
- *     repaired from them. Deletes and purges are confined to seqs assigned so far.
- *     jr__stream_fsm_recovering()
- *     tells whether the horizon is still ahead; if it still is when the log is exhausted, the
- *     store holds writes the log does not explain and the replica must be repaired.
+ *     snapshot of that peer; until then the fsm is "restoring" and refuses entries. Chunks keep
+ *     only messages up to the last seq of the snapshot being restored (a peer that moved on sends
+ *     newer ones too: the log's entries after the snapshot bring those), so the store is never
+ *     ahead of the snapshot;
  *   - a message the snapshot has but the store lacks below its last seq is taken as deleted by
- *     a later entry of the log (that is how a catch-up from a moving peer misses it).
- * A freshly opened fsm whose store is not empty (a restart) starts in recovery mode at index 0
- * with the horizon at the store's last seq; the caller restores its last snapshot, or replays the
- * log from its first entry.
+ *     a later entry of the log (that is how a catch-up from a peer that moved on misses it).
+ * A snapshot at or below the applied index is validated and then ignored (the fsm already holds
+ * a later state of the same log; e.g. after a restart, the node's last snapshot is older than
+ * the store's last mark).
+ *
+ * Restart: exact, from the store's last mark. A file store is opened marked (store.h "Marks"):
+ * jr__stream_fsm_sync() writes a mark at the applied index carrying everything of the fsm that
+ * is not in the store (clock, last seq and ts, last msg id, the config in force, and the msg ids
+ * the duplicate window gained since the previous mark — the store keeps the marks whose ids may
+ * still be in the window, so the window is rebuilt whole). jr__stream_fsm_open() reopens the
+ * store exactly at its last durable mark and the fsm at that mark's index with exactly the state
+ * it had there; the caller then applies the log after that index (entries at or below it are
+ * ignored, as are snapshots), and every replica that applied the same log is identical to it —
+ * no decision is ever re-derived from a store that is ahead of the log. A store with no durable
+ * mark opens empty, at index 0. So, for the node:
+ *   - after WAL replay nothing is pending: jr__stream_fsm_recovering() is always 0;
+ *   - the WAL must keep a stream's entries after jr__stream_fsm_durable() (the last durable
+ *     mark; a snapshot taken with jr__stream_fsm_snapshot() is never after it);
+ *   - jr__stream_fsm_sync() should run regularly (e.g. at every flush, or every N entries): the
+ *     store frees blocks emptied by limits or deletes only at marks.
+ * A memory store is not persistent: a restarted memory replica starts empty at index 0.
  *
  * Errors: 0 or a negative JR_E* code. Not thread-safe (one node thread drives it).
  */
@@ -109,13 +112,16 @@ typedef struct jr__stream_fsm_config {
                                        be the same on every replica of the stream. */
 } jr__stream_fsm_config;
 
-/* Opens the stream's store (creating or recovering it) and an fsm at index 0. Store errors are
- * returned as jr__store_open gives them (message copied to errmsg, may be NULL). JR_EINVAL for an
- * invalid config (message names the field). On failure *out is NULL. */
+/* Opens the stream's store (creating or recovering it) and the fsm: at the store's last durable
+ * mark (see "Restart": index, config in force there and state), or at index 0 with cfg->stream
+ * if there is none. Store errors are returned as jr__store_open gives them (message copied to
+ * errmsg, may be NULL); a mark that does not decode, or names another stream, is JR_ECORRUPT.
+ * JR_EINVAL for an invalid config (message names the field). On failure *out is NULL. */
 int jr__stream_fsm_open(const jr__stream_fsm_config *cfg, jr__stream_fsm **out, char *errmsg,
                         size_t errmsg_len);
 
-/* Syncs and closes the store, frees everything. Safe on NULL. Returns the store's close result. */
+/* Syncs (jr__stream_fsm_sync, unless failed) and closes the store, frees everything. Safe on
+ * NULL. Returns the first error of the sync and the store's close. */
 int jr__stream_fsm_close(jr__stream_fsm *f);
 
 /* Frees everything without writing anything more (a crash, in tests). Safe on NULL. */
@@ -149,10 +155,15 @@ int jr__stream_fsm_apply(jr__stream_fsm *f, uint64_t index, const void *entry, s
 int jr__stream_fsm_apply1(jr__stream_fsm *f, uint64_t index, const void *entry, size_t len,
                           jr__stream_result *res);
 
-/* Makes the store's buffered writes durable (file storage; a no-op for memory). 0 or the
- * store's error, which fails the fsm. The node calls it on its own schedule; a snapshot does
- * it too. */
+/* Makes the state at the applied index durable (file storage; a no-op for memory): writes a
+ * store mark at the applied index (see "Restart") if anything was applied since the last one,
+ * and syncs. While restoring it only syncs (no mark). 0 or the store's error, which fails the
+ * fsm. The node calls it on its own schedule; a snapshot and a close do it too. */
 int jr__stream_fsm_sync(jr__stream_fsm *f);
+
+/* The index a restart would reopen at: the last durable mark (0: none). Memory storage: the
+ * applied index (nothing to replay for it). */
+uint64_t jr__stream_fsm_durable(const jr__stream_fsm *f);
 
 /* Reading -------------------------------------------------------------------------------- */
 
@@ -162,7 +173,8 @@ jr__store *jr__stream_fsm_store(jr__stream_fsm *f);
 const jr_stream_config *jr__stream_fsm_config_get(const jr__stream_fsm *f);
 /* Index of the last applied entry (the snapshot's after a restore). */
 uint64_t jr__stream_fsm_applied(const jr__stream_fsm *f);
-/* 1 while the store is ahead of the applied entries (recovery mode), else 0. */
+/* Always 0: the store is never ahead of the applied entries (kept for callers of the former
+ * recovery mode; see "Restart"). */
 int jr__stream_fsm_recovering(const jr__stream_fsm *f);
 /* 1 while a restore waits for chunks, else 0. */
 int jr__stream_fsm_restoring(const jr__stream_fsm *f);
@@ -174,10 +186,10 @@ typedef struct jr__stream_fsm_info {
     uint64_t applied;          /* index of the last applied entry */
     int64_t clock;             /* the stream clock (ns) */
     uint64_t last_seq;         /* the last seq assigned, as the applied entries say */
-    uint64_t horizon;          /* recovery: the store's last seq to reach; 0 when not recovering */
+    uint64_t horizon;          /* always 0 (the former recovery mode's target) */
     size_t dedup_ids;          /* msg ids in the duplicate window */
-    uint64_t recovery_guesses; /* publishes recovery took as stored without proof (see above);
-                                  0: every recovery decision was checked */
+    uint64_t recovery_guesses; /* always 0: a restart decides nothing without proof */
+    uint64_t durable;          /* jr__stream_fsm_durable() */
     int restoring;
     int failed; /* 0 or the local failure */
 } jr__stream_fsm_info;
@@ -198,16 +210,20 @@ int jr__stream_fsm_digest(jr__stream_fsm *f, uint64_t *out);
 
 #define JR__STREAM_SNAP_VERSION 1
 
-/* Appends a snapshot of the state at the applied index to out, after syncing the store (so the
- * messages it describes are durable locally). JR_EBUSY while recovering or restoring, the
- * store's sync error, or JR_ENOMEM (out->err). Format: see fsm_snapshot.c (versioned, xxh3). */
+/* Appends a snapshot of the state at the applied index to out, after jr__stream_fsm_sync (so
+ * the messages it describes are durable locally, and a restart never reopens before it).
+ * JR_EBUSY while restoring, the store's error, or JR_ENOMEM (out->err). Format: see
+ * fsm_snapshot.c (versioned, xxh3). */
 int jr__stream_fsm_snapshot(jr__stream_fsm *f, jr__buf *out);
 
 /* Installs a snapshot taken (by any replica of this stream) at `index` — see the header comment
- * for the reconciliation. *need_from gets 0 when the fsm is ready to apply entries after index,
- * or the first seq whose message must be fetched (then the fsm is restoring). The snapshot is
- * validated completely first: JR_ECORRUPT (malformed, checksum, or index mismatch), JR_EVERSION,
- * JR_EINVAL (another stream's snapshot) change nothing. Store failures fail the fsm. */
+ * for the reconciliation. *need_from gets 0 when the fsm is ready to apply entries after index
+ * (also when index is at or below the applied index and nothing is being restored: the snapshot
+ * is then ignored), or the first seq whose message must be fetched (then the fsm is restoring).
+ * The snapshot is validated completely first: JR_ECORRUPT (malformed, checksum, or index
+ * mismatch), JR_EVERSION, JR_EINVAL (another stream's snapshot) change nothing; so does
+ * JR_ERANGE, a snapshot older than what the store already holds (while restoring a newer one).
+ * Store failures fail the fsm. */
 int jr__stream_fsm_restore(jr__stream_fsm *f, uint64_t index, const void *snap, size_t len,
                            uint64_t *need_from);
 
@@ -221,8 +237,10 @@ int jr__stream_fsm_read_chunk(jr__stream_fsm *f, uint64_t from, size_t max_bytes
  * then advances the store's last seq to next - 1, where next is what jr__stream_fsm_read_chunk
  * gave the source with this chunk: a chunk stands for every live message the source had in
  * [from, next), so seqs of that range missing from it are deleted ones (also a deleted tail,
- * which no later chunk would ever bring). Only while restoring (JR_EMISUSE otherwise); limits
- * are suspended until the restore completes, so every message of the chunk is kept. */
+ * which no later chunk would ever bring). Messages and seqs beyond the last seq of the snapshot
+ * being restored are left out (the log brings them). Only while restoring (JR_EMISUSE
+ * otherwise); limits are suspended until the restore completes, so every message of the chunk
+ * is kept. */
 int jr__stream_fsm_apply_chunk(jr__stream_fsm *f, const void *chunk, size_t len, uint64_t next);
 
 /* ---------------------------------------------------------------------------------------------
@@ -238,19 +256,26 @@ struct jr__stream_fsm {
     jr__store *store;
     jr__dedup dedup;
     size_t dedup_max;
-    int64_t clock;      /* largest op timestamp applied */
-    uint64_t applied;   /* index of the last applied entry */
-    uint64_t last_seq;  /* last seq assigned by the applied entries */
-    int64_t last_ts;    /* timestamp of the last stored message (0: none yet) */
-    uint64_t horizon;   /* recovery mode while last_seq < horizon */
-    int restoring;      /* a restore waits for chunks: entries refused */
-    int limits_pending; /* the store has no limits yet (set at the first apply or restore) */
-    uint64_t guesses;   /* recovery decisions that could not be checked (see above) */
-    int failed;         /* 0 or the local failure that stopped the fsm */
+    int64_t clock;         /* largest op timestamp applied */
+    uint64_t applied;      /* index of the last applied entry */
+    uint64_t last_seq;     /* last seq assigned by the applied entries (= the store's) */
+    int64_t last_ts;       /* timestamp of the last stored message (0: none yet) */
+    int restoring;         /* a restore waits for chunks: entries refused */
+    uint64_t restore_last; /* while restoring: last seq of the snapshot being restored */
+    int limits_pending;    /* the store has no limits yet (set at the first apply or restore) */
+    int failed;            /* 0 or the local failure that stopped the fsm */
+    /* marks (fsm_snapshot.c) */
+    int persistent;      /* the store is a file store: marks are written */
+    uint64_t marked_seq; /* msg ids of seqs up to this are in the store's marks already */
+    int full_window;     /* the next mark carries the whole window (after a restore) */
     size_t last_msg_id_len;
     char last_msg_id[JR__OP_MSG_ID_MAX];
 };
 
+/* Marks (fsm_snapshot.c): writes a mark at the applied index and syncs; after open, installs
+ * the state of the store's last mark (0 without one). */
+int jr__stream_fsm_mark(jr__stream_fsm *f);
+int jr__stream_fsm_load_mark(jr__stream_fsm *f);
 /* Store limits for a stream config (normal form). */
 void jr__stream_fsm_limits(const jr_stream_config *c, jr__store_limits *out);
 /* Marks the fsm failed with rc (a local failure) and returns rc. */

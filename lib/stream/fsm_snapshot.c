@@ -1,6 +1,7 @@
 /*
- * fsm_snapshot.c — the stream state machine's snapshot (its metadata, not its messages), its
- * restore by reconciling the local store, and catch-up chunks (fsm.h).
+ * fsm_snapshot.c — the stream state machine's persisted metadata: its snapshot (its metadata, not
+ * its messages), its restore by reconciling the local store, catch-up chunks, and the store
+ * marks that make a restart exact (fsm.h "Restart").
  *
  * Snapshot, version 1 (integers little-endian; varint = canonical unsigned LEB128):
  *   version:u8 index:u64 clock:u64 last_seq:varint
@@ -17,7 +18,21 @@
  * sorted, disjoint, non-adjacent, inside (first_seq, last_seq]; counts consistent; dedup seqs
  * within the stream and timestamps ordered and not after the clock; ids unique), and rejects
  * trailing bytes.
+ *
+ * Mark meta, version 1 (the opaque state of a store mark written at the applied index; the store
+ * record around it carries the index and an xxh3):
+ *   version:u8 clock:u64 last_seq:varint last_ts:u64 last_msg_id:bytes config:bytes
+ *   window_count:varint window_floor:varint   the dedup window at the mark: how many ids, and
+ *                                             the seq of the oldest (last_seq + 1 if none)
+ *   ndelta:varint ndelta * (id:bytes seq:varint ts:u64)   ids of the window not in an earlier
+ *                                             mark (all of them after a restore), by seq
+ * The mark's key is the highest seq of its delta (0 if none) and its floor the window floor:
+ * the store keeps every mark that may hold an id of the window. The window is a suffix, by seq,
+ * of every id ever inserted (ids enter in seq order and leave oldest first), so at open it is
+ * exactly the ids of the kept marks with seq >= the last floor: checked against window_count,
+ * seq order, timestamps and uniqueness.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "stream/fsm.h"
@@ -34,9 +49,9 @@
 int jr__stream_fsm_snapshot(jr__stream_fsm *f, jr__buf *out)
 {
     if (f->failed) return f->failed;
-    if (f->restoring || f->last_seq < f->horizon) return JR_EBUSY;
-    int rc = jr__store_sync(f->store);
-    if (rc) return jr__stream_fsm_fail(f, rc);
+    if (f->restoring) return JR_EBUSY;
+    int rc = jr__stream_fsm_sync(f); /* a restart never reopens before this snapshot */
+    if (rc) return rc;
     jr__store_state st;
     jr__store_state_get(f->store, &st);
     size_t nr;
@@ -239,7 +254,7 @@ static uint64_t next_live(const snap *s, uint64_t after)
     return q <= s->last_seq ? q : 0;
 }
 
-static void install(jr__stream_fsm *f, snap *s, uint64_t horizon)
+static void install(jr__stream_fsm *f, snap *s)
 {
     jr__stream_cfg_free(f->cfg);
     f->cfg = s->cfg;
@@ -253,9 +268,9 @@ static void install(jr__stream_fsm *f, snap *s, uint64_t horizon)
     f->last_seq = s->last_seq;
     f->last_ts = s->st.last_ts;
     f->applied = s->index;
-    f->horizon = horizon > s->last_seq ? horizon : 0;
     f->restoring = 0;
-    f->guesses = 0;
+    f->restore_last = 0;
+    f->full_window = 1;    /* the store's marks hold only part of this window */
     f->limits_pending = 0; /* set from the snapshot's config right after */
 }
 
@@ -267,9 +282,13 @@ int jr__stream_fsm_restore(jr__stream_fsm *f, uint64_t index, const void *data, 
     snap s;
     int rc = decode(f, data, len, &s);
     if (!rc && s.index != index) rc = JR_ECORRUPT;
+    jr__store_state l;
+    jr__store_state_get(f->store, &l);
+    if (!rc && !f->restoring && index <= f->applied) rc = 1; /* not newer: ignored */
+    if (!rc && l.last_seq > s.last_seq) rc = JR_ERANGE;      /* older than the store */
     if (rc) {
         snap_free(f->alloc, &s);
-        return rc;
+        return rc == 1 ? 0 : rc;
     }
 
     /* Limits are suspended while the store is being reconciled and filled: every message the
@@ -277,13 +296,12 @@ int jr__stream_fsm_restore(jr__stream_fsm *f, uint64_t index, const void *data, 
     jr__store_limits none;
     memset(&none, 0, sizeof none);
     rc = jr__store_set_limits(f->store, &none);
-    jr__store_state l;
-    jr__store_state_get(f->store, &l);
-    if (!rc) rc = drop_dead(f, &s, l.last_seq < s.last_seq ? l.last_seq : s.last_seq);
+    if (!rc) rc = drop_dead(f, &s, l.last_seq);
     if (!rc && l.last_seq < s.last_seq) {
         uint64_t q = next_live(&s, l.last_seq);
         if (q) {
             f->restoring = 1;
+            f->restore_last = s.last_seq;
             *need_from = q;
             snap_free(f->alloc, &s);
             return 0;
@@ -294,7 +312,7 @@ int jr__stream_fsm_restore(jr__stream_fsm *f, uint64_t index, const void *data, 
         snap_free(f->alloc, &s);
         return jr__stream_fsm_fail(f, rc);
     }
-    install(f, &s, l.last_seq);
+    install(f, &s);
     snap_free(f->alloc, &s);
     jr__store_limits lim;
     jr__stream_fsm_limits(&f->cfg->c, &lim);
@@ -318,8 +336,231 @@ int jr__stream_fsm_apply_chunk(jr__stream_fsm *f, const void *chunk, size_t len,
     if (f->failed) return f->failed;
     if (!f->restoring) return JR_EMISUSE;
     if (next == 0) return JR_EINVAL;
-    int rc = jr__store_apply_chunk(f->store, chunk, len);
+    /* nothing beyond the snapshot being restored: the log's entries after it bring that */
+    int rc = jr__store_apply_chunk_upto(f->store, chunk, len, f->restore_last);
     if (rc == JR_ECORRUPT) return rc; /* validated before anything was appended: no change */
-    if (!rc) rc = jr__store_skip(f->store, next - 1); /* no-op if not beyond the last seq */
+    uint64_t upto = next - 1 < f->restore_last ? next - 1 : f->restore_last;
+    if (!rc) rc = jr__store_skip(f->store, upto); /* no-op if not beyond the last seq */
     return rc ? jr__stream_fsm_fail(f, rc) : 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Marks (fsm.h "Restart")
+ */
+
+#define MARK_VERSION 1
+
+int jr__stream_fsm_mark(jr__stream_fsm *f)
+{
+    if (f->failed) return f->failed;
+    jr__buf b;
+    jr__buf_init(&b, f->alloc);
+    jr__buf_u8(&b, MARK_VERSION);
+    jr__buf_u64(&b, (uint64_t)f->clock);
+    jr__buf_varint(&b, f->last_seq);
+    jr__buf_u64(&b, (uint64_t)f->last_ts);
+    jr__buf_bytes(&b, f->last_msg_id, f->last_msg_id_len);
+    jr__buf cfg;
+    jr__buf_init(&cfg, f->alloc);
+    int rc = jr__stream_config_encode(&f->cfg->c, &cfg);
+    if (!rc) jr__buf_bytes(&b, cfg.data, cfg.len);
+    jr__buf_free(&cfg);
+    size_t n = jr__dedup_count(&f->dedup);
+    uint64_t floor = n ? jr__dedup_at(&f->dedup, 0)->seq : f->last_seq + 1;
+    jr__buf_varint(&b, n);
+    jr__buf_varint(&b, floor);
+    /* the delta: the newest ids, those with seq > marked_seq (the ring is in seq order) */
+    size_t from = n;
+    if (f->full_window)
+        from = 0;
+    else
+        while (from > 0 && jr__dedup_at(&f->dedup, from - 1)->seq > f->marked_seq) from--;
+    jr__buf_varint(&b, n - from);
+    for (size_t i = from; i < n; i++) {
+        const jr__dedup_entry *e = jr__dedup_at(&f->dedup, i);
+        jr__buf_bytes(&b, e->id, e->len);
+        jr__buf_varint(&b, e->seq);
+        jr__buf_u64(&b, (uint64_t)e->ts);
+    }
+    uint64_t key = from < n ? jr__dedup_at(&f->dedup, n - 1)->seq : 0;
+    if (!rc) rc = b.err;
+    if (!rc) rc = jr__store_mark(f->store, f->applied, b.data, b.len, key, floor);
+    jr__buf_free(&b);
+    if (rc) return jr__stream_fsm_fail(f, rc);
+    f->marked_seq = f->last_seq;
+    f->full_window = 0;
+    return 0;
+}
+
+/* A mark meta, parsed; rd is left at the delta. */
+typedef struct mark {
+    int64_t clock;
+    uint64_t last_seq;
+    int64_t last_ts;
+    const char *last_id;
+    size_t last_id_len;
+    const uint8_t *cfg;
+    size_t cfg_len;
+    uint64_t count, floor, ndelta;
+    jr__rd rd;
+} mark;
+
+static int mark_parse(const uint8_t *p, size_t n, mark *m)
+{
+    memset(m, 0, sizeof *m);
+    jr__rd_init(&m->rd, p, n);
+    jr__rd *r = &m->rd;
+    if (jr__rd_u8(r) != MARK_VERSION) return r->err ? JR_ECORRUPT : JR_EVERSION;
+    uint64_t clock = jr__rd_u64(r);
+    m->last_seq = jr__rd_varint(r);
+    uint64_t last_ts = jr__rd_u64(r);
+    m->last_id = (const char *)jr__rd_bytes(r, &m->last_id_len, JR__OP_MSG_ID_MAX);
+    m->cfg = jr__rd_bytes(r, &m->cfg_len, JR__OP_CONFIG_MAX);
+    m->count = jr__rd_varint(r);
+    m->floor = jr__rd_varint(r);
+    m->ndelta = jr__rd_varint(r);
+    if (r->err || clock > INT64_MAX || last_ts > clock || m->last_seq == UINT64_MAX ||
+        m->floor == 0 || m->floor > m->last_seq + 1 ||
+        (m->count == 0) != (m->floor == m->last_seq + 1) || m->count > m->last_seq - m->floor + 1 ||
+        m->ndelta > jr__rd_left(r) / 10)
+        return JR_ECORRUPT;
+    m->clock = (int64_t)clock;
+    m->last_ts = (int64_t)last_ts;
+    return 0;
+}
+
+typedef struct idrec {
+    uint64_t seq;
+    int64_t ts;
+    size_t len;
+    char *id;
+} idrec;
+
+static int cmp_idrec(const void *a, const void *b)
+{
+    const idrec *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+typedef struct idvec {
+    idrec *v;
+    size_t n, cap;
+} idvec;
+
+static void idvec_free(const jr_allocator *a, idvec *iv)
+{
+    for (size_t i = 0; i < iv->n; i++) jr__free(a, iv->v[i].id);
+    jr__free(a, iv->v);
+}
+
+/* Collects the ids of the delta of mark m with floor <= seq <= last_seq. */
+static int collect(jr__stream_fsm *f, mark *m, uint64_t floor, uint64_t last_seq, int64_t clock,
+                   idvec *iv)
+{
+    for (uint64_t i = 0; i < m->ndelta; i++) {
+        size_t len;
+        const char *id = (const char *)jr__rd_bytes(&m->rd, &len, JR__OP_MSG_ID_MAX);
+        uint64_t seq = jr__rd_varint(&m->rd), ts = jr__rd_u64(&m->rd);
+        if (m->rd.err || len == 0 || seq == 0 || ts > (uint64_t)clock) return JR_ECORRUPT;
+        if (seq < floor || seq > last_seq) continue;
+        if (iv->n == iv->cap) {
+            size_t ncap = iv->cap ? iv->cap * 2 : 64;
+            idrec *v = jr__realloc(f->alloc, iv->v, ncap * sizeof *v);
+            if (!v) return JR_ENOMEM;
+            iv->v = v;
+            iv->cap = ncap;
+        }
+        idrec *e = &iv->v[iv->n];
+        e->id = jr__malloc(f->alloc, len);
+        if (!e->id) return JR_ENOMEM;
+        memcpy(e->id, id, len);
+        e->len = len;
+        e->seq = seq;
+        e->ts = (int64_t)ts;
+        iv->n++;
+    }
+    return jr__rd_left(&m->rd) ? JR_ECORRUPT : 0;
+}
+
+/* Rebuilds the dedup window from the store's kept marks (see the format comment). */
+static int rebuild_window(jr__stream_fsm *f, const mark *last)
+{
+    idvec iv = {NULL, 0, 0};
+    size_t cur = 0;
+    jr__store_mark_rec rec;
+    int rc;
+    while ((rc = jr__store_marks_next(f->store, &cur, &rec)) == 0) {
+        mark m;
+        rc = mark_parse(rec.meta, rec.meta_len, &m);
+        if (!rc) rc = collect(f, &m, last->floor, last->last_seq, last->clock, &iv);
+        if (rc) break;
+    }
+    if (rc == JR_ENOTFOUND) rc = 0;
+    if (!rc && iv.n) qsort(iv.v, iv.n, sizeof *iv.v, cmp_idrec);
+    size_t count = 0;
+    int64_t pts = 0;
+    for (size_t i = 0; !rc && i < iv.n; i++) {
+        const idrec *e = &iv.v[i];
+        if (i && e->seq == iv.v[i - 1].seq) { /* the same id, written twice (after a restore) */
+            const idrec *p = &iv.v[i - 1];
+            if (p->len != e->len || memcmp(p->id, e->id, e->len) || p->ts != e->ts)
+                rc = JR_ECORRUPT;
+            continue;
+        }
+        if ((count == 0 && e->seq != last->floor) || e->ts < pts ||
+            jr__dedup_find(&f->dedup, e->id, e->len)) {
+            rc = JR_ECORRUPT;
+            break;
+        }
+        jr__dedup_entry *tok;
+        rc = jr__dedup_prepare(&f->dedup, e->id, e->len, &tok);
+        if (rc) break;
+        jr__dedup_commit(&f->dedup, tok, e->seq, e->ts);
+        pts = e->ts;
+        count++;
+    }
+    if (!rc && count != last->count) rc = JR_ECORRUPT;
+    idvec_free(f->alloc, &iv);
+    return rc;
+}
+
+int jr__stream_fsm_load_mark(jr__stream_fsm *f)
+{
+    if (!f->persistent) return 0;
+    jr__store_mark_rec rec;
+    int rc = jr__store_last_mark(f->store, &rec);
+    if (rc == JR_ENOTFOUND) return 0; /* none: the store opened empty, at index 0 */
+    if (rc) return rc;
+    mark m;
+    rc = mark_parse(rec.meta, rec.meta_len, &m);
+    jr__stream_cfg *cfg = NULL;
+    if (!rc) {
+        rc = jr__stream_config_decode(m.cfg, m.cfg_len, f->alloc, &cfg);
+        if (rc && rc != JR_ENOMEM) rc = JR_ECORRUPT;
+    }
+    jr__store_state st;
+    jr__store_state_get(f->store, &st);
+    if (!rc && (strcmp(cfg->c.name, f->cfg->c.name) != 0 || cfg->c.storage != f->cfg->c.storage ||
+                m.last_seq != st.last_seq))
+        rc = JR_ECORRUPT;
+    uint64_t index = rec.index;
+    if (!rc) {
+        /* everything borrowed from rec is copied before the store is read again */
+        jr__stream_cfg_free(f->cfg);
+        f->cfg = cfg;
+        cfg = NULL;
+        f->last_msg_id_len = m.last_id_len;
+        if (m.last_id_len) memcpy(f->last_msg_id, m.last_id, m.last_id_len);
+        f->clock = m.clock;
+        f->last_seq = m.last_seq;
+        f->last_ts = m.last_ts;
+        f->applied = index;
+        rc = rebuild_window(f, &m);
+    }
+    jr__stream_cfg_free(cfg);
+    if (rc) return rc;
+    f->marked_seq = f->last_seq;
+    f->full_window = 0;
+    /* the store's clock is the stream's (it expires by it when limits change) */
+    return jr__store_expire(f->store, f->clock);
 }

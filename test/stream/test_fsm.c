@@ -3,7 +3,7 @@
  * applied identically by two replicas, deny_delete / deny_purge / sealed, rollups, purges,
  * config changes, batches, malformed entries, local failures; snapshots restored on a fresh
  * replica and caught up through chunks (memory stores and file stores on memfs), catch-up from a
- * leader that moved on, restart after a crash with the store ahead of the snapshot, and
+ * leader that moved on, restart after a crash at the store's last mark, and
  * deterministic replay of a recorded log. Randomized tests print their seed. */
 #include <check.h>
 #include <inttypes.h>
@@ -275,6 +275,22 @@ static void replay(const fx *x, jr__stream_fsm *f, size_t from, size_t to)
                     " (last %" PRIu64 " horizon %" PRIu64 ")\n",
                     i + 1, r.type, jr_err_name(r.status), r.seq, jr_err_name(o->status), o->seq,
                     jr__stream_fsm_info_last(f), jr__stream_fsm_info_horizon(f));
+    }
+}
+
+/* As replay, and every entry must decide as it did on the recording replica (exact replay). */
+static void replay_exact(const fx *x, jr__stream_fsm *f, size_t from, size_t to, const char *ctx)
+{
+    for (size_t i = from; i < to; i++) {
+        jr__stream_result r;
+        int rc = jr__stream_fsm_apply1(f, i + 1, x->log.e[i].p, x->log.e[i].n, &r);
+        ck_assert_msg(rc == 0, "%s: replay of entry %zu: %s", ctx, i + 1, jr_strerror(rc));
+        const jr__stream_result *o = &x->log.e[i].res;
+        if (i + 1 <= jr__stream_fsm_applied(f) && r.type == 0) continue; /* ignored: applied */
+        ck_assert_msg(r.status == o->status && r.seq == o->seq && r.duplicate == o->duplicate &&
+                          r.purged == o->purged,
+                      "%s: entry %zu decided %s seq %" PRIu64 ", originally %s seq %" PRIu64, ctx,
+                      i + 1, jr_err_name(r.status), r.seq, jr_err_name(o->status), o->seq);
     }
 }
 
@@ -1100,8 +1116,9 @@ END_TEST
 START_TEST(catch_up_from_a_leader_that_moved_on)
 {
     /* The follower installs a snapshot taken at index k, but pulls messages from the leader's
-     * store later, after entries k+1.. deleted some of them and added others; it then applies
-     * those entries from the log (recovery mode) and ends identical to the leader. */
+     * store later, after entries k+1.. deleted some of them and added others: it keeps only the
+     * messages up to the snapshot's last seq (the log brings the rest), applies the entries after
+     * k from the log and ends identical to the leader. */
     fx a;
     jr_stream_config c = base_config(JR_STORAGE_MEMORY);
     c.allow_rollup = 1;
@@ -1145,9 +1162,9 @@ START_TEST(catch_up_from_a_leader_that_moved_on)
     jr__buf_free(&chunk);
     ck_assert_int_eq(jr__stream_fsm_restore(b, k, snap.data, snap.len, &need), 0);
     ck_assert(need == 0);
-    ck_assert(jr__stream_fsm_recovering(b)); /* the store holds messages of later entries */
-    replay(&a, b, at, a.log.n);
     ck_assert(!jr__stream_fsm_recovering(b));
+    ck_assert_uint_eq(state(b).last_seq, 20); /* the snapshot's, not the leader's 23 */
+    replay(&a, b, at, a.log.n);
     assert_same_replicas(a.f, b, "moved on");
     /* and both go on together */
     pub(&a, "orders.a", "after");
@@ -1342,7 +1359,7 @@ static void crash_and_reopen(fx *x, int torn)
     x->f = open_fsm(&x->cfg, x->vfs, 0);
 }
 
-START_TEST(restart_replays_after_the_snapshot_over_a_store_that_is_ahead)
+START_TEST(restart_reopens_at_the_last_mark_and_replays_after_it)
 {
     jr_stream_config c = base_config(JR_STORAGE_FILE);
     c.allow_rollup = 1;
@@ -1360,9 +1377,9 @@ START_TEST(restart_replays_after_the_snapshot_over_a_store_that_is_ahead)
     jr__buf_init(&snap, NULL);
     ck_assert_int_eq(jr__stream_fsm_snapshot(a.f, &snap), 0);
     uint64_t k = jr__stream_fsm_applied(a.f);
-    size_t at = a.log.n;
-    del(&a, 2);                /* a snapshot message */
-    pub(&a, "orders.c", "n1"); /* seq 13 */
+    ck_assert_uint_eq(jr__stream_fsm_durable(a.f), k); /* a snapshot marks the store */
+    del(&a, 2);                                        /* a snapshot message */
+    pub(&a, "orders.c", "n1");                         /* seq 13 */
     jr__stream_op op = pub_op("orders.c", "n2");
     op.u.pub.opts.flags = JR__PUB_EXPECT_LAST_SUBJ_SEQ;
     op.u.pub.opts.expected_last_subject_seq = 1; /* refused */
@@ -1376,41 +1393,44 @@ START_TEST(restart_replays_after_the_snapshot_over_a_store_that_is_ahead)
     run(&a, op);
     a.ts += 2 * SEC;
     pub(&a, "orders.d", "n7");
-    del(&a, 13);
-    pub(&a, "orders.d", "n8");
+    pub_id(&a, "orders.d", "n8", "n8");
     ck_assert_int_eq(jr__stream_fsm_sync(a.f), 0);
     size_t synced = a.log.n;
+    ck_assert_uint_eq(jr__stream_fsm_durable(a.f), synced);
+    uint64_t at_sync = digest(a.f);
+    /* after the mark: a delete, publishes, a purge — rolled back by the crash */
+    del(&a, 13);
     pub(&a, "orders.d", "lost at the crash");
-    pub(&a, "orders.d", "also lost");
+    purge(&a, NULL, 0, 3);
+    pub_id(&a, "orders.d", "also lost", "n9");
 
     /* the reference applies the whole log without a crash */
     replay(&a, ref.f, 0, a.log.n);
 
     for (int mode = 0; mode < 3; mode++) {
         if (mode == 2) {
-            /* reopened with a newer, tighter config than the snapshot's: nothing is trimmed
-             * before the snapshot's config is in force */
+            /* reopened with a newer, tighter config: the mark's config is the one in force */
             a.cfg.max_msgs = 2;
             a.cfg.max_msgs_per_subject = 1;
         }
-        crash_and_reopen(&a, 0);
-        ck_assert(jr__stream_fsm_recovering(a.f)); /* the store is not empty */
+        crash_and_reopen(&a, mode == 1);
+        ck_assert(!jr__stream_fsm_recovering(a.f));
+        ck_assert_uint_eq(jr__stream_fsm_applied(a.f), synced); /* exactly at the mark */
+        ck_assert(digest(a.f) == at_sync);
         if (mode != 1) {
-            /* from the snapshot */
+            /* the node's last snapshot is older than the mark: ignored */
             uint64_t need;
             ck_assert_int_eq(jr__stream_fsm_restore(a.f, k, snap.data, snap.len, &need), 0);
             ck_assert(need == 0);
-            ck_assert(jr__stream_fsm_recovering(a.f));
-            replay(&a, a.f, at, a.log.n);
+            ck_assert_uint_eq(jr__stream_fsm_applied(a.f), synced);
+            replay_exact(&a, a.f, k, a.log.n, "from snapshot"); /* up to the mark: ignored */
         } else {
             /* no snapshot: the whole log from its first entry */
-            replay(&a, a.f, 0, a.log.n);
+            replay_exact(&a, a.f, 0, a.log.n, "from 1");
         }
-        ck_assert(!jr__stream_fsm_recovering(a.f));
         assert_same_replicas(a.f, ref.f, mode == 1 ? "replay from 1" : "replay from snapshot");
-        ck_assert_int_eq(jr__stream_fsm_sync(a.f), 0);
+        /* no sync: the next crash goes back to the same mark */
     }
-    (void)synced;
     jr__buf_free(&snap);
     fx_done(&a);
     fx_done(&ref);
@@ -1427,8 +1447,7 @@ START_TEST(restart_random)
     gen g;
     memset(&g, 0, sizeof g);
     jr__rand_seed(&g.r, seed);
-    /* odd runs: publishes refused by checks on the store's messages too, where recovery may have
-     * to guess (fsm.h); the result is then checked only if it did not */
+    /* odd runs: publishes refused by checks on the store's messages too */
     g.allow_store_refusals = _i % 2;
     jr__buf snap;
     jr__buf_init(&snap, NULL);
@@ -1444,31 +1463,18 @@ START_TEST(restart_random)
         if (i % 97 == 0) ck_assert_int_eq(jr__stream_fsm_sync(a.f), 0);
     }
     replay(&a, ref.f, 0, a.log.n);
+    uint64_t marked = jr__stream_fsm_durable(a.f);
     crash_and_reopen(&a, (_i / 2) % 2); /* torn: a random prefix of unsynced writes survives */
+    ck_assert_uint_eq(jr__stream_fsm_applied(a.f), marked);
     uint64_t need;
     ck_assert_int_eq(jr__stream_fsm_restore(a.f, k, snap.data, snap.len, &need), 0);
     ck_assert(need == 0);
     jr__stream_fsm_info info;
     jr__stream_fsm_info_get(a.f, &info);
-    if (getenv("FSM_STATS"))
-        fprintf(stderr, "restart seed %llu: snapshot last %llu horizon %llu final %llu\n",
-                (unsigned long long)seed, (unsigned long long)info.last_seq,
-                (unsigned long long)info.horizon, (unsigned long long)state(ref.f).last_seq);
-    ck_assert(info.horizon > info.last_seq); /* the store was ahead: recovery was exercised */
-    replay(&a, a.f, at, a.log.n);
+    ck_assert(info.horizon == 0 && info.recovery_guesses == 0);
     char ctx[64];
     snprintf(ctx, sizeof ctx, "seed %" PRIu64, seed);
-    jr__stream_fsm_info_get(a.f, &info);
-    if (getenv("FSM_STATS"))
-        fprintf(stderr, "restart seed %llu: guesses %llu\n", (unsigned long long)seed,
-                (unsigned long long)info.recovery_guesses);
-    if (g.allow_store_refusals && info.recovery_guesses) {
-        /* recovery had to guess (fsm.h): the replica would be repaired from its peers */
-        jr__buf_free(&snap);
-        fx_done(&a);
-        fx_done(&ref);
-        return;
-    }
+    replay_exact(&a, a.f, at, a.log.n, ctx);
     ck_assert_msg(!jr__stream_fsm_recovering(a.f), "%s: still recovering", ctx);
     assert_same_replicas(a.f, ref.f, ctx);
     jr__buf_free(&snap);
@@ -1555,7 +1561,7 @@ int main(void)
     tcase_add_loop_test(tc, a_lagging_replica_catches_up_from_a_newer_snapshot, 0, 8);
     tcase_add_test(tc, snapshot_decoding_is_strict);
     tcase_add_test(tc, dedup_survives_failover_through_snapshot);
-    tcase_add_test(tc, restart_replays_after_the_snapshot_over_a_store_that_is_ahead);
+    tcase_add_test(tc, restart_reopens_at_the_last_mark_and_replays_after_it);
     tcase_add_loop_test(tc, restart_random, 0, 8);
     tcase_add_test(tc, store_failure_fails_the_replica);
     tcase_add_test(tc, open_refuses_bad_configs);
