@@ -47,14 +47,26 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
 {
     jr__js *js = r->js;
     const jr_allocator *a = js->n->alloc;
-    jr__catchup *cu = jr__calloc(a, 1, sizeof *cu);
-    if (!cu) return JR_ENOMEM;
-    cu->snap = jr__malloc(a, len ? len : 1);
-    if (!cu->snap) {
-        jr__free(a, cu);
+    uint8_t *copy = jr__malloc(a, len ? len : 1);
+    if (!copy) return JR_ENOMEM;
+    memcpy(copy, snap, len);
+    jr__catchup *cu = r->cu;
+    if (cu) {
+        /* A newer snapshot while restoring: fetch for it (entries queued so far stay; those it
+         * covers are ignored when applied). */
+        jr__free(a, cu->snap);
+        cu->snap = copy;
+        cu->snap_len = len;
+        cu->snap_index = index;
+        cu->need = need;
+        return 0;
+    }
+    cu = jr__calloc(a, 1, sizeof *cu);
+    if (!cu) {
+        jr__free(a, copy);
         return JR_ENOMEM;
     }
-    memcpy(cu->snap, snap, len);
+    cu->snap = copy;
     cu->snap_len = len;
     cu->snap_index = index;
     cu->need = need;
@@ -100,8 +112,7 @@ void jr__catchup_free(jr__srep *r)
     r->cu = NULL;
 }
 
-/* The restore is complete: apply what was queued meanwhile. */
-static void finish(jr__srep *r)
+void jr__catchup_finish(jr__srep *r)
 {
     jr__catchup *cu = r->cu;
     qent **q = cu->q;
@@ -194,7 +205,7 @@ static void on_chunk(jr__js *js, void *arg, int status, const uint8_t *p, size_t
         return; /* the replica's timer asks again */
     }
     if (need == 0) {
-        finish(r);
+        jr__catchup_finish(r);
         return;
     }
     if (need <= cu->need && next <= cu->need) cu->attempts++; /* that source could not help */

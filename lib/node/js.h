@@ -170,6 +170,8 @@ struct jr__srep {
     size_t npeers;
     jr__jtimer timer;     /* leader duties, catch-up retries */
     uint64_t next_tick;   /* leader: when to propose the next TICK (max_age streams) */
+    uint64_t synced;      /* applied index at the last store sync (mark) */
+    uint64_t next_sync;   /* when the timer syncs the store next */
     /* leader: ops staged for the next flush, as BATCH body items, and their waiters */
     jr__buf stage;
     uint32_t nstage;
@@ -341,6 +343,8 @@ void jr__sexec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, 
 int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len, uint64_t need);
 /* An entry applied while restoring: kept to be applied once the messages are in. */
 int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len);
+/* The restore completed: applies the queued entries and ends the catch-up. */
+void jr__catchup_finish(jr__srep *r);
 /* Drives the catch-up (timer). */
 void jr__catchup_step(jr__srep *r);
 void jr__catchup_free(jr__srep *r);

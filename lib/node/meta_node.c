@@ -440,7 +440,13 @@ static void send_server_info(jr__js *js)
     op.server.ntags = js->ntags;
     op.server.capacity_bytes = js->capacity;
     op.server.max_assets = js->max_assets;
-    if (jr__meta_op_encode(&op, &r->payload) != 0) {
+    do {
+        r->meta_id = jr__rand_next(&js->rand) | 1;
+    } while (jr__map_get(&js->meta_reqs, r->meta_id));
+    op.request_id = r->meta_id; /* completes when applied, like any admin request */
+    op.origin = n->name;
+    if (jr__meta_op_encode(&op, &r->payload) != 0 ||
+        jr__map_put(&js->meta_reqs, r->meta_id, r) != 0) {
         jr__req_discard(r);
         return;
     }

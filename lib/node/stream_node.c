@@ -40,6 +40,8 @@
 #define BATCH_MAX_OPS 4096u
 #define BATCH_MAX_BYTES (512u << 10)
 #define MIN_TICK_NS 100000000ull /* 100 ms */
+#define SYNC_ENTRIES 1024            /* store mark at least every this many entries ... */
+#define SYNC_NS 1000000000ull        /* ... and every second while entries are applied */
 
 jr__srep *jr__srep_find(jr__js *js, uint64_t group)
 {
@@ -370,6 +372,8 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
 
 /* The group's fsm ---------------------------------------------------------------------------*/
 
+static void rep_sync(jr__srep *r);
+
 static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
 {
     jr__srep *r = ctx;
@@ -386,6 +390,7 @@ static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
         return;
     }
     jr__srep_apply_entry(r, index, term, data, len);
+    if (index >= r->synced + SYNC_ENTRIES) rep_sync(r);
 }
 
 static int rep_snapshot(void *ctx, jr_snapshot_writer *w)
@@ -395,28 +400,52 @@ static int rep_snapshot(void *ctx, jr_snapshot_writer *w)
     jr__buf *b = &r->js->scratch2;
     jr__buf_reset(b);
     int rc = jr__stream_fsm_snapshot(r->fsm, b);
-    if (rc == 0) rc = jr_snapshot_write(w, b->data, b->len);
+    if (rc == 0) {
+        r->synced = jr__stream_fsm_applied(r->fsm); /* the snapshot synced the store */
+        rc = jr_snapshot_write(w, b->data, b->len);
+    }
     return rc;
 }
 
 static int rep_restore(void *ctx, uint64_t index, const void *data, size_t len)
 {
     jr__srep *r = ctx;
-    if (r->cu) jr__catchup_free(r);
-    /* Requests waiting for entries the snapshot replaced: their fate is unknown here. */
-    while (r->phead) {
-        jr__proposal *p = r->phead;
-        unlist(p);
-        resolve_fail(r->js, p, JR_ELEADERLOST);
-        if (p->cb_fired) free_proposal(r->js, p);
-    }
-    uint64_t need = 0;
+    uint64_t need = 0, before = jr__stream_fsm_applied(r->fsm);
     int rc = jr__stream_fsm_restore(r->fsm, index, data, len, &need);
+    if (rc == JR_ERANGE && r->cu) return 0; /* older than the snapshot being restored */
     if (rc != 0) return rc;
-    r->cfg_in_log = 1; /* the snapshot holds the config */
-    r->cfg_pending = 0;
+    if (index > before || r->cu) {
+        /* Requests waiting for entries the snapshot replaced: their fate is unknown here. */
+        while (r->phead) {
+            jr__proposal *p = r->phead;
+            unlist(p);
+            resolve_fail(r->js, p, JR_ELEADERLOST);
+            if (p->cb_fired) free_proposal(r->js, p);
+        }
+        r->cfg_in_log = 1; /* the snapshot holds the config */
+        r->cfg_pending = 0;
+    }
     if (need) return jr__catchup_begin(r, index, data, len, need);
+    if (r->cu) jr__catchup_finish(r); /* a newer snapshot completed it at once */
     return 0;
+}
+
+/* Makes the replica's state durable in its store (a mark at the applied index, store.h) now and
+ * then: the store frees what limits and deletes emptied only at marks, and a restart reopens at
+ * the last one. A snapshot does it too. */
+static void rep_sync(jr__srep *r)
+{
+    if (r->failed || r->cu) return;
+    uint64_t applied = jr__stream_fsm_applied(r->fsm);
+    if (applied == r->synced) return;
+    int rc = jr__stream_fsm_sync(r->fsm);
+    if (rc != 0) {
+        jr__node_log(r->js->n, JR_LOG_ERROR, "stream '%s': store sync failed: %s; the replica "
+                                             "awaits repair", r->name, jr_strerror(rc));
+        r->failed = rc;
+        return;
+    }
+    r->synced = applied;
 }
 
 /* Leader duties -----------------------------------------------------------------------------*/
@@ -426,6 +455,10 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
     jr__srep *r = (jr__srep *)((char *)t - offsetof(jr__srep, timer));
     jr_node *n = js->n;
     if (r->cu) jr__catchup_step(r);
+    if (n->now >= r->next_sync) {
+        rep_sync(r);
+        r->next_sync = n->now + SYNC_NS;
+    }
     if (jr__srep_is_leader(r)) {
         const jr_stream_config *fc = jr__stream_fsm_config_get(r->fsm);
         if (!r->cfg_pending && (!r->cfg_in_log || !jr__stream_config_equal(fc, &r->acfg->c)))
