@@ -560,6 +560,8 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
         rc = jr__stream_fsm_open(&fc, &r->fsm, err, sizeof err);
     }
     if (rc == 0) rc = jr__map_put(&js->reps, r->group, r);
+    /* A store reopened at a mark holds a state of the log, whose config the log carries. */
+    if (rc == 0) r->cfg_in_log = jr__stream_fsm_applied(r->fsm) > 0;
     if (rc != 0) {
         jr__node_log(n, JR_LOG_ERROR, "stream '%s': cannot open its replica: %s %s", s->name,
                      jr_strerror(rc), err);

@@ -505,13 +505,50 @@ START_TEST(catch_up_from_snapshot_and_chunks)
     ck_assert_int_ge(l2, 0);
     ck_assert_uint_gt(e2e_snapshot_index(&c, (unsigned)l2, "LOG"), 0); /* the WAL compacted */
     ck_assert_int_eq(jr_sim_restart(c.sim, (unsigned)f), 0);
+    /* publishes keep coming while it catches up: it applies them once its messages are in */
+    static e2e_res more[300];
+    for (int i = 0; i < 300; i++) {
+        memset(&more[i], 0, sizeof more[i]);
+        ck_assert_int_eq(jr_publish(e2e_node(&c, (unsigned)via), "log.c", NULL, 0, "late", 4,
+                                    NULL, e2e_pub_cb, &more[i]),
+                         0);
+        jr_sim_run_for(c.sim, 1 * MS);
+    }
+    for (int i = 0; i < 300; i++) {
+        ck_assert_int_eq(e2e_wait(&c, &more[i], 10 * SEC), 0);
+        ck_assert_int_eq(more[i].status, 0);
+    }
     ck_assert_int_ge(e2e_wait_stream(&c, (unsigned)via, "LOG", 2, 30 * SEC), 0);
     replicas_identical("LOG", 3);
     ck_assert_uint_gt(e2e_catchup_chunks(&c, (unsigned)f), 0);
     uint64_t sums[3][200];
-    for (unsigned i = 0; i < 3; i++) ck_assert_int_eq(e2e_checksums(&c, i, "LOG", sums[i], 200), 6100);
+    for (unsigned i = 0; i < 3; i++) ck_assert_int_eq(e2e_checksums(&c, i, "LOG", sums[i], 200), 6400);
     ck_assert_int_eq(memcmp(sums[0], sums[1], sizeof sums[0]), 0);
     ck_assert_int_eq(memcmp(sums[1], sums[2], sizeof sums[0]), 0);
+}
+END_TEST
+
+START_TEST(memory_storage_replicas_refill_after_restart)
+{
+    jr_stream_config t;
+    jr_stream_config_init(&t);
+    t.storage = JR_STORAGE_MEMORY;
+    int l = make("MEM", "mem.>", 3, &t);
+    int f = (l + 1) % 3, via = (l + 2) % 3;
+    e2e_res r;
+    for (int i = 0; i < 5000; i++)
+        ck_assert_int_eq(e2e_publish(&c, (unsigned)via, "mem.a", "volatile", 8, NULL, &r), 0);
+    /* a memory replica restarts empty and is refilled from its peers (a snapshot and chunks,
+     * or the log) */
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)f), 0);
+    for (int i = 0; i < 100; i++)
+        ck_assert_int_eq(e2e_publish(&c, (unsigned)via, "mem.b", "more", 4, NULL, &r), 0);
+    ck_assert_int_eq(jr_sim_restart(c.sim, (unsigned)f), 0);
+    ck_assert_int_ge(e2e_wait_stream(&c, (unsigned)via, "MEM", 2, 30 * SEC), 0);
+    replicas_identical("MEM", 3);
+    jr_stream_state st;
+    ck_assert_int_eq(e2e_state(&c, (unsigned)f, "MEM", &st), 0);
+    ck_assert_uint_eq(st.msgs, 5100);
 }
 END_TEST
 
@@ -529,6 +566,7 @@ int main(void)
     tcase_add_test(tc, bad_input_changes_nothing);
     tcase_add_test(tc, admin_calls);
     tcase_add_test(tc, catch_up_from_snapshot_and_chunks);
+    tcase_add_test(tc, memory_storage_replicas_refill_after_restart);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
