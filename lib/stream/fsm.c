@@ -427,8 +427,7 @@ int jr__stream_fsm_sync(jr__stream_fsm *f)
 {
     if (f->failed) return f->failed;
     /* a mark when there is something new to mark and the state is whole (not restoring) */
-    if (f->persistent && !f->restoring &&
-        (f->applied != jr__store_mark_index(f->store) || f->full_window))
+    if (f->persistent && !f->restoring && f->applied != jr__store_mark_index(f->store))
         return jr__stream_fsm_mark(f);
     int rc = jr__store_sync(f->store);
     return rc ? jr__stream_fsm_fail(f, rc) : 0;

@@ -267,7 +267,6 @@ struct jr__stream_fsm {
     /* marks (fsm_snapshot.c) */
     int persistent;      /* the store is a file store: marks are written */
     uint64_t marked_seq; /* msg ids of seqs up to this are in the store's marks already */
-    int full_window;     /* the next mark carries the whole window (after a restore) */
     size_t last_msg_id_len;
     char last_msg_id[JR__OP_MSG_ID_MAX];
 };

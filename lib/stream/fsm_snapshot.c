@@ -24,13 +24,16 @@
  *   version:u8 clock:u64 last_seq:varint last_ts:u64 last_msg_id:bytes config:bytes
  *   window_count:varint window_floor:varint   the dedup window at the mark: how many ids, and
  *                                             the seq of the oldest (last_seq + 1 if none)
- *   ndelta:varint ndelta * (id:bytes seq:varint ts:u64)   ids of the window not in an earlier
- *                                             mark (all of them after a restore), by seq
+ *   ndelta:varint ndelta * (id:bytes seq:varint ts:u64)   ids of the window with a seq above
+ *                                             the last seq at the previous mark, by seq
  * The mark's key is the highest seq of its delta (0 if none) and its floor the window floor:
  * the store keeps every mark that may hold an id of the window. The window is a suffix, by seq,
  * of every id ever inserted (ids enter in seq order and leave oldest first), so at open it is
  * exactly the ids of the kept marks with seq >= the last floor: checked against window_count,
- * seq order, timestamps and uniqueness.
+ * seq order, timestamps and uniqueness. A restored snapshot needs no special mark: every id of
+ * its window with a seq at or below the last seq of this replica's previous mark was inserted
+ * here too (the same log, up to that mark) and is in a kept mark; the others go in the next
+ * delta.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -270,7 +273,6 @@ static void install(jr__stream_fsm *f, snap *s)
     f->applied = s->index;
     f->restoring = 0;
     f->restore_last = 0;
-    f->full_window = 1;    /* the store's marks hold only part of this window */
     f->limits_pending = 0; /* set from the snapshot's config right after */
 }
 
@@ -371,10 +373,7 @@ int jr__stream_fsm_mark(jr__stream_fsm *f)
     jr__buf_varint(&b, floor);
     /* the delta: the newest ids, those with seq > marked_seq (the ring is in seq order) */
     size_t from = n;
-    if (f->full_window)
-        from = 0;
-    else
-        while (from > 0 && jr__dedup_at(&f->dedup, from - 1)->seq > f->marked_seq) from--;
+    while (from > 0 && jr__dedup_at(&f->dedup, from - 1)->seq > f->marked_seq) from--;
     jr__buf_varint(&b, n - from);
     for (size_t i = from; i < n; i++) {
         const jr__dedup_entry *e = jr__dedup_at(&f->dedup, i);
@@ -388,7 +387,6 @@ int jr__stream_fsm_mark(jr__stream_fsm *f)
     jr__buf_free(&b);
     if (rc) return jr__stream_fsm_fail(f, rc);
     f->marked_seq = f->last_seq;
-    f->full_window = 0;
     return 0;
 }
 
@@ -560,7 +558,6 @@ int jr__stream_fsm_load_mark(jr__stream_fsm *f)
     jr__stream_cfg_free(cfg);
     if (rc) return rc;
     f->marked_seq = f->last_seq;
-    f->full_window = 0;
     /* the store's clock is the stream's (it expires by it when limits change) */
     return jr__store_expire(f->store, f->clock);
 }
