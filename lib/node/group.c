@@ -59,6 +59,7 @@ static void unready(jr_group *g)
 void jr__group_rearm(jr_group *g)
 {
     jr_node *n = g->node;
+    jr__live_sync(g); /* quiet-group lists (liveness.h) */
     if (g->closed) {
         jr__heap_cancel(&n->timers, &g->timer);
         return;
@@ -293,6 +294,7 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, jr_group **out)
     rc_cfg.max_entry_bytes = rc_cfg.max_msg_bytes - 1024;
     rc_cfg.snap_chunk_bytes = n->max_frame / 4 < (256u << 10) ? n->max_frame / 4 : (256u << 10);
     rc_cfg.observer = !self_in;
+    rc_cfg.quiesce = JR__LIVE_QUIESCE; /* idle groups go quiet (liveness.h) */
     jr__raft_io io = {g, io_send, io_notify, jr__snap_read, jr__snap_write, jr__snap_install};
     rc = jr__raft_new(&rc_cfg, &io, &g->raft);
     if (rc != 0) {
@@ -340,6 +342,7 @@ void jr__group_detach(jr_group *g, int status)
     jr_node *n = g->node;
     if (g->closed) return;
     g->closed = 1;
+    jr__live_forget(g);
     n->ngroups--;
     jr__heap_cancel(&n->timers, &g->timer);
     jr__opq_fail_all(n, &g->pending, status);
@@ -356,6 +359,7 @@ void jr__group_detach(jr_group *g, int status)
 void jr__group_free(jr_group *g)
 {
     jr_node *n = g->node;
+    jr__live_forget(g);
     unready(g);
     jr__heap_cancel(&n->timers, &g->timer);
     jr__snap_close_files(g);

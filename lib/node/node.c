@@ -79,6 +79,7 @@ uint64_t jr__node_next_deadline(const jr_node *n)
     if (n->ready || n->dirty_peers) d = n->retry_at > n->now ? n->retry_at : n->now;
     jr__timer *t = jr__heap_top(&n->timers);
     if (t && t->deadline < d) d = t->deadline;
+    if (jr__live_deadline(n) < d) d = jr__live_deadline(n); /* node heartbeats (issue 5) */
     if (n->js) {
         uint64_t j = jr__js_deadline(n); /* the stream layer's timers */
         if (j < d) d = j;
@@ -123,6 +124,7 @@ static void node_free_memory(jr_node *n)
     if (n->wal) jr__wal_close(n->wal);
     n->wal = NULL;
     jr__heap_free(&n->timers);
+    jr__live_free(n); /* liveness lists (issue 5) */
     jr__peer_free_all(n);
     jr__op_pool_free(n);
     jr__free(n->alloc, n->scratch);
@@ -278,6 +280,10 @@ static void dispatch(jr_node *n, jr__frame *f)
     jr__msg m;
     int rc;
     while ((rc = jr__frame_next(f, &m, n->scratch, n->scratch_cap)) == 1) {
+        if (m.type == JR__MSG_NODE_HB || m.type == JR__MSG_NODE_HB_RESP) {
+            jr__live_recv(n, f->from, &f->hb); /* coalesced heartbeats (liveness.h) */
+            continue;
+        }
         if (m.type >= JR__MSG_NODE_FIRST) { /* node-level messages: issue 5 */
             if (n->js) jr__js_recv(n, f->from, m.type, &f->rpc); /* requests, responses */
             continue;
@@ -329,6 +335,7 @@ int jr_node_tick(jr_node *n)
     n->want_tick = 0;
     n->armed = 0; /* the host's timer fired (or it polls): always re-arm */
     jr__timer *t;
+    jr__live_tick(n); /* node heartbeats and peer liveness (issue 5) */
     while ((t = jr__heap_pop_due(&n->timers, n->now)) != NULL) {
         jr_group *g = (jr_group *)((char *)t - offsetof(jr_group, timer));
         jr__group_tick(g);

@@ -55,6 +55,7 @@
 
 #include "jetraft.h"
 #include "log/wal.h"
+#include "node/liveness.h"
 #include "raft/raft.h"
 #include "util/buf.h"
 #include "util/heap.h"
@@ -75,6 +76,7 @@ typedef struct jr__peer {
     uint8_t held;      /* a queued message is JR__MF_DURABLE: send only after the WAL sync */
     /* Room for issue 5: per-peer liveness (coalesced heartbeats, quiescence) goes here. */
     uint64_t last_heard; /* now() of the last valid frame from this peer; 0 never */
+    jr__plive live;      /* heartbeats and quiet followers of this peer (liveness.h) */
 } jr__peer;
 
 /* ---------------------------------------------------------------------------------------------
@@ -166,6 +168,7 @@ struct jr_group {
     jr_file *snap_file;     /* leader: open handle of the file at snap_index (lazy) */
     jr_file *in_file;       /* follower: incoming snapshot being received */
     uint64_t in_index, in_size;
+    jr__glive live;         /* quiet-group lists it is on (liveness.h) */
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -240,6 +243,7 @@ struct jr_node {
     uint64_t send_failures;      /* host->send returned non-zero */
     char errmsg[256];
     struct jr__js *js;           /* the stream layer (js.h); NULL unless cfg->streams */
+    jr__live live;               /* coalesced heartbeats, peer liveness (liveness.h) */
 };
 
 /* node.c ------------------------------------------------------------------------------------*/

@@ -21,7 +21,10 @@
  * (jr__raft_peer_lost) or the leader's heartbeats stop listing the group (jr__raft_wake); a
  * quiet leader keeps its check-quorum (§6.2: "a leader steps down if an election timeout elapses
  * without a successful round of heartbeats to a majority of its cluster"), fed by the answers
- * (jr__raft_hb_resp), so an isolated quiet leader steps down like any other.
+ * (jr__raft_hb_resp) and run by the ticks the node gives its quiet leaders with every round of
+ * coalesced heartbeats (a quiet leader has no timer of its own: a node with thousands of them
+ * would otherwise wake thousands of times per election timeout), so an isolated quiet leader
+ * steps down like any other.
  */
 #include "impl.h"
 #include "util/alloc.h"

@@ -48,6 +48,11 @@ int jr__raft_new(const jr__raft_config *cfg, const jr__raft_io *io, jr__raft **o
     return 0;
 }
 
+size_t jr__raft_sizeof(void)
+{
+    return sizeof(jr__raft);
+}
+
 void jr__raft_free(jr__raft *r)
 {
     if (!r) return;
@@ -255,6 +260,9 @@ uint64_t jr__raft_deadline(const jr__raft *r)
 {
     if (!r->started) return UINT64_MAX;
     if (r->role == ROLE_LEADER) {
+        /* a quiet leader's check-quorum runs from the ticks the node gives every quiet leader
+         * with its coalesced heartbeats (raft.h): no timer of its own */
+        if (r->quiet) return UINT64_MAX;
         uint64_t d = r->hb_deadline < r->cq_deadline ? r->hb_deadline : r->cq_deadline;
         if (r->transfer_to && r->transfer_deadline < d) d = r->transfer_deadline;
         return d;

@@ -216,6 +216,8 @@ typedef struct jr__raft_config {
 } jr__raft_config;
 
 int jr__raft_new(const jr__raft_config *cfg, const jr__raft_io *io, jr__raft **out);
+/* sizeof the group's struct (memory accounting; its rings and buffers come on top). */
+size_t jr__raft_sizeof(void);
 void jr__raft_free(jr__raft *r);
 
 /* Recovery, before jr__raft_start(): state read back from durable storage, in order (hard
@@ -325,12 +327,15 @@ void jr__raft_ready_done(jr__raft *r);
  * end, no transfer and no uncommitted configuration, and every member heard from within an
  * election timeout in replicate state with nothing in flight, holding the whole log and told the
  * commit index (members not heard from for that long are taken for down and do not hold it
- * back, as long as a quorum of voters is caught up). A quiet leader sends no heartbeats; its
- * deadline is its check-quorum deadline (§6.2), which counts the contact reported through
- * jr__raft_hb_resp. Its node lists the group in the coalesced heartbeat to every other member
- * (jr__raft_hb_item); a follower that receives that item (jr__raft_hb_recv) follows the leader
- * as from a HEARTBEAT and, holding everything committed, goes quiet: no election timer, and the
- * leader lease (§4.2.3) kept alive by each further item. Any input that is not a coalesced
+ * back, as long as a quorum of voters is caught up). A quiet leader sends no heartbeats and has
+ * no deadline (jr__raft_deadline() is UINT64_MAX): its node must call jr__raft_tick() for it at
+ * least once per heartbeat interval (it does so while building its coalesced heartbeats, which
+ * walk the quiet leaders anyway), and the tick runs the check-quorum (§6.2) when due, counting
+ * the contact reported through jr__raft_hb_resp; such a tick costs a comparison, and notifies
+ * only if the leader steps down. Its node lists the group in the coalesced heartbeat to every other
+ * member (jr__raft_hb_item); a follower that receives that item (jr__raft_hb_recv) follows the
+ * leader as from a HEARTBEAT and, holding everything committed, goes quiet: no election timer, and
+ * the leader lease (§4.2.3) kept alive by each further item. Any input that is not a coalesced
  * heartbeat wakes a quiet group (a received message, a proposal, a membership change, a
  * transfer, a stepdown), as does jr__raft_wake (the node's leader no longer lists the group) and
  * jr__raft_peer_lost (the node lost the leader's node). A (pre-)vote request from the very

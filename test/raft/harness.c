@@ -714,6 +714,8 @@ static void nhb_tick(harness *h, int i)
         jr__raft_peer_lost(nd->r, h->now, (jr__id)j + 1, h_stagger(h, i, j));
         if (was_quiet && !jr__raft_quiet(nd->r)) h->quiet_wakes++;
     }
+    if (jr__raft_quiet(nd->r) && jr__raft_role(nd->r) == JR_LEADER)
+        jr__raft_tick(nd->r, h->now); /* a quiet leader's check-quorum (raft.h) */
     for (int j = 0; j < h->n; j++) {
         if (j == i) continue;
         uint64_t term = 0, commit = 0;
