@@ -303,6 +303,9 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
     jr__meta_state_init(&js->st, a, JR__FIRST_STREAM_GROUP_ID);
     uint64_t seed = n->seed ^ 0x6a73 /* "js" */;
     jr__rand_seed(&js->rand, jr__splitmix64(&seed));
+    /* Call ids start at a random point: a late answer to a call of this server's previous life
+     * must not be taken for the answer to a new call with the same id. */
+    js->next_rpc = jr__rand_next(&js->rand) >> 2;
     js->timeout_ns =
         (uint64_t)(cfg->request_timeout_ms ? cfg->request_timeout_ms : DEFAULT_TIMEOUT_MS) *
         1000000u;

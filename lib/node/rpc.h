@@ -10,7 +10,8 @@
  *
  * Invariants:
  *  - an outstanding call is in js->calls under its id (unique and non-zero for this node's
- *    lifetime) until exactly one of: its response arrives from the peer it was sent to, its
+ *    lifetime; ids start at a random point, so an answer to a call of an earlier life of the
+ *    server is not taken for a new call's) until exactly one of: its response arrives from the peer it was sent to, its
  *    timer fires (JR_ETIMEDOUT), it is cancelled (no callback), or the layer closes
  *    (JR_ECLOSED); the callback runs once, after the call left the table;
  *  - a response whose id is unknown, or that comes from another peer than the request went to,

@@ -51,6 +51,7 @@ int e2e_new(e2e *c, unsigned n, uint64_t seed, uint32_t timeout_ms)
     cfg.seed = seed;
     cfg.arg = c;
     cfg.configure = configure;
+    cfg.torn_writes = c->torn_writes;
     return jr_sim_new(&cfg, &c->sim);
 }
 

@@ -26,7 +26,7 @@ typedef struct e2e {
     size_t ntags[E2E_MAX];
     const char *unique_tag;
     uint32_t timeout_ms;
-    int storage_dirs; /* 1: store_dir "/store" (default), else the WAL dir */
+    int torn_writes;  /* crashes tear the last unsynced write (jr_sim_config.torn_writes) */
     jr_host hosts[E2E_MAX];
     int log;
 } e2e;
