@@ -1,7 +1,7 @@
 /*
  * store_bench — throughput of the message store (lib/store), one JSON line per configuration.
  *
- *   store_bench [--dir DIR] [--mb N] [--recovery-mb N] [--only append|read|recovery|disk]
+ *   store_bench [--dir DIR] [--mb N] [--recovery-mb N] [--only append|read|recovery|disk|mark]
  *
  * For payloads of 128 B, 1 KiB and 16 KiB, for the memory store and the file store with lz4 and
  * encryption each on and off:
@@ -11,8 +11,14 @@
  *   read_rand   get() of random seqs (as many as there are messages, at most 200,000).
  * disk: the sequential write bandwidth of the same directory, measured in the same run with the
  * same vfs (1 MiB pwrites, then one fdatasync) before each payload size's file runs, so file
- * appends can be reported as a percentage of it (pct_of_disk, against the best measurement). recovery: open time of a file store of --recovery-mb MiB of 1 KiB
- * messages (the page cache is warm: it measures CPU, not the device).
+ * appends can be reported as a percentage of it (pct_of_disk, against the best measurement).
+ * recovery: open time of a file store of --recovery-mb MiB of 1 KiB messages (the page cache is
+ * warm: it measures CPU, not the device).
+ *
+ * mark: a marked file store (store.h "Marks", what a stream replica uses) with 1 KiB payloads
+ * and max_msgs (so blocks are freed at marks), a mark (400 bytes of meta, like a stream's) every
+ * K appends, against a plain sync every K appends on an unmarked store: msgs/s and syncs/s. And
+ * recovery of a marked store (marks every 1,000 messages), to compare with plain recovery.
  *
  * Payloads are text-like (compressible, as JSON events are). --mb bounds the payload bytes per
  * file configuration (default 256).
@@ -48,8 +54,9 @@ static void rmrf(const char *path)
 
 static void fill_payload(uint8_t *p, size_t n, uint64_t seed)
 {
-    static const char words[] = "{\"order\":12345,\"customer\":\"acme\",\"items\":[{\"sku\":\"X-1\","
-                                "\"qty\":2}],\"total\":99.95,\"currency\":\"EUR\"} ";
+    static const char words[] =
+        "{\"order\":12345,\"customer\":\"acme\",\"items\":[{\"sku\":\"X-1\","
+        "\"qty\":2}],\"total\":99.95,\"currency\":\"EUR\"} ";
     size_t wl = sizeof words - 1;
     for (size_t i = 0; i < n; i++) p[i] = (uint8_t)words[(i + seed * 7) % wl];
     if (n >= 8) memcpy(p, &seed, 8);
@@ -86,10 +93,17 @@ static void measure_disk(void)
     fflush(stdout);
 }
 
+static int marked; /* open stores marked */
+
 static jr__store *open_store(int kind, int compress, int enc, const char *name)
 {
-    jr__store_config cfg = {.kind = kind, .name = name, .vfs = jr_vfs_posix(), .dir = dir,
-                            .compress = compress, .master_key = enc ? bench_key : NULL};
+    jr__store_config cfg = {.kind = kind,
+                            .name = name,
+                            .vfs = jr_vfs_posix(),
+                            .dir = dir,
+                            .compress = compress,
+                            .master_key = enc ? bench_key : NULL,
+                            .marked = marked};
     jr__store *st;
     char err[256];
     int rc = jr__store_open(&cfg, &st, err, sizeof err);
@@ -125,8 +139,8 @@ static void run(int kind, size_t size, int compress, int enc, const char *only)
     jr__store *st = open_store(kind, compress, enc, name);
     uint8_t *payload = malloc(size);
     fill_payload(payload, size, 3);
-    static const char *subjects[] = {"orders.eu.new", "orders.us.new", "orders.eu.paid",
-                                     "orders.us.paid", "orders.ap.new", "orders.ap.paid",
+    static const char *subjects[] = {"orders.eu.new",     "orders.us.new",    "orders.eu.paid",
+                                     "orders.us.paid",    "orders.ap.new",    "orders.ap.paid",
                                      "orders.eu.shipped", "orders.us.shipped"};
     double t0 = now_s();
     for (uint64_t q = 1; q <= n; q++) {
@@ -171,6 +185,49 @@ static void run(int kind, size_t size, int compress, int enc, const char *only)
     rmrf(path);
 }
 
+/* Appends with a mark (marked store) or a sync every k appends; 2,000 of them. */
+static void marks(int with_marks, uint64_t k)
+{
+    const char *name = "marks";
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    rmrf(path);
+    marked = with_marks;
+    jr__store *st = open_store(JR__STORE_FILE, 0, 0, name);
+    jr__store_limits lim = {.max_msgs = 20000, .discard = JR__DISCARD_OLD};
+    if (jr__store_set_limits(st, &lim)) exit(1);
+    uint8_t payload[1024], meta[400];
+    fill_payload(payload, sizeof payload, 5);
+    fill_payload(meta, sizeof meta, 6);
+    uint64_t nsync = 2000, n = nsync * k;
+    if (n > (mb << 20) / sizeof payload) n = (mb << 20) / sizeof payload;
+    if (n < k) n = k;
+    nsync = n / k;
+    double t0 = now_s();
+    for (uint64_t q = 1; q <= n; q++) {
+        if (jr__store_append(st, q, "orders.x", 8, NULL, 0, payload, sizeof payload, (int64_t)q,
+                             NULL))
+            exit(1);
+        if (q % k) continue;
+        int rc = with_marks ? jr__store_mark(st, q, meta, sizeof meta, 0, 0) : jr__store_sync(st);
+        if (rc) {
+            fprintf(stderr, "store_bench: mark/sync: %s (%s)\n", jr_strerror(rc),
+                    jr__store_errmsg(st));
+            exit(1);
+        }
+    }
+    double t = now_s() - t0;
+    jr__store_close(st);
+    marked = 0;
+    printf("{\"bench\":\"store\",\"op\":\"%s\",\"store\":\"file\",\"payload\":1024,"
+           "\"every\":%llu,\"msgs\":%llu,\"secs\":%.3f,\"msgs_per_s\":%.0f,"
+           "\"syncs_per_s\":%.0f}\n",
+           with_marks ? "append_mark_every" : "append_sync_every", (unsigned long long)k,
+           (unsigned long long)n, t, (double)n / t, (double)nsync / t);
+    fflush(stdout);
+    rmrf(path);
+}
+
 static void recovery(int compress, int enc)
 {
     const char *name = "recovery";
@@ -185,6 +242,7 @@ static void recovery(int compress, int enc)
         fill_payload(payload, size, q);
         if (jr__store_append(st, q, "events.x", 8, NULL, 0, payload, size, (int64_t)q, NULL))
             exit(1);
+        if (marked && (q % 1000 == 0 || q == n) && jr__store_mark(st, q, "m", 1, 0, 0)) exit(1);
     }
     jr__store_close(st);
     double t0 = now_s();
@@ -194,9 +252,9 @@ static void recovery(int compress, int enc)
     jr__store_state_get(st, &s);
     jr__store_close(st);
     printf("{\"bench\":\"store\",\"op\":\"recovery\",\"store\":\"file\",\"payload\":1024,"
-           "\"compress\":%d,\"encrypt\":%d,\"msgs\":%llu,\"store_MiB\":%llu,\"secs\":%.3f,"
-           "\"page_cache\":\"warm\"}\n",
-           compress, enc, (unsigned long long)s.msgs, (unsigned long long)recovery_mb, t);
+           "\"compress\":%d,\"encrypt\":%d,\"marked\":%d,\"msgs\":%llu,\"store_MiB\":%llu,"
+           "\"secs\":%.3f,\"page_cache\":\"warm\"}\n",
+           compress, enc, marked, (unsigned long long)s.msgs, (unsigned long long)recovery_mb, t);
     fflush(stdout);
     rmrf(path);
 }
@@ -214,8 +272,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--dir DIR] [--mb N] [--recovery-mb N] "
-                            "[--only append|read|recovery|disk]\n",
+            fprintf(stderr,
+                    "usage: %s [--dir DIR] [--mb N] [--recovery-mb N] "
+                    "[--only append|read|recovery|disk|mark]\n",
                     argv[0]);
             return 2;
         }
@@ -232,8 +291,19 @@ int main(int argc, char **argv)
                 for (int e = 0; e < 2; e++) run(JR__STORE_FILE, sizes[i], c, e, only);
         }
     }
-    if (!only || !strcmp(only, "recovery"))
+    if (!only || !strcmp(only, "recovery")) {
         for (int c = 0; c < 2; c++)
             for (int e = 0; e < 2; e++) recovery(c, e);
+        marked = 1;
+        recovery(0, 0);
+        marked = 0;
+    }
+    if (!only || !strcmp(only, "mark")) {
+        static const uint64_t every[] = {1, 16, 256};
+        for (int i = 0; i < 3; i++) {
+            marks(0, every[i]);
+            marks(1, every[i]);
+        }
+    }
     return 0;
 }
