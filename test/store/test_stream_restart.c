@@ -17,7 +17,7 @@
  *    duplicate, purged), op by op;
  *  - at the end its digest (config, clock, dedup window, state, delete ranges, every message)
  *    equals the reference's.
- * Seeds: STREAM_RESTART_SEEDS (default 500) from STREAM_RESTART_FIRST (default 1); the 'soak'
+ * Seeds: STREAM_RESTART_SEEDS (default 1500) from STREAM_RESTART_FIRST (default 1); the 'soak'
  * suite passes a larger count as argv[1]. A failure names the seed and the entry; replay one
  * seed with STREAM_RESTART_FIRST=<seed> STREAM_RESTART_SEEDS=1 (STREAM_RESTART_DEBUG=1 traces).
  *
@@ -559,7 +559,7 @@ START_TEST(restart_is_exact)
 {
     const char *e = getenv("STREAM_RESTART_SEEDS");
     const char *fs = getenv("STREAM_RESTART_FIRST");
-    uint64_t n = e ? strtoull(e, NULL, 10) : 500;
+    uint64_t n = e ? strtoull(e, NULL, 10) : 1500;
     uint64_t first = fs ? strtoull(fs, NULL, 10) : 1;
     static run x;
     uint64_t crashes = 0, torn = 0, failures = 0, installs = 0, replayed = 0, marks = 0,
