@@ -63,6 +63,11 @@
  *     ahead of the snapshot;
  *   - a message the snapshot has but the store lacks below its last seq is taken as deleted by
  *     a later entry of the log (that is how a catch-up from a peer that moved on misses it).
+ *     This is the one inexact case left: an entry between the snapshot and that delete whose
+ *     decision depends on the missing message (a subject's last seq, a discard-new count, a
+ *     purge's keep) may decide otherwise than the leader did. Chunks read from a peer whose
+ *     applied index is the snapshot's (or a restore with the peer's snapshot at the index the
+ *     chunks were read at) avoid it.
  * A snapshot at or below the applied index is validated and then ignored (the fsm already holds
  * a later state of the same log; e.g. after a restart, the node's last snapshot is older than
  * the store's last mark).
@@ -100,9 +105,11 @@
 typedef struct jr__stream_fsm jr__stream_fsm;
 
 typedef struct jr__stream_fsm_config {
-    const jr_stream_config *stream; /* required, valid; copied (normal form). For a restart,
-                                       the config the stream had at its first log entry is the
-                                       exact choice; CONFIG entries replayed update it. */
+    const jr_stream_config *stream; /* required, valid; copied (normal form). Used only when
+                                       the store has no mark (index 0: then the config the
+                                       stream had at its first log entry is the exact choice;
+                                       CONFIG entries replayed update it); a restart at a mark
+                                       takes the config in force there from the mark. */
     jr_vfs *vfs;                    /* file storage: where message stores live */
     const char *dir;                /* file storage: store_dir (the store is dir/<name>) */
     const jr_allocator *alloc;      /* NULL: malloc family */
