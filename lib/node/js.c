@@ -309,6 +309,7 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
     js->timeout_ns =
         (uint64_t)(cfg->request_timeout_ms ? cfg->request_timeout_ms : DEFAULT_TIMEOUT_MS) *
         1000000u;
+    js->snapshot_entries = 4096;
     js->capacity = cfg->max_store_bytes;
     js->max_assets = cfg->max_assets;
     int err = 0;

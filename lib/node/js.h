@@ -191,6 +191,7 @@ struct jr__js {
     uint64_t capacity;
     uint32_t max_assets;
     uint64_t timeout_ns; /* request_timeout_ms */
+    uint64_t snapshot_entries; /* of stream groups (a knob for tests; default 4096) */
     jr__rand rand;
     jr__heap timers;
     uint8_t closing;

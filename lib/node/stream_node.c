@@ -36,7 +36,6 @@
 #include "util/alloc.h"
 #include "util/checksum.h"
 
-#define SNAPSHOT_ENTRIES 4096
 #define BATCH_MAX_OPS 4096u
 #define BATCH_MAX_BYTES (512u << 10)
 #define MIN_TICK_NS 100000000ull /* 100 ms */
@@ -393,13 +392,17 @@ static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
     if (index >= r->synced + SYNC_ENTRIES) rep_sync(r);
 }
 
+/* A stream group's snapshot: u64 (little-endian) the fsm's own applied index, then the fsm's
+ * snapshot (fsm.h). The fsm's index can be below the group's (entries after it were Raft's own:
+ * no-ops, configurations), and the fsm restores at its own. */
 static int rep_snapshot(void *ctx, jr_snapshot_writer *w)
 {
     jr__srep *r = ctx;
     if (r->cu || r->failed) return JR_EBUSY;
     jr__buf *b = &r->js->scratch2;
     jr__buf_reset(b);
-    int rc = jr__stream_fsm_snapshot(r->fsm, b);
+    jr__buf_u64(b, jr__stream_fsm_applied(r->fsm));
+    int rc = b->err ? b->err : jr__stream_fsm_snapshot(r->fsm, b);
     if (rc == 0) {
         r->synced = jr__stream_fsm_applied(r->fsm); /* the snapshot synced the store */
         rc = jr_snapshot_write(w, b->data, b->len);
@@ -407,9 +410,14 @@ static int rep_snapshot(void *ctx, jr_snapshot_writer *w)
     return rc;
 }
 
-static int rep_restore(void *ctx, uint64_t index, const void *data, size_t len)
+static int rep_restore(void *ctx, uint64_t gindex, const void *data, size_t len)
 {
     jr__srep *r = ctx;
+    if (len < 8) return JR_ECORRUPT;
+    uint64_t index = jr__get_u64(data);
+    if (index > gindex) return JR_ECORRUPT;
+    data = (const uint8_t *)data + 8;
+    len -= 8;
     uint64_t need = 0, before = jr__stream_fsm_applied(r->fsm);
     int rc = jr__stream_fsm_restore(r->fsm, index, data, len, &need);
     if (rc == JR_ERANGE && r->cu) return 0; /* older than the snapshot being restored */
@@ -578,7 +586,7 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     gc.voters = s->peers;
     gc.nvoters = s->npeers;
     gc.fsm = &fsm;
-    gc.snapshot_entries = SNAPSHOT_ENTRIES;
+    gc.snapshot_entries = js->snapshot_entries;
     rc = jr__group_create(n, &gc, &r->g);
     if (rc != 0) {
         jr__node_log(n, JR_LOG_ERROR, "stream '%s': cannot open group %" PRIu64 ": %s", s->name,

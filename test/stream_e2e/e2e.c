@@ -67,6 +67,23 @@ jr_node *e2e_node(e2e *c, unsigned i)
     return jr_sim_node(c->sim, i);
 }
 
+void e2e_snapshot_every(e2e *c, unsigned i, uint64_t entries)
+{
+    c->snap_every[i] = entries;
+    jr_node *n = e2e_node(c, i);
+    if (!n || !n->js) return;
+    n->js->snapshot_entries = entries;
+    for (jr__srep *r = n->js->rep_list; r; r = r->next)
+        if (r->g) r->g->snapshot_entries = entries;
+}
+
+int e2e_restart(e2e *c, unsigned i)
+{
+    int rc = jr_sim_restart(c->sim, i);
+    if (rc == 0 && c->snap_every[i]) e2e_snapshot_every(c, i, c->snap_every[i]);
+    return rc;
+}
+
 /* Meta ----------------------------------------------------------------------------------------*/
 
 int e2e_meta_leader(e2e *c)

@@ -28,6 +28,7 @@ typedef struct e2e {
     uint32_t timeout_ms;
     int torn_writes;  /* crashes tear the last unsynced write (jr_sim_config.torn_writes) */
     jr_host hosts[E2E_MAX];
+    uint64_t snap_every[E2E_MAX];
     int log;
 } e2e;
 
@@ -36,6 +37,13 @@ typedef struct e2e {
 int e2e_new(e2e *c, unsigned n, uint64_t seed, uint32_t timeout_ms);
 void e2e_free(e2e *c);
 jr_node *e2e_node(e2e *c, unsigned i);
+
+/* Makes node i's stream groups snapshot (and compact their log) every `entries` applied
+ * entries instead of 4,096 — existing replicas and those created later — so that catch-up from
+ * snapshots happens in short tests. Call again after a restart. */
+void e2e_snapshot_every(e2e *c, unsigned i, uint64_t entries);
+/* Restarts crashed node i (and re-applies e2e_snapshot_every if it was used). */
+int e2e_restart(e2e *c, unsigned i);
 
 /* Runs until every live node's meta view has a leader and nservers servers; returns the meta
  * leader's index, or -1 on timeout. */

@@ -63,6 +63,7 @@ static void run_seed(uint64_t seed)
     link.reorder = 0.05;
     link.delay_max_ns = 2 * MS;
     ck_assert_int_ge(e2e_wait_meta(&c, 3, 20 * SEC), 0);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 16); /* catch-ups happen */
     const char *subj[] = {"f.>"};
     jr_stream_config cfg;
     e2e_config(&cfg, "F", subj, 1, 3);
@@ -126,7 +127,7 @@ static void run_seed(uint64_t seed)
             down = (int)jr__rand_below(&rnd, 3);
             jr_sim_crash(c.sim, (unsigned)down);
         } else if (dice < 10 && down >= 0) {
-            jr_sim_restart(c.sim, (unsigned)down);
+            e2e_restart(&c, (unsigned)down);
             down = -1;
         } else if (dice < 13) {
             unsigned side = (unsigned)jr__rand_below(&rnd, 3);
@@ -144,7 +145,7 @@ static void run_seed(uint64_t seed)
     }
     /* heal, let everything settle, restart every server */
     jr_sim_heal(c.sim);
-    if (down >= 0) ck_assert_int_eq(jr_sim_restart(c.sim, (unsigned)down), 0);
+    if (down >= 0) ck_assert_int_eq(e2e_restart(&c, (unsigned)down), 0);
     jr_sim_link_init(&link);
     for (unsigned a = 0; a < 3; a++)
         for (unsigned b = 0; b < 3; b++)
@@ -155,8 +156,10 @@ static void run_seed(uint64_t seed)
                       (unsigned long long)seed, j);
         if (it[j].issued && it[j].r.status == 0) it[j].acked = it[j].r.seq;
     }
+    uint64_t chunks = 0;
+    for (unsigned i = 0; i < 3; i++) chunks += e2e_catchup_chunks(&c, i);
     for (unsigned i = 0; i < 3; i++) ck_assert_int_eq(jr_sim_crash(c.sim, i), 0);
-    for (unsigned i = 0; i < 3; i++) ck_assert_int_eq(jr_sim_restart(c.sim, i), 0);
+    for (unsigned i = 0; i < 3; i++) ck_assert_int_eq(e2e_restart(&c, i), 0);
     ck_assert_msg(e2e_wait_stream(&c, 0, "F", 2, 60 * SEC) >= 0, "seed %llu: no leader at the end",
                   (unsigned long long)seed);
     uint64_t d[3];
@@ -181,8 +184,11 @@ static void run_seed(uint64_t seed)
             ck_assert_msg(strcmp(got, want) == 0, "seed %llu: seq %llu holds '%s', not '%s'",
                           (unsigned long long)seed, (unsigned long long)it[j].acked, got, want);
         }
-    fprintf(stderr, "faults seed %llu: %zu of %zu publishes acknowledged and intact on 3 replicas\n",
-            (unsigned long long)seed, acked, next);
+    fprintf(stderr, "faults seed %llu: %zu of %zu publishes acknowledged and intact on 3 "
+                    "replicas; %llu catch-up chunks\n",
+            (unsigned long long)seed, acked, next,
+            (unsigned long long)(e2e_catchup_chunks(&c, 0) + e2e_catchup_chunks(&c, 1) +
+                                 e2e_catchup_chunks(&c, 2) + chunks));
     free(it);
     e2e_free(&c);
 }
