@@ -7,7 +7,12 @@
  * that holds the stream — the leader if known, else the other replicas in turn — for the
  * messages from that seq on, one chunk at a time (JR__RPC_CATCHUP: flow control is "one chunk in
  * flight"), each chunk the source store's checksummed records, lz4-compressed on the wire. After
- * each chunk it restores the same snapshot again, which either asks for more or completes.
+ * each chunk it restores the snapshot again, which either asks for more or completes. The last
+ * chunk of a round comes with the source's own snapshot at the index the chunk was read at, and
+ * the replica restores that one from then on: its state then matches the messages it received
+ * exactly, even when the source deleted some of them after the snapshot the replica started
+ * from (fsm.h: the catch-up's one inexact case otherwise). Entries up to that index are then
+ * ignored when the group applies them.
  * This is not a replay of the WAL from zero: the WAL only ever needs the entries after the
  * snapshot, and it is compacted behind the store's durable point when snapshots are taken.
  *
@@ -162,17 +167,19 @@ static void on_chunk(jr__js *js, void *arg, int status, const uint8_t *p, size_t
     cu->rpc_id = 0;
     if (status == JR_ECLOSED) return;
     int rc = status == JR__RPC_NO_ANSWER ? JR_ETIMEDOUT : status;
-    uint64_t next = 0, raw = 0;
-    const uint8_t *z = NULL;
-    size_t zlen = 0;
+    uint64_t next = 0, raw = 0, sindex = 0;
+    const uint8_t *z = NULL, *snap = NULL;
+    size_t zlen = 0, slen = 0;
     if (rc == 0) {
         jr__rd rd;
         jr__rd_init(&rd, p, len);
         next = jr__rd_varint(&rd);
         raw = jr__rd_varint(&rd);
         z = jr__rd_bytes(&rd, &zlen, len);
+        sindex = jr__rd_varint(&rd);
+        snap = jr__rd_bytes(&rd, &slen, len);
         if (rd.err || jr__rd_left(&rd) || raw > 4 * (uint64_t)CHUNK_BYTES + (1u << 21) ||
-            (raw && !zlen))
+            (raw && !zlen) || (sindex == 0) != (slen == 0))
             rc = JR_ECORRUPT;
     }
     if (rc == 0 && (raw || next > cu->need)) {
@@ -191,7 +198,24 @@ static void on_chunk(jr__js *js, void *arg, int status, const uint8_t *p, size_t
         }
     }
     uint64_t need = cu->need;
-    if (rc == 0) rc = jr__stream_fsm_restore(r->fsm, cu->snap_index, cu->snap, cu->snap_len, &need);
+    if (rc == 0 && slen) {
+        /* the source's own state where the chunks end: restore that one from now on */
+        uint8_t *copy = jr__malloc(js->n->alloc, slen);
+        rc = copy ? jr__stream_fsm_restore(r->fsm, sindex, snap, slen, &need) : JR_ENOMEM;
+        if (rc == 0) {
+            jr__free(js->n->alloc, cu->snap);
+            memcpy(copy, snap, slen);
+            cu->snap = copy;
+            cu->snap_len = slen;
+            cu->snap_index = sindex;
+        } else {
+            jr__free(js->n->alloc, copy);
+            if (rc == JR_ERANGE || rc == JR_ECORRUPT || rc == JR_EINVAL) rc = 0; /* keep ours */
+            slen = 0;
+        }
+    }
+    if (rc == 0 && !slen)
+        rc = jr__stream_fsm_restore(r->fsm, cu->snap_index, cu->snap, cu->snap_len, &need);
     if (rc != 0) {
         jr__node_log(n, JR_LOG_WARN, "stream '%s': catch-up chunk from seq %" PRIu64 ": %s",
                      r->name, cu->need, jr_strerror(rc));
@@ -266,34 +290,45 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
         next = info.store.last_seq + 1;
         raw->len = 0;
     }
+    /* The last chunk comes with this replica's snapshot at the index it was read at, so the
+     * requester restores a state that matches the messages it got exactly (fsm.h). */
+    jr__buf snap;
+    jr__buf_init(&snap, js->n->alloc);
+    uint64_t snap_index = 0;
+    if (rc == 0 && next > info.store.last_seq) {
+        snap_index = jr__stream_fsm_applied(r->fsm);
+        if (snap_index == 0 || jr__stream_fsm_snapshot(r->fsm, &snap) != 0 ||
+            snap.len > js->n->max_frame / 4) {
+            snap_index = 0; /* the requester restores the snapshot it has */
+            jr__buf_reset(&snap);
+        }
+    }
     jr__buf *out = &js->scratch;
     jr__buf_reset(out);
     if (rc == 0) {
-        jr__buf_varint(out, next);
-        jr__buf_varint(out, raw->len);
         int bound = raw->len ? LZ4_compressBound((int)raw->len) : 0;
-        jr__buf_varint(out, 0); /* placeholder length, rewritten below */
-        size_t at = out->len - 1;
-        if (bound && jr__buf_reserve(out, (size_t)bound + 10) == 0) {
-            int z = LZ4_compress_default((const char *)raw->data, (char *)out->data + at + 10,
-                                         (int)raw->len, bound);
-            if (z <= 0) {
-                rc = JR_EIO;
-            } else {
-                /* put the real length varint at `at`, then the bytes right after it */
-                uint8_t lv[10];
-                jr__buf tmp = {lv, 0, sizeof lv, 0, NULL};
-                jr__buf_varint(&tmp, (uint64_t)z);
-                memmove(out->data + at + tmp.len, out->data + at + 10, (size_t)z);
-                memcpy(out->data + at, lv, tmp.len);
-                out->len = at + tmp.len + (size_t)z;
-            }
+        uint8_t *z = bound ? jr__malloc(js->n->alloc, (size_t)bound) : NULL;
+        int zlen = 0;
+        if (bound && !z) rc = JR_ENOMEM;
+        if (rc == 0 && bound) {
+            zlen = LZ4_compress_default((const char *)raw->data, (char *)z, (int)raw->len, bound);
+            if (zlen <= 0) rc = JR_EIO;
         }
-        if (out->err) rc = out->err;
+        if (rc == 0) {
+            jr__buf_varint(out, next);
+            jr__buf_varint(out, raw->len);
+            jr__buf_bytes(out, z, (size_t)zlen);
+            jr__buf_varint(out, snap_index);
+            jr__buf_bytes(out, snap.data, snap.len);
+            if (out->err) rc = out->err;
+        }
+        jr__free(js->n->alloc, z);
     }
+    jr__buf_free(&snap);
     if (rc != 0) {
         jr__route_reply(js, rt, rc, NULL, 0);
         return;
     }
     jr__route_reply(js, rt, 0, out->data, out->len);
 }
+
