@@ -8,31 +8,87 @@
 #include "node/node.h"
 #include "util/alloc.h"
 
-/* Lists ---------------------------------------------------------------------------------------*/
+/* Growable arrays ------------------------------------------------------------------------------*/
+
+static int grow(const jr_allocator *a, void **arr, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap * 2 : 16;
+    while (c < need) c *= 2;
+    void *p = jr__realloc(a, *arr, c * size);
+    if (!p) return JR_ENOMEM;
+    *arr = p;
+    *cap = c;
+    return 0;
+}
 
 static int grow_groups(const jr_allocator *a, jr_group ***arr, uint32_t *cap, uint32_t need)
 {
-    if (need <= *cap) return 0;
-    uint32_t c = *cap ? *cap * 2 : 16;
-    while (c < need) c *= 2;
-    jr_group **p = jr__realloc(a, *arr, (size_t)c * sizeof *p);
-    if (!p) return JR_ENOMEM;
-    *arr = p;
-    *cap = c;
-    return 0;
+    size_t c = *cap;
+    int rc = grow(a, (void **)arr, &c, need, sizeof **arr);
+    *cap = (uint32_t)c;
+    return rc;
 }
 
-static int grow_items(const jr_allocator *a, jr__hb_item **arr, size_t *cap, size_t need)
+/* News for peers ------------------------------------------------------------------------------*/
+
+static void push(jr_node *n, jr__peer *p, uint64_t group, uint64_t term, uint64_t commit)
 {
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap * 2 : 64;
-    while (c < need) c *= 2;
-    jr__hb_item *p = jr__realloc(a, *arr, c * sizeof *p);
-    if (!p) return JR_ENOMEM;
-    *arr = p;
-    *cap = c;
-    return 0;
+    jr__plive *pl = &p->live;
+    if (grow(n->alloc, (void **)&pl->pend, &pl->pend_cap, pl->npend + 1, sizeof *pl->pend))
+        return; /* like a lost frame: a follower keeps its timer, a tombstone's wakes by timer */
+    pl->pend[pl->npend++] = (jr__pend){group, term, commit, ++pl->pend_order, 0};
+    pl->pend_unsorted = 1;
+    n->live.npend++;
 }
+
+static int cmp_pend(const void *a, const void *b)
+{
+    const jr__pend *x = a, *y = b;
+    if (x->group != y->group) return x->group < y->group ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+/* Sorts p's news by group and keeps the newest entry of each. */
+static void normalize(jr_node *n, jr__plive *pl)
+{
+    if (!pl->pend_unsorted) return;
+    qsort(pl->pend, pl->npend, sizeof *pl->pend, cmp_pend);
+    size_t k = 0;
+    for (size_t i = 0; i < pl->npend; i++) {
+        if (k && pl->pend[k - 1].group == pl->pend[i].group)
+            pl->pend[k - 1] = pl->pend[i];
+        else
+            pl->pend[k++] = pl->pend[i];
+    }
+    n->live.npend -= pl->npend - k;
+    pl->npend = k;
+    pl->pend_unsorted = 0;
+}
+
+/* Tells p that quiet leader g is quiet here (if p is one of its other members). */
+static void list_to(jr_node *n, jr_group *g, jr__peer *p)
+{
+    uint64_t term, commit;
+    if (jr__raft_hb_item(g->raft, p->id, &term, &commit)) push(n, p, g->id, term, commit);
+}
+
+/* Tells every other member of g that it is quiet here (listing) or no longer (tombstone). */
+static void tell_members(jr_node *n, jr_group *g, int quiet)
+{
+    const jr__conf *c = jr__raft_conf(g->raft);
+    for (uint32_t k = 0; k < c->n; k++) {
+        if (c->m[k].id == n->self) continue;
+        jr__peer *p = jr__peer_find(n, c->m[k].id);
+        if (!p) continue;
+        if (quiet)
+            list_to(n, g, p);
+        else
+            push(n, p, g->id, 0, 0);
+    }
+}
+
+/* Lists ---------------------------------------------------------------------------------------*/
 
 static void led_remove(jr_node *n, jr_group *g)
 {
@@ -41,11 +97,19 @@ static void led_remove(jr_node *n, jr_group *g)
     n->live.led[i] = last;
     last->live.lead_slot = i + 1;
     g->live.lead_slot = 0;
-    if (last != g) n->live.led_unsorted = 1;
 }
 
-static void follow_remove(jr_group *g)
+static void set_quiet(jr_node *n, jr_group *g, int quiet)
 {
+    if (quiet == g->live.quiet) return;
+    n->live.nquiet += quiet ? 1 : (uint64_t)-1;
+    g->live.follow_peer->live.nquiet += quiet ? 1 : (uint32_t)-1;
+    g->live.quiet = (uint8_t)quiet;
+}
+
+static void follow_remove(jr_node *n, jr_group *g)
+{
+    set_quiet(n, g, 0);
     jr__plive *pl = &g->live.follow_peer->live;
     uint32_t i = g->live.follow_slot - 1;
     jr_group *last = pl->follow[--pl->nfollow];
@@ -53,18 +117,16 @@ static void follow_remove(jr_group *g)
     last->live.follow_slot = i + 1;
     g->live.follow_slot = 0;
     g->live.follow_peer = NULL;
-    g->node->live.nfollow--;
-    if (g->live.quiet) {
-        g->node->live.nquiet--;
-        pl->nquiet--;
-    }
-    g->live.quiet = 0;
 }
 
 void jr__live_forget(jr_group *g)
 {
-    if (g->live.lead_slot) led_remove(g->node, g);
-    if (g->live.follow_slot) follow_remove(g);
+    jr_node *n = g->node;
+    if (g->live.lead_slot) {
+        led_remove(n, g);
+        tell_members(n, g, 0);
+    }
+    if (g->live.follow_slot) follow_remove(n, g);
 }
 
 void jr__live_sync(jr_group *g)
@@ -72,40 +134,42 @@ void jr__live_sync(jr_group *g)
     jr_node *n = g->node;
     jr__raft *r = g->raft;
     int quiet = !g->closed && jr__raft_quiet(r);
-    int leads = quiet && jr__raft_role(r) == JR_LEADER;
+    int role = jr__raft_role(r);
+    int leads = quiet && role == JR_LEADER;
     if (leads && !g->live.lead_slot) {
         if (grow_groups(n->alloc, &n->live.led, &n->live.led_cap, n->live.nled + 1) == 0) {
             n->live.led[n->live.nled++] = g;
             g->live.lead_slot = n->live.nled;
-            n->live.led_unsorted = 1;
+            tell_members(n, g, 1);
         }
     } else if (!leads && g->live.lead_slot) {
         led_remove(n, g);
+        tell_members(n, g, 0);
     }
     /* a follower (quiet or not) of a known leader: in that peer's follow list */
     jr__peer *leader = NULL;
-    if (!g->closed && jr__raft_role(r) != JR_LEADER) {
+    if (!g->closed && role != JR_LEADER) {
         leader = jr__peer_find(n, jr__raft_leader(r));
         if (leader && leader->id == n->self) leader = NULL;
     }
-    if (g->live.follow_slot && g->live.follow_peer != leader) follow_remove(g);
+    if (g->live.follow_slot && g->live.follow_peer != leader) follow_remove(n, g);
     if (leader && !g->live.follow_slot) {
         jr__plive *pl = &leader->live;
         if (grow_groups(n->alloc, &pl->follow, &pl->follow_cap, pl->nfollow + 1) == 0) {
             pl->follow[pl->nfollow++] = g;
             g->live.follow_slot = pl->nfollow;
             g->live.follow_peer = leader;
-            g->live.listed_at = n->now;
-            n->live.nfollow++;
         }
     }
-    int qf = g->live.follow_slot && quiet;
-    if (qf != g->live.quiet) {
-        if (qf) g->live.listed_at = n->now;
-        n->live.nquiet += qf ? 1 : (uint64_t)-1;
-        g->live.follow_peer->live.nquiet += qf ? 1 : (uint32_t)-1;
-        g->live.quiet = (uint8_t)qf;
-    }
+    if (g->live.follow_slot) set_quiet(n, g, quiet);
+}
+
+uint64_t jr__live_contact(const jr_group *g, uint64_t peer, uint64_t raft_contact)
+{
+    if (!jr__raft_quiet(g->raft) || jr__raft_role(g->raft) != JR_LEADER) return raft_contact;
+    const jr__peer *p = jr__peer_find(g->node, peer);
+    if (!p || p->id == g->node->self || p->live.lost) return raft_contact;
+    return p->last_heard > raft_contact ? p->last_heard : raft_contact;
 }
 
 void jr__live_free(jr_node *n)
@@ -113,6 +177,7 @@ void jr__live_free(jr_node *n)
     for (size_t i = 0; i < n->npeers; i++) {
         jr__plive *pl = &n->peers[i]->live;
         jr__free(n->alloc, pl->follow);
+        jr__free(n->alloc, pl->pend);
         jr__free(n->alloc, pl->out);
         jr__free(n->alloc, pl->resp);
         memset(pl, 0, sizeof *pl);
@@ -123,187 +188,7 @@ void jr__live_free(jr_node *n)
     memset(&n->live, 0, sizeof n->live);
 }
 
-/* Receiving -----------------------------------------------------------------------------------*/
-
-void jr__live_recv(jr_node *n, uint64_t from, const jr__hb_view *view)
-{
-    jr__peer *p = jr__peer_find(n, from);
-    if (!p || p->id == n->self) return;
-    jr__plive *pl = &p->live;
-    jr__hb_view v = *view;
-    jr__hb_item it;
-    if (v.type == JR__MSG_NODE_HB_RESP) {
-        while (jr__hb_next(&v, &it)) {
-            n->live.stats.items_received++;
-            jr_group *g = jr__map_get(&n->groups, it.group);
-            if (g && !g->closed) jr__raft_hb_resp(g->raft, n->now, from, it.term, it.index);
-        }
-        return;
-    }
-    pl->hb_at = n->now;
-    if (v.seq != pl->hb_seq) {
-        /* a new round: answer it instead of any older one not yet answered */
-        pl->hb_seq = v.seq;
-        pl->nresp = 0;
-        pl->resp_unsorted = 0;
-    }
-    pl->resp_seq = v.seq;
-    if (!pl->resp_pending && v.n) {
-        pl->resp_pending = 1;
-        n->live.npending++;
-    }
-    if (grow_items(n->alloc, &pl->resp, &pl->resp_cap, pl->nresp + v.n) != 0)
-        return; /* the answer loses these items, like a lost frame */
-    uint64_t prev = pl->nresp ? pl->resp[pl->nresp - 1].group : 0;
-    while (jr__hb_next(&v, &it)) {
-        n->live.stats.items_received++;
-        jr_group *g = jr__map_get(&n->groups, it.group);
-        if (!g || g->closed) continue;
-        jr__raft_hb_recv(g->raft, n->now, from, it.term, it.index);
-        if (g->live.follow_peer == p) g->live.listed_at = n->now;
-        if (it.group <= prev) pl->resp_unsorted = 1;
-        prev = it.group;
-        pl->resp[pl->nresp++] = (jr__hb_item){it.group, jr__raft_term(g->raft), g->persisted};
-    }
-}
-
-/* Sending ------------------------------------------------------------------------------------*/
-
-static int cmp_group(const void *a, const void *b)
-{
-    uint64_t x = (*(jr_group *const *)a)->id, y = (*(jr_group *const *)b)->id;
-    return (x > y) - (x < y);
-}
-
-/* led in ascending group id (the items of a NODE_HB must be); sorted only after a change. */
-static void sort_led(jr_node *n)
-{
-    if (!n->live.led_unsorted) return;
-    qsort(n->live.led, n->live.nled, sizeof *n->live.led, cmp_group);
-    for (uint32_t i = 0; i < n->live.nled; i++) n->live.led[i]->live.lead_slot = i + 1;
-    n->live.led_unsorted = 0;
-}
-
-/* Sorts an answer whose chunks came out of order, dropping duplicates (keeping the last). */
-static void sort_resp(jr__plive *pl)
-{
-    jr__hb_sort(pl->resp, pl->nresp);
-    size_t k = 0;
-    for (size_t i = 0; i < pl->nresp; i++) {
-        if (k && pl->resp[k - 1].group == pl->resp[i].group)
-            pl->resp[k - 1] = pl->resp[i];
-        else
-            pl->resp[k++] = pl->resp[i];
-    }
-    pl->nresp = k;
-    pl->resp_unsorted = 0;
-}
-
-/* Distributes the items of every quiet group we lead to the lists of its other members. */
-static void build_items(jr_node *n)
-{
-    for (size_t i = 0; i < n->npeers; i++) n->peers[i]->live.nout = 0;
-    sort_led(n);
-    for (uint32_t k = 0; k < n->live.nled; k++) {
-        jr_group *g = n->live.led[k];
-        /* a quiet leader's check-quorum runs here (it has no timer of its own, raft.h); one
-         * that steps down is no longer quiet and lists nothing */
-        jr__raft_tick(g->raft, n->now);
-        const jr__conf *c = jr__raft_conf(g->raft);
-        for (uint32_t m = 0; m < c->n; m++) {
-            jr__id id = c->m[m].id;
-            uint64_t term, commit;
-            if (id == n->self || !jr__raft_hb_item(g->raft, id, &term, &commit)) continue;
-            jr__peer *p = jr__peer_find(n, id);
-            if (!p) continue;
-            jr__plive *pl = &p->live;
-            if (grow_items(n->alloc, &pl->out, &pl->out_cap, pl->nout + 1) != 0) continue;
-            pl->out[pl->nout++] = (jr__hb_item){g->id, term, commit};
-        }
-    }
-}
-
-/* Hands the frame in n->live.frame to the host. */
-static void send_frame(jr_node *n, jr__peer *p)
-{
-    jr__buf *b = &n->live.frame;
-    if (jr__frame_end(b) != 0) {
-        n->send_failures++;
-        return;
-    }
-    jr_iovec iov = {b->data, b->len};
-    n->stats.frames_sent++;
-    n->stats.bytes_sent += b->len;
-    n->live.stats.hb_frames++;
-    if (n->host.send(n->host.ctx, p->name, &iov, 1) != 0) n->send_failures++;
-}
-
-/* Appends as much of items[*done..n) as fits the frame as one message of `type`; the frame is
- * sent and a new one begun when not even one more item fits. */
-static void put_items(jr_node *n, jr__peer *p, uint8_t type, uint64_t seq, const jr__hb_item *items,
-                      size_t count)
-{
-    jr__buf *b = &n->live.frame;
-    size_t done = 0;
-    do {
-        size_t room = (size_t)n->max_frame - b->len, k = 0, len = 2 + 2 * 10;
-        /* as many items as fit (each at most 30 bytes; exact sizes are cheaper to bound) */
-        while (done + k < count && len + 30 <= room) {
-            len += 30;
-            k++;
-        }
-        if (k == 0 && done < count) {
-            send_frame(n, p);
-            jr__frame_begin(b, n->self, p->id);
-            continue;
-        }
-        size_t before = b->len;
-        jr__frame_add_hb(b, type, seq, items + done, k);
-        if (b->err) {
-            b->len = before;
-            b->err = 0;
-            n->send_failures++;
-            return;
-        }
-        done += k;
-    } while (done < count);
-}
-
-static void send_heartbeats(jr_node *n)
-{
-    build_items(n);
-    uint64_t seq = ++n->live.seq;
-    for (size_t i = 0; i < n->npeers; i++) {
-        jr__peer *p = n->peers[i];
-        if (p->id == n->self) continue;
-        jr__plive *pl = &p->live;
-        int answer = pl->resp_pending && pl->nresp;
-        if (pl->resp_pending) {
-            pl->resp_pending = 0;
-            n->live.npending--;
-        }
-        if (pl->nout) {
-            pl->linger = n->now + 4 * n->heartbeat_ns;
-            if (pl->linger > n->live.linger) n->live.linger = pl->linger;
-        }
-        /* nothing quiet in common (we neither lead nor follow quiet groups with it) */
-        if (!pl->nout && !answer && !pl->nquiet && n->now >= pl->linger) continue;
-        /* the NODE_HB goes first even when empty: the peer learns which of its quiet followers
-         * we no longer lead */
-        jr__frame_begin(&n->live.frame, n->self, p->id);
-        put_items(n, p, JR__MSG_NODE_HB, seq, pl->out, pl->nout);
-        n->live.stats.hb_items_sent += pl->nout;
-        if (answer) {
-            if (pl->resp_unsorted) sort_resp(pl);
-            put_items(n, p, JR__MSG_NODE_HB_RESP, pl->resp_seq, pl->resp, pl->nresp);
-            n->live.stats.resp_items_sent += pl->nresp;
-        }
-        pl->nresp = 0;
-        send_frame(n, p);
-    }
-}
-
-/* Peer liveness --------------------------------------------------------------------------------*/
+/* Peer events --------------------------------------------------------------------------------*/
 
 static uint64_t stagger_key(uint64_t group, jr__id id)
 {
@@ -339,6 +224,27 @@ static uint64_t stagger(jr_node *n, jr_group *g, const jr__peer *lost)
     return n->heartbeat_ns + rank * (w + 2 * n->heartbeat_ns) + jr__rand_below(&n->rand, w + 1);
 }
 
+/* p's node is gone, or came back without its state: the groups following it campaign. */
+static void followers_lose(jr_node *n, jr__peer *p)
+{
+    jr__plive *pl = &p->live;
+    for (uint32_t k = 0; k < pl->nfollow; k++) {
+        jr_group *g = pl->follow[k];
+        n->live.stats.lost_wakes++;
+        jr__raft_peer_lost(g->raft, n->now, p->id, stagger(n, g, p));
+    }
+}
+
+/* p's node is back (or new): our quiet leaders count it again and tell it again. */
+static void leaders_regain(jr_node *n, jr__peer *p)
+{
+    for (uint32_t k = 0; k < n->live.nled; k++) {
+        jr_group *g = n->live.led[k];
+        jr__raft_peer_alive(g->raft, n->now, p->id);
+        list_to(n, g, p);
+    }
+}
+
 static void check_peers(jr_node *n)
 {
     for (size_t i = 0; i < n->npeers; i++) {
@@ -346,43 +252,230 @@ static void check_peers(jr_node *n)
         if (p->id == n->self) continue;
         jr__plive *pl = &p->live;
         uint64_t heard = p->last_heard > n->live.started ? p->last_heard : n->live.started;
-        if (n->now - heard < n->election_ns) {
+        int silent = n->now - heard >= n->election_ns;
+        if (silent && !pl->lost) {
+            pl->lost = 1;
+            n->live.stats.peers_lost++;
+            jr__node_log(n, JR_LOG_INFO, "peer %s lost: nothing heard for an election timeout",
+                         p->name);
+            followers_lose(n, p);
+            for (uint32_t k = 0; k < n->live.nled; k++)
+                jr__raft_peer_lost(n->live.led[k]->raft, n->now, p->id, 0);
+        } else if (!silent && pl->lost) {
             pl->lost = 0;
-            /* quiet followers its heartbeats stopped listing: their leader woke, gave up or
-             * closed (a node that sends no heartbeats at all is not judged here: it is lost
-             * or it leads nothing quietly, and either way its followers hear of it) */
-            for (uint32_t k = 0; pl->hb_at && k < pl->nfollow; k++) {
-                jr_group *g = pl->follow[k];
-                if (!g->live.quiet || !jr__raft_quiet(g->raft)) continue;
-                uint64_t since = g->live.listed_at;
-                if ((pl->hb_at > since && pl->hb_at - since >= 2 * n->heartbeat_ns) ||
-                    n->now - since >= 2 * n->election_ns) {
-                    n->live.stats.absent_wakes++;
-                    jr__raft_wake(g->raft, n->now);
-                }
+            jr__node_log(n, JR_LOG_INFO, "peer %s is back", p->name);
+            leaders_regain(n, p);
+        }
+    }
+}
+
+/* Receiving -----------------------------------------------------------------------------------*/
+
+static void owe(jr_node *n, jr__plive *pl)
+{
+    if (pl->owe) return;
+    pl->owe = 1;
+    n->live.nowe++;
+}
+
+static void recv_hb(jr_node *n, jr__peer *p, jr__hb_view v)
+{
+    jr__plive *pl = &p->live;
+    uint64_t inc = v.seq >> 32;
+    if (inc != pl->inc) {
+        if (pl->inc) {
+            /* it restarted: the groups it led lost their leader, and its replicas are new */
+            n->live.stats.peers_restarted++;
+            jr__node_log(n, JR_LOG_INFO, "peer %s restarted", p->name);
+            followers_lose(n, p);
+            leaders_regain(n, p);
+        }
+        pl->inc = inc;
+        owe(n, pl); /* it learns our incarnation from the answer */
+    }
+    if (!v.n) return;
+    if (v.seq != pl->resp_seq) {
+        pl->resp_seq = v.seq; /* a newer round: echo it rather than an older one */
+        pl->nresp = 0;
+        pl->resp_unsorted = 0;
+    }
+    owe(n, pl);
+    if (grow(n->alloc, (void **)&pl->resp, &pl->resp_cap, pl->nresp + v.n, sizeof *pl->resp))
+        return; /* no echo: the sender repeats the items */
+    uint64_t prev = pl->nresp ? pl->resp[pl->nresp - 1].group : 0;
+    jr__hb_item it;
+    while (jr__hb_next(&v, &it)) {
+        n->live.stats.items_received++;
+        jr_group *g = jr__map_get(&n->groups, it.group);
+        jr__hb_item echo = {it.group, 0, 0};
+        if (g && !g->closed) {
+            jr__raft *r = g->raft;
+            if (it.term) {
+                jr__raft_hb_recv(r, n->now, p->id, it.term, it.index);
+            } else if (jr__raft_quiet(r) && jr__raft_role(r) != JR_LEADER &&
+                       jr__raft_leader(r) == p->id) {
+                n->live.stats.tomb_wakes++;
+                jr__raft_wake(r, n->now); /* its leader is no longer quiet */
             }
+            echo.term = jr__raft_term(r);
+            echo.index = g->persisted;
+        }
+        if (it.group <= prev) pl->resp_unsorted = 1;
+        prev = it.group;
+        pl->resp[pl->nresp++] = echo;
+    }
+}
+
+/* Index of group in p's (normalized) news, or npend. */
+static size_t pend_find(const jr__plive *pl, uint64_t group)
+{
+    size_t lo = 0, hi = pl->npend;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pl->pend[mid].group < group)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < pl->npend && pl->pend[lo].group == group ? lo : pl->npend;
+}
+
+static void recv_resp(jr_node *n, jr__peer *p, jr__hb_view v)
+{
+    jr__plive *pl = &p->live;
+    int ours = v.seq >> 32 == n->live.inc; /* an echo of this incarnation's heartbeat */
+    normalize(n, pl);
+    size_t dropped = 0;
+    jr__hb_item it;
+    while (jr__hb_next(&v, &it)) {
+        n->live.stats.items_received++;
+        size_t k = ours ? pend_find(pl, it.group) : pl->npend;
+        if (k < pl->npend && pl->pend[k].sent_seq && pl->pend[k].sent_seq <= v.seq) {
+            pl->pend[k].group = 0; /* told: dropped below */
+            dropped++;
+        }
+        if (!it.term) continue; /* it does not host the group */
+        jr_group *g = jr__map_get(&n->groups, it.group);
+        if (g && !g->closed) jr__raft_hb_resp(g->raft, n->now, p->id, it.term, it.index);
+    }
+    if (!dropped) return;
+    size_t k = 0;
+    for (size_t i = 0; i < pl->npend; i++)
+        if (pl->pend[i].group) pl->pend[k++] = pl->pend[i];
+    pl->npend = k;
+    n->live.npend -= dropped;
+}
+
+void jr__live_recv(jr_node *n, uint64_t from, const jr__hb_view *view)
+{
+    jr__peer *p = jr__peer_find(n, from);
+    if (!p || p->id == n->self) return;
+    if (view->type == JR__MSG_NODE_HB)
+        recv_hb(n, p, *view);
+    else
+        recv_resp(n, p, *view);
+}
+
+/* Sending ------------------------------------------------------------------------------------*/
+
+/* Sorts an echo whose chunks came out of order, dropping duplicates (keeping the last). */
+static void sort_resp(jr__plive *pl)
+{
+    jr__hb_sort(pl->resp, pl->nresp);
+    size_t k = 0;
+    for (size_t i = 0; i < pl->nresp; i++) {
+        if (k && pl->resp[k - 1].group == pl->resp[i].group)
+            pl->resp[k - 1] = pl->resp[i];
+        else
+            pl->resp[k++] = pl->resp[i];
+    }
+    pl->nresp = k;
+    pl->resp_unsorted = 0;
+}
+
+/* Hands the frame in n->live.frame to the host. */
+static void send_frame(jr_node *n, jr__peer *p)
+{
+    jr__buf *b = &n->live.frame;
+    if (jr__frame_end(b) != 0) {
+        n->send_failures++;
+        return;
+    }
+    jr_iovec iov = {b->data, b->len};
+    n->stats.frames_sent++;
+    n->stats.bytes_sent += b->len;
+    n->live.stats.hb_frames++;
+    if (n->host.send(n->host.ctx, p->name, &iov, 1) != 0) n->send_failures++;
+}
+
+/* Appends items as one message of `type` per frame, sending full frames and beginning new ones
+ * (same seq) when they do not fit. */
+static void put_items(jr_node *n, jr__peer *p, uint8_t type, uint64_t seq, const jr__hb_item *items,
+                      size_t count)
+{
+    jr__buf *b = &n->live.frame;
+    size_t done = 0;
+    do {
+        /* an item is at most three 10-byte varints: bound how many fit what is left */
+        size_t room = (size_t)n->max_frame - b->len, fixed = 2 + 2 * 10;
+        size_t k = room > fixed ? (room - fixed) / 30 : 0;
+        if (k > count - done) k = count - done;
+        if (k == 0 && done < count) {
+            send_frame(n, p);
+            jr__frame_begin(b, n->self, p->id);
             continue;
         }
-        if (pl->lost) continue;
-        pl->lost = 1;
-        n->live.stats.peers_lost++;
-        jr__node_log(n, JR_LOG_INFO, "peer %s lost: nothing heard for an election timeout",
-                     p->name);
-        for (uint32_t k = 0; k < pl->nfollow; k++) {
-            jr_group *g = pl->follow[k];
-            n->live.stats.lost_wakes++;
-            jr__raft_peer_lost(g->raft, n->now, p->id, stagger(n, g, p));
+        size_t before = b->len;
+        jr__frame_add_hb(b, type, seq, items + done, k);
+        if (b->err) {
+            b->len = before;
+            b->err = 0;
+            n->send_failures++;
+            return;
         }
+        done += k;
+    } while (done < count);
+}
+
+static void send_heartbeats(jr_node *n)
+{
+    for (size_t i = 0; i < n->npeers; i++) {
+        jr__peer *p = n->peers[i];
+        if (p->id == n->self) continue;
+        jr__plive *pl = &p->live;
+        /* reasons to talk: it needs our liveness (we lead quiet groups, possibly with it) or
+         * we need its (we quietly follow its groups), news, or an answer owed */
+        if (!n->live.nled && !pl->nquiet && !pl->npend && !pl->owe) continue;
+        uint64_t seq = n->live.inc << 32 | (++n->live.seq & 0xffffffffu);
+        normalize(n, pl);
+        if (grow(n->alloc, (void **)&pl->out, &pl->out_cap, pl->npend, sizeof *pl->out)) continue;
+        for (size_t k = 0; k < pl->npend; k++) {
+            jr__pend *e = &pl->pend[k];
+            pl->out[k] = (jr__hb_item){e->group, e->term, e->commit};
+            if (!e->sent_seq) e->sent_seq = seq;
+        }
+        jr__frame_begin(&n->live.frame, n->self, p->id);
+        put_items(n, p, JR__MSG_NODE_HB, seq, pl->out, pl->npend);
+        n->live.stats.hb_items_sent += pl->npend;
+        if (pl->owe && pl->nresp) {
+            if (pl->resp_unsorted) sort_resp(pl);
+            put_items(n, p, JR__MSG_NODE_HB_RESP, pl->resp_seq, pl->resp, pl->nresp);
+            n->live.stats.resp_items_sent += pl->nresp;
+        }
+        if (pl->owe) n->live.nowe--;
+        pl->owe = 0;
+        pl->nresp = 0;
+        send_frame(n, p);
     }
 }
 
 /* The tick
  * ---------------------------------------------------------------------------------------*/
 
-/* Anything for the layer to do: quiet groups here, or an answer owed. */
+/* Anything for the layer to do: quiet groups here, news, or an answer owed. */
 static int active(const jr_node *n)
 {
-    return n->live.nled || n->live.nquiet || n->live.npending || n->now < n->live.linger;
+    return n->live.nled || n->live.nquiet || n->live.npend || n->live.nowe;
 }
 
 uint64_t jr__live_deadline(const jr_node *n)
@@ -398,13 +491,16 @@ void jr__live_tick(jr_node *n)
         return;
     }
     if (!n->live.next) {
-        /* waking up: nobody has had a reason to talk to us meanwhile, so no peer counts as
-         * silent from before now */
+        /* waking up: nobody had a reason to talk to us meanwhile, so no peer counts as silent
+         * from before now */
         n->live.next = n->now;
         n->live.started = n->now;
         if (!n->live.frame_ready) {
             jr__buf_init(&n->live.frame, n->alloc);
             n->live.frame_ready = 1;
+            /* a restart must not reuse it, even with the same seed: the clock differs */
+            uint64_t x = jr__rand_next(&n->rand) ^ n->now;
+            n->live.inc = 1 + jr__splitmix64(&x) % 0xfffffffeu;
         }
     }
     if (n->now < n->live.next) return;

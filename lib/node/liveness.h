@@ -2,38 +2,45 @@
  * liveness — the node's coalesced heartbeats, peer liveness, and the bookkeeping that lets idle
  * groups quiesce (issue 5, ARCHITECTURE §4; the core's side is lib/raft/quiesce.c).
  *
- * Every heartbeat interval the node sends each peer with which it shares quiet groups exactly
- * one heartbeat frame: a NODE_HB listing (group, term, commit) for every quiet group this node
- * leads in which the peer is a member (jr__raft_hb_item; possibly none), followed by a
- * NODE_HB_RESP answering the newest NODE_HB received from that peer since the last frame:
- * (group, term, last durable index) for each group listed there that this node hosts. A peer
- * with which the node shares no quiet group (it neither leads nor quietly follows one with it)
- * and that is owed no answer gets no frame, except for four intervals after the
- * last one that listed something to it (then the empty NODE_HB tells it to wake its quiet
- * followers). Received items go to the groups
- * (jr__raft_hb_recv, jr__raft_hb_resp), so a listed follower keeps its quiet state and leader
- * lease, and an answer counts as contact for its group (check-quorum, current/seen). A frame
- * that would exceed max_frame_bytes is split into several, each a valid frame.
+ * Heartbeats. Every heartbeat interval the node sends one heartbeat frame to each peer it shares
+ * a quiet group with (it leads quiet groups, or quietly follows one the peer leads) or has
+ * something to tell or answer: a NODE_HB, then a NODE_HB_RESP if an answer is owed. The frame
+ * itself is the liveness signal; its NODE_HB carries the node's incarnation (a random 32-bit
+ * number drawn when the layer first runs) in the high half of seq, so a restart is noticed at
+ * the first heartbeat.
  *
- * Peer liveness: a peer nothing was heard from (any valid frame, jr__peer.last_heard) for an
- * election timeout is lost; the followers whose leader it is are told (jr__raft_peer_lost)
- * with staggered campaign delays (stagger(), below); a quiet follower that the heartbeats its
- * leader's node kept sending have not listed for two heartbeat intervals, or that has not been
- * listed for two election timeouts while that node lives, is woken (jr__raft_wake): its leader
- * woke, stepped down or closed. Nothing here walks all groups: the per-interval work is
- * the list of quiet groups this node leads (kept incrementally, sorted lazily), the quiet
- * followers (for the absence check) and the items received. While no group of the node is
- * quiet and no answer is pending, the layer is dormant: no timer, no frames.
+ * Incremental lists. A group is named in a NODE_HB only when its state at its leader changes:
+ * when it becomes quiet there, the leader's node tells every other member (group, term, commit)
+ * (jr__raft_hb_item -> jr__raft_hb_recv: the follower goes quiet); when it stops being quiet
+ * (it woke, stepped down, or was closed), a tombstone (group, term 0) (-> jr__raft_wake). Each
+ * such item is repeated with every heartbeat to that peer until its NODE_HB_RESP echoes it:
+ * (group, the responder's term — 0 if it does not host the group — and its last durable index),
+ * relayed to the group (jr__raft_hb_resp). So an idle cluster's heartbeats carry no items at
+ * all, whatever the number of groups; a group costs heartbeat bytes only when it changes.
  *
- * Invariants (per node, kept by jr__live_sync after every flush of a group and by
- * jr__live_forget when a group closes or is freed):
+ * Peer liveness. A peer nothing was heard from (any valid frame, jr__peer.last_heard) for an
+ * election timeout is lost: the groups following it are told (jr__raft_peer_lost) with
+ * staggered campaign delays (stagger() in liveness.c), and so are the quiet groups this node
+ * leads (the lost member stops counting toward their quorum: an isolated quiet leader steps
+ * down). When it is heard from again, or restarted (new incarnation), the quiet groups this node
+ * leads count it again (jr__raft_peer_alive) and are listed to it again; a restart also counts
+ * as a loss for the groups following it (their leader lost its state).
+ *
+ * Costs. Nothing here walks all groups. Per interval: one frame per peer and the pending items;
+ * per event (a group going quiet or not, a peer lost/back/restarted): the groups concerned. The
+ * layer is dormant (no timer, no frames) while the node has no quiet group and nothing pending.
+ *
+ * Invariants (kept by jr__live_sync after every flush of a group and when it opens, and by
+ * jr__live_forget when it closes or is freed):
  *  - live.led holds exactly the open groups whose core was a quiet leader at their last sync;
  *    g->live.lead_slot = index + 1 (0: not there);
- *  - peer p's live.follow holds exactly the open groups that were followers of p (quiet or
- *    not) at their last sync; g->live.follow_slot = index + 1, g->live.follow_peer = p (NULL:
- *    not there).
- *  A list may hold a group whose state changed since its last sync (until the flush that the
- *  change always causes); the raft inputs used on them are harmless in any state.
+ *  - peer p's live.follow holds exactly the open groups that were followers of p (quiet or not)
+ *    at their last sync; g->live.follow_slot = index + 1, g->live.follow_peer = p; the quiet
+ *    ones are counted (g->live.quiet, p->live.nquiet, live.nquiet);
+ *  - peer p's live.pend holds at most one entry per group once normalized (the newest news);
+ *    live.npend is the sum over peers, live.nowe the number of peers owed an answer.
+ * A list may hold a group whose state changed since its last sync (until the flush that the
+ * change always causes); the raft inputs used on them are harmless in any state.
  */
 #ifndef JR_NODE_LIVENESS_H
 #define JR_NODE_LIVENESS_H
@@ -55,72 +62,88 @@ typedef struct jr__glive {
     uint32_t lead_slot;           /* index + 1 in node live.led */
     uint32_t follow_slot;         /* index + 1 in follow_peer's live.follow */
     struct jr__peer *follow_peer; /* the leader whose follow list holds it */
-    uint64_t listed_at;           /* when a heartbeat of follow_peer last listed it */
-    uint8_t quiet;                /* counted in node live.nquiet */
+    uint8_t quiet;                /* a quiet follower (counted in the nquiet counters) */
 } jr__glive;
+
+/* News about one group for one peer, repeated until echoed. */
+typedef struct jr__pend {
+    uint64_t group;
+    uint64_t term; /* 0: tombstone (no longer quiet here) */
+    uint64_t commit;
+    uint64_t order;    /* push order: the newest entry of a group wins */
+    uint64_t sent_seq; /* first heartbeat that carried it (0: not yet) */
+} jr__pend;
 
 /* Per peer (jr__peer.live). */
 typedef struct jr__plive {
-    jr_group **follow; /* followers whose leader is this peer */
+    jr_group **follow; /* groups whose leader is this peer */
     uint32_t nfollow, follow_cap;
-    uint32_t nquiet;  /* quiet ones among them */
-    jr__hb_item *out; /* this interval's NODE_HB items for it (building scratch) */
-    size_t nout, out_cap;
-    jr__hb_item *resp; /* answer to its newest NODE_HB, sent with our next heartbeat */
+    uint32_t nquiet; /* quiet ones among them */
+    jr__pend *pend;  /* news for it */
+    size_t npend, pend_cap;
+    uint64_t pend_order;
+    uint8_t pend_unsorted;
+    jr__hb_item *out; /* encoding scratch */
+    size_t out_cap;
+    jr__hb_item *resp; /* echo of the items of its newest NODE_HB */
     size_t nresp, resp_cap;
     uint64_t resp_seq;
-    uint8_t resp_pending;
     uint8_t resp_unsorted; /* chunks arrived out of order or twice: sort and dedupe first */
+    uint8_t owe;           /* an answer is owed (items, or it does not know our incarnation) */
     uint8_t lost;          /* nothing heard for an election timeout */
-    uint64_t hb_seq;       /* seq of its newest NODE_HB */
-    uint64_t hb_at;        /* when its newest NODE_HB arrived (0: never) */
-    uint64_t linger;       /* send it heartbeats until then even with nothing to list */
+    uint64_t inc;          /* its incarnation as last seen (0: none yet) */
 } jr__plive;
 
 /* Counters (tests and benchmarks read them through jr_node.live). */
 typedef struct jr__live_stats {
     uint64_t hb_frames;     /* heartbeat frames sent */
-    uint64_t hb_items_sent; /* NODE_HB items sent */
+    uint64_t hb_items_sent; /* NODE_HB items sent (listings and tombstones, repeats included) */
     uint64_t resp_items_sent;
     uint64_t items_received; /* NODE_HB and NODE_HB_RESP items received */
     uint64_t peers_lost;
-    uint64_t lost_wakes;   /* quiet followers told their leader's node was lost */
-    uint64_t absent_wakes; /* quiet followers woken because their leader stopped listing them */
+    uint64_t peers_restarted;
+    uint64_t lost_wakes; /* followers told their leader's node was lost or restarted */
+    uint64_t tomb_wakes; /* quiet followers woken by a tombstone */
 } jr__live_stats;
 
 /* Per node (jr_node.live). All zero is the valid initial state. */
 typedef struct jr__live {
     jr_group **led; /* quiet leaders */
     uint32_t nled, led_cap;
-    uint8_t led_unsorted;
-    uint64_t nfollow;    /* followers in follow lists, all peers together */
-    uint64_t nquiet;     /* quiet followers among them */
-    uint64_t npending;   /* peers with resp_pending */
-    uint64_t linger;     /* max of the peers' linger */
-    uint64_t next;       /* next heartbeat tick (0: dormant) */
-    uint64_t started;    /* last wake-up of the layer: peers count as heard then */
-    uint8_t frame_ready; /* frame initialized */
+    uint64_t nquiet;  /* quiet followers, all peers together */
+    uint64_t npend;   /* pending entries, all peers together */
+    uint64_t nowe;    /* peers owed an answer */
+    uint64_t next;    /* next heartbeat tick (0: dormant) */
+    uint64_t started; /* last wake-up of the layer: peers count as heard then */
+    uint64_t inc;     /* our incarnation (0 until the layer first runs) */
     uint64_t seq;
+    uint8_t frame_ready;
     jr__buf frame;
     jr__live_stats stats;
 } jr__live;
 
 /* When the node's heartbeat tick is due: UINT64_MAX while dormant, n->now when it must wake. */
 uint64_t jr__live_deadline(const jr_node *n);
-/* Runs the heartbeat tick if it is due at n->now: declares silent peers lost (telling their
- * quiet followers), wakes quiet followers their leader stopped listing, and sends one
- * heartbeat frame to every peer. Frames that cannot be built (JR_ENOMEM) are skipped and
- * counted as send failures; nothing else can fail. */
+/* Runs the heartbeat tick if it is due at n->now: declares silent peers lost and returning
+ * ones alive (telling the groups concerned), then sends one heartbeat frame to every peer it
+ * has a reason to talk to. Frames that cannot be built (JR_ENOMEM) are skipped and counted as
+ * send failures; nothing else can fail. */
 void jr__live_tick(jr_node *n);
 /* A NODE_HB or NODE_HB_RESP from peer `from` (validated by the frame decoder). Items for groups
- * not open here are ignored. */
+ * not open here are echoed with term 0. */
 void jr__live_recv(jr_node *n, uint64_t from, const jr__hb_view *v);
-/* Puts g in the lists its core's state calls for (after every flush of g, and when it opens or
- * reopens); takes a closed g out of them. JR_ENOMEM growing a list leaves g out of it (a
- * quiet leader then goes unlisted: its followers wake and it wakes when they campaign). */
+/* Puts g in the lists its core's state calls for, and queues the news for its members when it
+ * became or stopped being a quiet leader (after every flush of g, and when it opens or
+ * reopens); takes a closed g out of them. JR_ENOMEM growing a list leaves g out of it (a quiet
+ * leader then goes untold: its followers keep their timers and, campaigning, wake it). */
 void jr__live_sync(jr_group *g);
-/* Takes g out of every list (close, free). Idempotent. */
+/* Takes g out of every list (close, free), telling its members if it was a quiet leader.
+ * Idempotent. */
 void jr__live_forget(jr_group *g);
+/* The contact to report for member `peer` of g (jr_group_peer's last seen): while g is a quiet
+ * leader, contact is node-level (the peer's last frame, unless it is lost); else `raft_contact`
+ * (the core's progress). */
+uint64_t jr__live_contact(const jr_group *g, uint64_t peer, uint64_t raft_contact);
 /* Frees the lists (node close). */
 void jr__live_free(jr_node *n);
 

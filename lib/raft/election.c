@@ -46,6 +46,8 @@ int jr__elect_due(const jr__raft *r, uint64_t now)
 int jr__elect_in_lease(const jr__raft *r, uint64_t now)
 {
     if (r->role == ROLE_LEADER) return 1;
+    /* a quiet follower's leader is vouched for by the node until it says otherwise */
+    if (r->quiet) return 1;
     return r->leader != 0 && now < r->leader_contact + r->cfg.election_timeout;
 }
 

@@ -51,6 +51,10 @@ typedef struct jr__prog {
      * snap_moved: an answer arrived since the last heartbeat tick (else the chunk is resent). */
     uint64_t snap_index, snap_offset;
     uint8_t snap_moved;
+    /* Quiet leader (quiesce.c): the node reported this member's node lost (or it was not heard
+     * from for an election timeout when the group went quiet); such members do not count
+     * toward the quiet check-quorum. Meaningless while the group is not quiet. */
+    uint8_t lost;
 } jr__prog;
 
 struct jr__raft {

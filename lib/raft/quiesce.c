@@ -1,12 +1,13 @@
 /*
- * quiesce — idle groups stop their timers; the node's coalesced heartbeats stand in for them.
+ * quiesce — idle groups stop their timers; the node's liveness layer stands in for them.
  *
  * A Raft group normally costs a heartbeat per follower per interval and an election timer per
  * follower, whether or not anything happens. Most groups of a node hosting thousands of streams
- * are idle, so here a leader that finds its group idle goes quiet (no heartbeats) and its
- * followers go quiet when the node tells them (jr__raft_hb_recv) that the leader is alive and
- * the group quiet (no election timer). The node sends one heartbeat per peer per interval that
- * lists every quiet group the two share, and the answer counts as contact for each of them.
+ * are idle, so here a leader that finds its group idle goes quiet (no heartbeats, no timer),
+ * and its followers go quiet when the node tells them (jr__raft_hb_recv) that the leader is
+ * quiet (no election timer, and the leader lease held). From then on nothing is done per group:
+ * contact is a matter of nodes, and the node reports the events that matter (a member's or the
+ * leader's node lost or back, the leader no longer quiet).
  *
  * Why safety is unchanged: quiescence only decides *when* a server campaigns or heartbeats and
  * whether the leader lease (§4.2.3: "if a server receives a RequestVote request within the
@@ -18,13 +19,12 @@
  * follower is known to hold, and the follower clamps it to its log, as for a HEARTBEAT).
  *
  * Liveness: a quiet follower campaigns when the node reports its leader's node lost
- * (jr__raft_peer_lost) or the leader's heartbeats stop listing the group (jr__raft_wake); a
- * quiet leader keeps its check-quorum (§6.2: "a leader steps down if an election timeout elapses
- * without a successful round of heartbeats to a majority of its cluster"), fed by the answers
- * (jr__raft_hb_resp) and run by the ticks the node gives its quiet leaders with every round of
- * coalesced heartbeats (a quiet leader has no timer of its own: a node with thousands of them
- * would otherwise wake thousands of times per election timeout), so an isolated quiet leader
- * steps down like any other.
+ * (jr__raft_peer_lost) or the leader no longer quiet (jr__raft_wake); a quiet leader keeps its
+ * check-quorum (§6.2: "a leader steps down if an election timeout elapses without a successful
+ * round of heartbeats to a majority of its cluster") with node-level contact: members whose
+ * node the node reports lost no longer count, and once a majority is lost it steps down, so an
+ * isolated quiet leader steps down like any other (within an election timeout of the last
+ * contact, plus the node's detection granularity).
  */
 #include "impl.h"
 #include "util/alloc.h"
@@ -63,6 +63,12 @@ int jr__quiet_leader_tick(jr__raft *r, uint64_t now)
     r->quiet = 1;
     r->idle_ticks = 0;
     r->hb_deadline = UINT64_MAX;
+    /* contact becomes node-level: a member not heard from for T counts as lost until its node
+     * is reported back (jr__raft_peer_alive) or it answers (jr__raft_hb_resp) */
+    for (uint32_t i = 0; i < r->conf.n; i++) {
+        jr__prog *p = &r->prog[i];
+        p->lost = p->id != r->cfg.self && now - p->last_contact >= r->cfg.election_timeout;
+    }
     /* an idle group keeps no buffers: inflight rings, the APPEND scratch, the snapshot chunk
      * (256 KiB by default), slack in the log rings; all come back on demand */
     jr__prog_release(r);
@@ -82,8 +88,14 @@ void jr__quiet_leave(jr__raft *r, uint64_t now)
     r->idle_ticks = 0;
     if (r->role == ROLE_LEADER) {
         r->hb_deadline = now; /* heartbeat at once: the followers are quiet too */
+        /* per-group contact resumes: the members whose node is alive start a fresh window */
+        for (uint32_t i = 0; i < r->conf.n; i++)
+            if (!r->prog[i].lost) r->prog[i].last_contact = now;
+        r->cq_deadline = now + r->cfg.election_timeout;
         jr__prog_restore(r);
     } else {
+        /* the node vouched for the leader until now: the lease runs a full T from here */
+        r->leader_contact = now;
         jr__elect_reset_timer(r, now);
     }
 }
@@ -156,6 +168,7 @@ void jr__raft_hb_resp(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uin
     jr__prog *p = jr__prog_find(r, from);
     if (!p || p->id == r->cfg.self) return;
     p->last_contact = now;
+    p->lost = 0;
     if (r->quiet && (index < p->match || p->match < r->log.last)) {
         /* it lost entries (damaged storage) or was down while the log grew: wake and probe */
         jr__quiet_leave(r, now);
@@ -165,11 +178,34 @@ void jr__raft_hb_resp(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uin
     }
 }
 
+/* Quiet leader: steps down unless the voters whose node is not lost make a quorum (§6.2 with
+ * node-level contact). */
+static void quiet_check_quorum(jr__raft *r, uint64_t now)
+{
+    uint64_t alive = 0;
+    for (uint32_t i = 0; i < r->conf.n; i++) {
+        const jr__prog *p = &r->prog[i];
+        if (p->voter && (p->id == r->cfg.self || !p->lost)) alive++;
+    }
+    if (alive < jr__raft_quorum(r)) {
+        jr__elect_become_follower(r, now, r->term, 0);
+        jr__raft_notify(r);
+    }
+}
+
 void jr__raft_peer_lost(jr__raft *r, uint64_t now, jr__id peer, uint64_t delay)
 {
-    if (!r->started || peer == 0 || r->role != ROLE_FOLLOWER || r->leader != peer) return;
+    if (!r->started || peer == 0 || peer == r->cfg.self) return;
     if (now > r->now) r->now = now;
     now = r->now;
+    if (r->role == ROLE_LEADER) {
+        jr__prog *p = jr__prog_find(r, peer);
+        if (!p) return;
+        p->lost = 1;
+        if (r->quiet) quiet_check_quorum(r, now);
+        return;
+    }
+    if (r->role != ROLE_FOLLOWER || r->leader != peer) return;
     int was_quiet = r->quiet;
     r->quiet = 0;
     r->leader = 0; /* the lease ends: candidates may now be granted (pre-)votes */
@@ -177,6 +213,16 @@ void jr__raft_peer_lost(jr__raft *r, uint64_t now, jr__id peer, uint64_t delay)
     /* a quiet follower's timer was stopped: whatever it says is stale */
     if (was_quiet || at < r->election_deadline) r->election_deadline = at;
     jr__raft_notify(r);
+}
+
+void jr__raft_peer_alive(jr__raft *r, uint64_t now, jr__id peer)
+{
+    if (!r->started || r->role != ROLE_LEADER || peer == r->cfg.self) return;
+    if (now > r->now) r->now = now;
+    jr__prog *p = jr__prog_find(r, peer);
+    if (!p) return;
+    p->lost = 0;
+    p->last_contact = r->now;
 }
 
 void jr__raft_wake(jr__raft *r, uint64_t now)

@@ -247,7 +247,8 @@ void jr__raft_tick(jr__raft *r, uint64_t now)
     int role = r->role;
     if (r->role == ROLE_LEADER) {
         jr__xfer_tick(r, now);
-        if (now >= r->cq_deadline) jr__elect_check_quorum(r, now);
+        /* a quiet leader's contact is node-level: its check-quorum runs on peer_lost */
+        if (!r->quiet && now >= r->cq_deadline) jr__elect_check_quorum(r, now);
         if (r->role == ROLE_LEADER && jr__repl_heartbeat_due(r, now)) jr__repl_heartbeat(r, now);
     } else {
         jr__elect_tick(r, now);
@@ -260,8 +261,7 @@ uint64_t jr__raft_deadline(const jr__raft *r)
 {
     if (!r->started) return UINT64_MAX;
     if (r->role == ROLE_LEADER) {
-        /* a quiet leader's check-quorum runs from the ticks the node gives every quiet leader
-         * with its coalesced heartbeats (raft.h): no timer of its own */
+        /* a quiet leader's check-quorum runs on the node's reports of lost members (raft.h) */
         if (r->quiet) return UINT64_MAX;
         uint64_t d = r->hb_deadline < r->cq_deadline ? r->hb_deadline : r->cq_deadline;
         if (r->transfer_to && r->transfer_deadline < d) d = r->transfer_deadline;

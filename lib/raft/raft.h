@@ -326,45 +326,47 @@ void jr__raft_ready_done(jr__raft *r);
  * found the group idle: an entry of its term committed, its own log durable and committed to the
  * end, no transfer and no uncommitted configuration, and every member heard from within an
  * election timeout in replicate state with nothing in flight, holding the whole log and told the
- * commit index (members not heard from for that long are taken for down and do not hold it
- * back, as long as a quorum of voters is caught up). A quiet leader sends no heartbeats and has
- * no deadline (jr__raft_deadline() is UINT64_MAX): its node must call jr__raft_tick() for it at
- * least once per heartbeat interval (it does so while building its coalesced heartbeats, which
- * walk the quiet leaders anyway), and the tick runs the check-quorum (§6.2) when due, counting
- * the contact reported through jr__raft_hb_resp; such a tick costs a comparison, and notifies
- * only if the leader steps down. Its node lists the group in the coalesced heartbeat to every other
- * member (jr__raft_hb_item); a follower that receives that item (jr__raft_hb_recv) follows the
- * leader as from a HEARTBEAT and, holding everything committed, goes quiet: no election timer, and
- * the leader lease (§4.2.3) kept alive by each further item. Any input that is not a coalesced
- * heartbeat wakes a quiet group (a received message, a proposal, a membership change, a
- * transfer, a stepdown), as does jr__raft_wake (the node's leader no longer lists the group) and
- * jr__raft_peer_lost (the node lost the leader's node). A (pre-)vote request from the very
- * server a follower takes for its leader is never refused by the lease: that leader gave up.
+ * commit index (members not heard from for that long are taken for down — lost — and do not
+ * hold it back, as long as a quorum of voters is caught up). A quiet group has no deadline
+ * (jr__raft_deadline() is UINT64_MAX) and needs no input at all while nothing happens: its node
+ * tells the other members once that it is quiet (jr__raft_hb_item gives what to tell), and a
+ * follower told so (jr__raft_hb_recv) follows the leader as from a HEARTBEAT and, holding
+ * everything committed, goes quiet: no election timer, and the leader lease (§4.2.3) held while
+ * quiet. Contact is then node-level: the node reports a member's node lost
+ * (jr__raft_peer_lost: a quiet leader no longer counts it and steps down once the members left
+ * are no quorum — check-quorum, §6.2; a follower of that leader campaigns) and back
+ * (jr__raft_peer_alive), and relays answers to its listings (jr__raft_hb_resp). Any input that
+ * is not one of these wakes a quiet group (a received message, a proposal, a membership change,
+ * a transfer, a stepdown), as does jr__raft_wake (the leader's node says the group is no longer
+ * quiet there). A (pre-)vote request from the very server a follower takes for its leader is
+ * never refused by the lease: that leader gave up. A quiet leader's progress keeps the
+ * last_contact of before it went quiet: reports of contact use the node's (per-peer) instead.
  */
 /* 1 if the group is quiet (a quiet leader, or a quiet follower of jr__raft_leader()). */
 int jr__raft_quiet(const jr__raft *r);
-/* Quiet leader: the item for peer's coalesced heartbeat: 1 with *term and *commit (the commit
- * index as far as peer is known to hold it), or 0 if the group is not quiet or peer is not one
- * of its other members. Reads only. */
+/* Quiet leader: what to tell peer: 1 with *term and *commit (the commit index as far as peer
+ * is known to hold it), or 0 if the group is not quiet or peer is not one of its other
+ * members. Reads only. */
 int jr__raft_hb_item(const jr__raft *r, jr__id peer, uint64_t *term, uint64_t *commit);
-/* A coalesced heartbeat from `from` listed this group with (term, commit). Term rules and
- * effect as for a HEARTBEAT from the leader of `term` (a stale term changes nothing: the
- * node's answer carries our newer term, which deposes the sender); then, as a follower holding
- * every index up to commit, the group goes (or stays) quiet. Returns 1 if it follows `from`
- * quietly. Notifies only on a change the node must act on (term, role, leader, commit,
- * quiet state); the steady state (already quiet, same leader and term) costs a few stores. */
+/* The node of `from` says this group is quiet there with (term, commit). Term rules and effect
+ * as for a HEARTBEAT from the leader of `term` (a stale term changes nothing: the node's answer
+ * carries our newer term, which deposes the sender); then, as a follower holding every index up
+ * to commit, the group goes (or stays) quiet. Returns 1 if it follows `from` quietly. Notifies
+ * only on a change the node must act on (term, role, leader, commit, quiet state). */
 int jr__raft_hb_recv(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint64_t commit);
-/* Peer `from` answered a coalesced heartbeat listing this group with its (term, index = its last
- * durable index). A newer term deposes us (as any message of a newer term). In our term, as
- * leader: contact with `from` (check-quorum, progress last_contact); a quiet leader that learns
- * `from` lacks entries (index below its match, or a match below our last index) wakes and
- * probes it. */
+/* Peer `from` answered with its (term, index = its last durable index) for this group. A newer
+ * term deposes us (as any message of a newer term). In our term, as leader: contact with `from`
+ * (progress last_contact; no longer lost); a quiet leader that learns `from` lacks entries
+ * (index below its match, or a match below our last index) wakes and probes it. */
 void jr__raft_hb_resp(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint64_t index);
-/* The node has heard nothing from peer's node for an election timeout. A follower whose
- * leader is peer forgets it (so the lease no longer refuses candidates), wakes, and campaigns
- * (pre-vote first) `delay` ns from now unless its timer is due sooner; the node picks delay to
- * stagger the groups of a lost node. Otherwise nothing. */
+/* The node has heard nothing from peer's node for an election timeout (or peer restarted and
+ * lost its state). A leader marks it lost; a quiet leader whose members not lost are no quorum
+ * of voters steps down. A follower whose leader is peer forgets it (so the lease no longer
+ * refuses candidates), wakes, and campaigns (pre-vote first) `delay` ns from now unless its
+ * timer is due sooner; the node picks delay to stagger the groups of a lost node. */
 void jr__raft_peer_lost(jr__raft *r, uint64_t now, jr__id peer, uint64_t delay);
+/* The node hears from peer's node again: a leader counts it in contact (not lost). */
+void jr__raft_peer_alive(jr__raft *r, uint64_t now, jr__id peer);
 /* Leaves the quiet state: a leader heartbeats at its next tick (now), a follower restarts its
  * election timer. No-op if not quiet. */
 void jr__raft_wake(jr__raft *r, uint64_t now);

@@ -69,6 +69,8 @@ static uint64_t chain_mix(uint64_t prev, uint64_t term, uint64_t eh)
     return jr__xxh3(v, sizeof v);
 }
 
+static void live_sync(harness *h, h_node *nd);
+
 /* Messages ------------------------------------------------------------------------------------*/
 
 static h_msg *copy_msg(const jr__msg *m)
@@ -513,6 +515,7 @@ void h_flush(h_node *nd)
         jr__raft_ready_done(r);
         if (nd->hold == 2) break; /* it would ask again at once: entries are still pending */
     }
+    live_sync(h, nd);
 }
 
 /* Lifecycle -----------------------------------------------------------------------------------*/
@@ -643,9 +646,11 @@ void h_free(harness *h)
 }
 
 /* Node-level liveness (h->quiesce) ------------------------------------------------------------
- * The node's coalesced heartbeats for this one group, over the same network as everything else:
- * type H_NHB carries the group's item when flags is 1 (term, u.heartbeat.commit); H_NHB_RESP
- * answers it (term, u.heartbeat_resp.match_hint = last durable index). */
+ * The node's heartbeats for this one group (lib/node/liveness.c): H_NHB carries the node's
+ * seq (u.append_resp.index; incarnation in its high 32 bits) and at most one item (flags 1:
+ * listing with term and u.append_resp.hint_index = commit; flags 2: tombstone); H_NHB_RESP
+ * echoes it (index = seq echoed, flags 1 if it echoes an item, hint_term = the responder's
+ * term, hint_index = its last durable index). */
 #define H_NHB 64
 #define H_NHB_RESP 65
 
@@ -654,9 +659,16 @@ static void live_reset(harness *h, h_node *nd)
     for (int j = 0; j < h->n; j++) {
         nd->heard[j] = h->now;
         nd->lost[j] = 0;
+        nd->inc_seen[j] = 0;
+        memset(&nd->pend[j], 0, sizeof nd->pend[j]);
+        memset(&nd->owe[j], 0, sizeof nd->owe[j]);
     }
+    nd->was_ql = 0;
+    nd->seq = 0;
+    if (!h->quiesce) return;
     /* nodes' heartbeat phases differ, as their clocks would */
-    if (h->quiesce) nd->nhb_next = h->now + 1 + jr__rand_below(&h->rng, h->cfg.heartbeat_interval);
+    nd->nhb_next = h->now + 1 + jr__rand_below(&h->rng, h->cfg.heartbeat_interval);
+    nd->inc = 1 + jr__rand_below(&h->rng, 0x7fffffff);
 }
 
 static uint64_t stagger_key(uint64_t group, jr__id id)
@@ -676,22 +688,58 @@ uint64_t h_stagger(harness *h, int self_idx, int lost_idx)
         live++;
         if (j != self_idx && stagger_key(h->cfg.group, c->m[k].id) < mine) rank++;
     }
-    if (live == 0) live = 1;
-    uint64_t spread = h->cfg.election_timeout / 2;
-    return h->cfg.heartbeat_interval + (rank * spread + jr__rand_below(&h->rng, spread)) / live;
+    uint64_t hb = h->cfg.heartbeat_interval;
+    uint64_t w = h->cfg.election_timeout / 4 / (live > 1 ? live - 1 : 1);
+    return hb + rank * (w + 2 * hb) + jr__rand_below(&h->rng, w + 1);
 }
 
-static void send_node_msg(harness *h, int from, int to, int type, int item, uint64_t term,
-                          uint64_t value)
+static int quiet_leader(const h_node *nd)
 {
-    jr__msg m = {.type = (uint8_t)type, .flags = (uint8_t)item, .group = h->cfg.group};
+    return jr__raft_quiet(nd->r) && jr__raft_role(nd->r) == JR_LEADER;
+}
+
+static int quiet_follower_of(const h_node *nd, int j)
+{
+    return jr__raft_quiet(nd->r) && jr__raft_role(nd->r) != JR_LEADER &&
+           jr__raft_leader(nd->r) == (jr__id)j + 1;
+}
+
+/* Tells peer j the group is quiet here (again). */
+static void relist(h_node *nd, int j)
+{
+    uint64_t term, commit;
+    if (nd->was_ql && jr__raft_hb_item(nd->r, (jr__id)j + 1, &term, &commit))
+        nd->pend[j] = (struct h_pend){1, term, commit, 0};
+}
+
+/* The node's sync after a flush: the group became quiet here, or stopped being. */
+static void live_sync(harness *h, h_node *nd)
+{
+    if (!h->quiesce || !nd->up) return;
+    int ql = quiet_leader(nd);
+    if (ql == nd->was_ql) return;
+    nd->was_ql = ql;
+    const jr__conf *c = jr__raft_conf(nd->r);
+    for (uint32_t k = 0; k < c->n; k++) {
+        int j = (int)c->m[k].id - 1;
+        if (j == nd->idx || j < 0 || j >= h->n) continue;
+        if (ql)
+            relist(nd, j);
+        else
+            nd->pend[j] = (struct h_pend){2, 0, 0, 0};
+    }
+}
+
+static void send_node_msg(harness *h, int from, int to, int type, int flags, uint64_t term,
+                          uint64_t seq, uint64_t hint_index, uint64_t hint_term)
+{
+    jr__msg m = {.type = (uint8_t)type, .flags = (uint8_t)flags, .group = h->cfg.group};
     m.from = (jr__id)from + 1;
     m.to = (jr__id)to + 1;
     m.term = term;
-    if (type == H_NHB)
-        m.u.heartbeat.commit = value;
-    else
-        m.u.heartbeat_resp.match_hint = value;
+    m.u.append_resp.index = seq;
+    m.u.append_resp.hint_index = hint_index;
+    m.u.append_resp.hint_term = hint_term;
     enqueue(h, copy_msg(&m));
 }
 
@@ -700,47 +748,80 @@ static uint64_t durable_last(const h_node *nd)
     return nd->dn ? disk_last(nd) : nd->dfirst - 1;
 }
 
-/* A node's heartbeat tick: declare silent peers lost, then one heartbeat to every peer. */
+/* A node's heartbeat tick: peers silent for an election timeout are lost, peers heard again
+ * are alive (and told again); then one heartbeat to every peer it has a reason to talk to. */
 static void nhb_tick(harness *h, int i)
 {
     h_node *nd = &h->nodes[i];
     nd->nhb_next = h->now + h->cfg.heartbeat_interval;
     h->steps++;
     for (int j = 0; j < h->n; j++) {
-        if (j == i || nd->lost[j] || h->now - nd->heard[j] < h->cfg.election_timeout) continue;
-        nd->lost[j] = 1;
-        h->peers_lost++;
-        int was_quiet = jr__raft_quiet(nd->r);
-        jr__raft_peer_lost(nd->r, h->now, (jr__id)j + 1, h_stagger(h, i, j));
-        if (was_quiet && !jr__raft_quiet(nd->r)) h->quiet_wakes++;
-    }
-    if (jr__raft_quiet(nd->r) && jr__raft_role(nd->r) == JR_LEADER)
-        jr__raft_tick(nd->r, h->now); /* a quiet leader's check-quorum (raft.h) */
-    for (int j = 0; j < h->n; j++) {
         if (j == i) continue;
-        uint64_t term = 0, commit = 0;
-        int item = jr__raft_hb_item(nd->r, (jr__id)j + 1, &term, &commit);
-        send_node_msg(h, i, j, H_NHB, item, item ? term : 1, commit);
+        int silent = h->now - nd->heard[j] >= h->cfg.election_timeout;
+        if (silent && !nd->lost[j]) {
+            nd->lost[j] = 1;
+            h->peers_lost++;
+            int was_quiet = jr__raft_quiet(nd->r);
+            jr__raft_peer_lost(nd->r, h->now, (jr__id)j + 1, h_stagger(h, i, j));
+            if (was_quiet && !jr__raft_quiet(nd->r)) h->quiet_wakes++;
+        } else if (!silent && nd->lost[j]) {
+            nd->lost[j] = 0;
+            jr__raft_peer_alive(nd->r, h->now, (jr__id)j + 1);
+            relist(nd, j);
+        }
     }
     h_flush(nd);
+    for (int j = 0; j < h->n; j++) {
+        if (j == i) continue;
+        struct h_pend *pe = &nd->pend[j];
+        struct h_owe *ow = &nd->owe[j];
+        if (!nd->was_ql && !quiet_follower_of(nd, j) && !pe->kind && !ow->owe) continue;
+        uint64_t seq = nd->inc << 32 | ++nd->seq;
+        send_node_msg(h, i, j, H_NHB, pe->kind, pe->term, seq, pe->commit, 0);
+        if (pe->kind && !pe->sent_seq) pe->sent_seq = seq;
+        if (ow->owe)
+            send_node_msg(h, i, j, H_NHB_RESP, ow->has, ow->term ? ow->term : 1, ow->seq, ow->index,
+                          ow->term);
+        memset(ow, 0, sizeof *ow);
+    }
 }
 
 static void deliver_node_msg(harness *h, h_node *nd, const jr__msg *m)
 {
     jr__raft *r = nd->r;
-    jr__id from = m->from;
+    int j = (int)m->from - 1;
     int was_quiet = jr__raft_quiet(r);
+    uint64_t seq = m->u.append_resp.index;
     if (m->type == H_NHB) {
+        uint64_t inc = seq >> 32;
+        struct h_owe *ow = &nd->owe[j];
+        if (nd->inc_seen[j] != inc) {
+            if (nd->inc_seen[j]) {
+                /* it restarted: its leaderships are gone, its replicas want telling again */
+                if (jr__raft_role(r) == JR_LEADER) {
+                    jr__raft_peer_alive(r, h->now, (jr__id)j + 1);
+                    relist(nd, j);
+                } else {
+                    jr__raft_peer_lost(r, h->now, (jr__id)j + 1, h_stagger(h, nd->idx, j));
+                }
+            }
+            nd->inc_seen[j] = inc;
+            ow->owe = 1; /* our incarnation, in return */
+        }
         if (m->flags) {
             h->nhb_items++;
-            jr__raft_hb_recv(r, h->now, from, m->term, m->u.heartbeat.commit);
-            send_node_msg(h, nd->idx, (int)from - 1, H_NHB_RESP, 1, jr__raft_term(r),
-                          durable_last(nd));
-        } else if (was_quiet && jr__raft_role(r) != JR_LEADER && jr__raft_leader(r) == from) {
-            jr__raft_wake(r, h->now); /* its leader no longer lists the group */
+            if (m->flags == 1)
+                jr__raft_hb_recv(r, h->now, m->from, m->term, m->u.append_resp.hint_index);
+            else if (quiet_follower_of(nd, j))
+                jr__raft_wake(r, h->now);
+            *ow = (struct h_owe){1, 1, seq, jr__raft_term(r), durable_last(nd)};
         }
     } else if (m->flags) {
-        jr__raft_hb_resp(r, h->now, from, m->term, m->u.heartbeat_resp.match_hint);
+        struct h_pend *pe = &nd->pend[j];
+        if (pe->kind && pe->sent_seq && seq >> 32 == nd->inc && pe->sent_seq <= seq)
+            memset(pe, 0, sizeof *pe); /* it has it */
+        jr__raft_hb_resp(r, h->now, m->from, m->u.append_resp.hint_term,
+                         m->u.append_resp.hint_index);
     }
     if (was_quiet && !jr__raft_quiet(r)) h->quiet_wakes++;
     h_flush(nd);
@@ -765,7 +846,6 @@ static void deliver(harness *h, long qi)
         h->delivered++;
         int from = (int)c->m.from - 1;
         nd->heard[from] = h->now; /* any frame from a node tells its node is alive */
-        nd->lost[from] = 0;
         if (c->m.type >= H_NHB) {
             deliver_node_msg(h, nd, &c->m);
         } else {

@@ -16,12 +16,15 @@
  *  - per node: commit never decreases while it runs; applied <= commit.
  *
  * With h->quiesce set (before h_start), the harness also plays the node's liveness layer of
- * issue 5 for the group: every heartbeat interval each running node sends every other one a
- * coalesced heartbeat over the same faulty network (the group's item if it is a quiet leader,
- * jr__raft_hb_item), answered at once (jr__raft_hb_recv / jr__raft_hb_resp); a quiet follower
- * whose leader's heartbeat stops listing the group is woken (jr__raft_wake); a peer heard
- * nothing from (any message) for an election timeout is lost (jr__raft_peer_lost, with the
- * node's staggered delay).
+ * issue 5 (lib/node/liveness.h) for the group, over the same faulty network as everything else:
+ * when the group becomes quiet at its leader, the leader's node tells every other member once
+ * (a listing, jr__raft_hb_item -> jr__raft_hb_recv), and when it stops being quiet, once more
+ * (a tombstone -> jr__raft_wake); both are repeated with every heartbeat until the member's
+ * node echoes them (the echo relays its term and last index: jr__raft_hb_resp). Heartbeats go
+ * every interval to each peer the node shares the quiet group with, or owes an answer; they
+ * carry the node's incarnation, so a restart is noticed at once. A peer heard nothing from (any
+ * message) for an election timeout is lost (jr__raft_peer_lost, with the node's staggered
+ * delay for followers), and alive again when heard from (jr__raft_peer_alive, listing again).
  */
 #ifndef JR_TEST_RAFT_HARNESS_H
 #define JR_TEST_RAFT_HARNESS_H
@@ -76,6 +79,17 @@ typedef struct h_node {
     uint64_t heard[H_MAX]; /* when a message from node j was last delivered here */
     uint8_t lost[H_MAX];   /* node j declared lost */
     uint64_t nhb_next;     /* next coalesced heartbeat */
+    uint64_t inc, seq;     /* incarnation (high 32 bits of seq), heartbeat counter */
+    uint64_t inc_seen[H_MAX];
+    int was_ql; /* quiet leader at the last sync */
+    struct h_pend {
+        int kind; /* 0 nothing, 1 listing, 2 tombstone */
+        uint64_t term, commit, sent_seq;
+    } pend[H_MAX];
+    struct h_owe {
+        int owe, has;
+        uint64_t seq, term, index;
+    } owe[H_MAX];
 } h_node;
 
 /* Returns 0 to drop the message. */

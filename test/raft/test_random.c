@@ -130,6 +130,9 @@ static void random_step(harness *h, int k)
         h_node *nd = &h->nodes[watch_node];
         if (!nd->up) {
             watch_node = -1;
+        } else if (jr__conf_voters(jr__raft_conf(nd->r)) <= 1) {
+            watch_node = -1; /* it removed the others (allowed: a change takes effect when
+                                appended) and, the group's only voter, needs nobody */
         } else if (jr__raft_role(nd->r) == JR_LEADER && jr__raft_term(nd->r) == watch_term &&
                    h->now > watch_since + 3 * ET) {
             dump(h);

@@ -221,7 +221,7 @@ static int acks_done(cluster *c)
 }
 
 /* Over `intervals` heartbeat intervals at idle: every node sends exactly one frame to each
- * peer per interval, every one of them a coalesced heartbeat, and every group is listed. */
+ * peer per interval, every one of them a coalesced heartbeat, naming no group. */
 static void check_idle_traffic(cluster *c, unsigned intervals)
 {
     jr_node_stats before[N], after[N];
@@ -232,6 +232,12 @@ static void check_idle_traffic(cluster *c, unsigned intervals)
         lb[i] = jr_sim_node(c->sim, i)->live.stats;
     }
     jr_sim_stats sb = {.size = sizeof sb}, sa = {.size = sizeof sa};
+    /* the last news (a group going quiet) is repeated until echoed: let it settle */
+    jr_sim_run_for(c->sim, 4 * HB);
+    for (unsigned i = 0; i < N; i++) {
+        jr_node_stats_get(jr_sim_node(c->sim, i), &before[i]);
+        lb[i] = jr_sim_node(c->sim, i)->live.stats;
+    }
     jr_sim_stats_get(c->sim, &sb);
     jr_sim_run_for(c->sim, intervals * HB);
     jr_sim_stats_get(c->sim, &sa);
@@ -248,8 +254,8 @@ static void check_idle_traffic(cluster *c, unsigned intervals)
         items += n->live.stats.hb_items_sent - lb[i].hb_items_sent;
     }
     ck_assert_uint_eq(sa.frames_sent - sb.frames_sent, N * (N - 1) * intervals);
-    /* each group is listed to its two followers once per interval */
-    ck_assert_uint_eq(items, 2 * c->ngroups * intervals);
+    /* and the heartbeats name no group: a group is named only when it changes */
+    ck_assert_uint_eq(items, 0);
 }
 
 START_TEST(idle_groups_cost_one_heartbeat_frame_per_peer_per_interval)
