@@ -6,6 +6,8 @@
  *
  * One JSON line per configuration:
  *   entries_per_sec, mb_per_sec   committed (acknowledged to the proposer) per wall second
+ *   cpu_seconds                   CPU time of the run (wall time suffers when the machine is
+ *                                 shared; the whole cluster runs on one thread)
  *   latency_p50_us, latency_p99_us  wall time from jr_group_propose to its callback
  *   allocs_per_entry              the nodes' jr_allocator calls (malloc + realloc) per committed
  *                                 entry in the steady state (the second half of the run); the
@@ -44,6 +46,13 @@ static void c_free(void *ctx, void *p)
 {
     (void)ctx;
     free(p);
+}
+
+static uint64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static uint64_t wall_ns(void)
@@ -206,7 +215,7 @@ static int run(unsigned nodes, uint64_t entries, uint64_t window)
     memset(payload, 'e', sizeof payload);
 
     uint64_t warm = entries / 2, allocs_at_warm = 0, committed_at_warm = 0;
-    uint64_t t0 = wall_ns();
+    uint64_t t0 = wall_ns(), c0 = cpu_ns();
     while (b->committed + b->failed < entries) {
         b->wall = wall_ns();
         while (b->outstanding < window && b->proposed < entries) {
@@ -230,10 +239,10 @@ static int run(unsigned nodes, uint64_t entries, uint64_t window)
             committed_at_warm = b->committed;
         }
     }
-    uint64_t t1 = wall_ns();
+    uint64_t t1 = wall_ns(), c1 = cpu_ns();
     uint64_t steady = b->committed - committed_at_warm;
     double allocs = steady ? (double)(ca.calls - allocs_at_warm) / (double)steady : 0;
-    double secs = (double)(t1 - t0) / 1e9;
+    double secs = (double)(t1 - t0) / 1e9, cpu = (double)(c1 - c0) / 1e9;
     qsort(b->lat_us, b->committed, sizeof *b->lat_us, cmp_u32);
     uint32_t p50 = b->committed ? b->lat_us[b->committed / 2] : 0;
     uint32_t p99 = b->committed ? b->lat_us[b->committed * 99 / 100] : 0;
@@ -242,11 +251,11 @@ static int run(unsigned nodes, uint64_t entries, uint64_t window)
     jr_node_stats ns = {.size = sizeof ns};
     jr_node_stats_get(jr_sim_node(b->sim, (unsigned)l), &ns);
     printf("{\"bench\":\"raft\",\"nodes\":%u,\"entries\":%" PRIu64 ",\"entry_bytes\":%d,"
-           "\"window\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"seconds\":%.3f,"
+           "\"window\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"seconds\":%.3f,\"cpu_seconds\":%.3f,"
            "\"entries_per_sec\":%.0f,\"mb_per_sec\":%.1f,\"latency_p50_us\":%u,"
            "\"latency_p99_us\":%u,\"allocs_per_entry\":%.4f,\"frames\":%" PRIu64
            ",\"leader_wal_syncs\":%" PRIu64 "}\n",
-           nodes, b->committed, ENTRY_BYTES, window, b->failed, secs,
+           nodes, b->committed, ENTRY_BYTES, window, b->failed, secs, cpu,
            (double)b->committed / secs, (double)b->committed * ENTRY_BYTES / secs / 1e6, p50,
            p99, allocs, ss.frames_delivered, ns.wal_syncs);
     fflush(stdout);
