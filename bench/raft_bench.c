@@ -69,8 +69,8 @@ typedef struct bench {
     jr_fsm fsm[MAX_NODES];
     uint64_t applied[MAX_NODES];
     uint64_t proposed, committed, failed, outstanding;
-    uint64_t *started;   /* wall time of each proposal, by sequence */
-    uint32_t *lat_us;    /* latency of each committed proposal */
+    uint64_t *started; /* wall time of each proposal, by sequence */
+    uint32_t *lat_us;  /* latency of each committed proposal */
     uint64_t window;
     uint64_t total;
     uint64_t wall; /* wall clock, refreshed after every event of the fixture */
@@ -256,8 +256,8 @@ static int run(unsigned nodes, uint64_t entries, uint64_t window)
            "\"latency_p99_us\":%u,\"allocs_per_entry\":%.4f,\"frames\":%" PRIu64
            ",\"leader_wal_syncs\":%" PRIu64 "}\n",
            nodes, b->committed, ENTRY_BYTES, window, b->failed, secs, cpu,
-           (double)b->committed / secs, (double)b->committed * ENTRY_BYTES / secs / 1e6, p50,
-           p99, allocs, ss.frames_delivered, ns.wal_syncs);
+           (double)b->committed / secs, (double)b->committed * ENTRY_BYTES / secs / 1e6, p50, p99,
+           allocs, ss.frames_delivered, ns.wal_syncs);
     fflush(stdout);
     jr_sim_free(b->sim);
     free(b->started);

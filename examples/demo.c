@@ -55,8 +55,9 @@ static void kv_apply(void *ctx, uint64_t index, const void *data, size_t len)
     kv *k = ctx;
     k->applied = index;
     snprintf(k->last, sizeof k->last, "%.*s", (int)len, (const char *)data);
-    if (!quiet_apply) say("  %s applied #%llu: %s", jr_sim_name(sim, k->node),
-                          (unsigned long long)index, k->last);
+    if (!quiet_apply)
+        say("  %s applied #%llu: %s", jr_sim_name(sim, k->node), (unsigned long long)index,
+            k->last);
 }
 
 static int kv_snapshot(void *ctx, jr_snapshot_writer *w)
@@ -148,8 +149,7 @@ static int announce_leader(void)
     int l = leader();
     jr_group_status st = {.size = sizeof st};
     jr_group_status_get(groups[l], &st);
-    say("%s is the leader (term %llu)", jr_sim_name(sim, (unsigned)l),
-        (unsigned long long)st.term);
+    say("%s is the leader (term %llu)", jr_sim_name(sim, (unsigned)l), (unsigned long long)st.term);
     return l;
 }
 

@@ -61,15 +61,15 @@ typedef struct jr_sim_link {
 JR_API void jr_sim_link_init(jr_sim_link *link);
 
 typedef struct jr_sim_config {
-    size_t size;        /* sizeof(jr_sim_config) */
-    unsigned nodes;     /* 1..JR_SIM_MAX_NODES; default 3 */
-    uint64_t seed;      /* the run's only source of randomness */
-    jr_sim_link link;   /* every directed link starts like this */
+    size_t size;                  /* sizeof(jr_sim_config) */
+    unsigned nodes;               /* 1..JR_SIM_MAX_NODES; default 3 */
+    uint64_t seed;                /* the run's only source of randomness */
+    jr_sim_link link;             /* every directed link starts like this */
     uint32_t election_timeout_ms; /* for every node; default 150 */
     uint32_t heartbeat_ms;        /* default 30 */
-    int torn_writes;    /* crashes tear the last unsynced write instead of dropping all of it */
-    const jr_allocator *alloc;    /* the fixture's and the nodes' allocator; NULL: malloc */
-    void *arg;          /* passed to the callbacks below */
+    int torn_writes; /* crashes tear the last unsynced write instead of dropping all of it */
+    const jr_allocator *alloc; /* the fixture's and the nodes' allocator; NULL: malloc */
+    void *arg;                 /* passed to the callbacks below */
     /* Optional: adjusts node i's config before each open (first open and every restart).
      * name, peers, wal_dir, vfs, host, alloc and seed are set by the fixture; changing them is
      * allowed but on the caller's head. */
@@ -146,10 +146,10 @@ typedef struct jr_sim_stats {
     size_t size;          /* sizeof(jr_sim_stats), set by the caller */
     uint64_t frames_sent; /* handed to the network by the nodes */
     uint64_t frames_delivered;
-    uint64_t frames_dropped;    /* lost by drop probability, cuts, or a crashed receiver */
+    uint64_t frames_dropped; /* lost by drop probability, cuts, or a crashed receiver */
     uint64_t frames_duplicated;
     uint64_t bytes_delivered;
-    uint64_t events;            /* deliveries + ticks run */
+    uint64_t events; /* deliveries + ticks run */
 } jr_sim_stats;
 
 JR_API int jr_sim_stats_get(const jr_sim *sim, jr_sim_stats *out);

@@ -23,8 +23,7 @@ int jr_group_open(jr_node *n, const jr_group_config *cfg, jr_group **out)
 {
     if (!out) return JR_EINVAL;
     *out = NULL;
-    if (!n || !cfg || cfg->size < offsetof(jr_group_config, fsm) + sizeof(void *))
-        return JR_EINVAL;
+    if (!n || !cfg || cfg->size < offsetof(jr_group_config, fsm) + sizeof(void *)) return JR_EINVAL;
     if (n->closing) return JR_ECLOSED;
     if (cfg->id > JR_GROUP_ID_HOST_MAX)
         return jr__node_err(n, JR_EINVAL, "group id above JR_GROUP_ID_HOST_MAX is reserved");
@@ -82,8 +81,7 @@ int jr_group_propose(jr_group *g, const void *data, size_t len, jr_propose_cb cb
     rc = jr__raft_propose(g->raft, n->now, data ? data : "", len, &index);
     if (rc != 0) {
         if (op) jr__op_put(n, op);
-        jr__node_err(n, rc, "group %llu: propose: %s", (unsigned long long)g->id,
-                     jr_strerror(rc));
+        jr__node_err(n, rc, "group %llu: propose: %s", (unsigned long long)g->id, jr_strerror(rc));
         goto out;
     }
     if (op) {
@@ -139,8 +137,7 @@ int jr_group_transfer(jr_group *g, const char *to, jr_done_cb cb, void *arg)
     rc = jr__raft_transfer(g->raft, n->now, id);
     if (rc != 0) {
         jr__op_put(n, op);
-        jr__node_err(n, rc, "group %llu: transfer: %s", (unsigned long long)g->id,
-                     jr_strerror(rc));
+        jr__node_err(n, rc, "group %llu: transfer: %s", (unsigned long long)g->id, jr_strerror(rc));
         goto out;
     }
     g->transfer = op;
@@ -161,8 +158,7 @@ static int change(jr_group *g, int kind, const char *peer, jr_done_cb cb, void *
     jr_node *n = g->node;
     jr__peer *p = jr__peer_find_name(n, peer);
     if (!p)
-        return jr__node_err(n, JR_ENOTFOUND, "'%s' is not a known server",
-                            peer ? peer : "(null)");
+        return jr__node_err(n, JR_ENOTFOUND, "'%s' is not a known server", peer ? peer : "(null)");
     jr__node_enter(n);
     jr__op *op = jr__op_get(n);
     if (!op) {
@@ -173,8 +169,8 @@ static int change(jr_group *g, int kind, const char *peer, jr_done_cb cb, void *
     rc = jr__raft_change(g->raft, n->now, kind, p->id, &index);
     if (rc != 0) {
         jr__op_put(n, op);
-        jr__node_err(n, rc, "group %llu: membership change for %s: %s",
-                     (unsigned long long)g->id, p->name, jr_strerror(rc));
+        jr__node_err(n, rc, "group %llu: membership change for %s: %s", (unsigned long long)g->id,
+                     p->name, jr_strerror(rc));
         goto out;
     }
     op->kind = JR__OP_DONE;
@@ -253,8 +249,7 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
             s.current = 1;
         } else if (pr.last_contact) {
             s.last_seen_ns = now > pr.last_contact ? now - pr.last_contact : 0;
-            s.current = s.last_seen_ns <= n->election_ns &&
-                        pr.match >= jr__raft_commit_index(r);
+            s.current = s.last_seen_ns <= n->election_ns && pr.match >= jr__raft_commit_index(r);
         }
     }
     size_t sz = out->size < sizeof s ? out->size : sizeof s;

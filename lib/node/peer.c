@@ -89,8 +89,8 @@ void jr__peer_queue(jr_node *n, const jr__msg *m)
     size_t need = jr__frame_msg_len(m);
     if (need > (size_t)n->max_frame - JR__FRAME_HEADER) {
         n->msgs_unroutable++;
-        jr__node_log(n, JR_LOG_WARN, "message of %zu bytes for %s exceeds max_frame_bytes",
-                     need, p->name);
+        jr__node_log(n, JR_LOG_WARN, "message of %zu bytes for %s exceeds max_frame_bytes", need,
+                     p->name);
         return;
     }
     if (p->nframes == 0 || p->frames[p->nframes - 1].len + need > n->max_frame) {

@@ -10,8 +10,7 @@ static const uint8_t magic[4] = {'J', 'R', 'S', 'N'};
 #define STORED_RAW 0x80000000u
 
 int jr__snapfile_encode(jr__buf *out, uint64_t group, uint64_t index, uint64_t term,
-                        const uint8_t *conf, uint32_t conf_len, const uint8_t *raw,
-                        size_t raw_len)
+                        const uint8_t *conf, uint32_t conf_len, const uint8_t *raw, size_t raw_len)
 {
     if (conf_len > JR__SNAPFILE_MAX_CONF) return JR_EINVAL;
     jr__buf_reset(out);
@@ -25,8 +24,8 @@ int jr__snapfile_encode(jr__buf *out, uint64_t group, uint64_t index, uint64_t t
     size_t body_start = out->len;
     int cap = LZ4_compressBound((int)JR__SNAPFILE_BLOCK);
     for (size_t off = 0; off < raw_len; off += JR__SNAPFILE_BLOCK) {
-        uint32_t n = (uint32_t)(raw_len - off < JR__SNAPFILE_BLOCK ? raw_len - off
-                                                                   : JR__SNAPFILE_BLOCK);
+        uint32_t n =
+            (uint32_t)(raw_len - off < JR__SNAPFILE_BLOCK ? raw_len - off : JR__SNAPFILE_BLOCK);
         if (jr__buf_reserve(out, 8 + (size_t)cap) != 0) return JR_ENOMEM;
         uint8_t *h = out->data + out->len;
         int c = LZ4_compress_default((const char *)raw + off, (char *)h + 8, (int)n, cap);
@@ -80,8 +79,8 @@ static int walk(const uint8_t *body, uint64_t body_len, uint32_t nblocks, uint64
             if (stored & STORED_RAW) {
                 memcpy(out + total, p, raw);
             } else {
-                int got = LZ4_decompress_safe((const char *)p, (char *)out + total, (int)len,
-                                              (int)raw);
+                int got =
+                    LZ4_decompress_safe((const char *)p, (char *)out + total, (int)len, (int)raw);
                 if (got < 0 || (uint32_t)got != raw) return JR_ECORRUPT;
             }
         }

@@ -46,8 +46,7 @@ typedef struct jr__snapfile_info {
 /* Encodes a snapshot of raw_len bytes into out (reset first). 0, JR_ENOMEM, or JR_EINVAL
  * (conf_len too large). */
 int jr__snapfile_encode(jr__buf *out, uint64_t group, uint64_t index, uint64_t term,
-                        const uint8_t *conf, uint32_t conf_len, const uint8_t *raw,
-                        size_t raw_len);
+                        const uint8_t *conf, uint32_t conf_len, const uint8_t *raw, size_t raw_len);
 
 /* Checks the file's structure and checksum without decompressing; fills *info. 0, JR_ECORRUPT,
  * JR_EVERSION. */

@@ -125,8 +125,8 @@ int jr__snap_maybe_take(jr_group *g)
     if (rc == 0) rc = write_file(n, g->id, index, n->snap_enc.data, n->snap_enc.len);
     if (rc != 0) {
         /* Try again after another batch of entries. */
-        jr__node_log(n, JR_LOG_WARN, "group %" PRIu64 ": snapshot at %" PRIu64 " failed: %s",
-                     g->id, index, jr_strerror(rc));
+        jr__node_log(n, JR_LOG_WARN, "group %" PRIu64 ": snapshot at %" PRIu64 " failed: %s", g->id,
+                     index, jr_strerror(rc));
         g->snap_retry = index + g->snapshot_entries;
         return rc;
     }

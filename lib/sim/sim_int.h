@@ -32,8 +32,8 @@ typedef struct jr__sim_node {
     jr_sim *sim;
     unsigned idx;
     char name[16];
-    jr_node *node;    /* NULL while crashed */
-    uint64_t armed;   /* deadline the node asked for; UINT64_MAX none */
+    jr_node *node;         /* NULL while crashed */
+    uint64_t armed;        /* deadline the node asked for; UINT64_MAX none */
     unsigned same_instant; /* consecutive ticks at one instant (storm guard) */
     uint64_t last_tick;
     jr_vfs *vfs;

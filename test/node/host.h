@@ -20,9 +20,9 @@ typedef struct t_frame {
 typedef struct t_host {
     jr_host host;
     uint64_t now;
-    uint64_t armed;  /* last arm() value; UINT64_MAX none */
-    unsigned narm;   /* arm() calls */
-    unsigned sends;  /* send() calls */
+    uint64_t armed; /* last arm() value; UINT64_MAX none */
+    unsigned narm;  /* arm() calls */
+    unsigned sends; /* send() calls */
     t_frame frames[T_MAX_FRAMES];
     unsigned nframes;
     jr_vfs *vfs;

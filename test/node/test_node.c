@@ -427,7 +427,7 @@ END_TEST
 
 typedef struct fail_alloc {
     jr_allocator a;
-    long count; /* allocations attempted (malloc + realloc) */
+    long count;   /* allocations attempted (malloc + realloc) */
     long fail_at; /* 0: never */
     long live;
 } fail_alloc;

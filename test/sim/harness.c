@@ -55,8 +55,9 @@ static int fsm_restore(void *ctx, uint64_t index, const void *data, size_t len)
         return JR_ECORRUPT;
     }
     memcpy(s, data, sizeof s);
-    if (s[0] > index) h_failf(f->h, "node %u: snapshot at %llu holds %llu", f->node,
-                              (unsigned long long)index, (unsigned long long)s[0]);
+    if (s[0] > index)
+        h_failf(f->h, "node %u: snapshot at %llu holds %llu", f->node, (unsigned long long)index,
+                (unsigned long long)s[0]);
     f->last = s[0];
     f->chain = s[1];
     f->count = s[2];
@@ -84,8 +85,9 @@ static void on_apply(void *arg, unsigned node, uint64_t group, uint64_t index, u
         a->hash = hash;
         if (index > t->max_applied) t->max_applied = index;
     } else if (a->term != term || a->hash != hash) {
-        h_failf(h, "state machine safety: node %u applied index %llu of group %llu in term "
-                   "%llu, another node applied term %llu there",
+        h_failf(h,
+                "state machine safety: node %u applied index %llu of group %llu in term "
+                "%llu, another node applied term %llu there",
                 node, (unsigned long long)index, (unsigned long long)group,
                 (unsigned long long)term, (unsigned long long)a->term);
     }
@@ -122,8 +124,7 @@ int h_open(h_cluster *h, unsigned i)
     return 0;
 }
 
-int h_new(h_cluster *h, jr_sim_config *cfg, unsigned n, unsigned ngroups,
-          uint64_t snapshot_entries)
+int h_new(h_cluster *h, jr_sim_config *cfg, unsigned n, unsigned ngroups, uint64_t snapshot_entries)
 {
     memset(h, 0, sizeof *h);
     h->n = n;

@@ -153,13 +153,15 @@ static void check_log(world *w, unsigned i, unsigned gk, jr__raft *r)
     for (uint64_t k = first; k <= last; k++) {
         jr__entry e;
         if (jr__raft_entry(r, k, &e) != 0) {
-            h_failf(&w->h, "node %u group %" PRIu64 ": entry %" PRIu64 " in [%" PRIu64
-                           ", %" PRIu64 "] unreadable", i, group, k, first, last);
+            h_failf(&w->h,
+                    "node %u group %" PRIu64 ": entry %" PRIu64 " in [%" PRIu64 ", %" PRIu64
+                    "] unreadable",
+                    i, group, k, first, last);
             return;
         }
         if (prev_term && e.term < prev_term)
-            h_failf(&w->h, "node %u group %" PRIu64 ": term decreases at index %" PRIu64, i,
-                    group, k);
+            h_failf(&w->h, "node %u group %" PRIu64 ": term decreases at index %" PRIu64, i, group,
+                    k);
         if (verified[k] != e.term) {
             ident *id = id_find(w, group, k, e.term, 1);
             uint64_t hash = XXH3_64bits(e.data, e.len) ^ e.type;
@@ -168,12 +170,14 @@ static void check_log(world *w, unsigned i, unsigned gk, jr__raft *r)
                 id->prev_term = prev_term;
             } else {
                 if (id->hash != (hash | 1))
-                    h_failf(&w->h, "log matching: node %u holds a different entry at index "
-                                   "%" PRIu64 " term %" PRIu64 " of group %" PRIu64,
+                    h_failf(&w->h,
+                            "log matching: node %u holds a different entry at index "
+                            "%" PRIu64 " term %" PRIu64 " of group %" PRIu64,
                             i, k, e.term, group);
                 if (prev_term && id->prev_term && id->prev_term != prev_term)
-                    h_failf(&w->h, "log matching: node %u: (%" PRIu64 ", %" PRIu64 ") follows "
-                                   "term %" PRIu64 ", elsewhere term %" PRIu64,
+                    h_failf(&w->h,
+                            "log matching: node %u: (%" PRIu64 ", %" PRIu64 ") follows "
+                            "term %" PRIu64 ", elsewhere term %" PRIu64,
                             i, k, e.term, prev_term, id->prev_term);
                 if (!id->prev_term) id->prev_term = prev_term;
             }
@@ -189,8 +193,9 @@ static void check_new_leader(world *w, unsigned i, unsigned gk, jr__raft *r, uin
     h_cluster *h = &w->h;
     h_table *t = &h->table[gk];
     if (last < t->max_applied) {
-        h_failf(h, "leader completeness: node %u leads term %" PRIu64 " of group %u with last "
-                   "index %" PRIu64 " but index %" PRIu64 " was applied",
+        h_failf(h,
+                "leader completeness: node %u leads term %" PRIu64 " of group %u with last "
+                "index %" PRIu64 " but index %" PRIu64 " was applied",
                 i, term, gk, last, t->max_applied);
         return;
     }
@@ -198,8 +203,10 @@ static void check_new_leader(world *w, unsigned i, unsigned gk, jr__raft *r, uin
         if (k >= t->cap || !t->applied[k].set) continue;
         jr__entry e;
         if (jr__raft_entry(r, k, &e) != 0 || e.term != t->applied[k].term)
-            h_failf(h, "leader completeness: node %u leads term %" PRIu64 " without the "
-                       "committed entry at index %" PRIu64, i, term, k);
+            h_failf(h,
+                    "leader completeness: node %u leads term %" PRIu64 " without the "
+                    "committed entry at index %" PRIu64,
+                    i, term, k);
     }
 }
 
@@ -251,11 +258,11 @@ static void on_ack(void *arg, int status, uint64_t index)
     h_cluster *h = &w->h;
     h_table *t = &h->table[p->group];
     if (index >= t->cap || !t->applied[index].set)
-        h_failf(h, "acknowledged index %" PRIu64 " of group %u was never applied", index,
-                p->group);
+        h_failf(h, "acknowledged index %" PRIu64 " of group %u was never applied", index, p->group);
     else if (t->applied[index].hash != p->hash)
-        h_failf(h, "acknowledged proposal is not the entry applied at index %" PRIu64
-                   " of group %u", index, p->group);
+        h_failf(h,
+                "acknowledged proposal is not the entry applied at index %" PRIu64 " of group %u",
+                index, p->group);
     w->acked++;
     if (index > w->acked_max[p->group]) w->acked_max[p->group] = index;
 }
@@ -309,8 +316,7 @@ static int restart(world *w, unsigned a)
     int rc = jr_sim_restart(w->h.sim, a);
     if (rc == 0) rc = h_open(&w->h, a);
     if (rc != 0) h_failf(&w->h, "restart of node %u failed: %s", a, jr_err_name(rc));
-    if (w->verbose)
-        fprintf(stderr, "%" PRIu64 " ms: restart %u\n", jr_sim_now(w->h.sim) / MS, a);
+    if (w->verbose) fprintf(stderr, "%" PRIu64 " ms: restart %u\n", jr_sim_now(w->h.sim) / MS, a);
     return rc;
 }
 
@@ -327,7 +333,8 @@ static void fault(world *w)
     } else if (x < 0.05) {
         unsigned a = (unsigned)rnd(w, n), b = (unsigned)rnd(w, n);
         jr_sim_cut(h->sim, a, b);
-        if (w->verbose) fprintf(stderr, "%" PRIu64 " ms: cut %u -> %u\n", jr_sim_now(h->sim) / MS, a, b);
+        if (w->verbose)
+            fprintf(stderr, "%" PRIu64 " ms: cut %u -> %u\n", jr_sim_now(h->sim) / MS, a, b);
     } else if (x < 0.10) {
         jr_sim_heal(h->sim);
         if (w->verbose) fprintf(stderr, "%" PRIu64 " ms: heal\n", jr_sim_now(h->sim) / MS);
@@ -335,7 +342,8 @@ static void fault(world *w)
         unsigned a = (unsigned)rnd(w, n);
         if (!crashed(w, a)) {
             jr_sim_crash(h->sim, a);
-            if (w->verbose) fprintf(stderr, "%" PRIu64 " ms: crash %u\n", jr_sim_now(h->sim) / MS, a);
+            if (w->verbose)
+                fprintf(stderr, "%" PRIu64 " ms: crash %u\n", jr_sim_now(h->sim) / MS, a);
         }
     } else if (x < 0.17) {
         unsigned a = (unsigned)rnd(w, n);
@@ -344,8 +352,8 @@ static void fault(world *w)
         unsigned k = (unsigned)rnd(w, h->ngroups);
         int l = h_leader(h, k);
         unsigned to = (unsigned)rnd(w, n);
-        if (l >= 0) jr_group_transfer(h_group(h, (unsigned)l, k), jr_sim_name(h->sim, to), NULL,
-                                      NULL);
+        if (l >= 0)
+            jr_group_transfer(h_group(h, (unsigned)l, k), jr_sim_name(h->sim, to), NULL, NULL);
     } else if (x < 0.185) {
         /* the disk starts failing syncs: unsynced writes are lost at the next crash */
         unsigned a = (unsigned)rnd(w, n);
@@ -413,8 +421,10 @@ static void heal_group(world *w, unsigned k, uint64_t healed, uint64_t *index)
             continue;
         }
         if (jr_sim_run_until(h->sim, settled, p, 3000 * MS) != 0)
-            h_failf(h, "liveness: a proposal to group %u did not commit within 3 s after "
-                       "healing", k);
+            h_failf(h,
+                    "liveness: a proposal to group %u did not commit within 3 s after "
+                    "healing",
+                    k);
         if (p->status == 0) break;
     }
     if (!h->fail[0] && (!p || p->status != 0))
@@ -495,8 +505,9 @@ static int run_seed(uint64_t seed, int verbose, char *why, size_t whylen)
     for (unsigned k = 0; k < groups && !h->fail[0]; k++)
         for (unsigned i = 1; i < n; i++)
             if (h->fsm[i][k].chain != h->fsm[0][k].chain || h->fsm[i][k].last < w->acked_max[k])
-                h_failf(h, "replica %u of group %u ends in another state (last %" PRIu64
-                           ", acked up to %" PRIu64 ")",
+                h_failf(h,
+                        "replica %u of group %u ends in another state (last %" PRIu64
+                        ", acked up to %" PRIu64 ")",
                         i, k, h->fsm[i][k].last, w->acked_max[k]);
     if (verbose) {
         for (unsigned k = 0; k < groups; k++)
@@ -504,25 +515,28 @@ static int run_seed(uint64_t seed, int verbose, char *why, size_t whylen)
                 jr_group *g = h_group(h, i, k);
                 jr_group_status st = {.size = sizeof st};
                 if (!g || jr_group_status_get(g, &st) != 0) continue;
-                fprintf(stderr, "group %u node %u: role %d term %" PRIu64 " commit %" PRIu64
-                                " applied %" PRIu64 " last %" PRIu64 " snapshot %" PRIu64
-                                " fsm %" PRIu64 "%s\n",
-                        k, i, st.role, st.term, st.commit_index, st.applied_index,
-                        st.last_index, st.snapshot_index, h->fsm[i][k].last,
-                        st.damaged ? " DAMAGED" : "");
+                fprintf(stderr,
+                        "group %u node %u: role %d term %" PRIu64 " commit %" PRIu64
+                        " applied %" PRIu64 " last %" PRIu64 " snapshot %" PRIu64 " fsm %" PRIu64
+                        "%s\n",
+                        k, i, st.role, st.term, st.commit_index, st.applied_index, st.last_index,
+                        st.snapshot_index, h->fsm[i][k].last, st.damaged ? " DAMAGED" : "");
             }
         jr_sim_stats ss = {.size = sizeof ss};
         jr_sim_stats_get(h->sim, &ss);
-        fprintf(stderr, "network: %" PRIu64 " sent, %" PRIu64 " delivered, %" PRIu64
-                        " dropped, %" PRIu64 " events\n",
+        fprintf(stderr,
+                "network: %" PRIu64 " sent, %" PRIu64 " delivered, %" PRIu64 " dropped, %" PRIu64
+                " events\n",
                 ss.frames_sent, ss.frames_delivered, ss.frames_dropped, ss.events);
     }
     if (verbose)
-        fprintf(stderr, "seed %" PRIu64 ": %u nodes, %u groups, %u proposals, %u acked, %" PRIu64
-                        " steps, digest %016" PRIx64 "\n",
+        fprintf(stderr,
+                "seed %" PRIu64 ": %u nodes, %u groups, %u proposals, %u acked, %" PRIu64
+                " steps, digest %016" PRIx64 "\n",
                 seed, n, groups, w->nprops, w->acked, w->steps, jr_sim_digest(h->sim));
-    if (h->fail[0]) snprintf(why, whylen, "%s (step %" PRIu64 ", %" PRIu64 " ms)", h->fail,
-                             w->steps, jr_sim_now(h->sim) / MS);
+    if (h->fail[0])
+        snprintf(why, whylen, "%s (step %" PRIu64 ", %" PRIu64 " ms)", h->fail, w->steps,
+                 jr_sim_now(h->sim) / MS);
 done:
     h_free(&w->h);
     for (unsigned i = 0; i < H_MAX; i++)
@@ -561,8 +575,10 @@ int main(int argc, char **argv)
         uint64_t s = strtoull(one, NULL, 0);
         char why[768] = "";
         int rc = run_seed(s, 1, why, sizeof why);
-        if (rc) fprintf(stderr, "seed %" PRIu64 " FAILED: %s\n", s, why);
-        else fprintf(stderr, "seed %" PRIu64 " ok\n", s);
+        if (rc)
+            fprintf(stderr, "seed %" PRIu64 " FAILED: %s\n", s, why);
+        else
+            fprintf(stderr, "seed %" PRIu64 " ok\n", s);
         return rc ? EXIT_FAILURE : EXIT_SUCCESS;
     }
     const char *range = getenv("JR_SEEDS");

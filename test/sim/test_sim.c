@@ -199,8 +199,8 @@ START_TEST(damaged_replica_follows_but_never_votes)
 
     /* power off d, damage its oldest WAL segment, power on */
     ck_assert_int_eq(jr_sim_crash(h.sim, d), 0);
-    ck_assert_int_eq(jr__memfs_flip_bits(jr_sim_vfs(h.sim, d), "/wal/0000000000000001.wal", 200,
-                                         1000, 8), 0);
+    ck_assert_int_eq(
+        jr__memfs_flip_bits(jr_sim_vfs(h.sim, d), "/wal/0000000000000001.wal", 200, 1000, 8), 0);
     ck_assert_int_eq(jr_sim_restart(h.sim, d), 0);
     ck_assert_int_eq(h_open(&h, d), 0);
     jr_group_status st = {.size = sizeof st};
