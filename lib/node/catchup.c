@@ -13,6 +13,11 @@
  * exactly, even when the source deleted some of them after the snapshot the replica started
  * from (fsm.h: the catch-up's one inexact case otherwise). Entries up to that index are then
  * ignored when the group applies them.
+ * Chunks come from one source's state moving forward: a chunk read at an index below one an
+ * earlier chunk was read at is not applied (that source is behind; the replica asks again).
+ * JR__RPC_CATCHUP: request = varint group | varint from | varint max_bytes; response = varint
+ * next | varint raw_len | str lz4(records) | varint read_at (the source's applied index) |
+ * u8 final (the source's end) | str snapshot (the source's, at read_at; only when final).
  * This is not a replay of the WAL from zero: the WAL only ever needs the entries after the
  * snapshot, and it is compacted behind the store's durable point when snapshots are taken.
  *
@@ -42,6 +47,9 @@ struct jr__catchup {
     size_t snap_len;
     uint64_t snap_index;
     uint64_t need;    /* first seq still missing */
+    uint64_t read_at; /* the latest source index a chunk applied here was read at (at least the
+                         snapshot's: a source behind it could not restore what the log no
+                         longer has for this replica) */
     uint64_t rpc_id;  /* the chunk request in flight (0: none) */
     unsigned attempts;
     qent **q;
@@ -64,6 +72,7 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
         cu->snap_len = len;
         cu->snap_index = index;
         cu->need = need;
+        if (cu->read_at < index) cu->read_at = index;
         return 0;
     }
     cu = jr__calloc(a, 1, sizeof *cu);
@@ -75,6 +84,7 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
     cu->snap_len = len;
     cu->snap_index = index;
     cu->need = need;
+    cu->read_at = index; /* no chunk read before the snapshot being restored is any use */
     r->cu = cu;
     jr__node_log(js->n, JR_LOG_INFO,
                  "stream '%s': restored snapshot %" PRIu64 ", fetching messages from seq %" PRIu64,
@@ -167,22 +177,27 @@ static void on_chunk(jr__js *js, void *arg, int status, const uint8_t *p, size_t
     cu->rpc_id = 0;
     if (status == JR_ECLOSED) return;
     int rc = status == JR__RPC_NO_ANSWER ? JR_ETIMEDOUT : status;
-    uint64_t next = 0, raw = 0, sindex = 0;
+    uint64_t next = 0, raw = 0, at = 0;
     const uint8_t *z = NULL, *snap = NULL;
     size_t zlen = 0, slen = 0;
+    uint8_t final = 0;
     if (rc == 0) {
         jr__rd rd;
         jr__rd_init(&rd, p, len);
         next = jr__rd_varint(&rd);
         raw = jr__rd_varint(&rd);
         z = jr__rd_bytes(&rd, &zlen, len);
-        sindex = jr__rd_varint(&rd);
+        at = jr__rd_varint(&rd);
+        final = jr__rd_u8(&rd);
         snap = jr__rd_bytes(&rd, &slen, len);
         if (rd.err || jr__rd_left(&rd) || raw > 4 * (uint64_t)CHUNK_BYTES + (1u << 21) ||
-            (raw && !zlen) || (sindex == 0) != (slen == 0))
+            (raw && !zlen) || next < cu->need || final > 1 || (slen && (!at || !final)))
             rc = JR_ECORRUPT;
     }
-    if (rc == 0 && (raw || next > cu->need)) {
+    /* A source behind the state some chunk was already read at could describe as live a
+     * message that chunk did not have: wait for it (or another) to get there. */
+    if (rc == 0 && at < cu->read_at) rc = JR_EBUSY;
+    if (rc == 0) {
         jr__buf *b = &js->scratch2;
         jr__buf_reset(b);
         if (jr__buf_reserve(b, (size_t)raw + 1) != 0) {
@@ -195,27 +210,29 @@ static void on_chunk(jr__js *js, void *arg, int status, const uint8_t *p, size_t
         if (rc == 0) {
             js->catchup_chunks++;
             js->catchup_bytes += raw;
+            cu->read_at = at;
         }
     }
-    uint64_t need = cu->need;
+    uint64_t need = next;
     if (rc == 0 && slen) {
-        /* the source's own state where the chunks end: restore that one from now on */
+        /* The source's end, with its own state there: restore that one (exact: every chunk so
+         * far was read at or before it). */
         uint8_t *copy = jr__malloc(js->n->alloc, slen);
-        rc = copy ? jr__stream_fsm_restore(r->fsm, sindex, snap, slen, &need) : JR_ENOMEM;
+        rc = copy ? jr__stream_fsm_restore(r->fsm, at, snap, slen, &need) : JR_ENOMEM;
         if (rc == 0) {
             jr__free(js->n->alloc, cu->snap);
             memcpy(copy, snap, slen);
             cu->snap = copy;
             cu->snap_len = slen;
-            cu->snap_index = sindex;
+            cu->snap_index = at;
         } else {
             jr__free(js->n->alloc, copy);
-            if (rc == JR_ERANGE || rc == JR_ECORRUPT || rc == JR_EINVAL) rc = 0; /* keep ours */
-            slen = 0;
         }
-    }
-    if (rc == 0 && !slen)
+    } else if (rc == 0 && final) {
+        /* the source's end without its state (it could not take a snapshot): ours, which is
+         * exact unless the source deleted messages after it (fsm.h) */
         rc = jr__stream_fsm_restore(r->fsm, cu->snap_index, cu->snap, cu->snap_len, &need);
+    }
     if (rc != 0) {
         jr__node_log(n, JR_LOG_WARN, "stream '%s': catch-up chunk from seq %" PRIu64 ": %s",
                      r->name, cu->need, jr_strerror(rc));
@@ -232,10 +249,9 @@ static void on_chunk(jr__js *js, void *arg, int status, const uint8_t *p, size_t
         jr__catchup_finish(r);
         return;
     }
-    if (need <= cu->need && next <= cu->need) cu->attempts++; /* that source could not help */
-    else cu->attempts = 0;
+    cu->attempts = 0;
     cu->need = need;
-    if (cu->attempts == 0) jr__catchup_step(r);
+    jr__catchup_step(r);
 }
 
 void jr__catchup_step(jr__srep *r)
@@ -294,14 +310,12 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
      * requester restores a state that matches the messages it got exactly (fsm.h). */
     jr__buf snap;
     jr__buf_init(&snap, js->n->alloc);
-    uint64_t snap_index = 0;
-    if (rc == 0 && next > info.store.last_seq) {
-        snap_index = jr__stream_fsm_applied(r->fsm);
-        if (snap_index == 0 || jr__stream_fsm_snapshot(r->fsm, &snap) != 0 ||
-            snap.len > js->n->max_frame / 4) {
-            snap_index = 0; /* the requester restores the snapshot it has */
-            jr__buf_reset(&snap);
-        }
+    uint64_t read_index = jr__stream_fsm_applied(r->fsm);
+    int final = next > info.store.last_seq;
+    if (rc == 0 && final) {
+        if (read_index == 0 || jr__stream_fsm_snapshot(r->fsm, &snap) != 0 ||
+            snap.len > js->n->max_frame / 4)
+            jr__buf_reset(&snap); /* the requester restores the snapshot it has */
     }
     jr__buf *out = &js->scratch;
     jr__buf_reset(out);
@@ -318,7 +332,8 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
             jr__buf_varint(out, next);
             jr__buf_varint(out, raw->len);
             jr__buf_bytes(out, z, (size_t)zlen);
-            jr__buf_varint(out, snap_index);
+            jr__buf_varint(out, read_index);
+            jr__buf_u8(out, (uint8_t)final);
             jr__buf_bytes(out, snap.data, snap.len);
             if (out->err) rc = out->err;
         }

@@ -52,6 +52,7 @@ int e2e_new(e2e *c, unsigned n, uint64_t seed, uint32_t timeout_ms)
     cfg.arg = c;
     cfg.configure = configure;
     cfg.torn_writes = c->torn_writes;
+    cfg.on_apply = c->on_apply;
     return jr_sim_new(&cfg, &c->sim);
 }
 
@@ -389,6 +390,35 @@ size_t e2e_meta_streams(e2e *c, unsigned i)
 {
     jr_node *n = e2e_node(c, i);
     return n && n->js ? n->js->st.nstreams : 0;
+}
+
+uint64_t e2e_fsm_applied(e2e *c, unsigned i, const char *name)
+{
+    jr__srep *r = rep_of(c, i, name);
+    return r ? jr__stream_fsm_applied(r->fsm) : 0;
+}
+
+void e2e_describe(e2e *c, unsigned i, const char *name, char *buf, size_t cap)
+{
+    jr__srep *r = rep_of(c, i, name);
+    if (!r) {
+        snprintf(buf, cap, "n%u: no replica", i);
+        return;
+    }
+    jr__stream_fsm_info fi;
+    jr__stream_fsm_info_get(r->fsm, &fi);
+    jr_group_status gs;
+    gs.size = sizeof gs;
+    jr_group_status_get(r->g, &gs);
+    snprintf(buf, cap,
+             "n%u: fsm applied %llu durable %llu last_seq %llu failed %d restoring %d cu %d "
+             "rep_failed %d | group role %d term %llu commit %llu applied %llu last %llu snap %llu "
+             "damaged %d",
+             i, (unsigned long long)fi.applied, (unsigned long long)fi.durable,
+             (unsigned long long)fi.last_seq, fi.failed, fi.restoring, r->cu != NULL, r->failed,
+             gs.role, (unsigned long long)gs.term, (unsigned long long)gs.commit_index,
+             (unsigned long long)gs.applied_index, (unsigned long long)gs.last_index,
+             (unsigned long long)gs.snapshot_index, gs.damaged);
 }
 
 uint64_t e2e_catchup_chunks(e2e *c, unsigned i)

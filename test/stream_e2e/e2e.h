@@ -27,6 +27,9 @@ typedef struct e2e {
     const char *unique_tag;
     uint32_t timeout_ms;
     int torn_writes;  /* crashes tear the last unsynced write (jr_sim_config.torn_writes) */
+    /* optional: jr_sim_config.on_apply (arg: the e2e) */
+    void (*on_apply)(void *arg, unsigned node, uint64_t group, uint64_t index, uint64_t term,
+                     const void *data, size_t len);
     jr_host hosts[E2E_MAX];
     uint64_t snap_every[E2E_MAX];
     int log;
@@ -119,6 +122,10 @@ int e2e_replica_leader(e2e *c, unsigned i, const char *name);
 uint64_t e2e_snapshot_index(e2e *c, unsigned i, const char *name);
 /* Streams in node i's meta state. */
 size_t e2e_meta_streams(e2e *c, unsigned i);
+/* The replica's fsm applied index (0: none). */
+uint64_t e2e_fsm_applied(e2e *c, unsigned i, const char *name);
+/* A line describing node i's replica (fsm applied/durable/failed/restoring, group state). */
+void e2e_describe(e2e *c, unsigned i, const char *name, char *buf, size_t cap);
 /* Chunks node i's replicas fetched in catch-ups. */
 uint64_t e2e_catchup_chunks(e2e *c, unsigned i);
 /* Reads message seq from node i's replica store: 0 with subject and data copied (NUL-terminated,

@@ -8,6 +8,8 @@
  *     every replica (no acknowledged message is ever lost, none is stored under two seqs);
  *   - every replica holds identical messages and state (digest);
  *   - every publish got exactly one callback.
+ * A second variant adds limits (max_msgs, max_msgs_per_subject) and random deletes and purges:
+ * an acknowledged message may then be gone, never changed, and the replicas stay identical.
  * JR_SEEDS=first:count picks the seeds (default 1:12; soak 1000:300); a failure names its seed
  * (replay: JR_SEEDS=<seed>:1 test_faults).
  */
@@ -43,16 +45,52 @@ static void on_ack(void *arg, int status, const jr_pub_ack *ack)
     r->duplicate = ack->duplicate;
 }
 
+static void purge_cb(void *arg, int status, const char *msg, uint64_t purged)
+{
+    (void)purged;
+    e2e_admin_cb(arg, status, msg);
+}
+
 static void data_of(size_t i, char *buf, size_t cap)
 {
     snprintf(buf, cap, "payload %zu", i);
 }
 
-static void run_seed(uint64_t seed)
+/* JR_FAULTS_DIFF: each replica's digest after every entry it applies, to name the first index
+ * where two replicas disagree. */
+#define TRACE_MAX 8192
+static uint64_t trace[3][TRACE_MAX];
+
+static void trace_apply(void *arg, unsigned node, uint64_t group, uint64_t index, uint64_t term,
+                        const void *data, size_t len)
+{
+    e2e *c = arg;
+    (void)group;
+    (void)term;
+    (void)data;
+    (void)len;
+    if (node >= 3 || index >= TRACE_MAX || e2e_fsm_applied(c, node, "F") != index) return;
+    uint64_t d;
+    if (e2e_digest(c, node, "F", &d) == 0) {
+        if (trace[node][index] && trace[node][index] != d)
+            fprintf(stderr, "  n%u re-applied index %llu to another state\n", node,
+                    (unsigned long long)index);
+        trace[node][index] = d;
+    }
+}
+
+/* churn = 1: the stream also has limits (max_msgs, discard old), and random message deletes and
+ * purges run among the publishes; then an acknowledged message may be gone, but never changed,
+ * and the replicas must still be identical. */
+static void run_seed(uint64_t seed, int churn)
 {
     e2e c;
     memset(&c, 0, sizeof c);
     c.torn_writes = 1;
+    if (getenv("JR_FAULTS_DIFF")) {
+        c.on_apply = trace_apply;
+        memset(trace, 0, sizeof trace);
+    }
     ck_assert_int_eq(e2e_new(&c, 3, seed, 800), 0);
     jr__rand rnd;
     jr__rand_seed(&rnd, seed * 7919);
@@ -68,6 +106,10 @@ static void run_seed(uint64_t seed)
     jr_stream_config cfg;
     e2e_config(&cfg, "F", subj, 1, 3);
     cfg.max_msgs_per_subject = -1;
+    if (churn) {
+        cfg.max_msgs = 1500;
+        cfg.max_msgs_per_subject = 200;
+    }
     e2e_res r;
     ck_assert_msg(e2e_add(&c, (unsigned)(seed % 3), &cfg, &r) == 0, "seed %llu: add: %s",
                   (unsigned long long)seed, r.msg);
@@ -126,15 +168,43 @@ static void run_seed(uint64_t seed)
         if (dice < 6 && down < 0) {
             down = (int)jr__rand_below(&rnd, 3);
             jr_sim_crash(c.sim, (unsigned)down);
+            if (getenv("JR_FAULTS_DIFF"))
+                fprintf(stderr, "  [%.6f] crash n%d (applied %llu %llu %llu)\n",
+                        (double)jr_sim_now(c.sim) / 1e9, down,
+                        (unsigned long long)e2e_fsm_applied(&c, 0, "F"),
+                        (unsigned long long)e2e_fsm_applied(&c, 1, "F"),
+                        (unsigned long long)e2e_fsm_applied(&c, 2, "F"));
         } else if (dice < 10 && down >= 0) {
             e2e_restart(&c, (unsigned)down);
+            if (getenv("JR_FAULTS_DIFF"))
+                fprintf(stderr, "  [%.6f] restart n%d at fsm index %llu\n",
+                        (double)jr_sim_now(c.sim) / 1e9, down,
+                        (unsigned long long)e2e_fsm_applied(&c, (unsigned)down, "F"));
             down = -1;
         } else if (dice < 13) {
             unsigned side = (unsigned)jr__rand_below(&rnd, 3);
             jr_sim_partition(c.sim, &side, 1);
         } else if (dice < 20) {
             jr_sim_heal(c.sim);
-        } else if (dice < 22) {
+        } else if (churn && dice < 30) {
+            unsigned via = (unsigned)jr__rand_below(&rnd, 3);
+            e2e_res *op = &stepdowns[round];
+            memset(op, 0, sizeof *op);
+            if ((int)via == down) {
+                /* nothing */
+            } else if (dice < 27) {
+                jr_stream_msg_delete(e2e_node(&c, via), "F", 1 + jr__rand_below(&rnd, next + 1), 0,
+                                     e2e_admin_cb, op);
+            } else {
+                jr_purge_opts po;
+                jr_purge_opts_init(&po);
+                char filt[16];
+                snprintf(filt, sizeof filt, "f.%u", (unsigned)jr__rand_below(&rnd, 17));
+                po.subject = filt;
+                po.keep = jr__rand_below(&rnd, 20);
+                jr_stream_purge(e2e_node(&c, via), "F", &po, purge_cb, op);
+            }
+        } else if (dice < 32) {
             unsigned via = (unsigned)jr__rand_below(&rnd, 3);
             if ((int)via != down) {
                 e2e_res *sd = &stepdowns[round];
@@ -169,6 +239,44 @@ static void run_seed(uint64_t seed)
         same = d[0] == d[1] && d[1] == d[2];
         if (!same) jr_sim_run_for(c.sim, 100 * MS);
     }
+    if (!same)
+        for (unsigned i = 0; i < 3; i++) {
+            jr_stream_state st;
+            e2e_state(&c, i, "F", &st);
+            fprintf(stderr,
+                    "seed %llu n%u: digest %016llx msgs %llu first %llu last %llu deleted %llu "
+                    "subjects %llu chunks %llu\n",
+                    (unsigned long long)seed, i, (unsigned long long)d[i],
+                    (unsigned long long)st.msgs, (unsigned long long)st.first_seq,
+                    (unsigned long long)st.last_seq, (unsigned long long)st.num_deleted,
+                    (unsigned long long)st.num_subjects, (unsigned long long)chunks);
+            char line[512];
+            e2e_describe(&c, i, "F", line, sizeof line);
+            fprintf(stderr, "  %s\n", line);
+        }
+    if (!same && getenv("JR_FAULTS_DIFF"))
+        for (uint64_t q = 1; q < TRACE_MAX; q++) {
+            int differ = 0;
+            for (unsigned a = 0; a < 3; a++)
+                for (unsigned b = 0; b < 3; b++)
+                    if (trace[a][q] && trace[b][q] && trace[a][q] != trace[b][q]) differ = 1;
+            if (differ) {
+                for (uint64_t k = q > 8 ? q - 8 : 1; k < q + 3; k++)
+                    fprintf(stderr, "  index %llu: %016llx %016llx %016llx%s\n",
+                            (unsigned long long)k, (unsigned long long)trace[0][k],
+                            (unsigned long long)trace[1][k], (unsigned long long)trace[2][k],
+                            k == q ? "  <- first difference" : "");
+                break;
+            }
+        }
+    if (!same && getenv("JR_FAULTS_DIFF")) {
+        static uint64_t sums[3][4000];
+        for (unsigned i = 0; i < 3; i++) e2e_checksums(&c, i, "F", sums[i], 4000);
+        for (size_t q = 0; q < 4000; q++)
+            if (sums[0][q] != sums[1][q] || sums[1][q] != sums[2][q])
+                fprintf(stderr, "  seq %zu: %s %s %s\n", q + 1, sums[0][q] ? "x" : "-",
+                        sums[1][q] ? "x" : "-", sums[2][q] ? "x" : "-");
+    }
     ck_assert_msg(same, "seed %llu: replicas differ", (unsigned long long)seed);
     size_t acked = 0;
     for (unsigned n = 0; n < 3; n++)
@@ -177,6 +285,7 @@ static void run_seed(uint64_t seed)
             acked += n == 0;
             char s[64], got[64], want[32];
             int rc = e2e_local_get(&c, n, "F", it[j].acked, s, sizeof s, got, sizeof got);
+            if (churn && rc == JR_ENOTFOUND) continue; /* deleted, purged or over the limit */
             ck_assert_msg(rc == 0, "seed %llu: n%u lost acknowledged msg %zu (seq %llu): %s",
                           (unsigned long long)seed, n, j, (unsigned long long)it[j].acked,
                           jr_err_name(rc));
@@ -184,9 +293,9 @@ static void run_seed(uint64_t seed)
             ck_assert_msg(strcmp(got, want) == 0, "seed %llu: seq %llu holds '%s', not '%s'",
                           (unsigned long long)seed, (unsigned long long)it[j].acked, got, want);
         }
-    fprintf(stderr, "faults seed %llu: %zu of %zu publishes acknowledged and intact on 3 "
+    fprintf(stderr, "faults seed %llu%s: %zu of %zu publishes acknowledged and intact on 3 "
                     "replicas; %llu catch-up chunks\n",
-            (unsigned long long)seed, acked, next,
+            (unsigned long long)seed, churn ? " (churn)" : "", acked, next,
             (unsigned long long)(e2e_catchup_chunks(&c, 0) + e2e_catchup_chunks(&c, 1) +
                                  e2e_catchup_chunks(&c, 2) + chunks));
     free(it);
@@ -197,7 +306,13 @@ static uint64_t first_seed = 1, nseeds = 12;
 
 START_TEST(random_faults)
 {
-    run_seed(first_seed + (uint64_t)_i);
+    run_seed(first_seed + (uint64_t)_i, 0);
+}
+END_TEST
+
+START_TEST(random_faults_with_churn)
+{
+    run_seed(first_seed + (uint64_t)_i, 1);
 }
 END_TEST
 
@@ -215,6 +330,7 @@ int main(void)
     TCase *tc = tcase_create("faults");
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, random_faults, 0, (int)nseeds);
+    tcase_add_loop_test(tc, random_faults_with_churn, 0, (int)nseeds);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
