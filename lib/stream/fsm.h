@@ -57,17 +57,21 @@
  *   - if the store lacks messages the snapshot has beyond its last seq, restore reports the seq
  *     to fetch from (*need_from): the caller pulls chunks from a peer (jr__stream_fsm_read_chunk
  *     there, jr__stream_fsm_apply_chunk here) and calls restore again, with the same or a newer
- *     snapshot of that peer; until then the fsm is "restoring" and refuses entries. Chunks keep
- *     only messages up to the last seq of the snapshot being restored (a peer that moved on sends
- *     newer ones too: the log's entries after the snapshot bring those), so the store is never
- *     ahead of the snapshot;
+ *     snapshot of that peer; until then the fsm is "restoring" and refuses entries. A peer that
+ *     moved on sends messages beyond the snapshot's last seq too: while the store is ahead of the
+ *     snapshot being restored, restore keeps restoring and asks for the seqs after the store's
+ *     last one; it completes with a snapshot of the peer whose last seq the store reaches — the
+ *     one taken where the last chunk was read (the node sends it with the last chunk of a
+ *     round). Restored that way (chunks read in seq order from one peer, then the peer's
+ *     snapshot taken where they end) the replica holds exactly the peer's state at that index:
+ *     a message live there was live when its chunk was read, and what was deleted since is
+ *     deleted by the reconciliation;
  *   - a message the snapshot has but the store lacks below its last seq is taken as deleted by
- *     a later entry of the log (that is how a catch-up from a peer that moved on misses it).
- *     This is the one inexact case left: an entry between the snapshot and that delete whose
- *     decision depends on the missing message (a subject's last seq, a discard-new count, a
- *     purge's keep) may decide otherwise than the leader did. Chunks read from a peer whose
- *     applied index is the snapshot's (or a restore with the peer's snapshot at the index the
- *     chunks were read at) avoid it.
+ *     a later entry of the log (that is how chunks read after the snapshot miss it). That is
+ *     the one inexact case: an entry between the snapshot and that delete whose decision
+ *     depends on the missing message (a subject's last seq, a discard-new count, a purge's keep)
+ *     may decide otherwise than the leader did. Completing with the peer's snapshot taken where
+ *     the chunks end, as above, avoids it.
  * A snapshot at or below the applied index is validated and then ignored (the fsm already holds
  * a later state of the same log; e.g. after a restart, the node's last snapshot is older than
  * the store's last mark).
@@ -229,8 +233,8 @@ int jr__stream_fsm_snapshot(jr__stream_fsm *f, jr__buf *out);
  * is then ignored), or the first seq whose message must be fetched (then the fsm is restoring).
  * The snapshot is validated completely first: JR_ECORRUPT (malformed, checksum, or index
  * mismatch), JR_EVERSION, JR_EINVAL (another stream's snapshot) change nothing; so does
- * JR_ERANGE, a snapshot older than what the store already holds (while restoring a newer one).
- * Store failures fail the fsm. */
+ * JR_ERANGE, a snapshot (after the applied index) whose last seq is below the store's while
+ * not restoring (not a state of this replica's log). Store failures fail the fsm. */
 int jr__stream_fsm_restore(jr__stream_fsm *f, uint64_t index, const void *snap, size_t len,
                            uint64_t *need_from);
 
@@ -244,10 +248,8 @@ int jr__stream_fsm_read_chunk(jr__stream_fsm *f, uint64_t from, size_t max_bytes
  * then advances the store's last seq to next - 1, where next is what jr__stream_fsm_read_chunk
  * gave the source with this chunk: a chunk stands for every live message the source had in
  * [from, next), so seqs of that range missing from it are deleted ones (also a deleted tail,
- * which no later chunk would ever bring). Messages and seqs beyond the last seq of the snapshot
- * being restored are left out (the log brings them). Only while restoring (JR_EMISUSE
- * otherwise); limits are suspended until the restore completes, so every message of the chunk
- * is kept. */
+ * which no later chunk would ever bring). Only while restoring (JR_EMISUSE otherwise); limits
+ * are suspended until the restore completes, so every message of the chunk is kept. */
 int jr__stream_fsm_apply_chunk(jr__stream_fsm *f, const void *chunk, size_t len, uint64_t next);
 
 /* ---------------------------------------------------------------------------------------------
@@ -263,14 +265,13 @@ struct jr__stream_fsm {
     jr__store *store;
     jr__dedup dedup;
     size_t dedup_max;
-    int64_t clock;         /* largest op timestamp applied */
-    uint64_t applied;      /* index of the last applied entry */
-    uint64_t last_seq;     /* last seq assigned by the applied entries (= the store's) */
-    int64_t last_ts;       /* timestamp of the last stored message (0: none yet) */
-    int restoring;         /* a restore waits for chunks: entries refused */
-    uint64_t restore_last; /* while restoring: last seq of the snapshot being restored */
-    int limits_pending;    /* the store has no limits yet (set at the first apply or restore) */
-    int failed;            /* 0 or the local failure that stopped the fsm */
+    int64_t clock;      /* largest op timestamp applied */
+    uint64_t applied;   /* index of the last applied entry */
+    uint64_t last_seq;  /* last seq assigned by the applied entries (= the store's) */
+    int64_t last_ts;    /* timestamp of the last stored message (0: none yet) */
+    int restoring;      /* a restore waits for chunks: entries refused */
+    int limits_pending; /* the store has no limits yet (set at the first apply or restore) */
+    int failed;         /* 0 or the local failure that stopped the fsm */
     /* marks (fsm_snapshot.c) */
     int persistent;      /* the store is a file store: marks are written */
     uint64_t marked_seq; /* msg ids of seqs up to this are in the store's marks already */

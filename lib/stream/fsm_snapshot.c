@@ -257,6 +257,16 @@ static uint64_t next_live(const snap *s, uint64_t after)
     return q <= s->last_seq ? q : 0;
 }
 
+/* How many seqs <= upto are live in the snapshot. */
+static uint64_t live_upto(const snap *s, uint64_t upto)
+{
+    if (s->st.msgs == 0 || upto < s->st.first_seq) return 0;
+    uint64_t hi = upto < s->last_seq ? upto : s->last_seq, n = hi - s->st.first_seq + 1;
+    for (size_t i = 0; i < s->nranges && s->ranges[i].lo <= hi; i++)
+        n -= (s->ranges[i].hi < hi ? s->ranges[i].hi : hi) - s->ranges[i].lo + 1;
+    return n;
+}
+
 static void install(jr__stream_fsm *f, snap *s)
 {
     jr__stream_cfg_free(f->cfg);
@@ -272,7 +282,6 @@ static void install(jr__stream_fsm *f, snap *s)
     f->last_ts = s->st.last_ts;
     f->applied = s->index;
     f->restoring = 0;
-    f->restore_last = 0;
     f->limits_pending = 0; /* set from the snapshot's config right after */
 }
 
@@ -287,7 +296,18 @@ int jr__stream_fsm_restore(jr__stream_fsm *f, uint64_t index, const void *data, 
     jr__store_state l;
     jr__store_state_get(f->store, &l);
     if (!rc && !f->restoring && index <= f->applied) rc = 1; /* not newer: ignored */
-    if (!rc && l.last_seq > s.last_seq) rc = JR_ERANGE;      /* older than the store */
+    if (!rc && l.last_seq > s.last_seq) {
+        /* the store is ahead of this snapshot: while restoring, the chunks came from a source
+         * that moved on; go on fetching after them and complete with a newer snapshot of the
+         * source (one taken where the chunks end). Otherwise the snapshot is older than what
+         * this replica already holds. */
+        if (f->restoring) {
+            *need_from = l.last_seq + 1;
+            rc = 1;
+        } else {
+            rc = JR_ERANGE;
+        }
+    }
     if (rc) {
         snap_free(f->alloc, &s);
         return rc == 1 ? 0 : rc;
@@ -299,12 +319,17 @@ int jr__stream_fsm_restore(jr__stream_fsm *f, uint64_t index, const void *data, 
     memset(&none, 0, sizeof none);
     rc = jr__store_set_limits(f->store, &none);
     if (!rc) rc = drop_dead(f, &s, l.last_seq);
-    if (!rc && l.last_seq < s.last_seq) {
+    /* Now the store's messages are some of the snapshot's up to the store's last seq. If some
+     * are missing, chunks came from a source that had deleted them since the snapshot: this
+     * snapshot can not be completed exactly; go on (the source's newer snapshot will). */
+    jr__store_state after;
+    jr__store_state_get(f->store, &after);
+    int missing = !rc && after.msgs < live_upto(&s, l.last_seq);
+    if (!rc && (missing || l.last_seq < s.last_seq)) {
         uint64_t q = next_live(&s, l.last_seq);
-        if (q) {
+        if (q || missing) {
             f->restoring = 1;
-            f->restore_last = s.last_seq;
-            *need_from = q;
+            *need_from = q ? q : l.last_seq + 1;
             snap_free(f->alloc, &s);
             return 0;
         }
@@ -338,11 +363,9 @@ int jr__stream_fsm_apply_chunk(jr__stream_fsm *f, const void *chunk, size_t len,
     if (f->failed) return f->failed;
     if (!f->restoring) return JR_EMISUSE;
     if (next == 0) return JR_EINVAL;
-    /* nothing beyond the snapshot being restored: the log's entries after it bring that */
-    int rc = jr__store_apply_chunk_upto(f->store, chunk, len, f->restore_last);
+    int rc = jr__store_apply_chunk(f->store, chunk, len);
     if (rc == JR_ECORRUPT) return rc; /* validated before anything was appended: no change */
-    uint64_t upto = next - 1 < f->restore_last ? next - 1 : f->restore_last;
-    if (!rc) rc = jr__store_skip(f->store, upto); /* no-op if not beyond the last seq */
+    if (!rc) rc = jr__store_skip(f->store, next - 1); /* no-op if not beyond the last seq */
     return rc ? jr__stream_fsm_fail(f, rc) : 0;
 }
 

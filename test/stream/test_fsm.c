@@ -1116,9 +1116,9 @@ END_TEST
 START_TEST(catch_up_from_a_leader_that_moved_on)
 {
     /* The follower installs a snapshot taken at index k, but pulls messages from the leader's
-     * store later, after entries k+1.. deleted some of them and added others: it keeps only the
-     * messages up to the snapshot's last seq (the log brings the rest), applies the entries after
-     * k from the log and ends identical to the leader. */
+     * store later, after entries k+1.. deleted some of them and added others: the old snapshot
+     * can no longer complete the restore (the store is ahead of it); the leader's snapshot
+     * taken where the chunk was read does, and the follower is then exactly the leader. */
     fx a;
     jr_stream_config c = base_config(JR_STORAGE_MEMORY);
     c.allow_rollup = 1;
@@ -1144,7 +1144,7 @@ START_TEST(catch_up_from_a_leader_that_moved_on)
     pub(&a, "orders.a", "n3"); /* per-subject limit drops an older orders.a */
     pub(&a, "orders.c", "n4");
     purge(&a, "orders.b", 0, 1);
-    pub_id(&a, "orders.a", "n5", "m1"); /* a duplicate? no: m1 expired? window 60s: duplicate */
+    pub_id(&a, "orders.a", "n5", "m1"); /* within the window: a duplicate */
 
     jr__stream_fsm *b = open_fsm(&c, NULL, 0);
     uint64_t need;
@@ -1160,17 +1160,27 @@ START_TEST(catch_up_from_a_leader_that_moved_on)
     ck_assert_int_eq(jr__stream_fsm_read_chunk(a.f, need, 1 << 20, &chunk, &next), 0);
     ck_assert_int_eq(jr__stream_fsm_apply_chunk(b, chunk.data, chunk.len, next), 0);
     jr__buf_free(&chunk);
+    /* the old snapshot: the store is ahead of it, so the restore goes on after the store */
     ck_assert_int_eq(jr__stream_fsm_restore(b, k, snap.data, snap.len, &need), 0);
+    ck_assert_uint_eq(need, next);
+    ck_assert(jr__stream_fsm_restoring(b));
+    /* the leader's snapshot where the chunk was read completes it, exactly */
+    jr__buf snap2;
+    jr__buf_init(&snap2, NULL);
+    ck_assert_int_eq(jr__stream_fsm_snapshot(a.f, &snap2), 0);
+    uint64_t k2 = jr__stream_fsm_applied(a.f);
+    ck_assert_int_eq(jr__stream_fsm_restore(b, k2, snap2.data, snap2.len, &need), 0);
     ck_assert(need == 0);
-    ck_assert(!jr__stream_fsm_recovering(b));
-    ck_assert_uint_eq(state(b).last_seq, 20); /* the snapshot's, not the leader's 23 */
-    replay(&a, b, at, a.log.n);
+    ck_assert(!jr__stream_fsm_restoring(b) && !jr__stream_fsm_recovering(b));
+    ck_assert_uint_eq(jr__stream_fsm_applied(b), k2);
     assert_same_replicas(a.f, b, "moved on");
-    /* and both go on together */
+    /* the log's entries up to k2 are ignored; both go on together */
+    replay_exact(&a, b, at, a.log.n, "moved on");
     pub(&a, "orders.a", "after");
-    replay(&a, b, a.log.n - 1, a.log.n);
+    replay_exact(&a, b, a.log.n - 1, a.log.n, "after");
     assert_same_replicas(a.f, b, "after");
     jr__buf_free(&snap);
+    jr__buf_free(&snap2);
     jr__stream_fsm_close(b);
     fx_done(&a);
 }
@@ -1271,7 +1281,9 @@ END_TEST
 START_TEST(catch_up_when_the_leader_deleted_the_tail)
 {
     /* the messages after the follower's last one were all deleted on the leader after its
-     * snapshot: no chunk will ever bring them; the chunk's range says they are gone */
+     * snapshot: no chunk will ever bring them (the chunk's range says they are gone), so the
+     * old snapshot can not be completed exactly; the leader's snapshot where the chunk was
+     * read completes it */
     fx a;
     jr_stream_config c = base_config(_i ? JR_STORAGE_FILE : JR_STORAGE_MEMORY);
     fx_init(&a, &c, 21);
@@ -1298,8 +1310,16 @@ START_TEST(catch_up_when_the_leader_deleted_the_tail)
     ck_assert(next == 11);
     ck_assert_int_eq(jr__stream_fsm_apply_chunk(b, chunk.data, chunk.len, next), 0);
     ck_assert_int_eq(jr__stream_fsm_restore(b, k, snap.data, snap.len, &need), 0);
+    ck_assert_uint_eq(need, 11); /* 9 and 10 are missing: not with this snapshot */
+    ck_assert(jr__stream_fsm_restoring(b));
+    jr__buf snap2;
+    jr__buf_init(&snap2, NULL);
+    ck_assert_int_eq(jr__stream_fsm_snapshot(a.f, &snap2), 0);
+    ck_assert_int_eq(
+        jr__stream_fsm_restore(b, jr__stream_fsm_applied(a.f), snap2.data, snap2.len, &need), 0);
     ck_assert(need == 0);
-    replay(&a, b, at, a.log.n);
+    jr__buf_free(&snap2);
+    replay_exact(&a, b, at, a.log.n, "tail deleted");
     assert_same_replicas(a.f, b, "tail deleted");
     /* chunks are refused outside a restore */
     ck_assert_int_eq(jr__stream_fsm_apply_chunk(b, chunk.data, chunk.len, next), JR_EMISUSE);
