@@ -1176,11 +1176,6 @@ int jr__store_read_chunk(jr__store *s, uint64_t from, size_t max_bytes, jr__buf 
 
 int jr__store_apply_chunk(jr__store *s, const void *chunk, size_t len)
 {
-    return jr__store_apply_chunk_upto(s, chunk, len, UINT64_MAX);
-}
-
-int jr__store_apply_chunk_upto(jr__store *s, const void *chunk, size_t len, uint64_t upto)
-{
     const uint8_t *p = chunk;
     uint64_t prev = 0;
     jr__srec r;
@@ -1194,7 +1189,6 @@ int jr__store_apply_chunk_upto(jr__store *s, const void *chunk, size_t len, uint
     for (size_t off = 0; off < len; off += n) {
         jr__srec_decode(p + off, len - off, 0, &r, &n);
         if (r.seq <= s->last_seq) continue;
-        if (r.seq > upto) break;
         int rc = jr__store_skip(s, r.seq - 1);
         if (!rc)
             rc = jr__store_append(s, r.seq, r.subj, r.subj_len, r.hdr, r.hdr_len, r.data,

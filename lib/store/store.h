@@ -261,8 +261,6 @@ int jr__store_read_chunk(jr__store *s, uint64_t from, size_t max_bytes, jr__buf 
  * JR_ECORRUPT), skipping gaps so seqs match the source. Messages at or below last_seq are
  * ignored (a re-sent chunk is harmless). */
 int jr__store_apply_chunk(jr__store *s, const void *chunk, size_t len);
-/* The same, keeping only the messages with seq <= upto. */
-int jr__store_apply_chunk_upto(jr__store *s, const void *chunk, size_t len, uint64_t upto);
 
 const char *jr__store_errmsg(const jr__store *s);
 
