@@ -23,6 +23,9 @@ void jr__js_timer_init(jr__jtimer *t, void (*fire)(jr__js *, jr__jtimer *))
 
 void jr__js_timer_arm(jr__js *js, jr__jtimer *t, uint64_t deadline)
 {
+    /* Never in the past: the node's deadline must stay a time it can reach (a deadline of 0
+     * would also look like the node's "re-arm the host" marker, node.c). */
+    if (deadline < js->n->now) deadline = js->n->now;
     if (jr__heap_arm(&js->timers, &t->t, deadline) != 0) {
         /* No memory to grow the heap: fire at the next tick instead (tick retries the arm). */
         jr__node_want_tick(js->n);

@@ -41,6 +41,7 @@
 #define MIN_TICK_NS 100000000ull /* 100 ms */
 #define SYNC_ENTRIES 1024            /* store mark at least every this many entries ... */
 #define SYNC_NS 1000000000ull        /* ... and every second while entries are applied */
+#define IDLE_NS 2000000000ull        /* an idle replica's timer */
 
 jr__srep *jr__srep_find(jr__js *js, uint64_t group)
 {
@@ -64,6 +65,8 @@ jr__peer *jr__srep_leader_peer(jr__js *js, uint64_t group)
 }
 
 /* Proposals ---------------------------------------------------------------------------------*/
+
+static void rep_due(jr__srep *r, uint64_t when);
 
 static void unlist(jr__proposal *p)
 {
@@ -174,6 +177,7 @@ static void flush_one(jr__srep *r)
     jr__opq_push(&g->pending, op);
     jr__group_ready(g);
     jr__node_want_tick(n);
+    rep_due(r, p->deadline);
 }
 
 void jr__srep_flush_all(jr__js *js)
@@ -390,6 +394,7 @@ static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
     }
     jr__srep_apply_entry(r, index, term, data, len);
     if (index >= r->synced + SYNC_ENTRIES) rep_sync(r);
+    else if (index != r->synced) rep_due(r, r->next_sync);
 }
 
 /* A stream group's snapshot: u64 (little-endian) the fsm's own applied index, then the fsm's
@@ -458,31 +463,62 @@ static void rep_sync(jr__srep *r)
 
 /* Leader duties -----------------------------------------------------------------------------*/
 
+/* The replica's timer runs its duties: catch-up retries, store marks, the leader's config and
+ * TICK ops and proposal deadlines. It fires often only while one of them is due soon; an idle
+ * replica is visited every IDLE_NS (to notice that it became a leader with a duty), so idle
+ * streams cost next to nothing. Work that makes a duty due sooner (an entry applied, a
+ * proposal made) pulls the timer in (rep_due). */
 static void rep_timer(jr__js *js, jr__jtimer *t)
 {
     jr__srep *r = (jr__srep *)((char *)t - offsetof(jr__srep, timer));
     jr_node *n = js->n;
-    if (r->cu) jr__catchup_step(r);
+    uint64_t soon = n->now + n->election_ns / 2, next = n->now + IDLE_NS;
+    if (r->cu) {
+        jr__catchup_step(r);
+        next = soon;
+    }
     if (n->now >= r->next_sync) {
         rep_sync(r);
         r->next_sync = n->now + SYNC_NS;
     }
+    if (!r->failed && jr__stream_fsm_applied(r->fsm) != r->synced && r->next_sync < next)
+        next = r->next_sync;
     if (jr__srep_is_leader(r)) {
         const jr_stream_config *fc = jr__stream_fsm_config_get(r->fsm);
-        if (!r->cfg_pending && (!r->cfg_in_log || !jr__stream_config_equal(fc, &r->acfg->c)))
-            stage_config(r);
+        int differs = !r->cfg_in_log || !jr__stream_config_equal(fc, &r->acfg->c);
+        if (!r->cfg_pending && differs) stage_config(r);
+        if (differs) next = soon; /* until the config is in the log */
         uint64_t age = r->acfg->c.max_age_ns;
-        if (age && n->now >= r->next_tick) {
-            stage_tick(r);
-            uint64_t every = age / 4 > MIN_TICK_NS ? age / 4 : MIN_TICK_NS;
-            r->next_tick = n->now + every;
+        if (age) {
+            if (n->now >= r->next_tick) {
+                stage_tick(r);
+                uint64_t every = age / 4 > MIN_TICK_NS ? age / 4 : MIN_TICK_NS;
+                r->next_tick = n->now + every;
+            }
+            if (r->next_tick < next) next = r->next_tick;
         }
-        for (jr__proposal *p = r->phead; p && p->deadline <= n->now; p = p->next)
-            resolve_fail(js, p, JR_ENOQUORUM);
+        for (jr__proposal *p = r->phead; p; p = p->next) {
+            if (p->deadline <= n->now)
+                resolve_fail(js, p, JR_ENOQUORUM);
+            else if (!p->resolved) {
+                if (p->deadline < next) next = p->deadline;
+                break;
+            }
+        }
     } else {
         r->cfg_pending = 0; /* a new leader logs it again if it got lost */
+        if (!r->cfg_in_log || !jr__stream_config_equal(jr__stream_fsm_config_get(r->fsm),
+                                                       &r->acfg->c))
+            next = soon; /* watch for leadership while the config is not in the log */
     }
-    jr__js_timer_arm(js, &r->timer, n->now + n->election_ns / 2);
+    jr__js_timer_arm(js, &r->timer, next);
+}
+
+/* Duty due at `when`: pulls the replica's timer in if it would fire later. */
+static void rep_due(jr__srep *r, uint64_t when)
+{
+    jr__jtimer *t = &r->timer;
+    if (!jr__timer_armed(&t->t) || t->t.deadline > when) jr__js_timer_arm(r->js, t, when);
 }
 
 /* Lifecycle ---------------------------------------------------------------------------------*/
@@ -599,6 +635,7 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
         return rc;
     }
     jr__map_del(&js->hints, r->group);
+    r->next_sync = n->now + SYNC_NS;
     jr__js_timer_arm(js, &r->timer, n->now);
     return 0;
 }

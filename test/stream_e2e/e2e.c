@@ -285,8 +285,10 @@ int e2e_wait_stream(e2e *c, unsigned via, const char *name, size_t current, uint
     while (jr_sim_now(c->sim) < end) {
         e2e_res r;
         memset(&r, 0, sizeof r);
-        if (jr_stream_info_get(e2e_node(c, via), name, info_cb, &r) == 0 &&
-            e2e_wait(c, &r, 10 * SEC) == 0 && r.status == 0 && r.leader[0]) {
+        int rc = jr_stream_info_get(e2e_node(c, via), name, info_cb, &r);
+        /* every request ends within its bounded wait: never leave one behind (r is local) */
+        if (rc == 0) ck_assert_msg(e2e_wait(c, &r, 60 * SEC) == 0, "stream info never answered");
+        if (rc == 0 && r.status == 0 && r.leader[0]) {
             size_t cur = 0;
             for (size_t i = 0; i < r.nreplicas; i++) cur += r.reps[i].current;
             if (cur >= current) return jr_sim_index(c->sim, r.leader);
