@@ -29,6 +29,15 @@
 #include "stream/subject.h"
 #include "util/alloc.h"
 
+/* Copies a NUL-terminated name into dst (cap bytes), truncating. */
+static void copy_name(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap) n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
 /* Entry -------------------------------------------------------------------------------------*/
 
 static int entry(jr_node *n, int ok)
@@ -740,7 +749,7 @@ int jr_publish(jr_node *n, const char *subject, const void *hdr, size_t hdr_len,
         jr__req_finish(r, JR_ENOSTREAM, "no stream matches subject '%s'", subject);
         goto out;
     }
-    snprintf(r->stream, sizeof r->stream, "%s", s->name);
+    copy_name(r->stream, sizeof r->stream, s->name); /* the hot path: no snprintf */
     r->group = s->group;
     int32_t mms = s->cfg->c.max_msg_size;
     if ((mms >= 0 && hdr_len + len > (size_t)mms) || hdr_len + len > max_payload(n)) {

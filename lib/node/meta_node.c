@@ -199,6 +199,20 @@ static int place(jr__js *js, const jr__meta_op *op, const char **peers, size_t *
     return rc;
 }
 
+static int same_str(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/* 1 if two placements (normal form) are the same. */
+static int same_placement(const jr_placement *a, const jr_placement *b)
+{
+    if (!same_str(a->cluster, b->cluster) || a->ntags != b->ntags) return 0;
+    for (size_t i = 0; i < a->ntags; i++)
+        if (!same_str(a->tags[i], b->tags[i])) return 0;
+    return 1;
+}
+
 void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len)
 {
     int self;
@@ -251,6 +265,12 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
                 reply_text(js, rt, JR_ENOTSUP,
                            "replicas: changing the replica count of a live stream is peer "
                            "management, not supported yet");
+                goto out;
+            }
+            if (!same_placement(&norm.c.placement, &s->cfg->c.placement)) {
+                reply_text(js, rt, JR_ENOTSUP,
+                           "placement: moving a live stream is peer management, not supported "
+                           "yet");
                 goto out;
             }
             op.peers = s->peers;
