@@ -168,7 +168,10 @@ void jr__snap_on_snap(jr__raft *r, uint64_t now, const jr__msg *m)
     if (r->role == ROLE_LEADER) return;
     jr__repl_heard_leader(r, now, m->from);
     uint64_t index = m->u.snap.index;
-    if (index <= r->commit) { /* we hold all of it already */
+    /* We hold all of it already, durably: "done" makes the leader record a match at index, so
+     * it must not cover entries that are only in memory (a crash would lose them while the
+     * leader's heartbeats tell us to commit whatever sits at those indexes then). */
+    if (index <= r->commit && index <= r->durable) {
         reply(r, m, 0, 1, 0);
         return;
     }
