@@ -9,7 +9,10 @@
  *    staggered campaigns do not split votes), spread over both survivors, and accepts writes;
  *  - restart: the killed node comes back; no group holds an election (no term moves), every
  *    replica catches up, no write is lost, and the cluster goes back to one heartbeat frame per
- *    peer per interval.
+ *    peer per interval;
+ *  - quick restart: the leading node crashes and is back before anyone could call it lost; its
+ *    new incarnation makes its groups fail over as after a loss (one election each), nothing
+ *    else moves, no write is lost.
  *
  * SCALE_SEED=s changes the seed (default 1).
  */
@@ -394,6 +397,54 @@ START_TEST(killed_leader_node_fails_over_within_two_timeouts_and_restarts_withou
 }
 END_TEST
 
+/* The node leading the most groups crashes and is back 20 ms later, long before anyone could
+ * call it lost: its new incarnation, seen in its first heartbeat, tells the others its
+ * leaderships are gone; its groups get new leaders as fast as after a loss, with one election
+ * each, and lose no write. */
+START_TEST(quick_restart_of_a_leader_node_fails_over_without_a_storm)
+{
+    cluster c;
+    setup(&c);
+    run_until(&c, all_led, 40 * ET, 5 * MS, "a leader for every group");
+    want_acks = write_all(&c, NULL, 0);
+    run_until(&c, acks_done, 20 * ET, 5 * MS, "the first writes acknowledged");
+    run_until(&c, all_quiet, 20 * ET, 5 * MS, "every group quiet");
+    uint64_t led[N] = {0};
+    for (uint64_t gid = 1; gid <= c.ngroups; gid++) led[ready_leader(&c, gid)]++;
+    unsigned dead = 0;
+    for (unsigned i = 1; i < N; i++)
+        if (led[i] > led[dead]) dead = i;
+    uint64_t *term0 = calloc(c.ngroups + 1, sizeof *term0);
+    for (uint64_t gid = 1; gid <= c.ngroups; gid++) term0[gid] = max_term(&c, gid);
+    ck_assert_int_eq(jr_sim_crash(c.sim, dead), 0);
+    jr_sim_run_for(c.sim, 20 * MS);
+    ck_assert_int_eq(jr_sim_restart(c.sim, dead), 0);
+    open_node(&c, dead);
+    uint64_t t = run_until(&c, all_led, 2 * ET, MS, "a leader for every group again");
+    uint64_t extra = 0, moved = 0;
+    for (uint64_t gid = 1; gid <= c.ngroups; gid++) {
+        uint64_t d = max_term(&c, gid) - term0[gid];
+        moved += d > 0;
+        extra += d > 1 ? d - 1 : 0;
+    }
+    fprintf(stderr,
+            "scale: n%u (leader of %llu groups) restarted after 20 ms: every group led again "
+            "after %llu ms; %llu groups elected, %llu extra elections\n",
+            dead, (unsigned long long)led[dead], (unsigned long long)(t / MS),
+            (unsigned long long)moved, (unsigned long long)extra);
+    ck_assert_uint_le(moved, led[dead]);       /* only its own groups elected */
+    ck_assert_uint_le(extra * 100, led[dead]); /* split votes: under 1% */
+    c.acked = c.rejected = 0;
+    want_acks = write_all(&c, NULL, 1);
+    run_until(&c, acks_done, 20 * ET, 5 * MS, "the second writes acknowledged");
+    ck_assert_uint_eq(c.rejected, 0);
+    run_until(&c, restarted_caught_up, 40 * ET, 5 * MS, "every replica holding both writes");
+    ck_assert_msg(!c.fail[0], "%s", c.fail);
+    free(term0);
+    teardown(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("scale");
@@ -402,6 +453,7 @@ int main(void)
     tcase_add_test(tc, idle_groups_cost_one_heartbeat_frame_per_peer_per_interval);
     tcase_add_test(tc,
                    killed_leader_node_fails_over_within_two_timeouts_and_restarts_without_a_storm);
+    tcase_add_test(tc, quick_restart_of_a_leader_node_fails_over_without_a_storm);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
