@@ -182,7 +182,7 @@ static int c_damaged(void *ctx, uint64_t g, const char *why)
 
 static jr__wal *wal_open(const char *dir, int policy, counter *c, double *secs)
 {
-    jr__wal_replay rp = {c, c_entry, c_hs, c_other, c_drop, c_damaged};
+    jr__wal_replay rp = {c, c_entry, c_hs, c_other, c_drop, c_damaged, NULL};
     jr__wal_config cfg = {jr_vfs_posix(), dir, NULL, 0, policy, 0};
     jr__wal *w;
     double t0 = now_s();

@@ -6,9 +6,9 @@
  *  - raw: the rest of the input is split into one to three segment files (the split points
  *    come from the input too), so arbitrary bytes reach the segment and record decoders;
  *  - structured: a valid multi-group, multi-segment WAL is built from operations the input
- *    describes (appends with truncations, hard states, compactions, drops, flushes), then
- *    the remaining input is applied as corruption (xor, zero, truncate, remove), so the fuzzer
- *    reaches damage attribution deep inside well-formed logs.
+ *    describes (appends with truncations, truncation records, hard states, compactions,
+ *    drops, flushes), then the remaining input is applied as corruption (xor, zero, truncate,
+ *    remove), so the fuzzer reaches damage attribution deep inside well-formed logs.
  * Every replay is checked: per group, the compaction marker and hard state come before its
  * entries and entries are contiguous and ascending. After recovery the WAL must accept a write,
  * and a second recovery must succeed too. Any violation traps.
@@ -88,6 +88,16 @@ static int on_drop(void *ctx, uint64_t group)
     return 0;
 }
 
+/* Entries a truncation voids are never replayed, not even before it: nothing replayed so far
+ * is at or above `from`. */
+static int on_truncate(void *ctx, uint64_t group, uint64_t from)
+{
+    gstate *g = gs(ctx, group);
+    CHECK(from > 0);
+    CHECK(!g->started || g->last < from);
+    return 0;
+}
+
 static int on_damaged(void *ctx, uint64_t group, const char *why)
 {
     (void)ctx;
@@ -108,7 +118,7 @@ static int recover(jr_vfs *vfs, uint64_t segment_bytes)
 {
     replay_ctx c;
     jr__map_init(&c.groups, NULL);
-    jr__wal_replay rp = {&c, on_entry, on_hardstate, on_compact, on_drop, on_damaged};
+    jr__wal_replay rp = {&c, on_entry, on_hardstate, on_compact, on_drop, on_damaged, on_truncate};
     jr__wal_config cfg = {vfs, DIR, NULL, segment_bytes, JR_SYNC_ALWAYS, 0};
     jr__wal *w = NULL;
     int rc = jr__wal_open(&cfg, &rp, &w);
@@ -167,7 +177,7 @@ static void raw_mode(jr_vfs *v, in *s)
 static void structured_mode(jr_vfs *v, in *s)
 {
     uint64_t segment_bytes = 512 + take(s, 1) * 16;
-    jr__wal_replay none = {NULL, NULL, NULL, NULL, NULL, NULL};
+    jr__wal_replay none = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     jr__wal_config cfg = {v, DIR, NULL, segment_bytes, JR_SYNC_ALWAYS, 0};
     jr__wal *w;
     CHECK(jr__wal_open(&cfg, &none, &w) == 0);
@@ -201,6 +211,12 @@ static void structured_mode(jr_vfs *v, in *s)
             if (last[g - 1]) CHECK(jr__wal_compact(w, g, 1 + take(s, 1) % last[g - 1], term) == 0);
             break;
         case 5:
+            if (op & 8) { /* a truncation, as after a snapshot install or before a rewrite */
+                uint64_t from = 1 + take(s, 1) % (last[g - 1] + 2);
+                CHECK(jr__wal_truncate(w, g, from) == 0);
+                if (from <= last[g - 1]) last[g - 1] = from - 1;
+                break;
+            }
             CHECK(jr__wal_drop(w, g) == 0);
             last[g - 1] = 0;
             break;

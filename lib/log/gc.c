@@ -2,8 +2,10 @@
  * gc — which segments hold entries still needed, and deleting those that do not.
  *
  * Each segment keeps a table group -> largest entry index written there (by the live
- * incarnation of the group). A segment can go once it is the oldest and not the current one,
- * and every group in its table is compacted at or past that index. Hard state, compaction
+ * incarnation of the group) and not voided by a later TRUNCATE. A segment can go once it is
+ * the oldest and not the current one, and every group in its table is compacted at or past
+ * that index. Entries a durable TRUNCATE voided are never needed again, so they do not keep
+ * a segment alive. Hard state, compaction
  * markers and record counts of every live group survive the deletion because the current
  * segment opens with a checkpoint written after everything in the older segments.
  */
@@ -81,6 +83,19 @@ void jr__segtab_erase(jr__segtab *t, uint64_t group)
     }
 }
 
+/* Lowers group's value in t to at most max (erasing it when max is 0). */
+static void segtab_clamp(jr__segtab *t, uint64_t group, uint64_t max)
+{
+    if (!t->cap) return;
+    size_t s = slot_of(t, group);
+    while (t->key[s] && t->key[s] != group) s = (s + 1) & (t->cap - 1);
+    if (!t->key[s] || t->val[s] <= max) return;
+    if (max == 0)
+        jr__segtab_erase(t, group);
+    else
+        t->val[s] = max;
+}
+
 void jr__segtab_free(const jr_allocator *a, jr__segtab *t)
 {
     jr__free(a, t->key);
@@ -105,6 +120,11 @@ int jr__wal_seg_push(jr__wal *w, uint64_t seq)
 void jr__wal_seg_forget(jr__wal *w, uint64_t group)
 {
     for (size_t i = 0; i < w->nsegs; i++) jr__segtab_erase(&w->segs[i].tab, group);
+}
+
+void jr__wal_seg_clamp(jr__wal *w, size_t upto, uint64_t group, uint64_t max)
+{
+    for (size_t i = 0; i < upto && i < w->nsegs; i++) segtab_clamp(&w->segs[i].tab, group, max);
 }
 
 static int deletable(jr__wal *w, const jr__walseg *s)

@@ -64,6 +64,13 @@ void jr__rec_put_drop(jr__buf *b, uint64_t group, uint64_t gseq)
     jr__rec_put(b, JR__REC_DROP, 0, group, gseq, NULL, 0, NULL, 0);
 }
 
+void jr__rec_put_truncate(jr__buf *b, uint64_t group, uint64_t gseq, uint64_t from)
+{
+    uint8_t p[8];
+    jr__put_u64(p, from);
+    jr__rec_put(b, JR__REC_TRUNCATE, 0, group, gseq, p, 8, NULL, 0);
+}
+
 static void put_item(uint8_t *p, const jr__rec_cpitem *it)
 {
     jr__put_u64(p, it->group);
@@ -112,7 +119,7 @@ int jr__rec_header_ok(const uint8_t *p, uint64_t avail, uint64_t *group, uint64_
     uint8_t type = p[12];
     uint64_t g = jr__get_u64(p + 16);
     uint64_t gseq = jr__get_u64(p + 24);
-    if (type < JR__REC_ENTRY || type > JR__REC_CHECKPOINT) return 0;
+    if (type < JR__REC_ENTRY || type > JR__REC_TYPE_MAX) return 0;
     if (type != JR__REC_ENTRY && p[13] != 0) return 0;
     if (type == JR__REC_CHECKPOINT ? (g != 0 || gseq != 0) : (g == 0 || gseq == 0)) return 0;
     if (len > JR__REC_MAX_LEN || len > avail - JR__REC_HDR) return 0;
@@ -159,6 +166,10 @@ int jr__rec_decode(const uint8_t *p, uint64_t avail, jr__rec *r)
         return 0;
     case JR__REC_DROP:
         return r->len == 0 ? 0 : JR_ECORRUPT;
+    case JR__REC_TRUNCATE:
+        if (r->len != 8) return JR_ECORRUPT;
+        r->tfrom = jr__get_u64(q);
+        return r->tfrom == 0 ? JR_ECORRUPT : 0;
     case JR__REC_CHECKPOINT:
         if (r->len < 4) return JR_ECORRUPT;
         r->ncp = jr__get_u32(q);

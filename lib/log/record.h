@@ -16,7 +16,21 @@
  *                     see exactly which groups lost records in a damaged region.
  *
  * Payloads: ENTRY {u64 term, u64 index (>0), data}; HARDSTATE {u64 term, u64 vote, u64 commit};
- * COMPACT {u64 index, u64 term}; DROP {}; CHECKPOINT {u32 n, n × jr__rec_cpitem (68 bytes)}.
+ * COMPACT {u64 index, u64 term}; DROP {}; CHECKPOINT {u32 n, n × jr__rec_cpitem (68 bytes)};
+ * TRUNCATE {u64 from (>0)}.
+ *
+ * TRUNCATE {group, from}: every entry of that group with index >= from recorded before it (in
+ * log order, same incarnation) is void; entries recorded after it are not affected. It is the
+ * explicit form of the cut an ENTRY record implies for its own index, for the cases where no
+ * entry follows the cut: a follower whose log does not hold the snapshot's last (index, term)
+ * discards all of it when it installs the snapshot (dissertation §5.3, the InstallSnapshot
+ * receiver rules), and records that as TRUNCATE {group, snapshot index + 1} (with COMPACT
+ * {group, snapshot index}), since no entry of the old log above the snapshot may be replayed
+ * after it (log matching would not hold for them). A `from` beyond the group's last index
+ * voids nothing; one at or below its compaction marker voids everything above the marker.
+ * The type is newer than the rest of format version 1: a reader that predates it finds an
+ * unknown type there, takes the record for damage and reports the group damaged (it does not
+ * present the group's log as healthy).
  *
  * A CHECKPOINT opens every segment: the state of every live group as of that point (record
  * count, last index, hard state, compaction marker, damage flag). It lets recovery verify groups
@@ -47,7 +61,10 @@ enum jr__rec_type {
     JR__REC_COMPACT = 3,
     JR__REC_DROP = 4,
     JR__REC_CHECKPOINT = 5,
+    JR__REC_TRUNCATE = 6,
 };
+/* Highest valid type (types are 1..JR__REC_TYPE_MAX). */
+#define JR__REC_TYPE_MAX JR__REC_TRUNCATE
 
 /* One group in a checkpoint. */
 enum { JR__CP_HAS_HS = 1, JR__CP_HAS_COMPACT = 2, JR__CP_DAMAGED = 4 };
@@ -72,6 +89,7 @@ typedef struct jr__rec {
     jr__entry e;            /* ENTRY: e.data points into payload */
     jr__hardstate hs;       /* HARDSTATE */
     uint64_t cindex, cterm; /* COMPACT */
+    uint64_t tfrom;         /* TRUNCATE */
     uint32_t ncp;           /* CHECKPOINT: item count; items with jr__rec_cpitem_at */
 } jr__rec;
 
@@ -84,6 +102,7 @@ void jr__rec_put_entry(jr__buf *b, uint64_t group, uint64_t gseq, const jr__entr
 void jr__rec_put_hardstate(jr__buf *b, uint64_t group, uint64_t gseq, const jr__hardstate *hs);
 void jr__rec_put_compact(jr__buf *b, uint64_t group, uint64_t gseq, uint64_t index, uint64_t term);
 void jr__rec_put_drop(jr__buf *b, uint64_t group, uint64_t gseq);
+void jr__rec_put_truncate(jr__buf *b, uint64_t group, uint64_t gseq, uint64_t from);
 /* A checkpoint of n items. */
 void jr__rec_put_checkpoint(jr__buf *b, const jr__rec_cpitem *items, uint32_t n);
 

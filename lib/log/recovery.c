@@ -2,8 +2,9 @@
  * recovery — jr__wal_open's scan of the WAL directory and replay (wal.h).
  *
  * Pass 1 reads every segment in order, verifies every record, and rebuilds each group's state:
- * record numbers (gseq), last index, hard state, compaction marker, truncations, and which
- * segment holds which group's entries. A region that does not verify is handled in one of two
+ * record numbers (gseq), last index, hard state, compaction marker, truncations (by entry
+ * records that replace a suffix and by TRUNCATE records), and which segment holds which
+ * group's live entries. A region that does not verify is handled in one of two
  * ways:
  *  - at the end of the last segment, with no valid record after it: a torn tail, the unsynced
  *    part of the last write; the file is cut there (a last segment with no valid record at all
@@ -227,6 +228,15 @@ static int on_record(rctx *c, size_t ord, const jr__rec *r, uint64_t pos)
         }
         if (r->cindex > g->last_index) g->last_index = r->cindex;
         break;
+    case JR__REC_TRUNCATE: {
+        /* Applied even after a damage cut: it only voids entries, and they are void. */
+        uint64_t from = r->tfrom;
+        if (from <= g->last_index && (rc = push_event(w, g, pos, from)) != 0) return rc;
+        g->last_index = jr__wal_cut_last(g->last_index, from, g->has_compact, g->cindex);
+        if (g->floor >= from) g->floor = from - 1; /* those entries are not needed any more */
+        jr__wal_seg_clamp(w, ord + 1, g->id, from - 1);
+        break;
+    }
     case JR__REC_DROP:
         reset_group(w, g);
         g->floor = 0;
@@ -260,7 +270,7 @@ static int resync(jr__segrd *rd, uint64_t from, uint64_t *found)
         const uint8_t *h = jr__segrd_at(rd, p, JR__REC_HDR, &avail);
         if (!h) return rd->err ? rd->err : 0;
         /* cheap filter before the header checksum */
-        if (h[12] < JR__REC_ENTRY || h[12] > JR__REC_CHECKPOINT) continue;
+        if (h[12] < JR__REC_ENTRY || h[12] > JR__REC_TYPE_MAX) continue;
         if (!jr__rec_header_ok(h, rd->size - p, &group, &total)) continue;
         int rc = read_record(rd, p, &r, &total);
         if (rc == 0) {
@@ -485,6 +495,15 @@ static int replay_entry(rctx *c, const jr__rec *r, uint64_t pos)
     return c->rp->on_entry ? c->rp->on_entry(c->rp->ctx, g->id, &r->e) : 0;
 }
 
+/* A truncation of a live group, at its place in the log (pass 1 already kept the entries it
+ * voids from being replayed; this is for consumers that apply raw order themselves). */
+static int replay_truncate(rctx *c, const jr__rec *r, uint64_t pos)
+{
+    jr__walgrp *g = jr__map_get(&c->w->groups, r->group);
+    if (!g || g->dropped || pos < g->start || !c->rp->on_truncate) return 0;
+    return c->rp->on_truncate(c->rp->ctx, g->id, r->tfrom);
+}
+
 static int replay_segment(rctx *c, size_t ord)
 {
     jr__wal *w = c->w;
@@ -503,7 +522,10 @@ static int replay_segment(rctx *c, size_t ord)
         uint64_t total;
         rc = read_record(&rd, off, &r, &total);
         if (rc == 0) {
-            if (r.type == JR__REC_ENTRY) rc = replay_entry(c, &r, jr__wal_pos(ord, off));
+            if (r.type == JR__REC_ENTRY)
+                rc = replay_entry(c, &r, jr__wal_pos(ord, off));
+            else if (r.type == JR__REC_TRUNCATE)
+                rc = replay_truncate(c, &r, jr__wal_pos(ord, off));
             off += total;
             continue;
         }

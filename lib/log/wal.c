@@ -7,7 +7,9 @@
  * fit in the current segment, a new segment is started instead: header + checkpoint + buffer
  * in one pwrite, then a sync of the file and of the directory. After a successful write the
  * records are applied to each group's written state (the same rules recovery replays), and
- * after a sync the segments nobody needs any more are deleted (gc.c).
+ * after a sync the segments nobody needs any more are deleted (gc.c). A TRUNCATE record is
+ * applied like the entry records it voids: the group's last index and the segment tables
+ * drop to just below its cut.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -275,6 +277,19 @@ int jr__wal_compact(jr__wal *w, uint64_t group, uint64_t index, uint64_t term)
     return staged(w, g, before);
 }
 
+int jr__wal_truncate(jr__wal *w, uint64_t group, uint64_t from)
+{
+    int rc;
+    if (from == 0) return JR_EINVAL;
+    if (w->failed) return JR_EIO;
+    jr__walgrp *g = jr__wal_group(w, group, 0);
+    if (!g || g->next_gseq == 0) return 0; /* nothing of its current incarnation to void */
+    if (!(g = stage_group(w, group, &rc))) return rc;
+    size_t before = w->stage.len;
+    jr__rec_put_truncate(&w->stage, group, ++g->next_gseq, from);
+    return staged(w, g, before);
+}
+
 int jr__wal_drop(jr__wal *w, uint64_t group)
 {
     int rc;
@@ -332,6 +347,14 @@ static int apply_written(jr__wal *w, const uint8_t *p, size_t n)
                 w->gc_wanted = 1;
             }
             if (idx > g->last_index) g->last_index = idx;
+            break;
+        }
+        case JR__REC_TRUNCATE: {
+            uint64_t from = jr__get_u64(q);
+            g->last_index = jr__wal_cut_last(g->last_index, from, g->has_compact, g->cindex);
+            /* this segment too: the record voids entries written before it in it */
+            jr__wal_seg_clamp(w, w->nsegs, id, from - 1);
+            w->gc_wanted = 1;
             break;
         }
         case JR__REC_DROP:

@@ -3,7 +3,8 @@
  * for every group on the node (ARCHITECTURE §2, §4).
  *
  * Records: entries {group, term, index, type, payload}, per-group hard state {term, vote,
- * commit}, per-group compaction markers, and group drops. Appends are staged in memory;
+ * commit}, per-group compaction markers, per-group truncations, and group drops. Appends are
+ * staged in memory;
  * jr__wal_flush() writes everything staged with one write and covers it with one sync, so one
  * fsync serves every group. Nothing that depends on a record (a vote, an append response, a
  * publish ack) may leave the node before the flush that covers it returns.
@@ -11,7 +12,12 @@
  * Recovery (jr__wal_open) scans every segment, verifies every checksum, truncates a torn tail,
  * and replays records to the caller in log order. An entry record for (group, index) supersedes
  * every earlier entry of that group with index >= index (that is how a follower's truncated
- * suffix is recorded). A bad record that is not at the tail is corruption: the groups it could
+ * suffix is recorded when new entries replace it). A truncation {group, from} voids every
+ * earlier entry of that group with index >= from without writing a new one (how a cut with
+ * nothing after it is recorded: a snapshot install that discarded a conflicting log). Both
+ * take effect at their place in the log: entries recorded after them are live. A truncation
+ * at or below the compaction marker voids everything above the marker; one beyond the last
+ * index voids nothing. A bad record that is not at the tail is corruption: the groups it could
  * belong to are reported damaged (on_damaged, with file and offset), every other group is
  * recovered normally.
  *
@@ -21,10 +27,13 @@
  *  1. on_damaged for every damaged group (message names the file and offset of the damage);
  *  2. for every live group, ascending by id: on_compact (its last marker) if any, then
  *     on_hardstate (its last hard state) if any; on_drop for groups whose last record is a drop;
- *  3. on_entry for the log as it stands after every supersession and compaction: each index
- *     once, ascending per group and contiguous from the marker (or 1), interleaved across groups
- *     in log order. Raw log order with supersession applied by the caller gives the same result,
- *     so a consumer written for raw order works unchanged.
+ *  3. on_entry for the log as it stands after every supersession, truncation and compaction:
+ *     each index once, ascending per group and contiguous from the marker (or 1), interleaved
+ *     across groups in log order; on_truncate for each truncation record of a live group at its
+ *     place among them. Entries a truncation voids are never replayed (not even before it), so
+ *     on_truncate finds nothing at or above `from` to drop; it is reported so that a consumer
+ *     applying raw log order (supersession and truncation by itself) gives the same result
+ *     and works unchanged.
  *  For a damaged group, entries written after the damage are not replayed (its hard state and
  *  marker are). A group stays damaged across restarts (the flag is kept in checkpoints) until
  *  it is repaired: jr__wal_drop() and then its new state (marker, hard state, entries).
@@ -59,6 +68,9 @@ typedef struct jr__wal_replay {
     int (*on_drop)(void *ctx, uint64_t group);
     /* group == 0: the damage cannot be attributed; every group must be treated as damaged. */
     int (*on_damaged)(void *ctx, uint64_t group, const char *why);
+    /* A truncation record: entries of group with index >= from replayed before it are void
+     * (none are: see step 3 of the replay order). May be NULL. */
+    int (*on_truncate)(void *ctx, uint64_t group, uint64_t from);
 } jr__wal_replay;
 
 typedef struct jr__wal_config {
@@ -79,6 +91,15 @@ int jr__wal_append(jr__wal *w, uint64_t group, const jr__entry *e);
 int jr__wal_hardstate(jr__wal *w, uint64_t group, const jr__hardstate *hs);
 /* Entries of group up to index (whose term is `term`) are no longer needed. */
 int jr__wal_compact(jr__wal *w, uint64_t group, uint64_t index, uint64_t term);
+/* Entries of group with index >= from (> 0) staged or written before this call are void; later
+ * ones are not. Used for a cut that no entry record follows (a follower's snapshot install
+ * that discarded a conflicting log: from = snapshot index + 1), or ahead of the entries that
+ * replace a suffix. It is one record, so it and what is staged with it are written by the
+ * same flush: stage it before the compaction marker and the entries of the same change, and
+ * a torn flush that keeps any of them keeps the truncation too. Nothing is staged (0) for a
+ * group with no record in its current incarnation. JR_EINVAL for from == 0, JR_EIO after a
+ * failure, JR_ENOMEM. */
+int jr__wal_truncate(jr__wal *w, uint64_t group, uint64_t from);
 /* The group is gone from this node; its records are garbage. */
 int jr__wal_drop(jr__wal *w, uint64_t group);
 

@@ -8,8 +8,12 @@
  *  - each group's "written" state (gseq, last_index, hs, compaction, damaged, dropped) is the
  *    result of every record written so far, in log order; next_gseq also counts staged ones;
  *  - segs[i].tab maps each live group with entries in segment i to the largest index among
- *    them; a segment may be deleted once it is the oldest, not the current one, and every group
- *    in its table has a durable compaction index at or beyond that largest index;
+ *    them that no later TRUNCATE has voided; a segment may be deleted once it is the oldest,
+ *    not the current one, and every group in its table has a durable compaction index at or
+ *    beyond that largest index;
+ *  - a group's last_index is the last index of its log as the records so far leave it: an
+ *    entry sets it, a compaction raises it to the marker, a truncation lowers it
+ *    (jr__wal_cut_last); the checkpoint carries it and recovery recomputes it identically;
  *  - after a write or sync error, failed != 0 and nothing is written again.
  */
 #ifndef JR_LOG_WAL_INT_H
@@ -33,7 +37,7 @@ typedef struct jr__walseg {
     jr__segtab tab;
 } jr__walseg;
 
-/* A truncation seen during recovery: an entry record that replaced index >= idx. */
+/* A truncation seen during recovery: an entry or TRUNCATE record that voided index >= idx. */
 typedef struct jr__walev {
     uint64_t pos, idx;
 } jr__walev;
@@ -53,7 +57,8 @@ typedef struct jr__walgrp {
     uint64_t start;       /* position of its last drop (records before belong to another life) */
     uint64_t cut;         /* entries at or after this position are not replayed */
     uint64_t emitted;     /* pass 2: last index replayed */
-    uint64_t floor;       /* entries up to here were only vouched for by a checkpoint */
+    uint64_t floor;       /* entries up to here were only vouched for by a checkpoint (a
+                           * truncation lowers it: the entries it voids are not needed) */
     uint64_t cpmark;      /* checkpoint number that listed it */
     jr__walev *ev;
     size_t nev, capev, evk;
@@ -91,6 +96,18 @@ static inline uint64_t jr__wal_pos(size_t ord, uint64_t off)
     return (uint64_t)ord << 40 | off;
 }
 
+/* A group's last index after TRUNCATE {from}: entries >= from are void, but the log never
+ * ends below its compaction marker (the next entry after a marker is marker + 1). Shared by
+ * the writer (wal.c) and recovery so that checkpoints and replay agree exactly. */
+static inline uint64_t jr__wal_cut_last(uint64_t last, uint64_t from, int has_compact,
+                                        uint64_t cindex)
+{
+    if (from > last) return last; /* voids nothing */
+    last = from - 1;
+    if (has_compact && cindex > last) last = cindex;
+    return last;
+}
+
 void jr__wal_seterr(jr__wal *w, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -108,6 +125,9 @@ void jr__segtab_free(const jr_allocator *a, jr__segtab *t);
 int jr__wal_seg_push(jr__wal *w, uint64_t seq);
 /* Forgets group g in every segment table (its records are garbage after a drop). */
 void jr__wal_seg_forget(jr__wal *w, uint64_t group);
+/* Lowers group's largest index to at most `max` in the tables of segments [0, upto) (a
+ * TRUNCATE voided the entries above it); max == 0 forgets the group there. */
+void jr__wal_seg_clamp(jr__wal *w, size_t upto, uint64_t group, uint64_t max);
 /* Deletes the oldest segments while allowed (see invariants). Only call when the written
  * state is durable. Errors deleting are recorded in errmsg and stop the pass; never fatal. */
 void jr__wal_gc(jr__wal *w);

@@ -106,6 +106,14 @@ void h_apply(h_state *s, const h_op *op)
         g->has_compact = 1;
         break;
     }
+    case H_TRUNCATE:
+        /* the WAL writes nothing for a group with no record in its current incarnation; a
+         * truncation changes nothing else, so the model needs no such case */
+        while (g->n && g->e[g->n - 1].index >= op->from) {
+            g->n--;
+            free(g->e[g->n].data);
+        }
+        break;
     case H_DROP:
         group_clear(g);
         g->live = 0;
@@ -130,6 +138,8 @@ int h_stage(jr__wal *w, const h_op *op)
         return jr__wal_compact(w, op->group, op->cidx, op->cterm);
     case H_DROP:
         return jr__wal_drop(w, op->group);
+    case H_TRUNCATE:
+        return jr__wal_truncate(w, op->group, op->from);
     }
     return JR_EINVAL;
 }
@@ -187,9 +197,23 @@ static int c_damaged(void *ctx, uint64_t group, const char *why)
     return 0;
 }
 
+/* Applies the truncation as a raw-order consumer would, counting what it had to drop. */
+static int c_truncate(void *ctx, uint64_t group, uint64_t from)
+{
+    h_group *g = h_state_group(ctx, group, 1);
+    if (from == 0) g->order_errors++;
+    g->truncates++;
+    while (g->n && g->e[g->n - 1].index >= from) {
+        g->n--;
+        free(g->e[g->n].data);
+        g->trunc_removed++;
+    }
+    return 0;
+}
+
 jr__wal_replay h_collector(h_state *s)
 {
-    jr__wal_replay rp = {s, c_entry, c_hs, c_compact, c_drop, c_damaged};
+    jr__wal_replay rp = {s, c_entry, c_hs, c_compact, c_drop, c_damaged, c_truncate};
     return rp;
 }
 
@@ -216,6 +240,11 @@ int h_compare(const h_state *want, const h_state *got, char *why, size_t cap)
         }
         if (r->order_errors) {
             snprintf(why, cap, "group %" PRIu64 ": replay out of order", r->id);
+            return -1;
+        }
+        if (r->trunc_removed) {
+            snprintf(why, cap, "group %" PRIu64 ": %d voided entries replayed before a truncation",
+                     r->id, r->trunc_removed);
             return -1;
         }
         const h_group *m = h_state_group((h_state *)want, r->id, 0);

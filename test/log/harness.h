@@ -3,7 +3,8 @@
  * collector of what jr__wal_open replays, and their comparison.
  *
  * The model applies the WAL's rules directly (an entry at index i replaces the log from i on;
- * a compaction marker drops entries up to its index; a drop forgets the group), so a test can
+ * a truncation at i drops the log from i on; a compaction marker drops entries up to its
+ * index; a drop forgets the group), so a test can
  * stage the same operations on the WAL and on the model and compare after recovery.
  */
 #ifndef JR_TEST_LOG_HARNESS_H
@@ -32,6 +33,8 @@ typedef struct h_group {
     int has_compact;
     /* collector only */
     int damaged, dropped, order_errors;
+    int truncates;     /* on_truncate calls */
+    int trunc_removed; /* entries an on_truncate found to drop (the WAL must leave none) */
     char why[512];
 } h_group;
 
@@ -41,13 +44,14 @@ typedef struct h_state {
 } h_state;
 
 /* A logical record, as staged on the WAL and applied to a model. */
-enum { H_ENTRY = 1, H_HS, H_COMPACT, H_DROP };
+enum { H_ENTRY = 1, H_HS, H_COMPACT, H_DROP, H_TRUNCATE };
 typedef struct h_op {
     int kind;
     uint64_t group;
     h_ent e;              /* H_ENTRY (data owned by the op) */
     jr__hardstate hs;     /* H_HS */
     uint64_t cidx, cterm; /* H_COMPACT */
+    uint64_t from;        /* H_TRUNCATE */
 } h_op;
 
 void h_state_init(h_state *s);

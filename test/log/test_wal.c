@@ -1,7 +1,7 @@
 /*
  * Unit tests of lib/log: records round-trip through a restart, group commit costs one write and
- * one sync per flush, supersession, torn tails, rotation, compaction and segment deletion,
- * drops, sync policies and I/O errors. All on memfs (lib/vfs/memfs.h).
+ * one sync per flush, supersession, truncation records, torn tails, rotation, compaction and
+ * segment deletion, drops, sync policies and I/O errors. All on memfs (lib/vfs/memfs.h).
  */
 #include <check.h>
 #include <stdio.h>
@@ -65,27 +65,32 @@ static void put(fx *f, h_op op)
 
 static h_op entry(uint64_t group, uint64_t term, uint64_t index, const char *data)
 {
-    h_op op = {
-        H_ENTRY,   group, {term, index, JR__ENTRY_NORMAL, (uint32_t)strlen(data), (uint8_t *)data},
-        {0, 0, 0}, 0,     0};
+    h_op op = {.kind = H_ENTRY, .group = group};
+    op.e = (h_ent){term, index, JR__ENTRY_NORMAL, (uint32_t)strlen(data), (uint8_t *)data};
     return op;
 }
 
 static h_op hardstate(uint64_t group, uint64_t term, uint64_t vote, uint64_t commit)
 {
-    h_op op = {H_HS, group, {0, 0, 0, 0, NULL}, {term, vote, commit}, 0, 0};
+    h_op op = {H_HS, group, {0, 0, 0, 0, NULL}, {term, vote, commit}, 0, 0, 0};
     return op;
 }
 
 static h_op compact(uint64_t group, uint64_t index, uint64_t term)
 {
-    h_op op = {H_COMPACT, group, {0, 0, 0, 0, NULL}, {0, 0, 0}, index, term};
+    h_op op = {H_COMPACT, group, {0, 0, 0, 0, NULL}, {0, 0, 0}, index, term, 0};
+    return op;
+}
+
+static h_op truncate_at(uint64_t group, uint64_t from)
+{
+    h_op op = {.kind = H_TRUNCATE, .group = group, .from = from};
     return op;
 }
 
 static h_op drop(uint64_t group)
 {
-    h_op op = {H_DROP, group, {0, 0, 0, 0, NULL}, {0, 0, 0}, 0, 0};
+    h_op op = {H_DROP, group, {0, 0, 0, 0, NULL}, {0, 0, 0}, 0, 0, 0};
     return op;
 }
 
@@ -354,6 +359,182 @@ START_TEST(compaction_beyond_the_log_restarts_it)
 }
 END_TEST
 
+/* A follower installs a snapshot at 6 that its log (stale entries of a higher term up to 10)
+ * conflicts with: nothing replaces the stale suffix, and it must not come back. */
+START_TEST(truncation_voids_a_suffix_nothing_replaces)
+{
+    fx f;
+    fx_init(&f, 0);
+    for (uint64_t i = 1; i <= 10; i++) put(&f, entry(5, 7, i, "stale"));
+    put(&f, hardstate(5, 7, 2, 3));
+    flush(&f);
+    put(&f, truncate_at(5, 7)); /* staged ahead of the marker, as the node does */
+    put(&f, compact(5, 6, 4));
+    put(&f, hardstate(5, 8, 0, 6));
+    flush(&f);
+    for (int round = 0; round < 3; round++) { /* again after each reopen's checkpoint */
+        fx_reopen(&f);
+        fx_check(&f);
+        h_group *g = h_state_group(&f.got, 5, 0);
+        ck_assert(g && g->n == 0 && g->has_compact && g->cidx == 6);
+        ck_assert_int_eq(g->trunc_removed, 0); /* the voided entries were never replayed */
+        ck_assert_int_eq(g->truncates, round == 0 ? 1 : 0); /* a reopen's GC drops the rest */
+    }
+    /* the log continues after the marker, contiguously and undamaged */
+    put(&f, entry(5, 8, 7, "new7"));
+    put(&f, entry(5, 8, 8, "new8"));
+    flush(&f);
+    fx_reopen(&f);
+    fx_check(&f);
+    h_group *g = h_state_group(&f.got, 5, 0);
+    ck_assert(g && g->n == 2 && g->e[0].index == 7 && g->e[1].term == 8);
+    fx_free(&f);
+}
+END_TEST
+
+START_TEST(truncation_takes_effect_at_its_place_in_the_log)
+{
+    fx f;
+    fx_init(&f, 0);
+    for (uint64_t i = 1; i <= 6; i++) put(&f, entry(3, 1, i, "old"));
+    flush(&f);
+    /* in one flush: a cut at 4, then the entries that replace the suffix */
+    put(&f, truncate_at(3, 4));
+    put(&f, entry(3, 2, 4, "new4"));
+    flush(&f);
+    /* entries staged in the same flush before a cut are void too */
+    put(&f, entry(3, 2, 5, "void5"));
+    put(&f, entry(3, 2, 6, "void6"));
+    put(&f, truncate_at(3, 5));
+    put(&f, entry(3, 3, 5, "new5"));
+    /* a cut beyond the log voids nothing */
+    put(&f, truncate_at(3, 99));
+    flush(&f);
+    fx_reopen(&f);
+    fx_check(&f);
+    h_group *g = h_state_group(&f.got, 3, 0);
+    ck_assert(g && g->n == 5);
+    ck_assert(g->e[3].term == 2 && g->e[4].term == 3);
+    ck_assert_int_eq(g->truncates, 3);
+    ck_assert_int_eq(g->trunc_removed, 0);
+    /* a cut at 1 voids the whole log; the group keeps its hard state and starts over */
+    put(&f, hardstate(3, 4, 1, 0));
+    put(&f, truncate_at(3, 1));
+    flush(&f);
+    fx_reopen(&f);
+    fx_check(&f);
+    g = h_state_group(&f.got, 3, 0);
+    ck_assert(g && g->n == 0 && g->has_hs);
+    put(&f, entry(3, 4, 1, "first again"));
+    flush(&f);
+    fx_reopen(&f);
+    fx_check(&f);
+    fx_free(&f);
+}
+END_TEST
+
+START_TEST(truncation_below_the_marker_keeps_the_log_contiguous)
+{
+    fx f;
+    fx_init(&f, 0);
+    for (uint64_t i = 1; i <= 8; i++) put(&f, entry(2, 1, i, "e"));
+    put(&f, compact(2, 4, 1));
+    flush(&f);
+    /* voids 5..8; the log now ends at the marker, so 5 is the next entry, not a gap */
+    put(&f, truncate_at(2, 3));
+    flush(&f);
+    fx_reopen(&f);
+    fx_check(&f);
+    put(&f, entry(2, 2, 5, "five"));
+    flush(&f);
+    fx_reopen(&f);
+    fx_check(&f);
+    h_group *g = h_state_group(&f.got, 2, 0);
+    ck_assert(g && g->n == 1 && g->e[0].index == 5 && g->e[0].term == 2);
+    fx_free(&f);
+}
+END_TEST
+
+START_TEST(truncation_of_a_group_with_nothing_written_stages_nothing)
+{
+    fx f;
+    fx_init(&f, 0);
+    ck_assert_int_eq(jr__wal_truncate(f.w, 77, 1), 0); /* unknown group */
+    ck_assert_uint_eq(jr__wal_pending(f.w), 0);
+    put(&f, entry(8, 1, 1, "x"));
+    flush(&f);
+    put(&f, drop(8));
+    size_t n = jr__wal_pending(f.w);
+    ck_assert_int_eq(jr__wal_truncate(f.w, 8, 1), 0); /* its current incarnation is empty */
+    ck_assert_uint_eq(jr__wal_pending(f.w), n);
+    flush(&f);
+    ck_assert_int_eq(jr__wal_truncate(f.w, 8, 1), 0);
+    ck_assert_uint_eq(jr__wal_pending(f.w), 0);
+    ck_assert_int_eq(jr__wal_truncate(f.w, 8, 0), JR_EINVAL);
+    fx_reopen(&f);
+    fx_check(&f);
+    fx_free(&f);
+}
+END_TEST
+
+/* Entries a durable truncation voided do not pin their segments, and recovery does not mistake
+ * them for lost entries once those segments are gone. */
+START_TEST(truncated_entries_do_not_pin_segments)
+{
+    fx f;
+    fx_init(&f, 2048);
+    char buf[200];
+    memset(buf, 't', sizeof buf - 1);
+    buf[sizeof buf - 1] = 0;
+    for (uint64_t i = 1; i <= 40; i++) {
+        put(&f, entry(1, 5, i, buf));
+        flush(&f);
+    }
+    size_t before = count_segments(f.vfs);
+    ck_assert_uint_ge(before, 5);
+    /* a snapshot at 2 that conflicts with the log (as a follower installs it) */
+    put(&f, truncate_at(1, 3));
+    put(&f, compact(1, 2, 4));
+    flush(&f);
+    ck_assert_uint_le(count_segments(f.vfs), 2);
+    for (int round = 0; round < 2; round++) {
+        fx_reopen(&f);
+        fx_check(&f); /* not damaged: nothing that was needed is gone */
+        h_group *g = h_state_group(&f.got, 1, 0);
+        ck_assert(g && g->n == 0 && g->cidx == 2);
+    }
+    put(&f, entry(1, 6, 3, "three"));
+    flush(&f);
+    fx_reopen(&f);
+    fx_check(&f);
+    fx_free(&f);
+}
+END_TEST
+
+/* Without a compaction the entries below the cut still pin their segments. */
+START_TEST(truncation_keeps_the_entries_below_the_cut)
+{
+    fx f;
+    fx_init(&f, 2048);
+    char buf[200];
+    memset(buf, 'k', sizeof buf - 1);
+    buf[sizeof buf - 1] = 0;
+    for (uint64_t i = 1; i <= 30; i++) {
+        put(&f, entry(1, 1, i, buf));
+        flush(&f);
+    }
+    size_t before = count_segments(f.vfs);
+    put(&f, truncate_at(1, 10));
+    flush(&f);
+    ck_assert_uint_ge(count_segments(f.vfs), before);
+    fx_reopen(&f);
+    fx_check(&f);
+    h_group *g = h_state_group(&f.got, 1, 0);
+    ck_assert(g && g->n == 9);
+    fx_free(&f);
+}
+END_TEST
+
 START_TEST(dropped_group_is_forgotten_and_can_return)
 {
     fx f;
@@ -471,6 +652,7 @@ START_TEST(io_error_stops_the_wal)
         /* refuses everything afterwards, even though the disk is fine again */
         ck_assert_int_eq(h_stage(f.w, &op), JR_EIO);
         ck_assert_int_eq(jr__wal_hardstate(f.w, 1, &(jr__hardstate){1, 1, 1}), JR_EIO);
+        ck_assert_int_eq(jr__wal_truncate(f.w, 1, 1), JR_EIO);
         ck_assert_int_eq(jr__wal_flush(f.w, 0, &durable), JR_EIO);
         ck_assert_int_eq(durable, 0);
         /* after a crash the synced record is there; the failed one is not, or is intact */
@@ -518,6 +700,7 @@ START_TEST(invalid_arguments)
     e.type = 9;
     ck_assert_int_eq(jr__wal_append(f.w, 1, &e), JR_EINVAL);
     ck_assert_int_eq(jr__wal_compact(f.w, 1, 0, 1), JR_EINVAL);
+    ck_assert_int_eq(jr__wal_truncate(f.w, 1, 0), JR_EINVAL);
     ck_assert_uint_eq(jr__wal_pending(f.w), 0);
     jr__wal_config bad = f.cfg;
     bad.sync_policy = 7;
@@ -557,6 +740,54 @@ START_TEST(record_decode_is_strict)
     ck_assert_int_eq(jr__rec_header_ok(b.data, b.len, &g, &total), 1);
     ck_assert_uint_eq(g, 42);
     ck_assert_uint_eq(total, b.len);
+    jr__buf_free(&b);
+}
+END_TEST
+
+START_TEST(truncate_record_decode_is_strict)
+{
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    jr__rec_put_truncate(&b, 9, 3, 17);
+    ck_assert_int_eq(b.err, 0);
+    ck_assert_uint_eq(b.len, JR__REC_HDR + 8);
+    jr__rec r;
+    ck_assert_int_eq(jr__rec_decode(b.data, b.len, &r), 0);
+    ck_assert_uint_eq(r.type, JR__REC_TRUNCATE);
+    ck_assert_uint_eq(r.group, 9);
+    ck_assert_uint_eq(r.gseq, 3);
+    ck_assert_uint_eq(r.tfrom, 17);
+    for (size_t i = 0; i < b.len * 8; i++) {
+        b.data[i / 8] ^= (uint8_t)(1u << (i % 8));
+        ck_assert_int_eq(jr__rec_decode(b.data, b.len, &r), JR_ECORRUPT);
+        b.data[i / 8] ^= (uint8_t)(1u << (i % 8));
+    }
+    for (size_t n = 0; n < b.len; n++) ck_assert_int_eq(jr__rec_decode(b.data, n, &r), JR_ECORRUPT);
+    /* well-sealed but invalid: from 0, a payload of the wrong size, an entry type set */
+    uint8_t p[9] = {0};
+    jr__buf_reset(&b);
+    jr__rec_put(&b, JR__REC_TRUNCATE, 0, 9, 3, p, 8, NULL, 0);
+    ck_assert_int_eq(jr__rec_decode(b.data, b.len, &r), JR_ECORRUPT);
+    p[0] = 1;
+    jr__buf_reset(&b);
+    jr__rec_put(&b, JR__REC_TRUNCATE, 0, 9, 3, p, 9, NULL, 0);
+    ck_assert_int_eq(jr__rec_decode(b.data, b.len, &r), JR_ECORRUPT);
+    jr__buf_reset(&b);
+    jr__rec_put(&b, JR__REC_TRUNCATE, 0, 9, 3, p, 4, NULL, 0);
+    ck_assert_int_eq(jr__rec_decode(b.data, b.len, &r), JR_ECORRUPT);
+    jr__buf_reset(&b);
+    jr__rec_put(&b, JR__REC_TRUNCATE, 1, 9, 3, p, 8, NULL, 0);
+    ck_assert_int_eq(jr__rec_decode(b.data, b.len, &r), JR_ECORRUPT);
+    jr__buf_reset(&b);
+    jr__rec_put(&b, JR__REC_TRUNCATE, 0, 0, 3, p, 8, NULL, 0); /* group 0 */
+    ck_assert_int_eq(jr__rec_decode(b.data, b.len, &r), JR_ECORRUPT);
+    jr__buf_reset(&b);
+    jr__rec_put(&b, JR__REC_TYPE_MAX + 1, 0, 9, 3, p, 8, NULL, 0); /* unknown type */
+    ck_assert_int_eq(jr__rec_decode(b.data, b.len, &r), JR_ECORRUPT);
+    jr__buf_reset(&b);
+    jr__rec_put(&b, JR__REC_TRUNCATE, 0, 9, 3, p, 8, NULL, 0);
+    ck_assert_int_eq(jr__rec_decode(b.data, b.len, &r), 0);
+    ck_assert_uint_eq(r.tfrom, 1);
     jr__buf_free(&b);
 }
 END_TEST
@@ -614,6 +845,12 @@ static Suite *suite(void)
     tcase_add_test(t, rotation_spreads_records_over_segments);
     tcase_add_test(t, compaction_deletes_only_fully_compacted_segments);
     tcase_add_test(t, compaction_beyond_the_log_restarts_it);
+    tcase_add_test(t, truncation_voids_a_suffix_nothing_replaces);
+    tcase_add_test(t, truncation_takes_effect_at_its_place_in_the_log);
+    tcase_add_test(t, truncation_below_the_marker_keeps_the_log_contiguous);
+    tcase_add_test(t, truncation_of_a_group_with_nothing_written_stages_nothing);
+    tcase_add_test(t, truncated_entries_do_not_pin_segments);
+    tcase_add_test(t, truncation_keeps_the_entries_below_the_cut);
     tcase_add_test(t, dropped_group_is_forgotten_and_can_return);
     tcase_add_test(t, drop_is_replayed_when_its_records_remain);
     tcase_add_test(t, sync_interval_policy);
@@ -623,6 +860,7 @@ static Suite *suite(void)
     suite_add_tcase(s, t);
     TCase *c = tcase_create("codec");
     tcase_add_test(c, record_decode_is_strict);
+    tcase_add_test(c, truncate_record_decode_is_strict);
     tcase_add_test(c, checkpoint_roundtrip);
     tcase_add_test(c, segment_names);
     suite_add_tcase(s, c);

@@ -62,8 +62,9 @@ static void stage(fx *f, jr__wal *w, h_op op)
     h_op_free(&op);
 }
 
-/* Builds a WAL of several segments: groups 1..4 write throughout (with truncations), group 5
- * writes a little at the start and then stays idle. Closed cleanly at the end. */
+/* Builds a WAL of several segments: groups 1..4 write throughout (with truncations, by entries
+ * and by truncation records), group 5 writes a little at the start and then stays idle.
+ * Closed cleanly at the end. */
 static void build(fx *f, uint64_t seed, int steps)
 {
     jr__rand rng;
@@ -101,8 +102,21 @@ static void build(fx *f, uint64_t seed, int steps)
             stage(f, w, op);
         }
         if (jr__rand_below(&rng, 3) == 0) {
-            h_op op = {H_HS, g, {0, 0, 0, 0, NULL}, {term, g, start}, 0, 0};
+            h_op op = {H_HS, g, {0, 0, 0, 0, NULL}, {term, g, start}, 0, 0, 0};
             stage(f, w, op);
+        }
+        if (jr__rand_below(&rng, 8) == 0) {
+            /* a cut with nothing after it: bare, or a conflicting snapshot install's (with a
+             * marker just below it, which the next entries then follow) */
+            mg = h_state_group(&f->model, g, 0);
+            last = mg && mg->n ? mg->e[mg->n - 1].index : mg->cidx;
+            h_op op = {.kind = H_TRUNCATE, .group = g};
+            op.from = mg->cidx + 1 + jr__rand_below(&rng, last + 1 - mg->cidx);
+            stage(f, w, op);
+            if (jr__rand_below(&rng, 2) && op.from > 1) {
+                h_op c = {.kind = H_COMPACT, .group = g, .cidx = op.from - 1, .cterm = ++term};
+                if (c.cidx > mg->cidx) stage(f, w, c);
+            }
         }
         if (jr__rand_below(&rng, 3) == 0) {
             int durable;
@@ -467,9 +481,9 @@ START_TEST(damage_persists_until_the_group_is_dropped)
     reopen(&f);
     ck_assert_uint_eq(damaged_set(&f), 1u << 2);
     /* repair: drop, then the group's new state (as after a snapshot from the leader) */
-    h_op d = {H_DROP, 2, {0, 0, 0, 0, NULL}, {0, 0, 0}, 0, 0};
+    h_op d = {H_DROP, 2, {0, 0, 0, 0, NULL}, {0, 0, 0}, 0, 0, 0};
     stage(&f, f.w, d);
-    h_op c = {H_COMPACT, 2, {0, 0, 0, 0, NULL}, {0, 0, 0}, 500, 9};
+    h_op c = {H_COMPACT, 2, {0, 0, 0, 0, NULL}, {0, 0, 0}, 500, 9, 0};
     stage(&f, f.w, c);
     h_op e;
     memset(&e, 0, sizeof e);

@@ -1,12 +1,15 @@
 /*
  * Crash consistency of the WAL, over many seeds: random appends (with truncations), hard
- * states, compactions (some beyond the log, like a snapshot install), drops and rotations
- * across several groups, flushed under JR_SYNC_ALWAYS or JR_SYNC_INTERVAL, with crashes
- * (losing unsynced writes, sometimes tearing the last one) at random points and I/O errors
- * injected into flushes. After each recovery the replayed state must equal the model of
- * everything durable plus a prefix (in log order) of what was written but not yet synced:
- * every record whose flush reported durable is present exactly once and in order, and nothing
- * appears that was never written, half-written or superseded.
+ * states, compactions (some beyond the log, like a snapshot install), truncation records (bare,
+ * ahead of the entries that replace a suffix, and with a marker as a follower's conflicting
+ * snapshot install writes them), drops and rotations across several groups, flushed under
+ * JR_SYNC_ALWAYS or JR_SYNC_INTERVAL, with crashes (losing unsynced writes, sometimes tearing
+ * the last one) at random points and I/O errors injected into flushes. After each recovery the
+ * replayed state must equal the model of everything durable plus a prefix (in log order) of
+ * what was written but not yet synced: every record whose flush reported durable is present
+ * exactly once and in order, and nothing appears that was never written, half-written or
+ * superseded. Independently of the model, every entry carries a serial number, and no entry
+ * recovered at or above a durable truncation point may be older than that truncation.
  *
  * Seeds: JR_WAL_SEED (first, default 1) and JR_WAL_SEEDS (count, default 2000; the 'soak'
  * suite runs more). A failure prints the seed and how to replay it.
@@ -18,6 +21,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "util/buf.h"
 #include "util/rand.h"
 #include "vfs/memfs.h"
 
@@ -54,6 +58,11 @@ static void ol_apply(h_state *s, const oplist *l, size_t upto)
     for (size_t i = 0; i < upto; i++) h_apply(s, &l->v[i]);
 }
 
+/* A truncation: entries of group at or above from with a serial up to `serial` are void. */
+typedef struct cut {
+    uint64_t group, from, serial;
+} cut;
+
 typedef struct run {
     uint64_t seed;
     jr__rand rng;
@@ -66,6 +75,10 @@ typedef struct run {
     h_state cur;     /* synced + unsynced + pending: what the generator builds on */
     uint64_t now;
     uint64_t term;
+    uint64_t serial; /* of the last entry generated */
+    uint64_t noted;  /* of the last entry known durable (note_cuts) */
+    cut *cuts;       /* durable truncations */
+    size_t ncuts, capcuts;
     int ngroups;
     char fail[1024];
 } run;
@@ -89,12 +102,14 @@ static void stage(run *r, h_op op)
     ol_push(&r->pending, op);
 }
 
-static void gen_entries(run *r, uint64_t gid)
+/* Entries at `at` (0: after the last, or now and then a rewrite of a suffix). */
+static void gen_entries(run *r, uint64_t gid, uint64_t at)
 {
     h_group *g = h_state_group(&r->cur, gid, 0);
     uint64_t last = g && g->live ? last_index(g) : 0;
     uint64_t lo = (g && g->live && g->has_compact ? g->cidx : 0) + 1;
     uint64_t start = rnd(r, 5) ? last + 1 : lo + rnd(r, last + 2 - lo);
+    if (at) start = at;
     uint64_t count = 1 + rnd(r, 4);
     r->term += rnd(r, 2);
     for (uint64_t i = 0; i < count; i++) {
@@ -105,11 +120,91 @@ static void gen_entries(run *r, uint64_t gid)
         op.e.term = r->term;
         op.e.index = start + i;
         op.e.type = (uint8_t)rnd(r, 3);
-        op.e.len = (uint32_t)(rnd(r, 8) ? rnd(r, 120) : rnd(r, 1500));
-        op.e.data = malloc(op.e.len ? op.e.len : 1);
-        for (uint32_t k = 0; k < op.e.len; k++) op.e.data[k] = (uint8_t)rnd(r, 256);
+        op.e.len = 8 + (uint32_t)(rnd(r, 8) ? rnd(r, 120) : rnd(r, 1500));
+        op.e.data = malloc(op.e.len);
+        jr__put_u64(op.e.data, ++r->serial);
+        for (uint32_t k = 8; k < op.e.len; k++) op.e.data[k] = (uint8_t)rnd(r, 256);
         stage(r, op);
     }
+}
+
+/* Truncations, as the node writes them. */
+static void gen_truncation(run *r, uint64_t gid)
+{
+    h_group *g = h_state_group(&r->cur, gid, 0);
+    uint64_t last = g && g->live ? last_index(g) : 0;
+    uint64_t c = g && g->live && g->has_compact ? g->cidx : 0;
+    h_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = H_TRUNCATE;
+    op.group = gid;
+    switch (rnd(r, 3)) {
+    case 0: /* a conflict: the cut, then the entries that replace the suffix */
+        op.from = c + 1 + rnd(r, last + 1 - c);
+        stage(r, op);
+        if (rnd(r, 3)) gen_entries(r, gid, op.from);
+        break;
+    case 1: { /* a snapshot install that discards a conflicting log: cut above it + marker */
+        uint64_t si = c + 1 + rnd(r, last + 20 - c);
+        h_op m;
+        memset(&m, 0, sizeof m);
+        m.kind = H_COMPACT;
+        m.group = gid;
+        m.cidx = si;
+        m.cterm = ++r->term;
+        op.from = si + 1;
+        if (rnd(r, 4)) { /* the node's order; the other one must work too */
+            stage(r, op);
+            stage(r, m);
+        } else {
+            stage(r, m);
+            stage(r, op);
+        }
+        break;
+    }
+    default: /* anywhere, including below the marker and beyond the log */
+        op.from = 1 + rnd(r, last + 3);
+        stage(r, op);
+        break;
+    }
+}
+
+/* Records the truncations among l[0, upto) as durable. Called once for every op that becomes
+ * durable, in log order, so r->noted follows the serial of the last durable entry (entries
+ * generated but lost in a crash have serials above it, and never appear). */
+static void note_cuts(run *r, const oplist *l, size_t upto)
+{
+    for (size_t i = 0; i < upto; i++) {
+        const h_op *op = &l->v[i];
+        if (op->kind == H_ENTRY) r->noted = jr__get_u64(op->e.data);
+        if (op->kind != H_TRUNCATE) continue;
+        if (r->ncuts == r->capcuts) {
+            r->capcuts = r->capcuts ? r->capcuts * 2 : 64;
+            r->cuts = realloc(r->cuts, r->capcuts * sizeof *r->cuts);
+        }
+        r->cuts[r->ncuts++] = (cut){op->group, op->from, r->noted};
+    }
+}
+
+/* No recovered entry at or above a durable truncation point is older than the truncation. */
+static int check_cuts(run *r, const h_state *got, char *why, size_t cap)
+{
+    for (size_t c = 0; c < r->ncuts; c++) {
+        const h_group *g = h_state_group((h_state *)got, r->cuts[c].group, 0);
+        for (size_t k = 0; g && k < g->n; k++) {
+            const h_ent *e = &g->e[k];
+            uint64_t serial = jr__get_u64(e->data);
+            if (e->index >= r->cuts[c].from && serial <= r->cuts[c].serial) {
+                snprintf(why, cap,
+                         "group %" PRIu64 ": entry %" PRIu64 " (serial %" PRIu64
+                         ") survived the durable truncation at %" PRIu64 " (after serial %" PRIu64
+                         ")",
+                         g->id, e->index, serial, r->cuts[c].from, r->cuts[c].serial);
+                return -1;
+            }
+        }
+    }
+    return 0;
 }
 
 static void gen_op(run *r)
@@ -120,8 +215,10 @@ static void gen_op(run *r)
     h_op op;
     memset(&op, 0, sizeof op);
     op.group = gid;
-    if (x < 55) {
-        gen_entries(r, gid);
+    if (x < 50) {
+        gen_entries(r, gid, 0);
+    } else if (x < 57) {
+        gen_truncation(r, gid);
     } else if (x < 70) {
         op.kind = H_HS;
         op.hs.term = ++r->term;
@@ -159,12 +256,13 @@ static void gen_op(run *r)
                       "seed %" PRIu64 ": a flush under JR_SYNC_ALWAYS was not durable", r->seed);
         if (rc == 0 && durable) {
             ol_apply(&r->synced, &r->unsynced, r->unsynced.n);
+            note_cuts(r, &r->unsynced, r->unsynced.n);
             ol_clear(&r->unsynced);
         }
         if (rc != 0) {
             ck_assert_msg(durable == 0, "seed %" PRIu64 ": failed flush reported durable", r->seed);
             /* the WAL now refuses work; the test crashes the node next */
-            h_op probe = {H_HS, 1, {0, 0, 0, 0, NULL}, {1, 1, 1}, 0, 0};
+            h_op probe = {H_HS, 1, {0, 0, 0, 0, NULL}, {1, 1, 1}, 0, 0, 0};
             ck_assert_int_eq(h_stage(r->w, &probe), JR_EIO);
             r->now = UINT64_MAX; /* marks "crash now" */
         }
@@ -195,6 +293,7 @@ static int crash_and_check(run *r, int round)
         char w2[600];
         if (h_compare(&cand, &got, w2, sizeof w2) == 0) {
             match = (long)k;
+            note_cuts(r, &r->unsynced, k);
             h_state_free(&r->synced);
             r->synced = cand;
             break;
@@ -213,7 +312,13 @@ static int crash_and_check(run *r, int round)
                 (unsigned long long)r->seed, round, torn, r->unsynced.n, match, got.n, ents,
                 (unsigned long long)st.syncs, (unsigned long long)st.files);
     }
+    char cwhy[600];
+    int cut_bad = match >= 0 && check_cuts(r, &got, cwhy, sizeof cwhy) != 0;
     h_state_free(&got);
+    if (cut_bad) {
+        snprintf(r->fail, sizeof r->fail, "round %d (torn %d): %s", round, torn, cwhy);
+        return -1;
+    }
     if (match < 0) {
         snprintf(r->fail, sizeof r->fail,
                  "round %d (torn %d, %zu unsynced records): no admissible state matches; "
@@ -259,6 +364,7 @@ static int one_seed(uint64_t seed, char *fail, size_t cap)
     ol_clear(&r.pending);
     free(r.unsynced.v);
     free(r.pending.v);
+    free(r.cuts);
     h_state_free(&r.synced);
     h_state_free(&r.cur);
     jr__memfs_free(r.vfs);
