@@ -38,6 +38,15 @@ static int stage(jr_node *n, jr_group *g)
     jr__hardstate hs;
     int hs_changed = jr__raft_unpersisted(r, &from, &to, &hs);
     g->staged = 0;
+    if (from <= g->persisted) {
+        /* The log was cut at `from` (raft.h: also when from > to, after a snapshot install
+         * that discarded a conflicting log). One TRUNCATE record, staged ahead of the marker
+         * and the entries of this flush, voids the old suffix in the WAL even when nothing
+         * replaces it; a torn flush that keeps any later record keeps it too. */
+        int rc = jr__wal_truncate(n->wal, g->id, from);
+        if (rc != 0) return rc;
+        g->persisted = from - 1;
+    }
     g->stage_to = g->persisted;
     if (g->marker_pending) {
         int rc = jr__wal_compact(n->wal, g->id, g->marker_index, g->marker_term);
@@ -45,7 +54,6 @@ static int stage(jr_node *n, jr_group *g)
         g->marker_pending = 0;
     }
     if (from <= to) {
-        if (from <= g->persisted) g->persisted = from - 1; /* the log was truncated there */
         for (uint64_t i = from; i <= to; i++) {
             jr__entry e;
             int rc = jr__raft_entry(r, i, &e);

@@ -4,9 +4,10 @@
  * The shared WAL replays records of every group in log order (lib/log/wal.h); this file sorts
  * them into one stash per group: the last hard state, the last compaction marker, and the log
  * as it stands after every supersession (an entry record for index i replaces every earlier
- * record of that group with index >= i). Snapshot files (snapshot.c) are listed once so that a
- * group learns its newest snapshot without another directory scan. A stash lives until
- * jr_group_open loads it into a raft core, or until close.
+ * record of that group with index >= i) and truncation (on_truncate). Snapshot files
+ * (snapshot.c) are listed once so that a group learns its newest snapshot without another
+ * directory scan. A stash lives until jr_group_open loads it into a raft core, or until
+ * close.
  *
  * Damage: a group the WAL reports damaged keeps its stash with damaged = 1 (group.c opens it
  * in the damaged state); damage the WAL cannot attribute (group 0) marks every group damaged.
@@ -152,6 +153,16 @@ static int on_drop(void *ctx, uint64_t group)
     return 0;
 }
 
+/* A truncation record (e.g. a snapshot install that discarded a conflicting log): entries at
+ * or above `from` replayed before it are void. */
+static int on_truncate(void *ctx, uint64_t group, uint64_t from)
+{
+    jr_node *n = ctx;
+    jr__stash *s = jr__map_get(&n->stashes, group);
+    if (s) stash_truncate(s, from);
+    return 0;
+}
+
 static int on_damaged(void *ctx, uint64_t group, const char *why)
 {
     jr_node *n = ctx;
@@ -227,7 +238,7 @@ int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_
     wc.segment_bytes = segment_bytes;
     wc.sync_policy = n->sync_policy;
     wc.sync_interval_ns = (uint64_t)sync_interval_ms * 1000000u;
-    jr__wal_replay rp = {n, on_entry, on_hardstate, on_compact, on_drop, on_damaged};
+    jr__wal_replay rp = {n, on_entry, on_hardstate, on_compact, on_drop, on_damaged, on_truncate};
     rc = jr__wal_open(&wc, &rp, &n->wal);
     if (rc != 0) {
         n->wal = NULL;
