@@ -79,6 +79,7 @@ static int has_work(jr_group *g, int callbacks)
     jr__hardstate hs;
     if (g->marker_pending) return 1;
     if (jr__raft_unpersisted(g->raft, &from, &to, &hs) || from <= to) return 1;
+    if (from <= g->persisted) return 1; /* a cut to record, even with nothing to write */
     if (!callbacks || g->closed) return 0;
     uint64_t upto = jr__raft_commit_index(g->raft);
     if (upto > g->persisted) upto = g->persisted;
