@@ -4,9 +4,8 @@
  *
  * Records: entries {group, term, index, type, payload}, per-group hard state {term, vote,
  * commit}, per-group compaction markers, per-group truncations, and group drops. Appends are
- * staged in memory;
- * jr__wal_flush() writes everything staged with one write and covers it with one sync, so one
- * fsync serves every group. Nothing that depends on a record (a vote, an append response, a
+ * staged in memory; jr__wal_flush() writes everything staged with one write and covers it with
+ * one sync, so one fsync serves every group. Nothing that depends on a record (a vote, an append response, a
  * publish ack) may leave the node before the flush that covers it returns.
  *
  * Recovery (jr__wal_open) scans every segment, verifies every checksum, truncates a torn tail,
@@ -21,7 +20,8 @@
  * belong to are reported damaged (on_damaged, with file and offset), every other group is
  * recovered normally.
  *
- * A segment is deleted only when every group with entries in it has compacted past them.
+ * A segment is deleted only when every group with entries in it has compacted past them
+ * (entries a durable truncation voided do not count).
  *
  * Replay (what jr__wal_open reports, in this order; implementation notes by lib/log's owner):
  *  1. on_damaged for every damaged group (message names the file and offset of the damage);
