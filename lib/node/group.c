@@ -177,6 +177,10 @@ static int group_load(jr_group *g, jr__stash *s)
     uint64_t want = si + 1, last_term = st;
     size_t k = 0;
     while (k < s->nents && s->ents[k].index < want) k++;
+    /* The WAL's entry at the snapshot's index has another term: the log after it belongs to an
+     * abandoned history (the install's truncation did not reach the disk before a crash; the
+     * snapshot file did). Load nothing after the snapshot. */
+    if (si && k > 0 && s->ents[k - 1].index == si && s->ents[k - 1].term != st) k = s->nents;
     if (k < s->nents && s->ents[k].index != want) {
         jr__node_log(n, JR_LOG_ERROR, "group %llu: log resumes at %llu, expected %llu",
                      (unsigned long long)g->id, (unsigned long long)s->ents[k].index,
@@ -192,7 +196,12 @@ static int group_load(jr_group *g, jr__stash *s)
         if (rc != 0) return rc;
         last_term = se->term;
     }
+    /* Whatever the WAL holds beyond what was loaded is still on disk: counting it as persisted
+     * makes the first flush that writes there stage a truncation first, so a skipped suffix can
+     * never come back after a later crash. */
     g->persisted = jr__raft_last_index(r);
+    if (s->nents && s->ents[s->nents - 1].index > g->persisted)
+        g->persisted = s->ents[s->nents - 1].index;
     if (s->damaged) g->damaged = 1;
     return 0;
 }
