@@ -420,6 +420,16 @@ int jr__wal_flush(jr__wal *w, uint64_t now, int *durable)
     return 0;
 }
 
+int jr__wal_sync(jr__wal *w, uint64_t now)
+{
+    if (w->failed) return JR_EIO;
+    if (!w->unsynced) return 0;
+    int rc = do_sync(w, now);
+    if (rc) return rc;
+    if (w->gc_wanted) jr__wal_gc(w);
+    return 0;
+}
+
 uint64_t jr__wal_deadline(const jr__wal *w)
 {
     if (w->failed || !w->unsynced) return UINT64_MAX;

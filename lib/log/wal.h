@@ -107,6 +107,11 @@ int jr__wal_drop(jr__wal *w, uint64_t group);
  * *durable gets 1 if everything written so far is durable (always, under JR_SYNC_ALWAYS). On an
  * I/O error nothing staged is reported durable and the WAL refuses further appends (JR_EIO). */
 int jr__wal_flush(jr__wal *w, uint64_t now, int *durable);
+/* Makes everything written so far durable now, whatever the policy (a no-op when nothing is
+ * unsynced). The node calls it under JR_SYNC_INTERVAL when a flush carries a term or vote change:
+ * the interval policy may lose acknowledged writes on power loss, never election safety.
+ * 0, or JR_EIO after which the WAL refuses further appends. */
+int jr__wal_sync(jr__wal *w, uint64_t now);
 /* With JR_SYNC_INTERVAL: when the next interval sync is due (UINT64_MAX if nothing is pending). */
 uint64_t jr__wal_deadline(const jr__wal *w);
 

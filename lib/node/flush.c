@@ -30,13 +30,15 @@
 
 #define MAX_ITERATIONS 4
 
-/* Step 1 for one group. 0 or JR_ENOMEM (the WAL's staging is the only failure). */
-static int stage(jr_node *n, jr_group *g)
+/* Step 1 for one group. 0 or JR_ENOMEM (the WAL's staging is the only failure). Sets *vote if
+ * the group's term or vote changed (that record must be synced before anything leaves). */
+static int stage(jr_node *n, jr_group *g, int *vote)
 {
     jr__raft *r = g->raft;
     uint64_t from, to;
     jr__hardstate hs;
     int hs_changed = jr__raft_unpersisted(r, &from, &to, &hs);
+    if (hs_changed == 2) *vote = 1;
     g->staged = 0;
     if (from <= g->persisted) {
         /* The log was cut at `from` (raft.h: also when from > to, after a snapshot install
@@ -208,8 +210,9 @@ int jr__node_flush(jr_node *n, int callbacks)
             if (!g->closed) jr__raft_flush(g->raft, n->now);
         jr__peer_send_all(n, 0);
         /* 2. stage */
+        int vote = 0;
         for (jr_group *g = batch; g; g = g->flush_next) {
-            err = stage(n, g);
+            err = stage(n, g, &vote);
             if (err) {
                 jr__node_err(n, err, "cannot stage WAL records: %s", jr_strerror(err));
                 break;
@@ -220,6 +223,9 @@ int jr__node_flush(jr_node *n, int callbacks)
             size_t bytes = jr__wal_pending(n->wal);
             int durable = 0;
             err = jr__wal_flush(n->wal, n->now, &durable);
+            /* JR_SYNC_INTERVAL may lose acknowledged writes on power loss, never a vote: a term
+             * or vote record is synced before the grant (or candidacy) it backs can leave. */
+            if (!err && !durable && vote) err = jr__wal_sync(n->wal, n->now);
             if (err) {
                 jr__node_err(n, err, "WAL flush failed: %s", jr__wal_errmsg(n->wal));
             } else {

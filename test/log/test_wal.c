@@ -633,6 +633,46 @@ START_TEST(sync_interval_policy)
 }
 END_TEST
 
+/* Under the interval policy a term/vote change is synced on demand (jr__wal_sync) so that a
+ * vote can never be lost to a power failure, whatever the policy loses of acknowledged writes. */
+START_TEST(sync_on_demand_under_interval_policy)
+{
+    fx f;
+    memset(&f, 0, sizeof f);
+    ck_assert_int_eq(jr__memfs_new(NULL, 1, &f.vfs), 0);
+    f.cfg.vfs = f.vfs;
+    f.cfg.dir = DIR;
+    f.cfg.sync_policy = JR_SYNC_INTERVAL;
+    f.cfg.sync_interval_ns = 1000000;
+    ck_assert_int_eq(h_open(&f.cfg, &f.got, &f.w), 0);
+    int durable = -1;
+    jr__hardstate hs0 = {6, 41, 0};
+    ck_assert_int_eq(jr__wal_hardstate(f.w, 1, &hs0), 0);
+    ck_assert_int_eq(jr__wal_flush(f.w, 5000000, &durable), 0); /* syncs: the interval passed */
+    ck_assert_int_eq(durable, 1);
+    jr__hardstate hs = {7, 42, 0};
+    ck_assert_int_eq(jr__wal_hardstate(f.w, 1, &hs), 0);
+    ck_assert_int_eq(jr__wal_flush(f.w, 5000100, &durable), 0);
+    ck_assert_int_eq(durable, 0); /* the interval has not passed */
+    jr__memfs_stats a, b;
+    jr__memfs_stats_get(f.vfs, &a);
+    ck_assert_int_eq(jr__wal_sync(f.w, 5000200), 0);
+    jr__memfs_stats_get(f.vfs, &b);
+    ck_assert_uint_eq(b.syncs - a.syncs, 1);
+    ck_assert_uint_eq(jr__wal_deadline(f.w), UINT64_MAX);
+    ck_assert_int_eq(jr__wal_sync(f.w, 5000300), 0); /* nothing unsynced: no sync */
+    jr__memfs_stats_get(f.vfs, &a);
+    ck_assert_uint_eq(a.syncs, b.syncs);
+    jr__memfs_crash(f.vfs, 0);
+    jr__wal_close(f.w);
+    h_state_free(&f.got);
+    ck_assert_int_eq(h_open(&f.cfg, &f.got, &f.w), 0);
+    h_group *g = h_state_group(&f.got, 1, 0);
+    ck_assert(g && g->has_hs && g->hs.term == 7 && g->hs.vote == 42);
+    fx_free(&f);
+}
+END_TEST
+
 START_TEST(io_error_stops_the_wal)
 {
     static const int kinds[] = {JR__MEMFS_PWRITE, JR__MEMFS_SYNC};
@@ -838,6 +878,7 @@ static Suite *suite(void)
     TCase *t = tcase_create("wal");
     tcase_add_test(t, empty_wal_opens_and_reopens);
     tcase_add_test(t, records_survive_restart);
+    tcase_add_test(t, sync_on_demand_under_interval_policy);
     tcase_add_test(t, unflushed_records_are_not_recovered);
     tcase_add_test(t, group_commit_is_one_write_and_one_sync);
     tcase_add_test(t, later_entry_supersedes_suffix);
