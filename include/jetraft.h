@@ -197,7 +197,9 @@ typedef struct jr_node jr_node;
 enum jr_sync_policy {
     JR_SYNC_ALWAYS = 0,   /* default: nothing is acknowledged before the fsync that covers it */
     JR_SYNC_INTERVAL = 1, /* fsync every sync_interval_ms: an acknowledged write can be lost on
-                             power failure of a quorum; for users who accept exactly that */
+                             power failure of a quorum; for users who accept exactly that. Term
+                             and vote records are still synced before they take effect, so
+                             election safety holds under either policy. */
 };
 
 typedef struct jr_node_config {
