@@ -1,5 +1,6 @@
 /* subject — validation and matching of subjects and patterns (see subject.h). */
 #include "subject.h"
+#include "store/subject.h"
 
 #include <string.h>
 
@@ -103,18 +104,8 @@ int jr__subject_valid_literal(const char *s)
 
 int jr__subject_matches(const char *pattern, const char *subject)
 {
-    cursor cp, cs;
-    cur_init(&cp, pattern);
-    cur_init(&cs, subject);
-    for (;;) {
-        const char *tp, *ts;
-        size_t np, ns;
-        int hp = cur_next(&cp, &tp, &np), hs = cur_next(&cs, &ts, &ns);
-        if (!hp || !hs) return !hp && !hs;
-        if (is_fwc(tp, np)) return 1;
-        if (is_pwc(tp, np)) continue;
-        if (np != ns || memcmp(tp, ts, np) != 0) return 0;
-    }
+    /* One matcher for the whole library: the store's, which purges and iterates by filter. */
+    return jr__subject_match(pattern, strlen(pattern), subject, strlen(subject));
 }
 
 int jr__subject_overlap(const char *a, const char *b)
