@@ -5,26 +5,35 @@
  * one (a new replica, or one so far behind that the leader's log was compacted past it), the
  * fsm reconciles its store and reports the first seq it must fetch. The replica then asks a peer
  * that holds the stream — the leader if known, else the other replicas in turn — for the
- * messages from that seq on, one chunk at a time (JR__RPC_CATCHUP: flow control is "one chunk in
- * flight"), each chunk the source store's checksummed records, lz4-compressed on the wire. After
- * each chunk it restores the snapshot again, which either asks for more or completes. The last
- * chunk of a round comes with the source's own snapshot at the index the chunk was read at, and
- * the replica restores that one from then on: its state then matches the messages it received
- * exactly, even when the source deleted some of them after the snapshot the replica started
- * from (fsm.h: the catch-up's one inexact case otherwise). Entries up to that index are then
- * ignored when the group applies them.
- * Chunks come from one source's state moving forward: a chunk read at an index below one an
- * earlier chunk was read at is not applied (that source is behind; the replica asks again).
- * JR__RPC_CATCHUP: request = varint group | varint from | varint max_bytes; response = varint
- * next | varint raw_len | str lz4(records) | varint read_at (the source's applied index) |
- * u8 final (the source's end) | str snapshot (the source's, at read_at; only when final).
- * This is not a replay of the WAL from zero: the WAL only ever needs the entries after the
- * snapshot, and it is compacted behind the store's durable point when snapshots are taken.
+ * messages from that seq on, one chunk at a time (flow control: one request in flight), each
+ * chunk the source store's checksummed records, lz4-compressed on the wire.
+ *
+ * Exactness. The chunks of a round are read in seq order from a source whose state moves
+ * forward; the round ends with the chunk that reaches the source's last seq, and that chunk
+ * comes with the source's own snapshot taken where it was read (a snapshot bigger than a piece
+ * follows in pieces, the source keeping it for the purpose). The replica restores that
+ * snapshot: its state is then exactly the source's at that index (fsm.h: a message live there
+ * was live when its chunk was read, and what was deleted since is deleted by the
+ * reconciliation), and the group's entries up to that index are ignored when applied. A chunk
+ * read at an index below the snapshot being restored, or below an earlier chunk's, is not
+ * applied (that source is behind; the replica asks again). If writes moved the source on
+ * meanwhile, the restore asks for what came after and another round follows.
  *
  * Entries the group commits while the replica is restoring are queued in order (with their
- * terms) and applied as soon as the restore completes, so the replica's log and state machine
- * stay in step; a source that cannot help (itself restoring, or behind) is skipped after a
- * pause. Snapshots are refused while restoring (the node retries later).
+ * terms) and applied once the restore completes, so the replica's log and state machine stay in
+ * step. Snapshots of a restoring replica are refused (the node retries later). This is not a
+ * replay of the WAL from zero: the WAL only ever needs the entries after the snapshot, and it
+ * is compacted behind the store's durable point when snapshots are taken.
+ *
+ * JR__RPC_CATCHUP payloads (varint = canonical LEB128, str = varint length + bytes):
+ *   request  u8 0 (chunk) | varint group | varint from | varint max_bytes
+ *            u8 1 (piece) | varint group | varint snap_index | varint offset | varint max_bytes
+ *   response u8 0 | varint next | varint raw_len | str lz4(records) | varint read_at (the
+ *            source's applied index) | u8 final (the chunk reaches the source's last seq) |
+ *            varint snap_total (final: the size of the source's snapshot at read_at, 0 if it
+ *            could not take one) | str the snapshot's first piece
+ *            u8 1 | varint snap_index | varint offset | varint total | str piece
+ *   A piece of a snapshot the source no longer keeps is JR_ENOTFOUND (a new round follows).
  */
 #include <inttypes.h>
 #include <lz4.h>
@@ -35,6 +44,10 @@
 #include "util/alloc.h"
 
 #define CHUNK_BYTES (256u << 10)
+#define PIECE_BYTES (256u << 10)
+#define MAX_SNAPSHOT (1ull << 32) /* largest source snapshot accepted */
+
+enum { OP_CHUNK = 0, OP_PIECE = 1 };
 
 typedef struct qent {
     uint64_t index, term;
@@ -43,18 +56,24 @@ typedef struct qent {
 } qent;
 
 struct jr__catchup {
-    uint8_t *snap;
+    uint8_t *snap;    /* the snapshot being restored (ours, then the source's) */
     size_t snap_len;
     uint64_t snap_index;
     uint64_t need;    /* first seq still missing */
     uint64_t read_at; /* the latest source index a chunk applied here was read at (at least the
                          snapshot's: a source behind it could not restore what the log no
                          longer has for this replica) */
-    uint64_t rpc_id;  /* the chunk request in flight (0: none) */
+    uint64_t rpc_id;  /* the request in flight (0: none) */
+    jr__id source;    /* where the round's chunks come from (pieces must too) */
     unsigned attempts;
+    /* the source's snapshot arriving in pieces (total 0: none) */
+    jr__buf piece;
+    uint64_t piece_index, piece_total;
     qent **q;
     size_t nq, capq;
 };
+
+/* The follower's side ------------------------------------------------------------------------*/
 
 int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len, uint64_t need)
 {
@@ -84,7 +103,8 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
     cu->snap_len = len;
     cu->snap_index = index;
     cu->need = need;
-    cu->read_at = index; /* no chunk read before the snapshot being restored is any use */
+    cu->read_at = index;
+    jr__buf_init(&cu->piece, a);
     r->cu = cu;
     jr__node_log(js->n, JR_LOG_INFO,
                  "stream '%s': restored snapshot %" PRIu64 ", fetching messages from seq %" PRIu64,
@@ -123,6 +143,7 @@ void jr__catchup_free(jr__srep *r)
     for (size_t i = 0; i < cu->nq; i++) jr__free(a, cu->q[i]);
     jr__free(a, cu->q);
     jr__free(a, cu->snap);
+    jr__buf_free(&cu->piece);
     jr__free(a, cu);
     r->cu = NULL;
 }
@@ -147,8 +168,7 @@ void jr__catchup_finish(jr__srep *r)
 /* Which peer to ask: the leader when known (and not us), else the replicas in turn. */
 static jr__id pick_source(jr__srep *r)
 {
-    jr__js *js = r->js;
-    jr_node *n = js->n;
+    jr_node *n = r->js->n;
     if (r->cu->attempts % 2 == 0 && r->g) {
         jr__id l = jr__raft_leader(jr__group_raft(r->g));
         if (l && l != n->self) return l;
@@ -168,32 +188,145 @@ static jr__id pick_source(jr__srep *r)
     return 0;
 }
 
-static void on_chunk(jr__js *js, void *arg, int status, const uint8_t *p, size_t len)
+/* A failure of this step: the replica's timer asks again (another source, maybe). */
+static void stall(jr__srep *r, int rc)
+{
+    jr__catchup *cu = r->cu;
+    jr__stream_fsm_info info;
+    jr__stream_fsm_info_get(r->fsm, &info);
+    if (info.failed) {
+        r->failed = info.failed;
+        return;
+    }
+    if (rc != JR_EBUSY)
+        jr__node_log(r->js->n, JR_LOG_WARN, "stream '%s': catch-up from seq %" PRIu64 ": %s",
+                     r->name, cu->need, jr_strerror(rc));
+    jr__buf_reset(&cu->piece);
+    cu->piece_total = 0;
+    cu->attempts++;
+}
+
+/* The source's snapshot arrived whole: restore it. */
+static void restore_source(jr__srep *r)
+{
+    jr__js *js = r->js;
+    jr__catchup *cu = r->cu;
+    uint64_t need = 0;
+    int rc = jr__stream_fsm_restore(r->fsm, cu->piece_index, cu->piece.data, cu->piece.len, &need);
+    if (rc != 0) {
+        stall(r, rc);
+        return;
+    }
+    jr__free(js->n->alloc, cu->snap); /* restore it from now on */
+    cu->snap = cu->piece.data;
+    cu->snap_len = cu->piece.len;
+    cu->snap_index = cu->piece_index;
+    jr__buf_init(&cu->piece, js->n->alloc);
+    cu->piece_total = 0;
+    if (need == 0) {
+        jr__catchup_finish(r);
+        return;
+    }
+    cu->need = need; /* the source moved on meanwhile: another round */
+    cu->attempts = 0;
+    jr__catchup_step(r);
+}
+
+/* A piece of the source's snapshot at offset. 0, or JR_ECORRUPT / JR_ENOMEM. */
+static int take_piece(jr__catchup *cu, uint64_t index, uint64_t total, uint64_t offset,
+                      const uint8_t *p, size_t len)
+{
+    if (offset == 0) {
+        if (total == 0 || total > MAX_SNAPSHOT) return JR_ECORRUPT;
+        jr__buf_reset(&cu->piece);
+        cu->piece_index = index;
+        cu->piece_total = total;
+    } else if (!cu->piece_total || index != cu->piece_index || total != cu->piece_total ||
+               offset != cu->piece.len) {
+        return JR_ECORRUPT;
+    }
+    if (len == 0 || cu->piece.len + len > total) return JR_ECORRUPT;
+    jr__buf_put(&cu->piece, p, len);
+    return cu->piece.err;
+}
+
+static void on_answer(jr__js *js, void *arg, int status, const uint8_t *p, size_t len);
+
+void jr__catchup_step(jr__srep *r)
+{
+    jr__js *js = r->js;
+    jr__catchup *cu = r->cu;
+    if (!cu || cu->rpc_id || r->failed) return;
+    int pieces = cu->piece_total && cu->piece.len < cu->piece_total;
+    jr__id src = pieces ? cu->source : pick_source(r);
+    if (!src) {
+        cu->attempts++;
+        return;
+    }
+    uint8_t b[48];
+    jr__buf out = {b, 0, sizeof b, 0, NULL};
+    uint32_t max = js->n->max_frame / 4 < CHUNK_BYTES ? js->n->max_frame / 4 : CHUNK_BYTES;
+    jr__buf_u8(&out, pieces ? OP_PIECE : OP_CHUNK);
+    jr__buf_varint(&out, r->group);
+    if (pieces) {
+        jr__buf_varint(&out, cu->piece_index);
+        jr__buf_varint(&out, cu->piece.len);
+    } else {
+        jr__buf_varint(&out, cu->need);
+    }
+    jr__buf_varint(&out, max);
+    jr_iovec iov = {out.data, out.len};
+    cu->source = src;
+    if (jr__rpc_call(js, src, JR__RPC_CATCHUP, &iov, 1, 2 * js->n->election_ns, on_answer, r,
+                     &cu->rpc_id) != 0)
+        cu->attempts++;
+}
+
+/* An answer of the source (a chunk, or a piece of its snapshot). */
+static void on_answer(jr__js *js, void *arg, int status, const uint8_t *p, size_t len)
 {
     jr__srep *r = arg;
     jr__catchup *cu = r->cu;
-    jr_node *n = js->n;
     if (!cu) return;
     cu->rpc_id = 0;
     if (status == JR_ECLOSED) return;
-    int rc = status == JR__RPC_NO_ANSWER ? JR_ETIMEDOUT : status;
-    uint64_t next = 0, raw = 0, at = 0;
-    const uint8_t *z = NULL, *snap = NULL;
-    size_t zlen = 0, slen = 0;
-    uint8_t final = 0;
-    if (rc == 0) {
-        jr__rd rd;
-        jr__rd_init(&rd, p, len);
-        next = jr__rd_varint(&rd);
-        raw = jr__rd_varint(&rd);
-        z = jr__rd_bytes(&rd, &zlen, len);
-        at = jr__rd_varint(&rd);
-        final = jr__rd_u8(&rd);
-        snap = jr__rd_bytes(&rd, &slen, len);
-        if (rd.err || jr__rd_left(&rd) || raw > 4 * (uint64_t)CHUNK_BYTES + (1u << 21) ||
-            (raw && !zlen) || next < cu->need || final > 1 || (slen && (!at || !final)))
-            rc = JR_ECORRUPT;
+    if (status != 0) {
+        stall(r, status == JR__RPC_NO_ANSWER ? JR_ETIMEDOUT : status);
+        return;
     }
+    jr__rd rd;
+    jr__rd_init(&rd, p, len);
+    uint8_t op = jr__rd_u8(&rd);
+    if (op == OP_PIECE) {
+        uint64_t index = jr__rd_varint(&rd), offset = jr__rd_varint(&rd),
+                 total = jr__rd_varint(&rd);
+        size_t plen;
+        const uint8_t *piece = jr__rd_bytes(&rd, &plen, len);
+        int rc = rd.err || jr__rd_left(&rd) || !cu->piece_total
+                     ? JR_ECORRUPT
+                     : take_piece(cu, index, total, offset, piece, plen);
+        if (rc != 0) {
+            stall(r, rc);
+            return;
+        }
+        if (cu->piece.len == cu->piece_total)
+            restore_source(r);
+        else
+            jr__catchup_step(r);
+        return;
+    }
+    uint64_t next = jr__rd_varint(&rd), raw = jr__rd_varint(&rd);
+    size_t zlen, plen;
+    const uint8_t *z = jr__rd_bytes(&rd, &zlen, len);
+    uint64_t at = jr__rd_varint(&rd);
+    uint8_t final = jr__rd_u8(&rd);
+    uint64_t total = jr__rd_varint(&rd);
+    const uint8_t *piece = jr__rd_bytes(&rd, &plen, len);
+    int rc = 0;
+    if (op != OP_CHUNK || rd.err || jr__rd_left(&rd) ||
+        raw > 4 * (uint64_t)CHUNK_BYTES + (1u << 21) || (raw && !zlen) || next < cu->need ||
+        final > 1 || (total && (!final || !at || !plen)) || (!total && plen))
+        rc = JR_ECORRUPT;
     /* A source behind the state some chunk was already read at could describe as live a
      * message that chunk did not have: wait for it (or another) to get there. */
     if (rc == 0 && at < cu->read_at) rc = JR_EBUSY;
@@ -207,143 +340,169 @@ static void on_chunk(jr__js *js, void *arg, int status, const uint8_t *p, size_t
             if (got < 0 || (uint64_t)got != raw) rc = JR_ECORRUPT;
         }
         if (rc == 0) rc = jr__stream_fsm_apply_chunk(r->fsm, b->data, (size_t)raw, next);
-        if (rc == 0) {
-            js->catchup_chunks++;
-            js->catchup_bytes += raw;
-            cu->read_at = at;
-        }
-    }
-    uint64_t need = next;
-    if (rc == 0 && slen) {
-        /* The source's end, with its own state there: restore that one (exact: every chunk so
-         * far was read at or before it). */
-        uint8_t *copy = jr__malloc(js->n->alloc, slen);
-        rc = copy ? jr__stream_fsm_restore(r->fsm, at, snap, slen, &need) : JR_ENOMEM;
-        if (rc == 0) {
-            jr__free(js->n->alloc, cu->snap);
-            memcpy(copy, snap, slen);
-            cu->snap = copy;
-            cu->snap_len = slen;
-            cu->snap_index = at;
-        } else {
-            jr__free(js->n->alloc, copy);
-        }
-    } else if (rc == 0 && final) {
-        /* the source's end without its state (it could not take a snapshot): ours, which is
-         * exact unless the source deleted messages after it (fsm.h) */
-        rc = jr__stream_fsm_restore(r->fsm, cu->snap_index, cu->snap, cu->snap_len, &need);
     }
     if (rc != 0) {
-        jr__node_log(n, JR_LOG_WARN, "stream '%s': catch-up chunk from seq %" PRIu64 ": %s",
-                     r->name, cu->need, jr_strerror(rc));
-        jr__stream_fsm_info info;
-        jr__stream_fsm_info_get(r->fsm, &info);
-        if (info.failed) {
-            r->failed = info.failed;
+        stall(r, rc);
+        return;
+    }
+    js->catchup_chunks++;
+    js->catchup_bytes += raw;
+    cu->read_at = at;
+    cu->need = next;
+    cu->attempts = 0;
+    if (!final) {
+        jr__catchup_step(r);
+        return;
+    }
+    if (total) {
+        rc = take_piece(cu, at, total, 0, piece, plen);
+        if (rc != 0) {
+            stall(r, rc);
             return;
         }
-        cu->attempts++;
-        return; /* the replica's timer asks again */
+        if (cu->piece.len == cu->piece_total)
+            restore_source(r);
+        else
+            jr__catchup_step(r); /* the rest of the snapshot */
+        return;
+    }
+    /* The source could not take a snapshot: restore ours (exact unless the source deleted
+     * messages after it, fsm.h); if the store went past it, another round follows. */
+    uint64_t need = 0;
+    rc = jr__stream_fsm_restore(r->fsm, cu->snap_index, cu->snap, cu->snap_len, &need);
+    if (rc != 0) {
+        stall(r, rc);
+        return;
     }
     if (need == 0) {
         jr__catchup_finish(r);
         return;
     }
-    cu->attempts = 0;
     cu->need = need;
-    jr__catchup_step(r);
+    cu->attempts++; /* pause: let the source recover */
 }
 
-void jr__catchup_step(jr__srep *r)
+/* The source's side --------------------------------------------------------------------------*/
+
+void jr__catchup_release(jr__srep *r)
 {
-    jr__js *js = r->js;
-    jr__catchup *cu = r->cu;
-    if (!cu || cu->rpc_id || r->failed) return;
-    jr__id src = pick_source(r);
-    if (!src) {
-        cu->attempts++;
+    jr__free(r->js->n->alloc, r->served);
+    r->served = NULL;
+    r->served_len = 0;
+    r->served_index = 0;
+}
+
+/* Keeps a snapshot of r's state for the requester (replacing the previous one). 0 or error. */
+static int keep_snapshot(jr__js *js, jr__srep *r)
+{
+    jr__buf b;
+    jr__buf_init(&b, js->n->alloc);
+    int rc = jr__stream_fsm_snapshot(r->fsm, &b);
+    if (rc != 0) {
+        jr__buf_free(&b);
+        return rc;
+    }
+    jr__catchup_release(r);
+    r->served = b.data;
+    r->served_len = b.len;
+    r->served_index = jr__stream_fsm_applied(r->fsm);
+    return 0;
+}
+
+static void serve_piece(jr__js *js, jr__srep *r, const jr__route *rt, uint64_t index,
+                        uint64_t offset, uint64_t max)
+{
+    if (!r->served || r->served_index != index || offset >= r->served_len) {
+        jr__route_reply(js, rt, JR_ENOTFOUND, NULL, 0);
         return;
     }
-    uint8_t b[40];
-    jr__buf out = {b, 0, sizeof b, 0, NULL};
-    jr__buf_varint(&out, r->group);
-    jr__buf_varint(&out, cu->need);
-    uint32_t max = js->n->max_frame / 4 < CHUNK_BYTES ? js->n->max_frame / 4 : CHUNK_BYTES;
-    jr__buf_varint(&out, max);
-    jr_iovec iov = {out.data, out.len};
-    if (jr__rpc_call(js, src, JR__RPC_CATCHUP, &iov, 1, 2 * js->n->election_ns, on_chunk, r,
-                     &cu->rpc_id) != 0)
-        cu->attempts++;
+    size_t n = r->served_len - (size_t)offset;
+    if (n > max) n = (size_t)max;
+    jr__buf *out = &js->scratch;
+    jr__buf_reset(out);
+    jr__buf_u8(out, OP_PIECE);
+    jr__buf_varint(out, index);
+    jr__buf_varint(out, offset);
+    jr__buf_varint(out, r->served_len);
+    jr__buf_bytes(out, r->served + offset, n);
+    if (out->err)
+        jr__route_reply(js, rt, out->err, NULL, 0);
+    else
+        jr__route_reply(js, rt, 0, out->data, out->len);
 }
 
 void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len)
 {
     jr__rd rd;
     jr__rd_init(&rd, p, len);
-    uint64_t group = jr__rd_varint(&rd), from = jr__rd_varint(&rd), max = jr__rd_varint(&rd);
-    if (rd.err || jr__rd_left(&rd) || from == 0) {
+    uint8_t op = jr__rd_u8(&rd);
+    uint64_t group = jr__rd_varint(&rd), a = jr__rd_varint(&rd);
+    uint64_t b = op == OP_PIECE ? jr__rd_varint(&rd) : 0;
+    uint64_t max = jr__rd_varint(&rd);
+    if (rd.err || jr__rd_left(&rd) || op > OP_PIECE || (op == OP_CHUNK && a == 0) || max == 0) {
         jr__route_reply(js, rt, JR_EINVAL, NULL, 0);
         return;
     }
+    if (max > CHUNK_BYTES) max = CHUNK_BYTES;
     jr__srep *r = jr__srep_find(js, group);
     if (!r) {
         jr__route_reply(js, rt, JR_ENOTFOUND, NULL, 0);
         return;
     }
+    if (op == OP_PIECE) {
+        serve_piece(js, r, rt, a, b, max);
+        return;
+    }
     jr__stream_fsm_info info;
     jr__stream_fsm_info_get(r->fsm, &info);
-    if (r->cu || r->failed || info.restoring || info.failed || info.horizon) {
+    if (r->cu || r->failed || info.restoring || info.failed) {
         jr__route_reply(js, rt, JR_EBUSY, NULL, 0); /* its store is not complete */
         return;
     }
-    if (max > CHUNK_BYTES) max = CHUNK_BYTES;
     jr__buf *raw = &js->scratch2;
     jr__buf_reset(raw);
     uint64_t next = 0;
-    int rc = jr__stream_fsm_read_chunk(r->fsm, from, (size_t)max, raw, &next);
+    int rc = jr__stream_fsm_read_chunk(r->fsm, a, (size_t)max, raw, &next);
     if (rc == JR_ENOTFOUND) {
         rc = 0;
         next = info.store.last_seq + 1;
         raw->len = 0;
     }
-    /* The last chunk comes with this replica's snapshot at the index it was read at, so the
-     * requester restores a state that matches the messages it got exactly (fsm.h). */
-    jr__buf snap;
-    jr__buf_init(&snap, js->n->alloc);
-    uint64_t read_index = jr__stream_fsm_applied(r->fsm);
+    uint64_t read_at = jr__stream_fsm_applied(r->fsm);
     int final = next > info.store.last_seq;
-    if (rc == 0 && final) {
-        if (read_index == 0 || jr__stream_fsm_snapshot(r->fsm, &snap) != 0 ||
-            snap.len > js->n->max_frame / 4)
-            jr__buf_reset(&snap); /* the requester restores the snapshot it has */
-    }
+    /* The round's last chunk comes with this replica's snapshot where the chunk was read (kept
+     * for the pieces that do not fit this answer). */
+    size_t first = 0;
+    if (rc == 0 && final && read_at && keep_snapshot(js, r) == 0)
+        first = r->served_len < PIECE_BYTES ? r->served_len : PIECE_BYTES;
     jr__buf *out = &js->scratch;
     jr__buf_reset(out);
-    if (rc == 0) {
-        int bound = raw->len ? LZ4_compressBound((int)raw->len) : 0;
-        uint8_t *z = bound ? jr__malloc(js->n->alloc, (size_t)bound) : NULL;
-        int zlen = 0;
-        if (bound && !z) rc = JR_ENOMEM;
-        if (rc == 0 && bound) {
+    uint8_t *z = NULL;
+    int zlen = 0;
+    int bound = raw->len ? LZ4_compressBound((int)raw->len) : 0;
+    if (rc == 0 && bound) {
+        z = jr__malloc(js->n->alloc, (size_t)bound);
+        if (!z) rc = JR_ENOMEM;
+        if (rc == 0) {
             zlen = LZ4_compress_default((const char *)raw->data, (char *)z, (int)raw->len, bound);
             if (zlen <= 0) rc = JR_EIO;
         }
-        if (rc == 0) {
-            jr__buf_varint(out, next);
-            jr__buf_varint(out, raw->len);
-            jr__buf_bytes(out, z, (size_t)zlen);
-            jr__buf_varint(out, read_index);
-            jr__buf_u8(out, (uint8_t)final);
-            jr__buf_bytes(out, snap.data, snap.len);
-            if (out->err) rc = out->err;
-        }
-        jr__free(js->n->alloc, z);
     }
-    jr__buf_free(&snap);
+    if (rc == 0) {
+        jr__buf_u8(out, OP_CHUNK);
+        jr__buf_varint(out, next);
+        jr__buf_varint(out, raw->len);
+        jr__buf_bytes(out, z, (size_t)zlen);
+        jr__buf_varint(out, read_at);
+        jr__buf_u8(out, (uint8_t)final);
+        jr__buf_varint(out, first ? r->served_len : 0);
+        jr__buf_bytes(out, first ? r->served : NULL, first);
+        if (out->err) rc = out->err;
+    }
+    jr__free(js->n->alloc, z);
     if (rc != 0) {
         jr__route_reply(js, rt, rc, NULL, 0);
         return;
     }
     jr__route_reply(js, rt, 0, out->data, out->len);
 }
-

@@ -179,6 +179,11 @@ struct jr__srep {
     /* leader: proposals not yet applied, ascending index */
     jr__proposal *phead, *ptail;
     jr__catchup *cu; /* non-NULL while restoring from a snapshot */
+    /* as a catch-up source: the snapshot taken with the last chunk of a round, kept for the
+     * requester to fetch in pieces (catchup.c) */
+    uint8_t *served;
+    size_t served_len;
+    uint64_t served_index;
 };
 
 struct jr__js {
@@ -349,6 +354,8 @@ void jr__catchup_finish(jr__srep *r);
 /* Drives the catch-up (timer). */
 void jr__catchup_step(jr__srep *r);
 void jr__catchup_free(jr__srep *r);
+/* Drops the snapshot r keeps as a catch-up source. */
+void jr__catchup_release(jr__srep *r);
 /* The leader side of JR__RPC_CATCHUP. */
 void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len);
 

@@ -557,6 +557,7 @@ static int take_assignment(jr__srep *r, const jr__meta_stream *s)
 static void rep_free(jr__srep *r)
 {
     jr__js *js = r->js;
+    jr__catchup_release(r);
     free_peers(r);
     jr__stream_cfg_free(r->acfg);
     jr__buf_free(&r->stage);
