@@ -163,6 +163,9 @@ void jr__catchup_finish(jr__srep *r)
         jr__free(r->js->n->alloc, q[i]);
     }
     jr__free(r->js->n->alloc, q);
+    /* A mark now: the node's log may already be compacted past the store's last one, and a
+     * restart should not need another catch-up. */
+    jr__srep_sync(r);
 }
 
 /* Which peer to ask: the leader when known (and not us), else the replicas in turn. */

@@ -330,6 +330,8 @@ int jr__srep_stage(jr__srep *r, const uint8_t *entry, size_t len, const jr__rout
 void jr__srep_fail_staged(jr__srep *r, int status);
 /* Proposes the staged ops of every dirty replica. */
 void jr__srep_flush_all(jr__js *js);
+/* Writes a store mark at the applied index if anything was applied since the last one. */
+void jr__srep_sync(jr__srep *r);
 /* Applies an entry (live, or replayed after a catch-up), resolving the proposal it answers. */
 void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void *data,
                           size_t len);

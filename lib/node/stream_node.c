@@ -375,7 +375,6 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
 
 /* The group's fsm ---------------------------------------------------------------------------*/
 
-static void rep_sync(jr__srep *r);
 
 static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
 {
@@ -393,7 +392,7 @@ static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
         return;
     }
     jr__srep_apply_entry(r, index, term, data, len);
-    if (index >= r->synced + SYNC_ENTRIES) rep_sync(r);
+    if (index >= r->synced + SYNC_ENTRIES) jr__srep_sync(r);
     else if (index != r->synced) rep_due(r, r->next_sync);
 }
 
@@ -446,7 +445,7 @@ static int rep_restore(void *ctx, uint64_t gindex, const void *data, size_t len)
 /* Makes the replica's state durable in its store (a mark at the applied index, store.h) now and
  * then: the store frees what limits and deletes emptied only at marks, and a restart reopens at
  * the last one. A snapshot does it too. */
-static void rep_sync(jr__srep *r)
+void jr__srep_sync(jr__srep *r)
 {
     if (r->failed || r->cu) return;
     uint64_t applied = jr__stream_fsm_applied(r->fsm);
@@ -478,7 +477,7 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
         next = soon;
     }
     if (n->now >= r->next_sync) {
-        rep_sync(r);
+        jr__srep_sync(r);
         r->next_sync = n->now + SYNC_NS;
     }
     if (!r->failed && jr__stream_fsm_applied(r->fsm) != r->synced && r->next_sync < next)

@@ -413,11 +413,12 @@ void e2e_describe(e2e *c, unsigned i, const char *name, char *buf, size_t cap)
     gs.size = sizeof gs;
     jr_group_status_get(r->g, &gs);
     snprintf(buf, cap,
-             "n%u: fsm applied %llu durable %llu last_seq %llu failed %d restoring %d cu %d "
-             "rep_failed %d | group role %d term %llu commit %llu applied %llu last %llu snap %llu "
-             "damaged %d",
+             "n%u: fsm applied %llu durable %llu last_seq %llu clock %lld dedup %zu msgs %llu "
+             "failed %d restoring %d cu %d rep_failed %d | group role %d term %llu commit %llu "
+             "applied %llu last %llu snap %llu damaged %d",
              i, (unsigned long long)fi.applied, (unsigned long long)fi.durable,
-             (unsigned long long)fi.last_seq, fi.failed, fi.restoring, r->cu != NULL, r->failed,
+             (unsigned long long)fi.last_seq, (long long)fi.clock, fi.dedup_ids,
+             (unsigned long long)fi.store.msgs, fi.failed, fi.restoring, r->cu != NULL, r->failed,
              gs.role, (unsigned long long)gs.term, (unsigned long long)gs.commit_index,
              (unsigned long long)gs.applied_index, (unsigned long long)gs.last_index,
              (unsigned long long)gs.snapshot_index, gs.damaged);
