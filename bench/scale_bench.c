@@ -7,8 +7,13 @@
  * One JSON line per configuration (number of groups):
  *   create_ms         wall time of the jr_group_open calls (all groups, all three nodes)
  *   elect_ms          then until every group has a ready leader (the elections run in real
- *                     time: at least one election timeout)
- *   quiet_ms          then (after one write per group) until every replica is quiet
+ *                     time: at least one election timeout). Above 20,000 groups they are
+ *                     created in batches of 10,000 (create_batch), each batch elected before
+ *                     the next: 100,000 groups created in the same instant make 300,000
+ *                     campaigns within a few seconds, more than the one thread running all
+ *                     three nodes can serve before they time out (3 real nodes have 3 cores)
+ *   quiet_ms          then (after one write per group, proposed 2,000 groups per 50 ms) until
+ *                     every replica is quiet
  *   bytes_per_replica RSS growth from before the groups were created to the idle cluster,
  *                     divided by the replicas (3 x groups); also sizeof the node's group, raft
  *                     core and WAL bookkeeping are printed as struct_bytes for reference
@@ -43,6 +48,7 @@
 #define MS 1000000ull
 #define ENTRY 128
 #define WINDOW 8
+#define BATCH 10000
 
 static uint64_t wall_ns(void)
 {
@@ -166,10 +172,11 @@ static void tick(hnode *hn)
     hn->cpu += thread_cpu_ns() - t0;
 }
 
-/* Delivers every queued frame (and those sent meanwhile); ticks the nodes that are due. */
+/* Delivers the frames queued so far (not those sent meanwhile: the clock must get a look in);
+ * ticks the nodes that are due. */
 static void pump(cluster *c)
 {
-    while (c->qlen) {
+    for (size_t todo = c->qlen; todo && c->qlen; todo--) {
         frame f = c->q[c->qhead++];
         c->qlen--;
         if (!c->qlen) c->qhead = 0;
@@ -192,9 +199,9 @@ static void run_for(cluster *c, uint64_t ns)
     uint64_t end = wall_ns() + ns;
     for (;;) {
         pump(c);
-        if (c->qlen) continue;
         uint64_t now = wall_ns(), next = end;
         if (now >= end) return;
+        if (c->qlen) continue;
         for (unsigned i = 0; i < N; i++)
             if (!c->n[i].dead && c->n[i].armed < next) next = c->n[i].armed;
         if (next > now) {
@@ -333,6 +340,22 @@ static void close_cluster(cluster *c)
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", c->dir);
 }
 
+/* stderr: where a configuration is (its phases can take a while with 100,000 groups). */
+static void progress(cluster *c, const char *phase)
+{
+    uint64_t led = 0, quiet = 0;
+    for (uint64_t gid = 1; gid <= c->groups; gid++) led += ready_leader(c, gid) >= 0;
+    for (unsigned i = 0; i < N; i++)
+        for (uint64_t gid = 1; gid <= c->groups; gid++) {
+            jr__raft *r = raft_of(c, i, gid);
+            quiet += r && jr__raft_quiet(r);
+        }
+    fprintf(stderr,
+            "scale_bench %" PRIu64 " groups: %s: %" PRIu64 " led, %" PRIu64
+            " replicas quiet, %" PRIu64 " frames so far\n",
+            c->groups, phase, led, quiet, c->frames);
+}
+
 static void run_config(uint64_t groups)
 {
     cluster *c = calloc(1, sizeof *c);
@@ -341,27 +364,39 @@ static void run_config(uint64_t groups)
     run_for(c, 50 * MS);
     uint64_t rss0 = rss_bytes();
 
-    /* create */
-    uint64_t t0 = wall_ns();
-    for (unsigned i = 0; i < N; i++)
-        for (uint64_t gid = 1; gid <= groups; gid++) {
-            jr_group_config gc;
-            jr_group_config_init(&gc);
-            gc.id = gid;
-            gc.voters = names;
-            gc.nvoters = N;
-            gc.fsm = &the_fsm;
-            jr_group *g;
-            uint64_t c0 = thread_cpu_ns();
-            int rc = jr_group_open(c->n[i].node, &gc, &g);
-            c->n[i].cpu += thread_cpu_ns() - c0;
-            if (rc) {
-                fprintf(stderr, "jr_group_open: %s\n", jr_strerror(rc));
-                exit(1);
+    /* create: all at once, or in batches of BATCH groups (each elected before the next) above
+     * 2 * BATCH groups */
+    uint64_t t0 = wall_ns(), create_ns = 0, elect_ns = 0;
+    uint64_t batch = groups > 2 * BATCH ? BATCH : groups;
+    for (uint64_t first = 1; first <= groups; first += batch) {
+        uint64_t last = first + batch - 1 < groups ? first + batch - 1 : groups;
+        uint64_t b0 = wall_ns();
+        for (unsigned i = 0; i < N; i++)
+            for (uint64_t gid = first; gid <= last; gid++) {
+                jr_group_config gc;
+                jr_group_config_init(&gc);
+                gc.id = gid;
+                gc.voters = names;
+                gc.nvoters = N;
+                gc.fsm = &the_fsm;
+                jr_group *g;
+                uint64_t c0 = thread_cpu_ns();
+                int rc = jr_group_open(c->n[i].node, &gc, &g);
+                c->n[i].cpu += thread_cpu_ns() - c0;
+                if (rc) {
+                    fprintf(stderr, "jr_group_open: %s\n", jr_strerror(rc));
+                    exit(1);
+                }
             }
-        }
-    uint64_t create_ns = wall_ns() - t0;
-    uint64_t elect_ns = run_until(c, all_led, NULL, 120000 * MS);
+        create_ns += wall_ns() - b0;
+        c->groups = last; /* the predicates look at the groups created so far */
+        uint64_t e = run_until(c, all_led, NULL, 120000 * MS);
+        elect_ns = e ? elect_ns + e : 0;
+        if (!e) break;
+    }
+    (void)t0;
+    c->groups = groups;
+    progress(c, "elected");
 
     /* one write per group, then idle until everything is quiet */
     uint8_t data[ENTRY] = {0};
@@ -369,8 +404,12 @@ static void run_config(uint64_t groups)
         int l = ready_leader(c, gid);
         if (l >= 0)
             jr_group_propose(jr_node_group(c->n[l].node, gid), data, sizeof data, on_ack, c);
+        /* paced: 100,000 proposals at once on the one thread that runs all three nodes take
+         * longer than an election timeout to replicate, and check-quorum deposes the leaders */
+        if (gid % 2000 == 0) run_for(c, 50 * MS);
     }
     uint64_t quiet_ns = run_until(c, quiet_pred, NULL, 120000 * MS);
+    progress(c, "quiet");
     run_for(c, 500 * MS);
     uint64_t rss1 = rss_bytes();
 
@@ -411,7 +450,6 @@ static void run_config(uint64_t groups)
             }
         }
         pump(c);
-        while (c->qlen) pump(c);
     }
     uint64_t pub_wall = wall_ns() - pub_t0;
     double pub_rate = (double)c->acked * 1e9 / (double)pub_wall;
@@ -438,13 +476,14 @@ static void run_config(uint64_t groups)
     free(lost);
 
     printf("{\"bench\":\"scale\",\"nodes\":%d,\"replicas\":%d,\"groups\":%" PRIu64
+           ",\"create_batch\":%" PRIu64
            ",\"create_ms\":%.1f,\"elect_ms\":%.1f,\"quiet_ms\":%.1f,\"bytes_per_replica\":%.0f,"
            "\"struct_bytes\":{\"group\":%zu,\"raft\":%zu},\"idle_cpu_pct_node_max\":%.3f,"
            "\"idle_cpu_pct_node_mean\":%.3f,\"idle_loop_cpu_pct\":%.3f,\"idle_frames_per_s\":%.1f,"
            "\"idle_bytes_per_s\":%.0f,\"idle_stayed_quiet\":%s,\"pub_active_groups\":%" PRIu64
            ",\"pub_per_s\":%.0f,\"pub_failed\":%" PRIu64 ",\"failover_groups\":%" PRIu64
            ",\"failover_ms\":%.1f,\"election_timeout_ms\":1000}\n",
-           N, N, groups, create_ns / 1e6, elect_ns / 1e6, quiet_ns / 1e6,
+           N, N, groups, batch, create_ns / 1e6, elect_ns / 1e6, quiet_ns / 1e6,
            (double)(rss1 - rss0) / (double)(N * groups), sizeof(struct jr_group), jr__raft_sizeof(),
            cpu_max, cpu_mean, 100.0 * (double)pcpu / (double)wall, fps, bps,
            still_quiet ? "true" : "false", nactive, pub_rate, c->failed, led[dead],

@@ -129,10 +129,23 @@ void jr__live_forget(jr_group *g)
     if (g->live.follow_slot) follow_remove(n, g);
 }
 
+/* A group just opened: spread its first campaign by the size of the burst it opened in. */
+static void first_sync(jr_node *n, jr_group *g)
+{
+    g->live.opened = 1;
+    if (n->now - n->live.burst_start > n->election_ns) {
+        n->live.burst_start = n->now;
+        n->live.burst_n = 0;
+    }
+    uint64_t spread = n->live.burst_n++ * JR__LIVE_CAMPAIGN_NS;
+    if (spread) jr__raft_defer_campaign(g->raft, n->now, jr__rand_below(&n->rand, spread));
+}
+
 void jr__live_sync(jr_group *g)
 {
     jr_node *n = g->node;
     jr__raft *r = g->raft;
+    if (!g->live.opened && !g->closed) first_sync(n, g);
     int quiet = !g->closed && jr__raft_quiet(r);
     int role = jr__raft_role(r);
     int leads = quiet && role == JR_LEADER;
@@ -504,6 +517,12 @@ void jr__live_tick(jr_node *n)
         }
     }
     if (n->now < n->live.next) return;
+    if (n->now - n->live.next > 2 * n->heartbeat_ns) {
+        /* we were stalled (busy, or the host did not call us): what peers sent meanwhile may
+         * not have been handed to us yet, so silence since then proves nothing */
+        n->live.started = n->now;
+        n->live.stats.stalls++;
+    }
     n->live.next += n->heartbeat_ns;
     if (n->live.next <= n->now) n->live.next = n->now + n->heartbeat_ns;
     check_peers(n);

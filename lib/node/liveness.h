@@ -19,12 +19,21 @@
  * all, whatever the number of groups; a group costs heartbeat bytes only when it changes.
  *
  * Peer liveness. A peer nothing was heard from (any valid frame, jr__peer.last_heard) for an
- * election timeout is lost: the groups following it are told (jr__raft_peer_lost) with
+ * election timeout is lost — counting only time the node itself ran its heartbeats on schedule:
+ * after a tick more than two intervals late (the node was busy, or not called), every peer gets
+ * a fresh election timeout, since its frames may still be waiting to be handed over. Then the
+ * groups following it are told (jr__raft_peer_lost) with
  * staggered campaign delays (stagger() in liveness.c), and so are the quiet groups this node
  * leads (the lost member stops counting toward their quorum: an isolated quiet leader steps
  * down). When it is heard from again, or restarted (new incarnation), the quiet groups this node
  * leads count it again (jr__raft_peer_alive) and are listed to it again; a restart also counts
  * as a loss for the groups following it (their leader lost its state).
+ *
+ * Opening in bursts. A group's first campaign after it opens (created, or recovered after a
+ * restart) is pushed back by a random delay below JR__LIVE_CAMPAIGN_NS times the number of
+ * groups the node opened within an election timeout before it (jr__raft_defer_campaign): one
+ * group opens as usual, a hundred thousand opened at once campaign over a few seconds instead of
+ * all within one election timeout, where they would time each other out.
  *
  * Costs. Nothing here walks all groups. Per interval: one frame per peer and the pending items;
  * per event (a group going quiet or not, a peer lost/back/restarted): the groups concerned. The
@@ -56,6 +65,8 @@ struct jr__peer;
 
 /* Idle heartbeat ticks a leader waits before it goes quiet (jr__raft_config.quiesce). */
 #define JR__LIVE_QUIESCE 2
+/* Spread of first campaigns per group opened in a burst (about what an election costs a node). */
+#define JR__LIVE_CAMPAIGN_NS 20000u
 
 /* Per group (jr_group.live). Zero is "in no list". */
 typedef struct jr__glive {
@@ -63,6 +74,7 @@ typedef struct jr__glive {
     uint32_t follow_slot;         /* index + 1 in follow_peer's live.follow */
     struct jr__peer *follow_peer; /* the leader whose follow list holds it */
     uint8_t quiet;                /* a quiet follower (counted in the nquiet counters) */
+    uint8_t opened;               /* synced once (its first campaign was spread) */
 } jr__glive;
 
 /* News about one group for one peer, repeated until echoed. */
@@ -104,18 +116,20 @@ typedef struct jr__live_stats {
     uint64_t peers_restarted;
     uint64_t lost_wakes; /* followers told their leader's node was lost or restarted */
     uint64_t tomb_wakes; /* quiet followers woken by a tombstone */
+    uint64_t stalls;     /* heartbeat ticks that ran over two intervals late */
 } jr__live_stats;
 
 /* Per node (jr_node.live). All zero is the valid initial state. */
 typedef struct jr__live {
     jr_group **led; /* quiet leaders */
     uint32_t nled, led_cap;
-    uint64_t nquiet;  /* quiet followers, all peers together */
-    uint64_t npend;   /* pending entries, all peers together */
-    uint64_t nowe;    /* peers owed an answer */
-    uint64_t next;    /* next heartbeat tick (0: dormant) */
-    uint64_t started; /* last wake-up of the layer: peers count as heard then */
-    uint64_t inc;     /* our incarnation (0 until the layer first runs) */
+    uint64_t nquiet;               /* quiet followers, all peers together */
+    uint64_t npend;                /* pending entries, all peers together */
+    uint64_t nowe;                 /* peers owed an answer */
+    uint64_t next;                 /* next heartbeat tick (0: dormant) */
+    uint64_t started;              /* last wake-up of the layer: peers count as heard then */
+    uint64_t inc;                  /* our incarnation (0 until the layer first runs) */
+    uint64_t burst_start, burst_n; /* groups opened within an election timeout of the first */
     uint64_t seq;
     uint8_t frame_ready;
     jr__buf frame;

@@ -232,3 +232,10 @@ void jr__raft_wake(jr__raft *r, uint64_t now)
     jr__quiet_leave(r, r->now);
     jr__raft_notify(r);
 }
+
+void jr__raft_defer_campaign(jr__raft *r, uint64_t now, uint64_t delay)
+{
+    if (!r->started || r->role == ROLE_LEADER || r->quiet) return;
+    if (now > r->now) r->now = now;
+    if (r->election_deadline < UINT64_MAX - delay) r->election_deadline += delay;
+}

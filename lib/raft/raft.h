@@ -370,6 +370,11 @@ void jr__raft_peer_alive(jr__raft *r, uint64_t now, jr__id peer);
 /* Leaves the quiet state: a leader heartbeats at its next tick (now), a follower restarts its
  * election timer. No-op if not quiet. */
 void jr__raft_wake(jr__raft *r, uint64_t now);
+/* Pushes a follower's or candidate's next campaign back by delay ns (the node spreads the first
+ * campaigns of groups opened in a burst, so that a restart with many groups is no election
+ * storm). No-op for a leader or a quiet follower. Does not notify: the caller re-reads
+ * jr__raft_deadline(). */
+void jr__raft_defer_campaign(jr__raft *r, uint64_t now, uint64_t delay);
 
 /* Queries ----------------------------------------------------------------------------------*/
 int jr__raft_role(const jr__raft *r); /* enum jr_role */
