@@ -117,6 +117,11 @@ int jr__node_leave(jr_node *n)
 
 static void node_free_memory(jr_node *n)
 {
+    /* Everything goes: empty the ready list and the timer heap first, so that freeing each
+     * group does not search them (closing 100,000 groups was quadratic). */
+    for (jr_group *g = n->ready; g; g = g->ready_next) g->in_ready = 0;
+    n->ready = NULL;
+    jr__heap_free(&n->timers);
     for (size_t i = 0; i < n->groups.cap; i++)
         if (n->groups.slots[i].key) jr__group_free(n->groups.slots[i].val);
     jr__map_free(&n->groups);

@@ -39,12 +39,11 @@
  *    by their compact numeric id;
  *  - an idle group holds no buffers of its own: frames, receive scratch, snapshot buffers and
  *    completion records belong to the node and are reused.
- * Where the rest of issue 5 plugs in: coalesced heartbeats are node-level messages
- * (JR__MSG_NODE_HB in wire/frame.h) built per peer in the flush (from the groups this node
- * leads that share the peer) and dispatched in node.c's dispatch(); a reply counts as contact
- * for each listed group (jr__peer.last_heard is the per-peer liveness). A quiescent group
- * simply disarms its timer (jr__raft_deadline() == UINT64_MAX) and leaves the heap; the
- * node-level heartbeat timer stands in for it.
+ * Issue 5 (liveness.h): coalesced heartbeats are node-level messages (JR__MSG_NODE_HB in
+ * wire/frame.h), one frame per peer per interval, naming a group only when it goes quiet or
+ * stops being quiet; contact is per peer and stands in for every quiet group the two share
+ * (jr__live_contact); a quiescent group's timer leaves the heap (jr__raft_deadline() ==
+ * UINT64_MAX) and the node-level heartbeat timer stands in for it.
  */
 #ifndef JR_NODE_NODE_H
 #define JR_NODE_NODE_H
