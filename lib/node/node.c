@@ -106,7 +106,8 @@ int jr__node_leave(jr_node *n)
         return 1;
     }
     uint64_t d = jr__node_next_deadline(n);
-    if (d != n->armed) {
+    if (n->rearm || d != n->armed) {
+        n->rearm = 0;
         n->armed = d;
         if (n->host.arm) n->host.arm(n->host.ctx, d);
     }
@@ -338,7 +339,7 @@ int jr_node_tick(jr_node *n)
     if (n->closing) return JR_ECLOSED;
     jr__node_enter(n);
     n->want_tick = 0;
-    n->armed = 0; /* the host's timer fired (or it polls): always re-arm */
+    n->rearm = 1; /* the host's timer fired (or it polls): always re-arm, whatever the value */
     jr__timer *t;
     jr__live_tick(n); /* node heartbeats and peer liveness (issue 5) */
     while ((t = jr__heap_pop_due(&n->timers, n->now)) != NULL) {

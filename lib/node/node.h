@@ -234,6 +234,7 @@ struct jr_node {
     uint8_t closing;
     uint64_t now;            /* host->now() at the current entry point */
     uint64_t armed;          /* last value given to host->arm (UINT64_MAX: none) */
+    int rearm;               /* a tick consumed the host's timer: arm again on leaving */
 
     jr__node_hooks hooks;
     jr_node_stats stats;
