@@ -663,6 +663,22 @@ static size_t max_payload(const jr_node *n)
 }
 
 /* Fills po from the header block and opts (opts win). 0 or JR_EINVAL with r finished. */
+/* An optional string option of a publish: absent (NULL) or 1..max bytes. On a bad length the
+ * request finishes with JR_EINVAL naming the option and 1 is returned. */
+static int opt_string(jr__req *r, const char *what, const char *v, size_t max, const char **out,
+                      size_t *out_len)
+{
+    if (!v) return 0;
+    size_t l = strlen(v);
+    if (l == 0 || l > max) {
+        jr__req_finish(r, JR_EINVAL, "%s: must be 1..%zu bytes", what, max);
+        return 1;
+    }
+    *out = v;
+    *out_len = l;
+    return 0;
+}
+
 static int pub_options(jr__req *r, const void *hdr, size_t hdr_len, const jr_pub_opts *opts,
                        jr__pub_opts *po)
 {
@@ -678,38 +694,15 @@ static int pub_options(jr__req *r, const void *hdr, size_t hdr_len, const jr_pub
     jr_pub_opts o;
     jr_pub_opts_init(&o);
     memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
-    if (o.msg_id) {
-        size_t l = strlen(o.msg_id);
-        if (l == 0 || l > JR__OP_MSG_ID_MAX) {
-            jr__req_finish(r, JR_EINVAL, "msg_id: must be 1..%d bytes", JR__OP_MSG_ID_MAX);
-            return JR_EINVAL;
-        }
-        po->flags |= JR__PUB_MSG_ID;
-        po->msg_id = o.msg_id;
-        po->msg_id_len = l;
-    }
-    if (o.expected_stream) {
-        size_t l = strlen(o.expected_stream);
-        if (l == 0 || l > JR_STREAM_NAME_MAX) {
-            jr__req_finish(r, JR_EINVAL, "expected_stream: must be 1..%d bytes",
-                           JR_STREAM_NAME_MAX);
-            return JR_EINVAL;
-        }
-        po->flags |= JR__PUB_EXPECT_STREAM;
-        po->expected_stream = o.expected_stream;
-        po->expected_stream_len = l;
-    }
-    if (o.expected_last_msg_id) {
-        size_t l = strlen(o.expected_last_msg_id);
-        if (l == 0 || l > JR__OP_MSG_ID_MAX) {
-            jr__req_finish(r, JR_EINVAL, "expected_last_msg_id: must be 1..%d bytes",
-                           JR__OP_MSG_ID_MAX);
-            return JR_EINVAL;
-        }
-        po->flags |= JR__PUB_EXPECT_LAST_MSG_ID;
-        po->expected_last_msg_id = o.expected_last_msg_id;
-        po->expected_last_msg_id_len = l;
-    }
+    if (opt_string(r, "msg_id", o.msg_id, JR__OP_MSG_ID_MAX, &po->msg_id, &po->msg_id_len) ||
+        opt_string(r, "expected_stream", o.expected_stream, JR_STREAM_NAME_MAX,
+                   &po->expected_stream, &po->expected_stream_len) ||
+        opt_string(r, "expected_last_msg_id", o.expected_last_msg_id, JR__OP_MSG_ID_MAX,
+                   &po->expected_last_msg_id, &po->expected_last_msg_id_len))
+        return JR_EINVAL;
+    if (o.msg_id) po->flags |= JR__PUB_MSG_ID;
+    if (o.expected_stream) po->flags |= JR__PUB_EXPECT_STREAM;
+    if (o.expected_last_msg_id) po->flags |= JR__PUB_EXPECT_LAST_MSG_ID;
     if (o.expected_last_seq != JR_SEQ_NONE) {
         po->flags |= JR__PUB_EXPECT_LAST_SEQ;
         po->expected_last_seq = o.expected_last_seq;
