@@ -8,6 +8,7 @@
 #include "util/alloc.h"
 #include "util/buf.h"
 #include "util/checksum.h"
+#include "util/hex.h"
 
 #define WINDOW ((size_t)4 << 20)
 
@@ -21,20 +22,9 @@ int jr__seg_path(char *out, size_t cap, const char *dir, uint64_t seq)
 
 int jr__seg_parse_name(const char *name, uint64_t *seq)
 {
-    uint64_t v = 0;
+    uint64_t v;
     if (strlen(name) != JR__SEG_NAME_LEN || strcmp(name + 16, ".wal") != 0) return -1;
-    for (int i = 0; i < 16; i++) {
-        char c = name[i];
-        int d;
-        if (c >= '0' && c <= '9')
-            d = c - '0';
-        else if (c >= 'a' && c <= 'f')
-            d = c - 'a' + 10;
-        else
-            return -1;
-        v = v << 4 | (uint64_t)d;
-    }
-    if (v == 0) return -1;
+    if (jr__hex16_parse(name, &v) != 0 || v == 0) return -1;
     *seq = v;
     return 0;
 }

@@ -19,6 +19,7 @@
 
 #include "node/node.h"
 #include "util/alloc.h"
+#include "util/hex.h"
 
 static jr__stash *stash_get(jr_node *n, uint64_t group, int *err)
 {
@@ -184,24 +185,6 @@ typedef struct list_ctx {
     int err;
 } list_ctx;
 
-static int parse_hex16(const char *p, uint64_t *out)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 16; i++) {
-        char c = p[i];
-        int d;
-        if (c >= '0' && c <= '9')
-            d = c - '0';
-        else if (c >= 'a' && c <= 'f')
-            d = c - 'a' + 10;
-        else
-            return -1;
-        v = v << 4 | (uint64_t)d;
-    }
-    *out = v;
-    return 0;
-}
-
 static int on_snap_name(void *arg, const char *name)
 {
     list_ctx *lc = arg;
@@ -215,7 +198,7 @@ static int on_snap_name(void *arg, const char *name)
     }
     uint64_t group, index;
     if (len != 38 || name[16] != '-' || strcmp(name + 33, ".snap") != 0 ||
-        parse_hex16(name, &group) || parse_hex16(name + 17, &index) || group == 0 || index == 0)
+        jr__hex16_parse(name, &group) || jr__hex16_parse(name + 17, &index) || group == 0 || index == 0)
         return 0; /* not ours */
     int err = 0;
     jr__stash *s = stash_get(n, group, &err);
