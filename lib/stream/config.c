@@ -26,11 +26,7 @@ void jr_stream_config_init(jr_stream_config *cfg)
     cfg->compression = JR_COMPRESS_NONE;
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static int
-fail(char *msg, size_t msglen, const char *fmt, ...)
+int jr__stream_config_fail(char *msg, size_t msglen, const char *fmt, ...)
 {
     if (msg && msglen) {
         va_list ap;
@@ -86,36 +82,40 @@ static int ascii_casecmp(const char *a, const char *b)
 static int check_bool(const char *field, int v, char *msg, size_t msglen)
 {
     if (v == 0 || v == 1) return 0;
-    return fail(msg, msglen, "%s: must be 0 or 1, not %d", field, v);
+    return jr__stream_config_fail(msg, msglen, "%s: must be 0 or 1, not %d", field, v);
 }
 
 static int check_limit(const char *field, int64_t v, char *msg, size_t msglen)
 {
     if (v >= -1) return 0;
-    return fail(msg, msglen, "%s: must be -1 (unlimited) or at least 0, not %lld", field,
-                (long long)v);
+    return jr__stream_config_fail(msg, msglen, "%s: must be -1 (unlimited) or at least 0, not %lld",
+                                  field, (long long)v);
 }
 
 static int check_subjects(const jr_stream_config *c, char *msg, size_t msglen)
 {
     if (c->nsubjects && !c->subjects)
-        return fail(msg, msglen, "subjects: NULL with nsubjects %zu", c->nsubjects);
+        return jr__stream_config_fail(msg, msglen, "subjects: NULL with nsubjects %zu",
+                                      c->nsubjects);
     for (size_t i = 0; i < c->nsubjects; i++) {
         const char *s = c->subjects[i], *why = "";
-        if (!s) return fail(msg, msglen, "subjects[%zu]: NULL", i);
+        if (!s) return jr__stream_config_fail(msg, msglen, "subjects[%zu]: NULL", i);
         if (jr__subject_classify(s, &why) == JR__SUBJECT_INVALID)
-            return fail(msg, msglen, "subjects[%zu]: invalid subject \"%.64s\": %s", i, s, why);
+            return jr__stream_config_fail(
+                msg, msglen, "subjects[%zu]: invalid subject \"%.64s\": %s", i, s, why);
         if (strcmp(s, ">") == 0)
-            return fail(msg, msglen, "subjects[%zu]: \">\" would capture every subject", i);
+            return jr__stream_config_fail(msg, msglen,
+                                          "subjects[%zu]: \">\" would capture every subject", i);
     }
     for (size_t i = 0; i < c->nsubjects; i++) {
         for (size_t j = 0; j < i; j++) {
             if (strcmp(c->subjects[i], c->subjects[j]) == 0)
-                return fail(msg, msglen, "subjects[%zu]: duplicate subject \"%.64s\"", i,
-                            c->subjects[i]);
+                return jr__stream_config_fail(
+                    msg, msglen, "subjects[%zu]: duplicate subject \"%.64s\"", i, c->subjects[i]);
             if (jr__subject_overlap(c->subjects[i], c->subjects[j]))
-                return fail(msg, msglen, "subjects[%zu]: \"%.64s\" overlaps \"%.64s\"", i,
-                            c->subjects[i], c->subjects[j]);
+                return jr__stream_config_fail(msg, msglen,
+                                              "subjects[%zu]: \"%.64s\" overlaps \"%.64s\"", i,
+                                              c->subjects[i], c->subjects[j]);
         }
     }
     return 0;
@@ -125,21 +125,22 @@ static int check_placement(const jr_placement *p, char *msg, size_t msglen)
 {
     const char *why;
     if (p->cluster && *p->cluster && (why = word_problem(p->cluster)))
-        return fail(msg, msglen, "placement.cluster: %s", why);
+        return jr__stream_config_fail(msg, msglen, "placement.cluster: %s", why);
     if (p->ntags && !p->tags)
-        return fail(msg, msglen, "placement.tags: NULL with ntags %zu", p->ntags);
+        return jr__stream_config_fail(msg, msglen, "placement.tags: NULL with ntags %zu", p->ntags);
     for (size_t i = 0; i < p->ntags; i++) {
         const char *t = p->tags[i];
-        if (!t) return fail(msg, msglen, "placement.tags[%zu]: NULL", i);
+        if (!t) return jr__stream_config_fail(msg, msglen, "placement.tags[%zu]: NULL", i);
         const char *bare = t[0] == '!' ? t + 1 : t;
-        if ((why = word_problem(bare))) return fail(msg, msglen, "placement.tags[%zu]: %s", i, why);
+        if ((why = word_problem(bare)))
+            return jr__stream_config_fail(msg, msglen, "placement.tags[%zu]: %s", i, why);
         if (t[0] == '!') {
             for (size_t j = 0; j < p->ntags; j++)
                 if (p->tags[j] && ascii_casecmp(p->tags[j], bare) == 0)
-                    return fail(msg, msglen,
-                                "placement.tags[%zu]: \"%.64s\" is both required "
-                                "and excluded",
-                                i, bare);
+                    return jr__stream_config_fail(msg, msglen,
+                                                  "placement.tags[%zu]: \"%.64s\" is both required "
+                                                  "and excluded",
+                                                  i, bare);
         }
     }
     return 0;
@@ -148,18 +149,22 @@ static int check_placement(const jr_placement *p, char *msg, size_t msglen)
 static int check_metadata(const jr_stream_config *c, char *msg, size_t msglen)
 {
     if (c->nmetadata && !c->metadata)
-        return fail(msg, msglen, "metadata: NULL with nmetadata %zu", c->nmetadata);
+        return jr__stream_config_fail(msg, msglen, "metadata: NULL with nmetadata %zu",
+                                      c->nmetadata);
     size_t total = 0;
     for (size_t i = 0; i < c->nmetadata; i++) {
         const jr_kv *kv = &c->metadata[i];
-        if (!kv->key || !*kv->key) return fail(msg, msglen, "metadata[%zu]: empty key", i);
-        if (!kv->value) return fail(msg, msglen, "metadata[%zu]: NULL value", i);
+        if (!kv->key || !*kv->key)
+            return jr__stream_config_fail(msg, msglen, "metadata[%zu]: empty key", i);
+        if (!kv->value) return jr__stream_config_fail(msg, msglen, "metadata[%zu]: NULL value", i);
         total += strlen(kv->key) + strlen(kv->value);
         if (total > JR__STREAM_METADATA_MAX)
-            return fail(msg, msglen, "metadata: larger than %d bytes", JR__STREAM_METADATA_MAX);
+            return jr__stream_config_fail(msg, msglen, "metadata: larger than %d bytes",
+                                          JR__STREAM_METADATA_MAX);
         for (size_t j = 0; j < i; j++)
             if (strcmp(c->metadata[j].key, kv->key) == 0)
-                return fail(msg, msglen, "metadata[%zu]: duplicate key \"%.64s\"", i, kv->key);
+                return jr__stream_config_fail(msg, msglen, "metadata[%zu]: duplicate key \"%.64s\"",
+                                              i, kv->key);
     }
     return 0;
 }
@@ -169,16 +174,18 @@ int jr__stream_config_validate(const jr_stream_config *c, char *msg, size_t msgl
     int rc;
     const char *why;
     if (msg && msglen) msg[0] = '\0';
-    if (!c) return fail(msg, msglen, "config: NULL");
+    if (!c) return jr__stream_config_fail(msg, msglen, "config: NULL");
     if (c->size < sizeof *c)
-        return fail(msg, msglen, "size: %zu, expected %zu (use jr_stream_config_init())", c->size,
-                    sizeof *c);
-    if ((why = name_problem(c->name))) return fail(msg, msglen, "name: %s", why);
+        return jr__stream_config_fail(msg, msglen,
+                                      "size: %zu, expected %zu (use jr_stream_config_init())",
+                                      c->size, sizeof *c);
+    if ((why = name_problem(c->name))) return jr__stream_config_fail(msg, msglen, "name: %s", why);
     if (c->description && strlen(c->description) > JR__STREAM_DESCRIPTION_MAX)
-        return fail(msg, msglen, "description: longer than %d bytes", JR__STREAM_DESCRIPTION_MAX);
+        return jr__stream_config_fail(msg, msglen, "description: longer than %d bytes",
+                                      JR__STREAM_DESCRIPTION_MAX);
     if ((rc = check_subjects(c, msg, msglen))) return rc;
     if (c->retention < JR_RETAIN_LIMITS || c->retention > JR_RETAIN_WORKQUEUE)
-        return fail(msg, msglen, "retention: unknown policy %d", c->retention);
+        return jr__stream_config_fail(msg, msglen, "retention: unknown policy %d", c->retention);
     if ((rc = check_limit("max_consumers", c->max_consumers, msg, msglen)) ||
         (rc = check_limit("max_msgs", c->max_msgs, msg, msglen)) ||
         (rc = check_limit("max_bytes", c->max_bytes, msg, msglen)) ||
@@ -186,21 +193,26 @@ int jr__stream_config_validate(const jr_stream_config *c, char *msg, size_t msgl
         (rc = check_limit("max_msg_size", c->max_msg_size, msg, msglen)))
         return rc;
     if (c->max_age_ns > (uint64_t)INT64_MAX)
-        return fail(msg, msglen, "max_age_ns: larger than %lld", (long long)INT64_MAX);
+        return jr__stream_config_fail(msg, msglen, "max_age_ns: larger than %lld",
+                                      (long long)INT64_MAX);
     if (c->max_age_ns && c->max_age_ns < JR__STREAM_MIN_AGE_NS)
-        return fail(msg, msglen, "max_age_ns: must be 0 (unlimited) or at least 100ms");
+        return jr__stream_config_fail(msg, msglen,
+                                      "max_age_ns: must be 0 (unlimited) or at least 100ms");
     if (c->discard != JR_DISCARD_OLD && c->discard != JR_DISCARD_NEW)
-        return fail(msg, msglen, "discard: unknown policy %d", c->discard);
+        return jr__stream_config_fail(msg, msglen, "discard: unknown policy %d", c->discard);
     if (c->storage != JR_STORAGE_FILE && c->storage != JR_STORAGE_MEMORY)
-        return fail(msg, msglen, "storage: unknown type %d", c->storage);
+        return jr__stream_config_fail(msg, msglen, "storage: unknown type %d", c->storage);
     if (c->replicas < 0 || c->replicas > JR_MAX_REPLICAS)
-        return fail(msg, msglen, "replicas: must be 1..%d, not %d", JR_MAX_REPLICAS, c->replicas);
+        return jr__stream_config_fail(msg, msglen, "replicas: must be 1..%d, not %d",
+                                      JR_MAX_REPLICAS, c->replicas);
     if (c->duplicate_window_ns > (uint64_t)INT64_MAX)
-        return fail(msg, msglen, "duplicate_window_ns: larger than %lld", (long long)INT64_MAX);
+        return jr__stream_config_fail(msg, msglen, "duplicate_window_ns: larger than %lld",
+                                      (long long)INT64_MAX);
     if (c->duplicate_window_ns && c->duplicate_window_ns < JR__STREAM_MIN_AGE_NS)
-        return fail(msg, msglen, "duplicate_window_ns: must be 0 (default) or at least 100ms");
+        return jr__stream_config_fail(msg, msglen,
+                                      "duplicate_window_ns: must be 0 (default) or at least 100ms");
     if (c->duplicate_window_ns && c->max_age_ns && c->duplicate_window_ns > c->max_age_ns)
-        return fail(msg, msglen, "duplicate_window_ns: larger than max_age_ns");
+        return jr__stream_config_fail(msg, msglen, "duplicate_window_ns: larger than max_age_ns");
     if ((rc = check_placement(&c->placement, msg, msglen))) return rc;
     if ((rc = check_bool("sealed", c->sealed, msg, msglen)) ||
         (rc = check_bool("deny_delete", c->deny_delete, msg, msglen)) ||
@@ -208,11 +220,12 @@ int jr__stream_config_validate(const jr_stream_config *c, char *msg, size_t msgl
         (rc = check_bool("allow_rollup", c->allow_rollup, msg, msglen)))
         return rc;
     if (c->deny_purge && c->allow_rollup)
-        return fail(msg, msglen,
-                    "allow_rollup: roll-ups require the purge permission "
-                    "(deny_purge is set)");
+        return jr__stream_config_fail(msg, msglen,
+                                      "allow_rollup: roll-ups require the purge permission "
+                                      "(deny_purge is set)");
     if (c->compression != JR_COMPRESS_NONE && c->compression != JR_COMPRESS_LZ4)
-        return fail(msg, msglen, "compression: unknown algorithm %d", c->compression);
+        return jr__stream_config_fail(msg, msglen, "compression: unknown algorithm %d",
+                                      c->compression);
     return check_metadata(c, msg, msglen);
 }
 
@@ -221,7 +234,8 @@ int jr__stream_config_check_add(const jr_stream_config *cfg, char *msg, size_t m
     int rc = jr__stream_config_validate(cfg, msg, msglen);
     if (rc) return rc;
     if (cfg->sealed)
-        return fail(msg, msglen, "sealed: a stream can not be created sealed (seal it by update)");
+        return jr__stream_config_fail(
+            msg, msglen, "sealed: a stream can not be created sealed (seal it by update)");
     return 0;
 }
 

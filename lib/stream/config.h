@@ -98,4 +98,11 @@ int jr__stream_config_encode(const jr_stream_config *cfg, jr__buf *out);
 int jr__stream_config_decode(const void *data, size_t len, const jr_allocator *a,
                              jr__stream_cfg **out);
 
+/* Writes a message (printf-style) into msg[0..msglen) if msg is not NULL and returns JR_EINVAL:
+ * the one way the config modules report an invalid field. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+int jr__stream_config_fail(char *msg, size_t msglen, const char *fmt, ...);
+
 #endif

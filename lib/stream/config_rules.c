@@ -11,21 +11,6 @@
 
 #include "stream/config.h"
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static int
-fail(char *msg, size_t msglen, const char *fmt, ...)
-{
-    if (msg && msglen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, msglen, fmt, ap);
-        va_end(ap);
-    }
-    return JR_EINVAL;
-}
-
 static int str_eq(const char *a, const char *b)
 {
     if (!a || !b) return a == b;
@@ -99,26 +84,29 @@ int jr__stream_config_check_update(const jr_stream_config *old, const jr_stream_
     jr__stream_config_normalize(upd, &nu);
     const jr_stream_config *o = &no.c, *u = &nu.c;
     if (strcmp(o->name, u->name) != 0)
-        return fail(msg, msglen, "name: can not be changed (\"%s\" is not \"%s\")", u->name,
-                    o->name);
-    if (o->storage != u->storage) return fail(msg, msglen, "storage: can not be changed");
+        return jr__stream_config_fail(
+            msg, msglen, "name: can not be changed (\"%s\" is not \"%s\")", u->name, o->name);
+    if (o->storage != u->storage)
+        return jr__stream_config_fail(msg, msglen, "storage: can not be changed");
     if (o->max_consumers != u->max_consumers)
-        return fail(msg, msglen, "max_consumers: can not be changed");
+        return jr__stream_config_fail(msg, msglen, "max_consumers: can not be changed");
     if (o->retention != u->retention &&
         (o->retention == JR_RETAIN_WORKQUEUE || u->retention == JR_RETAIN_WORKQUEUE))
-        return fail(msg, msglen,
-                    "retention: can not change from %s to %s (only between limits "
-                    "and interest)",
-                    retention_name(o->retention), retention_name(u->retention));
-    if (o->sealed && !u->sealed) return fail(msg, msglen, "sealed: can not unseal a sealed stream");
+        return jr__stream_config_fail(
+            msg, msglen,
+            "retention: can not change from %s to %s (only between limits "
+            "and interest)",
+            retention_name(o->retention), retention_name(u->retention));
+    if (o->sealed && !u->sealed)
+        return jr__stream_config_fail(msg, msglen, "sealed: can not unseal a sealed stream");
     if (o->deny_delete && !u->deny_delete)
-        return fail(msg, msglen, "deny_delete: can not be cleared once set");
+        return jr__stream_config_fail(msg, msglen, "deny_delete: can not be cleared once set");
     if (o->deny_purge && !u->deny_purge)
-        return fail(msg, msglen, "deny_purge: can not be cleared once set");
+        return jr__stream_config_fail(msg, msglen, "deny_purge: can not be cleared once set");
     if (!placement_eq(&o->placement, &u->placement) && o->replicas != u->replicas)
-        return fail(msg, msglen,
-                    "placement: can not move and change replicas (%d to %d) in "
-                    "one update",
-                    o->replicas, u->replicas);
+        return jr__stream_config_fail(msg, msglen,
+                                      "placement: can not move and change replicas (%d to %d) in "
+                                      "one update",
+                                      o->replicas, u->replicas);
     return 0;
 }
