@@ -1,40 +1,63 @@
 /*
- * scale_bench — what many raw R3 groups cost (issue 5): 3 in-process nodes on one thread, a
- * real clock, an in-process network (frames are copied and delivered in order, no delay) and
- * the POSIX vfs in a fresh directory under /dev/shm (tmpfs: syncs are cheap and the WAL's bytes
- * are not process memory). Node defaults: election timeout 1000 ms, heartbeat 100 ms.
+ * scale_bench — what many idle R3 groups or R3 streams cost (issue 5): 3 in-process nodes on one
+ * thread, a real clock, an in-process network (frames are copied and delivered in order, no
+ * delay) and the POSIX vfs in a fresh directory under /dev/shm (tmpfs: syncs are cheap and the
+ * WAL's and stores' bytes are not process memory). Node defaults: election timeout 1000 ms,
+ * heartbeat 100 ms.
  *
- * One JSON line per configuration (number of groups):
- *   create_ms         wall time of the jr_group_open calls (all groups, all three nodes)
- *   elect_ms          then until every group has a ready leader (the elections run in real
- *                     time: at least one election timeout). Above 20,000 groups they are
- *                     created in batches of 10,000 (create_batch), each batch elected before
- *                     the next: 100,000 groups created in the same instant make 300,000
- *                     campaigns within a few seconds, more than the one thread running all
- *                     three nodes can serve before they time out (3 real nodes have 3 cores)
- *   quiet_ms          then (after one write per group, proposed 2,000 groups per 50 ms) until
- *                     every replica is quiet
+ * Usage: scale_bench [--streams] [--storage file|memory] [--heap-sites] [count...]
+ *   raw groups (default; counts default 1000 10000), or with --streams R3 streams (counts
+ *   default 1000 10000), file storage by default. e.g. scale_bench 100000 for the big raw run
+ *   (~1.5 GB and a few minutes, mostly its elections and catch-up).
+ *
+ * One JSON line per configuration:
+ *   create_ms         raw: wall time of the jr_group_open calls (all groups, all three nodes);
+ *                     streams: from the first jr_stream_add (at most 256 outstanding, sent to the
+ *                     meta leader) until every one was acknowledged (created in the meta state)
+ *   elect_ms          then until every group (stream) has a ready leader. Raw groups above 20,000
+ *                     are created in batches of 10,000 (create_batch), each elected before the
+ *                     next: 100,000 groups created in the same instant make 300,000 campaigns
+ *                     within a few seconds, more than the one thread running all three nodes can
+ *                     serve before they time out (3 real nodes have 3 cores)
+ *   quiet_ms          then until every replica is quiet (raw: after one write per group, proposed
+ *                     2,000 groups per 50 ms; streams: as created — a stream's first leader logs
+ *                     its config)
  *   bytes_per_replica RSS growth from before the groups were created to the idle cluster,
- *                     divided by the replicas (3 x groups); also sizeof the node's group, raft
- *                     core and WAL bookkeeping are printed as struct_bytes for reference
+ *                     divided by the replicas (3 x groups); heap_bytes_per_replica is the same
+ *                     for the bytes the nodes hold through their allocator (malloc_usable_size,
+ *                     so allocator headers and free memory are excluded); struct_bytes gives
+ *                     sizeof the per-replica structures for reference
  *   idle_cpu_pct_node CPU time spent inside each node's calls (jr_node_tick/recv, measured with
  *                     the thread CPU clock around each call) during 10 s of wall time at idle,
  *                     as % of one core: max over the three nodes, and the mean
  *   idle_loop_cpu_pct the whole process over the same 10 s (the nodes, the bench's network and
  *                     its sleeping loop), % of one core
  *   idle_frames_per_s frames handed to the network per second at idle (all nodes)
- *   idle_bytes_per_s  their bytes
- *   pub_per_s         committed proposals per second with 1% of the groups active (each with
- *                     8 proposals of 128 bytes outstanding), run flat out for 3 s
+ *   idle_bytes_per_s  their bytes; idle_ticks_per_s the jr_node_tick calls per second (all nodes)
+ *   pub_per_s         raw: committed proposals per second with 1% of the groups active (each
+ *                     with 8 proposals of 128 bytes outstanding); streams: acknowledged
+ *                     jr_publish calls (128-byte payloads, 8 outstanding per active stream, each
+ *                     published on its leader's node), run flat out for 3 s
  *   failover_ms       wall time from the moment the node leading the most groups stops (it is
  *                     no longer ticked, and frames to and from it are dropped) until every one
  *                     of its groups has a ready leader on a survivor; failover_groups is how
  *                     many; target: within two election timeouts (2000 ms)
  *
- * Usage: scale_bench [groups...]        (default: 1000 10000; e.g. scale_bench 100000 for the
- *        big one, which needs ~1.5 GB and a few minutes, mostly its elections and catch-up)
+ * Streams with file storage each keep their active block file open, so 10,000 R3 streams in one
+ * process want 30,000 descriptors; the bench's vfs (fdcap below) wraps the POSIX one and keeps
+ * at most FD_CAP of them open, reopening a file when it is used again (reopens are reported).
+ *
+ * --heap-sites: streams only; also prints to stderr, for the idle cluster, the live heap bytes
+ * per replica by allocation site (the first caller outside the allocator; slow: it walks the
+ * stack at every allocation, so only the memory numbers of such a run mean anything).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +65,7 @@
 #include <unistd.h>
 
 #include "jetraft.h"
+#include "node/js.h"
 #include "node/node.h"
 
 #define N 3
@@ -49,6 +73,8 @@
 #define ENTRY 128
 #define WINDOW 8
 #define BATCH 10000
+#define ADD_WINDOW 256
+#define FD_CAP 12000
 
 static uint64_t wall_ns(void)
 {
@@ -82,6 +108,358 @@ static uint64_t rss_bytes(void)
     return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+/* The nodes' allocator: counts live bytes; with --heap-sites also by allocation site ------------*/
+
+#define SITES 4096
+typedef struct site {
+    void *pc;
+    int64_t bytes, count;
+} site;
+
+static struct {
+    int64_t live;
+    int sites_on;
+    site sites[SITES]; /* open addressing by pc */
+    size_t nsites;
+    /* live allocation -> site index, open addressing by pointer (only with sites_on) */
+    void **keys;
+    uint32_t *vals;
+    size_t cap, used;
+} heap;
+
+static size_t ptr_slot(void *p, size_t cap)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+    return (size_t)(x >> 20) & (cap - 1);
+}
+
+static void track_put(void *p, uint32_t s);
+
+static void track_grow(void)
+{
+    void **ok = heap.keys;
+    uint32_t *ov = heap.vals;
+    size_t oc = heap.cap;
+    heap.cap = oc ? oc * 2 : 1 << 20;
+    heap.keys = calloc(heap.cap, sizeof *heap.keys);
+    heap.vals = calloc(heap.cap, sizeof *heap.vals);
+    heap.used = 0;
+    for (size_t i = 0; i < oc; i++)
+        if (ok[i] && ok[i] != (void *)1) track_put(ok[i], ov[i]);
+    free(ok);
+    free(ov);
+}
+
+static void track_put(void *p, uint32_t s)
+{
+    if ((heap.used + 1) * 2 > heap.cap) track_grow();
+    size_t i = ptr_slot(p, heap.cap);
+    while (heap.keys[i] && heap.keys[i] != (void *)1) i = (i + 1) & (heap.cap - 1);
+    heap.keys[i] = p;
+    heap.vals[i] = s;
+    heap.used++;
+}
+
+/* Removes p; returns its site index or UINT32_MAX. */
+static uint32_t track_take(void *p)
+{
+    if (!heap.cap) return UINT32_MAX;
+    size_t i = ptr_slot(p, heap.cap);
+    while (heap.keys[i]) {
+        if (heap.keys[i] == p) {
+            heap.keys[i] = (void *)1; /* tombstone: keeps later probes' chains */
+            return heap.vals[i];
+        }
+        i = (i + 1) & (heap.cap - 1);
+    }
+    return UINT32_MAX;
+}
+
+/* The allocation's site: the first return address outside this file and lib/util/alloc.c. */
+static uint32_t site_of(void)
+{
+    void *bt[8];
+    int n = backtrace(bt, 8);
+    void *pc = NULL;
+    for (int k = 2; k < n; k++) {
+        Dl_info di;
+        if (dladdr(bt[k], &di) && di.dli_sname &&
+            (strstr(di.dli_sname, "jr__malloc") || strstr(di.dli_sname, "jr__calloc") ||
+             strstr(di.dli_sname, "jr__realloc") || strstr(di.dli_sname, "jr__strdup") ||
+             strstr(di.dli_sname, "jr__buf_")))
+            continue;
+        pc = bt[k];
+        break;
+    }
+    size_t i = ((uintptr_t)pc >> 2) % SITES;
+    for (size_t probe = 0; probe < SITES; probe++, i = (i + 1) % SITES) {
+        if (heap.sites[i].pc == pc) return (uint32_t)i;
+        if (!heap.sites[i].pc && heap.nsites + 1 < SITES) {
+            heap.sites[i].pc = pc;
+            heap.nsites++;
+            return (uint32_t)i;
+        }
+    }
+    return 0;
+}
+
+static void account(void *p, int sign)
+{
+    int64_t sz = (int64_t)malloc_usable_size(p);
+    heap.live += sign * sz;
+    if (!heap.sites_on) return;
+    uint32_t s = sign > 0 ? site_of() : track_take(p);
+    if (s == UINT32_MAX) return;
+    if (sign > 0) track_put(p, s);
+    heap.sites[s].bytes += sign * sz;
+    heap.sites[s].count += sign;
+}
+
+static void *a_malloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    void *p = malloc(size);
+    if (p) account(p, 1);
+    return p;
+}
+
+static void *a_realloc(void *ctx, void *ptr, size_t size)
+{
+    (void)ctx;
+    if (ptr) account(ptr, -1);
+    void *p = realloc(ptr, size);
+    if (p)
+        account(p, 1);
+    else if (ptr)
+        account(ptr, 1);
+    return p;
+}
+
+static void a_free(void *ctx, void *ptr)
+{
+    (void)ctx;
+    if (ptr) account(ptr, -1);
+    free(ptr);
+}
+
+static const jr_allocator counting = {JR_ALLOCATOR_VERSION, NULL, a_malloc, a_realloc, a_free};
+
+static int cmp_site(const void *a, const void *b)
+{
+    const site *x = a, *y = b;
+    return (y->bytes > x->bytes) - (y->bytes < x->bytes);
+}
+
+/* Prints the sites holding the most live bytes (per replica), resolved with addr2line. */
+static void print_sites(uint64_t replicas)
+{
+    site *s = malloc(sizeof heap.sites);
+    memcpy(s, heap.sites, sizeof heap.sites);
+    qsort(s, SITES, sizeof *s, cmp_site);
+    char exe[512];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[el > 0 ? el : 0] = 0;
+    fprintf(stderr, "heap by allocation site (bytes per replica, live blocks per replica):\n");
+    for (int k = 0; k < 40 && s[k].bytes > 0; k++) {
+        Dl_info di;
+        uintptr_t off = (uintptr_t)s[k].pc;
+        if (dladdr(s[k].pc, &di) && di.dli_fbase) off -= (uintptr_t)di.dli_fbase;
+        char cmd[700], where[512] = "?";
+        snprintf(cmd, sizeof cmd, "addr2line -f -s -i -e %s 0x%lx | paste -sd' '", exe,
+                 (unsigned long)(off ? off - 1 : 0));
+        FILE *p = popen(cmd, "r");
+        if (p) {
+            if (!fgets(where, sizeof where, p)) snprintf(where, sizeof where, "?");
+            pclose(p);
+            where[strcspn(where, "\n")] = 0;
+        }
+        fprintf(stderr, "  %8.1f B  %6.2f blocks  %s\n", (double)s[k].bytes / (double)replicas,
+                (double)s[k].count / (double)replicas, where);
+    }
+    free(s);
+}
+
+/* fdcap: the POSIX vfs with at most FD_CAP descriptors open (see the header comment) -----------*/
+
+struct jr_file {
+    jr_file *in; /* the POSIX handle, NULL while closed */
+    char *path;
+    jr_file *prev, *next; /* LRU of open handles (front: most recent) */
+    jr_file *aprev, *anext; /* every handle */
+};
+
+static struct {
+    jr_vfs v;
+    jr_vfs *p;
+    jr_file lru;  /* sentinel */
+    jr_file *all; /* list head */
+    size_t open;
+    uint64_t reopens;
+} fdv;
+
+static void lru_unlink(jr_file *f)
+{
+    f->prev->next = f->next;
+    f->next->prev = f->prev;
+    f->prev = f->next = NULL;
+}
+
+static void lru_front(jr_file *f)
+{
+    f->next = fdv.lru.next;
+    f->prev = &fdv.lru;
+    fdv.lru.next->prev = f;
+    fdv.lru.next = f;
+}
+
+static void make_room(void)
+{
+    while (fdv.open >= FD_CAP) {
+        jr_file *old = fdv.lru.prev;
+        lru_unlink(old);
+        fdv.p->close(fdv.p->ctx, old->in);
+        old->in = NULL;
+        fdv.open--;
+    }
+}
+
+static int use(jr_file *f, jr_file **in)
+{
+    if (f->in) {
+        lru_unlink(f);
+        lru_front(f);
+    } else {
+        make_room();
+        int rc = fdv.p->open(fdv.p->ctx, f->path, JR_O_READ, &f->in);
+        if (rc) return rc;
+        fdv.reopens++;
+        fdv.open++;
+        lru_front(f);
+    }
+    *in = f->in;
+    return 0;
+}
+
+static int v_open(void *ctx, const char *path, int flags, jr_file **out)
+{
+    (void)ctx;
+    make_room();
+    jr_file *f = calloc(1, sizeof *f);
+    f->path = strdup(path);
+    int rc = fdv.p->open(fdv.p->ctx, path, flags, &f->in);
+    if (rc) {
+        free(f->path);
+        free(f);
+        return rc;
+    }
+    fdv.open++;
+    lru_front(f);
+    f->anext = fdv.all;
+    if (fdv.all) fdv.all->aprev = f;
+    fdv.all = f;
+    *out = f;
+    return 0;
+}
+
+static int v_close(void *ctx, jr_file *f)
+{
+    (void)ctx;
+    if (!f) return 0;
+    int rc = 0;
+    if (f->in) {
+        lru_unlink(f);
+        rc = fdv.p->close(fdv.p->ctx, f->in);
+        fdv.open--;
+    }
+    if (f->aprev)
+        f->aprev->anext = f->anext;
+    else
+        fdv.all = f->anext;
+    if (f->anext) f->anext->aprev = f->aprev;
+    free(f->path);
+    free(f);
+    return rc;
+}
+
+static int v_pread(void *ctx, jr_file *f, void *buf, size_t len, uint64_t off, size_t *nread)
+{
+    jr_file *in;
+    int rc = use(f, &in);
+    return rc ? rc : fdv.p->pread(ctx, in, buf, len, off, nread);
+}
+
+static int v_pwrite(void *ctx, jr_file *f, const void *buf, size_t len, uint64_t off)
+{
+    jr_file *in;
+    int rc = use(f, &in);
+    return rc ? rc : fdv.p->pwrite(ctx, in, buf, len, off);
+}
+
+static int v_sync(void *ctx, jr_file *f)
+{
+    jr_file *in;
+    int rc = use(f, &in);
+    return rc ? rc : fdv.p->sync(ctx, in);
+}
+
+static int v_size(void *ctx, jr_file *f, uint64_t *out)
+{
+    jr_file *in;
+    int rc = use(f, &in);
+    return rc ? rc : fdv.p->size(ctx, in, out);
+}
+
+static int v_truncate(void *ctx, jr_file *f, uint64_t size)
+{
+    jr_file *in;
+    int rc = use(f, &in);
+    return rc ? rc : fdv.p->truncate(ctx, in, size);
+}
+
+static int v_rename(void *ctx, const char *from, const char *to)
+{
+    int rc = fdv.p->rename(ctx, from, to);
+    if (rc == 0)
+        for (jr_file *f = fdv.all; f; f = f->anext)
+            if (strcmp(f->path, from) == 0) {
+                free(f->path);
+                f->path = strdup(to);
+            }
+    return rc;
+}
+
+static int v_remove(void *ctx, const char *path)
+{
+    return fdv.p->remove(ctx, path);
+}
+
+static int v_mkdir(void *ctx, const char *path)
+{
+    return fdv.p->mkdir(ctx, path);
+}
+
+static int v_list(void *ctx, const char *dir, int (*cb)(void *arg, const char *name), void *arg)
+{
+    return fdv.p->list(ctx, dir, cb, arg);
+}
+
+static int v_sync_dir(void *ctx, const char *dir)
+{
+    return fdv.p->sync_dir(ctx, dir);
+}
+
+static jr_vfs *fdcap_vfs(void)
+{
+    if (!fdv.p) {
+        fdv.p = jr_vfs_posix();
+        fdv.lru.next = fdv.lru.prev = &fdv.lru;
+        fdv.v = (jr_vfs){JR_VFS_VERSION, fdv.p->ctx, v_open, v_close, v_pread, v_pwrite,
+                         v_sync, v_size, v_truncate, v_rename, v_remove, v_mkdir, v_list,
+                         v_sync_dir};
+    }
+    return &fdv.v;
+}
+
 /* The in-process network ----------------------------------------------------------------------*/
 
 typedef struct frame {
@@ -99,7 +477,8 @@ typedef struct hnode {
     jr_host host;
     uint64_t armed;
     int dead;
-    uint64_t cpu; /* thread CPU spent inside this node's calls */
+    uint64_t cpu;   /* thread CPU spent inside this node's calls */
+    uint64_t ticks; /* jr_node_tick calls */
 } hnode;
 
 struct cluster {
@@ -107,8 +486,11 @@ struct cluster {
     frame *q;
     size_t qhead, qlen, qcap;
     uint64_t frames, bytes;
-    uint64_t groups;
+    int streams;      /* 1: stream mode */
+    uint64_t *gids;   /* the groups measured (raw ids, or the streams' groups) */
+    uint64_t ngids;
     uint64_t acked, failed;
+    int last_err;
     char dir[256];
 };
 
@@ -168,6 +550,7 @@ static void tick(hnode *hn)
 {
     uint64_t t0 = thread_cpu_ns();
     hn->armed = UINT64_MAX;
+    hn->ticks++;
     jr_node_tick(hn->node);
     hn->cpu += thread_cpu_ns() - t0;
 }
@@ -214,15 +597,6 @@ static void run_for(cluster *c, uint64_t ns)
 
 /* Groups --------------------------------------------------------------------------------------*/
 
-static void fsm_apply(void *ctx, uint64_t index, const void *data, size_t len)
-{
-    (void)ctx;
-    (void)index;
-    (void)data;
-    (void)len;
-}
-static jr_fsm the_fsm = {JR_FSM_VERSION, NULL, fsm_apply, NULL, NULL};
-
 static jr__raft *raft_of(cluster *c, unsigned i, uint64_t gid)
 {
     if (c->n[i].dead) return NULL;
@@ -239,18 +613,19 @@ static int ready_leader(cluster *c, uint64_t gid)
     return -1;
 }
 
+/* Every measured group (only[k] set, if only is given) has a ready leader. */
 static int all_led(cluster *c, const uint8_t *only)
 {
-    for (uint64_t gid = 1; gid <= c->groups; gid++)
-        if ((!only || only[gid]) && ready_leader(c, gid) < 0) return 0;
+    for (uint64_t k = 0; k < c->ngids; k++)
+        if ((!only || only[k]) && ready_leader(c, c->gids[k]) < 0) return 0;
     return 1;
 }
 
 static int all_quiet(cluster *c)
 {
     for (unsigned i = 0; i < N; i++)
-        for (uint64_t gid = 1; gid <= c->groups; gid++) {
-            jr__raft *r = raft_of(c, i, gid);
+        for (uint64_t k = 0; k < c->ngids; k++) {
+            jr__raft *r = raft_of(c, i, c->gids[k]);
             if (r && !jr__raft_quiet(r)) return 0;
         }
     return 1;
@@ -274,30 +649,7 @@ static int quiet_pred(cluster *c, const uint8_t *arg)
     return all_quiet(c);
 }
 
-static void on_ack(void *arg, int status, uint64_t index)
-{
-    cluster *c = arg;
-    (void)index;
-    if (status == 0)
-        c->acked++;
-    else
-        c->failed++;
-}
-
-typedef struct pub {
-    cluster *c;
-    uint64_t gid;
-    int outstanding;
-} pub;
-
-static void pub_ack(void *arg, int status, uint64_t index)
-{
-    pub *p = arg;
-    on_ack(p->c, status, index);
-    p->outstanding--;
-}
-
-static void open_cluster(cluster *c)
+static void open_cluster(cluster *c, int storage)
 {
     snprintf(c->dir, sizeof c->dir, "%s/scale_bench.%d",
              access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (int)getpid());
@@ -322,6 +674,12 @@ static void open_cluster(cluster *c)
         cfg.wal_dir = wal;
         cfg.host = &hn->host;
         cfg.seed = 1000 + i;
+        cfg.alloc = &counting;
+        if (c->streams) {
+            cfg.streams = 1;
+            cfg.request_timeout_ms = 30000;
+            if (storage == JR_STORAGE_FILE) cfg.vfs = fdcap_vfs();
+        }
         int rc = jr_node_open(&cfg, &hn->node);
         if (rc) {
             fprintf(stderr, "jr_node_open: %s\n", jr_strerror(rc));
@@ -332,13 +690,13 @@ static void open_cluster(cluster *c)
 
 static void close_cluster(cluster *c)
 {
-    /* Closing a node frees its groups one by one, and each takes itself off the node's ready
-     * list by walking it (group.c): O(groups^2), minutes at 100,000. Above 2 BATCH groups the
-     * bench leaves the nodes to the process's exit (their files are removed below). */
-    if (c->groups <= 2 * BATCH)
+    /* Above 2 BATCH groups the bench leaves the nodes to the process's exit (their files are
+     * removed below): closing 100,000 groups per node takes a while and measures nothing. */
+    if (c->ngids <= 2 * BATCH)
         for (unsigned i = 0; i < N; i++) jr_node_close(c->n[i].node);
     for (size_t k = 0; k < c->qlen; k++) free(c->q[c->qhead + k].data);
     free(c->q);
+    free(c->gids);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", c->dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", c->dir);
@@ -348,29 +706,122 @@ static void close_cluster(cluster *c)
 static void progress(cluster *c, const char *phase)
 {
     uint64_t led = 0, quiet = 0;
-    for (uint64_t gid = 1; gid <= c->groups; gid++) led += ready_leader(c, gid) >= 0;
+    for (uint64_t k = 0; k < c->ngids; k++) led += ready_leader(c, c->gids[k]) >= 0;
     for (unsigned i = 0; i < N; i++)
-        for (uint64_t gid = 1; gid <= c->groups; gid++) {
-            jr__raft *r = raft_of(c, i, gid);
+        for (uint64_t k = 0; k < c->ngids; k++) {
+            jr__raft *r = raft_of(c, i, c->gids[k]);
             quiet += r && jr__raft_quiet(r);
         }
     fprintf(stderr,
-            "scale_bench %" PRIu64 " groups: %s: %" PRIu64 " led, %" PRIu64
+            "scale_bench %" PRIu64 " %s: %s: %" PRIu64 " led, %" PRIu64
             " replicas quiet, %" PRIu64 " frames so far\n",
-            c->groups, phase, led, quiet, c->frames);
+            c->ngids, c->streams ? "streams" : "groups", phase, led, quiet, c->frames);
 }
 
-static void run_config(uint64_t groups)
+/* Idle and failover phases (both modes) --------------------------------------------------------*/
+
+typedef struct idle_res {
+    double cpu_max, cpu_mean, loop, fps, bps, tps;
+    int still_quiet;
+} idle_res;
+
+/* 10 s of wall time at idle. */
+static idle_res measure_idle(cluster *c)
+{
+    idle_res r;
+    uint64_t cpu0[N], t0 = 0, f0 = c->frames, b0 = c->bytes, p0 = process_cpu_ns();
+    for (unsigned i = 0; i < N; i++) {
+        cpu0[i] = c->n[i].cpu;
+        t0 += c->n[i].ticks;
+    }
+    uint64_t w0 = wall_ns();
+    run_for(c, 10000 * MS);
+    uint64_t wall = wall_ns() - w0, pcpu = process_cpu_ns() - p0, t1 = 0;
+    r.cpu_max = r.cpu_mean = 0;
+    for (unsigned i = 0; i < N; i++) {
+        double pct = 100.0 * (double)(c->n[i].cpu - cpu0[i]) / (double)wall;
+        if (pct > r.cpu_max) r.cpu_max = pct;
+        r.cpu_mean += pct / N;
+        t1 += c->n[i].ticks;
+    }
+    r.loop = 100.0 * (double)pcpu / (double)wall;
+    r.fps = (double)(c->frames - f0) * 1e9 / (double)wall;
+    r.bps = (double)(c->bytes - b0) * 1e9 / (double)wall;
+    r.tps = (double)(t1 - t0) * 1e9 / (double)wall;
+    r.still_quiet = all_quiet(c);
+    return r;
+}
+
+/* The node leading the most groups stops; the time until every one of its groups has a ready
+ * leader on a survivor (0: not within 20 s). *count receives how many it led. */
+static uint64_t measure_failover(cluster *c, uint64_t *count)
+{
+    uint64_t led[N] = {0};
+    for (uint64_t k = 0; k < c->ngids; k++) {
+        int l = ready_leader(c, c->gids[k]);
+        if (l >= 0) led[l]++;
+    }
+    unsigned dead = 0;
+    for (unsigned i = 1; i < N; i++)
+        if (led[i] > led[dead]) dead = i;
+    uint8_t *lost = calloc(c->ngids, 1);
+    for (uint64_t k = 0; k < c->ngids; k++) lost[k] = ready_leader(c, c->gids[k]) == (int)dead;
+    c->n[dead].dead = 1;
+    uint64_t t0 = wall_ns();
+    while (!all_led(c, lost) && wall_ns() - t0 < 20000 * MS) run_for(c, 5 * MS);
+    uint64_t ns = all_led(c, lost) ? wall_ns() - t0 : 0;
+    free(lost);
+    *count = led[dead];
+    return ns;
+}
+
+/* Raw groups ----------------------------------------------------------------------------------*/
+
+static void fsm_apply(void *ctx, uint64_t index, const void *data, size_t len)
+{
+    (void)ctx;
+    (void)index;
+    (void)data;
+    (void)len;
+}
+static jr_fsm the_fsm = {JR_FSM_VERSION, NULL, fsm_apply, NULL, NULL};
+
+static void on_ack(void *arg, int status, uint64_t index)
+{
+    cluster *c = arg;
+    (void)index;
+    if (status == 0)
+        c->acked++;
+    else
+        c->failed++;
+}
+
+typedef struct pub {
+    cluster *c;
+    uint64_t gid;
+    char subject[32];
+    int outstanding;
+} pub;
+
+static void pub_ack(void *arg, int status, uint64_t index)
+{
+    pub *p = arg;
+    on_ack(p->c, status, index);
+    p->outstanding--;
+}
+
+static void run_groups(uint64_t groups)
 {
     cluster *c = calloc(1, sizeof *c);
-    c->groups = groups;
-    open_cluster(c);
+    c->gids = malloc(groups * sizeof *c->gids);
+    open_cluster(c, 0);
     run_for(c, 50 * MS);
     uint64_t rss0 = rss_bytes();
+    int64_t heap0 = heap.live;
 
     /* create: all at once, or in batches of BATCH groups (each elected before the next) above
      * 2 * BATCH groups */
-    uint64_t t0 = wall_ns(), create_ns = 0, elect_ns = 0;
+    uint64_t create_ns = 0, elect_ns = 0;
     uint64_t batch = groups > 2 * BATCH ? BATCH : groups;
     for (uint64_t first = 1; first <= groups; first += batch) {
         uint64_t last = first + batch - 1 < groups ? first + batch - 1 : groups;
@@ -393,18 +844,17 @@ static void run_config(uint64_t groups)
                 }
             }
         create_ns += wall_ns() - b0;
-        c->groups = last; /* the predicates look at the groups created so far */
+        for (uint64_t gid = first; gid <= last; gid++) c->gids[gid - 1] = gid;
+        c->ngids = last; /* the predicates look at the groups created so far */
         uint64_t e = run_until(c, all_led, NULL, 120000 * MS);
         elect_ns = e ? elect_ns + e : 0;
         if (!e) break;
     }
-    (void)t0;
-    c->groups = groups;
     progress(c, "elected");
 
     /* one write per group, then idle until everything is quiet */
     uint8_t data[ENTRY] = {0};
-    for (uint64_t gid = 1; gid <= groups; gid++) {
+    for (uint64_t gid = 1; gid <= c->ngids; gid++) {
         int l = ready_leader(c, gid);
         if (l >= 0)
             jr_group_propose(jr_node_group(c->n[l].node, gid), data, sizeof data, on_ack, c);
@@ -416,22 +866,9 @@ static void run_config(uint64_t groups)
     progress(c, "quiet");
     run_for(c, 500 * MS);
     uint64_t rss1 = rss_bytes();
+    int64_t heap1 = heap.live;
 
-    /* idle: 10 s of wall time */
-    uint64_t cpu0[N], f0 = c->frames, b0 = c->bytes, p0 = process_cpu_ns();
-    for (unsigned i = 0; i < N; i++) cpu0[i] = c->n[i].cpu;
-    uint64_t w0 = wall_ns();
-    run_for(c, 10000 * MS);
-    uint64_t wall = wall_ns() - w0, pcpu = process_cpu_ns() - p0;
-    double cpu_max = 0, cpu_mean = 0;
-    for (unsigned i = 0; i < N; i++) {
-        double pct = 100.0 * (double)(c->n[i].cpu - cpu0[i]) / (double)wall;
-        if (pct > cpu_max) cpu_max = pct;
-        cpu_mean += pct / N;
-    }
-    double fps = (double)(c->frames - f0) * 1e9 / (double)wall;
-    double bps = (double)(c->bytes - b0) * 1e9 / (double)wall;
-    int still_quiet = all_quiet(c);
+    idle_res idle = measure_idle(c);
 
     /* publish: 1% of the groups active, flat out for 3 s */
     uint64_t nactive = groups / 100 ? groups / 100 : 1;
@@ -462,48 +899,270 @@ static void run_config(uint64_t groups)
     free(pubs);
     run_until(c, quiet_pred, NULL, 60000 * MS);
 
-    /* failover: the node leading the most groups stops */
-    uint64_t led[N] = {0};
-    for (uint64_t gid = 1; gid <= groups; gid++) {
-        int l = ready_leader(c, gid);
-        if (l >= 0) led[l]++;
-    }
-    unsigned dead = 0;
-    for (unsigned i = 1; i < N; i++)
-        if (led[i] > led[dead]) dead = i;
-    uint8_t *lost = calloc(groups + 1, 1);
-    for (uint64_t gid = 1; gid <= groups; gid++) lost[gid] = ready_leader(c, gid) == (int)dead;
-    c->n[dead].dead = 1;
-    t0 = wall_ns();
-    while (!all_led(c, lost) && wall_ns() - t0 < 20000 * MS) run_for(c, 5 * MS);
-    uint64_t failover_ns = all_led(c, lost) ? wall_ns() - t0 : 0;
-    free(lost);
+    uint64_t fo_groups, failover_ns = measure_failover(c, &fo_groups);
 
-    printf("{\"bench\":\"scale\",\"nodes\":%d,\"replicas\":%d,\"groups\":%" PRIu64
+    uint64_t replicas = (uint64_t)N * groups;
+    printf("{\"bench\":\"scale\",\"kind\":\"groups\",\"nodes\":%d,\"replicas\":%d,\"groups\":%" PRIu64
            ",\"create_batch\":%" PRIu64
            ",\"create_ms\":%.1f,\"elect_ms\":%.1f,\"quiet_ms\":%.1f,\"bytes_per_replica\":%.0f,"
+           "\"heap_bytes_per_replica\":%.0f,"
            "\"struct_bytes\":{\"group\":%zu,\"raft\":%zu},\"idle_cpu_pct_node_max\":%.3f,"
            "\"idle_cpu_pct_node_mean\":%.3f,\"idle_loop_cpu_pct\":%.3f,\"idle_frames_per_s\":%.1f,"
-           "\"idle_bytes_per_s\":%.0f,\"idle_stayed_quiet\":%s,\"pub_active_groups\":%" PRIu64
-           ",\"pub_per_s\":%.0f,\"pub_failed\":%" PRIu64 ",\"failover_groups\":%" PRIu64
-           ",\"failover_ms\":%.1f,\"election_timeout_ms\":1000}\n",
+           "\"idle_bytes_per_s\":%.0f,\"idle_ticks_per_s\":%.1f,\"idle_stayed_quiet\":%s,"
+           "\"pub_active_groups\":%" PRIu64 ",\"pub_per_s\":%.0f,\"pub_failed\":%" PRIu64
+           ",\"failover_groups\":%" PRIu64 ",\"failover_ms\":%.1f,\"election_timeout_ms\":1000}\n",
            N, N, groups, batch, create_ns / 1e6, elect_ns / 1e6, quiet_ns / 1e6,
-           (double)(rss1 - rss0) / (double)(N * groups), sizeof(struct jr_group), jr__raft_sizeof(),
-           cpu_max, cpu_mean, 100.0 * (double)pcpu / (double)wall, fps, bps,
-           still_quiet ? "true" : "false", nactive, pub_rate, c->failed, led[dead],
-           failover_ns / 1e6);
+           (double)(rss1 - rss0) / (double)replicas, (double)(heap1 - heap0) / (double)replicas,
+           sizeof(struct jr_group), jr__raft_sizeof(), idle.cpu_max, idle.cpu_mean, idle.loop,
+           idle.fps, idle.bps, idle.tps, idle.still_quiet ? "true" : "false", nactive, pub_rate,
+           c->failed, fo_groups, failover_ns / 1e6);
     fflush(stdout);
+    close_cluster(c);
+    free(c);
+}
+
+/* Streams -------------------------------------------------------------------------------------*/
+
+typedef struct adder {
+    uint64_t issued, acked, failed;
+    uint64_t *retry; /* stream numbers to add again */
+    size_t nretry;
+    int last_err;
+    char last_msg[256];
+} adder;
+
+typedef struct add_req {
+    adder *a;
+    uint64_t no;
+} add_req;
+
+static void add_cb(void *arg, int status, const char *msg)
+{
+    add_req *r = arg;
+    adder *a = r->a;
+    if (status == 0) {
+        a->acked++;
+    } else {
+        a->failed++;
+        a->last_err = status;
+        snprintf(a->last_msg, sizeof a->last_msg, "%s", msg ? msg : "");
+        a->retry[a->nretry++] = r->no;
+    }
+    free(r);
+}
+
+static void stream_name(char *buf, size_t cap, uint64_t no)
+{
+    snprintf(buf, cap, "S%07" PRIu64, no);
+}
+
+/* The node that leads the meta group (-1: none yet). */
+static int meta_leader(cluster *c)
+{
+    for (unsigned i = 0; i < N; i++) {
+        int self;
+        if (!c->n[i].dead && jr__mnode_leader(c->n[i].node->js, &self) && self) return (int)i;
+    }
+    return -1;
+}
+
+static int meta_ready(cluster *c, const uint8_t *arg)
+{
+    (void)arg;
+    if (meta_leader(c) < 0) return 0;
+    for (unsigned i = 0; i < N; i++) {
+        int self;
+        if (!jr__mnode_leader(c->n[i].node->js, &self) || c->n[i].node->js->st.nservers < N)
+            return 0;
+    }
+    return 1;
+}
+
+static void spub_ack(void *arg, int status, const jr_pub_ack *ack)
+{
+    pub *p = arg;
+    (void)ack;
+    if (status == 0) {
+        p->c->acked++;
+    } else {
+        p->c->failed++;
+        p->c->last_err = status;
+    }
+    p->outstanding--;
+}
+
+/* Adds `streams` R3 streams through the meta leader, at most ADD_WINDOW outstanding. */
+static void add_streams(cluster *c, uint64_t streams, int storage, adder *a)
+{
+    a->retry = calloc(streams + 1, sizeof *a->retry);
+    uint64_t next = 1, t_last = wall_ns();
+    while (a->acked < streams) {
+        int ml = meta_leader(c);
+        while (ml >= 0 && a->issued - a->acked - a->failed < ADD_WINDOW &&
+               (next <= streams || a->nretry)) {
+            uint64_t no = a->nretry ? a->retry[--a->nretry] : next++;
+            char name[32];
+            stream_name(name, sizeof name, no);
+            jr_stream_config sc;
+            jr_stream_config_init(&sc);
+            sc.name = name;
+            sc.replicas = 3;
+            sc.storage = storage;
+            add_req *r = malloc(sizeof *r);
+            *r = (add_req){a, no};
+            uint64_t t0 = thread_cpu_ns();
+            int rc = jr_stream_add(c->n[ml].node, &sc, add_cb, r);
+            c->n[ml].cpu += thread_cpu_ns() - t0;
+            if (rc) {
+                fprintf(stderr, "jr_stream_add: %s\n", jr_strerror(rc));
+                exit(1);
+            }
+            a->issued++;
+        }
+        run_for(c, 1 * MS);
+        if (wall_ns() - t_last > 5000 * MS) {
+            t_last = wall_ns();
+            fprintf(stderr, "scale_bench %" PRIu64 " streams: %" PRIu64 " added, %" PRIu64
+                    " refused (last: %s %s)\n", streams, a->acked, a->failed,
+                    a->failed ? jr_err_name(a->last_err) : "", a->last_msg);
+        }
+    }
+    free(a->retry);
+}
+
+static void run_streams(uint64_t streams, int storage, int sites)
+{
+    cluster *c = calloc(1, sizeof *c);
+    c->streams = 1;
+    open_cluster(c, storage);
+    if (!run_until(c, meta_ready, NULL, 60000 * MS)) {
+        fprintf(stderr, "scale_bench: no meta leader\n");
+        exit(1);
+    }
+    run_for(c, 200 * MS);
+    uint64_t rss0 = rss_bytes();
+    int64_t heap0 = heap.live;
+    heap.sites_on = sites;
+
+    adder a;
+    memset(&a, 0, sizeof a);
+    uint64_t t0 = wall_ns();
+    add_streams(c, streams, storage, &a);
+    uint64_t create_ns = wall_ns() - t0;
+    /* the groups to watch: every stream of the meta state */
+    const jr__meta_state *st = &c->n[meta_leader(c)].node->js->st;
+    c->ngids = st->nstreams;
+    c->gids = malloc(c->ngids * sizeof *c->gids);
+    for (size_t k = 0; k < st->nstreams; k++) c->gids[k] = st->streams[k]->group;
+    uint64_t elect_ns = run_until(c, all_led, NULL, 300000 * MS);
+    progress(c, "elected");
+    uint64_t quiet_ns = run_until(c, quiet_pred, NULL, 300000 * MS);
+    progress(c, "quiet");
+    run_for(c, 2500 * MS); /* replica timers that were due soon have run */
+    uint64_t rss1 = rss_bytes();
+    int64_t heap1 = heap.live;
+    uint64_t replicas = (uint64_t)N * streams;
+    if (sites) {
+        print_sites(replicas);
+        heap.sites_on = 0;
+    }
+
+    idle_res idle = measure_idle(c);
+
+    /* publish: 1% of the streams active, each on its leader's node, flat out for 3 s */
+    uint64_t nactive = streams / 100 ? streams / 100 : 1;
+    pub *pubs = calloc(nactive, sizeof *pubs);
+    for (uint64_t k = 0; k < nactive; k++) {
+        uint64_t no = 1 + k * (streams / nactive);
+        pubs[k].c = c;
+        stream_name(pubs[k].subject, sizeof pubs[k].subject, no);
+        const jr__meta_stream *ms = jr__meta_stream_find(st, pubs[k].subject);
+        pubs[k].gid = ms ? ms->group : 0;
+    }
+    uint8_t data[ENTRY] = {0};
+    c->acked = c->failed = 0;
+    uint64_t pub_t0 = wall_ns(), pub_end = pub_t0 + 3000 * MS;
+    while (wall_ns() < pub_end) {
+        for (uint64_t k = 0; k < nactive; k++) {
+            pub *p = &pubs[k];
+            int l = ready_leader(c, p->gid);
+            if (l < 0) continue;
+            while (p->outstanding < WINDOW) {
+                uint64_t c0 = thread_cpu_ns();
+                int rc = jr_publish(c->n[l].node, p->subject, NULL, 0, data, sizeof data, NULL,
+                                    spub_ack, p);
+                c->n[l].cpu += thread_cpu_ns() - c0;
+                if (rc) break;
+                p->outstanding++;
+            }
+        }
+        pump(c);
+    }
+    uint64_t pub_wall = wall_ns() - pub_t0;
+    double pub_rate = (double)c->acked * 1e9 / (double)pub_wall;
+    uint64_t pub_failed = c->failed;
+    int pub_err = c->last_err;
+    /* let the outstanding publishes finish, then idle again */
+    for (int k = 0; k < 200; k++) {
+        int out = 0;
+        for (uint64_t j = 0; j < nactive && !out; j++) out = pubs[j].outstanding > 0;
+        if (!out) break;
+        run_for(c, 50 * MS);
+    }
+    run_until(c, quiet_pred, NULL, 60000 * MS);
+
+    uint64_t fo_groups, failover_ns = measure_failover(c, &fo_groups);
+
+    printf("{\"bench\":\"scale\",\"kind\":\"streams\",\"storage\":\"%s\",\"nodes\":%d,"
+           "\"replicas\":%d,\"streams\":%" PRIu64 ",\"create_ms\":%.1f,\"create_refused\":%" PRIu64
+           ",\"elect_ms\":%.1f,\"quiet_ms\":%.1f,\"bytes_per_replica\":%.0f,"
+           "\"heap_bytes_per_replica\":%.0f,\"struct_bytes\":{\"group\":%zu,\"raft\":%zu,"
+           "\"srep\":%zu},\"idle_cpu_pct_node_max\":%.3f,\"idle_cpu_pct_node_mean\":%.3f,"
+           "\"idle_loop_cpu_pct\":%.3f,\"idle_frames_per_s\":%.1f,\"idle_bytes_per_s\":%.0f,"
+           "\"idle_ticks_per_s\":%.1f,\"idle_stayed_quiet\":%s,\"pub_active_streams\":%" PRIu64
+           ",\"pub_per_s\":%.0f,\"pub_failed\":%" PRIu64 ",\"pub_last_error\":\"%s\","
+           "\"failover_streams\":%" PRIu64 ",\"failover_ms\":%.1f,\"fd_reopens\":%" PRIu64
+           ",\"election_timeout_ms\":1000}\n",
+           storage == JR_STORAGE_FILE ? "file" : "memory", N, N, streams, create_ns / 1e6,
+           a.failed, elect_ns / 1e6, quiet_ns / 1e6, (double)(rss1 - rss0) / (double)replicas,
+           (double)(heap1 - heap0) / (double)replicas, sizeof(struct jr_group),
+           jr__raft_sizeof(), sizeof(jr__srep), idle.cpu_max, idle.cpu_mean, idle.loop, idle.fps,
+           idle.bps, idle.tps, idle.still_quiet ? "true" : "false", nactive, pub_rate, pub_failed,
+           pub_failed ? jr_err_name(pub_err) : "", fo_groups, failover_ns / 1e6, fdv.reopens);
+    fflush(stdout);
+    free(pubs);
     close_cluster(c);
     free(c);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc > 1) {
-        for (int i = 1; i < argc; i++) run_config(strtoull(argv[i], NULL, 10));
-    } else {
-        run_config(1000);
-        run_config(10000);
+    int streams = 0, sites = 0, storage = JR_STORAGE_FILE, ncounts = 0;
+    uint64_t counts[16];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--streams")) {
+            streams = 1;
+        } else if (!strcmp(argv[i], "--heap-sites")) {
+            sites = 1;
+        } else if (!strcmp(argv[i], "--storage") && i + 1 < argc) {
+            storage = !strcmp(argv[++i], "memory") ? JR_STORAGE_MEMORY : JR_STORAGE_FILE;
+        } else if (argv[i][0] >= '1' && argv[i][0] <= '9' && ncounts < 16) {
+            counts[ncounts++] = strtoull(argv[i], NULL, 10);
+        } else {
+            fprintf(stderr, "usage: %s [--streams] [--storage file|memory] [--heap-sites] "
+                            "[count...]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (!ncounts) {
+        counts[ncounts++] = 1000;
+        counts[ncounts++] = 10000;
+    }
+    for (int k = 0; k < ncounts; k++) {
+        if (streams)
+            run_streams(counts[k], storage, sites);
+        else
+            run_groups(counts[k]);
     }
     return 0;
 }
