@@ -2,12 +2,14 @@
  * memfs — the simulated, in-memory jr_vfs (see memfs.h for the model).
  *
  * Layout: a chained hash table of names (path -> current inode, durable inode, or directory),
- * inodes with an undo log of unsynced operations, a list of open handles, and a small table of
- * scheduled failures. Invariant kept by every length change (set_len): the bytes of an inode's
- * buffer beyond its length are zero, so growing a file needs no memset and undoing a write only
- * has to restore the bytes it overwrote.
+ * inodes whose bytes are chunked images (image.h, one chunk pool per memfs) with an undo log of
+ * unsynced operations, a list of open handles, and a small table of scheduled failures.
+ * Invariant kept by every length change (set_len): the bytes of an inode's image beyond its
+ * length are zero, so growing a file needs no memset and undoing a write only has to restore
+ * the bytes it overwrote.
  */
 #include "vfs/memfs.h"
+#include "vfs/image.h"
 
 #include <string.h>
 
@@ -18,6 +20,7 @@
 #define MEMFS_MAGIC 0x6a726d656d667331ULL /* "jrmemfs1" */
 #define MAX_FILE ((uint64_t)1 << 40)
 #define MAX_FAULTS 16
+#define POOL_CHUNKS 4096 /* spare chunks kept for reuse: 256 MiB */
 
 enum { UNDO_WRITE = 1, UNDO_TRUNC = 2 };
 
@@ -33,8 +36,8 @@ typedef struct undo {
 
 typedef struct inode {
     uint64_t refs; /* current bindings + durable bindings + handles */
-    uint8_t *data;
-    uint64_t len, cap;
+    jr__image img;
+    uint64_t len;
     undo *log;
     size_t nlog, caplog;
     char *path; /* last name bound to it (for prefixes); owned */
@@ -75,6 +78,7 @@ typedef struct memfs {
     fault faults[MAX_FAULTS];
     uint64_t capacity, epoch;
     jr__memfs_stats st;
+    jr__chunk_pool pool;
 } memfs;
 
 static int m_open(void *ctx, const char *path, int flags, jr_file **out);
@@ -183,23 +187,9 @@ static int parent_exists(const memfs *m, const char *path)
  */
 static void set_len(memfs *m, inode *ino, uint64_t n)
 {
-    if (n < ino->len) memset(ino->data + n, 0, (size_t)(ino->len - n));
+    if (n < ino->len) jr__image_zero(&ino->img, n, ino->len - n);
     m->st.bytes_stored = m->st.bytes_stored - ino->len + n;
     ino->len = n;
-}
-
-static int ensure_cap(memfs *m, inode *ino, uint64_t n)
-{
-    if (n <= ino->cap) return 0;
-    if (n > MAX_FILE) return JR_ENOSPC;
-    uint64_t cap = ino->cap ? ino->cap : 256;
-    while (cap < n) cap *= 2;
-    uint8_t *d = jr__realloc(m->alloc, ino->data, (size_t)cap);
-    if (!d) return JR_ENOMEM;
-    memset(d + ino->cap, 0, (size_t)(cap - ino->cap));
-    ino->data = d;
-    ino->cap = cap;
-    return 0;
 }
 
 static inode *inode_new(memfs *m, const char *path)
@@ -225,9 +215,10 @@ static void unref(memfs *m, inode *ino)
 {
     if (!ino || --ino->refs) return;
     log_clear(m, ino);
-    set_len(m, ino, 0);
+    m->st.bytes_stored -= ino->len;
+    ino->len = 0;
+    jr__image_release(&ino->img, &m->pool);
     jr__free(m->alloc, ino->log);
-    jr__free(m->alloc, ino->data);
     jr__free(m->alloc, ino->path);
     jr__free(m->alloc, ino);
     m->st.files--;
@@ -269,7 +260,7 @@ static int log_push(memfs *m, inode *ino, int kind, uint64_t off, uint64_t len, 
     if (to > from) {
         u.saved = jr__malloc(m->alloc, (size_t)(to - from));
         if (!u.saved) return JR_ENOMEM;
-        memcpy(u.saved, ino->data + from, (size_t)(to - from));
+        jr__image_read(&ino->img, from, u.saved, to - from);
         u.saved_len = to - from;
     }
     ino->log[ino->nlog++] = u;
@@ -283,10 +274,10 @@ static int do_write(memfs *m, inode *ino, const void *buf, uint64_t len, uint64_
     uint64_t end = off + len;
     uint64_t nl = end > ino->len ? end : ino->len;
     if (nl > ino->len && m->st.bytes_stored - ino->len + nl > m->capacity) return JR_ENOSPC;
-    if ((rc = ensure_cap(m, ino, nl))) return rc;
+    if ((rc = jr__image_reserve(&ino->img, &m->pool, off, len))) return rc;
     uint64_t sv_to = end < ino->len ? end : ino->len;
     if ((rc = log_push(m, ino, UNDO_WRITE, off, len, off, off < sv_to ? sv_to : off))) return rc;
-    if (len) memcpy(ino->data + off, buf, (size_t)len);
+    jr__image_write(&ino->img, off, buf, len);
     set_len(m, ino, nl);
     return 0;
 }
@@ -296,7 +287,6 @@ static int do_truncate(memfs *m, inode *ino, uint64_t size)
     int rc;
     if (size > MAX_FILE) return JR_ENOSPC;
     if (size > ino->len && m->st.bytes_stored - ino->len + size > m->capacity) return JR_ENOSPC;
-    if ((rc = ensure_cap(m, ino, size))) return rc;
     if ((rc = log_push(m, ino, UNDO_TRUNC, size, 0, size, size < ino->len ? ino->len : size)))
         return rc;
     set_len(m, ino, size);
@@ -309,7 +299,7 @@ static void undo_one(memfs *m, inode *ino, const undo *u, uint64_t keep)
     if (u->kind == UNDO_TRUNC) {
         if (u->old_len > ino->len) {
             set_len(m, ino, u->old_len);
-            if (u->saved_len) memcpy(ino->data + u->off, u->saved, (size_t)u->saved_len);
+            jr__image_write(&ino->img, u->off, u->saved, u->saved_len);
         } else {
             set_len(m, ino, u->old_len);
         }
@@ -317,7 +307,7 @@ static void undo_one(memfs *m, inode *ino, const undo *u, uint64_t keep)
     }
     /* a write: restore [off+keep, off+saved_len) and the old length (or the torn end) */
     if (keep < u->saved_len)
-        memcpy(ino->data + u->off + keep, u->saved + keep, (size_t)(u->saved_len - keep));
+        jr__image_write(&ino->img, u->off + keep, u->saved + keep, u->saved_len - keep);
     uint64_t nl = u->old_len;
     if (keep && u->off + keep > nl) nl = u->off + keep;
     set_len(m, ino, nl);
@@ -464,7 +454,7 @@ static int m_pread(void *ctx, jr_file *f, void *buf, size_t len, uint64_t off, s
     if (off >= h->ino->len) return 0;
     uint64_t n = h->ino->len - off;
     if (n > len) n = len;
-    memcpy(buf, h->ino->data + off, (size_t)n);
+    jr__image_read(&h->ino->img, off, buf, n);
     *nread = (size_t)n;
     m->st.bytes_read += n;
     return 0;
@@ -666,6 +656,7 @@ int jr__memfs_new(const jr_allocator *alloc, uint64_t seed, jr_vfs **out)
     *out = NULL;
     if (!m) return JR_ENOMEM;
     m->alloc = alloc;
+    jr__chunk_pool_init(&m->pool, alloc, POOL_CHUNKS);
     m->magic = MEMFS_MAGIC;
     m->nbuckets = 64;
     m->buckets = jr__calloc(alloc, m->nbuckets, sizeof *m->buckets);
@@ -701,6 +692,7 @@ void jr__memfs_free(jr_vfs *vfs)
         }
     }
     jr__memfs_fail_clear(vfs);
+    jr__chunk_pool_free(&m->pool);
     jr__free(m->alloc, m->buckets);
     jr__free(m->alloc, m);
 }
@@ -758,7 +750,9 @@ int jr__memfs_flip_bits(jr_vfs *vfs, const char *path, uint64_t off, uint64_t le
     if (len == 0 || len > ino->len - off) len = ino->len - off;
     for (unsigned i = 0; i < n; i++) {
         uint64_t bit = jr__rand_below(&m->rng, len * 8);
-        ino->data[off + bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        uint64_t at = off + bit / 8;
+        if (jr__image_reserve(&ino->img, &m->pool, at, 1)) return JR_ENOMEM;
+        *jr__image_at(&ino->img, at) ^= (uint8_t)(1u << (bit % 8));
     }
     return 0;
 }
@@ -767,9 +761,8 @@ int jr__memfs_truncate(jr_vfs *vfs, const char *path, uint64_t size)
 {
     memfs *m = M(vfs->ctx);
     inode *ino = find_file(m, path);
-    int rc;
     if (!ino) return JR_ENOTFOUND;
-    if ((rc = ensure_cap(m, ino, size))) return rc;
+    if (size > MAX_FILE) return JR_ENOSPC;
     set_len(m, ino, size);
     return 0;
 }
@@ -781,7 +774,7 @@ int jr__memfs_zero(jr_vfs *vfs, const char *path, uint64_t off, uint64_t len)
     if (!ino) return JR_ENOTFOUND;
     if (off >= ino->len) return 0;
     if (len > ino->len - off) len = ino->len - off;
-    memset(ino->data + off, 0, (size_t)len);
+    jr__image_zero(&ino->img, off, len);
     return 0;
 }
 
@@ -794,7 +787,7 @@ int jr__memfs_read_all(jr_vfs *vfs, const char *path, uint8_t **data, size_t *le
     if (!ino) return JR_ENOTFOUND;
     *data = jr__malloc(m->alloc, (size_t)ino->len);
     if (!*data) return JR_ENOMEM;
-    if (ino->len) memcpy(*data, ino->data, (size_t)ino->len);
+    jr__image_read(&ino->img, 0, *data, ino->len);
     *len = (size_t)ino->len;
     return 0;
 }

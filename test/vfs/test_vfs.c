@@ -310,6 +310,67 @@ START_TEST(crash_loses_unsynced_writes_only)
 }
 END_TEST
 
+/* memfs keeps files in 64 KiB chunks (holes read as zeros, chunks of removed files reused):
+ * random writes, truncates, syncs and crashes across chunk boundaries, checked against a model
+ * of the current and the synced image; files are removed and recreated so recycled chunks are
+ * used, and must read as zeros wherever nothing was written. */
+START_TEST(chunked_files_match_a_model)
+{
+    enum { MAXLEN = 300 << 10 };
+    jr_vfs *v = mk(9);
+    uint8_t *cur = calloc(1, MAXLEN), *dur = calloc(1, MAXLEN), *buf = malloc(MAXLEN);
+    uint8_t *data = malloc(MAXLEN);
+    size_t cur_len = 0, dur_len = 0;
+    uint64_t x = 12345;
+    jr_file *f = NULL;
+    for (int round = 0; round < 6; round++) {
+        ck_assert_int_eq(v->open(v->ctx, "/d/c", JR_O_CREATE, &f), 0);
+        ck_assert_int_eq(v->sync_dir(v->ctx, "/d"), 0);
+        for (int op = 0; op < 120; op++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            unsigned kind = (unsigned)(x >> 60) % 8;
+            size_t off = (size_t)(x >> 20) % (MAXLEN - 70000);
+            size_t len = (size_t)(x >> 8) % 70000;
+            if (kind < 5) { /* write */
+                for (size_t i = 0; i < len; i++) data[i] = (uint8_t)(x + i * 7);
+                ck_assert_int_eq(v->pwrite(v->ctx, f, data, len, off), 0);
+                memcpy(cur + off, data, len);
+                if (off + len > cur_len) cur_len = off + len;
+            } else if (kind == 5) { /* truncate (shrink or extend) */
+                ck_assert_int_eq(v->truncate(v->ctx, f, off), 0);
+                if (off < cur_len) memset(cur + off, 0, cur_len - off);
+                cur_len = off;
+            } else if (kind == 6) {
+                ck_assert_int_eq(v->sync(v->ctx, f), 0);
+                memcpy(dur, cur, MAXLEN);
+                dur_len = cur_len;
+            } else { /* power loss: back to the synced image */
+                jr__memfs_crash(v, 0);
+                v->close(v->ctx, f);
+                ck_assert_int_eq(v->open(v->ctx, "/d/c", JR_O_READ, &f), 0);
+                memcpy(cur, dur, MAXLEN);
+                cur_len = dur_len;
+            }
+            size_t got = 0;
+            ck_assert_int_eq(v->pread(v->ctx, f, buf, MAXLEN, 0, &got), 0);
+            ck_assert_uint_eq(got, cur_len);
+            ck_assert_msg(memcmp(buf, cur, cur_len) == 0, "round %d op %d kind %u", round, op,
+                          kind);
+        }
+        v->close(v->ctx, f);
+        ck_assert_int_eq(v->remove(v->ctx, "/d/c"), 0);
+        memset(cur, 0, MAXLEN);
+        memset(dur, 0, MAXLEN);
+        cur_len = dur_len = 0;
+    }
+    free(cur);
+    free(dur);
+    free(buf);
+    free(data);
+    jr__memfs_free(v);
+}
+END_TEST
+
 START_TEST(crash_rolls_back_truncate)
 {
     jr_vfs *v = mk(1);
@@ -550,6 +611,7 @@ static Suite *suite(void)
     TCase *crash = tcase_create("memfs_crash");
     tcase_add_test(crash, crash_loses_unsynced_writes_only);
     tcase_add_test(crash, crash_rolls_back_truncate);
+    tcase_add_test(crash, chunked_files_match_a_model);
     tcase_add_test(crash, create_needs_sync_dir);
     tcase_add_test(crash, rename_and_remove_are_durable);
     tcase_add_test(crash, torn_crash_keeps_a_prefix_of_unsynced_writes);
