@@ -127,14 +127,37 @@ void jr__wal_seg_clamp(jr__wal *w, size_t upto, uint64_t group, uint64_t max)
     for (size_t i = 0; i < upto && i < w->nsegs; i++) segtab_clamp(&w->segs[i].tab, group, max);
 }
 
-static int deletable(jr__wal *w, const jr__walseg *s)
+/* Does the group in slot i of s still need an entry of s? */
+static int pins(const jr__wal *w, const jr__walseg *s, size_t i)
 {
-    for (size_t i = 0; i < s->tab.cap; i++) {
-        if (!s->tab.key[i]) continue;
-        const jr__walgrp *g = jr__map_get(&w->groups, s->tab.key[i]);
-        if (g && !g->dropped && (!g->has_compact || g->cindex < s->tab.val[i])) return 0;
-    }
+    if (!s->tab.key[i]) return 0;
+    const jr__walgrp *g = jr__map_get(&w->groups, s->tab.key[i]);
+    return g && !g->dropped && (!g->has_compact || g->cindex < s->tab.val[i]);
+}
+
+static int deletable(const jr__wal *w, const jr__walseg *s)
+{
+    for (size_t i = 0; i < s->tab.cap; i++)
+        if (pins(w, s, i)) return 0;
     return 1;
+}
+
+size_t jr__wal_segments(const jr__wal *w)
+{
+    return w->nsegs;
+}
+
+size_t jr__wal_pins(const jr__wal *w, uint64_t *groups, size_t max)
+{
+    size_t n = 0;
+    if (w->nsegs < 2) return 0;
+    const jr__walseg *s = &w->segs[0];
+    for (size_t i = 0; i < s->tab.cap; i++) {
+        if (!pins(w, s, i)) continue;
+        if (n < max) groups[n] = s->tab.key[i];
+        n++;
+    }
+    return n;
 }
 
 void jr__wal_gc(jr__wal *w)

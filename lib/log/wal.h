@@ -117,6 +117,14 @@ uint64_t jr__wal_deadline(const jr__wal *w);
 
 /* Bytes staged and not yet written. */
 size_t jr__wal_pending(const jr__wal *w);
+/* Segment files now (the last one is the current segment). */
+size_t jr__wal_segments(const jr__wal *w);
+/* The groups that keep the oldest segment alive: live groups with an entry there past their
+ * compaction point (an idle group that never compacts pins every segment after it too, since
+ * segments go oldest first). Writes up to max of them to groups and returns how many there are
+ * in all (0 when only the current segment exists). Compacting them — a snapshot — lets the
+ * segment go. */
+size_t jr__wal_pins(const jr__wal *w, uint64_t *groups, size_t max);
 const char *jr__wal_errmsg(const jr__wal *w);
 
 /* Counters (additive to the lead's contract). */

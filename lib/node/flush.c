@@ -232,6 +232,7 @@ int jr__node_flush(jr_node *n, int callbacks)
                 n->flush_gen++;
                 if (bytes) n->stats.wal_syncs++;
                 n->stats.wal_bytes += bytes;
+                jr__snap_unpin_wal(n);
             }
         }
         if (err) {

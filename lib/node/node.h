@@ -162,6 +162,7 @@ struct jr_group {
     /* snapshots (snapshot.c) */
     uint64_t snap_index, snap_term; /* newest durable snapshot file (0: none) */
     uint64_t snap_retry;    /* after a failed attempt: do not try again before this index */
+    uint8_t snap_wanted;    /* the WAL needs this group compacted: snapshot at the next chance */
     uint8_t *conf_bytes;    /* jr__conf_encode of the configuration at `applied` */
     uint32_t conf_len;
     jr_file *snap_file;     /* leader: open handle of the file at snap_index (lazy) */
@@ -211,6 +212,7 @@ struct jr_node {
 
     jr__wal *wal;
     uint64_t flush_gen;
+    size_t unpin_segs;       /* WAL segment count when groups were last asked to unpin */
 
     /* completion records */
     jr__op *op_free;
@@ -362,8 +364,13 @@ int jr__node_flush(jr_node *n, int callbacks);
 
 /* snapshot.c --------------------------------------------------------------------------------*/
 
-/* Takes a snapshot of g's fsm at g->applied if it has one and enough entries were applied. */
+/* Takes a snapshot of g's fsm at g->applied if it has one and enough entries were applied
+ * (or the WAL asked for one: snap_wanted). */
 int jr__snap_maybe_take(jr_group *g);
+/* Asks the groups that keep the WAL's oldest segment alive for a snapshot, so that a group that
+ * went idle before reaching its snapshot threshold cannot keep the WAL from being reclaimed.
+ * Checked whenever the segment count changed; called after a successful WAL flush. */
+void jr__snap_unpin_wal(jr_node *n);
 /* Loads g's snapshot file at index `want` and restores the fsm from it; index, term and conf
  * receive what the file holds. 0, JR_ENOMEM, or an error that makes the snapshot unusable
  * (JR_ECORRUPT, JR_EIO, JR_ENOTFOUND, JR_ENOTSUP without fsm.restore, the fsm's own error). */

@@ -9,10 +9,13 @@
  * so a crash leaves either the old snapshot or the new one, never half of one; leftover *.tmp
  * files are removed at open.
  *
- * Taking: once snapshot_entries entries were applied since the last snapshot, the fsm writes its
- * state into a node-owned buffer (jr_snapshot_write), the node compresses it into the file, then
- * tells the core (jr__raft_snapshot_taken, keeping some trailing entries for slow followers) and
- * the WAL (jr__wal_compact). The file is durable before the WAL may forget the entries.
+ * Taking: once snapshot_entries entries, or SNAPSHOT_BYTES of entry payload, were applied since
+ * the last snapshot, the fsm writes its state into a node-owned buffer (jr_snapshot_write), the
+ * node compresses it into the file, then tells the core (jr__raft_snapshot_taken, keeping up to
+ * TRAILING_MAX entries / TRAILING_BYTES of them for slightly slow followers) and the WAL
+ * (jr__wal_compact). The file is durable before the WAL may forget the entries. The byte bound
+ * keeps a group of large (batched) entries from holding gigabytes of log in memory: the core's
+ * log rings stay the same size and are reused from one snapshot to the next.
  *
  * Sending: the leader's core reads chunks of the current file (io->snap_read). Receiving: the
  * follower appends chunks to "<group>-<index>.in.tmp" (io->snap_write, offset 0 restarts); at
@@ -28,6 +31,9 @@
 #include "util/alloc.h"
 
 #define TRAILING_MAX 1024
+#define TRAILING_BYTES (2u << 20)
+#define SNAPSHOT_BYTES (8u << 20)
+#define UNPIN_MAX 1024 /* groups asked for a snapshot per segment-count change */
 
 void jr__snap_path(const jr_node *n, uint64_t group, uint64_t index, const char *suffix, char *buf,
                    size_t cap)
@@ -102,12 +108,43 @@ static void remove_snapshot(jr_node *n, uint64_t group, uint64_t index)
     n->vfs->remove(n->vfs->ctx, path);
 }
 
+/* Entries to keep behind a snapshot at index: at most TRAILING_MAX (and snapshot_entries) of
+ * them, holding at most TRAILING_BYTES of payload. Bytes held by index-t+1..index grow with t,
+ * so a binary search finds the largest t. */
+static uint64_t trailing_for(const jr_group *g, uint64_t index)
+{
+    const jr__raft *r = g->raft;
+    uint64_t first = jr__raft_first_index(r);
+    uint64_t hi = g->snapshot_entries < TRAILING_MAX ? g->snapshot_entries : TRAILING_MAX;
+    if (index + 1 < first) return 0;
+    if (hi > index + 1 - first) hi = index + 1 - first;
+    uint64_t lo = 0;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        if (jr__raft_log_bytes(r, index - mid + 1, index) <= TRAILING_BYTES)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Is a snapshot due: enough entries or enough payload bytes applied since the last one? */
+static int snapshot_due(const jr_group *g)
+{
+    if (g->applied < g->snap_retry) return 0;
+    if (g->snap_wanted && g->applied > g->snap_index) return 1;
+    if (g->applied >= g->snap_index + g->snapshot_entries) return 1;
+    return jr__raft_log_bytes(g->raft, g->snap_index + 1, g->applied) >= SNAPSHOT_BYTES;
+}
+
 int jr__snap_maybe_take(jr_group *g)
 {
     jr_node *n = g->node;
     jr__raft *r = g->raft;
     if (!g->fsm.snapshot || g->conf_stale || g->closed || !g->conf_bytes) return 0;
-    if (g->applied < g->snap_index + g->snapshot_entries || g->applied < g->snap_retry) return 0;
+    if (!snapshot_due(g)) return 0;
+    g->snap_wanted = 0;
     uint64_t index = g->applied;
     jr__entry e;
     if (jr__raft_entry(r, index, &e) != 0) return 0; /* not held (cannot happen) */
@@ -130,8 +167,7 @@ int jr__snap_maybe_take(jr_group *g)
         g->snap_retry = index + g->snapshot_entries;
         return rc;
     }
-    uint64_t trailing = g->snapshot_entries < TRAILING_MAX ? g->snapshot_entries : TRAILING_MAX;
-    rc = jr__raft_snapshot_taken(r, index, trailing);
+    rc = jr__raft_snapshot_taken(r, index, trailing_for(g, index));
     if (rc != 0) {
         jr__node_log(n, JR_LOG_WARN, "group %" PRIu64 ": core refused snapshot at %" PRIu64 ": %s",
                      g->id, index, jr_strerror(rc));
@@ -148,6 +184,22 @@ int jr__snap_maybe_take(jr_group *g)
     if (old && old != index) remove_snapshot(n, g->id, old);
     jr__group_mark_snapshot(g, index, term); /* the WAL may forget the entries behind it */
     return 0;
+}
+
+void jr__snap_unpin_wal(jr_node *n)
+{
+    size_t segs = jr__wal_segments(n->wal);
+    if (segs == n->unpin_segs) return;
+    n->unpin_segs = segs;
+    uint64_t ids[UNPIN_MAX];
+    size_t k = jr__wal_pins(n->wal, ids, UNPIN_MAX);
+    if (k > UNPIN_MAX) k = UNPIN_MAX; /* the rest when the count changes again */
+    for (size_t i = 0; i < k; i++) {
+        jr_group *g = jr__map_get(&n->groups, ids[i]);
+        if (!g || g->closed || !g->fsm.snapshot || g->applied <= g->snap_index) continue;
+        g->snap_wanted = 1;
+        jr__group_ready(g);
+    }
 }
 
 int jr__snap_load(jr_group *g, uint64_t want, uint64_t *index, uint64_t *term, jr__conf *conf)

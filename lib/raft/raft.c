@@ -417,6 +417,10 @@ uint64_t jr__raft_first_index(const jr__raft *r)
 {
     return r->log.first;
 }
+uint64_t jr__raft_log_bytes(const jr__raft *r, uint64_t lo, uint64_t hi)
+{
+    return jr__memlog_bytes(&r->log, lo, hi);
+}
 uint64_t jr__raft_snapshot_index(const jr__raft *r)
 {
     return r->snap_index;

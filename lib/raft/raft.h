@@ -387,6 +387,8 @@ uint64_t jr__raft_applied_index(const jr__raft *r);
 uint64_t jr__raft_last_index(const jr__raft *r);
 uint64_t jr__raft_last_term(const jr__raft *r);
 uint64_t jr__raft_first_index(const jr__raft *r); /* first index held in memory */
+/* Payload bytes of the entries lo..hi held in memory (clamped to what is held; 0 if none). */
+uint64_t jr__raft_log_bytes(const jr__raft *r, uint64_t lo, uint64_t hi);
 uint64_t jr__raft_snapshot_index(const jr__raft *r);
 uint64_t jr__raft_snapshot_term(const jr__raft *r);
 const jr__conf *jr__raft_conf(const jr__raft *r); /* latest configuration (maybe uncommitted) */

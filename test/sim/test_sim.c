@@ -178,6 +178,16 @@ static int group_has_leader(void *arg, jr_sim *sim)
     return h_leader(arg, 0) >= 0;
 }
 
+/* list callback: keeps the smallest "<seq>.wal" name in arg */
+static int keep_oldest_segment(void *arg, const char *name)
+{
+    char *oldest = arg;
+    size_t n = strlen(name);
+    if (n < 5 || strcmp(name + n - 4, ".wal") || n >= 64) return 0;
+    if (!oldest[0] || strcmp(name, oldest) < 0) memcpy(oldest, name, n + 1);
+    return 0;
+}
+
 /* A replica whose WAL lost records in the middle opens damaged: it follows and applies, but it
  * never votes, so with the leader down the other voter alone cannot elect anyone. */
 START_TEST(damaged_replica_follows_but_never_votes)
@@ -197,10 +207,15 @@ START_TEST(damaged_replica_follows_but_never_votes)
     jr_sim_run_for(h.sim, 500 * MS);
     ck_assert_uint_ge(h.fsm[d][0].count, 400);
 
-    /* power off d, damage its oldest WAL segment, power on */
+    /* power off d, damage its oldest WAL segment (older ones were reclaimed), power on */
     ck_assert_int_eq(jr_sim_crash(h.sim, d), 0);
-    ck_assert_int_eq(
-        jr__memfs_flip_bits(jr_sim_vfs(h.sim, d), "/wal/0000000000000001.wal", 200, 1000, 8), 0);
+    jr_vfs *v = jr_sim_vfs(h.sim, d);
+    char oldest[64] = "";
+    ck_assert_int_eq(v->list(v->ctx, "/wal", keep_oldest_segment, oldest), 0);
+    ck_assert_str_ne(oldest, "");
+    char path[80];
+    snprintf(path, sizeof path, "/wal/%s", oldest);
+    ck_assert_int_eq(jr__memfs_flip_bits(v, path, 200, 1000, 8), 0);
     ck_assert_int_eq(jr_sim_restart(h.sim, d), 0);
     ck_assert_int_eq(h_open(&h, d), 0);
     jr_group_status st = {.size = sizeof st};
@@ -236,6 +251,71 @@ START_TEST(damaged_replica_follows_but_never_votes)
 }
 END_TEST
 
+/* list callback: counts "<seq>.wal" files */
+static int count_segments(void *arg, const char *name)
+{
+    size_t n = strlen(name);
+    if (n > 4 && !strcmp(name + n - 4, ".wal")) ++*(int *)arg;
+    return 0;
+}
+
+/* A group that went idle long before its snapshot threshold must not keep the shared WAL from
+ * being reclaimed: its old entries pin the oldest segment (and, since segments go oldest first,
+ * every later one), so the node asks it for a snapshot. Nothing of it is lost on a restart. */
+START_TEST(idle_group_does_not_pin_the_wal)
+{
+    h_cluster h;
+    jr_sim_config cfg;
+    jr_sim_config_init(&cfg);
+    cfg.seed = 11;
+    cfg.configure = small_segments; /* 16 KiB */
+    ck_assert_int_eq(h_new(&h, &cfg, 3, 2, 50), 0); /* group 1 never gets to 50 */
+    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
+    int l1 = -1;
+    for (int t = 0; t < 100 && l1 < 0; t++) {
+        l1 = h_leader(&h, 1);
+        if (l1 < 0) jr_sim_run_for(h.sim, 50 * MS);
+    }
+    ck_assert_int_ge(l1, 0);
+    acks a = {0};
+    for (int i = 0; i < 5; i++) jr_group_propose(h.g[l1][1], "idle", 4, on_ack, &a);
+    jr_sim_run_for(h.sim, 300 * MS);
+    ck_assert_int_eq(a.ok, 5);
+
+    /* ~240 KiB of traffic in group 0 (which snapshots too): fifteen segments' worth */
+    int l = h_leader(&h, 0);
+    char data[600];
+    memset(data, 'b', sizeof data);
+    for (int i = 0; i < 400; i++) { /* one flush each: segments rotate at 16 KiB */
+        jr_group_propose(h.g[l][0], data, sizeof data, on_ack, &a);
+        jr_sim_run_for(h.sim, 5 * MS);
+    }
+    jr_sim_run_for(h.sim, 500 * MS);
+    ck_assert_int_eq(a.ok, 405);
+    for (unsigned i = 0; i < 3; i++) {
+        jr_vfs *v = jr_sim_vfs(h.sim, i);
+        int segs = 0;
+        ck_assert_int_eq(v->list(v->ctx, "/wal", count_segments, &segs), 0);
+        ck_assert_msg(segs <= 4, "node %u keeps %d WAL segments", i, segs);
+    }
+
+    /* the idle group's state survives a restart of every node */
+    uint64_t chain = h.fsm[l1][1].chain, last = h.fsm[l1][1].last;
+    for (unsigned i = 0; i < 3; i++) {
+        ck_assert_int_eq(jr_sim_crash(h.sim, i), 0);
+        ck_assert_int_eq(jr_sim_restart(h.sim, i), 0);
+        ck_assert_int_eq(h_open(&h, i), 0);
+    }
+    jr_sim_run_for(h.sim, 3000 * MS);
+    for (unsigned i = 0; i < 3; i++) {
+        ck_assert_uint_eq(h.fsm[i][1].last, last);
+        ck_assert_uint_eq(h.fsm[i][1].chain, chain);
+    }
+    ck_assert_msg(h.fail[0] == 0, "%s", h.fail);
+    h_free(&h);
+}
+END_TEST
+
 START_TEST(same_seed_same_digest)
 {
     uint64_t a = run_digest(7), b = run_digest(7), c = run_digest(8);
@@ -251,6 +331,7 @@ int main(void)
     tcase_add_test(tc, healthy_cluster_elects_and_commits);
     tcase_add_test(tc, restart_recovers_and_snapshot_catches_up);
     tcase_add_test(tc, damaged_replica_follows_but_never_votes);
+    tcase_add_test(tc, idle_group_does_not_pin_the_wal);
     tcase_add_test(tc, same_seed_same_digest);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
