@@ -165,7 +165,8 @@ typedef struct jr__op_iter {
 
 void jr__op_batch_iter(const jr__stream_op *batch, jr__op_iter *it);
 /* Decodes the next op of the batch. 1 with *op set, 0 at the end. A batch that passed
- * jr__op_decode always iterates to its count; a failure (only possible on a hand-made iterator)
+ * jr__op_decode (which validated every op in it, so they are not validated again here) always
+ * iterates to its count; a failure (only possible on a hand-made iterator)
  * returns JR_ECORRUPT. */
 int jr__op_batch_next(jr__op_iter *it, jr__stream_op *op);
 
