@@ -9,27 +9,31 @@ static size_t toklen(const char *p, const char *end)
     return q ? (size_t)(q - p) : (size_t)(end - p);
 }
 
+/* Bytes no subject may contain: whitespace and NUL. */
+static int forbidden(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r') || c == 0;
+}
+
 int jr__subject_valid(const char *s, size_t len, int wildcards)
 {
     if (!s || len == 0) return 0;
-    const char *p = s, *end = s + len;
-    for (;;) {
-        size_t n = toklen(p, end);
-        if (n == 0) return 0;
-        for (size_t i = 0; i < n; i++) {
-            unsigned char c = (unsigned char)p[i];
-            if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v' ||
-                c == 0)
-                return 0;
+    /* one pass: every publish is checked on every replica */
+    size_t tok = 0; /* start of the current token */
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && s[i] != '.') {
+            if (forbidden((unsigned char)s[i])) return 0;
+            continue;
         }
-        int wild = n == 1 && (p[0] == '*' || p[0] == '>');
-        if (wild && !wildcards) return 0;
-        if (n == 1 && p[0] == '>' && p + 1 != end) return 0;
-        p += n;
-        if (p == end) return 1;
-        p++; /* the '.' */
-        if (p == end) return 0; /* trailing '.' */
+        size_t n = i - tok;
+        if (n == 0) return 0; /* empty token: leading, doubled or trailing '.' */
+        if (n == 1 && (s[tok] == '*' || s[tok] == '>')) {
+            if (!wildcards) return 0;
+            if (s[tok] == '>' && i != len) return 0; /* '>' only as the last token */
+        }
+        tok = i + 1;
     }
+    return 1;
 }
 
 int jr__subject_literal(const char *f, size_t flen)
