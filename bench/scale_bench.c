@@ -111,15 +111,16 @@ static uint64_t rss_bytes(void)
 /* The nodes' allocator: counts live bytes; with --heap-sites also by allocation site ------------*/
 
 #define SITES 4096
+#define DEPTH 6
 typedef struct site {
-    void *pc;
+    void *pc[DEPTH]; /* the allocation's callers, innermost first (from jr__malloc & co.) */
     int64_t bytes, count;
 } site;
 
 static struct {
     int64_t live;
     int sites_on;
-    site sites[SITES]; /* open addressing by pc */
+    site sites[SITES]; /* open addressing by the callers */
     size_t nsites;
     /* live allocation -> site index, open addressing by pointer (only with sites_on) */
     void **keys;
@@ -175,27 +176,21 @@ static uint32_t track_take(void *p)
     return UINT32_MAX;
 }
 
-/* The allocation's site: the first return address outside this file and lib/util/alloc.c. */
+/* The allocation's site: its DEPTH innermost callers above the allocator hook. */
 static uint32_t site_of(void)
 {
-    void *bt[8];
-    int n = backtrace(bt, 8);
-    void *pc = NULL;
-    for (int k = 2; k < n; k++) {
-        Dl_info di;
-        if (dladdr(bt[k], &di) && di.dli_sname &&
-            (strstr(di.dli_sname, "jr__malloc") || strstr(di.dli_sname, "jr__calloc") ||
-             strstr(di.dli_sname, "jr__realloc") || strstr(di.dli_sname, "jr__strdup") ||
-             strstr(di.dli_sname, "jr__buf_")))
-            continue;
-        pc = bt[k];
-        break;
-    }
-    size_t i = ((uintptr_t)pc >> 2) % SITES;
+    void *bt[DEPTH + 3];
+    memset(bt, 0, sizeof bt);
+    int n = backtrace(bt, DEPTH + 3); /* site_of, account, a_malloc/a_realloc, then callers */
+    void *pc[DEPTH] = {0};
+    for (int k = 3; k < n; k++) pc[k - 3] = bt[k];
+    uint64_t h = 0;
+    for (int k = 0; k < DEPTH; k++) h = (h ^ (uint64_t)(uintptr_t)pc[k]) * 0x100000001b3ull;
+    size_t i = (size_t)(h % SITES);
     for (size_t probe = 0; probe < SITES; probe++, i = (i + 1) % SITES) {
-        if (heap.sites[i].pc == pc) return (uint32_t)i;
-        if (!heap.sites[i].pc && heap.nsites + 1 < SITES) {
-            heap.sites[i].pc = pc;
+        if (!memcmp(heap.sites[i].pc, pc, sizeof pc)) return (uint32_t)i;
+        if (!heap.sites[i].pc[0] && heap.nsites + 1 < SITES) {
+            memcpy(heap.sites[i].pc, pc, sizeof pc);
             heap.nsites++;
             return (uint32_t)i;
         }
@@ -250,7 +245,26 @@ static int cmp_site(const void *a, const void *b)
     return (y->bytes > x->bytes) - (y->bytes < x->bytes);
 }
 
-/* Prints the sites holding the most live bytes (per replica), resolved with addr2line. */
+/* Resolves pc to "function file:line" with addr2line (static functions included). */
+static void resolve(const char *exe, void *pc, char *out, size_t cap)
+{
+    Dl_info di;
+    uintptr_t off = (uintptr_t)pc;
+    if (dladdr(pc, &di) && di.dli_fbase) off -= (uintptr_t)di.dli_fbase;
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "addr2line -f -s -e %s 0x%lx | paste -sd' '", exe,
+             (unsigned long)(off ? off - 1 : 0));
+    snprintf(out, cap, "?");
+    FILE *p = popen(cmd, "r");
+    if (p) {
+        if (!fgets(out, (int)cap, p)) snprintf(out, cap, "?");
+        pclose(p);
+        out[strcspn(out, "\n")] = 0;
+    }
+}
+
+/* Prints the sites holding the most live bytes (per replica): the chain of callers, without
+ * the allocator's own functions. */
 static void print_sites(uint64_t replicas)
 {
     site *s = malloc(sizeof heap.sites);
@@ -260,21 +274,23 @@ static void print_sites(uint64_t replicas)
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[el > 0 ? el : 0] = 0;
     fprintf(stderr, "heap by allocation site (bytes per replica, live blocks per replica):\n");
-    for (int k = 0; k < 40 && s[k].bytes > 0; k++) {
-        Dl_info di;
-        uintptr_t off = (uintptr_t)s[k].pc;
-        if (dladdr(s[k].pc, &di) && di.dli_fbase) off -= (uintptr_t)di.dli_fbase;
-        char cmd[700], where[512] = "?";
-        snprintf(cmd, sizeof cmd, "addr2line -f -s -i -e %s 0x%lx | paste -sd' '", exe,
-                 (unsigned long)(off ? off - 1 : 0));
-        FILE *p = popen(cmd, "r");
-        if (p) {
-            if (!fgets(where, sizeof where, p)) snprintf(where, sizeof where, "?");
-            pclose(p);
-            where[strcspn(where, "\n")] = 0;
+    for (int k = 0; k < 50 && s[k].bytes > 0; k++) {
+        char chain[1024] = "";
+        size_t len = 0;
+        int shown = 0;
+        for (int d = 0; d < DEPTH && s[k].pc[d] && shown < 3; d++) {
+            char w[256];
+            resolve(exe, s[k].pc[d], w, sizeof w);
+            if (!shown && (!strncmp(w, "jr__malloc", 10) || !strncmp(w, "jr__calloc", 10) ||
+                           !strncmp(w, "jr__realloc", 11) || !strncmp(w, "jr__strdup", 10) ||
+                           !strncmp(w, "jr__buf_", 8) || !strncmp(w, "grow ", 5)))
+                continue;
+            len += (size_t)snprintf(chain + len, sizeof chain - len, "%s%s", shown ? " < " : "", w);
+            if (len >= sizeof chain) len = sizeof chain - 1;
+            shown++;
         }
         fprintf(stderr, "  %8.1f B  %6.2f blocks  %s\n", (double)s[k].bytes / (double)replicas,
-                (double)s[k].count / (double)replicas, where);
+                (double)s[k].count / (double)replicas, chain);
     }
     free(s);
 }
@@ -284,7 +300,7 @@ static void print_sites(uint64_t replicas)
 struct jr_file {
     jr_file *in; /* the POSIX handle, NULL while closed */
     char *path;
-    jr_file *prev, *next; /* LRU of open handles (front: most recent) */
+    jr_file *prev, *next;   /* LRU of open handles (front: most recent) */
     jr_file *aprev, *anext; /* every handle */
 };
 
@@ -453,9 +469,20 @@ static jr_vfs *fdcap_vfs(void)
     if (!fdv.p) {
         fdv.p = jr_vfs_posix();
         fdv.lru.next = fdv.lru.prev = &fdv.lru;
-        fdv.v = (jr_vfs){JR_VFS_VERSION, fdv.p->ctx, v_open, v_close, v_pread, v_pwrite,
-                         v_sync, v_size, v_truncate, v_rename, v_remove, v_mkdir, v_list,
-                         v_sync_dir};
+        fdv.v = (jr_vfs){.version = JR_VFS_VERSION,
+                         .ctx = fdv.p->ctx,
+                         .open = v_open,
+                         .close = v_close,
+                         .pread = v_pread,
+                         .pwrite = v_pwrite,
+                         .sync = v_sync,
+                         .size = v_size,
+                         .truncate = v_truncate,
+                         .rename = v_rename,
+                         .remove = v_remove,
+                         .mkdir = v_mkdir,
+                         .list = v_list,
+                         .sync_dir = v_sync_dir};
     }
     return &fdv.v;
 }
@@ -486,8 +513,8 @@ struct cluster {
     frame *q;
     size_t qhead, qlen, qcap;
     uint64_t frames, bytes;
-    int streams;      /* 1: stream mode */
-    uint64_t *gids;   /* the groups measured (raw ids, or the streams' groups) */
+    int streams;    /* 1: stream mode */
+    uint64_t *gids; /* the groups measured (raw ids, or the streams' groups) */
     uint64_t ngids;
     uint64_t acked, failed;
     int last_err;
@@ -661,7 +688,8 @@ static void open_cluster(cluster *c, int storage)
         hn->c = c;
         hn->idx = i;
         hn->armed = UINT64_MAX;
-        hn->host = (jr_host){JR_HOST_VERSION, hn, h_send, h_now, h_arm, NULL};
+        hn->host = (jr_host){
+            .version = JR_HOST_VERSION, .ctx = hn, .send = h_send, .now = h_now, .arm = h_arm};
         char wal[300];
         snprintf(wal, sizeof wal, "%s/%s", c->dir, names[i]);
         snprintf(cmd, sizeof cmd, "mkdir -p %s", wal);
@@ -713,8 +741,8 @@ static void progress(cluster *c, const char *phase)
             quiet += r && jr__raft_quiet(r);
         }
     fprintf(stderr,
-            "scale_bench %" PRIu64 " %s: %s: %" PRIu64 " led, %" PRIu64
-            " replicas quiet, %" PRIu64 " frames so far\n",
+            "scale_bench %" PRIu64 " %s: %s: %" PRIu64 " led, %" PRIu64 " replicas quiet, %" PRIu64
+            " frames so far\n",
             c->ngids, c->streams ? "streams" : "groups", phase, led, quiet, c->frames);
 }
 
@@ -784,7 +812,7 @@ static void fsm_apply(void *ctx, uint64_t index, const void *data, size_t len)
     (void)data;
     (void)len;
 }
-static jr_fsm the_fsm = {JR_FSM_VERSION, NULL, fsm_apply, NULL, NULL};
+static jr_fsm the_fsm = {.version = JR_FSM_VERSION, .apply = fsm_apply};
 
 static void on_ack(void *arg, int status, uint64_t index)
 {
@@ -902,20 +930,21 @@ static void run_groups(uint64_t groups)
     uint64_t fo_groups, failover_ns = measure_failover(c, &fo_groups);
 
     uint64_t replicas = (uint64_t)N * groups;
-    printf("{\"bench\":\"scale\",\"kind\":\"groups\",\"nodes\":%d,\"replicas\":%d,\"groups\":%" PRIu64
-           ",\"create_batch\":%" PRIu64
-           ",\"create_ms\":%.1f,\"elect_ms\":%.1f,\"quiet_ms\":%.1f,\"bytes_per_replica\":%.0f,"
-           "\"heap_bytes_per_replica\":%.0f,"
-           "\"struct_bytes\":{\"group\":%zu,\"raft\":%zu},\"idle_cpu_pct_node_max\":%.3f,"
-           "\"idle_cpu_pct_node_mean\":%.3f,\"idle_loop_cpu_pct\":%.3f,\"idle_frames_per_s\":%.1f,"
-           "\"idle_bytes_per_s\":%.0f,\"idle_ticks_per_s\":%.1f,\"idle_stayed_quiet\":%s,"
-           "\"pub_active_groups\":%" PRIu64 ",\"pub_per_s\":%.0f,\"pub_failed\":%" PRIu64
-           ",\"failover_groups\":%" PRIu64 ",\"failover_ms\":%.1f,\"election_timeout_ms\":1000}\n",
-           N, N, groups, batch, create_ns / 1e6, elect_ns / 1e6, quiet_ns / 1e6,
-           (double)(rss1 - rss0) / (double)replicas, (double)(heap1 - heap0) / (double)replicas,
-           sizeof(struct jr_group), jr__raft_sizeof(), idle.cpu_max, idle.cpu_mean, idle.loop,
-           idle.fps, idle.bps, idle.tps, idle.still_quiet ? "true" : "false", nactive, pub_rate,
-           c->failed, fo_groups, failover_ns / 1e6);
+    printf(
+        "{\"bench\":\"scale\",\"kind\":\"groups\",\"nodes\":%d,\"replicas\":%d,\"groups\":%" PRIu64
+        ",\"create_batch\":%" PRIu64
+        ",\"create_ms\":%.1f,\"elect_ms\":%.1f,\"quiet_ms\":%.1f,\"bytes_per_replica\":%.0f,"
+        "\"heap_bytes_per_replica\":%.0f,"
+        "\"struct_bytes\":{\"group\":%zu,\"raft\":%zu},\"idle_cpu_pct_node_max\":%.3f,"
+        "\"idle_cpu_pct_node_mean\":%.3f,\"idle_loop_cpu_pct\":%.3f,\"idle_frames_per_s\":%.1f,"
+        "\"idle_bytes_per_s\":%.0f,\"idle_ticks_per_s\":%.1f,\"idle_stayed_quiet\":%s,"
+        "\"pub_active_groups\":%" PRIu64 ",\"pub_per_s\":%.0f,\"pub_failed\":%" PRIu64
+        ",\"failover_groups\":%" PRIu64 ",\"failover_ms\":%.1f,\"election_timeout_ms\":1000}\n",
+        N, N, groups, batch, create_ns / 1e6, elect_ns / 1e6, quiet_ns / 1e6,
+        (double)(rss1 - rss0) / (double)replicas, (double)(heap1 - heap0) / (double)replicas,
+        sizeof(struct jr_group), jr__raft_sizeof(), idle.cpu_max, idle.cpu_mean, idle.loop,
+        idle.fps, idle.bps, idle.tps, idle.still_quiet ? "true" : "false", nactive, pub_rate,
+        c->failed, fo_groups, failover_ns / 1e6);
     fflush(stdout);
     close_cluster(c);
     free(c);
@@ -1022,9 +1051,11 @@ static void add_streams(cluster *c, uint64_t streams, int storage, adder *a)
         run_for(c, 1 * MS);
         if (wall_ns() - t_last > 5000 * MS) {
             t_last = wall_ns();
-            fprintf(stderr, "scale_bench %" PRIu64 " streams: %" PRIu64 " added, %" PRIu64
-                    " refused (last: %s %s)\n", streams, a->acked, a->failed,
-                    a->failed ? jr_err_name(a->last_err) : "", a->last_msg);
+            fprintf(stderr,
+                    "scale_bench %" PRIu64 " streams: %" PRIu64 " added, %" PRIu64
+                    " refused (last: %s %s)\n",
+                    streams, a->acked, a->failed, a->failed ? jr_err_name(a->last_err) : "",
+                    a->last_msg);
         }
     }
     free(a->retry);
@@ -1123,11 +1154,11 @@ static void run_streams(uint64_t streams, int storage, int sites)
            ",\"pub_per_s\":%.0f,\"pub_failed\":%" PRIu64 ",\"pub_last_error\":\"%s\","
            "\"failover_streams\":%" PRIu64 ",\"failover_ms\":%.1f,\"fd_reopens\":%" PRIu64
            ",\"election_timeout_ms\":1000}\n",
-           storage == JR_STORAGE_FILE ? "file" : "memory", N, N, streams, create_ns / 1e6,
-           a.failed, elect_ns / 1e6, quiet_ns / 1e6, (double)(rss1 - rss0) / (double)replicas,
-           (double)(heap1 - heap0) / (double)replicas, sizeof(struct jr_group),
-           jr__raft_sizeof(), sizeof(jr__srep), idle.cpu_max, idle.cpu_mean, idle.loop, idle.fps,
-           idle.bps, idle.tps, idle.still_quiet ? "true" : "false", nactive, pub_rate, pub_failed,
+           storage == JR_STORAGE_FILE ? "file" : "memory", N, N, streams, create_ns / 1e6, a.failed,
+           elect_ns / 1e6, quiet_ns / 1e6, (double)(rss1 - rss0) / (double)replicas,
+           (double)(heap1 - heap0) / (double)replicas, sizeof(struct jr_group), jr__raft_sizeof(),
+           sizeof(jr__srep), idle.cpu_max, idle.cpu_mean, idle.loop, idle.fps, idle.bps, idle.tps,
+           idle.still_quiet ? "true" : "false", nactive, pub_rate, pub_failed,
            pub_failed ? jr_err_name(pub_err) : "", fo_groups, failover_ns / 1e6, fdv.reopens);
     fflush(stdout);
     free(pubs);
@@ -1149,8 +1180,10 @@ int main(int argc, char **argv)
         } else if (argv[i][0] >= '1' && argv[i][0] <= '9' && ncounts < 16) {
             counts[ncounts++] = strtoull(argv[i], NULL, 10);
         } else {
-            fprintf(stderr, "usage: %s [--streams] [--storage file|memory] [--heap-sites] "
-                            "[count...]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--streams] [--storage file|memory] [--heap-sites] "
+                    "[count...]\n",
+                    argv[0]);
             return 2;
         }
     }

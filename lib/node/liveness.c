@@ -93,9 +93,9 @@ static void tell_members(jr_node *n, jr_group *g, int quiet)
 static void led_remove(jr_node *n, jr_group *g)
 {
     uint32_t i = g->live.lead_slot - 1;
-    jr_group *last = n->live.led[--n->live.nled];
+    jr__led last = n->live.led[--n->live.nled];
     n->live.led[i] = last;
-    last->live.lead_slot = i + 1;
+    last.g->live.lead_slot = i + 1;
     g->live.lead_slot = 0;
 }
 
@@ -126,7 +126,89 @@ void jr__live_forget(jr_group *g)
         led_remove(n, g);
         tell_members(n, g, 0);
     }
-    if (g->live.follow_slot) follow_remove(n, g);
+    if (g->live.follow_slot) {
+        if (g->closed && !n->closing) {
+            /* a replica closed on a live node: its leader must stop counting it (liveness.h) */
+            push(n, g->live.follow_peer, g->id, 0, JR__LIVE_CLOSED);
+            n->live.stats.gone_sent++;
+            g->live.gone = 1;
+        }
+        follow_remove(n, g);
+    }
+}
+
+/* Members' replicas reported closed ---------------------------------------------------------*/
+
+/* Forgets the notes older than an election timeout. */
+static void gone_prune(jr_node *n)
+{
+    size_t k = 0;
+    while (k < n->live.ngone && n->now - n->live.gone[k].at >= n->election_ns) k++;
+    if (!k) return;
+    memmove(n->live.gone, n->live.gone + k, (n->live.ngone - k) * sizeof *n->live.gone);
+    n->live.ngone -= k;
+}
+
+static void gone_note(jr_node *n, uint64_t group, uint64_t peer)
+{
+    gone_prune(n);
+    if (grow(n->alloc, (void **)&n->live.gone, &n->live.gone_cap, n->live.ngone + 1,
+             sizeof *n->live.gone))
+        return; /* the leader goes quiet counting the member: as before the news */
+    n->live.gone[n->live.ngone++] = (jr__gone){group, peer, n->now};
+}
+
+/* The contact of member `peer` in leader g's progress (UINT64_MAX: not a member). */
+static uint64_t member_contact(const jr_group *g, uint64_t peer)
+{
+    const jr__conf *c = jr__raft_conf(g->raft);
+    for (uint32_t i = 0; i < c->n; i++) {
+        jr__progress pr;
+        if (c->m[i].id == peer && jr__raft_progress(g->raft, i, &pr) == 0) return pr.last_contact;
+    }
+    return UINT64_MAX;
+}
+
+/* Whether quiet leader g counts member p through node-level contact: it did when it went quiet
+ * (heard from within an election timeout before) or was told so since (its contact moved on),
+ * and p's node is not lost. */
+static int counts(const jr_node *n, const jr_group *g, const jr__peer *p, uint64_t contact)
+{
+    if (p->live.lost) return 0;
+    uint64_t since = g->live.lead_slot ? n->live.led[g->live.lead_slot - 1].since : 0;
+    return contact + n->election_ns > since;
+}
+
+/* Member p's replica of leader g is gone (its node closed it, or does not host the group). */
+static void member_gone(jr_node *n, jr_group *g, jr__peer *p)
+{
+    jr__raft *r = g->raft;
+    uint64_t contact = member_contact(g, p->id);
+    if (contact == UINT64_MAX) return;
+    gone_note(n, g->id, p->id);
+    if (!jr__raft_quiet(r) || !counts(n, g, p, contact)) return;
+    n->live.stats.gone_wakes++;
+    jr__raft_peer_lost(r, n->now, p->id, 0); /* no longer in the quorum (may step down) */
+    jr__raft_wake(r, n->now);                /* per-group contact judges it from now on */
+}
+
+/* g is going quiet as a leader: a member reported gone within an election timeout and not
+ * heard from since would be counted through its node: wake g instead (liveness.h). */
+static void heed_gone(jr_node *n, jr_group *g)
+{
+    gone_prune(n);
+    for (size_t k = 0; k < n->live.ngone; k++) {
+        const jr__gone *e = &n->live.gone[k];
+        if (e->group != g->id) continue;
+        uint64_t contact = member_contact(g, e->peer);
+        /* heard from since, or silent long enough for the core to take it for down */
+        if (contact == UINT64_MAX || contact > e->at || contact + n->election_ns <= n->now)
+            continue;
+        n->live.stats.gone_wakes++;
+        jr__raft_peer_lost(g->raft, n->now, e->peer, 0);
+        jr__raft_wake(g->raft, n->now);
+        return;
+    }
 }
 
 /* A group just opened: spread its first campaign by the size of the burst it opened in. */
@@ -146,12 +228,24 @@ void jr__live_sync(jr_group *g)
     jr_node *n = g->node;
     jr__raft *r = g->raft;
     if (!g->live.opened && !g->closed) first_sync(n, g);
+    if (g->live.gone && !g->closed) {
+        /* reopened after closing while it followed: the leader may take it for down and no
+         * longer talk to it; its election timer brings them back together */
+        g->live.gone = 0;
+        jr__raft_wake(r, n->now);
+    }
+    if (!g->closed && !g->live.lead_slot && n->live.ngone && jr__raft_quiet(r) &&
+        jr__raft_role(r) == JR_LEADER)
+        heed_gone(n, g);
     int quiet = !g->closed && jr__raft_quiet(r);
     int role = jr__raft_role(r);
     int leads = quiet && role == JR_LEADER;
     if (leads && !g->live.lead_slot) {
-        if (grow_groups(n->alloc, &n->live.led, &n->live.led_cap, n->live.nled + 1) == 0) {
-            n->live.led[n->live.nled++] = g;
+        size_t cap = n->live.led_cap;
+        if (grow(n->alloc, (void **)&n->live.led, &cap, n->live.nled + 1, sizeof *n->live.led) ==
+            0) {
+            n->live.led_cap = (uint32_t)cap;
+            n->live.led[n->live.nled++] = (jr__led){g, n->now};
             g->live.lead_slot = n->live.nled;
             tell_members(n, g, 1);
         }
@@ -181,7 +275,7 @@ uint64_t jr__live_contact(const jr_group *g, uint64_t peer, uint64_t raft_contac
 {
     if (!jr__raft_quiet(g->raft) || jr__raft_role(g->raft) != JR_LEADER) return raft_contact;
     const jr__peer *p = jr__peer_find(g->node, peer);
-    if (!p || p->id == g->node->self || p->live.lost) return raft_contact;
+    if (!p || p->id == g->node->self || !counts(g->node, g, p, raft_contact)) return raft_contact;
     return p->last_heard > raft_contact ? p->last_heard : raft_contact;
 }
 
@@ -195,8 +289,9 @@ void jr__live_free(jr_node *n)
         jr__free(n->alloc, pl->resp);
         memset(pl, 0, sizeof *pl);
     }
-    for (uint32_t i = 0; i < n->live.nled; i++) n->live.led[i]->live.lead_slot = 0;
+    for (uint32_t i = 0; i < n->live.nled; i++) n->live.led[i].g->live.lead_slot = 0;
     jr__free(n->alloc, n->live.led);
+    jr__free(n->alloc, n->live.gone);
     if (n->live.frame_ready) jr__buf_free(&n->live.frame);
     memset(&n->live, 0, sizeof n->live);
 }
@@ -252,7 +347,7 @@ static void followers_lose(jr_node *n, jr__peer *p)
 static void leaders_regain(jr_node *n, jr__peer *p)
 {
     for (uint32_t k = 0; k < n->live.nled; k++) {
-        jr_group *g = n->live.led[k];
+        jr_group *g = n->live.led[k].g;
         jr__raft_peer_alive(g->raft, n->now, p->id);
         list_to(n, g, p);
     }
@@ -273,7 +368,7 @@ static void check_peers(jr_node *n)
                          p->name);
             followers_lose(n, p);
             for (uint32_t k = 0; k < n->live.nled; k++)
-                jr__raft_peer_lost(n->live.led[k]->raft, n->now, p->id, 0);
+                jr__raft_peer_lost(n->live.led[k].g->raft, n->now, p->id, 0);
         } else if (!silent && pl->lost) {
             pl->lost = 0;
             jr__node_log(n, JR_LOG_INFO, "peer %s is back", p->name);
@@ -325,6 +420,8 @@ static void recv_hb(jr_node *n, jr__peer *p, jr__hb_view v)
             jr__raft *r = g->raft;
             if (it.term) {
                 jr__raft_hb_recv(r, n->now, p->id, it.term, it.index);
+            } else if (it.index == JR__LIVE_CLOSED) {
+                if (jr__raft_role(r) == JR_LEADER) member_gone(n, g, p); /* its replica closed */
             } else if (jr__raft_quiet(r) && jr__raft_role(r) != JR_LEADER &&
                        jr__raft_leader(r) == p->id) {
                 n->live.stats.tomb_wakes++;
@@ -367,9 +464,12 @@ static void recv_resp(jr_node *n, jr__peer *p, jr__hb_view v)
             pl->pend[k].group = 0; /* told: dropped below */
             dropped++;
         }
-        if (!it.term) continue; /* it does not host the group */
         jr_group *g = jr__map_get(&n->groups, it.group);
-        if (g && !g->closed) jr__raft_hb_resp(g->raft, n->now, p->id, it.term, it.index);
+        if (!g || g->closed) continue;
+        if (it.term)
+            jr__raft_hb_resp(g->raft, n->now, p->id, it.term, it.index);
+        else if (jr__raft_role(g->raft) == JR_LEADER)
+            member_gone(n, g, p); /* its node does not host the group */
     }
     if (!dropped) return;
     size_t k = 0;
@@ -404,6 +504,18 @@ static void sort_resp(jr__plive *pl)
     }
     pl->nresp = k;
     pl->resp_unsorted = 0;
+}
+
+/* An echo was taken when its heartbeat came: a replica closed since must not be answered for
+ * (its leader would count it again). */
+static void drop_closed(jr_node *n, jr__plive *pl)
+{
+    for (size_t k = 0; k < pl->nresp; k++) {
+        jr__hb_item *it = &pl->resp[k];
+        if (!it->term) continue;
+        jr_group *g = jr__map_get(&n->groups, it->group);
+        if (!g || g->closed) it->term = it->index = 0;
+    }
 }
 
 /* Hands the frame in n->live.frame to the host. */
@@ -472,6 +584,7 @@ static void send_heartbeats(jr_node *n)
         n->live.stats.hb_items_sent += pl->npend;
         if (pl->owe && pl->nresp) {
             if (pl->resp_unsorted) sort_resp(pl);
+            drop_closed(n, pl);
             put_items(n, p, JR__MSG_NODE_HB_RESP, pl->resp_seq, pl->resp, pl->nresp);
             n->live.stats.resp_items_sent += pl->nresp;
         }
@@ -525,6 +638,7 @@ void jr__live_tick(jr_node *n)
     }
     n->live.next += n->heartbeat_ns;
     if (n->live.next <= n->now) n->live.next = n->now + n->heartbeat_ns;
+    if (n->live.ngone) gone_prune(n);
     check_peers(n);
     send_heartbeats(n);
 }

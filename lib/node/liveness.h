@@ -29,6 +29,26 @@
  * leads count it again (jr__raft_peer_alive) and are listed to it again; a restart also counts
  * as a loss for the groups following it (their leader lost its state).
  *
+ * Replicas closed on a live node. A node that closes its replica of a group it follows (the host
+ * closed it, or a stream replica left) while the node itself stays up sends the group's leader a
+ * tombstone from a member, (group, term 0, JR__LIVE_CLOSED), repeated until echoed; a leader also
+ * takes an echo with term 0 (the member's node does not host the group) for one. A quiet leader
+ * that still counts that member (node-level contact) marks it lost (jr__raft_peer_lost: it no
+ * longer counts toward the quorum) and wakes (jr__raft_wake): contact with it is per group again,
+ * so the regular Raft machinery judges it (check-quorum, and its progress ages), and the group
+ * goes quiet again only with the member taken for down. A leader that is not quiet when told keeps
+ * a note for an election timeout (until the member's silence shows in its progress) and wakes the
+ * same way if it goes quiet meanwhile without having heard from the member since. A closed
+ * follower reopened (jr_group_open again) wakes (its election timer runs): the quiet leader that
+ * took it for down no longer talks to it, and its first (pre-)vote request wakes that leader.
+ * An answer owed for a replica that closed after the heartbeat came says term 0, not the term
+ * the replica had then.
+ *
+ * Reporting contact (jr__live_contact). A quiet leader's progress keeps the contact of before
+ * it went quiet; the node-level contact stands in for a member only if the member was counted
+ * then (heard from within an election timeout before the group went quiet, or since, as the
+ * node reports it alive or answering), never for one taken for down.
+ *
  * Opening in bursts. A group's first campaign after it opens (created, or recovered after a
  * restart) is pushed back by a random delay below JR__LIVE_CAMPAIGN_NS times the number of
  * groups the node opened within an election timeout before it (jr__raft_defer_campaign): one
@@ -41,8 +61,8 @@
  *
  * Invariants (kept by jr__live_sync after every flush of a group and when it opens, and by
  * jr__live_forget when it closes or is freed):
- *  - live.led holds exactly the open groups whose core was a quiet leader at their last sync;
- *    g->live.lead_slot = index + 1 (0: not there);
+ *  - live.led holds exactly the open groups whose core was a quiet leader at their last sync,
+ *    with the time that sync found it quiet; g->live.lead_slot = index + 1 (0: not there);
  *  - peer p's live.follow holds exactly the open groups that were followers of p (quiet or not)
  *    at their last sync; g->live.follow_slot = index + 1, g->live.follow_peer = p; the quiet
  *    ones are counted (g->live.quiet, p->live.nquiet, live.nquiet);
@@ -65,6 +85,9 @@ struct jr__peer;
 
 /* Idle heartbeat ticks a leader waits before it goes quiet (jr__raft_config.quiesce). */
 #define JR__LIVE_QUIESCE 2
+/* The commit field of a member's tombstone, (group, 0, JR__LIVE_CLOSED): its replica closed (a
+ * leader's tombstone, the group no longer quiet there, has 0). */
+#define JR__LIVE_CLOSED 1
 /* Spread of first campaigns per group opened in a burst (about what an election costs a node). */
 #define JR__LIVE_CAMPAIGN_NS 20000u
 
@@ -75,7 +98,22 @@ typedef struct jr__glive {
     struct jr__peer *follow_peer; /* the leader whose follow list holds it */
     uint8_t quiet;                /* a quiet follower (counted in the nquiet counters) */
     uint8_t opened;               /* synced once (its first campaign was spread) */
+    uint8_t gone;                 /* closed while following: wake its core when reopened */
 } jr__glive;
+
+/* A quiet leader (jr__live.led). */
+typedef struct jr__led {
+    jr_group *g;
+    uint64_t since; /* now() of the sync that found it quiet */
+} jr__led;
+
+/* A member's replica of a group this node leads was reported closed (kept for an election
+ * timeout: see "Replicas closed on a live node"). */
+typedef struct jr__gone {
+    uint64_t group;
+    uint64_t peer;
+    uint64_t at; /* now() when the news came */
+} jr__gone;
 
 /* News about one group for one peer, repeated until echoed. */
 typedef struct jr__pend {
@@ -117,12 +155,16 @@ typedef struct jr__live_stats {
     uint64_t lost_wakes; /* followers told their leader's node was lost or restarted */
     uint64_t tomb_wakes; /* quiet followers woken by a tombstone */
     uint64_t stalls;     /* heartbeat ticks that ran over two intervals late */
+    uint64_t gone_sent;  /* tombstones sent to a leader for a replica closed here */
+    uint64_t gone_wakes; /* quiet leaders woken by a member's replica closing */
 } jr__live_stats;
 
 /* Per node (jr_node.live). All zero is the valid initial state. */
 typedef struct jr__live {
-    jr_group **led; /* quiet leaders */
+    jr__led *led; /* quiet leaders */
     uint32_t nled, led_cap;
+    jr__gone *gone; /* members' replicas reported closed, oldest first */
+    size_t ngone, gone_cap;
     uint64_t nquiet;               /* quiet followers, all peers together */
     uint64_t npend;                /* pending entries, all peers together */
     uint64_t nowe;                 /* peers owed an answer */
@@ -148,15 +190,19 @@ void jr__live_tick(jr_node *n);
 void jr__live_recv(jr_node *n, uint64_t from, const jr__hb_view *v);
 /* Puts g in the lists its core's state calls for, and queues the news for its members when it
  * became or stopped being a quiet leader (after every flush of g, and when it opens or
- * reopens); takes a closed g out of them. JR_ENOMEM growing a list leaves g out of it (a quiet
- * leader then goes untold: its followers keep their timers and, campaigning, wake it). */
+ * reopens); takes a closed g out of them. A reopened replica that was closed while following
+ * is woken first; a leader going quiet that was told of a member's closed replica it has not
+ * heard from since is woken instead of listed (see "Replicas closed on a live node").
+ * JR_ENOMEM growing a list leaves g out of it (a quiet leader then goes untold: its followers
+ * keep their timers and, campaigning, wake it). */
 void jr__live_sync(jr_group *g);
-/* Takes g out of every list (close, free), telling its members if it was a quiet leader.
- * Idempotent. */
+/* Takes g out of every list (close, free), telling its members if it was a quiet leader, and
+ * its leader if it was a follower closed while the node stays open. Idempotent. */
 void jr__live_forget(jr_group *g);
 /* The contact to report for member `peer` of g (jr_group_peer's last seen): while g is a quiet
- * leader, contact is node-level (the peer's last frame, unless it is lost); else `raft_contact`
- * (the core's progress). */
+ * leader, contact is node-level (the peer's last frame) for a member the group counted when it
+ * went quiet or since, unless the peer's node is lost; else `raft_contact` (the core's
+ * progress). */
 uint64_t jr__live_contact(const jr_group *g, uint64_t peer, uint64_t raft_contact);
 /* Frees the lists (node close). */
 void jr__live_free(jr_node *n);
