@@ -170,9 +170,9 @@ typedef struct jr_iovec {
 
 enum jr_log_level { JR_LOG_ERROR = 0, JR_LOG_WARN = 1, JR_LOG_INFO = 2, JR_LOG_DEBUG = 3 };
 
-#define JR_HOST_VERSION 1
+#define JR_HOST_VERSION 2
 typedef struct jr_host {
-    int version; /* JR_HOST_VERSION */
+    int version; /* JR_HOST_VERSION (1: the fields up to `log`; 2: `wall` too) */
     void *ctx;
     /* Delivers one frame (the concatenation of iov) to server `to`. May copy or queue it; must
      * not call back into the node. A non-zero return counts as a dropped frame (Raft retries). */
@@ -187,6 +187,14 @@ typedef struct jr_host {
     void (*arm)(void *ctx, uint64_t deadline);
     /* Optional log sink; msg is borrowed for the call. */
     void (*log)(void *ctx, int level, const char *msg);
+    /* Version 2. Optional: wall-clock time in nanoseconds since the Unix epoch (e.g.
+     * CLOCK_REALTIME). Stream leaders stamp messages with it and the meta leader stamps a
+     * stream's creation time; it may jump (forwards or backwards), and stream time follows it
+     * without ever going backwards and without mass expiry (see "Stream time" below). Without
+     * it (NULL, or a version-1 host) the node uses now() instead: timestamps then count from
+     * the host's monotonic epoch, are consistent within a cluster only if every server's now()
+     * shares that epoch, and say nothing about the calendar. */
+    uint64_t (*wall)(void *ctx);
 } jr_host;
 
 /* ----------------------------------------------------------------------------------------------
@@ -510,7 +518,8 @@ typedef struct jr_cluster_info {
 typedef struct jr_stream_info {
     size_t size;             /* sizeof(jr_stream_info) as built into the library */
     jr_stream_config config; /* normal form: defaults filled in */
-    uint64_t created_ns;
+    uint64_t created_ns;     /* when the meta leader created the stream: its host's wall clock
+                                (ns since the Unix epoch; see jr_host.wall); 0 if unknown */
     jr_stream_state state;
     jr_cluster_info cluster;
 } jr_stream_info;
@@ -542,6 +551,17 @@ JR_API int jr_stream_info_format(const jr_stream_info *info, char *buf, size_t l
  *    JR_ENOQUORUM; JR_ETIMEDOUT means a request reached a leader but no answer came back in time,
  *    so its outcome is unknown (a publish with a msg_id can be retried safely).
  *  - Structures passed to a callback are borrowed for its duration; copy what you keep.
+ *
+ * Stream time. A stream's leader stamps every message (jr_stored_msg.ts, first_ts/last_ts) and
+ * every other op it logs; max_age and duplicate_window measure that stream time, identically
+ * on every replica. It follows the leader's wall clock (jr_host.wall) with two guards: it never
+ * goes backwards, and a wall clock that jumps by more than a second from what the leader's
+ * monotonic now() says has passed is not followed at once — stream time then runs 1/16 faster
+ * (clock ahead) or slower (behind) than real time until it meets the wall clock again. So a
+ * clock jump forwards expires messages at most 1/16 early instead of all at once, and a jump
+ * backwards keeps timestamps in order and expiry going. A server taking over leadership (or
+ * just restarted) starts from its own wall clock, never below the stream's time: keep the
+ * servers' clocks synchronized. Without jr_host.wall, stream time is the hosts' now().
  */
 
 /* Completion of stream add, update, delete, message delete and leader stepdown. */
@@ -585,7 +605,8 @@ JR_API int jr_stream_msg_delete(jr_node *node, const char *name, uint64_t seq, i
 typedef struct jr_stored_msg {
     const char *stream;
     uint64_t seq;
-    uint64_t ts;         /* the stream clock when it was stored (the leader's host now()) */
+    uint64_t ts;         /* stream time when it was stored (ns since the Unix epoch with a
+                            host wall clock; see "Stream time") */
     const char *subject; /* NUL-terminated */
     const void *hdr;     /* NATS header block, or NULL */
     size_t hdr_len;

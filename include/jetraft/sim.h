@@ -11,8 +11,9 @@
  *
  * Model
  *  - Nodes are named "n0", "n1", ... and numbered 0..N-1; each is a real jr_node whose host is
- *    the fixture (send goes to the simulated network, now() is the simulated clock, arm()
- *    schedules its tick). Every node knows every other as a peer.
+ *    the fixture (send goes to the simulated network, now() is the simulated clock, wall() the
+ *    node's simulated wall clock, arm() schedules its tick). Every node knows every other as a
+ *    peer.
  *  - Time only moves inside jr_sim_run_for / jr_sim_run_until / jr_sim_step: the fixture
  *    repeatedly takes the earliest event (a frame arriving, a node's armed deadline), advances
  *    the clock to it and runs it (jr_node_recv / jr_node_tick). Ties: frames before timers,
@@ -112,8 +113,20 @@ JR_API int jr_sim_index(const jr_sim *sim, const char *name);
 /* Node i's simulated file system (it survives crashes), or NULL if out of range. */
 JR_API jr_vfs *jr_sim_vfs(jr_sim *sim, unsigned i);
 
-/* The simulated clock, nanoseconds (starts at 1 s). */
+/* The simulated clock, nanoseconds (starts at 1 s). It is every node's monotonic clock
+ * (jr_host.now). */
 JR_API uint64_t jr_sim_now(const jr_sim *sim);
+
+/* Wall clocks (jr_host.wall, ns since the Unix epoch). Each node has its own, which advances
+ * with the simulated clock; all start at JR_SIM_WALL_START_NS when the fixture is created. A
+ * test may set one to any value at any time — a clock jump forwards or backwards, or skew
+ * between servers — and it keeps advancing from there; a node's wall clock survives its
+ * crashes (it is the machine's). */
+#define JR_SIM_WALL_START_NS 1704067200000000000ull /* 2024-01-01T00:00:00Z */
+/* Node i's wall clock now; 0 if i is out of range. */
+JR_API uint64_t jr_sim_wall(const jr_sim *sim, unsigned i);
+/* Sets node i's wall clock to wall_ns (now). 0, or JR_EINVAL if i is out of range. */
+JR_API int jr_sim_set_wall(jr_sim *sim, unsigned i, uint64_t wall_ns);
 /* Runs the earliest pending event. Returns 1 if one ran, 0 if nothing is pending. */
 JR_API int jr_sim_step(jr_sim *sim);
 /* Runs every event due in the next ns nanoseconds, then sets the clock to now + ns. */

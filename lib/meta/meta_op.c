@@ -32,6 +32,8 @@ typedef struct raw {
     span peers[JR_MAX_REPLICAS];
     size_t npeers;
     span stream; /* STREAM_DELETE */
+    uint8_t version;
+    uint64_t created_ns; /* STREAM_ADD, version 2 */
 } raw;
 
 int jr__meta_name_ok(const char *s, size_t n)
@@ -132,6 +134,7 @@ static int check_op(const jr__meta_op *op, raw *r)
     case JR__META_STREAM_UPDATE:
         if (!op->config || op->npeers > JR_MAX_REPLICAS || (op->npeers && !op->peers))
             return JR_EINVAL;
+        if (op->created_ns && op->type != JR__META_STREAM_ADD) return JR_EINVAL;
         for (size_t i = 0; i < op->npeers; i++) r->peers[i] = str_span(op->peers[i]);
         return names_ok(r->peers, op->npeers) ? 0 : JR_EINVAL;
     case JR__META_STREAM_DELETE:
@@ -161,7 +164,8 @@ int jr__meta_op_encode(const jr__meta_op *op, jr__buf *out)
         }
     }
     size_t start = out->len;
-    jr__buf_u8(out, JR__META_OP_VERSION);
+    int v2 = op->type == JR__META_STREAM_ADD && op->created_ns != 0;
+    jr__buf_u8(out, v2 ? 2 : 1);
     jr__buf_u8(out, op->type);
     jr__buf_varint(out, op->request_id);
     put_span(out, r.origin);
@@ -179,6 +183,7 @@ int jr__meta_op_encode(const jr__meta_op *op, jr__buf *out)
         jr__buf_bytes(out, cfg.data, cfg.len);
         jr__buf_varint(out, op->npeers);
         for (size_t i = 0; i < op->npeers; i++) put_span(out, r.peers[i]);
+        if (v2) jr__buf_varint(out, op->created_ns);
         break;
     default: /* STREAM_DELETE */
         jr__meta_put_str(out, op->stream);
@@ -223,6 +228,10 @@ static int parse(jr__rd *rd, raw *r)
         r->npeers = jr__meta_rd_count(rd, 2, JR_MAX_REPLICAS);
         for (size_t i = 0; i < r->npeers && !rd->err; i++)
             r->peers[i] = rd_span(rd, JR__META_NAME_MAX);
+        if (r->version == 2) {
+            r->created_ns = jr__rd_varint(rd);
+            if (r->created_ns == 0) jr__rd_fail(rd); /* version 1 says "none" */
+        }
         break;
     default: /* STREAM_DELETE */
         r->stream = rd_span(rd, JR_STREAM_NAME_MAX);
@@ -281,6 +290,7 @@ static int build(const raw *r, const jr_allocator *a, jr__meta_op *op)
     case JR__META_STREAM_UPDATE:
         op->peers = nlist ? ptrs : NULL;
         op->npeers = nlist;
+        op->created_ns = r->created_ns;
         break;
     default:
         op->stream = copy_span(&at, r->stream);
@@ -294,10 +304,13 @@ int jr__meta_op_decode(const void *data, size_t len, const jr_allocator *a, jr__
     const uint8_t *p = data;
     if (!p || len < 2 + 8) return JR_ECORRUPT;
     if (jr__xxh3(p, len - 8) != jr__get_u64(p + len - 8)) return JR_ECORRUPT;
-    if (p[0] != JR__META_OP_VERSION) return JR_EVERSION;
+    if (p[0] < 1 || p[0] > JR__META_OP_VERSION) return JR_EVERSION;
     if (p[1] < 1 || p[1] > JR__META_OP_MAX) return JR_EVERSION;
+    /* version 2 exists for a STREAM_ADD's creation time only: anything else is written as 1 */
+    if (p[0] == 2 && p[1] != JR__META_STREAM_ADD) return JR_ECORRUPT;
     raw r;
     memset(&r, 0, sizeof r);
+    r.version = p[0];
     r.type = p[1];
     jr__rd rd;
     jr__rd_init(&rd, p + 2, len - 2 - 8);

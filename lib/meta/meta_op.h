@@ -23,16 +23,21 @@
  * converge to) and cancellation of a move; a decoder that meets a type it does not know
  * reports JR_EVERSION, never a silent skip (replicas must not diverge).
  *
- * Encoding, version 1 (integers little-endian; varints canonical LEB128; "str" = varint length
- * + bytes, no NUL byte; a list is a varint count then its items):
+ * Encoding, versions 1 and 2 (integers little-endian; varints canonical LEB128; "str" = varint
+ * length + bytes, no NUL byte; a list is a varint count then its items):
  *
- *   op = u8 version (= 1) | u8 type | varint request_id | str origin ("" = none) | body |
+ *   op = u8 version (1 or 2) | u8 type | varint request_id | str origin ("" = none) | body |
  *        u64 xxh3 of every byte before it
  *   SERVER_INFO   str name | str cluster | list<str> tags | varint capacity_bytes |
  *                 varint max_assets (<= UINT32_MAX)
  *   STREAM_ADD,
  *   STREAM_UPDATE varint len | len bytes of jr__stream_config_encode() | list<str> peers
+ *                 [version 2, STREAM_ADD only: varint created_ns (!= 0)]
  *   STREAM_DELETE str name
+ * Version 2 only adds the creation time a meta leader stamps on a STREAM_ADD it places (its
+ * host's wall clock). An op is written as version 2 exactly when it carries one, as version 1
+ * otherwise, so every value keeps one encoding and logs written before version 2 replay
+ * unchanged (their streams' created_ns is 0, "unknown").
  *
  * Names (server, origin, cluster, tags, peers) are 1..JR__META_NAME_MAX bytes without
  * whitespace or control characters; tags of a server are distinct, at most JR__META_MAX_TAGS;
@@ -51,7 +56,7 @@
 #include "stream/config.h"
 #include "util/buf.h"
 
-#define JR__META_OP_VERSION 1
+#define JR__META_OP_VERSION 2 /* the newest written (see Encoding) */
 #define JR__META_NAME_MAX 255 /* server, cluster, tag and origin names, in bytes */
 #define JR__META_MAX_TAGS 64  /* tags of one server */
 
@@ -81,6 +86,8 @@ typedef struct jr__meta_op {
     const jr_stream_config *config; /* STREAM_ADD, STREAM_UPDATE */
     const char *const *peers;       /* STREAM_ADD, STREAM_UPDATE: server names; none = request */
     size_t npeers;
+    uint64_t created_ns; /* STREAM_ADD: the meta leader's wall clock when it placed the stream
+                            (ns since the Unix epoch); 0: none (a request, or a version-1 op) */
     const char *stream; /* STREAM_DELETE: the stream's name */
     /* Owned memory of a decoded op (jr__meta_op_decode); all NULL in an op built by hand. */
     jr__stream_cfg *cfg; /* the decoded config (config == &cfg->c) */

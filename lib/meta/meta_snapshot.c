@@ -53,6 +53,7 @@ int jr__meta_snapshot(const jr__meta_state *st, jr__buf *out)
         jr__buf_varint(out, s->group);
         jr__buf_varint(out, s->created);
         jr__buf_varint(out, s->updated);
+        jr__buf_varint(out, s->created_ns);
     }
     jr__buf_free(&cfg);
     if (!out->err) jr__buf_u64(out, jr__xxh3(out->data + start, out->len - start));
@@ -114,7 +115,7 @@ static int read_servers(jr__rd *r, jr__meta_state *st)
     return r->err ? JR_ECORRUPT : 0;
 }
 
-static int read_stream(jr__rd *r, jr__meta_state *st)
+static int read_stream(jr__rd *r, jr__meta_state *st, int version)
 {
     size_t cfglen;
     const uint8_t *cfgp = jr__rd_bytes(r, &cfglen, SIZE_MAX);
@@ -123,6 +124,7 @@ static int read_stream(jr__rd *r, jr__meta_state *st)
     uint64_t group = jr__rd_varint(r);
     uint64_t created = jr__rd_varint(r);
     uint64_t updated = jr__rd_varint(r);
+    uint64_t created_ns = version >= 2 ? jr__rd_varint(r) : 0;
     if (r->err) return JR_ECORRUPT;
     if (group == 0 || group >= st->next_group || created == 0 || created > updated ||
         updated > st->applied)
@@ -142,6 +144,7 @@ static int read_stream(jr__rd *r, jr__meta_state *st)
     s->group = group;
     s->created = created;
     s->updated = updated;
+    s->created_ns = created_ns;
     rc = jr__meta_state_append_stream(st, s);
     if (rc) {
         jr__meta_stream_free(st->alloc, s);
@@ -156,7 +159,8 @@ int jr__meta_restore(jr__meta_state *st, const void *data, size_t len)
     if (!p || len < sizeof magic + 1 + 8) return JR_ECORRUPT;
     if (jr__xxh3(p, len - 8) != jr__get_u64(p + len - 8)) return JR_ECORRUPT;
     if (memcmp(p, magic, sizeof magic) != 0) return JR_ECORRUPT;
-    if (p[sizeof magic] != JR__META_SNAP_VERSION) return JR_EVERSION;
+    int version = p[sizeof magic];
+    if (version < 1 || version > JR__META_SNAP_VERSION) return JR_EVERSION;
 
     jr__meta_state tmp;
     jr__meta_state_init(&tmp, st->alloc, 1);
@@ -168,7 +172,7 @@ int jr__meta_restore(jr__meta_state *st, const void *data, size_t len)
     if (!rc) {
         size_t n = jr__meta_rd_count(&r, STREAM_MIN, SIZE_MAX);
         rc = r.err ? JR_ECORRUPT : 0;
-        for (size_t i = 0; i < n && !rc; i++) rc = read_stream(&r, &tmp);
+        for (size_t i = 0; i < n && !rc; i++) rc = read_stream(&r, &tmp, version);
     }
     if (!rc && jr__rd_left(&r) != 0) rc = JR_ECORRUPT; /* trailing bytes */
     if (rc) {

@@ -544,6 +544,7 @@ static int apply_add(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
     }
     s->group = st->next_group++;
     s->created = s->updated = index;
+    s->created_ns = op->created_ns;
     int found;
     size_t pos = stream_pos(st, s->name, &found);
     insert_at(&st->streams, &st->nstreams, pos, s);

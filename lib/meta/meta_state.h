@@ -73,6 +73,8 @@ typedef struct jr__meta_stream {
     size_t npeers;            /* = cfg->c.replicas */
     uint64_t group;           /* its Raft group id (unique, never reused) */
     uint64_t created;         /* meta index of the STREAM_ADD */
+    uint64_t created_ns;      /* wall clock of the meta leader that placed it (the op's
+                                 created_ns; 0: unknown, an op or snapshot of version 1) */
     uint64_t updated;         /* meta index of the last op that changed config or peers */
 } jr__meta_stream;
 
@@ -187,15 +189,18 @@ int jr__meta_desired(const jr__meta_state *st, const char *server, const jr__met
 void jr__meta_plan_free(jr__meta_plan *plan);
 
 /* Snapshot (meta_snapshot.c) -------------------------------------------------------------------
- * Format, version 1 (as in meta_op.h: varints canonical, str = varint length + bytes):
- *   "JRMS" | u8 version (= 1) | varint applied | varint next_group |
+ * Format, version 2 (as in meta_op.h: varints canonical, str = varint length + bytes):
+ *   "JRMS" | u8 version (= 2) | varint applied | varint next_group |
  *   varint nservers | nservers × (str name | str cluster | list<str> tags | varint capacity |
  *                                 varint max_assets) |
  *   varint nstreams | nstreams × (varint len | len bytes of config encoding | list<str> peers |
- *                                 varint group | varint created | varint updated) |
+ *                                 varint group | varint created | varint updated |
+ *                                 varint created_ns) |
  *   u64 xxh3 of every byte before it
- * Servers and streams in strictly ascending name order (so the encoding is canonical). */
-#define JR__META_SNAP_VERSION 1
+ * Servers and streams in strictly ascending name order (so the encoding is canonical). Version 1
+ * (written before streams had a creation time) is the same without created_ns; restore reads it
+ * with created_ns 0. */
+#define JR__META_SNAP_VERSION 2
 
 /* Appends the snapshot of st to out. 0 or JR_ENOMEM (out->err set; what was appended is
  * unspecified, truncate to the old length). */

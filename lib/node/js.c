@@ -203,6 +203,11 @@ void jr__route_reply(jr__js *js, const jr__route *rt, int status, const void *pa
     jr__rpc_respond(js, rt->to, rt->rpc_id, status, &iov, len ? 1 : 0);
 }
 
+uint64_t jr__js_wall(const jr__js *js)
+{
+    return js->wall ? js->wall(js->wall_ctx) : js->n->now;
+}
+
 const char *jr__js_peer_name(const jr__js *js, jr__id id)
 {
     jr__peer *p = jr__peer_find(js->n, id);
@@ -313,6 +318,12 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
         (uint64_t)(cfg->request_timeout_ms ? cfg->request_timeout_ms : DEFAULT_TIMEOUT_MS) *
         1000000u;
     js->snapshot_entries = 4096;
+    /* node.c copies the version-1 host fields; the wall clock (version 2) is the stream
+     * layer's alone and is read here, only from a host that declares it. */
+    if (cfg->host->version >= 2 && cfg->host->wall) {
+        js->wall = cfg->host->wall;
+        js->wall_ctx = cfg->host->ctx;
+    }
     js->capacity = cfg->max_store_bytes;
     js->max_assets = cfg->max_assets;
     int err = 0;

@@ -36,6 +36,7 @@
 
 #include "meta/meta_state.h"
 #include "node/node.h"
+#include "stream/clock.h"
 #include "stream/fsm.h"
 #include "wire/frame.h"
 
@@ -169,6 +170,7 @@ struct jr__srep {
     char *peers[JR_MAX_REPLICAS];
     size_t npeers;
     jr__jtimer timer;     /* leader duties, catch-up retries */
+    jr__sclock clock;     /* leader: stream time of the ops it stamps (stream/clock.h) */
     uint64_t next_tick;   /* leader: when to propose the next TICK (max_age streams) */
     uint64_t synced;      /* applied index at the last store sync (mark) */
     uint64_t next_sync;   /* when the timer syncs the store next */
@@ -196,6 +198,8 @@ struct jr__js {
     uint64_t capacity;
     uint32_t max_assets;
     uint64_t timeout_ns; /* request_timeout_ms */
+    uint64_t (*wall)(void *ctx); /* the host's wall clock (jr_host.wall, version 2); NULL: none */
+    void *wall_ctx;
     uint64_t snapshot_entries; /* of stream groups (a knob for tests; default 4096) */
     jr__rand rand;
     jr__heap timers;
@@ -287,6 +291,11 @@ void jr__route_reply(jr__js *js, const jr__route *rt, int status, const void *pa
 /* Server name of peer id (NULL if unknown). */
 const char *jr__js_peer_name(const jr__js *js, jr__id id);
 
+/* The host's wall clock now (ns since the Unix epoch): jr_host.wall if the host has one (a
+ * version-2 host that set it), else the node's monotonic now() (jetraft.h documents the
+ * fallback). Read on each call: a wall clock may jump between two calls of one entry point. */
+uint64_t jr__js_wall(const jr__js *js);
+
 /* meta_node.c -------------------------------------------------------------------------------*/
 
 int jr__mnode_open(jr__js *js);
@@ -322,8 +331,8 @@ void jr__srep_close_all(jr__js *js, int flush);
 jr__srep *jr__srep_find(jr__js *js, uint64_t group);
 /* 1 if this replica leads its group (and can serve requests). */
 int jr__srep_is_leader(const jr__srep *r);
-/* Stages an op (a complete jr__op_encode entry, whose timestamp is overwritten with the
- * leader's clock) with its waiter for the next flush. 0, JR_ENOMEM, JR_EMSGSIZE. */
+/* Stages an op (a complete jr__op_encode entry, whose timestamp is overwritten with stream
+ * time, stream/clock.h) with its waiter for the next flush. 0, JR_ENOMEM, JR_EMSGSIZE. */
 int jr__srep_stage(jr__srep *r, const uint8_t *entry, size_t len, const jr__route *rt,
                    uint8_t what);
 /* Answers every staged waiter with status (not proposed: the requester may retry). */

@@ -250,6 +250,9 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
             }
             op.peers = peers;
             op.npeers = np;
+            /* the stream's creation time: this leader's wall clock, in the log for everyone */
+            op.created_ns = jr__js_wall(js);
+            if (op.created_ns == 0) op.created_ns = 1; /* 0 means "unknown" */
             jr__buf_reset(&js->scratch);
             rc = jr__meta_op_encode(&op, &js->scratch);
             if (rc == 0) rc = propose(js, js->scratch.data, js->scratch.len, &index, &term);

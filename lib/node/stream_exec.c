@@ -6,7 +6,7 @@
  *
  * Payloads (js.h lists the kinds; varint = canonical LEB128, str = varint length + bytes):
  *   PUBLISH        varint group | a PUBLISH op (jr__op_encode; its timestamp is replaced by
- *                  the leader's clock)                   → varint seq | u8 duplicate
+ *                  stream time, stream/clock.h)          → varint seq | u8 duplicate
  *   STREAM_INFO    varint group                          → info (js_codec.h)
  *   STREAM_ADMIN   u8 sub | varint group | ...
  *     PURGE        a PURGE op                            → varint purged
@@ -64,6 +64,8 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
     memset(&in, 0, sizeof in);
     in.size = sizeof in;
     in.config = *jr__stream_fsm_config_get(r->fsm);
+    const jr__meta_stream *ms = jr__meta_stream_by_group(&js->st, r->group);
+    in.created_ns = ms ? ms->created_ns : 0; /* the meta leader's stamp (meta_op.h) */
     jr__stream_fsm_info fi;
     jr__stream_fsm_info_get(r->fsm, &fi);
     in.state.msgs = fi.store.msgs;

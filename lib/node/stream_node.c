@@ -14,6 +14,10 @@
  * (the node's propose callback) answers JR_ELEADERLOST; a proposal older than the request
  * timeout answers JR_ENOQUORUM (it may still commit later; nothing was acknowledged).
  *
+ * Time. The leader stamps every op it stages with stream time (stream/clock.h: the host's wall
+ * clock, never backwards, clock jumps absorbed gradually); every replica anchors its own
+ * jr__sclock on the stamps it applies, so a follower that takes over keeps absorbing a jump.
+ *
  * Leader duties (a timer per replica): the first leader logs the stream's config as a CONFIG op
  * before any publish (so a replay from the first entry decides everything with the config the
  * stream had then), and after an update the leader logs the new one; streams with max_age get
@@ -247,7 +251,10 @@ static int stage_raw(jr__srep *r, const uint8_t *entry, size_t len, const jr__ro
         jr__waiter_put(js, w);
         return JR_ENOMEM;
     }
-    jr__put_u64(r->stage.data + at + 1, js->n->now); /* the leader's clock (op.h: type, ts) */
+    /* stream time (stream/clock.h) goes where op.h puts every op's ts: right after its type */
+    int64_t ts = jr__sclock_stamp(&r->clock, jr__js_wall(js), js->n->now,
+                                  jr__stream_fsm_clock(r->fsm));
+    jr__put_u64(r->stage.data + at + 1, (uint64_t)ts);
     w->route = *rt;
     w->what = what;
     if (r->wtail)
@@ -392,6 +399,9 @@ static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
         return;
     }
     jr__srep_apply_entry(r, index, term, data, len);
+    int64_t clock = jr__stream_fsm_clock(r->fsm);
+    if (clock > r->clock.stamp) /* another leader's stamps: maybe an anchor (stream/clock.h) */
+        jr__sclock_observe(&r->clock, clock, jr__js_wall(r->js), r->js->n->now);
     if (index >= r->synced + SYNC_ENTRIES) jr__srep_sync(r);
     else if (index != r->synced) rep_due(r, r->next_sync);
 }
@@ -592,6 +602,7 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     snprintf(r->name, sizeof r->name, "%s", s->name);
     jr__buf_init(&r->stage, n->alloc);
     jr__js_timer_init(&r->timer, rep_timer);
+    jr__sclock_init(&r->clock);
     char err[256] = "";
     int rc = take_assignment(r, s);
     if (rc == 0) {

@@ -97,6 +97,12 @@ static uint64_t host_now(void *ctx)
     return sn->sim->now;
 }
 
+static uint64_t host_wall(void *ctx)
+{
+    jr__sim_node *sn = ctx;
+    return sn->sim->now + sn->wall_off;
+}
+
 static void host_arm(void *ctx, uint64_t deadline)
 {
     jr__sim_node *sn = ctx;
@@ -178,6 +184,8 @@ int jr_sim_new(const jr_sim_config *cfg_in, jr_sim **out)
         sn->host.now = host_now;
         sn->host.arm = host_arm;
         sn->host.log = host_log;
+        sn->host.wall = host_wall;
+        sn->wall_off = JR_SIM_WALL_START_NS - START_NS;
         sn->armed = UINT64_MAX;
         for (unsigned j = 0; j < s->n; j++) s->links[i][j] = cfg.link;
         if (rc == 0) rc = jr__memfs_new(s->alloc, jr__rand_next(&s->rand), &sn->vfs);
@@ -242,6 +250,18 @@ jr_vfs *jr_sim_vfs(jr_sim *s, unsigned i)
 uint64_t jr_sim_now(const jr_sim *s)
 {
     return s ? s->now : 0;
+}
+
+uint64_t jr_sim_wall(const jr_sim *s, unsigned i)
+{
+    return s && i < s->n ? s->now + s->nodes[i].wall_off : 0;
+}
+
+int jr_sim_set_wall(jr_sim *s, unsigned i, uint64_t wall_ns)
+{
+    if (!s || i >= s->n) return JR_EINVAL;
+    s->nodes[i].wall_off = wall_ns - s->now;
+    return 0;
 }
 
 int jr_sim_stats_get(const jr_sim *s, jr_sim_stats *out)

@@ -38,6 +38,7 @@ typedef struct jr__sim_node {
     uint64_t last_tick;
     jr_vfs *vfs;
     jr_host host;
+    uint64_t wall_off; /* wall clock = sim->now + wall_off (mod 2^64; survives crashes) */
 } jr__sim_node;
 
 struct jr_sim {

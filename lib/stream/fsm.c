@@ -457,6 +457,11 @@ uint64_t jr__stream_fsm_applied(const jr__stream_fsm *f)
     return f->applied;
 }
 
+int64_t jr__stream_fsm_clock(const jr__stream_fsm *f)
+{
+    return f->clock;
+}
+
 int jr__stream_fsm_recovering(const jr__stream_fsm *f)
 {
     (void)f;

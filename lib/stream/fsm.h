@@ -11,11 +11,12 @@
  * applies the same log holds the same messages under the same sequences and reports the same
  * result for each op. The leader reports that result to the publisher.
  *
- * Time. Every op carries the leader's timestamp. The stream clock is the largest timestamp
- * applied so far; applying any decodable op first advances the clock to its timestamp, which
- * expires messages older than max_age and msg ids older than the duplicate window. That is time
- * passing, the same on every replica; beyond it, an op that is refused changes nothing. Stored
- * messages are stamped with the clock (so timestamps never go backwards across leaders). The
+ * Time. Every op carries the leader's timestamp (stream time, chosen by stream/clock.h from the
+ * host's wall clock). The stream clock is the largest timestamp applied so far; applying any
+ * decodable op first advances the clock to its timestamp, which expires messages older than
+ * max_age and msg ids older than the duplicate window. That is time passing, the same on every
+ * replica; beyond it, an op that is refused changes nothing. Stored messages are stamped with
+ * the clock (so timestamps never go backwards across leaders, whatever their stamps). The
  * leader should propose a TICK now and then for streams with max_age, so idle streams expire.
  *
  * Limits. The store is opened without limits; the config in force at the applied index sets
@@ -184,6 +185,9 @@ jr__store *jr__stream_fsm_store(jr__stream_fsm *f);
 const jr_stream_config *jr__stream_fsm_config_get(const jr__stream_fsm *f);
 /* Index of the last applied entry (the snapshot's after a restore). */
 uint64_t jr__stream_fsm_applied(const jr__stream_fsm *f);
+/* The stream clock: the largest op timestamp applied (0: none yet). The leader's floor for the
+ * next stamp (stream/clock.h). */
+int64_t jr__stream_fsm_clock(const jr__stream_fsm *f);
 /* Always 0: the store is never ahead of the applied entries (kept for callers of the former
  * recovery mode; see "Restart"). */
 int jr__stream_fsm_recovering(const jr__stream_fsm *f);

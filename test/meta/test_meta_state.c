@@ -148,6 +148,9 @@ static void roundtrip(const jr__meta_op *op)
         ck_assert_ptr_eq(d.config, &d.cfg->c);
         ck_assert_uint_eq(d.npeers, op->npeers);
         for (size_t i = 0; i < d.npeers; i++) ck_assert_str_eq(d.peers[i], op->peers[i]);
+        ck_assert_uint_eq(d.created_ns, op->created_ns);
+        /* version 2 exactly when a creation time is carried */
+        ck_assert_uint_eq(a.data[0], op->created_ns ? 2 : 1);
         break;
     default:
         ck_assert_str_eq(d.stream, op->stream);
@@ -189,6 +192,11 @@ START_TEST(every_op_round_trips_canonically)
     op.request_id = 77;
     op.origin = "n5";
     roundtrip(&op);
+    op.created_ns = 1704067200123456789ull; /* placed by a meta leader: its wall clock */
+    roundtrip(&op);
+    op.created_ns = UINT64_MAX;
+    roundtrip(&op);
+    op.created_ns = 0;
     op.npeers = 0; /* a request, not yet placed */
     op.peers = NULL;
     roundtrip(&op);
@@ -231,10 +239,12 @@ START_TEST(the_encoder_refuses_what_the_decoder_would_reject)
         {"unknown type", op_delete("X")},
         {"request id without origin", op_delete("X")},
         {"origin without request id", op_delete("X")},
+        {"a creation time on an update", op_stream(JR__META_STREAM_UPDATE, &ok, peers3, 3)},
     };
     cases[12].op.type = JR__META_OP_MAX + 1;
     cases[13].op.request_id = 5;
     cases[14].op.origin = "n1";
+    cases[15].op.created_ns = 5;
     jr__buf b;
     jr__buf_init(&b, NULL);
     jr__buf_put(&b, "x", 1);
@@ -267,6 +277,7 @@ static size_t sample_ops(jr__buf *list, size_t *lens)
     };
     ops[1].request_id = 300;
     ops[1].origin = "n4";
+    ops[1].created_ns = 1704067200000000000ull; /* version 2 */
     jr__buf_reset(list);
     for (size_t i = 0; i < 4; i++) {
         size_t before = list->len;
@@ -398,7 +409,9 @@ struct op_case {
 static const struct op_case op_cases[] = {
     OPB("delete", 0, 1, 4, 0, 0, 1, 'X'),
     OPB("delete with a reply route", 0, 1, 4, 7, 2, 'n', '1', 1, 'X'),
-    OPB("version 2", JR_EVERSION, 2, 4, 0, 0, 1, 'X'),
+    OPB("version 3", JR_EVERSION, 3, 4, 0, 0, 1, 'X'),
+    OPB("version 2 other than an add", JR_ECORRUPT, 2, 4, 0, 0, 1, 'X'),
+    OPB("version 0", JR_EVERSION, 0, 4, 0, 0, 1, 'X'),
     OPB("type 0", JR_EVERSION, 1, 0, 0, 0, 1, 'X'),
     OPB("type 5 (reserved)", JR_EVERSION, 1, 5, 0, 0, 1, 'X'),
     OPB("request id without origin", JR_ECORRUPT, 1, 4, 7, 0, 1, 'X'),
@@ -517,6 +530,49 @@ START_TEST(add_creates_an_assignment_with_a_fresh_group)
     ck_assert_uint_eq(res.assignment->group, FIRST_GROUP + 1);
     ck_assert_uint_eq(st.nstreams, 2);
     ck_assert_str_eq(st.streams[0]->name, "AUDIT"); /* name order */
+    jr__meta_state_free(&st);
+}
+END_TEST
+
+START_TEST(a_stream_keeps_the_creation_time_of_its_add)
+{
+    jr__meta_state st;
+    cluster(&st);
+    jr_stream_config c = scfg("ORDERS", orders_subj, 1, 3);
+    jr__meta_op op = op_stream(JR__META_STREAM_ADD, &c, peers3, 3);
+    op.created_ns = 1704067200000000000ull;
+    jr__meta_result res;
+    ck_assert_int_eq(apply(&st, 10, &op, &res), 0);
+    ck_assert_uint_eq(res.assignment->created_ns, 1704067200000000000ull);
+    /* an identical re-add (another leader, another clock) is the same stream, created then */
+    op.created_ns = 1704067299000000000ull;
+    ck_assert_int_eq(apply(&st, 11, &op, &res), 0);
+    ck_assert_uint_eq(res.assignment->created_ns, 1704067200000000000ull);
+    /* an update does not change it */
+    op = op_stream(JR__META_STREAM_UPDATE, &c, peers234, 3);
+    ck_assert_int_eq(apply(&st, 12, &op, &res), 0);
+    ck_assert_uint_eq(jr__meta_stream_find(&st, "ORDERS")->created_ns, 1704067200000000000ull);
+    /* a version-1 add (a log written before creation times) gives 0, "unknown" */
+    static const char *s2[] = {"audit"};
+    jr_stream_config a = scfg("AUDIT", s2, 1, 3);
+    op = op_stream(JR__META_STREAM_ADD, &a, peers3, 3);
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    encode(&op, &b);
+    ck_assert_uint_eq(b.data[0], 1);
+    ck_assert_int_eq(jr__meta_apply(&st, 13, b.data, b.len, &res), 0);
+    ck_assert_int_eq(res.status, 0);
+    ck_assert_uint_eq(res.assignment->created_ns, 0);
+    /* version 2 requires the time: one with 0 in its place is malformed */
+    op.created_ns = 1;
+    encode(&op, &b);
+    ck_assert_uint_eq(b.data[0], 2);
+    ck_assert_uint_eq(b.data[b.len - 9], 1); /* the varint just before the checksum */
+    b.data[b.len - 9] = 0;
+    reseal(b.data, b.len);
+    jr__meta_op d;
+    ck_assert_int_eq(jr__meta_op_decode(b.data, b.len, NULL, &d), JR_ECORRUPT);
+    jr__buf_free(&b);
     jr__meta_state_free(&st);
 }
 END_TEST
@@ -1055,6 +1111,7 @@ static void sample_state(jr__meta_state *st)
     a.max_bytes = 1 << 30;
     jr__meta_result res;
     jr__meta_op op = op_stream(JR__META_STREAM_ADD, &a, peers3, 3);
+    op.created_ns = 1704067200000000042ull;
     ck_assert_int_eq(apply(st, 10, &op, &res), 0);
     op = op_stream(JR__META_STREAM_ADD, &b, on_n5, 1);
     ck_assert_int_eq(apply(st, 11, &op, &res), 0);
@@ -1084,6 +1141,8 @@ START_TEST(snapshot_restore_gives_an_identical_state)
     const jr__meta_stream *s = jr__meta_stream_find(&back, "ORDERS");
     ck_assert_uint_eq(s->created, 10);
     ck_assert_uint_eq(s->updated, 12);
+    ck_assert_uint_eq(s->created_ns, 1704067200000000042ull); /* kept across the update */
+    ck_assert_uint_eq(jr__meta_stream_find(&back, "AUDIT")->created_ns, 0); /* none given */
     ck_assert_str_eq(s->peers[0], "n2");
     ck_assert_str_eq(s->cfg->c.description, "orders");
     ck_assert_ptr_eq(jr__meta_stream_for_subject(&back, "returns.x"), s);
@@ -1277,7 +1336,7 @@ START_TEST(restore_checks_every_invariant)
     }
     /* an unknown version (intact) and a wrong magic */
     hand_snapshot(&b, 9, 12, srv, 3, good, 2);
-    b.data[4] = 2;
+    b.data[4] = 3;
     reseal(b.data, b.len);
     jr__meta_state st;
     jr__meta_state_init(&st, NULL, 1);
@@ -1517,6 +1576,7 @@ static Suite *meta_state_suite(void)
     suite_add_tcase(s, ops);
     TCase *apply_tc = tcase_create("apply");
     tcase_add_test(apply_tc, add_creates_an_assignment_with_a_fresh_group);
+    tcase_add_test(apply_tc, a_stream_keeps_the_creation_time_of_its_add);
     tcase_add_test(apply_tc, identical_re_add_is_idempotent_and_a_different_config_is_eexist);
     tcase_add_test(apply_tc, overlapping_subjects_are_refused_naming_the_stream);
     tcase_add_test(apply_tc, peers_must_be_exactly_the_replicas_on_known_servers);

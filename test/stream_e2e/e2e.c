@@ -31,9 +31,10 @@ static void configure(void *arg, unsigned i, jr_node_config *cfg)
     cfg->tags = c->tags[i];
     cfg->ntags = c->ntags[i];
     cfg->unique_tag = c->unique_tag;
-    if (c->log) {
+    if (c->log || c->no_wall) {
         c->hosts[i] = *cfg->host;
-        c->hosts[i].log = host_log;
+        if (c->log) c->hosts[i].log = host_log;
+        if (c->no_wall) c->hosts[i].version = 1; /* an older host: wall is not read */
         cfg->host = &c->hosts[i];
     }
 }
@@ -194,6 +195,8 @@ static void info_cb(void *arg, int status, const char *msg, const jr_stream_info
     }
     r->state = info->state;
     r->replicas_cfg = info->config.replicas;
+    r->created_ns = info->created_ns;
+    r->max_age_ns = info->config.max_age_ns;
     int need = jr_stream_info_format(info, r->text, sizeof r->text);
     ck_assert_int_ge(need, 0);
     ck_assert_int_lt(need, (int)sizeof r->text);
@@ -205,6 +208,7 @@ static void msg_cb(void *arg, int status, const char *msg, const jr_stored_msg *
     e2e_admin_cb(arg, status, msg);
     if (status != 0) return;
     r->seq = m->seq;
+    r->ts = m->ts;
     snprintf(r->subject, sizeof r->subject, "%s", m->subject);
     r->len = m->len < sizeof r->data ? m->len : sizeof r->data;
     memcpy(r->data, m->data, r->len);

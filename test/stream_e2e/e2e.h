@@ -30,6 +30,7 @@ typedef struct e2e {
     /* optional: jr_sim_config.on_apply (arg: the e2e) */
     void (*on_apply)(void *arg, unsigned node, uint64_t group, uint64_t index, uint64_t term,
                      const void *data, size_t len);
+    int no_wall;      /* the nodes' hosts are version 1: no wall clock (jr_host.wall) */
     jr_host hosts[E2E_MAX];
     uint64_t snap_every[E2E_MAX];
     int log;
@@ -73,11 +74,14 @@ typedef struct e2e_res {
     } reps[8];
     jr_stream_state state;
     int replicas_cfg;
+    uint64_t created_ns;
+    uint64_t max_age_ns;
     char text[2048]; /* jr_stream_info_format output */
     /* message */
     char subject[256];
     char data[1024];
     size_t len;
+    uint64_t ts;
 } e2e_res;
 
 /* Runs until r->done or max_ns passed; 0 or JR_ETIMEDOUT. */
