@@ -302,6 +302,17 @@ static uint64_t backtrack(const jr__raft *r, const jr__msg *m, uint64_t rej)
     return next < rej ? next : rej;
 }
 
+/* The follower of p says its log ends at `holds`, below what it acknowledged (p->match): its
+ * storage lost entries (it restarted damaged, and never votes again). Probing from match + 1
+ * would be refused forever; probe from what it holds. Only the leader's view of it goes down:
+ * commit stays, and if the reply was an old one, the next acknowledgement restores match. */
+static void lost_entries(jr__raft *r, jr__prog *p, uint64_t now, uint64_t holds)
+{
+    p->match = holds;
+    jr__prog_probe(p, holds + 1);
+    jr__repl_send_append(r, p, now);
+}
+
 void jr__repl_on_append_resp(jr__raft *r, uint64_t now, const jr__msg *m)
 {
     jr__prog *p = jr__prog_find(r, m->from);
@@ -322,7 +333,12 @@ void jr__repl_on_append_resp(jr__raft *r, uint64_t now, const jr__msg *m)
             if (p->sent_commit < (p->match < r->commit ? p->match : r->commit)) r->send_pending = 1;
         }
     } else {
+        uint64_t hint = m->u.append_resp.hint_index;
         if (p->state == JR__SNAPSHOT) return;
+        if (hint && hint <= p->match && idx >= p->match) {
+            lost_entries(r, p, now, hint - 1);
+            return;
+        }
         if (p->state == JR__REPLICATE && idx <= p->match) return; /* stale */
         if (p->state == JR__PROBE && idx != p->next - 1) return;  /* stale */
         jr__prog_probe(p, backtrack(r, m, idx));
@@ -345,7 +361,10 @@ void jr__repl_on_heartbeat(jr__raft *r, uint64_t now, const jr__msg *m)
 void jr__repl_on_heartbeat_resp(jr__raft *r, uint64_t now, const jr__msg *m)
 {
     jr__prog *p = jr__prog_find(r, m->from);
-    if (p) p->last_contact = now;
+    if (!p) return;
+    p->last_contact = now;
+    if (m->u.heartbeat_resp.match_hint < p->match && p->state != JR__SNAPSHOT)
+        lost_entries(r, p, now, m->u.heartbeat_resp.match_hint);
 }
 
 void jr__repl_reply_stale(jr__raft *r, const jr__msg *m)

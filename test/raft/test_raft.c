@@ -736,6 +736,47 @@ START_TEST(restart_recovers_from_durable_state)
 }
 END_TEST
 
+/* A follower whose storage lost entries it had acknowledged (it restarts damaged, with a shorter
+ * log) is repaired by the current leader: its rejection shows the leader's idea of its match is
+ * wrong, so the leader probes it from what it says it holds — instead of probing the same index
+ * over and over (match never went down before). Commit does not move back. */
+START_TEST(leader_repairs_a_follower_that_lost_acked_entries)
+{
+    harness h;
+    h_init(&h, 3, 16);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    char s[16];
+    for (int i = 0; i < 30; i++) {
+        snprintf(s, sizeof s, "e%d", i);
+        ck_assert_int_eq(h_propose(&h, 0, s, NULL), 0);
+    }
+    h_run(&h, ET);
+    uint64_t last = jr__raft_last_index(R(&h, 0)), commit = h_commit(&h, 0);
+    ck_assert_uint_eq(jr__raft_last_index(R(&h, 1)), last);
+
+    /* node 1 loses everything after its 5th entry, acknowledged long ago */
+    h_crash(&h, 1);
+    h_node *nd = &h.nodes[1];
+    uint64_t keep = 5 - nd->dfirst + 1;
+    for (uint64_t k = keep; k < nd->dn; k++) free(nd->dlog[k].data);
+    nd->dn = keep;
+    if (nd->commit > 5) nd->commit = 5;
+    h_restart(&h, 1);
+    ck_assert_uint_eq(jr__raft_last_index(R(&h, 1)), 5);
+
+    uint64_t sent0 = h.sent;
+    h_run(&h, ET);
+    ck_assert_uint_eq(jr__raft_last_index(R(&h, 1)), last);
+    ck_assert_uint_eq(h.nodes[1].sm_index, commit);
+    ck_assert_uint_ge(h_commit(&h, 0), commit);
+    /* a handful of probes and appends, not a loop (heartbeats included) */
+    ck_assert_uint_lt(h.sent - sent0, 200);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
 /* malformed input -------------------------------------------------------------------------------*/
 
 typedef struct {
@@ -940,6 +981,7 @@ static Suite *suite(void)
     tcase_add_test(tc, config_reverts_on_truncation);
     tcase_add_test(tc, snapshot_install_chunked_and_resumed);
     tcase_add_test(tc, restart_recovers_from_durable_state);
+    tcase_add_test(tc, leader_repairs_a_follower_that_lost_acked_entries);
     tcase_add_test(tc, malformed_input_changes_nothing_harmful);
     tcase_add_test(tc, steady_state_proposals_replication_commit_allocate_nothing);
     suite_add_tcase(s, tc);
