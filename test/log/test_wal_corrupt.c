@@ -544,7 +544,7 @@ START_TEST(random_damage)
             continue;
         }
         int hits = 1 + (int)jr__rand_below(&rng, 3);
-        for (int h = 0; h < hits; h++) {
+        for (int h = 0; h < hits && ns >= 2; h++) { /* (a removal may leave only the last) */
             size_t s = (size_t)jr__rand_below(&rng, ns - 1); /* not the last */
             char path[256];
             seg_path(&f, s, path, sizeof path);
