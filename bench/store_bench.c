@@ -29,16 +29,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "jetraft.h"
 #include "store/store.h"
 #include "util/rand.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static const uint8_t bench_key[32] = {42};
 static const char *dir = "/tmp/jr_store_bench";
@@ -77,10 +71,10 @@ static void measure_disk(void)
     uint8_t *buf = malloc(chunk);
     fill_payload(buf, chunk, 1);
     uint64_t total = mb << 20;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (uint64_t off = 0; off < total; off += chunk) v->pwrite(v->ctx, f, buf, chunk, off);
     v->sync(v->ctx, f);
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     v->close(v->ctx, f);
     v->remove(v->ctx, path);
     free(buf);
@@ -142,7 +136,7 @@ static void run(int kind, size_t size, int compress, int enc, const char *only)
     static const char *subjects[] = {"orders.eu.new",     "orders.us.new",    "orders.eu.paid",
                                      "orders.us.paid",    "orders.ap.new",    "orders.ap.paid",
                                      "orders.eu.shipped", "orders.us.shipped"};
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (uint64_t q = 1; q <= n; q++) {
         const char *s = subjects[q & 7];
         int rc = jr__store_append(st, q, s, strlen(s), NULL, 0, payload, size, (int64_t)q, NULL);
@@ -153,7 +147,7 @@ static void run(int kind, size_t size, int compress, int enc, const char *only)
         }
     }
     int rc = jr__store_sync(st);
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     if (rc) exit(1);
     if (!only || !strcmp(only, "append"))
         line("append", kind, size, compress, enc, n, t, kind == JR__STORE_FILE);
@@ -161,22 +155,22 @@ static void run(int kind, size_t size, int compress, int enc, const char *only)
     if (!only || !strcmp(only, "read")) {
         jr__store_msg m;
         uint64_t sum = 0;
-        t0 = now_s();
+        t0 = bench_now_s();
         for (uint64_t q = 1; q <= n; q++) {
             if (jr__store_get(st, q, &m)) exit(1);
             sum += m.data[0];
         }
-        t = now_s() - t0;
+        t = bench_now_s() - t0;
         line("read_seq", kind, size, compress, enc, n, t, 0);
         uint64_t nr = n < 200000 ? n : 200000;
         jr__rand r;
         jr__rand_seed(&r, 9);
-        t0 = now_s();
+        t0 = bench_now_s();
         for (uint64_t i = 0; i < nr; i++) {
             if (jr__store_get(st, 1 + jr__rand_below(&r, n), &m)) exit(1);
             sum += m.data[0];
         }
-        t = now_s() - t0;
+        t = bench_now_s() - t0;
         line("read_rand", kind, size, compress, enc, nr, t, 0);
         if (sum == 42) printf("\n"); /* keep the reads */
     }
@@ -203,7 +197,7 @@ static void marks(int with_marks, uint64_t k)
     if (n > (mb << 20) / sizeof payload) n = (mb << 20) / sizeof payload;
     if (n < k) n = k;
     nsync = n / k;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (uint64_t q = 1; q <= n; q++) {
         if (jr__store_append(st, q, "orders.x", 8, NULL, 0, payload, sizeof payload, (int64_t)q,
                              NULL))
@@ -216,7 +210,7 @@ static void marks(int with_marks, uint64_t k)
             exit(1);
         }
     }
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     jr__store_close(st);
     marked = 0;
     printf("{\"bench\":\"store\",\"op\":\"%s\",\"store\":\"file\",\"payload\":1024,"
@@ -245,9 +239,9 @@ static void recovery(int compress, int enc)
         if (marked && (q % 1000 == 0 || q == n) && jr__store_mark(st, q, "m", 1, 0, 0)) exit(1);
     }
     jr__store_close(st);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     st = open_store(JR__STORE_FILE, compress, enc, name);
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     jr__store_state s;
     jr__store_state_get(st, &s);
     jr__store_close(st);

@@ -33,33 +33,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "jetraft.h"
 #include "jetraft/sim.h"
 
 #define MS 1000000ull
 #define SEC (1000 * MS)
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static double cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-}
 
 typedef struct bench_cfg {
     int posix;
@@ -121,20 +100,20 @@ static void on_ack(void *arg, int status, const jr_pub_ack *ack)
         b->last_err = status;
     } else {
         b->acked++;
-        if (s->no >= b->measure_from && b->nlat < b->budget) b->lat[b->nlat++] = now_ns() - s->t0;
+        if (s->no >= b->measure_from && b->nlat < b->budget) b->lat[b->nlat++] = bench_now_ns() - s->t0;
     }
     if (b->stop || b->issued >= b->budget) {
         free(s);
         return;
     }
-    if ((b->acked & 1023) == 0 && now_s() > b->t_end) b->stop = 1;
+    if ((b->acked & 1023) == 0 && bench_now_s() > b->t_end) b->stop = 1;
     issue(b, s);
 }
 
 static void issue(bench *b, slot *s)
 {
     s->no = b->issued++;
-    s->t0 = now_ns();
+    s->t0 = bench_now_ns();
     int rc = jr_publish(b->pub_node, "bench.orders", NULL, 0, b->data, b->cfg.payload, NULL, on_ack,
                         s);
     if (rc != 0) {
@@ -178,12 +157,6 @@ static int all_acked(void *arg, jr_sim *sim)
     bench *b = arg;
     (void)sim;
     return b->acked + b->failed >= b->issued && (b->stop || b->issued >= b->budget);
-}
-
-static int cmp_u64(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return a < b ? -1 : a > b;
 }
 
 static void mkdirs(const char *path)
@@ -290,7 +263,7 @@ static void run(const bench_cfg *cfg)
     b.lat = malloc(b.budget * sizeof *b.lat);
 
     /* warm-up */
-    b.t_end = now_s() + 1e9;
+    b.t_end = bench_now_s() + 1e9;
     b.budget = warm;
     for (int k = 0; k < cfg->window && b.issued < b.budget; k++) {
         slot *s = calloc(1, sizeof *s);
@@ -302,7 +275,7 @@ static void run(const bench_cfg *cfg)
     b.budget = cap + warm;
     b.measure_from = b.issued;
     uint64_t acked0 = b.acked, syncs0 = wal_syncs(&b);
-    double t0 = now_s(), c0 = cpu_s();
+    double t0 = bench_now_s(), c0 = bench_cpu_s();
     b.t_end = t0 + cfg->seconds;
     for (int k = 0; k < cfg->window && b.issued < b.budget; k++) {
         slot *s = calloc(1, sizeof *s);
@@ -310,9 +283,9 @@ static void run(const bench_cfg *cfg)
         issue(&b, s);
     }
     jr_sim_run_until(b.sim, all_acked, &b, 3600 * SEC);
-    double wall = now_s() - t0, cpu = cpu_s() - c0;
+    double wall = bench_now_s() - t0, cpu = bench_cpu_s() - c0;
     uint64_t n = b.acked - acked0, syncs = wal_syncs(&b) - syncs0;
-    qsort(b.lat, b.nlat, sizeof *b.lat, cmp_u64);
+    qsort(b.lat, b.nlat, sizeof *b.lat, bench_cmp_u64);
     double p50 = b.nlat ? b.lat[b.nlat / 2] / 1e3 : 0;
     double p99 = b.nlat ? b.lat[(size_t)((double)b.nlat * 0.99)] / 1e3 : 0;
     double p999 = b.nlat ? b.lat[(size_t)((double)b.nlat * 0.999)] / 1e3 : 0;
@@ -335,19 +308,6 @@ static void run(const bench_cfg *cfg)
     if (cfg->posix) rm_rf(b.root);
 }
 
-/* Parses "a,b,c" into up to max integers. */
-static int parse_list(const char *s, long *out, int max)
-{
-    int n = 0;
-    while (*s && n < max) {
-        char *end;
-        out[n++] = strtol(s, &end, 10);
-        s = *end == ',' ? end + 1 : end;
-        if (end == s && *s) break;
-    }
-    return n;
-}
-
 int main(int argc, char **argv)
 {
     const char *vfs = "all", *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -358,8 +318,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--vfs") && v) vfs = argv[++i];
-        else if (!strcmp(a, "--replicas") && v) nreps = parse_list(argv[++i], reps, 8);
-        else if (!strcmp(a, "--payload") && v) npays = parse_list(argv[++i], pays, 8);
+        else if (!strcmp(a, "--replicas") && v) nreps = bench_parse_list(argv[++i], reps, 8);
+        else if (!strcmp(a, "--payload") && v) npays = bench_parse_list(argv[++i], pays, 8);
         else if (!strcmp(a, "--mode") && v) {
             i++;
             modes = (strstr(v, "async") ? 1 : 0) | (strstr(v, "sync") == v || strstr(v, ",sync") ? 2 : 0);
@@ -372,6 +332,10 @@ int main(int argc, char **argv)
                             "[--seconds S] [--dir PATH]\n", argv[0]);
             return 2;
         }
+    }
+    if (nreps < 1 || npays < 1) {
+        fprintf(stderr, "%s: --replicas and --payload take comma-separated numbers\n", argv[0]);
+        return 2;
     }
     for (int pv = 0; pv < 2; pv++) {
         if ((pv == 0 && !strcmp(vfs, "posix")) || (pv == 1 && !strcmp(vfs, "mem"))) continue;

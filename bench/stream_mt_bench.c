@@ -31,25 +31,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "jetraft.h"
 #include "vfs/memfs.h"
 
 #define MAX_NODES 5
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static double cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-}
 
 static void die(const char *what, int rc)
 {
@@ -142,7 +128,7 @@ static int host_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
 static uint64_t host_now(void *ctx)
 {
     (void)ctx;
-    return now_ns();
+    return bench_now_ns();
 }
 
 static void host_arm(void *ctx, uint64_t deadline)
@@ -155,13 +141,13 @@ static void *loop_main(void *arg)
     loop *l = arg;
     for (;;) {
         pthread_mutex_lock(&l->mu);
-        while (!l->head && !l->stop && now_ns() < l->deadline) {
+        while (!l->head && !l->stop && bench_now_ns() < l->deadline) {
             if (l->deadline == UINT64_MAX) {
                 pthread_cond_wait(&l->cv, &l->mu);
             } else {
                 struct timespec ts;
                 clock_gettime(CLOCK_MONOTONIC, &ts);
-                uint64_t wait = l->deadline - now_ns();
+                uint64_t wait = l->deadline - bench_now_ns();
                 if (wait > 1000000000u) wait = 1000000000u;
                 uint64_t ns = (uint64_t)ts.tv_nsec + wait;
                 ts.tv_sec += (time_t)(ns / 1000000000u);
@@ -190,7 +176,7 @@ static void *loop_main(void *arg)
             free(it);
             it = next;
         }
-        if (now_ns() >= l->deadline) jr_node_tick(l->node);
+        if (bench_now_ns() >= l->deadline) jr_node_tick(l->node);
         l->deadline = jr_node_deadline(l->node);
     }
 }
@@ -419,7 +405,7 @@ static void on_ack(void *arg, int status, const jr_pub_ack *ack)
     slot *s = arg;
     pubber *p = s->p;
     (void)ack;
-    uint64_t t = now_ns();
+    uint64_t t = bench_now_ns();
     p->outstanding--;
     if (status != 0)
         p->failed++;
@@ -430,14 +416,14 @@ static void on_ack(void *arg, int status, const jr_pub_ack *ack)
         /* warm-up done: measure from the next publish on */
         p->measure_from = p->issued;
         p->t0 = t;
-        p->c0 = cpu_s();
+        p->c0 = bench_cpu_s();
         p->t_end = t + (uint64_t)(p->cfg->seconds * 1e9);
         p->acked = p->failed = 0;
     }
     if (p->measure_from && !p->stop && (p->acked & 1023) == 0 && t >= p->t_end) {
         p->stop = 1;
         p->t1 = t;
-        p->c1 = cpu_s();
+        p->c1 = bench_cpu_s();
     }
     if (!p->stop) {
         issue(p, s);
@@ -450,7 +436,7 @@ static void on_ack(void *arg, int status, const jr_pub_ack *ack)
 static void issue(pubber *p, slot *s)
 {
     s->no = p->issued++;
-    s->t0 = now_ns();
+    s->t0 = bench_now_ns();
     p->outstanding++;
     int rc = jr_publish(p->node, "bench.orders", NULL, 0, p->data, p->cfg->payload, NULL, on_ack, s);
     if (rc) die("jr_publish", rc);
@@ -466,12 +452,6 @@ static void start_task(void *arg, jr_node *node)
         s->p = p;
         issue(p, s);
     }
-}
-
-static int cmp_u64(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return a < b ? -1 : a > b;
 }
 
 static void run(const bench_cfg *cfg)
@@ -497,7 +477,7 @@ static void run(const bench_cfg *cfg)
     waiter_wait(&p.done);
 
     double wall = (double)(p.t1 - p.t0) * 1e-9, cpu = p.c1 - p.c0;
-    qsort(p.lat, p.nlat, sizeof *p.lat, cmp_u64);
+    qsort(p.lat, p.nlat, sizeof *p.lat, bench_cmp_u64);
     double p50 = p.nlat ? (double)p.lat[p.nlat / 2] / 1e3 : 0;
     double p99 = p.nlat ? (double)p.lat[(size_t)((double)p.nlat * 0.99)] / 1e3 : 0;
     double p999 = p.nlat ? (double)p.lat[(size_t)((double)p.nlat * 0.999)] / 1e3 : 0;
@@ -520,18 +500,6 @@ static void run(const bench_cfg *cfg)
     }
 }
 
-static int parse_list(const char *s, long *out, int max)
-{
-    int n = 0;
-    while (*s && n < max) {
-        char *end;
-        out[n++] = strtol(s, &end, 10);
-        if (end == s) return -1;
-        s = *end == ',' ? end + 1 : end;
-    }
-    return n;
-}
-
 int main(int argc, char **argv)
 {
     long reps[8] = {3}, pays[8] = {128};
@@ -540,10 +508,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--replicas") && v) {
-            nreps = parse_list(v, reps, 8);
+            nreps = bench_parse_list(v, reps, 8);
             i++;
         } else if (!strcmp(a, "--payload") && v) {
-            npays = parse_list(v, pays, 8);
+            npays = bench_parse_list(v, pays, 8);
             i++;
         } else if (!strcmp(a, "--window") && v) {
             cfg.window = atoi(v);

@@ -30,24 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "jetraft.h"
 #include "log/segment.h"
 #include "log/wal.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-}
 
 static void die(const char *what, int rc)
 {
@@ -89,16 +75,16 @@ static void disk_fsync(const char *dir, double seconds)
     memset(buf, 0xab, sizeof buf);
     size_t cap = 1 << 16, n = 0;
     double *lat = malloc(cap * sizeof *lat);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     uint64_t off = 0;
-    while (n < cap && (now_s() - t0 < seconds || n < 20)) {
-        double a = now_s();
+    while (n < cap && (bench_now_s() - t0 < seconds || n < 20)) {
+        double a = bench_now_s();
         if ((rc = v->pwrite(v->ctx, f, buf, sizeof buf, off))) die("pwrite", rc);
         if ((rc = v->sync(v->ctx, f))) die("fdatasync", rc);
-        lat[n++] = now_s() - a;
+        lat[n++] = bench_now_s() - a;
         off += sizeof buf;
     }
-    double total = now_s() - t0;
+    double total = bench_now_s() - t0;
     qsort(lat, n, sizeof *lat, cmp_d);
     printf("{\"bench\":\"disk_fdatasync\",\"write_bytes\":4096,\"n\":%zu,\"mean_us\":%.1f,"
            "\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,\"syncs_per_s\":%.0f}\n",
@@ -120,11 +106,11 @@ static double disk_seq(const char *dir, uint64_t mib)
     size_t chunk = 1 << 20;
     uint8_t *buf = malloc(chunk);
     for (size_t i = 0; i < chunk; i++) buf[i] = (uint8_t)(i * 7);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (uint64_t i = 0; i < mib; i++)
         if ((rc = v->pwrite(v->ctx, f, buf, chunk, i * chunk))) die("pwrite", rc);
     if ((rc = v->sync(v->ctx, f))) die("fdatasync", rc);
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     double mbps = (double)mib * 1.048576 / t;
     printf("{\"bench\":\"disk_seq_write\",\"bytes\":%llu,\"chunk\":%zu,\"seconds\":%.3f,"
            "\"MBps\":%.1f}\n",
@@ -185,9 +171,9 @@ static jr__wal *wal_open(const char *dir, int policy, counter *c, double *secs)
     jr__wal_replay rp = {c, c_entry, c_hs, c_other, c_drop, c_damaged, NULL};
     jr__wal_config cfg = {jr_vfs_posix(), dir, NULL, 0, policy, 0};
     jr__wal *w;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     int rc = jr__wal_open(&cfg, &rp, &w);
-    if (secs) *secs = now_s() - t0;
+    if (secs) *secs = bench_now_s() - t0;
     if (rc) die("jr__wal_open", rc);
     return w;
 }
@@ -205,7 +191,7 @@ static void group_commit(const char *dir, size_t batch, size_t payload, double s
     uint64_t records = 0, flushes = 0;
     jr__wal_stats s0, s1;
     jr__wal_stats_get(w, &s0);
-    double c0 = cpu_s(), t0 = now_s(), t;
+    double c0 = bench_cpu_s(), t0 = bench_now_s(), t;
     do {
         for (size_t i = 0; i < batch; i++) {
             uint64_t g = (records + i) % NGROUPS;
@@ -218,9 +204,9 @@ static void group_commit(const char *dir, size_t batch, size_t payload, double s
         if (rc) die(jr__wal_errmsg(w), rc);
         records += batch;
         flushes++;
-        t = now_s() - t0;
+        t = bench_now_s() - t0;
     } while (t < seconds || flushes < 3);
-    double cpu = cpu_s() - c0;
+    double cpu = bench_cpu_s() - c0;
     jr__wal_stats_get(w, &s1);
     printf("{\"bench\":\"wal_group_commit\",\"sync\":\"always\",\"batch\":%zu,\"payload\":%zu,"
            "\"groups\":%d,\"flushes\":%llu,\"records\":%llu,\"seconds\":%.3f,"
@@ -260,7 +246,7 @@ static void recovery(const char *dir, uint64_t mib, size_t payload)
     uint8_t *data = malloc(payload);
     memset(data, 0x33, payload);
     uint64_t next[NGROUPS] = {0}, written = 0, appended = 0, target = mib << 20;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     while (written < target) {
         for (size_t i = 0; i < batch; i++) {
             uint64_t g = (appended + i) % NGROUPS;
@@ -276,16 +262,16 @@ static void recovery(const char *dir, uint64_t mib, size_t payload)
         int durable, rc = jr__wal_flush(w, 0, &durable);
         if (rc) die(jr__wal_errmsg(w), rc);
     }
-    double build = now_s() - t0;
+    double build = bench_now_s() - t0;
     jr__wal_stats ws;
     jr__wal_stats_get(w, &ws);
     jr__wal_close(w);
     for (int cold = 1; cold >= 0; cold--) {
         if (cold) jr_vfs_posix()->list(NULL, dir, evict_cb, (void *)dir);
         memset(&c, 0, sizeof c);
-        double secs, c0 = cpu_s();
+        double secs, c0 = bench_cpu_s();
         w = wal_open(dir, JR_SYNC_ALWAYS, &c, &secs);
-        double cpu = cpu_s() - c0;
+        double cpu = bench_cpu_s() - c0;
         if (c.entries != appended) die("recovery replayed a different number of entries", JR_EIO);
         printf("{\"bench\":\"wal_recovery\",\"cache\":\"%s\",\"wal_bytes\":%llu,"
                "\"segments\":%llu,\"entries\":%llu,\"payload\":%zu,\"groups\":%d,"
