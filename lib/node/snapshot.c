@@ -12,7 +12,8 @@
  * Taking: once snapshot_entries entries, or SNAPSHOT_BYTES of entry payload, were applied since
  * the last snapshot, the fsm writes its state into a node-owned buffer (jr_snapshot_write), the
  * node compresses it into the file, then tells the core (jr__raft_snapshot_taken, keeping up to
- * TRAILING_MAX entries / TRAILING_BYTES of them for slightly slow followers) and the WAL
+ * TRAILING_MAX entries / TRAILING_BYTES of them for slightly slow followers, and on a leader
+ * what its active followers still need, up to KEEP_MAX_BYTES: trailing_for) and the WAL
  * (jr__wal_compact). The file is durable before the WAL may forget the entries. The byte bound
  * keeps a group of large (batched) entries from holding gigabytes of log in memory: the core's
  * log rings stay the same size and are reused from one snapshot to the next.
@@ -33,6 +34,7 @@
 #define TRAILING_MAX 1024
 #define TRAILING_BYTES (2u << 20)
 #define SNAPSHOT_BYTES (8u << 20)
+#define KEEP_MAX_BYTES (64u << 20) /* kept for active followers at most */
 #define UNPIN_MAX 1024 /* groups asked for a snapshot per segment-count change */
 
 void jr__snap_path(const jr_node *n, uint64_t group, uint64_t index, const char *suffix, char *buf,
@@ -108,25 +110,47 @@ static void remove_snapshot(jr_node *n, uint64_t group, uint64_t index)
     n->vfs->remove(n->vfs->ctx, path);
 }
 
-/* Entries to keep behind a snapshot at index: at most TRAILING_MAX (and snapshot_entries) of
- * them, holding at most TRAILING_BYTES of payload. Bytes held by index-t+1..index grow with t,
- * so a binary search finds the largest t. */
-static uint64_t trailing_for(const jr_group *g, uint64_t index)
+/* The largest t <= hi such that entries index-t+1..index hold at most `bytes` of payload (bytes
+ * held grow with t: a binary search). */
+static uint64_t fit(const jr__raft *r, uint64_t index, uint64_t hi, uint64_t bytes)
 {
-    const jr__raft *r = g->raft;
-    uint64_t first = jr__raft_first_index(r);
-    uint64_t hi = g->snapshot_entries < TRAILING_MAX ? g->snapshot_entries : TRAILING_MAX;
-    if (index + 1 < first) return 0;
-    if (hi > index + 1 - first) hi = index + 1 - first;
     uint64_t lo = 0;
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo + 1) / 2;
-        if (jr__raft_log_bytes(r, index - mid + 1, index) <= TRAILING_BYTES)
+        if (jr__raft_log_bytes(r, index - mid + 1, index) <= bytes)
             lo = mid;
         else
             hi = mid - 1;
     }
     return lo;
+}
+
+/* Entries to keep behind a snapshot at index: up to TRAILING_MAX (and snapshot_entries) of them
+ * holding at most TRAILING_BYTES, for slightly slow followers; and on a leader, everything a
+ * follower it is replicating to (heard from within an election timeout, not being sent a
+ * snapshot) still needs, up to KEEP_MAX_BYTES — with a window of large entries in flight, a
+ * healthy follower is often more than TRAILING_BYTES behind, and compacting what it is about
+ * to receive would send it a snapshot and a catch-up instead of the log. */
+static uint64_t trailing_for(const jr_group *g, uint64_t index)
+{
+    const jr__raft *r = g->raft;
+    uint64_t first = jr__raft_first_index(r);
+    if (index + 1 < first) return 0;
+    uint64_t held = index + 1 - first;
+    uint64_t hi = g->snapshot_entries < TRAILING_MAX ? g->snapshot_entries : TRAILING_MAX;
+    uint64_t t = fit(r, index, hi < held ? hi : held, TRAILING_BYTES);
+    if (jr__raft_role(r) != JR_LEADER) return t;
+    uint64_t need = 0; /* entries the furthest-behind active follower still needs */
+    const jr__conf *c = jr__raft_conf(r);
+    uint64_t recent = g->node->now > g->node->election_ns ? g->node->now - g->node->election_ns : 0;
+    for (uint32_t i = 0; i < c->n; i++) {
+        jr__progress p;
+        if (jr__raft_progress(r, i, &p) != 0 || p.id == jr__raft_self(r)) continue;
+        if (p.state == JR__SNAPSHOT || p.last_contact < recent || p.match >= index) continue;
+        if (index - p.match > need) need = index - p.match;
+    }
+    if (need <= t) return t;
+    return fit(r, index, need < held ? need : held, KEEP_MAX_BYTES);
 }
 
 /* Is a snapshot due: enough entries or enough payload bytes applied since the last one? */

@@ -13,6 +13,7 @@ void *jr__calloc(const jr_allocator *a, size_t n, size_t size)
 {
     if (size && n > SIZE_MAX / size) return NULL;
     size_t total = n * size;
+    if (!a) return calloc(total ? total : 1, 1); /* knows when fresh memory is already zero */
     void *p = jr__malloc(a, total);
     if (p) memset(p, 0, total ? total : 1);
     return p;

@@ -147,8 +147,10 @@ START_TEST(restart_recovers_and_snapshot_catches_up)
     jr_sim_run_for(h.sim, 200 * MS);
     ck_assert_uint_eq(h.fsm[down][0].last, applied);
 
-    /* down while the others compact far past its log: it needs the leader's snapshot */
+    /* down while the others compact far past its log: it needs the leader's snapshot (once
+     * it has been silent for an election timeout, the leader keeps no log for it) */
     ck_assert_int_eq(jr_sim_crash(h.sim, down), 0);
+    jr_sim_run_for(h.sim, 400 * MS);
     l = h_leader(&h, 0);
     for (int i = 0; i < 300; i++) jr_group_propose(h.g[l][0], "defg", 4, on_ack, &a);
     jr_sim_run_for(h.sim, 500 * MS);
@@ -316,6 +318,44 @@ START_TEST(idle_group_does_not_pin_the_wal)
 }
 END_TEST
 
+/* A follower that is alive but behind — a slow link, a window of large entries in flight — is
+ * replicated from the log: the leader's snapshots do not compact what it still needs (up to a
+ * bound), so it is never sent a snapshot it does not need. */
+START_TEST(slow_follower_is_not_sent_snapshots)
+{
+    h_cluster h;
+    jr_sim_config cfg;
+    jr_sim_config_init(&cfg);
+    cfg.seed = 12;
+    cfg.on_restore = count_restore;
+    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 8), 0); /* a snapshot every 8 entries */
+    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
+    int l = h_leader(&h, 0);
+    unsigned slow = (unsigned)(l + 1) % 3;
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.delay_min_ns = link.delay_max_ns = 20 * MS; /* far behind, still heard from */
+    ck_assert_int_eq(jr_sim_set_link(h.sim, (unsigned)l, slow, &link), 0);
+    ck_assert_int_eq(jr_sim_set_link(h.sim, slow, (unsigned)l, &link), 0);
+    restores = 0;
+    acks a = {0};
+    static char big[3000];
+    for (int i = 0; i < 300; i++) {
+        jr_group_propose(h.g[l][0], big, sizeof big, on_ack, &a);
+        jr_sim_run_for(h.sim, 1 * MS);
+    }
+    caught_up c = {&h, slow, 0};
+    jr_sim_run_for(h.sim, 500 * MS);
+    c.index = h.fsm[l][0].last;
+    ck_assert_int_eq(jr_sim_run_until(h.sim, node_caught_up, &c, 2000 * MS), 0);
+    ck_assert_int_eq(a.ok, 300);
+    ck_assert_int_eq(restores, 0);
+    ck_assert_uint_eq(h.fsm[slow][0].chain, h.fsm[l][0].chain);
+    ck_assert_msg(h.fail[0] == 0, "%s", h.fail);
+    h_free(&h);
+}
+END_TEST
+
 START_TEST(same_seed_same_digest)
 {
     uint64_t a = run_digest(7), b = run_digest(7), c = run_digest(8);
@@ -332,6 +372,7 @@ int main(void)
     tcase_add_test(tc, restart_recovers_and_snapshot_catches_up);
     tcase_add_test(tc, damaged_replica_follows_but_never_votes);
     tcase_add_test(tc, idle_group_does_not_pin_the_wal);
+    tcase_add_test(tc, slow_follower_is_not_sent_snapshots);
     tcase_add_test(tc, same_seed_same_digest);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
