@@ -251,6 +251,7 @@ void jr__js_before_flush(jr_node *n)
 {
     jr__js *js = n->js;
     if (!js || js->closing || n->closing) return;
+    if (js->ndead) jr__srep_release_dead(js); /* nothing walks a group list here */
     jr__srep_flush_all(js);
 }
 
@@ -292,6 +293,7 @@ static void js_free(jr__js *js)
     }
     jr__buf_free(&js->scratch);
     jr__buf_free(&js->scratch2);
+    jr__free(a, js->dead); /* their groups go with the node's */
     jr__free(a, js);
 }
 

@@ -220,6 +220,8 @@ struct jr__js {
     jr__srep *rep_list;
     jr__srep *dirty;
     jr__map hints;        /* group id -> leader hint (jr__peer *) for streams not held here */
+    uint64_t *dead;       /* groups of deleted streams to release at the next flush's start */
+    size_t ndead, dead_cap;
     jr__waiter *free_waiters;
     /* js.c */
     jr__req *reqs;        /* outstanding requests (doubly linked) */
@@ -324,8 +326,21 @@ void jr__mnode_converge(jr__js *js);
 int jr__srep_create(jr__js *js, const jr__meta_stream *s);
 /* The assignment changed: take its config and peers. */
 void jr__srep_update(jr__srep *r, const jr__meta_stream *s);
-/* Removes the local replica; with purge = 1 its messages and snapshots are deleted too. */
+/* Removes the local replica; with purge = 1 (the stream was deleted, or this server left it)
+ * its messages and snapshots are deleted too, and its Raft group is released: detached now,
+ * then freed and dropped from the WAL at the start of the next flush (jr__srep_release_dead),
+ * so that neither its raft core nor the WAL's record of it outlives the stream. */
 void jr__srep_leave(jr__srep *r, int purge);
+/* Releases the groups of removed replicas (from jr__js_before_flush, when no flush list is
+ * being walked): frees the dormant group, any recovered stash of it and its snapshot files, and
+ * stages a WAL DROP (after which nothing of the group is written again, so the WAL forgets it).
+ * A group the WAL could not drop (JR_ENOMEM) is kept for the next flush. */
+void jr__srep_release_dead(jr__js *js);
+/* Recovered stashes of stream groups that no longer exist in the meta state (id below its
+ * next_group, no assignment: the stream was deleted while this server was down, and it learnt
+ * that from a meta snapshot) are released like removed replicas. Never touches a group the
+ * meta state still has, whoever its peers are. */
+void jr__srep_sweep_stashes(jr__js *js);
 /* Frees every replica (node close). */
 void jr__srep_close_all(jr__js *js, int flush);
 jr__srep *jr__srep_find(jr__js *js, uint64_t group);

@@ -538,6 +538,7 @@ void jr__mnode_converge(jr__js *js)
         }
     }
     jr__meta_plan_free(&plan);
+    if (n->stashes.len) jr__srep_sweep_stashes(js); /* streams deleted while we were down */
 }
 
 /* Cluster info ----------------------------------------------------------------------------*/

@@ -595,6 +595,18 @@ static void rep_unlink(jr__srep *r)
 int jr__srep_create(jr__js *js, const jr__meta_stream *s)
 {
     jr_node *n = js->n;
+    if (!jr__map_get(&n->stashes, s->group) && !jr__map_get(&n->groups, s->group)) {
+        /* A replica new on this server: nothing of its group is durable here, so no store can
+         * hold a state of its log (entries are applied only once durable). A store found under
+         * the name belongs to a deleted stream of the same name (its removal cut short by a
+         * crash, or never done): it must not pass for this one's. */
+        int rc = jr__store_destroy(n->vfs, js->store_dir, s->name);
+        if (rc != 0) {
+            jr__node_log(n, JR_LOG_ERROR, "stream '%s': cannot remove a leftover store: %s",
+                         s->name, jr_strerror(rc));
+            return rc;
+        }
+    }
     jr__srep *r = jr__calloc(n->alloc, 1, sizeof *r);
     if (!r) return JR_ENOMEM;
     r->js = js;
@@ -711,6 +723,31 @@ static void drop_proposals(jr__srep *r, int status)
     }
 }
 
+/* Removes the snapshot files of group id. */
+static void remove_snapshots(jr_node *n, uint64_t id)
+{
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "%016" PRIx64 "-", id);
+    remove_files(n, n->snap_dir, prefix);
+}
+
+/* Schedules group id's release (jr__srep_release_dead). 0 or JR_ENOMEM. */
+static int bury(jr__js *js, uint64_t id)
+{
+    for (size_t i = 0; i < js->ndead; i++)
+        if (js->dead[i] == id) return 0;
+    if (js->ndead == js->dead_cap) {
+        size_t cap = js->dead_cap ? 2 * js->dead_cap : 8;
+        uint64_t *d = jr__realloc(js->n->alloc, js->dead, cap * sizeof *d);
+        if (!d) return JR_ENOMEM;
+        js->dead = d;
+        js->dead_cap = cap;
+    }
+    js->dead[js->ndead++] = id;
+    jr__node_want_tick(js->n);
+    return 0;
+}
+
 void jr__srep_leave(jr__srep *r, int purge)
 {
     jr__js *js = r->js;
@@ -723,17 +760,74 @@ void jr__srep_leave(jr__srep *r, int purge)
      * proposals answered above. */
     if (r->g) jr__group_detach(r->g, JR_ECLOSED);
     if (purge) {
-        char dir[1024], prefix[32];
         jr__stream_fsm_abandon(r->fsm);
-        snprintf(dir, sizeof dir, "%s/%s", js->store_dir, r->name);
-        remove_files(n, dir, "");
-        snprintf(prefix, sizeof prefix, "%016" PRIx64 "-", r->group);
-        remove_files(n, n->snap_dir, prefix);
-        if (n->wal) jr__wal_drop(n->wal, r->group);
+        /* atomic (store.h): a crash halfway leaves a store that opens empty, not a torso */
+        int rc = jr__store_destroy(n->vfs, js->store_dir, r->name);
+        if (rc != 0)
+            jr__node_log(n, JR_LOG_WARN, "stream '%s': its store could not be removed: %s",
+                         r->name, jr_strerror(rc));
+        remove_snapshots(n, r->group);
+        /* The group itself may be on the list the current flush walks: it is freed, and the
+         * WAL told, at the start of the next flush. */
+        if (bury(js, r->group) != 0) {
+            jr__node_log(n, JR_LOG_WARN, "stream '%s': out of memory: its group %" PRIu64
+                                         " stays dormant until the node closes", r->name,
+                         r->group);
+            if (n->wal) jr__wal_drop(n->wal, r->group);
+        }
     } else {
         jr__stream_fsm_close(r->fsm);
     }
     rep_free(r);
+}
+
+/* Frees a detached group that will never be reopened, outside any flush iteration. A stand-in
+ * for a group.c function (jr__group_release, asked of group.c's owner): jr__group_free is
+ * documented for the node's close, and does what a release needs once the group has left
+ * n->groups (liveness lists, ready list, timer, snapshot files, raft core). */
+static void release_group(jr_node *n, jr_group *g)
+{
+    jr__map_del(&n->groups, g->id);
+    jr__group_free(g);
+}
+
+void jr__srep_release_dead(jr__js *js)
+{
+    jr_node *n = js->n;
+    size_t keep = 0;
+    for (size_t i = 0; i < js->ndead; i++) {
+        uint64_t id = js->dead[i];
+        jr_group *g = jr__map_get(&n->groups, id);
+        if (g && !g->closed) continue; /* reopened meanwhile: no longer ours to release */
+        if (g) release_group(n, g);
+        jr__stash *st = jr__map_del(&n->stashes, id);
+        if (st) jr__stash_free(n, st);
+        /* Nothing of the group is written after this record: the WAL forgets it once the
+         * record is written, and its segments no longer wait for the group's compaction. */
+        int rc = n->wal ? jr__wal_drop(n->wal, id) : 0;
+        if (rc == JR_ENOMEM) js->dead[keep++] = id;
+    }
+    js->ndead = keep;
+    if (keep == 0 && js->dead_cap > 64) { /* a mass deletion is over: give the room back */
+        jr__free(n->alloc, js->dead);
+        js->dead = NULL;
+        js->dead_cap = 0;
+    }
+}
+
+void jr__srep_sweep_stashes(jr__js *js)
+{
+    jr_node *n = js->n;
+    for (size_t i = 0; i < n->stashes.cap; i++) {
+        uint64_t id = n->stashes.slots[i].key;
+        if (!id || id < JR__FIRST_STREAM_GROUP_ID || id >= js->st.next_group) continue;
+        if (jr__meta_stream_by_group(&js->st, id) || jr__map_get(&n->groups, id)) continue;
+        if (bury(js, id) == 0) {
+            jr__node_log(n, JR_LOG_INFO, "group %" PRIu64 ": its stream was deleted while this "
+                                         "server was down; releasing its log", id);
+            remove_snapshots(n, id);
+        }
+    }
 }
 
 void jr__srep_close_all(jr__js *js, int flush)

@@ -37,6 +37,7 @@ static void configure(void *arg, unsigned i, jr_node_config *cfg)
         if (c->no_wall) c->hosts[i].version = 1; /* an older host: wall is not read */
         cfg->host = &c->hosts[i];
     }
+    if (c->configure_more) c->configure_more(c, i, cfg);
 }
 
 int e2e_new(e2e *c, unsigned n, uint64_t seed, uint32_t timeout_ms)

@@ -31,6 +31,8 @@ typedef struct e2e {
     void (*on_apply)(void *arg, unsigned node, uint64_t group, uint64_t index, uint64_t term,
                      const void *data, size_t len);
     int no_wall;      /* the nodes' hosts are version 1: no wall clock (jr_host.wall) */
+    /* optional: adjusts node i's config further (after the harness's settings) */
+    void (*configure_more)(void *arg, unsigned i, jr_node_config *cfg);
     jr_host hosts[E2E_MAX];
     uint64_t snap_every[E2E_MAX];
     int log;
