@@ -922,9 +922,14 @@ static void run_groups(uint64_t groups)
     }
     uint64_t pub_wall = wall_ns() - pub_t0;
     double pub_rate = (double)c->acked * 1e9 / (double)pub_wall;
-    /* let the outstanding proposals finish, then idle again */
-    run_for(c, 300 * MS);
-    free(pubs);
+    /* let the outstanding proposals finish, then idle again (pubs stays allocated until the
+     * nodes are closed: a proposal of a deposed leader may complete only then) */
+    for (int k = 0; k < 200; k++) {
+        int out = 0;
+        for (uint64_t j = 0; j < nactive && !out; j++) out = pubs[j].outstanding > 0;
+        if (!out) break;
+        run_for(c, 50 * MS);
+    }
     run_until(c, quiet_pred, NULL, 60000 * MS);
 
     uint64_t fo_groups, failover_ns = measure_failover(c, &fo_groups);
@@ -947,6 +952,7 @@ static void run_groups(uint64_t groups)
         c->failed, fo_groups, failover_ns / 1e6);
     fflush(stdout);
     close_cluster(c);
+    free(pubs);
     free(c);
 }
 
