@@ -294,6 +294,7 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, jr_group **out)
     rc_cfg.group = cfg.id;
     rc_cfg.self = n->self;
     rc_cfg.alloc = n->alloc;
+    rc_cfg.confs = n->confs; /* groups on the same servers share one configuration */
     rc_cfg.election_timeout = n->election_ns;
     rc_cfg.heartbeat_interval = n->heartbeat_ns;
     rc_cfg.seed = mix_seed(n->seed, cfg.id);

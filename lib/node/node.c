@@ -126,6 +126,8 @@ static void node_free_memory(jr_node *n)
     for (size_t i = 0; i < n->groups.cap; i++)
         if (n->groups.slots[i].key) jr__group_free(n->groups.slots[i].val);
     jr__map_free(&n->groups);
+    jr__confs_free(n->confs); /* after the groups: they hold references */
+    n->confs = NULL;
     jr__stash_free_all(n);
     if (n->wal) jr__wal_close(n->wal);
     n->wal = NULL;
@@ -199,6 +201,7 @@ int jr_node_open(const jr_node_config *cfg_in, jr_node **out)
     n->snap_dir = jr__malloc(n->alloc, dl + sizeof "/snap");
     n->scratch = jr__malloc(n->alloc, JR__MAX_APPEND_ENTRIES * sizeof *n->scratch);
     if (!n->name || !n->wal_dir || !n->snap_dir || !n->scratch) goto fail;
+    if (jr__confs_new(n->alloc, &n->confs)) goto fail;
     memcpy(n->snap_dir, cfg.wal_dir, dl);
     memcpy(n->snap_dir + dl, "/snap", sizeof "/snap");
     n->scratch_cap = JR__MAX_APPEND_ENTRIES;

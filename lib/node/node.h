@@ -212,6 +212,7 @@ struct jr_node {
 
     jr__wal *wal;
     uint64_t flush_gen;
+    jr__confs *confs;        /* raft configurations, interned for every group (raft.h) */
     size_t unpin_segs;       /* WAL segment count when groups were last asked to unpin */
 
     /* completion records */

@@ -33,7 +33,7 @@ int jr__elect_can_campaign(const jr__raft *r)
      * the others to commit it (it may hold the only copy a voter would accept); it counts only
      * the voters of that configuration and steps down once it commits. A server that was never
      * in any configuration (conf_index 0) or whose removal committed stays quiet. */
-    return r->conf_index > r->commit && r->conf.n > 0;
+    return r->conf_index > r->commit && r->conf->n > 0;
 }
 
 int jr__elect_due(const jr__raft *r, uint64_t now)
@@ -79,15 +79,15 @@ void jr__elect_become_follower(jr__raft *r, uint64_t now, uint64_t term, jr__id 
 
 static int conf_pos(const jr__raft *r, jr__id id)
 {
-    for (uint32_t i = 0; i < r->conf.n; i++)
-        if (r->conf.m[i].id == id) return (int)i;
+    for (uint32_t i = 0; i < r->conf->n; i++)
+        if (r->conf->m[i].id == id) return (int)i;
     return -1;
 }
 
 static void become_leader(jr__raft *r, uint64_t now)
 {
     /* Progress memory is allocated here, not in the hot path; without it we cannot lead. */
-    if (jr__prog_reserve(r, r->conf.n)) {
+    if (jr__prog_reserve(r, r->conf->n)) {
         jr__elect_become_follower(r, now, r->term, 0);
         return;
     }
@@ -97,7 +97,7 @@ static void become_leader(jr__raft *r, uint64_t now)
     r->leader = r->cfg.self;
     r->transfer_to = 0;
     jr__prog_rebuild(r);
-    for (uint32_t i = 0; i < r->conf.n; i++) {
+    for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog_init(r, &r->prog[i]);
         r->prog[i].last_contact = now; /* a full election timeout of grace for check-quorum */
     }
@@ -112,7 +112,7 @@ static void become_leader(jr__raft *r, uint64_t now)
     r->term_start = r->log.last;
     r->send_pending = 1;
     jr__repl_flush(r, now);
-    if (jr__conf_voters(&r->conf) == 1) jr__repl_maybe_commit(r, now);
+    if (jr__conf_voters(r->conf) == 1) jr__repl_maybe_commit(r, now);
 }
 
 static int popcount(uint64_t x)
@@ -131,7 +131,7 @@ static void tally(jr__raft *r, uint64_t now)
             jr__elect_campaign(r, now, 0, 0);
         else
             become_leader(r, now);
-    } else if ((uint64_t)popcount(r->votes_against) > jr__conf_voters(&r->conf) - q) {
+    } else if ((uint64_t)popcount(r->votes_against) > jr__conf_voters(r->conf) - q) {
         jr__elect_become_follower(r, now, r->term, 0);
     }
 }
@@ -154,9 +154,9 @@ void jr__elect_campaign(jr__raft *r, uint64_t now, int prevote, int transfer)
     r->votes_for = me >= 0 ? 1ULL << me : 0;
     r->votes_against = 0;
     jr__elect_reset_timer(r, now);
-    for (uint32_t i = 0; i < r->conf.n; i++) {
-        if ((int)i == me || !r->conf.m[i].voter) continue;
-        jr__msg m = {.type = JR__MSG_VOTE, .to = r->conf.m[i].id, .term = vterm};
+    for (uint32_t i = 0; i < r->conf->n; i++) {
+        if ((int)i == me || !r->conf->m[i].voter) continue;
+        jr__msg m = {.type = JR__MSG_VOTE, .to = r->conf->m[i].id, .term = vterm};
         /* a real request depends on our durable term and self-vote */
         m.flags = prevote ? JR__MF_PREVOTE : JR__MF_DURABLE;
         if (transfer) m.flags |= JR__MF_TRANSFER;
@@ -218,7 +218,7 @@ void jr__elect_on_vote_resp(jr__raft *r, uint64_t now, const jr__msg *m)
         granted = granted && (m->flags & JR__MF_DURABLE); /* only a durable vote counts */
     }
     int pos = conf_pos(r, m->from);
-    if (pos < 0 || !r->conf.m[pos].voter) return;
+    if (pos < 0 || !r->conf->m[pos].voter) return;
     if (granted)
         r->votes_for |= 1ULL << pos;
     else
@@ -237,7 +237,7 @@ void jr__elect_on_timeout_now(jr__raft *r, uint64_t now, const jr__msg *m)
 void jr__elect_check_quorum(jr__raft *r, uint64_t now)
 {
     uint64_t alive = 0;
-    for (uint32_t i = 0; i < r->conf.n; i++) {
+    for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__prog *p = &r->prog[i];
         if (!p->voter) continue;
         if (p->id == r->cfg.self || now - p->last_contact < r->cfg.election_timeout) alive++;

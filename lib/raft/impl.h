@@ -17,8 +17,9 @@
  *  - snap_index <= commit <= last index; applied <= commit; log.base_index <= snap_index;
  *  - durable <= last index (entries above durable are what the node has yet to write);
  *  - conf is the configuration of the latest CONFIG entry in the log, else the snapshot's
- *    (snap_m[0..snap_n));
- *    cidx lists the indexes of every CONFIG entry held in the log, ascending;
+ *    (snap_conf); both never NULL after jr__raft_new;
+ *    cidx lists every CONFIG entry held in the log (index and configuration), ascending; each
+ *    of conf, snap_conf and cidx[].c holds one reference to its interned configuration;
  *  - as leader, prog[i] describes conf.m[i] (same order, same count); a member in replicate
  *    state has an inflight ring unless the group is quiet; prog[] is freed on stepping down;
  *  - notified is 1 from io->notify until jr__raft_ready_done();
@@ -33,6 +34,12 @@
 #include "util/rand.h"
 
 enum { ROLE_FOLLOWER, ROLE_PRECANDIDATE, ROLE_CANDIDATE, ROLE_LEADER };
+
+/* A CONFIG entry held in the log: its index and (a reference to) its configuration. */
+typedef struct jr__cidx {
+    uint64_t index;
+    const jr__conf *c;
+} jr__cidx;
 
 typedef struct jr__prog {
     jr__id id;
@@ -73,16 +80,16 @@ struct jr__raft {
 
     jr__memlog log;
     uint64_t snap_index, snap_term;
-    /* configuration at snap_index, stored at its exact size (jr__snapconf_*): a jr__conf has
-     * room for JR__MAX_MEMBERS, and a group replica should cost far less than that */
-    jr__member *snap_m;
-    uint32_t snap_n, snap_mcap;
+    const jr__conf *snap_conf; /* configuration at snap_index (interned) */
     uint64_t applied;
 
-    /* Membership. */
-    jr__conf conf;
+    /* Membership. Configurations are interned in confs (raft.h): a jr__conf has room for
+     * JR__MAX_MEMBERS, and an idle group replica should cost far less than that. */
+    jr__confs *confs;
+    uint8_t own_confs; /* confs is this group's own (no shared set was given) */
+    const jr__conf *conf;
     uint64_t conf_index; /* index of conf's CONFIG entry; snap_index if it came from there */
-    uint64_t *cidx;
+    jr__cidx *cidx;
     uint32_t ncidx, ccap;
 
     /* Role and timers. */
@@ -126,7 +133,7 @@ void jr__raft_send(jr__raft *r, jr__msg *m);
 /* This server's entry in the latest configuration, or NULL. */
 static inline const jr__member *jr__raft_me(const jr__raft *r)
 {
-    return jr__conf_find(&r->conf, r->cfg.self);
+    return jr__conf_find(r->conf, r->cfg.self);
 }
 static inline int jr__raft_is_voter(const jr__raft *r)
 {
@@ -136,7 +143,7 @@ static inline int jr__raft_is_voter(const jr__raft *r)
 /* Votes (or matching replicas) needed among the voters of the latest configuration. */
 static inline uint64_t jr__raft_quorum(const jr__raft *r)
 {
-    return jr__conf_voters(&r->conf) / 2 + 1;
+    return jr__conf_voters(r->conf) / 2 + 1;
 }
 
 /* election.c --------------------------------------------------------------------------------*/
@@ -231,10 +238,10 @@ int jr__memb_appended(jr__raft *r, uint64_t index, const uint8_t *data, uint32_t
 void jr__memb_truncated(jr__raft *r, uint64_t index);
 /* Entries below log.first were dropped: forget their CONFIG indexes. */
 void jr__memb_compacted(jr__raft *r);
-/* The log restarts after a snapshot whose configuration is c. */
+/* The log restarts after a snapshot whose configuration is c (interned; a reference is taken). */
 void jr__memb_reset(jr__raft *r, const jr__conf *c, uint64_t index);
-/* The configuration in effect at index (>= snapshot index). 0 or JR_ECORRUPT. */
-int jr__memb_at(const jr__raft *r, uint64_t index, jr__conf *out);
+/* The configuration in effect at index (>= snapshot index; interned, borrowed). */
+const jr__conf *jr__memb_at(const jr__raft *r, uint64_t index);
 /* The commit index advanced: a leader whose removal committed steps down. */
 void jr__memb_committed(jr__raft *r, uint64_t now);
 /* 1 while the latest configuration is uncommitted. */
@@ -256,17 +263,11 @@ int jr__quiet_leader_tick(jr__raft *r, uint64_t now);
 void jr__quiet_leave(jr__raft *r, uint64_t now);
 
 /* snapshot.c --------------------------------------------------------------------------------*/
-/* Room for a snapshot configuration of n members: 0 or JR_ENOMEM. */
-int jr__snapconf_reserve(jr__raft *r, uint32_t n);
-/* Stores c as the snapshot configuration; requires jr__snapconf_reserve(r, c->n). */
-void jr__snapconf_set(jr__raft *r, const jr__conf *c);
-/* The snapshot configuration (n = 0 before any snapshot). */
-void jr__snapconf_get(const jr__raft *r, jr__conf *out);
 /* Leader: sends p the chunk at its offset of the current snapshot (restarting at 0 if a newer
  * snapshot replaced the one being sent); p stays paused until an answer or the next tick. */
 void jr__snap_send(jr__raft *r, jr__prog *p, uint64_t now);
-/* The state machine is at snapshot (index, term, c): compact or reset the log (§5.3).
- * Requires jr__snapconf_reserve(r, c->n). */
+/* The state machine is at snapshot (index, term, c): compact or reset the log (§5.3). c is
+ * interned (the caller keeps its own reference; the group takes its own). Cannot fail. */
 void jr__snap_restore(jr__raft *r, uint64_t index, uint64_t term, const jr__conf *c);
 /* Structural checks of a SNAP chunk (0 or JR_EINVAL). */
 int jr__snap_check(const jr__msg *m);

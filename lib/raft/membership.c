@@ -18,10 +18,13 @@
 #include "impl.h"
 #include "util/alloc.h"
 
-static int decode_at(const jr__raft *r, uint64_t index, jr__conf *out)
+/* Makes c (interned; a reference is taken) the configuration in effect. */
+static void set_conf(jr__raft *r, const jr__conf *c, uint64_t index)
 {
-    const jr__memlog_ent *e = jr__memlog_at(&r->log, index);
-    return jr__conf_decode(out, jr__memlog_data(&r->log, e), e->len);
+    const jr__conf *old = r->conf;
+    r->conf = jr__confs_ref(c);
+    jr__confs_put(r->confs, old);
+    r->conf_index = index;
 }
 
 int jr__memb_appended(jr__raft *r, uint64_t index, const uint8_t *data, uint32_t len)
@@ -30,34 +33,34 @@ int jr__memb_appended(jr__raft *r, uint64_t index, const uint8_t *data, uint32_t
     if (jr__conf_decode(&c, data, len)) return JR_ECORRUPT;
     if (r->ncidx == r->ccap) {
         uint32_t cap = r->ccap ? r->ccap * 2 : 4;
-        uint64_t *p = jr__realloc(r->alloc, r->cidx, cap * sizeof *p);
+        jr__cidx *p = jr__realloc(r->alloc, r->cidx, cap * sizeof *p);
         if (!p) return JR_ENOMEM;
         r->cidx = p;
         r->ccap = cap;
     }
-    r->cidx[r->ncidx++] = index;
-    r->conf = c;
-    r->conf_index = index;
+    const jr__conf *ic = jr__confs_get(r->confs, &c);
+    if (!ic) return JR_ENOMEM;
+    r->cidx[r->ncidx++] = (jr__cidx){index, ic};
+    set_conf(r, ic, index);
     if (r->role == ROLE_LEADER) jr__prog_rebuild(r);
     return 0;
 }
 
 void jr__memb_truncated(jr__raft *r, uint64_t index)
 {
-    while (r->ncidx && r->cidx[r->ncidx - 1] >= index) r->ncidx--;
+    while (r->ncidx && r->cidx[r->ncidx - 1].index >= index)
+        jr__confs_put(r->confs, r->cidx[--r->ncidx].c);
     if (r->conf_index < index) return;
-    if (r->ncidx && decode_at(r, r->cidx[r->ncidx - 1], &r->conf) == 0) {
-        r->conf_index = r->cidx[r->ncidx - 1];
-    } else {
-        jr__snapconf_get(r, &r->conf);
-        r->conf_index = r->snap_index;
-    }
+    if (r->ncidx)
+        set_conf(r, r->cidx[r->ncidx - 1].c, r->cidx[r->ncidx - 1].index);
+    else
+        set_conf(r, r->snap_conf, r->snap_index);
 }
 
 void jr__memb_compacted(jr__raft *r)
 {
     uint32_t k = 0;
-    while (k < r->ncidx && r->cidx[k] < r->log.first) k++;
+    while (k < r->ncidx && r->cidx[k].index < r->log.first) jr__confs_put(r->confs, r->cidx[k++].c);
     if (k == 0) return;
     memmove(r->cidx, r->cidx + k, (r->ncidx - k) * sizeof *r->cidx);
     r->ncidx -= k;
@@ -65,17 +68,15 @@ void jr__memb_compacted(jr__raft *r)
 
 void jr__memb_reset(jr__raft *r, const jr__conf *c, uint64_t index)
 {
-    r->ncidx = 0;
-    r->conf = *c;
-    r->conf_index = index;
+    while (r->ncidx) jr__confs_put(r->confs, r->cidx[--r->ncidx].c);
+    set_conf(r, c, index);
 }
 
-int jr__memb_at(const jr__raft *r, uint64_t index, jr__conf *out)
+const jr__conf *jr__memb_at(const jr__raft *r, uint64_t index)
 {
     for (uint32_t k = r->ncidx; k > 0; k--)
-        if (r->cidx[k - 1] <= index) return decode_at(r, r->cidx[k - 1], out);
-    jr__snapconf_get(r, out);
-    return 0;
+        if (r->cidx[k - 1].index <= index) return r->cidx[k - 1].c;
+    return r->snap_conf;
 }
 
 int jr__memb_pending(const jr__raft *r)
@@ -121,7 +122,7 @@ int jr__raft_change(jr__raft *r, uint64_t now, int op, jr__id peer, uint64_t *in
     if (!jr__raft_ready(r) || jr__memb_pending(r)) return JR_EBUSY;
     if (peer == 0) return JR_EINVAL;
     if (now > r->now) r->now = now;
-    jr__conf c = r->conf;
+    jr__conf c = *r->conf;
     int rc = apply_op(&c, op, peer);
     if (rc) return rc;
     rc = jr__prog_reserve(r, c.n);

@@ -55,7 +55,7 @@ void jr__prog_release(jr__raft *r)
 
 void jr__prog_restore(jr__raft *r)
 {
-    for (uint32_t i = 0; i < r->conf.n && i < r->prog_cap; i++) {
+    for (uint32_t i = 0; i < r->conf->n && i < r->prog_cap; i++) {
         jr__prog *p = &r->prog[i];
         if (p->state == JR__REPLICATE && !p->ring && p->id != r->cfg.self &&
             jr__prog_replicate(r, p) != 0)
@@ -66,7 +66,7 @@ void jr__prog_restore(jr__raft *r)
 jr__prog *jr__prog_find(jr__raft *r, jr__id id)
 {
     if (r->role != ROLE_LEADER) return NULL;
-    for (uint32_t i = 0; i < r->conf.n; i++)
+    for (uint32_t i = 0; i < r->conf->n; i++)
         if (r->prog[i].id == id) return &r->prog[i];
     return NULL;
 }
@@ -91,8 +91,8 @@ void jr__prog_rebuild(jr__raft *r)
 {
     jr__prog neu[JR__MAX_MEMBERS];
     uint8_t kept[JR__MAX_MEMBERS] = {0};
-    for (uint32_t i = 0; i < r->conf.n; i++) {
-        jr__id id = r->conf.m[i].id;
+    for (uint32_t i = 0; i < r->conf->n; i++) {
+        jr__id id = r->conf->m[i].id;
         uint32_t j = 0;
         while (j < r->prog_cap && (r->prog[j].id != id || kept[j])) j++;
         if (j < r->prog_cap) {
@@ -103,13 +103,13 @@ void jr__prog_rebuild(jr__raft *r)
             neu[i].id = id;
             jr__prog_init(r, &neu[i]);
         }
-        neu[i].voter = r->conf.m[i].voter;
+        neu[i].voter = r->conf->m[i].voter;
     }
     /* rings of members that left are freed; new members start in probe, without one */
     for (uint32_t j = 0; j < r->prog_cap; j++)
         if (!kept[j]) jr__free(r->alloc, r->prog[j].ring);
     memset(r->prog, 0, r->prog_cap * sizeof *r->prog);
-    memcpy(r->prog, neu, r->conf.n * sizeof *neu);
+    memcpy(r->prog, neu, r->conf->n * sizeof *neu);
 }
 
 void jr__prog_probe(jr__prog *p, uint64_t next)

@@ -37,7 +37,7 @@ static int leader_idle(const jr__raft *r, uint64_t now)
         r->durable != last || r->commit != last)
         return 0;
     uint64_t caught = 0;
-    for (uint32_t i = 0; i < r->conf.n; i++) {
+    for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__prog *p = &r->prog[i];
         if (p->id == r->cfg.self) {
             caught += p->voter;
@@ -65,7 +65,7 @@ int jr__quiet_leader_tick(jr__raft *r, uint64_t now)
     r->hb_deadline = UINT64_MAX;
     /* contact becomes node-level: a member not heard from for T counts as lost until its node
      * is reported back (jr__raft_peer_alive) or it answers (jr__raft_hb_resp) */
-    for (uint32_t i = 0; i < r->conf.n; i++) {
+    for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
         p->lost = p->id != r->cfg.self && now - p->last_contact >= r->cfg.election_timeout;
     }
@@ -89,7 +89,7 @@ void jr__quiet_leave(jr__raft *r, uint64_t now)
     if (r->role == ROLE_LEADER) {
         r->hb_deadline = now; /* heartbeat at once: the followers are quiet too */
         /* per-group contact resumes: the members whose node is alive start a fresh window */
-        for (uint32_t i = 0; i < r->conf.n; i++)
+        for (uint32_t i = 0; i < r->conf->n; i++)
             if (!r->prog[i].lost) r->prog[i].last_contact = now;
         r->cq_deadline = now + r->cfg.election_timeout;
         jr__prog_restore(r);
@@ -108,7 +108,7 @@ int jr__raft_quiet(const jr__raft *r)
 int jr__raft_hb_item(const jr__raft *r, jr__id peer, uint64_t *term, uint64_t *commit)
 {
     if (!r->quiet || r->role != ROLE_LEADER || peer == r->cfg.self) return 0;
-    for (uint32_t i = 0; i < r->conf.n; i++) {
+    for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__prog *p = &r->prog[i];
         if (p->id != peer) continue;
         *term = r->term;
@@ -183,7 +183,7 @@ void jr__raft_hb_resp(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uin
 static void quiet_check_quorum(jr__raft *r, uint64_t now)
 {
     uint64_t alive = 0;
-    for (uint32_t i = 0; i < r->conf.n; i++) {
+    for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__prog *p = &r->prog[i];
         if (p->voter && (p->id == r->cfg.self || !p->lost)) alive++;
     }

@@ -42,6 +42,22 @@ int jr__raft_new(const jr__raft_config *cfg, const jr__raft_io *io, jr__raft **o
     s = jr__splitmix64(&s) ^ (cfg->group * 0xbf58476d1ce4e5b9ULL);
     jr__rand_seed(&r->rng, s);
     jr__memlog_init(&r->log, r->alloc);
+    r->confs = cfg->confs;
+    if (!r->confs) {
+        if (jr__confs_new(r->alloc, &r->confs)) {
+            jr__free(cfg->alloc, r);
+            return JR_ENOMEM;
+        }
+        r->own_confs = 1;
+    }
+    static const jr__conf none; /* no members until bootstrap, a snapshot or a CONFIG entry */
+    r->conf = jr__confs_get(r->confs, &none);
+    if (!r->conf) {
+        if (r->own_confs) jr__confs_free(r->confs);
+        jr__free(cfg->alloc, r);
+        return JR_ENOMEM;
+    }
+    r->snap_conf = jr__confs_ref(r->conf);
     r->role = ROLE_FOLLOWER;
     r->election_deadline = UINT64_MAX;
     *out = r;
@@ -58,8 +74,11 @@ void jr__raft_free(jr__raft *r)
     if (!r) return;
     jr__prog_free(r);
     jr__memlog_free(&r->log);
+    while (r->ncidx) jr__confs_put(r->confs, r->cidx[--r->ncidx].c);
     jr__free(r->alloc, r->cidx);
-    jr__free(r->alloc, r->snap_m);
+    jr__confs_put(r->confs, r->conf);
+    jr__confs_put(r->confs, r->snap_conf);
+    if (r->own_confs) jr__confs_free(r->confs);
     jr__free(r->alloc, r->scratch);
     jr__free(r->alloc, r->chunk);
     jr__free(r->alloc, r);
@@ -81,8 +100,10 @@ int jr__raft_load_snapshot(jr__raft *r, uint64_t index, uint64_t term, const jr_
 {
     if (r->started) return JR_EMISUSE;
     if (!conf || index == 0 || term == 0 || index < r->snap_index) return JR_EINVAL;
-    if (jr__snapconf_reserve(r, conf->n)) return JR_ENOMEM;
-    jr__snap_restore(r, index, term, conf);
+    const jr__conf *ic = jr__confs_get(r->confs, conf);
+    if (!ic) return JR_ENOMEM;
+    jr__snap_restore(r, index, term, ic);
+    jr__confs_put(r->confs, ic);
     return 0;
 }
 
@@ -122,7 +143,7 @@ int jr__raft_start(jr__raft *r, uint64_t now)
     if (r->applied < r->snap_index) r->applied = r->snap_index;
     jr__elect_become_follower(r, now, r->term, 0);
     /* A group whose only voter is this server needs nobody's vote: lead at once. */
-    if (jr__raft_is_voter(r) && jr__conf_voters(&r->conf) == 1) jr__elect_campaign(r, now, 1, 0);
+    if (jr__raft_is_voter(r) && jr__conf_voters(r->conf) == 1) jr__elect_campaign(r, now, 1, 0);
     jr__raft_notify(r);
     return 0;
 }
@@ -295,7 +316,7 @@ void jr__raft_stepdown(jr__raft *r, uint64_t now)
     /* Hand over to a caught-up voter if there is one, so the group is not leaderless for an
      * election timeout (§3.10); then step down regardless. */
     jr__prog *best = NULL;
-    for (uint32_t i = 0; i < r->conf.n; i++) {
+    for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
         if (p->id != r->cfg.self && p->voter && p->match == r->log.last) best = p;
     }
@@ -431,11 +452,12 @@ uint64_t jr__raft_snapshot_term(const jr__raft *r)
 }
 const jr__conf *jr__raft_conf(const jr__raft *r)
 {
-    return &r->conf;
+    return r->conf;
 }
 void jr__raft_snapshot_conf(const jr__raft *r, jr__conf *out)
 {
-    jr__snapconf_get(r, out);
+    out->n = r->snap_conf->n;
+    memcpy(out->m, r->snap_conf->m, out->n * sizeof out->m[0]);
 }
 int jr__raft_ready(const jr__raft *r)
 {
@@ -449,7 +471,7 @@ int jr__raft_transferring(const jr__raft *r)
 int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out)
 {
     if (r->role != ROLE_LEADER) return JR_ENOTLEADER;
-    if (i >= r->conf.n) return JR_ENOTFOUND;
+    if (i >= r->conf->n) return JR_ENOTFOUND;
     const jr__prog *p = &r->prog[i];
     out->id = p->id;
     out->voter = p->voter;

@@ -95,6 +95,20 @@ int jr__conf_decode(jr__conf *c, const uint8_t *p, size_t n);
 const jr__member *jr__conf_find(const jr__conf *c, jr__id id);
 uint32_t jr__conf_voters(const jr__conf *c);
 
+/* Interned configurations (confs.c): groups hold counted references to shared, immutable
+ * jr__confs. A node passes one set to all its groups (jr__raft_config.confs); the set must
+ * outlive them. Not thread-safe: one set per thread that drives groups. */
+typedef struct jr__confs jr__confs;
+int jr__confs_new(const jr_allocator *a, jr__confs **out); /* 0 or JR_ENOMEM */
+void jr__confs_free(jr__confs *p);                          /* every reference returned */
+/* A reference to the interned copy of c (made if needed); NULL when out of memory. */
+const jr__conf *jr__confs_get(jr__confs *p, const jr__conf *c);
+/* Another reference to an interned conf (NULL stays NULL). */
+const jr__conf *jr__confs_ref(const jr__conf *c);
+/* Returns a reference (NULL is ignored); the last one frees the conf. */
+void jr__confs_put(jr__confs *p, const jr__conf *c);
+size_t jr__confs_count(const jr__confs *p); /* distinct confs held */
+
 /* Messages -----------------------------------------------------------------------------------*/
 /* An APPEND never carries more entries than this; a receiver may size its decoding scratch
  * with it (jr__raft_step rejects more with JR_EINVAL). */
@@ -213,6 +227,7 @@ typedef struct jr__raft_config {
     uint32_t snap_chunk_bytes;   /* default 256 KiB */
     uint8_t observer;            /* informational; membership decides */
     uint32_t quiesce;            /* idle heartbeat ticks before a leader goes quiet; 0 never */
+    jr__confs *confs;            /* shared interned configurations; NULL: the group's own */
 } jr__raft_config;
 
 int jr__raft_new(const jr__raft_config *cfg, const jr__raft_io *io, jr__raft **out);

@@ -130,7 +130,7 @@ static void send_heartbeat(jr__raft *r, jr__prog *p)
 void jr__repl_flush(jr__raft *r, uint64_t now)
 {
     r->send_pending = 0;
-    for (uint32_t i = 0; i < r->conf.n; i++) {
+    for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
         if (p->id == r->cfg.self) continue;
         jr__repl_send_append(r, p, now);
@@ -150,7 +150,7 @@ void jr__repl_heartbeat(jr__raft *r, uint64_t now)
     if (jr__quiet_leader_tick(r, now)) return; /* idle: the node's heartbeats stand in */
     r->hb_deadline = now + r->cfg.heartbeat_interval;
     r->send_pending = 0;
-    for (uint32_t i = 0; i < r->conf.n; i++) {
+    for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
         if (p->id == r->cfg.self) continue;
         if (p->state == JR__PROBE) {
@@ -173,7 +173,7 @@ void jr__repl_maybe_commit(jr__raft *r, uint64_t now)
     if (r->role != ROLE_LEADER) return;
     uint64_t v[JR__MAX_MEMBERS];
     uint32_t n = 0;
-    for (uint32_t i = 0; i < r->conf.n; i++) {
+    for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__prog *p = &r->prog[i];
         if (!p->voter) continue;
         uint64_t m = p->id == r->cfg.self ? r->durable : p->match;

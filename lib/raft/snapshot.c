@@ -18,39 +18,21 @@
 #include "impl.h"
 #include "util/alloc.h"
 
-int jr__snapconf_reserve(jr__raft *r, uint32_t n)
+/* Makes c (interned; a reference is taken) the snapshot configuration. */
+static void set_snapconf(jr__raft *r, const jr__conf *c)
 {
-    if (n <= r->snap_mcap) return 0;
-    jr__member *m = jr__realloc(r->alloc, r->snap_m, n * sizeof *m);
-    if (!m) return JR_ENOMEM;
-    r->snap_m = m;
-    r->snap_mcap = n;
-    return 0;
-}
-
-void jr__snapconf_set(jr__raft *r, const jr__conf *c)
-{
-    if (c->n) memcpy(r->snap_m, c->m, c->n * sizeof *c->m);
-    r->snap_n = c->n;
-}
-
-void jr__snapconf_get(const jr__raft *r, jr__conf *out)
-{
-    if (r->snap_n) memcpy(out->m, r->snap_m, r->snap_n * sizeof *out->m);
-    out->n = r->snap_n;
+    const jr__conf *old = r->snap_conf;
+    r->snap_conf = jr__confs_ref(c);
+    jr__confs_put(r->confs, old);
 }
 
 int jr__raft_snapshot_taken(jr__raft *r, uint64_t index, uint64_t trailing)
 {
     if (index > r->applied || index > r->commit || index < r->log.first) return JR_EINVAL;
     if (index <= r->snap_index) return 0;
-    jr__conf c;
-    int rc = jr__memb_at(r, index, &c);
-    if (rc) return rc;
-    if (jr__snapconf_reserve(r, c.n)) return JR_ENOMEM;
+    set_snapconf(r, jr__memb_at(r, index));
     r->snap_term = jr__memlog_term(&r->log, index);
     r->snap_index = index;
-    jr__snapconf_set(r, &c);
     if (index > trailing && index - trailing >= r->log.first) {
         jr__memlog_compact(&r->log, index - trailing);
         jr__memb_compacted(r);
@@ -74,7 +56,7 @@ void jr__snap_restore(jr__raft *r, uint64_t index, uint64_t term, const jr__conf
     }
     r->snap_index = index;
     r->snap_term = term;
-    jr__snapconf_set(r, c);
+    set_snapconf(r, c);
     if (r->commit < index) r->commit = index;
     if (r->applied < index) r->applied = index;
 }
@@ -95,15 +77,13 @@ void jr__snap_send(jr__raft *r, jr__prog *p, uint64_t now)
     if (r->io.snap_read(r->io.ctx, r, p->snap_index, p->snap_offset, r->chunk, cap, &n) || n > cap)
         return;
     uint8_t conf[16 + JR__MAX_MEMBERS * 9];
-    jr__conf sc;
-    jr__snapconf_get(r, &sc);
     jr__msg m = {.type = JR__MSG_SNAP, .to = p->id};
     m.u.snap.index = p->snap_index;
     m.u.snap.sterm = r->snap_term;
     m.u.snap.offset = p->snap_offset;
     m.u.snap.done = n < cap;
     m.u.snap.total = m.u.snap.done ? p->snap_offset + n : 0;
-    m.u.snap.conf_len = (uint32_t)jr__conf_encode(&sc, conf);
+    m.u.snap.conf_len = (uint32_t)jr__conf_encode(r->snap_conf, conf);
     m.u.snap.conf = conf;
     m.u.snap.len = (uint32_t)n;
     m.u.snap.data = r->chunk;
@@ -205,10 +185,13 @@ void jr__snap_on_snap(jr__raft *r, uint64_t now, const jr__msg *m)
     r->rs_active = 0;
     /* the one allocation the install needs comes first: nothing may fail after the node
      * restored its state machine */
-    if (jr__snapconf_reserve(r, c.n) || r->io.snap_install(r->io.ctx, r, index, r->rs_term, &c)) {
+    const jr__conf *ic = jr__confs_get(r->confs, &c);
+    if (!ic || r->io.snap_install(r->io.ctx, r, index, r->rs_term, &c)) {
+        jr__confs_put(r->confs, ic);
         reply(r, m, 0, 0, 1);
         return;
     }
-    jr__snap_restore(r, index, r->rs_term, &c);
+    jr__snap_restore(r, index, r->rs_term, ic);
+    jr__confs_put(r->confs, ic);
     reply(r, m, 0, 1, 0);
 }

@@ -34,7 +34,7 @@ void jr__xfer_tick(jr__raft *r, uint64_t now)
 static jr__prog *best_voter(jr__raft *r)
 {
     jr__prog *best = NULL;
-    for (uint32_t i = 0; i < r->conf.n; i++) {
+    for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
         if (p->id == r->cfg.self || !p->voter) continue;
         if (!best || p->match > best->match) best = p;
