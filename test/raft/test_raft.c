@@ -777,6 +777,39 @@ START_TEST(leader_repairs_a_follower_that_lost_acked_entries)
 }
 END_TEST
 
+/* Interned configurations: equal memberships share one object, counted; the last reference
+ * frees it. */
+START_TEST(configurations_are_interned)
+{
+    jr__confs *p;
+    ck_assert_int_eq(jr__confs_new(NULL, &p), 0);
+    jr__conf a = {3, {{1, 1}, {2, 1}, {3, 1}}}, b = a, c = a;
+    c.m[2].voter = 0;
+    const jr__conf *x = jr__confs_get(p, &a), *y = jr__confs_get(p, &b), *z = jr__confs_get(p, &c);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_ptr_eq(x, y);
+    ck_assert_ptr_ne(x, z);
+    ck_assert_uint_eq(jr__confs_count(p), 2);
+    ck_assert_uint_eq(x->n, 3);
+    ck_assert_uint_eq(z->m[2].voter, 0);
+    for (int i = 0; i < 100; i++) { /* enough distinct ones to grow the table */
+        jr__conf d = {1, {{(jr__id)(1000 + i), 1}}};
+        ck_assert_ptr_nonnull(jr__confs_get(p, &d));
+    }
+    ck_assert_uint_eq(jr__confs_count(p), 102);
+    ck_assert_ptr_eq(jr__confs_get(p, &a), x);
+    jr__confs_put(p, x);
+    jr__confs_put(p, y);
+    ck_assert_uint_eq(jr__confs_count(p), 102); /* one reference left */
+    jr__confs_put(p, jr__confs_ref(x));
+    jr__confs_put(p, x);
+    ck_assert_uint_eq(jr__confs_count(p), 101);
+    jr__confs_put(p, z);
+    ck_assert_uint_eq(jr__confs_count(p), 100);
+    jr__confs_free(p); /* frees the rest */
+}
+END_TEST
+
 /* malformed input -------------------------------------------------------------------------------*/
 
 typedef struct {
@@ -982,6 +1015,7 @@ static Suite *suite(void)
     tcase_add_test(tc, snapshot_install_chunked_and_resumed);
     tcase_add_test(tc, restart_recovers_from_durable_state);
     tcase_add_test(tc, leader_repairs_a_follower_that_lost_acked_entries);
+    tcase_add_test(tc, configurations_are_interned);
     tcase_add_test(tc, malformed_input_changes_nothing_harmful);
     tcase_add_test(tc, steady_state_proposals_replication_commit_allocate_nothing);
     suite_add_tcase(s, tc);
