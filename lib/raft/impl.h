@@ -11,7 +11,8 @@
  *   snapshot.c    snapshots taken by the node, compaction, chunked install
  *   quiesce.c     idle groups: a quiet leader stops heartbeating, quiet followers stop their
  *                 election timer; node-level (coalesced) heartbeats stand in for both
- *   memlog.c      the in-memory log rings; conf.c the configuration codec
+ *   memlog.c      the in-memory log rings; conf.c the configuration codec; confs.c the
+ *                 interned configurations groups share
  *
  * Invariants of struct jr__raft:
  *  - snap_index <= commit <= last index; applied <= commit; log.base_index <= snap_index;
