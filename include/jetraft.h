@@ -548,8 +548,14 @@ JR_API int jr_stream_info_format(const jr_stream_info *info, char *buf, size_t l
  *    leader", "stream 'ORDERS' has no leader").
  *  - Waits are bounded: without a leader or a quorum a request fails after request_timeout_ms of
  *    the node config (a publish: jr_pub_opts.timeout_ms) with JR_ENOLEADER (no meta leader) or
- *    JR_ENOQUORUM; JR_ETIMEDOUT means a request reached a leader but no answer came back in time,
- *    so its outcome is unknown (a publish with a msg_id can be retried safely).
+ *    JR_ENOQUORUM (nothing took effect). A write that reached a stream leader (publish, purge,
+ *    message delete) waits for that leader's verdict while the leader is alive (silent for two
+ *    election timeouts, it is lost); if the leader is lost, or loses its leadership, before
+ *    the write committed: a publish with a msg_id is sent again to the next leader within its
+ *    timeout (the duplicate window makes that safe: if the first attempt was stored, the ack
+ *    has its seq and duplicate = 1), anything else ends with JR_ELEADERLOST, its message naming
+ *    the leader and saying the write may or may not have taken effect. JR_ETIMEDOUT means a
+ *    leader that stayed alive did not answer in time: the outcome is unknown too.
  *  - Structures passed to a callback are borrowed for its duration; copy what you keep.
  *
  * Stream time. A stream's leader stamps every message (jr_stored_msg.ts, first_ts/last_ts) and
@@ -654,6 +660,8 @@ typedef struct jr_pub_ack {
     uint64_t seq;       /* the message's seq (a duplicate: the original's); with
                            JR_EWRONGLASTSEQ / JR_EWRONGLASTSUBJSEQ the actual last seq */
     int duplicate;      /* 1 if msg_id was seen within the duplicate window: nothing stored */
+    const char *msg;    /* "" on success, else what happened (e.g. which leader was lost and
+                           whether the message may be stored); borrowed for the callback */
 } jr_pub_ack;
 typedef void (*jr_publish_cb)(void *arg, int status, const jr_pub_ack *ack);
 
@@ -663,8 +671,10 @@ typedef void (*jr_publish_cb)(void *arg, int status, const jr_pub_ack *ack);
  * JR_ENOSTREAM (no stream captures the subject), JR_EINVAL (subject not a literal subject,
  * malformed header block), JR_EMSGSIZE (over the stream's max_msg_size or the largest entry),
  * the expectation errors, JR_ELIMIT (discard new), JR_ESEALED, JR_ENOQUORUM (no leader or no
- * quorum within the timeout: nothing was acknowledged), JR_ELEADERLOST (the leader lost its
- * leadership before the entry committed; it may still be stored), JR_ETIMEDOUT. */
+ * quorum within the timeout: nothing was acknowledged), JR_ELEADERLOST (the leader was lost or
+ * lost its leadership before the entry committed, and the publish had no msg_id or its timeout
+ * passed: it may still be stored; ack->msg says which leader), JR_ETIMEDOUT. With a msg_id
+ * (option or Nats-Msg-Id header) a publish survives the loss of its leader (see above). */
 JR_API int jr_publish(jr_node *node, const char *subject, const void *hdr, size_t hdr_len,
                       const void *data, size_t len, const jr_pub_opts *opts, jr_publish_cb cb,
                       void *arg);

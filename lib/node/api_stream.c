@@ -12,12 +12,23 @@
  * stream's leader: executed right here if this server leads the stream; else sent to the leader
  * this server knows of (its own replica's view, or a hint learned from an earlier answer), else
  * to the stream's peers in turn. A server that is not the leader answers JR_ENOTLEADER with the
- * leader it knows, and the request follows it; with no leader anywhere the request waits,
- * re-trying every heartbeat, until its deadline: JR_ENOQUORUM. Once a leader accepted a publish,
- * purge or delete, the request is never re-sent (it could be applied twice): the leader answers
- * when the op is applied, or JR_ENOQUORUM after its own timeout; if the leader itself vanishes
- * the request ends with JR_ETIMEDOUT (outcome unknown). Reads (info, get) may be re-sent.
- * Admin requests (add, update, delete) go to the meta leader (meta_node.c).
+ * leader it knows, and the request follows it (it provably never reached a log); with no leader
+ * anywhere the request waits, re-trying every heartbeat, until its deadline: JR_ENOQUORUM.
+ * Reads (info, get) may be re-sent at any time.
+ *
+ * Writes that reached a leader (publish, purge, message delete). The leader answers when the op
+ * is applied, JR_ELEADERLOST when it lost its leadership first, or JR_ENOQUORUM after its own
+ * timeout; the requester waits for that verdict (past its own deadline if need be: the RPC's
+ * timeout adds the leader's) while watching that the leader is alive: every election timeout
+ * without a frame from it, it pings it (STREAM_ADMIN PING); two election timeouts without one,
+ * the leader is lost. Then, and on JR_ELEADERLOST:
+ *  - a publish with a msg_id is sent again, to the next leader, while within its deadline: the
+ *    duplicate window makes that safe (an attempt that did commit is reported with its seq and
+ *    duplicate = 1). A leader given up for lost is not asked again unless heard from since;
+ *  - any other write ends with JR_ELEADERLOST and a message saying which leader was lost and
+ *    that the outcome is unknown (it may be stored: sending it again could store it twice).
+ * The final message of a request that failed over names the leaders lost on the way. Admin
+ * requests (add, update, delete) go to the meta leader (meta_node.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -76,6 +87,12 @@ static uint64_t attempt_timeout(const jr__req *r)
 
 /* Routing -----------------------------------------------------------------------------------*/
 
+/* 1 if peer p was given up for lost by r and not heard from since. */
+static int lost_peer(const jr__req *r, const jr__peer *p)
+{
+    return r->lost && p->id == r->lost && p->last_heard <= r->lost_at;
+}
+
 static void on_rpc(jr__js *js, void *arg, int status, const uint8_t *p, size_t len)
 {
     jr__req *r = arg;
@@ -118,7 +135,7 @@ void jr__req_route(jr__req *r)
         return;
     }
     jr__peer *p = jr__srep_leader_peer(js, r->group);
-    if (p && p->id != n->self) {
+    if (p && p->id != n->self && !lost_peer(r, p)) {
         r->saw_leader = 1;
     } else {
         p = NULL;
@@ -126,7 +143,7 @@ void jr__req_route(jr__req *r)
             /* Not a replica and no hint: ask the peers in turn (they redirect). */
             for (size_t k = 0; k < s->npeers && !p; k++) {
                 jr__peer *q = jr__peer_find_name(n, s->peers[(r->tries + k) % s->npeers]);
-                if (q && q->id != n->self) p = q;
+                if (q && q->id != n->self && !lost_peer(r, q)) p = q;
             }
         }
     }
@@ -146,7 +163,119 @@ void jr__req_route(jr__req *r)
         wait_retry(r);
         return;
     }
-    jr__js_timer_cancel(js, &r->timer); /* the call's own timeout bounds the wait now */
+    r->sent_at = n->now;
+    if (r->resend)
+        jr__js_timer_cancel(js, &r->timer); /* the call's own timeout bounds the wait now */
+    else
+        jr__js_timer_arm(js, &r->timer, n->now + n->election_ns); /* watch the leader */
+}
+
+/* Names the leaders r lost on its way, for its final message ("" if none). */
+static const char *lost_note(const jr__req *r, char *buf, size_t cap)
+{
+    const char *l = r->lost ? jr__js_peer_name(r->js, r->lost) : NULL;
+    if (!r->failovers || !l)
+        buf[0] = 0;
+    else if (r->failovers == 1)
+        snprintf(buf, cap, " (after leader %s was lost)", l);
+    else
+        snprintf(buf, cap, " (after %u lost leaders, the last %s)", r->failovers, l);
+    return buf;
+}
+
+static const char *what_name(const jr__req *r)
+{
+    switch (r->what) {
+    case JR__REQ_PUBLISH:
+        return "publish";
+    case JR__REQ_PURGE:
+        return "purge";
+    case JR__REQ_MSG_DELETE:
+        return "message delete";
+    default:
+        return "request";
+    }
+}
+
+/* The leader r waited for is gone (silent, or it lost its leadership before the op committed):
+ * a publish with a msg_id goes to the next leader while within its deadline; anything else ends
+ * with JR_ELEADERLOST, its outcome unknown. silent: gone silent (else it said so itself). */
+static void leader_gone(jr__req *r, int silent)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    const char *t = jr__js_peer_name(js, r->target);
+    if (!t) t = "?";
+    if (r->rpc_id) {
+        jr__rpc_cancel(js, r->rpc_id); /* a late answer from it is not waited for */
+        r->rpc_id = 0;
+    }
+    if (r->failovers < UINT8_MAX) r->failovers++;
+    if (r->target != n->self) {
+        jr__peer *hp = jr__map_get(&js->hints, r->group);
+        if (hp && hp->id == r->target) jr__map_del(&js->hints, r->group);
+    }
+    r->lost = r->target; /* not asked again before it is heard from */
+    r->lost_at = n->now;
+    if (r->idempotent && n->now < r->deadline) {
+        jr__node_log(n, JR_LOG_INFO, "stream '%s': leader %s %s; the publish goes to the next "
+                                     "leader (its msg_id makes that safe)", r->stream, t,
+                     silent ? "went silent" : "lost its leadership");
+        jr__req_route(r);
+        return;
+    }
+    if (r->idempotent)
+        jr__req_finish(r, JR_ELEADERLOST,
+                       "stream '%s': leader %s %s before the publish committed, and its deadline "
+                       "passed: it may or may not be stored (publishing again with the same "
+                       "msg_id is safe)", r->stream, t,
+                       silent ? "was lost (silent for two election timeouts)"
+                              : "lost its leadership");
+    else
+        jr__req_finish(r, JR_ELEADERLOST,
+                       "stream '%s': leader %s %s before the %s committed: it may or may not "
+                       "have taken effect (not retried: %s)", r->stream, t,
+                       silent ? "was lost (silent for two election timeouts)"
+                              : "lost its leadership",
+                       what_name(r),
+                       r->what == JR__REQ_PUBLISH
+                           ? "only a publish with a msg_id is safe to send again"
+                           : "it is not idempotent");
+}
+
+static void on_ping(jr__js *js, void *arg, int status, const uint8_t *p, size_t len)
+{
+    /* The answer's frame was the point (it refreshed the peer's last_heard). */
+    (void)js, (void)arg, (void)status, (void)p, (void)len;
+}
+
+/* r's attempt is out at a remote leader: checks that the leader is alive (see the header). */
+static void watch(jr__req *r)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    jr__peer *p = jr__peer_find(n, r->target);
+    uint64_t seen = p && p->last_heard > r->sent_at ? p->last_heard : r->sent_at;
+    uint64_t e = n->election_ns;
+    if (n->now < seen + e) {
+        jr__js_timer_arm(js, &r->timer, seen + e);
+        return;
+    }
+    if (p && n->now < seen + 2 * e) {
+        if (r->pinged_at < seen) {
+            uint8_t b[16];
+            jr__buf pl = {b, 0, sizeof b, 0, NULL};
+            jr__buf_u8(&pl, JR__ADM_PING);
+            jr__buf_varint(&pl, r->group);
+            jr_iovec iov = {pl.data, pl.len};
+            if (jr__rpc_call(js, p->id, JR__RPC_STREAM_ADMIN, &iov, 1, e, on_ping, NULL, NULL) ==
+                0)
+                r->pinged_at = n->now;
+        }
+        jr__js_timer_arm(js, &r->timer, seen + 2 * e);
+        return;
+    }
+    leader_gone(r, 1);
 }
 
 /* Copies a text payload into r->msg. */
@@ -211,9 +340,15 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
             return;
         }
         const char *t = jr__js_peer_name(js, r->target);
+        char note[128];
         jr__req_finish(r, JR_ETIMEDOUT,
-                       "no answer from stream leader %s in time: the outcome is unknown",
-                       t ? t : "?");
+                       "no answer from stream leader %s in time%s: the outcome is unknown",
+                       t ? t : "?", lost_note(r, note, sizeof note));
+        return;
+    }
+    if (status == JR_ELEADERLOST && r->what != JR__REQ_INFO && r->what != JR__REQ_MSG_GET &&
+        r->what != JR__REQ_GET_LAST && r->what != JR__REQ_STEPDOWN) {
+        leader_gone(r, 0);
         return;
     }
     switch (r->what) {
@@ -287,21 +422,31 @@ void jr__req_timer(jr__req *r)
     default:
         break;
     }
-    if (n->now < r->deadline) {
-        if (!r->rpc_id) jr__req_route(r);
+    if (r->rpc_id) { /* a write out at a remote leader: its watch (reads cancel the timer) */
+        watch(r);
         return;
     }
-    if (r->rpc_id || (r->sent && r->target != n->self)) {
-        const char *t = jr__js_peer_name(js, r->target);
-        jr__req_finish(r, JR_ETIMEDOUT,
-                       "no answer from stream leader %s in time: the outcome is unknown",
-                       t ? t : "?");
-    } else if (r->sent) {
-        jr__req_finish(r, JR_ENOQUORUM,
-                       "stream '%s': no quorum (the request did not commit in time)", r->stream);
-    } else {
-        jr__req_finish(r, JR_ENOQUORUM, "stream '%s' has no leader (no quorum)", r->stream);
+    if (n->now < r->deadline) {
+        jr__req_route(r);
+        return;
     }
+    char note[128];
+    lost_note(r, note, sizeof note);
+    if (r->failovers) {
+        /* it reached a leader once: its outcome is unknown, not merely "nothing happened" */
+        const char *l = r->lost ? jr__js_peer_name(js, r->lost) : NULL;
+        jr__req_finish(r, JR_ELEADERLOST,
+                       "stream '%s': leader %s was lost before the %s committed, and no other "
+                       "leader answered in time: it may or may not be stored%s",
+                       r->stream, l ? l : "(its leader)", what_name(r),
+                       r->idempotent ? " (publishing again with the same msg_id is safe)" : "");
+    } else if (r->sent && r->target == n->self)
+        jr__req_finish(r, JR_ENOQUORUM,
+                       "stream '%s': no quorum (the request did not commit in time)%s", r->stream,
+                       note);
+    else
+        jr__req_finish(r, JR_ENOQUORUM, "stream '%s' has no leader (no quorum)%s", r->stream,
+                       note);
 }
 
 /* Delivery ----------------------------------------------------------------------------------*/
@@ -321,7 +466,7 @@ void jr__req_deliver(jr__req *r)
         r->cb.admin(r->arg, st, msg);
         return;
     case JR__REQ_PUBLISH: {
-        jr_pub_ack ack = {r->stream, r->seq, r->duplicate};
+        jr_pub_ack ack = {r->stream, r->seq, r->duplicate, st ? msg : ""};
         r->cb.pub(r->arg, st, &ack);
         return;
     }
@@ -744,6 +889,7 @@ int jr_publish(jr_node *n, const char *subject, const void *hdr, size_t hdr_len,
     }
     copy_name(r->stream, sizeof r->stream, s->name); /* the hot path: no snprintf */
     r->group = s->group;
+    r->idempotent = (po.flags & JR__PUB_MSG_ID) != 0; /* the option or a Nats-Msg-Id header */
     int32_t mms = s->cfg->c.max_msg_size;
     if ((mms >= 0 && hdr_len + len > (size_t)mms) || hdr_len + len > max_payload(n)) {
         jr__req_finish(r, JR_EMSGSIZE, "message of %zu bytes exceeds the %s (%zu bytes)",

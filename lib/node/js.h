@@ -77,6 +77,7 @@ enum jr__admin_sub {
     JR__ADM_MSG_GET = 3,
     JR__ADM_GET_LAST = 4,
     JR__ADM_STEPDOWN = 5,
+    JR__ADM_PING = 6, /* answered at once: are you there (and still the leader)? */
 };
 
 /* Where the result of a request executed at a leader goes: back over RPC to `to` (the
@@ -112,7 +113,13 @@ struct jr__req {
     uint8_t sent;         /* a leader received it at least once */
     uint8_t resend;       /* may be re-sent after an attempt timed out */
     uint8_t saw_leader;   /* a leader was known at some point */
+    uint8_t idempotent;   /* a publish with a msg_id: may be re-sent after it reached a leader */
+    uint8_t failovers;    /* leaders lost while this request waited for them */
     uint64_t deadline;
+    uint64_t sent_at;     /* when the outstanding attempt was sent */
+    uint64_t pinged_at;   /* when its silent target was last pinged (JR__ADM_PING) */
+    jr__id lost;          /* the last leader given up for lost (0: none) ... */
+    uint64_t lost_at;     /* ... and when: it is not asked again unless heard from since */
     uint64_t rpc_id;      /* outstanding RPC, 0 none */
     jr__id target;        /* where the last attempt went */
     unsigned tries;

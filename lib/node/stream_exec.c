@@ -14,6 +14,8 @@
  *     MSG_GET      varint seq                            → message (js_codec.h)
  *     GET_LAST     str subject                           → message
  *     STEPDOWN     str peer ("" = the best voter)        → (nothing), once the transfer is done
+ *     PING         (nothing)                             → (nothing), at once: a requester
+ *                  waiting for this server checks it is alive (api_stream.c)
  * A server that does not lead the stream answers JR_ENOTLEADER with the leader's name (or "")
  * so the requester can go there; a request that does not decode is JR_EINVAL.
  */
@@ -250,6 +252,10 @@ void jr__sexec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, 
         exec_read(js, r, rt, 1, 0, (const char *)s, n);
         return;
     }
+    case JR__ADM_PING:
+        if (jr__rd_left(&rd)) break;
+        jr__route_reply(js, rt, 0, NULL, 0);
+        return;
     case JR__ADM_STEPDOWN: {
         size_t n;
         const uint8_t *s = jr__rd_bytes(&rd, &n, JR__META_NAME_MAX);

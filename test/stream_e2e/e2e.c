@@ -165,6 +165,9 @@ void e2e_pub_cb(void *arg, int status, const jr_pub_ack *ack)
     r->seq = ack->seq;
     r->duplicate = ack->duplicate;
     snprintf(r->stream, sizeof r->stream, "%s", ack->stream);
+    ck_assert_ptr_nonnull(ack->msg);
+    if (status == 0) ck_assert_str_eq(ack->msg, "");
+    snprintf(r->msg, sizeof r->msg, "%s", ack->msg);
 }
 
 static void purge_cb(void *arg, int status, const char *msg, uint64_t purged)

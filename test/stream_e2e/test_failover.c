@@ -1,0 +1,247 @@
+/*
+ * Publishes forwarded to a stream leader that dies (jetraft.h jr_publish, api_stream.c
+ * "Writes that reached a leader"): with a msg_id they are sent again to the next leader within
+ * their deadline and every message is stored exactly once; without one they end with
+ * JR_ELEADERLOST saying which leader was lost and that the message may be stored — never with a
+ * bare timeout; publishes that provably never reached a log (refused during a leadership
+ * transfer) are retried whatever they carry; and with no leader to fail over to, the deadline
+ * ends a publish with a message that says what happened.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+#include "node/js.h"
+
+#define K 300
+
+static e2e c;
+static e2e_res res[K];
+
+static void setup(void)
+{
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(e2e_new(&c, 3, 99, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 10 * SEC), 0);
+}
+
+static void teardown(void)
+{
+    e2e_free(&c);
+}
+
+static int make(void)
+{
+    const char *subj[] = {"pay.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "PAY", subj, 1, 3);
+    e2e_res r;
+    ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    int l = e2e_wait_stream(&c, 0, "PAY", 2, 10 * SEC);
+    ck_assert_int_ge(l, 0);
+    return l;
+}
+
+/* Publishes K messages through node via without waiting ("d-<i>", msg id "m-<i>" if ids). */
+static void issue(unsigned via, int ids)
+{
+    memset(res, 0, sizeof res);
+    for (int i = 0; i < K; i++) {
+        char id[16], data[16];
+        snprintf(id, sizeof id, "m-%d", i);
+        snprintf(data, sizeof data, "d-%d", i);
+        jr_pub_opts o;
+        jr_pub_opts_init(&o);
+        o.msg_id = ids ? id : NULL;
+        ck_assert_int_eq(jr_publish(e2e_node(&c, via), "pay.in", NULL, 0, data, strlen(data), &o,
+                                    e2e_pub_cb, &res[i]),
+                         0);
+    }
+}
+
+static int all_done(void *arg, jr_sim *sim)
+{
+    (void)arg;
+    (void)sim;
+    for (int i = 0; i < K; i++)
+        if (!res[i].done) return 0;
+    return 1;
+}
+
+static int count_done(void)
+{
+    int n = 0;
+    for (int i = 0; i < K; i++) n += res[i].done;
+    return n;
+}
+
+/* The leader proposed some of the publishes (and none is answered yet). */
+static int proposing(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    jr_node *n = e2e_node(&c, (unsigned)*(int *)arg);
+    const jr__meta_stream *s = jr__meta_stream_find(&n->js->st, "PAY");
+    jr__srep *r = s ? jr__srep_find(n->js, s->group) : NULL;
+    return r && r->phead;
+}
+
+/* Runs until the leader has proposed publishes of the burst (more may still be on the way),
+ * then crashes it: none of them had an answer. */
+static void crash_mid_burst(int leader)
+{
+    ck_assert_int_eq(jr_sim_run_until(c.sim, proposing, &leader, SEC), 0);
+    ck_assert_int_eq(count_done(), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)leader), 0);
+}
+
+/* The message stored under seq on node i ("" if none). */
+static void stored(unsigned i, uint64_t seq, char *data, size_t cap)
+{
+    char subject[64];
+    if (e2e_local_get(&c, i, "PAY", seq, subject, sizeof subject, data, cap) != 0) data[0] = 0;
+}
+
+START_TEST(with_a_msg_id_every_publish_fails_over_and_is_stored_once)
+{
+    int l = make();
+    unsigned via = (unsigned)(l + 1) % 3;
+    issue(via, 1);
+    crash_mid_burst(l);
+    ck_assert_int_eq(jr_sim_run_until(c.sim, all_done, NULL, 20 * SEC), 0);
+    static uint8_t seen[K + 1];
+    memset(seen, 0, sizeof seen);
+    int dups = 0;
+    for (int i = 0; i < K; i++) {
+        ck_assert_msg(res[i].status == 0, "publish %d: %s: %s", i, jr_err_name(res[i].status),
+                      res[i].msg);
+        ck_assert_uint_ge(res[i].seq, 1);
+        ck_assert_uint_le(res[i].seq, K);
+        ck_assert_msg(!seen[res[i].seq], "seq %llu acked twice", (unsigned long long)res[i].seq);
+        seen[res[i].seq] = 1;
+        dups += res[i].duplicate;
+        /* the seq holds this publish's message */
+        char data[32], want[16];
+        stored(via, res[i].seq, data, sizeof data);
+        snprintf(want, sizeof want, "d-%d", i);
+        ck_assert_str_eq(data, want);
+    }
+    jr_stream_state st;
+    ck_assert_int_eq(e2e_state(&c, via, "PAY", &st), 0);
+    ck_assert_uint_eq(st.msgs, K); /* nothing stored twice */
+    ck_assert_uint_eq(st.last_seq, K);
+    fprintf(stderr, "failover: %d publishes in flight at the crash, all acked once (%d as "
+                    "duplicates of their first attempt)\n", K, dups);
+}
+END_TEST
+
+START_TEST(without_a_msg_id_a_lost_leader_is_reported_as_such)
+{
+    int l = make();
+    unsigned via = (unsigned)(l + 1) % 3;
+    issue(via, 0);
+    uint64_t t0 = jr_sim_now(c.sim);
+    crash_mid_burst(l);
+    ck_assert_int_eq(jr_sim_run_until(c.sim, all_done, NULL, 20 * SEC), 0);
+    ck_assert_uint_le(jr_sim_now(c.sim) - t0, 3 * SEC); /* bounded: about two election timeouts */
+    int lost = 0, ok = 0;
+    char name[8];
+    snprintf(name, sizeof name, "n%d", l);
+    for (int i = 0; i < K; i++) {
+        if (res[i].status == 0) {
+            ok++;
+            char data[32], want[16];
+            snprintf(want, sizeof want, "d-%d", i);
+            stored(via, res[i].seq, data, sizeof data);
+            ck_assert_str_eq(data, want); /* acked means stored */
+            continue;
+        }
+        ck_assert_msg(res[i].status == JR_ELEADERLOST, "publish %d: %s: %s", i,
+                      jr_err_name(res[i].status), res[i].msg);
+        ck_assert_msg(strstr(res[i].msg, name) && strstr(res[i].msg, "may or may not"),
+                      "publish %d: '%s' does not say what happened", i, res[i].msg);
+        lost++;
+    }
+    ck_assert_int_gt(lost, 0);
+    fprintf(stderr, "failover without msg ids: %d acked, %d JR_ELEADERLOST (%s)\n", ok, lost,
+            res[K - 1].msg);
+    /* writes go on with the new leader */
+    e2e_res r;
+    ck_assert_int_eq(e2e_publish(&c, via, "pay.in", "after", 5, NULL, &r), 0);
+}
+END_TEST
+
+START_TEST(publishes_refused_by_a_stepping_down_leader_are_retried)
+{
+    int l = make();
+    unsigned via = (unsigned)(l + 1) % 3;
+    unsigned to = (unsigned)(l + 2) % 3;
+    issue(via, 0);
+    jr_sim_run_for(c.sim, 300000); /* some committed, some on their way */
+    e2e_res sd;
+    memset(&sd, 0, sizeof sd);
+    ck_assert_int_eq(jr_stream_stepdown(e2e_node(&c, via), "PAY", jr_sim_name(c.sim, to),
+                                        e2e_admin_cb, &sd),
+                     0);
+    ck_assert_int_eq(jr_sim_run_until(c.sim, all_done, NULL, 20 * SEC), 0);
+    ck_assert_int_eq(e2e_wait(&c, &sd, 10 * SEC), 0);
+    int ok = 0, lost = 0;
+    for (int i = 0; i < K; i++) {
+        /* a publish the old leader had proposed may lose its entry (JR_ELEADERLOST); one it
+         * refused (JR_ENOTLEADER, or during the transfer) never reached a log: sent again */
+        ck_assert_msg(res[i].status == 0 || res[i].status == JR_ELEADERLOST, "publish %d: %s: %s",
+                      i, jr_err_name(res[i].status), res[i].msg);
+        ok += res[i].status == 0;
+        lost += res[i].status == JR_ELEADERLOST;
+    }
+    jr_stream_state st;
+    ck_assert_int_eq(e2e_state(&c, via, "PAY", &st), 0);
+    ck_assert_uint_ge(st.msgs, (uint64_t)ok);
+    ck_assert_uint_le(st.msgs, (uint64_t)(ok + lost));
+    fprintf(stderr, "stepdown mid-burst (%s): %d acked, %d JR_ELEADERLOST\n",
+            sd.status ? jr_err_name(sd.status) : "done", ok, lost);
+}
+END_TEST
+
+START_TEST(with_no_leader_to_fail_over_to_the_deadline_says_what_happened)
+{
+    int l = make();
+    unsigned via = (unsigned)(l + 1) % 3;
+    issue(via, 1);
+    crash_mid_burst(l);
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)(l + 2) % 3), 0); /* no quorum left */
+    ck_assert_int_eq(jr_sim_run_until(c.sim, all_done, NULL, 20 * SEC), 0);
+    char name[8];
+    snprintf(name, sizeof name, "n%d", l);
+    int lost = 0;
+    for (int i = 0; i < K; i++) {
+        if (res[i].status == 0) continue; /* committed before the crash */
+        ck_assert_msg(res[i].status == JR_ELEADERLOST, "publish %d: %s: %s", i,
+                      jr_err_name(res[i].status), res[i].msg);
+        ck_assert_msg(strstr(res[i].msg, name) && strstr(res[i].msg, "same msg_id is safe"),
+                      "publish %d: '%s'", i, res[i].msg);
+        lost++;
+    }
+    ck_assert_int_gt(lost, 0);
+    fprintf(stderr, "no leader left: %d JR_ELEADERLOST (%s)\n", lost, res[K - 1].msg);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("failover");
+    TCase *tc = tcase_create("failover");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, with_a_msg_id_every_publish_fails_over_and_is_stored_once);
+    tcase_add_test(tc, without_a_msg_id_a_lost_leader_is_reported_as_such);
+    tcase_add_test(tc, publishes_refused_by_a_stepping_down_leader_are_retried);
+    tcase_add_test(tc, with_no_leader_to_fail_over_to_the_deadline_says_what_happened);
+    suite_add_tcase(s, tc);
+    SRunner *r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? 1 : 0;
+}
