@@ -8,11 +8,14 @@
  * flagged JR__MF_DURABLE is "held": its frames leave only after the flush's WAL sync; the others
  * (a leader's APPENDs, heartbeats) may leave before it, so replication overlaps the leader's own
  * write (dissertation §10.2.1).
- * Frame buffers are kept and reused, so steady-state traffic allocates nothing.
+ * Frame buffers are kept and reused, so steady-state traffic allocates nothing. Every message
+ * of the node — a group's (jr__peer_queue), a node RPC (rpc.c) — goes into the open frame through
+ * jr__peer_frame, the one place that starts frames and puts peers on the dirty list.
  */
 #include <string.h>
 
 #include "node/node.h"
+#include "node/peer_frame.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
 #include "wire/frame.h"
@@ -79,6 +82,26 @@ static int frame_open(jr_node *n, jr__peer *p)
     return 0;
 }
 
+jr__buf *jr__peer_frame(jr_node *n, jr__peer *p, size_t need)
+{
+    if (p->nframes == 0 || p->frames[p->nframes - 1].len + need > n->max_frame) {
+        if (frame_open(n, p) != 0) return NULL;
+    }
+    if (!p->dirty) {
+        p->dirty = 1;
+        p->dirty_next = n->dirty_peers;
+        n->dirty_peers = p;
+    }
+    return &p->frames[p->nframes - 1];
+}
+
+void jr__peer_frame_undo(jr__peer *p, jr__buf *b, size_t before)
+{
+    b->len = before;
+    b->err = 0;
+    if (b->len <= JR__FRAME_HEADER) p->nframes--; /* nothing but its header: not sent */
+}
+
 void jr__peer_queue(jr_node *n, const jr__msg *m)
 {
     jr__peer *p = jr__peer_find(n, m->to);
@@ -93,30 +116,21 @@ void jr__peer_queue(jr_node *n, const jr__msg *m)
                      p->name);
         return;
     }
-    if (p->nframes == 0 || p->frames[p->nframes - 1].len + need > n->max_frame) {
-        if (frame_open(n, p) != 0) {
-            n->msgs_unroutable++;
-            return;
-        }
+    jr__buf *b = jr__peer_frame(n, p, need);
+    if (!b) {
+        n->msgs_unroutable++;
+        return;
     }
-    jr__buf *b = &p->frames[p->nframes - 1];
     size_t before = b->len;
     jr__frame_add(b, m);
     if (b->err) {
         /* Out of memory, or a message the codec refuses: only this message is lost, like a
          * dropped packet (Raft retransmits). The encoder wrote nothing, so the frame is intact. */
         n->msgs_unroutable++;
-        b->len = before;
-        b->err = 0;
-        if (b->len <= JR__FRAME_HEADER) p->nframes--;
+        jr__peer_frame_undo(p, b, before);
         return;
     }
     if (m->flags & JR__MF_DURABLE) p->held = 1;
-    if (!p->dirty) {
-        p->dirty = 1;
-        p->dirty_next = n->dirty_peers;
-        n->dirty_peers = p;
-    }
 }
 
 /* Closes, sends and resets every frame of p. */

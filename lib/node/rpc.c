@@ -3,6 +3,7 @@
  */
 #include <string.h>
 
+#include "node/peer_frame.h"
 #include "node/rpc.h"
 #include "util/alloc.h"
 
@@ -14,33 +15,6 @@ typedef struct call {
     jr__rpc_cb cb;
     void *arg;
 } call;
-
-/* Makes room for `need` more bytes in peer p's open frame (a new frame if the current one would
- * exceed max_frame) and returns it, marked dirty; NULL on JR_ENOMEM. The frame's buffers and the
- * dirty list are the node's (peer.c); this only appends, as jr__peer_queue does. */
-static jr__buf *frame_for(jr_node *n, jr__peer *p, size_t need)
-{
-    if (p->nframes == 0 || p->frames[p->nframes - 1].len + need > n->max_frame) {
-        if (p->nframes == p->cap) {
-            uint32_t cap = p->cap ? p->cap * 2 : 1;
-            jr__buf *nb = jr__realloc(n->alloc, p->frames, cap * sizeof *nb);
-            if (!nb) return NULL;
-            for (uint32_t i = p->cap; i < cap; i++) jr__buf_init(&nb[i], n->alloc);
-            p->frames = nb;
-            p->cap = cap;
-        }
-        jr__buf *b = &p->frames[p->nframes];
-        jr__frame_begin(b, n->self, p->id);
-        if (b->err) return NULL;
-        p->nframes++;
-    }
-    if (!p->dirty) {
-        p->dirty = 1;
-        p->dirty_next = n->dirty_peers;
-        n->dirty_peers = p;
-    }
-    return &p->frames[p->nframes - 1];
-}
 
 static size_t iov_len(const jr_iovec *iov, int iovcnt)
 {
@@ -61,7 +35,7 @@ static int put(jr__js *js, jr__id to, int is_req, uint64_t id, int kind_or_statu
                          : jr__frame_response_len(id, kind_or_status, len);
     if (len > JR__RPC_MAX_PAYLOAD || need > (size_t)n->max_frame - JR__FRAME_HEADER)
         return JR_EMSGSIZE;
-    jr__buf *b = frame_for(n, p, need);
+    jr__buf *b = jr__peer_frame(n, p, need);
     if (!b) return JR_ENOMEM;
     size_t before = b->len;
     if (is_req)
@@ -70,9 +44,7 @@ static int put(jr__js *js, jr__id to, int is_req, uint64_t id, int kind_or_statu
         jr__frame_add_responsev(b, id, kind_or_status, iov, iovcnt);
     if (b->err) {
         int err = b->err;
-        b->len = before;
-        b->err = 0;
-        if (b->len <= JR__FRAME_HEADER) p->nframes--;
+        jr__peer_frame_undo(p, b, before);
         return err;
     }
     jr__node_want_tick(n);

@@ -127,6 +127,40 @@ static void on_proposed(void *arg, int status, uint64_t index)
     if (!p->listed) free_proposal(js, p);
 }
 
+/* Appends data to leader g's log and registers cb(arg) with the node — 0 and the index once the
+ * entry is committed and applied here, JR_ELEADERLOST if the index ends up holding another
+ * entry or the leadership is lost first, JR_ECLOSED if the group closes — and gives the entry's
+ * index and term, which the stream layer matches against applied entries. 0, or what
+ * jr__raft_propose refuses with (JR_ENOTLEADER, JR_ETRANSFER, JR_EMSGSIZE), JR_EDAMAGED,
+ * JR_ENOMEM; on error cb never runs.
+ * A stand-in for jr__group_propose (jr_group_propose with the index and term, and without its
+ * public-entry checks), which group.c's owner is asked to add to node.h: this is then its
+ * body, and the only place outside group.c / api_group.c that knows about g->pending. */
+static int group_propose(jr_group *g, const void *data, size_t len, jr_propose_cb cb, void *arg,
+                         uint64_t *index, uint64_t *term)
+{
+    jr_node *n = g->node;
+    if (g->damaged) return JR_EDAMAGED;
+    jr__op *op = jr__op_get(n);
+    if (!op) return JR_ENOMEM;
+    jr__raft *raft = jr__group_raft(g);
+    int rc = jr__raft_propose(raft, n->now, data, len, index);
+    if (rc != 0) {
+        jr__op_put(n, op);
+        return rc;
+    }
+    *term = jr__raft_term(raft);
+    op->kind = JR__OP_PROPOSE;
+    op->cb.propose = cb;
+    op->arg = arg;
+    op->index = *index;
+    op->term = *term;
+    jr__opq_push(&g->pending, op);
+    jr__group_ready(g);
+    jr__node_want_tick(n);
+    return 0;
+}
+
 /* Proposes the staged ops of r as one BATCH entry. */
 static void flush_one(jr__srep *r)
 {
@@ -145,22 +179,19 @@ static void flush_one(jr__srep *r)
     jr__buf_put(b, r->stage.data, r->stage.len);
     if (!b->err) jr__buf_u64(b, jr__xxh3(b->data, b->len));
     jr__proposal *p = jr__calloc(n->alloc, 1, sizeof *p);
-    jr__op *op = jr__op_get(n);
-    int rc = b->err ? b->err : (!p || !op) ? JR_ENOMEM : 0;
-    jr_group *g = r->g;
-    if (!rc && g->damaged) rc = JR_EDAMAGED;
-    uint64_t index = 0;
-    if (!rc) rc = jr__raft_propose(jr__group_raft(g), n->now, b->data, b->len, &index);
+    int rc = b->err ? b->err : !p ? JR_ENOMEM : 0;
+    uint64_t index = 0, term = 0;
+    if (!rc) rc = group_propose(r->g, b->data, b->len, on_proposed, p, &index, &term);
     if (rc) {
-        if (op) jr__op_put(n, op);
         jr__free(n->alloc, p);
+        /* refused before it reached the log: the requesters may go to the leader */
         jr__srep_fail_staged(r, rc == JR_ENOTLEADER || rc == JR_ETRANSFER ? JR_ENOTLEADER : rc);
         return;
     }
     p->js = js;
     p->rep = r;
     p->index = index;
-    p->term = jr__raft_term(jr__group_raft(g));
+    p->term = term;
     p->deadline = n->now + js->timeout_ns;
     p->head = r->whead;
     p->tail = r->wtail;
@@ -173,14 +204,6 @@ static void flush_one(jr__srep *r)
     r->whead = r->wtail = NULL;
     r->nstage = 0;
     jr__buf_reset(&r->stage);
-    op->kind = JR__OP_PROPOSE;
-    op->cb.propose = on_proposed;
-    op->arg = p;
-    op->index = index;
-    op->term = p->term;
-    jr__opq_push(&g->pending, op);
-    jr__group_ready(g);
-    jr__node_want_tick(n);
     rep_due(r, p->deadline);
 }
 
