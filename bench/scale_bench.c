@@ -1086,8 +1086,11 @@ static void run_streams(uint64_t streams, int storage, int sites)
     uint64_t t0 = wall_ns();
     add_streams(c, streams, storage, &a);
     uint64_t create_ns = wall_ns() - t0;
-    /* the groups to watch: every stream of the meta state */
-    const jr__meta_state *st = &c->n[meta_leader(c)].node->js->st;
+    /* the groups to watch: every stream of the meta state (the fullest copy: the meta leader
+     * may be changing right now) */
+    const jr__meta_state *st = &c->n[0].node->js->st;
+    for (unsigned i = 1; i < N; i++)
+        if (c->n[i].node->js->st.nstreams > st->nstreams) st = &c->n[i].node->js->st;
     c->ngids = st->nstreams;
     c->gids = malloc(c->ngids * sizeof *c->gids);
     for (size_t k = 0; k < st->nstreams; k++) c->gids[k] = st->streams[k]->group;
