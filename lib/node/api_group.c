@@ -69,32 +69,10 @@ int jr_group_propose(jr_group *g, const void *data, size_t len, jr_propose_cb cb
     if (g->damaged) return JR_EDAMAGED;
     jr_node *n = g->node;
     jr__node_enter(n);
-    jr__op *op = NULL;
-    if (cb) {
-        op = jr__op_get(n);
-        if (!op) {
-            rc = jr__node_err(n, JR_ENOMEM, "out of memory");
-            goto out;
-        }
-    }
-    uint64_t index = 0;
-    rc = jr__raft_propose(g->raft, n->now, data ? data : "", len, &index);
-    if (rc != 0) {
-        if (op) jr__op_put(n, op);
+    uint64_t index, term;
+    rc = jr__group_propose(g, data, len, cb, arg, &index, &term);
+    if (rc != 0)
         jr__node_err(n, rc, "group %llu: propose: %s", (unsigned long long)g->id, jr_strerror(rc));
-        goto out;
-    }
-    if (op) {
-        op->kind = JR__OP_PROPOSE;
-        op->cb.propose = cb;
-        op->arg = arg;
-        op->index = index;
-        op->term = jr__raft_term(g->raft);
-        jr__opq_push(&g->pending, op);
-    }
-    jr__group_ready(g);
-    jr__node_want_tick(n);
-out:
     jr__node_leave(n);
     return rc;
 }

@@ -366,6 +366,38 @@ void jr__group_detach(jr_group *g, int status)
     jr__group_ready(g);
 }
 
+void jr__group_release(jr_group *g)
+{
+    jr__map_del(&g->node->groups, g->id);
+    jr__group_free(g);
+}
+
+int jr__group_propose(jr_group *g, const void *data, size_t len, jr_propose_cb cb, void *arg,
+                      uint64_t *index, uint64_t *term)
+{
+    jr_node *n = g->node;
+    if (g->damaged) return JR_EDAMAGED;
+    jr__op *op = NULL;
+    if (cb && !(op = jr__op_get(n))) return JR_ENOMEM;
+    int rc = jr__raft_propose(g->raft, n->now, data ? data : "", len, index);
+    if (rc != 0) {
+        if (op) jr__op_put(n, op);
+        return rc;
+    }
+    *term = jr__raft_term(g->raft);
+    if (op) {
+        op->kind = JR__OP_PROPOSE;
+        op->cb.propose = cb;
+        op->arg = arg;
+        op->index = *index;
+        op->term = *term;
+        jr__opq_push(&g->pending, op);
+    }
+    jr__group_ready(g);
+    jr__node_want_tick(n);
+    return 0;
+}
+
 void jr__group_free(jr_group *g)
 {
     jr_node *n = g->node;

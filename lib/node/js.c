@@ -320,11 +320,10 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
         (uint64_t)(cfg->request_timeout_ms ? cfg->request_timeout_ms : DEFAULT_TIMEOUT_MS) *
         1000000u;
     js->snapshot_entries = 4096;
-    /* node.c copies the version-1 host fields; the wall clock (version 2) is the stream
-     * layer's alone and is read here, only from a host that declares it. */
-    if (cfg->host->version >= 2 && cfg->host->wall) {
-        js->wall = cfg->host->wall;
-        js->wall_ctx = cfg->host->ctx;
+    /* the wall clock (jr_host version 2; node.c copies it only from a host declaring it) */
+    if (n->host.wall) {
+        js->wall = n->host.wall;
+        js->wall_ctx = n->host.ctx;
     }
     js->capacity = cfg->max_store_bytes;
     js->max_assets = cfg->max_assets;

@@ -180,6 +180,7 @@ int jr_node_open(const jr_node_config *cfg_in, jr_node **out)
     n->host.now = cfg.host->now;
     n->host.arm = cfg.host->arm;
     n->host.log = cfg.host->log;
+    if (cfg.host->version >= 2) n->host.wall = cfg.host->wall;
     n->vfs = cfg.vfs ? cfg.vfs : jr_vfs_posix();
     n->election_ns = (uint64_t)cfg.election_timeout_ms * 1000000u;
     n->heartbeat_ns = (uint64_t)cfg.heartbeat_ms * 1000000u;

@@ -295,6 +295,17 @@ void jr__peer_queue(jr_node *n, const jr__msg *m);
 void jr__peer_send_all(jr_node *n, int include_held);
 /* Drops every queued frame (e.g. after a failed WAL flush). */
 void jr__peer_discard_all(jr_node *n);
+/* Room in peer p's frame for a message of `need` bytes: the open frame, or a new one when there
+ * is none or the message would take it past max_frame; p goes on the node's dirty list (its
+ * frames leave with the next jr__peer_send_all). The one place that starts frames, so that
+ * every kind of message (group messages, RPCs, heartbeats) batches the same way. Requires need
+ * <= max_frame - JR__FRAME_HEADER. NULL on JR_ENOMEM (nothing changed but p's dirty mark).
+ * Invariant: a peer's frames each hold at least one message once the writer that asked for
+ * room has appended (or undone) its message. */
+jr__buf *jr__peer_frame(jr_node *n, jr__peer *p, size_t need);
+/* After an append to b (from jr__peer_frame) failed: restores b to its `before` length, clears
+ * its error, and drops the frame again if it holds nothing but its header. */
+void jr__peer_frame_undo(jr__peer *p, jr__buf *b, size_t before);
 void jr__peer_free_all(jr_node *n);
 
 /* ops.c -------------------------------------------------------------------------------------*/
@@ -346,8 +357,16 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg, jr_group **out);
  * released; the raft core stays (dormant) for the flush of its pending state and for reopening.
  */
 void jr__group_detach(jr_group *g, int status);
-/* Frees g and its raft core (node close only). */
+/* Frees g and its raft core (node close, or through jr__group_release). */
 void jr__group_free(jr_group *g);
+/* Forgets a detached group for good: removes it from n->groups and frees it. Only outside a
+ * flush iteration (the flush walks the groups it took off the ready list). */
+void jr__group_release(jr_group *g);
+/* Proposes data (copied) to g: jr_group_propose without the public-entry checks, returning the
+ * entry's index and term; cb (may be NULL) completes as jr_propose_cb says. 0, or JR_EDAMAGED,
+ * JR_ENOMEM and the core's refusals (JR_ENOTLEADER, JR_ETRANSFER, JR_EMSGSIZE, ...). */
+int jr__group_propose(jr_group *g, const void *data, size_t len, jr_propose_cb cb, void *arg,
+                      uint64_t *index, uint64_t *term);
 /* Puts g on the ready list (idempotent). */
 void jr__group_ready(jr_group *g);
 /* Re-keys g's timer to min(raft deadline, op deadline). */

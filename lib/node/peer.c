@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "node/node.h"
-#include "node/peer_frame.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
 #include "wire/frame.h"

@@ -3,7 +3,6 @@
  */
 #include <string.h>
 
-#include "node/peer_frame.h"
 #include "node/rpc.h"
 #include "util/alloc.h"
 

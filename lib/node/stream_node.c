@@ -127,40 +127,6 @@ static void on_proposed(void *arg, int status, uint64_t index)
     if (!p->listed) free_proposal(js, p);
 }
 
-/* Appends data to leader g's log and registers cb(arg) with the node — 0 and the index once the
- * entry is committed and applied here, JR_ELEADERLOST if the index ends up holding another
- * entry or the leadership is lost first, JR_ECLOSED if the group closes — and gives the entry's
- * index and term, which the stream layer matches against applied entries. 0, or what
- * jr__raft_propose refuses with (JR_ENOTLEADER, JR_ETRANSFER, JR_EMSGSIZE), JR_EDAMAGED,
- * JR_ENOMEM; on error cb never runs.
- * A stand-in for jr__group_propose (jr_group_propose with the index and term, and without its
- * public-entry checks), which group.c's owner is asked to add to node.h: this is then its
- * body, and the only place outside group.c / api_group.c that knows about g->pending. */
-static int group_propose(jr_group *g, const void *data, size_t len, jr_propose_cb cb, void *arg,
-                         uint64_t *index, uint64_t *term)
-{
-    jr_node *n = g->node;
-    if (g->damaged) return JR_EDAMAGED;
-    jr__op *op = jr__op_get(n);
-    if (!op) return JR_ENOMEM;
-    jr__raft *raft = jr__group_raft(g);
-    int rc = jr__raft_propose(raft, n->now, data, len, index);
-    if (rc != 0) {
-        jr__op_put(n, op);
-        return rc;
-    }
-    *term = jr__raft_term(raft);
-    op->kind = JR__OP_PROPOSE;
-    op->cb.propose = cb;
-    op->arg = arg;
-    op->index = *index;
-    op->term = *term;
-    jr__opq_push(&g->pending, op);
-    jr__group_ready(g);
-    jr__node_want_tick(n);
-    return 0;
-}
-
 /* Proposes the staged ops of r as one BATCH entry. */
 static void flush_one(jr__srep *r)
 {
@@ -181,7 +147,7 @@ static void flush_one(jr__srep *r)
     jr__proposal *p = jr__calloc(n->alloc, 1, sizeof *p);
     int rc = b->err ? b->err : !p ? JR_ENOMEM : 0;
     uint64_t index = 0, term = 0;
-    if (!rc) rc = group_propose(r->g, b->data, b->len, on_proposed, p, &index, &term);
+    if (!rc) rc = jr__group_propose(r->g, b->data, b->len, on_proposed, p, &index, &term);
     if (rc) {
         jr__free(n->alloc, p);
         /* refused before it reached the log: the requesters may go to the leader */
@@ -804,16 +770,6 @@ void jr__srep_leave(jr__srep *r, int purge)
     rep_free(r);
 }
 
-/* Frees a detached group that will never be reopened, outside any flush iteration. A stand-in
- * for a group.c function (jr__group_release, asked of group.c's owner): jr__group_free is
- * documented for the node's close, and does what a release needs once the group has left
- * n->groups (liveness lists, ready list, timer, snapshot files, raft core). */
-static void release_group(jr_node *n, jr_group *g)
-{
-    jr__map_del(&n->groups, g->id);
-    jr__group_free(g);
-}
-
 void jr__srep_release_dead(jr__js *js)
 {
     jr_node *n = js->n;
@@ -822,7 +778,7 @@ void jr__srep_release_dead(jr__js *js)
         uint64_t id = js->dead[i];
         jr_group *g = jr__map_get(&n->groups, id);
         if (g && !g->closed) continue; /* reopened meanwhile: no longer ours to release */
-        if (g) release_group(n, g);
+        if (g) jr__group_release(g); /* outside any flush iteration */
         jr__stash *st = jr__map_del(&n->stashes, id);
         if (st) jr__stash_free(n, st);
         /* Nothing of the group is written after this record: the WAL forgets it once the
