@@ -813,8 +813,8 @@ static int replay(jr__store *s, const char *path, uint32_t id, const uint8_t *pl
                                   (unsigned long long)(base_off + off));
         int rc = jr__store_load(s, &r, id, (uint32_t)off, (uint32_t)len);
         if (rc == JR_ECORRUPT) {
-            char why[sizeof s->err];
-            memcpy(why, s->err, sizeof why);
+            char why[JR__STORE_ERR];
+            snprintf(why, sizeof why, "%s", jr__store_errmsg(s));
             return jr__store_fail(s, JR_ECORRUPT, "%s: offset %llu: %s", path,
                                   (unsigned long long)(base_off + off), why);
         }
@@ -1071,7 +1071,7 @@ int jr__store_file_open(jr__store *s, const jr__store_config *cfg)
                 rc = recover_block(s, sc.ids[i], i + 1 == sc.n, SIZE_MAX);
     }
     jr__free(s->alloc, sc.ids);
-    if (rc && !s->err[0]) jr__store_fail(s, rc, "%s: open failed: %s", f->dir, jr_strerror(rc));
+    if (rc && !jr__store_errmsg(s)[0]) jr__store_fail(s, rc, "%s: open failed: %s", f->dir, jr_strerror(rc));
     jr__buf_reset(&f->cache);
     f->cid = 0;
     return rc;

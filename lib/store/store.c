@@ -16,9 +16,11 @@
 
 int jr__store_fail(jr__store *s, int code, const char *fmt, ...)
 {
+    /* most stores never fail: the message buffer comes with the first failure */
+    if (!s->err && !(s->err = jr__malloc(s->alloc, JR__STORE_ERR))) return code;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    vsnprintf(s->err, JR__STORE_ERR, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -68,7 +70,7 @@ static int push_ent(jr__store *s, const jr__ent *e)
 int jr__store_blk_add(jr__store *s, uint32_t id)
 {
     if (s->nblks == s->bcap) {
-        size_t ncap = s->bcap ? s->bcap * 2 : 16;
+        size_t ncap = s->bcap ? s->bcap * 2 : 2; /* most streams have one or two blocks */
         jr__blk *v = jr__realloc(s->alloc, s->blks, ncap * sizeof *v);
         if (!v) return JR_ENOMEM;
         s->blks = v;
@@ -594,7 +596,7 @@ int jr__store_open(const jr__store_config *cfg, jr__store **out, char *errmsg, s
         rc = enforce_all(s);
     }
     if (rc) {
-        if (errmsg && errmsg_len) snprintf(errmsg, errmsg_len, "%s", s->err);
+        if (errmsg && errmsg_len) snprintf(errmsg, errmsg_len, "%s", jr__store_errmsg(s));
         if (s->bk) s->bk->close(s);
         s->bk = NULL;
         jr__store_close(s);
@@ -628,6 +630,7 @@ int jr__store_close(jr__store *s)
     jr__free(s->alloc, s->kept);
     jr__free(s->alloc, s->erases);
     jr__free(s->alloc, s->name);
+    jr__free(s->alloc, s->err);
     jr__free(s->alloc, s);
     return rc;
 }
@@ -1027,7 +1030,7 @@ int jr__store_persistent(const jr__store *s)
 
 const char *jr__store_errmsg(const jr__store *s)
 {
-    return s->err;
+    return s->err ? s->err : "";
 }
 
 /* ---------------------------------------------------------------------------------------------

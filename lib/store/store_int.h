@@ -116,8 +116,10 @@ struct jr__store {
     size_t nerases, erases_cap;
 
     jr__buf scratch;
-    char err[256];
+    char *err; /* the last failure's message (JR__STORE_ERR bytes, allocated at the first) */
 };
+
+#define JR__STORE_ERR 256
 
 /* Sets s->err (printf-style) and returns code. */
 int jr__store_fail(jr__store *s, int code, const char *fmt, ...)

@@ -31,6 +31,22 @@ void jr__stream_fsm_limits(const jr_stream_config *c, jr__store_limits *l)
     l->discard_new_per_subject = 0;
 }
 
+int jr__stream_fsm_reserve_id(jr__stream_fsm *f, size_t n)
+{
+    if (n <= f->last_msg_id_cap) return 0;
+    char *p = jr__realloc(f->alloc, f->last_msg_id, n);
+    if (!p) return JR_ENOMEM;
+    f->last_msg_id = p;
+    f->last_msg_id_cap = n;
+    return 0;
+}
+
+void jr__stream_fsm_set_id(jr__stream_fsm *f, const char *id, size_t len)
+{
+    f->last_msg_id_len = len;
+    if (len) memcpy(f->last_msg_id, id, len);
+}
+
 int jr__stream_fsm_fail(jr__stream_fsm *f, int rc)
 {
     if (!f->failed) f->failed = rc;
@@ -92,6 +108,7 @@ int jr__stream_fsm_open(const jr__stream_fsm_config *cfg, jr__stream_fsm **out, 
         jr__store_abandon(f->store);
         jr__dedup_free(&f->dedup);
         jr__stream_cfg_free(f->cfg);
+        jr__free(f->alloc, f->last_msg_id);
         jr__free(f->alloc, f);
         return rc;
     }
@@ -103,6 +120,7 @@ static void destroy(jr__stream_fsm *f)
 {
     jr__dedup_free(&f->dedup);
     jr__stream_cfg_free(f->cfg);
+    jr__free(f->alloc, f->last_msg_id);
     jr__free(f->alloc, f);
 }
 
@@ -218,6 +236,8 @@ static int publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result
 
     uint64_t seq = f->last_seq + 1;
     int rc;
+    if ((o->flags & JR__PUB_MSG_ID) && (rc = jr__stream_fsm_reserve_id(f, o->msg_id_len)) != 0)
+        return rc; /* before anything changes */
     if (o->flags & JR__PUB_EXPECT_LAST_SUBJ_SEQ) {
         uint64_t last;
         rc = subject_last(f, p->subject, p->subject_len, &last);
@@ -252,8 +272,10 @@ static int publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result
     f->last_ts = f->clock;
     res->seq = seq;
     if (tok) jr__dedup_commit(&f->dedup, tok, seq, f->clock);
-    f->last_msg_id_len = (o->flags & JR__PUB_MSG_ID) ? o->msg_id_len : 0;
-    if (f->last_msg_id_len) memcpy(f->last_msg_id, o->msg_id, f->last_msg_id_len);
+    if (o->flags & JR__PUB_MSG_ID)
+        jr__stream_fsm_set_id(f, o->msg_id, o->msg_id_len); /* reserved before the append */
+    else
+        jr__stream_fsm_set_id(f, NULL, 0);
 
     if (o->flags & JR__PUB_ROLLUP_SUB)
         rc = purge_below(f, p->subject, p->subject_len, seq, &res->purged);

@@ -279,8 +279,10 @@ struct jr__stream_fsm {
     /* marks (fsm_snapshot.c) */
     int persistent;      /* the store is a file store: marks are written */
     uint64_t marked_seq; /* msg ids of seqs up to this are in the store's marks already */
-    size_t last_msg_id_len;
-    char last_msg_id[JR__OP_MSG_ID_MAX];
+    /* the msg id of the last message (expected_last_msg_id checks it): on the heap, sized
+     * to the longest seen — up to 1 KiB inline would be most of an idle replica's fsm */
+    char *last_msg_id;
+    size_t last_msg_id_len, last_msg_id_cap;
 };
 
 /* Marks (fsm_snapshot.c): writes a mark at the applied index and syncs; after open, installs
@@ -291,5 +293,9 @@ int jr__stream_fsm_load_mark(jr__stream_fsm *f);
 void jr__stream_fsm_limits(const jr_stream_config *c, jr__store_limits *out);
 /* Marks the fsm failed with rc (a local failure) and returns rc. */
 int jr__stream_fsm_fail(jr__stream_fsm *f, int rc);
+/* Room for a last msg id of n bytes (0 or JR_ENOMEM, nothing changed). */
+int jr__stream_fsm_reserve_id(jr__stream_fsm *f, size_t n);
+/* Sets the last msg id (len 0: none); requires jr__stream_fsm_reserve_id(f, len). */
+void jr__stream_fsm_set_id(jr__stream_fsm *f, const char *id, size_t len);
 
 #endif

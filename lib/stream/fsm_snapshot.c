@@ -275,8 +275,7 @@ static void install(jr__stream_fsm *f, snap *s)
     jr__dedup_free(&f->dedup);
     f->dedup = s->dedup;
     jr__dedup_init(&s->dedup, f->alloc, f->dedup_max);
-    f->last_msg_id_len = s->last_id_len;
-    if (s->last_id_len) memcpy(f->last_msg_id, s->last_id, s->last_id_len);
+    jr__stream_fsm_set_id(f, s->last_id, s->last_id_len); /* reserved by the caller */
     f->clock = s->clock;
     f->last_seq = s->last_seq;
     f->last_ts = s->st.last_ts;
@@ -335,6 +334,7 @@ int jr__stream_fsm_restore(jr__stream_fsm *f, uint64_t index, const void *data, 
         }
         rc = jr__store_skip(f->store, s.last_seq);
     }
+    if (!rc) rc = jr__stream_fsm_reserve_id(f, s.last_id_len);
     if (rc) {
         snap_free(f->alloc, &s);
         return jr__stream_fsm_fail(f, rc);
@@ -570,8 +570,10 @@ int jr__stream_fsm_load_mark(jr__stream_fsm *f)
         jr__stream_cfg_free(f->cfg);
         f->cfg = cfg;
         cfg = NULL;
-        f->last_msg_id_len = m.last_id_len;
-        if (m.last_id_len) memcpy(f->last_msg_id, m.last_id, m.last_id_len);
+        rc = jr__stream_fsm_reserve_id(f, m.last_id_len);
+    }
+    if (!rc) {
+        jr__stream_fsm_set_id(f, m.last_id, m.last_id_len);
         f->clock = m.clock;
         f->last_seq = m.last_seq;
         f->last_ts = m.last_ts;
