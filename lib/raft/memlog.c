@@ -7,8 +7,8 @@
 
 /* Small minimums: most groups of a busy node are idle and hold a handful of entries; the rings
  * double as soon as a group gets traffic. */
-#define MIN_ECAP 8
-#define MIN_BCAP 256
+#define MIN_ECAP 4
+#define MIN_BCAP 64
 
 void jr__memlog_init(jr__memlog *l, const jr_allocator *a)
 {
