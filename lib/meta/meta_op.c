@@ -11,7 +11,7 @@
 #include "util/alloc.h"
 #include "util/checksum.h"
 
-_Static_assert(JR__META_OP_MAX == 4, "a new meta op type needs its encoding in meta_op.c");
+_Static_assert(JR__META_OP_MAX == 5, "a new meta op type needs its encoding in meta_op.c");
 
 typedef struct span {
     const char *p;
@@ -31,7 +31,8 @@ typedef struct raw {
     size_t cfglen;
     span peers[JR_MAX_REPLICAS];
     size_t npeers;
-    span stream; /* STREAM_DELETE */
+    span stream; /* STREAM_DELETE, STREAM_CONVERGED */
+    uint64_t group, peers_at; /* STREAM_CONVERGED */
     uint8_t version;
     uint64_t created_ns; /* STREAM_ADD, version 2 */
 } raw;
@@ -139,6 +140,8 @@ static int check_op(const jr__meta_op *op, raw *r)
         return names_ok(r->peers, op->npeers) ? 0 : JR_EINVAL;
     case JR__META_STREAM_DELETE:
         return stream_name_ok(op->stream) ? 0 : JR_EINVAL;
+    case JR__META_STREAM_CONVERGED:
+        return stream_name_ok(op->stream) && op->group && op->peers_at ? 0 : JR_EINVAL;
     default:
         return JR_EINVAL;
     }
@@ -184,6 +187,11 @@ int jr__meta_op_encode(const jr__meta_op *op, jr__buf *out)
         jr__buf_varint(out, op->npeers);
         for (size_t i = 0; i < op->npeers; i++) put_span(out, r.peers[i]);
         if (v2) jr__buf_varint(out, op->created_ns);
+        break;
+    case JR__META_STREAM_CONVERGED:
+        jr__meta_put_str(out, op->stream);
+        jr__buf_varint(out, op->group);
+        jr__buf_varint(out, op->peers_at);
         break;
     default: /* STREAM_DELETE */
         jr__meta_put_str(out, op->stream);
@@ -232,6 +240,12 @@ static int parse(jr__rd *rd, raw *r)
             r->created_ns = jr__rd_varint(rd);
             if (r->created_ns == 0) jr__rd_fail(rd); /* version 1 says "none" */
         }
+        break;
+    case JR__META_STREAM_CONVERGED:
+        r->stream = rd_span(rd, JR_STREAM_NAME_MAX);
+        r->group = jr__rd_varint(rd);
+        r->peers_at = jr__rd_varint(rd);
+        if (r->group == 0 || r->peers_at == 0) jr__rd_fail(rd);
         break;
     default: /* STREAM_DELETE */
         r->stream = rd_span(rd, JR_STREAM_NAME_MAX);
@@ -292,6 +306,11 @@ static int build(const raw *r, const jr_allocator *a, jr__meta_op *op)
         op->npeers = nlist;
         op->created_ns = r->created_ns;
         break;
+    case JR__META_STREAM_CONVERGED:
+        op->stream = copy_span(&at, r->stream);
+        op->group = r->group;
+        op->peers_at = r->peers_at;
+        break;
     default:
         op->stream = copy_span(&at, r->stream);
     }
@@ -317,7 +336,8 @@ int jr__meta_op_decode(const void *data, size_t len, const jr_allocator *a, jr__
     int rc = parse(&rd, &r);
     if (rc) return rc;
     if ((rc = build(&r, a, op))) return rc;
-    if (r.type == JR__META_STREAM_DELETE && !stream_name_ok(op->stream)) {
+    if ((r.type == JR__META_STREAM_DELETE || r.type == JR__META_STREAM_CONVERGED) &&
+        !stream_name_ok(op->stream)) {
         jr__meta_op_free(op);
         return JR_ECORRUPT;
     }

@@ -8,6 +8,10 @@
  *   STREAM_ADD     {stream config, peer set chosen by the leader's placement}.
  *   STREAM_UPDATE  {new config, peer set}.
  *   STREAM_DELETE  {stream name}.
+ *   STREAM_CONVERGED {stream name, group id, peers_at}: the stream's leader reports that its
+ *                  group's committed configuration is exactly the peer set the assignment got
+ *                  at meta index peers_at (every peer a voter, nobody else): the peer change is
+ *                  over (meta_state.h "Peer changes").
  * Every op carries the reply route {request id, origin server}: the server that asked waits for
  * `request_id`; when it applies the op from the log it learns the result (meta_state.h) and
  * completes its caller — also after a meta leader failover, since the result is a function of
@@ -18,10 +22,11 @@
  * (jr__meta_check), places it, and proposes it with the peer set. Applying an op without
  * peers refuses it.
  *
- * Room for the roadmap: op types 5.. are reserved for consumer add/update/delete, server
- * peer-remove, stream peer changes (grow/shrink/evacuate as a desired peer set the groups
- * converge to) and cancellation of a move; a decoder that meets a type it does not know
- * reports JR_EVERSION, never a silent skip (replicas must not diverge).
+ * Room for the roadmap: op types 6.. are reserved for consumer add/update/delete, server
+ * peer-remove, evacuation and cancellation of a move; a decoder that meets a type it does not
+ * know reports JR_EVERSION, never a silent skip (replicas must not diverge). A stream's peer
+ * set changes (grow, shrink) through STREAM_UPDATE with the new peers; the groups converge to
+ * it and its leader reports STREAM_CONVERGED.
  *
  * Encoding, versions 1 and 2 (integers little-endian; varints canonical LEB128; "str" = varint
  * length + bytes, no NUL byte; a list is a varint count then its items):
@@ -34,6 +39,7 @@
  *   STREAM_UPDATE varint len | len bytes of jr__stream_config_encode() | list<str> peers
  *                 [version 2, STREAM_ADD only: varint created_ns (!= 0)]
  *   STREAM_DELETE str name
+ *   STREAM_CONVERGED str name | varint group (!= 0) | varint peers_at (!= 0)
  * Version 2 only adds the creation time a meta leader stamps on a STREAM_ADD it places (its
  * host's wall clock). An op is written as version 2 exactly when it carries one, as version 1
  * otherwise, so every value keeps one encoding and logs written before version 2 replay
@@ -65,7 +71,8 @@ enum jr__meta_op_type {
     JR__META_STREAM_ADD = 2,
     JR__META_STREAM_UPDATE = 3,
     JR__META_STREAM_DELETE = 4,
-    JR__META_OP_MAX = 4 /* types above are reserved (see the header comment) */
+    JR__META_STREAM_CONVERGED = 5,
+    JR__META_OP_MAX = 5 /* types above are reserved (see the header comment) */
 };
 
 /* A server's placement facts. */
@@ -88,7 +95,9 @@ typedef struct jr__meta_op {
     size_t npeers;
     uint64_t created_ns; /* STREAM_ADD: the meta leader's wall clock when it placed the stream
                             (ns since the Unix epoch); 0: none (a request, or a version-1 op) */
-    const char *stream; /* STREAM_DELETE: the stream's name */
+    const char *stream; /* STREAM_DELETE, STREAM_CONVERGED: the stream's name */
+    uint64_t group;     /* STREAM_CONVERGED: the stream's Raft group id */
+    uint64_t peers_at;  /* STREAM_CONVERGED: the assignment's peers_at the group reached */
     /* Owned memory of a decoded op (jr__meta_op_decode); all NULL in an op built by hand. */
     jr__stream_cfg *cfg; /* the decoded config (config == &cfg->c) */
     void *block;         /* strings and arrays */

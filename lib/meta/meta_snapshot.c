@@ -16,7 +16,8 @@ static const uint8_t magic[4] = {'J', 'R', 'M', 'S'};
 
 /* Smallest encodings, which bound the counts before anything is decoded. */
 #define SERVER_MIN 7  /* name, cluster (2 each), tag count, capacity, max_assets */
-#define STREAM_MIN 13 /* config length + config (>= 9), peer count, group, created, updated */
+#define STREAM_MIN 13 /* config length + config (>= 9), peer count, group, created, updated
+                         (version 1; later versions only add fields) */
 
 static void put_server(jr__buf *b, const jr__meta_server *s)
 {
@@ -54,6 +55,8 @@ int jr__meta_snapshot(const jr__meta_state *st, jr__buf *out)
         jr__buf_varint(out, s->created);
         jr__buf_varint(out, s->updated);
         jr__buf_varint(out, s->created_ns);
+        jr__buf_varint(out, s->peers_at);
+        jr__buf_varint(out, s->converged_at);
     }
     jr__buf_free(&cfg);
     if (!out->err) jr__buf_u64(out, jr__xxh3(out->data + start, out->len - start));
@@ -125,9 +128,12 @@ static int read_stream(jr__rd *r, jr__meta_state *st, int version)
     uint64_t created = jr__rd_varint(r);
     uint64_t updated = jr__rd_varint(r);
     uint64_t created_ns = version >= 2 ? jr__rd_varint(r) : 0;
+    /* before version 3 peer sets never changed: the original one, converged */
+    uint64_t peers_at = version >= 3 ? jr__rd_varint(r) : created;
+    uint64_t converged_at = version >= 3 ? jr__rd_varint(r) : created;
     if (r->err) return JR_ECORRUPT;
-    if (group == 0 || group >= st->next_group || created == 0 || created > updated ||
-        updated > st->applied)
+    if (group == 0 || group >= st->next_group || created == 0 || created > converged_at ||
+        converged_at > peers_at || peers_at > updated || updated > st->applied)
         return JR_ECORRUPT;
     jr__stream_cfg *cfg;
     int rc = jr__stream_config_decode(cfgp, cfglen, st->alloc, &cfg);
@@ -145,6 +151,8 @@ static int read_stream(jr__rd *r, jr__meta_state *st, int version)
     s->created = created;
     s->updated = updated;
     s->created_ns = created_ns;
+    s->peers_at = peers_at;
+    s->converged_at = converged_at;
     rc = jr__meta_state_append_stream(st, s);
     if (rc) {
         jr__meta_stream_free(st->alloc, s);

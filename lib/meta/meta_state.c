@@ -307,6 +307,15 @@ static int same_peers(const jr__meta_stream *s, const jr__meta_op *op)
     return 1;
 }
 
+/* 1 if op's peers are s's peers in any order (peers are distinct on both sides). */
+static int same_peer_set(const jr__meta_stream *s, const jr__meta_op *op)
+{
+    if (s->npeers != op->npeers) return 0;
+    for (size_t i = 0; i < op->npeers; i++)
+        if (!jr__meta_stream_has_peer(s, op->peers[i])) return 0;
+    return 1;
+}
+
 /* The refusal for subjects of c that overlap a stream other than self: names the first such
  * stream in name order (not whichever the index met first, which depends on its history). */
 static int refuse_overlap(const jr__meta_state *st, const jr_stream_config *c,
@@ -382,6 +391,15 @@ static int validate(const jr__meta_state *st, const jr__meta_op *op, int need_pe
         jr__stream_norm n;
         jr__stream_config_normalize(op->config, &n);
         if ((need_peers || op->npeers) && check_peers(st, op, n.c.replicas, res)) return DECIDED;
+        if (op->type == JR__META_STREAM_UPDATE && jr__meta_stream_busy(*existing) &&
+            (op->npeers ? !same_peer_set(*existing, op)
+                        : (size_t)n.c.replicas != (*existing)->npeers)) {
+            refuse(res, JR_EBUSY,
+                   "replicas: cluster member change is in progress (stream '%s' has not "
+                   "converged to its peer set of meta index %llu yet)",
+                   (*existing)->name, (unsigned long long)(*existing)->peers_at);
+            return DECIDED;
+        }
         if (op->type == JR__META_STREAM_UPDATE && op->npeers &&
             jr__stream_config_equal(&(*existing)->cfg->c, op->config) &&
             same_peers(*existing, op)) {
@@ -395,6 +413,7 @@ static int validate(const jr__meta_state *st, const jr__meta_op *op, int need_pe
         return 0;
     }
     case JR__META_STREAM_DELETE:
+    case JR__META_STREAM_CONVERGED:
         copy_name(res->stream, sizeof res->stream, op->stream);
         if (op->stream) {
             size_t pos = stream_pos(st, op->stream, &found);
@@ -404,6 +423,21 @@ static int validate(const jr__meta_state *st, const jr__meta_op *op, int need_pe
             refuse(res, JR_ENOTFOUND, "stream '%s' not found", op->stream ? op->stream : "");
             return DECIDED;
         }
+        if (op->type == JR__META_STREAM_DELETE) return 0;
+        if ((*existing)->group != op->group) {
+            refuse(res, JR_ENOTFOUND, "stream '%s' has group %llu, not %llu (re-created)",
+                   op->stream, (unsigned long long)(*existing)->group,
+                   (unsigned long long)op->group);
+            return DECIDED;
+        }
+        if ((*existing)->peers_at != op->peers_at) {
+            refuse(res, JR_ERANGE,
+                   "stream '%s': a report for the peer set of meta index %llu, which is %llu now",
+                   op->stream, (unsigned long long)op->peers_at,
+                   (unsigned long long)(*existing)->peers_at);
+            return DECIDED;
+        }
+        if (!jr__meta_stream_busy(*existing)) return DECIDED; /* reported before */
         return 0;
     default:
         refuse(res, JR_EINVAL, "unknown op type %u", op->type);
@@ -543,7 +577,7 @@ static int apply_add(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
         return 0;
     }
     s->group = st->next_group++;
-    s->created = s->updated = index;
+    s->created = s->updated = s->peers_at = s->converged_at = index;
     s->created_ns = op->created_ns;
     int found;
     size_t pos = stream_pos(st, s->name, &found);
@@ -579,6 +613,7 @@ static int apply_update(jr__meta_state *st, uint64_t index, const jr__meta_op *o
             refuse(res, JR_EINVAL, "subjects: invalid");
         return 0;
     }
+    if (!same_peer_set(s, op)) s->peers_at = index; /* a peer change begins */
     jr__stream_cfg_free(s->cfg);
     jr__free(st->alloc, (void *)s->peers);
     s->cfg = cfg;
@@ -620,6 +655,10 @@ int jr__meta_apply_op(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
             break;
         case JR__META_STREAM_UPDATE:
             rc = apply_update(st, index, op, s, res);
+            break;
+        case JR__META_STREAM_CONVERGED:
+            s->converged_at = s->peers_at; /* validate() checked op->peers_at is that */
+            res->changed = 1;
             break;
         default:
             apply_delete(st, s, res);

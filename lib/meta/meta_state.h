@@ -29,10 +29,25 @@
  *                  subject may overlap another stream's (JR_EINVAL "subjects: ... overlap
  *                  stream 'X'", naming the first such stream by name).
  *   STREAM_UPDATE  unknown name → JR_ENOTFOUND; jr__stream_config_check_update(old, new)
- *                  (JR_EINVAL naming the field); peers as for add; subject overlap as for add
- *                  (the stream's own subjects do not count). Identical config and peers → 0,
- *                  nothing changes.
+ *                  (JR_EINVAL naming the field); peers as for add; a different peer set (as a
+ *                  set) while the previous one has not converged → JR_EBUSY ("cluster member
+ *                  change is in progress"); subject overlap as for add (the stream's own
+ *                  subjects do not count). Identical config and peers → 0, nothing changes.
  *   STREAM_DELETE  unknown name → JR_ENOTFOUND; else the assignment is gone.
+ *   STREAM_CONVERGED unknown name, or another group id (the stream was re-created) →
+ *                  JR_ENOTFOUND; peers_at other than the stream's → JR_ERANGE (a stale
+ *                  report); already converged → 0, nothing changes; else converged_at =
+ *                  peers_at.
+ *
+ * Peer changes. Each assignment records peers_at, the meta index of the op that gave it its
+ * peer set (its STREAM_ADD, or the last STREAM_UPDATE whose peers differ as a set), and
+ * converged_at, the peers_at its group last reported reaching (STREAM_CONVERGED: the group's
+ * committed Raft configuration is exactly the peer set, every peer a voter). A stream whose
+ * converged_at != peers_at is mid-change: another peer change is refused (JR_EBUSY); a server
+ * the change removed keeps its replica (it may still be a voter the group needs) until the
+ * change converged; a server the change added joins the group empty (jr_group_open's join
+ * mode) — only a stream whose peer set never changed (peers_at == created) is bootstrapped by
+ * its peers.
  *
  * Convergence: jr__meta_desired() compares what a server runs with what the state wants it to
  * run and lists the create/join, update and leave actions, so a node converges after a restart
@@ -76,7 +91,22 @@ typedef struct jr__meta_stream {
     uint64_t created_ns;      /* wall clock of the meta leader that placed it (the op's
                                  created_ns; 0: unknown, an op or snapshot of version 1) */
     uint64_t updated;         /* meta index of the last op that changed config or peers */
+    uint64_t peers_at;        /* meta index of the op that gave it this peer set (as a set) */
+    uint64_t converged_at;    /* the peers_at its group last reported reaching; busy while it
+                                 differs from peers_at ("Peer changes" above) */
 } jr__meta_stream;
+
+/* 1 while s's peer set has not converged (a peer change is in progress). */
+static inline int jr__meta_stream_busy(const jr__meta_stream *s)
+{
+    return s->converged_at != s->peers_at;
+}
+/* 1 if a server new on s must bootstrap its group (s's peer set is the one it was created
+ * with), 0 if it must join (the group exists; its leader adds the server). */
+static inline int jr__meta_stream_bootstraps(const jr__meta_stream *s)
+{
+    return s->peers_at == s->created;
+}
 
 typedef struct jr__meta_state {
     const jr_allocator *alloc;
@@ -189,18 +219,20 @@ int jr__meta_desired(const jr__meta_state *st, const char *server, const jr__met
 void jr__meta_plan_free(jr__meta_plan *plan);
 
 /* Snapshot (meta_snapshot.c) -------------------------------------------------------------------
- * Format, version 2 (as in meta_op.h: varints canonical, str = varint length + bytes):
+ * Format, version 3 (as in meta_op.h: varints canonical, str = varint length + bytes):
  *   "JRMS" | u8 version (= 2) | varint applied | varint next_group |
  *   varint nservers | nservers × (str name | str cluster | list<str> tags | varint capacity |
  *                                 varint max_assets) |
  *   varint nstreams | nstreams × (varint len | len bytes of config encoding | list<str> peers |
  *                                 varint group | varint created | varint updated |
- *                                 varint created_ns) |
+ *                                 varint created_ns | varint peers_at |
+ *                                 varint converged_at) |
  *   u64 xxh3 of every byte before it
- * Servers and streams in strictly ascending name order (so the encoding is canonical). Version 1
- * (written before streams had a creation time) is the same without created_ns; restore reads it
- * with created_ns 0. */
-#define JR__META_SNAP_VERSION 2
+ * Servers and streams in strictly ascending name order (so the encoding is canonical), with
+ * created <= converged_at <= peers_at <= updated. Version 2 (before peer changes) is the same
+ * without peers_at and converged_at (restored as created: the original peers, converged);
+ * version 1 (before streams had a creation time) also lacks created_ns (restored as 0). */
+#define JR__META_SNAP_VERSION 3
 
 /* Appends the snapshot of st to out. 0 or JR_ENOMEM (out->err set; what was appended is
  * unspecified, truncate to the old length). */
@@ -208,8 +240,8 @@ int jr__meta_snapshot(const jr__meta_state *st, jr__buf *out);
 
 /* Replaces st (initialized, maybe not empty) with the state encoded in data[0..len), all or
  * nothing. Strict: checksum, magic, order, names, configs, peers (exactly `replicas` distinct
- * names), group ids (non-zero, distinct, below next_group), indexes (0 < created <= updated <=
- * applied), non-overlapping subjects, no trailing bytes. 0; JR_ECORRUPT; JR_EVERSION (intact,
+ * names), group ids (non-zero, distinct, below next_group), indexes (0 < created <=
+ * converged_at <= peers_at <= updated <= applied), non-overlapping subjects, no trailing bytes. 0; JR_ECORRUPT; JR_EVERSION (intact,
  * unknown version); JR_ENOMEM. On failure st is unchanged. */
 int jr__meta_restore(jr__meta_state *st, const void *data, size_t len);
 

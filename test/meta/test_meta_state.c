@@ -73,6 +73,17 @@ static jr__meta_op op_delete(const char *name)
     return op;
 }
 
+static jr__meta_op op_converged(const char *name, uint64_t group, uint64_t peers_at)
+{
+    jr__meta_op op;
+    memset(&op, 0, sizeof op);
+    op.type = JR__META_STREAM_CONVERGED;
+    op.stream = name;
+    op.group = group;
+    op.peers_at = peers_at;
+    return op;
+}
+
 static void encode(const jr__meta_op *op, jr__buf *b)
 {
     jr__buf_reset(b);
@@ -152,6 +163,12 @@ static void roundtrip(const jr__meta_op *op)
         /* version 2 exactly when a creation time is carried */
         ck_assert_uint_eq(a.data[0], op->created_ns ? 2 : 1);
         break;
+    case JR__META_STREAM_CONVERGED:
+        ck_assert_str_eq(d.stream, op->stream);
+        ck_assert_uint_eq(d.group, op->group);
+        ck_assert_uint_eq(d.peers_at, op->peers_at);
+        ck_assert_uint_eq(a.data[0], 1);
+        break;
     default:
         ck_assert_str_eq(d.stream, op->stream);
     }
@@ -206,6 +223,13 @@ START_TEST(every_op_round_trips_canonically)
     op.request_id = 1;
     op.origin = "n2";
     roundtrip(&op);
+    op = op_converged("ORDERS", FIRST_GROUP, 17);
+    roundtrip(&op);
+    op.request_id = 9;
+    op.origin = "n3";
+    op.group = UINT64_MAX;
+    op.peers_at = UINT64_MAX;
+    roundtrip(&op);
 }
 END_TEST
 
@@ -240,6 +264,9 @@ START_TEST(the_encoder_refuses_what_the_decoder_would_reject)
         {"request id without origin", op_delete("X")},
         {"origin without request id", op_delete("X")},
         {"a creation time on an update", op_stream(JR__META_STREAM_UPDATE, &ok, peers3, 3)},
+        {"converged without a group", op_converged("X", 0, 5)},
+        {"converged without peers_at", op_converged("X", 9, 0)},
+        {"converged for a stream named a.b", op_converged("a.b", 9, 5)},
     };
     cases[12].op.type = JR__META_OP_MAX + 1;
     cases[13].op.request_id = 5;
@@ -269,29 +296,30 @@ static size_t sample_ops(jr__buf *list, size_t *lens)
     static const char *subj[] = {"orders.*", "refunds.>"};
     static jr_stream_config c;
     c = scfg("ORDERS", subj, N(subj), 3);
-    jr__meta_op ops[4] = {
+    jr__meta_op ops[5] = {
         op_server("n1", tags_az1, N(tags_az1)),
         op_stream(JR__META_STREAM_ADD, &c, peers3, 3),
         op_stream(JR__META_STREAM_UPDATE, &c, peers234, 3),
         op_delete("ORDERS"),
+        op_converged("ORDERS", 300, 12),
     };
     ops[1].request_id = 300;
     ops[1].origin = "n4";
     ops[1].created_ns = 1704067200000000000ull; /* version 2 */
     jr__buf_reset(list);
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < 5; i++) {
         size_t before = list->len;
         ck_assert_int_eq(jr__meta_op_encode(&ops[i], list), 0);
         lens[i] = list->len - before;
     }
-    return 4;
+    return 5;
 }
 
 START_TEST(every_truncation_and_extension_of_an_op_is_rejected)
 {
     jr__buf list;
     jr__buf_init(&list, NULL);
-    size_t lens[4];
+    size_t lens[5];
     size_t n = sample_ops(&list, lens);
     const uint8_t *p = list.data;
     for (size_t k = 0; k < n; p += lens[k], k++) {
@@ -332,12 +360,12 @@ START_TEST(resealed_mutations_decode_canonically_or_fail)
     jr__buf list, again;
     jr__buf_init(&list, NULL);
     jr__buf_init(&again, NULL);
-    size_t lens[4];
-    sample_ops(&list, lens);
-    size_t offs[4] = {0, lens[0], lens[0] + lens[1], lens[0] + lens[1] + lens[2]};
+    size_t lens[5], offs[5];
+    size_t nops = sample_ops(&list, lens);
+    for (size_t k = 0, at = 0; k < nops; at += lens[k], k++) offs[k] = at;
     int decoded = 0;
     for (int it = 0; it < 20000; it++) {
-        size_t k = (size_t)jr__rand_below(&r, 4);
+        size_t k = (size_t)jr__rand_below(&r, nops);
         size_t len = lens[k];
         uint8_t *d = malloc(len);
         memcpy(d, list.data + offs[k], len);
@@ -413,7 +441,13 @@ static const struct op_case op_cases[] = {
     OPB("version 2 other than an add", JR_ECORRUPT, 2, 4, 0, 0, 1, 'X'),
     OPB("version 0", JR_EVERSION, 0, 4, 0, 0, 1, 'X'),
     OPB("type 0", JR_EVERSION, 1, 0, 0, 0, 1, 'X'),
-    OPB("type 5 (reserved)", JR_EVERSION, 1, 5, 0, 0, 1, 'X'),
+    OPB("type 6 (reserved)", JR_EVERSION, 1, 6, 0, 0, 1, 'X'),
+    OPB("converged", 0, 1, 5, 0, 0, 1, 'X', 9, 7),
+    OPB("converged, group 0", JR_ECORRUPT, 1, 5, 0, 0, 1, 'X', 0, 7),
+    OPB("converged, peers_at 0", JR_ECORRUPT, 1, 5, 0, 0, 1, 'X', 9, 0),
+    OPB("converged, bad stream name", JR_ECORRUPT, 1, 5, 0, 0, 1, '*', 9, 7),
+    OPB("converged, version 2", JR_ECORRUPT, 2, 5, 0, 0, 1, 'X', 9, 7),
+    OPB("converged, trailing byte", JR_ECORRUPT, 1, 5, 0, 0, 1, 'X', 9, 7, 0),
     OPB("request id without origin", JR_ECORRUPT, 1, 4, 7, 0, 1, 'X'),
     OPB("origin without request id", JR_ECORRUPT, 1, 4, 0, 2, 'n', '1', 1, 'X'),
     OPB("origin with a space", JR_ECORRUPT, 1, 4, 7, 2, 'n', ' ', 1, 'X'),
@@ -792,6 +826,100 @@ START_TEST(update_changes_what_jetstream_allows)
     ck_assert_int_eq(apply(&st, 20, &op, &res), JR_EINVAL);
     ck_assert_ptr_nonnull(strstr(res.msg, "sealed"));
     ck_assert_uint_eq(s->updated, 19);
+    jr__meta_state_free(&st);
+}
+END_TEST
+
+START_TEST(a_peer_change_is_busy_until_its_group_reports_convergence)
+{
+    jr__meta_state st;
+    cluster(&st);
+    jr_stream_config c = scfg("ORDERS", orders_subj, 1, 3);
+    jr__meta_op op = op_stream(JR__META_STREAM_ADD, &c, peers3, 3);
+    jr__meta_result res;
+    ck_assert_int_eq(apply(&st, 10, &op, &res), 0);
+    const jr__meta_stream *s = res.assignment;
+    /* a new stream's peers are the ones it was created with: converged, bootstrapping */
+    ck_assert_uint_eq(s->peers_at, 10);
+    ck_assert_uint_eq(s->converged_at, 10);
+    ck_assert(!jr__meta_stream_busy(s));
+    ck_assert(jr__meta_stream_bootstraps(s));
+
+    /* the same set in another order and a config change are no peer change */
+    static const char *reordered[] = {"n3", "n1", "n2"};
+    jr_stream_config lim = c;
+    lim.max_msgs = 10;
+    op = op_stream(JR__META_STREAM_UPDATE, &lim, reordered, 3);
+    ck_assert_int_eq(apply(&st, 11, &op, &res), 0);
+    ck_assert_uint_eq(s->updated, 11);
+    ck_assert_uint_eq(s->peers_at, 10);
+    ck_assert(!jr__meta_stream_busy(s));
+
+    /* grow to 5: a peer change begins; new servers join instead of bootstrapping */
+    static const char *peers5[] = {"n1", "n2", "n3", "n4", "n5"};
+    jr_stream_config c5 = lim;
+    c5.replicas = 5;
+    op = op_stream(JR__META_STREAM_UPDATE, &c5, peers5, 5);
+    ck_assert_int_eq(apply(&st, 12, &op, &res), 0);
+    ck_assert_uint_eq(s->peers_at, 12);
+    ck_assert_uint_eq(s->converged_at, 10);
+    ck_assert(jr__meta_stream_busy(s));
+    ck_assert(!jr__meta_stream_bootstraps(s));
+
+    /* meanwhile: config changes pass, another peer change is refused (request and placed) */
+    jr_stream_config c5b = c5;
+    c5b.max_msgs = 20;
+    op = op_stream(JR__META_STREAM_UPDATE, &c5b, peers5, 5);
+    ck_assert_int_eq(apply(&st, 13, &op, &res), 0);
+    ck_assert_uint_eq(s->peers_at, 12);
+    jr_stream_config c3 = c5b;
+    c3.replicas = 3;
+    op = op_stream(JR__META_STREAM_UPDATE, &c3, NULL, 0);
+    ck_assert_int_eq(jr__meta_check(&st, &op, &res), 0);
+    ck_assert_int_eq(res.status, JR_EBUSY);
+    ck_assert_ptr_nonnull(strstr(res.msg, "cluster member change is in progress"));
+    op = op_stream(JR__META_STREAM_UPDATE, &c3, peers3, 3);
+    ck_assert_int_eq(apply(&st, 14, &op, &res), JR_EBUSY);
+    ck_assert_int_eq(s->cfg->c.replicas, 5);
+    ck_assert_uint_eq(s->updated, 13);
+
+    /* reports: a stale peer set, another group, an unknown stream change nothing */
+    op = op_converged("ORDERS", s->group, 10);
+    ck_assert_int_eq(apply(&st, 15, &op, &res), JR_ERANGE);
+    op = op_converged("ORDERS", s->group + 1, 12);
+    ck_assert_int_eq(apply(&st, 16, &op, &res), JR_ENOTFOUND);
+    op = op_converged("GHOST", s->group, 12);
+    ck_assert_int_eq(apply(&st, 17, &op, &res), JR_ENOTFOUND);
+    ck_assert(jr__meta_stream_busy(s));
+    /* the group reached the peer set of 12: no longer busy; a second report is a no-op */
+    op = op_converged("ORDERS", s->group, 12);
+    op.request_id = 4;
+    op.origin = "n4";
+    ck_assert_int_eq(apply(&st, 18, &op, &res), 0);
+    ck_assert_int_eq(res.changed, 1);
+    ck_assert_str_eq(res.stream, "ORDERS");
+    ck_assert_uint_eq(s->converged_at, 12);
+    ck_assert(!jr__meta_stream_busy(s));
+    ck_assert_uint_eq(s->updated, 13); /* nothing for replicas to converge to */
+    ck_assert_int_eq(apply(&st, 19, &op, &res), 0);
+    ck_assert_int_eq(res.changed, 0);
+
+    /* now the shrink passes; snapshots keep both indexes */
+    op = op_stream(JR__META_STREAM_UPDATE, &c3, peers3, 3);
+    ck_assert_int_eq(apply(&st, 20, &op, &res), 0);
+    ck_assert_uint_eq(s->peers_at, 20);
+    ck_assert_uint_eq(s->converged_at, 12);
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    ck_assert_int_eq(jr__meta_snapshot(&st, &b), 0);
+    jr__meta_state back;
+    jr__meta_state_init(&back, NULL, 1);
+    ck_assert_int_eq(jr__meta_restore(&back, b.data, b.len), 0);
+    const jr__meta_stream *t = jr__meta_stream_find(&back, "ORDERS");
+    ck_assert_uint_eq(t->peers_at, 20);
+    ck_assert_uint_eq(t->converged_at, 12);
+    jr__meta_state_free(&back);
+    jr__buf_free(&b);
     jr__meta_state_free(&st);
 }
 END_TEST
@@ -1245,7 +1373,10 @@ typedef struct hs_stream {
     const char *peers[3];
     size_t npeers;
     uint64_t group, created, updated;
+    uint64_t peers_at, converged_at; /* version 3 only */
 } hs_stream;
+
+static int hs_version = 1; /* the version hand_snapshot writes (1 or 3) */
 
 static void hand_snapshot(jr__buf *b, uint64_t applied, uint64_t next_group,
                           const char *const *servers, size_t nservers, const hs_stream *streams,
@@ -1253,7 +1384,7 @@ static void hand_snapshot(jr__buf *b, uint64_t applied, uint64_t next_group,
 {
     jr__buf_reset(b);
     jr__buf_put(b, "JRMS", 4);
-    jr__buf_u8(b, 1);
+    jr__buf_u8(b, (uint8_t)hs_version);
     jr__buf_varint(b, applied);
     jr__buf_varint(b, next_group);
     jr__buf_varint(b, nservers);
@@ -1278,6 +1409,11 @@ static void hand_snapshot(jr__buf *b, uint64_t applied, uint64_t next_group,
         jr__buf_varint(b, s->group);
         jr__buf_varint(b, s->created);
         jr__buf_varint(b, s->updated);
+        if (hs_version >= 3) {
+            jr__buf_varint(b, 0); /* created_ns */
+            jr__buf_varint(b, s->peers_at);
+            jr__buf_varint(b, s->converged_at);
+        }
     }
     jr__buf_free(&cfg);
     jr__buf_u64(b, jr__xxh3(b->data, b->len));
@@ -1289,8 +1425,8 @@ START_TEST(restore_checks_every_invariant)
     static const char *unsorted[] = {"n2", "n1"};
     static const char *dup[] = {"n1", "n1"};
     const hs_stream good[2] = {
-        {"A", "a.>", 1, {"n1"}, 1, 10, 5, 6},
-        {"B", "b", 3, {"n1", "n2", "n3"}, 3, 11, 7, 9},
+        {"A", "a.>", 1, {"n1"}, 1, 10, 5, 6, 0, 0},
+        {"B", "b", 3, {"n1", "n2", "n3"}, 3, 11, 7, 9, 0, 0},
     };
     struct {
         const char *what;
@@ -1334,9 +1470,56 @@ START_TEST(restore_checks_every_invariant)
         ck_assert_msg(rc == cases[i].want, "%s: got %d, want %d", cases[i].what, rc, cases[i].want);
         jr__meta_state_free(&st);
     }
+    /* version 3: peer change indexes, created <= converged_at <= peers_at <= updated */
+    hs_version = 3;
+    const hs_stream g3[2] = {
+        {"A", "a.>", 1, {"n1"}, 1, 10, 5, 6, 5, 5},
+        {"B", "b", 3, {"n1", "n2", "n3"}, 3, 11, 7, 9, 8, 7},
+    };
+    struct {
+        const char *what;
+        int want;
+        int idx;
+        uint64_t peers_at, converged_at;
+    } v3[] = {
+        {"v3 valid", 0, 1, 8, 7},
+        {"v3 converged before created", JR_ECORRUPT, 1, 8, 6},
+        {"v3 converged after peers_at", JR_ECORRUPT, 1, 8, 9},
+        {"v3 peers_at after updated", JR_ECORRUPT, 1, 10, 7},
+        {"v3 peers_at 0", JR_ECORRUPT, 0, 0, 0},
+    };
+    for (size_t i = 0; i < N(v3); i++) {
+        hs_stream ss[2] = {g3[0], g3[1]};
+        ss[v3[i].idx].peers_at = v3[i].peers_at;
+        ss[v3[i].idx].converged_at = v3[i].converged_at;
+        hand_snapshot(&b, 9, 12, srv, 3, ss, 2);
+        jr__meta_state st;
+        jr__meta_state_init(&st, NULL, 1);
+        int rc = jr__meta_restore(&st, b.data, b.len);
+        ck_assert_msg(rc == v3[i].want, "%s: got %d, want %d", v3[i].what, rc, v3[i].want);
+        if (rc == 0) {
+            const jr__meta_stream *x = jr__meta_stream_find(&st, "B");
+            ck_assert_uint_eq(x->peers_at, 8);
+            ck_assert_uint_eq(x->converged_at, 7);
+            ck_assert(jr__meta_stream_busy(x));
+        }
+        jr__meta_state_free(&st);
+    }
+    hs_version = 1;
+    { /* version 1 (and 2): the original peers, converged */
+        hand_snapshot(&b, 9, 12, srv, 3, good, 2);
+        jr__meta_state st;
+        jr__meta_state_init(&st, NULL, 1);
+        ck_assert_int_eq(jr__meta_restore(&st, b.data, b.len), 0);
+        const jr__meta_stream *x = jr__meta_stream_find(&st, "B");
+        ck_assert_uint_eq(x->peers_at, 7);
+        ck_assert_uint_eq(x->converged_at, 7);
+        ck_assert(jr__meta_stream_bootstraps(x));
+        jr__meta_state_free(&st);
+    }
     /* an unknown version (intact) and a wrong magic */
     hand_snapshot(&b, 9, 12, srv, 3, good, 2);
-    b.data[4] = 3;
+    b.data[4] = JR__META_SNAP_VERSION + 1;
     reseal(b.data, b.len);
     jr__meta_state st;
     jr__meta_state_init(&st, NULL, 1);
@@ -1581,6 +1764,7 @@ static Suite *meta_state_suite(void)
     tcase_add_test(apply_tc, overlapping_subjects_are_refused_naming_the_stream);
     tcase_add_test(apply_tc, peers_must_be_exactly_the_replicas_on_known_servers);
     tcase_add_test(apply_tc, update_changes_what_jetstream_allows);
+    tcase_add_test(apply_tc, a_peer_change_is_busy_until_its_group_reports_convergence);
     tcase_add_test(apply_tc, delete_removes_and_a_re_created_stream_gets_a_new_group);
     tcase_add_test(apply_tc, server_info_is_an_upsert);
     tcase_add_test(apply_tc, undecodable_ops_are_refused_alike_and_newer_ones_stop_the_replica);

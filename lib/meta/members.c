@@ -1,0 +1,83 @@
+/*
+ * members — the decisions of a stream's peer changes (rules in members.h).
+ */
+#include "meta/members.h"
+
+static int wanted(uint64_t id, const uint64_t *want, size_t nwant)
+{
+    for (size_t i = 0; i < nwant; i++)
+        if (want[i] == id) return 1;
+    return 0;
+}
+
+static int member(uint64_t id, const jr__memb *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (m[i].id == id) return 1;
+    return 0;
+}
+
+static jr__memb_next step(int kind, uint64_t peer)
+{
+    jr__memb_next x = {kind, peer};
+    return x;
+}
+
+jr__memb_next jr__members_next(uint64_t self, const jr__memb *m, size_t n, const uint64_t *want,
+                               size_t nwant)
+{
+    /* 1. observers nobody wants */
+    for (size_t i = 0; i < n; i++)
+        if (!m[i].voter && m[i].id != self && !wanted(m[i].id, want, nwant))
+            return step(JR__MEMB_REMOVE, m[i].id);
+    /* 2. wanted peers that are not members yet */
+    for (size_t i = 0; i < nwant; i++)
+        if (!member(want[i], m, n)) return step(JR__MEMB_ADD, want[i]);
+    /* 3. wanted observers: promote the caught-up, wait for the others */
+    int catching_up = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].voter || !wanted(m[i].id, want, nwant)) continue;
+        if (m[i].caught_up) return step(JR__MEMB_PROMOTE, m[i].id);
+        catching_up = 1;
+    }
+    if (catching_up) return step(JR__MEMB_WAIT, 0);
+    /* 4. voters nobody wants, other than this leader: the least caught up first */
+    size_t pick = n;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].id == self || wanted(m[i].id, want, nwant)) continue;
+        if (pick == n || (m[pick].caught_up && !m[i].caught_up)) pick = i;
+    }
+    if (pick < n) return step(JR__MEMB_REMOVE, m[pick].id);
+    /* 5. this leader is not wanted: hand over to a caught-up wanted voter */
+    if (member(self, m, n) && !wanted(self, want, nwant)) {
+        for (size_t i = 0; i < n; i++)
+            if (m[i].voter && m[i].id != self && m[i].caught_up && wanted(m[i].id, want, nwant))
+                return step(JR__MEMB_TRANSFER, m[i].id);
+        return step(JR__MEMB_WAIT, 0);
+    }
+    return step(JR__MEMB_CONVERGED, 0);
+}
+
+/* 1 if peer a should stay rather than peer b (the order of members.h). */
+static int better(size_t a, size_t b, size_t leader, const int *online, const uint64_t *lag)
+{
+    if ((a == leader) != (b == leader)) return a == leader;
+    if (online && (!online[a]) != (!online[b])) return online[a] != 0;
+    if (lag && lag[a] != lag[b]) return lag[a] < lag[b];
+    return a < b;
+}
+
+size_t jr__members_shrink(size_t n, size_t replicas, size_t leader, const int *online,
+                          const uint64_t *lag, size_t *keep)
+{
+    if (replicas == 0 || replicas > n || !keep) return 0;
+    /* selection by rank: peer i stays if fewer than `replicas` peers are better than it */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t above = 0;
+        for (size_t j = 0; j < n; j++)
+            if (j != i && better(j, i, leader, online, lag)) above++;
+        if (above < replicas) keep[k++] = i;
+    }
+    return k;
+}

@@ -1,0 +1,69 @@
+/*
+ * members — peer changes of a live stream as pure decisions (ARCHITECTURE §6 "peer
+ * management"; meta_state.h "Peer changes"): which peers stay when a stream shrinks (the meta
+ * leader), and which single-server membership change the stream's leader makes next to bring
+ * its Raft group's configuration to the assignment's peer set (desired-state convergence).
+ *
+ * No state, no allocation, no clock: the callers gather the facts (the configuration, each
+ * member's progress as the leader sees it, liveness), so the same facts always give the same
+ * decision, and a leader that takes over after a failover simply decides again from what it
+ * sees — there is no plan to resume.
+ *
+ * Convergence rules (dissertation §4.1: one server at a time; §4.2.1: a new server joins as a
+ * non-voting member until it has caught up, so a grow never lowers the number of failures the
+ * group tolerates):
+ *   1. a member the assignment does not name and that is an observer is removed (it never
+ *      counted toward a quorum);
+ *   2. a peer the assignment names that is not a member is added as an observer;
+ *   3. an observer the assignment names is promoted once caught up; while one is still
+ *      catching up, nothing else changes (voters leave only after the new ones vote);
+ *   4. a voter the assignment does not name, other than the leader itself, is removed — the
+ *      one least caught up first;
+ *   5. the leader itself, if the assignment does not name it, hands leadership to a caught-up
+ *      voter the assignment names (the new leader then removes it by rule 4);
+ *   6. otherwise the configuration is the assignment: converged.
+ */
+#ifndef JR_META_MEMBERS_H
+#define JR_META_MEMBERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One member of the group's latest configuration, as its leader sees it. */
+typedef struct jr__memb {
+    uint64_t id;       /* non-zero */
+    uint8_t voter;     /* 0: observer */
+    uint8_t caught_up; /* holds (nearly) the leader's whole log, heard from within an election
+                          timeout, and (observers) its store is complete; the leader's own: 1 */
+} jr__memb;
+
+enum jr__memb_step {
+    JR__MEMB_CONVERGED = 0, /* the configuration is the assignment, every peer a voter */
+    JR__MEMB_WAIT = 1,      /* nothing to do now (an observer is catching up, or no voter to
+                               hand leadership to is caught up) */
+    JR__MEMB_ADD = 2,       /* add `peer` as an observer */
+    JR__MEMB_PROMOTE = 3,   /* promote observer `peer` to voter */
+    JR__MEMB_REMOVE = 4,    /* remove member `peer` */
+    JR__MEMB_TRANSFER = 5,  /* hand leadership to voter `peer`, then let it remove us */
+};
+
+typedef struct jr__memb_next {
+    int step;      /* enum jr__memb_step */
+    uint64_t peer; /* the server concerned (0 for CONVERGED and WAIT) */
+} jr__memb_next;
+
+/* The next change the leader `self` makes: m[0..n) is the configuration (self among it, ids
+ * distinct), want[0..nwant) the ids of the assignment's peers (distinct, non-zero). Follows the
+ * rules above; ties go to the first in m (or want) order. */
+jr__memb_next jr__members_next(uint64_t self, const jr__memb *m, size_t n, const uint64_t *want,
+                               size_t nwant);
+
+/* Which peers stay when a stream of n peers shrinks to `replicas` (1 <= replicas <= n): the
+ * leader first (leader < n; n or more: unknown), then online peers before offline ones, then
+ * the least lag (lag may be NULL: unknown), then the earlier in placement order. Writes the
+ * indexes of the peers that stay to keep[0..replicas), in placement order. Returns replicas, or
+ * 0 if the arguments are out of range. */
+size_t jr__members_shrink(size_t n, size_t replicas, size_t leader, const int *online,
+                          const uint64_t *lag, size_t *keep);
+
+#endif

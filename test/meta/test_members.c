@@ -1,0 +1,217 @@
+/* Peer changes as pure decisions (meta/members.h): the next single-server change a stream's
+ * leader makes, driven to convergence from random configurations and peer sets, and which
+ * peers stay when a stream shrinks. */
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta/members.h"
+#include "util/rand.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static uint64_t test_seed(void)
+{
+    const char *s = getenv("JR_TEST_SEED");
+    return s ? strtoull(s, NULL, 0) : 20240612;
+}
+
+static jr__memb V(uint64_t id)
+{
+    jr__memb m = {id, 1, 1};
+    return m;
+}
+static jr__memb O(uint64_t id, int caught_up)
+{
+    jr__memb m = {id, 0, (uint8_t)caught_up};
+    return m;
+}
+
+static void expect(jr__memb_next x, int step, uint64_t peer)
+{
+    ck_assert_int_eq(x.step, step);
+    ck_assert_uint_eq(x.peer, peer);
+}
+
+START_TEST(grow_adds_observers_then_promotes_the_caught_up)
+{
+    const uint64_t want[] = {1, 2, 3};
+    jr__memb m[3] = {V(1)};
+    expect(jr__members_next(1, m, 1, want, 3), JR__MEMB_ADD, 2);
+    m[1] = O(2, 0);
+    expect(jr__members_next(1, m, 2, want, 3), JR__MEMB_ADD, 3); /* both catch up at once */
+    m[2] = O(3, 0);
+    expect(jr__members_next(1, m, 3, want, 3), JR__MEMB_WAIT, 0);
+    m[2].caught_up = 1;
+    expect(jr__members_next(1, m, 3, want, 3), JR__MEMB_PROMOTE, 3);
+    m[2] = V(3);
+    expect(jr__members_next(1, m, 3, want, 3), JR__MEMB_WAIT, 0);
+    m[1].caught_up = 1;
+    expect(jr__members_next(1, m, 3, want, 3), JR__MEMB_PROMOTE, 2);
+    m[1] = V(2);
+    expect(jr__members_next(1, m, 3, want, 3), JR__MEMB_CONVERGED, 0);
+}
+END_TEST
+
+START_TEST(shrink_removes_others_first_then_hands_leadership_over)
+{
+    /* R3 -> R1 keeping 1, led by 2: remove 3, then transfer to 1 (who then removes 2) */
+    const uint64_t want[] = {1};
+    jr__memb m[3] = {V(1), V(2), V(3)};
+    expect(jr__members_next(2, m, 3, want, 1), JR__MEMB_REMOVE, 3);
+    jr__memb two[2] = {V(1), V(2)};
+    expect(jr__members_next(2, two, 2, want, 1), JR__MEMB_TRANSFER, 1);
+    two[0].caught_up = 0; /* nobody to hand over to yet */
+    expect(jr__members_next(2, two, 2, want, 1), JR__MEMB_WAIT, 0);
+    two[0].caught_up = 1;
+    expect(jr__members_next(1, two, 2, want, 1), JR__MEMB_REMOVE, 2); /* the new leader */
+    expect(jr__members_next(1, two, 1, want, 1), JR__MEMB_CONVERGED, 0);
+    /* R5 -> R3: the voter least caught up goes first */
+    const uint64_t want3[] = {1, 2, 3};
+    jr__memb five[5] = {V(1), V(2), V(3), V(4), V(5)};
+    five[4].caught_up = 0;
+    expect(jr__members_next(1, five, 5, want3, 3), JR__MEMB_REMOVE, 5);
+    five[4].caught_up = 1;
+    expect(jr__members_next(1, five, 5, want3, 3), JR__MEMB_REMOVE, 4);
+    /* an observer nobody wants goes before anything else */
+    jr__memb obs[3] = {V(1), V(2), O(7, 0)};
+    const uint64_t want12[] = {1, 2, 3};
+    expect(jr__members_next(1, obs, 3, want12, 3), JR__MEMB_REMOVE, 7);
+}
+END_TEST
+
+START_TEST(voters_leave_only_after_new_ones_vote)
+{
+    /* a replacement: 3 in, 2 out; 2 stays until 3 is a voter */
+    const uint64_t want[] = {1, 3};
+    jr__memb m[3] = {V(1), V(2), O(3, 0)};
+    expect(jr__members_next(1, m, 3, want, 2), JR__MEMB_WAIT, 0);
+    m[2].caught_up = 1;
+    expect(jr__members_next(1, m, 3, want, 2), JR__MEMB_PROMOTE, 3);
+    m[2] = V(3);
+    expect(jr__members_next(1, m, 3, want, 2), JR__MEMB_REMOVE, 2);
+}
+END_TEST
+
+/* Drives random configurations to random peer sets, every member catching up at once. */
+START_TEST(every_configuration_converges_one_change_at_a_time)
+{
+    uint64_t seed = test_seed();
+    jr__rand r;
+    jr__rand_seed(&r, seed);
+    for (int it = 0; it < 20000; it++) {
+        jr__memb m[16];
+        size_t n = 0;
+        uint64_t ids[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+        for (int i = 7; i > 0; i--) { /* shuffle */
+            int j = (int)jr__rand_below(&r, (uint64_t)i + 1);
+            uint64_t t = ids[i];
+            ids[i] = ids[j];
+            ids[j] = t;
+        }
+        size_t nv = 1 + (size_t)jr__rand_below(&r, 5), no = (size_t)jr__rand_below(&r, 3);
+        for (size_t i = 0; i < nv; i++) m[n++] = V(ids[i]);
+        for (size_t i = 0; i < no; i++) m[n++] = O(ids[nv + i], (int)jr__rand_below(&r, 2));
+        uint64_t leader = m[jr__rand_below(&r, nv)].id;
+        for (int i = 7; i > 0; i--) {
+            int j = (int)jr__rand_below(&r, (uint64_t)i + 1);
+            uint64_t t = ids[i];
+            ids[i] = ids[j];
+            ids[j] = t;
+        }
+        size_t nw = 1 + (size_t)jr__rand_below(&r, 5);
+        uint64_t want[5];
+        memcpy(want, ids, nw * sizeof *want);
+        int grow_only = 1; /* every voter stays wanted: the voter count must never drop */
+        for (size_t i = 0; i < n; i++) {
+            int w = 0;
+            for (size_t k = 0; k < nw; k++) w |= want[k] == m[i].id;
+            if (m[i].voter && !w) grow_only = 0;
+        }
+        int steps = 0, done = 0;
+        while (!done) {
+            ck_assert_msg(++steps < 32, "seed %" PRIu64 " (JR_TEST_SEED) iteration %d: no "
+                                        "convergence", seed, it);
+            size_t voters = 0;
+            for (size_t i = 0; i < n; i++) voters += m[i].voter;
+            jr__memb_next x = jr__members_next(leader, m, n, want, nw);
+            size_t at = n;
+            for (size_t i = 0; i < n; i++)
+                if (m[i].id == x.peer) at = i;
+            switch (x.step) {
+            case JR__MEMB_CONVERGED:
+                ck_assert_uint_eq(n, nw);
+                for (size_t i = 0; i < n; i++) ck_assert(m[i].voter);
+                done = 1;
+                break;
+            case JR__MEMB_WAIT: /* an observer catching up: it catches up */
+                for (size_t i = 0; i < n; i++) m[i].caught_up = 1;
+                break;
+            case JR__MEMB_ADD:
+                ck_assert_uint_eq(at, n);
+                m[n++] = O(x.peer, 0);
+                break;
+            case JR__MEMB_PROMOTE:
+                ck_assert(at < n && !m[at].voter && m[at].caught_up);
+                m[at].voter = 1;
+                break;
+            case JR__MEMB_REMOVE:
+                ck_assert(at < n && x.peer != leader);
+                ck_assert(!grow_only || !m[at].voter);
+                ck_assert(voters > 1 || !m[at].voter);
+                m[at] = m[--n];
+                break;
+            case JR__MEMB_TRANSFER:
+                ck_assert(at < n && m[at].voter && m[at].caught_up && x.peer != leader);
+                leader = x.peer;
+                break;
+            default:
+                ck_abort_msg("unknown step %d", x.step);
+            }
+        }
+    }
+}
+END_TEST
+
+START_TEST(shrink_keeps_the_leader_then_online_then_least_lag)
+{
+    size_t keep[5];
+    int online[5] = {1, 1, 1, 1, 1};
+    /* unknown leader, all alike: the first in placement order */
+    ck_assert_uint_eq(jr__members_shrink(3, 1, 3, online, NULL, keep), 1);
+    ck_assert_uint_eq(keep[0], 0);
+    /* the leader stays */
+    ck_assert_uint_eq(jr__members_shrink(3, 1, 2, online, NULL, keep), 1);
+    ck_assert_uint_eq(keep[0], 2);
+    /* offline peers go first, even before laggards; order of the survivors kept */
+    online[0] = 0;
+    uint64_t lag[5] = {0, 50, 0, 7, 0};
+    ck_assert_uint_eq(jr__members_shrink(5, 3, 4, online, lag, keep), 3);
+    ck_assert_uint_eq(keep[0], 2);
+    ck_assert_uint_eq(keep[1], 3);
+    ck_assert_uint_eq(keep[2], 4);
+    /* out of range */
+    ck_assert_uint_eq(jr__members_shrink(3, 0, 0, online, NULL, keep), 0);
+    ck_assert_uint_eq(jr__members_shrink(3, 4, 0, online, NULL, keep), 0);
+    ck_assert_uint_eq(jr__members_shrink(3, 3, 0, NULL, NULL, keep), 3);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("members");
+    TCase *tc = tcase_create("members");
+    tcase_add_test(tc, grow_adds_observers_then_promotes_the_caught_up);
+    tcase_add_test(tc, shrink_removes_others_first_then_hands_leadership_over);
+    tcase_add_test(tc, voters_leave_only_after_new_ones_vote);
+    tcase_add_test(tc, every_configuration_converges_one_change_at_a_time);
+    tcase_add_test(tc, shrink_keeps_the_leader_then_online_then_least_lag);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
