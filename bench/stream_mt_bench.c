@@ -131,6 +131,14 @@ static uint64_t host_now(void *ctx)
     return bench_now_ns();
 }
 
+static uint64_t host_wall(void *ctx)
+{
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void host_arm(void *ctx, uint64_t deadline)
 {
     ((loop *)ctx)->deadline = deadline;
@@ -216,6 +224,7 @@ static void cluster_open(cluster *c, const bench_cfg *cfg, const char *root)
         l->host.send = host_send;
         l->host.now = host_now;
         l->host.arm = host_arm;
+        l->host.wall = host_wall;
         jr_node_config nc;
         jr_node_config_init(&nc);
         nc.name = l->name;
