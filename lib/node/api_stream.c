@@ -299,6 +299,7 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
     case JR__REQ_UPDATE:
     case JR__REQ_DELETE:
     case JR__REQ_SERVER_INFO:
+    case JR__REQ_CONVERGED:
         jr__mnode_on_reply(r, status, p, len);
         return;
     case JR__REQ_META_INFO:
@@ -408,6 +409,7 @@ void jr__req_timer(jr__req *r)
     case JR__REQ_UPDATE:
     case JR__REQ_DELETE:
     case JR__REQ_SERVER_INFO:
+    case JR__REQ_CONVERGED:
         jr__mnode_timer(r);
         return;
     case JR__REQ_META_INFO:

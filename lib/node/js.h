@@ -68,6 +68,7 @@ enum jr__req_op {
     JR__REQ_STEPDOWN,
     JR__REQ_META_INFO,
     JR__REQ_SERVER_INFO, /* internal: this server's facts for the meta log (no callback) */
+    JR__REQ_CONVERGED,   /* internal: a stream leader reports a peer change done (no callback) */
 };
 
 /* Sub-kinds of JR__RPC_STREAM_ADMIN (first byte of its payload). */
@@ -78,6 +79,8 @@ enum jr__admin_sub {
     JR__ADM_GET_LAST = 4,
     JR__ADM_STEPDOWN = 5,
     JR__ADM_PING = 6, /* answered at once: are you there (and still the leader)? */
+    JR__ADM_READY = 7, /* to a member, from its leader: is your replica complete? (any server
+                          answers, leader or not: stream_exec.c) */
 };
 
 /* Where the result of a request executed at a leader goes: back over RPC to `to` (the
@@ -159,6 +162,27 @@ typedef struct jr__proposal {
 
 typedef struct jr__catchup jr__catchup;
 
+/* What a member said when its leader asked whether its replica is complete (JR__ADM_READY). */
+typedef struct jr__memb_probe {
+    jr__id id;
+    uint64_t at;       /* when the answer came (now()) */
+    uint64_t peers_at; /* the member's meta view of the stream's peer set (0: unknown) */
+    uint8_t ready;     /* a replica whose store is complete (not restoring, not failed) */
+} jr__memb_probe;
+
+#define JR__MEMB_PROBES 8
+
+/* A stream leader's work on a peer change (stream_node.c "Peer changes"); allocated only while
+ * the group's configuration differs from the assignment or the change is not yet reported. */
+typedef struct jr__membwork {
+    uint64_t serial;      /* the membership change or transfer in flight (0: none) */
+    uint64_t rpc_id;      /* the JR__ADM_READY question in flight (0: none) */
+    jr__id asked;         /* ... and whom it went to */
+    uint64_t reported_at; /* when STREAM_CONVERGED was last sent (0: never) */
+    jr__memb_probe probes[JR__MEMB_PROBES];
+    size_t nprobes;
+} jr__membwork;
+
 /* A local replica of a stream (stream_node.c). */
 struct jr__srep {
     jr__js *js;
@@ -188,6 +212,7 @@ struct jr__srep {
     /* leader: proposals not yet applied, ascending index */
     jr__proposal *phead, *ptail;
     jr__catchup *cu; /* non-NULL while restoring from a snapshot */
+    jr__membwork *mw; /* leader: a peer change in progress (NULL: none) */
     /* as a catch-up source: the snapshot taken with the last chunk of a round, kept for the
      * requester to fetch in pieces (catchup.c) */
     uint8_t *served;
@@ -324,12 +349,21 @@ void jr__mnode_cluster_info(jr__js *js, const jr__route *rt);
 /* 1 if server `name` is online as far as this server can tell (the meta leader's view when it
  * leads: heard from within two election timeouts). */
 int jr__mnode_online(jr__js *js, const char *name, uint64_t *seen_ns);
-/* Converges local replicas to the meta state (after it changed). */
+/* Converges local replicas to the meta state (after it changed). A replica whose assignment no
+ * longer names this server is removed only once the stream's peer change converged (or the
+ * stream is gone): until then it may still be a voter its group needs (meta_state.h "Peer
+ * changes"); meanwhile it follows the new assignment. */
 void jr__mnode_converge(jr__js *js);
+/* Sends STREAM_CONVERGED for s (its group's committed configuration is s's peer set, every
+ * peer a voter) to the meta leader, as an internal request retried until its deadline. */
+void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s);
 
 /* stream_node.c -----------------------------------------------------------------------------*/
 
-/* Creates (or joins) the local replica of assignment s. 0 or an error (logged). */
+/* Creates (or joins) the local replica of assignment s: a stream whose peer set never changed
+ * bootstraps its group with those peers as voters; otherwise the group exists and this server
+ * joins it empty (jr_group_open's join mode), waiting for the leader to add it. 0 or an error
+ * (logged). */
 int jr__srep_create(jr__js *js, const jr__meta_stream *s);
 /* The assignment changed: take its config and peers. */
 void jr__srep_update(jr__srep *r, const jr__meta_stream *s);

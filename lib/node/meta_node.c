@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "meta/members.h"
 #include "meta/placement.h"
 #include "node/js.h"
 #include "node/rpc.h"
@@ -162,9 +163,10 @@ static int propose(jr__js *js, const uint8_t *p, size_t len, uint64_t *index, ui
     return 0;
 }
 
-/* Chooses the peers of a new stream. 0 with names in peers[]; else the refusal, msg set. */
-static int place(jr__js *js, const jr__meta_op *op, const char **peers, size_t *npeers, char *msg,
-                 size_t msglen)
+/* Chooses the peers of a new stream, or (keep: its current peers, which stay) of a stream that
+ * grows. 0 with names in peers[] (kept ones first); else the refusal, msg set. */
+static int place(jr__js *js, const jr__meta_op *op, const char *const *keep, size_t nkeep,
+                 const char **peers, size_t *npeers, char *msg, size_t msglen)
 {
     jr__meta_state *st = &js->st;
     size_t ns = st->nservers;
@@ -177,7 +179,9 @@ static int place(jr__js *js, const jr__meta_op *op, const char **peers, size_t *
     const jr_stream_config *c = &norm.c;
     const char *cluster = c->placement.cluster;
     if (!cluster || !*cluster) {
-        const jr__meta_server *o = op->origin ? jr__meta_server_find(st, op->origin) : NULL;
+        /* a growing stream stays in its peers' cluster; a new one goes to the asker's */
+        const char *by = nkeep ? keep[0] : op->origin;
+        const jr__meta_server *o = by ? jr__meta_server_find(st, by) : NULL;
         cluster = o ? o->cluster : js->cluster;
     }
     jr__place_request req;
@@ -189,6 +193,8 @@ static int place(jr__js *js, const jr__meta_op *op, const char **peers, size_t *
     req.max_bytes = c->max_bytes;
     req.unique_tag = js->unique_tag;
     req.seed = jr__xxh3(c->name, strlen(c->name));
+    req.keep = keep;
+    req.nkeep = nkeep;
     jr__place_result res;
     int rc = jr__placement_select(servers, ns, &req, &res, NULL, msg, msglen);
     if (rc == 0) {
@@ -197,6 +203,43 @@ static int place(jr__js *js, const jr__meta_op *op, const char **peers, size_t *
     }
     jr__free(js->n->alloc, servers);
     return rc;
+}
+
+/* The peers of stream s that stay when it shrinks to `replicas` (members.h: its leader, then
+ * online peers, then the least lag as far as this server knows, then placement order). */
+static void shrink(jr__js *js, const jr__meta_stream *s, size_t replicas, const char **peers,
+                   size_t *npeers)
+{
+    jr_node *n = js->n;
+    size_t leader = s->npeers;
+    int online[JR_MAX_REPLICAS];
+    uint64_t lag[JR_MAX_REPLICAS];
+    int have_lag = 0;
+    jr__peer *lp = jr__srep_leader_peer(js, s->group);
+    jr__srep *local = jr__srep_find(js, s->group);
+    if (local && jr__srep_is_leader(local)) have_lag = 1; /* progress is known here */
+    for (size_t i = 0; i < s->npeers; i++) {
+        online[i] = jr__mnode_online(js, s->peers[i], NULL);
+        lag[i] = have_lag ? UINT64_MAX : 0;
+        if (lp && strcmp(lp->name, s->peers[i]) == 0) leader = i;
+    }
+    if (have_lag) {
+        jr_group_status gs;
+        gs.size = sizeof gs;
+        jr_group_status_get(local->g, &gs);
+        for (size_t k = 0; k < gs.npeers; k++) {
+            jr_peer_status ps;
+            ps.size = sizeof ps;
+            if (jr_group_peer(local->g, k, &ps) != 0 || !ps.name) continue;
+            for (size_t i = 0; i < s->npeers; i++)
+                if (strcmp(ps.name, s->peers[i]) == 0) lag[i] = ps.lag;
+        }
+    }
+    size_t keep[JR_MAX_REPLICAS];
+    size_t k = jr__members_shrink(s->npeers, replicas, leader, online, lag, keep);
+    for (size_t i = 0; i < k; i++) peers[i] = s->peers[keep[i]];
+    *npeers = k;
+    (void)n;
 }
 
 static int same_str(const char *a, const char *b)
@@ -243,7 +286,7 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
         if (op.type == JR__META_STREAM_ADD && !res.assignment) {
             const char *peers[JR_MAX_REPLICAS];
             size_t np = 0;
-            rc = place(js, &op, peers, &np, msg, sizeof msg);
+            rc = place(js, &op, NULL, 0, peers, &np, msg, sizeof msg);
             if (rc != 0) {
                 reply_text(js, rt, rc, msg);
                 goto out;
@@ -264,20 +307,29 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
             const jr__meta_stream *s = jr__meta_stream_find(&js->st, op.config->name);
             jr__stream_norm norm;
             jr__stream_config_normalize(op.config, &norm);
-            if ((size_t)norm.c.replicas != s->npeers) {
-                reply_text(js, rt, JR_ENOTSUP,
-                           "replicas: changing the replica count of a live stream is peer "
-                           "management, not supported yet");
-                goto out;
-            }
             if (!same_placement(&norm.c.placement, &s->cfg->c.placement)) {
                 reply_text(js, rt, JR_ENOTSUP,
                            "placement: moving a live stream is peer management, not supported "
                            "yet");
                 goto out;
             }
-            op.peers = s->peers;
-            op.npeers = s->npeers;
+            const char *peers[JR_MAX_REPLICAS];
+            size_t np = s->npeers, want = (size_t)norm.c.replicas;
+            if (want > s->npeers) {
+                /* grow: the current peers stay, placement finds the others (jr__meta_check
+                 * refused the change already if an earlier one has not converged) */
+                rc = place(js, &op, s->peers, s->npeers, peers, &np, msg, sizeof msg);
+                if (rc != 0) {
+                    reply_text(js, rt, rc, msg);
+                    goto out;
+                }
+            } else if (want < s->npeers) {
+                shrink(js, s, want, peers, &np);
+            } else {
+                memcpy(peers, s->peers, np * sizeof *peers);
+            }
+            op.peers = peers;
+            op.npeers = np;
             jr__buf_reset(&js->scratch);
             rc = jr__meta_op_encode(&op, &js->scratch);
             if (rc == 0) rc = propose(js, js->scratch.data, js->scratch.len, &index, &term);
@@ -393,7 +445,6 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
     case JR_ENOTLEADER:
     case JR_ETIMEDOUT:
     case JR_ETRANSFER:
-    case JR_EBUSY:
     case JR_ELEADERLOST:
     case JR_ENOMEM:
     case JR_ECLOSED:
@@ -403,7 +454,8 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
         retry_at(r, n->now + (status == JR__RPC_NO_ANSWER ? 0 : n->heartbeat_ns));
         return;
     default: {
-        /* A refusal by the leader's check or placement: final. */
+        /* A refusal by the leader's check or placement: final (JR_EBUSY too: a peer change of
+         * the stream is in progress, meta_state.h). */
         size_t k = len < sizeof r->msg - 1 ? len : sizeof r->msg - 1;
         if (k) memcpy(r->msg, p, k);
         r->msg[k] = 0;
@@ -421,7 +473,9 @@ void jr__mnode_timer(jr__req *r)
         if (r->state != 1) jr__mnode_send(r);
         return;
     }
-    const char *what = r->what == JR__REQ_SERVER_INFO ? "server info" : "request";
+    const char *what = r->what == JR__REQ_SERVER_INFO  ? "server info"
+                       : r->what == JR__REQ_CONVERGED ? "peer change report"
+                                                      : "request";
     int self;
     const char *leader = jr__mnode_leader(js, &self);
     if (r->state == 2)
@@ -438,7 +492,40 @@ void jr__mnode_timer(jr__req *r)
                        leader, what);
 }
 
-/* SERVER_INFO -----------------------------------------------------------------------------*/
+/* Internal requests (SERVER_INFO, STREAM_CONVERGED) --------------------------------------*/
+
+/* Sends op (request id and origin filled in here) to the meta leader as an internal request of
+ * kind `what`: it completes silently once applied (or at its deadline). 0 or JR_ENOMEM. */
+static int send_internal(jr__js *js, uint8_t what, jr__meta_op *op)
+{
+    jr_node *n = js->n;
+    jr__req *r = jr__req_new(js, what);
+    if (!r) return JR_ENOMEM;
+    do {
+        r->meta_id = jr__rand_next(&js->rand) | 1;
+    } while (jr__map_get(&js->meta_reqs, r->meta_id));
+    op->request_id = r->meta_id; /* completes when applied, like any admin request */
+    op->origin = n->name;
+    if (jr__meta_op_encode(op, &r->payload) != 0 ||
+        jr__map_put(&js->meta_reqs, r->meta_id, r) != 0) {
+        jr__req_discard(r);
+        return JR_ENOMEM;
+    }
+    jr__req_start(r, 4 * n->election_ns);
+    jr__mnode_send(r);
+    return 0;
+}
+
+void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s)
+{
+    jr__meta_op op;
+    memset(&op, 0, sizeof op);
+    op.type = JR__META_STREAM_CONVERGED;
+    op.stream = s->name;
+    op.group = s->group;
+    op.peers_at = s->peers_at;
+    send_internal(js, JR__REQ_CONVERGED, &op);
+}
 
 static int facts_current(jr__js *js)
 {
@@ -454,8 +541,6 @@ static int facts_current(jr__js *js)
 static void send_server_info(jr__js *js)
 {
     jr_node *n = js->n;
-    jr__req *r = jr__req_new(js, JR__REQ_SERVER_INFO);
-    if (!r) return;
     jr__meta_op op;
     memset(&op, 0, sizeof op);
     op.type = JR__META_SERVER_INFO;
@@ -465,19 +550,7 @@ static void send_server_info(jr__js *js)
     op.server.ntags = js->ntags;
     op.server.capacity_bytes = js->capacity;
     op.server.max_assets = js->max_assets;
-    do {
-        r->meta_id = jr__rand_next(&js->rand) | 1;
-    } while (jr__map_get(&js->meta_reqs, r->meta_id));
-    op.request_id = r->meta_id; /* completes when applied, like any admin request */
-    op.origin = n->name;
-    if (jr__meta_op_encode(&op, &r->payload) != 0 ||
-        jr__map_put(&js->meta_reqs, r->meta_id, r) != 0) {
-        jr__req_discard(r);
-        return;
-    }
-    js->info_sent = n->now;
-    jr__req_start(r, 4 * n->election_ns);
-    jr__mnode_send(r);
+    if (send_internal(js, JR__REQ_SERVER_INFO, &op) == 0) js->info_sent = n->now;
 }
 
 static void meta_tick(jr__js *js, jr__jtimer *t)
@@ -525,7 +598,15 @@ void jr__mnode_converge(jr__js *js)
         jr__srep *r = jr__srep_find(js, a->group);
         switch (a->kind) {
         case JR__META_LEAVE:
-            if (r) jr__srep_leave(r, 1);
+            if (!r) break;
+            if (a->stream && jr__meta_stream_busy(a->stream)) {
+                /* Removed by a peer change that has not converged: this server may still be
+                 * a voter the group needs (a removed member never learns of its removal from
+                 * the group itself, dissertation §4.2.2); it goes once the change converged. */
+                if (r->updated != a->stream->updated) jr__srep_update(r, a->stream);
+                break;
+            }
+            jr__srep_leave(r, 1);
             break;
         case JR__META_UPDATE:
             if (r) jr__srep_update(r, a->stream);

@@ -16,8 +16,14 @@
  *     STEPDOWN     str peer ("" = the best voter)        → (nothing), once the transfer is done
  *     PING         (nothing)                             → (nothing), at once: a requester
  *                  waiting for this server checks it is alive (api_stream.c)
+ *     READY        (nothing)                             → u8 ready | varint peers_at: asked
+ *                  by the stream's leader of a member before promoting it or handing it the
+ *                  leadership (stream_node.c "Peer changes"), answered by any server: ready =
+ *                  it holds a replica whose store is complete (not restoring, not failed);
+ *                  peers_at = the assignment's peers_at in its meta state (0: unknown)
  * A server that does not lead the stream answers JR_ENOTLEADER with the leader's name (or "")
- * so the requester can go there; a request that does not decode is JR_EINVAL.
+ * so the requester can go there (READY excepted); a request that does not decode is
+ * JR_EINVAL.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -183,6 +189,26 @@ static void exec_stepdown(jr__js *js, jr__srep *r, const jr__route *rt, const ch
     }
 }
 
+/* A member's answer to its leader: is this replica complete, and which peer set does this
+ * server's meta state give the stream? */
+static void exec_ready(jr__js *js, jr__srep *r, const jr__route *rt)
+{
+    int ready = 0;
+    uint64_t peers_at = 0;
+    if (r) {
+        jr__stream_fsm_info info;
+        jr__stream_fsm_info_get(r->fsm, &info);
+        ready = r->g && !r->g->closed && !r->cu && !r->failed && !info.restoring && !info.failed;
+        const jr__meta_stream *ms = jr__meta_stream_by_group(&js->st, r->group);
+        peers_at = ms ? ms->peers_at : 0;
+    }
+    uint8_t b[16];
+    jr__buf out = {b, 0, sizeof b, 0, NULL};
+    jr__buf_u8(&out, (uint8_t)ready);
+    jr__buf_varint(&out, peers_at);
+    jr__route_reply(js, rt, 0, out.data, out.len);
+}
+
 /* Stages an op (publish, purge, delete) of the request, after checking it decodes as one. */
 static void exec_op(jr__js *js, jr__srep *r, const jr__route *rt, const uint8_t *p, size_t len,
                     uint8_t what, int type)
@@ -216,6 +242,14 @@ void jr__sexec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, 
         return;
     }
     jr__srep *r = jr__srep_find(js, group);
+    if (kind == JR__RPC_STREAM_ADMIN && sub == JR__ADM_READY) {
+        if (jr__rd_left(&rd)) {
+            jr__route_reply(js, rt, JR_EINVAL, NULL, 0);
+            return;
+        }
+        exec_ready(js, r, rt);
+        return;
+    }
     if (!r || !jr__srep_is_leader(r)) {
         not_leader(js, rt, group);
         return;

@@ -447,3 +447,42 @@ void e2e_config(jr_stream_config *cfg, const char *name, const char *const *subj
     cfg->nsubjects = nsubjects;
     cfg->replicas = replicas;
 }
+
+int e2e_meta_peers(e2e *c, unsigned i, const char *name, unsigned *out, size_t cap)
+{
+    jr_node *n = e2e_node(c, i);
+    const jr__meta_stream *s = n && n->js ? jr__meta_stream_find(&n->js->st, name) : NULL;
+    if (!s) return -1;
+    size_t k = 0;
+    for (size_t p = 0; p < s->npeers && k < cap; p++) out[k++] = (unsigned)jr_sim_index(c->sim, s->peers[p]);
+    return (int)k;
+}
+
+int e2e_meta_busy(e2e *c, unsigned i, const char *name)
+{
+    jr_node *n = e2e_node(c, i);
+    const jr__meta_stream *s = n && n->js ? jr__meta_stream_find(&n->js->st, name) : NULL;
+    return s ? jr__meta_stream_busy(s) : -1;
+}
+
+int e2e_members(e2e *c, unsigned i, const char *name, unsigned *idx, int *voter, size_t cap)
+{
+    jr__srep *r = rep_of(c, i, name);
+    if (!r || !r->g) return -1;
+    jr_node *n = e2e_node(c, i);
+    const jr__conf *conf = jr__raft_conf(jr__group_raft(r->g));
+    size_t k = 0;
+    for (uint32_t m = 0; m < conf->n && k < cap; m++) {
+        jr__peer *p = jr__peer_find(n, conf->m[m].id);
+        idx[k] = p ? (unsigned)jr_sim_index(c->sim, p->name) : 99;
+        voter[k] = conf->m[m].voter;
+        k++;
+    }
+    return (int)k;
+}
+
+int e2e_catching_up(e2e *c, unsigned i, const char *name)
+{
+    jr__srep *r = rep_of(c, i, name);
+    return r && r->cu != NULL;
+}

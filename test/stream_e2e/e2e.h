@@ -132,6 +132,8 @@ size_t e2e_meta_streams(e2e *c, unsigned i);
 uint64_t e2e_fsm_applied(e2e *c, unsigned i, const char *name);
 /* A line describing node i's replica (fsm applied/durable/failed/restoring, group state). */
 void e2e_describe(e2e *c, unsigned i, const char *name, char *buf, size_t cap);
+/* 1 if node i's replica of the stream is restoring a snapshot (fetching messages). */
+int e2e_catching_up(e2e *c, unsigned i, const char *name);
 /* Chunks node i's replicas fetched in catch-ups. */
 uint64_t e2e_catchup_chunks(e2e *c, unsigned i);
 /* Reads message seq from node i's replica store: 0 with subject and data copied (NUL-terminated,
@@ -140,6 +142,15 @@ int e2e_local_get(e2e *c, unsigned i, const char *name, uint64_t seq, char *subj
                   size_t subject_cap, char *data, size_t data_cap);
 /* 1 if node i's meta state holds the stream. */
 int e2e_meta_has(e2e *c, unsigned i, const char *name);
+/* The stream's peers in node i's meta state, as node indexes into out (placement order);
+ * returns their number, or -1 if node i is down or does not know the stream. */
+int e2e_meta_peers(e2e *c, unsigned i, const char *name, unsigned *out, size_t cap);
+/* 1 if node i's meta state has the stream mid peer change (not converged), 0 if not, -1 if
+ * unknown. */
+int e2e_meta_busy(e2e *c, unsigned i, const char *name);
+/* Members of node i's replica group as its Raft core sees them (its latest configuration):
+ * node indexes into idx, voter flags into voter; returns their number or -1 (no replica). */
+int e2e_members(e2e *c, unsigned i, const char *name, unsigned *idx, int *voter, size_t cap);
 
 /* A stream config with JetStream's defaults, name, one subject and replicas. */
 void e2e_config(jr_stream_config *cfg, const char *name, const char *const *subjects,

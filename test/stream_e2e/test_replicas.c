@@ -1,0 +1,591 @@
+/*
+ * Changing the replica count of a live stream (jr_stream_update with another `replicas`; peer
+ * management, meta_state.h "Peer changes"), end to end over the simulated cluster:
+ *
+ *   - R1 -> R3 with messages already stored (and the log compacted behind snapshots, so the
+ *     new replicas catch up from a snapshot and store chunks): every replica ends with
+ *     identical messages (per-seq checksums) and state;
+ *   - R3 -> R1 where the stream's leader is among the removed: it hands its leadership over
+ *     first; the removed servers release their replicas only once the change converged;
+ *   - R3 -> R5 under publish load: no acknowledged message is lost, no publish fails;
+ *   - R5 -> R3;
+ *   - the meta leader crashing right after committing a change: the change completes;
+ *   - a new replica's server crashing while it catches up: it resumes after its restart;
+ *   - a second change while the first converges: JR_EBUSY; an impossible grow:
+ *     JR_ENORESOURCES with the reasons, and nothing changes.
+ *
+ * JR_E2E_LOG=1 prints the nodes' log lines.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+
+static const char *subj[] = {"rep.>"};
+
+static int alive(e2e *c, unsigned i)
+{
+    return e2e_node(c, i) != NULL;
+}
+
+static int in_list(unsigned x, const unsigned *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == x) return 1;
+    return 0;
+}
+
+/* Why the stream has not converged yet (for a failing test's message). */
+static char g_why[512];
+
+/* Runs until every live server's meta state gives the stream `replicas` peers and no change in
+ * progress, exactly the live peers hold a replica, every live peer's group is the peer set
+ * (all voters), and stream info shows a leader and replicas - 1 current voters. Returns the
+ * leader's index, or -1 after max_ns. */
+static int wait_converged(e2e *c, const char *name, int replicas, uint64_t max_ns)
+{
+    uint64_t end = jr_sim_now(c->sim) + max_ns;
+    for (;;) {
+        unsigned peers[8] = {0};
+        int np = -1, ok = 1;
+        g_why[0] = 0;
+        for (unsigned i = 0; i < c->n && ok; i++) {
+            if (!alive(c, i)) continue;
+            unsigned p[8];
+            int k = e2e_meta_peers(c, i, name, p, 8);
+            if (k != replicas || e2e_meta_busy(c, i, name) != 0) {
+                snprintf(g_why, sizeof g_why, "n%u: meta has %d peers, busy %d", i, k,
+                         e2e_meta_busy(c, i, name));
+                ok = 0;
+            } else if (np < 0) {
+                np = k;
+                memcpy(peers, p, sizeof p);
+            }
+        }
+        for (unsigned i = 0; i < c->n && ok; i++) {
+            if (!alive(c, i)) continue;
+            int want = in_list(i, peers, np);
+            if (e2e_has_replica(c, i, name) != want) {
+                snprintf(g_why, sizeof g_why, "n%u: replica %d, peer %d", i, !want, want);
+                ok = 0;
+                break;
+            }
+            if (!want) continue;
+            unsigned m[16];
+            int v[16];
+            int k = e2e_members(c, i, name, m, v, 16);
+            int good = k == np;
+            for (int j = 0; good && j < k; j++) good = v[j] && in_list(m[j], peers, np);
+            if (!good) {
+                snprintf(g_why, sizeof g_why, "n%u: group has %d members", i, k);
+                ok = 0;
+            }
+        }
+        if (ok) {
+            unsigned via = peers[0];
+            for (int j = 0; j < np; j++)
+                if (alive(c, peers[j])) via = peers[j];
+            e2e_res r;
+            int st = e2e_info(c, via, name, &r);
+            size_t cur = 0;
+            for (size_t j = 0; j < r.nreplicas; j++)
+                cur += r.reps[j].current && !r.reps[j].observer && !r.reps[j].pending;
+            if (st == 0 && r.leader[0] && r.nreplicas == (size_t)replicas - 1 &&
+                cur == r.nreplicas && r.replicas_cfg == replicas)
+                return jr_sim_index(c->sim, r.leader);
+            snprintf(g_why, sizeof g_why, "info: status %d leader '%s', %zu replicas, %zu current",
+                     st, r.leader, r.nreplicas, cur);
+        }
+        if (jr_sim_now(c->sim) >= end) return -1;
+        jr_sim_run_for(c->sim, 100 * MS);
+    }
+}
+
+/* Publishes msgs [from, to) with msg ids through node via, one at a time. */
+static void publish_n(e2e *c, unsigned via, int from, int to)
+{
+    for (int i = from; i < to; i++) {
+        char s[32], d[64], id[32];
+        snprintf(s, sizeof s, "rep.%d", i % 7);
+        snprintf(d, sizeof d, "message %d of the replica tests", i);
+        snprintf(id, sizeof id, "m-%d", i);
+        e2e_res r;
+        int st = e2e_publish(c, via, s, d, strlen(d), id, &r);
+        ck_assert_msg(st == 0, "publish %d: %s %s", i, jr_err_name(st), r.msg);
+        ck_assert_uint_eq(r.seq, (uint64_t)i + 1);
+    }
+}
+
+/* Every live server of the stream's peer set holds the same msgs messages and state. */
+static void check_identical(e2e *c, const char *name, uint64_t msgs)
+{
+    unsigned peers[8];
+    int np = -1;
+    for (unsigned i = 0; i < c->n && np < 0; i++)
+        if (alive(c, i)) np = e2e_meta_peers(c, i, name, peers, 8);
+    ck_assert_int_gt(np, 0);
+    /* the last entries may still be on their way to a follower */
+    uint64_t d0 = 0;
+    for (int tries = 0; tries < 300; tries++) {
+        int same = 1, first = 1;
+        for (int j = 0; j < np; j++) {
+            uint64_t d;
+            if (!alive(c, peers[j])) continue;
+            ck_assert_int_eq(e2e_digest(c, peers[j], name, &d), 0);
+            if (first) d0 = d;
+            same &= d == d0;
+            first = 0;
+        }
+        if (same) break;
+        jr_sim_run_for(c->sim, 100 * MS);
+    }
+    uint64_t *sums[8] = {0};
+    jr_stream_state st0;
+    int ref = -1;
+    for (int j = 0; j < np; j++) {
+        unsigned i = peers[j];
+        if (!alive(c, i)) continue;
+        uint64_t d;
+        ck_assert_int_eq(e2e_digest(c, i, name, &d), 0);
+        ck_assert_msg(d == d0, "n%u's replica differs", i);
+        sums[j] = calloc(msgs + 1, sizeof(uint64_t));
+        ck_assert_int_eq(e2e_checksums(c, i, name, sums[j], msgs + 1), (int64_t)msgs);
+        jr_stream_state st;
+        ck_assert_int_eq(e2e_state(c, i, name, &st), 0);
+        ck_assert_uint_eq(st.msgs, msgs);
+        if (ref < 0) {
+            ref = j;
+            st0 = st;
+        }
+        ck_assert_int_eq(memcmp(&st, &st0, sizeof st), 0);
+        for (uint64_t s = 0; s < msgs; s++) {
+            ck_assert_msg(sums[j][s] != 0, "n%u lacks seq %llu", i, (unsigned long long)s + 1);
+            ck_assert_uint_eq(sums[j][s], sums[ref][s]);
+        }
+    }
+    for (int j = 0; j < np; j++) free(sums[j]);
+}
+
+static void cluster(e2e *c, unsigned n, uint64_t seed)
+{
+    memset(c, 0, sizeof *c);
+    ck_assert_int_eq(e2e_new(c, n, seed, 3000), 0);
+    ck_assert_int_ge(e2e_wait_meta(c, n, 30 * SEC), 0);
+}
+
+static void add_stream(e2e *c, const char *name, int replicas)
+{
+    jr_stream_config cfg;
+    e2e_config(&cfg, name, subj, 1, replicas);
+    e2e_res r;
+    ck_assert_msg(e2e_add(c, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    ck_assert_int_ge(e2e_wait_stream(c, 0, name, (size_t)replicas - 1, 30 * SEC), 0);
+}
+
+static int set_replicas(e2e *c, unsigned via, const char *name, int replicas, e2e_res *r)
+{
+    jr_stream_config cfg;
+    e2e_config(&cfg, name, subj, 1, replicas);
+    return e2e_update(c, via, &cfg, r);
+}
+
+START_TEST(r1_to_r3_with_data_catches_up_from_a_snapshot)
+{
+    e2e c;
+    cluster(&c, 3, 101);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 40); /* compact the log */
+    add_stream(&c, "GROW", 1);
+    publish_n(&c, 1, 0, 300);
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "GROW", p, 8), 1);
+    unsigned first = p[0];
+    e2e_res r;
+    ck_assert_msg(set_replicas(&c, 2, "GROW", 3, &r) == 0, "update: %s", r.msg);
+    ck_assert_msg(wait_converged(&c, "GROW", 3, 30 * SEC) >= 0, "not converged: %s", g_why);
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "GROW", p, 8), 3);
+    ck_assert_uint_eq(p[0], first); /* the peer that had the data stays first */
+    uint64_t chunks = 0;
+    for (unsigned i = 0; i < 3; i++) chunks += e2e_catchup_chunks(&c, i);
+    ck_assert_uint_gt(chunks, 0); /* the new replicas caught up from a snapshot */
+    check_identical(&c, "GROW", 300);
+    publish_n(&c, 0, 300, 320);
+    check_identical(&c, "GROW", 320);
+    e2e_free(&c);
+}
+END_TEST
+
+/* The leader of stream `name` as the live replicas see it (-1: none). */
+static int stream_leader(e2e *c, const char *name)
+{
+    for (unsigned i = 0; i < c->n; i++)
+        if (alive(c, i) && e2e_replica_leader(c, i, name) == (int)i) return (int)i;
+    return -1;
+}
+
+/* No server gave up its replica while the leader's configuration still counts it. */
+static void check_no_early_release(e2e *c, const char *name)
+{
+    int l = stream_leader(c, name);
+    if (l < 0) return;
+    unsigned m[16];
+    int v[16];
+    int k = e2e_members(c, (unsigned)l, name, m, v, 16);
+    for (int j = 0; j < k; j++)
+        if (m[j] < c->n && alive(c, m[j]))
+            ck_assert_msg(e2e_has_replica(c, m[j], name),
+                          "n%u released its replica while still a member of leader n%d's group",
+                          m[j], l);
+}
+
+START_TEST(r3_to_r1_hands_over_when_the_leader_is_removed)
+{
+    e2e c;
+    cluster(&c, 3, 202);
+    add_stream(&c, "SHRINK", 3);
+    publish_n(&c, 0, 0, 100);
+    int l = stream_leader(&c, "SHRINK");
+    ck_assert_int_ge(l, 0);
+    int m = e2e_meta_leader(&c);
+    ck_assert_int_ge(m, 0);
+    /* The meta leader keeps the stream's leader (it knows it: it holds a replica); the moment
+     * it decided, leadership moves to one of the peers it drops: that one must hand over. */
+    unsigned to = (unsigned)(l + 1) % 3;
+    e2e_res up, sd;
+    memset(&up, 0, sizeof up);
+    memset(&sd, 0, sizeof sd);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "SHRINK", subj, 1, 1);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, (unsigned)m), &cfg, e2e_admin_cb, &up), 0);
+    char toname[8];
+    snprintf(toname, sizeof toname, "n%u", to);
+    ck_assert_int_eq(
+        jr_stream_stepdown(e2e_node(&c, (unsigned)m), "SHRINK", toname, e2e_admin_cb, &sd), 0);
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    ck_assert_int_eq(e2e_wait(&c, &sd, 30 * SEC), 0);
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, (unsigned)m, "SHRINK", p, 8), 1);
+    ck_assert_uint_eq(p[0], (unsigned)l);
+    /* step by step: a removed server keeps its replica while the group still counts it */
+    uint64_t end = jr_sim_now(c.sim) + 30 * SEC;
+    while (e2e_meta_busy(&c, (unsigned)m, "SHRINK") && jr_sim_now(c.sim) < end) {
+        check_no_early_release(&c, "SHRINK");
+        jr_sim_run_for(c.sim, 5 * MS);
+    }
+    int nl = wait_converged(&c, "SHRINK", 1, 30 * SEC);
+    ck_assert_msg(nl == l, "not converged (leader %d, want %d): %s", nl, l, g_why);
+    check_identical(&c, "SHRINK", 100);
+    publish_n(&c, 2, 100, 110);
+    check_identical(&c, "SHRINK", 110);
+    e2e_free(&c);
+}
+END_TEST
+
+/* Asynchronous publishes with msg ids (acks checked at the end). */
+typedef struct load {
+    e2e *c;
+    e2e_res *res;
+    int n, issued;
+} load;
+
+static void issue(load *w, int k)
+{
+    for (int j = 0; j < k && w->issued < w->n; j++) {
+        int i = w->issued++;
+        char s[32], d[64], id[32];
+        snprintf(s, sizeof s, "rep.%d", i % 7);
+        snprintf(d, sizeof d, "message %d of the replica tests", i);
+        snprintf(id, sizeof id, "m-%d", i);
+        jr_pub_opts o;
+        jr_pub_opts_init(&o);
+        o.msg_id = id;
+        memset(&w->res[i], 0, sizeof w->res[i]);
+        ck_assert_int_eq(jr_publish(e2e_node(w->c, (unsigned)i % w->c->n), s, NULL, 0, d,
+                                    strlen(d), &o, e2e_pub_cb, &w->res[i]),
+                         0);
+    }
+}
+
+static int all_done(void *arg, jr_sim *sim)
+{
+    load *w = arg;
+    (void)sim;
+    for (int i = 0; i < w->issued; i++)
+        if (!w->res[i].done) return 0;
+    return 1;
+}
+
+START_TEST(r3_to_r5_under_publish_load_loses_and_fails_nothing)
+{
+    e2e c;
+    cluster(&c, 5, 303);
+    add_stream(&c, "LOAD", 3);
+    load w = {&c, calloc(3000, sizeof(e2e_res)), 3000, 0};
+    int updated = 0;
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    while (w.issued < w.n) {
+        issue(&w, 20);
+        jr_sim_run_for(c.sim, 2 * MS);
+        if (!updated && w.issued >= 600) { /* mid-load */
+            jr_stream_config cfg;
+            e2e_config(&cfg, "LOAD", subj, 1, 5);
+            ck_assert_int_eq(jr_stream_update(e2e_node(&c, 4), &cfg, e2e_admin_cb, &up), 0);
+            updated = 1;
+        }
+    }
+    ck_assert_int_eq(jr_sim_run_until(c.sim, all_done, &w, 60 * SEC), 0);
+    ck_assert_msg(up.done && up.status == 0, "update: %s", up.msg);
+    for (int i = 0; i < w.n; i++) {
+        ck_assert_msg(w.res[i].status == 0, "publish %d: %s %s", i, jr_err_name(w.res[i].status),
+                      w.res[i].msg);
+        ck_assert(!w.res[i].duplicate);
+    }
+    ck_assert_msg(wait_converged(&c, "LOAD", 5, 30 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "LOAD", (uint64_t)w.n);
+    /* every ack's seq holds its message */
+    for (int i = 0; i < w.n; i += 97) {
+        char sub[64], data[128], want[64];
+        snprintf(want, sizeof want, "message %d of the replica tests", i);
+        for (unsigned k = 0; k < 5; k++) {
+            ck_assert_int_eq(e2e_local_get(&c, k, "LOAD", w.res[i].seq, sub, sizeof sub, data,
+                                           sizeof data),
+                             0);
+            ck_assert_str_eq(data, want);
+        }
+    }
+    free(w.res);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(r5_to_r3)
+{
+    e2e c;
+    cluster(&c, 5, 404);
+    add_stream(&c, "FIVE", 5);
+    publish_n(&c, 3, 0, 150);
+    int l = stream_leader(&c, "FIVE");
+    e2e_res r;
+    ck_assert_msg(set_replicas(&c, 1, "FIVE", 3, &r) == 0, "update: %s", r.msg);
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 1, "FIVE", p, 8), 3);
+    ck_assert(in_list((unsigned)l, p, 3)); /* the leader stays */
+    uint64_t end = jr_sim_now(c.sim) + 30 * SEC;
+    while (e2e_meta_busy(&c, 1, "FIVE") && jr_sim_now(c.sim) < end) {
+        check_no_early_release(&c, "FIVE");
+        jr_sim_run_for(c.sim, 5 * MS);
+    }
+    ck_assert_msg(wait_converged(&c, "FIVE", 3, 30 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "FIVE", 150);
+    publish_n(&c, 0, 150, 160);
+    check_identical(&c, "FIVE", 160);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(a_meta_leader_crash_mid_change_does_not_stop_it)
+{
+    e2e c;
+    cluster(&c, 5, 505);
+    add_stream(&c, "MC", 1);
+    publish_n(&c, 0, 0, 80);
+    int m = e2e_meta_leader(&c);
+    unsigned via = (unsigned)(m + 1) % 5;
+    /* the request reaches the meta leader, which crashes at once: proposed or not, the
+     * request goes to its successor and the change happens exactly once */
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "MC", subj, 1, 3);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, via), &cfg, e2e_admin_cb, &up), 0);
+    jr_sim_run_for(c.sim, 1 * MS);
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)m), 0);
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "update: %s %s", jr_err_name(up.status), up.msg);
+    /* and again once the change is committed: the meta leader that will take the stream's
+     * report crashes too (leaving 3 of 5) */
+    int m2 = e2e_meta_leader(&c);
+    ck_assert_int_ge(m2, 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)m2), 0);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    ck_assert_int_eq(e2e_restart(&c, (unsigned)m), 0);
+    ck_assert_int_eq(e2e_restart(&c, (unsigned)m2), 0);
+    ck_assert_msg(wait_converged(&c, "MC", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "MC", 80);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(a_joining_replica_crashing_mid_catch_up_resumes)
+{
+    e2e c;
+    cluster(&c, 3, 606);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 20);
+    add_stream(&c, "JOIN", 1);
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "JOIN", p, 8), 1);
+    unsigned src = p[0];
+    /* about 2 MiB of messages: several catch-up chunks */
+    static char big[4096];
+    memset(big, 'x', sizeof big);
+    for (int i = 0; i < 500; i++) {
+        snprintf(big, 32, "big message %d", i);
+        big[strlen(big)] = 'x';
+        e2e_res r;
+        char id[32];
+        snprintf(id, sizeof id, "b-%d", i);
+        ck_assert_int_eq(e2e_publish(&c, src, "rep.big", big, sizeof big, id, &r), 0);
+    }
+    e2e_res r;
+    ck_assert_msg(set_replicas(&c, src, "JOIN", 3, &r) == 0, "update: %s", r.msg);
+    /* run until one of the new replicas is fetching messages; crash its server then */
+    int victim = -1;
+    uint64_t end = jr_sim_now(c.sim) + 10 * SEC;
+    while (victim < 0 && jr_sim_now(c.sim) < end) {
+        jr_sim_run_for(c.sim, 100 * 1000); /* 100 us */
+        for (unsigned i = 0; i < 3 && victim < 0; i++)
+            if (i != src && e2e_catching_up(&c, i, "JOIN")) victim = (int)i;
+    }
+    ck_assert_msg(victim >= 0, "no replica was seen catching up");
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)victim), 0);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    /* meanwhile it stays an observer: the change is not over */
+    unsigned m[16];
+    int v[16];
+    int k = e2e_members(&c, src, "JOIN", m, v, 16);
+    for (int j = 0; j < k; j++)
+        if (m[j] == (unsigned)victim) ck_assert_msg(!v[j], "a replica still catching up votes");
+    ck_assert_int_eq(e2e_meta_busy(&c, src, "JOIN"), 1);
+    /* and stream info shows it: a replica that is an observer and not current */
+    e2e_res info;
+    ck_assert_int_eq(e2e_info(&c, src, "JOIN", &info), 0);
+    ck_assert_uint_eq(info.nreplicas, 2);
+    int seen = 0;
+    for (size_t j = 0; j < info.nreplicas; j++) {
+        if (jr_sim_index(c.sim, info.reps[j].name) != victim) continue;
+        seen = 1;
+        ck_assert(info.reps[j].observer && !info.reps[j].current && info.reps[j].offline);
+    }
+    ck_assert(seen);
+    ck_assert_int_eq(e2e_restart(&c, (unsigned)victim), 0);
+    ck_assert_msg(wait_converged(&c, "JOIN", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "JOIN", 500);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(a_second_change_while_one_converges_is_ebusy)
+{
+    e2e c;
+    cluster(&c, 4, 707);
+    add_stream(&c, "BUSY", 1);
+    publish_n(&c, 0, 0, 50);
+    /* two changes at once from two servers: one wins, the other is refused (by the meta
+     * leader's check, or by the apply of the later entry: the same on every replica) */
+    e2e_res a, b, r;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    jr_stream_config ca, cb;
+    e2e_config(&ca, "BUSY", subj, 1, 3);
+    e2e_config(&cb, "BUSY", subj, 1, 4);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, 1), &ca, e2e_admin_cb, &a), 0);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, 2), &cb, e2e_admin_cb, &b), 0);
+    ck_assert_int_eq(e2e_wait(&c, &a, 30 * SEC), 0);
+    ck_assert_int_eq(e2e_wait(&c, &b, 30 * SEC), 0);
+    ck_assert_msg((a.status == 0 && b.status == JR_EBUSY) || (a.status == JR_EBUSY && b.status == 0),
+                  "%s / %s", a.msg, b.msg);
+    const char *busy_msg = a.status ? a.msg : b.msg;
+    ck_assert_msg(strstr(busy_msg, "cluster member change is in progress"), "%s", busy_msg);
+    int won = a.status == 0 ? 3 : 4;
+    /* while it converges, the meta leader refuses any other peer change at once */
+    int m = e2e_meta_leader(&c);
+    ck_assert_int_ge(m, 0);
+    ck_assert_int_eq(e2e_meta_busy(&c, (unsigned)m, "BUSY"), 1);
+    {
+        unsigned pp[8];
+        int np = e2e_meta_peers(&c, (unsigned)m, "BUSY", pp, 8);
+        int st = set_replicas(&c, (unsigned)m, "BUSY", 1, &r);
+        ck_assert_msg(st == JR_EBUSY, "m %d np %d won %d: %d %s", m, np, won, st, r.msg);
+    }
+    ck_assert_int_eq(set_replicas(&c, (unsigned)m, "BUSY", won == 3 ? 4 : 3, &r), JR_EBUSY);
+    /* a config change is no member change: it passes meanwhile */
+    jr_stream_config cfg;
+    e2e_config(&cfg, "BUSY", subj, 1, won);
+    cfg.max_msgs = 1000;
+    ck_assert_msg(e2e_update(&c, 3, &cfg, &r) == 0, "%s", r.msg);
+    ck_assert_msg(wait_converged(&c, "BUSY", won, 30 * SEC) >= 0, "not converged: %s", g_why);
+    /* converged: the next change is accepted */
+    ck_assert_msg(e2e_update(&c, 2, &cfg, &r) == 0, "%s", r.msg); /* idempotent */
+    cfg.replicas = 2;
+    ck_assert_msg(e2e_update(&c, 2, &cfg, &r) == 0, "%s", r.msg);
+    ck_assert_msg(wait_converged(&c, "BUSY", 2, 30 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "BUSY", 50);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(an_impossible_grow_changes_nothing)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    for (unsigned i = 0; i < 5; i++) {
+        c.tags[i][0] = i < 3 ? "ssd" : "hdd";
+        c.ntags[i] = 1;
+    }
+    ck_assert_int_eq(e2e_new(&c, 5, 808, 3000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 5, 30 * SEC), 0);
+    static const char *ssd[] = {"ssd"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "SSD", subj, 1, 3);
+    cfg.placement.tags = ssd;
+    cfg.placement.ntags = 1;
+    e2e_res r;
+    ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "%s", r.msg);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "SSD", 2, 30 * SEC), 0);
+    publish_n(&c, 0, 0, 20);
+    unsigned before[8], after[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 4, "SSD", before, 8), 3);
+    cfg.replicas = 4; /* only three servers carry ssd */
+    ck_assert_int_eq(e2e_update(&c, 4, &cfg, &r), JR_ENORESOURCES);
+    ck_assert_msg(strstr(r.msg, "no suitable peers for placement"), "%s", r.msg);
+    ck_assert_msg(strstr(r.msg, "n3"), "no reason for n3: %s", r.msg);
+    /* one of the three down: even R3 -> R3 keeps working, and R1 -> R3 elsewhere is refused */
+    cfg.replicas = 6;
+    ck_assert_int_eq(e2e_update(&c, 4, &cfg, &r), JR_EINVAL);
+    ck_assert_msg(strncmp(r.msg, "replicas", 8) == 0, "%s", r.msg);
+    jr_sim_run_for(c.sim, 1 * SEC);
+    for (unsigned i = 0; i < 5; i++) {
+        ck_assert_int_eq(e2e_meta_peers(&c, i, "SSD", after, 8), 3);
+        ck_assert_int_eq(memcmp(before, after, 3 * sizeof *after), 0);
+        ck_assert_int_eq(e2e_meta_busy(&c, i, "SSD"), 0);
+        ck_assert_int_eq(e2e_has_replica(&c, i, "SSD"), i < 3);
+    }
+    ck_assert_int_eq(e2e_info(&c, 3, "SSD", &r), 0);
+    ck_assert_int_eq(r.replicas_cfg, 3);
+    e2e_free(&c);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("stream_e2e_replicas");
+    TCase *tc = tcase_create("replicas");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, r1_to_r3_with_data_catches_up_from_a_snapshot);
+    tcase_add_test(tc, r3_to_r1_hands_over_when_the_leader_is_removed);
+    tcase_add_test(tc, r3_to_r5_under_publish_load_loses_and_fails_nothing);
+    tcase_add_test(tc, r5_to_r3);
+    tcase_add_test(tc, a_meta_leader_crash_mid_change_does_not_stop_it);
+    tcase_add_test(tc, a_joining_replica_crashing_mid_catch_up_resumes);
+    tcase_add_test(tc, a_second_change_while_one_converges_is_ebusy);
+    tcase_add_test(tc, an_impossible_grow_changes_nothing);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
