@@ -294,6 +294,7 @@ static int active_seal(jr__store *s)
         jr__buf_reset(&f->tmp);
         rc = jr__blk_seal(f->plain.data, f->plain.len, f->aid, sflags, &f->key, &f->tmp);
         if (!rc) rc = write_replace(s, f->aid, f->tmp.data, f->tmp.len);
+        jr__buf_free(&f->tmp); /* a block's worth: not kept for the next seal, a block later */
         if (rc) return rc;
         if (f->need_dirsync) {
             /* the rename made the name durable; nothing else of this block is pending */
@@ -1071,8 +1072,14 @@ int jr__store_file_open(jr__store *s, const jr__store_config *cfg)
                 rc = recover_block(s, sc.ids[i], i + 1 == sc.n, SIZE_MAX);
     }
     jr__free(s->alloc, sc.ids);
-    if (rc && !jr__store_errmsg(s)[0]) jr__store_fail(s, rc, "%s: open failed: %s", f->dir, jr_strerror(rc));
-    jr__buf_reset(&f->cache);
-    f->cid = 0;
+    if (rc && !jr__store_errmsg(s)[0])
+        jr__store_fail(s, rc, "%s: open failed: %s", f->dir, jr_strerror(rc));
+    /* Recovery read whole blocks into these: give the memory back (up to a block each, per
+     * stream, for as long as the stream lives otherwise); reads allocate again when needed. */
+    jr__buf_free(&f->cache);
+    jr__buf_free(&f->io);
+    jr__buf_free(&f->tmp);
+    jr__buf_free(&f->chunk);
+    f->cid = f->kid = 0;
     return rc;
 }
