@@ -245,6 +245,8 @@ struct jr__js {
     jr__map meta_reqs;    /* request id -> jr__req waiting for its meta op to apply */
     uint8_t meta_failed;
     uint8_t converge_failed; /* a replica could not be created: converge again later */
+    uint8_t meta_replayed;   /* the meta state has applied meta_recovered (jr__mnode_replayed) */
+    uint64_t meta_recovered; /* the meta log's last index recovered at open */
     jr__jtimer meta_timer;
     uint64_t info_sent;   /* when SERVER_INFO was last sent (0: never) */
     /* stream_node.c */
@@ -354,6 +356,11 @@ int jr__mnode_online(jr__js *js, const char *name, uint64_t *seen_ns);
  * stream is gone): until then it may still be a voter its group needs (meta_state.h "Peer
  * changes"); meanwhile it follows the new assignment. */
 void jr__mnode_converge(jr__js *js);
+/* 1 once the meta state has applied everything its log held when this server opened: before
+ * that, converging replays history (a state in which this server was not yet a stream's peer,
+ * say), so nothing is released for a peer removal until then (a stream deletion is final and
+ * is released at once). */
+int jr__mnode_replayed(jr__js *js);
 /* Sends STREAM_CONVERGED for s (its group's committed configuration is s's peer set, every
  * peer a voter) to the meta leader, as an internal request retried until its deadline. */
 void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s);
@@ -377,11 +384,16 @@ void jr__srep_leave(jr__srep *r, int purge);
  * stages a WAL DROP (after which nothing of the group is written again, so the WAL forgets it).
  * A group the WAL could not drop (JR_ENOMEM) is kept for the next flush. */
 void jr__srep_release_dead(jr__js *js);
-/* Recovered stashes of stream groups that no longer exist in the meta state (id below its
- * next_group, no assignment: the stream was deleted while this server was down, and it learnt
- * that from a meta snapshot) are released like removed replicas. Never touches a group the
- * meta state still has, whoever its peers are. */
-void jr__srep_sweep_stashes(jr__js *js);
+/* Recovered stashes of stream groups this server no longer runs a replica of:
+ *  - the stream no longer exists in the meta state (id below its next_group, no assignment:
+ *    deleted while this server was down, learnt from a meta snapshot): released like removed
+ *    replicas;
+ *  - the stream exists but its assignment no longer names this server (removed by a peer
+ *    change while it was down): if that change has not converged, the replica is reopened
+ *    from its stash (it may still be a voter the group needs; it leaves once the change
+ *    converged); if it has, the stash, snapshots and store are released.
+ * Returns JR_ENOMEM if it could not finish (converge again later), else 0. */
+int jr__srep_sweep_stashes(jr__js *js);
 /* Frees every replica (node close). */
 void jr__srep_close_all(jr__js *js, int flush);
 jr__srep *jr__srep_find(jr__js *js, uint64_t group);

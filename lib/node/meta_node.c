@@ -64,7 +64,16 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
             jr__js_timer_arm(js, &r->timer, n->now);
         }
     }
-    if (res.changed) jr__mnode_converge(js);
+    int first = !js->meta_replayed && index >= js->meta_recovered;
+    if (first) js->meta_replayed = 1; /* releases held back during the replay may go now */
+    if (res.changed || first) jr__mnode_converge(js);
+}
+
+int jr__mnode_replayed(jr__js *js)
+{
+    if (!js->meta_replayed && js->meta && js->meta->applied >= js->meta_recovered)
+        js->meta_replayed = 1;
+    return js->meta_replayed;
 }
 
 static int meta_snapshot(void *ctx, jr_snapshot_writer *w)
@@ -210,7 +219,6 @@ static int place(jr__js *js, const jr__meta_op *op, const char *const *keep, siz
 static void shrink(jr__js *js, const jr__meta_stream *s, size_t replicas, const char **peers,
                    size_t *npeers)
 {
-    jr_node *n = js->n;
     size_t leader = s->npeers;
     int online[JR_MAX_REPLICAS];
     uint64_t lag[JR_MAX_REPLICAS];
@@ -239,7 +247,6 @@ static void shrink(jr__js *js, const jr__meta_stream *s, size_t replicas, const 
     size_t k = jr__members_shrink(s->npeers, replicas, leader, online, lag, keep);
     for (size_t i = 0; i < k; i++) peers[i] = s->peers[keep[i]];
     *npeers = k;
-    (void)n;
 }
 
 static int same_str(const char *a, const char *b)
@@ -562,7 +569,8 @@ static void meta_tick(jr__js *js, jr__jtimer *t)
     if (jr__mnode_leader(js, &self) && !facts_current(js) &&
         (!js->info_sent || n->now >= js->info_sent + 4 * n->election_ns))
         send_server_info(js);
-    if (js->converge_failed) jr__mnode_converge(js);
+    if (js->converge_failed || (!js->meta_replayed && jr__mnode_replayed(js)))
+        jr__mnode_converge(js);
     jr__js_timer_arm(js, &js->meta_timer, n->now + n->election_ns / 2);
 }
 
@@ -599,10 +607,11 @@ void jr__mnode_converge(jr__js *js)
         switch (a->kind) {
         case JR__META_LEAVE:
             if (!r) break;
-            if (a->stream && jr__meta_stream_busy(a->stream)) {
+            if (a->stream && (jr__meta_stream_busy(a->stream) || !jr__mnode_replayed(js))) {
                 /* Removed by a peer change that has not converged: this server may still be
                  * a voter the group needs (a removed member never learns of its removal from
-                 * the group itself, dissertation §4.2.2); it goes once the change converged. */
+                 * the group itself, dissertation §4.2.2); it goes once the change converged.
+                 * (Or a state of the replay at open: a later one may name this server.) */
                 if (r->updated != a->stream->updated) jr__srep_update(r, a->stream);
                 break;
             }
@@ -619,7 +628,8 @@ void jr__mnode_converge(jr__js *js)
         }
     }
     jr__meta_plan_free(&plan);
-    if (n->stashes.len) jr__srep_sweep_stashes(js); /* streams deleted while we were down */
+    /* streams deleted, or peers removed, while this server was down */
+    if (n->stashes.len && jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
 }
 
 /* Cluster info ----------------------------------------------------------------------------*/
@@ -705,6 +715,7 @@ int jr__mnode_open(jr__js *js)
         js->meta = NULL;
         return rc;
     }
+    js->meta_recovered = jr__raft_last_index(jr__group_raft(js->meta));
     jr__js_timer_init(&js->meta_timer, meta_tick);
     jr__js_timer_arm(js, &js->meta_timer, n->now);
     return 0;

@@ -901,6 +901,7 @@ void jr__srep_update(jr__srep *r, const jr__meta_stream *s)
     if (jr__srep_is_leader(r) && !r->cfg_pending &&
         !jr__stream_config_equal(jr__stream_fsm_config_get(r->fsm), &r->acfg->c))
         stage_config(r);
+    if (jr__meta_stream_busy(s)) rep_due(r, r->js->n->now); /* a peer change to drive */
 }
 
 /* Removing files: names are collected first (no removal while the vfs lists). */
@@ -1034,19 +1035,51 @@ void jr__srep_release_dead(jr__js *js)
     }
 }
 
-void jr__srep_sweep_stashes(jr__js *js)
+int jr__srep_sweep_stashes(jr__js *js)
 {
     jr_node *n = js->n;
-    for (size_t i = 0; i < n->stashes.cap; i++) {
+    /* ids first: reopening a replica takes its stash out of the map being walked */
+    uint64_t *ids = jr__calloc(n->alloc, n->stashes.len ? n->stashes.len : 1, sizeof *ids);
+    if (!ids) return JR_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n->stashes.cap && k < n->stashes.len; i++) {
         uint64_t id = n->stashes.slots[i].key;
         if (!id || id < JR__FIRST_STREAM_GROUP_ID || id >= js->st.next_group) continue;
-        if (jr__meta_stream_by_group(&js->st, id) || jr__map_get(&n->groups, id)) continue;
-        if (bury(js, id) == 0) {
+        if (jr__map_get(&n->groups, id)) continue;
+        ids[k++] = id;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < k; i++) {
+        uint64_t id = ids[i];
+        const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, id);
+        if (s && jr__meta_stream_has_peer(s, n->name)) continue; /* converge creates it */
+        if (s && (jr__meta_stream_busy(s) || !jr__mnode_replayed(js))) {
+            if (jr__mnode_replayed(js))
+                jr__node_log(n, JR_LOG_INFO, "stream '%s': removed from this server by a peer "
+                                             "change that is not over; its replica runs until "
+                                             "it is", s->name);
+            if (!jr__srep_find(js, id) && jr__srep_create(js, s) != 0) rc = JR_ENOMEM;
+            continue;
+        }
+        if (bury(js, id) != 0) {
+            rc = JR_ENOMEM;
+            continue;
+        }
+        if (s) {
+            jr__node_log(n, JR_LOG_INFO, "stream '%s': removed from this server while it was "
+                                         "down; releasing its log and store", s->name);
+            int drc = jr__store_destroy(n->vfs, js->store_dir, s->name);
+            if (drc != 0)
+                jr__node_log(n, JR_LOG_WARN, "stream '%s': its store could not be removed: %s",
+                             s->name, jr_strerror(drc));
+        } else {
             jr__node_log(n, JR_LOG_INFO, "group %" PRIu64 ": its stream was deleted while this "
                                          "server was down; releasing its log", id);
-            remove_snapshots(n, id);
         }
+        remove_snapshots(n, id);
     }
+    jr__free(n->alloc, ids);
+    return rc;
 }
 
 void jr__srep_close_all(jr__js *js, int flush)

@@ -569,6 +569,77 @@ START_TEST(an_impossible_grow_changes_nothing)
 }
 END_TEST
 
+/* 1 if node i's store directory holds anything of stream name. */
+static int count_entry(void *arg, const char *name)
+{
+    (void)name;
+    (*(int *)arg)++;
+    return 0;
+}
+
+static int store_left(e2e *c, unsigned i, const char *name)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/store/%s", name);
+    jr_vfs *v = jr_sim_vfs(c->sim, i);
+    int count = 0;
+    int rc = v->list(v->ctx, dir, count_entry, &count);
+    return rc == 0 && count > 0;
+}
+
+START_TEST(removed_servers_that_were_down_rejoin_or_release_on_restart)
+{
+    e2e c;
+    cluster(&c, 5, 909);
+    add_stream(&c, "DOWN", 3);
+    publish_n(&c, 0, 0, 60);
+    jr_sim_run_for(c.sim, 1500 * MS); /* every store syncs (a mark): stores survive crashes */
+    int l = stream_leader(&c, "DOWN");
+    ck_assert_int_ge(l, 0);
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "DOWN", p, 8), 3);
+    unsigned x = 99, y = 99;
+    for (int j = 0; j < 3; j++) {
+        if (p[j] == (unsigned)l) continue;
+        if (x == 99)
+            x = p[j];
+        else
+            y = p[j];
+    }
+    /* both followers down (the stream has no quorum), then R3 -> R1: the online peer stays */
+    ck_assert_int_eq(jr_sim_crash(c.sim, x), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, y), 0);
+    jr_sim_run_for(c.sim, 1 * SEC); /* the meta leader sees them offline */
+    ck_assert_int_ge(e2e_wait_meta(&c, 5, 30 * SEC), 0);
+    unsigned via = 0;
+    while (via == x || via == y) via++;
+    e2e_res r;
+    ck_assert_msg(set_replicas(&c, via, "DOWN", 1, &r) == 0, "update: %s", r.msg);
+    ck_assert_int_eq(e2e_meta_peers(&c, via, "DOWN", p, 8), 1);
+    ck_assert_uint_eq(p[0], (unsigned)l);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    ck_assert_int_eq(e2e_meta_busy(&c, via, "DOWN"), 1); /* no quorum: nothing can change */
+    /* x comes back during the change: it is no longer a peer, yet it runs its replica again
+     * (its vote is needed), and with it the change completes although y is still down */
+    ck_assert_int_eq(e2e_restart(&c, x), 0);
+    jr_sim_run_for(c.sim, 1 * MS);
+    ck_assert(e2e_has_replica(&c, x, "DOWN"));
+    ck_assert_msg(wait_converged(&c, "DOWN", 1, 30 * SEC) == l, "not converged: %s", g_why);
+    ck_assert(!e2e_has_replica(&c, x, "DOWN"));
+    ck_assert(!store_left(&c, x, "DOWN"));
+    /* y comes back after it: its log and store of the stream are released */
+    ck_assert(store_left(&c, y, "DOWN"));
+    ck_assert_int_eq(e2e_restart(&c, y), 0);
+    jr_sim_run_for(c.sim, 1 * SEC);
+    ck_assert(!e2e_has_replica(&c, y, "DOWN"));
+    ck_assert(!store_left(&c, y, "DOWN"));
+    check_identical(&c, "DOWN", 60);
+    publish_n(&c, y, 60, 70);
+    check_identical(&c, "DOWN", 70);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_replicas");
@@ -582,6 +653,7 @@ int main(void)
     tcase_add_test(tc, a_joining_replica_crashing_mid_catch_up_resumes);
     tcase_add_test(tc, a_second_change_while_one_converges_is_ebusy);
     tcase_add_test(tc, an_impossible_grow_changes_nothing);
+    tcase_add_test(tc, removed_servers_that_were_down_rejoin_or_release_on_restart);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
