@@ -85,7 +85,7 @@ typedef struct fstore {
     int dirty; /* written since the last sync */
 
     /* reads of other blocks */
-    handle h[NHANDLES];
+    handle *h; /* NHANDLES read handles, allocated at the first read of another block */
     unsigned hnext;
     uint32_t cid; /* block decoded in cache (0: none) */
     jr__buf cache;
@@ -115,7 +115,7 @@ static void blk_path(const fstore *f, char *out, size_t n, uint32_t id, const ch
 static void handle_forget(jr__store *s, uint32_t id)
 {
     fstore *f = F(s);
-    for (int i = 0; i < NHANDLES; i++)
+    for (int i = 0; f->h && i < NHANDLES; i++)
         if (f->h[i].f && f->h[i].id == id) {
             f->vfs->close(f->vfs->ctx, f->h[i].f);
             f->h[i].f = NULL;
@@ -141,6 +141,7 @@ static void fblk_free(jr__store *s, fblk *b)
 static int handle_get(jr__store *s, uint32_t id, jr_file **out)
 {
     fstore *f = F(s);
+    if (!f->h && !(f->h = jr__calloc(s->alloc, NHANDLES, sizeof *f->h))) return JR_ENOMEM;
     for (int i = 0; i < NHANDLES; i++)
         if (f->h[i].f && f->h[i].id == id) {
             *out = f->h[i].f;
@@ -657,8 +658,9 @@ static void file_close(jr__store *s)
 {
     fstore *f = F(s);
     if (!f) return;
-    for (int i = 0; i < NHANDLES; i++)
+    for (int i = 0; f->h && i < NHANDLES; i++)
         if (f->h[i].f) f->vfs->close(f->vfs->ctx, f->h[i].f);
+    jr__free(s->alloc, f->h);
     if (f->af) f->vfs->close(f->vfs->ctx, f->af);
     for (size_t i = 0; i < s->nblks; i++) fblk_free(s, s->blks[i].bk);
     jr__buf_free(&f->plain);
@@ -1081,5 +1083,9 @@ int jr__store_file_open(jr__store *s, const jr__store_config *cfg)
     jr__buf_free(&f->tmp);
     jr__buf_free(&f->chunk);
     f->cid = f->kid = 0;
+    for (int i = 0; f->h && i < NHANDLES; i++) /* and the descriptors of blocks it read */
+        if (f->h[i].f) f->vfs->close(f->vfs->ctx, f->h[i].f);
+    jr__free(s->alloc, f->h);
+    f->h = NULL;
     return rc;
 }
