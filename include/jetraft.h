@@ -583,7 +583,24 @@ typedef void (*jr_stream_cb)(void *arg, int status, const char *msg);
  * that had been proposed ("may still take effect") is the outcome unknown. */
 JR_API int jr_stream_add(jr_node *node, const jr_stream_config *cfg, jr_stream_cb cb, void *arg);
 /* Changes the config of the stream cfg->name to cfg (the fields JetStream allows to change;
- * others are JR_EINVAL naming the field). JR_ENOTFOUND for an unknown stream. */
+ * others are JR_EINVAL naming the field). JR_ENOTFOUND for an unknown stream.
+ * A different `replicas` changes the stream's peer set (placement unchanged; a placement change
+ * — a move — is JR_ENOTSUP for now, and with a replica change in the same update JR_EINVAL):
+ *  - growing, the meta leader keeps the current peers and places the others by the usual rules
+ *    (JR_ENORESOURCES with a reason per server, and nothing changes, if too few qualify); each
+ *    new replica joins as a non-voting observer, catches up (from the log, or a snapshot and
+ *    the missing messages) and becomes a voter only then, so a grow never lowers the number of
+ *    failures the stream tolerates;
+ *  - shrinking, the stream's leader stays (as far as the meta leader knows it), then online
+ *    peers, then the most caught up; the others are removed one at a time, a removed leader
+ *    handing its leadership to a remaining caught-up peer first; a removed server deletes its
+ *    replica only once the stream's group no longer counts it.
+ * Status 0 means the new peer set is committed; the replicas then converge to it in the
+ * background (stream info shows a joining replica as observer, or pending, and not current),
+ * also across failovers of the stream's or the meta leader. Publishes go on meanwhile (a
+ * leader handing over refuses them briefly; requests go to the next leader). Another change
+ * of `replicas` before that convergence is JR_EBUSY ("cluster member change is in progress");
+ * other config changes are accepted meanwhile. */
 JR_API int jr_stream_update(jr_node *node, const jr_stream_config *cfg, jr_stream_cb cb,
                             void *arg);
 /* Deletes a stream and its messages on every replica. JR_ENOTFOUND if unknown. */
@@ -634,6 +651,10 @@ JR_API int jr_stream_stepdown(jr_node *node, const char *name, const char *peer,
 
 /* Stream info, computed on the stream leader: config (normal form), state and the cluster
  * block (leader; every other replica: current, offline, active, lag, observer, pending).
+ * While the replica count changes (jr_stream_update), the cluster block lists the members of
+ * the stream's group as its leader sees them — a joining replica as an observer that is not
+ * yet current, a peer of the new assignment the group has not added yet as pending, a removed
+ * one until its removal is done — and config.replicas is the new count.
  * (Named _get: jr_stream_info is the struct.) */
 typedef void (*jr_stream_info_cb)(void *arg, int status, const char *msg,
                                   const jr_stream_info *info);

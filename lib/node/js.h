@@ -7,9 +7,12 @@
  *                 completion, and the hooks the node calls (tick, deadline, before flush, recv)
  *   rpc.c/.h      request/response plumbing over NODE_REQUEST/NODE_RESPONSE (wire/frame.h)
  *   meta_node.c   the meta group: its fsm, SERVER_INFO, admin requests at the meta leader
- *                 (check, placement, proposal), convergence of local replicas (meta_desired)
+ *                 (check, placement, proposal, a peer set for a replica change), convergence
+ *                 of local replicas (meta_desired)
  *   stream_node.c local stream replicas: the stream fsm as a jr_fsm, batching publishes into
  *                 BATCH entries, matching applied results to waiting requests, leader duties
+ *                 (config, TICK, peer changes: the group's configuration converges to the
+ *                 assignment, STREAM_CONVERGED)
  *   stream_exec.c what a stream leader executes for a request (publish, info, admin)
  *   catchup.c     a replica restored from a stream snapshot pulls the missing messages
  *   api_stream.c  the public stream API and the routing of requests to the right leader

@@ -17,7 +17,14 @@
  * Convergence. After every applied op that changed the state (and after a restore) the server
  * diffs the replicas it runs against the assignments that name it (jr__meta_desired) and
  * creates, updates or removes local replicas to match — so a restart or a leader failover
- * converges by diffing, not by replaying history.
+ * converges by diffing, not by replaying history. A replica whose stream still exists but no
+ * longer names this server (a peer removal) stays until the stream's peer change converged
+ * (STREAM_CONVERGED applied) and the meta state replayed what it held at open.
+ *
+ * Peer changes. An update with another replica count gets its new peer set here: a grow keeps
+ * the current peers and places the others (placement.c, with them as `keep`), a shrink keeps
+ * who members.h says; the apply refuses a second change while one converges (JR_EBUSY), and
+ * the stream's leader drives the group to the new set (stream_node.c "Peer changes").
  *
  * No meta leader: requests wait, re-trying every heartbeat, until their deadline, then fail with
  * JR_ENOLEADER ("no meta leader") — or JR_ENOQUORUM when a leader was reachable but nothing
