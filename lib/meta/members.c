@@ -17,6 +17,12 @@ static int member(uint64_t id, const jr__memb *m, size_t n)
     return 0;
 }
 
+/* Removal order of unwanted voters: not heard from, then not caught up, then the rest. */
+static int rank(const jr__memb *m)
+{
+    return !m->alive ? 0 : !m->caught_up ? 1 : 2;
+}
+
 static jr__memb_next step(int kind, uint64_t peer)
 {
     jr__memb_next x = {kind, peer};
@@ -41,13 +47,22 @@ jr__memb_next jr__members_next(uint64_t self, const jr__memb *m, size_t n, const
         catching_up = 1;
     }
     if (catching_up) return step(JR__MEMB_WAIT, 0);
-    /* 4. voters nobody wants, other than this leader: the least caught up first */
-    size_t pick = n;
+    /* 4. voters nobody wants, other than this leader: the dead, then the least caught up,
+     * as long as the voters left keep a live majority */
+    size_t voters = 0, live = 0, pick = n, unwanted = 0;
     for (size_t i = 0; i < n; i++) {
-        if (m[i].id == self || wanted(m[i].id, want, nwant)) continue;
-        if (pick == n || (m[pick].caught_up && !m[i].caught_up)) pick = i;
+        voters += m[i].voter;
+        live += m[i].voter && m[i].alive;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!m[i].voter || m[i].id == self || wanted(m[i].id, want, nwant)) continue;
+        unwanted = 1;
+        size_t live_left = live - m[i].alive;
+        if (2 * live_left <= voters - 1) continue; /* no live majority would be left */
+        if (pick == n || rank(&m[i]) < rank(&m[pick])) pick = i;
     }
     if (pick < n) return step(JR__MEMB_REMOVE, m[pick].id);
+    if (unwanted) return step(JR__MEMB_WAIT, 0);
     /* 5. this leader is not wanted: hand over to a caught-up wanted voter */
     if (member(self, m, n) && !wanted(self, want, nwant)) {
         for (size_t i = 0; i < n; i++)

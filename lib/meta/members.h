@@ -17,8 +17,11 @@
  *   2. a peer the assignment names that is not a member is added as an observer;
  *   3. an observer the assignment names is promoted once caught up; while one is still
  *      catching up, nothing else changes (voters leave only after the new ones vote);
- *   4. a voter the assignment does not name, other than the leader itself, is removed — the
- *      one least caught up first;
+ *   4. a voter the assignment does not name, other than the leader itself, is removed — one
+ *      not heard from first, then the least caught up — but only if the voters left still have
+ *      a majority that is heard from (the removal commits on a majority of the configuration
+ *      it creates: removing a live member and keeping a dead one could leave a group that can
+ *      commit nothing); if none can go now, wait;
  *   5. the leader itself, if the assignment does not name it, hands leadership to a caught-up
  *      voter the assignment names (the new leader then removes it by rule 4);
  *   6. otherwise the configuration is the assignment: converged.
@@ -33,8 +36,9 @@
 typedef struct jr__memb {
     uint64_t id;       /* non-zero */
     uint8_t voter;     /* 0: observer */
-    uint8_t caught_up; /* holds (nearly) the leader's whole log, heard from within an election
-                          timeout, and (observers) its store is complete; the leader's own: 1 */
+    uint8_t alive;     /* heard from within an election timeout (the leader itself: 1) */
+    uint8_t caught_up; /* alive, holds (nearly) the leader's whole log, and (observers, and the
+                          next leader) its store is complete; the leader itself: 1 */
 } jr__memb;
 
 enum jr__memb_step {

@@ -182,6 +182,7 @@ typedef struct jr__membwork {
     uint64_t rpc_id;      /* the JR__ADM_READY question in flight (0: none) */
     jr__id asked;         /* ... and whom it went to */
     uint64_t reported_at; /* when STREAM_CONVERGED was last sent (0: never) */
+    uint64_t woken_at;    /* when the quiet group was last woken for a member (0: never) */
     jr__memb_probe probes[JR__MEMB_PROBES];
     size_t nprobes;
 } jr__membwork;

@@ -630,18 +630,39 @@ static void members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next)
         ps.size = sizeof ps;
         m[i].id = c->m[i].id;
         m[i].voter = c->m[i].voter;
-        m[i].caught_up = c->m[i].id == n->self;
+        m[i].alive = m[i].caught_up = c->m[i].id == n->self;
         if (m[i].caught_up || jr_group_peer(r->g, i, &ps) != 0) continue;
         int wanted = 0;
         for (size_t k = 0; k < nw; k++) wanted |= want[k] == m[i].id;
-        int log_ok = ps.last_seen_ns <= n->election_ns && ps.lag <= MEMB_SLACK;
+        /* heard from, by the group (a new leader's progress starts out optimistic) and by
+         * the node (frames of any kind) */
+        jr__peer *pp = jr__peer_find(n, m[i].id);
+        m[i].alive = ps.last_seen_ns <= n->election_ns && pp && pp->last_heard &&
+                     n->now - pp->last_heard <= n->election_ns;
+        int log_ok = m[i].alive && ps.lag <= MEMB_SLACK;
         /* a new voter (or the next leader) must also hold every message and the assignment */
         if (log_ok && wanted && (!m[i].voter || !self_wanted))
             log_ok = member_ready(r, m[i].id, s->peers_at);
         m[i].caught_up = (uint8_t)log_ok;
     }
     jr__memb_next x = jr__members_next(n->self, m, c->n, want, nw);
-    if (x.step == JR__MEMB_WAIT) return;
+    if (x.step == JR__MEMB_WAIT) {
+        /* A quiet group counts nobody it did not hear from when it went quiet, and an empty
+         * new member never speaks first: if the node of a member still catching up is heard
+         * from while the group is quiet, wake the group (any entry does) so it probes it. */
+        if (jr__raft_quiet(raft) && n->now >= w->woken_at + n->election_ns) {
+            for (uint32_t i = 0; i < c->n; i++) {
+                jr__peer *pp = jr__peer_find(n, m[i].id);
+                if (m[i].caught_up || !pp || !pp->last_heard ||
+                    n->now - pp->last_heard > n->election_ns)
+                    continue;
+                w->woken_at = n->now;
+                stage_tick(r);
+                break;
+            }
+        }
+        return;
+    }
     if (x.step == JR__MEMB_CONVERGED) {
         /* the committed configuration is the assignment (ready: the entries of earlier terms,
          * configurations included, are committed; ours completed before serial cleared) */

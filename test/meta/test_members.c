@@ -20,12 +20,17 @@ static uint64_t test_seed(void)
 
 static jr__memb V(uint64_t id)
 {
-    jr__memb m = {id, 1, 1};
+    jr__memb m = {id, 1, 1, 1};
     return m;
 }
 static jr__memb O(uint64_t id, int caught_up)
 {
-    jr__memb m = {id, 0, (uint8_t)caught_up};
+    jr__memb m = {id, 0, 1, (uint8_t)caught_up};
+    return m;
+}
+static jr__memb DEAD(uint64_t id)
+{
+    jr__memb m = {id, 1, 0, 0};
     return m;
 }
 
@@ -82,6 +87,26 @@ START_TEST(shrink_removes_others_first_then_hands_leadership_over)
 }
 END_TEST
 
+START_TEST(dead_voters_go_first_and_no_removal_leaves_no_live_majority)
+{
+    /* R3 -> R1 keeping 1: 3 is down, 2 restarted and lags. Removing 2 would leave {1, 3},
+     * whose majority needs the dead 3: 3 goes first, then 2. */
+    const uint64_t want[] = {1};
+    jr__memb m[3] = {V(1), V(2), DEAD(3)};
+    m[1].caught_up = 0;
+    expect(jr__members_next(1, m, 3, want, 1), JR__MEMB_REMOVE, 3);
+    /* both others dead: any removal leaves {1, dead}: wait for one to come back */
+    jr__memb d[3] = {V(1), DEAD(2), DEAD(3)};
+    expect(jr__members_next(1, d, 3, want, 1), JR__MEMB_WAIT, 0);
+    /* R5 -> R3 with two dead unwanted: each removal keeps 3 live of what is left */
+    const uint64_t want3[] = {1, 2, 3};
+    jr__memb f[5] = {V(1), V(2), V(3), DEAD(4), DEAD(5)};
+    expect(jr__members_next(1, f, 5, want3, 3), JR__MEMB_REMOVE, 4);
+    jr__memb g[4] = {V(1), V(2), V(3), DEAD(5)};
+    expect(jr__members_next(1, g, 4, want3, 3), JR__MEMB_REMOVE, 5);
+}
+END_TEST
+
 START_TEST(voters_leave_only_after_new_ones_vote)
 {
     /* a replacement: 3 in, 2 out; 2 stays until 3 is a voter */
@@ -115,6 +140,14 @@ START_TEST(every_configuration_converges_one_change_at_a_time)
         for (size_t i = 0; i < nv; i++) m[n++] = V(ids[i]);
         for (size_t i = 0; i < no; i++) m[n++] = O(ids[nv + i], (int)jr__rand_below(&r, 2));
         uint64_t leader = m[jr__rand_below(&r, nv)].id;
+        for (size_t i = 0; i < n; i++) /* some members down (a leader has a live majority) */
+            if (m[i].id != leader && jr__rand_below(&r, 4) == 0) m[i].alive = m[i].caught_up = 0;
+        size_t nvoters = 0, nlive = 0;
+        for (size_t i = 0; i < n; i++) {
+            nvoters += m[i].voter;
+            nlive += m[i].voter && m[i].alive;
+        }
+        if (2 * nlive <= nvoters) continue;
         for (int i = 7; i > 0; i--) {
             int j = (int)jr__rand_below(&r, (uint64_t)i + 1);
             uint64_t t = ids[i];
@@ -146,8 +179,8 @@ START_TEST(every_configuration_converges_one_change_at_a_time)
                 for (size_t i = 0; i < n; i++) ck_assert(m[i].voter);
                 done = 1;
                 break;
-            case JR__MEMB_WAIT: /* an observer catching up: it catches up */
-                for (size_t i = 0; i < n; i++) m[i].caught_up = 1;
+            case JR__MEMB_WAIT: /* members catching up or down: they catch up */
+                for (size_t i = 0; i < n; i++) m[i].alive = m[i].caught_up = 1;
                 break;
             case JR__MEMB_ADD:
                 ck_assert_uint_eq(at, n);
@@ -157,12 +190,20 @@ START_TEST(every_configuration_converges_one_change_at_a_time)
                 ck_assert(at < n && !m[at].voter && m[at].caught_up);
                 m[at].voter = 1;
                 break;
-            case JR__MEMB_REMOVE:
+            case JR__MEMB_REMOVE: {
                 ck_assert(at < n && x.peer != leader);
                 ck_assert(!grow_only || !m[at].voter);
                 ck_assert(voters > 1 || !m[at].voter);
                 m[at] = m[--n];
+                size_t v2 = 0, l2 = 0; /* what is left can still commit */
+                for (size_t i = 0; i < n; i++) {
+                    v2 += m[i].voter;
+                    l2 += m[i].voter && m[i].alive;
+                }
+                ck_assert_msg(2 * l2 > v2, "seed %" PRIu64 " iteration %d: no live majority left",
+                              seed, it);
                 break;
+            }
             case JR__MEMB_TRANSFER:
                 ck_assert(at < n && m[at].voter && m[at].caught_up && x.peer != leader);
                 leader = x.peer;
@@ -206,6 +247,7 @@ int main(void)
     tcase_add_test(tc, grow_adds_observers_then_promotes_the_caught_up);
     tcase_add_test(tc, shrink_removes_others_first_then_hands_leadership_over);
     tcase_add_test(tc, voters_leave_only_after_new_ones_vote);
+    tcase_add_test(tc, dead_voters_go_first_and_no_removal_leaves_no_live_majority);
     tcase_add_test(tc, every_configuration_converges_one_change_at_a_time);
     tcase_add_test(tc, shrink_keeps_the_leader_then_online_then_least_lag);
     suite_add_tcase(s, tc);

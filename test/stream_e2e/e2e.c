@@ -486,3 +486,22 @@ int e2e_catching_up(e2e *c, unsigned i, const char *name)
     jr__srep *r = rep_of(c, i, name);
     return r && r->cu != NULL;
 }
+
+void e2e_progress(e2e *c, unsigned i, const char *name, char *buf, size_t cap)
+{
+    jr__srep *r = rep_of(c, i, name);
+    buf[0] = 0;
+    if (!r || !r->g) return;
+    jr__raft *raft = jr__group_raft(r->g);
+    const jr__conf *conf = jr__raft_conf(raft);
+    size_t k = 0;
+    k += (size_t)snprintf(buf + k, cap - k, "quiet %d;", jr__raft_quiet(raft));
+    for (uint32_t m = 0; m < conf->n && k < cap; m++) {
+        jr__progress pr;
+        if (jr__raft_progress(raft, m, &pr) != 0) continue;
+        k += (size_t)snprintf(buf + k, cap - k, " [%d st %u match %llu next %llu contact %llu]",
+                              jr_sim_index(c->sim, jr__js_peer_name(e2e_node(c, i)->js, pr.id)),
+                              pr.state, (unsigned long long)pr.match,
+                              (unsigned long long)pr.next, (unsigned long long)pr.last_contact);
+    }
+}
