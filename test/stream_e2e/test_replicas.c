@@ -725,6 +725,55 @@ START_TEST(a_stream_leader_crash_mid_change_resumes_under_the_next)
 }
 END_TEST
 
+START_TEST(r3_to_r1_under_load_removing_the_leader_fails_no_publish)
+{
+    e2e c;
+    cluster(&c, 3, 1111);
+    add_stream(&c, "SLOAD", 3);
+    int l = stream_leader(&c, "SLOAD");
+    int m = e2e_meta_leader(&c);
+    ck_assert(l >= 0 && m >= 0);
+    load w = {&c, calloc(2000, sizeof(e2e_res)), 2000, 0};
+    e2e_res up, sd;
+    memset(&up, 0, sizeof up);
+    memset(&sd, 0, sizeof sd);
+    int changed = 0;
+    while (w.issued < w.n) {
+        issue(&w, 20);
+        jr_sim_run_for(c.sim, 2 * MS);
+        if (!changed && w.issued >= 400) {
+            /* the meta leader keeps the leader it knows; at once leadership moves to a peer it
+             * drops, which then has to hand over while publishes keep coming */
+            jr_stream_config cfg;
+            e2e_config(&cfg, "SLOAD", subj, 1, 1);
+            ck_assert_int_eq(
+                jr_stream_update(e2e_node(&c, (unsigned)m), &cfg, e2e_admin_cb, &up), 0);
+            char to[8];
+            snprintf(to, sizeof to, "n%d", (l + 1) % 3);
+            ck_assert_int_eq(jr_stream_stepdown(e2e_node(&c, (unsigned)m), "SLOAD", to,
+                                                e2e_admin_cb, &sd),
+                             0);
+            changed = 1;
+        }
+    }
+    ck_assert_int_eq(jr_sim_run_until(c.sim, all_done, &w, 60 * SEC), 0);
+    ck_assert_msg(up.done && up.status == 0, "update: %s", up.msg);
+    int dups = 0;
+    for (int i = 0; i < w.n; i++) {
+        ck_assert_msg(w.res[i].status == 0, "publish %d: %s %s", i, jr_err_name(w.res[i].status),
+                      w.res[i].msg);
+        dups += w.res[i].duplicate;
+    }
+    int nl = wait_converged(&c, "SLOAD", 1, 30 * SEC);
+    ck_assert_msg(nl == l, "not converged (leader %d, want %d): %s", nl, l, g_why);
+    check_identical(&c, "SLOAD", (uint64_t)w.n); /* each stored exactly once */
+    fprintf(stderr, "shrink under load: %d publishes, %d acked as duplicates of a retry\n", w.n,
+            dups);
+    free(w.res);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_replicas");
@@ -740,6 +789,7 @@ int main(void)
     tcase_add_test(tc, an_impossible_grow_changes_nothing);
     tcase_add_test(tc, removed_servers_that_were_down_rejoin_or_release_on_restart);
     tcase_add_test(tc, a_stream_leader_crash_mid_change_resumes_under_the_next);
+    tcase_add_test(tc, r3_to_r1_under_load_removing_the_leader_fails_no_publish);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
