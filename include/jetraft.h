@@ -584,8 +584,8 @@ typedef void (*jr_stream_cb)(void *arg, int status, const char *msg);
 JR_API int jr_stream_add(jr_node *node, const jr_stream_config *cfg, jr_stream_cb cb, void *arg);
 /* Changes the config of the stream cfg->name to cfg (the fields JetStream allows to change;
  * others are JR_EINVAL naming the field). JR_ENOTFOUND for an unknown stream.
- * A different `replicas` changes the stream's peer set (placement unchanged; a placement change
- * — a move — is JR_ENOTSUP for now, and with a replica change in the same update JR_EINVAL):
+ * A different `replicas` or `placement` changes the stream's peer set (not both in one update:
+ * JR_EINVAL naming placement, as JetStream):
  *  - growing, the meta leader keeps the current peers and places the others by the usual rules
  *    (JR_ENORESOURCES with a reason per server, and nothing changes, if too few qualify); each
  *    new replica joins as a non-voting observer, catches up (from the log, or a snapshot and
@@ -594,13 +594,17 @@ JR_API int jr_stream_add(jr_node *node, const jr_stream_config *cfg, jr_stream_c
  *  - shrinking, the stream's leader stays (as far as the meta leader knows it), then online
  *    peers, then the most caught up; the others are removed one at a time, a removed leader
  *    handing its leadership to a remaining caught-up peer first; a removed server deletes its
- *    replica only once the stream's group no longer counts it.
+ *    replica only once the stream's group no longer counts it;
+ *  - moving (new placement tags or cluster), the peers that fit the new placement stay and the
+ *    others are replaced (JR_ENORESOURCES, nothing changed, if too few servers fit): the new
+ *    replicas join and catch up as in a grow, and only then do the old ones leave as in a
+ *    shrink.
  * Status 0 means the new peer set is committed; the replicas then converge to it in the
  * background (stream info shows a joining replica as observer, or pending, and not current),
  * also across failovers of the stream's or the meta leader. Publishes go on meanwhile (a
  * leader handing over refuses them briefly; requests go to the next leader). Another change
- * of `replicas` before that convergence is JR_EBUSY ("cluster member change is in progress");
- * other config changes are accepted meanwhile. */
+ * of the peer set before that convergence is JR_EBUSY ("cluster member change is in
+ * progress"); other config changes are accepted meanwhile. */
 JR_API int jr_stream_update(jr_node *node, const jr_stream_config *cfg, jr_stream_cb cb,
                             void *arg);
 /* Deletes a stream and its messages on every replica. JR_ENOTFOUND if unknown. */

@@ -81,6 +81,19 @@ static bool has_tag(const jr__place_server *s, const char *t)
     return false;
 }
 
+int jr__placement_fits(const jr__place_server *s, const char *cluster, const char *const *tags,
+                       size_t ntags)
+{
+    if (!s || !s->cluster || !cluster || strcmp(s->cluster, cluster) != 0) return 0;
+    for (size_t k = 0; k < ntags; k++) {
+        if (!tags[k] || !tags[k][0]) return 0;
+        int excl = tags[k][0] == '!';
+        if (excl != has_tag(s, tags[k] + excl)) continue;
+        return 0;
+    }
+    return 1;
+}
+
 static const char *unique_value(const ctx *c, const jr__place_server *s)
 {
     if (!c->uprefix) return NULL;

@@ -86,6 +86,13 @@ typedef struct jr__place_result {
 int jr__placement_select(const jr__place_server *servers, size_t n, const jr__place_request *req,
                          jr__place_result *out, int *reasons, char *msg, size_t msglen);
 
+/* 1 if server s is in `cluster`, carries every required tag of tags[0..ntags) and none of its
+ * "!tag" exclusions (the tag rules above, case-insensitive), else 0. Online state, capacity,
+ * asset limits and unique tags are not looked at: this is whether a server already holding a
+ * replica may keep it under a new placement (a move). */
+int jr__placement_fits(const jr__place_server *s, const char *cluster, const char *const *tags,
+                       size_t ntags);
+
 /* A short English phrase for a reason ("offline", "lacks a required tag", ...). */
 const char *jr__place_reason_str(int reason);
 

@@ -21,10 +21,11 @@
  * longer names this server (a peer removal) stays until the stream's peer change converged
  * (STREAM_CONVERGED applied) and the meta state replayed what it held at open.
  *
- * Peer changes. An update with another replica count gets its new peer set here: a grow keeps
- * the current peers and places the others (placement.c, with them as `keep`), a shrink keeps
- * who members.h says; the apply refuses a second change while one converges (JR_EBUSY), and
- * the stream's leader drives the group to the new set (stream_node.c "Peer changes").
+ * Peer changes. An update with another replica count or placement gets its new peer set here:
+ * a grow keeps the current peers and places the others (placement.c, with them as `keep`), a
+ * shrink keeps who members.h says, a move keeps the peers that fit the new placement and
+ * places the others; the apply refuses a second change while one converges (JR_EBUSY), and the
+ * stream's leader drives the group to the new set (stream_node.c "Peer changes").
  *
  * No meta leader: requests wait, re-trying every heartbeat, until their deadline, then fail with
  * JR_ENOLEADER ("no meta leader") — or JR_ENOQUORUM when a leader was reachable but nothing
@@ -179,10 +180,12 @@ static int propose(jr__js *js, const uint8_t *p, size_t len, uint64_t *index, ui
     return 0;
 }
 
-/* Chooses the peers of a new stream, or (keep: its current peers, which stay) of a stream that
- * grows. 0 with names in peers[] (kept ones first); else the refusal, msg set. */
-static int place(jr__js *js, const jr__meta_op *op, const char *const *keep, size_t nkeep,
-                 const char **peers, size_t *npeers, char *msg, size_t msglen)
+/* Chooses the peers of a new stream, or (keep: the current peers that stay) of a stream that
+ * grows or moves; without a cluster in the config, the replicas go to the cluster of server
+ * `home` (the asker for a new stream, a current peer otherwise). 0 with names in peers[] (kept
+ * ones first); else the refusal, msg set. */
+static int place(jr__js *js, const jr__meta_op *op, const char *home, const char *const *keep,
+                 size_t nkeep, const char **peers, size_t *npeers, char *msg, size_t msglen)
 {
     jr__meta_state *st = &js->st;
     size_t ns = st->nservers;
@@ -195,9 +198,7 @@ static int place(jr__js *js, const jr__meta_op *op, const char *const *keep, siz
     const jr_stream_config *c = &norm.c;
     const char *cluster = c->placement.cluster;
     if (!cluster || !*cluster) {
-        /* a growing stream stays in its peers' cluster; a new one goes to the asker's */
-        const char *by = nkeep ? keep[0] : op->origin;
-        const jr__meta_server *o = by ? jr__meta_server_find(st, by) : NULL;
+        const jr__meta_server *o = home ? jr__meta_server_find(st, home) : NULL;
         cluster = o ? o->cluster : js->cluster;
     }
     jr__place_request req;
@@ -256,6 +257,32 @@ static void shrink(jr__js *js, const jr__meta_stream *s, size_t replicas, const 
     *npeers = k;
 }
 
+/* The peers of stream s under the new placement of op (same replica count): the current
+ * peers that fit it stay, placement finds the others. 0 with names in peers[]; else the
+ * refusal (JR_ENORESOURCES with the reasons), msg set. */
+static int move(jr__js *js, const jr__meta_op *op, const jr__meta_stream *s, const char **peers,
+                size_t *npeers, char *msg, size_t msglen)
+{
+    jr__stream_norm norm;
+    jr__stream_config_normalize(op->config, &norm);
+    const jr_placement *pl = &norm.c.placement;
+    const char *keep[JR_MAX_REPLICAS];
+    size_t nkeep = 0;
+    for (size_t i = 0; i < s->npeers; i++) {
+        const jr__meta_server *sv = jr__meta_server_find(&js->st, s->peers[i]);
+        if (!sv) continue;
+        jr__place_server ps;
+        memset(&ps, 0, sizeof ps);
+        ps.name = sv->name;
+        ps.cluster = sv->cluster;
+        ps.tags = sv->tags;
+        ps.ntags = sv->ntags;
+        const char *cluster = pl->cluster && *pl->cluster ? pl->cluster : sv->cluster;
+        if (jr__placement_fits(&ps, cluster, pl->tags, pl->ntags)) keep[nkeep++] = s->peers[i];
+    }
+    return place(js, op, s->peers[0], keep, nkeep, peers, npeers, msg, msglen);
+}
+
 static int same_str(const char *a, const char *b)
 {
     return strcmp(a ? a : "", b ? b : "") == 0;
@@ -300,7 +327,7 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
         if (op.type == JR__META_STREAM_ADD && !res.assignment) {
             const char *peers[JR_MAX_REPLICAS];
             size_t np = 0;
-            rc = place(js, &op, NULL, 0, peers, &np, msg, sizeof msg);
+            rc = place(js, &op, op.origin, NULL, 0, peers, &np, msg, sizeof msg);
             if (rc != 0) {
                 reply_text(js, rt, rc, msg);
                 goto out;
@@ -321,18 +348,20 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
             const jr__meta_stream *s = jr__meta_stream_find(&js->st, op.config->name);
             jr__stream_norm norm;
             jr__stream_config_normalize(op.config, &norm);
-            if (!same_placement(&norm.c.placement, &s->cfg->c.placement)) {
-                reply_text(js, rt, JR_ENOTSUP,
-                           "placement: moving a live stream is peer management, not supported "
-                           "yet");
-                goto out;
-            }
             const char *peers[JR_MAX_REPLICAS];
             size_t np = s->npeers, want = (size_t)norm.c.replicas;
-            if (want > s->npeers) {
+            if (!same_placement(&norm.c.placement, &s->cfg->c.placement)) {
+                /* a move (never with a replica change: jr__meta_check refused that) */
+                rc = move(js, &op, s, peers, &np, msg, sizeof msg);
+                if (rc != 0) {
+                    reply_text(js, rt, rc, msg);
+                    goto out;
+                }
+            } else if (want > s->npeers) {
                 /* grow: the current peers stay, placement finds the others (jr__meta_check
                  * refused the change already if an earlier one has not converged) */
-                rc = place(js, &op, s->peers, s->npeers, peers, &np, msg, sizeof msg);
+                rc = place(js, &op, s->peers[0], s->peers, s->npeers, peers, &np, msg,
+                           sizeof msg);
                 if (rc != 0) {
                     reply_text(js, rt, rc, msg);
                     goto out;

@@ -12,7 +12,11 @@
  *   - the meta leader crashing right after committing a change: the change completes;
  *   - a new replica's server crashing while it catches up: it resumes after its restart;
  *   - a second change while the first converges: JR_EBUSY; an impossible grow:
- *     JR_ENORESOURCES with the reasons, and nothing changes.
+ *     JR_ENORESOURCES with the reasons, and nothing changes;
+ *   - removed servers that were down during the change: back before it is over, they vote
+ *     again until it is; back after it, they release log and store;
+ *   - the stream's leader crashing mid-change; R3 -> R1 under load removing the leader;
+ *   - moves: new placement tags replace the peers that do not fit (all of them, or one).
  *
  * JR_E2E_LOG=1 prints the nodes' log lines.
  */
@@ -267,16 +271,18 @@ static int stream_leader(e2e *c, const char *name)
     return -1;
 }
 
-/* No server gave up its replica while the leader's configuration still counts it. */
+/* No server the change removed gave up its replica while the leader's configuration still
+ * counts it (a server it adds may not have created its replica yet). */
 static void check_no_early_release(e2e *c, const char *name)
 {
     int l = stream_leader(c, name);
     if (l < 0) return;
-    unsigned m[16];
+    unsigned m[16], p[8];
     int v[16];
     int k = e2e_members(c, (unsigned)l, name, m, v, 16);
+    int np = e2e_meta_peers(c, (unsigned)l, name, p, 8);
     for (int j = 0; j < k; j++)
-        if (m[j] < c->n && alive(c, m[j]))
+        if (m[j] < c->n && alive(c, m[j]) && !in_list(m[j], p, np))
             ck_assert_msg(e2e_has_replica(c, m[j], name),
                           "n%u released its replica while still a member of leader n%d's group",
                           m[j], l);
@@ -774,6 +780,78 @@ START_TEST(r3_to_r1_under_load_removing_the_leader_fails_no_publish)
 }
 END_TEST
 
+/* A cluster of n whose first `ssd` servers carry "ssd", the rest "hdd"; every server also
+ * carries "az:<i mod 3>". */
+static const char *g_az[3] = {"az:0", "az:1", "az:2"};
+static void tagged_cluster(e2e *c, unsigned n, unsigned ssd, uint64_t seed)
+{
+    memset(c, 0, sizeof *c);
+    for (unsigned i = 0; i < n; i++) {
+        c->tags[i][0] = i < ssd ? "ssd" : "hdd";
+        c->tags[i][1] = g_az[i % 3];
+        c->ntags[i] = 2;
+    }
+    seed = seed_of(seed);
+    ck_assert_int_eq(e2e_new(c, n, seed, 3000), 0);
+    fprintf(stderr, "tagged cluster of %u, seed %llu\n", n, (unsigned long long)seed);
+    ck_assert_int_ge(e2e_wait_meta(c, n, 30 * SEC), 0);
+}
+
+START_TEST(a_move_to_other_tags_replaces_the_peers_that_do_not_fit)
+{
+    e2e c;
+    tagged_cluster(&c, 6, 3, 1212);
+    static const char *ssd[] = {"ssd"}, *hdd[] = {"hdd"}, *not_az0[] = {"!az:0"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "MOVE", subj, 1, 3);
+    cfg.placement.tags = ssd;
+    cfg.placement.ntags = 1;
+    e2e_res r;
+    ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "%s", r.msg);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "MOVE", 2, 30 * SEC), 0);
+    publish_n(&c, 0, 0, 120);
+    /* everything moves: ssd -> hdd */
+    cfg.placement.tags = hdd;
+    ck_assert_msg(e2e_update(&c, 4, &cfg, &r) == 0, "%s", r.msg);
+    uint64_t end = jr_sim_now(c.sim) + 30 * SEC;
+    while (e2e_meta_busy(&c, 4, "MOVE") && jr_sim_now(c.sim) < end) {
+        check_no_early_release(&c, "MOVE");
+        jr_sim_run_for(c.sim, 5 * MS);
+    }
+    ck_assert_msg(wait_converged(&c, "MOVE", 3, 30 * SEC) >= 0, "not converged: %s", g_why);
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "MOVE", p, 8), 3);
+    for (int j = 0; j < 3; j++) ck_assert_uint_ge(p[j], 3);
+    check_identical(&c, "MOVE", 120);
+    publish_n(&c, 1, 120, 130);
+    check_identical(&c, "MOVE", 130);
+    /* a partial move: the peers that still fit stay, only the one in az:0 is replaced */
+    unsigned before[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "MOVE", before, 8), 3);
+    static const char *hdd_not_az0[] = {"hdd", "!az:0"};
+    cfg.placement.tags = hdd_not_az0;
+    cfg.placement.ntags = 2;
+    /* only n4 (az:1) and n5 (az:2) are hdd outside az:0: two servers for three replicas */
+    ck_assert_int_eq(e2e_update(&c, 2, &cfg, &r), JR_ENORESOURCES);
+    ck_assert_msg(strstr(r.msg, "no suitable peers for placement"), "%s", r.msg);
+    ck_assert_int_eq(e2e_meta_busy(&c, 2, "MOVE"), 0);
+    unsigned now[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 2, "MOVE", now, 8), 3);
+    ck_assert_int_eq(memcmp(now, before, 3 * sizeof *now), 0);
+    /* anything outside az:0: n4 and n5 fit and stay, n3 gives way to n1 or n2 */
+    cfg.placement.tags = not_az0;
+    cfg.placement.ntags = 1;
+    ck_assert_msg(e2e_update(&c, 2, &cfg, &r) == 0, "%s", r.msg);
+    ck_assert_msg(wait_converged(&c, "MOVE", 3, 30 * SEC) >= 0, "not converged: %s", g_why);
+    unsigned after[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "MOVE", after, 8), 3);
+    ck_assert(in_list(4, after, 3) && in_list(5, after, 3) && !in_list(3, after, 3));
+    ck_assert(in_list(1, after, 3) || in_list(2, after, 3));
+    check_identical(&c, "MOVE", 130);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_replicas");
@@ -790,6 +868,7 @@ int main(void)
     tcase_add_test(tc, removed_servers_that_were_down_rejoin_or_release_on_restart);
     tcase_add_test(tc, a_stream_leader_crash_mid_change_resumes_under_the_next);
     tcase_add_test(tc, r3_to_r1_under_load_removing_the_leader_fails_no_publish);
+    tcase_add_test(tc, a_move_to_other_tags_replaces_the_peers_that_do_not_fit);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

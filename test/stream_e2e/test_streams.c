@@ -467,9 +467,9 @@ START_TEST(admin_calls)
     t.replicas = 1; /* a move and a replica change at once: refused, as JetStream does */
     ck_assert_int_eq(e2e_update(&c, 2, &t, &r), JR_EINVAL);
     ck_assert_msg(strncmp(r.msg, "placement", 9) == 0, "%s", r.msg);
-    t.replicas = 3; /* replica changes work (test_replicas.c); a move is not supported yet */
-    ck_assert_int_eq(e2e_update(&c, 2, &t, &r), JR_ENOTSUP);
-    ck_assert_msg(strncmp(r.msg, "placement", 9) == 0, "%s", r.msg);
+    t.replicas = 3; /* a move (test_replicas.c) to servers nobody has: refused with reasons */
+    ck_assert_int_eq(e2e_update(&c, 2, &t, &r), JR_ENORESOURCES);
+    ck_assert_msg(strstr(r.msg, "no suitable peers for placement"), "%s", r.msg);
     t.placement.tags = NULL;
     t.placement.ntags = 0;
     t.name = "NOPE";
