@@ -386,6 +386,24 @@ START_TEST(bad_requests_are_einval)
 }
 END_TEST
 
+START_TEST(fits_checks_cluster_and_tags_only)
+{
+    static const char *ssd[] = {"SSD"}, *not_slow[] = {"!slow"}, *both[] = {"hdd", "!slow"};
+    /* n1: az:1 ssd; n5: az:2 hdd slow; w1: west */
+    ck_assert_int_eq(jr__placement_fits(&cluster[0], "east", ssd, 1), 1); /* case-insensitive */
+    ck_assert_int_eq(jr__placement_fits(&cluster[4], "east", ssd, 1), 0);
+    ck_assert_int_eq(jr__placement_fits(&cluster[4], "east", not_slow, 1), 0);
+    ck_assert_int_eq(jr__placement_fits(&cluster[3], "east", both, 2), 1);
+    ck_assert_int_eq(jr__placement_fits(&cluster[4], "east", both, 2), 0);
+    ck_assert_int_eq(jr__placement_fits(&cluster[5], "east", ssd, 1), 0); /* other cluster */
+    ck_assert_int_eq(jr__placement_fits(&cluster[5], "west", NULL, 0), 1);
+    cluster[0].online = 0; /* liveness, capacity and limits are not its business */
+    cluster[0].max_assets = 1;
+    cluster[0].assets = 1;
+    ck_assert_int_eq(jr__placement_fits(&cluster[0], "east", ssd, 1), 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("placement");
@@ -402,6 +420,7 @@ int main(void)
     tcase_add_test(tc, seed_breaks_ties_reproducibly);
     tcase_add_test(tc, keep_and_avoid);
     tcase_add_test(tc, bad_requests_are_einval);
+    tcase_add_test(tc, fits_checks_cluster_and_tags_only);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
