@@ -373,8 +373,8 @@ void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s);
 
 /* Creates (or joins) the local replica of assignment s: a stream whose peer set never changed
  * bootstraps its group with those peers as voters; otherwise the group exists and this server
- * joins it empty (jr_group_open's join mode), waiting for the leader to add it. 0 or an error
- * (logged). */
+ * joins it empty (jr_group_open's join mode), waiting for the leader to add it. 0, JR_EBUSY
+ * (the group's release is pending: try again after the next flush), or an error (logged). */
 int jr__srep_create(jr__js *js, const jr__meta_stream *s);
 /* The assignment changed: take its config and peers. */
 void jr__srep_update(jr__srep *r, const jr__meta_stream *s);

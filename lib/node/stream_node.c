@@ -839,6 +839,11 @@ static void rep_unlink(jr__srep *r)
 int jr__srep_create(jr__js *js, const jr__meta_stream *s)
 {
     jr_node *n = js->n;
+    /* Released a moment ago (removed, then added back by an op applied in the same flush):
+     * its group goes at the next flush's start; create it afresh after that (the caller
+     * converges again later). */
+    for (size_t i = 0; i < js->ndead; i++)
+        if (js->dead[i] == s->group) return JR_EBUSY;
     if (!jr__map_get(&n->stashes, s->group) && !jr__map_get(&n->groups, s->group)) {
         /* A replica new on this server: nothing of its group is durable here, so no store can
          * hold a state of its log (entries are applied only once durable). A store found under
