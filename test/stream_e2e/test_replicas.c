@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "e2e.h"
+#include "util/rand.h"
 
 static const char *subj[] = {"rep.>"};
 
@@ -852,6 +853,188 @@ START_TEST(a_move_to_other_tags_replaces_the_peers_that_do_not_fit)
 }
 END_TEST
 
+/* Randomized: a 5-node cluster with lossy, duplicating, reordering links, one server at a
+ * time crashed (power loss, torn last write) or cut off, publishes with msg ids on every
+ * server, stepdowns, and replica changes between 1 and 5 (and back) issued whenever a server
+ * thinks the last one converged. At the end: heal, restart everything, and check that the
+ * stream converged, every acknowledged message is stored at its seq on every replica, and the
+ * replicas are identical. JR_SEEDS=first:count (default 1:4). */
+static void random_run(uint64_t seed)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    c.torn_writes = 1;
+    ck_assert_int_eq(e2e_new(&c, 5, seed, 1000), 0);
+    jr__rand rnd;
+    jr__rand_seed(&rnd, seed * 104729);
+    ck_assert_msg(e2e_wait_meta(&c, 5, 30 * SEC) >= 0, "seed %llu", (unsigned long long)seed);
+    for (unsigned i = 0; i < 5; i++) e2e_snapshot_every(&c, i, 32);
+    add_stream(&c, "RND", 3);
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.drop = 0.01;
+    link.duplicate = 0.01;
+    link.reorder = 0.03;
+    link.delay_max_ns = 1 * MS;
+    for (unsigned a = 0; a < 5; a++)
+        for (unsigned b = 0; b < 5; b++)
+            if (a != b) jr_sim_set_link(c.sim, a, b, &link);
+    enum { NMSG = 1500 };
+    e2e_res *res = calloc(NMSG, sizeof *res);
+    uint64_t *acked = calloc(NMSG, sizeof *acked);
+    int *issued = calloc(NMSG, sizeof *issued);
+    static e2e_res admin[400]; /* outlive the calls (callbacks may come at the close) */
+    static int is_update[400];
+    memset(admin, 0, sizeof admin);
+    memset(is_update, 0, sizeof is_update);
+    size_t next = 0;
+    int down = -1, changes = 0, refused = 0;
+    for (int round = 0; round < 400 && next < NMSG; round++) {
+        for (int k = 0; k < 8; k++) {
+            size_t i = (size_t)-1;
+            for (size_t j = 0; j < next; j++)
+                if (!issued[j] && !acked[j]) {
+                    i = j;
+                    break;
+                }
+            if (i == (size_t)-1) {
+                if (next >= NMSG) break;
+                i = next++;
+            }
+            unsigned via = (unsigned)jr__rand_below(&rnd, 5);
+            if ((int)via == down) via = (via + 1) % 5;
+            char sub[32], data[64], id[32];
+            snprintf(sub, sizeof sub, "rep.%zu", i % 7);
+            snprintf(data, sizeof data, "message %zu of the replica tests", i);
+            snprintf(id, sizeof id, "m-%zu", i);
+            jr_pub_opts o;
+            jr_pub_opts_init(&o);
+            o.msg_id = id;
+            memset(&res[i], 0, sizeof res[i]);
+            ck_assert_int_eq(jr_publish(e2e_node(&c, via), sub, NULL, 0, data, strlen(data), &o,
+                                        e2e_pub_cb, &res[i]),
+                             0);
+            issued[i] = 1;
+        }
+        jr_sim_run_for(c.sim, (1 + jr__rand_below(&rnd, 15)) * MS);
+        for (size_t j = 0; j < next; j++) {
+            if (!issued[j] || !res[j].done) continue;
+            issued[j] = 0;
+            if (res[j].status != 0) continue;
+            ck_assert_msg(!acked[j] || acked[j] == res[j].seq, "seed %llu: msg %zu acked twice",
+                          (unsigned long long)seed, j);
+            acked[j] = res[j].seq;
+        }
+        uint64_t dice = jr__rand_below(&rnd, 100);
+        unsigned via = (unsigned)jr__rand_below(&rnd, 5);
+        if ((int)via == down) via = (via + 1) % 5;
+        if (dice < 4 && down < 0) {
+            down = (int)jr__rand_below(&rnd, 5);
+            jr_sim_crash(c.sim, (unsigned)down);
+        } else if (dice < 8 && down >= 0) {
+            e2e_restart(&c, (unsigned)down);
+            down = -1;
+        } else if (dice < 10) {
+            unsigned side = (unsigned)jr__rand_below(&rnd, 5);
+            jr_sim_partition(c.sim, &side, 1);
+        } else if (dice < 16) {
+            jr_sim_heal(c.sim);
+        } else if (dice < 18) {
+            e2e_res *sd = &admin[round];
+            memset(sd, 0, sizeof *sd);
+            jr_stream_stepdown(e2e_node(&c, via), "RND", NULL, e2e_admin_cb, sd);
+        } else if (dice < 26 && e2e_meta_busy(&c, via, "RND") == 0) {
+            e2e_res *up = &admin[round];
+            memset(up, 0, sizeof *up);
+            jr_stream_config cfg;
+            e2e_config(&cfg, "RND", subj, 1, 1 + (int)jr__rand_below(&rnd, 5));
+            jr_stream_update(e2e_node(&c, via), &cfg, e2e_admin_cb, up);
+            is_update[round] = 1;
+            changes++;
+        }
+    }
+    jr_sim_heal(c.sim);
+    if (down >= 0) ck_assert_int_eq(e2e_restart(&c, (unsigned)down), 0);
+    jr_sim_link_init(&link);
+    for (unsigned a = 0; a < 5; a++)
+        for (unsigned b = 0; b < 5; b++)
+            if (a != b) jr_sim_set_link(c.sim, a, b, &link);
+    jr_sim_run_for(c.sim, 10 * SEC);
+    char why[256] = "";
+    for (int k = 0; k < 400; k++)
+        if (is_update[k] && admin[k].done && admin[k].status) {
+            refused++;
+            if (strlen(why) < 200) {
+                strcat(why, " ");
+                strcat(why, jr_err_name(admin[k].status));
+            }
+        }
+    for (size_t j = 0; j < next; j++) {
+        ck_assert_msg(!issued[j] || res[j].done, "seed %llu: publish %zu never completed",
+                      (unsigned long long)seed, j);
+        if (issued[j] && res[j].status == 0) acked[j] = res[j].seq;
+    }
+    for (unsigned i = 0; i < 5; i++) ck_assert_int_eq(jr_sim_crash(c.sim, i), 0);
+    for (unsigned i = 0; i < 5; i++) ck_assert_int_eq(e2e_restart(&c, i), 0);
+    ck_assert_msg(e2e_wait_meta(&c, 5, 30 * SEC) >= 0, "seed %llu: no meta leader",
+                  (unsigned long long)seed);
+    unsigned p[8];
+    int np = e2e_meta_peers(&c, 0, "RND", p, 8);
+    ck_assert_int_gt(np, 0);
+    if (wait_converged(&c, "RND", np, 60 * SEC) < 0)
+        ck_abort_msg("seed %llu (JR_SEEDS=%llu:1): not converged to R%d: %s",
+                     (unsigned long long)seed, (unsigned long long)seed, np, g_why);
+    uint64_t last = 0;
+    size_t nacked = 0;
+    for (size_t j = 0; j < next; j++) {
+        if (acked[j] > last) last = acked[j];
+        nacked += acked[j] != 0;
+    }
+    uint64_t d0 = 0;
+    for (int tries = 0; tries < 300; tries++) {
+        int same = 1;
+        for (int j = 0; j < np; j++) {
+            uint64_t d;
+            ck_assert_int_eq(e2e_digest(&c, p[j], "RND", &d), 0);
+            if (j == 0) d0 = d;
+            same &= d == d0;
+        }
+        if (same) break;
+        jr_sim_run_for(c.sim, 100 * MS);
+    }
+    for (int j = 0; j < np; j++) {
+        uint64_t d;
+        ck_assert_int_eq(e2e_digest(&c, p[j], "RND", &d), 0);
+        ck_assert_msg(d == d0, "seed %llu: replicas differ", (unsigned long long)seed);
+        for (size_t m = 0; m < next; m++) {
+            if (!acked[m]) continue;
+            char sub[64], got[128], want[64];
+            int rc = e2e_local_get(&c, p[j], "RND", acked[m], sub, sizeof sub, got, sizeof got);
+            ck_assert_msg(rc == 0, "seed %llu: n%u lost acknowledged msg %zu (seq %llu): %s",
+                          (unsigned long long)seed, p[j], m, (unsigned long long)acked[m],
+                          jr_err_name(rc));
+            snprintf(want, sizeof want, "message %zu of the replica tests", m);
+            ck_assert_str_eq(got, want);
+        }
+    }
+    fprintf(stderr, "replicas seed %llu: %d changes asked (%d refused:%s), R%d at the end; %zu "
+                    "of %zu publishes acknowledged and intact\n",
+            (unsigned long long)seed, changes, refused, why, np, nacked, next);
+    free(res);
+    free(acked);
+    free(issued);
+    e2e_free(&c);
+}
+
+START_TEST(random_replica_changes_under_faults)
+{
+    uint64_t first = 1, count = 4;
+    const char *s = getenv("JR_SEEDS");
+    if (s) sscanf(s, "%llu:%llu", (unsigned long long *)&first, (unsigned long long *)&count);
+    for (uint64_t k = 0; k < count; k++) random_run(first + k);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_replicas");
@@ -869,6 +1052,7 @@ int main(void)
     tcase_add_test(tc, a_stream_leader_crash_mid_change_resumes_under_the_next);
     tcase_add_test(tc, r3_to_r1_under_load_removing_the_leader_fails_no_publish);
     tcase_add_test(tc, a_move_to_other_tags_replaces_the_peers_that_do_not_fit);
+    tcase_add_test(tc, random_replica_changes_under_faults);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
