@@ -165,8 +165,10 @@ START_TEST(every_configuration_converges_one_change_at_a_time)
         }
         int steps = 0, done = 0;
         while (!done) {
-            ck_assert_msg(++steps < 32, "seed %" PRIu64 " (JR_TEST_SEED) iteration %d: no "
-                                        "convergence", seed, it);
+            ck_assert_msg(++steps < 32,
+                          "seed %" PRIu64 " (JR_TEST_SEED) iteration %d: no "
+                          "convergence",
+                          seed, it);
             size_t voters = 0;
             for (size_t i = 0; i < n; i++) voters += m[i].voter;
             jr__memb_next x = jr__members_next(leader, m, n, want, nw);

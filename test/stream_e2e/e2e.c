@@ -454,7 +454,8 @@ int e2e_meta_peers(e2e *c, unsigned i, const char *name, unsigned *out, size_t c
     const jr__meta_stream *s = n && n->js ? jr__meta_stream_find(&n->js->st, name) : NULL;
     if (!s) return -1;
     size_t k = 0;
-    for (size_t p = 0; p < s->npeers && k < cap; p++) out[k++] = (unsigned)jr_sim_index(c->sim, s->peers[p]);
+    for (size_t p = 0; p < s->npeers && k < cap; p++)
+        out[k++] = (unsigned)jr_sim_index(c->sim, s->peers[p]);
     return (int)k;
 }
 

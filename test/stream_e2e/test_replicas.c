@@ -352,8 +352,8 @@ static void issue(load *w, int k)
         jr_pub_opts_init(&o);
         o.msg_id = id;
         memset(&w->res[i], 0, sizeof w->res[i]);
-        ck_assert_int_eq(jr_publish(e2e_node(w->c, (unsigned)i % w->c->n), s, NULL, 0, d,
-                                    strlen(d), &o, e2e_pub_cb, &w->res[i]),
+        ck_assert_int_eq(jr_publish(e2e_node(w->c, (unsigned)i % w->c->n), s, NULL, 0, d, strlen(d),
+                                    &o, e2e_pub_cb, &w->res[i]),
                          0);
     }
 }
@@ -400,9 +400,8 @@ START_TEST(r3_to_r5_under_publish_load_loses_and_fails_nothing)
         char sub[64], data[128], want[64];
         snprintf(want, sizeof want, "message %d of the replica tests", i);
         for (unsigned k = 0; k < 5; k++) {
-            ck_assert_int_eq(e2e_local_get(&c, k, "LOAD", w.res[i].seq, sub, sizeof sub, data,
-                                           sizeof data),
-                             0);
+            ck_assert_int_eq(
+                e2e_local_get(&c, k, "LOAD", w.res[i].seq, sub, sizeof sub, data, sizeof data), 0);
             ck_assert_str_eq(data, want);
         }
     }
@@ -545,7 +544,8 @@ START_TEST(a_second_change_while_one_converges_is_ebusy)
     ck_assert_int_eq(jr_stream_update(e2e_node(&c, 2), &cb, e2e_admin_cb, &b), 0);
     ck_assert_int_eq(e2e_wait(&c, &a, 30 * SEC), 0);
     ck_assert_int_eq(e2e_wait(&c, &b, 30 * SEC), 0);
-    ck_assert_msg((a.status == 0 && b.status == JR_EBUSY) || (a.status == JR_EBUSY && b.status == 0),
+    ck_assert_msg((a.status == 0 && b.status == JR_EBUSY) ||
+                      (a.status == JR_EBUSY && b.status == 0),
                   "%s / %s", a.msg, b.msg);
     const char *busy_msg = a.status ? a.msg : b.msg;
     ck_assert_msg(strstr(busy_msg, "cluster member change is in progress"), "%s", busy_msg);
@@ -702,8 +702,7 @@ START_TEST(a_stream_leader_crash_mid_change_resumes_under_the_next)
     memset(&up, 0, sizeof up);
     jr_stream_config cfg;
     e2e_config(&cfg, "SL", subj, 1, 5);
-    ck_assert_int_eq(jr_stream_update(e2e_node(&c, (unsigned)(l + 1) % 5), &cfg, e2e_admin_cb,
-                                      &up),
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, (unsigned)(l + 1) % 5), &cfg, e2e_admin_cb, &up),
                      0);
     /* crash the stream's leader as soon as it added its first observer */
     uint64_t end = jr_sim_now(c.sim) + 10 * SEC;
@@ -753,13 +752,12 @@ START_TEST(r3_to_r1_under_load_removing_the_leader_fails_no_publish)
              * drops, which then has to hand over while publishes keep coming */
             jr_stream_config cfg;
             e2e_config(&cfg, "SLOAD", subj, 1, 1);
-            ck_assert_int_eq(
-                jr_stream_update(e2e_node(&c, (unsigned)m), &cfg, e2e_admin_cb, &up), 0);
+            ck_assert_int_eq(jr_stream_update(e2e_node(&c, (unsigned)m), &cfg, e2e_admin_cb, &up),
+                             0);
             char to[8];
             snprintf(to, sizeof to, "n%d", (l + 1) % 3);
-            ck_assert_int_eq(jr_stream_stepdown(e2e_node(&c, (unsigned)m), "SLOAD", to,
-                                                e2e_admin_cb, &sd),
-                             0);
+            ck_assert_int_eq(
+                jr_stream_stepdown(e2e_node(&c, (unsigned)m), "SLOAD", to, e2e_admin_cb, &sd), 0);
             changed = 1;
         }
     }
@@ -1017,8 +1015,9 @@ static void random_run(uint64_t seed)
             ck_assert_str_eq(got, want);
         }
     }
-    fprintf(stderr, "replicas seed %llu: %d changes asked (%d refused:%s), R%d at the end; %zu "
-                    "of %zu publishes acknowledged and intact\n",
+    fprintf(stderr,
+            "replicas seed %llu: %d changes asked (%d refused:%s), R%d at the end; %zu "
+            "of %zu publishes acknowledged and intact\n",
             (unsigned long long)seed, changes, refused, why, np, nacked, next);
     free(res);
     free(acked);
