@@ -579,6 +579,7 @@ static int apply_add(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
     s->group = st->next_group++;
     s->created = s->updated = s->peers_at = s->converged_at = index;
     s->created_ns = op->created_ns;
+    res->group = s->group;
     int found;
     size_t pos = stream_pos(st, s->name, &found);
     insert_at(&st->streams, &st->nstreams, pos, s);
@@ -622,6 +623,7 @@ static int apply_update(jr__meta_state *st, uint64_t index, const jr__meta_op *o
     s->npeers = op->npeers;
     s->updated = index;
     res->assignment = s;
+    res->group = s->group;
     res->changed = 1;
     return 0;
 }
@@ -631,6 +633,7 @@ static void apply_delete(jr__meta_state *st, jr__meta_stream *s, jr__meta_result
     for (size_t i = 0; i < s->cfg->c.nsubjects; i++)
         jr__subject_index_remove(&st->subjects, s->cfg->c.subjects[i], s);
     jr__map_del(&st->by_group, s->group);
+    res->group = s->group;
     int found;
     size_t pos = stream_pos(st, s->name, &found);
     remove_at(&st->streams, &st->nstreams, pos);
@@ -658,6 +661,7 @@ int jr__meta_apply_op(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
             break;
         case JR__META_STREAM_CONVERGED:
             s->converged_at = s->peers_at; /* validate() checked op->peers_at is that */
+            res->group = s->group;
             res->changed = 1;
             break;
         default:

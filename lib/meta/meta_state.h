@@ -132,6 +132,10 @@ typedef struct jr__meta_result {
     /* STREAM_ADD/UPDATE that succeeded (also idempotently): the assignment, borrowed as
      * jr__meta_stream says; NULL otherwise. */
     const jr__meta_stream *assignment;
+    /* An op that changed a stream (changed = 1 and type STREAM_ADD, _UPDATE, _DELETE or
+     * _CONVERGED): that stream's Raft group id (for a delete, the group just removed), so a
+     * node converges only that stream's replica; 0 otherwise. */
+    uint64_t group;
     char msg[JR__META_MSG_MAX]; /* why it was refused ("" on success) */
 } jr__meta_result;
 

@@ -360,6 +360,11 @@ int jr__mnode_online(jr__js *js, const char *name, uint64_t *seen_ns);
  * stream is gone): until then it may still be a voter its group needs (meta_state.h "Peer
  * changes"); meanwhile it follows the new assignment. */
 void jr__mnode_converge(jr__js *js);
+/* As jr__mnode_converge for the one stream whose Raft group is `group` (an applied op changed
+ * that stream only; it may be gone): creates, updates or removes this server's replica of it,
+ * with the same rules. A failure sets converge_failed (the meta timer converges everything
+ * again); a failure remembered from before is left for that full converge. */
+void jr__mnode_converge_one(jr__js *js, uint64_t group);
 /* 1 once the meta state has applied everything its log held when this server opened: before
  * that, converging replays history (a state in which this server was not yet a stream's peer,
  * say), so nothing is released for a peer removal until then (a stream deletion is final and

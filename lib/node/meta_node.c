@@ -14,10 +14,12 @@
  * to the next leader; a re-sent add of an identical config is idempotent (meta_state), so a
  * stream is created exactly once or not at all.
  *
- * Convergence. After every applied op that changed the state (and after a restore) the server
- * diffs the replicas it runs against the assignments that name it (jr__meta_desired) and
- * creates, updates or removes local replicas to match — so a restart or a leader failover
- * converges by diffing, not by replaying history. A replica whose stream still exists but no
+ * Convergence. After a restore, at open (once the replay is over), for an op that changed no
+ * stream and after a failure, the server diffs the replicas it runs against the assignments
+ * that name it (jr__meta_desired) and creates, updates or removes local replicas to match — so a
+ * restart or a leader failover converges by diffing, not by replaying history. An op that
+ * changed one stream (add, update, delete, converged) converges only that stream's replica
+ * (jr__mnode_converge_one): a full diff per op would make creating N streams cost N^2. A replica whose stream still exists but no
  * longer names this server (a peer removal) stays until the stream's peer change converged
  * (STREAM_CONVERGED applied) and the meta state replayed what it held at open.
  *
@@ -74,7 +76,10 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
     }
     int first = !js->meta_replayed && index >= js->meta_recovered;
     if (first) js->meta_replayed = 1; /* releases held back during the replay may go now */
-    if (res.changed || first) jr__mnode_converge(js);
+    if (first || (res.changed && !res.group))
+        jr__mnode_converge(js);
+    else if (res.changed)
+        jr__mnode_converge_one(js, res.group); /* one stream changed: only its replica */
 }
 
 int jr__mnode_replayed(jr__js *js)
@@ -665,6 +670,29 @@ void jr__mnode_converge(jr__js *js)
     }
     jr__meta_plan_free(&plan);
     /* streams deleted, or peers removed, while this server was down */
+    if (n->stashes.len && jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
+}
+
+void jr__mnode_converge_one(jr__js *js, uint64_t group)
+{
+    jr_node *n = js->n;
+    if (js->closing || js->meta_failed) return;
+    const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, group);
+    jr__srep *r = jr__srep_find(js, group);
+    if (s && jr__meta_stream_has_peer(s, n->name)) {
+        if (!r) {
+            if (jr__srep_create(js, s) != 0) js->converge_failed = 1;
+        } else if (r->updated != s->updated) {
+            jr__srep_update(r, s);
+        }
+    } else if (r) {
+        /* as jr__mnode_converge's LEAVE */
+        if (s && (jr__meta_stream_busy(s) || !jr__mnode_replayed(js))) {
+            if (r->updated != s->updated) jr__srep_update(r, s);
+        } else {
+            jr__srep_leave(r, 1);
+        }
+    }
     if (n->stashes.len && jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
 }
 

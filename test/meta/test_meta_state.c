@@ -568,6 +568,41 @@ START_TEST(add_creates_an_assignment_with_a_fresh_group)
 }
 END_TEST
 
+/* A node converges only the stream an op changed: the result names that stream's group (for a
+ * delete, the group removed), and no group when nothing changed or no stream did. */
+START_TEST(the_result_names_the_group_of_the_stream_an_op_changed)
+{
+    jr__meta_state st;
+    cluster(&st);
+    jr__meta_result res;
+    jr__meta_op op = op_server("n6", tags_az1, N(tags_az1));
+    ck_assert_int_eq(apply(&st, 9, &op, &res), 0);
+    ck_assert_int_eq(res.changed, 1);
+    ck_assert_uint_eq(res.group, 0);
+    jr_stream_config c = scfg("ORDERS", orders_subj, 1, 3);
+    op = op_stream(JR__META_STREAM_ADD, &c, peers3, 3);
+    ck_assert_int_eq(apply(&st, 10, &op, &res), 0);
+    ck_assert_uint_eq(res.group, FIRST_GROUP);
+    ck_assert_int_eq(apply(&st, 11, &op, &res), 0); /* idempotent: nothing changed */
+    ck_assert_int_eq(res.changed, 0);
+    ck_assert_uint_eq(res.group, 0);
+    c.max_msgs = 7;
+    op = op_stream(JR__META_STREAM_UPDATE, &c, peers234, 3);
+    ck_assert_int_eq(apply(&st, 12, &op, &res), 0);
+    ck_assert_uint_eq(res.group, FIRST_GROUP);
+    op = op_converged("ORDERS", FIRST_GROUP, 12);
+    ck_assert_int_eq(apply(&st, 13, &op, &res), 0);
+    ck_assert_uint_eq(res.group, FIRST_GROUP);
+    op = op_delete("ORDERS");
+    ck_assert_int_eq(apply(&st, 14, &op, &res), 0);
+    ck_assert_uint_eq(res.group, FIRST_GROUP);
+    ck_assert_ptr_null(jr__meta_stream_by_group(&st, FIRST_GROUP));
+    ck_assert_int_eq(apply(&st, 15, &op, &res), JR_ENOTFOUND);
+    ck_assert_uint_eq(res.group, 0);
+    jr__meta_state_free(&st);
+}
+END_TEST
+
 START_TEST(a_stream_keeps_the_creation_time_of_its_add)
 {
     jr__meta_state st;
@@ -1759,6 +1794,7 @@ static Suite *meta_state_suite(void)
     suite_add_tcase(s, ops);
     TCase *apply_tc = tcase_create("apply");
     tcase_add_test(apply_tc, add_creates_an_assignment_with_a_fresh_group);
+    tcase_add_test(apply_tc, the_result_names_the_group_of_the_stream_an_op_changed);
     tcase_add_test(apply_tc, a_stream_keeps_the_creation_time_of_its_add);
     tcase_add_test(apply_tc, identical_re_add_is_idempotent_and_a_different_config_is_eexist);
     tcase_add_test(apply_tc, overlapping_subjects_are_refused_naming_the_stream);
