@@ -187,6 +187,18 @@ static void step_down_all(jr_node *n)
     jr__peer_send_all(n, 0); /* TIMEOUT_NOW and the like need nothing durable */
 }
 
+/* Step 7 for one group: tells the stream layer when the group's role changed since the last
+ * flush that saw it (a stream replica's leader duties wait for it, js.h). Every role change
+ * passes through a flush: a new term or an election's first entry is durable state, and a
+ * timer-driven step-down puts the group on the ready list (jr__group_tick). */
+static void role_seen(jr_node *n, jr_group *g)
+{
+    uint8_t lead = jr__raft_role(g->raft) == JR_LEADER;
+    if (lead == g->was_leader) return;
+    g->was_leader = lead;
+    if (n->js) jr__srep_role_changed(n->js, g->id);
+}
+
 static int wal_due(const jr_node *n)
 {
     return jr__wal_pending(n->wal) > 0 || jr__wal_deadline(n->wal) <= n->now;
@@ -259,6 +271,7 @@ int jr__node_flush(jr_node *n, int callbacks)
         /* 7. done */
         for (jr_group *g = batch; g; g = g->flush_next) {
             jr__raft_ready_done(g->raft);
+            if (callbacks && !g->closed) role_seen(n, g);
             jr__group_rearm(g);
             if (has_work(g, callbacks)) jr__group_ready(g);
         }

@@ -18,7 +18,7 @@
  * clock, never backwards, clock jumps absorbed gradually); every replica anchors its own
  * jr__sclock on the stamps it applies, so a follower that takes over keeps absorbing a jump.
  *
- * Leader duties (a timer per replica): the first leader logs the stream's config as a CONFIG op
+ * Leader duties (a timer per replica, armed only while a duty is due): the first leader logs the stream's config as a CONFIG op
  * before any publish (so a replay from the first entry decides everything with the config the
  * stream had then), and after an update the leader logs the new one; streams with max_age get
  * a TICK now and then so that idle streams expire too.
@@ -58,7 +58,6 @@
 #define MIN_TICK_NS 100000000ull /* 100 ms */
 #define SYNC_ENTRIES 1024            /* store mark at least every this many entries ... */
 #define SYNC_NS 1000000000ull        /* ... and every second while entries are applied */
-#define IDLE_NS 2000000000ull        /* an idle replica's timer */
 #define MEMB_SLACK 64                /* entries a member may trail the leader's log and still
                                         count as caught up (a window in flight) */
 
@@ -708,15 +707,17 @@ static void members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next)
 /* Leader duties -----------------------------------------------------------------------------*/
 
 /* The replica's timer runs its duties: catch-up retries, store marks, the leader's config and
- * TICK ops and proposal deadlines. It fires often only while one of them is due soon; an idle
- * replica is visited every IDLE_NS (to notice that it became a leader with a duty), so idle
- * streams cost next to nothing. Work that makes a duty due sooner (an entry applied, a
- * proposal made) pulls the timer in (rep_due). */
+ * TICK ops, peer changes and proposal deadlines. It is armed only while one of them is due:
+ * an idle replica has no timer at all, so idle streams cost nothing. Whatever makes a duty due
+ * arms it: an entry applied (store mark), a proposal made (its deadline), an assignment update,
+ * a catch-up, and a change of the replica's role (jr__srep_role_changed, from the node's
+ * flush): a new leader finds its duties (first CONFIG, TICK, a peer change) on that visit, a
+ * deposed one drops its leader state. */
 static void rep_timer(jr__js *js, jr__jtimer *t)
 {
     jr__srep *r = (jr__srep *)((char *)t - offsetof(jr__srep, timer));
     jr_node *n = js->n;
-    uint64_t soon = n->now + n->election_ns / 2, next = n->now + IDLE_NS;
+    uint64_t soon = n->now + n->election_ns / 2, next = UINT64_MAX;
     if (r->cu) {
         jr__catchup_step(r);
         next = soon;
@@ -763,7 +764,16 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
                                                        &r->acfg->c))
             next = soon; /* watch for leadership while the config is not in the log */
     }
-    jr__js_timer_arm(js, &r->timer, next);
+    if (next == UINT64_MAX)
+        jr__js_timer_cancel(js, &r->timer); /* nothing due: the next event re-arms it */
+    else
+        jr__js_timer_arm(js, &r->timer, next);
+}
+
+void jr__srep_role_changed(jr__js *js, uint64_t group)
+{
+    jr__srep *r = jr__srep_find(js, group);
+    if (r && !js->closing) rep_due(r, js->n->now);
 }
 
 /* Duty due at `when`: pulls the replica's timer in if it would fire later. */
@@ -927,7 +937,7 @@ void jr__srep_update(jr__srep *r, const jr__meta_stream *s)
     if (jr__srep_is_leader(r) && !r->cfg_pending &&
         !jr__stream_config_equal(jr__stream_fsm_config_get(r->fsm), &r->acfg->c))
         stage_config(r);
-    if (jr__meta_stream_busy(s)) rep_due(r, r->js->n->now); /* a peer change to drive */
+    rep_due(r, r->js->n->now); /* duties may have changed: a peer change, max_age, config */
 }
 
 /* Removing files: names are collected first (no removal while the vfs lists). */

@@ -488,6 +488,12 @@ int e2e_catching_up(e2e *c, unsigned i, const char *name)
     return r && r->cu != NULL;
 }
 
+int e2e_timer_armed(e2e *c, unsigned i, const char *name)
+{
+    jr__srep *r = rep_of(c, i, name);
+    return r ? jr__timer_armed(&r->timer.t) != 0 : -1;
+}
+
 void e2e_progress(e2e *c, unsigned i, const char *name, char *buf, size_t cap)
 {
     jr__srep *r = rep_of(c, i, name);

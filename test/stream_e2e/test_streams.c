@@ -102,6 +102,29 @@ START_TEST(dedup_across_leader_failover)
 }
 END_TEST
 
+/* Idle streams cost nothing: once a stream's config is in its log and its stores are synced,
+ * no replica keeps a timer; a new leader (a stepdown) is woken by its role change, finds nothing
+ * due and goes idle again, and still serves publishes. */
+START_TEST(an_idle_replica_keeps_no_timer)
+{
+    int l = make("IDLE", "idle.>", 3, NULL);
+    e2e_res r;
+    ck_assert_int_eq(e2e_publish(&c, (unsigned)l, "idle.a", "x", 1, NULL, &r), 0);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_msg(e2e_timer_armed(&c, i, "IDLE") == 0, "replica on node %u has a timer", i);
+    unsigned to = (unsigned)(l + 1) % 3;
+    ck_assert_int_eq(e2e_stepdown(&c, 0, "IDLE", jr_node_name(e2e_node(&c, to)), &r), 0);
+    int l2 = e2e_wait_stream(&c, 0, "IDLE", 2, 10 * SEC);
+    ck_assert_int_eq(l2, (int)to);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_msg(e2e_timer_armed(&c, i, "IDLE") == 0, "replica on node %u has a timer", i);
+    ck_assert_int_eq(e2e_publish(&c, to, "idle.a", "y", 1, NULL, &r), 0);
+    ck_assert_uint_eq(r.seq, 2);
+}
+END_TEST
+
 START_TEST(limits_and_discard_are_identical_on_every_replica)
 {
     e2e_res r;
@@ -574,6 +597,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, dedup_across_leader_failover);
+    tcase_add_test(tc, an_idle_replica_keeps_no_timer);
     tcase_add_test(tc, limits_and_discard_are_identical_on_every_replica);
     tcase_add_test(tc, r1_on_a_cluster);
     tcase_add_loop_test(tc, meta_leader_failover_during_creation, 0, 24);
