@@ -81,17 +81,48 @@ void jr__meta_server_free(const jr_allocator *a, jr__meta_server *s)
     jr__free(a, s);
 }
 
-/* A peer list block: [pointers | strings]. */
-static const char *const *peers_new(const jr_allocator *a, const jr__meta_name *peers, size_t n)
+/* An assignment version: one block [jr__meta_asgn | peer pointers | strings]; takes cfg. */
+static jr__meta_asgn *asgn_new(const jr_allocator *a, jr__stream_cfg *cfg,
+                               const jr__meta_name *peers, size_t n)
 {
-    size_t bytes = n * sizeof(char *);
+    size_t head = align_up(sizeof(jr__meta_asgn));
+    size_t bytes = head + n * sizeof(char *);
     for (size_t i = 0; i < n; i++) bytes += peers[i].n + 1;
-    char *block = jr__malloc(a, bytes ? bytes : 1);
+    char *block = jr__malloc(a, bytes);
     if (!block) return NULL;
-    const char **pv = (const char **)(void *)block;
-    char *at = block + n * sizeof(char *);
+    jr__meta_asgn *as = (jr__meta_asgn *)(void *)block;
+    const char **pv = (const char **)(void *)(block + head);
+    char *at = block + head + n * sizeof(char *);
     for (size_t i = 0; i < n; i++) pv[i] = put(&at, peers[i].p, peers[i].n);
-    return pv;
+    as->refs = 1;
+    as->alloc = a;
+    as->cfg = cfg;
+    as->peers = pv;
+    as->npeers = n;
+    return as;
+}
+
+jr__meta_asgn *jr__meta_asgn_ref(jr__meta_asgn *as)
+{
+    as->refs++;
+    return as;
+}
+
+void jr__meta_asgn_put(jr__meta_asgn *as)
+{
+    if (!as || --as->refs) return;
+    jr__stream_cfg_free(as->cfg);
+    jr__free(as->alloc, as);
+}
+
+/* Points s at as (its config, name and peers), which it takes. */
+static void stream_set(jr__meta_stream *s, jr__meta_asgn *as)
+{
+    s->asgn = as;
+    s->cfg = as->cfg;
+    s->name = as->cfg->c.name;
+    s->peers = as->peers;
+    s->npeers = as->npeers;
 }
 
 jr__meta_stream *jr__meta_stream_new(const jr_allocator *a, jr__stream_cfg *cfg,
@@ -99,22 +130,19 @@ jr__meta_stream *jr__meta_stream_new(const jr_allocator *a, jr__stream_cfg *cfg,
 {
     jr__meta_stream *s = jr__calloc(a, 1, sizeof *s);
     if (!s) return NULL;
-    s->peers = peers_new(a, peers, npeers);
-    if (!s->peers) {
+    jr__meta_asgn *as = asgn_new(a, cfg, peers, npeers);
+    if (!as) {
         jr__free(a, s);
         return NULL;
     }
-    s->npeers = npeers;
-    s->cfg = cfg;
-    s->name = cfg->c.name;
+    stream_set(s, as);
     return s;
 }
 
 void jr__meta_stream_free(const jr_allocator *a, jr__meta_stream *s)
 {
     if (!s) return;
-    jr__stream_cfg_free(s->cfg);
-    jr__free(a, (void *)s->peers);
+    jr__meta_asgn_put(s->asgn);
     jr__free(a, s);
 }
 
@@ -596,8 +624,8 @@ static int apply_update(jr__meta_state *st, uint64_t index, const jr__meta_op *o
     if (rc) return rc;
     jr__meta_name names[JR_MAX_REPLICAS];
     names_of(op->peers, op->npeers, names);
-    const char *const *peers = peers_new(st->alloc, names, op->npeers);
-    if (!peers) {
+    jr__meta_asgn *as = asgn_new(st->alloc, cfg, names, op->npeers);
+    if (!as) {
         jr__stream_cfg_free(cfg);
         return JR_ENOMEM;
     }
@@ -605,8 +633,7 @@ static int apply_update(jr__meta_state *st, uint64_t index, const jr__meta_op *o
     rc = jr__subject_index_replace(&st->subjects, s->cfg->c.subjects, s->cfg->c.nsubjects,
                                    cfg->c.subjects, cfg->c.nsubjects, s, &conflict);
     if (rc) {
-        jr__stream_cfg_free(cfg);
-        jr__free(st->alloc, (void *)peers);
+        jr__meta_asgn_put(as); /* frees cfg */
         if (rc == JR_ENOMEM) return rc;
         if (rc == JR_EEXIST)
             refuse_overlap(st, op->config, s, conflict, res);
@@ -615,12 +642,8 @@ static int apply_update(jr__meta_state *st, uint64_t index, const jr__meta_op *o
         return 0;
     }
     if (!same_peer_set(s, op)) s->peers_at = index; /* a peer change begins */
-    jr__stream_cfg_free(s->cfg);
-    jr__free(st->alloc, (void *)s->peers);
-    s->cfg = cfg;
-    s->name = cfg->c.name;
-    s->peers = peers;
-    s->npeers = op->npeers;
+    jr__meta_asgn_put(s->asgn); /* a replica may still hold the old version */
+    stream_set(s, as);
     s->updated = index;
     res->assignment = s;
     res->group = s->group;

@@ -79,13 +79,32 @@ typedef struct jr__meta_server {
     uint32_t max_assets;     /* 0: no limit */
 } jr__meta_server;
 
+/* One version of an assignment's config and peer set: immutable and reference-counted. The
+ * state holds one reference for each stream (jr__meta_stream.asgn); a node's stream replica
+ * takes one (jr__meta_asgn_ref) on the version it converged to, so it shares the state's copy
+ * instead of making its own, and that copy stays valid when a later op (or a restore) replaces
+ * or deletes the stream. Not thread-safe (one node, one thread). */
+typedef struct jr__meta_asgn {
+    uint32_t refs;
+    const jr_allocator *alloc;
+    jr__stream_cfg *cfg;      /* owned normalized config */
+    const char *const *peers; /* server names, placement order (in this block) */
+    size_t npeers;            /* = cfg->c.replicas */
+} jr__meta_asgn;
+
+/* Takes another reference to as; returns as. */
+jr__meta_asgn *jr__meta_asgn_ref(jr__meta_asgn *as);
+/* Drops a reference; the last one frees as and its config. NULL is a no-op. */
+void jr__meta_asgn_put(jr__meta_asgn *as);
+
 /* Where one stream lives. Read-only outside meta_state.c; valid until the op that changes or
  * deletes it is applied (or the state is restored or freed). */
 typedef struct jr__meta_stream {
     const char *name;         /* = cfg->c.name */
-    jr__stream_cfg *cfg;      /* owned normalized config */
-    const char *const *peers; /* server names, placement order (owned, one block) */
+    jr__stream_cfg *cfg;      /* = asgn->cfg */
+    const char *const *peers; /* = asgn->peers: server names, placement order */
     size_t npeers;            /* = cfg->c.replicas */
+    jr__meta_asgn *asgn;      /* the current version of config and peers (one reference) */
     uint64_t group;           /* its Raft group id (unique, never reused) */
     uint64_t created;         /* meta index of the STREAM_ADD */
     uint64_t created_ns;      /* wall clock of the meta leader that placed it (the op's

@@ -177,14 +177,14 @@ static jr__id pick_source(jr__srep *r)
         if (l && l != n->self) return l;
     }
     size_t k = 0, others = 0;
-    for (size_t i = 0; i < r->npeers; i++)
-        if (strcmp(r->peers[i], n->name) != 0) others++;
+    for (size_t i = 0; i < r->as->npeers; i++)
+        if (strcmp(r->as->peers[i], n->name) != 0) others++;
     if (!others) return 0;
     size_t want = r->cu->attempts % others;
-    for (size_t i = 0; i < r->npeers; i++) {
-        if (strcmp(r->peers[i], n->name) == 0) continue;
+    for (size_t i = 0; i < r->as->npeers; i++) {
+        if (strcmp(r->as->peers[i], n->name) == 0) continue;
         if (k++ == want) {
-            jr__peer *p = jr__peer_find_name(n, r->peers[i]);
+            jr__peer *p = jr__peer_find_name(n, r->as->peers[i]);
             return p ? p->id : 0;
         }
     }

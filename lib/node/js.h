@@ -196,14 +196,13 @@ struct jr__srep {
     uint8_t cfg_in_log;   /* a CONFIG op was applied (or restored from a snapshot) */
     uint8_t cfg_pending;  /* a CONFIG op is proposed and not yet applied */
     uint8_t failed;       /* the fsm failed locally: the replica awaits repair */
-    char name[JR_STREAM_NAME_MAX + 1];
+    const char *name;     /* = as->cfg->c.name */
     uint64_t group;
     uint64_t updated;     /* assignment version converged to */
     jr_group *g;
     jr__stream_fsm *fsm;
-    jr__stream_cfg *acfg; /* the assignment's config (owned) */
-    char *peers[JR_MAX_REPLICAS];
-    size_t npeers;
+    jr__meta_asgn *as;    /* the assignment's config and peers converged to (a reference to the
+                             meta state's version, meta_state.h; never NULL once created) */
     jr__jtimer timer;     /* leader duties, catch-up retries */
     jr__sclock clock;     /* leader: stream time of the ops it stamps (stream/clock.h) */
     uint64_t next_tick;   /* leader: when to propose the next TICK (max_age streams) */

@@ -56,8 +56,8 @@ static void group_name(const jr__srep *r, char *buf, size_t cap)
     char rev[17];
     for (size_t i = 0; i < k; i++) rev[i] = id[k - 1 - i];
     rev[k] = 0;
-    snprintf(buf, cap, "S-R%d%c-%s", r->acfg->c.replicas,
-             r->acfg->c.storage == JR_STORAGE_MEMORY ? 'M' : 'F', rev);
+    snprintf(buf, cap, "S-R%d%c-%s", r->as->cfg->c.replicas,
+             r->as->cfg->c.storage == JR_STORAGE_MEMORY ? 'M' : 'F', rev);
 }
 
 static int cmp_peer(const void *a, const void *b)
@@ -111,14 +111,14 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
     }
     /* Peers of the assignment that are not (yet) members of the group. */
     const jr__conf *conf = jr__raft_conf(jr__group_raft(r->g));
-    for (size_t i = 0; i < r->npeers && nr < JR__INFO_MAX_REPLICAS; i++) {
-        jr__peer *p = jr__peer_find_name(n, r->peers[i]);
+    for (size_t i = 0; i < r->as->npeers && nr < JR__INFO_MAX_REPLICAS; i++) {
+        jr__peer *p = jr__peer_find_name(n, r->as->peers[i]);
         if (p && jr__conf_find(conf, p->id)) continue;
         jr_peer_info *pi = &reps[nr++];
         memset(pi, 0, sizeof *pi);
-        pi->name = r->peers[i];
+        pi->name = r->as->peers[i];
         pi->pending = 1;
-        pi->offline = !jr__mnode_online(js, r->peers[i], NULL);
+        pi->offline = !jr__mnode_online(js, r->as->peers[i], NULL);
         pi->active_ns = UINT64_MAX;
     }
     qsort(reps, nr, sizeof reps[0], cmp_peer);

@@ -287,7 +287,7 @@ static void stage_config(jr__srep *r)
 {
     jr__buf cb;
     jr__buf_init(&cb, r->js->n->alloc);
-    int rc = jr__stream_config_encode(&r->acfg->c, &cb);
+    int rc = jr__stream_config_encode(&r->as->cfg->c, &cb);
     if (!rc) {
         jr__stream_op op;
         memset(&op, 0, sizeof op);
@@ -730,10 +730,10 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
         next = r->next_sync;
     if (jr__srep_is_leader(r)) {
         const jr_stream_config *fc = jr__stream_fsm_config_get(r->fsm);
-        int differs = !r->cfg_in_log || !jr__stream_config_equal(fc, &r->acfg->c);
+        int differs = !r->cfg_in_log || !jr__stream_config_equal(fc, &r->as->cfg->c);
         if (!r->cfg_pending && differs) stage_config(r);
         if (differs) next = soon; /* until the config is in the log */
-        uint64_t age = r->acfg->c.max_age_ns;
+        uint64_t age = r->as->cfg->c.max_age_ns;
         if (age) {
             if (n->now >= r->next_tick) {
                 stage_tick(r);
@@ -761,7 +761,7 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
             next = n->now + n->election_ns / 2;
         r->cfg_pending = 0; /* a new leader logs it again if it got lost */
         if (!r->cfg_in_log || !jr__stream_config_equal(jr__stream_fsm_config_get(r->fsm),
-                                                       &r->acfg->c))
+                                                       &r->as->cfg->c))
             next = soon; /* watch for leadership while the config is not in the log */
     }
     if (next == UINT64_MAX)
@@ -785,35 +785,15 @@ static void rep_due(jr__srep *r, uint64_t when)
 
 /* Lifecycle ---------------------------------------------------------------------------------*/
 
-static void free_peers(jr__srep *r)
+/* Takes s's current assignment version (a reference: shared with the meta state, valid after
+ * a later op replaces or deletes it). */
+static void take_assignment(jr__srep *r, const jr__meta_stream *s)
 {
-    for (size_t i = 0; i < r->npeers; i++) jr__free(r->js->n->alloc, r->peers[i]);
-    r->npeers = 0;
-}
-
-static int take_assignment(jr__srep *r, const jr__meta_stream *s)
-{
-    const jr_allocator *a = r->js->n->alloc;
-    jr__stream_cfg *cfg;
-    int rc = jr__stream_cfg_new(&s->cfg->c, a, &cfg, NULL, 0);
-    if (rc) return rc;
-    char *peers[JR_MAX_REPLICAS];
-    size_t np = s->npeers < JR_MAX_REPLICAS ? s->npeers : JR_MAX_REPLICAS;
-    for (size_t i = 0; i < np; i++) {
-        peers[i] = jr__strdup(a, s->peers[i]);
-        if (!peers[i]) {
-            while (i) jr__free(a, peers[--i]);
-            jr__stream_cfg_free(cfg);
-            return JR_ENOMEM;
-        }
-    }
-    jr__stream_cfg_free(r->acfg);
-    r->acfg = cfg;
-    free_peers(r);
-    memcpy(r->peers, peers, np * sizeof *peers);
-    r->npeers = np;
+    jr__meta_asgn *old = r->as;
+    r->as = jr__meta_asgn_ref(s->asgn);
+    jr__meta_asgn_put(old);
+    r->name = r->as->cfg->c.name;
     r->updated = s->updated;
-    return 0;
 }
 
 static void rep_free(jr__srep *r)
@@ -821,8 +801,7 @@ static void rep_free(jr__srep *r)
     jr__js *js = r->js;
     memb_free(r);
     jr__catchup_release(r);
-    free_peers(r);
-    jr__stream_cfg_free(r->acfg);
+    jr__meta_asgn_put(r->as);
     jr__buf_free(&r->stage);
     jr__free(js->n->alloc, r);
 }
@@ -870,21 +849,18 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     if (!r) return JR_ENOMEM;
     r->js = js;
     r->group = s->group;
-    snprintf(r->name, sizeof r->name, "%s", s->name);
+    take_assignment(r, s);
     jr__buf_init(&r->stage, n->alloc);
     jr__js_timer_init(&r->timer, rep_timer);
     jr__sclock_init(&r->clock);
     char err[256] = "";
-    int rc = take_assignment(r, s);
-    if (rc == 0) {
-        jr__stream_fsm_config fc;
-        memset(&fc, 0, sizeof fc);
-        fc.stream = &s->cfg->c;
-        fc.vfs = n->vfs;
-        fc.dir = js->store_dir;
-        fc.alloc = n->alloc;
-        rc = jr__stream_fsm_open(&fc, &r->fsm, err, sizeof err);
-    }
+    jr__stream_fsm_config fc;
+    memset(&fc, 0, sizeof fc);
+    fc.stream = &s->cfg->c;
+    fc.vfs = n->vfs;
+    fc.dir = js->store_dir;
+    fc.alloc = n->alloc;
+    int rc = jr__stream_fsm_open(&fc, &r->fsm, err, sizeof err);
     if (rc == 0) rc = jr__map_put(&js->reps, r->group, r);
     /* A store reopened at a mark holds a state of the log, whose config the log carries. */
     if (rc == 0) r->cfg_in_log = jr__stream_fsm_applied(r->fsm) > 0;
@@ -930,12 +906,9 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
 
 void jr__srep_update(jr__srep *r, const jr__meta_stream *s)
 {
-    if (take_assignment(r, s) != 0) {
-        r->js->converge_failed = 1;
-        return;
-    }
+    take_assignment(r, s);
     if (jr__srep_is_leader(r) && !r->cfg_pending &&
-        !jr__stream_config_equal(jr__stream_fsm_config_get(r->fsm), &r->acfg->c))
+        !jr__stream_config_equal(jr__stream_fsm_config_get(r->fsm), &r->as->cfg->c))
         stage_config(r);
     rep_due(r, r->js->n->now); /* duties may have changed: a peer change, max_age, config */
 }

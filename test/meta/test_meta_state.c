@@ -603,6 +603,40 @@ START_TEST(the_result_names_the_group_of_the_stream_an_op_changed)
 }
 END_TEST
 
+/* A replica shares the state's assignment version by reference: it stays intact, with its
+ * config and peers, after an update replaced it and after the stream was deleted. */
+START_TEST(an_assignment_version_outlives_its_replacement)
+{
+    jr__meta_state st;
+    cluster(&st);
+    jr__meta_result res;
+    jr_stream_config c = scfg("ORDERS", orders_subj, 1, 3);
+    jr__meta_op op = op_stream(JR__META_STREAM_ADD, &c, peers3, 3);
+    ck_assert_int_eq(apply(&st, 10, &op, &res), 0);
+    jr__meta_asgn *v1 = jr__meta_asgn_ref(res.assignment->asgn);
+    ck_assert_ptr_eq(res.assignment->cfg, v1->cfg);
+    ck_assert_ptr_eq(res.assignment->peers, v1->peers);
+    c.max_msgs = 7;
+    op = op_stream(JR__META_STREAM_UPDATE, &c, peers234, 3);
+    ck_assert_int_eq(apply(&st, 11, &op, &res), 0);
+    jr__meta_asgn *v2 = jr__meta_asgn_ref(res.assignment->asgn);
+    ck_assert_ptr_ne(v1, v2);
+    ck_assert_int_eq(res.assignment->cfg->c.max_msgs, 7);
+    op = op_delete("ORDERS");
+    ck_assert_int_eq(apply(&st, 12, &op, &res), 0);
+    jr__meta_state_free(&st);
+    /* both versions are still whole (ASan/valgrind would see a use after free) */
+    ck_assert_str_eq(v1->cfg->c.name, "ORDERS");
+    ck_assert_int_eq(v1->cfg->c.max_msgs, -1);
+    ck_assert_str_eq(v1->peers[2], "n3");
+    ck_assert_int_eq(v2->cfg->c.max_msgs, 7);
+    ck_assert_uint_eq(v2->npeers, 3);
+    ck_assert_str_eq(v2->peers[0], "n2");
+    jr__meta_asgn_put(v1);
+    jr__meta_asgn_put(v2);
+}
+END_TEST
+
 START_TEST(a_stream_keeps_the_creation_time_of_its_add)
 {
     jr__meta_state st;
@@ -1794,6 +1828,7 @@ static Suite *meta_state_suite(void)
     suite_add_tcase(s, ops);
     TCase *apply_tc = tcase_create("apply");
     tcase_add_test(apply_tc, add_creates_an_assignment_with_a_fresh_group);
+    tcase_add_test(apply_tc, an_assignment_version_outlives_its_replacement);
     tcase_add_test(apply_tc, the_result_names_the_group_of_the_stream_an_op_changed);
     tcase_add_test(apply_tc, a_stream_keeps_the_creation_time_of_its_add);
     tcase_add_test(apply_tc, identical_re_add_is_idempotent_and_a_different_config_is_eexist);
