@@ -11,8 +11,9 @@
  *                 of local replicas (meta_desired)
  *   stream_node.c local stream replicas: the stream fsm as a jr_fsm, batching publishes into
  *                 BATCH entries, matching applied results to waiting requests, leader duties
- *                 (config, TICK, peer changes: the group's configuration converges to the
- *                 assignment, STREAM_CONVERGED)
+ *                 (config, TICK; a timer armed only while a duty is due)
+ *   stream_peers.c the leader duty of peer changes: the group's configuration converges to the
+ *                 assignment, then STREAM_CONVERGED
  *   stream_exec.c what a stream leader executes for a request (publish, info, admin)
  *   catchup.c     a replica restored from a stream snapshot pulls the missing messages
  *   api_stream.c  the public stream API and the routing of requests to the right leader
@@ -424,6 +425,22 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
  * the flush, flush.c): if it is a local stream replica, its timer runs its duties now (a
  * replica's timer is armed only while a duty is due). Any other group: nothing. */
 void jr__srep_role_changed(jr__js *js, uint64_t group);
+/* A duty of r is due at `when`: pulls its timer in if it would fire later (or is not armed). */
+void jr__srep_due(jr__srep *r, uint64_t when);
+/* Stages a TICK op (expiry by max_age; any entry also wakes a quiet group). */
+void jr__srep_stage_tick(jr__srep *r);
+
+/* stream_peers.c ----------------------------------------------------------------------------*/
+
+/* The leader's step towards s's peer set (r leads, r->updated == s->updated, no catch-up):
+ * one single-server change at a time, or STREAM_CONVERGED once the committed configuration is
+ * s's peer set; *next is pulled in (to a heartbeat from now) while work is left. */
+void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next);
+/* Drops r's peer-change work (r->mw) and its question in flight; NULL mw is a no-op. */
+void jr__srep_memb_free(jr__srep *r);
+
+/* stream_node.c (continued) -----------------------------------------------------------------*/
+
 /* The leader's hint for a stream this server does not lead (NULL: none). */
 jr__peer *jr__srep_leader_peer(jr__js *js, uint64_t group);
 

@@ -19,9 +19,10 @@
  * that name it (jr__meta_desired) and creates, updates or removes local replicas to match — so a
  * restart or a leader failover converges by diffing, not by replaying history. An op that
  * changed one stream (add, update, delete, converged) converges only that stream's replica
- * (jr__mnode_converge_one): a full diff per op would make creating N streams cost N^2. A replica whose stream still exists but no
- * longer names this server (a peer removal) stays until the stream's peer change converged
- * (STREAM_CONVERGED applied) and the meta state replayed what it held at open.
+ * (jr__mnode_converge_one): a full diff per op would make creating N streams cost N^2. A
+ * replica whose stream still exists but no longer names this server (a peer removal) stays
+ * until the stream's peer change converged (STREAM_CONVERGED applied) and the meta state
+ * replayed what it held at open.
  *
  * Peer changes. An update with another replica count or placement gets its new peer set here:
  * a grow keeps the current peers and places the others (placement.c, with them as `keep`), a

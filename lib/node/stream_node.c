@@ -18,22 +18,12 @@
  * clock, never backwards, clock jumps absorbed gradually); every replica anchors its own
  * jr__sclock on the stamps it applies, so a follower that takes over keeps absorbing a jump.
  *
- * Leader duties (a timer per replica, armed only while a duty is due): the first leader logs the stream's config as a CONFIG op
- * before any publish (so a replay from the first entry decides everything with the config the
- * stream had then), and after an update the leader logs the new one; streams with max_age get
- * a TICK now and then so that idle streams expire too.
+ * Leader duties (a timer per replica, armed only while a duty is due): the first leader logs
+ * the stream's config as a CONFIG op before any publish (so a replay from the first entry
+ * decides everything with the config the stream had then), and after an update the leader logs
+ * the new one; streams with max_age get a TICK now and then so that idle streams expire too.
  *
- * Peer changes (leader duty; meta_state.h "Peer changes", meta/members.h). When the assignment
- * names other peers than the group's configuration holds, the leader makes one single-server
- * change at a time (§4.1) until the two agree: it adds a new peer as an observer (the peer's
- * server joined the group empty; it catches up from the log, or from a snapshot and catch-up
- * chunks), promotes it once it is caught up and its store is complete (it says so when asked:
- * JR__ADM_READY), removes the peers the assignment dropped, and, dropped itself, hands its
- * leadership to a caught-up remaining voter whose meta state has the same assignment (that
- * leader then removes it). Everything is recomputed from configuration and assignment on each
- * visit, so a failover of the stream or meta leader mid-change just resumes. Once the committed
- * configuration is the assignment, the leader reports STREAM_CONVERGED to the meta group; the
- * servers the change removed release their replicas when they apply that (meta_node.c).
+ * Peer changes (leader duty): stream_peers.c.
  *
  * Snapshots are the stream's metadata (fsm_snapshot.c): taking one syncs the store, so the
  * node's WAL is compacted behind the store's durable point. Restoring one that finds messages
@@ -47,9 +37,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "meta/members.h"
 #include "node/js.h"
-#include "node/rpc.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
 
@@ -58,8 +46,6 @@
 #define MIN_TICK_NS 100000000ull /* 100 ms */
 #define SYNC_ENTRIES 1024            /* store mark at least every this many entries ... */
 #define SYNC_NS 1000000000ull        /* ... and every second while entries are applied */
-#define MEMB_SLACK 64                /* entries a member may trail the leader's log and still
-                                        count as caught up (a window in flight) */
 
 jr__srep *jr__srep_find(jr__js *js, uint64_t group)
 {
@@ -84,7 +70,6 @@ jr__peer *jr__srep_leader_peer(jr__js *js, uint64_t group)
 
 /* Proposals ---------------------------------------------------------------------------------*/
 
-static void rep_due(jr__srep *r, uint64_t when);
 
 static void unlist(jr__proposal *p)
 {
@@ -184,7 +169,7 @@ static void flush_one(jr__srep *r)
     r->whead = r->wtail = NULL;
     r->nstage = 0;
     jr__buf_reset(&r->stage);
-    rep_due(r, p->deadline);
+    jr__srep_due(r, p->deadline);
 }
 
 void jr__srep_flush_all(jr__js *js)
@@ -300,7 +285,7 @@ static void stage_config(jr__srep *r)
     jr__buf_free(&cb);
 }
 
-static void stage_tick(jr__srep *r)
+void jr__srep_stage_tick(jr__srep *r)
 {
     jr__stream_op op;
     memset(&op, 0, sizeof op);
@@ -406,7 +391,7 @@ static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
     if (clock > r->clock.stamp) /* another leader's stamps: maybe an anchor (stream/clock.h) */
         jr__sclock_observe(&r->clock, clock, jr__js_wall(r->js), r->js->n->now);
     if (index >= r->synced + SYNC_ENTRIES) jr__srep_sync(r);
-    else if (index != r->synced) rep_due(r, r->next_sync);
+    else if (index != r->synced) jr__srep_due(r, r->next_sync);
 }
 
 /* A stream group's snapshot: u64 (little-endian) the fsm's own applied index, then the fsm's
@@ -473,237 +458,6 @@ void jr__srep_sync(jr__srep *r)
     r->synced = applied;
 }
 
-/* Peer changes (leader duty) ----------------------------------------------------------------*/
-
-/* A membership change or transfer in flight: its completion finds the replica by group. */
-typedef struct memb_op {
-    jr__js *js;
-    uint64_t group;
-    uint64_t serial;
-} memb_op;
-
-static void memb_free(jr__srep *r)
-{
-    if (!r->mw) return;
-    jr__rpc_cancel(r->js, r->mw->rpc_id);
-    jr__free(r->js->n->alloc, r->mw);
-    r->mw = NULL;
-}
-
-static void memb_done(void *arg, int status)
-{
-    memb_op *o = arg;
-    jr__js *js = o->js;
-    jr__srep *r = jr__srep_find(js, o->group);
-    if (r && r->mw && r->mw->serial == o->serial) {
-        r->mw->serial = 0;
-        if (!js->closing) rep_due(r, js->n->now + (status == 0 ? 0 : js->n->heartbeat_ns));
-    }
-    jr__free(js->n->alloc, o);
-}
-
-static jr__memb_probe *probe_find(jr__membwork *w, jr__id id)
-{
-    for (size_t i = 0; i < w->nprobes; i++)
-        if (w->probes[i].id == id) return &w->probes[i];
-    return NULL;
-}
-
-static void on_ready(jr__js *js, void *arg, int status, const uint8_t *p, size_t len)
-{
-    jr__srep *r = arg;
-    jr__membwork *w = r->mw;
-    if (!w) return;
-    w->rpc_id = 0;
-    if (status != 0) return; /* asked again at the next visit */
-    jr__rd rd;
-    jr__rd_init(&rd, p, len);
-    uint8_t ready = jr__rd_u8(&rd);
-    uint64_t peers_at = jr__rd_varint(&rd);
-    if (rd.err || jr__rd_left(&rd)) return;
-    jr__memb_probe *pr = probe_find(w, w->asked);
-    if (!pr) {
-        if (w->nprobes == JR__MEMB_PROBES) w->nprobes--; /* forget the last one */
-        pr = &w->probes[w->nprobes++];
-        pr->id = w->asked;
-    }
-    pr->at = js->n->now;
-    pr->ready = ready;
-    pr->peers_at = peers_at;
-    if (ready) rep_due(r, js->n->now);
-}
-
-/* 1 if member id said lately that its replica is complete and it knows the peer set of
- * peers_at; otherwise asks it (one question at a time) and returns 0. */
-static int member_ready(jr__srep *r, jr__id id, uint64_t peers_at)
-{
-    jr__js *js = r->js;
-    jr_node *n = js->n;
-    jr__membwork *w = r->mw;
-    jr__memb_probe *pr = probe_find(w, id);
-    if (pr && pr->ready && pr->peers_at >= peers_at && n->now <= pr->at + n->election_ns)
-        return 1;
-    if (w->rpc_id) return 0;
-    uint8_t b[24];
-    jr__buf out = {b, 0, sizeof b, 0, NULL};
-    jr__buf_u8(&out, JR__ADM_READY);
-    jr__buf_varint(&out, r->group);
-    jr_iovec iov = {out.data, out.len};
-    w->asked = id;
-    /* a short wait: a member that does not answer must not hold up the questions to others */
-    if (jr__rpc_call(js, id, JR__RPC_STREAM_ADMIN, &iov, 1, 2 * n->heartbeat_ns, on_ready, r,
-                     &w->rpc_id) != 0)
-        w->rpc_id = 0;
-    return 0;
-}
-
-/* 1 if the group's configuration is s's peer set with every peer a voter. */
-static int conf_is(const jr__srep *r, const jr__meta_stream *s)
-{
-    const jr__conf *c = jr__raft_conf(jr__group_raft(r->g));
-    if (c->n != s->npeers) return 0;
-    for (size_t i = 0; i < s->npeers; i++) {
-        jr__peer *p = jr__peer_find_name(r->js->n, s->peers[i]);
-        const jr__member *m = p ? jr__conf_find(c, p->id) : NULL;
-        if (!m || !m->voter) return 0;
-    }
-    return 1;
-}
-
-/* 1 if this server's meta state can be taken for the newest assignment: it knows a meta
- * leader and has applied all it knows committed. A leader acting on an older assignment would
- * undo a change (it converges again once it catches up, but meanwhile churns). */
-static int meta_current(jr__js *js)
-{
-    int self;
-    if (!js->meta || js->meta_failed || !jr__mnode_leader(js, &self)) return 0;
-    return js->meta->applied >= jr__raft_commit_index(jr__group_raft(js->meta));
-}
-
-static const char *step_name(int step)
-{
-    switch (step) {
-    case JR__MEMB_ADD:
-        return "adding observer";
-    case JR__MEMB_PROMOTE:
-        return "promoting";
-    case JR__MEMB_REMOVE:
-        return "removing";
-    default:
-        return "handing leadership to";
-    }
-}
-
-/* The leader's step towards the assignment's peer set; *next is pulled in while work is left. */
-static void members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next)
-{
-    jr__js *js = r->js;
-    jr_node *n = js->n;
-    uint64_t soon = n->now + n->heartbeat_ns;
-    int busy = jr__meta_stream_busy(s);
-    if (!busy && conf_is(r, s)) {
-        memb_free(r);
-        return;
-    }
-    if (soon < *next) *next = soon;
-    if (!meta_current(js)) return;
-    if (!r->mw && !(r->mw = jr__calloc(n->alloc, 1, sizeof *r->mw))) return;
-    jr__membwork *w = r->mw;
-    jr__raft *raft = jr__group_raft(r->g);
-    if (w->serial || !jr__raft_ready(raft) || jr__raft_transferring(raft)) return;
-    /* wanted: the assignment's peers */
-    uint64_t want[JR_MAX_REPLICAS];
-    size_t nw = 0;
-    int self_wanted = 0;
-    for (size_t i = 0; i < s->npeers; i++) {
-        jr__peer *p = jr__peer_find_name(n, s->peers[i]);
-        if (!p) return; /* not a server this node knows: nothing sensible to do */
-        want[nw++] = p->id;
-        self_wanted |= p->id == n->self;
-    }
-    /* the configuration as this leader sees it */
-    const jr__conf *c = jr__raft_conf(raft);
-    jr__memb m[JR__MAX_MEMBERS];
-    for (uint32_t i = 0; i < c->n; i++) {
-        jr_peer_status ps;
-        ps.size = sizeof ps;
-        m[i].id = c->m[i].id;
-        m[i].voter = c->m[i].voter;
-        m[i].alive = m[i].caught_up = c->m[i].id == n->self;
-        if (m[i].caught_up || jr_group_peer(r->g, i, &ps) != 0) continue;
-        int wanted = 0;
-        for (size_t k = 0; k < nw; k++) wanted |= want[k] == m[i].id;
-        /* heard from, by the group (a new leader's progress starts out optimistic) and by
-         * the node (frames of any kind) */
-        jr__peer *pp = jr__peer_find(n, m[i].id);
-        m[i].alive = ps.last_seen_ns <= n->election_ns && pp && pp->last_heard &&
-                     n->now - pp->last_heard <= n->election_ns;
-        int log_ok = m[i].alive && ps.lag <= MEMB_SLACK;
-        /* a new voter (or the next leader) must also hold every message and the assignment */
-        if (log_ok && wanted && (!m[i].voter || !self_wanted))
-            log_ok = member_ready(r, m[i].id, s->peers_at);
-        m[i].caught_up = (uint8_t)log_ok;
-    }
-    jr__memb_next x = jr__members_next(n->self, m, c->n, want, nw);
-    if (x.step == JR__MEMB_WAIT) {
-        /* A quiet group counts nobody it did not hear from when it went quiet, and an empty
-         * new member never speaks first: if the node of a member still catching up is heard
-         * from while the group is quiet, wake the group (any entry does) so it probes it. */
-        if (jr__raft_quiet(raft) && n->now >= w->woken_at + n->election_ns) {
-            for (uint32_t i = 0; i < c->n; i++) {
-                jr__peer *pp = jr__peer_find(n, m[i].id);
-                if (m[i].caught_up || !pp || !pp->last_heard ||
-                    n->now - pp->last_heard > n->election_ns)
-                    continue;
-                w->woken_at = n->now;
-                stage_tick(r);
-                break;
-            }
-        }
-        return;
-    }
-    if (x.step == JR__MEMB_CONVERGED) {
-        /* the committed configuration is the assignment (ready: the entries of earlier terms,
-         * configurations included, are committed; ours completed before serial cleared) */
-        if (busy && (!w->reported_at || n->now >= w->reported_at + 2 * n->election_ns)) {
-            w->reported_at = n->now;
-            jr__mnode_report_converged(js, s);
-        }
-        return;
-    }
-    jr__peer *p = jr__peer_find(n, x.peer);
-    memb_op *o = jr__malloc(n->alloc, sizeof *o);
-    if (!p || !o) {
-        jr__free(n->alloc, o);
-        return;
-    }
-    o->js = js;
-    o->group = r->group;
-    o->serial = ++js->next_serial;
-    int rc;
-    switch (x.step) {
-    case JR__MEMB_ADD:
-        rc = jr_group_add_observer(r->g, p->name, memb_done, o);
-        break;
-    case JR__MEMB_PROMOTE:
-        rc = jr_group_promote(r->g, p->name, memb_done, o);
-        break;
-    case JR__MEMB_REMOVE:
-        rc = jr_group_remove(r->g, p->name, memb_done, o);
-        break;
-    default:
-        rc = jr_group_transfer(r->g, p->name, memb_done, o);
-        break;
-    }
-    if (rc != 0) {
-        jr__free(n->alloc, o); /* JR_EBUSY and the like: the next visit tries again */
-        return;
-    }
-    w->serial = o->serial;
-    jr__node_log(n, JR_LOG_INFO, "stream '%s': peer change: %s %s", r->name, step_name(x.step),
-                 p->name);
-}
-
 /* Leader duties -----------------------------------------------------------------------------*/
 
 /* The replica's timer runs its duties: catch-up retries, store marks, the leader's config and
@@ -736,7 +490,7 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
         uint64_t age = r->as->cfg->c.max_age_ns;
         if (age) {
             if (n->now >= r->next_tick) {
-                stage_tick(r);
+                jr__srep_stage_tick(r);
                 uint64_t every = age / 4 > MIN_TICK_NS ? age / 4 : MIN_TICK_NS;
                 r->next_tick = n->now + every;
             }
@@ -752,9 +506,9 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
         }
         const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);
         if (s && s->updated == r->updated && !r->cu)
-            members_duty(r, s, &next);
+            jr__srep_members_duty(r, s, &next);
     } else {
-        memb_free(r);
+        jr__srep_memb_free(r);
         /* watch for leadership while a peer change is under way: a new leader resumes it */
         const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);
         if (s && jr__meta_stream_busy(s) && n->now + n->election_ns / 2 < next)
@@ -773,11 +527,11 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
 void jr__srep_role_changed(jr__js *js, uint64_t group)
 {
     jr__srep *r = jr__srep_find(js, group);
-    if (r && !js->closing) rep_due(r, js->n->now);
+    if (r && !js->closing) jr__srep_due(r, js->n->now);
 }
 
-/* Duty due at `when`: pulls the replica's timer in if it would fire later. */
-static void rep_due(jr__srep *r, uint64_t when)
+/* Pulls the replica's timer in if it would fire later. */
+void jr__srep_due(jr__srep *r, uint64_t when)
 {
     jr__jtimer *t = &r->timer;
     if (!jr__timer_armed(&t->t) || t->t.deadline > when) jr__js_timer_arm(r->js, t, when);
@@ -799,7 +553,7 @@ static void take_assignment(jr__srep *r, const jr__meta_stream *s)
 static void rep_free(jr__srep *r)
 {
     jr__js *js = r->js;
-    memb_free(r);
+    jr__srep_memb_free(r);
     jr__catchup_release(r);
     jr__meta_asgn_put(r->as);
     jr__buf_free(&r->stage);
@@ -910,7 +664,7 @@ void jr__srep_update(jr__srep *r, const jr__meta_stream *s)
     if (jr__srep_is_leader(r) && !r->cfg_pending &&
         !jr__stream_config_equal(jr__stream_fsm_config_get(r->fsm), &r->as->cfg->c))
         stage_config(r);
-    rep_due(r, r->js->n->now); /* duties may have changed: a peer change, max_age, config */
+    jr__srep_due(r, r->js->n->now); /* duties may have changed: a peer change, max_age, config */
 }
 
 /* Removing files: names are collected first (no removal while the vfs lists). */
