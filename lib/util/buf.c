@@ -79,23 +79,6 @@ void jr__buf_bytes(jr__buf *b, const void *p, size_t n)
     jr__buf_put(b, p, n);
 }
 
-const uint8_t *jr__rd_take(jr__rd *r, size_t n)
-{
-    if (r->err || jr__rd_left(r) < n) {
-        jr__rd_fail(r);
-        return NULL;
-    }
-    const uint8_t *p = r->p;
-    r->p += n;
-    return p;
-}
-
-uint8_t jr__rd_u8(jr__rd *r)
-{
-    const uint8_t *p = jr__rd_take(r, 1);
-    return p ? p[0] : 0;
-}
-
 uint16_t jr__rd_u16(jr__rd *r)
 {
     const uint8_t *p = jr__rd_take(r, 2);
@@ -108,13 +91,7 @@ uint32_t jr__rd_u32(jr__rd *r)
     return p ? jr__get_u32(p) : 0;
 }
 
-uint64_t jr__rd_u64(jr__rd *r)
-{
-    const uint8_t *p = jr__rd_take(r, 8);
-    return p ? jr__get_u64(p) : 0;
-}
-
-uint64_t jr__rd_varint(jr__rd *r)
+uint64_t jr__rd_varint_long(jr__rd *r)
 {
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 70; shift += 7) {
@@ -128,16 +105,4 @@ uint64_t jr__rd_varint(jr__rd *r)
     }
     jr__rd_fail(r);
     return 0;
-}
-
-const uint8_t *jr__rd_bytes(jr__rd *r, size_t *n, size_t max)
-{
-    uint64_t len = jr__rd_varint(r);
-    if (r->err || len > max || len > jr__rd_left(r)) {
-        jr__rd_fail(r);
-        *n = 0;
-        return NULL;
-    }
-    *n = (size_t)len;
-    return jr__rd_take(r, (size_t)len);
 }

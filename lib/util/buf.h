@@ -93,21 +93,55 @@ static inline size_t jr__rd_left(const jr__rd *r)
 {
     return (size_t)(r->end - r->p);
 }
-uint8_t jr__rd_u8(jr__rd *r);
-uint16_t jr__rd_u16(jr__rd *r);
-uint32_t jr__rd_u32(jr__rd *r);
-uint64_t jr__rd_u64(jr__rd *r);
-uint64_t jr__rd_varint(jr__rd *r);
-/* Returns a pointer to the next n bytes (borrowed) and advances, or NULL on short input. */
-const uint8_t *jr__rd_take(jr__rd *r, size_t n);
-/* Reads a varint length then that many bytes; *n gets the length. At most max bytes. */
-const uint8_t *jr__rd_bytes(jr__rd *r, size_t *n, size_t max);
 /* Marks the reader failed (e.g. a semantic check failed); returns JR_ECORRUPT. */
 static inline int jr__rd_fail(jr__rd *r)
 {
     r->err = JR_ECORRUPT;
     r->p = r->end;
     return JR_ECORRUPT;
+}
+/* Returns a pointer to the next n bytes (borrowed) and advances, or NULL on short input.
+ * (The readers are inline: every message and record of the data path is decoded with them.) */
+static inline const uint8_t *jr__rd_take(jr__rd *r, size_t n)
+{
+    if (r->err || jr__rd_left(r) < n) {
+        jr__rd_fail(r);
+        return NULL;
+    }
+    const uint8_t *p = r->p;
+    r->p += n;
+    return p;
+}
+static inline uint8_t jr__rd_u8(jr__rd *r)
+{
+    const uint8_t *p = jr__rd_take(r, 1);
+    return p ? p[0] : 0;
+}
+uint16_t jr__rd_u16(jr__rd *r);
+uint32_t jr__rd_u32(jr__rd *r);
+static inline uint64_t jr__rd_u64(jr__rd *r)
+{
+    const uint8_t *p = jr__rd_take(r, 8);
+    return p ? jr__get_u64(p) : 0;
+}
+/* A varint of more than one byte (jr__rd_varint's slow path). */
+uint64_t jr__rd_varint_long(jr__rd *r);
+static inline uint64_t jr__rd_varint(jr__rd *r)
+{
+    if (!r->err && r->p < r->end && *r->p < 0x80) return *r->p++;
+    return jr__rd_varint_long(r);
+}
+/* Reads a varint length then that many bytes; *n gets the length. At most max bytes. */
+static inline const uint8_t *jr__rd_bytes(jr__rd *r, size_t *n, size_t max)
+{
+    uint64_t len = jr__rd_varint(r);
+    if (r->err || len > max || len > jr__rd_left(r)) {
+        jr__rd_fail(r);
+        *n = 0;
+        return NULL;
+    }
+    *n = (size_t)len;
+    return jr__rd_take(r, (size_t)len);
 }
 
 #endif
