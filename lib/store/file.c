@@ -730,7 +730,8 @@ static int remove_contents(jr_vfs *vfs, const char *sdir)
     if (!rc) rc = a.rc;
     if (rc) return rc;
     char path[PATHMAX];
-    snprintf(path, sizeof path, "%s/%s", sdir, DESTROY_MARKER);
+    if (snprintf(path, sizeof path, "%s/%s", sdir, DESTROY_MARKER) >= (int)sizeof path)
+        return JR_EINVAL;
     rc = vfs->remove(vfs->ctx, path);
     return rc == JR_ENOTFOUND ? 0 : rc;
 }
