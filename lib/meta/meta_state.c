@@ -73,6 +73,7 @@ jr__meta_server *jr__meta_server_new(const jr_allocator *a, jr__meta_name name,
     s->ntags = ntags;
     s->capacity_bytes = capacity;
     s->max_assets = max_assets;
+    s->assets = s->used_bytes = 0;
     return s;
 }
 
@@ -272,6 +273,31 @@ int jr__meta_state_append_server(jr__meta_state *st, jr__meta_server *s)
     return 0;
 }
 
+/* Adds (sign 1) or removes (sign -1) stream s to or from the tallies of the servers it names
+ * (jr__meta_server.assets, used_bytes). */
+static void tally(jr__meta_state *st, const jr__meta_stream *s, int sign)
+{
+    uint64_t bytes = s->cfg->c.max_bytes > 0 ? (uint64_t)s->cfg->c.max_bytes : 0;
+    for (size_t p = 0; p < s->npeers; p++) {
+        jr__meta_server *sv = (jr__meta_server *)jr__meta_server_find(st, s->peers[p]);
+        if (!sv) continue;
+        sv->assets += (uint64_t)(int64_t)sign;
+        sv->used_bytes += (uint64_t)(int64_t)sign * bytes;
+    }
+}
+
+/* The tallies of server sv, counted afresh over every stream (a server new to the state). */
+static void tally_server(const jr__meta_state *st, jr__meta_server *sv)
+{
+    sv->assets = sv->used_bytes = 0;
+    for (size_t k = 0; k < st->nstreams; k++) {
+        const jr__meta_stream *t = st->streams[k];
+        if (!jr__meta_stream_has_peer(t, sv->name)) continue;
+        sv->assets++;
+        if (t->cfg->c.max_bytes > 0) sv->used_bytes += (uint64_t)t->cfg->c.max_bytes;
+    }
+}
+
 int jr__meta_state_append_stream(jr__meta_state *st, jr__meta_stream *s)
 {
     if (st->nstreams && strcmp(st->streams[st->nstreams - 1]->name, s->name) >= 0) return JR_EINVAL;
@@ -286,6 +312,7 @@ int jr__meta_state_append_stream(jr__meta_state *st, jr__meta_stream *s)
         return JR_ENOMEM;
     }
     st->streams[st->nstreams++] = s;
+    tally(st, s, 1);
     return 0;
 }
 
@@ -559,9 +586,12 @@ static int apply_server(jr__meta_state *st, const jr__meta_op *op, jr__meta_resu
                                              in->capacity_bytes, in->max_assets);
     if (!s) return JR_ENOMEM;
     if (found) {
+        s->assets = st->servers[pos]->assets;
+        s->used_bytes = st->servers[pos]->used_bytes;
         jr__meta_server_free(st->alloc, st->servers[pos]);
         st->servers[pos] = s;
     } else {
+        tally_server(st, s);
         insert_at(&st->servers, &st->nservers, pos, s);
     }
     res->changed = 1;
@@ -611,6 +641,7 @@ static int apply_add(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
     int found;
     size_t pos = stream_pos(st, s->name, &found);
     insert_at(&st->streams, &st->nstreams, pos, s);
+    tally(st, s, 1);
     res->assignment = s;
     res->changed = 1;
     return 0;
@@ -642,8 +673,10 @@ static int apply_update(jr__meta_state *st, uint64_t index, const jr__meta_op *o
         return 0;
     }
     if (!same_peer_set(s, op)) s->peers_at = index; /* a peer change begins */
+    tally(st, s, -1);
     jr__meta_asgn_put(s->asgn); /* a replica may still hold the old version */
     stream_set(s, as);
+    tally(st, s, 1);
     s->updated = index;
     res->assignment = s;
     res->group = s->group;
@@ -653,6 +686,7 @@ static int apply_update(jr__meta_state *st, uint64_t index, const jr__meta_op *o
 
 static void apply_delete(jr__meta_state *st, jr__meta_stream *s, jr__meta_result *res)
 {
+    tally(st, s, -1);
     for (size_t i = 0; i < s->cfg->c.nsubjects; i++)
         jr__subject_index_remove(&st->subjects, s->cfg->c.subjects[i], s);
     jr__map_del(&st->by_group, s->group);
@@ -743,16 +777,8 @@ size_t jr__meta_place_servers(const jr__meta_state *st, jr__place_server *out, s
         out[i].online = 1;
         out[i].capacity_bytes = s->capacity_bytes;
         out[i].max_assets = s->max_assets;
-    }
-    for (size_t k = 0; k < st->nstreams; k++) {
-        const jr__meta_stream *t = st->streams[k];
-        for (size_t p = 0; p < t->npeers; p++) {
-            int found;
-            size_t i = server_pos(st, t->peers[p], &found);
-            if (!found || i >= n) continue;
-            out[i].assets++;
-            if (t->cfg->c.max_bytes > 0) out[i].used_bytes += (uint64_t)t->cfg->c.max_bytes;
-        }
+        out[i].assets = (uint32_t)s->assets; /* kept up to date by every apply (tally) */
+        out[i].used_bytes = s->used_bytes;
     }
     return st->nservers;
 }

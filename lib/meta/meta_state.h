@@ -77,6 +77,11 @@ typedef struct jr__meta_server {
     size_t ntags;
     uint64_t capacity_bytes; /* 0: unknown */
     uint32_t max_assets;     /* 0: no limit */
+    /* Derived, kept by the state as assignments come and go (not in snapshots), so placement
+     * does not walk every stream: the assignments naming this server and the sum of their
+     * max_bytes (those above 0). */
+    uint64_t assets;
+    uint64_t used_bytes;
 } jr__meta_server;
 
 /* One version of an assignment's config and peer set: immutable and reference-counted. The

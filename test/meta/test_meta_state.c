@@ -1214,6 +1214,28 @@ static void assert_same_bytes(const jr__buf *a, const jr__buf *b, uint64_t seed,
                   "seed %" PRIu64 " (JR_TEST_SEED) step %d: snapshots differ", seed, step);
 }
 
+/* Placement's tallies (kept incrementally by the state) equal a count over every stream. */
+static void assert_tallies(const jr__meta_state *st, uint64_t seed, int step)
+{
+    jr__place_server ps[16];
+    size_t n = jr__meta_place_servers(st, ps, 16);
+    ck_assert_uint_le(n, 16);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t assets = 0;
+        uint64_t used = 0;
+        for (size_t k = 0; k < st->nstreams; k++) {
+            const jr__meta_stream *t = st->streams[k];
+            if (!jr__meta_stream_has_peer(t, ps[i].name)) continue;
+            assets++;
+            if (t->cfg->c.max_bytes > 0) used += (uint64_t)t->cfg->c.max_bytes;
+        }
+        ck_assert_msg(ps[i].assets == assets && ps[i].used_bytes == used,
+                      "seed %" PRIu64 " step %d: server %s tallies %u/%" PRIu64
+                      ", counted %u/%" PRIu64, seed, step, ps[i].name, ps[i].assets,
+                      ps[i].used_bytes, assets, used);
+    }
+}
+
 START_TEST(replicas_applying_the_same_log_write_identical_snapshots)
 {
     uint64_t seed = test_seed() + 2;
@@ -1267,6 +1289,8 @@ START_TEST(replicas_applying_the_same_log_write_identical_snapshots)
             ck_assert_int_eq(jr__meta_restore(&c, sa.data, sa.len), 0);
             snapshot(&c, &sc);
             assert_same_bytes(&sa, &sc, seed, step);
+            assert_tallies(&a, seed, step);
+            assert_tallies(&c, seed, step);
         }
     }
     snapshot(&a, &sa);
