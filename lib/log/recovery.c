@@ -93,14 +93,14 @@ static void describe(rctx *c, uint64_t pos, char *buf, size_t cap)
 static int damage(rctx *c, jr__walgrp *g, uint64_t cut, uint64_t at, const char *what)
 {
     char where[4600], msg[4800];
-    if (cut < g->cut) g->cut = cut;
-    if (g->damaged && g->why) return 0;
+    if (cut < g->r->cut) g->r->cut = cut;
+    if (g->damaged && g->r->why) return 0;
     g->damaged = 1;
     describe(c, at, where, sizeof where);
     snprintf(msg, sizeof msg, "wal: group %" PRIu64 " %s: %s", g->id, what, where);
-    jr__free(c->w->alloc, g->why);
-    g->why = jr__strdup(c->w->alloc, msg);
-    return g->why ? 0 : JR_ENOMEM;
+    jr__free(c->w->alloc, g->r->why);
+    g->r->why = jr__strdup(c->w->alloc, msg);
+    return g->r->why ? 0 : JR_ENOMEM;
 }
 
 static void reset_group(jr__wal *w, jr__walgrp *g)
@@ -112,23 +112,23 @@ static void reset_group(jr__wal *w, jr__walgrp *g)
     memset(&g->hs, 0, sizeof g->hs);
     g->cindex = g->cterm = 0;
     g->damaged = 0;
-    g->cut = UINT64_MAX;
-    g->nev = 0;
-    g->emitted = 0;
-    jr__free(w->alloc, g->why);
-    g->why = NULL;
+    g->r->cut = UINT64_MAX;
+    g->r->nev = 0;
+    g->r->emitted = 0;
+    jr__free(w->alloc, g->r->why);
+    g->r->why = NULL;
 }
 
 static int push_event(jr__wal *w, jr__walgrp *g, uint64_t pos, uint64_t idx)
 {
-    if (g->nev == g->capev) {
-        size_t nc = g->capev ? g->capev * 2 : 4;
-        jr__walev *e = jr__realloc(w->alloc, g->ev, nc * sizeof *e);
+    if (g->r->nev == g->r->capev) {
+        size_t nc = g->r->capev ? g->r->capev * 2 : 4;
+        jr__walev *e = jr__realloc(w->alloc, g->r->ev, nc * sizeof *e);
         if (!e) return JR_ENOMEM;
-        g->ev = e;
-        g->capev = nc;
+        g->r->ev = e;
+        g->r->capev = nc;
     }
-    g->ev[g->nev++] = (jr__walev){pos, idx};
+    g->r->ev[g->r->nev++] = (jr__walev){pos, idx};
     return 0;
 }
 
@@ -145,20 +145,20 @@ static int on_checkpoint(rctx *c, const jr__rec *r, uint64_t pos)
         jr__rec_cpitem_at(r, i, &it);
         jr__walgrp *g = jr__wal_group(w, it.group, 1);
         if (!g) return JR_ENOMEM;
-        g->cpmark = c->ncp;
-        if (!g->known) {
+        g->r->cpmark = c->ncp;
+        if (!g->r->known) {
             /* first sight: the checkpoint is the baseline (older records were deleted) */
-            g->known = 1;
+            g->r->known = 1;
             g->gseq = it.gseq;
             g->last_index = it.last_index;
-            g->floor = it.last_index;
+            g->r->floor = it.last_index;
         } else if (g->gseq != it.gseq ||
-                   (!g->damaged && !g->dropped_seen && g->last_index != it.last_index)) {
+                   (!g->damaged && !g->r->dropped_seen && g->last_index != it.last_index)) {
             if ((rc = damage(c, g, pos, pos, "lost records")) != 0) return rc;
             g->gseq = it.gseq;
         }
         g->dropped = 0;
-        g->dropped_seen = 0;
+        g->r->dropped_seen = 0;
         if (it.flags & JR__CP_HAS_HS) {
             g->hs = it.hs;
             g->has_hs = 1;
@@ -171,16 +171,16 @@ static int on_checkpoint(rctx *c, const jr__rec *r, uint64_t pos)
         if ((it.flags & JR__CP_DAMAGED) &&
             (rc = damage(c, g, g->damaged ? UINT64_MAX : pos, pos, "was damaged earlier")) != 0)
             return rc;
-        g->evidence = pos;
+        g->r->evidence = pos;
     }
     /* a live group the checkpoint does not list was dropped (its drop record is lost) */
     for (size_t i = 0; i < w->groups.cap; i++) {
         jr__walgrp *g = w->groups.slots[i].val;
-        if (!w->groups.slots[i].key || g->cpmark == c->ncp || g->dropped || !g->known) continue;
+        if (!w->groups.slots[i].key || g->r->cpmark == c->ncp || g->dropped || !g->r->known) continue;
         reset_group(w, g);
-        g->dropped = g->dropped_seen = 1;
-        g->start = pos;
-        g->evidence = pos;
+        g->dropped = g->r->dropped_seen = 1;
+        g->r->start = pos;
+        g->r->evidence = pos;
     }
     return 0;
 }
@@ -192,20 +192,20 @@ static int on_record(rctx *c, size_t ord, const jr__rec *r, uint64_t pos)
     if (r->type == JR__REC_CHECKPOINT) return on_checkpoint(c, r, pos);
     jr__walgrp *g = jr__wal_group(w, r->group, 1);
     if (!g) return JR_ENOMEM;
-    if (!g->known && r->gseq != 1) {
+    if (!g->r->known && r->gseq != 1) {
         if ((rc = damage(c, g, pos, pos, "has no record before this one")) != 0) return rc;
-    } else if (g->known && r->gseq != g->gseq + 1) {
+    } else if (g->r->known && r->gseq != g->gseq + 1) {
         if ((rc = damage(c, g, pos, pos, "lost records")) != 0) return rc;
     }
-    g->known = 1;
+    g->r->known = 1;
     g->gseq = r->gseq;
-    g->evidence = pos;
+    g->r->evidence = pos;
     g->dropped = 0;
-    g->dropped_seen = 0;
+    g->r->dropped_seen = 0;
     switch (r->type) {
     case JR__REC_ENTRY: {
         uint64_t idx = r->e.index;
-        if (pos >= g->cut) break;
+        if (pos >= g->r->cut) break;
         if (g->has_compact && idx <= g->cindex) break; /* behind a snapshot: garbage */
         if (idx > g->last_index + 1) {
             if ((rc = damage(c, g, pos, pos, "has a gap in its log")) != 0) return rc;
@@ -233,15 +233,15 @@ static int on_record(rctx *c, size_t ord, const jr__rec *r, uint64_t pos)
         uint64_t from = r->tfrom;
         if (from <= g->last_index && (rc = push_event(w, g, pos, from)) != 0) return rc;
         g->last_index = jr__wal_cut_last(g->last_index, from, g->has_compact, g->cindex);
-        if (g->floor >= from) g->floor = from - 1; /* those entries are not needed any more */
+        if (g->r->floor >= from) g->r->floor = from - 1; /* those entries are not needed any more */
         jr__wal_seg_clamp(w, ord + 1, g->id, from - 1);
         break;
     }
     case JR__REC_DROP:
         reset_group(w, g);
-        g->floor = 0;
-        g->dropped = g->dropped_seen = 1;
-        g->start = pos;
+        g->r->floor = 0;
+        g->dropped = g->r->dropped_seen = 1;
+        g->r->start = pos;
         break;
     }
     return 0;
@@ -358,7 +358,7 @@ static int scan(rctx *c, size_t ord, jr__segrd *rd, int last, uint64_t *tail, in
             if ((rc = damage(c, g, jr__wal_pos(ord, off), jr__wal_pos(ord, next),
                              "lost a record")) != 0)
                 return rc;
-            g->known = 1;
+            g->r->known = 1;
             if (g->gseq < hseq) g->gseq = hseq;
         }
         off = next;
@@ -451,12 +451,12 @@ static int pass1(rctx *c, const uint64_t *seqs, size_t n)
     for (size_t i = 0; i < w->groups.cap; i++) {
         jr__walgrp *g = w->groups.slots[i].val;
         if (!w->groups.slots[i].key || g->dropped) continue;
-        if (last_end && g->evidence < last_end &&
+        if (last_end && g->r->evidence < last_end &&
             (rc = damage(c, g, UINT64_MAX, last_end, "may have lost records")) != 0)
             return rc;
         /* entries (marker, floor] are gone: nothing after them can be replayed contiguously */
-        if (g->floor > (g->has_compact ? g->cindex : 0) &&
-            (rc = damage(c, g, 0, g->evidence, "lost entries")) != 0)
+        if (g->r->floor > (g->has_compact ? g->cindex : 0) &&
+            (rc = damage(c, g, 0, g->r->evidence, "lost entries")) != 0)
             return rc;
     }
     return 0;
@@ -475,15 +475,15 @@ static int replay_entry(rctx *c, const jr__rec *r, uint64_t pos)
 {
     jr__walgrp *g = jr__map_get(&c->w->groups, r->group);
     uint64_t idx = r->e.index;
-    if (!g || g->dropped || pos < g->start || pos >= g->cut) return 0;
+    if (!g || g->dropped || pos < g->r->start || pos >= g->r->cut) return 0;
     if (g->has_compact && idx <= g->cindex) return 0;
-    while (g->evk < g->nev && g->ev[g->evk].pos <= pos) g->evk++;
-    if (g->evk < g->nev && g->ev[g->evk].idx <= idx) return 0; /* superseded later */
-    uint64_t want = g->emitted ? g->emitted + 1 : (g->has_compact ? g->cindex + 1 : 1);
+    while (g->r->evk < g->r->nev && g->r->ev[g->r->evk].pos <= pos) g->r->evk++;
+    if (g->r->evk < g->r->nev && g->r->ev[g->r->evk].idx <= idx) return 0; /* superseded later */
+    uint64_t want = g->r->emitted ? g->r->emitted + 1 : (g->has_compact ? g->cindex + 1 : 1);
     if (idx != want) {
         /* cannot happen if pass 1 is right; never hand out a log with a hole */
         char msg[4400];
-        g->cut = pos;
+        g->r->cut = pos;
         g->damaged = 1;
         snprintf(msg, sizeof msg,
                  "wal: group %" PRIu64 " has a hole before entry %" PRIu64
@@ -491,7 +491,7 @@ static int replay_entry(rctx *c, const jr__rec *r, uint64_t pos)
                  g->id, idx, seg_name(c, (size_t)(pos >> 40)), pos & MAX_OFF);
         return c->rp->on_damaged ? c->rp->on_damaged(c->rp->ctx, g->id, msg) : 0;
     }
-    g->emitted = idx;
+    g->r->emitted = idx;
     return c->rp->on_entry ? c->rp->on_entry(c->rp->ctx, g->id, &r->e) : 0;
 }
 
@@ -500,7 +500,7 @@ static int replay_entry(rctx *c, const jr__rec *r, uint64_t pos)
 static int replay_truncate(rctx *c, const jr__rec *r, uint64_t pos)
 {
     jr__walgrp *g = jr__map_get(&c->w->groups, r->group);
-    if (!g || g->dropped || pos < g->start || !c->rp->on_truncate) return 0;
+    if (!g || g->dropped || pos < g->r->start || !c->rp->on_truncate) return 0;
     return c->rp->on_truncate(c->rp->ctx, g->id, r->tfrom);
 }
 
@@ -558,15 +558,15 @@ static int pass2(rctx *c)
     for (size_t i = 0; i < n && !rc; i++) {
         jr__walgrp *g = v[i];
         /* suffix minima: ev[k].idx becomes the smallest idx of events k.. (by position) */
-        for (size_t k = g->nev; k-- > 1;)
-            if (g->ev[k].idx < g->ev[k - 1].idx) g->ev[k - 1].idx = g->ev[k].idx;
+        for (size_t k = g->r->nev; k-- > 1;)
+            if (g->r->ev[k].idx < g->r->ev[k - 1].idx) g->r->ev[k - 1].idx = g->r->ev[k].idx;
         if (g->damaged && !g->dropped && rp->on_damaged)
-            rc = rp->on_damaged(rp->ctx, g->id, g->why ? g->why : "wal: damaged");
+            rc = rp->on_damaged(rp->ctx, g->id, g->r->why ? g->r->why : "wal: damaged");
     }
     for (size_t i = 0; i < n && !rc; i++) {
         jr__walgrp *g = v[i];
         if (g->dropped) {
-            if (g->dropped_seen && rp->on_drop) rc = rp->on_drop(rp->ctx, g->id);
+            if (g->r->dropped_seen && rp->on_drop) rc = rp->on_drop(rp->ctx, g->id);
             continue;
         }
         if (g->has_compact && rp->on_compact)
@@ -583,21 +583,21 @@ static void settle(jr__wal *w)
 {
     for (size_t i = 0; i < w->groups.cap;) {
         jr__walgrp *g = w->groups.slots[i].val;
-        if (w->groups.slots[i].key && (g->dropped || !g->known)) {
+        if (w->groups.slots[i].key && (g->dropped || !g->r->known)) {
             jr__map_del(&w->groups, g->id); /* backward shift may move another key into i */
             jr__wal_seg_forget(w, g->id);
             jr__wal_group_free(w, g);
             continue;
         }
         if (w->groups.slots[i].key) {
-            jr__free(w->alloc, g->ev);
-            g->ev = NULL;
-            g->nev = g->capev = g->evk = 0;
-            jr__free(w->alloc, g->why);
-            g->why = NULL;
+            jr__free(w->alloc, g->r->ev);
+            g->r->ev = NULL;
+            g->r->nev = g->r->capev = g->r->evk = 0;
+            jr__free(w->alloc, g->r->why);
+            g->r->why = NULL;
             g->next_gseq = g->gseq;
-            g->cut = UINT64_MAX;
-            g->evidence = g->start = g->emitted = 0;
+            g->r->cut = UINT64_MAX;
+            g->r->evidence = g->r->start = g->r->emitted = 0;
         }
         i++;
     }
@@ -616,10 +616,15 @@ int jr__wal_recover(jr__wal *w, const jr__wal_replay *rp)
         jr__wal_seterr(w, "wal: cannot list %s: %s", w->dir, jr_strerror(rc));
         return rc;
     }
+    w->recovering = 1;
     rc = pass1(&c, seqs, n);
     jr__free(w->alloc, seqs);
     if (!rc) rc = pass2(&c);
     jr__free(w->alloc, c.rg);
     if (!rc) settle(w);
+    /* the scan's per-group state is not needed any more */
+    w->recovering = 0;
+    for (size_t i = 0; i < w->groups.cap; i++)
+        if (w->groups.slots[i].key) jr__wal_group_done(w, w->groups.slots[i].val);
     return rc;
 }

@@ -37,19 +37,34 @@ jr__walgrp *jr__wal_group(jr__wal *w, uint64_t id, int create)
     g = jr__calloc(w->alloc, 1, sizeof *g);
     if (!g) return NULL;
     g->id = id;
-    g->cut = UINT64_MAX;
+    if (w->recovering) {
+        g->r = jr__calloc(w->alloc, 1, sizeof *g->r);
+        if (!g->r) {
+            jr__free(w->alloc, g);
+            return NULL;
+        }
+        g->r->cut = UINT64_MAX;
+    }
     if (jr__map_put(&w->groups, id, g)) {
-        jr__free(w->alloc, g);
+        jr__wal_group_free(w, g);
         return NULL;
     }
     return g;
 }
 
+void jr__wal_group_done(jr__wal *w, jr__walgrp *g)
+{
+    if (!g->r) return;
+    jr__free(w->alloc, g->r->ev);
+    jr__free(w->alloc, g->r->why);
+    jr__free(w->alloc, g->r);
+    g->r = NULL;
+}
+
 void jr__wal_group_free(jr__wal *w, jr__walgrp *g)
 {
     if (!g) return;
-    jr__free(w->alloc, g->ev);
-    jr__free(w->alloc, g->why);
+    jr__wal_group_done(w, g);
     jr__free(w->alloc, g);
 }
 
@@ -365,10 +380,10 @@ static int apply_written(jr__wal *w, const uint8_t *p, size_t n)
                 jr__wal_group_free(w, g);
             } else {
                 uint64_t next = g->next_gseq;
+                jr__wal_group_done(w, g);
                 memset(g, 0, sizeof *g);
                 g->id = id;
                 g->next_gseq = next;
-                g->cut = UINT64_MAX;
                 g->dropped = 1;
             }
             break;

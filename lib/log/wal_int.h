@@ -50,7 +50,12 @@ typedef struct jr__walgrp {
     jr__hardstate hs;
     uint64_t cindex, cterm;
     uint8_t has_hs, has_compact, damaged, dropped;
-    /* recovery only (positions are jr__wal_pos values) */
+    struct jr__walrec *r; /* recovery's working state; NULL once the WAL is open */
+} jr__walgrp;
+
+/* A group's state while recovery scans the WAL (positions are jr__wal_pos values); freed when
+ * jr__wal_open returns, so a group costs only jr__walgrp afterwards. */
+typedef struct jr__walrec {
     uint8_t known;        /* seen in a record or checkpoint */
     uint8_t dropped_seen; /* its last record was a drop */
     uint64_t evidence;    /* position of the last record/checkpoint that vouched for it */
@@ -63,9 +68,10 @@ typedef struct jr__walgrp {
     jr__walev *ev;
     size_t nev, capev, evk;
     char *why; /* damage message */
-} jr__walgrp;
+} jr__walrec;
 
 struct jr__wal {
+    int recovering; /* inside jr__wal_recover: groups get their jr__walrec */
     jr_vfs *vfs;
     const jr_allocator *alloc;
     char *dir;
@@ -116,6 +122,8 @@ void jr__wal_seterr(jr__wal *w, const char *fmt, ...)
 
 jr__walgrp *jr__wal_group(jr__wal *w, uint64_t id, int create);
 void jr__wal_group_free(jr__wal *w, jr__walgrp *g);
+/* Frees g's recovery state (jr__walrec), if any. */
+void jr__wal_group_done(jr__wal *w, jr__walgrp *g);
 
 /* Segment tables (gc.c). */
 int jr__segtab_max(const jr_allocator *a, jr__segtab *t, uint64_t group, uint64_t index);
