@@ -149,7 +149,8 @@ struct jr_group {
     uint8_t closed;
     uint8_t damaged;        /* lost data: never votes, never campaigns (see group.c) */
     uint8_t in_fsm;         /* inside a jr_fsm callback of this group */
-    uint8_t was_leader;     /* role seen at the last flush */
+    uint8_t was_leader;     /* role seen at the last flush (a change is told to the stream
+                               layer: jr__srep_role_changed) */
     jr_fsm fsm;
     uint64_t snapshot_entries;
     uint64_t applied;       /* last index applied to the fsm (or restored from a snapshot) */
