@@ -9,7 +9,9 @@
  *  - a brand-new group whose config lists this server among the voters bootstraps: a CONFIG
  *    entry at index 1, term 1, identical on every initial voter;
  *  - a server not among the voters joins empty and waits for the leader to add it
- *    (jr_group_add_observer on the leader) and send it the log or a snapshot.
+ *    (jr_group_add_observer on the leader) and send it the log or a snapshot; until it holds
+ *    some of it, it grants no vote (raft cfg join_empty): it may be a server removed and added
+ *    back, whose earlier replica went with all it acknowledged.
  *
  * Damaged replicas. When the WAL reports that records of a group may be lost (or damage it
  * cannot attribute), the group opens with whatever survived, marked damaged. A damaged replica
@@ -304,6 +306,7 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, jr_group **out)
     rc_cfg.max_entry_bytes = rc_cfg.max_msg_bytes - 1024;
     rc_cfg.snap_chunk_bytes = n->max_frame / 4 < (256u << 10) ? n->max_frame / 4 : (256u << 10);
     rc_cfg.observer = !self_in;
+    rc_cfg.join_empty = !self_in; /* votes only once a leader sent it data (election.c) */
     rc_cfg.quiesce = JR__LIVE_QUIESCE; /* idle groups go quiet (liveness.h) */
     jr__raft_io io = {g, io_send, io_notify, jr__snap_read, jr__snap_write, jr__snap_install};
     rc = jr__raft_new(&rc_cfg, &io, &g->raft);

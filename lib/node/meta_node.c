@@ -22,7 +22,9 @@
  * (jr__mnode_converge_one): a full diff per op would make creating N streams cost N^2. A
  * replica whose stream still exists but no longer names this server (a peer removal) stays
  * until the stream's peer change converged (STREAM_CONVERGED applied) and the meta state
- * replayed what it held at open.
+ * replayed what it held at open. No replica is created from a state of that replay either: a
+ * past state may show a stream with its original peers, and a server that has since left it
+ * (its replica released) would bootstrap the group afresh — a second history at index 1.
  *
  * Peer changes. An update with another replica count or placement gets its new peer set here:
  * a grow keeps the current peers and places the others (placement.c, with them as `keep`), a
@@ -85,8 +87,13 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
 
 int jr__mnode_replayed(jr__js *js)
 {
-    if (!js->meta_replayed && js->meta && js->meta->applied >= js->meta_recovered)
-        js->meta_replayed = 1;
+    if (!js->meta_replayed && js->meta) {
+        /* A tail of the log recovered at open that a leader cut never committed (so nothing of
+         * it was applied before): the replay ends at what the log still holds. */
+        uint64_t upto = js->meta_recovered, last = jr__raft_last_index(jr__group_raft(js->meta));
+        if (last < upto) upto = last;
+        if (js->meta->applied >= upto) js->meta_replayed = 1;
+    }
     return js->meta_replayed;
 }
 
@@ -663,7 +670,15 @@ void jr__mnode_converge(jr__js *js)
             if (r) jr__srep_update(r, a->stream);
             break;
         case JR__META_CREATE:
-            if (!r && jr__srep_create(js, a->stream) != 0) js->converge_failed = 1;
+            if (r) break;
+            if (!jr__mnode_replayed(js)) {
+                /* A state of the replay at open is a past one: a replica created from it
+                 * could bootstrap a group that has long existed (and that this server left),
+                 * forking its log at index 1. Created from the replayed state instead. */
+                js->converge_failed = 1;
+                break;
+            }
+            if (jr__srep_create(js, a->stream) != 0) js->converge_failed = 1;
             break;
         default:
             break;
@@ -682,7 +697,8 @@ void jr__mnode_converge_one(jr__js *js, uint64_t group)
     jr__srep *r = jr__srep_find(js, group);
     if (s && jr__meta_stream_has_peer(s, n->name)) {
         if (!r) {
-            if (jr__srep_create(js, s) != 0) js->converge_failed = 1;
+            /* as jr__mnode_converge's CREATE: not from a state of the replay at open */
+            if (!jr__mnode_replayed(js) || jr__srep_create(js, s) != 0) js->converge_failed = 1;
         } else if (r->updated != s->updated) {
             jr__srep_update(r, s);
         }
@@ -774,6 +790,9 @@ int jr__mnode_open(jr__js *js)
     gc.nvoters = n->npeers;
     gc.fsm = &fsm;
     gc.snapshot_entries = META_SNAPSHOT_ENTRIES;
+    /* Opening the group may apply recovered entries at once: until it returned and the
+     * index to replay up to is known, every state applied is one of the replay. */
+    js->meta_recovered = UINT64_MAX;
     int rc = jr__group_create(n, &gc, &js->meta);
     jr__free(n->alloc, voters);
     if (rc != 0) {

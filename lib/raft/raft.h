@@ -226,6 +226,8 @@ typedef struct jr__raft_config {
     uint32_t max_entry_bytes;    /* largest proposal; default 1 MiB */
     uint32_t snap_chunk_bytes;   /* default 256 KiB */
     uint8_t observer;            /* informational; membership decides */
+    uint8_t join_empty;          /* joins a group that exists (no bootstrap): while its log is
+                                    empty it answers no (pre-)vote (election.c) */
     uint32_t quiesce;            /* idle heartbeat ticks before a leader goes quiet; 0 never */
     jr__confs *confs;            /* shared interned configurations; NULL: the group's own */
 } jr__raft_config;

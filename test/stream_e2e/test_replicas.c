@@ -1031,6 +1031,14 @@ START_TEST(random_replica_changes_under_faults)
     const char *s = getenv("JR_SEEDS");
     if (s) sscanf(s, "%llu:%llu", (unsigned long long *)&first, (unsigned long long *)&count);
     for (uint64_t k = 0; k < count; k++) random_run(first + k);
+    /* Seeds that once failed: 3020 split the log (a candidate of a configuration two changes
+     * back won with the votes of two servers removed and re-added empty); 5230 lost acked
+     * writes (a restarted server bootstrapped the group afresh from a state of its meta
+     * replay that still showed the stream's original peers). */
+    if (!s) {
+        random_run(3020);
+        random_run(5230);
+    }
 }
 END_TEST
 
