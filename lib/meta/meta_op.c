@@ -32,7 +32,7 @@ typedef struct raw {
     span peers[JR_MAX_REPLICAS];
     size_t npeers;
     span stream; /* STREAM_DELETE, STREAM_CONVERGED */
-    uint64_t group, peers_at; /* STREAM_CONVERGED */
+    uint64_t group, peers_at, term, commit_term, commit; /* STREAM_CONVERGED */
     uint8_t version;
     uint64_t created_ns; /* STREAM_ADD, version 2 */
 } raw;
@@ -141,7 +141,10 @@ static int check_op(const jr__meta_op *op, raw *r)
     case JR__META_STREAM_DELETE:
         return stream_name_ok(op->stream) ? 0 : JR_EINVAL;
     case JR__META_STREAM_CONVERGED:
-        return stream_name_ok(op->stream) && op->group && op->peers_at ? 0 : JR_EINVAL;
+        return stream_name_ok(op->stream) && op->group && op->peers_at &&
+                       op->commit_term <= op->term
+                   ? 0
+                   : JR_EINVAL;
     default:
         return JR_EINVAL;
     }
@@ -192,6 +195,9 @@ int jr__meta_op_encode(const jr__meta_op *op, jr__buf *out)
         jr__meta_put_str(out, op->stream);
         jr__buf_varint(out, op->group);
         jr__buf_varint(out, op->peers_at);
+        jr__buf_varint(out, op->term);
+        jr__buf_varint(out, op->commit_term);
+        jr__buf_varint(out, op->commit);
         break;
     default: /* STREAM_DELETE */
         jr__meta_put_str(out, op->stream);
@@ -245,7 +251,10 @@ static int parse(jr__rd *rd, raw *r)
         r->stream = rd_span(rd, JR_STREAM_NAME_MAX);
         r->group = jr__rd_varint(rd);
         r->peers_at = jr__rd_varint(rd);
-        if (r->group == 0 || r->peers_at == 0) jr__rd_fail(rd);
+        r->term = jr__rd_varint(rd);
+        r->commit_term = jr__rd_varint(rd);
+        r->commit = jr__rd_varint(rd);
+        if (r->group == 0 || r->peers_at == 0 || r->commit_term > r->term) jr__rd_fail(rd);
         break;
     default: /* STREAM_DELETE */
         r->stream = rd_span(rd, JR_STREAM_NAME_MAX);
@@ -310,6 +319,9 @@ static int build(const raw *r, const jr_allocator *a, jr__meta_op *op)
         op->stream = copy_span(&at, r->stream);
         op->group = r->group;
         op->peers_at = r->peers_at;
+        op->term = r->term;
+        op->commit_term = r->commit_term;
+        op->commit = r->commit;
         break;
     default:
         op->stream = copy_span(&at, r->stream);

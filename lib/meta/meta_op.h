@@ -39,7 +39,8 @@
  *   STREAM_UPDATE varint len | len bytes of jr__stream_config_encode() | list<str> peers
  *                 [version 2, STREAM_ADD only: varint created_ns (!= 0)]
  *   STREAM_DELETE str name
- *   STREAM_CONVERGED str name | varint group (!= 0) | varint peers_at (!= 0)
+ *   STREAM_CONVERGED str name | varint group (!= 0) | varint peers_at (!= 0) | varint term |
+ *                    varint commit_term | varint commit (commit_term <= term)
  * Version 2 only adds the creation time a meta leader stamps on a STREAM_ADD it places (its
  * host's wall clock). An op is written as version 2 exactly when it carries one, as version 1
  * otherwise, so every value keeps one encoding and logs written before version 2 replay
@@ -98,6 +99,9 @@ typedef struct jr__meta_op {
     const char *stream; /* STREAM_DELETE, STREAM_CONVERGED: the stream's name */
     uint64_t group;     /* STREAM_CONVERGED: the stream's Raft group id */
     uint64_t peers_at;  /* STREAM_CONVERGED: the assignment's peers_at the group reached */
+    /* STREAM_CONVERGED: the reporting leader's term, and its commit index with that entry's
+     * term — the floor a replica joining later starts from (jr__join_floor); 0: unknown */
+    uint64_t term, commit_term, commit;
     /* Owned memory of a decoded op (jr__meta_op_decode); all NULL in an op built by hand. */
     jr__stream_cfg *cfg; /* the decoded config (config == &cfg->c) */
     void *block;         /* strings and arrays */

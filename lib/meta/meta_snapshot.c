@@ -57,6 +57,9 @@ int jr__meta_snapshot(const jr__meta_state *st, jr__buf *out)
         jr__buf_varint(out, s->created_ns);
         jr__buf_varint(out, s->peers_at);
         jr__buf_varint(out, s->converged_at);
+        jr__buf_varint(out, s->floor_term);
+        jr__buf_varint(out, s->floor_commit_term);
+        jr__buf_varint(out, s->floor_commit);
     }
     jr__buf_free(&cfg);
     if (!out->err) jr__buf_u64(out, jr__xxh3(out->data + start, out->len - start));
@@ -131,7 +134,10 @@ static int read_stream(jr__rd *r, jr__meta_state *st, int version)
     /* before version 3 peer sets never changed: the original one, converged */
     uint64_t peers_at = version >= 3 ? jr__rd_varint(r) : created;
     uint64_t converged_at = version >= 3 ? jr__rd_varint(r) : created;
-    if (r->err) return JR_ECORRUPT;
+    uint64_t floor_term = version >= 3 ? jr__rd_varint(r) : 0;
+    uint64_t floor_commit_term = version >= 3 ? jr__rd_varint(r) : 0;
+    uint64_t floor_commit = version >= 3 ? jr__rd_varint(r) : 0;
+    if (r->err || floor_commit_term > floor_term) return JR_ECORRUPT;
     if (group == 0 || group >= st->next_group || created == 0 || created > converged_at ||
         converged_at > peers_at || peers_at > updated || updated > st->applied)
         return JR_ECORRUPT;
@@ -153,6 +159,9 @@ static int read_stream(jr__rd *r, jr__meta_state *st, int version)
     s->created_ns = created_ns;
     s->peers_at = peers_at;
     s->converged_at = converged_at;
+    s->floor_term = floor_term;
+    s->floor_commit_term = floor_commit_term;
+    s->floor_commit = floor_commit;
     rc = jr__meta_state_append_stream(st, s);
     if (rc) {
         jr__meta_stream_free(st->alloc, s);

@@ -718,6 +718,12 @@ int jr__meta_apply_op(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
             break;
         case JR__META_STREAM_CONVERGED:
             s->converged_at = s->peers_at; /* validate() checked op->peers_at is that */
+            if (op->term > s->floor_term ||
+                (op->term == s->floor_term && op->commit > s->floor_commit)) {
+                s->floor_term = op->term;
+                s->floor_commit_term = op->commit_term;
+                s->floor_commit = op->commit;
+            }
             res->group = s->group;
             res->changed = 1;
             break;

@@ -118,6 +118,8 @@ typedef struct jr__meta_stream {
     uint64_t peers_at;        /* meta index of the op that gave it this peer set (as a set) */
     uint64_t converged_at;    /* the peers_at its group last reported reaching; busy while it
                                  differs from peers_at ("Peer changes" above) */
+    uint64_t floor_term, floor_commit_term, floor_commit; /* the newest report's term and commit
+                                 (STREAM_CONVERGED): where a replica joining later starts */
 } jr__meta_stream;
 
 /* 1 while s's peer set has not converged (a peer change is in progress). */
@@ -254,7 +256,8 @@ void jr__meta_plan_free(jr__meta_plan *plan);
  *   varint nstreams | nstreams × (varint len | len bytes of config encoding | list<str> peers |
  *                                 varint group | varint created | varint updated |
  *                                 varint created_ns | varint peers_at |
- *                                 varint converged_at) |
+ *                                 varint converged_at | varint floor_term |
+ *                                 varint floor_commit_term | varint floor_commit) |
  *   u64 xxh3 of every byte before it
  * Servers and streams in strictly ascending name order (so the encoding is canonical), with
  * created <= converged_at <= peers_at <= updated. Version 2 (before peer changes) is the same

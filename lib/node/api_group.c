@@ -28,7 +28,7 @@ int jr_group_open(jr_node *n, const jr_group_config *cfg, jr_group **out)
     if (cfg->id > JR_GROUP_ID_HOST_MAX)
         return jr__node_err(n, JR_EINVAL, "group id above JR_GROUP_ID_HOST_MAX is reserved");
     jr__node_enter(n);
-    int rc = jr__group_create(n, cfg, out);
+    int rc = jr__group_create(n, cfg, NULL, out);
     if (rc == 0) jr__node_want_tick(n);
     jr__node_leave(n);
     return rc;

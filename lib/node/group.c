@@ -10,8 +10,9 @@
  *    entry at index 1, term 1, identical on every initial voter;
  *  - a server not among the voters joins empty and waits for the leader to add it
  *    (jr_group_add_observer on the leader) and send it the log or a snapshot; until it holds
- *    some of it, it grants no vote (raft cfg join_empty): it may be a server removed and added
- *    back, whose earlier replica went with all it acknowledged.
+ *    some of it, it is judged by the floor the caller gives (raft cfg join_*: a term and a
+ *    committed entry of the group): it may be a server removed and added back, whose earlier
+ *    replica went with all it acknowledged.
  *
  * Damaged replicas. When the WAL reports that records of a group may be lost (or damage it
  * cannot attribute), the group opens with whatever survived, marked damaged. A damaged replica
@@ -256,7 +257,8 @@ static int group_reopen(jr_group *g, const jr_group_config *cfg)
     return 0;
 }
 
-int jr__group_create(jr_node *n, const jr_group_config *cfg_in, jr_group **out)
+int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_floor *floor,
+                     jr_group **out)
 {
     jr_group_config cfg;
     jr_group_config_init(&cfg);
@@ -306,7 +308,11 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, jr_group **out)
     rc_cfg.max_entry_bytes = rc_cfg.max_msg_bytes - 1024;
     rc_cfg.snap_chunk_bytes = n->max_frame / 4 < (256u << 10) ? n->max_frame / 4 : (256u << 10);
     rc_cfg.observer = !self_in;
-    rc_cfg.join_empty = !self_in; /* votes only once a leader sent it data (election.c) */
+    if (!self_in && floor) { /* judged by its floor while its log is empty (raft.h) */
+        rc_cfg.join_term = floor->term;
+        rc_cfg.join_last_term = floor->last_term;
+        rc_cfg.join_last_index = floor->last_index;
+    }
     rc_cfg.quiesce = JR__LIVE_QUIESCE; /* idle groups go quiet (liveness.h) */
     jr__raft_io io = {g, io_send, io_notify, jr__snap_read, jr__snap_write, jr__snap_install};
     rc = jr__raft_new(&rc_cfg, &io, &g->raft);

@@ -372,7 +372,7 @@ void jr__mnode_converge_one(jr__js *js, uint64_t group);
 int jr__mnode_replayed(jr__js *js);
 /* Sends STREAM_CONVERGED for s (its group's committed configuration is s's peer set, every
  * peer a voter) to the meta leader, as an internal request retried until its deadline. */
-void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s);
+void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s, const jr__join_floor *f);
 
 /* stream_node.c -----------------------------------------------------------------------------*/
 

@@ -572,7 +572,7 @@ static int send_internal(jr__js *js, uint8_t what, jr__meta_op *op)
     return 0;
 }
 
-void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s)
+void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s, const jr__join_floor *f)
 {
     jr__meta_op op;
     memset(&op, 0, sizeof op);
@@ -580,6 +580,9 @@ void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s)
     op.stream = s->name;
     op.group = s->group;
     op.peers_at = s->peers_at;
+    op.term = f->term;
+    op.commit_term = f->last_index ? f->last_term : 0;
+    op.commit = f->last_index;
     send_internal(js, JR__REQ_CONVERGED, &op);
 }
 
@@ -793,7 +796,7 @@ int jr__mnode_open(jr__js *js)
     /* Opening the group may apply recovered entries at once: until it returned and the
      * index to replay up to is known, every state applied is one of the replay. */
     js->meta_recovered = UINT64_MAX;
-    int rc = jr__group_create(n, &gc, &js->meta);
+    int rc = jr__group_create(n, &gc, NULL, &js->meta);
     jr__free(n->alloc, voters);
     if (rc != 0) {
         js->meta = NULL;

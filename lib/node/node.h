@@ -352,8 +352,16 @@ void jr__stash_free_all(jr_node *n);
 
 /* group.c -----------------------------------------------------------------------------------*/
 
-/* Creates, loads or bootstraps, and registers a group (the body of jr_group_open). */
-int jr__group_create(jr_node *n, const jr_group_config *cfg, jr_group **out);
+/* What a replica joining a group that exists starts from (jr__raft_config.join_*): the term
+ * and a committed entry (its term and index) of the group, e.g. as its leader reported them when
+ * a peer change converged. Zeros: none. */
+typedef struct jr__join_floor {
+    uint64_t term, last_term, last_index;
+} jr__join_floor;
+/* Creates, loads or bootstraps, and registers a group (the body of jr_group_open). floor (may
+ * be NULL) applies only if this server joins (it is not among cfg->voters). */
+int jr__group_create(jr_node *n, const jr_group_config *cfg, const jr__join_floor *floor,
+                     jr_group **out);
 /* Closes the local replica: pending ops complete with `status`, the timer and files are
  * released; the raft core stays (dormant) for the flush of its pending state and for reopening.
  */

@@ -641,7 +641,10 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     }
     gc.fsm = &fsm;
     gc.snapshot_entries = js->snapshot_entries;
-    rc = jr__group_create(n, &gc, &r->g);
+    /* a joiner starts from the floor the last converged peer change left (it may be a server
+     * removed earlier and added back: raft.h join_*) */
+    jr__join_floor floor = {s->floor_term, s->floor_commit_term, s->floor_commit};
+    rc = jr__group_create(n, &gc, &floor, &r->g);
     if (rc != 0) {
         jr__node_log(n, JR_LOG_ERROR, "stream '%s': cannot open group %" PRIu64 ": %s", s->name,
                      s->group, jr_strerror(rc));

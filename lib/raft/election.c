@@ -171,9 +171,12 @@ void jr__elect_campaign(jr__raft *r, uint64_t now, int prevote, int transfer)
  * term of the last entries in the logs." */
 static int up_to_date(const jr__raft *r, const jr__msg *m)
 {
-    uint64_t lt = jr__memlog_term(&r->log, r->log.last);
-    return m->u.vote.last_term > lt ||
-           (m->u.vote.last_term == lt && m->u.vote.last_index >= r->log.last);
+    uint64_t li = r->log.last, lt = jr__memlog_term(&r->log, r->log.last);
+    if (li == 0 && r->cfg.join_last_index) { /* an empty joiner: its floor (raft.h) */
+        li = r->cfg.join_last_index;
+        lt = r->cfg.join_last_term;
+    }
+    return m->u.vote.last_term > lt || (m->u.vote.last_term == lt && m->u.vote.last_index >= li);
 }
 
 void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m)
@@ -184,14 +187,12 @@ void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m)
      * member whose own (stale) configuration says observer may already be a voter in the
      * candidate's newer one; refusing would deadlock the group. The candidate counts only the
      * voters of its configuration, so an observer's answer never elects anyone. */
-    /* A server that joined a group that exists (cfg.join_empty) and has nothing in its log yet
-     * (no entry, no snapshot) waits for a leader to add it (§4.2.1: new servers join as
-     * non-voting members). It may be a server removed and added back, its earlier replica gone
-     * with all it acknowledged; a vote from it could elect a candidate of a configuration from
-     * before its removal that lacks entries committed since (a split log). It answers no
-     * (pre-)vote until a leader sent it data. (Not for every empty server: the core lets a
-     * leader promote an observer that has received nothing, and the group may need its vote.) */
-    if (!(r->cfg.join_empty && r->log.last == 0) && up_to_date(r, m)) {
+    /* A server joining a group that exists with nothing in its log may be a server removed
+     * and added back, its earlier replica gone with all it acknowledged: a vote from it could
+     * elect a candidate of a configuration from before its removal that lacks entries
+     * committed since (a split log). up_to_date() judges such a server by its floor, an entry
+     * the group had committed (cfg.join_last_*), not by its empty log. */
+    if (up_to_date(r, m)) {
         if (prevote) {
             int lease =
                 !(m->flags & JR__MF_TRANSFER) && m->from != r->leader && jr__elect_in_lease(r, now);

@@ -138,6 +138,12 @@ int jr__raft_start(jr__raft *r, uint64_t now)
     if (r->started) return JR_EMISUSE;
     r->started = 1;
     r->now = now;
+    /* an empty joiner starts at its floor term: no leader from before it can use it (raft.h);
+     * the node writes the term with the next hard state */
+    if (r->log.last == 0 && r->term < r->cfg.join_term) {
+        r->term = r->cfg.join_term;
+        r->vote = 0;
+    }
     if (r->commit > r->log.last) r->commit = r->log.last;
     if (r->commit < r->snap_index) r->commit = r->snap_index;
     if (r->applied < r->snap_index) r->applied = r->snap_index;

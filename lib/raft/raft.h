@@ -226,8 +226,13 @@ typedef struct jr__raft_config {
     uint32_t max_entry_bytes;    /* largest proposal; default 1 MiB */
     uint32_t snap_chunk_bytes;   /* default 256 KiB */
     uint8_t observer;            /* informational; membership decides */
-    uint8_t join_empty;          /* joins a group that exists (no bootstrap): while its log is
-                                    empty it answers no (pre-)vote (election.c) */
+    /* Joining a group that exists (no bootstrap) — possibly a server removed earlier and
+     * added back, whose replica went with everything it acknowledged: while its log is empty
+     * it judges candidates as if its last entry were (join_last_term, join_last_index), an
+     * entry the group had committed, and it starts at term join_term, so neither a candidate
+     * nor a leader from before that point can use it (election.c, raft.c). 0: no floor (a
+     * server that never was a member). */
+    uint64_t join_term, join_last_term, join_last_index;
     uint32_t quiesce;            /* idle heartbeat ticks before a leader goes quiet; 0 never */
     jr__confs *confs;            /* shared interned configurations; NULL: the group's own */
 } jr__raft_config;

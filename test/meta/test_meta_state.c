@@ -442,12 +442,15 @@ static const struct op_case op_cases[] = {
     OPB("version 0", JR_EVERSION, 0, 4, 0, 0, 1, 'X'),
     OPB("type 0", JR_EVERSION, 1, 0, 0, 0, 1, 'X'),
     OPB("type 6 (reserved)", JR_EVERSION, 1, 6, 0, 0, 1, 'X'),
-    OPB("converged", 0, 1, 5, 0, 0, 1, 'X', 9, 7),
-    OPB("converged, group 0", JR_ECORRUPT, 1, 5, 0, 0, 1, 'X', 0, 7),
-    OPB("converged, peers_at 0", JR_ECORRUPT, 1, 5, 0, 0, 1, 'X', 9, 0),
-    OPB("converged, bad stream name", JR_ECORRUPT, 1, 5, 0, 0, 1, '*', 9, 7),
-    OPB("converged, version 2", JR_ECORRUPT, 2, 5, 0, 0, 1, 'X', 9, 7),
-    OPB("converged, trailing byte", JR_ECORRUPT, 1, 5, 0, 0, 1, 'X', 9, 7, 0),
+    OPB("converged", 0, 1, 5, 0, 0, 1, 'X', 9, 7, 4, 3, 30),
+    OPB("converged, no floor", 0, 1, 5, 0, 0, 1, 'X', 9, 7, 0, 0, 0),
+    OPB("converged, floor entry of a later term", JR_ECORRUPT, 1, 5, 0, 0, 1, 'X', 9, 7, 3, 4, 30),
+    OPB("converged, group 0", JR_ECORRUPT, 1, 5, 0, 0, 1, 'X', 0, 7, 4, 3, 30),
+    OPB("converged, peers_at 0", JR_ECORRUPT, 1, 5, 0, 0, 1, 'X', 9, 0, 4, 3, 30),
+    OPB("converged, bad stream name", JR_ECORRUPT, 1, 5, 0, 0, 1, '*', 9, 7, 4, 3, 30),
+    OPB("converged, version 2", JR_ECORRUPT, 2, 5, 0, 0, 1, 'X', 9, 7, 4, 3, 30),
+    OPB("converged, without its floor", JR_ECORRUPT, 1, 5, 0, 0, 1, 'X', 9, 7),
+    OPB("converged, trailing byte", JR_ECORRUPT, 1, 5, 0, 0, 1, 'X', 9, 7, 4, 3, 30, 0),
     OPB("request id without origin", JR_ECORRUPT, 1, 4, 7, 0, 1, 'X'),
     OPB("origin without request id", JR_ECORRUPT, 1, 4, 0, 2, 'n', '1', 1, 'X'),
     OPB("origin with a space", JR_ECORRUPT, 1, 4, 7, 2, 'n', ' ', 1, 'X'),
@@ -964,10 +967,16 @@ START_TEST(a_peer_change_is_busy_until_its_group_reports_convergence)
     op = op_converged("ORDERS", s->group, 12);
     op.request_id = 4;
     op.origin = "n4";
+    op.term = 5; /* the floor a replica joining later starts from */
+    op.commit_term = 4;
+    op.commit = 77;
     ck_assert_int_eq(apply(&st, 18, &op, &res), 0);
     ck_assert_int_eq(res.changed, 1);
     ck_assert_str_eq(res.stream, "ORDERS");
     ck_assert_uint_eq(s->converged_at, 12);
+    ck_assert_uint_eq(s->floor_term, 5);
+    ck_assert_uint_eq(s->floor_commit_term, 4);
+    ck_assert_uint_eq(s->floor_commit, 77);
     ck_assert(!jr__meta_stream_busy(s));
     ck_assert_uint_eq(s->updated, 13); /* nothing for replicas to converge to */
     ck_assert_int_eq(apply(&st, 19, &op, &res), 0);
@@ -1506,6 +1515,9 @@ static void hand_snapshot(jr__buf *b, uint64_t applied, uint64_t next_group,
             jr__buf_varint(b, 0); /* created_ns */
             jr__buf_varint(b, s->peers_at);
             jr__buf_varint(b, s->converged_at);
+            jr__buf_varint(b, 3); /* floor: term, commit term, commit */
+            jr__buf_varint(b, 2);
+            jr__buf_varint(b, 40);
         }
     }
     jr__buf_free(&cfg);
@@ -1594,6 +1606,9 @@ START_TEST(restore_checks_every_invariant)
             const jr__meta_stream *x = jr__meta_stream_find(&st, "B");
             ck_assert_uint_eq(x->peers_at, 8);
             ck_assert_uint_eq(x->converged_at, 7);
+            ck_assert_uint_eq(x->floor_term, 3);
+            ck_assert_uint_eq(x->floor_commit_term, 2);
+            ck_assert_uint_eq(x->floor_commit, 40);
             ck_assert(jr__meta_stream_busy(x));
         }
         jr__meta_state_free(&st);

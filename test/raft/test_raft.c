@@ -544,23 +544,22 @@ static int watch_votes_of_4(harness *h, const jr__msg *m, void *arg)
 }
 
 /* A server that joins an existing group starts with nothing: it may be one removed and added
- * back whose earlier replica is gone with all it acknowledged. A candidate of a configuration
- * from before its removal still lists it as a voter; were it to answer yes, such a candidate
- * could win with it and another emptied server against the servers holding what committed
- * since (a split log). Opened to join (cfg.join_empty), it answers no until a leader has sent
- * it data. */
-START_TEST(an_empty_joiner_grants_no_vote_until_a_leader_sent_it_data)
+ * back whose earlier replica is gone with all it acknowledged. While its log is empty it judges
+ * candidates by its floor — an entry the group had committed (join_last_*) — not by its empty
+ * log, so a candidate lacking that entry gets no vote from it; one holding it does. */
+START_TEST(an_empty_joiner_is_judged_by_its_floor)
 {
     harness h;
     h_init(&h, 4, 13);
-    h.cfg.join_empty = 1; /* as the node opens a group it joins */
-    h_start(&h, 3, 3);    /* node 3 (id 4) joins empty */
+    h.cfg.join_last_term = 1; /* as the node opens a group it joins (the others hold entries, */
+    h.cfg.join_last_index = 3; /* so the floor does not apply to them) */
+    h_start(&h, 3, 3);        /* node 3 (id 4) joins empty */
     int seen[2] = {0, 0};
     h.filter = watch_votes_of_4;
     h.filter_arg = seen;
     jr__msg v = {.type = JR__MSG_VOTE, .flags = JR__MF_PREVOTE, .group = 7, .from = 2, .to = 4,
                  .term = 9};
-    v.u.vote.last_index = 1;
+    v.u.vote.last_index = 2; /* lacks the floor entry */
     v.u.vote.last_term = 1;
     ck_assert_int_eq(h_inject(&h, 3, &v), 0);
     v.flags = 0;
@@ -568,25 +567,30 @@ START_TEST(an_empty_joiner_grants_no_vote_until_a_leader_sent_it_data)
     h_deliver_all(&h);
     ck_assert_int_eq(seen[0], 2);
     ck_assert_int_eq(seen[1], 0);
-    /* added by a leader, it holds the log and answers as any server */
-    int l = h_wait_leader(&h, 20 * ET);
-    ck_assert_int_ge(l, 0);
-    ck_assert_int_eq(jr__raft_change(R(&h, l), h.now, JR__ADD_OBSERVER, 4, NULL), 0);
-    h_run(&h, 10 * ET);
-    l = h_wait_leader(&h, 20 * ET);
-    ck_assert_int_ge(l, 0);
-    h_run(&h, 2 * ET);
-    ck_assert_uint_gt(jr__raft_last_index(R(&h, 3)), 0);
-    v.term = term_of(&h, 3) + 1;
-    v.u.vote.last_index = jr__raft_last_index(R(&h, l));
-    v.u.vote.last_term = jr__raft_last_term(R(&h, l));
-    v.flags = 0;
+    /* a candidate that holds it */
     seen[0] = seen[1] = 0;
+    v.term = 10;
+    v.u.vote.last_index = 3;
+    v.flags = JR__MF_PREVOTE;
+    ck_assert_int_eq(h_inject(&h, 3, &v), 0);
+    v.flags = 0;
     ck_assert_int_eq(h_inject(&h, 3, &v), 0);
     h_deliver_all(&h);
-    ck_assert_int_eq(seen[0], 1);
-    ck_assert_int_eq(seen[1], 1);
-    h_check_all(&h);
+    ck_assert_int_eq(seen[0], 2);
+    ck_assert_int_eq(seen[1], 2);
+    h_free(&h);
+}
+END_TEST
+
+/* ... and it starts at its floor term: a leader of an older term cannot use it. */
+START_TEST(an_empty_joiner_starts_at_its_floor_term)
+{
+    harness h;
+    h_init(&h, 4, 14);
+    h.cfg.join_term = 6;
+    h_start(&h, 3, 3);
+    ck_assert_uint_eq(term_of(&h, 3), 6);
+    for (int i = 0; i < 3; i++) ck_assert_uint_lt(term_of(&h, i), 6);
     h_free(&h);
 }
 END_TEST
@@ -1070,7 +1074,8 @@ static Suite *suite(void)
     tcase_add_test(tc, transfer_blocks_proposals_and_is_abandoned);
     tcase_add_test(tc, transfer_target_must_be_a_voter);
     tcase_add_test(tc, observers_never_campaign_or_count);
-    tcase_add_test(tc, an_empty_joiner_grants_no_vote_until_a_leader_sent_it_data);
+    tcase_add_test(tc, an_empty_joiner_is_judged_by_its_floor);
+    tcase_add_test(tc, an_empty_joiner_starts_at_its_floor_term);
     tcase_add_test(tc, membership_one_change_at_a_time);
     tcase_add_test(tc, config_reverts_on_truncation);
     tcase_add_test(tc, snapshot_install_chunked_and_resumed);
