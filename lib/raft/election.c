@@ -172,9 +172,12 @@ void jr__elect_campaign(jr__raft *r, uint64_t now, int prevote, int transfer)
 static int up_to_date(const jr__raft *r, const jr__msg *m)
 {
     uint64_t li = r->log.last, lt = jr__memlog_term(&r->log, r->log.last);
-    if (li == 0 && r->cfg.join_last_index) { /* an empty joiner: its floor (raft.h) */
-        li = r->cfg.join_last_index;
-        lt = r->cfg.join_last_term;
+    /* a joiner's floor (raft.h), a committed entry: while its own log is older than that (empty,
+     * or restored from an older snapshot), it judges candidates by the floor */
+    uint64_t ft = r->cfg.join_last_term, fi = r->cfg.join_last_index;
+    if (fi && (ft > lt || (ft == lt && fi > li))) {
+        li = fi;
+        lt = ft;
     }
     return m->u.vote.last_term > lt || (m->u.vote.last_term == lt && m->u.vote.last_index >= li);
 }

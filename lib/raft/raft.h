@@ -227,9 +227,10 @@ typedef struct jr__raft_config {
     uint32_t snap_chunk_bytes;   /* default 256 KiB */
     uint8_t observer;            /* informational; membership decides */
     /* Joining a group that exists (no bootstrap) — possibly a server removed earlier and
-     * added back, whose replica went with everything it acknowledged: while its log is empty
-     * it judges candidates as if its last entry were (join_last_term, join_last_index), an
-     * entry the group had committed, and it starts at term join_term, so neither a candidate
+     * added back, whose replica went with everything it acknowledged: while its log is older
+     * than (join_last_term, join_last_index), an entry the group had committed, it judges
+     * candidates as if that were its last entry, and it starts at term join_term (if its log
+     * is empty), so neither a candidate
      * nor a leader from before that point can use it (election.c, raft.c). 0: no floor (a
      * server that never was a member). */
     uint64_t join_term, join_last_term, join_last_index;
