@@ -308,7 +308,7 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     rc_cfg.max_entry_bytes = rc_cfg.max_msg_bytes - 1024;
     rc_cfg.snap_chunk_bytes = n->max_frame / 4 < (256u << 10) ? n->max_frame / 4 : (256u << 10);
     rc_cfg.observer = !self_in;
-    if (!self_in && floor) { /* judged by its floor while its log is empty (raft.h) */
+    if (!self_in && floor) { /* judged by its floor while its log is older (raft.h) */
         rc_cfg.join_term = floor->term;
         rc_cfg.join_last_term = floor->last_term;
         rc_cfg.join_last_index = floor->last_index;
