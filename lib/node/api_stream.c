@@ -289,19 +289,23 @@ static void take_msg(jr__req *r, const uint8_t *p, size_t len)
 
 static void meta_info_route(jr__req *r);
 
+/* A request the meta group decides (meta_node.c runs its answers and timer). */
+static int meta_write(const jr__req *r)
+{
+    return r->what == JR__REQ_ADD || r->what == JR__REQ_UPDATE || r->what == JR__REQ_DELETE ||
+           r->what == JR__REQ_SERVER_INFO || r->what == JR__REQ_CONVERGED;
+}
+
 void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
 {
     jr__js *js = r->js;
     jr_node *n = js->n;
     if (r->done) return;
-    switch (r->what) {
-    case JR__REQ_ADD:
-    case JR__REQ_UPDATE:
-    case JR__REQ_DELETE:
-    case JR__REQ_SERVER_INFO:
-    case JR__REQ_CONVERGED:
+    if (meta_write(r)) {
         jr__mnode_on_reply(r, status, p, len);
         return;
+    }
+    switch (r->what) {
     case JR__REQ_META_INFO:
         if (status == JR_ENOTLEADER || status == JR__RPC_NO_ANSWER) {
             wait_retry(r);
@@ -404,14 +408,11 @@ void jr__req_timer(jr__req *r)
     jr__js *js = r->js;
     jr_node *n = js->n;
     if (r->done) return;
-    switch (r->what) {
-    case JR__REQ_ADD:
-    case JR__REQ_UPDATE:
-    case JR__REQ_DELETE:
-    case JR__REQ_SERVER_INFO:
-    case JR__REQ_CONVERGED:
+    if (meta_write(r)) {
         jr__mnode_timer(r);
         return;
+    }
+    switch (r->what) {
     case JR__REQ_META_INFO:
         if (n->now < r->deadline) {
             meta_info_route(r);

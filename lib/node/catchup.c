@@ -255,6 +255,15 @@ static int take_piece(jr__catchup *cu, uint64_t index, uint64_t total, uint64_t 
 
 static void on_answer(jr__js *js, void *arg, int status, const uint8_t *p, size_t len);
 
+/* After a piece of the source's snapshot was taken: restore once it is whole, else ask on. */
+static void piece_taken(jr__srep *r)
+{
+    if (r->cu->piece.len == r->cu->piece_total)
+        restore_source(r);
+    else
+        jr__catchup_step(r);
+}
+
 void jr__catchup_step(jr__srep *r)
 {
     jr__js *js = r->js;
@@ -312,10 +321,7 @@ static void on_answer(jr__js *js, void *arg, int status, const uint8_t *p, size_
             stall(r, rc);
             return;
         }
-        if (cu->piece.len == cu->piece_total)
-            restore_source(r);
-        else
-            jr__catchup_step(r);
+        piece_taken(r);
         return;
     }
     uint64_t next = jr__rd_varint(&rd), raw = jr__rd_varint(&rd);
@@ -363,10 +369,7 @@ static void on_answer(jr__js *js, void *arg, int status, const uint8_t *p, size_
             stall(r, rc);
             return;
         }
-        if (cu->piece.len == cu->piece_total)
-            restore_source(r);
-        else
-            jr__catchup_step(r); /* the rest of the snapshot */
+        piece_taken(r);
         return;
     }
     /* The source could not take a snapshot: restore ours (exact unless the source deleted

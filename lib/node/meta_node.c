@@ -193,6 +193,20 @@ static int propose(jr__js *js, const uint8_t *p, size_t len, uint64_t *index, ui
     return 0;
 }
 
+/* Proposes op with the peer set the leader decided (borrowed for the call). */
+static int propose_placed(jr__js *js, jr__meta_op *op, const char **peers, size_t np,
+                          uint64_t *index, uint64_t *term)
+{
+    op->peers = peers;
+    op->npeers = np;
+    jr__buf_reset(&js->scratch);
+    int rc = jr__meta_op_encode(op, &js->scratch);
+    if (rc == 0) rc = propose(js, js->scratch.data, js->scratch.len, index, term);
+    op->peers = NULL;
+    op->npeers = 0;
+    return rc;
+}
+
 /* Chooses the peers of a new stream, or (keep: the current peers that stay) of a stream that
  * grows or moves; without a cluster in the config, the replicas go to the cluster of server
  * `home` (the asker for a new stream, a current peer otherwise). 0 with names in peers[] (kept
@@ -345,16 +359,10 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
                 reply_text(js, rt, rc, msg);
                 goto out;
             }
-            op.peers = peers;
-            op.npeers = np;
             /* the stream's creation time: this leader's wall clock, in the log for everyone */
             op.created_ns = jr__js_wall(js);
             if (op.created_ns == 0) op.created_ns = 1; /* 0 means "unknown" */
-            jr__buf_reset(&js->scratch);
-            rc = jr__meta_op_encode(&op, &js->scratch);
-            if (rc == 0) rc = propose(js, js->scratch.data, js->scratch.len, &index, &term);
-            op.peers = NULL;
-            op.npeers = 0;
+            rc = propose_placed(js, &op, peers, np, &index, &term);
             goto proposed;
         }
         if (op.type == JR__META_STREAM_UPDATE) {
@@ -384,13 +392,7 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
             } else {
                 memcpy(peers, s->peers, np * sizeof *peers);
             }
-            op.peers = peers;
-            op.npeers = np;
-            jr__buf_reset(&js->scratch);
-            rc = jr__meta_op_encode(&op, &js->scratch);
-            if (rc == 0) rc = propose(js, js->scratch.data, js->scratch.len, &index, &term);
-            op.peers = NULL;
-            op.npeers = 0;
+            rc = propose_placed(js, &op, peers, np, &index, &term);
             goto proposed;
         }
     }

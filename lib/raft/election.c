@@ -56,11 +56,7 @@ void jr__elect_become_follower(jr__raft *r, uint64_t now, uint64_t term, jr__id 
     if (r->role == ROLE_LEADER) {
         /* what only a leader needs goes (it is allocated again on the next election won) */
         jr__prog_free(r);
-        jr__free(r->alloc, r->scratch);
-        r->scratch = NULL;
-        r->scratch_cap = 0;
-        jr__free(r->alloc, r->chunk);
-        r->chunk = NULL;
+        jr__raft_free_send_buffers(r);
     }
     if (term > r->term) {
         r->term = term;

@@ -127,6 +127,9 @@ struct jr__raft {
 };
 
 /* raft.c ------------------------------------------------------------------------------------*/
+/* Frees the leader's send buffers (the APPEND scratch and the snapshot chunk); both are
+ * allocated again on demand. */
+void jr__raft_free_send_buffers(jr__raft *r);
 /* Calls io->notify unless it was already called since the last jr__raft_ready_done(). */
 void jr__raft_notify(jr__raft *r);
 /* Fills in group, from and (if 0) term, then hands m to io->send. */

@@ -72,11 +72,7 @@ int jr__quiet_leader_tick(jr__raft *r, uint64_t now)
     /* an idle group keeps no buffers: inflight rings, the APPEND scratch, the snapshot chunk
      * (256 KiB by default), slack in the log rings; all come back on demand */
     jr__prog_release(r);
-    jr__free(r->alloc, r->scratch);
-    r->scratch = NULL;
-    r->scratch_cap = 0;
-    jr__free(r->alloc, r->chunk);
-    r->chunk = NULL;
+    jr__raft_free_send_buffers(r);
     jr__memlog_shrink(&r->log);
     return 1;
 }

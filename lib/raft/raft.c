@@ -69,6 +69,15 @@ size_t jr__raft_sizeof(void)
     return sizeof(jr__raft);
 }
 
+void jr__raft_free_send_buffers(jr__raft *r)
+{
+    jr__free(r->alloc, r->scratch);
+    r->scratch = NULL;
+    r->scratch_cap = 0;
+    jr__free(r->alloc, r->chunk);
+    r->chunk = NULL;
+}
+
 void jr__raft_free(jr__raft *r)
 {
     if (!r) return;
