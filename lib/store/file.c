@@ -51,14 +51,12 @@
 #define FLUSH_BYTES (1u << 20)
 #define NHANDLES 8
 
-typedef struct fblk {
-    int kind;  /* JR__BLK_OPEN or JR__BLK_SEALED */
-    int flags; /* JR__BLKF_* of the file */
-    /* sealed: header and chunk index, loaded at the first read */
-    int indexed;
+/* A sealed block's header and chunk index, loaded at the first random read of it (jr__blk.bk;
+ * NULL until then, and for open blocks, whose kind and flags jr__blk holds). */
+typedef struct sidx {
     jr__blk_sealed hd;
-    jr__blk_chunk *chunks;
-} fblk;
+    jr__blk_chunk chunks[];
+} sidx;
 
 typedef struct handle {
     uint32_t id;
@@ -124,18 +122,11 @@ static void handle_forget(jr__store *s, uint32_t id)
     if (f->kid == id) f->kid = 0;
 }
 
-static void sealed_forget(jr__store *s, fblk *b)
+/* Forgets the chunk index of block b (it is loaded again at the next read). */
+static void sealed_forget(jr__store *s, jr__blk *b)
 {
-    jr__free(s->alloc, b->chunks);
-    b->chunks = NULL;
-    b->indexed = 0;
-}
-
-static void fblk_free(jr__store *s, fblk *b)
-{
-    if (!b) return;
-    sealed_forget(s, b);
-    jr__free(s->alloc, b);
+    jr__free(s->alloc, b->bk);
+    b->bk = NULL;
 }
 
 static int handle_get(jr__store *s, uint32_t id, jr_file **out)
@@ -288,7 +279,7 @@ static int active_seal(jr__store *s)
     fstore *f = F(s);
     if (!f->af) return 0;
     size_t bi = jr__store_blk_find(s, f->aid);
-    fblk *b = s->blks[bi].bk;
+    jr__blk *b = &s->blks[bi];
     int rc;
     int sflags = (f->compress ? JR__BLKF_LZ4 : 0) | (f->enc ? JR__BLKF_ENC : 0);
     if (sflags) {
@@ -302,7 +293,7 @@ static int active_seal(jr__store *s)
             f->need_dirsync = 0;
         }
         b->kind = JR__BLK_SEALED;
-        b->flags = sflags;
+        b->flags = (uint8_t)sflags;
         /* the plaintext is the decoded form of the sealed block: keep it as the read cache */
         jr__buf t = f->cache;
         f->cache = f->plain;
@@ -328,16 +319,11 @@ static int active_new(jr__store *s)
     fstore *f = F(s);
     uint32_t id = s->nblks ? s->blks[s->nblks - 1].id + 1 : 1;
     if (id == 0) return jr__store_fail(s, JR_ERANGE, "%s: block ids exhausted", f->dir);
-    fblk *b = jr__calloc(s->alloc, 1, sizeof *b);
-    if (!b) return JR_ENOMEM;
     char path[PATHMAX];
     blk_path(f, path, sizeof path, id, "blk");
     jr_file *fh;
     int rc = f->vfs->open(f->vfs->ctx, path, JR_O_CREATE | JR_O_TRUNCATE, &fh);
-    if (rc) {
-        jr__free(s->alloc, b);
-        return jr__store_fail(s, rc, "%s: create failed: %s", path, jr_strerror(rc));
-    }
+    if (rc) return jr__store_fail(s, rc, "%s: create failed: %s", path, jr_strerror(rc));
     f->aflags = f->enc ? JR__BLKF_ENC : 0;
     uint8_t h[JR__BLK_OPEN_HDR];
     jr__blk_open_header(h, id, f->aflags, f->enc ? f->key.check : 0);
@@ -346,12 +332,10 @@ static int active_new(jr__store *s)
     if (rc) {
         f->vfs->close(f->vfs->ctx, fh);
         f->vfs->remove(f->vfs->ctx, path);
-        jr__free(s->alloc, b);
         return jr__store_fail(s, rc, "%s: create failed: %s", path, jr_strerror(rc));
     }
-    b->kind = JR__BLK_OPEN;
-    b->flags = f->aflags;
-    s->blks[s->nblks - 1].bk = b;
+    s->blks[s->nblks - 1].kind = JR__BLK_OPEN;
+    s->blks[s->nblks - 1].flags = (uint8_t)f->aflags;
     if (f->enc) jr__blk_nonce_init(&f->nonce);
     f->af = fh;
     f->aid = id;
@@ -404,14 +388,15 @@ static int file_commit(jr__store *s, uint8_t *p, size_t len)
 }
 
 /* Reads a record of a sealed block by decoding only the chunk that holds it. */
-static int sealed_read(jr__store *s, uint32_t blk, fblk *b, uint32_t off, uint32_t len,
+static int sealed_read(jr__store *s, uint32_t blk, jr__blk *bt, uint32_t off, uint32_t len,
                        const uint8_t **out)
 {
     fstore *f = F(s);
     char path[PATHMAX];
     int rc;
     jr_file *fh = NULL;
-    if (!b->indexed) {
+    sidx *b = bt->bk;
+    if (!b) {
         blk_path(f, path, sizeof path, blk, "blk");
         rc = handle_get(s, blk, &fh);
         if (rc) return rc;
@@ -422,22 +407,25 @@ static int sealed_read(jr__store *s, uint32_t blk, fblk *b, uint32_t off, uint32
         uint64_t size;
         rc = f->vfs->size(f->vfs->ctx, fh, &size);
         if (rc) return jr__store_fail(s, rc, "%s: size failed", path);
-        if (jr__blk_sealed_header(h, got, &b->hd) || b->hd.id != blk ||
-            JR__BLK_SEAL_HDR + b->hd.stored_len != size)
+        jr__blk_sealed hd;
+        if (jr__blk_sealed_header(h, got, &hd) || hd.id != blk ||
+            JR__BLK_SEAL_HDR + hd.stored_len != size)
             return jr__store_fail(s, JR_ECORRUPT, "%s: offset 0: bad sealed block header", path);
-        size_t ilen = (size_t)(size - b->hd.index_off);
+        size_t ilen = (size_t)(size - hd.index_off);
         jr__buf_reset(&f->io);
         if (jr__buf_reserve(&f->io, ilen)) return JR_ENOMEM;
-        rc = f->vfs->pread(f->vfs->ctx, fh, f->io.data, ilen, b->hd.index_off, &got);
+        rc = f->vfs->pread(f->vfs->ctx, fh, f->io.data, ilen, hd.index_off, &got);
         if (rc) return jr__store_fail(s, rc, "%s: read failed", path);
-        b->chunks = jr__calloc(s->alloc, b->hd.nchunks ? b->hd.nchunks : 1, sizeof *b->chunks);
-        if (!b->chunks) return JR_ENOMEM;
+        /* nchunks is bounded by the file's size (32 bytes of index per chunk) */
+        b = jr__malloc(s->alloc, sizeof *b + (size_t)hd.nchunks * sizeof b->chunks[0]);
+        if (!b) return JR_ENOMEM;
+        b->hd = hd;
         if (got != ilen || jr__blk_sealed_index(&b->hd, f->io.data, ilen, b->chunks)) {
-            sealed_forget(s, b);
+            jr__free(s->alloc, b);
             return jr__store_fail(s, JR_ECORRUPT, "%s: offset %llu: bad chunk index", path,
-                                  (unsigned long long)b->hd.index_off);
+                                  (unsigned long long)hd.index_off);
         }
-        b->indexed = 1;
+        bt->bk = b;
     }
     /* the chunk that holds off */
     uint32_t lo = 0, hi = b->hd.nchunks;
@@ -492,7 +480,7 @@ static int file_read(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, con
     } else {
         size_t bi = jr__store_blk_find(s, blk);
         if (bi == SIZE_MAX) return jr__store_fail(s, JR_ECORRUPT, "block %u missing", blk);
-        fblk *b = s->blks[bi].bk;
+        jr__blk *b = &s->blks[bi];
         if (b->kind == JR__BLK_OPEN && !(b->flags & JR__BLKF_ENC)) {
             jr_file *fh;
             int rc = handle_get(s, blk, &fh);
@@ -585,8 +573,7 @@ static int file_unlink(jr__store *s, size_t i)
     blk_path(f, path, sizeof path, id, "blk");
     int rc = f->vfs->remove(f->vfs->ctx, path);
     if (rc && rc != JR_ENOTFOUND) return jr__store_fail(s, rc, "%s: remove failed", path);
-    fblk_free(s, s->blks[i].bk);
-    s->blks[i].bk = NULL;
+    sealed_forget(s, &s->blks[i]);
     return 0;
 }
 
@@ -631,7 +618,7 @@ static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
     }
     size_t bi = jr__store_blk_find(s, blk);
     if (bi == SIZE_MAX) return JR_ENOTFOUND;
-    fblk *b = s->blks[bi].bk;
+    jr__blk *b = &s->blks[bi];
     rc = cache_load(s, blk);
     if (rc) return rc;
     jr__srec_erase(f->cache.data + off, len);
@@ -662,7 +649,7 @@ static void file_close(jr__store *s)
         if (f->h[i].f) f->vfs->close(f->vfs->ctx, f->h[i].f);
     jr__free(s->alloc, f->h);
     if (f->af) f->vfs->close(f->vfs->ctx, f->af);
-    for (size_t i = 0; i < s->nblks; i++) fblk_free(s, s->blks[i].bk);
+    for (size_t i = 0; i < s->nblks; i++) sealed_forget(s, &s->blks[i]);
     jr__buf_free(&f->plain);
     jr__buf_free(&f->pend);
     jr__buf_free(&f->cache);
@@ -941,15 +928,12 @@ static int recover_block(jr__store *s, uint32_t id, int last, size_t keep)
             goto out;
         }
     }
-    fblk *b = jr__calloc(s->alloc, 1, sizeof *b);
-    if (!b || jr__store_blk_add(s, id)) {
-        jr__free(s->alloc, b);
+    if (jr__store_blk_add(s, id)) {
         rc = JR_ENOMEM;
         goto out;
     }
-    b->kind = info.kind;
-    b->flags = info.flags;
-    s->blks[s->nblks - 1].bk = b;
+    s->blks[s->nblks - 1].kind = (uint8_t)info.kind;
+    s->blks[s->nblks - 1].flags = (uint8_t)info.flags;
     uint64_t base_off =
         info.kind == JR__BLK_OPEN && !(info.flags & JR__BLKF_ENC) ? JR__BLK_OPEN_HDR : 0;
     rc = replay(s, path, id, info.plain, info.plain_len, base_off);

@@ -33,13 +33,15 @@ typedef struct jr__ent {
 
 typedef struct jr__blk {
     uint32_t id;
+    uint8_t doomed;    /* marked store: to be removed once the mark being written is durable */
+    uint8_t kind;      /* backend's: the file store's block format (JR__BLK_OPEN/SEALED) */
+    uint8_t flags;     /* backend's: the file store's JR__BLKF_* of the block file */
     uint64_t live;     /* live messages */
     uint64_t first;    /* lowest seq of a message written to it (0: none yet) */
     uint64_t last;     /* highest seq of a message written to it */
     uint64_t tomb_lo;  /* lowest seq a tombstone in it may refer to; UINT64_MAX: none */
     uint64_t mark_key; /* highest key of a mark in it (0: none) */
-    int doomed;        /* marked store: to be removed once the mark being written is durable */
-    void *bk;          /* backend's per-block data */
+    void *bk;          /* backend's per-block data (file store: NULL, or a sealed block's index) */
 } jr__blk;
 
 /* Where a record lies (block id, plaintext offset, length). */
