@@ -63,40 +63,85 @@ typedef struct handle {
     jr_file *f;
 } handle;
 
-typedef struct fstore {
-    jr_vfs *vfs;
-    char *dir;
-    int compress;
-    int enc;
+/* Encryption at rest: only an encrypted store has it. */
+typedef struct fenc {
     jr__blk_key key;
-
-    /* active block */
-    jr_file *af;
-    uint32_t aid;        /* 0: no active block yet */
-    int aflags;          /* JR__BLKF_ENC or 0 */
     jr__blk_nonce nonce; /* frame nonces of the active block (fresh prefix at every open) */
-    jr__buf plain;       /* its records */
-    size_t flushed;      /* plain bytes already written (unencrypted) */
-    jr__buf pend;        /* encrypted frames not yet written */
-    uint64_t fsize;      /* bytes written to the file */
-    int need_dirsync;
-    int dirty; /* written since the last sync */
+    jr__buf pend;        /* encrypted frames of the active block not yet written */
+} fenc;
 
-    /* reads of other blocks */
-    handle *h; /* NHANDLES read handles, allocated at the first read of another block */
+/* Reading blocks other than the active one (and recovery, and rewriting them): allocated when
+ * first needed, freed at the end of open and by jr__store_trim, so an idle store that never
+ * read an old block carries none of it. */
+typedef struct frd {
+    handle h[NHANDLES]; /* read handles of other blocks */
     unsigned hnext;
     uint32_t cid; /* block decoded in cache (0: none) */
     jr__buf cache;
     uint32_t kid;    /* block of the decoded chunk (0: none) */
     uint32_t kchunk; /* its chunk number */
     jr__buf chunk;   /* one decoded chunk of a sealed block */
-    jr__buf io;
-    jr__buf tmp;
+    jr__buf io;      /* file bytes read */
+    jr__buf tmp;     /* images being rewritten, decoding scratch */
+} frd;
+
+typedef struct fstore {
+    jr_vfs *vfs;
+    char *dir;
+    fenc *e; /* NULL: not encrypted */
+    frd *rd; /* NULL: none (see frd) */
+
+    /* active block */
+    jr_file *af;
+    uint32_t aid;   /* 0: no active block yet */
+    uint8_t aflags; /* JR__BLKF_ENC or 0 */
+    uint8_t compress;
+    uint8_t need_dirsync;
+    uint8_t dirty;  /* written since the last sync */
+    jr__buf plain;  /* its records */
+    size_t flushed; /* plain bytes already written (unencrypted) */
+    uint64_t fsize; /* bytes written to the file */
 } fstore;
 
 static fstore *F(jr__store *s)
 {
     return s->bkctx;
+}
+
+static const jr__blk_key *KEY(const fstore *f)
+{
+    return f->e ? &f->e->key : NULL;
+}
+
+/* Makes sure f->rd exists. 0 or JR_ENOMEM. */
+static int rd_get(jr__store *s)
+{
+    fstore *f = F(s);
+    if (f->rd) return 0;
+    frd *r = jr__calloc(s->alloc, 1, sizeof *r);
+    if (!r) return JR_ENOMEM;
+    jr__buf_init(&r->cache, s->alloc);
+    jr__buf_init(&r->chunk, s->alloc);
+    jr__buf_init(&r->io, s->alloc);
+    jr__buf_init(&r->tmp, s->alloc);
+    f->rd = r;
+    return 0;
+}
+
+/* Closes the read handles and frees the read state. */
+static void rd_free(jr__store *s)
+{
+    fstore *f = F(s);
+    frd *r = f->rd;
+    if (!r) return;
+    for (int i = 0; i < NHANDLES; i++)
+        if (r->h[i].f) f->vfs->close(f->vfs->ctx, r->h[i].f);
+    jr__buf_free(&r->cache);
+    jr__buf_free(&r->chunk);
+    jr__buf_free(&r->io);
+    jr__buf_free(&r->tmp);
+    jr__free(s->alloc, r);
+    f->rd = NULL;
 }
 
 static void blk_path(const fstore *f, char *out, size_t n, uint32_t id, const char *ext)
@@ -113,13 +158,14 @@ static void blk_path(const fstore *f, char *out, size_t n, uint32_t id, const ch
 static void handle_forget(jr__store *s, uint32_t id)
 {
     fstore *f = F(s);
-    for (int i = 0; f->h && i < NHANDLES; i++)
-        if (f->h[i].f && f->h[i].id == id) {
-            f->vfs->close(f->vfs->ctx, f->h[i].f);
-            f->h[i].f = NULL;
+    if (!f->rd) return;
+    for (int i = 0; i < NHANDLES; i++)
+        if (f->rd->h[i].f && f->rd->h[i].id == id) {
+            f->vfs->close(f->vfs->ctx, f->rd->h[i].f);
+            f->rd->h[i].f = NULL;
         }
-    if (f->cid == id) f->cid = 0;
-    if (f->kid == id) f->kid = 0;
+    if (f->rd->cid == id) f->rd->cid = 0;
+    if (f->rd->kid == id) f->rd->kid = 0;
 }
 
 /* Forgets the chunk index of block b (it is loaded again at the next read). */
@@ -132,13 +178,13 @@ static void sealed_forget(jr__store *s, jr__blk *b)
 static int handle_get(jr__store *s, uint32_t id, jr_file **out)
 {
     fstore *f = F(s);
-    if (!f->h && !(f->h = jr__calloc(s->alloc, NHANDLES, sizeof *f->h))) return JR_ENOMEM;
+    if (rd_get(s)) return JR_ENOMEM;
     for (int i = 0; i < NHANDLES; i++)
-        if (f->h[i].f && f->h[i].id == id) {
-            *out = f->h[i].f;
+        if (f->rd->h[i].f && f->rd->h[i].id == id) {
+            *out = f->rd->h[i].f;
             return 0;
         }
-    handle *h = &f->h[f->hnext++ % NHANDLES];
+    handle *h = &f->rd->h[f->rd->hnext++ % NHANDLES];
     if (h->f) f->vfs->close(f->vfs->ctx, h->f);
     h->f = NULL;
     char path[PATHMAX];
@@ -176,28 +222,29 @@ static int read_all(jr__store *s, jr_file *fh, const char *path, jr__buf *buf)
 static int cache_load(jr__store *s, uint32_t id)
 {
     fstore *f = F(s);
-    if (f->cid == id) return 0;
-    f->cid = 0;
+    if (rd_get(s)) return JR_ENOMEM;
+    if (f->rd->cid == id) return 0;
+    f->rd->cid = 0;
     jr_file *fh;
     int rc = handle_get(s, id, &fh);
     if (rc) return rc;
     char path[PATHMAX];
     blk_path(f, path, sizeof path, id, "blk");
-    rc = read_all(s, fh, path, &f->io);
+    rc = read_all(s, fh, path, &f->rd->io);
     if (rc) return rc;
     jr__blk_info info;
-    rc = jr__blk_decode(f->io.data, f->io.len, f->enc ? &f->key : NULL, &f->cache, &info);
+    rc = jr__blk_decode(f->rd->io.data, f->rd->io.len, KEY(f), &f->rd->cache, &info);
     if (rc)
         return jr__store_fail(s, rc == JR_ECORRUPT ? JR_ECORRUPT : rc, "%s: offset %llu: %s", path,
                               (unsigned long long)info.bad_off,
                               info.why ? info.why : jr_strerror(rc));
-    if (info.plain != f->cache.data) {
+    if (info.plain != f->rd->cache.data) {
         /* plaintext points into io: keep it in the cache instead */
-        jr__buf_reset(&f->cache);
-        jr__buf_put(&f->cache, info.plain, info.plain_len);
-        if (f->cache.err) return f->cache.err;
+        jr__buf_reset(&f->rd->cache);
+        jr__buf_put(&f->rd->cache, info.plain, info.plain_len);
+        if (f->rd->cache.err) return f->rd->cache.err;
     }
-    f->cid = id;
+    f->rd->cid = id;
     return 0;
 }
 
@@ -211,11 +258,11 @@ static int active_flush(jr__store *s)
     if (!f->af) return 0;
     int rc = 0;
     if (f->aflags & JR__BLKF_ENC) {
-        if (f->pend.len) {
-            rc = f->vfs->pwrite(f->vfs->ctx, f->af, f->pend.data, f->pend.len, f->fsize);
+        if (f->e->pend.len) {
+            rc = f->vfs->pwrite(f->vfs->ctx, f->af, f->e->pend.data, f->e->pend.len, f->fsize);
             if (!rc) {
-                f->fsize += f->pend.len;
-                jr__buf_reset(&f->pend);
+                f->fsize += f->e->pend.len;
+                jr__buf_reset(&f->e->pend);
                 f->dirty = 1;
             }
         }
@@ -281,12 +328,13 @@ static int active_seal(jr__store *s)
     size_t bi = jr__store_blk_find(s, f->aid);
     jr__blk *b = &s->blks[bi];
     int rc;
-    int sflags = (f->compress ? JR__BLKF_LZ4 : 0) | (f->enc ? JR__BLKF_ENC : 0);
+    int sflags = (f->compress ? JR__BLKF_LZ4 : 0) | (f->e ? JR__BLKF_ENC : 0);
     if (sflags) {
-        jr__buf_reset(&f->tmp);
-        rc = jr__blk_seal(f->plain.data, f->plain.len, f->aid, sflags, &f->key, &f->tmp);
-        if (!rc) rc = write_replace(s, f->aid, f->tmp.data, f->tmp.len);
-        jr__buf_free(&f->tmp); /* a block's worth: not kept for the next seal, a block later */
+        jr__buf img; /* a block's worth: not kept for the next seal, a block later */
+        jr__buf_init(&img, s->alloc);
+        rc = jr__blk_seal(f->plain.data, f->plain.len, f->aid, sflags, KEY(f), &img);
+        if (!rc) rc = write_replace(s, f->aid, img.data, img.len);
+        jr__buf_free(&img);
         if (rc) return rc;
         if (f->need_dirsync) {
             /* the rename made the name durable; nothing else of this block is pending */
@@ -295,10 +343,12 @@ static int active_seal(jr__store *s)
         b->kind = JR__BLK_SEALED;
         b->flags = (uint8_t)sflags;
         /* the plaintext is the decoded form of the sealed block: keep it as the read cache */
-        jr__buf t = f->cache;
-        f->cache = f->plain;
-        f->plain = t;
-        f->cid = f->aid;
+        if (!rd_get(s)) {
+            jr__buf t = f->rd->cache;
+            f->rd->cache = f->plain;
+            f->plain = t;
+            f->rd->cid = f->aid;
+        }
     } else {
         rc = active_sync(s);
         if (rc) return rc;
@@ -307,7 +357,7 @@ static int active_seal(jr__store *s)
     f->af = NULL;
     f->aid = 0;
     jr__buf_reset(&f->plain);
-    jr__buf_reset(&f->pend);
+    if (f->e) jr__buf_reset(&f->e->pend);
     f->flushed = 0;
     f->fsize = 0;
     f->dirty = 0;
@@ -324,9 +374,9 @@ static int active_new(jr__store *s)
     jr_file *fh;
     int rc = f->vfs->open(f->vfs->ctx, path, JR_O_CREATE | JR_O_TRUNCATE, &fh);
     if (rc) return jr__store_fail(s, rc, "%s: create failed: %s", path, jr_strerror(rc));
-    f->aflags = f->enc ? JR__BLKF_ENC : 0;
+    f->aflags = f->e ? JR__BLKF_ENC : 0;
     uint8_t h[JR__BLK_OPEN_HDR];
-    jr__blk_open_header(h, id, f->aflags, f->enc ? f->key.check : 0);
+    jr__blk_open_header(h, id, f->aflags, f->e ? f->e->key.check : 0);
     rc = f->vfs->pwrite(f->vfs->ctx, fh, h, sizeof h, 0);
     if (!rc) rc = jr__store_blk_add(s, id);
     if (rc) {
@@ -336,13 +386,13 @@ static int active_new(jr__store *s)
     }
     s->blks[s->nblks - 1].kind = JR__BLK_OPEN;
     s->blks[s->nblks - 1].flags = (uint8_t)f->aflags;
-    if (f->enc) jr__blk_nonce_init(&f->nonce);
+    if (f->e) jr__blk_nonce_init(&f->e->nonce);
     f->af = fh;
     f->aid = id;
     f->fsize = JR__BLK_OPEN_HDR;
     f->flushed = 0;
     jr__buf_reset(&f->plain);
-    jr__buf_reset(&f->pend);
+    if (f->e) jr__buf_reset(&f->e->pend);
     f->need_dirsync = 1;
     f->dirty = 1;
     return 0;
@@ -377,10 +427,10 @@ static int file_commit(jr__store *s, uint8_t *p, size_t len)
     f->plain.len += len;
     size_t unflushed;
     if (f->aflags & JR__BLKF_ENC) {
-        if (jr__buf_reserve(&f->pend, jr__blk_frame_size(len))) return JR_ENOMEM;
-        jr__blk_frame(f->pend.data + f->pend.len, p, len, f->aid, &f->key, &f->nonce);
-        f->pend.len += jr__blk_frame_size(len);
-        unflushed = f->pend.len;
+        if (jr__buf_reserve(&f->e->pend, jr__blk_frame_size(len))) return JR_ENOMEM;
+        jr__blk_frame(f->e->pend.data + f->e->pend.len, p, len, f->aid, &f->e->key, &f->e->nonce);
+        f->e->pend.len += jr__blk_frame_size(len);
+        unflushed = f->e->pend.len;
     } else {
         unflushed = f->plain.len - f->flushed;
     }
@@ -393,7 +443,8 @@ static int sealed_read(jr__store *s, uint32_t blk, jr__blk *bt, uint32_t off, ui
 {
     fstore *f = F(s);
     char path[PATHMAX];
-    int rc;
+    int rc = rd_get(s);
+    if (rc) return rc;
     jr_file *fh = NULL;
     sidx *b = bt->bk;
     if (!b) {
@@ -412,15 +463,15 @@ static int sealed_read(jr__store *s, uint32_t blk, jr__blk *bt, uint32_t off, ui
             JR__BLK_SEAL_HDR + hd.stored_len != size)
             return jr__store_fail(s, JR_ECORRUPT, "%s: offset 0: bad sealed block header", path);
         size_t ilen = (size_t)(size - hd.index_off);
-        jr__buf_reset(&f->io);
-        if (jr__buf_reserve(&f->io, ilen)) return JR_ENOMEM;
-        rc = f->vfs->pread(f->vfs->ctx, fh, f->io.data, ilen, hd.index_off, &got);
+        jr__buf_reset(&f->rd->io);
+        if (jr__buf_reserve(&f->rd->io, ilen)) return JR_ENOMEM;
+        rc = f->vfs->pread(f->vfs->ctx, fh, f->rd->io.data, ilen, hd.index_off, &got);
         if (rc) return jr__store_fail(s, rc, "%s: read failed", path);
         /* nchunks is bounded by the file's size (32 bytes of index per chunk) */
         b = jr__malloc(s->alloc, sizeof *b + (size_t)hd.nchunks * sizeof b->chunks[0]);
         if (!b) return JR_ENOMEM;
         b->hd = hd;
-        if (got != ilen || jr__blk_sealed_index(&b->hd, f->io.data, ilen, b->chunks)) {
+        if (got != ilen || jr__blk_sealed_index(&b->hd, f->rd->io.data, ilen, b->chunks)) {
             jr__free(s->alloc, b);
             return jr__store_fail(s, JR_ECORRUPT, "%s: offset %llu: bad chunk index", path,
                                   (unsigned long long)hd.index_off);
@@ -440,34 +491,33 @@ static int sealed_read(jr__store *s, uint32_t blk, jr__blk *bt, uint32_t off, ui
     if (!c || off < c->raw_off || (uint64_t)off + len > c->raw_off + c->raw_len)
         return jr__store_fail(s, JR_ECORRUPT, "%s/%010u.blk: record at %u outside its chunk",
                               f->dir, blk, off);
-    if (f->kid != blk || f->kchunk != lo) {
-        f->kid = 0;
+    if (f->rd->kid != blk || f->rd->kchunk != lo) {
+        f->rd->kid = 0;
         if (!fh) {
             rc = handle_get(s, blk, &fh);
             if (rc) return rc;
         }
         blk_path(f, path, sizeof path, blk, "blk");
-        jr__buf_reset(&f->io);
-        if (jr__buf_reserve(&f->io, c->stored_len ? c->stored_len : 1)) return JR_ENOMEM;
+        jr__buf_reset(&f->rd->io);
+        if (jr__buf_reserve(&f->rd->io, c->stored_len ? c->stored_len : 1)) return JR_ENOMEM;
         size_t got;
         uint64_t at = JR__BLK_SEAL_HDR + c->stored_off;
-        rc = f->vfs->pread(f->vfs->ctx, fh, f->io.data, c->stored_len, at, &got);
+        rc = f->vfs->pread(f->vfs->ctx, fh, f->rd->io.data, c->stored_len, at, &got);
         if (rc) return jr__store_fail(s, rc, "%s: read failed", path);
-        jr__buf_reset(&f->chunk);
-        if (jr__buf_reserve(&f->chunk, c->raw_len)) return JR_ENOMEM;
-        rc = got == c->stored_len
-                 ? jr__blk_chunk_decode(&b->hd, c, lo, f->io.data, f->enc ? &f->key : NULL,
-                                        f->chunk.data, &f->tmp)
-                 : JR_ECORRUPT;
+        jr__buf_reset(&f->rd->chunk);
+        if (jr__buf_reserve(&f->rd->chunk, c->raw_len)) return JR_ENOMEM;
+        rc = got == c->stored_len ? jr__blk_chunk_decode(&b->hd, c, lo, f->rd->io.data, KEY(f),
+                                                         f->rd->chunk.data, &f->rd->tmp)
+                                  : JR_ECORRUPT;
         if (rc)
             return jr__store_fail(s, rc == JR_EINVAL ? JR_EINVAL : JR_ECORRUPT,
                                   "%s: offset %llu: %s", path, (unsigned long long)at,
                                   rc == JR_EAUTH ? "chunk failed authentication" : "bad chunk");
-        f->chunk.len = c->raw_len;
-        f->kid = blk;
-        f->kchunk = lo;
+        f->rd->chunk.len = c->raw_len;
+        f->rd->kid = blk;
+        f->rd->kchunk = lo;
     }
-    *out = f->chunk.data + (off - c->raw_off);
+    *out = f->rd->chunk.data + (off - c->raw_off);
     return 0;
 }
 
@@ -481,28 +531,29 @@ static int file_read(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, con
         size_t bi = jr__store_blk_find(s, blk);
         if (bi == SIZE_MAX) return jr__store_fail(s, JR_ECORRUPT, "block %u missing", blk);
         jr__blk *b = &s->blks[bi];
+        if (rd_get(s)) return JR_ENOMEM;
         if (b->kind == JR__BLK_OPEN && !(b->flags & JR__BLKF_ENC)) {
             jr_file *fh;
             int rc = handle_get(s, blk, &fh);
             if (rc) return rc;
-            jr__buf_reset(&f->io);
-            if (jr__buf_reserve(&f->io, len)) return JR_ENOMEM;
+            jr__buf_reset(&f->rd->io);
+            if (jr__buf_reserve(&f->rd->io, len)) return JR_ENOMEM;
             size_t got;
-            rc = f->vfs->pread(f->vfs->ctx, fh, f->io.data, len, JR__BLK_OPEN_HDR + (uint64_t)off,
-                               &got);
+            rc = f->vfs->pread(f->vfs->ctx, fh, f->rd->io.data, len,
+                               JR__BLK_OPEN_HDR + (uint64_t)off, &got);
             if (rc) return jr__store_fail(s, rc, "%s/%010u.blk: read failed", f->dir, blk);
             if (got != len)
                 return jr__store_fail(s, JR_ECORRUPT, "%s/%010u.blk: offset %llu: short read",
                                       f->dir, blk,
                                       (unsigned long long)(JR__BLK_OPEN_HDR + (uint64_t)off));
-            *out = f->io.data;
+            *out = f->rd->io.data;
             return 0;
         }
-        if (b->kind == JR__BLK_SEALED && f->cid != blk)
+        if (b->kind == JR__BLK_SEALED && f->rd->cid != blk)
             return sealed_read(s, blk, b, off, len, out);
         int rc = cache_load(s, blk);
         if (rc) return rc;
-        src = &f->cache;
+        src = &f->rd->cache;
     }
     if ((size_t)off + len > src->len)
         return jr__store_fail(s, JR_ECORRUPT, "%s/%010u.blk: record beyond the block", f->dir, blk);
@@ -537,8 +588,8 @@ static int carry_tombstones(jr__store *s, size_t i)
     } else {
         int rc = cache_load(s, id);
         if (rc) return rc;
-        plain = f->cache.data;
-        n = f->cache.len;
+        plain = f->rd->cache.data;
+        n = f->rd->cache.len;
     }
     /* copy: writing tombstones may rotate and reuse the cache */
     jr__buf copy;
@@ -595,13 +646,18 @@ static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
         rc = active_flush(s);
         if (rc) return rc;
         jr__srec_erase(f->plain.data + off, len);
-        jr__buf_reset(&f->tmp);
-        rc = jr__blk_write_open(f->plain.data, f->plain.len, f->aid, f->aflags,
-                                f->enc ? &f->key : NULL, &f->tmp);
-        if (rc) return rc;
+        jr__buf img;
+        jr__buf_init(&img, s->alloc);
+        rc = jr__blk_write_open(f->plain.data, f->plain.len, f->aid, f->aflags, KEY(f), &img);
+        if (rc) {
+            jr__buf_free(&img);
+            return rc;
+        }
         f->vfs->close(f->vfs->ctx, f->af);
         f->af = NULL;
-        rc = write_replace(s, f->aid, f->tmp.data, f->tmp.len);
+        rc = write_replace(s, f->aid, img.data, img.len);
+        uint64_t isize = img.len;
+        jr__buf_free(&img);
         char path[PATHMAX];
         blk_path(f, path, sizeof path, f->aid, "blk");
         int rc2 = f->vfs->open(f->vfs->ctx, path, JR_O_READ, &f->af);
@@ -610,7 +666,7 @@ static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
             return jr__store_fail(s, rc2, "%s: reopen failed", path);
         }
         if (rc) return rc;
-        f->fsize = f->tmp.len;
+        f->fsize = isize;
         f->flushed = f->plain.len;
         f->need_dirsync = 0;
         f->dirty = 0;
@@ -621,18 +677,18 @@ static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
     jr__blk *b = &s->blks[bi];
     rc = cache_load(s, blk);
     if (rc) return rc;
-    jr__srec_erase(f->cache.data + off, len);
-    jr__buf_reset(&f->tmp);
+    jr__srec_erase(f->rd->cache.data + off, len);
+    jr__buf_reset(&f->rd->tmp);
     if (b->kind == JR__BLK_SEALED)
-        rc = jr__blk_seal(f->cache.data, f->cache.len, blk, b->flags, &f->key, &f->tmp);
+        rc = jr__blk_seal(f->rd->cache.data, f->rd->cache.len, blk, b->flags, KEY(f), &f->rd->tmp);
     else
-        rc = jr__blk_write_open(f->cache.data, f->cache.len, blk, b->flags, f->enc ? &f->key : NULL,
-                                &f->tmp);
-    uint32_t keep = f->cid;
+        rc = jr__blk_write_open(f->rd->cache.data, f->rd->cache.len, blk, b->flags, KEY(f),
+                                &f->rd->tmp);
+    uint32_t keep = f->rd->cid;
     handle_forget(s, blk);
     sealed_forget(s, b);
-    if (!rc) rc = write_replace(s, blk, f->tmp.data, f->tmp.len);
-    if (!rc) f->cid = keep; /* the cache matches the new file */
+    if (!rc) rc = write_replace(s, blk, f->rd->tmp.data, f->rd->tmp.len);
+    if (!rc) f->rd->cid = keep; /* the cache matches the new file */
     return rc;
 }
 
@@ -645,18 +701,15 @@ static void file_close(jr__store *s)
 {
     fstore *f = F(s);
     if (!f) return;
-    for (int i = 0; f->h && i < NHANDLES; i++)
-        if (f->h[i].f) f->vfs->close(f->vfs->ctx, f->h[i].f);
-    jr__free(s->alloc, f->h);
+    rd_free(s);
     if (f->af) f->vfs->close(f->vfs->ctx, f->af);
     for (size_t i = 0; i < s->nblks; i++) sealed_forget(s, &s->blks[i]);
     jr__buf_free(&f->plain);
-    jr__buf_free(&f->pend);
-    jr__buf_free(&f->cache);
-    jr__buf_free(&f->chunk);
-    jr__buf_free(&f->io);
-    jr__buf_free(&f->tmp);
-    sodium_memzero(&f->key, sizeof f->key);
+    if (f->e) {
+        jr__buf_free(&f->e->pend);
+        sodium_memzero(&f->e->key, sizeof f->e->key);
+        jr__free(s->alloc, f->e);
+    }
     jr__free(s->alloc, f->dir);
     jr__free(s->alloc, f);
     s->bkctx = NULL;
@@ -815,8 +868,8 @@ static int replay(jr__store *s, const char *path, uint32_t id, const uint8_t *pl
 }
 
 /* Reads and decodes block id (last: the newest block, whose damaged tail may be a torn write).
- * On success *fh is its open handle and info describes its valid records (into f->io or
- * f->cache); *torn is 1 if the file has a torn tail after info->good_end, or a torn header
+ * On success *fh is its open handle and info describes its valid records (into f->rd->io or
+ * f->rd->cache); *torn is 1 if the file has a torn tail after info->good_end, or a torn header
  * (info->kind == 0: nothing valid in it). Any other damage is JR_ECORRUPT. */
 static int load_block(jr__store *s, uint32_t id, int last, jr_file **fh, jr__blk_info *info,
                       int *torn)
@@ -825,11 +878,13 @@ static int load_block(jr__store *s, uint32_t id, int last, jr_file **fh, jr__blk
     char path[PATHMAX];
     blk_path(f, path, sizeof path, id, "blk");
     *torn = 0;
+    *fh = NULL;
+    if (rd_get(s)) return JR_ENOMEM;
     int rc = f->vfs->open(f->vfs->ctx, path, JR_O_READ, fh);
     if (rc) return jr__store_fail(s, rc, "%s: open failed: %s", path, jr_strerror(rc));
-    rc = read_all(s, *fh, path, &f->io);
+    rc = read_all(s, *fh, path, &f->rd->io);
     if (rc) goto out;
-    rc = jr__blk_decode(f->io.data, f->io.len, f->enc ? &f->key : NULL, &f->cache, info);
+    rc = jr__blk_decode(f->rd->io.data, f->rd->io.len, KEY(f), &f->rd->cache, info);
     if (rc == JR_EAUTH || rc == JR_EINVAL) {
         rc = jr__store_fail(s, rc, "%s: %s", path, info->why);
         goto out;
@@ -842,9 +897,9 @@ static int load_block(jr__store *s, uint32_t id, int last, jr_file **fh, jr__blk
     }
     if (rc == JR_ECORRUPT) {
         if (last && info->kind == JR__BLK_OPEN && info->id == id)
-            *torn = !jr__blk_valid_after(f->io.data, f->io.len, (size_t)info->bad_off, id,
-                                         info->flags, f->enc ? &f->key : NULL, &f->tmp);
-        else if (last && info->kind == 0 && f->io.len < JR__BLK_OPEN_HDR)
+            *torn = !jr__blk_valid_after(f->rd->io.data, f->rd->io.len, (size_t)info->bad_off, id,
+                                         info->flags, KEY(f), &f->rd->tmp);
+        else if (last && info->kind == 0 && f->rd->io.len < JR__BLK_OPEN_HDR)
             /* a block created but never synced: its header write was torn, and nothing was
              * written after it (writes persist in order) */
             *torn = 1;
@@ -873,12 +928,12 @@ static int cut_block(jr__store *s, uint32_t id, jr_file *fh, jr__blk_info *info,
     blk_path(f, path, sizeof path, id, "blk");
     int rc;
     if (info->kind == JR__BLK_SEALED) {
-        jr__buf_reset(&f->tmp);
-        rc = jr__blk_seal(info->plain, keep, id, info->flags, &f->key, &f->tmp);
-        if (!rc) rc = write_replace(s, id, f->tmp.data, f->tmp.len);
+        jr__buf_reset(&f->rd->tmp);
+        rc = jr__blk_seal(info->plain, keep, id, info->flags, KEY(f), &f->rd->tmp);
+        if (!rc) rc = write_replace(s, id, f->rd->tmp.data, f->rd->tmp.len);
         if (rc) return jr__store_fail(s, rc, "%s: cutting after the last mark failed", path);
         info->plain_len = keep;
-        info->good_end = f->tmp.len;
+        info->good_end = f->rd->tmp.len;
         return 0;
     }
     uint64_t end = JR__BLK_OPEN_HDR + (uint64_t)keep;
@@ -938,7 +993,7 @@ static int recover_block(jr__store *s, uint32_t id, int last, size_t keep)
         info.kind == JR__BLK_OPEN && !(info.flags & JR__BLKF_ENC) ? JR__BLK_OPEN_HDR : 0;
     rc = replay(s, path, id, info.plain, info.plain_len, base_off);
     if (rc) goto out;
-    if (last && info.kind == JR__BLK_OPEN && (info.flags & JR__BLKF_ENC) == (f->enc ? 1 : 0)) {
+    if (last && info.kind == JR__BLK_OPEN && (info.flags & JR__BLKF_ENC) == (f->e ? 1 : 0)) {
         /* keep appending to it */
         jr__buf_reset(&f->plain);
         jr__buf_put(&f->plain, info.plain, info.plain_len);
@@ -949,7 +1004,7 @@ static int recover_block(jr__store *s, uint32_t id, int last, size_t keep)
         f->af = fh;
         f->aid = id;
         f->aflags = info.flags;
-        if (f->enc) jr__blk_nonce_init(&f->nonce);
+        if (f->e) jr__blk_nonce_init(&f->e->nonce);
         f->fsize = info.good_end;
         f->flushed = f->plain.len;
         return 0;
@@ -1017,13 +1072,8 @@ int jr__store_file_open(jr__store *s, const jr__store_config *cfg)
     s->bk = &file_backend;
     s->block_bytes = cfg->block_bytes ? cfg->block_bytes : (8u << 20);
     f->vfs = cfg->vfs;
-    f->compress = cfg->compress;
+    f->compress = cfg->compress != 0;
     jr__buf_init(&f->plain, s->alloc);
-    jr__buf_init(&f->pend, s->alloc);
-    jr__buf_init(&f->cache, s->alloc);
-    jr__buf_init(&f->chunk, s->alloc);
-    jr__buf_init(&f->io, s->alloc);
-    jr__buf_init(&f->tmp, s->alloc);
     size_t dl = strlen(cfg->dir) + 1 + strlen(cfg->name) + 1;
     if (dl > PATHMAX - 32) return JR_EINVAL;
     f->dir = jr__malloc(s->alloc, dl);
@@ -1031,8 +1081,9 @@ int jr__store_file_open(jr__store *s, const jr__store_config *cfg)
     snprintf(f->dir, dl, "%s/%s", cfg->dir, cfg->name);
     if (strchr(cfg->name, '/')) return jr__store_fail(s, JR_EINVAL, "bad stream name");
     if (cfg->master_key) {
-        f->enc = 1;
-        int rc = jr__blk_derive_key(cfg->master_key, cfg->name, &f->key);
+        if (!(f->e = jr__calloc(s->alloc, 1, sizeof *f->e))) return JR_ENOMEM;
+        jr__buf_init(&f->e->pend, s->alloc);
+        int rc = jr__blk_derive_key(cfg->master_key, cfg->name, &f->e->key);
         if (rc) return jr__store_fail(s, rc, "libsodium failed to initialise");
     }
     int rc = f->vfs->mkdir(f->vfs->ctx, f->dir);
@@ -1061,16 +1112,9 @@ int jr__store_file_open(jr__store *s, const jr__store_config *cfg)
     jr__free(s->alloc, sc.ids);
     if (rc && !jr__store_errmsg(s)[0])
         jr__store_fail(s, rc, "%s: open failed: %s", f->dir, jr_strerror(rc));
-    /* Recovery read whole blocks into these: give the memory back (up to a block each, per
-     * stream, for as long as the stream lives otherwise); reads allocate again when needed. */
-    jr__buf_free(&f->cache);
-    jr__buf_free(&f->io);
-    jr__buf_free(&f->tmp);
-    jr__buf_free(&f->chunk);
-    f->cid = f->kid = 0;
-    for (int i = 0; f->h && i < NHANDLES; i++) /* and the descriptors of blocks it read */
-        if (f->h[i].f) f->vfs->close(f->vfs->ctx, f->h[i].f);
-    jr__free(s->alloc, f->h);
-    f->h = NULL;
+    /* Recovery read whole blocks into the read state: give the memory back (up to a block each,
+     * per stream, for as long as the stream lives otherwise), and the descriptors of the blocks
+     * it read; reads allocate again when needed. */
+    rd_free(s);
     return rc;
 }
