@@ -70,7 +70,7 @@ static int push_ent(jr__store *s, const jr__ent *e)
 int jr__store_blk_add(jr__store *s, uint32_t id)
 {
     if (s->nblks == s->bcap) {
-        size_t ncap = s->bcap ? s->bcap * 2 : 2; /* most streams have one or two blocks */
+        size_t ncap = s->bcap ? s->bcap * 2 : 1; /* most streams have one block */
         jr__blk *v = jr__realloc(s->alloc, s->blks, ncap * sizeof *v);
         if (!v) return JR_ENOMEM;
         s->blks = v;
@@ -434,24 +434,34 @@ static int load_del(jr__store *s, uint64_t lo, uint64_t hi)
 /* Remembers a loaded mark with a key (marked stores), forgetting those the floor excludes. */
 static int keep_mark(jr__store *s, const jr__rpos *p, uint64_t floor)
 {
-    while (s->kept_head < s->nkept && s->kept[s->kept_head].key < floor) s->kept_head++;
-    if (s->kept_head == s->nkept) s->kept_head = s->nkept = 0;
+    jr__store_loaded *l = s->ld;
+    while (l->kept_head < l->nkept && l->kept[l->kept_head].key < floor) l->kept_head++;
+    if (l->kept_head == l->nkept) l->kept_head = l->nkept = 0;
     if (p->key == 0 || p->key < floor) return 0;
-    if (s->nkept == s->kept_cap) {
-        if (s->kept_head) {
-            memmove(s->kept, s->kept + s->kept_head, (s->nkept - s->kept_head) * sizeof *s->kept);
-            s->nkept -= s->kept_head;
-            s->kept_head = 0;
+    if (l->nkept == l->kept_cap) {
+        if (l->kept_head) {
+            memmove(l->kept, l->kept + l->kept_head, (l->nkept - l->kept_head) * sizeof *l->kept);
+            l->nkept -= l->kept_head;
+            l->kept_head = 0;
         } else {
-            size_t ncap = s->kept_cap ? s->kept_cap * 2 : 64;
-            jr__rpos *v = jr__realloc(s->alloc, s->kept, ncap * sizeof *v);
+            size_t ncap = l->kept_cap ? l->kept_cap * 2 : 64;
+            jr__rpos *v = jr__realloc(s->alloc, l->kept, ncap * sizeof *v);
             if (!v) return JR_ENOMEM;
-            s->kept = v;
-            s->kept_cap = ncap;
+            l->kept = v;
+            l->kept_cap = ncap;
         }
     }
-    s->kept[s->nkept++] = *p;
+    l->kept[l->nkept++] = *p;
     return 0;
+}
+
+/* Frees what open learned of the marks (at the next mark, and at close). */
+static void loaded_free(jr__store *s)
+{
+    if (!s->ld) return;
+    jr__free(s->alloc, s->ld->kept);
+    jr__free(s->alloc, s->ld);
+    s->ld = NULL;
 }
 
 /* A MARK record at open: it proves last_seq; in a marked store it is (so far) the last mark. */
@@ -465,14 +475,15 @@ static int load_mark(jr__store *s, const jr__srec *r, uint32_t blk, uint32_t off
     if (bi != SIZE_MAX && key > s->blks[bi].mark_key) s->blks[bi].mark_key = key;
     s->mark_index = r->seq;
     s->mark_floor = floor;
-    s->have_mark = 1;
-    s->mark_pos = (jr__rpos){.blk = blk, .off = off, .len = len, .key = key};
-    memset(&s->mark_state, 0, sizeof s->mark_state);
-    s->mark_state.last_seq = r->ts;
-    s->mark_state.first_seq = jr__get_u64(h);
-    s->mark_state.msgs = jr__get_u64(h + 8);
-    s->mark_state.bytes = jr__get_u64(h + 16);
-    return s->marked ? keep_mark(s, &s->mark_pos, floor) : 0;
+    if (!s->ld && !(s->ld = jr__calloc(s->alloc, 1, sizeof *s->ld))) return JR_ENOMEM;
+    jr__store_loaded *l = s->ld;
+    l->mark_pos = (jr__rpos){.blk = blk, .off = off, .len = len, .key = key};
+    memset(&l->mark_state, 0, sizeof l->mark_state);
+    l->mark_state.last_seq = r->ts;
+    l->mark_state.first_seq = jr__get_u64(h);
+    l->mark_state.msgs = jr__get_u64(h + 8);
+    l->mark_state.bytes = jr__get_u64(h + 16);
+    return s->marked ? keep_mark(s, &l->mark_pos, floor) : 0;
 }
 
 int jr__store_load(jr__store *s, const jr__srec *r, uint32_t blk, uint32_t off, uint32_t len)
@@ -542,19 +553,19 @@ static int drop_empty(jr__store *s)
 /* Marked store after replay: the state is the one the last mark recorded (store.h "Marks"). */
 static int check_mark(jr__store *s)
 {
-    if (!s->have_mark) {
+    if (!s->ld) {
         if (s->last_seq || s->n)
             return jr__store_fail(s, JR_ECORRUPT, "%s: records without a mark", s->name);
         return 0;
     }
-    const jr__store_state *m = &s->mark_state;
+    const jr__store_state *m = &s->ld->mark_state;
     if (s->last_seq != m->last_seq || first_seq(s) != m->first_seq || s->msgs != m->msgs ||
         s->bytes != m->bytes)
         return jr__store_fail(s, JR_ECORRUPT,
                               "%s: block %u offset %u: the store replayed to its last mark (index "
                               "%llu) is not the one the mark recorded: last seq %llu/%llu, first "
                               "%llu/%llu, msgs %llu/%llu, bytes %llu/%llu",
-                              s->name, s->mark_pos.blk, s->mark_pos.off,
+                              s->name, s->ld->mark_pos.blk, s->ld->mark_pos.off,
                               (unsigned long long)s->mark_index, (unsigned long long)s->last_seq,
                               (unsigned long long)m->last_seq, (unsigned long long)first_seq(s),
                               (unsigned long long)m->first_seq, (unsigned long long)s->msgs,
@@ -575,7 +586,6 @@ int jr__store_open(const jr__store_config *cfg, jr__store **out, char *errmsg, s
     s->lim = cfg->limits;
     s->base = 1;
     jr__subjidx_init(&s->subjects, cfg->alloc);
-    jr__buf_init(&s->scratch, cfg->alloc);
     s->marked = cfg->marked && cfg->kind == JR__STORE_FILE;
     int rc = s->name ? 0 : JR_ENOMEM;
     if (!rc) {
@@ -623,11 +633,10 @@ int jr__store_close(jr__store *s)
         s->bk = NULL;
     }
     jr__subjidx_free(&s->subjects);
-    jr__buf_free(&s->scratch);
     jr__free(s->alloc, s->ents);
     jr__free(s->alloc, s->ranges);
     jr__free(s->alloc, s->blks);
-    jr__free(s->alloc, s->kept);
+    loaded_free(s);
     jr__free(s->alloc, s->erases);
     jr__free(s->alloc, s->name);
     jr__free(s->alloc, s->err);
@@ -875,14 +884,16 @@ int jr__store_delete(jr__store *s, uint64_t seq, int erase)
     if (!e || !e->len) return JR_ENOTFOUND;
     if (erase && s->marked) {
         /* a rollback to the last mark may need the bytes: overwrite them after the next one */
-        if (s->nerases == s->erases_cap) {
-            size_t ncap = s->erases_cap ? s->erases_cap * 2 : 16;
-            jr__rpos *v = jr__realloc(s->alloc, s->erases, ncap * sizeof *v);
-            if (!v) return JR_ENOMEM;
-            s->erases = v;
-            s->erases_cap = ncap;
+        jr__store_erases *w = s->erases;
+        if (!w || w->n == w->cap) {
+            size_t ncap = w ? w->cap * 2 : 4;
+            w = jr__realloc(s->alloc, w, sizeof *w + ncap * sizeof w->v[0]);
+            if (!w) return JR_ENOMEM;
+            if (!s->erases) w->n = 0;
+            w->cap = ncap;
+            s->erases = w;
         }
-        s->erases[s->nerases++] = (jr__rpos){.blk = e->blk, .off = e->off, .len = e->len};
+        w->v[w->n++] = (jr__rpos){.blk = e->blk, .off = e->off, .len = e->len};
     } else if (erase) {
         int rc = s->bk->erase(s, e->blk, e->off, e->len);
         if (rc) return wfail(s, rc);
@@ -1049,8 +1060,7 @@ int jr__store_mark(jr__store *s, uint64_t index, const void *meta, size_t meta_l
     }
     if (!s->marked) return jr__store_fail(s, JR_EMISUSE, "marks need a store opened marked");
     /* what was loaded at open is not kept up to date from here on */
-    s->have_mark = 0;
-    s->nkept = s->kept_head = 0;
+    loaded_free(s);
 
     /* 1. the front removal, and the tombstones of the blocks this mark frees that other blocks
      * still need, go before the mark */
@@ -1102,11 +1112,12 @@ int jr__store_mark(jr__store *s, uint64_t index, const void *meta, size_t meta_l
         s->nblks--;
         ndoomed--;
     }
-    for (size_t i = 0; !rc && i < s->nerases; i++) {
-        const jr__rpos *p = &s->erases[i];
+    for (size_t i = 0; !rc && s->erases && i < s->erases->n; i++) {
+        const jr__rpos *p = &s->erases->v[i];
         if (jr__store_blk_find(s, p->blk) != SIZE_MAX) rc = s->bk->erase(s, p->blk, p->off, p->len);
     }
-    s->nerases = 0;
+    jr__free(s->alloc, s->erases); /* erasures are rare: the list is made again when needed */
+    s->erases = NULL;
     return rc ? wfail(s, rc) : 0;
 }
 
@@ -1136,18 +1147,19 @@ static int read_mark(jr__store *s, const jr__rpos *p, jr__store_mark_rec *out)
 
 int jr__store_last_mark(jr__store *s, jr__store_mark_rec *out)
 {
-    if (!s->have_mark) return JR_ENOTFOUND;
-    return read_mark(s, &s->mark_pos, out);
+    if (!s->ld) return JR_ENOTFOUND;
+    return read_mark(s, &s->ld->mark_pos, out);
 }
 
 int jr__store_marks_next(jr__store *s, size_t *cursor, jr__store_mark_rec *out)
 {
-    if (!s->have_mark) return JR_ENOTFOUND;
+    const jr__store_loaded *l = s->ld;
+    if (!l) return JR_ENOTFOUND;
     for (;;) {
-        size_t i = s->kept_head + *cursor;
-        if (i >= s->nkept) return JR_ENOTFOUND;
+        size_t i = l->kept_head + *cursor;
+        if (i >= l->nkept) return JR_ENOTFOUND;
         (*cursor)++;
-        if (s->kept[i].key >= s->mark_floor) return read_mark(s, &s->kept[i], out);
+        if (l->kept[i].key >= s->mark_floor) return read_mark(s, &l->kept[i], out);
     }
 }
 

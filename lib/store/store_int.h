@@ -50,6 +50,21 @@ typedef struct jr__rpos {
     uint64_t key; /* marks: their key */
 } jr__rpos;
 
+/* What open learned of the marks of a marked store (store.h "Marks"): allocated at the first
+ * MARK record replayed, freed at the next jr__store_mark (it is not kept up to date after). */
+typedef struct jr__store_loaded {
+    jr__rpos mark_pos;          /* where the last loaded mark lies */
+    jr__store_state mark_state; /* the state it recorded (for the check at open) */
+    jr__rpos *kept;             /* loaded marks with a key, oldest first */
+    size_t nkept, kept_head, kept_cap;
+} jr__store_loaded;
+
+/* Erase-deletes of a marked store waiting for the next mark. */
+typedef struct jr__store_erases {
+    size_t n, cap;
+    jr__rpos v[];
+} jr__store_erases;
+
 typedef struct jr__store_backend {
     int persistent;
     /* Reserves len bytes for a record at the end of the active block (rotating to a new block
@@ -103,21 +118,15 @@ struct jr__store {
     uint64_t front_done; /* file: every seq <= this has a tombstone written (seqs below base
                             that are not are tombstoned lazily, at the next flush) */
     int failed;          /* sticky write error */
-    int loading;         /* replaying at open: no tombstones written */
+    uint8_t loading;     /* replaying at open: no tombstones written */
 
     /* marks (store.h, "Marks") */
-    int marked;                 /* persistent and opened with cfg.marked: removals wait for marks */
-    uint64_t mark_index;        /* index of the last mark written or loaded (0: none) */
-    uint64_t mark_floor;        /* its floor */
-    int have_mark;              /* a mark was loaded at open (mark_pos valid until the next mark) */
-    jr__rpos mark_pos;          /* where the last loaded mark lies */
-    jr__store_state mark_state; /* the state the last loaded mark recorded (for the check) */
-    jr__rpos *kept;             /* loaded marks with a key, oldest first (until the next mark) */
-    size_t nkept, kept_head, kept_cap;
-    jr__rpos *erases; /* erase-deletes waiting for the next mark */
-    size_t nerases, erases_cap;
+    uint8_t marked;           /* persistent and opened with cfg.marked: removals wait for marks */
+    uint64_t mark_index;      /* index of the last mark written or loaded (0: none) */
+    uint64_t mark_floor;      /* its floor */
+    jr__store_loaded *ld;     /* the marks loaded at open; NULL if none, and after the next mark */
+    jr__store_erases *erases; /* erase-deletes waiting for the next mark (NULL: none yet) */
 
-    jr__buf scratch;
     char *err; /* the last failure's message (JR__STORE_ERR bytes, allocated at the first) */
 };
 
