@@ -49,6 +49,7 @@
 #include "util/alloc.h"
 
 #define FLUSH_BYTES (1u << 20)
+#define TRIM_MAX JR__STORE_TRIM_MAX
 #define NHANDLES 8
 
 /* A sealed block's header and chunk index, loaded at the first random read of it (jr__blk.bk;
@@ -98,8 +99,9 @@ typedef struct fstore {
     uint8_t compress;
     uint8_t need_dirsync;
     uint8_t dirty;  /* written since the last sync */
-    jr__buf plain;  /* its records */
+    jr__buf plain;  /* its records (freed while trimmed) */
     size_t flushed; /* plain bytes already written (unencrypted) */
+    uint32_t tlen;  /* trimmed (jr__store_trim): plain's length; its records are only in the file */
     uint64_t fsize; /* bytes written to the file */
 } fstore;
 
@@ -252,6 +254,57 @@ static int cache_load(jr__store *s, uint32_t id)
  * The active block
  */
 
+/* A trimmed active block (jr__store_trim): reads its records back from the file, verifying them
+ * as recovery does (header, record checksums, and with encryption each frame's authentication),
+ * and checks that they are exactly the ones it had. A failure other than JR_ENOMEM fails the
+ * store (s->failed): the records stay in the file, and a reopen recovers them. */
+static int active_load(jr__store *s)
+{
+    fstore *f = F(s);
+    if (!f->tlen) return 0;
+    char path[PATHMAX];
+    blk_path(f, path, sizeof path, f->aid, "blk");
+    jr__buf raw;
+    jr__buf_init(&raw, s->alloc);
+    jr__buf_reset(&f->plain);
+    size_t got = 0;
+    int rc = jr__buf_reserve(&raw, (size_t)f->fsize);
+    if (!rc) {
+        rc = f->vfs->pread(f->vfs->ctx, f->af, raw.data, (size_t)f->fsize, 0, &got);
+        if (rc)
+            jr__store_fail(s, rc, "%s: reading the active block back failed: %s", path,
+                           jr_strerror(rc));
+    }
+    if (!rc) {
+        jr__blk_info info;
+        int drc =
+            got == f->fsize ? jr__blk_decode(raw.data, got, KEY(f), &f->plain, &info) : JR_ECORRUPT;
+        if (drc == JR_ENOMEM) {
+            rc = drc;
+        } else if (drc || info.kind != JR__BLK_OPEN || info.id != f->aid ||
+                   info.plain_len != f->tlen || info.good_end != f->fsize) {
+            rc = jr__store_fail(s, JR_ECORRUPT,
+                                "%s: offset %llu: the active block read back differs from what "
+                                "was written (%s)",
+                                path, (unsigned long long)(drc ? info.bad_off : 0),
+                                drc && info.why ? info.why : "short or changed");
+        } else if (info.plain != f->plain.data) {
+            jr__buf_reset(&f->plain); /* plaintext points into raw (unencrypted) */
+            jr__buf_put(&f->plain, info.plain, info.plain_len);
+            rc = f->plain.err;
+        }
+    }
+    jr__buf_free(&raw);
+    if (rc) {
+        jr__buf_free(&f->plain);
+        if (rc != JR_ENOMEM) s->failed = rc;
+        return rc;
+    }
+    f->plain.len = f->tlen;
+    f->tlen = 0;
+    return 0;
+}
+
 static int active_flush(jr__store *s)
 {
     fstore *f = F(s);
@@ -330,6 +383,8 @@ static int active_seal(jr__store *s)
     int rc;
     int sflags = (f->compress ? JR__BLKF_LZ4 : 0) | (f->e ? JR__BLKF_ENC : 0);
     if (sflags) {
+        rc = active_load(s);
+        if (rc) return rc;
         jr__buf img; /* a block's worth: not kept for the next seal, a block later */
         jr__buf_init(&img, s->alloc);
         rc = jr__blk_seal(f->plain.data, f->plain.len, f->aid, sflags, KEY(f), &img);
@@ -359,6 +414,7 @@ static int active_seal(jr__store *s)
     jr__buf_reset(&f->plain);
     if (f->e) jr__buf_reset(&f->e->pend);
     f->flushed = 0;
+    f->tlen = 0; /* an open block rotated while trimmed: nothing to read back */
     f->fsize = 0;
     f->dirty = 0;
     return 0;
@@ -406,7 +462,8 @@ static int file_reserve(jr__store *s, size_t len, uint8_t **p, uint32_t *blk, ui
 {
     fstore *f = F(s);
     int rc;
-    if (f->af && f->plain.len && f->plain.len + len > s->block_bytes) {
+    size_t alen = f->tlen ? f->tlen : f->plain.len;
+    if (f->af && alen && alen + len > s->block_bytes) {
         rc = active_seal(s);
         if (rc) return rc;
     }
@@ -414,6 +471,8 @@ static int file_reserve(jr__store *s, size_t len, uint8_t **p, uint32_t *blk, ui
         rc = active_new(s);
         if (rc) return rc;
     }
+    rc = active_load(s);
+    if (rc) return rc;
     if (jr__buf_reserve(&f->plain, len)) return JR_ENOMEM;
     *p = f->plain.data + f->plain.len;
     *blk = f->aid;
@@ -526,6 +585,8 @@ static int file_read(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, con
     fstore *f = F(s);
     const jr__buf *src;
     if (blk == f->aid) {
+        int rc = active_load(s);
+        if (rc) return rc;
         src = &f->plain;
     } else {
         size_t bi = jr__store_blk_find(s, blk);
@@ -583,6 +644,8 @@ static int carry_tombstones(jr__store *s, size_t i)
     const uint8_t *plain;
     size_t n;
     if (id == f->aid) {
+        int rc = active_load(s);
+        if (rc) return rc;
         plain = f->plain.data;
         n = f->plain.len;
     } else {
@@ -644,6 +707,7 @@ static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
     int rc;
     if (blk == f->aid) {
         rc = active_flush(s);
+        if (!rc) rc = active_load(s);
         if (rc) return rc;
         jr__srec_erase(f->plain.data + off, len);
         jr__buf img;
@@ -697,6 +761,20 @@ static int file_flush(jr__store *s, int sync)
     return sync ? active_sync(s) : active_flush(s);
 }
 
+/* jr__store_trim (store.h). */
+static int file_trim(jr__store *s)
+{
+    fstore *f = F(s);
+    rd_free(s);
+    if (!f->af || f->tlen) return 0;
+    if (f->e ? f->e->pend.len != 0 : f->flushed != f->plain.len) return 0; /* not all written */
+    if (f->plain.len > TRIM_MAX) return 0;
+    if (f->e) jr__buf_free(&f->e->pend);
+    f->tlen = (uint32_t)f->plain.len; /* 0: an empty block, nothing to read back */
+    jr__buf_free(&f->plain);
+    return 0;
+}
+
 static void file_close(jr__store *s)
 {
     fstore *f = F(s);
@@ -725,6 +803,7 @@ static const jr__store_backend file_backend = {
     .unlink = file_unlink,
     .erase = file_erase,
     .flush = file_flush,
+    .trim = file_trim,
     .close = file_close,
 };
 

@@ -1029,6 +1029,12 @@ int jr__store_sync(jr__store *s)
     return 0;
 }
 
+int jr__store_trim(jr__store *s)
+{
+    if (s->failed || !s->bk->trim) return 0;
+    return s->bk->trim(s);
+}
+
 uint64_t jr__store_durable_seq(const jr__store *s)
 {
     return s->bk->persistent ? s->durable : s->last_seq;

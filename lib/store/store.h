@@ -215,6 +215,26 @@ const jr__seq_range *jr__store_deleted(const jr__store *s, size_t *n);
 int jr__store_sync(jr__store *s);
 /* See "Durability" above. */
 uint64_t jr__store_durable_seq(const jr__store *s);
+
+/* Frees memory an idle store can do without; for a stream whose group went quiet. Changes
+ * nothing on disk nor in what the store does (only how much memory it holds until it is used):
+ *  - the read state of blocks other than the active one (read handles, a decoded block or
+ *    chunk): made again at the next read of such a block;
+ *  - file store: the in-memory copy of the active block's records, if every record of it has
+ *    been written to its file (nothing buffered: e.g. just after jr__store_sync or
+ *    jr__store_mark with no write since) and it holds at most JR__STORE_TRIM_MAX bytes of
+ *    records (so that reading it back is cheap). The records are read back from the file when
+ *    next needed — an append, a read of a message or mark in the active block, rotation,
+ *    erasing in it, carrying its tombstones — and verified as recovery does (record checksums;
+ *    with encryption, each frame's authentication) and checked to be the ones written. If that
+ *    fails, the operation that needed them returns the error (JR_EIO..., or JR_ECORRUPT if the
+ *    file's bytes changed) and the store is failed as by a write error (writes refused until
+ *    reopened; reads of the active block keep trying to read it back): nothing written is lost,
+ *    a reopen recovers it from the file. JR_ENOMEM there fails only that operation.
+ * A no-op for a memory store, a failed store, and (for the active block) when the conditions
+ * do not hold. Always returns 0. */
+#define JR__STORE_TRIM_MAX ((size_t)64 * 1024)
+int jr__store_trim(jr__store *s);
 /* 1 for the file store. */
 int jr__store_persistent(const jr__store *s);
 

@@ -85,6 +85,8 @@ typedef struct jr__store_backend {
     int (*erase)(jr__store *s, uint32_t blk, uint32_t off, uint32_t len);
     /* Write buffered records; with sync, make them durable. */
     int (*flush)(jr__store *s, int sync);
+    /* jr__store_trim (store.h); NULL: nothing to trim. */
+    int (*trim)(jr__store *s);
     void (*close)(jr__store *s);
 } jr__store_backend;
 

@@ -14,6 +14,10 @@
  *  - last_seq >= the last seq covered by a completed sync;
  *  - the state counters agree with the messages.
  *
+ * Between steps the store is sometimes trimmed (jr__store_trim, from a random stream of its own so
+ * the seeds' operations are the same with and without it): reading the active block back then
+ * meets the same crashes and injected failures.
+ *
  * Seeds: STORE_CRASH_SEEDS (default 1000) starting at STORE_CRASH_FIRST (default 1). The 'soak'
  * suite runs the same binary with many more. A failure names the seed and life; replay with
  * STORE_CRASH_FIRST=<seed> STORE_CRASH_SEEDS=1 (add STORE_CRASH_DEBUG=1 to print the syncs and
@@ -171,8 +175,9 @@ static void run_seed(uint64_t seed)
 {
     static model m;
     memset(&m, 0, sizeof m);
-    jr__rand r;
+    jr__rand r, tr;
     jr__rand_seed(&r, seed);
+    jr__rand_seed(&tr, seed ^ 0x7472696dULL);
     fx f;
     memset(&f, 0, sizeof f);
     ck_assert_int_eq(jr__memfs_new(NULL, seed, &f.vfs), 0);
@@ -243,6 +248,7 @@ static void run_seed(uint64_t seed)
             }
             observe(&m, f.st);
             if (rc) break; /* the machine dies with its first I/O error */
+            if (jr__rand_below(&tr, 4) == 0) ck_assert_int_eq(jr__store_trim(f.st), 0);
         }
         /* crash: power loss, the process is gone */
         if (getenv("STORE_CRASH_DEBUG")) {
@@ -425,8 +431,9 @@ static void run_marked_seed(uint64_t seed)
     static uint64_t sums[MAXSEQ];
     size_t nmarks = 0;
     memset(&last, 0, sizeof last);
-    jr__rand r;
+    jr__rand r, tr;
     jr__rand_seed(&r, seed ^ 0x6d61726bULL);
+    jr__rand_seed(&tr, seed ^ 0x7472696dULL);
     fx f;
     memset(&f, 0, sizeof f);
     ck_assert_int_eq(jr__memfs_new(NULL, seed, &f.vfs), 0);
@@ -513,6 +520,7 @@ static void run_marked_seed(uint64_t seed)
                         (unsigned long long)op, rc, (unsigned long long)s.last_seq,
                         (unsigned long long)s.msgs);
             if (rc) break; /* the machine dies with its first I/O error */
+            if (jr__rand_below(&tr, 4) == 0) ck_assert_int_eq(jr__store_trim(f.st), 0);
         }
         jr__memfs_crash(f.vfs, (int)jr__rand_below(&r, 2));
         jr__memfs_fail_clear(f.vfs);
