@@ -1,0 +1,541 @@
+/*
+ * jr__store_trim: an idle store gives back memory and behaves exactly as before.
+ *
+ * The model test runs the same random operations (appends, deletes and erasures, purges, skips,
+ * syncs, marks, expiry, reads of every kind, catch-up chunks, reopen, crash) on two stores of
+ * the same configuration, each on its own simulated disk, and trims one of them at random
+ * between operations: every result, every read and the state must be the same, and (without
+ * encryption, whose nonces are random) the block files must be byte for byte the same. Then the
+ * read-back itself: it happens when the active block is needed, it is skipped when there is
+ * nothing to trim, and a read failure or changed bytes give an error (the store fails like on a
+ * write error) and lose nothing. A failing seed is printed; replay with TRIM_SEEDS=1
+ * TRIM_FIRST=<seed>.
+ */
+#include <stdlib.h>
+
+#include "fixture.h"
+#include "util/rand.h"
+
+#define CHECK(cond, ...) ck_assert_msg(cond, "seed %llu step %d: " __VA_ARGS__)
+
+static void open_conf(fx *f, int conf, uint64_t seed, uint64_t block_bytes, int marked)
+{
+    memset(f, 0, sizeof *f);
+    ck_assert_int_eq(jr__memfs_new(NULL, seed, &f->vfs), 0);
+    ck_assert_int_eq(f->vfs->mkdir(f->vfs->ctx, "/store"), 0);
+    fx_config(f, conf, block_bytes);
+    f->cfg.marked = marked;
+    int rc = fx_open(f);
+    ck_assert_msg(rc == 0, "open %s: %s (%s)", conf_names[conf], jr_strerror(rc), f->err);
+}
+
+static uint64_t pread_count(jr_vfs *vfs)
+{
+    jr__memfs_stats st;
+    jr__memfs_stats_get(vfs, &st);
+    return st.ops[JR__MEMFS_PREAD];
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Model: a trimmed store against an untrimmed twin
+ */
+
+typedef struct twin {
+    fx a; /* never trimmed */
+    fx b; /* trimmed at random */
+    unsigned long long seed;
+    int step;
+} twin;
+
+static void same_msg(twin *t, int rca, const jr__store_msg *ma, int rcb, const jr__store_msg *mb,
+                     const char *what)
+{
+    unsigned long long seed = t->seed;
+    int step = t->step;
+    CHECK(rca == rcb, "%s: %d vs %d (%s)", seed, step, what, rca, rcb, jr__store_errmsg(t->b.st));
+    if (rca) return;
+    CHECK(ma->seq == mb->seq && ma->ts == mb->ts && ma->subject_len == mb->subject_len &&
+              memcmp(ma->subject, mb->subject, ma->subject_len) == 0 &&
+              ma->hdr_len == mb->hdr_len && ma->data_len == mb->data_len &&
+              (!ma->data_len || memcmp(ma->data, mb->data, ma->data_len) == 0),
+          "%s: seq %llu differs", seed, step, what, (unsigned long long)ma->seq);
+}
+
+static void same_state(twin *t)
+{
+    unsigned long long seed = t->seed;
+    int step = t->step;
+    jr__store_state sa, sb;
+    jr__store_state_get(t->a.st, &sa);
+    jr__store_state_get(t->b.st, &sb);
+    CHECK(memcmp(&sa, &sb, sizeof sa) == 0, "state differs: msgs %llu/%llu last %llu/%llu", seed,
+          step, (unsigned long long)sa.msgs, (unsigned long long)sb.msgs,
+          (unsigned long long)sa.last_seq, (unsigned long long)sb.last_seq);
+    size_t na, nb;
+    const jr__seq_range *ra = jr__store_deleted(t->a.st, &na);
+    const jr__seq_range *rb = jr__store_deleted(t->b.st, &nb);
+    CHECK(na == nb && (!na || memcmp(ra, rb, na * sizeof *ra) == 0), "deleted ranges differ", seed,
+          step);
+    CHECK(jr__store_durable_seq(t->a.st) == jr__store_durable_seq(t->b.st), "durable seq", seed,
+          step);
+    CHECK(jr__store_mark_index(t->a.st) == jr__store_mark_index(t->b.st), "mark index", seed, step);
+}
+
+/* Every message, in order, through jr__store_next (the trimmed one reads its blocks back). */
+static void same_content(twin *t)
+{
+    jr__store_msg ma, mb;
+    uint64_t q = 1;
+    for (;;) {
+        int rca = jr__store_next(t->a.st, q, NULL, 0, &ma); /* a's memory: b's reads leave it */
+        int rcb = jr__store_next(t->b.st, q, NULL, 0, &mb);
+        same_msg(t, rca, &ma, rcb, &mb, "next");
+        if (rca) break;
+        q = ma.seq + 1;
+    }
+}
+
+typedef struct cmp_files {
+    twin *t;
+    int n;
+} cmp_files;
+
+static int cmp_file_cb(void *arg, const char *name)
+{
+    cmp_files *c = arg;
+    twin *t = c->t;
+    char path[128];
+    snprintf(path, sizeof path, "/store/ORDERS/%s", name);
+    uint8_t *da, *db;
+    size_t la, lb;
+    ck_assert_int_eq(jr__memfs_read_all(t->a.vfs, path, &da, &la), 0);
+    int rc = jr__memfs_read_all(t->b.vfs, path, &db, &lb);
+    ck_assert_msg(rc == 0, "seed %llu step %d: %s missing in the trimmed store", t->seed, t->step,
+                  path);
+    ck_assert_msg(la == lb && memcmp(da, db, la) == 0, "seed %llu step %d: %s differs", t->seed,
+                  t->step, path);
+    jr__memfs_release(t->a.vfs, da);
+    jr__memfs_release(t->b.vfs, db);
+    c->n++;
+    return 0;
+}
+
+static int count_cb(void *arg, const char *name)
+{
+    (void)name;
+    (*(int *)arg)++;
+    return 0;
+}
+
+/* Without encryption the disks hold the same bytes. */
+static void same_files(twin *t)
+{
+    if (t->a.conf == CONF_MEMORY || t->a.cfg.master_key) return;
+    cmp_files c = {t, 0};
+    ck_assert_int_eq(t->a.vfs->list(t->a.vfs->ctx, "/store/ORDERS", cmp_file_cb, &c), 0);
+    int nb = 0;
+    ck_assert_int_eq(t->b.vfs->list(t->b.vfs->ctx, "/store/ORDERS", count_cb, &nb), 0);
+    ck_assert_msg(nb == c.n, "seed %llu step %d: %d files vs %d", t->seed, t->step, c.n, nb);
+}
+
+static void same_marks(twin *t)
+{
+    jr__store_mark_rec ra, rb;
+    int rca = jr__store_last_mark(t->a.st, &ra);
+    uint64_t ia = ra.index;
+    size_t la = rca ? 0 : ra.meta_len;
+    int rcb = jr__store_last_mark(t->b.st, &rb);
+    CHECK(rca == rcb && (rca || (ia == rb.index && la == rb.meta_len)), "last mark differs",
+          t->seed, t->step);
+    size_t ca = 0, cb = 0;
+    for (;;) {
+        rca = jr__store_marks_next(t->a.st, &ca, &ra);
+        uint64_t index = ra.index, key = ra.key;
+        rcb = jr__store_marks_next(t->b.st, &cb, &rb);
+        CHECK(rca == rcb && (rca || (index == rb.index && key == rb.key)), "kept marks differ",
+              t->seed, t->step);
+        if (rca) break;
+    }
+}
+
+static void twin_reopen(twin *t, int crash)
+{
+    fx *fs[2] = {&t->a, &t->b};
+    for (int i = 0; i < 2; i++) {
+        fx *f = fs[i];
+        if (f->conf == CONF_MEMORY) continue;
+        if (crash) {
+            jr__store_abandon(f->st);
+            jr__memfs_crash(f->vfs, 0);
+        } else {
+            jr__store_close(f->st);
+        }
+        f->st = NULL;
+        int rc = fx_open(f);
+        ck_assert_msg(rc == 0, "seed %llu step %d: reopen: %s", t->seed, t->step, f->err);
+    }
+}
+
+static void run_twin(uint64_t seed_)
+{
+    unsigned long long seed = seed_;
+    jr__rand r;
+    jr__rand_seed(&r, seed);
+    twin t;
+    memset(&t, 0, sizeof t);
+    t.seed = seed;
+    int conf = (int)(seed % NCONF);
+    int marked = conf != CONF_MEMORY && jr__rand_below(&r, 2);
+    /* small blocks rotate often; some blocks are larger than what trim frees */
+    uint64_t bb = jr__rand_below(&r, 4) ? 512 + jr__rand_below(&r, 8000) : 200000;
+    open_conf(&t.a, conf, seed, bb, marked);
+    open_conf(&t.b, conf, seed, bb, marked);
+    if (jr__rand_below(&r, 3) == 0) {
+        jr__store_limits lim = {.max_msgs = 10 + jr__rand_below(&r, 60),
+                                .max_msgs_per_subject = jr__rand_below(&r, 2) ? 0 : 3,
+                                .max_age_ns = jr__rand_below(&r, 2) ? 0 : 40000};
+        ck_assert_int_eq(jr__store_set_limits(t.a.st, &lim), 0);
+        ck_assert_int_eq(jr__store_set_limits(t.b.st, &lim), 0);
+    }
+    static uint8_t data[70000];
+    uint64_t mark_index = 0, key = 0;
+    int steps = 150 + (int)jr__rand_below(&r, 250);
+    for (t.step = 0; t.step < steps; t.step++) {
+        jr__store_state s;
+        jr__store_state_get(t.a.st, &s);
+        uint64_t op = jr__rand_below(&r, 100);
+        int rca = 0, rcb = 0;
+        char subj[8];
+        snprintf(subj, sizeof subj, "c.%u", (unsigned)jr__rand_below(&r, 6));
+        uint64_t any = s.first_seq + jr__rand_below(&r, s.last_seq - s.first_seq + 3);
+        if (any) any--;
+        if (op < 40) {
+            size_t len = jr__rand_below(&r, 20) == 0 ? 3000 + jr__rand_below(&r, 67000)
+                                                     : jr__rand_below(&r, 400);
+            for (size_t i = 0; i < len; i++) data[i] = (uint8_t)jr__rand_next(&r);
+            int64_t ts = (int64_t)(s.last_seq + 1) * 1000;
+            rca = jr__store_append(t.a.st, s.last_seq + 1, subj, strlen(subj), "h", 1, data, len,
+                                   ts, NULL);
+            rcb = jr__store_append(t.b.st, s.last_seq + 1, subj, strlen(subj), "h", 1, data, len,
+                                   ts, NULL);
+        } else if (op < 48) {
+            int erase = jr__rand_below(&r, 3) == 0;
+            rca = jr__store_delete(t.a.st, any, erase);
+            rcb = jr__store_delete(t.b.st, any, erase);
+        } else if (op < 51) {
+            jr__purge p = {0};
+            switch (jr__rand_below(&r, 3)) {
+            case 0:
+                p.filter = subj;
+                p.filter_len = strlen(subj);
+                break;
+            case 1:
+                p.seq = any;
+                break;
+            default:
+                p.keep = jr__rand_below(&r, 20);
+                break;
+            }
+            uint64_t na = 0, nb = 0;
+            rca = jr__store_purge(t.a.st, &p, &na);
+            rcb = jr__store_purge(t.b.st, &p, &nb);
+            CHECK(na == nb, "purged %llu vs %llu", seed, t.step, (unsigned long long)na,
+                  (unsigned long long)nb);
+        } else if (op < 53) {
+            uint64_t upto = s.last_seq + jr__rand_below(&r, 4);
+            rca = jr__store_skip(t.a.st, upto);
+            rcb = jr__store_skip(t.b.st, upto);
+        } else if (op < 63) {
+            rca = jr__store_sync(t.a.st);
+            rcb = jr__store_sync(t.b.st);
+        } else if (op < 70 && marked) {
+            uint8_t meta[40];
+            size_t ml = jr__rand_below(&r, sizeof meta);
+            for (size_t i = 0; i < ml; i++) meta[i] = (uint8_t)jr__rand_next(&r);
+            uint64_t k = jr__rand_below(&r, 2) ? ++key : 0;
+            uint64_t floor = key > 3 ? key - 3 : 0;
+            rca = jr__store_mark(t.a.st, ++mark_index, meta, ml, k, floor);
+            rcb = jr__store_mark(t.b.st, mark_index, meta, ml, k, floor);
+        } else if (op < 80) {
+            jr__store_msg ma, mb;
+            int kind = (int)jr__rand_below(&r, 3);
+            if (kind == 0) {
+                rca = jr__store_get(t.a.st, any, &ma);
+            } else if (kind == 1) {
+                rca = jr__store_get_last(t.a.st, subj, strlen(subj), &ma);
+            } else {
+                rca = jr__store_next(t.a.st, any, "c.*", 3, &ma);
+            }
+            if (kind == 0) {
+                rcb = jr__store_get(t.b.st, any, &mb);
+            } else if (kind == 1) {
+                rcb = jr__store_get_last(t.b.st, subj, strlen(subj), &mb);
+            } else {
+                rcb = jr__store_next(t.b.st, any, "c.*", 3, &mb);
+            }
+            same_msg(&t, rca, &ma, rcb, &mb, "read");
+            rca = rcb = 0;
+        } else if (op < 84) {
+            jr__buf ca, cb;
+            jr__buf_init(&ca, NULL);
+            jr__buf_init(&cb, NULL);
+            uint64_t na = 0, nb = 0;
+            size_t max = 1 + jr__rand_below(&r, 20000);
+            rca = jr__store_read_chunk(t.a.st, any, max, &ca, &na);
+            rcb = jr__store_read_chunk(t.b.st, any, max, &cb, &nb);
+            CHECK(na == nb && ca.len == cb.len &&
+                      (!ca.len || memcmp(ca.data, cb.data, ca.len) == 0),
+                  "catch-up chunks differ", seed, t.step);
+            jr__buf_free(&ca);
+            jr__buf_free(&cb);
+        } else if (op < 86) {
+            int64_t now = (int64_t)(s.last_seq + jr__rand_below(&r, 50)) * 1000;
+            rca = jr__store_expire(t.a.st, now);
+            rcb = jr__store_expire(t.b.st, now);
+        } else if (op < 89) {
+            twin_reopen(&t, 0);
+            if (marked) same_marks(&t);
+        } else if (op < 91) {
+            twin_reopen(&t, 1);
+            if (marked) same_marks(&t);
+        }
+        CHECK(rca == rcb, "op %llu: %d vs %d (%s)", seed, t.step, (unsigned long long)op, rca, rcb,
+              jr__store_errmsg(t.b.st));
+        CHECK(rca == 0 || rca == JR_ENOTFOUND || rca == JR_ERANGE, "op %llu failed: %s (%s)", seed,
+              t.step, (unsigned long long)op, jr_strerror(rca), jr__store_errmsg(t.a.st));
+        same_state(&t);
+        if (jr__rand_below(&r, 3) == 0) ck_assert_int_eq(jr__store_trim(t.b.st), 0);
+        if (t.step % 25 == 0) {
+            same_content(&t);
+            same_files(&t);
+        }
+    }
+    same_content(&t);
+    twin_reopen(&t, 0);
+    same_state(&t);
+    same_content(&t);
+    same_files(&t);
+    fx_done(&t.a);
+    fx_done(&t.b);
+}
+
+START_TEST(trimmed_store_behaves_like_an_untrimmed_one)
+{
+    const char *e = getenv("TRIM_SEEDS");
+    const char *fs = getenv("TRIM_FIRST");
+    uint64_t n = e ? strtoull(e, NULL, 10) : 200;
+    uint64_t first = fs ? strtoull(fs, NULL, 10) : 1;
+    for (uint64_t seed = first; seed < first + n; seed++) run_twin(seed);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------------
+ * The read-back
+ */
+
+static void append_n(fx *f, uint64_t from, uint64_t to)
+{
+    for (uint64_t q = from; q <= to; q++) {
+        char d[32];
+        int n = snprintf(d, sizeof d, "message %llu", (unsigned long long)q);
+        int rc = jr__store_append(f->st, q, "a.b", 3, NULL, 0, d, (size_t)n, (int64_t)q, NULL);
+        ck_assert_msg(rc == 0, "%s: append %llu: %s", conf_names[f->conf], (unsigned long long)q,
+                      jr__store_errmsg(f->st));
+    }
+}
+
+static void expect_msg(fx *f, uint64_t q)
+{
+    jr__store_msg m;
+    int rc = jr__store_get(f->st, q, &m);
+    ck_assert_msg(rc == 0, "%s: get %llu: %s (%s)", conf_names[f->conf], (unsigned long long)q,
+                  jr_strerror(rc), jr__store_errmsg(f->st));
+    char d[32];
+    int n = snprintf(d, sizeof d, "message %llu", (unsigned long long)q);
+    ck_assert(m.data_len == (size_t)n && memcmp(m.data, d, (size_t)n) == 0);
+}
+
+/* The records are read back once, when needed, and not before. */
+START_TEST(active_block_is_read_back_when_needed)
+{
+    for (int conf = CONF_FILE; conf < NCONF; conf++) {
+        fx f;
+        open_conf(&f, conf, 1, 1 << 20, 0);
+        append_n(&f, 1, 5);
+        ck_assert_int_eq(jr__store_sync(f.st), 0);
+        ck_assert_int_eq(jr__store_trim(f.st), 0);
+        uint64_t p0 = pread_count(f.vfs);
+        jr__store_state st;
+        jr__store_state_get(f.st, &st); /* no read needed */
+        ck_assert_uint_eq(st.msgs, 5);
+        ck_assert_uint_eq(pread_count(f.vfs), p0);
+        expect_msg(&f, 3);
+        ck_assert_uint_eq(pread_count(f.vfs), p0 + 1);
+        expect_msg(&f, 5);
+        ck_assert_uint_eq(pread_count(f.vfs), p0 + 1);
+        /* an append reads it back too, then the new record is buffered: trim does nothing */
+        ck_assert_int_eq(jr__store_sync(f.st), 0);
+        ck_assert_int_eq(jr__store_trim(f.st), 0);
+        append_n(&f, 6, 6);
+        ck_assert_uint_eq(pread_count(f.vfs), p0 + 2);
+        ck_assert_int_eq(jr__store_trim(f.st), 0);
+        expect_msg(&f, 6);
+        expect_msg(&f, 1);
+        ck_assert_uint_eq(pread_count(f.vfs), p0 + 2);
+        fx_cycle(&f);
+        for (uint64_t q = 1; q <= 6; q++) expect_msg(&f, q);
+        fx_done(&f);
+    }
+}
+END_TEST
+
+/* Nothing is freed while records are buffered, nor when the active block is larger than
+ * JR__STORE_TRIM_MAX; a memory store ignores trim. */
+START_TEST(trim_is_a_no_op_when_it_cannot_free)
+{
+    for (int conf = CONF_MEMORY; conf < NCONF; conf++) {
+        fx f;
+        open_conf(&f, conf, 2, 1 << 20, 0);
+        append_n(&f, 1, 3);
+        ck_assert_int_eq(jr__store_trim(f.st), 0); /* not written yet */
+        if (conf != CONF_MEMORY) jr__memfs_fail(f.vfs, JR__MEMFS_PREAD, 1, JR_EIO, 1, NULL);
+        expect_msg(&f, 2);
+        append_n(&f, 4, 4);
+        jr__memfs_fail_clear(f.vfs);
+        static uint8_t big[JR__STORE_TRIM_MAX];
+        memset(big, 'x', sizeof big);
+        ck_assert_int_eq(jr__store_append(f.st, 5, "big", 3, NULL, 0, big, sizeof big, 5, NULL), 0);
+        ck_assert_int_eq(jr__store_sync(f.st), 0);
+        ck_assert_int_eq(jr__store_trim(f.st), 0); /* too large to read back */
+        if (conf != CONF_MEMORY) jr__memfs_fail(f.vfs, JR__MEMFS_PREAD, 1, JR_EIO, 1, NULL);
+        expect_msg(&f, 4);
+        append_n(&f, 6, 6);
+        ck_assert_int_eq(jr__store_sync(f.st), 0);
+        jr__memfs_fail_clear(f.vfs);
+        fx_done(&f);
+    }
+}
+END_TEST
+
+/* A read failure while reading the active block back: the operation fails with the error, the
+ * store refuses writes like after a write error, reads try again, and a reopen has everything
+ * that was written. */
+START_TEST(read_back_failure_is_an_error_and_loses_nothing)
+{
+    for (int conf = CONF_FILE; conf < NCONF; conf++) {
+        for (int first_op = 0; first_op < 3; first_op++) {
+            fx f;
+            open_conf(&f, conf, 3, 1 << 20, first_op == 2);
+            append_n(&f, 1, 5);
+            if (first_op == 2)
+                ck_assert_int_eq(jr__store_mark(f.st, 1, "m", 1, 0, 0), 0);
+            else
+                ck_assert_int_eq(jr__store_sync(f.st), 0);
+            ck_assert_int_eq(jr__store_trim(f.st), 0);
+            jr__memfs_fail(f.vfs, JR__MEMFS_PREAD, 1, JR_EIO, 0, NULL);
+            jr__store_msg m;
+            int rc;
+            if (first_op == 0) {
+                rc = jr__store_get(f.st, 4, &m);
+            } else if (first_op == 1) {
+                rc = jr__store_append(f.st, 6, "a.b", 3, NULL, 0, "x", 1, 6, NULL);
+            } else {
+                rc = jr__store_mark(f.st, 2, "n", 1, 0, 0);
+            }
+            ck_assert_msg(rc == JR_EIO, "%s op %d: %s", conf_names[conf], first_op,
+                          jr_strerror(rc));
+            ck_assert_msg(strstr(jr__store_errmsg(f.st), "active block") != NULL, "%s",
+                          jr__store_errmsg(f.st));
+            /* writes are refused from now on; reads read it back */
+            ck_assert_int_eq(jr__store_append(f.st, 6, "a.b", 3, NULL, 0, "x", 1, 6, NULL), JR_EIO);
+            ck_assert_int_eq(jr__store_sync(f.st), JR_EIO);
+            for (uint64_t q = 1; q <= 5; q++) expect_msg(&f, q);
+            jr__store_abandon(f.st);
+            f.st = NULL;
+            ck_assert_int_eq(fx_open(&f), 0);
+            jr__store_state st;
+            jr__store_state_get(f.st, &st);
+            ck_assert_uint_eq(st.msgs, 5);
+            ck_assert_uint_eq(st.last_seq, 5);
+            for (uint64_t q = 1; q <= 5; q++) expect_msg(&f, q);
+            append_n(&f, 6, 7);
+            ck_assert_int_eq(jr__store_trim(f.st), 0);
+            expect_msg(&f, 7);
+            fx_done(&f);
+        }
+    }
+}
+END_TEST
+
+/* Bytes of the active block changed behind the store's back (or cut off): the read-back sees
+ * it (checksums, authentication, length) and says JR_ECORRUPT, never returns other data. */
+START_TEST(read_back_of_changed_bytes_is_corruption)
+{
+    for (int conf = CONF_FILE; conf < NCONF; conf++) {
+        for (int how = 0; how < 2; how++) {
+            fx f;
+            open_conf(&f, conf, 4, 1 << 20, 0);
+            append_n(&f, 1, 5);
+            ck_assert_int_eq(jr__store_sync(f.st), 0);
+            ck_assert_int_eq(jr__store_trim(f.st), 0);
+            const char *path = "/store/ORDERS/0000000001.blk";
+            if (how == 0)
+                ck_assert_int_eq(jr__memfs_flip_bits(f.vfs, path, 40, 0, 1), 0);
+            else
+                ck_assert_int_eq(jr__memfs_truncate(f.vfs, path, 60), 0);
+            jr__store_msg m;
+            int rc = jr__store_get(f.st, 5, &m);
+            ck_assert_msg(rc == JR_ECORRUPT, "%s how %d: %s", conf_names[conf], how,
+                          jr_strerror(rc));
+            ck_assert_int_eq(jr__store_append(f.st, 6, "a.b", 3, NULL, 0, "x", 1, 6, NULL),
+                             JR_ECORRUPT);
+            fx_done(&f);
+        }
+    }
+}
+END_TEST
+
+/* Rotation of a trimmed active block: sealed (lz4, encryption) it is read back first; an open
+ * block is only synced and left. Either way every message is still there, also after reopen. */
+START_TEST(rotation_of_a_trimmed_block)
+{
+    for (int conf = CONF_FILE; conf < NCONF; conf++) {
+        fx f;
+        open_conf(&f, conf, 5, 600, 0);
+        uint64_t q = 1;
+        for (int round = 0; round < 6; round++) {
+            append_n(&f, q, q + 4);
+            q += 5;
+            ck_assert_int_eq(jr__store_sync(f.st), 0);
+            ck_assert_int_eq(jr__store_trim(f.st), 0);
+        }
+        for (uint64_t i = 1; i < q; i++) expect_msg(&f, i);
+        ck_assert_int_eq(jr__store_trim(f.st), 0);
+        ck_assert_int_eq(jr__store_delete(f.st, q - 1, 1), 0); /* erase in the active block */
+        fx_cycle(&f);
+        for (uint64_t i = 1; i + 1 < q; i++) expect_msg(&f, i);
+        jr__store_msg m;
+        ck_assert_int_eq(jr__store_get(f.st, q - 1, &m), JR_ENOTFOUND);
+        fx_done(&f);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("store-trim");
+    TCase *tc = tcase_create("trim");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, active_block_is_read_back_when_needed);
+    tcase_add_test(tc, trim_is_a_no_op_when_it_cannot_free);
+    tcase_add_test(tc, read_back_failure_is_an_error_and_loses_nothing);
+    tcase_add_test(tc, read_back_of_changed_bytes_is_corruption);
+    tcase_add_test(tc, rotation_of_a_trimmed_block);
+    tcase_add_test(tc, trimmed_store_behaves_like_an_untrimmed_one);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
