@@ -6,7 +6,8 @@
  * rewritten; removed at open). Any other name in the directory is reported as corruption.
  *
  * The active block (highest id) is an open block. Its records are kept in memory in plaintext
- * (`plain`), which serves reads of recent messages and becomes the sealed image at rotation;
+ * (`plain`; freed while the store is trimmed, see below), which serves reads of recent messages
+ * and becomes the sealed image at rotation;
  * writes are buffered and reach the file at flush time (or every FLUSH_BYTES). Without
  * encryption the file holds the plaintext itself after its header; with encryption each record
  * is written as its own authenticated frame, so no plaintext ever reaches the disk.
@@ -38,6 +39,18 @@
  * (no live message left), its tombstones that still refer to messages in surviving blocks are
  * written again into the active block, and the active block is synced before the file is
  * removed (so the durable store never loses its last seq or a needed tombstone).
+ *
+ * Memory of an idle store (many streams per node, issue 5): a store pays for what it uses. The
+ * backend state (fstore) holds the active block; the encryption state (fenc) exists only for an
+ * encrypted store; the state for reading other blocks (frd: read handles, a decoded block or
+ * chunk, io buffers) is allocated at the first read of such a block and freed after recovery and
+ * by jr__store_trim; a block costs only its entry in the core's table, plus its chunk index
+ * (sidx) once a sealed block was read at random. jr__store_trim also frees the active block's
+ * plaintext once it is all written to the file and small (TRIM_MAX): `tlen` then keeps its
+ * length, and active_load reads it back from the file — verified as recovery verifies it, and
+ * checked to be exactly what was written — before anything uses it (append, read, rotation with
+ * sealing, erase, carrying tombstones). A read-back failure fails the store (s->failed) like a
+ * write error; the records are still in the file for the next open.
  */
 #include <sodium.h>
 #include <stdio.h>

@@ -63,8 +63,12 @@
  * the same store (any call). Copy what you keep.
  *
  * Errors: 0 or a negative JR_E* code; jr__store_errmsg() describes the last error (for
- * corruption: file and offset). A store that hit an I/O error on write refuses further writes
- * (JR_EIO) until reopened; reads keep working.
+ * corruption: file and offset). A store that hit an I/O error on write (or on reading back a
+ * trimmed active block, jr__store_trim) refuses further writes (JR_EIO) until reopened; reads
+ * keep working.
+ *
+ * Memory. An idle store holds little beyond its indexes; jr__store_trim gives back what it can
+ * read again from its files when needed.
  */
 #ifndef JR_STORE_STORE_H
 #define JR_STORE_STORE_H
