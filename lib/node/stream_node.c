@@ -316,6 +316,7 @@ static void on_result(void *arg, uint32_t i, const jr__stream_result *res)
     if (res->type == JR__OP_CONFIG) {
         r->cfg_pending = 0;
         if (res->status == 0) r->cfg_in_log = 1;
+        jr__stream_fsm_share_config(r->fsm, r->as->cfg);
     }
     jr__waiter *w = a->w;
     if (!w) return;
@@ -434,6 +435,7 @@ static int rep_restore(void *ctx, uint64_t gindex, const void *data, size_t len)
         }
         r->cfg_in_log = 1; /* the snapshot holds the config */
         r->cfg_pending = 0;
+        jr__stream_fsm_share_config(r->fsm, r->as->cfg);
     }
     if (need) return jr__catchup_begin(r, index, data, len, need);
     if (r->cu) jr__catchup_finish(r); /* a newer snapshot completed it at once */
@@ -548,6 +550,7 @@ static void take_assignment(jr__srep *r, const jr__meta_stream *s)
     jr__meta_asgn_put(old);
     r->name = r->as->cfg->c.name;
     r->updated = s->updated;
+    if (r->fsm) jr__stream_fsm_share_config(r->fsm, r->as->cfg);
 }
 
 static void rep_free(jr__srep *r)
@@ -617,7 +620,10 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     int rc = jr__stream_fsm_open(&fc, &r->fsm, err, sizeof err);
     if (rc == 0) rc = jr__map_put(&js->reps, r->group, r);
     /* A store reopened at a mark holds a state of the log, whose config the log carries. */
-    if (rc == 0) r->cfg_in_log = jr__stream_fsm_applied(r->fsm) > 0;
+    if (rc == 0) {
+        r->cfg_in_log = jr__stream_fsm_applied(r->fsm) > 0;
+        jr__stream_fsm_share_config(r->fsm, r->as->cfg);
+    }
     if (rc != 0) {
         jr__node_log(n, JR_LOG_ERROR, "stream '%s': cannot open its replica: %s %s", s->name,
                      jr_strerror(rc), err);

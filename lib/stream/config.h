@@ -73,11 +73,14 @@ int jr__stream_config_equal(const jr_stream_config *a, const jr_stream_config *b
 int jr__stream_config_check_update(const jr_stream_config *old, const jr_stream_config *upd,
                                    char *msg, size_t msglen);
 
-/* An owned, normalized copy (one allocation). */
+/* An owned, normalized copy (one allocation). Immutable once made, so holders share it by
+ * reference: the meta state and the replica's state machine hold the same block while their
+ * configs are equal. */
 typedef struct jr__stream_cfg {
     jr_stream_config c; /* normal form; all pointers into this block */
     const jr_allocator *alloc;
-    size_t bytes; /* size of the block */
+    uint32_t refs; /* holders; the last jr__stream_cfg_free frees it */
+    size_t bytes;  /* size of the block */
 } jr__stream_cfg;
 
 /* Validates src and makes an owned normalized copy. 0 with *out set; JR_EINVAL (message as for
@@ -85,7 +88,10 @@ typedef struct jr__stream_cfg {
 int jr__stream_cfg_new(const jr_stream_config *src, const jr_allocator *a, jr__stream_cfg **out,
                        char *msg, size_t msglen);
 
-/* Frees an owned copy; NULL is a no-op. */
+/* Takes another reference to cfg; returns cfg. */
+jr__stream_cfg *jr__stream_cfg_ref(jr__stream_cfg *cfg);
+
+/* Drops a reference; the last one frees the copy. NULL is a no-op. */
 void jr__stream_cfg_free(jr__stream_cfg *cfg);
 
 /* Appends the encoding of cfg's normal form to out. 0, JR_EINVAL (cfg invalid; nothing

@@ -52,6 +52,7 @@ static int block_alloc(builder *b, const jr_allocator *a, size_t nsubj, size_t n
     jr__stream_cfg *d = (jr__stream_cfg *)p;
     memset(d, 0, sizeof *d);
     d->alloc = a;
+    d->refs = 1;
     d->bytes = bytes;
     unsigned char *q = p + header_bytes();
     d->c.subjects = nsubj ? (const char *const *)(void *)q : NULL;
@@ -134,9 +135,15 @@ int jr__stream_cfg_new(const jr_stream_config *src, const jr_allocator *a, jr__s
     return 0;
 }
 
+jr__stream_cfg *jr__stream_cfg_ref(jr__stream_cfg *cfg)
+{
+    cfg->refs++;
+    return cfg;
+}
+
 void jr__stream_cfg_free(jr__stream_cfg *cfg)
 {
-    if (cfg) jr__free(cfg->alloc, cfg);
+    if (cfg && --cfg->refs == 0) jr__free(cfg->alloc, cfg);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -104,6 +104,7 @@
 
 #include "jetraft.h"
 #include "store/store.h"
+#include "stream/config.h"
 #include "stream/op.h"
 #include "util/buf.h"
 
@@ -183,6 +184,11 @@ uint64_t jr__stream_fsm_durable(const jr__stream_fsm *f);
 jr__store *jr__stream_fsm_store(jr__stream_fsm *f);
 /* The current configuration (normal form; valid until the next apply/restore). */
 const jr_stream_config *jr__stream_fsm_config_get(const jr__stream_fsm *f);
+/* Memory: if c (an owned config of the caller's, e.g. the meta state's) equals the current
+ * configuration, the fsm drops its own copy and holds a reference to c instead (configs are
+ * immutable, so nothing else changes). Call it when either may have changed: after open, an
+ * applied CONFIG entry, a restore, or a new c. c NULL: a no-op. */
+void jr__stream_fsm_share_config(jr__stream_fsm *f, jr__stream_cfg *c);
 /* Index of the last applied entry (the snapshot's after a restore). */
 uint64_t jr__stream_fsm_applied(const jr__stream_fsm *f);
 /* The stream clock: the largest op timestamp applied (0: none yet). The leader's floor for the
@@ -260,7 +266,6 @@ int jr__stream_fsm_apply_chunk(jr__stream_fsm *f, const void *chunk, size_t len,
  * Private: the layout shared by fsm.c and fsm_snapshot.c only. Everything else uses the
  * functions above.
  */
-#include "stream/config.h"
 #include "stream/dedup.h"
 
 struct jr__stream_fsm {
