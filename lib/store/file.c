@@ -50,7 +50,9 @@
  * length, and active_load reads it back from the file — verified as recovery verifies it, and
  * checked to be exactly what was written — before anything uses it (append, read, rotation with
  * sealing, erase, carrying tombstones). A read-back failure fails the store (s->failed) like a
- * write error; the records are still in the file for the next open.
+ * write error; the records are still in the file for the next open. Trim also closes the active
+ * block's file when nothing is pending and it is synced (af == NULL with aid != 0 means exactly
+ * that); active_open opens it again before a write or a read-back.
  */
 #include <sodium.h>
 #include <stdio.h>
@@ -271,17 +273,37 @@ static int cache_load(jr__store *s, uint32_t id)
  * as recovery does (header, record checksums, and with encryption each frame's authentication),
  * and checks that they are exactly the ones it had. A failure other than JR_ENOMEM fails the
  * store (s->failed): the records stay in the file, and a reopen recovers them. */
+/* Opens the active block's file again if jr__store_trim closed it (it was written and synced
+ * then: nothing is pending). A failure fails the store, as a failed read-back does. */
+static int active_open(jr__store *s)
+{
+    fstore *f = F(s);
+    if (f->af || !f->aid) return 0;
+    char path[PATHMAX];
+    blk_path(f, path, sizeof path, f->aid, "blk");
+    int rc = f->vfs->open(f->vfs->ctx, path, JR_O_READ, &f->af);
+    if (rc) {
+        f->af = NULL;
+        if (rc != JR_ENOMEM) s->failed = rc;
+        return jr__store_fail(s, rc, "%s: reopening the active block failed: %s", path,
+                              jr_strerror(rc));
+    }
+    return 0;
+}
+
 static int active_load(jr__store *s)
 {
     fstore *f = F(s);
     if (!f->tlen) return 0;
+    int rc = active_open(s);
+    if (rc) return rc;
     char path[PATHMAX];
     blk_path(f, path, sizeof path, f->aid, "blk");
     jr__buf raw;
     jr__buf_init(&raw, s->alloc);
     jr__buf_reset(&f->plain);
     size_t got = 0;
-    int rc = jr__buf_reserve(&raw, (size_t)f->fsize);
+    rc = jr__buf_reserve(&raw, (size_t)f->fsize);
     if (!rc) {
         rc = f->vfs->pread(f->vfs->ctx, f->af, raw.data, (size_t)f->fsize, 0, &got);
         if (rc)
@@ -390,7 +412,7 @@ static int write_replace(jr__store *s, uint32_t id, const uint8_t *image, size_t
 static int active_seal(jr__store *s)
 {
     fstore *f = F(s);
-    if (!f->af) return 0;
+    if (!f->aid) return 0;
     size_t bi = jr__store_blk_find(s, f->aid);
     jr__blk *b = &s->blks[bi];
     int rc;
@@ -421,7 +443,7 @@ static int active_seal(jr__store *s)
         rc = active_sync(s);
         if (rc) return rc;
     }
-    f->vfs->close(f->vfs->ctx, f->af);
+    if (f->af) f->vfs->close(f->vfs->ctx, f->af); /* (closed by trim: nothing pending) */
     f->af = NULL;
     f->aid = 0;
     jr__buf_reset(&f->plain);
@@ -476,15 +498,16 @@ static int file_reserve(jr__store *s, size_t len, uint8_t **p, uint32_t *blk, ui
     fstore *f = F(s);
     int rc;
     size_t alen = f->tlen ? f->tlen : f->plain.len;
-    if (f->af && alen && alen + len > s->block_bytes) {
+    if (f->aid && alen && alen + len > s->block_bytes) {
         rc = active_seal(s);
         if (rc) return rc;
     }
-    if (!f->af) {
+    if (!f->aid) {
         rc = active_new(s);
         if (rc) return rc;
     }
     rc = active_load(s);
+    if (!rc) rc = active_open(s);
     if (rc) return rc;
     if (jr__buf_reserve(&f->plain, len)) return JR_ENOMEM;
     *p = f->plain.data + f->plain.len;
@@ -721,6 +744,7 @@ static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
     if (blk == f->aid) {
         rc = active_flush(s);
         if (!rc) rc = active_load(s);
+        if (!rc) rc = active_open(s);
         if (rc) return rc;
         jr__srec_erase(f->plain.data + off, len);
         jr__buf img;
@@ -779,12 +803,19 @@ static int file_trim(jr__store *s)
 {
     fstore *f = F(s);
     rd_free(s);
-    if (!f->af || f->tlen) return 0;
-    if (f->e ? f->e->pend.len != 0 : f->flushed != f->plain.len) return 0; /* not all written */
-    if (f->plain.len > TRIM_MAX) return 0;
-    if (f->e) jr__buf_free(&f->e->pend);
-    f->tlen = (uint32_t)f->plain.len; /* 0: an empty block, nothing to read back */
-    jr__buf_free(&f->plain);
+    if (!f->af) return 0; /* no active block, or trimmed already */
+    int written = f->tlen || (f->e ? f->e->pend.len == 0 : f->flushed == f->plain.len);
+    if (!written) return 0;
+    if (!f->tlen && f->plain.len <= TRIM_MAX) {
+        if (f->e) jr__buf_free(&f->e->pend);
+        f->tlen = (uint32_t)f->plain.len; /* 0: an empty block, nothing to read back */
+        jr__buf_free(&f->plain);
+    }
+    if (!f->dirty && !f->need_dirsync) {
+        /* synced too: the descriptor can go (active_open opens it again when needed) */
+        f->vfs->close(f->vfs->ctx, f->af);
+        f->af = NULL;
+    }
     return 0;
 }
 

@@ -234,7 +234,10 @@ uint64_t jr__store_durable_seq(const jr__store *s);
  *    fails, the operation that needed them returns the error (JR_EIO..., or JR_ECORRUPT if the
  *    file's bytes changed) and the store is failed as by a write error (writes refused until
  *    reopened; reads of the active block keep trying to read it back): nothing written is lost,
- *    a reopen recovers it from the file. JR_ENOMEM there fails only that operation.
+ *    a reopen recovers it from the file. JR_ENOMEM there fails only that operation;
+ *  - file store: the active block's file descriptor, if everything written is also synced (so a
+ *    store idle after a sync or mark holds none): opened again when next needed (a failure to
+ *    open it fails the store as a failed read-back does).
  * A no-op for a memory store, a failed store, and (for the active block) when the conditions
  * do not hold. Always returns 0. */
 #define JR__STORE_TRIM_MAX ((size_t)64 * 1024)

@@ -29,11 +29,16 @@ static void open_conf(fx *f, int conf, uint64_t seed, uint64_t block_bytes, int 
     ck_assert_msg(rc == 0, "open %s: %s (%s)", conf_names[conf], jr_strerror(rc), f->err);
 }
 
-static uint64_t pread_count(jr_vfs *vfs)
+static uint64_t op_count(jr_vfs *vfs, int op)
 {
     jr__memfs_stats st;
     jr__memfs_stats_get(vfs, &st);
-    return st.ops[JR__MEMFS_PREAD];
+    return st.ops[op];
+}
+
+static uint64_t pread_count(jr_vfs *vfs)
+{
+    return op_count(vfs, JR__MEMFS_PREAD);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -355,7 +360,8 @@ static void expect_msg(fx *f, uint64_t q)
     ck_assert(m.data_len == (size_t)n && memcmp(m.data, d, (size_t)n) == 0);
 }
 
-/* The records are read back once, when needed, and not before. */
+/* The records are read back once, when needed, and not before; the file of a synced active
+ * block is closed and opened again when needed. */
 START_TEST(active_block_is_read_back_when_needed)
 {
     for (int conf = CONF_FILE; conf < NCONF; conf++) {
@@ -364,6 +370,7 @@ START_TEST(active_block_is_read_back_when_needed)
         append_n(&f, 1, 5);
         ck_assert_int_eq(jr__store_sync(f.st), 0);
         ck_assert_int_eq(jr__store_trim(f.st), 0);
+        uint64_t o0 = op_count(f.vfs, JR__MEMFS_OPEN);
         uint64_t p0 = pread_count(f.vfs);
         jr__store_state st;
         jr__store_state_get(f.st, &st); /* no read needed */
@@ -371,6 +378,7 @@ START_TEST(active_block_is_read_back_when_needed)
         ck_assert_uint_eq(pread_count(f.vfs), p0);
         expect_msg(&f, 3);
         ck_assert_uint_eq(pread_count(f.vfs), p0 + 1);
+        ck_assert_uint_eq(op_count(f.vfs, JR__MEMFS_OPEN), o0 + 1);
         expect_msg(&f, 5);
         ck_assert_uint_eq(pread_count(f.vfs), p0 + 1);
         /* an append reads it back too, then the new record is buffered: trim does nothing */
@@ -382,8 +390,19 @@ START_TEST(active_block_is_read_back_when_needed)
         expect_msg(&f, 6);
         expect_msg(&f, 1);
         ck_assert_uint_eq(pread_count(f.vfs), p0 + 2);
+        append_n(&f, 7, 7);
+        uint64_t o1 = op_count(f.vfs, JR__MEMFS_OPEN);
+        ck_assert_int_eq(jr__store_trim(f.st), 0); /* buffered: nothing */
+        expect_msg(&f, 7);
+        ck_assert_int_eq(jr__store_sync(f.st), 0);
+        ck_assert_uint_eq(op_count(f.vfs, JR__MEMFS_OPEN), o1);
+        ck_assert_uint_eq(pread_count(f.vfs), p0 + 2);
+        ck_assert_int_eq(jr__store_trim(f.st), 0);
+        expect_msg(&f, 7);
+        ck_assert_uint_eq(op_count(f.vfs, JR__MEMFS_OPEN), o1 + 1);
+        ck_assert_uint_eq(pread_count(f.vfs), p0 + 3);
         fx_cycle(&f);
-        for (uint64_t q = 1; q <= 6; q++) expect_msg(&f, q);
+        for (uint64_t q = 1; q <= 7; q++) expect_msg(&f, q);
         fx_done(&f);
     }
 }
@@ -417,13 +436,14 @@ START_TEST(trim_is_a_no_op_when_it_cannot_free)
 }
 END_TEST
 
-/* A read failure while reading the active block back: the operation fails with the error, the
- * store refuses writes like after a write error, reads try again, and a reopen has everything
- * that was written. */
+/* A read failure (or a failure to open the file again) while reading the active block back: the
+ * operation fails with the error, the store refuses writes like after a write error, reads try
+ * again, and a reopen has everything that was written. */
 START_TEST(read_back_failure_is_an_error_and_loses_nothing)
 {
     for (int conf = CONF_FILE; conf < NCONF; conf++) {
-        for (int first_op = 0; first_op < 3; first_op++) {
+        for (int k = 0; k < 6; k++) {
+            int first_op = k % 3, fail_op = k < 3 ? JR__MEMFS_PREAD : JR__MEMFS_OPEN;
             fx f;
             open_conf(&f, conf, 3, 1 << 20, first_op == 2);
             append_n(&f, 1, 5);
@@ -432,7 +452,7 @@ START_TEST(read_back_failure_is_an_error_and_loses_nothing)
             else
                 ck_assert_int_eq(jr__store_sync(f.st), 0);
             ck_assert_int_eq(jr__store_trim(f.st), 0);
-            jr__memfs_fail(f.vfs, JR__MEMFS_PREAD, 1, JR_EIO, 0, NULL);
+            jr__memfs_fail(f.vfs, fail_op, 1, JR_EIO, 0, NULL);
             jr__store_msg m;
             int rc;
             if (first_op == 0) {
@@ -521,6 +541,36 @@ START_TEST(rotation_of_a_trimmed_block)
 }
 END_TEST
 
+/* Written but not yet synced (a flush of a large buffer): trim keeps the file open, so the next
+ * sync still makes it durable. */
+START_TEST(trim_before_sync_keeps_the_block_syncable)
+{
+    for (int conf = CONF_FILE; conf < NCONF; conf++) {
+        fx f;
+        open_conf(&f, conf, 6, 4 << 20, 0);
+        static uint8_t d[100000];
+        memset(d, 'z', sizeof d);
+        for (uint64_t q = 1; q <= 11; q++) /* the 11th crosses 1 MiB: all written, not synced */
+            ck_assert_int_eq(
+                jr__store_append(f.st, q, "a.b", 3, NULL, 0, d, sizeof d, (int64_t)q, NULL), 0);
+        ck_assert_int_eq(jr__store_trim(f.st), 0);
+        ck_assert_int_eq(jr__store_sync(f.st), 0);
+        ck_assert_int_eq(jr__store_trim(f.st), 0);
+        jr__store_abandon(f.st);
+        f.st = NULL;
+        jr__memfs_crash(f.vfs, 0);
+        ck_assert_int_eq(fx_open(&f), 0);
+        jr__store_state st;
+        jr__store_state_get(f.st, &st);
+        ck_assert_uint_eq(st.msgs, 11);
+        jr__store_msg m;
+        ck_assert_int_eq(jr__store_get(f.st, 11, &m), 0);
+        ck_assert(m.data_len == sizeof d && m.data[sizeof d - 1] == 'z');
+        fx_done(&f);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("store-trim");
@@ -531,6 +581,7 @@ int main(void)
     tcase_add_test(tc, read_back_failure_is_an_error_and_loses_nothing);
     tcase_add_test(tc, read_back_of_changed_bytes_is_corruption);
     tcase_add_test(tc, rotation_of_a_trimmed_block);
+    tcase_add_test(tc, trim_before_sync_keeps_the_block_syncable);
     tcase_add_test(tc, trimmed_store_behaves_like_an_untrimmed_one);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
