@@ -94,6 +94,19 @@ static int mem_flush(jr__store *s, int sync)
     return 0;
 }
 
+/* jr__store_trim: the last block (never dropped, as the one appends go to) gives its bytes
+ * back once none of its messages is live (deleted entries are never read). */
+static int mem_trim(jr__store *s)
+{
+    jr__blk *t = s->nblks ? &s->blks[s->nblks - 1] : NULL;
+    if (!t || t->live || !t->bk) return 0;
+    mblk *b = t->bk;
+    jr__free(s->alloc, b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return 0;
+}
+
 static void mem_close(jr__store *s)
 {
     for (size_t i = 0; i < s->nblks; i++)
@@ -110,6 +123,7 @@ static const jr__store_backend mem_backend = {
     .unlink = mem_drop,
     .erase = mem_erase,
     .flush = mem_flush,
+    .trim = mem_trim,
     .close = mem_close,
 };
 

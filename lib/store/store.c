@@ -49,6 +49,8 @@ int jr__store_live(const jr__store *s, uint64_t seq)
     return e && e->len;
 }
 
+#define ENTS_MIN 8
+
 static int push_ent(jr__store *s, const jr__ent *e)
 {
     if (s->head + s->n == s->cap) {
@@ -56,7 +58,7 @@ static int push_ent(jr__store *s, const jr__ent *e)
             memmove(s->ents, s->ents + s->head, s->n * sizeof *s->ents);
             s->head = 0;
         } else {
-            size_t ncap = s->cap ? s->cap * 2 : 1024;
+            size_t ncap = s->cap ? s->cap * 2 : ENTS_MIN; /* small streams stay small */
             jr__ent *v = jr__realloc(s->alloc, s->ents, ncap * sizeof *v);
             if (!v) return JR_ENOMEM;
             s->ents = v;
@@ -1029,10 +1031,50 @@ int jr__store_sync(jr__store *s)
     return 0;
 }
 
+/* Gives back the capacity of the seq index and the delete ranges beyond twice what they hold
+ * (a stream that once held many messages keeps none of that), and the subject index if no
+ * subject is left (deleted entries keep stale subject ids, never read). A failed realloc keeps
+ * the old. */
+static void shrink_index(jr__store *s)
+{
+    jr__subjidx_trim(&s->subjects);
+    if (!s->n) {
+        jr__free(s->alloc, s->ents);
+        s->ents = NULL;
+        s->head = s->cap = 0;
+    }
+    if (!s->nranges) {
+        jr__free(s->alloc, s->ranges);
+        s->ranges = NULL;
+        s->rcap = 0;
+    }
+    size_t want = ENTS_MIN;
+    while (want < s->n) want *= 2;
+    if (s->cap > 2 * want) {
+        if (s->head) memmove(s->ents, s->ents + s->head, s->n * sizeof *s->ents);
+        s->head = 0;
+        jr__ent *v = jr__realloc(s->alloc, s->ents, want * sizeof *v);
+        if (v) {
+            s->ents = v;
+            s->cap = want;
+        }
+    }
+    want = 16;
+    while (want < s->nranges) want *= 2;
+    if (s->rcap > 2 * want) {
+        jr__seq_range *v = jr__realloc(s->alloc, s->ranges, want * sizeof *v);
+        if (v) {
+            s->ranges = v;
+            s->rcap = want;
+        }
+    }
+}
+
 int jr__store_trim(jr__store *s)
 {
-    if (s->failed || !s->bk->trim) return 0;
-    return s->bk->trim(s);
+    if (s->failed) return 0;
+    shrink_index(s);
+    return s->bk->trim ? s->bk->trim(s) : 0;
 }
 
 uint64_t jr__store_durable_seq(const jr__store *s)

@@ -220,8 +220,12 @@ int jr__store_sync(jr__store *s);
 /* See "Durability" above. */
 uint64_t jr__store_durable_seq(const jr__store *s);
 
-/* Frees memory an idle store can do without; for a stream whose group went quiet. Changes
+/* Frees memory an idle store can do without; for a stream whose group went quiet (it costs a
+ * little time when the store is used again: do not call it after every write). Changes
  * nothing on disk nor in what the store does (only how much memory it holds until it is used):
+ *  - the capacity of the seq index and of the delete ranges beyond twice what they hold (a
+ *    stream that once held many messages and now holds few), the subject index if empty, and
+ *    (memory store) the bytes of the last block if none of its messages is live;
  *  - the read state of blocks other than the active one (read handles, a decoded block or
  *    chunk): made again at the next read of such a block;
  *  - file store: the in-memory copy of the active block's records, if every record of it has
@@ -238,8 +242,8 @@ uint64_t jr__store_durable_seq(const jr__store *s);
  *  - file store: the active block's file descriptor, if everything written is also synced (so a
  *    store idle after a sync or mark holds none): opened again when next needed (a failure to
  *    open it fails the store as a failed read-back does).
- * A no-op for a memory store, a failed store, and (for the active block) when the conditions
- * do not hold. Always returns 0. */
+ * A failed store is left as it is; for the active block, nothing happens when the conditions do
+ * not hold. Always returns 0. */
 #define JR__STORE_TRIM_MAX ((size_t)64 * 1024)
 int jr__store_trim(jr__store *s);
 /* 1 for the file store. */

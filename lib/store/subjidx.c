@@ -53,7 +53,7 @@ uint32_t jr__subjidx_find(const jr__subjidx *x, const char *s, size_t len)
 
 static int grow_tab(jr__subjidx *x)
 {
-    uint32_t ncap = x->tcap ? x->tcap * 2 : 64;
+    uint32_t ncap = x->tcap ? x->tcap * 2 : 8; /* most streams have few subjects */
     uint32_t *t = jr__calloc(x->alloc, ncap, sizeof *t);
     if (!t) return JR_ENOMEM;
     for (uint32_t i = 0; i < x->tcap; i++) {
@@ -79,7 +79,7 @@ int jr__subjidx_intern(jr__subjidx *x, const char *s, size_t len, uint32_t *out)
         return 0;
     }
     if (x->nfree == 0 && x->n >= x->cap) {
-        uint32_t ncap = x->cap ? x->cap * 2 : 64;
+        uint32_t ncap = x->cap ? x->cap * 2 : 4;
         jr__subj *v = jr__realloc(x->alloc, x->v, (size_t)ncap * sizeof *v);
         if (!v) return JR_ENOMEM;
         x->v = v;
@@ -99,6 +99,11 @@ int jr__subjidx_intern(jr__subjidx *x, const char *s, size_t len, uint32_t *out)
     x->live++;
     *out = id;
     return 0;
+}
+
+void jr__subjidx_trim(jr__subjidx *x)
+{
+    if (!x->live) jr__subjidx_free(x);
 }
 
 void jr__subjidx_release(jr__subjidx *x, uint32_t id)

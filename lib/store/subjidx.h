@@ -28,8 +28,8 @@ typedef struct jr__subj {
 } jr__subj;
 
 typedef struct jr__subjidx {
-    jr__subj *v;    /* v[0] unused */
-    uint32_t n;     /* ids handed out so far + 1 */
+    jr__subj *v; /* v[0] unused */
+    uint32_t n;  /* ids handed out so far + 1 */
     uint32_t cap;
     uint32_t *freeids;
     uint32_t nfree;
@@ -48,6 +48,8 @@ uint32_t jr__subjidx_find(const jr__subjidx *x, const char *s, size_t len);
 int jr__subjidx_intern(jr__subjidx *x, const char *s, size_t len, uint32_t *id);
 /* Forgets subject id (its count must be 0). */
 void jr__subjidx_release(jr__subjidx *x, uint32_t id);
+/* Gives back all memory if no subject is in use (ids then start again at 1). */
+void jr__subjidx_trim(jr__subjidx *x);
 static inline jr__subj *jr__subjidx_get(const jr__subjidx *x, uint32_t id)
 {
     return &x->v[id];

@@ -571,6 +571,81 @@ START_TEST(trim_before_sync_keeps_the_block_syncable)
 }
 END_TEST
 
+/* A counting allocator: live bytes requested (each block carries its size in front). */
+typedef struct counter {
+    int64_t live;
+} counter;
+
+static void *c_malloc(void *ctx, size_t n)
+{
+    uint8_t *p = malloc(n + 16);
+    if (!p) return NULL;
+    memcpy(p, &n, sizeof n);
+    ((counter *)ctx)->live += (int64_t)n;
+    return p + 16;
+}
+
+static void *c_realloc(void *ctx, void *q, size_t n)
+{
+    size_t old = 0;
+    uint8_t *b = q ? (uint8_t *)q - 16 : NULL;
+    if (b) memcpy(&old, b, sizeof old);
+    uint8_t *p = realloc(b, n + 16);
+    if (!p) return NULL;
+    memcpy(p, &n, sizeof n);
+    ((counter *)ctx)->live += (int64_t)n - (int64_t)old;
+    return p + 16;
+}
+
+static void c_free(void *ctx, void *q)
+{
+    if (!q) return;
+    uint8_t *b = (uint8_t *)q - 16;
+    size_t n;
+    memcpy(&n, b, sizeof n);
+    ((counter *)ctx)->live -= (int64_t)n;
+    free(b);
+}
+
+/* What an idle store holds: after many messages came and went and a mark, a trimmed store keeps
+ * only its structures (no index capacity, no active block copy, no read state). */
+START_TEST(an_idle_trimmed_store_holds_little)
+{
+    for (int conf = CONF_MEMORY; conf < NCONF; conf++) {
+        counter c = {0};
+        jr_allocator a = {JR_ALLOCATOR_VERSION, &c, c_malloc, c_realloc, c_free};
+        fx f;
+        memset(&f, 0, sizeof f);
+        ck_assert_int_eq(jr__memfs_new(NULL, 7, &f.vfs), 0);
+        ck_assert_int_eq(f.vfs->mkdir(f.vfs->ctx, "/store"), 0);
+        fx_config(&f, conf, 1 << 20);
+        f.cfg.alloc = &a;
+        f.cfg.marked = conf != CONF_MEMORY;
+        ck_assert_int_eq(fx_open(&f), 0);
+        append_n(&f, 1, 1000); /* about 50 KiB: the active block can be trimmed */
+        expect_msg(&f, 7);
+        jr__purge all = {0};
+        ck_assert_int_eq(jr__store_purge(f.st, &all, NULL), 0);
+        if (f.cfg.marked)
+            ck_assert_int_eq(jr__store_mark(f.st, 1, "meta", 4, 0, 0), 0);
+        else
+            ck_assert_int_eq(jr__store_sync(f.st), 0);
+        int64_t before = c.live;
+        ck_assert_int_eq(jr__store_trim(f.st), 0);
+        int64_t after = c.live;
+        ck_assert_msg(after <= 1024, "%s: %lld bytes after trim (%lld before)", conf_names[conf],
+                      (long long)after, (long long)before);
+        append_n(&f, 1001, 1001); /* and it works on */
+        expect_msg(&f, 1001);
+        if (f.cfg.marked) ck_assert_int_eq(jr__store_mark(f.st, 2, "meta", 4, 0, 0), 0);
+        fx_cycle(&f);
+        expect_msg(&f, 1001);
+        fx_done(&f);
+        ck_assert_int_eq(c.live, 0);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("store-trim");
@@ -582,6 +657,7 @@ int main(void)
     tcase_add_test(tc, read_back_of_changed_bytes_is_corruption);
     tcase_add_test(tc, rotation_of_a_trimmed_block);
     tcase_add_test(tc, trim_before_sync_keeps_the_block_syncable);
+    tcase_add_test(tc, an_idle_trimmed_store_holds_little);
     tcase_add_test(tc, trimmed_store_behaves_like_an_untrimmed_one);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
