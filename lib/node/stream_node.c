@@ -520,9 +520,10 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
                                                        &r->as->cfg->c))
             next = soon; /* watch for leadership while the config is not in the log */
     }
-    if (next == UINT64_MAX)
+    if (next == UINT64_MAX) {
         jr__js_timer_cancel(js, &r->timer); /* nothing due: the next event re-arms it */
-    else
+        jr__stream_fsm_trim(r->fsm);        /* idle and synced: what the files hold can go */
+    } else
         jr__js_timer_arm(js, &r->timer, next);
 }
 

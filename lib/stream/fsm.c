@@ -474,6 +474,11 @@ const jr_stream_config *jr__stream_fsm_config_get(const jr__stream_fsm *f)
     return &f->cfg->c;
 }
 
+void jr__stream_fsm_trim(jr__stream_fsm *f)
+{
+    if (!f->failed) jr__store_trim(f->store);
+}
+
 void jr__stream_fsm_share_config(jr__stream_fsm *f, jr__stream_cfg *c)
 {
     if (!c || c == f->cfg || !jr__stream_config_equal(&f->cfg->c, &c->c)) return;

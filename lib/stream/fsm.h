@@ -174,6 +174,10 @@ int jr__stream_fsm_apply1(jr__stream_fsm *f, uint64_t index, const void *entry, 
  * fsm. The node calls it on its own schedule; a snapshot and a close do it too. */
 int jr__stream_fsm_sync(jr__stream_fsm *f);
 
+/* Memory: gives back what the store can read again from its files when needed (jr__store_trim);
+ * for an idle replica, after jr__stream_fsm_sync. */
+void jr__stream_fsm_trim(jr__stream_fsm *f);
+
 /* The index a restart would reopen at: the last durable mark (0: none). Memory storage: the
  * applied index (nothing to replay for it). */
 uint64_t jr__stream_fsm_durable(const jr__stream_fsm *f);
