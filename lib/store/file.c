@@ -269,10 +269,6 @@ static int cache_load(jr__store *s, uint32_t id)
  * The active block
  */
 
-/* A trimmed active block (jr__store_trim): reads its records back from the file, verifying them
- * as recovery does (header, record checksums, and with encryption each frame's authentication),
- * and checks that they are exactly the ones it had. A failure other than JR_ENOMEM fails the
- * store (s->failed): the records stay in the file, and a reopen recovers them. */
 /* Opens the active block's file again if jr__store_trim closed it (it was written and synced
  * then: nothing is pending). A failure fails the store, as a failed read-back does. */
 static int active_open(jr__store *s)
@@ -291,6 +287,10 @@ static int active_open(jr__store *s)
     return 0;
 }
 
+/* A trimmed active block (jr__store_trim): reads its records back from the file, verifying them
+ * as recovery does (header, record checksums, and with encryption each frame's authentication),
+ * and checks that they are exactly the ones it had. A failure other than JR_ENOMEM fails the
+ * store (s->failed): the records stay in the file, and a reopen recovers them. */
 static int active_load(jr__store *s)
 {
     fstore *f = F(s);
