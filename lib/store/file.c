@@ -103,7 +103,6 @@ typedef struct frd {
 
 typedef struct fstore {
     jr_vfs *vfs;
-    char *dir;
     fenc *e; /* NULL: not encrypted */
     frd *rd; /* NULL: none (see frd) */
 
@@ -118,6 +117,7 @@ typedef struct fstore {
     size_t flushed; /* plain bytes already written (unencrypted) */
     uint32_t tlen;  /* trimmed (jr__store_trim): plain's length; its records are only in the file */
     uint64_t fsize; /* bytes written to the file */
+    char dir[];     /* store_dir/name (allocated with the struct) */
 } fstore;
 
 static fstore *F(jr__store *s)
@@ -832,7 +832,6 @@ static void file_close(jr__store *s)
         sodium_memzero(&f->e->key, sizeof f->e->key);
         jr__free(s->alloc, f->e);
     }
-    jr__free(s->alloc, f->dir);
     jr__free(s->alloc, f);
     s->bkctx = NULL;
 }
@@ -1189,7 +1188,9 @@ static int recover_marked(jr__store *s, const uint32_t *ids, size_t n)
 int jr__store_file_open(jr__store *s, const jr__store_config *cfg)
 {
     if (!cfg->vfs || !cfg->dir) return JR_EINVAL;
-    fstore *f = jr__calloc(s->alloc, 1, sizeof *f);
+    size_t dl = strlen(cfg->dir) + 1 + strlen(cfg->name) + 1;
+    if (dl > PATHMAX - 32) return JR_EINVAL;
+    fstore *f = jr__calloc(s->alloc, 1, sizeof *f + dl);
     if (!f) return JR_ENOMEM;
     s->bkctx = f;
     s->bk = &file_backend;
@@ -1197,10 +1198,6 @@ int jr__store_file_open(jr__store *s, const jr__store_config *cfg)
     f->vfs = cfg->vfs;
     f->compress = cfg->compress != 0;
     jr__buf_init(&f->plain, s->alloc);
-    size_t dl = strlen(cfg->dir) + 1 + strlen(cfg->name) + 1;
-    if (dl > PATHMAX - 32) return JR_EINVAL;
-    f->dir = jr__malloc(s->alloc, dl);
-    if (!f->dir) return JR_ENOMEM;
     snprintf(f->dir, dl, "%s/%s", cfg->dir, cfg->name);
     if (strchr(cfg->name, '/')) return jr__store_fail(s, JR_EINVAL, "bad stream name");
     if (cfg->master_key) {

@@ -581,15 +581,16 @@ int jr__store_open(const jr__store_config *cfg, jr__store **out, char *errmsg, s
     *out = NULL;
     if (errmsg && errmsg_len) errmsg[0] = 0;
     if (!cfg || !cfg->name || !cfg->name[0]) return JR_EINVAL;
-    jr__store *s = jr__calloc(cfg->alloc, 1, sizeof *s);
+    size_t nl = strlen(cfg->name);
+    jr__store *s = jr__calloc(cfg->alloc, 1, sizeof *s + nl + 1);
     if (!s) return JR_ENOMEM;
     s->alloc = cfg->alloc;
-    s->name = jr__strdup(cfg->alloc, cfg->name);
+    memcpy(s->name, cfg->name, nl + 1);
     s->lim = cfg->limits;
     s->base = 1;
     jr__subjidx_init(&s->subjects, cfg->alloc);
     s->marked = cfg->marked && cfg->kind == JR__STORE_FILE;
-    int rc = s->name ? 0 : JR_ENOMEM;
+    int rc = 0;
     if (!rc) {
         s->loading = 1;
         if (cfg->kind == JR__STORE_MEMORY)
@@ -640,7 +641,6 @@ int jr__store_close(jr__store *s)
     jr__free(s->alloc, s->blks);
     loaded_free(s);
     jr__free(s->alloc, s->erases);
-    jr__free(s->alloc, s->name);
     jr__free(s->alloc, s->err);
     jr__free(s->alloc, s);
     return rc;

@@ -94,7 +94,6 @@ struct jr__store {
     const jr__store_backend *bk;
     void *bkctx;
     const jr_allocator *alloc;
-    char *name;
     jr__store_limits lim;
     uint64_t block_bytes;
 
@@ -129,7 +128,8 @@ struct jr__store {
     jr__store_loaded *ld;     /* the marks loaded at open; NULL if none, and after the next mark */
     jr__store_erases *erases; /* erase-deletes waiting for the next mark (NULL: none yet) */
 
-    char *err; /* the last failure's message (JR__STORE_ERR bytes, allocated at the first) */
+    char *err;   /* the last failure's message (JR__STORE_ERR bytes, allocated at the first) */
+    char name[]; /* the stream's name (allocated with the struct) */
 };
 
 #define JR__STORE_ERR 256
