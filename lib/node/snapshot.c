@@ -184,6 +184,9 @@ int jr__snap_maybe_take(jr_group *g)
         rc = jr__snapfile_encode(&n->snap_enc, g->id, index, term, g->conf_bytes, g->conf_len,
                                  n->snap_raw.data, n->snap_raw.len);
     if (rc == 0) rc = write_file(n, g->id, index, n->snap_enc.data, n->snap_enc.len);
+    /* the meta group's snapshots are megabytes with many streams: not kept between them */
+    jr__buf_release(&n->snap_raw, JR__SCRATCH_KEEP);
+    jr__buf_release(&n->snap_enc, JR__SCRATCH_KEEP);
     if (rc != 0) {
         /* Try again after another batch of entries. */
         jr__node_log(n, JR_LOG_WARN, "group %" PRIu64 ": snapshot at %" PRIu64 " failed: %s", g->id,

@@ -15,6 +15,12 @@ void jr__buf_free(jr__buf *b)
     b->len = b->cap = 0;
 }
 
+void jr__buf_release(jr__buf *b, size_t keep)
+{
+    jr__buf_reset(b);
+    if (b->cap > keep) jr__buf_free(b);
+}
+
 int jr__buf_reserve(jr__buf *b, size_t n)
 {
     if (b->err) return b->err;

@@ -29,6 +29,11 @@ typedef struct jr__buf {
 
 void jr__buf_init(jr__buf *b, const jr_allocator *a);
 void jr__buf_free(jr__buf *b);
+/* Empties b, and frees its memory if its capacity is over keep bytes: a long-lived scratch
+ * buffer does not hold on to the largest thing it ever built. */
+void jr__buf_release(jr__buf *b, size_t keep);
+/* What the node's long-lived scratch buffers keep between uses. */
+#define JR__SCRATCH_KEEP ((size_t)64 * 1024)
 /* Ensures room for n more bytes; returns 0 or JR_ENOMEM (also recorded in b->err). */
 int jr__buf_reserve(jr__buf *b, size_t n);
 static inline void jr__buf_reset(jr__buf *b)
