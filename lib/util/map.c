@@ -43,7 +43,7 @@ static void map_insert(jr__map_slot *slots, size_t cap, uint64_t key, void *val)
 int jr__map_put(jr__map *m, uint64_t key, void *val)
 {
     if (!key) return JR_EINVAL;
-    if ((m->len + 1) * 2 > m->cap) {
+    if ((m->len + 1) * 4 > m->cap * 3) { /* load at most 3/4 */
         size_t cap = m->cap ? m->cap * 2 : 16;
         jr__map_slot *s = jr__calloc(m->alloc, cap, sizeof *s);
         if (!s) return JR_ENOMEM;

@@ -2,7 +2,7 @@
  * map — an open-addressing hash map from non-zero uint64 keys to pointers.
  *
  * Used for group ids → groups and peer ids → peers. Linear probing with backward-shift deletion
- * (no tombstones), load factor at most 1/2, capacity a power of two. Key 0 marks an empty slot
+ * (no tombstones), load factor at most 3/4, capacity a power of two. Key 0 marks an empty slot
  * and cannot be stored. Lookups never allocate; inserts allocate only when growing.
  */
 #ifndef JR_UTIL_MAP_H
