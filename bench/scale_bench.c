@@ -5,20 +5,27 @@
  * WAL's and stores' bytes are not process memory). Node defaults: election timeout 1000 ms,
  * heartbeat 100 ms.
  *
- * Usage: scale_bench [--streams] [--storage file|memory] [--heap-sites] [count...]
+ * Usage: scale_bench [--streams] [--storage file|memory] [--batch n] [--heap-sites] [count...]
  *   raw groups (default; counts default 1000 10000), or with --streams R3 streams (counts
  *   default 1000 10000), file storage by default. e.g. scale_bench 100000 for the big raw run
- *   (~1.5 GB and a few minutes, mostly its elections and catch-up).
+ *   (~1 GB, well under a minute on an idle machine). --batch n: raw groups are created n at a
+ *   time, each batch elected before the next (default: all at once).
+ *   SCALE_CAMP=n sets the nodes' campaign window (jr__live.camp_max; liveness.h "Paced
+ *   campaigns"); SCALE_TRACE=1 also traces the failover phase (stderr, every 500 ms).
  *
  * One JSON line per configuration:
  *   create_ms         raw: wall time of the jr_group_open calls (all groups, all three nodes);
  *                     streams: from the first jr_stream_add (at most 256 outstanding, sent to the
  *                     meta leader) until every one was acknowledged (created in the meta state)
- *   elect_ms          then until every group (stream) has a ready leader. Raw groups above 20,000
- *                     are created in batches of 10,000 (create_batch), each elected before the
- *                     next: 100,000 groups created in the same instant make 300,000 campaigns
- *                     within a few seconds, more than the one thread running all three nodes can
- *                     serve before they time out (3 real nodes have 3 cores)
+ *   elect_ms          then until every group (stream) has a ready leader (with --batch, the sum
+ *                     over the batches; create_batch says how many at a time). 100,000 groups
+ *                     created in the same instant are 300,000 election timers due within a few
+ *                     seconds on the one thread running all three nodes: the nodes' paced
+ *                     campaigns (liveness.h) make that about one campaign per group
+ *   (stderr)          phases that take long print a line every 5 s: groups led, candidates,
+ *                     quiet replicas, the sum of the groups' terms, (pre-)vote requests sent,
+ *                     heartbeat stalls, and per node the campaign rounds, timers queued, rounds
+ *                     whose slot expired or was given back on a refusal
  *   quiet_ms          then until every replica is quiet (raw: after one write per group, proposed
  *                     2,000 groups per 50 ms; streams: as created — a stream's first leader logs
  *                     its config)
@@ -72,7 +79,7 @@
 #define MS 1000000ull
 #define ENTRY 128
 #define WINDOW 8
-#define BATCH 10000
+#define BIG 20000 /* above: nodes are left to the process's exit (see close_cluster) */
 #define ADD_WINDOW 256
 #define FD_CAP 12000
 
@@ -550,6 +557,7 @@ struct cluster {
     int streams;    /* 1: stream mode */
     uint64_t *gids; /* the groups measured (raw ids, or the streams' groups) */
     uint64_t ngids;
+    uint64_t cursor; /* all_led, all_quiet: where the last check stopped */
     uint64_t acked, failed;
     int last_err;
     char dir[256];
@@ -674,32 +682,96 @@ static int ready_leader(cluster *c, uint64_t gid)
     return -1;
 }
 
-/* Every measured group (only[k] set, if only is given) has a ready leader. */
+/* Every measured group (only[k] set, if only is given) has a ready leader. Checked from where
+ * the last check stopped (a walk over 300,000 replicas every 20 ms would be a good part of the
+ * thread's time), then once over all of them before saying yes. */
 static int all_led(cluster *c, const uint8_t *only)
 {
+    for (; c->cursor < c->ngids; c->cursor++)
+        if ((!only || only[c->cursor]) && ready_leader(c, c->gids[c->cursor]) < 0) return 0;
     for (uint64_t k = 0; k < c->ngids; k++)
-        if ((!only || only[k]) && ready_leader(c, c->gids[k]) < 0) return 0;
+        if ((!only || only[k]) && ready_leader(c, c->gids[k]) < 0) {
+            c->cursor = k;
+            return 0;
+        }
+    return 1;
+}
+
+static int group_quiet(cluster *c, uint64_t gid)
+{
+    for (unsigned i = 0; i < N; i++) {
+        jr__raft *r = raft_of(c, i, gid);
+        if (r && !jr__raft_quiet(r)) return 0;
+    }
     return 1;
 }
 
 static int all_quiet(cluster *c)
 {
-    for (unsigned i = 0; i < N; i++)
-        for (uint64_t k = 0; k < c->ngids; k++) {
-            jr__raft *r = raft_of(c, i, c->gids[k]);
-            if (r && !jr__raft_quiet(r)) return 0;
+    for (; c->cursor < c->ngids; c->cursor++)
+        if (!group_quiet(c, c->gids[c->cursor])) return 0;
+    for (uint64_t k = 0; k < c->ngids; k++)
+        if (!group_quiet(c, c->gids[k])) {
+            c->cursor = k;
+            return 0;
         }
     return 1;
+}
+
+/* stderr, every 5 s of a long phase: where the cluster is. */
+static void trace(cluster *c, uint64_t t0)
+{
+    uint64_t led = 0, cand = 0, quiet = 0, terms = 0, prevotes = 0, votes = 0, stalls = 0;
+    for (uint64_t k = 0; k < c->ngids; k++) {
+        led += ready_leader(c, c->gids[k]) >= 0;
+        uint64_t t = 0;
+        for (unsigned i = 0; i < N; i++) {
+            jr__raft *r = raft_of(c, i, c->gids[k]);
+            if (!r) continue;
+            cand += jr__raft_role(r) == JR_CANDIDATE;
+            quiet += jr__raft_quiet(r);
+            if (jr__raft_term(r) > t) t = jr__raft_term(r);
+        }
+        terms += t;
+    }
+    for (unsigned i = 0; i < N; i++) {
+        if (c->n[i].dead) continue;
+        const jr__live_stats *ls = &c->n[i].node->live.stats;
+        prevotes += ls->prevotes;
+        votes += ls->votes;
+        stalls += ls->stalls;
+    }
+    for (unsigned i = 0; i < N; i++) {
+        if (c->n[i].dead) continue;
+        const jr__live_stats *ls = &c->n[i].node->live.stats;
+        fprintf(stderr,
+                "    n%u: items sent %" PRIu64 " tomb_wakes %" PRIu64 " lost_wakes %" PRIu64
+                " rounds %" PRIu64 " waits %" PRIu64 " wait_max %" PRIu64 " late %" PRIu64
+                " expired %" PRIu64 " refused %" PRIu64 "\n",
+                i, ls->hb_items_sent, ls->tomb_wakes, ls->lost_wakes, ls->rounds, ls->waits,
+                ls->wait_max, ls->late_hb_resps, ls->expired, ls->refused);
+    }
+    fprintf(stderr,
+            "  t+%.1fs: %" PRIu64 " led, %" PRIu64 " candidates, %" PRIu64
+            " replicas quiet, terms %" PRIu64 ", pre-vote/vote requests %" PRIu64 "/%" PRIu64
+            ", stalls %" PRIu64 ", %" PRIu64 " frames queued\n",
+            (double)(wall_ns() - t0) / 1e9, led, cand, quiet, terms, prevotes, votes, stalls,
+            (uint64_t)c->qlen);
 }
 
 /* Runs until pred holds (checked every 20 ms); returns the wall time it took, or 0 on timeout. */
 static uint64_t run_until(cluster *c, int (*pred)(cluster *, const uint8_t *), const uint8_t *arg,
                           uint64_t max)
 {
-    uint64_t t0 = wall_ns();
+    uint64_t t0 = wall_ns(), shown = t0;
+    c->cursor = 0;
     while (!pred(c, arg)) {
         if (wall_ns() - t0 > max) return 0;
         run_for(c, 20 * MS);
+        if (c->ngids > 1000 && wall_ns() - shown > 5000 * MS) {
+            shown = wall_ns();
+            trace(c, t0);
+        }
     }
     return wall_ns() - t0;
 }
@@ -747,14 +819,15 @@ static void open_cluster(cluster *c, int storage)
             fprintf(stderr, "jr_node_open: %s\n", jr_strerror(rc));
             exit(1);
         }
+        if (getenv("SCALE_CAMP")) hn->node->live.camp_max = (uint32_t)atoi(getenv("SCALE_CAMP"));
     }
 }
 
 static void close_cluster(cluster *c)
 {
-    /* Above 2 BATCH groups the bench leaves the nodes to the process's exit (their files are
+    /* Above BIG groups the bench leaves the nodes to the process's exit (their files are
      * removed below): closing 100,000 groups per node takes a while and measures nothing. */
-    if (c->ngids <= 2 * BATCH)
+    if (c->ngids <= BIG)
         for (unsigned i = 0; i < N; i++) jr_node_close(c->n[i].node);
     for (size_t k = 0; k < c->qlen; k++) free(c->q[c->qhead + k].data);
     free(c->q);
@@ -810,6 +883,7 @@ static idle_res measure_idle(cluster *c)
     r.fps = (double)(c->frames - f0) * 1e9 / (double)wall;
     r.bps = (double)(c->bytes - b0) * 1e9 / (double)wall;
     r.tps = (double)(t1 - t0) * 1e9 / (double)wall;
+    c->cursor = 0;
     r.still_quiet = all_quiet(c);
     return r;
 }
@@ -830,7 +904,16 @@ static uint64_t measure_failover(cluster *c, uint64_t *count)
     for (uint64_t k = 0; k < c->ngids; k++) lost[k] = ready_leader(c, c->gids[k]) == (int)dead;
     c->n[dead].dead = 1;
     uint64_t t0 = wall_ns();
-    while (!all_led(c, lost) && wall_ns() - t0 < 20000 * MS) run_for(c, 5 * MS);
+    c->cursor = 0;
+    uint64_t shown = t0;
+    while (!all_led(c, lost) && wall_ns() - t0 < 20000 * MS) {
+        run_for(c, 5 * MS);
+        if (getenv("SCALE_TRACE") && wall_ns() - shown > 500 * MS) {
+            shown = wall_ns();
+            trace(c, t0);
+        }
+    }
+    c->cursor = 0;
     uint64_t ns = all_led(c, lost) ? wall_ns() - t0 : 0;
     free(lost);
     *count = led[dead];
@@ -872,6 +955,8 @@ static void pub_ack(void *arg, int status, uint64_t index)
     p->outstanding--;
 }
 
+static uint64_t create_batch; /* --batch: 0 = all groups at once */
+
 static void run_groups(uint64_t groups)
 {
     cluster *c = calloc(1, sizeof *c);
@@ -881,10 +966,9 @@ static void run_groups(uint64_t groups)
     uint64_t rss0 = rss_bytes();
     int64_t heap0 = heap.live;
 
-    /* create: all at once, or in batches of BATCH groups (each elected before the next) above
-     * 2 * BATCH groups */
+    /* create: all at once, or (--batch n) in batches of n groups, each elected before the next */
     uint64_t create_ns = 0, elect_ns = 0;
-    uint64_t batch = groups > 2 * BATCH ? BATCH : groups;
+    uint64_t batch = create_batch && create_batch < groups ? create_batch : groups;
     for (uint64_t first = 1; first <= groups; first += batch) {
         uint64_t last = first + batch - 1 < groups ? first + batch - 1 : groups;
         uint64_t b0 = wall_ns();
@@ -1216,6 +1300,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--streams")) {
             streams = 1;
+        } else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
+            create_batch = strtoull(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "--heap-sites")) {
             sites = 1;
         } else if (!strcmp(argv[i], "--storage") && i + 1 < argc) {
@@ -1224,7 +1310,7 @@ int main(int argc, char **argv)
             counts[ncounts++] = strtoull(argv[i], NULL, 10);
         } else {
             fprintf(stderr,
-                    "usage: %s [--streams] [--storage file|memory] [--heap-sites] "
+                    "usage: %s [--streams] [--storage file|memory] [--batch n] [--heap-sites] "
                     "[count...]\n",
                     argv[0]);
             return 2;

@@ -67,7 +67,8 @@ void jr__group_rearm(jr_group *g)
         jr__heap_cancel(&n->timers, &g->timer);
         return;
     }
-    uint64_t d = jr__raft_deadline(g->raft);
+    /* a group waiting for a campaign round is started by the node (liveness.h) */
+    uint64_t d = g->live.waiting ? UINT64_MAX : jr__raft_deadline(g->raft);
     if (g->op_deadline < d) d = g->op_deadline;
     if (d == UINT64_MAX) {
         jr__heap_cancel(&n->timers, &g->timer);
@@ -84,7 +85,10 @@ void jr__group_tick(jr_group *g)
 {
     jr_node *n = g->node;
     if (g->closed) return;
-    if (jr__raft_deadline(g->raft) <= n->now) jr__raft_tick(g->raft, n->now);
+    /* a due election timer runs only when the node has room for the campaign (liveness.h) */
+    if (jr__raft_deadline(g->raft) <= n->now &&
+        (jr__raft_role(g->raft) == JR_LEADER || jr__live_may_campaign(g)))
+        jr__raft_tick(g->raft, n->now);
     if (g->transfer && g->op_deadline <= n->now) {
         jr__op_complete(n, g->transfer, JR_ETIMEDOUT, 0);
         g->transfer = NULL;

@@ -119,9 +119,14 @@ static void follow_remove(jr_node *n, jr_group *g)
     g->live.follow_peer = NULL;
 }
 
+static void camp_end(jr_node *n, jr_group *g);
+static void unwait(jr_node *n, jr_group *g);
+
 void jr__live_forget(jr_group *g)
 {
     jr_node *n = g->node;
+    camp_end(n, g);
+    unwait(n, g);
     if (g->live.lead_slot) {
         led_remove(n, g);
         tell_members(n, g, 0);
@@ -228,6 +233,12 @@ void jr__live_sync(jr_group *g)
     jr_node *n = g->node;
     jr__raft *r = g->raft;
     if (!g->live.opened && !g->closed) first_sync(n, g);
+    if (g->live.camp && (g->closed || jr__raft_role(r) != JR_CANDIDATE)) camp_end(n, g);
+    if (g->live.staggered && (g->closed || jr__raft_leader(r))) g->live.staggered = 0;
+    /* no longer needs a round: closed, won, heard from a leader or voted (its timer restarted) */
+    if (g->live.waiting &&
+        (g->closed || jr__raft_role(r) == JR_LEADER || jr__raft_deadline(r) > n->now))
+        unwait(n, g);
     if (g->live.gone && !g->closed) {
         /* reopened after closing while it followed: the leader may take it for down and no
          * longer talk to it; its election timer brings them back together */
@@ -292,8 +303,150 @@ void jr__live_free(jr_node *n)
     for (uint32_t i = 0; i < n->live.nled; i++) n->live.led[i].g->live.lead_slot = 0;
     jr__free(n->alloc, n->live.led);
     jr__free(n->alloc, n->live.gone);
+    jr__free(n->alloc, n->live.wait);
+    jr__free(n->alloc, n->live.run);
     if (n->live.frame_ready) jr__buf_free(&n->live.frame);
     memset(&n->live, 0, sizeof n->live);
+}
+
+/* Paced campaigns ----------------------------------------------------------------------------*/
+
+static uint32_t camp_max(const jr_node *n)
+{
+    return n->live.camp_max ? n->live.camp_max : JR__LIVE_CAMPAIGNS;
+}
+
+static uint32_t ms_of(uint64_t ns)
+{
+    return (uint32_t)(ns / 1000000u);
+}
+
+/* How long a round holds its slot at most: a round nobody answers (its other voters down or cut
+ * off) gives it back after a quarter election timeout instead of holding it until its timer
+ * fires again. */
+static uint64_t round_limit(const jr_node *n)
+{
+    return n->election_ns / 4;
+}
+
+static void camp_end(jr_node *n, jr_group *g)
+{
+    if (!g->live.camp) return;
+    g->live.camp = 0;
+    n->live.ncamp--;
+}
+
+static void camp_start(jr_node *n, jr_group *g)
+{
+    jr__live *l = &n->live;
+    g->live.camp = 1;
+    g->live.camp_ms = ms_of(n->now);
+    l->ncamp++;
+    l->stats.rounds++;
+    if (l->ncamp > l->stats.camp_peak) l->stats.camp_peak = l->ncamp;
+    if (l->run_len == l->run_cap) {
+        size_t cap = l->run_cap ? l->run_cap * 2 : 256;
+        jr__round *w = jr__malloc(n->alloc, cap * sizeof *w);
+        if (!w) return; /* its slot then lasts until the round ends */
+        for (size_t k = 0; k < l->run_len; k++) w[k] = l->run[(l->run_head + k) % l->run_cap];
+        jr__free(n->alloc, l->run);
+        l->run = w;
+        l->run_cap = cap;
+        l->run_head = 0;
+    }
+    l->run[(l->run_head + l->run_len++) % l->run_cap] = (jr__round){g->id, n->now};
+}
+
+/* Takes back the slots of rounds that ran past round_limit (their groups keep campaigning). */
+static void camp_expire(jr_node *n)
+{
+    jr__live *l = &n->live;
+    uint64_t limit = round_limit(n);
+    while (l->run_len && l->run[l->run_head].start + limit <= n->now) {
+        jr__round e = l->run[l->run_head];
+        l->run_head = (l->run_head + 1) % l->run_cap;
+        l->run_len--;
+        jr_group *g = jr__map_get(&n->groups, e.group);
+        if (!g || !g->live.camp || g->live.camp_ms != ms_of(e.start)) continue; /* ended */
+        camp_end(n, g);
+        l->stats.expired++;
+    }
+}
+
+/* Its entry in the ring stays, skipped when it comes up. */
+static void unwait(jr_node *n, jr_group *g)
+{
+    if (!g->live.waiting) return;
+    g->live.waiting = 0;
+    n->live.nwait--;
+    if (!n->live.nwait) n->live.wait_head = n->live.wait_len = 0; /* only skipped entries left */
+}
+
+/* Appends id to the ring. 0 or JR_ENOMEM. */
+static int wait_push(jr_node *n, uint64_t id)
+{
+    jr__live *l = &n->live;
+    if (l->wait_len == l->wait_cap) {
+        size_t cap = l->wait_cap ? l->wait_cap * 2 : 256;
+        uint64_t *w = jr__malloc(n->alloc, cap * sizeof *w);
+        if (!w) return JR_ENOMEM;
+        for (size_t k = 0; k < l->wait_len; k++) w[k] = l->wait[(l->wait_head + k) % l->wait_cap];
+        jr__free(n->alloc, l->wait);
+        l->wait = w;
+        l->wait_cap = cap;
+        l->wait_head = 0;
+    }
+    l->wait[(l->wait_head + l->wait_len++) % l->wait_cap] = id;
+    return 0;
+}
+
+void jr__live_refused(jr_group *g)
+{
+    if (!g->live.camp) return;
+    camp_end(g->node, g);
+    g->node->live.stats.refused++;
+}
+
+int jr__live_may_campaign(jr_group *g)
+{
+    jr_node *n = g->node;
+    jr__live *l = &n->live;
+    camp_end(n, g); /* a candidate's next round queues like anyone's first */
+    if (g->live.waiting) return 0;
+    if (g->live.staggered || (!l->nwait && l->ncamp < camp_max(n))) {
+        /* the first round after its leader's node was lost runs when stagger() said: that
+         * schedule already spreads them and ranks the survivors (queued, a later-ranked
+         * survivor could campaign alongside the first and split the vote); it still counts */
+        g->live.staggered = 0;
+        camp_start(n, g);
+        return 1;
+    }
+    if (wait_push(n, g->id) != 0) return 1; /* out of memory: campaigns unpaced, as in plain Raft */
+    g->live.waiting = 1;
+    l->nwait++;
+    l->stats.waits++;
+    if (l->nwait > l->stats.wait_max) l->stats.wait_max = l->nwait;
+    return 0;
+}
+
+void jr__live_campaigns(jr_node *n)
+{
+    jr__live *l = &n->live;
+    if (l->run_len) camp_expire(n);
+    while (l->nwait && l->ncamp < camp_max(n)) {
+        uint64_t id = l->wait[l->wait_head];
+        l->wait_head = (l->wait_head + 1) % l->wait_cap;
+        l->wait_len--;
+        jr_group *g = jr__map_get(&n->groups, id);
+        if (!g || !g->live.waiting) continue;
+        unwait(n, g);
+        jr__raft *r = g->raft;
+        if (!g->closed && jr__raft_role(r) != JR_LEADER && jr__raft_deadline(r) <= n->now) {
+            camp_start(n, g);
+            jr__raft_tick(r, n->now);
+        }
+        jr__group_ready(g); /* its flush arms its timer again */
+    }
 }
 
 /* Peer events --------------------------------------------------------------------------------*/
@@ -339,6 +492,7 @@ static void followers_lose(jr_node *n, jr__peer *p)
     for (uint32_t k = 0; k < pl->nfollow; k++) {
         jr_group *g = pl->follow[k];
         n->live.stats.lost_wakes++;
+        g->live.staggered = 1;
         jr__raft_peer_lost(g->raft, n->now, p->id, stagger(n, g, p));
     }
 }
@@ -573,15 +727,18 @@ static void send_heartbeats(jr_node *n)
         if (!n->live.nled && !pl->nquiet && !pl->npend && !pl->owe) continue;
         uint64_t seq = n->live.inc << 32 | (++n->live.seq & 0xffffffffu);
         normalize(n, pl);
-        if (grow(n->alloc, (void **)&pl->out, &pl->out_cap, pl->npend, sizeof *pl->out)) continue;
-        for (size_t k = 0; k < pl->npend; k++) {
+        /* a lost peer answers nothing: its news waits until it is heard from again (else every
+         * group that changed while it was down would be encoded again every interval) */
+        size_t items = pl->lost ? 0 : pl->npend;
+        if (grow(n->alloc, (void **)&pl->out, &pl->out_cap, items, sizeof *pl->out)) continue;
+        for (size_t k = 0; k < items; k++) {
             jr__pend *e = &pl->pend[k];
             pl->out[k] = (jr__hb_item){e->group, e->term, e->commit};
             if (!e->sent_seq) e->sent_seq = seq;
         }
         jr__frame_begin(&n->live.frame, n->self, p->id);
-        put_items(n, p, JR__MSG_NODE_HB, seq, pl->out, pl->npend);
-        n->live.stats.hb_items_sent += pl->npend;
+        put_items(n, p, JR__MSG_NODE_HB, seq, pl->out, items);
+        n->live.stats.hb_items_sent += items;
         if (pl->owe && pl->nresp) {
             if (pl->resp_unsorted) sort_resp(pl);
             drop_closed(n, pl);
@@ -606,8 +763,14 @@ static int active(const jr_node *n)
 
 uint64_t jr__live_deadline(const jr_node *n)
 {
-    if (!active(n)) return UINT64_MAX;
-    return n->live.next ? n->live.next : n->now;
+    uint64_t d = UINT64_MAX;
+    if (n->live.nwait) {
+        if (n->live.ncamp < camp_max(n)) return n->now; /* a round to start */
+        if (n->live.run_len) d = n->live.run[n->live.run_head].start + round_limit(n);
+    }
+    if (!active(n)) return d;
+    uint64_t hb = n->live.next ? n->live.next : n->now;
+    return hb < d ? hb : d;
 }
 
 void jr__live_tick(jr_node *n)

@@ -55,6 +55,37 @@
  * group opens as usual, a hundred thousand opened at once campaign over a few seconds instead of
  * all within one election timeout, where they would time each other out.
  *
+ * Paced campaigns. The node decides when a due election timer runs (safety is the core's: a
+ * round is an ordinary pre-vote, then vote). Randomized timeouts separate a group's candidates
+ * only while answers come back much faster than an election timeout; a node that starts more
+ * rounds than it (and its peers) can answer that fast makes every group's replicas campaign
+ * over each other, split votes, and campaign again: the load grows with each round and nothing
+ * converges (100,000 groups created at once on one thread running three nodes: 300,000 timers,
+ * millions of pre-votes, never settled). So at most camp_max rounds (JR__LIVE_CAMPAIGNS) run at
+ * once per node (jr__live_may_campaign, called by jr__group_tick for a due non-leader); a
+ * timer that fires while they all run waits in a FIFO (live.wait, its heap timer off) and the
+ * round starts when one ends (jr__live_campaigns, from jr_node_tick; the node's deadline is
+ * then "now"). While it waits, another replica of the group usually wins and its append or
+ * vote restarts the timer: the group leaves the queue without campaigning, so a burst costs
+ * about one campaign per group. A round ends (gives its slot back) when the group is no longer
+ * a candidate (won, or lost to a follower), when a (pre-)vote request of it is refused (it
+ * sends nothing more; node.c dispatch), or a quarter election timeout after it started (a
+ * round nobody answers, e.g. its other voters are down, does not hold the slot until its timer
+ * fires again); a candidate's next round queues like anyone's first. The exception is the
+ * first round after the node lost the group's leader (followers_lose): it runs when stagger()
+ * scheduled it (that schedule spreads them already and ranks the survivors; queued, a
+ * later-ranked survivor could campaign alongside the first and split the vote), counted in the
+ * rounds running. Costs: per due timer O(1) (amortized ring growth), no walk over groups.
+ *
+ * Late answers. A HEARTBEAT_RESP of the leader's term that reaches a quiet leader (an answer to
+ * a heartbeat from before it went quiet) is handed to jr__raft_hb_resp like an answer to its
+ * listing (node.c dispatch): contact, and a wake only if the member lacks entries. As a message
+ * it would wake the group, which heartbeats, goes quiet again and is woken by the next late
+ * answer: on a node too busy to answer within an interval, idle groups never stayed quiet.
+ *
+ * A lost peer is sent heartbeats without items: its news waits until it is heard from again
+ * (else every group that changed while it was down would be encoded again every interval).
+ *
  * Costs. Nothing here walks all groups. Per interval: one frame per peer and the pending items;
  * per event (a group going quiet or not, a peer lost/back/restarted): the groups concerned. The
  * layer is dormant (no timer, no frames) while the node has no quiet group and nothing pending.
@@ -67,7 +98,10 @@
  *    at their last sync; g->live.follow_slot = index + 1, g->live.follow_peer = p; the quiet
  *    ones are counted (g->live.quiet, p->live.nquiet, live.nquiet);
  *  - peer p's live.pend holds at most one entry per group once normalized (the newest news);
- *    live.npend is the sum over peers, live.nowe the number of peers owed an answer.
+ *    live.npend is the sum over peers, live.nowe the number of peers owed an answer;
+ *  - live.ncamp counts the groups with g->live.camp set (rounds running), live.nwait those with
+ *    g->live.waiting set; each waiting group has an entry in the live.wait ring (entries of
+ *    groups no longer waiting are skipped) and no timer in the heap (jr__group_rearm).
  * A list may hold a group whose state changed since its last sync (until the flush that the
  * change always causes); the raft inputs used on them are harmless in any state.
  */
@@ -90,6 +124,8 @@ struct jr__peer;
 #define JR__LIVE_CLOSED 1
 /* Spread of first campaigns per group opened in a burst (about what an election costs a node). */
 #define JR__LIVE_CAMPAIGN_NS 20000u
+/* Campaign rounds a node runs at once (jr__live.camp_max overrides; see "Paced campaigns"). */
+#define JR__LIVE_CAMPAIGNS 256u
 
 /* Per group (jr_group.live). Zero is "in no list". */
 typedef struct jr__glive {
@@ -99,7 +135,17 @@ typedef struct jr__glive {
     uint8_t quiet;                /* a quiet follower (counted in the nquiet counters) */
     uint8_t opened;               /* synced once (its first campaign was spread) */
     uint8_t gone;                 /* closed while following: wake its core when reopened */
+    uint8_t camp;                 /* runs a campaign round: holds one of live.ncamp */
+    uint8_t waiting;              /* its election timer fired: waits in live.wait for a round */
+    uint8_t staggered;            /* its next round is the one stagger() scheduled: not queued */
+    uint32_t camp_ms;             /* when its round started (ms, wrapping; names the round) */
 } jr__glive;
+
+/* A campaign round started (jr__live.run, oldest first). */
+typedef struct jr__round {
+    uint64_t group;
+    uint64_t start; /* now() */
+} jr__round;
 
 /* A quiet leader (jr__live.led). */
 typedef struct jr__led {
@@ -157,6 +203,15 @@ typedef struct jr__live_stats {
     uint64_t stalls;     /* heartbeat ticks that ran over two intervals late */
     uint64_t gone_sent;  /* tombstones sent to a leader for a replica closed here */
     uint64_t gone_wakes; /* quiet leaders woken by a member's replica closing */
+    uint64_t prevotes;   /* pre-vote requests sent (one per peer asked) */
+    uint64_t votes;      /* vote requests sent (one per peer asked) */
+    uint64_t rounds;     /* campaign rounds started (election timers that fired and ran) */
+    uint64_t waits;      /* election timers that fired while camp_max rounds ran: queued */
+    uint64_t expired;    /* rounds that ran past the round limit: their slot was taken back */
+    uint64_t refused;    /* rounds whose slot a refusal gave back */
+    uint64_t camp_peak;  /* the most rounds that ran at once */
+    uint64_t wait_max;   /* the longest the queue was */
+    uint64_t late_hb_resps; /* HEARTBEAT_RESPs that reached a quiet leader (taken as echoes) */
 } jr__live_stats;
 
 /* Per node (jr_node.live). All zero is the valid initial state. */
@@ -172,6 +227,15 @@ typedef struct jr__live {
     uint64_t started;              /* last wake-up of the layer: peers count as heard then */
     uint64_t inc;                  /* our incarnation (0 until the layer first runs) */
     uint64_t burst_start, burst_n; /* groups opened within an election timeout of the first */
+    /* paced campaigns: rounds running, and the ids of groups waiting for one (a ring; an entry
+     * whose group no longer has live.waiting set is skipped) */
+    uint32_t ncamp;
+    uint32_t camp_max; /* rounds at once (0: JR__LIVE_CAMPAIGNS; tests and benchmarks set it) */
+    uint64_t nwait;
+    uint64_t *wait;
+    size_t wait_head, wait_len, wait_cap;
+    jr__round *run; /* rounds started within the last round limit (a ring) */
+    size_t run_head, run_len, run_cap;
     uint64_t seq;
     uint8_t frame_ready;
     jr__buf frame;
@@ -204,6 +268,18 @@ void jr__live_forget(jr_group *g);
  * went quiet or since, unless the peer's node is lost; else `raft_contact` (the core's
  * progress). */
 uint64_t jr__live_contact(const jr_group *g, uint64_t peer, uint64_t raft_contact);
+/* g's election timer is due (it is no leader): 1 if it may campaign now, taking one of the
+ * node's camp_max rounds (a round it held ends: its next one queues like any other), or 0 if
+ * it must wait: it is queued (live.waiting) and its timer stays off the heap until
+ * jr__live_campaigns starts its round or it no longer needs one (jr__live_sync). */
+int jr__live_may_campaign(jr_group *g);
+/* A (pre-)vote request of g was refused: its round gives its slot back (it may still win, but
+ * it sends nothing more). */
+void jr__live_refused(jr_group *g);
+/* Starts the rounds of waiting groups, oldest first, while fewer than camp_max run; a group
+ * that no longer needs one (closed, a leader, its timer restarted) is skipped. Each group
+ * started or skipped goes on the ready list. */
+void jr__live_campaigns(jr_node *n);
 /* Frees the lists (node close). */
 void jr__live_free(jr_node *n);
 

@@ -304,7 +304,20 @@ static void dispatch(jr_node *n, jr__frame *f)
             continue;
         }
         if (g->damaged && m.type == JR__MSG_VOTE) continue; /* never grants a vote */
-        jr__raft_step(g->raft, n->now, &m);
+        jr__raft *r = g->raft;
+        if (jr__raft_quiet(r) && m.type == JR__MSG_HEARTBEAT_RESP &&
+            jr__raft_role(r) == JR_LEADER && m.term == jr__raft_term(r)) {
+            /* a late answer to a heartbeat from before the leader went quiet: taken as an answer
+             * to its listing (contact; wakes it only if the member lacks entries). As a message
+             * it would wake the group, which heartbeats, goes quiet again and is woken by the
+             * next late answer: on a node too busy to answer within an interval, idle groups
+             * would never stay quiet. */
+            n->live.stats.late_hb_resps++;
+            jr__raft_hb_resp(r, n->now, m.from, m.term, m.u.heartbeat_resp.match_hint);
+            continue;
+        }
+        if (m.type == JR__MSG_VOTE_RESP && !m.u.vote_resp.granted) jr__live_refused(g);
+        jr__raft_step(r, n->now, &m);
     }
     if (rc < 0) jr__node_log(n, JR_LOG_ERROR, "validated frame failed to decode: %s",
                              jr_strerror(rc));
@@ -345,7 +358,8 @@ int jr_node_tick(jr_node *n)
     n->want_tick = 0;
     n->rearm = 1; /* the host's timer fired (or it polls): always re-arm, whatever the value */
     jr__timer *t;
-    jr__live_tick(n); /* node heartbeats and peer liveness (issue 5) */
+    jr__live_tick(n);      /* node heartbeats and peer liveness (issue 5) */
+    jr__live_campaigns(n); /* rounds for groups waiting to campaign */
     while ((t = jr__heap_pop_due(&n->timers, n->now)) != NULL) {
         jr_group *g = (jr_group *)((char *)t - offsetof(jr_group, timer));
         jr__group_tick(g);

@@ -130,6 +130,12 @@ void jr__peer_queue(jr_node *n, const jr__msg *m)
         return;
     }
     if (m->flags & JR__MF_DURABLE) p->held = 1;
+    if (m->type == JR__MSG_VOTE) {
+        if (m->flags & JR__MF_PREVOTE)
+            n->live.stats.prevotes++;
+        else
+            n->live.stats.votes++;
+    }
 }
 
 /* Closes, sends and resets every frame of p. */
