@@ -32,7 +32,7 @@ int jr__memb_appended(jr__raft *r, uint64_t index, const uint8_t *data, uint32_t
     jr__conf c;
     if (jr__conf_decode(&c, data, len)) return JR_ECORRUPT;
     if (r->ncidx == r->ccap) {
-        uint32_t cap = r->ccap ? r->ccap * 2 : 4;
+        uint32_t cap = r->ccap ? r->ccap * 2 : 1; /* most logs hold one CONFIG entry */
         jr__cidx *p = jr__realloc(r->alloc, r->cidx, cap * sizeof *p);
         if (!p) return JR_ENOMEM;
         r->cidx = p;
@@ -64,6 +64,11 @@ void jr__memb_compacted(jr__raft *r)
     if (k == 0) return;
     memmove(r->cidx, r->cidx + k, (r->ncidx - k) * sizeof *r->cidx);
     r->ncidx -= k;
+    if (r->ncidx == 0) { /* an idle group's log is often compacted past its last one */
+        jr__free(r->alloc, r->cidx);
+        r->cidx = NULL;
+        r->ccap = 0;
+    }
 }
 
 void jr__memb_reset(jr__raft *r, const jr__conf *c, uint64_t index)

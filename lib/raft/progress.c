@@ -24,9 +24,8 @@ int jr__prog_reserve(jr__raft *r, uint32_t n)
 {
     if (n > JR__MAX_MEMBERS) return JR_EINVAL;
     if (r->prog_cap >= n) return 0;
-    uint32_t cap = r->prog_cap ? r->prog_cap : 4;
-    while (cap < n) cap *= 2;
-    if (cap > JR__MAX_MEMBERS) cap = JR__MAX_MEMBERS;
+    /* exactly n: membership changes are rare, and most groups are led idle */
+    uint32_t cap = n;
     jr__prog *p = jr__realloc(r->alloc, r->prog, cap * sizeof *p);
     if (!p) return JR_ENOMEM;
     memset(p + r->prog_cap, 0, (cap - r->prog_cap) * sizeof *p);
