@@ -113,9 +113,11 @@ typedef struct fstore {
     uint8_t compress;
     uint8_t need_dirsync;
     uint8_t dirty;  /* written since the last sync */
-    jr__buf plain;  /* its records (freed while trimmed) */
+    jr__buf plain;  /* its records from wbase on (the window; freed while trimmed) */
     size_t flushed; /* plain bytes already written (unencrypted) */
-    uint32_t tlen;  /* trimmed (jr__store_trim): plain's length; its records are only in the file */
+    uint32_t wbase; /* unencrypted: plaintext offset of plain's first byte; the records before it
+                       were trimmed and are only in the file (at JR__BLK_OPEN_HDR + offset) */
+    uint32_t tlen;  /* encrypted, trimmed: plain's length; its records are only in the file */
     uint64_t fsize; /* bytes written to the file */
     char dir[];     /* store_dir/name (allocated with the struct) */
 } fstore;
@@ -340,6 +342,95 @@ static int active_load(jr__store *s)
     return 0;
 }
 
+/* The records of the active block before the window (unencrypted, trimmed: wbase > 0) are put in
+ * front of it, read from the file and verified as recovery verifies them (header, id, every
+ * record's checksum, exactly wbase bytes of whole records), so that plain holds the whole block
+ * (for sealing, erasing, carrying tombstones). A trimmed encrypted block is read back whole
+ * (active_load). A failure other than JR_ENOMEM fails the store, as a failed read-back does; the
+ * window is left as it was. */
+static int active_whole(jr__store *s)
+{
+    fstore *f = F(s);
+    if (f->tlen) return active_load(s);
+    if (!f->wbase) return 0;
+    int rc = active_open(s);
+    if (rc) return rc;
+    char path[PATHMAX];
+    blk_path(f, path, sizeof path, f->aid, "blk");
+    size_t head = JR__BLK_OPEN_HDR + (size_t)f->wbase, got = 0;
+    jr__buf nb, scratch;
+    jr__buf_init(&nb, s->alloc);
+    jr__buf_init(&scratch, s->alloc);
+    rc = jr__buf_reserve(&nb, head + f->plain.len);
+    if (!rc) {
+        rc = f->vfs->pread(f->vfs->ctx, f->af, nb.data, head, 0, &got);
+        if (rc)
+            jr__store_fail(s, rc, "%s: reading the active block back failed: %s", path,
+                           jr_strerror(rc));
+    }
+    if (!rc) {
+        jr__blk_info info;
+        int drc = got == head ? jr__blk_decode(nb.data, head, NULL, &scratch, &info) : JR_ECORRUPT;
+        if (drc == JR_ENOMEM)
+            rc = drc;
+        else if (drc || info.kind != JR__BLK_OPEN || info.id != f->aid || info.flags != f->aflags ||
+                 info.plain_len != f->wbase || info.good_end != head ||
+                 info.plain != nb.data + JR__BLK_OPEN_HDR)
+            rc = jr__store_fail(s, JR_ECORRUPT,
+                                "%s: offset %llu: the active block read back differs from what "
+                                "was written (%s)",
+                                path, (unsigned long long)(drc ? info.bad_off : 0),
+                                drc && info.why ? info.why : "short or changed");
+    }
+    jr__buf_free(&scratch);
+    if (rc) {
+        jr__buf_free(&nb);
+        if (rc != JR_ENOMEM) s->failed = rc;
+        return rc;
+    }
+    memmove(nb.data, nb.data + JR__BLK_OPEN_HDR, f->wbase);
+    if (f->plain.len) memcpy(nb.data + f->wbase, f->plain.data, f->plain.len);
+    nb.len = f->wbase + f->plain.len;
+    jr__buf_free(&f->plain);
+    f->plain = nb;
+    f->flushed += f->wbase;
+    f->wbase = 0;
+    return 0;
+}
+
+/* Reads the record at plaintext offset off (len bytes) of the active block before the window
+ * (unencrypted, trimmed): that record alone, from the file, verified (its checksum and length),
+ * into the read state's io buffer. A failure other than JR_ENOMEM fails the store as a failed
+ * read-back does (the file being written no longer reads as written). */
+static int active_read_old(jr__store *s, uint32_t off, uint32_t len, const uint8_t **out)
+{
+    fstore *f = F(s);
+    uint64_t at = JR__BLK_OPEN_HDR + (uint64_t)off;
+    if ((uint64_t)off + len > f->wbase || len < JR__SREC_MIN)
+        return jr__store_fail(s, JR_ECORRUPT, "%s/%010u.blk: offset %llu: record beyond the window",
+                              f->dir, f->aid, (unsigned long long)at);
+    int rc = active_open(s);
+    if (rc) return rc;
+    if (rd_get(s)) return JR_ENOMEM;
+    jr__buf_reset(&f->rd->io);
+    if (jr__buf_reserve(&f->rd->io, len)) return JR_ENOMEM;
+    size_t got = 0, n;
+    rc = f->vfs->pread(f->vfs->ctx, f->af, f->rd->io.data, len, at, &got);
+    jr__srec r;
+    if (!rc && (got != len || jr__srec_decode(f->rd->io.data, len, 1, &r, &n) || n != len))
+        rc = JR_ECORRUPT;
+    if (rc) {
+        if (rc != JR_ENOMEM) s->failed = rc;
+        return jr__store_fail(s, rc,
+                              "%s/%010u.blk: offset %llu: reading a record of the active block "
+                              "failed: %s",
+                              f->dir, f->aid, (unsigned long long)at,
+                              rc == JR_ECORRUPT ? "short or changed" : jr_strerror(rc));
+    }
+    *out = f->rd->io.data;
+    return 0;
+}
+
 static int active_flush(jr__store *s)
 {
     fstore *f = F(s);
@@ -418,7 +509,7 @@ static int active_seal(jr__store *s)
     int rc;
     int sflags = (f->compress ? JR__BLKF_LZ4 : 0) | (f->e ? JR__BLKF_ENC : 0);
     if (sflags) {
-        rc = active_load(s);
+        rc = active_whole(s);
         if (rc) return rc;
         jr__buf img; /* a block's worth: not kept for the next seal, a block later */
         jr__buf_init(&img, s->alloc);
@@ -450,6 +541,7 @@ static int active_seal(jr__store *s)
     if (f->e) jr__buf_reset(&f->e->pend);
     f->flushed = 0;
     f->tlen = 0; /* an open block rotated while trimmed: nothing to read back */
+    f->wbase = 0;
     f->fsize = 0;
     f->dirty = 0;
     return 0;
@@ -482,6 +574,7 @@ static int active_new(jr__store *s)
     f->aid = id;
     f->fsize = JR__BLK_OPEN_HDR;
     f->flushed = 0;
+    f->wbase = 0;
     jr__buf_reset(&f->plain);
     if (f->e) jr__buf_reset(&f->e->pend);
     f->need_dirsync = 1;
@@ -497,7 +590,7 @@ static int file_reserve(jr__store *s, size_t len, uint8_t **p, uint32_t *blk, ui
 {
     fstore *f = F(s);
     int rc;
-    size_t alen = f->tlen ? f->tlen : f->plain.len;
+    size_t alen = f->wbase + (size_t)(f->tlen ? f->tlen : f->plain.len);
     if (f->aid && alen && alen + len > s->block_bytes) {
         rc = active_seal(s);
         if (rc) return rc;
@@ -512,7 +605,7 @@ static int file_reserve(jr__store *s, size_t len, uint8_t **p, uint32_t *blk, ui
     if (jr__buf_reserve(&f->plain, len)) return JR_ENOMEM;
     *p = f->plain.data + f->plain.len;
     *blk = f->aid;
-    *off = (uint32_t)f->plain.len;
+    *off = (uint32_t)(f->wbase + f->plain.len);
     return 0;
 }
 
@@ -623,6 +716,8 @@ static int file_read(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, con
     if (blk == f->aid) {
         int rc = active_load(s);
         if (rc) return rc;
+        if (off < f->wbase) return active_read_old(s, off, len, out);
+        off -= f->wbase;
         src = &f->plain;
     } else {
         size_t bi = jr__store_blk_find(s, blk);
@@ -680,7 +775,7 @@ static int carry_tombstones(jr__store *s, size_t i)
     const uint8_t *plain;
     size_t n;
     if (id == f->aid) {
-        int rc = active_load(s);
+        int rc = active_whole(s);
         if (rc) return rc;
         plain = f->plain.data;
         n = f->plain.len;
@@ -743,7 +838,7 @@ static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
     int rc;
     if (blk == f->aid) {
         rc = active_flush(s);
-        if (!rc) rc = active_load(s);
+        if (!rc) rc = active_whole(s);
         if (!rc) rc = active_open(s);
         if (rc) return rc;
         jr__srec_erase(f->plain.data + off, len);
@@ -806,8 +901,14 @@ static int file_trim(jr__store *s)
     if (!f->af) return 0; /* no active block, or trimmed already */
     int written = f->tlen || (f->e ? f->e->pend.len == 0 : f->flushed == f->plain.len);
     if (!written) return 0;
-    if (!f->tlen && f->plain.len <= TRIM_MAX) {
-        if (f->e) jr__buf_free(&f->e->pend);
+    if (!f->e) {
+        /* the window moves past everything written: the records are in the file, and a read of
+         * one of them reads only that record (active_read_old) */
+        f->wbase += (uint32_t)f->plain.len;
+        f->flushed = 0;
+        jr__buf_free(&f->plain);
+    } else if (!f->tlen && f->plain.len <= TRIM_MAX) {
+        jr__buf_free(&f->e->pend);
         f->tlen = (uint32_t)f->plain.len; /* 0: an empty block, nothing to read back */
         jr__buf_free(&f->plain);
     }
@@ -1129,6 +1230,7 @@ static int recover_block(jr__store *s, uint32_t id, int last, size_t keep)
         if (f->e) jr__blk_nonce_init(&f->e->nonce);
         f->fsize = info.good_end;
         f->flushed = f->plain.len;
+        f->wbase = 0;
         return 0;
     }
 out:

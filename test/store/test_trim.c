@@ -6,10 +6,12 @@
  * the same configuration, each on its own simulated disk, and trims one of them at random
  * between operations: every result, every read and the state must be the same, and (without
  * encryption, whose nonces are random) the block files must be byte for byte the same. Then the
- * read-back itself: it happens when the active block is needed, it is skipped when there is
- * nothing to trim, and a read failure or changed bytes give an error (the store fails like on a
- * write error) and lose nothing. A failing seed is printed; replay with TRIM_SEEDS=1
- * TRIM_FIRST=<seed>.
+ * read-back itself: without encryption the active block's memory is a window over its tail and a
+ * read before it reads that record alone (bytes counted), appends read nothing, and an idle
+ * store with a MiB in its active block holds almost nothing; with encryption the (small) block
+ * is read back whole when needed; nothing is read when there is nothing to trim; and a read
+ * failure or changed bytes give an error (the store fails like on a write error) and lose
+ * nothing. A failing seed is printed; replay with TRIM_SEEDS=1 TRIM_FIRST=<seed>.
  */
 #include <stdlib.h>
 
@@ -39,6 +41,19 @@ static uint64_t op_count(jr_vfs *vfs, int op)
 static uint64_t pread_count(jr_vfs *vfs)
 {
     return op_count(vfs, JR__MEMFS_PREAD);
+}
+
+static uint64_t bytes_read(jr_vfs *vfs)
+{
+    jr__memfs_stats st;
+    jr__memfs_stats_get(vfs, &st);
+    return st.bytes_read;
+}
+
+/* Without encryption, trim frees the active block's memory whatever its size (a window). */
+static int windowed(int conf)
+{
+    return conf == CONF_FILE || conf == CONF_FILE_LZ4;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -191,8 +206,10 @@ static void run_twin(uint64_t seed_)
     t.seed = seed;
     int conf = (int)(seed % NCONF);
     int marked = conf != CONF_MEMORY && jr__rand_below(&r, 2);
-    /* small blocks rotate often; some blocks are larger than what trim frees */
-    uint64_t bb = jr__rand_below(&r, 4) ? 512 + jr__rand_below(&r, 8000) : 200000;
+    /* small blocks rotate often; some blocks are larger than what trim frees with encryption
+     * (64 KiB), and windows over them see many trims */
+    uint64_t bb = jr__rand_below(&r, 2) ? 512 + jr__rand_below(&r, 8000)
+                                        : (jr__rand_below(&r, 2) ? 200000 : 1u << 20);
     open_conf(&t.a, conf, seed, bb, marked);
     open_conf(&t.b, conf, seed, bb, marked);
     if (jr__rand_below(&r, 3) == 0) {
@@ -360,11 +377,11 @@ static void expect_msg(fx *f, uint64_t q)
     ck_assert(m.data_len == (size_t)n && memcmp(m.data, d, (size_t)n) == 0);
 }
 
-/* The records are read back once, when needed, and not before; the file of a synced active
- * block is closed and opened again when needed. */
+/* Encrypted: the records are read back once, when needed, and not before; the file of a synced
+ * active block is closed and opened again when needed. */
 START_TEST(active_block_is_read_back_when_needed)
 {
-    for (int conf = CONF_FILE; conf < NCONF; conf++) {
+    for (int conf = CONF_FILE_ENC; conf < NCONF; conf++) {
         fx f;
         open_conf(&f, conf, 1, 1 << 20, 0);
         append_n(&f, 1, 5);
@@ -408,8 +425,8 @@ START_TEST(active_block_is_read_back_when_needed)
 }
 END_TEST
 
-/* Nothing is freed while records are buffered, nor when the active block is larger than
- * JR__STORE_TRIM_MAX; a memory store ignores trim. */
+/* Nothing is freed while records are buffered, nor (encrypted) when the active block is larger
+ * than JR__STORE_TRIM_MAX; a memory store ignores trim. */
 START_TEST(trim_is_a_no_op_when_it_cannot_free)
 {
     for (int conf = CONF_MEMORY; conf < NCONF; conf++) {
@@ -425,8 +442,9 @@ START_TEST(trim_is_a_no_op_when_it_cannot_free)
         memset(big, 'x', sizeof big);
         ck_assert_int_eq(jr__store_append(f.st, 5, "big", 3, NULL, 0, big, sizeof big, 5, NULL), 0);
         ck_assert_int_eq(jr__store_sync(f.st), 0);
-        ck_assert_int_eq(jr__store_trim(f.st), 0); /* too large to read back */
-        if (conf != CONF_MEMORY) jr__memfs_fail(f.vfs, JR__MEMFS_PREAD, 1, JR_EIO, 1, NULL);
+        ck_assert_int_eq(jr__store_trim(f.st), 0); /* encrypted: too large to read back */
+        if (conf != CONF_MEMORY && !windowed(conf))
+            jr__memfs_fail(f.vfs, JR__MEMFS_PREAD, 1, JR_EIO, 1, NULL);
         expect_msg(&f, 4);
         append_n(&f, 6, 6);
         ck_assert_int_eq(jr__store_sync(f.st), 0);
@@ -438,31 +456,48 @@ END_TEST
 
 /* A read failure (or a failure to open the file again) while reading the active block back: the
  * operation fails with the error, the store refuses writes like after a write error, reads try
- * again, and a reopen has everything that was written. */
+ * again, and a reopen has everything that was written. The operations: a read of an old record,
+ * an append, a mark, an erase in the active block (which needs the whole block). Without
+ * encryption an append or a mark reads nothing (the window), so a read failure cannot hit it. */
 START_TEST(read_back_failure_is_an_error_and_loses_nothing)
 {
     for (int conf = CONF_FILE; conf < NCONF; conf++) {
-        for (int k = 0; k < 6; k++) {
-            int first_op = k % 3, fail_op = k < 3 ? JR__MEMFS_PREAD : JR__MEMFS_OPEN;
+        for (int k = 0; k < 8; k++) {
+            int op = k % 4, fail_op = k < 4 ? JR__MEMFS_PREAD : JR__MEMFS_OPEN;
             fx f;
-            open_conf(&f, conf, 3, 1 << 20, first_op == 2);
+            open_conf(&f, conf, 3, 1 << 20, op == 2);
             append_n(&f, 1, 5);
-            if (first_op == 2)
+            if (op == 2)
                 ck_assert_int_eq(jr__store_mark(f.st, 1, "m", 1, 0, 0), 0);
             else
                 ck_assert_int_eq(jr__store_sync(f.st), 0);
             ck_assert_int_eq(jr__store_trim(f.st), 0);
             jr__memfs_fail(f.vfs, fail_op, 1, JR_EIO, 0, NULL);
+            uint64_t p0 = pread_count(f.vfs);
             jr__store_msg m;
             int rc;
-            if (first_op == 0) {
+            if (op == 0) {
                 rc = jr__store_get(f.st, 4, &m);
-            } else if (first_op == 1) {
+            } else if (op == 1) {
                 rc = jr__store_append(f.st, 6, "a.b", 3, NULL, 0, "x", 1, 6, NULL);
-            } else {
+            } else if (op == 2) {
                 rc = jr__store_mark(f.st, 2, "n", 1, 0, 0);
+            } else {
+                rc = jr__store_delete(f.st, 2, 1);
             }
-            ck_assert_msg(rc == JR_EIO, "%s op %d: %s", conf_names[conf], first_op,
+            if (windowed(conf) && fail_op == JR__MEMFS_PREAD && (op == 1 || op == 2)) {
+                ck_assert_msg(rc == 0, "%s op %d: %s", conf_names[conf], op, jr_strerror(rc));
+                ck_assert_uint_eq(pread_count(f.vfs), p0);
+                jr__memfs_fail_clear(f.vfs);
+                fx_cycle(&f);
+                jr__store_state st;
+                jr__store_state_get(f.st, &st);
+                ck_assert_uint_eq(st.msgs, op == 1 ? 6 : 5);
+                for (uint64_t q = 1; q <= 5; q++) expect_msg(&f, q);
+                fx_done(&f);
+                continue;
+            }
+            ck_assert_msg(rc == JR_EIO, "%s op %d fail %d: %s", conf_names[conf], op, fail_op,
                           jr_strerror(rc));
             ck_assert_msg(strstr(jr__store_errmsg(f.st), "active block") != NULL, "%s",
                           jr__store_errmsg(f.st));
@@ -487,24 +522,32 @@ START_TEST(read_back_failure_is_an_error_and_loses_nothing)
 }
 END_TEST
 
-/* Bytes of the active block changed behind the store's back (or cut off): the read-back sees
- * it (checksums, authentication, length) and says JR_ECORRUPT, never returns other data. */
+/* Bytes of the active block changed behind the store's back (or cut off): reading them back
+ * sees it (checksums, authentication, length) and says JR_ECORRUPT, never returns other data;
+ * the store is failed (writes give the error). Without encryption a read of another record reads
+ * only that one and still works; reading back the whole block (an erase) sees the damage too. */
 START_TEST(read_back_of_changed_bytes_is_corruption)
 {
     for (int conf = CONF_FILE; conf < NCONF; conf++) {
-        for (int how = 0; how < 2; how++) {
+        for (int how = 0; how < 4; how++) {
             fx f;
             open_conf(&f, conf, 4, 1 << 20, 0);
             append_n(&f, 1, 5);
             ck_assert_int_eq(jr__store_sync(f.st), 0);
             ck_assert_int_eq(jr__store_trim(f.st), 0);
             const char *path = "/store/ORDERS/0000000001.blk";
-            if (how == 0)
-                ck_assert_int_eq(jr__memfs_flip_bits(f.vfs, path, 40, 0, 1), 0);
+            if (how != 1)
+                ck_assert_int_eq(jr__memfs_flip_bits(f.vfs, path, 40, 1, 1), 0); /* seq 1 */
             else
                 ck_assert_int_eq(jr__memfs_truncate(f.vfs, path, 60), 0);
+            if (windowed(conf) && how != 1) expect_msg(&f, 5); /* not read: intact */
             jr__store_msg m;
-            int rc = jr__store_get(f.st, 5, &m);
+            int rc;
+            if (how == 3)
+                rc = jr__store_delete(f.st, 4, 1); /* needs the whole block */
+            else
+                rc = jr__store_get(f.st, how == 2 ? 1 : 5, &m);
+            if (how == 0 && windowed(conf)) rc = jr__store_get(f.st, 1, &m);
             ck_assert_msg(rc == JR_ECORRUPT, "%s how %d: %s", conf_names[conf], how,
                           jr_strerror(rc));
             ck_assert_int_eq(jr__store_append(f.st, 6, "a.b", 3, NULL, 0, "x", 1, 6, NULL),
@@ -566,6 +609,120 @@ START_TEST(trim_before_sync_keeps_the_block_syncable)
         jr__store_msg m;
         ck_assert_int_eq(jr__store_get(f.st, 11, &m), 0);
         ck_assert(m.data_len == sizeof d && m.data[sizeof d - 1] == 'z');
+        fx_done(&f);
+    }
+}
+END_TEST
+
+static void append_big(fx *f, uint64_t q, size_t len)
+{
+    static uint8_t d[1 << 17];
+    ck_assert(len <= sizeof d);
+    memset(d, (int)(q * 7), len);
+    int rc = jr__store_append(f->st, q, "a.b", 3, NULL, 0, d, len, (int64_t)q, NULL);
+    ck_assert_msg(rc == 0, "%s: append %llu: %s", conf_names[f->conf], (unsigned long long)q,
+                  jr__store_errmsg(f->st));
+}
+
+static void expect_big(fx *f, uint64_t q, size_t len)
+{
+    jr__store_msg m;
+    int rc = jr__store_get(f->st, q, &m);
+    ck_assert_msg(rc == 0, "%s: get %llu: %s (%s)", conf_names[f->conf], (unsigned long long)q,
+                  jr_strerror(rc), jr__store_errmsg(f->st));
+    ck_assert_uint_eq(m.data_len, len);
+    for (size_t i = 0; i < len; i++)
+        ck_assert_msg(m.data[i] == (uint8_t)(q * 7), "seq %llu byte %zu", (unsigned long long)q, i);
+}
+
+/* Without encryption, trim frees the active block's records whatever their number: a read of
+ * one of them then reads that record alone from the file (one pread of its bytes), an append
+ * reads nothing, and records appended after the trim are served from memory until the next
+ * trim. */
+START_TEST(window_reads_only_the_record)
+{
+    for (int conf = CONF_FILE; conf < NCONF; conf++) {
+        if (!windowed(conf)) continue;
+        fx f;
+        open_conf(&f, conf, 8, 4 << 20, 0);
+        const size_t len = 10000, rec = len + 3 + 36; /* payload, subject, record overhead */
+        for (uint64_t q = 1; q <= 100; q++) append_big(&f, q, len); /* about 1 MiB */
+        ck_assert_int_eq(jr__store_sync(f.st), 0);
+        ck_assert_int_eq(jr__store_trim(f.st), 0);
+        uint64_t p0 = pread_count(f.vfs), b0 = bytes_read(f.vfs);
+        uint64_t o0 = op_count(f.vfs, JR__MEMFS_OPEN);
+        expect_big(&f, 37, len);
+        ck_assert_uint_eq(pread_count(f.vfs), p0 + 1);
+        ck_assert_msg(bytes_read(f.vfs) - b0 < 2 * rec, "%llu bytes read for a record of %zu",
+                      (unsigned long long)(bytes_read(f.vfs) - b0), rec);
+        ck_assert_uint_eq(op_count(f.vfs, JR__MEMFS_OPEN), o0 + 1); /* the file opened again */
+        /* appends read nothing; what they add is read from memory */
+        uint64_t p1 = pread_count(f.vfs), b1 = bytes_read(f.vfs);
+        for (uint64_t q = 101; q <= 110; q++) append_big(&f, q, len);
+        expect_big(&f, 105, len);
+        expect_big(&f, 110, len);
+        ck_assert_uint_eq(pread_count(f.vfs), p1);
+        ck_assert_uint_eq(bytes_read(f.vfs), b1);
+        expect_big(&f, 100, len); /* before the window: one record */
+        ck_assert_uint_eq(pread_count(f.vfs), p1 + 1);
+        ck_assert_uint_eq(bytes_read(f.vfs) - b1, rec);
+        /* buffered records keep the window; once written, trim moves past them too */
+        ck_assert_int_eq(jr__store_trim(f.st), 0);
+        expect_big(&f, 110, len);
+        ck_assert_uint_eq(pread_count(f.vfs), p1 + 1);
+        ck_assert_int_eq(jr__store_sync(f.st), 0);
+        ck_assert_int_eq(jr__store_trim(f.st), 0);
+        expect_big(&f, 110, len);
+        ck_assert_uint_eq(pread_count(f.vfs), p1 + 2);
+        /* a catch-up chunk reads record by record */
+        jr__buf c;
+        jr__buf_init(&c, NULL);
+        uint64_t next = 0, b2 = bytes_read(f.vfs);
+        ck_assert_int_eq(jr__store_read_chunk(f.st, 50, 3 * rec, &c, &next), 0);
+        ck_assert_uint_eq(next, 53);
+        ck_assert_uint_eq(c.len, 3 * rec);
+        ck_assert_uint_eq(bytes_read(f.vfs) - b2, 3 * rec);
+        jr__buf_free(&c);
+        for (uint64_t q = 1; q <= 110; q++) expect_big(&f, q, len);
+        fx_cycle(&f);
+        for (uint64_t q = 1; q <= 110; q++) expect_big(&f, q, len);
+        fx_done(&f);
+    }
+}
+END_TEST
+
+/* A trimmed window, then what needs the whole block: an erase in the active block (rewritten
+ * from the whole plaintext) and rotation (lz4: sealed from it). Everything stays readable, also
+ * after reopen, and the store goes on appending after the rewritten block. */
+START_TEST(window_then_whole_block)
+{
+    for (int conf = CONF_FILE; conf < NCONF; conf++) {
+        if (!windowed(conf)) continue;
+        fx f;
+        open_conf(&f, conf, 9, 300000, 0);
+        const size_t len = 20000;
+        for (uint64_t q = 1; q <= 5; q++) append_big(&f, q, len);
+        ck_assert_int_eq(jr__store_sync(f.st), 0);
+        ck_assert_int_eq(jr__store_trim(f.st), 0);
+        append_big(&f, 6, len); /* in the window, buffered */
+        ck_assert_int_eq(jr__store_delete(f.st, 3, 1), 0);
+        jr__store_msg m;
+        ck_assert_int_eq(jr__store_get(f.st, 3, &m), JR_ENOTFOUND);
+        ck_assert_int_eq(jr__store_sync(f.st), 0);
+        ck_assert_int_eq(jr__store_trim(f.st), 0);
+        for (uint64_t q = 7; q <= 20; q++) { /* rotates (about 14 records per block) */
+            append_big(&f, q, len);
+            if (q % 4 == 0) {
+                ck_assert_int_eq(jr__store_sync(f.st), 0);
+                ck_assert_int_eq(jr__store_trim(f.st), 0);
+            }
+        }
+        for (uint64_t q = 1; q <= 20; q++)
+            if (q != 3) expect_big(&f, q, len);
+        fx_cycle(&f);
+        for (uint64_t q = 1; q <= 20; q++)
+            if (q != 3) expect_big(&f, q, len);
+        ck_assert_int_eq(jr__store_get(f.st, 3, &m), JR_ENOTFOUND);
         fx_done(&f);
     }
 }
@@ -646,6 +803,58 @@ START_TEST(an_idle_trimmed_store_holds_little)
 }
 END_TEST
 
+/* Without encryption, an idle store with a MiB of records in its active block (default 8 MiB
+ * blocks) holds almost nothing once trimmed: not the block's plaintext, not a descriptor; and it
+ * goes on as before (reads, appends, reopen). */
+START_TEST(an_idle_store_with_a_large_active_block_holds_little)
+{
+    for (int conf = CONF_FILE; conf < NCONF; conf++) {
+        if (!windowed(conf)) continue;
+        for (int marked = 0; marked < 2; marked++) {
+            counter c = {0};
+            jr_allocator a = {JR_ALLOCATOR_VERSION, &c, c_malloc, c_realloc, c_free};
+            fx f;
+            memset(&f, 0, sizeof f);
+            ck_assert_int_eq(jr__memfs_new(NULL, 10, &f.vfs), 0);
+            ck_assert_int_eq(f.vfs->mkdir(f.vfs->ctx, "/store"), 0);
+            fx_config(&f, conf, 0);
+            f.cfg.alloc = &a;
+            f.cfg.marked = marked;
+            ck_assert_int_eq(fx_open(&f), 0);
+            const size_t len = 64 * 1024;
+            for (uint64_t q = 1; q <= 16; q++) append_big(&f, q, len); /* 1 MiB */
+            expect_big(&f, 7, len);
+            if (marked)
+                ck_assert_int_eq(jr__store_mark(f.st, 1, "meta", 4, 0, 0), 0);
+            else
+                ck_assert_int_eq(jr__store_sync(f.st), 0);
+            int64_t before = c.live;
+            ck_assert_int_eq(jr__store_trim(f.st), 0);
+            int64_t after = c.live;
+            fprintf(stderr, "idle %s%s store, 1 MiB in its active block: %lld bytes of heap before "
+                            "trim, %lld after\n",
+                    conf_names[conf], marked ? " marked" : "", (long long)before,
+                    (long long)after);
+            ck_assert_msg(after < 4096, "%s: %lld bytes after trim (%lld before)", conf_names[conf],
+                          (long long)after, (long long)before);
+            ck_assert_int_eq(op_count(f.vfs, JR__MEMFS_OPEN),
+                             op_count(f.vfs, JR__MEMFS_CLOSE) + 0); /* no descriptor held */
+            expect_big(&f, 3, len);
+            append_big(&f, 17, len);
+            if (marked) ck_assert_int_eq(jr__store_mark(f.st, 2, "meta", 4, 0, 0), 0);
+            ck_assert_int_eq(jr__store_sync(f.st), 0);
+            ck_assert_int_eq(jr__store_trim(f.st), 0);
+            ck_assert_msg(c.live < 4096, "%s: %lld bytes after the second trim", conf_names[conf],
+                          (long long)c.live);
+            fx_cycle(&f);
+            for (uint64_t q = 1; q <= 17; q++) expect_big(&f, q, len);
+            fx_done(&f);
+            ck_assert_int_eq(c.live, 0);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("store-trim");
@@ -658,6 +867,9 @@ int main(void)
     tcase_add_test(tc, rotation_of_a_trimmed_block);
     tcase_add_test(tc, trim_before_sync_keeps_the_block_syncable);
     tcase_add_test(tc, an_idle_trimmed_store_holds_little);
+    tcase_add_test(tc, window_reads_only_the_record);
+    tcase_add_test(tc, window_then_whole_block);
+    tcase_add_test(tc, an_idle_store_with_a_large_active_block_holds_little);
     tcase_add_test(tc, trimmed_store_behaves_like_an_untrimmed_one);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
