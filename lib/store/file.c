@@ -6,8 +6,8 @@
  * rewritten; removed at open). Any other name in the directory is reported as corruption.
  *
  * The active block (highest id) is an open block. Its records are kept in memory in plaintext
- * (`plain`; freed while the store is trimmed, see below), which serves reads of recent messages
- * and becomes the sealed image at rotation;
+ * (`plain`: a window over the block's tail, all of it until jr__store_trim, see below), which
+ * serves reads of recent messages and becomes the sealed image at rotation;
  * writes are buffered and reach the file at flush time (or every FLUSH_BYTES). Without
  * encryption the file holds the plaintext itself after its header; with encryption each record
  * is written as its own authenticated frame, so no plaintext ever reaches the disk.
@@ -46,13 +46,23 @@
  * chunk, io buffers) is allocated at the first read of such a block and freed after recovery and
  * by jr__store_trim; a block costs only its entry in the core's table, plus its chunk index
  * (sidx) once a sealed block was read at random. jr__store_trim also frees the active block's
- * plaintext once it is all written to the file and small (TRIM_MAX): `tlen` then keeps its
- * length, and active_load reads it back from the file — verified as recovery verifies it, and
- * checked to be exactly what was written — before anything uses it (append, read, rotation with
- * sealing, erase, carrying tombstones). A read-back failure fails the store (s->failed) like a
- * write error; the records are still in the file for the next open. Trim also closes the active
- * block's file when nothing is pending and it is synced (af == NULL with aid != 0 means exactly
- * that); active_open opens it again before a write or a read-back.
+ * plaintext once it is all written to the file:
+ *  - without encryption, whatever its size: `plain` is a window whose first byte is at plaintext
+ *    offset `wbase` of the block; trim moves wbase to the block's end and frees the window.
+ *    Appends go on into the window (the file receives the same bytes as without trim). A record
+ *    before wbase is in the file at JR__BLK_OPEN_HDR + its offset: a read preads exactly it and
+ *    verifies its checksum and length (active_read_old), as reads of other open blocks do; what
+ *    needs the whole block (sealing with lz4, erase, carrying tombstones) reads the part before
+ *    the window back and verifies it as recovery does, then the window is the whole block again
+ *    (active_whole);
+ *  - with encryption (frames: plaintext offsets are not file offsets), only when small
+ *    (TRIM_MAX): `tlen` then keeps its length, and active_load reads it back whole from the file —
+ *    verified as recovery verifies it, and checked to be exactly what was written — before
+ *    anything uses it (append, read, rotation with sealing, erase, carrying tombstones).
+ * A failure reading the active block's file fails the store (s->failed) like a write error; the
+ * records are still in the file for the next open. Trim also closes the active block's file when
+ * nothing is pending and it is synced (af == NULL with aid != 0 means exactly that); active_open
+ * opens it again before a write or a read from it.
  */
 #include <sodium.h>
 #include <stdio.h>

@@ -63,9 +63,9 @@
  * the same store (any call). Copy what you keep.
  *
  * Errors: 0 or a negative JR_E* code; jr__store_errmsg() describes the last error (for
- * corruption: file and offset). A store that hit an I/O error on write (or on reading back a
- * trimmed active block, jr__store_trim) refuses further writes (JR_EIO) until reopened; reads
- * keep working.
+ * corruption: file and offset). A store that hit an I/O error on write (or on reading from the
+ * file of a trimmed active block, jr__store_trim) refuses further writes (JR_EIO) until
+ * reopened; reads keep working.
  *
  * Memory. An idle store holds little beyond its indexes; jr__store_trim gives back what it can
  * read again from its files when needed.
@@ -228,23 +228,32 @@ uint64_t jr__store_durable_seq(const jr__store *s);
  *    (memory store) the bytes of the last block if none of its messages is live;
  *  - the read state of blocks other than the active one (read handles, a decoded block or
  *    chunk): made again at the next read of such a block;
- *  - file store: the in-memory copy of the active block's records, if every record of it has
- *    been written to its file (nothing buffered: e.g. just after jr__store_sync or
- *    jr__store_mark with no write since) and it holds at most JR__STORE_TRIM_MAX bytes of
- *    records (so that reading it back is cheap). The records are read back from the file when
- *    next needed — an append, a read of a message or mark in the active block, rotation,
- *    erasing in it, carrying its tombstones — and verified as recovery does (record checksums;
- *    with encryption, each frame's authentication) and checked to be the ones written. If that
- *    fails, the operation that needed them returns the error (JR_EIO..., or JR_ECORRUPT if the
- *    file's bytes changed) and the store is failed as by a write error (writes refused until
- *    reopened; reads of the active block keep trying to read it back): nothing written is lost,
- *    a reopen recovers it from the file. JR_ENOMEM there fails only that operation;
+ *  - file store without encryption: the in-memory copy of the active block's records, whatever
+ *    its size, once every record of it has been written to its file (nothing buffered: e.g.
+ *    just after jr__store_sync or jr__store_mark with no write since). The copy is a window
+ *    over the block's tail: it starts again empty at the block's current length, appends go on
+ *    into it (and to the file, the same bytes as without trim), and a read of a message or mark
+ *    before it reads that one record from the file and verifies it (checksum, length): no
+ *    operation but the rare ones that need the whole block — rotation with compression,
+ *    erasing in it, carrying its tombstones — reads more; those read the part before the window
+ *    back whole and verify it as recovery does (header, id, record checksums, exact length);
+ *  - file store with encryption (per-record frames: a record's place in the file is not its
+ *    place in the plaintext): the same copy, once every record has been written and if it holds
+ *    at most JR__STORE_TRIM_MAX bytes of records (so that reading it back is cheap); it is read
+ *    back whole when next needed — an append, a read of a message or mark in the active block,
+ *    rotation, erasing in it, carrying its tombstones — verified (each frame's authentication,
+ *    record checksums) and checked to be the ones written.
+ *    Either way, if reading from the active block's file fails, the operation that needed it
+ *    returns the error (JR_EIO..., or JR_ECORRUPT if the file's bytes changed) and the store is
+ *    failed as by a write error (writes refused until reopened; reads of the active block keep
+ *    trying): nothing written is lost, a reopen recovers it from the file. JR_ENOMEM there fails
+ *    only that operation;
  *  - file store: the active block's file descriptor, if everything written is also synced (so a
  *    store idle after a sync or mark holds none): opened again when next needed (a failure to
  *    open it fails the store as a failed read-back does).
  * A failed store is left as it is; for the active block, nothing happens when the conditions do
  * not hold. Always returns 0. */
-#define JR__STORE_TRIM_MAX ((size_t)64 * 1024)
+#define JR__STORE_TRIM_MAX ((size_t)64 * 1024) /* encrypted active blocks */
 int jr__store_trim(jr__store *s);
 /* 1 for the file store. */
 int jr__store_persistent(const jr__store *s);

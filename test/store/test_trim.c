@@ -831,14 +831,14 @@ START_TEST(an_idle_store_with_a_large_active_block_holds_little)
             int64_t before = c.live;
             ck_assert_int_eq(jr__store_trim(f.st), 0);
             int64_t after = c.live;
-            fprintf(stderr, "idle %s%s store, 1 MiB in its active block: %lld bytes of heap before "
-                            "trim, %lld after\n",
-                    conf_names[conf], marked ? " marked" : "", (long long)before,
-                    (long long)after);
+            fprintf(stderr,
+                    "idle %s%s store, 1 MiB in its active block: %lld bytes of heap before "
+                    "trim, %lld after\n",
+                    conf_names[conf], marked ? " marked" : "", (long long)before, (long long)after);
             ck_assert_msg(after < 4096, "%s: %lld bytes after trim (%lld before)", conf_names[conf],
                           (long long)after, (long long)before);
             ck_assert_int_eq(op_count(f.vfs, JR__MEMFS_OPEN),
-                             op_count(f.vfs, JR__MEMFS_CLOSE) + 0); /* no descriptor held */
+                             op_count(f.vfs, JR__MEMFS_CLOSE)); /* no descriptor held */
             expect_big(&f, 3, len);
             append_big(&f, 17, len);
             if (marked) ck_assert_int_eq(jr__store_mark(f.st, 2, "meta", 4, 0, 0), 0);
