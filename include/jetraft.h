@@ -332,6 +332,14 @@ typedef struct jr_fsm {
  * library's own (the meta group, then one per stream and consumer, never reused). */
 #define JR_GROUP_ID_HOST_MAX ((UINT64_C(1) << 48) - 1)
 
+/* Where a server joining a group that exists starts: the group's term and one committed entry
+ * (its term and index), as jr_group_floor_get() reports them on the leader. */
+typedef struct jr_group_floor {
+    uint64_t term;
+    uint64_t commit_term;
+    uint64_t commit_index;
+} jr_group_floor;
+
 typedef struct jr_group_config {
     size_t size;                /* sizeof(jr_group_config) */
     uint64_t id;                /* unique in the cluster, 1 .. JR_GROUP_ID_HOST_MAX */
@@ -339,6 +347,16 @@ typedef struct jr_group_config {
     size_t nvoters;
     const jr_fsm *fsm;          /* required; copied */
     uint64_t snapshot_entries;  /* take a snapshot after this many applied entries; default 8192 */
+    /* Joining only (this server not among voters). A server added back after it was removed —
+     * its replica deleted, or lost — must not help elect a leader that lacks entries it
+     * acknowledged while it was a member. Give it what jr_group_floor_get() returned on the
+     * leader after the removal completed (the remove callback reported 0): while its log is
+     * older than that committed entry, it judges candidates as if it held it, and it starts at
+     * that term, so neither a stale candidate nor a stale leader can use it. Zeros: no floor
+     * (right for a server that never was a member). Ignored if this server is among voters;
+     * a replica that recovered state of its own is judged by it only while that state is older.
+     * JR_EINVAL for a commit_index without its commit_term. */
+    jr_group_floor join;
 } jr_group_config;
 
 JR_API void jr_group_config_init(jr_group_config *cfg);
@@ -429,6 +447,10 @@ typedef struct jr_peer_status {
 } jr_peer_status;
 
 JR_API int jr_group_status_get(const jr_group *g, jr_group_status *out);
+/* On the leader: the floor a server joining later starts from (jr_group_config.join): the
+ * current term and the commit index with its entry's term. JR_ENOTLEADER on any other replica
+ * (or before the leader knows the term of its commit index); JR_EINVAL for NULL. */
+JR_API int jr_group_floor_get(const jr_group *g, jr_group_floor *out);
 /* Peer i (0 <= i < npeers) as this replica sees it; progress fields only on the leader. */
 JR_API int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out);
 

@@ -27,8 +27,14 @@ int jr_group_open(jr_node *n, const jr_group_config *cfg, jr_group **out)
     if (n->closing) return JR_ECLOSED;
     if (cfg->id > JR_GROUP_ID_HOST_MAX)
         return jr__node_err(n, JR_EINVAL, "group id above JR_GROUP_ID_HOST_MAX is reserved");
+    /* the join floor, if the caller's struct has it and set it */
+    jr__join_floor floor = {0, 0, 0};
+    if (cfg->size >= offsetof(jr_group_config, join) + sizeof cfg->join)
+        floor = (jr__join_floor){cfg->join.term, cfg->join.commit_term, cfg->join.commit_index};
+    if (floor.last_index && !floor.last_term)
+        return jr__node_err(n, JR_EINVAL, "a join floor's commit_index needs its commit_term");
     jr__node_enter(n);
-    int rc = jr__group_create(n, cfg, NULL, out);
+    int rc = jr__group_create(n, cfg, floor.term || floor.last_index ? &floor : NULL, out);
     if (rc == 0) jr__node_want_tick(n);
     jr__node_leave(n);
     return rc;
@@ -198,6 +204,16 @@ int jr_group_status_get(const jr_group *g, jr_group_status *out)
     size_t sz = out->size < sizeof s ? out->size : sizeof s;
     memcpy(out, &s, sz);
     out->size = sz;
+    return 0;
+}
+
+int jr_group_floor_get(const jr_group *g, jr_group_floor *out)
+{
+    if (!g || !out) return JR_EINVAL;
+    jr__join_floor f;
+    if (g->closed || jr__raft_role(g->raft) != JR_LEADER || jr__group_floor(g, &f) != 0)
+        return JR_ENOTLEADER;
+    *out = (jr_group_floor){f.term, f.last_term, f.last_index};
     return 0;
 }
 

@@ -261,6 +261,21 @@ static int group_reopen(jr_group *g, const jr_group_config *cfg)
     return 0;
 }
 
+int jr__group_floor(const jr_group *g, jr__join_floor *out)
+{
+    const jr__raft *r = g->raft;
+    out->term = jr__raft_term(r);
+    out->last_index = jr__raft_commit_index(r);
+    jr__entry e;
+    if (jr__raft_entry(r, out->last_index, &e) == 0)
+        out->last_term = e.term;
+    else if (out->last_index == jr__raft_snapshot_index(r))
+        out->last_term = jr__raft_snapshot_term(r);
+    else
+        return JR_ENOTFOUND;
+    return 0;
+}
+
 int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_floor *floor,
                      jr_group **out)
 {

@@ -362,6 +362,10 @@ typedef struct jr__join_floor {
  * be NULL) applies only if this server joins (it is not among cfg->voters). */
 int jr__group_create(jr_node *n, const jr_group_config *cfg, const jr__join_floor *floor,
                      jr_group **out);
+/* The floor a replica joining later starts from: this replica's term and its commit index with
+ * that entry's term. JR_ENOTFOUND if the entry's term is not known here (neither in the log nor
+ * the snapshot's). Meaningful on the leader (whose commit every later leader holds). */
+int jr__group_floor(const jr_group *g, jr__join_floor *out);
 /* Closes the local replica: pending ops complete with `status`, the timer and files are
  * released; the raft core stays (dormant) for the flush of its pending state and for reopening.
  */

@@ -221,15 +221,8 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
             w->reported_at = n->now;
             /* with the floor a replica joining later starts from: this term and the commit
              * (an entry every later leader holds) */
-            const jr__raft *g = jr__group_raft(r->g);
-            jr__join_floor f = {jr__raft_term(g), 0, jr__raft_commit_index(g)};
-            jr__entry e;
-            if (jr__raft_entry(g, f.last_index, &e) == 0)
-                f.last_term = e.term;
-            else if (f.last_index == jr__raft_snapshot_index(g))
-                f.last_term = jr__raft_snapshot_term(g);
-            else
-                f.last_index = 0; /* not known here: no floor */
+            jr__join_floor f;
+            if (jr__group_floor(r->g, &f) != 0) f.last_index = 0; /* not known here: no floor */
             jr__mnode_report_converged(js, s, &f);
         }
         return;

@@ -423,6 +423,84 @@ START_TEST(group_api_errors_and_membership)
 }
 END_TEST
 
+/* A server added back to a raw group starts from the floor its leader reported after the removal
+ * (jr_group_floor_get -> jr_group_config.join): at that term, judging candidates by that committed
+ * entry (the core's side: test_raft's an_empty_joiner_* cases). */
+START_TEST(a_joiner_starts_from_the_floor_its_leader_reported)
+{
+    sim_groups s;
+    memset(&s, 0, sizeof s);
+    jr_sim_config cfg;
+    jr_sim_config_init(&cfg);
+    cfg.nodes = 4;
+    cfg.seed = 12;
+    ck_assert_int_eq(jr_sim_new(&cfg, &s.sim), 0);
+    for (unsigned i = 0; i < 3; i++) ck_assert_int_eq(open_sim_group(&s, i), 0);
+    ck_assert_int_eq(jr_sim_run_until(s.sim, has_leader, &s, 2000 * MS), 0);
+    int l = leader_of(&s);
+    unsigned r = (unsigned)(l + 1) % 3;
+    for (int i = 0; i < 5; i++) jr_group_propose(s.g[l], "x", 1, NULL, NULL);
+    jr_sim_run_for(s.sim, 200 * MS);
+
+    jr_group_floor fl;
+    ck_assert_int_eq(jr_group_floor_get(s.g[r], &fl), JR_ENOTLEADER);
+    ck_assert_int_eq(jr_group_floor_get(NULL, &fl), JR_EINVAL);
+    ck_assert_int_eq(jr_group_floor_get(s.g[l], NULL), JR_EINVAL);
+
+    /* the follower leaves; the floor is taken once its removal completed */
+    done_rec rm = {0};
+    ck_assert_int_eq(jr_group_remove(s.g[l], jr_sim_name(s.sim, r), on_done, &rm), 0);
+    ck_assert_int_eq(jr_sim_run_until(s.sim, done_called, &rm, 2000 * MS), 0);
+    ck_assert_int_eq(rm.status, 0);
+    jr_group_close(s.g[r]);
+    s.g[r] = NULL;
+    for (int i = 0; i < 3; i++) jr_group_propose(s.g[l], "y", 1, NULL, NULL);
+    jr_sim_run_for(s.sim, 200 * MS);
+    jr_group_status st = {.size = sizeof st};
+    ck_assert_int_eq(jr_group_status_get(s.g[l], &st), 0);
+    ck_assert_int_eq(jr_group_floor_get(s.g[l], &fl), 0);
+    ck_assert_uint_eq(fl.term, st.term);
+    ck_assert_uint_eq(fl.commit_index, st.commit_index);
+    ck_assert_uint_ge(fl.commit_index, 10); /* config, no-op, 5 + removal + 3 */
+    ck_assert_uint_ge(fl.commit_term, 1);
+    ck_assert_uint_le(fl.commit_term, fl.term);
+
+    /* a replica joining with it (n3: empty) starts at the floor's term */
+    static const char *const voters[] = {"n0", "n1", "n2"};
+    jr_group_config gc;
+    jr_group_config_init(&gc);
+    gc.id = 9;
+    gc.voters = voters;
+    gc.nvoters = 3;
+    t_fsm_init(&s.f[3]);
+    gc.fsm = &s.f[3].ops;
+    gc.join = (jr_group_floor){fl.term, 0, fl.commit_index}; /* an index without its term */
+    ck_assert_int_eq(jr_group_open(jr_sim_node(s.sim, 3), &gc, &s.g[3]), JR_EINVAL);
+    gc.join = fl;
+    ck_assert_int_eq(jr_group_open(jr_sim_node(s.sim, 3), &gc, &s.g[3]), 0);
+    ck_assert_int_eq(jr_group_status_get(s.g[3], &st), 0);
+    ck_assert_uint_eq(st.term, fl.term);
+    ck_assert_uint_eq(st.last_index, 0);
+
+    /* and is added, caught up and promoted as usual */
+    done_rec add = {0}, promote = {0};
+    ck_assert_int_eq(jr_group_add_observer(s.g[l], "n3", on_done, &add), 0);
+    ck_assert_int_eq(jr_sim_run_until(s.sim, done_called, &add, 2000 * MS), 0);
+    ck_assert_int_eq(add.status, 0);
+    jr_sim_run_for(s.sim, 200 * MS);
+    ck_assert_int_eq(jr_group_promote(s.g[l], "n3", on_done, &promote), 0);
+    ck_assert_int_eq(jr_sim_run_until(s.sim, done_called, &promote, 2000 * MS), 0);
+    ck_assert_int_eq(promote.status, 0);
+    jr_group_propose(s.g[l], "z", 1, NULL, NULL);
+    jr_sim_run_for(s.sim, 200 * MS);
+    ck_assert_uint_eq(s.f[3].applied, s.f[l].applied);
+    ck_assert_uint_eq(s.f[3].applied, 9);
+    ck_assert_int_eq(jr_group_status_get(s.g[3], &st), 0);
+    ck_assert_int_eq(st.role, JR_FOLLOWER);
+    jr_sim_free(s.sim);
+}
+END_TEST
+
 /* Allocation failure --------------------------------------------------------------------------*/
 
 typedef struct fail_alloc {
@@ -597,6 +675,7 @@ int main(void)
     tcase_add_test(tc, reopened_group_keeps_its_log);
     tcase_add_test(tc, bad_frames_are_rejected_and_change_nothing);
     tcase_add_test(tc, group_api_errors_and_membership);
+    tcase_add_test(tc, a_joiner_starts_from_the_floor_its_leader_reported);
     tcase_add_test(tc, allocation_failure_in_open);
     tcase_add_test(tc, allocation_failure_in_group_open);
     tcase_add_test(tc, allocation_failure_in_propose);
