@@ -793,15 +793,19 @@ void jr__live_tick(jr_node *n)
         }
     }
     if (n->now < n->live.next) return;
-    if (n->now - n->live.next > 2 * n->heartbeat_ns) {
-        /* we were stalled (busy, or the host did not call us): what peers sent meanwhile may
-         * not have been handed to us yet, so silence since then proves nothing */
-        n->live.started = n->now;
-        n->live.stats.stalls++;
-    }
+    int stalled = n->now - n->live.next > 2 * n->heartbeat_ns;
     n->live.next += n->heartbeat_ns;
     if (n->live.next <= n->now) n->live.next = n->now + n->heartbeat_ns;
     if (n->live.ngone) gone_prune(n);
-    check_peers(n);
+    if (stalled && !n->live.skipped) {
+        /* we were stalled (busy, or the host did not call us): what peers sent meanwhile may
+         * not have been handed to us yet, so this tick judges nobody; the next one does,
+         * however late it is (a host late at every tick must still notice a lost peer) */
+        n->live.skipped = 1;
+        n->live.stats.stalls++;
+    } else {
+        n->live.skipped = 0;
+        check_peers(n);
+    }
     send_heartbeats(n);
 }

@@ -19,10 +19,13 @@
  * all, whatever the number of groups; a group costs heartbeat bytes only when it changes.
  *
  * Peer liveness. A peer nothing was heard from (any valid frame, jr__peer.last_heard) for an
- * election timeout is lost — counting only time the node itself ran its heartbeats on schedule:
- * after a tick more than two intervals late (the node was busy, or not called), every peer gets
- * a fresh election timeout, since its frames may still be waiting to be handed over. Then the
- * groups following it are told (jr__raft_peer_lost) with
+ * election timeout is lost — judged at a heartbeat tick that was not more than two intervals
+ * late, or that follows one that was: a tick that late (the node was busy, or not called)
+ * judges nobody, since the peers' frames may still be waiting to be handed over; the next tick
+ * does, however late (an earlier rule, a fresh election timeout for every peer after each late
+ * tick, meant that a host late at every tick — an overloaded machine — never noticed a lost
+ * peer: 100,000 streams on one thread never failed over). Then the groups following it are
+ * told (jr__raft_peer_lost) with
  * staggered campaign delays (stagger() in liveness.c), and so are the quiet groups this node
  * leads (the lost member stops counting toward their quorum: an isolated quiet leader steps
  * down). When it is heard from again, or restarted (new incarnation), the quiet groups this node
@@ -237,6 +240,7 @@ typedef struct jr__live {
     jr__round *run; /* rounds started within the last round limit (a ring) */
     size_t run_head, run_len, run_cap;
     uint64_t seq;
+    uint8_t skipped; /* the last heartbeat tick was late and judged no peer */
     uint8_t frame_ready;
     jr__buf frame;
     jr__live_stats stats;
