@@ -252,9 +252,13 @@ void jr__js_before_flush(jr_node *n)
     jr__js *js = n->js;
     if (!js || js->closing || n->closing) return;
     if (js->ndead) jr__srep_release_dead(js); /* nothing walks a group list here */
-    /* a meta snapshot or a catch-up chunk may have grown them to megabytes */
-    jr__buf_release(&js->scratch, JR__SCRATCH_KEEP);
-    jr__buf_release(&js->scratch2, JR__SCRATCH_KEEP);
+    /* A meta snapshot, a catch-up chunk or a busy stream's batches may have grown them to
+     * megabytes: given back once a second, so a busy node rebuilds them rarely. */
+    if (n->now >= js->scratch_at) {
+        jr__buf_release(&js->scratch, JR__SCRATCH_KEEP);
+        jr__buf_release(&js->scratch2, JR__SCRATCH_KEEP);
+        js->scratch_at = n->now + 1000000000ull;
+    }
     jr__srep_flush_all(js);
 }
 

@@ -267,6 +267,7 @@ struct jr__js {
     uint64_t next_serial;
     jr__buf scratch;
     jr__buf scratch2;
+    uint64_t scratch_at; /* when scratch and scratch2 give back what they grew to next */
     /* counters (tests, observability) */
     uint64_t catchup_chunks;   /* chunks received by catching-up replicas */
     uint64_t catchup_bytes;    /* their uncompressed bytes */

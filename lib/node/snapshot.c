@@ -162,6 +162,14 @@ static int snapshot_due(const jr_group *g)
     return jr__raft_log_bytes(g->raft, g->snap_index + 1, g->applied) >= SNAPSHOT_BYTES;
 }
 
+/* The node's snapshot buffers are shared by all groups; the meta group's snapshots are
+ * megabytes with many streams, so none is kept between uses. */
+static void release_bufs(jr_node *n)
+{
+    jr__buf_release(&n->snap_raw, JR__SCRATCH_KEEP);
+    jr__buf_release(&n->snap_enc, JR__SCRATCH_KEEP);
+}
+
 int jr__snap_maybe_take(jr_group *g)
 {
     jr_node *n = g->node;
@@ -184,9 +192,7 @@ int jr__snap_maybe_take(jr_group *g)
         rc = jr__snapfile_encode(&n->snap_enc, g->id, index, term, g->conf_bytes, g->conf_len,
                                  n->snap_raw.data, n->snap_raw.len);
     if (rc == 0) rc = write_file(n, g->id, index, n->snap_enc.data, n->snap_enc.len);
-    /* the meta group's snapshots are megabytes with many streams: not kept between them */
-    jr__buf_release(&n->snap_raw, JR__SCRATCH_KEEP);
-    jr__buf_release(&n->snap_enc, JR__SCRATCH_KEEP);
+    release_bufs(n);
     if (rc != 0) {
         /* Try again after another batch of entries. */
         jr__node_log(n, JR_LOG_WARN, "group %" PRIu64 ": snapshot at %" PRIu64 " failed: %s", g->id,
@@ -245,6 +251,7 @@ int jr__snap_load(jr_group *g, uint64_t want, uint64_t *index, uint64_t *term, j
         rc = g->fsm.restore(g->fsm.ctx, info.index, n->snap_raw.data, n->snap_raw.len);
         g->in_fsm = 0;
     }
+    release_bufs(n);
     if (rc != 0) {
         if (rc != JR_ENOMEM)
             jr__node_log(n, JR_LOG_ERROR, "group %" PRIu64 ": cannot load snapshot %s: %s", g->id,
@@ -327,6 +334,7 @@ int jr__snap_install(void *ctx, jr__raft *r, uint64_t index, uint64_t term, cons
     if (rc == 0) rc = jr__group_set_conf(g, conf);
     if (rc == 0) rc = v->rename(v->ctx, tmp, path);
     if (rc != 0) {
+        release_bufs(n);
         v->remove(v->ctx, tmp);
         jr__node_log(n, JR_LOG_WARN, "group %" PRIu64 ": snapshot %" PRIu64 " not installed: %s",
                      g->id, index, jr_strerror(rc));
@@ -345,6 +353,7 @@ int jr__snap_install(void *ctx, jr__raft *r, uint64_t index, uint64_t term, cons
     g->in_fsm = 1;
     rc = g->fsm.restore(g->fsm.ctx, index, n->snap_raw.data, n->snap_raw.len);
     g->in_fsm = 0;
+    release_bufs(n);
     if (rc != 0) {
         /* The durable snapshot is fine; this replica's state machine is not. */
         jr__node_log(n, JR_LOG_ERROR, "group %" PRIu64 ": fsm restore at %" PRIu64 " failed: %s",
