@@ -479,9 +479,19 @@ void jr__stream_fsm_trim(jr__stream_fsm *f)
     if (!f->failed) jr__store_trim(f->store);
 }
 
+/* Equal configs whose metadata is also in the same order: the encoding (marks, snapshots, the
+ * digest) follows that order, so sharing must not change it. */
+static int same_encoding(const jr_stream_config *a, const jr_stream_config *b)
+{
+    if (!jr__stream_config_equal(a, b)) return 0;
+    for (size_t i = 0; i < a->nmetadata; i++)
+        if (strcmp(a->metadata[i].key, b->metadata[i].key) != 0) return 0;
+    return 1;
+}
+
 void jr__stream_fsm_share_config(jr__stream_fsm *f, jr__stream_cfg *c)
 {
-    if (!c || c == f->cfg || !jr__stream_config_equal(&f->cfg->c, &c->c)) return;
+    if (!c || c == f->cfg || !same_encoding(&f->cfg->c, &c->c)) return;
     jr__stream_cfg_free(f->cfg);
     f->cfg = jr__stream_cfg_ref(c);
 }

@@ -189,7 +189,8 @@ jr__store *jr__stream_fsm_store(jr__stream_fsm *f);
 /* The current configuration (normal form; valid until the next apply/restore). */
 const jr_stream_config *jr__stream_fsm_config_get(const jr__stream_fsm *f);
 /* Memory: if c (an owned config of the caller's, e.g. the meta state's) equals the current
- * configuration, the fsm drops its own copy and holds a reference to c instead (configs are
+ * configuration (metadata in the same order too, so every encoding of it stays the same), the
+ * fsm drops its own copy and holds a reference to c instead (configs are
  * immutable, so nothing else changes). Call it when either may have changed: after open, an
  * applied CONFIG entry, a restore, or a new c. c NULL: a no-op. */
 void jr__stream_fsm_share_config(jr__stream_fsm *f, jr__stream_cfg *c);
