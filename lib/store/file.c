@@ -281,6 +281,17 @@ static int cache_load(jr__store *s, uint32_t id)
  * The active block
  */
 
+/* A failed read-back of the active block (or of its file): JR_ENOMEM fails only the operation;
+ * anything else fails the store (sticky), as JR_ECORRUPT when the bytes changed or the file is
+ * gone and JR_EIO otherwise — never a code a caller could take for an answer (JR_ENOTFOUND is
+ * "no such message" to the stream layer). Returns the code to report. */
+static int active_failed(jr__store *s, int rc)
+{
+    if (rc == JR_ENOMEM) return rc;
+    s->failed = rc == JR_ECORRUPT || rc == JR_ENOTFOUND ? JR_ECORRUPT : JR_EIO;
+    return s->failed;
+}
+
 /* Opens the active block's file again if jr__store_trim closed it (it was written and synced
  * then: nothing is pending). A failure fails the store, as a failed read-back does. */
 static int active_open(jr__store *s)
@@ -292,9 +303,8 @@ static int active_open(jr__store *s)
     int rc = f->vfs->open(f->vfs->ctx, path, JR_O_READ, &f->af);
     if (rc) {
         f->af = NULL;
-        if (rc != JR_ENOMEM) s->failed = rc;
-        return jr__store_fail(s, rc, "%s: reopening the active block failed: %s", path,
-                              jr_strerror(rc));
+        return jr__store_fail(s, active_failed(s, rc), "%s: reopening the active block failed: %s",
+                              path, jr_strerror(rc));
     }
     return 0;
 }
@@ -323,7 +333,7 @@ static int active_load(jr__store *s)
                            jr_strerror(rc));
     }
     if (!rc) {
-        jr__blk_info info;
+        jr__blk_info info = {0};
         int drc =
             got == f->fsize ? jr__blk_decode(raw.data, got, KEY(f), &f->plain, &info) : JR_ECORRUPT;
         if (drc == JR_ENOMEM) {
@@ -344,8 +354,7 @@ static int active_load(jr__store *s)
     jr__buf_free(&raw);
     if (rc) {
         jr__buf_free(&f->plain);
-        if (rc != JR_ENOMEM) s->failed = rc;
-        return rc;
+        return active_failed(s, rc);
     }
     f->plain.len = f->tlen;
     f->tlen = 0;
@@ -379,7 +388,7 @@ static int active_whole(jr__store *s)
                            jr_strerror(rc));
     }
     if (!rc) {
-        jr__blk_info info;
+        jr__blk_info info = {0};
         int drc = got == head ? jr__blk_decode(nb.data, head, NULL, &scratch, &info) : JR_ECORRUPT;
         if (drc == JR_ENOMEM)
             rc = drc;
@@ -395,8 +404,7 @@ static int active_whole(jr__store *s)
     jr__buf_free(&scratch);
     if (rc) {
         jr__buf_free(&nb);
-        if (rc != JR_ENOMEM) s->failed = rc;
-        return rc;
+        return active_failed(s, rc);
     }
     memmove(nb.data, nb.data + JR__BLK_OPEN_HDR, f->wbase);
     if (f->plain.len) memcpy(nb.data + f->wbase, f->plain.data, f->plain.len);
@@ -430,12 +438,13 @@ static int active_read_old(jr__store *s, uint32_t off, uint32_t len, const uint8
     if (!rc && (got != len || jr__srec_decode(f->rd->io.data, len, 1, &r, &n) || n != len))
         rc = JR_ECORRUPT;
     if (rc) {
-        if (rc != JR_ENOMEM) s->failed = rc;
+        int err = rc;
+        rc = active_failed(s, rc);
         return jr__store_fail(s, rc,
                               "%s/%010u.blk: offset %llu: reading a record of the active block "
                               "failed: %s",
                               f->dir, f->aid, (unsigned long long)at,
-                              rc == JR_ECORRUPT ? "short or changed" : jr_strerror(rc));
+                              err == JR_ECORRUPT ? "short or changed" : jr_strerror(err));
     }
     *out = f->rd->io.data;
     return 0;

@@ -558,6 +558,28 @@ START_TEST(read_back_of_changed_bytes_is_corruption)
 }
 END_TEST
 
+/* The active block's file gone while the store was trimmed (its descriptor closed): every later
+ * operation reports corruption, never JR_ENOTFOUND, which the stream layer would take for "no
+ * such message" (a delete refused as a decision, a wrong expected-last-subject-seq check). */
+START_TEST(missing_active_block_is_corruption_not_not_found)
+{
+    for (int conf = CONF_FILE; conf < NCONF; conf++) {
+        fx f;
+        open_conf(&f, conf, 4, 1 << 20, 0);
+        append_n(&f, 1, 5);
+        ck_assert_int_eq(jr__store_sync(f.st), 0);
+        ck_assert_int_eq(jr__store_trim(f.st), 0);
+        ck_assert_int_eq(f.vfs->remove(f.vfs->ctx, "/store/ORDERS/0000000001.blk"), 0);
+        jr__store_msg m;
+        ck_assert_int_eq(jr__store_get(f.st, 5, &m), JR_ECORRUPT);
+        ck_assert_int_eq(jr__store_delete(f.st, 3, 1), JR_ECORRUPT);
+        ck_assert_int_eq(jr__store_append(f.st, 6, "a.b", 3, NULL, 0, "x", 1, 6, NULL),
+                         JR_ECORRUPT);
+        fx_done(&f);
+    }
+}
+END_TEST
+
 /* Rotation of a trimmed active block: sealed (lz4, encryption) it is read back first; an open
  * block is only synced and left. Either way every message is still there, also after reopen. */
 START_TEST(rotation_of_a_trimmed_block)
@@ -864,6 +886,7 @@ int main(void)
     tcase_add_test(tc, trim_is_a_no_op_when_it_cannot_free);
     tcase_add_test(tc, read_back_failure_is_an_error_and_loses_nothing);
     tcase_add_test(tc, read_back_of_changed_bytes_is_corruption);
+    tcase_add_test(tc, missing_active_block_is_corruption_not_not_found);
     tcase_add_test(tc, rotation_of_a_trimmed_block);
     tcase_add_test(tc, trim_before_sync_keeps_the_block_syncable);
     tcase_add_test(tc, an_idle_trimmed_store_holds_little);
