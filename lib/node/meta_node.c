@@ -47,6 +47,10 @@
 #include "util/alloc.h"
 #include "util/checksum.h"
 
+/* The meta group snapshots every META_SNAPSHOT_ENTRIES entries, or as many as the most streams
+ * it held once there are more (or 8 MiB of log, snapshot.c): a snapshot encodes every stream,
+ * so its cost per entry stays constant however many streams there are (every 1,024 entries made
+ * creating 100,000 streams quadratic). */
 #define META_SNAPSHOT_ENTRIES 1024
 
 /* The meta group's state machine -------------------------------------------------------------*/
@@ -65,6 +69,9 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
                                       "stops", (unsigned long long)index, jr_strerror(rc));
         return;
     }
+    if (js->meta && js->st.nstreams > META_SNAPSHOT_ENTRIES &&
+        js->st.nstreams > js->meta->snapshot_entries)
+        js->meta->snapshot_entries = js->st.nstreams; /* raised only: deletions leave it */
     if (res.request_id && strcmp(res.origin, n->name) == 0) {
         jr__req *r = jr__map_get(&js->meta_reqs, res.request_id);
         if (r) jr__req_finish(r, res.status, "%s", res.msg);
