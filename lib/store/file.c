@@ -1,6 +1,7 @@
 /*
  * file.c — the file store's backend: message blocks under <store_dir>/<stream>/ (block.h for
- * the formats), written and read only through jr_vfs.
+ * the formats), written and read only through jr_vfs. Opening, recovery and destroying are in
+ * file_open.c; the layout both share is file_int.h.
  *
  * Files: NNNNNNNNNN.blk (block id, 10 digits) and, transiently, NNNNNNNNNN.tmp (a block being
  * rewritten; removed at open). Any other name in the directory is reported as corruption.
@@ -69,81 +70,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "block.h"
-#include "store_int.h"
+#include "file_int.h"
 #include "util/alloc.h"
 
 #define FLUSH_BYTES (1u << 20)
 #define TRIM_MAX JR__STORE_TRIM_MAX
-#define NHANDLES 8
-
-/* A sealed block's header and chunk index, loaded at the first random read of it (jr__blk.bk;
- * NULL until then, and for open blocks, whose kind and flags jr__blk holds). */
-typedef struct sidx {
-    jr__blk_sealed hd;
-    jr__blk_chunk chunks[];
-} sidx;
-
-typedef struct handle {
-    uint32_t id;
-    jr_file *f;
-} handle;
-
-/* Encryption at rest: only an encrypted store has it. */
-typedef struct fenc {
-    jr__blk_key key;
-    jr__blk_nonce nonce; /* frame nonces of the active block (fresh prefix at every open) */
-    jr__buf pend;        /* encrypted frames of the active block not yet written */
-} fenc;
-
-/* Reading blocks other than the active one (and recovery, and rewriting them): allocated when
- * first needed, freed at the end of open and by jr__store_trim, so an idle store that never
- * read an old block carries none of it. */
-typedef struct frd {
-    handle h[NHANDLES]; /* read handles of other blocks */
-    unsigned hnext;
-    uint32_t cid; /* block decoded in cache (0: none) */
-    jr__buf cache;
-    uint32_t kid;    /* block of the decoded chunk (0: none) */
-    uint32_t kchunk; /* its chunk number */
-    jr__buf chunk;   /* one decoded chunk of a sealed block */
-    jr__buf io;      /* file bytes read */
-    jr__buf tmp;     /* images being rewritten, decoding scratch */
-} frd;
-
-typedef struct fstore {
-    jr_vfs *vfs;
-    fenc *e; /* NULL: not encrypted */
-    frd *rd; /* NULL: none (see frd) */
-
-    /* active block */
-    jr_file *af;
-    uint32_t aid;   /* 0: no active block yet */
-    uint8_t aflags; /* JR__BLKF_ENC or 0 */
-    uint8_t compress;
-    uint8_t need_dirsync;
-    uint8_t dirty;  /* written since the last sync */
-    jr__buf plain;  /* its records from wbase on (the window; freed while trimmed) */
-    size_t flushed; /* plain bytes already written (unencrypted) */
-    uint32_t wbase; /* unencrypted: plaintext offset of plain's first byte; the records before it
-                       were trimmed and are only in the file (at JR__BLK_OPEN_HDR + offset) */
-    uint32_t tlen;  /* encrypted, trimmed: plain's length; its records are only in the file */
-    uint64_t fsize; /* bytes written to the file */
-    char dir[];     /* store_dir/name (allocated with the struct) */
-} fstore;
-
-static fstore *F(jr__store *s)
-{
-    return s->bkctx;
-}
-
-static const jr__blk_key *KEY(const fstore *f)
-{
-    return f->e ? &f->e->key : NULL;
-}
 
 /* Makes sure f->rd exists. 0 or JR_ENOMEM. */
-static int rd_get(jr__store *s)
+int jr__fstore_rd_get(jr__store *s)
 {
     fstore *f = F(s);
     if (f->rd) return 0;
@@ -158,7 +92,7 @@ static int rd_get(jr__store *s)
 }
 
 /* Closes the read handles and frees the read state. */
-static void rd_free(jr__store *s)
+void jr__fstore_rd_free(jr__store *s)
 {
     fstore *f = F(s);
     frd *r = f->rd;
@@ -173,12 +107,11 @@ static void rd_free(jr__store *s)
     f->rd = NULL;
 }
 
-static void blk_path(const fstore *f, char *out, size_t n, uint32_t id, const char *ext)
+void jr__fstore_path(const fstore *f, char *out, size_t n, uint32_t id, const char *ext)
 {
     snprintf(out, n, "%s/%010u.%s", f->dir, id, ext);
 }
 
-#define PATHMAX 4096
 
 /* ---------------------------------------------------------------------------------------------
  * Read handles of non-active blocks
@@ -207,7 +140,7 @@ static void sealed_forget(jr__store *s, jr__blk *b)
 static int handle_get(jr__store *s, uint32_t id, jr_file **out)
 {
     fstore *f = F(s);
-    if (rd_get(s)) return JR_ENOMEM;
+    if (jr__fstore_rd_get(s)) return JR_ENOMEM;
     for (int i = 0; i < NHANDLES; i++)
         if (f->rd->h[i].f && f->rd->h[i].id == id) {
             *out = f->rd->h[i].f;
@@ -217,7 +150,7 @@ static int handle_get(jr__store *s, uint32_t id, jr_file **out)
     if (h->f) f->vfs->close(f->vfs->ctx, h->f);
     h->f = NULL;
     char path[PATHMAX];
-    blk_path(f, path, sizeof path, id, "blk");
+    jr__fstore_path(f, path, sizeof path, id, "blk");
     int rc = f->vfs->open(f->vfs->ctx, path, JR_O_READ, &h->f);
     if (rc) {
         h->f = NULL;
@@ -229,7 +162,7 @@ static int handle_get(jr__store *s, uint32_t id, jr_file **out)
 }
 
 /* Reads the whole file `path` into buf. */
-static int read_all(jr__store *s, jr_file *fh, const char *path, jr__buf *buf)
+int jr__fstore_read_all(jr__store *s, jr_file *fh, const char *path, jr__buf *buf)
 {
     fstore *f = F(s);
     uint64_t size;
@@ -251,15 +184,15 @@ static int read_all(jr__store *s, jr_file *fh, const char *path, jr__buf *buf)
 static int cache_load(jr__store *s, uint32_t id)
 {
     fstore *f = F(s);
-    if (rd_get(s)) return JR_ENOMEM;
+    if (jr__fstore_rd_get(s)) return JR_ENOMEM;
     if (f->rd->cid == id) return 0;
     f->rd->cid = 0;
     jr_file *fh;
     int rc = handle_get(s, id, &fh);
     if (rc) return rc;
     char path[PATHMAX];
-    blk_path(f, path, sizeof path, id, "blk");
-    rc = read_all(s, fh, path, &f->rd->io);
+    jr__fstore_path(f, path, sizeof path, id, "blk");
+    rc = jr__fstore_read_all(s, fh, path, &f->rd->io);
     if (rc) return rc;
     jr__blk_info info;
     rc = jr__blk_decode(f->rd->io.data, f->rd->io.len, KEY(f), &f->rd->cache, &info);
@@ -299,7 +232,7 @@ static int active_open(jr__store *s)
     fstore *f = F(s);
     if (f->af || !f->aid) return 0;
     char path[PATHMAX];
-    blk_path(f, path, sizeof path, f->aid, "blk");
+    jr__fstore_path(f, path, sizeof path, f->aid, "blk");
     int rc = f->vfs->open(f->vfs->ctx, path, JR_O_READ, &f->af);
     if (rc) {
         f->af = NULL;
@@ -320,7 +253,7 @@ static int active_load(jr__store *s)
     int rc = active_open(s);
     if (rc) return rc;
     char path[PATHMAX];
-    blk_path(f, path, sizeof path, f->aid, "blk");
+    jr__fstore_path(f, path, sizeof path, f->aid, "blk");
     jr__buf raw;
     jr__buf_init(&raw, s->alloc);
     jr__buf_reset(&f->plain);
@@ -375,7 +308,7 @@ static int active_whole(jr__store *s)
     int rc = active_open(s);
     if (rc) return rc;
     char path[PATHMAX];
-    blk_path(f, path, sizeof path, f->aid, "blk");
+    jr__fstore_path(f, path, sizeof path, f->aid, "blk");
     size_t head = JR__BLK_OPEN_HDR + (size_t)f->wbase, got = 0;
     jr__buf nb, scratch;
     jr__buf_init(&nb, s->alloc);
@@ -429,7 +362,7 @@ static int active_read_old(jr__store *s, uint32_t off, uint32_t len, const uint8
                               f->dir, f->aid, (unsigned long long)at);
     int rc = active_open(s);
     if (rc) return rc;
-    if (rd_get(s)) return JR_ENOMEM;
+    if (jr__fstore_rd_get(s)) return JR_ENOMEM;
     jr__buf_reset(&f->rd->io);
     if (jr__buf_reserve(&f->rd->io, len)) return JR_ENOMEM;
     size_t got = 0, n;
@@ -497,12 +430,12 @@ static int active_sync(jr__store *s)
 }
 
 /* Writes image[0..n) as block id through a temporary file and an atomic rename. */
-static int write_replace(jr__store *s, uint32_t id, const uint8_t *image, size_t n)
+int jr__fstore_replace(jr__store *s, uint32_t id, const uint8_t *image, size_t n)
 {
     fstore *f = F(s);
     char tmp[PATHMAX], dst[PATHMAX];
-    blk_path(f, tmp, sizeof tmp, id, "tmp");
-    blk_path(f, dst, sizeof dst, id, "blk");
+    jr__fstore_path(f, tmp, sizeof tmp, id, "tmp");
+    jr__fstore_path(f, dst, sizeof dst, id, "blk");
     jr_file *t;
     int rc = f->vfs->open(f->vfs->ctx, tmp, JR_O_CREATE | JR_O_TRUNCATE, &t);
     if (rc) return jr__store_fail(s, rc, "%s: create failed", tmp);
@@ -533,7 +466,7 @@ static int active_seal(jr__store *s)
         jr__buf img; /* a block's worth: not kept for the next seal, a block later */
         jr__buf_init(&img, s->alloc);
         rc = jr__blk_seal(f->plain.data, f->plain.len, f->aid, sflags, KEY(f), &img);
-        if (!rc) rc = write_replace(s, f->aid, img.data, img.len);
+        if (!rc) rc = jr__fstore_replace(s, f->aid, img.data, img.len);
         jr__buf_free(&img);
         if (rc) return rc;
         if (f->need_dirsync) {
@@ -543,7 +476,7 @@ static int active_seal(jr__store *s)
         b->kind = JR__BLK_SEALED;
         b->flags = (uint8_t)sflags;
         /* the plaintext is the decoded form of the sealed block: keep it as the read cache */
-        if (!rd_get(s)) {
+        if (!jr__fstore_rd_get(s)) {
             jr__buf t = f->rd->cache;
             f->rd->cache = f->plain;
             f->plain = t;
@@ -572,7 +505,7 @@ static int active_new(jr__store *s)
     uint32_t id = s->nblks ? s->blks[s->nblks - 1].id + 1 : 1;
     if (id == 0) return jr__store_fail(s, JR_ERANGE, "%s: block ids exhausted", f->dir);
     char path[PATHMAX];
-    blk_path(f, path, sizeof path, id, "blk");
+    jr__fstore_path(f, path, sizeof path, id, "blk");
     jr_file *fh;
     int rc = f->vfs->open(f->vfs->ctx, path, JR_O_CREATE | JR_O_TRUNCATE, &fh);
     if (rc) return jr__store_fail(s, rc, "%s: create failed: %s", path, jr_strerror(rc));
@@ -650,12 +583,12 @@ static int sealed_read(jr__store *s, uint32_t blk, jr__blk *bt, uint32_t off, ui
 {
     fstore *f = F(s);
     char path[PATHMAX];
-    int rc = rd_get(s);
+    int rc = jr__fstore_rd_get(s);
     if (rc) return rc;
     jr_file *fh = NULL;
     sidx *b = bt->bk;
     if (!b) {
-        blk_path(f, path, sizeof path, blk, "blk");
+        jr__fstore_path(f, path, sizeof path, blk, "blk");
         rc = handle_get(s, blk, &fh);
         if (rc) return rc;
         uint8_t h[JR__BLK_SEAL_HDR];
@@ -704,7 +637,7 @@ static int sealed_read(jr__store *s, uint32_t blk, jr__blk *bt, uint32_t off, ui
             rc = handle_get(s, blk, &fh);
             if (rc) return rc;
         }
-        blk_path(f, path, sizeof path, blk, "blk");
+        jr__fstore_path(f, path, sizeof path, blk, "blk");
         jr__buf_reset(&f->rd->io);
         if (jr__buf_reserve(&f->rd->io, c->stored_len ? c->stored_len : 1)) return JR_ENOMEM;
         size_t got;
@@ -742,7 +675,7 @@ static int file_read(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, con
         size_t bi = jr__store_blk_find(s, blk);
         if (bi == SIZE_MAX) return jr__store_fail(s, JR_ECORRUPT, "block %u missing", blk);
         jr__blk *b = &s->blks[bi];
-        if (rd_get(s)) return JR_ENOMEM;
+        if (jr__fstore_rd_get(s)) return JR_ENOMEM;
         if (b->kind == JR__BLK_OPEN && !(b->flags & JR__BLKF_ENC)) {
             jr_file *fh;
             int rc = handle_get(s, blk, &fh);
@@ -834,7 +767,7 @@ static int file_unlink(jr__store *s, size_t i)
     uint32_t id = s->blks[i].id;
     handle_forget(s, id);
     char path[PATHMAX];
-    blk_path(f, path, sizeof path, id, "blk");
+    jr__fstore_path(f, path, sizeof path, id, "blk");
     int rc = f->vfs->remove(f->vfs->ctx, path);
     if (rc && rc != JR_ENOTFOUND) return jr__store_fail(s, rc, "%s: remove failed", path);
     sealed_forget(s, &s->blks[i]);
@@ -870,11 +803,11 @@ static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
         }
         f->vfs->close(f->vfs->ctx, f->af);
         f->af = NULL;
-        rc = write_replace(s, f->aid, img.data, img.len);
+        rc = jr__fstore_replace(s, f->aid, img.data, img.len);
         uint64_t isize = img.len;
         jr__buf_free(&img);
         char path[PATHMAX];
-        blk_path(f, path, sizeof path, f->aid, "blk");
+        jr__fstore_path(f, path, sizeof path, f->aid, "blk");
         int rc2 = f->vfs->open(f->vfs->ctx, path, JR_O_READ, &f->af);
         if (rc2) {
             f->af = NULL;
@@ -902,7 +835,7 @@ static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
     uint32_t keep = f->rd->cid;
     handle_forget(s, blk);
     sealed_forget(s, b);
-    if (!rc) rc = write_replace(s, blk, f->rd->tmp.data, f->rd->tmp.len);
+    if (!rc) rc = jr__fstore_replace(s, blk, f->rd->tmp.data, f->rd->tmp.len);
     if (!rc) f->rd->cid = keep; /* the cache matches the new file */
     return rc;
 }
@@ -916,7 +849,7 @@ static int file_flush(jr__store *s, int sync)
 static int file_trim(jr__store *s)
 {
     fstore *f = F(s);
-    rd_free(s);
+    jr__fstore_rd_free(s);
     if (!f->af) return 0; /* no active block, or trimmed already */
     int written = f->tlen || (f->e ? f->e->pend.len == 0 : f->flushed == f->plain.len);
     if (!written) return 0;
@@ -943,7 +876,7 @@ static void file_close(jr__store *s)
 {
     fstore *f = F(s);
     if (!f) return;
-    rd_free(s);
+    jr__fstore_rd_free(s);
     if (f->af) f->vfs->close(f->vfs->ctx, f->af);
     for (size_t i = 0; i < s->nblks; i++) sealed_forget(s, &s->blks[i]);
     jr__buf_free(&f->plain);
@@ -956,7 +889,7 @@ static void file_close(jr__store *s)
     s->bkctx = NULL;
 }
 
-static const jr__store_backend file_backend = {
+const jr__store_backend jr__fstore_backend = {
     .persistent = 1,
     .reserve = file_reserve,
     .commit = file_commit,
@@ -969,393 +902,3 @@ static const jr__store_backend file_backend = {
     .trim = file_trim,
     .close = file_close,
 };
-
-/* ---------------------------------------------------------------------------------------------
- * Open and recovery
- */
-
-typedef struct scan {
-    jr__store *s;
-    uint32_t *ids;
-    size_t n, cap;
-    int rc;
-    int destroyed; /* the destroy marker is present */
-    char bad[128]; /* first unexpected name (corruption, unless the store is being destroyed) */
-} scan;
-
-/* Destroying a store (jr__store_destroy): the marker makes the destruction atomic for readers:
- * once it is durable, an open finishes the job and starts empty. */
-#define DESTROY_MARKER "destroyed"
-
-typedef struct rmall {
-    jr_vfs *vfs;
-    const char *dir;
-    int rc;
-} rmall;
-
-static int rm_cb(void *arg, const char *name)
-{
-    rmall *a = arg;
-    if (strcmp(name, DESTROY_MARKER) == 0) return 0; /* removed last */
-    char path[PATHMAX + 256];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", a->dir, name) >= sizeof path) return JR_EINVAL;
-    int rc = a->vfs->remove(a->vfs->ctx, path);
-    if (rc && rc != JR_ENOTFOUND && !a->rc) a->rc = rc;
-    return 0;
-}
-
-/* Removes every file of the store directory sdir (the marker last). 0 or the first error. */
-static int remove_contents(jr_vfs *vfs, const char *sdir)
-{
-    rmall a = {vfs, sdir, 0};
-    int rc = vfs->list(vfs->ctx, sdir, rm_cb, &a);
-    if (!rc) rc = a.rc;
-    if (rc) return rc;
-    char path[PATHMAX];
-    if (snprintf(path, sizeof path, "%s/%s", sdir, DESTROY_MARKER) >= (int)sizeof path)
-        return JR_EINVAL;
-    rc = vfs->remove(vfs->ctx, path);
-    return rc == JR_ENOTFOUND ? 0 : rc;
-}
-
-int jr__store_destroy(jr_vfs *vfs, const char *dir, const char *name)
-{
-    if (!vfs || !dir || !name || !name[0] || strchr(name, '/')) return JR_EINVAL;
-    char sdir[PATHMAX], marker[PATHMAX + 32];
-    if ((size_t)snprintf(sdir, sizeof sdir, "%s/%s", dir, name) >= sizeof sdir - 32)
-        return JR_EINVAL;
-    snprintf(marker, sizeof marker, "%s/%s", sdir, DESTROY_MARKER);
-    jr_file *m;
-    int rc = vfs->open(vfs->ctx, marker, JR_O_CREATE, &m);
-    if (rc == JR_ENOTFOUND) return 0; /* no such store (its directory is missing) */
-    if (rc) return rc;
-    vfs->close(vfs->ctx, m);
-    rc = vfs->sync_dir(vfs->ctx, sdir); /* the marker is durable: the store is gone for good */
-    if (!rc) rc = remove_contents(vfs, sdir);
-    if (!rc) rc = vfs->remove(vfs->ctx, sdir);
-    return rc == JR_ENOTFOUND ? 0 : rc;
-}
-
-static int parse_id(const char *name, const char *ext, uint32_t *id)
-{
-    size_t n = strlen(name), el = strlen(ext);
-    if (n != 10 + 1 + el || name[10] != '.' || strcmp(name + 11, ext) != 0) return 0;
-    uint64_t v = 0;
-    for (int i = 0; i < 10; i++) {
-        if (name[i] < '0' || name[i] > '9') return 0;
-        v = v * 10 + (uint64_t)(name[i] - '0');
-    }
-    if (v == 0 || v > UINT32_MAX) return 0;
-    *id = (uint32_t)v;
-    return 1;
-}
-
-static int list_cb(void *arg, const char *name)
-{
-    scan *sc = arg;
-    jr__store *s = sc->s;
-    fstore *f = F(s);
-    uint32_t id;
-    if (strcmp(name, DESTROY_MARKER) == 0) {
-        sc->destroyed = 1;
-        return 0;
-    }
-    if (parse_id(name, "tmp", &id)) {
-        char path[PATHMAX];
-        snprintf(path, sizeof path, "%s/%s", f->dir, name);
-        int rc = f->vfs->remove(f->vfs->ctx, path);
-        return rc && rc != JR_ENOTFOUND ? rc : 0;
-    }
-    if (!parse_id(name, "blk", &id)) {
-        if (!sc->bad[0]) snprintf(sc->bad, sizeof sc->bad, "%s", name);
-        return 0;
-    }
-    if (sc->n == sc->cap) {
-        size_t ncap = sc->cap ? sc->cap * 2 : 64;
-        uint32_t *v = jr__realloc(s->alloc, sc->ids, ncap * sizeof *v);
-        if (!v) return JR_ENOMEM;
-        sc->ids = v;
-        sc->cap = ncap;
-    }
-    sc->ids[sc->n++] = id;
-    return 0;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Replays the records of plain[0..n) of block id into the core. */
-static int replay(jr__store *s, const char *path, uint32_t id, const uint8_t *plain, size_t n,
-                  uint64_t base_off)
-{
-    jr__srec r;
-    size_t len;
-    for (size_t off = 0; off < n; off += len) {
-        if (jr__srec_decode(plain + off, n - off, 0, &r, &len))
-            return jr__store_fail(s, JR_ECORRUPT, "%s: offset %llu: bad record", path,
-                                  (unsigned long long)(base_off + off));
-        int rc = jr__store_load(s, &r, id, (uint32_t)off, (uint32_t)len);
-        if (rc == JR_ECORRUPT) {
-            char why[JR__STORE_ERR];
-            snprintf(why, sizeof why, "%s", jr__store_errmsg(s));
-            return jr__store_fail(s, JR_ECORRUPT, "%s: offset %llu: %s", path,
-                                  (unsigned long long)(base_off + off), why);
-        }
-        if (rc) return rc;
-    }
-    return 0;
-}
-
-/* Reads and decodes block id (last: the newest block, whose damaged tail may be a torn write).
- * On success *fh is its open handle and info describes its valid records (into f->rd->io or
- * f->rd->cache); *torn is 1 if the file has a torn tail after info->good_end, or a torn header
- * (info->kind == 0: nothing valid in it). Any other damage is JR_ECORRUPT. */
-static int load_block(jr__store *s, uint32_t id, int last, jr_file **fh, jr__blk_info *info,
-                      int *torn)
-{
-    fstore *f = F(s);
-    char path[PATHMAX];
-    blk_path(f, path, sizeof path, id, "blk");
-    *torn = 0;
-    *fh = NULL;
-    if (rd_get(s)) return JR_ENOMEM;
-    int rc = f->vfs->open(f->vfs->ctx, path, JR_O_READ, fh);
-    if (rc) return jr__store_fail(s, rc, "%s: open failed: %s", path, jr_strerror(rc));
-    rc = read_all(s, *fh, path, &f->rd->io);
-    if (rc) goto out;
-    rc = jr__blk_decode(f->rd->io.data, f->rd->io.len, KEY(f), &f->rd->cache, info);
-    if (rc == JR_EAUTH || rc == JR_EINVAL) {
-        rc = jr__store_fail(s, rc, "%s: %s", path, info->why);
-        goto out;
-    }
-    if (rc && rc != JR_ECORRUPT) goto out;
-    if (!rc && info->id != id) {
-        rc = jr__store_fail(s, JR_ECORRUPT, "%s: offset 8: block id %u in file of block %u", path,
-                            info->id, id);
-        goto out;
-    }
-    if (rc == JR_ECORRUPT) {
-        if (last && info->kind == JR__BLK_OPEN && info->id == id)
-            *torn = !jr__blk_valid_after(f->rd->io.data, f->rd->io.len, (size_t)info->bad_off, id,
-                                         info->flags, KEY(f), &f->rd->tmp);
-        else if (last && info->kind == 0 && f->rd->io.len < JR__BLK_OPEN_HDR)
-            /* a block created but never synced: its header write was torn, and nothing was
-             * written after it (writes persist in order) */
-            *torn = 1;
-        if (!*torn) {
-            rc = jr__store_fail(s, JR_ECORRUPT, "%s: offset %llu: %s", path,
-                                (unsigned long long)info->bad_off, info->why);
-            goto out;
-        }
-        if (info->kind == 0) info->plain_len = 0;
-        rc = 0;
-    }
-    return 0;
-out:
-    f->vfs->close(f->vfs->ctx, *fh);
-    *fh = NULL;
-    return rc;
-}
-
-/* Cuts block id (decoded in info, open at fh) after its first `keep` bytes of records: an open
- * block is truncated (and synced), a sealed one is sealed again (temporary file and rename).
- * info->plain_len and info->good_end are updated. */
-static int cut_block(jr__store *s, uint32_t id, jr_file *fh, jr__blk_info *info, size_t keep)
-{
-    fstore *f = F(s);
-    char path[PATHMAX];
-    blk_path(f, path, sizeof path, id, "blk");
-    int rc;
-    if (info->kind == JR__BLK_SEALED) {
-        jr__buf_reset(&f->rd->tmp);
-        rc = jr__blk_seal(info->plain, keep, id, info->flags, KEY(f), &f->rd->tmp);
-        if (!rc) rc = write_replace(s, id, f->rd->tmp.data, f->rd->tmp.len);
-        if (rc) return jr__store_fail(s, rc, "%s: cutting after the last mark failed", path);
-        info->plain_len = keep;
-        info->good_end = f->rd->tmp.len;
-        return 0;
-    }
-    uint64_t end = JR__BLK_OPEN_HDR + (uint64_t)keep;
-    if (info->flags & JR__BLKF_ENC) {
-        /* one frame per record */
-        jr__srec r;
-        size_t len;
-        for (size_t off = 0; off < keep; off += len) {
-            if (jr__srec_decode(info->plain + off, keep - off, 0, &r, &len)) return JR_ECORRUPT;
-            end += JR__BLK_FRAME_OVERHEAD;
-        }
-    }
-    rc = f->vfs->truncate(f->vfs->ctx, fh, end);
-    if (!rc) rc = f->vfs->sync(f->vfs->ctx, fh);
-    if (rc) return jr__store_fail(s, rc, "%s: cutting after the last mark failed", path);
-    info->plain_len = keep;
-    info->good_end = end;
-    return 0;
-}
-
-/* Recovers block id (last: it is the newest) and replays its records, or only its first `keep`
- * bytes of records (the rest is cut off the file; SIZE_MAX: all). */
-static int recover_block(jr__store *s, uint32_t id, int last, size_t keep)
-{
-    fstore *f = F(s);
-    char path[PATHMAX];
-    blk_path(f, path, sizeof path, id, "blk");
-    jr_file *fh;
-    jr__blk_info info;
-    int torn;
-    int rc = load_block(s, id, last, &fh, &info, &torn);
-    if (rc) return rc;
-    if (torn && info.kind == 0) {
-        /* nothing valid in it: remove it */
-        f->vfs->close(f->vfs->ctx, fh);
-        rc = f->vfs->remove(f->vfs->ctx, path);
-        return rc ? jr__store_fail(s, rc, "%s: remove failed", path) : 0;
-    }
-    if (keep < info.plain_len) {
-        rc = cut_block(s, id, fh, &info, keep);
-        if (rc) goto out;
-    } else if (torn) {
-        rc = f->vfs->truncate(f->vfs->ctx, fh, info.good_end);
-        if (!rc) rc = f->vfs->sync(f->vfs->ctx, fh);
-        if (rc) {
-            rc = jr__store_fail(s, rc, "%s: truncating the torn tail failed", path);
-            goto out;
-        }
-    }
-    if (jr__store_blk_add(s, id)) {
-        rc = JR_ENOMEM;
-        goto out;
-    }
-    s->blks[s->nblks - 1].kind = (uint8_t)info.kind;
-    s->blks[s->nblks - 1].flags = (uint8_t)info.flags;
-    uint64_t base_off =
-        info.kind == JR__BLK_OPEN && !(info.flags & JR__BLKF_ENC) ? JR__BLK_OPEN_HDR : 0;
-    rc = replay(s, path, id, info.plain, info.plain_len, base_off);
-    if (rc) goto out;
-    if (last && info.kind == JR__BLK_OPEN && (info.flags & JR__BLKF_ENC) == (f->e ? 1 : 0)) {
-        /* keep appending to it */
-        jr__buf_reset(&f->plain);
-        jr__buf_put(&f->plain, info.plain, info.plain_len);
-        if (f->plain.err) {
-            rc = JR_ENOMEM;
-            goto out;
-        }
-        f->af = fh;
-        f->aid = id;
-        f->aflags = info.flags;
-        if (f->e) jr__blk_nonce_init(&f->e->nonce);
-        f->fsize = info.good_end;
-        f->flushed = f->plain.len;
-        f->wbase = 0;
-        return 0;
-    }
-out:
-    f->vfs->close(f->vfs->ctx, fh);
-    return rc;
-}
-
-/* Marked store: finds the last mark among blocks ids[0..n): *k gets the index of its block (n if
- * there is none) and *end the offset just past it in that block's records. Blocks after it are
- * read only as far as needed to know they hold no mark (they are rolled back). */
-static int find_last_mark(jr__store *s, const uint32_t *ids, size_t n, size_t *k, size_t *end)
-{
-    fstore *f = F(s);
-    *k = n;
-    *end = 0;
-    for (size_t i = n; i-- > 0;) {
-        jr_file *fh;
-        jr__blk_info info;
-        int torn;
-        int rc = load_block(s, ids[i], i + 1 == n, &fh, &info, &torn);
-        if (rc) return rc;
-        f->vfs->close(f->vfs->ctx, fh);
-        jr__srec r;
-        size_t len, found = 0;
-        for (size_t off = 0; off < info.plain_len; off += len) {
-            if (jr__srec_decode(info.plain + off, info.plain_len - off, 0, &r, &len)) break;
-            if (r.type == JR__SREC_MARK) found = off + len;
-        }
-        if (found) {
-            *k = i;
-            *end = found;
-            return 0;
-        }
-    }
-    return 0;
-}
-
-/* Marked store: recovers up to the last mark (see store.h "Marks"): blocks after it are removed
- * (newest first), its block is cut after it, and the rest is replayed. */
-static int recover_marked(jr__store *s, const uint32_t *ids, size_t n)
-{
-    fstore *f = F(s);
-    size_t k, end;
-    int rc = find_last_mark(s, ids, n, &k, &end);
-    for (size_t i = n; !rc && i-- > (k < n ? k + 1 : 0);) {
-        char path[PATHMAX];
-        blk_path(f, path, sizeof path, ids[i], "blk");
-        rc = f->vfs->remove(f->vfs->ctx, path);
-        if (rc == JR_ENOTFOUND) rc = 0;
-        if (rc) jr__store_fail(s, rc, "%s: rolling back after the last mark failed", path);
-    }
-    for (size_t i = 0; !rc && k < n && i <= k; i++)
-        rc = recover_block(s, ids[i], i == k, i == k ? end : SIZE_MAX);
-    return rc;
-}
-
-int jr__store_file_open(jr__store *s, const jr__store_config *cfg)
-{
-    if (!cfg->vfs || !cfg->dir) return JR_EINVAL;
-    size_t dl = strlen(cfg->dir) + 1 + strlen(cfg->name) + 1;
-    if (dl > PATHMAX - 32) return JR_EINVAL;
-    fstore *f = jr__calloc(s->alloc, 1, sizeof *f + dl);
-    if (!f) return JR_ENOMEM;
-    s->bkctx = f;
-    s->bk = &file_backend;
-    s->block_bytes = cfg->block_bytes ? cfg->block_bytes : (8u << 20);
-    f->vfs = cfg->vfs;
-    f->compress = cfg->compress != 0;
-    jr__buf_init(&f->plain, s->alloc);
-    snprintf(f->dir, dl, "%s/%s", cfg->dir, cfg->name);
-    if (strchr(cfg->name, '/')) return jr__store_fail(s, JR_EINVAL, "bad stream name");
-    if (cfg->master_key) {
-        if (!(f->e = jr__calloc(s->alloc, 1, sizeof *f->e))) return JR_ENOMEM;
-        jr__buf_init(&f->e->pend, s->alloc);
-        int rc = jr__blk_derive_key(cfg->master_key, cfg->name, &f->e->key);
-        if (rc) return jr__store_fail(s, rc, "libsodium failed to initialise");
-    }
-    int rc = f->vfs->mkdir(f->vfs->ctx, f->dir);
-    if (rc) return jr__store_fail(s, rc, "%s: mkdir failed: %s", f->dir, jr_strerror(rc));
-    scan sc;
-    memset(&sc, 0, sizeof sc);
-    sc.s = s;
-    rc = f->vfs->list(f->vfs->ctx, f->dir, list_cb, &sc);
-    if (!rc && sc.destroyed) {
-        /* an interrupted jr__store_destroy: finish it, and start empty */
-        rc = remove_contents(f->vfs, f->dir);
-        if (rc) jr__store_fail(s, rc, "%s: finishing its destruction failed", f->dir);
-        sc.n = 0;
-    } else if (!rc && sc.bad[0]) {
-        rc = jr__store_fail(s, JR_ECORRUPT, "%s/%s: offset 0: unexpected file in the store", f->dir,
-                            sc.bad);
-    }
-    if (!rc) {
-        if (sc.n) qsort(sc.ids, sc.n, sizeof *sc.ids, cmp_u32);
-        if (cfg->marked)
-            rc = recover_marked(s, sc.ids, sc.n);
-        else
-            for (size_t i = 0; !rc && i < sc.n; i++)
-                rc = recover_block(s, sc.ids[i], i + 1 == sc.n, SIZE_MAX);
-    }
-    jr__free(s->alloc, sc.ids);
-    if (rc && !jr__store_errmsg(s)[0])
-        jr__store_fail(s, rc, "%s: open failed: %s", f->dir, jr_strerror(rc));
-    /* Recovery read whole blocks into the read state: give the memory back (up to a block each,
-     * per stream, for as long as the stream lives otherwise), and the descriptors of the blocks
-     * it read; reads allocate again when needed. */
-    rd_free(s);
-    return rc;
-}
