@@ -355,7 +355,7 @@ typedef struct jr_group_config {
      * that term, so neither a stale candidate nor a stale leader can use it. Zeros: no floor
      * (right for a server that never was a member). Ignored if this server is among voters;
      * a replica that recovered state of its own is judged by it only while that state is older.
-     * JR_EINVAL for a commit_index without its commit_term. */
+     * JR_EINVAL for a commit_index without its commit_term, or a term older than it. */
     jr_group_floor join;
 } jr_group_config;
 

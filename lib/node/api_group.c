@@ -31,8 +31,9 @@ int jr_group_open(jr_node *n, const jr_group_config *cfg, jr_group **out)
     jr__join_floor floor = {0, 0, 0};
     if (cfg->size >= offsetof(jr_group_config, join) + sizeof cfg->join)
         floor = (jr__join_floor){cfg->join.term, cfg->join.commit_term, cfg->join.commit_index};
-    if (floor.last_index && !floor.last_term)
-        return jr__node_err(n, JR_EINVAL, "a join floor's commit_index needs its commit_term");
+    if ((floor.last_index && !floor.last_term) || floor.last_term > floor.term)
+        return jr__node_err(n, JR_EINVAL, "a join floor needs commit_term with commit_index, "
+                                          "and a term no older than commit_term");
     jr__node_enter(n);
     int rc = jr__group_create(n, cfg, floor.term || floor.last_index ? &floor : NULL, out);
     if (rc == 0) jr__node_want_tick(n);

@@ -476,6 +476,8 @@ START_TEST(a_joiner_starts_from_the_floor_its_leader_reported)
     gc.fsm = &s.f[3].ops;
     gc.join = (jr_group_floor){fl.term, 0, fl.commit_index}; /* an index without its term */
     ck_assert_int_eq(jr_group_open(jr_sim_node(s.sim, 3), &gc, &s.g[3]), JR_EINVAL);
+    gc.join = (jr_group_floor){fl.commit_term - 1, fl.commit_term, fl.commit_index}; /* older */
+    ck_assert_int_eq(jr_group_open(jr_sim_node(s.sim, 3), &gc, &s.g[3]), JR_EINVAL);
     gc.join = fl;
     ck_assert_int_eq(jr_group_open(jr_sim_node(s.sim, 3), &gc, &s.g[3]), 0);
     ck_assert_int_eq(jr_group_status_get(s.g[3], &st), 0);
