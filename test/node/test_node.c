@@ -315,7 +315,9 @@ typedef struct sim_groups {
     jr_group *g[4];
 } sim_groups;
 
-static int open_sim_group(sim_groups *s, unsigned i)
+/* Opens group 9 (voters n0..n2) on node i; join: the floor it starts from if it joins (NULL:
+ * none). */
+static int open_sim_group_from(sim_groups *s, unsigned i, const jr_group_floor *join)
 {
     static const char *const voters[] = {"n0", "n1", "n2"};
     jr_group_config gc;
@@ -325,7 +327,13 @@ static int open_sim_group(sim_groups *s, unsigned i)
     gc.nvoters = 3;
     t_fsm_init(&s->f[i]);
     gc.fsm = &s->f[i].ops;
+    if (join) gc.join = *join;
     return jr_group_open(jr_sim_node(s->sim, i), &gc, &s->g[i]);
+}
+
+static int open_sim_group(sim_groups *s, unsigned i)
+{
+    return open_sim_group_from(s, i, NULL);
 }
 
 static int leader_of(sim_groups *s)
@@ -350,17 +358,23 @@ static int done_called(void *arg, jr_sim *sim)
     return ((done_rec *)arg)->calls > 0;
 }
 
-START_TEST(group_api_errors_and_membership)
+/* Four simulated nodes, group 9 on the first three, until it has a leader. */
+static void start_sim_groups(sim_groups *s, uint64_t seed)
 {
-    sim_groups s;
-    memset(&s, 0, sizeof s);
+    memset(s, 0, sizeof *s);
     jr_sim_config cfg;
     jr_sim_config_init(&cfg);
     cfg.nodes = 4;
-    cfg.seed = 11;
-    ck_assert_int_eq(jr_sim_new(&cfg, &s.sim), 0);
-    for (unsigned i = 0; i < 3; i++) ck_assert_int_eq(open_sim_group(&s, i), 0);
-    ck_assert_int_eq(jr_sim_run_until(s.sim, has_leader, &s, 2000 * MS), 0);
+    cfg.seed = seed;
+    ck_assert_int_eq(jr_sim_new(&cfg, &s->sim), 0);
+    for (unsigned i = 0; i < 3; i++) ck_assert_int_eq(open_sim_group(s, i), 0);
+    ck_assert_int_eq(jr_sim_run_until(s->sim, has_leader, s, 2000 * MS), 0);
+}
+
+START_TEST(group_api_errors_and_membership)
+{
+    sim_groups s;
+    start_sim_groups(&s, 11);
     jr_sim_run_for(s.sim, 100 * MS); /* the leader commits its no-op */
     int l = leader_of(&s);
     int f = (l + 1) % 3;
@@ -429,14 +443,7 @@ END_TEST
 START_TEST(a_joiner_starts_from_the_floor_its_leader_reported)
 {
     sim_groups s;
-    memset(&s, 0, sizeof s);
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.nodes = 4;
-    cfg.seed = 12;
-    ck_assert_int_eq(jr_sim_new(&cfg, &s.sim), 0);
-    for (unsigned i = 0; i < 3; i++) ck_assert_int_eq(open_sim_group(&s, i), 0);
-    ck_assert_int_eq(jr_sim_run_until(s.sim, has_leader, &s, 2000 * MS), 0);
+    start_sim_groups(&s, 12);
     int l = leader_of(&s);
     unsigned r = (unsigned)(l + 1) % 3;
     for (int i = 0; i < 5; i++) jr_group_propose(s.g[l], "x", 1, NULL, NULL);
@@ -466,20 +473,11 @@ START_TEST(a_joiner_starts_from_the_floor_its_leader_reported)
     ck_assert_uint_le(fl.commit_term, fl.term);
 
     /* a replica joining with it (n3: empty) starts at the floor's term */
-    static const char *const voters[] = {"n0", "n1", "n2"};
-    jr_group_config gc;
-    jr_group_config_init(&gc);
-    gc.id = 9;
-    gc.voters = voters;
-    gc.nvoters = 3;
-    t_fsm_init(&s.f[3]);
-    gc.fsm = &s.f[3].ops;
-    gc.join = (jr_group_floor){fl.term, 0, fl.commit_index}; /* an index without its term */
-    ck_assert_int_eq(jr_group_open(jr_sim_node(s.sim, 3), &gc, &s.g[3]), JR_EINVAL);
-    gc.join = (jr_group_floor){fl.commit_term - 1, fl.commit_term, fl.commit_index}; /* older */
-    ck_assert_int_eq(jr_group_open(jr_sim_node(s.sim, 3), &gc, &s.g[3]), JR_EINVAL);
-    gc.join = fl;
-    ck_assert_int_eq(jr_group_open(jr_sim_node(s.sim, 3), &gc, &s.g[3]), 0);
+    jr_group_floor bad = {fl.term, 0, fl.commit_index}; /* an index without its term */
+    ck_assert_int_eq(open_sim_group_from(&s, 3, &bad), JR_EINVAL);
+    bad = (jr_group_floor){fl.commit_term - 1, fl.commit_term, fl.commit_index}; /* older */
+    ck_assert_int_eq(open_sim_group_from(&s, 3, &bad), JR_EINVAL);
+    ck_assert_int_eq(open_sim_group_from(&s, 3, &fl), 0);
     ck_assert_int_eq(jr_group_status_get(s.g[3], &st), 0);
     ck_assert_uint_eq(st.term, fl.term);
     ck_assert_uint_eq(st.last_index, 0);
