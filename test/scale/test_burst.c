@@ -20,9 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jetraft.h"
-#include "jetraft/sim.h"
-#include "node/node.h"
+#include "groups.h"
 
 #define N 3
 #define MS 1000000ull
@@ -47,9 +45,7 @@ static void apply(void *ctx, uint64_t index, const void *data, size_t len)
 
 static jr__raft *raft(cluster *c, unsigned i, uint64_t gid)
 {
-    jr_node *n = jr_sim_node(c->sim, i);
-    jr_group *g = n ? jr_node_group(n, gid) : NULL;
-    return g ? jr__group_raft(g) : NULL;
+    return sg_raft(c->sim, i, gid);
 }
 
 /* Opens every group on node i in the same instant. */
@@ -57,22 +53,9 @@ static void open_groups(cluster *c, unsigned i, uint32_t camp_max)
 {
     jr_node *n = jr_sim_node(c->sim, i);
     n->live.camp_max = camp_max;
-    const char *voters[N];
-    for (unsigned k = 0; k < N; k++) voters[k] = jr_sim_name(c->sim, k);
     for (uint64_t gid = 1; gid <= c->ngroups; gid++) {
         c->applied[i][gid] = 0;
-        jr_fsm *f = &c->fsms[i][gid];
-        f->version = JR_FSM_VERSION;
-        f->ctx = &c->applied[i][gid];
-        f->apply = apply;
-        jr_group_config gc;
-        jr_group_config_init(&gc);
-        gc.id = gid;
-        gc.voters = voters;
-        gc.nvoters = N;
-        gc.fsm = f;
-        jr_group *g;
-        ck_assert_int_eq(jr_group_open(n, &gc, &g), 0);
+        sg_open(c->sim, N, i, gid, &c->fsms[i][gid], &c->applied[i][gid], apply);
     }
 }
 
@@ -106,11 +89,7 @@ static void teardown(cluster *c)
 
 static int ready_leader(cluster *c, uint64_t gid)
 {
-    for (unsigned i = 0; i < N; i++) {
-        jr__raft *r = raft(c, i, gid);
-        if (r && jr__raft_role(r) == JR_LEADER && jr__raft_ready(r)) return (int)i;
-    }
-    return -1;
+    return sg_ready_leader(c->sim, N, gid);
 }
 
 static uint64_t max_term(cluster *c, uint64_t gid)

@@ -13,9 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jetraft.h"
-#include "jetraft/sim.h"
-#include "node/node.h"
+#include "groups.h"
 
 #define N 3
 #define G 30
@@ -33,8 +31,7 @@ static void apply(void *ctx, uint64_t index, const void *data, size_t len)
 
 static jr__raft *raft(jr_sim *sim, unsigned i, uint64_t gid)
 {
-    jr_group *g = jr_node_group(jr_sim_node(sim, i), gid);
-    return g ? jr__group_raft(g) : NULL;
+    return sg_raft(sim, i, gid);
 }
 
 static int quiet_groups(jr_sim *sim)
@@ -64,20 +61,9 @@ START_TEST(late_heartbeat_answers_do_not_wake_quiet_leaders)
     cfg.seed = 5;
     jr_sim *sim;
     ck_assert_int_eq(jr_sim_new(&cfg, &sim), 0);
-    static jr_fsm fsm = {.version = JR_FSM_VERSION, .apply = apply};
-    const char *voters[N];
-    for (unsigned k = 0; k < N; k++) voters[k] = jr_sim_name(sim, k);
+    static jr_fsm fsms[N][G + 1];
     for (unsigned i = 0; i < N; i++)
-        for (uint64_t gid = 1; gid <= G; gid++) {
-            jr_group_config gc;
-            jr_group_config_init(&gc);
-            gc.id = gid;
-            gc.voters = voters;
-            gc.nvoters = N;
-            gc.fsm = &fsm;
-            jr_group *g;
-            ck_assert_int_eq(jr_group_open(jr_sim_node(sim, i), &gc, &g), 0);
-        }
+        for (uint64_t gid = 1; gid <= G; gid++) sg_open(sim, N, i, gid, &fsms[i][gid], NULL, apply);
     jr_sim_run_for(sim, 20 * ET);
     /* links slower than a heartbeat interval, answers within a third of an election timeout */
     jr_sim_link slow;

@@ -16,9 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jetraft.h"
-#include "jetraft/sim.h"
-#include "node/node.h"
+#include "groups.h"
 
 #define N 3
 #define G 12
@@ -60,36 +58,20 @@ static jr_group *grp(cluster *c, unsigned i, uint64_t gid)
 
 static jr__raft *raft(cluster *c, unsigned i, uint64_t gid)
 {
-    jr_group *g = grp(c, i, gid);
-    return g ? jr__group_raft(g) : NULL;
+    return sg_raft(c->sim, i, gid);
 }
 
 static void open_group(cluster *c, unsigned i, uint64_t gid)
 {
-    const char *voters[N];
-    for (unsigned k = 0; k < N; k++) voters[k] = jr_sim_name(c->sim, k);
     rep *r = &c->reps[i][gid];
     memset(r, 0, sizeof *r);
     r->gid = gid;
-    jr_fsm *f = &c->fsms[i][gid];
-    *f = (jr_fsm){.version = JR_FSM_VERSION, .ctx = r, .apply = apply};
-    jr_group_config gc;
-    jr_group_config_init(&gc);
-    gc.id = gid;
-    gc.voters = voters;
-    gc.nvoters = N;
-    gc.fsm = f;
-    jr_group *g;
-    ck_assert_int_eq(jr_group_open(node(c, i), &gc, &g), 0);
+    sg_open(c->sim, N, i, gid, &c->fsms[i][gid], r, apply);
 }
 
 static int ready_leader(cluster *c, uint64_t gid)
 {
-    for (unsigned i = 0; i < N; i++) {
-        jr__raft *r = raft(c, i, gid);
-        if (r && jr__raft_role(r) == JR_LEADER && jr__raft_ready(r)) return (int)i;
-    }
-    return -1;
+    return sg_ready_leader(c->sim, N, gid);
 }
 
 static int all_led(void *arg, jr_sim *sim)

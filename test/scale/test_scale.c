@@ -21,9 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jetraft.h"
-#include "jetraft/sim.h"
-#include "node/node.h"
+#include "groups.h"
 
 #define N 3
 #define MS 1000000ull
@@ -83,27 +81,13 @@ static jr__raft *raft(cluster *c, unsigned i, uint64_t gid)
 
 static void open_node(cluster *c, unsigned i)
 {
-    jr_node *n = jr_sim_node(c->sim, i);
-    const char *voters[N];
-    for (unsigned k = 0; k < N; k++) voters[k] = jr_sim_name(c->sim, k);
     for (uint64_t gid = 1; gid <= c->ngroups; gid++) {
         rep *r = &c->reps[i][gid];
         memset(r, 0, sizeof *r);
         r->c = c;
         r->node = i;
         r->gid = gid;
-        jr_fsm *ops = &c->ops[i][gid];
-        ops->version = JR_FSM_VERSION;
-        ops->ctx = r;
-        ops->apply = apply;
-        jr_group_config gc;
-        jr_group_config_init(&gc);
-        gc.id = gid;
-        gc.voters = voters;
-        gc.nvoters = N;
-        gc.fsm = ops;
-        jr_group *g;
-        ck_assert_int_eq(jr_group_open(n, &gc, &g), 0);
+        sg_open(c->sim, N, i, gid, &c->ops[i][gid], r, apply);
     }
 }
 

@@ -1,0 +1,39 @@
+/* groups — helpers of the scale tests (groups.h). */
+#include "groups.h"
+
+#include <check.h>
+
+#define MAX_VOTERS 16
+
+void sg_open(jr_sim *sim, unsigned nodes, unsigned i, uint64_t gid, jr_fsm *f, void *ctx,
+             void (*apply)(void *ctx, uint64_t index, const void *data, size_t len))
+{
+    ck_assert_uint_le(nodes, MAX_VOTERS);
+    const char *voters[MAX_VOTERS];
+    for (unsigned k = 0; k < nodes; k++) voters[k] = jr_sim_name(sim, k);
+    *f = (jr_fsm){.version = JR_FSM_VERSION, .ctx = ctx, .apply = apply};
+    jr_group_config gc;
+    jr_group_config_init(&gc);
+    gc.id = gid;
+    gc.voters = voters;
+    gc.nvoters = nodes;
+    gc.fsm = f;
+    jr_group *g;
+    ck_assert_int_eq(jr_group_open(jr_sim_node(sim, i), &gc, &g), 0);
+}
+
+jr__raft *sg_raft(jr_sim *sim, unsigned i, uint64_t gid)
+{
+    jr_node *n = jr_sim_node(sim, i);
+    jr_group *g = n ? jr_node_group(n, gid) : NULL;
+    return g ? jr__group_raft(g) : NULL;
+}
+
+int sg_ready_leader(jr_sim *sim, unsigned nodes, uint64_t gid)
+{
+    for (unsigned i = 0; i < nodes; i++) {
+        jr__raft *r = sg_raft(sim, i, gid);
+        if (r && jr__raft_role(r) == JR_LEADER && jr__raft_ready(r)) return (int)i;
+    }
+    return -1;
+}
