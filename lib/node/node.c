@@ -304,20 +304,9 @@ static void dispatch(jr_node *n, jr__frame *f)
             continue;
         }
         if (g->damaged && m.type == JR__MSG_VOTE) continue; /* never grants a vote */
-        jr__raft *r = g->raft;
-        if (jr__raft_quiet(r) && m.type == JR__MSG_HEARTBEAT_RESP &&
-            jr__raft_role(r) == JR_LEADER && m.term == jr__raft_term(r)) {
-            /* a late answer to a heartbeat from before the leader went quiet: taken as an answer
-             * to its listing (contact; wakes it only if the member lacks entries). As a message
-             * it would wake the group, which heartbeats, goes quiet again and is woken by the
-             * next late answer: on a node too busy to answer within an interval, idle groups
-             * would never stay quiet. */
-            n->live.stats.late_hb_resps++;
-            jr__raft_hb_resp(r, n->now, m.from, m.term, m.u.heartbeat_resp.match_hint);
-            continue;
-        }
         if (m.type == JR__MSG_VOTE_RESP && !m.u.vote_resp.granted) jr__live_refused(g);
-        jr__raft_step(r, n->now, &m);
+        /* a late heartbeat answer reaching a quiet leader leaves it quiet (raft.h) */
+        if (jr__raft_step(g->raft, n->now, &m) == JR__STEP_ECHO) n->live.stats.late_hb_resps++;
     }
     if (rc < 0) jr__node_log(n, JR_LOG_ERROR, "validated frame failed to decode: %s",
                              jr_strerror(rc));

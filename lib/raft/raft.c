@@ -237,7 +237,16 @@ int jr__raft_step(jr__raft *r, uint64_t now, const jr__msg *m)
     if (now > r->now) r->now = now;
     now = r->now;
     if (r->quiet) {
-        jr__quiet_leave(r, now); /* any message wakes a quiet group */
+        if (r->role == ROLE_LEADER && m->type == JR__MSG_HEARTBEAT_RESP && m->term == r->term) {
+            /* A late answer to a heartbeat from before the leader went quiet: taken as an answer
+             * to the node's listing (contact; it wakes the group only if the member lacks
+             * entries). As any other message it would wake the group, which heartbeats, goes
+             * quiet again and is woken by the next late answer: on a node too busy to answer
+             * within an interval, idle groups would never stay quiet. */
+            jr__raft_hb_resp(r, now, m->from, m->term, m->u.heartbeat_resp.match_hint);
+            return JR__STEP_ECHO;
+        }
+        jr__quiet_leave(r, now); /* any other message wakes a quiet group */
         jr__raft_notify(r);
     }
     if (step_term(r, now, m)) return 0;
