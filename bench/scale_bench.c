@@ -11,7 +11,8 @@
  *   (~1 GB, well under a minute on an idle machine). --batch n: raw groups are created n at a
  *   time, each batch elected before the next (default: all at once).
  *   SCALE_CAMP=n sets the nodes' campaign window (jr__live.camp_max; liveness.h "Paced
- *   campaigns"); SCALE_TRACE=1 also traces the failover phase (stderr, every 500 ms).
+ *   campaigns"); SCALE_TRACE=1 also traces the failover phase (stderr, every 500 ms);
+ *   SCALE_TRACE=2 prints a cheaper line every 50 ms of it instead.
  *
  * One JSON line per configuration:
  *   create_ms         raw: wall time of the jr_group_open calls (all groups, all three nodes);
@@ -49,6 +50,8 @@
  *                     no longer ticked, and frames to and from it are dropped) until every one
  *                     of its groups has a ready leader on a survivor; failover_groups is how
  *                     many; target: within two election timeouts (2000 ms)
+ *   failover_cpu_ms   the survivors' CPU time inside jr_node_* calls over failover_ms: the work
+ *                     of the takeover, steadier than the wall time on a shared machine
  *
  * Streams with file storage each keep their active block file open, so 10,000 R3 streams in one
  * process want 30,000 descriptors; the bench's vfs (fdcap below) wraps the POSIX one and keeps
@@ -759,6 +762,35 @@ static void trace(cluster *c, uint64_t t0)
             (uint64_t)c->qlen);
 }
 
+/* SCALE_TRACE=2: one line every 50 ms of the failover phase, cheap enough not to change it: the
+ * process's CPU share over the step, how many of the lost groups have a ready leader, and the
+ * survivors' campaign counters. */
+static void trace_step(cluster *c, uint64_t t0, const uint8_t *lost, uint64_t *cpu_prev,
+                       uint64_t *wall_prev)
+{
+    uint64_t led = 0, cpu = process_cpu_ns(), now = wall_ns();
+    for (uint64_t k = 0; k < c->ngids; k++) led += lost[k] && ready_leader(c, c->gids[k]) >= 0;
+    uint64_t rounds = 0, waits = 0, expired = 0, refused = 0, lost_peers = 0, stalls = 0;
+    for (unsigned i = 0; i < N; i++) {
+        if (c->n[i].dead) continue;
+        const jr__live_stats *ls = &c->n[i].node->live.stats;
+        rounds += ls->rounds;
+        waits += ls->waits;
+        expired += ls->expired;
+        refused += ls->refused;
+        lost_peers += ls->peers_lost;
+        stalls += ls->stalls;
+    }
+    fprintf(stderr,
+            "  t+%4.0fms cpu %3.0f%% led %6" PRIu64 " rounds %6" PRIu64 " waits %6" PRIu64
+            " expired %6" PRIu64 " refused %6" PRIu64 " peers_lost %" PRIu64 " stalls %" PRIu64
+            " queued %zu\n",
+            (double)(now - t0) / 1e6, 100.0 * (double)(cpu - *cpu_prev) / (double)(now - *wall_prev),
+            led, rounds, waits, expired, refused, lost_peers, stalls, (size_t)c->qlen);
+    *cpu_prev = cpu;
+    *wall_prev = now;
+}
+
 /* Runs until pred holds (checked every 20 ms); returns the wall time it took, or 0 on timeout. */
 static uint64_t run_until(cluster *c, int (*pred)(cluster *, const uint8_t *), const uint8_t *arg,
                           uint64_t max)
@@ -888,9 +920,15 @@ static idle_res measure_idle(cluster *c)
     return r;
 }
 
-/* The node leading the most groups stops; the time until every one of its groups has a ready
- * leader on a survivor (0: not within 20 s). *count receives how many it led. */
-static uint64_t measure_failover(cluster *c, uint64_t *count)
+typedef struct failover_res {
+    uint64_t ns;     /* wall time until every group of the dead node has a ready leader (0: not within 20 s) */
+    uint64_t groups; /* how many it led */
+    uint64_t cpu_ns; /* the survivors' CPU time (in jr_node_* calls) over those ns */
+} failover_res;
+
+/* The node leading the most groups stops; how long until every one of its groups has a ready
+ * leader on a survivor, and the work that took. */
+static failover_res measure_failover(cluster *c)
 {
     uint64_t led[N] = {0};
     for (uint64_t k = 0; k < c->ngids; k++) {
@@ -903,21 +941,30 @@ static uint64_t measure_failover(cluster *c, uint64_t *count)
     uint8_t *lost = calloc(c->ngids, 1);
     for (uint64_t k = 0; k < c->ngids; k++) lost[k] = ready_leader(c, c->gids[k]) == (int)dead;
     c->n[dead].dead = 1;
+    uint64_t cpu0 = 0;
+    for (unsigned i = 0; i < N; i++) cpu0 += c->n[i].dead ? 0 : c->n[i].cpu;
     uint64_t t0 = wall_ns();
     c->cursor = 0;
-    uint64_t shown = t0;
+    uint64_t shown = t0, cpu_prev = process_cpu_ns(), wall_prev = t0;
+    const char *tr = getenv("SCALE_TRACE");
+    int fine = tr && strcmp(tr, "2") == 0;
+    if (fine) fprintf(stderr, "  failover from CLOCK_MONOTONIC %.3f s\n", (double)t0 / 1e9);
     while (!all_led(c, lost) && wall_ns() - t0 < 20000 * MS) {
         run_for(c, 5 * MS);
-        if (getenv("SCALE_TRACE") && wall_ns() - shown > 500 * MS) {
+        if (fine && wall_ns() - shown >= 50 * MS) {
+            shown = wall_ns();
+            trace_step(c, t0, lost, &cpu_prev, &wall_prev);
+        } else if (tr && !fine && wall_ns() - shown > 500 * MS) {
             shown = wall_ns();
             trace(c, t0);
         }
     }
     c->cursor = 0;
-    uint64_t ns = all_led(c, lost) ? wall_ns() - t0 : 0;
+    failover_res r = {all_led(c, lost) ? wall_ns() - t0 : 0, led[dead], 0};
+    for (unsigned i = 0; i < N; i++) r.cpu_ns += c->n[i].dead ? 0 : c->n[i].cpu;
+    r.cpu_ns -= cpu0;
     free(lost);
-    *count = led[dead];
-    return ns;
+    return r;
 }
 
 /* Raw groups ----------------------------------------------------------------------------------*/
@@ -1050,7 +1097,7 @@ static void run_groups(uint64_t groups)
     }
     run_until(c, quiet_pred, NULL, 60000 * MS);
 
-    uint64_t fo_groups, failover_ns = measure_failover(c, &fo_groups);
+    failover_res fo = measure_failover(c);
 
     uint64_t replicas = (uint64_t)N * groups;
     printf(
@@ -1062,12 +1109,13 @@ static void run_groups(uint64_t groups)
         "\"idle_cpu_pct_node_mean\":%.3f,\"idle_loop_cpu_pct\":%.3f,\"idle_frames_per_s\":%.1f,"
         "\"idle_bytes_per_s\":%.0f,\"idle_ticks_per_s\":%.1f,\"idle_stayed_quiet\":%s,"
         "\"pub_active_groups\":%" PRIu64 ",\"pub_per_s\":%.0f,\"pub_failed\":%" PRIu64
-        ",\"failover_groups\":%" PRIu64 ",\"failover_ms\":%.1f,\"election_timeout_ms\":1000}\n",
+        ",\"failover_groups\":%" PRIu64 ",\"failover_ms\":%.1f,\"failover_cpu_ms\":%.1f,"
+        "\"election_timeout_ms\":1000}\n",
         N, N, groups, batch, create_ns / 1e6, elect_ns / 1e6, quiet_ns / 1e6,
         (double)(rss1 - rss0) / (double)replicas, (double)(heap1 - heap0) / (double)replicas,
         sizeof(struct jr_group), jr__raft_sizeof(), idle.cpu_max, idle.cpu_mean, idle.loop,
         idle.fps, idle.bps, idle.tps, idle.still_quiet ? "true" : "false", nactive, pub_rate,
-        c->failed, fo_groups, failover_ns / 1e6);
+        c->failed, fo.groups, fo.ns / 1e6, fo.cpu_ns / 1e6);
     fflush(stdout);
     close_cluster(c);
     free(pubs);
@@ -1269,7 +1317,7 @@ static void run_streams(uint64_t streams, int storage, int sites)
     }
     run_until(c, quiet_pred, NULL, 60000 * MS);
 
-    uint64_t fo_groups, failover_ns = measure_failover(c, &fo_groups);
+    failover_res fo = measure_failover(c);
 
     printf("{\"bench\":\"scale\",\"kind\":\"streams\",\"storage\":\"%s\",\"nodes\":%d,"
            "\"replicas\":%d,\"streams\":%" PRIu64 ",\"create_ms\":%.1f,\"create_refused\":%" PRIu64
@@ -1279,14 +1327,16 @@ static void run_streams(uint64_t streams, int storage, int sites)
            "\"idle_loop_cpu_pct\":%.3f,\"idle_frames_per_s\":%.1f,\"idle_bytes_per_s\":%.0f,"
            "\"idle_ticks_per_s\":%.1f,\"idle_stayed_quiet\":%s,\"pub_active_streams\":%" PRIu64
            ",\"pub_per_s\":%.0f,\"pub_failed\":%" PRIu64 ",\"pub_last_error\":\"%s\","
-           "\"failover_streams\":%" PRIu64 ",\"failover_ms\":%.1f,\"fd_reopens\":%" PRIu64
+           "\"failover_streams\":%" PRIu64 ",\"failover_ms\":%.1f,\"failover_cpu_ms\":%.1f,"
+           "\"fd_reopens\":%" PRIu64
            ",\"election_timeout_ms\":1000}\n",
            storage == JR_STORAGE_FILE ? "file" : "memory", N, N, streams, create_ns / 1e6, a.failed,
            elect_ns / 1e6, quiet_ns / 1e6, (double)(rss1 - rss0) / (double)replicas,
            (double)(heap1 - heap0) / (double)replicas, sizeof(struct jr_group), jr__raft_sizeof(),
            sizeof(jr__srep), idle.cpu_max, idle.cpu_mean, idle.loop, idle.fps, idle.bps, idle.tps,
            idle.still_quiet ? "true" : "false", nactive, pub_rate, pub_failed,
-           pub_failed ? jr_err_name(pub_err) : "", fo_groups, failover_ns / 1e6, fdv.reopens);
+           pub_failed ? jr_err_name(pub_err) : "", fo.groups, fo.ns / 1e6, fo.cpu_ns / 1e6,
+           fdv.reopens);
     fflush(stdout);
     free(pubs);
     close_cluster(c);
