@@ -196,6 +196,7 @@ static void role_seen(jr_node *n, jr_group *g)
     uint8_t lead = jr__raft_role(g->raft) == JR_LEADER;
     if (lead == g->was_leader) return;
     g->was_leader = lead;
+    if (lead) jr__live_leads(g);
     if (n->js) jr__srep_role_changed(n->js, g->id);
 }
 

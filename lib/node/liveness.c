@@ -282,6 +282,16 @@ void jr__live_sync(jr_group *g)
     if (g->live.follow_slot) set_quiet(n, g, quiet);
 }
 
+void jr__live_leads(jr_group *g)
+{
+    jr_node *n = g->node;
+    const jr__conf *c = jr__raft_conf(g->raft);
+    for (uint32_t k = 0; k < c->n; k++) {
+        const jr__peer *p = c->m[k].id == n->self ? NULL : jr__peer_find(n, c->m[k].id);
+        if (p && p->live.lost) jr__raft_peer_lost(g->raft, n->now, p->id, 0);
+    }
+}
+
 uint64_t jr__live_contact(const jr_group *g, uint64_t peer, uint64_t raft_contact)
 {
     if (!jr__raft_quiet(g->raft) || jr__raft_role(g->raft) != JR_LEADER) return raft_contact;

@@ -264,6 +264,10 @@ void jr__live_recv(jr_node *n, uint64_t from, const jr__hb_view *v);
  * JR_ENOMEM growing a list leaves g out of it (a quiet leader then goes untold: its followers
  * keep their timers and, campaigning, wake it). */
 void jr__live_sync(jr_group *g);
+/* g just became leader: its members on nodes taken for lost are reported lost to its core, so
+ * they do not hold its quiescence back (a survivor taking over a lost node's groups would
+ * otherwise heartbeat each of them for an election timeout). */
+void jr__live_leads(jr_group *g);
 /* Takes g out of every list (close, free), telling its members if it was a quiet leader, and
  * its leader if it was a follower closed while the node stays open. Idempotent. */
 void jr__live_forget(jr_group *g);

@@ -59,9 +59,10 @@ typedef struct jr__prog {
      * snap_moved: an answer arrived since the last heartbeat tick (else the chunk is resent). */
     uint64_t snap_index, snap_offset;
     uint8_t snap_moved;
-    /* Quiet leader (quiesce.c): the node reported this member's node lost (or it was not heard
-     * from for an election timeout when the group went quiet); such members do not count
-     * toward the quiet check-quorum. Meaningless while the group is not quiet. */
+    /* The node reported this member's node lost (or, for a quiet leader, it was not heard from
+     * for an election timeout when the group went quiet), and it has not answered since
+     * (jr__prog_heard): taken for down, it does not hold quiescence back (quiesce.c) and, while
+     * the group is quiet, does not count toward its check-quorum. */
     uint8_t lost;
 } jr__prog;
 
@@ -192,6 +193,12 @@ void jr__prog_release(jr__raft *r);
 void jr__prog_restore(jr__raft *r);
 /* Leader: the progress of member id, or NULL (not leader, not a member). */
 jr__prog *jr__prog_find(jr__raft *r, jr__id id);
+/* Leader: member p answered (any response): contact now, and it is no longer taken for lost. */
+static inline void jr__prog_heard(jr__prog *p, uint64_t now)
+{
+    p->last_contact = now;
+    p->lost = 0;
+}
 /* Resets p (keeping id, voter, ring) to probe from our last index + 1. */
 void jr__prog_init(jr__raft *r, jr__prog *p);
 /* State transitions; each empties the inflight window. probe: next = max(next, match + 1). */

@@ -43,8 +43,9 @@ static int leader_idle(const jr__raft *r, uint64_t now)
             caught += p->voter;
             continue;
         }
-        /* not heard from for an election timeout: down, brought back when its node answers */
-        if (now - p->last_contact >= r->cfg.election_timeout) continue;
+        /* its node reported lost, or not heard from for an election timeout: down, brought
+         * back when it or its node answers */
+        if (p->lost || now - p->last_contact >= r->cfg.election_timeout) continue;
         if (p->state != JR__REPLICATE || p->ring_count || p->match != last || p->sent_commit < last)
             return 0;
         caught += p->voter;
@@ -59,15 +60,20 @@ int jr__quiet_leader_tick(jr__raft *r, uint64_t now)
         r->idle_ticks = 0;
         return 0;
     }
-    if (++r->idle_ticks <= r->cfg.quiesce) return 0;
+    /* A leader with nothing of its term but its election's no-op has no traffic to wait out:
+     * it goes quiet at its first idle tick (a node's takeover of a lost node's thousands of
+     * groups then costs one heartbeat round per group, not cfg.quiesce + 1 of them). */
+    if (++r->idle_ticks <= r->cfg.quiesce && r->log.last != r->term_start) return 0;
     r->quiet = 1;
     r->idle_ticks = 0;
     r->hb_deadline = UINT64_MAX;
-    /* contact becomes node-level: a member not heard from for T counts as lost until its node
-     * is reported back (jr__raft_peer_alive) or it answers (jr__raft_hb_resp) */
+    /* contact becomes node-level: a member reported lost, or not heard from for T, counts as
+     * lost until its node is reported back (jr__raft_peer_alive) or it answers
+     * (jr__raft_hb_resp) */
     for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
-        p->lost = p->id != r->cfg.self && now - p->last_contact >= r->cfg.election_timeout;
+        p->lost = p->id != r->cfg.self &&
+                  (p->lost || now - p->last_contact >= r->cfg.election_timeout);
     }
     /* an idle group keeps no buffers: inflight rings, the APPEND scratch, the snapshot chunk
      * (256 KiB by default), slack in the log rings; all come back on demand */
@@ -163,8 +169,7 @@ void jr__raft_hb_resp(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uin
     if (r->role != ROLE_LEADER || term != r->term) return;
     jr__prog *p = jr__prog_find(r, from);
     if (!p || p->id == r->cfg.self) return;
-    p->last_contact = now;
-    p->lost = 0;
+    jr__prog_heard(p, now);
     if (r->quiet && (index < p->match || p->match < r->log.last)) {
         /* it lost entries (damaged storage) or was down while the log grew: wake and probe */
         jr__quiet_leave(r, now);
@@ -217,8 +222,7 @@ void jr__raft_peer_alive(jr__raft *r, uint64_t now, jr__id peer)
     if (now > r->now) r->now = now;
     jr__prog *p = jr__prog_find(r, peer);
     if (!p) return;
-    p->lost = 0;
-    p->last_contact = r->now;
+    jr__prog_heard(p, r->now);
 }
 
 void jr__raft_wake(jr__raft *r, uint64_t now)

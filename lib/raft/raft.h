@@ -350,11 +350,13 @@ void jr__raft_ready_done(jr__raft *r);
 
 /* Quiescence and coalesced heartbeats (quiesce.c) -----------------------------------------------
  * With cfg.quiesce = k > 0, a leader goes quiet after k + 1 consecutive heartbeat ticks that
- * found the group idle: an entry of its term committed, its own log durable and committed to the
- * end, no transfer and no uncommitted configuration, and every member heard from within an
- * election timeout in replicate state with nothing in flight, holding the whole log and told the
- * commit index (members not heard from for that long are taken for down — lost — and do not
- * hold it back, as long as a quorum of voters is caught up). A quiet group has no deadline
+ * found the group idle (at the first such tick while its log holds nothing of its term but its
+ * election's no-op: it has no traffic to wait out): an entry of its term committed, its own log
+ * durable and committed to the end, no transfer and no uncommitted configuration, and every
+ * member heard from within an election timeout in replicate state with nothing in flight,
+ * holding the whole log and told the commit index (members not heard from for that long, or
+ * reported lost by the node and silent since, are taken for down and do not hold it back, as
+ * long as a quorum of voters is caught up). A quiet group has no deadline
  * (jr__raft_deadline() is UINT64_MAX) and needs no input at all while nothing happens: its node
  * tells the other members once that it is quiet (jr__raft_hb_item gives what to tell), and a
  * follower told so (jr__raft_hb_recv) follows the leader as from a HEARTBEAT and, holding
@@ -387,7 +389,8 @@ int jr__raft_hb_recv(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint
  * (index below its match, or a match below our last index) wakes and probes it. */
 void jr__raft_hb_resp(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint64_t index);
 /* The node has heard nothing from peer's node for an election timeout (or peer restarted and
- * lost its state). A leader marks it lost; a quiet leader whose members not lost are no quorum
+ * lost its state). A leader marks it lost until it answers or jr__raft_peer_alive (it no longer
+ * holds quiescence back); a quiet leader whose members not lost are no quorum
  * of voters steps down. A follower whose leader is peer forgets it (so the lease no longer
  * refuses candidates), wakes, and campaigns (pre-vote first) `delay` ns from now unless its
  * timer is due sooner; the node picks delay to stagger the groups of a lost node. */

@@ -317,7 +317,7 @@ void jr__repl_on_append_resp(jr__raft *r, uint64_t now, const jr__msg *m)
 {
     jr__prog *p = jr__prog_find(r, m->from);
     if (!p) return;
-    p->last_contact = now;
+    jr__prog_heard(p, now);
     uint64_t idx = m->u.append_resp.index;
     if (m->u.append_resp.success) {
         if (idx < p->match || idx > r->log.last) return; /* stale, or nonsense */
@@ -362,7 +362,7 @@ void jr__repl_on_heartbeat_resp(jr__raft *r, uint64_t now, const jr__msg *m)
 {
     jr__prog *p = jr__prog_find(r, m->from);
     if (!p) return;
-    p->last_contact = now;
+    jr__prog_heard(p, now);
     if (m->u.heartbeat_resp.match_hint < p->match && p->state != JR__SNAPSHOT)
         lost_entries(r, p, now, m->u.heartbeat_resp.match_hint);
 }

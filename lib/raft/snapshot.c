@@ -94,7 +94,7 @@ void jr__snap_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
 {
     jr__prog *p = jr__prog_find(r, m->from);
     if (!p) return;
-    p->last_contact = now;
+    jr__prog_heard(p, now);
     if (p->state != JR__SNAPSHOT || m->u.snap_resp.index != p->snap_index) return;
     if (m->u.snap_resp.reject) {
         /* try again from the log (or a fresh snapshot) on the next heartbeat tick */

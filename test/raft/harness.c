@@ -664,6 +664,7 @@ static void live_reset(harness *h, h_node *nd)
         memset(&nd->owe[j], 0, sizeof nd->owe[j]);
     }
     nd->was_ql = 0;
+    nd->was_lead = 0;
     nd->seq = 0;
     if (!h->quiesce) return;
     /* nodes' heartbeat phases differ, as their clocks would */
@@ -712,10 +713,16 @@ static void relist(h_node *nd, int j)
         nd->pend[j] = (struct h_pend){1, term, commit, 0};
 }
 
-/* The node's sync after a flush: the group became quiet here, or stopped being. */
+/* The node's sync after a flush: the group became leader here (its members on lost nodes are
+ * reported lost, as jr__live_leads does), or quiet, or stopped being. */
 static void live_sync(harness *h, h_node *nd)
 {
     if (!h->quiesce || !nd->up) return;
+    int lead = jr__raft_role(nd->r) == JR_LEADER;
+    if (lead && !nd->was_lead)
+        for (int j = 0; j < h->n; j++)
+            if (j != nd->idx && nd->lost[j]) jr__raft_peer_lost(nd->r, h->now, (jr__id)j + 1, 0);
+    nd->was_lead = lead;
     int ql = quiet_leader(nd);
     if (ql == nd->was_ql) return;
     nd->was_ql = ql;

@@ -81,7 +81,8 @@ typedef struct h_node {
     uint64_t nhb_next;     /* next coalesced heartbeat */
     uint64_t inc, seq;     /* incarnation (high 32 bits of seq), heartbeat counter */
     uint64_t inc_seen[H_MAX];
-    int was_ql; /* quiet leader at the last sync */
+    int was_ql;   /* quiet leader at the last sync */
+    int was_lead; /* leader at the last sync */
     struct h_pend {
         int kind; /* 0 nothing, 1 listing, 2 tombstone */
         uint64_t term, commit, sent_seq;

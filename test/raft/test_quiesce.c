@@ -224,6 +224,48 @@ START_TEST(returning_follower_is_caught_up_by_the_quiet_leader)
 }
 END_TEST
 
+/* The leader's node is lost: the new leader counts that member lost from its election on (the
+ * node says so), and with nothing of its term but its no-op it goes quiet at its first idle
+ * tick, not an election timeout later (a survivor taking over thousands of groups would
+ * otherwise heartbeat each of them that long). A leader with traffic of its term still waits
+ * out cfg.quiesce + 1 idle ticks; the lost member, back, is brought up to date. */
+START_TEST(a_new_leader_goes_quiet_at_once_without_waiting_for_a_lost_member)
+{
+    harness h;
+    h_init(&h, 3, 8);
+    h.quiesce = 1;
+    h.cfg.quiesce = 3;
+    h_start(&h, 3, 3);
+    h_timeout(&h, 0);
+    ck_assert_int_eq(jr__raft_role(R(&h, 0)), JR_LEADER);
+    run_until_quiet(&h, 20 * HB);
+    uint64_t term = jr__raft_term(R(&h, 0));
+    h_crash(&h, 0);
+    int l = run_until_new_leader(&h, 0, term, 2 * ET);
+    ck_assert_int_ge(l, 1);
+    uint64_t ready = h.now, hbs = h.raft_heartbeats;
+    run_until_quiet(&h, 3 * HB);
+    /* one heartbeat tick carries the commit index, the next finds the group idle */
+    ck_assert_uint_le(h.raft_heartbeats - hbs, 2 * 2);
+    ck_assert_uint_le(h.now - ready, 3 * HB);
+
+    uint64_t idx;
+    ck_assert_int_eq(h_propose(&h, l, "traffic", &idx), 0);
+    h_run(&h, 5 * MS);
+    ck_assert_uint_eq(h_commit(&h, 3 - l), idx);
+    h_run(&h, 2 * HB); /* committed and told: idle, but not yet for cfg.quiesce + 1 ticks */
+    ck_assert(!jr__raft_quiet(R(&h, l)));
+    run_until_quiet(&h, 3 * HB);
+
+    h_restart(&h, 0);
+    h_run(&h, 5 * ET);
+    ck_assert_uint_eq(h_commit(&h, 0), idx);
+    ck_assert_int_eq(h_leader(&h), l);
+    run_until_quiet(&h, 10 * HB);
+    h_free(&h);
+}
+END_TEST
+
 START_TEST(coalesced_heartbeat_inputs_follow_the_term_rules)
 {
     harness h;
@@ -285,6 +327,7 @@ int main(void)
     tcase_add_test(tc, one_way_cut_does_not_depose_a_live_quiet_leader);
     tcase_add_test(tc, returning_follower_is_caught_up_by_the_quiet_leader);
     tcase_add_test(tc, coalesced_heartbeat_inputs_follow_the_term_rules);
+    tcase_add_test(tc, a_new_leader_goes_quiet_at_once_without_waiting_for_a_lost_member);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

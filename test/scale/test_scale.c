@@ -352,6 +352,11 @@ START_TEST(killed_leader_node_fails_over_within_two_timeouts_and_restarts_withou
     /* spread over the survivors, not all on one */
     ck_assert_uint_ge(won[(dead + 1) % N] * 4, led[dead]);
     ck_assert_uint_ge(won[(dead + 2) % N] * 4, led[dead]);
+    /* the new leaders take the dead node for lost from their election on: all quiet again a
+     * heartbeat round later, not an election timeout of heartbeats later */
+    t = run_until(&c, all_quiet, 20 * ET, MS, "every group quiet after the failover");
+    fprintf(stderr, "scale: every group quiet again %llu ms later\n", (unsigned long long)(t / MS));
+    ck_assert_uint_le(t, 4 * HB);
     /* every group accepts a write without the dead node */
     c.acked = c.rejected = 0;
     want_acks = write_all(&c, NULL, 1);
