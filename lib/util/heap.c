@@ -11,48 +11,55 @@ void jr__heap_init(jr__heap *h, const jr_allocator *a)
 
 void jr__heap_free(jr__heap *h)
 {
-    for (size_t i = 0; i < h->len; i++) h->items[i]->slot = SIZE_MAX;
+    for (size_t i = 0; i < h->len; i++) h->items[i].t->slot = SIZE_MAX;
     jr__free(h->alloc, h->items);
     jr__heap_init(h, h->alloc);
 }
 
-static void heap_set(jr__heap *h, size_t i, jr__timer *t)
+#define ARITY 4
+
+static void heap_set(jr__heap *h, size_t i, jr__heap_item it)
 {
-    h->items[i] = t;
-    t->slot = i;
+    h->items[i] = it;
+    it.t->slot = i;
 }
 
 static void heap_up(jr__heap *h, size_t i)
 {
-    jr__timer *t = h->items[i];
+    jr__heap_item it = h->items[i];
     while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (h->items[p]->deadline <= t->deadline) break;
+        size_t p = (i - 1) / ARITY;
+        if (h->items[p].deadline <= it.deadline) break;
         heap_set(h, i, h->items[p]);
         i = p;
     }
-    heap_set(h, i, t);
+    heap_set(h, i, it);
 }
 
 static void heap_down(jr__heap *h, size_t i)
 {
-    jr__timer *t = h->items[i];
+    jr__heap_item it = h->items[i];
     for (;;) {
-        size_t c = 2 * i + 1;
+        size_t c = ARITY * i + 1, end = c + ARITY;
         if (c >= h->len) break;
-        if (c + 1 < h->len && h->items[c + 1]->deadline < h->items[c]->deadline) c++;
-        if (t->deadline <= h->items[c]->deadline) break;
-        heap_set(h, i, h->items[c]);
-        i = c;
+        if (end > h->len) end = h->len;
+        size_t m = c;
+        for (size_t k = c + 1; k < end; k++)
+            if (h->items[k].deadline < h->items[m].deadline) m = k;
+        if (it.deadline <= h->items[m].deadline) break;
+        heap_set(h, i, h->items[m]);
+        i = m;
     }
-    heap_set(h, i, t);
+    heap_set(h, i, it);
 }
 
 int jr__heap_arm(jr__heap *h, jr__timer *t, uint64_t deadline)
 {
     if (jr__timer_armed(t)) {
         uint64_t old = t->deadline;
+        if (deadline == old) return 0;
         t->deadline = deadline;
+        h->items[t->slot].deadline = deadline;
         if (deadline < old)
             heap_up(h, t->slot);
         else
@@ -61,13 +68,13 @@ int jr__heap_arm(jr__heap *h, jr__timer *t, uint64_t deadline)
     }
     if (h->len == h->cap) {
         size_t cap = h->cap ? h->cap * 2 : 64;
-        jr__timer **n = jr__realloc(h->alloc, h->items, cap * sizeof *n);
+        jr__heap_item *n = jr__realloc(h->alloc, h->items, cap * sizeof *n);
         if (!n) return JR_ENOMEM;
         h->items = n;
         h->cap = cap;
     }
     t->deadline = deadline;
-    heap_set(h, h->len++, t);
+    heap_set(h, h->len++, (jr__heap_item){deadline, t});
     heap_up(h, t->slot);
     return 0;
 }
@@ -79,9 +86,9 @@ void jr__heap_cancel(jr__heap *h, jr__timer *t)
     t->slot = SIZE_MAX;
     h->len--;
     if (i == h->len) return;
-    jr__timer *last = h->items[h->len];
+    jr__heap_item last = h->items[h->len];
     heap_set(h, i, last);
-    if (i > 0 && h->items[(i - 1) / 2]->deadline > last->deadline)
+    if (i > 0 && h->items[(i - 1) / ARITY].deadline > last.deadline)
         heap_up(h, i);
     else
         heap_down(h, i);
@@ -89,8 +96,8 @@ void jr__heap_cancel(jr__heap *h, jr__timer *t)
 
 jr__timer *jr__heap_pop_due(jr__heap *h, uint64_t now)
 {
-    jr__timer *t = jr__heap_top(h);
-    if (!t || t->deadline > now) return NULL;
+    if (!h->len || h->items[0].deadline > now) return NULL;
+    jr__timer *t = h->items[0].t;
     jr__heap_cancel(h, t);
     return t;
 }

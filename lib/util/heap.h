@@ -1,13 +1,16 @@
 /*
- * heap — a binary min-heap of timers, keyed by deadline.
+ * heap — a 4-ary min-heap of timers, keyed by deadline.
  *
  * The node keeps one heap for every timer of every group, so the host arms one timer (the
  * earliest deadline) and a tick touches only what is due: O(log n) per insert/remove/update,
  * nothing per idle group. Entries are intrusive (jr__timer embedded in the owner); each knows its
- * slot, so removal and re-keying need no search.
+ * slot, so removal and re-keying need no search. The array holds each deadline next to its
+ * timer, and a node's four children share a cache line: sifting compares without touching the
+ * owners (at 100,000 groups each owner is a cache miss), and a 4-ary tree is half as deep.
  *
- * Invariants: heap[i]->slot == i for every entry; a timer not in the heap has slot == SIZE_MAX;
- * deadline(heap[parent]) <= deadline(heap[child]); ties keep no particular order.
+ * Invariants: items[i].t->slot == i and items[i].deadline == items[i].t->deadline for every
+ * entry; a timer not in the heap has slot == SIZE_MAX; items[parent].deadline <=
+ * items[child].deadline; ties keep no particular order.
  */
 #ifndef JR_UTIL_HEAP_H
 #define JR_UTIL_HEAP_H
@@ -22,8 +25,13 @@ typedef struct jr__timer {
     size_t slot; /* SIZE_MAX when not armed */
 } jr__timer;
 
+typedef struct jr__heap_item {
+    uint64_t deadline;
+    jr__timer *t;
+} jr__heap_item;
+
 typedef struct jr__heap {
-    jr__timer **items;
+    jr__heap_item *items;
     size_t len;
     size_t cap;
     const jr_allocator *alloc;
@@ -47,7 +55,7 @@ void jr__heap_cancel(jr__heap *h, jr__timer *t);
 /* The earliest timer, or NULL. */
 static inline jr__timer *jr__heap_top(const jr__heap *h)
 {
-    return h->len ? h->items[0] : NULL;
+    return h->len ? h->items[0].t : NULL;
 }
 /* Removes and returns the earliest timer if its deadline <= now, else NULL. */
 jr__timer *jr__heap_pop_due(jr__heap *h, uint64_t now);

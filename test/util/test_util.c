@@ -64,6 +64,16 @@ typedef struct item {
     int id;
 } item;
 
+/* The heap's invariants (heap.h): slots and deadlines agree with the owners, parents first. */
+static void check_heap(const jr__heap *h)
+{
+    for (size_t i = 0; i < h->len; i++) {
+        ck_assert_uint_eq(h->items[i].t->slot, i);
+        ck_assert_uint_eq(h->items[i].t->deadline, h->items[i].deadline);
+        if (i) ck_assert_uint_le(h->items[(i - 1) / 4].deadline, h->items[i].deadline);
+    }
+}
+
 START_TEST(heap_orders_and_rekeys)
 {
     enum { N = 20000 };
@@ -77,9 +87,17 @@ START_TEST(heap_orders_and_rekeys)
         items[i].id = i;
         ck_assert_int_eq(jr__heap_arm(&h, &items[i].t, jr__rand_below(&rng, 1000000)), 0);
     }
-    /* re-key half, cancel a quarter */
-    for (int i = 0; i < N; i += 2) jr__heap_arm(&h, &items[i].t, jr__rand_below(&rng, 1000000));
+    check_heap(&h);
+    /* re-key half (earlier, later or the same), cancel a quarter */
+    for (int i = 0; i < N; i += 2) {
+        uint64_t d = items[i].t.deadline, r = jr__rand_below(&rng, 3);
+        d = r == 0 ? jr__rand_below(&rng, d + 1) : r == 1 ? d + jr__rand_below(&rng, 1000) : d;
+        ck_assert_int_eq(jr__heap_arm(&h, &items[i].t, d), 0);
+    }
+    check_heap(&h);
     for (int i = 1; i < N; i += 4) jr__heap_cancel(&h, &items[i].t);
+    jr__heap_cancel(&h, &items[1].t); /* cancelled already: a no-op */
+    check_heap(&h);
     size_t expect = h.len, got = 0;
     uint64_t last = 0;
     jr__timer *t;
