@@ -234,7 +234,6 @@ void jr__live_sync(jr_group *g)
     jr__raft *r = g->raft;
     if (!g->live.opened && !g->closed) first_sync(n, g);
     if (g->live.camp && (g->closed || jr__raft_role(r) != JR_CANDIDATE)) camp_end(n, g);
-    if (g->live.staggered && (g->closed || jr__raft_leader(r))) g->live.staggered = 0;
     /* no longer needs a round: closed, won, heard from a leader or voted (its timer restarted) */
     if (g->live.waiting &&
         (g->closed || jr__raft_role(r) == JR_LEADER || jr__raft_deadline(r) > n->now))
@@ -423,11 +422,7 @@ int jr__live_may_campaign(jr_group *g)
     jr__live *l = &n->live;
     camp_end(n, g); /* a candidate's next round queues like anyone's first */
     if (g->live.waiting) return 0;
-    if (g->live.staggered || (!l->nwait && l->ncamp < camp_max(n))) {
-        /* the first round after its leader's node was lost runs when stagger() said: that
-         * schedule already spreads them and ranks the survivors (queued, a later-ranked
-         * survivor could campaign alongside the first and split the vote); it still counts */
-        g->live.staggered = 0;
+    if (!l->nwait && l->ncamp < camp_max(n)) {
         camp_start(n, g);
         return 1;
     }
@@ -461,12 +456,6 @@ void jr__live_campaigns(jr_node *n)
 
 /* Peer events --------------------------------------------------------------------------------*/
 
-static uint64_t stagger_key(uint64_t group, jr__id id)
-{
-    uint64_t x = group * 0x9e3779b97f4a7c15ULL ^ id;
-    return jr__splitmix64(&x);
-}
-
 /* When a follower of g should campaign after losing its leader's node `lost`. The voters that
  * can still campaign (this node's view) are ranked by a hash of (group, server), so the groups
  * of a lost node are spread evenly over the survivors. Rank r campaigns at a random point of a
@@ -475,19 +464,20 @@ static uint64_t stagger_key(uint64_t group, jr__id id)
  * stopped refusing votes for the lost leader's lease). Survivors notice a loss at most about an
  * interval apart (their heartbeat ticks have different phases), so consecutive ranks' windows
  * never overlap: the first-ranked survivor normally wins before the next one starts (no split
- * votes), and a thousand groups do not campaign in one tick. With one survivor ranked ahead,
+ * votes), and a thousand groups do not campaign in one tick. (A round the pacing window starts
+ * late may overlap the next rank's: the pre-vote's tie-break, jr__raft_rank, settles it.) With one survivor ranked ahead,
  * the first rank is done within h + T/4 of noticing the loss, noticed within T + h of it. */
 static uint64_t stagger(jr_node *n, jr_group *g, const jr__peer *lost)
 {
     const jr__conf *c = jr__raft_conf(g->raft);
-    uint64_t mine = stagger_key(g->id, n->self), rank = 0, live = 0;
+    uint64_t mine = jr__raft_rank(g->id, n->self), rank = 0, live = 0;
     for (uint32_t k = 0; k < c->n; k++) {
         jr__id id = c->m[k].id;
         if (!c->m[k].voter || id == lost->id) continue;
         if (id != n->self) {
             const jr__peer *q = jr__peer_find(n, id);
             if (!q || q->live.lost) continue;
-            if (stagger_key(g->id, id) < mine) rank++;
+            if (jr__raft_rank(g->id, id) < mine) rank++;
         }
         live++;
     }
@@ -502,7 +492,6 @@ static void followers_lose(jr_node *n, jr__peer *p)
     for (uint32_t k = 0; k < pl->nfollow; k++) {
         jr_group *g = pl->follow[k];
         n->live.stats.lost_wakes++;
-        g->live.staggered = 1;
         jr__raft_peer_lost(g->raft, n->now, p->id, stagger(n, g, p));
     }
 }

@@ -57,6 +57,7 @@
 #include <stdint.h>
 
 #include "jetraft.h"
+#include "util/rand.h"
 
 typedef uint64_t jr__id;
 
@@ -405,6 +406,17 @@ void jr__raft_wake(jr__raft *r, uint64_t now);
  * storm). No-op for a leader or a quiet follower. Does not notify: the caller re-reads
  * jr__raft_deadline(). */
 void jr__raft_defer_campaign(jr__raft *r, uint64_t now, uint64_t delay);
+
+/* The order in which a group's servers campaign after its leader is lost, lowest first: a hash
+ * of (group, server), so the groups of a lost node spread evenly over the survivors. The node
+ * staggers their campaigns by it (lib/node/liveness.c); a pre-candidate grants a pre-vote only
+ * to a server ranked ahead of it, so two that campaign at once (a paced round started late) do
+ * not both win the pre-vote and split the real one: the one ranked ahead wins. */
+static inline uint64_t jr__raft_rank(uint64_t group, jr__id id)
+{
+    uint64_t x = group * 0x9e3779b97f4a7c15ULL ^ id;
+    return jr__splitmix64(&x);
+}
 
 /* Queries ----------------------------------------------------------------------------------*/
 int jr__raft_role(const jr__raft *r); /* enum jr_role */

@@ -672,22 +672,16 @@ static void live_reset(harness *h, h_node *nd)
     nd->inc = 1 + jr__rand_below(&h->rng, 0x7fffffff);
 }
 
-static uint64_t stagger_key(uint64_t group, jr__id id)
-{
-    uint64_t x = group * 0x9e3779b97f4a7c15ULL ^ id;
-    return jr__splitmix64(&x);
-}
-
 uint64_t h_stagger(harness *h, int self_idx, int lost_idx)
 {
     h_node *nd = &h->nodes[self_idx];
     const jr__conf *c = jr__raft_conf(nd->r);
-    uint64_t mine = stagger_key(h->cfg.group, nd->id), rank = 0, live = 0;
+    uint64_t mine = jr__raft_rank(h->cfg.group, nd->id), rank = 0, live = 0;
     for (uint32_t k = 0; k < c->n; k++) {
         int j = (int)c->m[k].id - 1;
         if (!c->m[k].voter || j == lost_idx || (j != self_idx && nd->lost[j])) continue;
         live++;
-        if (j != self_idx && stagger_key(h->cfg.group, c->m[k].id) < mine) rank++;
+        if (j != self_idx && jr__raft_rank(h->cfg.group, c->m[k].id) < mine) rank++;
     }
     uint64_t hb = h->cfg.heartbeat_interval;
     uint64_t w = h->cfg.election_timeout / 4 / (live > 1 ? live - 1 : 1);

@@ -192,6 +192,37 @@ START_TEST(split_votes_resolve)
 }
 END_TEST
 
+/* The leader is gone and both survivors campaign in the same instant (the node's paced rounds
+ * may start a survivor's round late, alongside the next-ranked one's): as pre-candidates each
+ * would grant the other, both would stand in the same term and split it. A pre-candidate
+ * grants only a server ranked ahead of it (jr__raft_rank): one election, won by that one. */
+START_TEST(simultaneous_pre_candidates_do_not_split_the_vote)
+{
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        harness h;
+        h_init(&h, 3, seed);
+        h.cfg.group = seed * 7919; /* either survivor may be ranked ahead */
+        h_start(&h, 3, 3);
+        elect(&h, 0);
+        uint64_t t = term_of(&h, 0);
+        h_crash(&h, 0);
+        uint64_t d = jr__raft_deadline(R(&h, 1));
+        if (jr__raft_deadline(R(&h, 2)) > d) d = jr__raft_deadline(R(&h, 2));
+        h.now = d;
+        jr__raft_tick(R(&h, 1), h.now);
+        h_flush(&h.nodes[1]);
+        jr__raft_tick(R(&h, 2), h.now);
+        h_flush(&h.nodes[2]);
+        h_deliver_all(&h);
+        int ahead = jr__raft_rank(h.cfg.group, 2) < jr__raft_rank(h.cfg.group, 3) ? 1 : 2;
+        ck_assert_int_eq(h_leader(&h), ahead);
+        ck_assert_uint_eq(term_of(&h, ahead), t + 1);
+        ck_assert_uint_eq(term_of(&h, 3 - ahead), t + 1);
+        h_free(&h);
+    }
+}
+END_TEST
+
 static int drop_all(harness *h, const jr__msg *m, void *arg)
 {
     (void)h;
@@ -1068,6 +1099,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, figure7_follower_repaired, 0, (int)(sizeof fig7 / sizeof fig7[0]));
     tcase_add_test(tc, figure8_old_term_not_committed_by_counting);
     tcase_add_test(tc, prevote_partitioned_node_does_not_disrupt);
+    tcase_add_test(tc, simultaneous_pre_candidates_do_not_split_the_vote);
     tcase_add_test(tc, check_quorum_isolated_leader_steps_down);
     tcase_add_test(tc, transfer_to_named_peer);
     tcase_add_test(tc, transfer_to_best_peer);

@@ -6,7 +6,8 @@
  *    heartbeat interval (a coalesced heartbeat), and nothing else travels;
  *  - failover: the node leading the most groups (about a third) is killed; every one of its
  *    groups has a new, ready leader within two election timeouts, with one election each (the
- *    staggered campaigns do not split votes), spread over both survivors, and accepts writes;
+ *    staggered campaigns do not split votes, also when a small campaign window queues them),
+ *    spread over both survivors, and accepts writes;
  *  - restart: the killed node comes back; no group holds an election (no term moves), every
  *    replica catches up, no write is lost, and the cluster goes back to one heartbeat frame per
  *    peer per interval;
@@ -39,6 +40,7 @@ typedef struct rep {
 typedef struct cluster {
     jr_sim *sim;
     uint64_t ngroups, seed;
+    uint32_t camp_max; /* the nodes' campaign window (0: the default) */
     rep *reps[N];
     jr_fsm *ops[N];
     uint64_t acked, rejected;
@@ -81,6 +83,7 @@ static jr__raft *raft(cluster *c, unsigned i, uint64_t gid)
 
 static void open_node(cluster *c, unsigned i)
 {
+    jr_sim_node(c->sim, i)->live.camp_max = c->camp_max;
     for (uint64_t gid = 1; gid <= c->ngroups; gid++) {
         rep *r = &c->reps[i][gid];
         memset(r, 0, sizeof *r);
@@ -91,9 +94,10 @@ static void open_node(cluster *c, unsigned i)
     }
 }
 
-static void setup(cluster *c)
+static void setup(cluster *c, uint32_t camp_max)
 {
     memset(c, 0, sizeof *c);
+    c->camp_max = camp_max;
     const char *e = getenv("SCALE_GROUPS");
     c->ngroups = e ? strtoull(e, NULL, 10) : 2000;
     e = getenv("SCALE_SEED");
@@ -248,7 +252,7 @@ static void check_idle_traffic(cluster *c, unsigned intervals)
 START_TEST(idle_groups_cost_one_heartbeat_frame_per_peer_per_interval)
 {
     cluster c;
-    setup(&c);
+    setup(&c, 0);
     uint64_t t = run_until(&c, all_led, 40 * ET, 5 * MS, "a leader for every group");
     fprintf(stderr, "scale: %llu groups x %d nodes: all led after %llu ms\n",
             (unsigned long long)c.ngroups, N, (unsigned long long)(t / MS));
@@ -310,10 +314,13 @@ static int restarted_caught_up(cluster *c)
     return 1;
 }
 
+/* _i = 1: a campaign window of 8 rounds per node, so most of the survivors' staggered rounds
+ * queue and start late, some alongside the next-ranked survivor's (the pre-vote tie-break keeps
+ * those from splitting the vote). */
 START_TEST(killed_leader_node_fails_over_within_two_timeouts_and_restarts_without_a_storm)
 {
     cluster c;
-    setup(&c);
+    setup(&c, _i ? 8 : 0);
     run_until(&c, all_led, 40 * ET, 5 * MS, "a leader for every group");
     want_acks = write_all(&c, NULL, 0);
     run_until(&c, acks_done, 20 * ET, 5 * MS, "the first writes acknowledged");
@@ -393,7 +400,7 @@ END_TEST
 START_TEST(quick_restart_of_a_leader_node_fails_over_without_a_storm)
 {
     cluster c;
-    setup(&c);
+    setup(&c, 0);
     run_until(&c, all_led, 40 * ET, 5 * MS, "a leader for every group");
     want_acks = write_all(&c, NULL, 0);
     run_until(&c, acks_done, 20 * ET, 5 * MS, "the first writes acknowledged");
@@ -440,8 +447,8 @@ int main(void)
     TCase *tc = tcase_create("scale");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, idle_groups_cost_one_heartbeat_frame_per_peer_per_interval);
-    tcase_add_test(tc,
-                   killed_leader_node_fails_over_within_two_timeouts_and_restarts_without_a_storm);
+    tcase_add_loop_test(
+        tc, killed_leader_node_fails_over_within_two_timeouts_and_restarts_without_a_storm, 0, 2);
     tcase_add_test(tc, quick_restart_of_a_leader_node_fails_over_without_a_storm);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
