@@ -457,27 +457,28 @@ void jr__live_campaigns(jr_node *n)
 /* Peer events --------------------------------------------------------------------------------*/
 
 /* When a follower of g should campaign after losing its leader's node `lost`. The voters that
- * can still campaign (this node's view) are ranked by a hash of (group, server), so the groups
- * of a lost node are spread evenly over the survivors. Rank r campaigns at a random point of a
- * window of width w = T/4 / (survivors - 1) starting at r (w + 2 h), h the heartbeat interval,
- * itself one interval after noticing the loss (by when every survivor has noticed it too and
- * stopped refusing votes for the lost leader's lease). Survivors notice a loss at most about an
- * interval apart (their heartbeat ticks have different phases), so consecutive ranks' windows
- * never overlap: the first-ranked survivor normally wins before the next one starts (no split
- * votes), and a thousand groups do not campaign in one tick. (A round the pacing window starts
- * late may overlap the next rank's: the pre-vote's tie-break, jr__raft_rank, settles it.) With one survivor ranked ahead,
- * the first rank is done within h + T/4 of noticing the loss, noticed within T + h of it. */
+ * can still campaign (this node's view) are ranked by jr__raft_ahead (a hash of (group,
+ * server)), so the groups of a lost node are spread evenly over the survivors. Rank r campaigns at
+ * a random point of a window of width w = T/4 / (survivors - 1) starting at r (w + 2 h), h the
+ * heartbeat interval, itself one interval after noticing the loss (by when every survivor has
+ * noticed it too and stopped refusing votes for the lost leader's lease). Survivors notice a loss
+ * at most about an interval apart (their heartbeat ticks have different phases), so consecutive
+ * ranks' windows never overlap: the first-ranked survivor normally wins before the next one starts
+ * (no split votes), and a thousand groups do not campaign in one tick (a round the pacing window
+ * starts late may overlap the next rank's: the pre-vote's tie-break, jr__raft_ahead, settles it).
+ * With one survivor ranked ahead, the first rank is done within h + T/4 of noticing the loss,
+ * noticed within T + h of it. */
 static uint64_t stagger(jr_node *n, jr_group *g, const jr__peer *lost)
 {
     const jr__conf *c = jr__raft_conf(g->raft);
-    uint64_t mine = jr__raft_rank(g->id, n->self), rank = 0, live = 0;
+    uint64_t rank = 0, live = 0;
     for (uint32_t k = 0; k < c->n; k++) {
         jr__id id = c->m[k].id;
         if (!c->m[k].voter || id == lost->id) continue;
         if (id != n->self) {
             const jr__peer *q = jr__peer_find(n, id);
             if (!q || q->live.lost) continue;
-            if (jr__raft_rank(g->id, id) < mine) rank++;
+            if (jr__raft_ahead(g->id, id, n->self)) rank++;
         }
         live++;
     }

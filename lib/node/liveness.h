@@ -78,7 +78,7 @@
  * schedules after a node is lost: taking over 17,000 groups with every round in flight at once
  * touched every one of them between each answer (cache misses on all of them: a third more CPU
  * than with the window, on one thread playing three nodes). A queued round may start late,
- * alongside the next-ranked survivor's; the pre-vote's tie-break (jr__raft_rank, raft.h: a
+ * alongside the next-ranked survivor's; the pre-vote's tie-break (jr__raft_ahead, raft.h: a
  * pre-candidate grants only a server ranked ahead of it) keeps the two from splitting the vote.
  * Costs: per due timer O(1) (amortized ring growth), no walk over groups.
  *

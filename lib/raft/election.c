@@ -197,9 +197,9 @@ void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m)
                 !(m->flags & JR__MF_TRANSFER) && m->from != r->leader && jr__elect_in_lease(r, now);
             grant = m->term > r->term && !lease;
             /* two pre-candidates granting each other would both stand and split the vote: only
-             * the one ranked ahead gets this one's pre-vote (raft.h, jr__raft_rank) */
+             * the one ranked ahead gets this one's pre-vote (raft.h, jr__raft_ahead) */
             if (grant && r->role == ROLE_PRECANDIDATE &&
-                jr__raft_rank(r->cfg.group, m->from) > jr__raft_rank(r->cfg.group, r->cfg.self))
+                !jr__raft_ahead(r->cfg.group, m->from, r->cfg.self))
                 grant = 0;
         } else {
             grant = m->term == r->term && (r->vote == m->from || (r->vote == 0 && r->leader == 0));

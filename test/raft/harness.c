@@ -676,12 +676,12 @@ uint64_t h_stagger(harness *h, int self_idx, int lost_idx)
 {
     h_node *nd = &h->nodes[self_idx];
     const jr__conf *c = jr__raft_conf(nd->r);
-    uint64_t mine = jr__raft_rank(h->cfg.group, nd->id), rank = 0, live = 0;
+    uint64_t rank = 0, live = 0;
     for (uint32_t k = 0; k < c->n; k++) {
         int j = (int)c->m[k].id - 1;
         if (!c->m[k].voter || j == lost_idx || (j != self_idx && nd->lost[j])) continue;
         live++;
-        if (j != self_idx && jr__raft_rank(h->cfg.group, c->m[k].id) < mine) rank++;
+        if (j != self_idx && jr__raft_ahead(h->cfg.group, c->m[k].id, nd->id)) rank++;
     }
     uint64_t hb = h->cfg.heartbeat_interval;
     uint64_t w = h->cfg.election_timeout / 4 / (live > 1 ? live - 1 : 1);

@@ -195,7 +195,7 @@ END_TEST
 /* The leader is gone and both survivors campaign in the same instant (the node's paced rounds
  * may start a survivor's round late, alongside the next-ranked one's): as pre-candidates each
  * would grant the other, both would stand in the same term and split it. A pre-candidate
- * grants only a server ranked ahead of it (jr__raft_rank): one election, won by that one. */
+ * grants only a server ranked ahead of it (jr__raft_ahead): one election, won by that one. */
 START_TEST(simultaneous_pre_candidates_do_not_split_the_vote)
 {
     for (uint64_t seed = 1; seed <= 8; seed++) {
@@ -214,7 +214,7 @@ START_TEST(simultaneous_pre_candidates_do_not_split_the_vote)
         jr__raft_tick(R(&h, 2), h.now);
         h_flush(&h.nodes[2]);
         h_deliver_all(&h);
-        int ahead = jr__raft_rank(h.cfg.group, 2) < jr__raft_rank(h.cfg.group, 3) ? 1 : 2;
+        int ahead = jr__raft_ahead(h.cfg.group, 2, 3) ? 1 : 2;
         ck_assert_int_eq(h_leader(&h), ahead);
         ck_assert_uint_eq(term_of(&h, ahead), t + 1);
         ck_assert_uint_eq(term_of(&h, 3 - ahead), t + 1);
