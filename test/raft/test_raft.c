@@ -166,21 +166,27 @@ static int split_filter(harness *h, const jr__msg *m, void *arg)
     return !((m->from == 1 && m->to == 4) || (m->from == 3 && m->to == 2));
 }
 
+/* Nodes a and b time out in the same instant (the later of their deadlines); then every message
+ * is delivered. */
+static void time_out_together(harness *h, int a, int b)
+{
+    uint64_t d = jr__raft_deadline(R(h, a));
+    if (jr__raft_deadline(R(h, b)) > d) d = jr__raft_deadline(R(h, b));
+    h->now = d;
+    jr__raft_tick(R(h, a), h->now);
+    h_flush(&h->nodes[a]);
+    jr__raft_tick(R(h, b), h->now);
+    h_flush(&h->nodes[b]);
+    h_deliver_all(h);
+}
+
 START_TEST(split_votes_resolve)
 {
     harness h;
     h_init(&h, 4, 3);
     h_start(&h, 4, 4);
     h.filter = split_filter;
-    /* nodes 0 and 2 time out together */
-    uint64_t d = jr__raft_deadline(R(&h, 0));
-    if (jr__raft_deadline(R(&h, 2)) > d) d = jr__raft_deadline(R(&h, 2));
-    h.now = d;
-    jr__raft_tick(R(&h, 0), h.now);
-    h_flush(&h.nodes[0]);
-    jr__raft_tick(R(&h, 2), h.now);
-    h_flush(&h.nodes[2]);
-    h_deliver_all(&h);
+    time_out_together(&h, 0, 2);
     ck_assert_int_eq(h_leader(&h), -1);
     ck_assert_uint_eq(term_of(&h, 0), 2);
     ck_assert_uint_eq(term_of(&h, 2), 2);
@@ -206,14 +212,7 @@ START_TEST(simultaneous_pre_candidates_do_not_split_the_vote)
         elect(&h, 0);
         uint64_t t = term_of(&h, 0);
         h_crash(&h, 0);
-        uint64_t d = jr__raft_deadline(R(&h, 1));
-        if (jr__raft_deadline(R(&h, 2)) > d) d = jr__raft_deadline(R(&h, 2));
-        h.now = d;
-        jr__raft_tick(R(&h, 1), h.now);
-        h_flush(&h.nodes[1]);
-        jr__raft_tick(R(&h, 2), h.now);
-        h_flush(&h.nodes[2]);
-        h_deliver_all(&h);
+        time_out_together(&h, 1, 2);
         int ahead = jr__raft_ahead(h.cfg.group, 2, 3) ? 1 : 2;
         ck_assert_int_eq(h_leader(&h), ahead);
         ck_assert_uint_eq(term_of(&h, ahead), t + 1);
