@@ -94,12 +94,13 @@ static void open_node(cluster *c, unsigned i)
     }
 }
 
-static void setup(cluster *c, uint32_t camp_max)
+/* small_window: a campaign window of one round per 250 groups instead of the default. */
+static void setup(cluster *c, int small_window)
 {
     memset(c, 0, sizeof *c);
-    c->camp_max = camp_max;
     const char *e = getenv("SCALE_GROUPS");
     c->ngroups = e ? strtoull(e, NULL, 10) : 2000;
+    c->camp_max = small_window ? (uint32_t)(c->ngroups / 250 + 1) : 0;
     e = getenv("SCALE_SEED");
     c->seed = e ? strtoull(e, NULL, 10) : 1;
     jr_sim_config cfg;
@@ -314,13 +315,13 @@ static int restarted_caught_up(cluster *c)
     return 1;
 }
 
-/* _i = 1: a campaign window of 8 rounds per node, so most of the survivors' staggered rounds
- * queue and start late, some alongside the next-ranked survivor's (the pre-vote tie-break keeps
- * those from splitting the vote). */
+/* _i = 1: a campaign window of one round per 250 groups (8 at 2,000), so most of the survivors'
+ * staggered rounds queue and start late, some alongside the next-ranked survivor's (the pre-vote
+ * tie-break keeps those from splitting the vote). */
 START_TEST(killed_leader_node_fails_over_within_two_timeouts_and_restarts_without_a_storm)
 {
     cluster c;
-    setup(&c, _i ? 8 : 0);
+    setup(&c, _i);
     run_until(&c, all_led, 40 * ET, 5 * MS, "a leader for every group");
     want_acks = write_all(&c, NULL, 0);
     run_until(&c, acks_done, 20 * ET, 5 * MS, "the first writes acknowledged");
