@@ -178,6 +178,13 @@ static int up_to_date(const jr__raft *r, const jr__msg *m)
     return m->u.vote.last_term > lt || (m->u.vote.last_term == lt && m->u.vote.last_index >= li);
 }
 
+/* The candidate's log is strictly newer than ours (§3.6.1), ignoring any join floor. */
+static int newer_log(const jr__raft *r, const jr__msg *m)
+{
+    uint64_t li = r->log.last, lt = jr__memlog_term(&r->log, r->log.last);
+    return m->u.vote.last_term > lt || (m->u.vote.last_term == lt && m->u.vote.last_index > li);
+}
+
 void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m)
 {
     int prevote = (m->flags & JR__MF_PREVOTE) != 0;
@@ -196,10 +203,12 @@ void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m)
             int lease =
                 !(m->flags & JR__MF_TRANSFER) && m->from != r->leader && jr__elect_in_lease(r, now);
             grant = m->term > r->term && !lease;
-            /* two pre-candidates granting each other would both stand and split the vote: only
-             * the one ranked ahead gets this one's pre-vote (raft.h, jr__raft_ahead) */
+            /* two pre-candidates granting each other would both stand and split the vote: with
+             * logs alike only the one ranked ahead gets this one's pre-vote (raft.h,
+             * jr__raft_ahead); one with a newer log gets it whatever its rank (we could not win
+             * its vote, and a round of ours that never ends must not block it) */
             if (grant && r->role == ROLE_PRECANDIDATE &&
-                !jr__raft_ahead(r->cfg.group, m->from, r->cfg.self))
+                !jr__raft_ahead(r->cfg.group, m->from, r->cfg.self) && !newer_log(r, m))
                 grant = 0;
         } else {
             grant = m->term == r->term && (r->vote == m->from || (r->vote == 0 && r->leader == 0));

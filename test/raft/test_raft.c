@@ -222,6 +222,33 @@ START_TEST(simultaneous_pre_candidates_do_not_split_the_vote)
 }
 END_TEST
 
+/* The tie-break yields to a newer log: a pre-candidate ranked ahead but lagging (it cannot win
+ * the other's vote, and its round may never end) still grants its pre-vote to the server with
+ * the newer log, which wins at once. */
+START_TEST(a_lagging_pre_candidate_ranked_ahead_yields_to_a_newer_log)
+{
+    harness h;
+    h_init(&h, 3, 9);
+    uint64_t group = 1;
+    while (!jr__raft_ahead(group, 3, 2)) group++; /* node 2 ranked ahead of node 1 */
+    h.cfg.group = group;
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    h_isolate(&h, 2);
+    uint64_t idx;
+    ck_assert_int_eq(h_propose(&h, 0, "missed by node 2", &idx), 0);
+    h_run(&h, 5 * MS);
+    ck_assert_uint_eq(h_commit(&h, 1), idx);
+    uint64_t t = term_of(&h, 0);
+    h_crash(&h, 0);
+    h_heal(&h);
+    time_out_together(&h, 1, 2);
+    ck_assert_int_eq(h_leader(&h), 1);
+    ck_assert_uint_eq(term_of(&h, 1), t + 1);
+    h_free(&h);
+}
+END_TEST
+
 static int drop_all(harness *h, const jr__msg *m, void *arg)
 {
     (void)h;
@@ -1099,6 +1126,7 @@ static Suite *suite(void)
     tcase_add_test(tc, figure8_old_term_not_committed_by_counting);
     tcase_add_test(tc, prevote_partitioned_node_does_not_disrupt);
     tcase_add_test(tc, simultaneous_pre_candidates_do_not_split_the_vote);
+    tcase_add_test(tc, a_lagging_pre_candidate_ranked_ahead_yields_to_a_newer_log);
     tcase_add_test(tc, check_quorum_isolated_leader_steps_down);
     tcase_add_test(tc, transfer_to_named_peer);
     tcase_add_test(tc, transfer_to_best_peer);
