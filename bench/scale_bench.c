@@ -769,6 +769,7 @@ static void trace_step(cluster *c, uint64_t t0, const uint8_t *lost, uint64_t *c
                        uint64_t *wall_prev)
 {
     uint64_t led = 0, cpu = process_cpu_ns(), now = wall_ns();
+    double share = 100.0 * (double)(cpu - *cpu_prev) / (double)(now - *wall_prev);
     for (uint64_t k = 0; k < c->ngids; k++) led += lost[k] && ready_leader(c, c->gids[k]) >= 0;
     uint64_t rounds = 0, waits = 0, expired = 0, refused = 0, lost_peers = 0, stalls = 0;
     for (unsigned i = 0; i < N; i++) {
@@ -785,8 +786,8 @@ static void trace_step(cluster *c, uint64_t t0, const uint8_t *lost, uint64_t *c
             "  t+%4.0fms cpu %3.0f%% led %6" PRIu64 " rounds %6" PRIu64 " waits %6" PRIu64
             " expired %6" PRIu64 " refused %6" PRIu64 " peers_lost %" PRIu64 " stalls %" PRIu64
             " queued %zu\n",
-            (double)(now - t0) / 1e6, 100.0 * (double)(cpu - *cpu_prev) / (double)(now - *wall_prev),
-            led, rounds, waits, expired, refused, lost_peers, stalls, (size_t)c->qlen);
+            (double)(now - t0) / 1e6, share, led, rounds, waits, expired, refused, lost_peers,
+            stalls, (size_t)c->qlen);
     *cpu_prev = cpu;
     *wall_prev = now;
 }
@@ -921,7 +922,7 @@ static idle_res measure_idle(cluster *c)
 }
 
 typedef struct failover_res {
-    uint64_t ns;     /* wall time until every group of the dead node has a ready leader (0: not within 20 s) */
+    uint64_t ns;     /* until every group of the dead node has a ready leader (0: not in 20 s) */
     uint64_t groups; /* how many it led */
     uint64_t cpu_ns; /* the survivors' CPU time (in jr_node_* calls) over those ns */
 } failover_res;
@@ -1328,8 +1329,7 @@ static void run_streams(uint64_t streams, int storage, int sites)
            "\"idle_ticks_per_s\":%.1f,\"idle_stayed_quiet\":%s,\"pub_active_streams\":%" PRIu64
            ",\"pub_per_s\":%.0f,\"pub_failed\":%" PRIu64 ",\"pub_last_error\":\"%s\","
            "\"failover_streams\":%" PRIu64 ",\"failover_ms\":%.1f,\"failover_cpu_ms\":%.1f,"
-           "\"fd_reopens\":%" PRIu64
-           ",\"election_timeout_ms\":1000}\n",
+           "\"fd_reopens\":%" PRIu64 ",\"election_timeout_ms\":1000}\n",
            storage == JR_STORAGE_FILE ? "file" : "memory", N, N, streams, create_ns / 1e6, a.failed,
            elect_ns / 1e6, quiet_ns / 1e6, (double)(rss1 - rss0) / (double)replicas,
            (double)(heap1 - heap0) / (double)replicas, sizeof(struct jr_group), jr__raft_sizeof(),
