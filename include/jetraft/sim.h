@@ -145,6 +145,13 @@ JR_API int jr_sim_partition(jr_sim *sim, const unsigned *side, size_t n);
 /* Removes every cut (links keep their jr_sim_link settings). */
 JR_API void jr_sim_heal(jr_sim *sim);
 
+/* Pauses node i's process for ns of simulated time, as a stop-the-world collection, a
+ * suspended VM or a starved host would: it gets no ticks and no frames until then (it sends
+ * nothing either). When it resumes, its overdue tick runs first, then the frames sent to it
+ * meanwhile, in their order. JR_EINVAL if i is out of range or node i is down. A crash ends the
+ * pause. */
+JR_API int jr_sim_pause(jr_sim *sim, unsigned i, uint64_t ns);
+
 /* Power loss of node i (see Model). JR_EINVAL if out of range or already down. */
 JR_API int jr_sim_crash(jr_sim *sim, unsigned i);
 /* Reopens crashed node i over its surviving storage. Returns jr_node_open's result. */

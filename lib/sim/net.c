@@ -106,6 +106,15 @@ static int push(jr_sim *s, jr__sim_frame *f)
     return 0;
 }
 
+int jr__sim_net_requeue(jr_sim *s, jr__sim_frame *f, uint64_t at)
+{
+    f->at = at;
+    f->seq = s->seq++;
+    int rc = push(s, f);
+    if (rc) jr__sim_net_recycle(s, f);
+    return rc;
+}
+
 static uint64_t delay(jr_sim *s, const jr_sim_link *l)
 {
     uint64_t d = l->delay_min_ns;

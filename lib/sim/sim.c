@@ -323,7 +323,16 @@ int jr_sim_crash(jr_sim *s, unsigned i)
     jr_node *n = sn->node;
     sn->node = NULL;
     sn->armed = UINT64_MAX;
+    sn->paused_until = 0;
     jr__node_close_noflush(n);
+    return 0;
+}
+
+int jr_sim_pause(jr_sim *s, unsigned i, uint64_t ns)
+{
+    if (!s || i >= s->n || !s->nodes[i].node) return JR_EINVAL;
+    uint64_t until = ns < UINT64_MAX - s->now ? s->now + ns : UINT64_MAX - 1;
+    if (until > s->nodes[i].paused_until) s->nodes[i].paused_until = until;
     return 0;
 }
 
@@ -335,23 +344,34 @@ int jr_sim_restart(jr_sim *s, unsigned i)
 
 /* The event loop ------------------------------------------------------------------------------*/
 
+/* When node sn's timer runs: its deadline, or the end of its pause if later. */
+static uint64_t tick_at(const jr__sim_node *sn)
+{
+    return sn->armed > sn->paused_until ? sn->armed : sn->paused_until;
+}
+
 /* Runs the earliest event if it is due at or before limit. */
 static int step_until(jr_sim *s, uint64_t limit)
 {
     jr__sim_node *tn = NULL;
     for (unsigned i = 0; i < s->n; i++) {
         jr__sim_node *sn = &s->nodes[i];
-        if (sn->node && sn->armed != UINT64_MAX && (!tn || sn->armed < tn->armed)) tn = sn;
+        if (sn->node && sn->armed != UINT64_MAX && (!tn || tick_at(sn) < tick_at(tn))) tn = sn;
     }
     jr__sim_frame *f = jr__sim_net_top(s);
     uint64_t ft = f ? (f->at > s->now ? f->at : s->now) : UINT64_MAX;
-    uint64_t tt = tn ? (tn->armed > s->now ? tn->armed : s->now) : UINT64_MAX;
+    uint64_t tt = tn ? (tick_at(tn) > s->now ? tick_at(tn) : s->now) : UINT64_MAX;
     if (ft == UINT64_MAX && tt == UINT64_MAX) return 0;
     if (ft <= tt) {
         if (ft > limit) return 0;
         jr__sim_net_pop(s);
         s->now = ft;
         jr__sim_node *dst = &s->nodes[f->to];
+        if (dst->node && dst->paused_until > ft) {
+            /* the receiver is paused: it reads the frame after its first tick back */
+            if (jr__sim_net_requeue(s, f, dst->paused_until + 1) != 0) s->stats.frames_dropped++;
+            return 1;
+        }
         if (!dst->node) {
             s->stats.frames_dropped++;
         } else {

@@ -10,7 +10,8 @@
  *    is total and independent of the heap's shape;
  *  - a frame buffer, once allocated, is reused through the free list (steady state allocates
  *    nothing);
- *  - nodes[i].node is NULL exactly while node i is crashed.
+ *  - nodes[i].node is NULL exactly while node i is crashed;
+ *  - nothing is delivered to, and no tick runs on, a node before its paused_until.
  */
 #ifndef JR_SIM_SIM_INT_H
 #define JR_SIM_SIM_INT_H
@@ -38,7 +39,8 @@ typedef struct jr__sim_node {
     uint64_t last_tick;
     jr_vfs *vfs;
     jr_host host;
-    uint64_t wall_off; /* wall clock = sim->now + wall_off (mod 2^64; survives crashes) */
+    uint64_t wall_off;     /* wall clock = sim->now + wall_off (mod 2^64; survives crashes) */
+    uint64_t paused_until; /* no ticks or frames before then (jr_sim_pause); 0 not paused */
 } jr__sim_node;
 
 struct jr_sim {
@@ -67,6 +69,10 @@ int jr__sim_net_send(jr_sim *s, unsigned from, unsigned to, const jr_iovec *iov,
 jr__sim_frame *jr__sim_net_top(const jr_sim *s);
 /* Removes the earliest frame (the caller recycles it with jr__sim_net_recycle). */
 jr__sim_frame *jr__sim_net_pop(jr_sim *s);
+/* Puts a popped frame back in flight, to be delivered at `at` after every frame already due
+ * then (frames put back in the order they were popped keep that order). 0, or JR_ENOMEM (the
+ * frame is then recycled: lost, as on a crashed receiver). */
+int jr__sim_net_requeue(jr_sim *s, jr__sim_frame *f, uint64_t at);
 void jr__sim_net_recycle(jr_sim *s, jr__sim_frame *f);
 void jr__sim_net_free(jr_sim *s);
 /* Uniform double in [0, 1) from the fixture's PRNG. */
