@@ -762,6 +762,14 @@ static void trace(cluster *c, uint64_t t0)
             (uint64_t)c->qlen);
 }
 
+/* SCALE_TRACE set: when a phase starts, on the clock `perf record -k CLOCK_MONOTONIC` stamps
+ * samples with (perf report --time start,end then shows that phase alone). */
+static void trace_mark(const char *phase, uint64_t t)
+{
+    if (getenv("SCALE_TRACE"))
+        fprintf(stderr, "  %s from CLOCK_MONOTONIC %.3f s\n", phase, (double)t / 1e9);
+}
+
 /* SCALE_TRACE=2: one line every 50 ms of the failover phase, cheap enough not to change it: the
  * process's CPU share over the step, how many of the lost groups have a ready leader, and the
  * survivors' campaign counters. */
@@ -949,7 +957,7 @@ static failover_res measure_failover(cluster *c)
     uint64_t shown = t0, cpu_prev = process_cpu_ns(), wall_prev = t0;
     const char *tr = getenv("SCALE_TRACE");
     int fine = tr && strcmp(tr, "2") == 0;
-    if (fine) fprintf(stderr, "  failover from CLOCK_MONOTONIC %.3f s\n", (double)t0 / 1e9);
+    trace_mark("failover", t0);
     while (!all_led(c, lost) && wall_ns() - t0 < 20000 * MS) {
         run_for(c, 5 * MS);
         if (fine && wall_ns() - shown >= 50 * MS) {
@@ -1073,6 +1081,7 @@ static void run_groups(uint64_t groups)
     }
     c->acked = c->failed = 0;
     uint64_t pub_t0 = wall_ns(), pub_end = pub_t0 + 3000 * MS;
+    trace_mark("publish", pub_t0);
     while (wall_ns() < pub_end) {
         for (uint64_t k = 0; k < nactive; k++) {
             pub *p = &pubs[k];
@@ -1289,6 +1298,7 @@ static void run_streams(uint64_t streams, int storage, int sites)
     uint8_t data[ENTRY] = {0};
     c->acked = c->failed = 0;
     uint64_t pub_t0 = wall_ns(), pub_end = pub_t0 + 3000 * MS;
+    trace_mark("publish", pub_t0);
     while (wall_ns() < pub_end) {
         for (uint64_t k = 0; k < nactive; k++) {
             pub *p = &pubs[k];
