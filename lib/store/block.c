@@ -66,6 +66,26 @@ void jr__blk_frame(uint8_t *dst, const uint8_t *rec, size_t rlen, uint32_t id, c
                                                dst + 4, k->key);
 }
 
+int jr__blk_frame_open(const uint8_t *f, size_t n, uint32_t id, const jr__blk_key *k,
+                       uint8_t *out, size_t *rlen)
+{
+    if (n < JR__BLK_FRAME_OVERHEAD + JR__SREC_MIN) return JR_ECORRUPT;
+    uint32_t clen = jr__get_u32(f);
+    if (clen < JR__SREC_MIN + crypto_aead_xchacha20poly1305_ietf_ABYTES || clen > n - 28)
+        return JR_ECORRUPT;
+    uint8_t ad[8];
+    frame_ad(ad, id, clen);
+    unsigned long long mlen;
+    if (crypto_aead_xchacha20poly1305_ietf_decrypt(out, &mlen, NULL, f + 28, clen, ad, sizeof ad,
+                                                   f + 4, k->key) != 0)
+        return JR_ECORRUPT;
+    jr__srec r;
+    size_t len;
+    if (jr__srec_decode(out, (size_t)mlen, 1, &r, &len) || len != mlen) return JR_ECORRUPT;
+    *rlen = len;
+    return 0;
+}
+
 int jr__blk_write_open(const uint8_t *plain, size_t n, uint32_t id, int flags, const jr__blk_key *k,
                        jr__buf *out)
 {

@@ -84,6 +84,14 @@ void jr__blk_nonce_init(jr__blk_nonce *n);
 void jr__blk_frame(uint8_t *dst, const uint8_t *rec, size_t rlen, uint32_t id,
                    const jr__blk_key *k, jr__blk_nonce *n);
 
+/* Opens the one frame that starts at f (n bytes available from there; more may follow) of the
+ * encrypted open block id: checks that its length fits, authenticates and decrypts it into out
+ * (room for n bytes is enough) and checks that it is one whole valid record (checksum), whose
+ * length goes to *rlen. 0, or JR_ECORRUPT for anything else (short, failed authentication, not
+ * one record): a reader that knows where a record's frame is needs only that frame. */
+int jr__blk_frame_open(const uint8_t *f, size_t n, uint32_t id, const jr__blk_key *k,
+                       uint8_t *out, size_t *rlen);
+
 /* Builds a sealed block image of the records plain[0..n) into out (appended). flags: any of
  * JR__BLKF_LZ4 and JR__BLKF_ENC (then k is required). 0 or JR_ENOMEM. */
 int jr__blk_seal(const uint8_t *plain, size_t n, uint32_t id, int flags, const jr__blk_key *k,

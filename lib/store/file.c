@@ -74,7 +74,6 @@
 #include "util/alloc.h"
 
 #define FLUSH_BYTES (1u << 20)
-#define TRIM_MAX JR__STORE_TRIM_MAX
 
 /* Makes sure f->rd exists. 0 or JR_ENOMEM. */
 int jr__fstore_rd_get(jr__store *s)
@@ -242,74 +241,45 @@ static int active_open(jr__store *s)
     return 0;
 }
 
-/* A trimmed active block (jr__store_trim): reads its records back from the file, verifying them
- * as recovery does (header, record checksums, and with encryption each frame's authentication),
- * and checks that they are exactly the ones it had. A failure other than JR_ENOMEM fails the
- * store (s->failed): the records stay in the file, and a reopen recovers them. */
-static int active_load(jr__store *s)
+/* Forgets the trimmed part of the active block: plain holds the whole block again (or the block
+ * is gone). */
+static void window_reset(jr__store *s)
 {
     fstore *f = F(s);
-    if (!f->tlen) return 0;
-    int rc = active_open(s);
-    if (rc) return rc;
-    char path[PATHMAX];
-    jr__fstore_path(f, path, sizeof path, f->aid, "blk");
-    jr__buf raw;
-    jr__buf_init(&raw, s->alloc);
-    jr__buf_reset(&f->plain);
-    size_t got = 0;
-    rc = jr__buf_reserve(&raw, (size_t)f->fsize);
-    if (!rc) {
-        rc = f->vfs->pread(f->vfs->ctx, f->af, raw.data, (size_t)f->fsize, 0, &got);
-        if (rc)
-            jr__store_fail(s, rc, "%s: reading the active block back failed: %s", path,
-                           jr_strerror(rc));
+    f->wbase = 0;
+    if (f->e) {
+        f->e->wrecs = 0;
+        jr__free(s->alloc, f->e->cp);
+        f->e->cp = NULL;
+        f->e->ncp = 0;
     }
-    if (!rc) {
-        jr__blk_info info = {0};
-        int drc =
-            got == f->fsize ? jr__blk_decode(raw.data, got, KEY(f), &f->plain, &info) : JR_ECORRUPT;
-        if (drc == JR_ENOMEM) {
-            rc = drc;
-        } else if (drc || info.kind != JR__BLK_OPEN || info.id != f->aid ||
-                   info.plain_len != f->tlen || info.good_end != f->fsize) {
-            rc = jr__store_fail(s, JR_ECORRUPT,
-                                "%s: offset %llu: the active block read back differs from what "
-                                "was written (%s)",
-                                path, (unsigned long long)(drc ? info.bad_off : 0),
-                                drc && info.why ? info.why : "short or changed");
-        } else if (info.plain != f->plain.data) {
-            jr__buf_reset(&f->plain); /* plaintext points into raw (unencrypted) */
-            jr__buf_put(&f->plain, info.plain, info.plain_len);
-            rc = f->plain.err;
-        }
-    }
-    jr__buf_free(&raw);
-    if (rc) {
-        jr__buf_free(&f->plain);
-        return active_failed(s, rc);
-    }
-    f->plain.len = f->tlen;
-    f->tlen = 0;
-    return 0;
 }
 
-/* The records of the active block before the window (unencrypted, trimmed: wbase > 0) are put in
- * front of it, read from the file and verified as recovery verifies them (header, id, every
- * record's checksum, exactly wbase bytes of whole records), so that plain holds the whole block
- * (for sealing, erasing, carrying tombstones). A trimmed encrypted block is read back whole
- * (active_load). A failure other than JR_ENOMEM fails the store, as a failed read-back does; the
- * window is left as it was. */
+/* File bytes (header included) of the active block's trimmed part: the records before wbase. */
+static uint64_t trimmed_end(const fstore *f)
+{
+    uint64_t n = JR__BLK_OPEN_HDR + (uint64_t)f->wbase;
+    if (f->e) n += (uint64_t)f->e->wrecs * JR__BLK_FRAME_OVERHEAD;
+    return n;
+}
+
+/* The records of the active block before the window (trimmed: wbase > 0) are put in front of
+ * it, read from the file and verified as recovery verifies them (header, id, flags, every
+ * record's checksum and with encryption every frame's authentication, exactly wbase bytes of
+ * whole records in exactly the trimmed part's file bytes), so that plain holds the whole block
+ * (for sealing, erasing, carrying tombstones). A failure other than JR_ENOMEM fails the store,
+ * as a failed read-back does; the window is left as it was. */
 static int active_whole(jr__store *s)
 {
     fstore *f = F(s);
-    if (f->tlen) return active_load(s);
     if (!f->wbase) return 0;
     int rc = active_open(s);
     if (rc) return rc;
     char path[PATHMAX];
     jr__fstore_path(f, path, sizeof path, f->aid, "blk");
-    size_t head = JR__BLK_OPEN_HDR + (size_t)f->wbase, got = 0;
+    uint64_t head64 = trimmed_end(f);
+    if (head64 > SIZE_MAX / 2) return JR_ENOMEM;
+    size_t head = (size_t)head64, got = 0;
     jr__buf nb, scratch;
     jr__buf_init(&nb, s->alloc);
     jr__buf_init(&scratch, s->alloc);
@@ -320,56 +290,155 @@ static int active_whole(jr__store *s)
             jr__store_fail(s, rc, "%s: reading the active block back failed: %s", path,
                            jr_strerror(rc));
     }
+    jr__blk_info info = {0};
     if (!rc) {
-        jr__blk_info info = {0};
-        int drc = got == head ? jr__blk_decode(nb.data, head, NULL, &scratch, &info) : JR_ECORRUPT;
+        int drc = got == head ? jr__blk_decode(nb.data, head, KEY(f), &scratch, &info)
+                              : JR_ECORRUPT;
         if (drc == JR_ENOMEM)
             rc = drc;
         else if (drc || info.kind != JR__BLK_OPEN || info.id != f->aid || info.flags != f->aflags ||
-                 info.plain_len != f->wbase || info.good_end != head ||
-                 info.plain != nb.data + JR__BLK_OPEN_HDR)
+                 info.plain_len != f->wbase || info.good_end != head)
             rc = jr__store_fail(s, JR_ECORRUPT,
                                 "%s: offset %llu: the active block read back differs from what "
                                 "was written (%s)",
                                 path, (unsigned long long)(drc ? info.bad_off : 0),
                                 drc && info.why ? info.why : "short or changed");
     }
-    jr__buf_free(&scratch);
     if (rc) {
+        jr__buf_free(&scratch);
         jr__buf_free(&nb);
         return active_failed(s, rc);
     }
-    memmove(nb.data, nb.data + JR__BLK_OPEN_HDR, f->wbase);
+    /* the plaintext is in nb after the header (unencrypted) or in scratch */
+    memmove(nb.data, info.plain, f->wbase);
+    jr__buf_free(&scratch);
     if (f->plain.len) memcpy(nb.data + f->wbase, f->plain.data, f->plain.len);
     nb.len = f->wbase + f->plain.len;
     jr__buf_free(&f->plain);
     f->plain = nb;
     f->flushed += f->wbase;
-    f->wbase = 0;
+    window_reset(s);
     return 0;
 }
 
+/* The checkpoint of the encrypted active block's trimmed part at or before plaintext offset
+ * off (the implicit {0, 0} if none). */
+static ckpt ckpt_find(const fenc *e, uint32_t off)
+{
+    size_t lo = 0, hi = e->ncp; /* the answer is the last entry < hi with cp.off <= off */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (e->cp[mid].off <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? e->cp[lo - 1] : (ckpt){0, 0};
+}
+
+/* Adds checkpoints for the window's records (all written), which trim is about to move before
+ * wbase, and counts them into wrecs. 0, JR_ENOMEM, or JR_ECORRUPT if the window does not parse
+ * (it always does: the store wrote it); on error nothing changed. */
+static int ckpt_add(jr__store *s)
+{
+    fstore *f = F(s);
+    fenc *e = f->e;
+    size_t add = 0;
+    ckpt *grown = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        ckpt last = e->ncp ? e->cp[e->ncp - 1] : (ckpt){0, 0};
+        uint32_t nrec = e->wrecs;
+        size_t k = 0, len;
+        for (size_t off = 0; off < f->plain.len; off += len, nrec++) {
+            jr__srec r;
+            if (jr__srec_decode(f->plain.data + off, f->plain.len - off, 0, &r, &len)) {
+                if (grown != e->cp) jr__free(s->alloc, grown);
+                return JR_ECORRUPT;
+            }
+            uint32_t at = f->wbase + (uint32_t)off;
+            if (nrec - last.nrec >= CKPT_RECS || at - last.off >= CKPT_BYTES) {
+                last = (ckpt){at, nrec};
+                if (pass) grown[e->ncp + k] = last;
+                k++;
+            }
+        }
+        if (pass) {
+            if (grown != e->cp) jr__free(s->alloc, e->cp);
+            e->cp = grown;
+            e->ncp += add;
+            e->wrecs = nrec;
+            return 0;
+        }
+        add = k;
+        if (add) {
+            grown = jr__malloc(s->alloc, (e->ncp + add) * sizeof *grown);
+            if (!grown) return JR_ENOMEM;
+            if (e->ncp) memcpy(grown, e->cp, e->ncp * sizeof *grown);
+        } else {
+            grown = e->cp;
+        }
+    }
+    return 0; /* not reached */
+}
+
 /* Reads the record at plaintext offset off (len bytes) of the active block before the window
- * (unencrypted, trimmed): that record alone, from the file, verified (its checksum and length),
- * into the read state's io buffer. A failure other than JR_ENOMEM fails the store as a failed
- * read-back does (the file being written no longer reads as written). */
+ * (trimmed): that record alone from the file, verified (its checksum and length; with
+ * encryption, its frame's authentication) into the read state (io). Without encryption the
+ * record is at JR__BLK_OPEN_HDR + off; with encryption its frame is found from the checkpoint
+ * before it (file_int.h): one pread of at most CKPT_BYTES + CKPT_RECS frame overheads + its own
+ * frame, a walk over the frame lengths in it, one frame decrypted. A failure other than
+ * JR_ENOMEM fails the store as a failed read-back does (the file being written no longer reads
+ * as written). */
 static int active_read_old(jr__store *s, uint32_t off, uint32_t len, const uint8_t **out)
 {
     fstore *f = F(s);
-    uint64_t at = JR__BLK_OPEN_HDR + (uint64_t)off;
+    uint64_t at = JR__BLK_OPEN_HDR + (uint64_t)off, want = len;
+    ckpt c = {0, 0};
+    if (f->e) {
+        c = ckpt_find(f->e, off);
+        at = JR__BLK_OPEN_HDR + (uint64_t)c.off + (uint64_t)c.nrec * JR__BLK_FRAME_OVERHEAD;
+        /* frames before the record's since the checkpoint: fewer than CKPT_RECS, and each
+         * record is at least JR__SREC_MIN bytes */
+        uint64_t gap = off - c.off, before = gap / JR__SREC_MIN;
+        if (before > CKPT_RECS - 1) before = CKPT_RECS - 1;
+        want = gap + len + (before + 1) * JR__BLK_FRAME_OVERHEAD;
+        uint64_t end = trimmed_end(f);
+        if (at < end && want > end - at) want = end - at;
+    }
     if ((uint64_t)off + len > f->wbase || len < JR__SREC_MIN)
         return jr__store_fail(s, JR_ECORRUPT, "%s/%010u.blk: offset %llu: record beyond the window",
                               f->dir, f->aid, (unsigned long long)at);
     int rc = active_open(s);
     if (rc) return rc;
     if (jr__fstore_rd_get(s)) return JR_ENOMEM;
-    jr__buf_reset(&f->rd->io);
-    if (jr__buf_reserve(&f->rd->io, len)) return JR_ENOMEM;
+    frd *r = f->rd;
+    jr__buf_reset(&r->io);
+    if (jr__buf_reserve(&r->io, (size_t)want)) return JR_ENOMEM;
+    if (f->e) {
+        jr__buf_reset(&r->tmp);
+        if (jr__buf_reserve(&r->tmp, (size_t)want)) return JR_ENOMEM;
+    }
     size_t got = 0, n;
-    rc = f->vfs->pread(f->vfs->ctx, f->af, f->rd->io.data, len, at, &got);
-    jr__srec r;
-    if (!rc && (got != len || jr__srec_decode(f->rd->io.data, len, 1, &r, &n) || n != len))
+    rc = f->vfs->pread(f->vfs->ctx, f->af, r->io.data, (size_t)want, at, &got);
+    jr__srec rec;
+    if (!rc && !f->e &&
+        (got != len || jr__srec_decode(r->io.data, len, 1, &rec, &n) || n != len))
         rc = JR_ECORRUPT;
+    if (!rc && f->e) {
+        /* walk the frames from the checkpoint to the record's (their lengths are in clear) */
+        size_t pos = 0;
+        uint64_t p = c.off;
+        while (p < off && got - pos >= JR__BLK_FRAME_OVERHEAD) {
+            uint32_t clen = jr__get_u32(r->io.data + pos);
+            if (clen < JR__SREC_MIN + 16 || clen > got - pos - 28) break;
+            p += clen - 16;
+            pos += 28 + (size_t)clen;
+        }
+        at += pos;
+        if (p != off || jr__blk_frame_open(r->io.data + pos, got - pos, f->aid, &f->e->key,
+                                           r->tmp.data, &n) || n != len)
+            rc = JR_ECORRUPT;
+    }
     if (rc) {
         int err = rc;
         rc = active_failed(s, rc);
@@ -379,7 +448,7 @@ static int active_read_old(jr__store *s, uint32_t off, uint32_t len, const uint8
                               f->dir, f->aid, (unsigned long long)at,
                               err == JR_ECORRUPT ? "short or changed" : jr_strerror(err));
     }
-    *out = f->rd->io.data;
+    *out = f->e ? r->tmp.data : r->io.data;
     return 0;
 }
 
@@ -492,8 +561,7 @@ static int active_seal(jr__store *s)
     jr__buf_reset(&f->plain);
     if (f->e) jr__buf_reset(&f->e->pend);
     f->flushed = 0;
-    f->tlen = 0; /* an open block rotated while trimmed: nothing to read back */
-    f->wbase = 0;
+    window_reset(s); /* an open block rotated while trimmed: nothing to read back */
     f->fsize = 0;
     f->dirty = 0;
     return 0;
@@ -526,7 +594,7 @@ static int active_new(jr__store *s)
     f->aid = id;
     f->fsize = JR__BLK_OPEN_HDR;
     f->flushed = 0;
-    f->wbase = 0;
+    window_reset(s);
     jr__buf_reset(&f->plain);
     if (f->e) jr__buf_reset(&f->e->pend);
     f->need_dirsync = 1;
@@ -542,7 +610,7 @@ static int file_reserve(jr__store *s, size_t len, uint8_t **p, uint32_t *blk, ui
 {
     fstore *f = F(s);
     int rc;
-    size_t alen = f->wbase + (size_t)(f->tlen ? f->tlen : f->plain.len);
+    size_t alen = f->wbase + f->plain.len;
     if (f->aid && alen && alen + len > s->block_bytes) {
         rc = active_seal(s);
         if (rc) return rc;
@@ -551,8 +619,7 @@ static int file_reserve(jr__store *s, size_t len, uint8_t **p, uint32_t *blk, ui
         rc = active_new(s);
         if (rc) return rc;
     }
-    rc = active_load(s);
-    if (!rc) rc = active_open(s);
+    rc = active_open(s); /* nothing is read: appends go on in the window */
     if (rc) return rc;
     if (jr__buf_reserve(&f->plain, len)) return JR_ENOMEM;
     *p = f->plain.data + f->plain.len;
@@ -666,8 +733,6 @@ static int file_read(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, con
     fstore *f = F(s);
     const jr__buf *src;
     if (blk == f->aid) {
-        int rc = active_load(s);
-        if (rc) return rc;
         if (off < f->wbase) return active_read_old(s, off, len, out);
         off -= f->wbase;
         src = &f->plain;
@@ -851,18 +916,16 @@ static int file_trim(jr__store *s)
     fstore *f = F(s);
     jr__fstore_rd_free(s);
     if (!f->af) return 0; /* no active block, or trimmed already */
-    int written = f->tlen || (f->e ? f->e->pend.len == 0 : f->flushed == f->plain.len);
+    int written = f->e ? f->e->pend.len == 0 : f->flushed == f->plain.len;
     if (!written) return 0;
-    if (!f->e) {
-        /* the window moves past everything written: the records are in the file, and a read of
-         * one of them reads only that record (active_read_old) */
+    /* the window moves past everything written: the records are in the file, and a read of one
+     * of them reads only that record (active_read_old); with encryption, checkpoints are kept to
+     * find its frame (a failure to make them, JR_ENOMEM, only leaves the window as it is) */
+    if (!f->e || !ckpt_add(s)) {
         f->wbase += (uint32_t)f->plain.len;
         f->flushed = 0;
         jr__buf_free(&f->plain);
-    } else if (!f->tlen && f->plain.len <= TRIM_MAX) {
-        jr__buf_free(&f->e->pend);
-        f->tlen = (uint32_t)f->plain.len; /* 0: an empty block, nothing to read back */
-        jr__buf_free(&f->plain);
+        if (f->e) jr__buf_free(&f->e->pend);
     }
     if (!f->dirty && !f->need_dirsync) {
         /* synced too: the descriptor can go (active_open opens it again when needed) */
@@ -882,6 +945,7 @@ static void file_close(jr__store *s)
     jr__buf_free(&f->plain);
     if (f->e) {
         jr__buf_free(&f->e->pend);
+        jr__free(s->alloc, f->e->cp);
         sodium_memzero(&f->e->key, sizeof f->e->key);
         jr__free(s->alloc, f->e);
     }

@@ -6,8 +6,16 @@
  *  - s->bkctx is the fstore; rd and e are NULL until needed (read state) or for a store
  *    without encryption;
  *  - the active block is aid (0: none yet); af == NULL with aid != 0 means trimmed and synced;
- *  - without encryption plain holds the active block's plaintext from wbase on; with encryption,
- *    tlen != 0 means plain was freed by trim and the records are only in the file.
+ *  - plain holds the active block's records from plaintext offset wbase on (the window); the
+ *    records before wbase were trimmed and are only in the file, where they are the bytes
+ *    [JR__BLK_OPEN_HDR, JR__BLK_OPEN_HDR + wbase) without encryption, and with it the first
+ *    e->wrecs frames, [JR__BLK_OPEN_HDR, JR__BLK_OPEN_HDR + wbase + wrecs * FRAME_OVERHEAD)
+ *    (one frame per record, frames back to back);
+ *  - with encryption, e->cp[0..ncp) are checkpoints of that trimmed part, increasing in both
+ *    fields: a record starts at each, and between two consecutive ones (or from the implicit
+ *    {0, 0} to the first, or from the last to wbase) lie fewer than CKPT_RECS records starting
+ *    less than CKPT_BYTES after it. A record at plaintext offset off that is the nrec-th of the
+ *    block has its frame at file offset JR__BLK_OPEN_HDR + off + nrec * JR__BLK_FRAME_OVERHEAD.
  */
 #ifndef JR_STORE_FILE_INT_H
 #define JR_STORE_FILE_INT_H
@@ -30,11 +38,28 @@ typedef struct handle {
     jr_file *f;
 } handle;
 
+/* A place in the trimmed part of an encrypted active block: the record at plaintext offset off
+ * is the block's nrec-th (from 0). */
+typedef struct ckpt {
+    uint32_t off;
+    uint32_t nrec;
+} ckpt;
+
+/* Checkpoints are at most this many records and (about) bytes apart: a read of a trimmed record
+ * reads at most CKPT_BYTES + CKPT_RECS * JR__BLK_FRAME_OVERHEAD bytes besides its own frame
+ * (about 5.4 KiB) and decrypts one frame; the table costs 8 bytes per CKPT_RECS records or
+ * CKPT_BYTES bytes of records, whichever comes first. */
+#define CKPT_RECS 32u
+#define CKPT_BYTES 4096u
+
 /* Encryption at rest: only an encrypted store has it. */
 typedef struct fenc {
     jr__blk_key key;
     jr__blk_nonce nonce; /* frame nonces of the active block (fresh prefix at every open) */
     jr__buf pend;        /* encrypted frames of the active block not yet written */
+    uint32_t wrecs;      /* records of the active block before wbase (trimmed) */
+    size_t ncp;          /* checkpoints of the trimmed part (allocated exactly: ncp entries) */
+    ckpt *cp;
 } fenc;
 
 /* Reading blocks other than the active one (and recovery, and rewriting them): allocated when
@@ -66,9 +91,8 @@ typedef struct fstore {
     uint8_t dirty;  /* written since the last sync */
     jr__buf plain;  /* its records from wbase on (the window; freed while trimmed) */
     size_t flushed; /* plain bytes already written (unencrypted) */
-    uint32_t wbase; /* unencrypted: plaintext offset of plain's first byte; the records before it
-                       were trimmed and are only in the file (at JR__BLK_OPEN_HDR + offset) */
-    uint32_t tlen;  /* encrypted, trimmed: plain's length; its records are only in the file */
+    uint32_t wbase; /* plaintext offset of plain's first byte; the records before it were
+                       trimmed and are only in the file (see the invariants above) */
     uint64_t fsize; /* bytes written to the file */
     char dir[];     /* store_dir/name (allocated with the struct) */
 } fstore;

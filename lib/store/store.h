@@ -253,7 +253,7 @@ uint64_t jr__store_durable_seq(const jr__store *s);
  *    open it fails the store as a failed read-back does).
  * A failed store is left as it is; for the active block, nothing happens when the conditions do
  * not hold. Always returns 0. */
-#define JR__STORE_TRIM_MAX ((size_t)64 * 1024) /* encrypted active blocks */
+
 int jr__store_trim(jr__store *s);
 /* 1 for the file store. */
 int jr__store_persistent(const jr__store *s);
