@@ -149,6 +149,7 @@ void jr__elect_campaign(jr__raft *r, uint64_t now, int prevote, int transfer)
     r->transfer_to = 0;
     r->votes_for = me >= 0 ? 1ULL << me : 0;
     r->votes_against = 0;
+    r->round_start = now;
     jr__elect_reset_timer(r, now);
     for (uint32_t i = 0; i < r->conf->n; i++) {
         if ((int)i == me || !r->conf->m[i].voter) continue;
@@ -205,10 +206,13 @@ void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m)
             grant = m->term > r->term && !lease;
             /* two pre-candidates granting each other would both stand and split the vote: with
              * logs alike only the one ranked ahead gets this one's pre-vote (raft.h,
-             * jr__raft_ahead); one with a newer log gets it whatever its rank (we could not win
-             * its vote, and a round of ours that never ends must not block it) */
+             * jr__raft_ahead). One with a newer log gets it whatever its rank (we could not win
+             * its vote), and so does anyone once our round has run a quarter election timeout
+             * (rounds that collide start within a round trip; one still open is missing answers
+             * — a voter down, a one-way cut — and must not block a server that can win). */
             if (grant && r->role == ROLE_PRECANDIDATE &&
-                !jr__raft_ahead(r->cfg.group, m->from, r->cfg.self) && !newer_log(r, m))
+                !jr__raft_ahead(r->cfg.group, m->from, r->cfg.self) && !newer_log(r, m) &&
+                now - r->round_start < r->cfg.election_timeout / 4)
                 grant = 0;
         } else {
             grant = m->term == r->term && (r->vote == m->from || (r->vote == 0 && r->leader == 0));

@@ -101,6 +101,7 @@ struct jr__raft {
     uint64_t rto;                      /* this round's randomized election timeout */
     uint64_t election_deadline;        /* follower/candidate */
     uint64_t votes_for, votes_against; /* bit i: conf.m[i] answered */
+    uint64_t round_start;              /* when the current (pre-)vote round started */
 
     /* Leader. */
     jr__prog *prog;

@@ -409,10 +409,11 @@ void jr__raft_defer_campaign(jr__raft *r, uint64_t now, uint64_t delay);
 
 /* The order in which a group's servers campaign after its leader is lost: server a is ranked
  * ahead of server b by a hash of (group, server), then by id, so the groups of a lost node spread
- * evenly over the survivors. The node staggers their campaigns by it (lib/node/liveness.c); a
- * pre-candidate grants a pre-vote only to a server ranked ahead of it or with a newer log, so two
- * alike that campaign at once (a paced round started late) do not both win the pre-vote and
- * split the real one: the one ranked ahead wins. */
+ * evenly over the survivors. The node staggers their campaigns by it (lib/node/liveness.c); in
+ * the first quarter election timeout of its round, a pre-candidate grants a pre-vote only to a
+ * server ranked ahead of it or with a newer log, so two alike that campaign at once (a paced
+ * round started late) do not both win the pre-vote and split the real one: the one ranked
+ * ahead wins. */
 static inline int jr__raft_ahead(uint64_t group, jr__id a, jr__id b)
 {
     uint64_t x = group * 0x9e3779b97f4a7c15ULL ^ a, y = group * 0x9e3779b97f4a7c15ULL ^ b;

@@ -249,6 +249,41 @@ START_TEST(a_lagging_pre_candidate_ranked_ahead_yields_to_a_newer_log)
 }
 END_TEST
 
+static int cut_0_to_2(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    (void)arg;
+    return !(m->from == 1 && m->to == 3);
+}
+
+/* Five voters, two down, and a one-way cut from node 0 (ranked ahead) to node 2: node 0's rounds
+ * never end (it gets node 1's pre-vote, node 2 never hears it, the others are down), so it is a
+ * pre-candidate nearly all the time. Node 1, which can win (nodes 0 and 2 both hear it), must
+ * still get node 0's pre-vote: a round older than a quarter election timeout stops refusing. */
+START_TEST(a_stuck_pre_candidate_stops_refusing_after_a_quarter_election_timeout)
+{
+    harness h;
+    h_init(&h, 5, 10);
+    uint64_t group = 1;
+    while (!jr__raft_ahead(group, 1, 2)) group++; /* node 0 ranked ahead of node 1 */
+    h.cfg.group = group;
+    h_start(&h, 5, 5);
+    elect(&h, 4);
+    uint64_t idx;
+    ck_assert_int_eq(h_propose(&h, 4, "everyone has it", &idx), 0);
+    h_run(&h, 50 * MS);
+    for (int i = 0; i < 5; i++) ck_assert_uint_eq(h_commit(&h, i), idx);
+    h_crash(&h, 3);
+    h_crash(&h, 4);
+    h.filter = cut_0_to_2;
+    h_timeout(&h, 0); /* node 0 campaigns first: its round cannot end */
+    ck_assert_int_eq(h_leader(&h), -1);
+    int l = h_wait_leader(&h, 30 * ET);
+    ck_assert_int_eq(l, 1);
+    h_free(&h);
+}
+END_TEST
+
 static int drop_all(harness *h, const jr__msg *m, void *arg)
 {
     (void)h;
@@ -1127,6 +1162,7 @@ static Suite *suite(void)
     tcase_add_test(tc, prevote_partitioned_node_does_not_disrupt);
     tcase_add_test(tc, simultaneous_pre_candidates_do_not_split_the_vote);
     tcase_add_test(tc, a_lagging_pre_candidate_ranked_ahead_yields_to_a_newer_log);
+    tcase_add_test(tc, a_stuck_pre_candidate_stops_refusing_after_a_quarter_election_timeout);
     tcase_add_test(tc, check_quorum_isolated_leader_steps_down);
     tcase_add_test(tc, transfer_to_named_peer);
     tcase_add_test(tc, transfer_to_best_peer);
