@@ -47,19 +47,28 @@
  * chunk, io buffers) is allocated at the first read of such a block and freed after recovery and
  * by jr__store_trim; a block costs only its entry in the core's table, plus its chunk index
  * (sidx) once a sealed block was read at random. jr__store_trim also frees the active block's
- * plaintext once it is all written to the file:
- *  - without encryption, whatever its size: `plain` is a window whose first byte is at plaintext
- *    offset `wbase` of the block; trim moves wbase to the block's end and frees the window.
- *    Appends go on into the window (the file receives the same bytes as without trim). A record
- *    before wbase is in the file at JR__BLK_OPEN_HDR + its offset: a read preads exactly it and
- *    verifies its checksum and length (active_read_old), as reads of other open blocks do; what
- *    needs the whole block (sealing with lz4, erase, carrying tombstones) reads the part before
- *    the window back and verifies it as recovery does, then the window is the whole block again
- *    (active_whole);
- *  - with encryption (frames: plaintext offsets are not file offsets), only when small
- *    (TRIM_MAX): `tlen` then keeps its length, and active_load reads it back whole from the file —
- *    verified as recovery verifies it, and checked to be exactly what was written — before
- *    anything uses it (append, read, rotation with sealing, erase, carrying tombstones).
+ * plaintext once it is all written to the file, whatever its size: `plain` is a window whose
+ * first byte is at plaintext offset `wbase` of the block; trim moves wbase to the block's end and
+ * frees the window. Appends go on into the window (the file receives the same bytes, or with
+ * encryption the same kind of frames, as without trim) and read nothing. A record before wbase
+ * is read alone from the file, verified (active_read_old):
+ *  - without encryption it is at JR__BLK_OPEN_HDR + its offset: a pread of exactly it, its
+ *    checksum and length checked, as reads of other open blocks do;
+ *  - with encryption (one frame per record, back to back: plaintext offsets are not file offsets)
+ *    the record at offset off that is the block's n-th is at JR__BLK_OPEN_HDR + off + n *
+ *    JR__BLK_FRAME_OVERHEAD. Trim walks the window it frees and keeps checkpoints (offset, n)
+ *    every CKPT_RECS records or CKPT_BYTES bytes (file_int.h): a read starts at the checkpoint
+ *    before the record, preads what can lie between (at most about 5.5 KiB) plus the frame, walks
+ *    the frame lengths (in clear) to the record's frame and decrypts that one; it must land
+ *    exactly on the record's offset, authenticate, and be one record of the expected length.
+ *    Why checkpoints and not an offset per record: 8 bytes per 32 records (or 4 KiB) instead of
+ *    4 per record — an idle stream with 1 MiB of 100-byte messages in its active block keeps
+ *    about 4.6 KiB instead of 40 KiB — for reads of trimmed records that are rare (a consumer
+ *    behind, a catch-up) and cost a few KiB of pread instead of one record's;
+ * what needs the whole block (sealing with lz4 or encryption, erase, carrying tombstones) reads
+ * the part before the window back and verifies it as recovery does (header, id, flags, record
+ * checksums, frame authentication, exact length), then the window is the whole block again
+ * (active_whole).
  * A failure reading the active block's file fails the store (s->failed) like a write error; the
  * records are still in the file for the next open. Trim also closes the active block's file when
  * nothing is pending and it is synced (af == NULL with aid != 0 means exactly that); active_open

@@ -228,22 +228,21 @@ uint64_t jr__store_durable_seq(const jr__store *s);
  *    (memory store) the bytes of the last block if none of its messages is live;
  *  - the read state of blocks other than the active one (read handles, a decoded block or
  *    chunk): made again at the next read of such a block;
- *  - file store without encryption: the in-memory copy of the active block's records, whatever
- *    its size, once every record of it has been written to its file (nothing buffered: e.g.
- *    just after jr__store_sync or jr__store_mark with no write since). The copy is a window
- *    over the block's tail: it starts again empty at the block's current length, appends go on
- *    into it (and to the file, the same bytes as without trim), and a read of a message or mark
- *    before it reads that one record from the file and verifies it (checksum, length): no
- *    operation but the rare ones that need the whole block — rotation with compression,
- *    erasing in it, carrying its tombstones — reads more; those read the part before the window
- *    back whole and verify it as recovery does (header, id, record checksums, exact length);
- *  - file store with encryption (per-record frames: a record's place in the file is not its
- *    place in the plaintext): the same copy, once every record has been written and if it holds
- *    at most JR__STORE_TRIM_MAX bytes of records (so that reading it back is cheap); it is read
- *    back whole when next needed — an append, a read of a message or mark in the active block,
- *    rotation, erasing in it, carrying its tombstones — verified (each frame's authentication,
- *    record checksums) and checked to be the ones written.
- *    Either way, if reading from the active block's file fails, the operation that needed it
+ *  - file store: the in-memory copy of the active block's records, whatever its size, once
+ *    every record of it has been written to its file (nothing buffered: e.g. just after
+ *    jr__store_sync or jr__store_mark with no write since). The copy is a window over the
+ *    block's tail: it starts again empty at the block's current length, appends go on into it
+ *    (and to the file, the same bytes as without trim; with encryption the same frames), and
+ *    appends read nothing back. A read of a message or mark before the window reads that one
+ *    record from the file and verifies it (checksum, length): without encryption its bytes;
+ *    with encryption (per-record frames: a record's place in the file is not its place in the
+ *    plaintext) its frame, authenticated, found from a checkpoint that trim keeps every 32
+ *    records or 4 KiB of records (8 bytes each), so the read is one pread of at most about
+ *    5.5 KiB besides the frame. No operation but the rare ones that need the whole block —
+ *    rotation with compression or encryption, erasing in it, carrying its tombstones — reads
+ *    more; those read the part before the window back whole and verify it as recovery does
+ *    (header, id, record checksums, each frame's authentication, exact length).
+ *    If reading from the active block's file fails, the operation that needed it
  *    returns the error (JR_EIO..., or JR_ECORRUPT if the file's bytes changed) and the store is
  *    failed as by a write error (writes refused until reopened; reads of the active block keep
  *    trying): nothing written is lost, a reopen recovers it from the file. JR_ENOMEM there fails

@@ -6,10 +6,10 @@
  * the same configuration, each on its own simulated disk, and trims one of them at random
  * between operations: every result, every read and the state must be the same, and (without
  * encryption, whose nonces are random) the block files must be byte for byte the same. Then the
- * read-back itself: without encryption the active block's memory is a window over its tail and a
- * read before it reads that record alone (bytes counted), appends read nothing, and an idle
- * store with a MiB in its active block holds almost nothing; with encryption the (small) block
- * is read back whole when needed; nothing is read when there is nothing to trim; and a read
+ * read-back itself: the active block's memory is a window over its tail and a read before it
+ * reads that record alone (bytes counted; with encryption its frame, found from the checkpoints
+ * trim keeps, within a few KiB), appends read nothing, and an idle store with a MiB in its active
+ * block holds almost nothing; nothing is read when there is nothing to trim; and a read
  * failure or changed bytes give an error (the store fails like on a write error) and lose
  * nothing. A failing seed is printed; replay with TRIM_SEEDS=1 TRIM_FIRST=<seed>.
  */
@@ -208,8 +208,7 @@ static void run_twin(uint64_t seed_)
     t.seed = seed;
     int conf = (int)(seed % NCONF);
     int marked = conf != CONF_MEMORY && jr__rand_below(&r, 2);
-    /* small blocks rotate often; some blocks are larger than what trim frees with encryption
-     * (64 KiB), and windows over them see many trims */
+    /* small blocks rotate often; some blocks are large, and windows over them see many trims */
     uint64_t bb = jr__rand_below(&r, 2) ? 512 + jr__rand_below(&r, 8000)
                                         : (jr__rand_below(&r, 2) ? 200000 : 1u << 20);
     open_conf(&t.a, conf, seed, bb, marked);
@@ -876,8 +875,8 @@ START_TEST(an_idle_trimmed_store_holds_little)
 }
 END_TEST
 
-/* Without encryption, an idle store with a MiB of records in its active block (default 8 MiB
- * blocks) holds almost nothing once trimmed: not the block's plaintext, not a descriptor; and it
+/* An idle store with a MiB of records in its active block (default 8 MiB blocks), encrypted or
+ * not, holds almost nothing once trimmed: not the block's plaintext, not a descriptor; and it
  * goes on as before (reads, appends, reopen). */
 START_TEST(an_idle_store_with_a_large_active_block_holds_little)
 {
