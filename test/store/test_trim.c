@@ -979,6 +979,43 @@ START_TEST(an_idle_store_with_a_large_active_block_holds_little)
 }
 END_TEST
 
+/* Encrypted, many small records (20,000 in the active block): once trimmed, the store holds
+ * what the same store without encryption holds plus its checkpoints, 8 bytes per 32 records
+ * (and its small encryption state): no copy of the block. */
+START_TEST(encrypted_trim_keeps_only_checkpoints)
+{
+    int64_t after[2] = {0, 0};
+    for (int enc = 0; enc < 2; enc++) {
+        int conf = enc ? CONF_FILE_ENC : CONF_FILE;
+        counter c = {0};
+        jr_allocator a = {JR_ALLOCATOR_VERSION, &c, c_malloc, c_realloc, c_free};
+        fx f;
+        memset(&f, 0, sizeof f);
+        ck_assert_int_eq(jr__memfs_new(NULL, 13, &f.vfs), 0);
+        ck_assert_int_eq(f.vfs->mkdir(f.vfs->ctx, "/store"), 0);
+        fx_config(&f, conf, 0);
+        f.cfg.alloc = &a;
+        ck_assert_int_eq(fx_open(&f), 0);
+        append_n(&f, 1, 20000);
+        ck_assert_int_eq(jr__store_sync(f.st), 0);
+        ck_assert_int_eq(jr__store_trim(f.st), 0);
+        after[enc] = c.live;
+        uint64_t p0 = pread_count(f.vfs);
+        append_n(&f, 20001, 20001); /* reads nothing */
+        ck_assert_uint_eq(pread_count(f.vfs), p0);
+        for (uint64_t q = 1; q <= 20001; q += 997) expect_msg(&f, q);
+        expect_msg(&f, 20000);
+        fx_done(&f);
+        ck_assert_int_eq(c.live, 0);
+    }
+    int64_t extra = after[1] - after[0], bound = 8 * (20000 / 32 + 1) + 512;
+    fprintf(stderr, "idle store, 20,000 records in its active block: %lld bytes of heap, %lld "
+            "more with encryption\n", (long long)after[0], (long long)extra);
+    ck_assert_msg(extra <= bound, "%lld bytes more with encryption (bound %lld)", (long long)extra,
+                  (long long)bound);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("store-trim");
@@ -997,6 +1034,7 @@ int main(void)
     tcase_add_test(tc, window_then_whole_block);
     tcase_add_test(tc, encrypted_window_then_crash);
     tcase_add_test(tc, an_idle_store_with_a_large_active_block_holds_little);
+    tcase_add_test(tc, encrypted_trim_keeps_only_checkpoints);
     tcase_add_test(tc, trimmed_store_behaves_like_an_untrimmed_one);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
