@@ -465,7 +465,8 @@ void jr__live_campaigns(jr_node *n)
  * at most about an interval apart (their heartbeat ticks have different phases), so consecutive
  * ranks' windows never overlap: the first-ranked survivor normally wins before the next one starts
  * (no split votes), and a thousand groups do not campaign in one tick (a round the pacing window
- * starts late may overlap the next rank's: the pre-vote's tie-break, jr__raft_ahead, settles it).
+ * starts late may overlap the next rank's: the pre-vote's tie-break, jr__raft_ahead, settles that
+ * in a three-replica group).
  * With one survivor ranked ahead, the first rank is done within h + T/4 of noticing the loss,
  * noticed within T + h of it. */
 static uint64_t stagger(jr_node *n, jr_group *g, const jr__peer *lost)

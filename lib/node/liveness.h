@@ -30,7 +30,10 @@
  * leads (the lost member stops counting toward their quorum: an isolated quiet leader steps
  * down). When it is heard from again, or restarted (new incarnation), the quiet groups this node
  * leads count it again (jr__raft_peer_alive) and are listed to it again; a restart also counts
- * as a loss for the groups following it (their leader lost its state).
+ * as a loss for the groups following it (their leader lost its state). A group that becomes
+ * leader is told of its members on lost nodes (jr__live_leads), so they do not hold its
+ * quiescence back; a leader that is not quiet is not told of a loss or a return afterwards: its
+ * own contact judges (a member it took for lost counts again once it answers).
  *
  * Replicas closed on a live node. A node that closes its replica of a group it follows (the host
  * closed it, or a stream replica left) while the node itself stays up sends the group's leader a
@@ -78,8 +81,9 @@
  * schedules after a node is lost: taking over 17,000 groups with every round in flight at once
  * touched every one of them between each answer (cache misses on all of them: a third more CPU
  * than with the window, on one thread playing three nodes). A queued round may start late,
- * alongside the next-ranked survivor's; the pre-vote's tie-break (jr__raft_ahead, raft.h: a
- * pre-candidate grants only a server ranked ahead of it) keeps the two from splitting the vote.
+ * alongside the next-ranked survivor's; the pre-vote's tie-break (jr__raft_ahead, raft.h: while
+ * its round may win, a pre-candidate grants only a server ranked ahead of it or with a newer log)
+ * keeps the two from splitting the vote of a three-replica group.
  * Costs: per due timer O(1) (amortized ring growth), no walk over groups.
  *
  * Late answers. A HEARTBEAT_RESP of the leader's term that reaches a quiet leader (an answer to
@@ -122,7 +126,8 @@
 
 struct jr__peer;
 
-/* Idle heartbeat ticks a leader waits before it goes quiet (jr__raft_config.quiesce). */
+/* Idle heartbeat ticks a leader waits out before it goes quiet at the next one
+ * (jr__raft_config.quiesce; a leader with nothing of its term but its no-op does not wait). */
 #define JR__LIVE_QUIESCE 2
 /* The commit field of a member's tombstone, (group, 0, JR__LIVE_CLOSED): its replica closed (a
  * leader's tombstone, the group no longer quiet there, has 0). */

@@ -206,11 +206,13 @@ void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m)
             grant = m->term > r->term && !lease;
             /* two pre-candidates granting each other would both stand and split the vote: with
              * logs alike only the one ranked ahead gets this one's pre-vote (raft.h,
-             * jr__raft_ahead). One with a newer log gets it whatever its rank (we could not win
-             * its vote), and so does anyone once our round has run a quarter election timeout
-             * (rounds that collide start within a round trip; one still open is missing answers
-             * — a voter down, a one-way cut — and must not block a server that can win). */
-            if (grant && r->role == ROLE_PRECANDIDATE &&
+             * jr__raft_ahead). Only while our round may still win: one with a newer log gets it
+             * whatever its rank (we could not win its vote), and so does anyone once a voter
+             * refused us (one still in the lost leader's lease, say) or our round has run a
+             * quarter election timeout (rounds that collide start within a round trip; one still
+             * open is missing answers — a voter down, a one-way cut — and must not block a
+             * server that can win). */
+            if (grant && r->role == ROLE_PRECANDIDATE && !r->votes_against &&
                 !jr__raft_ahead(r->cfg.group, m->from, r->cfg.self) && !newer_log(r, m) &&
                 now - r->round_start < r->cfg.election_timeout / 4)
                 grant = 0;

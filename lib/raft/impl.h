@@ -267,8 +267,9 @@ void jr__xfer_tick(jr__raft *r, uint64_t now);
 void jr__xfer_timeout_now(jr__raft *r, jr__prog *p);
 
 /* quiesce.c ---------------------------------------------------------------------------------*/
-/* Leader, at a heartbeat tick: counts idle ticks and goes quiet after cfg.quiesce of them.
- * Returns 1 if the group is (now) quiet: no heartbeat is to be sent. */
+/* Leader, at a heartbeat tick: counts idle ticks and goes quiet at the cfg.quiesce + 1st (the
+ * first, while its log holds nothing of its term but its no-op). Returns 1 if the group is (now)
+ * quiet: no heartbeat is to be sent. */
 int jr__quiet_leader_tick(jr__raft *r, uint64_t now);
 /* Leaves the quiet state (no notification; the caller notifies): a leader heartbeats at once,
  * a follower restarts its election timer. No-op when not quiet. */

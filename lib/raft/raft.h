@@ -235,7 +235,7 @@ typedef struct jr__raft_config {
      * nor a leader from before that point can use it (election.c, raft.c). 0: no floor (a
      * server that never was a member). */
     uint64_t join_term, join_last_term, join_last_index;
-    uint32_t quiesce;            /* idle heartbeat ticks before a leader goes quiet; 0 never */
+    uint32_t quiesce; /* idle heartbeat ticks before a leader goes quiet, less one; 0 never */
     jr__confs *confs;            /* shared interned configurations; NULL: the group's own */
 } jr__raft_config;
 
@@ -409,11 +409,13 @@ void jr__raft_defer_campaign(jr__raft *r, uint64_t now, uint64_t delay);
 
 /* The order in which a group's servers campaign after its leader is lost: server a is ranked
  * ahead of server b by a hash of (group, server), then by id, so the groups of a lost node spread
- * evenly over the survivors. The node staggers their campaigns by it (lib/node/liveness.c); in
- * the first quarter election timeout of its round, a pre-candidate grants a pre-vote only to a
- * server ranked ahead of it or with a newer log, so two alike that campaign at once (a paced
- * round started late) do not both win the pre-vote and split the real one: the one ranked
- * ahead wins. */
+ * evenly over the survivors. The node staggers their campaigns by it (lib/node/liveness.c). While
+ * its round may still win (no voter refused it, younger than a quarter election timeout), a
+ * pre-candidate grants a pre-vote only to a server ranked ahead of it or with a newer log: two
+ * alike that campaign at once (a paced round started late) and need each other's vote (three
+ * replicas, one lost) do not both win the pre-vote and split the real one; the one ranked ahead
+ * wins. With more voters, others' pre-votes may still elect both (then randomized timeouts
+ * settle it, as in plain Raft). */
 static inline int jr__raft_ahead(uint64_t group, jr__id a, jr__id b)
 {
     uint64_t x = group * 0x9e3779b97f4a7c15ULL ^ a, y = group * 0x9e3779b97f4a7c15ULL ^ b;

@@ -249,6 +249,36 @@ START_TEST(a_lagging_pre_candidate_ranked_ahead_yields_to_a_newer_log)
 }
 END_TEST
 
+/* The survivor ranked ahead campaigns while the other, whose node has not yet noticed the loss,
+ * still holds the lost leader's lease and refuses it. That round cannot win: when the other
+ * campaigns a moment later, it gets the pre-vote and wins at once. */
+START_TEST(a_refused_pre_candidate_grants_the_survivor_behind_it)
+{
+    harness h;
+    h_init(&h, 3, 12);
+    uint64_t group = 1;
+    while (!jr__raft_ahead(group, 2, 3)) group++; /* node 1 ranked ahead of node 2 */
+    h.cfg.group = group;
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    uint64_t t = term_of(&h, 0);
+    h_crash(&h, 0);
+    jr__raft_peer_lost(R(&h, 1), h.now, 1, 0); /* node 1's node notices the loss */
+    jr__raft_tick(R(&h, 1), h.now);
+    h_flush(&h.nodes[1]);
+    h_deliver_all(&h); /* node 2, in the lease, refuses */
+    ck_assert_int_eq(h_leader(&h), -1);
+    h_run(&h, 5 * MS);
+    jr__raft_peer_lost(R(&h, 2), h.now, 1, 0); /* node 2's node notices it too */
+    jr__raft_tick(R(&h, 2), h.now);
+    h_flush(&h.nodes[2]);
+    h_deliver_all(&h);
+    ck_assert_int_eq(h_leader(&h), 2);
+    ck_assert_uint_eq(term_of(&h, 2), t + 1);
+    h_free(&h);
+}
+END_TEST
+
 static int cut_0_to_2(harness *h, const jr__msg *m, void *arg)
 {
     (void)h;
@@ -1163,6 +1193,7 @@ static Suite *suite(void)
     tcase_add_test(tc, simultaneous_pre_candidates_do_not_split_the_vote);
     tcase_add_test(tc, a_lagging_pre_candidate_ranked_ahead_yields_to_a_newer_log);
     tcase_add_test(tc, a_stuck_pre_candidate_stops_refusing_after_a_quarter_election_timeout);
+    tcase_add_test(tc, a_refused_pre_candidate_grants_the_survivor_behind_it);
     tcase_add_test(tc, check_quorum_isolated_leader_steps_down);
     tcase_add_test(tc, transfer_to_named_peer);
     tcase_add_test(tc, transfer_to_best_peer);
