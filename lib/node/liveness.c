@@ -287,7 +287,10 @@ void jr__live_leads(jr_group *g)
     const jr__conf *c = jr__raft_conf(g->raft);
     for (uint32_t k = 0; k < c->n; k++) {
         const jr__peer *p = c->m[k].id == n->self ? NULL : jr__peer_find(n, c->m[k].id);
-        if (p && p->live.lost) jr__raft_peer_lost(g->raft, n->now, p->id, 0);
+        /* the flag is judged at heartbeat ticks, which stop while the layer is dormant: a peer
+         * heard from since does not count as lost */
+        if (p && p->live.lost && n->now - p->last_heard >= n->election_ns)
+            jr__raft_peer_lost(g->raft, n->now, p->id, 0);
     }
 }
 
