@@ -198,6 +198,17 @@ START_TEST(split_votes_resolve)
 }
 END_TEST
 
+/* A group of n voters whose id makes server `ahead` ranked ahead of server `behind`
+ * (jr__raft_ahead), started. */
+static void start_ranked(harness *h, int n, uint64_t seed, jr__id ahead, jr__id behind)
+{
+    h_init(h, n, seed);
+    uint64_t group = 1;
+    while (!jr__raft_ahead(group, ahead, behind)) group++;
+    h->cfg.group = group;
+    h_start(h, n, n);
+}
+
 /* The leader is gone and both survivors campaign in the same instant (the node's paced rounds
  * may start a survivor's round late, alongside the next-ranked one's): as pre-candidates each
  * would grant the other, both would stand in the same term and split it. A pre-candidate
@@ -228,11 +239,7 @@ END_TEST
 START_TEST(a_lagging_pre_candidate_ranked_ahead_yields_to_a_newer_log)
 {
     harness h;
-    h_init(&h, 3, 9);
-    uint64_t group = 1;
-    while (!jr__raft_ahead(group, 3, 2)) group++; /* node 2 ranked ahead of node 1 */
-    h.cfg.group = group;
-    h_start(&h, 3, 3);
+    start_ranked(&h, 3, 9, 3, 2); /* node 2 ranked ahead of node 1 */
     elect(&h, 0);
     h_isolate(&h, 2);
     uint64_t idx;
@@ -255,11 +262,7 @@ END_TEST
 START_TEST(a_refused_pre_candidate_grants_the_survivor_behind_it)
 {
     harness h;
-    h_init(&h, 3, 12);
-    uint64_t group = 1;
-    while (!jr__raft_ahead(group, 2, 3)) group++; /* node 1 ranked ahead of node 2 */
-    h.cfg.group = group;
-    h_start(&h, 3, 3);
+    start_ranked(&h, 3, 12, 2, 3); /* node 1 ranked ahead of node 2 */
     elect(&h, 0);
     uint64_t t = term_of(&h, 0);
     h_crash(&h, 0);
@@ -293,11 +296,7 @@ static int cut_0_to_2(harness *h, const jr__msg *m, void *arg)
 START_TEST(a_stuck_pre_candidate_stops_refusing_after_a_quarter_election_timeout)
 {
     harness h;
-    h_init(&h, 5, 10);
-    uint64_t group = 1;
-    while (!jr__raft_ahead(group, 1, 2)) group++; /* node 0 ranked ahead of node 1 */
-    h.cfg.group = group;
-    h_start(&h, 5, 5);
+    start_ranked(&h, 5, 10, 1, 2); /* node 0 ranked ahead of node 1 */
     elect(&h, 4);
     uint64_t idx;
     ck_assert_int_eq(h_propose(&h, 4, "everyone has it", &idx), 0);

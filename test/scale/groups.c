@@ -22,6 +22,32 @@ void sg_open(jr_sim *sim, unsigned nodes, unsigned i, uint64_t gid, jr_fsm *f, v
     ck_assert_int_eq(jr_group_open(jr_sim_node(sim, i), &gc, &g), 0);
 }
 
+jr_sim *sg_new(unsigned nodes, uint64_t seed)
+{
+    jr_sim_config cfg;
+    jr_sim_config_init(&cfg);
+    cfg.nodes = nodes;
+    cfg.seed = seed;
+    jr_sim *sim;
+    ck_assert_int_eq(jr_sim_new(&cfg, &sim), 0);
+    return sim;
+}
+
+static void ignore(void *ctx, uint64_t index, const void *data, size_t len)
+{
+    (void)ctx;
+    (void)index;
+    (void)data;
+    (void)len;
+}
+
+void sg_open_all(jr_sim *sim, unsigned nodes, uint64_t groups, jr_fsm *fsms)
+{
+    for (unsigned i = 0; i < nodes; i++)
+        for (uint64_t gid = 1; gid <= groups; gid++)
+            sg_open(sim, nodes, i, gid, &fsms[i * (groups + 1) + gid], NULL, ignore);
+}
+
 jr__raft *sg_raft(jr_sim *sim, unsigned i, uint64_t gid)
 {
     jr_node *n = jr_sim_node(sim, i);

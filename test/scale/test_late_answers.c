@@ -21,14 +21,6 @@
 #define ET (150 * MS) /* the fixture's default election timeout */
 #define HB (30 * MS)  /* and heartbeat interval */
 
-static void apply(void *ctx, uint64_t index, const void *data, size_t len)
-{
-    (void)ctx;
-    (void)index;
-    (void)data;
-    (void)len;
-}
-
 static jr__raft *raft(jr_sim *sim, unsigned i, uint64_t gid)
 {
     return sg_raft(sim, i, gid);
@@ -55,15 +47,9 @@ static uint64_t terms(jr_sim *sim)
 
 START_TEST(late_heartbeat_answers_do_not_wake_quiet_leaders)
 {
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.nodes = N;
-    cfg.seed = 5;
-    jr_sim *sim;
-    ck_assert_int_eq(jr_sim_new(&cfg, &sim), 0);
+    jr_sim *sim = sg_new(N, 5);
     static jr_fsm fsms[N][G + 1];
-    for (unsigned i = 0; i < N; i++)
-        for (uint64_t gid = 1; gid <= G; gid++) sg_open(sim, N, i, gid, &fsms[i][gid], NULL, apply);
+    sg_open_all(sim, N, G, &fsms[0][0]);
     jr_sim_run_for(sim, 20 * ET);
     /* links slower than a heartbeat interval, answers within a third of an election timeout */
     jr_sim_link slow;

@@ -24,14 +24,6 @@
 #define HB (30 * MS)  /* and heartbeat interval */
 #define PAUSED 1u     /* the node that is paused */
 
-static void apply(void *ctx, uint64_t index, const void *data, size_t len)
-{
-    (void)ctx;
-    (void)index;
-    (void)data;
-    (void)len;
-}
-
 static int all_quiet(jr_sim *sim)
 {
     for (uint64_t gid = 1; gid <= G; gid++)
@@ -43,15 +35,9 @@ static int all_quiet(jr_sim *sim)
 /* A cluster whose every group is quiet, led from every node. */
 static jr_sim *start(uint64_t seed)
 {
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.nodes = N;
-    cfg.seed = seed;
-    jr_sim *sim;
-    ck_assert_int_eq(jr_sim_new(&cfg, &sim), 0);
+    jr_sim *sim = sg_new(N, seed);
     static jr_fsm fsms[N][G + 1];
-    for (unsigned i = 0; i < N; i++)
-        for (uint64_t gid = 1; gid <= G; gid++) sg_open(sim, N, i, gid, &fsms[i][gid], NULL, apply);
+    sg_open_all(sim, N, G, &fsms[0][0]);
     jr_sim_run_for(sim, 20 * ET);
     ck_assert(all_quiet(sim));
     return sim;
