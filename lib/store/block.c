@@ -71,13 +71,14 @@ int jr__blk_frame_open(const uint8_t *f, size_t n, uint32_t id, const jr__blk_ke
 {
     if (n < JR__BLK_FRAME_OVERHEAD + JR__SREC_MIN) return JR_ECORRUPT;
     uint32_t clen = jr__get_u32(f);
-    if (clen < JR__SREC_MIN + crypto_aead_xchacha20poly1305_ietf_ABYTES || clen > n - 28)
+    if (clen < JR__SREC_MIN + crypto_aead_xchacha20poly1305_ietf_ABYTES ||
+        clen > n - JR__BLK_FRAME_HEAD)
         return JR_ECORRUPT;
     uint8_t ad[8];
     frame_ad(ad, id, clen);
     unsigned long long mlen;
-    if (crypto_aead_xchacha20poly1305_ietf_decrypt(out, &mlen, NULL, f + 28, clen, ad, sizeof ad,
-                                                   f + 4, k->key) != 0)
+    if (crypto_aead_xchacha20poly1305_ietf_decrypt(out, &mlen, NULL, f + JR__BLK_FRAME_HEAD, clen,
+                                                   ad, sizeof ad, f + 4, k->key) != 0)
         return JR_ECORRUPT;
     jr__srec r;
     size_t len;

@@ -46,6 +46,8 @@
 #define JR__BLK_OPEN_HDR 32u
 #define JR__BLK_SEAL_HDR 64u
 #define JR__BLK_FRAME_OVERHEAD (4u + 24u + 16u)
+#define JR__BLK_FRAME_HEAD (4u + 24u) /* in clear before a frame's ciphertext: length, nonce */
+#define JR__BLK_FRAME_TAG 16u         /* the AEAD tag, counted in a frame's length */
 #define JR__BLK_CHUNK (16u * 1024u)     /* target raw bytes per sealed chunk */
 #define JR__BLK_CHUNK_ENTRY 32u
 #define JR__BLK_RAW_MAX ((uint64_t)1 << 31) /* largest block */

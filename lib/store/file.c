@@ -440,9 +440,10 @@ static int active_read_old(jr__store *s, uint32_t off, uint32_t len, const uint8
         uint64_t p = c.off;
         while (p < off && got - pos >= JR__BLK_FRAME_OVERHEAD) {
             uint32_t clen = jr__get_u32(r->io.data + pos);
-            if (clen < JR__SREC_MIN + 16 || clen > got - pos - 28) break;
-            p += clen - 16;
-            pos += 28 + (size_t)clen;
+            if (clen < JR__SREC_MIN + JR__BLK_FRAME_TAG || clen > got - pos - JR__BLK_FRAME_HEAD)
+                break;
+            p += clen - JR__BLK_FRAME_TAG;
+            pos += JR__BLK_FRAME_HEAD + (size_t)clen;
         }
         at += pos;
         if (p != off || jr__blk_frame_open(r->io.data + pos, got - pos, f->aid, &f->e->key,
