@@ -62,12 +62,12 @@ void jr__blk_frame(uint8_t *dst, const uint8_t *rec, size_t rlen, uint32_t id, c
         randombytes_buf(dst + 4, 24);
     }
     unsigned long long out_len;
-    crypto_aead_xchacha20poly1305_ietf_encrypt(dst + 28, &out_len, rec, rlen, ad, sizeof ad, NULL,
-                                               dst + 4, k->key);
+    crypto_aead_xchacha20poly1305_ietf_encrypt(dst + JR__BLK_FRAME_HEAD, &out_len, rec, rlen, ad,
+                                               sizeof ad, NULL, dst + 4, k->key);
 }
 
-int jr__blk_frame_open(const uint8_t *f, size_t n, uint32_t id, const jr__blk_key *k,
-                       uint8_t *out, size_t *rlen)
+int jr__blk_frame_open(const uint8_t *f, size_t n, uint32_t id, const jr__blk_key *k, uint8_t *out,
+                       size_t *rlen)
 {
     if (n < JR__BLK_FRAME_OVERHEAD + JR__SREC_MIN) return JR_ECORRUPT;
     uint32_t clen = jr__get_u32(f);
@@ -371,20 +371,12 @@ static int decode_open(const uint8_t *f, size_t n, const jr__blk_key *k, jr__buf
     while (off < n) {
         if (n - off < JR__BLK_FRAME_OVERHEAD + JR__SREC_MIN) break;
         uint32_t clen = jr__get_u32(f + off);
-        if (clen < JR__SREC_MIN + 16 || clen > n - off - 28) break;
+        if (clen > n - off - JR__BLK_FRAME_HEAD) break; /* before reserving room for it */
         if (jr__buf_reserve(buf, clen)) return buf->err;
-        uint8_t ad[8];
-        frame_ad(ad, info->id, clen);
-        unsigned long long mlen;
-        uint8_t *m = buf->data + buf->len;
-        if (crypto_aead_xchacha20poly1305_ietf_decrypt(m, &mlen, NULL, f + off + 28, clen, ad,
-                                                       sizeof ad, f + off + 4, k->key) != 0)
-            break;
-        jr__srec r;
         size_t rlen;
-        if (jr__srec_decode(m, (size_t)mlen, 1, &r, &rlen) || rlen != mlen) break;
+        if (jr__blk_frame_open(f + off, n - off, info->id, k, buf->data + buf->len, &rlen)) break;
         buf->len += rlen;
-        off += 28 + clen;
+        off += JR__BLK_FRAME_HEAD + clen;
     }
     info->plain = buf->data;
     info->plain_len = buf->len;
@@ -467,10 +459,11 @@ int jr__blk_valid_after(const uint8_t *f, size_t n, size_t from, uint32_t id, in
 #define GOOD(q) (good[((q)-from) / 8] >> (((q)-from) % 8) & 1)
         good[(n - from) / 8] |= (uint8_t)(1u << ((n - from) % 8));
         for (size_t q = n; q-- > from + 1;) {
-            if (n - q < 28 + JR__SREC_MIN + 16) continue;
+            if (n - q < JR__BLK_FRAME_OVERHEAD + JR__SREC_MIN) continue;
             uint32_t c = jr__get_u32(f + q);
-            if (c < JR__SREC_MIN + 16 || c > n - q - 28) continue;
-            if (GOOD(q + 28 + (size_t)c)) good[(q - from) / 8] |= (uint8_t)(1u << ((q - from) % 8));
+            if (c < JR__SREC_MIN + JR__BLK_FRAME_TAG || c > n - q - JR__BLK_FRAME_HEAD) continue;
+            if (GOOD(q + JR__BLK_FRAME_HEAD + (size_t)c))
+                good[(q - from) / 8] |= (uint8_t)(1u << ((q - from) % 8));
         }
         for (size_t p = from + 1; p < n; p++) {
             if (!GOOD(p)) continue;
