@@ -2,6 +2,7 @@
 #include "groups.h"
 
 #include <check.h>
+#include <stdlib.h>
 
 #define MAX_VOTERS 16
 
@@ -20,6 +21,12 @@ void sg_open(jr_sim *sim, unsigned nodes, unsigned i, uint64_t gid, jr_fsm *f, v
     gc.fsm = f;
     jr_group *g;
     ck_assert_int_eq(jr_group_open(jr_sim_node(sim, i), &gc, &g), 0);
+}
+
+uint64_t sg_env(const char *name, uint64_t dflt)
+{
+    const char *e = getenv(name);
+    return e ? strtoull(e, NULL, 10) : dflt;
 }
 
 jr_sim *sg_new(unsigned nodes, uint64_t seed)

@@ -15,6 +15,8 @@
  * (f->ctx = ctx, f->apply = apply) and which must outlive the group. Fails the test on error. */
 void sg_open(jr_sim *sim, unsigned nodes, unsigned i, uint64_t gid, jr_fsm *f, void *ctx,
              void (*apply)(void *ctx, uint64_t index, const void *data, size_t len));
+/* The value of environment variable name (a decimal number), or dflt if it is not set. */
+uint64_t sg_env(const char *name, uint64_t dflt);
 /* A simulated cluster of `nodes` nodes with the fixture's defaults and `seed`. Fails the test on
  * error. */
 jr_sim *sg_new(unsigned nodes, uint64_t seed);

@@ -62,15 +62,9 @@ static void open_groups(cluster *c, unsigned i, uint32_t camp_max)
 static void setup(cluster *c, uint32_t camp_max)
 {
     memset(c, 0, sizeof *c);
-    const char *e = getenv("BURST_GROUPS");
-    c->ngroups = e ? strtoull(e, NULL, 10) : 5000;
-    e = getenv("BURST_SEED");
-    c->seed = e ? strtoull(e, NULL, 10) : 1;
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.nodes = N;
-    cfg.seed = c->seed;
-    ck_assert_int_eq(jr_sim_new(&cfg, &c->sim), 0);
+    c->ngroups = sg_env("BURST_GROUPS", 5000);
+    c->seed = sg_env("BURST_SEED", 1);
+    c->sim = sg_new(N, c->seed);
     for (unsigned i = 0; i < N; i++) {
         c->fsms[i] = calloc(c->ngroups + 1, sizeof *c->fsms[i]);
         c->applied[i] = calloc(c->ngroups + 1, sizeof *c->applied[i]);

@@ -132,11 +132,7 @@ static int write1(cluster *c, uint64_t gid)
 static void setup(cluster *c, uint64_t seed)
 {
     memset(c, 0, sizeof *c);
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.nodes = N;
-    cfg.seed = seed;
-    ck_assert_int_eq(jr_sim_new(&cfg, &c->sim), 0);
+    c->sim = sg_new(N, seed);
     for (unsigned i = 0; i < N; i++)
         for (uint64_t gid = 1; gid <= G; gid++) open_group(c, i, gid);
     ck_assert_int_eq(jr_sim_run_until(c->sim, all_led, c, 40 * ET), 0);

@@ -98,16 +98,10 @@ static void open_node(cluster *c, unsigned i)
 static void setup(cluster *c, int small_window)
 {
     memset(c, 0, sizeof *c);
-    const char *e = getenv("SCALE_GROUPS");
-    c->ngroups = e ? strtoull(e, NULL, 10) : 2000;
+    c->ngroups = sg_env("SCALE_GROUPS", 2000);
     c->camp_max = small_window ? (uint32_t)(c->ngroups / 250 + 1) : 0;
-    e = getenv("SCALE_SEED");
-    c->seed = e ? strtoull(e, NULL, 10) : 1;
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.nodes = N;
-    cfg.seed = c->seed;
-    ck_assert_int_eq(jr_sim_new(&cfg, &c->sim), 0);
+    c->seed = sg_env("SCALE_SEED", 1);
+    c->sim = sg_new(N, c->seed);
     for (unsigned i = 0; i < N; i++) {
         c->reps[i] = calloc(c->ngroups + 1, sizeof *c->reps[i]);
         c->ops[i] = calloc(c->ngroups + 1, sizeof *c->ops[i]);
