@@ -62,6 +62,16 @@ jr__raft *sg_raft(jr_sim *sim, unsigned i, uint64_t gid)
     return g ? jr__group_raft(g) : NULL;
 }
 
+uint64_t sg_max_term(jr_sim *sim, unsigned nodes, uint64_t gid)
+{
+    uint64_t t = 0;
+    for (unsigned i = 0; i < nodes; i++) {
+        jr__raft *r = sg_raft(sim, i, gid);
+        if (r && jr__raft_term(r) > t) t = jr__raft_term(r);
+    }
+    return t;
+}
+
 int sg_ready_leader(jr_sim *sim, unsigned nodes, uint64_t gid)
 {
     for (unsigned i = 0; i < nodes; i++) {

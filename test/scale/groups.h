@@ -26,6 +26,8 @@ jr_sim *sg_new(unsigned nodes, uint64_t seed);
 void sg_open_all(jr_sim *sim, unsigned nodes, uint64_t groups, jr_fsm *fsms);
 /* Group gid's Raft core on node i; NULL if the node is down or does not have it open. */
 jr__raft *sg_raft(jr_sim *sim, unsigned i, uint64_t gid);
+/* The highest term any replica of gid on nodes 0..nodes-1 is in (0 if none is open). */
+uint64_t sg_max_term(jr_sim *sim, unsigned nodes, uint64_t gid);
 /* The node (of 0..nodes-1) where gid has a leader ready for proposals, or -1. */
 int sg_ready_leader(jr_sim *sim, unsigned nodes, uint64_t gid);
 

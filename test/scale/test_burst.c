@@ -43,11 +43,6 @@ static void apply(void *ctx, uint64_t index, const void *data, size_t len)
     (*count)++;
 }
 
-static jr__raft *raft(cluster *c, unsigned i, uint64_t gid)
-{
-    return sg_raft(c->sim, i, gid);
-}
-
 /* Opens every group on node i in the same instant. */
 static void open_groups(cluster *c, unsigned i, uint32_t camp_max)
 {
@@ -88,12 +83,7 @@ static int ready_leader(cluster *c, uint64_t gid)
 
 static uint64_t max_term(cluster *c, uint64_t gid)
 {
-    uint64_t t = 0;
-    for (unsigned i = 0; i < N; i++) {
-        jr__raft *r = raft(c, i, gid);
-        if (r && jr__raft_term(r) > t) t = jr__raft_term(r);
-    }
-    return t;
+    return sg_max_term(c->sim, N, gid);
 }
 
 static uint64_t cursor; /* all_led: the first group not yet seen led */

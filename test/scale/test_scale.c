@@ -136,12 +136,7 @@ static int ready_leader(cluster *c, uint64_t gid)
 
 static uint64_t max_term(cluster *c, uint64_t gid)
 {
-    uint64_t t = 0;
-    for (unsigned i = 0; i < N; i++) {
-        jr__raft *r = raft(c, i, gid);
-        if (r && jr__raft_term(r) > t) t = jr__raft_term(r);
-    }
-    return t;
+    return sg_max_term(c->sim, N, gid);
 }
 
 static int all_led(cluster *c)
