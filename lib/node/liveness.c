@@ -348,6 +348,24 @@ static void camp_end(jr_node *n, jr_group *g)
     n->live.ncamp--;
 }
 
+/* Makes room for one more element of `size` bytes in a FIFO ring of len elements from *head:
+ * doubles it when full, oldest first at 0. 0 or JR_ENOMEM (the ring unchanged). */
+static int ring_room(const jr_allocator *a, void **ring, size_t *head, size_t len, size_t *cap,
+                     size_t size)
+{
+    if (len < *cap) return 0;
+    size_t c = *cap ? *cap * 2 : 256;
+    uint8_t *w = jr__malloc(a, c * size);
+    if (!w) return JR_ENOMEM;
+    for (size_t k = 0; k < len; k++)
+        memcpy(w + k * size, (uint8_t *)*ring + (*head + k) % *cap * size, size);
+    jr__free(a, *ring);
+    *ring = w;
+    *cap = c;
+    *head = 0;
+    return 0;
+}
+
 static void camp_start(jr_node *n, jr_group *g)
 {
     jr__live *l = &n->live;
@@ -356,16 +374,9 @@ static void camp_start(jr_node *n, jr_group *g)
     l->ncamp++;
     l->stats.rounds++;
     if (l->ncamp > l->stats.camp_peak) l->stats.camp_peak = l->ncamp;
-    if (l->run_len == l->run_cap) {
-        size_t cap = l->run_cap ? l->run_cap * 2 : 256;
-        jr__round *w = jr__malloc(n->alloc, cap * sizeof *w);
-        if (!w) return; /* its slot then lasts until the round ends */
-        for (size_t k = 0; k < l->run_len; k++) w[k] = l->run[(l->run_head + k) % l->run_cap];
-        jr__free(n->alloc, l->run);
-        l->run = w;
-        l->run_cap = cap;
-        l->run_head = 0;
-    }
+    if (ring_room(n->alloc, (void **)&l->run, &l->run_head, l->run_len, &l->run_cap,
+                  sizeof *l->run))
+        return; /* its slot then lasts until the round ends */
     l->run[(l->run_head + l->run_len++) % l->run_cap] = (jr__round){g->id, n->now};
 }
 
@@ -398,16 +409,9 @@ static void unwait(jr_node *n, jr_group *g)
 static int wait_push(jr_node *n, uint64_t id)
 {
     jr__live *l = &n->live;
-    if (l->wait_len == l->wait_cap) {
-        size_t cap = l->wait_cap ? l->wait_cap * 2 : 256;
-        uint64_t *w = jr__malloc(n->alloc, cap * sizeof *w);
-        if (!w) return JR_ENOMEM;
-        for (size_t k = 0; k < l->wait_len; k++) w[k] = l->wait[(l->wait_head + k) % l->wait_cap];
-        jr__free(n->alloc, l->wait);
-        l->wait = w;
-        l->wait_cap = cap;
-        l->wait_head = 0;
-    }
+    if (ring_room(n->alloc, (void **)&l->wait, &l->wait_head, l->wait_len, &l->wait_cap,
+                  sizeof *l->wait))
+        return JR_ENOMEM;
     l->wait[(l->wait_head + l->wait_len++) % l->wait_cap] = id;
     return 0;
 }
