@@ -76,7 +76,7 @@
 #include <unistd.h>
 
 #include "jetraft.h"
-#include "node/js.h"
+#include "js/js.h"
 #include "node/node.h"
 
 #define N 3

@@ -24,7 +24,7 @@
  * tick, which is requested at once. Callbacks of completed requests run at the very end
  * (jr__node_drain), when no list is being walked.
  */
-#include "node/js.h"
+#include "js/js.h"
 #include "node/node.h"
 #include "util/alloc.h"
 

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "node/js.h"
+#include "js/js.h"
 #include "node/node.h"
 #include "util/alloc.h"
 #include "util/checksum.h"

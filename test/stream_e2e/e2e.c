@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node/js.h"
+#include "js/js.h"
 #include "util/checksum.h"
 
 /* Cluster --------------------------------------------------------------------------------------*/

@@ -134,7 +134,7 @@ uint64_t e2e_fsm_applied(e2e *c, unsigned i, const char *name);
 void e2e_describe(e2e *c, unsigned i, const char *name, char *buf, size_t cap);
 /* 1 if node i's replica of the stream is restoring a snapshot (fetching messages). */
 int e2e_catching_up(e2e *c, unsigned i, const char *name);
-/* 1 if node i's replica of the stream has its duty timer armed (stream_node.c: only while a
+/* 1 if node i's replica of the stream has its duty timer armed (stream_replica.c: only while a
  * duty is due), 0 if not, -1 if node i has no such replica. */
 int e2e_timer_armed(e2e *c, unsigned i, const char *name);
 /* The leader's progress of every member of node i's replica group (debugging). */

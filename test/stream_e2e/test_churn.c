@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "e2e.h"
-#include "node/js.h"
+#include "js/js.h"
 
 /* A counting allocator: live bytes and blocks of the nodes (the fixture and its simulated disks
  * use the C library's allocator, so the WAL's and stores' bytes on the "disk" do not count). */

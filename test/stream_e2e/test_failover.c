@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "e2e.h"
-#include "node/js.h"
+#include "js/js.h"
 
 #define K 300
 

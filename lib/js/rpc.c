@@ -3,7 +3,7 @@
  */
 #include <string.h>
 
-#include "node/rpc.h"
+#include "js/rpc.h"
 #include "util/alloc.h"
 
 typedef struct call {

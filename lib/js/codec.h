@@ -1,5 +1,5 @@
 /*
- * js_codec — payloads of the stream layer's RPCs that carry structures: stream info (the
+ * codec — payloads of the stream layer's RPCs that carry structures: stream info (the
  * leader's answer to JR__RPC_STREAM_INFO), the meta leader's server report
  * (JR__RPC_CLUSTER_INFO) and a stored message (get, get last).
  *

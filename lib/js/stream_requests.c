@@ -1,24 +1,24 @@
 /*
- * stream_exec — what a stream's leader does with a request that reached it (from this node's
+ * stream_requests — what a stream's leader does with a request that reached it (from this node's
  * API or forwarded by another server): stage a publish, purge or message delete as an op of
- * the next BATCH entry (answered once that entry is applied, stream_node.c), read a message,
+ * the next BATCH entry (answered once that entry is applied, stream_replica.c), read a message,
  * compute stream info, or hand leadership over.
  *
  * Payloads (js.h lists the kinds; varint = canonical LEB128, str = varint length + bytes):
  *   PUBLISH        varint group | a PUBLISH op (jr__op_encode; its timestamp is replaced by
  *                  stream time, stream/clock.h)          → varint seq | u8 duplicate
- *   STREAM_INFO    varint group                          → info (js_codec.h)
+ *   STREAM_INFO    varint group                          → info (codec.h)
  *   STREAM_ADMIN   u8 sub | varint group | ...
  *     PURGE        a PURGE op                            → varint purged
  *     MSG_DELETE   a DELETE op                           → (nothing)
- *     MSG_GET      varint seq                            → message (js_codec.h)
+ *     MSG_GET      varint seq                            → message (codec.h)
  *     GET_LAST     str subject                           → message
  *     STEPDOWN     str peer ("" = the best voter)        → (nothing), once the transfer is done
  *     PING         (nothing)                             → (nothing), at once: a requester
  *                  waiting for this server checks it is alive (api_stream.c)
  *     READY        (nothing)                             → u8 ready | varint peers_at: asked
  *                  by the stream's leader of a member before promoting it or handing it the
- *                  leadership (stream_node.c "Peer changes"), answered by any server: ready =
+ *                  leadership (stream_replica.c "Peer changes"), answered by any server: ready =
  *                  it holds a replica whose store is complete (not restoring, not failed);
  *                  peers_at = the assignment's peers_at in its meta state (0: unknown)
  * A server that does not lead the stream answers JR_ENOTLEADER with the leader's name (or "")
@@ -30,9 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node/js.h"
-#include "node/js_codec.h"
-#include "node/rpc.h"
+#include "js/js.h"
+#include "js/codec.h"
+#include "js/rpc.h"
 #include "util/alloc.h"
 
 static void not_leader(jr__js *js, const jr__route *rt, uint64_t group)

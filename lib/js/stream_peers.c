@@ -1,5 +1,5 @@
 /*
- * stream_peers — a stream leader's peer changes (leader duty of stream_node.c's timer, which
+ * stream_peers — a stream leader's peer changes (leader duty of stream_replica.c's timer, which
  * calls jr__srep_members_duty; meta_state.h "Peer changes", meta/members.h).
  *
  * When the assignment
@@ -12,7 +12,7 @@
  * leader then removes it). Everything is recomputed from configuration and assignment on each
  * visit, so a failover of the stream or meta leader mid-change just resumes. Once the committed
  * configuration is the assignment, the leader reports STREAM_CONVERGED to the meta group; the
- * servers the change removed release their replicas when they apply that (meta_node.c).
+ * servers the change removed release their replicas when they apply that (meta_replica.c).
  *
  * Owns the replica's jr__membwork (r->mw: allocated only while a change is in progress) and
  * the membership operations and JR__ADM_READY questions in flight for it.
@@ -20,8 +20,8 @@
 #include <stdint.h>
 
 #include "meta/members.h"
-#include "node/js.h"
-#include "node/rpc.h"
+#include "js/js.h"
+#include "js/rpc.h"
 #include "util/alloc.h"
 
 /* Entries a member may trail the leader's log and still count as caught up (a window in

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "node/js.h"
-#include "node/rpc.h"
+#include "js/js.h"
+#include "js/rpc.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
 

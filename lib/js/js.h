@@ -1,23 +1,26 @@
 /*
- * js — the node's stream layer (JetStream on libjetraft, issue 4): the meta group every server
- * runs, the server's local stream replicas, node-to-node requests, and the public stream API.
+ * js — the JetStream layer on a node: the meta group every server runs, the server's local
+ * stream replicas, node-to-node requests, and the public stream API. It sits above the node
+ * core (lib/node) and below nothing but the public API.
  *
- * Files of this module (all in lib/node/, on top of the node's group machinery):
- *   js.c          lifecycle (open/close), the layer's timers, request records, deferred
- *                 completion, and the hooks the node calls (tick, deadline, before flush, recv)
- *   rpc.c/.h      request/response plumbing over NODE_REQUEST/NODE_RESPONSE (wire/frame.h)
- *   meta_node.c   the meta group: its fsm, SERVER_INFO, admin requests at the meta leader
- *                 (check, placement, proposal, a peer set for a replica change), convergence
- *                 of local replicas (meta_desired)
- *   stream_node.c local stream replicas: the stream fsm as a jr_fsm, batching publishes into
- *                 BATCH entries, matching applied results to waiting requests, leader duties
- *                 (config, TICK; a timer armed only while a duty is due)
- *   stream_peers.c the leader duty of peer changes: the group's configuration converges to the
- *                 assignment, then STREAM_CONVERGED
- *   stream_exec.c what a stream leader executes for a request (publish, info, admin)
- *   catchup.c     a replica restored from a stream snapshot pulls the missing messages
- *   api_stream.c  the public stream API and the routing of requests to the right leader
- *   js_codec.c    payload encodings of the stream layer's RPCs
+ * Files of this module (lib/js/):
+ *   js.c              lifecycle (open/close), the layer's timers, request records, deferred
+ *                     completion, and the hooks the node calls (tick, deadline, before flush,
+ *                     recv)
+ *   rpc.c/.h          request/response plumbing over NODE_REQUEST/NODE_RESPONSE (wire/frame.h)
+ *   meta_replica.c    the meta group: its fsm, SERVER_INFO, admin requests at the meta leader
+ *                     (check, placement, proposal, a peer set for a replica change), convergence
+ *                     of local replicas (meta_desired)
+ *   stream_replica.c  local stream replicas: the stream fsm as a jr_fsm, batching publishes
+ *                     into BATCH entries, matching applied results to waiting requests, leader
+ *                     duties (config, TICK; a timer armed only while a duty is due)
+ *   stream_peers.c    the leader duty of peer changes: the group's configuration converges to
+ *                     the assignment, then STREAM_CONVERGED
+ *   stream_requests.c what a stream leader executes for a request (publish, info, admin)
+ *   catchup.c         a replica restored from a stream snapshot pulls the missing messages
+ *   api_stream.c      the public stream API and the routing of requests to the right leader
+ *   codec.c/.h        payload encodings of the layer's RPCs (stream info, server report,
+ *                     stored messages)
  *
  * Invariants:
  *  - every user callback runs from the node's completion queue (jr__node_drain), never inside
@@ -84,7 +87,7 @@ enum jr__admin_sub {
     JR__ADM_STEPDOWN = 5,
     JR__ADM_PING = 6, /* answered at once: are you there (and still the leader)? */
     JR__ADM_READY = 7, /* to a member, from its leader: is your replica complete? (any server
-                          answers, leader or not: stream_exec.c) */
+                          answers, leader or not: stream_requests.c) */
 };
 
 /* Where the result of a request executed at a leader goes: back over RPC to `to` (the
@@ -176,7 +179,7 @@ typedef struct jr__memb_probe {
 
 #define JR__MEMB_PROBES 8
 
-/* A stream leader's work on a peer change (stream_node.c "Peer changes"); allocated only while
+/* A stream leader's work on a peer change (stream_replica.c "Peer changes"); allocated only while
  * the group's configuration differs from the assignment or the change is not yet reported. */
 typedef struct jr__membwork {
     uint64_t serial;      /* the membership change or transfer in flight (0: none) */
@@ -188,7 +191,7 @@ typedef struct jr__membwork {
     size_t nprobes;
 } jr__membwork;
 
-/* A local replica of a stream (stream_node.c). */
+/* A local replica of a stream (stream_replica.c). */
 struct jr__srep {
     jr__js *js;
     jr__srep *next;       /* js->reps */
@@ -243,7 +246,7 @@ struct jr__js {
     /* rpc.c */
     jr__map calls; /* rpc id -> jr__rpc_call */
     uint64_t next_rpc;
-    /* meta_node.c */
+    /* meta_replica.c */
     jr_group *meta;
     jr__meta_state st;
     jr__map meta_reqs;    /* request id -> jr__req waiting for its meta op to apply */
@@ -253,7 +256,7 @@ struct jr__js {
     uint64_t meta_recovered; /* the meta log's last index recovered at open */
     jr__jtimer meta_timer;
     uint64_t info_sent;   /* when SERVER_INFO was last sent (0: never) */
-    /* stream_node.c */
+    /* stream_replica.c */
     jr__map reps;         /* group id -> jr__srep */
     jr__srep *rep_list;
     jr__srep *dirty;
@@ -337,7 +340,7 @@ const char *jr__js_peer_name(const jr__js *js, jr__id id);
  * fallback). Read on each call: a wall clock may jump between two calls of one entry point. */
 uint64_t jr__js_wall(const jr__js *js);
 
-/* meta_node.c -------------------------------------------------------------------------------*/
+/* meta_replica.c -------------------------------------------------------------------------------*/
 
 int jr__mnode_open(jr__js *js);
 void jr__mnode_close(jr__js *js);
@@ -375,7 +378,7 @@ int jr__mnode_replayed(jr__js *js);
  * peer a voter) to the meta leader, as an internal request retried until its deadline. */
 void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s, const jr__join_floor *f);
 
-/* stream_node.c -----------------------------------------------------------------------------*/
+/* stream_replica.c -----------------------------------------------------------------------------*/
 
 /* Creates (or joins) the local replica of assignment s: a stream whose peer set never changed
  * bootstraps its group with those peers as voters; otherwise the group exists and this server
@@ -440,12 +443,12 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
 /* Drops r's peer-change work (r->mw) and its question in flight; NULL mw is a no-op. */
 void jr__srep_memb_free(jr__srep *r);
 
-/* stream_node.c (continued) -----------------------------------------------------------------*/
+/* stream_replica.c (continued) -----------------------------------------------------------------*/
 
 /* The leader's hint for a stream this server does not lead (NULL: none). */
 jr__peer *jr__srep_leader_peer(jr__js *js, uint64_t group);
 
-/* stream_exec.c -----------------------------------------------------------------------------*/
+/* stream_requests.c -----------------------------------------------------------------------------*/
 
 /* Executes a stream request (kind JR__RPC_PUBLISH, _STREAM_INFO, _STREAM_ADMIN) that arrived at
  * this server: answers JR_ENOTLEADER (payload: the leader's name, maybe "") unless it leads the

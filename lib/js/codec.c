@@ -1,9 +1,9 @@
 /*
- * js_codec — encodings of stream info, the server report and stored messages (js_codec.h).
+ * codec — encodings of stream info, the server report and stored messages (codec.h).
  */
 #include <string.h>
 
-#include "node/js_codec.h"
+#include "js/codec.h"
 #include "util/alloc.h"
 
 #define MAX_STR 4096u

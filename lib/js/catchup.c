@@ -39,8 +39,8 @@
 #include <lz4.h>
 #include <string.h>
 
-#include "node/js.h"
-#include "node/rpc.h"
+#include "js/js.h"
+#include "js/rpc.h"
 #include "util/alloc.h"
 
 #define CHUNK_BYTES (256u << 10)

@@ -1,5 +1,5 @@
 /*
- * meta_node — the meta group on every server (issue 4 §1, §2): one Raft group of all servers
+ * meta_replica — the meta group on every server (issue 4 §1, §2): one Raft group of all servers
  * (JR__META_GROUP_ID, voters = the configured peers) whose state machine is lib/meta's
  * meta_state. It decides which streams exist and where each one lives.
  *
@@ -30,7 +30,7 @@
  * a grow keeps the current peers and places the others (placement.c, with them as `keep`), a
  * shrink keeps who members.h says, a move keeps the peers that fit the new placement and
  * places the others; the apply refuses a second change while one converges (JR_EBUSY), and the
- * stream's leader drives the group to the new set (stream_node.c "Peer changes").
+ * stream's leader drives the group to the new set (stream_replica.c "Peer changes").
  *
  * No meta leader: requests wait, re-trying every heartbeat, until their deadline, then fail with
  * JR_ENOLEADER ("no meta leader") — or JR_ENOQUORUM when a leader was reachable but nothing
@@ -42,8 +42,8 @@
 
 #include "meta/members.h"
 #include "meta/placement.h"
-#include "node/js.h"
-#include "node/rpc.h"
+#include "js/js.h"
+#include "js/rpc.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
 

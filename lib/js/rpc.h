@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "node/js.h"
+#include "js/js.h"
 
 /* A call that got no answer within its timeout (a positive status: never a responder's; a
  * response with a positive status is taken as JR_ECORRUPT). */

@@ -28,14 +28,14 @@
  *  - any other write ends with JR_ELEADERLOST and a message saying which leader was lost and
  *    that the outcome is unknown (it may be stored: sending it again could store it twice).
  * The final message of a request that failed over names the leaders lost on the way. Admin
- * requests (add, update, delete) go to the meta leader (meta_node.c).
+ * requests (add, update, delete) go to the meta leader (meta_replica.c).
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "node/js.h"
-#include "node/js_codec.h"
-#include "node/rpc.h"
+#include "js/js.h"
+#include "js/codec.h"
+#include "js/rpc.h"
 #include "stream/headers.h"
 #include "stream/subject.h"
 #include "util/alloc.h"
@@ -289,7 +289,7 @@ static void take_msg(jr__req *r, const uint8_t *p, size_t len)
 
 static void meta_info_route(jr__req *r);
 
-/* A request the meta group decides (meta_node.c runs its answers and timer). */
+/* A request the meta group decides (meta_replica.c runs its answers and timer). */
 static int meta_write(const jr__req *r)
 {
     return r->what == JR__REQ_ADD || r->what == JR__REQ_UPDATE || r->what == JR__REQ_DELETE ||

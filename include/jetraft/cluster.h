@@ -1,0 +1,67 @@
+/*
+ * jetraft/cluster.h — the cluster as the meta group sees it: servers and the meta leader
+ * (jr_meta_info_get), and the cluster block (leader, replicas) of a stream's info.
+ *
+ * Arrays handed to callbacks are borrowed for the duration of the callback.
+ * Part of the public ABI; users include <jetraft.h>, which includes every part.
+ */
+#ifndef JETRAFT_CLUSTER_H
+#define JETRAFT_CLUSTER_H
+
+#include "jetraft/node.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct jr_peer_info {
+    const char *name;   /* borrowed */
+    int current;        /* caught up and heard from within an election timeout */
+    int offline;        /* not heard from recently */
+    int observer;       /* non-voting member still catching up */
+    int pending;        /* in the assignment, not (yet) a member of the Raft group */
+    uint64_t active_ns; /* since last contact (leader's view); UINT64_MAX: never */
+    uint64_t lag;       /* operations behind the leader */
+} jr_peer_info;
+
+typedef struct jr_cluster_info {
+    const char *name;             /* cluster */
+    const char *group;            /* the stream's Raft group name, e.g. "S-R3F-xK2p9aLm" */
+    const char *leader;           /* NULL while there is no leader */
+    const jr_peer_info *replicas; /* every member but the leader, in display order */
+    size_t nreplicas;
+} jr_cluster_info;
+
+/* One server as the meta leader sees it. */
+typedef struct jr_server_info {
+    const char *name;
+    const char *cluster;
+    const char *const *tags;
+    size_t ntags;
+    int leader;         /* the meta leader */
+    int current;        /* holds the meta log and was heard from within an election timeout */
+    int offline;        /* not heard from recently */
+    uint64_t active_ns; /* since last contact; UINT64_MAX: never */
+    uint64_t lag;       /* meta log entries behind the leader */
+    uint32_t assets;    /* stream replicas placed on it */
+} jr_server_info;
+
+typedef struct jr_meta_info {
+    size_t size;                   /* sizeof(jr_meta_info) as built into the library */
+    const char *cluster;           /* this node's cluster */
+    const char *leader;            /* the meta leader; NULL if none */
+    const jr_server_info *servers; /* every server known to the meta group, by name */
+    size_t nservers;
+    size_t nstreams; /* streams in the meta state */
+} jr_meta_info;
+typedef void (*jr_meta_info_cb)(void *arg, int status, const char *msg, const jr_meta_info *info);
+/* The cluster as the meta leader sees it (the JetStream "server report"): the meta leader and
+ * every server with its tags, current/offline, lag and seen-ago. Without a meta leader the
+ * callback gets JR_ENOLEADER and this node's own view (leader NULL, liveness unknown). (Named
+ * jr_meta_info_get: jr_cluster_info is the stream info's cluster block.) */
+JR_API int jr_meta_info_get(jr_node *node, jr_meta_info_cb cb, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* JETRAFT_CLUSTER_H */

@@ -1,0 +1,123 @@
+/*
+ * jetraft/node.h — one server: its config, open/recv/tick/deadline/close, errors and counters.
+ *
+ * A node is driven by one thread at a time; callbacks run only inside jr_node_recv() and
+ * jr_node_tick().
+ * Part of the public ABI; users include <jetraft.h>, which includes every part.
+ */
+#ifndef JETRAFT_NODE_H
+#define JETRAFT_NODE_H
+
+#include "jetraft/plugins.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ----------------------------------------------------------------------------------------------
+ * Node
+ */
+typedef struct jr_node jr_node;
+
+enum jr_sync_policy {
+    JR_SYNC_ALWAYS = 0,   /* default: nothing is acknowledged before the fsync that covers it */
+    JR_SYNC_INTERVAL = 1, /* fsync every sync_interval_ms: an acknowledged write can be lost on
+                             power failure of a quorum; for users who accept exactly that. Term
+                             and vote records are still synced before they take effect, so
+                             election safety holds under either policy. */
+};
+
+typedef struct jr_node_config {
+    size_t size;             /* sizeof(jr_node_config) */
+    const char *name;        /* server name, unique in the cluster; required */
+    const char *cluster;     /* cluster name; default "jetraft" */
+    const char *const *tags; /* placement tags of this server, e.g. "az:1", "ssd" */
+    size_t ntags;
+    const char *const *peers; /* every server of the cluster (this one included) */
+    size_t npeers;
+    const char *wal_dir;          /* directory of the node's shared Raft WAL; required */
+    const char *store_dir;        /* directory of message stores; default wal_dir */
+    jr_vfs *vfs;                  /* NULL: jr_vfs_posix() */
+    const jr_host *host;          /* required */
+    const jr_allocator *alloc;    /* NULL: malloc family */
+    uint32_t election_timeout_ms; /* base election timeout; default 1000 */
+    uint32_t heartbeat_ms;        /* leader heartbeat interval; default 100 */
+    int sync_policy;              /* enum jr_sync_policy; default JR_SYNC_ALWAYS */
+    uint32_t sync_interval_ms;    /* with JR_SYNC_INTERVAL; default 100 */
+    uint64_t seed;                /* randomness for timeouts; 0: derived from name and now() */
+    uint32_t max_frame_bytes;     /* largest frame sent or accepted; default 8 MiB */
+    uint64_t wal_segment_bytes;   /* WAL segment size; default 64 MiB */
+    const char *unique_tag;       /* tag prefix no two replicas may share, e.g. "az:"; NULL none */
+    uint64_t max_store_bytes;     /* this server's capacity for placement; 0: unknown */
+    uint32_t max_assets;          /* replicated assets this server accepts; 0: no limit */
+    /* Streams ("Streams API" below). */
+    int streams;                 /* 1: this server joins the meta group (every server of `peers`
+                                    must set it too) and hosts stream replicas; default 0 */
+    uint32_t request_timeout_ms; /* bounded wait of a stream request (admin, info, a publish
+                                    without its own timeout) for a leader and a quorum; 0: 5000 */
+} jr_node_config;
+
+/* Fills cfg with defaults (and cfg->size). The caller then sets name, peers, wal_dir, host. */
+JR_API void jr_node_config_init(jr_node_config *cfg);
+
+/* Opens a node: validates cfg, recovers its WAL (and snapshot files) into per-group state that
+ * jr_group_open() loads when the host reopens each group. On success *out is a node that must be
+ * closed with jr_node_close(). On failure *out is NULL and nothing is left open. Errors:
+ * JR_EINVAL (missing name, wal_dir or host, heartbeat_ms >= election_timeout_ms,
+ * max_frame_bytes below 64 KiB, two peer names with the same id), JR_ENOMEM, and the vfs's or
+ * the WAL's errors (JR_EIO, JR_ECORRUPT, ...). */
+JR_API int jr_node_open(const jr_node_config *cfg, jr_node **out);
+
+/* Feeds one frame received from server `from`. The frame is fully validated before any of it
+ * is applied: a malformed, truncated, oversized, wrong-version or wrong-checksum frame returns
+ * an error (JR_ECORRUPT, JR_EVERSION, JR_EMSGSIZE), as does a frame from a server that is not a
+ * peer or that claims another sender (JR_EAUTH) or one addressed to another server (JR_EINVAL);
+ * a rejected frame changes no state (only frames_rejected counts it). Messages of a valid frame
+ * for groups not open here are dropped and counted. Then the call flushes what the frame caused
+ * (one WAL write + sync, one frame per peer) and runs the callbacks that completed. The frame is
+ * borrowed for the call. JR_ECLOSED after jr_node_close() was requested. */
+JR_API int jr_node_recv(jr_node *node, const char *from, const void *frame, size_t len);
+
+/* Runs timers due at now(), then flushes pending work (one WAL write + sync, one frame per peer)
+ * and runs the callbacks that completed. Calling it early is harmless. Returns 0, or the
+ * flush's error: JR_ENOMEM (retried at the next tick), JR_EIO (the WAL failed: nothing more is
+ * acknowledged, the groups this node leads step down; reopen the node). */
+JR_API int jr_node_tick(jr_node *node);
+
+/* The time (a now() value) at which the node next needs jr_node_tick(); UINT64_MAX if none. */
+JR_API uint64_t jr_node_deadline(const jr_node *node);
+
+/* Closes the node: what is pending is flushed (written and sent), then every pending callback
+ * completes with JR_ECLOSED before it returns. Safe on NULL. Called from inside a callback, the
+ * close happens when the outermost jr_node_recv()/jr_node_tick() returns (the node must not be
+ * used after jr_node_close() either way). */
+JR_API void jr_node_close(jr_node *node);
+
+/* The node's server name (borrowed, valid until close). */
+JR_API const char *jr_node_name(const jr_node *node);
+
+/* A human-readable message for the node's last error (never NULL; "" if none). */
+JR_API const char *jr_node_errmsg(const jr_node *node);
+
+/* Counters for observability; fields are only ever appended. */
+typedef struct jr_node_stats {
+    size_t size; /* sizeof(jr_node_stats), set by the caller */
+    uint64_t frames_sent;
+    uint64_t frames_received;
+    uint64_t frames_rejected; /* failed decoding or authentication */
+    uint64_t bytes_sent;
+    uint64_t bytes_received;
+    uint64_t wal_syncs;
+    uint64_t wal_bytes;
+    uint64_t groups;             /* open groups */
+    uint64_t msgs_unknown_group; /* received messages for groups not open here (dropped) */
+    uint64_t msgs_unroutable;    /* outgoing messages dropped: unknown peer, or too large */
+    uint64_t send_failures;      /* host->send returned non-zero */
+} jr_node_stats;
+
+JR_API int jr_node_stats_get(const jr_node *node, jr_node_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* JETRAFT_NODE_H */

@@ -1,0 +1,117 @@
+/*
+ * jetraft/plugins.h — the plug-in tables a host supplies: allocator hooks (jr_allocator),
+ * file system (jr_vfs) and the host interface (jr_host: transport, clock, timer, log).
+ *
+ * Each table carries a `version`; fields are only ever appended, and the library reads only the
+ * fields the version declares.
+ * Part of the public ABI; users include <jetraft.h>, which includes every part.
+ */
+#ifndef JETRAFT_PLUGINS_H
+#define JETRAFT_PLUGINS_H
+
+#include "jetraft/errors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ----------------------------------------------------------------------------------------------
+ * Allocator hooks (optional). All three functions must be given. realloc(ptr, 0) is never called;
+ * free(NULL) may be. A NULL jr_allocator pointer anywhere means the C library's malloc family.
+ */
+#define JR_ALLOCATOR_VERSION 1
+typedef struct jr_allocator {
+    int version; /* JR_ALLOCATOR_VERSION */
+    void *ctx;
+    void *(*malloc)(void *ctx, size_t size);
+    void *(*realloc)(void *ctx, void *ptr, size_t size);
+    void (*free)(void *ctx, void *ptr);
+} jr_allocator;
+
+/* ----------------------------------------------------------------------------------------------
+ * Virtual file system. The only way the library touches files. jr_vfs_posix() gives the POSIX
+ * implementation; include/jetraft/sim.h gives a simulated one. A host may supply its own.
+ *
+ * All functions return 0 or a negative JR_E* code (JR_EIO, JR_ENOSPC, JR_ENOTFOUND, ...).
+ * Paths are '/'-separated strings, as given by the library (prefixed with wal_dir/store_dir).
+ */
+typedef struct jr_file jr_file; /* defined by each vfs implementation */
+
+#define JR_VFS_VERSION 1
+enum jr_open_flags {
+    JR_O_READ = 0,     /* open an existing file for reading and writing */
+    JR_O_CREATE = 1,   /* create if missing */
+    JR_O_EXCL = 2,     /* with JR_O_CREATE: fail with JR_EEXIST if it exists */
+    JR_O_TRUNCATE = 4, /* truncate to zero length on open */
+};
+
+typedef struct jr_vfs {
+    int version; /* JR_VFS_VERSION */
+    void *ctx;
+    int (*open)(void *ctx, const char *path, int flags, jr_file **out);
+    int (*close)(void *ctx, jr_file *f);
+    /* Reads up to len bytes at off; *nread < len only at end of file. */
+    int (*pread)(void *ctx, jr_file *f, void *buf, size_t len, uint64_t off, size_t *nread);
+    /* Writes all of buf at off (extending the file as needed). Durable only after sync. */
+    int (*pwrite)(void *ctx, jr_file *f, const void *buf, size_t len, uint64_t off);
+    /* Makes every completed write to f durable (fdatasync). */
+    int (*sync)(void *ctx, jr_file *f);
+    int (*size)(void *ctx, jr_file *f, uint64_t *out);
+    int (*truncate)(void *ctx, jr_file *f, uint64_t size);
+    /* Atomically replaces `to` with `from`; durable once it returns (directory synced). */
+    int (*rename)(void *ctx, const char *from, const char *to);
+    /* Removes a file; durable once it returns. JR_ENOTFOUND if missing. */
+    int (*remove)(void *ctx, const char *path);
+    /* Creates a directory and any missing parents; 0 if it already exists. */
+    int (*mkdir)(void *ctx, const char *path);
+    /* Calls cb once per entry of dir (not "." or ".."), in no defined order. A non-zero return
+     * from cb stops the listing and is returned. */
+    int (*list)(void *ctx, const char *dir, int (*cb)(void *arg, const char *name), void *arg);
+    /* Makes the creation, removal and renaming of entries in dir durable. */
+    int (*sync_dir)(void *ctx, const char *dir);
+} jr_vfs;
+
+/* Returns the process-wide POSIX vfs (stateless, never freed). */
+JR_API jr_vfs *jr_vfs_posix(void);
+
+/* ----------------------------------------------------------------------------------------------
+ * Host interface: how a node reaches the outside world. ARCHITECTURE §3.
+ */
+typedef struct jr_iovec {
+    const void *base;
+    size_t len;
+} jr_iovec;
+
+enum jr_log_level { JR_LOG_ERROR = 0, JR_LOG_WARN = 1, JR_LOG_INFO = 2, JR_LOG_DEBUG = 3 };
+
+#define JR_HOST_VERSION 2
+typedef struct jr_host {
+    int version; /* JR_HOST_VERSION (1: the fields up to `log`; 2: `wall` too) */
+    void *ctx;
+    /* Delivers one frame (the concatenation of iov) to server `to`. May copy or queue it; must
+     * not call back into the node. A non-zero return counts as a dropped frame (Raft retries). */
+    int (*send)(void *ctx, const char *to, const jr_iovec *iov, int iovcnt);
+    /* Monotonic time in nanoseconds. */
+    uint64_t (*now)(void *ctx);
+    /* Asks the host to call jr_node_tick() at or after `deadline` (a now() value; one at or
+     * before now means "as soon as possible", UINT64_MAX means "no tick needed"). Replaces any
+     * earlier request: the node needs one timer, whatever its number of groups. Called on the
+     * node's thread at the end of a node or group API call, never re-entrantly. Optional: hosts
+     * that poll use jr_node_deadline() instead. */
+    void (*arm)(void *ctx, uint64_t deadline);
+    /* Optional log sink; msg is borrowed for the call. */
+    void (*log)(void *ctx, int level, const char *msg);
+    /* Version 2. Optional: wall-clock time in nanoseconds since the Unix epoch (e.g.
+     * CLOCK_REALTIME). Stream leaders stamp messages with it and the meta leader stamps a
+     * stream's creation time; it may jump (forwards or backwards), and stream time follows it
+     * without ever going backwards and without mass expiry (see "Stream time" below). Without
+     * it (NULL, or a version-1 host) the node uses now() instead: timestamps then count from
+     * the host's monotonic epoch, are consistent within a cluster only if every server's now()
+     * shares that epoch, and say nothing about the calendar. */
+    uint64_t (*wall)(void *ctx);
+} jr_host;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* JETRAFT_PLUGINS_H */

@@ -1,0 +1,273 @@
+/*
+ * jetraft/stream.h — streams with JetStream semantics: config, info, publish and
+ * acknowledgements, message reads, purge and delete, stepdown.
+ *
+ * Available on nodes opened with jr_node_config.streams = 1.
+ * Part of the public ABI; users include <jetraft.h>, which includes every part.
+ */
+#ifndef JETRAFT_STREAM_H
+#define JETRAFT_STREAM_H
+
+#include "jetraft/cluster.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ----------------------------------------------------------------------------------------------
+ * Streams (JetStream semantics; see shared seeds). Config is validated on any node and by the
+ * meta leader; an invalid field is JR_EINVAL and the node's errmsg names the field.
+ */
+enum jr_retention { JR_RETAIN_LIMITS = 0, JR_RETAIN_INTEREST = 1, JR_RETAIN_WORKQUEUE = 2 };
+enum jr_discard { JR_DISCARD_OLD = 0, JR_DISCARD_NEW = 1 };
+enum jr_storage { JR_STORAGE_FILE = 0, JR_STORAGE_MEMORY = 1 };
+enum jr_compression { JR_COMPRESS_NONE = 0, JR_COMPRESS_LZ4 = 1 };
+
+typedef struct jr_placement {
+    const char *cluster;     /* NULL: the cluster of the node the request lands on */
+    const char *const *tags; /* every tag required; "!tag" excludes servers carrying tag */
+    size_t ntags;
+} jr_placement;
+
+typedef struct jr_kv {
+    const char *key;
+    const char *value;
+} jr_kv;
+
+#define JR_STREAM_NAME_MAX 255
+#define JR_MAX_REPLICAS 5
+
+typedef struct jr_stream_config {
+    size_t size;                 /* sizeof(jr_stream_config) */
+    const char *name;            /* no whitespace, '.', '*', '>', '/', '\\'; 1..255 bytes */
+    const char *description;     /* optional */
+    const char *const *subjects; /* default: { name } */
+    size_t nsubjects;
+    int retention;                /* enum jr_retention; default JR_RETAIN_LIMITS */
+    int64_t max_consumers;        /* -1 unlimited (default) */
+    int64_t max_msgs;             /* -1 unlimited (default) */
+    int64_t max_bytes;            /* -1 unlimited (default) */
+    uint64_t max_age_ns;          /* 0 unlimited (default) */
+    int64_t max_msgs_per_subject; /* -1 unlimited (default) */
+    int32_t max_msg_size;         /* -1 unlimited (default) */
+    int discard;                  /* enum jr_discard; default JR_DISCARD_OLD */
+    int storage;                  /* enum jr_storage; default JR_STORAGE_FILE */
+    int replicas;                 /* 1..5; default 1 */
+    uint64_t duplicate_window_ns; /* default 2 minutes; 0: the default */
+    jr_placement placement;
+    int sealed; /* no more writes or deletes; only by update */
+    int deny_delete;
+    int deny_purge;
+    int allow_rollup;
+    int compression; /* enum jr_compression; default JR_COMPRESS_NONE */
+    const jr_kv *metadata;
+    size_t nmetadata;
+} jr_stream_config;
+
+/* Fills cfg with JetStream's defaults (and cfg->size); the caller then sets name, subjects... */
+JR_API void jr_stream_config_init(jr_stream_config *cfg);
+
+typedef struct jr_stream_state {
+    uint64_t msgs;
+    uint64_t bytes;
+    uint64_t first_seq;
+    uint64_t first_ts; /* ns since the Unix epoch */
+    uint64_t last_seq;
+    uint64_t last_ts;
+    uint64_t num_subjects;
+    uint64_t num_deleted;
+    uint64_t consumers;
+} jr_stream_state;
+
+typedef struct jr_stream_info {
+    size_t size;             /* sizeof(jr_stream_info) as built into the library */
+    jr_stream_config config; /* normal form: defaults filled in */
+    uint64_t created_ns;     /* when the meta leader created the stream: its host's wall clock
+                                (ns since the Unix epoch; see jr_host.wall); 0 if unknown */
+    jr_stream_state state;
+    jr_cluster_info cluster;
+} jr_stream_info;
+
+/* Renders the "Cluster Information" block of info as the nats CLI prints it into buf (always
+ * NUL-terminated when len > 0); returns the full length it needs, like snprintf, or JR_EINVAL. */
+JR_API int jr_stream_info_format(const jr_stream_info *info, char *buf, size_t len);
+
+/* ----------------------------------------------------------------------------------------------
+ * Streams API. Available on nodes opened with jr_node_config.streams = 1: every such
+ * server belongs to the cluster's meta group, which decides where each stream lives; each stream
+ * is replicated by its own Raft group on `replicas` servers. Every function below may be called
+ * on any server of the cluster — a request is forwarded to the meta leader (stream add, update,
+ * delete) or to the stream's leader (publish, info, purge, messages, stepdown) as needed.
+ *
+ * Contract shared by every request function:
+ *  - It returns 0 when the request was accepted: its callback then runs exactly once, later,
+ *    inside jr_node_recv() or jr_node_tick() on this node's thread — never inside the call that
+ *    started it — or inside jr_node_close() with JR_ECLOSED. Otherwise it returns a negative code
+ *    and the callback never runs: JR_EINVAL (a NULL node, name or callback), JR_ENOTSUP (the node
+ *    does not run streams), JR_ECLOSED (the node is closing), JR_ENOMEM.
+ *  - Every other outcome arrives through the callback: a status (0 or a JR_E* code) and, where
+ *    the callback has one, a human-readable message (borrowed for the call; "" on success) that
+ *    names the offending field ("max_age_ns: must be 0 or at least 100ms"), the placement reasons
+ *    per server ("no suitable peers for placement ..."), or the cause of a failure ("no meta
+ *    leader", "stream 'ORDERS' has no leader").
+ *  - Waits are bounded: without a leader or a quorum a request fails after request_timeout_ms of
+ *    the node config (a publish: jr_pub_opts.timeout_ms) with JR_ENOLEADER (no meta leader) or
+ *    JR_ENOQUORUM (nothing took effect). A write that reached a stream leader (publish, purge,
+ *    message delete) waits for that leader's verdict while the leader is alive (silent for two
+ *    election timeouts, it is lost); if the leader is lost, or loses its leadership, before
+ *    the write committed: a publish with a msg_id is sent again to the next leader within its
+ *    timeout (the duplicate window makes that safe: if the first attempt was stored, the ack
+ *    has its seq and duplicate = 1), anything else ends with JR_ELEADERLOST, its message naming
+ *    the leader and saying the write may or may not have taken effect. JR_ETIMEDOUT means a
+ *    leader that stayed alive did not answer in time: the outcome is unknown too.
+ *  - Structures passed to a callback are borrowed for its duration; copy what you keep.
+ *
+ * Stream time. A stream's leader stamps every message (jr_stored_msg.ts, first_ts/last_ts) and
+ * every other op it logs; max_age and duplicate_window measure that stream time, identically
+ * on every replica. It follows the leader's wall clock (jr_host.wall) with two guards: it never
+ * goes backwards, and a wall clock that jumps by more than a second from what the leader's
+ * monotonic now() says has passed is not followed at once — stream time then runs 1/16 faster
+ * (clock ahead) or slower (behind) than real time until it meets the wall clock again. So a
+ * clock jump forwards expires messages at most 1/16 early instead of all at once, and a jump
+ * backwards keeps timestamps in order and expiry going. A server taking over leadership (or
+ * just restarted) starts from its own wall clock, never below the stream's time: keep the
+ * servers' clocks synchronized. Without jr_host.wall, stream time is the hosts' now().
+ */
+
+/* Completion of stream add, update, delete, message delete and leader stepdown. */
+typedef void (*jr_stream_cb)(void *arg, int status, const char *msg);
+
+/* Creates a stream as cfg says (copied). The meta leader validates the config (JR_EINVAL
+ * naming the field), refuses subjects overlapping another stream's (JR_EINVAL naming it), places
+ * the replicas (JR_ENORESOURCES with a reason per server, and nothing is created) and commits the
+ * assignment; status 0 means the stream exists once, on the servers chosen. Adding a stream that
+ * exists with an identical config succeeds (idempotent); with another config it is JR_EEXIST. If
+ * the meta leader fails meanwhile the request is re-sent to its successor, so the stream is
+ * created at most once and the status says whether it was; only after JR_ENOQUORUM for a request
+ * that had been proposed ("may still take effect") is the outcome unknown. */
+JR_API int jr_stream_add(jr_node *node, const jr_stream_config *cfg, jr_stream_cb cb, void *arg);
+/* Changes the config of the stream cfg->name to cfg (the fields JetStream allows to change;
+ * others are JR_EINVAL naming the field). JR_ENOTFOUND for an unknown stream.
+ * A different `replicas` or `placement` changes the stream's peer set (not both in one update:
+ * JR_EINVAL naming placement, as JetStream):
+ *  - growing, the meta leader keeps the current peers and places the others by the usual rules
+ *    (JR_ENORESOURCES with a reason per server, and nothing changes, if too few qualify); each
+ *    new replica joins as a non-voting observer, catches up (from the log, or a snapshot and
+ *    the missing messages) and becomes a voter only then, so a grow never lowers the number of
+ *    failures the stream tolerates;
+ *  - shrinking, the stream's leader stays (as far as the meta leader knows it), then online
+ *    peers, then the most caught up; the others are removed one at a time, a removed leader
+ *    handing its leadership to a remaining caught-up peer first; a removed server deletes its
+ *    replica only once the stream's group no longer counts it;
+ *  - moving (new placement tags or cluster), the peers that fit the new placement stay and the
+ *    others are replaced (JR_ENORESOURCES, nothing changed, if too few servers fit): the new
+ *    replicas join and catch up as in a grow, and only then do the old ones leave as in a
+ *    shrink.
+ * Status 0 means the new peer set is committed; the replicas then converge to it in the
+ * background (stream info shows a joining replica as observer, or pending, and not current),
+ * also across failovers of the stream's or the meta leader. Publishes go on meanwhile (a
+ * leader handing over refuses them briefly; requests go to the next leader). Another change
+ * of the peer set before that convergence is JR_EBUSY ("cluster member change is in
+ * progress"); other config changes are accepted meanwhile. */
+JR_API int jr_stream_update(jr_node *node, const jr_stream_config *cfg, jr_stream_cb cb, void *arg);
+/* Deletes a stream and its messages on every replica. JR_ENOTFOUND if unknown. */
+JR_API int jr_stream_delete(jr_node *node, const char *name, jr_stream_cb cb, void *arg);
+
+typedef struct jr_purge_opts {
+    size_t size;         /* sizeof(jr_purge_opts) */
+    const char *subject; /* NULL: every subject; else a subject or pattern to purge */
+    uint64_t keep;       /* non-zero: keep the newest `keep` matching messages */
+    uint64_t seq;        /* non-zero: purge matching messages below seq (not with keep) */
+} jr_purge_opts;
+JR_API void jr_purge_opts_init(jr_purge_opts *opts);
+
+/* Completion of a purge: `purged` messages were removed. */
+typedef void (*jr_purge_cb)(void *arg, int status, const char *msg, uint64_t purged);
+/* Purges a stream (opts NULL: everything). JR_EDENIED (deny_purge), JR_ESEALED, JR_EINVAL. */
+JR_API int jr_stream_purge(jr_node *node, const char *name, const jr_purge_opts *opts,
+                           jr_purge_cb cb, void *arg);
+/* Deletes message seq (erase = 1 also overwrites its bytes). JR_ENOTFOUND if it is not live,
+ * JR_EDENIED (deny_delete), JR_ESEALED. */
+JR_API int jr_stream_msg_delete(jr_node *node, const char *name, uint64_t seq, int erase,
+                                jr_stream_cb cb, void *arg);
+
+/* A stored message (everything borrowed for the callback). */
+typedef struct jr_stored_msg {
+    const char *stream;
+    uint64_t seq;
+    uint64_t ts;         /* stream time when it was stored (ns since the Unix epoch with a
+                            host wall clock; see "Stream time") */
+    const char *subject; /* NUL-terminated */
+    const void *hdr;     /* NATS header block, or NULL */
+    size_t hdr_len;
+    const void *data;
+    size_t len;
+} jr_stored_msg;
+typedef void (*jr_msg_cb)(void *arg, int status, const char *msg, const jr_stored_msg *m);
+/* Reads message seq at the stream leader. JR_ENOTFOUND if it is not live. */
+JR_API int jr_stream_msg_get(jr_node *node, const char *name, uint64_t seq, jr_msg_cb cb,
+                             void *arg);
+/* Reads the newest message whose subject matches `subject` (a subject or pattern) at the stream
+ * leader. JR_ENOTFOUND if none. */
+JR_API int jr_stream_get_last(jr_node *node, const char *name, const char *subject, jr_msg_cb cb,
+                              void *arg);
+/* Moves the stream's leadership to server `peer` (a caught-up voter of the stream), or to the
+ * best one if peer is NULL. JR_ENOTVOTER, JR_ETRANSFER, JR_ETIMEDOUT. */
+JR_API int jr_stream_stepdown(jr_node *node, const char *name, const char *peer, jr_stream_cb cb,
+                              void *arg);
+
+/* Stream info, computed on the stream leader: config (normal form), state and the cluster
+ * block (leader; every other replica: current, offline, active, lag, observer, pending).
+ * While the replica count changes (jr_stream_update), the cluster block lists the members of
+ * the stream's group as its leader sees them — a joining replica as an observer that is not
+ * yet current, a peer of the new assignment the group has not added yet as pending, a removed
+ * one until its removal is done — and config.replicas is the new count.
+ * (Named _get: jr_stream_info is the struct.) */
+typedef void (*jr_stream_info_cb)(void *arg, int status, const char *msg,
+                                  const jr_stream_info *info);
+JR_API int jr_stream_info_get(jr_node *node, const char *name, jr_stream_info_cb cb, void *arg);
+
+/* Publish options (JetStream's Nats-* headers in the header block count too; a field set here
+ * overrides the header). */
+#define JR_SEQ_NONE UINT64_MAX
+typedef struct jr_pub_opts {
+    size_t size;                 /* sizeof(jr_pub_opts) */
+    const char *msg_id;          /* deduplication id within the duplicate window; NULL none */
+    const char *expected_stream; /* JR_EWRONGSTREAM unless the subject's stream has this name */
+    uint64_t expected_last_seq;  /* JR_EWRONGLASTSEQ unless the stream's last seq is this;
+                                    JR_SEQ_NONE: no expectation (0 = an empty stream) */
+    uint64_t expected_last_subject_seq; /* same for the subject's last seq; JR_SEQ_NONE: none */
+    const char *expected_last_msg_id;   /* JR_EWRONGLASTMSGID unless the last msg id is this */
+    uint32_t timeout_ms;                /* bounded wait; 0: the node's request_timeout_ms */
+} jr_pub_opts;
+JR_API void jr_pub_opts_init(jr_pub_opts *opts);
+
+/* The acknowledgement of a publish. */
+typedef struct jr_pub_ack {
+    const char *stream; /* the stream that captured the subject ("" if none) */
+    uint64_t seq;       /* the message's seq (a duplicate: the original's); with
+                           JR_EWRONGLASTSEQ / JR_EWRONGLASTSUBJSEQ the actual last seq */
+    int duplicate;      /* 1 if msg_id was seen within the duplicate window: nothing stored */
+    const char *msg;    /* "" on success, else what happened (e.g. which leader was lost and
+                           whether the message may be stored); borrowed for the callback */
+} jr_pub_ack;
+typedef void (*jr_publish_cb)(void *arg, int status, const jr_pub_ack *ack);
+
+/* Publishes a message (subject, header block and data are copied) to the stream whose subjects
+ * capture `subject`. The callback gets status 0 only once the message is committed — durable on
+ * a quorum of the stream's replicas under the sync policy — and applied; never before. Errors:
+ * JR_ENOSTREAM (no stream captures the subject), JR_EINVAL (subject not a literal subject,
+ * malformed header block), JR_EMSGSIZE (over the stream's max_msg_size or the largest entry),
+ * the expectation errors, JR_ELIMIT (discard new), JR_ESEALED, JR_ENOQUORUM (no leader or no
+ * quorum within the timeout: nothing was acknowledged), JR_ELEADERLOST (the leader was lost or
+ * lost its leadership before the entry committed, and the publish had no msg_id or its timeout
+ * passed: it may still be stored; ack->msg says which leader), JR_ETIMEDOUT. With a msg_id
+ * (option or Nats-Msg-Id header) a publish survives the loss of its leader (see above). */
+JR_API int jr_publish(jr_node *node, const char *subject, const void *hdr, size_t hdr_len,
+                      const void *data, size_t len, const jr_pub_opts *opts, jr_publish_cb cb,
+                      void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* JETRAFT_STREAM_H */
