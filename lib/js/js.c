@@ -304,6 +304,31 @@ static void js_free(jr__js *js)
     jr__free(a, js);
 }
 
+static void role_changed(jr_node *n, uint64_t group)
+{
+    jr__srep_role_changed(n->js, group);
+}
+
+/* The hooks the node core calls (node.h "The seam to the layer above"). */
+static const jr__upper js_upper = {
+    .before_flush = jr__js_before_flush,
+    .role_changed = role_changed,
+    .recv = jr__js_recv,
+    .tick = jr__js_tick,
+    .deadline = jr__js_deadline,
+    .close = jr__js_close,
+};
+
+static int attach(jr_node *n, const jr_node_config *cfg)
+{
+    return cfg->streams ? jr__js_open(n, cfg) : 0;
+}
+
+int jr_node_open(const jr_node_config *cfg, jr_node **out)
+{
+    return jr__node_open(cfg, attach, out);
+}
+
 int jr__js_open(jr_node *n, const jr_node_config *cfg)
 {
     const jr_allocator *a = n->alloc;
@@ -368,6 +393,7 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
         return err;
     }
     n->js = js;
+    n->upper = &js_upper;
     err = jr__mnode_open(js);
     if (err) {
         jr__js_close(n, 0);
@@ -392,5 +418,6 @@ void jr__js_close(jr_node *n, int flush)
     jr__node_drain(n); /* every callback queued above runs before the memory goes */
     jr__meta_state_free(&js->st);
     n->js = NULL;
+    n->upper = NULL;
     js_free(js);
 }

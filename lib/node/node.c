@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "js/js.h"
 #include "node/node.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
@@ -80,8 +79,8 @@ uint64_t jr__node_next_deadline(const jr_node *n)
     jr__timer *t = jr__heap_top(&n->timers);
     if (t && t->deadline < d) d = t->deadline;
     if (jr__live_deadline(n) < d) d = jr__live_deadline(n); /* node heartbeats (issue 5) */
-    if (n->js) {
-        uint64_t j = jr__js_deadline(n); /* the stream layer's timers */
+    if (n->upper) {
+        uint64_t j = n->upper->deadline(n); /* the upper layer's timers */
         if (j < d) d = j;
     }
     if (n->wal) {
@@ -144,7 +143,8 @@ static void node_free_memory(jr_node *n)
     jr__free(n->alloc, n);
 }
 
-int jr_node_open(const jr_node_config *cfg_in, jr_node **out)
+int jr__node_open(const jr_node_config *cfg_in,
+                  int (*attach)(jr_node *n, const jr_node_config *cfg), jr_node **out)
 {
     if (!out) return JR_EINVAL;
     *out = NULL;
@@ -219,8 +219,8 @@ int jr_node_open(const jr_node_config *cfg_in, jr_node **out)
     }
     rc = jr__recover_open(n, cfg.wal_segment_bytes, cfg.sync_interval_ms);
     if (rc != 0) goto fail;
-    if (cfg.streams) {
-        rc = jr__js_open(n, &cfg); /* the meta group and the stream replicas (js.h) */
+    if (attach) {
+        rc = attach(n, &cfg); /* the layer above: the meta group and the stream replicas */
         if (rc != 0) goto fail;
     }
     *out = n;
@@ -246,7 +246,8 @@ static void node_destroy(jr_node *n, int flush)
     for (size_t i = 0; i < n->groups.cap; i++)
         if (n->groups.slots[i].key) jr__group_detach(n->groups.slots[i].val, JR_ECLOSED);
     jr__node_drain(n);
-    jr__js_close(n, flush);
+    if (n->upper) n->upper->close(n, flush);
+    n->upper = NULL;
     node_free_memory(n);
 }
 
@@ -295,7 +296,7 @@ static void dispatch(jr_node *n, jr__frame *f)
             continue;
         }
         if (m.type >= JR__MSG_NODE_FIRST) { /* node-level messages: issue 5 */
-            if (n->js) jr__js_recv(n, f->from, m.type, &f->rpc); /* requests, responses */
+            if (n->upper) n->upper->recv(n, f->from, m.type, &f->rpc); /* requests, answers */
             continue;
         }
         jr_group *g = jr__map_get(&n->groups, m.group);
@@ -353,7 +354,7 @@ int jr_node_tick(jr_node *n)
         jr_group *g = (jr_group *)((char *)t - offsetof(jr_group, timer));
         jr__group_tick(g);
     }
-    jr__js_tick(n);
+    if (n->upper) n->upper->tick(n);
     jr__node_drain(n); /* completions queued by API calls since the last flush */
     int rc = jr__node_flush(n, 1);
     jr__node_leave(n);

@@ -11,8 +11,8 @@
  *   group.c     group lifecycle (create, load or bootstrap, free) and the raft io callbacks
  *   flush.c     the flush cycle: stage, one WAL flush, persisted, send, apply, complete
  *   ops.c       completion records (pooled) and the node's completion queue
- *   snapfile.c  the snapshot file format (pure encode/decode)
  *   snapshot.c  taking, storing, sending, receiving and installing snapshots
+ *               (the snapshot file format is lib/log/snapfile.h)
  *   api_group.c the public raw-group API (jr_group_*)
  *
  * Invariants:
@@ -60,6 +60,8 @@
 #include "util/heap.h"
 #include "util/map.h"
 #include "util/rand.h"
+
+typedef struct jr__upper jr__upper; /* "The seam to the layer above", below */
 
 /* ---------------------------------------------------------------------------------------------
  * Peers (peer.c)
@@ -246,9 +248,41 @@ struct jr_node {
     uint64_t msgs_unroutable;    /* dropped: peer unknown or frame would overflow */
     uint64_t send_failures;      /* host->send returned non-zero */
     char errmsg[256];
-    struct jr__js *js;           /* the stream layer (js.h); NULL unless cfg->streams */
+    /* The layer above the core (the JetStream layer, lib/js), if one attached at open: the
+     * core calls it only through `upper` and never dereferences `js`, which is that layer's
+     * state. */
+    const jr__upper *upper;
+    struct jr__js *js;
     jr__live live;               /* coalesced heartbeats, peer liveness (liveness.h) */
 };
+
+/* The seam to the layer above ---------------------------------------------------------------
+ *
+ * The node core knows nothing of streams. A layer above it (lib/js) attaches during open
+ * (jr__node_open's attach callback, which runs after WAL recovery with the normalised config)
+ * by setting n->upper to a static table; the core calls each hook at one point:
+ *   before_flush  at the start of every flush: stage what the layer batched during the call;
+ *   role_changed  in the flush that first sees a group become leader or stop being one;
+ *   recv          a node-level message of a frame being dispatched that the core does not
+ *                 handle itself (requests and responses, wire/frame.h);
+ *   tick          once per jr_node_tick, after the groups' due timers;
+ *   deadline      the layer's earliest deadline (UINT64_MAX: none), folded into the node's;
+ *   close         at close, after the groups were detached and completions drained: fail
+ *                 what is outstanding (callbacks run before it returns) and free the layer.
+ */
+struct jr__upper {
+    void (*before_flush)(jr_node *n);
+    void (*role_changed)(jr_node *n, uint64_t group);
+    void (*recv)(jr_node *n, jr__id from, uint8_t type, const jr__rpc_view *v);
+    void (*tick)(jr_node *n);
+    uint64_t (*deadline)(const jr_node *n);
+    void (*close)(jr_node *n, int flush);
+};
+
+/* Opens the node core (jr_node_open's contract). attach, if not NULL, runs after recovery with
+ * the normalised config; its error fails the open (*out NULL, nothing left open). */
+int jr__node_open(const jr_node_config *cfg, int (*attach)(jr_node *n, const jr_node_config *cfg),
+                  jr_node **out);
 
 /* node.c ------------------------------------------------------------------------------------*/
 
