@@ -251,7 +251,6 @@ void jr__js_before_flush(jr_node *n)
 {
     jr__js *js = n->js;
     if (!js || js->closing || n->closing) return;
-    if (js->ndead) jr__srep_release_dead(js); /* nothing walks a group list here */
     /* A meta snapshot, a catch-up chunk or a busy stream's batches may have grown them to
      * megabytes: given back once a second, so a busy node rebuilds them rarely. */
     if (n->now >= js->scratch_at) {
@@ -300,7 +299,6 @@ static void js_free(jr__js *js)
     }
     jr__buf_free(&js->scratch);
     jr__buf_free(&js->scratch2);
-    jr__free(a, js->dead); /* their groups go with the node's */
     jr__free(a, js);
 }
 

@@ -261,8 +261,6 @@ struct jr__js {
     jr__srep *rep_list;
     jr__srep *dirty;
     jr__map hints;        /* group id -> leader hint (jr__peer *) for streams not held here */
-    uint64_t *dead;       /* groups of deleted streams to release at the next flush's start */
-    size_t ndead, dead_cap;
     jr__waiter *free_waiters;
     /* js.c */
     jr__req *reqs;        /* outstanding requests (doubly linked) */
@@ -389,14 +387,10 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s);
 void jr__srep_update(jr__srep *r, const jr__meta_stream *s);
 /* Removes the local replica; with purge = 1 (the stream was deleted, or this server left it)
  * its messages and snapshots are deleted too, and its Raft group is released: detached now,
- * then freed and dropped from the WAL at the start of the next flush (jr__srep_release_dead),
- * so that neither its raft core nor the WAL's record of it outlives the stream. */
+ * then freed and dropped from the WAL at the start of the next flush (the node core's
+ * jr__node_group_destroy), so that neither its raft core nor the WAL's record of it outlives
+ * the stream. */
 void jr__srep_leave(jr__srep *r, int purge);
-/* Releases the groups of removed replicas (from jr__js_before_flush, when no flush list is
- * being walked): frees the dormant group, any recovered stash of it and its snapshot files, and
- * stages a WAL DROP (after which nothing of the group is written again, so the WAL forgets it).
- * A group the WAL could not drop (JR_ENOMEM) is kept for the next flush. */
-void jr__srep_release_dead(jr__js *js);
 /* Recovered stashes of stream groups this server no longer runs a replica of:
  *  - the stream no longer exists in the meta state (id below its next_group, no assignment:
  *    deleted while this server was down, learnt from a meta snapshot): released like removed

@@ -207,6 +207,7 @@ static int wal_due(const jr_node *n)
 int jr__node_flush(jr_node *n, int callbacks)
 {
     int err = 0;
+    if (n->nretiring && !n->closing) jr__node_release_retired(n); /* no list is walked yet */
     if (n->upper) n->upper->before_flush(n); /* e.g. stream leaders propose their batches */
     for (int iter = 0; iter < MAX_ITERATIONS; iter++) {
         jr_group *batch = n->ready;

@@ -135,6 +135,7 @@ static void node_free_memory(jr_node *n)
     jr__peer_free_all(n);
     jr__op_pool_free(n);
     jr__free(n->alloc, n->scratch);
+    jr__free(n->alloc, n->retiring); /* their groups went with the others */
     jr__buf_free(&n->snap_raw);
     jr__buf_free(&n->snap_enc);
     jr__free(n->alloc, n->name);

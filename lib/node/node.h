@@ -253,6 +253,8 @@ struct jr_node {
      * state. */
     const jr__upper *upper;
     struct jr__js *js;
+    uint64_t *retiring; /* groups destroyed, released at the next flush's start (retire.c) */
+    size_t nretiring, retiring_cap;
     jr__live live;               /* coalesced heartbeats, peer liveness (liveness.h) */
 };
 
@@ -278,6 +280,26 @@ struct jr__upper {
     uint64_t (*deadline)(const jr_node *n);
     void (*close)(jr_node *n, int flush);
 };
+
+/* Group destruction (retire.c), for the layer above. A group being destroyed may be on the list
+ * the current flush walks, so:
+ *  - jr__node_group_destroy(n, id): the caller has detached the group (jr__group_detach) if it
+ *    was open; its snapshot files are removed now; at the start of the next flush its core is
+ *    freed, any recovery stash dropped and a WAL DROP staged (nothing of it is written after).
+ *    0, or JR_ENOMEM: then the DROP is staged at once and the group stays dormant until close;
+ *  - jr__node_group_retiring(n, id): 1 while id waits for that release (do not recreate it yet);
+ *  - jr__node_group_known(n, id): 1 if this node holds state of id (open, or recovered and not
+ *    yet opened);
+ *  - jr__node_unopened_groups(n, lo, hi, &ids, &count): the recovered groups in [lo, hi) that
+ *    nothing opened (an array the caller frees with jr__free(n->alloc, ids); NULL when there
+ *    are none); 0 or JR_ENOMEM.
+ */
+int jr__node_group_destroy(jr_node *n, uint64_t id);
+int jr__node_group_retiring(const jr_node *n, uint64_t id);
+int jr__node_group_known(const jr_node *n, uint64_t id);
+int jr__node_unopened_groups(jr_node *n, uint64_t lo, uint64_t hi, uint64_t **ids, size_t *count);
+/* Releases the groups destroyed since the last call (the start of jr__node_flush). */
+void jr__node_release_retired(jr_node *n);
 
 /* Opens the node core (jr_node_open's contract). attach, if not NULL, runs after recovery with
  * the normalised config; its error fails the open (*out NULL, nothing left open). */
