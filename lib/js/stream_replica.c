@@ -39,6 +39,7 @@
 
 #include "js/js.h"
 #include "util/alloc.h"
+#include "util/container.h"
 #include "util/checksum.h"
 
 #define BATCH_MAX_OPS 4096u
@@ -471,7 +472,7 @@ void jr__srep_sync(jr__srep *r)
  * deposed one drops its leader state. */
 static void rep_timer(jr__js *js, jr__jtimer *t)
 {
-    jr__srep *r = (jr__srep *)((char *)t - offsetof(jr__srep, timer));
+    jr__srep *r = JR__CONTAINER_OF(t, jr__srep, timer);
     jr_node *n = js->n;
     uint64_t soon = n->now + n->election_ns / 2, next = UINT64_MAX;
     if (r->cu) {

@@ -63,6 +63,18 @@ void jr__node_want_tick(jr_node *n)
     n->want_tick = 1;
 }
 
+void jr__node_timer_arm(jr_node *n, jr__timer *t, uint64_t deadline)
+{
+    /* Never in the past: the node's deadline must stay a time it can reach. */
+    if (deadline < n->now) deadline = n->now;
+    if (jr__heap_arm(&n->timers, t, deadline) != 0) jr__node_want_tick(n);
+}
+
+void jr__node_timer_cancel(jr_node *n, jr__timer *t)
+{
+    jr__heap_cancel(&n->timers, t);
+}
+
 void jr__node_set_hooks(jr_node *n, const jr__node_hooks *h)
 {
     if (h)
@@ -79,10 +91,6 @@ uint64_t jr__node_next_deadline(const jr_node *n)
     jr__timer *t = jr__heap_top(&n->timers);
     if (t && t->deadline < d) d = t->deadline;
     if (jr__live_deadline(n) < d) d = jr__live_deadline(n); /* node heartbeats (issue 5) */
-    if (n->upper) {
-        uint64_t j = n->upper->deadline(n); /* the upper layer's timers */
-        if (j < d) d = j;
-    }
     if (n->wal) {
         uint64_t w = jr__wal_deadline(n->wal);
         if (w < d) d = w;
@@ -351,11 +359,7 @@ int jr_node_tick(jr_node *n)
     jr__timer *t;
     jr__live_tick(n);      /* node heartbeats and peer liveness (issue 5) */
     jr__live_campaigns(n); /* rounds for groups waiting to campaign */
-    while ((t = jr__heap_pop_due(&n->timers, n->now)) != NULL) {
-        jr_group *g = (jr_group *)((char *)t - offsetof(jr_group, timer));
-        jr__group_tick(g);
-    }
-    if (n->upper) n->upper->tick(n);
+    while ((t = jr__heap_pop_due(&n->timers, n->now)) != NULL) t->fire(n, t);
     jr__node_drain(n); /* completions queued by API calls since the last flush */
     int rc = jr__node_flush(n, 1);
     jr__node_leave(n);

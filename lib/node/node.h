@@ -208,7 +208,7 @@ struct jr_node {
     /* groups */
     jr__map groups;          /* id -> jr_group* (open and closed) */
     uint64_t ngroups;        /* open groups */
-    jr__heap timers;         /* one timer per group */
+    jr__heap timers;         /* the node's one timer heap: every group's, and the upper layer's */
     jr_group *ready;         /* groups with work for the next flush */
     jr__map stashes;         /* id -> jr__stash* (recovered, not yet opened) */
     uint8_t all_damaged;     /* the WAL reported damage it could not attribute */
@@ -267,8 +267,6 @@ struct jr_node {
  *   role_changed  in the flush that first sees a group become leader or stop being one;
  *   recv          a node-level message of a frame being dispatched that the core does not
  *                 handle itself (requests and responses, wire/frame.h);
- *   tick          once per jr_node_tick, after the groups' due timers;
- *   deadline      the layer's earliest deadline (UINT64_MAX: none), folded into the node's;
  *   close         at close, after the groups were detached and completions drained: fail
  *                 what is outstanding (callbacks run before it returns) and free the layer.
  */
@@ -276,8 +274,6 @@ struct jr__upper {
     void (*before_flush)(jr_node *n);
     void (*role_changed)(jr_node *n, uint64_t group);
     void (*recv)(jr_node *n, jr__id from, uint8_t type, const jr__rpc_view *v);
-    void (*tick)(jr_node *n);
-    uint64_t (*deadline)(const jr_node *n);
     void (*close)(jr_node *n, int flush);
 };
 
@@ -298,6 +294,13 @@ int jr__node_group_destroy(jr_node *n, uint64_t id);
 int jr__node_group_retiring(const jr_node *n, uint64_t id);
 int jr__node_group_known(const jr_node *n, uint64_t id);
 int jr__node_unopened_groups(jr_node *n, uint64_t lo, uint64_t hi, uint64_t **ids, size_t *count);
+/* Timers on the node's one heap, for the core and the layer above: t->fire(n, t) runs from
+ * jr_node_tick once t's deadline has passed (jr__timer_init sets fire). Arming re-keys an armed
+ * timer; a deadline in the past is taken as now. Without memory to grow the heap the node ticks
+ * again at once instead (a group is also put on the ready list, so its flush re-arms it). */
+void jr__node_timer_arm(jr_node *n, jr__timer *t, uint64_t deadline);
+void jr__node_timer_cancel(jr_node *n, jr__timer *t);
+
 /* Releases the groups destroyed since the last call (the start of jr__node_flush). */
 void jr__node_release_retired(jr_node *n);
 
