@@ -376,10 +376,6 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
         jr__js_close(n, 0);
         return err;
     }
-    /* The meta group (and the replicas it recovered) need ticks from now on: tell the host,
-     * as the outermost jr__node_leave would. */
-    n->armed = jr__node_next_deadline(n);
-    if (n->host.arm) n->host.arm(n->host.ctx, n->armed);
     return 0;
 }
 

@@ -231,6 +231,10 @@ int jr__node_open(const jr_node_config *cfg_in,
     if (attach) {
         rc = attach(n, &cfg); /* the layer above: the meta group and the stream replicas */
         if (rc != 0) goto fail;
+        /* What it opened may need ticks from now on: tell the host, as the outermost
+         * jr__node_leave would. */
+        n->armed = jr__node_next_deadline(n);
+        if (n->host.arm) n->host.arm(n->host.ctx, n->armed);
     }
     *out = n;
     return 0;
