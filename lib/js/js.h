@@ -252,6 +252,7 @@ struct jr__js {
     jr__map meta_reqs;    /* request id -> jr__req waiting for its meta op to apply */
     uint8_t meta_failed;
     uint8_t converge_failed; /* a replica could not be created: converge again later */
+    uint8_t converge_queued; /* a full convergence waits in the node's effects queue */
     uint8_t meta_replayed;   /* the meta state has applied meta_recovered (jr__mnode_replayed) */
     uint64_t meta_recovered; /* the meta log's last index recovered at open */
     jr__jtimer meta_timer;

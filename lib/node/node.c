@@ -144,6 +144,7 @@ static void node_free_memory(jr_node *n)
     jr__op_pool_free(n);
     jr__free(n->alloc, n->scratch);
     jr__free(n->alloc, n->retiring); /* their groups went with the others */
+    jr__free(n->alloc, n->effects);  /* not run: the node is going */
     jr__buf_free(&n->snap_raw);
     jr__buf_free(&n->snap_enc);
     jr__free(n->alloc, n->name);
@@ -231,6 +232,7 @@ int jr__node_open(const jr_node_config *cfg_in,
     if (attach) {
         rc = attach(n, &cfg); /* the layer above: the meta group and the stream replicas */
         if (rc != 0) goto fail;
+        jr__node_run_effects(n); /* what its replay deferred (no list is walked here) */
         /* What it opened may need ticks from now on: tell the host, as the outermost
          * jr__node_leave would. */
         n->armed = jr__node_next_deadline(n);

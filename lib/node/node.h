@@ -255,6 +255,8 @@ struct jr_node {
     struct jr__js *js;
     uint64_t *retiring; /* groups destroyed, released at the next flush's start (retire.c) */
     size_t nretiring, retiring_cap;
+    struct jr__effect *effects; /* deferred by applies, run after the flush loop (flush.c) */
+    size_t neffects, effects_cap;
     jr__live live;               /* coalesced heartbeats, peer liveness (liveness.h) */
 };
 
@@ -294,6 +296,20 @@ int jr__node_group_destroy(jr_node *n, uint64_t id);
 int jr__node_group_retiring(const jr_node *n, uint64_t id);
 int jr__node_group_known(const jr_node *n, uint64_t id);
 int jr__node_unopened_groups(jr_node *n, uint64_t lo, uint64_t hi, uint64_t **ids, size_t *count);
+/* Effects (etcd's Ready shape). What a state machine's apply produces that changes the node's
+ * structure — creating or removing a replica, opening or destroying a store — is not done inside
+ * the apply, while the flush walks its lists: the apply queues it with jr__node_defer, and the
+ * core runs the queue after the flush loop (jr__node_run_effects), in queueing order, when no
+ * list is walked. An effect may queue more; those run in the same pass. 0 or JR_ENOMEM (nothing
+ * queued: the caller's retry path must cover it). */
+typedef void (*jr__effect_fn)(jr_node *n, uint64_t arg);
+struct jr__effect {
+    jr__effect_fn fn;
+    uint64_t arg;
+};
+int jr__node_defer(jr_node *n, jr__effect_fn fn, uint64_t arg);
+void jr__node_run_effects(jr_node *n);
+
 /* Timers on the node's one heap, for the core and the layer above: t->fire(n, t) runs from
  * jr_node_tick once t's deadline has passed (jr__timer_init sets fire). Arming re-keys an armed
  * timer; a deadline in the past is taken as now. Without memory to grow the heap the node ticks
