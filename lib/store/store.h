@@ -179,7 +179,7 @@ int jr__store_reset(jr__store *s, uint64_t first_seq);
 int jr__store_get(jr__store *s, uint64_t seq, jr__store_msg *out);
 
 /* The newest live message whose subject matches filter (literal: O(1); wildcards: a backward
- * scan). JR_ENOTFOUND if none. */
+ * scan of the live messages). JR_ENOTFOUND if none. */
 int jr__store_get_last(jr__store *s, const char *filter, size_t filter_len, jr__store_msg *out);
 
 /* The first live message with seq >= from whose subject matches filter (NULL or ">": any).

@@ -1,35 +1,28 @@
 /*
  * store_int — the store core's internals, shared with its two backends (mem.c, file.c).
  *
- * The core owns the sequence index (one jr__ent per seq in [base, last_seq]), the per-subject
+ * The core owns the sequence index (seqidx.h: one jr__ent per live message), the per-subject
  * index, the interior-delete ranges, the block table and the counters. A backend owns where the
  * bytes of records live, behind jr__store_backend. Records are placed in blocks (ids increase
  * with time, seqs increase with ids); the core counts live messages per block and asks the
  * backend to drop a block once it holds none and is not the active one.
  *
  * Invariants:
- *  - ents[i] describes seq base + i; base == first_seq (first live seq) or last_seq + 1 if
- *    empty. A deleted entry has len == 0; ent.next links the live-or-deleted entries of one
- *    subject in seq order (0 ends the chain); a subject's chain from subj.first reaches every live
- *    message of that subject.
- *  - msgs, bytes, per-block live counts and per-subject counts always agree with the entries.
- *  - ranges holds exactly the deleted seqs in (first_seq, last_seq), merged.
+ *  - idx holds exactly the live messages; first_seq is the first entry's seq, or last_seq + 1
+ *    when idx is empty. Entry prev/next link the live messages of one subject in seq order (0
+ *    ends the chain), from subj.first to subj.last; so a subject's first, last and count, and
+ *    its neighbours of any of its messages, are found without scanning.
+ *  - msgs (== idx.count), bytes, per-block live counts and per-subject counts always agree with
+ *    the entries.
+ *  - ranges holds exactly the deleted seqs in (first_seq, last_seq], merged.
  */
 #ifndef JR_STORE_STORE_INT_H
 #define JR_STORE_STORE_INT_H
 
+#include "seqidx.h"
 #include "srecord.h"
 #include "store.h"
 #include "subjidx.h"
-
-typedef struct jr__ent {
-    int64_t ts;
-    uint64_t next; /* next seq of the same subject, 0: none */
-    uint32_t blk;  /* block id */
-    uint32_t off;  /* offset of the record in the block's plaintext */
-    uint32_t len;  /* record length; 0: deleted */
-    uint32_t subj; /* subject id */
-} jr__ent;
 
 typedef struct jr__blk {
     uint32_t id;
@@ -98,9 +91,7 @@ struct jr__store {
     uint64_t block_bytes;
 
     /* sequence index */
-    jr__ent *ents;
-    size_t head, n, cap; /* ents[head .. head+n) are seqs base .. base+n-1 */
-    uint64_t base;
+    jr__seqidx idx;
     uint64_t last_seq;
     int64_t last_ts;
     uint64_t msgs, bytes;
