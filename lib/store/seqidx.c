@@ -21,7 +21,7 @@ static size_t leaf_size(uint32_t cap)
 
 static jr__seqleaf *leaf_at(const jr__seqidx *x, size_t li)
 {
-    return x->dir[x->dhead + li];
+    return x->dir[x->dhead + li].leaf;
 }
 
 static uint64_t leaf_first_seq(const jr__seqleaf *l)
@@ -42,32 +42,63 @@ void jr__seqidx_free(jr__seqidx *x)
     jr__seqidx_init(x, x->alloc);
 }
 
-/* The last leaf whose first seq is <= seq, or SIZE_MAX if there is none. */
+/* The last leaf whose first seq is <= seq, or SIZE_MAX if there is none. Seqs are spread
+ * evenly in the common case (a stream appends consecutive seqs), so the search starts at the
+ * interpolated leaf and steps a little before falling back to bisection. */
 static size_t find_leaf(const jr__seqidx *x, uint64_t seq)
 {
-    size_t lo = 0, hi = x->nleaves; /* answer + 1 lies in [lo, hi] */
+    const jr__seqdir *d = x->dir + x->dhead;
+    size_t n = x->nleaves;
+    if (!n || seq < d[0].first) return SIZE_MAX;
+    uint64_t lo_seq = d[0].first, hi_seq = d[n - 1].first;
+    if (seq >= hi_seq) return n - 1;
+    /* d[0].first <= seq < d[n-1].first: the answer is in [0, n-2] */
+    size_t g = (size_t)((double)(seq - lo_seq) / (double)(hi_seq - lo_seq) * (double)(n - 1));
+    if (g > n - 2) g = n - 2;
+    for (int step = 0; step < 4; step++) {
+        if (d[g].first > seq)
+            g--;
+        else if (d[g + 1].first <= seq)
+            g++;
+        else
+            return g;
+    }
+    size_t lo = 1, hi = n - 1; /* the first leaf starting after seq lies in [lo, hi] */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (leaf_first_seq(leaf_at(x, mid)) <= seq)
+        if (d[mid].first <= seq)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo ? lo - 1 : SIZE_MAX;
+    return lo - 1;
 }
 
-/* Index in l of the first entry with seq >= seq (l->n if none). */
+/* Index in l of the first entry with seq >= seq (l->n if none): direct in a leaf without holes
+ * (the common case), bisection otherwise. */
 static uint32_t lower_bound(const jr__seqleaf *l, uint64_t seq)
 {
+    const jr__ent *v = l->v + l->head;
+    uint64_t first = v[0].seq;
+    if (seq <= first) return 0;
+    if (v[l->n - 1].seq - first == l->n - 1)
+        return seq - first < l->n ? (uint32_t)(seq - first) : l->n;
     uint32_t lo = 0, hi = l->n;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (l->v[l->head + mid].seq < seq)
+        if (v[mid].seq < seq)
             lo = mid + 1;
         else
             hi = mid;
     }
     return lo;
+}
+
+/* Keeps the directory's copy of leaf li's first seq right. */
+static void dir_refresh(jr__seqidx *x, size_t li)
+{
+    jr__seqdir *d = &x->dir[x->dhead + li];
+    d->first = leaf_first_seq(d->leaf);
 }
 
 /* Moves l's entries to the start of its array. */
@@ -86,7 +117,7 @@ static int leaf_resize(jr__seqidx *x, size_t li, uint32_t cap)
     jr__seqleaf *m = jr__realloc(x->alloc, l, leaf_size(cap));
     if (!m) return JR_ENOMEM;
     m->cap = cap;
-    x->dir[x->dhead + li] = m;
+    x->dir[x->dhead + li].leaf = m;
     return 0;
 }
 
@@ -95,7 +126,7 @@ static void dir_remove(jr__seqidx *x, size_t li)
     if (li == 0) {
         x->dhead++;
     } else if (li + 1 < x->nleaves) {
-        jr__seqleaf **d = x->dir + x->dhead;
+        jr__seqdir *d = x->dir + x->dhead;
         memmove(d + li, d + li + 1, (x->nleaves - li - 1) * sizeof *d);
     }
     if (--x->nleaves == 0) x->dhead = 0;
@@ -110,7 +141,7 @@ static jr__seqleaf *leaf_append(jr__seqidx *x, uint32_t cap)
             x->dhead = 0;
         } else {
             size_t ncap = x->dcap ? x->dcap * 2 : 4;
-            jr__seqleaf **d = jr__realloc(x->alloc, x->dir, ncap * sizeof *d);
+            jr__seqdir *d = jr__realloc(x->alloc, x->dir, ncap * sizeof *d);
             if (!d) return NULL;
             x->dir = d;
             x->dcap = ncap;
@@ -121,7 +152,7 @@ static jr__seqleaf *leaf_append(jr__seqidx *x, uint32_t cap)
     l->head = l->n = 0;
     l->cap = cap;
     l->unused = 0;
-    x->dir[x->dhead + x->nleaves++] = l;
+    x->dir[x->dhead + x->nleaves++].leaf = l;
     return l;
 }
 
@@ -143,6 +174,7 @@ int jr__seqidx_push(jr__seqidx *x, const jr__ent *e)
     /* after a full leaf the store is growing: the next one is allocated whole */
     if (!l && !(l = leaf_append(x, x->nleaves ? JR__SEQIDX_LEAF : LEAF_MIN))) return JR_ENOMEM;
     l->v[l->head + l->n++] = *e;
+    if (l->n == 1) dir_refresh(x, x->nleaves - 1);
     x->count++;
     return 0;
 }
@@ -179,13 +211,32 @@ static int merge_next(jr__seqidx *x, size_t li)
     return 0;
 }
 
-void jr__seqidx_remove(jr__seqidx *x, uint64_t seq)
+jr__ent *jr__seqidx_find_cur(const jr__seqidx *x, uint64_t seq, jr__seqcur *c)
 {
     size_t li = find_leaf(x, seq);
-    assert(li != SIZE_MAX);
+    if (li == SIZE_MAX) return NULL;
     jr__seqleaf *l = leaf_at(x, li);
     uint32_t i = lower_bound(l, seq);
-    assert(i < l->n && l->v[l->head + i].seq == seq);
+    if (i == l->n || l->v[l->head + i].seq != seq) return NULL;
+    c->li = li;
+    c->i = i;
+    return &l->v[l->head + i];
+}
+
+void jr__seqidx_remove(jr__seqidx *x, uint64_t seq)
+{
+    jr__seqcur c;
+    jr__ent *e = jr__seqidx_find_cur(x, seq, &c);
+    assert(e);
+    (void)e;
+    jr__seqidx_remove_at(x, &c);
+}
+
+void jr__seqidx_remove_at(jr__seqidx *x, const jr__seqcur *c)
+{
+    size_t li = c->li;
+    uint32_t i = c->i;
+    jr__seqleaf *l = leaf_at(x, li);
     /* shift the shorter side */
     if (i < l->n / 2) {
         memmove(l->v + l->head + 1, l->v + l->head, (size_t)i * sizeof *l->v);
@@ -200,6 +251,7 @@ void jr__seqidx_remove(jr__seqidx *x, uint64_t seq)
         dir_remove(x, li);
         return;
     }
+    if (i == 0) dir_refresh(x, li);
     if (l->n < JR__SEQIDX_LEAF / 4) {
         /* sparse: into a neighbour with room (the pair then holds at most 3/4 of a leaf) */
         const uint32_t room = JR__SEQIDX_LEAF * 3 / 4;
@@ -304,7 +356,7 @@ void jr__seqidx_shrink(jr__seqidx *x)
     if (x->dcap > 2 * want) {
         memmove(x->dir, x->dir + x->dhead, x->nleaves * sizeof *x->dir);
         x->dhead = 0;
-        jr__seqleaf **d = jr__realloc(x->alloc, x->dir, want * sizeof *d);
+        jr__seqdir *d = jr__realloc(x->alloc, x->dir, want * sizeof *d);
         if (d) {
             x->dir = d;
             x->dcap = want;

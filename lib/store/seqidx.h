@@ -15,7 +15,7 @@
  * Entry pointers and cursors are valid until the next push or remove.
  *
  * Invariants: seqs strictly increase over the directory's leaves in order; no leaf is empty;
- * count is the number of entries.
+ * dir[i].first is leaf i's first seq; count is the number of entries.
  */
 #ifndef JR_STORE_SEQIDX_H
 #define JR_STORE_SEQIDX_H
@@ -40,9 +40,14 @@ typedef struct jr__ent {
 
 typedef struct jr__seqleaf jr__seqleaf;
 
+typedef struct jr__seqdir {
+    uint64_t first; /* the leaf's first seq */
+    jr__seqleaf *leaf;
+} jr__seqdir;
+
 typedef struct jr__seqidx {
     const jr_allocator *alloc;
-    jr__seqleaf **dir; /* dir[dhead .. dhead + nleaves) */
+    jr__seqdir *dir; /* dir[dhead .. dhead + nleaves) */
     size_t dhead, nleaves, dcap;
     uint64_t count; /* entries */
 } jr__seqidx;
@@ -62,9 +67,13 @@ int jr__seqidx_push(jr__seqidx *x, const jr__ent *e);
 /* The entry of seq, or NULL. */
 jr__ent *jr__seqidx_find(const jr__seqidx *x, uint64_t seq);
 
-/* Removes the entry of seq (which must be held). Never fails: merging and shrinking are best
- * effort (a failed allocation leaves a leaf as it is). */
+/* The entry of seq and a cursor at it, or NULL. */
+jr__ent *jr__seqidx_find_cur(const jr__seqidx *x, uint64_t seq, jr__seqcur *c);
+
+/* Removes the entry of seq (which must be held), or the one at cursor c. Never fails: merging
+ * and shrinking are best effort (a failed allocation leaves a leaf as it is). */
 void jr__seqidx_remove(jr__seqidx *x, uint64_t seq);
+void jr__seqidx_remove_at(jr__seqidx *x, const jr__seqcur *c);
 
 /* The first and the last entry, or NULL when empty. */
 jr__ent *jr__seqidx_first(const jr__seqidx *x);

@@ -212,7 +212,8 @@ static int tomb_del(jr__store *s, uint64_t lo, uint64_t hi)
  * is recorded lazily by tomb_front). Drops its block if that became empty. */
 static int remove_msg(jr__store *s, uint64_t seq, int tomb)
 {
-    jr__ent *e = ent(s, seq);
+    jr__seqcur c;
+    jr__ent *e = jr__seqidx_find_cur(&s->idx, seq, &c);
     uint32_t id = e->subj, blkid = e->blk;
     uint64_t prev = e->prev, next = e->next;
     int front = seq == first_seq(s);
@@ -220,7 +221,7 @@ static int remove_msg(jr__store *s, uint64_t seq, int tomb)
 
     s->msgs--;
     s->bytes -= e->len;
-    jr__seqidx_remove(&s->idx, seq); /* e is gone */
+    jr__seqidx_remove_at(&s->idx, &c); /* e is gone */
 
     /* unlink it from its subject's chain */
     if (prev) ent(s, prev)->next = next;
