@@ -7,12 +7,14 @@
 #include <string.h>
 
 #include "store_int.h"
-#include "subject.h"
+#include "util/subject.h"
 #include "util/alloc.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Small helpers
  */
+
+_Static_assert(JR__SUBJECT_MAX <= JR__SREC_SUBJ_MAX, "a valid subject fits a record's subject");
 
 int jr__store_fail(jr__store *s, int code, const char *fmt, ...)
 {
@@ -614,7 +616,7 @@ int jr__store_append(jr__store *s, uint64_t expect, const char *subject, size_t 
     if (expect != s->last_seq + 1)
         return jr__store_fail(s, JR__ESTORE_SEQ, "expected seq %llu, store is at %llu",
                               (unsigned long long)expect, (unsigned long long)s->last_seq);
-    if (subject_len > JR__SREC_SUBJ_MAX || !jr__subject_valid(subject, subject_len, 0))
+    if (!jr__subject_valid(subject, subject_len, 0)) /* also bounds it: JR__SUBJECT_MAX */
         return jr__store_fail(s, JR_EINVAL, "invalid subject");
     if ((hdr_len && !hdr) || (data_len && !data)) return JR_EINVAL;
     if (hdr_len > JR__SREC_MAX || data_len > JR__SREC_MAX ||

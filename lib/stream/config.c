@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "stream/subject.h"
+#include "util/subject.h"
 #include "stream/subject_index.h"
 
 void jr_stream_config_init(jr_stream_config *cfg)

@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "stream/subject.h"
+#include "util/subject.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream/subject.h"
+#include "util/subject.h"
 #include "stream/subject_index.h"
 #include "util/rand.h"
 
