@@ -216,13 +216,13 @@ static int remove_msg(jr__store *s, uint64_t seq, int tomb)
 {
     jr__seqcur c;
     jr__ent *e = jr__seqidx_find_cur(&s->idx, seq, &c);
-    uint32_t id = e->subj, blkid = e->blk;
+    uint32_t id = e->subj, blkid = e->blk, len = e->len;
     uint64_t prev = e->prev, next = e->next;
     int front = seq == first_seq(s);
     jr__subj *sj = jr__subjidx_get(&s->subjects, id);
 
     s->msgs--;
-    s->bytes -= e->len;
+    s->bytes -= len;
     jr__seqidx_remove_at(&s->idx, &c); /* e is gone */
 
     /* unlink it from its subject's chain */
@@ -247,6 +247,8 @@ static int remove_msg(jr__store *s, uint64_t seq, int tomb)
     if (bi != SIZE_MAX) {
         jr__blk *b = &s->blks[bi];
         b->live--;
+        b->live_bytes -= len;
+        if (b->live && s->bk->compact) (void)s->bk->compact(s, bi);
         if (b->live == 0 && bi + 1 < s->nblks && !s->loading && !s->marked) {
             /* the dropped block may hold the only proof of last_seq: write the front mark */
             int rc2 = tomb_front(s);
@@ -349,6 +351,7 @@ static int index_msg(jr__store *s, uint64_t seq, int64_t ts, uint32_t id, uint32
     if (bi != SIZE_MAX) {
         jr__blk *b = &s->blks[bi];
         b->live++;
+        b->live_bytes += len;
         if (!b->first) b->first = seq;
         b->last = seq;
     }

@@ -12,8 +12,8 @@
  *    when idx is empty. Entry prev/next link the live messages of one subject in seq order (0
  *    ends the chain), from subj.first to subj.last; so a subject's first, last and count, and
  *    its neighbours of any of its messages, are found without scanning.
- *  - msgs (== idx.count), bytes, per-block live counts and per-subject counts always agree with
- *    the entries.
+ *  - msgs (== idx.count), bytes, per-block live counts and bytes, and per-subject counts always
+ *    agree with the entries.
  *  - ranges holds exactly the deleted seqs in (first_seq, last_seq], merged.
  */
 #ifndef JR_STORE_STORE_INT_H
@@ -26,15 +26,16 @@
 
 typedef struct jr__blk {
     uint32_t id;
-    uint8_t doomed;    /* marked store: to be removed once the mark being written is durable */
-    uint8_t kind;      /* backend's: the file store's block format (JR__BLK_OPEN/SEALED) */
-    uint8_t flags;     /* backend's: the file store's JR__BLKF_* of the block file */
-    uint64_t live;     /* live messages */
-    uint64_t first;    /* lowest seq of a message written to it (0: none yet) */
-    uint64_t last;     /* highest seq of a message written to it */
-    uint64_t tomb_lo;  /* lowest seq a tombstone in it may refer to; UINT64_MAX: none */
-    uint64_t mark_key; /* highest key of a mark in it (0: none) */
-    void *bk;          /* backend's per-block data (file store: NULL, or a sealed block's index) */
+    uint8_t doomed;      /* marked store: to be removed once the mark being written is durable */
+    uint8_t kind;        /* backend's: the file store's block format (JR__BLK_OPEN/SEALED) */
+    uint8_t flags;       /* backend's: the file store's JR__BLKF_* of the block file */
+    uint64_t live;       /* live messages */
+    uint64_t live_bytes; /* their record bytes */
+    uint64_t first;      /* lowest seq of a message written to it (0: none yet) */
+    uint64_t last;       /* highest seq of a message written to it */
+    uint64_t tomb_lo;    /* lowest seq a tombstone in it may refer to; UINT64_MAX: none */
+    uint64_t mark_key;   /* highest key of a mark in it (0: none) */
+    void *bk; /* backend's per-block data (file store: NULL, or a sealed block's index) */
 } jr__blk;
 
 /* Where a record lies (block id, plaintext offset, length). */
@@ -74,6 +75,9 @@ typedef struct jr__store_backend {
      * blocks not doomed still need; unlink (once a later mark is durable) removes it. */
     int (*carry)(jr__store *s, size_t i);
     int (*unlink)(jr__store *s, size_t i);
+    /* Optional (NULL: none): block at index i just lost a live message and still has some; the
+     * backend may move its live records (setting their entries' off). Best effort. */
+    int (*compact)(jr__store *s, size_t i);
     /* Overwrite the content of the record at (blk, off, len). */
     int (*erase)(jr__store *s, uint32_t blk, uint32_t off, uint32_t len);
     /* Write buffered records; with sync, make them durable. */
