@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "store/subject.h"
+#include "util/subject.h"
 #include "stream/fsm.h"
 #include "stream/headers.h"
 #include "util/alloc.h"
