@@ -56,12 +56,13 @@
 #include "util/alloc.h"
 
 struct jr__vouch {
-    uint64_t answered;                          /* bit i: voter conf->m[i] answered */
-    uint64_t conf_index;                        /* the configuration the bits refer to */
-    const jr__conf *conf;                       /* (compared, not referenced) */
-    uint64_t t_max;                             /* highest term answered */
-    uint64_t floor_term, floor_index;           /* most up-to-date last entry answered */
-    jr__id lead;                                /* a leader that answered, in term lead_term, ... */
+    uint64_t answered;    /* bit i: voter conf->m[i] answered */
+    uint64_t conf_index;  /* the configuration the bits refer to */
+    const jr__conf *conf; /* (compared, not referenced) */
+    uint64_t (*last)[2];  /* [i]: the last entry (term, index) conf->m[i] answered latest */
+    uint32_t cap;         /* entries of last[] */
+    uint64_t t_max;       /* highest term answered */
+    jr__id lead;          /* a leader that answered, in term lead_term, ... */
     uint64_t lead_term, lead_index, lead_lterm; /* ... with this last entry */
     jr__id asked;                               /* the leader last asked, in asked_term */
     uint64_t asked_term;
@@ -97,6 +98,7 @@ int jr__raft_diverged(const jr__raft *r)
 void jr__vouch_done(jr__raft *r)
 {
     if (!r->vouch) return;
+    jr__free(r->alloc, r->vouch->last);
     jr__free(r->alloc, r->vouch);
     r->vouch = NULL;
     if (!r->diverged) r->damaged = 0;
@@ -126,32 +128,63 @@ static uint32_t popcount(uint64_t x)
     return n;
 }
 
-/* The answer bits follow the latest configuration: a new one starts them again (the floors
- * learned stay; they only ever make the replica more careful). */
-static void sync_conf(jr__raft *r)
+/* The answers follow the latest configuration: a new one starts them again (the term floor
+ * learned stays; it only ever makes the replica more careful). 0 or JR_ENOMEM (no answers
+ * are kept then: it stays unvouched and asks again later). */
+static int sync_conf(jr__raft *r)
 {
     struct jr__vouch *v = r->vouch;
-    if (v->conf == r->conf && v->conf_index == r->conf_index) return;
+    if (v->conf == r->conf && v->conf_index == r->conf_index && v->cap >= r->conf->n) return 0;
     v->conf = r->conf;
     v->conf_index = r->conf_index;
     v->answered = 0;
+    if (v->cap < r->conf->n) {
+        void *p = jr__realloc(r->alloc, v->last, r->conf->n * sizeof *v->last);
+        if (!p) {
+            v->conf = NULL;
+            return JR_ENOMEM;
+        }
+        v->last = p;
+        v->cap = r->conf->n;
+    }
+    return 0;
+}
+
+/* The log floor: the most up-to-date of the latest answers (§3.6.1 order). Only the latest
+ * answer of each voter counts: a voter's log may lose an uncommitted suffix (replaced by a
+ * newer leader's), and an entry committed with our lost acknowledgement is never among what it
+ * loses. */
+static void log_floor(const jr__raft *r, uint64_t *ft, uint64_t *fi)
+{
+    const struct jr__vouch *v = r->vouch;
+    *ft = *fi = 0;
+    for (uint32_t i = 0; i < r->conf->n && i < v->cap; i++) {
+        if (!(v->answered >> i & 1)) continue;
+        uint64_t lt = v->last[i][0], li = v->last[i][1];
+        if (lt > *ft || (lt == *ft && li > *fi)) {
+            *ft = lt;
+            *fi = li;
+        }
+    }
 }
 
 static int all_answered(const jr__raft *r)
 {
-    return r->vouch->floored && popcount(r->vouch->answered) >= others(r);
+    const struct jr__vouch *v = r->vouch;
+    return v->floored && v->conf == r->conf && v->conf_index == r->conf_index &&
+           popcount(v->answered) >= others(r);
 }
 
 void jr__vouch_ask(jr__raft *r)
 {
     struct jr__vouch *v = r->vouch;
     if (!v) return;
-    sync_conf(r);
+    (void)sync_conf(r); /* out of memory: it asks everyone */
     int all = all_answered(r);
     for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__member *m = &r->conf->m[i];
         if (!m->voter || m->id == r->cfg.self || (!all && (v->answered >> i & 1))) continue;
-        jr__msg q = {.type = JR__MSG_VOUCH, .to = m->id};
+        jr__msg q = {.type = JR__MSG_VOUCH, .to = m->id, .term = r->term ? r->term : 1};
         q.u.vouch.last_index = r->log.last;
         q.u.vouch.last_term = jr__memlog_term(&r->log, r->log.last);
         jr__raft_send(r, &q);
@@ -190,7 +223,7 @@ void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
 {
     struct jr__vouch *v = r->vouch;
     if (!v) return; /* whole: a late answer */
-    sync_conf(r);
+    if (sync_conf(r) != 0) return;
     int pos = -1;
     for (uint32_t i = 0; i < r->conf->n; i++)
         if (r->conf->m[i].id == m->from && r->conf->m[i].voter) pos = (int)i;
@@ -198,10 +231,8 @@ void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
     v->answered |= 1ULL << pos;
     if (m->term > v->t_max) v->t_max = m->term;
     uint64_t li = m->u.vouch_resp.last_index, lt = m->u.vouch_resp.last_term;
-    if (lt > v->floor_term || (lt == v->floor_term && li > v->floor_index)) {
-        v->floor_term = lt;
-        v->floor_index = li;
-    }
+    v->last[pos][0] = lt;
+    v->last[pos][1] = li;
     if (m->u.vouch_resp.leader && m->term >= v->lead_term) {
         v->lead = m->from;
         v->lead_term = m->term;
@@ -228,7 +259,7 @@ void jr__vouch_heard_leader(jr__raft *r, jr__id from)
     if (!v || (v->asked == from && v->asked_term == r->term)) return;
     v->asked = from;
     v->asked_term = r->term;
-    jr__msg q = {.type = JR__MSG_VOUCH, .to = from};
+    jr__msg q = {.type = JR__MSG_VOUCH, .to = from, .term = r->term ? r->term : 1};
     q.u.vouch.last_index = r->log.last;
     q.u.vouch.last_term = jr__memlog_term(&r->log, r->log.last);
     jr__raft_send(r, &q);
@@ -236,17 +267,16 @@ void jr__vouch_heard_leader(jr__raft *r, jr__id from)
 
 int jr__vouch_may_grant(const jr__raft *r, uint64_t li, uint64_t lt)
 {
-    const struct jr__vouch *v = r->vouch;
-    if (!v) return !r->diverged;
+    if (!r->vouch) return !r->diverged;
     if (!all_answered(r)) return 0;
-    return lt > v->floor_term || (lt == v->floor_term && li >= v->floor_index);
+    uint64_t ft, fi;
+    log_floor(r, &ft, &fi);
+    return lt > ft || (lt == ft && li >= fi);
 }
 
 int jr__vouch_may_campaign(const jr__raft *r)
 {
-    const struct jr__vouch *v = r->vouch;
-    if (!v) return !r->diverged;
-    if (!all_answered(r)) return 0;
+    if (!r->vouch) return !r->diverged;
     return jr__vouch_may_grant(r, r->log.last, jr__memlog_term(&r->log, r->log.last));
 }
 
@@ -265,7 +295,8 @@ void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds)
 
 void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m)
 {
-    jr__msg a = {.type = JR__MSG_VOUCH_RESP, .to = m->from};
+    /* a replica that never saw a term answers with term 1 (no message has term 0) */
+    jr__msg a = {.type = JR__MSG_VOUCH_RESP, .to = m->from, .term = r->term ? r->term : 1};
     /* what it reports must survive our crash: sent after the sync of our pending state */
     a.flags = JR__MF_DURABLE;
     a.u.vouch_resp.leader = r->role == ROLE_LEADER;
