@@ -698,7 +698,7 @@ void jr__mnode_converge(jr__js *js)
     }
     jr__meta_plan_free(&plan);
     /* streams deleted, or peers removed, while this server was down */
-    if (n->stashes.len && jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
+    if (jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
 }
 
 void jr__mnode_converge_one(jr__js *js, uint64_t group)
@@ -722,7 +722,7 @@ void jr__mnode_converge_one(jr__js *js, uint64_t group)
             jr__srep_leave(r, 1);
         }
     }
-    if (n->stashes.len && jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
+    if (jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
 }
 
 /* Cluster info ----------------------------------------------------------------------------*/

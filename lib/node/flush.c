@@ -24,7 +24,6 @@
  * tick, which is requested at once. Callbacks of completed requests run at the very end
  * (jr__node_drain), when no list is being walked.
  */
-#include "js/js.h"
 #include "node/node.h"
 #include "util/alloc.h"
 
@@ -197,7 +196,7 @@ static void role_seen(jr_node *n, jr_group *g)
     if (lead == g->was_leader) return;
     g->was_leader = lead;
     if (lead) jr__live_leads(g);
-    if (n->js) jr__srep_role_changed(n->js, g->id);
+    if (n->upper) n->upper->role_changed(n, g->id);
 }
 
 static int wal_due(const jr_node *n)
@@ -208,7 +207,8 @@ static int wal_due(const jr_node *n)
 int jr__node_flush(jr_node *n, int callbacks)
 {
     int err = 0;
-    if (n->js) jr__js_before_flush(n); /* stream leaders propose what they batched */
+    if (n->nretiring && !n->closing) jr__node_release_retired(n); /* no list is walked yet */
+    if (n->upper) n->upper->before_flush(n); /* e.g. stream leaders propose their batches */
     for (int iter = 0; iter < MAX_ITERATIONS; iter++) {
         jr_group *batch = n->ready;
         n->ready = NULL;
