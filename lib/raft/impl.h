@@ -174,8 +174,14 @@ void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m);
 void jr__elect_on_vote_resp(jr__raft *r, uint64_t now, const jr__msg *m);
 /* A follower asked by its leader to campaign now (§3.10). */
 void jr__elect_on_timeout_now(jr__raft *r, uint64_t now, const jr__msg *m);
-/* Leader: steps down unless a majority of voters was heard from within T (§6.2). */
+/* Leader: steps down (jr__elect_lost_quorum) unless a majority of voters was heard from within
+ * T (§6.2); else the next check is due when that majority's contact turns T old. */
 void jr__elect_check_quorum(jr__raft *r, uint64_t now);
+/* Leader that lost its quorum: sends TIMEOUT_NOW to the voter holding the most of its log, then
+ * steps down. A leader that cannot hear its followers may still reach them (a one-way cut):
+ * without the handoff they would keep following it — a quiet follower vouched for by the node
+ * that still gets its frames, a busy one under its lease — for up to two more timeouts. */
+void jr__elect_lost_quorum(jr__raft *r, uint64_t now);
 /* Follower/candidate tick: campaigns (pre-vote first) when the timeout elapsed. */
 void jr__elect_tick(jr__raft *r, uint64_t now);
 

@@ -72,8 +72,8 @@ int jr__quiet_leader_tick(jr__raft *r, uint64_t now)
      * (jr__raft_hb_resp) */
     for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
-        p->lost = p->id != r->cfg.self &&
-                  (p->lost || now - p->last_contact >= r->cfg.election_timeout);
+        p->lost =
+            p->id != r->cfg.self && (p->lost || now - p->last_contact >= r->cfg.election_timeout);
     }
     /* an idle group keeps no buffers: inflight rings, the APPEND scratch, the snapshot chunk
      * (256 KiB by default), slack in the log rings; all come back on demand */
@@ -189,7 +189,7 @@ static void quiet_check_quorum(jr__raft *r, uint64_t now)
         if (p->voter && (p->id == r->cfg.self || !p->lost)) alive++;
     }
     if (alive < jr__raft_quorum(r)) {
-        jr__elect_become_follower(r, now, r->term, 0);
+        jr__elect_lost_quorum(r, now);
         jr__raft_notify(r);
     }
 }

@@ -15,7 +15,10 @@
  * Implemented (Raft dissertation, Ongaro 2014, quoted next to the code):
  *  - election with randomized timeouts in [T, 2T), pre-vote (§9.6), check-quorum (§6.2), and the
  *    leader lease of §4.2.3: a server that heard from a leader within T refuses (pre-)votes
- *    unless the candidate campaigns for a leadership transfer (JR__MF_TRANSFER);
+ *    unless the candidate campaigns for a leadership transfer (JR__MF_TRANSFER); a leader that
+ *    loses its quorum (T after its quorum's last answer) sends TIMEOUT_NOW to the voter holding
+ *    the most of its log as it steps down, so a leader that still reaches its followers but
+ *    hears none of them (a one-way cut) is replaced within about one election timeout;
  *  - replication with pipelining and per-follower flow control (probe / replicate / snapshot
  *    states, bounded messages and bytes in flight), fast backtracking with a conflict hint;
  *  - commit only of entries of the current term by counting replicas (§3.6.2, Figure 3.7);
@@ -101,7 +104,7 @@ uint32_t jr__conf_voters(const jr__conf *c);
  * outlive them. Not thread-safe: one set per thread that drives groups. */
 typedef struct jr__confs jr__confs;
 int jr__confs_new(const jr_allocator *a, jr__confs **out); /* 0 or JR_ENOMEM */
-void jr__confs_free(jr__confs *p);                          /* every reference returned */
+void jr__confs_free(jr__confs *p);                         /* every reference returned */
 /* A reference to the interned copy of c (made if needed); NULL when out of memory. */
 const jr__conf *jr__confs_get(jr__confs *p, const jr__conf *c);
 /* Another reference to an interned conf (NULL stays NULL). */
@@ -236,7 +239,7 @@ typedef struct jr__raft_config {
      * server that never was a member). */
     uint64_t join_term, join_last_term, join_last_index;
     uint32_t quiesce; /* idle heartbeat ticks before a leader goes quiet, less one; 0 never */
-    jr__confs *confs;            /* shared interned configurations; NULL: the group's own */
+    jr__confs *confs; /* shared interned configurations; NULL: the group's own */
 } jr__raft_config;
 
 int jr__raft_new(const jr__raft_config *cfg, const jr__raft_io *io, jr__raft **out);
