@@ -32,8 +32,9 @@ int jr_group_open(jr_node *n, const jr_group_config *cfg, jr_group **out)
     if (cfg->size >= offsetof(jr_group_config, join) + sizeof cfg->join)
         floor = (jr__join_floor){cfg->join.term, cfg->join.commit_term, cfg->join.commit_index};
     if ((floor.last_index && !floor.last_term) || floor.last_term > floor.term)
-        return jr__node_err(n, JR_EINVAL, "a join floor needs commit_term with commit_index, "
-                                          "and a term no older than commit_term");
+        return jr__node_err(n, JR_EINVAL,
+                            "a join floor needs commit_term with commit_index, "
+                            "and a term no older than commit_term");
     jr__node_enter(n);
     int rc = jr__group_create(n, cfg, floor.term || floor.last_index ? &floor : NULL, out);
     if (rc == 0) jr__node_want_tick(n);
@@ -122,7 +123,12 @@ int jr_group_transfer(jr_group *g, const char *to, jr_done_cb cb, void *arg)
     rc = jr__raft_transfer(g->raft, n->now, id);
     if (rc != 0) {
         jr__op_put(n, op);
-        jr__node_err(n, rc, "group %llu: transfer: %s", (unsigned long long)g->id, jr_strerror(rc));
+        if (rc == JR_ENOTVOTER)
+            jr__node_err(n, rc, "group %llu: transfer: %s is not a caught-up voter",
+                         (unsigned long long)g->id, to ? to : "there");
+        else
+            jr__node_err(n, rc, "group %llu: transfer: %s", (unsigned long long)g->id,
+                         jr_strerror(rc));
         goto out;
     }
     g->transfer = op;

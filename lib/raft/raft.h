@@ -289,8 +289,10 @@ enum jr__change { JR__ADD_OBSERVER = 1, JR__PROMOTE = 2, JR__REMOVE = 3 };
  * this term has committed yet; JR_EINVAL for an impossible change (adding a member, promoting a
  * voter, removing a non-member, removing the last voter); JR_ENOTLEADER. */
 int jr__raft_change(jr__raft *r, uint64_t now, int op, jr__id peer, uint64_t *index);
-/* Leader only; to == 0 picks the most caught-up voter. JR_ENOTVOTER if `to` is not a voter
- * (or is this server), JR_ETRANSFER if one is already under way. The leader stops accepting
+/* Leader only; to == 0 picks the most caught-up current voter. JR_ENOTVOTER if `to` is not a
+ * current voter (a voter other than this server, heard from within an election timeout — for a
+ * quiet leader: not reported lost — holding everything committed: jr_group_peer's `current`),
+ * or to == 0 and there is none; JR_ETRANSFER if one is already under way. The leader stops accepting
  * proposals and changes (JR_ETRANSFER), brings the target up to date, then sends it
  * TIMEOUT_NOW; after an election timeout without success the transfer is abandoned. Completion
  * is observed as a leader change. */

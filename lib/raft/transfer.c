@@ -30,13 +30,24 @@ void jr__xfer_tick(jr__raft *r, uint64_t now)
     if (r->transfer_to && now >= r->transfer_deadline) r->transfer_to = 0;
 }
 
-/* The voter other than us that holds the most of our log (ties: the first in conf order). */
-static jr__prog *best_voter(jr__raft *r)
+/* A voter other than us that is current as jr_group_peer() reports it: heard from within an
+ * election timeout (a quiet leader's contact is node-level: a member its node has not reported
+ * lost) and holding everything committed. Anything less is not "caught up" (§3.10 step 2 would
+ * first have to replicate what it lacks, and a silent target would let the transfer time out). */
+static int current(const jr__raft *r, const jr__prog *p, uint64_t now)
+{
+    if (p->id == r->cfg.self || !p->voter || p->match < r->commit) return 0;
+    if (r->quiet) return !p->lost;
+    return now - p->last_contact <= r->cfg.election_timeout;
+}
+
+/* The current voter that holds the most of our log (ties: the first in conf order), or NULL. */
+static jr__prog *best_voter(jr__raft *r, uint64_t now)
 {
     jr__prog *best = NULL;
     for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
-        if (p->id == r->cfg.self || !p->voter) continue;
+        if (!current(r, p, now)) continue;
         if (!best || p->match > best->match) best = p;
     }
     return best;
@@ -47,8 +58,8 @@ int jr__raft_transfer(jr__raft *r, uint64_t now, jr__id to)
     if (!r->started || r->role != ROLE_LEADER) return JR_ENOTLEADER;
     if (r->transfer_to) return JR_ETRANSFER;
     if (now > r->now) r->now = now;
-    jr__prog *p = to ? jr__prog_find(r, to) : best_voter(r);
-    if (!p || !p->voter || p->id == r->cfg.self) return JR_ENOTVOTER;
+    jr__prog *p = to ? jr__prog_find(r, to) : best_voter(r, r->now);
+    if (!p || !current(r, p, r->now)) return JR_ENOTVOTER;
     jr__quiet_leave(r, r->now);
     r->transfer_to = p->id;
     r->transfer_deadline = r->now + r->cfg.election_timeout;

@@ -550,6 +550,9 @@ START_TEST(transfer_to_best_peer)
     for (int i = 0; i < 5; i++) ck_assert_int_eq(h_propose(&h, 0, "y", NULL), 0);
     h_deliver_all(&h);
     h_heal(&h);
+    /* node 1 lacks committed entries: not a target (jr_group_peer reports it not current) */
+    ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 2), JR_ENOTVOTER);
+    ck_assert(!jr__raft_transferring(R(&h, 0)));
     ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 0), 0);
     h_flush(&h.nodes[0]);
     h_deliver_all(&h);
@@ -672,14 +675,14 @@ START_TEST(an_empty_joiner_is_judged_by_its_floor)
 {
     harness h;
     h_init(&h, 4, 13);
-    h.cfg.join_last_term = 1; /* as the node opens a group it joins (the others hold entries, */
+    h.cfg.join_last_term = 1;  /* as the node opens a group it joins (the others hold entries, */
     h.cfg.join_last_index = 3; /* so the floor does not apply to them) */
-    h_start(&h, 3, 3);        /* node 3 (id 4) joins empty */
+    h_start(&h, 3, 3);         /* node 3 (id 4) joins empty */
     int seen[2] = {0, 0};
     h.filter = watch_votes_of_4;
     h.filter_arg = seen;
-    jr__msg v = {.type = JR__MSG_VOTE, .flags = JR__MF_PREVOTE, .group = 7, .from = 2, .to = 4,
-                 .term = 9};
+    jr__msg v = {
+        .type = JR__MSG_VOTE, .flags = JR__MF_PREVOTE, .group = 7, .from = 2, .to = 4, .term = 9};
     v.u.vote.last_index = 2; /* lacks the floor entry */
     v.u.vote.last_term = 1;
     ck_assert_int_eq(h_inject(&h, 3, &v), 0);
