@@ -212,6 +212,12 @@ static void heed_gone(jr_node *n, jr_group *g)
         n->live.stats.gone_wakes++;
         jr__raft_peer_lost(g->raft, n->now, e->peer, 0);
         jr__raft_wake(g->raft, n->now);
+        /* the note is spent: the core takes the member for lost until it answers, and going
+         * quiet again it keeps it so; a note kept would wake the group each time it goes quiet,
+         * at once and at the same instant, until the note expires (a node spinning at now) */
+        memmove(n->live.gone + k, n->live.gone + k + 1,
+                (n->live.ngone - k - 1) * sizeof *n->live.gone);
+        n->live.ngone--;
         return;
     }
 }
@@ -580,7 +586,9 @@ static void recv_hb(jr_node *n, jr__peer *p, jr__hb_view v)
         jr__hb_item echo = {it.group, 0, 0};
         if (g && !g->closed) {
             jr__raft *r = g->raft;
-            if (it.term) {
+            if (it.term && !jr__raft_wire_ok(r, it.term, it.index)) {
+                n->live.stats.bad_items++; /* a term or commit out of bounds: ignored */
+            } else if (it.term) {
                 jr__raft_hb_recv(r, n->now, p->id, it.term, it.index);
             } else if (it.index == JR__LIVE_CLOSED) {
                 if (jr__raft_role(r) == JR_LEADER) member_gone(n, g, p); /* its replica closed */
@@ -628,7 +636,9 @@ static void recv_resp(jr_node *n, jr__peer *p, jr__hb_view v)
         }
         jr_group *g = jr__map_get(&n->groups, it.group);
         if (!g || g->closed) continue;
-        if (it.term)
+        if (it.term && !jr__raft_wire_ok(g->raft, it.term, it.index))
+            n->live.stats.bad_items++; /* a term or match out of bounds: ignored */
+        else if (it.term)
             jr__raft_hb_resp(g->raft, n->now, p->id, it.term, it.index);
         else if (jr__raft_role(g->raft) == JR_LEADER)
             member_gone(n, g, p); /* its node does not host the group */

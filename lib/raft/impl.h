@@ -126,6 +126,7 @@ struct jr__raft {
     /* Quiescence (quiesce.c). */
     uint8_t quiet;
     uint32_t idle_ticks; /* leader: consecutive heartbeat ticks that found the group idle */
+    uint8_t woken;       /* leader woken from quiet: its next heartbeat tick sends heartbeats */
 };
 
 /* raft.c ------------------------------------------------------------------------------------*/

@@ -56,6 +56,14 @@ static int leader_idle(const jr__raft *r, uint64_t now)
 int jr__quiet_leader_tick(jr__raft *r, uint64_t now)
 {
     if (r->quiet) return 1;
+    /* A leader just woken heartbeats at once (its followers are quiet too) before it may go
+     * quiet again: whatever woke it, it cannot fall quiet and be woken again at one instant,
+     * over and over, leaving the node's deadline at now. */
+    if (r->woken) {
+        r->woken = 0;
+        r->idle_ticks = 0;
+        return 0;
+    }
     if (!r->cfg.quiesce || !leader_idle(r, now)) {
         r->idle_ticks = 0;
         return 0;
@@ -90,6 +98,7 @@ void jr__quiet_leave(jr__raft *r, uint64_t now)
     r->idle_ticks = 0;
     if (r->role == ROLE_LEADER) {
         r->hb_deadline = now; /* heartbeat at once: the followers are quiet too */
+        r->woken = 1;
         /* per-group contact resumes: the members whose node is alive start a fresh window */
         for (uint32_t i = 0; i < r->conf->n; i++)
             if (!r->prog[i].lost) r->prog[i].last_contact = now;
@@ -123,7 +132,9 @@ int jr__raft_hb_item(const jr__raft *r, jr__id peer, uint64_t *term, uint64_t *c
 
 int jr__raft_hb_recv(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint64_t commit)
 {
-    if (!r->started || from == 0 || from == r->cfg.self || term == 0) return 0;
+    if (!r->started || from == 0 || from == r->cfg.self || term == 0 ||
+        !jr__raft_wire_ok(r, term, commit))
+        return 0;
     if (now > r->now) r->now = now;
     now = r->now;
     if (r->quiet && r->role == ROLE_FOLLOWER && r->leader == from && r->term == term &&
@@ -158,7 +169,9 @@ int jr__raft_hb_recv(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint
 
 void jr__raft_hb_resp(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint64_t index)
 {
-    if (!r->started || from == 0 || from == r->cfg.self || term == 0) return;
+    if (!r->started || from == 0 || from == r->cfg.self || term == 0 ||
+        !jr__raft_wire_ok(r, term, index))
+        return;
     if (now > r->now) r->now = now;
     now = r->now;
     if (term > r->term) {

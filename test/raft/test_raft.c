@@ -1073,6 +1073,18 @@ START_TEST(malformed_input_changes_nothing_harmful)
     ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
     m = base, m.u.append.prev_term = 0;
     ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    /* terms and indexes out of the wire bounds (raft.h): a term past JR__TERM_MAX or more than
+     * JR__TERM_LEAP ahead, an index past JR__INDEX_MAX */
+    m = base, m.term = UINT64_MAX - 1;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    m = base, m.term = t + JR__TERM_LEAP + 1;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    m = base, m.u.append.commit = JR__INDEX_MAX + 1;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    jr__msg hb = {.type = JR__MSG_HEARTBEAT, .group = 7, .from = 1, .to = 2, .term = t};
+    hb.u.heartbeat.commit = UINT64_MAX;
+    ck_assert_int_eq(h_inject(&h, 1, &hb), JR_EINVAL);
+    ck_assert_int_eq(jr__raft_hb_recv(R(&h, 1), h.now, 1, UINT64_MAX - 1, 1), 0);
     jr__msg sn = {.type = JR__MSG_SNAP, .group = 7, .from = 1, .to = 2, .term = t};
     sn.u.snap.index = 50;
     sn.u.snap.sterm = t;
@@ -1088,7 +1100,9 @@ START_TEST(malformed_input_changes_nothing_harmful)
     same_state(&h, 1, f, "a stale APPEND");
     jr__msg v = {.type = JR__MSG_VOTE, .group = 7, .from = 3, .to = 2, .term = t - 1};
     v.u.vote.last_index = 1000;
-    v.u.vote.last_term = 1000;
+    v.u.vote.last_term = 1000; /* a last entry newer than the candidate's term: malformed */
+    ck_assert_int_eq(h_inject(&h, 1, &v), JR_EINVAL);
+    v.u.vote.last_term = t - 1;
     ck_assert_int_eq(h_inject(&h, 1, &v), 0);
     same_state(&h, 1, f, "a stale VOTE");
     /* a vote of a later term while the leader is alive: refused (lease), term unchanged */
