@@ -437,74 +437,6 @@ START_TEST(group_api_errors_and_membership)
 }
 END_TEST
 
-/* jr_group_peer's `current` of peer `name` on the leader, and its lag. */
-static int peer_current(sim_groups *s, int l, const char *name, uint64_t *lag)
-{
-    jr_group_status st = {.size = sizeof st};
-    jr_group_status_get(s->g[l], &st);
-    for (size_t i = 0; i < st.npeers; i++) {
-        jr_peer_status ps = {.size = sizeof ps};
-        ck_assert_int_eq(jr_group_peer(s->g[l], i, &ps), 0);
-        if (ps.name && strcmp(ps.name, name) == 0) {
-            *lag = ps.lag;
-            return ps.current;
-        }
-    }
-    ck_abort_msg("no peer %s", name);
-    return 0;
-}
-
-/* A transfer is refused (JR_ENOTVOTER) exactly when the leader reports its target not current;
- * with no named target it picks a current voter, and fails when there is none. */
-START_TEST(transfer_requires_a_voter_the_leader_reports_current)
-{
-    sim_groups s;
-    start_sim_groups(&s, 13);
-    jr_sim_run_for(s.sim, 100 * MS);
-    int l = leader_of(&s);
-    unsigned behind = (unsigned)(l + 1) % 3, other = (unsigned)(l + 2) % 3;
-    const char *bname = jr_sim_name(s.sim, behind), *oname = jr_sim_name(s.sim, other);
-
-    /* `behind` misses 20 entries, but was heard from just now */
-    unsigned side[1] = {behind};
-    ck_assert_int_eq(jr_sim_partition(s.sim, side, 1), 0);
-    for (int i = 0; i < 20; i++) ck_assert_int_eq(jr_group_propose(s.g[l], "x", 1, NULL, NULL), 0);
-    jr_sim_run_for(s.sim, 20 * MS);
-    uint64_t lag = 0;
-    ck_assert_int_eq(peer_current(&s, l, bname, &lag), 0);
-    ck_assert_uint_eq(lag, 20);
-    ck_assert_int_eq(jr_group_transfer(s.g[l], bname, NULL, NULL), JR_ENOTVOTER);
-    ck_assert_ptr_nonnull(strstr(jr_node_errmsg(jr_sim_node(s.sim, (unsigned)l)), "caught-up"));
-    ck_assert(!jr__raft_transferring(jr__group_raft(s.g[l])));
-    ck_assert_int_eq(jr_group_propose(s.g[l], "y", 1, NULL, NULL), 0); /* still accepting */
-
-    /* with no target named the current one is picked */
-    ck_assert_int_eq(peer_current(&s, l, oname, &lag), 1);
-    done_rec tr = {0};
-    ck_assert_int_eq(jr_group_transfer(s.g[l], NULL, on_done, &tr), 0);
-    ck_assert_int_eq(jr_sim_run_until(s.sim, done_called, &tr, 2000 * MS), 0);
-    ck_assert_int_eq(tr.status, 0);
-    ck_assert_str_eq(jr_group_leader(s.g[other]), oname);
-
-    /* at the new leader `behind`, cut off for an election timeout now, is not current either */
-    jr_sim_run_for(s.sim, 200 * MS);
-    ck_assert_int_eq(peer_current(&s, (int)other, bname, &lag), 0);
-    ck_assert_int_eq(jr_group_transfer(s.g[other], bname, NULL, NULL), JR_ENOTVOTER);
-
-    /* healed, `behind` catches up, is current, and takes the lead */
-    jr_sim_heal(s.sim);
-    jr_sim_run_for(s.sim, 300 * MS);
-    ck_assert_int_eq(peer_current(&s, (int)other, bname, &lag), 1);
-    ck_assert_uint_eq(lag, 0);
-    done_rec tr2 = {0};
-    ck_assert_int_eq(jr_group_transfer(s.g[other], bname, on_done, &tr2), 0);
-    ck_assert_int_eq(jr_sim_run_until(s.sim, done_called, &tr2, 2000 * MS), 0);
-    ck_assert_int_eq(tr2.status, 0);
-    ck_assert_str_eq(jr_group_leader(s.g[behind]), bname);
-    jr_sim_free(s.sim);
-}
-END_TEST
-
 /* A server added back to a raw group starts from the floor its leader reported after the removal
  * (jr_group_floor_get -> jr_group_config.join): at that term, judging candidates by that committed
  * entry (the core's side: test_raft's an_empty_joiner_* cases). */
@@ -744,7 +676,6 @@ int main(void)
     tcase_add_test(tc, bad_frames_are_rejected_and_change_nothing);
     tcase_add_test(tc, group_api_errors_and_membership);
     tcase_add_test(tc, a_joiner_starts_from_the_floor_its_leader_reported);
-    tcase_add_test(tc, transfer_requires_a_voter_the_leader_reports_current);
     tcase_add_test(tc, allocation_failure_in_open);
     tcase_add_test(tc, allocation_failure_in_group_open);
     tcase_add_test(tc, allocation_failure_in_propose);
