@@ -10,6 +10,7 @@
 
 #include "node/node.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 void jr_group_config_init(jr_group_config *cfg)
 {
@@ -133,7 +134,7 @@ int jr_group_transfer(jr_group *g, const char *to, jr_done_cb cb, void *arg)
     }
     g->transfer = op;
     g->transfer_to = id;
-    g->op_deadline = n->now + 2 * n->election_ns;
+    g->op_deadline = jr__deadline(n->now, 2 * n->election_ns);
     jr__group_rearm(g);
     jr__group_ready(g);
     jr__node_want_tick(n);

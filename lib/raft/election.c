@@ -17,12 +17,13 @@
  */
 #include "impl.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 void jr__elect_reset_timer(jr__raft *r, uint64_t now)
 {
     uint64_t t = r->cfg.election_timeout;
-    r->rto = t + jr__rand_below(&r->rng, t);
-    r->election_deadline = now + r->rto;
+    r->rto = jr__deadline(t, jr__rand_below(&r->rng, t)); /* t is the caller's: may be huge */
+    r->election_deadline = jr__deadline(now, r->rto);
 }
 
 int jr__elect_can_campaign(const jr__raft *r)
@@ -48,7 +49,7 @@ int jr__elect_in_lease(const jr__raft *r, uint64_t now)
     if (r->role == ROLE_LEADER) return 1;
     /* a quiet follower's leader is vouched for by the node until it says otherwise */
     if (r->quiet) return 1;
-    return r->leader != 0 && now < r->leader_contact + r->cfg.election_timeout;
+    return r->leader != 0 && now < jr__deadline(r->leader_contact, r->cfg.election_timeout);
 }
 
 void jr__elect_become_follower(jr__raft *r, uint64_t now, uint64_t term, jr__id leader)
@@ -97,8 +98,8 @@ static void become_leader(jr__raft *r, uint64_t now)
         jr__prog_init(r, &r->prog[i]);
         r->prog[i].last_contact = now; /* a full election timeout of grace for check-quorum */
     }
-    r->hb_deadline = now + r->cfg.heartbeat_interval;
-    r->cq_deadline = now + r->cfg.election_timeout;
+    r->hb_deadline = jr__deadline(now, r->cfg.heartbeat_interval);
+    r->cq_deadline = jr__deadline(now, r->cfg.election_timeout);
     /* §3.6.2 / §6.4: "each leader commit[s] a blank no-op entry into the log at the start of
      * its term", which also tells us when entries of earlier terms are committed. */
     if (jr__repl_append_local(r, r->term, JR__ENTRY_NOOP, NULL, 0)) {
@@ -302,7 +303,7 @@ void jr__elect_check_quorum(jr__raft *r, uint64_t now)
         jr__elect_lost_quorum(r, now);
         return;
     }
-    r->cq_deadline = v[q - 1] + r->cfg.election_timeout;
+    r->cq_deadline = jr__deadline(v[q - 1], r->cfg.election_timeout);
 }
 
 void jr__elect_tick(jr__raft *r, uint64_t now)

@@ -28,6 +28,7 @@
  */
 #include "impl.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 /* Leader at a heartbeat tick: nothing to send and nobody to bring up to date (see raft.h). */
 static int leader_idle(const jr__raft *r, uint64_t now)
@@ -102,7 +103,7 @@ void jr__quiet_leave(jr__raft *r, uint64_t now)
         /* per-group contact resumes: the members whose node is alive start a fresh window */
         for (uint32_t i = 0; i < r->conf->n; i++)
             if (!r->prog[i].lost) r->prog[i].last_contact = now;
-        r->cq_deadline = now + r->cfg.election_timeout;
+        r->cq_deadline = jr__deadline(now, r->cfg.election_timeout);
         jr__prog_restore(r);
     } else {
         /* the node vouched for the leader until now: the lease runs a full T from here */
@@ -223,7 +224,7 @@ void jr__raft_peer_lost(jr__raft *r, uint64_t now, jr__id peer, uint64_t delay)
     int was_quiet = r->quiet;
     r->quiet = 0;
     r->leader = 0; /* the lease ends: candidates may now be granted (pre-)votes */
-    uint64_t at = delay < UINT64_MAX - now ? now + delay : UINT64_MAX;
+    uint64_t at = jr__deadline(now, delay);
     /* a quiet follower's timer was stopped: whatever it says is stale */
     if (was_quiet || at < r->election_deadline) r->election_deadline = at;
     jr__raft_notify(r);
@@ -250,5 +251,5 @@ void jr__raft_defer_campaign(jr__raft *r, uint64_t now, uint64_t delay)
 {
     if (!r->started || r->role == ROLE_LEADER || r->quiet) return;
     if (now > r->now) r->now = now;
-    if (r->election_deadline < UINT64_MAX - delay) r->election_deadline += delay;
+    r->election_deadline = jr__deadline(r->election_deadline, delay);
 }

@@ -20,6 +20,7 @@
  */
 #include "impl.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 int jr__repl_append_local(jr__raft *r, uint64_t term, uint8_t type, const void *data, uint32_t len)
 {
@@ -148,7 +149,7 @@ int jr__repl_heartbeat_due(const jr__raft *r, uint64_t now)
 void jr__repl_heartbeat(jr__raft *r, uint64_t now)
 {
     if (jr__quiet_leader_tick(r, now)) return; /* idle: the node's heartbeats stand in */
-    r->hb_deadline = now + r->cfg.heartbeat_interval;
+    r->hb_deadline = jr__deadline(now, r->cfg.heartbeat_interval);
     r->send_pending = 0;
     for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];

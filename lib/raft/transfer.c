@@ -9,6 +9,7 @@
  * prior leader aborts the transfer and resumes accepting client requests."
  */
 #include "impl.h"
+#include "util/deadline.h"
 
 void jr__xfer_timeout_now(jr__raft *r, jr__prog *p)
 {
@@ -62,7 +63,7 @@ int jr__raft_transfer(jr__raft *r, uint64_t now, jr__id to)
     if (!p || !current(r, p, r->now)) return JR_ENOTVOTER;
     jr__quiet_leave(r, r->now);
     r->transfer_to = p->id;
-    r->transfer_deadline = r->now + r->cfg.election_timeout;
+    r->transfer_deadline = jr__deadline(r->now, r->cfg.election_timeout);
     r->transfer_sent = 0;
     jr__repl_send_append(r, p, r->now); /* bring it up to date first */
     jr__xfer_progress(r, p);

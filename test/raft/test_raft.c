@@ -1192,6 +1192,58 @@ START_TEST(steady_state_proposals_replication_commit_allocate_nothing)
 }
 END_TEST
 
+/* timers near the end of the clock --------------------------------------------------------------*/
+
+static void count_send(void *ctx, jr__raft *r, const jr__msg *m)
+{
+    (void)r;
+    (void)m;
+    ++*(int *)ctx;
+}
+
+static void no_notify(void *ctx, jr__raft *r)
+{
+    (void)ctx;
+    (void)r;
+}
+
+/* A follower of three voters started at `now` with election timeout `et`: its deadline, and
+ * whether ticking at now sent anything (a campaign). */
+static uint64_t follower_deadline(uint64_t now, uint64_t et, int *sent)
+{
+    *sent = 0;
+    jr__raft_io io = {.ctx = sent, .send = count_send, .notify = no_notify};
+    jr__raft_config cfg = {.group = 1,
+                           .self = 1,
+                           .election_timeout = et,
+                           .heartbeat_interval = 100 * H_MS,
+                           .seed = 5};
+    jr__raft *r;
+    ck_assert_int_eq(jr__raft_new(&cfg, &io, &r), 0);
+    jr__conf c = {.n = 3, .m = {{1, 1}, {2, 1}, {3, 1}}};
+    ck_assert_int_eq(jr__raft_bootstrap(r, &c), 0);
+    ck_assert_int_eq(jr__raft_start(r, now), 0);
+    uint64_t d = jr__raft_deadline(r);
+    jr__raft_tick(r, now);
+    jr__raft_free(r);
+    return d;
+}
+
+/* Deadlines saturate (util/deadline.h): a clock near 2^64 or a huge election timeout never
+ * wraps a deadline into the past (which would campaign at once, and at every tick). */
+START_TEST(deadlines_near_the_end_of_the_clock_saturate)
+{
+    int sent;
+    uint64_t now = UINT64_MAX - 1000;
+    ck_assert_uint_eq(follower_deadline(now, 1000 * H_MS + 1, &sent), UINT64_MAX);
+    ck_assert_int_eq(sent, 0);
+    uint64_t et = (1ULL << 63) + 12345; /* t + rand(t) does not fit */
+    ck_assert_uint_ge(follower_deadline(1, et, &sent), et);
+    ck_assert_int_eq(sent, 0);
+    ck_assert_uint_eq(follower_deadline(1, 1000 * H_MS, &sent) >= 1000 * H_MS + 1, 1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("raft");
@@ -1225,6 +1277,7 @@ static Suite *suite(void)
     tcase_add_test(tc, leader_repairs_a_follower_that_lost_acked_entries);
     tcase_add_test(tc, configurations_are_interned);
     tcase_add_test(tc, malformed_input_changes_nothing_harmful);
+    tcase_add_test(tc, deadlines_near_the_end_of_the_clock_saturate);
     tcase_add_test(tc, steady_state_proposals_replication_commit_allocate_nothing);
     suite_add_tcase(s, tc);
     return s;
