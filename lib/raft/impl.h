@@ -52,9 +52,16 @@ typedef struct jr__prog {
     uint64_t last_contact;
     uint64_t hb_match;    /* match at the previous heartbeat tick: no change means stalled */
     uint64_t sent_commit; /* highest commit index this peer has been sent */
-    /* Replicate state: the last index of every APPEND not yet acknowledged, oldest first. */
+    /* Replicate state: the last index of every APPEND not yet acknowledged, oldest first, and
+     * the prev_index of the oldest (so APPEND k went out with prev_index ring_base for k = 0,
+     * else ring[k - 1]). */
     uint64_t *ring;
     uint32_t ring_head, ring_count;
+    uint64_t ring_base;
+    /* Flow control: APPENDs allowed in flight (1..max_inflight). A follower's rejection of an
+     * APPEND that arrived ahead of one before it (a reordering network) halves it; it grows
+     * back by one per 8 × win acknowledgements that move match (progress.c). */
+    uint32_t win, win_acks;
     /* Snapshot state: which snapshot is being sent and the offset the peer wants next;
      * snap_moved: an answer arrived since the last heartbeat tick (else the chunk is resent). */
     uint64_t snap_index, snap_offset;
@@ -218,8 +225,15 @@ void jr__prog_snapshot(jr__prog *p, uint64_t index);
 int jr__prog_window_full(const jr__raft *r, const jr__prog *p);
 /* An APPEND ending at `last` went out (probe: pauses; replicate: advances next, records it). */
 void jr__prog_sent(jr__raft *r, jr__prog *p, uint64_t last);
-/* The follower holds everything up to index: raises match, frees the APPENDs it covers. */
+/* The follower holds everything up to index: raises match, frees the APPENDs it covers (and
+ * grows the window). */
 void jr__prog_acked(const jr__raft *r, jr__prog *p, uint64_t index);
+/* Replicate state: the follower refused the APPEND sent with prev_index `rejected` because its
+ * log ends at `holds` (< rejected): an APPEND before it was overtaken or lost. Returns 0 if no
+ * APPEND in flight went out with that prev_index (a stale answer: nothing changes); else halves
+ * the window and moves next back to what the follower needs next (keeping the APPENDs
+ * in flight before the rejected one that still carry it), and returns 1. */
+int jr__prog_gap(const jr__raft *r, jr__prog *p, uint64_t rejected, uint64_t holds);
 
 /* replication.c -----------------------------------------------------------------------------*/
 /* Appends an entry to the local log (a CONFIG entry takes effect at once). 0, JR_ENOMEM, or

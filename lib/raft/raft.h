@@ -20,7 +20,10 @@
  *    the most of its log as it steps down, so a leader that still reaches its followers but
  *    hears none of them (a one-way cut) is replaced within about one election timeout;
  *  - replication with pipelining and per-follower flow control (probe / replicate / snapshot
- *    states, bounded messages and bytes in flight), fast backtracking with a conflict hint;
+ *    states, bounded messages and bytes in flight), fast backtracking with a conflict hint; a
+ *    follower's rejection of an APPEND that overtook an earlier one resends only what is not
+ *    still in flight and halves that follower's window of APPENDs, so on a network that
+ *    reorders, each entry reaches each follower about once;
  *  - commit only of entries of the current term by counting replicas (§3.6.2, Figure 3.7);
  *  - a new leader appends a no-op and is not "ready" (accepts no membership change) before an
  *    entry of its term commits;

@@ -336,6 +336,15 @@ void jr__repl_on_append_resp(jr__raft *r, uint64_t now, const jr__msg *m)
     } else {
         uint64_t hint = m->u.append_resp.hint_index;
         if (p->state == JR__SNAPSHOT) return;
+        if (p->state == JR__REPLICATE && !m->u.append_resp.hint_term && hint && hint <= idx) {
+            /* Its log ends at hint - 1, before this APPEND's prev_index: one before it was
+             * overtaken (a network that reorders) or lost, and this one was dropped. Only an
+             * APPEND still in flight counts (else the answer is stale, however it reads: a
+             * late answer can name a log end below match): resend what the follower cannot
+             * get from what is in flight, no probe round (§10.2.1). */
+            if (jr__prog_gap(r, p, idx, hint - 1)) jr__repl_send_append(r, p, now);
+            return;
+        }
         if (hint && hint <= p->match && idx >= p->match) {
             lost_entries(r, p, now, hint - 1);
             return;
