@@ -117,8 +117,11 @@ JR_API int jr_group_propose(jr_group *g, const void *data, size_t len, jr_propos
 JR_API const char *jr_group_leader(const jr_group *g);
 
 /* Transfers leadership to `to` (a caught-up voter), or to the most caught-up voter if NULL
- * (dissertation §3.10); proposals fail with JR_ETRANSFER meanwhile. Returns JR_ENOTLEADER,
- * JR_ENOTVOTER, JR_ETRANSFER (one is under way), JR_ENOTFOUND (not a peer). The callback gets 0
+ * (dissertation §3.10); proposals fail with JR_ETRANSFER meanwhile. Caught up means what
+ * jr_group_peer reports on this leader as `current` (heard from within an election timeout,
+ * holding everything committed, not damaged). Returns JR_ENOTLEADER, JR_ENOTVOTER (`to` is not
+ * a caught-up voter, or NULL and there is none), JR_ETRANSFER (one is under way), JR_ENOTFOUND
+ * (not a peer). The callback gets 0
  * once `to` (or another voter if NULL) leads, JR_ELEADERLOST if another server became leader,
  * JR_ETIMEDOUT if the transfer was abandoned (after about an election timeout). */
 JR_API int jr_group_transfer(jr_group *g, const char *to, jr_done_cb cb, void *arg);

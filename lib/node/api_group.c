@@ -10,6 +10,7 @@
 
 #include "node/node.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 void jr_group_config_init(jr_group_config *cfg)
 {
@@ -32,8 +33,9 @@ int jr_group_open(jr_node *n, const jr_group_config *cfg, jr_group **out)
     if (cfg->size >= offsetof(jr_group_config, join) + sizeof cfg->join)
         floor = (jr__join_floor){cfg->join.term, cfg->join.commit_term, cfg->join.commit_index};
     if ((floor.last_index && !floor.last_term) || floor.last_term > floor.term)
-        return jr__node_err(n, JR_EINVAL, "a join floor needs commit_term with commit_index, "
-                                          "and a term no older than commit_term");
+        return jr__node_err(n, JR_EINVAL,
+                            "a join floor needs commit_term with commit_index, "
+                            "and a term no older than commit_term");
     jr__node_enter(n);
     int rc = jr__group_create(n, cfg, floor.term || floor.last_index ? &floor : NULL, out);
     if (rc == 0) jr__node_want_tick(n);
@@ -122,12 +124,17 @@ int jr_group_transfer(jr_group *g, const char *to, jr_done_cb cb, void *arg)
     rc = jr__raft_transfer(g->raft, n->now, id);
     if (rc != 0) {
         jr__op_put(n, op);
-        jr__node_err(n, rc, "group %llu: transfer: %s", (unsigned long long)g->id, jr_strerror(rc));
+        if (rc == JR_ENOTVOTER)
+            jr__node_err(n, rc, "group %llu: transfer: %s is not a caught-up voter",
+                         (unsigned long long)g->id, to ? to : "there");
+        else
+            jr__node_err(n, rc, "group %llu: transfer: %s", (unsigned long long)g->id,
+                         jr_strerror(rc));
         goto out;
     }
     g->transfer = op;
     g->transfer_to = id;
-    g->op_deadline = n->now + 2 * n->election_ns;
+    g->op_deadline = jr__deadline(n->now, 2 * n->election_ns);
     jr__group_rearm(g);
     jr__group_ready(g);
     jr__node_want_tick(n);

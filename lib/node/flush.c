@@ -26,6 +26,7 @@
  */
 #include "node/node.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 #define MAX_ITERATIONS 4
 
@@ -280,7 +281,7 @@ int jr__node_flush(jr_node *n, int callbacks)
              * leave: drop the held frames (Raft retransmits) and retry at the next tick. */
             jr__peer_discard_all(n);
             for (jr_group *g = batch; g; g = g->flush_next) jr__group_ready(g);
-            n->retry_at = n->now + n->heartbeat_ns; /* back off instead of spinning */
+            n->retry_at = jr__deadline(n->now, n->heartbeat_ns); /* back off, not spin */
             if (err != JR_ENOMEM) step_down_all(n);
             return err;
         }

@@ -7,6 +7,7 @@
 
 #include "node/node.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 /* Growable arrays ------------------------------------------------------------------------------*/
 
@@ -181,7 +182,7 @@ static int counts(const jr_node *n, const jr_group *g, const jr__peer *p, uint64
 {
     if (p->live.lost) return 0;
     uint64_t since = g->live.lead_slot ? n->live.led[g->live.lead_slot - 1].since : 0;
-    return contact + n->election_ns > since;
+    return jr__deadline(contact, n->election_ns) > since;
 }
 
 /* Member p's replica of leader g is gone (its node closed it, or does not host the group). */
@@ -207,11 +208,18 @@ static void heed_gone(jr_node *n, jr_group *g)
         if (e->group != g->id) continue;
         uint64_t contact = member_contact(g, e->peer);
         /* heard from since, or silent long enough for the core to take it for down */
-        if (contact == UINT64_MAX || contact > e->at || contact + n->election_ns <= n->now)
+        if (contact == UINT64_MAX || contact > e->at ||
+            jr__deadline(contact, n->election_ns) <= n->now)
             continue;
         n->live.stats.gone_wakes++;
         jr__raft_peer_lost(g->raft, n->now, e->peer, 0);
         jr__raft_wake(g->raft, n->now);
+        /* the note is spent: the core takes the member for lost until it answers, and going
+         * quiet again it keeps it so; a note kept would wake the group each time it goes quiet,
+         * at once and at the same instant, until the note expires (a node spinning at now) */
+        memmove(n->live.gone + k, n->live.gone + k + 1,
+                (n->live.ngone - k - 1) * sizeof *n->live.gone);
+        n->live.ngone--;
         return;
     }
 }
@@ -385,7 +393,7 @@ static void camp_expire(jr_node *n)
 {
     jr__live *l = &n->live;
     uint64_t limit = round_limit(n);
-    while (l->run_len && l->run[l->run_head].start + limit <= n->now) {
+    while (l->run_len && jr__deadline(l->run[l->run_head].start, limit) <= n->now) {
         jr__round e = l->run[l->run_head];
         l->run_head = (l->run_head + 1) % l->run_cap;
         l->run_len--;
@@ -580,7 +588,9 @@ static void recv_hb(jr_node *n, jr__peer *p, jr__hb_view v)
         jr__hb_item echo = {it.group, 0, 0};
         if (g && !g->closed) {
             jr__raft *r = g->raft;
-            if (it.term) {
+            if (it.term && !jr__raft_wire_ok(r, it.term, it.index)) {
+                n->live.stats.bad_items++; /* a term or commit out of bounds: ignored */
+            } else if (it.term) {
                 jr__raft_hb_recv(r, n->now, p->id, it.term, it.index);
             } else if (it.index == JR__LIVE_CLOSED) {
                 if (jr__raft_role(r) == JR_LEADER) member_gone(n, g, p); /* its replica closed */
@@ -628,7 +638,9 @@ static void recv_resp(jr_node *n, jr__peer *p, jr__hb_view v)
         }
         jr_group *g = jr__map_get(&n->groups, it.group);
         if (!g || g->closed) continue;
-        if (it.term)
+        if (it.term && !jr__raft_wire_ok(g->raft, it.term, it.index))
+            n->live.stats.bad_items++; /* a term or match out of bounds: ignored */
+        else if (it.term)
             jr__raft_hb_resp(g->raft, n->now, p->id, it.term, it.index);
         else if (jr__raft_role(g->raft) == JR_LEADER)
             member_gone(n, g, p); /* its node does not host the group */
@@ -774,7 +786,7 @@ uint64_t jr__live_deadline(const jr_node *n)
     uint64_t d = UINT64_MAX;
     if (n->live.nwait) {
         if (n->live.ncamp < camp_max(n)) return n->now; /* a round to start */
-        if (n->live.run_len) d = n->live.run[n->live.run_head].start + round_limit(n);
+        if (n->live.run_len) d = jr__deadline(n->live.run[n->live.run_head].start, round_limit(n));
     }
     if (!active(n)) return d;
     uint64_t hb = n->live.next ? n->live.next : n->now;
@@ -803,7 +815,7 @@ void jr__live_tick(jr_node *n)
     if (n->now < n->live.next) return;
     int stalled = n->now - n->live.next > 2 * n->heartbeat_ns;
     n->live.next += n->heartbeat_ns;
-    if (n->live.next <= n->now) n->live.next = n->now + n->heartbeat_ns;
+    if (n->live.next <= n->now) n->live.next = jr__deadline(n->now, n->heartbeat_ns);
     if (n->live.ngone) gone_prune(n);
     if (stalled && !n->live.skipped) {
         /* we were stalled (busy, or the host did not call us): what peers sent meanwhile may

@@ -44,7 +44,8 @@
  * so the regular Raft machinery judges it (check-quorum, and its progress ages), and the group
  * goes quiet again only with the member taken for down. A leader that is not quiet when told keeps
  * a note for an election timeout (until the member's silence shows in its progress) and wakes the
- * same way if it goes quiet meanwhile without having heard from the member since. A closed
+ * same way, once (the note is then spent), if it goes quiet meanwhile without having heard from
+ * the member since. A closed
  * follower reopened (jr_group_open again) wakes (its election timer runs): the quiet leader that
  * took it for down no longer talks to it, and its first (pre-)vote request wakes that leader.
  * An answer owed for a replica that closed after the heartbeat came says term 0, not the term
@@ -207,20 +208,21 @@ typedef struct jr__live_stats {
     uint64_t items_received; /* NODE_HB and NODE_HB_RESP items received */
     uint64_t peers_lost;
     uint64_t peers_restarted;
-    uint64_t lost_wakes; /* followers told their leader's node was lost or restarted */
-    uint64_t tomb_wakes; /* quiet followers woken by a tombstone */
-    uint64_t stalls;     /* heartbeat ticks that ran over two intervals late */
-    uint64_t gone_sent;  /* tombstones sent to a leader for a replica closed here */
-    uint64_t gone_wakes; /* quiet leaders woken by a member's replica closing */
-    uint64_t prevotes;   /* pre-vote requests sent (one per peer asked) */
-    uint64_t votes;      /* vote requests sent (one per peer asked) */
-    uint64_t rounds;     /* campaign rounds started (election timers that fired and ran) */
-    uint64_t waits;      /* election timers that fired while camp_max rounds ran: queued */
-    uint64_t expired;    /* rounds that ran past the round limit: their slot was taken back */
-    uint64_t refused;    /* rounds whose slot a refusal gave back */
-    uint64_t camp_peak;  /* the most rounds that ran at once */
-    uint64_t wait_max;   /* the longest the queue was */
+    uint64_t lost_wakes;    /* followers told their leader's node was lost or restarted */
+    uint64_t tomb_wakes;    /* quiet followers woken by a tombstone */
+    uint64_t stalls;        /* heartbeat ticks that ran over two intervals late */
+    uint64_t gone_sent;     /* tombstones sent to a leader for a replica closed here */
+    uint64_t gone_wakes;    /* quiet leaders woken by a member's replica closing */
+    uint64_t prevotes;      /* pre-vote requests sent (one per peer asked) */
+    uint64_t votes;         /* vote requests sent (one per peer asked) */
+    uint64_t rounds;        /* campaign rounds started (election timers that fired and ran) */
+    uint64_t waits;         /* election timers that fired while camp_max rounds ran: queued */
+    uint64_t expired;       /* rounds that ran past the round limit: their slot was taken back */
+    uint64_t refused;       /* rounds whose slot a refusal gave back */
+    uint64_t camp_peak;     /* the most rounds that ran at once */
+    uint64_t wait_max;      /* the longest the queue was */
     uint64_t late_hb_resps; /* HEARTBEAT_RESPs that reached a quiet leader (taken as echoes) */
+    uint64_t bad_items;     /* items ignored: a term or index out of bounds (jr__raft_wire_ok) */
 } jr__live_stats;
 
 /* Per node (jr_node.live). All zero is the valid initial state. */

@@ -245,6 +245,7 @@ struct jr_node {
     jr__node_hooks hooks;
     jr_node_stats stats;
     uint64_t msgs_unknown_group; /* dropped: group not open here */
+    uint64_t msgs_invalid;       /* dropped: refused by the group's core (jr__raft_step) */
     uint64_t msgs_unroutable;    /* dropped: peer unknown or frame would overflow */
     uint64_t send_failures;      /* host->send returned non-zero */
     char errmsg[256];

@@ -17,12 +17,13 @@
  */
 #include "impl.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 void jr__elect_reset_timer(jr__raft *r, uint64_t now)
 {
     uint64_t t = r->cfg.election_timeout;
-    r->rto = t + jr__rand_below(&r->rng, t);
-    r->election_deadline = now + r->rto;
+    r->rto = jr__deadline(t, jr__rand_below(&r->rng, t)); /* t is the caller's: may be huge */
+    r->election_deadline = jr__deadline(now, r->rto);
 }
 
 int jr__elect_can_campaign(const jr__raft *r)
@@ -49,7 +50,7 @@ int jr__elect_in_lease(const jr__raft *r, uint64_t now)
     if (r->role == ROLE_LEADER) return 1;
     /* a quiet follower's leader is vouched for by the node until it says otherwise */
     if (r->quiet) return 1;
-    return r->leader != 0 && now < r->leader_contact + r->cfg.election_timeout;
+    return r->leader != 0 && now < jr__deadline(r->leader_contact, r->cfg.election_timeout);
 }
 
 void jr__elect_become_follower(jr__raft *r, uint64_t now, uint64_t term, jr__id leader)
@@ -98,8 +99,8 @@ static void become_leader(jr__raft *r, uint64_t now)
         jr__prog_init(r, &r->prog[i]);
         r->prog[i].last_contact = now; /* a full election timeout of grace for check-quorum */
     }
-    r->hb_deadline = now + r->cfg.heartbeat_interval;
-    r->cq_deadline = now + r->cfg.election_timeout;
+    r->hb_deadline = jr__deadline(now, r->cfg.heartbeat_interval);
+    r->cq_deadline = jr__deadline(now, r->cfg.election_timeout);
     /* §3.6.2 / §6.4: "each leader commit[s] a blank no-op entry into the log at the start of
      * its term", which also tells us when entries of earlier terms are committed. */
     if (jr__repl_append_local(r, r->term, JR__ENTRY_NOOP, NULL, 0)) {
@@ -265,19 +266,48 @@ void jr__elect_on_timeout_now(jr__raft *r, uint64_t now, const jr__msg *m)
     jr__elect_campaign(r, now, 0, 1);
 }
 
+void jr__elect_lost_quorum(jr__raft *r, uint64_t now)
+{
+    /* The voter that holds the most of our log (ties: by jr__raft_ahead, so the groups of one
+     * leader spread their handoffs). */
+    const jr__prog *best = NULL;
+    for (uint32_t i = 0; i < r->conf->n; i++) {
+        const jr__prog *p = &r->prog[i];
+        if (p->id == r->cfg.self || !p->voter) continue;
+        if (!best || p->match > best->match ||
+            (p->match == best->match && jr__raft_ahead(r->cfg.group, p->id, best->id)))
+            best = p;
+    }
+    if (best) {
+        jr__msg m = {.type = JR__MSG_TIMEOUT_NOW, .to = best->id};
+        jr__raft_send(r, &m);
+    }
+    jr__elect_become_follower(r, now, r->term, 0);
+}
+
 void jr__elect_check_quorum(jr__raft *r, uint64_t now)
 {
-    uint64_t alive = 0;
+    /* The quorum-th most recent contact among the voters (ourselves: now). The quorum was heard
+     * from within T until that contact is T old, which is exactly when the next check is due:
+     * a leader that stops hearing its followers steps down one election timeout after the last
+     * answer, not up to two (a check every T would let a contact just before one check count
+     * at the next). */
+    uint64_t v[JR__MAX_MEMBERS];
+    uint32_t n = 0;
     for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__prog *p = &r->prog[i];
         if (!p->voter) continue;
-        if (p->id == r->cfg.self || now - p->last_contact < r->cfg.election_timeout) alive++;
+        uint64_t c = p->id == r->cfg.self ? now : p->last_contact;
+        uint32_t j = n++;
+        for (; j > 0 && v[j - 1] < c; j--) v[j] = v[j - 1]; /* insertion, descending */
+        v[j] = c;
     }
-    if (alive < jr__raft_quorum(r)) {
-        jr__elect_become_follower(r, now, r->term, 0);
+    uint64_t q = jr__raft_quorum(r);
+    if (n < q || now - v[q - 1] >= r->cfg.election_timeout) {
+        jr__elect_lost_quorum(r, now);
         return;
     }
-    r->cq_deadline = now + r->cfg.election_timeout;
+    r->cq_deadline = jr__deadline(v[q - 1], r->cfg.election_timeout);
 }
 
 void jr__elect_tick(jr__raft *r, uint64_t now)

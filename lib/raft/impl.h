@@ -56,9 +56,16 @@ typedef struct jr__prog {
     uint64_t last_contact;
     uint64_t hb_match;    /* match at the previous heartbeat tick: no change means stalled */
     uint64_t sent_commit; /* highest commit index this peer has been sent */
-    /* Replicate state: the last index of every APPEND not yet acknowledged, oldest first. */
+    /* Replicate state: the last index of every APPEND not yet acknowledged, oldest first, and
+     * the prev_index of the oldest (so APPEND k went out with prev_index ring_base for k = 0,
+     * else ring[k - 1]). */
     uint64_t *ring;
     uint32_t ring_head, ring_count;
+    uint64_t ring_base;
+    /* Flow control: APPENDs allowed in flight (1..max_inflight). A follower's rejection of an
+     * APPEND that arrived ahead of one before it (a reordering network) halves it; it grows
+     * back by one per 8 × win acknowledgements that move match (progress.c). */
+    uint32_t win, win_acks;
     /* Snapshot state: which snapshot is being sent and the offset the peer wants next;
      * snap_moved: an answer arrived since the last heartbeat tick (else the chunk is resent). */
     uint64_t snap_index, snap_offset;
@@ -140,6 +147,7 @@ struct jr__raft {
      * allocated only while it is unvouched; damaged as jr__raft_damaged() says. */
     struct jr__vouch *vouch;
     uint8_t damaged, diverged;
+    uint8_t woken;       /* leader woken from quiet: its next heartbeat tick sends heartbeats */
 };
 
 /* raft.c ------------------------------------------------------------------------------------*/
@@ -188,8 +196,14 @@ void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m);
 void jr__elect_on_vote_resp(jr__raft *r, uint64_t now, const jr__msg *m);
 /* A follower asked by its leader to campaign now (§3.10). */
 void jr__elect_on_timeout_now(jr__raft *r, uint64_t now, const jr__msg *m);
-/* Leader: steps down unless a majority of voters was heard from within T (§6.2). */
+/* Leader: steps down (jr__elect_lost_quorum) unless a majority of voters was heard from within
+ * T (§6.2); else the next check is due when that majority's contact turns T old. */
 void jr__elect_check_quorum(jr__raft *r, uint64_t now);
+/* Leader that lost its quorum: sends TIMEOUT_NOW to the voter holding the most of its log, then
+ * steps down. A leader that cannot hear its followers may still reach them (a one-way cut):
+ * without the handoff they would keep following it — a quiet follower vouched for by the node
+ * that still gets its frames, a busy one under its lease — for up to two more timeouts. */
+void jr__elect_lost_quorum(jr__raft *r, uint64_t now);
 /* Follower/candidate tick: campaigns (pre-vote first) when the timeout elapsed. */
 void jr__elect_tick(jr__raft *r, uint64_t now);
 
@@ -225,8 +239,15 @@ void jr__prog_snapshot(jr__prog *p, uint64_t index);
 int jr__prog_window_full(const jr__raft *r, const jr__prog *p);
 /* An APPEND ending at `last` went out (probe: pauses; replicate: advances next, records it). */
 void jr__prog_sent(jr__raft *r, jr__prog *p, uint64_t last);
-/* The follower holds everything up to index: raises match, frees the APPENDs it covers. */
+/* The follower holds everything up to index: raises match, frees the APPENDs it covers (and
+ * grows the window). */
 void jr__prog_acked(const jr__raft *r, jr__prog *p, uint64_t index);
+/* Replicate state: the follower refused the APPEND sent with prev_index `rejected` because its
+ * log ends at `holds` (< rejected): an APPEND before it was overtaken or lost. Returns 0 if no
+ * APPEND in flight went out with that prev_index (a stale answer: nothing changes); else halves
+ * the window and moves next back to what the follower needs next (keeping the APPENDs
+ * in flight before the rejected one that still carry it), and returns 1. */
+int jr__prog_gap(const jr__raft *r, jr__prog *p, uint64_t rejected, uint64_t holds);
 
 /* replication.c -----------------------------------------------------------------------------*/
 /* Appends an entry to the local log (a CONFIG entry takes effect at once). 0, JR_ENOMEM, or

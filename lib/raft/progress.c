@@ -4,8 +4,9 @@
  * States:
  *  - PROBE: we do not know where the follower's log matches ours; one APPEND at a time (at
  *    next - 1), retried on the heartbeat tick until an answer arrives;
- *  - REPLICATE: the follower matched; APPENDs are pipelined optimistically (next advances on
- *    send), bounded by max_inflight messages and max_inflight_bytes of entry payload;
+ *  - REPLICATE: the follower matched; APPENDs are pipelined optimistically (§10.2.1: next
+ *    advances on send, and only a rejection or a timeout sends anything again), bounded by a
+ *    window of messages (win, at most max_inflight) and max_inflight_bytes of entry payload;
  *  - SNAPSHOT: the follower needs entries we compacted; a snapshot is being sent.
  *
  * The inflight window is a ring of the last index of each unacknowledged APPEND; the bytes in
@@ -82,6 +83,7 @@ void jr__prog_init(jr__raft *r, jr__prog *p)
     p->state = JR__PROBE;
     p->next = r->log.last + 1;
     p->last_contact = r->now;
+    p->win = r->cfg.max_inflight;
 }
 
 /* Re-lays prog[] out parallel to conf.m[], keeping the state of members that stay. Requires a
@@ -144,7 +146,8 @@ void jr__prog_snapshot(jr__prog *p, uint64_t index)
 
 int jr__prog_window_full(const jr__raft *r, const jr__prog *p)
 {
-    if (p->ring_count >= r->cfg.max_inflight) return 1;
+    uint32_t win = p->win && p->win < r->cfg.max_inflight ? p->win : r->cfg.max_inflight;
+    if (p->ring_count >= win) return 1;
     return p->ring_count &&
            jr__memlog_bytes(&r->log, p->match + 1, p->next - 1) >= r->cfg.max_inflight_bytes;
 }
@@ -155,6 +158,7 @@ void jr__prog_sent(jr__raft *r, jr__prog *p, uint64_t last)
         p->paused = 1;
         return;
     }
+    if (!p->ring_count) p->ring_base = p->next - 1;
     p->next = last + 1;
     uint32_t slot = (p->ring_head + p->ring_count) % r->cfg.max_inflight;
     p->ring[slot] = last;
@@ -165,8 +169,50 @@ void jr__prog_acked(const jr__raft *r, jr__prog *p, uint64_t index)
 {
     /* ring entries are increasing: free every APPEND the acknowledgement covers */
     while (p->ring_count && p->ring[p->ring_head] <= index) {
+        p->ring_base = p->ring[p->ring_head];
         p->ring_head = (p->ring_head + 1) % r->cfg.max_inflight;
         p->ring_count--;
     }
-    if (index > p->match) p->match = index;
+    if (index > p->match) {
+        p->match = index;
+        /* additive increase, slowly: one more APPEND in flight per eight windows of
+         * acknowledgements without a gap (faster, a reordering network reorders again at once
+         * and most of what is in flight is sent twice) */
+        if (p->win < r->cfg.max_inflight && ++p->win_acks >= 8u * p->win) {
+            p->win++;
+            p->win_acks = 0;
+        }
+    }
+}
+
+int jr__prog_gap(const jr__raft *r, jr__prog *p, uint64_t rejected, uint64_t holds)
+{
+    /* which in-flight APPEND went out with prev_index `rejected` */
+    uint32_t k = 0;
+    uint64_t prev = p->ring_base;
+    while (k < p->ring_count && prev != rejected) {
+        prev = p->ring[(p->ring_head + k) % r->cfg.max_inflight];
+        k++;
+    }
+    if (prev != rejected || k >= p->ring_count) return 0; /* not in flight: a stale answer */
+    /* Reordering (or a loss) ahead of it: halve the window (TCP's multiplicative decrease).
+     * On a network that reorders, gaps keep coming until about one APPEND is in flight, and
+     * then stop; on one that only loses a frame now and then, pipelining goes on. */
+    p->win = p->win > 1 ? p->win / 2 : 1;
+    p->win_acks = 0;
+    /* Resend from where the follower's log must continue: right after the APPENDs before
+     * the rejected one if one of them still carries what follows `holds` (it is only
+     * overtaken), else right after `holds`. Later APPENDs in flight cannot land (they start
+     * beyond the rejected one's entries) and are forgotten: their rejections are stale. */
+    uint32_t keep = k;
+    uint64_t from = rejected + 1;
+    uint32_t j = 0;
+    while (j < k && p->ring[(p->ring_head + j) % r->cfg.max_inflight] <= holds) j++;
+    if (j == k) { /* nothing in flight covers holds + 1 */
+        keep = j;
+        from = holds + 1;
+    }
+    p->ring_count = keep;
+    p->next = from > p->match ? from : p->match + 1;
+    return 1;
 }

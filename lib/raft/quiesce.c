@@ -28,6 +28,7 @@
  */
 #include "impl.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 /* Leader at a heartbeat tick: nothing to send and nobody to bring up to date (see raft.h). */
 static int leader_idle(const jr__raft *r, uint64_t now)
@@ -56,6 +57,14 @@ static int leader_idle(const jr__raft *r, uint64_t now)
 int jr__quiet_leader_tick(jr__raft *r, uint64_t now)
 {
     if (r->quiet) return 1;
+    /* A leader just woken heartbeats at once (its followers are quiet too) before it may go
+     * quiet again: whatever woke it, it cannot fall quiet and be woken again at one instant,
+     * over and over, leaving the node's deadline at now. */
+    if (r->woken) {
+        r->woken = 0;
+        r->idle_ticks = 0;
+        return 0;
+    }
     if (!r->cfg.quiesce || !leader_idle(r, now)) {
         r->idle_ticks = 0;
         return 0;
@@ -90,10 +99,11 @@ void jr__quiet_leave(jr__raft *r, uint64_t now)
     r->idle_ticks = 0;
     if (r->role == ROLE_LEADER) {
         r->hb_deadline = now; /* heartbeat at once: the followers are quiet too */
+        r->woken = 1;
         /* per-group contact resumes: the members whose node is alive start a fresh window */
         for (uint32_t i = 0; i < r->conf->n; i++)
             if (!r->prog[i].lost) r->prog[i].last_contact = now;
-        r->cq_deadline = now + r->cfg.election_timeout;
+        r->cq_deadline = jr__deadline(now, r->cfg.election_timeout);
         jr__prog_restore(r);
     } else {
         /* the node vouched for the leader until now: the lease runs a full T from here */
@@ -123,7 +133,9 @@ int jr__raft_hb_item(const jr__raft *r, jr__id peer, uint64_t *term, uint64_t *c
 
 int jr__raft_hb_recv(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint64_t commit)
 {
-    if (!r->started || from == 0 || from == r->cfg.self || term == 0) return 0;
+    if (!r->started || from == 0 || from == r->cfg.self || term == 0 ||
+        !jr__raft_wire_ok(r, term, commit))
+        return 0;
     const jr__msg as_hb = {.type = JR__MSG_HEARTBEAT};
     if (jr__vouch_drops(r, &as_hb)) return 0; /* as a HEARTBEAT would be (vouch.c) */
     if (now > r->now) r->now = now;
@@ -160,7 +172,9 @@ int jr__raft_hb_recv(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint
 
 void jr__raft_hb_resp(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint64_t index)
 {
-    if (!r->started || from == 0 || from == r->cfg.self || term == 0) return;
+    if (!r->started || from == 0 || from == r->cfg.self || term == 0 ||
+        !jr__raft_wire_ok(r, term, index))
+        return;
     if (now > r->now) r->now = now;
     now = r->now;
     if (term > r->term) {
@@ -191,7 +205,7 @@ static void quiet_check_quorum(jr__raft *r, uint64_t now)
         if (p->voter && (p->id == r->cfg.self || !p->lost)) alive++;
     }
     if (alive < jr__raft_quorum(r)) {
-        jr__elect_become_follower(r, now, r->term, 0);
+        jr__elect_lost_quorum(r, now);
         jr__raft_notify(r);
     }
 }
@@ -212,7 +226,7 @@ void jr__raft_peer_lost(jr__raft *r, uint64_t now, jr__id peer, uint64_t delay)
     int was_quiet = r->quiet;
     r->quiet = 0;
     r->leader = 0; /* the lease ends: candidates may now be granted (pre-)votes */
-    uint64_t at = delay < UINT64_MAX - now ? now + delay : UINT64_MAX;
+    uint64_t at = jr__deadline(now, delay);
     /* a quiet follower's timer was stopped: whatever it says is stale */
     if (was_quiet || at < r->election_deadline) r->election_deadline = at;
     jr__raft_notify(r);
@@ -239,5 +253,5 @@ void jr__raft_defer_campaign(jr__raft *r, uint64_t now, uint64_t delay)
 {
     if (!r->started || r->role == ROLE_LEADER || r->quiet) return;
     if (now > r->now) r->now = now;
-    if (r->election_deadline < UINT64_MAX - delay) r->election_deadline += delay;
+    r->election_deadline = jr__deadline(r->election_deadline, delay);
 }

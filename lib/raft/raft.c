@@ -184,11 +184,45 @@ void jr__raft_send(jr__raft *r, jr__msg *m)
 
 /* Inputs --------------------------------------------------------------------------------------*/
 
+int jr__raft_wire_ok(const jr__raft *r, uint64_t term, uint64_t index)
+{
+    return term <= JR__TERM_MAX && (term <= r->term || term - r->term <= JR__TERM_LEAP) &&
+           index <= JR__INDEX_MAX;
+}
+
+/* The indexes and terms a message carries besides its own term, within the wire bounds: no term
+ * above the message's (a candidate's last entry, a follower's conflicting entry and a snapshot
+ * are never newer than their sender's term), no index above JR__INDEX_MAX. */
+static int fields_ok(const jr__msg *m)
+{
+    const uint64_t X = JR__INDEX_MAX;
+    switch (m->type) {
+    case JR__MSG_VOTE:
+        return m->u.vote.last_index <= X && m->u.vote.last_term <= m->term;
+    case JR__MSG_APPEND:
+        return m->u.append.prev_index <= X - JR__MAX_APPEND_ENTRIES && m->u.append.commit <= X;
+    case JR__MSG_APPEND_RESP:
+        return m->u.append_resp.index <= X && m->u.append_resp.hint_index <= X &&
+               m->u.append_resp.hint_term <= m->term;
+    case JR__MSG_HEARTBEAT:
+        return m->u.heartbeat.commit <= X;
+    case JR__MSG_HEARTBEAT_RESP:
+        return m->u.heartbeat_resp.match_hint <= X;
+    case JR__MSG_SNAP:
+        return m->u.snap.index <= X;
+    case JR__MSG_SNAP_RESP:
+        return m->u.snap_resp.index <= X;
+    default:
+        return 1;
+    }
+}
+
 /* Structural checks: a message that fails them is dropped before it can change anything. */
 static int check(const jr__raft *r, const jr__msg *m)
 {
     if (!m || m->group != r->cfg.group || m->to != r->cfg.self || m->from == 0 ||
-        m->from == r->cfg.self || m->type < 1 || m->type > JR__MSG_TYPE_MAX || m->term == 0)
+        m->from == r->cfg.self || m->type < 1 || m->type > JR__MSG_TYPE_MAX || m->term == 0 ||
+        !jr__raft_wire_ok(r, m->term, 0) || !fields_ok(m))
         return JR_EINVAL;
     if (m->type == JR__MSG_APPEND) return jr__repl_check_append(r, m);
     if (m->type == JR__MSG_SNAP) return jr__snap_check(m);

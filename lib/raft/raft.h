@@ -15,9 +15,15 @@
  * Implemented (Raft dissertation, Ongaro 2014, quoted next to the code):
  *  - election with randomized timeouts in [T, 2T), pre-vote (§9.6), check-quorum (§6.2), and the
  *    leader lease of §4.2.3: a server that heard from a leader within T refuses (pre-)votes
- *    unless the candidate campaigns for a leadership transfer (JR__MF_TRANSFER);
+ *    unless the candidate campaigns for a leadership transfer (JR__MF_TRANSFER); a leader that
+ *    loses its quorum (T after its quorum's last answer) sends TIMEOUT_NOW to the voter holding
+ *    the most of its log as it steps down, so a leader that still reaches its followers but
+ *    hears none of them (a one-way cut) is replaced within about one election timeout;
  *  - replication with pipelining and per-follower flow control (probe / replicate / snapshot
- *    states, bounded messages and bytes in flight), fast backtracking with a conflict hint;
+ *    states, bounded messages and bytes in flight), fast backtracking with a conflict hint; a
+ *    follower's rejection of an APPEND that overtook an earlier one resends only what is not
+ *    still in flight and halves that follower's window of APPENDs, so on a network that
+ *    reorders, each entry reaches each follower about once;
  *  - commit only of entries of the current term by counting replicas (§3.6.2, Figure 3.7);
  *  - a new leader appends a no-op and is not "ready" (accepts no membership change) before an
  *    entry of its term commits;
@@ -114,6 +120,17 @@ const jr__conf *jr__confs_ref(const jr__conf *c);
 /* Returns a reference (NULL is ignored); the last one frees the conf. */
 void jr__confs_put(jr__confs *p, const jr__conf *c);
 size_t jr__confs_count(const jr__confs *p); /* distinct confs held */
+
+/* Bounds on what comes from the wire. A term or index of a real group grows by one per election
+ * or entry and never comes near 2^63; one that does, or a term further ahead of ours than any
+ * run of elections could take it, is a forgery or garbage (valid checksums do not make a frame
+ * truthful), and adopting it would leave the group unable to go on (term + 1 wraps, or its
+ * candidates' terms are refused everywhere). Such messages are dropped with JR_EINVAL
+ * (jr__raft_step) or ignored (jr__raft_hb_recv, jr__raft_hb_resp); jr__raft_wire_ok() lets the
+ * node count them. With these bounds no sum of a term or index and a count overflows. */
+#define JR__TERM_MAX (UINT64_MAX >> 2)  /* highest term accepted */
+#define JR__TERM_LEAP (1ULL << 32)      /* furthest a term may be ahead of ours */
+#define JR__INDEX_MAX (UINT64_MAX >> 2) /* highest log index (or commit, match) accepted */
 
 /* Messages -----------------------------------------------------------------------------------*/
 /* An APPEND never carries more entries than this; a receiver may size its decoding scratch
@@ -291,12 +308,13 @@ int jr__raft_start(jr__raft *r, uint64_t now);
 /* Inputs. Each may call io->send and io->notify. */
 /* Feeds one received message. A message that is malformed or not for this replica (other group
  * or recipient, sender 0 or self, unknown type, term 0, inconsistent entries, undecodable
- * configuration) is dropped with JR_EINVAL and changes nothing; stale ones are answered or
- * ignored as Raft says and return 0. Any message wakes a quiet group, except a HEARTBEAT_RESP
- * of the current term reaching a quiet leader (a late answer to a heartbeat from before it went
- * quiet): that is taken as jr__raft_hb_resp() takes a node-level answer, and JR__STEP_ECHO is
- * returned. JR_EMISUSE before jr__raft_start(); JR_ENOMEM if the log could not grow (the
- * entries appended so far stay; the leader resends the rest). */
+ * configuration, a term or index out of the wire bounds above, a last_term, hint_term or
+ * snapshot term above the message's term) is dropped with JR_EINVAL and changes nothing; stale ones
+ * are answered or ignored as Raft says and return 0. Any message wakes a quiet group, except a
+ * HEARTBEAT_RESP of the current term reaching a quiet leader (a late answer to a heartbeat from
+ * before it went quiet): that is taken as jr__raft_hb_resp() takes a node-level answer, and
+ * JR__STEP_ECHO is returned. JR_EMISUSE before jr__raft_start(); JR_ENOMEM if the log could not
+ * grow (the entries appended so far stay; the leader resends the rest). */
 #define JR__STEP_ECHO 1
 int jr__raft_step(jr__raft *r, uint64_t now, const jr__msg *m);
 void jr__raft_tick(jr__raft *r, uint64_t now);
@@ -312,11 +330,14 @@ enum jr__change { JR__ADD_OBSERVER = 1, JR__PROMOTE = 2, JR__REMOVE = 3 };
  * this term has committed yet; JR_EINVAL for an impossible change (adding a member, promoting a
  * voter, removing a non-member, removing the last voter); JR_ENOTLEADER. */
 int jr__raft_change(jr__raft *r, uint64_t now, int op, jr__id peer, uint64_t *index);
-/* Leader only; to == 0 picks the most caught-up voter. JR_ENOTVOTER if `to` is not a voter
- * (or is this server, or unvouched: restarted and not caught up since, vouch.c), JR_ETRANSFER if
- * one is already under way. The leader stops accepting proposals and changes (JR_ETRANSFER), brings
- * the target up to date, then sends it TIMEOUT_NOW; after an election timeout without success the
- * transfer is abandoned. Completion is observed as a leader change. */
+/* Leader only; to == 0 picks the most caught-up current voter. JR_ENOTVOTER if `to` is not a
+ * current voter (a voter other than this server, heard from within an election timeout — for a
+ * quiet leader: not reported lost — holding everything committed: jr_group_peer's `current`),
+ * or is unvouched (restarted and not caught up since, vouch.c), or to == 0 and there is none;
+ * JR_ETRANSFER if one is already under way. The leader stops accepting proposals and changes
+ * (JR_ETRANSFER), brings the target up to date, then sends it TIMEOUT_NOW; after an election
+ * timeout without success the transfer is abandoned. Completion is observed as a leader
+ * change. */
 int jr__raft_transfer(jr__raft *r, uint64_t now, jr__id to);
 /* Step down to follower now (e.g. the host asked); a voter that holds our whole log is sent
  * TIMEOUT_NOW so the group is not leaderless for an election timeout. */
@@ -398,6 +419,9 @@ void jr__raft_ready_done(jr__raft *r);
  * never refused by the lease: that leader gave up. A quiet leader's progress keeps the
  * last_contact of before it went quiet: reports of contact use the node's (per-peer) instead.
  */
+/* 1 if a term and an index (commit, match) from the wire are within the bounds above for this
+ * group (the node counts the heartbeat items it drops for failing this). */
+int jr__raft_wire_ok(const jr__raft *r, uint64_t term, uint64_t index);
 /* 1 if the group is quiet (a quiet leader, or a quiet follower of jr__raft_leader()). */
 int jr__raft_quiet(const jr__raft *r);
 /* Quiet leader: what to tell peer: 1 with *term and *commit (the commit index as far as peer

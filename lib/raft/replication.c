@@ -20,6 +20,7 @@
  */
 #include "impl.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 int jr__repl_append_local(jr__raft *r, uint64_t term, uint8_t type, const void *data, uint32_t len)
 {
@@ -148,7 +149,7 @@ int jr__repl_heartbeat_due(const jr__raft *r, uint64_t now)
 void jr__repl_heartbeat(jr__raft *r, uint64_t now)
 {
     if (jr__quiet_leader_tick(r, now)) return; /* idle: the node's heartbeats stand in */
-    r->hb_deadline = now + r->cfg.heartbeat_interval;
+    r->hb_deadline = jr__deadline(now, r->cfg.heartbeat_interval);
     r->send_pending = 0;
     for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
@@ -348,6 +349,15 @@ void jr__repl_on_append_resp(jr__raft *r, uint64_t now, const jr__msg *m)
     } else {
         uint64_t hint = m->u.append_resp.hint_index;
         if (p->state == JR__SNAPSHOT) return;
+        if (p->state == JR__REPLICATE && !m->u.append_resp.hint_term && hint && hint <= idx) {
+            /* Its log ends at hint - 1, at or past what it acknowledged but before this
+             * APPEND's prev_index: one before it was overtaken (a network that reorders) or
+             * lost, and this one was dropped. Only an APPEND still in flight counts (else the
+             * answer is stale): resend what the follower cannot get from what is in flight, no
+             * probe round (§10.2.1). */
+            if (jr__prog_gap(r, p, idx, hint - 1)) jr__repl_send_append(r, p, now);
+            return;
+        }
         /* Two reasons to refuse (raft.h): its log ends before idx (hint_term 0, hint = its last
          * + 1), or its term at idx conflicts with ours. Only the first, with a log ending below
          * what it acknowledged, is lost storage. A conflict is ordinary backtracking and never

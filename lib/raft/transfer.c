@@ -9,6 +9,7 @@
  * prior leader aborts the transfer and resumes accepting client requests."
  */
 #include "impl.h"
+#include "util/deadline.h"
 
 void jr__xfer_timeout_now(jr__raft *r, jr__prog *p)
 {
@@ -30,14 +31,26 @@ void jr__xfer_tick(jr__raft *r, uint64_t now)
     if (r->transfer_to && now >= r->transfer_deadline) r->transfer_to = 0;
 }
 
-/* The voter other than us that holds the most of our log (ties: the first in conf order),
- * leaving out unvouched members. */
-static jr__prog *best_voter(jr__raft *r)
+/* A voter other than us that is current as jr_group_peer() reports it: heard from within an
+ * election timeout (a quiet leader's contact is node-level: a member its node has not reported
+ * lost), holding everything committed, and vouched (an unvouched member, restarted and not yet
+ * caught up since, would not campaign: vouch.c). Anything less is not "caught up" (§3.10 step 2
+ * would first have to replicate what it lacks, and a silent target would let the transfer time
+ * out). */
+static int current(const jr__raft *r, const jr__prog *p, uint64_t now)
+{
+    if (p->id == r->cfg.self || !p->voter || p->unvouched || p->match < r->commit) return 0;
+    if (r->quiet) return !p->lost;
+    return now - p->last_contact <= r->cfg.election_timeout;
+}
+
+/* The current voter that holds the most of our log (ties: the first in conf order), or NULL. */
+static jr__prog *best_voter(jr__raft *r, uint64_t now)
 {
     jr__prog *best = NULL;
     for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
-        if (p->id == r->cfg.self || !p->voter || p->unvouched) continue;
+        if (!current(r, p, now)) continue;
         if (!best || p->match > best->match) best = p;
     }
     return best;
@@ -48,12 +61,11 @@ int jr__raft_transfer(jr__raft *r, uint64_t now, jr__id to)
     if (!r->started || r->role != ROLE_LEADER) return JR_ENOTLEADER;
     if (r->transfer_to) return JR_ETRANSFER;
     if (now > r->now) r->now = now;
-    jr__prog *p = to ? jr__prog_find(r, to) : best_voter(r);
-    /* an unvouched member (restarted, not yet caught up since, vouch.c) would not campaign */
-    if (!p || !p->voter || p->id == r->cfg.self || p->unvouched) return JR_ENOTVOTER;
+    jr__prog *p = to ? jr__prog_find(r, to) : best_voter(r, r->now);
+    if (!p || !current(r, p, r->now)) return JR_ENOTVOTER;
     jr__quiet_leave(r, r->now);
     r->transfer_to = p->id;
-    r->transfer_deadline = r->now + r->cfg.election_timeout;
+    r->transfer_deadline = jr__deadline(r->now, r->cfg.election_timeout);
     r->transfer_sent = 0;
     jr__repl_send_append(r, p, r->now); /* bring it up to date first */
     jr__xfer_progress(r, p);

@@ -1,3 +1,4 @@
+/* heap — the timer heap of heap.h. */
 #include "heap.h"
 
 #include "alloc.h"
@@ -6,6 +7,7 @@ void jr__heap_init(jr__heap *h, const jr_allocator *a)
 {
     h->items = NULL;
     h->len = h->cap = 0;
+    h->seq = 0;
     h->alloc = a;
 }
 
@@ -18,6 +20,12 @@ void jr__heap_free(jr__heap *h)
 
 #define ARITY 4
 
+/* a before b: an earlier deadline, or the same one armed earlier */
+static inline int before(const jr__heap_item *a, const jr__heap_item *b)
+{
+    return a->deadline < b->deadline || (a->deadline == b->deadline && a->seq < b->seq);
+}
+
 static void heap_set(jr__heap *h, size_t i, jr__heap_item it)
 {
     h->items[i] = it;
@@ -29,7 +37,7 @@ static void heap_up(jr__heap *h, size_t i)
     jr__heap_item it = h->items[i];
     while (i > 0) {
         size_t p = (i - 1) / ARITY;
-        if (h->items[p].deadline <= it.deadline) break;
+        if (!before(&it, &h->items[p])) break;
         heap_set(h, i, h->items[p]);
         i = p;
     }
@@ -45,8 +53,8 @@ static void heap_down(jr__heap *h, size_t i)
         if (end > h->len) end = h->len;
         size_t m = c;
         for (size_t k = c + 1; k < end; k++)
-            if (h->items[k].deadline < h->items[m].deadline) m = k;
-        if (it.deadline <= h->items[m].deadline) break;
+            if (before(&h->items[k], &h->items[m])) m = k;
+        if (!before(&h->items[m], &it)) break;
         heap_set(h, i, h->items[m]);
         i = m;
     }
@@ -56,14 +64,18 @@ static void heap_down(jr__heap *h, size_t i)
 int jr__heap_arm(jr__heap *h, jr__timer *t, uint64_t deadline)
 {
     if (jr__timer_armed(t)) {
-        uint64_t old = t->deadline;
-        if (deadline == old) return 0;
+        if (deadline == t->deadline) return 0; /* armed for that deadline already: keeps its turn */
+        /* re-keyed: (deadline, a new arming number) is before the old key only if the deadline
+         * moved earlier */
+        size_t i = t->slot;
+        int up = deadline < t->deadline;
         t->deadline = deadline;
-        h->items[t->slot].deadline = deadline;
-        if (deadline < old)
-            heap_up(h, t->slot);
+        h->items[i].deadline = deadline;
+        h->items[i].seq = h->seq++;
+        if (up)
+            heap_up(h, i);
         else
-            heap_down(h, t->slot);
+            heap_down(h, i);
         return 0;
     }
     if (h->len == h->cap) {
@@ -74,7 +86,7 @@ int jr__heap_arm(jr__heap *h, jr__timer *t, uint64_t deadline)
         h->cap = cap;
     }
     t->deadline = deadline;
-    heap_set(h, h->len++, (jr__heap_item){deadline, t});
+    heap_set(h, h->len++, (jr__heap_item){deadline, h->seq++, t});
     heap_up(h, t->slot);
     return 0;
 }
@@ -88,7 +100,7 @@ void jr__heap_cancel(jr__heap *h, jr__timer *t)
     if (i == h->len) return;
     jr__heap_item last = h->items[h->len];
     heap_set(h, i, last);
-    if (i > 0 && h->items[(i - 1) / ARITY].deadline > last.deadline)
+    if (i > 0 && before(&last, &h->items[(i - 1) / ARITY]))
         heap_up(h, i);
     else
         heap_down(h, i);

@@ -1,16 +1,21 @@
 /*
- * heap — a 4-ary min-heap of timers, keyed by deadline.
+ * heap — a 4-ary min-heap of timers, keyed by deadline, ties in arming order.
  *
  * The node keeps one heap for every timer of every group, so the host arms one timer (the
  * earliest deadline) and a tick touches only what is due: O(log n) per insert/remove/update,
  * nothing per idle group. Entries are intrusive (jr__timer embedded in the owner); each knows its
- * slot, so removal and re-keying need no search. The array holds each deadline next to its
- * timer, and a node's four children share a cache line: sifting compares without touching the
- * owners (at 100,000 groups each owner is a cache miss), and a 4-ary tree is half as deep.
+ * slot, so removal and re-keying need no search. The array holds each key (deadline and arming
+ * number) next to its timer: sifting compares without touching the owners (at 100,000 groups
+ * each owner is a cache miss), and a 4-ary tree is half as deep.
+ *
+ * Order: by deadline, and timers with equal deadlines by when they were armed (each jr__heap_arm
+ * that sets a deadline draws the next number of the heap's counter, re-keying included), as libuv
+ * orders equal timeouts by start_id: a tick that fires several due timers fires them in a
+ * deterministic order that does not depend on the heap's shape.
  *
  * Invariants: items[i].t->slot == i and items[i].deadline == items[i].t->deadline for every
- * entry; a timer not in the heap has slot == SIZE_MAX; items[parent].deadline <=
- * items[child].deadline; ties keep no particular order.
+ * entry; a timer not in the heap has slot == SIZE_MAX; key(items[parent]) <= key(items[child])
+ * where key = (deadline, seq); seq values are distinct and below h->seq.
  */
 #ifndef JR_UTIL_HEAP_H
 #define JR_UTIL_HEAP_H
@@ -29,6 +34,7 @@ typedef struct jr__timer {
 
 typedef struct jr__heap_item {
     uint64_t deadline;
+    uint64_t seq; /* arming order among equal deadlines */
     jr__timer *t;
 } jr__heap_item;
 
@@ -36,6 +42,7 @@ typedef struct jr__heap {
     jr__heap_item *items;
     size_t len;
     size_t cap;
+    uint64_t seq; /* the next arming number */
     const jr_allocator *alloc;
 } jr__heap;
 
@@ -51,11 +58,13 @@ static inline int jr__timer_armed(const jr__timer *t)
 {
     return t->slot != SIZE_MAX;
 }
-/* Arms t at deadline (re-keys it if already armed). 0 or JR_ENOMEM (t then stays unarmed). */
+/* Arms t at deadline, or re-keys it if already armed: to another deadline, it then fires after
+ * the timers armed at that deadline before; to the same one, nothing changes (it keeps its
+ * turn). 0 or JR_ENOMEM (t then stays unarmed). */
 int jr__heap_arm(jr__heap *h, jr__timer *t, uint64_t deadline);
 /* Disarms t; a no-op if not armed. */
 void jr__heap_cancel(jr__heap *h, jr__timer *t);
-/* The earliest timer, or NULL. */
+/* The earliest timer (the first armed among the earliest), or NULL. */
 static inline jr__timer *jr__heap_top(const jr__heap *h)
 {
     return h->len ? h->items[0].t : NULL;

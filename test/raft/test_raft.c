@@ -550,6 +550,9 @@ START_TEST(transfer_to_best_peer)
     for (int i = 0; i < 5; i++) ck_assert_int_eq(h_propose(&h, 0, "y", NULL), 0);
     h_deliver_all(&h);
     h_heal(&h);
+    /* node 1 lacks committed entries: not a target (jr_group_peer reports it not current) */
+    ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 2), JR_ENOTVOTER);
+    ck_assert(!jr__raft_transferring(R(&h, 0)));
     ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 0), 0);
     h_flush(&h.nodes[0]);
     h_deliver_all(&h);
@@ -1070,6 +1073,18 @@ START_TEST(malformed_input_changes_nothing_harmful)
     ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
     m = base, m.u.append.prev_term = 0;
     ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    /* terms and indexes out of the wire bounds (raft.h): a term past JR__TERM_MAX or more than
+     * JR__TERM_LEAP ahead, an index past JR__INDEX_MAX */
+    m = base, m.term = UINT64_MAX - 1;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    m = base, m.term = t + JR__TERM_LEAP + 1;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    m = base, m.u.append.commit = JR__INDEX_MAX + 1;
+    ck_assert_int_eq(h_inject(&h, 1, &m), JR_EINVAL);
+    jr__msg hb = {.type = JR__MSG_HEARTBEAT, .group = 7, .from = 1, .to = 2, .term = t};
+    hb.u.heartbeat.commit = UINT64_MAX;
+    ck_assert_int_eq(h_inject(&h, 1, &hb), JR_EINVAL);
+    ck_assert_int_eq(jr__raft_hb_recv(R(&h, 1), h.now, 1, UINT64_MAX - 1, 1), 0);
     jr__msg sn = {.type = JR__MSG_SNAP, .group = 7, .from = 1, .to = 2, .term = t};
     sn.u.snap.index = 50;
     sn.u.snap.sterm = t;
@@ -1085,7 +1100,9 @@ START_TEST(malformed_input_changes_nothing_harmful)
     same_state(&h, 1, f, "a stale APPEND");
     jr__msg v = {.type = JR__MSG_VOTE, .group = 7, .from = 3, .to = 2, .term = t - 1};
     v.u.vote.last_index = 1000;
-    v.u.vote.last_term = 1000;
+    v.u.vote.last_term = 1000; /* a last entry newer than the candidate's term: malformed */
+    ck_assert_int_eq(h_inject(&h, 1, &v), JR_EINVAL);
+    v.u.vote.last_term = t - 1;
     ck_assert_int_eq(h_inject(&h, 1, &v), 0);
     same_state(&h, 1, f, "a stale VOTE");
     /* a vote of a later term while the leader is alive: refused (lease), term unchanged */
@@ -1175,6 +1192,58 @@ START_TEST(steady_state_proposals_replication_commit_allocate_nothing)
 }
 END_TEST
 
+/* timers near the end of the clock --------------------------------------------------------------*/
+
+static void count_send(void *ctx, jr__raft *r, const jr__msg *m)
+{
+    (void)r;
+    (void)m;
+    ++*(int *)ctx;
+}
+
+static void no_notify(void *ctx, jr__raft *r)
+{
+    (void)ctx;
+    (void)r;
+}
+
+/* A follower of three voters started at `now` with election timeout `et`: its deadline, and
+ * whether ticking at now sent anything (a campaign). */
+static uint64_t follower_deadline(uint64_t now, uint64_t et, int *sent)
+{
+    *sent = 0;
+    jr__raft_io io = {.ctx = sent, .send = count_send, .notify = no_notify};
+    jr__raft_config cfg = {.group = 1,
+                           .self = 1,
+                           .election_timeout = et,
+                           .heartbeat_interval = 100 * H_MS,
+                           .seed = 5};
+    jr__raft *r;
+    ck_assert_int_eq(jr__raft_new(&cfg, &io, &r), 0);
+    jr__conf c = {.n = 3, .m = {{1, 1}, {2, 1}, {3, 1}}};
+    ck_assert_int_eq(jr__raft_bootstrap(r, &c), 0);
+    ck_assert_int_eq(jr__raft_start(r, now), 0);
+    uint64_t d = jr__raft_deadline(r);
+    jr__raft_tick(r, now);
+    jr__raft_free(r);
+    return d;
+}
+
+/* Deadlines saturate (util/deadline.h): a clock near 2^64 or a huge election timeout never
+ * wraps a deadline into the past (which would campaign at once, and at every tick). */
+START_TEST(deadlines_near_the_end_of_the_clock_saturate)
+{
+    int sent;
+    uint64_t now = UINT64_MAX - 1000;
+    ck_assert_uint_eq(follower_deadline(now, 1000 * H_MS + 1, &sent), UINT64_MAX);
+    ck_assert_int_eq(sent, 0);
+    uint64_t et = (1ULL << 63) + 12345; /* t + rand(t) does not fit */
+    ck_assert_uint_ge(follower_deadline(1, et, &sent), et);
+    ck_assert_int_eq(sent, 0);
+    ck_assert_uint_eq(follower_deadline(1, 1000 * H_MS, &sent) >= 1000 * H_MS + 1, 1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("raft");
@@ -1208,6 +1277,7 @@ static Suite *suite(void)
     tcase_add_test(tc, leader_repairs_a_follower_that_lost_acked_entries);
     tcase_add_test(tc, configurations_are_interned);
     tcase_add_test(tc, malformed_input_changes_nothing_harmful);
+    tcase_add_test(tc, deadlines_near_the_end_of_the_clock_saturate);
     tcase_add_test(tc, steady_state_proposals_replication_commit_allocate_nothing);
     suite_add_tcase(s, tc);
     return s;

@@ -3,13 +3,15 @@
 #include <stdlib.h>
 
 #include "util/buf.h"
+#include "util/deadline.h"
 #include "util/heap.h"
 #include "util/map.h"
 #include "util/rand.h"
 
 START_TEST(varint_roundtrip)
 {
-    uint64_t vals[] = {0, 1, 127, 128, 300, 16383, 16384, UINT32_MAX, (uint64_t)1 << 63, UINT64_MAX};
+    uint64_t vals[] = {0,         1, 127, 128, 300, 16383, 16384, UINT32_MAX, (uint64_t)1 << 63,
+                       UINT64_MAX};
     jr__buf b;
     jr__buf_init(&b, NULL);
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) jr__buf_varint(&b, vals[i]);
@@ -29,7 +31,10 @@ START_TEST(varint_rejects_malformed)
     static const uint8_t overlong[] = {0x80, 0x00};
     static const uint8_t truncated[] = {0x80, 0x80};
     static const uint8_t overflow[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02};
-    const struct { const uint8_t *p; size_t n; } cases[] = {
+    const struct {
+        const uint8_t *p;
+        size_t n;
+    } cases[] = {
         {overlong, sizeof overlong}, {truncated, sizeof truncated}, {overflow, sizeof overflow}};
     for (size_t i = 0; i < 3; i++) {
         jr__rd r;
@@ -64,13 +69,17 @@ typedef struct item {
     int id;
 } item;
 
-/* The heap's invariants (heap.h): slots and deadlines agree with the owners, parents first. */
+/* The heap's invariants (heap.h): slots and deadlines agree with the owners, parents first by
+ * (deadline, arming number). */
 static void check_heap(const jr__heap *h)
 {
     for (size_t i = 0; i < h->len; i++) {
         ck_assert_uint_eq(h->items[i].t->slot, i);
         ck_assert_uint_eq(h->items[i].t->deadline, h->items[i].deadline);
-        if (i) ck_assert_uint_le(h->items[(i - 1) / 4].deadline, h->items[i].deadline);
+        ck_assert_uint_lt(h->items[i].seq, h->seq);
+        if (!i) continue;
+        const jr__heap_item *p = &h->items[(i - 1) / 4], *c = &h->items[i];
+        ck_assert(p->deadline < c->deadline || (p->deadline == c->deadline && p->seq < c->seq));
     }
 }
 
@@ -131,6 +140,67 @@ START_TEST(heap_pop_due_respects_now)
 }
 END_TEST
 
+/* Equal deadlines fire in arming order (heap.h), whatever the heap's shape around them. */
+START_TEST(heap_equal_deadlines_fire_in_arming_order)
+{
+    enum { N = 1000 };
+    static item items[N];
+    jr__heap h;
+    jr__heap_init(&h, NULL);
+    jr__rand rng;
+    jr__rand_seed(&rng, 7);
+    /* timers at random earlier and later deadlines around them shape the heap */
+    for (int i = 0; i < N; i++) {
+        jr__timer_init(&items[i].t, NULL);
+        items[i].id = i;
+    }
+    for (int i = 0; i < N; i += 2)
+        ck_assert_int_eq(jr__heap_arm(&h, &items[i].t, 1 + jr__rand_below(&rng, 2000)), 0);
+    /* the odd ones armed in order at 1000, interleaved with re-keys of the others */
+    for (int i = 1; i < N; i += 2) {
+        ck_assert_int_eq(jr__heap_arm(&h, &items[i].t, 1000), 0);
+        int k = 2 * (int)jr__rand_below(&rng, N / 2);
+        if (items[k].t.deadline != 1000)
+            ck_assert_int_eq(jr__heap_arm(&h, &items[k].t, 1 + jr__rand_below(&rng, 2000)), 0);
+    }
+    check_heap(&h);
+    /* re-armed at the deadline it has: keeps its turn */
+    ck_assert_int_eq(jr__heap_arm(&h, &items[1].t, 1000), 0);
+    /* moved away and back: armed last among those at 1000 */
+    ck_assert_int_eq(jr__heap_arm(&h, &items[3].t, 5000), 0);
+    ck_assert_int_eq(jr__heap_arm(&h, &items[3].t, 1000), 0);
+    int order[N], n = 0;
+    uint64_t last = 0;
+    jr__timer *t;
+    while ((t = jr__heap_pop_due(&h, UINT64_MAX)) != NULL) {
+        ck_assert_uint_ge(t->deadline, last);
+        last = t->deadline;
+        int id = ((item *)t)->id; /* t is the first member */
+        if (t->deadline == 1000 && id % 2) order[n++] = id;
+    }
+    ck_assert_int_eq(n, N / 2);
+    int want = 1;
+    for (int k = 0; k < n - 1; k++) {
+        if (want == 3) want += 2;
+        ck_assert_int_eq(order[k], want);
+        want += 2;
+    }
+    ck_assert_int_eq(order[n - 1], 3);
+    jr__heap_free(&h);
+}
+END_TEST
+
+START_TEST(deadline_saturates)
+{
+    ck_assert_uint_eq(jr__deadline(10, 5), 15);
+    ck_assert_uint_eq(jr__deadline(UINT64_MAX - 5, 5), UINT64_MAX);
+    ck_assert_uint_eq(jr__deadline(UINT64_MAX - 5, 6), UINT64_MAX);
+    ck_assert_uint_eq(jr__deadline(UINT64_MAX, UINT64_MAX), UINT64_MAX);
+    ck_assert_uint_eq(jr__deadline(1, UINT64_MAX - 1), UINT64_MAX);
+    ck_assert_uint_eq(jr__deadline(0, UINT64_MAX), UINT64_MAX);
+}
+END_TEST
+
 START_TEST(map_put_get_del)
 {
     enum { N = 50000 };
@@ -171,6 +241,8 @@ int main(void)
     tcase_add_test(tc, reader_bounds);
     tcase_add_test(tc, heap_orders_and_rekeys);
     tcase_add_test(tc, heap_pop_due_respects_now);
+    tcase_add_test(tc, heap_equal_deadlines_fire_in_arming_order);
+    tcase_add_test(tc, deadline_saturates);
     tcase_add_test(tc, map_put_get_del);
     tcase_add_test(tc, error_table);
     suite_add_tcase(s, tc);
