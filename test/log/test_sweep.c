@@ -245,6 +245,8 @@ static void sweep_open_vfs(int tail, int sticky)
         fx_free(&f);
         if (!fired) break;
     }
+    if (getenv("JR_SWEEP_VERBOSE"))
+        fprintf(stderr, "%s: %llu steps\n", where, (unsigned long long)n);
     ck_assert_uint_lt(n, MAX_N);
     ck_assert_uint_gt(n, 10); /* the sweep reached past the first calls */
 }
@@ -296,6 +298,8 @@ static void sweep_open_alloc(int tail, int sticky)
         fx_free(&f);
         if (!failures) break;
     }
+    if (getenv("JR_SWEEP_VERBOSE"))
+        fprintf(stderr, "%s: %llu steps\n", where, (unsigned long long)n);
     ck_assert_uint_lt(n, MAX_N);
     ck_assert_uint_gt(n, 10);
 }
@@ -368,6 +372,8 @@ static void sweep_flush(int use_alloc, int sticky, int crash)
         jr__memfs_free(f.vfs);
         if (!fired) break;
     }
+    if (getenv("JR_SWEEP_VERBOSE"))
+        fprintf(stderr, "%s: %llu steps\n", where, (unsigned long long)n);
     ck_assert_uint_lt(n, MAX_N);
     ck_assert_uint_gt(n, 10);
 }
