@@ -59,7 +59,22 @@ typedef struct jr_node_config {
      * "" on success). The same text goes to host->log at JR_LOG_ERROR. NULL: none. */
     char *errbuf;
     size_t errbuf_len;
+    /* Largest message (headers + data) a publish may carry, like JetStream's max_payload;
+     * 0: JR_MAX_PAYLOAD_DEFAULT, or less if max_frame_bytes leaves less room. At most
+     * JR_MAX_PAYLOAD_MAX, and max_frame_bytes must hold two such entries with their framing
+     * (JR_EINVAL naming both otherwise). A larger publish fails with JR_EMSGSIZE. Give every
+     * server the same value: a replica must accept what its leader logs. */
+    uint32_t max_payload;
+    /* Block size of this server's file stores (streams with JR_STORAGE_FILE): a block is
+     * sealed (and compressed) when the next record would not fit, and removed once none of
+     * its messages is live. 0: 8 MiB; else JR_STORE_BLOCK_MIN..JR_STORE_BLOCK_MAX. */
+    uint64_t store_block_bytes;
 } jr_node_config;
+
+#define JR_MAX_PAYLOAD_DEFAULT (1u << 20)
+#define JR_MAX_PAYLOAD_MAX (8u << 20)
+#define JR_STORE_BLOCK_MIN (64u << 10)
+#define JR_STORE_BLOCK_MAX (256u << 20)
 
 /* With streams on, every server of `peers` is a voter of the meta group: at most this many
  * distinct servers (this one included). */
@@ -76,7 +91,8 @@ JR_API void jr_node_config_init(jr_node_config *cfg);
  * heartbeat_ms >= election_timeout_ms; max_frame_bytes below 64 KiB; an unknown sync_policy; an
  * empty or NULL name in peers, a name listed twice, or two names with the same id; with streams,
  * more than JR_STREAMS_MAX_SERVERS servers, or an invalid name, cluster or tag; a wal_dir (or a
- * directory above it) that exists as a file), JR_ENOMEM, and the vfs's or the WAL's errors
+ * directory above it) that exists as a file; max_payload or store_block_bytes out of bounds),
+ * JR_ENOMEM, and the vfs's or the WAL's errors
  * (JR_EIO, JR_ECORRUPT, ...). */
 JR_API int jr_node_open(const jr_node_config *cfg, jr_node **out);
 

@@ -165,6 +165,30 @@ static int open_refuse(const jr_node_config *cfg, int rc, const char *fmt, ...)
     return rc;
 }
 
+/* Bytes of a Raft message that carries one stream entry holding `payload` bytes of message. */
+static uint64_t msg_bytes_for(uint64_t payload)
+{
+    return payload + JR__JS_ENTRY_OVERHEAD + 1024;
+}
+
+/* Message and entry limits: every group's messages fit in half a frame (room for others);
+ * 1 MiB unless max_payload needs more; max_payload defaults to what that leaves, up to
+ * JR_MAX_PAYLOAD_DEFAULT. check_config has made sure an explicit max_payload fits. */
+static void set_limits(jr_node *n, const jr_node_config *c)
+{
+    uint32_t half = c->max_frame_bytes / 2;
+    uint32_t msg = half < (1u << 20) ? half : (1u << 20);
+    uint32_t payload = c->max_payload;
+    if (!payload) {
+        uint64_t room = msg_bytes_for(0) < half ? half - msg_bytes_for(0) : 1;
+        payload = room < JR_MAX_PAYLOAD_DEFAULT ? (uint32_t)room : JR_MAX_PAYLOAD_DEFAULT;
+    }
+    if (msg_bytes_for(payload) > msg) msg = (uint32_t)msg_bytes_for(payload);
+    n->max_msg_bytes = msg;
+    n->max_payload = payload;
+    n->store_block_bytes = c->store_block_bytes;
+}
+
 /* The checks that need no node. */
 static int check_config(const jr_node_config *c)
 {
@@ -185,6 +209,19 @@ static int check_config(const jr_node_config *c)
                            c->max_frame_bytes, MIN_MAX_FRAME);
     if (c->sync_policy != JR_SYNC_ALWAYS && c->sync_policy != JR_SYNC_INTERVAL)
         return open_refuse(c, JR_EINVAL, "sync_policy: %d is not a jr_sync_policy", c->sync_policy);
+    if (c->max_payload > JR_MAX_PAYLOAD_MAX)
+        return open_refuse(c, JR_EINVAL, "max_payload (%u) is above the maximum of %u",
+                           c->max_payload, JR_MAX_PAYLOAD_MAX);
+    if (c->max_payload && msg_bytes_for(c->max_payload) > c->max_frame_bytes / 2)
+        return open_refuse(c, JR_EINVAL,
+                           "max_payload (%u) needs max_frame_bytes of at least %llu (it is %u)",
+                           c->max_payload, 2 * (unsigned long long)msg_bytes_for(c->max_payload),
+                           c->max_frame_bytes);
+    if (c->store_block_bytes &&
+        (c->store_block_bytes < JR_STORE_BLOCK_MIN || c->store_block_bytes > JR_STORE_BLOCK_MAX))
+        return open_refuse(c, JR_EINVAL, "store_block_bytes (%llu) is outside %u..%u",
+                           (unsigned long long)c->store_block_bytes, JR_STORE_BLOCK_MIN,
+                           JR_STORE_BLOCK_MAX);
     for (size_t i = 0; i < c->npeers; i++)
         if (!c->peers[i] || !*c->peers[i])
             return open_refuse(c, JR_EINVAL, "peers[%zu]: %s name", i,
@@ -258,6 +295,7 @@ int jr_node_open(const jr_node_config *cfg_in, jr_node **out)
     n->election_ns = (uint64_t)cfg.election_timeout_ms * 1000000u;
     n->heartbeat_ns = (uint64_t)cfg.heartbeat_ms * 1000000u;
     n->max_frame = cfg.max_frame_bytes;
+    set_limits(n, &cfg);
     n->sync_policy = cfg.sync_policy;
     n->armed = UINT64_MAX;
     jr__map_init(&n->groups, n->alloc);

@@ -193,6 +193,9 @@ struct jr_node {
     char *snap_dir;
     uint64_t election_ns, heartbeat_ns;
     uint32_t max_frame;
+    uint32_t max_msg_bytes;     /* entry bytes per Raft message of every group (group.c) */
+    uint32_t max_payload;       /* headers + data of a published message (api_stream.c) */
+    uint64_t store_block_bytes; /* file stores' block size; 0: the store's default */
     int sync_policy;
     uint64_t seed;
     jr__rand rand;

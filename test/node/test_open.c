@@ -271,6 +271,24 @@ START_TEST(every_refusal_names_its_field)
         expect_open(&f, JR_EINVAL, "heartbeat_ms");
         ck_assert_int_eq(book.n, 0);
         break;
+    case 15:
+        f.cfg.max_payload = JR_MAX_PAYLOAD_MAX + 1;
+        expect_open(&f, JR_EINVAL, "max_payload (8388609) is above the maximum of 8388608");
+        break;
+    case 16:
+        f.cfg.max_payload = 4u << 20; /* two entries of 4 MiB and framing exceed 8 MiB */
+        expect_open(&f, JR_EINVAL, "max_payload (4194304) needs max_frame_bytes of at least");
+        f.cfg.max_frame_bytes = 9u << 20;
+        expect_open(&f, 0, NULL);
+        break;
+    case 17:
+        f.cfg.store_block_bytes = JR_STORE_BLOCK_MIN - 1;
+        expect_open(&f, JR_EINVAL, "store_block_bytes (65535) is outside");
+        f.cfg.store_block_bytes = (uint64_t)JR_STORE_BLOCK_MAX + 1;
+        expect_open(&f, JR_EINVAL, "store_block_bytes");
+        f.cfg.store_block_bytes = JR_STORE_BLOCK_MAX;
+        expect_open(&f, 0, NULL);
+        break;
     case 14: /* a tiny buffer gets a cut, terminated message */
         f.cfg.errbuf_len = 8;
         f.cfg.name = NULL;
@@ -291,7 +309,7 @@ int main(void)
     tcase_add_test(t, streams_open_failing_in_the_meta_group_cleans_up);
     tcase_add_test(t, duplicate_peer_names_are_refused);
     tcase_add_test(t, wal_dir_below_a_file_is_not_a_directory);
-    tcase_add_loop_test(t, every_refusal_names_its_field, 0, 15);
+    tcase_add_loop_test(t, every_refusal_names_its_field, 0, 18);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
