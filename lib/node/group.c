@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "node/node.h"
+#include "util/container.h"
 #include "util/alloc.h"
 
 #define DEFAULT_SNAPSHOT_ENTRIES 8192
@@ -57,6 +58,13 @@ static void unready(jr_group *g)
             break;
         }
     g->in_ready = 0;
+}
+
+/* g's timer is due (from jr_node_tick's pass over the node's heap). */
+static void group_fire(void *ctx, jr__timer *t)
+{
+    (void)ctx;
+    jr__group_tick(JR__CONTAINER_OF(t, jr_group, timer));
 }
 
 void jr__group_rearm(jr_group *g)
@@ -310,7 +318,7 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     g->fsm = *cfg.fsm;
     g->snapshot_entries = cfg.snapshot_entries ? cfg.snapshot_entries : DEFAULT_SNAPSHOT_ENTRIES;
     g->op_deadline = UINT64_MAX;
-    jr__timer_init(&g->timer);
+    jr__timer_init(&g->timer, group_fire);
 
     jr__raft_config rc_cfg;
     memset(&rc_cfg, 0, sizeof rc_cfg);
