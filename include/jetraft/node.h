@@ -55,17 +55,45 @@ typedef struct jr_node_config {
                                     must set it too) and hosts stream replicas; default 0 */
     uint32_t request_timeout_ms; /* bounded wait of a stream request (admin, info, a publish
                                     without its own timeout) for a leader and a quorum; 0: 5000 */
+    /* Optional: where jr_node_open writes why it failed (NUL-terminated, cut to errbuf_len;
+     * "" on success). The same text goes to host->log at JR_LOG_ERROR. NULL: none. */
+    char *errbuf;
+    size_t errbuf_len;
+    /* Largest message (headers + data) a publish may carry, like JetStream's max_payload;
+     * 0: JR_MAX_PAYLOAD_DEFAULT, or less if max_frame_bytes leaves less room. At most
+     * JR_MAX_PAYLOAD_MAX, and max_frame_bytes must hold two such entries with their framing
+     * (JR_EINVAL naming both otherwise). A larger publish fails with JR_EMSGSIZE. Give every
+     * server the same value: a replica must accept what its leader logs. */
+    uint32_t max_payload;
+    /* Block size of this server's file stores (streams with JR_STORAGE_FILE): a block is
+     * sealed (and compressed) when the next record would not fit, and removed once none of
+     * its messages is live. 0: 8 MiB; else JR_STORE_BLOCK_MIN..JR_STORE_BLOCK_MAX. */
+    uint64_t store_block_bytes;
 } jr_node_config;
+
+#define JR_MAX_PAYLOAD_DEFAULT (1u << 20)
+#define JR_MAX_PAYLOAD_MAX (8u << 20)
+#define JR_STORE_BLOCK_MIN (64u << 10)
+#define JR_STORE_BLOCK_MAX (256u << 20)
+
+/* With streams on, every server of `peers` is a voter of the meta group: at most this many
+ * distinct servers (this one included). */
+#define JR_STREAMS_MAX_SERVERS 64
 
 /* Fills cfg with defaults (and cfg->size). The caller then sets name, peers, wal_dir, host. */
 JR_API void jr_node_config_init(jr_node_config *cfg);
 
 /* Opens a node: validates cfg, recovers its WAL (and snapshot files) into per-group state that
  * jr_group_open() loads when the host reopens each group. On success *out is a node that must be
- * closed with jr_node_close(). On failure *out is NULL and nothing is left open. Errors:
- * JR_EINVAL (missing name, wal_dir or host, heartbeat_ms >= election_timeout_ms,
- * max_frame_bytes below 64 KiB, two peer names with the same id), JR_ENOMEM, and the vfs's or
- * the WAL's errors (JR_EIO, JR_ECORRUPT, ...). */
+ * closed with jr_node_close(). On failure *out is NULL and nothing is left open, and the reason,
+ * naming the config field, is written to cfg->errbuf and host->log (when given). Errors:
+ * JR_EINVAL (missing name, wal_dir or host; an incomplete host or alloc table;
+ * heartbeat_ms >= election_timeout_ms; max_frame_bytes below 64 KiB; an unknown sync_policy; an
+ * empty or NULL name in peers, a name listed twice, or two names with the same id; with streams,
+ * more than JR_STREAMS_MAX_SERVERS servers, or an invalid name, cluster or tag; a wal_dir (or a
+ * directory above it) that exists as a file; max_payload or store_block_bytes out of bounds),
+ * JR_ENOMEM, and the vfs's or the WAL's errors
+ * (JR_EIO, JR_ECORRUPT, ...). */
 JR_API int jr_node_open(const jr_node_config *cfg, jr_node **out);
 
 /* Feeds one frame received from server `from`. The frame is fully validated before any of it

@@ -62,7 +62,8 @@ typedef struct jr_vfs {
     int (*rename)(void *ctx, const char *from, const char *to);
     /* Removes a file; durable once it returns. JR_ENOTFOUND if missing. */
     int (*remove)(void *ctx, const char *path);
-    /* Creates a directory and any missing parents; 0 if it already exists. */
+    /* Creates a directory and any missing parents; 0 if it already exists, JR_EEXIST if it or
+     * one of its parents exists as something other than a directory. */
     int (*mkdir)(void *ctx, const char *path);
     /* Calls cb once per entry of dir (not "." or ".."), in no defined order. A non-zero return
      * from cb stops the listing and is returned. */

@@ -802,12 +802,11 @@ void jr_pub_opts_init(jr_pub_opts *o)
     o->expected_last_subject_seq = JR_SEQ_NONE;
 }
 
-/* Largest headers + data a stream entry can carry (the group's entry limit, less framing). */
+/* Largest headers + data of a message: the node's max_payload (node.c set_limits leaves room
+ * for it in every stream entry). */
 static size_t max_payload(const jr_node *n)
 {
-    uint32_t half = n->max_frame / 2;
-    uint32_t msg = half < (1u << 20) ? half : (1u << 20);
-    return msg - 1024 - 64 - 2 * JR__OP_MSG_ID_MAX - JR_STREAM_NAME_MAX;
+    return n->max_payload;
 }
 
 /* Fills po from the header block and opts (opts win). 0 or JR_EINVAL with r finished. */
@@ -898,7 +897,7 @@ int jr_publish(jr_node *n, const char *subject, const void *hdr, size_t hdr_len,
         jr__req_finish(r, JR_EMSGSIZE, "message of %zu bytes exceeds the %s (%zu bytes)",
                        hdr_len + len, mms >= 0 && hdr_len + len > (size_t)mms
                                           ? "stream's max_msg_size"
-                                          : "largest log entry",
+                                          : "server's max_payload",
                        mms >= 0 && hdr_len + len > (size_t)mms ? (size_t)mms : max_payload(n));
         goto out;
     }

@@ -341,14 +341,20 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
     js->store_dir = dup_or(a, cfg->store_dir, cfg->wal_dir, &err);
     js->unique_tag = dup_or(a, cfg->unique_tag, NULL, &err);
     if (!err && cfg->ntags) {
-        if (!cfg->tags || cfg->ntags > JR__META_MAX_TAGS) {
-            err = JR_EINVAL;
+        if (!cfg->tags) {
+            err = jr__node_err(n, JR_EINVAL, "tags: NULL with ntags = %zu", cfg->ntags);
+        } else if (cfg->ntags > JR__META_MAX_TAGS) {
+            err = jr__node_err(n, JR_EINVAL, "ntags: %zu tags, at most %d", cfg->ntags,
+                               JR__META_MAX_TAGS);
         } else {
             js->tags = jr__calloc(a, cfg->ntags, sizeof *js->tags);
             if (!js->tags) err = JR_ENOMEM;
             for (size_t i = 0; !err && i < cfg->ntags; i++) {
                 if (!cfg->tags[i] || !jr__meta_name_ok(cfg->tags[i], strlen(cfg->tags[i]))) {
-                    err = JR_EINVAL;
+                    err = jr__node_err(n, JR_EINVAL,
+                                       "tags[%zu]: not a valid tag (1..255 bytes, no whitespace "
+                                       "or control characters)",
+                                       i);
                     break;
                 }
                 js->tags[i] = jr__strdup(a, cfg->tags[i]);
@@ -357,13 +363,15 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
             }
         }
     }
-    if (!err && (!jr__meta_name_ok(js->cluster, strlen(js->cluster)) ||
-                 !jr__meta_name_ok(n->name, strlen(n->name))))
-        err = JR_EINVAL;
+    if (!err && !jr__meta_name_ok(js->cluster, strlen(js->cluster)))
+        err = jr__node_err(n, JR_EINVAL,
+                           "cluster: not a valid name with streams on (1..255 bytes, no "
+                           "whitespace or control characters)");
+    if (!err && !jr__meta_name_ok(n->name, strlen(n->name)))
+        err = jr__node_err(n, JR_EINVAL,
+                           "name: not a valid server name with streams on (1..255 bytes, no "
+                           "whitespace or control characters)");
     if (err) {
-        if (err == JR_EINVAL)
-            jr__node_err(n, err, "streams: invalid server name, cluster or tags (1..255 bytes, "
-                                 "no whitespace)");
         jr__meta_state_free(&js->st);
         n->js = NULL;
         js_free(js);

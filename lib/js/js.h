@@ -51,6 +51,12 @@
 #define JR__META_GROUP_ID (JR_GROUP_ID_HOST_MAX + 1)
 #define JR__FIRST_STREAM_GROUP_ID (JR_GROUP_ID_HOST_MAX + 2)
 #define JR__JS_MSG_MAX 512 /* longest message a request carries back */
+/* Bytes a stream entry holds beyond one message's headers and data: the op and batch framing,
+ * the longest subject, msg ids and stream name. */
+#define JR__JS_ENTRY_OVERHEAD                                                                      \
+    (64u + JR__OP_SUBJECT_MAX + 2u * JR__OP_MSG_ID_MAX + JR_STREAM_NAME_MAX)
+_Static_assert(JR__JS_ENTRY_OVERHEAD <= JR__NODE_ENTRY_FRAMING,
+               "the node leaves room for a stream entry's framing");
 
 typedef struct jr__js jr__js;
 typedef struct jr__srep jr__srep;

@@ -814,6 +814,7 @@ static int cmp_names(const void *a, const void *b)
 int jr__mnode_open(jr__js *js)
 {
     jr_node *n = js->n;
+    jr__js_timer_init(&js->meta_timer, meta_tick); /* jr__mnode_close cancels it on any path */
     const char **voters = jr__calloc(n->alloc, n->npeers, sizeof *voters);
     if (!voters) return JR_ENOMEM;
     for (size_t i = 0; i < n->npeers; i++) voters[i] = n->peers[i]->name;
@@ -838,7 +839,6 @@ int jr__mnode_open(jr__js *js)
         return rc;
     }
     js->meta_recovered = jr__raft_last_index(jr__group_raft(js->meta));
-    jr__js_timer_init(&js->meta_timer, meta_tick);
     jr__js_timer_arm(js, &js->meta_timer, n->now);
     return 0;
 }

@@ -216,9 +216,7 @@ void jr__srep_fail_staged(jr__srep *r, int status)
 /* Largest entry the stream's group accepts (group.c gives every group the same limit). */
 static size_t max_entry(const jr_node *n)
 {
-    uint32_t half = n->max_frame / 2;
-    uint32_t msg = half < (1u << 20) ? half : (1u << 20);
-    return msg - 1024;
+    return n->max_msg_bytes - 1024;
 }
 
 static int stage_raw(jr__srep *r, const uint8_t *entry, size_t len, const jr__route *rt,
@@ -618,6 +616,7 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     fc.vfs = n->vfs;
     fc.dir = js->store_dir;
     fc.alloc = n->alloc;
+    if (s->cfg->c.storage == JR_STORAGE_FILE) fc.block_bytes = n->store_block_bytes;
     int rc = jr__stream_fsm_open(&fc, &r->fsm, err, sizeof err);
     if (rc == 0) rc = jr__map_put(&js->reps, r->group, r);
     /* A store reopened at a mark holds a state of the log, whose config the log carries. */

@@ -176,7 +176,8 @@ static int on_checkpoint(rctx *c, const jr__rec *r, uint64_t pos)
     /* a live group the checkpoint does not list was dropped (its drop record is lost) */
     for (size_t i = 0; i < w->groups.cap; i++) {
         jr__walgrp *g = w->groups.slots[i].val;
-        if (!w->groups.slots[i].key || g->r->cpmark == c->ncp || g->dropped || !g->r->known) continue;
+        if (!w->groups.slots[i].key || g->r->cpmark == c->ncp || g->dropped || !g->r->known)
+            continue;
         reset_group(w, g);
         g->dropped = g->r->dropped_seen = 1;
         g->r->start = pos;
@@ -381,14 +382,18 @@ static int open_segment(rctx *c, size_t ord, jr_file **f, uint64_t *size)
     return rc;
 }
 
-/* Handles the end of the last segment: cut a torn tail, or remove a segment with nothing. */
-static int fix_tail(rctx *c, size_t ord, jr_file *f, uint64_t tail, int valid)
+/* Handles the end of the last segment: cut a torn tail, or remove a segment with nothing.
+ * Removal closes the file first (*f becomes NULL, whatever the outcome) and drops the segment
+ * from w->segs; *removed says whether that happened. */
+static int fix_tail(rctx *c, size_t ord, jr_file **f, uint64_t tail, int valid, int *removed)
 {
     jr__wal *w = c->w;
     int rc;
+    *removed = 0;
     if (!valid) {
         const char *path = seg_name(c, ord);
-        w->vfs->close(w->vfs->ctx, f);
+        w->vfs->close(w->vfs->ctx, *f);
+        *f = NULL;
         rc = w->vfs->remove(w->vfs->ctx, path);
         if (rc && rc != JR_ENOTFOUND) {
             jr__wal_seterr(w, "wal: cannot remove the empty torn segment %s: %s", path,
@@ -398,10 +403,11 @@ static int fix_tail(rctx *c, size_t ord, jr_file *f, uint64_t tail, int valid)
         jr__segtab_free(w->alloc, &w->segs[ord].tab);
         w->nsegs--;
         while (c->nrg && c->rg[c->nrg - 1].ord == ord) c->nrg--; /* its missing-seq gap */
-        return 1;
+        *removed = 1;
+        return 0;
     }
-    rc = w->vfs->truncate(w->vfs->ctx, f, tail);
-    if (!rc) rc = w->vfs->sync(w->vfs->ctx, f);
+    rc = w->vfs->truncate(w->vfs->ctx, *f, tail);
+    if (!rc) rc = w->vfs->sync(w->vfs->ctx, *f);
     if (rc)
         jr__wal_seterr(w, "wal: cannot cut the torn tail of %s: %s", seg_name(c, ord),
                        jr_strerror(rc));
@@ -427,15 +433,16 @@ static int pass1(rctx *c, const uint64_t *seqs, size_t n)
         rc = scan(c, ord, &rd, i + 1 == n, &tail, &valid);
         jr__segrd_free(&rd);
         if (rc == 0 && tail != UINT64_MAX) {
-            rc = fix_tail(c, ord, f, tail, valid);
-            if (rc == 1) continue; /* segment removed, f closed */
+            int removed;
+            rc = fix_tail(c, ord, &f, tail, valid, &removed);
+            if (rc == 0 && removed) continue;
         }
         /* What was read may so far live only in the page cache (a restart, not a crash, under
          * JR_SYNC_INTERVAL): make it durable before anything (a vote, segment deletion)
          * depends on it. */
         if (rc == 0 && (rc = w->vfs->sync(w->vfs->ctx, f)) != 0)
             jr__wal_seterr(w, "wal: cannot sync %s: %s", seg_name(c, ord), jr_strerror(rc));
-        w->vfs->close(w->vfs->ctx, f);
+        if (f) w->vfs->close(w->vfs->ctx, f);
         if (rc) {
             if (rc == JR_ENOMEM) jr__wal_seterr(w, "wal: out of memory during recovery");
             return rc;

@@ -329,10 +329,9 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     rc_cfg.election_timeout = n->election_ns;
     rc_cfg.heartbeat_interval = n->heartbeat_ns;
     rc_cfg.seed = mix_seed(n->seed, cfg.id);
-    /* Every message must fit in one frame with room for others. */
-    uint32_t half = n->max_frame / 2;
-    rc_cfg.max_msg_bytes = half < (1u << 20) ? half : (1u << 20);
-    rc_cfg.max_entry_bytes = rc_cfg.max_msg_bytes - 1024;
+    /* Every message fits in one frame with room for others (node.c set_limits). */
+    rc_cfg.max_msg_bytes = n->max_msg_bytes;
+    rc_cfg.max_entry_bytes = n->max_msg_bytes - 1024;
     rc_cfg.snap_chunk_bytes = n->max_frame / 4 < (256u << 10) ? n->max_frame / 4 : (256u << 10);
     rc_cfg.observer = !self_in;
     if (!self_in && floor) { /* judged by its floor while its log is older (raft.h) */

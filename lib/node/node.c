@@ -9,6 +9,7 @@
  * (a proposal) do not flush: they mark the node as wanting a tick now, so proposals made in a
  * burst share one WAL write and one frame per peer, and no callback can run inside them.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -138,7 +139,6 @@ static void node_free_memory(jr_node *n)
     jr__stash_free_all(n);
     if (n->wal) jr__wal_close(n->wal);
     n->wal = NULL;
-    jr__heap_free(&n->timers);
     jr__live_free(n); /* liveness lists (issue 5) */
     jr__peer_free_all(n);
     jr__op_pool_free(n);
@@ -153,35 +153,145 @@ static void node_free_memory(jr_node *n)
     jr__free(n->alloc, n);
 }
 
+/* Reports why an open failed: into the caller's errbuf and the host's log (when given). */
+static void open_report(const jr_node_config *cfg, const char *msg)
+{
+    if (cfg->errbuf && cfg->errbuf_len) snprintf(cfg->errbuf, cfg->errbuf_len, "%s", msg);
+    if (cfg->host && cfg->host->version >= 1 && cfg->host->log)
+        cfg->host->log(cfg->host->ctx, JR_LOG_ERROR, msg);
+}
+
+/* Refuses an open before a node exists: reports the reason and returns rc. */
+static int open_refuse(const jr_node_config *cfg, int rc, const char *fmt, ...)
+{
+    char msg[512];
+    int k = snprintf(msg, sizeof msg, "jr_node_open: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + k, sizeof msg - (size_t)k, fmt, ap);
+    va_end(ap);
+    open_report(cfg, msg);
+    return rc;
+}
+
+/* Bytes of a Raft message that carries one stream entry holding `payload` bytes of message. */
+static uint64_t msg_bytes_for(uint64_t payload)
+{
+    return payload + JR__NODE_ENTRY_FRAMING + 1024;
+}
+
+/* Message and entry limits: every group's messages fit in half a frame (room for others);
+ * 1 MiB unless max_payload needs more; max_payload defaults to what that leaves, up to
+ * JR_MAX_PAYLOAD_DEFAULT. check_config has made sure an explicit max_payload fits. */
+static void set_limits(jr_node *n, const jr_node_config *c)
+{
+    uint32_t half = c->max_frame_bytes / 2;
+    uint32_t msg = half < (1u << 20) ? half : (1u << 20);
+    uint32_t payload = c->max_payload;
+    if (!payload) {
+        uint64_t room = msg_bytes_for(0) < half ? half - msg_bytes_for(0) : 1;
+        payload = room < JR_MAX_PAYLOAD_DEFAULT ? (uint32_t)room : JR_MAX_PAYLOAD_DEFAULT;
+    }
+    if (msg_bytes_for(payload) > msg) msg = (uint32_t)msg_bytes_for(payload);
+    n->max_msg_bytes = msg;
+    n->max_payload = payload;
+    n->store_block_bytes = c->store_block_bytes;
+}
+
+/* The checks that need no node. */
+static int check_config(const jr_node_config *c)
+{
+    if (!c->name || !*c->name) return open_refuse(c, JR_EINVAL, "name: required");
+    if (!c->wal_dir || !*c->wal_dir) return open_refuse(c, JR_EINVAL, "wal_dir: required");
+    if (!c->host || c->host->version < 1 || !c->host->send || !c->host->now)
+        return open_refuse(c, JR_EINVAL, "host: required, with version >= 1, send and now");
+    if (c->npeers && !c->peers)
+        return open_refuse(c, JR_EINVAL, "peers: NULL with npeers = %zu", c->npeers);
+    if (c->alloc &&
+        (c->alloc->version < 1 || !c->alloc->malloc || !c->alloc->realloc || !c->alloc->free))
+        return open_refuse(c, JR_EINVAL, "alloc: needs version >= 1, malloc, realloc and free");
+    if (c->heartbeat_ms >= c->election_timeout_ms)
+        return open_refuse(c, JR_EINVAL, "heartbeat_ms (%u) must be below election_timeout_ms (%u)",
+                           c->heartbeat_ms, c->election_timeout_ms);
+    if (c->max_frame_bytes < MIN_MAX_FRAME)
+        return open_refuse(c, JR_EINVAL, "max_frame_bytes (%u) is below the minimum of %u",
+                           c->max_frame_bytes, MIN_MAX_FRAME);
+    if (c->sync_policy != JR_SYNC_ALWAYS && c->sync_policy != JR_SYNC_INTERVAL)
+        return open_refuse(c, JR_EINVAL, "sync_policy: %d is not a jr_sync_policy", c->sync_policy);
+    if (c->max_payload > JR_MAX_PAYLOAD_MAX)
+        return open_refuse(c, JR_EINVAL, "max_payload (%u) is above the maximum of %u",
+                           c->max_payload, JR_MAX_PAYLOAD_MAX);
+    if (c->max_payload && msg_bytes_for(c->max_payload) > c->max_frame_bytes / 2)
+        return open_refuse(c, JR_EINVAL,
+                           "max_payload (%u) needs max_frame_bytes of at least %llu (it is %u)",
+                           c->max_payload, 2 * (unsigned long long)msg_bytes_for(c->max_payload),
+                           c->max_frame_bytes);
+    if (c->store_block_bytes &&
+        (c->store_block_bytes < JR_STORE_BLOCK_MIN || c->store_block_bytes > JR_STORE_BLOCK_MAX))
+        return open_refuse(c, JR_EINVAL, "store_block_bytes (%llu) is outside %u..%u",
+                           (unsigned long long)c->store_block_bytes, JR_STORE_BLOCK_MIN,
+                           JR_STORE_BLOCK_MAX);
+    for (size_t i = 0; i < c->npeers; i++)
+        if (!c->peers[i] || !*c->peers[i])
+            return open_refuse(c, JR_EINVAL, "peers[%zu]: %s name", i,
+                               c->peers[i] ? "empty" : "NULL");
+    return 0;
+}
+
+/* Adds this server and every server of cfg->peers; a name listed twice, or two names with one
+ * id, is refused (this server may appear in peers once). */
+static int add_peers(jr_node *n, const jr_node_config *cfg)
+{
+    int rc = jr__peer_add(n, n->name);
+    if (rc == JR_EINVAL)
+        return jr__node_err(n, rc, "name: '%s' cannot be a server name (its id is 0)", n->name);
+    if (rc != 0) return rc;
+    int self_listed = 0;
+    for (size_t i = 0; i < cfg->npeers; i++) {
+        const char *name = cfg->peers[i];
+        rc = jr__peer_add(n, name);
+        if (rc == JR_EEXIST && strcmp(name, n->name) == 0 && !self_listed) {
+            self_listed = 1;
+            continue;
+        }
+        if (rc == JR_EEXIST)
+            return jr__node_err(n, JR_EINVAL, "peers[%zu]: '%s' is listed twice", i, name);
+        if (rc == JR_EINVAL) {
+            const jr__peer *other = jr__peer_find(n, jr__peer_id(name));
+            return jr__node_err(n, rc, "peers[%zu]: '%s' has the same id as '%s'", i, name,
+                                other ? other->name : "?");
+        }
+        if (rc != 0) return rc;
+    }
+    if (cfg->streams && n->npeers > JR_STREAMS_MAX_SERVERS)
+        return jr__node_err(n, JR_EINVAL,
+                            "peers: %zu servers; with streams on at most %d (every server is a "
+                            "voter of the meta group)",
+                            n->npeers, JR_STREAMS_MAX_SERVERS);
+    return 0;
+}
+
 int jr__node_open(const jr_node_config *cfg_in,
                   int (*attach)(jr_node *n, const jr_node_config *cfg), jr_node **out)
 {
-    if (!out) return JR_EINVAL;
-    *out = NULL;
+    if (out) *out = NULL;
     if (!cfg_in || cfg_in->size < offsetof(jr_node_config, wal_dir) + sizeof(const char *))
-        return JR_EINVAL;
+        return JR_EINVAL; /* too short to hold errbuf or host: nowhere to say why */
     jr_node_config cfg;
     jr_node_config_init(&cfg);
     memcpy(&cfg, cfg_in, cfg_in->size < sizeof cfg ? cfg_in->size : sizeof cfg);
-    if (!cfg.name || !*cfg.name || !cfg.wal_dir || !*cfg.wal_dir || !cfg.host ||
-        cfg.host->version < 1 || !cfg.host->send || !cfg.host->now ||
-        (cfg.npeers && !cfg.peers))
-        return JR_EINVAL;
-    if (cfg.alloc && (cfg.alloc->version < 1 || !cfg.alloc->malloc || !cfg.alloc->realloc ||
-                      !cfg.alloc->free))
-        return JR_EINVAL;
+    if (cfg.errbuf && cfg.errbuf_len) cfg.errbuf[0] = 0;
+    if (!out) return open_refuse(&cfg, JR_EINVAL, "out: required");
     if (!cfg.election_timeout_ms) cfg.election_timeout_ms = DEFAULT_ELECTION_MS;
     if (!cfg.heartbeat_ms) cfg.heartbeat_ms = DEFAULT_HEARTBEAT_MS;
-    if (cfg.heartbeat_ms >= cfg.election_timeout_ms) return JR_EINVAL;
     if (!cfg.max_frame_bytes) cfg.max_frame_bytes = DEFAULT_MAX_FRAME;
-    if (cfg.max_frame_bytes < MIN_MAX_FRAME) return JR_EINVAL;
     if (!cfg.wal_segment_bytes) cfg.wal_segment_bytes = DEFAULT_SEGMENT;
     if (!cfg.sync_interval_ms) cfg.sync_interval_ms = DEFAULT_SYNC_INTERVAL_MS;
-    if (cfg.sync_policy != JR_SYNC_ALWAYS && cfg.sync_policy != JR_SYNC_INTERVAL)
-        return JR_EINVAL;
+    int rc = check_config(&cfg);
+    if (rc) return rc;
 
     jr_node *n = jr__calloc(cfg.alloc, 1, sizeof *n);
-    if (!n) return JR_ENOMEM;
+    if (!n) return open_refuse(&cfg, JR_ENOMEM, "out of memory");
     n->alloc = cfg.alloc;
     memset(&n->host, 0, sizeof n->host);
     n->host.version = cfg.host->version;
@@ -195,6 +305,7 @@ int jr__node_open(const jr_node_config *cfg_in,
     n->election_ns = (uint64_t)cfg.election_timeout_ms * 1000000u;
     n->heartbeat_ns = (uint64_t)cfg.heartbeat_ms * 1000000u;
     n->max_frame = cfg.max_frame_bytes;
+    set_limits(n, &cfg);
     n->sync_policy = cfg.sync_policy;
     n->armed = UINT64_MAX;
     jr__map_init(&n->groups, n->alloc);
@@ -205,7 +316,7 @@ int jr__node_open(const jr_node_config *cfg_in,
     jr__buf_init(&n->snap_enc, n->alloc);
     n->now = n->host.now(n->host.ctx);
 
-    int rc = JR_ENOMEM;
+    rc = JR_ENOMEM;
     size_t dl = strlen(cfg.wal_dir);
     n->name = jr__strdup(n->alloc, cfg.name);
     n->wal_dir = jr__strdup(n->alloc, cfg.wal_dir);
@@ -220,13 +331,8 @@ int jr__node_open(const jr_node_config *cfg_in,
     n->seed = cfg.seed ? cfg.seed : (n->self ^ n->now);
     jr__rand_seed(&n->rand, n->seed);
 
-    rc = jr__peer_add(n, n->name);
+    rc = add_peers(n, &cfg);
     if (rc != 0) goto fail;
-    for (size_t i = 0; i < cfg.npeers; i++) {
-        rc = jr__peer_add(n, cfg.peers[i]);
-        if (rc == JR_EEXIST) rc = 0; /* listed twice, or this server itself */
-        if (rc != 0) goto fail;
-    }
     rc = jr__recover_open(n, cfg.wal_segment_bytes, cfg.sync_interval_ms);
     if (rc != 0) goto fail;
     if (attach) {
@@ -240,11 +346,10 @@ int jr__node_open(const jr_node_config *cfg_in,
     }
     *out = n;
     return 0;
-fail:
-    if (rc == JR_EINVAL)
-        jr__node_log(n, JR_LOG_ERROR, "invalid peer list (empty name or id collision)");
-    else if (n->errmsg[0])
-        jr__node_log(n, JR_LOG_ERROR, "%s", n->errmsg);
+fail:;
+    char msg[sizeof n->errmsg + 32];
+    snprintf(msg, sizeof msg, "jr_node_open: %s", n->errmsg[0] ? n->errmsg : jr_strerror(rc));
+    open_report(&cfg, msg);
     node_free_memory(n);
     return rc;
 }
@@ -292,8 +397,7 @@ static int check_frame(jr_node *n, jr__peer *p, const void *data, size_t len, jr
     if (f->from != p->id)
         return jr__node_err(n, JR_EAUTH, "frame from %s claims another sender", p->name);
     if (f->to != n->self)
-        return jr__node_err(n, JR_EINVAL, "frame from %s is addressed to another server",
-                            p->name);
+        return jr__node_err(n, JR_EINVAL, "frame from %s is addressed to another server", p->name);
     /* Every message is decoded once here, without acting on any: a frame is applied whole or
      * not at all. The core never sends more than JR__MAX_APPEND_ENTRIES entries per APPEND. */
     rc = jr__frame_check(f, n->scratch_cap);
@@ -326,8 +430,8 @@ static void dispatch(jr_node *n, jr__frame *f)
         if (rc == JR__STEP_ECHO) n->live.stats.late_hb_resps++;
         if (rc == JR_EINVAL) n->msgs_invalid++; /* malformed, or a term out of bounds */
     }
-    if (rc < 0) jr__node_log(n, JR_LOG_ERROR, "validated frame failed to decode: %s",
-                             jr_strerror(rc));
+    if (rc < 0)
+        jr__node_log(n, JR_LOG_ERROR, "validated frame failed to decode: %s", jr_strerror(rc));
 }
 
 int jr_node_recv(jr_node *n, const char *from, const void *frame, size_t len)

@@ -61,6 +61,11 @@
 #include "util/map.h"
 #include "util/rand.h"
 
+/* Bytes a message of the layer above (a stream entry) may hold beyond the headers and data of
+ * the message it carries; the node sizes every group's Raft messages to carry one entry of
+ * max_payload bytes of message plus this (node.c set_limits). */
+#define JR__NODE_ENTRY_FRAMING 8192u
+
 typedef struct jr__upper jr__upper; /* "The seam to the layer above", below */
 
 /* ---------------------------------------------------------------------------------------------
@@ -195,6 +200,11 @@ struct jr_node {
     char *snap_dir;
     uint64_t election_ns, heartbeat_ns;
     uint32_t max_frame;
+    uint32_t max_msg_bytes;     /* entry bytes per Raft message of every group (group.c) */
+    /* max_msg_bytes leaves room for one entry of max_payload bytes of message plus
+     * JR__NODE_ENTRY_FRAMING (the layer above asserts its framing fits) plus 1024. */
+    uint32_t max_payload;       /* headers + data of a published message (api_stream.c) */
+    uint64_t store_block_bytes; /* file stores' block size; 0: the store's default */
     int sync_policy;
     uint64_t seed;
     jr__rand rand;

@@ -198,7 +198,8 @@ static int on_snap_name(void *arg, const char *name)
     }
     uint64_t group, index;
     if (len != 38 || name[16] != '-' || strcmp(name + 33, ".snap") != 0 ||
-        jr__hex16_parse(name, &group) || jr__hex16_parse(name + 17, &index) || group == 0 || index == 0)
+        jr__hex16_parse(name, &group) || jr__hex16_parse(name + 17, &index) || group == 0 ||
+        index == 0)
         return 0; /* not ours */
     int err = 0;
     jr__stash *s = stash_get(n, group, &err);
@@ -209,9 +210,16 @@ static int on_snap_name(void *arg, const char *name)
 
 int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_ms)
 {
-    int rc = n->vfs->mkdir(n->vfs->ctx, n->wal_dir);
-    if (rc == 0) rc = n->vfs->mkdir(n->vfs->ctx, n->snap_dir);
-    if (rc != 0) return jr__node_err(n, rc, "cannot create %s: %s", n->snap_dir, jr_strerror(rc));
+    /* mkdir's JR_EEXIST means a component of the path exists and is not a directory */
+    const char *dir = n->wal_dir;
+    int rc = n->vfs->mkdir(n->vfs->ctx, dir);
+    if (rc == 0) rc = n->vfs->mkdir(n->vfs->ctx, dir = n->snap_dir);
+    if (rc == JR_EEXIST)
+        return jr__node_err(n, JR_EINVAL,
+                            "wal_dir: cannot create %s: not a directory (it, or a directory "
+                            "above it, is a file)",
+                            dir);
+    if (rc != 0) return jr__node_err(n, rc, "wal_dir: cannot create %s: %s", dir, jr_strerror(rc));
 
     jr__wal_config wc;
     memset(&wc, 0, sizeof wc);

@@ -415,6 +415,7 @@ static int decode_sealed(const uint8_t *f, size_t n, const jr__blk_key *k, jr__b
         const jr__blk_chunk *c = &chunks[i];
         rc = jr__blk_chunk_decode(&hd, c, i, f + JR__BLK_SEAL_HDR + c->stored_off, k,
                                   buf->data + c->raw_off, &scratch);
+        if (rc == JR_ENOMEM) goto out; /* the scratch buffer, not the bytes */
         if (rc) {
             rc = bad(info, JR__BLK_SEAL_HDR + c->stored_off,
                      rc == JR_EAUTH ? "sealed chunk failed authentication" : "bad sealed chunk");

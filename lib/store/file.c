@@ -727,6 +727,7 @@ static int sealed_read(jr__store *s, uint32_t blk, jr__blk *bt, uint32_t off, ui
         rc = got == c->stored_len ? jr__blk_chunk_decode(&b->hd, c, lo, f->rd->io.data, KEY(f),
                                                          f->rd->chunk.data, &f->rd->tmp)
                                   : JR_ECORRUPT;
+        if (rc == JR_ENOMEM) return rc; /* the scratch buffer, not the bytes */
         if (rc)
             return jr__store_fail(s, rc == JR_EINVAL ? JR_EINVAL : JR_ECORRUPT,
                                   "%s: offset %llu: %s", path, (unsigned long long)at,

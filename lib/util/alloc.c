@@ -45,3 +45,54 @@ char *jr__strdup(const jr_allocator *a, const char *s)
     if (d) memcpy(d, s, n);
     return d;
 }
+
+/* Counts one allocation call; 1 if it must fail. */
+static int fa_fails(jr__falloc *f)
+{
+    f->calls++;
+    if (!f->fail_at || f->calls < f->fail_at || (f->calls > f->fail_at && !f->sticky)) return 0;
+    f->failures++;
+    return 1;
+}
+
+static void *fa_malloc(void *ctx, size_t n)
+{
+    jr__falloc *f = ctx;
+    if (fa_fails(f)) return NULL;
+    void *p = malloc(n);
+    if (p) f->live++;
+    return p;
+}
+
+static void *fa_realloc(void *ctx, void *p, size_t n)
+{
+    jr__falloc *f = ctx;
+    if (fa_fails(f)) return NULL;
+    void *q = realloc(p, n);
+    if (q && !p) f->live++;
+    return q;
+}
+
+static void fa_free(void *ctx, void *p)
+{
+    jr__falloc *f = ctx;
+    if (!p) return;
+    f->live--;
+    free(p);
+}
+
+void jr__falloc_init(jr__falloc *f)
+{
+    memset(f, 0, sizeof *f);
+    f->a.version = JR_ALLOCATOR_VERSION;
+    f->a.ctx = f;
+    f->a.malloc = fa_malloc;
+    f->a.realloc = fa_realloc;
+    f->a.free = fa_free;
+}
+
+void jr__falloc_arm(jr__falloc *f, uint64_t nth, int sticky)
+{
+    f->fail_at = nth ? f->calls + nth : 0;
+    f->sticky = sticky;
+}

@@ -345,7 +345,8 @@ static int check_fault(memfs *m, int op, const char *path)
     m->st.ops[op]++;
     for (int i = 0; i < MAX_FAULTS; i++) {
         fault *f = &m->faults[i];
-        if (!f->active || f->op != op || !prefixed(path, f->prefix)) continue;
+        if (!f->active || (f->op != op && f->op != JR__MEMFS_ANY) || !prefixed(path, f->prefix))
+            continue;
         if (f->left > 1) {
             f->left--;
             continue;
@@ -425,6 +426,7 @@ static int m_open(void *ctx, const char *path, int flags, jr_file **out)
     h->next = m->handles;
     if (m->handles) m->handles->prev = h;
     m->handles = h;
+    m->st.handles++;
     *out = (jr_file *)(void *)h;
     return 0;
 }
@@ -433,7 +435,12 @@ static int m_close(void *ctx, jr_file *f)
 {
     memfs *m = M(ctx);
     if (!f) return 0;
-    handle *h = H(f);
+    handle *h = m->handles;
+    while (h && h != H(f)) h = h->next; /* compares pointers only: f may be freed already */
+    if (!h) {
+        m->st.bad_handles++;
+        return JR_EINVAL;
+    }
     int rc = h->stale ? 0 : check_fault(m, JR__MEMFS_CLOSE, h->ino->path);
     if (h->prev)
         h->prev->next = h->next;
@@ -442,6 +449,7 @@ static int m_close(void *ctx, jr_file *f)
     if (h->next) h->next->prev = h->prev;
     unref(m, h->ino);
     jr__free(m->alloc, h);
+    m->st.handles--;
     return rc;
 }
 
@@ -801,7 +809,8 @@ void jr__memfs_release(jr_vfs *vfs, void *p)
 int jr__memfs_fail(jr_vfs *vfs, int op, uint64_t nth, int err, int sticky, const char *prefix)
 {
     memfs *m = M(vfs->ctx);
-    if (op < 0 || op >= JR__MEMFS_NOPS || nth == 0 || err >= 0) return JR_EINVAL;
+    if (op < 0 || (op >= JR__MEMFS_NOPS && op != JR__MEMFS_ANY) || nth == 0 || err >= 0)
+        return JR_EINVAL;
     for (int i = 0; i < MAX_FAULTS; i++) {
         fault *f = &m->faults[i];
         if (f->active) continue;

@@ -55,7 +55,8 @@ enum jr__memfs_op {
     JR__MEMFS_MKDIR,
     JR__MEMFS_LIST,
     JR__MEMFS_SYNC_DIR,
-    JR__MEMFS_NOPS
+    JR__MEMFS_NOPS,
+    JR__MEMFS_ANY /* jr__memfs_fail only: a call of any kind */
 };
 
 typedef struct jr__memfs_stats {
@@ -69,6 +70,8 @@ typedef struct jr__memfs_stats {
     uint64_t crashes;
     uint64_t files;        /* inodes currently alive */
     uint64_t bytes_stored; /* sum of the current sizes of live inodes */
+    uint64_t handles;      /* handles currently open (stale ones included) */
+    uint64_t bad_handles;  /* close calls on a handle that is not open (a double close) */
 } jr__memfs_stats;
 
 /* Creates an empty memfs whose randomness (crash tearing, bit flips) derives from seed only.
@@ -125,10 +128,12 @@ int jr__memfs_save(jr_vfs *vfs, const char *prefix, jr__memfs_copy **out);
 int jr__memfs_restore(jr_vfs *vfs, const char *prefix, const jr__memfs_copy *c);
 void jr__memfs_copy_free(jr__memfs_copy *c);
 
-/* Schedules a failure: the nth (1 = next) future call of kind op whose path starts with prefix
- * (NULL: any path) fails with err (JR_EIO or JR_ENOSPC, any JR_E* accepted); with sticky, that
- * call and every later matching one fail. Several schedules may be pending (up to 16); JR_EBUSY
- * when full. A failed call has no effect (see Model for sync). */
+/* Schedules a failure: the nth (1 = next) future call of kind op (JR__MEMFS_ANY: of any kind,
+ * close included) whose path starts with prefix (NULL: any path; list, mkdir and sync_dir match
+ * by their directory, rename by its source) fails with err (JR_EIO or JR_ENOSPC, any JR_E*
+ * accepted); with sticky, that call and every later matching one fail. Several schedules may be
+ * pending (up to 16); JR_EBUSY when full. A failed call has no effect (see Model for sync), except
+ * a failed close, which still closes the handle (like POSIX close). */
 int jr__memfs_fail(jr_vfs *vfs, int op, uint64_t nth, int err, int sticky, const char *prefix);
 /* Cancels every scheduled failure. */
 void jr__memfs_fail_clear(jr_vfs *vfs);

@@ -545,6 +545,35 @@ START_TEST(scheduled_failures)
 }
 END_TEST
 
+/* JR__MEMFS_ANY counts calls of every kind; a failed close still closes; a second close of
+ * the same handle is refused and counted, and the open-handle count follows opens and closes. */
+START_TEST(failures_of_any_call_and_double_close)
+{
+    jr_vfs *v = mk(1);
+    jr_file *f, *g;
+    ck_assert_int_eq(jr__memfs_fail(v, JR__MEMFS_ANY, 3, JR_EIO, 0, NULL), 0);
+    ck_assert_int_eq(v->open(v->ctx, "/d/f", JR_O_CREATE, &f), 0); /* 1st */
+    write_str(v, f, "a", 0);                                       /* 2nd */
+    ck_assert_int_eq(v->sync(v->ctx, f), JR_EIO);                  /* 3rd: fails */
+    ck_assert_int_eq(v->sync(v->ctx, f), 0);
+    ck_assert_int_eq(jr__memfs_fail(v, JR__MEMFS_ANY, 2, JR_EIO, 0, "/d/"), 0);
+    ck_assert_int_eq(v->open(v->ctx, "/d/g", JR_O_CREATE, &g), 0);
+    jr__memfs_stats st;
+    jr__memfs_stats_get(v, &st);
+    ck_assert_uint_eq(st.handles, 2);
+    ck_assert_int_eq(v->close(v->ctx, g), JR_EIO); /* fails, and closes all the same */
+    jr__memfs_stats_get(v, &st);
+    ck_assert_uint_eq(st.handles, 1);
+    ck_assert_uint_eq(st.faults, 2);
+    ck_assert_int_eq(v->close(v->ctx, f), 0);
+    ck_assert_int_eq(v->close(v->ctx, f), JR_EINVAL);
+    jr__memfs_stats_get(v, &st);
+    ck_assert_uint_eq(st.handles, 0);
+    ck_assert_uint_eq(st.bad_handles, 1);
+    jr__memfs_free(v);
+}
+END_TEST
+
 START_TEST(bit_flips_zero_and_truncate)
 {
     jr_vfs *v = mk(7);
@@ -620,6 +649,7 @@ static Suite *suite(void)
     suite_add_tcase(s, crash);
     TCase *faults = tcase_create("memfs_faults");
     tcase_add_test(faults, scheduled_failures);
+    tcase_add_test(faults, failures_of_any_call_and_double_close);
     tcase_add_test(faults, bit_flips_zero_and_truncate);
     tcase_add_test(faults, capacity_gives_enospc);
     suite_add_tcase(s, faults);
