@@ -24,11 +24,17 @@ enum jr_storage { JR_STORAGE_FILE = 0, JR_STORAGE_MEMORY = 1 };
 enum jr_compression { JR_COMPRESS_NONE = 0, JR_COMPRESS_LZ4 = 1 };
 
 typedef struct jr_placement {
+    size_t size;             /* sizeof(jr_placement) (jr_placement_init sets it) */
     const char *cluster;     /* NULL: the cluster of the node the request lands on */
     const char *const *tags; /* every tag required; "!tag" excludes servers carrying tag */
     size_t ntags;
 } jr_placement;
 
+/* Fills p with no placement (and p->size); the caller then sets cluster and tags. */
+JR_API void jr_placement_init_size(jr_placement *p, size_t size);
+#define jr_placement_init(p) jr_placement_init_size((p), sizeof *(p))
+
+/* A key and its value. Frozen: it never grows, so arrays of it are safe across versions. */
 typedef struct jr_kv {
     const char *key;
     const char *value;
@@ -54,7 +60,8 @@ typedef struct jr_stream_config {
     int storage;                  /* enum jr_storage; default JR_STORAGE_FILE */
     int replicas;                 /* 1..5; default 1 */
     uint64_t duplicate_window_ns; /* default 2 minutes; 0: the default */
-    jr_placement placement;
+    /* NULL: no placement; else read up to placement->size, and copied */
+    const jr_placement *placement;
     int sealed; /* no more writes or deletes; only by update */
     int deny_delete;
     int deny_purge;
@@ -64,10 +71,13 @@ typedef struct jr_stream_config {
     size_t nmetadata;
 } jr_stream_config;
 
-/* Fills cfg with JetStream's defaults (and cfg->size); the caller then sets name, subjects... */
-JR_API void jr_stream_config_init(jr_stream_config *cfg);
+/* Fills cfg with JetStream's defaults (and cfg->size); the caller then sets name, subjects...
+ * Writes only the first `size` bytes (the macro passes the caller's sizeof). */
+JR_API void jr_stream_config_init_size(jr_stream_config *cfg, size_t size);
+#define jr_stream_config_init(cfg) jr_stream_config_init_size((cfg), sizeof *(cfg))
 
 typedef struct jr_stream_state {
+    size_t size; /* sizeof(jr_stream_state) as built into the library */
     uint64_t msgs;
     uint64_t bytes;
     uint64_t first_seq;
@@ -79,13 +89,15 @@ typedef struct jr_stream_state {
     uint64_t consumers;
 } jr_stream_state;
 
+/* Everything it points to is borrowed for the callback, like the struct itself. */
 typedef struct jr_stream_info {
-    size_t size;             /* sizeof(jr_stream_info) as built into the library */
-    jr_stream_config config; /* normal form: defaults filled in */
-    uint64_t created_ns;     /* when the meta leader created the stream: its host's wall clock
-                                (ns since the Unix epoch; see jr_host.wall); 0 if unknown */
-    jr_stream_state state;
-    jr_cluster_info cluster;
+    size_t size;                    /* sizeof(jr_stream_info) as built into the library */
+    const jr_stream_config *config; /* normal form: defaults filled in */
+    uint64_t created_ns;            /* when the meta leader created the stream: its host's wall
+                                       clock (ns since the Unix epoch; see jr_host.wall); 0 if
+                                       unknown */
+    const jr_stream_state *state;
+    const jr_cluster_info *cluster;
 } jr_stream_info;
 
 /* Renders the "Cluster Information" block of info as the nats CLI prints it into buf (always
@@ -179,7 +191,8 @@ typedef struct jr_purge_opts {
     uint64_t keep;       /* non-zero: keep the newest `keep` matching messages */
     uint64_t seq;        /* non-zero: purge matching messages below seq (not with keep) */
 } jr_purge_opts;
-JR_API void jr_purge_opts_init(jr_purge_opts *opts);
+JR_API void jr_purge_opts_init_size(jr_purge_opts *opts, size_t size);
+#define jr_purge_opts_init(opts) jr_purge_opts_init_size((opts), sizeof *(opts))
 
 /* Completion of a purge: `purged` messages were removed. */
 typedef void (*jr_purge_cb)(void *arg, int status, const char *msg, uint64_t purged);
@@ -193,6 +206,7 @@ JR_API int jr_stream_msg_delete(jr_node *node, const char *name, uint64_t seq, i
 
 /* A stored message (everything borrowed for the callback). */
 typedef struct jr_stored_msg {
+    size_t size; /* sizeof(jr_stored_msg) as built into the library */
     const char *stream;
     uint64_t seq;
     uint64_t ts;         /* stream time when it was stored (ns since the Unix epoch with a
@@ -240,10 +254,12 @@ typedef struct jr_pub_opts {
     const char *expected_last_msg_id;   /* JR_EWRONGLASTMSGID unless the last msg id is this */
     uint32_t timeout_ms;                /* bounded wait; 0: the node's request_timeout_ms */
 } jr_pub_opts;
-JR_API void jr_pub_opts_init(jr_pub_opts *opts);
+JR_API void jr_pub_opts_init_size(jr_pub_opts *opts, size_t size);
+#define jr_pub_opts_init(opts) jr_pub_opts_init_size((opts), sizeof *(opts))
 
 /* The acknowledgement of a publish. */
 typedef struct jr_pub_ack {
+    size_t size;        /* sizeof(jr_pub_ack) as built into the library */
     const char *stream; /* the stream that captured the subject ("" if none) */
     uint64_t seq;       /* the message's seq (a duplicate: the original's); with
                            JR_EWRONGLASTSEQ / JR_EWRONGLASTSUBJSEQ the actual last seq */

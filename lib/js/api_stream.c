@@ -38,6 +38,7 @@
 #include "js/rpc.h"
 #include "stream/headers.h"
 #include "stream/subject.h"
+#include "util/abi.h"
 #include "util/alloc.h"
 
 /* Copies a NUL-terminated name into dst (cap bytes), truncating. */
@@ -469,7 +470,7 @@ void jr__req_deliver(jr__req *r)
         r->cb.admin(r->arg, st, msg);
         return;
     case JR__REQ_PUBLISH: {
-        jr_pub_ack ack = {r->stream, r->seq, r->duplicate, st ? msg : ""};
+        jr_pub_ack ack = {sizeof ack, r->stream, r->seq, r->duplicate, st ? msg : ""};
         r->cb.pub(r->arg, st, &ack);
         return;
     }
@@ -527,13 +528,16 @@ void jr__req_deliver(jr__req *r)
 
 /* Admin (meta) ------------------------------------------------------------------------------*/
 
-/* A full-size copy of the caller's config (fields it did not know keep their defaults). */
-static int copy_config(const jr_stream_config *in, jr_stream_config *out)
+/* A full-size copy of the caller's config (fields it did not know keep their defaults; its
+ * placement, still the caller's, is read by its own size). 0, or JR_EINVAL with a message if
+ * the caller's size cannot even hold the size field. */
+static int copy_config(const jr_stream_config *in, jr_stream_config *out, char *msg, size_t len)
 {
     jr_stream_config_init(out);
-    if (!in || in->size == 0) return JR_EINVAL;
-    memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
-    out->size = sizeof *out;
+    if (!in || jr__abi_read(out, sizeof *out, in) != 0) {
+        snprintf(msg, len, "size: %zu is too small", in ? jr__abi_size(in) : (size_t)0);
+        return JR_EINVAL;
+    }
     return 0;
 }
 
@@ -567,9 +571,10 @@ static int meta_request(jr_node *n, uint8_t what, const jr_stream_config *cfg_in
         }
         snprintf(r->stream, sizeof r->stream, "%s", name);
     } else {
-        copy_config(cfg_in, &cfg);
         char msg[JR__JS_MSG_MAX];
-        int bad = what == JR__REQ_ADD ? jr__stream_config_check_add(&cfg, msg, sizeof msg)
+        int bad = copy_config(cfg_in, &cfg, msg, sizeof msg);
+        if (!bad)
+            bad = what == JR__REQ_ADD ? jr__stream_config_check_add(&cfg, msg, sizeof msg)
                                       : jr__stream_config_validate(&cfg, msg, sizeof msg);
         if (bad) {
             r->meta_id = 0;
@@ -669,11 +674,11 @@ static int put_op(jr__req *r, const jr__stream_op *op)
     return 0;
 }
 
-void jr_purge_opts_init(jr_purge_opts *o)
+void jr_purge_opts_init_size(jr_purge_opts *o, size_t size)
 {
-    if (!o) return;
-    memset(o, 0, sizeof *o);
-    o->size = sizeof *o;
+    jr_purge_opts d;
+    memset(&d, 0, sizeof d);
+    jr__abi_init(o, size, &d, sizeof d);
 }
 
 int jr_stream_purge(jr_node *n, const char *name, const jr_purge_opts *opts_in, jr_purge_cb cb,
@@ -793,13 +798,13 @@ int jr_stream_stepdown(jr_node *n, const char *name, const char *peer, jr_stream
 
 /* Publish -----------------------------------------------------------------------------------*/
 
-void jr_pub_opts_init(jr_pub_opts *o)
+void jr_pub_opts_init_size(jr_pub_opts *o, size_t size)
 {
-    if (!o) return;
-    memset(o, 0, sizeof *o);
-    o->size = sizeof *o;
-    o->expected_last_seq = JR_SEQ_NONE;
-    o->expected_last_subject_seq = JR_SEQ_NONE;
+    jr_pub_opts d;
+    memset(&d, 0, sizeof d);
+    d.expected_last_seq = JR_SEQ_NONE;
+    d.expected_last_subject_seq = JR_SEQ_NONE;
+    jr__abi_init(o, size, &d, sizeof d);
 }
 
 /* Largest headers + data a stream entry can carry (the group's entry limit, less framing). */

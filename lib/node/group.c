@@ -39,6 +39,12 @@ jr__raft *jr__group_raft(const jr_group *g)
     return g->raft;
 }
 
+int jr__group_peer_damaged(const jr_group *g, jr__id peer)
+{
+    if (peer == g->node->self) return g->damaged ? 1 : 0;
+    return 0; /* a remote member's damage: the raft core does not report it to the leader yet */
+}
+
 void jr__group_ready(jr_group *g)
 {
     if (g->in_ready) return;

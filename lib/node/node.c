@@ -14,6 +14,7 @@
 
 #include "js/js.h"
 #include "node/node.h"
+#include "util/abi.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
 #include "wire/frame.h"
@@ -25,18 +26,18 @@
 #define MIN_MAX_FRAME (64u << 10)
 #define DEFAULT_SEGMENT (64ull << 20)
 
-void jr_node_config_init(jr_node_config *cfg)
+void jr_node_config_init_size(jr_node_config *cfg, size_t size)
 {
-    if (!cfg) return;
-    memset(cfg, 0, sizeof *cfg);
-    cfg->size = sizeof *cfg;
-    cfg->cluster = "jetraft";
-    cfg->election_timeout_ms = DEFAULT_ELECTION_MS;
-    cfg->heartbeat_ms = DEFAULT_HEARTBEAT_MS;
-    cfg->sync_policy = JR_SYNC_ALWAYS;
-    cfg->sync_interval_ms = DEFAULT_SYNC_INTERVAL_MS;
-    cfg->max_frame_bytes = DEFAULT_MAX_FRAME;
-    cfg->wal_segment_bytes = DEFAULT_SEGMENT;
+    jr_node_config d;
+    memset(&d, 0, sizeof d);
+    d.cluster = "jetraft";
+    d.election_timeout_ms = DEFAULT_ELECTION_MS;
+    d.heartbeat_ms = DEFAULT_HEARTBEAT_MS;
+    d.sync_policy = JR_SYNC_ALWAYS;
+    d.sync_interval_ms = DEFAULT_SYNC_INTERVAL_MS;
+    d.max_frame_bytes = DEFAULT_MAX_FRAME;
+    d.wal_segment_bytes = DEFAULT_SEGMENT;
+    jr__abi_init(cfg, size, &d, sizeof d);
 }
 
 int jr__node_err(jr_node *n, int err, const char *fmt, ...)

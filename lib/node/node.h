@@ -388,6 +388,11 @@ void jr__group_rearm(jr_group *g);
 void jr__group_tick(jr_group *g);
 /* The raft core of g (tests and the simulation fixture inspect it). */
 jr__raft *jr__group_raft(const jr_group *g);
+/* 1 if member `peer` of g is known to hold a damaged replica, else 0: this replica's own flag
+ * for itself (g->damaged); for another member the leader's knowledge of it, which the raft core
+ * does not report yet, so 0. What jr_peer_status.damaged, and the stream and meta info built
+ * from it, show. */
+int jr__group_peer_damaged(const jr_group *g, jr__id peer);
 
 /* flush.c -----------------------------------------------------------------------------------*/
 

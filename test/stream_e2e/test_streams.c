@@ -313,7 +313,7 @@ START_TEST(bad_input_changes_nothing)
     BAD("max_age_ns", x->max_age_ns = 1000);
     BAD("max_msgs", x->max_msgs = -5);
     BAD("description", x->description = long_desc);
-    BAD("placement", (x->placement.tags = tags_bad, x->placement.ntags = 1));
+    BAD("placement", x->placement = e2e_placement(NULL, tags_bad, 1));
     BAD("compression", x->compression = 4);
     BAD("sealed", x->sealed = 1);
     for (size_t i = 0; i < nb; i++) {
@@ -485,16 +485,14 @@ START_TEST(admin_calls)
     ck_assert_msg(strncmp(r.msg, "storage", 7) == 0, "%s", r.msg);
     t.storage = JR_STORAGE_FILE;
     static const char *moved[] = {"ssd"};
-    t.placement.tags = moved;
-    t.placement.ntags = 1;
+    t.placement = e2e_placement(NULL, moved, 1);
     t.replicas = 1; /* a move and a replica change at once: refused, as JetStream does */
     ck_assert_int_eq(e2e_update(&c, 2, &t, &r), JR_EINVAL);
     ck_assert_msg(strncmp(r.msg, "placement", 9) == 0, "%s", r.msg);
     t.replicas = 3; /* a move (test_replicas.c) to servers nobody has: refused with reasons */
     ck_assert_int_eq(e2e_update(&c, 2, &t, &r), JR_ENORESOURCES);
     ck_assert_msg(strstr(r.msg, "no suitable peers for placement"), "%s", r.msg);
-    t.placement.tags = NULL;
-    t.placement.ntags = 0;
+    t.placement = NULL;
     t.name = "NOPE";
     t.replicas = 3;
     static const char *nope[] = {"nope.>"};
