@@ -1,5 +1,5 @@
 /*
- * meta_replica — the meta group on every server (issue 4 §1, §2): one Raft group of all servers
+ * meta_replica — the meta group on every server: one Raft group of all servers
  * (JR__META_GROUP_ID, voters = the configured peers) whose state machine is lib/meta's
  * meta_state. It decides which streams exist and where each one lives.
  *

@@ -1,5 +1,5 @@
 /*
- * stream_replica — the local replicas of streams (issue 4 §3, §4): each stream is its own Raft
+ * stream_replica — the local replicas of streams: each stream is its own Raft
  * group (the id from its meta assignment) whose state machine is lib/stream's fsm over a
  * message store in store_dir (memory or file, as the stream's config says).
  *

@@ -5,7 +5,7 @@
  * Entry/exit. Each public entry point calls jr__node_enter (reads the clock once: every input of
  * the call sees the same `now`) and jr__node_leave. Only the outermost leave acts: it performs a
  * close requested from inside a callback, then re-arms the host's timer with the earliest
- * deadline (one timer for the whole node, issue 5) if that changed. API calls that queue work
+ * deadline (one timer for the whole node) if that changed. API calls that queue work
  * (a proposal) do not flush: they mark the node as wanting a tick now, so proposals made in a
  * burst share one WAL write and one frame per peer, and no callback can run inside them.
  */
@@ -80,7 +80,7 @@ uint64_t jr__node_next_deadline(const jr_node *n)
     if (n->ready || n->dirty_peers) d = n->retry_at > n->now ? n->retry_at : n->now;
     jr__timer *t = jr__heap_top(&n->timers);
     if (t && t->deadline < d) d = t->deadline;
-    if (jr__live_deadline(n) < d) d = jr__live_deadline(n); /* node heartbeats (issue 5) */
+    if (jr__live_deadline(n) < d) d = jr__live_deadline(n); /* node heartbeats */
     if (n->js) {
         uint64_t j = jr__js_deadline(n); /* the stream layer's timers */
         if (j < d) d = j;
@@ -133,7 +133,7 @@ static void node_free_memory(jr_node *n)
     if (n->wal) jr__wal_close(n->wal);
     n->wal = NULL;
     jr__heap_free(&n->timers);
-    jr__live_free(n); /* liveness lists (issue 5) */
+    jr__live_free(n); /* liveness lists */
     jr__peer_free_all(n);
     jr__op_pool_free(n);
     jr__free(n->alloc, n->scratch);
@@ -295,7 +295,7 @@ static void dispatch(jr_node *n, jr__frame *f)
             jr__live_recv(n, f->from, &f->hb); /* coalesced heartbeats (liveness.h) */
             continue;
         }
-        if (m.type >= JR__MSG_NODE_FIRST) { /* node-level messages: issue 5 */
+        if (m.type >= JR__MSG_NODE_FIRST) { /* node-level messages (liveness.h) */
             if (n->js) jr__js_recv(n, f->from, m.type, &f->rpc); /* requests, responses */
             continue;
         }
@@ -348,7 +348,7 @@ int jr_node_tick(jr_node *n)
     n->want_tick = 0;
     n->rearm = 1; /* the host's timer fired (or it polls): always re-arm, whatever the value */
     jr__timer *t;
-    jr__live_tick(n);      /* node heartbeats and peer liveness (issue 5) */
+    jr__live_tick(n);      /* node heartbeats and peer liveness */
     jr__live_campaigns(n); /* rounds for groups waiting to campaign */
     while ((t = jr__heap_pop_due(&n->timers, n->now)) != NULL) {
         jr_group *g = (jr_group *)((char *)t - offsetof(jr_group, timer));
