@@ -124,8 +124,10 @@ JR_API int jr_stream_info_format(const jr_stream_info *info, char *buf, size_t l
  *    leader", "stream 'ORDERS' has no leader").
  *  - Waits are bounded: without a leader or a quorum a request fails after request_timeout_ms of
  *    the node config (a publish: jr_pub_opts.timeout_ms) with JR_ENOLEADER (no meta leader) or
- *    JR_ENOQUORUM (nothing took effect). A write that reached a stream leader (publish, purge,
- *    message delete) waits for that leader's verdict while the leader is alive (silent for two
+ *    JR_ENOQUORUM (no leader took it: nothing took effect, a definite failure); a request a
+ *    leader took (proposed) but could not commit in time ends with JR_ETIMEDOUT instead, its
+ *    outcome unknown (it may still take effect). A write that reached a stream leader (publish,
+ * purge, message delete) waits for that leader's verdict while the leader is alive (silent for two
  *    election timeouts, it is lost); if the leader is lost, or loses its leadership, before
  *    the write committed: a publish with a msg_id is sent again to the next leader within its
  *    timeout (the duplicate window makes that safe: if the first attempt was stored, the ack
@@ -155,8 +157,8 @@ typedef void (*jr_stream_cb)(void *arg, int status, const char *msg);
  * assignment; status 0 means the stream exists once, on the servers chosen. Adding a stream that
  * exists with an identical config succeeds (idempotent); with another config it is JR_EEXIST. If
  * the meta leader fails meanwhile the request is re-sent to its successor, so the stream is
- * created at most once and the status says whether it was; only after JR_ENOQUORUM for a request
- * that had been proposed ("may still take effect") is the outcome unknown. */
+ * created at most once and the status says whether it was; only after JR_ETIMEDOUT (the request
+ * may have been proposed: "may still take effect") is the outcome unknown. */
 JR_API int jr_stream_add(jr_node *node, const jr_stream_config *cfg, jr_stream_cb cb, void *arg);
 /* Changes the config of the stream cfg->name to cfg (the fields JetStream allows to change;
  * others are JR_EINVAL naming the field). JR_ENOTFOUND for an unknown stream.
@@ -274,10 +276,12 @@ typedef void (*jr_publish_cb)(void *arg, int status, const jr_pub_ack *ack);
  * a quorum of the stream's replicas under the sync policy — and applied; never before. Errors:
  * JR_ENOSTREAM (no stream captures the subject), JR_EINVAL (subject not a literal subject,
  * malformed header block), JR_EMSGSIZE (over the stream's max_msg_size or the largest entry),
- * the expectation errors, JR_ELIMIT (discard new), JR_ESEALED, JR_ENOQUORUM (no leader or no
- * quorum within the timeout: nothing was acknowledged), JR_ELEADERLOST (the leader was lost or
- * lost its leadership before the entry committed, and the publish had no msg_id or its timeout
- * passed: it may still be stored; ack->msg says which leader), JR_ETIMEDOUT. With a msg_id
+ * the expectation errors, JR_ELIMIT (discard new), JR_ESEALED, JR_ENOQUORUM (no leader took the
+ * message within the timeout: nothing took effect, it is not stored), JR_ELEADERLOST (the
+ * leader was lost or lost its leadership before the entry committed, and the publish had no
+ * msg_id or its timeout passed: it may still be stored; ack->msg says which leader),
+ * JR_ETIMEDOUT (a leader that stayed alive took it but did not commit it in time, e.g. without
+ * a quorum: it may still be stored). With a msg_id
  * (option or Nats-Msg-Id header) a publish survives the loss of its leader (see above). */
 JR_API int jr_publish(jr_node *node, const char *subject, const void *hdr, size_t hdr_len,
                       const void *data, size_t len, const jr_pub_opts *opts, jr_publish_cb cb,

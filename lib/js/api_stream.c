@@ -13,15 +13,16 @@
  * this server knows of (its own replica's view, or a hint learned from an earlier answer), else
  * to the stream's peers in turn. A server that is not the leader answers JR_ENOTLEADER with the
  * leader it knows, and the request follows it (it provably never reached a log); with no leader
- * anywhere the request waits, re-trying every heartbeat, until its deadline: JR_ENOQUORUM.
+ * anywhere the request waits, re-trying every heartbeat, until its deadline: JR_ENOQUORUM (it
+ * reached no log: nothing took effect).
  * Reads (info, get) may be re-sent at any time.
  *
  * Writes that reached a leader (publish, purge, message delete). The leader answers when the op
- * is applied, JR_ELEADERLOST when it lost its leadership first, or JR_ENOQUORUM after its own
- * timeout; the requester waits for that verdict (past its own deadline if need be: the RPC's
- * timeout adds the leader's) while watching that the leader is alive: every election timeout
- * without a frame from it, it pings it (STREAM_ADMIN PING); two election timeouts without one,
- * the leader is lost. Then, and on JR_ELEADERLOST:
+ * is applied, JR_ELEADERLOST when it lost its leadership first, or JR_ETIMEDOUT after its own
+ * timeout (the op is in its log: the outcome is unknown); the requester waits for that verdict
+ * (past its own deadline if need be: the RPC's timeout adds the leader's) while watching that the
+ * leader is alive: every election timeout without a frame from it, it pings it (STREAM_ADMIN PING);
+ * two election timeouts without one, the leader is lost. Then, and on JR_ELEADERLOST:
  *  - a publish with a msg_id is sent again, to the next leader, while within its deadline: the
  *    duplicate window makes that safe (an attempt that did commit is reported with its seq and
  *    duplicate = 1). A leader given up for lost is not asked again unless heard from since;
@@ -324,6 +325,7 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
     }
     if (status == JR_ENOTLEADER) {
         /* Not proposed anywhere: safe to send again, to the leader named if any. */
+        r->sent = 0;
         char hint[JR__META_NAME_MAX + 1];
         size_t k = len < sizeof hint - 1 ? len : sizeof hint - 1;
         if (k) memcpy(hint, p, k);
@@ -369,10 +371,15 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
                 r->duplicate = 0;
             }
         }
-        if (status == JR_ENOQUORUM)
-            jr__req_finish(r, status, "stream '%s': no quorum", r->stream);
-        else
+        if (status == JR_ETIMEDOUT) {
+            const char *t = jr__js_peer_name(js, r->target);
+            jr__req_finish(r, status,
+                           "stream '%s': leader %s did not commit the publish in time: it may "
+                           "or may not be stored",
+                           r->stream, t ? t : "?");
+        } else {
             jr__req_finish(r, status, NULL);
+        }
         return;
     }
     case JR__REQ_PURGE:
@@ -445,10 +452,12 @@ void jr__req_timer(jr__req *r)
                        r->stream, l ? l : "(its leader)", what_name(r),
                        r->idempotent ? " (publishing again with the same msg_id is safe)" : "");
     } else if (r->sent && r->target == n->self)
-        jr__req_finish(r, JR_ENOQUORUM,
-                       "stream '%s': no quorum (the request did not commit in time)%s", r->stream,
-                       note);
-    else
+        /* staged or proposed here, this server still leading: it may still commit */
+        jr__req_finish(r, JR_ETIMEDOUT,
+                       "stream '%s': the %s did not commit in time (no quorum): it may or may "
+                       "not have taken effect%s",
+                       r->stream, what_name(r), note);
+    else /* it reached no log */
         jr__req_finish(r, JR_ENOQUORUM, "stream '%s' has no leader (no quorum)%s", r->stream,
                        note);
 }

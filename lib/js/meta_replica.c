@@ -33,8 +33,10 @@
  * stream's leader drives the group to the new set (stream_replica.c "Peer changes").
  *
  * No meta leader: requests wait, re-trying every heartbeat, until their deadline, then fail with
- * JR_ENOLEADER ("no meta leader") — or JR_ENOQUORUM when a leader was reachable but nothing
- * committed.
+ * JR_ENOLEADER ("no meta leader"), or JR_ENOQUORUM when a leader was reachable but refused or
+ * could not take every attempt (nothing took effect). When an attempt may have reached the
+ * meta log — proposed and not committed, or sent and not answered, or answered with a timeout
+ * or a lost leadership — the deadline ends it with JR_ETIMEDOUT: it may still take effect.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -518,7 +520,13 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
     case JR_ELEADERLOST:
     case JR_ENOMEM:
     case JR_ECLOSED:
-        /* Nothing was decided: ask the (next) leader again. */
+        /* Not decided yet: ask the (next) leader again (a re-sent request is recognised by
+         * its id, so it takes effect at most once). Without an answer, a timeout or a lost
+         * leadership, that leader may have proposed it: its deadline can then no longer say
+         * that nothing took effect. */
+        if (status == JR__RPC_NO_ANSWER || status == JR_ETIMEDOUT || status == JR_ELEADERLOST ||
+            status == JR_ECLOSED)
+            r->unsure = 1;
         r->state = 0;
         if (status == JR_ECLOSED && js->closing) return;
         retry_at(r, n->now + (status == JR__RPC_NO_ANSWER ? 0 : n->heartbeat_ns));
@@ -549,16 +557,21 @@ void jr__mnode_timer(jr__req *r)
     int self;
     const char *leader = jr__mnode_leader(js, &self);
     if (r->state == 2)
-        jr__req_finish(r, JR_ENOQUORUM,
+        jr__req_finish(r, JR_ETIMEDOUT,
                        "meta group has no quorum: the %s was proposed at index %llu but did not "
                        "commit in time; it may still take effect",
                        what, (unsigned long long)r->meta_index);
-    else if (!r->saw_leader || !leader)
+    else if (r->state == 1 || r->unsure) {
+        const char *t = r->target == n->self ? n->name : jr__js_peer_name(js, r->target);
+        jr__req_finish(r, JR_ETIMEDOUT,
+                       "meta leader %s did not answer in time: the %s may still take effect",
+                       t ? t : "?", what);
+    } else if (!r->saw_leader || !leader)
         jr__req_finish(r, JR_ENOLEADER,
                        "no meta leader: JetStream system temporarily unavailable (%s not sent)",
                        what);
     else
-        jr__req_finish(r, JR_ENOQUORUM, "meta leader %s did not answer in time (%s not applied)",
+        jr__req_finish(r, JR_ENOQUORUM, "meta leader %s did not take the %s in time (not applied)",
                        leader, what);
 }
 

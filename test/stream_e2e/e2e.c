@@ -322,6 +322,12 @@ int e2e_has_replica(e2e *c, unsigned i, const char *name)
     return rep_of(c, i, name) != NULL;
 }
 
+jr_group *e2e_group(e2e *c, unsigned i, const char *name)
+{
+    jr__srep *r = rep_of(c, i, name);
+    return r ? r->g : NULL;
+}
+
 int e2e_digest(e2e *c, unsigned i, const char *name, uint64_t *out)
 {
     jr__srep *r = rep_of(c, i, name);

@@ -115,6 +115,8 @@ int e2e_wait_stream(e2e *c, unsigned via, const char *name, size_t current, uint
 
 /* 1 if node i holds a replica of the stream. */
 int e2e_has_replica(e2e *c, unsigned i, const char *name);
+/* The Raft group of node i's replica of stream name, or NULL. */
+jr_group *e2e_group(e2e *c, unsigned i, const char *name);
 /* The replica's fsm digest (jr__stream_fsm_digest). 0 or an error (no replica: JR_ENOTFOUND). */
 int e2e_digest(e2e *c, unsigned i, const char *name, uint64_t *out);
 /* Per-seq checksums of the replica's live messages, seq 1..cap (0 where none). Returns last_seq
