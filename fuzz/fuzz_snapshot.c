@@ -13,7 +13,7 @@
 
 #include "meta/meta_op.h"
 #include "meta/meta_state.h"
-#include "node/snapfile.h"
+#include "log/snapfile.h"
 #include "stream/config.h"
 #include "stream/op.h"
 #include "util/buf.h"

@@ -159,13 +159,13 @@ typedef struct jr_peer_status {
     const char *name; /* borrowed */
     int voter;        /* 0: observer */
     int current;      /* caught up and heard from within an election timeout (leader's view);
-                         never while damaged */
+                         never while damaged, or restarted and not yet vouched for */
     uint64_t match_index;
     uint64_t lag;          /* entries behind the leader's last index */
     uint64_t last_seen_ns; /* now() minus last contact; UINT64_MAX if never */
-    int damaged;           /* its replica lost data and waits for repair: this replica's own
-                              flag (jr_group_status.damaged) for itself; for another member the
-                              leader's knowledge of it (0 while the leader knows nothing) */
+    int damaged;           /* its replica lost data it had acknowledged: this replica's own
+                              flag (jr_group_status.damaged) for itself; for another member,
+                              on the leader, what the leader learned (0 elsewhere) */
 } jr_peer_status;
 
 JR_API int jr_group_status_get(const jr_group *g, jr_group_status *out);

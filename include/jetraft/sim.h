@@ -31,6 +31,11 @@
  *    torn), the node is closed without flushing anything (callbacks of its pending requests
  *    complete with JR_ECLOSED), and frames sent to it while down are lost. jr_sim_restart
  *    reopens it over what survived; its groups must be opened again by the caller.
+ *  - Disk faults: between a crash and the restart, a node's disk can be damaged the ways a
+ *    failing disk, a bad controller or a restored VM image damage one — a file's tail cut
+ *    (synced bytes included), bits flipped, a range zeroed, a file deleted, or every file rolled
+ *    back to a copy saved earlier (jr_sim_disk_save). These hit the medium: nothing about them
+ *    is a torn write, and the node meets them when it restarts.
  *
  * Everything allocated by the fixture goes through jr_sim_config.alloc, as do the nodes'
  * allocations. A fixture is single-threaded like the nodes it runs.
@@ -161,6 +166,44 @@ JR_API int jr_sim_pause(jr_sim *sim, unsigned i, uint64_t ns);
 JR_API int jr_sim_crash(jr_sim *sim, unsigned i);
 /* Reopens crashed node i over its surviving storage. Returns jr_node_open's result. */
 JR_API int jr_sim_restart(jr_sim *sim, unsigned i);
+
+/* Disk faults -------------------------------------------------------------------------------
+ * Paths are node i's own, as jr_sim_files lists them: the WAL under "/wal" (segments, snapshots
+ * in "/wal/snap"), stores under the node's store_dir (the caller's choice, e.g. "/store"). The
+ * calls that damage a disk require node i to be crashed (between jr_sim_crash and
+ * jr_sim_restart) and return 0, JR_EINVAL if i is out of range or node i is running, or
+ * JR_ENOTFOUND if path names no file. None of them draws from the run's PRNG except
+ * jr_sim_flip_bits, which draws from node i's disk's own (seeded from the run's seed), so a
+ * run with the same calls replays exactly. */
+
+/* Calls cb(arg, path, size) for every file of node i (running or not), in strcmp order of the
+ * paths, with its size; a negative return from cb stops the walk and is returned. 0, JR_EINVAL,
+ * JR_ENOMEM, or cb's value. */
+JR_API int jr_sim_files(jr_sim *sim, unsigned i,
+                        int (*cb)(void *arg, const char *path, uint64_t size), void *arg);
+/* Cuts the last n bytes of the file (all of it if n >= its size), synced bytes included. */
+JR_API int jr_sim_cut_tail(jr_sim *sim, unsigned i, const char *path, uint64_t n);
+/* Flips nbits bits at random positions of [off, off + len) of the file (len 0: to its end;
+ * a range past the end flips nothing). */
+JR_API int jr_sim_flip_bits(jr_sim *sim, unsigned i, const char *path, uint64_t off, uint64_t len,
+                            unsigned nbits);
+/* Overwrites [off, off + len) of the file (clipped to its size) with zeros. */
+JR_API int jr_sim_zero(jr_sim *sim, unsigned i, const char *path, uint64_t off, uint64_t len);
+/* Deletes the file. */
+JR_API int jr_sim_remove_file(jr_sim *sim, unsigned i, const char *path);
+
+/* A saved copy of one node's disk (every file and directory), owned by the caller. */
+typedef struct jr_sim_disk jr_sim_disk;
+/* Saves node i's disk into *out, running or crashed: what a power loss at this moment would
+ * leave (every file as of its last sync, no torn write) — a crash-consistent VM snapshot. 0,
+ * JR_EINVAL (i out of range, out NULL) or JR_ENOMEM; on failure *out is NULL. */
+JR_API int jr_sim_disk_save(jr_sim *sim, unsigned i, jr_sim_disk **out);
+/* Rolls crashed node i's disk back to disk (normally saved from node i): every file and
+ * directory not in it is removed, the others get its bytes, durable at once. 0, JR_EINVAL (i
+ * out of range, node i running, disk NULL) or JR_ENOMEM (nothing changed). disk stays valid. */
+JR_API int jr_sim_disk_restore(jr_sim *sim, unsigned i, const jr_sim_disk *disk);
+/* Frees a saved copy (it does not depend on the fixture: it may outlive it). Safe on NULL. */
+JR_API void jr_sim_disk_free(jr_sim_disk *disk);
 
 /* Digest of the run so far: xxh3 chained over every delivered frame (time, endpoints, bytes)
  * and every applied entry and restored snapshot (node, group, index, term, type, data). */

@@ -10,51 +10,34 @@
 #include "js/rpc.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
+#include "util/container.h"
 
 #define DEFAULT_TIMEOUT_MS 5000u
 
 /* Timers ----------------------------------------------------------------------------------*/
 
+/* The node's heap fires every timer with the node as ctx; a layer timer runs its own fire. */
+static void jtimer_fire(void *ctx, jr__timer *t)
+{
+    jr_node *n = ctx;
+    jr__jtimer *jt = JR__CONTAINER_OF(t, jr__jtimer, t);
+    if (n->js && !n->js->closing) jt->fire(n->js, jt);
+}
+
 void jr__js_timer_init(jr__jtimer *t, void (*fire)(jr__js *, jr__jtimer *))
 {
-    jr__timer_init(&t->t);
+    jr__timer_init(&t->t, jtimer_fire);
     t->fire = fire;
 }
 
 void jr__js_timer_arm(jr__js *js, jr__jtimer *t, uint64_t deadline)
 {
-    /* Never in the past: the node's deadline must stay a time it can reach (a deadline of 0
-     * would also look like the node's "re-arm the host" marker, node.c). */
-    if (deadline < js->n->now) deadline = js->n->now;
-    if (jr__heap_arm(&js->timers, &t->t, deadline) != 0) {
-        /* No memory to grow the heap: fire at the next tick instead (tick retries the arm). */
-        jr__node_want_tick(js->n);
-    }
+    jr__node_timer_arm(js->n, &t->t, deadline);
 }
 
 void jr__js_timer_cancel(jr__js *js, jr__jtimer *t)
 {
-    jr__heap_cancel(&js->timers, &t->t);
-}
-
-uint64_t jr__js_deadline(const jr_node *n)
-{
-    const jr__js *js = n->js;
-    if (!js) return UINT64_MAX;
-    if (js->dirty) return n->now;
-    jr__timer *t = jr__heap_top(&js->timers);
-    return t ? t->deadline : UINT64_MAX;
-}
-
-void jr__js_tick(jr_node *n)
-{
-    jr__js *js = n->js;
-    if (!js || js->closing) return;
-    jr__timer *t;
-    while ((t = jr__heap_pop_due(&js->timers, n->now)) != NULL) {
-        jr__jtimer *jt = (jr__jtimer *)((char *)t - offsetof(jr__jtimer, t));
-        jt->fire(js, jt);
-    }
+    jr__node_timer_cancel(js->n, &t->t);
 }
 
 /* Requests --------------------------------------------------------------------------------*/
@@ -167,7 +150,7 @@ static void req_fire(void *arg, int status)
 static void req_deadline(jr__js *js, jr__jtimer *t)
 {
     (void)js;
-    jr__req *r = (jr__req *)((char *)t - offsetof(jr__req, timer));
+    jr__req *r = JR__CONTAINER_OF(t, jr__req, timer);
     jr__req_timer(r);
 }
 
@@ -251,7 +234,6 @@ void jr__js_before_flush(jr_node *n)
 {
     jr__js *js = n->js;
     if (!js || js->closing || n->closing) return;
-    if (js->ndead) jr__srep_release_dead(js); /* nothing walks a group list here */
     /* A meta snapshot, a catch-up chunk or a busy stream's batches may have grown them to
      * megabytes: given back once a second, so a busy node rebuilds them rarely. */
     if (n->now >= js->scratch_at) {
@@ -281,7 +263,6 @@ static void js_free(jr__js *js)
     jr__free(a, js->cluster);
     jr__free(a, js->unique_tag);
     jr__free(a, js->store_dir);
-    jr__heap_free(&js->timers);
     jr__map_free(&js->calls);
     jr__map_free(&js->reps);
     jr__map_free(&js->hints);
@@ -300,8 +281,30 @@ static void js_free(jr__js *js)
     }
     jr__buf_free(&js->scratch);
     jr__buf_free(&js->scratch2);
-    jr__free(a, js->dead); /* their groups go with the node's */
     jr__free(a, js);
+}
+
+static void role_changed(jr_node *n, uint64_t group)
+{
+    jr__srep_role_changed(n->js, group);
+}
+
+/* The hooks the node core calls (node.h "The seam to the layer above"). */
+static const jr__upper js_upper = {
+    .before_flush = jr__js_before_flush,
+    .role_changed = role_changed,
+    .recv = jr__js_recv,
+    .close = jr__js_close,
+};
+
+static int attach(jr_node *n, const jr_node_config *cfg)
+{
+    return cfg->streams ? jr__js_open(n, cfg) : 0;
+}
+
+int jr_node_open(const jr_node_config *cfg, jr_node **out)
+{
+    return jr__node_open(cfg, attach, out);
 }
 
 int jr__js_open(jr_node *n, const jr_node_config *cfg)
@@ -310,7 +313,6 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
     jr__js *js = jr__calloc(a, 1, sizeof *js);
     if (!js) return JR_ENOMEM;
     js->n = n;
-    jr__heap_init(&js->timers, a);
     jr__map_init(&js->calls, a);
     jr__map_init(&js->reps, a);
     jr__map_init(&js->hints, a);
@@ -368,15 +370,12 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
         return err;
     }
     n->js = js;
+    n->upper = &js_upper;
     err = jr__mnode_open(js);
     if (err) {
         jr__js_close(n, 0);
         return err;
     }
-    /* The meta group (and the replicas it recovered) need ticks from now on: tell the host,
-     * as the outermost jr__node_leave would. */
-    n->armed = jr__node_next_deadline(n);
-    if (n->host.arm) n->host.arm(n->host.ctx, n->armed);
     return 0;
 }
 
@@ -392,5 +391,6 @@ void jr__js_close(jr_node *n, int flush)
     jr__node_drain(n); /* every callback queued above runs before the memory goes */
     jr__meta_state_free(&js->st);
     n->js = NULL;
+    n->upper = NULL;
     js_free(js);
 }

@@ -30,8 +30,9 @@
  *    callback ran; a record on the origin side never outlives js (close fails the rest);
  *  - an acknowledgement (publish ack, admin result) is produced only from an applied log entry
  *    whose (index, term) is the one this leader proposed — never from a proposal alone;
- *  - the layer's timers live in js->timers (a jr__heap); their earliest deadline is folded into
- *    jr_node_deadline() and they run from jr_node_tick();
+ *  - the layer's timers (jr__jtimer) live on the node's one timer heap (jr__node_timer_arm):
+ *    jr_node_deadline() covers them and jr_node_tick() fires them; none fires after close
+ *    began;
  *  - group ids: the meta group is JR__META_GROUP_ID; stream groups are handed out by the meta
  *    state from JR__FIRST_STREAM_GROUP_ID on (above JR_GROUP_ID_HOST_MAX, never reused).
  */
@@ -242,7 +243,6 @@ struct jr__js {
     void *wall_ctx;
     uint64_t snapshot_entries; /* of stream groups (a knob for tests; default 4096) */
     jr__rand rand;
-    jr__heap timers;
     uint8_t closing;
     /* rpc.c */
     jr__map calls; /* rpc id -> jr__rpc_call */
@@ -253,6 +253,7 @@ struct jr__js {
     jr__map meta_reqs;    /* request id -> jr__req waiting for its meta op to apply */
     uint8_t meta_failed;
     uint8_t converge_failed; /* a replica could not be created: converge again later */
+    uint8_t converge_queued; /* a full convergence waits in the node's effects queue */
     uint8_t meta_replayed;   /* the meta state has applied meta_recovered (jr__mnode_replayed) */
     uint64_t meta_recovered; /* the meta log's last index recovered at open */
     jr__jtimer meta_timer;
@@ -262,8 +263,6 @@ struct jr__js {
     jr__srep *rep_list;
     jr__srep *dirty;
     jr__map hints;        /* group id -> leader hint (jr__peer *) for streams not held here */
-    uint64_t *dead;       /* groups of deleted streams to release at the next flush's start */
-    size_t ndead, dead_cap;
     jr__waiter *free_waiters;
     /* js.c */
     jr__req *reqs;        /* outstanding requests (doubly linked) */
@@ -295,10 +294,6 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg);
  * replicas' stores (flush = 0: abandons them, as a crash would) and frees the layer. Called after
  * the node detached its groups and drained its completions. */
 void jr__js_close(jr_node *n, int flush);
-/* Runs the layer's due timers (from jr_node_tick). */
-void jr__js_tick(jr_node *n);
-/* The earliest deadline of the layer's timers; UINT64_MAX if none. */
-uint64_t jr__js_deadline(const jr_node *n);
 /* Proposes what leaders staged during this call (from the start of jr__node_flush). */
 void jr__js_before_flush(jr_node *n);
 /* A node-level message of the frame being dispatched (requests and responses; others ignored). */
@@ -390,14 +385,10 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s);
 void jr__srep_update(jr__srep *r, const jr__meta_stream *s);
 /* Removes the local replica; with purge = 1 (the stream was deleted, or this server left it)
  * its messages and snapshots are deleted too, and its Raft group is released: detached now,
- * then freed and dropped from the WAL at the start of the next flush (jr__srep_release_dead),
- * so that neither its raft core nor the WAL's record of it outlives the stream. */
+ * then freed and dropped from the WAL at the start of the next flush (the node core's
+ * jr__node_group_destroy), so that neither its raft core nor the WAL's record of it outlives
+ * the stream. */
 void jr__srep_leave(jr__srep *r, int purge);
-/* Releases the groups of removed replicas (from jr__js_before_flush, when no flush list is
- * being walked): frees the dormant group, any recovered stash of it and its snapshot files, and
- * stages a WAL DROP (after which nothing of the group is written again, so the WAL forgets it).
- * A group the WAL could not drop (JR_ENOMEM) is kept for the next flush. */
-void jr__srep_release_dead(jr__js *js);
 /* Recovered stashes of stream groups this server no longer runs a replica of:
  *  - the stream no longer exists in the meta state (id below its next_group, no assignment:
  *    deleted while this server was down, learnt from a meta snapshot): released like removed

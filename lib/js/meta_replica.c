@@ -57,6 +57,32 @@
 
 /* The meta group's state machine -------------------------------------------------------------*/
 
+/* Local replicas follow the meta state, but not from inside an apply: creating or removing a
+ * replica changes the node's group table while the flush walks it. An apply queues the
+ * convergence as an effect (node.h "Effects"), run after the flush loop; group 0 means every
+ * stream. Without memory to queue it, the meta timer converges everything later. */
+static void converge_effect(jr_node *n, uint64_t group)
+{
+    jr__js *js = n->js;
+    if (!js || js->closing) return;
+    if (group) {
+        jr__mnode_converge_one(js, group);
+    } else {
+        js->converge_queued = 0;
+        jr__mnode_converge(js);
+    }
+}
+
+static void defer_converge(jr__js *js, uint64_t group)
+{
+    if (js->converge_queued) return; /* a full convergence is queued: it covers this one */
+    if (jr__node_defer(js->n, converge_effect, group) != 0) {
+        js->converge_failed = 1;
+        return;
+    }
+    if (!group) js->converge_queued = 1;
+}
+
 static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
 {
     jr__js *js = ctx;
@@ -89,9 +115,9 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
     int first = !js->meta_replayed && index >= js->meta_recovered;
     if (first) js->meta_replayed = 1; /* releases held back during the replay may go now */
     if (first || (res.changed && !res.group))
-        jr__mnode_converge(js);
+        defer_converge(js, 0);
     else if (res.changed)
-        jr__mnode_converge_one(js, res.group); /* one stream changed: only its replica */
+        defer_converge(js, res.group); /* one stream changed: only its replica */
 }
 
 int jr__mnode_replayed(jr__js *js)
@@ -125,7 +151,7 @@ static int meta_restore(void *ctx, uint64_t index, const void *data, size_t len)
      * snapshot's index were Raft's own (no-ops, configurations). */
     if (js->st.applied > index) return JR_ECORRUPT;
     js->meta_failed = 0;
-    jr__mnode_converge(js);
+    defer_converge(js, 0);
     return 0;
 }
 
@@ -716,7 +742,7 @@ void jr__mnode_converge(jr__js *js)
     }
     jr__meta_plan_free(&plan);
     /* streams deleted, or peers removed, while this server was down */
-    if (n->stashes.len && jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
+    if (jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
 }
 
 void jr__mnode_converge_one(jr__js *js, uint64_t group)
@@ -740,7 +766,7 @@ void jr__mnode_converge_one(jr__js *js, uint64_t group)
             jr__srep_leave(r, 1);
         }
     }
-    if (n->stashes.len && jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
+    if (jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
 }
 
 /* Cluster info ----------------------------------------------------------------------------*/

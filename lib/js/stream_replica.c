@@ -40,6 +40,7 @@
 
 #include "js/js.h"
 #include "util/alloc.h"
+#include "util/container.h"
 #include "util/checksum.h"
 
 #define BATCH_MAX_OPS 4096u
@@ -473,7 +474,7 @@ void jr__srep_sync(jr__srep *r)
  * deposed one drops its leader state. */
 static void rep_timer(jr__js *js, jr__jtimer *t)
 {
-    jr__srep *r = (jr__srep *)((char *)t - offsetof(jr__srep, timer));
+    jr__srep *r = JR__CONTAINER_OF(t, jr__srep, timer);
     jr_node *n = js->n;
     uint64_t soon = n->now + n->election_ns / 2, next = UINT64_MAX;
     if (r->cu) {
@@ -591,9 +592,8 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     /* Released a moment ago (removed, then added back by an op applied in the same flush):
      * its group goes at the next flush's start; create it afresh after that (the caller
      * converges again later). */
-    for (size_t i = 0; i < js->ndead; i++)
-        if (js->dead[i] == s->group) return JR_EBUSY;
-    if (!jr__map_get(&n->stashes, s->group) && !jr__map_get(&n->groups, s->group)) {
+    if (jr__node_group_retiring(n, s->group)) return JR_EBUSY;
+    if (!jr__node_group_known(n, s->group)) {
         /* A replica new on this server: nothing of its group is durable here, so no store can
          * hold a state of its log (entries are applied only once durable). A store found under
          * the name belongs to a deleted stream of the same name (its removal cut short by a
@@ -680,43 +680,6 @@ void jr__srep_update(jr__srep *r, const jr__meta_stream *s)
 }
 
 /* Removing files: names are collected first (no removal while the vfs lists). */
-typedef struct rm_ctx {
-    jr_node *n;
-    const char *prefix;
-    char (*names)[128];
-    size_t count, cap;
-} rm_ctx;
-
-static int rm_collect(void *arg, const char *name)
-{
-    rm_ctx *c = arg;
-    if (strncmp(name, c->prefix, strlen(c->prefix)) != 0 || strlen(name) >= 128) return 0;
-    if (c->count == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 16;
-        char(*nn)[128] = jr__realloc(c->n->alloc, c->names, cap * sizeof *nn);
-        if (!nn) return JR_ENOMEM;
-        c->names = nn;
-        c->cap = cap;
-    }
-    snprintf(c->names[c->count++], 128, "%s", name);
-    return 0;
-}
-
-/* Removes every file of directory dir whose name starts with prefix ("" for all). */
-static void remove_files(jr_node *n, const char *dir, const char *prefix)
-{
-    rm_ctx c = {n, prefix, NULL, 0, 0};
-    jr_vfs *v = n->vfs;
-    v->list(v->ctx, dir, rm_collect, &c);
-    for (size_t i = 0; i < c.count; i++) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s", dir, c.names[i]);
-        v->remove(v->ctx, path);
-    }
-    jr__free(n->alloc, c.names);
-    if (c.count) v->sync_dir(v->ctx, dir);
-}
-
 /* Answers and forgets every proposal of r (the replica goes away). */
 static void drop_proposals(jr__srep *r, int status)
 {
@@ -726,31 +689,6 @@ static void drop_proposals(jr__srep *r, int status)
         resolve_fail(r->js, p, status);
         if (p->cb_fired) free_proposal(r->js, p); /* else the node's callback frees it */
     }
-}
-
-/* Removes the snapshot files of group id. */
-static void remove_snapshots(jr_node *n, uint64_t id)
-{
-    char prefix[32];
-    snprintf(prefix, sizeof prefix, "%016" PRIx64 "-", id);
-    remove_files(n, n->snap_dir, prefix);
-}
-
-/* Schedules group id's release (jr__srep_release_dead). 0 or JR_ENOMEM. */
-static int bury(jr__js *js, uint64_t id)
-{
-    for (size_t i = 0; i < js->ndead; i++)
-        if (js->dead[i] == id) return 0;
-    if (js->ndead == js->dead_cap) {
-        size_t cap = js->dead_cap ? 2 * js->dead_cap : 8;
-        uint64_t *d = jr__realloc(js->n->alloc, js->dead, cap * sizeof *d);
-        if (!d) return JR_ENOMEM;
-        js->dead = d;
-        js->dead_cap = cap;
-    }
-    js->dead[js->ndead++] = id;
-    jr__node_want_tick(js->n);
-    return 0;
 }
 
 void jr__srep_leave(jr__srep *r, int purge)
@@ -771,59 +709,24 @@ void jr__srep_leave(jr__srep *r, int purge)
         if (rc != 0)
             jr__node_log(n, JR_LOG_WARN, "stream '%s': its store could not be removed: %s",
                          r->name, jr_strerror(rc));
-        remove_snapshots(n, r->group);
-        /* The group itself may be on the list the current flush walks: it is freed, and the
-         * WAL told, at the start of the next flush. */
-        if (bury(js, r->group) != 0) {
+        if (jr__node_group_destroy(n, r->group) != 0)
             jr__node_log(n, JR_LOG_WARN, "stream '%s': out of memory: its group %" PRIu64
                                          " stays dormant until the node closes", r->name,
                          r->group);
-            if (n->wal) jr__wal_drop(n->wal, r->group);
-        }
     } else {
         jr__stream_fsm_close(r->fsm);
     }
     rep_free(r);
 }
 
-void jr__srep_release_dead(jr__js *js)
-{
-    jr_node *n = js->n;
-    size_t keep = 0;
-    for (size_t i = 0; i < js->ndead; i++) {
-        uint64_t id = js->dead[i];
-        jr_group *g = jr__map_get(&n->groups, id);
-        if (g && !g->closed) continue; /* reopened meanwhile: no longer ours to release */
-        if (g) jr__group_release(g); /* outside any flush iteration */
-        jr__stash *st = jr__map_del(&n->stashes, id);
-        if (st) jr__stash_free(n, st);
-        /* Nothing of the group is written after this record: the WAL forgets it once the
-         * record is written, and its segments no longer wait for the group's compaction. */
-        int rc = n->wal ? jr__wal_drop(n->wal, id) : 0;
-        if (rc == JR_ENOMEM) js->dead[keep++] = id;
-    }
-    js->ndead = keep;
-    if (keep == 0 && js->dead_cap > 64) { /* a mass deletion is over: give the room back */
-        jr__free(n->alloc, js->dead);
-        js->dead = NULL;
-        js->dead_cap = 0;
-    }
-}
-
 int jr__srep_sweep_stashes(jr__js *js)
 {
     jr_node *n = js->n;
-    /* ids first: reopening a replica takes its stash out of the map being walked */
-    uint64_t *ids = jr__calloc(n->alloc, n->stashes.len ? n->stashes.len : 1, sizeof *ids);
-    if (!ids) return JR_ENOMEM;
-    size_t k = 0;
-    for (size_t i = 0; i < n->stashes.cap && k < n->stashes.len; i++) {
-        uint64_t id = n->stashes.slots[i].key;
-        if (!id || id < JR__FIRST_STREAM_GROUP_ID || id >= js->st.next_group) continue;
-        if (jr__map_get(&n->groups, id)) continue;
-        ids[k++] = id;
-    }
-    int rc = 0;
+    /* ids first: reopening a replica takes its stash out of the node's table */
+    uint64_t *ids;
+    size_t k;
+    int rc = jr__node_unopened_groups(n, JR__FIRST_STREAM_GROUP_ID, js->st.next_group, &ids, &k);
+    if (rc != 0) return rc;
     for (size_t i = 0; i < k; i++) {
         uint64_t id = ids[i];
         const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, id);
@@ -836,7 +739,7 @@ int jr__srep_sweep_stashes(jr__js *js)
             if (!jr__srep_find(js, id) && jr__srep_create(js, s) != 0) rc = JR_ENOMEM;
             continue;
         }
-        if (bury(js, id) != 0) {
+        if (jr__node_group_destroy(n, id) != 0) {
             rc = JR_ENOMEM;
             continue;
         }
@@ -851,7 +754,6 @@ int jr__srep_sweep_stashes(jr__js *js)
             jr__node_log(n, JR_LOG_INFO, "group %" PRIu64 ": its stream was deleted while this "
                                          "server was down; releasing its log", id);
         }
-        remove_snapshots(n, id);
     }
     jr__free(n->alloc, ids);
     return rc;

@@ -251,7 +251,8 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
             s.current = 1;
         } else if (pr.last_contact) {
             s.last_seen_ns = now > pr.last_contact ? now - pr.last_contact : 0;
-            s.current = s.last_seen_ns <= n->election_ns && pr.match >= jr__raft_commit_index(r);
+            s.current = s.last_seen_ns <= n->election_ns && pr.match >= jr__raft_commit_index(r) &&
+                        !pr.unvouched;
         }
     }
     if (s.damaged) s.current = 0;

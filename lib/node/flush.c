@@ -24,7 +24,6 @@
  * tick, which is requested at once. Callbacks of completed requests run at the very end
  * (jr__node_drain), when no list is being walked.
  */
-#include "js/js.h"
 #include "node/node.h"
 #include "util/alloc.h"
 
@@ -197,7 +196,7 @@ static void role_seen(jr_node *n, jr_group *g)
     if (lead == g->was_leader) return;
     g->was_leader = lead;
     if (lead) jr__live_leads(g);
-    if (n->js) jr__srep_role_changed(n->js, g->id);
+    if (n->upper) n->upper->role_changed(n, g->id);
 }
 
 static int wal_due(const jr_node *n)
@@ -205,10 +204,38 @@ static int wal_due(const jr_node *n)
     return jr__wal_pending(n->wal) > 0 || jr__wal_deadline(n->wal) <= n->now;
 }
 
+int jr__node_defer(jr_node *n, jr__effect_fn fn, uint64_t arg)
+{
+    if (n->neffects == n->effects_cap) {
+        size_t cap = n->effects_cap ? 2 * n->effects_cap : 8;
+        struct jr__effect *e = jr__realloc(n->alloc, n->effects, cap * sizeof *e);
+        if (!e) return JR_ENOMEM;
+        n->effects = e;
+        n->effects_cap = cap;
+    }
+    n->effects[n->neffects].fn = fn;
+    n->effects[n->neffects].arg = arg;
+    n->neffects++;
+    return 0;
+}
+
+void jr__node_run_effects(jr_node *n)
+{
+    /* By index: an effect may queue more (and grow the array), which run in this pass. */
+    for (size_t i = 0; i < n->neffects; i++) n->effects[i].fn(n, n->effects[i].arg);
+    n->neffects = 0;
+    if (n->effects_cap > 64) { /* a burst (a meta snapshot's thousands of streams) is over */
+        jr__free(n->alloc, n->effects);
+        n->effects = NULL;
+        n->effects_cap = 0;
+    }
+}
+
 int jr__node_flush(jr_node *n, int callbacks)
 {
     int err = 0;
-    if (n->js) jr__js_before_flush(n); /* stream leaders propose what they batched */
+    if (n->nretiring && !n->closing) jr__node_release_retired(n); /* no list is walked yet */
+    if (n->upper) n->upper->before_flush(n); /* e.g. stream leaders propose their batches */
     for (int iter = 0; iter < MAX_ITERATIONS; iter++) {
         jr_group *batch = n->ready;
         n->ready = NULL;
@@ -278,6 +305,8 @@ int jr__node_flush(jr_node *n, int callbacks)
         }
         if (!callbacks) break;
     }
+    /* What the applies deferred: replicas created or removed, stores opened or destroyed. */
+    if (n->neffects && !n->closing) jr__node_run_effects(n);
     /* Work produced after the last sync (step 6) waits for the next flush; ask for it. */
     n->retry_at = 0;
     if (n->ready || n->dirty_peers) jr__node_want_tick(n);

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "node/node.h"
+#include "util/container.h"
 #include "util/alloc.h"
 
 #define DEFAULT_SNAPSHOT_ENTRIES 8192
@@ -42,7 +43,13 @@ jr__raft *jr__group_raft(const jr_group *g)
 int jr__group_peer_damaged(const jr_group *g, jr__id peer)
 {
     if (peer == g->node->self) return g->damaged ? 1 : 0;
-    return 0; /* a remote member's damage: the raft core does not report it to the leader yet */
+    if (jr__raft_role(g->raft) != JR_LEADER) return 0; /* only a leader tracks its members */
+    const jr__conf *c = jr__raft_conf(g->raft);
+    for (uint32_t k = 0; k < c->n; k++) {
+        jr__progress pr;
+        if (c->m[k].id == peer && jr__raft_progress(g->raft, k, &pr) == 0) return pr.damaged;
+    }
+    return 0;
 }
 
 void jr__group_ready(jr_group *g)
@@ -63,6 +70,13 @@ static void unready(jr_group *g)
             break;
         }
     g->in_ready = 0;
+}
+
+/* g's timer is due (from jr_node_tick's pass over the node's heap). */
+static void group_fire(void *ctx, jr__timer *t)
+{
+    (void)ctx;
+    jr__group_tick(JR__CONTAINER_OF(t, jr_group, timer));
 }
 
 void jr__group_rearm(jr_group *g)
@@ -316,7 +330,7 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     g->fsm = *cfg.fsm;
     g->snapshot_entries = cfg.snapshot_entries ? cfg.snapshot_entries : DEFAULT_SNAPSHOT_ENTRIES;
     g->op_deadline = UINT64_MAX;
-    jr__timer_init(&g->timer);
+    jr__timer_init(&g->timer, group_fire);
 
     jr__raft_config rc_cfg;
     memset(&rc_cfg, 0, sizeof rc_cfg);

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "js/js.h"
 #include "node/node.h"
 #include "util/abi.h"
 #include "util/alloc.h"
@@ -65,6 +64,18 @@ void jr__node_want_tick(jr_node *n)
     n->want_tick = 1;
 }
 
+void jr__node_timer_arm(jr_node *n, jr__timer *t, uint64_t deadline)
+{
+    /* Never in the past: the node's deadline must stay a time it can reach. */
+    if (deadline < n->now) deadline = n->now;
+    if (jr__heap_arm(&n->timers, t, deadline) != 0) jr__node_want_tick(n);
+}
+
+void jr__node_timer_cancel(jr_node *n, jr__timer *t)
+{
+    jr__heap_cancel(&n->timers, t);
+}
+
 void jr__node_set_hooks(jr_node *n, const jr__node_hooks *h)
 {
     if (h)
@@ -81,10 +92,6 @@ uint64_t jr__node_next_deadline(const jr_node *n)
     jr__timer *t = jr__heap_top(&n->timers);
     if (t && t->deadline < d) d = t->deadline;
     if (jr__live_deadline(n) < d) d = jr__live_deadline(n); /* node heartbeats */
-    if (n->js) {
-        uint64_t j = jr__js_deadline(n); /* the stream layer's timers */
-        if (j < d) d = j;
-    }
     if (n->wal) {
         uint64_t w = jr__wal_deadline(n->wal);
         if (w < d) d = w;
@@ -137,6 +144,8 @@ static void node_free_memory(jr_node *n)
     jr__peer_free_all(n);
     jr__op_pool_free(n);
     jr__free(n->alloc, n->scratch);
+    jr__free(n->alloc, n->retiring); /* their groups went with the others */
+    jr__free(n->alloc, n->effects);  /* not run: the node is going */
     jr__buf_free(&n->snap_raw);
     jr__buf_free(&n->snap_enc);
     jr__free(n->alloc, n->name);
@@ -145,7 +154,8 @@ static void node_free_memory(jr_node *n)
     jr__free(n->alloc, n);
 }
 
-int jr_node_open(const jr_node_config *cfg_in, jr_node **out)
+int jr__node_open(const jr_node_config *cfg_in,
+                  int (*attach)(jr_node *n, const jr_node_config *cfg), jr_node **out)
 {
     if (!out) return JR_EINVAL;
     *out = NULL;
@@ -220,9 +230,14 @@ int jr_node_open(const jr_node_config *cfg_in, jr_node **out)
     }
     rc = jr__recover_open(n, cfg.wal_segment_bytes, cfg.sync_interval_ms);
     if (rc != 0) goto fail;
-    if (cfg.streams) {
-        rc = jr__js_open(n, &cfg); /* the meta group and the stream replicas (js.h) */
+    if (attach) {
+        rc = attach(n, &cfg); /* the layer above: the meta group and the stream replicas */
         if (rc != 0) goto fail;
+        jr__node_run_effects(n); /* what its replay deferred (no list is walked here) */
+        /* What it opened may need ticks from now on: tell the host, as the outermost
+         * jr__node_leave would. */
+        n->armed = jr__node_next_deadline(n);
+        if (n->host.arm) n->host.arm(n->host.ctx, n->armed);
     }
     *out = n;
     return 0;
@@ -247,7 +262,8 @@ static void node_destroy(jr_node *n, int flush)
     for (size_t i = 0; i < n->groups.cap; i++)
         if (n->groups.slots[i].key) jr__group_detach(n->groups.slots[i].val, JR_ECLOSED);
     jr__node_drain(n);
-    jr__js_close(n, flush);
+    if (n->upper) n->upper->close(n, flush);
+    n->upper = NULL;
     node_free_memory(n);
 }
 
@@ -296,7 +312,7 @@ static void dispatch(jr_node *n, jr__frame *f)
             continue;
         }
         if (m.type >= JR__MSG_NODE_FIRST) { /* node-level messages (liveness.h) */
-            if (n->js) jr__js_recv(n, f->from, m.type, &f->rpc); /* requests, responses */
+            if (n->upper) n->upper->recv(n, f->from, m.type, &f->rpc); /* requests, answers */
             continue;
         }
         jr_group *g = jr__map_get(&n->groups, m.group);
@@ -350,11 +366,7 @@ int jr_node_tick(jr_node *n)
     jr__timer *t;
     jr__live_tick(n);      /* node heartbeats and peer liveness */
     jr__live_campaigns(n); /* rounds for groups waiting to campaign */
-    while ((t = jr__heap_pop_due(&n->timers, n->now)) != NULL) {
-        jr_group *g = (jr_group *)((char *)t - offsetof(jr_group, timer));
-        jr__group_tick(g);
-    }
-    jr__js_tick(n);
+    while ((t = jr__heap_pop_due(&n->timers, n->now)) != NULL) t->fire(n, t);
     jr__node_drain(n); /* completions queued by API calls since the last flush */
     int rc = jr__node_flush(n, 1);
     jr__node_leave(n);

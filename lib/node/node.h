@@ -11,8 +11,8 @@
  *   group.c     group lifecycle (create, load or bootstrap, free) and the raft io callbacks
  *   flush.c     the flush cycle: stage, one WAL flush, persisted, send, apply, complete
  *   ops.c       completion records (pooled) and the node's completion queue
- *   snapfile.c  the snapshot file format (pure encode/decode)
  *   snapshot.c  taking, storing, sending, receiving and installing snapshots
+ *               (the snapshot file format is lib/log/snapfile.h)
  *   api_group.c the public raw-group API (jr_group_*)
  *
  * Invariants:
@@ -60,6 +60,8 @@
 #include "util/heap.h"
 #include "util/map.h"
 #include "util/rand.h"
+
+typedef struct jr__upper jr__upper; /* "The seam to the layer above", below */
 
 /* ---------------------------------------------------------------------------------------------
  * Peers (peer.c)
@@ -205,7 +207,7 @@ struct jr_node {
     /* groups */
     jr__map groups;          /* id -> jr_group* (open and closed) */
     uint64_t ngroups;        /* open groups */
-    jr__heap timers;         /* one timer per group */
+    jr__heap timers;         /* the node's one timer heap: every group's, and the upper layer's */
     jr_group *ready;         /* groups with work for the next flush */
     jr__map stashes;         /* id -> jr__stash* (recovered, not yet opened) */
     uint8_t all_damaged;     /* the WAL reported damage it could not attribute */
@@ -245,9 +247,82 @@ struct jr_node {
     uint64_t msgs_unroutable;    /* dropped: peer unknown or frame would overflow */
     uint64_t send_failures;      /* host->send returned non-zero */
     char errmsg[256];
-    struct jr__js *js;           /* the stream layer (js.h); NULL unless cfg->streams */
+    /* The layer above the core (the JetStream layer, lib/js), if one attached at open: the
+     * core calls it only through `upper` and never dereferences `js`, which is that layer's
+     * state. */
+    const jr__upper *upper;
+    struct jr__js *js;
+    uint64_t *retiring; /* groups destroyed, released at the next flush's start (retire.c) */
+    size_t nretiring, retiring_cap;
+    struct jr__effect *effects; /* deferred by applies, run after the flush loop (flush.c) */
+    size_t neffects, effects_cap;
     jr__live live;               /* coalesced heartbeats, peer liveness (liveness.h) */
 };
+
+/* The seam to the layer above ---------------------------------------------------------------
+ *
+ * The node core knows nothing of streams. A layer above it (lib/js) attaches during open
+ * (jr__node_open's attach callback, which runs after WAL recovery with the normalised config)
+ * by setting n->upper to a static table; the core calls each hook at one point:
+ *   before_flush  at the start of every flush: stage what the layer batched during the call;
+ *   role_changed  in the flush that first sees a group become leader or stop being one;
+ *   recv          a node-level message of a frame being dispatched that the core does not
+ *                 handle itself (requests and responses, wire/frame.h);
+ *   close         at close, after the groups were detached and completions drained: fail
+ *                 what is outstanding (callbacks run before it returns) and free the layer.
+ */
+struct jr__upper {
+    void (*before_flush)(jr_node *n);
+    void (*role_changed)(jr_node *n, uint64_t group);
+    void (*recv)(jr_node *n, jr__id from, uint8_t type, const jr__rpc_view *v);
+    void (*close)(jr_node *n, int flush);
+};
+
+/* Group destruction (retire.c), for the layer above. A group being destroyed may be on the list
+ * the current flush walks, so:
+ *  - jr__node_group_destroy(n, id): the caller has detached the group (jr__group_detach) if it
+ *    was open; its snapshot files are removed now; at the start of the next flush its core is
+ *    freed, any recovery stash dropped and a WAL DROP staged (nothing of it is written after).
+ *    0, or JR_ENOMEM: then the DROP is staged at once and the group stays dormant until close;
+ *  - jr__node_group_retiring(n, id): 1 while id waits for that release (do not recreate it yet);
+ *  - jr__node_group_known(n, id): 1 if this node holds state of id (open, or recovered and not
+ *    yet opened);
+ *  - jr__node_unopened_groups(n, lo, hi, &ids, &count): the recovered groups in [lo, hi) that
+ *    nothing opened (an array the caller frees with jr__free(n->alloc, ids); NULL when there
+ *    are none); 0 or JR_ENOMEM.
+ */
+int jr__node_group_destroy(jr_node *n, uint64_t id);
+int jr__node_group_retiring(const jr_node *n, uint64_t id);
+int jr__node_group_known(const jr_node *n, uint64_t id);
+int jr__node_unopened_groups(jr_node *n, uint64_t lo, uint64_t hi, uint64_t **ids, size_t *count);
+/* Effects (etcd's Ready shape). What a state machine's apply produces that changes the node's
+ * structure — creating or removing a replica, opening or destroying a store — is not done inside
+ * the apply, while the flush walks its lists: the apply queues it with jr__node_defer, and the
+ * core runs the queue after the flush loop (jr__node_run_effects), in queueing order, when no
+ * list is walked. An effect may queue more; those run in the same pass. 0 or JR_ENOMEM (nothing
+ * queued: the caller's retry path must cover it). */
+typedef void (*jr__effect_fn)(jr_node *n, uint64_t arg);
+struct jr__effect {
+    jr__effect_fn fn;
+    uint64_t arg;
+};
+int jr__node_defer(jr_node *n, jr__effect_fn fn, uint64_t arg);
+void jr__node_run_effects(jr_node *n);
+
+/* Timers on the node's one heap, for the core and the layer above: t->fire(n, t) runs from
+ * jr_node_tick once t's deadline has passed (jr__timer_init sets fire). Arming re-keys an armed
+ * timer; a deadline in the past is taken as now. Without memory to grow the heap the node ticks
+ * again at once instead (a group is also put on the ready list, so its flush re-arms it). */
+void jr__node_timer_arm(jr_node *n, jr__timer *t, uint64_t deadline);
+void jr__node_timer_cancel(jr_node *n, jr__timer *t);
+
+/* Releases the groups destroyed since the last call (the start of jr__node_flush). */
+void jr__node_release_retired(jr_node *n);
+
+/* Opens the node core (jr_node_open's contract). attach, if not NULL, runs after recovery with
+ * the normalised config; its error fails the open (*out NULL, nothing left open). */
+int jr__node_open(const jr_node_config *cfg, int (*attach)(jr_node *n, const jr_node_config *cfg),
+                  jr_node **out);
 
 /* node.c ------------------------------------------------------------------------------------*/
 
@@ -388,9 +463,9 @@ void jr__group_tick(jr_group *g);
 /* The raft core of g (tests and the simulation fixture inspect it). */
 jr__raft *jr__group_raft(const jr_group *g);
 /* 1 if member `peer` of g is known to hold a damaged replica, else 0: this replica's own flag
- * for itself (g->damaged); for another member the leader's knowledge of it, which the raft core
- * does not report yet, so 0. What jr_peer_status.damaged, and the stream and meta info built
- * from it, show. */
+ * for itself (g->damaged); for another member, on the leader, what the raft core's progress
+ * says (jr__progress.damaged: it lost entries it had acknowledged); 0 elsewhere. What
+ * jr_peer_status.damaged, and the stream and meta info built from it, show. */
 int jr__group_peer_damaged(const jr_group *g, jr__id peer);
 
 /* flush.c -----------------------------------------------------------------------------------*/

@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "node/node.h"
-#include "node/snapfile.h"
+#include "log/snapfile.h"
 #include "util/alloc.h"
 
 #define TRAILING_MAX 1024

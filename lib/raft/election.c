@@ -27,6 +27,7 @@ void jr__elect_reset_timer(jr__raft *r, uint64_t now)
 
 int jr__elect_can_campaign(const jr__raft *r)
 {
+    if (!jr__vouch_may_campaign(r)) return 0; /* an unvouched or diverged replica (vouch.c) */
     const jr__member *me = jr__raft_me(r);
     if (me) return me->voter; /* observers never campaign */
     /* §4.2.2: a server its latest, uncommitted configuration removes may still have to lead
@@ -107,6 +108,7 @@ static void become_leader(jr__raft *r, uint64_t now)
     }
     r->term_start = r->log.last;
     r->send_pending = 1;
+    jr__vouch_done(r); /* elected with its log at or above every voter's floor (vouch.c) */
     jr__repl_flush(r, now);
     if (jr__conf_voters(r->conf) == 1) jr__repl_maybe_commit(r, now);
 }
@@ -199,7 +201,9 @@ void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m)
      * elect a candidate of a configuration from before its removal that lacks entries
      * committed since (a split log). up_to_date() judges such a server by its floor, an entry
      * the group had committed (cfg.join_last_*), not by its empty log. */
-    if (up_to_date(r, m)) {
+    /* an unvouched replica grants nothing until every other voter answered its VOUCH, then only
+     * to candidates at or above the floor they gave (vouch.c) */
+    if (up_to_date(r, m) && jr__vouch_may_grant(r, m->u.vote.last_index, m->u.vote.last_term)) {
         if (prevote) {
             int lease =
                 !(m->flags & JR__MF_TRANSFER) && m->from != r->leader && jr__elect_in_lease(r, now);
@@ -278,5 +282,6 @@ void jr__elect_check_quorum(jr__raft *r, uint64_t now)
 
 void jr__elect_tick(jr__raft *r, uint64_t now)
 {
+    if (jr__vouch_tick(r, now)) return; /* unvouched: asks its peers again instead */
     if (jr__elect_due(r, now)) jr__elect_campaign(r, now, 1, 0);
 }

@@ -11,6 +11,8 @@
  *   snapshot.c    snapshots taken by the node, compaction, chunked install
  *   quiesce.c     idle groups: a quiet leader stops heartbeating, quiet followers stop their
  *                 election timer; node-level (coalesced) heartbeats stand in for both
+ *   vouch.c       a replica restarted from storage that may have lost records: VOUCH queries,
+ *                 the term and log floors it learns, when it is whole again; the leader's side
  *   memlog.c      the in-memory log rings; conf.c the configuration codec; confs.c the
  *                 interned configurations groups share
  *
@@ -25,7 +27,9 @@
  *    state has an inflight ring unless the group is quiet; prog[] is freed on stepping down;
  *  - notified is 1 from io->notify until jr__raft_ready_done();
  *  - quiet implies role LEADER (hb_deadline == UINT64_MAX) or role FOLLOWER with a known
- *    leader (no election timer runs); any role change clears it.
+ *    leader (no election timer runs); any role change clears it;
+ *  - vouch is non-NULL exactly while the replica is unvouched (vouch.c); an unvouched replica is
+ *    never LEADER; diverged implies damaged.
  */
 #ifndef JR_RAFT_IMPL_H
 #define JR_RAFT_IMPL_H
@@ -64,6 +68,11 @@ typedef struct jr__prog {
      * (jr__prog_heard): taken for down, it does not hold quiescence back (quiesce.c) and, while
      * the group is quiet, does not count toward its check-quorum. */
     uint8_t lost;
+    /* It restarted (sent a VOUCH) or answered below what it had acknowledged (vouch.c): it is
+     * not current until its match reaches vouch_at, our last index at that time. damaged: it
+     * lost entries we had counted. */
+    uint8_t unvouched, damaged;
+    uint64_t vouch_at;
 } jr__prog;
 
 struct jr__raft {
@@ -126,6 +135,11 @@ struct jr__raft {
     /* Quiescence (quiesce.c). */
     uint8_t quiet;
     uint32_t idle_ticks; /* leader: consecutive heartbeat ticks that found the group idle */
+
+    /* Protocol-aware recovery (vouch.c): what an unvouched replica learned from its peers,
+     * allocated only while it is unvouched; damaged as jr__raft_damaged() says. */
+    struct jr__vouch *vouch;
+    uint8_t damaged, diverged;
 };
 
 /* raft.c ------------------------------------------------------------------------------------*/
@@ -274,6 +288,43 @@ int jr__quiet_leader_tick(jr__raft *r, uint64_t now);
 /* Leaves the quiet state (no notification; the caller notifies): a leader heartbeats at once,
  * a follower restarts its election timer. No-op when not quiet. */
 void jr__quiet_leave(jr__raft *r, uint64_t now);
+
+/* vouch.c -----------------------------------------------------------------------------------*/
+/* Sends a VOUCH to every other voter that has not answered (to all if every one has). */
+void jr__vouch_ask(jr__raft *r);
+/* At start: an unvouched replica without other voters is whole; otherwise it asks them. */
+void jr__vouch_start(jr__raft *r);
+/* Follower/candidate tick of an unvouched replica that may not campaign: at its election
+ * timeout it asks again and restarts the timer (returns 1); 0 if there is nothing to do. */
+int jr__vouch_tick(jr__raft *r, uint64_t now);
+/* Any replica answers a VOUCH; a leader also takes the asker for restarted (its progress). */
+void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m);
+void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m);
+/* 1 if an unvouched replica drops m unread: a leader's message before it knows its term floor
+ * (it might be a stale leader its lost state would have refused). */
+int jr__vouch_drops(const jr__raft *r, const jr__msg *m);
+/* The log grew or was replaced (append, snapshot): an unvouched replica checks whether it now
+ * reaches the last entry a leader of its term reported, and is whole if so. */
+void jr__vouch_check(jr__raft *r, uint64_t now);
+/* An unvouched follower heard from the leader `from` of its term: it asks that leader, once per
+ * leader and term, so a leader elected after it asked learns it must be vouched for. */
+void jr__vouch_heard_leader(jr__raft *r, jr__id from);
+/* Votes: 1 if an unvouched replica may grant one to a candidate with last entry (lt, li). */
+int jr__vouch_may_grant(const jr__raft *r, uint64_t li, uint64_t lt);
+/* 1 if an unvouched replica may campaign (every other voter answered; its log reaches the floor).
+ */
+int jr__vouch_may_campaign(const jr__raft *r);
+/* The replica is whole (it became leader, or was vouched for): forgets what it learned. */
+void jr__vouch_done(jr__raft *r);
+/* Leader: member p answered below what it acknowledged (lost storage): match drops to `holds`
+ * (what it is known to hold: 0 unless log matching proves more), it is unvouched and damaged
+ * until it acknowledges our whole log of now. */
+void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds);
+/* Leader: p's match moved; p is vouched for again once it reaches vouch_at. */
+static inline void jr__vouch_progress(jr__prog *p)
+{
+    if (p->unvouched && p->match >= p->vouch_at) p->unvouched = p->damaged = 0;
+}
 
 /* snapshot.c --------------------------------------------------------------------------------*/
 /* Leader: sends p the chunk at its offset of the current snapshot (restarting at 0 if a newer

@@ -72,8 +72,8 @@ int jr__quiet_leader_tick(jr__raft *r, uint64_t now)
      * (jr__raft_hb_resp) */
     for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
-        p->lost = p->id != r->cfg.self &&
-                  (p->lost || now - p->last_contact >= r->cfg.election_timeout);
+        p->lost =
+            p->id != r->cfg.self && (p->lost || now - p->last_contact >= r->cfg.election_timeout);
     }
     /* an idle group keeps no buffers: inflight rings, the APPEND scratch, the snapshot chunk
      * (256 KiB by default), slack in the log rings; all come back on demand */
@@ -124,6 +124,8 @@ int jr__raft_hb_item(const jr__raft *r, jr__id peer, uint64_t *term, uint64_t *c
 int jr__raft_hb_recv(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint64_t commit)
 {
     if (!r->started || from == 0 || from == r->cfg.self || term == 0) return 0;
+    const jr__msg as_hb = {.type = JR__MSG_HEARTBEAT};
+    if (jr__vouch_drops(r, &as_hb)) return 0; /* as a HEARTBEAT would be (vouch.c) */
     if (now > r->now) r->now = now;
     now = r->now;
     if (r->quiet && r->role == ROLE_FOLLOWER && r->leader == from && r->term == term &&

@@ -90,6 +90,7 @@ void jr__raft_free(jr__raft *r)
     if (r->own_confs) jr__confs_free(r->confs);
     jr__free(r->alloc, r->scratch);
     jr__free(r->alloc, r->chunk);
+    jr__free(r->alloc, r->vouch);
     jr__free(r->alloc, r);
 }
 
@@ -157,6 +158,7 @@ int jr__raft_start(jr__raft *r, uint64_t now)
     if (r->commit < r->snap_index) r->commit = r->snap_index;
     if (r->applied < r->snap_index) r->applied = r->snap_index;
     jr__elect_become_follower(r, now, r->term, 0);
+    jr__vouch_start(r); /* an unvouched replica asks its peers (vouch.c) */
     /* A group whose only voter is this server needs nobody's vote: lead at once. */
     if (jr__raft_is_voter(r) && jr__conf_voters(r->conf) == 1) jr__elect_campaign(r, now, 1, 0);
     jr__raft_notify(r);
@@ -236,6 +238,19 @@ int jr__raft_step(jr__raft *r, uint64_t now, const jr__msg *m)
     if (rc) return rc;
     if (now > r->now) r->now = now;
     now = r->now;
+    if (jr__vouch_drops(r, m)) return 0; /* an unvouched replica without its term floor */
+    /* VOUCH traffic follows no term rules (the terms are what it asks about) and wakes only a
+     * leader, which must bring the asker up to date (vouch.c) */
+    if (m->type == JR__MSG_VOUCH_RESP) {
+        jr__vouch_on_resp(r, now, m);
+        jr__raft_notify(r);
+        return 0;
+    }
+    if (m->type == JR__MSG_VOUCH && r->role != ROLE_LEADER) {
+        jr__vouch_on_request(r, now, m);
+        jr__raft_notify(r);
+        return 0;
+    }
     if (r->quiet) {
         if (r->role == ROLE_LEADER && m->type == JR__MSG_HEARTBEAT_RESP && m->term == r->term) {
             /* A late answer to a heartbeat from before the leader went quiet: taken as an answer
@@ -248,6 +263,11 @@ int jr__raft_step(jr__raft *r, uint64_t now, const jr__msg *m)
         }
         jr__quiet_leave(r, now); /* any other message wakes a quiet group */
         jr__raft_notify(r);
+    }
+    if (m->type == JR__MSG_VOUCH) {
+        jr__vouch_on_request(r, now, m);
+        jr__raft_notify(r);
+        return 0;
     }
     if (step_term(r, now, m)) return 0;
     switch (m->type) {
@@ -279,6 +299,8 @@ int jr__raft_step(jr__raft *r, uint64_t now, const jr__msg *m)
         jr__elect_on_timeout_now(r, now, m);
         break;
     }
+    /* an unvouched follower whose log now reaches its leader's word is whole (vouch.c) */
+    if (m->type == JR__MSG_APPEND || m->type == JR__MSG_SNAP) jr__vouch_check(r, now);
     jr__raft_notify(r);
     return rc;
 }
@@ -312,7 +334,8 @@ uint64_t jr__raft_deadline(const jr__raft *r)
         if (r->transfer_to && r->transfer_deadline < d) d = r->transfer_deadline;
         return d;
     }
-    return jr__elect_can_campaign(r) && !r->quiet ? r->election_deadline : UINT64_MAX;
+    /* an unvouched replica's timer asks its peers again (vouch.c) */
+    return (jr__elect_can_campaign(r) || r->vouch) && !r->quiet ? r->election_deadline : UINT64_MAX;
 }
 
 int jr__raft_propose(jr__raft *r, uint64_t now, const void *data, size_t len, uint64_t *index)
@@ -342,7 +365,7 @@ void jr__raft_stepdown(jr__raft *r, uint64_t now)
     jr__prog *best = NULL;
     for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
-        if (p->id != r->cfg.self && p->voter && p->match == r->log.last) best = p;
+        if (p->id != r->cfg.self && p->voter && !p->unvouched && p->match == r->log.last) best = p;
     }
     if (best) jr__xfer_timeout_now(r, best);
     jr__elect_become_follower(r, r->now, r->term, 0);
@@ -504,8 +527,11 @@ int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out)
         out->match = r->durable;
         out->next = r->log.last + 1;
         out->last_contact = r->now;
+        out->unvouched = out->damaged = 0; /* a leader is whole */
         return 0;
     }
+    out->unvouched = p->unvouched;
+    out->damaged = p->damaged;
     out->state = p->state;
     out->match = p->match;
     out->next = p->next;

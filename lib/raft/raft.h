@@ -34,7 +34,12 @@
  *    voter); a server whose latest, uncommitted configuration removes it may still campaign so
  *    the removal can commit (§4.2.2);
  *  - snapshots (§5): compaction behind a snapshot the node took; install on a lagging follower in
- *    resumable chunks read/written through io (the bytes are opaque here).
+ *    resumable chunks read/written through io (the bytes are opaque here);
+ *  - protocol-aware recovery (vouch.c): a replica restarted from storage that may have lost
+ *    records it acknowledged (jr__raft_load_unvouched) learns its peers' terms and last entries
+ *    (VOUCH) before it takes appends, and grants no vote and does not campaign until a leader
+ *    or every other voter vouches for its log. A leader never reads a term conflict as lost
+ *    storage, and an append that would overwrite a committed entry stops the replica.
  *
  * Time: heartbeats are sent in one place (replication.c, jr__repl_heartbeat) and election
  * timeouts are checked in one place (election.c, jr__elect_due). Idle groups quiesce
@@ -101,7 +106,7 @@ uint32_t jr__conf_voters(const jr__conf *c);
  * outlive them. Not thread-safe: one set per thread that drives groups. */
 typedef struct jr__confs jr__confs;
 int jr__confs_new(const jr_allocator *a, jr__confs **out); /* 0 or JR_ENOMEM */
-void jr__confs_free(jr__confs *p);                          /* every reference returned */
+void jr__confs_free(jr__confs *p);                         /* every reference returned */
 /* A reference to the interned copy of c (made if needed); NULL when out of memory. */
 const jr__conf *jr__confs_get(jr__confs *p, const jr__conf *c);
 /* Another reference to an interned conf (NULL stays NULL). */
@@ -125,7 +130,9 @@ enum jr__msg_type {
     JR__MSG_SNAP = 7, /* one chunk of InstallSnapshot */
     JR__MSG_SNAP_RESP = 8,
     JR__MSG_TIMEOUT_NOW = 9, /* leadership transfer: campaign now, skipping pre-vote */
-    JR__MSG_TYPE_MAX = 9
+    JR__MSG_VOUCH = 10,      /* a replica that restarted asks a voter for its last log entry */
+    JR__MSG_VOUCH_RESP = 11,
+    JR__MSG_TYPE_MAX = 11
 };
 
 enum jr__msg_flags {
@@ -160,8 +167,12 @@ typedef struct jr__msg {
         struct {
             uint8_t success;
             uint64_t index; /* success: the follower's match index; else: rejected prev_index */
-            uint64_t hint_index; /* on reject: follower's conflicting-term first index, or last+1 */
-            uint64_t hint_term;  /* on reject: the term at hint_index (0 if none) */
+            /* On reject, the reason is in hint_term: 0 means the follower's log ends before
+             * prev_index (hint_index = its last index + 1); non-zero is the follower's term at
+             * prev_index, which conflicts (hint_index = the first index it holds of that term,
+             * above its commit index). */
+            uint64_t hint_index;
+            uint64_t hint_term;
         } append_resp;
         struct {
             uint64_t commit;
@@ -187,6 +198,15 @@ typedef struct jr__msg {
             uint8_t done;    /* installed */
             uint8_t reject;  /* follower cannot take it (stale, error): leader re-probes */
         } snap_resp;
+        struct {
+            uint64_t last_index; /* the asking replica's last entry (what it holds now) */
+            uint64_t last_term;
+        } vouch;
+        struct {
+            uint8_t leader;      /* the answering server leads its term (the message's term) */
+            uint64_t last_index; /* its last entry, durable when this answer leaves */
+            uint64_t last_term;
+        } vouch_resp;
     } u;
 } jr__msg;
 
@@ -236,7 +256,7 @@ typedef struct jr__raft_config {
      * server that never was a member). */
     uint64_t join_term, join_last_term, join_last_index;
     uint32_t quiesce; /* idle heartbeat ticks before a leader goes quiet, less one; 0 never */
-    jr__confs *confs;            /* shared interned configurations; NULL: the group's own */
+    jr__confs *confs; /* shared interned configurations; NULL: the group's own */
 } jr__raft_config;
 
 int jr__raft_new(const jr__raft_config *cfg, const jr__raft_io *io, jr__raft **out);
@@ -254,6 +274,12 @@ void jr__raft_free(jr__raft *r);
 int jr__raft_load_hardstate(jr__raft *r, uint64_t term, jr__id vote, uint64_t commit);
 int jr__raft_load_snapshot(jr__raft *r, uint64_t index, uint64_t term, const jr__conf *conf);
 int jr__raft_load_entry(jr__raft *r, const jr__entry *e);
+/* The loaded state came from storage that may have lost records this replica acknowledged (any
+ * restart from disk: locally a torn write cannot be told from a lost tail of synced records, nor
+ * all files rolled back to an older copy); damaged: recovery saw it lose records. The replica
+ * starts unvouched (vouch.c): it asks the other voters for their last entries, grants no vote
+ * and does not campaign until they vouch for it. JR_EMISUSE after start. */
+int jr__raft_load_unvouched(jr__raft *r, int damaged);
 /* A brand-new group: a CONFIG entry at index 1, term 1, identical on every initial voter. It
  * is reported as unpersisted like any other entry. */
 int jr__raft_bootstrap(jr__raft *r, const jr__conf *conf);
@@ -287,10 +313,10 @@ enum jr__change { JR__ADD_OBSERVER = 1, JR__PROMOTE = 2, JR__REMOVE = 3 };
  * voter, removing a non-member, removing the last voter); JR_ENOTLEADER. */
 int jr__raft_change(jr__raft *r, uint64_t now, int op, jr__id peer, uint64_t *index);
 /* Leader only; to == 0 picks the most caught-up voter. JR_ENOTVOTER if `to` is not a voter
- * (or is this server), JR_ETRANSFER if one is already under way. The leader stops accepting
- * proposals and changes (JR_ETRANSFER), brings the target up to date, then sends it
- * TIMEOUT_NOW; after an election timeout without success the transfer is abandoned. Completion
- * is observed as a leader change. */
+ * (or is this server, or unvouched: restarted and not caught up since, vouch.c), JR_ETRANSFER if
+ * one is already under way. The leader stops accepting proposals and changes (JR_ETRANSFER), brings
+ * the target up to date, then sends it TIMEOUT_NOW; after an election timeout without success the
+ * transfer is abandoned. Completion is observed as a leader change. */
 int jr__raft_transfer(jr__raft *r, uint64_t now, jr__id to);
 /* Step down to follower now (e.g. the host asked); a voter that holds our whole log is sent
  * TIMEOUT_NOW so the group is not leaderless for an election timeout. */
@@ -441,6 +467,15 @@ uint64_t jr__raft_snapshot_term(const jr__raft *r);
 const jr__conf *jr__raft_conf(const jr__raft *r); /* latest configuration (maybe uncommitted) */
 void jr__raft_snapshot_conf(const jr__raft *r, jr__conf *out); /* configuration at snapshot index */
 int jr__raft_ready(const jr__raft *r); /* leader with an entry of its term committed */
+/* 1 while this replica is unvouched (vouch.c): restarted from storage that may have lost what
+ * it acknowledged, and not yet vouched for by its peers; 0 once whole. */
+int jr__raft_unvouched(const jr__raft *r);
+/* 1 if this replica knows it lost records: recovery said so (until it is vouched for again),
+ * or a leader's append conflicts with an entry it had committed (it stopped: it takes no more
+ * appends, votes or campaigns, and its state machine must be rebuilt). */
+int jr__raft_damaged(const jr__raft *r);
+/* 1 if a leader's append conflicted with an entry this replica had committed (see above). */
+int jr__raft_diverged(const jr__raft *r);
 int jr__raft_transferring(const jr__raft *r);
 
 enum jr__progress_state { JR__PROBE = 0, JR__REPLICATE = 1, JR__SNAPSHOT = 2 };
@@ -451,6 +486,11 @@ typedef struct jr__progress {
     uint64_t match;
     uint64_t next;
     uint64_t last_contact; /* now of the last message from it; 0 if never */
+    /* It restarted from storage that may have lost entries (it asked for a VOUCH, or answered
+     * below what it had acknowledged) and has not yet acknowledged our log up to where it was
+     * then: not a transfer target, not current. damaged: it did lose entries it had
+     * acknowledged (its log ends below, or conflicts with, what we counted). */
+    uint8_t unvouched, damaged;
 } jr__progress;
 /* Leader: progress of member i of jr__raft_conf() (self included, match = durable last). */
 int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out);

@@ -246,6 +246,7 @@ void jr__repl_heard_leader(jr__raft *r, uint64_t now, jr__id from)
     r->leader = from;
     r->leader_contact = now;
     jr__elect_reset_timer(r, now);
+    jr__vouch_heard_leader(r, from); /* unvouched: asks this leader for its word (vouch.c) */
 }
 
 int jr__repl_on_append(jr__raft *r, uint64_t now, const jr__msg *m)
@@ -256,7 +257,17 @@ int jr__repl_on_append(jr__raft *r, uint64_t now, const jr__msg *m)
     uint32_t n = m->u.append.n;
     uint64_t prev = m->u.append.prev_index, pterm = m->u.append.prev_term;
     if (prev < r->commit) {
-        /* committed entries are the same in every log: skip them */
+        /* Committed entries are the same in every log: skip them. Log matching makes one
+         * comparison enough: the leader's term at our commit index (or at the last index this
+         * message covers, if lower) must be ours. If it is not, storage lied (a committed entry
+         * was lost and replaced): the replica stops rather than keep a state machine whose
+         * history the log no longer holds (vouch.c). */
+        uint64_t x = prev + n < r->commit ? prev + n : r->commit;
+        uint64_t lx = x == prev ? pterm : ents[x - prev - 1].term;
+        if (x >= r->log.base_index && jr__memlog_term(&r->log, x) != lx) {
+            r->diverged = r->damaged = 1;
+            return 0;
+        }
         uint64_t skip = r->commit - prev;
         if (skip >= n) {
             reply_append(r, m->from, 1, r->commit, 0, 0);
@@ -302,14 +313,15 @@ static uint64_t backtrack(const jr__raft *r, const jr__msg *m, uint64_t rej)
     return next < rej ? next : rej;
 }
 
-/* The follower of p says its log ends at `holds`, below what it acknowledged (p->match): its
- * storage lost entries (it restarted damaged, and never votes again). Probing from match + 1
- * would be refused forever; probe from what it holds. Only the leader's view of it goes down:
- * commit stays, and if the reply was an old one, the next acknowledgement restores match. */
-static void lost_entries(jr__raft *r, jr__prog *p, uint64_t now, uint64_t holds)
+/* The follower of p answered below what it acknowledged (p->match): its storage lost entries
+ * (it restarted from a cut or rolled-back disk, vouch.c). Probing from match + 1 would be
+ * refused forever; probe from `next`. Only the leader's view of it goes down, to `holds` (what
+ * log matching proves it holds): commit stays, and if the reply was an old one, the next
+ * acknowledgement restores match. */
+static void lost_entries(jr__raft *r, jr__prog *p, uint64_t now, uint64_t holds, uint64_t next)
 {
-    p->match = holds;
-    jr__prog_probe(p, holds + 1);
+    jr__vouch_lost(r, p, holds);
+    jr__prog_probe(p, next);
     jr__repl_send_append(r, p, now);
 }
 
@@ -326,6 +338,7 @@ void jr__repl_on_append_resp(jr__raft *r, uint64_t now, const jr__msg *m)
         if (p->state != JR__REPLICATE && jr__prog_replicate(r, p) != 0)
             jr__prog_probe(p, p->match + 1); /* no memory for a window: one APPEND at a time */
         if (p->match > old) {
+            jr__vouch_progress(p);
             jr__repl_maybe_commit(r, now);
             if (r->role != ROLE_LEADER) return; /* a committed self-removal stepped us down */
             jr__xfer_progress(r, p);
@@ -335,8 +348,15 @@ void jr__repl_on_append_resp(jr__raft *r, uint64_t now, const jr__msg *m)
     } else {
         uint64_t hint = m->u.append_resp.hint_index;
         if (p->state == JR__SNAPSHOT) return;
-        if (hint && hint <= p->match && idx >= p->match) {
-            lost_entries(r, p, now, hint - 1);
+        /* Two reasons to refuse (raft.h): its log ends before idx (hint_term 0, hint = its last
+         * + 1), or its term at idx conflicts with ours. Only the first, with a log ending below
+         * what it acknowledged, is lost storage. A conflict is ordinary backtracking and never
+         * lowers an acknowledged match: its hint (the first index of its conflicting term) can
+         * lie at or below the match when that term's entries before idx are ours too, and a
+         * conflict at or below the match is an old answer (a follower that lost storage says
+         * so with a VOUCH when it restarts, vouch.c). */
+        if (hint && m->u.append_resp.hint_term == 0 && hint <= p->match && idx >= p->match) {
+            lost_entries(r, p, now, 0, hint);
             return;
         }
         if (p->state == JR__REPLICATE && idx <= p->match) return; /* stale */
@@ -364,7 +384,7 @@ void jr__repl_on_heartbeat_resp(jr__raft *r, uint64_t now, const jr__msg *m)
     if (!p) return;
     jr__prog_heard(p, now);
     if (m->u.heartbeat_resp.match_hint < p->match && p->state != JR__SNAPSHOT)
-        lost_entries(r, p, now, m->u.heartbeat_resp.match_hint);
+        lost_entries(r, p, now, 0, m->u.heartbeat_resp.match_hint + 1);
 }
 
 void jr__repl_reply_stale(jr__raft *r, const jr__msg *m)

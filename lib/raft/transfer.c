@@ -30,13 +30,14 @@ void jr__xfer_tick(jr__raft *r, uint64_t now)
     if (r->transfer_to && now >= r->transfer_deadline) r->transfer_to = 0;
 }
 
-/* The voter other than us that holds the most of our log (ties: the first in conf order). */
+/* The voter other than us that holds the most of our log (ties: the first in conf order),
+ * leaving out unvouched members. */
 static jr__prog *best_voter(jr__raft *r)
 {
     jr__prog *best = NULL;
     for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
-        if (p->id == r->cfg.self || !p->voter) continue;
+        if (p->id == r->cfg.self || !p->voter || p->unvouched) continue;
         if (!best || p->match > best->match) best = p;
     }
     return best;
@@ -48,7 +49,8 @@ int jr__raft_transfer(jr__raft *r, uint64_t now, jr__id to)
     if (r->transfer_to) return JR_ETRANSFER;
     if (now > r->now) r->now = now;
     jr__prog *p = to ? jr__prog_find(r, to) : best_voter(r);
-    if (!p || !p->voter || p->id == r->cfg.self) return JR_ENOTVOTER;
+    /* an unvouched member (restarted, not yet caught up since, vouch.c) would not campaign */
+    if (!p || !p->voter || p->id == r->cfg.self || p->unvouched) return JR_ENOTVOTER;
     jr__quiet_leave(r, r->now);
     r->transfer_to = p->id;
     r->transfer_deadline = r->now + r->cfg.election_timeout;

@@ -1,8 +1,8 @@
 /*
  * sim_int — the deterministic cluster fixture's internals (public contract: jetraft/sim.h).
  *
- * Files: sim.c (lifecycle, nodes as hosts, crash/restart, the event loop, digest) and net.c (the
- * simulated network: links, cuts, frames in flight).
+ * Files: sim.c (lifecycle, nodes as hosts, crash/restart, the event loop, digest), net.c (the
+ * simulated network: links, cuts, frames in flight) and disk.c (disk faults on crashed nodes).
  *
  * Invariants:
  *  - all randomness is drawn from sim->rand, in event order, so a seed replays exactly;

@@ -2,6 +2,13 @@
  * mem.c — the memory store's backend: records live in in-memory blocks (growable buffers of up
  * to block_bytes, or one larger record), freed as soon as none of their messages is live.
  * Nothing is persistent; there are no tombstones and nothing to recover.
+ *
+ * Memory follows the live messages: a block of at least COMPACT_MIN bytes (or half a block) of
+ * which three quarters or more are dead records is compacted (its live records copied into a
+ * buffer of their size, their entries' offsets updated). Each compaction copies at most a third of the
+ * bytes that died since the block was last this size, so its cost is amortized over the
+ * removals; a key-value shaped store (one key updated over and over, one never) holds about
+ * COMPACT_MIN bytes, not two blocks of dead updates.
  */
 #include <string.h>
 
@@ -71,6 +78,37 @@ static int mem_drop(jr__store *s, size_t i)
     return 0;
 }
 
+#define COMPACT_MIN (64 * 1024)
+
+static int mem_compact(jr__store *s, size_t i)
+{
+    jr__blk *b = &s->blks[i];
+    mblk *m = b->bk;
+    size_t min = COMPACT_MIN < s->block_bytes / 2 ? COMPACT_MIN : s->block_bytes / 2;
+    if (!m || m->len < min || b->live_bytes * 4 > m->len) return 0;
+    /* the active block goes on taking appends: room to grow from */
+    int active = i + 1 == s->nblks;
+    size_t cap = b->live_bytes;
+    if (active && cap < 4096) cap = 4096;
+    uint8_t *d = jr__malloc(s->alloc, cap);
+    if (!d) return JR_ENOMEM;
+    size_t off = 0;
+    jr__seqcur c;
+    /* seqs increase with block ids: the block's live messages are the entries in its range */
+    for (jr__ent *e = jr__seqidx_ceil(&s->idx, b->first, &c); e && e->seq <= b->last;
+         e = jr__seqidx_next(&s->idx, &c)) {
+        if (e->blk != b->id) continue;
+        memcpy(d + off, m->data + e->off, e->len);
+        e->off = (uint32_t)off;
+        off += e->len;
+    }
+    jr__free(s->alloc, m->data);
+    m->data = d;
+    m->len = off;
+    m->cap = cap;
+    return 0;
+}
+
 static int mem_carry(jr__store *s, size_t i)
 {
     (void)s;
@@ -120,6 +158,7 @@ static const jr__store_backend mem_backend = {
     .read = mem_read,
     .drop = mem_drop,
     .carry = mem_carry,
+    .compact = mem_compact,
     .unlink = mem_drop,
     .erase = mem_erase,
     .flush = mem_flush,

@@ -7,12 +7,14 @@
 #include <string.h>
 
 #include "store_int.h"
-#include "subject.h"
+#include "util/subject.h"
 #include "util/alloc.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Small helpers
  */
+
+_Static_assert(JR__SUBJECT_MAX <= JR__SREC_SUBJ_MAX, "a valid subject fits a record's subject");
 
 int jr__store_fail(jr__store *s, int code, const char *fmt, ...)
 {
@@ -32,41 +34,21 @@ static int wfail(jr__store *s, int rc)
     return rc;
 }
 
+/* The entry of live message seq, or NULL. */
 static inline jr__ent *ent(const jr__store *s, uint64_t seq)
 {
-    if (seq < s->base || seq - s->base >= s->n) return NULL;
-    return &s->ents[s->head + (size_t)(seq - s->base)];
+    return jr__seqidx_find(&s->idx, seq);
 }
 
 static inline uint64_t first_seq(const jr__store *s)
 {
-    return s->n ? s->base : s->last_seq + 1;
+    const jr__ent *e = jr__seqidx_first(&s->idx);
+    return e ? e->seq : s->last_seq + 1;
 }
 
 int jr__store_live(const jr__store *s, uint64_t seq)
 {
-    const jr__ent *e = ent(s, seq);
-    return e && e->len;
-}
-
-#define ENTS_MIN 8
-
-static int push_ent(jr__store *s, const jr__ent *e)
-{
-    if (s->head + s->n == s->cap) {
-        if (s->head > s->cap / 2) {
-            memmove(s->ents, s->ents + s->head, s->n * sizeof *s->ents);
-            s->head = 0;
-        } else {
-            size_t ncap = s->cap ? s->cap * 2 : ENTS_MIN; /* small streams stay small */
-            jr__ent *v = jr__realloc(s->alloc, s->ents, ncap * sizeof *v);
-            if (!v) return JR_ENOMEM;
-            s->ents = v;
-            s->cap = ncap;
-        }
-    }
-    s->ents[s->head + s->n++] = *e;
-    return 0;
+    return ent(s, seq) != NULL;
 }
 
 int jr__store_blk_add(jr__store *s, uint32_t id)
@@ -228,52 +210,34 @@ static int tomb_del(jr__store *s, uint64_t lo, uint64_t hi)
  * Removing one message
  */
 
-/* Finds the highest live seq of subject id below `below` (at least subj->first). */
-static uint64_t subj_prev(const jr__store *s, uint32_t id, uint64_t below, uint64_t floor)
-{
-    for (uint64_t q = below - 1; q >= floor && q >= s->base; q--) {
-        const jr__ent *e = ent(s, q);
-        if (e->len && e->subj == id) return q;
-    }
-    return 0;
-}
-
 /* Removes live message seq. tomb: write a tombstone for it unless it is the front (whose removal
  * is recorded lazily by tomb_front). Drops its block if that became empty. */
 static int remove_msg(jr__store *s, uint64_t seq, int tomb)
 {
-    jr__ent *e = ent(s, seq);
-    uint32_t id = e->subj, blkid = e->blk;
+    jr__seqcur c;
+    jr__ent *e = jr__seqidx_find_cur(&s->idx, seq, &c);
+    uint32_t id = e->subj, blkid = e->blk, len = e->len;
+    uint64_t prev = e->prev, next = e->next;
+    int front = seq == first_seq(s);
     jr__subj *sj = jr__subjidx_get(&s->subjects, id);
 
     s->msgs--;
-    s->bytes -= e->len;
-    e->len = 0;
+    s->bytes -= len;
+    jr__seqidx_remove_at(&s->idx, &c); /* e is gone */
 
+    /* unlink it from its subject's chain */
+    if (prev) ent(s, prev)->next = next;
+    if (next) ent(s, next)->prev = prev;
     if (--sj->count == 0) {
         jr__subjidx_release(&s->subjects, id);
     } else {
-        if (seq == sj->first) {
-            uint64_t q = e->next;
-            while (q) {
-                const jr__ent *f = ent(s, q);
-                if (f->len) break;
-                q = f->next;
-            }
-            sj->first = q;
-        }
-        if (seq == sj->last) sj->last = subj_prev(s, id, seq, sj->first);
+        if (seq == sj->first) sj->first = next;
+        if (seq == sj->last) sj->last = prev;
     }
 
     int rc = 0;
-    if (seq == s->base) {
-        while (s->n && s->ents[s->head].len == 0) {
-            s->head++;
-            s->n--;
-            s->base++;
-        }
-        if (s->n == 0) s->head = 0;
-        ranges_trim(s, s->base);
+    if (front) {
+        ranges_trim(s, first_seq(s));
     } else {
         rc = ranges_add(s, seq, seq);
         if (!rc && tomb) rc = tomb_del(s, seq, seq);
@@ -283,6 +247,8 @@ static int remove_msg(jr__store *s, uint64_t seq, int tomb)
     if (bi != SIZE_MAX) {
         jr__blk *b = &s->blks[bi];
         b->live--;
+        b->live_bytes -= len;
+        if (b->live && s->bk->compact) (void)s->bk->compact(s, bi);
         if (b->live == 0 && bi + 1 < s->nblks && !s->loading && !s->marked) {
             /* the dropped block may hold the only proof of last_seq: write the front mark */
             int rc2 = tomb_front(s);
@@ -301,7 +267,7 @@ static int remove_msg(jr__store *s, uint64_t seq, int tomb)
 /* Removes the first live message (discard old). */
 static int remove_first(jr__store *s)
 {
-    return remove_msg(s, s->base, 1);
+    return remove_msg(s, first_seq(s), 1);
 }
 
 static int expired(const jr__store *s, int64_t ts, int64_t now)
@@ -312,7 +278,7 @@ static int expired(const jr__store *s, int64_t ts, int64_t now)
 static int expire_upto(jr__store *s, int64_t now)
 {
     int rc = 0;
-    while (!rc && s->n && expired(s, s->ents[s->head].ts, now)) rc = remove_first(s);
+    while (!rc && s->msgs && expired(s, jr__seqidx_first(&s->idx)->ts, now)) rc = remove_first(s);
     return rc;
 }
 
@@ -321,7 +287,7 @@ static int enforce_size(jr__store *s)
 {
     int rc = 0;
     if (s->lim.discard != JR__DISCARD_OLD) return 0;
-    while (!rc && s->n &&
+    while (!rc && s->msgs &&
            ((s->lim.max_msgs && s->msgs > s->lim.max_msgs) ||
             (s->lim.max_bytes && s->bytes > s->lim.max_bytes)))
         rc = remove_first(s);
@@ -359,20 +325,21 @@ static int enforce_all(jr__store *s)
 static int index_msg(jr__store *s, uint64_t seq, int64_t ts, uint32_t id, uint32_t blk,
                      uint32_t off, uint32_t len)
 {
-    jr__ent e = {.ts = ts, .next = 0, .blk = blk, .off = off, .len = len, .subj = id};
-    if (s->n == 0) {
-        s->base = seq;
-        s->head = 0;
-    }
-    int rc = push_ent(s, &e);
-    if (rc) return rc;
     jr__subj *sj = jr__subjidx_get(&s->subjects, id);
-    if (sj->count == 0) {
+    jr__ent e = {.seq = seq,
+                 .ts = ts,
+                 .prev = sj->count ? sj->last : 0,
+                 .next = 0,
+                 .blk = blk,
+                 .off = off,
+                 .len = len,
+                 .subj = id};
+    int rc = jr__seqidx_push(&s->idx, &e);
+    if (rc) return rc;
+    if (sj->count == 0)
         sj->first = seq;
-    } else {
-        jr__ent *prev = ent(s, sj->last);
-        prev->next = seq;
-    }
+    else
+        ent(s, sj->last)->next = seq;
     sj->last = seq;
     sj->count++;
     s->msgs++;
@@ -384,31 +351,26 @@ static int index_msg(jr__store *s, uint64_t seq, int64_t ts, uint32_t id, uint32
     if (bi != SIZE_MAX) {
         jr__blk *b = &s->blks[bi];
         b->live++;
+        b->live_bytes += len;
         if (!b->first) b->first = seq;
         b->last = seq;
     }
     return 0;
 }
 
-/* Fills seqs last_seq+1 .. upto with deleted entries (or moves base if empty). */
+/* Makes seqs last_seq+1 .. upto deleted ones: one range (none if the store is empty: then
+ * first_seq simply moves to upto + 1). */
 static int index_gap(jr__store *s, uint64_t upto)
 {
     if (upto <= s->last_seq) return 0;
-    if (s->n == 0) {
-        s->last_seq = upto;
-        s->base = upto + 1;
-        s->last_ts = 0;
-        return 0;
-    }
     uint64_t lo = s->last_seq + 1;
-    jr__ent e = {0};
-    for (uint64_t q = lo; q <= upto; q++) {
-        int rc = push_ent(s, &e);
+    if (s->msgs) {
+        int rc = ranges_add(s, lo, upto);
         if (rc) return rc;
     }
     s->last_seq = upto;
     s->last_ts = 0;
-    return ranges_add(s, lo, upto);
+    return 0;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -421,14 +383,12 @@ static int load_del(jr__store *s, uint64_t lo, uint64_t hi)
         int rc = index_gap(s, hi);
         if (rc) return rc;
     }
-    for (uint64_t q = lo; q <= hi && s->n; q++) {
-        if (q < s->base) q = s->base; /* removing the front moves base past deleted seqs */
-        const jr__ent *e = ent(s, q);
-        if (!e || q > hi) break;
-        if (e->len) {
-            int rc = remove_msg(s, q, 0);
-            if (rc) return rc;
-        }
+    jr__seqcur c;
+    for (const jr__ent *e = jr__seqidx_ceil(&s->idx, lo, &c); e && e->seq <= hi;
+         e = jr__seqidx_ceil(&s->idx, lo, &c)) {
+        lo = e->seq + 1; /* removal moves entries: look the next one up again */
+        int rc = remove_msg(s, e->seq, 0);
+        if (rc) return rc;
     }
     return 0;
 }
@@ -556,7 +516,7 @@ static int drop_empty(jr__store *s)
 static int check_mark(jr__store *s)
 {
     if (!s->ld) {
-        if (s->last_seq || s->n)
+        if (s->last_seq || s->msgs)
             return jr__store_fail(s, JR_ECORRUPT, "%s: records without a mark", s->name);
         return 0;
     }
@@ -587,7 +547,7 @@ int jr__store_open(const jr__store_config *cfg, jr__store **out, char *errmsg, s
     s->alloc = cfg->alloc;
     memcpy(s->name, cfg->name, nl + 1);
     s->lim = cfg->limits;
-    s->base = 1;
+    jr__seqidx_init(&s->idx, cfg->alloc);
     jr__subjidx_init(&s->subjects, cfg->alloc);
     s->marked = cfg->marked && cfg->kind == JR__STORE_FILE;
     int rc = 0;
@@ -636,7 +596,7 @@ int jr__store_close(jr__store *s)
         s->bk = NULL;
     }
     jr__subjidx_free(&s->subjects);
-    jr__free(s->alloc, s->ents);
+    jr__seqidx_free(&s->idx);
     jr__free(s->alloc, s->ranges);
     jr__free(s->alloc, s->blks);
     loaded_free(s);
@@ -659,7 +619,7 @@ int jr__store_append(jr__store *s, uint64_t expect, const char *subject, size_t 
     if (expect != s->last_seq + 1)
         return jr__store_fail(s, JR__ESTORE_SEQ, "expected seq %llu, store is at %llu",
                               (unsigned long long)expect, (unsigned long long)s->last_seq);
-    if (subject_len > JR__SREC_SUBJ_MAX || !jr__subject_valid(subject, subject_len, 0))
+    if (!jr__subject_valid(subject, subject_len, 0)) /* also bounds it: JR__SUBJECT_MAX */
         return jr__store_fail(s, JR_EINVAL, "invalid subject");
     if ((hdr_len && !hdr) || (data_len && !data)) return JR_EINVAL;
     if (hdr_len > JR__SREC_MAX || data_len > JR__SREC_MAX ||
@@ -755,8 +715,6 @@ int jr__store_reset(jr__store *s, uint64_t first)
     if (s->bk->persistent)
         return jr__store_fail(s, JR_ENOTSUP, "cannot reset a file store to an earlier seq");
     s->last_seq = first - 1;
-    s->base = first;
-    s->head = s->n = 0;
     s->nranges = 0;
     s->ndeleted = 0;
     s->durable = s->last_seq;
@@ -794,7 +752,7 @@ static int fill(jr__store *s, uint64_t seq, const jr__ent *e, jr__store_msg *out
 int jr__store_get(jr__store *s, uint64_t seq, jr__store_msg *out)
 {
     const jr__ent *e = ent(s, seq);
-    if (!e || !e->len) return JR_ENOTFOUND;
+    if (!e) return JR_ENOTFOUND;
     return fill(s, seq, e, out);
 }
 
@@ -823,48 +781,49 @@ static int match_id(const jr__store *s, matcher *m, uint32_t id)
 
 int jr__store_get_last(jr__store *s, const char *f, size_t fn, jr__store_msg *out)
 {
-    if (s->n == 0) return JR_ENOTFOUND;
-    if (!is_all(f, fn) && jr__subject_literal(f, fn)) {
+    if (s->msgs == 0) return JR_ENOTFOUND;
+    int all = is_all(f, fn);
+    if (!all && jr__subject_literal(f, fn)) {
         uint32_t id = jr__subjidx_find(&s->subjects, f, fn);
         if (!id) return JR_ENOTFOUND;
         uint64_t q = jr__subjidx_get(&s->subjects, id)->last;
         return fill(s, q, ent(s, q), out);
     }
-    int all = is_all(f, fn);
+    /* a wildcard: the live messages from the newest back */
     matcher m = {f, fn, 0, 0};
-    for (uint64_t q = s->last_seq; q >= s->base; q--) {
-        const jr__ent *e = ent(s, q);
-        if (e->len && (all || match_id(s, &m, e->subj))) return fill(s, q, e, out);
-    }
+    jr__seqcur c;
+    for (const jr__ent *e = jr__seqidx_floor(&s->idx, s->last_seq, &c); e;
+         e = jr__seqidx_prev(&s->idx, &c))
+        if (all || match_id(s, &m, e->subj)) return fill(s, e->seq, e, out);
     return JR_ENOTFOUND;
 }
 
 /* The first live seq >= from matching the filter, or 0. */
 static uint64_t next_seq(const jr__store *s, uint64_t from, const char *f, size_t fn)
 {
-    if (from < s->base) from = s->base;
-    if (s->n == 0 || from > s->last_seq) return 0;
+    jr__seqcur c;
+    if (s->msgs == 0 || from > s->last_seq) return 0;
     if (is_all(f, fn)) {
-        for (uint64_t q = from; q <= s->last_seq; q++)
-            if (ent(s, q)->len) return q;
-        return 0;
+        const jr__ent *e = jr__seqidx_ceil(&s->idx, from, &c);
+        return e ? e->seq : 0;
     }
     if (jr__subject_literal(f, fn)) {
         uint32_t id = jr__subjidx_find(&s->subjects, f, fn);
         if (!id) return 0;
         const jr__subj *sj = jr__subjidx_get(&s->subjects, id);
         if (from <= sj->first) return sj->first;
-        for (uint64_t q = from; q <= sj->last; q++) {
-            const jr__ent *e = ent(s, q);
-            if (e->len && e->subj == id) return q;
-        }
+        if (from > sj->last) return 0;
+        /* iterating (from = the previous answer + 1): its chain link is the answer */
+        const jr__ent *e = ent(s, from - 1);
+        if (e && e->subj == id) return e->next;
+        for (e = jr__seqidx_ceil(&s->idx, from, &c); e && e->seq <= sj->last;
+             e = jr__seqidx_next(&s->idx, &c))
+            if (e->subj == id) return e->seq;
         return 0;
     }
     matcher m = {f, fn, 0, 0};
-    for (uint64_t q = from; q <= s->last_seq; q++) {
-        const jr__ent *e = ent(s, q);
-        if (e->len && match_id(s, &m, e->subj)) return q;
-    }
+    for (const jr__ent *e = jr__seqidx_ceil(&s->idx, from, &c); e; e = jr__seqidx_next(&s->idx, &c))
+        if (match_id(s, &m, e->subj)) return e->seq;
     return 0;
 }
 
@@ -883,7 +842,7 @@ int jr__store_delete(jr__store *s, uint64_t seq, int erase)
 {
     if (s->failed) return s->failed;
     const jr__ent *e = ent(s, seq);
-    if (!e || !e->len) return JR_ENOTFOUND;
+    if (!e) return JR_ENOTFOUND;
     if (erase && s->marked) {
         /* a rollback to the last mark may need the bytes: overwrite them after the next one */
         jr__store_erases *w = s->erases;
@@ -931,37 +890,47 @@ int jr__store_purge(jr__store *s, const jr__purge *p, uint64_t *purged)
     int all = is_all(p->filter, p->filter_len);
     if (!all && !jr__subject_valid(p->filter, p->filter_len, 1))
         return jr__store_fail(s, JR_EINVAL, "purge: invalid subject filter");
-    if (s->n == 0) return 0;
+    if (s->msgs == 0) return 0;
 
     /* upto: the highest seq that may be removed */
     uint64_t upto = s->last_seq;
     if (p->seq) {
-        if (p->seq <= s->base) return 0;
+        if (p->seq <= first_seq(s)) return 0;
         upto = p->seq - 1 < s->last_seq ? p->seq - 1 : s->last_seq;
     } else if (p->keep) {
-        uint64_t seen = 0, q;
-        matcher m = {p->filter, p->filter_len, 0, 0};
-        for (q = s->last_seq; q >= s->base; q--) {
-            const jr__ent *e = ent(s, q);
-            if (e->len && (all || match_id(s, &m, e->subj)) && ++seen == p->keep) break;
+        uint64_t seen = 0, kept = 0;
+        if (!all && jr__subject_literal(p->filter, p->filter_len)) {
+            /* the subject's chain from its newest back */
+            uint32_t id = jr__subjidx_find(&s->subjects, p->filter, p->filter_len);
+            if (!id) return 0;
+            for (uint64_t q = jr__subjidx_get(&s->subjects, id)->last; q; q = ent(s, q)->prev)
+                if (++seen == p->keep) {
+                    kept = q;
+                    break;
+                }
+        } else {
+            matcher m = {p->filter, p->filter_len, 0, 0};
+            jr__seqcur c;
+            for (const jr__ent *e = jr__seqidx_floor(&s->idx, s->last_seq, &c); e;
+                 e = jr__seqidx_prev(&s->idx, &c))
+                if ((all || match_id(s, &m, e->subj)) && ++seen == p->keep) {
+                    kept = e->seq;
+                    break;
+                }
         }
-        if (q < s->base || seen < p->keep) return 0;
-        upto = q - 1;
+        if (!kept) return 0;
+        upto = kept - 1;
     }
 
     int rc = 0;
     if (all) {
-        if (upto >= s->base) {
+        if (upto >= first_seq(s)) {
             /* DEL [1, upto]: also covers front removals not yet tombstoned */
             rc = tomb_del(s, 1, upto);
             if (!rc && upto > s->front_done && s->bk->persistent) s->front_done = upto;
-            for (uint64_t q = s->base; !rc && s->n && q <= upto; q++) {
-                if (q < s->base) q = s->base;
-                const jr__ent *e = ent(s, q);
-                if (e && e->len && q <= upto) {
-                    rc = remove_msg(s, q, 0);
-                    count++;
-                }
+            while (!rc && s->msgs && first_seq(s) <= upto) {
+                rc = remove_msg(s, first_seq(s), 0);
+                count++;
             }
         }
     } else if (jr__subject_literal(p->filter, p->filter_len)) {
@@ -1002,11 +971,11 @@ void jr__store_state_get(const jr__store *s, jr__store_state *o)
     o->msgs = s->msgs;
     o->bytes = s->bytes;
     o->first_seq = first_seq(s);
-    o->first_ts = s->n ? s->ents[s->head].ts : 0;
+    o->first_ts = s->msgs ? jr__seqidx_first(&s->idx)->ts : 0;
     o->last_seq = s->last_seq;
     o->last_ts = s->last_ts;
     o->num_subjects = s->subjects.live;
-    o->num_deleted = s->n ? s->ndeleted : 0;
+    o->num_deleted = s->msgs ? s->ndeleted : 0;
 }
 
 uint64_t jr__store_subject_count(const jr__store *s, const char *subject, size_t len)
@@ -1017,7 +986,7 @@ uint64_t jr__store_subject_count(const jr__store *s, const char *subject, size_t
 
 const jr__seq_range *jr__store_deleted(const jr__store *s, size_t *n)
 {
-    *n = s->n ? s->nranges : 0;
+    *n = s->msgs ? s->nranges : 0;
     return s->ranges;
 }
 
@@ -1033,33 +1002,17 @@ int jr__store_sync(jr__store *s)
 
 /* Gives back the capacity of the seq index and the delete ranges beyond twice what they hold
  * (a stream that once held many messages keeps none of that), and the subject index if no
- * subject is left (deleted entries keep stale subject ids, never read). A failed realloc keeps
- * the old. */
+ * subject is left. A failed realloc keeps the old. */
 static void shrink_index(jr__store *s)
 {
     jr__subjidx_trim(&s->subjects);
-    if (!s->n) {
-        jr__free(s->alloc, s->ents);
-        s->ents = NULL;
-        s->head = s->cap = 0;
-    }
+    jr__seqidx_shrink(&s->idx);
     if (!s->nranges) {
         jr__free(s->alloc, s->ranges);
         s->ranges = NULL;
         s->rcap = 0;
     }
-    size_t want = ENTS_MIN;
-    while (want < s->n) want *= 2;
-    if (s->cap > 2 * want) {
-        if (s->head) memmove(s->ents, s->ents + s->head, s->n * sizeof *s->ents);
-        s->head = 0;
-        jr__ent *v = jr__realloc(s->alloc, s->ents, want * sizeof *v);
-        if (v) {
-            s->ents = v;
-            s->cap = want;
-        }
-    }
-    want = 16;
+    size_t want = 16;
     while (want < s->nranges) want *= 2;
     if (s->rcap > 2 * want) {
         jr__seq_range *v = jr__realloc(s->alloc, s->ranges, want * sizeof *v);

@@ -160,8 +160,9 @@ int jr__store_close(jr__store *s);
 void jr__store_abandon(jr__store *s);
 
 /* Appends a message as seq `expect` (must equal last_seq + 1, else JR__ESTORE_SEQ) with
- * timestamp ts (ns). subject must be a valid literal subject (JR_EINVAL otherwise). Enforces the
- * limits (see above), then stores. *seq (may be NULL) gets the new seq. */
+ * timestamp ts (ns). subject must be a valid literal subject (util/subject.h: at most
+ * JR__SUBJECT_MAX bytes; JR_EINVAL otherwise). Enforces the limits (see above), then stores.
+ * *seq (may be NULL) gets the new seq. */
 int jr__store_append(jr__store *s, uint64_t expect, const char *subject, size_t subject_len,
                      const void *hdr, size_t hdr_len, const void *data, size_t data_len, int64_t ts,
                      uint64_t *seq);
@@ -179,7 +180,7 @@ int jr__store_reset(jr__store *s, uint64_t first_seq);
 int jr__store_get(jr__store *s, uint64_t seq, jr__store_msg *out);
 
 /* The newest live message whose subject matches filter (literal: O(1); wildcards: a backward
- * scan). JR_ENOTFOUND if none. */
+ * scan of the live messages). JR_ENOTFOUND if none. */
 int jr__store_get_last(jr__store *s, const char *filter, size_t filter_len, jr__store_msg *out);
 
 /* The first live message with seq >= from whose subject matches filter (NULL or ">": any).

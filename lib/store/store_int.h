@@ -1,47 +1,41 @@
 /*
  * store_int — the store core's internals, shared with its two backends (mem.c, file.c).
  *
- * The core owns the sequence index (one jr__ent per seq in [base, last_seq]), the per-subject
+ * The core owns the sequence index (seqidx.h: one jr__ent per live message), the per-subject
  * index, the interior-delete ranges, the block table and the counters. A backend owns where the
  * bytes of records live, behind jr__store_backend. Records are placed in blocks (ids increase
  * with time, seqs increase with ids); the core counts live messages per block and asks the
  * backend to drop a block once it holds none and is not the active one.
  *
  * Invariants:
- *  - ents[i] describes seq base + i; base == first_seq (first live seq) or last_seq + 1 if
- *    empty. A deleted entry has len == 0; ent.next links the live-or-deleted entries of one
- *    subject in seq order (0 ends the chain); a subject's chain from subj.first reaches every live
- *    message of that subject.
- *  - msgs, bytes, per-block live counts and per-subject counts always agree with the entries.
- *  - ranges holds exactly the deleted seqs in (first_seq, last_seq), merged.
+ *  - idx holds exactly the live messages; first_seq is the first entry's seq, or last_seq + 1
+ *    when idx is empty. Entry prev/next link the live messages of one subject in seq order (0
+ *    ends the chain), from subj.first to subj.last; so a subject's first, last and count, and
+ *    its neighbours of any of its messages, are found without scanning.
+ *  - msgs (== idx.count), bytes, per-block live counts and bytes, and per-subject counts always
+ *    agree with the entries.
+ *  - ranges holds exactly the deleted seqs in (first_seq, last_seq], merged.
  */
 #ifndef JR_STORE_STORE_INT_H
 #define JR_STORE_STORE_INT_H
 
+#include "seqidx.h"
 #include "srecord.h"
 #include "store.h"
 #include "subjidx.h"
 
-typedef struct jr__ent {
-    int64_t ts;
-    uint64_t next; /* next seq of the same subject, 0: none */
-    uint32_t blk;  /* block id */
-    uint32_t off;  /* offset of the record in the block's plaintext */
-    uint32_t len;  /* record length; 0: deleted */
-    uint32_t subj; /* subject id */
-} jr__ent;
-
 typedef struct jr__blk {
     uint32_t id;
-    uint8_t doomed;    /* marked store: to be removed once the mark being written is durable */
-    uint8_t kind;      /* backend's: the file store's block format (JR__BLK_OPEN/SEALED) */
-    uint8_t flags;     /* backend's: the file store's JR__BLKF_* of the block file */
-    uint64_t live;     /* live messages */
-    uint64_t first;    /* lowest seq of a message written to it (0: none yet) */
-    uint64_t last;     /* highest seq of a message written to it */
-    uint64_t tomb_lo;  /* lowest seq a tombstone in it may refer to; UINT64_MAX: none */
-    uint64_t mark_key; /* highest key of a mark in it (0: none) */
-    void *bk;          /* backend's per-block data (file store: NULL, or a sealed block's index) */
+    uint8_t doomed;      /* marked store: to be removed once the mark being written is durable */
+    uint8_t kind;        /* backend's: the file store's block format (JR__BLK_OPEN/SEALED) */
+    uint8_t flags;       /* backend's: the file store's JR__BLKF_* of the block file */
+    uint64_t live;       /* live messages */
+    uint64_t live_bytes; /* their record bytes */
+    uint64_t first;      /* lowest seq of a message written to it (0: none yet) */
+    uint64_t last;       /* highest seq of a message written to it */
+    uint64_t tomb_lo;    /* lowest seq a tombstone in it may refer to; UINT64_MAX: none */
+    uint64_t mark_key;   /* highest key of a mark in it (0: none) */
+    void *bk; /* backend's per-block data (file store: NULL, or a sealed block's index) */
 } jr__blk;
 
 /* Where a record lies (block id, plaintext offset, length). */
@@ -81,6 +75,9 @@ typedef struct jr__store_backend {
      * blocks not doomed still need; unlink (once a later mark is durable) removes it. */
     int (*carry)(jr__store *s, size_t i);
     int (*unlink)(jr__store *s, size_t i);
+    /* Optional (NULL: none): block at index i just lost a live message and still has some; the
+     * backend may move its live records (setting their entries' off). Best effort. */
+    int (*compact)(jr__store *s, size_t i);
     /* Overwrite the content of the record at (blk, off, len). */
     int (*erase)(jr__store *s, uint32_t blk, uint32_t off, uint32_t len);
     /* Write buffered records; with sync, make them durable. */
@@ -98,9 +95,7 @@ struct jr__store {
     uint64_t block_bytes;
 
     /* sequence index */
-    jr__ent *ents;
-    size_t head, n, cap; /* ents[head .. head+n) are seqs base .. base+n-1 */
-    uint64_t base;
+    jr__seqidx idx;
     uint64_t last_seq;
     int64_t last_ts;
     uint64_t msgs, bytes;

@@ -5,8 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "stream/subject.h"
+#include "stream/subject_index.h"
 #include "util/abi.h"
+#include "util/subject.h"
 
 void jr_stream_config_init_size(jr_stream_config *cfg, size_t size)
 {
@@ -116,17 +117,16 @@ static int check_subjects(const jr_stream_config *c, char *msg, size_t msglen)
             return jr__stream_config_fail(msg, msglen,
                                           "subjects[%zu]: \">\" would capture every subject", i);
     }
-    for (size_t i = 0; i < c->nsubjects; i++) {
-        for (size_t j = 0; j < i; j++) {
-            if (strcmp(c->subjects[i], c->subjects[j]) == 0)
-                return jr__stream_config_fail(
-                    msg, msglen, "subjects[%zu]: duplicate subject \"%.64s\"", i, c->subjects[i]);
-            if (jr__subject_overlap(c->subjects[i], c->subjects[j]))
-                return jr__stream_config_fail(msg, msglen,
-                                              "subjects[%zu]: \"%.64s\" overlaps \"%.64s\"", i,
-                                              c->subjects[i], c->subjects[j]);
-        }
-    }
+    size_t i, j;
+    int rc = jr__subject_first_overlap(c->subjects, c->nsubjects, NULL, &i, &j);
+    if (rc && rc != JR_EEXIST) /* not after the loop above; kept for the contract */
+        return jr__stream_config_fail(msg, msglen, "subjects[%zu]: invalid subject", i);
+    if (rc && strcmp(c->subjects[i], c->subjects[j]) == 0)
+        return jr__stream_config_fail(msg, msglen, "subjects[%zu]: duplicate subject \"%.64s\"", i,
+                                      c->subjects[i]);
+    if (rc)
+        return jr__stream_config_fail(msg, msglen, "subjects[%zu]: \"%.64s\" overlaps \"%.64s\"", i,
+                                      c->subjects[i], c->subjects[j]);
     return 0;
 }
 

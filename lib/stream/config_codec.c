@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "stream/config.h"
-#include "stream/subject.h"
+#include "util/subject.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
 

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "store/subject.h"
+#include "util/subject.h"
 #include "stream/fsm.h"
 #include "stream/headers.h"
 #include "util/alloc.h"
@@ -506,12 +506,6 @@ int64_t jr__stream_fsm_clock(const jr__stream_fsm *f)
     return f->clock;
 }
 
-int jr__stream_fsm_recovering(const jr__stream_fsm *f)
-{
-    (void)f;
-    return 0;
-}
-
 int jr__stream_fsm_restoring(const jr__stream_fsm *f)
 {
     return f->restoring;
@@ -525,8 +519,6 @@ void jr__stream_fsm_info_get(const jr__stream_fsm *f, jr__stream_fsm_info *out)
     out->applied = f->applied;
     out->clock = f->clock;
     out->last_seq = f->last_seq;
-    out->horizon = 0;
-    out->recovery_guesses = 0;
     out->durable = jr__stream_fsm_durable(f);
     out->dedup_ids = jr__dedup_count(&f->dedup);
     out->restoring = f->restoring;

@@ -87,7 +87,6 @@
  * ignored, as are snapshots), and every replica that applied the same log is identical to it —
  * no decision is ever re-derived from a store that is ahead of the log. A store with no durable
  * mark opens empty, at index 0. So, for the node:
- *   - after WAL replay nothing is pending: jr__stream_fsm_recovering() is always 0;
  *   - the WAL must keep a stream's entries after jr__stream_fsm_durable() (the last durable
  *     mark; a snapshot taken with jr__stream_fsm_snapshot() is never after it);
  *   - jr__stream_fsm_sync() should run regularly (e.g. at every flush, or every N entries): the
@@ -199,9 +198,6 @@ uint64_t jr__stream_fsm_applied(const jr__stream_fsm *f);
 /* The stream clock: the largest op timestamp applied (0: none yet). The leader's floor for the
  * next stamp (stream/clock.h). */
 int64_t jr__stream_fsm_clock(const jr__stream_fsm *f);
-/* Always 0: the store is never ahead of the applied entries (kept for callers of the former
- * recovery mode; see "Restart"). */
-int jr__stream_fsm_recovering(const jr__stream_fsm *f);
 /* 1 while a restore waits for chunks, else 0. */
 int jr__stream_fsm_restoring(const jr__stream_fsm *f);
 
@@ -212,9 +208,7 @@ typedef struct jr__stream_fsm_info {
     uint64_t applied;          /* index of the last applied entry */
     int64_t clock;             /* the stream clock (ns) */
     uint64_t last_seq;         /* the last seq assigned, as the applied entries say */
-    uint64_t horizon;          /* always 0 (the former recovery mode's target) */
     size_t dedup_ids;          /* msg ids in the duplicate window */
-    uint64_t recovery_guesses; /* always 0: a restart decides nothing without proof */
     uint64_t durable;          /* jr__stream_fsm_durable() */
     int restoring;
     int failed; /* 0 or the local failure */

@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "stream/subject.h"
+#include "util/subject.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
 
@@ -452,4 +452,48 @@ int jr__subject_index_replace(jr__subject_index *ix, const char *const *old, siz
         if (!kept) (void)jr__subject_index_remove(ix, old[i], owner);
     }
     return 0;
+}
+
+/* The first k whose pattern overlaps an earlier one, by the token tree: 0 (none), JR_EEXIST
+ * (*i = k), JR_EINVAL (*i = k) or JR_ENOMEM. */
+static int first_overlap_tree(const char *const *v, size_t n, const jr_allocator *a, size_t *i)
+{
+    jr__subject_index ix;
+    jr__subject_index_init(&ix, a);
+    int rc = 0;
+    size_t k;
+    for (k = 0; k < n && !rc; k++) {
+        /* owner k + 1: every earlier pattern belongs to another owner, so any overlap conflicts */
+        rc = jr__subject_index_exact(&ix, v[k])
+                 ? JR_EEXIST
+                 : jr__subject_index_insert(&ix, v[k], (void *)(uintptr_t)(k + 1), NULL);
+    }
+    if (rc) *i = k - 1;
+    jr__subject_index_free(&ix);
+    return rc;
+}
+
+int jr__subject_first_overlap(const char *const *v, size_t n, const jr_allocator *a, size_t *i,
+                              size_t *j)
+{
+    size_t k = 0;
+    int rc = first_overlap_tree(v, n, a, &k);
+    if (rc == JR_ENOMEM) {
+        /* the same answer without memory: pairwise */
+        rc = 0;
+        for (k = 0; k < n && !rc; k++) {
+            if (!jr__subject_valid_pattern(v[k])) rc = JR_EINVAL;
+            for (size_t m = 0; m < k && !rc; m++)
+                if (jr__subject_overlap(v[k], v[m])) rc = JR_EEXIST;
+        }
+        if (rc) k--;
+    }
+    if (!rc) return 0;
+    *i = k;
+    if (rc == JR_EEXIST) {
+        size_t m = 0;
+        while (!jr__subject_overlap(v[k], v[m])) m++; /* the earliest it overlaps */
+        *j = m;
+    }
+    return rc;
 }

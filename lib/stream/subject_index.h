@@ -73,6 +73,18 @@ int jr__subject_index_replace(jr__subject_index *ix, const char *const *old, siz
                               const char *const *new_patterns, size_t nnew, void *owner,
                               void **conflict);
 
+/* Whether any two of the n valid patterns v[] overlap (match a common literal subject; equal
+ * patterns overlap), without comparing them pairwise: each pattern is checked against a token
+ * tree of those before it, so the cost is near-linear in the total length for the subject lists
+ * streams have (it grows only with the "*" branches a pattern's wildcards can reach).
+ * 0: none overlap. JR_EEXIST: v[*i] is the first pattern that overlaps an earlier one, and
+ * v[*j] is the earliest one it overlaps. JR_EINVAL: v[*i] is the first invalid pattern (none
+ * before it overlap). The tree is temporary (allocated through a, freed before returning); if
+ * memory runs out the patterns are compared pairwise instead, with the same answer, so the
+ * result depends on the patterns alone (replicas validating the same config agree). */
+int jr__subject_first_overlap(const char *const *v, size_t n, const jr_allocator *a, size_t *i,
+                              size_t *j);
+
 /* The owner whose pattern matches the literal subject, or NULL if none does or the subject is
  * not a valid literal subject. Never allocates. */
 void *jr__subject_index_lookup(const jr__subject_index *ix, const char *subject);

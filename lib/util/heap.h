@@ -23,6 +23,8 @@
 typedef struct jr__timer {
     uint64_t deadline;
     size_t slot; /* SIZE_MAX when not armed */
+    /* What the heap's owner runs when the timer is due (ctx is the owner's: the node). */
+    void (*fire)(void *ctx, struct jr__timer *t);
 } jr__timer;
 
 typedef struct jr__heap_item {
@@ -39,10 +41,11 @@ typedef struct jr__heap {
 
 void jr__heap_init(jr__heap *h, const jr_allocator *a);
 void jr__heap_free(jr__heap *h);
-static inline void jr__timer_init(jr__timer *t)
+static inline void jr__timer_init(jr__timer *t, void (*fire)(void *ctx, jr__timer *t))
 {
     t->deadline = 0;
     t->slot = SIZE_MAX;
+    t->fire = fire;
 }
 static inline int jr__timer_armed(const jr__timer *t)
 {

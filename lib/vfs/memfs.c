@@ -11,6 +11,7 @@
 #include "vfs/memfs.h"
 #include "vfs/image.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/alloc.h"
@@ -832,4 +833,221 @@ void jr__memfs_set_capacity(jr_vfs *vfs, uint64_t bytes)
 void jr__memfs_stats_get(const jr_vfs *vfs, jr__memfs_stats *out)
 {
     *out = ((const memfs *)vfs->ctx)->st;
+}
+
+int jr__memfs_file_size(jr_vfs *vfs, const char *path, uint64_t *out)
+{
+    inode *ino = find_file(M(vfs->ctx), path);
+    *out = ino ? ino->len : 0;
+    return ino ? 0 : JR_ENOTFOUND;
+}
+
+int jr__memfs_delete(jr_vfs *vfs, const char *path)
+{
+    memfs *m = M(vfs->ctx);
+    name *n = lookup(m, path);
+    if (!n || n->is_dir || !n->cur) return JR_ENOTFOUND;
+    bind(m, &n->cur, NULL);
+    bind(m, &n->dur, NULL);
+    unlink_name(m, n);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Walking, saving and restoring the files under a prefix
+ */
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp((*(const name *const *)a)->path, (*(const name *const *)b)->path);
+}
+
+/* The names under prefix that pass keep(), sorted by path, in *out (caller frees). */
+static int collect(memfs *m, const char *prefix, int (*keep)(const name *), name ***out,
+                   size_t *count)
+{
+    size_t cnt = 0, k = 0;
+    for (size_t i = 0; i < m->nbuckets; i++)
+        for (const name *n = m->buckets[i]; n; n = n->next)
+            if (prefixed(n->path, prefix) && keep(n)) cnt++;
+    name **v = jr__calloc(m->alloc, cnt ? cnt : 1, sizeof *v);
+    if (!v) return JR_ENOMEM;
+    for (size_t i = 0; i < m->nbuckets; i++)
+        for (name *n = m->buckets[i]; n; n = n->next)
+            if (prefixed(n->path, prefix) && keep(n)) v[k++] = n;
+    qsort(v, cnt, sizeof *v, cmp_names);
+    *out = v;
+    *count = cnt;
+    return 0;
+}
+
+static int keep_current_file(const name *n)
+{
+    return !n->is_dir && n->cur;
+}
+
+static int keep_durable(const name *n)
+{
+    return n->is_dir || n->dur;
+}
+
+int jr__memfs_walk(jr_vfs *vfs, const char *prefix,
+                   int (*cb)(void *arg, const char *path, uint64_t size), void *arg)
+{
+    memfs *m = M(vfs->ctx);
+    name **v;
+    size_t cnt;
+    int rc = collect(m, prefix, keep_current_file, &v, &cnt);
+    if (rc) return rc;
+    /* copies of the paths and sizes first: cb may change the file system */
+    char **paths = jr__calloc(m->alloc, cnt ? cnt : 1, sizeof *paths);
+    uint64_t *sizes = jr__calloc(m->alloc, cnt ? cnt : 1, sizeof *sizes);
+    if (!paths || !sizes) rc = JR_ENOMEM;
+    for (size_t i = 0; i < cnt && !rc; i++) {
+        sizes[i] = v[i]->cur->len;
+        if (!(paths[i] = jr__strdup(m->alloc, v[i]->path))) rc = JR_ENOMEM;
+    }
+    jr__free(m->alloc, v);
+    for (size_t i = 0; i < cnt && !rc; i++) rc = cb(arg, paths[i], sizes[i]);
+    for (size_t i = 0; paths && i < cnt; i++) jr__free(m->alloc, paths[i]);
+    jr__free(m->alloc, paths);
+    jr__free(m->alloc, sizes);
+    return rc;
+}
+
+typedef struct copy_file {
+    char *path;
+    int is_dir;
+    uint8_t *data;
+    uint64_t len;
+} copy_file;
+
+struct jr__memfs_copy {
+    const jr_allocator *alloc;
+    copy_file *f;
+    size_t n;
+};
+
+void jr__memfs_copy_free(jr__memfs_copy *c)
+{
+    if (!c) return;
+    for (size_t i = 0; i < c->n; i++) {
+        jr__free(c->alloc, c->f[i].path);
+        jr__free(c->alloc, c->f[i].data);
+    }
+    jr__free(c->alloc, c->f);
+    jr__free(c->alloc, c);
+}
+
+/* The bytes of ino as of its last completed sync: its image with the undo log reverted, into a
+ * new buffer. */
+static int durable_bytes(memfs *m, const inode *ino, uint8_t **out, uint64_t *outlen)
+{
+    uint64_t cap = ino->len, len = ino->len;
+    for (size_t i = 0; i < ino->nlog; i++)
+        if (ino->log[i].old_len > cap) cap = ino->log[i].old_len;
+    if (cap > SIZE_MAX) return JR_ENOMEM;
+    uint8_t *b = jr__calloc(m->alloc, 1, cap ? (size_t)cap : 1);
+    if (!b) return JR_ENOMEM;
+    jr__image_read(&ino->img, 0, b, ino->len);
+    for (size_t i = ino->nlog; i > 0; i--) {
+        const undo *u = &ino->log[i - 1];
+        /* both kinds saved the bytes from off on: a shrinking truncate [new length, old length),
+         * a write what it overwrote */
+        if (u->saved_len) memcpy(b + u->off, u->saved, (size_t)u->saved_len);
+        if (u->old_len < len) memset(b + u->old_len, 0, (size_t)(len - u->old_len));
+        len = u->old_len;
+    }
+    *out = b;
+    *outlen = len;
+    return 0;
+}
+
+int jr__memfs_save(jr_vfs *vfs, const char *prefix, jr__memfs_copy **out)
+{
+    memfs *m = M(vfs->ctx);
+    name **v;
+    size_t cnt;
+    *out = NULL;
+    int rc = collect(m, prefix, keep_durable, &v, &cnt);
+    if (rc) return rc;
+    jr__memfs_copy *c = jr__calloc(m->alloc, 1, sizeof *c);
+    if (c) {
+        c->alloc = m->alloc;
+        c->f = jr__calloc(m->alloc, cnt ? cnt : 1, sizeof *c->f);
+    }
+    if (!c || !c->f) rc = JR_ENOMEM;
+    for (size_t i = 0; i < cnt && !rc; i++) {
+        copy_file *f = &c->f[c->n++];
+        f->is_dir = v[i]->is_dir;
+        if (!(f->path = jr__strdup(m->alloc, v[i]->path))) rc = JR_ENOMEM;
+        if (!rc && !f->is_dir) rc = durable_bytes(m, v[i]->dur, &f->data, &f->len);
+    }
+    jr__free(m->alloc, v);
+    if (rc) {
+        jr__memfs_copy_free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+static int keep_any(const name *n)
+{
+    (void)n;
+    return 1;
+}
+
+int jr__memfs_restore(jr_vfs *vfs, const char *prefix, const jr__memfs_copy *c)
+{
+    memfs *m = M(vfs->ctx);
+    int rc = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (!prefixed(c->f[i].path, prefix)) return JR_EINVAL;
+    /* everything that can fail first: the new inodes with their bytes, and their names */
+    inode **nodes = jr__calloc(m->alloc, c->n ? c->n : 1, sizeof *nodes);
+    if (!nodes) return JR_ENOMEM;
+    for (size_t i = 0; i < c->n && !rc; i++) {
+        const copy_file *f = &c->f[i];
+        if (!lookup(m, f->path) && !insert(m, f->path)) rc = JR_ENOMEM;
+        if (rc || f->is_dir) continue;
+        if (!(nodes[i] = inode_new(m, f->path))) {
+            rc = JR_ENOMEM;
+            break;
+        }
+        nodes[i]->refs = 1;
+        if ((rc = jr__image_reserve(&nodes[i]->img, &m->pool, 0, f->len))) break;
+        jr__image_write(&nodes[i]->img, 0, f->data, f->len);
+        set_len(m, nodes[i], f->len);
+    }
+    name **v = NULL;
+    size_t cnt = 0;
+    if (!rc) rc = collect(m, prefix, keep_any, &v, &cnt);
+    if (rc) {
+        for (size_t i = 0; i < c->n; i++) unref(m, nodes[i]);
+        jr__free(m->alloc, nodes);
+        return rc;
+    }
+    /* handles of the files replaced see an I/O error, as after a crash */
+    for (handle *h = m->handles; h; h = h->next)
+        if (prefixed(h->ino->path, prefix)) h->stale = 1;
+    /* every name under prefix goes, except those the copy binds again */
+    for (size_t i = 0; i < cnt; i++) {
+        name *n = v[i];
+        bind(m, &n->cur, NULL);
+        bind(m, &n->dur, NULL);
+        n->is_dir = 0;
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        name *n = lookup(m, c->f[i].path);
+        n->is_dir = c->f[i].is_dir;
+        if (n->is_dir) continue;
+        bind(m, &n->cur, nodes[i]);
+        bind(m, &n->dur, nodes[i]);
+        unref(m, nodes[i]);
+    }
+    for (size_t i = 0; i < cnt; i++)
+        if (!v[i]->is_dir && !v[i]->cur) unlink_name(m, v[i]);
+    jr__free(m->alloc, v);
+    jr__free(m->alloc, nodes);
+    return 0;
 }

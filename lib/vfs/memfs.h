@@ -20,15 +20,18 @@
  *    must still be called. Randomness comes only from the seed, so a run replays exactly.
  *  - Fault injection: bit flips, truncation and zeroing change the current image and are
  *    treated as already on the medium (apply them to synced data, e.g. after a crash, for
- *    predictable results: a later crash may roll back unsynced bytes over them). Scheduled
- *    failures make the n-th future operation of a kind fail with JR_EIO or JR_ENOSPC (or that
- *    and every later one, if sticky) and change nothing, except that a failed sync leaves the
- *    writes unsynced (they are lost at the next crash).
+ *    predictable results: a later crash may roll back unsynced bytes over them); so are
+ *    deleting a file and restoring a saved copy of a directory tree (jr__memfs_save: what a
+ *    crash at that moment would have left). Scheduled failures make the n-th future operation
+ *    of a kind fail with JR_EIO or JR_ENOSPC (or that and every later one, if sticky) and
+ *    change nothing, except that a failed sync leaves the writes unsynced (they are lost at the
+ *    next crash).
  *  - Paths are compared as strings: "a/b" and "a//b" are different names. A file's parent
  *    directory must exist (mkdir) before the file is created, like POSIX.
  *
- * Invariants: every operation is O(length of data) plus a hash lookup, except list (O(names));
- * memory is only through the allocator given at creation; no global state.
+ * Invariants: every operation is O(length of data) plus a hash lookup, except list, walk, save
+ * and restore (O(names) plus the bytes copied); memory is only through the allocator given at
+ * creation; no global state.
  */
 #ifndef JR_VFS_MEMFS_H
 #define JR_VFS_MEMFS_H
@@ -94,6 +97,33 @@ int jr__memfs_zero(jr_vfs *vfs, const char *path, uint64_t off, uint64_t len);
  * jr__memfs_release) — handy for tests that inspect or mutate bytes. */
 int jr__memfs_read_all(jr_vfs *vfs, const char *path, uint8_t **data, size_t *len);
 void jr__memfs_release(jr_vfs *vfs, void *p);
+
+/* The file's current size. 0 or JR_ENOTFOUND. */
+int jr__memfs_file_size(jr_vfs *vfs, const char *path, uint64_t *out);
+/* Removes the file at path (both its current and durable name), as a disk or an operator losing
+ * it would: no handle is affected beyond what remove does, nothing is counted as an operation.
+ * 0 or JR_ENOTFOUND. */
+int jr__memfs_delete(jr_vfs *vfs, const char *path);
+
+/* Calls cb(arg, path, size) for every file whose path starts with prefix (NULL: every file), in
+ * strcmp order of the paths, with its current size; a non-zero return from cb stops the walk and
+ * is returned. Directories are not listed. cb may change the file system (the list is taken
+ * first). 0, JR_ENOMEM, or cb's value. */
+int jr__memfs_walk(jr_vfs *vfs, const char *prefix,
+                   int (*cb)(void *arg, const char *path, uint64_t size), void *arg);
+
+/* A copy of the files and directories under a prefix, as a crash at the moment of the copy would
+ * leave them: every durable name with the bytes its file had at its last completed sync (with
+ * no torn write). It owns its memory (the memfs allocator) and outlives the memfs. */
+typedef struct jr__memfs_copy jr__memfs_copy;
+/* Saves the durable state of everything under prefix (NULL: everything). 0 or JR_ENOMEM. */
+int jr__memfs_save(jr_vfs *vfs, const char *prefix, jr__memfs_copy **out);
+/* Rolls everything under prefix back to c: files and directories not in c are removed, those in
+ * c get its bytes, durable at once (an older disk image put back). Handles open on replaced
+ * files become stale (JR_EIO, as after a crash). 0, JR_EINVAL if c holds a path outside prefix,
+ * or JR_ENOMEM with nothing changed. */
+int jr__memfs_restore(jr_vfs *vfs, const char *prefix, const jr__memfs_copy *c);
+void jr__memfs_copy_free(jr__memfs_copy *c);
 
 /* Schedules a failure: the nth (1 = next) future call of kind op whose path starts with prefix
  * (NULL: any path) fails with err (JR_EIO or JR_ENOSPC, any JR_E* accepted); with sticky, that

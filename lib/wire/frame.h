@@ -28,7 +28,7 @@
  *            bytes [0, 24) (so magic, version, flags, length and both ids are authenticated).
  *
  *   message = type u8 | mflags u8 | payload
- *     type 1..63   Raft message of one group (raft.h enum jr__msg_type; today 1..9);
+ *     type 1..63   Raft message of one group (raft.h enum jr__msg_type; today 1..11);
  *                  payload = group varint (!= 0) | term varint | fields below.
  *                  mflags: raft.h enum jr__msg_flags (bits 0..2); other bits rejected.
  *                  The sender and receiver are the frame's from and to (not repeated).
@@ -56,6 +56,8 @@
  *   SNAP_RESP (8)      bits u8 (bit 0 done, bit 1 reject; others 0) | index varint |
  *                      offset varint
  *   TIMEOUT_NOW (9)    (nothing after the term)
+ *   VOUCH (10)         last_index varint | last_term varint
+ *   VOUCH_RESP (11)    leader u8 (0|1) | last_index varint | last_term varint
  *
  *   NODE_HB (64)       seq varint | n varint | n × (dgroup varint | term varint | commit varint)
  *   NODE_HB_RESP (65)  seq varint | n varint | n × (dgroup varint | term varint | index varint)
@@ -115,8 +117,8 @@
 /* Message types outside raft.h: node-level messages (group 0) use 64..127. */
 #define JR__MSG_GROUP_LAST 63
 #define JR__MSG_NODE_FIRST 64
-#define JR__MSG_NODE_HB 64      /* coalesced heartbeat: groups the sender leads */
-#define JR__MSG_NODE_HB_RESP 65 /* its answer: groups the responder follows */
+#define JR__MSG_NODE_HB 64       /* coalesced heartbeat: groups the sender leads */
+#define JR__MSG_NODE_HB_RESP 65  /* its answer: groups the responder follows */
 #define JR__MSG_NODE_REQUEST 66  /* node-to-node request (rpc.c) */
 #define JR__MSG_NODE_RESPONSE 67 /* its reply */
 #define JR__MSG_NODE_LAST 127
@@ -197,17 +199,14 @@ enum jr__rpc_kind {
 /* Appends a NODE_REQUEST: id != 0, kind in 1..JR__RPC_KIND_MAX (else b->err = JR_EINVAL),
  * payload of len bytes (copied; NULL only with len 0), len <= JR__RPC_MAX_PAYLOAD (else
  * b->err = JR_EMSGSIZE). As for every encoder here, a failure writes nothing. */
-void jr__frame_add_request(jr__buf *b, uint64_t id, uint8_t kind, const void *payload,
-                           size_t len);
+void jr__frame_add_request(jr__buf *b, uint64_t id, uint8_t kind, const void *payload, size_t len);
 /* As jr__frame_add_request with the payload gathered from iovcnt pieces (iovcnt >= 0; a piece
  * of len 0 may have base NULL), so a caller need not assemble it first. */
-void jr__frame_add_requestv(jr__buf *b, uint64_t id, uint8_t kind, const jr_iovec *iov,
-                            int iovcnt);
+void jr__frame_add_requestv(jr__buf *b, uint64_t id, uint8_t kind, const jr_iovec *iov, int iovcnt);
 /* Appends a NODE_RESPONSE: id != 0 (else JR_EINVAL), any status (0 or a JR_E* code by
  * convention), payload as for requests. */
 void jr__frame_add_response(jr__buf *b, uint64_t id, int status, const void *payload, size_t len);
-void jr__frame_add_responsev(jr__buf *b, uint64_t id, int status, const jr_iovec *iov,
-                             int iovcnt);
+void jr__frame_add_responsev(jr__buf *b, uint64_t id, int status, const jr_iovec *iov, int iovcnt);
 /* Exact encoded sizes of such messages in a frame body. */
 size_t jr__frame_request_len(uint64_t id, size_t len);
 size_t jr__frame_response_len(uint64_t id, int status, size_t len);

@@ -5,7 +5,7 @@
 #include "wire/codec.h"
 
 /* A new Raft message type or entry type needs its encoding here (and in frame.h's table). */
-_Static_assert(JR__MSG_TYPE_MAX == 9, "update lib/wire/msg.c for the new message type");
+_Static_assert(JR__MSG_TYPE_MAX == 11, "update lib/wire/msg.c for the new message type");
 _Static_assert(JR__MSG_TYPE_MAX <= JR__MSG_GROUP_LAST, "Raft types must stay below 64");
 _Static_assert(JR__ENTRY_CONFIG == 2, "update lib/wire/msg.c for the new entry type");
 _Static_assert((JR__MF_PREVOTE | JR__MF_TRANSFER | JR__MF_DURABLE) == 7, "new message flag");
@@ -125,6 +125,15 @@ uint8_t *jr__wire_msg_put(uint8_t *p, const jr__msg *m)
         p = jr__wput_varint(p, m->u.snap_resp.index);
         p = jr__wput_varint(p, m->u.snap_resp.offset);
         break;
+    case JR__MSG_VOUCH:
+        p = jr__wput_varint(p, m->u.vouch.last_index);
+        p = jr__wput_varint(p, m->u.vouch.last_term);
+        break;
+    case JR__MSG_VOUCH_RESP:
+        *p++ = m->u.vouch_resp.leader != 0;
+        p = jr__wput_varint(p, m->u.vouch_resp.last_index);
+        p = jr__wput_varint(p, m->u.vouch_resp.last_term);
+        break;
     default: /* JR__MSG_TIMEOUT_NOW: the term says it all */
         break;
     }
@@ -165,6 +174,11 @@ size_t jr__frame_msg_len(const jr__msg *m)
                jr__varint_len(m->u.snap.len) + m->u.snap.len;
     case JR__MSG_SNAP_RESP:
         return n + 1 + jr__varint_len(m->u.snap_resp.index) + jr__varint_len(m->u.snap_resp.offset);
+    case JR__MSG_VOUCH:
+        return n + jr__varint_len(m->u.vouch.last_index) + jr__varint_len(m->u.vouch.last_term);
+    case JR__MSG_VOUCH_RESP:
+        return n + 1 + jr__varint_len(m->u.vouch_resp.last_index) +
+               jr__varint_len(m->u.vouch_resp.last_term);
     default:
         return n;
     }
@@ -261,6 +275,15 @@ int jr__wire_msg_get(jr__rd *r, jr__msg *m, jr__entry *scratch, size_t cap, uint
         break;
     }
     case JR__MSG_TIMEOUT_NOW:
+        break;
+    case JR__MSG_VOUCH:
+        m->u.vouch.last_index = jr__wget_varint(r);
+        m->u.vouch.last_term = jr__wget_varint(r);
+        break;
+    case JR__MSG_VOUCH_RESP:
+        m->u.vouch_resp.leader = jr__wget_bool(r);
+        m->u.vouch_resp.last_index = jr__wget_varint(r);
+        m->u.vouch_resp.last_term = jr__wget_varint(r);
         break;
     default:
         return jr__rd_fail(r);

@@ -18,7 +18,7 @@
 #include "log/record.h"
 #include "log/segment.h"
 #include "node/node.h"
-#include "node/snapfile.h"
+#include "log/snapfile.h"
 #include "raft/raft.h"
 #include "vfs/memfs.h"
 #include "wire/frame.h"

@@ -499,6 +499,14 @@ void h_flush(h_node *nd)
             nd->term = hs.term;
             nd->vote = hs.vote;
             nd->commit = hs.commit;
+            if (nd->hs_n == H_HS_HIST) {
+                memmove(nd->hs_hist, nd->hs_hist + 1, (H_HS_HIST - 1) * sizeof nd->hs_hist[0]);
+                nd->hs_n--;
+            }
+            nd->hs_hist[nd->hs_n][0] = hs.term;
+            nd->hs_hist[nd->hs_n][1] = hs.vote;
+            nd->hs_hist[nd->hs_n][2] = hs.commit;
+            nd->hs_n++;
         }
         jr__raft_persisted(r, h->now, to);
         while (nd->held) {
@@ -532,6 +540,7 @@ void h_init(harness *h, int n, uint64_t seed)
     h->cfg.election_timeout = 100 * H_MS;
     h->cfg.heartbeat_interval = 20 * H_MS;
     h->snap_size = 100;
+    h->no_vouch = getenv("RAFT_NO_VOUCH") && atoi(getenv("RAFT_NO_VOUCH"));
     for (int i = 0; i < n; i++) {
         h_node *nd = &h->nodes[i];
         nd->h = h;
@@ -619,10 +628,112 @@ void h_restart(harness *h, int i)
                  (unsigned long long)jr__raft_last_term(r),
                  (unsigned long long)(nd->has_snap ? nd->snap_index : 0));
     }
+    /* every replica restarted from disk starts unvouched, as the node's are (vouch.c) */
+    if (!h->no_vouch && (nd->dn || nd->has_snap || nd->term))
+        CHECK_RC(h, jr__raft_load_unvouched(r, 0));
     CHECK_RC(h, jr__raft_start(r, h->now));
     nd->last_commit = jr__raft_commit_index(r);
     nd->was_leader_term = -1;
     h_flush(nd);
+}
+
+void h_restart_lost(harness *h, int i, uint64_t cut, int old_hs)
+{
+    h_node *nd = &h->nodes[i];
+    h_crash(h, i);
+    /* the bootstrap entry stays: a replica that lost its whole log would not know its group
+     * (the node knows it from the group's configuration) */
+    uint64_t floor = nd->has_snap ? nd->snap_index : 1;
+    uint64_t last = nd->dn ? disk_last(nd) : nd->dfirst - 1;
+    uint64_t from = last >= floor + cut ? last - cut + 1 : floor + 1;
+    if (nd->dn && from <= last) disk_truncate(nd, from);
+    if (old_hs > 0 && nd->hs_n > 1) {
+        int k = nd->hs_n - 1 - old_hs;
+        if (k < 0) k = 0;
+        nd->term = nd->hs_hist[k][0];
+        nd->vote = nd->hs_hist[k][1];
+        nd->commit = nd->hs_hist[k][2];
+        nd->hs_n = k + 1;
+    }
+    h->lost_tails++;
+    if (getenv("RAFT_TRACE"))
+        fprintf(stderr,
+                "t=%llums node %d restarts with its log cut at %llu, hard state term %llu "
+                "vote %llu commit %llu\n",
+                (unsigned long long)(h->now / H_MS), i, (unsigned long long)(from - 1),
+                (unsigned long long)nd->term, (unsigned long long)nd->vote,
+                (unsigned long long)nd->commit);
+    h_restart(h, i);
+}
+
+static void copy_free(h_copy *c)
+{
+    for (uint64_t k = 0; k < c->dn; k++) free(c->dlog[k].data);
+    free(c->dlog);
+    memset(c, 0, sizeof *c);
+}
+
+static void copy_log(h_disk_ent **to, const h_disk_ent *from, uint64_t n)
+{
+    *to = xcalloc(n, sizeof **to);
+    for (uint64_t k = 0; k < n; k++) {
+        (*to)[k] = from[k];
+        (*to)[k].data = xcalloc(from[k].len, 1);
+        if (from[k].len) memcpy((*to)[k].data, from[k].data, from[k].len);
+    }
+}
+
+void h_save(harness *h, int i)
+{
+    h_node *nd = &h->nodes[i];
+    h_copy *c = &nd->saved;
+    (void)h;
+    copy_free(c);
+    c->term = nd->term;
+    c->vote = nd->vote;
+    c->commit = nd->commit;
+    copy_log(&c->dlog, nd->dlog, nd->dn);
+    c->dfirst = nd->dfirst;
+    c->dn = nd->dn;
+    c->snap_index = nd->snap_index;
+    c->snap_term = nd->snap_term;
+    c->snap_sm_index = nd->snap_sm_index;
+    c->snap_sm_hash = nd->snap_sm_hash;
+    c->snap_conf = nd->snap_conf;
+    c->has_snap = nd->has_snap;
+    c->valid = 1;
+}
+
+int h_rollback(harness *h, int i)
+{
+    h_node *nd = &h->nodes[i];
+    h_copy *c = &nd->saved;
+    if (!c->valid) return 0;
+    h_crash(h, i);
+    for (uint64_t k = 0; k < nd->dn; k++) free(nd->dlog[k].data);
+    free(nd->dlog);
+    nd->term = c->term;
+    nd->vote = c->vote;
+    nd->commit = c->commit;
+    nd->hs_n = 0;
+    copy_log(&nd->dlog, c->dlog, c->dn);
+    nd->dn = nd->dcap = c->dn;
+    nd->dfirst = c->dfirst;
+    nd->snap_index = c->snap_index;
+    nd->snap_term = c->snap_term;
+    nd->snap_sm_index = c->snap_sm_index;
+    nd->snap_sm_hash = c->snap_sm_hash;
+    nd->snap_conf = c->snap_conf;
+    nd->has_snap = c->has_snap;
+    copy_free(c);
+    h->rollbacks++;
+    if (getenv("RAFT_TRACE"))
+        fprintf(stderr, "t=%llums node %d restarts rolled back to last %llu, term %llu vote %llu\n",
+                (unsigned long long)(h->now / H_MS), i,
+                (unsigned long long)(nd->dn ? disk_last(nd) : nd->dfirst - 1),
+                (unsigned long long)nd->term, (unsigned long long)nd->vote);
+    h_restart(h, i);
+    return 1;
 }
 
 void h_free(harness *h)
@@ -634,6 +745,7 @@ void h_free(harness *h)
         for (uint64_t k = 0; k < nd->dn; k++) free(nd->dlog[k].data);
         free(nd->dlog);
         free(nd->rbuf);
+        copy_free(&nd->saved);
     }
     for (size_t i = 0; i < h->qn; i++) free_msg(queue(h)[i]);
     free(h->q);
@@ -1030,5 +1142,9 @@ void h_preload(harness *h, int i, int voters, uint64_t term, const uint64_t *ter
     nd->commit = 0;
     nd->sm_index = nd->sm_hash = 0;
     nd->last_commit = 0;
+    /* the scenario defines this disk as what the replica acknowledged: nothing to vouch for */
+    int nv = h->no_vouch;
+    h->no_vouch = 1;
     h_restart(h, i);
+    h->no_vouch = nv;
 }

@@ -48,6 +48,18 @@ typedef struct h_disk_ent {
     uint8_t *data;
 } h_disk_ent;
 
+/* A copy of a node's disk (h_save / h_rollback). */
+typedef struct h_copy {
+    uint64_t term, vote, commit;
+    h_disk_ent *dlog;
+    uint64_t dfirst, dn;
+    uint64_t snap_index, snap_term, snap_sm_index, snap_sm_hash;
+    jr__conf snap_conf;
+    int has_snap, valid;
+} h_copy;
+
+#define H_HS_HIST 8
+
 typedef struct h_node {
     harness *h;
     int idx;
@@ -64,6 +76,10 @@ typedef struct h_node {
     uint64_t snap_index, snap_term, snap_sm_index, snap_sm_hash;
     jr__conf snap_conf;
     int has_snap;
+    /* the hard states it wrote, newest last (a lost tail may take the newest with it) */
+    uint64_t hs_hist[H_HS_HIST][3];
+    int hs_n;
+    h_copy saved; /* an earlier copy of the whole disk (h_save) */
     /* state machine: hash chain over applied entries */
     uint64_t sm_index, sm_hash;
     /* snapshot being received */
@@ -126,7 +142,12 @@ struct harness {
     size_t ccap;
     uint64_t max_commit;
     uint64_t steps;
+    /* Restarts from disk mark the replica unvouched (jr__raft_load_unvouched), as the node
+     * does for every group it recovers; no_vouch (RAFT_NO_VOUCH=1) leaves that out, to show
+     * what the storage faults do to plain Raft. */
+    int no_vouch;
     /* counters (what a run exercised) */
+    uint64_t lost_tails, rollbacks; /* storage faults injected (h_restart_lost, h_rollback) */
     uint64_t sent, delivered, dropped;
     uint64_t elections, installs, truncations, restarts, config_entries;
     /* quiescence (node-level heartbeats) */
@@ -161,6 +182,15 @@ int h_leader(const harness *h);
 int h_propose(harness *h, int i, const char *s, uint64_t *index);
 void h_crash(harness *h, int i);
 void h_restart(harness *h, int i);
+/* Storage faults. h_restart_lost: node i crashes and its disk loses its last `cut` entries,
+ * synced ones included (never below its snapshot, which is another file, nor the bootstrap
+ * entry, which tells it its group), and with old_hs also
+ * its newest hard states (back to the one written old_hs writes earlier); then it restarts.
+ * h_save copies node i's whole disk; h_rollback crashes node i, puts that copy back (all its
+ * files rolled back to an earlier copy) and restarts it (0 if there was no copy). */
+void h_restart_lost(harness *h, int i, uint64_t cut, int old_hs);
+void h_save(harness *h, int i);
+int h_rollback(harness *h, int i);
 void h_isolate(harness *h, int i);
 void h_heal(harness *h);
 /* Runs the ready cycle of node i if it notified. */
@@ -179,7 +209,8 @@ void h_check_all(harness *h);
 
 /* Replaces node i's disk with a log: index 1 is the bootstrap CONFIG entry (`voters` voters
  * 1..voters), then one NORMAL entry per term in terms[0..n) ("<index>:<term>"), hard state
- * term `term`; and (re)starts it from that disk. */
+ * term `term`; and (re)starts it from that disk, trusted (not unvouched: the scenario says
+ * this is what it acknowledged). */
 void h_preload(harness *h, int i, int voters, uint64_t term, const uint64_t *terms, size_t n);
 
 /* Sends a raw message into node i as if from the network (for malformed-input tests). */

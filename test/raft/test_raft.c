@@ -672,14 +672,14 @@ START_TEST(an_empty_joiner_is_judged_by_its_floor)
 {
     harness h;
     h_init(&h, 4, 13);
-    h.cfg.join_last_term = 1; /* as the node opens a group it joins (the others hold entries, */
+    h.cfg.join_last_term = 1;  /* as the node opens a group it joins (the others hold entries, */
     h.cfg.join_last_index = 3; /* so the floor does not apply to them) */
-    h_start(&h, 3, 3);        /* node 3 (id 4) joins empty */
+    h_start(&h, 3, 3);         /* node 3 (id 4) joins empty */
     int seen[2] = {0, 0};
     h.filter = watch_votes_of_4;
     h.filter_arg = seen;
-    jr__msg v = {.type = JR__MSG_VOTE, .flags = JR__MF_PREVOTE, .group = 7, .from = 2, .to = 4,
-                 .term = 9};
+    jr__msg v = {
+        .type = JR__MSG_VOTE, .flags = JR__MF_PREVOTE, .group = 7, .from = 2, .to = 4, .term = 9};
     v.u.vote.last_index = 2; /* lacks the floor entry */
     v.u.vote.last_term = 1;
     ck_assert_int_eq(h_inject(&h, 3, &v), 0);

@@ -12,6 +12,12 @@
  * down within a bounded time (check-quorum fed only by real contact), and the liveness check
  * after healing must pass as before.
  *
+ * Storage faults on one replica at a time (vouch.c): a replica crashes and restarts with a lost
+ * tail of synced entries (and sometimes older hard state), or with all its files rolled back to
+ * an earlier copy; the next such fault waits until that replica is whole again. Every replica
+ * restarted from its disk is unvouched, as on a node. The same invariants must hold; with
+ * RAFT_NO_VOUCH=1 (plain Raft: restarted replicas are trusted) they do not.
+ *
  * RAFT_SEEDS=n runs seeds 1..n (default 300) in each mode; RAFT_SEED=s replays one seed
  * (RAFT_QUIESCE=1 replays it in the quiescence mode).
  */
@@ -36,11 +42,41 @@ static void dump(harness *h);
 /* An isolated quiet leader under watch: it must lose its leadership of watch_term. */
 static int watch_node = -1;
 static uint64_t watch_term, watch_since, tot_isolated_quiet;
+/* The replica that last lost storage: the next storage fault waits until it is whole. */
+static int faulty = -1;
+
+/* A group whose only voter loses synced entries loses them for good (no peer held them for a
+ * commit), so faults are injected only while every running replica sees two voters or more. */
+static int fault_allowed(harness *h)
+{
+    for (int i = 0; i < h->n; i++)
+        if (h->nodes[i].up && jr__conf_voters(jr__raft_conf(h->nodes[i].r)) < 2 &&
+            jr__raft_conf(h->nodes[i].r)->n > 0)
+            return 0;
+    if (faulty < 0) return 1;
+    h_node *nd = &h->nodes[faulty];
+    return nd->up && !jr__raft_unvouched(nd->r);
+}
+
+/* A storage fault on node i: a lost tail (with older hard state half of the time), or a
+ * rollback to the copy h_save took. */
+static void storage_fault(harness *h, int i)
+{
+    if (!fault_allowed(h)) return;
+    if (i == watch_node) watch_node = -1;
+    if (pick(h, 3) == 0 && h_rollback(h, i)) {
+        faulty = i;
+        return;
+    }
+    h_restart_lost(h, i, 1 + pick(h, 8), pick(h, 2) ? (int)pick(h, 4) : 0);
+    faulty = i;
+}
 
 static void configure(harness *h, uint64_t seed)
 {
     h_init(h, 5, seed);
     watch_node = -1;
+    faulty = -1;
     if (quiesce_mode) {
         h->quiesce = 1;
         h->cfg.quiesce = (uint32_t)pick(h, 3);
@@ -112,6 +148,10 @@ static void random_step(harness *h, int k)
             jr__raft_stepdown(h->nodes[l].r, h->now);
             h_flush(&h->nodes[l]);
         }
+    } else if (x >= 83 && x < 86) {
+        storage_fault(h, (int)pick(h, (uint64_t)h->n));
+    } else if (x >= 86 && x < 89) {
+        h_save(h, (int)pick(h, (uint64_t)h->n));
     } else if (quiesce_mode && x < 79) {
         h_run(h, (1 + pick(h, 5)) * ET); /* idle: the group may go quiet */
     } else if (quiesce_mode && x < 83) {
@@ -166,7 +206,8 @@ static void dump(harness *h)
             (unsigned long long)jr__raft_first_index(r));
         for (uint32_t k = 0; k < c->n; k++)
             fprintf(stderr, " %llu%s", (unsigned long long)c->m[k].id, c->m[k].voter ? "" : "o");
-        fprintf(stderr, " ] deadline %lld\n", (long long)(jr__raft_deadline(r) - h->now));
+        fprintf(stderr, " ] deadline %lld%s\n", (long long)(jr__raft_deadline(r) - h->now),
+                jr__raft_unvouched(r) ? " unvouched" : "");
     }
 }
 
@@ -225,6 +266,7 @@ static void check_liveness(harness *h)
 }
 
 static uint64_t tot_elections, tot_installs, tot_truncations, tot_restarts, tot_configs, tot_steps;
+static uint64_t tot_lost_tails, tot_rollbacks;
 static uint64_t tot_quiesced, tot_wakes, tot_lost, tot_items;
 
 static void run_seed(uint64_t seed)
@@ -244,6 +286,8 @@ static void run_seed(uint64_t seed)
     tot_restarts += h.restarts;
     tot_configs += h.config_entries;
     tot_steps += h.steps;
+    tot_lost_tails += h.lost_tails;
+    tot_rollbacks += h.rollbacks;
     tot_quiesced += h.quiesced;
     tot_wakes += h.quiet_wakes;
     tot_lost += h.peers_lost;
@@ -255,6 +299,7 @@ static void reset_totals(void)
 {
     tot_elections = tot_installs = tot_truncations = tot_restarts = tot_configs = tot_steps = 0;
     tot_quiesced = tot_wakes = tot_lost = tot_items = tot_isolated_quiet = 0;
+    tot_lost_tails = tot_rollbacks = 0;
 }
 
 START_TEST(random_faults_keep_raft_safe_and_live)
@@ -272,17 +317,21 @@ START_TEST(random_faults_keep_raft_safe_and_live)
     for (uint64_t s = 1; s <= seeds; s++) run_seed(s);
     fprintf(stderr,
             "raft-random: %llu seeds, %llu steps, %llu elections, %llu snapshot installs, "
-            "%llu log truncations, %llu restarts, %llu configuration entries written\n",
+            "%llu log truncations, %llu restarts, %llu configuration entries written, %llu lost "
+            "tails, %llu rollbacks\n",
             (unsigned long long)seeds, (unsigned long long)tot_steps,
             (unsigned long long)tot_elections, (unsigned long long)tot_installs,
             (unsigned long long)tot_truncations, (unsigned long long)tot_restarts,
-            (unsigned long long)tot_configs);
+            (unsigned long long)tot_configs, (unsigned long long)tot_lost_tails,
+            (unsigned long long)tot_rollbacks);
     /* the faults must actually have exercised the hard paths */
     if (seeds >= 100) {
         ck_assert_uint_gt(tot_installs, seeds / 10);
         ck_assert_uint_gt(tot_truncations, seeds / 10);
         ck_assert_uint_gt(tot_configs, seeds);
         ck_assert_uint_gt(tot_elections, seeds * 2);
+        ck_assert_uint_gt(tot_lost_tails, seeds);
+        ck_assert_uint_gt(tot_rollbacks, seeds / 4);
     }
 }
 END_TEST

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "fixture.h"
-#include "store/subject.h"
+#include "util/subject.h"
 #include "util/rand.h"
 
 #define S(x) x, strlen(x)
@@ -27,16 +27,16 @@ static int put_rc(fx *f, const char *subj, const char *data, int64_t ts)
 {
     jr__store_state st;
     jr__store_state_get(f->st, &st);
-    return jr__store_append(f->st, st.last_seq + 1, subj, strlen(subj), NULL, 0, data,
-                            strlen(data), ts, NULL);
+    return jr__store_append(f->st, st.last_seq + 1, subj, strlen(subj), NULL, 0, data, strlen(data),
+                            ts, NULL);
 }
 
 static void expect_msg(fx *f, uint64_t seq, const char *subj, const char *data)
 {
     jr__store_msg m;
     int rc = jr__store_get(f->st, seq, &m);
-    ck_assert_msg(rc == 0, "[%s] get %llu: %s (%s)", conf_names[f->conf],
-                  (unsigned long long)seq, jr_strerror(rc), jr__store_errmsg(f->st));
+    ck_assert_msg(rc == 0, "[%s] get %llu: %s (%s)", conf_names[f->conf], (unsigned long long)seq,
+                  jr_strerror(rc), jr__store_errmsg(f->st));
     ck_assert_uint_eq(m.seq, seq);
     ck_assert_uint_eq(m.subject_len, strlen(subj));
     ck_assert(memcmp(m.subject, subj, m.subject_len) == 0);
@@ -144,10 +144,19 @@ START_TEST(expected_seq_and_bad_input)
     ck_assert_int_eq(jr__store_append(f.st, 2, S("a..b"), NULL, 0, "x", 1, 2, NULL), JR_EINVAL);
     ck_assert_int_eq(jr__store_append(f.st, 2, S(""), NULL, 0, "x", 1, 2, NULL), JR_EINVAL);
     ck_assert_int_eq(jr__store_append(f.st, 2, S("a b"), NULL, 0, "x", 1, 2, NULL), JR_EINVAL);
+    /* the grammar's limit (util/subject.h), also for the store */
+    static char big[JR__SUBJECT_MAX + 1];
+    memset(big, 'k', sizeof big);
+    ck_assert_int_eq(jr__store_append(f.st, 2, big, sizeof big, NULL, 0, "x", 1, 2, NULL),
+                     JR_EINVAL);
     /* nothing changed */
     ck_assert_uint_eq(state(&f).last_seq, 1);
     ck_assert_uint_eq(state(&f).msgs, 1);
     ck_assert_int_eq(jr__store_append(f.st, 2, S("a"), NULL, 0, "x", 1, 2, NULL), 0);
+    ck_assert_int_eq(jr__store_append(f.st, 3, big, JR__SUBJECT_MAX, NULL, 0, "x", 1, 2, NULL), 0);
+    jr__store_msg m;
+    ck_assert_int_eq(jr__store_get_last(f.st, big, JR__SUBJECT_MAX, &m), 0);
+    ck_assert_uint_eq(m.seq, 3);
     fx_done(&f);
 }
 END_TEST
@@ -162,8 +171,8 @@ START_TEST(iterate_with_filters)
     jr__rand_seed(&r, 3);
     for (int i = 0; i < 200; i++) put(&f, filt_subjects[jr__rand_below(&r, 6)], "d", i);
     for (int i = 1; i <= 200; i += 9) jr__store_delete(f.st, (uint64_t)i, 0);
-    const char *filters[] = {">", "a.>", "a.*.c", "a.b.c", "*.b.*", "*", "a.*", "b.>", "nope.>",
-                             "zzz"};
+    const char *filters[] = {">", "a.>", "a.*.c", "a.b.c",  "*.b.*",
+                             "*", "a.*", "b.>",   "nope.>", "zzz"};
     for (int pass = 0; pass < 2; pass++) {
         for (size_t k = 0; k < sizeof filters / sizeof *filters; k++) {
             const char *flt = filters[k];
@@ -754,8 +763,12 @@ START_TEST(file_store_on_posix)
 {
     char tmpl[] = "/tmp/jr_store_test_XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(tmpl));
-    jr__store_config cfg = {.kind = JR__STORE_FILE, .name = "P", .vfs = jr_vfs_posix(),
-                            .dir = tmpl, .block_bytes = 8192, .compress = _i & 1,
+    jr__store_config cfg = {.kind = JR__STORE_FILE,
+                            .name = "P",
+                            .vfs = jr_vfs_posix(),
+                            .dir = tmpl,
+                            .block_bytes = 8192,
+                            .compress = _i & 1,
                             .master_key = (_i & 2) ? test_master_key : NULL};
     jr__store *st;
     char err[256];

@@ -254,13 +254,6 @@ static uint64_t jr__stream_fsm_info_last(const jr__stream_fsm *f)
     return i.last_seq;
 }
 
-static uint64_t jr__stream_fsm_info_horizon(const jr__stream_fsm *f)
-{
-    jr__stream_fsm_info i;
-    jr__stream_fsm_info_get(f, &i);
-    return i.horizon;
-}
-
 /* Replays x's recorded log, entries [from, to), into f starting at index from + 1. */
 static void replay(const fx *x, jr__stream_fsm *f, size_t from, size_t to)
 {
@@ -272,9 +265,9 @@ static void replay(const fx *x, jr__stream_fsm *f, size_t from, size_t to)
         if (getenv("FSM_TRACE") && (r.status != o->status || r.seq != o->seq))
             fprintf(stderr,
                     "entry %zu type %d: replay %s seq %" PRIu64 ", original %s seq %" PRIu64
-                    " (last %" PRIu64 " horizon %" PRIu64 ")\n",
+                    " (last %" PRIu64 ")\n",
                     i + 1, r.type, jr_err_name(r.status), r.seq, jr_err_name(o->status), o->seq,
-                    jr__stream_fsm_info_last(f), jr__stream_fsm_info_horizon(f));
+                    jr__stream_fsm_info_last(f));
     }
 }
 
@@ -1063,7 +1056,6 @@ static void catch_up(jr__stream_fsm *src, jr__stream_fsm *dst, size_t chunk_byte
         ck_assert(need == 0);
     }
     ck_assert(!jr__stream_fsm_restoring(dst));
-    ck_assert(!jr__stream_fsm_recovering(dst));
     jr__buf_free(&snap);
 }
 
@@ -1171,7 +1163,7 @@ START_TEST(catch_up_from_a_leader_that_moved_on)
     uint64_t k2 = jr__stream_fsm_applied(a.f);
     ck_assert_int_eq(jr__stream_fsm_restore(b, k2, snap2.data, snap2.len, &need), 0);
     ck_assert(need == 0);
-    ck_assert(!jr__stream_fsm_restoring(b) && !jr__stream_fsm_recovering(b));
+    ck_assert(!jr__stream_fsm_restoring(b));
     ck_assert_uint_eq(jr__stream_fsm_applied(b), k2);
     assert_same_replicas(a.f, b, "moved on");
     /* the log's entries up to k2 are ignored; both go on together */
@@ -1434,7 +1426,6 @@ START_TEST(restart_reopens_at_the_last_mark_and_replays_after_it)
             a.cfg.max_msgs_per_subject = 1;
         }
         crash_and_reopen(&a, mode == 1);
-        ck_assert(!jr__stream_fsm_recovering(a.f));
         ck_assert_uint_eq(jr__stream_fsm_applied(a.f), synced); /* exactly at the mark */
         ck_assert(digest(a.f) == at_sync);
         if (mode != 1) {
@@ -1489,13 +1480,9 @@ START_TEST(restart_random)
     uint64_t need;
     ck_assert_int_eq(jr__stream_fsm_restore(a.f, k, snap.data, snap.len, &need), 0);
     ck_assert(need == 0);
-    jr__stream_fsm_info info;
-    jr__stream_fsm_info_get(a.f, &info);
-    ck_assert(info.horizon == 0 && info.recovery_guesses == 0);
     char ctx[64];
     snprintf(ctx, sizeof ctx, "seed %" PRIu64, seed);
     replay_exact(&a, a.f, at, a.log.n, ctx);
-    ck_assert_msg(!jr__stream_fsm_recovering(a.f), "%s: still recovering", ctx);
     assert_same_replicas(a.f, ref.f, ctx);
     jr__buf_free(&snap);
     fx_done(&a);

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream/subject.h"
+#include "util/subject.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream/subject.h"
+#include "util/subject.h"
 #include "stream/subject_index.h"
 #include "util/rand.h"
 
@@ -394,6 +394,176 @@ START_TEST(out_of_memory_changes_nothing)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * jr__subject_first_overlap against the pairwise reference
+ */
+
+/* The reference: the first pattern overlapping an earlier one, and the earliest one it overlaps
+ * (what config validation reported when it compared every pair). */
+static int brute_first_overlap(const char *const *v, size_t n, size_t *i, size_t *j)
+{
+    for (size_t k = 0; k < n; k++)
+        for (size_t m = 0; m < k; m++)
+            if (jr__subject_overlap(v[k], v[m])) {
+                *i = k;
+                *j = m;
+                return JR_EEXIST;
+            }
+    return 0;
+}
+
+/* An allocator that fails from the n-th call on (n = 0: never). */
+typedef struct failer {
+    long calls, fail_at;
+} failer;
+
+static void *fo_malloc(void *ctx, size_t n)
+{
+    failer *f = ctx;
+    if (f->fail_at && ++f->calls >= f->fail_at) return NULL;
+    return malloc(n);
+}
+
+static void *fo_realloc(void *ctx, void *p, size_t n)
+{
+    failer *f = ctx;
+    if (f->fail_at && ++f->calls >= f->fail_at) return NULL;
+    return realloc(p, n);
+}
+
+static void fo_free(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+}
+
+static void check_first_overlap(const char *const *v, size_t n, long fail_at)
+{
+    failer fl = {0, fail_at};
+    jr_allocator a = {JR_ALLOCATOR_VERSION, &fl, fo_malloc, fo_realloc, fo_free};
+    size_t bi = 99, bj = 99, i = 99, j = 99;
+    int want = brute_first_overlap(v, n, &bi, &bj);
+    int got = jr__subject_first_overlap(v, n, &a, &i, &j);
+    char list[256] = "";
+    for (size_t k = 0; k < n && strlen(list) < 200; k++) {
+        strcat(list, k ? " " : "");
+        strcat(list, v[k]);
+    }
+    ck_assert_msg(got == want, "[%s] (fail at %ld): %d, reference %d", list, fail_at, got, want);
+    if (want)
+        ck_assert_msg(i == bi && j == bj, "[%s] (fail at %ld): %zu/%zu, reference %zu/%zu", list,
+                      fail_at, i, j, bi, bj);
+}
+
+/* Every valid pattern of 1 to 3 tokens over {a, b, *, >}. */
+static size_t small_patterns(char (*out)[8])
+{
+    static const char *const toks[] = {"a", "b", "*", ">"};
+    size_t n = 0;
+    for (int len = 1; len <= 3; len++) {
+        int total = 1;
+        for (int k = 0; k < len; k++) total *= 4;
+        for (int code = 0; code < total; code++) {
+            char buf[8] = "";
+            int c = code, ok = 1;
+            for (int k = 0; k < len; k++, c /= 4) {
+                if (c % 4 == 3 && k != len - 1) ok = 0; /* '>' only last */
+                if (k) strcat(buf, ".");
+                strcat(buf, toks[c % 4]);
+            }
+            if (ok) strcpy(out[n++], buf);
+        }
+    }
+    return n;
+}
+
+/* Exhaustive over every pair and every triple of small patterns, in every order: the tree gives
+ * the reference's answer (which pattern, and which earlier one), and so does the pairwise
+ * fallback when memory runs out at any point. */
+START_TEST(first_overlap_is_the_pairwise_answer_exhaustively)
+{
+    static char pats[64][8];
+    size_t np = small_patterns(pats);
+    ck_assert_uint_eq(np, 4 + 12 + 36);
+    for (size_t x = 0; x < np; x++)
+        for (size_t y = 0; y < np; y++) {
+            const char *v2[2] = {pats[x], pats[y]};
+            check_first_overlap(v2, 2, 0);
+            for (size_t z = 0; z < np; z++) {
+                const char *v3[3] = {pats[x], pats[y], pats[z]};
+                check_first_overlap(v3, 3, 0);
+            }
+        }
+    for (long f = 1; f < 12; f++) {
+        const char *v[4] = {pats[0], pats[5], pats[20], pats[5]};
+        check_first_overlap(v, 4, f);
+    }
+}
+END_TEST
+
+/* Random lists of up to 40 patterns (small ones overlap often, the literal ones less), with and
+ * without memory; the prefix before the first overlap is a list without one. */
+START_TEST(first_overlap_is_the_pairwise_answer_on_random_lists)
+{
+    static char pats[64][8];
+    size_t np = small_patterns(pats);
+    jr__rand r;
+    jr__rand_seed(&r, 4242 + (uint64_t)_i);
+    for (int round = 0; round < 3000; round++) {
+        const char *v[40];
+        static char lit[40][16];
+        size_t n = 1 + (size_t)jr__rand_below(&r, 40);
+        for (size_t k = 0; k < n; k++) {
+            if (jr__rand_below(&r, 3) == 0) {
+                snprintf(lit[k], sizeof lit[k], "%c.%c%u", "ab*"[jr__rand_below(&r, 3)],
+                         "xy"[jr__rand_below(&r, 2)], (unsigned)jr__rand_below(&r, 6));
+                v[k] = lit[k];
+            } else {
+                v[k] = pats[jr__rand_below(&r, np)];
+            }
+        }
+        check_first_overlap(v, n, 0);
+        size_t i, j;
+        if (jr__subject_first_overlap(v, n, NULL, &i, &j) == JR_EEXIST)
+            ck_assert_int_eq(jr__subject_first_overlap(v, i, NULL, &i, &j), 0);
+        if (round % 50 == 0) check_first_overlap(v, n, 1 + (long)jr__rand_below(&r, 30));
+    }
+}
+END_TEST
+
+/* 20,000 patterns without an overlap, of the shapes streams use, and the same list with one
+ * overlapping pattern at the end: compared pairwise that is 2 * 10^8 comparisons (minutes). */
+START_TEST(twenty_thousand_patterns_are_checked_without_pairwise_comparison)
+{
+    enum { N = 20000 };
+    static char buf[N + 1][48];
+    static const char *v[N + 1];
+    for (size_t k = 0; k < N; k++) {
+        switch (k % 4) {
+        case 0:
+            snprintf(buf[k], sizeof buf[k], "orders.%zu.>", k);
+            break;
+        case 1:
+            snprintf(buf[k], sizeof buf[k], "tenants.t%zu.*.events", k);
+            break;
+        case 2:
+            snprintf(buf[k], sizeof buf[k], "metrics.*.%zu", k);
+            break;
+        default:
+            snprintf(buf[k], sizeof buf[k], "kv.bucket.%zu", k);
+        }
+        v[k] = buf[k];
+    }
+    size_t i = 0, j = 0;
+    ck_assert_int_eq(jr__subject_first_overlap(v, N, NULL, &i, &j), 0);
+    strcpy(buf[N], "metrics.cpu.*"); /* overlaps metrics.*.<k> for every k */
+    v[N] = buf[N];
+    ck_assert_int_eq(jr__subject_first_overlap(v, N + 1, NULL, &i, &j), JR_EEXIST);
+    ck_assert_uint_eq(i, N);
+    ck_assert_uint_eq(j, 2); /* the earliest: metrics.*.2 */
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("subject_index");
@@ -408,6 +578,9 @@ int main(void)
     tcase_add_test(tc, hundred_thousand_streams);
     tcase_add_loop_test(tc, random_against_brute_force, 0, 8);
     tcase_add_test(tc, out_of_memory_changes_nothing);
+    tcase_add_test(tc, first_overlap_is_the_pairwise_answer_exhaustively);
+    tcase_add_loop_test(tc, first_overlap_is_the_pairwise_answer_on_random_lists, 0, 4);
+    tcase_add_test(tc, twenty_thousand_patterns_are_checked_without_pairwise_comparison);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

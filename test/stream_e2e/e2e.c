@@ -527,7 +527,7 @@ void e2e_progress(e2e *c, unsigned i, const char *name, char *buf, size_t cap)
         if (jr__raft_progress(raft, m, &pr) != 0) continue;
         k += (size_t)snprintf(buf + k, cap - k, " [%d st %u match %llu next %llu contact %llu]",
                               jr_sim_index(c->sim, jr__js_peer_name(e2e_node(c, i)->js, pr.id)),
-                              pr.state, (unsigned long long)pr.match,
-                              (unsigned long long)pr.next, (unsigned long long)pr.last_contact);
+                              pr.state, (unsigned long long)pr.match, (unsigned long long)pr.next,
+                              (unsigned long long)pr.last_contact);
     }
 }

@@ -26,11 +26,11 @@ typedef struct e2e {
     size_t ntags[E2E_MAX];
     const char *unique_tag;
     uint32_t timeout_ms;
-    int torn_writes;  /* crashes tear the last unsynced write (jr_sim_config.torn_writes) */
+    int torn_writes; /* crashes tear the last unsynced write (jr_sim_config.torn_writes) */
     /* optional: jr_sim_config.on_apply (arg: the e2e) */
     void (*on_apply)(void *arg, unsigned node, uint64_t group, uint64_t index, uint64_t term,
                      const void *data, size_t len);
-    int no_wall;      /* the nodes' hosts are version 1: no wall clock (jr_host.wall) */
+    int no_wall; /* the nodes' hosts are version 1: no wall clock (jr_host.wall) */
     /* optional: adjusts node i's config further (after the harness's settings) */
     void (*configure_more)(void *arg, unsigned i, jr_node_config *cfg);
     jr_host hosts[E2E_MAX];
@@ -115,7 +115,7 @@ int e2e_wait_stream(e2e *c, unsigned via, const char *name, size_t current, uint
 
 /* 1 if node i holds a replica of the stream. */
 int e2e_has_replica(e2e *c, unsigned i, const char *name);
-/* The Raft group of node i's replica of stream name, or NULL. */
+/* Node i's replica group of the stream (borrowed; NULL: no replica, or node i is down). */
 jr_group *e2e_group(e2e *c, unsigned i, const char *name);
 /* The replica's fsm digest (jr__stream_fsm_digest). 0 or an error (no replica: JR_ENOTFOUND). */
 int e2e_digest(e2e *c, unsigned i, const char *name, uint64_t *out);

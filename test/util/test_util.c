@@ -83,7 +83,7 @@ START_TEST(heap_orders_and_rekeys)
     jr__rand rng;
     jr__rand_seed(&rng, 42);
     for (int i = 0; i < N; i++) {
-        jr__timer_init(&items[i].t);
+        jr__timer_init(&items[i].t, NULL);
         items[i].id = i;
         ck_assert_int_eq(jr__heap_arm(&h, &items[i].t, jr__rand_below(&rng, 1000000)), 0);
     }
@@ -119,8 +119,8 @@ START_TEST(heap_pop_due_respects_now)
     jr__heap h;
     jr__heap_init(&h, NULL);
     jr__timer a, b;
-    jr__timer_init(&a);
-    jr__timer_init(&b);
+    jr__timer_init(&a, NULL);
+    jr__timer_init(&b, NULL);
     jr__heap_arm(&h, &a, 10);
     jr__heap_arm(&h, &b, 20);
     ck_assert_ptr_null(jr__heap_pop_due(&h, 9));

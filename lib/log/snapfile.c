@@ -1,5 +1,5 @@
 /* snapfile — encode and strictly decode the snapshot file format (layout in snapfile.h). */
-#include "node/snapfile.h"
+#include "log/snapfile.h"
 
 #include <lz4.h>
 #include <string.h>

@@ -21,8 +21,8 @@
  * claims no more than LZ4's maximal ratio, so a crafted header cannot make the decoder allocate
  * more than a bounded multiple of the file's size. Nothing is read out of bounds.
  */
-#ifndef JR_NODE_SNAPFILE_H
-#define JR_NODE_SNAPFILE_H
+#ifndef JR_LOG_SNAPFILE_H
+#define JR_LOG_SNAPFILE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,488 @@
+/*
+ * Protocol-aware recovery in the Raft core (lib/raft/vouch.c), on the in-test harness: what a
+ * replica restarted from a disk that may have lost records may do, how it is vouched for
+ * (a: a leader's word; b: every other voter's word), and the leader's side (lost storage told
+ * apart from a term conflict, unvouched members refused as transfer targets). Each scenario
+ * runs over many seeds; RAFT_NO_VOUCH=1 runs them as plain Raft (restarted replicas trusted),
+ * which is how the first one shows what the rules prevent: it then fails on leader
+ * completeness.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define MS H_MS
+#define ET (100 * MS)
+#define SEEDS 40
+
+static jr__raft *R(harness *h, int i)
+{
+    return h->nodes[i].r;
+}
+
+/* Elects node i by firing its election timer; asserts it leads and is ready. */
+static void elect(harness *h, int i)
+{
+    h_timeout(h, i);
+    h_run(h, 10 * MS);
+    ck_assert_int_eq(jr__raft_role(R(h, i)), JR_LEADER);
+    ck_assert_msg(jr__raft_ready(R(h, i)), "leader %d not ready", i);
+}
+
+static uint64_t propose_n(harness *h, int l, int n, const char *tag)
+{
+    char s[32];
+    uint64_t idx = 0;
+    for (int k = 0; k < n; k++) {
+        snprintf(s, sizeof s, "%s-%d", tag, k);
+        ck_assert_int_eq(h_propose(h, l, s, &idx), 0);
+    }
+    h_run(h, 5 * MS);
+    return idx;
+}
+
+/* Counts what a node sends toward an election: VOTE requests and granted VOTE_RESPs. */
+static struct {
+    jr__id watch;
+    uint64_t votes, grants;
+} elect_count;
+
+static int count_election_msgs(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    (void)arg;
+    if (m->from == elect_count.watch && m->type == JR__MSG_VOTE) elect_count.votes++;
+    if (m->from == elect_count.watch && m->type == JR__MSG_VOTE_RESP && m->u.vote_resp.granted)
+        elect_count.grants++;
+    return 1;
+}
+
+/* The issue's three steps, on the core: ORDERS-like R3 on n0 (leader), n1, n2. n2 is cut off
+ * while n0 + n1 commit entries; n1 restarts with its last entries gone (synced ones included)
+ * and older hard state; then n2 is back and n0 is away. n1 and n2 are a majority, but n1 cannot
+ * vouch for what it acknowledged: it neither votes for n2 (which lacks the committed entries)
+ * nor campaigns, so nobody leads until n0 returns, and then nothing committed is lost (the
+ * harness checks leader completeness on every election). */
+START_TEST(a_replica_that_lost_acknowledged_entries_elects_nobody_without_them)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 3, seed);
+        h_start(&h, 3, 3);
+        elect(&h, 0);
+        h_isolate(&h, 2);
+        uint64_t last = propose_n(&h, 0, 20, "acked");
+        h_run(&h, ET / 2);
+        ck_assert_uint_ge(h_commit(&h, 0), last);
+        h_restart_lost(&h, 1, 12, 2);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 1)), !h.no_vouch);
+        h_heal(&h);
+        h_isolate(&h, 0);
+        elect_count.watch = 2; /* node 1's id */
+        elect_count.votes = elect_count.grants = 0;
+        h.filter = count_election_msgs;
+        h_run(&h, 20 * ET);
+        ck_assert_msg(elect_count.votes == 0 && elect_count.grants == 0,
+                      "seed %llu: unvouched n1 sent %llu vote requests, %llu grants",
+                      (unsigned long long)seed, (unsigned long long)elect_count.votes,
+                      (unsigned long long)elect_count.grants);
+        ck_assert_msg(jr__raft_role(R(&h, 2)) != JR_LEADER, "seed %llu: n2 leads without the "
+                                                             "acknowledged entries",
+                      (unsigned long long)seed);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 1)), !h.no_vouch);
+        h.filter = NULL;
+        h_heal(&h);
+        int l = h_wait_leader(&h, 20 * ET);
+        ck_assert_int_ge(l, 0);
+        h_run(&h, 5 * ET);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 1)), 0);
+        ck_assert_uint_ge(h_commit(&h, 1), last);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
+/* (a) A leader's word: R5 with n4 down, n3 restarts with a lost tail. The three others answer
+ * (its term floor), the leader's answer names its last entry, and once n3's log holds it n3
+ * is whole, although n4 never answered. It then votes: with n0 gone too, n1, n2 and n3 elect a
+ * leader (three of five: n3's vote is needed). */
+START_TEST(a_leaders_word_vouches_while_a_voter_is_down)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 5, seed);
+        h_start(&h, 5, 5);
+        elect(&h, 0);
+        uint64_t last = propose_n(&h, 0, 10, "a");
+        h_run(&h, ET / 2);
+        h_crash(&h, 4);
+        h_restart_lost(&h, 3, 6, 1);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 3)), 1);
+        h_run(&h, 3 * ET);
+        ck_assert_msg(jr__raft_unvouched(R(&h, 3)) == 0, "seed %llu: n3 still unvouched",
+                      (unsigned long long)seed);
+        ck_assert_uint_ge(jr__raft_last_index(R(&h, 3)), last);
+        h_crash(&h, 0);
+        int l = h_wait_leader(&h, 30 * ET);
+        ck_assert_msg(l >= 1 && l <= 3, "seed %llu: no leader among n1..n3",
+                      (unsigned long long)seed);
+        propose_n(&h, l, 3, "after");
+        h_run(&h, 2 * ET);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
+/* (b) Every voter's word: the whole cluster restarts after a power loss (every replica
+ * unvouched, one of them with a lost tail). Each learns every other voter's last entry, the most
+ * up-to-date one campaigns, and a leader holding every committed entry is elected within a few
+ * election timeouts. */
+START_TEST(a_whole_cluster_restart_elects_the_most_up_to_date_server)
+{
+    uint64_t worst = 0;
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 3 + (int)(seed % 2) * 2, seed);
+        h_start(&h, h.n, h.n);
+        elect(&h, 0);
+        uint64_t last = propose_n(&h, 0, 15, "b");
+        h_run(&h, ET / 2);
+        for (int i = 0; i < h.n; i++) h_crash(&h, i);
+        for (int i = 0; i < h.n; i++) {
+            if (i == 1)
+                h_restart_lost(&h, i, 5, 1);
+            else
+                h_restart(&h, i);
+            ck_assert_int_eq(jr__raft_unvouched(R(&h, i)), 1);
+        }
+        uint64_t t0 = h.now;
+        int l = h_wait_leader(&h, 30 * ET);
+        ck_assert_msg(l >= 0, "seed %llu: no leader after a whole-cluster restart",
+                      (unsigned long long)seed);
+        if (h.now - t0 > worst) worst = h.now - t0;
+        ck_assert_msg(h.now - t0 <= 6 * ET, "seed %llu: a leader only after %llu ms",
+                      (unsigned long long)seed, (unsigned long long)((h.now - t0) / MS));
+        ck_assert_uint_ge(jr__raft_last_index(R(&h, l)), last);
+        propose_n(&h, l, 2, "after");
+        h_run(&h, 3 * ET);
+        for (int i = 0; i < h.n; i++)
+            ck_assert_msg(jr__raft_unvouched(R(&h, i)) == 0, "seed %llu: n%d still unvouched",
+                          (unsigned long long)seed, i);
+        h_check_all(&h);
+        h_free(&h);
+    }
+    fprintf(stderr, "whole-cluster restart: a leader within %llu ms (election timeout %llu ms)\n",
+            (unsigned long long)(worst / MS), (unsigned long long)(ET / MS));
+}
+END_TEST
+
+/* Acknowledgements from n1 to n0 held back (to re-deliver late). */
+static struct {
+    jr__msg held[64];
+    int n, hold;
+} late;
+
+static int hold_acks(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    (void)arg;
+    if (late.hold && m->from == 2 && m->to == 1 && m->type == JR__MSG_APPEND_RESP &&
+        m->u.append_resp.success && late.n < 64) {
+        late.held[late.n++] = *m;
+        return 0;
+    }
+    return 1;
+}
+
+/* The late stale acknowledgement: n1 acknowledges entries n0 has not yet counted, crashes,
+ * loses them, restarts; then its old acknowledgements arrive and n0 commits with them. n1 must
+ * not be vouched for by the commit index (the entries are above it when it asks): it is whole
+ * only once its log reaches n0's last entry of the time of its VOUCH, which holds them. With
+ * n0 then away, n1 and n2 elect a leader that holds the entries. */
+START_TEST(a_late_acknowledgement_from_before_the_restart_is_covered)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 3, seed);
+        h_start(&h, 3, 3);
+        elect(&h, 0);
+        propose_n(&h, 0, 3, "base");
+        h_run(&h, ET / 2);
+        h.cut[0][2] = h.cut[2][0] = 1; /* n2 cut off: commits need n1 */
+        late.n = 0;
+        late.hold = 1;
+        h.filter = hold_acks;
+        uint64_t last = propose_n(&h, 0, 6, "late");
+        h_run(&h, 5 * MS);
+        ck_assert_int_gt(late.n, 0);
+        ck_assert_uint_lt(h_commit(&h, 0), last);
+        late.hold = 0;
+        h_restart_lost(&h, 1, 6, 0);
+        for (int k = 0; k < late.n; k++) h_inject(&h, 0, &late.held[k]);
+        ck_assert_uint_ge(h_commit(&h, 0), last); /* committed by the late acknowledgements */
+        h.filter = NULL;
+        h_run(&h, 3 * ET);
+        /* n0's word covered its last entry of then, which holds the late-committed ones */
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 1)), 0);
+        ck_assert_uint_ge(jr__raft_last_index(R(&h, 1)), last);
+        h_heal(&h);
+        h_isolate(&h, 0);
+        h_run(&h, 5 * ET); /* n0 steps down (check-quorum); n1, n2 elect */
+        int l = h_wait_leader(&h, 30 * ET);
+        if (l != 1 && l != 2)
+            for (int i = 0; i < 3; i++)
+                fprintf(stderr, "n%d role %d term %llu last %llu/%llu commit %llu unvouched %d\n",
+                        i, jr__raft_role(R(&h, i)), (unsigned long long)jr__raft_term(R(&h, i)),
+                        (unsigned long long)jr__raft_last_index(R(&h, i)),
+                        (unsigned long long)jr__raft_last_term(R(&h, i)),
+                        (unsigned long long)h_commit(&h, i), jr__raft_unvouched(R(&h, i)));
+        ck_assert_msg(l == 1 || l == 2, "seed %llu: no leader among n1, n2",
+                      (unsigned long long)seed);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
+static jr__progress progress_of(harness *h, int l, jr__id id)
+{
+    const jr__conf *c = jr__raft_conf(R(h, l));
+    jr__progress p;
+    memset(&p, 0, sizeof p);
+    for (uint32_t i = 0; i < c->n; i++)
+        if (c->m[i].id == id) ck_assert_int_eq(jr__raft_progress(R(h, l), i, &p), 0);
+    return p;
+}
+
+/* A rejection for a term conflict is backtracking, never lost storage: its hint (the first
+ * index of the follower's conflicting term) may lie at or below the acknowledged match. A
+ * rejection saying the follower's log ends below its match is lost storage: the match drops and
+ * the member is unvouched and damaged until it acknowledges the leader's log again. */
+START_TEST(a_conflict_rejection_keeps_the_acknowledged_match)
+{
+    harness h;
+    h_init(&h, 3, 7);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    uint64_t last = propose_n(&h, 0, 8, "c");
+    h_run(&h, ET / 2);
+    jr__progress p = progress_of(&h, 0, 2);
+    ck_assert_uint_eq(p.match, last);
+    uint64_t t = jr__raft_term(R(&h, 0));
+    jr__msg m = {.type = JR__MSG_APPEND_RESP, .group = h.cfg.group, .from = 2, .to = 1, .term = t};
+    m.u.append_resp.index = last + 1;
+    m.u.append_resp.hint_index = 2; /* its term at last + 1 begins at 2: below the match */
+    m.u.append_resp.hint_term = t;
+    ck_assert_int_eq(h_inject(&h, 0, &m), 0);
+    p = progress_of(&h, 0, 2);
+    ck_assert_uint_eq(p.match, last);
+    ck_assert_int_eq(p.damaged, 0);
+    ck_assert_int_eq(p.unvouched, 0);
+    /* its log ends at 3, below the match of `last`: lost storage */
+    h.filter = NULL;
+    h.cut[0][1] = 1; /* keep it from repairing at once */
+    m.u.append_resp.index = last;
+    m.u.append_resp.hint_index = 4;
+    m.u.append_resp.hint_term = 0;
+    ck_assert_int_eq(h_inject(&h, 0, &m), 0);
+    p = progress_of(&h, 0, 2);
+    ck_assert_uint_lt(p.match, last);
+    ck_assert_int_eq(p.damaged, 1);
+    ck_assert_int_eq(p.unvouched, 1);
+    ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 2), JR_ENOTVOTER);
+    h_heal(&h);
+    h_run(&h, 2 * ET);
+    p = progress_of(&h, 0, 2);
+    ck_assert_uint_ge(p.match, last);
+    ck_assert_int_eq(p.damaged, 0);
+    ck_assert_int_eq(p.unvouched, 0);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
+static int drop_appends_to_2(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    (void)arg;
+    return !(m->to == 2 && (m->type == JR__MSG_APPEND || m->type == JR__MSG_SNAP));
+}
+
+/* A member that restarted (its VOUCH reached the leader) is unvouched at the leader until it
+ * acknowledges the leader's log of then: not a transfer target (JR_ENOTVOTER, not a timeout),
+ * and shown as unvouched in its progress; it is damaged too when it lost what it had
+ * acknowledged. */
+START_TEST(a_restarted_member_is_no_transfer_target_until_caught_up)
+{
+    harness h;
+    h_init(&h, 3, 3);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    uint64_t last = propose_n(&h, 0, 8, "t");
+    h_run(&h, ET / 2);
+    h.filter = drop_appends_to_2;
+    h_restart_lost(&h, 1, 4, 0);
+    h_run(&h, ET);
+    jr__progress p = progress_of(&h, 0, 2);
+    ck_assert_int_eq(p.unvouched, 1);
+    ck_assert_int_eq(p.damaged, 1);
+    ck_assert_uint_lt(p.match, last);
+    ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 2), JR_ENOTVOTER);
+    /* the best target leaves it out: n2 is chosen */
+    ck_assert_int_eq(jr__raft_unvouched(R(&h, 1)), 1);
+    h.filter = NULL;
+    h_run(&h, 2 * ET);
+    p = progress_of(&h, 0, 2);
+    ck_assert_int_eq(p.unvouched, 0);
+    ck_assert_int_eq(p.damaged, 0);
+    ck_assert_int_eq(jr__raft_unvouched(R(&h, 1)), 0);
+    ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 2), 0);
+    h_run(&h, 2 * ET);
+    ck_assert_int_eq(jr__raft_role(R(&h, 1)), JR_LEADER);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
+/* Quiet groups: a replica restarted while its group is quiet is vouched for by the leader,
+ * which its VOUCH wakes, without any election; the group goes quiet again. */
+START_TEST(a_quiet_group_vouches_a_restarted_replica_without_an_election)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 3, seed);
+        h.quiesce = 1;
+        h.cfg.quiesce = 1;
+        h_start(&h, 3, 3);
+        elect(&h, 0);
+        propose_n(&h, 0, 4, "q");
+        h_run(&h, 10 * ET);
+        ck_assert_int_eq(jr__raft_quiet(R(&h, 0)), 1);
+        uint64_t elections = h.elections;
+        h_crash(&h, 2);
+        h_restart(&h, 2);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 2)), 1);
+        h_run(&h, 10 * ET);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 2)), 0);
+        ck_assert_uint_eq(h.elections, elections);
+        ck_assert_int_eq(jr__raft_role(R(&h, 0)), JR_LEADER);
+        ck_assert_int_eq(jr__raft_quiet(R(&h, 0)), 1);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
+/* A group whose only voter restarts needs nobody's word; a replica with no durable state is not
+ * marked at all. */
+START_TEST(a_single_voter_is_whole_at_once)
+{
+    harness h;
+    h_init(&h, 1, 1);
+    h_start(&h, 1, 1);
+    h_run(&h, ET);
+    propose_n(&h, 0, 3, "s");
+    h_crash(&h, 0);
+    h_restart(&h, 0);
+    ck_assert_int_eq(jr__raft_unvouched(R(&h, 0)), 0);
+    ck_assert_int_eq(jr__raft_role(R(&h, 0)), JR_LEADER);
+    h_free(&h);
+}
+END_TEST
+
+/* Divergence, on a bare core (the harness would itself flag the lie): a replica whose disk says
+ * index 3 of term 2 is committed gets an append from a leader whose index 3 has term 3. It
+ * stops: damaged and diverged, the append neither applied nor acknowledged, and it grants no
+ * vote afterwards. */
+static int bare_sent, bare_acks, bare_grants;
+static void bare_send(void *ctx, jr__raft *r, const jr__msg *m)
+{
+    (void)ctx;
+    (void)r;
+    bare_sent++;
+    if (m->type == JR__MSG_APPEND_RESP && m->u.append_resp.success) bare_acks++;
+    if (m->type == JR__MSG_VOTE_RESP && m->u.vote_resp.granted) bare_grants++;
+}
+static void bare_notify(void *ctx, jr__raft *r)
+{
+    (void)ctx;
+    (void)r;
+}
+
+START_TEST(an_append_over_a_committed_entry_stops_the_replica)
+{
+    jr__raft_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.group = 7;
+    cfg.self = 2;
+    cfg.election_timeout = ET;
+    cfg.heartbeat_interval = 20 * MS;
+    jr__raft_io io = {NULL, bare_send, bare_notify, NULL, NULL, NULL};
+    jr__raft *r;
+    ck_assert_int_eq(jr__raft_new(&cfg, &io, &r), 0);
+    jr__conf c = {3, {{1, 1}, {2, 1}, {3, 1}}};
+    uint8_t buf[64];
+    jr__entry e = {1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c, buf), buf};
+    ck_assert_int_eq(jr__raft_load_hardstate(r, 2, 0, 3), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e), 0);
+    jr__entry e2 = {2, 2, JR__ENTRY_NORMAL, 1, (const uint8_t *)"x"};
+    ck_assert_int_eq(jr__raft_load_entry(r, &e2), 0);
+    jr__entry e3 = {2, 3, JR__ENTRY_NORMAL, 1, (const uint8_t *)"y"};
+    ck_assert_int_eq(jr__raft_load_entry(r, &e3), 0);
+    ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
+    ck_assert_uint_eq(jr__raft_commit_index(r), 3);
+    jr__entry le[2] = {{3, 3, JR__ENTRY_NORMAL, 1, (const uint8_t *)"z"},
+                       {3, 4, JR__ENTRY_NOOP, 0, NULL}};
+    jr__msg m = {.type = JR__MSG_APPEND, .group = 7, .from = 1, .to = 2, .term = 3};
+    m.u.append.prev_index = 2;
+    m.u.append.prev_term = 2;
+    m.u.append.commit = 4;
+    m.u.append.n = 2;
+    m.u.append.entries = le;
+    bare_sent = bare_acks = bare_grants = 0;
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &m), 0);
+    ck_assert_int_eq(jr__raft_diverged(r), 1);
+    ck_assert_int_eq(jr__raft_damaged(r), 1);
+    ck_assert_int_eq(bare_acks, 0);
+    ck_assert_uint_eq(jr__raft_last_index(r), 3);
+    ck_assert_uint_eq(jr__raft_commit_index(r), 3);
+    jr__entry got;
+    ck_assert_int_eq(jr__raft_entry(r, 3, &got), 0);
+    ck_assert_uint_eq(got.term, 2);
+    /* a candidate with a newer log gets no vote from it, and it never campaigns */
+    jr__msg v = {.type = JR__MSG_VOTE, .group = 7, .from = 3, .to = 2, .term = 5};
+    v.u.vote.last_index = 10;
+    v.u.vote.last_term = 4;
+    ck_assert_int_eq(jr__raft_step(r, 1500 * MS, &v), 0);
+    ck_assert_int_eq(bare_grants, 0);
+    ck_assert_uint_eq(jr__raft_deadline(r), UINT64_MAX);
+    jr__raft_free(r);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("raft-vouch");
+    TCase *tc = tcase_create("vouch");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, a_replica_that_lost_acknowledged_entries_elects_nobody_without_them);
+    tcase_add_test(tc, a_leaders_word_vouches_while_a_voter_is_down);
+    tcase_add_test(tc, a_whole_cluster_restart_elects_the_most_up_to_date_server);
+    tcase_add_test(tc, a_late_acknowledgement_from_before_the_restart_is_covered);
+    tcase_add_test(tc, a_conflict_rejection_keeps_the_acknowledged_match);
+    tcase_add_test(tc, a_restarted_member_is_no_transfer_target_until_caught_up);
+    tcase_add_test(tc, a_quiet_group_vouches_a_restarted_replica_without_an_election);
+    tcase_add_test(tc, a_single_voter_is_whole_at_once);
+    tcase_add_test(tc, an_append_over_a_committed_entry_stops_the_replica);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
