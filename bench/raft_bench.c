@@ -180,7 +180,10 @@ static int run(unsigned nodes, uint64_t entries, uint64_t window)
     cfg.configure = configure;
     cfg.on_step = on_step;
     cfg.no_digest = 1;
-    cfg.link.delay_min_ns = cfg.link.delay_max_ns = 10000;
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.delay_min_ns = link.delay_max_ns = 10000;
+    cfg.link = &link;
     cfg.election_timeout_ms = 1000;
     cfg.heartbeat_ms = 100;
     int rc = jr_sim_new(&cfg, &b->sim);

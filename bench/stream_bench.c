@@ -145,8 +145,8 @@ static void info_cb(void *arg, int status, const char *msg, const jr_stream_info
     w->done = 1;
     w->status = status;
     w->leader[0] = 0;
-    if (status == 0 && info->cluster.leader)
-        snprintf(w->leader, sizeof w->leader, "%s", info->cluster.leader);
+    if (status == 0 && info->cluster->leader)
+        snprintf(w->leader, sizeof w->leader, "%s", info->cluster->leader);
 }
 
 static int flag_done(void *arg, jr_sim *sim)
@@ -214,7 +214,10 @@ static void run(const bench_cfg *cfg)
     jr_sim_config_init(&sc);
     sc.nodes = nodes;
     sc.seed = 1;
-    sc.link.delay_min_ns = sc.link.delay_max_ns = 50000;
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.delay_min_ns = link.delay_max_ns = 50000;
+    sc.link = &link;
     sc.arg = &b;
     sc.configure = configure;
     int rc = jr_sim_new(&sc, &b.sim);

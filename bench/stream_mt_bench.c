@@ -343,8 +343,8 @@ static void info_cb(void *arg, int status, const char *msg, const jr_stream_info
 {
     waiter *w = arg;
     (void)msg;
-    if (status == 0 && info->cluster.leader)
-        snprintf(w->leader, sizeof w->leader, "%s", info->cluster.leader);
+    if (status == 0 && info->cluster->leader)
+        snprintf(w->leader, sizeof w->leader, "%s", info->cluster->leader);
     waiter_done(w, status ? status : (w->leader[0] ? 0 : JR_ENOLEADER));
 }
 

@@ -8,9 +8,19 @@
  *
  * ABI conventions
  *  - Every public symbol starts with `jr_`; every macro with `JR_`.
- *  - Handles are opaque. Config structs start with a `size` field that the caller sets to
- *    sizeof(struct) (the *_init() functions do it): fields are only ever appended, so an older
- *    caller keeps working against a newer library.
+ *  - Handles are opaque. Every public struct that may grow starts with a `size` field, and
+ *    fields are only ever appended, so an older caller keeps working against a newer library:
+ *     - structs the caller fills (configs, options, placement) carry the caller's sizeof; the
+ *       jr_*_init() macros set it (they pass sizeof to the jr_*_init_size() functions, which
+ *       write no byte past it); the library reads no byte past it, and fields the caller did
+ *       not know keep their defaults;
+ *     - structs the library fills on request (status, stats) carry the caller's size in and
+ *       the size written out;
+ *     - structs handed to callbacks (info, acks, messages) carry the size the library built
+ *       them with; a caller reads only the fields that size covers.
+ *    No struct that may grow is embedded in another or laid out in an array: it is reached
+ *    through a pointer, and a list of them is an array of pointers. jr_iovec and jr_kv are
+ *    frozen (they never grow) and may be array elements.
  *  - Plug-in tables (jr_host, jr_vfs, jr_allocator) carry a `version` field; fields are only ever
  *    appended, and the library reads only those that the version declares.
  *  - Functions return 0 or a negative JR_E* code (see jr_strerror(), jr_err_name()); a node keeps a

@@ -2,7 +2,9 @@
  * jetraft/cluster.h — the cluster as the meta group sees it: servers and the meta leader
  * (jr_meta_info_get), and the cluster block (leader, replicas) of a stream's info.
  *
- * Arrays handed to callbacks are borrowed for the duration of the callback.
+ * Everything handed to a callback (the structs, their arrays and strings) is borrowed for the
+ * duration of the callback. Each struct starts with its size as built into the library; arrays
+ * of structs are arrays of pointers, so a struct that grows changes no caller's stride.
  * Part of the public ABI; users include <jetraft.h>, which includes every part.
  */
 #ifndef JETRAFT_CLUSTER_H
@@ -14,43 +16,51 @@
 extern "C" {
 #endif
 
+/* One replica of a stream as its leader sees it. */
 typedef struct jr_peer_info {
+    size_t size;        /* sizeof(jr_peer_info) as built into the library */
     const char *name;   /* borrowed */
-    int current;        /* caught up and heard from within an election timeout */
+    int current;        /* caught up and heard from within an election timeout; never while
+                           damaged */
     int offline;        /* not heard from recently */
     int observer;       /* non-voting member still catching up */
     int pending;        /* in the assignment, not (yet) a member of the Raft group */
     uint64_t active_ns; /* since last contact (leader's view); UINT64_MAX: never */
     uint64_t lag;       /* operations behind the leader */
+    int damaged;        /* its replica lost data and waits for repair (jr_group_status.damaged) */
 } jr_peer_info;
 
 typedef struct jr_cluster_info {
-    const char *name;             /* cluster */
-    const char *group;            /* the stream's Raft group name, e.g. "S-R3F-xK2p9aLm" */
-    const char *leader;           /* NULL while there is no leader */
-    const jr_peer_info *replicas; /* every member but the leader, in display order */
+    size_t size;                         /* sizeof(jr_cluster_info) as built into the library */
+    const char *name;                    /* cluster */
+    const char *group;                   /* the stream's Raft group name, e.g. "S-R3F-xK2p9aLm" */
+    const char *leader;                  /* NULL while there is no leader */
+    const jr_peer_info *const *replicas; /* every member but the leader, in display order */
     size_t nreplicas;
 } jr_cluster_info;
 
 /* One server as the meta leader sees it. */
 typedef struct jr_server_info {
+    size_t size; /* sizeof(jr_server_info) as built into the library */
     const char *name;
     const char *cluster;
     const char *const *tags;
     size_t ntags;
     int leader;         /* the meta leader */
-    int current;        /* holds the meta log and was heard from within an election timeout */
+    int current;        /* holds the meta log and was heard from within an election timeout;
+                           never while damaged */
     int offline;        /* not heard from recently */
     uint64_t active_ns; /* since last contact; UINT64_MAX: never */
     uint64_t lag;       /* meta log entries behind the leader */
     uint32_t assets;    /* stream replicas placed on it */
+    int damaged;        /* its meta replica lost data and waits for repair */
 } jr_server_info;
 
 typedef struct jr_meta_info {
-    size_t size;                   /* sizeof(jr_meta_info) as built into the library */
-    const char *cluster;           /* this node's cluster */
-    const char *leader;            /* the meta leader; NULL if none */
-    const jr_server_info *servers; /* every server known to the meta group, by name */
+    size_t size;                          /* sizeof(jr_meta_info) as built into the library */
+    const char *cluster;                  /* this node's cluster */
+    const char *leader;                   /* the meta leader; NULL if none */
+    const jr_server_info *const *servers; /* every server known to the meta group, by name */
     size_t nservers;
     size_t nstreams; /* streams in the meta state */
 } jr_meta_info;

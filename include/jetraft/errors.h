@@ -16,6 +16,10 @@ extern "C" {
 
 /* ----------------------------------------------------------------------------------------------
  * Errors. Values are stable: a code is never renumbered or reused. New codes are appended.
+ * Three of them end a write, and say different things about it: JR_ENOQUORUM — it reached no
+ * log, nothing took effect (a definite failure); JR_ELEADERLOST and JR_ETIMEDOUT — it may have
+ * reached a log (the leader was lost, or did not commit it in time), so it may still take
+ * effect.
  */
 #define JR_ERRNO_MAP(X)                                                                            \
     X(EINVAL, -1, "invalid argument")                                                              \

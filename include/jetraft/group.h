@@ -49,6 +49,7 @@ typedef struct jr_fsm {
 /* Where a server joining a group that exists starts: the group's term and one committed entry
  * (its term and index), as jr_group_floor_get() reports them on the leader. */
 typedef struct jr_group_floor {
+    size_t size; /* sizeof(jr_group_floor); set by the caller of jr_group_floor_get too */
     uint64_t term;
     uint64_t commit_term;
     uint64_t commit_index;
@@ -69,11 +70,15 @@ typedef struct jr_group_config {
      * that term, so neither a stale candidate nor a stale leader can use it. Zeros: no floor
      * (right for a server that never was a member). Ignored if this server is among voters;
      * a replica that recovered state of its own is judged by it only while that state is older.
-     * JR_EINVAL for a commit_index without its commit_term, or a term older than it. */
-    jr_group_floor join;
+     * JR_EINVAL for a commit_index without its commit_term, or a term older than it, or a
+     * floor whose size is 0. NULL: no floor. Read up to join->size; copied. */
+    const jr_group_floor *join;
 } jr_group_config;
 
-JR_API void jr_group_config_init(jr_group_config *cfg);
+/* Fills cfg with defaults (and cfg->size), writing only its first `size` bytes (the macro
+ * passes the caller's sizeof). */
+JR_API void jr_group_config_init_size(jr_group_config *cfg, size_t size);
+#define jr_group_config_init(cfg) jr_group_config_init_size((cfg), sizeof *(cfg))
 
 /* Creates (or, after a restart, reopens) group cfg->id on this node.
  *  - State this node recovered for the group (its log, hard state, newest snapshot, which is
@@ -156,18 +161,24 @@ typedef struct jr_peer_status {
     size_t size;      /* sizeof(jr_peer_status), set by the caller */
     const char *name; /* borrowed */
     int voter;        /* 0: observer */
-    int current;      /* caught up and heard from within an election timeout (leader's view) */
+    int current;      /* caught up and heard from within an election timeout (leader's view);
+                         never while damaged, or restarted and not yet vouched for */
     uint64_t match_index;
     uint64_t lag;          /* entries behind the leader's last index */
     uint64_t last_seen_ns; /* now() minus last contact; UINT64_MAX if never */
+    int damaged;           /* its replica lost data it had acknowledged: this replica's own
+                              flag (jr_group_status.damaged) for itself; for another member,
+                              on the leader, what the leader learned (0 elsewhere) */
 } jr_peer_status;
 
 JR_API int jr_group_status_get(const jr_group *g, jr_group_status *out);
 /* On the leader: the floor a server joining later starts from (jr_group_config.join): the
- * current term and the commit index with its entry's term. JR_ENOTLEADER on any other replica
- * (or before the leader knows the term of its commit index); JR_EINVAL for NULL. */
+ * current term and the commit index with its entry's term, written up to out->size (set by the
+ * caller). JR_ENOTLEADER on any other replica (or before the leader knows the term of its
+ * commit index); JR_EINVAL for NULL or a size of 0. */
 JR_API int jr_group_floor_get(const jr_group *g, jr_group_floor *out);
-/* Peer i (0 <= i < npeers) as this replica sees it; progress fields only on the leader. */
+/* Peer i (0 <= i < npeers) as this replica sees it; progress fields only on the leader.
+ * Status structs are written up to out->size (set by the caller), which then says how much. */
 JR_API int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out);
 
 #ifdef __cplusplus

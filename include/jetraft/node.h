@@ -80,8 +80,10 @@ typedef struct jr_node_config {
  * distinct servers (this one included). */
 #define JR_STREAMS_MAX_SERVERS 64
 
-/* Fills cfg with defaults (and cfg->size). The caller then sets name, peers, wal_dir, host. */
-JR_API void jr_node_config_init(jr_node_config *cfg);
+/* Fills cfg with defaults (and cfg->size). The caller then sets name, peers, wal_dir, host.
+ * Writes only the first `size` bytes (the macro passes the caller's sizeof). */
+JR_API void jr_node_config_init_size(jr_node_config *cfg, size_t size);
+#define jr_node_config_init(cfg) jr_node_config_init_size((cfg), sizeof *(cfg))
 
 /* Opens a node: validates cfg, recovers its WAL (and snapshot files) into per-group state that
  * jr_group_open() loads when the host reopens each group. On success *out is a node that must be
@@ -127,7 +129,8 @@ JR_API const char *jr_node_name(const jr_node *node);
 /* A human-readable message for the node's last error (never NULL; "" if none). */
 JR_API const char *jr_node_errmsg(const jr_node *node);
 
-/* Counters for observability; fields are only ever appended. */
+/* Counters for observability; fields are only ever appended. jr_node_stats_get writes up to
+ * out->size (set by the caller), which then says how much. */
 typedef struct jr_node_stats {
     size_t size; /* sizeof(jr_node_stats), set by the caller */
     uint64_t frames_sent;

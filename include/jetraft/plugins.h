@@ -78,6 +78,7 @@ JR_API jr_vfs *jr_vfs_posix(void);
 /* ----------------------------------------------------------------------------------------------
  * Host interface: how a node reaches the outside world. ARCHITECTURE §3.
  */
+/* A piece of a frame. Frozen: it never grows, so arrays of it are safe across versions. */
 typedef struct jr_iovec {
     const void *base;
     size_t len;

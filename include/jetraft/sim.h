@@ -63,14 +63,17 @@ typedef struct jr_sim_link {
     uint64_t delay_max_ns;
 } jr_sim_link;
 
-/* A perfect link with a delay of 100..500 µs. */
-JR_API void jr_sim_link_init(jr_sim_link *link);
+/* A perfect link with a delay of 100..500 µs. Writes only the first `size` bytes (the macro
+ * passes the caller's sizeof). */
+JR_API void jr_sim_link_init_size(jr_sim_link *link, size_t size);
+#define jr_sim_link_init(link) jr_sim_link_init_size((link), sizeof *(link))
 
 typedef struct jr_sim_config {
     size_t size;                  /* sizeof(jr_sim_config) */
     unsigned nodes;               /* 1..JR_SIM_MAX_NODES; default 3 */
     uint64_t seed;                /* the run's only source of randomness */
-    jr_sim_link link;             /* every directed link starts like this */
+    const jr_sim_link *link;      /* every directed link starts like this (copied, read up to
+                                     link->size); NULL: jr_sim_link_init's perfect link */
     uint32_t election_timeout_ms; /* for every node; default 150 */
     uint32_t heartbeat_ms;        /* default 30 */
     int torn_writes; /* crashes tear the last unsynced write instead of dropping all of it */
@@ -98,8 +101,10 @@ typedef struct jr_sim_config {
     void (*on_log)(void *arg, unsigned node, int level, const char *msg);
 } jr_sim_config;
 
-/* Fills cfg with defaults (3 nodes, seed 1, a perfect link, 150 ms / 30 ms timers). */
-JR_API void jr_sim_config_init(jr_sim_config *cfg);
+/* Fills cfg with defaults (3 nodes, seed 1, a perfect link, 150 ms / 30 ms timers), writing
+ * only its first `size` bytes (the macro passes the caller's sizeof). */
+JR_API void jr_sim_config_init_size(jr_sim_config *cfg, size_t size);
+#define jr_sim_config_init(cfg) jr_sim_config_init_size((cfg), sizeof *(cfg))
 
 /* Creates the fixture and opens its nodes (no groups yet). 0, JR_EINVAL, JR_ENOMEM, or the
  * first node's open error. On failure *out is NULL. */

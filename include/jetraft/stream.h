@@ -24,11 +24,17 @@ enum jr_storage { JR_STORAGE_FILE = 0, JR_STORAGE_MEMORY = 1 };
 enum jr_compression { JR_COMPRESS_NONE = 0, JR_COMPRESS_LZ4 = 1 };
 
 typedef struct jr_placement {
+    size_t size;             /* sizeof(jr_placement) (jr_placement_init sets it) */
     const char *cluster;     /* NULL: the cluster of the node the request lands on */
     const char *const *tags; /* every tag required; "!tag" excludes servers carrying tag */
     size_t ntags;
 } jr_placement;
 
+/* Fills p with no placement (and p->size); the caller then sets cluster and tags. */
+JR_API void jr_placement_init_size(jr_placement *p, size_t size);
+#define jr_placement_init(p) jr_placement_init_size((p), sizeof *(p))
+
+/* A key and its value. Frozen: it never grows, so arrays of it are safe across versions. */
 typedef struct jr_kv {
     const char *key;
     const char *value;
@@ -54,7 +60,8 @@ typedef struct jr_stream_config {
     int storage;                  /* enum jr_storage; default JR_STORAGE_FILE */
     int replicas;                 /* 1..5; default 1 */
     uint64_t duplicate_window_ns; /* default 2 minutes; 0: the default */
-    jr_placement placement;
+    /* NULL: no placement; else read up to placement->size, and copied */
+    const jr_placement *placement;
     int sealed; /* no more writes or deletes; only by update */
     int deny_delete;
     int deny_purge;
@@ -64,10 +71,13 @@ typedef struct jr_stream_config {
     size_t nmetadata;
 } jr_stream_config;
 
-/* Fills cfg with JetStream's defaults (and cfg->size); the caller then sets name, subjects... */
-JR_API void jr_stream_config_init(jr_stream_config *cfg);
+/* Fills cfg with JetStream's defaults (and cfg->size); the caller then sets name, subjects...
+ * Writes only the first `size` bytes (the macro passes the caller's sizeof). */
+JR_API void jr_stream_config_init_size(jr_stream_config *cfg, size_t size);
+#define jr_stream_config_init(cfg) jr_stream_config_init_size((cfg), sizeof *(cfg))
 
 typedef struct jr_stream_state {
+    size_t size; /* sizeof(jr_stream_state) as built into the library */
     uint64_t msgs;
     uint64_t bytes;
     uint64_t first_seq;
@@ -79,13 +89,15 @@ typedef struct jr_stream_state {
     uint64_t consumers;
 } jr_stream_state;
 
+/* Everything it points to is borrowed for the callback, like the struct itself. */
 typedef struct jr_stream_info {
-    size_t size;             /* sizeof(jr_stream_info) as built into the library */
-    jr_stream_config config; /* normal form: defaults filled in */
-    uint64_t created_ns;     /* when the meta leader created the stream: its host's wall clock
-                                (ns since the Unix epoch; see jr_host.wall); 0 if unknown */
-    jr_stream_state state;
-    jr_cluster_info cluster;
+    size_t size;                    /* sizeof(jr_stream_info) as built into the library */
+    const jr_stream_config *config; /* normal form: defaults filled in */
+    uint64_t created_ns;            /* when the meta leader created the stream: its host's wall
+                                       clock (ns since the Unix epoch; see jr_host.wall); 0 if
+                                       unknown */
+    const jr_stream_state *state;
+    const jr_cluster_info *cluster;
 } jr_stream_info;
 
 /* Renders the "Cluster Information" block of info as the nats CLI prints it into buf (always
@@ -112,8 +124,10 @@ JR_API int jr_stream_info_format(const jr_stream_info *info, char *buf, size_t l
  *    leader", "stream 'ORDERS' has no leader").
  *  - Waits are bounded: without a leader or a quorum a request fails after request_timeout_ms of
  *    the node config (a publish: jr_pub_opts.timeout_ms) with JR_ENOLEADER (no meta leader) or
- *    JR_ENOQUORUM (nothing took effect). A write that reached a stream leader (publish, purge,
- *    message delete) waits for that leader's verdict while the leader is alive (silent for two
+ *    JR_ENOQUORUM (no leader took it: nothing took effect, a definite failure); a request a
+ *    leader took (proposed) but could not commit in time ends with JR_ETIMEDOUT instead, its
+ *    outcome unknown (it may still take effect). A write that reached a stream leader (publish,
+ * purge, message delete) waits for that leader's verdict while the leader is alive (silent for two
  *    election timeouts, it is lost); if the leader is lost, or loses its leadership, before
  *    the write committed: a publish with a msg_id is sent again to the next leader within its
  *    timeout (the duplicate window makes that safe: if the first attempt was stored, the ack
@@ -143,8 +157,8 @@ typedef void (*jr_stream_cb)(void *arg, int status, const char *msg);
  * assignment; status 0 means the stream exists once, on the servers chosen. Adding a stream that
  * exists with an identical config succeeds (idempotent); with another config it is JR_EEXIST. If
  * the meta leader fails meanwhile the request is re-sent to its successor, so the stream is
- * created at most once and the status says whether it was; only after JR_ENOQUORUM for a request
- * that had been proposed ("may still take effect") is the outcome unknown. */
+ * created at most once and the status says whether it was; only after JR_ETIMEDOUT (the request
+ * may have been proposed: "may still take effect") is the outcome unknown. */
 JR_API int jr_stream_add(jr_node *node, const jr_stream_config *cfg, jr_stream_cb cb, void *arg);
 /* Changes the config of the stream cfg->name to cfg (the fields JetStream allows to change;
  * others are JR_EINVAL naming the field). JR_ENOTFOUND for an unknown stream.
@@ -179,7 +193,8 @@ typedef struct jr_purge_opts {
     uint64_t keep;       /* non-zero: keep the newest `keep` matching messages */
     uint64_t seq;        /* non-zero: purge matching messages below seq (not with keep) */
 } jr_purge_opts;
-JR_API void jr_purge_opts_init(jr_purge_opts *opts);
+JR_API void jr_purge_opts_init_size(jr_purge_opts *opts, size_t size);
+#define jr_purge_opts_init(opts) jr_purge_opts_init_size((opts), sizeof *(opts))
 
 /* Completion of a purge: `purged` messages were removed. */
 typedef void (*jr_purge_cb)(void *arg, int status, const char *msg, uint64_t purged);
@@ -193,6 +208,7 @@ JR_API int jr_stream_msg_delete(jr_node *node, const char *name, uint64_t seq, i
 
 /* A stored message (everything borrowed for the callback). */
 typedef struct jr_stored_msg {
+    size_t size; /* sizeof(jr_stored_msg) as built into the library */
     const char *stream;
     uint64_t seq;
     uint64_t ts;         /* stream time when it was stored (ns since the Unix epoch with a
@@ -240,10 +256,12 @@ typedef struct jr_pub_opts {
     const char *expected_last_msg_id;   /* JR_EWRONGLASTMSGID unless the last msg id is this */
     uint32_t timeout_ms;                /* bounded wait; 0: the node's request_timeout_ms */
 } jr_pub_opts;
-JR_API void jr_pub_opts_init(jr_pub_opts *opts);
+JR_API void jr_pub_opts_init_size(jr_pub_opts *opts, size_t size);
+#define jr_pub_opts_init(opts) jr_pub_opts_init_size((opts), sizeof *(opts))
 
 /* The acknowledgement of a publish. */
 typedef struct jr_pub_ack {
+    size_t size;        /* sizeof(jr_pub_ack) as built into the library */
     const char *stream; /* the stream that captured the subject ("" if none) */
     uint64_t seq;       /* the message's seq (a duplicate: the original's); with
                            JR_EWRONGLASTSEQ / JR_EWRONGLASTSUBJSEQ the actual last seq */
@@ -258,10 +276,12 @@ typedef void (*jr_publish_cb)(void *arg, int status, const jr_pub_ack *ack);
  * a quorum of the stream's replicas under the sync policy — and applied; never before. Errors:
  * JR_ENOSTREAM (no stream captures the subject), JR_EINVAL (subject not a literal subject,
  * malformed header block), JR_EMSGSIZE (over the stream's max_msg_size or the largest entry),
- * the expectation errors, JR_ELIMIT (discard new), JR_ESEALED, JR_ENOQUORUM (no leader or no
- * quorum within the timeout: nothing was acknowledged), JR_ELEADERLOST (the leader was lost or
- * lost its leadership before the entry committed, and the publish had no msg_id or its timeout
- * passed: it may still be stored; ack->msg says which leader), JR_ETIMEDOUT. With a msg_id
+ * the expectation errors, JR_ELIMIT (discard new), JR_ESEALED, JR_ENOQUORUM (no leader took the
+ * message within the timeout: nothing took effect, it is not stored), JR_ELEADERLOST (the
+ * leader was lost or lost its leadership before the entry committed, and the publish had no
+ * msg_id or its timeout passed: it may still be stored; ack->msg says which leader),
+ * JR_ETIMEDOUT (a leader that stayed alive took it but did not commit it in time, e.g. without
+ * a quorum: it may still be stored). With a msg_id
  * (option or Nats-Msg-Id header) a publish survives the loss of its leader (see above). */
 JR_API int jr_publish(jr_node *node, const char *subject, const void *hdr, size_t hdr_len,
                       const void *data, size_t len, const jr_pub_opts *opts, jr_publish_cb cb,

@@ -13,15 +13,16 @@
  * this server knows of (its own replica's view, or a hint learned from an earlier answer), else
  * to the stream's peers in turn. A server that is not the leader answers JR_ENOTLEADER with the
  * leader it knows, and the request follows it (it provably never reached a log); with no leader
- * anywhere the request waits, re-trying every heartbeat, until its deadline: JR_ENOQUORUM.
+ * anywhere the request waits, re-trying every heartbeat, until its deadline: JR_ENOQUORUM (it
+ * reached no log: nothing took effect).
  * Reads (info, get) may be re-sent at any time.
  *
  * Writes that reached a leader (publish, purge, message delete). The leader answers when the op
- * is applied, JR_ELEADERLOST when it lost its leadership first, or JR_ENOQUORUM after its own
- * timeout; the requester waits for that verdict (past its own deadline if need be: the RPC's
- * timeout adds the leader's) while watching that the leader is alive: every election timeout
- * without a frame from it, it pings it (STREAM_ADMIN PING); two election timeouts without one,
- * the leader is lost. Then, and on JR_ELEADERLOST:
+ * is applied, JR_ELEADERLOST when it lost its leadership first, or JR_ETIMEDOUT after its own
+ * timeout (the op is in its log: the outcome is unknown); the requester waits for that verdict
+ * (past its own deadline if need be: the RPC's timeout adds the leader's) while watching that the
+ * leader is alive: every election timeout without a frame from it, it pings it (STREAM_ADMIN PING);
+ * two election timeouts without one, the leader is lost. Then, and on JR_ELEADERLOST:
  *  - a publish with a msg_id is sent again, to the next leader, while within its deadline: the
  *    duplicate window makes that safe (an attempt that did commit is reported with its seq and
  *    duplicate = 1). A leader given up for lost is not asked again unless heard from since;
@@ -38,6 +39,7 @@
 #include "js/rpc.h"
 #include "stream/headers.h"
 #include "stream/subject.h"
+#include "util/abi.h"
 #include "util/alloc.h"
 
 /* Copies a NUL-terminated name into dst (cap bytes), truncating. */
@@ -323,6 +325,7 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
     }
     if (status == JR_ENOTLEADER) {
         /* Not proposed anywhere: safe to send again, to the leader named if any. */
+        r->sent = 0;
         char hint[JR__META_NAME_MAX + 1];
         size_t k = len < sizeof hint - 1 ? len : sizeof hint - 1;
         if (k) memcpy(hint, p, k);
@@ -368,10 +371,15 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
                 r->duplicate = 0;
             }
         }
-        if (status == JR_ENOQUORUM)
-            jr__req_finish(r, status, "stream '%s': no quorum", r->stream);
-        else
+        if (status == JR_ETIMEDOUT) {
+            const char *t = jr__js_peer_name(js, r->target);
+            jr__req_finish(r, status,
+                           "stream '%s': leader %s did not commit the publish in time: it may "
+                           "or may not be stored",
+                           r->stream, t ? t : "?");
+        } else {
             jr__req_finish(r, status, NULL);
+        }
         return;
     }
     case JR__REQ_PURGE:
@@ -444,10 +452,12 @@ void jr__req_timer(jr__req *r)
                        r->stream, l ? l : "(its leader)", what_name(r),
                        r->idempotent ? " (publishing again with the same msg_id is safe)" : "");
     } else if (r->sent && r->target == n->self)
-        jr__req_finish(r, JR_ENOQUORUM,
-                       "stream '%s': no quorum (the request did not commit in time)%s", r->stream,
-                       note);
-    else
+        /* staged or proposed here, this server still leading: it may still commit */
+        jr__req_finish(r, JR_ETIMEDOUT,
+                       "stream '%s': the %s did not commit in time (no quorum): it may or may "
+                       "not have taken effect%s",
+                       r->stream, what_name(r), note);
+    else /* it reached no log */
         jr__req_finish(r, JR_ENOQUORUM, "stream '%s' has no leader (no quorum)%s", r->stream,
                        note);
 }
@@ -469,7 +479,7 @@ void jr__req_deliver(jr__req *r)
         r->cb.admin(r->arg, st, msg);
         return;
     case JR__REQ_PUBLISH: {
-        jr_pub_ack ack = {r->stream, r->seq, r->duplicate, st ? msg : ""};
+        jr_pub_ack ack = {sizeof ack, r->stream, r->seq, r->duplicate, st ? msg : ""};
         r->cb.pub(r->arg, st, &ack);
         return;
     }
@@ -527,13 +537,16 @@ void jr__req_deliver(jr__req *r)
 
 /* Admin (meta) ------------------------------------------------------------------------------*/
 
-/* A full-size copy of the caller's config (fields it did not know keep their defaults). */
-static int copy_config(const jr_stream_config *in, jr_stream_config *out)
+/* A full-size copy of the caller's config (fields it did not know keep their defaults; its
+ * placement, still the caller's, is read by its own size). 0, or JR_EINVAL with a message if
+ * the caller's size cannot even hold the size field. */
+static int copy_config(const jr_stream_config *in, jr_stream_config *out, char *msg, size_t len)
 {
     jr_stream_config_init(out);
-    if (!in || in->size == 0) return JR_EINVAL;
-    memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
-    out->size = sizeof *out;
+    if (!in || jr__abi_read(out, sizeof *out, in) != 0) {
+        snprintf(msg, len, "size: %zu is too small", in ? jr__abi_size(in) : (size_t)0);
+        return JR_EINVAL;
+    }
     return 0;
 }
 
@@ -567,9 +580,10 @@ static int meta_request(jr_node *n, uint8_t what, const jr_stream_config *cfg_in
         }
         snprintf(r->stream, sizeof r->stream, "%s", name);
     } else {
-        copy_config(cfg_in, &cfg);
         char msg[JR__JS_MSG_MAX];
-        int bad = what == JR__REQ_ADD ? jr__stream_config_check_add(&cfg, msg, sizeof msg)
+        int bad = copy_config(cfg_in, &cfg, msg, sizeof msg);
+        if (!bad)
+            bad = what == JR__REQ_ADD ? jr__stream_config_check_add(&cfg, msg, sizeof msg)
                                       : jr__stream_config_validate(&cfg, msg, sizeof msg);
         if (bad) {
             r->meta_id = 0;
@@ -669,11 +683,11 @@ static int put_op(jr__req *r, const jr__stream_op *op)
     return 0;
 }
 
-void jr_purge_opts_init(jr_purge_opts *o)
+void jr_purge_opts_init_size(jr_purge_opts *o, size_t size)
 {
-    if (!o) return;
-    memset(o, 0, sizeof *o);
-    o->size = sizeof *o;
+    jr_purge_opts d;
+    memset(&d, 0, sizeof d);
+    jr__abi_init(o, size, &d, sizeof d);
 }
 
 int jr_stream_purge(jr_node *n, const char *name, const jr_purge_opts *opts_in, jr_purge_cb cb,
@@ -793,13 +807,13 @@ int jr_stream_stepdown(jr_node *n, const char *name, const char *peer, jr_stream
 
 /* Publish -----------------------------------------------------------------------------------*/
 
-void jr_pub_opts_init(jr_pub_opts *o)
+void jr_pub_opts_init_size(jr_pub_opts *o, size_t size)
 {
-    if (!o) return;
-    memset(o, 0, sizeof *o);
-    o->size = sizeof *o;
-    o->expected_last_seq = JR_SEQ_NONE;
-    o->expected_last_subject_seq = JR_SEQ_NONE;
+    jr_pub_opts d;
+    memset(&d, 0, sizeof d);
+    d.expected_last_seq = JR_SEQ_NONE;
+    d.expected_last_subject_seq = JR_SEQ_NONE;
+    jr__abi_init(o, size, &d, sizeof d);
 }
 
 /* Largest headers + data of a message: the node's max_payload (node.c set_limits leaves room

@@ -1,5 +1,5 @@
 /*
- * catchup — a stream replica restored from a snapshot pulls the messages it lacks (issue 4 §6).
+ * catchup — a stream replica restored from a snapshot pulls the messages it lacks.
  *
  * A stream snapshot is the stream's metadata, not its messages (fsm.h). When a replica installs
  * one (a new replica, or one so far behind that the leader's log was compacted past it), the

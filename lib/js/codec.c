@@ -17,15 +17,15 @@ static void put_str(jr__buf *b, const char *s)
 
 int jr__info_encode(jr__buf *b, const jr_stream_info *in)
 {
-    const jr_cluster_info *c = &in->cluster;
+    const jr_cluster_info *c = in->cluster;
     if (c->nreplicas > JR__INFO_MAX_REPLICAS) return JR_EINVAL;
     jr__buf cfg;
     jr__buf_init(&cfg, b->alloc);
-    int rc = jr__stream_config_encode(&in->config, &cfg);
+    int rc = jr__stream_config_encode(in->config, &cfg);
     if (rc == 0) jr__buf_bytes(b, cfg.data, cfg.len);
     jr__buf_free(&cfg);
     if (rc) return rc;
-    const jr_stream_state *s = &in->state;
+    const jr_stream_state *s = in->state;
     uint64_t v[] = {in->created_ns, s->msgs,     s->bytes,        s->first_seq,   s->first_ts,
                     s->last_seq,    s->last_ts,  s->num_subjects, s->num_deleted, s->consumers};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) jr__buf_varint(b, v[i]);
@@ -34,10 +34,11 @@ int jr__info_encode(jr__buf *b, const jr_stream_info *in)
     put_str(b, c->leader);
     jr__buf_varint(b, c->nreplicas);
     for (size_t i = 0; i < c->nreplicas; i++) {
-        const jr_peer_info *p = &c->replicas[i];
+        const jr_peer_info *p = c->replicas[i];
         put_str(b, p->name);
-        jr__buf_u8(b, (uint8_t)((p->current ? 1 : 0) | (p->offline ? 2 : 0) |
-                                (p->observer ? 4 : 0) | (p->pending ? 8 : 0)));
+        jr__buf_u8(b,
+                   (uint8_t)((p->current ? 1 : 0) | (p->offline ? 2 : 0) | (p->observer ? 4 : 0) |
+                             (p->pending ? 8 : 0) | (p->damaged ? 16 : 0)));
         jr__buf_varint(b, p->active_ns);
         jr__buf_varint(b, p->lag);
     }
@@ -76,8 +77,11 @@ int jr__info_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__inf
     if (rc) return rc == JR_ENOMEM ? rc : JR_ECORRUPT;
     jr_stream_info *in = &out->info;
     in->size = sizeof *in;
-    in->config = out->cfg->c;
-    jr_stream_state *s = &in->state;
+    in->config = &out->cfg->c;
+    in->state = &out->state;
+    in->cluster = &out->cluster;
+    jr_stream_state *s = &out->state;
+    s->size = sizeof *s;
     in->created_ns = jr__rd_varint(&r);
     s->msgs = jr__rd_varint(&r);
     s->bytes = jr__rd_varint(&r);
@@ -88,7 +92,8 @@ int jr__info_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__inf
     s->num_subjects = jr__rd_varint(&r);
     s->num_deleted = jr__rd_varint(&r);
     s->consumers = jr__rd_varint(&r);
-    jr_cluster_info *c = &in->cluster;
+    jr_cluster_info *c = &out->cluster;
+    c->size = sizeof *c;
     c->name = take_str(&r, &at, end);
     c->group = take_str(&r, &at, end);
     c->leader = take_str(&r, &at, end);
@@ -96,19 +101,23 @@ int jr__info_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__inf
     if (r.err || n > JR__INFO_MAX_REPLICAS) return JR_ECORRUPT;
     for (size_t i = 0; i < n; i++) {
         jr_peer_info *pi = &out->reps[i];
+        pi->size = sizeof *pi;
         pi->name = take_str(&r, &at, end);
         uint8_t f = jr__rd_u8(&r);
         pi->active_ns = jr__rd_varint(&r);
         pi->lag = jr__rd_varint(&r);
-        if (r.err || (f & ~15u)) return JR_ECORRUPT;
+        if (r.err || (f & ~31u)) return JR_ECORRUPT;
         pi->current = f & 1;
         pi->offline = (f >> 1) & 1;
         pi->observer = (f >> 2) & 1;
         pi->pending = (f >> 3) & 1;
+        pi->damaged = (f >> 4) & 1;
+        if (pi->damaged) pi->current = 0; /* never shown current, whatever the sender said */
+        out->rep_ptrs[i] = pi;
     }
     if (r.err || jr__rd_left(&r)) return JR_ECORRUPT;
     if (c->leader && !*c->leader) c->leader = NULL;
-    c->replicas = out->reps;
+    c->replicas = out->rep_ptrs;
     c->nreplicas = (size_t)n;
     return 0;
 }
@@ -139,11 +148,14 @@ int jr__servers_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__
     /* every server takes at least 6 bytes, every tag at least 1 */
     if (r.err || n > MAX_SERVERS || n > jr__rd_left(&r) / 6) return JR_ECORRUPT;
     out->servers = jr__calloc(a, n ? (size_t)n : 1, sizeof *out->servers);
+    out->server_ptrs = jr__calloc(a, n ? (size_t)n : 1, sizeof *out->server_ptrs);
     out->tags = jr__calloc(a, len + 1, sizeof *out->tags);
-    if (!out->servers || !out->tags) return JR_ENOMEM;
+    if (!out->servers || !out->server_ptrs || !out->tags) return JR_ENOMEM;
     size_t ntags_all = 0;
     for (size_t i = 0; i < n; i++) {
         jr_server_info *s = &out->servers[i];
+        out->server_ptrs[i] = s;
+        s->size = sizeof *s;
         s->name = take_str(&r, &at, end);
         s->cluster = take_str(&r, &at, end);
         uint64_t nt = jr__rd_varint(&r);
@@ -155,15 +167,17 @@ int jr__servers_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__
         s->active_ns = jr__rd_varint(&r);
         s->lag = jr__rd_varint(&r);
         uint64_t assets = jr__rd_varint(&r);
-        if (r.err || (f & ~7u) || assets > UINT32_MAX) return JR_ECORRUPT;
+        if (r.err || (f & ~15u) || assets > UINT32_MAX) return JR_ECORRUPT;
         s->leader = f & 1;
         s->current = (f >> 1) & 1;
         s->offline = (f >> 2) & 1;
+        s->damaged = (f >> 3) & 1;
+        if (s->damaged) s->current = 0; /* never shown current, whatever the sender said */
         s->assets = (uint32_t)assets;
     }
     if (r.err || jr__rd_left(&r)) return JR_ECORRUPT;
     if (in->leader && !*in->leader) in->leader = NULL;
-    in->servers = out->servers;
+    in->servers = out->server_ptrs;
     in->nservers = (size_t)n;
     return 0;
 }
@@ -171,9 +185,11 @@ int jr__servers_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__
 void jr__servers_dec_free(jr__servers_dec *d)
 {
     jr__free(d->alloc, d->servers);
+    jr__free(d->alloc, (void *)d->server_ptrs);
     jr__free(d->alloc, (void *)d->tags);
     jr__free(d->alloc, d->strings);
     d->servers = NULL;
+    d->server_ptrs = NULL;
     d->tags = NULL;
     d->strings = NULL;
 }
@@ -207,6 +223,7 @@ int jr__msg_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__msg_
     s[sl] = 0;
     if (hl) memcpy(s + sl + 1, hdr, hl);
     if (dl) memcpy(s + sl + 1 + hl, data, dl);
+    out->m.size = sizeof out->m;
     out->m.seq = seq;
     out->m.ts = ts;
     out->m.subject = s;

@@ -8,11 +8,12 @@
  *             varint msgs | varint bytes | varint first_seq | varint first_ts | varint last_seq |
  *             varint last_ts | varint num_subjects | varint num_deleted | varint consumers |
  *             str cluster | str group | str leader ("" none) | varint n (<= 16) |
- *             n × (str name | u8 flags (1 current, 2 offline, 4 observer, 8 pending) |
- *                  varint active_ns | varint lag)
+ *             n × (str name | u8 flags (1 current, 2 offline, 4 observer, 8 pending,
+ *                  16 damaged) | varint active_ns | varint lag)
  *   servers = str cluster | str leader | varint nstreams | varint n |
  *             n × (str name | str cluster | varint ntags | ntags × str | u8 flags (1 leader,
- *                  2 current, 4 offline) | varint active_ns | varint lag | varint assets)
+ *                  2 current, 4 offline, 8 damaged) | varint active_ns | varint lag |
+ *                  varint assets)
  *   message = varint seq | u64 ts | str subject | str headers | str data
  * Decoders bounds-check every read, reject trailing bytes and unknown flag bits, and copy what
  * they return into memory the decoded value owns (strings NUL-terminated).
@@ -30,14 +31,18 @@
 
 #define JR__INFO_MAX_REPLICAS 16
 
-/* Appends the info encoding. 0, JR_EINVAL (config, or too many replicas), JR_ENOMEM. */
+/* Appends the info encoding of a full-size info built by the library (every struct it points
+ * to full size too). 0, JR_EINVAL (config, or too many replicas), JR_ENOMEM. */
 int jr__info_encode(jr__buf *b, const jr_stream_info *info);
 
-/* A decoded info: `info` borrows from the rest. */
+/* A decoded info: `info` borrows from the rest (every struct full size, sizes set). */
 typedef struct jr__info_dec {
     jr_stream_info info;
+    jr_stream_state state;
+    jr_cluster_info cluster;
     jr__stream_cfg *cfg;
     jr_peer_info reps[JR__INFO_MAX_REPLICAS];
+    const jr_peer_info *rep_ptrs[JR__INFO_MAX_REPLICAS];
     char *strings; /* cluster, group, leader and replica names */
     const jr_allocator *alloc;
 } jr__info_dec;
@@ -46,11 +51,12 @@ typedef struct jr__info_dec {
 int jr__info_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__info_dec *out);
 void jr__info_dec_free(jr__info_dec *d);
 
-/* A decoded server report. */
+/* A decoded server report (every struct full size, sizes set). */
 typedef struct jr__servers_dec {
     jr_meta_info info;
     jr_server_info *servers;
-    const char **tags; /* every server's tags, one array */
+    const jr_server_info **server_ptrs; /* info.servers: &servers[i] */
+    const char **tags;                  /* every server's tags, one array */
     char *strings;
     const jr_allocator *alloc;
 } jr__servers_dec;

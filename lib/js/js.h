@@ -126,6 +126,7 @@ struct jr__req {
     uint8_t what;         /* enum jr__req_op */
     uint8_t kind;         /* the RPC kind it travels as */
     uint8_t state;        /* meta requests: 0 to send, 1 sent, 2 proposed */
+    uint8_t unsure;       /* meta requests: an earlier attempt may have reached the meta log */
     uint8_t done;         /* completed (callback queued) */
     uint8_t sent;         /* a leader received it at least once */
     uint8_t resend;       /* may be re-sent after an attempt timed out */

@@ -1,5 +1,5 @@
 /*
- * meta_replica — the meta group on every server (issue 4 §1, §2): one Raft group of all servers
+ * meta_replica — the meta group on every server: one Raft group of all servers
  * (JR__META_GROUP_ID, voters = the configured peers) whose state machine is lib/meta's
  * meta_state. It decides which streams exist and where each one lives.
  *
@@ -33,8 +33,10 @@
  * stream's leader drives the group to the new set (stream_replica.c "Peer changes").
  *
  * No meta leader: requests wait, re-trying every heartbeat, until their deadline, then fail with
- * JR_ENOLEADER ("no meta leader") — or JR_ENOQUORUM when a leader was reachable but nothing
- * committed.
+ * JR_ENOLEADER ("no meta leader"), or JR_ENOQUORUM when a leader was reachable but refused or
+ * could not take every attempt (nothing took effect). When an attempt may have reached the
+ * meta log — proposed and not committed, or sent and not answered, or answered with a timeout
+ * or a lost leadership — the deadline ends it with JR_ETIMEDOUT: it may still take effect.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,7 +258,7 @@ static int place(jr__js *js, const jr__meta_op *op, const char *home, const char
     jr__stream_norm norm;
     jr__stream_config_normalize(op->config, &norm);
     const jr_stream_config *c = &norm.c;
-    const char *cluster = c->placement.cluster;
+    const char *cluster = jr__stream_placement_cluster(c);
     if (!cluster || !*cluster) {
         const jr__meta_server *o = home ? jr__meta_server_find(st, home) : NULL;
         cluster = o ? o->cluster : js->cluster;
@@ -265,8 +267,7 @@ static int place(jr__js *js, const jr__meta_op *op, const char *home, const char
     memset(&req, 0, sizeof req);
     req.replicas = c->replicas;
     req.cluster = cluster;
-    req.tags = c->placement.tags;
-    req.ntags = c->placement.ntags;
+    req.tags = jr__stream_placement_tags(c, &req.ntags);
     req.max_bytes = c->max_bytes;
     req.unique_tag = js->unique_tag;
     req.seed = jr__xxh3(c->name, strlen(c->name));
@@ -325,7 +326,9 @@ static int move(jr__js *js, const jr__meta_op *op, const jr__meta_stream *s, con
 {
     jr__stream_norm norm;
     jr__stream_config_normalize(op->config, &norm);
-    const jr_placement *pl = &norm.c.placement;
+    const char *pl_cluster = jr__stream_placement_cluster(&norm.c);
+    size_t pl_ntags;
+    const char *const *pl_tags = jr__stream_placement_tags(&norm.c, &pl_ntags);
     const char *keep[JR_MAX_REPLICAS];
     size_t nkeep = 0;
     for (size_t i = 0; i < s->npeers; i++) {
@@ -337,8 +340,8 @@ static int move(jr__js *js, const jr__meta_op *op, const jr__meta_stream *s, con
         ps.cluster = sv->cluster;
         ps.tags = sv->tags;
         ps.ntags = sv->ntags;
-        const char *cluster = pl->cluster && *pl->cluster ? pl->cluster : sv->cluster;
-        if (jr__placement_fits(&ps, cluster, pl->tags, pl->ntags)) keep[nkeep++] = s->peers[i];
+        const char *cluster = pl_cluster && *pl_cluster ? pl_cluster : sv->cluster;
+        if (jr__placement_fits(&ps, cluster, pl_tags, pl_ntags)) keep[nkeep++] = s->peers[i];
     }
     return place(js, op, s->peers[0], keep, nkeep, peers, npeers, msg, msglen);
 }
@@ -348,12 +351,16 @@ static int same_str(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
-/* 1 if two placements (normal form) are the same. */
-static int same_placement(const jr_placement *a, const jr_placement *b)
+/* 1 if the placements of two normal forms are the same. */
+static int same_placement(const jr_stream_config *a, const jr_stream_config *b)
 {
-    if (!same_str(a->cluster, b->cluster) || a->ntags != b->ntags) return 0;
-    for (size_t i = 0; i < a->ntags; i++)
-        if (!same_str(a->tags[i], b->tags[i])) return 0;
+    size_t na, nb;
+    const char *const *ta = jr__stream_placement_tags(a, &na);
+    const char *const *tb = jr__stream_placement_tags(b, &nb);
+    if (!same_str(jr__stream_placement_cluster(a), jr__stream_placement_cluster(b)) || na != nb)
+        return 0;
+    for (size_t i = 0; i < na; i++)
+        if (!same_str(ta[i], tb[i])) return 0;
     return 1;
 }
 
@@ -404,7 +411,7 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
             jr__stream_config_normalize(op.config, &norm);
             const char *peers[JR_MAX_REPLICAS];
             size_t np = s->npeers, want = (size_t)norm.c.replicas;
-            if (!same_placement(&norm.c.placement, &s->cfg->c.placement)) {
+            if (!same_placement(&norm.c, &s->cfg->c)) {
                 /* a move (never with a replica change: jr__meta_check refused that) */
                 rc = move(js, &op, s, peers, &np, msg, sizeof msg);
                 if (rc != 0) {
@@ -539,7 +546,13 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
     case JR_ELEADERLOST:
     case JR_ENOMEM:
     case JR_ECLOSED:
-        /* Nothing was decided: ask the (next) leader again. */
+        /* Not decided yet: ask the (next) leader again (a re-sent request is recognised by
+         * its id, so it takes effect at most once). Without an answer, a timeout or a lost
+         * leadership, that leader may have proposed it: its deadline can then no longer say
+         * that nothing took effect. */
+        if (status == JR__RPC_NO_ANSWER || status == JR_ETIMEDOUT || status == JR_ELEADERLOST ||
+            status == JR_ECLOSED)
+            r->unsure = 1;
         r->state = 0;
         if (status == JR_ECLOSED && js->closing) return;
         retry_at(r, n->now + (status == JR__RPC_NO_ANSWER ? 0 : n->heartbeat_ns));
@@ -570,16 +583,21 @@ void jr__mnode_timer(jr__req *r)
     int self;
     const char *leader = jr__mnode_leader(js, &self);
     if (r->state == 2)
-        jr__req_finish(r, JR_ENOQUORUM,
+        jr__req_finish(r, JR_ETIMEDOUT,
                        "meta group has no quorum: the %s was proposed at index %llu but did not "
                        "commit in time; it may still take effect",
                        what, (unsigned long long)r->meta_index);
-    else if (!r->saw_leader || !leader)
+    else if (r->state == 1 || r->unsure) {
+        const char *t = r->target == n->self ? n->name : jr__js_peer_name(js, r->target);
+        jr__req_finish(r, JR_ETIMEDOUT,
+                       "meta leader %s did not answer in time: the %s may still take effect",
+                       t ? t : "?", what);
+    } else if (!r->saw_leader || !leader)
         jr__req_finish(r, JR_ENOLEADER,
                        "no meta leader: JetStream system temporarily unavailable (%s not sent)",
                        what);
     else
-        jr__req_finish(r, JR_ENOQUORUM, "meta leader %s did not answer in time (%s not applied)",
+        jr__req_finish(r, JR_ENOQUORUM, "meta leader %s did not take the %s in time (not applied)",
                        leader, what);
 }
 
@@ -775,8 +793,9 @@ void jr__mnode_cluster_info(jr__js *js, const jr__route *rt)
         const jr__meta_server *s = st->servers[i];
         uint64_t seen = UINT64_MAX, match = 0;
         int online = jr__mnode_online(js, s->name, &seen);
+        jr__peer *p = jr__peer_find_name(n, s->name);
+        int damaged = p ? jr__group_peer_damaged(js->meta, p->id) : 0;
         if (self) {
-            jr__peer *p = jr__peer_find_name(n, s->name);
             const jr__conf *c = jr__raft_conf(mr);
             for (uint32_t k = 0; p && k < c->n; k++) {
                 jr__progress pr;
@@ -787,12 +806,12 @@ void jr__mnode_cluster_info(jr__js *js, const jr__route *rt)
         for (size_t k = 0; k < st->nstreams; k++)
             assets += (uint32_t)jr__meta_stream_has_peer(st->streams[k], s->name);
         int is_leader = leader && strcmp(leader, s->name) == 0;
-        int current = self && online && match >= commit;
+        int current = self && online && match >= commit && !damaged;
         jr__buf_bytes(b, s->name, strlen(s->name));
         jr__buf_bytes(b, s->cluster, strlen(s->cluster));
         jr__buf_varint(b, s->ntags);
         for (size_t k = 0; k < s->ntags; k++) jr__buf_bytes(b, s->tags[k], strlen(s->tags[k]));
-        jr__buf_u8(b, (uint8_t)(is_leader | current << 1 | (!online) << 2));
+        jr__buf_u8(b, (uint8_t)(is_leader | current << 1 | (!online) << 2 | damaged << 3));
         jr__buf_varint(b, seen);
         jr__buf_varint(b, self && last > match ? last - match : 0);
         jr__buf_varint(b, assets);

@@ -1,5 +1,5 @@
 /*
- * stream_replica — the local replicas of streams (issue 4 §3, §4): each stream is its own Raft
+ * stream_replica — the local replicas of streams: each stream is its own Raft
  * group (the id from its meta assignment) whose state machine is lib/stream's fsm over a
  * message store in store_dir (memory or file, as the stream's config says).
  *
@@ -12,7 +12,8 @@
  * each waiter gets its op's result (seq, duplicate, or the refusal). An entry applied at that
  * index with another term, an index passed without it, or the leadership lost before the commit
  * (the node's propose callback) answers JR_ELEADERLOST; a proposal older than the request
- * timeout answers JR_ENOQUORUM (it may still commit later; nothing was acknowledged).
+ * timeout answers JR_ETIMEDOUT: it is in this leader's log and may still commit later, so its
+ * outcome is unknown (JR_ENOQUORUM would say nothing took effect).
  *
  * Time. The leader stamps every op it stages with stream time (stream/clock.h: the host's wall
  * clock, never backwards, clock jumps absorbed gradually); every replica anchors its own
@@ -103,7 +104,8 @@ static void free_proposal(jr__js *js, jr__proposal *p)
     jr__free(js->n->alloc, p);
 }
 
-/* Answers every waiter of p with status (a failure: nothing of p was acknowledged). */
+/* Answers every waiter of p with status (a failure: nothing of p was acknowledged; whether it
+ * may still take effect is the status's to say). */
 static void resolve_fail(jr__js *js, jr__proposal *p, int status)
 {
     if (p->resolved) return;
@@ -499,7 +501,7 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
         }
         for (jr__proposal *p = r->phead; p; p = p->next) {
             if (p->deadline <= n->now)
-                resolve_fail(js, p, JR_ENOQUORUM);
+                resolve_fail(js, p, JR_ETIMEDOUT); /* in the log: it may still commit */
             else if (!p->resolved) {
                 if (p->deadline < next) next = p->deadline;
                 break;

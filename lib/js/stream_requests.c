@@ -69,28 +69,37 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
 {
     jr_node *n = js->n;
     jr_stream_info in;
+    jr_stream_state state;
+    jr_cluster_info cluster;
     memset(&in, 0, sizeof in);
+    memset(&state, 0, sizeof state);
+    memset(&cluster, 0, sizeof cluster);
     in.size = sizeof in;
-    in.config = *jr__stream_fsm_config_get(r->fsm);
+    state.size = sizeof state;
+    cluster.size = sizeof cluster;
+    in.config = jr__stream_fsm_config_get(r->fsm);
+    in.state = &state;
+    in.cluster = &cluster;
     const jr__meta_stream *ms = jr__meta_stream_by_group(&js->st, r->group);
     in.created_ns = ms ? ms->created_ns : 0; /* the meta leader's stamp (meta_op.h) */
     jr__stream_fsm_info fi;
     jr__stream_fsm_info_get(r->fsm, &fi);
-    in.state.msgs = fi.store.msgs;
-    in.state.bytes = fi.store.bytes;
-    in.state.first_seq = fi.store.first_seq;
-    in.state.first_ts = (uint64_t)fi.store.first_ts;
-    in.state.last_seq = fi.store.last_seq;
-    in.state.last_ts = (uint64_t)fi.store.last_ts;
-    in.state.num_subjects = fi.store.num_subjects;
-    in.state.num_deleted = fi.store.num_deleted;
+    state.msgs = fi.store.msgs;
+    state.bytes = fi.store.bytes;
+    state.first_seq = fi.store.first_seq;
+    state.first_ts = (uint64_t)fi.store.first_ts;
+    state.last_seq = fi.store.last_seq;
+    state.last_ts = (uint64_t)fi.store.last_ts;
+    state.num_subjects = fi.store.num_subjects;
+    state.num_deleted = fi.store.num_deleted;
     char gname[40];
     group_name(r, gname, sizeof gname);
-    const char *cl = in.config.placement.cluster;
-    in.cluster.name = cl && *cl ? cl : js->cluster;
-    in.cluster.group = gname;
-    in.cluster.leader = n->name;
+    const char *cl = jr__stream_placement_cluster(in.config);
+    cluster.name = cl && *cl ? cl : js->cluster;
+    cluster.group = gname;
+    cluster.leader = n->name;
     jr_peer_info reps[JR__INFO_MAX_REPLICAS];
+    const jr_peer_info *rep_ptrs[JR__INFO_MAX_REPLICAS];
     size_t nr = 0;
     jr_group_status gs;
     gs.size = sizeof gs;
@@ -102,12 +111,14 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
             continue;
         jr_peer_info *pi = &reps[nr++];
         memset(pi, 0, sizeof *pi);
+        pi->size = sizeof *pi;
         pi->name = ps.name;
         pi->observer = !ps.voter;
         pi->lag = ps.lag;
         pi->active_ns = ps.last_seen_ns;
         pi->offline = ps.last_seen_ns == UINT64_MAX || ps.last_seen_ns > 2 * n->election_ns;
-        pi->current = ps.current && !pi->offline;
+        pi->damaged = ps.damaged;
+        pi->current = ps.current && !pi->offline && !pi->damaged;
     }
     /* Peers of the assignment that are not (yet) members of the group. */
     const jr__conf *conf = jr__raft_conf(jr__group_raft(r->g));
@@ -116,14 +127,16 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
         if (p && jr__conf_find(conf, p->id)) continue;
         jr_peer_info *pi = &reps[nr++];
         memset(pi, 0, sizeof *pi);
+        pi->size = sizeof *pi;
         pi->name = r->as->peers[i];
         pi->pending = 1;
         pi->offline = !jr__mnode_online(js, r->as->peers[i], NULL);
         pi->active_ns = UINT64_MAX;
     }
     qsort(reps, nr, sizeof reps[0], cmp_peer);
-    in.cluster.replicas = reps;
-    in.cluster.nreplicas = nr;
+    for (size_t i = 0; i < nr; i++) rep_ptrs[i] = &reps[i];
+    cluster.replicas = rep_ptrs;
+    cluster.nreplicas = nr;
     jr__buf *b = &js->scratch2;
     jr__buf_reset(b);
     int rc = jr__info_encode(b, &in);

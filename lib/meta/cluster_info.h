@@ -9,16 +9,18 @@
  *                  Leader: n1-east
  *                 Replica: n3-east, current, seen 0.00s ago
  *                 Replica: n4-east, outdated, seen 0.18s ago, 14,231 operations behind
+ *                 Replica: n5-east, outdated, damaged, seen 0.02s ago
  *
  * Labels are right-aligned to the longest label of the whole `stream info` output (the CLI
  * aligns every row of the page; its stream pages have a 19-byte longest label, hence the default
  * width). Each replica line holds, in order: the name (with " (pending)" while it is in the
- * assignment but not yet in the Raft group), current or outdated, OFFLINE, observer (a
- * non-voting member still catching up; libjetraft's addition, the CLI has no such marker), "seen
- * <d> ago" or "not seen", and "<n> operation(s) behind" when the lag is not zero. Durations are
- * printed as the CLI the seeds come from printed them: "0.12s" below a minute, then "2m5s",
- * "1h2m5s", "3d1h2m5s", "1y3d1h2m5s"; lags with thousands separators. The block ends with an
- * empty line, as in the CLI.
+ * assignment but not yet in the Raft group), current or outdated (a damaged replica is always
+ * outdated), damaged (its replica lost data and waits for repair; libjetraft's addition),
+ * OFFLINE, observer (a non-voting member still catching up; libjetraft's addition, the CLI has
+ * no such marker), "seen <d> ago" or "not seen", and "<n> operation(s) behind" when the lag is
+ * not zero. Durations are printed as the CLI the seeds come from printed them: "0.12s" below a
+ * minute, then "2m5s", "1h2m5s", "3d1h2m5s", "1y3d1h2m5s"; lags with thousands separators. The
+ * block ends with an empty line, as in the CLI.
  *
  * One deliberate difference: the CLI shows a zero "active" duration as "not seen" (a Go zero
  * value); here a peer heard from this very instant is "seen 0.00s ago", and "not seen" is
@@ -43,6 +45,7 @@ typedef struct jr__replica_view {
     int pending;      /* in the assignment, not (yet) in the Raft group */
     uint64_t seen_ns; /* since last contact; UINT64_MAX: never */
     uint64_t lag;     /* operations behind the leader */
+    int damaged;      /* lost data, waits for repair: never shown current */
 } jr__replica_view;
 
 typedef struct jr__cluster_view {

@@ -2,7 +2,7 @@
  * meta_op — the operations of the meta group's log: what the meta leader proposes and every
  * server applies (meta_state.h), in a versioned, strict, checksummed binary encoding.
  *
- * Operations (ARCHITECTURE §6, issue 4 §1):
+ * Operations (ARCHITECTURE §6):
  *   SERVER_INFO    a server's placement facts {name, cluster, tags, capacity, max assets}; each
  *                  server proposes its own when they change (idempotent upsert).
  *   STREAM_ADD     {stream config, peer set chosen by the leader's placement}.

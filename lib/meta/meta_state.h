@@ -1,6 +1,6 @@
 /*
  * meta_state — the meta group's replicated state machine: which servers exist (with their
- * placement facts) and where every stream lives (ARCHITECTURE §6, issue 4 §1).
+ * placement facts) and where every stream lives (ARCHITECTURE §6).
  *
  * Owns: servers by name; stream assignments by name {owned normalized config, peer set (server
  * names), Raft group id, meta index of creation and of the last change}; a subject index of

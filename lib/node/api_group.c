@@ -9,15 +9,16 @@
 #include <string.h>
 
 #include "node/node.h"
+#include "util/abi.h"
 #include "util/alloc.h"
 #include "util/deadline.h"
 
-void jr_group_config_init(jr_group_config *cfg)
+void jr_group_config_init_size(jr_group_config *cfg, size_t size)
 {
-    if (!cfg) return;
-    memset(cfg, 0, sizeof *cfg);
-    cfg->size = sizeof *cfg;
-    cfg->snapshot_entries = 8192;
+    jr_group_config d;
+    memset(&d, 0, sizeof d);
+    d.snapshot_entries = 8192;
+    jr__abi_init(cfg, size, &d, sizeof d);
 }
 
 int jr_group_open(jr_node *n, const jr_group_config *cfg, jr_group **out)
@@ -30,8 +31,12 @@ int jr_group_open(jr_node *n, const jr_group_config *cfg, jr_group **out)
         return jr__node_err(n, JR_EINVAL, "group id above JR_GROUP_ID_HOST_MAX is reserved");
     /* the join floor, if the caller's struct has it and set it */
     jr__join_floor floor = {0, 0, 0};
-    if (cfg->size >= offsetof(jr_group_config, join) + sizeof cfg->join)
-        floor = (jr__join_floor){cfg->join.term, cfg->join.commit_term, cfg->join.commit_index};
+    if (cfg->size >= offsetof(jr_group_config, join) + sizeof cfg->join && cfg->join) {
+        jr_group_floor j = {0};
+        if (jr__abi_read(&j, sizeof j, cfg->join) != 0)
+            return jr__node_err(n, JR_EINVAL, "join: size 0");
+        floor = (jr__join_floor){j.term, j.commit_term, j.commit_index};
+    }
     if ((floor.last_index && !floor.last_term) || floor.last_term > floor.term)
         return jr__node_err(n, JR_EINVAL,
                             "a join floor needs commit_term with commit_index, "
@@ -217,11 +222,12 @@ int jr_group_status_get(const jr_group *g, jr_group_status *out)
 
 int jr_group_floor_get(const jr_group *g, jr_group_floor *out)
 {
-    if (!g || !out) return JR_EINVAL;
+    if (!g || !out || jr__abi_size(out) < sizeof out->size) return JR_EINVAL;
     jr__join_floor f;
     if (g->closed || jr__raft_role(g->raft) != JR_LEADER || jr__group_floor(g, &f) != 0)
         return JR_ENOTLEADER;
-    *out = (jr_group_floor){f.term, f.last_term, f.last_index};
+    jr_group_floor fl = {sizeof fl, f.term, f.last_term, f.last_index};
+    jr__abi_write(out, &fl, sizeof fl);
     return 0;
 }
 
@@ -239,6 +245,7 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
     s.name = p ? p->name : NULL;
     s.voter = c->m[i].voter;
     s.last_seen_ns = UINT64_MAX;
+    s.damaged = jr__group_peer_damaged(g, c->m[i].id);
     jr__progress pr;
     if (jr__raft_role(r) == JR_LEADER && jr__raft_progress(r, (uint32_t)i, &pr) == 0) {
         pr.last_contact = jr__live_contact(g, pr.id, pr.last_contact); /* quiet: node-level */
@@ -251,9 +258,11 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
             s.current = 1;
         } else if (pr.last_contact) {
             s.last_seen_ns = now > pr.last_contact ? now - pr.last_contact : 0;
-            s.current = s.last_seen_ns <= n->election_ns && pr.match >= jr__raft_commit_index(r);
+            s.current = s.last_seen_ns <= n->election_ns && pr.match >= jr__raft_commit_index(r) &&
+                        !pr.unvouched;
         }
     }
+    if (s.damaged) s.current = 0;
     size_t sz = out->size < sizeof s ? out->size : sizeof s;
     memcpy(out, &s, sz);
     out->size = sz;

@@ -40,6 +40,18 @@ jr__raft *jr__group_raft(const jr_group *g)
     return g->raft;
 }
 
+int jr__group_peer_damaged(const jr_group *g, jr__id peer)
+{
+    if (peer == g->node->self) return g->damaged ? 1 : 0;
+    if (jr__raft_role(g->raft) != JR_LEADER) return 0; /* only a leader tracks its members */
+    const jr__conf *c = jr__raft_conf(g->raft);
+    for (uint32_t k = 0; k < c->n; k++) {
+        jr__progress pr;
+        if (c->m[k].id == peer && jr__raft_progress(g->raft, k, &pr) == 0) return pr.damaged;
+    }
+    return 0;
+}
+
 void jr__group_ready(jr_group *g)
 {
     if (g->in_ready) return;

@@ -1,6 +1,6 @@
 /*
  * liveness — the node's coalesced heartbeats, peer liveness, and the bookkeeping that lets idle
- * groups quiesce (issue 5, ARCHITECTURE §4; the core's side is lib/raft/quiesce.c).
+ * groups quiesce (ARCHITECTURE §4; the core's side is lib/raft/quiesce.c).
  *
  * Heartbeats. Every heartbeat interval the node sends one heartbeat frame to each peer it shares
  * a quiet group with (it leads quiet groups, or quietly follows one the peer leads) or has

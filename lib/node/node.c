@@ -5,7 +5,7 @@
  * Entry/exit. Each public entry point calls jr__node_enter (reads the clock once: every input of
  * the call sees the same `now`) and jr__node_leave. Only the outermost leave acts: it performs a
  * close requested from inside a callback, then re-arms the host's timer with the earliest
- * deadline (one timer for the whole node, issue 5) if that changed. API calls that queue work
+ * deadline (one timer for the whole node) if that changed. API calls that queue work
  * (a proposal) do not flush: they mark the node as wanting a tick now, so proposals made in a
  * burst share one WAL write and one frame per peer, and no callback can run inside them.
  */
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "node/node.h"
+#include "util/abi.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
 #include "wire/frame.h"
@@ -25,18 +26,18 @@
 #define MIN_MAX_FRAME (64u << 10)
 #define DEFAULT_SEGMENT (64ull << 20)
 
-void jr_node_config_init(jr_node_config *cfg)
+void jr_node_config_init_size(jr_node_config *cfg, size_t size)
 {
-    if (!cfg) return;
-    memset(cfg, 0, sizeof *cfg);
-    cfg->size = sizeof *cfg;
-    cfg->cluster = "jetraft";
-    cfg->election_timeout_ms = DEFAULT_ELECTION_MS;
-    cfg->heartbeat_ms = DEFAULT_HEARTBEAT_MS;
-    cfg->sync_policy = JR_SYNC_ALWAYS;
-    cfg->sync_interval_ms = DEFAULT_SYNC_INTERVAL_MS;
-    cfg->max_frame_bytes = DEFAULT_MAX_FRAME;
-    cfg->wal_segment_bytes = DEFAULT_SEGMENT;
+    jr_node_config d;
+    memset(&d, 0, sizeof d);
+    d.cluster = "jetraft";
+    d.election_timeout_ms = DEFAULT_ELECTION_MS;
+    d.heartbeat_ms = DEFAULT_HEARTBEAT_MS;
+    d.sync_policy = JR_SYNC_ALWAYS;
+    d.sync_interval_ms = DEFAULT_SYNC_INTERVAL_MS;
+    d.max_frame_bytes = DEFAULT_MAX_FRAME;
+    d.wal_segment_bytes = DEFAULT_SEGMENT;
+    jr__abi_init(cfg, size, &d, sizeof d);
 }
 
 int jr__node_err(jr_node *n, int err, const char *fmt, ...)
@@ -91,7 +92,7 @@ uint64_t jr__node_next_deadline(const jr_node *n)
     if (n->ready || n->dirty_peers) d = n->retry_at > n->now ? n->retry_at : n->now;
     jr__timer *t = jr__heap_top(&n->timers);
     if (t && t->deadline < d) d = t->deadline;
-    if (jr__live_deadline(n) < d) d = jr__live_deadline(n); /* node heartbeats (issue 5) */
+    if (jr__live_deadline(n) < d) d = jr__live_deadline(n); /* node heartbeats */
     if (n->wal) {
         uint64_t w = jr__wal_deadline(n->wal);
         if (w < d) d = w;
@@ -139,7 +140,7 @@ static void node_free_memory(jr_node *n)
     jr__stash_free_all(n);
     if (n->wal) jr__wal_close(n->wal);
     n->wal = NULL;
-    jr__live_free(n); /* liveness lists (issue 5) */
+    jr__live_free(n); /* liveness lists */
     jr__peer_free_all(n);
     jr__op_pool_free(n);
     jr__free(n->alloc, n->scratch);
@@ -414,7 +415,7 @@ static void dispatch(jr_node *n, jr__frame *f)
             jr__live_recv(n, f->from, &f->hb); /* coalesced heartbeats (liveness.h) */
             continue;
         }
-        if (m.type >= JR__MSG_NODE_FIRST) { /* node-level messages: issue 5 */
+        if (m.type >= JR__MSG_NODE_FIRST) { /* node-level messages (liveness.h) */
             if (n->upper) n->upper->recv(n, f->from, m.type, &f->rpc); /* requests, answers */
             continue;
         }
@@ -469,7 +470,7 @@ int jr_node_tick(jr_node *n)
     n->want_tick = 0;
     n->rearm = 1; /* the host's timer fired (or it polls): always re-arm, whatever the value */
     jr__timer *t;
-    jr__live_tick(n);      /* node heartbeats and peer liveness (issue 5) */
+    jr__live_tick(n);      /* node heartbeats and peer liveness */
     jr__live_campaigns(n); /* rounds for groups waiting to campaign */
     while ((t = jr__heap_pop_due(&n->timers, n->now)) != NULL) t->fire(n, t);
     jr__node_drain(n); /* completions queued by API calls since the last flush */

@@ -31,7 +31,7 @@
  *    jr_fsm callbacks run inside the flush (apply) or inside recv (snapshot install) with
  *    g->in_fsm set, and may not call jr_group_* on their own group (JR_EMISUSE).
  *
- * Built for many groups per node (issue 5):
+ * Built for many groups per node:
  *  - one timer heap for every group (g->timer) and one host timer (the earliest deadline); a
  *    tick touches only the groups whose timers are due;
  *  - one ready list: a flush visits only the groups that have work, never all groups;
@@ -39,7 +39,7 @@
  *    by their compact numeric id;
  *  - an idle group holds no buffers of its own: frames, receive scratch, snapshot buffers and
  *    completion records belong to the node and are reused.
- * Issue 5 (liveness.h): coalesced heartbeats are node-level messages (JR__MSG_NODE_HB in
+ * Liveness (liveness.h): coalesced heartbeats are node-level messages (JR__MSG_NODE_HB in
  * wire/frame.h), one frame per peer per interval, naming a group only when it goes quiet or
  * stops being quiet; contact is per peer and stands in for every quiet group the two share
  * (jr__live_contact); a quiescent group's timer leaves the heap (jr__raft_deadline() ==
@@ -80,7 +80,6 @@ typedef struct jr__peer {
     struct jr__peer *dirty_next;
     uint8_t dirty;     /* on node->dirty_peers */
     uint8_t held;      /* a queued message is JR__MF_DURABLE: send only after the WAL sync */
-    /* Room for issue 5: per-peer liveness (coalesced heartbeats, quiescence) goes here. */
     uint64_t last_heard; /* now() of the last valid frame from this peer; 0 never */
     jr__plive live;      /* heartbeats and quiet followers of this peer (liveness.h) */
 } jr__peer;
@@ -474,6 +473,11 @@ void jr__group_rearm(jr_group *g);
 void jr__group_tick(jr_group *g);
 /* The raft core of g (tests and the simulation fixture inspect it). */
 jr__raft *jr__group_raft(const jr_group *g);
+/* 1 if member `peer` of g is known to hold a damaged replica, else 0: this replica's own flag
+ * for itself (g->damaged); for another member, on the leader, what the raft core's progress
+ * says (jr__progress.damaged: it lost entries it had acknowledged); 0 elsewhere. What
+ * jr_peer_status.damaged, and the stream and meta info built from it, show. */
+int jr__group_peer_damaged(const jr_group *g, jr__id peer);
 
 /* flush.c -----------------------------------------------------------------------------------*/
 

@@ -7,6 +7,7 @@
 
 #include "node/node.h"
 #include "sim/sim_int.h"
+#include "util/abi.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
 #include "vfs/memfs.h"
@@ -18,25 +19,25 @@
  * bug, or a fault it cannot get past): its next tick is pushed 1 ms later. */
 #define STORM_LIMIT 64
 
-void jr_sim_link_init(jr_sim_link *l)
+void jr_sim_link_init_size(jr_sim_link *l, size_t size)
 {
-    if (!l) return;
-    memset(l, 0, sizeof *l);
-    l->size = sizeof *l;
-    l->delay_min_ns = 100000;
-    l->delay_max_ns = 500000;
+    jr_sim_link d;
+    memset(&d, 0, sizeof d);
+    d.delay_min_ns = 100000;
+    d.delay_max_ns = 500000;
+    jr__abi_init(l, size, &d, sizeof d);
 }
 
-void jr_sim_config_init(jr_sim_config *cfg)
+void jr_sim_config_init_size(jr_sim_config *cfg, size_t size)
 {
-    if (!cfg) return;
-    memset(cfg, 0, sizeof *cfg);
-    cfg->size = sizeof *cfg;
-    cfg->nodes = 3;
-    cfg->seed = 1;
-    jr_sim_link_init(&cfg->link);
-    cfg->election_timeout_ms = 150;
-    cfg->heartbeat_ms = 30;
+    jr_sim_config d;
+    memset(&d, 0, sizeof d);
+    d.nodes = 3;
+    d.seed = 1;
+    d.link = NULL; /* the perfect link of jr_sim_link_init */
+    d.election_timeout_ms = 150;
+    d.heartbeat_ms = 30;
+    jr__abi_init(cfg, size, &d, sizeof d);
 }
 
 /* Digest --------------------------------------------------------------------------------------*/
@@ -159,7 +160,11 @@ int jr_sim_new(const jr_sim_config *cfg_in, jr_sim **out)
     jr_sim_config cfg;
     jr_sim_config_init(&cfg);
     memcpy(&cfg, cfg_in, cfg_in->size < sizeof cfg ? cfg_in->size : sizeof cfg);
-    if (cfg.nodes < 1 || cfg.nodes > JR_SIM_MAX_NODES || !link_ok(&cfg.link)) return JR_EINVAL;
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    if (cfg.link && jr__abi_read(&link, sizeof link, cfg.link) != 0) return JR_EINVAL;
+    cfg.link = NULL; /* borrowed for this call only; `link` is the copy */
+    if (cfg.nodes < 1 || cfg.nodes > JR_SIM_MAX_NODES || !link_ok(&link)) return JR_EINVAL;
     if (cfg.alloc && (!cfg.alloc->malloc || !cfg.alloc->realloc || !cfg.alloc->free))
         return JR_EINVAL;
     jr_sim *s = jr__calloc(cfg.alloc, 1, sizeof *s);
@@ -187,7 +192,7 @@ int jr_sim_new(const jr_sim_config *cfg_in, jr_sim **out)
         sn->host.wall = host_wall;
         sn->wall_off = JR_SIM_WALL_START_NS - START_NS;
         sn->armed = UINT64_MAX;
-        for (unsigned j = 0; j < s->n; j++) s->links[i][j] = cfg.link;
+        for (unsigned j = 0; j < s->n; j++) s->links[i][j] = link;
         if (rc == 0) rc = jr__memfs_new(s->alloc, jr__rand_next(&s->rand), &sn->vfs);
         if (rc != 0) sn->vfs = NULL;
     }
@@ -277,11 +282,10 @@ int jr_sim_stats_get(const jr_sim *s, jr_sim_stats *out)
 
 int jr_sim_set_link(jr_sim *s, unsigned from, unsigned to, const jr_sim_link *l)
 {
-    if (!s || !l || from >= s->n || to >= s->n || l->size == 0) return JR_EINVAL;
+    if (!s || !l || from >= s->n || to >= s->n) return JR_EINVAL;
     jr_sim_link c;
     jr_sim_link_init(&c);
-    memcpy(&c, l, l->size < sizeof c ? l->size : sizeof c);
-    if (!link_ok(&c)) return JR_EINVAL;
+    if (jr__abi_read(&c, sizeof c, l) != 0 || !link_ok(&c)) return JR_EINVAL;
     s->links[from][to] = c;
     return 0;
 }

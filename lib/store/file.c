@@ -28,20 +28,20 @@
  * the last block that no valid frame follows is a torn tail: the file is truncated to its valid
  * prefix (and synced). Any other damage is JR_ECORRUPT naming the file and offset. The seq index
  * and the per-subject index are always rebuilt by this scan (there is no separate index file):
- * every checksum has to be verified at open anyway, and the scan costs about 0.5 s per GiB of
- * 1 KiB messages with a warm page cache (bench/store_bench, "recovery").
+ * every checksum has to be verified at open anyway, so the scan adds little to that
+ * (bench/store_bench reports its cost as "recovery").
  *
  * Encryption at rest: records of the active block are encrypted one by one as they are written
  * (per-record frames), so plaintext never reaches the disk; at rotation the block is sealed
  * again, chunk by chunk, with the same stream key (block.h). The price is encrypting each byte
- * twice; see the report in bench/store_bench for what that costs.
+ * twice (bench/store_bench reports what that costs).
  *
  * Tombstones live in the block that was active when they were written. When a block is dropped
  * (no live message left), its tombstones that still refer to messages in surviving blocks are
  * written again into the active block, and the active block is synced before the file is
  * removed (so the durable store never loses its last seq or a needed tombstone).
  *
- * Memory of an idle store (many streams per node, issue 5): a store pays for what it uses. The
+ * Memory of an idle store (many streams per node): a store pays for what it uses. The
  * backend state (fstore) holds the active block; the encryption state (fenc) exists only for an
  * encrypted store; the state for reading other blocks (frd: read handles, a decoded block or
  * chunk, io buffers) is allocated at the first read of such a block and freed after recovery and
@@ -63,8 +63,7 @@
  *    exactly on the record's offset, authenticate, and be one record of the expected length.
  *    Why checkpoints and not an offset per record: 8 bytes per 32 records (or 4 KiB) instead of
  *    4 per record — an idle stream with 1 MiB of 128-byte messages in its active block keeps
- *    about 2 KiB for them (bench/store_trim_bench: 2,096 bytes more than without encryption)
- *    instead of 23 KiB — for reads of trimmed records that are rare (a consumer behind, a
+ *    about 2 KiB for them instead of 23 KiB — for reads of trimmed records that are rare (a consumer behind, a
  *    catch-up) and cost a few KiB of pread instead of one record's;
  * what needs the whole block (sealing with lz4 or encryption, erase, carrying tombstones) reads
  * the part before the window back and verifies it as recovery does (header, id, flags, record

@@ -1,5 +1,5 @@
 /*
- * store — the per-stream message store (ARCHITECTURE §2, issue 3 §3).
+ * store — the per-stream message store (ARCHITECTURE §2).
  *
  * One opaque type, two implementations selected at open: JR__STORE_MEMORY (records kept in
  * memory) and JR__STORE_FILE (message blocks under <dir>/<name>/ through a jr_vfs). Both share

@@ -5,26 +5,35 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/subject.h"
 #include "stream/subject_index.h"
+#include "util/abi.h"
+#include "util/subject.h"
 
-void jr_stream_config_init(jr_stream_config *cfg)
+void jr_stream_config_init_size(jr_stream_config *cfg, size_t size)
 {
-    if (!cfg) return;
-    memset(cfg, 0, sizeof *cfg);
-    cfg->size = sizeof *cfg;
-    cfg->retention = JR_RETAIN_LIMITS;
-    cfg->max_consumers = -1;
-    cfg->max_msgs = -1;
-    cfg->max_bytes = -1;
-    cfg->max_age_ns = 0;
-    cfg->max_msgs_per_subject = -1;
-    cfg->max_msg_size = -1;
-    cfg->discard = JR_DISCARD_OLD;
-    cfg->storage = JR_STORAGE_FILE;
-    cfg->replicas = 1;
-    cfg->duplicate_window_ns = 0; /* 2 minutes, or max_age when shorter: see normalize */
-    cfg->compression = JR_COMPRESS_NONE;
+    jr_stream_config d;
+    memset(&d, 0, sizeof d);
+    d.retention = JR_RETAIN_LIMITS;
+    d.max_consumers = -1;
+    d.max_msgs = -1;
+    d.max_bytes = -1;
+    d.max_age_ns = 0;
+    d.max_msgs_per_subject = -1;
+    d.max_msg_size = -1;
+    d.discard = JR_DISCARD_OLD;
+    d.storage = JR_STORAGE_FILE;
+    d.replicas = 1;
+    d.duplicate_window_ns = 0; /* 2 minutes, or max_age when shorter: see normalize */
+    d.placement = NULL;
+    d.compression = JR_COMPRESS_NONE;
+    jr__abi_init(cfg, size, &d, sizeof d);
+}
+
+void jr_placement_init_size(jr_placement *p, size_t size)
+{
+    jr_placement d;
+    memset(&d, 0, sizeof d);
+    jr__abi_init(p, size, &d, sizeof d);
 }
 
 int jr__stream_config_fail(char *msg, size_t msglen, const char *fmt, ...)
@@ -121,8 +130,15 @@ static int check_subjects(const jr_stream_config *c, char *msg, size_t msglen)
     return 0;
 }
 
-static int check_placement(const jr_placement *p, char *msg, size_t msglen)
+static int check_placement(const jr_placement *caller, char *msg, size_t msglen)
 {
+    if (!caller) return 0;
+    jr_placement copy;
+    jr_placement_init(&copy);
+    if (jr__abi_read(&copy, sizeof copy, caller) != 0)
+        return jr__stream_config_fail(msg, msglen, "placement.size: %zu is too small",
+                                      jr__abi_size(caller));
+    const jr_placement *p = &copy;
     const char *why;
     if (p->cluster && *p->cluster && (why = word_problem(p->cluster)))
         return jr__stream_config_fail(msg, msglen, "placement.cluster: %s", why);
@@ -213,7 +229,7 @@ int jr__stream_config_validate(const jr_stream_config *c, char *msg, size_t msgl
                                       "duplicate_window_ns: must be 0 (default) or at least 100ms");
     if (c->duplicate_window_ns && c->max_age_ns && c->duplicate_window_ns > c->max_age_ns)
         return jr__stream_config_fail(msg, msglen, "duplicate_window_ns: larger than max_age_ns");
-    if ((rc = check_placement(&c->placement, msg, msglen))) return rc;
+    if ((rc = check_placement(c->placement, msg, msglen))) return rc;
     if ((rc = check_bool("sealed", c->sealed, msg, msglen)) ||
         (rc = check_bool("deny_delete", c->deny_delete, msg, msglen)) ||
         (rc = check_bool("deny_purge", c->deny_purge, msg, msglen)) ||
@@ -266,8 +282,12 @@ void jr__stream_config_normalize(const jr_stream_config *in, jr__stream_norm *ou
         if (c->max_age_ns && c->max_age_ns < c->duplicate_window_ns)
             c->duplicate_window_ns = c->max_age_ns;
     }
-    if (c->placement.cluster && !*c->placement.cluster) c->placement.cluster = NULL;
-    if (c->placement.ntags == 0) c->placement.tags = NULL;
+    jr_placement *p = &out->placement;
+    jr_placement_init(p);
+    if (in->placement) jr__abi_read(p, sizeof *p, in->placement); /* validated: size fits */
+    if (p->cluster && !*p->cluster) p->cluster = NULL;
+    if (p->ntags == 0) p->tags = NULL;
+    c->placement = p->cluster || p->ntags ? p : NULL;
     if (c->nmetadata == 0) c->metadata = NULL;
     if (c->sealed) {
         /* what JetStream forces on a sealed stream */

@@ -11,7 +11,9 @@
  *   - duplicate_window_ns 0 means 2 minutes, or max_age_ns when that is shorter;
  *   - a sealed stream has max_age_ns 0, discard new, deny_delete and deny_purge set and
  *     allow_rollup clear (JetStream forces these when it seals);
- *   - placement.cluster "" is none; empty tag and metadata lists are NULL.
+ *   - placement.cluster "" is none; empty tag and metadata lists are NULL; a placement with
+ *     neither cluster nor tags is no placement (NULL), any other is a full-size jr_placement
+ *     (size = sizeof) whatever size the caller's had.
  * Equality, the owned copy and the encoding all work on the normal form, so "add with an
  * identical config" is recognised however the caller spelled the defaults.
  *
@@ -40,8 +42,10 @@
 #define JR__STREAM_DUP_WINDOW_NS 120000000000ULL /* 2 minutes */
 #define JR__STREAM_CONFIG_VERSION 1
 
-/* Checks every field of cfg. 0 if valid; otherwise JR_EINVAL and, if msg is not NULL, a
- * NUL-terminated message naming the field (truncated to msglen). Never allocates. */
+/* Checks every field of cfg (cfg itself must be full size: callers copy a caller's config with
+ * its size first; its placement is read up to placement->size). 0 if valid; otherwise JR_EINVAL
+ * and, if msg is not NULL, a NUL-terminated message naming the field (truncated to msglen). Never
+ * allocates. */
 int jr__stream_config_validate(const jr_stream_config *cfg, char *msg, size_t msglen);
 
 /* Validation for adding a stream: jr__stream_config_validate() plus the rules that apply only
@@ -49,11 +53,12 @@ int jr__stream_config_validate(const jr_stream_config *cfg, char *msg, size_t ms
 int jr__stream_config_check_add(const jr_stream_config *cfg, char *msg, size_t msglen);
 
 /* A shallow normal form of a valid config: `c` borrows every string and array of the input,
- * except that default subjects point at `subject` (so a jr__stream_norm must not be copied
- * by value once filled). */
+ * except that default subjects point at `subject` and the placement at `placement` (so a
+ * jr__stream_norm must not be copied by value once filled). */
 typedef struct jr__stream_norm {
     jr_stream_config c;
     const char *subject[1];
+    jr_placement placement;
 } jr__stream_norm;
 
 /* Fills out with the normal form of cfg, which must be valid. */
@@ -77,7 +82,8 @@ int jr__stream_config_check_update(const jr_stream_config *old, const jr_stream_
  * reference: the meta state and the replica's state machine hold the same block while their
  * configs are equal. */
 typedef struct jr__stream_cfg {
-    jr_stream_config c; /* normal form; all pointers into this block */
+    jr_stream_config c;     /* normal form; all pointers into this block */
+    jr_placement placement; /* c.placement points here when it is not NULL */
     const jr_allocator *alloc;
     uint32_t refs; /* holders; the last jr__stream_cfg_free frees it */
     size_t bytes;  /* size of the block */
@@ -103,6 +109,17 @@ int jr__stream_config_encode(const jr_stream_config *cfg, jr__buf *out);
  * of an unknown version; JR_ENOMEM. On failure *out is NULL. */
 int jr__stream_config_decode(const void *data, size_t len, const jr_allocator *a,
                              jr__stream_cfg **out);
+
+/* The placement of a normal form: its cluster (NULL: none) and its tags. */
+static inline const char *jr__stream_placement_cluster(const jr_stream_config *c)
+{
+    return c->placement ? c->placement->cluster : NULL;
+}
+static inline const char *const *jr__stream_placement_tags(const jr_stream_config *c, size_t *n)
+{
+    *n = c->placement ? c->placement->ntags : 0;
+    return c->placement ? c->placement->tags : NULL;
+}
 
 /* Writes a message (printf-style) into msg[0..msglen) if msg is not NULL and returns JR_EINVAL:
  * the one way the config modules report an invalid field. */

@@ -23,7 +23,8 @@
 enum { F_SEALED = 1, F_DENY_DELETE = 2, F_DENY_PURGE = 4, F_ALLOW_ROLLUP = 8, F_ALL = 15 };
 
 /* ---------------------------------------------------------------------------------------------
- * The one-block owned copy: [jr__stream_cfg | subjects[] | tags[] | metadata[] | strings].
+ * The one-block owned copy: [jr__stream_cfg (its placement inside) | subjects[] | tags[] |
+ * metadata[] | strings].
  * A builder first measures (dst NULL), then fills a block of the measured size.
  */
 typedef struct builder {
@@ -57,7 +58,8 @@ static int block_alloc(builder *b, const jr_allocator *a, size_t nsubj, size_t n
     unsigned char *q = p + header_bytes();
     d->c.subjects = nsubj ? (const char *const *)(void *)q : NULL;
     q += nsubj * sizeof(const char *);
-    d->c.placement.tags = ntags ? (const char *const *)(void *)q : NULL;
+    d->placement.size = sizeof d->placement;
+    d->placement.tags = ntags ? (const char *const *)(void *)q : NULL;
     q += ntags * sizeof(const char *);
     d->c.metadata = nmeta ? (const jr_kv *)(void *)q : NULL;
     q += nmeta * sizeof(jr_kv);
@@ -96,11 +98,13 @@ static void copy_strings(builder *b, const jr_stream_config *n)
         s = put_opt(b, n->subjects[i]);
         if (d) ((const char **)d->subjects)[i] = s;
     }
-    s = put_opt(b, n->placement.cluster);
-    if (d) d->placement.cluster = s;
-    for (size_t i = 0; i < n->placement.ntags; i++) {
-        s = put_opt(b, n->placement.tags[i]);
-        if (d) ((const char **)d->placement.tags)[i] = s;
+    size_t ntags;
+    const char *const *tags = jr__stream_placement_tags(n, &ntags);
+    s = put_opt(b, jr__stream_placement_cluster(n));
+    if (b->dst) b->dst->placement.cluster = s;
+    for (size_t i = 0; i < ntags; i++) {
+        s = put_opt(b, tags[i]);
+        if (b->dst) ((const char **)b->dst->placement.tags)[i] = s;
     }
     for (size_t i = 0; i < n->nmetadata; i++) {
         const char *k = put_opt(b, n->metadata[i].key), *v = put_opt(b, n->metadata[i].value);
@@ -121,14 +125,17 @@ int jr__stream_cfg_new(const jr_stream_config *src, const jr_allocator *a, jr__s
     jr__stream_config_normalize(src, &n);
     builder b = {0};
     copy_strings(&b, &n.c);
-    if ((rc = block_alloc(&b, a, n.c.nsubjects, n.c.placement.ntags, n.c.nmetadata))) return rc;
+    size_t ntags;
+    jr__stream_placement_tags(&n.c, &ntags);
+    if ((rc = block_alloc(&b, a, n.c.nsubjects, ntags, n.c.nmetadata))) return rc;
     /* scalars from the normal form, arrays and strings into the block */
     jr_stream_config *d = &b.dst->c;
-    const char *const *subjects = d->subjects, *const *tags = d->placement.tags;
+    const char *const *subjects = d->subjects;
     const jr_kv *metadata = d->metadata;
     *d = n.c;
     d->subjects = subjects;
-    d->placement.tags = tags;
+    d->placement = n.c.placement ? &b.dst->placement : NULL;
+    b.dst->placement.ntags = ntags;
     d->metadata = metadata;
     copy_strings(&b, &n.c);
     *out = b.dst;
@@ -187,9 +194,11 @@ int jr__stream_config_encode(const jr_stream_config *cfg, jr__buf *out)
     jr__buf_u8(out, (uint8_t)c->storage);
     jr__buf_u8(out, (uint8_t)c->replicas);
     jr__buf_varint(out, c->duplicate_window_ns);
-    put_s(out, c->placement.cluster);
-    jr__buf_varint(out, c->placement.ntags);
-    for (size_t i = 0; i < c->placement.ntags; i++) put_s(out, c->placement.tags[i]);
+    size_t ntags;
+    const char *const *tags = jr__stream_placement_tags(c, &ntags);
+    put_s(out, jr__stream_placement_cluster(c));
+    jr__buf_varint(out, ntags);
+    for (size_t i = 0; i < ntags; i++) put_s(out, tags[i]);
     jr__buf_u8(out, (uint8_t)((c->sealed ? F_SEALED : 0) | (c->deny_delete ? F_DENY_DELETE : 0) |
                               (c->deny_purge ? F_DENY_PURGE : 0) |
                               (c->allow_rollup ? F_ALLOW_ROLLUP : 0)));
@@ -236,9 +245,11 @@ static int64_t rd_zz(jr__rd *r)
     return unzz(jr__rd_varint(r));
 }
 
-/* Parses the body (after the version byte) into c: scalars always, strings and arrays into the
- * block when b->dst is set (then c is b->dst->c, whose arrays are in place). */
-static void parse(jr__rd *r, builder *b, jr_stream_config *c)
+/* Parses the body (after the version byte) into c and its placement pl: scalars always,
+ * strings and arrays into the block when b->dst is set (then c is b->dst->c and pl
+ * b->dst->placement, whose arrays are in place). c->placement is pl unless the placement is
+ * empty (the normal form). */
+static void parse(jr__rd *r, builder *b, jr_stream_config *c, jr_placement *pl)
 {
     c->size = sizeof *c;
     c->name = rd_str(r, b, JR_STREAM_NAME_MAX, 0);
@@ -261,12 +272,14 @@ static void parse(jr__rd *r, builder *b, jr_stream_config *c)
     c->storage = jr__rd_u8(r);
     c->replicas = jr__rd_u8(r);
     c->duplicate_window_ns = jr__rd_varint(r);
-    c->placement.cluster = rd_str(r, b, JR__STREAM_TAG_MAX, 1);
-    c->placement.ntags = rd_count(r, 2);
-    for (size_t i = 0; i < c->placement.ntags && !r->err; i++) {
+    pl->size = sizeof *pl;
+    pl->cluster = rd_str(r, b, JR__STREAM_TAG_MAX, 1);
+    pl->ntags = rd_count(r, 2);
+    for (size_t i = 0; i < pl->ntags && !r->err; i++) {
         const char *s = rd_str(r, b, JR__STREAM_TAG_MAX + 1, 0); /* + a leading '!' */
-        if (b->dst) ((const char **)c->placement.tags)[i] = s;
+        if (b->dst) ((const char **)pl->tags)[i] = s;
     }
+    c->placement = pl->cluster || pl->ntags ? pl : NULL;
     uint8_t flags = jr__rd_u8(r);
     if (flags & ~F_ALL) jr__rd_fail(r);
     c->sealed = !!(flags & F_SEALED);
@@ -313,16 +326,18 @@ int jr__stream_config_decode(const void *data, size_t len, const jr_allocator *a
     jr__rd r;
     builder b = {0};
     jr_stream_config probe;
+    jr_placement probe_pl;
     memset(&probe, 0, sizeof probe);
+    memset(&probe_pl, 0, sizeof probe_pl);
     jr__rd_init(&r, p + 1, len - 1 - 8);
-    parse(&r, &b, &probe);
+    parse(&r, &b, &probe, &probe_pl);
     if (r.err) return JR_ECORRUPT;
 
-    int rc = block_alloc(&b, a, probe.nsubjects, probe.placement.ntags, probe.nmetadata);
+    int rc = block_alloc(&b, a, probe.nsubjects, probe_pl.ntags, probe.nmetadata);
     if (rc) return rc;
     jr_stream_config *c = &b.dst->c;
     jr__rd_init(&r, p + 1, len - 1 - 8);
-    parse(&r, &b, c);
+    parse(&r, &b, c, &b.dst->placement);
     if (r.err || jr__stream_config_validate(c, NULL, 0) || !is_normal(c)) {
         jr__stream_cfg_free(b.dst);
         return JR_ECORRUPT;

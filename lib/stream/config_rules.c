@@ -25,9 +25,14 @@ static int list_eq(const char *const *a, size_t na, const char *const *b, size_t
     return 1;
 }
 
-static int placement_eq(const jr_placement *a, const jr_placement *b)
+/* Placements of two normal forms. */
+static int placement_eq(const jr_stream_config *a, const jr_stream_config *b)
 {
-    return str_eq(a->cluster, b->cluster) && list_eq(a->tags, a->ntags, b->tags, b->ntags);
+    size_t na, nb;
+    const char *const *ta = jr__stream_placement_tags(a, &na);
+    const char *const *tb = jr__stream_placement_tags(b, &nb);
+    return str_eq(jr__stream_placement_cluster(a), jr__stream_placement_cluster(b)) &&
+           list_eq(ta, na, tb, nb);
 }
 
 /* Metadata keys are unique (validated), so equal sizes and every pair of a found in b suffice. */
@@ -55,11 +60,10 @@ int jr__stream_config_equal(const jr_stream_config *x, const jr_stream_config *y
            a->max_age_ns == b->max_age_ns && a->max_msgs_per_subject == b->max_msgs_per_subject &&
            a->max_msg_size == b->max_msg_size && a->discard == b->discard &&
            a->storage == b->storage && a->replicas == b->replicas &&
-           a->duplicate_window_ns == b->duplicate_window_ns &&
-           placement_eq(&a->placement, &b->placement) && a->sealed == b->sealed &&
-           a->deny_delete == b->deny_delete && a->deny_purge == b->deny_purge &&
-           a->allow_rollup == b->allow_rollup && a->compression == b->compression &&
-           metadata_eq(a, b);
+           a->duplicate_window_ns == b->duplicate_window_ns && placement_eq(a, b) &&
+           a->sealed == b->sealed && a->deny_delete == b->deny_delete &&
+           a->deny_purge == b->deny_purge && a->allow_rollup == b->allow_rollup &&
+           a->compression == b->compression && metadata_eq(a, b);
 }
 
 static const char *retention_name(int r)
@@ -103,7 +107,7 @@ int jr__stream_config_check_update(const jr_stream_config *old, const jr_stream_
         return jr__stream_config_fail(msg, msglen, "deny_delete: can not be cleared once set");
     if (o->deny_purge && !u->deny_purge)
         return jr__stream_config_fail(msg, msglen, "deny_purge: can not be cleared once set");
-    if (!placement_eq(&o->placement, &u->placement) && o->replicas != u->replicas)
+    if (!placement_eq(o, u) && o->replicas != u->replicas)
         return jr__stream_config_fail(msg, msglen,
                                       "placement: can not move and change replicas (%d to %d) in "
                                       "one update",

@@ -1,6 +1,6 @@
 /*
  * fsm — the stream state machine: what every replica of a stream applies, in log order, on top
- * of its message store (ARCHITECTURE §2 data flow, issue 4 §4 and §6).
+ * of its message store (ARCHITECTURE §2 data flow).
  *
  * A jr__stream_fsm owns the stream's message store (store.h), its current configuration, the
  * duplicate window (dedup.h), the msg id of the last stored message, the stream clock and the

@@ -165,7 +165,7 @@ int jr__seal_nonce_init(jr__seal_nonce *n);
 /* Writes the next nonce (JR__FRAME_NONCE_BYTES) to out. */
 void jr__seal_nonce_next(jr__seal_nonce *n, uint8_t *out);
 
-/* Node-level heartbeat (coalesced per peer pair, issue 5). One item per group. */
+/* Node-level heartbeat (coalesced per peer pair, node/liveness.h). One item per group. */
 typedef struct jr__hb_item {
     uint64_t group; /* non-zero */
     uint64_t term;

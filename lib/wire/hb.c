@@ -1,5 +1,5 @@
 /*
- * hb — node-level coalesced heartbeats (NODE_HB, NODE_HB_RESP; issue 5): one message per peer
+ * hb — node-level coalesced heartbeats (NODE_HB, NODE_HB_RESP): one message per peer
  * pair per interval listing (group, term, index) for every group the two share. Group ids are
  * sent as gaps between strictly ascending ids, so a dense range of ids costs one byte each and
  * 10,000 groups fit in one frame of a few tens of kilobytes. Layout in frame.h.

@@ -1,13 +1,17 @@
 #!/bin/sh
-# Every symbol libjetraft.so exports starts with jr_ (internal ones are hidden).
+# Every symbol libjetraft.so exports is public: jr_ followed by a character other than '_'
+# (internal ones, jr__*, are hidden; anything else is a leak too). Then the soname.
+# Usage: exports.sh LIB [--symbols-only]
 set -eu
 lib="$1"
-bad=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | grep -v '^jr_' || true)
+defined=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVWiu]$/ {print $3}')
+bad=$(printf '%s\n' "$defined" | grep -v '^jr_[^_]' | grep -v '^$' || true)
 if [ -n "$bad" ]; then
-    echo "symbols exported without the jr_ prefix:"; echo "$bad"; exit 1
+    echo "symbols exported that are not public (jr_ then a non-underscore):"; echo "$bad"; exit 1
 fi
-n=$(nm -D --defined-only "$lib" | grep -c ' jr_' || true)
-echo "exports: $n jr_ symbols, no others"
+n=$(printf '%s\n' "$defined" | grep -c '^jr_[^_]' || true)
+echo "exports: $n public jr_ symbols, no others"
+[ "${2:-}" = "--symbols-only" ] && exit 0
 soname=$(readelf -d "$lib" 2>/dev/null | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
 case "$soname" in
     libjetraft.so.[0-9]*) echo "soname: $soname" ;;

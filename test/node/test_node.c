@@ -327,7 +327,7 @@ static int open_sim_group_from(sim_groups *s, unsigned i, const jr_group_floor *
     gc.nvoters = 3;
     t_fsm_init(&s->f[i]);
     gc.fsm = &s->f[i].ops;
-    if (join) gc.join = *join;
+    gc.join = join;
     return jr_group_open(jr_sim_node(s->sim, i), &gc, &s->g[i]);
 }
 
@@ -449,7 +449,7 @@ START_TEST(a_joiner_starts_from_the_floor_its_leader_reported)
     for (int i = 0; i < 5; i++) jr_group_propose(s.g[l], "x", 1, NULL, NULL);
     jr_sim_run_for(s.sim, 200 * MS);
 
-    jr_group_floor fl;
+    jr_group_floor fl = {.size = sizeof fl};
     ck_assert_int_eq(jr_group_floor_get(s.g[r], &fl), JR_ENOTLEADER);
     ck_assert_int_eq(jr_group_floor_get(NULL, &fl), JR_EINVAL);
     ck_assert_int_eq(jr_group_floor_get(s.g[l], NULL), JR_EINVAL);
@@ -473,9 +473,12 @@ START_TEST(a_joiner_starts_from_the_floor_its_leader_reported)
     ck_assert_uint_le(fl.commit_term, fl.term);
 
     /* a replica joining with it (n3: empty) starts at the floor's term */
-    jr_group_floor bad = {fl.term, 0, fl.commit_index}; /* an index without its term */
+    jr_group_floor bad = {sizeof bad, fl.term, 0, fl.commit_index}; /* index without its term */
     ck_assert_int_eq(open_sim_group_from(&s, 3, &bad), JR_EINVAL);
-    bad = (jr_group_floor){fl.commit_term - 1, fl.commit_term, fl.commit_index}; /* older */
+    bad = (jr_group_floor){sizeof bad, fl.commit_term - 1, fl.commit_term, fl.commit_index};
+    ck_assert_int_eq(open_sim_group_from(&s, 3, &bad), JR_EINVAL); /* older */
+    bad = fl;
+    bad.size = 0; /* a floor that declares no fields */
     ck_assert_int_eq(open_sim_group_from(&s, 3, &bad), JR_EINVAL);
     ck_assert_int_eq(open_sim_group_from(&s, 3, &fl), 0);
     ck_assert_int_eq(jr_group_status_get(s.g[3], &st), 0);

@@ -141,7 +141,7 @@ static void on_info(void *arg, int status, const char *msg, const jr_stream_info
     (void)msg;
     c->done = 1;
     c->status = status;
-    if (status == 0) c->seq = info->state.last_seq;
+    if (status == 0) c->seq = info->state->last_seq;
 }
 
 static int wait_call(nfx *f, call *c, uint64_t max_ms)

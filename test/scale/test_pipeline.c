@@ -88,8 +88,11 @@ static double amplification(uint64_t seed, uint64_t gap)
     jr_sim_config_init(&cfg);
     cfg.nodes = N;
     cfg.seed = seed;
-    cfg.link.delay_min_ns = 200 * US;
-    cfg.link.delay_max_ns = 1000 * US;
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.delay_min_ns = 200 * US;
+    link.delay_max_ns = 1000 * US;
+    cfg.link = &link;
     jr_sim *sim;
     ck_assert_int_eq(jr_sim_new(&cfg, &sim), 0);
     static run r;

@@ -455,7 +455,10 @@ static int run_seed(uint64_t seed, int verbose, char *why, size_t whylen)
     cfg.torn_writes = (int)rnd(w, 2);
     cfg.on_step = on_step;
     if (verbose) cfg.on_log = on_log;
-    random_link(w, &cfg.link);
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    random_link(w, &link);
+    cfg.link = &link;
     int rc = h_new(&w->h, &cfg, n, groups, snap);
     if (rc != 0) {
         snprintf(why, whylen, "cluster setup failed: %s", jr_err_name(rc));

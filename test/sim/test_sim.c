@@ -67,10 +67,13 @@ static uint64_t run_digest(uint64_t seed)
     jr_sim_config cfg;
     jr_sim_config_init(&cfg);
     cfg.seed = seed;
-    cfg.link.drop = 0.05;
-    cfg.link.duplicate = 0.05;
-    cfg.link.reorder = 0.1;
-    cfg.link.delay_max_ns = 3 * MS;
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.drop = 0.05;
+    link.duplicate = 0.05;
+    link.reorder = 0.1;
+    link.delay_max_ns = 3 * MS;
+    cfg.link = &link;
     ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 16), 0);
     acks a = {0};
     for (int round = 0; round < 20; round++) {
@@ -224,6 +227,17 @@ START_TEST(damaged_replica_follows_but_never_votes)
     ck_assert_int_eq(jr_group_status_get(h.g[d][0], &st), 0);
     ck_assert_int_eq(st.damaged, 1);
     ck_assert_int_eq(jr_group_propose(h.g[d][0], "x", 1, NULL, NULL), JR_EDAMAGED);
+    /* its own peer line says so (and never current); the others' lines do not */
+    size_t self_lines = 0;
+    for (size_t i = 0; i < st.npeers; i++) {
+        jr_peer_status ps = {.size = sizeof ps};
+        ck_assert_int_eq(jr_group_peer(h.g[d][0], i, &ps), 0);
+        int is_self = strcmp(ps.name, jr_sim_name(h.sim, d)) == 0;
+        self_lines += (size_t)is_self;
+        ck_assert_int_eq(ps.damaged, is_self);
+        if (is_self) ck_assert_int_eq(ps.current, 0);
+    }
+    ck_assert_uint_eq(self_lines, 1);
 
     /* It follows. (The current leader still believes d holds what it acknowledged before the
      * damage; a new leader probes d afresh, so move the leadership to the other voter.) */

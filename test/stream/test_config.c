@@ -24,6 +24,19 @@ static const char *full_subjects[] = {"orders.>", "refunds.*.eu", "audit"};
 static const char *full_tags[] = {"az:1", "!slow", "ssd"};
 static const jr_kv full_meta[] = {{"owner", "team-a"}, {"tier", ""}, {"ü", "ñ"}};
 
+/* A placement of c the test may change: a copy of c's (or an empty one) that c then points to.
+ * One at a time: the next call reuses it. */
+static jr_placement *pl(jr_stream_config *c)
+{
+    static jr_placement p;
+    jr_placement q;
+    jr_placement_init(&q);
+    if (c->placement) q = *c->placement;
+    p = q;
+    c->placement = &p;
+    return &p;
+}
+
 /* Every field away from its default. */
 static jr_stream_config full(void)
 {
@@ -42,9 +55,12 @@ static jr_stream_config full(void)
     c.storage = JR_STORAGE_MEMORY;
     c.replicas = 3;
     c.duplicate_window_ns = 30ULL * 1000000000ULL;
-    c.placement.cluster = "east";
-    c.placement.tags = full_tags;
-    c.placement.ntags = N(full_tags);
+    static jr_placement full_pl;
+    jr_placement_init(&full_pl);
+    full_pl.cluster = "east";
+    full_pl.tags = full_tags;
+    full_pl.ntags = N(full_tags);
+    c.placement = &full_pl;
     c.deny_delete = 1;
     c.allow_rollup = 1;
     c.compression = JR_COMPRESS_LZ4;
@@ -73,8 +89,8 @@ START_TEST(init_gives_jetstream_defaults)
     ck_assert_int_eq(c.replicas, 1);
     ck_assert_int_eq(c.sealed | c.deny_delete | c.deny_purge | c.allow_rollup, 0);
     ck_assert_int_eq(c.compression, JR_COMPRESS_NONE);
-    ck_assert_ptr_null(c.placement.cluster);
-    jr_stream_config_init(NULL); /* harmless */
+    ck_assert_ptr_null(c.placement);
+    jr_stream_config_init_size(NULL, sizeof(jr_stream_config)); /* harmless */
 
     /* a name is all a config needs */
     c.name = "ORDERS";
@@ -325,39 +341,39 @@ static void m_dup_gt_age(jr_stream_config *c)
 }
 static void m_cluster_space(jr_stream_config *c)
 {
-    c->placement.cluster = "us east";
+    pl(c)->cluster = "us east";
 }
 static void m_cluster_long(jr_stream_config *c)
 {
-    c->placement.cluster = long_tag;
+    pl(c)->cluster = long_tag;
 }
 static void m_tags_nullarr(jr_stream_config *c)
 {
-    c->placement.tags = NULL, c->placement.ntags = 1;
+    pl(c)->tags = NULL, pl(c)->ntags = 1;
 }
 static void m_tags_null(jr_stream_config *c)
 {
-    c->placement.tags = tags_null, c->placement.ntags = 2;
+    pl(c)->tags = tags_null, pl(c)->ntags = 2;
 }
 static void m_tags_empty(jr_stream_config *c)
 {
-    c->placement.tags = tags_empty, c->placement.ntags = 1;
+    pl(c)->tags = tags_empty, pl(c)->ntags = 1;
 }
 static void m_tags_bang(jr_stream_config *c)
 {
-    c->placement.tags = tags_bang, c->placement.ntags = 1;
+    pl(c)->tags = tags_bang, pl(c)->ntags = 1;
 }
 static void m_tags_space(jr_stream_config *c)
 {
-    c->placement.tags = tags_space, c->placement.ntags = 1;
+    pl(c)->tags = tags_space, pl(c)->ntags = 1;
 }
 static void m_tags_both(jr_stream_config *c)
 {
-    c->placement.tags = tags_both, c->placement.ntags = 2;
+    pl(c)->tags = tags_both, pl(c)->ntags = 2;
 }
 static void m_tags_long(jr_stream_config *c)
 {
-    c->placement.tags = tags_long, c->placement.ntags = 1;
+    pl(c)->tags = tags_long, pl(c)->ntags = 1;
 }
 static void m_sealed(jr_stream_config *c)
 {
@@ -579,7 +595,7 @@ START_TEST(normal_form)
     c.max_msgs_per_subject = 0;
     c.max_msg_size = 0;
     c.description = "";
-    c.placement.cluster = "";
+    pl(&c)->cluster = "";
     jr__stream_norm n;
     jr__stream_config_normalize(&c, &n);
     ck_assert_uint_eq(n.c.duplicate_window_ns, c.max_age_ns);
@@ -589,7 +605,7 @@ START_TEST(normal_form)
     ck_assert_int_eq(n.c.max_msgs_per_subject, -1);
     ck_assert_int_eq(n.c.max_msg_size, -1);
     ck_assert_ptr_null(n.c.description);
-    ck_assert_ptr_null(n.c.placement.cluster);
+    ck_assert_ptr_null(n.c.placement); /* cluster "" and no tags: no placement */
     /* sealing forces what JetStream forces */
     c = full();
     c.sealed = 1;
@@ -690,11 +706,11 @@ static void d_dup(jr_stream_config *c)
 }
 static void d_cluster(jr_stream_config *c)
 {
-    c->placement.cluster = "west";
+    pl(c)->cluster = "west";
 }
 static void d_tags(jr_stream_config *c)
 {
-    c->placement.ntags = 1;
+    pl(c)->ntags = 1;
 }
 static void d_sealed(jr_stream_config *c)
 {
@@ -786,7 +802,8 @@ START_TEST(owned_copy_is_one_allocation)
     const char *lo = (const char *)owned, *hi = lo + owned->bytes;
     ck_assert(owned->c.name >= lo && owned->c.name < hi);
     ck_assert(owned->c.metadata[2].value >= lo && owned->c.metadata[2].value < hi);
-    ck_assert(owned->c.placement.tags[2] >= lo && owned->c.placement.tags[2] < hi);
+    ck_assert(owned->c.placement->tags[2] >= lo && owned->c.placement->tags[2] < hi);
+    ck_assert((const char *)owned->c.placement >= lo && (const char *)owned->c.placement < hi);
     jr__stream_cfg_free(owned);
     ck_assert_int_eq(k.live, 0);
 
@@ -1025,11 +1042,11 @@ static void u_dup(jr_stream_config *c)
 }
 static void u_move(jr_stream_config *c)
 {
-    c->placement.tags = tags_new, c->placement.ntags = 1;
+    pl(c)->tags = tags_new, pl(c)->ntags = 1;
 }
 static void u_move_cluster(jr_stream_config *c)
 {
-    c->placement.cluster = "west";
+    pl(c)->cluster = "west";
 }
 static void u_compress(jr_stream_config *c)
 {
@@ -1082,7 +1099,7 @@ static void r_undeny_delete(jr_stream_config *c)
 }
 static void r_move_and_scale(jr_stream_config *c)
 {
-    c->placement.cluster = "west";
+    pl(c)->cluster = "west";
     c->replicas = 1;
 }
 static void r_invalid(jr_stream_config *c)

@@ -186,21 +186,22 @@ static void info_cb(void *arg, int status, const char *msg, const jr_stream_info
         return;
     }
     ck_assert_ptr_nonnull(info);
-    snprintf(r->leader, sizeof r->leader, "%s", info->cluster.leader ? info->cluster.leader : "");
-    r->nreplicas = info->cluster.nreplicas;
-    for (size_t i = 0; i < info->cluster.nreplicas && i < 8; i++) {
-        const jr_peer_info *p = &info->cluster.replicas[i];
+    snprintf(r->leader, sizeof r->leader, "%s", info->cluster->leader ? info->cluster->leader : "");
+    r->nreplicas = info->cluster->nreplicas;
+    for (size_t i = 0; i < info->cluster->nreplicas && i < 8; i++) {
+        const jr_peer_info *p = info->cluster->replicas[i];
         snprintf(r->reps[i].name, sizeof r->reps[i].name, "%s", p->name);
         r->reps[i].current = p->current;
         r->reps[i].offline = p->offline;
         r->reps[i].observer = p->observer;
         r->reps[i].pending = p->pending;
+        r->reps[i].damaged = p->damaged;
         r->reps[i].lag = p->lag;
     }
-    r->state = info->state;
-    r->replicas_cfg = info->config.replicas;
+    r->state = *info->state;
+    r->replicas_cfg = info->config->replicas;
     r->created_ns = info->created_ns;
-    r->max_age_ns = info->config.max_age_ns;
+    r->max_age_ns = info->config->max_age_ns;
     int need = jr_stream_info_format(info, r->text, sizeof r->text);
     ck_assert_int_ge(need, 0);
     ck_assert_int_lt(need, (int)sizeof r->text);
@@ -366,6 +367,18 @@ int e2e_local_get(e2e *c, unsigned i, const char *name, uint64_t seq, char *subj
     snprintf(subject, subject_cap, "%.*s", (int)m.subject_len, m.subject);
     snprintf(data, data_cap, "%.*s", (int)m.data_len, (const char *)m.data);
     return 0;
+}
+
+const jr_placement *e2e_placement(const char *cluster, const char *const *tags, size_t ntags)
+{
+    static jr_placement pool[16];
+    static unsigned next;
+    jr_placement *p = &pool[next++ % 16];
+    jr_placement_init(p);
+    p->cluster = cluster;
+    p->tags = tags;
+    p->ntags = ntags;
+    return p;
 }
 
 int e2e_state(e2e *c, unsigned i, const char *name, jr_stream_state *out)

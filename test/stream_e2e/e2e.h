@@ -71,7 +71,7 @@ typedef struct e2e_res {
     size_t nreplicas;
     struct {
         char name[64];
-        int current, offline, observer, pending;
+        int current, offline, observer, pending, damaged;
         uint64_t lag;
     } reps[8];
     jr_stream_state state;
@@ -124,6 +124,9 @@ int e2e_digest(e2e *c, unsigned i, const char *name, uint64_t *out);
 int64_t e2e_checksums(e2e *c, unsigned i, const char *name, uint64_t *out, size_t cap);
 /* The replica's store state. */
 int e2e_state(e2e *c, unsigned i, const char *name, jr_stream_state *out);
+/* A placement in the cluster (NULL: none) requiring `tags`, for a jr_stream_config about to be
+ * added or updated (the call copies it): static storage, reused from the 16th call on. */
+const jr_placement *e2e_placement(const char *cluster, const char *const *tags, size_t ntags);
 /* Leader index of the stream as node i's replica sees it (-1: none / not a replica). */
 int e2e_replica_leader(e2e *c, unsigned i, const char *name);
 /* Snapshot index of node i's replica group (0: none). */

@@ -51,8 +51,7 @@ static int add(const char *name, const char *subject, int replicas, const char *
     const char *subj[] = {subject};
     jr_stream_config cfg;
     e2e_config(&cfg, name, subj, 1, replicas);
-    cfg.placement.tags = tags;
-    cfg.placement.ntags = ntags;
+    cfg.placement = e2e_placement(NULL, tags, ntags);
     return e2e_add(&c, 4, &cfg, r);
 }
 
@@ -169,9 +168,9 @@ static void meta_cb(void *arg, int status, const char *msg, const jr_meta_info *
     snprintf(g->leader, sizeof g->leader, "%s", info->leader ? info->leader : "");
     g->nservers = info->nservers;
     for (size_t i = 0; i < info->nservers && i < 8; i++) {
-        snprintf(g->names[i], sizeof g->names[i], "%s", info->servers[i].name);
-        g->ntags[i] = info->servers[i].ntags;
-        g->offline[i] = info->servers[i].offline;
+        snprintf(g->names[i], sizeof g->names[i], "%s", info->servers[i]->name);
+        g->ntags[i] = info->servers[i]->ntags;
+        g->offline[i] = info->servers[i]->offline;
     }
 }
 

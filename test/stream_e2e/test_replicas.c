@@ -590,8 +590,7 @@ START_TEST(an_impossible_grow_changes_nothing)
     static const char *ssd[] = {"ssd"};
     jr_stream_config cfg;
     e2e_config(&cfg, "SSD", subj, 1, 3);
-    cfg.placement.tags = ssd;
-    cfg.placement.ntags = 1;
+    cfg.placement = e2e_placement(NULL, ssd, 1);
     e2e_res r;
     ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "%s", r.msg);
     ck_assert_int_ge(e2e_wait_stream(&c, 0, "SSD", 2, 30 * SEC), 0);
@@ -803,14 +802,13 @@ START_TEST(a_move_to_other_tags_replaces_the_peers_that_do_not_fit)
     static const char *ssd[] = {"ssd"}, *hdd[] = {"hdd"}, *not_az0[] = {"!az:0"};
     jr_stream_config cfg;
     e2e_config(&cfg, "MOVE", subj, 1, 3);
-    cfg.placement.tags = ssd;
-    cfg.placement.ntags = 1;
+    cfg.placement = e2e_placement(NULL, ssd, 1);
     e2e_res r;
     ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "%s", r.msg);
     ck_assert_int_ge(e2e_wait_stream(&c, 0, "MOVE", 2, 30 * SEC), 0);
     publish_n(&c, 0, 0, 120);
     /* everything moves: ssd -> hdd */
-    cfg.placement.tags = hdd;
+    cfg.placement = e2e_placement(NULL, hdd, 1);
     ck_assert_msg(e2e_update(&c, 4, &cfg, &r) == 0, "%s", r.msg);
     uint64_t end = jr_sim_now(c.sim) + 30 * SEC;
     while (e2e_meta_busy(&c, 4, "MOVE") && jr_sim_now(c.sim) < end) {
@@ -828,8 +826,7 @@ START_TEST(a_move_to_other_tags_replaces_the_peers_that_do_not_fit)
     unsigned before[8];
     ck_assert_int_eq(e2e_meta_peers(&c, 0, "MOVE", before, 8), 3);
     static const char *hdd_not_az0[] = {"hdd", "!az:0"};
-    cfg.placement.tags = hdd_not_az0;
-    cfg.placement.ntags = 2;
+    cfg.placement = e2e_placement(NULL, hdd_not_az0, 2);
     /* only n4 (az:1) and n5 (az:2) are hdd outside az:0: two servers for three replicas */
     ck_assert_int_eq(e2e_update(&c, 2, &cfg, &r), JR_ENORESOURCES);
     ck_assert_msg(strstr(r.msg, "no suitable peers for placement"), "%s", r.msg);
@@ -838,8 +835,7 @@ START_TEST(a_move_to_other_tags_replaces_the_peers_that_do_not_fit)
     ck_assert_int_eq(e2e_meta_peers(&c, 2, "MOVE", now, 8), 3);
     ck_assert_int_eq(memcmp(now, before, 3 * sizeof *now), 0);
     /* anything outside az:0: n4 and n5 fit and stay, n3 gives way to n1 or n2 */
-    cfg.placement.tags = not_az0;
-    cfg.placement.ntags = 1;
+    cfg.placement = e2e_placement(NULL, not_az0, 1);
     ck_assert_msg(e2e_update(&c, 2, &cfg, &r) == 0, "%s", r.msg);
     ck_assert_msg(wait_converged(&c, "MOVE", 3, 30 * SEC) >= 0, "not converged: %s", g_why);
     unsigned after[8];

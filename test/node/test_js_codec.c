@@ -1,0 +1,105 @@
+/* The stream layer's info and server-report payloads (lib/js/codec.h): what the leader encodes
+ * is what the requester decodes, every struct with its size and lists as arrays of pointers;
+ * a damaged replica or server arrives damaged and is never current. */
+#include <check.h>
+#include <string.h>
+
+#include "js/codec.h"
+
+START_TEST(info_round_trip_keeps_damaged_and_never_current)
+{
+    jr_stream_config cfg;
+    jr_stream_config_init(&cfg);
+    cfg.name = "S";
+    cfg.replicas = 3;
+    jr_stream_state st = {.size = sizeof st, .msgs = 4, .last_seq = 4};
+    jr_peer_info a = {.size = sizeof a, .name = "n2", .current = 1, .active_ns = 5};
+    jr_peer_info b = {.size = sizeof b, .name = "n3", .current = 1, .damaged = 1, .lag = 2};
+    const jr_peer_info *reps[] = {&a, &b};
+    jr_cluster_info ci = {.size = sizeof ci,
+                          .name = "c",
+                          .group = "G",
+                          .leader = "n1",
+                          .replicas = reps,
+                          .nreplicas = 2};
+    jr_stream_info in = {
+        .size = sizeof in, .config = &cfg, .created_ns = 9, .state = &st, .cluster = &ci};
+    jr__buf buf;
+    jr__buf_init(&buf, NULL);
+    ck_assert_int_eq(jr__info_encode(&buf, &in), 0);
+    jr__info_dec d;
+    ck_assert_int_eq(jr__info_decode(buf.data, buf.len, NULL, &d), 0);
+    const jr_stream_info *out = &d.info;
+    ck_assert_uint_eq(out->size, sizeof *out);
+    ck_assert_uint_eq(out->config->size, sizeof *out->config);
+    ck_assert_str_eq(out->config->name, "S");
+    ck_assert_ptr_null(out->config->placement);
+    ck_assert_uint_eq(out->state->size, sizeof *out->state);
+    ck_assert_uint_eq(out->state->msgs, 4);
+    ck_assert_uint_eq(out->cluster->size, sizeof *out->cluster);
+    ck_assert_str_eq(out->cluster->leader, "n1");
+    ck_assert_uint_eq(out->cluster->nreplicas, 2);
+    const jr_peer_info *pa = out->cluster->replicas[0], *pb = out->cluster->replicas[1];
+    ck_assert_uint_eq(pa->size, sizeof *pa);
+    ck_assert_int_eq(pa->current, 1);
+    ck_assert_int_eq(pa->damaged, 0);
+    ck_assert_uint_eq(pa->active_ns, 5);
+    ck_assert_int_eq(pb->damaged, 1);
+    ck_assert_int_eq(pb->current, 0); /* the sender said current: a damaged one never is */
+    ck_assert_uint_eq(pb->lag, 2);
+    jr__info_dec_free(&d);
+    jr__buf_free(&buf);
+}
+END_TEST
+
+/* A server report as the meta leader writes it (meta_replica.c): two servers, one damaged. */
+START_TEST(server_report_round_trip_keeps_damaged)
+{
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    jr__buf_bytes(&b, "c", 1);
+    jr__buf_bytes(&b, "n1", 2);
+    jr__buf_varint(&b, 0); /* streams */
+    jr__buf_varint(&b, 2); /* servers */
+    const char *names[] = {"n1", "n2"};
+    for (int i = 0; i < 2; i++) {
+        jr__buf_bytes(&b, names[i], 2);
+        jr__buf_bytes(&b, "c", 1);
+        jr__buf_varint(&b, 0);                             /* tags */
+        jr__buf_u8(&b, (uint8_t)(i == 0 ? 1 | 2 : 2 | 8)); /* n2: current and damaged */
+        jr__buf_varint(&b, 0);
+        jr__buf_varint(&b, 0);
+        jr__buf_varint(&b, 0);
+    }
+    jr__servers_dec d;
+    ck_assert_int_eq(jr__servers_decode(b.data, b.len, NULL, &d), 0);
+    ck_assert_uint_eq(d.info.nservers, 2);
+    const jr_server_info *s0 = d.info.servers[0], *s1 = d.info.servers[1];
+    ck_assert_uint_eq(s0->size, sizeof *s0);
+    ck_assert_int_eq(s0->leader, 1);
+    ck_assert_int_eq(s0->current, 1);
+    ck_assert_int_eq(s0->damaged, 0);
+    ck_assert_int_eq(s1->damaged, 1);
+    ck_assert_int_eq(s1->current, 0);
+    jr__servers_dec_free(&d);
+    /* an unknown flag bit is still refused */
+    b.data[b.len - 4] |= 16;
+    ck_assert_int_eq(jr__servers_decode(b.data, b.len, NULL, &d), JR_ECORRUPT);
+    jr__servers_dec_free(&d);
+    jr__buf_free(&b);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("js_codec");
+    TCase *tc = tcase_create("js_codec");
+    tcase_add_test(tc, info_round_trip_keeps_damaged_and_never_current);
+    tcase_add_test(tc, server_report_round_trip_keeps_damaged);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
