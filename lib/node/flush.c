@@ -106,6 +106,22 @@ static void complete_upto(jr_node *n, jr_group *g, uint64_t index, uint64_t term
 static void apply(jr_node *n, jr_group *g)
 {
     jr__raft *r = g->raft;
+    if (jr__raft_lost_commits(r) != g->lost_commits) {
+        /* JR_SYNC_INTERVAL: the group lost committed entries this replica had applied (raft.h
+         * commit_may_be_lost); its log follows the leader again and the fsm gets the leader's
+         * entries from there. What it applied of the lost ones stays in the fsm until the
+         * group is reopened (or the node restarts), which re-applies the log as it is now. */
+        g->lost_commits = jr__raft_lost_commits(r);
+        uint64_t c = jr__raft_commit_index(r);
+        if (g->applied > c) {
+            jr__node_log(n, JR_LOG_WARN,
+                         "group %llu: entries %llu..%llu it applied were lost by the group "
+                         "(JR_SYNC_INTERVAL and a power loss); reopen it to rebuild its state",
+                         (unsigned long long)g->id, (unsigned long long)c + 1,
+                         (unsigned long long)g->applied);
+            g->applied = c;
+        }
+    }
     uint64_t upto = jr__raft_commit_index(r);
     if (upto > g->persisted) upto = g->persisted;
     if (upto > jr__raft_last_index(r)) upto = jr__raft_last_index(r);

@@ -346,6 +346,8 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     rc_cfg.max_entry_bytes = n->max_msg_bytes - 1024;
     rc_cfg.snap_chunk_bytes = n->max_frame / 4 < (256u << 10) ? n->max_frame / 4 : (256u << 10);
     rc_cfg.observer = !self_in;
+    /* acknowledgements precede the sync: committed entries can be lost (raft.h) */
+    rc_cfg.commit_may_be_lost = n->sync_policy == JR_SYNC_INTERVAL;
     if (!self_in && floor) { /* judged by its floor while its log is older (raft.h) */
         rc_cfg.join_term = floor->term;
         rc_cfg.join_last_term = floor->last_term;

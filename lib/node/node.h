@@ -160,6 +160,7 @@ struct jr_group {
     jr_fsm fsm;
     uint64_t snapshot_entries;
     uint64_t applied;       /* last index applied to the fsm (or restored from a snapshot) */
+    uint64_t lost_commits;  /* jr__raft_lost_commits() as apply last saw it (flush.c) */
     uint64_t persisted;     /* last index known durable in the WAL */
     uint64_t leader_term;   /* term of the leadership pending ops belong to */
     jr__opq pending;        /* proposals and membership changes, by ascending index */

@@ -18,6 +18,8 @@
  *
  * Invariants of struct jr__raft:
  *  - snap_index <= commit <= last index; applied <= commit; log.base_index <= snap_index;
+ *    commit never decreases, except when a follower with cfg.commit_may_be_lost gives up
+ *    committed entries the group lost (replication.c lost_commit);
  *  - durable <= last index (entries above durable are what the node has yet to write);
  *  - conf is the configuration of the latest CONFIG entry in the log, else the snapshot's
  *    (snap_conf); both never NULL after jr__raft_new;
@@ -131,6 +133,8 @@ struct jr__raft {
     jr__entry *scratch;    /* the entries of one APPEND being built */
     uint32_t scratch_cap;
     uint8_t *chunk; /* one snapshot chunk being sent */
+
+    uint64_t lost_commits; /* follower: times committed entries were given up (raft.h) */
 
     /* Follower: the snapshot being received. */
     uint8_t rs_active;

@@ -544,6 +544,10 @@ int jr__raft_ready(const jr__raft *r)
 {
     return r->role == ROLE_LEADER && r->commit >= r->term_start;
 }
+uint64_t jr__raft_lost_commits(const jr__raft *r)
+{
+    return r->lost_commits;
+}
 int jr__raft_transferring(const jr__raft *r)
 {
     return r->role == ROLE_LEADER && r->transfer_to != 0;

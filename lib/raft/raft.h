@@ -57,7 +57,10 @@
  *
  * Invariants (checked by the simulation on every step): at most one leader per term; if two logs
  * hold an entry with the same index and term they are identical up to it; a committed entry is in
- * the log of every later leader; commit_index never decreases; applied <= commit.
+ * the log of every later leader; commit_index never decreases; applied <= commit. With
+ * cfg.commit_may_be_lost (acknowledgements before the sync) the third and fourth hold only as
+ * long as no quorum loses power: a follower then gives up committed entries the new leader
+ * lacks, and its commit index goes back.
  *
  * Peer ids are 64-bit and non-zero: the node uses the xxh3 of the server name.
  */
@@ -273,6 +276,15 @@ typedef struct jr__raft_config {
      * server that never was a member). */
     uint64_t join_term, join_last_term, join_last_index;
     uint32_t quiesce; /* idle heartbeat ticks before a leader goes quiet, less one; 0 never */
+    /* Acknowledgements may precede the sync (the node's JR_SYNC_INTERVAL): a power loss of a
+     * quorum can lose committed entries, and a leader elected afterwards may hold other
+     * entries at those indexes. A follower then gives up the entries at and after the first
+     * index where the leader's log (as an APPEND shows it) differs from its own, even below
+     * its commit index, which goes back to the entry before (jr__raft_lost_commits counts
+     * it); without this flag such a follower would skip them as committed and never converge.
+     * 0: committed entries are never given up (a conflict below the commit index is ignored:
+     * with every acknowledgement synced it cannot happen). */
+    uint8_t commit_may_be_lost;
     jr__confs *confs; /* shared interned configurations; NULL: the group's own */
 } jr__raft_config;
 
@@ -500,6 +512,9 @@ int jr__raft_unvouched(const jr__raft *r);
 int jr__raft_damaged(const jr__raft *r);
 /* 1 if a leader's append conflicted with an entry this replica had committed (see above). */
 int jr__raft_diverged(const jr__raft *r);
+/* Times this follower gave up committed entries (cfg.commit_may_be_lost); the node compares
+ * it to re-apply from the new commit index. */
+uint64_t jr__raft_lost_commits(const jr__raft *r);
 int jr__raft_transferring(const jr__raft *r);
 
 enum jr__progress_state { JR__PROBE = 0, JR__REPLICATE = 1, JR__SNAPSHOT = 2 };

@@ -250,6 +250,36 @@ void jr__repl_heard_leader(jr__raft *r, uint64_t now, jr__id from)
     jr__vouch_heard_leader(r, from); /* unvouched: asks this leader for its word (vouch.c) */
 }
 
+/* The first index at or below our commit index where the leader's log, as this APPEND shows it
+ * (prev_term at prev_index, then its entries), differs from ours; 0 if none. Only entries we
+ * hold in memory above the snapshot are compared. */
+static uint64_t committed_conflict(const jr__raft *r, const jr__msg *m)
+{
+    uint64_t prev = m->u.append.prev_index, hi = r->commit < r->log.last ? r->commit : r->log.last;
+    uint64_t lo = r->log.first > r->snap_index + 1 ? r->log.first : r->snap_index + 1;
+    if (prev >= lo && prev <= hi && jr__memlog_term(&r->log, prev) != m->u.append.prev_term)
+        return prev;
+    for (uint32_t i = 0; i < m->u.append.n; i++) {
+        uint64_t idx = prev + 1 + i;
+        if (idx > hi) break;
+        if (idx >= lo && jr__memlog_term(&r->log, idx) != m->u.append.entries[i].term) return idx;
+    }
+    return 0;
+}
+
+/* cfg.commit_may_be_lost (raft.h): entries from `from` on were committed here but the leader
+ * of our term holds others there, so the group lost them (acknowledged before a sync, then a
+ * power loss of a quorum). Follow the leader: give them up and take the commit index back to
+ * the entry before; the node re-applies from there. The leader of the current term is the only
+ * source of truth left (§3.6.1 elected it with the log of a quorum). */
+static void lost_commit(jr__raft *r, uint64_t from)
+{
+    truncate_from(r, from);
+    r->commit = from - 1;
+    if (r->applied > r->commit) r->applied = r->commit;
+    r->lost_commits++;
+}
+
 int jr__repl_on_append(jr__raft *r, uint64_t now, const jr__msg *m)
 {
     if (r->role == ROLE_LEADER) return JR_EINVAL; /* two leaders in a term cannot happen */
@@ -257,6 +287,10 @@ int jr__repl_on_append(jr__raft *r, uint64_t now, const jr__msg *m)
     const jr__entry *ents = m->u.append.entries;
     uint32_t n = m->u.append.n;
     uint64_t prev = m->u.append.prev_index, pterm = m->u.append.prev_term;
+    if (r->cfg.commit_may_be_lost && prev <= r->commit) {
+        uint64_t c = committed_conflict(r, m);
+        if (c) lost_commit(r, c);
+    }
     if (prev < r->commit) {
         /* Committed entries are the same in every log: skip them. Log matching makes one
          * comparison enough: the leader's term at our commit index (or at the last index this

@@ -6,11 +6,10 @@
  * write, every replica holding the same log up to it, and the traffic back to an idle
  * group's. Many seeds.
  *
- * Not registered as a test: it fails today (17 of seeds 1-20). A follower's durable commit
- * index can cover entries that the quorum acknowledged without syncing and then lost, so the
- * new leader's log lacks them; the follower skips what it believes committed
- * (replication.c jr__repl_on_append), acknowledges a match beyond the leader's last index
- * (ignored as nonsense), and never takes the leader's entries at those indexes.
+ * The case that stalled: a follower's durable commit index can cover entries that the quorum
+ * acknowledged without syncing and then lost, so the new leader holds other entries there.
+ * The follower gives those up (raft commit_may_be_lost) instead of skipping them as committed
+ * while acknowledging a match beyond the leader's log, which went on forever.
  */
 #include <check.h>
 #include <stdio.h>
