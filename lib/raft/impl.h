@@ -151,7 +151,7 @@ struct jr__raft {
      * allocated only while it is unvouched; damaged as jr__raft_damaged() says. */
     struct jr__vouch *vouch;
     uint8_t damaged, diverged;
-    uint8_t woken;       /* leader woken from quiet: its next heartbeat tick sends heartbeats */
+    uint8_t woken; /* leader woken from quiet: its next heartbeat tick sends heartbeats */
 };
 
 /* raft.c ------------------------------------------------------------------------------------*/
@@ -341,6 +341,9 @@ int jr__vouch_may_grant(const jr__raft *r, uint64_t li, uint64_t lt);
 int jr__vouch_may_campaign(const jr__raft *r);
 /* The replica is whole (it became leader, or was vouched for): forgets what it learned. */
 void jr__vouch_done(jr__raft *r);
+/* An append conflicted with an entry it had committed: diverged and damaged, and unvouched
+ * again (it asks the other voters) until a leader's word or every other voter vouches for it. */
+void jr__vouch_diverged(jr__raft *r);
 /* Leader: member p answered below what it acknowledged (lost storage): match drops to `holds`
  * (what it is known to hold: 0 unless log matching proves more), it is unvouched and damaged
  * until it acknowledges our whole log of now. */

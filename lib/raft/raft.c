@@ -369,7 +369,9 @@ uint64_t jr__raft_deadline(const jr__raft *r)
         return d;
     }
     /* an unvouched replica's timer asks its peers again (vouch.c) */
-    return (jr__elect_can_campaign(r) || r->vouch) && !r->quiet ? r->election_deadline : UINT64_MAX;
+    return (jr__elect_can_campaign(r) || r->vouch || r->diverged) && !r->quiet
+               ? r->election_deadline
+               : UINT64_MAX;
 }
 
 int jr__raft_propose(jr__raft *r, uint64_t now, const void *data, size_t len, uint64_t *index)

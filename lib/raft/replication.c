@@ -295,12 +295,14 @@ int jr__repl_on_append(jr__raft *r, uint64_t now, const jr__msg *m)
         /* Committed entries are the same in every log: skip them. Log matching makes one
          * comparison enough: the leader's term at our commit index (or at the last index this
          * message covers, if lower) must be ours. If it is not, storage lied (a committed entry
-         * was lost and replaced): the replica stops rather than keep a state machine whose
-         * history the log no longer holds (vouch.c). */
+         * was lost and replaced) or the append is no leader's (a forged frame: checksums are
+         * no authentication). Either way the append is dropped, and the replica grants no vote
+         * and does not campaign until it is vouched for again (vouch.c): a stop for good would
+         * let one forged frame per replica leave the group without a leader forever. */
         uint64_t x = prev + n < r->commit ? prev + n : r->commit;
         uint64_t lx = x == prev ? pterm : ents[x - prev - 1].term;
         if (x >= r->log.base_index && jr__memlog_term(&r->log, x) != lx) {
-            r->diverged = r->damaged = 1;
+            jr__vouch_diverged(r);
             return 0;
         }
         uint64_t skip = r->commit - prev;

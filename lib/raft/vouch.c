@@ -101,8 +101,19 @@ void jr__vouch_done(jr__raft *r)
     jr__free(r->alloc, r->vouch->last);
     jr__free(r->alloc, r->vouch);
     r->vouch = NULL;
-    if (!r->diverged) r->damaged = 0;
+    /* vouched after a divergence: its log holds the leader's (a), or it won an election at or
+     * above every voter's floor (b); the append that conflicted was no leader's of its log */
+    r->damaged = r->diverged = 0;
     jr__raft_notify(r);
+}
+
+void jr__vouch_diverged(jr__raft *r)
+{
+    r->diverged = r->damaged = 1;
+    if (r->vouch) return; /* unvouched already: it asks again at its election timeout */
+    r->vouch = jr__calloc(r->alloc, 1, sizeof *r->vouch);
+    if (!r->vouch) return; /* out of memory: stopped until its next election timeout */
+    jr__vouch_ask(r);
 }
 
 /* Voters other than us in the latest configuration, and the answers needed for the floor. */
@@ -245,10 +256,8 @@ void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
 
 int jr__vouch_drops(const jr__raft *r, const jr__msg *m)
 {
-    if (r->diverged)
-        return m->type == JR__MSG_APPEND || m->type == JR__MSG_HEARTBEAT ||
-               m->type == JR__MSG_SNAP || m->type == JR__MSG_TIMEOUT_NOW || m->type == JR__MSG_VOTE;
-    if (!r->vouch || r->vouch->floored) return 0;
+    /* unvouched: until its term floor; diverged without vouch state (out of memory): all */
+    if (r->vouch ? r->vouch->floored : !r->diverged) return 0;
     return m->type == JR__MSG_APPEND || m->type == JR__MSG_HEARTBEAT || m->type == JR__MSG_SNAP ||
            m->type == JR__MSG_TIMEOUT_NOW || m->type == JR__MSG_VOTE;
 }
@@ -300,8 +309,19 @@ void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m)
     /* what it reports must survive our crash: sent after the sync of our pending state */
     a.flags = JR__MF_DURABLE;
     a.u.vouch_resp.leader = r->role == ROLE_LEADER;
-    a.u.vouch_resp.last_index = r->log.last;
-    a.u.vouch_resp.last_term = jr__memlog_term(&r->log, r->log.last);
+    /* A replica that is no voter of its latest configuration, once that configuration is
+     * committed (removed, or back as an observer), answers with its last committed entry: its
+     * acknowledgements after that entry count in no commit quorum, so nothing committed with
+     * the asker's lost acknowledgement lies beyond it, and the uncommitted tail it kept from its
+     * last term as leader would otherwise set a floor that no remaining voter reaches (an asker
+     * whose configuration predates the removal still counts it among the voters). */
+    uint64_t li = r->log.last;
+    if (!jr__raft_is_voter(r) && !jr__memb_pending(r)) {
+        li = r->commit < li ? r->commit : li;
+        if (li < r->log.base_index) li = r->log.base_index;
+    }
+    a.u.vouch_resp.last_index = li;
+    a.u.vouch_resp.last_term = jr__memlog_term(&r->log, li);
     jr__raft_send(r, &a);
     if (r->role != ROLE_LEADER) return;
     jr__prog *p = jr__prog_find(r, m->from);
@@ -309,8 +329,8 @@ void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m)
     jr__prog_heard(p, now);
     /* it holds our log up to its last entry if we hold that entry (log matching), else nothing
      * it can be credited with */
-    uint64_t li = m->u.vouch.last_index, lt = m->u.vouch.last_term;
-    uint64_t holds = 0;
+    li = m->u.vouch.last_index;
+    uint64_t lt = m->u.vouch.last_term, holds = 0;
     if (li <= r->log.last && li >= r->log.base_index && jr__memlog_term(&r->log, li) == lt)
         holds = li;
     jr__vouch_lost(r, p, holds);
@@ -331,7 +351,13 @@ void jr__vouch_start(jr__raft *r)
 
 int jr__vouch_tick(jr__raft *r, uint64_t now)
 {
-    if (!r->vouch || r->role == ROLE_LEADER || r->quiet || now < r->election_deadline) return 0;
+    if (r->role == ROLE_LEADER || r->quiet || now < r->election_deadline) return 0;
+    if (!r->vouch) {
+        if (!r->diverged) return 0;
+        jr__vouch_diverged(r); /* diverged while out of memory: it tries again */
+        jr__elect_reset_timer(r, now);
+        return 1;
+    }
     if (jr__elect_can_campaign(r)) return 0; /* it campaigns */
     jr__vouch_ask(r);
     jr__elect_reset_timer(r, now);

@@ -89,8 +89,9 @@ START_TEST(a_replica_that_lost_acknowledged_entries_elects_nobody_without_them)
                       "seed %llu: unvouched n1 sent %llu vote requests, %llu grants",
                       (unsigned long long)seed, (unsigned long long)elect_count.votes,
                       (unsigned long long)elect_count.grants);
-        ck_assert_msg(jr__raft_role(R(&h, 2)) != JR_LEADER, "seed %llu: n2 leads without the "
-                                                             "acknowledged entries",
+        ck_assert_msg(jr__raft_role(R(&h, 2)) != JR_LEADER,
+                      "seed %llu: n2 leads without the "
+                      "acknowledged entries",
                       (unsigned long long)seed);
         ck_assert_int_eq(jr__raft_unvouched(R(&h, 1)), !h.no_vouch);
         h.filter = NULL;
@@ -396,10 +397,12 @@ START_TEST(a_single_voter_is_whole_at_once)
 END_TEST
 
 /* Divergence, on a bare core (the harness would itself flag the lie): a replica whose disk says
- * index 3 of term 2 is committed gets an append from a leader whose index 3 has term 3. It
- * stops: damaged and diverged, the append neither applied nor acknowledged, and it grants no
- * vote afterwards. */
-static int bare_sent, bare_acks, bare_grants;
+ * index 3 of term 2 is committed gets an append from a leader whose index 3 has term 3. It is
+ * damaged and diverged, the append neither applied nor acknowledged, and it is unvouched again:
+ * it asks both other voters, grants no vote and does not campaign at its election timeout. The
+ * append was no leader's (a forged frame): the leader's word, a last entry its log holds,
+ * makes it whole again. */
+static int bare_sent, bare_acks, bare_grants, bare_votes, bare_vouches;
 static void bare_send(void *ctx, jr__raft *r, const jr__msg *m)
 {
     (void)ctx;
@@ -407,6 +410,8 @@ static void bare_send(void *ctx, jr__raft *r, const jr__msg *m)
     bare_sent++;
     if (m->type == JR__MSG_APPEND_RESP && m->u.append_resp.success) bare_acks++;
     if (m->type == JR__MSG_VOTE_RESP && m->u.vote_resp.granted) bare_grants++;
+    if (m->type == JR__MSG_VOTE) bare_votes++;
+    if (m->type == JR__MSG_VOUCH) bare_vouches++;
 }
 static void bare_notify(void *ctx, jr__raft *r)
 {
@@ -414,7 +419,7 @@ static void bare_notify(void *ctx, jr__raft *r)
     (void)r;
 }
 
-START_TEST(an_append_over_a_committed_entry_stops_the_replica)
+START_TEST(an_append_over_a_committed_entry_leaves_the_replica_unvouched)
 {
     jr__raft_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -460,8 +465,81 @@ START_TEST(an_append_over_a_committed_entry_stops_the_replica)
     v.u.vote.last_term = 4;
     ck_assert_int_eq(jr__raft_step(r, 1500 * MS, &v), 0);
     ck_assert_int_eq(bare_grants, 0);
-    ck_assert_uint_eq(jr__raft_deadline(r), UINT64_MAX);
+    ck_assert_int_eq(jr__raft_unvouched(r), 1);
+    ck_assert_int_eq(bare_vouches, 2);
+    uint64_t d = jr__raft_deadline(r);
+    ck_assert_uint_lt(d, UINT64_MAX);
+    jr__raft_tick(r, d);
+    ck_assert_int_eq(bare_votes, 0);
+    ck_assert_int_eq(bare_vouches, 4);
+    /* both answer; the leader of term 3 holds (term 2, index 3) as its last entry */
+    jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = 7, .from = 3, .to = 2, .term = 3};
+    a.u.vouch_resp.last_index = 3;
+    a.u.vouch_resp.last_term = 2;
+    ck_assert_int_eq(jr__raft_step(r, d + MS, &a), 0);
+    ck_assert_int_eq(jr__raft_diverged(r), 1);
+    a.from = 1;
+    a.u.vouch_resp.leader = 1;
+    ck_assert_int_eq(jr__raft_step(r, d + 2 * MS, &a), 0);
+    ck_assert_int_eq(jr__raft_unvouched(r), 0);
+    ck_assert_int_eq(jr__raft_diverged(r), 0);
+    ck_assert_int_eq(jr__raft_damaged(r), 0);
     jr__raft_free(r);
+}
+END_TEST
+
+/* A replica its latest, committed configuration removed answers a VOUCH with its last committed
+ * entry, not the uncommitted tail it kept from leading: its acknowledgements after its removal
+ * count in no commit quorum, and an asker whose configuration still lists it as a voter would
+ * otherwise take a floor no remaining voter reaches (none could be elected). Before its removal
+ * commits it answers with its last entry (it may still lead, raft.h). */
+static uint64_t bare_vouch_li, bare_vouch_lt;
+static void vouch_send(void *ctx, jr__raft *r, const jr__msg *m)
+{
+    (void)ctx;
+    (void)r;
+    if (m->type != JR__MSG_VOUCH_RESP) return;
+    bare_vouch_li = m->u.vouch_resp.last_index;
+    bare_vouch_lt = m->u.vouch_resp.last_term;
+}
+
+static uint64_t removed_answer(uint64_t commit)
+{
+    jr__raft_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.group = 7;
+    cfg.self = 2;
+    cfg.election_timeout = ET;
+    cfg.heartbeat_interval = 20 * MS;
+    jr__raft_io io = {NULL, vouch_send, bare_notify, NULL, NULL, NULL};
+    jr__raft *r;
+    ck_assert_int_eq(jr__raft_new(&cfg, &io, &r), 0);
+    jr__conf c3 = {3, {{1, 1}, {2, 1}, {3, 1}}}, c2 = {2, {{1, 1}, {3, 1}}};
+    uint8_t b3[64], b2[64];
+    jr__entry e1 = {1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c3, b3), b3};
+    jr__entry e2 = {1, 2, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c2, b2), b2};
+    jr__entry e3 = {1, 3, JR__ENTRY_NORMAL, 1, (const uint8_t *)"x"};
+    jr__entry e4 = {1, 4, JR__ENTRY_NORMAL, 1, (const uint8_t *)"y"};
+    ck_assert_int_eq(jr__raft_load_hardstate(r, 1, 2, commit), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e1), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e2), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e3), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e4), 0);
+    ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
+    jr__msg q = {.type = JR__MSG_VOUCH, .group = 7, .from = 1, .to = 2, .term = 1};
+    q.u.vouch.last_index = 1;
+    q.u.vouch.last_term = 1;
+    bare_vouch_li = bare_vouch_lt = 0;
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &q), 0);
+    ck_assert_uint_eq(bare_vouch_lt, 1);
+    jr__raft_free(r);
+    return bare_vouch_li;
+}
+
+START_TEST(a_removed_replica_answers_with_its_last_committed_entry)
+{
+    ck_assert_uint_eq(removed_answer(3), 3); /* removal committed: its commit, not 4 */
+    ck_assert_uint_eq(removed_answer(1), 4); /* removal pending: its last entry */
 }
 END_TEST
 
@@ -478,7 +556,8 @@ int main(void)
     tcase_add_test(tc, a_restarted_member_is_no_transfer_target_until_caught_up);
     tcase_add_test(tc, a_quiet_group_vouches_a_restarted_replica_without_an_election);
     tcase_add_test(tc, a_single_voter_is_whole_at_once);
-    tcase_add_test(tc, an_append_over_a_committed_entry_stops_the_replica);
+    tcase_add_test(tc, an_append_over_a_committed_entry_leaves_the_replica_unvouched);
+    tcase_add_test(tc, a_removed_replica_answers_with_its_last_committed_entry);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
