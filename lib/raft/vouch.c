@@ -309,15 +309,19 @@ void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m)
     /* what it reports must survive our crash: sent after the sync of our pending state */
     a.flags = JR__MF_DURABLE;
     a.u.vouch_resp.leader = r->role == ROLE_LEADER;
-    /* A replica that is no voter of its latest configuration, once that configuration is
-     * committed (removed, or back as an observer), answers with its last committed entry: its
-     * acknowledgements after that entry count in no commit quorum, so nothing committed with
-     * the asker's lost acknowledgement lies beyond it, and the uncommitted tail it kept from its
-     * last term as leader would otherwise set a floor that no remaining voter reaches (an asker
-     * whose configuration predates the removal still counts it among the voters). */
+    /* A replica that is no voter of its latest configuration (entry conf_index, committed or
+     * not) answers with the later of its commit entry and the entry before that configuration.
+     * Its acknowledgements beyond conf_index count in no commit quorum: a leader counting one
+     * holds the same entry, hence (log matching) our entry at conf_index and a configuration at
+     * least that new, and a newer one naming us a voter would be in our log too. So nothing
+     * committed with the asker's lost acknowledgement lies only beyond that point, while the
+     * uncommitted tail a removed leader kept would set a floor no remaining voter reaches (an
+     * asker whose configuration predates the removal still counts it among the voters). */
     uint64_t li = r->log.last;
-    if (!jr__raft_is_voter(r) && !jr__memb_pending(r)) {
-        li = r->commit < li ? r->commit : li;
+    if (!jr__raft_is_voter(r)) {
+        uint64_t keep = r->conf_index ? r->conf_index - 1 : 0;
+        if (r->commit > keep) keep = r->commit;
+        if (keep < li) li = keep;
         if (li < r->log.base_index) li = r->log.base_index;
     }
     a.u.vouch_resp.last_index = li;
