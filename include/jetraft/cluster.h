@@ -28,6 +28,8 @@ typedef struct jr_peer_info {
     uint64_t active_ns; /* since last contact (leader's view); UINT64_MAX: never */
     uint64_t lag;       /* operations behind the leader */
     int damaged;        /* its replica lost data and waits for repair (jr_group_status.damaged) */
+    int unvouched;      /* restarted, its storage not yet vouched for (jr_peer_status.unvouched);
+                           never current */
 } jr_peer_info;
 
 typedef struct jr_cluster_info {

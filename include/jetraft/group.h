@@ -155,6 +155,10 @@ typedef struct jr_group_status {
     uint64_t snapshot_index;
     size_t npeers; /* members, this one included; jr_group_peer() reads each */
     int damaged;   /* 1 if this replica lost data and waits for repair */
+    int unvouched; /* 1 from a restart until its peers vouched for its storage: it may have lost
+                      records it acknowledged (a cut tail, files rolled back), so it grants no
+                      vote and takes no leader's entries before their answers; damaged once they
+                      show it lost some */
 } jr_group_status;
 
 typedef struct jr_peer_status {
@@ -169,6 +173,9 @@ typedef struct jr_peer_status {
     int damaged;           /* its replica lost data it had acknowledged: this replica's own
                               flag (jr_group_status.damaged) for itself; for another member,
                               on the leader, what the leader learned (0 elsewhere) */
+    int unvouched;         /* as jr_group_status.unvouched: this replica's own flag for itself;
+                              for another member, on the leader, a member that restarted and
+                              has not yet acknowledged the log it was asked to vouch for */
 } jr_peer_status;
 
 JR_API int jr_group_status_get(const jr_group *g, jr_group_status *out);

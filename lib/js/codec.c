@@ -38,7 +38,8 @@ int jr__info_encode(jr__buf *b, const jr_stream_info *in)
         put_str(b, p->name);
         jr__buf_u8(b,
                    (uint8_t)((p->current ? 1 : 0) | (p->offline ? 2 : 0) | (p->observer ? 4 : 0) |
-                             (p->pending ? 8 : 0) | (p->damaged ? 16 : 0)));
+                             (p->pending ? 8 : 0) | (p->damaged ? 16 : 0) |
+                             (p->unvouched ? 32 : 0)));
         jr__buf_varint(b, p->active_ns);
         jr__buf_varint(b, p->lag);
     }
@@ -106,13 +107,15 @@ int jr__info_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__inf
         uint8_t f = jr__rd_u8(&r);
         pi->active_ns = jr__rd_varint(&r);
         pi->lag = jr__rd_varint(&r);
-        if (r.err || (f & ~31u)) return JR_ECORRUPT;
+        if (r.err) return JR_ECORRUPT; /* flags a newer sender adds are ignored */
         pi->current = f & 1;
         pi->offline = (f >> 1) & 1;
         pi->observer = (f >> 2) & 1;
         pi->pending = (f >> 3) & 1;
         pi->damaged = (f >> 4) & 1;
-        if (pi->damaged) pi->current = 0; /* never shown current, whatever the sender said */
+        pi->unvouched = (f >> 5) & 1;
+        /* never shown current, whatever the sender said */
+        if (pi->damaged || pi->unvouched) pi->current = 0;
         out->rep_ptrs[i] = pi;
     }
     if (r.err || jr__rd_left(&r)) return JR_ECORRUPT;

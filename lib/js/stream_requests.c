@@ -118,7 +118,8 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
         pi->active_ns = ps.last_seen_ns;
         pi->offline = ps.last_seen_ns == UINT64_MAX || ps.last_seen_ns > 2 * n->election_ns;
         pi->damaged = ps.damaged;
-        pi->current = ps.current && !pi->offline && !pi->damaged;
+        pi->unvouched = ps.unvouched;
+        pi->current = ps.current && !pi->offline && !pi->damaged && !pi->unvouched;
     }
     /* Peers of the assignment that are not (yet) members of the group. */
     const jr__conf *conf = jr__raft_conf(jr__group_raft(r->g));

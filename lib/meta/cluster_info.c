@@ -81,8 +81,9 @@ static void emit_replica(out *o, int width, const jr__replica_view *r)
 {
     row_label(o, width, "Replica");
     emit(o, "%s%s, %s", r->name, r->pending ? " (pending)" : "",
-         r->current && !r->damaged ? "current" : "outdated");
+         r->current && !r->damaged && !r->unvouched ? "current" : "outdated");
     if (r->damaged) emit(o, ", damaged");
+    if (r->unvouched) emit(o, ", unvouched");
     if (r->offline) emit(o, ", OFFLINE");
     if (r->observer) emit(o, ", observer");
     if (r->seen_ns < (uint64_t)INT64_MAX) {

@@ -16,6 +16,7 @@
  * width). Each replica line holds, in order: the name (with " (pending)" while it is in the
  * assignment but not yet in the Raft group), current or outdated (a damaged replica is always
  * outdated), damaged (its replica lost data and waits for repair; libjetraft's addition),
+ * unvouched (restarted, its storage not yet vouched for by its peers; libjetraft's addition),
  * OFFLINE, observer (a non-voting member still catching up; libjetraft's addition, the CLI has
  * no such marker), "seen <d> ago" or "not seen", and "<n> operation(s) behind" when the lag is
  * not zero. Durations are printed as the CLI the seeds come from printed them: "0.12s" below a
@@ -46,6 +47,7 @@ typedef struct jr__replica_view {
     uint64_t seen_ns; /* since last contact; UINT64_MAX: never */
     uint64_t lag;     /* operations behind the leader */
     int damaged;      /* lost data, waits for repair: never shown current */
+    int unvouched;    /* restarted, its storage not yet vouched for by its peers: never current */
 } jr__replica_view;
 
 typedef struct jr__cluster_view {

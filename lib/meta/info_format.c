@@ -30,11 +30,12 @@ int jr_stream_info_format(const jr_stream_info *info, char *buf, size_t len)
         memcpy(&p, in, in->size < sizeof p ? in->size : sizeof p);
         if (!HAS(in->size, jr_peer_info, active_ns)) p.active_ns = UINT64_MAX;
         reps[i] = (jr__replica_view){.name = p.name,
-                                     .current = p.current && !p.damaged,
+                                     .current = p.current && !p.damaged && !p.unvouched,
                                      .offline = p.offline,
                                      .observer = p.observer,
                                      .pending = p.pending,
                                      .damaged = p.damaged,
+                                     .unvouched = p.unvouched,
                                      .seen_ns = p.active_ns,
                                      .lag = p.lag};
     }

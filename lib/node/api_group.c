@@ -80,7 +80,7 @@ int jr_group_propose(jr_group *g, const void *data, size_t len, jr_propose_cb cb
     int rc = usable(g);
     if (rc != 0) return rc;
     if (!data && len) return JR_EINVAL;
-    if (g->damaged) return JR_EDAMAGED;
+    if (jr__group_damaged(g)) return JR_EDAMAGED;
     jr_node *n = g->node;
     jr__node_enter(n);
     uint64_t index, term;
@@ -213,7 +213,8 @@ int jr_group_status_get(const jr_group *g, jr_group_status *out)
     s.last_index = jr__raft_last_index(r);
     s.snapshot_index = g->snap_index;
     s.npeers = jr__raft_conf(r)->n;
-    s.damaged = g->damaged;
+    s.damaged = jr__group_damaged(g);
+    s.unvouched = jr__raft_unvouched(r);
     size_t sz = out->size < sizeof s ? out->size : sizeof s;
     memcpy(out, &s, sz);
     out->size = sz;
@@ -246,6 +247,7 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
     s.voter = c->m[i].voter;
     s.last_seen_ns = UINT64_MAX;
     s.damaged = jr__group_peer_damaged(g, c->m[i].id);
+    if (c->m[i].id == n->self) s.unvouched = jr__raft_unvouched(r);
     jr__progress pr;
     if (jr__raft_role(r) == JR_LEADER && jr__raft_progress(r, (uint32_t)i, &pr) == 0) {
         pr.last_contact = jr__live_contact(g, pr.id, pr.last_contact); /* quiet: node-level */
@@ -256,13 +258,16 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
         if (pr.id == n->self) {
             s.last_seen_ns = 0;
             s.current = 1;
-        } else if (pr.last_contact) {
+        } else {
+            s.unvouched = pr.unvouched;
+        }
+        if (pr.id != n->self && pr.last_contact) {
             s.last_seen_ns = now > pr.last_contact ? now - pr.last_contact : 0;
             s.current = s.last_seen_ns <= n->election_ns && pr.match >= jr__raft_commit_index(r) &&
                         !pr.unvouched;
         }
     }
-    if (s.damaged) s.current = 0;
+    if (s.damaged || s.unvouched) s.current = 0;
     size_t sz = out->size < sizeof s ? out->size : sizeof s;
     memcpy(out, &s, sz);
     out->size = sz;

@@ -40,9 +40,14 @@ jr__raft *jr__group_raft(const jr_group *g)
     return g->raft;
 }
 
+int jr__group_damaged(const jr_group *g)
+{
+    return g->damaged || jr__raft_damaged(g->raft);
+}
+
 int jr__group_peer_damaged(const jr_group *g, jr__id peer)
 {
-    if (peer == g->node->self) return g->damaged ? 1 : 0;
+    if (peer == g->node->self) return jr__group_damaged(g);
     if (jr__raft_role(g->raft) != JR_LEADER) return 0; /* only a leader tracks its members */
     const jr__conf *c = jr__raft_conf(g->raft);
     for (uint32_t k = 0; k < c->n; k++) {
@@ -369,6 +374,15 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     }
     if (rc != 0) goto fail;
     if (n->all_damaged && s) g->damaged = 1;
+    if (s) {
+        /* Recovered from disk: its storage may have lost records it acknowledged in ways no
+         * local check tells from a torn write (a cut tail, files rolled back), so it is
+         * unvouched until its peers answer (raft/vouch.c); damage found here is the core's to
+         * report and to clear once a leader repaired the log. */
+        rc = jr__raft_load_unvouched(g->raft, g->damaged);
+        if (rc != 0) goto fail;
+        g->damaged = 0;
+    }
     rc = jr__raft_start(g->raft, n->now);
     if (rc != 0) goto fail;
     rc = jr__map_put(&n->groups, g->id, g);
@@ -425,7 +439,7 @@ int jr__group_propose(jr_group *g, const void *data, size_t len, jr_propose_cb c
                       uint64_t *index, uint64_t *term)
 {
     jr_node *n = g->node;
-    if (g->damaged) return JR_EDAMAGED;
+    if (jr__group_damaged(g)) return JR_EDAMAGED;
     jr__op *op = NULL;
     if (cb && !(op = jr__op_get(n))) return JR_ENOMEM;
     int rc = jr__raft_propose(g->raft, n->now, data ? data : "", len, index);

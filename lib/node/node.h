@@ -474,8 +474,11 @@ void jr__group_rearm(jr_group *g);
 void jr__group_tick(jr_group *g);
 /* The raft core of g (tests and the simulation fixture inspect it). */
 jr__raft *jr__group_raft(const jr_group *g);
+/* This replica lost data and waits for repair: damage the node found while running (a failed
+ * fsm restore), or what its raft core holds (found at recovery, or a divergence). */
+int jr__group_damaged(const jr_group *g);
 /* 1 if member `peer` of g is known to hold a damaged replica, else 0: this replica's own flag
- * for itself (g->damaged); for another member, on the leader, what the raft core's progress
+ * for itself (jr__group_damaged); for another member, on the leader, what the raft core's progress
  * says (jr__progress.damaged: it lost entries it had acknowledged); 0 elsewhere. What
  * jr_peer_status.damaged, and the stream and meta info built from it, show. */
 int jr__group_peer_damaged(const jr_group *g, jr__id peer);

@@ -344,6 +344,8 @@ void jr__vouch_done(jr__raft *r);
 /* An append conflicted with an entry it had committed: diverged and damaged, and unvouched
  * again (it asks the other voters) until a leader's word or every other voter vouches for it. */
 void jr__vouch_diverged(jr__raft *r);
+/* Frees the vouch state (jr__raft_free); flags stay as they are. */
+void jr__vouch_free(jr__raft *r);
 /* Leader: member p answered below what it acknowledged (lost storage): match drops to `holds`
  * (what it is known to hold: 0 unless log matching proves more), it is unvouched and damaged
  * until it acknowledges our whole log of now. */

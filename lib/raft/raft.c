@@ -90,7 +90,7 @@ void jr__raft_free(jr__raft *r)
     if (r->own_confs) jr__confs_free(r->confs);
     jr__free(r->alloc, r->scratch);
     jr__free(r->alloc, r->chunk);
-    jr__free(r->alloc, r->vouch);
+    jr__vouch_free(r);
     jr__free(r->alloc, r);
 }
 

@@ -13,7 +13,7 @@
  *  - it grants no vote or pre-vote and does not campaign (a vote from a replica that forgot
  *    entries it acknowledged could elect a leader without them; one that forgot its vote could
  *    elect two leaders in a term);
- *  - it asks every other voter for its last entry and term (VOUCH; answered by any replica,
+ *  - it asks every other member for its last entry and term (VOUCH; answered by any replica,
  *    after the answerer's state is durable) at start and again at each election timeout while
  *    unvouched, and every leader of a new term it hears from;
  *  - it drops every leader message (APPEND, HEARTBEAT, SNAP, TIMEOUT_NOW, a node-level quiet
@@ -31,8 +31,11 @@
  *      commit index: an entry it acknowledged before the restart that the leader had not yet
  *      counted may still commit by that late acknowledgement, and the leader's log at the time of
  *      the answer (sent after the restart) holds every entry it ever acknowledged to it;
- *  (b) every other voter's word: once every other voter of its configuration answered, the
- *      most up-to-date of those last entries and its own is its log floor (§3.6.1 order): it
+ *  (b) every other member's word: once every other member of its configuration answered
+ *      (observers too: the lost tail may have held the configuration entries that made them
+ *      voters, and a commit counted by such a configuration is held by them, not by the voters
+ *      the replica still knows; with a single voter, by nobody else it knows), the most
+ *      up-to-date of those last entries and its own is its log floor (§3.6.1 order): it
  *      grants (pre-)votes only to candidates at least as up to date as the floor and campaigns
  *      only if its own log reaches it. An entry committed with its lost acknowledgement is held
  *      by every other voter of that commit's quorum, so a candidate at or above the floor holds
@@ -95,12 +98,18 @@ int jr__raft_diverged(const jr__raft *r)
     return r->diverged;
 }
 
-void jr__vouch_done(jr__raft *r)
+void jr__vouch_free(jr__raft *r)
 {
     if (!r->vouch) return;
     jr__free(r->alloc, r->vouch->last);
     jr__free(r->alloc, r->vouch);
     r->vouch = NULL;
+}
+
+void jr__vouch_done(jr__raft *r)
+{
+    if (!r->vouch) return;
+    jr__vouch_free(r);
     /* vouched after a divergence: its log holds the leader's (a), or it won an election at or
      * above every voter's floor (b); the append that conflicted was no leader's of its log */
     r->damaged = r->diverged = 0;
@@ -116,12 +125,21 @@ void jr__vouch_diverged(jr__raft *r)
     jr__vouch_ask(r);
 }
 
-/* Voters other than us in the latest configuration, and the answers needed for the floor. */
+/* Voters other than us in the latest configuration, and the answers needed for the term floor;
+ * members other than us (observers included), all of whom must answer for the log floor. */
 static uint32_t others(const jr__raft *r)
 {
     uint32_t k = 0;
     for (uint32_t i = 0; i < r->conf->n; i++)
         if (r->conf->m[i].voter && r->conf->m[i].id != r->cfg.self) k++;
+    return k;
+}
+
+static uint32_t members(const jr__raft *r)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < r->conf->n; i++)
+        if (r->conf->m[i].id != r->cfg.self) k++;
     return k;
 }
 
@@ -183,7 +201,17 @@ static int all_answered(const jr__raft *r)
 {
     const struct jr__vouch *v = r->vouch;
     return v->floored && v->conf == r->conf && v->conf_index == r->conf_index &&
-           popcount(v->answered) >= others(r);
+           popcount(v->answered) >= members(r);
+}
+
+/* Answers from voters of the latest configuration. */
+static uint32_t voters_answered(const jr__raft *r)
+{
+    const struct jr__vouch *v = r->vouch;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < r->conf->n && i < 64; i++)
+        if ((v->answered >> i & 1) && r->conf->m[i].voter) k++;
+    return k;
 }
 
 void jr__vouch_ask(jr__raft *r)
@@ -194,7 +222,7 @@ void jr__vouch_ask(jr__raft *r)
     int all = all_answered(r);
     for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__member *m = &r->conf->m[i];
-        if (!m->voter || m->id == r->cfg.self || (!all && (v->answered >> i & 1))) continue;
+        if (m->id == r->cfg.self || (!all && (v->answered >> i & 1))) continue;
         jr__msg q = {.type = JR__MSG_VOUCH, .to = m->id, .term = r->term ? r->term : 1};
         q.u.vouch.last_index = r->log.last;
         q.u.vouch.last_term = jr__memlog_term(&r->log, r->log.last);
@@ -237,7 +265,7 @@ void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
     if (sync_conf(r) != 0) return;
     int pos = -1;
     for (uint32_t i = 0; i < r->conf->n; i++)
-        if (r->conf->m[i].id == m->from && r->conf->m[i].voter) pos = (int)i;
+        if (r->conf->m[i].id == m->from) pos = (int)i;
     if (pos < 0) return;
     v->answered |= 1ULL << pos;
     if (m->term > v->t_max) v->t_max = m->term;
@@ -250,7 +278,7 @@ void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
         v->lead_index = li;
         v->lead_lterm = lt;
     }
-    if (!v->floored && popcount(v->answered) >= needed(r)) take_floor(r, now);
+    if (!v->floored && voters_answered(r) >= needed(r)) take_floor(r, now);
     jr__vouch_check(r, now);
 }
 
@@ -300,6 +328,8 @@ void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds)
     if (p->sent_commit > p->match) p->sent_commit = p->match;
     p->unvouched = 1;
     p->vouch_at = r->log.last;
+    /* what it said it holds (after its restart) already reaches our whole log */
+    jr__vouch_progress(p);
 }
 
 void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m)
@@ -346,8 +376,10 @@ void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m)
 void jr__vouch_start(jr__raft *r)
 {
     if (!r->vouch) return;
-    if (others(r) == 0) {
-        jr__vouch_done(r); /* no peer could know more than we do */
+    if (members(r) == 0) { /* no peer could know more than we do; damage found locally stays */
+        uint8_t damaged = r->damaged;
+        jr__vouch_done(r);
+        r->damaged = damaged;
         return;
     }
     jr__vouch_ask(r);

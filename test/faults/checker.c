@@ -188,7 +188,7 @@ int fchk_damaged(fchk *k, unsigned i)
     memset(&st, 0, sizeof st);
     st.size = sizeof st;
     if (jr_group_status_get(g, &st) != 0) return -1;
-    return st.damaged != 0;
+    return st.damaged || st.unvouched;
 }
 
 /* The "Replica: <name>, ..." line of the info text into line (empty if none). */
@@ -230,8 +230,10 @@ void fchk_watch(fchk *k, unsigned via)
                    shown == 2 ? "leading" : "current", d, r.text);
     char line[256];
     replica_line(r.text, name, line, sizeof line);
-    if (d == 1 && line[0] && !strstr(line, "damaged") && k->unflagged++ == 0)
-        fchk_failf(k, "%s's group is damaged, its replica line does not say so: '%s'", name, line);
+    if (d == 1 && line[0] && !strstr(line, "damaged") && !strstr(line, "unvouched") &&
+        k->unflagged++ == 0)
+        fchk_failf(k, "%s's group is damaged or unvouched, its replica line says neither: '%s'",
+                   name, line);
 }
 
 static int watch_damaged(fchk *k, unsigned via, uint64_t max_ns)

@@ -12,6 +12,9 @@
  *  - damage is visible: while the faulty replica's group reports damaged (with k->strict: from
  *    the fault on) and until it reports whole again, stream info never shows it current or
  *    leading, and while its group status says damaged its replica line says "damaged".
+ * "Reported damaged" means its group status says damaged or unvouched: a replica restarted from
+ * a disk that lost what it acknowledged cannot know that until its peers answer, and until then
+ * it reports unvouched (and its replica lines say "damaged" or "unvouched").
  * Under JR_SYNC_INTERVAL (lossy) acknowledged publishes may be lost, so only convergence counts.
  *
  * The first violation is kept in k->fail (with the step it was found at); the tests assert it

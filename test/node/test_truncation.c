@@ -107,6 +107,19 @@ static void append(t_host *h, const char *from, uint64_t term, uint64_t prev, ui
     deliver(h, from, &m);
 }
 
+/* b restarted unvouched: a and c answer its VOUCH, c as the leader of `term` whose last entry
+ * is (li, lt), so b takes c's entries again (raft/vouch.c). */
+static void vouch_for(t_host *h, uint64_t term, uint64_t li, uint64_t lt)
+{
+    for (int leader = 0; leader <= 1; leader++) {
+        jr__msg m = {.type = JR__MSG_VOUCH_RESP, .term = term};
+        m.u.vouch_resp.leader = (uint8_t)leader;
+        m.u.vouch_resp.last_index = li;
+        m.u.vouch_resp.last_term = lt;
+        deliver(h, leader ? "c" : "a", &m);
+    }
+}
+
 /* A whole snapshot at (index, sterm) of the configuration {a, b, c}, in one chunk. */
 static void install(t_host *h, const char *from, uint64_t term, uint64_t index, uint64_t sterm)
 {
@@ -244,6 +257,7 @@ START_TEST(snapshot_install_cut_survives_a_crash)
     g = crash_and_restart(&h, &f);
     ck_assert_uint_eq(last_index(g), 4);
     /* the log goes on from the snapshot: c's entry 5 of term 6 */
+    vouch_for(&h, 6, 4, 4);
     append(&h, "c", 6, 4, 4, 1, 4);
     ck_assert_uint_eq(last_index(g), 5);
     g = crash_and_restart(&h, &f);

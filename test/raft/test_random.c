@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "raft/impl.h" /* jr__memb_pending */
 
 #define MS H_MS
 #define ET (100 * MS)
@@ -45,13 +46,16 @@ static uint64_t watch_term, watch_since, tot_isolated_quiet;
 /* The replica that last lost storage: the next storage fault waits until it is whole. */
 static int faulty = -1;
 
-/* A group whose only voter loses synced entries loses them for good (no peer held them for a
- * commit), so faults are injected only while every running replica sees two voters or more. */
-static int fault_allowed(harness *h)
+/* A group whose only voter loses synced entries loses them for good (no other voter held them
+ * for a commit), so faults go only to a running replica, while every running replica sees two
+ * voters or more and no configuration change pending (entries committed by a single voter just
+ * before a change adding one are held by that voter alone), one faulty replica at a time. */
+static int fault_allowed(harness *h, int which)
 {
+    if (!h->nodes[which].up) return 0;
     for (int i = 0; i < h->n; i++)
-        if (h->nodes[i].up && jr__conf_voters(jr__raft_conf(h->nodes[i].r)) < 2 &&
-            jr__raft_conf(h->nodes[i].r)->n > 0)
+        if (h->nodes[i].up && jr__raft_conf(h->nodes[i].r)->n > 0 &&
+            (jr__conf_voters(jr__raft_conf(h->nodes[i].r)) < 2 || jr__memb_pending(h->nodes[i].r)))
             return 0;
     if (faulty < 0) return 1;
     h_node *nd = &h->nodes[faulty];
@@ -62,7 +66,7 @@ static int fault_allowed(harness *h)
  * rollback to the copy h_save took. */
 static void storage_fault(harness *h, int i)
 {
-    if (!fault_allowed(h)) return;
+    if (!fault_allowed(h, i)) return;
     if (i == watch_node) watch_node = -1;
     if (pick(h, 3) == 0 && h_rollback(h, i)) {
         faulty = i;

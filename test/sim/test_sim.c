@@ -193,9 +193,10 @@ static int keep_oldest_segment(void *arg, const char *name)
     return 0;
 }
 
-/* A replica whose WAL lost records in the middle opens damaged: it follows and applies, but it
- * never votes, so with the leader down the other voter alone cannot elect anyone. */
-START_TEST(damaged_replica_follows_but_never_votes)
+/* A replica whose WAL lost records in the middle opens damaged and unvouched: with its leader
+ * down it takes no entries and grants no vote, so the other voter alone cannot elect anyone;
+ * once the leader is back it repairs the replica's log, and from then on its vote counts. */
+START_TEST(damaged_replica_votes_only_once_repaired)
 {
     h_cluster h;
     jr_sim_config cfg;
@@ -205,15 +206,17 @@ START_TEST(damaged_replica_follows_but_never_votes)
     ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 0), 0);
     ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
     int l = h_leader(&h, 0);
-    unsigned d = (unsigned)(l + 1) % 3, other = (unsigned)(l + 2) % 3;
+    unsigned d = (unsigned)(l + 1) % 3;
     char data[200];
     memset(data, 'd', sizeof data);
     for (int i = 0; i < 400; i++) jr_group_propose(h.g[l][0], data, sizeof data, NULL, NULL);
     jr_sim_run_for(h.sim, 500 * MS);
     ck_assert_uint_ge(h.fsm[d][0].count, 400);
 
-    /* power off d, damage its oldest WAL segment (older ones were reclaimed), power on */
+    /* power off d and the leader, damage d's oldest WAL segment (older ones were reclaimed),
+     * power d on */
     ck_assert_int_eq(jr_sim_crash(h.sim, d), 0);
+    ck_assert_int_eq(jr_sim_crash(h.sim, (unsigned)l), 0);
     jr_vfs *v = jr_sim_vfs(h.sim, d);
     char oldest[64] = "";
     ck_assert_int_eq(v->list(v->ctx, "/wal", keep_oldest_segment, oldest), 0);
@@ -226,6 +229,7 @@ START_TEST(damaged_replica_follows_but_never_votes)
     jr_group_status st = {.size = sizeof st};
     ck_assert_int_eq(jr_group_status_get(h.g[d][0], &st), 0);
     ck_assert_int_eq(st.damaged, 1);
+    ck_assert_int_eq(st.unvouched, 1);
     ck_assert_int_eq(jr_group_propose(h.g[d][0], "x", 1, NULL, NULL), JR_EDAMAGED);
     /* its own peer line says so (and never current); the others' lines do not */
     size_t self_lines = 0;
@@ -235,33 +239,34 @@ START_TEST(damaged_replica_follows_but_never_votes)
         int is_self = strcmp(ps.name, jr_sim_name(h.sim, d)) == 0;
         self_lines += (size_t)is_self;
         ck_assert_int_eq(ps.damaged, is_self);
+        ck_assert_int_eq(ps.unvouched, is_self);
         if (is_self) ck_assert_int_eq(ps.current, 0);
     }
     ck_assert_uint_eq(self_lines, 1);
 
-    /* It follows. (The current leader still believes d holds what it acknowledged before the
-     * damage; a new leader probes d afresh, so move the leadership to the other voter.) */
-    ck_assert_int_eq(jr_group_transfer(h.g[l][0], jr_sim_name(h.sim, other), NULL, NULL), 0);
-    ck_assert_int_eq(jr_sim_run_until(h.sim, group_has_leader, &h, 3000 * MS), 0);
-    jr_sim_run_for(h.sim, 300 * MS);
-    l = h_leader(&h, 0);
-    ck_assert_int_eq(l, (int)other);
-    for (int i = 0; i < 10; i++) jr_group_propose(h.g[l][0], "y", 1, NULL, NULL);
-    jr_sim_run_for(h.sim, 1000 * MS);
-    ck_assert_uint_eq(h.fsm[d][0].last, h.fsm[l][0].last);
-    ck_assert_uint_eq(h.fsm[d][0].chain, h.fsm[l][0].chain);
-
     /* without the leader, the healthy voter needs d's vote, which never comes */
-    ck_assert_int_eq(jr_sim_crash(h.sim, (unsigned)l), 0);
     ck_assert_int_eq(jr_sim_run_until(h.sim, group_has_leader, &h, 3000 * MS), JR_ETIMEDOUT);
     ck_assert_int_eq(jr_group_status_get(h.g[d][0], &st), 0);
     ck_assert_int_ne(st.role, JR_LEADER);
+    ck_assert_int_eq(st.damaged, 1);
 
-    /* the old leader comes back: a leader again, and d still follows */
+    /* the leader comes back: a leader again, d's log is repaired and it is whole */
     ck_assert_int_eq(jr_sim_restart(h.sim, (unsigned)l), 0);
     ck_assert_int_eq(h_open(&h, (unsigned)l), 0);
     ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
-    ck_assert_int_ne(h_leader(&h, 0), (int)d);
+    l = h_leader(&h, 0);
+    ck_assert_int_ne(l, (int)d);
+    for (int i = 0; i < 10; i++) jr_group_propose(h.g[l][0], "y", 1, NULL, NULL);
+    jr_sim_run_for(h.sim, 1000 * MS);
+    ck_assert_int_eq(jr_group_status_get(h.g[d][0], &st), 0);
+    ck_assert_int_eq(st.damaged, 0);
+    ck_assert_int_eq(st.unvouched, 0);
+    ck_assert_uint_eq(h.fsm[d][0].last, h.fsm[l][0].last);
+    ck_assert_uint_eq(h.fsm[d][0].chain, h.fsm[l][0].chain);
+
+    /* repaired, d's vote counts: without the leader, d and the third voter elect one */
+    ck_assert_int_eq(jr_sim_crash(h.sim, (unsigned)l), 0);
+    ck_assert_int_eq(jr_sim_run_until(h.sim, group_has_leader, &h, 3000 * MS), 0);
     ck_assert_msg(h.fail[0] == 0, "%s", h.fail);
     h_free(&h);
 }
@@ -384,7 +389,7 @@ int main(void)
     TCase *tc = tcase_create("fixture");
     tcase_add_test(tc, healthy_cluster_elects_and_commits);
     tcase_add_test(tc, restart_recovers_and_snapshot_catches_up);
-    tcase_add_test(tc, damaged_replica_follows_but_never_votes);
+    tcase_add_test(tc, damaged_replica_votes_only_once_repaired);
     tcase_add_test(tc, idle_group_does_not_pin_the_wal);
     tcase_add_test(tc, slow_follower_is_not_sent_snapshots);
     tcase_add_test(tc, same_seed_same_digest);

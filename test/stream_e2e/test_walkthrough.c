@@ -5,8 +5,11 @@
  *   stream info shows one leader and two current replicas and renders the nats CLI's
  *   Cluster Information block; kill the leader mid-stream — every acknowledged message
  *   survives and writes continue on 2 of 3; kill a second — publishes fail with JR_ENOQUORUM
- *   and nothing is acknowledged; restart one — writes resume; restart all — the three replicas
- *   hold identical messages (per-seq checksums) and identical state.
+ *   and nothing is acknowledged; restart one — it waits for the third before it votes (a
+ *   restarted replica cannot tell a crash from a disk that lost what it acknowledged, and only
+ *   the third knows what it acknowledged; raft/vouch.c), so nothing is acknowledged; restart
+ *   the third — writes resume; the three replicas hold identical messages (per-seq checksums)
+ *   and identical state.
  *
  * Publishers use msg ids, and re-publish whatever failed (a failure can be a message that was
  * stored after all: the duplicate window answers it with its original seq).
@@ -260,12 +263,13 @@ START_TEST(seed_walkthrough)
 
     fprintf(stderr, "walkthrough: n%d crashed too: %zu publishes failed with ENOQUORUM\n", second,
             e4 - s4);
-    /* 5. restart one: writes resume */
+    /* 5. restart one: it is unvouched until the third answers, so there is still no quorum */
     ck_assert_int_eq(jr_sim_restart(c.sim, (unsigned)second), 0);
-    ck_assert_uint_eq(publish_range(&w, (unsigned)via, s4, N, 40), 0);
+    ck_assert_int_lt(e2e_wait_stream(&c, (unsigned)via, "ORDERS", 1, 3 * SEC), 0);
 
-    /* 6. restart all: identical messages and state everywhere */
+    /* 6. restart all: writes resume, identical messages and state everywhere */
     ck_assert_int_eq(jr_sim_restart(c.sim, (unsigned)leader), 0);
+    ck_assert_uint_eq(publish_range(&w, (unsigned)via, s4, N, 40), 0);
     ck_assert_int_ge(e2e_wait_stream(&c, (unsigned)via, "ORDERS", 2, 30 * SEC), 0);
     uint64_t d[3] = {0, 1, 2};
     for (int tries = 0; tries < 600; tries++) {
