@@ -89,10 +89,17 @@ JR_API void jr_group_config_init_size(jr_group_config *cfg, size_t size);
  *  - Otherwise this server joins: its replica starts empty and waits for the leader to add it
  *    (jr_group_add_observer() on the leader) and send it the log or a snapshot.
  * A group closed earlier in this node's life is revived with the new fsm (restored from the
- * newest snapshot, then the log is applied again). If the group's data was reported damaged by
- * recovery, it opens damaged (status damaged = 1): it follows the leader but never votes or
- * campaigns, and proposals fail with JR_EDAMAGED; repair is removing the server from the group
- * and adding it again. Errors: JR_EINVAL (id 0 or above JR_GROUP_ID_HOST_MAX, no fsm or no
+ * newest snapshot, then the log is applied again).
+ * The promise on disk faults: one replica's storage losing or damaging what it had synced (a cut
+ * tail, files rolled back to an older copy, damaged records, a deleted file) never loses an
+ * entry the group committed, as long as the other voters' disks are whole. A group recovered
+ * from disk opens unvouched (status unvouched = 1): it may have lost records it acknowledged, so
+ * it grants no vote, does not campaign and takes no entries until enough of its peers answered
+ * what they know of it — in a group of three, both others, unless the leader answers first.
+ * If its recovery found damage it is also damaged (status damaged = 1: proposals fail with
+ * JR_EDAMAGED), and the leader reports a member damaged (jr_peer_status) once it answers with
+ * less than it had acknowledged; the flags clear once a leader has repaired its log. A group with a single voter can ask nobody and trusts its disk.
+ * Errors: JR_EINVAL (id 0 or above JR_GROUP_ID_HOST_MAX, no fsm or no
  * apply, snapshot without restore, more than 64 voters or one listed twice), JR_ENOTFOUND (a
  * voter is not a peer of this node), JR_EEXIST (already open here), JR_ENOMEM. */
 JR_API int jr_group_open(jr_node *node, const jr_group_config *cfg, jr_group **out);
