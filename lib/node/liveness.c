@@ -325,7 +325,6 @@ void jr__live_free(jr_node *n)
     jr__free(n->alloc, n->live.gone);
     jr__free(n->alloc, n->live.wait);
     jr__free(n->alloc, n->live.run);
-    if (n->live.frame_ready) jr__buf_free(&n->live.frame);
     memset(&n->live, 0, sizeof n->live);
 }
 
@@ -692,46 +691,36 @@ static void drop_closed(jr_node *n, jr__plive *pl)
     }
 }
 
-/* Hands the frame in n->live.frame to the host. */
-static void send_frame(jr_node *n, jr__peer *p)
-{
-    jr__buf *b = &n->live.frame;
-    if (jr__frame_end(b) != 0) {
-        n->send_failures++;
-        return;
-    }
-    jr_iovec iov = {b->data, b->len};
-    n->stats.frames_sent++;
-    n->stats.bytes_sent += b->len;
-    n->live.stats.hb_frames++;
-    if (n->host.send(n->host.ctx, p->name, &iov, 1) != 0) n->send_failures++;
-}
-
-/* Appends items as one message of `type` per frame, sending full frames and beginning new ones
- * (same seq) when they do not fit. */
+/* Appends items as messages of `type` to p's frames (jr__peer_frame: heartbeats travel with
+ * every other message for p, and leave with them at the end of the flush), as many per message
+ * as fit the frame, opening new frames (same seq) for the rest. *last is the frame the previous
+ * message went to: hb_frames counts each frame once. */
 static void put_items(jr_node *n, jr__peer *p, uint8_t type, uint64_t seq, const jr__hb_item *items,
-                      size_t count)
+                      size_t count, const jr__buf **last)
 {
-    jr__buf *b = &n->live.frame;
+    /* an item is at most three 10-byte varints, the message's own fields two more */
+    const size_t fixed = 2 + 2 * 10, item = 30;
     size_t done = 0;
     do {
-        /* an item is at most three 10-byte varints: bound how many fit what is left */
-        size_t room = (size_t)n->max_frame - b->len, fixed = 2 + 2 * 10;
-        size_t k = room > fixed ? (room - fixed) / 30 : 0;
-        if (k > count - done) k = count - done;
-        if (k == 0 && done < count) {
-            send_frame(n, p);
-            jr__frame_begin(b, n->self, p->id);
-            continue;
-        }
-        size_t before = b->len;
-        jr__frame_add_hb(b, type, seq, items + done, k);
-        if (b->err) {
-            b->len = before;
-            b->err = 0;
+        size_t left = count - done;
+        size_t need = fixed + (left ? item : 0);
+        jr__buf *b = jr__peer_frame(n, p, need);
+        if (!b) {
             n->send_failures++;
             return;
         }
+        size_t room = (size_t)n->max_frame - b->len;
+        size_t k = room > fixed ? (room - fixed) / item : 0;
+        if (k > left) k = left;
+        size_t before = b->len;
+        jr__frame_add_hb(b, type, seq, items + done, k);
+        if (b->err) {
+            jr__peer_frame_undo(p, b, before);
+            n->send_failures++;
+            return;
+        }
+        if (b != *last) n->live.stats.hb_frames++;
+        *last = b;
         done += k;
     } while (done < count);
 }
@@ -756,19 +745,18 @@ static void send_heartbeats(jr_node *n)
             pl->out[k] = (jr__hb_item){e->group, e->term, e->commit};
             if (!e->sent_seq) e->sent_seq = seq;
         }
-        jr__frame_begin(&n->live.frame, n->self, p->id);
-        put_items(n, p, JR__MSG_NODE_HB, seq, pl->out, items);
+        const jr__buf *last = NULL;
+        put_items(n, p, JR__MSG_NODE_HB, seq, pl->out, items, &last);
         n->live.stats.hb_items_sent += items;
         if (pl->owe && pl->nresp) {
             if (pl->resp_unsorted) sort_resp(pl);
             drop_closed(n, pl);
-            put_items(n, p, JR__MSG_NODE_HB_RESP, pl->resp_seq, pl->resp, pl->nresp);
+            put_items(n, p, JR__MSG_NODE_HB_RESP, pl->resp_seq, pl->resp, pl->nresp, &last);
             n->live.stats.resp_items_sent += pl->nresp;
         }
         if (pl->owe) n->live.nowe--;
         pl->owe = 0;
         pl->nresp = 0;
-        send_frame(n, p);
     }
 }
 
@@ -804,9 +792,8 @@ void jr__live_tick(jr_node *n)
          * from before now */
         n->live.next = n->now;
         n->live.started = n->now;
-        if (!n->live.frame_ready) {
-            jr__buf_init(&n->live.frame, n->alloc);
-            n->live.frame_ready = 1;
+        if (!n->live.inc_ready) {
+            n->live.inc_ready = 1;
             /* a restart must not reuse it, even with the same seed: the clock differs */
             uint64_t x = jr__rand_next(&n->rand) ^ n->now;
             n->live.inc = 1 + jr__splitmix64(&x) % 0xfffffffeu;

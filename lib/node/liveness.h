@@ -202,7 +202,7 @@ typedef struct jr__plive {
 
 /* Counters (tests and benchmarks read them through jr_node.live). */
 typedef struct jr__live_stats {
-    uint64_t hb_frames;     /* heartbeat frames sent */
+    uint64_t hb_frames;     /* frames that carried heartbeats (shared with other messages) */
     uint64_t hb_items_sent; /* NODE_HB items sent (listings and tombstones, repeats included) */
     uint64_t resp_items_sent;
     uint64_t items_received; /* NODE_HB and NODE_HB_RESP items received */
@@ -249,8 +249,7 @@ typedef struct jr__live {
     size_t run_head, run_len, run_cap;
     uint64_t seq;
     uint8_t skipped; /* the last heartbeat tick was late and judged no peer */
-    uint8_t frame_ready;
-    jr__buf frame;
+    uint8_t inc_ready; /* inc is drawn (at the first wake-up of this node's life) */
     jr__live_stats stats;
 } jr__live;
 
