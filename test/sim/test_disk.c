@@ -146,7 +146,8 @@ START_TEST(damage_needs_a_crashed_node)
     ck_assert_int_eq(jr_sim_cut_tail(sim, 9, "/t/f", 3), JR_EINVAL);
     ck_assert_int_eq(jr_sim_cut_tail(sim, 1, NULL, 3), JR_EINVAL);
     ck_assert_int_eq(jr_sim_disk_restore(sim, 1, NULL), JR_EINVAL);
-    ck_assert_int_eq(jr_sim_disk_save(sim, 9, &d), JR_EINVAL); /* d is not freed by this */
+    jr_sim_disk_free(d);
+    ck_assert_int_eq(jr_sim_disk_save(sim, 9, &d), JR_EINVAL); /* and sets d to NULL */
     ck_assert_ptr_null(d);
     ck_assert_int_eq(jr_sim_disk_save(sim, 1, NULL), JR_EINVAL);
     jr_sim_free(sim);
