@@ -427,8 +427,9 @@ static void dispatch(jr_node *n, jr__frame *f)
         if (g->damaged && m.type == JR__MSG_VOTE) continue; /* never grants a vote */
         if (m.type == JR__MSG_VOTE_RESP && !m.u.vote_resp.granted) jr__live_refused(g);
         /* a late heartbeat answer reaching a quiet leader leaves it quiet (raft.h) */
+        uint64_t echoes = jr__raft_echoes(g->raft);
         rc = jr__raft_step(g->raft, n->now, &m);
-        if (rc == JR__STEP_ECHO) n->live.stats.late_hb_resps++;
+        n->live.stats.late_hb_resps += jr__raft_echoes(g->raft) - echoes;
         if (rc == JR_EINVAL) n->msgs_invalid++; /* malformed, or a term out of bounds */
     }
     if (rc < 0)

@@ -135,6 +135,7 @@ struct jr__raft {
     uint8_t *chunk; /* one snapshot chunk being sent */
 
     uint64_t lost_commits; /* follower: times committed entries were given up (raft.h) */
+    uint64_t echoes;       /* quiet leader: late HEARTBEAT_RESPs taken as echoes (raft.h) */
 
     /* Follower: the snapshot being received. */
     uint8_t rs_active;
@@ -153,6 +154,9 @@ struct jr__raft {
     uint8_t damaged, diverged;
     uint8_t woken; /* leader woken from quiet: its next heartbeat tick sends heartbeats */
 };
+
+/* invariants.c: checks the invariants above (builds with JR_CHECK_INVARIANTS; else nothing). */
+void jr__raft_check(const jr__raft *r);
 
 /* raft.c ------------------------------------------------------------------------------------*/
 /* Frees the leader's send buffers (the APPEND scratch and the snapshot chunk); both are

@@ -265,7 +265,7 @@ static int step_term(jr__raft *r, uint64_t now, const jr__msg *m)
     return 0;
 }
 
-int jr__raft_step(jr__raft *r, uint64_t now, const jr__msg *m)
+static int step_unchecked(jr__raft *r, uint64_t now, const jr__msg *m)
 {
     if (!r->started) return JR_EMISUSE;
     int rc = check(r, m);
@@ -293,7 +293,8 @@ int jr__raft_step(jr__raft *r, uint64_t now, const jr__msg *m)
              * quiet again and is woken by the next late answer: on a node too busy to answer
              * within an interval, idle groups would never stay quiet. */
             jr__raft_hb_resp(r, now, m->from, m->term, m->u.heartbeat_resp.match_hint);
-            return JR__STEP_ECHO;
+            r->echoes++;
+            return 0;
         }
         jr__quiet_leave(r, now); /* any other message wakes a quiet group */
         jr__raft_notify(r);
@@ -339,7 +340,14 @@ int jr__raft_step(jr__raft *r, uint64_t now, const jr__msg *m)
     return rc;
 }
 
-void jr__raft_tick(jr__raft *r, uint64_t now)
+int jr__raft_step(jr__raft *r, uint64_t now, const jr__msg *m)
+{
+    int rc = step_unchecked(r, now, m);
+    jr__raft_check(r);
+    return rc;
+}
+
+static void tick_unchecked(jr__raft *r, uint64_t now)
 {
     if (!r->started) return;
     if (now > r->now) r->now = now;
@@ -358,6 +366,12 @@ void jr__raft_tick(jr__raft *r, uint64_t now)
     if (jr__raft_deadline(r) != deadline || r->role != role || r->term != term) jr__raft_notify(r);
 }
 
+void jr__raft_tick(jr__raft *r, uint64_t now)
+{
+    tick_unchecked(r, now);
+    jr__raft_check(r);
+}
+
 uint64_t jr__raft_deadline(const jr__raft *r)
 {
     if (!r->started) return UINT64_MAX;
@@ -374,7 +388,7 @@ uint64_t jr__raft_deadline(const jr__raft *r)
                : UINT64_MAX;
 }
 
-int jr__raft_propose(jr__raft *r, uint64_t now, const void *data, size_t len, uint64_t *index)
+static int propose_unchecked(jr__raft *r, uint64_t now, const void *data, size_t len, uint64_t *index)
 {
     if (!r->started || r->role != ROLE_LEADER) return JR_ENOTLEADER;
     if (r->transfer_to) return JR_ETRANSFER;
@@ -389,6 +403,13 @@ int jr__raft_propose(jr__raft *r, uint64_t now, const void *data, size_t len, ui
     r->send_pending = 1;
     jr__raft_notify(r);
     return 0;
+}
+
+int jr__raft_propose(jr__raft *r, uint64_t now, const void *data, size_t len, uint64_t *index)
+{
+    int rc = propose_unchecked(r, now, data, len, index);
+    jr__raft_check(r);
+    return rc;
 }
 
 void jr__raft_stepdown(jr__raft *r, uint64_t now)
@@ -483,6 +504,11 @@ int jr__raft_role(const jr__raft *r)
     default:
         return jr__raft_is_voter(r) ? JR_FOLLOWER : JR_OBSERVER;
     }
+}
+
+uint64_t jr__raft_echoes(const jr__raft *r)
+{
+    return r->echoes;
 }
 
 uint64_t jr__raft_term(const jr__raft *r)

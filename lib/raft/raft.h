@@ -325,10 +325,11 @@ int jr__raft_start(jr__raft *r, uint64_t now);
  * are answered or ignored as Raft says and return 0. Any message wakes a quiet group, except a
  * HEARTBEAT_RESP of the current term reaching a quiet leader (a late answer to a heartbeat from
  * before it went quiet): that is taken as jr__raft_hb_resp() takes a node-level answer, and
- * JR__STEP_ECHO is returned. JR_EMISUSE before jr__raft_start(); JR_ENOMEM if the log could not
+ * counted (jr__raft_echoes). JR_EMISUSE before jr__raft_start(); JR_ENOMEM if the log could not
  * grow (the entries appended so far stay; the leader resends the rest). */
-#define JR__STEP_ECHO 1
 int jr__raft_step(jr__raft *r, uint64_t now, const jr__msg *m);
+/* HEARTBEAT_RESPs a quiet leader took as answers to the node's listing, in this life. */
+uint64_t jr__raft_echoes(const jr__raft *r);
 void jr__raft_tick(jr__raft *r, uint64_t now);
 /* When the group next needs jr__raft_tick(); UINT64_MAX if never (e.g. a lone observer). */
 uint64_t jr__raft_deadline(const jr__raft *r);
