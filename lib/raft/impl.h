@@ -18,6 +18,7 @@
  *
  * Invariants of struct jr__raft:
  *  - snap_index <= commit <= last index; applied <= commit; log.base_index <= snap_index;
+ *    term >= the last entry's term;
  *    commit never decreases, except when a follower with cfg.commit_may_be_lost gives up
  *    committed entries the group lost (replication.c lost_commit);
  *  - durable <= last index (entries above durable are what the node has yet to write);

@@ -154,6 +154,14 @@ int jr__raft_start(jr__raft *r, uint64_t now)
         r->term = r->cfg.join_term;
         r->vote = 0;
     }
+    /* A log entry of a term newer than the hard state's (the hard state record was lost, or
+     * is older than the log's): this replica was at that term, and may have voted in it, so
+     * it takes the term without a vote for anyone else. */
+    uint64_t lt = jr__memlog_term(&r->log, r->log.last);
+    if (r->term < lt) {
+        r->term = lt;
+        r->vote = r->cfg.self;
+    }
     if (r->commit > r->log.last) r->commit = r->log.last;
     if (r->commit < r->snap_index) r->commit = r->snap_index;
     if (r->applied < r->snap_index) r->applied = r->snap_index;
