@@ -144,6 +144,10 @@ typedef struct jr_node_stats {
     uint64_t msgs_unknown_group; /* received messages for groups not open here (dropped) */
     uint64_t msgs_unroutable;    /* outgoing messages dropped: unknown peer, or too large */
     uint64_t send_failures;      /* host->send returned non-zero */
+    /* received messages of a type, and requests of a kind, this version does not know (sent
+     * by a later release during a rolling upgrade): each is skipped on its own (a request is
+     * answered JR_ENOTSUP) and the rest of its frame is applied */
+    uint64_t msgs_unknown_type;
 } jr_node_stats;
 
 JR_API int jr_node_stats_get(const jr_node *node, jr_node_stats *out);

@@ -173,8 +173,7 @@ void jr__waiter_put(jr__js *js, jr__waiter *w)
     js->free_waiters = w;
 }
 
-void jr__route_reply(jr__js *js, const jr__route *rt, int status, const void *payload,
-                     size_t len)
+void jr__route_reply(jr__js *js, const jr__route *rt, int status, const void *payload, size_t len)
 {
     if (rt->local) {
         if (rt->local->serial == rt->rpc_id && !rt->local->done)
@@ -224,7 +223,8 @@ void jr__js_recv(jr_node *n, jr__id from, uint8_t type, const jr__rpc_view *v)
     case JR__RPC_CATCHUP:
         jr__catchup_serve(js, &rt, v->payload, v->len);
         break;
-    default:
+    default: /* a kind of a later release (rolling upgrade): refused on its own */
+        n->msgs_unknown_type++;
         jr__route_reply(js, &rt, JR_ENOTSUP, NULL, 0);
         break;
     }
@@ -358,8 +358,10 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
                     break;
                 }
                 js->tags[i] = jr__strdup(a, cfg->tags[i]);
-                if (!js->tags[i]) err = JR_ENOMEM;
-                else js->ntags++;
+                if (!js->tags[i])
+                    err = JR_ENOMEM;
+                else
+                    js->ntags++;
             }
         }
     }
