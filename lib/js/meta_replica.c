@@ -93,8 +93,10 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
     if (rc != 0) {
         /* Only memory: the op can not be skipped, so this replica stops applying. */
         js->meta_failed = 1;
-        jr__node_log(n, JR_LOG_ERROR, "meta: cannot apply entry %llu: %s; the meta replica "
-                                      "stops", (unsigned long long)index, jr_strerror(rc));
+        jr__node_log(n, JR_LOG_ERROR,
+                     "meta: cannot apply entry %llu: %s; the meta replica "
+                     "stops",
+                     (unsigned long long)index, jr_strerror(rc));
         return;
     }
     if (js->meta && js->st.nstreams > META_SNAPSHOT_ENTRIES &&
@@ -421,8 +423,7 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
             } else if (want > s->npeers) {
                 /* grow: the current peers stay, placement finds the others (jr__meta_check
                  * refused the change already if an earlier one has not converged) */
-                rc = place(js, &op, s->peers[0], s->peers, s->npeers, peers, &np, msg,
-                           sizeof msg);
+                rc = place(js, &op, s->peers[0], s->peers, s->npeers, peers, &np, msg, sizeof msg);
                 if (rc != 0) {
                     reply_text(js, rt, rc, msg);
                     goto out;
@@ -458,11 +459,12 @@ static void retry_at(jr__req *r, uint64_t when)
     jr__js_timer_arm(js, &r->timer, when);
 }
 
-static void on_rpc(jr__js *js, void *arg, int status, const uint8_t *p, size_t len)
+static void on_rpc(jr__js *js, void *arg, int status, int answered, const uint8_t *p, size_t len)
 {
     jr__req *r = arg;
     (void)js;
     r->rpc_id = 0;
+    r->unanswered = !answered;
     jr__mnode_on_reply(r, status, p, len);
 }
 
@@ -500,8 +502,8 @@ void jr__mnode_send(jr__req *r)
     r->target = p->id;
     uint64_t left = r->deadline - n->now, attempt = 2 * n->election_ns;
     jr_iovec iov = {r->payload.data, r->payload.len};
-    int rc = jr__rpc_call(js, p->id, JR__RPC_META, &iov, 1, left < attempt ? left : attempt,
-                          on_rpc, r, &r->rpc_id);
+    int rc = jr__rpc_call(js, p->id, JR__RPC_META, &iov, 1, left < attempt ? left : attempt, on_rpc,
+                          r, &r->rpc_id);
     if (rc != 0) {
         r->state = 0;
         if (rc == JR_EMSGSIZE)
@@ -539,7 +541,6 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
         return;
     }
     switch (status) {
-    case JR__RPC_NO_ANSWER:
     case JR_ENOTLEADER:
     case JR_ETIMEDOUT:
     case JR_ETRANSFER:
@@ -550,12 +551,11 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
          * its id, so it takes effect at most once). Without an answer, a timeout or a lost
          * leadership, that leader may have proposed it: its deadline can then no longer say
          * that nothing took effect. */
-        if (status == JR__RPC_NO_ANSWER || status == JR_ETIMEDOUT || status == JR_ELEADERLOST ||
-            status == JR_ECLOSED)
+        if (status == JR_ETIMEDOUT || status == JR_ELEADERLOST || status == JR_ECLOSED)
             r->unsure = 1;
         r->state = 0;
         if (status == JR_ECLOSED && js->closing) return;
-        retry_at(r, n->now + (status == JR__RPC_NO_ANSWER ? 0 : n->heartbeat_ns));
+        retry_at(r, n->now + (r->unanswered ? 0 : n->heartbeat_ns));
         return;
     default: {
         /* A refusal by the leader's check or placement: final (JR_EBUSY too: a peer change of
@@ -577,7 +577,7 @@ void jr__mnode_timer(jr__req *r)
         if (r->state != 1) jr__mnode_send(r);
         return;
     }
-    const char *what = r->what == JR__REQ_SERVER_INFO  ? "server info"
+    const char *what = r->what == JR__REQ_SERVER_INFO ? "server info"
                        : r->what == JR__REQ_CONVERGED ? "peer change report"
                                                       : "request";
     int self;

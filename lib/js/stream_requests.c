@@ -107,8 +107,7 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
     for (size_t i = 0; i < gs.npeers && nr < JR__INFO_MAX_REPLICAS; i++) {
         jr_peer_status ps;
         ps.size = sizeof ps;
-        if (jr_group_peer(r->g, i, &ps) != 0 || !ps.name || strcmp(ps.name, n->name) == 0)
-            continue;
+        if (jr_group_peer(r->g, i, &ps) != 0 || !ps.name || strcmp(ps.name, n->name) == 0) continue;
         jr_peer_info *pi = &reps[nr++];
         memset(pi, 0, sizeof *pi);
         pi->size = sizeof *pi;
