@@ -220,7 +220,8 @@ typedef struct jr_stored_msg {
     size_t len;
 } jr_stored_msg;
 typedef void (*jr_msg_cb)(void *arg, int status, const char *msg, const jr_stored_msg *m);
-/* Reads message seq at the stream leader. JR_ENOTFOUND if it is not live. */
+/* Reads message seq at the stream leader. JR_ENOTFOUND if it is not live; JR_EINVAL for seq 0
+ * (sequences start at 1), through the callback like every other outcome. */
 JR_API int jr_stream_msg_get(jr_node *node, const char *name, uint64_t seq, jr_msg_cb cb,
                              void *arg);
 /* Reads the newest message whose subject matches `subject` (a subject or pattern) at the stream

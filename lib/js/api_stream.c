@@ -757,8 +757,12 @@ int jr_stream_msg_get(jr_node *n, const char *name, uint64_t seq, jr_msg_cb cb, 
     jr__req *r = stream_request(n, JR__REQ_MSG_GET, JR__RPC_STREAM_ADMIN, JR__ADM_MSG_GET, name, c,
                                 arg, &rc);
     if (r) {
-        jr__buf_varint(&r->payload, seq);
-        send_or_fail(r);
+        if (seq == 0) {
+            jr__req_finish(r, JR_EINVAL, "seq: must be at least 1");
+        } else {
+            jr__buf_varint(&r->payload, seq);
+            send_or_fail(r);
+        }
     }
     jr__node_leave(n);
     return rc;

@@ -11,7 +11,7 @@
  *   STREAM_ADMIN   u8 sub | varint group | ...
  *     PURGE        a PURGE op                            → varint purged
  *     MSG_DELETE   a DELETE op                           → (nothing)
- *     MSG_GET      varint seq                            → message (codec.h)
+ *     MSG_GET      varint seq (>= 1)                     → message (codec.h)
  *     GET_LAST     str subject                           → message
  *     STEPDOWN     str peer ("" = the best voter)        → (nothing), once the transfer is done
  *     PING         (nothing)                             → (nothing), at once: a requester
@@ -287,7 +287,7 @@ void jr__sexec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, 
         return;
     case JR__ADM_MSG_GET: {
         uint64_t seq = jr__rd_varint(&rd);
-        if (rd.err || jr__rd_left(&rd)) break;
+        if (rd.err || jr__rd_left(&rd) || seq == 0) break; /* sequences start at 1 */
         exec_read(js, r, rt, 0, seq, NULL, 0);
         return;
     }

@@ -463,6 +463,8 @@ START_TEST(admin_calls)
     ck_assert_int_eq(e2e_get_last(&c, other, "ADM", "adm.c", &r), 0);
     ck_assert_uint_eq(r.seq, 30);
     ck_assert_int_eq(e2e_msg_get(&c, other, "ADM", 99, &r), JR_ENOTFOUND);
+    ck_assert_int_eq(e2e_msg_get(&c, other, "ADM", 0, &r), JR_EINVAL); /* seqs start at 1 */
+    ck_assert_str_eq(r.msg, "seq: must be at least 1");
     ck_assert_int_eq(e2e_get_last(&c, other, "ADM", "adm.zzz", &r), JR_ENOTFOUND);
     /* delete one, purge a subject, keep the newest 5 */
     ck_assert_int_eq(e2e_msg_delete(&c, other, "ADM", 5, &r), 0);
