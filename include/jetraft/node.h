@@ -44,7 +44,7 @@ typedef struct jr_node_config {
     uint32_t heartbeat_ms;        /* leader heartbeat interval; default 100 */
     int sync_policy;              /* enum jr_sync_policy; default JR_SYNC_ALWAYS */
     uint32_t sync_interval_ms;    /* with JR_SYNC_INTERVAL; default 100 */
-    uint64_t seed;                /* randomness for timeouts; 0: derived from name and now() */
+    uint64_t seed;                /* randomness; 0: name ^ now(); set: a new one every start */
     uint32_t max_frame_bytes;     /* largest frame sent or accepted; default 8 MiB */
     uint64_t wal_segment_bytes;   /* WAL segment size; default 64 MiB */
     const char *unique_tag;       /* tag prefix no two replicas may share, e.g. "az:"; NULL none */

@@ -7,7 +7,8 @@
  *   js.c              lifecycle (open/close), the layer's timers, request records, deferred
  *                     completion, and the hooks the node calls (tick, deadline, before flush,
  *                     recv)
- *   rpc.c/.h          request/response plumbing over NODE_REQUEST/NODE_RESPONSE (wire/frame.h)
+ *   rpc.c/.h          request/response plumbing over NODE_REQUEST/NODE_RESPONSE (wire/frame.h),
+ *                     and the record that executes each forwarded request at most once
  *   meta_replica.c    the meta group: its fsm, SERVER_INFO, admin requests at the meta leader
  *                     (check, placement, proposal, a peer set for a replica change), convergence
  *                     of local replicas (meta_desired)
