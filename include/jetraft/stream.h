@@ -153,12 +153,14 @@ typedef void (*jr_stream_cb)(void *arg, int status, const char *msg);
 
 /* Creates a stream as cfg says (copied). The meta leader validates the config (JR_EINVAL
  * naming the field), refuses subjects overlapping another stream's (JR_EINVAL naming it), places
- * the replicas (JR_ENORESOURCES with a reason per server, and nothing is created) and commits the
- * assignment; status 0 means the stream exists once, on the servers chosen. Adding a stream that
- * exists with an identical config succeeds (idempotent); with another config it is JR_EEXIST. If
- * the meta leader fails meanwhile the request is re-sent to its successor, so the stream is
- * created at most once and the status says whether it was; only after JR_ETIMEDOUT (the request
- * may have been proposed: "may still take effect") is the outcome unknown. */
+ * the replicas (JR_ENORESOURCES with a reason per server, and nothing is created; while servers
+ * of the cluster have not registered with a new meta leader yet, placement waits for them until
+ * the request's deadline, then JR_ENOQUORUM) and commits the assignment; status 0 means the stream
+ * exists once, on the servers chosen. Adding a stream that exists with an identical config succeeds
+ * (idempotent); with another config it is JR_EEXIST. If the meta leader fails meanwhile the request
+ * is re-sent to its successor, so the stream is created at most once and the status says whether it
+ * was; only after JR_ETIMEDOUT (the request may have been proposed: "may still take effect") is the
+ * outcome unknown. */
 JR_API int jr_stream_add(jr_node *node, const jr_stream_config *cfg, jr_stream_cb cb, void *arg);
 /* Changes the config of the stream cfg->name to cfg (the fields JetStream allows to change;
  * others are JR_EINVAL naming the field). JR_ENOTFOUND for an unknown stream.

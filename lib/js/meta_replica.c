@@ -93,10 +93,8 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
     if (rc != 0) {
         /* Only memory: the op can not be skipped, so this replica stops applying. */
         js->meta_failed = 1;
-        jr__node_log(n, JR_LOG_ERROR,
-                     "meta: cannot apply entry %llu: %s; the meta replica "
-                     "stops",
-                     (unsigned long long)index, jr_strerror(rc));
+        jr__node_log(n, JR_LOG_ERROR, "meta: cannot apply entry %llu: %s; the meta replica "
+                                      "stops", (unsigned long long)index, jr_strerror(rc));
         return;
     }
     if (js->meta && js->st.nstreams > META_SNAPSHOT_ENTRIES &&
@@ -277,6 +275,14 @@ static int place(jr__js *js, const jr__meta_op *op, const char *home, const char
     req.nkeep = nkeep;
     jr__place_result res;
     int rc = jr__placement_select(servers, ns, &req, &res, NULL, msg, msglen);
+    size_t unknown = 0; /* servers of the cluster's peer list that have not registered yet */
+    for (size_t i = 0; rc && i < js->n->npeers; i++)
+        unknown += !jr__meta_server_find(st, js->n->peers[i]->name);
+    if (unknown) { /* not final: the requester asks again until its deadline (JR_ENOQUORUM) */
+        snprintf(msg, msglen, "%zu server%s not registered with the meta leader yet", unknown,
+                 unknown == 1 ? " has" : "s have");
+        rc = JR_ENOQUORUM;
+    }
     if (rc == 0) {
         for (size_t i = 0; i < res.npeers; i++) peers[i] = servers[res.peers[i]].name;
         *npeers = res.npeers;
@@ -423,7 +429,8 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
             } else if (want > s->npeers) {
                 /* grow: the current peers stay, placement finds the others (jr__meta_check
                  * refused the change already if an earlier one has not converged) */
-                rc = place(js, &op, s->peers[0], s->peers, s->npeers, peers, &np, msg, sizeof msg);
+                rc = place(js, &op, s->peers[0], s->peers, s->npeers, peers, &np, msg,
+                           sizeof msg);
                 if (rc != 0) {
                     reply_text(js, rt, rc, msg);
                     goto out;
@@ -502,8 +509,8 @@ void jr__mnode_send(jr__req *r)
     r->target = p->id;
     uint64_t left = r->deadline - n->now, attempt = 2 * n->election_ns;
     jr_iovec iov = {r->payload.data, r->payload.len};
-    int rc = jr__rpc_call(js, p->id, JR__RPC_META, &iov, 1, left < attempt ? left : attempt, on_rpc,
-                          r, &r->rpc_id);
+    int rc = jr__rpc_call(js, p->id, JR__RPC_META, &iov, 1, left < attempt ? left : attempt,
+                          on_rpc, r, &r->rpc_id);
     if (rc != 0) {
         r->state = 0;
         if (rc == JR_EMSGSIZE)
@@ -542,6 +549,7 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
     }
     switch (status) {
     case JR_ENOTLEADER:
+    case JR_ENOQUORUM: /* the meta leader waits for servers to register (place) */
     case JR_ETIMEDOUT:
     case JR_ETRANSFER:
     case JR_ELEADERLOST:
@@ -577,7 +585,7 @@ void jr__mnode_timer(jr__req *r)
         if (r->state != 1) jr__mnode_send(r);
         return;
     }
-    const char *what = r->what == JR__REQ_SERVER_INFO ? "server info"
+    const char *what = r->what == JR__REQ_SERVER_INFO  ? "server info"
                        : r->what == JR__REQ_CONVERGED ? "peer change report"
                                                       : "request";
     int self;

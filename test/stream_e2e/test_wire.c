@@ -161,6 +161,25 @@ START_TEST(the_record_of_recent_requests_is_bounded_and_never_runs_one_twice)
 }
 END_TEST
 
+/* Right after the meta leader is elected, servers may not have registered yet: a stream add
+ * waits for them instead of being refused as invalid input. */
+START_TEST(a_stream_added_before_the_servers_registered_waits_for_them)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(e2e_new(&c, 3, 17, 3000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 0, 10 * SEC), 0);
+    const char *subj[] = {"early.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "EARLY", subj, 1, 3);
+    e2e_res r;
+    int rc = e2e_add(&c, 0, &cfg, &r);
+    ck_assert_msg(rc == 0, "add: %s %s", jr_err_name(rc), r.msg);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "EARLY", 2, 10 * SEC), 0);
+    e2e_free(&c);
+}
+END_TEST
+
 /* Clients that publish through one server, each with one publish outstanding at a time. */
 #define CLIENTS 4
 #define PUB_MAX 20000
@@ -324,6 +343,7 @@ int main(void)
     tcase_add_test(tc,
                    an_unknown_kind_and_an_extension_do_not_drop_the_raft_traffic_of_their_frame);
     tcase_add_test(tc, the_record_of_recent_requests_is_bounded_and_never_runs_one_twice);
+    tcase_add_test(tc, a_stream_added_before_the_servers_registered_waits_for_them);
     tcase_add_test(tc, duplicated_frames_store_each_forwarded_publish_once);
     tcase_add_test(tc, duplicated_frames_never_ack_a_first_publish_as_duplicate);
     suite_add_tcase(s, tc);
