@@ -222,12 +222,14 @@ typedef struct jr_stored_msg {
     size_t len;
 } jr_stored_msg;
 typedef void (*jr_msg_cb)(void *arg, int status, const char *msg, const jr_stored_msg *m);
-/* Reads message seq at the stream leader. JR_ENOTFOUND if it is not live; JR_EINVAL for seq 0
- * (sequences start at 1), through the callback like every other outcome. */
+/* Reads message seq at the stream leader, linearizably: the leader serves it at a point of the
+ * committed log of its term, so a read issued after a publish was acknowledged sees it.
+ * JR_ENOTFOUND if it is not live; JR_EINVAL for seq 0 (sequences start at 1), through the
+ * callback like every other outcome. */
 JR_API int jr_stream_msg_get(jr_node *node, const char *name, uint64_t seq, jr_msg_cb cb,
                              void *arg);
 /* Reads the newest message whose subject matches `subject` (a subject or pattern) at the stream
- * leader. JR_ENOTFOUND if none. */
+ * leader, linearizably as jr_stream_msg_get. JR_ENOTFOUND if none. */
 JR_API int jr_stream_get_last(jr_node *node, const char *name, const char *subject, jr_msg_cb cb,
                               void *arg);
 /* Moves the stream's leadership to server `peer` (a caught-up voter of the stream), or to the

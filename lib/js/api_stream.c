@@ -15,7 +15,9 @@
  * leader it knows, and the request follows it (it provably never reached a log); with no leader
  * anywhere the request waits, re-trying every heartbeat, until its deadline: JR_ENOQUORUM (it
  * reached no log: nothing took effect).
- * Reads (info, get) may be re-sent at any time.
+ * Reads (info, get) may be re-sent at any time; a leader serves one once an entry of its term
+ * that it proposed after the read arrived is applied (stream_requests.c), so a read that lost
+ * that entry (JR_ELEADERLOST, or a timeout of the leader's) is asked again until its deadline.
  *
  * Writes that reached a leader (publish, purge, message delete). The leader answers when the op
  * is applied, JR_ELEADERLOST when it lost its leadership first, or JR_ETIMEDOUT after its own
@@ -356,8 +358,17 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
                        t ? t : "?", lost_note(r, note, sizeof note));
         return;
     }
-    if (status == JR_ELEADERLOST && r->what != JR__REQ_INFO && r->what != JR__REQ_MSG_GET &&
-        r->what != JR__REQ_GET_LAST && r->what != JR__REQ_STEPDOWN) {
+    int read = r->what == JR__REQ_INFO || r->what == JR__REQ_MSG_GET || r->what == JR__REQ_GET_LAST;
+    if (read && n->now < r->deadline &&
+        (status == JR_ELEADERLOST || status == JR_ETRANSFER ||
+         (status == JR_ETIMEDOUT && !r->unanswered))) {
+        /* the leader's read entry was lost or did not commit in time: a read has no effect,
+         * so it is asked again (of the next leader) */
+        r->sent = 0;
+        wait_retry(r);
+        return;
+    }
+    if (status == JR_ELEADERLOST && !read && r->what != JR__REQ_STEPDOWN) {
         leader_gone(r, 0);
         return;
     }

@@ -169,6 +169,8 @@ jr__waiter *jr__waiter_get(jr__js *js)
 
 void jr__waiter_put(jr__js *js, jr__waiter *w)
 {
+    jr__free(js->n->alloc, w->subject);
+    w->subject = NULL;
     w->next = js->free_waiters;
     js->free_waiters = w;
 }

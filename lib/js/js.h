@@ -162,7 +162,11 @@ struct jr__req {
 typedef struct jr__waiter {
     struct jr__waiter *next;
     jr__route route;
-    uint8_t what; /* JR__REQ_PUBLISH, JR__REQ_PURGE, JR__REQ_MSG_DELETE; 0: internal op */
+    uint8_t what;  /* JR__REQ_PUBLISH, JR__REQ_PURGE, JR__REQ_MSG_DELETE; a read (JR__REQ_INFO,
+                      JR__REQ_MSG_GET, JR__REQ_GET_LAST) waiting for its TICK; 0: internal op */
+    uint64_t seq;  /* JR__REQ_MSG_GET: the message */
+    char *subject; /* JR__REQ_GET_LAST: the subject (owned; freed by jr__waiter_put) */
+    size_t subject_len;
 } jr__waiter;
 
 /* An entry a stream leader proposed, with one waiter per op (in op order). */
@@ -435,6 +439,13 @@ void jr__srep_role_changed(jr__js *js, uint64_t group);
 void jr__srep_due(jr__srep *r, uint64_t when);
 /* Stages a TICK op (expiry by max_age; any entry also wakes a quiet group). */
 void jr__srep_stage_tick(jr__srep *r);
+/* Stages a read (what: JR__REQ_INFO, JR__REQ_MSG_GET with seq, JR__REQ_GET_LAST with subject)
+ * as a TICK op whose waiter executes it when that op is applied (jr__sexec_read): a read at
+ * the leader is served at a point of the committed log this leader reached in its term, so a
+ * server that may have been deposed never answers as leader (linearizable; it costs the commit
+ * round of the flush it joins). 0, JR_ENOMEM, JR_EMSGSIZE. */
+int jr__srep_stage_read(jr__srep *r, const jr__route *rt, uint8_t what, uint64_t seq,
+                        const char *subject, size_t subject_len);
 
 /* stream_peers.c ----------------------------------------------------------------------------*/
 
@@ -456,6 +467,8 @@ jr__peer *jr__srep_leader_peer(jr__js *js, uint64_t group);
  * this server: answers JR_ENOTLEADER (payload: the leader's name, maybe "") unless it leads the
  * stream, else does it and answers along rt (now, or once the op it became is applied). */
 void jr__sexec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, size_t len);
+/* Executes the read that waiter w staged (jr__srep_stage_read), now that its op is applied. */
+void jr__sexec_read(jr__js *js, jr__srep *r, const jr__waiter *w);
 
 /* catchup.c ---------------------------------------------------------------------------------*/
 
