@@ -1,8 +1,8 @@
 /*
  * fuzz_frame — libFuzzer target for the peer frame decoder (lib/wire/frame.h).
  *
- * For any input (Raft messages, heartbeats, requests and responses): jr__frame_validate and a
- * full decode (jr__frame_next over every message) must agree, never read out of bounds, never
+ * For any input (Raft messages, heartbeats, requests and responses, extensions): jr__frame_validate
+ * and a full decode (jr__frame_next over every message) must agree, never read out of bounds, never
  * crash. If the input validates, every message is re-encoded into a new frame and the bytes
  * must equal the input (the encoding is canonical).
  * Inputs are also offered to the sealed decoder with a fixed key, which must reject anything it
@@ -49,6 +49,9 @@ static void decode_all(const uint8_t *d, size_t len, int valid, jr__frame *f)
         } else if (m.type == JR__MSG_NODE_RESPONSE) {
             if (m.group != 0 || f->rpc.id == 0) fail();
             jr__frame_add_response(&out, f->rpc.id, f->rpc.status, f->rpc.payload, f->rpc.len);
+        } else if (m.type >= JR__MSG_EXT_FIRST) {
+            if (m.group != 0 || f->ext.type != m.type) fail();
+            jr__frame_add_ext(&out, f->ext.type, f->ext.flags, f->ext.payload, f->ext.len);
         } else if (m.type >= JR__MSG_NODE_FIRST) {
             jr__hb_view v = f->hb;
             size_t n = 0;

@@ -44,7 +44,7 @@ typedef struct jr_node_config {
     uint32_t heartbeat_ms;        /* leader heartbeat interval; default 100 */
     int sync_policy;              /* enum jr_sync_policy; default JR_SYNC_ALWAYS */
     uint32_t sync_interval_ms;    /* with JR_SYNC_INTERVAL; default 100 */
-    uint64_t seed;                /* randomness for timeouts; 0: derived from name and now() */
+    uint64_t seed;                /* randomness; 0: name ^ now(); set: a new one every start */
     uint32_t max_frame_bytes;     /* largest frame sent or accepted; default 8 MiB */
     uint64_t wal_segment_bytes;   /* WAL segment size; default 64 MiB */
     const char *unique_tag;       /* tag prefix no two replicas may share, e.g. "az:"; NULL none */
@@ -144,6 +144,10 @@ typedef struct jr_node_stats {
     uint64_t msgs_unknown_group; /* received messages for groups not open here (dropped) */
     uint64_t msgs_unroutable;    /* outgoing messages dropped: unknown peer, or too large */
     uint64_t send_failures;      /* host->send returned non-zero */
+    /* received messages of a type, and requests of a kind, this version does not know (sent
+     * by a later release during a rolling upgrade): each is skipped on its own (a request is
+     * answered JR_ENOTSUP) and the rest of its frame is applied */
+    uint64_t msgs_unknown_type;
 } jr_node_stats;
 
 JR_API int jr_node_stats_get(const jr_node *node, jr_node_stats *out);

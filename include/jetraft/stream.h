@@ -153,12 +153,14 @@ typedef void (*jr_stream_cb)(void *arg, int status, const char *msg);
 
 /* Creates a stream as cfg says (copied). The meta leader validates the config (JR_EINVAL
  * naming the field), refuses subjects overlapping another stream's (JR_EINVAL naming it), places
- * the replicas (JR_ENORESOURCES with a reason per server, and nothing is created) and commits the
- * assignment; status 0 means the stream exists once, on the servers chosen. Adding a stream that
- * exists with an identical config succeeds (idempotent); with another config it is JR_EEXIST. If
- * the meta leader fails meanwhile the request is re-sent to its successor, so the stream is
- * created at most once and the status says whether it was; only after JR_ETIMEDOUT (the request
- * may have been proposed: "may still take effect") is the outcome unknown. */
+ * the replicas (JR_ENORESOURCES with a reason per server, and nothing is created; while servers
+ * of the cluster have not registered with a new meta leader yet, placement waits for them until
+ * the request's deadline, then JR_ENOQUORUM) and commits the assignment; status 0 means the stream
+ * exists once, on the servers chosen. Adding a stream that exists with an identical config succeeds
+ * (idempotent); with another config it is JR_EEXIST. If the meta leader fails meanwhile the request
+ * is re-sent to its successor, so the stream is created at most once and the status says whether it
+ * was; only after JR_ETIMEDOUT (the request may have been proposed: "may still take effect") is the
+ * outcome unknown. */
 JR_API int jr_stream_add(jr_node *node, const jr_stream_config *cfg, jr_stream_cb cb, void *arg);
 /* Changes the config of the stream cfg->name to cfg (the fields JetStream allows to change;
  * others are JR_EINVAL naming the field). JR_ENOTFOUND for an unknown stream.
@@ -220,11 +222,14 @@ typedef struct jr_stored_msg {
     size_t len;
 } jr_stored_msg;
 typedef void (*jr_msg_cb)(void *arg, int status, const char *msg, const jr_stored_msg *m);
-/* Reads message seq at the stream leader. JR_ENOTFOUND if it is not live. */
+/* Reads message seq at the stream leader, linearizably: the leader serves it at a point of the
+ * committed log of its term, so a read issued after a publish was acknowledged sees it.
+ * JR_ENOTFOUND if it is not live; JR_EINVAL for seq 0 (sequences start at 1), through the
+ * callback like every other outcome. */
 JR_API int jr_stream_msg_get(jr_node *node, const char *name, uint64_t seq, jr_msg_cb cb,
                              void *arg);
 /* Reads the newest message whose subject matches `subject` (a subject or pattern) at the stream
- * leader. JR_ENOTFOUND if none. */
+ * leader, linearizably as jr_stream_msg_get. JR_ENOTFOUND if none. */
 JR_API int jr_stream_get_last(jr_node *node, const char *name, const char *subject, jr_msg_cb cb,
                               void *arg);
 /* Moves the stream's leadership to server `peer` (a caught-up voter of the stream), or to the

@@ -15,7 +15,9 @@
  * leader it knows, and the request follows it (it provably never reached a log); with no leader
  * anywhere the request waits, re-trying every heartbeat, until its deadline: JR_ENOQUORUM (it
  * reached no log: nothing took effect).
- * Reads (info, get) may be re-sent at any time.
+ * Reads (info, get) may be re-sent at any time; a leader serves one once an entry of its term
+ * that it proposed after the read arrived is applied (stream_requests.c), so a read that lost
+ * that entry (JR_ELEADERLOST, or a timeout of the leader's) is asked again until its deadline.
  *
  * Writes that reached a leader (publish, purge, message delete). The leader answers when the op
  * is applied, JR_ELEADERLOST when it lost its leadership first, or JR_ETIMEDOUT after its own
@@ -95,11 +97,12 @@ static int lost_peer(const jr__req *r, const jr__peer *p)
     return r->lost && p->id == r->lost && p->last_heard <= r->lost_at;
 }
 
-static void on_rpc(jr__js *js, void *arg, int status, const uint8_t *p, size_t len)
+static void on_rpc(jr__js *js, void *arg, int status, int answered, const uint8_t *p, size_t len)
 {
     jr__req *r = arg;
     (void)js;
     r->rpc_id = 0;
+    r->unanswered = !answered;
     jr__req_response(r, status, p, len);
 }
 
@@ -220,9 +223,10 @@ static void leader_gone(jr__req *r, int silent)
     r->lost = r->target; /* not asked again before it is heard from */
     r->lost_at = n->now;
     if (r->idempotent && n->now < r->deadline) {
-        jr__node_log(n, JR_LOG_INFO, "stream '%s': leader %s %s; the publish goes to the next "
-                                     "leader (its msg_id makes that safe)", r->stream, t,
-                     silent ? "went silent" : "lost its leadership");
+        jr__node_log(n, JR_LOG_INFO,
+                     "stream '%s': leader %s %s; the publish goes to the next "
+                     "leader (its msg_id makes that safe)",
+                     r->stream, t, silent ? "went silent" : "lost its leadership");
         jr__req_route(r);
         return;
     }
@@ -230,25 +234,26 @@ static void leader_gone(jr__req *r, int silent)
         jr__req_finish(r, JR_ELEADERLOST,
                        "stream '%s': leader %s %s before the publish committed, and its deadline "
                        "passed: it may or may not be stored (publishing again with the same "
-                       "msg_id is safe)", r->stream, t,
+                       "msg_id is safe)",
+                       r->stream, t,
                        silent ? "was lost (silent for two election timeouts)"
                               : "lost its leadership");
     else
-        jr__req_finish(r, JR_ELEADERLOST,
-                       "stream '%s': leader %s %s before the %s committed: it may or may not "
-                       "have taken effect (not retried: %s)", r->stream, t,
-                       silent ? "was lost (silent for two election timeouts)"
-                              : "lost its leadership",
-                       what_name(r),
-                       r->what == JR__REQ_PUBLISH
-                           ? "only a publish with a msg_id is safe to send again"
-                           : "it is not idempotent");
+        jr__req_finish(
+            r, JR_ELEADERLOST,
+            "stream '%s': leader %s %s before the %s committed: it may or may not "
+            "have taken effect (not retried: %s)",
+            r->stream, t,
+            silent ? "was lost (silent for two election timeouts)" : "lost its leadership",
+            what_name(r),
+            r->what == JR__REQ_PUBLISH ? "only a publish with a msg_id is safe to send again"
+                                       : "it is not idempotent");
 }
 
-static void on_ping(jr__js *js, void *arg, int status, const uint8_t *p, size_t len)
+static void on_ping(jr__js *js, void *arg, int status, int answered, const uint8_t *p, size_t len)
 {
     /* The answer's frame was the point (it refreshed the peer's last_heard). */
-    (void)js, (void)arg, (void)status, (void)p, (void)len;
+    (void)js, (void)arg, (void)status, (void)answered, (void)p, (void)len;
 }
 
 /* r's attempt is out at a remote leader: checks that the leader is alive (see the header). */
@@ -270,8 +275,7 @@ static void watch(jr__req *r)
             jr__buf_u8(&pl, JR__ADM_PING);
             jr__buf_varint(&pl, r->group);
             jr_iovec iov = {pl.data, pl.len};
-            if (jr__rpc_call(js, p->id, JR__RPC_STREAM_ADMIN, &iov, 1, e, on_ping, NULL, NULL) ==
-                0)
+            if (jr__rpc_call(js, p->id, JR__RPC_STREAM_ADMIN, &iov, 1, e, on_ping, NULL, NULL) == 0)
                 r->pinged_at = n->now;
         }
         jr__js_timer_arm(js, &r->timer, seen + 2 * e);
@@ -309,7 +313,7 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
     }
     switch (r->what) {
     case JR__REQ_META_INFO:
-        if (status == JR_ENOTLEADER || status == JR__RPC_NO_ANSWER) {
+        if (status == JR_ENOTLEADER || (r->unanswered && status == JR_ETIMEDOUT)) {
             wait_retry(r);
             return;
         }
@@ -341,7 +345,7 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
             wait_retry(r);
         return;
     }
-    if (status == JR__RPC_NO_ANSWER) {
+    if (r->unanswered && status == JR_ETIMEDOUT) {
         if (r->resend && n->now < r->deadline) {
             jr__map_del(&js->hints, r->group);
             jr__req_route(r);
@@ -354,8 +358,17 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
                        t ? t : "?", lost_note(r, note, sizeof note));
         return;
     }
-    if (status == JR_ELEADERLOST && r->what != JR__REQ_INFO && r->what != JR__REQ_MSG_GET &&
-        r->what != JR__REQ_GET_LAST && r->what != JR__REQ_STEPDOWN) {
+    int read = r->what == JR__REQ_INFO || r->what == JR__REQ_MSG_GET || r->what == JR__REQ_GET_LAST;
+    if (read && n->now < r->deadline &&
+        (status == JR_ELEADERLOST || status == JR_ETRANSFER ||
+         (status == JR_ETIMEDOUT && !r->unanswered))) {
+        /* the leader's read entry was lost or did not commit in time: a read has no effect,
+         * so it is asked again (of the next leader) */
+        r->sent = 0;
+        wait_retry(r);
+        return;
+    }
+    if (status == JR_ELEADERLOST && !read && r->what != JR__REQ_STEPDOWN) {
         leader_gone(r, 0);
         return;
     }
@@ -458,8 +471,7 @@ void jr__req_timer(jr__req *r)
                        "not have taken effect%s",
                        r->stream, what_name(r), note);
     else /* it reached no log */
-        jr__req_finish(r, JR_ENOQUORUM, "stream '%s' has no leader (no quorum)%s", r->stream,
-                       note);
+        jr__req_finish(r, JR_ENOQUORUM, "stream '%s' has no leader (no quorum)%s", r->stream, note);
 }
 
 /* Delivery ----------------------------------------------------------------------------------*/
@@ -550,8 +562,8 @@ static int copy_config(const jr_stream_config *in, jr_stream_config *out, char *
     return 0;
 }
 
-static int meta_request(jr_node *n, uint8_t what, const jr_stream_config *cfg_in,
-                        const char *name, jr_stream_cb cb, void *arg)
+static int meta_request(jr_node *n, uint8_t what, const jr_stream_config *cfg_in, const char *name,
+                        jr_stream_cb cb, void *arg)
 {
     int rc = entry(n, cb && (cfg_in || name));
     if (rc) return rc;
@@ -700,8 +712,8 @@ int jr_stream_purge(jr_node *n, const char *name, const jr_purge_opts *opts_in, 
     if (opts_in) memcpy(&o, opts_in, opts_in->size < sizeof o ? opts_in->size : sizeof o);
     jr__node_enter(n);
     jr__req_cb c = {.purge = cb};
-    jr__req *r = stream_request(n, JR__REQ_PURGE, JR__RPC_STREAM_ADMIN, JR__ADM_PURGE, name, c,
-                                arg, &rc);
+    jr__req *r =
+        stream_request(n, JR__REQ_PURGE, JR__RPC_STREAM_ADMIN, JR__ADM_PURGE, name, c, arg, &rc);
     if (r) {
         if (o.keep && o.seq) {
             jr__req_finish(r, JR_EINVAL, "keep and seq can not be combined");
@@ -753,25 +765,28 @@ int jr_stream_msg_get(jr_node *n, const char *name, uint64_t seq, jr_msg_cb cb, 
     if (rc) return rc;
     jr__node_enter(n);
     jr__req_cb c = {.msg = cb};
-    jr__req *r = stream_request(n, JR__REQ_MSG_GET, JR__RPC_STREAM_ADMIN, JR__ADM_MSG_GET, name,
-                                c, arg, &rc);
+    jr__req *r = stream_request(n, JR__REQ_MSG_GET, JR__RPC_STREAM_ADMIN, JR__ADM_MSG_GET, name, c,
+                                arg, &rc);
     if (r) {
-        jr__buf_varint(&r->payload, seq);
-        send_or_fail(r);
+        if (seq == 0) {
+            jr__req_finish(r, JR_EINVAL, "seq: must be at least 1");
+        } else {
+            jr__buf_varint(&r->payload, seq);
+            send_or_fail(r);
+        }
     }
     jr__node_leave(n);
     return rc;
 }
 
-int jr_stream_get_last(jr_node *n, const char *name, const char *subject, jr_msg_cb cb,
-                       void *arg)
+int jr_stream_get_last(jr_node *n, const char *name, const char *subject, jr_msg_cb cb, void *arg)
 {
     int rc = entry(n, cb && name && subject);
     if (rc) return rc;
     jr__node_enter(n);
     jr__req_cb c = {.msg = cb};
-    jr__req *r = stream_request(n, JR__REQ_GET_LAST, JR__RPC_STREAM_ADMIN, JR__ADM_GET_LAST,
-                                name, c, arg, &rc);
+    jr__req *r = stream_request(n, JR__REQ_GET_LAST, JR__RPC_STREAM_ADMIN, JR__ADM_GET_LAST, name,
+                                c, arg, &rc);
     if (r) {
         if (!jr__subject_valid_pattern(subject)) {
             jr__req_finish(r, JR_EINVAL, "subject: '%s' is not a valid subject", subject);
@@ -784,15 +799,14 @@ int jr_stream_get_last(jr_node *n, const char *name, const char *subject, jr_msg
     return rc;
 }
 
-int jr_stream_stepdown(jr_node *n, const char *name, const char *peer, jr_stream_cb cb,
-                       void *arg)
+int jr_stream_stepdown(jr_node *n, const char *name, const char *peer, jr_stream_cb cb, void *arg)
 {
     int rc = entry(n, cb && name);
     if (rc) return rc;
     jr__node_enter(n);
     jr__req_cb c = {.admin = cb};
-    jr__req *r = stream_request(n, JR__REQ_STEPDOWN, JR__RPC_STREAM_ADMIN, JR__ADM_STEPDOWN,
-                                name, c, arg, &rc);
+    jr__req *r = stream_request(n, JR__REQ_STEPDOWN, JR__RPC_STREAM_ADMIN, JR__ADM_STEPDOWN, name,
+                                c, arg, &rc);
     if (r) {
         if (peer && !jr__peer_find_name(n, peer)) {
             jr__req_finish(r, JR_ENOTFOUND, "peer: '%s' is not a known server", peer);
@@ -875,8 +889,8 @@ static int pub_options(jr__req *r, const void *hdr, size_t hdr_len, const jr_pub
     return 0;
 }
 
-int jr_publish(jr_node *n, const char *subject, const void *hdr, size_t hdr_len,
-               const void *data, size_t len, const jr_pub_opts *opts, jr_publish_cb cb, void *arg)
+int jr_publish(jr_node *n, const char *subject, const void *hdr, size_t hdr_len, const void *data,
+               size_t len, const jr_pub_opts *opts, jr_publish_cb cb, void *arg)
 {
     int rc = entry(n, cb && subject && (hdr || !hdr_len) && (data || !len));
     if (rc) return rc;
@@ -909,9 +923,9 @@ int jr_publish(jr_node *n, const char *subject, const void *hdr, size_t hdr_len,
     int32_t mms = s->cfg->c.max_msg_size;
     if ((mms >= 0 && hdr_len + len > (size_t)mms) || hdr_len + len > max_payload(n)) {
         jr__req_finish(r, JR_EMSGSIZE, "message of %zu bytes exceeds the %s (%zu bytes)",
-                       hdr_len + len, mms >= 0 && hdr_len + len > (size_t)mms
-                                          ? "stream's max_msg_size"
-                                          : "server's max_payload",
+                       hdr_len + len,
+                       mms >= 0 && hdr_len + len > (size_t)mms ? "stream's max_msg_size"
+                                                               : "server's max_payload",
                        mms >= 0 && hdr_len + len > (size_t)mms ? (size_t)mms : max_payload(n));
         goto out;
     }
@@ -947,8 +961,8 @@ static void meta_info_route(jr__req *r)
         return;
     }
     jr__peer *p = leader ? jr__peer_find_name(n, leader) : NULL;
-    if (!p || jr__rpc_call(js, p->id, JR__RPC_CLUSTER_INFO, NULL, 0, 2 * n->election_ns, on_rpc,
-                           r, &r->rpc_id) != 0) {
+    if (!p || jr__rpc_call(js, p->id, JR__RPC_CLUSTER_INFO, NULL, 0, 2 * n->election_ns, on_rpc, r,
+                           &r->rpc_id) != 0) {
         wait_retry(r);
         return;
     }

@@ -56,7 +56,7 @@ typedef struct qent {
 } qent;
 
 struct jr__catchup {
-    uint8_t *snap;    /* the snapshot being restored (ours, then the source's) */
+    uint8_t *snap; /* the snapshot being restored (ours, then the source's) */
     size_t snap_len;
     uint64_t snap_index;
     uint64_t need;    /* first seq still missing */
@@ -253,7 +253,8 @@ static int take_piece(jr__catchup *cu, uint64_t index, uint64_t total, uint64_t 
     return cu->piece.err;
 }
 
-static void on_answer(jr__js *js, void *arg, int status, const uint8_t *p, size_t len);
+static void on_answer(jr__js *js, void *arg, int status, int answered, const uint8_t *p,
+                      size_t len);
 
 /* After a piece of the source's snapshot was taken: restore once it is whole, else ask on. */
 static void piece_taken(jr__srep *r)
@@ -295,15 +296,16 @@ void jr__catchup_step(jr__srep *r)
 }
 
 /* An answer of the source (a chunk, or a piece of its snapshot). */
-static void on_answer(jr__js *js, void *arg, int status, const uint8_t *p, size_t len)
+static void on_answer(jr__js *js, void *arg, int status, int answered, const uint8_t *p, size_t len)
 {
+    (void)answered;
     jr__srep *r = arg;
     jr__catchup *cu = r->cu;
     if (!cu) return;
     cu->rpc_id = 0;
     if (status == JR_ECLOSED) return;
     if (status != 0) {
-        stall(r, status == JR__RPC_NO_ANSWER ? JR_ETIMEDOUT : status);
+        stall(r, status);
         return;
     }
     jr__rd rd;
@@ -500,7 +502,7 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
         jr__buf_varint(out, raw->len);
         jr__buf_bytes(out, z, (size_t)zlen);
         jr__buf_varint(out, read_at);
-        jr__buf_u8(out, (uint8_t)final);
+        jr__buf_u8(out, (uint8_t) final);
         jr__buf_varint(out, first ? r->served_len : 0);
         jr__buf_bytes(out, first ? r->served : NULL, first);
         if (out->err) rc = out->err;

@@ -169,16 +169,19 @@ jr__waiter *jr__waiter_get(jr__js *js)
 
 void jr__waiter_put(jr__js *js, jr__waiter *w)
 {
+    jr__free(js->n->alloc, w->subject);
+    w->subject = NULL;
     w->next = js->free_waiters;
     js->free_waiters = w;
 }
 
-void jr__route_reply(jr__js *js, const jr__route *rt, int status, const void *payload,
-                     size_t len)
+void jr__route_reply(jr__js *js, const jr__route *rt, int status, const void *payload, size_t len)
 {
     if (rt->local) {
-        if (rt->local->serial == rt->rpc_id && !rt->local->done)
+        if (rt->local->serial == rt->rpc_id && !rt->local->done) {
+            rt->local->unanswered = 0;
             jr__req_response(rt->local, status, payload, len);
+        }
         return;
     }
     if (!rt->to) return; /* internal op: nobody waits */
@@ -208,6 +211,9 @@ void jr__js_recv(jr_node *n, jr__id from, uint8_t type, const jr__rpc_view *v)
         return;
     }
     if (type != JR__MSG_NODE_REQUEST) return;
+    int fresh;
+    jr__rpc_admit(js, from, v->id, &fresh);
+    if (!fresh) return; /* a duplicate (answered again if it was), or too old to tell */
     jr__route rt = {NULL, from, v->id};
     switch (v->kind) {
     case JR__RPC_META:
@@ -224,7 +230,8 @@ void jr__js_recv(jr_node *n, jr__id from, uint8_t type, const jr__rpc_view *v)
     case JR__RPC_CATCHUP:
         jr__catchup_serve(js, &rt, v->payload, v->len);
         break;
-    default:
+    default: /* a kind of a later release (rolling upgrade): refused on its own */
+        n->msgs_unknown_type++;
         jr__route_reply(js, &rt, JR_ENOTSUP, NULL, 0);
         break;
     }
@@ -241,6 +248,7 @@ void jr__js_before_flush(jr_node *n)
         jr__buf_release(&js->scratch2, JR__SCRATCH_KEEP);
         js->scratch_at = n->now + 1000000000ull;
     }
+    jr__rpc_recent_expire(js);
     jr__srep_flush_all(js);
 }
 
@@ -264,6 +272,7 @@ static void js_free(jr__js *js)
     jr__free(a, js->unique_tag);
     jr__free(a, js->store_dir);
     jr__map_free(&js->calls);
+    jr__rpc_recent_free(js);
     jr__map_free(&js->reps);
     jr__map_free(&js->hints);
     jr__map_free(&js->meta_reqs);
@@ -314,6 +323,7 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
     if (!js) return JR_ENOMEM;
     js->n = n;
     jr__map_init(&js->calls, a);
+    jr__map_init(&js->origins, a);
     jr__map_init(&js->reps, a);
     jr__map_init(&js->hints, a);
     jr__map_init(&js->meta_reqs, a);
@@ -358,8 +368,10 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
                     break;
                 }
                 js->tags[i] = jr__strdup(a, cfg->tags[i]);
-                if (!js->tags[i]) err = JR_ENOMEM;
-                else js->ntags++;
+                if (!js->tags[i])
+                    err = JR_ENOMEM;
+                else
+                    js->ntags++;
             }
         }
     }

@@ -7,7 +7,8 @@
  *   js.c              lifecycle (open/close), the layer's timers, request records, deferred
  *                     completion, and the hooks the node calls (tick, deadline, before flush,
  *                     recv)
- *   rpc.c/.h          request/response plumbing over NODE_REQUEST/NODE_RESPONSE (wire/frame.h)
+ *   rpc.c/.h          request/response plumbing over NODE_REQUEST/NODE_RESPONSE (wire/frame.h),
+ *                     and the record that executes each forwarded request at most once
  *   meta_replica.c    the meta group: its fsm, SERVER_INFO, admin requests at the meta leader
  *                     (check, placement, proposal, a peer set for a replica change), convergence
  *                     of local replicas (meta_desired)
@@ -92,7 +93,7 @@ enum jr__admin_sub {
     JR__ADM_MSG_GET = 3,
     JR__ADM_GET_LAST = 4,
     JR__ADM_STEPDOWN = 5,
-    JR__ADM_PING = 6, /* answered at once: are you there (and still the leader)? */
+    JR__ADM_PING = 6,  /* answered at once: are you there (and still the leader)? */
     JR__ADM_READY = 7, /* to a member, from its leader: is your replica complete? (any server
                           answers, leader or not: stream_requests.c) */
 };
@@ -133,24 +134,26 @@ struct jr__req {
     uint8_t saw_leader;   /* a leader was known at some point */
     uint8_t idempotent;   /* a publish with a msg_id: may be re-sent after it reached a leader */
     uint8_t failovers;    /* leaders lost while this request waited for them */
+    uint8_t unanswered;   /* the status being handled is the RPC layer's: no answer in time
+                             (JR_ETIMEDOUT) or closing, not a responder's */
     uint64_t deadline;
-    uint64_t sent_at;     /* when the outstanding attempt was sent */
-    uint64_t pinged_at;   /* when its silent target was last pinged (JR__ADM_PING) */
-    jr__id lost;          /* the last leader given up for lost (0: none) ... */
-    uint64_t lost_at;     /* ... and when: it is not asked again unless heard from since */
-    uint64_t rpc_id;      /* outstanding RPC, 0 none */
-    jr__id target;        /* where the last attempt went */
+    uint64_t sent_at;   /* when the outstanding attempt was sent */
+    uint64_t pinged_at; /* when its silent target was last pinged (JR__ADM_PING) */
+    jr__id lost;        /* the last leader given up for lost (0: none) ... */
+    uint64_t lost_at;   /* ... and when: it is not asked again unless heard from since */
+    uint64_t rpc_id;    /* outstanding RPC, 0 none */
+    jr__id target;      /* where the last attempt went */
     unsigned tries;
-    uint64_t group;       /* stream requests: the stream's group */
-    uint64_t meta_id;     /* meta requests: request id in the op; */
+    uint64_t group;                 /* stream requests: the stream's group */
+    uint64_t meta_id;               /* meta requests: request id in the op; */
     uint64_t meta_index, meta_term; /* where the meta leader proposed it (state 2) */
     char stream[JR_STREAM_NAME_MAX + 1];
-    jr__buf payload;      /* the request's encoded payload (kept for re-sending) */
-    jr__buf result;       /* the response's payload, decoded when the callback runs */
+    jr__buf payload; /* the request's encoded payload (kept for re-sending) */
+    jr__buf result;  /* the response's payload, decoded when the callback runs */
     jr__req_cb cb;
     void *arg;
     int status;
-    uint64_t seq;      /* publish: seq; purge: purged */
+    uint64_t seq; /* publish: seq; purge: purged */
     int duplicate;
     char msg[JR__JS_MSG_MAX];
 };
@@ -159,20 +162,24 @@ struct jr__req {
 typedef struct jr__waiter {
     struct jr__waiter *next;
     jr__route route;
-    uint8_t what; /* JR__REQ_PUBLISH, JR__REQ_PURGE, JR__REQ_MSG_DELETE; 0: internal op */
+    uint8_t what;  /* JR__REQ_PUBLISH, JR__REQ_PURGE, JR__REQ_MSG_DELETE; a read (JR__REQ_INFO,
+                      JR__REQ_MSG_GET, JR__REQ_GET_LAST) waiting for its TICK; 0: internal op */
+    uint64_t seq;  /* JR__REQ_MSG_GET: the message */
+    char *subject; /* JR__REQ_GET_LAST: the subject (owned; freed by jr__waiter_put) */
+    size_t subject_len;
 } jr__waiter;
 
 /* An entry a stream leader proposed, with one waiter per op (in op order). */
 typedef struct jr__proposal {
     struct jr__proposal *next;
     jr__js *js;
-    jr__srep *rep;     /* valid while listed */
+    jr__srep *rep; /* valid while listed */
     uint64_t index, term;
     uint64_t deadline;
     jr__waiter *head, *tail;
-    uint8_t listed;    /* on rep's proposal list (not yet applied or given up) */
-    uint8_t resolved;  /* waiters answered */
-    uint8_t cb_fired;  /* the node's propose callback ran: freed once also unlisted */
+    uint8_t listed;   /* on rep's proposal list (not yet applied or given up) */
+    uint8_t resolved; /* waiters answered */
+    uint8_t cb_fired; /* the node's propose callback ran: freed once also unlisted */
 } jr__proposal;
 
 typedef struct jr__catchup jr__catchup;
@@ -205,28 +212,28 @@ struct jr__srep {
     jr__srep *next;       /* js->reps */
     jr__srep *dirty_next; /* js->dirty: staged ops wait for the next flush */
     uint8_t dirty;
-    uint8_t cfg_in_log;   /* a CONFIG op was applied (or restored from a snapshot) */
-    uint8_t cfg_pending;  /* a CONFIG op is proposed and not yet applied */
-    uint8_t failed;       /* the fsm failed locally: the replica awaits repair */
-    const char *name;     /* = as->cfg->c.name */
+    uint8_t cfg_in_log;  /* a CONFIG op was applied (or restored from a snapshot) */
+    uint8_t cfg_pending; /* a CONFIG op is proposed and not yet applied */
+    uint8_t failed;      /* the fsm failed locally: the replica awaits repair */
+    const char *name;    /* = as->cfg->c.name */
     uint64_t group;
-    uint64_t updated;     /* assignment version converged to */
+    uint64_t updated; /* assignment version converged to */
     jr_group *g;
     jr__stream_fsm *fsm;
-    jr__meta_asgn *as;    /* the assignment's config and peers converged to (a reference to the
-                             meta state's version, meta_state.h; never NULL once created) */
-    jr__jtimer timer;     /* leader duties, catch-up retries */
-    jr__sclock clock;     /* leader: stream time of the ops it stamps (stream/clock.h) */
-    uint64_t next_tick;   /* leader: when to propose the next TICK (max_age streams) */
-    uint64_t synced;      /* applied index at the last store sync (mark) */
-    uint64_t next_sync;   /* when the timer syncs the store next */
+    jr__meta_asgn *as;  /* the assignment's config and peers converged to (a reference to the
+                           meta state's version, meta_state.h; never NULL once created) */
+    jr__jtimer timer;   /* leader duties, catch-up retries */
+    jr__sclock clock;   /* leader: stream time of the ops it stamps (stream/clock.h) */
+    uint64_t next_tick; /* leader: when to propose the next TICK (max_age streams) */
+    uint64_t synced;    /* applied index at the last store sync (mark) */
+    uint64_t next_sync; /* when the timer syncs the store next */
     /* leader: ops staged for the next flush, as BATCH body items, and their waiters */
     jr__buf stage;
     uint32_t nstage;
     jr__waiter *whead, *wtail;
     /* leader: proposals not yet applied, ascending index */
     jr__proposal *phead, *ptail;
-    jr__catchup *cu; /* non-NULL while restoring from a snapshot */
+    jr__catchup *cu;  /* non-NULL while restoring from a snapshot */
     jr__membwork *mw; /* leader: a peer change in progress (NULL: none) */
     /* as a catch-up source: the snapshot taken with the last chunk of a round, kept for the
      * requester to fetch in pieces (catchup.c) */
@@ -244,7 +251,7 @@ struct jr__js {
     char *store_dir;
     uint64_t capacity;
     uint32_t max_assets;
-    uint64_t timeout_ns; /* request_timeout_ms */
+    uint64_t timeout_ns;         /* request_timeout_ms */
     uint64_t (*wall)(void *ctx); /* the host's wall clock (jr_host.wall, version 2); NULL: none */
     void *wall_ctx;
     uint64_t snapshot_entries; /* of stream groups (a knob for tests; default 4096) */
@@ -253,33 +260,36 @@ struct jr__js {
     /* rpc.c */
     jr__map calls; /* rpc id -> jr__rpc_call */
     uint64_t next_rpc;
+    jr__map origins;    /* peer id -> its recent requests executed here (rpc.h "At most once") */
+    uint64_t rpc_dups;  /* requests that arrived again (not executed again) */
+    uint64_t rpc_stale; /* requests too old to tell from a duplicate (dropped) */
     /* meta_replica.c */
     jr_group *meta;
     jr__meta_state st;
-    jr__map meta_reqs;    /* request id -> jr__req waiting for its meta op to apply */
+    jr__map meta_reqs; /* request id -> jr__req waiting for its meta op to apply */
     uint8_t meta_failed;
     uint8_t converge_failed; /* a replica could not be created: converge again later */
     uint8_t converge_queued; /* a full convergence waits in the node's effects queue */
     uint8_t meta_replayed;   /* the meta state has applied meta_recovered (jr__mnode_replayed) */
     uint64_t meta_recovered; /* the meta log's last index recovered at open */
     jr__jtimer meta_timer;
-    uint64_t info_sent;   /* when SERVER_INFO was last sent (0: never) */
+    uint64_t info_sent; /* when SERVER_INFO was last sent (0: never) */
     /* stream_replica.c */
-    jr__map reps;         /* group id -> jr__srep */
+    jr__map reps; /* group id -> jr__srep */
     jr__srep *rep_list;
     jr__srep *dirty;
-    jr__map hints;        /* group id -> leader hint (jr__peer *) for streams not held here */
+    jr__map hints; /* group id -> leader hint (jr__peer *) for streams not held here */
     jr__waiter *free_waiters;
     /* js.c */
-    jr__req *reqs;        /* outstanding requests (doubly linked) */
+    jr__req *reqs; /* outstanding requests (doubly linked) */
     jr__req *free_reqs;
     uint64_t next_serial;
     jr__buf scratch;
     jr__buf scratch2;
     uint64_t scratch_at; /* when scratch and scratch2 give back what they grew to next */
     /* counters (tests, observability) */
-    uint64_t catchup_chunks;   /* chunks received by catching-up replicas */
-    uint64_t catchup_bytes;    /* their uncompressed bytes */
+    uint64_t catchup_chunks; /* chunks received by catching-up replicas */
+    uint64_t catchup_bytes;  /* their uncompressed bytes */
 };
 
 /* A local route to request r. */
@@ -331,8 +341,7 @@ void jr__waiter_put(jr__js *js, jr__waiter *w);
 
 /* Sends the result of a request executed here along its route: over RPC, or straight to the
  * local request (which decodes it as it would a response). */
-void jr__route_reply(jr__js *js, const jr__route *rt, int status, const void *payload,
-                     size_t len);
+void jr__route_reply(jr__js *js, const jr__route *rt, int status, const void *payload, size_t len);
 
 /* Server name of peer id (NULL if unknown). */
 const char *jr__js_peer_name(const jr__js *js, jr__id id);
@@ -421,8 +430,7 @@ void jr__srep_flush_all(jr__js *js);
 /* Writes a store mark at the applied index if anything was applied since the last one. */
 void jr__srep_sync(jr__srep *r);
 /* Applies an entry (live, or replayed after a catch-up), resolving the proposal it answers. */
-void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void *data,
-                          size_t len);
+void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len);
 /* The node saw the role of group `group` change (it became leader, or stopped being one; from
  * the flush, flush.c): if it is a local stream replica, its timer runs its duties now (a
  * replica's timer is armed only while a duty is due). Any other group: nothing. */
@@ -431,6 +439,13 @@ void jr__srep_role_changed(jr__js *js, uint64_t group);
 void jr__srep_due(jr__srep *r, uint64_t when);
 /* Stages a TICK op (expiry by max_age; any entry also wakes a quiet group). */
 void jr__srep_stage_tick(jr__srep *r);
+/* Stages a read (what: JR__REQ_INFO, JR__REQ_MSG_GET with seq, JR__REQ_GET_LAST with subject)
+ * as a TICK op whose waiter executes it when that op is applied (jr__sexec_read): a read at
+ * the leader is served at a point of the committed log this leader reached in its term, so a
+ * server that may have been deposed never answers as leader (linearizable; it costs the commit
+ * round of the flush it joins). 0, JR_ENOMEM, JR_EMSGSIZE. */
+int jr__srep_stage_read(jr__srep *r, const jr__route *rt, uint8_t what, uint64_t seq,
+                        const char *subject, size_t subject_len);
 
 /* stream_peers.c ----------------------------------------------------------------------------*/
 
@@ -452,6 +467,8 @@ jr__peer *jr__srep_leader_peer(jr__js *js, uint64_t group);
  * this server: answers JR_ENOTLEADER (payload: the leader's name, maybe "") unless it leads the
  * stream, else does it and answers along rt (now, or once the op it became is applied). */
 void jr__sexec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, size_t len);
+/* Executes the read that waiter w staged (jr__srep_stage_read), now that its op is applied. */
+void jr__sexec_read(jr__js *js, jr__srep *r, const jr__waiter *w);
 
 /* catchup.c ---------------------------------------------------------------------------------*/
 

@@ -275,6 +275,14 @@ static int place(jr__js *js, const jr__meta_op *op, const char *home, const char
     req.nkeep = nkeep;
     jr__place_result res;
     int rc = jr__placement_select(servers, ns, &req, &res, NULL, msg, msglen);
+    size_t unknown = 0; /* servers of the cluster's peer list that have not registered yet */
+    for (size_t i = 0; rc && i < js->n->npeers; i++)
+        unknown += !jr__meta_server_find(st, js->n->peers[i]->name);
+    if (unknown) { /* not final: the requester asks again until its deadline (JR_ENOQUORUM) */
+        snprintf(msg, msglen, "%zu server%s not registered with the meta leader yet", unknown,
+                 unknown == 1 ? " has" : "s have");
+        rc = JR_ENOQUORUM;
+    }
     if (rc == 0) {
         for (size_t i = 0; i < res.npeers; i++) peers[i] = servers[res.peers[i]].name;
         *npeers = res.npeers;
@@ -458,11 +466,12 @@ static void retry_at(jr__req *r, uint64_t when)
     jr__js_timer_arm(js, &r->timer, when);
 }
 
-static void on_rpc(jr__js *js, void *arg, int status, const uint8_t *p, size_t len)
+static void on_rpc(jr__js *js, void *arg, int status, int answered, const uint8_t *p, size_t len)
 {
     jr__req *r = arg;
     (void)js;
     r->rpc_id = 0;
+    r->unanswered = !answered;
     jr__mnode_on_reply(r, status, p, len);
 }
 
@@ -539,8 +548,8 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
         return;
     }
     switch (status) {
-    case JR__RPC_NO_ANSWER:
     case JR_ENOTLEADER:
+    case JR_ENOQUORUM: /* the meta leader waits for servers to register (place) */
     case JR_ETIMEDOUT:
     case JR_ETRANSFER:
     case JR_ELEADERLOST:
@@ -550,12 +559,11 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
          * its id, so it takes effect at most once). Without an answer, a timeout or a lost
          * leadership, that leader may have proposed it: its deadline can then no longer say
          * that nothing took effect. */
-        if (status == JR__RPC_NO_ANSWER || status == JR_ETIMEDOUT || status == JR_ELEADERLOST ||
-            status == JR_ECLOSED)
+        if (status == JR_ETIMEDOUT || status == JR_ELEADERLOST || status == JR_ECLOSED)
             r->unsure = 1;
         r->state = 0;
         if (status == JR_ECLOSED && js->closing) return;
-        retry_at(r, n->now + (status == JR__RPC_NO_ANSWER ? 0 : n->heartbeat_ns));
+        retry_at(r, n->now + (r->unanswered ? 0 : n->heartbeat_ns));
         return;
     default: {
         /* A refusal by the leader's check or placement: final (JR_EBUSY too: a peer change of

@@ -1,5 +1,6 @@
 /*
- * rpc — node-to-node requests and responses (contract in rpc.h).
+ * rpc — node-to-node requests and responses (contract in rpc.h), and the executing side's
+ * record of recent requests that makes each take effect at most once (rpc.h "At most once").
  */
 #include <string.h>
 
@@ -30,8 +31,8 @@ static int put(jr__js *js, jr__id to, int is_req, uint64_t id, int kind_or_statu
     jr__peer *p = jr__peer_find(n, to);
     if (!p || p->id == n->self) return JR_ENOTFOUND;
     size_t len = iov_len(iov, iovcnt);
-    size_t need = is_req ? jr__frame_request_len(id, len)
-                         : jr__frame_response_len(id, kind_or_status, len);
+    size_t need =
+        is_req ? jr__frame_request_len(id, len) : jr__frame_response_len(id, kind_or_status, len);
     if (len > JR__RPC_MAX_PAYLOAD || need > (size_t)n->max_frame - JR__FRAME_HEADER)
         return JR_EMSGSIZE;
     jr__buf *b = jr__peer_frame(n, p, need);
@@ -57,7 +58,7 @@ static void on_timeout(jr__js *js, jr__jtimer *t)
     jr__rpc_cb cb = c->cb;
     void *arg = c->arg;
     jr__free(js->n->alloc, c);
-    cb(js, arg, JR__RPC_NO_ANSWER, NULL, 0);
+    cb(js, arg, JR_ETIMEDOUT, 0, NULL, 0);
 }
 
 int jr__rpc_call(jr__js *js, jr__id peer, uint8_t kind, const jr_iovec *iov, int iovcnt,
@@ -95,9 +96,203 @@ void jr__rpc_cancel(jr__js *js, uint64_t id)
     jr__free(js->n->alloc, c);
 }
 
-int jr__rpc_respond(jr__js *js, jr__id to, uint64_t id, int status, const jr_iovec *iov,
-                    int iovcnt)
+/* At most once ---------------------------------------------------------------------------*/
+
+enum { SLOT_RUNNING = 1, SLOT_ANSWERED, SLOT_GONE /* answered; too large to keep */ };
+
+#define INLINE 16 /* answer bytes kept in the slot itself (a publish ack fits) */
+
+typedef struct slot {
+    uint64_t id;
+    uint64_t at; /* when it arrived (now()) */
+    int32_t status;
+    uint32_t len;
+    uint8_t state;
+    uint8_t inl[INLINE];
+    uint8_t *heap; /* the answer's payload when longer than INLINE */
+} slot;
+
+/* The recent requests of one origin, in arrival order: arrival numbers [first, next) sit at
+ * ring[number & (cap - 1)]; ids maps a request id to its arrival number + 1. */
+typedef struct origin {
+    uint64_t floor; /* the highest id forgotten (0: none) */
+    uint64_t first, next;
+    size_t cap; /* 0 or a power of two */
+    slot *ring;
+    jr__map ids;
+} origin;
+
+static slot *slot_of(origin *o, uint64_t number)
 {
+    return &o->ring[number & (o->cap - 1)];
+}
+
+static void slot_clear(jr__js *js, slot *s)
+{
+    jr__free(js->n->alloc, s->heap);
+    memset(s, 0, sizeof *s);
+}
+
+/* Forgets the oldest request of o; its id and every lower one not still recorded are then too
+ * old to tell apart from a new request. */
+static void forget_oldest(jr__js *js, origin *o)
+{
+    slot *s = slot_of(o, o->first++);
+    jr__map_del(&o->ids, s->id);
+    if (s->id > o->floor) o->floor = s->id;
+    slot_clear(js, s);
+}
+
+/* Gives back the ring and the id table of an origin with nothing recorded. */
+static void origin_shrink(jr__js *js, origin *o)
+{
+    jr__free(js->n->alloc, o->ring);
+    o->ring = NULL;
+    o->cap = 0;
+    jr__map_free(&o->ids);
+    jr__map_init(&o->ids, js->n->alloc);
+}
+
+static void origin_reset(jr__js *js, origin *o)
+{
+    while (o->first != o->next) forget_oldest(js, o);
+    o->floor = 0;
+}
+
+static void origin_free(jr__js *js, origin *o)
+{
+    origin_reset(js, o);
+    jr__map_free(&o->ids);
+    jr__free(js->n->alloc, o->ring);
+    jr__free(js->n->alloc, o);
+}
+
+/* Room for one more request: the ring doubles up to JR__RPC_RECENT, then the oldest goes. */
+static int make_room(jr__js *js, origin *o)
+{
+    if (o->next - o->first < o->cap) return 0;
+    if (o->cap < JR__RPC_RECENT) {
+        size_t cap = o->cap ? 2 * o->cap : 16;
+        slot *ring = jr__calloc(js->n->alloc, cap, sizeof *ring);
+        if (ring) {
+            for (uint64_t k = o->first; k != o->next; k++) ring[k & (cap - 1)] = *slot_of(o, k);
+            jr__free(js->n->alloc, o->ring);
+            o->ring = ring;
+            o->cap = cap;
+            return 0;
+        }
+        if (!o->cap) return JR_ENOMEM;
+    }
+    forget_oldest(js, o);
+    return 0;
+}
+
+int jr__rpc_admit(jr__js *js, jr__id from, uint64_t id, int *fresh)
+{
+    jr_node *n = js->n;
+    *fresh = 0;
+    origin *o = jr__map_get(&js->origins, from);
+    if (!o) {
+        o = jr__calloc(n->alloc, 1, sizeof *o);
+        if (!o) goto nomem;
+        jr__map_init(&o->ids, n->alloc);
+        if (jr__map_put(&js->origins, from, o) != 0) {
+            jr__map_free(&o->ids);
+            jr__free(n->alloc, o);
+            goto nomem;
+        }
+    }
+    uintptr_t at = (uintptr_t)jr__map_get(&o->ids, id);
+    if (at) {
+        slot *s = slot_of(o, at - 1);
+        js->rpc_dups++;
+        if (s->state == SLOT_ANSWERED) {
+            jr_iovec iov = {s->len > INLINE ? s->heap : s->inl, s->len};
+            put(js, from, 0, id, s->status, &iov, s->len ? 1 : 0); /* lost like a frame if not */
+        }
+        return 0; /* running: its answer is on its way; too large: it was sent */
+    }
+    if (id <= o->floor) {
+        if (o->floor - id < JR__RPC_LIFE_GAP) {
+            js->rpc_stale++; /* too old to tell: never executed twice, so not at all */
+            return 0;
+        }
+        origin_reset(js, o); /* ids of another life of the origin (they start at random) */
+    }
+    if (make_room(js, o) != 0) goto nomem;
+    uint64_t number = o->next;
+    if (jr__map_put(&o->ids, id, (void *)(uintptr_t)(number + 1)) != 0) goto nomem;
+    o->next++;
+    slot *s = slot_of(o, number);
+    memset(s, 0, sizeof *s);
+    s->id = id;
+    s->at = n->now;
+    s->state = SLOT_RUNNING;
+    *fresh = 1;
+    return 0;
+nomem:
+    jr__node_log(n, JR_LOG_WARN, "request %llu from %s dropped: out of memory",
+                 (unsigned long long)id,
+                 jr__js_peer_name(js, from) ? jr__js_peer_name(js, from) : "?");
+    return JR_ENOMEM;
+}
+
+/* Keeps the answer to request id of origin `to` for its duplicates. */
+static void remember(jr__js *js, jr__id to, uint64_t id, int status, const jr_iovec *iov,
+                     int iovcnt)
+{
+    origin *o = jr__map_get(&js->origins, to);
+    uintptr_t at = o ? (uintptr_t)jr__map_get(&o->ids, id) : 0;
+    if (!at) return; /* forgotten already, or not a request of it */
+    slot *s = slot_of(o, at - 1);
+    if (s->state != SLOT_RUNNING) return;
+    size_t len = iov_len(iov, iovcnt);
+    s->state = SLOT_GONE;
+    if (len > JR__RPC_KEEP) return;
+    uint8_t *ans = s->inl;
+    if (len > INLINE) {
+        ans = s->heap = jr__malloc(js->n->alloc, len);
+        if (!ans) return;
+    }
+    size_t off = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].len) memcpy(ans + off, iov[i].base, iov[i].len);
+        off += iov[i].len;
+    }
+    s->len = (uint32_t)len;
+    s->status = status;
+    s->state = SLOT_ANSWERED;
+}
+
+void jr__rpc_recent_expire(jr__js *js)
+{
+    jr_node *n = js->n;
+    for (size_t i = 0; i < js->origins.cap; i++) {
+        origin *o = js->origins.slots[i].val;
+        if (!js->origins.slots[i].key || !o->cap) continue;
+        while (o->first != o->next && slot_of(o, o->first)->at + JR__RPC_KEEP_NS <= n->now)
+            forget_oldest(js, o);
+        if (o->first == o->next) origin_shrink(js, o);
+    }
+}
+
+size_t jr__rpc_recent(const jr__js *js, jr__id from, size_t *cap)
+{
+    const origin *o = jr__map_get(&js->origins, from);
+    if (cap) *cap = o ? o->cap : 0;
+    return o ? (size_t)(o->next - o->first) : 0;
+}
+
+void jr__rpc_recent_free(jr__js *js)
+{
+    for (size_t i = 0; i < js->origins.cap; i++)
+        if (js->origins.slots[i].key) origin_free(js, js->origins.slots[i].val);
+    jr__map_free(&js->origins);
+}
+
+int jr__rpc_respond(jr__js *js, jr__id to, uint64_t id, int status, const jr_iovec *iov, int iovcnt)
+{
+    remember(js, to, id, status, iov, iovcnt);
     int rc = put(js, to, 0, id, status, iov, iovcnt);
     if (rc)
         jr__node_log(js->n, JR_LOG_WARN, "response %llu to %s lost: %s", (unsigned long long)id,
@@ -114,7 +309,7 @@ void jr__rpc_on_response(jr__js *js, jr__id from, const jr__rpc_view *v)
     jr__rpc_cb cb = c->cb;
     void *arg = c->arg;
     jr__free(js->n->alloc, c);
-    cb(js, arg, v->status > 0 ? JR_ECORRUPT : v->status, v->payload, v->len);
+    cb(js, arg, v->status > 0 ? JR_ECORRUPT : v->status, 1, v->payload, v->len);
 }
 
 void jr__rpc_close(jr__js *js)
@@ -130,7 +325,7 @@ void jr__rpc_close(jr__js *js)
         jr__rpc_cb cb = c->cb;
         void *arg = c->arg;
         jr__free(js->n->alloc, c);
-        cb(js, arg, JR_ECLOSED, NULL, 0);
+        cb(js, arg, JR_ECLOSED, 0, NULL, 0);
     }
     jr__map_free(&js->calls);
 }

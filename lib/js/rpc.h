@@ -11,13 +11,29 @@
  * Invariants:
  *  - an outstanding call is in js->calls under its id (unique and non-zero for this node's
  *    lifetime; ids start at a random point, so an answer to a call of an earlier life of the
- *    server is not taken for a new call's) until exactly one of: its response arrives from the peer it was sent to, its
- *    timer fires (JR_ETIMEDOUT), it is cancelled (no callback), or the layer closes
- *    (JR_ECLOSED); the callback runs once, after the call left the table;
+ *    server is not taken for a new call's) until exactly one of: its response arrives from the peer
+ * it was sent to, its timer fires (JR_ETIMEDOUT), it is cancelled (no callback), or the layer
+ * closes (JR_ECLOSED); the callback runs once, after the call left the table;
  *  - a response whose id is unknown, or that comes from another peer than the request went to,
  *    is dropped (a late answer to a call that timed out).
  * Callbacks run inside jr_node_recv (responses) or jr_node_tick (timeouts); they are the layer's
  * own, never the user's (user callbacks go through the node's completion queue).
+ *
+ * At most once. The network may deliver a frame twice (or a host may send one again), so the
+ * executing side keeps, per origin server, its JR__RPC_RECENT most recent requests by id, each
+ * for JR__RPC_KEEP_NS after it arrived (jr__rpc_admit, from jr__js_recv before a request is
+ * executed; jr__rpc_recent_expire, from every flush, forgets older ones and gives the memory of
+ * an origin with nothing recorded back): a request already recorded
+ * is not executed again — while it runs its duplicate is ignored (its answer is on its way),
+ * once answered the duplicate gets that first answer again (kept up to JR__RPC_KEEP bytes:
+ * every write's answer; a larger one, a read's, is not repeated: a read is re-sent under a new
+ * id). A request whose id is at or below the highest one forgotten (by less than
+ * JR__RPC_LIFE_GAP) and not recorded is too old to tell from a duplicate: dropped and counted,
+ * the requester times out and nothing was executed twice. An id further below is taken for a
+ * new life of the origin (ids start at a random point of 2^62, so two lives' ranges are far
+ * apart): its record starts afresh. A duplicate that the network holds back across its
+ * sender's restart and past JR__RPC_RECENT later requests is the one case this cannot tell.
+ * A request of this node itself (a local route) never travels and is not recorded.
  */
 #ifndef JR_NODE_RPC_H
 #define JR_NODE_RPC_H
@@ -27,13 +43,21 @@
 
 #include "js/js.h"
 
-/* A call that got no answer within its timeout (a positive status: never a responder's; a
- * response with a positive status is taken as JR_ECORRUPT). */
-#define JR__RPC_NO_ANSWER 1
+/* Requests recorded per origin (the ring grows to it on demand, from 16). */
+#define JR__RPC_RECENT 4096u
+/* How long a request is recorded: far longer than a network holds a duplicate back. */
+#define JR__RPC_KEEP_NS 1000000000ull
+/* Largest answer payload kept for a duplicate (error texts: JR__JS_MSG_MAX). */
+#define JR__RPC_KEEP 600u
+/* Ids this far below the highest forgotten one belong to another life of the origin. */
+#define JR__RPC_LIFE_GAP (1ull << 40)
 
-/* Result of a call: status from the responder (0 or a JR_E* code), JR__RPC_NO_ANSWER, or
- * JR_ECLOSED from here; payload borrowed for the callback (NULL, 0 if none). */
-typedef void (*jr__rpc_cb)(jr__js *js, void *arg, int status, const uint8_t *p, size_t len);
+/* Result of a call: answered = 1 and status from the responder (0 or a JR_E* code; a response
+ * with a positive status is taken as JR_ECORRUPT), or answered = 0 and status JR_ETIMEDOUT (no
+ * answer within the timeout) or JR_ECLOSED (the layer closes); payload borrowed for the
+ * callback (NULL, 0 if none). A responder's own JR_ETIMEDOUT comes with answered = 1. */
+typedef void (*jr__rpc_cb)(jr__js *js, void *arg, int status, int answered, const uint8_t *p,
+                           size_t len);
 
 /* Sends a request of `kind` with the payload gathered from iov to server `peer`, answered
  * through cb within timeout_ns. *id gets the call's id (cancel with it). 0; JR_ENOTFOUND
@@ -49,6 +73,19 @@ void jr__rpc_cancel(jr__js *js, uint64_t id);
  * dropped frame; the requester times out). */
 int jr__rpc_respond(jr__js *js, jr__id to, uint64_t id, int status, const jr_iovec *iov,
                     int iovcnt);
+
+/* Request `id` from peer `from` arrived: *fresh = 1 if it is to be executed now (it is
+ * recorded as running; jr__rpc_respond records its answer), 0 if it is a duplicate (answered
+ * again if its answer is kept) or too old to tell (rpc.h "At most once"). 0, or JR_ENOMEM
+ * (*fresh = 0: dropped like a lost frame). */
+int jr__rpc_admit(jr__js *js, jr__id from, uint64_t id, int *fresh);
+/* Requests of `from` recorded now, and the slots allocated for them (*cap; may be NULL). */
+size_t jr__rpc_recent(const jr__js *js, jr__id from, size_t *cap);
+/* Forgets requests recorded for JR__RPC_KEEP_NS (cost: one check per origin, plus one per
+ * request forgotten). */
+void jr__rpc_recent_expire(jr__js *js);
+/* Frees the record of recent requests (layer close). */
+void jr__rpc_recent_free(jr__js *js);
 
 /* A response from peer `from` (the dispatcher of jr__js_recv). */
 void jr__rpc_on_response(jr__js *js, jr__id from, const jr__rpc_view *v);

@@ -62,8 +62,9 @@ static jr__memb_probe *probe_find(jr__membwork *w, jr__id id)
     return NULL;
 }
 
-static void on_ready(jr__js *js, void *arg, int status, const uint8_t *p, size_t len)
+static void on_ready(jr__js *js, void *arg, int status, int answered, const uint8_t *p, size_t len)
 {
+    (void)answered;
     jr__srep *r = arg;
     jr__membwork *w = r->mw;
     if (!w) return;
@@ -94,8 +95,7 @@ static int member_ready(jr__srep *r, jr__id id, uint64_t peers_at)
     jr_node *n = js->n;
     jr__membwork *w = r->mw;
     jr__memb_probe *pr = probe_find(w, id);
-    if (pr && pr->ready && pr->peers_at >= peers_at && n->now <= pr->at + n->election_ns)
-        return 1;
+    if (pr && pr->ready && pr->peers_at >= peers_at && n->now <= pr->at + n->election_ns) return 1;
     if (w->rpc_id) return 0;
     uint8_t b[24];
     jr__buf out = {b, 0, sizeof b, 0, NULL};

@@ -294,6 +294,33 @@ void jr__srep_stage_tick(jr__srep *r)
     stage_internal(r, &op);
 }
 
+int jr__srep_stage_read(jr__srep *r, const jr__route *rt, uint8_t what, uint64_t seq,
+                        const char *subject, size_t subject_len)
+{
+    char *copy = NULL;
+    if (subject_len) {
+        copy = jr__malloc(r->js->n->alloc, subject_len);
+        if (!copy) return JR_ENOMEM;
+        memcpy(copy, subject, subject_len);
+    }
+    jr__stream_op op;
+    memset(&op, 0, sizeof op);
+    op.type = JR__OP_TICK;
+    jr__buf out;
+    jr__buf_init(&out, r->js->n->alloc);
+    int rc = jr__op_encode(&op, &out);
+    if (!rc) rc = jr__srep_stage(r, out.data, out.len, rt, what);
+    jr__buf_free(&out);
+    if (rc) {
+        jr__free(r->js->n->alloc, copy);
+        return rc;
+    }
+    r->wtail->seq = seq; /* stage_raw appended the waiter last */
+    r->wtail->subject = copy;
+    r->wtail->subject_len = subject_len;
+    return 0;
+}
+
 int jr__srep_stage(jr__srep *r, const uint8_t *entry, size_t len, const jr__route *rt,
                    uint8_t what)
 {
@@ -325,6 +352,11 @@ static void on_result(void *arg, uint32_t i, const jr__stream_result *res)
     uint8_t b[24];
     jr__buf out = {b, 0, sizeof b, 0, NULL};
     switch (w->what) {
+    case JR__REQ_INFO:
+    case JR__REQ_MSG_GET:
+    case JR__REQ_GET_LAST:
+        jr__sexec_read(r->js, r, w); /* the state as of this op of the committed log */
+        return;
     case JR__REQ_PUBLISH:
         jr__buf_varint(&out, res->seq);
         jr__buf_u8(&out, (uint8_t)res->duplicate);
@@ -363,6 +395,13 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
                          r->name, index, jr_strerror(rc));
         r->failed = rc;
         if (p) resolve_fail(js, p, rc);
+    } else {
+        /* ops the fsm did not apply (its state is past this index already: a store mark ahead
+         * of the log after a crash) give their reads the state as it is, which is newer */
+        for (jr__waiter *w = a.w; w; w = w->next)
+            if (w->what == JR__REQ_INFO || w->what == JR__REQ_MSG_GET ||
+                w->what == JR__REQ_GET_LAST)
+                jr__sexec_read(js, r, w);
     }
     if (p) {
         p->resolved = 1;

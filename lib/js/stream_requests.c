@@ -2,7 +2,10 @@
  * stream_requests — what a stream's leader does with a request that reached it (from this node's
  * API or forwarded by another server): stage a publish, purge or message delete as an op of
  * the next BATCH entry (answered once that entry is applied, stream_replica.c), read a message,
- * compute stream info, or hand leadership over.
+ * compute stream info, or hand leadership over. Message reads (get, get last) are linearizable:
+ * each waits for a TICK op of its own in that entry and is served when it is applied, so a
+ * leader that may have been deposed (partitioned away while another was elected) never
+ * answers from its stale state; it answers JR_ELEADERLOST once its entry is lost.
  *
  * Payloads (js.h lists the kinds; varint = canonical LEB128, str = varint length + bytes):
  *   PUBLISH        varint group | a PUBLISH op (jr__op_encode; its timestamp is replaced by
@@ -11,7 +14,7 @@
  *   STREAM_ADMIN   u8 sub | varint group | ...
  *     PURGE        a PURGE op                            → varint purged
  *     MSG_DELETE   a DELETE op                           → (nothing)
- *     MSG_GET      varint seq                            → message (codec.h)
+ *     MSG_GET      varint seq (>= 1)                     → message (codec.h)
  *     GET_LAST     str subject                           → message
  *     STEPDOWN     str peer ("" = the best voter)        → (nothing), once the transfer is done
  *     PING         (nothing)                             → (nothing), at once: a requester
@@ -107,8 +110,7 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
     for (size_t i = 0; i < gs.npeers && nr < JR__INFO_MAX_REPLICAS; i++) {
         jr_peer_status ps;
         ps.size = sizeof ps;
-        if (jr_group_peer(r->g, i, &ps) != 0 || !ps.name || strcmp(ps.name, n->name) == 0)
-            continue;
+        if (jr_group_peer(r->g, i, &ps) != 0 || !ps.name || strcmp(ps.name, n->name) == 0) continue;
         jr_peer_info *pi = &reps[nr++];
         memset(pi, 0, sizeof *pi);
         pi->size = sizeof *pi;
@@ -245,6 +247,23 @@ static void exec_op(jr__js *js, jr__srep *r, const jr__route *rt, const uint8_t 
     }
 }
 
+/* A read at the leader waits for a TICK op of its own to be applied (jr__srep_stage_read). */
+static void stage_read(jr__js *js, jr__srep *r, const jr__route *rt, uint8_t what, uint64_t seq,
+                       const char *subject, size_t subject_len)
+{
+    int rc = jr__srep_stage_read(r, rt, what, seq, subject, subject_len);
+    if (rc != 0) jr__route_reply(js, rt, rc, NULL, 0);
+}
+
+void jr__sexec_read(jr__js *js, jr__srep *r, const jr__waiter *w)
+{
+    if (w->what == JR__REQ_INFO)
+        exec_info(js, r, &w->route);
+    else
+        exec_read(js, r, &w->route, w->what == JR__REQ_GET_LAST, w->seq, w->subject,
+                  w->subject_len);
+}
+
 void jr__sexec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, size_t len)
 {
     jr__rd rd;
@@ -275,7 +294,7 @@ void jr__sexec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, 
         exec_op(js, r, rt, rest, rlen, JR__REQ_PUBLISH, JR__OP_PUBLISH);
         return;
     case JR__RPC_STREAM_INFO:
-        exec_info(js, r, rt);
+        exec_info(js, r, rt); /* a status report, not a read of the stream's data */
         return;
     default:
         break;
@@ -289,15 +308,15 @@ void jr__sexec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, 
         return;
     case JR__ADM_MSG_GET: {
         uint64_t seq = jr__rd_varint(&rd);
-        if (rd.err || jr__rd_left(&rd)) break;
-        exec_read(js, r, rt, 0, seq, NULL, 0);
+        if (rd.err || jr__rd_left(&rd) || seq == 0) break; /* sequences start at 1 */
+        stage_read(js, r, rt, JR__REQ_MSG_GET, seq, NULL, 0);
         return;
     }
     case JR__ADM_GET_LAST: {
         size_t n;
         const uint8_t *s = jr__rd_bytes(&rd, &n, 4096);
         if (rd.err || jr__rd_left(&rd) || n == 0) break;
-        exec_read(js, r, rt, 1, 0, (const char *)s, n);
+        stage_read(js, r, rt, JR__REQ_GET_LAST, 0, (const char *)s, n);
         return;
     }
     case JR__ADM_PING:

@@ -415,6 +415,10 @@ static void dispatch(jr_node *n, jr__frame *f)
             jr__live_recv(n, f->from, &f->hb); /* coalesced heartbeats (liveness.h) */
             continue;
         }
+        if (m.type >= JR__MSG_EXT_FIRST) { /* an extension of a later release: skipped alone */
+            n->msgs_unknown_type++;
+            continue;
+        }
         if (m.type >= JR__MSG_NODE_FIRST) { /* node-level messages (liveness.h) */
             if (n->upper) n->upper->recv(n, f->from, m.type, &f->rpc); /* requests, answers */
             continue;
@@ -504,6 +508,7 @@ int jr_node_stats_get(const jr_node *n, jr_node_stats *out)
     s.size = sizeof s;
     s.groups = n->ngroups;
     s.msgs_unknown_group = n->msgs_unknown_group;
+    s.msgs_unknown_type = n->msgs_unknown_type;
     s.msgs_unroutable = n->msgs_unroutable;
     s.send_failures = n->send_failures;
     size_t sz = out->size < sizeof s ? out->size : sizeof s;

@@ -89,5 +89,8 @@ int jr__wire_hb_get(jr__rd *r, uint8_t type, jr__hb_view *v);
 /* Decodes the payload of a NODE_REQUEST or NODE_RESPONSE (type) into v (payload borrowed from
  * r's bytes). Returns 0, JR_ECORRUPT, or JR_EMSGSIZE (payload longer than max). */
 int jr__wire_rpc_get(jr__rd *r, uint8_t type, jr__rpc_view *v, uint32_t max);
+/* Decodes the rest of an extension message (after its type and flags) into v. 0, JR_ECORRUPT,
+ * or JR_EMSGSIZE (payload longer than max). */
+int jr__wire_ext_get(jr__rd *r, jr__ext_view *v, uint32_t max);
 
 #endif

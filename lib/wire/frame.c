@@ -1,7 +1,7 @@
 /*
  * frame — the frame header, the message loop and validation (layout in frame.h). Message
- * payloads are in msg.c (Raft), hb.c (heartbeats) and rpc.c (requests, responses); sealing is
- * in seal.c.
+ * payloads are in msg.c (Raft), hb.c (heartbeats) and rpc.c (requests, responses,
+ * extensions); sealing is in seal.c.
  */
 #include "util/checksum.h"
 #include "wire/codec.h"
@@ -74,6 +74,7 @@ int jr__wire_hdr_rest(jr__frame *f, const uint8_t *d, size_t len)
     memset(&f->hb, 0, sizeof f->hb);
     f->max_rpc = JR__RPC_MAX_PAYLOAD;
     memset(&f->rpc, 0, sizeof f->rpc);
+    memset(&f->ext, 0, sizeof f->ext);
     return 0;
 }
 
@@ -108,6 +109,11 @@ int jr__frame_next(jr__frame *f, jr__msg *m, jr__entry *scratch, size_t cap)
         rc = m->flags ? JR_ECORRUPT : jr__wire_hb_get(r, m->type, &f->hb);
     } else if (m->type == JR__MSG_NODE_REQUEST || m->type == JR__MSG_NODE_RESPONSE) {
         rc = m->flags ? JR_ECORRUPT : jr__wire_rpc_get(r, m->type, &f->rpc, f->max_rpc);
+    } else if (m->type >= JR__MSG_EXT_FIRST) {
+        f->ext.type = m->type;
+        f->ext.flags = m->flags;
+        m->flags = 0;
+        rc = jr__wire_ext_get(r, &f->ext, f->max_rpc);
     } else {
         rc = JR_ECORRUPT; /* unknown or reserved type */
     }

@@ -33,7 +33,11 @@
  *                  mflags: raft.h enum jr__msg_flags (bits 0..2); other bits rejected.
  *                  The sender and receiver are the frame's from and to (not repeated).
  *     type 64..127 node-level message (group 0); mflags must be 0; today 64..67 (below).
- *     any other type is rejected.
+ *     type 128..255 extension: mflags any | len varint | len bytes. This version knows none:
+ *                  the decoder returns it as such (jr__frame.ext) and the node drops it and
+ *                  counts it (jr_node_stats.msgs_unknown_type), so a message type added later
+ *                  goes here and an older node skips it instead of rejecting the frame.
+ *     any other type (0, 12..63 today, 68..127) is rejected: its length is not known.
  *
  *   VOTE (1)           last_index varint | last_term varint
  *   VOTE_RESP (2)      granted u8 (0|1)
@@ -67,14 +71,15 @@
  *       the receiver; the response echoes seq and lists (group, term, match = last durable index)
  *       for the groups the responder follows. ~5 bytes per group: 10,000 groups take ~50 KB.
  *
- *   NODE_REQUEST (66)  id varint (!= 0) | kind u8 (1..JR__RPC_KIND_MAX) | len varint |
- *                      len bytes of payload
+ *   NODE_REQUEST (66)  id varint (!= 0) | kind u8 (!= 0) | len varint | len bytes of payload
  *   NODE_RESPONSE (67) id varint (!= 0) | status zigzag varint (an int32: 0 or a JR_E* code) |
  *                      len varint | len bytes of payload
  *       Node-to-node request/response (rpc.c): forwarded publishes to a stream leader, admin
  *       requests to the meta leader, and their replies. id is chosen by the requester, unique
  *       among its outstanding requests, and echoed by the response; kind says what the payload
- *       is (its format belongs to the layer that owns the kind). zigzag: v >= 0 is sent as 2v,
+ *       is (its format belongs to the layer that owns the kind; a kind the receiving node
+ *       does not know, one added by a later release, is answered JR_ENOTSUP on its own,
+ *       lib/js/js.c, never fatal to the frame). zigzag: v >= 0 is sent as 2v,
  *       v < 0 as -2v - 1, so small error codes take one byte; a value outside int32 is
  *       rejected. len is at most jr__frame.max_rpc (default JR__RPC_MAX_PAYLOAD); more is
  *       JR_EMSGSIZE. The payload points into the frame (zero copy).
@@ -122,6 +127,7 @@
 #define JR__MSG_NODE_REQUEST 66  /* node-to-node request (rpc.c) */
 #define JR__MSG_NODE_RESPONSE 67 /* its reply */
 #define JR__MSG_NODE_LAST 127
+#define JR__MSG_EXT_FIRST 128 /* length-prefixed extensions: 128..255 */
 
 /* Encoding ---------------------------------------------------------------------------------
  * A frame under construction occupies the whole of a jr__buf (from offset 0). Every encoder
@@ -181,9 +187,24 @@ size_t jr__frame_hb_len(uint64_t seq, const jr__hb_item *items, size_t n);
 /* Sorts items by group id, in place, without allocating. */
 void jr__hb_sort(jr__hb_item *items, size_t n);
 
+/* Extension messages (types JR__MSG_EXT_FIRST..255) ----------------------------------------
+ * Appends one: type >= JR__MSG_EXT_FIRST (else b->err = JR_EINVAL), any mflags, payload of len
+ * bytes (copied; NULL only with len 0), len <= JR__RPC_MAX_PAYLOAD (else JR_EMSGSIZE). This
+ * version sends none; tests and later releases do. */
+void jr__frame_add_ext(jr__buf *b, uint8_t type, uint8_t mflags, const void *payload, size_t len);
+
+/* A decoded extension message (jr__frame.ext after jr__frame_next returned one). */
+typedef struct jr__ext_view {
+    uint8_t type;  /* JR__MSG_EXT_FIRST..255 */
+    uint8_t flags; /* its mflags, uninterpreted */
+    uint32_t len;
+    const uint8_t *payload; /* borrowed from the frame's bytes (NULL when len is 0) */
+} jr__ext_view;
+
 /* Node-to-node requests and responses (rpc.c) ------------------------------------------------
- * What a request carries. The wire rejects any other kind, so a new kind is added here (and
- * JR__RPC_KIND_MAX raised) before anyone sends it. */
+ * What a request carries. The wire carries any kind 1..255; these are the ones this version
+ * executes (lib/js/js.c answers any other JR_ENOTSUP), so a kind added later reaches an older
+ * node as a request it refuses on its own. */
 enum jr__rpc_kind {
     JR__RPC_PUBLISH = 1,      /* a publish forwarded to the stream leader; reply: the ack */
     JR__RPC_META = 2,         /* an admin request for the meta leader (a meta op, meta_op.h) */
@@ -196,7 +217,7 @@ enum jr__rpc_kind {
 /* Largest RPC payload the encoder accepts and the decoder's default limit (jr__frame.max_rpc). */
 #define JR__RPC_MAX_PAYLOAD (64u << 20)
 
-/* Appends a NODE_REQUEST: id != 0, kind in 1..JR__RPC_KIND_MAX (else b->err = JR_EINVAL),
+/* Appends a NODE_REQUEST: id != 0, kind != 0 (else b->err = JR_EINVAL),
  * payload of len bytes (copied; NULL only with len 0), len <= JR__RPC_MAX_PAYLOAD (else
  * b->err = JR_EMSGSIZE). As for every encoder here, a failure writes nothing. */
 void jr__frame_add_request(jr__buf *b, uint64_t id, uint8_t kind, const void *payload, size_t len);
@@ -214,7 +235,7 @@ size_t jr__frame_response_len(uint64_t id, int status, size_t len);
 /* A decoded request or response (jr__frame.rpc after jr__frame_next returned one). */
 typedef struct jr__rpc_view {
     uint8_t type;           /* JR__MSG_NODE_REQUEST or JR__MSG_NODE_RESPONSE */
-    uint8_t kind;           /* request: enum jr__rpc_kind; response: 0 */
+    uint8_t kind;           /* request: 1..255 (enum jr__rpc_kind, or unknown); response: 0 */
     int32_t status;         /* response: the status; request: 0 */
     uint64_t id;            /* non-zero */
     uint32_t len;           /* payload bytes */
@@ -249,6 +270,7 @@ typedef struct jr__frame {
     uint32_t max_rpc;   /* largest RPC payload accepted; JR__RPC_MAX_PAYLOAD after open, the
                            caller may lower it before decoding (more is JR_EMSGSIZE) */
     jr__rpc_view rpc;   /* the last request/response returned by jr__frame_next */
+    jr__ext_view ext;   /* the last extension message returned by jr__frame_next */
 } jr__frame;
 
 /* Checks the header and checksum of a plain frame of len bytes. Errors: JR_ECORRUPT (short,
@@ -268,9 +290,10 @@ int jr__frame_open_sealed(jr__frame *f, const void *data, size_t len, size_t max
                           const uint8_t *key, jr__buf *plain);
 /* Decodes the next message into *m (m->from, m->to from the header). Raft messages: entries of
  * an APPEND go to scratch (capacity cap; more than cap entries is JR_EMSGSIZE), their data and
- * snapshot bytes point into the frame. Node-level messages: m->type is JR__MSG_NODE_*, m->group
- * 0, every other field 0, and f->hb (heartbeats) or f->rpc (requests, responses) holds the
- * message. Returns 1 for a message, 0 at the end of
+ * snapshot bytes point into the frame. Node-level and extension messages: m->type is
+ * JR__MSG_NODE_* or >= JR__MSG_EXT_FIRST, m->group 0, every other field 0, and f->hb
+ * (heartbeats), f->rpc (requests, responses) or f->ext (extensions) holds the message.
+ * Returns 1 for a message, 0 at the end of
  * the body, or a negative error (JR_ECORRUPT, JR_EMSGSIZE), after which it keeps returning that
  * error. *m is unspecified after an error. */
 int jr__frame_next(jr__frame *f, jr__msg *m, jr__entry *scratch, size_t cap);

@@ -220,6 +220,11 @@ static void msg_cb(void *arg, int status, const char *msg, const jr_stored_msg *
     snprintf(r->stream, sizeof r->stream, "%s", m->stream);
 }
 
+void e2e_msg_cb(void *arg, int status, const char *msg, const jr_stored_msg *m)
+{
+    msg_cb(arg, status, msg, m);
+}
+
 static int finish(e2e *c, e2e_res *r, int rc)
 {
     ck_assert_msg(rc == 0, "call refused: %s", jr_strerror(rc));

@@ -103,6 +103,65 @@ static void stored(unsigned i, uint64_t seq, char *data, size_t cap)
     if (e2e_local_get(&c, i, "PAY", seq, subject, sizeof subject, data, cap) != 0) data[0] = 0;
 }
 
+/* A leader deposed while it was paused (a new one was elected and acknowledged a publish)
+ * must not answer a read from its stale state when it wakes: reads are linearizable. */
+START_TEST(a_deposed_leader_never_answers_a_read_from_its_stale_state)
+{
+    int l = make();
+    e2e_res r;
+    ck_assert_int_eq(e2e_publish(&c, (unsigned)l, "pay.in", "first", 5, NULL, &r), 0);
+    ck_assert_uint_eq(r.seq, 1);
+    ck_assert_int_eq(jr_sim_pause(c.sim, (unsigned)l, SEC), 0); /* within the read's timeout */
+    unsigned other = (unsigned)(l + 1) % 3;
+    int nl = e2e_wait_stream(&c, other, "PAY", 1, SEC);
+    ck_assert_int_ge(nl, 0);
+    ck_assert_int_ne(nl, l);
+    ck_assert_int_eq(e2e_publish(&c, other, "pay.in", "second", 6, NULL, &r), 0);
+    ck_assert_uint_eq(r.seq, 2);
+    /* asked of the paused old leader, which still takes itself for the leader */
+    e2e_res g;
+    memset(&g, 0, sizeof g);
+    ck_assert_int_eq(e2e_msg_get(&c, (unsigned)l, "PAY", 2, &g), 0);
+    ck_assert_int_eq(memcmp(g.data, "second", 6), 0);
+}
+END_TEST
+
+static int fifty_done(void *arg, jr_sim *sim)
+{
+    (void)arg, (void)sim;
+    for (int i = 0; i < 50; i++)
+        if (!res[i].done) return 0;
+    return 1;
+}
+
+/* What a linearizable read costs: the reads of one loop turn at the leader share one log
+ * entry (a TICK op each in the flush's BATCH). */
+START_TEST(reads_of_one_loop_turn_cost_one_log_entry)
+{
+    int l = make();
+    e2e_res r;
+    ck_assert_int_eq(e2e_publish(&c, (unsigned)l, "pay.in", "x", 1, NULL, &r), 0);
+    jr_sim_run_for(c.sim, SEC);
+    jr_group *g = e2e_group(&c, (unsigned)l, "PAY");
+    ck_assert_ptr_nonnull(g);
+    jr_group_status st;
+    st.size = sizeof st;
+    ck_assert_int_eq(jr_group_status_get(g, &st), 0);
+    uint64_t before = st.last_index;
+    memset(res, 0, sizeof res);
+    for (int i = 0; i < 50; i++)
+        ck_assert_int_eq(
+            jr_stream_msg_get(e2e_node(&c, (unsigned)l), "PAY", 1, e2e_msg_cb, &res[i]), 0);
+    ck_assert_int_eq(jr_sim_run_until(c.sim, fifty_done, NULL, 5 * SEC), 0);
+    for (int i = 0; i < 50; i++) {
+        ck_assert_int_eq(res[i].status, 0);
+        ck_assert_int_eq(memcmp(res[i].data, "x", 1), 0);
+    }
+    ck_assert_int_eq(jr_group_status_get(g, &st), 0);
+    ck_assert_uint_eq(st.last_index, before + 1);
+}
+END_TEST
+
 START_TEST(with_a_msg_id_every_publish_fails_over_and_is_stored_once)
 {
     int l = make();
@@ -131,8 +190,10 @@ START_TEST(with_a_msg_id_every_publish_fails_over_and_is_stored_once)
     ck_assert_int_eq(e2e_state(&c, via, "PAY", &st), 0);
     ck_assert_uint_eq(st.msgs, K); /* nothing stored twice */
     ck_assert_uint_eq(st.last_seq, K);
-    fprintf(stderr, "failover: %d publishes in flight at the crash, all acked once (%d as "
-                    "duplicates of their first attempt)\n", K, dups);
+    fprintf(stderr,
+            "failover: %d publishes in flight at the crash, all acked once (%d as "
+            "duplicates of their first attempt)\n",
+            K, dups);
 }
 END_TEST
 
@@ -181,9 +242,8 @@ START_TEST(publishes_refused_by_a_stepping_down_leader_are_retried)
     jr_sim_run_for(c.sim, 300000); /* some committed, some on their way */
     e2e_res sd;
     memset(&sd, 0, sizeof sd);
-    ck_assert_int_eq(jr_stream_stepdown(e2e_node(&c, via), "PAY", jr_sim_name(c.sim, to),
-                                        e2e_admin_cb, &sd),
-                     0);
+    ck_assert_int_eq(
+        jr_stream_stepdown(e2e_node(&c, via), "PAY", jr_sim_name(c.sim, to), e2e_admin_cb, &sd), 0);
     ck_assert_int_eq(jr_sim_run_until(c.sim, all_done, NULL, 20 * SEC), 0);
     ck_assert_int_eq(e2e_wait(&c, &sd, 10 * SEC), 0);
     int ok = 0, lost = 0;
@@ -234,6 +294,8 @@ int main(void)
     TCase *tc = tcase_create("failover");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, a_deposed_leader_never_answers_a_read_from_its_stale_state);
+    tcase_add_test(tc, reads_of_one_loop_turn_cost_one_log_entry);
     tcase_add_test(tc, with_a_msg_id_every_publish_fails_over_and_is_stored_once);
     tcase_add_test(tc, without_a_msg_id_a_lost_leader_is_reported_as_such);
     tcase_add_test(tc, publishes_refused_by_a_stepping_down_leader_are_retried);

@@ -2,10 +2,13 @@
  * Streams under faults, randomized: a 3-node cluster with lossy, duplicating, reordering links,
  * one server at a time crashed (power loss: unsynced writes lost, the last one torn) and
  * restarted, partitions, publishers
- * with msg ids on every server, and stepdowns. At the end the cluster heals, every server
+ * on every server (most with msg ids, every fourth without one: the duplicated frames that carry
+ * it must not store it twice), and stepdowns. At the end the cluster heals, every server
  * restarts, and the checks are the ones that matter:
  *   - every acknowledged publish is stored, at the seq its ack named, with its content, on
  *     every replica (no acknowledged message is ever lost, none is stored under two seqs);
+ *   - no publish is stored twice, with a msg id or without one (a publish without one that
+ *     failed is not sent again: its outcome is unknown);
  *   - every replica holds identical messages and state (digest);
  *   - every publish got exactly one callback.
  * A second variant adds limits (max_msgs, max_msgs_per_subject) and random deletes and purges:
@@ -32,8 +35,15 @@ typedef struct pres {
 typedef struct item {
     pres r;
     int issued;
+    int tries;
     uint64_t acked; /* seq of the first successful ack */
 } item;
+
+/* Every fourth publish carries no msg id. */
+static int no_id(size_t i)
+{
+    return i % 4 == 3;
+}
 
 static void on_ack(void *arg, int status, const jr_pub_ack *ack)
 {
@@ -127,7 +137,7 @@ static void run_seed(uint64_t seed, int churn)
         for (int k = 0; k < 12; k++) {
             size_t i = (size_t)-1;
             for (size_t j = 0; j < next; j++)
-                if (!it[j].issued && !it[j].acked) {
+                if (!it[j].issued && !it[j].acked && !(no_id(j) && it[j].tries)) {
                     i = j;
                     break;
                 }
@@ -143,10 +153,11 @@ static void run_seed(uint64_t seed, int churn)
             snprintf(id, sizeof id, "id-%zu", i);
             jr_pub_opts o;
             jr_pub_opts_init(&o);
-            o.msg_id = id;
+            o.msg_id = no_id(i) ? NULL : id;
             memset(&it[i].r, 0, sizeof it[i].r);
-            ck_assert_int_eq(jr_publish(e2e_node(&c, via), subject, NULL, 0, data, strlen(data),
-                                        &o, on_ack, &it[i].r),
+            it[i].tries++;
+            ck_assert_int_eq(jr_publish(e2e_node(&c, via), subject, NULL, 0, data, strlen(data), &o,
+                                        on_ack, &it[i].r),
                              0);
             it[i].issued = 1;
         }
@@ -278,6 +289,23 @@ static void run_seed(uint64_t seed, int churn)
                         sums[1][q] ? "x" : "-", sums[2][q] ? "x" : "-");
     }
     ck_assert_msg(same, "seed %llu: replicas differ", (unsigned long long)seed);
+    /* nothing is stored twice (the replicas are identical: one is enough) */
+    {
+        uint8_t *seen = calloc(MSGS, 1);
+        jr_stream_state st;
+        ck_assert_int_eq(e2e_state(&c, 0, "F", &st), 0);
+        for (uint64_t q = st.first_seq; q && q <= st.last_seq; q++) {
+            char s[64], got[64];
+            if (e2e_local_get(&c, 0, "F", q, s, sizeof s, got, sizeof got) != 0) continue;
+            size_t j;
+            ck_assert_int_eq(sscanf(got, "payload %zu", &j), 1);
+            ck_assert_msg(j < MSGS && !seen[j], "seed %llu: msg %zu%s stored twice (seq %llu)",
+                          (unsigned long long)seed, j, no_id(j) ? " (no msg id)" : "",
+                          (unsigned long long)q);
+            seen[j] = 1;
+        }
+        free(seen);
+    }
     size_t acked = 0;
     for (unsigned n = 0; n < 3; n++)
         for (size_t j = 0; j < next; j++) {
@@ -293,8 +321,9 @@ static void run_seed(uint64_t seed, int churn)
             ck_assert_msg(strcmp(got, want) == 0, "seed %llu: seq %llu holds '%s', not '%s'",
                           (unsigned long long)seed, (unsigned long long)it[j].acked, got, want);
         }
-    fprintf(stderr, "faults seed %llu%s: %zu of %zu publishes acknowledged and intact on 3 "
-                    "replicas; %llu catch-up chunks\n",
+    fprintf(stderr,
+            "faults seed %llu%s: %zu of %zu publishes acknowledged and intact on 3 "
+            "replicas; %llu catch-up chunks\n",
             (unsigned long long)seed, churn ? " (churn)" : "", acked, next,
             (unsigned long long)(e2e_catchup_chunks(&c, 0) + e2e_catchup_chunks(&c, 1) +
                                  e2e_catchup_chunks(&c, 2) + chunks));

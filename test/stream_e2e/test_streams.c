@@ -179,8 +179,7 @@ START_TEST(r1_on_a_cluster)
     e2e_res r;
     int l = make("SOLO", "solo.>", 1, NULL);
     for (unsigned i = 0; i < 3; i++) {
-        ck_assert_msg(e2e_publish(&c, i, "solo.x", "1", 1, NULL, &r) == 0, "via n%u: %s", i,
-                      r.msg);
+        ck_assert_msg(e2e_publish(&c, i, "solo.x", "1", 1, NULL, &r) == 0, "via n%u: %s", i, r.msg);
         ck_assert_uint_eq(r.seq, i + 1);
         ck_assert_int_eq(e2e_has_replica(&c, i, "SOLO"), (int)i == l);
     }
@@ -381,15 +380,15 @@ START_TEST(bad_input_changes_nothing)
     ck_assert_str_eq(r.stream, "");
     const char hdr_bad[] = "NATS/1.0\r\nNo-Colon-Here\r\n\r\n";
     memset(&r, 0, sizeof r);
-    ck_assert_int_eq(jr_publish(e2e_node(&c, 2), "bad.h", hdr_bad, sizeof hdr_bad - 1, "d", 1,
-                                NULL, e2e_pub_cb, &r),
+    ck_assert_int_eq(jr_publish(e2e_node(&c, 2), "bad.h", hdr_bad, sizeof hdr_bad - 1, "d", 1, NULL,
+                                e2e_pub_cb, &r),
                      0);
     ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
     ck_assert_int_eq(r.status, JR_EINVAL);
     const char hdr_ok[] = "NATS/1.0\r\nNats-Msg-Id: hdr-1\r\n\r\n";
     memset(&r, 0, sizeof r);
-    ck_assert_int_eq(jr_publish(e2e_node(&c, 2), "bad.h", hdr_ok, sizeof hdr_ok - 1, "d", 1,
-                                NULL, e2e_pub_cb, &r),
+    ck_assert_int_eq(jr_publish(e2e_node(&c, 2), "bad.h", hdr_ok, sizeof hdr_ok - 1, "d", 1, NULL,
+                                e2e_pub_cb, &r),
                      0);
     ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
     ck_assert_int_eq(r.status, 0);
@@ -404,30 +403,26 @@ START_TEST(bad_input_changes_nothing)
     jr_pub_opts_init(&o);
     o.expected_last_seq = 1;
     memset(&r, 0, sizeof r);
-    ck_assert_int_eq(jr_publish(e2e_node(&c, 1), "bad.e", NULL, 0, "e", 1, &o, e2e_pub_cb, &r),
-                     0);
+    ck_assert_int_eq(jr_publish(e2e_node(&c, 1), "bad.e", NULL, 0, "e", 1, &o, e2e_pub_cb, &r), 0);
     ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
     ck_assert_int_eq(r.status, JR_EWRONGLASTSEQ);
     ck_assert_uint_eq(r.seq, seq);
     jr_pub_opts_init(&o);
     o.expected_stream = "OTHER";
     memset(&r, 0, sizeof r);
-    ck_assert_int_eq(jr_publish(e2e_node(&c, 1), "bad.e", NULL, 0, "e", 1, &o, e2e_pub_cb, &r),
-                     0);
+    ck_assert_int_eq(jr_publish(e2e_node(&c, 1), "bad.e", NULL, 0, "e", 1, &o, e2e_pub_cb, &r), 0);
     ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
     ck_assert_int_eq(r.status, JR_EWRONGSTREAM);
     jr_pub_opts_init(&o);
     o.expected_last_msg_id = "nope";
     memset(&r, 0, sizeof r);
-    ck_assert_int_eq(jr_publish(e2e_node(&c, 1), "bad.e", NULL, 0, "e", 1, &o, e2e_pub_cb, &r),
-                     0);
+    ck_assert_int_eq(jr_publish(e2e_node(&c, 1), "bad.e", NULL, 0, "e", 1, &o, e2e_pub_cb, &r), 0);
     ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
     ck_assert_int_eq(r.status, JR_EWRONGLASTMSGID);
     jr_pub_opts_init(&o);
     o.expected_last_subject_seq = 0; /* bad.x has messages */
     memset(&r, 0, sizeof r);
-    ck_assert_int_eq(jr_publish(e2e_node(&c, 1), "bad.x", NULL, 0, "e", 1, &o, e2e_pub_cb, &r),
-                     0);
+    ck_assert_int_eq(jr_publish(e2e_node(&c, 1), "bad.x", NULL, 0, "e", 1, &o, e2e_pub_cb, &r), 0);
     ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
     ck_assert_int_eq(r.status, JR_EWRONGLASTSUBJSEQ);
     jr_sim_run_for(c.sim, 200 * MS);
@@ -463,6 +458,8 @@ START_TEST(admin_calls)
     ck_assert_int_eq(e2e_get_last(&c, other, "ADM", "adm.c", &r), 0);
     ck_assert_uint_eq(r.seq, 30);
     ck_assert_int_eq(e2e_msg_get(&c, other, "ADM", 99, &r), JR_ENOTFOUND);
+    ck_assert_int_eq(e2e_msg_get(&c, other, "ADM", 0, &r), JR_EINVAL); /* seqs start at 1 */
+    ck_assert_str_eq(r.msg, "seq: must be at least 1");
     ck_assert_int_eq(e2e_get_last(&c, other, "ADM", "adm.zzz", &r), JR_ENOTFOUND);
     /* delete one, purge a subject, keep the newest 5 */
     ck_assert_int_eq(e2e_msg_delete(&c, other, "ADM", 5, &r), 0);
@@ -485,8 +482,7 @@ START_TEST(admin_calls)
     ck_assert_int_eq(e2e_purge(&c, other, "NOPE", NULL, &r), JR_ENOTFOUND);
 
     /* stepdown to a named peer, then to the best one */
-    ck_assert_msg(e2e_stepdown(&c, other, "ADM", jr_sim_name(c.sim, other), &r) == 0, "%s",
-                  r.msg);
+    ck_assert_msg(e2e_stepdown(&c, other, "ADM", jr_sim_name(c.sim, other), &r) == 0, "%s", r.msg);
     jr_sim_run_for(c.sim, 300 * MS);
     ck_assert_int_eq(e2e_replica_leader(&c, other, "ADM"), (int)other);
     ck_assert_msg(e2e_stepdown(&c, 0, "ADM", NULL, &r) == 0, "%s", r.msg);
@@ -566,8 +562,8 @@ START_TEST(catch_up_from_snapshot_and_chunks)
          * than one answer (it follows in pieces) */
         char id[80];
         snprintf(id, sizeof id, "a-rather-long-message-id-for-the-dedup-window-%08d", i);
-        int st = e2e_publish(&c, (unsigned)via, i % 2 ? "log.a" : "log.b", data, sizeof data, id,
-                             &r);
+        int st =
+            e2e_publish(&c, (unsigned)via, i % 2 ? "log.a" : "log.b", data, sizeof data, id, &r);
         ck_assert_msg(st == 0, "%d: %s", i, jr_err_name(st));
     }
     int l2 = e2e_replica_leader(&c, (unsigned)via, "LOG");
@@ -578,8 +574,8 @@ START_TEST(catch_up_from_snapshot_and_chunks)
     static e2e_res more[300];
     for (int i = 0; i < 300; i++) {
         memset(&more[i], 0, sizeof more[i]);
-        ck_assert_int_eq(jr_publish(e2e_node(&c, (unsigned)via), "log.c", NULL, 0, "late", 4,
-                                    NULL, e2e_pub_cb, &more[i]),
+        ck_assert_int_eq(jr_publish(e2e_node(&c, (unsigned)via), "log.c", NULL, 0, "late", 4, NULL,
+                                    e2e_pub_cb, &more[i]),
                          0);
         jr_sim_run_for(c.sim, 1 * MS);
     }
@@ -591,7 +587,8 @@ START_TEST(catch_up_from_snapshot_and_chunks)
     replicas_identical("LOG", 3);
     ck_assert_uint_gt(e2e_catchup_chunks(&c, (unsigned)f), 0);
     uint64_t sums[3][200];
-    for (unsigned i = 0; i < 3; i++) ck_assert_int_eq(e2e_checksums(&c, i, "LOG", sums[i], 200), 6400);
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_int_eq(e2e_checksums(&c, i, "LOG", sums[i], 200), 6400);
     ck_assert_int_eq(memcmp(sums[0], sums[1], sizeof sums[0]), 0);
     ck_assert_int_eq(memcmp(sums[1], sums[2], sizeof sums[0]), 0);
 }

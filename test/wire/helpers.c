@@ -152,6 +152,10 @@ int tw_check_canonical(const uint8_t *data, size_t len)
                 jr__frame_add_request(&out, f.rpc.id, f.rpc.kind, f.rpc.payload, f.rpc.len);
             } else if (m.type == JR__MSG_NODE_RESPONSE) {
                 jr__frame_add_response(&out, f.rpc.id, f.rpc.status, f.rpc.payload, f.rpc.len);
+            } else if (m.type >= JR__MSG_EXT_FIRST) {
+                ck_assert_uint_eq(m.group, 0);
+                ck_assert_uint_eq(f.ext.type, m.type);
+                jr__frame_add_ext(&out, f.ext.type, f.ext.flags, f.ext.payload, f.ext.len);
             } else if (m.type >= JR__MSG_NODE_FIRST) {
                 ck_assert_uint_eq(m.group, 0);
                 jr__hb_view v = f.hb;
