@@ -8,8 +8,10 @@
  *      peers that hold no JR__MF_DURABLE message leave now, so followers receive entries while
  *      the leader writes its own copy (dissertation §10.2.1: "the leader can write to its own
  *      disk in parallel with replicating to the followers");
- *   2. stage each group's unpersisted entries and hard state in the WAL (memory only);
- *   3. one jr__wal_flush: one write and one sync for every group on the node;
+ *   2. stage each group's unpersisted entries and hard state in the WAL (memory only; a change
+ *      of the commit index alone stages nothing, see stage());
+ *   3. one jr__wal_flush: one write and one sync for every group on the node, none when
+ *      nothing was staged;
  *   4. jr__raft_persisted for each group (a leader may now count itself toward a quorum);
  *   5. send the rest: one frame per peer with every group's messages. No message flagged
  *      JR__MF_DURABLE (a vote grant, an append acknowledgement) leaves before this point, so
@@ -30,16 +32,30 @@
 
 #define MAX_ITERATIONS 4
 
-/* Step 1 for one group. 0 or JR_ENOMEM (the WAL's staging is the only failure). Sets *vote if
- * the group's term or vote changed (that record must be synced before anything leaves). */
+/* Step 2 for one group: stages its records and notes in g what they make durable once
+ * written (stage_to, hs_staged, marker_staged); g->persisted and g->marker_pending change only
+ * when the write succeeded (step 4), so a flush that fails leaves nothing to undo but the
+ * staged records (jr__wal_rollback). 0 or JR_ENOMEM (the WAL's staging is the only failure).
+ * Sets *vote if the group's term or vote changed (that record must be synced before anything
+ * leaves).
+ *
+ * The hard state is staged when its term or vote changed, or when the group writes another
+ * record anyway: a change of the commit index alone writes nothing and costs no sync, it rides
+ * along with the group's next record (raft.h jr__raft_persisted). The durable commit index
+ * therefore lags: at restart a group may recover a commit index below entries it had applied,
+ * and applies those again only once they are committed again (recover.c, docs/internals.md
+ * "Durable commit index"). */
 static int stage(jr_node *n, jr_group *g, int *vote)
 {
     jr__raft *r = g->raft;
     uint64_t from, to;
     jr__hardstate hs;
     int hs_changed = jr__raft_unpersisted(r, &from, &to, &hs);
+    int writes = 0; /* a record of this group is staged */
     if (hs_changed == 2) *vote = 1;
-    g->staged = 0;
+    g->hs_staged = 0;
+    g->marker_staged = 0;
+    g->stage_to = g->persisted;
     if (from <= g->persisted) {
         /* The log was cut at `from` (raft.h: also when from > to, after a snapshot install
          * that discarded a conflicting log). One TRUNCATE record, staged ahead of the marker
@@ -47,13 +63,14 @@ static int stage(jr_node *n, jr_group *g, int *vote)
          * replaces it; a torn flush that keeps any later record keeps it too. */
         int rc = jr__wal_truncate(n->wal, g->id, from);
         if (rc != 0) return rc;
-        g->persisted = from - 1;
+        g->stage_to = from - 1;
+        writes = 1;
     }
-    g->stage_to = g->persisted;
     if (g->marker_pending) {
         int rc = jr__wal_compact(n->wal, g->id, g->marker_index, g->marker_term);
         if (rc != 0) return rc;
-        g->marker_pending = 0;
+        g->marker_staged = 1;
+        writes = 1;
     }
     if (from <= to) {
         for (uint64_t i = from; i <= to; i++) {
@@ -64,14 +81,31 @@ static int stage(jr_node *n, jr_group *g, int *vote)
             if (rc != 0) return rc;
         }
         g->stage_to = to;
-        g->staged = 1;
+        writes = 1;
     }
-    if (hs_changed) {
+    if (hs_changed == 2 || (hs_changed && (writes || g->durable_apply))) {
         int rc = jr__wal_hardstate(n->wal, g->id, &hs);
         if (rc != 0) return rc;
-        g->staged = 1;
+        g->hs_staged = 1;
     }
     return 0;
+}
+
+void jr__group_durable_apply(jr_group *g)
+{
+    g->durable_apply = 1;
+}
+
+/* The last entry g may apply now: committed, durable, in memory, and (durable_apply) covered by
+ * a durable commit index. */
+static uint64_t apply_limit(const jr_group *g)
+{
+    const jr__raft *r = g->raft;
+    uint64_t upto = jr__raft_commit_index(r);
+    if (g->durable_apply && upto > jr__raft_durable_commit(r)) upto = jr__raft_durable_commit(r);
+    if (upto > g->persisted) upto = g->persisted;
+    if (upto > jr__raft_last_index(r)) upto = jr__raft_last_index(r);
+    return upto;
 }
 
 /* Does the group have anything a flush should do? */
@@ -80,13 +114,13 @@ static int has_work(jr_group *g, int callbacks)
     uint64_t from, to;
     jr__hardstate hs;
     if (g->marker_pending) return 1;
-    if (jr__raft_unpersisted(g->raft, &from, &to, &hs) || from <= to) return 1;
+    /* a commit-only change of the hard state is no work (it waits for the group's next
+     * record) unless the group applies only durable commits */
+    int hs_changed = jr__raft_unpersisted(g->raft, &from, &to, &hs);
+    if (hs_changed == 2 || (hs_changed && g->durable_apply) || from <= to) return 1;
     if (from <= g->persisted) return 1; /* a cut to record, even with nothing to write */
     if (!callbacks || g->closed) return 0;
-    uint64_t upto = jr__raft_commit_index(g->raft);
-    if (upto > g->persisted) upto = g->persisted;
-    if (upto > jr__raft_last_index(g->raft)) upto = jr__raft_last_index(g->raft);
-    return upto > g->applied;
+    return apply_limit(g) > g->applied;
 }
 
 /* Completes the head of g's pending queue for every op at or below `index` (entry term t). */
@@ -122,9 +156,7 @@ static void apply(jr_node *n, jr_group *g)
             g->applied = c;
         }
     }
-    uint64_t upto = jr__raft_commit_index(r);
-    if (upto > g->persisted) upto = g->persisted;
-    if (upto > jr__raft_last_index(r)) upto = jr__raft_last_index(r);
+    uint64_t upto = apply_limit(g);
     uint64_t start = g->applied;
     for (uint64_t i = g->applied + 1; i <= upto; i++) {
         jr__entry e;
@@ -266,8 +298,9 @@ int jr__node_flush(jr_node *n, int callbacks)
         for (jr_group *g = batch; g; g = g->flush_next)
             if (!g->closed) jr__raft_flush(g->raft, n->now);
         jr__peer_send_all(n, 0);
-        /* 2. stage */
+        /* 2. stage (from a mark: a flush that fails unstages what it staged) */
         int vote = 0;
+        jr__wal_mark(n->wal);
         for (jr_group *g = batch; g; g = g->flush_next) {
             err = stage(n, g, &vote);
             if (err) {
@@ -294,7 +327,11 @@ int jr__node_flush(jr_node *n, int callbacks)
         }
         if (err) {
             /* Nothing staged may be reported durable, and nothing that depends on it may
-             * leave: drop the held frames (Raft retransmits) and retry at the next tick. */
+             * leave: drop the held frames (Raft retransmits) and retry at the next tick. The
+             * records this iteration staged are unstaged: the retry stages them again (with
+             * the same numbers), so none is written twice. JR_ENOMEM is transient (the WAL
+             * wrote nothing and stays usable); any other failure is the WAL's end. */
+            jr__wal_rollback(n->wal);
             jr__peer_discard_all(n);
             for (jr_group *g = batch; g; g = g->flush_next) jr__group_ready(g);
             n->retry_at = jr__deadline(n->now, n->heartbeat_ns); /* back off, not spin */
@@ -303,9 +340,11 @@ int jr__node_flush(jr_node *n, int callbacks)
         }
         /* 4. durable (called for every group of the batch: it also releases batched sends) */
         for (jr_group *g = batch; g; g = g->flush_next) {
-            if (g->staged) g->persisted = g->stage_to;
-            g->staged = 0;
-            jr__raft_persisted(g->raft, n->now, g->persisted);
+            g->persisted = g->stage_to;
+            if (g->marker_staged) g->marker_pending = 0;
+            g->marker_staged = 0;
+            jr__raft_persisted(g->raft, n->now, g->persisted, g->hs_staged);
+            g->hs_staged = 0;
         }
         /* 5. one frame per peer */
         jr__peer_send_all(n, 1);

@@ -74,12 +74,12 @@ typedef struct jr__upper jr__upper; /* "The seam to the layer above", below */
 typedef struct jr__peer {
     char *name;
     jr__id id;
-    jr__buf *frames;   /* outgoing frames, frames[0..nframes) in use; buffers are reused */
-    uint32_t nframes;  /* 0: nothing pending */
-    uint32_t cap;      /* allocated jr__buf slots */
+    jr__buf *frames;  /* outgoing frames, frames[0..nframes) in use; buffers are reused */
+    uint32_t nframes; /* 0: nothing pending */
+    uint32_t cap;     /* allocated jr__buf slots */
     struct jr__peer *dirty_next;
-    uint8_t dirty;     /* on node->dirty_peers */
-    uint8_t held;      /* a queued message is JR__MF_DURABLE: send only after the WAL sync */
+    uint8_t dirty;       /* on node->dirty_peers */
+    uint8_t held;        /* a queued message is JR__MF_DURABLE: send only after the WAL sync */
     uint64_t last_heard; /* now() of the last valid frame from this peer; 0 never */
     jr__plive live;      /* heartbeats and quiet followers of this peer (liveness.h) */
 } jr__peer;
@@ -142,41 +142,44 @@ struct jr_group {
     jr_node *node;
     uint64_t id;
     jr__raft *raft;
-    jr__timer timer;        /* in node->timers */
+    jr__timer timer; /* in node->timers */
     struct jr_group *ready_next;
     struct jr_group *flush_next; /* the batch a flush iteration is processing */
-    uint64_t stage_to;      /* flush: last index staged in this iteration */
-    uint8_t staged;         /* flush: something was staged in this iteration */
-    uint8_t conf_stale;     /* conf_bytes could not follow a CONFIG entry (no snapshots) */
-    uint8_t marker_pending; /* the WAL must learn of snapshot marker_index before any later
-                               record of this group (see jr__group_mark_snapshot) */
+    uint64_t stage_to;           /* flush: last index durable once this iteration's write is */
+    uint8_t hs_staged;           /* flush: the hard state was staged in this iteration */
+    uint8_t marker_staged;       /* flush: the pending compaction marker was staged */
+    uint8_t durable_apply;       /* applies only what a durable commit index covers
+                                    (jr__group_durable_apply) */
+    uint8_t conf_stale;          /* conf_bytes could not follow a CONFIG entry (no snapshots) */
+    uint8_t marker_pending;      /* the WAL must learn of snapshot marker_index before any later
+                                    record of this group (see jr__group_mark_snapshot) */
     uint64_t marker_index, marker_term;
     uint8_t in_ready;
     uint8_t closed;
-    uint8_t damaged;        /* lost data: never votes, never campaigns (see group.c) */
-    uint8_t in_fsm;         /* inside a jr_fsm callback of this group */
-    uint8_t was_leader;     /* role seen at the last flush (a change is told to the stream
-                               layer: jr__srep_role_changed) */
+    uint8_t damaged;    /* lost data: never votes, never campaigns (see group.c) */
+    uint8_t in_fsm;     /* inside a jr_fsm callback of this group */
+    uint8_t was_leader; /* role seen at the last flush (a change is told to the stream
+                           layer: jr__srep_role_changed) */
     jr_fsm fsm;
     uint64_t snapshot_entries;
-    uint64_t applied;       /* last index applied to the fsm (or restored from a snapshot) */
-    uint64_t lost_commits;  /* jr__raft_lost_commits() as apply last saw it (flush.c) */
-    uint64_t persisted;     /* last index known durable in the WAL */
-    uint64_t leader_term;   /* term of the leadership pending ops belong to */
-    jr__opq pending;        /* proposals and membership changes, by ascending index */
-    jr__op *transfer;       /* pending leadership transfer (at most one) */
-    jr__id transfer_to;     /* 0: best peer */
-    uint64_t op_deadline;   /* transfer timeout; UINT64_MAX none */
+    uint64_t applied;      /* last index applied to the fsm (or restored from a snapshot) */
+    uint64_t lost_commits; /* jr__raft_lost_commits() as apply last saw it (flush.c) */
+    uint64_t persisted;    /* last index known durable in the WAL */
+    uint64_t leader_term;  /* term of the leadership pending ops belong to */
+    jr__opq pending;       /* proposals and membership changes, by ascending index */
+    jr__op *transfer;      /* pending leadership transfer (at most one) */
+    jr__id transfer_to;    /* 0: best peer */
+    uint64_t op_deadline;  /* transfer timeout; UINT64_MAX none */
     /* snapshots (snapshot.c) */
     uint64_t snap_index, snap_term; /* newest durable snapshot file (0: none) */
-    uint64_t snap_retry;    /* after a failed attempt: do not try again before this index */
-    uint8_t snap_wanted;    /* the WAL needs this group compacted: snapshot at the next chance */
-    uint8_t *conf_bytes;    /* jr__conf_encode of the configuration at `applied` */
+    uint64_t snap_retry;            /* after a failed attempt: do not try again before this index */
+    uint8_t snap_wanted; /* the WAL needs this group compacted: snapshot at the next chance */
+    uint8_t *conf_bytes; /* jr__conf_encode of the configuration at `applied` */
     uint32_t conf_len;
-    jr_file *snap_file;     /* leader: open handle of the file at snap_index (lazy) */
-    jr_file *in_file;       /* follower: incoming snapshot being received */
+    jr_file *snap_file; /* leader: open handle of the file at snap_index (lazy) */
+    jr_file *in_file;   /* follower: incoming snapshot being received */
     uint64_t in_index, in_size;
-    jr__glive live;         /* quiet-group lists it is on (liveness.h) */
+    jr__glive live; /* quiet-group lists it is on (liveness.h) */
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -200,7 +203,7 @@ struct jr_node {
     char *snap_dir;
     uint64_t election_ns, heartbeat_ns;
     uint32_t max_frame;
-    uint32_t max_msg_bytes;     /* entry bytes per Raft message of every group (group.c) */
+    uint32_t max_msg_bytes; /* entry bytes per Raft message of every group (group.c) */
     /* max_msg_bytes leaves room for one entry of max_payload bytes of message plus
      * JR__NODE_ENTRY_FRAMING (the layer above asserts its framing fits) plus 1024. */
     uint32_t max_payload;       /* headers + data of a published message (api_stream.c) */
@@ -216,22 +219,22 @@ struct jr_node {
     jr__peer *dirty_peers;
 
     /* groups */
-    jr__map groups;          /* id -> jr_group* (open and closed) */
-    uint64_t ngroups;        /* open groups */
-    jr__heap timers;         /* the node's one timer heap: every group's, and the upper layer's */
-    jr_group *ready;         /* groups with work for the next flush */
-    jr__map stashes;         /* id -> jr__stash* (recovered, not yet opened) */
-    uint8_t all_damaged;     /* the WAL reported damage it could not attribute */
+    jr__map groups;      /* id -> jr_group* (open and closed) */
+    uint64_t ngroups;    /* open groups */
+    jr__heap timers;     /* the node's one timer heap: every group's, and the upper layer's */
+    jr_group *ready;     /* groups with work for the next flush */
+    jr__map stashes;     /* id -> jr__stash* (recovered, not yet opened) */
+    uint8_t all_damaged; /* the WAL reported damage it could not attribute */
 
     jr__wal *wal;
     uint64_t flush_gen;
-    jr__confs *confs;        /* raft configurations, interned for every group (raft.h) */
-    size_t unpin_segs;       /* WAL segment count when groups were last asked to unpin */
+    jr__confs *confs;  /* raft configurations, interned for every group (raft.h) */
+    size_t unpin_segs; /* WAL segment count when groups were last asked to unpin */
 
     /* completion records */
     jr__op *op_free;
-    void *op_chunks;         /* list of pool chunks */
-    jr__opq done;            /* completed, callbacks not yet run */
+    void *op_chunks; /* list of pool chunks */
+    jr__opq done;    /* completed, callbacks not yet run */
     int draining;
 
     /* receive scratch */
@@ -248,9 +251,9 @@ struct jr_node {
     uint64_t retry_at;       /* after a failed flush: ready work waits until then */
     uint8_t close_requested; /* jr_node_close called from inside a callback */
     uint8_t closing;
-    uint64_t now;            /* host->now() at the current entry point */
-    uint64_t armed;          /* last value given to host->arm (UINT64_MAX: none) */
-    int rearm;               /* a tick consumed the host's timer: arm again on leaving */
+    uint64_t now;   /* host->now() at the current entry point */
+    uint64_t armed; /* last value given to host->arm (UINT64_MAX: none) */
+    int rearm;      /* a tick consumed the host's timer: arm again on leaving */
 
     jr__node_hooks hooks;
     jr_node_stats stats;
@@ -268,7 +271,7 @@ struct jr_node {
     size_t nretiring, retiring_cap;
     struct jr__effect *effects; /* deferred by applies, run after the flush loop (flush.c) */
     size_t neffects, effects_cap;
-    jr__live live;               /* coalesced heartbeats, peer liveness (liveness.h) */
+    jr__live live; /* coalesced heartbeats, peer liveness (liveness.h) */
 };
 
 /* The seam to the layer above ---------------------------------------------------------------
@@ -485,6 +488,13 @@ int jr__group_peer_damaged(const jr_group *g, jr__id peer);
 /* The flush cycle (see flush.c). callbacks == 0 persists and sends but applies nothing (used at
  * close). Returns 0 or the first error (WAL I/O: nothing was sent). */
 int jr__node_flush(jr_node *n, int callbacks);
+/* From now on g applies an entry only once a durable hard state covers its commit: a commit
+ * that only moved is written (and synced) by the next flush, and the entries it commits are
+ * applied after that write. For a state machine that acts on what it applied in ways a restart
+ * must find again (the meta group releases replicas), since at restart a group re-applies its
+ * log only up to its recovered commit index. Costs a sync per flush that moves g's commit;
+ * other groups let a commit-only change ride along with their next record. */
+void jr__group_durable_apply(jr_group *g);
 
 /* snapshot.c --------------------------------------------------------------------------------*/
 
