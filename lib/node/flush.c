@@ -21,10 +21,11 @@
  *      were applied;
  *   7. jr__raft_ready_done and re-key the group's timer.
  *
- * A group that gained work during the iteration (e.g. a snapshot taken in step 5) is queued
- * again and the loop repeats, a bounded number of times; whatever is left waits for the next
- * tick, which is requested at once. Callbacks of completed requests run at the very end
- * (jr__node_drain), when no list is being walked.
+ * A group that gained work during the iteration (e.g. a snapshot taken in step 6) is queued
+ * again and the loop repeats, a bounded number of times, but a flush makes one WAL write and at
+ * most one sync: after the iteration that wrote, a group with records to stage waits for the
+ * next flush. Whatever is left waits for the next tick, which is requested at once. Callbacks of
+ * completed requests run at the very end (jr__node_drain), when no list is being walked.
  */
 #include "node/node.h"
 #include "util/alloc.h"
@@ -108,17 +109,23 @@ static uint64_t apply_limit(const jr_group *g)
     return upto;
 }
 
-/* Does the group have anything a flush should do? */
-static int has_work(jr_group *g, int callbacks)
+/* Would stage() stage anything for the group? */
+static int needs_write(jr_group *g)
 {
     uint64_t from, to;
     jr__hardstate hs;
     if (g->marker_pending) return 1;
-    /* a commit-only change of the hard state is no work (it waits for the group's next
-     * record) unless the group applies only durable commits */
+    /* a commit-only change of the hard state is nothing to write (it waits for the group's
+     * next record) unless the group applies only durable commits */
     int hs_changed = jr__raft_unpersisted(g->raft, &from, &to, &hs);
     if (hs_changed == 2 || (hs_changed && g->durable_apply) || from <= to) return 1;
-    if (from <= g->persisted) return 1; /* a cut to record, even with nothing to write */
+    return from <= g->persisted; /* a cut to record, even with nothing to write */
+}
+
+/* Does the group have anything a flush should do? */
+static int has_work(jr_group *g, int callbacks)
+{
+    if (needs_write(g)) return 1;
     if (!callbacks || g->closed) return 0;
     return apply_limit(g) > g->applied;
 }
@@ -285,14 +292,26 @@ int jr__node_flush(jr_node *n, int callbacks)
     int err = 0;
     if (n->nretiring && !n->closing) jr__node_release_retired(n); /* no list is walked yet */
     if (n->upper) n->upper->before_flush(n); /* e.g. stream leaders propose their batches */
+    int wrote = 0;                           /* an iteration made its WAL write */
+    jr_group *later = NULL; /* groups with records to write after that: the next flush's */
     for (int iter = 0; iter < MAX_ITERATIONS; iter++) {
-        jr_group *batch = n->ready;
-        n->ready = NULL;
-        if (!batch && !n->dirty_peers && !wal_due(n)) break;
-        for (jr_group *g = batch; g; g = g->ready_next) {
+        /* One WAL write (and at most one sync) per flush: once an iteration wrote, a group
+         * with anything to stage waits for the next flush, which is asked for at once. */
+        jr_group *batch = NULL, **tail = &batch, *next;
+        for (jr_group *g = n->ready; g; g = next) {
+            next = g->ready_next;
             g->in_ready = 0;
-            g->flush_next = g->ready_next;
+            if (wrote && needs_write(g)) {
+                g->flush_next = later;
+                later = g;
+            } else {
+                *tail = g;
+                tail = &g->flush_next;
+            }
         }
+        *tail = NULL;
+        n->ready = NULL;
+        if (!batch && !n->dirty_peers && (wrote || !wal_due(n))) break;
 
         /* 1. leaders put their batched APPENDs on the wire before the write (§10.2.1) */
         for (jr_group *g = batch; g; g = g->flush_next)
@@ -309,7 +328,8 @@ int jr__node_flush(jr_node *n, int callbacks)
             }
         }
         /* 3. one write + one sync for everything */
-        if (!err && wal_due(n)) {
+        if (!err && !wrote && wal_due(n)) {
+            wrote = 1;
             size_t bytes = jr__wal_pending(n->wal);
             int durable = 0;
             err = jr__wal_flush(n->wal, n->now, &durable);
@@ -334,6 +354,10 @@ int jr__node_flush(jr_node *n, int callbacks)
             jr__wal_rollback(n->wal);
             jr__peer_discard_all(n);
             for (jr_group *g = batch; g; g = g->flush_next) jr__group_ready(g);
+            for (jr_group *g = later; g; g = next) {
+                next = g->flush_next;
+                jr__group_ready(g);
+            }
             n->retry_at = jr__deadline(n->now, n->heartbeat_ns); /* back off, not spin */
             if (err != JR_ENOMEM) step_down_all(n);
             return err;
@@ -361,11 +385,15 @@ int jr__node_flush(jr_node *n, int callbacks)
         }
         if (!callbacks) break;
     }
+    for (jr_group *g = later, *next; g; g = next) {
+        next = g->flush_next;
+        jr__group_ready(g);
+    }
     /* What the applies deferred: replicas created or removed, stores opened or destroyed. */
     if (n->neffects && !n->closing) jr__node_run_effects(n);
     /* Work produced after the last sync (step 6) waits for the next flush; ask for it. */
     n->retry_at = 0;
-    if (n->ready || n->dirty_peers) jr__node_want_tick(n);
+    if (n->ready || n->dirty_peers || jr__wal_pending(n->wal)) jr__node_want_tick(n);
     if (callbacks) jr__node_drain(n);
     return 0;
 }
