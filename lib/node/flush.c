@@ -22,10 +22,14 @@
  *   7. jr__raft_ready_done and re-key the group's timer.
  *
  * A group that gained work during the iteration (e.g. a snapshot taken in step 6) is queued
- * again and the loop repeats, a bounded number of times, but a flush makes one WAL write and at
- * most one sync: after the iteration that wrote, a group with records to stage waits for the
- * next flush. Whatever is left waits for the next tick, which is requested at once. Callbacks of
- * completed requests run at the very end (jr__node_drain), when no list is being walked.
+ * again and the loop repeats, a bounded number of times; whatever is left waits for the next
+ * tick, which is requested at once. Each iteration makes at most one WAL write and one sync, and
+ * only an iteration with records to write makes one. The path of a proposal (its entries
+ * written, then committed and applied) takes one iteration, since the commit it makes writes
+ * nothing (stage()); a second write in one flush comes only from work the applies of the first
+ * produced (a snapshot's compaction marker, a new leader's first entry, the commit of a group
+ * that applies only durable commits). Callbacks of completed requests run at the very end
+ * (jr__node_drain), when no list is being walked.
  */
 #include "node/node.h"
 #include "util/alloc.h"
@@ -292,26 +296,14 @@ int jr__node_flush(jr_node *n, int callbacks)
     int err = 0;
     if (n->nretiring && !n->closing) jr__node_release_retired(n); /* no list is walked yet */
     if (n->upper) n->upper->before_flush(n); /* e.g. stream leaders propose their batches */
-    int wrote = 0;                           /* an iteration made its WAL write */
-    jr_group *later = NULL; /* groups with records to write after that: the next flush's */
     for (int iter = 0; iter < MAX_ITERATIONS; iter++) {
-        /* One WAL write (and at most one sync) per flush: once an iteration wrote, a group
-         * with anything to stage waits for the next flush, which is asked for at once. */
-        jr_group *batch = NULL, **tail = &batch, *next;
-        for (jr_group *g = n->ready; g; g = next) {
-            next = g->ready_next;
-            g->in_ready = 0;
-            if (wrote && needs_write(g)) {
-                g->flush_next = later;
-                later = g;
-            } else {
-                *tail = g;
-                tail = &g->flush_next;
-            }
-        }
-        *tail = NULL;
+        jr_group *batch = n->ready;
         n->ready = NULL;
-        if (!batch && !n->dirty_peers && (wrote || !wal_due(n))) break;
+        if (!batch && !n->dirty_peers && !wal_due(n)) break;
+        for (jr_group *g = batch; g; g = g->ready_next) {
+            g->in_ready = 0;
+            g->flush_next = g->ready_next;
+        }
 
         /* 1. leaders put their batched APPENDs on the wire before the write (§10.2.1) */
         for (jr_group *g = batch; g; g = g->flush_next)
@@ -328,8 +320,7 @@ int jr__node_flush(jr_node *n, int callbacks)
             }
         }
         /* 3. one write + one sync for everything */
-        if (!err && !wrote && wal_due(n)) {
-            wrote = 1;
+        if (!err && wal_due(n)) {
             size_t bytes = jr__wal_pending(n->wal);
             int durable = 0;
             err = jr__wal_flush(n->wal, n->now, &durable);
@@ -354,10 +345,6 @@ int jr__node_flush(jr_node *n, int callbacks)
             jr__wal_rollback(n->wal);
             jr__peer_discard_all(n);
             for (jr_group *g = batch; g; g = g->flush_next) jr__group_ready(g);
-            for (jr_group *g = later; g; g = next) {
-                next = g->flush_next;
-                jr__group_ready(g);
-            }
             n->retry_at = jr__deadline(n->now, n->heartbeat_ns); /* back off, not spin */
             if (err != JR_ENOMEM) step_down_all(n);
             return err;
@@ -384,10 +371,6 @@ int jr__node_flush(jr_node *n, int callbacks)
             if (has_work(g, callbacks)) jr__group_ready(g);
         }
         if (!callbacks) break;
-    }
-    for (jr_group *g = later, *next; g; g = next) {
-        next = g->flush_next;
-        jr__group_ready(g);
     }
     /* What the applies deferred: replicas created or removed, stores opened or destroyed. */
     if (n->neffects && !n->closing) jr__node_run_effects(n);

@@ -489,8 +489,8 @@ int jr__group_peer_damaged(const jr_group *g, jr__id peer);
  * close). Returns 0 or the first error (WAL I/O: nothing was sent). */
 int jr__node_flush(jr_node *n, int callbacks);
 /* From now on g applies an entry only once a durable hard state covers its commit: a commit
- * that only moved is written (and synced) by the next flush, and the entries it commits are
- * applied after that write. For a state machine that acts on what it applied in ways a restart
+ * that only moved is written (and synced) by the next flush iteration, and the entries it
+ * commits are applied after that write. For a state machine that acts on what it applied in ways a restart
  * must find again (the meta group releases replicas), since at restart a group re-applies its
  * log only up to its recovered commit index. Costs a sync per flush that moves g's commit;
  * other groups let a commit-only change ride along with their next record. */

@@ -1,13 +1,15 @@
 /*
- * The cost of a flush, counted at the vfs (ARCHITECTURE §3 "one WAL write + one fsync"): every
- * jr_node_recv and jr_node_tick makes at most one WAL write and at most one sync, and a flush that
- * only moves a commit index writes nothing (flush.c stage(): the commit rides along with the
- * group's next record). Proposals go one at a time, so nothing batches them:
+ * The cost of a flush, counted at the vfs (ARCHITECTURE §3 "one WAL write + one fsync"): on the
+ * path of proposals every jr_node_recv and jr_node_tick makes at most one WAL write and at most
+ * one sync, and a flush that only moves a commit index writes nothing (flush.c stage(): the
+ * commit rides along with the group's next record). Proposals go one at a time, so nothing
+ * batches them:
  *  - R1: exactly one write and one sync per acknowledged proposal;
  *  - R3: the leader and each follower exactly one write and one sync per acknowledged proposal
  *    (the commit a follower learns after its append costs it nothing);
  *  - a group that applies only durable commits (jr__group_durable_apply, the meta group) pays a
- *    second sync for its commit and never applies beyond its durable commit index;
+ *    second write and sync for its commit (in the same call) and never applies beyond its
+ *    durable commit index;
  *  - what the lagging durable commit index leaves out is applied again after a restart.
  * Raw groups on memfs under a counting vfs, frames delivered by hand, on a manual clock.
  */
@@ -37,6 +39,7 @@ typedef struct node_fx {
 
 static node_fx fx[3];
 static unsigned nfx;
+static uint64_t max_per_call = 1; /* WAL writes and syncs one call may make */
 
 /* One call into node i, checked: at most one WAL write and one sync. */
 #define CALL(i, expr)                                                                              \
@@ -46,10 +49,10 @@ static unsigned nfx;
         int rc_ = (expr);                                                                          \
         ck_assert_int_eq(rc_, 0);                                                                  \
         f_->calls++;                                                                               \
-        ck_assert_msg(f_->c.writes - w_ <= 1, "node %u: %llu writes in one call", (unsigned)(i),   \
-                      (unsigned long long)(f_->c.writes - w_));                                    \
-        ck_assert_msg(f_->c.syncs - s_ <= 1, "node %u: %llu syncs in one call", (unsigned)(i),     \
-                      (unsigned long long)(f_->c.syncs - s_));                                     \
+        ck_assert_msg(f_->c.writes - w_ <= max_per_call, "node %u: %llu writes in one call",       \
+                      (unsigned)(i), (unsigned long long)(f_->c.writes - w_));                     \
+        ck_assert_msg(f_->c.syncs - s_ <= max_per_call, "node %u: %llu syncs in one call",         \
+                      (unsigned)(i), (unsigned long long)(f_->c.syncs - s_));                      \
     } while (0)
 
 static void fx_open(unsigned i, const char *const *peers, size_t npeers)
@@ -64,6 +67,7 @@ static void setup(unsigned n)
 {
     memset(fx, 0, sizeof fx);
     nfx = n;
+    max_per_call = 1;
     const char *const *peers = n == 1 ? only_a : abc;
     for (unsigned i = 0; i < n; i++) {
         t_host_init(&fx[i].h);
@@ -223,6 +227,7 @@ START_TEST(a_durable_apply_group_writes_its_commit_before_applying)
     setup(1);
     elect();
     jr__group_durable_apply(fx[0].g);
+    max_per_call = 2; /* the entry, and after the commit it makes, that commit */
     const jr__raft *r = jr__group_raft(fx[0].g);
     for (int k = 0; k < 10; k++) {
         uint64_t s = fx[0].c.syncs;
