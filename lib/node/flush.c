@@ -48,8 +48,8 @@
  * record anyway: a change of the commit index alone writes nothing and costs no sync, it rides
  * along with the group's next record (raft.h jr__raft_persisted). The durable commit index
  * therefore lags: at restart a group may recover a commit index below entries it had applied,
- * and applies those again only once they are committed again (recover.c, docs/internals.md
- * "Durable commit index"). */
+ * and applies those again only once they are committed again (docs/internals.md "Durable
+ * commit index"); a group that cannot have that asks for jr__group_durable_apply. */
 static int stage(jr_node *n, jr_group *g, int *vote)
 {
     jr__raft *r = g->raft;
