@@ -38,11 +38,11 @@
 #define MAX_ITERATIONS 4
 
 /* Step 2 for one group: stages its records and notes in g what they make durable once
- * written (stage_to, hs_staged, marker_staged); g->persisted and g->marker_pending change only
- * when the write succeeded (step 4), so a flush that fails leaves nothing to undo but the
- * staged records (jr__wal_rollback). 0 or JR_ENOMEM (the WAL's staging is the only failure).
- * Sets *vote if the group's term or vote changed (that record must be synced before anything
- * leaves).
+ * written (stage_to, hs_staged, marker_staged, cut_from); g->marker_pending and cut_from are
+ * cleared only when the write succeeded (step 4), so a flush that fails has nothing to undo but
+ * the staged records (jr__wal_rollback) and the next one stages the same again. 0 or JR_ENOMEM (the
+ * WAL's staging is the only failure). Sets *vote if the group's term or vote changed (that record
+ * must be synced before anything leaves).
  *
  * The hard state is staged when its term or vote changed, or when the group writes another
  * record anyway: a change of the commit index alone writes nothing and costs no sync, it rides
@@ -60,17 +60,22 @@ static int stage(jr_node *n, jr_group *g, int *vote)
     if (hs_changed == 2) *vote = 1;
     g->hs_staged = 0;
     g->marker_staged = 0;
-    g->stage_to = g->persisted;
-    if (from <= g->persisted) {
+    uint64_t cut = from <= g->persisted ? from : 0;
+    if (g->cut_from && (!cut || g->cut_from < cut)) cut = g->cut_from;
+    if (cut) {
         /* The log was cut at `from` (raft.h: also when from > to, after a snapshot install
          * that discarded a conflicting log). One TRUNCATE record, staged ahead of the marker
          * and the entries of this flush, voids the old suffix in the WAL even when nothing
-         * replaces it; a torn flush that keeps any later record keeps it too. */
-        int rc = jr__wal_truncate(n->wal, g->id, from);
+         * replaces it; a torn flush that keeps any later record keeps it too. What is durable
+         * drops to below the cut at once (nothing may vouch for the old suffix any more, even
+         * if this flush fails); cut_from keeps the cut until a write carried it. */
+        int rc = jr__wal_truncate(n->wal, g->id, cut);
+        g->cut_from = cut;
+        if (g->persisted >= cut) g->persisted = cut - 1;
         if (rc != 0) return rc;
-        g->stage_to = from - 1;
         writes = 1;
     }
+    g->stage_to = g->persisted;
     if (g->marker_pending) {
         int rc = jr__wal_compact(n->wal, g->id, g->marker_index, g->marker_term);
         if (rc != 0) return rc;
@@ -123,7 +128,7 @@ static int needs_write(jr_group *g)
      * next record) unless the group applies only durable commits */
     int hs_changed = jr__raft_unpersisted(g->raft, &from, &to, &hs);
     if (hs_changed == 2 || (hs_changed && g->durable_apply) || from <= to) return 1;
-    return from <= g->persisted; /* a cut to record, even with nothing to write */
+    return from <= g->persisted || g->cut_from; /* a cut to record, even with nothing else */
 }
 
 /* Does the group have anything a flush should do? */
@@ -352,6 +357,7 @@ int jr__node_flush(jr_node *n, int callbacks)
         /* 4. durable (called for every group of the batch: it also releases batched sends) */
         for (jr_group *g = batch; g; g = g->flush_next) {
             g->persisted = g->stage_to;
+            g->cut_from = 0;
             if (g->marker_staged) g->marker_pending = 0;
             g->marker_staged = 0;
             jr__raft_persisted(g->raft, n->now, g->persisted, g->hs_staged);
