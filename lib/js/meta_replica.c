@@ -93,8 +93,10 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
     if (rc != 0) {
         /* Only memory: the op can not be skipped, so this replica stops applying. */
         js->meta_failed = 1;
-        jr__node_log(n, JR_LOG_ERROR, "meta: cannot apply entry %llu: %s; the meta replica "
-                                      "stops", (unsigned long long)index, jr_strerror(rc));
+        jr__node_log(n, JR_LOG_ERROR,
+                     "meta: cannot apply entry %llu: %s; the meta replica "
+                     "stops",
+                     (unsigned long long)index, jr_strerror(rc));
         return;
     }
     if (js->meta && js->st.nstreams > META_SNAPSHOT_ENTRIES &&
@@ -429,8 +431,7 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
             } else if (want > s->npeers) {
                 /* grow: the current peers stay, placement finds the others (jr__meta_check
                  * refused the change already if an earlier one has not converged) */
-                rc = place(js, &op, s->peers[0], s->peers, s->npeers, peers, &np, msg,
-                           sizeof msg);
+                rc = place(js, &op, s->peers[0], s->peers, s->npeers, peers, &np, msg, sizeof msg);
                 if (rc != 0) {
                     reply_text(js, rt, rc, msg);
                     goto out;
@@ -509,8 +510,8 @@ void jr__mnode_send(jr__req *r)
     r->target = p->id;
     uint64_t left = r->deadline - n->now, attempt = 2 * n->election_ns;
     jr_iovec iov = {r->payload.data, r->payload.len};
-    int rc = jr__rpc_call(js, p->id, JR__RPC_META, &iov, 1, left < attempt ? left : attempt,
-                          on_rpc, r, &r->rpc_id);
+    int rc = jr__rpc_call(js, p->id, JR__RPC_META, &iov, 1, left < attempt ? left : attempt, on_rpc,
+                          r, &r->rpc_id);
     if (rc != 0) {
         r->state = 0;
         if (rc == JR_EMSGSIZE)
@@ -585,7 +586,7 @@ void jr__mnode_timer(jr__req *r)
         if (r->state != 1) jr__mnode_send(r);
         return;
     }
-    const char *what = r->what == JR__REQ_SERVER_INFO  ? "server info"
+    const char *what = r->what == JR__REQ_SERVER_INFO ? "server info"
                        : r->what == JR__REQ_CONVERGED ? "peer change report"
                                                       : "request";
     int self;
@@ -865,6 +866,9 @@ int jr__mnode_open(jr__js *js)
         js->meta = NULL;
         return rc;
     }
+    /* A meta entry applied here can release a replica and its store: a restart must replay
+     * the meta log at least that far, and it replays only up to the recovered commit index. */
+    jr__group_durable_apply(js->meta);
     js->meta_recovered = jr__raft_last_index(jr__group_raft(js->meta));
     jr__js_timer_arm(js, &js->meta_timer, n->now);
     return 0;

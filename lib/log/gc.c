@@ -60,6 +60,21 @@ int jr__segtab_max(const jr_allocator *a, jr__segtab *t, uint64_t group, uint64_
     return 0;
 }
 
+int jr__segtab_reserve(const jr_allocator *a, jr__segtab *t, size_t more)
+{
+    while ((t->len + more) * 2 > t->cap)
+        if (grow(a, t)) return JR_ENOMEM;
+    return 0;
+}
+
+int jr__segtab_has(const jr__segtab *t, uint64_t group)
+{
+    if (!t->cap) return 0;
+    size_t s = slot_of(t, group);
+    while (t->key[s] && t->key[s] != group) s = (s + 1) & (t->cap - 1);
+    return t->key[s] != 0;
+}
+
 void jr__segtab_erase(jr__segtab *t, uint64_t group)
 {
     if (!t->cap) return;

@@ -123,6 +123,34 @@ static int do_sync(jr__wal *w, uint64_t now)
     return 0;
 }
 
+/* How many groups the records p[0..n) may add to segment table t: one per run of entry records
+ * of a group t does not hold (an upper bound; a drop or truncation may remove a group from t,
+ * so a run after one counts again). */
+static size_t new_groups(const jr__segtab *t, const uint8_t *p, size_t n)
+{
+    size_t off = 0, k = 0;
+    uint64_t prev = 0;
+    while (off + JR__REC_HDR <= n) {
+        const uint8_t *h = p + off;
+        uint64_t id = jr__get_u64(h + 16);
+        if (h[12] == JR__REC_ENTRY) {
+            if (id != prev && !jr__segtab_has(t, id)) k++;
+            prev = id;
+        } else if (h[12] == JR__REC_DROP || h[12] == JR__REC_TRUNCATE) {
+            prev = 0;
+        }
+        off += JR__REC_HDR + (size_t)jr__get_u32(h + 8);
+    }
+    return k;
+}
+
+/* Makes room in segment table t for every group the records p[0..n) add, so that applying them
+ * after they are written cannot fail. 0 or JR_ENOMEM. */
+static int reserve_written(jr__wal *w, jr__segtab *t, const uint8_t *p, size_t n)
+{
+    return jr__segtab_reserve(w->alloc, t, new_groups(t, p, n));
+}
+
 int jr__wal_rotate(jr__wal *w, const uint8_t *extra, size_t n)
 {
     char path[4096];
@@ -146,10 +174,14 @@ int jr__wal_rotate(jr__wal *w, const uint8_t *extra, size_t n)
     jr__buf_put(b, extra, n);
     if (b->err) return JR_ENOMEM; /* nothing written: the WAL stays usable */
     if ((rc = jr__wal_seg_push(w, seq))) return rc;
+    if (reserve_written(w, &w->segs[w->nsegs - 1].tab, extra, n)) {
+        jr__segtab_free(w->alloc, &w->segs[--w->nsegs].tab);
+        return JR_ENOMEM;
+    }
 
     rc = w->vfs->open(w->vfs->ctx, path, JR_O_CREATE | JR_O_EXCL, &f);
     if (rc) {
-        w->nsegs--;
+        jr__segtab_free(w->alloc, &w->segs[--w->nsegs].tab);
         return fail(w, rc, "creating a segment");
     }
     rc = w->vfs->pwrite(w->vfs->ctx, f, b->data, b->len, 0);
@@ -157,7 +189,7 @@ int jr__wal_rotate(jr__wal *w, const uint8_t *extra, size_t n)
     if (!rc) rc = w->vfs->sync_dir(w->vfs->ctx, w->dir);
     if (rc) {
         w->vfs->close(w->vfs->ctx, f);
-        w->nsegs--;
+        jr__segtab_free(w->alloc, &w->segs[--w->nsegs].tab);
         return fail(w, rc, "writing a new segment");
     }
     if (w->cur) w->vfs->close(w->vfs->ctx, w->cur);
@@ -255,8 +287,37 @@ static jr__walgrp *stage_group(jr__wal *w, uint64_t group, int *rc)
         return NULL;
     }
     jr__walgrp *g = jr__wal_group(w, group, 1);
-    if (!g) *rc = JR_ENOMEM;
+    if (!g) {
+        *rc = JR_ENOMEM;
+        return NULL;
+    }
+    if (g->mark_epoch != w->mark_epoch) { /* its first record since the mark */
+        g->mark_epoch = w->mark_epoch;
+        g->mark_gseq = g->next_gseq;
+    }
     return g;
+}
+
+void jr__wal_mark(jr__wal *w)
+{
+    w->mark_len = w->stage.len;
+    w->mark_epoch++;
+}
+
+void jr__wal_rollback(jr__wal *w)
+{
+    if (w->mark_len >= w->stage.len) return;
+    /* Each group with a record after the mark saved its numbering at its first one. */
+    const uint8_t *p = w->stage.data;
+    size_t off = w->mark_len, n = w->stage.len;
+    while (off + JR__REC_HDR <= n) {
+        const uint8_t *h = p + off;
+        jr__walgrp *g = jr__map_get(&w->groups, jr__get_u64(h + 16));
+        if (g && g->mark_epoch == w->mark_epoch) g->next_gseq = g->mark_gseq;
+        off += JR__REC_HDR + (size_t)jr__get_u32(h + 8);
+    }
+    w->stage.len = w->mark_len;
+    w->mark_epoch++;
 }
 
 int jr__wal_append(jr__wal *w, uint64_t group, const jr__entry *e)
@@ -323,8 +384,9 @@ int jr__wal_drop(jr__wal *w, uint64_t group)
  * Flush
  */
 
-/* Applies the records just written (b, n bytes, all well formed) to the written state. */
-static int apply_written(jr__wal *w, const uint8_t *p, size_t n)
+/* Applies the records just written (b, n bytes, all well formed) to the written state. The
+ * segment table has room for them (reserve_written), so nothing here allocates. */
+static void apply_written(jr__wal *w, const uint8_t *p, size_t n)
 {
     jr__walseg *seg = &w->segs[w->nsegs - 1];
     size_t off = 0;
@@ -344,7 +406,7 @@ static int apply_written(jr__wal *w, const uint8_t *p, size_t n)
         case JR__REC_ENTRY: {
             uint64_t idx = jr__get_u64(q + 8);
             g->last_index = idx;
-            if (jr__segtab_max(w->alloc, &seg->tab, id, idx)) return JR_ENOMEM;
+            (void)jr__segtab_max(w->alloc, &seg->tab, id, idx); /* room reserved */
             break;
         }
         case JR__REC_HARDSTATE:
@@ -389,7 +451,6 @@ static int apply_written(jr__wal *w, const uint8_t *p, size_t n)
             break;
         }
     }
-    return 0;
 }
 
 int jr__wal_flush(jr__wal *w, uint64_t now, int *durable)
@@ -415,6 +476,8 @@ int jr__wal_flush(jr__wal *w, uint64_t now, int *durable)
             synced = 1;
             w->last_sync = now;
         } else {
+            if (reserve_written(w, &w->segs[w->nsegs - 1].tab, w->stage.data, n))
+                return JR_ENOMEM; /* nothing written: the WAL stays usable */
             rc = w->vfs->pwrite(w->vfs->ctx, w->cur, w->stage.data, n, w->cur_size);
             if (rc) return fail(w, rc, "write");
             w->cur_size += n;
@@ -423,8 +486,10 @@ int jr__wal_flush(jr__wal *w, uint64_t now, int *durable)
             w->unsynced = 1;
         }
         w->stats.flushes++;
-        if ((rc = apply_written(w, w->stage.data, n))) return fail(w, rc, "bookkeeping");
+        apply_written(w, w->stage.data, n);
         jr__buf_reset(&w->stage);
+        w->mark_len = 0;
+        w->mark_epoch++; /* nothing staged is left to roll back */
         if (!synced && (w->policy == JR_SYNC_ALWAYS || now >= w->last_sync + w->interval)) {
             if ((rc = do_sync(w, now))) return rc;
             synced = 1;

@@ -5,8 +5,8 @@
  * Records: entries {group, term, index, type, payload}, per-group hard state {term, vote,
  * commit}, per-group compaction markers, per-group truncations, and group drops. Appends are
  * staged in memory; jr__wal_flush() writes everything staged with one write and covers it with
- * one sync, so one fsync serves every group. Nothing that depends on a record (a vote, an append response, a
- * publish ack) may leave the node before the flush that covers it returns.
+ * one sync, so one fsync serves every group. Nothing that depends on a record (a vote, an append
+ * response, a publish ack) may leave the node before the flush that covers it returns.
  *
  * Recovery (jr__wal_open) scans every segment, verifies every checksum, truncates a torn tail,
  * and replays records to the caller in log order. An entry record for (group, index) supersedes
@@ -86,7 +86,7 @@ typedef struct jr__wal_config {
 int jr__wal_open(const jr__wal_config *cfg, const jr__wal_replay *replay, jr__wal **out);
 void jr__wal_close(jr__wal *w);
 
-/* Staging (in memory; JR_ENOMEM is the only failure). */
+/* Staging (in memory; JR_ENOMEM is the only failure, and a failed call stages nothing). */
 int jr__wal_append(jr__wal *w, uint64_t group, const jr__entry *e);
 int jr__wal_hardstate(jr__wal *w, uint64_t group, const jr__hardstate *hs);
 /* Entries of group up to index (whose term is `term`) are no longer needed. */
@@ -102,10 +102,22 @@ int jr__wal_compact(jr__wal *w, uint64_t group, uint64_t index, uint64_t term);
 int jr__wal_truncate(jr__wal *w, uint64_t group, uint64_t from);
 /* The group is gone from this node; its records are garbage. */
 int jr__wal_drop(jr__wal *w, uint64_t group);
+/* A stage mark: jr__wal_rollback() unstages every record staged after the last jr__wal_mark()
+ * (and before the next jr__wal_flush), restoring each group's record numbering, so that a batch
+ * of records that could not be staged whole (JR_ENOMEM part-way) or not written (a flush that
+ * failed with JR_ENOMEM) can be staged again later without any record written twice. Records
+ * staged before the mark stay. Neither call allocates or fails. */
+void jr__wal_mark(jr__wal *w);
+void jr__wal_rollback(jr__wal *w);
 
-/* Writes everything staged (one write) and syncs it according to the policy, at time now.
- * *durable gets 1 if everything written so far is durable (always, under JR_SYNC_ALWAYS). On an
- * I/O error nothing staged is reported durable and the WAL refuses further appends (JR_EIO). */
+/* Writes everything staged (one write) and syncs it according to the policy, at time now:
+ * at most one write and one sync of the current segment per call (a rotation writes the new
+ * segment instead, with one write and one sync of it, after syncing the old one if it has
+ * unsynced writes). Nothing staged: no write, and a sync only when an interval sync is due.
+ * *durable gets 1 if everything written so far is durable (always, under JR_SYNC_ALWAYS).
+ * JR_ENOMEM: nothing was written, everything stays staged and the WAL stays usable (the memory
+ * the bookkeeping of a write needs is reserved before it). On an I/O error nothing staged is
+ * reported durable and the WAL refuses further appends (JR_EIO). */
 int jr__wal_flush(jr__wal *w, uint64_t now, int *durable);
 /* Makes everything written so far durable now, whatever the policy (a no-op when nothing is
  * unsynced). The node calls it under JR_SYNC_INTERVAL when a flush carries a term or vote change:
@@ -129,12 +141,12 @@ const char *jr__wal_errmsg(const jr__wal *w);
 
 /* Counters (additive to the lead's contract). */
 typedef struct jr__wal_stats {
-    uint64_t flushes;          /* jr__wal_flush calls that wrote something */
-    uint64_t writes;           /* pwrite calls */
-    uint64_t syncs;            /* file syncs (directory syncs not counted) */
+    uint64_t flushes; /* jr__wal_flush calls that wrote something */
+    uint64_t writes;  /* pwrite calls */
+    uint64_t syncs;   /* file syncs (directory syncs not counted) */
     uint64_t bytes_written;
-    uint64_t records;          /* records written */
-    uint64_t segments;         /* segment files now */
+    uint64_t records;  /* records written */
+    uint64_t segments; /* segment files now */
     uint64_t segments_created;
     uint64_t segments_deleted;
 } jr__wal_stats;

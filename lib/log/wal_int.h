@@ -50,6 +50,8 @@ typedef struct jr__walgrp {
     jr__hardstate hs;
     uint64_t cindex, cterm;
     uint8_t has_hs, has_compact, damaged, dropped;
+    uint64_t mark_epoch;  /* the stage mark at this group's first record staged after it */
+    uint64_t mark_gseq;   /* next_gseq at that point (what jr__wal_rollback restores) */
     struct jr__walrec *r; /* recovery's working state; NULL once the WAL is open */
 } jr__walgrp;
 
@@ -87,6 +89,8 @@ struct jr__wal {
     uint64_t cur_base; /* size of the current segment's header + checkpoint */
 
     jr__buf stage;
+    size_t mark_len;     /* stage length at the last jr__wal_mark */
+    uint64_t mark_epoch; /* counts jr__wal_mark calls */
     jr__buf scratch;
     int failed;   /* first write/sync error, or 0 */
     int unsynced; /* bytes written since the last sync */
@@ -127,6 +131,10 @@ void jr__wal_group_done(jr__wal *w, jr__walgrp *g);
 
 /* Segment tables (gc.c). */
 int jr__segtab_max(const jr_allocator *a, jr__segtab *t, uint64_t group, uint64_t index);
+/* Grows t so that `more` new groups can be added by jr__segtab_max without allocating;
+ * 0 or JR_ENOMEM. */
+int jr__segtab_reserve(const jr_allocator *a, jr__segtab *t, size_t more);
+int jr__segtab_has(const jr__segtab *t, uint64_t group);
 void jr__segtab_erase(jr__segtab *t, uint64_t group);
 void jr__segtab_free(const jr_allocator *a, jr__segtab *t);
 /* Appends a segment record for seq; 0 or JR_ENOMEM. */

@@ -8,8 +8,10 @@
  *      peers that hold no JR__MF_DURABLE message leave now, so followers receive entries while
  *      the leader writes its own copy (dissertation §10.2.1: "the leader can write to its own
  *      disk in parallel with replicating to the followers");
- *   2. stage each group's unpersisted entries and hard state in the WAL (memory only);
- *   3. one jr__wal_flush: one write and one sync for every group on the node;
+ *   2. stage each group's unpersisted entries and hard state in the WAL (memory only; a change
+ *      of the commit index alone stages nothing, see stage());
+ *   3. one jr__wal_flush: one write and one sync for every group on the node, none when
+ *      nothing was staged;
  *   4. jr__raft_persisted for each group (a leader may now count itself toward a quorum);
  *   5. send the rest: one frame per peer with every group's messages. No message flagged
  *      JR__MF_DURABLE (a vote grant, an append acknowledgement) leaves before this point, so
@@ -19,9 +21,14 @@
  *      were applied;
  *   7. jr__raft_ready_done and re-key the group's timer.
  *
- * A group that gained work during the iteration (e.g. a snapshot taken in step 5) is queued
+ * A group that gained work during the iteration (e.g. a snapshot taken in step 6) is queued
  * again and the loop repeats, a bounded number of times; whatever is left waits for the next
- * tick, which is requested at once. Callbacks of completed requests run at the very end
+ * tick, which is requested at once. Each iteration makes at most one WAL write and one sync, and
+ * only an iteration with records to write makes one. The path of a proposal (its entries
+ * written, then committed and applied) takes one iteration, since the commit it makes writes
+ * nothing (stage()); a second write in one flush comes only from work the applies of the first
+ * produced (a snapshot's compaction marker, a new leader's first entry, the commit of a group
+ * that applies only durable commits). Callbacks of completed requests run at the very end
  * (jr__node_drain), when no list is being walked.
  */
 #include "node/node.h"
@@ -30,30 +37,50 @@
 
 #define MAX_ITERATIONS 4
 
-/* Step 1 for one group. 0 or JR_ENOMEM (the WAL's staging is the only failure). Sets *vote if
- * the group's term or vote changed (that record must be synced before anything leaves). */
+/* Step 2 for one group: stages its records and notes in g what they make durable once
+ * written (stage_to, hs_staged, marker_staged, cut_from); g->marker_pending and cut_from are
+ * cleared only when the write succeeded (step 4), so a flush that fails has nothing to undo but
+ * the staged records (jr__wal_rollback) and the next one stages the same again. 0 or JR_ENOMEM (the
+ * WAL's staging is the only failure). Sets *vote if the group's term or vote changed (that record
+ * must be synced before anything leaves).
+ *
+ * The hard state is staged when its term or vote changed, or when the group writes another
+ * record anyway: a change of the commit index alone writes nothing and costs no sync, it rides
+ * along with the group's next record (raft.h jr__raft_persisted). The durable commit index
+ * therefore lags: at restart a group may recover a commit index below entries it had applied,
+ * and applies those again only once they are committed again (docs/internals.md "Durable
+ * commit index"); a group that cannot have that asks for jr__group_durable_apply. */
 static int stage(jr_node *n, jr_group *g, int *vote)
 {
     jr__raft *r = g->raft;
     uint64_t from, to;
     jr__hardstate hs;
     int hs_changed = jr__raft_unpersisted(r, &from, &to, &hs);
+    int writes = 0; /* a record of this group is staged */
     if (hs_changed == 2) *vote = 1;
-    g->staged = 0;
-    if (from <= g->persisted) {
+    g->hs_staged = 0;
+    g->marker_staged = 0;
+    uint64_t cut = from <= g->persisted ? from : 0;
+    if (g->cut_from && (!cut || g->cut_from < cut)) cut = g->cut_from;
+    if (cut) {
         /* The log was cut at `from` (raft.h: also when from > to, after a snapshot install
          * that discarded a conflicting log). One TRUNCATE record, staged ahead of the marker
          * and the entries of this flush, voids the old suffix in the WAL even when nothing
-         * replaces it; a torn flush that keeps any later record keeps it too. */
-        int rc = jr__wal_truncate(n->wal, g->id, from);
+         * replaces it; a torn flush that keeps any later record keeps it too. What is durable
+         * drops to below the cut at once (nothing may vouch for the old suffix any more, even
+         * if this flush fails); cut_from keeps the cut until a write carried it. */
+        int rc = jr__wal_truncate(n->wal, g->id, cut);
+        g->cut_from = cut;
+        if (g->persisted >= cut) g->persisted = cut - 1;
         if (rc != 0) return rc;
-        g->persisted = from - 1;
+        writes = 1;
     }
     g->stage_to = g->persisted;
     if (g->marker_pending) {
         int rc = jr__wal_compact(n->wal, g->id, g->marker_index, g->marker_term);
         if (rc != 0) return rc;
-        g->marker_pending = 0;
+        g->marker_staged = 1;
+        writes = 1;
     }
     if (from <= to) {
         for (uint64_t i = from; i <= to; i++) {
@@ -64,29 +91,52 @@ static int stage(jr_node *n, jr_group *g, int *vote)
             if (rc != 0) return rc;
         }
         g->stage_to = to;
-        g->staged = 1;
+        writes = 1;
     }
-    if (hs_changed) {
+    if (hs_changed == 2 || (hs_changed && (writes || g->durable_apply))) {
         int rc = jr__wal_hardstate(n->wal, g->id, &hs);
         if (rc != 0) return rc;
-        g->staged = 1;
+        g->hs_staged = 1;
     }
     return 0;
+}
+
+void jr__group_durable_apply(jr_group *g)
+{
+    g->durable_apply = 1;
+}
+
+/* The last entry g may apply now: committed, durable, in memory, and (durable_apply) covered by
+ * a durable commit index. */
+static uint64_t apply_limit(const jr_group *g)
+{
+    const jr__raft *r = g->raft;
+    uint64_t upto = jr__raft_commit_index(r);
+    if (g->durable_apply && upto > jr__raft_durable_commit(r)) upto = jr__raft_durable_commit(r);
+    if (upto > g->persisted) upto = g->persisted;
+    if (upto > jr__raft_last_index(r)) upto = jr__raft_last_index(r);
+    return upto;
+}
+
+/* Would stage() stage anything for the group? */
+static int needs_write(jr_group *g)
+{
+    uint64_t from, to;
+    jr__hardstate hs;
+    if (g->marker_pending) return 1;
+    /* a commit-only change of the hard state is nothing to write (it waits for the group's
+     * next record) unless the group applies only durable commits */
+    int hs_changed = jr__raft_unpersisted(g->raft, &from, &to, &hs);
+    if (hs_changed == 2 || (hs_changed && g->durable_apply) || from <= to) return 1;
+    return from <= g->persisted || g->cut_from; /* a cut to record, even with nothing else */
 }
 
 /* Does the group have anything a flush should do? */
 static int has_work(jr_group *g, int callbacks)
 {
-    uint64_t from, to;
-    jr__hardstate hs;
-    if (g->marker_pending) return 1;
-    if (jr__raft_unpersisted(g->raft, &from, &to, &hs) || from <= to) return 1;
-    if (from <= g->persisted) return 1; /* a cut to record, even with nothing to write */
+    if (needs_write(g)) return 1;
     if (!callbacks || g->closed) return 0;
-    uint64_t upto = jr__raft_commit_index(g->raft);
-    if (upto > g->persisted) upto = g->persisted;
-    if (upto > jr__raft_last_index(g->raft)) upto = jr__raft_last_index(g->raft);
-    return upto > g->applied;
+    return apply_limit(g) > g->applied;
 }
 
 /* Completes the head of g's pending queue for every op at or below `index` (entry term t). */
@@ -122,9 +172,7 @@ static void apply(jr_node *n, jr_group *g)
             g->applied = c;
         }
     }
-    uint64_t upto = jr__raft_commit_index(r);
-    if (upto > g->persisted) upto = g->persisted;
-    if (upto > jr__raft_last_index(r)) upto = jr__raft_last_index(r);
+    uint64_t upto = apply_limit(g);
     uint64_t start = g->applied;
     for (uint64_t i = g->applied + 1; i <= upto; i++) {
         jr__entry e;
@@ -266,8 +314,9 @@ int jr__node_flush(jr_node *n, int callbacks)
         for (jr_group *g = batch; g; g = g->flush_next)
             if (!g->closed) jr__raft_flush(g->raft, n->now);
         jr__peer_send_all(n, 0);
-        /* 2. stage */
+        /* 2. stage (from a mark: a flush that fails unstages what it staged) */
         int vote = 0;
+        jr__wal_mark(n->wal);
         for (jr_group *g = batch; g; g = g->flush_next) {
             err = stage(n, g, &vote);
             if (err) {
@@ -294,7 +343,11 @@ int jr__node_flush(jr_node *n, int callbacks)
         }
         if (err) {
             /* Nothing staged may be reported durable, and nothing that depends on it may
-             * leave: drop the held frames (Raft retransmits) and retry at the next tick. */
+             * leave: drop the held frames (Raft retransmits) and retry at the next tick. The
+             * records this iteration staged are unstaged: the retry stages them again (with
+             * the same numbers), so none is written twice. JR_ENOMEM is transient (the WAL
+             * wrote nothing and stays usable); any other failure is the WAL's end. */
+            jr__wal_rollback(n->wal);
             jr__peer_discard_all(n);
             for (jr_group *g = batch; g; g = g->flush_next) jr__group_ready(g);
             n->retry_at = jr__deadline(n->now, n->heartbeat_ns); /* back off, not spin */
@@ -303,9 +356,12 @@ int jr__node_flush(jr_node *n, int callbacks)
         }
         /* 4. durable (called for every group of the batch: it also releases batched sends) */
         for (jr_group *g = batch; g; g = g->flush_next) {
-            if (g->staged) g->persisted = g->stage_to;
-            g->staged = 0;
-            jr__raft_persisted(g->raft, n->now, g->persisted);
+            g->persisted = g->stage_to;
+            g->cut_from = 0;
+            if (g->marker_staged) g->marker_pending = 0;
+            g->marker_staged = 0;
+            jr__raft_persisted(g->raft, n->now, g->persisted, g->hs_staged);
+            g->hs_staged = 0;
         }
         /* 5. one frame per peer */
         jr__peer_send_all(n, 1);
@@ -326,7 +382,7 @@ int jr__node_flush(jr_node *n, int callbacks)
     if (n->neffects && !n->closing) jr__node_run_effects(n);
     /* Work produced after the last sync (step 6) waits for the next flush; ask for it. */
     n->retry_at = 0;
-    if (n->ready || n->dirty_peers) jr__node_want_tick(n);
+    if (n->ready || n->dirty_peers || jr__wal_pending(n->wal)) jr__node_want_tick(n);
     if (callbacks) jr__node_drain(n);
     return 0;
 }

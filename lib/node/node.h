@@ -145,8 +145,12 @@ struct jr_group {
     jr__timer timer; /* in node->timers */
     struct jr_group *ready_next;
     struct jr_group *flush_next; /* the batch a flush iteration is processing */
-    uint64_t stage_to;           /* flush: last index staged in this iteration */
-    uint8_t staged;              /* flush: something was staged in this iteration */
+    uint64_t stage_to;           /* flush: last index durable once this iteration's write is */
+    uint8_t hs_staged;           /* flush: the hard state was staged in this iteration */
+    uint8_t marker_staged;       /* flush: the pending compaction marker was staged */
+    uint64_t cut_from;           /* flush: a log cut staged and not yet written (0: none) */
+    uint8_t durable_apply;       /* applies only what a durable commit index covers
+                                    (jr__group_durable_apply) */
     uint8_t conf_stale;          /* conf_bytes could not follow a CONFIG entry (no snapshots) */
     uint8_t marker_pending;      /* the WAL must learn of snapshot marker_index before any later
                                     record of this group (see jr__group_mark_snapshot) */
@@ -489,6 +493,13 @@ int jr__group_peer_damaged(const jr_group *g, jr__id peer);
 /* The flush cycle (see flush.c). callbacks == 0 persists and sends but applies nothing (used at
  * close). Returns 0 or the first error (WAL I/O: nothing was sent). */
 int jr__node_flush(jr_node *n, int callbacks);
+/* From now on g applies an entry only once a durable hard state covers its commit: a commit
+ * that only moved is written (and synced) by the next flush iteration, and the entries it
+ * commits are applied after that write. For a state machine that acts on what it applied in ways a
+ * restart must find again (the meta group releases replicas), since at restart a group re-applies
+ * its log only up to its recovered commit index. Costs a sync per flush that moves g's commit;
+ * other groups let a commit-only change ride along with their next record. */
+void jr__group_durable_apply(jr_group *g);
 
 /* snapshot.c --------------------------------------------------------------------------------*/
 

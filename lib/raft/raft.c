@@ -462,12 +462,12 @@ void jr__raft_flush(jr__raft *r, uint64_t now)
     if (r->role == ROLE_LEADER && r->send_pending) jr__repl_flush(r, r->now);
 }
 
-void jr__raft_persisted(jr__raft *r, uint64_t now, uint64_t index)
+void jr__raft_persisted(jr__raft *r, uint64_t now, uint64_t index, int hs_written)
 {
     if (now > r->now) r->now = now;
     if (index > r->log.last) index = r->log.last;
     if (index > r->durable) r->durable = index;
-    r->hs_durable = (jr__hardstate){r->term, r->vote, r->commit};
+    if (hs_written) r->hs_durable = (jr__hardstate){r->term, r->vote, r->commit};
     if (r->role == ROLE_LEADER) jr__repl_maybe_commit(r, r->now);
     jr__raft_flush(r, r->now);
 }
@@ -538,6 +538,10 @@ uint64_t jr__raft_group(const jr__raft *r)
 uint64_t jr__raft_commit_index(const jr__raft *r)
 {
     return r->commit;
+}
+uint64_t jr__raft_durable_commit(const jr__raft *r)
+{
+    return r->hs_durable.commit;
 }
 uint64_t jr__raft_applied_index(const jr__raft *r)
 {

@@ -393,9 +393,12 @@ typedef struct jr__hardstate {
  * (worth writing, but never urgent: it causes no io->notify by itself and need not cost a sync of
  * its own); 0 otherwise. *hs gets the current hard state either way. */
 int jr__raft_unpersisted(const jr__raft *r, uint64_t *from, uint64_t *to, jr__hardstate *hs);
-/* Everything reported by the last jr__raft_unpersisted() up to `index`, and that hard state,
- * is durable. */
-void jr__raft_persisted(jr__raft *r, uint64_t now, uint64_t index);
+/* Everything reported by the last jr__raft_unpersisted() up to `index` is durable, and so is
+ * the hard state it reported if hs_written is non-zero (it must be when its term or vote
+ * changed). A node may leave a commit-only change unwritten: jr__raft_unpersisted() keeps
+ * reporting it (1) until a flush writes it, normally with the group's next entries, so the
+ * durable commit index lags the real one by what was committed since the group last wrote. */
+void jr__raft_persisted(jr__raft *r, uint64_t now, uint64_t index, int hs_written);
 /* The entry at index (borrowed until the next input to r). JR_ECOMPACTED below the log start,
  * JR_ENOTFOUND above the last index. */
 int jr__raft_entry(const jr__raft *r, uint64_t index, jr__entry *out);
@@ -493,6 +496,8 @@ jr__id jr__raft_leader(const jr__raft *r); /* 0 if unknown */
 jr__id jr__raft_self(const jr__raft *r);
 uint64_t jr__raft_group(const jr__raft *r);
 uint64_t jr__raft_commit_index(const jr__raft *r);
+/* The commit index of the last hard state reported written (jr__raft_persisted) or loaded. */
+uint64_t jr__raft_durable_commit(const jr__raft *r);
 uint64_t jr__raft_applied_index(const jr__raft *r);
 uint64_t jr__raft_last_index(const jr__raft *r);
 uint64_t jr__raft_last_term(const jr__raft *r);

@@ -213,6 +213,40 @@ START_TEST(group_commit_is_one_write_and_one_sync)
 }
 END_TEST
 
+START_TEST(rollback_unstages_what_came_after_the_mark)
+{
+    fx f;
+    fx_init(&f, 0);
+    put(&f, entry(1, 1, 1, "a1"));
+    put(&f, entry(3, 1, 1, "c1"));
+    flush(&f);
+    put(&f, entry(1, 1, 2, "a2")); /* staged before the mark: stays */
+    jr__wal_mark(f.w);
+    size_t kept = jr__wal_pending(f.w);
+    /* staged after the mark, on neither the model nor the disk once rolled back */
+    h_op gone[] = {entry(1, 1, 3, "a3"), hardstate(1, 1, 1, 3), entry(2, 1, 1, "b1"), drop(3),
+                   entry(3, 2, 1, "c1 again")};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+        ck_assert_int_eq(h_stage(f.w, &gone[i]), 0);
+    ck_assert_uint_gt(jr__wal_pending(f.w), kept);
+    jr__wal_rollback(f.w);
+    ck_assert_uint_eq(jr__wal_pending(f.w), kept);
+    jr__wal_rollback(f.w); /* a second one has nothing to undo */
+    ck_assert_uint_eq(jr__wal_pending(f.w), kept);
+    /* the record numbers continue from the mark: recovery sees no gap (no damage) */
+    put(&f, entry(1, 1, 3, "a3 staged again"));
+    put(&f, entry(2, 1, 1, "b1 staged again"));
+    put(&f, entry(3, 1, 2, "c2"));
+    flush(&f);
+    jr__wal_rollback(f.w); /* after a flush: nothing staged to undo */
+    put(&f, entry(3, 1, 3, "c3"));
+    flush(&f);
+    fx_reopen(&f);
+    fx_check(&f);
+    fx_free(&f);
+}
+END_TEST
+
 START_TEST(later_entry_supersedes_suffix)
 {
     fx f;
@@ -881,6 +915,7 @@ static Suite *suite(void)
     tcase_add_test(t, sync_on_demand_under_interval_policy);
     tcase_add_test(t, unflushed_records_are_not_recovered);
     tcase_add_test(t, group_commit_is_one_write_and_one_sync);
+    tcase_add_test(t, rollback_unstages_what_came_after_the_mark);
     tcase_add_test(t, later_entry_supersedes_suffix);
     tcase_add_test(t, torn_tail_is_cut);
     tcase_add_test(t, rotation_spreads_records_over_segments);

@@ -80,8 +80,88 @@ void t_host_free(t_host *h)
     jr_node_close(h->node);
     h->node = NULL;
     t_frames_clear(h);
-    jr__memfs_free(h->vfs);
-    h->vfs = NULL;
+    jr__memfs_free(h->inner ? h->inner : h->vfs);
+    h->vfs = h->inner = NULL;
+}
+
+static int c_open(void *ctx, const char *path, int flags, jr_file **out)
+{
+    t_cvfs *c = ctx;
+    return c->inner->open(c->inner->ctx, path, flags, out);
+}
+static int c_close(void *ctx, jr_file *f)
+{
+    t_cvfs *c = ctx;
+    return c->inner->close(c->inner->ctx, f);
+}
+static int c_pread(void *ctx, jr_file *f, void *buf, size_t len, uint64_t off, size_t *nread)
+{
+    t_cvfs *c = ctx;
+    return c->inner->pread(c->inner->ctx, f, buf, len, off, nread);
+}
+static int c_pwrite(void *ctx, jr_file *f, const void *buf, size_t len, uint64_t off)
+{
+    t_cvfs *c = ctx;
+    c->writes++;
+    int rc = c->inner->pwrite(c->inner->ctx, f, buf, len, off);
+    if (rc == 0) {
+        c->bytes += len;
+        if (c->on_write) c->on_write(c->arg, buf, len, off);
+    }
+    return rc;
+}
+static int c_sync(void *ctx, jr_file *f)
+{
+    t_cvfs *c = ctx;
+    c->syncs++;
+    return c->inner->sync(c->inner->ctx, f);
+}
+static int c_size(void *ctx, jr_file *f, uint64_t *out)
+{
+    t_cvfs *c = ctx;
+    return c->inner->size(c->inner->ctx, f, out);
+}
+static int c_truncate(void *ctx, jr_file *f, uint64_t size)
+{
+    t_cvfs *c = ctx;
+    return c->inner->truncate(c->inner->ctx, f, size);
+}
+static int c_rename(void *ctx, const char *from, const char *to)
+{
+    t_cvfs *c = ctx;
+    return c->inner->rename(c->inner->ctx, from, to);
+}
+static int c_remove(void *ctx, const char *path)
+{
+    t_cvfs *c = ctx;
+    return c->inner->remove(c->inner->ctx, path);
+}
+static int c_mkdir(void *ctx, const char *path)
+{
+    t_cvfs *c = ctx;
+    return c->inner->mkdir(c->inner->ctx, path);
+}
+static int c_list(void *ctx, const char *dir, int (*cb)(void *arg, const char *name), void *arg)
+{
+    t_cvfs *c = ctx;
+    return c->inner->list(c->inner->ctx, dir, cb, arg);
+}
+static int c_sync_dir(void *ctx, const char *dir)
+{
+    t_cvfs *c = ctx;
+    c->dir_syncs++;
+    return c->inner->sync_dir(c->inner->ctx, dir);
+}
+
+void t_cvfs_wrap(t_cvfs *c, t_host *h)
+{
+    memset(c, 0, sizeof *c);
+    c->inner = h->vfs;
+    c->vfs =
+        (jr_vfs){JR_VFS_VERSION, c,          c_open,   c_close,  c_pread, c_pwrite, c_sync,
+                 c_size,         c_truncate, c_rename, c_remove, c_mkdir, c_list,   c_sync_dir};
+    h->inner = h->vfs;
+    h->vfs = &c->vfs;
 }
 
 static void f_apply(void *ctx, uint64_t index, const void *data, size_t len)

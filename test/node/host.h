@@ -26,8 +26,21 @@ typedef struct t_host {
     t_frame frames[T_MAX_FRAMES];
     unsigned nframes;
     jr_vfs *vfs;
+    jr_vfs *inner; /* the memfs under a counting vfs (t_cvfs_wrap), else NULL */
     jr_node *node;
 } t_host;
+
+/* A vfs that counts the calls that cost on a disk, passing everything to the vfs under it. */
+typedef struct t_cvfs {
+    jr_vfs vfs;
+    jr_vfs *inner;
+    uint64_t writes, syncs, dir_syncs, bytes;
+    /* optional: sees every successful pwrite */
+    void (*on_write)(void *arg, const void *buf, size_t len, uint64_t off);
+    void *arg;
+} t_cvfs;
+/* Puts c between h's node and its memfs (call before t_open; t_host_free undoes it). */
+void t_cvfs_wrap(t_cvfs *c, t_host *h);
 
 /* Prepares h (clock at 1 s, a fresh memfs). */
 void t_host_init(t_host *h);

@@ -117,7 +117,7 @@ static void flush(bnode *b)
         uint64_t from, to;
         jr__hardstate hs;
         jr__raft_unpersisted(b->r, &from, &to, &hs); /* the "disk" is durable at once */
-        jr__raft_persisted(b->r, now_ns, to);
+        jr__raft_persisted(b->r, now_ns, to, 1);
         release(b);
         uint64_t c = jr__raft_commit_index(b->r);
         if (c > b->applied) {

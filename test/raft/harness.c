@@ -508,7 +508,7 @@ void h_flush(h_node *nd)
             nd->hs_hist[nd->hs_n][2] = hs.commit;
             nd->hs_n++;
         }
-        jr__raft_persisted(r, h->now, to);
+        jr__raft_persisted(r, h->now, to, changed != 0);
         while (nd->held) {
             h_msg *c = nd->held;
             nd->held = c->next;

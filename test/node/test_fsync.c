@@ -1,0 +1,257 @@
+/*
+ * The cost of a flush, counted at the vfs (ARCHITECTURE §3 "one WAL write + one fsync"): on the
+ * path of proposals every jr_node_recv and jr_node_tick makes at most one WAL write and at most
+ * one sync, and a flush that only moves a commit index writes nothing (flush.c stage(): the
+ * commit rides along with the group's next record). Proposals go one at a time, so nothing
+ * batches them:
+ *  - R1: exactly one write and one sync per acknowledged proposal;
+ *  - R3: the leader and each follower exactly one write and one sync per acknowledged proposal
+ *    (the commit a follower learns after its append costs it nothing);
+ *  - a group that applies only durable commits (jr__group_durable_apply, the meta group) pays a
+ *    second write and sync for its commit (in the same call) and never applies beyond its
+ *    durable commit index;
+ *  - what the lagging durable commit index leaves out is applied again after a restart.
+ * Raw groups on memfs under a counting vfs, frames delivered by hand, on a manual clock.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host.h"
+#include "node/node.h"
+#include "raft/raft.h"
+
+#define MS 1000000ull
+#define N 100
+#define GROUP 7
+
+static const char *const only_a[] = {"a"};
+static const char *const abc[] = {"a", "b", "c"};
+
+typedef struct node_fx {
+    t_host h;
+    t_cvfs c;
+    t_fsm fsm;
+    jr_group *g;
+    uint64_t calls; /* jr_node_recv and jr_node_tick calls */
+} node_fx;
+
+static node_fx fx[3];
+static unsigned nfx;
+static uint64_t max_per_call = 1; /* WAL writes and syncs one call may make */
+
+/* One call into node i, checked: at most one WAL write and one sync. */
+#define CALL(i, expr)                                                                              \
+    do {                                                                                           \
+        node_fx *f_ = &fx[i];                                                                      \
+        uint64_t w_ = f_->c.writes, s_ = f_->c.syncs;                                              \
+        int rc_ = (expr);                                                                          \
+        ck_assert_int_eq(rc_, 0);                                                                  \
+        f_->calls++;                                                                               \
+        ck_assert_msg(f_->c.writes - w_ <= max_per_call, "node %u: %llu writes in one call",       \
+                      (unsigned)(i), (unsigned long long)(f_->c.writes - w_));                     \
+        ck_assert_msg(f_->c.syncs - s_ <= max_per_call, "node %u: %llu syncs in one call",         \
+                      (unsigned)(i), (unsigned long long)(f_->c.syncs - s_));                      \
+    } while (0)
+
+static void fx_open(unsigned i, const char *const *peers, size_t npeers)
+{
+    node_fx *f = &fx[i];
+    ck_assert_int_eq(t_open(&f->h, peers[i], peers, npeers, NULL), 0);
+    t_fsm_init(&f->fsm);
+    ck_assert_int_eq(t_group(&f->h, GROUP, peers, npeers, &f->fsm, &f->g), 0);
+}
+
+static void setup(unsigned n)
+{
+    memset(fx, 0, sizeof fx);
+    nfx = n;
+    max_per_call = 1;
+    const char *const *peers = n == 1 ? only_a : abc;
+    for (unsigned i = 0; i < n; i++) {
+        t_host_init(&fx[i].h);
+        t_cvfs_wrap(&fx[i].c, &fx[i].h);
+        fx_open(i, peers, n);
+    }
+}
+
+static void teardown(void)
+{
+    for (unsigned i = 0; i < nfx; i++) t_host_free(&fx[i].h);
+    nfx = 0;
+}
+
+/* Delivers every frame sent, and ticks every node that is due, until nothing moves. */
+static void pump(void)
+{
+    for (int round = 0; round < 10000; round++) {
+        int moved = 0;
+        for (unsigned i = 0; i < nfx; i++) {
+            t_host *h = &fx[i].h;
+            if (jr_node_deadline(h->node) <= h->now) {
+                CALL(i, jr_node_tick(h->node));
+                moved = 1;
+            }
+            while (h->nframes) {
+                t_frame fr = h->frames[0];
+                memmove(h->frames, h->frames + 1, --h->nframes * sizeof *h->frames);
+                unsigned to = (unsigned)(fr.to[0] - 'a');
+                ck_assert_uint_lt(to, nfx);
+                CALL(to, jr_node_recv(fx[to].h.node, abc[i], fr.data, fr.len));
+                free(fr.data);
+                moved = 1;
+            }
+        }
+        if (!moved) return;
+    }
+    ck_abort_msg("the cluster never went quiet");
+}
+
+/* Moves the clock by ns in steps of 5 ms (below the heartbeat interval: no election). */
+static void advance(uint64_t ns)
+{
+    for (uint64_t t = 0; t < ns; t += 5 * MS) {
+        for (unsigned i = 0; i < nfx; i++) fx[i].h.now += 5 * MS;
+        pump();
+    }
+}
+
+static int leader(void)
+{
+    for (unsigned i = 0; i < nfx; i++)
+        if (jr__raft_role(jr__group_raft(fx[i].g)) == JR_LEADER) return (int)i;
+    return -1;
+}
+
+static int elect(void)
+{
+    pump();
+    for (int t = 0; t < 300 && leader() < 0; t++) advance(10 * MS);
+    int l = leader();
+    ck_assert_int_ge(l, 0);
+    advance(10 * MS); /* its election's entry committed everywhere */
+    return l;
+}
+
+typedef struct prop {
+    int done, status;
+    uint64_t index;
+} prop;
+
+static void on_prop(void *arg, int status, uint64_t index)
+{
+    prop *p = arg;
+    p->done = 1;
+    p->status = status;
+    p->index = index;
+}
+
+/* Proposes one entry on node l and delivers until it is acknowledged, without moving the clock
+ * (no timer is involved: nothing but the proposal moves). */
+static uint64_t propose_one(int l, int k)
+{
+    char buf[32];
+    int len = snprintf(buf, sizeof buf, "entry-%d", k);
+    prop p = {0};
+    ck_assert_int_eq(jr_group_propose(fx[l].g, buf, (size_t)len, on_prop, &p), 0);
+    pump();
+    ck_assert_msg(p.done, "proposal %d not acknowledged without a timer", k);
+    ck_assert_int_eq(p.status, 0);
+    return p.index;
+}
+
+START_TEST(r1_one_write_and_one_sync_per_acknowledged_proposal)
+{
+    setup(1);
+    elect();
+    uint64_t w0 = fx[0].c.writes, s0 = fx[0].c.syncs;
+    uint64_t last = 0;
+    for (int k = 0; k < N; k++) {
+        uint64_t w = fx[0].c.writes, s = fx[0].c.syncs;
+        last = propose_one(0, k);
+        ck_assert_uint_eq(fx[0].c.writes - w, 1);
+        ck_assert_uint_eq(fx[0].c.syncs - s, 1);
+        ck_assert_uint_eq(fx[0].fsm.last, last);
+    }
+    ck_assert_uint_eq(fx[0].c.writes - w0, N);
+    ck_assert_uint_eq(fx[0].c.syncs - s0, N);
+    /* Idle: the last commit waits for the next record, and no timer writes it. */
+    uint64_t w = fx[0].c.writes;
+    advance(2000 * MS);
+    ck_assert_uint_eq(fx[0].c.writes, w);
+    ck_assert_uint_lt(jr__raft_durable_commit(jr__group_raft(fx[0].g)), last);
+
+    /* The durable commit index lags: after a restart the entries it does not cover are
+     * applied again once the group committed them again. */
+    jr_node_close(fx[0].h.node);
+    fx[0].h.node = NULL;
+    fx_open(0, only_a, 1);
+    ck_assert_uint_lt(fx[0].fsm.last, last);
+    elect();
+    ck_assert_uint_ge(fx[0].fsm.last, last);
+    teardown();
+}
+END_TEST
+
+START_TEST(r3_leader_and_followers_one_write_and_one_sync_per_acknowledged_proposal)
+{
+    setup(3);
+    int l = elect();
+    uint64_t w0[3], s0[3];
+    for (unsigned i = 0; i < 3; i++) {
+        w0[i] = fx[i].c.writes;
+        s0[i] = fx[i].c.syncs;
+    }
+    uint64_t last = 0;
+    for (int k = 0; k < N; k++) last = propose_one(l, k);
+    for (unsigned i = 0; i < 3; i++) {
+        uint64_t w = fx[i].c.writes - w0[i], s = fx[i].c.syncs - s0[i];
+        ck_assert_msg(w == N && s == N, "node %u (%s): %llu writes and %llu syncs for %d proposals",
+                      i, (int)i == l ? "leader" : "follower", (unsigned long long)w,
+                      (unsigned long long)s, N);
+    }
+    ck_assert_uint_eq(fx[l].fsm.last, last);
+    /* The followers learn the last commit without writing it, and apply it. */
+    advance(200 * MS);
+    for (unsigned i = 0; i < 3; i++) {
+        ck_assert_uint_eq(fx[i].fsm.last, last);
+        ck_assert_uint_eq(fx[i].c.writes - w0[i], N);
+    }
+    teardown();
+}
+END_TEST
+
+START_TEST(a_durable_apply_group_writes_its_commit_before_applying)
+{
+    setup(1);
+    elect();
+    jr__group_durable_apply(fx[0].g);
+    max_per_call = 2; /* the entry, and after the commit it makes, that commit */
+    const jr__raft *r = jr__group_raft(fx[0].g);
+    for (int k = 0; k < 10; k++) {
+        uint64_t s = fx[0].c.syncs;
+        uint64_t index = propose_one(0, k);
+        ck_assert_uint_eq(fx[0].c.syncs - s, 2); /* the entry, then its commit */
+        ck_assert_uint_eq(fx[0].fsm.last, index);
+        ck_assert_uint_ge(jr__raft_durable_commit(r), index);
+    }
+    teardown();
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("fsync");
+    TCase *t = tcase_create("fsync");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, r1_one_write_and_one_sync_per_acknowledged_proposal);
+    tcase_add_test(t, r3_leader_and_followers_one_write_and_one_sync_per_acknowledged_proposal);
+    tcase_add_test(t, a_durable_apply_group_writes_its_commit_before_applying);
+    suite_add_tcase(s, t);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
