@@ -1,6 +1,6 @@
 /*
  * fuzz_snapshot — libFuzzer target for the decoders of replicated state: snapshot files
- * (lib/node/snapfile.h), stream ops including batches (lib/stream/op.h), meta ops
+ * (lib/log/snapfile.h), stream ops including batches (lib/stream/op.h), meta ops
  * (lib/meta/meta_op.h), stream configs (lib/stream/config.h) and meta snapshots
  * (lib/meta/meta_state.h). Each must reject malformed input with an error, never read out of
  * bounds, never leak. The first byte picks the decoder; the rest is its input.
