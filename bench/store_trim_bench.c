@@ -6,10 +6,10 @@
  *   store_trim_bench [--dir DIR] [--rounds N] [--payload BYTES]
  *
  * For each configuration (plain / encrypted) x (4 KiB, 64 KiB, 1 MiB of records in the active
- * block at the trims; default 8 MiB blocks, so nothing rotates), N times (default 50) on a fresh store: fills
- * the active block with messages of --payload bytes (default 128) and syncs; appends one message
- * (timed: untrimmed) and syncs; trims; appends one (timed: after trim) and syncs; trims; reads
- * one random message of the trimmed part (timed). One JSON line per configuration:
+ * block at the trims; default 8 MiB blocks, so nothing rotates), N times (default 50) on a fresh
+ * store: fills the active block with messages of --payload bytes (default 128) and syncs; appends
+ * one message (timed: untrimmed) and syncs; trims; appends one (timed: after trim) and syncs;
+ * trims; reads one random message of the trimmed part (timed). One JSON line per configuration:
  *   heap_before_trim, heap_after_trim  live heap bytes of the store (counting allocator), synced
  *                                      and idle, before and after trim (first round)
  *   append_after_trim_us_p50/p99       one append just after a trim (the sync is not timed)

@@ -117,8 +117,8 @@ static void issue(bench *b, slot *s)
 {
     s->no = b->issued++;
     s->t0 = s->no % LAT_SAMPLE == 0 ? bench_now_ns() : 0; /* a clock read costs ~3% a message */
-    int rc = jr_publish(b->pub_node, "bench.orders", NULL, 0, b->data, b->cfg.payload, NULL, on_ack,
-                        s);
+    int rc =
+        jr_publish(b->pub_node, "bench.orders", NULL, 0, b->data, b->cfg.payload, NULL, on_ack, s);
     if (rc != 0) {
         fprintf(stderr, "stream_bench: jr_publish: %s\n", jr_strerror(rc));
         exit(1);
@@ -299,9 +299,9 @@ static void run(const bench_cfg *cfg)
            "\"payload\":%zu,\"mode\":\"%s\",\"window\":%d,\"msgs\":%llu,\"failed\":%llu,"
            "\"seconds\":%.3f,\"msgs_per_s\":%.0f,\"mb_per_s\":%.2f,\"p50_us\":%.1f,"
            "\"p99_us\":%.1f,\"p999_us\":%.1f,\"cpu_us_per_msg\":%.3f,\"wal_syncs\":%llu}\n",
-           cfg->posix ? "posix" : "mem", cfg->posix ? "always" : "n/a", cfg->replicas,
-           cfg->payload, cfg->window == 1 ? "sync" : "async", cfg->window,
-           (unsigned long long)n, (unsigned long long)b.failed, wall, n / wall,
+           cfg->posix ? "posix" : "mem", cfg->posix ? "always" : "n/a", cfg->replicas, cfg->payload,
+           cfg->window == 1 ? "sync" : "async", cfg->window, (unsigned long long)n,
+           (unsigned long long)b.failed, wall, n / wall,
            (double)n * (double)cfg->payload / wall / 1e6, p50, p99, p999, cpu * 1e6 / (double)n,
            (unsigned long long)syncs);
     fflush(stdout);
@@ -323,19 +323,28 @@ int main(int argc, char **argv)
     double seconds = 2.0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--vfs") && v) vfs = argv[++i];
-        else if (!strcmp(a, "--replicas") && v) nreps = bench_parse_list(argv[++i], reps, 8);
-        else if (!strcmp(a, "--payload") && v) npays = bench_parse_list(argv[++i], pays, 8);
+        if (!strcmp(a, "--vfs") && v)
+            vfs = argv[++i];
+        else if (!strcmp(a, "--replicas") && v)
+            nreps = bench_parse_list(argv[++i], reps, 8);
+        else if (!strcmp(a, "--payload") && v)
+            npays = bench_parse_list(argv[++i], pays, 8);
         else if (!strcmp(a, "--mode") && v) {
             i++;
-            modes = (strstr(v, "async") ? 1 : 0) | (strstr(v, "sync") == v || strstr(v, ",sync") ? 2 : 0);
-        } else if (!strcmp(a, "--window") && v) window = atoi(argv[++i]);
-        else if (!strcmp(a, "--seconds") && v) seconds = atof(argv[++i]);
-        else if (!strcmp(a, "--dir") && v) dir = argv[++i];
+            modes = (strstr(v, "async") ? 1 : 0) |
+                    (strstr(v, "sync") == v || strstr(v, ",sync") ? 2 : 0);
+        } else if (!strcmp(a, "--window") && v)
+            window = atoi(argv[++i]);
+        else if (!strcmp(a, "--seconds") && v)
+            seconds = atof(argv[++i]);
+        else if (!strcmp(a, "--dir") && v)
+            dir = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--vfs mem|posix|all] [--replicas 1,3,5] "
-                            "[--payload 16,128,1024,16384] [--mode async,sync] [--window N] "
-                            "[--seconds S] [--dir PATH]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--vfs mem|posix|all] [--replicas 1,3,5] "
+                    "[--payload 16,128,1024,16384] [--mode async,sync] [--window N] "
+                    "[--seconds S] [--dir PATH]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -349,8 +358,8 @@ int main(int argc, char **argv)
             if (!(modes & (1 << m))) continue;
             for (int ri = 0; ri < nreps; ri++)
                 for (int pi = 0; pi < npays; pi++) {
-                    bench_cfg c = {pv, (int)reps[ri], (size_t)pays[pi], m == 0 ? window : 1,
-                                   seconds, dir};
+                    bench_cfg c = {
+                        pv, (int)reps[ri], (size_t)pays[pi], m == 0 ? window : 1, seconds, dir};
                     if (c.replicas < 1 || c.replicas > 5 || c.payload == 0) continue;
                     run(&c);
                 }

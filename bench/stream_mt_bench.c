@@ -49,7 +49,7 @@ static void die(const char *what, int rc)
  */
 typedef struct item {
     struct item *next;
-    int from;                     /* frame: sender index; -1: a task */
+    int from; /* frame: sender index; -1: a task */
     void (*task)(void *arg, jr_node *node);
     void *arg;
     size_t len;
@@ -450,7 +450,8 @@ static void issue(pubber *p, slot *s)
     s->no = p->issued++;
     s->t0 = s->no % LAT_SAMPLE == 0 ? bench_now_ns() : 0; /* a clock read costs ~3% a message */
     p->outstanding++;
-    int rc = jr_publish(p->node, "bench.orders", NULL, 0, p->data, p->cfg->payload, NULL, on_ack, s);
+    int rc =
+        jr_publish(p->node, "bench.orders", NULL, 0, p->data, p->cfg->payload, NULL, on_ack, s);
     if (rc) die("jr_publish", rc);
 }
 
@@ -497,10 +498,10 @@ static void run(const bench_cfg *cfg)
            "\"payload\":%zu,\"window\":%d,\"msgs\":%llu,\"failed\":%llu,\"seconds\":%.3f,"
            "\"msgs_per_s\":%.0f,\"mb_per_s\":%.2f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
            "\"p999_us\":%.1f,\"cpu_us_per_msg\":%.3f,\"cores\":%.2f}\n",
-           cfg->posix ? "posix" : "mem", cfg->posix ? "always" : "n/a", cfg->replicas,
-           cfg->payload, cfg->window, (unsigned long long)p.acked, (unsigned long long)p.failed,
-           wall, (double)p.acked / wall, (double)p.acked * (double)cfg->payload / wall / 1e6, p50,
-           p99, p999, cpu * 1e6 / (double)p.acked, cpu / wall);
+           cfg->posix ? "posix" : "mem", cfg->posix ? "always" : "n/a", cfg->replicas, cfg->payload,
+           cfg->window, (unsigned long long)p.acked, (unsigned long long)p.failed, wall,
+           (double)p.acked / wall, (double)p.acked * (double)cfg->payload / wall / 1e6, p50, p99,
+           p999, cpu * 1e6 / (double)p.acked, cpu / wall);
     fflush(stdout);
     cluster_close(&c);
     free(p.data);

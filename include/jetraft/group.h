@@ -98,10 +98,11 @@ JR_API void jr_group_config_init_size(jr_group_config *cfg, size_t size);
  * what they know of it — in a group of three, both others, unless the leader answers first.
  * If its recovery found damage it is also damaged (status damaged = 1: proposals fail with
  * JR_EDAMAGED), and the leader reports a member damaged (jr_peer_status) once it answers with
- * less than it had acknowledged; the flags clear once a leader has repaired its log. A group with a single voter can ask nobody and trusts its disk.
- * Errors: JR_EINVAL (id 0 or above JR_GROUP_ID_HOST_MAX, no fsm or no
- * apply, snapshot without restore, more than 64 voters or one listed twice), JR_ENOTFOUND (a
- * voter is not a peer of this node), JR_EEXIST (already open here), JR_ENOMEM. */
+ * less than it had acknowledged; the flags clear once a leader has repaired its log. A group with a
+ * single voter can ask nobody and trusts its disk. Errors: JR_EINVAL (id 0 or above
+ * JR_GROUP_ID_HOST_MAX, no fsm or no apply, snapshot without restore, more than 64 voters or one
+ * listed twice), JR_ENOTFOUND (a voter is not a peer of this node), JR_EEXIST (already open here),
+ * JR_ENOMEM. */
 JR_API int jr_group_open(jr_node *node, const jr_group_config *cfg, jr_group **out);
 
 /* Closes the local replica of a group (the group's data stays on disk; what it had pending is

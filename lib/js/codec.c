@@ -26,8 +26,8 @@ int jr__info_encode(jr__buf *b, const jr_stream_info *in)
     jr__buf_free(&cfg);
     if (rc) return rc;
     const jr_stream_state *s = in->state;
-    uint64_t v[] = {in->created_ns, s->msgs,     s->bytes,        s->first_seq,   s->first_ts,
-                    s->last_seq,    s->last_ts,  s->num_subjects, s->num_deleted, s->consumers};
+    uint64_t v[] = {in->created_ns, s->msgs,    s->bytes,        s->first_seq,   s->first_ts,
+                    s->last_seq,    s->last_ts, s->num_subjects, s->num_deleted, s->consumers};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) jr__buf_varint(b, v[i]);
     put_str(b, c->name);
     put_str(b, c->group);
@@ -36,10 +36,9 @@ int jr__info_encode(jr__buf *b, const jr_stream_info *in)
     for (size_t i = 0; i < c->nreplicas; i++) {
         const jr_peer_info *p = c->replicas[i];
         put_str(b, p->name);
-        jr__buf_u8(b,
-                   (uint8_t)((p->current ? 1 : 0) | (p->offline ? 2 : 0) | (p->observer ? 4 : 0) |
-                             (p->pending ? 8 : 0) | (p->damaged ? 16 : 0) |
-                             (p->unvouched ? 32 : 0)));
+        jr__buf_u8(b, (uint8_t)((p->current ? 1 : 0) | (p->offline ? 2 : 0) |
+                                (p->observer ? 4 : 0) | (p->pending ? 8 : 0) |
+                                (p->damaged ? 16 : 0) | (p->unvouched ? 32 : 0)));
         jr__buf_varint(b, p->active_ns);
         jr__buf_varint(b, p->lag);
     }
@@ -217,8 +216,7 @@ int jr__msg_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__msg_
     const uint8_t *subj = jr__rd_bytes(&r, &sl, MAX_STR);
     const uint8_t *hdr = jr__rd_bytes(&r, &hl, len);
     const uint8_t *data = jr__rd_bytes(&r, &dl, len);
-    if (r.err || jr__rd_left(&r) || seq == 0 || sl == 0 || memchr(subj, 0, sl))
-        return JR_ECORRUPT;
+    if (r.err || jr__rd_left(&r) || seq == 0 || sl == 0 || memchr(subj, 0, sl)) return JR_ECORRUPT;
     out->block = jr__malloc(a, sl + 1 + hl + dl + 1);
     if (!out->block) return JR_ENOMEM;
     char *s = out->block;

@@ -46,8 +46,8 @@
 #define BATCH_MAX_OPS 4096u
 #define BATCH_MAX_BYTES (512u << 10)
 #define MIN_TICK_NS 100000000ull /* 100 ms */
-#define SYNC_ENTRIES 1024            /* store mark at least every this many entries ... */
-#define SYNC_NS 1000000000ull        /* ... and every second while entries are applied */
+#define SYNC_ENTRIES 1024        /* store mark at least every this many entries ... */
+#define SYNC_NS 1000000000ull    /* ... and every second while entries are applied */
 
 jr__srep *jr__srep_find(jr__js *js, uint64_t group)
 {
@@ -56,8 +56,7 @@ jr__srep *jr__srep_find(jr__js *js, uint64_t group)
 
 int jr__srep_is_leader(const jr__srep *r)
 {
-    return r->g && !r->g->closed && !r->failed &&
-           jr__raft_role(jr__group_raft(r->g)) == JR_LEADER;
+    return r->g && !r->g->closed && !r->failed && jr__raft_role(jr__group_raft(r->g)) == JR_LEADER;
 }
 
 jr__peer *jr__srep_leader_peer(jr__js *js, uint64_t group)
@@ -71,7 +70,6 @@ jr__peer *jr__srep_leader_peer(jr__js *js, uint64_t group)
 }
 
 /* Proposals ---------------------------------------------------------------------------------*/
-
 
 static void unlist(jr__proposal *p)
 {
@@ -241,8 +239,8 @@ static int stage_raw(jr__srep *r, const uint8_t *entry, size_t len, const jr__ro
         return JR_ENOMEM;
     }
     /* stream time (stream/clock.h) goes where op.h puts every op's ts: right after its type */
-    int64_t ts = jr__sclock_stamp(&r->clock, jr__js_wall(js), js->n->now,
-                                  jr__stream_fsm_clock(r->fsm));
+    int64_t ts =
+        jr__sclock_stamp(&r->clock, jr__js_wall(js), js->n->now, jr__stream_fsm_clock(r->fsm));
     jr__put_u64(r->stage.data + at + 1, (uint64_t)ts);
     w->route = *rt;
     w->what = what;
@@ -321,8 +319,7 @@ int jr__srep_stage_read(jr__srep *r, const jr__route *rt, uint8_t what, uint64_t
     return 0;
 }
 
-int jr__srep_stage(jr__srep *r, const uint8_t *entry, size_t len, const jr__route *rt,
-                   uint8_t what)
+int jr__srep_stage(jr__srep *r, const uint8_t *entry, size_t len, const jr__route *rt, uint8_t what)
 {
     /* The config goes first into the log of a stream that has none there yet. */
     if (!r->cfg_in_log && !r->cfg_pending) stage_config(r);
@@ -370,13 +367,12 @@ static void on_result(void *arg, uint32_t i, const jr__stream_result *res)
     if (w->what) jr__route_reply(r->js, &w->route, res->status, out.data, out.len);
 }
 
-void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void *data,
-                          size_t len)
+void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len)
 {
     jr__js *js = r->js;
     jr__proposal *p = NULL;
-    while (r->phead && (r->phead->index < index ||
-                        (r->phead->index == index && r->phead->term != term))) {
+    while (r->phead &&
+           (r->phead->index < index || (r->phead->index == index && r->phead->term != term))) {
         jr__proposal *lost = r->phead;
         unlist(lost);
         resolve_fail(js, lost, JR_ELEADERLOST);
@@ -411,7 +407,6 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
 
 /* The group's fsm ---------------------------------------------------------------------------*/
 
-
 static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
 {
     jr__srep *r = ctx;
@@ -431,8 +426,10 @@ static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
     int64_t clock = jr__stream_fsm_clock(r->fsm);
     if (clock > r->clock.stamp) /* another leader's stamps: maybe an anchor (stream/clock.h) */
         jr__sclock_observe(&r->clock, clock, jr__js_wall(r->js), r->js->n->now);
-    if (index >= r->synced + SYNC_ENTRIES) jr__srep_sync(r);
-    else if (index != r->synced) jr__srep_due(r, r->next_sync);
+    if (index >= r->synced + SYNC_ENTRIES)
+        jr__srep_sync(r);
+    else if (index != r->synced)
+        jr__srep_due(r, r->next_sync);
 }
 
 /* A stream group's snapshot: u64 (little-endian) the fsm's own applied index, then the fsm's
@@ -492,8 +489,10 @@ void jr__srep_sync(jr__srep *r)
     if (applied == r->synced) return;
     int rc = jr__stream_fsm_sync(r->fsm);
     if (rc != 0) {
-        jr__node_log(r->js->n, JR_LOG_ERROR, "stream '%s': store sync failed: %s; the replica "
-                                             "awaits repair", r->name, jr_strerror(rc));
+        jr__node_log(r->js->n, JR_LOG_ERROR,
+                     "stream '%s': store sync failed: %s; the replica "
+                     "awaits repair",
+                     r->name, jr_strerror(rc));
         r->failed = rc;
         return;
     }
@@ -547,8 +546,7 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
             }
         }
         const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);
-        if (s && s->updated == r->updated && !r->cu)
-            jr__srep_members_duty(r, s, &next);
+        if (s && s->updated == r->updated && !r->cu) jr__srep_members_duty(r, s, &next);
     } else {
         jr__srep_memb_free(r);
         /* watch for leadership while a peer change is under way: a new leader resumes it */
@@ -556,8 +554,8 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
         if (s && jr__meta_stream_busy(s) && n->now + n->election_ns / 2 < next)
             next = n->now + n->election_ns / 2;
         r->cfg_pending = 0; /* a new leader logs it again if it got lost */
-        if (!r->cfg_in_log || !jr__stream_config_equal(jr__stream_fsm_config_get(r->fsm),
-                                                       &r->as->cfg->c))
+        if (!r->cfg_in_log ||
+            !jr__stream_config_equal(jr__stream_fsm_config_get(r->fsm), &r->as->cfg->c))
             next = soon; /* watch for leadership while the config is not in the log */
     }
     if (next == UINT64_MAX) {
@@ -745,12 +743,13 @@ void jr__srep_leave(jr__srep *r, int purge)
         /* atomic (store.h): a crash halfway leaves a store that opens empty, not a torso */
         int rc = jr__store_destroy(n->vfs, js->store_dir, r->name);
         if (rc != 0)
-            jr__node_log(n, JR_LOG_WARN, "stream '%s': its store could not be removed: %s",
-                         r->name, jr_strerror(rc));
+            jr__node_log(n, JR_LOG_WARN, "stream '%s': its store could not be removed: %s", r->name,
+                         jr_strerror(rc));
         if (jr__node_group_destroy(n, r->group) != 0)
-            jr__node_log(n, JR_LOG_WARN, "stream '%s': out of memory: its group %" PRIu64
-                                         " stays dormant until the node closes", r->name,
-                         r->group);
+            jr__node_log(n, JR_LOG_WARN,
+                         "stream '%s': out of memory: its group %" PRIu64
+                         " stays dormant until the node closes",
+                         r->name, r->group);
     } else {
         jr__stream_fsm_close(r->fsm);
     }
@@ -771,9 +770,11 @@ int jr__srep_sweep_stashes(jr__js *js)
         if (s && jr__meta_stream_has_peer(s, n->name)) continue; /* converge creates it */
         if (s && (jr__meta_stream_busy(s) || !jr__mnode_replayed(js))) {
             if (jr__mnode_replayed(js))
-                jr__node_log(n, JR_LOG_INFO, "stream '%s': removed from this server by a peer "
-                                             "change that is not over; its replica runs until "
-                                             "it is", s->name);
+                jr__node_log(n, JR_LOG_INFO,
+                             "stream '%s': removed from this server by a peer "
+                             "change that is not over; its replica runs until "
+                             "it is",
+                             s->name);
             if (!jr__srep_find(js, id) && jr__srep_create(js, s) != 0) rc = JR_ENOMEM;
             continue;
         }
@@ -782,15 +783,19 @@ int jr__srep_sweep_stashes(jr__js *js)
             continue;
         }
         if (s) {
-            jr__node_log(n, JR_LOG_INFO, "stream '%s': removed from this server while it was "
-                                         "down; releasing its log and store", s->name);
+            jr__node_log(n, JR_LOG_INFO,
+                         "stream '%s': removed from this server while it was "
+                         "down; releasing its log and store",
+                         s->name);
             int drc = jr__store_destroy(n->vfs, js->store_dir, s->name);
             if (drc != 0)
                 jr__node_log(n, JR_LOG_WARN, "stream '%s': its store could not be removed: %s",
                              s->name, jr_strerror(drc));
         } else {
-            jr__node_log(n, JR_LOG_INFO, "group %" PRIu64 ": its stream was deleted while this "
-                                         "server was down; releasing its log", id);
+            jr__node_log(n, JR_LOG_INFO,
+                         "group %" PRIu64 ": its stream was deleted while this "
+                         "server was down; releasing its log",
+                         id);
         }
     }
     jr__free(n->alloc, ids);

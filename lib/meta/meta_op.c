@@ -31,7 +31,7 @@ typedef struct raw {
     size_t cfglen;
     span peers[JR_MAX_REPLICAS];
     size_t npeers;
-    span stream; /* STREAM_DELETE, STREAM_CONVERGED */
+    span stream;                                         /* STREAM_DELETE, STREAM_CONVERGED */
     uint64_t group, peers_at, term, commit_term, commit; /* STREAM_CONVERGED */
     uint8_t version;
     uint64_t created_ns; /* STREAM_ADD, version 2 */

@@ -96,9 +96,9 @@ typedef struct jr__meta_op {
     size_t npeers;
     uint64_t created_ns; /* STREAM_ADD: the meta leader's wall clock when it placed the stream
                             (ns since the Unix epoch); 0: none (a request, or a version-1 op) */
-    const char *stream; /* STREAM_DELETE, STREAM_CONVERGED: the stream's name */
-    uint64_t group;     /* STREAM_CONVERGED: the stream's Raft group id */
-    uint64_t peers_at;  /* STREAM_CONVERGED: the assignment's peers_at the group reached */
+    const char *stream;  /* STREAM_DELETE, STREAM_CONVERGED: the stream's name */
+    uint64_t group;      /* STREAM_CONVERGED: the stream's Raft group id */
+    uint64_t peers_at;   /* STREAM_CONVERGED: the assignment's peers_at the group reached */
     /* STREAM_CONVERGED: the reporting leader's term, and its commit index with that entry's
      * term — the floor a replica joining later starts from (jr__join_floor); 0: unknown */
     uint64_t term, commit_term, commit;

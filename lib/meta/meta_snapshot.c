@@ -15,9 +15,10 @@
 static const uint8_t magic[4] = {'J', 'R', 'M', 'S'};
 
 /* Smallest encodings, which bound the counts before anything is decoded. */
-#define SERVER_MIN 7  /* name, cluster (2 each), tag count, capacity, max_assets */
-#define STREAM_MIN 13 /* config length + config (>= 9), peer count, group, created, updated
-                         (version 1; later versions only add fields) */
+#define SERVER_MIN 7 /* name, cluster (2 each), tag count, capacity, max_assets */
+#define STREAM_MIN                                                                                 \
+    13 /* config length + config (>= 9), peer count, group, created, updated                       \
+          (version 1; later versions only add fields) */
 
 static void put_server(jr__buf *b, const jr__meta_server *s)
 {

@@ -272,8 +272,8 @@ int jr__meta_snapshot(const jr__meta_state *st, jr__buf *out);
 /* Replaces st (initialized, maybe not empty) with the state encoded in data[0..len), all or
  * nothing. Strict: checksum, magic, order, names, configs, peers (exactly `replicas` distinct
  * names), group ids (non-zero, distinct, below next_group), indexes (0 < created <=
- * converged_at <= peers_at <= updated <= applied), non-overlapping subjects, no trailing bytes. 0; JR_ECORRUPT; JR_EVERSION (intact,
- * unknown version); JR_ENOMEM. On failure st is unchanged. */
+ * converged_at <= peers_at <= updated <= applied), non-overlapping subjects, no trailing bytes. 0;
+ * JR_ECORRUPT; JR_EVERSION (intact, unknown version); JR_ENOMEM. On failure st is unchanged. */
 int jr__meta_restore(jr__meta_state *st, const void *data, size_t len);
 
 /* Shared with meta_snapshot.c: builds a server or a stream assignment from borrowed parts.

@@ -310,8 +310,9 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     memcpy(&cfg, cfg_in, sz);
     cfg.size = sizeof cfg;
     if (cfg.id == 0 || !cfg.fsm || !cfg.fsm->apply || (cfg.fsm->snapshot && !cfg.fsm->restore))
-        return jr__node_err(n, JR_EINVAL, "group config needs a non-zero id and an fsm with "
-                                          "apply (and restore if it has snapshot)");
+        return jr__node_err(n, JR_EINVAL,
+                            "group config needs a non-zero id and an fsm with "
+                            "apply (and restore if it has snapshot)");
 
     jr_group *g = jr__map_get(&n->groups, cfg.id);
     if (g) {
@@ -397,8 +398,8 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     *out = g;
     return 0;
 fail:
-    if (rc == JR_ENOMEM) jr__node_err(n, rc, "out of memory opening group %llu",
-                                      (unsigned long long)cfg.id);
+    if (rc == JR_ENOMEM)
+        jr__node_err(n, rc, "out of memory opening group %llu", (unsigned long long)cfg.id);
     unready(g);
     jr__heap_cancel(&n->timers, &g->timer);
     jr__snap_close_files(g);

@@ -248,7 +248,7 @@ typedef struct jr__live {
     jr__round *run; /* rounds started within the last round limit (a ring) */
     size_t run_head, run_len, run_cap;
     uint64_t seq;
-    uint8_t skipped; /* the last heartbeat tick was late and judged no peer */
+    uint8_t skipped;   /* the last heartbeat tick was late and judged no peer */
     uint8_t inc_ready; /* inc is drawn (at the first wake-up of this node's life) */
     jr__live_stats stats;
 } jr__live;

@@ -163,8 +163,8 @@ static void open_report(const jr_node_config *cfg, const char *msg)
 }
 
 /* Refuses an open before a node exists: reports the reason and returns rc. */
-__attribute__((format(printf, 3, 4)))
-static int open_refuse(const jr_node_config *cfg, int rc, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int open_refuse(const jr_node_config *cfg, int rc,
+                                                             const char *fmt, ...)
 {
     char msg[512];
     int k = snprintf(msg, sizeof msg, "jr_node_open: ");

@@ -35,7 +35,7 @@
 #define TRAILING_BYTES (2u << 20)
 #define SNAPSHOT_BYTES (8u << 20)
 #define KEEP_MAX_BYTES (64u << 20) /* kept for active followers at most */
-#define UNPIN_MAX 1024 /* groups asked for a snapshot per segment-count change */
+#define UNPIN_MAX 1024             /* groups asked for a snapshot per segment-count change */
 
 void jr__snap_path(const jr_node *n, uint64_t group, uint64_t index, const char *suffix, char *buf,
                    size_t cap)

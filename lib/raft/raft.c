@@ -396,7 +396,8 @@ uint64_t jr__raft_deadline(const jr__raft *r)
                : UINT64_MAX;
 }
 
-static int propose_unchecked(jr__raft *r, uint64_t now, const void *data, size_t len, uint64_t *index)
+static int propose_unchecked(jr__raft *r, uint64_t now, const void *data, size_t len,
+                             uint64_t *index)
 {
     if (!r->started || r->role != ROLE_LEADER) return JR_ENOTLEADER;
     if (r->transfer_to) return JR_ETRANSFER;

@@ -48,7 +48,7 @@
 #define JR__BLK_FRAME_OVERHEAD (4u + 24u + 16u)
 #define JR__BLK_FRAME_HEAD (4u + 24u) /* in clear before a frame's ciphertext: length, nonce */
 #define JR__BLK_FRAME_TAG 16u         /* the AEAD tag, counted in a frame's length */
-#define JR__BLK_CHUNK (16u * 1024u)     /* target raw bytes per sealed chunk */
+#define JR__BLK_CHUNK (16u * 1024u)   /* target raw bytes per sealed chunk */
 #define JR__BLK_CHUNK_ENTRY 32u
 #define JR__BLK_RAW_MAX ((uint64_t)1 << 31) /* largest block */
 
@@ -83,16 +83,16 @@ void jr__blk_nonce_init(jr__blk_nonce *n);
 
 /* Encrypts the record rec[0..rlen) into dst (jr__blk_frame_size(rlen) bytes) with the next
  * nonce of n (NULL: a random nonce). */
-void jr__blk_frame(uint8_t *dst, const uint8_t *rec, size_t rlen, uint32_t id,
-                   const jr__blk_key *k, jr__blk_nonce *n);
+void jr__blk_frame(uint8_t *dst, const uint8_t *rec, size_t rlen, uint32_t id, const jr__blk_key *k,
+                   jr__blk_nonce *n);
 
 /* Opens the one frame that starts at f (n bytes available from there; more may follow) of the
  * encrypted open block id: checks that its length fits, authenticates and decrypts it into out
  * (room for n bytes is enough) and checks that it is one whole valid record (checksum), whose
  * length goes to *rlen. 0, or JR_ECORRUPT for anything else (short, failed authentication, not
  * one record): a reader that knows where a record's frame is needs only that frame. */
-int jr__blk_frame_open(const uint8_t *f, size_t n, uint32_t id, const jr__blk_key *k,
-                       uint8_t *out, size_t *rlen);
+int jr__blk_frame_open(const uint8_t *f, size_t n, uint32_t id, const jr__blk_key *k, uint8_t *out,
+                       size_t *rlen);
 
 /* Builds a sealed block image of the records plain[0..n) into out (appended). flags: any of
  * JR__BLKF_LZ4 and JR__BLKF_ENC (then k is required). 0 or JR_ENOMEM. */
@@ -100,8 +100,8 @@ int jr__blk_seal(const uint8_t *plain, size_t n, uint32_t id, int flags, const j
                  jr__buf *out);
 
 /* Builds an open block image (header + frames) of the records plain[0..n) into out. */
-int jr__blk_write_open(const uint8_t *plain, size_t n, uint32_t id, int flags,
-                       const jr__blk_key *k, jr__buf *out);
+int jr__blk_write_open(const uint8_t *plain, size_t n, uint32_t id, int flags, const jr__blk_key *k,
+                       jr__buf *out);
 
 /* Random access to a sealed block: parse the header, then the index, then decode one chunk. */
 typedef struct jr__blk_sealed {
@@ -138,7 +138,7 @@ int jr__blk_chunk_decode(const jr__blk_sealed *hd, const jr__blk_chunk *c, uint3
                          jr__buf *scratch);
 
 typedef struct jr__blk_info {
-    int kind;          /* JR__BLK_OPEN or JR__BLK_SEALED; 0 if the header is bad */
+    int kind; /* JR__BLK_OPEN or JR__BLK_SEALED; 0 if the header is bad */
     uint32_t id;
     int flags;
     uint32_t keycheck;

@@ -63,16 +63,15 @@
  *    exactly on the record's offset, authenticate, and be one record of the expected length.
  *    Why checkpoints and not an offset per record: 8 bytes per 32 records (or 4 KiB) instead of
  *    4 per record — an idle stream with 1 MiB of 128-byte messages in its active block keeps
- *    about 2 KiB for them instead of 23 KiB — for reads of trimmed records that are rare (a consumer behind, a
- *    catch-up) and cost a few KiB of pread instead of one record's;
- * what needs the whole block (sealing with lz4 or encryption, erase, carrying tombstones) reads
- * the part before the window back and verifies it as recovery does (header, id, flags, record
- * checksums, frame authentication, exact length), then the window is the whole block again
- * (active_whole).
- * A failure reading the active block's file fails the store (s->failed) like a write error; the
- * records are still in the file for the next open. Trim also closes the active block's file when
- * nothing is pending and it is synced (af == NULL with aid != 0 means exactly that); active_open
- * opens it again before a write or a read from it.
+ *    about 2 KiB for them instead of 23 KiB — for reads of trimmed records that are rare (a
+ * consumer behind, a catch-up) and cost a few KiB of pread instead of one record's; what needs the
+ * whole block (sealing with lz4 or encryption, erase, carrying tombstones) reads the part before
+ * the window back and verifies it as recovery does (header, id, flags, record checksums, frame
+ * authentication, exact length), then the window is the whole block again (active_whole). A failure
+ * reading the active block's file fails the store (s->failed) like a write error; the records are
+ * still in the file for the next open. Trim also closes the active block's file when nothing is
+ * pending and it is synced (af == NULL with aid != 0 means exactly that); active_open opens it
+ * again before a write or a read from it.
  */
 #include <sodium.h>
 #include <stdio.h>
@@ -119,7 +118,6 @@ void jr__fstore_path(const fstore *f, char *out, size_t n, uint32_t id, const ch
 {
     snprintf(out, n, "%s/%010u.%s", f->dir, id, ext);
 }
-
 
 /* ---------------------------------------------------------------------------------------------
  * Read handles of non-active blocks
@@ -301,8 +299,8 @@ static int active_whole(jr__store *s)
     }
     jr__blk_info info = {0};
     if (!rc) {
-        int drc = got == head ? jr__blk_decode(nb.data, head, KEY(f), &scratch, &info)
-                              : JR_ECORRUPT;
+        int drc =
+            got == head ? jr__blk_decode(nb.data, head, KEY(f), &scratch, &info) : JR_ECORRUPT;
         if (drc == JR_ENOMEM)
             rc = drc;
         else if (drc || info.kind != JR__BLK_OPEN || info.id != f->aid || info.flags != f->aflags ||
@@ -430,8 +428,7 @@ static int active_read_old(jr__store *s, uint32_t off, uint32_t len, const uint8
     size_t got = 0, n;
     rc = f->vfs->pread(f->vfs->ctx, f->af, r->io.data, (size_t)want, at, &got);
     jr__srec rec;
-    if (!rc && !f->e &&
-        (got != len || jr__srec_decode(r->io.data, len, 1, &rec, &n) || n != len))
+    if (!rc && !f->e && (got != len || jr__srec_decode(r->io.data, len, 1, &rec, &n) || n != len))
         rc = JR_ECORRUPT;
     if (!rc && f->e) {
         /* walk the frames from the checkpoint to the record's (their lengths are in clear) */
@@ -445,8 +442,9 @@ static int active_read_old(jr__store *s, uint32_t off, uint32_t len, const uint8
             pos += JR__BLK_FRAME_HEAD + (size_t)clen;
         }
         at += pos;
-        if (p != off || jr__blk_frame_open(r->io.data + pos, got - pos, f->aid, &f->e->key,
-                                           r->tmp.data, &n) || n != len)
+        if (p != off ||
+            jr__blk_frame_open(r->io.data + pos, got - pos, f->aid, &f->e->key, r->tmp.data, &n) ||
+            n != len)
             rc = JR_ECORRUPT;
     }
     if (rc) {

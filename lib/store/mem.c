@@ -5,8 +5,8 @@
  *
  * Memory follows the live messages: a block of at least COMPACT_MIN bytes (or half a block) of
  * which three quarters or more are dead records is compacted (its live records copied into a
- * buffer of their size, their entries' offsets updated). Each compaction copies at most a third of the
- * bytes that died since the block was last this size, so its cost is amortized over the
+ * buffer of their size, their entries' offsets updated). Each compaction copies at most a third of
+ * the bytes that died since the block was last this size, so its cost is amortized over the
  * removals; a key-value shaped store (one key updated over and over, one never) holds about
  * COMPACT_MIN bytes, not two blocks of dead updates.
  */

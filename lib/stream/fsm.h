@@ -202,14 +202,14 @@ int64_t jr__stream_fsm_clock(const jr__stream_fsm *f);
 int jr__stream_fsm_restoring(const jr__stream_fsm *f);
 
 typedef struct jr__stream_fsm_info {
-    jr__store_state store;     /* msgs, bytes, first/last seq and ts, subjects, interior deletes;
-                                  store.last_ts is the fsm's own (below), which is known also where
-                                  the store's is not (a replica caught up over a deleted tail) */
-    uint64_t applied;          /* index of the last applied entry */
-    int64_t clock;             /* the stream clock (ns) */
-    uint64_t last_seq;         /* the last seq assigned, as the applied entries say */
-    size_t dedup_ids;          /* msg ids in the duplicate window */
-    uint64_t durable;          /* jr__stream_fsm_durable() */
+    jr__store_state store; /* msgs, bytes, first/last seq and ts, subjects, interior deletes;
+                              store.last_ts is the fsm's own (below), which is known also where
+                              the store's is not (a replica caught up over a deleted tail) */
+    uint64_t applied;      /* index of the last applied entry */
+    int64_t clock;         /* the stream clock (ns) */
+    uint64_t last_seq;     /* the last seq assigned, as the applied entries say */
+    size_t dedup_ids;      /* msg ids in the duplicate window */
+    uint64_t durable;      /* jr__stream_fsm_durable() */
     int restoring;
     int failed; /* 0 or the local failure */
 } jr__stream_fsm_info;

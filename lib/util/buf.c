@@ -104,8 +104,8 @@ uint64_t jr__rd_varint_long(jr__rd *r)
         const uint8_t *p = jr__rd_take(r, 1);
         if (!p) return 0;
         uint8_t c = *p;
-        if (shift == 63 && c > 1) break;               /* overflows 64 bits */
-        if (shift > 0 && c == 0) break;                /* overlong: trailing zero group */
+        if (shift == 63 && c > 1) break; /* overflows 64 bits */
+        if (shift > 0 && c == 0) break;  /* overlong: trailing zero group */
         v |= (uint64_t)(c & 0x7f) << shift;
         if (!(c & 0x80)) return v;
     }

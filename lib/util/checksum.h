@@ -12,7 +12,6 @@
 
 uint64_t jr__xxh3(const void *data, size_t len);
 
-
 /* One-shot over several pieces without allocation. */
 uint64_t jr__xxh3_2(const void *a, size_t alen, const void *b, size_t blen);
 

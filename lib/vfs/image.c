@@ -76,8 +76,9 @@ static int reserve0(jr__image *im, jr__chunk_pool *p, uint64_t need)
         c = take(p);
     } else {
         c = jr__realloc(p->alloc, im->chunks[0], (size_t)cap);
-        if (c) memset(c + (im->chunks[0] ? im->cap0 : 0), 0,
-                      (size_t)(cap - (im->chunks[0] ? im->cap0 : 0)));
+        if (c)
+            memset(c + (im->chunks[0] ? im->cap0 : 0), 0,
+                   (size_t)(cap - (im->chunks[0] ? im->cap0 : 0)));
     }
     if (!c) return JR_ENOMEM;
     im->chunks[0] = c;

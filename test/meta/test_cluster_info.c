@@ -117,7 +117,8 @@ END_TEST
 /* Like snprintf: the return value is the full length; what fits is written and terminated. */
 START_TEST(snprintf_semantics)
 {
-    jr__replica_view r[] = {{"n3-east", 1, 0, 0, 0, 1, 0, 0, 0}, {"n2-east", 0, 0, 0, 0, 1, 7, 0, 0}};
+    jr__replica_view r[] = {{"n3-east", 1, 0, 0, 0, 1, 0, 0, 0},
+                            {"n2-east", 0, 0, 0, 0, 1, 7, 0, 0}};
     jr__cluster_view v = {"east", "S-R3F-xK2p9aLm", "n1-east", r, 2};
     char full[1024];
     int n = jr__cluster_view_format(&v, 0, full, sizeof full);

@@ -1240,8 +1240,8 @@ static void assert_tallies(const jr__meta_state *st, uint64_t seed, int step)
         }
         ck_assert_msg(ps[i].assets == assets && ps[i].used_bytes == used,
                       "seed %" PRIu64 " step %d: server %s tallies %u/%" PRIu64
-                      ", counted %u/%" PRIu64, seed, step, ps[i].name, ps[i].assets,
-                      ps[i].used_bytes, assets, used);
+                      ", counted %u/%" PRIu64,
+                      seed, step, ps[i].name, ps[i].assets, ps[i].used_bytes, assets, used);
     }
 }
 

@@ -1213,11 +1213,8 @@ static uint64_t follower_deadline(uint64_t now, uint64_t et, int *sent)
 {
     *sent = 0;
     jr__raft_io io = {.ctx = sent, .send = count_send, .notify = no_notify};
-    jr__raft_config cfg = {.group = 1,
-                           .self = 1,
-                           .election_timeout = et,
-                           .heartbeat_interval = 100 * H_MS,
-                           .seed = 5};
+    jr__raft_config cfg = {
+        .group = 1, .self = 1, .election_timeout = et, .heartbeat_interval = 100 * H_MS, .seed = 5};
     jr__raft *r;
     ck_assert_int_eq(jr__raft_new(&cfg, &io, &r), 0);
     jr__conf c = {.n = 3, .m = {{1, 1}, {2, 1}, {3, 1}}};

@@ -289,7 +289,7 @@ START_TEST(idle_group_does_not_pin_the_wal)
     jr_sim_config cfg;
     jr_sim_config_init(&cfg);
     cfg.seed = 11;
-    cfg.configure = small_segments; /* 16 KiB */
+    cfg.configure = small_segments;                 /* 16 KiB */
     ck_assert_int_eq(h_new(&h, &cfg, 3, 2, 50), 0); /* group 1 never gets to 50 */
     ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
     int l1 = -1;

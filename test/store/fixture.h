@@ -17,9 +17,9 @@ enum { CONF_MEMORY, CONF_FILE, CONF_FILE_LZ4, CONF_FILE_ENC, CONF_FILE_LZ4_ENC, 
 static const char *const conf_names[NCONF] = {"memory", "file", "file+lz4", "file+enc",
                                               "file+lz4+enc"};
 
-static const uint8_t test_master_key[32] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
-                                            17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
-                                            30, 31, 32};
+static const uint8_t test_master_key[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
+                                            12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+                                            23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
 
 typedef struct fx {
     int conf;
@@ -39,8 +39,7 @@ static inline void fx_config(fx *f, int conf, uint64_t block_bytes)
     f->cfg.dir = "/store";
     f->cfg.block_bytes = block_bytes;
     f->cfg.compress = conf == CONF_FILE_LZ4 || conf == CONF_FILE_LZ4_ENC;
-    f->cfg.master_key = conf == CONF_FILE_ENC || conf == CONF_FILE_LZ4_ENC ? test_master_key
-                                                                           : NULL;
+    f->cfg.master_key = conf == CONF_FILE_ENC || conf == CONF_FILE_LZ4_ENC ? test_master_key : NULL;
 }
 
 static inline int fx_open(fx *f)

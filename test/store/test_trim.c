@@ -1009,8 +1009,10 @@ START_TEST(encrypted_trim_keeps_only_checkpoints)
         ck_assert_int_eq(c.live, 0);
     }
     int64_t extra = after[1] - after[0], bound = 8 * (20000 / 32 + 1) + 512;
-    fprintf(stderr, "idle store, 20,000 records in its active block: %lld bytes of heap, %lld "
-            "more with encryption\n", (long long)after[0], (long long)extra);
+    fprintf(stderr,
+            "idle store, 20,000 records in its active block: %lld bytes of heap, %lld "
+            "more with encryption\n",
+            (long long)after[0], (long long)extra);
     ck_assert_msg(extra <= bound, "%lld bytes more with encryption (bound %lld)", (long long)extra,
                   (long long)bound);
 }

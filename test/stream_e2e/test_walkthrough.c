@@ -236,8 +236,9 @@ START_TEST(seed_walkthrough)
     window_wait ww = {&w, s3, e3};
     ck_assert_int_eq(jr_sim_run_until(c.sim, window_done, &ww, 60 * SEC), 0);
     failed3 += collect(&w, s3, e3, &seen);
-    fprintf(stderr, "walkthrough: %zu messages; leader n%d crashed mid-stream: %zu publishes failed "
-                    "(errors:%s%s%s%s), re-published by msg id\n",
+    fprintf(stderr,
+            "walkthrough: %zu messages; leader n%d crashed mid-stream: %zu publishes failed "
+            "(errors:%s%s%s%s), re-published by msg id\n",
             N, leader, failed3, seen & (1 << (-JR_ETIMEDOUT & 31)) ? " ETIMEDOUT" : "",
             seen & (1 << (-JR_ELEADERLOST & 31)) ? " ELEADERLOST" : "",
             seen & (1 << (-JR_ENOQUORUM & 31)) ? " ENOQUORUM" : "",
@@ -331,8 +332,9 @@ START_TEST(seed_walkthrough)
 
     size_t dups = 0;
     for (size_t k = 0; k < N; k++) dups += w.p[k].r.duplicate;
-    fprintf(stderr, "walkthrough: all %zu acknowledged, identical on 3 replicas (%zu acks were "
-                    "duplicates of stored messages), simulated %.1fs\n",
+    fprintf(stderr,
+            "walkthrough: all %zu acknowledged, identical on 3 replicas (%zu acks were "
+            "duplicates of stored messages), simulated %.1fs\n",
             N, dups, (double)jr_sim_now(c.sim) / SEC);
     free(w.p);
     e2e_free(&c);
