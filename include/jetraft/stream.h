@@ -131,7 +131,8 @@ JR_API int jr_stream_info_format(const jr_stream_info *info, char *buf, size_t l
  *    election timeouts, it is lost); if the leader is lost, or loses its leadership, before
  *    the write committed: a publish with a msg_id is sent again to the next leader within its
  *    timeout (the duplicate window makes that safe: if the first attempt was stored, the ack
- *    has its seq and duplicate = 1), anything else ends with JR_ELEADERLOST, its message naming
+ *    has its seq and duplicate = 0, as for the first attempt; duplicate = 1 means another
+ *    publish stored the msg_id), anything else ends with JR_ELEADERLOST, its message naming
  *    the leader and saying the write may or may not have taken effect. JR_ETIMEDOUT means a
  *    leader that stayed alive did not answer in time: the outcome is unknown too.
  *  - Structures passed to a callback are borrowed for its duration; copy what you keep.
@@ -270,7 +271,9 @@ typedef struct jr_pub_ack {
     const char *stream; /* the stream that captured the subject ("" if none) */
     uint64_t seq;       /* the message's seq (a duplicate: the original's); with
                            JR_EWRONGLASTSEQ / JR_EWRONGLASTSUBJSEQ the actual last seq */
-    int duplicate;      /* 1 if msg_id was seen within the duplicate window: nothing stored */
+    int duplicate;      /* 1 if another publish stored msg_id within the duplicate window:
+                           nothing stored (this publish's own earlier attempt, stored before a
+                           failover, is acknowledged with duplicate 0) */
     const char *msg;    /* "" on success, else what happened (e.g. which leader was lost and
                            whether the message may be stored); borrowed for the callback */
 } jr_pub_ack;
@@ -286,7 +289,8 @@ typedef void (*jr_publish_cb)(void *arg, int status, const jr_pub_ack *ack);
  * leader was lost or lost its leadership before the entry committed, and the publish had no
  * msg_id or its timeout passed: it may still be stored; ack->msg says which leader),
  * JR_ETIMEDOUT (a leader that stayed alive took it but did not commit it in time, e.g. without
- * a quorum: it may still be stored). With a msg_id
+ * a quorum: it may still be stored), JR_EDAMAGED (the leader's store holds a later state than its
+ * log, whose records were lost: the publish is not stored and never will be). With a msg_id
  * (option or Nats-Msg-Id header) a publish survives the loss of its leader (see above). */
 JR_API int jr_publish(jr_node *node, const char *subject, const void *hdr, size_t hdr_len,
                       const void *data, size_t len, const jr_pub_opts *opts, jr_publish_cb cb,

@@ -26,8 +26,10 @@
  * leader is alive: every election timeout without a frame from it, it pings it (STREAM_ADMIN PING);
  * two election timeouts without one, the leader is lost. Then, and on JR_ELEADERLOST:
  *  - a publish with a msg_id is sent again, to the next leader, while within its deadline: the
- *    duplicate window makes that safe (an attempt that did commit is reported with its seq and
- *    duplicate = 1). A leader given up for lost is not asked again unless heard from since;
+ *    duplicate window makes that safe, and every attempt carries the request's token (op.h), so
+ *    an attempt that did commit is reported as it would have been (its seq, duplicate = 0); only
+ *    another publish of the same msg_id is a duplicate. A leader given up for lost is not asked
+ *    again unless heard from since;
  *  - any other write ends with JR_ELEADERLOST and a message saying which leader was lost and
  *    that the outcome is unknown (it may be stored: sending it again could store it twice).
  * The final message of a request that failed over names the leaders lost on the way. Admin
@@ -920,6 +922,12 @@ int jr_publish(jr_node *n, const char *subject, const void *hdr, size_t hdr_len,
     copy_name(r->stream, sizeof r->stream, s->name); /* the hot path: no snprintf */
     r->group = s->group;
     r->idempotent = (po.flags & JR__PUB_MSG_ID) != 0; /* the option or a Nats-Msg-Id header */
+    if (r->idempotent) { /* every attempt carries it: a resend that finds its first attempt
+                            stored is answered as that attempt (not as a duplicate) */
+        if (++js->next_token == 0) js->next_token = 1;
+        po.flags |= JR__PUB_TOKEN;
+        po.token = js->next_token;
+    }
     int32_t mms = s->cfg->c.max_msg_size;
     if ((mms >= 0 && hdr_len + len > (size_t)mms) || hdr_len + len > max_payload(n)) {
         jr__req_finish(r, JR_EMSGSIZE, "message of %zu bytes exceeds the %s (%zu bytes)",

@@ -335,6 +335,9 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
     /* Call ids start at a random point: a late answer to a call of this server's previous life
      * must not be taken for the answer to a new call with the same id. */
     js->next_rpc = jr__rand_next(&js->rand) >> 2;
+    /* Publish tokens too: two servers, or two lives of one, do not give the same token (a
+     * resent publish is told from another publish of its msg_id by it, stream/op.h). */
+    js->next_token = jr__rand_next(&js->rand);
     js->timeout_ns =
         (uint64_t)(cfg->request_timeout_ms ? cfg->request_timeout_ms : DEFAULT_TIMEOUT_MS) *
         1000000u;

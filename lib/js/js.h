@@ -214,7 +214,9 @@ struct jr__srep {
     uint8_t dirty;
     uint8_t cfg_in_log;  /* a CONFIG op was applied (or restored from a snapshot) */
     uint8_t cfg_pending; /* a CONFIG op is proposed and not yet applied */
-    uint8_t failed;      /* the fsm failed locally: the replica awaits repair */
+    int failed;          /* 0, or the JR_E* code the fsm failed with locally (the replica
+                            awaits repair) */
+    uint8_t past_warned; /* logged that its store is ahead of its log (entries skipped) */
     const char *name;    /* = as->cfg->c.name */
     uint64_t group;
     uint64_t updated; /* assignment version converged to */
@@ -284,6 +286,7 @@ struct jr__js {
     jr__req *reqs; /* outstanding requests (doubly linked) */
     jr__req *free_reqs;
     uint64_t next_serial;
+    uint64_t next_token; /* a publish's request token (stream/op.h), last one given */
     jr__buf scratch;
     jr__buf scratch2;
     uint64_t scratch_at; /* when scratch and scratch2 give back what they grew to next */

@@ -391,13 +391,29 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
                          r->name, index, jr_strerror(rc));
         r->failed = rc;
         if (p) resolve_fail(js, p, rc);
-    } else {
-        /* ops the fsm did not apply (its state is past this index already: a store mark ahead
-         * of the log after a crash) give their reads the state as it is, which is newer */
-        for (jr__waiter *w = a.w; w; w = w->next)
+    } else if (a.w) {
+        /* Ops the fsm did not apply: its state is past this index already, a store mark ahead
+         * of the log. A replica applies committed entries only, so on a member whose log was
+         * repaired by its leader these are the entries the store applied; but a leader proposing
+         * them means its own log lost what its store holds (a single voter whose WAL lost
+         * synced records). Its reads get the state as it is, which is newer; its writes never
+         * take effect (a replay skips them too) and are told so. */
+        if (!r->past_warned) {
+            r->past_warned = 1;
+            jr__node_log(js->n, JR_LOG_ERROR,
+                         "stream '%s': entry %" PRIu64
+                         " not applied: the store holds a later state "
+                         "(entry %" PRIu64 ") than the log; the WAL lost records the store applied",
+                         r->name, index, jr__stream_fsm_applied(r->fsm));
+        }
+        static const char why[] = "not applied: the replica's store is ahead of its log";
+        for (jr__waiter *w = a.w; w; w = w->next) {
             if (w->what == JR__REQ_INFO || w->what == JR__REQ_MSG_GET ||
                 w->what == JR__REQ_GET_LAST)
                 jr__sexec_read(js, r, w);
+            else if (w->what)
+                jr__route_reply(js, &w->route, JR_EDAMAGED, why, sizeof why - 1);
+        }
     }
     if (p) {
         p->resolved = 1;

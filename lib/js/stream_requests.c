@@ -234,6 +234,11 @@ static void exec_op(jr__js *js, jr__srep *r, const jr__route *rt, const uint8_t 
     if (!rt->local) {
         jr__stream_op op;
         int rc = jr__op_decode(p, len, &op);
+        if (rc == JR_EVERSION) { /* from a server of a later release: not into this log */
+            const char *t = "request of a later release (this server cannot apply it)";
+            jr__route_reply(js, rt, JR_ENOTSUP, t, strlen(t));
+            return;
+        }
         if (rc != 0 || op.type != type) {
             const char *t = "request does not decode";
             jr__route_reply(js, rt, JR_EINVAL, t, strlen(t));

@@ -131,11 +131,12 @@ int jr__dedup_prepare(jr__dedup *d, const char *id, size_t len, jr__dedup_entry 
     return 0;
 }
 
-void jr__dedup_commit(jr__dedup *d, jr__dedup_entry *e, uint64_t seq, int64_t ts)
+void jr__dedup_commit(jr__dedup *d, jr__dedup_entry *e, uint64_t seq, int64_t ts, uint64_t token)
 {
     while (d->count >= d->max) pop_oldest(d);
     e->seq = seq;
     e->ts = ts;
+    e->token = token;
     d->ring[(d->head + d->count) & (d->cap - 1)] = e;
     d->count++;
     d->bytes += e->len;

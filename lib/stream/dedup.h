@@ -1,7 +1,8 @@
 /*
- * dedup — a stream's duplicate window: which msg ids were stored recently, and as which seq.
+ * dedup — a stream's duplicate window: which msg ids were stored recently, as which seq, and by
+ * which request (the publish op's token, op.h; 0: none).
  *
- * Entries {msg_id, seq, ts} are kept in insertion order (a ring) and indexed by a hash table
+ * Entries {msg_id, seq, ts, token} are kept in insertion order (a ring) and indexed by a hash table
  * (open addressing on the id's xxh3, linear probing, backward-shift deletion, load <= 1/2).
  * The stream state machine inserts with its clock, which never goes backwards, so the ring is
  * also in timestamp order and forgetting old entries only ever pops its front.
@@ -33,6 +34,7 @@ typedef struct jr__dedup_entry {
     uint64_t hash;
     uint64_t seq;
     int64_t ts;
+    uint64_t token; /* of the request that stored it (0: none) */
     uint32_t len;
     char id[]; /* len bytes, not NUL-terminated */
 } jr__dedup_entry;
@@ -78,9 +80,10 @@ static inline const jr__dedup_entry *jr__dedup_at(const jr__dedup *d, size_t i)
  * and room for it in the ring and the table. 0 with *tok set, JR_EINVAL or JR_ENOMEM (nothing
  * changed). */
 int jr__dedup_prepare(jr__dedup *d, const char *id, size_t len, jr__dedup_entry **tok);
-/* Phase two: inserts the prepared entry with seq and ts (ts >= every ts inserted before).
- * If the window is full the oldest entry is forgotten first. Never fails. */
-void jr__dedup_commit(jr__dedup *d, jr__dedup_entry *tok, uint64_t seq, int64_t ts);
+/* Phase two: inserts the prepared entry e with seq, ts (>= every ts inserted before) and the
+ * token of the request that stored it (0: none). If the window is full the oldest entry is
+ * forgotten first. Never fails. */
+void jr__dedup_commit(jr__dedup *d, jr__dedup_entry *e, uint64_t seq, int64_t ts, uint64_t token);
 /* Drops a prepared entry that will not be committed. */
 void jr__dedup_abort(jr__dedup *d, jr__dedup_entry *tok);
 

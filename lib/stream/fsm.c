@@ -187,8 +187,9 @@ static int purge_below(jr__stream_fsm *f, const char *filter, size_t flen, uint6
  */
 
 /* Checks that depend only on the op, the config and the fsm's own state (not on the store's
- * messages). 0 to go on; otherwise res->status is set (a refusal or a duplicate). */
-static void check_publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result *res)
+ * messages). 0 to go on; 1 when res is the answer: a refusal (res->status), or the msg_id is in
+ * the window (res->seq its seq). */
+static int check_publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result *res)
 {
     const jr_stream_config *c = &f->cfg->c;
     const jr__pub_opts *o = &p->opts;
@@ -206,12 +207,14 @@ static void check_publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream
     } else if (o->flags & JR__PUB_MSG_ID) {
         const jr__dedup_entry *e = jr__dedup_find(&f->dedup, o->msg_id, o->msg_id_len);
         if (e) {
+            /* the request's own earlier attempt (sent again after a failover) is answered as
+             * that attempt was; any other publish of the id is a duplicate */
             res->seq = e->seq;
-            res->duplicate = 1;
-            return;
+            res->duplicate = !(o->flags & JR__PUB_TOKEN) || e->token != o->token;
+            return 1;
         }
     }
-    if (res->status) return;
+    if (res->status) return 1;
     if ((o->flags & JR__PUB_EXPECT_STREAM) &&
         !same(o->expected_stream, o->expected_stream_len, c->name, strlen(c->name))) {
         res->status = JR_EWRONGSTREAM;
@@ -226,13 +229,13 @@ static void check_publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream
                (!c->allow_rollup || c->deny_purge)) {
         res->status = JR_EDENIED;
     }
+    return res->status != 0;
 }
 
 static int publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result *res)
 {
     const jr__pub_opts *o = &p->opts;
-    check_publish(f, p, res);
-    if (res->status || res->duplicate) return 0;
+    if (check_publish(f, p, res)) return 0;
 
     uint64_t seq = f->last_seq + 1;
     int rc;
@@ -271,7 +274,8 @@ static int publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result
     f->last_seq = seq;
     f->last_ts = f->clock;
     res->seq = seq;
-    if (tok) jr__dedup_commit(&f->dedup, tok, seq, f->clock);
+    if (tok)
+        jr__dedup_commit(&f->dedup, tok, seq, f->clock, (o->flags & JR__PUB_TOKEN) ? o->token : 0);
     if (o->flags & JR__PUB_MSG_ID)
         jr__stream_fsm_set_id(f, o->msg_id, o->msg_id_len); /* reserved before the append */
     else
@@ -405,6 +409,7 @@ int jr__stream_fsm_apply(jr__stream_fsm *f, uint64_t index, const void *entry, s
     jr__stream_op op;
     jr__stream_result res;
     int rc = jr__op_decode(entry, len, &op);
+    if (rc == JR_EVERSION) return jr__stream_fsm_fail(f, rc);
     if (rc) {
         memset(&res, 0, sizeof res);
         res.status = rc;
@@ -559,6 +564,7 @@ int jr__stream_fsm_digest(jr__stream_fsm *f, uint64_t *out)
         h = mix(h, e->id, e->len);
         h = mix_u64(h, e->seq);
         h = mix_u64(h, (uint64_t)e->ts);
+        h = mix_u64(h, e->token);
     }
     jr__store_state st;
     jr__store_state_get(f->store, &st);

@@ -30,8 +30,10 @@
  *   JR_EINVAL         subject not a valid literal subject, header block malformed (headers.h)
  *   JR_ENOSTREAM      subject not captured by the stream's subjects
  *   JR_EMSGSIZE       headers + payload over max_msg_size, or the record over max_bytes
- *   duplicate         msg_id seen within the duplicate window: status 0, duplicate 1, seq of
- *                     the original; nothing stored
+ *   duplicate         msg_id seen within the duplicate window: status 0, seq of the original,
+ *                     duplicate 1 — or 0 if the op carries the token the original was stored
+ *                     with (the same request, sent again: answered as its first attempt was);
+ *                     nothing stored
  *   JR_EWRONGSTREAM   expected_stream is not this stream's name
  *   JR_EWRONGLASTSEQ  expected_last_seq != the stream's last seq (result seq = the last seq)
  *   JR_EWRONGLASTMSGID expected_last_msg_id != msg id of the last stored message
@@ -44,7 +46,10 @@
  * Delete: JR_ESEALED, JR_EDENIED (deny_delete), JR_ENOTFOUND (not a live message).
  * Purge: JR_ESEALED, JR_EDENIED (deny_purge), JR_EINVAL (filter not a valid pattern).
  * Config: JR_ECORRUPT/JR_EVERSION (undecodable), JR_EINVAL (other name or storage type).
- * An entry that does not decode is refused with JR_ECORRUPT/JR_EVERSION and changes nothing.
+ * An entry that does not decode is refused with JR_ECORRUPT and changes nothing (every replica
+ * of a release refuses it alike: the leader checked what it proposed). An entry of a later
+ * release (JR_EVERSION: op.h) fails the fsm instead: a replica that applied around it would
+ * diverge from the replicas that understand it.
  *
  * Local failures are not decisions: if the store fails (I/O, corruption, memory), apply returns
  * that error, the fsm is failed (every later apply returns it again) and the replica must be
@@ -146,7 +151,8 @@ typedef struct jr__stream_result {
     uint64_t seq;    /* PUBLISH: the message's seq (the original one for a duplicate); for
                         JR_EWRONGLASTSEQ / JR_EWRONGLASTSUBJSEQ the actual last seq. DELETE:
                         the seq. */
-    int duplicate;   /* PUBLISH: 1 if msg_id was within the duplicate window */
+    int duplicate;   /* PUBLISH: 1 if msg_id was within the duplicate window, stored by another
+                        request (another token, or none) */
     uint64_t purged; /* PURGE and rollup: messages removed */
 } jr__stream_result;
 
@@ -220,15 +226,15 @@ void jr__stream_fsm_info_get(const jr__stream_fsm *f, jr__stream_fsm_info *out);
 void jr__stream_fsm_last_msg_id(const jr__stream_fsm *f, const char **id, size_t *len);
 
 /* A digest of the replicated state: the config, clock, last seq and last msg id, the dedup
- * window (ids, seqs, timestamps, in order), the store's state and delete ranges, and every live
- * message (seq, ts, subject, headers, payload). Two replicas that applied the same log have the
- * same digest. O(messages): for tests and consistency checks. The applied index is not part of
+ * window (ids, seqs, timestamps, tokens, in order), the store's state and delete ranges, and every
+ * live message (seq, ts, subject, headers, payload). Two replicas that applied the same log have
+ * the same digest. O(messages): for tests and consistency checks. The applied index is not part of
  * it. 0 with *out set, or a store read error. */
 int jr__stream_fsm_digest(jr__stream_fsm *f, uint64_t *out);
 
 /* Snapshots and catch-up (fsm_snapshot.c) ------------------------------------------------ */
 
-#define JR__STREAM_SNAP_VERSION 1
+#define JR__STREAM_SNAP_VERSION 2 /* the newest written; 1 is read too (fsm_snapshot.c) */
 
 /* Appends a snapshot of the state at the applied index to out, after jr__stream_fsm_sync (so
  * the messages it describes are durable locally, and a restart never reopens before it).

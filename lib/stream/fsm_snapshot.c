@@ -3,7 +3,7 @@
  * its messages), its restore by reconciling the local store, catch-up chunks, and the store
  * marks that make a restart exact (fsm.h "Restart").
  *
- * Snapshot, version 1 (integers little-endian; varint = canonical unsigned LEB128):
+ * Snapshot, version 2 (integers little-endian; varint = canonical unsigned LEB128):
  *   version:u8 index:u64 clock:u64 last_seq:varint
  *   msgs:varint bytes:varint first_seq:varint num_subjects:varint num_deleted:varint
  *   first_ts:u64 last_ts:u64 (of the last stored message, as the fsm knows it)
@@ -11,21 +11,25 @@
  *                                                        starts at first_seq, then hi + 1),
  *                                                        hi = lo + len
  *   last_msg_id:bytes  config:bytes (config.h encoding)
- *   nids:varint  nids * (id:bytes seq:varint dts:varint)  dedup window, oldest first; ts = prev
- *                                                        ts + dts (prev starts at 0)
+ *   nids:varint  nids * (id:bytes seq:varint dts:varint token:u64)   dedup window, oldest first;
+ *                                                        ts = prev ts + dts (prev starts at 0);
+ *                                                        token 0: stored without one
  *   xxh3:u64 (of every byte before it)
+ * Version 1 is version 2 without the tokens (read as 0), so a snapshot written before tokens
+ * existed still installs.
  * The decoder checks the checksum, then every field and the invariants between them (ranges
  * sorted, disjoint, non-adjacent, inside (first_seq, last_seq]; counts consistent; dedup seqs
  * within the stream and timestamps ordered and not after the clock; ids unique), and rejects
  * trailing bytes.
  *
- * Mark meta, version 1 (the opaque state of a store mark written at the applied index; the store
+ * Mark meta, version 2 (the opaque state of a store mark written at the applied index; the store
  * record around it carries the index and an xxh3):
  *   version:u8 clock:u64 last_seq:varint last_ts:u64 last_msg_id:bytes config:bytes
  *   window_count:varint window_floor:varint   the dedup window at the mark: how many ids, and
  *                                             the seq of the oldest (last_seq + 1 if none)
- *   ndelta:varint ndelta * (id:bytes seq:varint ts:u64)   ids of the window with a seq above
- *                                             the last seq at the previous mark, by seq
+ *   ndelta:varint ndelta * (id:bytes seq:varint ts:u64 token:u64)   ids of the window with a
+ *                                             seq above the last seq at the previous mark, by seq
+ * Version 1 has no tokens (read as 0); a store may hold marks of both versions.
  * The mark's key is the highest seq of its delta (0 if none) and its floor the window floor:
  * the store keeps every mark that may hold an id of the window. The window is a suffix, by seq,
  * of every id ever inserted (ids enter in seq order and leave oldest first), so at open it is
@@ -97,6 +101,7 @@ int jr__stream_fsm_snapshot(jr__stream_fsm *f, jr__buf *out)
         jr__buf_bytes(out, e->id, e->len);
         jr__buf_varint(out, e->seq);
         jr__buf_varint(out, (uint64_t)(e->ts - pts));
+        jr__buf_u64(out, e->token);
         pts = e->ts;
     }
     if (out->err) {
@@ -139,7 +144,8 @@ static int decode(jr__stream_fsm *f, const void *data, size_t len, snap *s)
     if (!data || len < 1 + 8) return JR_ECORRUPT;
     const uint8_t *p = data;
     if (jr__get_u64(p + len - 8) != jr__xxh3(p, len - 8)) return JR_ECORRUPT;
-    if (p[0] != JR__STREAM_SNAP_VERSION) return JR_EVERSION;
+    if (p[0] != 1 && p[0] != JR__STREAM_SNAP_VERSION) return JR_EVERSION;
+    int tokens = p[0] >= 2;
     jr__rd r;
     jr__rd_init(&r, p + 1, len - 9);
     s->index = jr__rd_u64(&r);
@@ -206,14 +212,15 @@ static int decode(jr__stream_fsm *f, const void *data, size_t len, snap *s)
         size_t idlen;
         const char *id = (const char *)jr__rd_bytes(&r, &idlen, JR__OP_MSG_ID_MAX);
         uint64_t seq = jr__rd_varint(&r), dts = jr__rd_varint(&r);
+        uint64_t token = tokens ? jr__rd_u64(&r) : 0;
         if (r.err || idlen == 0 || seq == 0 || seq > s->last_seq || dts > (uint64_t)(s->clock - ts))
             return JR_ECORRUPT;
         ts += (int64_t)dts;
         if (jr__dedup_find(&s->dedup, id, idlen)) return JR_ECORRUPT;
-        jr__dedup_entry *tok;
-        rc = jr__dedup_prepare(&s->dedup, id, idlen, &tok);
+        jr__dedup_entry *e;
+        rc = jr__dedup_prepare(&s->dedup, id, idlen, &e);
         if (rc) return rc;
-        jr__dedup_commit(&s->dedup, tok, seq, ts);
+        jr__dedup_commit(&s->dedup, e, seq, ts, token);
     }
     if (r.err || jr__rd_left(&r)) return JR_ECORRUPT;
     return 0;
@@ -373,7 +380,7 @@ int jr__stream_fsm_apply_chunk(jr__stream_fsm *f, const void *chunk, size_t len,
  * Marks (fsm.h "Restart")
  */
 
-#define MARK_VERSION 1
+#define MARK_VERSION 2 /* the newest written; 1 is read too */
 
 int jr__stream_fsm_mark(jr__stream_fsm *f)
 {
@@ -403,6 +410,7 @@ int jr__stream_fsm_mark(jr__stream_fsm *f)
         jr__buf_bytes(&b, e->id, e->len);
         jr__buf_varint(&b, e->seq);
         jr__buf_u64(&b, (uint64_t)e->ts);
+        jr__buf_u64(&b, e->token);
     }
     uint64_t key = from < n ? jr__dedup_at(&f->dedup, n - 1)->seq : 0;
     if (!rc) rc = b.err;
@@ -423,6 +431,7 @@ typedef struct mark {
     const uint8_t *cfg;
     size_t cfg_len;
     uint64_t count, floor, ndelta;
+    int tokens; /* version 2: delta entries carry a token */
     jr__rd rd;
 } mark;
 
@@ -431,7 +440,10 @@ static int mark_parse(const uint8_t *p, size_t n, mark *m)
     memset(m, 0, sizeof *m);
     jr__rd_init(&m->rd, p, n);
     jr__rd *r = &m->rd;
-    if (jr__rd_u8(r) != MARK_VERSION) return r->err ? JR_ECORRUPT : JR_EVERSION;
+    uint8_t version = jr__rd_u8(r);
+    if (r->err) return JR_ECORRUPT;
+    if (version != 1 && version != MARK_VERSION) return JR_EVERSION;
+    m->tokens = version >= 2;
     uint64_t clock = jr__rd_u64(r);
     m->last_seq = jr__rd_varint(r);
     uint64_t last_ts = jr__rd_u64(r);
@@ -453,14 +465,16 @@ static int mark_parse(const uint8_t *p, size_t n, mark *m)
 typedef struct idrec {
     uint64_t seq;
     int64_t ts;
+    uint64_t token;
     size_t len;
     char *id;
 } idrec;
 
 static int cmp_idrec(const void *a, const void *b)
 {
-    const idrec *x = a, *y = b;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
+    const idrec *x = a, *y = b; /* by seq, then a copy with a token before one without */
+    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+    return (x->token == 0) - (y->token == 0);
 }
 
 typedef struct idvec {
@@ -482,6 +496,7 @@ static int collect(jr__stream_fsm *f, mark *m, uint64_t floor, uint64_t last_seq
         size_t len;
         const char *id = (const char *)jr__rd_bytes(&m->rd, &len, JR__OP_MSG_ID_MAX);
         uint64_t seq = jr__rd_varint(&m->rd), ts = jr__rd_u64(&m->rd);
+        uint64_t token = m->tokens ? jr__rd_u64(&m->rd) : 0;
         if (m->rd.err || len == 0 || seq == 0 || ts > (uint64_t)clock) return JR_ECORRUPT;
         if (seq < floor || seq > last_seq) continue;
         if (iv->n == iv->cap) {
@@ -498,6 +513,7 @@ static int collect(jr__stream_fsm *f, mark *m, uint64_t floor, uint64_t last_seq
         e->len = len;
         e->seq = seq;
         e->ts = (int64_t)ts;
+        e->token = token;
         iv->n++;
     }
     return jr__rd_left(&m->rd) ? JR_ECORRUPT : 0;
@@ -524,8 +540,10 @@ static int rebuild_window(jr__stream_fsm *f, const mark *last)
         const idrec *e = &iv.v[i];
         if (i && e->seq == iv.v[i - 1].seq) { /* the same id, written twice (after a restore) */
             const idrec *p = &iv.v[i - 1];
-            if (p->len != e->len || memcmp(p->id, e->id, e->len) || p->ts != e->ts)
-                rc = JR_ECORRUPT;
+            if (p->len != e->len || memcmp(p->id, e->id, e->len) || p->ts != e->ts ||
+                (p->token && e->token && p->token != e->token))
+                rc = JR_ECORRUPT; /* (a copy without a token is in a version 1 mark; the one
+                                     with it sorts first and was taken) */
             continue;
         }
         if ((count == 0 && e->seq != last->floor) || e->ts < pts ||
@@ -533,10 +551,10 @@ static int rebuild_window(jr__stream_fsm *f, const mark *last)
             rc = JR_ECORRUPT;
             break;
         }
-        jr__dedup_entry *tok;
-        rc = jr__dedup_prepare(&f->dedup, e->id, e->len, &tok);
+        jr__dedup_entry *d;
+        rc = jr__dedup_prepare(&f->dedup, e->id, e->len, &d);
         if (rc) break;
-        jr__dedup_commit(&f->dedup, tok, e->seq, e->ts);
+        jr__dedup_commit(&f->dedup, d, e->seq, e->ts, e->token);
         pts = e->ts;
         count++;
     }

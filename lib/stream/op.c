@@ -23,6 +23,8 @@ static int check_publish(const jr__op_publish *p)
     if (p->hdr_len > JR__OP_MSG_MAX || p->data_len > JR__OP_MSG_MAX - p->hdr_len) return JR_EINVAL;
     if (o->flags & ~JR__PUB_FLAGS_ALL) return JR_EINVAL;
     if ((o->flags & JR__PUB_ROLLUP_SUB) && (o->flags & JR__PUB_ROLLUP_ALL)) return JR_EINVAL;
+    if ((o->flags & JR__PUB_TOKEN) && (!(o->flags & JR__PUB_MSG_ID) || o->token == 0))
+        return JR_EINVAL;
     if ((o->flags & JR__PUB_MSG_ID) && !str_ok(o->msg_id, o->msg_id_len, JR__OP_MSG_ID_MAX))
         return JR_EINVAL;
     if ((o->flags & JR__PUB_EXPECT_STREAM) &&
@@ -90,6 +92,7 @@ static void put_op(jr__buf *b, const jr__stream_op *op)
             jr__buf_varint(b, o->expected_last_subject_seq);
         if (o->flags & JR__PUB_EXPECT_LAST_MSG_ID)
             put_str(b, o->expected_last_msg_id, o->expected_last_msg_id_len);
+        if (o->flags & JR__PUB_TOKEN) jr__buf_u64(b, o->token);
         break;
     }
     case JR__OP_DELETE:
@@ -175,7 +178,7 @@ static const char *get_str(jr__rd *r, size_t *n, size_t max)
 /* Reads type:u8 body into op; types other than the single-op kinds fail. With check, the op's
  * fields are validated too (what the encoder refuses fails); without, only the framing is (for
  * ops of a batch that jr__op_decode validated whole). */
-static void get_op(jr__rd *r, jr__stream_op *op, int check)
+static void get_op(jr__rd *r, jr__stream_op *op, int check, int *newer)
 {
     /* Only the member of the union that the type selects is zeroed: this runs for every
      * message on every replica, and zeroing the whole op costs more than decoding it. */
@@ -189,7 +192,10 @@ static void get_op(jr__rd *r, jr__stream_op *op, int check)
         memset(p, 0, sizeof *p);
         jr__pub_opts *o = &p->opts;
         uint64_t flags = jr__rd_varint(r);
-        if (flags & ~(uint64_t)JR__PUB_FLAGS_ALL) jr__rd_fail(r);
+        if (flags & ~(uint64_t)JR__PUB_FLAGS_ALL) {
+            if (!r->err && newer) *newer = 1; /* an option of a later release */
+            jr__rd_fail(r);
+        }
         o->flags = (uint32_t)flags;
         p->subject = get_str(r, &p->subject_len, JR__OP_SUBJECT_MAX);
         p->hdr = jr__rd_bytes(r, &p->hdr_len, JR__OP_MSG_MAX);
@@ -202,6 +208,7 @@ static void get_op(jr__rd *r, jr__stream_op *op, int check)
             o->expected_last_subject_seq = jr__rd_varint(r);
         if (o->flags & JR__PUB_EXPECT_LAST_MSG_ID)
             o->expected_last_msg_id = get_str(r, &o->expected_last_msg_id_len, JR__OP_MSG_ID_MAX);
+        if (o->flags & JR__PUB_TOKEN) o->token = jr__rd_u64(r);
         if (r->err) break;
         if (p->hdr_len == 0) p->hdr = NULL;
         if (p->data_len == 0) p->data = NULL;
@@ -226,6 +233,7 @@ static void get_op(jr__rd *r, jr__stream_op *op, int check)
     case JR__OP_TICK:
         break;
     default:
+        if (!r->err && newer && op->type > JR__OP_BATCH) *newer = 1; /* a later release's kind */
         jr__rd_fail(r);
         break;
     }
@@ -247,18 +255,20 @@ int jr__op_decode(const void *data, size_t len, jr__stream_op *op)
         if (r.err || count < 1 || count > JR__OP_BATCH_MAX) return JR_ECORRUPT;
         const uint8_t *start = r.p;
         jr__stream_op inner;
-        for (uint64_t i = 0; i < count && !r.err; i++) get_op(&r, &inner, 1);
-        if (r.err || jr__rd_left(&r)) return JR_ECORRUPT;
+        int newer = 0;
+        for (uint64_t i = 0; i < count && !r.err; i++) get_op(&r, &inner, 1, &newer);
+        if (r.err || jr__rd_left(&r)) return newer ? JR_EVERSION : JR_ECORRUPT;
         op->type = JR__OP_BATCH;
         op->u.batch.count = (uint32_t)count;
         op->u.batch.ops = start;
         op->u.batch.len = (size_t)(r.p - start);
         return 0;
     }
-    get_op(&r, op, 1);
+    int newer = 0;
+    get_op(&r, op, 1, &newer);
     if (r.err || jr__rd_left(&r)) {
         memset(op, 0, sizeof *op);
-        return JR_ECORRUPT;
+        return newer ? JR_EVERSION : JR_ECORRUPT;
     }
     return 0;
 }
@@ -272,7 +282,7 @@ void jr__op_batch_iter(const jr__stream_op *batch, jr__op_iter *it)
 int jr__op_batch_next(jr__op_iter *it, jr__stream_op *op)
 {
     if (it->left == 0) return 0;
-    get_op(&it->rd, op, 0); /* jr__op_decode validated every op of the batch */
+    get_op(&it->rd, op, 0, NULL); /* jr__op_decode validated every op of the batch */
     if (it->rd.err) {
         it->left = 0;
         return JR_ECORRUPT;

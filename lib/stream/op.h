@@ -9,7 +9,8 @@
  *
  * Kinds
  *   PUBLISH  {ts, subject, headers, payload, options: msg_id, expected_stream,
- *             expected_last_seq, expected_last_subject_seq, expected_last_msg_id, rollup}
+ *             expected_last_seq, expected_last_subject_seq, expected_last_msg_id, rollup,
+ *             request token}
  *   DELETE   {ts, seq, erase}
  *   PURGE    {ts, filter (optional), seq, keep}
  *   CONFIG   {ts, stream config in the lib/stream/config.h encoding}
@@ -22,6 +23,7 @@
  *   PUBLISH body = ts:u64 flags:varint subject:bytes hdr:bytes data:bytes
  *                  [msg_id:bytes] [expected_stream:bytes] [expected_last_seq:varint]
  *                  [expected_last_subject_seq:varint] [expected_last_msg_id:bytes]
+ *                  [token:u64]
  *                  (each optional field present iff its flag is set, in this order)
  *   DELETE  body = ts:u64 seq:varint erase:u8
  *   PURGE   body = ts:u64 has_filter:u8 [filter:bytes] seq:varint keep:varint
@@ -32,8 +34,10 @@
  *
  * Strictness: the encoder refuses (JR_EINVAL, nothing appended) any op the decoder would not
  * accept, and the decoder accepts exactly what the encoder produces: it bounds-checks every read,
- * requires the checksum, rejects unknown versions (JR_EVERSION, for an intact entry), unknown
- * types and flag bits, both rollup flags together, seq and keep together, erase other than 0/1,
+ * requires the checksum, rejects what a later release may write — another version, a type above
+ * BATCH, an unknown publish flag bit — with JR_EVERSION (for an intact entry), and with
+ * JR_ECORRUPT type 0, a nested batch, both rollup flags together, a token without a msg_id or
+ * equal to 0, seq and keep together, erase other than 0/1,
  * negative timestamps, zero sequences where a sequence is required, lengths over the limits
  * below, and trailing bytes (JR_ECORRUPT). A batch is validated completely before it is
  * returned, so an entry is either entirely usable or entirely refused.
@@ -80,12 +84,17 @@ enum jr__pub_flag {
     JR__PUB_EXPECT_LAST_MSG_ID = 1u << 4,
     JR__PUB_ROLLUP_SUB = 1u << 5, /* after storing, purge the subject's older messages */
     JR__PUB_ROLLUP_ALL = 1u << 6, /* after storing, purge every older message */
+    JR__PUB_TOKEN = 1u << 7,      /* the request's token (with a msg_id only) */
 };
-#define JR__PUB_FLAGS_ALL 0x7fu
+#define JR__PUB_FLAGS_ALL 0xffu
 
 /* The options of a publish, as JetStream's Nats-* headers express them (headers.h maps a header
  * block to these). A string field is meaningful only when its flag is set; when set it is
- * non-empty. expected_last_seq / expected_last_subject_seq may be 0 ("no message yet"). */
+ * non-empty. expected_last_seq / expected_last_subject_seq may be 0 ("no message yet").
+ * token names the request a publish with a msg_id came from, the same in every attempt the
+ * requesting server makes of it (api_stream.c sends it again to the next leader after a failover);
+ * the duplicate window keeps it beside the msg_id, so an attempt that finds its own earlier
+ * attempt stored is answered as that first attempt was (fsm.h). Non-zero when its flag is set. */
 typedef struct jr__pub_opts {
     uint32_t flags; /* enum jr__pub_flag */
     const char *msg_id;
@@ -96,6 +105,7 @@ typedef struct jr__pub_opts {
     uint64_t expected_last_subject_seq;
     const char *expected_last_msg_id;
     size_t expected_last_msg_id_len;
+    uint64_t token;
 } jr__pub_opts;
 
 typedef struct jr__op_publish {

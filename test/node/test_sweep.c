@@ -382,6 +382,61 @@ START_TEST(publishes_survive_faults)
 }
 END_TEST
 
+typedef struct seg_at {
+    char path[64];
+    uint64_t size;
+} seg_at;
+
+static int last_segment(void *arg, const char *path, uint64_t size)
+{
+    seg_at *s = arg;
+    size_t n = strlen(path);
+    if (n > 4 && !strcmp(path + n - 4, ".wal")) {
+        snprintf(s->path, sizeof s->path, "%s", path);
+        s->size = size;
+    }
+    return 0;
+}
+
+/* The WAL of a single voter loses synced records its stream's store had applied (a failing
+ * disk, a restored image of the WAL alone): the store is ahead of the log. The node recovers
+ * the shorter log and goes on proposing at indexes the store is past; those publishes cannot be
+ * applied, and each is answered at once as not stored (never left to time out), while every
+ * message acknowledged before the loss stays readable and publishing recovers once the log
+ * passes the store. */
+START_TEST(a_store_ahead_of_its_wal_answers_every_publish)
+{
+    nfx f;
+    build(&f);
+    seg_at seg = {"", 0};
+    ck_assert_int_eq(jr__memfs_walk(f.h.vfs, "/wal/", last_segment, &seg), 0);
+    ck_assert(seg.path[0]);
+    /* the last 400 bytes: the stream's last entries (the meta group's are older), whose
+     * messages the store holds */
+    ck_assert_uint_gt(seg.size, 32 + 400);
+    ck_assert_int_eq(jr__memfs_truncate(f.h.vfs, seg.path, seg.size - 400), 0);
+    ck_assert_int_eq(nfx_open(&f), 0);
+    run_ms(&f, 500);
+    int damaged = 0, ok = 0;
+    uint64_t acked[64] = {0};
+    for (int i = 0; i < MSGS; i++) acked[i] = (uint64_t)i + 1;
+    for (int i = 0; i < 3 * MSGS && ok < 3; i++) {
+        call c;
+        ck_assert_int_eq(publish(&f, MSGS + ok, &c), 0);
+        ck_assert_msg(wait_call(&f, &c, 400), "publish %d unanswered", i);
+        ck_assert_msg(c.status == 0 || c.status == JR_EDAMAGED, "publish %d: %s", i,
+                      jr_err_name(c.status));
+        if (c.status == 0) acked[MSGS + ok++] = c.seq;
+        damaged += c.status == JR_EDAMAGED;
+    }
+    ck_assert_int_eq(ok, 3);
+    ck_assert_int_gt(damaged, 0);
+    nfx_close(&f);
+    verify(&f, acked, MSGS + 3, "store ahead of its WAL", 0);
+    t_host_free(&f.h);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("node_sweep");
@@ -390,6 +445,9 @@ int main(void)
     tcase_add_loop_test(t, open_and_close_with_streams_survive_faults, 0, 4);
     tcase_add_loop_test(t, publishes_survive_faults, 0, 8);
     suite_add_tcase(s, t);
+    TCase *a = tcase_create("store_ahead");
+    tcase_add_test(a, a_store_ahead_of_its_wal_answers_every_publish);
+    suite_add_tcase(s, a);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -154,13 +154,24 @@ static jr__stream_result pub(fx *x, const char *subject, const char *data)
     return run(x, pub_op(subject, data));
 }
 
-static jr__stream_result pub_id(fx *x, const char *subject, const char *data, const char *id)
+/* A publish with msg id `id` made by the request `token` (0: none). */
+static jr__stream_result pub_tok(fx *x, const char *subject, const char *data, const char *id,
+                                 uint64_t token)
 {
     jr__stream_op op = pub_op(subject, data);
-    op.u.pub.opts.flags = JR__PUB_MSG_ID;
+    op.u.pub.opts.flags = JR__PUB_MSG_ID | (token ? JR__PUB_TOKEN : 0);
     op.u.pub.opts.msg_id = id;
     op.u.pub.opts.msg_id_len = strlen(id);
+    op.u.pub.opts.token = token;
     return run(x, op);
+}
+
+/* A publish with msg id `id`, every call a request of its own (as jr_publish makes them), so
+ * the snapshot, mark and digest checks of the tests below cover the tokens too. */
+static jr__stream_result pub_id(fx *x, const char *subject, const char *data, const char *id)
+{
+    static uint64_t tokens = 0x5eed;
+    return pub_tok(x, subject, data, id, ++tokens);
 }
 
 static jr__stream_result del(fx *x, uint64_t seq)
@@ -449,6 +460,21 @@ START_TEST(bad_input_is_refused_and_changes_nothing)
     ck_assert_int_eq(r.type, 0);
     ck_assert(digest(x.f) == before);
     ck_assert(jr__stream_fsm_applied(x.f) == x.index);
+
+    /* an entry of a later release fails the replica: applying around it would diverge */
+    jr__stream_op op = pub_op("orders.a", "x");
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    ck_assert_int_eq(jr__op_encode(&op, &b), 0);
+    b.data[0] = JR__OP_VERSION + 1;
+    jr__put_u64(b.data + b.len - 8, jr__xxh3(b.data, b.len - 8));
+    ck_assert_int_eq(jr__stream_fsm_apply1(x.f, x.index + 1, b.data, b.len, &r), JR_EVERSION);
+    ck_assert(jr__stream_fsm_applied(x.f) == x.index);
+    ck_assert(digest(x.f) == before);
+    jr__stream_fsm_info info;
+    jr__stream_fsm_info_get(x.f, &info);
+    ck_assert_int_eq(info.failed, JR_EVERSION);
+    jr__buf_free(&b);
     fx_done(&x);
 }
 END_TEST
@@ -523,6 +549,40 @@ START_TEST(dedup_hit_miss_and_expiry_by_timestamps)
     pub(&x, "orders.a", "no id");
     jr__stream_fsm_last_msg_id(x.f, &id, &len);
     ck_assert_uint_eq(len, 0);
+    fx_done(&x);
+}
+END_TEST
+
+START_TEST(a_request_sent_again_is_answered_as_its_first_attempt)
+{
+    fx x;
+    jr_stream_config c = base_config(JR_STORAGE_MEMORY);
+    fx_init(&x, &c, 1);
+    jr__stream_result r = pub_tok(&x, "orders.a", "x", "id-1", 77);
+    ck_assert(r.status == 0 && r.seq == 1 && !r.duplicate);
+    uint64_t before = digest(x.f);
+    /* the same request again (a resend after a failover): its first answer, nothing stored */
+    r = pub_tok(&x, "orders.a", "x", "id-1", 77);
+    ck_assert(r.status == 0 && r.seq == 1 && !r.duplicate);
+    ck_assert(digest(x.f) == before);
+    /* another request with that id, or one without a token: a duplicate */
+    r = pub_tok(&x, "orders.a", "x", "id-1", 78);
+    ck_assert(r.status == 0 && r.seq == 1 && r.duplicate);
+    r = pub_tok(&x, "orders.a", "x", "id-1", 0);
+    ck_assert(r.status == 0 && r.seq == 1 && r.duplicate);
+    ck_assert(digest(x.f) == before);
+    /* a message stored without a token is a duplicate for every request */
+    r = pub_tok(&x, "orders.a", "y", "id-2", 0);
+    ck_assert(r.seq == 2 && !r.duplicate);
+    r = pub_tok(&x, "orders.a", "y", "id-2", 79);
+    ck_assert(r.seq == 2 && r.duplicate);
+    /* the token is the replicated state's: in the digest */
+    fx y;
+    fx_init(&y, &c, 1);
+    pub_tok(&y, "orders.a", "x", "id-1", 76);
+    pub_tok(&y, "orders.a", "y", "id-2", 0);
+    ck_assert(digest(y.f) != digest(x.f));
+    fx_done(&y);
     fx_done(&x);
 }
 END_TEST
@@ -1244,6 +1304,36 @@ START_TEST(snapshot_decoding_is_strict)
 }
 END_TEST
 
+START_TEST(a_version_1_snapshot_still_installs)
+{
+    /* without msg ids in the window, version 1 differs from version 2 in its first byte only */
+    fx a;
+    jr_stream_config c = base_config(JR_STORAGE_MEMORY);
+    fx_init(&a, &c, 3);
+    for (int i = 0; i < 5; i++) pub(&a, "orders.a", "x");
+    jr__buf snap;
+    jr__buf_init(&snap, NULL);
+    ck_assert_int_eq(jr__stream_fsm_snapshot(a.f, &snap), 0);
+    ck_assert_uint_eq(snap.data[0], JR__STREAM_SNAP_VERSION);
+    snap.data[0] = 1;
+    jr__put_u64(snap.data + snap.len - 8, jr__xxh3(snap.data, snap.len - 8));
+    jr__stream_fsm *b = open_fsm(&c, NULL, 0);
+    uint64_t need;
+    ck_assert_int_eq(
+        jr__stream_fsm_restore(b, jr__stream_fsm_applied(a.f), snap.data, snap.len, &need), 0);
+    snap.data[0] = JR__STREAM_SNAP_VERSION + 1;
+    jr__put_u64(snap.data + snap.len - 8, jr__xxh3(snap.data, snap.len - 8));
+    jr__stream_fsm *t = open_fsm(&c, NULL, 0);
+    ck_assert_int_eq(
+        jr__stream_fsm_restore(t, jr__stream_fsm_applied(a.f), snap.data, snap.len, &need),
+        JR_EVERSION);
+    jr__stream_fsm_close(t);
+    jr__buf_free(&snap);
+    jr__stream_fsm_close(b);
+    fx_done(&a);
+}
+END_TEST
+
 START_TEST(dedup_survives_failover_through_snapshot)
 {
     /* a retry within the window, sent to a new leader that was restored from a snapshot, gets the
@@ -1253,6 +1343,7 @@ START_TEST(dedup_survives_failover_through_snapshot)
     fx_init(&a, &c, 5);
     pub_id(&a, "orders.a", "x", "order-1");
     pub_id(&a, "orders.a", "y", "order-2");
+    pub_tok(&a, "orders.a", "z", "order-3", 4242);
     jr__stream_fsm *b = open_fsm(&c, NULL, 0);
     int rounds;
     catch_up(a.f, b, 1 << 20, &rounds);
@@ -1261,9 +1352,12 @@ START_TEST(dedup_survives_failover_through_snapshot)
     memset(&nb.log, 0, sizeof nb.log);
     jr__stream_result r = pub_id(&nb, "orders.a", "x", "order-1");
     ck_assert(r.duplicate && r.seq == 1);
+    /* the request that stored order-3, sent again to the new leader, gets its first answer */
+    r = pub_tok(&nb, "orders.a", "z", "order-3", 4242);
+    ck_assert(!r.duplicate && r.seq == 3);
     nb.ts += 61 * SEC;
     r = pub_id(&nb, "orders.a", "x", "order-1");
-    ck_assert(!r.duplicate && r.seq == 3);
+    ck_assert(!r.duplicate && r.seq == 4);
     log_free(&nb.log);
     jr__stream_fsm_close(b);
     fx_done(&a);
@@ -1550,6 +1644,8 @@ int main(void)
                         (int)N(expect_cases));
     tcase_add_test(tc, bad_input_is_refused_and_changes_nothing);
     tcase_add_test(tc, dedup_hit_miss_and_expiry_by_timestamps);
+    tcase_add_test(tc, a_request_sent_again_is_answered_as_its_first_attempt);
+    tcase_add_test(tc, a_version_1_snapshot_still_installs);
     tcase_add_test(tc, dedup_memory_is_bounded);
     tcase_add_test(tc, dedup_window_follows_config_changes);
     tcase_add_loop_test(tc, discard_new_refuses_with_elimit, 0, 2);
