@@ -732,6 +732,41 @@ START_TEST(identical_re_add_is_idempotent_and_a_different_config_is_eexist)
 }
 END_TEST
 
+/* Streams of 10,000 subjects: added, and a third refused for overlapping the second by name
+ * at its last subject, with the refusal naming that pair (found without comparing the 10^8
+ * pairs of subjects). */
+START_TEST(overlaps_among_many_subjects_are_found_and_named)
+{
+    enum { NS = 10000 };
+    jr__meta_state st;
+    cluster(&st);
+    static char buf[3][NS][24];
+    static const char *subj[3][NS];
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < NS; i++) {
+            snprintf(buf[k][i], sizeof buf[k][i], "s%d.k%d.%d", k, i % 97, i);
+            subj[k][i] = buf[k][i];
+        }
+    /* the third's last subject is a wildcard over one subject of the second */
+    snprintf(buf[2][NS - 1], sizeof buf[2][NS - 1], "s1.*.4321");
+    jr_stream_config c0 = scfg("AAA", subj[0], NS, 3), c1 = scfg("BBB", subj[1], NS, 3);
+    jr_stream_config c2 = scfg("CCC", subj[2], NS, 3);
+    jr__meta_result res;
+    jr__meta_op op = op_stream(JR__META_STREAM_ADD, &c1, peers3, 3);
+    ck_assert_int_eq(apply(&st, 10, &op, &res), 0);
+    op = op_stream(JR__META_STREAM_ADD, &c0, peers3, 3);
+    ck_assert_int_eq(apply(&st, 11, &op, &res), 0);
+    op = op_stream(JR__META_STREAM_ADD, &c2, peers3, 3);
+    ck_assert_int_eq(apply(&st, 12, &op, &res), JR_EINVAL);
+    char want[160];
+    snprintf(want, sizeof want, "subjects: '%s' overlaps subject 's1.k%d.4321' of stream 'BBB'",
+             buf[2][NS - 1], 4321 % 97);
+    ck_assert_str_eq(res.msg, want);
+    ck_assert_uint_eq(st.nstreams, 2);
+    jr__meta_state_free(&st);
+}
+END_TEST
+
 START_TEST(overlapping_subjects_are_refused_naming_the_stream)
 {
     jr__meta_state st;
@@ -1872,6 +1907,7 @@ static Suite *meta_state_suite(void)
     tcase_add_test(apply_tc, a_stream_keeps_the_creation_time_of_its_add);
     tcase_add_test(apply_tc, identical_re_add_is_idempotent_and_a_different_config_is_eexist);
     tcase_add_test(apply_tc, overlapping_subjects_are_refused_naming_the_stream);
+    tcase_add_test(apply_tc, overlaps_among_many_subjects_are_found_and_named);
     tcase_add_test(apply_tc, peers_must_be_exactly_the_replicas_on_known_servers);
     tcase_add_test(apply_tc, update_changes_what_jetstream_allows);
     tcase_add_test(apply_tc, a_peer_change_is_busy_until_its_group_reports_convergence);
