@@ -138,7 +138,7 @@ void jr__req_route(jr__req *r)
         jr__route rt = jr__route_local(r);
         /* The leader's answer comes through jr__req_response; arm the deadline meanwhile. */
         jr__js_timer_arm(js, &r->timer, r->deadline);
-        jr__sexec(js, r->kind, &rt, r->payload.data, r->payload.len);
+        jr__stream_exec(js, r->kind, &rt, r->payload.data, r->payload.len);
         return;
     }
     jr__peer *p = jr__srep_leader_peer(js, r->group);

@@ -225,7 +225,7 @@ void jr__js_recv(jr_node *n, jr__id from, uint8_t type, const jr__rpc_view *v)
     case JR__RPC_PUBLISH:
     case JR__RPC_STREAM_INFO:
     case JR__RPC_STREAM_ADMIN:
-        jr__sexec(js, v->kind, &rt, v->payload, v->len);
+        jr__stream_exec(js, v->kind, &rt, v->payload, v->len);
         break;
     case JR__RPC_CATCHUP:
         jr__catchup_serve(js, &rt, v->payload, v->len);

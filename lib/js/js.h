@@ -443,7 +443,7 @@ void jr__srep_due(jr__srep *r, uint64_t when);
 /* Stages a TICK op (expiry by max_age; any entry also wakes a quiet group). */
 void jr__srep_stage_tick(jr__srep *r);
 /* Stages a read (what: JR__REQ_INFO, JR__REQ_MSG_GET with seq, JR__REQ_GET_LAST with subject)
- * as a TICK op whose waiter executes it when that op is applied (jr__sexec_read): a read at
+ * as a TICK op whose waiter executes it when that op is applied (jr__stream_exec_read): a read at
  * the leader is served at a point of the committed log this leader reached in its term, so a
  * server that may have been deposed never answers as leader (linearizable; it costs the commit
  * round of the flush it joins). 0, JR_ENOMEM, JR_EMSGSIZE. */
@@ -469,9 +469,9 @@ jr__peer *jr__srep_leader_peer(jr__js *js, uint64_t group);
 /* Executes a stream request (kind JR__RPC_PUBLISH, _STREAM_INFO, _STREAM_ADMIN) that arrived at
  * this server: answers JR_ENOTLEADER (payload: the leader's name, maybe "") unless it leads the
  * stream, else does it and answers along rt (now, or once the op it became is applied). */
-void jr__sexec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, size_t len);
+void jr__stream_exec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, size_t len);
 /* Executes the read that waiter w staged (jr__srep_stage_read), now that its op is applied. */
-void jr__sexec_read(jr__js *js, jr__srep *r, const jr__waiter *w);
+void jr__stream_exec_read(jr__js *js, jr__srep *r, const jr__waiter *w);
 
 /* catchup.c ---------------------------------------------------------------------------------*/
 

@@ -352,7 +352,7 @@ static void on_result(void *arg, uint32_t i, const jr__stream_result *res)
     case JR__REQ_INFO:
     case JR__REQ_MSG_GET:
     case JR__REQ_GET_LAST:
-        jr__sexec_read(r->js, r, w); /* the state as of this op of the committed log */
+        jr__stream_exec_read(r->js, r, w); /* the state as of this op of the committed log */
         return;
     case JR__REQ_PUBLISH:
         jr__buf_varint(&out, res->seq);
@@ -410,7 +410,7 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
         for (jr__waiter *w = a.w; w; w = w->next) {
             if (w->what == JR__REQ_INFO || w->what == JR__REQ_MSG_GET ||
                 w->what == JR__REQ_GET_LAST)
-                jr__sexec_read(js, r, w);
+                jr__stream_exec_read(js, r, w);
             else if (w->what)
                 jr__route_reply(js, &w->route, JR_EDAMAGED, why, sizeof why - 1);
         }

@@ -260,7 +260,7 @@ static void stage_read(jr__js *js, jr__srep *r, const jr__route *rt, uint8_t wha
     if (rc != 0) jr__route_reply(js, rt, rc, NULL, 0);
 }
 
-void jr__sexec_read(jr__js *js, jr__srep *r, const jr__waiter *w)
+void jr__stream_exec_read(jr__js *js, jr__srep *r, const jr__waiter *w)
 {
     if (w->what == JR__REQ_INFO)
         exec_info(js, r, &w->route);
@@ -269,7 +269,7 @@ void jr__sexec_read(jr__js *js, jr__srep *r, const jr__waiter *w)
                   w->subject_len);
 }
 
-void jr__sexec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, size_t len)
+void jr__stream_exec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, size_t len)
 {
     jr__rd rd;
     jr__rd_init(&rd, p, len);
