@@ -332,6 +332,7 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
     if (status == JR_ENOTLEADER) {
         /* Not proposed anywhere: safe to send again, to the leader named if any. */
         r->sent = 0;
+        js->not_leader_resends++;
         char hint[JR__META_NAME_MAX + 1];
         size_t k = len < sizeof hint - 1 ? len : sizeof hint - 1;
         if (k) memcpy(hint, p, k);

@@ -291,8 +291,9 @@ struct jr__js {
     jr__buf scratch2;
     uint64_t scratch_at; /* when scratch and scratch2 give back what they grew to next */
     /* counters (tests, observability) */
-    uint64_t catchup_chunks; /* chunks received by catching-up replicas */
-    uint64_t catchup_bytes;  /* their uncompressed bytes */
+    uint64_t not_leader_resends; /* stream requests sent again after JR_ENOTLEADER */
+    uint64_t catchup_chunks;     /* chunks received by catching-up replicas */
+    uint64_t catchup_bytes;      /* their uncompressed bytes */
 };
 
 /* A local route to request r. */
