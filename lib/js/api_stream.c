@@ -40,7 +40,7 @@
 
 #include "js/js.h"
 #include "js/codec.h"
-#include "js/rpc.h"
+#include "node/rpc.h"
 #include "stream/headers.h"
 #include "stream/subject.h"
 #include "util/abi.h"
@@ -99,10 +99,10 @@ static int lost_peer(const jr__req *r, const jr__peer *p)
     return r->lost && p->id == r->lost && p->last_heard <= r->lost_at;
 }
 
-static void on_rpc(jr__js *js, void *arg, int status, int answered, const uint8_t *p, size_t len)
+static void on_rpc(jr_node *n, void *arg, int status, int answered, const uint8_t *p, size_t len)
 {
     jr__req *r = arg;
-    (void)js;
+    (void)n;
     r->rpc_id = 0;
     r->unanswered = !answered;
     jr__req_response(r, status, p, len);
@@ -161,7 +161,8 @@ void jr__req_route(jr__req *r)
     r->tries++;
     r->target = p->id;
     jr_iovec iov = {r->payload.data, r->payload.len};
-    int rc = jr__rpc_call(js, p->id, r->kind, &iov, 1, attempt_timeout(r), on_rpc, r, &r->rpc_id);
+    int rc =
+        jr__rpc_call(js->n, p->id, r->kind, &iov, 1, attempt_timeout(r), on_rpc, r, &r->rpc_id);
     if (rc == JR_EMSGSIZE) {
         jr__req_finish(r, JR_EMSGSIZE, "request does not fit in a frame (max_frame_bytes)");
         return;
@@ -214,7 +215,7 @@ static void leader_gone(jr__req *r, int silent)
     const char *t = jr__js_peer_name(js, r->target);
     if (!t) t = "?";
     if (r->rpc_id) {
-        jr__rpc_cancel(js, r->rpc_id); /* a late answer from it is not waited for */
+        jr__rpc_cancel(js->n, r->rpc_id); /* a late answer from it is not waited for */
         r->rpc_id = 0;
     }
     if (r->failovers < UINT8_MAX) r->failovers++;
@@ -252,10 +253,10 @@ static void leader_gone(jr__req *r, int silent)
                                        : "it is not idempotent");
 }
 
-static void on_ping(jr__js *js, void *arg, int status, int answered, const uint8_t *p, size_t len)
+static void on_ping(jr_node *n, void *arg, int status, int answered, const uint8_t *p, size_t len)
 {
     /* The answer's frame was the point (it refreshed the peer's last_heard). */
-    (void)js, (void)arg, (void)status, (void)answered, (void)p, (void)len;
+    (void)n, (void)arg, (void)status, (void)answered, (void)p, (void)len;
 }
 
 /* r's attempt is out at a remote leader: checks that the leader is alive (see the header). */
@@ -277,7 +278,8 @@ static void watch(jr__req *r)
             jr__buf_u8(&pl, JR__ADM_PING);
             jr__buf_varint(&pl, r->group);
             jr_iovec iov = {pl.data, pl.len};
-            if (jr__rpc_call(js, p->id, JR__RPC_STREAM_ADMIN, &iov, 1, e, on_ping, NULL, NULL) == 0)
+            if (jr__rpc_call(js->n, p->id, JR__RPC_STREAM_ADMIN, &iov, 1, e, on_ping, NULL, NULL) ==
+                0)
                 r->pinged_at = n->now;
         }
         jr__js_timer_arm(js, &r->timer, seen + 2 * e);
@@ -970,8 +972,8 @@ static void meta_info_route(jr__req *r)
         return;
     }
     jr__peer *p = leader ? jr__peer_find_name(n, leader) : NULL;
-    if (!p || jr__rpc_call(js, p->id, JR__RPC_CLUSTER_INFO, NULL, 0, 2 * n->election_ns, on_rpc, r,
-                           &r->rpc_id) != 0) {
+    if (!p || jr__rpc_call(js->n, p->id, JR__RPC_CLUSTER_INFO, NULL, 0, 2 * n->election_ns, on_rpc,
+                           r, &r->rpc_id) != 0) {
         wait_retry(r);
         return;
     }

@@ -40,7 +40,7 @@
 #include <string.h>
 
 #include "js/js.h"
-#include "js/rpc.h"
+#include "node/rpc.h"
 #include "util/alloc.h"
 
 #define CHUNK_BYTES (256u << 10)
@@ -139,7 +139,7 @@ void jr__catchup_free(jr__srep *r)
     jr__catchup *cu = r->cu;
     if (!cu) return;
     const jr_allocator *a = r->js->n->alloc;
-    jr__rpc_cancel(r->js, cu->rpc_id);
+    jr__rpc_cancel(r->js->n, cu->rpc_id);
     for (size_t i = 0; i < cu->nq; i++) jr__free(a, cu->q[i]);
     jr__free(a, cu->q);
     jr__free(a, cu->snap);
@@ -253,7 +253,7 @@ static int take_piece(jr__catchup *cu, uint64_t index, uint64_t total, uint64_t 
     return cu->piece.err;
 }
 
-static void on_answer(jr__js *js, void *arg, int status, int answered, const uint8_t *p,
+static void on_answer(jr_node *n, void *arg, int status, int answered, const uint8_t *p,
                       size_t len);
 
 /* After a piece of the source's snapshot was taken: restore once it is whole, else ask on. */
@@ -290,14 +290,15 @@ void jr__catchup_step(jr__srep *r)
     jr__buf_varint(&out, max);
     jr_iovec iov = {out.data, out.len};
     cu->source = src;
-    if (jr__rpc_call(js, src, JR__RPC_CATCHUP, &iov, 1, 2 * js->n->election_ns, on_answer, r,
+    if (jr__rpc_call(js->n, src, JR__RPC_CATCHUP, &iov, 1, 2 * js->n->election_ns, on_answer, r,
                      &cu->rpc_id) != 0)
         cu->attempts++;
 }
 
 /* An answer of the source (a chunk, or a piece of its snapshot). */
-static void on_answer(jr__js *js, void *arg, int status, int answered, const uint8_t *p, size_t len)
+static void on_answer(jr_node *n, void *arg, int status, int answered, const uint8_t *p, size_t len)
 {
+    jr__js *js = n->js;
     (void)answered;
     jr__srep *r = arg;
     jr__catchup *cu = r->cu;

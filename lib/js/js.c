@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "js/js.h"
-#include "js/rpc.h"
+#include "node/rpc.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
 #include "util/container.h"
@@ -130,7 +130,7 @@ void jr__req_finish(jr__req *r, int status, const char *fmt, ...)
         va_end(ap);
     }
     if (r->rpc_id) {
-        jr__rpc_cancel(js, r->rpc_id);
+        jr__rpc_cancel(js->n, r->rpc_id);
         r->rpc_id = 0;
     }
     jr__js_timer_cancel(js, &r->timer);
@@ -186,7 +186,7 @@ void jr__route_reply(jr__js *js, const jr__route *rt, int status, const void *pa
     }
     if (!rt->to) return; /* internal op: nobody waits */
     jr_iovec iov = {payload, len};
-    jr__rpc_respond(js, rt->to, rt->rpc_id, status, &iov, len ? 1 : 0);
+    jr__rpc_respond(js->n, rt->to, rt->rpc_id, status, &iov, len ? 1 : 0);
 }
 
 uint64_t jr__js_wall(const jr__js *js)
@@ -202,22 +202,18 @@ const char *jr__js_peer_name(const jr__js *js, jr__id id)
 
 /* Receive ---------------------------------------------------------------------------------*/
 
-void jr__js_recv(jr_node *n, jr__id from, uint8_t type, const jr__rpc_view *v)
+void jr__js_request(jr_node *n, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
+                    size_t len)
 {
     jr__js *js = n->js;
-    if (!js || js->closing) return;
-    if (type == JR__MSG_NODE_RESPONSE) {
-        jr__rpc_on_response(js, from, v);
+    if (!js || js->closing) {
+        jr__rpc_respond(n, from, id, JR_ECLOSED, NULL, 0);
         return;
     }
-    if (type != JR__MSG_NODE_REQUEST) return;
-    int fresh;
-    jr__rpc_admit(js, from, v->id, &fresh);
-    if (!fresh) return; /* a duplicate (answered again if it was), or too old to tell */
-    jr__route rt = {NULL, from, v->id};
-    switch (v->kind) {
+    jr__route rt = {NULL, from, id};
+    switch (kind) {
     case JR__RPC_META:
-        jr__mnode_handle(js, &rt, v->payload, v->len);
+        jr__mnode_handle(js, &rt, p, len);
         break;
     case JR__RPC_CLUSTER_INFO:
         jr__mnode_cluster_info(js, &rt);
@@ -225,10 +221,10 @@ void jr__js_recv(jr_node *n, jr__id from, uint8_t type, const jr__rpc_view *v)
     case JR__RPC_PUBLISH:
     case JR__RPC_STREAM_INFO:
     case JR__RPC_STREAM_ADMIN:
-        jr__stream_exec(js, v->kind, &rt, v->payload, v->len);
+        jr__stream_exec(js, kind, &rt, p, len);
         break;
     case JR__RPC_CATCHUP:
-        jr__catchup_serve(js, &rt, v->payload, v->len);
+        jr__catchup_serve(js, &rt, p, len);
         break;
     default: /* a kind of a later release (rolling upgrade): refused on its own */
         n->msgs_unknown_type++;
@@ -248,7 +244,6 @@ void jr__js_before_flush(jr_node *n)
         jr__buf_release(&js->scratch2, JR__SCRATCH_KEEP);
         js->scratch_at = n->now + 1000000000ull;
     }
-    jr__rpc_recent_expire(js);
     jr__srep_flush_all(js);
 }
 
@@ -271,8 +266,6 @@ static void js_free(jr__js *js)
     jr__free(a, js->cluster);
     jr__free(a, js->unique_tag);
     jr__free(a, js->store_dir);
-    jr__map_free(&js->calls);
-    jr__rpc_recent_free(js);
     jr__map_free(&js->reps);
     jr__map_free(&js->hints);
     jr__map_free(&js->meta_reqs);
@@ -302,7 +295,7 @@ static void role_changed(jr_node *n, uint64_t group)
 static const jr__upper js_upper = {
     .before_flush = jr__js_before_flush,
     .role_changed = role_changed,
-    .recv = jr__js_recv,
+    .request = jr__js_request,
     .close = jr__js_close,
 };
 
@@ -322,8 +315,6 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
     jr__js *js = jr__calloc(a, 1, sizeof *js);
     if (!js) return JR_ENOMEM;
     js->n = n;
-    jr__map_init(&js->calls, a);
-    jr__map_init(&js->origins, a);
     jr__map_init(&js->reps, a);
     jr__map_init(&js->hints, a);
     jr__map_init(&js->meta_reqs, a);
@@ -332,11 +323,9 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
     jr__meta_state_init(&js->st, a, JR__FIRST_STREAM_GROUP_ID);
     uint64_t seed = n->seed ^ 0x6a73 /* "js" */;
     jr__rand_seed(&js->rand, jr__splitmix64(&seed));
-    /* Call ids start at a random point: a late answer to a call of this server's previous life
-     * must not be taken for the answer to a new call with the same id. */
-    js->next_rpc = jr__rand_next(&js->rand) >> 2;
-    /* Publish tokens too: two servers, or two lives of one, do not give the same token (a
-     * resent publish is told from another publish of its msg_id by it, stream/op.h). */
+    /* Publish tokens start at a random point: two servers, or two lives of one, do not give
+     * the same token (a resent publish is told from another publish of its msg_id by it,
+     * stream/op.h). */
     js->next_token = jr__rand_next(&js->rand);
     js->timeout_ns =
         (uint64_t)(cfg->request_timeout_ms ? cfg->request_timeout_ms : DEFAULT_TIMEOUT_MS) *
@@ -407,7 +396,7 @@ void jr__js_close(jr_node *n, int flush)
     jr__js *js = n->js;
     if (!js) return;
     js->closing = 1;
-    jr__rpc_close(js);
+    jr__rpc_close(n); /* this layer's calls: their callbacks use it */
     while (js->reqs) jr__req_finish(js->reqs, JR_ECLOSED, "node is closing");
     jr__srep_close_all(js, flush);
     jr__mnode_close(js);

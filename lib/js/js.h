@@ -1,14 +1,13 @@
 /*
  * js — the JetStream layer on a node: the meta group every server runs, the server's local
- * stream replicas, node-to-node requests, and the public stream API. It sits above the node
- * core (lib/node) and below nothing but the public API.
+ * stream replicas, the requests it serves for other servers, and the public stream API. It sits
+ * above the node core (lib/node), whose services it uses (groups, effects, timers, RPCs:
+ * node/rpc.h), and below nothing but the public API.
  *
  * Files of this module (lib/js/):
  *   js.c              lifecycle (open/close), the layer's timers, request records, deferred
- *                     completion, and the hooks the node calls (tick, deadline, before flush,
- *                     recv)
- *   rpc.c/.h          request/response plumbing over NODE_REQUEST/NODE_RESPONSE (wire/frame.h),
- *                     and the record that executes each forwarded request at most once
+ *                     completion, and the hooks the node calls (before flush, role changed,
+ *                     request: the dispatch of another server's request by kind, close)
  *   meta_replica.c    the meta group: its fsm, SERVER_INFO, admin requests at the meta leader
  *                     (check, placement, proposal, a peer set for a replica change), convergence
  *                     of local replicas (meta_desired)
@@ -259,12 +258,6 @@ struct jr__js {
     uint64_t snapshot_entries; /* of stream groups (a knob for tests; default 4096) */
     jr__rand rand;
     uint8_t closing;
-    /* rpc.c */
-    jr__map calls; /* rpc id -> jr__rpc_call */
-    uint64_t next_rpc;
-    jr__map origins;    /* peer id -> its recent requests executed here (rpc.h "At most once") */
-    uint64_t rpc_dups;  /* requests that arrived again (not executed again) */
-    uint64_t rpc_stale; /* requests too old to tell from a duplicate (dropped) */
     /* meta_replica.c */
     jr_group *meta;
     jr__meta_state st;
@@ -317,7 +310,8 @@ void jr__js_close(jr_node *n, int flush);
 /* Proposes what leaders staged during this call (from the start of jr__node_flush). */
 void jr__js_before_flush(jr_node *n);
 /* A node-level message of the frame being dispatched (requests and responses; others ignored). */
-void jr__js_recv(jr_node *n, jr__id from, uint8_t type, const jr__rpc_view *v);
+void jr__js_request(jr_node *n, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
+                    size_t len);
 
 /* Timers. */
 void jr__js_timer_init(jr__jtimer *t, void (*fire)(jr__js *, jr__jtimer *));

@@ -45,7 +45,7 @@
 #include "meta/members.h"
 #include "meta/placement.h"
 #include "js/js.h"
-#include "js/rpc.h"
+#include "node/rpc.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
 
@@ -467,10 +467,10 @@ static void retry_at(jr__req *r, uint64_t when)
     jr__js_timer_arm(js, &r->timer, when);
 }
 
-static void on_rpc(jr__js *js, void *arg, int status, int answered, const uint8_t *p, size_t len)
+static void on_rpc(jr_node *n, void *arg, int status, int answered, const uint8_t *p, size_t len)
 {
     jr__req *r = arg;
-    (void)js;
+    (void)n;
     r->rpc_id = 0;
     r->unanswered = !answered;
     jr__mnode_on_reply(r, status, p, len);
@@ -510,8 +510,8 @@ void jr__mnode_send(jr__req *r)
     r->target = p->id;
     uint64_t left = r->deadline - n->now, attempt = 2 * n->election_ns;
     jr_iovec iov = {r->payload.data, r->payload.len};
-    int rc = jr__rpc_call(js, p->id, JR__RPC_META, &iov, 1, left < attempt ? left : attempt, on_rpc,
-                          r, &r->rpc_id);
+    int rc = jr__rpc_call(js->n, p->id, JR__RPC_META, &iov, 1, left < attempt ? left : attempt,
+                          on_rpc, r, &r->rpc_id);
     if (rc != 0) {
         r->state = 0;
         if (rc == JR_EMSGSIZE)

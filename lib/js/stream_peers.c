@@ -21,7 +21,7 @@
 
 #include "meta/members.h"
 #include "js/js.h"
-#include "js/rpc.h"
+#include "node/rpc.h"
 #include "util/alloc.h"
 
 /* Entries a member may trail the leader's log and still count as caught up (a window in
@@ -38,7 +38,7 @@ typedef struct memb_op {
 void jr__srep_memb_free(jr__srep *r)
 {
     if (!r->mw) return;
-    jr__rpc_cancel(r->js, r->mw->rpc_id);
+    jr__rpc_cancel(r->js->n, r->mw->rpc_id);
     jr__free(r->js->n->alloc, r->mw);
     r->mw = NULL;
 }
@@ -62,7 +62,7 @@ static jr__memb_probe *probe_find(jr__membwork *w, jr__id id)
     return NULL;
 }
 
-static void on_ready(jr__js *js, void *arg, int status, int answered, const uint8_t *p, size_t len)
+static void on_ready(jr_node *n, void *arg, int status, int answered, const uint8_t *p, size_t len)
 {
     (void)answered;
     jr__srep *r = arg;
@@ -81,10 +81,10 @@ static void on_ready(jr__js *js, void *arg, int status, int answered, const uint
         pr = &w->probes[w->nprobes++];
         pr->id = w->asked;
     }
-    pr->at = js->n->now;
+    pr->at = n->now;
     pr->ready = ready;
     pr->peers_at = peers_at;
-    if (ready) jr__srep_due(r, js->n->now);
+    if (ready) jr__srep_due(r, n->now);
 }
 
 /* 1 if member id said lately that its replica is complete and it knows the peer set of
@@ -104,7 +104,7 @@ static int member_ready(jr__srep *r, jr__id id, uint64_t peers_at)
     jr_iovec iov = {out.data, out.len};
     w->asked = id;
     /* a short wait: a member that does not answer must not hold up the questions to others */
-    if (jr__rpc_call(js, id, JR__RPC_STREAM_ADMIN, &iov, 1, 2 * n->heartbeat_ns, on_ready, r,
+    if (jr__rpc_call(js->n, id, JR__RPC_STREAM_ADMIN, &iov, 1, 2 * n->heartbeat_ns, on_ready, r,
                      &w->rpc_id) != 0)
         w->rpc_id = 0;
     return 0;

@@ -35,7 +35,7 @@
 
 #include "js/js.h"
 #include "js/codec.h"
-#include "js/rpc.h"
+#include "node/rpc.h"
 #include "util/alloc.h"
 
 static void not_leader(jr__js *js, const jr__route *rt, uint64_t group)

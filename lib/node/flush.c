@@ -32,6 +32,7 @@
  * (jr__node_drain), when no list is being walked.
  */
 #include "node/node.h"
+#include "node/rpc.h"
 #include "util/alloc.h"
 #include "util/deadline.h"
 
@@ -300,6 +301,7 @@ int jr__node_flush(jr_node *n, int callbacks)
 {
     int err = 0;
     if (n->nretiring && !n->closing) jr__node_release_retired(n); /* no list is walked yet */
+    jr__rpc_recent_expire(n);
     if (n->upper) n->upper->before_flush(n); /* e.g. stream leaders propose their batches */
     for (int iter = 0; iter < MAX_ITERATIONS; iter++) {
         jr_group *batch = n->ready;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "node/node.h"
+#include "node/rpc.h"
 #include "util/abi.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
@@ -131,6 +132,7 @@ static void node_free_memory(jr_node *n)
      * group does not search them (closing 100,000 groups was quadratic). */
     for (jr_group *g = n->ready; g; g = g->ready_next) g->in_ready = 0;
     n->ready = NULL;
+    jr__rpc_free(n); /* its calls' timers are on the heap */
     jr__heap_free(&n->timers);
     for (size_t i = 0; i < n->groups.cap; i++)
         if (n->groups.slots[i].key) jr__group_free(n->groups.slots[i].val);
@@ -313,6 +315,7 @@ int jr__node_open(const jr_node_config *cfg_in,
     jr__map_init(&n->groups, n->alloc);
     jr__map_init(&n->stashes, n->alloc);
     jr__map_init(&n->peer_by_id, n->alloc);
+    jr__rpc_init(n);
     jr__heap_init(&n->timers, n->alloc);
     jr__buf_init(&n->snap_raw, n->alloc);
     jr__buf_init(&n->snap_enc, n->alloc);
@@ -332,6 +335,7 @@ int jr__node_open(const jr_node_config *cfg_in,
     n->self = jr__peer_id(n->name);
     n->seed = cfg.seed ? cfg.seed : (n->self ^ n->now);
     jr__rand_seed(&n->rand, n->seed);
+    jr__rpc_seed(n);
 
     rc = add_peers(n, &cfg);
     if (rc != 0) goto fail;
@@ -420,8 +424,16 @@ static void dispatch(jr_node *n, jr__frame *f)
             n->msgs_unknown_type++;
             continue;
         }
-        if (m.type >= JR__MSG_NODE_FIRST) { /* node-level messages (liveness.h) */
-            if (n->upper) n->upper->recv(n, f->from, m.type, &f->rpc); /* requests, answers */
+        if (m.type == JR__MSG_NODE_REQUEST) {
+            jr__rpc_on_request(n, f->from, &f->rpc);
+            continue;
+        }
+        if (m.type == JR__MSG_NODE_RESPONSE) {
+            jr__rpc_on_response(n, f->from, &f->rpc);
+            continue;
+        }
+        if (m.type >= JR__MSG_NODE_FIRST) { /* a node-level type this release does not use */
+            n->msgs_unknown_type++;
             continue;
         }
         jr_group *g = jr__map_get(&n->groups, m.group);

@@ -13,6 +13,7 @@
  *   ops.c       completion records (pooled) and the node's completion queue
  *   snapshot.c  taking, storing, sending, receiving and installing snapshots
  *               (the snapshot file format is lib/log/snapfile.h)
+ *   rpc.c       node-to-node requests and responses for the layer above (rpc.h)
  *   api_group.c the public raw-group API (jr_group_*)
  *
  * Invariants:
@@ -264,6 +265,12 @@ struct jr_node {
     uint64_t msgs_unroutable;    /* dropped: peer unknown or frame would overflow */
     uint64_t send_failures;      /* host->send returned non-zero */
     char errmsg[256];
+    /* node-to-node requests (rpc.h) */
+    jr__map rpc_calls;   /* call id -> outstanding call */
+    uint64_t rpc_next;   /* the last call id given */
+    jr__map rpc_origins; /* peer id -> its recent requests executed here ("At most once") */
+    uint64_t rpc_dups;   /* requests that arrived again (not executed again) */
+    uint64_t rpc_stale;  /* requests too old to tell from a duplicate (dropped) */
     /* The layer above the core (the JetStream layer, lib/js), if one attached at open: the
      * core calls it only through `upper` and never dereferences `js`, which is that layer's
      * state. */
@@ -283,15 +290,19 @@ struct jr_node {
  * by setting n->upper to a static table; the core calls each hook at one point:
  *   before_flush  at the start of every flush: stage what the layer batched during the call;
  *   role_changed  in the flush that first sees a group become leader or stop being one;
- *   recv          a node-level message of a frame being dispatched that the core does not
- *                 handle itself (requests and responses, wire/frame.h);
+ *   request       a request of another server that is to run (rpc.h: admitted, not a
+ *                 duplicate), kind and payload as sent (the payload borrowed for the call); the
+ *                 layer answers it, now or later, with jr__rpc_respond(n, from, id, ...);
  *   close         at close, after the groups were detached and completions drained: fail
- *                 what is outstanding (callbacks run before it returns) and free the layer.
- */
+ *                 what is outstanding (its RPC calls too: jr__rpc_close; callbacks run before
+ *                 it returns) and free the layer.
+ * The core's services to it: groups (jr__group_create, jr__node_group_destroy below), deferred
+ * effects (jr__node_defer), timers on the one heap (jr__node_timer_arm), and RPCs (rpc.h). */
 struct jr__upper {
     void (*before_flush)(jr_node *n);
     void (*role_changed)(jr_node *n, uint64_t group);
-    void (*recv)(jr_node *n, jr__id from, uint8_t type, const jr__rpc_view *v);
+    void (*request)(jr_node *n, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
+                    size_t len);
     void (*close)(jr_node *n, int flush);
 };
 

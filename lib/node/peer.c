@@ -9,7 +9,7 @@
  * (a leader's APPENDs, heartbeats) may leave before it, so replication overlaps the leader's own
  * write (dissertation §10.2.1).
  * Frame buffers are kept and reused, so steady-state traffic allocates nothing. Every message
- * of the node — a group's (jr__peer_queue), a node RPC (js/rpc.c), the coalesced heartbeats
+ * of the node — a group's (jr__peer_queue), a node RPC (rpc.c), the coalesced heartbeats
  * (liveness.c) — goes into the open frame through jr__peer_frame, the one place that starts
  * frames and puts peers on the dirty list.
  */

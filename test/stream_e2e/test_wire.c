@@ -1,5 +1,5 @@
 /*
- * The wire between servers, end to end (lib/wire/frame.h, lib/js/rpc.h):
+ * The wire between servers, end to end (lib/wire/frame.h, lib/node/rpc.h):
  *  - rolling upgrades: a request of a kind this version does not know and a message of an
  *    extension type, in the same frame as a stream's Raft traffic, are refused (JR_ENOTSUP)
  *    or skipped on their own and counted; the Raft traffic around them is applied;
@@ -14,7 +14,7 @@
 
 #include "e2e.h"
 #include "js/js.h"
-#include "js/rpc.h"
+#include "node/rpc.h"
 
 static void node_stats(jr_node *n, jr_node_stats *s)
 {
@@ -27,9 +27,10 @@ typedef struct answer {
     int done, status;
 } answer;
 
-static void on_answer(jr__js *js, void *arg, int status, int answered, const uint8_t *p, size_t len)
+static void on_answer(jr_node *nd, void *arg, int status, int answered, const uint8_t *p,
+                      size_t len)
 {
-    (void)js, (void)p, (void)len;
+    (void)nd, (void)p, (void)len;
     ck_assert_int_eq(answered, 1);
     answer *a = arg;
     a->done = 1;
@@ -71,8 +72,7 @@ START_TEST(an_unknown_kind_and_an_extension_do_not_drop_the_raft_traffic_of_thei
     static const uint8_t pay[] = {'n', 'e', 'w'};
     jr_iovec iov = {pay, sizeof pay};
     ck_assert_int_eq(
-        jr__rpc_call(ln->js, fn->self, JR__RPC_KIND_MAX + 1, &iov, 1, 5 * SEC, on_answer, &a, NULL),
-        0);
+        jr__rpc_call(ln, fn->self, JR__RPC_KIND_MAX + 1, &iov, 1, 5 * SEC, on_answer, &a, NULL), 0);
     jr__peer *p = jr__peer_find(ln, fn->self);
     ck_assert_ptr_nonnull(p);
     jr__buf *b = jr__peer_frame(ln, p, 16);
@@ -107,55 +107,55 @@ START_TEST(the_record_of_recent_requests_is_bounded_and_never_runs_one_twice)
     memset(&c, 0, sizeof c);
     ck_assert_int_eq(e2e_new(&c, 3, 3, 2000), 0);
     ck_assert_int_ge(e2e_wait_meta(&c, 3, 10 * SEC), 0);
-    jr__js *js = e2e_node(&c, 0)->js;
+    jr_node *nd = e2e_node(&c, 0);
     const jr__id o = 0x77;
     const uint64_t base = 1ull << 50;
     int fresh;
-    ck_assert_int_eq(jr__rpc_admit(js, o, base, &fresh), 0);
+    ck_assert_int_eq(jr__rpc_admit(nd, o, base, &fresh), 0);
     ck_assert_int_eq(fresh, 1);
-    ck_assert_int_eq(jr__rpc_admit(js, o, base, &fresh), 0); /* running: ignored */
+    ck_assert_int_eq(jr__rpc_admit(nd, o, base, &fresh), 0); /* running: ignored */
     ck_assert_int_eq(fresh, 0);
-    ck_assert_uint_eq(js->rpc_dups, 1);
+    ck_assert_uint_eq(nd->rpc_dups, 1);
     jr_iovec iov = {"seq", 3};
-    jr__rpc_respond(js, o, base, 0, &iov, 1); /* kept (sending it fails: no such peer) */
-    ck_assert_int_eq(jr__rpc_admit(js, o, base, &fresh), 0); /* answered: not run again */
+    jr__rpc_respond(nd, o, base, 0, &iov, 1); /* kept (sending it fails: no such peer) */
+    ck_assert_int_eq(jr__rpc_admit(nd, o, base, &fresh), 0); /* answered: not run again */
     ck_assert_int_eq(fresh, 0);
-    ck_assert_uint_eq(js->rpc_dups, 2);
+    ck_assert_uint_eq(nd->rpc_dups, 2);
     /* reordered: a lower id not seen yet is new */
-    ck_assert_int_eq(jr__rpc_admit(js, o, base - 5, &fresh), 0);
+    ck_assert_int_eq(jr__rpc_admit(nd, o, base - 5, &fresh), 0);
     ck_assert_int_eq(fresh, 1);
     /* the record holds at most JR__RPC_RECENT requests, whatever arrives */
     for (uint64_t k = 1; k <= 3 * JR__RPC_RECENT; k++) {
-        ck_assert_int_eq(jr__rpc_admit(js, o, base + k, &fresh), 0);
+        ck_assert_int_eq(jr__rpc_admit(nd, o, base + k, &fresh), 0);
         ck_assert_int_eq(fresh, 1);
-        size_t cap, n = jr__rpc_recent(js, o, &cap);
+        size_t cap, n = jr__rpc_recent(nd, o, &cap);
         ck_assert_uint_le(n, JR__RPC_RECENT);
         ck_assert_uint_le(cap, JR__RPC_RECENT);
     }
-    ck_assert_uint_eq(jr__rpc_recent(js, o, NULL), JR__RPC_RECENT);
+    ck_assert_uint_eq(jr__rpc_recent(nd, o, NULL), JR__RPC_RECENT);
     /* forgotten ones, and unseen ones below them, are too old to tell: never run */
-    uint64_t stale = js->rpc_stale;
-    ck_assert_int_eq(jr__rpc_admit(js, o, base, &fresh), 0);
+    uint64_t stale = nd->rpc_stale;
+    ck_assert_int_eq(jr__rpc_admit(nd, o, base, &fresh), 0);
     ck_assert_int_eq(fresh, 0);
-    ck_assert_int_eq(jr__rpc_admit(js, o, base - 100, &fresh), 0);
+    ck_assert_int_eq(jr__rpc_admit(nd, o, base - 100, &fresh), 0);
     ck_assert_int_eq(fresh, 0);
-    ck_assert_uint_eq(js->rpc_stale, stale + 2);
+    ck_assert_uint_eq(nd->rpc_stale, stale + 2);
     /* the newest ones are still known */
-    ck_assert_int_eq(jr__rpc_admit(js, o, base + 3 * JR__RPC_RECENT, &fresh), 0);
+    ck_assert_int_eq(jr__rpc_admit(nd, o, base + 3 * JR__RPC_RECENT, &fresh), 0);
     ck_assert_int_eq(fresh, 0);
     /* ids far below: another life of the origin, recorded afresh */
-    ck_assert_int_eq(jr__rpc_admit(js, o, 12345, &fresh), 0);
+    ck_assert_int_eq(jr__rpc_admit(nd, o, 12345, &fresh), 0);
     ck_assert_int_eq(fresh, 1);
-    ck_assert_uint_eq(jr__rpc_recent(js, o, NULL), 1);
-    ck_assert_int_eq(jr__rpc_admit(js, o, 12345, &fresh), 0);
+    ck_assert_uint_eq(jr__rpc_recent(nd, o, NULL), 1);
+    ck_assert_int_eq(jr__rpc_admit(nd, o, 12345, &fresh), 0);
     ck_assert_int_eq(fresh, 0);
     /* after JR__RPC_KEEP_NS the record is forgotten and its memory given back; what it forgot
      * is still too old to run */
     jr_sim_run_for(c.sim, JR__RPC_KEEP_NS + SEC);
     size_t cap;
-    ck_assert_uint_eq(jr__rpc_recent(js, o, &cap), 0);
+    ck_assert_uint_eq(jr__rpc_recent(nd, o, &cap), 0);
     ck_assert_uint_eq(cap, 0);
-    ck_assert_int_eq(jr__rpc_admit(js, o, 12345, &fresh), 0);
+    ck_assert_int_eq(jr__rpc_admit(nd, o, 12345, &fresh), 0);
     ck_assert_int_eq(fresh, 0);
     e2e_free(&c);
 }
@@ -315,11 +315,11 @@ static void duplicated_frames(int ids)
             ids ? " (msg ids)" : "", (unsigned long long)sent, (unsigned long long)acked,
             (unsigned long long)failed, (unsigned long long)state.msgs, (unsigned long long)dups,
             (unsigned long long)ss.frames_duplicated,
-            (unsigned long long)e2e_node(&c, (unsigned)l)->js->rpc_dups);
+            (unsigned long long)e2e_node(&c, (unsigned)l)->rpc_dups);
     ck_assert_uint_eq(failed, 0);
     ck_assert_uint_eq(state.msgs, acked);
     ck_assert_uint_eq(dups, 0);
-    ck_assert_uint_gt(e2e_node(&c, (unsigned)l)->js->rpc_dups, 0);
+    ck_assert_uint_gt(e2e_node(&c, (unsigned)l)->rpc_dups, 0);
     e2e_free(&c);
 }
 

@@ -1,7 +1,10 @@
 /*
- * rpc — node-to-node requests and responses (NODE_REQUEST 66 / NODE_RESPONSE 67, wire/frame.h):
- * request ids, one timeout per outstanding request (a timer of the stream layer, on the node's
- * deadline), and routing of each response to the callback of the request it answers.
+ * rpc — node-to-node requests and responses (NODE_REQUEST 66 / NODE_RESPONSE 67, wire/frame.h),
+ * a service of the node core to the layer above: request ids, one timeout per outstanding
+ * request (a timer on the node's one heap), routing of each response to the callback of the
+ * request it answers, and of each request that is to run to the layer's request hook
+ * (jr__upper.request, node.h; with no layer above, or during its close, a request is answered
+ * JR_ENOTSUP).
  *
  * A request or response is written straight into the destination peer's open frame, so it
  * leaves with the Raft traffic of the same flush (one frame per peer, ARCHITECTURE §4). Neither
@@ -9,21 +12,24 @@
  * produced after the flush that made it durable.
  *
  * Invariants:
- *  - an outstanding call is in js->calls under its id (unique and non-zero for this node's
+ *  - an outstanding call is in n->rpc_calls under its id (unique and non-zero for this node's
  *    lifetime; ids start at a random point, so an answer to a call of an earlier life of the
  *    server is not taken for a new call's) until exactly one of: its response arrives from the peer
  * it was sent to, its timer fires (JR_ETIMEDOUT), it is cancelled (no callback), or the layer
- * closes (JR_ECLOSED); the callback runs once, after the call left the table;
+ * closes and fails its calls (jr__rpc_close: JR_ECLOSED); the callback runs once, after the call
+ * left the table;
  *  - a response whose id is unknown, or that comes from another peer than the request went to,
  *    is dropped (a late answer to a call that timed out).
  * Callbacks run inside jr_node_recv (responses) or jr_node_tick (timeouts); they are the layer's
  * own, never the user's (user callbacks go through the node's completion queue).
+ * The layer above that made calls fails them with jr__rpc_close before it frees what their
+ * callbacks use; the node frees what is left at close (jr__rpc_free).
  *
  * At most once. The network may deliver a frame twice (or a host may send one again), so the
  * executing side keeps, per origin server, its JR__RPC_RECENT most recent requests by id, each
- * for JR__RPC_KEEP_NS after it arrived (jr__rpc_admit, from jr__js_recv before a request is
- * executed; jr__rpc_recent_expire, from every flush, forgets older ones and gives the memory of
- * an origin with nothing recorded back): a request already recorded
+ * for JR__RPC_KEEP_NS after it arrived (jr__rpc_admit, before a request is handed to the layer;
+ * jr__rpc_recent_expire, from every flush, forgets older ones and gives the memory of an origin
+ * with nothing recorded back): a request already recorded
  * is not executed again — while it runs its duplicate is ignored (its answer is on its way),
  * once answered the duplicate gets that first answer again (kept up to JR__RPC_KEEP bytes:
  * every write's answer; a larger one, a read's, is not repeated: a read is re-sent under a new
@@ -41,7 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "js/js.h"
+#include "node/node.h"
 
 /* Requests recorded per origin (the ring grows to it on demand, from 16). */
 #define JR__RPC_RECENT 4096u
@@ -56,41 +62,47 @@
  * with a positive status is taken as JR_ECORRUPT), or answered = 0 and status JR_ETIMEDOUT (no
  * answer within the timeout) or JR_ECLOSED (the layer closes); payload borrowed for the
  * callback (NULL, 0 if none). A responder's own JR_ETIMEDOUT comes with answered = 1. */
-typedef void (*jr__rpc_cb)(jr__js *js, void *arg, int status, int answered, const uint8_t *p,
+typedef void (*jr__rpc_cb)(jr_node *n, void *arg, int status, int answered, const uint8_t *p,
                            size_t len);
 
 /* Sends a request of `kind` with the payload gathered from iov to server `peer`, answered
  * through cb within timeout_ns. *id gets the call's id (cancel with it). 0; JR_ENOTFOUND
  * (unknown peer, or this node itself); JR_EMSGSIZE (does not fit a frame); JR_ENOMEM. On error
  * cb never runs. */
-int jr__rpc_call(jr__js *js, jr__id peer, uint8_t kind, const jr_iovec *iov, int iovcnt,
+int jr__rpc_call(jr_node *n, jr__id peer, uint8_t kind, const jr_iovec *iov, int iovcnt,
                  uint64_t timeout_ns, jr__rpc_cb cb, void *arg, uint64_t *id);
 
 /* Forgets call id (its callback will not run). A no-op for an unknown id. */
-void jr__rpc_cancel(jr__js *js, uint64_t id);
+void jr__rpc_cancel(jr_node *n, uint64_t id);
 
 /* Sends the response to request `id` of peer `to`. 0 or an error (the response is lost, like a
  * dropped frame; the requester times out). */
-int jr__rpc_respond(jr__js *js, jr__id to, uint64_t id, int status, const jr_iovec *iov,
+int jr__rpc_respond(jr_node *n, jr__id to, uint64_t id, int status, const jr_iovec *iov,
                     int iovcnt);
 
 /* Request `id` from peer `from` arrived: *fresh = 1 if it is to be executed now (it is
  * recorded as running; jr__rpc_respond records its answer), 0 if it is a duplicate (answered
  * again if its answer is kept) or too old to tell (rpc.h "At most once"). 0, or JR_ENOMEM
  * (*fresh = 0: dropped like a lost frame). */
-int jr__rpc_admit(jr__js *js, jr__id from, uint64_t id, int *fresh);
+int jr__rpc_admit(jr_node *n, jr__id from, uint64_t id, int *fresh);
 /* Requests of `from` recorded now, and the slots allocated for them (*cap; may be NULL). */
-size_t jr__rpc_recent(const jr__js *js, jr__id from, size_t *cap);
+size_t jr__rpc_recent(const jr_node *n, jr__id from, size_t *cap);
 /* Forgets requests recorded for JR__RPC_KEEP_NS (cost: one check per origin, plus one per
  * request forgotten). */
-void jr__rpc_recent_expire(jr__js *js);
-/* Frees the record of recent requests (layer close). */
-void jr__rpc_recent_free(jr__js *js);
+void jr__rpc_recent_expire(jr_node *n);
 
-/* A response from peer `from` (the dispatcher of jr__js_recv). */
-void jr__rpc_on_response(jr__js *js, jr__id from, const jr__rpc_view *v);
+/* A request or a response from peer `from` (the node's frame dispatch). */
+void jr__rpc_on_request(jr_node *n, jr__id from, const jr__rpc_view *v);
+void jr__rpc_on_response(jr_node *n, jr__id from, const jr__rpc_view *v);
 
-/* Fails every outstanding call with JR_ECLOSED and frees the table. */
-void jr__rpc_close(jr__js *js);
+/* Prepares the node's empty tables (open, before anything can fail). */
+void jr__rpc_init(jr_node *n);
+/* Call ids start at a random point of the node's seeded stream (open, once it is seeded). */
+void jr__rpc_seed(jr_node *n);
+/* Fails every outstanding call with JR_ECLOSED (callbacks run before it returns). */
+void jr__rpc_close(jr_node *n);
+/* Frees what is left (node close): calls without running their callbacks, the record of
+ * recent requests. */
+void jr__rpc_free(jr_node *n);
 
 #endif
