@@ -12,6 +12,7 @@
 #include "host.h"
 #include "jetraft/sim.h"
 #include "node/node.h"
+#include "node/rpc.h"
 #include "raft/raft.h"
 
 #define MS 1000000ull
@@ -304,6 +305,63 @@ START_TEST(bad_frames_are_rejected_and_change_nothing)
     t_host_free(&ha);
     t_host_free(&hb);
     t_host_free(&hc);
+}
+END_TEST
+
+/* Node-to-node requests are a service of the core (node/rpc.h): a node with no layer above to
+ * serve them answers each one JR_ENOTSUP, once, and the caller's callback runs once. */
+typedef struct rpc_answer {
+    int calls, status, answered;
+} rpc_answer;
+
+static void on_rpc_answer(jr_node *n, void *arg, int status, int answered, const uint8_t *p,
+                          size_t len)
+{
+    rpc_answer *a = arg;
+    (void)n, (void)p, (void)len;
+    a->calls++;
+    a->status = status;
+    a->answered = answered;
+}
+
+/* Delivers every frame `from` recorded for `to` to `to`'s node `times` times, then forgets
+ * them. */
+static void deliver(t_host *from, const char *from_name, t_host *to, const char *to_name, int times)
+{
+    for (int k = 0; k < times; k++)
+        for (unsigned i = 0; i < from->nframes; i++)
+            if (!strcmp(from->frames[i].to, to_name))
+                ck_assert_int_eq(
+                    jr_node_recv(to->node, from_name, from->frames[i].data, from->frames[i].len),
+                    0);
+    t_frames_clear(from);
+}
+
+START_TEST(a_node_without_a_layer_above_refuses_requests)
+{
+    static const char *const peers[] = {"a", "b"};
+    t_host ha, hb;
+    t_host_init(&ha);
+    t_host_init(&hb);
+    ck_assert_int_eq(t_open(&ha, "a", peers, 2, NULL), 0);
+    ck_assert_int_eq(t_open(&hb, "b", peers, 2, NULL), 0);
+    rpc_answer a = {0, 0, 0};
+    static const uint8_t pay[] = {1, 2, 3};
+    jr_iovec iov = {pay, sizeof pay};
+    uint64_t id = 0;
+    ck_assert_int_eq(
+        jr__rpc_call(ha.node, hb.node->self, 1, &iov, 1, 1000000000ull, on_rpc_answer, &a, &id), 0);
+    ck_assert_uint_ne(id, 0);
+    jr_node_tick(ha.node);          /* the request leaves with the next flush */
+    deliver(&ha, "a", &hb, "b", 2); /* twice (the network duplicated it) */
+    jr_node_tick(hb.node);
+    deliver(&hb, "b", &ha, "a", 1);
+    ck_assert_uint_eq(hb.node->rpc_dups, 1); /* the copy was not executed, nor answered again */
+    ck_assert_int_eq(a.calls, 1);
+    ck_assert_int_eq(a.answered, 1);
+    ck_assert_int_eq(a.status, JR_ENOTSUP);
+    t_host_free(&ha);
+    t_host_free(&hb);
 }
 END_TEST
 
@@ -682,6 +740,7 @@ int main(void)
     tcase_add_test(tc, allocation_failure_in_open);
     tcase_add_test(tc, allocation_failure_in_group_open);
     tcase_add_test(tc, allocation_failure_in_propose);
+    tcase_add_test(tc, a_node_without_a_layer_above_refuses_requests);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
