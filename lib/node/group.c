@@ -374,12 +374,13 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
         rc = jr__raft_bootstrap(g->raft, &conf);
     }
     if (rc != 0) goto fail;
-    if (n->all_damaged && s) g->damaged = 1;
-    if (s) {
+    if ((n->all_damaged && s) || n->wal_lost) g->damaged = 1;
+    if (s || n->wal_lost) {
         /* Recovered from disk: its storage may have lost records it acknowledged in ways no
          * local check tells from a torn write (a cut tail, files rolled back), so it is
          * unvouched until its peers answer (raft/vouch.c); damage found here is the core's to
-         * report and to clear once a leader repaired the log. */
+         * report and to clear once a leader repaired the log. On a node whose WAL was lost
+         * (recover.c, the node's mark) every group is: whatever it acknowledged is gone. */
         rc = jr__raft_load_unvouched(g->raft, g->damaged);
         if (rc != 0) goto fail;
         g->damaged = 0;

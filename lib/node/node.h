@@ -227,6 +227,8 @@ struct jr_node {
     jr_group *ready;     /* groups with work for the next flush */
     jr__map stashes;     /* id -> jr__stash* (recovered, not yet opened) */
     uint8_t all_damaged; /* the WAL reported damage it could not attribute */
+    uint8_t wal_lost;    /* the node's mark is in wal_dir but no WAL segment is (recover.c):
+                            every group it opens starts unvouched and damaged */
 
     jr__wal *wal;
     uint64_t flush_gen;

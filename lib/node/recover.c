@@ -11,6 +11,17 @@
  *
  * Damage: a group the WAL reports damaged keeps its stash with damaged = 1 (group.c opens it
  * in the damaged state); damage the WAL cannot attribute (group 0) marks every group damaged.
+ *
+ * The node's mark: a file `wal_dir/node` written once, after the WAL is first created:
+ *   magic "JRNODE01" | xxh3 of the node's name:u64 | xxh3 of the 16 bytes before:u64
+ * It is the evidence a lost WAL leaves behind: a wal_dir with the mark and without any segment
+ * held a WAL that is gone (deleted, or the disk lost it), which an empty WAL alone cannot tell
+ * from a node's first start. Such a node opens with wal_lost set: every group it opens — from a
+ * surviving snapshot, bootstrapped again or joining — starts unvouched and damaged (raft/vouch.c),
+ * so it grants no vote and counts toward no commit until its peers have repaired it. A mark
+ * without segments is all a lost WAL can leave; one file of a fault (the mark alone lost) is
+ * harmless: it is written again. A mark of another name refuses the open (JR_EINVAL): wal_dir
+ * belongs to another server. A damaged mark counts as present.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,6 +30,7 @@
 
 #include "node/node.h"
 #include "util/alloc.h"
+#include "util/checksum.h"
 #include "util/hex.h"
 
 static jr__stash *stash_get(jr_node *n, uint64_t group, int *err)
@@ -208,6 +220,76 @@ static int on_snap_name(void *arg, const char *name)
     return 0;
 }
 
+/* The node's mark (see the top of this file) ---------------------------------------------*/
+
+#define MARK_NAME "node"
+#define MARK_LEN 24
+static const char mark_magic[8] = {'J', 'R', 'N', 'O', 'D', 'E', '0', '1'};
+
+static void mark_path(const jr_node *n, char *buf, size_t cap, const char *suffix)
+{
+    snprintf(buf, cap, "%s/" MARK_NAME "%s", n->wal_dir, suffix);
+}
+
+static int count_segment(void *arg, const char *name)
+{
+    size_t len = strlen(name);
+    if (len > 4 && strcmp(name + len - 4, ".wal") == 0) ++*(size_t *)arg;
+    return 0;
+}
+
+/* *present: the mark exists (whole or damaged); *whole: it is this server's and intact. 0,
+ * JR_EINVAL (another server's), or an I/O error. */
+static int mark_read(jr_node *n, int *present, int *whole)
+{
+    char path[512];
+    mark_path(n, path, sizeof path, "");
+    *present = *whole = 0;
+    jr_file *f;
+    int rc = n->vfs->open(n->vfs->ctx, path, JR_O_READ, &f);
+    if (rc == JR_ENOTFOUND) return 0;
+    if (rc != 0) return jr__node_err(n, rc, "cannot open %s: %s", path, jr_strerror(rc));
+    uint8_t b[MARK_LEN];
+    size_t got = 0;
+    rc = n->vfs->pread(n->vfs->ctx, f, b, sizeof b, 0, &got);
+    n->vfs->close(n->vfs->ctx, f);
+    if (rc != 0) return jr__node_err(n, rc, "cannot read %s: %s", path, jr_strerror(rc));
+    *present = 1;
+    if (got != MARK_LEN || memcmp(b, mark_magic, sizeof mark_magic) != 0 ||
+        jr__get_u64(b + 16) != jr__xxh3(b, 16)) {
+        jr__node_log(n, JR_LOG_WARN, "%s is damaged; it is written again", path);
+        return 0;
+    }
+    if (jr__get_u64(b + 8) != jr__xxh3(n->name, strlen(n->name)))
+        return jr__node_err(n, JR_EINVAL, "wal_dir: %s holds the WAL of another server",
+                            n->wal_dir);
+    *whole = 1;
+    return 0;
+}
+
+/* Writes the mark (temporary file, sync, rename). */
+static int mark_write(jr_node *n)
+{
+    char tmp[512], path[512];
+    mark_path(n, tmp, sizeof tmp, ".tmp");
+    mark_path(n, path, sizeof path, "");
+    uint8_t b[MARK_LEN];
+    memcpy(b, mark_magic, sizeof mark_magic);
+    jr__put_u64(b + 8, jr__xxh3(n->name, strlen(n->name)));
+    jr__put_u64(b + 16, jr__xxh3(b, 16));
+    jr_file *f;
+    int rc = n->vfs->open(n->vfs->ctx, tmp, JR_O_CREATE | JR_O_TRUNCATE, &f);
+    if (rc == 0) {
+        rc = n->vfs->pwrite(n->vfs->ctx, f, b, sizeof b, 0);
+        if (rc == 0) rc = n->vfs->sync(n->vfs->ctx, f);
+        int crc = n->vfs->close(n->vfs->ctx, f);
+        if (rc == 0) rc = crc;
+    }
+    if (rc == 0) rc = n->vfs->rename(n->vfs->ctx, tmp, path);
+    if (rc != 0) return jr__node_err(n, rc, "cannot write %s: %s", path, jr_strerror(rc));
+    return 0;
+}
+
 int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_ms)
 {
     /* mkdir's JR_EEXIST means a component of the path exists and is not a directory */
@@ -220,6 +302,20 @@ int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_
                             "above it, is a file)",
                             dir);
     if (rc != 0) return jr__node_err(n, rc, "wal_dir: cannot create %s: %s", dir, jr_strerror(rc));
+
+    int marked, whole;
+    size_t segments = 0;
+    rc = mark_read(n, &marked, &whole);
+    if (rc != 0) return rc;
+    rc = n->vfs->list(n->vfs->ctx, n->wal_dir, count_segment, &segments);
+    if (rc != 0) return jr__node_err(n, rc, "cannot list %s: %s", n->wal_dir, jr_strerror(rc));
+    if (marked && segments == 0) {
+        n->wal_lost = 1;
+        jr__node_log(n, JR_LOG_ERROR,
+                     "WAL lost: %s has this server's mark but no WAL segment; every group "
+                     "opens damaged and waits for its peers to repair it",
+                     n->wal_dir);
+    }
 
     jr__wal_config wc;
     memset(&wc, 0, sizeof wc);
@@ -234,6 +330,13 @@ int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_
     if (rc != 0) {
         n->wal = NULL;
         return jr__node_err(n, rc, "cannot open the WAL in %s: %s", n->wal_dir, jr_strerror(rc));
+    }
+
+    /* after the WAL's first segment exists: a crash in between leaves segments and no mark,
+     * which is written then */
+    if (!whole) {
+        rc = mark_write(n);
+        if (rc != 0) return rc;
     }
 
     list_ctx lc = {n, 0};

@@ -19,6 +19,7 @@ typedef struct logbook {
 } logbook;
 
 static logbook book;
+static int deleted_segments;
 
 static void on_log(void *ctx, int level, const char *msg)
 {
@@ -178,6 +179,77 @@ START_TEST(wal_dir_below_a_file_is_not_a_directory)
 }
 END_TEST
 
+/* Opens the node of f->cfg and its group 7 (voters s0..s2), reads the group's status, closes. */
+static jr_group_status group7(ofx *f)
+{
+    jr_node *n = NULL;
+    ck_assert_msg(jr_node_open(&f->cfg, &n) == 0, "open: %s", f->err);
+    f->h.node = n;
+    t_fsm fsm;
+    t_fsm_init(&fsm);
+    jr_group *g;
+    ck_assert_int_eq(t_group(&f->h, 7, f->peers, 3, &fsm, &g), 0);
+    jr_group_status st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    ck_assert_int_eq(jr_group_status_get(g, &st), 0);
+    jr_node_close(n);
+    f->h.node = NULL;
+    return st;
+}
+
+static int delete_segments(void *arg, const char *path, uint64_t size)
+{
+    (void)size;
+    size_t len = strlen(path);
+    if (len > 4 && !strcmp(path + len - 4, ".wal")) {
+        ck_assert_int_eq(jr__memfs_delete(arg, path), 0);
+        ++deleted_segments;
+    }
+    return 0;
+}
+
+/* The node's mark (lib/node/recover.c): a wal_dir that has it but lost every WAL segment opens
+ * every group unvouched and damaged; a first start, or a lost mark alone, does not; the mark of
+ * another server refuses the open. */
+START_TEST(a_lost_wal_is_told_from_a_first_start)
+{
+    ofx f;
+    ofx_init(&f, 3, 0);
+    jr_group_status st = group7(&f); /* first start: a new group, whole */
+    ck_assert(!st.unvouched && !st.damaged);
+    uint64_t size;
+    ck_assert_int_eq(jr__memfs_file_size(f.h.vfs, "/wal/node", &size), 0);
+    ck_assert_uint_eq(size, 24);
+
+    /* the mark alone lost: written again; the group is recovered from the WAL as ever */
+    ck_assert_int_eq(jr__memfs_delete(f.h.vfs, "/wal/node"), 0);
+    st = group7(&f);
+    ck_assert(st.unvouched && !st.damaged);
+    ck_assert_int_eq(jr__memfs_file_size(f.h.vfs, "/wal/node", &size), 0);
+
+    /* every segment lost: the group, bootstrapped again, is unvouched and damaged */
+    deleted_segments = 0;
+    ck_assert_int_eq(jr__memfs_walk(f.h.vfs, "/wal/", delete_segments, f.h.vfs), 0);
+    ck_assert_int_gt(deleted_segments, 0);
+    memset(&book, 0, sizeof book);
+    st = group7(&f);
+    ck_assert(st.unvouched && st.damaged);
+    ck_assert_ptr_nonnull(strstr(book.last, "WAL lost") ? book.last : NULL);
+
+    /* a damaged mark counts as present (and is written again) */
+    ck_assert_int_eq(jr__memfs_walk(f.h.vfs, "/wal/", delete_segments, f.h.vfs), 0);
+    ck_assert_int_eq(jr__memfs_flip_bits(f.h.vfs, "/wal/node", 0, 24, 3), 0);
+    st = group7(&f);
+    ck_assert(st.unvouched && st.damaged);
+
+    /* another server's wal_dir */
+    f.cfg.name = "s1";
+    expect_open(&f, JR_EINVAL, "another server");
+    ofx_free(&f);
+}
+END_TEST
+
 static void no_send(ofx *f)
 {
     f->h.host.send = NULL;
@@ -309,6 +381,7 @@ int main(void)
     tcase_add_test(t, streams_open_failing_in_the_meta_group_cleans_up);
     tcase_add_test(t, duplicate_peer_names_are_refused);
     tcase_add_test(t, wal_dir_below_a_file_is_not_a_directory);
+    tcase_add_test(t, a_lost_wal_is_told_from_a_first_start);
     tcase_add_loop_test(t, every_refusal_names_its_field, 0, 18);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
