@@ -376,6 +376,15 @@ static void check_acked(fchk *k, const unsigned *nodes, size_t n, unsigned via)
                    (unsigned long long)bad_reads, (size_t)k->reads);
 }
 
+/* The first of the n nodes whose replica group reports damaged or unvouched (or has none, or is
+ * down); -1 if every one reports whole. */
+static int first_unwhole(fchk *k, const unsigned *nodes, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        if (fchk_damaged(k, nodes[j]) != 0) return (int)j;
+    return -1;
+}
+
 void fchk_final(fchk *k, const unsigned *nodes, size_t n, unsigned via, uint64_t settle_ns)
 {
     uint64_t digest[E2E_MAX];
@@ -384,7 +393,9 @@ void fchk_final(fchk *k, const unsigned *nodes, size_t n, unsigned via, uint64_t
     for (;;) {
         fchk_collect(k);
         fchk_watch(k, via);
-        if ((ok = agree(k, nodes, n, digest)) != 0) break;
+        if ((ok = agree(k, nodes, n, digest)) != 0 &&
+            (!k->require_whole || first_unwhole(k, nodes, n) < 0))
+            break;
         if (jr_sim_now(k->c->sim) >= end) break;
         jr_sim_run_for(k->c->sim, SAMPLE_NS);
     }
@@ -404,6 +415,14 @@ void fchk_final(fchk *k, const unsigned *nodes, size_t n, unsigned via, uint64_t
                                   fchk_damaged(k, nodes[j]) == 1 ? " (damaged)" : "");
         fchk_failf(k, "replicas did not converge within %.0f s of healing:%s",
                    (double)settle_ns / 1e9, buf);
+    }
+    int u = k->require_whole ? first_unwhole(k, nodes, n) : -1;
+    if (u >= 0) {
+        char line[512];
+        e2e_describe(k->c, nodes[u], k->stream, line, sizeof line);
+        fchk_failf(k, "n%u is not whole %.0f s after healing (%s): %s", nodes[u],
+                   (double)settle_ns / 1e9,
+                   fchk_damaged(k, nodes[u]) < 0 ? "no replica" : "damaged or unvouched", line);
     }
     size_t open = 0;
     for (size_t i = 0; i < k->nitems; i++)

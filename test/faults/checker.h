@@ -52,6 +52,8 @@ struct fchk {
     int strict; /* the fault surely lost acknowledged data: from the fault until repaired, never
                    shown current (not only while damaged) */
     uint64_t fault_at; /* simulated time of the fault */
+    int require_whole; /* fchk_final: every replica must also report whole again after healing
+                          (neither damaged nor unvouched) */
     fchk_item *items;
     size_t nitems, cap;
     size_t *by_seq; /* message index + 1 acknowledged at seq (index seq - 1); 0 none */
@@ -98,7 +100,8 @@ void fchk_watch(fchk *k, unsigned via);
 int fchk_expect_damaged(fchk *k, unsigned via, uint64_t max_ns);
 
 /* The checks after healing, over the n nodes `nodes` holding a replica: runs up to settle_ns
- * (sampling) until the replicas not reported damaged agree, then checks agreement, every
+ * (sampling) until the replicas not reported damaged agree (with k->require_whole: and none is
+ * reported damaged or unvouched any more), then checks agreement, every
  * acknowledged message on each of them, no other bytes at an acked seq on any replica, and a
  * sample of acked seqs through jr_stream_msg_get on node via. */
 void fchk_final(fchk *k, const unsigned *nodes, size_t n, unsigned via, uint64_t settle_ns);
