@@ -178,6 +178,12 @@ void fchk_fault(fchk *k, unsigned node)
     k->damaged_seen = 0;
     k->repaired = 0;
     k->fault_at = jr_sim_now(k->c->sim);
+    k->restart_at = k->fault_at;
+}
+
+void fchk_restarted(fchk *k)
+{
+    k->restart_at = jr_sim_now(k->c->sim);
 }
 
 int fchk_damaged(fchk *k, unsigned i)
@@ -221,19 +227,25 @@ void fchk_watch(fchk *k, unsigned via)
     if (d == 1) k->damaged_seen = 1;
     if (d == 0 && k->damaged_seen) k->repaired = 1;
     if (k->repaired || (!k->damaged_seen && d != 1 && !k->strict)) return;
+    if (k->grace_ns && jr_sim_now(k->c->sim) < k->restart_at + k->grace_ns) return;
     const char *name = jr_sim_name(k->c->sim, f);
     int shown = !strcmp(r.leader, name) ? 2 : 0;
     for (size_t i = 0; i < r.nreplicas && i < 8; i++)
         if (!strcmp(r.reps[i].name, name) && r.reps[i].current) shown = 1;
     if (shown && k->shown_current++ == 0)
-        fchk_failf(k, "stream info shows the faulty replica %s %s (group damaged = %d):\n%s", name,
-                   shown == 2 ? "leading" : "current", d, r.text);
+        fchk_failf(k,
+                   "stream info asked on n%u shows the faulty replica %s %s (group damaged = %d, "
+                   "%.3f s after the fault):\n%s",
+                   via, name, shown == 2 ? "leading" : "current", d,
+                   (double)(jr_sim_now(k->c->sim) - k->fault_at) / 1e9, r.text);
     char line[256];
     replica_line(r.text, name, line, sizeof line);
     if (d == 1 && line[0] && !strstr(line, "damaged") && !strstr(line, "unvouched") &&
         k->unflagged++ == 0)
-        fchk_failf(k, "%s's group is damaged or unvouched, its replica line says neither: '%s'",
-                   name, line);
+        fchk_failf(k,
+                   "%s's group is damaged or unvouched, its replica line in the info asked on n%u "
+                   "(leader %s) says neither: '%s'",
+                   name, via, r.leader, line);
 }
 
 static int watch_damaged(fchk *k, unsigned via, uint64_t max_ns)

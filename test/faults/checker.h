@@ -51,9 +51,13 @@ struct fchk {
     int repaired;     /* and whole again afterwards */
     int strict; /* the fault surely lost acknowledged data: from the fault until repaired, never
                    shown current (not only while damaged) */
-    uint64_t fault_at; /* simulated time of the fault */
-    int require_whole; /* fchk_final: every replica must also report whole again after healing
-                          (neither damaged nor unvouched) */
+    uint64_t fault_at;   /* simulated time of the fault */
+    uint64_t restart_at; /* simulated time the faulty replica restarted (fchk_restarted) */
+    uint64_t grace_ns;   /* samples of stream info within this long of the restart do not count
+                            (the leader learns of the restart from the replica's first frames);
+                            0: every sample counts */
+    int require_whole;   /* fchk_final: every replica must also report whole again after healing
+                            (neither damaged nor unvouched) */
     fchk_item *items;
     size_t nitems, cap;
     size_t *by_seq; /* message index + 1 acknowledged at seq (index seq - 1); 0 none */
@@ -90,6 +94,8 @@ size_t fchk_publish_n(fchk *k, unsigned via, size_t count, size_t window, int wa
 /* Node `node`'s disk was just damaged (it is down): from now until its group reports it whole
  * it must not be shown current. */
 void fchk_fault(fchk *k, unsigned node);
+/* The faulty replica has just restarted (the default: at the fault). */
+void fchk_restarted(fchk *k);
 /* 1 if node i's replica group reports damaged, 0 if not, -1 if it has none (or is down). */
 int fchk_damaged(fchk *k, unsigned i);
 /* One sample of what the cluster reports about the faulty replica: its group status, and the

@@ -66,6 +66,7 @@ typedef struct run {
     int kind;
     int victim_out;       /* from the victim's crash until it reports whole */
     int crashed[E2E_MAX]; /* other nodes this test crashed and has not restarted */
+    uint64_t paused_until[E2E_MAX];
     uint64_t seg_bytes, snap_every;
     jr_sim_disk *copy;
     char what[512]; /* the fault, as applied */
@@ -140,6 +141,13 @@ static unsigned out_count(run *r)
     return out;
 }
 
+static void pause(run *r, unsigned i, uint64_t ns)
+{
+    ck_assert_int_eq(jr_sim_pause(r->c.sim, i, ns), 0);
+    uint64_t until = jr_sim_now(r->c.sim) + ns;
+    if (until > r->paused_until[i]) r->paused_until[i] = until;
+}
+
 static int restart_other(run *r, unsigned i)
 {
     int rc = e2e_restart(&r->c, i);
@@ -179,7 +187,7 @@ static void disrupt(run *r)
         unsigned i = pick_up(r, (int)r->victim);
         if (i == r->victim || !up(r, i)) return;
         uint64_t ns = (200 + below(r, 5800)) * MS;
-        jr_sim_pause(r->c.sim, i, ns);
+        pause(r, i, ns);
         note(r, "pause n%u for %.1f s", i, (double)ns / 1e9);
     } else if (dice < 78) {
         unsigned i = pick_up(r, (int)r->victim);
@@ -187,11 +195,14 @@ static void disrupt(run *r)
         if (out_count(r) + 1 > r->f) return;
         ck_assert_int_eq(jr_sim_crash(r->c.sim, i), 0);
         r->crashed[i] = 1;
+        r->paused_until[i] = 0; /* a crash ends the pause */
         note(r, "crash n%u", i);
     } else {
         for (unsigned i = 0; i < r->n; i++)
             if (r->crashed[i] && below(r, 2) == 0) restart_other(r, i);
     }
+    /* let it act on the change for a while (elections, vouching, catch-up) */
+    if (below(r, 2)) jr_sim_run_for(r->c.sim, below(r, 1500) * MS);
 }
 
 /* A chunk of publishes through a random running node, watching the victim through another. */
@@ -387,6 +398,7 @@ static void run_seed(uint64_t seed, int lossy)
     fchk *k = &r->k;
     fchk_init(k, c, STREAM, "f", lossy);
     k->require_whole = 1;
+    k->grace_ns = 50 * MS;
 
     /* before the fault: publishes with the others misbehaving; the rollback's copy is saved
      * before one of the chunks */
@@ -405,6 +417,7 @@ static void run_seed(uint64_t seed, int lossy)
     if (k->fail[0]) goto out;
     ck_assert_int_eq(jr_sim_crash(c->sim, r->victim), 0);
     r->victim_out = 1;
+    r->paused_until[r->victim] = 0;
     note(r, "crash n%u (victim)", r->victim);
     apply_fault(r);
     fchk_fault(k, r->victim);
@@ -419,7 +432,7 @@ static void run_seed(uint64_t seed, int lossy)
                 note(r, "partition n%u", o);
             } else {
                 uint64_t ns = (1000 + below(r, 5000)) * MS;
-                jr_sim_pause(c->sim, o, ns);
+                pause(r, o, ns);
                 note(r, "pause n%u for %.1f s", o, (double)ns / 1e9);
             }
         }
@@ -432,6 +445,7 @@ static void run_seed(uint64_t seed, int lossy)
                        jr_err_name(rc));
             goto out;
         }
+        fchk_restarted(k);
         if (fchk_damaged(k, r->victim) == 0)
             fchk_failf(k, "n%u restarted from its disk and reports whole at once (%s)", r->victim,
                        r->what);
