@@ -240,12 +240,22 @@ void fchk_watch(fchk *k, unsigned via)
                    (double)(jr_sim_now(k->c->sim) - k->fault_at) / 1e9, r.text);
     char line[256];
     replica_line(r.text, name, line, sizeof line);
-    if (d == 1 && line[0] && !strstr(line, "damaged") && !strstr(line, "unvouched") &&
-        k->unflagged++ == 0)
+    /* the leader flags what the replica's VOUCH told it: a leader that has not heard from the
+     * replica since it restarted ("seen <s>s ago" on its line) cannot know yet */
+    const char *seen = strstr(line, "seen ");
+    double ago = 0;
+    if (!seen || sscanf(seen, "seen %lfs ago", &ago) != 1) return;
+    uint64_t now = jr_sim_now(k->c->sim), ago_ns = (uint64_t)(ago * 1e9);
+    if (ago_ns > now || now - ago_ns < k->restart_at + k->grace_ns) return;
+    int unflagged = d == 1 && line[0] && !strstr(line, "damaged") && !strstr(line, "unvouched");
+    if (!unflagged || strcmp(r.leader, k->unflagged_leader)) k->unflagged_run = 0;
+    snprintf(k->unflagged_leader, sizeof k->unflagged_leader, "%s", r.leader);
+    unsigned need = k->unflagged_samples ? k->unflagged_samples : 1;
+    if (unflagged && ++k->unflagged_run >= need && k->unflagged++ == 0)
         fchk_failf(k,
                    "%s's group is damaged or unvouched, its replica line in the info asked on n%u "
-                   "(leader %s) says neither: '%s'",
-                   name, via, r.leader, line);
+                   "(leader %s) says neither (%u samples in a row): '%s'",
+                   name, via, r.leader, k->unflagged_run, line);
 }
 
 static int watch_damaged(fchk *k, unsigned via, uint64_t max_ns)

@@ -63,9 +63,14 @@ struct fchk {
     size_t *by_seq; /* message index + 1 acknowledged at seq (index seq - 1); 0 none */
     size_t by_seq_cap;
     uint64_t acks, reads;
-    uint64_t reused;        /* acks that named a seq acknowledged for another message */
-    uint64_t shown_current; /* samples showing the faulty replica current or leading */
-    uint64_t unflagged;     /* samples of a damaged replica whose line lacks "damaged" */
+    uint64_t reused;            /* acks that named a seq acknowledged for another message */
+    uint64_t shown_current;     /* samples showing the faulty replica current or leading */
+    uint64_t unflagged;         /* samples of a damaged replica whose line lacks "damaged" */
+    unsigned unflagged_samples; /* consecutive such samples from one leader that count as one
+                                   (a leader learns of the damage a round trip after the
+                                   replica's VOUCH reaches it); 0: 1 */
+    unsigned unflagged_run;
+    char unflagged_leader[64];
     char fail[1024];
     unsigned nfail;
 };

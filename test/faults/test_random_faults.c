@@ -399,6 +399,7 @@ static void run_seed(uint64_t seed, int lossy)
     fchk_init(k, c, STREAM, "f", lossy);
     k->require_whole = 1;
     k->grace_ns = 50 * MS;
+    k->unflagged_samples = 2;
 
     /* before the fault: publishes with the others misbehaving; the rollback's copy is saved
      * before one of the chunks */
