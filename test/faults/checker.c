@@ -232,12 +232,15 @@ void fchk_watch(fchk *k, unsigned via)
     int shown = !strcmp(r.leader, name) ? 2 : 0;
     for (size_t i = 0; i < r.nreplicas && i < 8; i++)
         if (!strcmp(r.reps[i].name, name) && r.reps[i].current) shown = 1;
-    if (shown && k->shown_current++ == 0)
+    /* leading counts at once; current from the current_samples-th sample in a row */
+    k->current_run = shown == 1 ? k->current_run + 1 : 0;
+    unsigned need_current = k->current_samples ? k->current_samples : 1;
+    if ((shown == 2 || (shown == 1 && k->current_run >= need_current)) && k->shown_current++ == 0)
         fchk_failf(k,
                    "stream info asked on n%u shows the faulty replica %s %s (group damaged = %d, "
-                   "%.3f s after the fault):\n%s",
+                   "%.3f s after the fault, %u samples in a row):\n%s",
                    via, name, shown == 2 ? "leading" : "current", d,
-                   (double)(jr_sim_now(k->c->sim) - k->fault_at) / 1e9, r.text);
+                   (double)(jr_sim_now(k->c->sim) - k->fault_at) / 1e9, k->current_run, r.text);
     char line[256];
     replica_line(r.text, name, line, sizeof line);
     /* the leader flags what the replica's VOUCH told it: a leader that has not heard from the

@@ -70,6 +70,10 @@ struct fchk {
                                    (a leader learns of the damage a round trip after the
                                    replica's VOUCH reaches it); 0: 1 */
     unsigned unflagged_run;
+    unsigned current_samples; /* likewise for a replica shown current (not leading): the leader
+                                 may count it vouched for a moment before the replica has its
+                                 answer; 0: 1 */
+    unsigned current_run;
     char unflagged_leader[64];
     char fail[1024];
     unsigned nfail;

@@ -24,8 +24,9 @@
  * (fchk lossy).
  *
  * JR_SEEDS=first:count picks the seeds (default 1:4). JR_FAULT_KINDS=tail_cut,rollback,flip,
- * zero,delete restricts the fault kinds drawn (default: all). A failure prints the schedule and
- * its replay command; JR_E2E_LOG=1 prints the nodes' log lines.
+ * zero,delete restricts the fault kinds drawn, JR_FAULT_TARGETS=wal,block,snapshot the files
+ * that flip, zero and delete hit (default: all). A failure prints the schedule and its replay
+ * command; JR_E2E_LOG=1 prints the nodes' log lines.
  */
 #include <check.h>
 #include <stdarg.h>
@@ -76,6 +77,8 @@ typedef struct run {
 
 static run *g_run; /* for configure_more */
 static unsigned g_kinds = (1u << K_NKINDS) - 1;
+static const char *const target_keys[T_NTARGETS] = {"wal", "block", "snapshot"};
+static unsigned g_targets = (1u << T_NTARGETS) - 1;
 
 static void note(run *r, const char *fmt, ...)
 {
@@ -264,7 +267,8 @@ static const file_ent *pick_file(run *r, const file_list *l, uint64_t min_size)
 {
     int have[T_NTARGETS] = {0}, kinds[T_NTARGETS], nk = 0;
     for (size_t j = 0; j < l->n; j++)
-        if (l->f[j].size >= min_size) have[l->f[j].target] = 1;
+        if (l->f[j].size >= min_size && (g_targets & (1u << l->f[j].target)))
+            have[l->f[j].target] = 1;
     for (int t = 0; t < T_NTARGETS; t++)
         if (have[t]) kinds[nk++] = t;
     if (!nk) return NULL;
@@ -286,6 +290,13 @@ static void apply_fault(run *r)
     unsigned v = r->victim;
     ck_assert_int_eq(jr_sim_files(sim, v, list_cb, &l), 0);
     const file_ent *fe = NULL;
+    if (r->kind == K_FLIP || r->kind == K_ZERO || r->kind == K_DELETE) {
+        fe = pick_file(r, &l, r->kind == K_DELETE ? 0 : 1);
+        if (!fe) { /* no file of the allowed targets: the WAL's tail instead */
+            note(r, "no %s target on n%u: a tail cut instead", kind_names[r->kind], v);
+            r->kind = K_TAIL_CUT;
+        }
+    }
     switch (r->kind) {
     case K_TAIL_CUT: {
         for (size_t j = 0; j < l.n; j++)
@@ -315,8 +326,6 @@ static void apply_fault(run *r)
         snprintf(r->what, sizeof r->what, "rollback: every file back to the copy saved earlier");
         break;
     case K_FLIP: {
-        fe = pick_file(r, &l, 1);
-        ck_assert_ptr_nonnull(fe);
         uint64_t off = below(r, fe->size), len = 1 + below(r, 4096);
         unsigned nbits = 1 + (unsigned)below(r, 16);
         ck_assert_int_eq(jr_sim_flip_bits(sim, v, fe->path, off, len, nbits), 0);
@@ -326,8 +335,6 @@ static void apply_fault(run *r)
         break;
     }
     case K_ZERO: {
-        fe = pick_file(r, &l, 1);
-        ck_assert_ptr_nonnull(fe);
         uint64_t off = below(r, fe->size), len = 1 + below(r, 65536);
         ck_assert_int_eq(jr_sim_zero(sim, v, fe->path, off, len), 0);
         snprintf(r->what, sizeof r->what, "zero: [%llu, +%llu) of %s %s (%llu bytes)",
@@ -336,8 +343,6 @@ static void apply_fault(run *r)
         break;
     }
     default: {
-        fe = pick_file(r, &l, 0);
-        ck_assert_ptr_nonnull(fe);
         ck_assert_int_eq(jr_sim_remove_file(sim, v, fe->path), 0);
         snprintf(r->what, sizeof r->what, "delete: %s %s (%llu bytes)", target_names[fe->target],
                  fe->path, (unsigned long long)fe->size);
@@ -398,8 +403,10 @@ static void run_seed(uint64_t seed, int lossy)
     fchk *k = &r->k;
     fchk_init(k, c, STREAM, "f", lossy);
     k->require_whole = 1;
-    k->grace_ns = 50 * MS;
+    k->grace_ns =
+        200 * MS; /* a leader cut off at the restart steps down within an election timeout */
     k->unflagged_samples = 2;
+    k->current_samples = 2;
 
     /* before the fault: publishes with the others misbehaving; the rollback's copy is saved
      * before one of the chunks */
@@ -506,28 +513,29 @@ START_TEST(lossy)
 }
 END_TEST
 
-static void parse_kinds(const char *s)
+/* A comma-separated list of names (of n) into a bit mask; exits on an unknown one. */
+static unsigned parse_names(const char *env, const char *s, const char *const *names, int n)
 {
     unsigned m = 0;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", s);
     for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
         int found = 0;
-        for (int k = 0; k < K_NKINDS; k++)
-            if (!strcmp(t, kind_names[k])) {
+        for (int k = 0; k < n; k++)
+            if (!strcmp(t, names[k])) {
                 m |= 1u << k;
                 found = 1;
             }
         if (!found) {
-            fprintf(stderr, "JR_FAULT_KINDS: unknown kind '%s'\n", t);
+            fprintf(stderr, "%s: unknown name '%s'\n", env, t);
             exit(2);
         }
     }
     if (!m) {
-        fprintf(stderr, "JR_FAULT_KINDS names no kind\n");
+        fprintf(stderr, "%s names nothing\n", env);
         exit(2);
     }
-    g_kinds = m;
+    return m;
 }
 
 int main(void)
@@ -541,7 +549,10 @@ int main(void)
         }
     }
     const char *kinds = getenv("JR_FAULT_KINDS");
-    if (kinds && *kinds) parse_kinds(kinds);
+    if (kinds && *kinds) g_kinds = parse_names("JR_FAULT_KINDS", kinds, kind_names, K_NKINDS);
+    const char *targets = getenv("JR_FAULT_TARGETS");
+    if (targets && *targets)
+        g_targets = parse_names("JR_FAULT_TARGETS", targets, target_keys, T_NTARGETS);
     Suite *su = suite_create("random_faults");
     TCase *ta = tcase_create("always");
     tcase_set_timeout(ta, 3600);
