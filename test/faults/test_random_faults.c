@@ -24,8 +24,9 @@
  * (fchk lossy).
  *
  * JR_SEEDS=first:count picks the seeds (default 1:4). JR_FAULT_KINDS=tail_cut,rollback,flip,
- * zero,delete restricts the fault kinds drawn, JR_FAULT_TARGETS=wal,block,snapshot the files
- * that flip, zero and delete hit (default: all). A failure prints the schedule and its replay
+ * zero,delete restricts the fault kinds drawn, JR_FAULT_TARGETS=wal,block,snapshot,whole_wal the
+ * files that flip, zero and delete hit (whole_wal: deleting a node's only WAL segment; default:
+ * all). A failure prints the schedule and its replay
  * command; JR_E2E_LOG=1 prints the nodes' log lines.
  */
 #include <check.h>
@@ -42,8 +43,10 @@
 
 enum kind { K_TAIL_CUT, K_ROLLBACK, K_FLIP, K_ZERO, K_DELETE, K_NKINDS };
 static const char *const kind_names[K_NKINDS] = {"tail_cut", "rollback", "flip", "zero", "delete"};
-enum target { T_WAL, T_BLOCK, T_SNAP, T_NTARGETS };
-static const char *const target_names[T_NTARGETS] = {"wal segment", "store block", "snapshot"};
+/* T_WHOLE_WAL: deleting the only WAL segment, i.e. the whole log */
+enum target { T_WAL, T_BLOCK, T_SNAP, T_WHOLE_WAL, T_NTARGETS };
+static const char *const target_names[T_NTARGETS] = {"wal segment", "store block", "snapshot",
+                                                     "the only wal segment"};
 
 typedef struct file_ent {
     char path[128];
@@ -77,7 +80,7 @@ typedef struct run {
 
 static run *g_run; /* for configure_more */
 static unsigned g_kinds = (1u << K_NKINDS) - 1;
-static const char *const target_keys[T_NTARGETS] = {"wal", "block", "snapshot"};
+static const char *const target_keys[T_NTARGETS] = {"wal", "block", "snapshot", "whole_wal"};
 static unsigned g_targets = (1u << T_NTARGETS) - 1;
 
 static void note(run *r, const char *fmt, ...)
@@ -290,6 +293,12 @@ static void apply_fault(run *r)
     unsigned v = r->victim;
     ck_assert_int_eq(jr_sim_files(sim, v, list_cb, &l), 0);
     const file_ent *fe = NULL;
+    if (r->kind == K_DELETE) {
+        size_t nwal = 0, last = 0;
+        for (size_t j = 0; j < l.n; j++)
+            if (l.f[j].target == T_WAL) nwal++, last = j;
+        if (nwal == 1) l.f[last].target = T_WHOLE_WAL;
+    }
     if (r->kind == K_FLIP || r->kind == K_ZERO || r->kind == K_DELETE) {
         fe = pick_file(r, &l, r->kind == K_DELETE ? 0 : 1);
         if (!fe) { /* no file of the allowed targets: the WAL's tail instead */
