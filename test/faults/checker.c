@@ -253,12 +253,13 @@ void fchk_watch(fchk *k, unsigned via)
     int unflagged = d == 1 && line[0] && !strstr(line, "damaged") && !strstr(line, "unvouched");
     if (!unflagged || strcmp(r.leader, k->unflagged_leader)) k->unflagged_run = 0;
     snprintf(k->unflagged_leader, sizeof k->unflagged_leader, "%s", r.leader);
-    unsigned need = k->unflagged_samples ? k->unflagged_samples : 1;
-    if (unflagged && ++k->unflagged_run >= need && k->unflagged++ == 0)
+    if (unflagged && k->unflagged_run++ == 0) k->unflagged_since = now;
+    if (unflagged && now - k->unflagged_since >= k->unflagged_ns && k->unflagged++ == 0)
         fchk_failf(k,
                    "%s's group is damaged or unvouched, its replica line in the info asked on n%u "
-                   "(leader %s) says neither (%u samples in a row): '%s'",
-                   name, via, r.leader, k->unflagged_run, line);
+                   "(leader %s) says neither (%u samples in a row, %.3f s): '%s'",
+                   name, via, r.leader, k->unflagged_run, (double)(now - k->unflagged_since) / 1e9,
+                   line);
 }
 
 static int watch_damaged(fchk *k, unsigned via, uint64_t max_ns)

@@ -63,12 +63,15 @@ struct fchk {
     size_t *by_seq; /* message index + 1 acknowledged at seq (index seq - 1); 0 none */
     size_t by_seq_cap;
     uint64_t acks, reads;
-    uint64_t reused;            /* acks that named a seq acknowledged for another message */
-    uint64_t shown_current;     /* samples showing the faulty replica current or leading */
-    uint64_t unflagged;         /* samples of a damaged replica whose line lacks "damaged" */
-    unsigned unflagged_samples; /* consecutive such samples from one leader that count as one
-                                   (a leader learns of the damage a round trip after the
-                                   replica's VOUCH reaches it); 0: 1 */
+    uint64_t reused;        /* acks that named a seq acknowledged for another message */
+    uint64_t shown_current; /* samples showing the faulty replica current or leading */
+    uint64_t unflagged;     /* samples of a damaged replica whose line lacks "damaged" */
+    uint64_t unflagged_ns;  /* how long such samples from one leader may go on before they count:
+                               the leader learns of the damage from the replica's VOUCH, which
+                               an unvouched replica sends a new leader once it has heard from it
+                               and has its term floor (re-asking at its election timeout); 0: at
+                               once */
+    uint64_t unflagged_since;
     unsigned unflagged_run;
     unsigned current_samples; /* likewise for a replica shown current (not leading): the leader
                                  may count it vouched for a moment before the replica has its

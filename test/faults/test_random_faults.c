@@ -414,7 +414,7 @@ static void run_seed(uint64_t seed, int lossy)
     k->require_whole = 1;
     k->grace_ns =
         200 * MS; /* a leader cut off at the restart steps down within an election timeout */
-    k->unflagged_samples = 2;
+    k->unflagged_ns = 500 * MS;
     k->current_samples = 2;
 
     /* before the fault: publishes with the others misbehaving; the rollback's copy is saved
