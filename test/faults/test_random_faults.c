@@ -123,13 +123,15 @@ static int up(run *r, unsigned i)
     return e2e_node(&r->c, i) != NULL;
 }
 
-/* A random running node (other than `not`, unless it is the only one). */
-static unsigned pick_up(run *r, int not )
+/* A random running node that is not paused (other than skip, unless it is the only one): a
+ * paused process answers nobody, so the test neither publishes through one nor asks it. */
+static unsigned pick_up(run *r, int skip)
 {
     unsigned cand[E2E_MAX], m = 0;
+    uint64_t now = jr_sim_now(r->c.sim);
     for (unsigned i = 0; i < r->n; i++)
-        if (up(r, i) && (int)i != not ) cand[m++] = i;
-    if (!m) return (unsigned)not ;
+        if (up(r, i) && (int)i != skip && r->paused_until[i] <= now) cand[m++] = i;
+    if (!m) return (unsigned)skip;
     return cand[below(r, m)];
 }
 
@@ -245,7 +247,7 @@ static int classify(const char *path)
 {
     size_t len = strlen(path);
     if (!strncmp(path, "/wal/snap/", 10)) return T_SNAP;
-    if (!strncmp(path, "/wal/", 5) && !strchr(path + 5, '/') && len > 9 &&
+    if (len > 9 && !strncmp(path, "/wal/", 5) && strrchr(path, '/') == path + 4 &&
         !strcmp(path + len - 4, ".wal"))
         return T_WAL;
     if (!strncmp(path, "/store/", 7) && len > 4 && !strcmp(path + len - 4, ".blk")) return T_BLOCK;
@@ -412,8 +414,8 @@ static void run_seed(uint64_t seed, int lossy)
     fchk *k = &r->k;
     fchk_init(k, c, STREAM, "f", lossy);
     k->require_whole = 1;
-    k->grace_ns =
-        200 * MS; /* a leader cut off at the restart steps down within an election timeout */
+    /* a leader cut off at the restart steps down within an election timeout */
+    k->grace_ns = 200 * MS;
     k->unflagged_ns = 500 * MS;
     k->current_samples = 2;
 
