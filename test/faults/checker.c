@@ -178,6 +178,12 @@ void fchk_fault(fchk *k, unsigned node)
     k->damaged_seen = 0;
     k->repaired = 0;
     k->fault_at = jr_sim_now(k->c->sim);
+    k->restart_at = k->fault_at;
+}
+
+void fchk_restarted(fchk *k)
+{
+    k->restart_at = jr_sim_now(k->c->sim);
 }
 
 int fchk_damaged(fchk *k, unsigned i)
@@ -221,19 +227,39 @@ void fchk_watch(fchk *k, unsigned via)
     if (d == 1) k->damaged_seen = 1;
     if (d == 0 && k->damaged_seen) k->repaired = 1;
     if (k->repaired || (!k->damaged_seen && d != 1 && !k->strict)) return;
+    if (k->grace_ns && jr_sim_now(k->c->sim) < k->restart_at + k->grace_ns) return;
     const char *name = jr_sim_name(k->c->sim, f);
     int shown = !strcmp(r.leader, name) ? 2 : 0;
     for (size_t i = 0; i < r.nreplicas && i < 8; i++)
         if (!strcmp(r.reps[i].name, name) && r.reps[i].current) shown = 1;
-    if (shown && k->shown_current++ == 0)
-        fchk_failf(k, "stream info shows the faulty replica %s %s (group damaged = %d):\n%s", name,
-                   shown == 2 ? "leading" : "current", d, r.text);
+    /* leading counts at once; current from the current_samples-th sample in a row */
+    k->current_run = shown == 1 ? k->current_run + 1 : 0;
+    unsigned need_current = k->current_samples ? k->current_samples : 1;
+    if ((shown == 2 || (shown == 1 && k->current_run >= need_current)) && k->shown_current++ == 0)
+        fchk_failf(k,
+                   "stream info asked on n%u shows the faulty replica %s %s (group damaged = %d, "
+                   "%.3f s after the fault, %u samples in a row):\n%s",
+                   via, name, shown == 2 ? "leading" : "current", d,
+                   (double)(jr_sim_now(k->c->sim) - k->fault_at) / 1e9, k->current_run, r.text);
     char line[256];
     replica_line(r.text, name, line, sizeof line);
-    if (d == 1 && line[0] && !strstr(line, "damaged") && !strstr(line, "unvouched") &&
-        k->unflagged++ == 0)
-        fchk_failf(k, "%s's group is damaged or unvouched, its replica line says neither: '%s'",
-                   name, line);
+    /* the leader flags what the replica's VOUCH told it: a leader that has not heard from the
+     * replica since it restarted ("seen <s>s ago" on its line) cannot know yet */
+    const char *seen = strstr(line, "seen ");
+    double ago = 0;
+    if (!seen || sscanf(seen, "seen %lfs ago", &ago) != 1) return;
+    uint64_t now = jr_sim_now(k->c->sim), ago_ns = (uint64_t)(ago * 1e9);
+    if (ago_ns > now || now - ago_ns < k->restart_at + k->grace_ns) return;
+    int unflagged = d == 1 && line[0] && !strstr(line, "damaged") && !strstr(line, "unvouched");
+    if (!unflagged || strcmp(r.leader, k->unflagged_leader)) k->unflagged_run = 0;
+    snprintf(k->unflagged_leader, sizeof k->unflagged_leader, "%s", r.leader);
+    if (unflagged && k->unflagged_run++ == 0) k->unflagged_since = now;
+    if (unflagged && now - k->unflagged_since >= k->unflagged_ns && k->unflagged++ == 0)
+        fchk_failf(k,
+                   "%s's group is damaged or unvouched, its replica line in the info asked on n%u "
+                   "(leader %s) says neither (%u samples in a row, %.3f s): '%s'",
+                   name, via, r.leader, k->unflagged_run, (double)(now - k->unflagged_since) / 1e9,
+                   line);
 }
 
 static int watch_damaged(fchk *k, unsigned via, uint64_t max_ns)
@@ -376,6 +402,15 @@ static void check_acked(fchk *k, const unsigned *nodes, size_t n, unsigned via)
                    (unsigned long long)bad_reads, (size_t)k->reads);
 }
 
+/* The first of the n nodes whose replica group reports damaged or unvouched (or has none, or is
+ * down); -1 if every one reports whole. */
+static int first_unwhole(fchk *k, const unsigned *nodes, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        if (fchk_damaged(k, nodes[j]) != 0) return (int)j;
+    return -1;
+}
+
 void fchk_final(fchk *k, const unsigned *nodes, size_t n, unsigned via, uint64_t settle_ns)
 {
     uint64_t digest[E2E_MAX];
@@ -384,7 +419,9 @@ void fchk_final(fchk *k, const unsigned *nodes, size_t n, unsigned via, uint64_t
     for (;;) {
         fchk_collect(k);
         fchk_watch(k, via);
-        if ((ok = agree(k, nodes, n, digest)) != 0) break;
+        if ((ok = agree(k, nodes, n, digest)) != 0 &&
+            (!k->require_whole || first_unwhole(k, nodes, n) < 0))
+            break;
         if (jr_sim_now(k->c->sim) >= end) break;
         jr_sim_run_for(k->c->sim, SAMPLE_NS);
     }
@@ -404,6 +441,14 @@ void fchk_final(fchk *k, const unsigned *nodes, size_t n, unsigned via, uint64_t
                                   fchk_damaged(k, nodes[j]) == 1 ? " (damaged)" : "");
         fchk_failf(k, "replicas did not converge within %.0f s of healing:%s",
                    (double)settle_ns / 1e9, buf);
+    }
+    int u = k->require_whole ? first_unwhole(k, nodes, n) : -1;
+    if (u >= 0) {
+        char line[512];
+        e2e_describe(k->c, nodes[u], k->stream, line, sizeof line);
+        fchk_failf(k, "n%u is not whole %.0f s after healing (%s): %s", nodes[u],
+                   (double)settle_ns / 1e9,
+                   fchk_damaged(k, nodes[u]) < 0 ? "no replica" : "damaged or unvouched", line);
     }
     size_t open = 0;
     for (size_t i = 0; i < k->nitems; i++)

@@ -51,7 +51,13 @@ struct fchk {
     int repaired;     /* and whole again afterwards */
     int strict; /* the fault surely lost acknowledged data: from the fault until repaired, never
                    shown current (not only while damaged) */
-    uint64_t fault_at; /* simulated time of the fault */
+    uint64_t fault_at;   /* simulated time of the fault */
+    uint64_t restart_at; /* simulated time the faulty replica restarted (fchk_restarted) */
+    uint64_t grace_ns;   /* samples of stream info within this long of the restart do not count
+                            (the leader learns of the restart from the replica's first frames);
+                            0: every sample counts */
+    int require_whole;   /* fchk_final: every replica must also report whole again after healing
+                            (neither damaged nor unvouched) */
     fchk_item *items;
     size_t nitems, cap;
     size_t *by_seq; /* message index + 1 acknowledged at seq (index seq - 1); 0 none */
@@ -60,6 +66,18 @@ struct fchk {
     uint64_t reused;        /* acks that named a seq acknowledged for another message */
     uint64_t shown_current; /* samples showing the faulty replica current or leading */
     uint64_t unflagged;     /* samples of a damaged replica whose line lacks "damaged" */
+    uint64_t unflagged_ns;  /* how long such samples from one leader may go on before they count:
+                               the leader learns of the damage from the replica's VOUCH, which
+                               an unvouched replica sends a new leader once it has heard from it
+                               and has its term floor (re-asking at its election timeout); 0: at
+                               once */
+    uint64_t unflagged_since;
+    unsigned unflagged_run;
+    unsigned current_samples; /* likewise for a replica shown current (not leading): the leader
+                                 may count it vouched for a moment before the replica has its
+                                 answer; 0: 1 */
+    unsigned current_run;
+    char unflagged_leader[64];
     char fail[1024];
     unsigned nfail;
 };
@@ -88,6 +106,8 @@ size_t fchk_publish_n(fchk *k, unsigned via, size_t count, size_t window, int wa
 /* Node `node`'s disk was just damaged (it is down): from now until its group reports it whole
  * it must not be shown current. */
 void fchk_fault(fchk *k, unsigned node);
+/* The faulty replica has just restarted (the default: at the fault). */
+void fchk_restarted(fchk *k);
 /* 1 if node i's replica group reports damaged, 0 if not, -1 if it has none (or is down). */
 int fchk_damaged(fchk *k, unsigned i);
 /* One sample of what the cluster reports about the faulty replica: its group status, and the
@@ -98,7 +118,8 @@ void fchk_watch(fchk *k, unsigned via);
 int fchk_expect_damaged(fchk *k, unsigned via, uint64_t max_ns);
 
 /* The checks after healing, over the n nodes `nodes` holding a replica: runs up to settle_ns
- * (sampling) until the replicas not reported damaged agree, then checks agreement, every
+ * (sampling) until the replicas not reported damaged agree (with k->require_whole: and none is
+ * reported damaged or unvouched any more), then checks agreement, every
  * acknowledged message on each of them, no other bytes at an acked seq on any replica, and a
  * sample of acked seqs through jr_stream_msg_get on node via. */
 void fchk_final(fchk *k, const unsigned *nodes, size_t n, unsigned via, uint64_t settle_ns);

@@ -5,8 +5,10 @@
  *  1. Stream ORDERS, R3, on n0 (leader), n1, n2. n2 is partitioned away; 3,024 publishes are
  *     acknowledged by n0 + n1.
  *  2. n1 crashes and its disk loses synced data — the newest WAL segment's last 255 KB
- *     (wal_tail_cut), or all of its files go back to a copy taken after the first 1,000
- *     publishes (rolled_back_disk).
+ *     (wal_tail_cut), all of its files go back to a copy taken after the first 1,000
+ *     publishes (rolled_back_disk), or 4 KiB in the middle of its stream store's first block
+ *     file are zeroed (store_block_zeroed: the store no longer opens; the replica rebuilds it
+ *     from its group's snapshot and log).
  *  3. The partition heals, n0 pauses for 5 s and n1 restarts meanwhile: n1 and n2 are a
  *     majority without n0, and publishing goes on through n2.
  *
@@ -27,8 +29,9 @@
 
 #define PUBLISHES 3024
 #define CUT_BYTES (255u << 10)
+#define BLOCK_ZERO_BYTES (4u << 10)
 
-enum fault { WAL_TAIL_CUT, ROLLED_BACK_DISK };
+enum fault { WAL_TAIL_CUT, ROLLED_BACK_DISK, STORE_BLOCK_ZEROED };
 
 typedef struct newest {
     char path[128];
@@ -46,6 +49,18 @@ static int keep_newest_segment(void *arg, const char *path, uint64_t size)
     return 0;
 }
 
+/* The first block file of the stream's store. */
+static int keep_first_block(void *arg, const char *path, uint64_t size)
+{
+    newest *n = arg;
+    size_t k = strlen(path);
+    (void)size;
+    if (!n->path[0] && !strncmp(path, "/store/ORDERS/", 14) && k > 4 &&
+        !strcmp(path + k - 4, ".blk"))
+        snprintf(n->path, sizeof n->path, "%s", path);
+    return 0;
+}
+
 static uint64_t file_size(jr_sim *sim, unsigned i, const char *path)
 {
     jr_vfs *v = jr_sim_vfs(sim, i);
@@ -55,6 +70,13 @@ static uint64_t file_size(jr_sim *sim, unsigned i, const char *path)
     ck_assert_int_eq(v->size(v->ctx, f, &size), 0);
     v->close(v->ctx, f);
     return size;
+}
+
+static void small_blocks(void *arg, unsigned i, jr_node_config *cfg)
+{
+    (void)arg;
+    (void)i;
+    cfg->store_block_bytes = JR_STORE_BLOCK_MIN;
 }
 
 /* Makes n0 the stream's leader. */
@@ -73,9 +95,13 @@ static void lead_on_n0(e2e *c, uint64_t seed)
 
 static void run(uint64_t seed, enum fault fault)
 {
-    const char *what = fault == WAL_TAIL_CUT ? "wal_tail_cut" : "rolled_back_disk";
+    const char *what = fault == WAL_TAIL_CUT       ? "wal_tail_cut"
+                       : fault == ROLLED_BACK_DISK ? "rolled_back_disk"
+                                                   : "store_block_zeroed";
     e2e c;
     memset(&c, 0, sizeof c);
+    /* small store blocks: full ones are sealed and synced, so n1's disk holds them at its crash */
+    if (fault == STORE_BLOCK_ZEROED) c.configure_more = small_blocks;
     ck_assert_int_eq(e2e_new(&c, 3, seed, 2000), 0);
     ck_assert_int_ge(e2e_wait_meta(&c, 3, 20 * SEC), 0);
     const char *subjects[] = {"orders.>"};
@@ -112,8 +138,15 @@ static void run(uint64_t seed, enum fault fault)
         uint64_t size = file_size(c.sim, 1, seg.path);
         ck_assert_uint_gt(size, 2 * CUT_BYTES); /* the cut takes records, not the segment */
         ck_assert_int_eq(jr_sim_cut_tail(c.sim, 1, seg.path, CUT_BYTES), 0);
-    } else {
+    } else if (fault == ROLLED_BACK_DISK) {
         ck_assert_int_eq(jr_sim_disk_restore(c.sim, 1, copy), 0);
+    } else {
+        newest blk = {""};
+        ck_assert_int_eq(jr_sim_files(c.sim, 1, keep_first_block, &blk), 0);
+        ck_assert_str_ne(blk.path, "");
+        uint64_t size = file_size(c.sim, 1, blk.path);
+        ck_assert_uint_gt(size, 3 * BLOCK_ZERO_BYTES);
+        ck_assert_int_eq(jr_sim_zero(c.sim, 1, blk.path, size / 2, BLOCK_ZERO_BYTES), 0);
     }
     fchk_fault(&k, 1);
 
@@ -156,6 +189,12 @@ START_TEST(rolled_back_disk)
 }
 END_TEST
 
+START_TEST(store_block_zeroed)
+{
+    run(first_seed + (uint64_t)_i, STORE_BLOCK_ZEROED);
+}
+END_TEST
+
 int main(void)
 {
     const char *s = getenv("JR_SEEDS");
@@ -171,6 +210,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, wal_tail_cut, 0, (int)nseeds);
     tcase_add_loop_test(tc, rolled_back_disk, 0, (int)nseeds);
+    tcase_add_loop_test(tc, store_block_zeroed, 0, (int)nseeds);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

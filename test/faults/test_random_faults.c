@@ -1,0 +1,581 @@
+/*
+ * Randomized disk faults on one replica, with the rest of the cluster misbehaving around it.
+ *
+ * Per seed (every choice comes from one PRNG seeded by the seed):
+ *  - a stream F of R3 on 3 nodes or R5 on 5 nodes, every node a replica; WAL segments, store
+ *    blocks and snapshot intervals of random sizes, so that a node's disk holds several of each;
+ *  - a workload of publishes in chunks, each through a random running node;
+ *  - one victim replica and one fault on its disk while it is crashed: the newest WAL segment's
+ *    tail cut by a random amount (synced records included), every file rolled back to a copy
+ *    saved earlier (jr_sim_disk_save), bits flipped or a range zeroed at a random offset of a WAL
+ *    segment, a store block file or a snapshot file, or one of those files deleted; then the
+ *    victim restarts;
+ *  - before and after the fault, partitions and pauses of the other nodes, and crashes and
+ *    restarts of them — never more at once than leave a majority of whole replicas: the victim
+ *    (from its crash until it reports whole), a crashed node and a restarted one until it
+ *    reports whole each count against the f = (n - 1) / 2 the group tolerates;
+ *  - then everything heals, every node runs, more publishes, and fchk_final (checker.h) checks
+ *    that no acknowledged publish is lost, no seq is reused, the replicas converge and every one
+ *    of them reports whole again, and that the victim was never shown current or leading while
+ *    reported damaged. A replica restarted from disk must report unvouched (or damaged) at once.
+ *
+ * Case "always" runs with JR_SYNC_ALWAYS; case "lossy" with JR_SYNC_INTERVAL (20 ms), where a
+ * power loss may lose acknowledged publishes, so only convergence and the damage reports count
+ * (fchk lossy).
+ *
+ * JR_SEEDS=first:count picks the seeds (default 1:4). JR_FAULT_KINDS=tail_cut,rollback,flip,
+ * zero,delete restricts the fault kinds drawn, JR_FAULT_TARGETS=wal,block,snapshot,whole_wal the
+ * files that flip, zero and delete hit (whole_wal: deleting a node's only WAL segment; default:
+ * all). A failure prints the schedule and its replay
+ * command; JR_E2E_LOG=1 prints the nodes' log lines.
+ */
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checker.h"
+#include "util/rand.h"
+
+#define STREAM "F"
+#define MAX_FILES 512
+
+enum kind { K_TAIL_CUT, K_ROLLBACK, K_FLIP, K_ZERO, K_DELETE, K_NKINDS };
+static const char *const kind_names[K_NKINDS] = {"tail_cut", "rollback", "flip", "zero", "delete"};
+/* T_WHOLE_WAL: deleting the only WAL segment, i.e. the whole log */
+enum target { T_WAL, T_BLOCK, T_SNAP, T_WHOLE_WAL, T_NTARGETS };
+static const char *const target_names[T_NTARGETS] = {"wal segment", "store block", "snapshot",
+                                                     "the only wal segment"};
+
+typedef struct file_ent {
+    char path[128];
+    uint64_t size;
+    int target;
+} file_ent;
+
+typedef struct file_list {
+    file_ent f[MAX_FILES];
+    size_t n;
+} file_list;
+
+typedef struct run {
+    uint64_t seed;
+    int lossy;
+    jr__rand rnd;
+    e2e c;
+    fchk k;
+    unsigned n, f;
+    unsigned victim;
+    int kind;
+    int victim_out;       /* from the victim's crash until it reports whole */
+    int crashed[E2E_MAX]; /* other nodes this test crashed and has not restarted */
+    uint64_t paused_until[E2E_MAX];
+    uint64_t seg_bytes, snap_every;
+    jr_sim_disk *copy;
+    char what[512]; /* the fault, as applied */
+    char trace[8192];
+    size_t ntrace;
+} run;
+
+static run *g_run; /* for configure_more */
+static unsigned g_kinds = (1u << K_NKINDS) - 1;
+static const char *const target_keys[T_NTARGETS] = {"wal", "block", "snapshot", "whole_wal"};
+static unsigned g_targets = (1u << T_NTARGETS) - 1;
+
+static void note(run *r, const char *fmt, ...)
+{
+    if (r->ntrace >= sizeof r->trace - 1) return;
+    int n = snprintf(r->trace + r->ntrace, sizeof r->trace - r->ntrace, "    [t=%.3fs] ",
+                     (double)jr_sim_now(r->c.sim) / 1e9);
+    if (n > 0) r->ntrace += (size_t)n;
+    if (r->ntrace >= sizeof r->trace - 1) return;
+    va_list ap;
+    va_start(ap, fmt);
+    n = vsnprintf(r->trace + r->ntrace, sizeof r->trace - r->ntrace, fmt, ap);
+    va_end(ap);
+    if (n > 0) r->ntrace += (size_t)n;
+    if (r->ntrace < sizeof r->trace - 1) r->trace[r->ntrace++] = '\n';
+    if (r->ntrace >= sizeof r->trace) r->ntrace = sizeof r->trace - 1;
+    r->trace[r->ntrace] = 0;
+}
+
+static uint64_t below(run *r, uint64_t n)
+{
+    return n ? jr__rand_below(&r->rnd, n) : 0;
+}
+
+static void configure_more(void *arg, unsigned i, jr_node_config *cfg)
+{
+    (void)arg;
+    (void)i;
+    run *r = g_run;
+    cfg->store_block_bytes = JR_STORE_BLOCK_MIN;
+    cfg->wal_segment_bytes = r->seg_bytes;
+    if (r->lossy) {
+        cfg->sync_policy = JR_SYNC_INTERVAL;
+        cfg->sync_interval_ms = 20;
+    }
+}
+
+static int up(run *r, unsigned i)
+{
+    return e2e_node(&r->c, i) != NULL;
+}
+
+/* A random running node that is not paused (other than skip, unless it is the only one): a
+ * paused process answers nobody, so the test neither publishes through one nor asks it. */
+static unsigned pick_up(run *r, int skip)
+{
+    unsigned cand[E2E_MAX], m = 0;
+    uint64_t now = jr_sim_now(r->c.sim);
+    for (unsigned i = 0; i < r->n; i++)
+        if (up(r, i) && (int)i != skip && r->paused_until[i] <= now) cand[m++] = i;
+    if (!m) return (unsigned)skip;
+    return cand[below(r, m)];
+}
+
+/* Replicas that do not count as whole now: the victim from its crash until it reports whole,
+ * others while crashed or while their restarted group reports damaged or unvouched. */
+static unsigned out_count(run *r)
+{
+    if (r->victim_out && up(r, r->victim) && fchk_damaged(&r->k, r->victim) == 0) {
+        r->victim_out = 0;
+        note(r, "n%u (victim) reports whole", r->victim);
+    }
+    unsigned out = r->victim_out ? 1 : 0;
+    for (unsigned i = 0; i < r->n; i++)
+        if (i != r->victim && (r->crashed[i] || fchk_damaged(&r->k, i) != 0)) out++;
+    return out;
+}
+
+static void pause(run *r, unsigned i, uint64_t ns)
+{
+    ck_assert_int_eq(jr_sim_pause(r->c.sim, i, ns), 0);
+    uint64_t until = jr_sim_now(r->c.sim) + ns;
+    if (until > r->paused_until[i]) r->paused_until[i] = until;
+}
+
+static int restart_other(run *r, unsigned i)
+{
+    int rc = e2e_restart(&r->c, i);
+    note(r, "restart n%u: %s", i, rc ? jr_err_name(rc) : "ok");
+    if (rc != 0) {
+        fchk_failf(&r->k, "n%u (not the victim) does not restart: %s", i, jr_err_name(rc));
+        return rc;
+    }
+    r->crashed[i] = 0;
+    return 0;
+}
+
+/* One random disruption of the nodes other than the victim, within the budget. */
+static void disrupt(run *r)
+{
+    uint64_t dice = below(r, 100);
+    if (dice < 20) {
+        unsigned others[E2E_MAX], m = 0, side[E2E_MAX];
+        for (unsigned i = 0; i < r->n; i++)
+            if (i != r->victim) others[m++] = i;
+        size_t ns = 1 + below(r, r->f);
+        for (size_t j = 0; j < ns; j++) {
+            size_t p = j + below(r, m - j);
+            unsigned t = others[j];
+            others[j] = others[p];
+            others[p] = t;
+            side[j] = others[j];
+        }
+        jr_sim_heal(r->c.sim);
+        jr_sim_partition(r->c.sim, side, ns);
+        note(r, "partition n%u%s%s", side[0], ns > 1 ? " + n" : "",
+             ns > 1 ? jr_sim_name(r->c.sim, side[1]) + 1 : "");
+    } else if (dice < 35) {
+        jr_sim_heal(r->c.sim);
+        note(r, "heal");
+    } else if (dice < 55) {
+        unsigned i = pick_up(r, (int)r->victim);
+        if (i == r->victim || !up(r, i)) return;
+        uint64_t ns = (200 + below(r, 5800)) * MS;
+        pause(r, i, ns);
+        note(r, "pause n%u for %.1f s", i, (double)ns / 1e9);
+    } else if (dice < 78) {
+        unsigned i = pick_up(r, (int)r->victim);
+        if (i == r->victim || !up(r, i)) return;
+        if (out_count(r) + 1 > r->f) return;
+        ck_assert_int_eq(jr_sim_crash(r->c.sim, i), 0);
+        r->crashed[i] = 1;
+        r->paused_until[i] = 0; /* a crash ends the pause */
+        note(r, "crash n%u", i);
+    } else {
+        for (unsigned i = 0; i < r->n; i++)
+            if (r->crashed[i] && below(r, 2) == 0) restart_other(r, i);
+    }
+    /* let it act on the change for a while (elections, vouching, catch-up) */
+    if (below(r, 2)) jr_sim_run_for(r->c.sim, below(r, 1500) * MS);
+}
+
+/* A chunk of publishes through a random running node, watching the victim through another. */
+static void publish_chunk(run *r, int watch)
+{
+    unsigned via = pick_up(r, -1);
+    if (!up(r, via)) return;
+    int wv = watch ? (int)pick_up(r, -1) : -1;
+    size_t count = 50 + below(r, 350), window = 1 + below(r, 64);
+    size_t got = fchk_publish_n(&r->k, via, count, window, wv, 15 * SEC);
+    note(r, "publish %zu through n%u (window %zu): %zu acknowledged", count, via, window, got);
+}
+
+/* Runs until the replicas out of the budget leave room for the victim's crash (restarting
+ * crashed nodes), up to 20 s with the partitions in place and 20 s more healed. */
+static void make_room(run *r)
+{
+    for (unsigned i = 0; i < r->n && out_count(r) + 1 > r->f; i++)
+        if (r->crashed[i]) restart_other(r, i);
+    for (int t = 0; t < 400 && out_count(r) + 1 > r->f; t++) {
+        if (t == 200) {
+            jr_sim_heal(r->c.sim);
+            note(r, "heal (to make room for the fault)");
+        }
+        jr_sim_run_for(r->c.sim, 100 * MS);
+    }
+    if (out_count(r) + 1 > r->f)
+        fchk_failf(&r->k, "restarted replicas with whole disks never reported whole (40 s)");
+}
+
+/* Files ----------------------------------------------------------------------------------------*/
+
+static int classify(const char *path)
+{
+    size_t len = strlen(path);
+    if (!strncmp(path, "/wal/snap/", 10)) return T_SNAP;
+    if (len > 9 && !strncmp(path, "/wal/", 5) && strrchr(path, '/') == path + 4 &&
+        !strcmp(path + len - 4, ".wal"))
+        return T_WAL;
+    if (!strncmp(path, "/store/", 7) && len > 4 && !strcmp(path + len - 4, ".blk")) return T_BLOCK;
+    return -1;
+}
+
+static int list_cb(void *arg, const char *path, uint64_t size)
+{
+    file_list *l = arg;
+    int t = classify(path);
+    if (t < 0 || l->n == MAX_FILES || strlen(path) >= sizeof l->f[0].path) return 0;
+    snprintf(l->f[l->n].path, sizeof l->f[0].path, "%s", path);
+    l->f[l->n].size = size;
+    l->f[l->n].target = t;
+    l->n++;
+    return 0;
+}
+
+/* A random file of a random target kind that has one (of at least min_size bytes); NULL if
+ * none. */
+static const file_ent *pick_file(run *r, const file_list *l, uint64_t min_size)
+{
+    int have[T_NTARGETS] = {0}, kinds[T_NTARGETS], nk = 0;
+    for (size_t j = 0; j < l->n; j++)
+        if (l->f[j].size >= min_size && (g_targets & (1u << l->f[j].target)))
+            have[l->f[j].target] = 1;
+    for (int t = 0; t < T_NTARGETS; t++)
+        if (have[t]) kinds[nk++] = t;
+    if (!nk) return NULL;
+    int t = kinds[below(r, (uint64_t)nk)];
+    size_t m = 0;
+    for (size_t j = 0; j < l->n; j++) m += l->f[j].target == t && l->f[j].size >= min_size;
+    size_t pick = below(r, m);
+    for (size_t j = 0; j < l->n; j++)
+        if (l->f[j].target == t && l->f[j].size >= min_size && pick-- == 0) return &l->f[j];
+    return NULL;
+}
+
+/* Damages the crashed victim's disk; r->what says how. */
+static void apply_fault(run *r)
+{
+    static file_list l;
+    memset(&l, 0, sizeof l);
+    jr_sim *sim = r->c.sim;
+    unsigned v = r->victim;
+    ck_assert_int_eq(jr_sim_files(sim, v, list_cb, &l), 0);
+    const file_ent *fe = NULL;
+    if (r->kind == K_DELETE) {
+        size_t nwal = 0, last = 0;
+        for (size_t j = 0; j < l.n; j++)
+            if (l.f[j].target == T_WAL) nwal++, last = j;
+        if (nwal == 1) l.f[last].target = T_WHOLE_WAL;
+    }
+    if (r->kind == K_FLIP || r->kind == K_ZERO || r->kind == K_DELETE) {
+        fe = pick_file(r, &l, r->kind == K_DELETE ? 0 : 1);
+        if (!fe) { /* no file of the allowed targets: the WAL's tail instead */
+            note(r, "no %s target on n%u: a tail cut instead", kind_names[r->kind], v);
+            r->kind = K_TAIL_CUT;
+        }
+    }
+    switch (r->kind) {
+    case K_TAIL_CUT: {
+        for (size_t j = 0; j < l.n; j++)
+            if (l.f[j].target == T_WAL) fe = &l.f[j]; /* in order: the last is the newest */
+        ck_assert_ptr_nonnull(fe);
+        uint64_t size = fe->size, cut;
+        switch (below(r, 3)) {
+        case 0:
+            cut = 1 + below(r, size < 4096 ? size : 4096);
+            break;
+        case 1:
+            cut = 1 + below(r, size / 2 + 1);
+            break;
+        default:
+            cut = 1 + below(r, size);
+            break;
+        }
+        if (cut > size) cut = size;
+        ck_assert_int_eq(jr_sim_cut_tail(sim, v, fe->path, cut), 0);
+        snprintf(r->what, sizeof r->what, "tail_cut: the last %llu of %llu bytes of %s",
+                 (unsigned long long)cut, (unsigned long long)size, fe->path);
+        break;
+    }
+    case K_ROLLBACK:
+        ck_assert_ptr_nonnull(r->copy);
+        ck_assert_int_eq(jr_sim_disk_restore(sim, v, r->copy), 0);
+        snprintf(r->what, sizeof r->what, "rollback: every file back to the copy saved earlier");
+        break;
+    case K_FLIP: {
+        uint64_t off = below(r, fe->size), len = 1 + below(r, 4096);
+        unsigned nbits = 1 + (unsigned)below(r, 16);
+        ck_assert_int_eq(jr_sim_flip_bits(sim, v, fe->path, off, len, nbits), 0);
+        snprintf(r->what, sizeof r->what, "flip: %u bits in [%llu, +%llu) of %s %s (%llu bytes)",
+                 nbits, (unsigned long long)off, (unsigned long long)len, target_names[fe->target],
+                 fe->path, (unsigned long long)fe->size);
+        break;
+    }
+    case K_ZERO: {
+        uint64_t off = below(r, fe->size), len = 1 + below(r, 65536);
+        ck_assert_int_eq(jr_sim_zero(sim, v, fe->path, off, len), 0);
+        snprintf(r->what, sizeof r->what, "zero: [%llu, +%llu) of %s %s (%llu bytes)",
+                 (unsigned long long)off, (unsigned long long)len, target_names[fe->target],
+                 fe->path, (unsigned long long)fe->size);
+        break;
+    }
+    default: {
+        ck_assert_int_eq(jr_sim_remove_file(sim, v, fe->path), 0);
+        snprintf(r->what, sizeof r->what, "delete: %s %s (%llu bytes)", target_names[fe->target],
+                 fe->path, (unsigned long long)fe->size);
+        break;
+    }
+    }
+    note(r, "fault on n%u: %s", v, r->what);
+}
+
+/* The run --------------------------------------------------------------------------------------*/
+
+static int pick_kind(run *r)
+{
+    int kinds[K_NKINDS], nk = 0;
+    for (int k = 0; k < K_NKINDS; k++)
+        if (g_kinds & (1u << k)) kinds[nk++] = k;
+    return kinds[below(r, (uint64_t)nk)];
+}
+
+static void run_seed(uint64_t seed, int lossy)
+{
+    static run rr;
+    run *r = &rr;
+    memset(r, 0, sizeof *r);
+    g_run = r;
+    r->seed = seed;
+    r->lossy = lossy;
+    jr__rand_seed(&r->rnd, seed * 1000003u + (unsigned)lossy);
+    r->n = below(r, 3) == 0 ? 5 : 3;
+    r->f = (r->n - 1) / 2;
+    r->victim = (unsigned)below(r, r->n);
+    r->kind = pick_kind(r);
+    static const uint64_t segs[] = {128u << 10, 512u << 10, 64u << 20};
+    static const uint64_t snaps[] = {0, 200, 500, 1000};
+    r->seg_bytes = segs[below(r, 3)];
+    r->snap_every = snaps[below(r, 4)];
+    const char *cas = lossy ? "lossy" : "always";
+
+    e2e *c = &r->c;
+    c->configure_more = configure_more;
+    ck_assert_int_eq(e2e_new(c, r->n, seed, 2000), 0);
+    note(r, "R%u, victim n%u, fault kind %s, WAL segments of %llu bytes, snapshots every %llu",
+         r->n, r->victim, kind_names[r->kind], (unsigned long long)r->seg_bytes,
+         (unsigned long long)r->snap_every);
+    ck_assert_msg(e2e_wait_meta(c, r->n, 30 * SEC) >= 0, "seed %llu: no meta leader",
+                  (unsigned long long)seed);
+    if (r->snap_every)
+        for (unsigned i = 0; i < r->n; i++) e2e_snapshot_every(c, i, r->snap_every);
+    const char *subjects[] = {"f.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, STREAM, subjects, 1, (int)r->n);
+    e2e_res res;
+    ck_assert_msg(e2e_add(c, 0, &cfg, &res) == 0, "seed %llu: add: %s", (unsigned long long)seed,
+                  res.msg);
+    ck_assert_msg(e2e_wait_stream(c, 0, STREAM, r->n - 1, 30 * SEC) >= 0,
+                  "seed %llu: the stream has no leader with %u current followers",
+                  (unsigned long long)seed, r->n - 1);
+    fchk *k = &r->k;
+    fchk_init(k, c, STREAM, "f", lossy);
+    k->require_whole = 1;
+    /* a leader cut off at the restart steps down within an election timeout */
+    k->grace_ns = 200 * MS;
+    k->unflagged_ns = 500 * MS;
+    k->current_samples = 2;
+
+    /* before the fault: publishes with the others misbehaving; the rollback's copy is saved
+     * before one of the chunks */
+    size_t steps_a = 3 + below(r, 4), save_at = below(r, steps_a);
+    for (size_t s = 0; s < steps_a; s++) {
+        if (s) disrupt(r);
+        if (r->kind == K_ROLLBACK && s == save_at) {
+            ck_assert_int_eq(jr_sim_disk_save(c->sim, r->victim, &r->copy), 0);
+            note(r, "save n%u's disk", r->victim);
+        }
+        publish_chunk(r, 0);
+    }
+
+    /* the fault */
+    make_room(r);
+    if (k->fail[0]) goto out;
+    ck_assert_int_eq(jr_sim_crash(c->sim, r->victim), 0);
+    r->victim_out = 1;
+    r->paused_until[r->victim] = 0;
+    note(r, "crash n%u (victim)", r->victim);
+    apply_fault(r);
+    fchk_fault(k, r->victim);
+    if (below(r, 2)) publish_chunk(r, 0);
+    if (below(r, 2)) {
+        /* the victim comes back while another is cut off or stalled */
+        unsigned o = pick_up(r, (int)r->victim);
+        if (o != r->victim && up(r, o)) {
+            if (below(r, 2)) {
+                jr_sim_heal(c->sim);
+                jr_sim_partition(c->sim, &o, 1);
+                note(r, "partition n%u", o);
+            } else {
+                uint64_t ns = (1000 + below(r, 5000)) * MS;
+                pause(r, o, ns);
+                note(r, "pause n%u for %.1f s", o, (double)ns / 1e9);
+            }
+        }
+    }
+    {
+        int rc = e2e_restart(c, r->victim);
+        note(r, "restart n%u (victim): %s", r->victim, rc ? jr_err_name(rc) : "ok");
+        if (rc != 0) {
+            fchk_failf(k, "n%u does not open after the fault (%s): %s", r->victim, r->what,
+                       jr_err_name(rc));
+            goto out;
+        }
+        fchk_restarted(k);
+        if (fchk_damaged(k, r->victim) == 0)
+            fchk_failf(k, "n%u restarted from its disk and reports whole at once (%s)", r->victim,
+                       r->what);
+        fchk_watch(k, pick_up(r, (int)r->victim));
+    }
+
+    /* after the fault: more publishes, the others still misbehaving within the budget */
+    size_t steps_b = 2 + below(r, 4);
+    for (size_t s = 0; s < steps_b; s++) {
+        disrupt(r);
+        publish_chunk(r, 1);
+    }
+
+    /* heal everything, let it settle */
+    jr_sim_heal(c->sim);
+    for (unsigned i = 0; i < r->n; i++)
+        if (r->crashed[i]) restart_other(r, i);
+    note(r, "heal, every node running");
+    jr_sim_run_for(c->sim, 6 * SEC); /* the longest pause is over */
+    publish_chunk(r, 1);
+    {
+        unsigned all[E2E_MAX];
+        for (unsigned i = 0; i < r->n; i++) all[i] = i;
+        fchk_final(k, all, r->n, pick_up(r, -1), 60 * SEC);
+        if (k->fail[0]) fchk_dump(k, all, r->n);
+    }
+
+out:
+    fprintf(stderr,
+            "random faults %s seed %llu: R%u, n%u %s; %llu acks of %zu messages, %llu public "
+            "reads; damaged %s%s\n",
+            cas, (unsigned long long)seed, r->n, r->victim, r->what[0] ? r->what : "(no fault)",
+            (unsigned long long)k->acks, k->nitems, (unsigned long long)k->reads,
+            k->damaged_seen ? "reported" : "never reported", k->repaired ? ", then repaired" : "");
+    if (k->fail[0]) fprintf(stderr, "  schedule:\n%s", r->trace);
+    ck_assert_msg(k->fail[0] == 0,
+                  "%s seed %llu (%s): %s\n  replay: CK_RUN_CASE=%s JR_SEEDS=%llu:1 %s", cas,
+                  (unsigned long long)seed, r->what, k->fail, cas, (unsigned long long)seed,
+                  "build/test/faults/test_random_faults");
+    fchk_free(k);
+    jr_sim_disk_free(r->copy);
+    e2e_free(c);
+    g_run = NULL;
+}
+
+static uint64_t first_seed = 1, nseeds = 4;
+
+START_TEST(always)
+{
+    run_seed(first_seed + (uint64_t)_i, 0);
+}
+END_TEST
+
+START_TEST(lossy)
+{
+    run_seed(first_seed + (uint64_t)_i, 1);
+}
+END_TEST
+
+/* A comma-separated list of names (of n) into a bit mask; exits on an unknown one. */
+static unsigned parse_names(const char *env, const char *s, const char *const *names, int n)
+{
+    unsigned m = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+        int found = 0;
+        for (int k = 0; k < n; k++)
+            if (!strcmp(t, names[k])) {
+                m |= 1u << k;
+                found = 1;
+            }
+        if (!found) {
+            fprintf(stderr, "%s: unknown name '%s'\n", env, t);
+            exit(2);
+        }
+    }
+    if (!m) {
+        fprintf(stderr, "%s names nothing\n", env);
+        exit(2);
+    }
+    return m;
+}
+
+int main(void)
+{
+    const char *s = getenv("JR_SEEDS");
+    if (s) {
+        unsigned long long a = 0, b = 0;
+        if (sscanf(s, "%llu:%llu", &a, &b) == 2) {
+            first_seed = a;
+            nseeds = b;
+        }
+    }
+    const char *kinds = getenv("JR_FAULT_KINDS");
+    if (kinds && *kinds) g_kinds = parse_names("JR_FAULT_KINDS", kinds, kind_names, K_NKINDS);
+    const char *targets = getenv("JR_FAULT_TARGETS");
+    if (targets && *targets)
+        g_targets = parse_names("JR_FAULT_TARGETS", targets, target_keys, T_NTARGETS);
+    Suite *su = suite_create("random_faults");
+    TCase *ta = tcase_create("always");
+    tcase_set_timeout(ta, 3600);
+    tcase_add_loop_test(ta, always, 0, (int)nseeds);
+    suite_add_tcase(su, ta);
+    TCase *tl = tcase_create("lossy");
+    tcase_set_timeout(tl, 3600);
+    tcase_add_loop_test(tl, lossy, 0, (int)nseeds);
+    suite_add_tcase(su, tl);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
