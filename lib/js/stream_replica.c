@@ -673,13 +673,14 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     fc.alloc = n->alloc;
     if (s->cfg->c.storage == JR_STORAGE_FILE) fc.block_bytes = n->store_block_bytes;
     int rc = jr__stream_fsm_open(&fc, &r->fsm, err, sizeof err);
-    if (rc == JR_ECORRUPT && jr__node_group_known(n, s->group)) {
+    if (rc == JR_ECORRUPT && jr__node_group_known(n, s->group) && s->npeers > 1) {
         /* The store is damaged beyond a torn tail (a block or a mark that does not verify, a
          * block missing). What it held is a state of the group's log, which the group still
          * has: its snapshot restores the stream's state (and fetches the messages from the
          * leader), its log re-applies the rest. So the store is discarded and opened empty, at
          * index 0, instead of leaving the replica unable to open (and the group without it)
-         * for good. */
+         * for good. Only with other replicas to fetch the messages from: a single replica's
+         * store is all there is, and is left as it is for an operator. */
         jr__node_log(n, JR_LOG_WARN,
                      "stream '%s': its store is damaged (%s); rebuilding it from the group's "
                      "snapshot and log",

@@ -488,6 +488,60 @@ START_TEST(an_append_over_a_committed_entry_leaves_the_replica_unvouched)
 }
 END_TEST
 
+/* A replica restarted with no configuration at all (neither its snapshot nor a configuration
+ * entry survived) knows no peer to ask, which is not being a lone voter: it stays unvouched and
+ * damaged, grants no vote, never campaigns, takes a leader's append that brings it a
+ * configuration, and then asks the members it names. */
+START_TEST(a_replica_that_lost_its_configuration_is_not_a_lone_voter)
+{
+    jr__raft_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.group = 7;
+    cfg.self = 2;
+    cfg.election_timeout = ET;
+    cfg.heartbeat_interval = 20 * MS;
+    jr__raft_io io = {NULL, bare_send, bare_notify, NULL, NULL, NULL};
+    jr__raft *r;
+    ck_assert_int_eq(jr__raft_new(&cfg, &io, &r), 0);
+    ck_assert_int_eq(jr__raft_load_hardstate(r, 2, 0, 0), 0);
+    ck_assert_int_eq(jr__raft_load_unvouched(r, 0), 0);
+    ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
+    ck_assert_int_eq(jr__raft_unvouched(r), 1);
+    ck_assert_int_eq(jr__raft_damaged(r), 1);
+    bare_sent = bare_grants = bare_votes = bare_vouches = 0;
+    jr__msg v = {.type = JR__MSG_VOTE, .group = 7, .from = 3, .to = 2, .term = 3};
+    v.u.vote.last_index = 1;
+    v.u.vote.last_term = 1;
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &v), 0);
+    ck_assert_int_eq(bare_grants, 0);
+    uint64_t d = jr__raft_deadline(r);
+    if (d != UINT64_MAX) jr__raft_tick(r, d);
+    ck_assert_int_eq(bare_votes, 0);
+    ck_assert_int_eq(bare_vouches, 0); /* nobody to ask yet */
+    /* the leader of term 3 sends its log from the start: a configuration of three */
+    jr__conf c = {3, {{1, 1}, {2, 1}, {3, 1}}};
+    uint8_t buf[64];
+    jr__entry le[1] = {{1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c, buf), buf}};
+    jr__msg m = {.type = JR__MSG_APPEND, .group = 7, .from = 1, .to = 2, .term = 3};
+    m.u.append.prev_index = 0;
+    m.u.append.prev_term = 0;
+    m.u.append.commit = 1;
+    m.u.append.n = 1;
+    m.u.append.entries = le;
+    uint64_t t = d != UINT64_MAX ? d + MS : 1002 * MS;
+    ck_assert_int_eq(jr__raft_step(r, t, &m), 0);
+    ck_assert_uint_eq(jr__raft_last_index(r), 1);
+    ck_assert_int_eq(jr__raft_unvouched(r), 1); /* still: its members have not answered */
+    ck_assert_int_eq(jr__raft_damaged(r), 1);
+    d = jr__raft_deadline(r);
+    ck_assert_uint_lt(d, UINT64_MAX);
+    jr__raft_tick(r, d + ET);
+    ck_assert_int_ge(bare_vouches, 2); /* it asks both other members */
+    ck_assert_int_eq(bare_votes, 0);
+    jr__raft_free(r);
+}
+END_TEST
+
 /* A replica its latest, committed configuration removed answers a VOUCH with its last committed
  * entry, not the uncommitted tail it kept from leading: its acknowledgements after its removal
  * count in no commit quorum, and an asker whose configuration still lists it as a voter would
@@ -560,6 +614,7 @@ int main(void)
     tcase_add_test(tc, a_restarted_member_is_no_transfer_target_until_caught_up);
     tcase_add_test(tc, a_quiet_group_vouches_a_restarted_replica_without_an_election);
     tcase_add_test(tc, a_single_voter_is_whole_at_once);
+    tcase_add_test(tc, a_replica_that_lost_its_configuration_is_not_a_lone_voter);
     tcase_add_test(tc, an_append_over_a_committed_entry_leaves_the_replica_unvouched);
     tcase_add_test(tc, a_removed_replica_answers_with_what_its_acknowledgements_could_commit);
     suite_add_tcase(s, tc);
