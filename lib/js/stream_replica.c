@@ -469,15 +469,28 @@ static int rep_snapshot(void *ctx, jr_snapshot_writer *w)
 static int rep_restore(void *ctx, uint64_t gindex, const void *data, size_t len)
 {
     jr__srep *r = ctx;
-    if (len < 8) return JR_ECORRUPT;
-    uint64_t index = jr__get_u64(data);
-    if (index > gindex) return JR_ECORRUPT;
+    /* The stream's own index may exceed the group's (gindex): the source's store was ahead of
+     * its log (reopened at a mark past what its WAL kept) when it took the snapshot. That state
+     * is of committed entries only, the same in every log, so installing it and skipping the
+     * entries up to its index is exact. */
+    int rc = len < 8 ? JR_ECORRUPT : 0;
+    uint64_t index = rc ? 0 : jr__get_u64(data);
+    uint64_t need = 0, before = jr__stream_fsm_applied(r->fsm);
+    if (!rc) rc = jr__stream_fsm_restore(r->fsm, index, (const uint8_t *)data + 8, len - 8, &need);
+    if (rc == JR_ERANGE && r->cu) return 0; /* older than the snapshot being restored */
+    if (rc != 0) {
+        /* Its state is not the snapshot's: applying the entries after it would diverge from
+         * every other replica. It stops applying and awaits repair. */
+        if (!r->failed)
+            jr__node_log(r->js->n, JR_LOG_ERROR,
+                         "stream '%s': snapshot at %" PRIu64 " not restored: %s; the replica "
+                         "awaits repair",
+                         r->name, gindex, jr_strerror(rc));
+        r->failed = rc;
+        return rc;
+    }
     data = (const uint8_t *)data + 8;
     len -= 8;
-    uint64_t need = 0, before = jr__stream_fsm_applied(r->fsm);
-    int rc = jr__stream_fsm_restore(r->fsm, index, data, len, &need);
-    if (rc == JR_ERANGE && r->cu) return 0; /* older than the snapshot being restored */
-    if (rc != 0) return rc;
     if (index > before || r->cu) {
         /* Requests waiting for entries the snapshot replaced: their fate is unknown here. */
         while (r->phead) {

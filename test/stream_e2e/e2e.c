@@ -340,6 +340,27 @@ int e2e_digest(e2e *c, unsigned i, const char *name, uint64_t *out)
     return jr__stream_fsm_digest(r->fsm, out);
 }
 
+int e2e_restore_from(e2e *c, unsigned from, unsigned to, const char *name, uint64_t behind,
+                     int corrupt)
+{
+    jr__srep *src = rep_of(c, from, name), *dst = rep_of(c, to, name);
+    if (!src || !dst || !dst->g) return JR_ENOTFOUND;
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    uint64_t index = jr__stream_fsm_applied(src->fsm);
+    jr__buf_u64(&b, index);
+    int rc = b.err ? b.err : jr__stream_fsm_snapshot(src->fsm, &b);
+    if (rc == 0 && corrupt) b.data[b.len / 2] ^= 0x20;
+    if (rc == 0) {
+        jr_group *g = dst->g;
+        g->in_fsm = 1;
+        rc = g->fsm.restore(g->fsm.ctx, index > behind ? index - behind : 0, b.data, b.len);
+        g->in_fsm = 0;
+    }
+    jr__buf_free(&b);
+    return rc;
+}
+
 int64_t e2e_checksums(e2e *c, unsigned i, const char *name, uint64_t *out, size_t cap)
 {
     jr__srep *r = rep_of(c, i, name);

@@ -120,6 +120,12 @@ int e2e_has_replica(e2e *c, unsigned i, const char *name);
 jr_group *e2e_group(e2e *c, unsigned i, const char *name);
 /* The replica's fsm digest (jr__stream_fsm_digest). 0 or an error (no replica: JR_ENOTFOUND). */
 int e2e_digest(e2e *c, unsigned i, const char *name, uint64_t *out);
+/* Hands node `to`'s replica of the stream a snapshot of node `from`'s replica (its stream
+ * state at its applied index A) as its group would install one taken at group index A - behind
+ * (a source whose store was ahead of its log), damaged in one byte if corrupt. The restore
+ * callback's result. */
+int e2e_restore_from(e2e *c, unsigned from, unsigned to, const char *name, uint64_t behind,
+                     int corrupt);
 /* Per-seq checksums of the replica's live messages, seq 1..cap (0 where none). Returns last_seq
  * or a negative error. */
 int64_t e2e_checksums(e2e *c, unsigned i, const char *name, uint64_t *out, size_t cap);
