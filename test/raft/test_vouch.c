@@ -419,7 +419,8 @@ static void bare_notify(void *ctx, jr__raft *r)
     (void)r;
 }
 
-START_TEST(an_append_over_a_committed_entry_leaves_the_replica_unvouched)
+/* A bare core of group 7 as server 2, sending through bare_send. */
+static jr__raft *bare_new(void)
 {
     jr__raft_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -430,6 +431,12 @@ START_TEST(an_append_over_a_committed_entry_leaves_the_replica_unvouched)
     jr__raft_io io = {NULL, bare_send, bare_notify, NULL, NULL, NULL};
     jr__raft *r;
     ck_assert_int_eq(jr__raft_new(&cfg, &io, &r), 0);
+    return r;
+}
+
+START_TEST(an_append_over_a_committed_entry_leaves_the_replica_unvouched)
+{
+    jr__raft *r = bare_new();
     jr__conf c = {3, {{1, 1}, {2, 1}, {3, 1}}};
     uint8_t buf[64];
     jr__entry e = {1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c, buf), buf};
@@ -494,15 +501,7 @@ END_TEST
  * configuration, and then asks the members it names. */
 START_TEST(a_replica_that_lost_its_configuration_is_not_a_lone_voter)
 {
-    jr__raft_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.group = 7;
-    cfg.self = 2;
-    cfg.election_timeout = ET;
-    cfg.heartbeat_interval = 20 * MS;
-    jr__raft_io io = {NULL, bare_send, bare_notify, NULL, NULL, NULL};
-    jr__raft *r;
-    ck_assert_int_eq(jr__raft_new(&cfg, &io, &r), 0);
+    jr__raft *r = bare_new();
     ck_assert_int_eq(jr__raft_load_hardstate(r, 2, 0, 0), 0);
     ck_assert_int_eq(jr__raft_load_unvouched(r, 0), 0);
     ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
