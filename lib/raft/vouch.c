@@ -286,7 +286,7 @@ int jr__vouch_drops(const jr__raft *r, const jr__msg *m)
 {
     /* unvouched: until its term floor; diverged without vouch state (out of memory): all;
      * without a configuration it has no one to ask for a floor and takes a leader's repair */
-    if (r->vouch ? r->vouch->floored || r->conf->n == 0 : !r->diverged) return 0;
+    if (r->vouch ? r->vouch->floored || (r->conf->n == 0 && r->damaged) : !r->diverged) return 0;
     return m->type == JR__MSG_APPEND || m->type == JR__MSG_HEARTBEAT || m->type == JR__MSG_SNAP ||
            m->type == JR__MSG_TIMEOUT_NOW || m->type == JR__MSG_VOTE;
 }
@@ -377,12 +377,13 @@ void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m)
 void jr__vouch_start(jr__raft *r)
 {
     if (!r->vouch) return;
-    if (r->conf->n == 0) {
-        /* It lost its configuration (no snapshot and no configuration entry survived): it
-         * knows no peer to ask, which is not being alone. It stays unvouched and damaged (no
-         * vote, no campaign), takes what a leader sends (jr__vouch_drops) until a
-         * configuration arrives, then asks its members like any unvouched replica. */
-        r->damaged = 1;
+    if (r->conf->n == 0 && r->damaged) {
+        /* Recovery lost what held its configuration (an unreadable snapshot, damaged first
+         * records): it knows no peer to ask, which is not being alone. It stays unvouched and
+         * damaged (no vote, no campaign), takes what a leader sends (jr__vouch_drops) until a
+         * configuration arrives, then asks its members like any unvouched replica. (Without
+         * damage, no configuration means none was ever durable here: a member that never
+         * acknowledged an entry, as whole as a new one.) */
         return;
     }
     if (members(r) == 0) { /* no peer could know more than we do; damage found locally stays */

@@ -495,15 +495,15 @@ START_TEST(an_append_over_a_committed_entry_leaves_the_replica_unvouched)
 }
 END_TEST
 
-/* A replica restarted with no configuration at all (neither its snapshot nor a configuration
- * entry survived) knows no peer to ask, which is not being a lone voter: it stays unvouched and
- * damaged, grants no vote, never campaigns, takes a leader's append that brings it a
- * configuration, and then asks the members it names. */
+/* A replica whose recovery found damage and no configuration (neither its snapshot nor a
+ * configuration entry survived) knows no peer to ask, which is not being a lone voter: it stays
+ * unvouched and damaged, grants no vote, never campaigns, takes a leader's append that brings
+ * it a configuration, and then asks the members it names. */
 START_TEST(a_replica_that_lost_its_configuration_is_not_a_lone_voter)
 {
     jr__raft *r = bare_new();
     ck_assert_int_eq(jr__raft_load_hardstate(r, 2, 0, 0), 0);
-    ck_assert_int_eq(jr__raft_load_unvouched(r, 0), 0);
+    ck_assert_int_eq(jr__raft_load_unvouched(r, 1), 0);
     ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
     ck_assert_int_eq(jr__raft_unvouched(r), 1);
     ck_assert_int_eq(jr__raft_damaged(r), 1);
