@@ -2,15 +2,18 @@
  * store_index_bench — memory and per-operation cost of the message store's indexes (lib/store),
  * one JSON line per measurement.
  *
- *   store_index_bench [--sizes 1000,100000,4000000]
+ *   store_index_bench [--sizes 1000,100000,4000000] [--per-subject K]
  *
  * For each size N:
- *   kv      a key-value shaped store (max_msgs_per_subject = 2): one message of "kv.cold", then N
- *           updates of "kv.hot" (each removes the key's oldest): heap bytes after them (and after
- *           sync and jr__store_trim), ns per update; then "kv.cold" again and the removal of that
- *           newest message, whose predecessor in the subject is N seqs back (remove_newest_ns),
- *           and get_last of a literal subject (get_last_ns). Memory store (64 KiB and the default
- *           1 MiB blocks) and file store (the simulated vfs, default blocks).
+ *   kv      a key-value shaped store (max_msgs_per_subject = K, default 2): one message of
+ *           "kv.cold", then N updates of "kv.hot" (each removes the key's oldest once it holds K):
+ *           heap bytes after them (and after sync and jr__store_trim), ns per update; then
+ *           "kv.cold" again and the removal of that newest message (remove_newest_ns: with K >= 2
+ *           its predecessor in the subject is N seqs back; with K = 1 the append removed the
+ *           first "kv.cold", so the removal empties the subject), and get_last of a literal
+ *           subject (get_last_ns: "kv.hot" and "kv.cold" in turn, only "kv.hot" when K = 1, as
+ *           "kv.cold" is empty then). Memory store (64 KiB and the default 1 MiB blocks) and file
+ *           store (the simulated vfs, default blocks).
  *   append  N appends of 32-byte payloads over 16 subjects to a memory store: ns per append and
  *           heap bytes;
  *   get     random get() of live seqs: ns per get;
@@ -98,7 +101,7 @@ static jr__store *open_store(int kind, uint64_t block_bytes, const jr_allocator 
     return s;
 }
 
-static void bench_kv(uint64_t n, int kind, uint64_t block_bytes)
+static void bench_kv(uint64_t n, int kind, uint64_t block_bytes, uint64_t per_subject)
 {
     counter c = {0};
     jr_allocator a = {JR_ALLOCATOR_VERSION, &c, c_malloc, c_realloc, c_free};
@@ -109,7 +112,7 @@ static void bench_kv(uint64_t n, int kind, uint64_t block_bytes)
             exit(1);
         }
     }
-    jr__store *s = open_store(kind, block_bytes, &a, vfs, 2);
+    jr__store *s = open_store(kind, block_bytes, &a, vfs, per_subject);
     uint64_t seq = 1;
     int rc = jr__store_append(s, seq, "kv.cold", 7, NULL, 0, "cold", 4, 1, NULL);
     if (rc) die("append", rc, s);
@@ -137,18 +140,22 @@ static void bench_kv(uint64_t n, int kind, uint64_t block_bytes)
     jr__store_msg m;
     enum { GETS = 1000 };
     uint64_t t4 = cpu_ns();
-    for (int k = 0; k < GETS; k++)
-        if ((rc = jr__store_get_last(s, k & 1 ? "kv.hot" : "kv.cold", k & 1 ? 6 : 7, &m)))
+    for (int k = 0; k < GETS; k++) {
+        int hot = per_subject < 2 || (k & 1);
+        if ((rc = jr__store_get_last(s, hot ? "kv.hot" : "kv.cold", hot ? 6 : 7, &m)))
             die("get_last", rc, s);
+    }
     uint64_t t5 = cpu_ns();
     jr__store_close(s);
     if (vfs) jr__memfs_free(vfs);
     printf("{\"bench\":\"store_index\",\"op\":\"kv\",\"store\":\"%s\",\"block_bytes\":%llu,"
-           "\"updates\":%llu,\"heap_bytes\":%lld,\"heap_after_trim\":%lld,\"ns_per_update\":%.1f,"
+           "\"per_subject\":%llu,\"updates\":%llu,\"heap_bytes\":%lld,\"heap_after_trim\":%lld,"
+           "\"ns_per_update\":%.1f,"
            "\"remove_newest_ns\":%llu,\"get_last_ns\":%.1f}\n",
            kind == JR__STORE_FILE ? "file" : "memory", (unsigned long long)block_bytes,
-           (unsigned long long)n, (long long)heap, (long long)trimmed,
-           (double)(t1 - t0) / (double)n, (unsigned long long)(t3 - t2), (double)(t5 - t4) / GETS);
+           (unsigned long long)per_subject, (unsigned long long)n, (long long)heap,
+           (long long)trimmed, (double)(t1 - t0) / (double)n, (unsigned long long)(t3 - t2),
+           (double)(t5 - t4) / GETS);
     fflush(stdout);
 }
 
@@ -207,23 +214,28 @@ int main(int argc, char **argv)
 {
     long sizes[8] = {1000, 100000, 4000000};
     int nsizes = 3;
+    long per_subject = 2;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
             nsizes = bench_parse_list(argv[++i], sizes, 8);
             if (nsizes <= 0) nsizes = -1;
+        } else if (strcmp(argv[i], "--per-subject") == 0 && i + 1 < argc) {
+            per_subject = atol(argv[++i]);
+            if (per_subject < 1) nsizes = -1;
         } else {
             nsizes = -1;
         }
         if (nsizes < 0) {
-            fprintf(stderr, "usage: store_index_bench [--sizes 1000,100000,4000000]\n");
+            fprintf(stderr,
+                    "usage: store_index_bench [--sizes 1000,100000,4000000] [--per-subject K]\n");
             return 2;
         }
     }
     for (int i = 0; i < nsizes; i++) {
         uint64_t n = (uint64_t)sizes[i];
-        bench_kv(n, JR__STORE_MEMORY, 64 * 1024);
-        bench_kv(n, JR__STORE_MEMORY, 0);
-        bench_kv(n, JR__STORE_FILE, 0);
+        bench_kv(n, JR__STORE_MEMORY, 64 * 1024, (uint64_t)per_subject);
+        bench_kv(n, JR__STORE_MEMORY, 0, (uint64_t)per_subject);
+        bench_kv(n, JR__STORE_FILE, 0, (uint64_t)per_subject);
         bench_ops(n);
     }
     return 0;
