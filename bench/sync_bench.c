@@ -14,7 +14,10 @@
  *   wal_sync_p50_us     the WAL's fdatasync calls as timed during the run (every node)
  *   leader_syncs_per_ack, leader_writes_per_ack, follower_syncs_per_ack (mean over followers):
  *                       WAL file syncs and writes counted at the vfs during the measurement,
- *                       per acknowledged publish (the meta group's own entries included)
+ *                       per acknowledged publish (the meta group's own entries included);
+ *                       leader_syncs, leader_writes and follower_syncs (summed over followers)
+ *                       are the same counts whole, so "exactly one per ack" can be checked
+ *                       against msgs without rounding
  *   store_syncs         syncs of message store files (their marks) during the measurement
  */
 #include <errno.h>
@@ -633,13 +636,19 @@ static void run(const bench_cfg *cfg)
             ws[k++] = c.loops[i].cf->sync_ns[j];
     qsort(ws, nws, sizeof *ws, bench_cmp_u64);
     double n = p.acked ? (double)p.acked : 1;
-    double lsync = (double)(p.s1.syncs[leader] - p.s0.syncs[leader]) / n;
-    double lwrite = (double)(p.s1.writes[leader] - p.s0.writes[leader]) / n;
+    uint64_t lsyncs = p.s1.syncs[leader] - p.s0.syncs[leader];
+    uint64_t lwrites = p.s1.writes[leader] - p.s0.writes[leader];
+    double lsync = (double)lsyncs / n;
+    double lwrite = (double)lwrites / n;
     double fsync_sum = 0;
+    uint64_t fsyncs = 0;
     uint64_t store = 0;
     for (int i = 0; i < c.n; i++) {
         store += p.s1.store_syncs[i] - p.s0.store_syncs[i];
-        if (i != leader) fsync_sum += (double)(p.s1.syncs[i] - p.s0.syncs[i]) / n;
+        if (i != leader) {
+            fsync_sum += (double)(p.s1.syncs[i] - p.s0.syncs[i]) / n;
+            fsyncs += p.s1.syncs[i] - p.s0.syncs[i];
+        }
     }
     cluster_close(&c);
     probe_fsync(root, probe + PROBE, PROBE);
@@ -650,11 +659,13 @@ static void run(const bench_cfg *cfg)
            "\"payload\":%zu,\"msgs\":%llu,\"failed\":%llu,\"seconds\":%.3f,\"p50_us\":%.1f,"
            "\"p99_us\":%.1f,\"fsync_p50_us\":%.1f,\"fsync_p99_us\":%.1f,\"wal_sync_p50_us\":%.1f,"
            "\"wal_sync_p99_us\":%.1f,\"leader_syncs_per_ack\":%.3f,\"leader_writes_per_ack\":%.3f,"
-           "\"follower_syncs_per_ack\":%.3f,\"store_syncs\":%llu}\n",
+           "\"follower_syncs_per_ack\":%.3f,\"leader_syncs\":%llu,\"leader_writes\":%llu,"
+           "\"follower_syncs\":%llu,\"store_syncs\":%llu}\n",
            cfg->replicas, cfg->payload, (unsigned long long)p.acked, (unsigned long long)p.failed,
            wall, pct(p.lat, p.nlat, 0.5), pct(p.lat, p.nlat, 0.99), pct(probe, 2 * PROBE, 0.5),
            pct(probe, 2 * PROBE, 0.99), pct(ws, nws, 0.5), pct(ws, nws, 0.99), lsync, lwrite,
-           c.n > 1 ? fsync_sum / (c.n - 1) : 0.0, (unsigned long long)store);
+           c.n > 1 ? fsync_sum / (c.n - 1) : 0.0, (unsigned long long)lsyncs,
+           (unsigned long long)lwrites, (unsigned long long)fsyncs, (unsigned long long)store);
     fflush(stdout);
     free(ws);
     free(probe);
