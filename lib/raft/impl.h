@@ -96,6 +96,11 @@ struct jr__raft {
     uint64_t term;
     jr__id vote;
     uint64_t commit;
+    /* Follower: the last index an APPEND (or snapshot) of the leader of term lead_match_term
+     * proved our log matches. A heartbeat's commit is taken only up to it: the leader's match
+     * for us may predate a restart that lost or rolled back what we held, and a stale entry
+     * below it must not become committed. */
+    uint64_t lead_match, lead_match_term;
     jr__hardstate hs_durable;
     uint64_t durable; /* entries up to here are durable */
 
@@ -359,6 +364,24 @@ void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds);
 static inline void jr__vouch_progress(jr__prog *p)
 {
     if (p->unvouched && p->match >= p->vouch_at) p->unvouched = p->damaged = 0;
+}
+
+/* The commit index a follower may take from its leader's heartbeat telling `commit`. */
+static inline uint64_t jr__repl_hb_commit(const jr__raft *r, uint64_t commit)
+{
+    uint64_t known = r->lead_match_term == r->term ? r->lead_match : 0;
+    if (known > r->log.last) known = r->log.last;
+    return commit < known ? commit : known;
+}
+
+/* Records that our log matches the current leader's up to index. */
+static inline void jr__repl_matched(jr__raft *r, uint64_t index)
+{
+    if (r->lead_match_term != r->term) {
+        r->lead_match_term = r->term;
+        r->lead_match = 0;
+    }
+    if (index > r->lead_match) r->lead_match = index;
 }
 
 /* snapshot.c --------------------------------------------------------------------------------*/

@@ -144,8 +144,9 @@ int jr__raft_hb_recv(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint
         commit <= r->log.last) {
         /* the steady state: the lease lives on, nothing else moves */
         r->leader_contact = now;
-        if (commit > r->commit) {
-            r->commit = commit;
+        uint64_t c = jr__repl_hb_commit(r, commit);
+        if (c > r->commit) {
+            r->commit = c;
             jr__raft_notify(r);
         }
         return 1;
@@ -158,7 +159,7 @@ int jr__raft_hb_recv(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint
     if (term > r->term) jr__elect_become_follower(r, now, term, from);
     if (r->role == ROLE_LEADER) return 0; /* two leaders in one term cannot happen */
     jr__repl_heard_leader(r, now, from);
-    uint64_t c = commit < r->log.last ? commit : r->log.last;
+    uint64_t c = jr__repl_hb_commit(r, commit);
     if (c > r->commit) r->commit = c;
     /* quiet only once it holds everything the leader committed; otherwise its timer runs and
      * the leader, told our last index by the node's answer, wakes to bring us up to date */

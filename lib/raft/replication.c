@@ -16,7 +16,10 @@
  *
  * Heartbeats are sent in one place, jr__repl_heartbeat(), which also drives retransmission
  * (probe retries, stalled pipelines, snapshot chunks); an idle leader goes quiet there
- * (quiesce.c) and stops sending them.
+ * (quiesce.c) and stops sending them. A heartbeat carries the commit index only up to the
+ * follower's match, and the follower takes it only up to what an APPEND (or snapshot) of this
+ * leader proved its log matches (jr__repl_hb_commit): a match can predate a restart that rolled
+ * the follower's files back, and the entry it then holds at that index may be another term's.
  */
 #include "impl.h"
 #include "util/alloc.h"
@@ -329,6 +332,7 @@ int jr__repl_on_append(jr__raft *r, uint64_t now, const jr__msg *m)
         if (rc) return rc; /* what was appended stays; the leader will retry the rest */
     }
     uint64_t match = prev + n;
+    jr__repl_matched(r, match);
     uint64_t c = m->u.append.commit < match ? m->u.append.commit : match;
     if (c > r->commit) r->commit = c;
     reply_append(r, m->from, 1, match, 0, 0);
@@ -416,8 +420,9 @@ void jr__repl_on_heartbeat(jr__raft *r, uint64_t now, const jr__msg *m)
 {
     if (r->role == ROLE_LEADER) return;
     jr__repl_heard_leader(r, now, m->from);
-    /* the leader sends only what it knows we hold, so our log has it */
-    uint64_t c = m->u.heartbeat.commit < r->log.last ? m->u.heartbeat.commit : r->log.last;
+    /* the leader sends only what it knows we hold; taken only as far as an APPEND of this
+     * leader proved it (jr__repl_hb_commit) */
+    uint64_t c = jr__repl_hb_commit(r, m->u.heartbeat.commit);
     if (c > r->commit) r->commit = c;
     jr__msg resp = {.type = JR__MSG_HEARTBEAT_RESP, .to = m->from};
     resp.u.heartbeat_resp.match_hint = r->log.last;

@@ -192,6 +192,7 @@ void jr__snap_on_snap(jr__raft *r, uint64_t now, const jr__msg *m)
         return;
     }
     jr__snap_restore(r, index, r->rs_term, ic);
+    jr__repl_matched(r, index); /* the leader's log holds the snapshot's last entry */
     jr__confs_put(r->confs, ic);
     reply(r, m, 0, 1, 0);
 }

@@ -541,6 +541,47 @@ START_TEST(a_replica_that_lost_its_configuration_is_not_a_lone_voter)
 }
 END_TEST
 
+/* A follower takes a commit index from its leader's heartbeat only as far as an APPEND of that
+ * leader proved its log matches: the leader's match for it may predate a restart that rolled
+ * its files back, and the entry it holds at that index may then be another term's. Here index 3
+ * is a stale entry of term 1, the leader of term 3 believes the follower holds its 3 and says
+ * commit 3: nothing is committed until an APPEND replaces the entry. */
+START_TEST(a_heartbeat_commits_only_what_an_append_of_its_leader_proved)
+{
+    jr__raft *r = bare_new();
+    jr__conf c = {3, {{1, 1}, {2, 1}, {3, 1}}};
+    uint8_t buf[64];
+    jr__entry e1 = {1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c, buf), buf};
+    jr__entry e2 = {1, 2, JR__ENTRY_NORMAL, 1, (const uint8_t *)"a"};
+    jr__entry e3 = {1, 3, JR__ENTRY_NORMAL, 1, (const uint8_t *)"stale"};
+    ck_assert_int_eq(jr__raft_load_hardstate(r, 2, 0, 2), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e1), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e2), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e3), 0);
+    ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
+    ck_assert_uint_eq(jr__raft_commit_index(r), 2);
+    jr__msg hb = {.type = JR__MSG_HEARTBEAT, .group = 7, .from = 1, .to = 2, .term = 3};
+    hb.u.heartbeat.commit = 3;
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &hb), 0);
+    ck_assert_uint_eq(jr__raft_commit_index(r), 2); /* the stale 3 is not committed */
+    (void)jr__raft_hb_recv(r, 1002 * MS, 1, 3, 3);
+    ck_assert_uint_eq(jr__raft_commit_index(r), 2); /* nor through the node's heartbeats */
+    jr__entry le[1] = {{3, 3, JR__ENTRY_NOOP, 0, NULL}};
+    jr__msg m = {.type = JR__MSG_APPEND, .group = 7, .from = 1, .to = 2, .term = 3};
+    m.u.append.prev_index = 2;
+    m.u.append.prev_term = 1;
+    m.u.append.commit = 3;
+    m.u.append.n = 1;
+    m.u.append.entries = le;
+    ck_assert_int_eq(jr__raft_step(r, 1003 * MS, &m), 0);
+    ck_assert_uint_eq(jr__raft_commit_index(r), 3);
+    jr__entry got;
+    ck_assert_int_eq(jr__raft_entry(r, 3, &got), 0);
+    ck_assert_uint_eq(got.term, 3);
+    jr__raft_free(r);
+}
+END_TEST
+
 /* A replica its latest, committed configuration removed answers a VOUCH with its last committed
  * entry, not the uncommitted tail it kept from leading: its acknowledgements after its removal
  * count in no commit quorum, and an asker whose configuration still lists it as a voter would
@@ -614,6 +655,7 @@ int main(void)
     tcase_add_test(tc, a_quiet_group_vouches_a_restarted_replica_without_an_election);
     tcase_add_test(tc, a_single_voter_is_whole_at_once);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_is_not_a_lone_voter);
+    tcase_add_test(tc, a_heartbeat_commits_only_what_an_append_of_its_leader_proved);
     tcase_add_test(tc, an_append_over_a_committed_entry_leaves_the_replica_unvouched);
     tcase_add_test(tc, a_removed_replica_answers_with_what_its_acknowledgements_could_commit);
     suite_add_tcase(s, tc);
