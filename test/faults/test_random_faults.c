@@ -551,14 +551,7 @@ static unsigned parse_names(const char *env, const char *s, const char *const *n
 
 int main(void)
 {
-    const char *s = getenv("JR_SEEDS");
-    if (s) {
-        unsigned long long a = 0, b = 0;
-        if (sscanf(s, "%llu:%llu", &a, &b) == 2) {
-            first_seed = a;
-            nseeds = b;
-        }
-    }
+    e2e_seeds(&first_seed, &nseeds);
     const char *kinds = getenv("JR_FAULT_KINDS");
     if (kinds && *kinds) g_kinds = parse_names("JR_FAULT_KINDS", kinds, kind_names, K_NKINDS);
     const char *targets = getenv("JR_FAULT_TARGETS");

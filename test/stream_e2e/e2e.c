@@ -40,6 +40,17 @@ static void configure(void *arg, unsigned i, jr_node_config *cfg)
     if (c->configure_more) c->configure_more(c, i, cfg);
 }
 
+int e2e_seeds(uint64_t *first, uint64_t *count)
+{
+    const char *s = getenv("JR_SEEDS");
+    unsigned long long a = 0, b = 0;
+    if (s && sscanf(s, "%llu:%llu", &a, &b) == 2) {
+        *first = a;
+        *count = b;
+    }
+    return s != NULL;
+}
+
 int e2e_new(e2e *c, unsigned n, uint64_t seed, uint32_t timeout_ms)
 {
     c->n = n;

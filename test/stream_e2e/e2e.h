@@ -40,6 +40,9 @@ typedef struct e2e {
 
 /* Creates an n-node cluster "east" (streams on, request timeout timeout_ms) with the tags set
  * in c before the call (c->tags/ntags/unique_tag; zero them for none). */
+/* The seeds a randomized test runs: JR_SEEDS=first:count, when set and well formed, into *first
+ * and *count (left as they are otherwise). 1 if JR_SEEDS is set. */
+int e2e_seeds(uint64_t *first, uint64_t *count);
 int e2e_new(e2e *c, unsigned n, uint64_t seed, uint32_t timeout_ms);
 void e2e_free(e2e *c);
 jr_node *e2e_node(e2e *c, unsigned i);

@@ -347,14 +347,7 @@ END_TEST
 
 int main(void)
 {
-    const char *s = getenv("JR_SEEDS");
-    if (s) {
-        unsigned long long a = 0, b = 0;
-        if (sscanf(s, "%llu:%llu", &a, &b) == 2) {
-            first_seed = a;
-            nseeds = b;
-        }
-    }
+    e2e_seeds(&first_seed, &nseeds);
     Suite *su = suite_create("stream_e2e_faults");
     TCase *tc = tcase_create("faults");
     tcase_set_timeout(tc, 600);

@@ -1027,15 +1027,14 @@ static void random_run(uint64_t seed)
 START_TEST(random_replica_changes_under_faults)
 {
     uint64_t first = 1, count = 4;
-    const char *s = getenv("JR_SEEDS");
-    if (s) sscanf(s, "%llu:%llu", (unsigned long long *)&first, (unsigned long long *)&count);
+    int given = e2e_seeds(&first, &count);
     for (uint64_t k = 0; k < count; k++) random_run(first + k);
     /* Seeds that once failed: 3020 split the log (a candidate of a configuration two changes
      * back won with the votes of two servers removed and re-added empty); 5230 lost acked
      * writes (a restarted server bootstrapped the group afresh from a state of its meta
      * replay that still showed the stream's original peers); 7759 got stuck (a voter back
      * with an empty replica that would not vote, under a stopgap the joiner's floor replaced). */
-    if (!s) {
+    if (!given) {
         random_run(3020);
         random_run(5230);
         random_run(7759);
