@@ -419,6 +419,19 @@ static void bare_notify(void *ctx, jr__raft *r)
     (void)r;
 }
 
+/* An APPEND of group 7 from server 1 to server 2. */
+static jr__msg bare_append(uint64_t term, uint64_t prev, uint64_t prev_term, uint64_t commit,
+                           const jr__entry *entries, uint32_t n)
+{
+    jr__msg m = {.type = JR__MSG_APPEND, .group = 7, .from = 1, .to = 2, .term = term};
+    m.u.append.prev_index = prev;
+    m.u.append.prev_term = prev_term;
+    m.u.append.commit = commit;
+    m.u.append.n = n;
+    m.u.append.entries = entries;
+    return m;
+}
+
 /* A bare core of group 7 as server 2, sending through bare_send. */
 static jr__raft *bare_new(void)
 {
@@ -450,12 +463,7 @@ START_TEST(an_append_over_a_committed_entry_leaves_the_replica_unvouched)
     ck_assert_uint_eq(jr__raft_commit_index(r), 3);
     jr__entry le[2] = {{3, 3, JR__ENTRY_NORMAL, 1, (const uint8_t *)"z"},
                        {3, 4, JR__ENTRY_NOOP, 0, NULL}};
-    jr__msg m = {.type = JR__MSG_APPEND, .group = 7, .from = 1, .to = 2, .term = 3};
-    m.u.append.prev_index = 2;
-    m.u.append.prev_term = 2;
-    m.u.append.commit = 4;
-    m.u.append.n = 2;
-    m.u.append.entries = le;
+    jr__msg m = bare_append(3, 2, 2, 4, le, 2);
     bare_sent = bare_acks = bare_grants = 0;
     ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &m), 0);
     ck_assert_int_eq(jr__raft_diverged(r), 1);
@@ -521,12 +529,7 @@ START_TEST(a_replica_that_lost_its_configuration_is_not_a_lone_voter)
     jr__conf c = {3, {{1, 1}, {2, 1}, {3, 1}}};
     uint8_t buf[64];
     jr__entry le[1] = {{1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c, buf), buf}};
-    jr__msg m = {.type = JR__MSG_APPEND, .group = 7, .from = 1, .to = 2, .term = 3};
-    m.u.append.prev_index = 0;
-    m.u.append.prev_term = 0;
-    m.u.append.commit = 1;
-    m.u.append.n = 1;
-    m.u.append.entries = le;
+    jr__msg m = bare_append(3, 0, 0, 1, le, 1);
     uint64_t t = d != UINT64_MAX ? d + MS : 1002 * MS;
     ck_assert_int_eq(jr__raft_step(r, t, &m), 0);
     ck_assert_uint_eq(jr__raft_last_index(r), 1);
@@ -567,12 +570,7 @@ START_TEST(a_heartbeat_commits_only_what_an_append_of_its_leader_proved)
     (void)jr__raft_hb_recv(r, 1002 * MS, 1, 3, 3);
     ck_assert_uint_eq(jr__raft_commit_index(r), 2); /* nor through the node's heartbeats */
     jr__entry le[1] = {{3, 3, JR__ENTRY_NOOP, 0, NULL}};
-    jr__msg m = {.type = JR__MSG_APPEND, .group = 7, .from = 1, .to = 2, .term = 3};
-    m.u.append.prev_index = 2;
-    m.u.append.prev_term = 1;
-    m.u.append.commit = 3;
-    m.u.append.n = 1;
-    m.u.append.entries = le;
+    jr__msg m = bare_append(3, 2, 1, 3, le, 1);
     ck_assert_int_eq(jr__raft_step(r, 1003 * MS, &m), 0);
     ck_assert_uint_eq(jr__raft_commit_index(r), 3);
     jr__entry got;
