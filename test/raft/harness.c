@@ -637,15 +637,41 @@ void h_restart(harness *h, int i)
     h_flush(nd);
 }
 
-void h_restart_lost(harness *h, int i, uint64_t cut, int old_hs)
+/* 1 if the configuration a replica restarted from these files would hold (the last
+ * configuration entry among the first n entries of its log, else its snapshot's) has `self` as
+ * its only voter. */
+static int sole_voter(const h_disk_ent *dlog, uint64_t n, int has_snap, const jr__conf *snap,
+                      jr__id self)
+{
+    jr__conf c;
+    const jr__conf *k = NULL;
+    for (uint64_t i = n; i-- > 0 && !k;)
+        if (dlog[i].type == JR__ENTRY_CONFIG && jr__conf_decode(&c, dlog[i].data, dlog[i].len) == 0)
+            k = &c;
+    if (!k && has_snap) k = snap;
+    if (!k || jr__conf_voters(k) != 1) return 0;
+    const jr__member *m = jr__conf_find(k, self);
+    return m && m->voter;
+}
+
+int h_restart_lost(harness *h, int i, uint64_t cut, int old_hs)
 {
     h_node *nd = &h->nodes[i];
-    h_crash(h, i);
     /* the bootstrap entry stays: a replica that lost its whole log would not know its group
      * (the node knows it from the group's configuration) */
     uint64_t floor = nd->has_snap ? nd->snap_index : 1;
     uint64_t last = nd->dn ? disk_last(nd) : nd->dfirst - 1;
     uint64_t from = last >= floor + cut ? last - cut + 1 : floor + 1;
+    uint64_t keep = from <= nd->dfirst           ? 0
+                    : from - nd->dfirst < nd->dn ? from - nd->dfirst
+                                                 : nd->dn;
+    if (sole_voter(nd->dlog, keep, nd->has_snap, &nd->snap_conf, nd->id)) {
+        if (getenv("RAFT_TRACE"))
+            fprintf(stderr, "t=%llums node %d keeps its log: the cut would leave it sole voter\n",
+                    (unsigned long long)(h->now / H_MS), i);
+        return 0;
+    }
+    h_crash(h, i);
     if (nd->dn && from <= last) disk_truncate(nd, from);
     if (old_hs > 0 && nd->hs_n > 1) {
         int k = nd->hs_n - 1 - old_hs;
@@ -664,6 +690,7 @@ void h_restart_lost(harness *h, int i, uint64_t cut, int old_hs)
                 (unsigned long long)nd->term, (unsigned long long)nd->vote,
                 (unsigned long long)nd->commit);
     h_restart(h, i);
+    return 1;
 }
 
 static void copy_free(h_copy *c)
@@ -709,6 +736,12 @@ int h_rollback(harness *h, int i)
     h_node *nd = &h->nodes[i];
     h_copy *c = &nd->saved;
     if (!c->valid) return 0;
+    if (sole_voter(c->dlog, c->dn, c->has_snap, &c->snap_conf, nd->id)) {
+        if (getenv("RAFT_TRACE"))
+            fprintf(stderr, "t=%llums node %d is not rolled back: its copy has it sole voter\n",
+                    (unsigned long long)(h->now / H_MS), i);
+        return 0;
+    }
     h_crash(h, i);
     for (uint64_t k = 0; k < nd->dn; k++) free(nd->dlog[k].data);
     free(nd->dlog);

@@ -187,8 +187,11 @@ void h_restart(harness *h, int i);
  * entry, which tells it its group), and with old_hs also
  * its newest hard states (back to the one written old_hs writes earlier); then it restarts.
  * h_save copies node i's whole disk; h_rollback crashes node i, puts that copy back (all its
- * files rolled back to an earlier copy) and restarts it (0 if there was no copy). */
-void h_restart_lost(harness *h, int i, uint64_t cut, int old_hs);
+ * files rolled back to an earlier copy) and restarts it (0 if there was no copy).
+ * Both return 0 and leave the node alone when the files left would make it the only voter of
+ * the configuration it restarts with: such a replica vouches for itself (no peer it knows can
+ * tell it what it lost), which is the lost synced data of a sole voter, lost for good. */
+int h_restart_lost(harness *h, int i, uint64_t cut, int old_hs);
 void h_save(harness *h, int i);
 int h_rollback(harness *h, int i);
 void h_isolate(harness *h, int i);

@@ -72,8 +72,7 @@ static void storage_fault(harness *h, int i)
         faulty = i;
         return;
     }
-    h_restart_lost(h, i, 1 + pick(h, 8), pick(h, 2) ? (int)pick(h, 4) : 0);
-    faulty = i;
+    if (h_restart_lost(h, i, 1 + pick(h, 8), pick(h, 2) ? (int)pick(h, 4) : 0)) faulty = i;
 }
 
 static void configure(harness *h, uint64_t seed)

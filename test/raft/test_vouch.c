@@ -77,7 +77,7 @@ START_TEST(a_replica_that_lost_acknowledged_entries_elects_nobody_without_them)
         uint64_t last = propose_n(&h, 0, 20, "acked");
         h_run(&h, ET / 2);
         ck_assert_uint_ge(h_commit(&h, 0), last);
-        h_restart_lost(&h, 1, 12, 2);
+        ck_assert(h_restart_lost(&h, 1, 12, 2));
         ck_assert_int_eq(jr__raft_unvouched(R(&h, 1)), !h.no_vouch);
         h_heal(&h);
         h_isolate(&h, 0);
@@ -121,7 +121,7 @@ START_TEST(a_leaders_word_vouches_while_a_voter_is_down)
         uint64_t last = propose_n(&h, 0, 10, "a");
         h_run(&h, ET / 2);
         h_crash(&h, 4);
-        h_restart_lost(&h, 3, 6, 1);
+        ck_assert(h_restart_lost(&h, 3, 6, 1));
         ck_assert_int_eq(jr__raft_unvouched(R(&h, 3)), 1);
         h_run(&h, 3 * ET);
         ck_assert_msg(jr__raft_unvouched(R(&h, 3)) == 0, "seed %llu: n3 still unvouched",
@@ -156,7 +156,7 @@ START_TEST(a_whole_cluster_restart_elects_the_most_up_to_date_server)
         for (int i = 0; i < h.n; i++) h_crash(&h, i);
         for (int i = 0; i < h.n; i++) {
             if (i == 1)
-                h_restart_lost(&h, i, 5, 1);
+                ck_assert(h_restart_lost(&h, i, 5, 1));
             else
                 h_restart(&h, i);
             ck_assert_int_eq(jr__raft_unvouched(R(&h, i)), 1);
@@ -223,7 +223,7 @@ START_TEST(a_late_acknowledgement_from_before_the_restart_is_covered)
         ck_assert_int_gt(late.n, 0);
         ck_assert_uint_lt(h_commit(&h, 0), last);
         late.hold = 0;
-        h_restart_lost(&h, 1, 6, 0);
+        ck_assert(h_restart_lost(&h, 1, 6, 0));
         for (int k = 0; k < late.n; k++) h_inject(&h, 0, &late.held[k]);
         ck_assert_uint_ge(h_commit(&h, 0), last); /* committed by the late acknowledgements */
         h.filter = NULL;
@@ -327,7 +327,7 @@ START_TEST(a_restarted_member_is_no_transfer_target_until_caught_up)
     uint64_t last = propose_n(&h, 0, 8, "t");
     h_run(&h, ET / 2);
     h.filter = drop_appends_to_2;
-    h_restart_lost(&h, 1, 4, 0);
+    ck_assert(h_restart_lost(&h, 1, 4, 0));
     h_run(&h, ET);
     jr__progress p = progress_of(&h, 0, 2);
     ck_assert_int_eq(p.unvouched, 1);
