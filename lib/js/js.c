@@ -202,6 +202,24 @@ const char *jr__js_peer_name(const jr__js *js, jr__id id)
 
 /* Receive ---------------------------------------------------------------------------------*/
 
+/* 1 for a request that changes something where it is executed: a publish, any admin request of
+ * the meta group, a purge, a message delete, a leadership transfer. Reads, pings, catch-up
+ * chunks and readiness questions change nothing; a request that does not decode is refused
+ * where it is executed. */
+static int changes_state(uint8_t kind, const uint8_t *p, size_t len)
+{
+    switch (kind) {
+    case JR__RPC_PUBLISH:
+    case JR__RPC_META:
+        return 1;
+    case JR__RPC_STREAM_ADMIN:
+        return len > 0 &&
+               (p[0] == JR__ADM_PURGE || p[0] == JR__ADM_MSG_DELETE || p[0] == JR__ADM_STEPDOWN);
+    default:
+        return 0;
+    }
+}
+
 void jr__js_request(jr_node *n, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
                     size_t len)
 {
@@ -211,6 +229,15 @@ void jr__js_request(jr_node *n, jr__id from, uint64_t id, uint8_t kind, const ui
         return;
     }
     jr__route rt = {NULL, from, id};
+    if (jr__rpc_unsure(n) && changes_state(kind, p, len)) {
+        /* it may be a duplicate of a request this server executed before it restarted (rpc.h
+         * "After a restart"): not executed, and answered as a lost leader's would be */
+        static const char why[] = "the server restarted less than a second ago: what it did "
+                                  "with the request before is unknown";
+        n->rpc_wary_writes++;
+        jr__route_reply(js, &rt, JR_ELEADERLOST, why, sizeof why - 1);
+        return;
+    }
     switch (kind) {
     case JR__RPC_META:
         jr__mnode_handle(js, &rt, p, len);

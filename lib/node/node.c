@@ -411,13 +411,28 @@ static int check_frame(jr_node *n, jr__peer *p, const void *data, size_t len, jr
     return 0;
 }
 
-static void dispatch(jr_node *n, jr__frame *f)
+/* A LIFE message (wire/frame.h) from p: 1 if it names this server's life as the receiver's. */
+static int on_life(jr_node *n, jr__peer *p, const jr__ext_view *x)
+{
+    if (x->len != JR__EXT_LIFE_LEN || x->flags != 0) {
+        n->msgs_invalid++;
+        return 0;
+    }
+    jr__rpc_on_life(n, p, jr__get_u64(x->payload));
+    return jr__get_u64(x->payload + 8) == n->life;
+}
+
+static void dispatch(jr_node *n, jr__peer *p, jr__frame *f)
 {
     jr__msg m;
-    int rc;
+    int rc, for_me = 0;
     while ((rc = jr__frame_next(f, &m, n->scratch, n->scratch_cap)) == 1) {
         if (m.type == JR__MSG_NODE_HB || m.type == JR__MSG_NODE_HB_RESP) {
             jr__live_recv(n, f->from, &f->hb); /* coalesced heartbeats (liveness.h) */
+            continue;
+        }
+        if (m.type == JR__EXT_LIFE) {
+            for_me = on_life(n, p, &f->ext);
             continue;
         }
         if (m.type >= JR__MSG_EXT_FIRST) { /* an extension of a later release: skipped alone */
@@ -425,7 +440,7 @@ static void dispatch(jr_node *n, jr__frame *f)
             continue;
         }
         if (m.type == JR__MSG_NODE_REQUEST) {
-            jr__rpc_on_request(n, f->from, &f->rpc);
+            jr__rpc_on_request(n, f->from, &f->rpc, for_me);
             continue;
         }
         if (m.type == JR__MSG_NODE_RESPONSE) {
@@ -471,7 +486,7 @@ int jr_node_recv(jr_node *n, const char *from, const void *frame, size_t len)
         n->stats.frames_received++;
         n->stats.bytes_received += len;
         p->last_heard = n->now;
-        dispatch(n, &f);
+        dispatch(n, p, &f);
         rc = jr__node_flush(n, 1);
     }
     jr__node_leave(n);

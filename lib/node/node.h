@@ -75,13 +75,16 @@ typedef struct jr__upper jr__upper; /* "The seam to the layer above", below */
 typedef struct jr__peer {
     char *name;
     jr__id id;
-    jr__buf *frames;  /* outgoing frames, frames[0..nframes) in use; buffers are reused */
-    uint32_t nframes; /* 0: nothing pending */
-    uint32_t cap;     /* allocated jr__buf slots */
+    jr__buf *frames;     /* outgoing frames, frames[0..nframes) in use; buffers are reused */
+    uint32_t nframes;    /* 0: nothing pending */
+    uint32_t cap;        /* allocated jr__buf slots */
+    uint32_t frame_base; /* bytes of the last frame before its first message: header, LIFE */
     struct jr__peer *dirty_next;
     uint8_t dirty;       /* on node->dirty_peers */
     uint8_t held;        /* a queued message is JR__MF_DURABLE: send only after the WAL sync */
     uint64_t last_heard; /* now() of the last valid frame from this peer; 0 never */
+    uint64_t life;       /* its life as it last announced it (JR__EXT_LIFE; 0: none) ... */
+    uint64_t life_at;    /* ... at this now() */
     jr__plive live;      /* heartbeats and quiet followers of this peer (liveness.h) */
 } jr__peer;
 
@@ -268,11 +271,16 @@ struct jr_node {
     uint64_t send_failures;      /* host->send returned non-zero */
     char errmsg[256];
     /* node-to-node requests (rpc.h) */
-    jr__map rpc_calls;   /* call id -> outstanding call */
-    uint64_t rpc_next;   /* the last call id given */
-    jr__map rpc_origins; /* peer id -> its recent requests executed here ("At most once") */
-    uint64_t rpc_dups;   /* requests that arrived again (not executed again) */
-    uint64_t rpc_stale;  /* requests too old to tell from a duplicate (dropped) */
+    jr__map rpc_calls;        /* call id -> outstanding call */
+    uint64_t rpc_next;        /* the last call id given */
+    jr__map rpc_origins;      /* peer id -> its recent requests executed here ("At most once") */
+    uint64_t rpc_dups;        /* requests that arrived again (not executed again) */
+    uint64_t rpc_stale;       /* requests too old to tell from a duplicate (dropped) */
+    uint64_t life;            /* this open's random non-zero life (JR__EXT_LIFE) */
+    uint64_t rpc_wary_until;  /* until then a request may be one an earlier life of this
+                                 server executed (rpc.h "After a restart"); 0: first start */
+    uint8_t rpc_unsure;       /* in the request hook: the request may be such a duplicate */
+    uint64_t rpc_wary_writes; /* writes refused for that (JR_ELEADERLOST) */
     /* The layer above the core (the JetStream layer, lib/js), if one attached at open: the
      * core calls it only through `upper` and never dereferences `js`, which is that layer's
      * state. */

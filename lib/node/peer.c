@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "node/node.h"
+#include "node/rpc.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
 #include "wire/frame.h"
@@ -64,8 +65,12 @@ jr__peer *jr__peer_find_name(const jr_node *n, const char *name)
     return p && strcmp(p->name, name) == 0 ? p : NULL;
 }
 
-/* Makes frames[i] usable (allocated slot, begun). 0 or JR_ENOMEM. */
-static int frame_open(jr_node *n, jr__peer *p)
+/* LIFE's encoded size: type, mflags, length varint, payload. */
+#define LIFE_MSG_LEN (3 + JR__EXT_LIFE_LEN)
+
+/* Makes frames[i] usable (allocated slot, begun, opened with a LIFE message when one is due
+ * and leaves room for `need` bytes). 0 or JR_ENOMEM. */
+static int frame_open(jr_node *n, jr__peer *p, size_t need)
 {
     if (p->nframes == p->cap) {
         uint32_t cap = p->cap ? p->cap * 2 : 1;
@@ -78,6 +83,20 @@ static int frame_open(jr_node *n, jr__peer *p)
     jr__buf *b = &p->frames[p->nframes];
     jr__frame_begin(b, n->self, p->id);
     if (b->err) return b->err;
+    uint64_t mine, theirs;
+    if (jr__rpc_life_due(n, p, &mine, &theirs) &&
+        JR__FRAME_HEADER + LIFE_MSG_LEN + need <= n->max_frame) {
+        /* without it (out of memory, or no room) the frame's requests are merely unstamped */
+        uint8_t life[JR__EXT_LIFE_LEN];
+        jr__put_u64(life, mine);
+        jr__put_u64(life + 8, theirs);
+        jr__frame_add_ext(b, JR__EXT_LIFE, 0, life, sizeof life);
+        if (b->err) {
+            b->err = 0;
+            b->len = JR__FRAME_HEADER;
+        }
+    }
+    p->frame_base = (uint32_t)b->len;
     p->nframes++;
     return 0;
 }
@@ -85,7 +104,7 @@ static int frame_open(jr_node *n, jr__peer *p)
 jr__buf *jr__peer_frame(jr_node *n, jr__peer *p, size_t need)
 {
     if (p->nframes == 0 || p->frames[p->nframes - 1].len + need > n->max_frame) {
-        if (frame_open(n, p) != 0) return NULL;
+        if (frame_open(n, p, need) != 0) return NULL;
     }
     if (!p->dirty) {
         p->dirty = 1;
@@ -99,7 +118,7 @@ void jr__peer_frame_undo(jr__peer *p, jr__buf *b, size_t before)
 {
     b->len = before;
     b->err = 0;
-    if (b->len <= JR__FRAME_HEADER) p->nframes--; /* nothing but its header: not sent */
+    if (b->len <= p->frame_base) p->nframes--; /* no message but its opening: not sent */
 }
 
 void jr__peer_queue(jr_node *n, const jr__msg *m)

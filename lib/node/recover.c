@@ -29,8 +29,10 @@
 #include <string.h>
 
 #include "node/node.h"
+#include "node/rpc.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
+#include "util/deadline.h"
 #include "util/hex.h"
 
 static jr__stash *stash_get(jr_node *n, uint64_t group, int *err)
@@ -309,6 +311,8 @@ int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_
     if (rc != 0) return rc;
     rc = n->vfs->list(n->vfs->ctx, n->wal_dir, count_segment, &segments);
     if (rc != 0) return jr__node_err(n, rc, "cannot list %s: %s", n->wal_dir, jr_strerror(rc));
+    if (marked || segments)
+        n->rpc_wary_until = jr__deadline(n->now, JR__RPC_KEEP_NS); /* an earlier life ran here */
     if (marked && segments == 0) {
         n->wal_lost = 1;
         jr__node_log(n, JR_LOG_ERROR,

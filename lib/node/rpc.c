@@ -277,6 +277,25 @@ void jr__rpc_recent_expire(jr_node *n)
     }
 }
 
+int jr__rpc_unsure(const jr_node *n)
+{
+    return n->rpc_unsure;
+}
+
+int jr__rpc_life_due(const jr_node *n, const jr__peer *p, uint64_t *mine, uint64_t *theirs)
+{
+    *mine = n->now < n->rpc_wary_until ? n->life : 0;
+    *theirs = p->life && n->now < jr__deadline(p->life_at, JR__RPC_KEEP_NS) ? p->life : 0;
+    return *mine || *theirs;
+}
+
+void jr__rpc_on_life(jr_node *n, jr__peer *p, uint64_t sender_life)
+{
+    if (!sender_life) return;
+    p->life = sender_life;
+    p->life_at = n->now;
+}
+
 size_t jr__rpc_recent(const jr_node *n, jr__id from, size_t *cap)
 {
     const origin *o = jr__map_get(&n->rpc_origins, from);
@@ -306,13 +325,15 @@ void jr__rpc_on_response(jr_node *n, jr__id from, const jr__rpc_view *v)
     cb(n, arg, v->status > 0 ? JR_ECORRUPT : v->status, 1, v->payload, v->len);
 }
 
-void jr__rpc_on_request(jr_node *n, jr__id from, const jr__rpc_view *v)
+void jr__rpc_on_request(jr_node *n, jr__id from, const jr__rpc_view *v, int for_me)
 {
     int fresh;
     jr__rpc_admit(n, from, v->id, &fresh);
     if (!fresh) return; /* a duplicate (answered again if it was), or too old to tell */
     if (n->upper && n->upper->request) {
+        n->rpc_unsure = n->now < n->rpc_wary_until && !for_me;
         n->upper->request(n, from, v->id, v->kind, v->payload, v->len);
+        n->rpc_unsure = 0;
         return;
     }
     static const char why[] = "no layer on this server takes requests";
@@ -331,6 +352,8 @@ void jr__rpc_seed(jr_node *n)
     /* A random start: a late answer to a call of this server's previous life must not be taken
      * for the answer to a new call with the same id. */
     n->rpc_next = jr__rand_next(&n->rand) >> 2;
+    do n->life = jr__rand_next(&n->rand);
+    while (!n->life);
 }
 
 /* Takes every outstanding call out of the table, running each callback with JR_ECLOSED if

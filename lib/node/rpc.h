@@ -40,6 +40,25 @@
  * apart): its record starts afresh. A duplicate that the network holds back across its
  * sender's restart and past JR__RPC_RECENT later requests is the one case this cannot tell.
  * A request of this node itself (a local route) never travels and is not recorded.
+ *
+ * After a restart. The record is memory: a duplicate that arrives after this server restarted
+ * may be of a request its earlier life executed, and the record of it is gone. Each open draws
+ * a random life (n->life). For JR__RPC_KEEP_NS after an open that found an earlier life's files
+ * (the node's mark or WAL segments in wal_dir; a first start has nobody to repeat) the server
+ * is wary: every frame it sends opens with a LIFE message announcing its life (wire/frame.h),
+ * and a peer that heard the announcement within JR__RPC_KEEP_NS opens its frames to it with a
+ * LIFE naming that life. A request in a frame that names this life was sent to it, and runs as
+ * ever. Any other request reaching a wary server may be a duplicate of one sent to an earlier
+ * life: jr__rpc_unsure says so inside the request hook, and the layer above executes no such
+ * request that changes anything — it answers JR_ELEADERLOST ("the server that was to execute
+ * it lost its state: the outcome is unknown"), which its requester already handles for a
+ * leader that was lost (a publish with a msg_id goes to the next leader, any other write ends
+ * there, an admin request is asked again and recognised by its id). Reads run as ever. Such a
+ * request is recorded like any other, so its duplicates get the same answer and, once
+ * forgotten, are too old to tell. The cost: a write sent to a restarted server before its
+ * requester heard from it fails in the first second, as if its leader were lost. A duplicate
+ * held back longer than JR__RPC_KEEP_NS is, as above, the one case this cannot tell. An older
+ * node skips LIFE messages and executes what it receives as before.
  */
 #ifndef JR_NODE_RPC_H
 #define JR_NODE_RPC_H
@@ -87,12 +106,23 @@ int jr__rpc_respond(jr_node *n, jr__id to, uint64_t id, int status, const jr_iov
 int jr__rpc_admit(jr_node *n, jr__id from, uint64_t id, int *fresh);
 /* Requests of `from` recorded now, and the slots allocated for them (*cap; may be NULL). */
 size_t jr__rpc_recent(const jr_node *n, jr__id from, size_t *cap);
+/* Inside the request hook: 1 if the request handed over may be a duplicate of one an earlier
+ * life of this server executed ("After a restart"); the layer above then executes it only if it
+ * changes nothing, and answers any other JR_ELEADERLOST. */
+int jr__rpc_unsure(const jr_node *n);
+/* The LIFE message a frame to p opens with: 1 and both lives if one is due (this server is wary,
+ * or p announced its life within JR__RPC_KEEP_NS), else 0. */
+int jr__rpc_life_due(const jr_node *n, const jr__peer *p, uint64_t *mine, uint64_t *theirs);
+/* A frame from p opened with a LIFE message (sender_life: p's own, or 0). */
+void jr__rpc_on_life(jr_node *n, jr__peer *p, uint64_t sender_life);
+
 /* Forgets requests recorded for JR__RPC_KEEP_NS (cost: one check per origin, plus one per
  * request forgotten). */
 void jr__rpc_recent_expire(jr_node *n);
 
-/* A request or a response from peer `from` (the node's frame dispatch). */
-void jr__rpc_on_request(jr_node *n, jr__id from, const jr__rpc_view *v);
+/* A request or a response from peer `from` (the node's frame dispatch); for_me: the request's
+ * frame opened with a LIFE message naming this server's life. */
+void jr__rpc_on_request(jr_node *n, jr__id from, const jr__rpc_view *v, int for_me);
 void jr__rpc_on_response(jr_node *n, jr__id from, const jr__rpc_view *v);
 
 /* Prepares the node's empty tables (open, before anything can fail). */

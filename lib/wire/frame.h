@@ -33,10 +33,11 @@
  *                  mflags: raft.h enum jr__msg_flags (bits 0..2); other bits rejected.
  *                  The sender and receiver are the frame's from and to (not repeated).
  *     type 64..127 node-level message (group 0); mflags must be 0; today 64..67 (below).
- *     type 128..255 extension: mflags any | len varint | len bytes. This version knows none:
- *                  the decoder returns it as such (jr__frame.ext) and the node drops it and
- *                  counts it (jr_node_stats.msgs_unknown_type), so a message type added later
- *                  goes here and an older node skips it instead of rejecting the frame.
+ *     type 128..255 extension: mflags any | len varint | len bytes. The decoder returns it as
+ *                  such (jr__frame.ext); the node acts on the one type it knows (LIFE, below)
+ *                  and drops and counts any other (jr_node_stats.msgs_unknown_type), so a
+ *                  message type added later goes here and an older node skips it instead of
+ *                  rejecting the frame.
  *     any other type (0, 12..63 today, 68..127) is rejected: its length is not known.
  *
  *   VOTE (1)           last_index varint | last_term varint
@@ -128,6 +129,15 @@
 #define JR__MSG_NODE_RESPONSE 67 /* its reply */
 #define JR__MSG_NODE_LAST 127
 #define JR__MSG_EXT_FIRST 128 /* length-prefixed extensions: 128..255 */
+
+/* LIFE (extension 128, mflags 0, len 16): sender_life u64 | receiver_life u64, little-endian.
+ * A node's life is a random non-zero number drawn at each open. The first message of a frame,
+ * while the sender announces its own life (sender_life != 0: it restarted less than a second
+ * ago, node/rpc.h "After a restart") or knows the receiver's from such an announcement
+ * (receiver_life != 0), so the requests the frame carries say which life of the receiver they
+ * were sent to. An older node skips it as an unknown extension. */
+#define JR__EXT_LIFE 128
+#define JR__EXT_LIFE_LEN 16
 
 /* Encoding ---------------------------------------------------------------------------------
  * A frame under construction occupies the whole of a jr__buf (from offset 0). Every encoder
