@@ -7,8 +7,8 @@
  * rewritten; removed at open). Any other name in the directory is reported as corruption.
  *
  * The active block (highest id) is an open block. Its records are kept in memory in plaintext
- * (`plain`: a window over the block's tail, all of it until jr__store_trim, see below), which
- * serves reads of recent messages and becomes the sealed image at rotation;
+ * (`plain`: a window over the block's tail, see below), which serves reads of recent messages
+ * and, for a block sealed at rotation, becomes the sealed image;
  * writes are buffered and reach the file at flush time (or every FLUSH_BYTES). Without
  * encryption the file holds the plaintext itself after its header; with encryption each record
  * is written as its own authenticated frame, so no plaintext ever reaches the disk.
@@ -49,9 +49,11 @@
  * (sidx) once a sealed block was read at random. jr__store_trim also frees the active block's
  * plaintext once it is all written to the file, whatever its size: `plain` is a window whose
  * first byte is at plaintext offset `wbase` of the block; trim moves wbase to the block's end and
- * frees the window. Appends go on into the window (the file receives the same bytes, or with
- * encryption the same kind of frames, as without trim) and read nothing. A record before wbase
- * is read alone from the file, verified (active_read_old):
+ * frees the window. An always-open block (neither compression nor encryption) also slides its
+ * window at every WINDOW_BYTES while busy (window_slide): nothing needs it whole, so a store
+ * written without pause holds at most that much of it. Appends go on into the window (the file
+ * receives the same bytes, or with encryption the same kind of frames, as without trim) and read
+ * nothing. A record before wbase is read alone from the file, verified (active_read_old):
  *  - without encryption it is at JR__BLK_OPEN_HDR + its offset: a pread of exactly it, its
  *    checksum and length checked, as reads of other open blocks do;
  *  - with encryption (one frame per record, back to back: plaintext offsets are not file offsets)
@@ -82,6 +84,8 @@
 #include "util/alloc.h"
 
 #define FLUSH_BYTES (1u << 20)
+/* The most of an always-open active block kept in memory (window_slide). */
+#define WINDOW_BYTES (256u << 10)
 
 /* Makes sure f->rd exists. 0 or JR_ENOMEM. */
 int jr__fstore_rd_get(jr__store *s)
@@ -636,6 +640,22 @@ static int file_reserve(jr__store *s, size_t len, uint8_t **p, uint32_t *blk, ui
     return 0;
 }
 
+/* A block that stays open forever (neither compression nor encryption) is never needed whole
+ * in memory: once WINDOW_BYTES of it are in the window, the window is written and slides past
+ * them, as jr__store_trim slides it (reads of those records pread them from the file). A block
+ * sealed at rotation keeps the whole block in the window, its seal's input. */
+static int window_slide(jr__store *s)
+{
+    fstore *f = F(s);
+    int rc = active_flush(s);
+    if (rc) return rc;
+    f->wbase += (uint32_t)f->plain.len;
+    f->flushed = 0;
+    /* the capacity is kept for the next window unless one large record grew it */
+    jr__buf_release(&f->plain, 2 * WINDOW_BYTES);
+    return 0;
+}
+
 static int file_commit(jr__store *s, uint8_t *p, size_t len)
 {
     fstore *f = F(s);
@@ -647,6 +667,7 @@ static int file_commit(jr__store *s, uint8_t *p, size_t len)
         f->e->pend.len += jr__blk_frame_size(len);
         unflushed = f->e->pend.len;
     } else {
+        if (!f->compress && f->plain.len >= WINDOW_BYTES) return window_slide(s);
         unflushed = f->plain.len - f->flushed;
     }
     return unflushed >= FLUSH_BYTES ? active_flush(s) : 0;
@@ -798,25 +819,27 @@ static int carry_tombstones(jr__store *s, size_t i)
     jr__blk *b = &s->blks[i];
     if (b->tomb_lo == UINT64_MAX || !survives(s, i, b->tomb_lo, UINT64_MAX)) return 0;
     uint32_t id = b->id;
-    const uint8_t *plain;
-    size_t n;
+    /* the records are walked from a buffer of our own: writing tombstones may rotate and reuse
+     * the window or the read cache */
+    jr__buf copy;
+    jr__buf_init(&copy, s->alloc);
     if (id == f->aid) {
         int rc = active_whole(s);
         if (rc) return rc;
-        plain = f->plain.data;
-        n = f->plain.len;
+        jr__buf_put(&copy, f->plain.data, f->plain.len);
+        if (copy.err) return copy.err;
     } else {
+        /* the block is being dropped: its decoded image is taken out of the cache rather than
+         * copied, and the file bytes it was decoded from are freed */
         int rc = cache_load(s, id);
         if (rc) return rc;
-        plain = f->rd->cache.data;
-        n = f->rd->cache.len;
+        copy = f->rd->cache;
+        jr__buf_init(&f->rd->cache, s->alloc);
+        f->rd->cid = 0;
+        jr__buf_free(&f->rd->io);
     }
-    /* copy: writing tombstones may rotate and reuse the cache */
-    jr__buf copy;
-    jr__buf_init(&copy, s->alloc);
-    jr__buf_put(&copy, plain, n);
-    if (copy.err) return copy.err;
-    int rc = 0, wrote = 0;
+    size_t n = copy.len;
+    int rc = 0;
     jr__srec r;
     size_t len;
     for (size_t off = 0; !rc && off < n; off += len) {
@@ -824,14 +847,11 @@ static int carry_tombstones(jr__store *s, size_t i)
         size_t bi = jr__store_blk_find(s, id);
         if (r.type == JR__SREC_DEL && survives(s, bi, r.seq, r.ts)) {
             rc = jr__store_write_tomb(s, &r, r.seq);
-            wrote = 1;
         } else if (r.type == JR__SREC_DELSUBJ && survives(s, bi, 0, r.seq)) {
             rc = jr__store_write_tomb(s, &r, 0);
-            wrote = 1;
         }
     }
     jr__buf_free(&copy);
-    (void)wrote;
     return rc;
 }
 
