@@ -41,8 +41,8 @@ static void decode_all(const uint8_t *d, size_t len, int valid, jr__frame *f)
     jr__buf_init(&out, NULL);
     jr__frame_begin(&out, f->from, f->to);
     jr__msg m;
-    int rc;
-    while ((rc = jr__frame_next(f, &m, scratch, CAP)) == 1) {
+    int rc, got;
+    while (!(rc = jr__frame_next(f, &m, scratch, CAP, &got)) && got) {
         if (m.type == JR__MSG_NODE_REQUEST) {
             if (m.group != 0 || f->rpc.id == 0) fail();
             jr__frame_add_request(&out, f->rpc.id, f->rpc.kind, f->rpc.payload, f->rpc.len);

@@ -40,7 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             jr__op_iter it;
             jr__stream_op sub;
             jr__op_batch_iter(&op, &it);
-            while (jr__op_batch_next(&it, &sub) == 1) {
+            int got;
+            while (!jr__op_batch_next(&it, &sub, &got) && got) {
             }
         }
         break;

@@ -50,7 +50,7 @@ typedef struct jr_node_config {
     const char *unique_tag;       /* tag prefix no two replicas may share, e.g. "az:"; NULL none */
     uint64_t max_store_bytes;     /* this server's capacity for placement; 0: unknown */
     uint32_t max_assets;          /* replicated assets this server accepts; 0: no limit */
-    /* Streams ("Streams API" below). */
+    /* Streams (include/jetraft/stream.h). */
     int streams;                 /* 1: this server joins the meta group (every server of `peers`
                                     must set it too) and hosts stream replicas; default 0 */
     uint32_t request_timeout_ms; /* bounded wait of a stream request (admin, info, a publish

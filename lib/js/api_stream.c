@@ -42,7 +42,7 @@
 #include "js/codec.h"
 #include "node/rpc.h"
 #include "stream/headers.h"
-#include "stream/subject.h"
+#include "util/subject.h"
 #include "util/abi.h"
 #include "util/alloc.h"
 

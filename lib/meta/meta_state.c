@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "meta/meta_state.h"
-#include "stream/subject.h"
+#include "util/subject.h"
 #include "util/alloc.h"
 
 #if defined(__GNUC__)

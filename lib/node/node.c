@@ -425,8 +425,8 @@ static int on_life(jr_node *n, jr__peer *p, const jr__ext_view *x)
 static void dispatch(jr_node *n, jr__peer *p, jr__frame *f)
 {
     jr__msg m;
-    int rc, for_me = 0;
-    while ((rc = jr__frame_next(f, &m, n->scratch, n->scratch_cap)) == 1) {
+    int rc, got, for_me = 0;
+    while (!(rc = jr__frame_next(f, &m, n->scratch, n->scratch_cap, &got)) && got) {
         if (m.type == JR__MSG_NODE_HB || m.type == JR__MSG_NODE_HB_RESP) {
             jr__live_recv(n, f->from, &f->hb); /* coalesced heartbeats (liveness.h) */
             continue;
@@ -447,10 +447,6 @@ static void dispatch(jr_node *n, jr__peer *p, jr__frame *f)
             jr__rpc_on_response(n, f->from, &f->rpc);
             continue;
         }
-        if (m.type >= JR__MSG_NODE_FIRST) { /* a node-level type this release does not use */
-            n->msgs_unknown_type++;
-            continue;
-        }
         jr_group *g = jr__map_get(&n->groups, m.group);
         if (!g || g->closed) {
             n->msgs_unknown_group++;
@@ -464,8 +460,7 @@ static void dispatch(jr_node *n, jr__peer *p, jr__frame *f)
         n->live.stats.late_hb_resps += jr__raft_echoes(g->raft) - echoes;
         if (rc == JR_EINVAL) n->msgs_invalid++; /* malformed, or a term out of bounds */
     }
-    if (rc < 0)
-        jr__node_log(n, JR_LOG_ERROR, "validated frame failed to decode: %s", jr_strerror(rc));
+    if (rc) jr__node_log(n, JR_LOG_ERROR, "validated frame failed to decode: %s", jr_strerror(rc));
 }
 
 int jr_node_recv(jr_node *n, const char *from, const void *frame, size_t len)

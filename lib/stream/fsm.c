@@ -427,7 +427,8 @@ int jr__stream_fsm_apply(jr__stream_fsm *f, uint64_t index, const void *entry, s
     jr__op_iter it;
     jr__stream_op inner;
     jr__op_batch_iter(&op, &it);
-    for (uint32_t i = 0; (rc = jr__op_batch_next(&it, &inner)) == 1; i++) {
+    int got;
+    for (uint32_t i = 0; !(rc = jr__op_batch_next(&it, &inner, &got)) && got; i++) {
         rc = apply_op(f, &inner, &res);
         if (rc) return jr__stream_fsm_fail(f, rc);
         if (fn) fn(arg, i, &res);

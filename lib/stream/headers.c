@@ -66,11 +66,12 @@ static int parse_status(const uint8_t *p, const uint8_t *end, int *code, const u
     return 0;
 }
 
-/* Parses one key line at p. *next gets the following line. Returns 1 for a line, 0 for the
- * final empty line, JR_EINVAL if malformed. */
+/* Parses one line at p: a key line (*key set) or the final empty line (*key NULL). *next gets
+ * the following line. 0, or JR_EINVAL if malformed. */
 static int parse_line(const uint8_t *p, const uint8_t *end, const uint8_t **key, size_t *klen,
                       const uint8_t **val, size_t *vlen, const uint8_t **next)
 {
+    *key = NULL;
     if (crlf(p, end)) {
         *next = p + 2;
         return 0;
@@ -89,7 +90,7 @@ static int parse_line(const uint8_t *p, const uint8_t *end, const uint8_t **key,
     *val = v;
     *vlen = (size_t)(ve - v);
     *next = p + n + 2;
-    return 1;
+    return 0;
 }
 
 int jr__headers_iter(const void *hdr, size_t len, jr__hdr_iter *it)
@@ -105,9 +106,8 @@ int jr__headers_iter(const void *hdr, size_t len, jr__hdr_iter *it)
     const uint8_t *q = body, *k, *v, *next;
     size_t kl, vl;
     for (;;) {
-        int rc = parse_line(q, end, &k, &kl, &v, &vl, &next);
-        if (rc < 0) return JR_EINVAL;
-        if (rc == 0) {
+        if (parse_line(q, end, &k, &kl, &v, &vl, &next)) return JR_EINVAL;
+        if (!k) {
             if (next != end) return JR_EINVAL;
             break;
         }
@@ -124,7 +124,7 @@ int jr__headers_next(jr__hdr_iter *it, const char **key, size_t *key_len, const 
     if (!it->p || it->p >= it->end) return 0;
     const uint8_t *k, *v, *next;
     size_t kl, vl;
-    if (parse_line(it->p, it->end, &k, &kl, &v, &vl, &next) != 1) {
+    if (parse_line(it->p, it->end, &k, &kl, &v, &vl, &next) || !k) {
         it->p = it->end;
         return 0;
     }

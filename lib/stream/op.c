@@ -279,8 +279,9 @@ void jr__op_batch_iter(const jr__stream_op *batch, jr__op_iter *it)
     it->left = batch->type == JR__OP_BATCH ? batch->u.batch.count : 0;
 }
 
-int jr__op_batch_next(jr__op_iter *it, jr__stream_op *op)
+int jr__op_batch_next(jr__op_iter *it, jr__stream_op *op, int *got)
 {
+    *got = 0;
     if (it->left == 0) return 0;
     get_op(&it->rd, op, 0, NULL); /* jr__op_decode validated every op of the batch */
     if (it->rd.err) {
@@ -288,5 +289,6 @@ int jr__op_batch_next(jr__op_iter *it, jr__stream_op *op)
         return JR_ECORRUPT;
     }
     it->left--;
-    return 1;
+    *got = 1;
+    return 0;
 }

@@ -56,11 +56,12 @@
 
 #include "jetraft.h"
 #include "util/buf.h"
+#include "util/subject.h"
 
 #define JR__OP_VERSION 1
 
 /* Limits enforced by the codec. */
-#define JR__OP_SUBJECT_MAX 4096            /* subject or purge filter (= JR__SUBJECT_MAX) */
+#define JR__OP_SUBJECT_MAX JR__SUBJECT_MAX /* subject or purge filter: the grammar's limit */
 #define JR__OP_MSG_ID_MAX 1024             /* msg_id and expected_last_msg_id */
 #define JR__OP_MSG_MAX (64u * 1024 * 1024) /* headers + payload of one message */
 #define JR__OP_CONFIG_MAX (1u << 20)       /* encoded stream config */
@@ -174,10 +175,10 @@ typedef struct jr__op_iter {
 } jr__op_iter;
 
 void jr__op_batch_iter(const jr__stream_op *batch, jr__op_iter *it);
-/* Decodes the next op of the batch. 1 with *op set, 0 at the end. A batch that passed
- * jr__op_decode (which validated every op in it, so they are not validated again here) always
- * iterates to its count; a failure (only possible on a hand-made iterator)
- * returns JR_ECORRUPT. */
-int jr__op_batch_next(jr__op_iter *it, jr__stream_op *op);
+/* Decodes the next op of the batch: 0 with *got 1 and *op set, 0 with *got 0 at the end. A
+ * batch that passed jr__op_decode (which validated every op in it, so they are not validated
+ * again here) always iterates to its count; a failure (only possible on a hand-made iterator)
+ * returns JR_ECORRUPT with *got 0. */
+int jr__op_batch_next(jr__op_iter *it, jr__stream_op *op, int *got);
 
 #endif

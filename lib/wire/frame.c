@@ -89,9 +89,10 @@ int jr__frame_open(jr__frame *f, const void *data, size_t len, size_t max)
     return 0;
 }
 
-int jr__frame_next(jr__frame *f, jr__msg *m, jr__entry *scratch, size_t cap)
+int jr__frame_next(jr__frame *f, jr__msg *m, jr__entry *scratch, size_t cap, int *got)
 {
     jr__rd *r = &f->body;
+    *got = 0;
     if (r->err) return r->err;
     if (r->p == r->end) return 0;
     memset(m, 0, sizeof *m);
@@ -122,15 +123,16 @@ int jr__frame_next(jr__frame *f, jr__msg *m, jr__entry *scratch, size_t cap)
         r->err = rc;
         return rc;
     }
-    return 1;
+    *got = 1;
+    return 0;
 }
 
 int jr__frame_check(const jr__frame *f, size_t scratch_cap)
 {
     jr__frame w = *f;
     jr__msg m;
-    int rc;
-    while ((rc = jr__frame_next(&w, &m, NULL, scratch_cap)) == 1) continue;
+    int rc, got;
+    while (!(rc = jr__frame_next(&w, &m, NULL, scratch_cap, &got)) && got) continue;
     return rc;
 }
 

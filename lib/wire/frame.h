@@ -303,10 +303,10 @@ int jr__frame_open_sealed(jr__frame *f, const void *data, size_t len, size_t max
  * snapshot bytes point into the frame. Node-level and extension messages: m->type is
  * JR__MSG_NODE_* or >= JR__MSG_EXT_FIRST, m->group 0, every other field 0, and f->hb
  * (heartbeats), f->rpc (requests, responses) or f->ext (extensions) holds the message.
- * Returns 1 for a message, 0 at the end of
- * the body, or a negative error (JR_ECORRUPT, JR_EMSGSIZE), after which it keeps returning that
- * error. *m is unspecified after an error. */
-int jr__frame_next(jr__frame *f, jr__msg *m, jr__entry *scratch, size_t cap);
+ * Returns 0 with *got 1 for a message, 0 with *got 0 at the end of the body, or a negative error
+ * (JR_ECORRUPT, JR_EMSGSIZE; *got 0), after which it keeps returning that error. *m is
+ * unspecified unless *got is 1. */
+int jr__frame_next(jr__frame *f, jr__msg *m, jr__entry *scratch, size_t cap, int *got);
 /* Walks every message of an opened frame without consuming it (f is not modified): 0 if
  * jr__frame_next would decode all of them with a scratch of cap entries, else its error. */
 int jr__frame_check(const jr__frame *f, size_t scratch_cap);

@@ -164,8 +164,8 @@ START_TEST(batch_round_trips_in_order)
     jr__op_iter it;
     jr__op_batch_iter(&back, &it);
     size_t i = 0;
-    int rc;
-    while ((rc = jr__op_batch_next(&it, &inner)) == 1) assert_same_op(&ops[i++], &inner);
+    int rc, got;
+    while (!(rc = jr__op_batch_next(&it, &inner, &got)) && got) assert_same_op(&ops[i++], &inner);
     ck_assert_int_eq(rc, 0);
     ck_assert_uint_eq(i, n);
     jr__buf_free(&b);

@@ -346,8 +346,8 @@ static uint8_t *frame_copy(jr_node *from, jr_node *to, size_t *len, int *request
     jr__msg m;
     jr__entry scratch[64];
     *requests = 0;
-    int rc;
-    while ((rc = jr__frame_next(&f, &m, scratch, 64)) == 1)
+    int rc, got;
+    while (!(rc = jr__frame_next(&f, &m, scratch, 64, &got)) && got)
         *requests += m.type == JR__MSG_NODE_REQUEST;
     ck_assert_int_eq(rc, 0);
     *len = b.len;

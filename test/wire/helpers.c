@@ -109,7 +109,7 @@ void tw_roundtrip(const jr__msg *msgs, size_t n)
     jr__entry *scratch = malloc(TW_CAP * sizeof *scratch);
     jr__msg m;
     for (size_t i = 0; i < n; i++) {
-        ck_assert_int_eq(jr__frame_next(&f, &m, scratch, TW_CAP), 1);
+        ck_assert_int_eq(tw_next(&f, &m, scratch, TW_CAP), 1);
         tw_assert_msg_eq(&msgs[i], &m);
         if (m.type == JR__MSG_APPEND && m.u.append.n) {
             /* zero copy: entry data points into the frame */
@@ -117,8 +117,8 @@ void tw_roundtrip(const jr__msg *msgs, size_t n)
             ck_assert(d >= b.data && d < b.data + b.len);
         }
     }
-    ck_assert_int_eq(jr__frame_next(&f, &m, scratch, TW_CAP), 0);
-    ck_assert_int_eq(jr__frame_next(&f, &m, scratch, TW_CAP), 0);
+    ck_assert_int_eq(tw_next(&f, &m, scratch, TW_CAP), 0);
+    ck_assert_int_eq(tw_next(&f, &m, scratch, TW_CAP), 0);
     ck_assert_int_eq(tw_check_canonical(b.data, b.len), 0);
     free(scratch);
     jr__buf_free(&b);
@@ -147,7 +147,7 @@ int tw_check_canonical(const uint8_t *data, size_t len)
         jr__frame_begin(&out, f.from, f.to);
         jr__msg m;
         int r;
-        while ((r = jr__frame_next(&f, &m, scratch, cap)) == 1) {
+        while ((r = tw_next(&f, &m, scratch, cap)) == 1) {
             if (m.type == JR__MSG_NODE_REQUEST) {
                 jr__frame_add_request(&out, f.rpc.id, f.rpc.kind, f.rpc.payload, f.rpc.len);
             } else if (m.type == JR__MSG_NODE_RESPONSE) {
@@ -267,4 +267,11 @@ jr_allocator tw_counting_allocator(tw_counter *c)
 {
     jr_allocator a = {JR_ALLOCATOR_VERSION, c, c_malloc, c_realloc, c_free};
     return a;
+}
+
+int tw_next(jr__frame *f, jr__msg *m, jr__entry *scratch, size_t cap)
+{
+    int got, rc = jr__frame_next(f, m, scratch, cap, &got);
+    ck_assert(!rc || !got);
+    return rc ? rc : got;
 }

@@ -20,7 +20,7 @@ static size_t hb_roundtrip(uint8_t type, uint64_t seq, const jr__hb_item *items,
     jr__frame f;
     ck_assert_int_eq(jr__frame_open(&f, b.data, b.len, TW_MAX), 0);
     jr__msg m;
-    ck_assert_int_eq(jr__frame_next(&f, &m, NULL, 0), 1);
+    ck_assert_int_eq(tw_next(&f, &m, NULL, 0), 1);
     ck_assert_uint_eq(m.type, type);
     ck_assert_uint_eq(m.group, 0);
     ck_assert_uint_eq(m.term, 0);
@@ -38,7 +38,7 @@ static size_t hb_roundtrip(uint8_t type, uint64_t seq, const jr__hb_item *items,
         ck_assert_uint_eq(it.index, items[i].index);
     }
     ck_assert_int_eq(jr__hb_next(&v, &it), 0);
-    ck_assert_int_eq(jr__frame_next(&f, &m, NULL, 0), 0);
+    ck_assert_int_eq(tw_next(&f, &m, NULL, 0), 0);
     ck_assert_int_eq(tw_check_canonical(b.data, b.len), 0);
     size_t len = b.len;
     jr__buf_free(&b);
@@ -125,15 +125,15 @@ START_TEST(heartbeats_and_raft_messages_share_a_frame)
     jr__frame f;
     jr__msg got;
     ck_assert_int_eq(jr__frame_open(&f, b.data, b.len, TW_MAX), 0);
-    ck_assert_int_eq(jr__frame_next(&f, &got, NULL, 0), 1);
+    ck_assert_int_eq(tw_next(&f, &got, NULL, 0), 1);
     tw_assert_msg_eq(&m[0], &got);
-    ck_assert_int_eq(jr__frame_next(&f, &got, NULL, 0), 1);
+    ck_assert_int_eq(tw_next(&f, &got, NULL, 0), 1);
     ck_assert_uint_eq(got.type, JR__MSG_NODE_HB);
     ck_assert_uint_eq(f.hb.seq, 9);
     ck_assert_uint_eq(f.hb.n, 2);
-    ck_assert_int_eq(jr__frame_next(&f, &got, NULL, 0), 1);
+    ck_assert_int_eq(tw_next(&f, &got, NULL, 0), 1);
     tw_assert_msg_eq(&m[1], &got);
-    ck_assert_int_eq(jr__frame_next(&f, &got, NULL, 0), 1);
+    ck_assert_int_eq(tw_next(&f, &got, NULL, 0), 1);
     ck_assert_uint_eq(got.type, JR__MSG_NODE_HB_RESP);
     ck_assert_uint_eq(f.hb.seq, 8);
     jr__hb_item it;
@@ -141,7 +141,7 @@ START_TEST(heartbeats_and_raft_messages_share_a_frame)
     ck_assert_uint_eq(it.group, 10);
     ck_assert_uint_eq(it.index, 100);
     ck_assert_int_eq(jr__hb_next(&f.hb, &it), 0);
-    ck_assert_int_eq(jr__frame_next(&f, &got, NULL, 0), 0);
+    ck_assert_int_eq(tw_next(&f, &got, NULL, 0), 0);
     jr__buf_free(&b);
 }
 END_TEST

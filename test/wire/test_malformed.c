@@ -351,11 +351,11 @@ START_TEST(entry_length_limit_and_scratch_capacity)
     jr__entry scratch[3];
     jr__msg m;
     f.max_entry = JR__FRAME_MAX_ENTRY;
-    ck_assert_int_eq(jr__frame_next(&f, &m, scratch, 2), JR_EMSGSIZE);
-    ck_assert_int_eq(jr__frame_next(&f, &m, scratch, 3), JR_EMSGSIZE);
+    ck_assert_int_eq(tw_next(&f, &m, scratch, 2), JR_EMSGSIZE);
+    ck_assert_int_eq(tw_next(&f, &m, scratch, 3), JR_EMSGSIZE);
 
     ck_assert_int_eq(jr__frame_open(&f, b.data, b.len, TW_MAX), 0);
-    ck_assert_int_eq(jr__frame_next(&f, &m, scratch, 3), 1);
+    ck_assert_int_eq(tw_next(&f, &m, scratch, 3), 1);
     ck_assert_uint_eq(m.u.append.n, 3);
     ck_assert_uint_eq(m.u.append.entries[0].index, 2);
     ck_assert_uint_eq(m.u.append.entries[2].index, 4);
@@ -363,9 +363,9 @@ START_TEST(entry_length_limit_and_scratch_capacity)
     ck_assert_uint_eq(m.u.append.entries[2].len, 1);
     ck_assert_uint_eq(m.from, TW_FROM);
     ck_assert_uint_eq(m.to, TW_TO);
-    ck_assert_int_eq(jr__frame_next(&f, &m, scratch, 3), 1);
+    ck_assert_int_eq(tw_next(&f, &m, scratch, 3), 1);
     ck_assert_uint_eq(m.type, JR__MSG_HEARTBEAT);
-    ck_assert_int_eq(jr__frame_next(&f, &m, scratch, 3), 0);
+    ck_assert_int_eq(tw_next(&f, &m, scratch, 3), 0);
     jr__buf_free(&b);
 }
 END_TEST

@@ -75,10 +75,10 @@ static void roundtrip(const rpc *rs, size_t n)
     ck_assert_uint_eq(f.max_rpc, JR__RPC_MAX_PAYLOAD);
     jr__msg m;
     for (size_t i = 0; i < n; i++) {
-        ck_assert_int_eq(jr__frame_next(&f, &m, NULL, 0), 1);
+        ck_assert_int_eq(tw_next(&f, &m, NULL, 0), 1);
         assert_rpc(&f, &m, &rs[i], &b);
     }
-    ck_assert_int_eq(jr__frame_next(&f, &m, NULL, 0), 0);
+    ck_assert_int_eq(tw_next(&f, &m, NULL, 0), 0);
     ck_assert_int_eq(tw_check_canonical(b.data, b.len), 0);
     jr__buf_free(&b);
 }
@@ -179,7 +179,7 @@ START_TEST(mixed_frame_validates_and_decodes_in_order)
     uint8_t types[32];
     size_t k = 0;
     int rc;
-    while ((rc = jr__frame_next(&f, &m, scratch, 8)) == 1) {
+    while ((rc = tw_next(&f, &m, scratch, 8)) == 1) {
         ck_assert_uint_lt(k, 32);
         types[k++] = m.type;
         if (k == 1) ck_assert_uint_eq(f.rpc.len, 9);
@@ -205,7 +205,7 @@ START_TEST(mixed_frame_validates_and_decodes_in_order)
     ck_assert_int_eq(jr__frame_end_sealed(&sealed, key, NULL), 0);
     ck_assert_int_eq(jr__frame_open_sealed(&f, sealed.data, sealed.len, TW_MAX, key, &plain), 0);
     ck_assert_int_eq(jr__frame_check(&f, 8), 0);
-    ck_assert_int_eq(jr__frame_next(&f, &m, scratch, 8), 1);
+    ck_assert_int_eq(tw_next(&f, &m, scratch, 8), 1);
     ck_assert_uint_eq(m.type, JR__MSG_NODE_REQUEST);
     ck_assert_uint_eq(f.rpc.id, 9);
     ck_assert_int_eq(memcmp(f.rpc.payload, (const uint8_t[]){1, 2, 3}, 3), 0);
@@ -238,26 +238,26 @@ START_TEST(unknown_kinds_and_extension_types_do_not_fail_the_frame)
     ck_assert_int_eq(jr__frame_open(&f, b.data, b.len, TW_MAX), 0);
     jr__entry scratch[4];
     jr__msg m;
-    ck_assert_int_eq(jr__frame_next(&f, &m, scratch, 4), 1);
+    ck_assert_int_eq(tw_next(&f, &m, scratch, 4), 1);
     ck_assert_uint_eq(m.group, 7);
-    ck_assert_int_eq(jr__frame_next(&f, &m, scratch, 4), 1);
+    ck_assert_int_eq(tw_next(&f, &m, scratch, 4), 1);
     ck_assert_uint_eq(m.type, JR__MSG_NODE_REQUEST);
     ck_assert_uint_eq(f.rpc.kind, JR__RPC_KIND_MAX + 1);
     ck_assert_uint_eq(f.rpc.len, 3);
-    ck_assert_int_eq(jr__frame_next(&f, &m, scratch, 4), 1);
+    ck_assert_int_eq(tw_next(&f, &m, scratch, 4), 1);
     ck_assert_uint_eq(m.type, 200);
     ck_assert_uint_eq(m.group, 0);
     ck_assert_uint_eq(f.ext.flags, 0x33);
     ck_assert_uint_eq(f.ext.len, 3);
     ck_assert_int_eq(memcmp(f.ext.payload, pay, 3), 0);
-    ck_assert_int_eq(jr__frame_next(&f, &m, scratch, 4), 1);
+    ck_assert_int_eq(tw_next(&f, &m, scratch, 4), 1);
     ck_assert_uint_eq(m.type, 255);
     ck_assert_uint_eq(f.ext.len, 0);
     ck_assert_ptr_null(f.ext.payload);
-    ck_assert_int_eq(jr__frame_next(&f, &m, scratch, 4), 1);
+    ck_assert_int_eq(tw_next(&f, &m, scratch, 4), 1);
     ck_assert_uint_eq(m.type, JR__MSG_HEARTBEAT);
     ck_assert_uint_eq(m.group, 8);
-    ck_assert_int_eq(jr__frame_next(&f, &m, scratch, 4), 0);
+    ck_assert_int_eq(tw_next(&f, &m, scratch, 4), 0);
     jr__buf_free(&b);
 }
 END_TEST
@@ -284,10 +284,10 @@ START_TEST(one_bad_rpc_fails_the_whole_mixed_frame)
     jr__entry scratch[8];
     jr__msg m;
     int rc, good = 0;
-    while ((rc = jr__frame_next(&f, &m, scratch, 8)) == 1) good++;
+    while ((rc = tw_next(&f, &m, scratch, 8)) == 1) good++;
     ck_assert_int_eq(rc, JR_ECORRUPT);
     ck_assert_int_gt(good, 10);
-    ck_assert_int_eq(jr__frame_next(&f, &m, scratch, 8), JR_ECORRUPT);
+    ck_assert_int_eq(tw_next(&f, &m, scratch, 8), JR_ECORRUPT);
     free(copy);
     jr__buf_free(&b);
     jr__buf_free(&t);
@@ -400,8 +400,8 @@ START_TEST(payload_limit_is_enforced)
     ck_assert_int_eq(jr__frame_check(&f, 0), 0);
     f.max_rpc = 999;
     ck_assert_int_eq(jr__frame_check(&f, 0), JR_EMSGSIZE);
-    ck_assert_int_eq(jr__frame_next(&f, &m, NULL, 0), JR_EMSGSIZE);
-    ck_assert_int_eq(jr__frame_next(&f, &m, NULL, 0), JR_EMSGSIZE); /* sticky */
+    ck_assert_int_eq(tw_next(&f, &m, NULL, 0), JR_EMSGSIZE);
+    ck_assert_int_eq(tw_next(&f, &m, NULL, 0), JR_EMSGSIZE); /* sticky */
     f.max_rpc = 10;
     ck_assert_int_eq(jr__frame_open(&f, b.data, b.len, TW_MAX), 0);
     ck_assert_uint_eq(f.max_rpc, JR__RPC_MAX_PAYLOAD); /* open resets the limit */
@@ -435,10 +435,10 @@ START_TEST(the_largest_payload_round_trips)
     jr__frame f;
     jr__msg m;
     ck_assert_int_eq(jr__frame_open(&f, b.data, b.len, (size_t)128 << 20), 0);
-    ck_assert_int_eq(jr__frame_next(&f, &m, NULL, 0), 1);
+    ck_assert_int_eq(tw_next(&f, &m, NULL, 0), 1);
     ck_assert_uint_eq(f.rpc.len, JR__RPC_MAX_PAYLOAD);
     ck_assert_uint_eq(f.rpc.payload[JR__RPC_MAX_PAYLOAD - 1], 0xab);
-    ck_assert_int_eq(jr__frame_next(&f, &m, NULL, 0), 0);
+    ck_assert_int_eq(tw_next(&f, &m, NULL, 0), 0);
     free(p);
     jr__buf_free(&b);
 }

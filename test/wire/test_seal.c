@@ -51,7 +51,7 @@ START_TEST(sealed_frames_roundtrip)
     jr__entry scratch[8];
     jr__msg m;
     size_t got = 0;
-    while (jr__frame_next(&f, &m, scratch, 8) == 1) got++;
+    while (tw_next(&f, &m, scratch, 8) == 1) got++;
     ck_assert_uint_eq(got, n);
 
     /* the plain decoder refuses it, and so does a wrong key */

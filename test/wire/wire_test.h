@@ -18,6 +18,9 @@
 
 /* A message of `type` from TW_FROM to TW_TO with every field zero. */
 jr__msg tw_msg(uint8_t type, uint64_t group, uint64_t term);
+/* jr__frame_next as 1 for a message, 0 at the end of the body, or its error (what the tests
+ * compare); checks that an error never comes with a message. */
+int tw_next(jr__frame *f, jr__msg *m, jr__entry *scratch, size_t cap);
 /* ck_asserts that a decoded message equals what was encoded (booleans compared as 0/1). */
 void tw_assert_msg_eq(const jr__msg *want, const jr__msg *got);
 /* Encodes msgs into one frame in b; asserts success and that jr__frame_msg_len is exact. */
