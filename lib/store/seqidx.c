@@ -1,10 +1,10 @@
 /* seqidx — the sparse sequence index of a message store (see seqidx.h). */
 #include "seqidx.h"
 
-#include <assert.h>
 #include <string.h>
 
 #include "util/alloc.h"
+#include "util/invariant.h"
 
 struct jr__seqleaf {
     uint32_t head, n, cap; /* entries v[head .. head + n) of cap */
@@ -28,6 +28,45 @@ static uint64_t leaf_first_seq(const jr__seqleaf *l)
 {
     return l->v[l->head].seq;
 }
+
+#if JR__INVARIANTS_ON
+/* The header's invariants around leaf li (after a change there): it is not empty, fits its
+ * capacity, its seqs strictly increase and lie between its neighbours', and its directory
+ * entry names its first seq; a small index is checked whole, with its count. */
+static void check_leaf(const jr__seqidx *x, size_t li)
+{
+    const jr__seqleaf *l = leaf_at(x, li);
+    JR__INVARIANT(l->n > 0 && l->head + l->n <= l->cap);
+    JR__INVARIANT(x->dir[x->dhead + li].first == leaf_first_seq(l));
+    for (uint32_t i = 1; i < l->n; i++)
+        JR__INVARIANT(l->v[l->head + i - 1].seq < l->v[l->head + i].seq);
+    if (li > 0) {
+        const jr__seqleaf *p = leaf_at(x, li - 1);
+        JR__INVARIANT(p->n > 0 && p->v[p->head + p->n - 1].seq < leaf_first_seq(l));
+    }
+    if (li + 1 < x->nleaves) {
+        const jr__seqleaf *q = leaf_at(x, li + 1);
+        JR__INVARIANT(q->n > 0 && l->v[l->head + l->n - 1].seq < leaf_first_seq(q));
+    }
+}
+
+static void check(const jr__seqidx *x, size_t li)
+{
+    if (x->nleaves <= 4) {
+        uint64_t count = 0;
+        for (size_t k = 0; k < x->nleaves; k++) {
+            check_leaf(x, k);
+            count += leaf_at(x, k)->n;
+        }
+        JR__INVARIANT(count == x->count);
+    } else if (li < x->nleaves) {
+        check_leaf(x, li);
+    }
+}
+#define CHECK(x, li) check(x, li)
+#else
+#define CHECK(x, li) ((void)0)
+#endif
 
 void jr__seqidx_init(jr__seqidx *x, const jr_allocator *a)
 {
@@ -159,7 +198,7 @@ static jr__seqleaf *leaf_append(jr__seqidx *x, uint32_t cap)
 int jr__seqidx_push(jr__seqidx *x, const jr__ent *e)
 {
     jr__seqleaf *l = x->nleaves ? leaf_at(x, x->nleaves - 1) : NULL;
-    assert(!l || l->v[l->head + l->n - 1].seq < e->seq);
+    JR__INVARIANT(!l || l->v[l->head + l->n - 1].seq < e->seq);
     if (l && l->head + l->n == l->cap) {
         if (l->n == JR__SEQIDX_LEAF) {
             l = NULL; /* full: a new leaf */
@@ -176,6 +215,7 @@ int jr__seqidx_push(jr__seqidx *x, const jr__ent *e)
     l->v[l->head + l->n++] = *e;
     if (l->n == 1) dir_refresh(x, x->nleaves - 1);
     x->count++;
+    CHECK(x, x->nleaves - 1);
     return 0;
 }
 
@@ -227,9 +267,8 @@ void jr__seqidx_remove(jr__seqidx *x, uint64_t seq)
 {
     jr__seqcur c;
     jr__ent *e = jr__seqidx_find_cur(x, seq, &c);
-    assert(e);
-    (void)e;
-    jr__seqidx_remove_at(x, &c);
+    JR__INVARIANT(e != NULL); /* the caller removes only what it holds */
+    if (e) jr__seqidx_remove_at(x, &c);
 }
 
 void jr__seqidx_remove_at(jr__seqidx *x, const jr__seqcur *c)
@@ -249,6 +288,7 @@ void jr__seqidx_remove_at(jr__seqidx *x, const jr__seqcur *c)
     if (l->n == 0) {
         jr__free(x->alloc, l);
         dir_remove(x, li);
+        CHECK(x, li < x->nleaves ? li : li - 1);
         return;
     }
     if (i == 0) dir_refresh(x, li);
@@ -256,12 +296,19 @@ void jr__seqidx_remove_at(jr__seqidx *x, const jr__seqcur *c)
         /* sparse: into a neighbour with room (the pair then holds at most 3/4 of a leaf) */
         const uint32_t room = JR__SEQIDX_LEAF * 3 / 4;
         if (li > 0 && leaf_at(x, li - 1)->n + l->n <= room) {
-            if (!merge_next(x, li - 1)) return;
+            if (!merge_next(x, li - 1)) {
+                CHECK(x, li - 1);
+                return;
+            }
         } else if (li + 1 < x->nleaves && leaf_at(x, li + 1)->n + l->n <= room) {
-            if (!merge_next(x, li)) return;
+            if (!merge_next(x, li)) {
+                CHECK(x, li);
+                return;
+            }
         }
     }
     if (l->cap > LEAF_MIN && l->n * 4 <= l->cap) (void)leaf_resize(x, li, l->cap / 2);
+    CHECK(x, li);
 }
 
 jr__ent *jr__seqidx_first(const jr__seqidx *x)

@@ -2,6 +2,7 @@
 #include "heap.h"
 
 #include "alloc.h"
+#include "invariant.h"
 
 void jr__heap_init(jr__heap *h, const jr_allocator *a)
 {
@@ -32,6 +33,32 @@ static void heap_set(jr__heap *h, size_t i, jr__heap_item it)
     it.t->slot = i;
 }
 
+#if JR__INVARIANTS_ON
+/* heap.h's invariants at slot i (where a change came to rest): its timer knows its slot and
+ * deadline, its seq was drawn, it is not before its parent and no child is before it; a small
+ * heap is checked whole. */
+static void check_at(const jr__heap *h, size_t i)
+{
+    const jr__heap_item *it = &h->items[i];
+    JR__INVARIANT(it->t->slot == i && it->t->deadline == it->deadline && it->seq < h->seq);
+    if (i > 0) JR__INVARIANT(!before(it, &h->items[(i - 1) / ARITY]));
+    for (size_t c = ARITY * i + 1; c < h->len && c <= ARITY * i + ARITY; c++)
+        JR__INVARIANT(!before(&h->items[c], it));
+}
+
+static void check(const jr__heap *h, size_t i)
+{
+    if (h->len <= 64) {
+        for (size_t k = 0; k < h->len; k++) check_at(h, k);
+    } else if (i < h->len) {
+        check_at(h, i);
+    }
+}
+#define CHECK(h, i) check(h, i)
+#else
+#define CHECK(h, i) ((void)0)
+#endif
+
 static void heap_up(jr__heap *h, size_t i)
 {
     jr__heap_item it = h->items[i];
@@ -42,6 +69,7 @@ static void heap_up(jr__heap *h, size_t i)
         i = p;
     }
     heap_set(h, i, it);
+    CHECK(h, i);
 }
 
 static void heap_down(jr__heap *h, size_t i)
@@ -59,6 +87,7 @@ static void heap_down(jr__heap *h, size_t i)
         i = m;
     }
     heap_set(h, i, it);
+    CHECK(h, i);
 }
 
 int jr__heap_arm(jr__heap *h, jr__timer *t, uint64_t deadline)
@@ -97,7 +126,10 @@ void jr__heap_cancel(jr__heap *h, jr__timer *t)
     size_t i = t->slot;
     t->slot = SIZE_MAX;
     h->len--;
-    if (i == h->len) return;
+    if (i == h->len) {
+        CHECK(h, 0);
+        return;
+    }
     jr__heap_item last = h->items[h->len];
     heap_set(h, i, last);
     if (i > 0 && before(&last, &h->items[(i - 1) / ARITY]))
