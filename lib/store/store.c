@@ -7,8 +7,9 @@
 #include <string.h>
 
 #include "store_int.h"
-#include "util/subject.h"
 #include "util/alloc.h"
+#include "util/invariant.h"
+#include "util/subject.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Small helpers
@@ -45,6 +46,58 @@ static inline uint64_t first_seq(const jr__store *s)
     const jr__ent *e = jr__seqidx_first(&s->idx);
     return e ? e->seq : s->last_seq + 1;
 }
+
+#if JR__INVARIANTS_ON
+/* store_int.h's invariants after a change (not while loading, which replays records in an order
+ * that passes through other states): the message count is the index's, subject sj's chain ends
+ * where its first and last say; a small store (at most 128 messages and 64 ranges) is checked
+ * whole: bytes, per-block and per-subject counts, every chain, and the deleted ranges. */
+static void store_check(const jr__store *s, uint32_t sj)
+{
+    if (s->loading) return;
+    JR__INVARIANT(s->msgs == s->idx.count);
+    const jr__ent *last = jr__seqidx_last(&s->idx);
+    JR__INVARIANT(!last || last->seq <= s->last_seq);
+    if (sj && s->subjects.v[sj].name) {
+        const jr__subj *x = jr__subjidx_get(&s->subjects, sj);
+        const jr__ent *f = ent(s, x->first), *l = ent(s, x->last);
+        JR__INVARIANT(x->count && f && l && f->subj == sj && l->subj == sj);
+        JR__INVARIANT(f->prev == 0 && l->next == 0 && (x->count > 1 || f == l));
+    }
+    if (s->msgs > 128 || s->nranges > 64) return;
+    uint64_t bytes = 0, n = 0;
+    jr__seqcur c;
+    for (const jr__ent *e = jr__seqidx_ceil(&s->idx, 0, &c); e; e = jr__seqidx_next(&s->idx, &c)) {
+        bytes += e->len;
+        n++;
+        const jr__subj *x = jr__subjidx_get(&s->subjects, e->subj);
+        JR__INVARIANT(x->name && x->first <= e->seq && e->seq <= x->last);
+        JR__INVARIANT(e->prev ? ent(s, e->prev)->next == e->seq : x->first == e->seq);
+        JR__INVARIANT(e->next ? ent(s, e->next)->prev == e->seq : x->last == e->seq);
+    }
+    JR__INVARIANT(n == s->msgs && bytes == s->bytes);
+    for (size_t i = 0; i < s->nblks; i++) {
+        uint64_t live = 0, lb = 0;
+        for (const jr__ent *e = jr__seqidx_ceil(&s->idx, 0, &c); e;
+             e = jr__seqidx_next(&s->idx, &c))
+            if (e->blk == s->blks[i].id) live++, lb += e->len;
+        JR__INVARIANT(live == s->blks[i].live && lb == s->blks[i].live_bytes);
+    }
+    uint64_t deleted = 0, lo = first_seq(s);
+    for (size_t i = 0; i < s->nranges; i++) {
+        const jr__seq_range *r = &s->ranges[i];
+        JR__INVARIANT(lo < r->lo && r->lo <= r->hi && r->hi <= s->last_seq);
+        JR__INVARIANT(!ent(s, r->lo) && !ent(s, r->hi));
+        deleted += r->hi - r->lo + 1;
+        lo = r->hi + 1; /* merged: the next range starts after a live seq */
+    }
+    JR__INVARIANT(deleted == s->ndeleted);
+    if (s->msgs) JR__INVARIANT(s->msgs + deleted == s->last_seq - first_seq(s) + 1);
+}
+#define STORE_CHECK(s, sj) store_check(s, sj)
+#else
+#define STORE_CHECK(s, sj) ((void)0)
+#endif
 
 int jr__store_live(const jr__store *s, uint64_t seq)
 {
@@ -261,6 +314,7 @@ static int remove_msg(jr__store *s, uint64_t seq, int tomb)
             }
         }
     }
+    if (!rc) STORE_CHECK(s, id);
     return rc;
 }
 
@@ -355,6 +409,7 @@ static int index_msg(jr__store *s, uint64_t seq, int64_t ts, uint32_t id, uint32
         if (!b->first) b->first = seq;
         b->last = seq;
     }
+    STORE_CHECK(s, id);
     return 0;
 }
 
@@ -575,6 +630,7 @@ int jr__store_open(const jr__store_config *cfg, jr__store **out, char *errmsg, s
         jr__store_close(s);
         return rc;
     }
+    STORE_CHECK(s, 0);
     *out = s;
     return 0;
 }
@@ -700,6 +756,7 @@ int jr__store_skip(jr__store *s, uint64_t upto)
     uint64_t lo = s->last_seq + 1;
     int rc = index_gap(s, upto);
     if (!rc) rc = tomb_del(s, lo, upto);
+    if (!rc) STORE_CHECK(s, 0);
     return rc;
 }
 
@@ -718,6 +775,7 @@ int jr__store_reset(jr__store *s, uint64_t first)
     s->nranges = 0;
     s->ndeleted = 0;
     s->durable = s->last_seq;
+    STORE_CHECK(s, 0);
     return 0;
 }
 
