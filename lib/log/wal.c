@@ -18,6 +18,7 @@
 
 #include "log/wal_int.h"
 #include "util/alloc.h"
+#include "util/invariant.h"
 
 #define DEFAULT_SEGMENT ((uint64_t)64 << 20)
 #define DEFAULT_INTERVAL ((uint64_t)100 * 1000 * 1000)
@@ -204,6 +205,30 @@ int jr__wal_rotate(jr__wal *w, const uint8_t *extra, size_t n)
     return 0;
 }
 
+#if JR__INVARIANTS_ON
+/* wal_int.h's invariants where the WAL is open and nothing is staged (after open and after a
+ * flush that succeeded): segments ascending, the last one current, nothing pending to roll
+ * back; for a WAL of at most 256 groups, each group holds no recovery state and, unless dropped
+ * or damaged, its log ends at or above its compaction marker. */
+static void wal_check(const jr__wal *w)
+{
+    JR__INVARIANT(!w->failed && !w->recovering && w->nsegs > 0 && w->cur != NULL);
+    JR__INVARIANT(w->cur_base <= w->cur_size && w->stage.len == 0 && w->mark_len == 0);
+    for (size_t i = 1; i < w->nsegs; i++) JR__INVARIANT(w->segs[i].seq > w->segs[i - 1].seq);
+    for (size_t i = 0; i < w->nsegs; i++) JR__INVARIANT(w->segs[i].tab.len <= w->segs[i].tab.cap);
+    if (w->groups.len > 256) return;
+    for (size_t i = 0; i < w->groups.cap; i++) {
+        if (!w->groups.slots[i].key) continue;
+        const jr__walgrp *g = w->groups.slots[i].val;
+        JR__INVARIANT(g->id == w->groups.slots[i].key && g->r == NULL);
+        JR__INVARIANT(!g->has_compact || g->dropped || g->damaged || g->last_index >= g->cindex);
+    }
+}
+#define WAL_CHECK(w) wal_check(w)
+#else
+#define WAL_CHECK(w) ((void)0)
+#endif
+
 int jr__wal_open(const jr__wal_config *cfg, const jr__wal_replay *replay, jr__wal **out)
 {
     *out = NULL;
@@ -241,6 +266,7 @@ int jr__wal_open(const jr__wal_config *cfg, const jr__wal_replay *replay, jr__wa
     }
     w->last_sync = 0;
     jr__wal_gc(w);
+    WAL_CHECK(w);
     *out = w;
     return 0;
 }
@@ -496,6 +522,7 @@ int jr__wal_flush(jr__wal *w, uint64_t now, int *durable)
         }
     }
     if (synced && w->gc_wanted) jr__wal_gc(w);
+    WAL_CHECK(w);
     *durable = !w->unsynced;
     return 0;
 }

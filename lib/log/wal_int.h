@@ -3,8 +3,11 @@
  * (open-time scan and replay) and gc.c (segment tables and deletion).
  *
  * Invariants:
- *  - segs[0..nsegs) are the segment files on disk, ascending and consecutive by seq; the last
- *    one is the current segment (open as w->cur, w->cur_size bytes, all of them written);
+ *  - segs[0..nsegs) are the segment files on disk, ascending by seq (consecutive unless
+ *    recovery found one missing, which damages the groups it held); the last one is the
+ *    current segment (open as w->cur, w->cur_size bytes, all of them written);
+ *  - a group that is neither dropped nor damaged has last_index >= cindex when it has a
+ *    compaction marker;
  *  - each group's "written" state (gseq, last_index, hs, compaction, damaged, dropped) is the
  *    result of every record written so far, in log order; next_gseq also counts staged ones;
  *  - segs[i].tab maps each live group with entries in segment i to the largest index among
