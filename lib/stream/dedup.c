@@ -7,6 +7,7 @@
 #include "stream/op.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
+#include "util/invariant.h"
 
 void jr__dedup_init(jr__dedup *d, const jr_allocator *a, size_t max)
 {
@@ -37,6 +38,36 @@ static size_t slot_of(const jr__dedup *d, uint64_t hash)
 {
     return (size_t)hash & (d->tcap - 1);
 }
+
+#if JR__INVARIANTS_ON
+/* dedup.h's invariants after a change: count within max and the table's load; entry e (the one
+ * just inserted, or NULL) is found by its id and is the ring's newest; a window of at most 64
+ * entries is checked whole: the table holds exactly the ring's entries, ids valid and unique,
+ * timestamps in ring order, bytes the sum of the id lengths. */
+static void check(const jr__dedup *d, const jr__dedup_entry *e)
+{
+    JR__INVARIANT(d->count <= d->max && d->count <= d->cap && d->count * 2 <= d->tcap);
+    if (e) {
+        JR__INVARIANT(jr__dedup_find(d, e->id, e->len) == e);
+        JR__INVARIANT(jr__dedup_at(d, d->count - 1) == e);
+    }
+    if (d->count > 64) return;
+    uint64_t bytes = 0;
+    size_t slots = 0;
+    for (size_t i = 0; i < d->count; i++) {
+        const jr__dedup_entry *x = jr__dedup_at(d, i);
+        JR__INVARIANT(x->len >= 1 && x->len <= JR__OP_MSG_ID_MAX);
+        JR__INVARIANT(jr__dedup_find(d, x->id, x->len) == x); /* present, and unique */
+        if (i) JR__INVARIANT(jr__dedup_at(d, i - 1)->ts <= x->ts);
+        bytes += x->len;
+    }
+    for (size_t i = 0; i < d->tcap; i++) slots += d->table[i].e != NULL;
+    JR__INVARIANT(bytes == d->bytes && slots == d->count);
+}
+#define CHECK(d, e) check(d, e)
+#else
+#define CHECK(d, e) ((void)0)
+#endif
 
 const jr__dedup_entry *jr__dedup_find(const jr__dedup *d, const char *id, size_t len)
 {
@@ -141,6 +172,7 @@ void jr__dedup_commit(jr__dedup *d, jr__dedup_entry *e, uint64_t seq, int64_t ts
     d->count++;
     d->bytes += e->len;
     table_put(d->table, d->tcap, e);
+    CHECK(d, e);
 }
 
 void jr__dedup_abort(jr__dedup *d, jr__dedup_entry *e)
@@ -156,10 +188,12 @@ void jr__dedup_expire(jr__dedup *d, int64_t now, uint64_t window)
         if (now < e->ts || (uint64_t)(now - e->ts) < window) break;
         pop_oldest(d);
     }
+    CHECK(d, NULL);
 }
 
 void jr__dedup_set_max(jr__dedup *d, size_t max)
 {
     d->max = max ? max : JR__DEDUP_DEFAULT_MAX;
     while (d->count > d->max) pop_oldest(d);
+    CHECK(d, NULL);
 }
