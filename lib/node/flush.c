@@ -27,9 +27,11 @@
  * only an iteration with records to write makes one. The path of a proposal (its entries
  * written, then committed and applied) takes one iteration, since the commit it makes writes
  * nothing (stage()); a second write in one flush comes only from work the applies of the first
- * produced (a snapshot's compaction marker, a new leader's first entry, the commit of a group
- * that applies only durable commits). Callbacks of completed requests run at the very end
- * (jr__node_drain), when no list is being walked.
+ * produced (a new leader's first entry, the commit of a group that applies only durable
+ * commits). A snapshot's compaction marker makes no write of its own: a group whose only record
+ * would be its marker is held out of the batch (hold_markers) until an iteration writes anyway
+ * or the marker has waited a heartbeat interval. Callbacks of completed requests run at the very
+ * end (jr__node_drain), when no list is being walked.
  */
 #include "node/node.h"
 #include "node/rpc.h"
@@ -119,17 +121,22 @@ static uint64_t apply_limit(const jr_group *g)
     return upto;
 }
 
-/* Would stage() stage anything for the group? */
-static int needs_write(jr_group *g)
+/* Would stage() stage anything for the group besides its compaction marker? */
+static int needs_write_besides_marker(jr_group *g)
 {
     uint64_t from, to;
     jr__hardstate hs;
-    if (g->marker_pending) return 1;
     /* a commit-only change of the hard state is nothing to write (it waits for the group's
      * next record) unless the group applies only durable commits */
     int hs_changed = jr__raft_unpersisted(g->raft, &from, &to, &hs);
     if (hs_changed == 2 || (hs_changed && g->durable_apply) || from <= to) return 1;
     return from <= g->persisted || g->cut_from; /* a cut to record, even with nothing else */
+}
+
+/* Would stage() stage anything for the group? */
+static int needs_write(jr_group *g)
+{
+    return g->marker_pending || needs_write_besides_marker(g);
 }
 
 /* Does the group have anything a flush should do? */
@@ -138,6 +145,52 @@ static int has_work(jr_group *g, int callbacks)
     if (needs_write(g)) return 1;
     if (!callbacks || g->closed) return 0;
     return apply_limit(g) > g->applied;
+}
+
+/* A compaction marker is written ahead of the group's next record, or alone once it has waited
+ * a heartbeat interval: it only lets the WAL drop segments the snapshot covers, so nothing waits
+ * for it, and a snapshot taken while proposals flow costs no write and no sync of its own. */
+static uint64_t marker_due(const jr_node *n, const jr_group *g)
+{
+    return jr__deadline(g->marker_at, n->heartbeat_ns);
+}
+
+/* Would a flush of g write nothing but its compaction marker, before that is due? */
+static int marker_waits(const jr_node *n, jr_group *g, int callbacks)
+{
+    if (!g->marker_pending || g->closed || n->now >= marker_due(n, g)) return 0;
+    if (needs_write_besides_marker(g)) return 0;
+    return !callbacks || apply_limit(g) <= g->applied;
+}
+
+/* Moves the groups of the ready list whose marker waits (marker_waits) to n->held, where they
+ * stay in_ready: work they gain meanwhile is theirs when they are released. */
+static void hold_markers(jr_node *n, int callbacks)
+{
+    for (jr_group **pp = &n->ready; *pp;) {
+        jr_group *g = *pp;
+        if (marker_waits(n, g, callbacks)) {
+            *pp = g->ready_next;
+            g->ready_next = n->held;
+            n->held = g;
+        } else {
+            pp = &g->ready_next;
+        }
+    }
+}
+
+/* Puts the held groups back on the ready list; *due gets the earliest time a marker among them
+ * must be written (UINT64_MAX: none held). */
+static void release_held(jr_node *n, uint64_t *due)
+{
+    *due = UINT64_MAX;
+    while (n->held) {
+        jr_group *g = n->held;
+        n->held = g->ready_next;
+        g->ready_next = n->ready;
+        n->ready = g;
+        if (g->marker_pending && marker_due(n, g) < *due) *due = marker_due(n, g);
+    }
 }
 
 /* Completes the head of g's pending queue for every op at or below `index` (entry term t). */
@@ -304,6 +357,7 @@ int jr__node_flush(jr_node *n, int callbacks)
     jr__rpc_recent_expire(n);
     if (n->upper) n->upper->before_flush(n); /* e.g. stream leaders propose their batches */
     for (int iter = 0; iter < MAX_ITERATIONS; iter++) {
+        hold_markers(n, callbacks);
         jr_group *batch = n->ready;
         n->ready = NULL;
         if (!batch && !n->dirty_peers && !wal_due(n)) break;
@@ -325,6 +379,21 @@ int jr__node_flush(jr_node *n, int callbacks)
                 jr__node_err(n, err, "cannot stage WAL records: %s", jr_strerror(err));
                 break;
             }
+        }
+        /* the held markers ride along with a write that happens anyway */
+        if (!err && n->held && jr__wal_pending(n->wal)) {
+            jr_group **tail = &batch;
+            while (*tail) tail = &(*tail)->flush_next;
+            while (!err && n->held) {
+                jr_group *g = n->held;
+                n->held = g->ready_next;
+                g->in_ready = 0;
+                g->flush_next = NULL;
+                *tail = g;
+                tail = &g->flush_next;
+                err = stage(n, g, &vote);
+            }
+            if (err) jr__node_err(n, err, "cannot stage WAL records: %s", jr_strerror(err));
         }
         /* 3. one write + one sync for everything */
         if (!err && wal_due(n)) {
@@ -351,6 +420,8 @@ int jr__node_flush(jr_node *n, int callbacks)
              * wrote nothing and stays usable); any other failure is the WAL's end. */
             jr__wal_rollback(n->wal);
             jr__peer_discard_all(n);
+            uint64_t due;
+            release_held(n, &due);
             for (jr_group *g = batch; g; g = g->flush_next) jr__group_ready(g);
             n->retry_at = jr__deadline(n->now, n->heartbeat_ns); /* back off, not spin */
             if (err != JR_ENOMEM) step_down_all(n);
@@ -382,9 +453,13 @@ int jr__node_flush(jr_node *n, int callbacks)
     }
     /* What the applies deferred: replicas created or removed, stores opened or destroyed. */
     if (n->neffects && !n->closing) jr__node_run_effects(n);
-    /* Work produced after the last sync (step 6) waits for the next flush; ask for it. */
+    /* Work produced after the last sync (step 6) waits for the next flush; ask for it. Held
+     * markers wait for the next call's write, or their due time. */
     n->retry_at = 0;
     if (n->ready || n->dirty_peers || jr__wal_pending(n->wal)) jr__node_want_tick(n);
+    uint64_t due;
+    release_held(n, &due);
+    if (due != UINT64_MAX && !n->want_tick) n->retry_at = due;
     if (callbacks) jr__node_drain(n);
     return 0;
 }

@@ -72,6 +72,12 @@ static void unready(jr_group *g)
     for (jr_group **pp = &g->node->ready; *pp; pp = &(*pp)->ready_next)
         if (*pp == g) {
             *pp = g->ready_next;
+            g->in_ready = 0;
+            return;
+        }
+    for (jr_group **pp = &g->node->held; *pp; pp = &(*pp)->ready_next)
+        if (*pp == g) {
+            *pp = g->ready_next;
             break;
         }
     g->in_ready = 0;
@@ -161,6 +167,7 @@ static uint64_t mix_seed(uint64_t a, uint64_t b)
 void jr__group_mark_snapshot(jr_group *g, uint64_t index, uint64_t term)
 {
     if (g->marker_pending && g->marker_index >= index) return;
+    if (!g->marker_pending) g->marker_at = g->node->now;
     g->marker_pending = 1;
     g->marker_index = index;
     g->marker_term = term;

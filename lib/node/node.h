@@ -159,6 +159,8 @@ struct jr_group {
     uint8_t marker_pending;      /* the WAL must learn of snapshot marker_index before any later
                                     record of this group (see jr__group_mark_snapshot) */
     uint64_t marker_index, marker_term;
+    uint64_t marker_at; /* when marker_pending was set: a marker alone waits for a write, at most
+                           a heartbeat interval (flush.c hold_markers) */
     uint8_t in_ready;
     uint8_t closed;
     uint8_t damaged;    /* lost data: never votes, never campaigns (see group.c) */
@@ -228,6 +230,8 @@ struct jr_node {
     uint64_t ngroups;    /* open groups */
     jr__heap timers;     /* the node's one timer heap: every group's, and the upper layer's */
     jr_group *ready;     /* groups with work for the next flush */
+    jr_group *held;      /* during a flush: ready groups whose only write is a compaction
+                            marker not due yet (flush.c hold_markers; still in_ready) */
     jr__map stashes;     /* id -> jr__stash* (recovered, not yet opened) */
     uint8_t all_damaged; /* the WAL reported damage it could not attribute */
     uint8_t wal_lost;    /* the node's mark is in wal_dir but no WAL segment is (recover.c):
@@ -255,7 +259,8 @@ struct jr_node {
     /* entry/exit */
     int depth;               /* nesting of public entry points */
     uint8_t want_tick;       /* work is pending: deadline is now */
-    uint64_t retry_at;       /* after a failed flush: ready work waits until then */
+    uint64_t retry_at;       /* ready work waits until then: after a failed flush, or when
+                                only held compaction markers are ready (flush.c) */
     uint8_t close_requested; /* jr_node_close called from inside a callback */
     uint8_t closing;
     uint64_t now;   /* host->now() at the current entry point */

@@ -84,14 +84,30 @@ void t_host_free(t_host *h)
     h->vfs = h->inner = NULL;
 }
 
+static int is_wal(const t_cvfs *c, const jr_file *f)
+{
+    for (size_t i = 0; i < sizeof c->wal / sizeof c->wal[0]; i++)
+        if (c->wal[i] == f) return 1;
+    return 0;
+}
 static int c_open(void *ctx, const char *path, int flags, jr_file **out)
 {
     t_cvfs *c = ctx;
-    return c->inner->open(c->inner->ctx, path, flags, out);
+    int rc = c->inner->open(c->inner->ctx, path, flags, out);
+    size_t n = strlen(path);
+    if (!rc && n > 4 && strcmp(path + n - 4, ".wal") == 0)
+        for (size_t i = 0; i < sizeof c->wal / sizeof c->wal[0]; i++)
+            if (!c->wal[i]) {
+                c->wal[i] = *out;
+                break;
+            }
+    return rc;
 }
 static int c_close(void *ctx, jr_file *f)
 {
     t_cvfs *c = ctx;
+    for (size_t i = 0; i < sizeof c->wal / sizeof c->wal[0]; i++)
+        if (c->wal[i] == f) c->wal[i] = NULL;
     return c->inner->close(c->inner->ctx, f);
 }
 static int c_pread(void *ctx, jr_file *f, void *buf, size_t len, uint64_t off, size_t *nread)
@@ -103,6 +119,7 @@ static int c_pwrite(void *ctx, jr_file *f, const void *buf, size_t len, uint64_t
 {
     t_cvfs *c = ctx;
     c->writes++;
+    c->wal_writes += is_wal(c, f);
     int rc = c->inner->pwrite(c->inner->ctx, f, buf, len, off);
     if (rc == 0) {
         c->bytes += len;
@@ -114,6 +131,7 @@ static int c_sync(void *ctx, jr_file *f)
 {
     t_cvfs *c = ctx;
     c->syncs++;
+    c->wal_syncs += is_wal(c, f);
     return c->inner->sync(c->inner->ctx, f);
 }
 static int c_size(void *ctx, jr_file *f, uint64_t *out)

@@ -10,7 +10,10 @@
  *  - a group that applies only durable commits (jr__group_durable_apply, the meta group) pays a
  *    second write and sync for its commit (in the same call) and never applies beyond its
  *    durable commit index;
- *  - what the lagging durable commit index leaves out is applied again after a restart.
+ *  - what the lagging durable commit index leaves out is applied again after a restart;
+ *  - a snapshot taken while proposals flow costs no WAL write or sync of its own: its compaction
+ *    marker rides along with the group's next record, or is written alone once it has waited a
+ *    heartbeat interval with nothing else to write.
  * Raw groups on memfs under a counting vfs, frames delivered by hand, on a manual clock.
  */
 #include <check.h>
@@ -41,18 +44,19 @@ static node_fx fx[3];
 static unsigned nfx;
 static uint64_t max_per_call = 1; /* WAL writes and syncs one call may make */
 
-/* One call into node i, checked: at most one WAL write and one sync. */
+/* One call into node i, checked: at most one WAL write and one WAL sync (a snapshot's own file
+ * is written and synced apart). */
 #define CALL(i, expr)                                                                              \
     do {                                                                                           \
         node_fx *f_ = &fx[i];                                                                      \
-        uint64_t w_ = f_->c.writes, s_ = f_->c.syncs;                                              \
+        uint64_t w_ = f_->c.wal_writes, s_ = f_->c.wal_syncs;                                      \
         int rc_ = (expr);                                                                          \
         ck_assert_int_eq(rc_, 0);                                                                  \
         f_->calls++;                                                                               \
-        ck_assert_msg(f_->c.writes - w_ <= max_per_call, "node %u: %llu writes in one call",       \
-                      (unsigned)(i), (unsigned long long)(f_->c.writes - w_));                     \
-        ck_assert_msg(f_->c.syncs - s_ <= max_per_call, "node %u: %llu syncs in one call",         \
-                      (unsigned)(i), (unsigned long long)(f_->c.syncs - s_));                      \
+        ck_assert_msg(f_->c.wal_writes - w_ <= max_per_call, "node %u: %llu writes in one call",   \
+                      (unsigned)(i), (unsigned long long)(f_->c.wal_writes - w_));                 \
+        ck_assert_msg(f_->c.wal_syncs - s_ <= max_per_call, "node %u: %llu syncs in one call",     \
+                      (unsigned)(i), (unsigned long long)(f_->c.wal_syncs - s_));                  \
     } while (0)
 
 static void fx_open(unsigned i, const char *const *peers, size_t npeers)
@@ -63,7 +67,41 @@ static void fx_open(unsigned i, const char *const *peers, size_t npeers)
     ck_assert_int_eq(t_group(&f->h, GROUP, peers, npeers, &f->fsm, &f->g), 0);
 }
 
-static void setup(unsigned n)
+static int snap_write(void *ctx, jr_snapshot_writer *w)
+{
+    t_fsm *f = ctx;
+    return jr_snapshot_write(w, &f->last, sizeof f->last);
+}
+
+static int snap_restore(void *ctx, uint64_t index, const void *data, size_t len)
+{
+    t_fsm *f = ctx;
+    if (len != sizeof f->last) return JR_ECORRUPT;
+    memcpy(&f->last, data, len);
+    f->applied = index;
+    return 0;
+}
+
+/* As fx_open, with an fsm that takes a snapshot every `every` applied entries. */
+static void fx_open_snap(unsigned i, const char *const *peers, size_t npeers, uint64_t every)
+{
+    node_fx *f = &fx[i];
+    ck_assert_int_eq(t_open(&f->h, peers[i], peers, npeers, NULL), 0);
+    t_fsm_init(&f->fsm);
+    f->fsm.ops.snapshot = snap_write;
+    f->fsm.ops.restore = snap_restore;
+    jr_group_config gc;
+    jr_group_config_init(&gc);
+    gc.id = GROUP;
+    gc.voters = peers;
+    gc.nvoters = npeers;
+    gc.fsm = &f->fsm.ops;
+    gc.snapshot_entries = every;
+    ck_assert_int_eq(jr_group_open(f->h.node, &gc, &f->g), 0);
+}
+
+/* n nodes; snapshot_every 0: the counting fsm without snapshots */
+static void setup_snap(unsigned n, uint64_t snapshot_every)
 {
     memset(fx, 0, sizeof fx);
     nfx = n;
@@ -72,8 +110,16 @@ static void setup(unsigned n)
     for (unsigned i = 0; i < n; i++) {
         t_host_init(&fx[i].h);
         t_cvfs_wrap(&fx[i].c, &fx[i].h);
-        fx_open(i, peers, n);
+        if (snapshot_every)
+            fx_open_snap(i, peers, n, snapshot_every);
+        else
+            fx_open(i, peers, n);
     }
+}
+
+static void setup(unsigned n)
+{
+    setup_snap(n, 0);
 }
 
 static void teardown(void)
@@ -222,6 +268,86 @@ START_TEST(r3_leader_and_followers_one_write_and_one_sync_per_acknowledged_propo
 }
 END_TEST
 
+/* Proposals one at a time, each made by the completion of the one before (as a publisher with
+ * one message in flight does). */
+typedef struct chain {
+    jr_group *g;
+    int left, acked, failed;
+} chain;
+
+static void on_chain(void *arg, int status, uint64_t index)
+{
+    chain *c = arg;
+    (void)index;
+    c->acked++;
+    if (status) c->failed++;
+    if (c->left > 0) {
+        c->left--;
+        if (jr_group_propose(c->g, "chained", 7, on_chain, c)) c->failed++;
+    }
+}
+
+static uint64_t snapshot_index(unsigned i)
+{
+    jr_group_status st = {.size = sizeof st};
+    ck_assert_int_eq(jr_group_status_get(fx[i].g, &st), 0);
+    return st.snapshot_index;
+}
+
+START_TEST(snapshots_taken_while_proposals_flow_cost_no_wal_write_of_their_own)
+{
+    unsigned n = _i ? 3 : 1;
+    setup_snap(n, 10);
+    int l = elect();
+    uint64_t w0[3], s0[3];
+    for (unsigned i = 0; i < n; i++) {
+        w0[i] = fx[i].c.wal_writes;
+        s0[i] = fx[i].c.wal_syncs;
+    }
+    chain c = {fx[l].g, N - 1, 0, 0};
+    ck_assert_int_eq(jr_group_propose(c.g, "chained", 7, on_chain, &c), 0);
+    pump();
+    ck_assert_int_eq(c.acked, N);
+    ck_assert_int_eq(c.failed, 0);
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t w = fx[i].c.wal_writes - w0[i], s = fx[i].c.wal_syncs - s0[i];
+        ck_assert_msg(snapshot_index(i) >= N - 20, "node %u took no snapshot (at %llu)", i,
+                      (unsigned long long)snapshot_index(i));
+        /* a follower writes the last entry's commit with no entry: the snapshot it takes after
+         * applying it waits, and so does nothing else */
+        ck_assert_msg(
+            w == N && s == N, "node %u (%s): %llu WAL writes and %llu syncs for %d proposals", i,
+            (int)i == l ? "leader" : "follower", (unsigned long long)w, (unsigned long long)s, N);
+    }
+    /* A few more, one at a time, until the leader's last apply took a snapshot: its marker
+     * waits. */
+    int extra = 0;
+    while (!fx[l].g->marker_pending && extra < 20) propose_one(l, extra++);
+    ck_assert(fx[l].g->marker_pending);
+    int pending[3];
+    for (unsigned i = 0; i < n; i++) {
+        pending[i] = fx[i].g->marker_pending;
+        ck_assert_uint_eq(fx[i].c.wal_writes - w0[i], (uint64_t)(N + extra));
+    }
+    /* Idle: a waiting marker is written alone within a heartbeat interval, once. A follower
+     * may take one more snapshot when a heartbeat brings it the last commit: its marker is
+     * written alone too. Then nothing more. */
+    advance(200 * MS);
+    uint64_t idle[3];
+    for (unsigned i = 0; i < n; i++) {
+        idle[i] = fx[i].c.wal_writes - w0[i];
+        ck_assert(!fx[i].g->marker_pending);
+        uint64_t want = (uint64_t)(N + extra + pending[i]);
+        ck_assert_msg((int)i == l ? idle[i] == want : idle[i] == want || idle[i] == want + 1,
+                      "node %u: %llu WAL writes once idle, %llu expected", i,
+                      (unsigned long long)idle[i], (unsigned long long)want);
+    }
+    advance(200 * MS);
+    for (unsigned i = 0; i < n; i++) ck_assert_uint_eq(fx[i].c.wal_writes - w0[i], idle[i]);
+    teardown();
+}
+END_TEST
+
 START_TEST(a_durable_apply_group_writes_its_commit_before_applying)
 {
     setup(1);
@@ -248,6 +374,8 @@ int main(void)
     tcase_add_test(t, r1_one_write_and_one_sync_per_acknowledged_proposal);
     tcase_add_test(t, r3_leader_and_followers_one_write_and_one_sync_per_acknowledged_proposal);
     tcase_add_test(t, a_durable_apply_group_writes_its_commit_before_applying);
+    tcase_add_loop_test(t, snapshots_taken_while_proposals_flow_cost_no_wal_write_of_their_own, 0,
+                        2);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
