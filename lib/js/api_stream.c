@@ -45,6 +45,7 @@
 #include "stream/subject.h"
 #include "util/abi.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 /* Copies a NUL-terminated name into dst (cap bytes), truncating. */
 static void copy_name(char *dst, size_t cap, const char *src)
@@ -88,7 +89,7 @@ static uint64_t attempt_timeout(const jr__req *r)
         uint64_t a = 2 * n->election_ns;
         return left < a ? left : a;
     }
-    return left + r->js->timeout_ns + n->election_ns;
+    return jr__deadline(jr__deadline(left, r->js->timeout_ns), n->election_ns);
 }
 
 /* Routing -----------------------------------------------------------------------------------*/
@@ -111,7 +112,7 @@ static void on_rpc(jr_node *n, void *arg, int status, int answered, const uint8_
 static void wait_retry(jr__req *r)
 {
     jr_node *n = r->js->n;
-    uint64_t at = n->now + n->heartbeat_ns;
+    uint64_t at = jr__deadline(n->now, n->heartbeat_ns);
     jr__js_timer_arm(r->js, &r->timer, at < r->deadline ? at : r->deadline);
 }
 
@@ -175,7 +176,8 @@ void jr__req_route(jr__req *r)
     if (r->resend)
         jr__js_timer_cancel(js, &r->timer); /* the call's own timeout bounds the wait now */
     else
-        jr__js_timer_arm(js, &r->timer, n->now + n->election_ns); /* watch the leader */
+        jr__js_timer_arm(js, &r->timer,
+                         jr__deadline(n->now, n->election_ns)); /* watch the leader */
 }
 
 /* Names the leaders r lost on its way, for its final message ("" if none). */
@@ -267,11 +269,11 @@ static void watch(jr__req *r)
     jr__peer *p = jr__peer_find(n, r->target);
     uint64_t seen = p && p->last_heard > r->sent_at ? p->last_heard : r->sent_at;
     uint64_t e = n->election_ns;
-    if (n->now < seen + e) {
-        jr__js_timer_arm(js, &r->timer, seen + e);
+    if (n->now < jr__deadline(seen, e)) {
+        jr__js_timer_arm(js, &r->timer, jr__deadline(seen, e));
         return;
     }
-    if (p && n->now < seen + 2 * e) {
+    if (p && n->now < jr__deadline(seen, 2 * e)) {
         if (r->pinged_at < seen) {
             uint8_t b[16];
             jr__buf pl = {b, 0, sizeof b, 0, NULL};
@@ -282,7 +284,7 @@ static void watch(jr__req *r)
                 0)
                 r->pinged_at = n->now;
         }
-        jr__js_timer_arm(js, &r->timer, seen + 2 * e);
+        jr__js_timer_arm(js, &r->timer, jr__deadline(seen, 2 * e));
         return;
     }
     leader_gone(r, 1);

@@ -9,6 +9,7 @@
 #include "js/js.h"
 #include "node/rpc.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 #include "util/checksum.h"
 #include "util/container.h"
 
@@ -104,7 +105,7 @@ static void req_recycle(jr__req *r)
 void jr__req_start(jr__req *r, uint64_t timeout_ns)
 {
     jr__js *js = r->js;
-    r->deadline = js->n->now + timeout_ns;
+    r->deadline = jr__deadline(js->n->now, timeout_ns);
     r->prev = NULL;
     r->next = js->reqs;
     if (js->reqs) js->reqs->prev = r;
@@ -269,7 +270,7 @@ void jr__js_before_flush(jr_node *n)
     if (n->now >= js->scratch_at) {
         jr__buf_release(&js->scratch, JR__SCRATCH_KEEP);
         jr__buf_release(&js->scratch2, JR__SCRATCH_KEEP);
-        js->scratch_at = n->now + 1000000000ull;
+        js->scratch_at = jr__deadline(n->now, 1000000000ull);
     }
     jr__srep_flush_all(js);
 }

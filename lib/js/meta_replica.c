@@ -47,6 +47,7 @@
 #include "js/js.h"
 #include "node/rpc.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 #include "util/checksum.h"
 
 /* The meta group snapshots every META_SNAPSHOT_ENTRIES entries, or as many as the most streams
@@ -489,7 +490,7 @@ void jr__mnode_send(jr__req *r)
     const char *leader = jr__mnode_leader(js, &self);
     if (!leader) {
         r->state = 0;
-        retry_at(r, n->now + n->heartbeat_ns);
+        retry_at(r, jr__deadline(n->now, n->heartbeat_ns));
         return;
     }
     r->saw_leader = 1;
@@ -504,7 +505,7 @@ void jr__mnode_send(jr__req *r)
     jr__peer *p = jr__peer_find_name(n, leader);
     if (!p) {
         r->state = 0;
-        retry_at(r, n->now + n->heartbeat_ns);
+        retry_at(r, jr__deadline(n->now, n->heartbeat_ns));
         return;
     }
     r->target = p->id;
@@ -517,7 +518,7 @@ void jr__mnode_send(jr__req *r)
         if (rc == JR_EMSGSIZE)
             jr__req_finish(r, rc, "request does not fit in a frame (max_frame_bytes)");
         else
-            retry_at(r, n->now + n->heartbeat_ns);
+            retry_at(r, jr__deadline(n->now, n->heartbeat_ns));
     }
 }
 
@@ -532,7 +533,7 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
         uint64_t index = jr__rd_varint(&rd), term = jr__rd_varint(&rd);
         if (rd.err || index == 0) {
             r->state = 0;
-            retry_at(r, n->now + n->heartbeat_ns);
+            retry_at(r, jr__deadline(n->now, n->heartbeat_ns));
             return;
         }
         r->sent = 1;
@@ -564,7 +565,7 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
             r->unsure = 1;
         r->state = 0;
         if (status == JR_ECLOSED && js->closing) return;
-        retry_at(r, n->now + (r->unanswered ? 0 : n->heartbeat_ns));
+        retry_at(r, jr__deadline(n->now, r->unanswered ? 0 : n->heartbeat_ns));
         return;
     default: {
         /* A refusal by the leader's check or placement: final (JR_EBUSY too: a peer change of
@@ -681,11 +682,11 @@ static void meta_tick(jr__js *js, jr__jtimer *t)
     if (js->meta_failed) return;
     int self;
     if (jr__mnode_leader(js, &self) && !facts_current(js) &&
-        (!js->info_sent || n->now >= js->info_sent + 4 * n->election_ns))
+        (!js->info_sent || n->now >= jr__deadline(js->info_sent, 4 * n->election_ns)))
         send_server_info(js);
     if (js->converge_failed || (!js->meta_replayed && jr__mnode_replayed(js)))
         jr__mnode_converge(js);
-    jr__js_timer_arm(js, &js->meta_timer, n->now + n->election_ns / 2);
+    jr__js_timer_arm(js, &js->meta_timer, jr__deadline(n->now, n->election_ns / 2));
 }
 
 /* Convergence -----------------------------------------------------------------------------*/

@@ -23,6 +23,7 @@
 #include "js/js.h"
 #include "node/rpc.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 /* Entries a member may trail the leader's log and still count as caught up (a window in
  * flight). */
@@ -50,7 +51,8 @@ static void memb_done(void *arg, int status)
     jr__srep *r = jr__srep_find(js, o->group);
     if (r && r->mw && r->mw->serial == o->serial) {
         r->mw->serial = 0;
-        if (!js->closing) jr__srep_due(r, js->n->now + (status == 0 ? 0 : js->n->heartbeat_ns));
+        if (!js->closing)
+            jr__srep_due(r, jr__deadline(js->n->now, status == 0 ? 0 : js->n->heartbeat_ns));
     }
     jr__free(js->n->alloc, o);
 }
@@ -95,7 +97,9 @@ static int member_ready(jr__srep *r, jr__id id, uint64_t peers_at)
     jr_node *n = js->n;
     jr__membwork *w = r->mw;
     jr__memb_probe *pr = probe_find(w, id);
-    if (pr && pr->ready && pr->peers_at >= peers_at && n->now <= pr->at + n->election_ns) return 1;
+    if (pr && pr->ready && pr->peers_at >= peers_at &&
+        n->now <= jr__deadline(pr->at, n->election_ns))
+        return 1;
     if (w->rpc_id) return 0;
     uint8_t b[24];
     jr__buf out = {b, 0, sizeof b, 0, NULL};
@@ -151,7 +155,7 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
 {
     jr__js *js = r->js;
     jr_node *n = js->n;
-    uint64_t soon = n->now + n->heartbeat_ns;
+    uint64_t soon = jr__deadline(n->now, n->heartbeat_ns);
     int busy = jr__meta_stream_busy(s);
     if (!busy && conf_is(r, s)) {
         jr__srep_memb_free(r);
@@ -201,7 +205,7 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
         /* A quiet group counts nobody it did not hear from when it went quiet, and an empty
          * new member never speaks first: if the node of a member still catching up is heard
          * from while the group is quiet, wake the group (any entry does) so it probes it. */
-        if (jr__raft_quiet(raft) && n->now >= w->woken_at + n->election_ns) {
+        if (jr__raft_quiet(raft) && n->now >= jr__deadline(w->woken_at, n->election_ns)) {
             for (uint32_t i = 0; i < c->n; i++) {
                 jr__peer *pp = jr__peer_find(n, m[i].id);
                 if (m[i].caught_up || !pp || !pp->last_heard ||
@@ -217,7 +221,8 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
     if (x.step == JR__MEMB_CONVERGED) {
         /* the committed configuration is the assignment (ready: the entries of earlier terms,
          * configurations included, are committed; ours completed before serial cleared) */
-        if (busy && (!w->reported_at || n->now >= w->reported_at + 2 * n->election_ns)) {
+        if (busy &&
+            (!w->reported_at || n->now >= jr__deadline(w->reported_at, 2 * n->election_ns))) {
             w->reported_at = n->now;
             /* with the floor a replica joining later starts from: this term and the commit
              * (an entry every later leader holds) */

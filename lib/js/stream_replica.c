@@ -40,6 +40,7 @@
 
 #include "js/js.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 #include "util/container.h"
 #include "util/checksum.h"
 
@@ -158,7 +159,7 @@ static void flush_one(jr__srep *r)
     p->rep = r;
     p->index = index;
     p->term = term;
-    p->deadline = n->now + js->timeout_ns;
+    p->deadline = jr__deadline(n->now, js->timeout_ns);
     p->head = r->whead;
     p->tail = r->wtail;
     p->listed = 1;
@@ -541,14 +542,14 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
 {
     jr__srep *r = JR__CONTAINER_OF(t, jr__srep, timer);
     jr_node *n = js->n;
-    uint64_t soon = n->now + n->election_ns / 2, next = UINT64_MAX;
+    uint64_t soon = jr__deadline(n->now, n->election_ns / 2), next = UINT64_MAX;
     if (r->cu) {
         jr__catchup_step(r);
         next = soon;
     }
     if (n->now >= r->next_sync) {
         jr__srep_sync(r);
-        r->next_sync = n->now + SYNC_NS;
+        r->next_sync = jr__deadline(n->now, SYNC_NS);
     }
     if (!r->failed && jr__stream_fsm_applied(r->fsm) != r->synced && r->next_sync < next)
         next = r->next_sync;
@@ -562,7 +563,7 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
             if (n->now >= r->next_tick) {
                 jr__srep_stage_tick(r);
                 uint64_t every = age / 4 > MIN_TICK_NS ? age / 4 : MIN_TICK_NS;
-                r->next_tick = n->now + every;
+                r->next_tick = jr__deadline(n->now, every);
             }
             if (r->next_tick < next) next = r->next_tick;
         }
@@ -580,8 +581,7 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
         jr__srep_memb_free(r);
         /* watch for leadership while a peer change is under way: a new leader resumes it */
         const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);
-        if (s && jr__meta_stream_busy(s) && n->now + n->election_ns / 2 < next)
-            next = n->now + n->election_ns / 2;
+        if (s && jr__meta_stream_busy(s) && soon < next) next = soon;
         r->cfg_pending = 0; /* a new leader logs it again if it got lost */
         if (!r->cfg_in_log ||
             !jr__stream_config_equal(jr__stream_fsm_config_get(r->fsm), &r->as->cfg->c))
@@ -746,7 +746,7 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
         return rc;
     }
     jr__map_del(&js->hints, r->group);
-    r->next_sync = n->now + SYNC_NS;
+    r->next_sync = jr__deadline(n->now, SYNC_NS);
     jr__js_timer_arm(js, &r->timer, n->now);
     return 0;
 }

@@ -271,7 +271,8 @@ void jr__rpc_recent_expire(jr_node *n)
     for (size_t i = 0; i < n->rpc_origins.cap; i++) {
         origin *o = n->rpc_origins.slots[i].val;
         if (!n->rpc_origins.slots[i].key || !o->cap) continue;
-        while (o->first != o->next && slot_of(o, o->first)->at + JR__RPC_KEEP_NS <= n->now)
+        while (o->first != o->next &&
+               jr__deadline(slot_of(o, o->first)->at, JR__RPC_KEEP_NS) <= n->now)
             forget_oldest(n, o);
         if (o->first == o->next) origin_shrink(n, o);
     }
