@@ -844,9 +844,9 @@ static size_t max_payload(const jr_node *n)
     return n->max_payload;
 }
 
-/* Fills po from the header block and opts (opts win). 0 or JR_EINVAL with r finished. */
-/* An optional string option of a publish: absent (NULL) or 1..max bytes. On a bad length the
- * request finishes with JR_EINVAL naming the option and 1 is returned. */
+/* An optional string option of a publish: absent (NULL: 0, *out untouched) or 1..max bytes
+ * (0, *out and *out_len set). On a bad length r finishes with JR_EINVAL naming the option, and
+ * JR_EINVAL is returned. */
 static int opt_string(jr__req *r, const char *what, const char *v, size_t max, const char **out,
                       size_t *out_len)
 {
@@ -854,13 +854,14 @@ static int opt_string(jr__req *r, const char *what, const char *v, size_t max, c
     size_t l = strlen(v);
     if (l == 0 || l > max) {
         jr__req_finish(r, JR_EINVAL, "%s: must be 1..%zu bytes", what, max);
-        return 1;
+        return JR_EINVAL;
     }
     *out = v;
     *out_len = l;
     return 0;
 }
 
+/* Fills po from the header block and opts (opts win). 0 or JR_EINVAL with r finished. */
 static int pub_options(jr__req *r, const void *hdr, size_t hdr_len, const jr_pub_opts *opts,
                        jr__pub_opts *po)
 {
@@ -876,12 +877,14 @@ static int pub_options(jr__req *r, const void *hdr, size_t hdr_len, const jr_pub
     jr_pub_opts o;
     jr_pub_opts_init(&o);
     memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
-    if (opt_string(r, "msg_id", o.msg_id, JR__OP_MSG_ID_MAX, &po->msg_id, &po->msg_id_len) ||
-        opt_string(r, "expected_stream", o.expected_stream, JR_STREAM_NAME_MAX,
-                   &po->expected_stream, &po->expected_stream_len) ||
-        opt_string(r, "expected_last_msg_id", o.expected_last_msg_id, JR__OP_MSG_ID_MAX,
-                   &po->expected_last_msg_id, &po->expected_last_msg_id_len))
-        return JR_EINVAL;
+    int rc = opt_string(r, "msg_id", o.msg_id, JR__OP_MSG_ID_MAX, &po->msg_id, &po->msg_id_len);
+    if (rc == 0)
+        rc = opt_string(r, "expected_stream", o.expected_stream, JR_STREAM_NAME_MAX,
+                        &po->expected_stream, &po->expected_stream_len);
+    if (rc == 0)
+        rc = opt_string(r, "expected_last_msg_id", o.expected_last_msg_id, JR__OP_MSG_ID_MAX,
+                        &po->expected_last_msg_id, &po->expected_last_msg_id_len);
+    if (rc != 0) return rc;
     if (o.msg_id) po->flags |= JR__PUB_MSG_ID;
     if (o.expected_stream) po->flags |= JR__PUB_EXPECT_STREAM;
     if (o.expected_last_msg_id) po->flags |= JR__PUB_EXPECT_LAST_MSG_ID;

@@ -108,12 +108,12 @@ void jr__node_enter(jr_node *n)
 
 static void node_destroy(jr_node *n, int flush);
 
-int jr__node_leave(jr_node *n)
+void jr__node_leave(jr_node *n)
 {
-    if (--n->depth > 0) return 0;
+    if (--n->depth > 0) return;
     if (n->close_requested && !n->closing) {
         node_destroy(n, 1);
-        return 1;
+        return;
     }
     uint64_t d = jr__node_next_deadline(n);
     if (n->rearm || d != n->armed) {
@@ -121,7 +121,6 @@ int jr__node_leave(jr_node *n)
         n->armed = d;
         if (n->host.arm) n->host.arm(n->host.ctx, d);
     }
-    return 0;
 }
 
 /* Open / close -----------------------------------------------------------------------------*/

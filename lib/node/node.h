@@ -377,10 +377,10 @@ void jr__node_log(jr_node *n, int level, const char *fmt, ...)
 #endif
     ;
 /* Public entry points bracket their work with enter/leave. enter refreshes n->now. leave, at the
- * outermost level only, performs a deferred close or re-arms the host. It returns 1 if the node
- * was closed (the caller must not touch it), else 0. */
+ * outermost level only, performs a close requested from inside a callback (n is freed then) or
+ * re-arms the host; a public entry point calls it last and returns without touching n again. */
 void jr__node_enter(jr_node *n);
-int jr__node_leave(jr_node *n);
+void jr__node_leave(jr_node *n);
 /* Asks for a tick as soon as possible (work was queued outside a flush). */
 void jr__node_want_tick(jr_node *n);
 /* The earliest time the node needs jr_node_tick(). */
