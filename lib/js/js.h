@@ -1,8 +1,11 @@
 /*
  * js — the JetStream layer on a node: the meta group every server runs, the server's local
  * stream replicas, the requests it serves for other servers, and the public stream API. It sits
- * above the node core (lib/node), whose services it uses (groups, effects, timers, RPCs:
- * node/rpc.h), and below nothing but the public API.
+ * above the node core (lib/node) and below nothing but the public API. Of the core it sees only
+ * node/services.h (test/abi/layering.sh holds it to that): it registers its hooks there
+ * (jr__js_open) and uses the core's services — groups, effects, timers, completion records,
+ * RPCs, peers and the node's facts and clock — through handles whose structures stay the
+ * core's.
  *
  * Files of this module (lib/js/):
  *   js.c              lifecycle (open/close), the layer's timers, request records, deferred
@@ -43,7 +46,7 @@
 #include <stdint.h>
 
 #include "meta/meta_state.h"
-#include "node/node.h"
+#include "node/services.h"
 #include "stream/clock.h"
 #include "stream/fsm.h"
 #include "wire/frame.h"
@@ -245,6 +248,12 @@ struct jr__srep {
 
 struct jr__js {
     jr_node *n;
+    /* the node's facts (services.h; constant from open on) */
+    const jr_allocator *alloc;
+    const char *name; /* this server's name */
+    jr__id self;      /* and its id */
+    uint64_t election_ns, heartbeat_ns;
+    jr__node_facts facts; /* all of them: limits, vfs, seed, the host's wall clock */
     char *cluster;
     char **tags;
     size_t ntags;
@@ -252,9 +261,7 @@ struct jr__js {
     char *store_dir;
     uint64_t capacity;
     uint32_t max_assets;
-    uint64_t timeout_ns;         /* request_timeout_ms */
-    uint64_t (*wall)(void *ctx); /* the host's wall clock (jr_host.wall, version 2); NULL: none */
-    void *wall_ctx;
+    uint64_t timeout_ns;       /* request_timeout_ms */
     uint64_t snapshot_entries; /* of stream groups (a knob for tests; default 4096) */
     jr__rand rand;
     uint8_t closing;
@@ -298,19 +305,22 @@ static inline jr__route jr__route_local(jr__req *r)
 
 /* js.c --------------------------------------------------------------------------------------*/
 
-/* Hooks the node calls (node.c, flush.c). */
 /* Opens the stream layer for node n with its config (after WAL recovery): creates the meta
- * group and converges to what its recovered state holds. 0, JR_EINVAL (bad config), JR_ENOMEM
- * or a group/store error. */
+ * group, converges to what its recovered state holds, and registers the layer's hooks with the
+ * node (services.h "The seam"). 0, JR_EINVAL (bad config), JR_ENOMEM or a group/store error. */
 int jr__js_open(jr_node *n, const jr_node_config *cfg);
-/* Fails every outstanding request with JR_ECLOSED (callbacks run before it returns), closes the
- * replicas' stores (flush = 0: abandons them, as a crash would) and frees the layer. Called after
- * the node detached its groups and drained its completions. */
-void jr__js_close(jr_node *n, int flush);
-/* Proposes what leaders staged during this call (from the start of jr__node_flush). */
-void jr__js_before_flush(jr_node *n);
-/* A node-level message of the frame being dispatched (requests and responses; others ignored). */
-void jr__js_request(jr_node *n, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
+/* The layer on node n (NULL: streams are not enabled there, or it closes). */
+jr__js *jr__js_of(const jr_node *n);
+/* The hooks the node calls (registered by jr__js_open; services.h "The seam"):
+ *  - close: fails every outstanding request with JR_ECLOSED (callbacks run before it returns),
+ *    closes the replicas' stores (flush = 0: abandons them, as a crash would) and frees the
+ *    layer. Called after the node detached its groups and drained its completions;
+ *  - before_flush: proposes what leaders staged during this call;
+ *  - request: another server's request, dispatched by kind;
+ *  - role_changed: jr__srep_role_changed. */
+void jr__js_close(jr__js *js, int flush);
+void jr__js_before_flush(jr__js *js);
+void jr__js_request(jr__js *js, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
                     size_t len);
 
 /* Timers. */

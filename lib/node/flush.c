@@ -252,8 +252,8 @@ static void step_down_all(jr_node *n)
     jr__peer_send_all(n, 0); /* TIMEOUT_NOW and the like need nothing durable */
 }
 
-/* Step 7 for one group: tells the stream layer when the group's role changed since the last
- * flush that saw it (a stream replica's leader duties wait for it, js.h). Every role change
+/* Step 7 for one group: tells the layer above when the group's role changed since the last
+ * flush that saw it (e.g. a stream replica's leader duties wait for it). Every role change
  * passes through a flush: a new term or an election's first entry is durable state, and a
  * timer-driven step-down puts the group on the ready list (jr__group_tick). */
 static void role_seen(jr_node *n, jr_group *g)
@@ -262,7 +262,7 @@ static void role_seen(jr_node *n, jr_group *g)
     if (lead == g->was_leader) return;
     g->was_leader = lead;
     if (lead) jr__live_leads(g);
-    if (n->upper) n->upper->role_changed(n, g->id);
+    if (n->upper_tab) n->upper_tab->role_changed(n->upper, g->id);
 }
 
 static int wal_due(const jr_node *n)
@@ -302,7 +302,7 @@ int jr__node_flush(jr_node *n, int callbacks)
     int err = 0;
     if (n->nretiring && !n->closing) jr__node_release_retired(n); /* no list is walked yet */
     jr__rpc_recent_expire(n);
-    if (n->upper) n->upper->before_flush(n); /* e.g. stream leaders propose their batches */
+    if (n->upper_tab) n->upper_tab->before_flush(n->upper); /* e.g. stream leaders' batches */
     for (int iter = 0; iter < MAX_ITERATIONS; iter++) {
         jr_group *batch = n->ready;
         n->ready = NULL;

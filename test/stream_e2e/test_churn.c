@@ -14,6 +14,7 @@
 
 #include "e2e.h"
 #include "js/js.h"
+#include "node/node.h"
 
 /* A counting allocator: live bytes and blocks of the nodes (the fixture and its simulated disks
  * use the C library's allocator, so the WAL's and stores' bytes on the "disk" do not count). */
@@ -78,7 +79,7 @@ static void node_alloc(void *arg, unsigned i, jr_node_config *cfg)
 static void meta_snapshots(uint64_t every)
 {
     for (unsigned i = 0; i < 3; i++)
-        if (e2e_node(&c, i)) e2e_node(&c, i)->js->meta->snapshot_entries = every;
+        if (e2e_node(&c, i)) jr__js_of(e2e_node(&c, i))->meta->snapshot_entries = every;
 }
 
 static void setup(void)
@@ -143,7 +144,7 @@ START_TEST(deleted_streams_leave_nothing_in_memory)
     for (unsigned i = 0; i < 3; i++) {
         ck_assert_uint_eq(held(i, &stashes), 1); /* the meta group only */
         ck_assert_uint_eq(stashes, 0);
-        ck_assert_ptr_null(e2e_node(&c, i)->js->rep_list);
+        ck_assert_ptr_null(jr__js_of(e2e_node(&c, i))->rep_list);
     }
     fprintf(stderr, "churn: 40 streams created and deleted: %zu -> %zu bytes, %zu -> %zu blocks\n",
             base, cnt.bytes, base_blocks, cnt.blocks);
@@ -187,7 +188,7 @@ static void holds_nothing(unsigned i)
     size_t stashes;
     ck_assert_uint_eq(held(i, &stashes), 1);
     ck_assert_uint_eq(stashes, 0);
-    ck_assert_ptr_null(e2e_node(&c, i)->js->rep_list);
+    ck_assert_ptr_null(jr__js_of(e2e_node(&c, i))->rep_list);
     ck_assert_uint_eq(e2e_meta_streams(&c, i), 0);
 }
 
@@ -219,7 +220,7 @@ START_TEST(a_crash_right_after_a_deletion_leaves_no_stash_behind)
     /* n2 snapshots its meta state at every entry, so that the deletions are in a durable
      * snapshot before the WAL learns that the groups are gone (their DROP is staged by the
      * next flush): crash in between */
-    e2e_node(&c, 2)->js->meta->snapshot_entries = 1;
+    jr__js_of(e2e_node(&c, 2))->meta->snapshot_entries = 1;
     static e2e_res r[3];
     memset(r, 0, sizeof r);
     for (int i = 0; i < 3; i++) {
