@@ -654,9 +654,8 @@ static void rep_unlink(jr__srep *r)
 int jr__srep_create(jr__js *js, const jr__meta_stream *s)
 {
     jr_node *n = js->n;
-    /* Released a moment ago (removed, then added back by an op applied in the same flush):
-     * its group goes at the next flush's start; create it afresh after that (the caller
-     * converges again later). */
+    /* Destroyed a moment ago and its WAL DROP waits for memory: create it afresh once the DROP
+     * is staged (the caller converges again later). */
     if (jr__node_group_retiring(n, s->group)) return JR_EBUSY;
     if (!jr__node_group_known(n, s->group)) {
         /* A replica new on this server: nothing of its group is durable here, so no store can
@@ -792,11 +791,12 @@ void jr__srep_leave(jr__srep *r, int purge)
         if (rc != 0)
             jr__node_log(n, JR_LOG_WARN, "stream '%s': its store could not be removed: %s", r->name,
                          jr_strerror(rc));
-        if (jr__node_group_destroy(n, r->group) != 0)
+        rc = jr__node_group_destroy(n, r->group);
+        if (rc != 0)
             jr__node_log(n, JR_LOG_WARN,
-                         "stream '%s': out of memory: its group %" PRIu64
-                         " stays dormant until the node closes",
-                         r->name, r->group);
+                         "stream '%s': its group %" PRIu64
+                         " could not be released (%s): its log stays in the WAL until a restart",
+                         r->name, r->group, jr_strerror(rc));
     } else {
         jr__stream_fsm_close(r->fsm);
     }
@@ -826,7 +826,7 @@ int jr__srep_sweep_stashes(jr__js *js)
             continue;
         }
         if (jr__node_group_destroy(n, id) != 0) {
-            rc = JR_ENOMEM;
+            rc = JR_ENOMEM; /* converge again later */
             continue;
         }
         if (s) {

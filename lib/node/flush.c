@@ -300,9 +300,10 @@ void jr__node_run_effects(jr_node *n)
 int jr__node_flush(jr_node *n, int callbacks)
 {
     int err = 0;
-    if (n->nretiring && !n->closing) jr__node_release_retired(n); /* no list is walked yet */
+    if (n->nretiring && !n->closing) jr__node_retry_drops(n); /* DROPs that waited */
     jr__rpc_recent_expire(n);
     if (n->upper_tab) n->upper_tab->before_flush(n->upper); /* e.g. stream leaders' batches */
+    n->flushing = 1;
     for (int iter = 0; iter < MAX_ITERATIONS; iter++) {
         jr_group *batch = n->ready;
         n->ready = NULL;
@@ -354,6 +355,7 @@ int jr__node_flush(jr_node *n, int callbacks)
             for (jr_group *g = batch; g; g = g->flush_next) jr__group_ready(g);
             n->retry_at = jr__deadline(n->now, n->heartbeat_ns); /* back off, not spin */
             if (err != JR_ENOMEM) step_down_all(n);
+            n->flushing = 0;
             return err;
         }
         /* 4. durable (called for every group of the batch: it also releases batched sends) */
@@ -380,6 +382,7 @@ int jr__node_flush(jr_node *n, int callbacks)
         }
         if (!callbacks) break;
     }
+    n->flushing = 0;
     /* What the applies deferred: replicas created or removed, stores opened or destroyed. */
     if (n->neffects && !n->closing) jr__node_run_effects(n);
     /* Work produced after the last sync (step 6) waits for the next flush; ask for it. */

@@ -14,6 +14,7 @@
  *   snapshot.c  taking, storing, sending, receiving and installing snapshots
  *               (the snapshot file format is lib/log/snapfile.h)
  *   rpc.c       node-to-node requests and responses for the layer above (rpc.h)
+ *   retire.c    destroying a group for the layer above (services.h "Group destruction")
  *   api_group.c the public raw-group API (jr_group_*)
  *   services.h  the seam with the layer above: the table it registers and the core's services
  *               to it (groups, effects, timers, completions, RPCs, facts and peers)
@@ -254,9 +255,10 @@ struct jr_node {
     uint64_t retry_at;       /* after a failed flush: ready work waits until then */
     uint8_t close_requested; /* jr_node_close called from inside a callback */
     uint8_t closing;
-    uint64_t now;   /* host->now() at the current entry point */
-    uint64_t armed; /* last value given to host->arm (UINT64_MAX: none) */
-    int rearm;      /* a tick consumed the host's timer: arm again on leaving */
+    uint8_t flushing; /* a flush iteration walks its batch (jr__node_flush's loop) */
+    uint64_t now;     /* host->now() at the current entry point */
+    uint64_t armed;   /* last value given to host->arm (UINT64_MAX: none) */
+    int rearm;        /* a tick consumed the host's timer: arm again on leaving */
 
     jr__node_hooks hooks;
     jr_node_stats stats;
@@ -281,7 +283,7 @@ struct jr_node {
      * and its pointer, which the core only hands back. */
     const jr__upper *upper_tab;
     void *upper;
-    uint64_t *retiring; /* groups destroyed, released at the next flush's start (retire.c) */
+    uint64_t *retiring; /* groups destroyed whose WAL DROP waits for memory (retire.c) */
     size_t nretiring, retiring_cap;
     struct jr__effect *effects; /* deferred by applies, run after the flush loop (flush.c) */
     size_t neffects, effects_cap;
@@ -299,8 +301,9 @@ struct jr__effect {
 };
 /* Runs the queued effects, after the flush loop. */
 void jr__node_run_effects(jr_node *n);
-/* Releases the groups destroyed since the last call (the start of jr__node_flush). */
-void jr__node_release_retired(jr_node *n);
+/* Stages the WAL DROPs of destroyed groups that waited for memory (the start of
+ * jr__node_flush). */
+void jr__node_retry_drops(jr_node *n);
 
 /* node.c ------------------------------------------------------------------------------------*/
 

@@ -197,11 +197,15 @@ int jr__group_peer_damaged(const jr_group *g, jr__id peer);
 void jr__group_durable_apply(jr_group *g);
 
 /* Group destruction (retire.c):
- *  - jr__node_group_destroy(n, id): the caller has detached the group (jr__group_detach) if it
- *    was open; its snapshot files are removed now; at the start of the next flush its core is
- *    freed, any recovery stash dropped and a WAL DROP staged (nothing of it is written after).
- *    0, or JR_ENOMEM: then the DROP is staged at once and the group stays dormant until close;
- *  - jr__node_group_retiring(n, id): 1 while id waits for that release (do not recreate it yet);
+ *  - jr__node_group_destroy(n, id): releases the group at once — its snapshot files removed,
+ *    its raft core freed, any recovery stash dropped and a WAL DROP staged (nothing of it is
+ *    written after). The caller has detached it (jr__group_detach) if it was open. Not while a
+ *    flush iteration walks its batch (from an apply or the role_changed hook: queue an effect,
+ *    below); that, or an open group, is JR_EMISUSE and changes nothing. 0, or JR_ENOMEM: the
+ *    DROP could not be staged nor queued for later, and the group's records stay in the WAL
+ *    until a restart finds them (jr__node_unopened_groups);
+ *  - jr__node_group_retiring(n, id): 1 while id's DROP waits for memory (it is staged again at
+ *    the start of every flush): do not recreate the group yet;
  *  - jr__node_group_known(n, id): 1 if this node holds state of id (open, or recovered and not
  *    yet opened);
  *  - jr__node_unopened_groups(n, lo, hi, &ids, &count): the recovered groups in [lo, hi) that

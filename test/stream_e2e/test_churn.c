@@ -218,7 +218,8 @@ START_TEST(a_crash_right_after_a_deletion_leaves_no_stash_behind)
 {
     make_d(3);
     /* n2 snapshots its meta state at every entry, so that the deletions are in a durable
-     * snapshot before the WAL learns that the groups are gone (their DROP is staged by the
+     * snapshot before the WAL learns that the groups are gone (their DROPs, staged when the
+     * groups are released after the flush that applied the deletions, are written by the
      * next flush): crash in between */
     jr__js_of(e2e_node(&c, 2))->meta->snapshot_entries = 1;
     static e2e_res r[3];
@@ -229,13 +230,15 @@ START_TEST(a_crash_right_after_a_deletion_leaves_no_stash_behind)
         ck_assert_int_eq(jr_stream_delete(e2e_node(&c, 0), name, e2e_admin_cb, &r[i]), 0);
     }
     ck_assert_int_eq(jr_sim_run_until(c.sim, d_gone_on_n2, NULL, 10 * SEC), 0);
-    ck_assert_uint_gt(e2e_node(&c, 2)->nretiring, 0); /* released at the next flush */
+    ck_assert_uint_eq(e2e_node(&c, 2)->groups.len, 1); /* released: only the meta group left */
+    ck_assert_uint_gt(jr__wal_pending(e2e_node(&c, 2)->wal), 0); /* their DROPs not written */
     ck_assert_int_eq(jr_sim_crash(c.sim, 2), 0);
     ck_assert_int_eq(e2e_restart(&c, 2), 0);
     /* the groups' logs came back as stashes; the meta snapshot says the streams are gone, so
-     * they are on their way out (released at the first flush) */
-    ck_assert_uint_eq(e2e_node(&c, 2)->stashes.len, 3);
-    ck_assert_uint_eq(e2e_node(&c, 2)->nretiring, 3);
+     * the open released them (their DROPs staged, written by the first flush) */
+    ck_assert_uint_eq(e2e_node(&c, 2)->stashes.len, 0);
+    ck_assert_uint_eq(e2e_node(&c, 2)->groups.len, 1);
+    ck_assert_uint_gt(jr__wal_pending(e2e_node(&c, 2)->wal), 0);
     ck_assert_int_ge(e2e_wait_meta(&c, 3, 20 * SEC), 0);
     jr_sim_run_for(c.sim, 2 * SEC);
     holds_nothing(2);
