@@ -54,6 +54,8 @@
 #define JR__META_GROUP_ID (JR_GROUP_ID_HOST_MAX + 1)
 #define JR__FIRST_STREAM_GROUP_ID (JR_GROUP_ID_HOST_MAX + 2)
 #define JR__JS_MSG_MAX 512 /* longest message a request carries back */
+_Static_assert(JR__JS_MSG_MAX <= JR__RPC_KEEP,
+               "a write's answer (an error text at most) is repeated to a duplicate");
 /* Bytes a stream entry holds beyond one message's headers and data: the op and batch framing,
  * the longest subject, msg ids and stream name. */
 #define JR__JS_ENTRY_OVERHEAD                                                                      \
@@ -402,15 +404,16 @@ void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s, const jr__
 /* Creates (or joins) the local replica of assignment s: a stream whose peer set never changed
  * bootstraps its group with those peers as voters; otherwise the group exists and this server
  * joins it empty (jr_group_open's join mode), waiting for the leader to add it. 0, JR_EBUSY
- * (the group's release is pending: try again after the next flush), or an error (logged). */
+ * (the group was destroyed and its WAL DROP waits for memory: try again later), or an error
+ * (logged). */
 int jr__srep_create(jr__js *js, const jr__meta_stream *s);
 /* The assignment changed: take its config and peers. */
 void jr__srep_update(jr__srep *r, const jr__meta_stream *s);
 /* Removes the local replica; with purge = 1 (the stream was deleted, or this server left it)
- * its messages and snapshots are deleted too, and its Raft group is released: detached now,
- * then freed and dropped from the WAL at the start of the next flush (the node core's
- * jr__node_group_destroy), so that neither its raft core nor the WAL's record of it outlives
- * the stream. */
+ * its messages and snapshots are deleted too, and its Raft group is released at once (the node
+ * core's jr__node_group_destroy: freed, and dropped from the WAL), so that neither its raft
+ * core nor the WAL's record of it outlives the stream. Not from inside an apply or the
+ * role_changed hook (the core refuses it there; queue an effect: services.h "Effects"). */
 void jr__srep_leave(jr__srep *r, int purge);
 /* Recovered stashes of stream groups this server no longer runs a replica of:
  *  - the stream no longer exists in the meta state (id below its next_group, no assignment:

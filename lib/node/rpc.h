@@ -72,8 +72,7 @@
 #define JR__RPC_RECENT 4096u
 /* How long a request is recorded: far longer than a network holds a duplicate back. */
 #define JR__RPC_KEEP_NS 1000000000ull
-/* Largest answer payload kept for a duplicate (error texts: JR__JS_MSG_MAX). */
-#define JR__RPC_KEEP 600u
+/* JR__RPC_KEEP, the largest answer kept for a duplicate, is in services.h. */
 /* Ids this far below the highest forgotten one belong to another life of the origin. */
 #define JR__RPC_LIFE_GAP (1ull << 40)
 

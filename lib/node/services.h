@@ -254,6 +254,10 @@ void jr__node_drain(jr_node *n);
 
 /* Node-to-node requests (rpc.h has the contract: ids, timeouts, at most once, restarts) -----*/
 
+/* Largest answer payload kept for a duplicate of a request (rpc.h "At most once"): an answer
+ * the layer wants repeated to a duplicate — every write's, an error text included — fits. */
+#define JR__RPC_KEEP 600u
+
 /* Result of a call: answered = 1 and status from the responder (0 or a JR_E* code; a response
  * with a positive status is taken as JR_ECORRUPT), or answered = 0 and status JR_ETIMEDOUT (no
  * answer within the timeout) or JR_ECLOSED (the layer closes); payload borrowed for the
