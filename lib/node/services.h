@@ -29,7 +29,10 @@
  *    jr_node_* or jr_group_* call, never inside the service call that set it up;
  *  - during a hook or a callback, the node's clock (jr__node_now) is the one of the current
  *    entry point;
- *  - no hook runs after close began (the close hook is the last call into the layer).
+ *  - once close began (jr__node_closing is 1) the core calls no hook but before_flush, for the
+ *    flush that persists what is pending (the layer stages nothing then), and last close;
+ *    completions queued before still run (their callbacks get JR_ECLOSED where the work was
+ *    cut short). The registration is gone once close returned.
  */
 #ifndef JR_NODE_SERVICES_H
 #define JR_NODE_SERVICES_H
