@@ -68,12 +68,13 @@ static int entry(jr_node *n, int ok)
 /* A request record; on failure nothing is started and the error is returned. */
 static jr__req *begin(jr_node *n, uint8_t what, uint64_t timeout_ns, int *rc)
 {
-    jr__req *r = jr__req_new(jr__js_of(n), what);
+    jr__js *js = jr__js_of(n);
+    jr__req *r = jr__req_new(js, what);
     if (!r) {
         *rc = jr__node_err(n, JR_ENOMEM, "out of memory");
         return NULL;
     }
-    jr__req_start(r, timeout_ns ? timeout_ns : jr__js_of(n)->timeout_ns);
+    jr__req_start(r, timeout_ns ? timeout_ns : js->timeout_ns);
     *rc = 0;
     return r;
 }
@@ -836,7 +837,7 @@ void jr_pub_opts_init_size(jr_pub_opts *o, size_t size)
     jr__abi_init(o, size, &d, sizeof d);
 }
 
-/* Largest headers + data of a message: the node's max_payload (node.c set_limits leaves room
+/* Largest headers + data of a message: the node's max_payload (the core leaves room
  * for it in every stream entry). */
 static size_t max_payload(const jr__js *js)
 {

@@ -442,9 +442,9 @@ void jr__srep_flush_all(jr__js *js);
 void jr__srep_sync(jr__srep *r);
 /* Applies an entry (live, or replayed after a catch-up), resolving the proposal it answers. */
 void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len);
-/* The node saw the role of group `group` change (it became leader, or stopped being one; from
- * the flush, flush.c): if it is a local stream replica, its timer runs its duties now (a
- * replica's timer is armed only while a duty is due). Any other group: nothing. */
+/* The node saw the role of group `group` change (it became leader, or stopped being one: the
+ * role_changed hook, services.h): if it is a local stream replica, its timer runs its duties now
+ * (a replica's timer is armed only while a duty is due). Any other group: nothing. */
 void jr__srep_role_changed(jr__js *js, uint64_t group);
 /* A duty of r is due at `when`: pulls its timer in if it would fire later (or is not armed). */
 void jr__srep_due(jr__srep *r, uint64_t when);

@@ -59,7 +59,7 @@
 
 /* Local replicas follow the meta state, but not from inside an apply: creating or removing a
  * replica changes the node's group table while the flush walks it. An apply queues the
- * convergence as an effect (node.h "Effects"), run after the flush loop; group 0 means every
+ * convergence as an effect (services.h "Effects"), run after the flush loop; group 0 means every
  * stream. Without memory to queue it, the meta timer converges everything later. */
 static void converge_effect(jr_node *n, uint64_t group)
 {

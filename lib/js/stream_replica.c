@@ -215,7 +215,8 @@ void jr__srep_fail_staged(jr__srep *r, int status)
     }
 }
 
-/* Largest entry the stream's group accepts (group.c gives every group the same limit). */
+/* Largest entry the stream's group accepts (the node gives every group the same limit:
+ * jr__node_facts.max_msg_bytes). */
 static size_t max_entry(const jr__js *js)
 {
     return js->facts.max_msg_bytes - 1024;
