@@ -1182,7 +1182,8 @@ static int meta_leader(cluster *c)
 {
     for (unsigned i = 0; i < N; i++) {
         int self;
-        if (!c->n[i].dead && jr__mnode_leader(c->n[i].node->js, &self) && self) return (int)i;
+        if (!c->n[i].dead && jr__mnode_leader(jr__js_of(c->n[i].node), &self) && self)
+            return (int)i;
     }
     return -1;
 }
@@ -1193,7 +1194,8 @@ static int meta_ready(cluster *c, const uint8_t *arg)
     if (meta_leader(c) < 0) return 0;
     for (unsigned i = 0; i < N; i++) {
         int self;
-        if (!jr__mnode_leader(c->n[i].node->js, &self) || c->n[i].node->js->st.nservers < N)
+        if (!jr__mnode_leader(jr__js_of(c->n[i].node), &self) ||
+            jr__js_of(c->n[i].node)->st.nservers < N)
             return 0;
     }
     return 1;
@@ -1274,9 +1276,9 @@ static void run_streams(uint64_t streams, int storage, int sites)
     uint64_t create_ns = wall_ns() - t0;
     /* the groups to watch: every stream of the meta state (the fullest copy: the meta leader
      * may be changing right now) */
-    const jr__meta_state *st = &c->n[0].node->js->st;
+    const jr__meta_state *st = &jr__js_of(c->n[0].node)->st;
     for (unsigned i = 1; i < N; i++)
-        if (c->n[i].node->js->st.nstreams > st->nstreams) st = &c->n[i].node->js->st;
+        if (jr__js_of(c->n[i].node)->st.nstreams > st->nstreams) st = &jr__js_of(c->n[i].node)->st;
     c->ngids = st->nstreams;
     c->gids = malloc(c->ngids * sizeof *c->gids);
     for (size_t k = 0; k < st->nstreams; k++) c->gids[k] = st->streams[k]->group;

@@ -40,11 +40,11 @@
 
 #include "js/js.h"
 #include "js/codec.h"
-#include "node/rpc.h"
 #include "stream/headers.h"
 #include "util/subject.h"
 #include "util/abi.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 /* Copies a NUL-terminated name into dst (cap bytes), truncating. */
 static void copy_name(char *dst, size_t cap, const char *src)
@@ -60,20 +60,21 @@ static void copy_name(char *dst, size_t cap, const char *src)
 static int entry(jr_node *n, int ok)
 {
     if (!n || !ok) return JR_EINVAL;
-    if (n->closing) return JR_ECLOSED;
-    if (!n->js) return jr__node_err(n, JR_ENOTSUP, "streams are not enabled on this node");
+    if (jr__node_closing(n)) return JR_ECLOSED;
+    if (!jr__js_of(n)) return jr__node_err(n, JR_ENOTSUP, "streams are not enabled on this node");
     return 0;
 }
 
 /* A request record; on failure nothing is started and the error is returned. */
 static jr__req *begin(jr_node *n, uint8_t what, uint64_t timeout_ns, int *rc)
 {
-    jr__req *r = jr__req_new(n->js, what);
+    jr__js *js = jr__js_of(n);
+    jr__req *r = jr__req_new(js, what);
     if (!r) {
         *rc = jr__node_err(n, JR_ENOMEM, "out of memory");
         return NULL;
     }
-    jr__req_start(r, timeout_ns ? timeout_ns : n->js->timeout_ns);
+    jr__req_start(r, timeout_ns ? timeout_ns : js->timeout_ns);
     *rc = 0;
     return r;
 }
@@ -83,12 +84,12 @@ static jr__req *begin(jr_node *n, uint8_t what, uint64_t timeout_ns, int *rc)
 static uint64_t attempt_timeout(const jr__req *r)
 {
     jr_node *n = r->js->n;
-    uint64_t left = r->deadline > n->now ? r->deadline - n->now : 0;
+    uint64_t left = r->deadline > jr__node_now(n) ? r->deadline - jr__node_now(n) : 0;
     if (r->resend) {
-        uint64_t a = 2 * n->election_ns;
+        uint64_t a = 2 * r->js->election_ns;
         return left < a ? left : a;
     }
-    return left + r->js->timeout_ns + n->election_ns;
+    return jr__deadline(jr__deadline(left, r->js->timeout_ns), r->js->election_ns);
 }
 
 /* Routing -----------------------------------------------------------------------------------*/
@@ -96,7 +97,7 @@ static uint64_t attempt_timeout(const jr__req *r)
 /* 1 if peer p was given up for lost by r and not heard from since. */
 static int lost_peer(const jr__req *r, const jr__peer *p)
 {
-    return r->lost && p->id == r->lost && p->last_heard <= r->lost_at;
+    return r->lost && jr__peer_get_id(p) == r->lost && jr__peer_heard(p) <= r->lost_at;
 }
 
 static void on_rpc(jr_node *n, void *arg, int status, int answered, const uint8_t *p, size_t len)
@@ -111,7 +112,7 @@ static void on_rpc(jr_node *n, void *arg, int status, int answered, const uint8_
 static void wait_retry(jr__req *r)
 {
     jr_node *n = r->js->n;
-    uint64_t at = n->now + n->heartbeat_ns;
+    uint64_t at = jr__deadline(jr__node_now(n), r->js->heartbeat_ns);
     jr__js_timer_arm(r->js, &r->timer, at < r->deadline ? at : r->deadline);
 }
 
@@ -120,7 +121,7 @@ void jr__req_route(jr__req *r)
     jr__js *js = r->js;
     jr_node *n = js->n;
     if (r->done) return;
-    if (n->now >= r->deadline) {
+    if (jr__node_now(n) >= r->deadline) {
         jr__req_timer(r);
         return;
     }
@@ -134,7 +135,7 @@ void jr__req_route(jr__req *r)
     if (rep && jr__srep_is_leader(rep)) {
         r->saw_leader = 1;
         r->sent = 1;
-        r->target = n->self;
+        r->target = js->self;
         jr__route rt = jr__route_local(r);
         /* The leader's answer comes through jr__req_response; arm the deadline meanwhile. */
         jr__js_timer_arm(js, &r->timer, r->deadline);
@@ -142,7 +143,7 @@ void jr__req_route(jr__req *r)
         return;
     }
     jr__peer *p = jr__srep_leader_peer(js, r->group);
-    if (p && p->id != n->self && !lost_peer(r, p)) {
+    if (p && jr__peer_get_id(p) != js->self && !lost_peer(r, p)) {
         r->saw_leader = 1;
     } else {
         p = NULL;
@@ -150,7 +151,7 @@ void jr__req_route(jr__req *r)
             /* Not a replica and no hint: ask the peers in turn (they redirect). */
             for (size_t k = 0; k < s->npeers && !p; k++) {
                 jr__peer *q = jr__peer_find_name(n, s->peers[(r->tries + k) % s->npeers]);
-                if (q && q->id != n->self && !lost_peer(r, q)) p = q;
+                if (q && jr__peer_get_id(q) != js->self && !lost_peer(r, q)) p = q;
             }
         }
     }
@@ -159,10 +160,10 @@ void jr__req_route(jr__req *r)
         return;
     }
     r->tries++;
-    r->target = p->id;
+    r->target = jr__peer_get_id(p);
     jr_iovec iov = {r->payload.data, r->payload.len};
-    int rc =
-        jr__rpc_call(js->n, p->id, r->kind, &iov, 1, attempt_timeout(r), on_rpc, r, &r->rpc_id);
+    int rc = jr__rpc_call(js->n, jr__peer_get_id(p), r->kind, &iov, 1, attempt_timeout(r), on_rpc,
+                          r, &r->rpc_id);
     if (rc == JR_EMSGSIZE) {
         jr__req_finish(r, JR_EMSGSIZE, "request does not fit in a frame (max_frame_bytes)");
         return;
@@ -171,11 +172,12 @@ void jr__req_route(jr__req *r)
         wait_retry(r);
         return;
     }
-    r->sent_at = n->now;
+    r->sent_at = jr__node_now(n);
     if (r->resend)
         jr__js_timer_cancel(js, &r->timer); /* the call's own timeout bounds the wait now */
     else
-        jr__js_timer_arm(js, &r->timer, n->now + n->election_ns); /* watch the leader */
+        jr__js_timer_arm(js, &r->timer,
+                         jr__deadline(jr__node_now(n), js->election_ns)); /* watch the leader */
 }
 
 /* Names the leaders r lost on its way, for its final message ("" if none). */
@@ -219,13 +221,13 @@ static void leader_gone(jr__req *r, int silent)
         r->rpc_id = 0;
     }
     if (r->failovers < UINT8_MAX) r->failovers++;
-    if (r->target != n->self) {
+    if (r->target != js->self) {
         jr__peer *hp = jr__map_get(&js->hints, r->group);
-        if (hp && hp->id == r->target) jr__map_del(&js->hints, r->group);
+        if (hp && jr__peer_get_id(hp) == r->target) jr__map_del(&js->hints, r->group);
     }
     r->lost = r->target; /* not asked again before it is heard from */
-    r->lost_at = n->now;
-    if (r->idempotent && n->now < r->deadline) {
+    r->lost_at = jr__node_now(n);
+    if (r->idempotent && jr__node_now(n) < r->deadline) {
         jr__node_log(n, JR_LOG_INFO,
                      "stream '%s': leader %s %s; the publish goes to the next "
                      "leader (its msg_id makes that safe)",
@@ -265,24 +267,24 @@ static void watch(jr__req *r)
     jr__js *js = r->js;
     jr_node *n = js->n;
     jr__peer *p = jr__peer_find(n, r->target);
-    uint64_t seen = p && p->last_heard > r->sent_at ? p->last_heard : r->sent_at;
-    uint64_t e = n->election_ns;
-    if (n->now < seen + e) {
-        jr__js_timer_arm(js, &r->timer, seen + e);
+    uint64_t seen = p && jr__peer_heard(p) > r->sent_at ? jr__peer_heard(p) : r->sent_at;
+    uint64_t e = js->election_ns;
+    if (jr__node_now(n) < jr__deadline(seen, e)) {
+        jr__js_timer_arm(js, &r->timer, jr__deadline(seen, e));
         return;
     }
-    if (p && n->now < seen + 2 * e) {
+    if (p && jr__node_now(n) < jr__deadline(seen, 2 * e)) {
         if (r->pinged_at < seen) {
             uint8_t b[16];
             jr__buf pl = {b, 0, sizeof b, 0, NULL};
             jr__buf_u8(&pl, JR__ADM_PING);
             jr__buf_varint(&pl, r->group);
             jr_iovec iov = {pl.data, pl.len};
-            if (jr__rpc_call(js->n, p->id, JR__RPC_STREAM_ADMIN, &iov, 1, e, on_ping, NULL, NULL) ==
-                0)
-                r->pinged_at = n->now;
+            if (jr__rpc_call(js->n, jr__peer_get_id(p), JR__RPC_STREAM_ADMIN, &iov, 1, e, on_ping,
+                             NULL, NULL) == 0)
+                r->pinged_at = jr__node_now(n);
         }
-        jr__js_timer_arm(js, &r->timer, seen + 2 * e);
+        jr__js_timer_arm(js, &r->timer, jr__deadline(seen, 2 * e));
         return;
     }
     leader_gone(r, 1);
@@ -340,18 +342,18 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
         if (k) memcpy(hint, p, k);
         hint[k] = 0;
         jr__peer *hp = hint[0] ? jr__peer_find_name(n, hint) : NULL;
-        if (hp && hp->id != n->self && !jr__srep_find(js, r->group))
+        if (hp && jr__peer_get_id(hp) != js->self && !jr__srep_find(js, r->group))
             jr__map_put(&js->hints, r->group, hp);
         else if (!hp)
             jr__map_del(&js->hints, r->group);
-        if (hp && hp->id != r->target && hp->id != n->self)
+        if (hp && jr__peer_get_id(hp) != r->target && jr__peer_get_id(hp) != js->self)
             jr__req_route(r);
         else
             wait_retry(r);
         return;
     }
     if (r->unanswered && status == JR_ETIMEDOUT) {
-        if (r->resend && n->now < r->deadline) {
+        if (r->resend && jr__node_now(n) < r->deadline) {
             jr__map_del(&js->hints, r->group);
             jr__req_route(r);
             return;
@@ -364,7 +366,7 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
         return;
     }
     int read = r->what == JR__REQ_INFO || r->what == JR__REQ_MSG_GET || r->what == JR__REQ_GET_LAST;
-    if (read && n->now < r->deadline &&
+    if (read && jr__node_now(n) < r->deadline &&
         (status == JR_ELEADERLOST || status == JR_ETRANSFER ||
          (status == JR_ETIMEDOUT && !r->unanswered))) {
         /* the leader's read entry was lost or did not commit in time: a read has no effect,
@@ -440,7 +442,7 @@ void jr__req_timer(jr__req *r)
     }
     switch (r->what) {
     case JR__REQ_META_INFO:
-        if (n->now < r->deadline) {
+        if (jr__node_now(n) < r->deadline) {
             meta_info_route(r);
         } else {
             /* No meta leader: this server's own view. */
@@ -455,7 +457,7 @@ void jr__req_timer(jr__req *r)
         watch(r);
         return;
     }
-    if (n->now < r->deadline) {
+    if (jr__node_now(n) < r->deadline) {
         jr__req_route(r);
         return;
     }
@@ -469,7 +471,7 @@ void jr__req_timer(jr__req *r)
                        "leader answered in time: it may or may not be stored%s",
                        r->stream, l ? l : "(its leader)", what_name(r),
                        r->idempotent ? " (publishing again with the same msg_id is safe)" : "");
-    } else if (r->sent && r->target == n->self)
+    } else if (r->sent && r->target == js->self)
         /* staged or proposed here, this server still leading: it may still commit */
         jr__req_finish(r, JR_ETIMEDOUT,
                        "stream '%s': the %s did not commit in time (no quorum): it may or may "
@@ -484,7 +486,7 @@ void jr__req_timer(jr__req *r)
 void jr__req_deliver(jr__req *r)
 {
     jr__js *js = r->js;
-    const jr_allocator *a = js->n->alloc;
+    const jr_allocator *a = js->alloc;
     const char *msg = r->msg[0] ? r->msg : (r->status ? jr_strerror(r->status) : "");
     int st = r->status;
     switch (r->what) {
@@ -573,7 +575,7 @@ static int meta_request(jr_node *n, uint8_t what, const jr_stream_config *cfg_in
     int rc = entry(n, cb && (cfg_in || name));
     if (rc) return rc;
     jr__node_enter(n);
-    jr__js *js = n->js;
+    jr__js *js = jr__js_of(n);
     jr__req *r = begin(n, what, 0, &rc);
     if (!r) goto out;
     r->cb.admin = cb;
@@ -582,7 +584,7 @@ static int meta_request(jr_node *n, uint8_t what, const jr_stream_config *cfg_in
     jr_stream_config cfg;
     jr__meta_op op;
     memset(&op, 0, sizeof op);
-    op.origin = n->name;
+    op.origin = js->name;
     do {
         r->meta_id = jr__rand_next(&js->rand) | 1;
     } while (jr__map_get(&js->meta_reqs, r->meta_id));
@@ -647,7 +649,7 @@ int jr_stream_delete(jr_node *n, const char *name, jr_stream_cb cb, void *arg)
 static jr__req *stream_request(jr_node *n, uint8_t what, uint8_t kind, uint8_t sub,
                                const char *name, jr__req_cb cb, void *arg, int *rc)
 {
-    jr__js *js = n->js;
+    jr__js *js = jr__js_of(n);
     jr__req *r = begin(n, what, 0, rc);
     if (!r) return NULL;
     r->cb = cb;
@@ -835,16 +837,16 @@ void jr_pub_opts_init_size(jr_pub_opts *o, size_t size)
     jr__abi_init(o, size, &d, sizeof d);
 }
 
-/* Largest headers + data of a message: the node's max_payload (node.c set_limits leaves room
+/* Largest headers + data of a message: the node's max_payload (the core leaves room
  * for it in every stream entry). */
-static size_t max_payload(const jr_node *n)
+static size_t max_payload(const jr__js *js)
 {
-    return n->max_payload;
+    return js->facts.max_payload;
 }
 
-/* Fills po from the header block and opts (opts win). 0 or JR_EINVAL with r finished. */
-/* An optional string option of a publish: absent (NULL) or 1..max bytes. On a bad length the
- * request finishes with JR_EINVAL naming the option and 1 is returned. */
+/* An optional string option of a publish: absent (NULL: 0, *out untouched) or 1..max bytes
+ * (0, *out and *out_len set). On a bad length r finishes with JR_EINVAL naming the option, and
+ * JR_EINVAL is returned. */
 static int opt_string(jr__req *r, const char *what, const char *v, size_t max, const char **out,
                       size_t *out_len)
 {
@@ -852,13 +854,14 @@ static int opt_string(jr__req *r, const char *what, const char *v, size_t max, c
     size_t l = strlen(v);
     if (l == 0 || l > max) {
         jr__req_finish(r, JR_EINVAL, "%s: must be 1..%zu bytes", what, max);
-        return 1;
+        return JR_EINVAL;
     }
     *out = v;
     *out_len = l;
     return 0;
 }
 
+/* Fills po from the header block and opts (opts win). 0 or JR_EINVAL with r finished. */
 static int pub_options(jr__req *r, const void *hdr, size_t hdr_len, const jr_pub_opts *opts,
                        jr__pub_opts *po)
 {
@@ -874,12 +877,14 @@ static int pub_options(jr__req *r, const void *hdr, size_t hdr_len, const jr_pub
     jr_pub_opts o;
     jr_pub_opts_init(&o);
     memcpy(&o, opts, opts->size < sizeof o ? opts->size : sizeof o);
-    if (opt_string(r, "msg_id", o.msg_id, JR__OP_MSG_ID_MAX, &po->msg_id, &po->msg_id_len) ||
-        opt_string(r, "expected_stream", o.expected_stream, JR_STREAM_NAME_MAX,
-                   &po->expected_stream, &po->expected_stream_len) ||
-        opt_string(r, "expected_last_msg_id", o.expected_last_msg_id, JR__OP_MSG_ID_MAX,
-                   &po->expected_last_msg_id, &po->expected_last_msg_id_len))
-        return JR_EINVAL;
+    int rc = opt_string(r, "msg_id", o.msg_id, JR__OP_MSG_ID_MAX, &po->msg_id, &po->msg_id_len);
+    if (rc == 0)
+        rc = opt_string(r, "expected_stream", o.expected_stream, JR_STREAM_NAME_MAX,
+                        &po->expected_stream, &po->expected_stream_len);
+    if (rc == 0)
+        rc = opt_string(r, "expected_last_msg_id", o.expected_last_msg_id, JR__OP_MSG_ID_MAX,
+                        &po->expected_last_msg_id, &po->expected_last_msg_id_len);
+    if (rc != 0) return rc;
     if (o.msg_id) po->flags |= JR__PUB_MSG_ID;
     if (o.expected_stream) po->flags |= JR__PUB_EXPECT_STREAM;
     if (o.expected_last_msg_id) po->flags |= JR__PUB_EXPECT_LAST_MSG_ID;
@@ -900,7 +905,7 @@ int jr_publish(jr_node *n, const char *subject, const void *hdr, size_t hdr_len,
     int rc = entry(n, cb && subject && (hdr || !hdr_len) && (data || !len));
     if (rc) return rc;
     jr__node_enter(n);
-    jr__js *js = n->js;
+    jr__js *js = jr__js_of(n);
     uint64_t timeout = opts && opts->size >= offsetof(jr_pub_opts, timeout_ms) + sizeof(uint32_t)
                            ? (uint64_t)opts->timeout_ms * 1000000u
                            : 0;
@@ -932,12 +937,12 @@ int jr_publish(jr_node *n, const char *subject, const void *hdr, size_t hdr_len,
         po.token = js->next_token;
     }
     int32_t mms = s->cfg->c.max_msg_size;
-    if ((mms >= 0 && hdr_len + len > (size_t)mms) || hdr_len + len > max_payload(n)) {
+    if ((mms >= 0 && hdr_len + len > (size_t)mms) || hdr_len + len > max_payload(js)) {
         jr__req_finish(r, JR_EMSGSIZE, "message of %zu bytes exceeds the %s (%zu bytes)",
                        hdr_len + len,
                        mms >= 0 && hdr_len + len > (size_t)mms ? "stream's max_msg_size"
                                                                : "server's max_payload",
-                       mms >= 0 && hdr_len + len > (size_t)mms ? (size_t)mms : max_payload(n));
+                       mms >= 0 && hdr_len + len > (size_t)mms ? (size_t)mms : max_payload(js));
         goto out;
     }
     jr__stream_op op;
@@ -972,8 +977,8 @@ static void meta_info_route(jr__req *r)
         return;
     }
     jr__peer *p = leader ? jr__peer_find_name(n, leader) : NULL;
-    if (!p || jr__rpc_call(js->n, p->id, JR__RPC_CLUSTER_INFO, NULL, 0, 2 * n->election_ns, on_rpc,
-                           r, &r->rpc_id) != 0) {
+    if (!p || jr__rpc_call(js->n, jr__peer_get_id(p), JR__RPC_CLUSTER_INFO, NULL, 0,
+                           2 * js->election_ns, on_rpc, r, &r->rpc_id) != 0) {
         wait_retry(r);
         return;
     }

@@ -40,7 +40,6 @@
 #include <string.h>
 
 #include "js/js.h"
-#include "node/rpc.h"
 #include "util/alloc.h"
 
 #define CHUNK_BYTES (256u << 10)
@@ -78,7 +77,7 @@ struct jr__catchup {
 int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len, uint64_t need)
 {
     jr__js *js = r->js;
-    const jr_allocator *a = js->n->alloc;
+    const jr_allocator *a = js->alloc;
     uint8_t *copy = jr__malloc(a, len ? len : 1);
     if (!copy) return JR_ENOMEM;
     memcpy(copy, snap, len);
@@ -109,14 +108,14 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
     jr__node_log(js->n, JR_LOG_INFO,
                  "stream '%s': restored snapshot %" PRIu64 ", fetching messages from seq %" PRIu64,
                  r->name, index, need);
-    jr__js_timer_arm(js, &r->timer, js->n->now);
+    jr__js_timer_arm(js, &r->timer, jr__node_now(js->n));
     return 0;
 }
 
 int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len)
 {
     jr__catchup *cu = r->cu;
-    const jr_allocator *a = r->js->n->alloc;
+    const jr_allocator *a = r->js->alloc;
     if (cu->nq == cu->capq) {
         size_t cap = cu->capq ? cu->capq * 2 : 64;
         qent **nq = jr__realloc(a, cu->q, cap * sizeof *nq);
@@ -138,7 +137,7 @@ void jr__catchup_free(jr__srep *r)
 {
     jr__catchup *cu = r->cu;
     if (!cu) return;
-    const jr_allocator *a = r->js->n->alloc;
+    const jr_allocator *a = r->js->alloc;
     jr__rpc_cancel(r->js->n, cu->rpc_id);
     for (size_t i = 0; i < cu->nq; i++) jr__free(a, cu->q[i]);
     jr__free(a, cu->q);
@@ -160,9 +159,9 @@ void jr__catchup_finish(jr__srep *r)
                  r->name, nq);
     for (size_t i = 0; i < nq; i++) {
         jr__srep_apply_entry(r, q[i]->index, q[i]->term, q[i]->data, q[i]->len);
-        jr__free(r->js->n->alloc, q[i]);
+        jr__free(r->js->alloc, q[i]);
     }
-    jr__free(r->js->n->alloc, q);
+    jr__free(r->js->alloc, q);
     /* A mark now: the node's log may already be compacted past the store's last one, and a
      * restart should not need another catch-up. */
     jr__srep_sync(r);
@@ -173,19 +172,19 @@ static jr__id pick_source(jr__srep *r)
 {
     jr_node *n = r->js->n;
     if (r->cu->attempts % 2 == 0 && r->g) {
-        jr__id l = jr__raft_leader(jr__group_raft(r->g));
-        if (l && l != n->self) return l;
+        jr__id l = jr__raft_leader(jr__group_consensus(r->g));
+        if (l && l != r->js->self) return l;
     }
     size_t k = 0, others = 0;
     for (size_t i = 0; i < r->as->npeers; i++)
-        if (strcmp(r->as->peers[i], n->name) != 0) others++;
+        if (strcmp(r->as->peers[i], r->js->name) != 0) others++;
     if (!others) return 0;
     size_t want = r->cu->attempts % others;
     for (size_t i = 0; i < r->as->npeers; i++) {
-        if (strcmp(r->as->peers[i], n->name) == 0) continue;
+        if (strcmp(r->as->peers[i], r->js->name) == 0) continue;
         if (k++ == want) {
             jr__peer *p = jr__peer_find_name(n, r->as->peers[i]);
-            return p ? p->id : 0;
+            return p ? jr__peer_get_id(p) : 0;
         }
     }
     return 0;
@@ -220,11 +219,11 @@ static void restore_source(jr__srep *r)
         stall(r, rc);
         return;
     }
-    jr__free(js->n->alloc, cu->snap); /* restore it from now on */
+    jr__free(js->alloc, cu->snap); /* restore it from now on */
     cu->snap = cu->piece.data;
     cu->snap_len = cu->piece.len;
     cu->snap_index = cu->piece_index;
-    jr__buf_init(&cu->piece, js->n->alloc);
+    jr__buf_init(&cu->piece, js->alloc);
     cu->piece_total = 0;
     if (need == 0) {
         jr__catchup_finish(r);
@@ -278,7 +277,7 @@ void jr__catchup_step(jr__srep *r)
     }
     uint8_t b[48];
     jr__buf out = {b, 0, sizeof b, 0, NULL};
-    uint32_t max = js->n->max_frame / 4 < CHUNK_BYTES ? js->n->max_frame / 4 : CHUNK_BYTES;
+    uint32_t max = js->facts.max_frame / 4 < CHUNK_BYTES ? js->facts.max_frame / 4 : CHUNK_BYTES;
     jr__buf_u8(&out, pieces ? OP_PIECE : OP_CHUNK);
     jr__buf_varint(&out, r->group);
     if (pieces) {
@@ -290,7 +289,7 @@ void jr__catchup_step(jr__srep *r)
     jr__buf_varint(&out, max);
     jr_iovec iov = {out.data, out.len};
     cu->source = src;
-    if (jr__rpc_call(js->n, src, JR__RPC_CATCHUP, &iov, 1, 2 * js->n->election_ns, on_answer, r,
+    if (jr__rpc_call(js->n, src, JR__RPC_CATCHUP, &iov, 1, 2 * js->election_ns, on_answer, r,
                      &cu->rpc_id) != 0)
         cu->attempts++;
 }
@@ -298,7 +297,7 @@ void jr__catchup_step(jr__srep *r)
 /* An answer of the source (a chunk, or a piece of its snapshot). */
 static void on_answer(jr_node *n, void *arg, int status, int answered, const uint8_t *p, size_t len)
 {
-    jr__js *js = n->js;
+    jr__js *js = jr__js_of(n);
     (void)answered;
     jr__srep *r = arg;
     jr__catchup *cu = r->cu;
@@ -395,7 +394,7 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
 
 void jr__catchup_release(jr__srep *r)
 {
-    jr__free(r->js->n->alloc, r->served);
+    jr__free(r->js->alloc, r->served);
     r->served = NULL;
     r->served_len = 0;
     r->served_index = 0;
@@ -405,7 +404,7 @@ void jr__catchup_release(jr__srep *r)
 static int keep_snapshot(jr__js *js, jr__srep *r)
 {
     jr__buf b;
-    jr__buf_init(&b, js->n->alloc);
+    jr__buf_init(&b, js->alloc);
     int rc = jr__stream_fsm_snapshot(r->fsm, &b);
     if (rc != 0) {
         jr__buf_free(&b);
@@ -490,7 +489,7 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
     int zlen = 0;
     int bound = raw->len ? LZ4_compressBound((int)raw->len) : 0;
     if (rc == 0 && bound) {
-        z = jr__malloc(js->n->alloc, (size_t)bound);
+        z = jr__malloc(js->alloc, (size_t)bound);
         if (!z) rc = JR_ENOMEM;
         if (rc == 0) {
             zlen = LZ4_compress_default((const char *)raw->data, (char *)z, (int)raw->len, bound);
@@ -508,7 +507,7 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
         jr__buf_bytes(out, first ? r->served : NULL, first);
         if (out->err) rc = out->err;
     }
-    jr__free(js->n->alloc, z);
+    jr__free(js->alloc, z);
     if (rc != 0) {
         jr__route_reply(js, rt, rc, NULL, 0);
         return;

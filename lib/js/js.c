@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "js/js.h"
-#include "node/rpc.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 #include "util/checksum.h"
 #include "util/container.h"
 
@@ -19,9 +19,9 @@
 /* The node's heap fires every timer with the node as ctx; a layer timer runs its own fire. */
 static void jtimer_fire(void *ctx, jr__timer *t)
 {
-    jr_node *n = ctx;
+    jr__js *js = jr__js_of(ctx);
     jr__jtimer *jt = JR__CONTAINER_OF(t, jr__jtimer, t);
-    if (n->js && !n->js->closing) jt->fire(n->js, jt);
+    if (js && !js->closing) jt->fire(js, jt);
 }
 
 void jr__js_timer_init(jr__jtimer *t, void (*fire)(jr__js *, jr__jtimer *))
@@ -47,20 +47,20 @@ static void req_deadline(jr__js *js, jr__jtimer *t);
 
 jr__req *jr__req_new(jr__js *js, uint8_t what)
 {
-    jr_node *n = js->n;
-    jr__op *op = jr__op_get(n);
-    if (!op) return NULL;
     jr__req *r = js->free_reqs;
     if (r) {
         js->free_reqs = r->next;
     } else {
-        r = jr__calloc(n->alloc, 1, sizeof *r);
-        if (!r) {
-            jr__op_put(n, op);
-            return NULL;
-        }
-        jr__buf_init(&r->payload, n->alloc);
-        jr__buf_init(&r->result, n->alloc);
+        r = jr__calloc(js->alloc, 1, sizeof *r);
+        if (!r) return NULL;
+        jr__buf_init(&r->payload, js->alloc);
+        jr__buf_init(&r->result, js->alloc);
+    }
+    jr__op *op = jr__op_reserve(js->n, req_fire, r);
+    if (!op) {
+        r->next = js->free_reqs; /* a free record, as it was (or as a new one would be) */
+        js->free_reqs = r;
+        return NULL;
     }
     jr__buf payload = r->payload, result = r->result;
     memset(r, 0, offsetof(jr__req, msg));
@@ -74,9 +74,6 @@ jr__req *jr__req_new(jr__js *js, uint8_t what)
     r->what = what;
     r->op = op;
     jr__js_timer_init(&r->timer, req_deadline);
-    op->kind = JR__OP_DONE;
-    op->cb.done = req_fire;
-    op->arg = r;
     return r;
 }
 
@@ -104,7 +101,7 @@ static void req_recycle(jr__req *r)
 void jr__req_start(jr__req *r, uint64_t timeout_ns)
 {
     jr__js *js = r->js;
-    r->deadline = js->n->now + timeout_ns;
+    r->deadline = jr__deadline(jr__node_now(js->n), timeout_ns);
     r->prev = NULL;
     r->next = js->reqs;
     if (js->reqs) js->reqs->prev = r;
@@ -162,14 +159,14 @@ jr__waiter *jr__waiter_get(jr__js *js)
     if (w)
         js->free_waiters = w->next;
     else
-        w = jr__malloc(js->n->alloc, sizeof *w);
+        w = jr__malloc(js->alloc, sizeof *w);
     if (w) memset(w, 0, sizeof *w);
     return w;
 }
 
 void jr__waiter_put(jr__js *js, jr__waiter *w)
 {
-    jr__free(js->n->alloc, w->subject);
+    jr__free(js->alloc, w->subject);
     w->subject = NULL;
     w->next = js->free_waiters;
     js->free_waiters = w;
@@ -191,13 +188,13 @@ void jr__route_reply(jr__js *js, const jr__route *rt, int status, const void *pa
 
 uint64_t jr__js_wall(const jr__js *js)
 {
-    return js->wall ? js->wall(js->wall_ctx) : js->n->now;
+    return js->facts.wall ? js->facts.wall(js->facts.wall_ctx) : jr__node_now(js->n);
 }
 
 const char *jr__js_peer_name(const jr__js *js, jr__id id)
 {
     jr__peer *p = jr__peer_find(js->n, id);
-    return p ? p->name : NULL;
+    return p ? jr__peer_get_name(p) : NULL;
 }
 
 /* Receive ---------------------------------------------------------------------------------*/
@@ -220,11 +217,11 @@ static int changes_state(uint8_t kind, const uint8_t *p, size_t len)
     }
 }
 
-void jr__js_request(jr_node *n, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
+void jr__js_request(jr__js *js, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
                     size_t len)
 {
-    jr__js *js = n->js;
-    if (!js || js->closing) {
+    jr_node *n = js->n;
+    if (js->closing) {
         jr__rpc_respond(n, from, id, JR_ECLOSED, NULL, 0);
         return;
     }
@@ -234,7 +231,7 @@ void jr__js_request(jr_node *n, jr__id from, uint64_t id, uint8_t kind, const ui
          * "After a restart"): not executed, and answered as a lost leader's would be */
         static const char why[] = "the server restarted less than a second ago: what it did "
                                   "with the request before is unknown";
-        n->rpc_wary_writes++;
+        jr__node_count(n, JR__COUNT_WARY_WRITE);
         jr__route_reply(js, &rt, JR_ELEADERLOST, why, sizeof why - 1);
         return;
     }
@@ -254,22 +251,22 @@ void jr__js_request(jr_node *n, jr__id from, uint64_t id, uint8_t kind, const ui
         jr__catchup_serve(js, &rt, p, len);
         break;
     default: /* a kind of a later release (rolling upgrade): refused on its own */
-        n->msgs_unknown_type++;
+        jr__node_count(n, JR__COUNT_UNKNOWN_TYPE);
         jr__route_reply(js, &rt, JR_ENOTSUP, NULL, 0);
         break;
     }
 }
 
-void jr__js_before_flush(jr_node *n)
+void jr__js_before_flush(jr__js *js)
 {
-    jr__js *js = n->js;
-    if (!js || js->closing || n->closing) return;
+    jr_node *n = js->n;
+    if (js->closing || jr__node_closing(n)) return;
     /* A meta snapshot, a catch-up chunk or a busy stream's batches may have grown them to
      * megabytes: given back once a second, so a busy node rebuilds them rarely. */
-    if (n->now >= js->scratch_at) {
+    if (jr__node_now(n) >= js->scratch_at) {
         jr__buf_release(&js->scratch, JR__SCRATCH_KEEP);
         jr__buf_release(&js->scratch2, JR__SCRATCH_KEEP);
-        js->scratch_at = n->now + 1000000000ull;
+        js->scratch_at = jr__deadline(jr__node_now(n), 1000000000ull);
     }
     jr__srep_flush_all(js);
 }
@@ -287,7 +284,7 @@ static char *dup_or(const jr_allocator *a, const char *s, const char *dflt, int 
 
 static void js_free(jr__js *js)
 {
-    const jr_allocator *a = js->n->alloc;
+    const jr_allocator *a = js->alloc;
     for (size_t i = 0; i < js->ntags; i++) jr__free(a, js->tags[i]);
     jr__free(a, js->tags);
     jr__free(a, js->cluster);
@@ -313,18 +310,39 @@ static void js_free(jr__js *js)
     jr__free(a, js);
 }
 
-static void role_changed(jr_node *n, uint64_t group)
+/* The hooks the node core calls (services.h "The seam"), with the layer's jr__js as upper. */
+static void hook_before_flush(void *upper)
 {
-    jr__srep_role_changed(n->js, group);
+    jr__js_before_flush(upper);
 }
 
-/* The hooks the node core calls (node.h "The seam to the layer above"). */
+static void hook_role_changed(void *upper, uint64_t group)
+{
+    jr__srep_role_changed(upper, group);
+}
+
+static void hook_request(void *upper, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
+                         size_t len)
+{
+    jr__js_request(upper, from, id, kind, p, len);
+}
+
+static void hook_close(void *upper, int flush)
+{
+    jr__js_close(upper, flush);
+}
+
 static const jr__upper js_upper = {
-    .before_flush = jr__js_before_flush,
-    .role_changed = role_changed,
-    .request = jr__js_request,
-    .close = jr__js_close,
+    .before_flush = hook_before_flush,
+    .role_changed = hook_role_changed,
+    .request = hook_request,
+    .close = hook_close,
 };
+
+jr__js *jr__js_of(const jr_node *n)
+{
+    return jr__node_upper(n, &js_upper);
+}
 
 static int attach(jr_node *n, const jr_node_config *cfg)
 {
@@ -338,17 +356,25 @@ int jr_node_open(const jr_node_config *cfg, jr_node **out)
 
 int jr__js_open(jr_node *n, const jr_node_config *cfg)
 {
-    const jr_allocator *a = n->alloc;
+    jr__node_facts facts;
+    jr__node_facts_get(n, &facts);
+    const jr_allocator *a = facts.alloc;
     jr__js *js = jr__calloc(a, 1, sizeof *js);
     if (!js) return JR_ENOMEM;
     js->n = n;
+    js->facts = facts;
+    js->alloc = facts.alloc;
+    js->name = facts.name;
+    js->self = facts.self;
+    js->election_ns = facts.election_ns;
+    js->heartbeat_ns = facts.heartbeat_ns;
     jr__map_init(&js->reps, a);
     jr__map_init(&js->hints, a);
     jr__map_init(&js->meta_reqs, a);
     jr__buf_init(&js->scratch, a);
     jr__buf_init(&js->scratch2, a);
     jr__meta_state_init(&js->st, a, JR__FIRST_STREAM_GROUP_ID);
-    uint64_t seed = n->seed ^ 0x6a73 /* "js" */;
+    uint64_t seed = js->facts.seed ^ 0x6a73 /* "js" */;
     jr__rand_seed(&js->rand, jr__splitmix64(&seed));
     /* Publish tokens start at a random point: two servers, or two lives of one, do not give
      * the same token (a resent publish is told from another publish of its msg_id by it,
@@ -358,11 +384,6 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
         (uint64_t)(cfg->request_timeout_ms ? cfg->request_timeout_ms : DEFAULT_TIMEOUT_MS) *
         1000000u;
     js->snapshot_entries = 4096;
-    /* the wall clock (jr_host version 2; node.c copies it only from a host declaring it) */
-    if (n->host.wall) {
-        js->wall = n->host.wall;
-        js->wall_ctx = n->host.ctx;
-    }
     js->capacity = cfg->max_store_bytes;
     js->max_assets = cfg->max_assets;
     int err = 0;
@@ -398,30 +419,27 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
         err = jr__node_err(n, JR_EINVAL,
                            "cluster: not a valid name with streams on (1..255 bytes, no "
                            "whitespace or control characters)");
-    if (!err && !jr__meta_name_ok(n->name, strlen(n->name)))
+    if (!err && !jr__meta_name_ok(js->name, strlen(js->name)))
         err = jr__node_err(n, JR_EINVAL,
                            "name: not a valid server name with streams on (1..255 bytes, no "
                            "whitespace or control characters)");
     if (err) {
         jr__meta_state_free(&js->st);
-        n->js = NULL;
         js_free(js);
         return err;
     }
-    n->js = js;
-    n->upper = &js_upper;
+    jr__node_set_upper(n, &js_upper, js);
     err = jr__mnode_open(js);
     if (err) {
-        jr__js_close(n, 0);
+        jr__js_close(js, 0);
         return err;
     }
     return 0;
 }
 
-void jr__js_close(jr_node *n, int flush)
+void jr__js_close(jr__js *js, int flush)
 {
-    jr__js *js = n->js;
-    if (!js) return;
+    jr_node *n = js->n;
     js->closing = 1;
     jr__rpc_close(n); /* this layer's calls: their callbacks use it */
     while (js->reqs) jr__req_finish(js->reqs, JR_ECLOSED, "node is closing");
@@ -429,7 +447,6 @@ void jr__js_close(jr_node *n, int flush)
     jr__mnode_close(js);
     jr__node_drain(n); /* every callback queued above runs before the memory goes */
     jr__meta_state_free(&js->st);
-    n->js = NULL;
-    n->upper = NULL;
+    jr__node_set_upper(n, NULL, NULL);
     js_free(js);
 }

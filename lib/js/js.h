@@ -1,8 +1,11 @@
 /*
  * js — the JetStream layer on a node: the meta group every server runs, the server's local
  * stream replicas, the requests it serves for other servers, and the public stream API. It sits
- * above the node core (lib/node), whose services it uses (groups, effects, timers, RPCs:
- * node/rpc.h), and below nothing but the public API.
+ * above the node core (lib/node) and below nothing but the public API. Of the core it sees only
+ * node/services.h (test/abi/layering.sh holds it to that): it registers its hooks there
+ * (jr__js_open) and uses the core's services — groups, effects, timers, completion records,
+ * RPCs, peers and the node's facts and clock — through handles whose structures stay the
+ * core's.
  *
  * Files of this module (lib/js/):
  *   js.c              lifecycle (open/close), the layer's timers, request records, deferred
@@ -43,7 +46,7 @@
 #include <stdint.h>
 
 #include "meta/meta_state.h"
-#include "node/node.h"
+#include "node/services.h"
 #include "stream/clock.h"
 #include "stream/fsm.h"
 #include "wire/frame.h"
@@ -51,6 +54,8 @@
 #define JR__META_GROUP_ID (JR_GROUP_ID_HOST_MAX + 1)
 #define JR__FIRST_STREAM_GROUP_ID (JR_GROUP_ID_HOST_MAX + 2)
 #define JR__JS_MSG_MAX 512 /* longest message a request carries back */
+_Static_assert(JR__JS_MSG_MAX <= JR__RPC_KEEP,
+               "a write's answer (an error text at most) is repeated to a duplicate");
 /* Bytes a stream entry holds beyond one message's headers and data: the op and batch framing,
  * the longest subject, msg ids and stream name. */
 #define JR__JS_ENTRY_OVERHEAD                                                                      \
@@ -245,6 +250,12 @@ struct jr__srep {
 
 struct jr__js {
     jr_node *n;
+    /* the node's facts (services.h; constant from open on) */
+    const jr_allocator *alloc;
+    const char *name; /* this server's name */
+    jr__id self;      /* and its id */
+    uint64_t election_ns, heartbeat_ns;
+    jr__node_facts facts; /* all of them: limits, vfs, seed, the host's wall clock */
     char *cluster;
     char **tags;
     size_t ntags;
@@ -252,9 +263,7 @@ struct jr__js {
     char *store_dir;
     uint64_t capacity;
     uint32_t max_assets;
-    uint64_t timeout_ns;         /* request_timeout_ms */
-    uint64_t (*wall)(void *ctx); /* the host's wall clock (jr_host.wall, version 2); NULL: none */
-    void *wall_ctx;
+    uint64_t timeout_ns;       /* request_timeout_ms */
     uint64_t snapshot_entries; /* of stream groups (a knob for tests; default 4096) */
     jr__rand rand;
     uint8_t closing;
@@ -298,19 +307,22 @@ static inline jr__route jr__route_local(jr__req *r)
 
 /* js.c --------------------------------------------------------------------------------------*/
 
-/* Hooks the node calls (node.c, flush.c). */
 /* Opens the stream layer for node n with its config (after WAL recovery): creates the meta
- * group and converges to what its recovered state holds. 0, JR_EINVAL (bad config), JR_ENOMEM
- * or a group/store error. */
+ * group, converges to what its recovered state holds, and registers the layer's hooks with the
+ * node (services.h "The seam"). 0, JR_EINVAL (bad config), JR_ENOMEM or a group/store error. */
 int jr__js_open(jr_node *n, const jr_node_config *cfg);
-/* Fails every outstanding request with JR_ECLOSED (callbacks run before it returns), closes the
- * replicas' stores (flush = 0: abandons them, as a crash would) and frees the layer. Called after
- * the node detached its groups and drained its completions. */
-void jr__js_close(jr_node *n, int flush);
-/* Proposes what leaders staged during this call (from the start of jr__node_flush). */
-void jr__js_before_flush(jr_node *n);
-/* A node-level message of the frame being dispatched (requests and responses; others ignored). */
-void jr__js_request(jr_node *n, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
+/* The layer on node n (NULL: streams are not enabled there, or it closes). */
+jr__js *jr__js_of(const jr_node *n);
+/* The hooks the node calls (registered by jr__js_open; services.h "The seam"):
+ *  - close: fails every outstanding request with JR_ECLOSED (callbacks run before it returns),
+ *    closes the replicas' stores (flush = 0: abandons them, as a crash would) and frees the
+ *    layer. Called after the node detached its groups and drained its completions;
+ *  - before_flush: proposes what leaders staged during this call;
+ *  - request: another server's request, dispatched by kind;
+ *  - role_changed: jr__srep_role_changed. */
+void jr__js_close(jr__js *js, int flush);
+void jr__js_before_flush(jr__js *js);
+void jr__js_request(jr__js *js, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
                     size_t len);
 
 /* Timers. */
@@ -392,15 +404,16 @@ void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s, const jr__
 /* Creates (or joins) the local replica of assignment s: a stream whose peer set never changed
  * bootstraps its group with those peers as voters; otherwise the group exists and this server
  * joins it empty (jr_group_open's join mode), waiting for the leader to add it. 0, JR_EBUSY
- * (the group's release is pending: try again after the next flush), or an error (logged). */
+ * (the group was destroyed and its WAL DROP waits for memory: try again later), or an error
+ * (logged). */
 int jr__srep_create(jr__js *js, const jr__meta_stream *s);
 /* The assignment changed: take its config and peers. */
 void jr__srep_update(jr__srep *r, const jr__meta_stream *s);
 /* Removes the local replica; with purge = 1 (the stream was deleted, or this server left it)
- * its messages and snapshots are deleted too, and its Raft group is released: detached now,
- * then freed and dropped from the WAL at the start of the next flush (the node core's
- * jr__node_group_destroy), so that neither its raft core nor the WAL's record of it outlives
- * the stream. */
+ * its messages and snapshots are deleted too, and its Raft group is released at once (the node
+ * core's jr__node_group_destroy: freed, and dropped from the WAL), so that neither its raft
+ * core nor the WAL's record of it outlives the stream. Not from inside an apply or the
+ * role_changed hook (the core refuses it there; queue an effect: services.h "Effects"). */
 void jr__srep_leave(jr__srep *r, int purge);
 /* Recovered stashes of stream groups this server no longer runs a replica of:
  *  - the stream no longer exists in the meta state (id below its next_group, no assignment:
@@ -429,9 +442,9 @@ void jr__srep_flush_all(jr__js *js);
 void jr__srep_sync(jr__srep *r);
 /* Applies an entry (live, or replayed after a catch-up), resolving the proposal it answers. */
 void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len);
-/* The node saw the role of group `group` change (it became leader, or stopped being one; from
- * the flush, flush.c): if it is a local stream replica, its timer runs its duties now (a
- * replica's timer is armed only while a duty is due). Any other group: nothing. */
+/* The node saw the role of group `group` change (it became leader, or stopped being one: the
+ * role_changed hook, services.h): if it is a local stream replica, its timer runs its duties now
+ * (a replica's timer is armed only while a duty is due). Any other group: nothing. */
 void jr__srep_role_changed(jr__js *js, uint64_t group);
 /* A duty of r is due at `when`: pulls its timer in if it would fire later (or is not armed). */
 void jr__srep_due(jr__srep *r, uint64_t when);

@@ -45,8 +45,8 @@
 #include "meta/members.h"
 #include "meta/placement.h"
 #include "js/js.h"
-#include "node/rpc.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 #include "util/checksum.h"
 
 /* The meta group snapshots every META_SNAPSHOT_ENTRIES entries, or as many as the most streams
@@ -59,11 +59,11 @@
 
 /* Local replicas follow the meta state, but not from inside an apply: creating or removing a
  * replica changes the node's group table while the flush walks it. An apply queues the
- * convergence as an effect (node.h "Effects"), run after the flush loop; group 0 means every
+ * convergence as an effect (services.h "Effects"), run after the flush loop; group 0 means every
  * stream. Without memory to queue it, the meta timer converges everything later. */
 static void converge_effect(jr_node *n, uint64_t group)
 {
-    jr__js *js = n->js;
+    jr__js *js = jr__js_of(n);
     if (!js || js->closing) return;
     if (group) {
         jr__mnode_converge_one(js, group);
@@ -100,9 +100,9 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
         return;
     }
     if (js->meta && js->st.nstreams > META_SNAPSHOT_ENTRIES &&
-        js->st.nstreams > js->meta->snapshot_entries)
-        js->meta->snapshot_entries = js->st.nstreams; /* raised only: deletions leave it */
-    if (res.request_id && strcmp(res.origin, n->name) == 0) {
+        js->st.nstreams > jr__group_snapshot_entries(js->meta))
+        jr__group_set_snapshot_entries(js->meta, js->st.nstreams); /* raised only */
+    if (res.request_id && strcmp(res.origin, js->name) == 0) {
         jr__req *r = jr__map_get(&js->meta_reqs, res.request_id);
         if (r) jr__req_finish(r, res.status, "%s", res.msg);
     }
@@ -111,7 +111,7 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
         jr__req *r = js->meta_reqs.slots[i].val;
         if (js->meta_reqs.slots[i].key && r->state == 2 && r->meta_index <= index) {
             r->state = 0;
-            jr__js_timer_arm(js, &r->timer, n->now);
+            jr__js_timer_arm(js, &r->timer, jr__node_now(n));
         }
     }
     int first = !js->meta_replayed && index >= js->meta_recovered;
@@ -127,9 +127,10 @@ int jr__mnode_replayed(jr__js *js)
     if (!js->meta_replayed && js->meta) {
         /* A tail of the log recovered at open that a leader cut never committed (so nothing of
          * it was applied before): the replay ends at what the log still holds. */
-        uint64_t upto = js->meta_recovered, last = jr__raft_last_index(jr__group_raft(js->meta));
+        uint64_t upto = js->meta_recovered,
+                 last = jr__raft_last_index(jr__group_consensus(js->meta));
         if (last < upto) upto = last;
-        if (js->meta->applied >= upto) js->meta_replayed = 1;
+        if (jr__group_applied(js->meta) >= upto) js->meta_replayed = 1;
     }
     return js->meta_replayed;
 }
@@ -163,10 +164,10 @@ const char *jr__mnode_leader(jr__js *js, int *self)
 {
     *self = 0;
     if (!js->meta || js->meta_failed) return NULL;
-    jr__raft *r = jr__group_raft(js->meta);
+    const jr__raft *r = jr__group_consensus(js->meta);
     if (jr__raft_role(r) == JR_LEADER) {
         *self = 1;
-        return js->n->name;
+        return js->name;
     }
     return jr_group_leader(js->meta);
 }
@@ -174,22 +175,22 @@ const char *jr__mnode_leader(jr__js *js, int *self)
 int jr__mnode_online(jr__js *js, const char *name, uint64_t *seen_ns)
 {
     jr_node *n = js->n;
-    uint64_t seen = UINT64_MAX, window = 2 * n->election_ns;
-    if (strcmp(name, n->name) == 0) {
+    uint64_t seen = UINT64_MAX, window = 2 * js->election_ns;
+    if (strcmp(name, js->name) == 0) {
         seen = 0;
     } else {
         jr__peer *p = jr__peer_find_name(n, name);
-        jr__raft *r = js->meta ? jr__group_raft(js->meta) : NULL;
-        uint64_t last = p ? p->last_heard : 0;
+        const jr__raft *r = js->meta ? jr__group_consensus(js->meta) : NULL;
+        uint64_t last = p ? jr__peer_heard(p) : 0;
         if (p && r && jr__raft_role(r) == JR_LEADER) {
             const jr__conf *c = jr__raft_conf(r);
             for (uint32_t i = 0; i < c->n; i++) {
                 jr__progress pr;
-                if (c->m[i].id == p->id && jr__raft_progress(r, i, &pr) == 0)
+                if (c->m[i].id == jr__peer_get_id(p) && jr__raft_progress(r, i, &pr) == 0)
                     last = pr.last_contact > last ? pr.last_contact : last;
             }
         }
-        if (last) seen = n->now > last ? n->now - last : 0;
+        if (last) seen = jr__node_now(n) > last ? jr__node_now(n) - last : 0;
     }
     if (seen_ns) *seen_ns = seen;
     return seen <= window;
@@ -220,14 +221,7 @@ static void reply_not_leader(jr__js *js, const jr__route *rt)
 /* Proposes an encoded op to the meta group. */
 static int propose(jr__js *js, const uint8_t *p, size_t len, uint64_t *index, uint64_t *term)
 {
-    jr_node *n = js->n;
-    jr__raft *r = jr__group_raft(js->meta);
-    int rc = jr__raft_propose(r, n->now, p, len, index);
-    if (rc != 0) return rc;
-    *term = jr__raft_term(r);
-    jr__group_ready(js->meta);
-    jr__node_want_tick(n);
-    return 0;
+    return jr__group_propose(js->meta, p, len, NULL, NULL, index, term);
 }
 
 /* Proposes op with the peer set the leader decided (borrowed for the call). */
@@ -253,7 +247,7 @@ static int place(jr__js *js, const jr__meta_op *op, const char *home, const char
 {
     jr__meta_state *st = &js->st;
     size_t ns = st->nservers;
-    jr__place_server *servers = jr__calloc(js->n->alloc, ns ? ns : 1, sizeof *servers);
+    jr__place_server *servers = jr__calloc(js->alloc, ns ? ns : 1, sizeof *servers);
     if (!servers) return JR_ENOMEM;
     jr__meta_place_servers(st, servers, ns);
     for (size_t i = 0; i < ns; i++) servers[i].online = jr__mnode_online(js, servers[i].name, NULL);
@@ -278,8 +272,8 @@ static int place(jr__js *js, const jr__meta_op *op, const char *home, const char
     jr__place_result res;
     int rc = jr__placement_select(servers, ns, &req, &res, NULL, msg, msglen);
     size_t unknown = 0; /* servers of the cluster's peer list that have not registered yet */
-    for (size_t i = 0; rc && i < js->n->npeers; i++)
-        unknown += !jr__meta_server_find(st, js->n->peers[i]->name);
+    for (size_t i = 0; rc && i < jr__node_npeers(js->n); i++)
+        unknown += !jr__meta_server_find(st, jr__peer_get_name(jr__node_peer(js->n, i)));
     if (unknown) { /* not final: the requester asks again until its deadline (JR_ENOQUORUM) */
         snprintf(msg, msglen, "%zu server%s not registered with the meta leader yet", unknown,
                  unknown == 1 ? " has" : "s have");
@@ -289,7 +283,7 @@ static int place(jr__js *js, const jr__meta_op *op, const char *home, const char
         for (size_t i = 0; i < res.npeers; i++) peers[i] = servers[res.peers[i]].name;
         *npeers = res.npeers;
     }
-    jr__free(js->n->alloc, servers);
+    jr__free(js->alloc, servers);
     return rc;
 }
 
@@ -308,7 +302,7 @@ static void shrink(jr__js *js, const jr__meta_stream *s, size_t replicas, const 
     for (size_t i = 0; i < s->npeers; i++) {
         online[i] = jr__mnode_online(js, s->peers[i], NULL);
         lag[i] = have_lag ? UINT64_MAX : 0;
-        if (lp && strcmp(lp->name, s->peers[i]) == 0) leader = i;
+        if (lp && strcmp(jr__peer_get_name(lp), s->peers[i]) == 0) leader = i;
     }
     if (have_lag) {
         jr_group_status gs;
@@ -383,7 +377,7 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
         return;
     }
     jr__meta_op op;
-    int rc = jr__meta_op_decode(p, len, js->n->alloc, &op);
+    int rc = jr__meta_op_decode(p, len, js->alloc, &op);
     if (rc != 0) {
         reply_text(js, rt, rc == JR_ENOMEM ? rc : JR_EINVAL, "meta request does not decode");
         return;
@@ -481,7 +475,7 @@ void jr__mnode_send(jr__req *r)
     jr__js *js = r->js;
     jr_node *n = js->n;
     if (r->done) return;
-    if (n->now >= r->deadline) {
+    if (jr__node_now(n) >= r->deadline) {
         jr__mnode_timer(r);
         return;
     }
@@ -489,14 +483,14 @@ void jr__mnode_send(jr__req *r)
     const char *leader = jr__mnode_leader(js, &self);
     if (!leader) {
         r->state = 0;
-        retry_at(r, n->now + n->heartbeat_ns);
+        retry_at(r, jr__deadline(jr__node_now(n), js->heartbeat_ns));
         return;
     }
     r->saw_leader = 1;
     r->state = 1;
     r->tries++;
     if (self) {
-        r->target = n->self;
+        r->target = js->self;
         jr__route rt = jr__route_local(r);
         jr__mnode_handle(js, &rt, r->payload.data, r->payload.len);
         return;
@@ -504,20 +498,20 @@ void jr__mnode_send(jr__req *r)
     jr__peer *p = jr__peer_find_name(n, leader);
     if (!p) {
         r->state = 0;
-        retry_at(r, n->now + n->heartbeat_ns);
+        retry_at(r, jr__deadline(jr__node_now(n), js->heartbeat_ns));
         return;
     }
-    r->target = p->id;
-    uint64_t left = r->deadline - n->now, attempt = 2 * n->election_ns;
+    r->target = jr__peer_get_id(p);
+    uint64_t left = r->deadline - jr__node_now(n), attempt = 2 * js->election_ns;
     jr_iovec iov = {r->payload.data, r->payload.len};
-    int rc = jr__rpc_call(js->n, p->id, JR__RPC_META, &iov, 1, left < attempt ? left : attempt,
-                          on_rpc, r, &r->rpc_id);
+    int rc = jr__rpc_call(js->n, jr__peer_get_id(p), JR__RPC_META, &iov, 1,
+                          left < attempt ? left : attempt, on_rpc, r, &r->rpc_id);
     if (rc != 0) {
         r->state = 0;
         if (rc == JR_EMSGSIZE)
             jr__req_finish(r, rc, "request does not fit in a frame (max_frame_bytes)");
         else
-            retry_at(r, n->now + n->heartbeat_ns);
+            retry_at(r, jr__deadline(jr__node_now(n), js->heartbeat_ns));
     }
 }
 
@@ -532,7 +526,7 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
         uint64_t index = jr__rd_varint(&rd), term = jr__rd_varint(&rd);
         if (rd.err || index == 0) {
             r->state = 0;
-            retry_at(r, n->now + n->heartbeat_ns);
+            retry_at(r, jr__deadline(jr__node_now(n), js->heartbeat_ns));
             return;
         }
         r->sent = 1;
@@ -542,7 +536,7 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
         /* Wait for the entry; the deadline bounds it (and a lost entry re-sends it). */
         if (js->st.applied >= index) {
             r->state = 0; /* already applied there, and it was not ours */
-            retry_at(r, n->now);
+            retry_at(r, jr__node_now(n));
         } else {
             jr__js_timer_arm(js, &r->timer, r->deadline);
         }
@@ -564,7 +558,7 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
             r->unsure = 1;
         r->state = 0;
         if (status == JR_ECLOSED && js->closing) return;
-        retry_at(r, n->now + (r->unanswered ? 0 : n->heartbeat_ns));
+        retry_at(r, jr__deadline(jr__node_now(n), r->unanswered ? 0 : js->heartbeat_ns));
         return;
     default: {
         /* A refusal by the leader's check or placement: final (JR_EBUSY too: a peer change of
@@ -582,7 +576,7 @@ void jr__mnode_timer(jr__req *r)
     jr__js *js = r->js;
     jr_node *n = js->n;
     if (r->done) return;
-    if (n->now < r->deadline) {
+    if (jr__node_now(n) < r->deadline) {
         if (r->state != 1) jr__mnode_send(r);
         return;
     }
@@ -597,7 +591,7 @@ void jr__mnode_timer(jr__req *r)
                        "commit in time; it may still take effect",
                        what, (unsigned long long)r->meta_index);
     else if (r->state == 1 || r->unsure) {
-        const char *t = r->target == n->self ? n->name : jr__js_peer_name(js, r->target);
+        const char *t = r->target == js->self ? js->name : jr__js_peer_name(js, r->target);
         jr__req_finish(r, JR_ETIMEDOUT,
                        "meta leader %s did not answer in time: the %s may still take effect",
                        t ? t : "?", what);
@@ -616,20 +610,19 @@ void jr__mnode_timer(jr__req *r)
  * kind `what`: it completes silently once applied (or at its deadline). 0 or JR_ENOMEM. */
 static int send_internal(jr__js *js, uint8_t what, jr__meta_op *op)
 {
-    jr_node *n = js->n;
     jr__req *r = jr__req_new(js, what);
     if (!r) return JR_ENOMEM;
     do {
         r->meta_id = jr__rand_next(&js->rand) | 1;
     } while (jr__map_get(&js->meta_reqs, r->meta_id));
     op->request_id = r->meta_id; /* completes when applied, like any admin request */
-    op->origin = n->name;
+    op->origin = js->name;
     if (jr__meta_op_encode(op, &r->payload) != 0 ||
         jr__map_put(&js->meta_reqs, r->meta_id, r) != 0) {
         jr__req_discard(r);
         return JR_ENOMEM;
     }
-    jr__req_start(r, 4 * n->election_ns);
+    jr__req_start(r, 4 * js->election_ns);
     jr__mnode_send(r);
     return 0;
 }
@@ -650,7 +643,7 @@ void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s, const jr__
 
 static int facts_current(jr__js *js)
 {
-    const jr__meta_server *s = jr__meta_server_find(&js->st, js->n->name);
+    const jr__meta_server *s = jr__meta_server_find(&js->st, js->name);
     if (!s || strcmp(s->cluster, js->cluster) != 0 || s->ntags != js->ntags ||
         s->capacity_bytes != js->capacity || s->max_assets != js->max_assets)
         return 0;
@@ -665,13 +658,13 @@ static void send_server_info(jr__js *js)
     jr__meta_op op;
     memset(&op, 0, sizeof op);
     op.type = JR__META_SERVER_INFO;
-    op.server.name = n->name;
+    op.server.name = js->name;
     op.server.cluster = js->cluster;
     op.server.tags = (const char *const *)js->tags;
     op.server.ntags = js->ntags;
     op.server.capacity_bytes = js->capacity;
     op.server.max_assets = js->max_assets;
-    if (send_internal(js, JR__REQ_SERVER_INFO, &op) == 0) js->info_sent = n->now;
+    if (send_internal(js, JR__REQ_SERVER_INFO, &op) == 0) js->info_sent = jr__node_now(n);
 }
 
 static void meta_tick(jr__js *js, jr__jtimer *t)
@@ -681,22 +674,21 @@ static void meta_tick(jr__js *js, jr__jtimer *t)
     if (js->meta_failed) return;
     int self;
     if (jr__mnode_leader(js, &self) && !facts_current(js) &&
-        (!js->info_sent || n->now >= js->info_sent + 4 * n->election_ns))
+        (!js->info_sent || jr__node_now(n) >= jr__deadline(js->info_sent, 4 * js->election_ns)))
         send_server_info(js);
     if (js->converge_failed || (!js->meta_replayed && jr__mnode_replayed(js)))
         jr__mnode_converge(js);
-    jr__js_timer_arm(js, &js->meta_timer, n->now + n->election_ns / 2);
+    jr__js_timer_arm(js, &js->meta_timer, jr__deadline(jr__node_now(n), js->election_ns / 2));
 }
 
 /* Convergence -----------------------------------------------------------------------------*/
 
 void jr__mnode_converge(jr__js *js)
 {
-    jr_node *n = js->n;
     if (js->closing || js->meta_failed) return;
     size_t cnt = 0;
     for (jr__srep *r = js->rep_list; r; r = r->next) cnt++;
-    jr__meta_local *local = jr__calloc(n->alloc, cnt ? cnt : 1, sizeof *local);
+    jr__meta_local *local = jr__calloc(js->alloc, cnt ? cnt : 1, sizeof *local);
     if (!local) {
         js->converge_failed = 1;
         return;
@@ -708,8 +700,8 @@ void jr__mnode_converge(jr__js *js)
         k++;
     }
     jr__meta_plan plan;
-    int rc = jr__meta_desired(&js->st, n->name, local, k, &plan);
-    jr__free(n->alloc, local);
+    int rc = jr__meta_desired(&js->st, js->name, local, k, &plan);
+    jr__free(js->alloc, local);
     if (rc != 0) {
         js->converge_failed = 1;
         return;
@@ -756,11 +748,10 @@ void jr__mnode_converge(jr__js *js)
 
 void jr__mnode_converge_one(jr__js *js, uint64_t group)
 {
-    jr_node *n = js->n;
     if (js->closing || js->meta_failed) return;
     const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, group);
     jr__srep *r = jr__srep_find(js, group);
-    if (s && jr__meta_stream_has_peer(s, n->name)) {
+    if (s && jr__meta_stream_has_peer(s, js->name)) {
         if (!r) {
             /* as jr__mnode_converge's CREATE: not from a state of the replay at open */
             if (!jr__mnode_replayed(js) || jr__srep_create(js, s) != 0) js->converge_failed = 1;
@@ -790,7 +781,7 @@ void jr__mnode_cluster_info(jr__js *js, const jr__route *rt)
         return;
     }
     jr__meta_state *st = &js->st;
-    jr__raft *mr = jr__group_raft(js->meta);
+    const jr__raft *mr = jr__group_consensus(js->meta);
     jr__buf *b = &js->scratch2;
     jr__buf_reset(b);
     jr__buf_bytes(b, js->cluster, strlen(js->cluster));
@@ -803,12 +794,13 @@ void jr__mnode_cluster_info(jr__js *js, const jr__route *rt)
         uint64_t seen = UINT64_MAX, match = 0;
         int online = jr__mnode_online(js, s->name, &seen);
         jr__peer *p = jr__peer_find_name(n, s->name);
-        int damaged = p ? jr__group_peer_damaged(js->meta, p->id) : 0;
+        int damaged = p ? jr__group_peer_damaged(js->meta, jr__peer_get_id(p)) : 0;
         if (self) {
             const jr__conf *c = jr__raft_conf(mr);
             for (uint32_t k = 0; p && k < c->n; k++) {
                 jr__progress pr;
-                if (c->m[k].id == p->id && jr__raft_progress(mr, k, &pr) == 0) match = pr.match;
+                if (c->m[k].id == jr__peer_get_id(p) && jr__raft_progress(mr, k, &pr) == 0)
+                    match = pr.match;
             }
         }
         uint32_t assets = 0;
@@ -842,26 +834,27 @@ static int cmp_names(const void *a, const void *b)
 int jr__mnode_open(jr__js *js)
 {
     jr_node *n = js->n;
+    size_t npeers = jr__node_npeers(n);
     jr__js_timer_init(&js->meta_timer, meta_tick); /* jr__mnode_close cancels it on any path */
-    const char **voters = jr__calloc(n->alloc, n->npeers, sizeof *voters);
+    const char **voters = jr__calloc(js->alloc, npeers, sizeof *voters);
     if (!voters) return JR_ENOMEM;
-    for (size_t i = 0; i < n->npeers; i++) voters[i] = n->peers[i]->name;
+    for (size_t i = 0; i < npeers; i++) voters[i] = jr__peer_get_name(jr__node_peer(n, i));
     /* The same voter list, in the same order, on every server: its bootstrap entry must be
      * identical everywhere. */
-    qsort(voters, n->npeers, sizeof *voters, cmp_names);
+    qsort(voters, npeers, sizeof *voters, cmp_names);
     jr_fsm fsm = {JR_FSM_VERSION, js, meta_apply, meta_snapshot, meta_restore};
     jr_group_config gc;
     jr_group_config_init(&gc);
     gc.id = JR__META_GROUP_ID;
     gc.voters = voters;
-    gc.nvoters = n->npeers;
+    gc.nvoters = npeers;
     gc.fsm = &fsm;
     gc.snapshot_entries = META_SNAPSHOT_ENTRIES;
     /* Opening the group may apply recovered entries at once: until it returned and the
      * index to replay up to is known, every state applied is one of the replay. */
     js->meta_recovered = UINT64_MAX;
     int rc = jr__group_create(n, &gc, NULL, &js->meta);
-    jr__free(n->alloc, voters);
+    jr__free(js->alloc, voters);
     if (rc != 0) {
         js->meta = NULL;
         return rc;
@@ -869,8 +862,8 @@ int jr__mnode_open(jr__js *js)
     /* A meta entry applied here can release a replica and its store: a restart must replay
      * the meta log at least that far, and it replays only up to the recovered commit index. */
     jr__group_durable_apply(js->meta);
-    js->meta_recovered = jr__raft_last_index(jr__group_raft(js->meta));
-    jr__js_timer_arm(js, &js->meta_timer, n->now);
+    js->meta_recovered = jr__raft_last_index(jr__group_consensus(js->meta));
+    jr__js_timer_arm(js, &js->meta_timer, jr__node_now(n));
     return 0;
 }
 

@@ -21,8 +21,8 @@
 
 #include "meta/members.h"
 #include "js/js.h"
-#include "node/rpc.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 /* Entries a member may trail the leader's log and still count as caught up (a window in
  * flight). */
@@ -39,7 +39,7 @@ void jr__srep_memb_free(jr__srep *r)
 {
     if (!r->mw) return;
     jr__rpc_cancel(r->js->n, r->mw->rpc_id);
-    jr__free(r->js->n->alloc, r->mw);
+    jr__free(r->js->alloc, r->mw);
     r->mw = NULL;
 }
 
@@ -50,9 +50,10 @@ static void memb_done(void *arg, int status)
     jr__srep *r = jr__srep_find(js, o->group);
     if (r && r->mw && r->mw->serial == o->serial) {
         r->mw->serial = 0;
-        if (!js->closing) jr__srep_due(r, js->n->now + (status == 0 ? 0 : js->n->heartbeat_ns));
+        if (!js->closing)
+            jr__srep_due(r, jr__deadline(jr__node_now(js->n), status == 0 ? 0 : js->heartbeat_ns));
     }
-    jr__free(js->n->alloc, o);
+    jr__free(js->alloc, o);
 }
 
 static jr__memb_probe *probe_find(jr__membwork *w, jr__id id)
@@ -81,10 +82,10 @@ static void on_ready(jr_node *n, void *arg, int status, int answered, const uint
         pr = &w->probes[w->nprobes++];
         pr->id = w->asked;
     }
-    pr->at = n->now;
+    pr->at = jr__node_now(n);
     pr->ready = ready;
     pr->peers_at = peers_at;
-    if (ready) jr__srep_due(r, n->now);
+    if (ready) jr__srep_due(r, jr__node_now(n));
 }
 
 /* 1 if member id said lately that its replica is complete and it knows the peer set of
@@ -95,7 +96,9 @@ static int member_ready(jr__srep *r, jr__id id, uint64_t peers_at)
     jr_node *n = js->n;
     jr__membwork *w = r->mw;
     jr__memb_probe *pr = probe_find(w, id);
-    if (pr && pr->ready && pr->peers_at >= peers_at && n->now <= pr->at + n->election_ns) return 1;
+    if (pr && pr->ready && pr->peers_at >= peers_at &&
+        jr__node_now(n) <= jr__deadline(pr->at, js->election_ns))
+        return 1;
     if (w->rpc_id) return 0;
     uint8_t b[24];
     jr__buf out = {b, 0, sizeof b, 0, NULL};
@@ -104,7 +107,7 @@ static int member_ready(jr__srep *r, jr__id id, uint64_t peers_at)
     jr_iovec iov = {out.data, out.len};
     w->asked = id;
     /* a short wait: a member that does not answer must not hold up the questions to others */
-    if (jr__rpc_call(js->n, id, JR__RPC_STREAM_ADMIN, &iov, 1, 2 * n->heartbeat_ns, on_ready, r,
+    if (jr__rpc_call(js->n, id, JR__RPC_STREAM_ADMIN, &iov, 1, 2 * js->heartbeat_ns, on_ready, r,
                      &w->rpc_id) != 0)
         w->rpc_id = 0;
     return 0;
@@ -113,11 +116,11 @@ static int member_ready(jr__srep *r, jr__id id, uint64_t peers_at)
 /* 1 if the group's configuration is s's peer set with every peer a voter. */
 static int conf_is(const jr__srep *r, const jr__meta_stream *s)
 {
-    const jr__conf *c = jr__raft_conf(jr__group_raft(r->g));
+    const jr__conf *c = jr__raft_conf(jr__group_consensus(r->g));
     if (c->n != s->npeers) return 0;
     for (size_t i = 0; i < s->npeers; i++) {
         jr__peer *p = jr__peer_find_name(r->js->n, s->peers[i]);
-        const jr__member *m = p ? jr__conf_find(c, p->id) : NULL;
+        const jr__member *m = p ? jr__conf_find(c, jr__peer_get_id(p)) : NULL;
         if (!m || !m->voter) return 0;
     }
     return 1;
@@ -130,7 +133,7 @@ static int meta_current(jr__js *js)
 {
     int self;
     if (!js->meta || js->meta_failed || !jr__mnode_leader(js, &self)) return 0;
-    return js->meta->applied >= jr__raft_commit_index(jr__group_raft(js->meta));
+    return jr__group_applied(js->meta) >= jr__raft_commit_index(jr__group_consensus(js->meta));
 }
 
 static const char *step_name(int step)
@@ -151,7 +154,7 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
 {
     jr__js *js = r->js;
     jr_node *n = js->n;
-    uint64_t soon = n->now + n->heartbeat_ns;
+    uint64_t soon = jr__deadline(jr__node_now(n), js->heartbeat_ns);
     int busy = jr__meta_stream_busy(s);
     if (!busy && conf_is(r, s)) {
         jr__srep_memb_free(r);
@@ -159,9 +162,9 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
     }
     if (soon < *next) *next = soon;
     if (!meta_current(js)) return;
-    if (!r->mw && !(r->mw = jr__calloc(n->alloc, 1, sizeof *r->mw))) return;
+    if (!r->mw && !(r->mw = jr__calloc(js->alloc, 1, sizeof *r->mw))) return;
     jr__membwork *w = r->mw;
-    jr__raft *raft = jr__group_raft(r->g);
+    const jr__raft *raft = jr__group_consensus(r->g);
     if (w->serial || !jr__raft_ready(raft) || jr__raft_transferring(raft)) return;
     /* wanted: the assignment's peers */
     uint64_t want[JR_MAX_REPLICAS];
@@ -170,8 +173,8 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
     for (size_t i = 0; i < s->npeers; i++) {
         jr__peer *p = jr__peer_find_name(n, s->peers[i]);
         if (!p) return; /* not a server this node knows: nothing sensible to do */
-        want[nw++] = p->id;
-        self_wanted |= p->id == n->self;
+        want[nw++] = jr__peer_get_id(p);
+        self_wanted |= jr__peer_get_id(p) == js->self;
     }
     /* the configuration as this leader sees it */
     const jr__conf *c = jr__raft_conf(raft);
@@ -181,33 +184,33 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
         ps.size = sizeof ps;
         m[i].id = c->m[i].id;
         m[i].voter = c->m[i].voter;
-        m[i].alive = m[i].caught_up = c->m[i].id == n->self;
+        m[i].alive = m[i].caught_up = c->m[i].id == js->self;
         if (m[i].caught_up || jr_group_peer(r->g, i, &ps) != 0) continue;
         int wanted = 0;
         for (size_t k = 0; k < nw; k++) wanted |= want[k] == m[i].id;
         /* heard from, by the group (a new leader's progress starts out optimistic) and by
          * the node (frames of any kind) */
         jr__peer *pp = jr__peer_find(n, m[i].id);
-        m[i].alive = ps.last_seen_ns <= n->election_ns && pp && pp->last_heard &&
-                     n->now - pp->last_heard <= n->election_ns;
+        m[i].alive = ps.last_seen_ns <= js->election_ns && pp && jr__peer_heard(pp) &&
+                     jr__node_now(n) - jr__peer_heard(pp) <= js->election_ns;
         int log_ok = m[i].alive && ps.lag <= MEMB_SLACK;
         /* a new voter (or the next leader) must also hold every message and the assignment */
         if (log_ok && wanted && (!m[i].voter || !self_wanted))
             log_ok = member_ready(r, m[i].id, s->peers_at);
         m[i].caught_up = (uint8_t)log_ok;
     }
-    jr__memb_next x = jr__members_next(n->self, m, c->n, want, nw);
+    jr__memb_next x = jr__members_next(js->self, m, c->n, want, nw);
     if (x.step == JR__MEMB_WAIT) {
         /* A quiet group counts nobody it did not hear from when it went quiet, and an empty
          * new member never speaks first: if the node of a member still catching up is heard
          * from while the group is quiet, wake the group (any entry does) so it probes it. */
-        if (jr__raft_quiet(raft) && n->now >= w->woken_at + n->election_ns) {
+        if (jr__raft_quiet(raft) && jr__node_now(n) >= jr__deadline(w->woken_at, js->election_ns)) {
             for (uint32_t i = 0; i < c->n; i++) {
                 jr__peer *pp = jr__peer_find(n, m[i].id);
-                if (m[i].caught_up || !pp || !pp->last_heard ||
-                    n->now - pp->last_heard > n->election_ns)
+                if (m[i].caught_up || !pp || !jr__peer_heard(pp) ||
+                    jr__node_now(n) - jr__peer_heard(pp) > js->election_ns)
                     continue;
-                w->woken_at = n->now;
+                w->woken_at = jr__node_now(n);
                 jr__srep_stage_tick(r);
                 break;
             }
@@ -217,8 +220,9 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
     if (x.step == JR__MEMB_CONVERGED) {
         /* the committed configuration is the assignment (ready: the entries of earlier terms,
          * configurations included, are committed; ours completed before serial cleared) */
-        if (busy && (!w->reported_at || n->now >= w->reported_at + 2 * n->election_ns)) {
-            w->reported_at = n->now;
+        if (busy && (!w->reported_at ||
+                     jr__node_now(n) >= jr__deadline(w->reported_at, 2 * js->election_ns))) {
+            w->reported_at = jr__node_now(n);
             /* with the floor a replica joining later starts from: this term and the commit
              * (an entry every later leader holds) */
             jr__join_floor f;
@@ -228,9 +232,9 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
         return;
     }
     jr__peer *p = jr__peer_find(n, x.peer);
-    memb_op *o = jr__malloc(n->alloc, sizeof *o);
+    memb_op *o = jr__malloc(js->alloc, sizeof *o);
     if (!p || !o) {
-        jr__free(n->alloc, o);
+        jr__free(js->alloc, o);
         return;
     }
     o->js = js;
@@ -239,23 +243,23 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
     int rc;
     switch (x.step) {
     case JR__MEMB_ADD:
-        rc = jr_group_add_observer(r->g, p->name, memb_done, o);
+        rc = jr_group_add_observer(r->g, jr__peer_get_name(p), memb_done, o);
         break;
     case JR__MEMB_PROMOTE:
-        rc = jr_group_promote(r->g, p->name, memb_done, o);
+        rc = jr_group_promote(r->g, jr__peer_get_name(p), memb_done, o);
         break;
     case JR__MEMB_REMOVE:
-        rc = jr_group_remove(r->g, p->name, memb_done, o);
+        rc = jr_group_remove(r->g, jr__peer_get_name(p), memb_done, o);
         break;
     default:
-        rc = jr_group_transfer(r->g, p->name, memb_done, o);
+        rc = jr_group_transfer(r->g, jr__peer_get_name(p), memb_done, o);
         break;
     }
     if (rc != 0) {
-        jr__free(n->alloc, o); /* JR_EBUSY and the like: the next visit tries again */
+        jr__free(js->alloc, o); /* JR_EBUSY and the like: the next visit tries again */
         return;
     }
     w->serial = o->serial;
     jr__node_log(n, JR_LOG_INFO, "stream '%s': peer change: %s %s", r->name, step_name(x.step),
-                 p->name);
+                 jr__peer_get_name(p));
 }

@@ -40,6 +40,7 @@
 
 #include "js/js.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 #include "util/container.h"
 #include "util/checksum.h"
 
@@ -56,14 +57,15 @@ jr__srep *jr__srep_find(jr__js *js, uint64_t group)
 
 int jr__srep_is_leader(const jr__srep *r)
 {
-    return r->g && !r->g->closed && !r->failed && jr__raft_role(jr__group_raft(r->g)) == JR_LEADER;
+    return r->g && !jr__group_closed(r->g) && !r->failed &&
+           jr__raft_role(jr__group_consensus(r->g)) == JR_LEADER;
 }
 
 jr__peer *jr__srep_leader_peer(jr__js *js, uint64_t group)
 {
     jr__srep *r = jr__srep_find(js, group);
-    if (r && r->g && !r->g->closed) {
-        jr__id id = jr__raft_leader(jr__group_raft(r->g));
+    if (r && r->g && !jr__group_closed(r->g)) {
+        jr__id id = jr__raft_leader(jr__group_consensus(r->g));
         return id ? jr__peer_find(js->n, id) : NULL;
     }
     return jr__map_get(&js->hints, group);
@@ -99,7 +101,7 @@ static void free_proposal(jr__js *js, jr__proposal *p)
         jr__waiter_put(js, w);
         w = next;
     }
-    jr__free(js->n->alloc, p);
+    jr__free(js->alloc, p);
 }
 
 /* Answers every waiter of p with status (a failure: nothing of p was acknowledged; whether it
@@ -144,12 +146,12 @@ static void flush_one(jr__srep *r)
     jr__buf_varint(b, r->nstage);
     jr__buf_put(b, r->stage.data, r->stage.len);
     if (!b->err) jr__buf_u64(b, jr__xxh3(b->data, b->len));
-    jr__proposal *p = jr__calloc(n->alloc, 1, sizeof *p);
+    jr__proposal *p = jr__calloc(js->alloc, 1, sizeof *p);
     int rc = b->err ? b->err : !p ? JR_ENOMEM : 0;
     uint64_t index = 0, term = 0;
     if (!rc) rc = jr__group_propose(r->g, b->data, b->len, on_proposed, p, &index, &term);
     if (rc) {
-        jr__free(n->alloc, p);
+        jr__free(js->alloc, p);
         /* refused before it reached the log: the requesters may go to the leader */
         jr__srep_fail_staged(r, rc == JR_ENOTLEADER || rc == JR_ETRANSFER ? JR_ENOTLEADER : rc);
         return;
@@ -158,7 +160,7 @@ static void flush_one(jr__srep *r)
     p->rep = r;
     p->index = index;
     p->term = term;
-    p->deadline = n->now + js->timeout_ns;
+    p->deadline = jr__deadline(jr__node_now(n), js->timeout_ns);
     p->head = r->whead;
     p->tail = r->wtail;
     p->listed = 1;
@@ -203,7 +205,7 @@ void jr__srep_fail_staged(jr__srep *r, int status)
     const char *leader = NULL;
     if (status == JR_ENOTLEADER) {
         jr__peer *p = jr__srep_leader_peer(js, r->group);
-        leader = p && p->id != js->n->self ? p->name : NULL;
+        leader = p && jr__peer_get_id(p) != js->self ? jr__peer_get_name(p) : NULL;
     }
     while (w) {
         jr__waiter *next = w->next;
@@ -213,10 +215,11 @@ void jr__srep_fail_staged(jr__srep *r, int status)
     }
 }
 
-/* Largest entry the stream's group accepts (group.c gives every group the same limit). */
-static size_t max_entry(const jr_node *n)
+/* Largest entry the stream's group accepts (the node gives every group the same limit:
+ * jr__node_facts.max_msg_bytes). */
+static size_t max_entry(const jr__js *js)
 {
-    return n->max_msg_bytes - 1024;
+    return js->facts.max_msg_bytes - 1024;
 }
 
 static int stage_raw(jr__srep *r, const uint8_t *entry, size_t len, const jr__route *rt,
@@ -225,7 +228,7 @@ static int stage_raw(jr__srep *r, const uint8_t *entry, size_t len, const jr__ro
     jr__js *js = r->js;
     if (len < 1 + 1 + 8 + 8) return JR_EINVAL;
     size_t inner = len - 9; /* drop the version byte and the checksum: a BATCH item */
-    if (inner + 32 > max_entry(js->n)) return JR_EMSGSIZE;
+    if (inner + 32 > max_entry(js)) return JR_EMSGSIZE;
     if (r->nstage && (r->stage.len + inner > BATCH_MAX_BYTES || r->nstage >= BATCH_MAX_OPS))
         flush_one(r);
     jr__waiter *w = jr__waiter_get(js);
@@ -239,8 +242,8 @@ static int stage_raw(jr__srep *r, const uint8_t *entry, size_t len, const jr__ro
         return JR_ENOMEM;
     }
     /* stream time (stream/clock.h) goes where op.h puts every op's ts: right after its type */
-    int64_t ts =
-        jr__sclock_stamp(&r->clock, jr__js_wall(js), js->n->now, jr__stream_fsm_clock(r->fsm));
+    int64_t ts = jr__sclock_stamp(&r->clock, jr__js_wall(js), jr__node_now(js->n),
+                                  jr__stream_fsm_clock(r->fsm));
     jr__put_u64(r->stage.data + at + 1, (uint64_t)ts);
     w->route = *rt;
     w->what = what;
@@ -258,7 +261,7 @@ static int stage_raw(jr__srep *r, const uint8_t *entry, size_t len, const jr__ro
 static int stage_internal(jr__srep *r, const jr__stream_op *op)
 {
     jr__buf out;
-    jr__buf_init(&out, r->js->n->alloc);
+    jr__buf_init(&out, r->js->alloc);
     int rc = jr__op_encode(op, &out);
     jr__route none = {NULL, 0, 0};
     if (!rc) rc = stage_raw(r, out.data, out.len, &none, 0);
@@ -270,7 +273,7 @@ static int stage_internal(jr__srep *r, const jr__stream_op *op)
 static void stage_config(jr__srep *r)
 {
     jr__buf cb;
-    jr__buf_init(&cb, r->js->n->alloc);
+    jr__buf_init(&cb, r->js->alloc);
     int rc = jr__stream_config_encode(&r->as->cfg->c, &cb);
     if (!rc) {
         jr__stream_op op;
@@ -297,7 +300,7 @@ int jr__srep_stage_read(jr__srep *r, const jr__route *rt, uint8_t what, uint64_t
 {
     char *copy = NULL;
     if (subject_len) {
-        copy = jr__malloc(r->js->n->alloc, subject_len);
+        copy = jr__malloc(r->js->alloc, subject_len);
         if (!copy) return JR_ENOMEM;
         memcpy(copy, subject, subject_len);
     }
@@ -305,12 +308,12 @@ int jr__srep_stage_read(jr__srep *r, const jr__route *rt, uint8_t what, uint64_t
     memset(&op, 0, sizeof op);
     op.type = JR__OP_TICK;
     jr__buf out;
-    jr__buf_init(&out, r->js->n->alloc);
+    jr__buf_init(&out, r->js->alloc);
     int rc = jr__op_encode(&op, &out);
     if (!rc) rc = jr__srep_stage(r, out.data, out.len, rt, what);
     jr__buf_free(&out);
     if (rc) {
-        jr__free(r->js->n->alloc, copy);
+        jr__free(r->js->alloc, copy);
         return rc;
     }
     r->wtail->seq = seq; /* stage_raw appended the waiter last */
@@ -428,7 +431,7 @@ static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
     jr__srep *r = ctx;
     uint64_t term = 0;
     jr__entry e;
-    if (r->g && jr__raft_entry(jr__group_raft(r->g), index, &e) == 0) term = e.term;
+    if (r->g && jr__raft_entry(jr__group_consensus(r->g), index, &e) == 0) term = e.term;
     if (r->cu) {
         if (jr__catchup_queue(r, index, term, data, len) != 0) {
             jr__node_log(r->js->n, JR_LOG_ERROR,
@@ -441,7 +444,7 @@ static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
     jr__srep_apply_entry(r, index, term, data, len);
     int64_t clock = jr__stream_fsm_clock(r->fsm);
     if (clock > r->clock.stamp) /* another leader's stamps: maybe an anchor (stream/clock.h) */
-        jr__sclock_observe(&r->clock, clock, jr__js_wall(r->js), r->js->n->now);
+        jr__sclock_observe(&r->clock, clock, jr__js_wall(r->js), jr__node_now(r->js->n));
     if (index >= r->synced + SYNC_ENTRIES)
         jr__srep_sync(r);
     else if (index != r->synced)
@@ -541,14 +544,14 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
 {
     jr__srep *r = JR__CONTAINER_OF(t, jr__srep, timer);
     jr_node *n = js->n;
-    uint64_t soon = n->now + n->election_ns / 2, next = UINT64_MAX;
+    uint64_t soon = jr__deadline(jr__node_now(n), js->election_ns / 2), next = UINT64_MAX;
     if (r->cu) {
         jr__catchup_step(r);
         next = soon;
     }
-    if (n->now >= r->next_sync) {
+    if (jr__node_now(n) >= r->next_sync) {
         jr__srep_sync(r);
-        r->next_sync = n->now + SYNC_NS;
+        r->next_sync = jr__deadline(jr__node_now(n), SYNC_NS);
     }
     if (!r->failed && jr__stream_fsm_applied(r->fsm) != r->synced && r->next_sync < next)
         next = r->next_sync;
@@ -559,15 +562,15 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
         if (differs) next = soon; /* until the config is in the log */
         uint64_t age = r->as->cfg->c.max_age_ns;
         if (age) {
-            if (n->now >= r->next_tick) {
+            if (jr__node_now(n) >= r->next_tick) {
                 jr__srep_stage_tick(r);
                 uint64_t every = age / 4 > MIN_TICK_NS ? age / 4 : MIN_TICK_NS;
-                r->next_tick = n->now + every;
+                r->next_tick = jr__deadline(jr__node_now(n), every);
             }
             if (r->next_tick < next) next = r->next_tick;
         }
         for (jr__proposal *p = r->phead; p; p = p->next) {
-            if (p->deadline <= n->now)
+            if (p->deadline <= jr__node_now(n))
                 resolve_fail(js, p, JR_ETIMEDOUT); /* in the log: it may still commit */
             else if (!p->resolved) {
                 if (p->deadline < next) next = p->deadline;
@@ -580,8 +583,7 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
         jr__srep_memb_free(r);
         /* watch for leadership while a peer change is under way: a new leader resumes it */
         const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);
-        if (s && jr__meta_stream_busy(s) && n->now + n->election_ns / 2 < next)
-            next = n->now + n->election_ns / 2;
+        if (s && jr__meta_stream_busy(s) && soon < next) next = soon;
         r->cfg_pending = 0; /* a new leader logs it again if it got lost */
         if (!r->cfg_in_log ||
             !jr__stream_config_equal(jr__stream_fsm_config_get(r->fsm), &r->as->cfg->c))
@@ -597,7 +599,7 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
 void jr__srep_role_changed(jr__js *js, uint64_t group)
 {
     jr__srep *r = jr__srep_find(js, group);
-    if (r && !js->closing) jr__srep_due(r, js->n->now);
+    if (r && !js->closing) jr__srep_due(r, jr__node_now(js->n));
 }
 
 /* Pulls the replica's timer in if it would fire later. */
@@ -628,7 +630,7 @@ static void rep_free(jr__srep *r)
     jr__catchup_release(r);
     jr__meta_asgn_put(r->as);
     jr__buf_free(&r->stage);
-    jr__free(js->n->alloc, r);
+    jr__free(js->alloc, r);
 }
 
 static void rep_unlink(jr__srep *r)
@@ -653,38 +655,37 @@ static void rep_unlink(jr__srep *r)
 int jr__srep_create(jr__js *js, const jr__meta_stream *s)
 {
     jr_node *n = js->n;
-    /* Released a moment ago (removed, then added back by an op applied in the same flush):
-     * its group goes at the next flush's start; create it afresh after that (the caller
-     * converges again later). */
+    /* Destroyed a moment ago and its WAL DROP waits for memory: create it afresh once the DROP
+     * is staged (the caller converges again later). */
     if (jr__node_group_retiring(n, s->group)) return JR_EBUSY;
     if (!jr__node_group_known(n, s->group)) {
         /* A replica new on this server: nothing of its group is durable here, so no store can
          * hold a state of its log (entries are applied only once durable). A store found under
          * the name belongs to a deleted stream of the same name (its removal cut short by a
          * crash, or never done): it must not pass for this one's. */
-        int rc = jr__store_destroy(n->vfs, js->store_dir, s->name);
+        int rc = jr__store_destroy(js->facts.vfs, js->store_dir, s->name);
         if (rc != 0) {
             jr__node_log(n, JR_LOG_ERROR, "stream '%s': cannot remove a leftover store: %s",
                          s->name, jr_strerror(rc));
             return rc;
         }
     }
-    jr__srep *r = jr__calloc(n->alloc, 1, sizeof *r);
+    jr__srep *r = jr__calloc(js->alloc, 1, sizeof *r);
     if (!r) return JR_ENOMEM;
     r->js = js;
     r->group = s->group;
     take_assignment(r, s);
-    jr__buf_init(&r->stage, n->alloc);
+    jr__buf_init(&r->stage, js->alloc);
     jr__js_timer_init(&r->timer, rep_timer);
     jr__sclock_init(&r->clock);
     char err[256] = "";
     jr__stream_fsm_config fc;
     memset(&fc, 0, sizeof fc);
     fc.stream = &s->cfg->c;
-    fc.vfs = n->vfs;
+    fc.vfs = js->facts.vfs;
     fc.dir = js->store_dir;
-    fc.alloc = n->alloc;
-    if (s->cfg->c.storage == JR_STORAGE_FILE) fc.block_bytes = n->store_block_bytes;
+    fc.alloc = js->alloc;
+    if (s->cfg->c.storage == JR_STORAGE_FILE) fc.block_bytes = js->facts.store_block_bytes;
     int rc = jr__stream_fsm_open(&fc, &r->fsm, err, sizeof err);
     if (rc == JR_ECORRUPT && jr__node_group_known(n, s->group) && s->npeers > 1) {
         /* The store is damaged beyond a torn tail (a block or a mark that does not verify, a
@@ -699,7 +700,7 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
                      "snapshot and log",
                      s->name, err);
         err[0] = 0;
-        rc = jr__store_destroy(n->vfs, js->store_dir, s->name);
+        rc = jr__store_destroy(js->facts.vfs, js->store_dir, s->name);
         if (rc == 0) rc = jr__stream_fsm_open(&fc, &r->fsm, err, sizeof err);
     }
     if (rc == 0) rc = jr__map_put(&js->reps, r->group, r);
@@ -746,8 +747,8 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
         return rc;
     }
     jr__map_del(&js->hints, r->group);
-    r->next_sync = n->now + SYNC_NS;
-    jr__js_timer_arm(js, &r->timer, n->now);
+    r->next_sync = jr__deadline(jr__node_now(n), SYNC_NS);
+    jr__js_timer_arm(js, &r->timer, jr__node_now(n));
     return 0;
 }
 
@@ -757,7 +758,8 @@ void jr__srep_update(jr__srep *r, const jr__meta_stream *s)
     if (jr__srep_is_leader(r) && !r->cfg_pending &&
         !jr__stream_config_equal(jr__stream_fsm_config_get(r->fsm), &r->as->cfg->c))
         stage_config(r);
-    jr__srep_due(r, r->js->n->now); /* duties may have changed: a peer change, max_age, config */
+    jr__srep_due(
+        r, jr__node_now(r->js->n)); /* duties may have changed: a peer change, max_age, config */
 }
 
 /* Removing files: names are collected first (no removal while the vfs lists). */
@@ -786,15 +788,16 @@ void jr__srep_leave(jr__srep *r, int purge)
     if (purge) {
         jr__stream_fsm_abandon(r->fsm);
         /* atomic (store.h): a crash halfway leaves a store that opens empty, not a torso */
-        int rc = jr__store_destroy(n->vfs, js->store_dir, r->name);
+        int rc = jr__store_destroy(js->facts.vfs, js->store_dir, r->name);
         if (rc != 0)
             jr__node_log(n, JR_LOG_WARN, "stream '%s': its store could not be removed: %s", r->name,
                          jr_strerror(rc));
-        if (jr__node_group_destroy(n, r->group) != 0)
+        rc = jr__node_group_destroy(n, r->group);
+        if (rc != 0)
             jr__node_log(n, JR_LOG_WARN,
-                         "stream '%s': out of memory: its group %" PRIu64
-                         " stays dormant until the node closes",
-                         r->name, r->group);
+                         "stream '%s': its group %" PRIu64
+                         " could not be released (%s): its log stays in the WAL until a restart",
+                         r->name, r->group, jr_strerror(rc));
     } else {
         jr__stream_fsm_close(r->fsm);
     }
@@ -812,7 +815,7 @@ int jr__srep_sweep_stashes(jr__js *js)
     for (size_t i = 0; i < k; i++) {
         uint64_t id = ids[i];
         const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, id);
-        if (s && jr__meta_stream_has_peer(s, n->name)) continue; /* converge creates it */
+        if (s && jr__meta_stream_has_peer(s, js->name)) continue; /* converge creates it */
         if (s && (jr__meta_stream_busy(s) || !jr__mnode_replayed(js))) {
             if (jr__mnode_replayed(js))
                 jr__node_log(n, JR_LOG_INFO,
@@ -824,7 +827,7 @@ int jr__srep_sweep_stashes(jr__js *js)
             continue;
         }
         if (jr__node_group_destroy(n, id) != 0) {
-            rc = JR_ENOMEM;
+            rc = JR_ENOMEM; /* converge again later */
             continue;
         }
         if (s) {
@@ -832,7 +835,7 @@ int jr__srep_sweep_stashes(jr__js *js)
                          "stream '%s': removed from this server while it was "
                          "down; releasing its log and store",
                          s->name);
-            int drc = jr__store_destroy(n->vfs, js->store_dir, s->name);
+            int drc = jr__store_destroy(js->facts.vfs, js->store_dir, s->name);
             if (drc != 0)
                 jr__node_log(n, JR_LOG_WARN, "stream '%s': its store could not be removed: %s",
                              s->name, jr_strerror(drc));
@@ -843,7 +846,7 @@ int jr__srep_sweep_stashes(jr__js *js)
                          id);
         }
     }
-    jr__free(n->alloc, ids);
+    jr__free(js->alloc, ids);
     return rc;
 }
 

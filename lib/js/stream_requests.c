@@ -35,13 +35,12 @@
 
 #include "js/js.h"
 #include "js/codec.h"
-#include "node/rpc.h"
 #include "util/alloc.h"
 
 static void not_leader(jr__js *js, const jr__route *rt, uint64_t group)
 {
     jr__peer *p = jr__srep_leader_peer(js, group);
-    const char *name = p && p->id != js->n->self ? p->name : "";
+    const char *name = p && jr__peer_get_id(p) != js->self ? jr__peer_get_name(p) : "";
     jr__route_reply(js, rt, JR_ENOTLEADER, name, strlen(name));
 }
 
@@ -100,7 +99,7 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
     const char *cl = jr__stream_placement_cluster(in.config);
     cluster.name = cl && *cl ? cl : js->cluster;
     cluster.group = gname;
-    cluster.leader = n->name;
+    cluster.leader = js->name;
     jr_peer_info reps[JR__INFO_MAX_REPLICAS];
     const jr_peer_info *rep_ptrs[JR__INFO_MAX_REPLICAS];
     size_t nr = 0;
@@ -110,7 +109,8 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
     for (size_t i = 0; i < gs.npeers && nr < JR__INFO_MAX_REPLICAS; i++) {
         jr_peer_status ps;
         ps.size = sizeof ps;
-        if (jr_group_peer(r->g, i, &ps) != 0 || !ps.name || strcmp(ps.name, n->name) == 0) continue;
+        if (jr_group_peer(r->g, i, &ps) != 0 || !ps.name || strcmp(ps.name, js->name) == 0)
+            continue;
         jr_peer_info *pi = &reps[nr++];
         memset(pi, 0, sizeof *pi);
         pi->size = sizeof *pi;
@@ -118,16 +118,16 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
         pi->observer = !ps.voter;
         pi->lag = ps.lag;
         pi->active_ns = ps.last_seen_ns;
-        pi->offline = ps.last_seen_ns == UINT64_MAX || ps.last_seen_ns > 2 * n->election_ns;
+        pi->offline = ps.last_seen_ns == UINT64_MAX || ps.last_seen_ns > 2 * js->election_ns;
         pi->damaged = ps.damaged;
         pi->unvouched = ps.unvouched;
         pi->current = ps.current && !pi->offline && !pi->damaged && !pi->unvouched;
     }
     /* Peers of the assignment that are not (yet) members of the group. */
-    const jr__conf *conf = jr__raft_conf(jr__group_raft(r->g));
+    const jr__conf *conf = jr__raft_conf(jr__group_consensus(r->g));
     for (size_t i = 0; i < r->as->npeers && nr < JR__INFO_MAX_REPLICAS; i++) {
         jr__peer *p = jr__peer_find_name(n, r->as->peers[i]);
-        if (p && jr__conf_find(conf, p->id)) continue;
+        if (p && jr__conf_find(conf, jr__peer_get_id(p))) continue;
         jr_peer_info *pi = &reps[nr++];
         memset(pi, 0, sizeof *pi);
         pi->size = sizeof *pi;
@@ -177,7 +177,7 @@ static void on_transfer(void *arg, int status)
         const char *msg = status == 0 ? "" : jr_strerror(status);
         jr__route_reply(js, &t->rt, status, msg, strlen(msg));
     }
-    jr__free(js->n->alloc, t);
+    jr__free(js->alloc, t);
 }
 
 static void exec_stepdown(jr__js *js, jr__srep *r, const jr__route *rt, const char *peer,
@@ -188,7 +188,7 @@ static void exec_stepdown(jr__js *js, jr__srep *r, const jr__route *rt, const ch
     if (plen > JR__META_NAME_MAX) plen = JR__META_NAME_MAX;
     memcpy(name, peer, plen);
     name[plen] = 0;
-    transfer_wait *t = jr__malloc(n->alloc, sizeof *t);
+    transfer_wait *t = jr__malloc(js->alloc, sizeof *t);
     if (!t) {
         jr__route_reply(js, rt, JR_ENOMEM, NULL, 0);
         return;
@@ -200,7 +200,7 @@ static void exec_stepdown(jr__js *js, jr__srep *r, const jr__route *rt, const ch
         char msg[JR__JS_MSG_MAX];
         snprintf(msg, sizeof msg, "stepdown%s%s: %s", plen ? " to " : "", plen ? name : "",
                  jr_node_errmsg(n));
-        jr__free(n->alloc, t);
+        jr__free(js->alloc, t);
         jr__route_reply(js, rt, rc, msg, strlen(msg));
     }
 }
@@ -214,7 +214,8 @@ static void exec_ready(jr__js *js, jr__srep *r, const jr__route *rt)
     if (r) {
         jr__stream_fsm_info info;
         jr__stream_fsm_info_get(r->fsm, &info);
-        ready = r->g && !r->g->closed && !r->cu && !r->failed && !info.restoring && !info.failed;
+        ready = r->g && !jr__group_closed(r->g) && !r->cu && !r->failed && !info.restoring &&
+                !info.failed;
         const jr__meta_stream *ms = jr__meta_stream_by_group(&js->st, r->group);
         peers_at = ms ? ms->peers_at : 0;
     }

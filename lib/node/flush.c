@@ -305,8 +305,8 @@ static void step_down_all(jr_node *n)
     jr__peer_send_all(n, 0); /* TIMEOUT_NOW and the like need nothing durable */
 }
 
-/* Step 7 for one group: tells the stream layer when the group's role changed since the last
- * flush that saw it (a stream replica's leader duties wait for it, js.h). Every role change
+/* Step 7 for one group: tells the layer above when the group's role changed since the last
+ * flush that saw it (e.g. a stream replica's leader duties wait for it). Every role change
  * passes through a flush: a new term or an election's first entry is durable state, and a
  * timer-driven step-down puts the group on the ready list (jr__group_tick). */
 static void role_seen(jr_node *n, jr_group *g)
@@ -315,7 +315,7 @@ static void role_seen(jr_node *n, jr_group *g)
     if (lead == g->was_leader) return;
     g->was_leader = lead;
     if (lead) jr__live_leads(g);
-    if (n->upper) n->upper->role_changed(n, g->id);
+    if (n->upper_tab) n->upper_tab->role_changed(n->upper, g->id);
 }
 
 static int wal_due(const jr_node *n)
@@ -353,9 +353,10 @@ void jr__node_run_effects(jr_node *n)
 int jr__node_flush(jr_node *n, int callbacks)
 {
     int err = 0;
-    if (n->nretiring && !n->closing) jr__node_release_retired(n); /* no list is walked yet */
+    if (n->nretiring && !n->closing) jr__node_retry_drops(n); /* DROPs that waited */
     jr__rpc_recent_expire(n);
-    if (n->upper) n->upper->before_flush(n); /* e.g. stream leaders propose their batches */
+    if (n->upper_tab) n->upper_tab->before_flush(n->upper); /* e.g. stream leaders' batches */
+    n->flushing = 1;
     for (int iter = 0; iter < MAX_ITERATIONS; iter++) {
         hold_markers(n, callbacks);
         jr_group *batch = n->ready;
@@ -425,6 +426,7 @@ int jr__node_flush(jr_node *n, int callbacks)
             for (jr_group *g = batch; g; g = g->flush_next) jr__group_ready(g);
             n->retry_at = jr__deadline(n->now, n->heartbeat_ns); /* back off, not spin */
             if (err != JR_ENOMEM) step_down_all(n);
+            n->flushing = 0;
             return err;
         }
         /* 4. durable (called for every group of the batch: it also releases batched sends) */
@@ -451,6 +453,7 @@ int jr__node_flush(jr_node *n, int callbacks)
         }
         if (!callbacks) break;
     }
+    n->flushing = 0;
     /* What the applies deferred: replicas created or removed, stores opened or destroyed. */
     if (n->neffects && !n->closing) jr__node_run_effects(n);
     /* Work produced after the last sync (step 6) waits for the next flush; ask for it. Held

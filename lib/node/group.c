@@ -40,6 +40,31 @@ jr__raft *jr__group_raft(const jr_group *g)
     return g->raft;
 }
 
+const jr__raft *jr__group_consensus(const jr_group *g)
+{
+    return g->raft;
+}
+
+int jr__group_closed(const jr_group *g)
+{
+    return g->closed;
+}
+
+uint64_t jr__group_applied(const jr_group *g)
+{
+    return g->applied;
+}
+
+uint64_t jr__group_snapshot_entries(const jr_group *g)
+{
+    return g->snapshot_entries;
+}
+
+void jr__group_set_snapshot_entries(jr_group *g, uint64_t entries)
+{
+    g->snapshot_entries = entries;
+}
+
 int jr__group_damaged(const jr_group *g)
 {
     return g->damaged || jr__raft_damaged(g->raft);

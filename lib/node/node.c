@@ -78,6 +78,62 @@ void jr__node_timer_cancel(jr_node *n, jr__timer *t)
     jr__heap_cancel(&n->timers, t);
 }
 
+/* The seam's services (services.h) ----------------------------------------------------------*/
+
+void jr__node_set_upper(jr_node *n, const jr__upper *tab, void *upper)
+{
+    n->upper_tab = tab;
+    n->upper = tab ? upper : NULL;
+}
+
+void *jr__node_upper(const jr_node *n, const jr__upper *tab)
+{
+    return n && tab && n->upper_tab == tab ? n->upper : NULL;
+}
+
+void jr__node_facts_get(const jr_node *n, jr__node_facts *out)
+{
+    memset(out, 0, sizeof *out);
+    out->alloc = n->alloc;
+    out->name = n->name;
+    out->self = n->self;
+    out->election_ns = n->election_ns;
+    out->heartbeat_ns = n->heartbeat_ns;
+    out->max_frame = n->max_frame;
+    out->max_payload = n->max_payload;
+    out->max_msg_bytes = n->max_msg_bytes;
+    out->store_block_bytes = n->store_block_bytes;
+    out->seed = n->seed;
+    out->vfs = n->vfs;
+    /* jr_host.wall: open copies it only from a host declaring version 2 */
+    if (n->host.wall) {
+        out->wall = n->host.wall;
+        out->wall_ctx = n->host.ctx;
+    }
+}
+
+uint64_t jr__node_now(const jr_node *n)
+{
+    return n->now;
+}
+
+int jr__node_closing(const jr_node *n)
+{
+    return n->closing;
+}
+
+void jr__node_count(jr_node *n, enum jr__node_counter which)
+{
+    switch (which) {
+    case JR__COUNT_UNKNOWN_TYPE:
+        n->msgs_unknown_type++;
+        break;
+    case JR__COUNT_WARY_WRITE:
+        n->rpc_wary_writes++;
+        break;
+    }
+}
+
 void jr__node_set_hooks(jr_node *n, const jr__node_hooks *h)
 {
     if (h)
@@ -108,12 +164,12 @@ void jr__node_enter(jr_node *n)
 
 static void node_destroy(jr_node *n, int flush);
 
-int jr__node_leave(jr_node *n)
+void jr__node_leave(jr_node *n)
 {
-    if (--n->depth > 0) return 0;
+    if (--n->depth > 0) return;
     if (n->close_requested && !n->closing) {
         node_destroy(n, 1);
-        return 1;
+        return;
     }
     uint64_t d = jr__node_next_deadline(n);
     if (n->rearm || d != n->armed) {
@@ -121,7 +177,6 @@ int jr__node_leave(jr_node *n)
         n->armed = d;
         if (n->host.arm) n->host.arm(n->host.ctx, d);
     }
-    return 0;
 }
 
 /* Open / close -----------------------------------------------------------------------------*/
@@ -372,7 +427,8 @@ static void node_destroy(jr_node *n, int flush)
     for (size_t i = 0; i < n->groups.cap; i++)
         if (n->groups.slots[i].key) jr__group_detach(n->groups.slots[i].val, JR_ECLOSED);
     jr__node_drain(n);
-    if (n->upper) n->upper->close(n, flush);
+    if (n->upper_tab) n->upper_tab->close(n->upper, flush);
+    n->upper_tab = NULL;
     n->upper = NULL;
     node_free_memory(n);
 }

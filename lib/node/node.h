@@ -14,7 +14,10 @@
  *   snapshot.c  taking, storing, sending, receiving and installing snapshots
  *               (the snapshot file format is lib/log/snapfile.h)
  *   rpc.c       node-to-node requests and responses for the layer above (rpc.h)
+ *   retire.c    destroying a group for the layer above (services.h "Group destruction")
  *   api_group.c the public raw-group API (jr_group_*)
+ *   services.h  the seam with the layer above: the table it registers and the core's services
+ *               to it (groups, effects, timers, completions, RPCs, facts and peers)
  *
  * Invariants:
  *  - every group ever opened on this node stays in node->groups until close; a closed group
@@ -56,23 +59,17 @@
 #include "jetraft.h"
 #include "log/wal.h"
 #include "node/liveness.h"
+#include "node/services.h"
 #include "raft/raft.h"
 #include "util/buf.h"
 #include "util/heap.h"
 #include "util/map.h"
 #include "util/rand.h"
 
-/* Bytes a message of the layer above (a stream entry) may hold beyond the headers and data of
- * the message it carries; the node sizes every group's Raft messages to carry one entry of
- * max_payload bytes of message plus this (node.c set_limits). */
-#define JR__NODE_ENTRY_FRAMING 8192u
-
-typedef struct jr__upper jr__upper; /* "The seam to the layer above", below */
-
 /* ---------------------------------------------------------------------------------------------
  * Peers (peer.c)
  */
-typedef struct jr__peer {
+struct jr__peer {
     char *name;
     jr__id id;
     jr__buf *frames;     /* outgoing frames, frames[0..nframes) in use; buffers are reused */
@@ -86,14 +83,14 @@ typedef struct jr__peer {
     uint64_t life;       /* its life as it last announced it (JR__EXT_LIFE; 0: none) ... */
     uint64_t life_at;    /* ... at this now() */
     jr__plive live;      /* heartbeats and quiet followers of this peer (liveness.h) */
-} jr__peer;
+};
 
 /* ---------------------------------------------------------------------------------------------
  * Completion records (ops.c). Pooled: steady state allocates nothing.
  */
 enum jr__op_kind { JR__OP_PROPOSE = 1, JR__OP_DONE = 2 };
 
-typedef struct jr__op {
+struct jr__op {
     struct jr__op *next;
     uint64_t index; /* entry index the op waits for (0: not tied to an entry) */
     uint64_t term;  /* term the entry was appended in */
@@ -104,7 +101,7 @@ typedef struct jr__op {
         jr_done_cb done;
     } cb;
     void *arg;
-} jr__op;
+};
 
 typedef struct jr__opq {
     jr__op *head, *tail;
@@ -165,8 +162,8 @@ struct jr_group {
     uint8_t closed;
     uint8_t damaged;    /* lost data: never votes, never campaigns (see group.c) */
     uint8_t in_fsm;     /* inside a jr_fsm callback of this group */
-    uint8_t was_leader; /* role seen at the last flush (a change is told to the stream
-                           layer: jr__srep_role_changed) */
+    uint8_t was_leader; /* role seen at the last flush (a change is told to the layer
+                           above: jr__upper.role_changed) */
     jr_fsm fsm;
     uint64_t snapshot_entries;
     uint64_t applied;      /* last index applied to the fsm (or restored from a snapshot) */
@@ -263,9 +260,10 @@ struct jr_node {
                                 only held compaction markers are ready (flush.c) */
     uint8_t close_requested; /* jr_node_close called from inside a callback */
     uint8_t closing;
-    uint64_t now;   /* host->now() at the current entry point */
-    uint64_t armed; /* last value given to host->arm (UINT64_MAX: none) */
-    int rearm;      /* a tick consumed the host's timer: arm again on leaving */
+    uint8_t flushing; /* a flush iteration walks its batch (jr__node_flush's loop) */
+    uint64_t now;     /* host->now() at the current entry point */
+    uint64_t armed;   /* last value given to host->arm (UINT64_MAX: none) */
+    int rearm;        /* a tick consumed the host's timer: arm again on leaving */
 
     jr__node_hooks hooks;
     jr_node_stats stats;
@@ -286,108 +284,34 @@ struct jr_node {
                                  server executed (rpc.h "After a restart"); 0: first start */
     uint8_t rpc_unsure;       /* in the request hook: the request may be such a duplicate */
     uint64_t rpc_wary_writes; /* writes refused for that (JR_ELEADERLOST) */
-    /* The layer above the core (the JetStream layer, lib/js), if one attached at open: the
-     * core calls it only through `upper` and never dereferences `js`, which is that layer's
-     * state. */
-    const jr__upper *upper;
-    struct jr__js *js;
-    uint64_t *retiring; /* groups destroyed, released at the next flush's start (retire.c) */
+    /* The layer above the core, if one attached at open (services.h "The seam"): its table
+     * and its pointer, which the core only hands back. */
+    const jr__upper *upper_tab;
+    void *upper;
+    uint64_t *retiring; /* groups destroyed whose WAL DROP waits for memory (retire.c) */
     size_t nretiring, retiring_cap;
     struct jr__effect *effects; /* deferred by applies, run after the flush loop (flush.c) */
     size_t neffects, effects_cap;
     jr__live live; /* coalesced heartbeats, peer liveness (liveness.h) */
 };
 
-/* The seam to the layer above ---------------------------------------------------------------
- *
- * The node core knows nothing of streams. A layer above it (lib/js) attaches during open
- * (jr__node_open's attach callback, which runs after WAL recovery with the normalised config)
- * by setting n->upper to a static table; the core calls each hook at one point:
- *   before_flush  at the start of every flush: stage what the layer batched during the call;
- *   role_changed  in the flush that first sees a group become leader or stop being one;
- *   request       a request of another server that is to run (rpc.h: admitted, not a
- *                 duplicate), kind and payload as sent (the payload borrowed for the call); the
- *                 layer answers it, now or later, with jr__rpc_respond(n, from, id, ...);
- *   close         at close, after the groups were detached and completions drained: fail
- *                 what is outstanding (its RPC calls too: jr__rpc_close; callbacks run before
- *                 it returns) and free the layer.
- * The core's services to it: groups (jr__group_create, jr__node_group_destroy below), deferred
- * effects (jr__node_defer), timers on the one heap (jr__node_timer_arm), and RPCs (rpc.h). */
-struct jr__upper {
-    void (*before_flush)(jr_node *n);
-    void (*role_changed)(jr_node *n, uint64_t group);
-    void (*request)(jr_node *n, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
-                    size_t len);
-    void (*close)(jr_node *n, int flush);
-};
+/* The seam to the layer above: services.h (the table it registers, and every service of the
+ * core it may use; the layer includes nothing else of lib/node). Declared there and defined
+ * here: groups, their destruction (retire.c), effects (flush.c), timers and completions. */
 
-/* Group destruction (retire.c), for the layer above. A group being destroyed may be on the list
- * the current flush walks, so:
- *  - jr__node_group_destroy(n, id): the caller has detached the group (jr__group_detach) if it
- *    was open; its snapshot files are removed now; at the start of the next flush its core is
- *    freed, any recovery stash dropped and a WAL DROP staged (nothing of it is written after).
- *    0, or JR_ENOMEM: then the DROP is staged at once and the group stays dormant until close;
- *  - jr__node_group_retiring(n, id): 1 while id waits for that release (do not recreate it yet);
- *  - jr__node_group_known(n, id): 1 if this node holds state of id (open, or recovered and not
- *    yet opened);
- *  - jr__node_unopened_groups(n, lo, hi, &ids, &count): the recovered groups in [lo, hi) that
- *    nothing opened (an array the caller frees with jr__free(n->alloc, ids); NULL when there
- *    are none); 0 or JR_ENOMEM.
- */
-int jr__node_group_destroy(jr_node *n, uint64_t id);
-int jr__node_group_retiring(const jr_node *n, uint64_t id);
-int jr__node_group_known(const jr_node *n, uint64_t id);
-int jr__node_unopened_groups(jr_node *n, uint64_t lo, uint64_t hi, uint64_t **ids, size_t *count);
-/* Effects (etcd's Ready shape). What a state machine's apply produces that changes the node's
- * structure — creating or removing a replica, opening or destroying a store — is not done inside
- * the apply, while the flush walks its lists: the apply queues it with jr__node_defer, and the
- * core runs the queue after the flush loop (jr__node_run_effects), in queueing order, when no
- * list is walked. An effect may queue more; those run in the same pass. 0 or JR_ENOMEM (nothing
- * queued: the caller's retry path must cover it). */
-typedef void (*jr__effect_fn)(jr_node *n, uint64_t arg);
+/* A queued effect (services.h "Effects"). */
 struct jr__effect {
     jr__effect_fn fn;
     uint64_t arg;
 };
-int jr__node_defer(jr_node *n, jr__effect_fn fn, uint64_t arg);
+/* Runs the queued effects, after the flush loop. */
 void jr__node_run_effects(jr_node *n);
-
-/* Timers on the node's one heap, for the core and the layer above: t->fire(n, t) runs from
- * jr_node_tick once t's deadline has passed (jr__timer_init sets fire). Arming re-keys an armed
- * timer; a deadline in the past is taken as now. Without memory to grow the heap the node ticks
- * again at once instead (a group is also put on the ready list, so its flush re-arms it). */
-void jr__node_timer_arm(jr_node *n, jr__timer *t, uint64_t deadline);
-void jr__node_timer_cancel(jr_node *n, jr__timer *t);
-
-/* Releases the groups destroyed since the last call (the start of jr__node_flush). */
-void jr__node_release_retired(jr_node *n);
-
-/* Opens the node core (jr_node_open's contract). attach, if not NULL, runs after recovery with
- * the normalised config; its error fails the open (*out NULL, nothing left open). */
-int jr__node_open(const jr_node_config *cfg, int (*attach)(jr_node *n, const jr_node_config *cfg),
-                  jr_node **out);
+/* Stages the WAL DROPs of destroyed groups that waited for memory (the start of
+ * jr__node_flush). */
+void jr__node_retry_drops(jr_node *n);
 
 /* node.c ------------------------------------------------------------------------------------*/
 
-/* Records err with a formatted message as the node's last error; returns err. */
-int jr__node_err(jr_node *n, int err, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-/* Logs through host->log if the host gave one. */
-void jr__node_log(jr_node *n, int level, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-/* Public entry points bracket their work with enter/leave. enter refreshes n->now. leave, at the
- * outermost level only, performs a deferred close or re-arms the host. It returns 1 if the node
- * was closed (the caller must not touch it), else 0. */
-void jr__node_enter(jr_node *n);
-int jr__node_leave(jr_node *n);
-/* Asks for a tick as soon as possible (work was queued outside a flush). */
-void jr__node_want_tick(jr_node *n);
 /* The earliest time the node needs jr_node_tick(). */
 uint64_t jr__node_next_deadline(const jr_node *n);
 /* Closes without flushing anything (a simulated crash): pending callbacks still complete with
@@ -401,8 +325,6 @@ void jr__node_set_hooks(jr_node *n, const jr__node_hooks *h);
 /* Adds a peer by name (id = jr__xxh3 of the name). 0, JR_EEXIST (same name), JR_EINVAL (id 0 or
  * an id collision with another name), JR_ENOMEM. */
 int jr__peer_add(jr_node *n, const char *name);
-jr__peer *jr__peer_find(const jr_node *n, jr__id id);
-jr__peer *jr__peer_find_name(const jr_node *n, const char *name);
 /* The id a name maps to (never 0 for a valid peer; 0 if the hash is 0). */
 jr__id jr__peer_id(const char *name);
 /* Queues m (m->from must be n->self) in the peer's current frame, starting a new frame if it
@@ -430,8 +352,6 @@ void jr__peer_free_all(jr_node *n);
 
 /* A zeroed record from the pool; NULL on JR_ENOMEM. */
 jr__op *jr__op_get(jr_node *n);
-/* Returns an unused record to the pool. */
-void jr__op_put(jr_node *n, jr__op *op);
 void jr__op_pool_free(jr_node *n);
 static inline void jr__opq_push(jr__opq *q, jr__op *op)
 {
@@ -452,13 +372,8 @@ static inline jr__op *jr__opq_pop(jr__opq *q)
     }
     return op;
 }
-/* Moves op to the completion queue with status/index; its callback runs at the next drain. */
-void jr__op_complete(jr_node *n, jr__op *op, int status, uint64_t index);
 /* Completes every op of q with status (index 0). */
 void jr__opq_fail_all(jr_node *n, jr__opq *q, int status);
-/* Runs queued callbacks (those queued meanwhile too) until the queue is empty. Not re-entrant:
- * a nested call returns at once. */
-void jr__node_drain(jr_node *n);
 
 /* recover.c ---------------------------------------------------------------------------------*/
 
@@ -469,34 +384,11 @@ void jr__stash_free_all(jr_node *n);
 
 /* group.c -----------------------------------------------------------------------------------*/
 
-/* What a replica joining a group that exists starts from (jr__raft_config.join_*): the term
- * and a committed entry (its term and index) of the group, e.g. as its leader reported them when
- * a peer change converged. Zeros: none. */
-typedef struct jr__join_floor {
-    uint64_t term, last_term, last_index;
-} jr__join_floor;
-/* Creates, loads or bootstraps, and registers a group (the body of jr_group_open). floor (may
- * be NULL) applies only if this server joins (it is not among cfg->voters). */
-int jr__group_create(jr_node *n, const jr_group_config *cfg, const jr__join_floor *floor,
-                     jr_group **out);
-/* The floor a replica joining later starts from: this replica's term and its commit index with
- * that entry's term. JR_ENOTFOUND if the entry's term is not known here (neither in the log nor
- * the snapshot's). Meaningful on the leader (whose commit every later leader holds). */
-int jr__group_floor(const jr_group *g, jr__join_floor *out);
-/* Closes the local replica: pending ops complete with `status`, the timer and files are
- * released; the raft core stays (dormant) for the flush of its pending state and for reopening.
- */
-void jr__group_detach(jr_group *g, int status);
 /* Frees g and its raft core (node close, or through jr__group_release). */
 void jr__group_free(jr_group *g);
 /* Forgets a detached group for good: removes it from n->groups and frees it. Only outside a
  * flush iteration (the flush walks the groups it took off the ready list). */
 void jr__group_release(jr_group *g);
-/* Proposes data (copied) to g: jr_group_propose without the public-entry checks, returning the
- * entry's index and term; cb (may be NULL) completes as jr_propose_cb says. 0, or JR_EDAMAGED,
- * JR_ENOMEM and the core's refusals (JR_ENOTLEADER, JR_ETRANSFER, JR_EMSGSIZE, ...). */
-int jr__group_propose(jr_group *g, const void *data, size_t len, jr_propose_cb cb, void *arg,
-                      uint64_t *index, uint64_t *term);
 /* Puts g on the ready list (idempotent). */
 void jr__group_ready(jr_group *g);
 /* Re-keys g's timer to min(raft deadline, op deadline). */
@@ -508,24 +400,12 @@ jr__raft *jr__group_raft(const jr_group *g);
 /* This replica lost data and waits for repair: damage the node found while running (a failed
  * fsm restore), or what its raft core holds (found at recovery, or a divergence). */
 int jr__group_damaged(const jr_group *g);
-/* 1 if member `peer` of g is known to hold a damaged replica, else 0: this replica's own flag
- * for itself (jr__group_damaged); for another member, on the leader, what the raft core's progress
- * says (jr__progress.damaged: it lost entries it had acknowledged); 0 elsewhere. What
- * jr_peer_status.damaged, and the stream and meta info built from it, show. */
-int jr__group_peer_damaged(const jr_group *g, jr__id peer);
 
 /* flush.c -----------------------------------------------------------------------------------*/
 
 /* The flush cycle (see flush.c). callbacks == 0 persists and sends but applies nothing (used at
  * close). Returns 0 or the first error (WAL I/O: nothing was sent). */
 int jr__node_flush(jr_node *n, int callbacks);
-/* From now on g applies an entry only once a durable hard state covers its commit: a commit
- * that only moved is written (and synced) by the next flush iteration, and the entries it
- * commits are applied after that write. For a state machine that acts on what it applied in ways a
- * restart must find again (the meta group releases replicas), since at restart a group re-applies
- * its log only up to its recovered commit index. Costs a sync per flush that moves g's commit;
- * other groups let a commit-only change ride along with their next record. */
-void jr__group_durable_apply(jr_group *g);
 
 /* snapshot.c --------------------------------------------------------------------------------*/
 

@@ -39,6 +39,16 @@ jr__op *jr__op_get(jr_node *n)
     return op;
 }
 
+jr__op *jr__op_reserve(jr_node *n, jr_done_cb cb, void *arg)
+{
+    jr__op *op = jr__op_get(n);
+    if (!op) return NULL;
+    op->kind = JR__OP_DONE;
+    op->cb.done = cb;
+    op->arg = arg;
+    return op;
+}
+
 void jr__op_put(jr_node *n, jr__op *op)
 {
     op->next = n->op_free;

@@ -65,6 +65,31 @@ jr__peer *jr__peer_find_name(const jr_node *n, const char *name)
     return p && strcmp(p->name, name) == 0 ? p : NULL;
 }
 
+size_t jr__node_npeers(const jr_node *n)
+{
+    return n->npeers;
+}
+
+jr__peer *jr__node_peer(const jr_node *n, size_t i)
+{
+    return i < n->npeers ? n->peers[i] : NULL;
+}
+
+jr__id jr__peer_get_id(const jr__peer *p)
+{
+    return p->id;
+}
+
+const char *jr__peer_get_name(const jr__peer *p)
+{
+    return p->name;
+}
+
+uint64_t jr__peer_heard(const jr__peer *p)
+{
+    return p->last_heard;
+}
+
 /* LIFE's encoded size: type, mflags, length varint, payload. */
 #define LIFE_MSG_LEN (3 + JR__EXT_LIFE_LEN)
 

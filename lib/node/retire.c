@@ -1,11 +1,15 @@
 /*
- * retire — destroying a group on behalf of the layer above (node.h "Group destruction").
+ * retire — destroying a group on behalf of the layer above (services.h "Group destruction").
  *
- * A group the upper layer destroys (its stream was deleted, or this server left it) may be on
- * the ready list the current flush walks, so it is not freed on the spot: it is detached by the
- * caller, its snapshot files are removed at once, and it is released at the start of the next
- * flush, when no list is being walked — its raft core freed, any recovery stash dropped, and a
- * WAL DROP staged, after which nothing of the group is written and the WAL forgets it.
+ * The layer destroys a group (its stream was deleted, or this server left it) from an effect,
+ * a timer or an API call — never while a flush iteration walks its batch: what an apply
+ * produces is queued as an effect and runs after the flush loop (services.h "Effects"). So the
+ * group is released on the spot: its snapshot files removed, its raft core freed (the caller
+ * detached it), any recovery stash dropped, and a WAL DROP staged, after which nothing of the
+ * group is written and the WAL forgets it. Only a DROP that could not be staged (JR_ENOMEM)
+ * waits: it is staged again at the start of each flush until it is, and meanwhile the id is
+ * "retiring" and must not be recreated (a DROP staged after the new group's records would
+ * void them).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -62,16 +66,19 @@ int jr__node_group_retiring(const jr_node *n, uint64_t id)
 
 int jr__node_group_destroy(jr_node *n, uint64_t id)
 {
+    jr_group *g = jr__map_get(&n->groups, id);
+    if (n->flushing || (g && !g->closed)) return JR_EMISUSE;
     remove_snapshots(n, id);
     if (jr__node_group_retiring(n, id)) return 0;
+    if (g) jr__group_release(g);
+    jr__stash *st = jr__map_del(&n->stashes, id);
+    if (st) jr__stash_free(n, st);
+    int rc = n->wal ? jr__wal_drop(n->wal, id) : 0;
+    if (rc != JR_ENOMEM) return 0; /* JR_EIO: the WAL is done for; nothing more of it is written */
     if (n->nretiring == n->retiring_cap) {
         size_t cap = n->retiring_cap ? 2 * n->retiring_cap : 8;
         uint64_t *d = jr__realloc(n->alloc, n->retiring, cap * sizeof *d);
-        if (!d) {
-            /* The group stays dormant until close; the WAL forgets it now. */
-            if (n->wal) jr__wal_drop(n->wal, id);
-            return JR_ENOMEM;
-        }
+        if (!d) return JR_ENOMEM; /* its records stay in the WAL: a restart finds a stash */
         n->retiring = d;
         n->retiring_cap = cap;
     }
@@ -80,16 +87,11 @@ int jr__node_group_destroy(jr_node *n, uint64_t id)
     return 0;
 }
 
-void jr__node_release_retired(jr_node *n)
+void jr__node_retry_drops(jr_node *n)
 {
     size_t keep = 0;
     for (size_t i = 0; i < n->nretiring; i++) {
         uint64_t id = n->retiring[i];
-        jr_group *g = jr__map_get(&n->groups, id);
-        if (g && !g->closed) continue; /* reopened meanwhile: no longer retiring */
-        if (g) jr__group_release(g);
-        jr__stash *st = jr__map_del(&n->stashes, id);
-        if (st) jr__stash_free(n, st);
         int rc = n->wal ? jr__wal_drop(n->wal, id) : 0;
         if (rc == JR_ENOMEM) n->retiring[keep++] = id; /* tried again at the next flush */
     }

@@ -271,7 +271,8 @@ void jr__rpc_recent_expire(jr_node *n)
     for (size_t i = 0; i < n->rpc_origins.cap; i++) {
         origin *o = n->rpc_origins.slots[i].val;
         if (!n->rpc_origins.slots[i].key || !o->cap) continue;
-        while (o->first != o->next && slot_of(o, o->first)->at + JR__RPC_KEEP_NS <= n->now)
+        while (o->first != o->next &&
+               jr__deadline(slot_of(o, o->first)->at, JR__RPC_KEEP_NS) <= n->now)
             forget_oldest(n, o);
         if (o->first == o->next) origin_shrink(n, o);
     }
@@ -330,9 +331,9 @@ void jr__rpc_on_request(jr_node *n, jr__id from, const jr__rpc_view *v, int for_
     int fresh;
     jr__rpc_admit(n, from, v->id, &fresh);
     if (!fresh) return; /* a duplicate (answered again if it was), or too old to tell */
-    if (n->upper && n->upper->request) {
+    if (n->upper_tab && n->upper_tab->request) {
         n->rpc_unsure = n->now < n->rpc_wary_until && !for_me;
-        n->upper->request(n, from, v->id, v->kind, v->payload, v->len);
+        n->upper_tab->request(n->upper, from, v->id, v->kind, v->payload, v->len);
         n->rpc_unsure = 0;
         return;
     }

@@ -3,8 +3,8 @@
  * a service of the node core to the layer above: request ids, one timeout per outstanding
  * request (a timer on the node's one heap), routing of each response to the callback of the
  * request it answers, and of each request that is to run to the layer's request hook
- * (jr__upper.request, node.h; with no layer above, or during its close, a request is answered
- * JR_ENOTSUP).
+ * (jr__upper.request, services.h; with no layer above, or during its close, a request is
+ * answered JR_ENOTSUP).
  *
  * A request or response is written straight into the destination peer's open frame, so it
  * leaves with the Raft traffic of the same flush (one frame per peer, ARCHITECTURE §4). Neither
@@ -72,32 +72,13 @@
 #define JR__RPC_RECENT 4096u
 /* How long a request is recorded: far longer than a network holds a duplicate back. */
 #define JR__RPC_KEEP_NS 1000000000ull
-/* Largest answer payload kept for a duplicate (error texts: JR__JS_MSG_MAX). */
-#define JR__RPC_KEEP 600u
+/* JR__RPC_KEEP, the largest answer kept for a duplicate, is in services.h. */
 /* Ids this far below the highest forgotten one belong to another life of the origin. */
 #define JR__RPC_LIFE_GAP (1ull << 40)
 
-/* Result of a call: answered = 1 and status from the responder (0 or a JR_E* code; a response
- * with a positive status is taken as JR_ECORRUPT), or answered = 0 and status JR_ETIMEDOUT (no
- * answer within the timeout) or JR_ECLOSED (the layer closes); payload borrowed for the
- * callback (NULL, 0 if none). A responder's own JR_ETIMEDOUT comes with answered = 1. */
-typedef void (*jr__rpc_cb)(jr_node *n, void *arg, int status, int answered, const uint8_t *p,
-                           size_t len);
-
-/* Sends a request of `kind` with the payload gathered from iov to server `peer`, answered
- * through cb within timeout_ns. *id gets the call's id (cancel with it). 0; JR_ENOTFOUND
- * (unknown peer, or this node itself); JR_EMSGSIZE (does not fit a frame); JR_ENOMEM. On error
- * cb never runs. */
-int jr__rpc_call(jr_node *n, jr__id peer, uint8_t kind, const jr_iovec *iov, int iovcnt,
-                 uint64_t timeout_ns, jr__rpc_cb cb, void *arg, uint64_t *id);
-
-/* Forgets call id (its callback will not run). A no-op for an unknown id. */
-void jr__rpc_cancel(jr_node *n, uint64_t id);
-
-/* Sends the response to request `id` of peer `to`. 0 or an error (the response is lost, like a
- * dropped frame; the requester times out). */
-int jr__rpc_respond(jr_node *n, jr__id to, uint64_t id, int status, const jr_iovec *iov,
-                    int iovcnt);
+/* The calls the layer above makes — jr__rpc_call, jr__rpc_cancel, jr__rpc_respond,
+ * jr__rpc_unsure, jr__rpc_close and the callback type jr__rpc_cb — are declared in services.h
+ * (the seam); what follows is the core's own side. */
 
 /* Request `id` from peer `from` arrived: *fresh = 1 if it is to be executed now (it is
  * recorded as running; jr__rpc_respond records its answer), 0 if it is a duplicate (answered
@@ -106,10 +87,6 @@ int jr__rpc_respond(jr_node *n, jr__id to, uint64_t id, int status, const jr_iov
 int jr__rpc_admit(jr_node *n, jr__id from, uint64_t id, int *fresh);
 /* Requests of `from` recorded now, and the slots allocated for them (*cap; may be NULL). */
 size_t jr__rpc_recent(const jr_node *n, jr__id from, size_t *cap);
-/* Inside the request hook: 1 if the request handed over may be a duplicate of one an earlier
- * life of this server executed ("After a restart"); the layer above then executes it only if it
- * changes nothing, and answers any other JR_ELEADERLOST. */
-int jr__rpc_unsure(const jr_node *n);
 /* The LIFE message a frame to p opens with: 1 and both lives if one is due (this server is wary,
  * or p announced its life within JR__RPC_KEEP_NS), else 0. */
 int jr__rpc_life_due(const jr_node *n, const jr__peer *p, uint64_t *mine, uint64_t *theirs);
@@ -129,8 +106,6 @@ void jr__rpc_on_response(jr_node *n, jr__id from, const jr__rpc_view *v);
 void jr__rpc_init(jr_node *n);
 /* Call ids start at a random point of the node's seeded stream (open, once it is seeded). */
 void jr__rpc_seed(jr_node *n);
-/* Fails every outstanding call with JR_ECLOSED (callbacks run before it returns). */
-void jr__rpc_close(jr_node *n);
 /* Frees what is left (node close): calls without running their callbacks, the record of
  * recent requests. */
 void jr__rpc_free(jr_node *n);

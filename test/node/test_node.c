@@ -167,6 +167,59 @@ START_TEST(close_completes_pending_callbacks_with_ECLOSED)
 }
 END_TEST
 
+/* Destroying a group for the layer above (services.h "Group destruction") releases it at once,
+ * outside a flush iteration; from inside one (an apply) it is refused with JR_EMISUSE and
+ * changes nothing, as is destroying a group still open. */
+static struct {
+    jr_node *n;
+    uint64_t victim;
+    int rc, calls;
+} in_apply;
+
+static void destroying_apply(void *ctx, uint64_t index, const void *data, size_t len)
+{
+    (void)ctx, (void)index, (void)data, (void)len;
+    if (!in_apply.victim) return; /* not yet asked to */
+    in_apply.rc = jr__node_group_destroy(in_apply.n, in_apply.victim);
+    in_apply.calls++;
+}
+
+START_TEST(a_group_is_destroyed_at_once_and_never_inside_a_flush)
+{
+    t_host h;
+    t_host_init(&h);
+    ck_assert_int_eq(t_open(&h, "a", only_a, 1, NULL), 0);
+    t_fsm f1, f2;
+    t_fsm_init(&f1);
+    t_fsm_init(&f2);
+    f1.ops.apply = destroying_apply;
+    memset(&in_apply, 0, sizeof in_apply);
+    in_apply.n = h.node;
+    jr_group *g1, *g2;
+    ck_assert_int_eq(t_group(&h, 1, only_a, 1, &f1, &g1), 0);
+    ck_assert_int_eq(t_group(&h, 2, only_a, 1, &f2, &g2), 0);
+    ck_assert_int_eq(jr_node_tick(h.node), 0);
+    ck_assert_int_eq(jr_group_propose(g2, "x", 1, NULL, NULL), 0);
+    ck_assert_int_eq(jr_node_tick(h.node), 0);
+    ck_assert_uint_eq(f2.applied, 1);
+    jr__group_detach(g2, JR_ECLOSED);
+    ck_assert_int_eq(jr__node_group_destroy(h.node, 1), JR_EMISUSE); /* open */
+
+    in_apply.victim = 2;
+    ck_assert_int_eq(jr_group_propose(g1, "y", 1, NULL, NULL), 0);
+    ck_assert_int_eq(jr_node_tick(h.node), 0);
+    ck_assert_int_eq(in_apply.calls, 1);
+    ck_assert_int_eq(in_apply.rc, JR_EMISUSE);
+    ck_assert_int_eq(jr__node_group_known(h.node, 2), 1);
+
+    ck_assert_int_eq(jr__node_group_destroy(h.node, 2), 0);
+    ck_assert_int_eq(jr__node_group_known(h.node, 2), 0);
+    ck_assert_int_eq(jr__node_group_retiring(h.node, 2), 0);
+    ck_assert_int_eq(jr_node_tick(h.node), 0); /* the DROP is written */
+    t_host_free(&h);
+}
+END_TEST
+
 /* A group closed and opened again in the same node lifetime keeps its log. */
 START_TEST(reopened_group_keeps_its_log)
 {
@@ -734,6 +787,7 @@ int main(void)
     tcase_add_test(tc, callbacks_never_run_inside_the_call);
     tcase_add_test(tc, close_completes_pending_callbacks_with_ECLOSED);
     tcase_add_test(tc, reopened_group_keeps_its_log);
+    tcase_add_test(tc, a_group_is_destroyed_at_once_and_never_inside_a_flush);
     tcase_add_test(tc, bad_frames_are_rejected_and_change_nothing);
     tcase_add_test(tc, group_api_errors_and_membership);
     tcase_add_test(tc, a_joiner_starts_from_the_floor_its_leader_reported);

@@ -70,7 +70,7 @@ static int nfx_open(nfx *f)
 /* Stream groups (those open and those created later) snapshot every `entries` entries. */
 static void snapshot_every(nfx *f, uint64_t entries)
 {
-    jr__js *js = f->h.node->js;
+    jr__js *js = jr__js_of(f->h.node);
     js->snapshot_entries = entries;
     for (jr__srep *r = js->rep_list; r; r = r->next)
         if (r->g) r->g->snapshot_entries = entries;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "js/js.h"
+#include "node/node.h"
 #include "util/checksum.h"
 
 /* Cluster --------------------------------------------------------------------------------------*/
@@ -85,9 +86,9 @@ void e2e_snapshot_every(e2e *c, unsigned i, uint64_t entries)
 {
     c->snap_every[i] = entries;
     jr_node *n = e2e_node(c, i);
-    if (!n || !n->js) return;
-    n->js->snapshot_entries = entries;
-    for (jr__srep *r = n->js->rep_list; r; r = r->next)
+    if (!n || !jr__js_of(n)) return;
+    jr__js_of(n)->snapshot_entries = entries;
+    for (jr__srep *r = jr__js_of(n)->rep_list; r; r = r->next)
         if (r->g) r->g->snapshot_entries = entries;
 }
 
@@ -104,9 +105,9 @@ int e2e_meta_leader(e2e *c)
 {
     for (unsigned i = 0; i < c->n; i++) {
         jr_node *n = e2e_node(c, i);
-        if (!n || !n->js || !n->js->meta) continue;
+        if (!n || !jr__js_of(n) || !jr__js_of(n)->meta) continue;
         int self;
-        const char *l = jr__mnode_leader(n->js, &self);
+        const char *l = jr__mnode_leader(jr__js_of(n), &self);
         if (l && self) return (int)i;
     }
     return -1;
@@ -126,7 +127,8 @@ static int meta_ready(void *arg, jr_sim *sim)
         jr_node *n = e2e_node(w->c, i);
         if (!n) continue;
         int self;
-        if (!jr__mnode_leader(n->js, &self) || n->js->st.nservers < w->nservers) return 0;
+        if (!jr__mnode_leader(jr__js_of(n), &self) || jr__js_of(n)->st.nservers < w->nservers)
+            return 0;
     }
     return 1;
 }
@@ -141,7 +143,7 @@ int e2e_wait_meta(e2e *c, size_t nservers, uint64_t max_ns)
 int e2e_meta_has(e2e *c, unsigned i, const char *name)
 {
     jr_node *n = e2e_node(c, i);
-    return n && n->js && jr__meta_stream_find(&n->js->st, name) != NULL;
+    return n && jr__js_of(n) && jr__meta_stream_find(&jr__js_of(n)->st, name) != NULL;
 }
 
 /* Calls -----------------------------------------------------------------------------------------*/
@@ -328,9 +330,9 @@ int e2e_wait_stream(e2e *c, unsigned via, const char *name, size_t current, uint
 static jr__srep *rep_of(e2e *c, unsigned i, const char *name)
 {
     jr_node *n = e2e_node(c, i);
-    if (!n || !n->js) return NULL;
-    const jr__meta_stream *s = jr__meta_stream_find(&n->js->st, name);
-    return s ? jr__srep_find(n->js, s->group) : NULL;
+    if (!n || !jr__js_of(n)) return NULL;
+    const jr__meta_stream *s = jr__meta_stream_find(&jr__js_of(n)->st, name);
+    return s ? jr__srep_find(jr__js_of(n), s->group) : NULL;
 }
 
 int e2e_has_replica(e2e *c, unsigned i, const char *name)
@@ -455,7 +457,7 @@ uint64_t e2e_snapshot_index(e2e *c, unsigned i, const char *name)
 size_t e2e_meta_streams(e2e *c, unsigned i)
 {
     jr_node *n = e2e_node(c, i);
-    return n && n->js ? n->js->st.nstreams : 0;
+    return n && jr__js_of(n) ? jr__js_of(n)->st.nstreams : 0;
 }
 
 uint64_t e2e_fsm_applied(e2e *c, unsigned i, const char *name)
@@ -491,7 +493,7 @@ void e2e_describe(e2e *c, unsigned i, const char *name, char *buf, size_t cap)
 uint64_t e2e_catchup_chunks(e2e *c, unsigned i)
 {
     jr_node *n = e2e_node(c, i);
-    return n && n->js ? n->js->catchup_chunks : 0;
+    return n && jr__js_of(n) ? jr__js_of(n)->catchup_chunks : 0;
 }
 
 void e2e_config(jr_stream_config *cfg, const char *name, const char *const *subjects,
@@ -507,7 +509,8 @@ void e2e_config(jr_stream_config *cfg, const char *name, const char *const *subj
 int e2e_meta_peers(e2e *c, unsigned i, const char *name, unsigned *out, size_t cap)
 {
     jr_node *n = e2e_node(c, i);
-    const jr__meta_stream *s = n && n->js ? jr__meta_stream_find(&n->js->st, name) : NULL;
+    const jr__meta_stream *s =
+        n && jr__js_of(n) ? jr__meta_stream_find(&jr__js_of(n)->st, name) : NULL;
     if (!s) return -1;
     size_t k = 0;
     for (size_t p = 0; p < s->npeers && k < cap; p++)
@@ -518,7 +521,8 @@ int e2e_meta_peers(e2e *c, unsigned i, const char *name, unsigned *out, size_t c
 int e2e_meta_busy(e2e *c, unsigned i, const char *name)
 {
     jr_node *n = e2e_node(c, i);
-    const jr__meta_stream *s = n && n->js ? jr__meta_stream_find(&n->js->st, name) : NULL;
+    const jr__meta_stream *s =
+        n && jr__js_of(n) ? jr__meta_stream_find(&jr__js_of(n)->st, name) : NULL;
     return s ? jr__meta_stream_busy(s) : -1;
 }
 
@@ -562,9 +566,10 @@ void e2e_progress(e2e *c, unsigned i, const char *name, char *buf, size_t cap)
     for (uint32_t m = 0; m < conf->n && k < cap; m++) {
         jr__progress pr;
         if (jr__raft_progress(raft, m, &pr) != 0) continue;
-        k += (size_t)snprintf(buf + k, cap - k, " [%d st %u match %llu next %llu contact %llu]",
-                              jr_sim_index(c->sim, jr__js_peer_name(e2e_node(c, i)->js, pr.id)),
-                              pr.state, (unsigned long long)pr.match, (unsigned long long)pr.next,
-                              (unsigned long long)pr.last_contact);
+        k += (size_t)snprintf(
+            buf + k, cap - k, " [%d st %u match %llu next %llu contact %llu]",
+            jr_sim_index(c->sim, jr__js_peer_name(jr__js_of(e2e_node(c, i)), pr.id)), pr.state,
+            (unsigned long long)pr.match, (unsigned long long)pr.next,
+            (unsigned long long)pr.last_contact);
     }
 }

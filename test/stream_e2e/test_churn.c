@@ -14,6 +14,7 @@
 
 #include "e2e.h"
 #include "js/js.h"
+#include "node/node.h"
 
 /* A counting allocator: live bytes and blocks of the nodes (the fixture and its simulated disks
  * use the C library's allocator, so the WAL's and stores' bytes on the "disk" do not count). */
@@ -78,7 +79,7 @@ static void node_alloc(void *arg, unsigned i, jr_node_config *cfg)
 static void meta_snapshots(uint64_t every)
 {
     for (unsigned i = 0; i < 3; i++)
-        if (e2e_node(&c, i)) e2e_node(&c, i)->js->meta->snapshot_entries = every;
+        if (e2e_node(&c, i)) jr__js_of(e2e_node(&c, i))->meta->snapshot_entries = every;
 }
 
 static void setup(void)
@@ -143,7 +144,7 @@ START_TEST(deleted_streams_leave_nothing_in_memory)
     for (unsigned i = 0; i < 3; i++) {
         ck_assert_uint_eq(held(i, &stashes), 1); /* the meta group only */
         ck_assert_uint_eq(stashes, 0);
-        ck_assert_ptr_null(e2e_node(&c, i)->js->rep_list);
+        ck_assert_ptr_null(jr__js_of(e2e_node(&c, i))->rep_list);
     }
     fprintf(stderr, "churn: 40 streams created and deleted: %zu -> %zu bytes, %zu -> %zu blocks\n",
             base, cnt.bytes, base_blocks, cnt.blocks);
@@ -187,7 +188,7 @@ static void holds_nothing(unsigned i)
     size_t stashes;
     ck_assert_uint_eq(held(i, &stashes), 1);
     ck_assert_uint_eq(stashes, 0);
-    ck_assert_ptr_null(e2e_node(&c, i)->js->rep_list);
+    ck_assert_ptr_null(jr__js_of(e2e_node(&c, i))->rep_list);
     ck_assert_uint_eq(e2e_meta_streams(&c, i), 0);
 }
 
@@ -217,9 +218,10 @@ START_TEST(a_crash_right_after_a_deletion_leaves_no_stash_behind)
 {
     make_d(3);
     /* n2 snapshots its meta state at every entry, so that the deletions are in a durable
-     * snapshot before the WAL learns that the groups are gone (their DROP is staged by the
+     * snapshot before the WAL learns that the groups are gone (their DROPs, staged when the
+     * groups are released after the flush that applied the deletions, are written by the
      * next flush): crash in between */
-    e2e_node(&c, 2)->js->meta->snapshot_entries = 1;
+    jr__js_of(e2e_node(&c, 2))->meta->snapshot_entries = 1;
     static e2e_res r[3];
     memset(r, 0, sizeof r);
     for (int i = 0; i < 3; i++) {
@@ -228,13 +230,15 @@ START_TEST(a_crash_right_after_a_deletion_leaves_no_stash_behind)
         ck_assert_int_eq(jr_stream_delete(e2e_node(&c, 0), name, e2e_admin_cb, &r[i]), 0);
     }
     ck_assert_int_eq(jr_sim_run_until(c.sim, d_gone_on_n2, NULL, 10 * SEC), 0);
-    ck_assert_uint_gt(e2e_node(&c, 2)->nretiring, 0); /* released at the next flush */
+    ck_assert_uint_eq(e2e_node(&c, 2)->groups.len, 1); /* released: only the meta group left */
+    ck_assert_uint_gt(jr__wal_pending(e2e_node(&c, 2)->wal), 0); /* their DROPs not written */
     ck_assert_int_eq(jr_sim_crash(c.sim, 2), 0);
     ck_assert_int_eq(e2e_restart(&c, 2), 0);
     /* the groups' logs came back as stashes; the meta snapshot says the streams are gone, so
-     * they are on their way out (released at the first flush) */
-    ck_assert_uint_eq(e2e_node(&c, 2)->stashes.len, 3);
-    ck_assert_uint_eq(e2e_node(&c, 2)->nretiring, 3);
+     * the open released them (their DROPs staged, written by the first flush) */
+    ck_assert_uint_eq(e2e_node(&c, 2)->stashes.len, 0);
+    ck_assert_uint_eq(e2e_node(&c, 2)->groups.len, 1);
+    ck_assert_uint_gt(jr__wal_pending(e2e_node(&c, 2)->wal), 0);
     ck_assert_int_ge(e2e_wait_meta(&c, 3, 20 * SEC), 0);
     jr_sim_run_for(c.sim, 2 * SEC);
     holds_nothing(2);

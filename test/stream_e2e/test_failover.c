@@ -15,6 +15,7 @@
 
 #include "e2e.h"
 #include "js/js.h"
+#include "node/node.h"
 
 #define K 300
 
@@ -83,8 +84,8 @@ static int proposing(void *arg, jr_sim *sim)
 {
     (void)sim;
     jr_node *n = e2e_node(&c, (unsigned)*(int *)arg);
-    const jr__meta_stream *s = jr__meta_stream_find(&n->js->st, "PAY");
-    jr__srep *r = s ? jr__srep_find(n->js, s->group) : NULL;
+    const jr__meta_stream *s = jr__meta_stream_find(&jr__js_of(n)->st, "PAY");
+    jr__srep *r = s ? jr__srep_find(jr__js_of(n), s->group) : NULL;
     return r && r->phead;
 }
 
@@ -247,7 +248,7 @@ START_TEST(publishes_refused_by_a_stepping_down_leader_are_retried)
     int l = make();
     unsigned via = (unsigned)(l + 1) % 3;
     unsigned to = (unsigned)(l + 2) % 3;
-    uint64_t resends = e2e_node(&c, via)->js->not_leader_resends;
+    uint64_t resends = jr__js_of(e2e_node(&c, via))->not_leader_resends;
     /* publishes go on, ten every 100 us, before, during and after the transfer */
     memset(res, 0, sizeof res);
     e2e_res sd;
@@ -280,7 +281,7 @@ START_TEST(publishes_refused_by_a_stepping_down_leader_are_retried)
     ck_assert_uint_ge(st.msgs, (uint64_t)ok);
     ck_assert_uint_le(st.msgs, (uint64_t)(ok + lost));
     /* some were refused (the transfer stops the old leader's proposals) and went again */
-    resends = e2e_node(&c, via)->js->not_leader_resends - resends;
+    resends = jr__js_of(e2e_node(&c, via))->not_leader_resends - resends;
     ck_assert_uint_gt(resends, 0);
     fprintf(stderr, "stepdown mid-burst (%s): %d acked, %d JR_ELEADERLOST, %llu sent again\n",
             sd.status ? jr_err_name(sd.status) : "done", ok, lost, (unsigned long long)resends);

@@ -425,6 +425,25 @@ START_TEST(bad_input_changes_nothing)
     ck_assert_int_eq(jr_publish(e2e_node(&c, 1), "bad.x", NULL, 0, "e", 1, &o, e2e_pub_cb, &r), 0);
     ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
     ck_assert_int_eq(r.status, JR_EWRONGLASTSUBJSEQ);
+    /* an option string of a bad length ends the publish with JR_EINVAL naming it */
+    static const char *const bad_names[] = {"msg_id", "expected_stream", "expected_last_msg_id"};
+    char too_long[JR_STREAM_NAME_MAX + 2];
+    memset(too_long, 'S', sizeof too_long - 1);
+    too_long[sizeof too_long - 1] = 0;
+    for (int k = 0; k < 3; k++) {
+        jr_pub_opts_init(&o);
+        if (k == 0) o.msg_id = "";
+        if (k == 1) o.expected_stream = too_long;
+        if (k == 2) o.expected_last_msg_id = "";
+        memset(&r, 0, sizeof r);
+        ck_assert_int_eq(jr_publish(e2e_node(&c, 1), "bad.e", NULL, 0, "e", 1, &o, e2e_pub_cb, &r),
+                         0);
+        ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
+        ck_assert_int_eq(r.status, JR_EINVAL);
+        ck_assert_msg(strncmp(r.msg, bad_names[k], strlen(bad_names[k])) == 0 &&
+                          strstr(r.msg, ": must be 1..") != NULL,
+                      "%s", r.msg);
+    }
     jr_sim_run_for(c.sim, 200 * MS);
     jr_stream_state st;
     ck_assert_int_eq(e2e_state(&c, (unsigned)l, "BAD", &st), 0);

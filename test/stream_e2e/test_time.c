@@ -4,9 +4,13 @@
  * restarts; messages carry the stream leader's wall clock, identical on every replica; wall
  * clocks that jump — forwards or backwards, on the leader or on every server, with a failover
  * meanwhile — neither expire a stream's messages at once nor reorder timestamps nor stop
- * expiry; a host without a wall clock falls back to its monotonic clock.
+ * expiry; a host without a wall clock falls back to its monotonic clock. A monotonic clock
+ * that runs in the last minutes before 2^64 wraps no deadline (util/deadline.h): a publish with
+ * a timeout far past 2^64 neither times out at once nor stalls, and one with a timeout that
+ * fits times out at its deadline, not before it and not never.
  */
 #include <check.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +248,143 @@ START_TEST(a_host_without_a_wall_clock_uses_its_monotonic_clock)
 }
 END_TEST
 
+/* Hosts whose monotonic clock is the fixture's plus END_OFF: at the fixture's start (1 s) every
+ * node's now() is END_LEFT before 2^64. arm() takes the node's deadlines back to the fixture's
+ * clock ("never" stays never). The other fields pass through. */
+#define END_LEFT (120 * SEC)
+#define END_OFF (UINT64_MAX - END_LEFT - SEC)
+
+static jr_host end_inner[3], end_host[3];
+
+static uint64_t end_now(void *ctx)
+{
+    const jr_host *h = ctx;
+    return h->now(h->ctx) + END_OFF;
+}
+
+static void end_arm(void *ctx, uint64_t deadline)
+{
+    const jr_host *h = ctx;
+    h->arm(h->ctx, deadline == UINT64_MAX ? UINT64_MAX
+                   : deadline > END_OFF   ? deadline - END_OFF
+                                          : 0);
+}
+
+static int end_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
+{
+    const jr_host *h = ctx;
+    return h->send(h->ctx, to, iov, iovcnt);
+}
+
+static void end_log(void *ctx, int level, const char *msg)
+{
+    const jr_host *h = ctx;
+    h->log(h->ctx, level, msg);
+}
+
+static uint64_t end_wall(void *ctx)
+{
+    const jr_host *h = ctx;
+    return h->wall(h->ctx);
+}
+
+static void near_end(void *arg, unsigned i, jr_node_config *cfg)
+{
+    (void)arg;
+    end_inner[i] = *cfg->host;
+    end_host[i] = end_inner[i];
+    end_host[i].ctx = &end_inner[i];
+    end_host[i].now = end_now;
+    end_host[i].arm = end_arm;
+    end_host[i].send = end_send;
+    end_host[i].log = end_inner[i].log ? end_log : NULL;
+    end_host[i].wall = end_inner[i].wall ? end_wall : NULL;
+    cfg->host = &end_host[i];
+}
+
+/* Node i's monotonic clock now. */
+static uint64_t end_clock(unsigned i)
+{
+    return end_now(&end_inner[i]);
+}
+
+/* Opens the cluster with the clock END_LEFT before 2^64 and request_timeout_ms timeout_ms; adds
+ * an R3 stream END on end.> and returns a server that does not lead it. */
+static unsigned start_near_end(uint32_t timeout_ms)
+{
+    memset(&c, 0, sizeof c);
+    c.configure_more = near_end;
+    ck_assert_int_eq(e2e_new(&c, 3, 778, timeout_ms), 0);
+    ck_assert_uint_ge(end_clock(0), UINT64_MAX - END_LEFT);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 10 * SEC), 0);
+    int l = make("END", "end.>", 0);
+    return (unsigned)(l + 1) % 3;
+}
+
+/* Publishes through via with timeout_ms (0: the node's) and waits up to 10 s; its status. */
+static int publish_timeout(unsigned via, const char *subject, uint32_t timeout_ms, e2e_res *r)
+{
+    jr_pub_opts o;
+    jr_pub_opts_init(&o);
+    o.timeout_ms = timeout_ms;
+    memset(r, 0, sizeof *r);
+    ck_assert_int_eq(jr_publish(e2e_node(&c, via), subject, NULL, 0, "x", 1, &o, e2e_pub_cb, r), 0);
+    ck_assert_int_eq(e2e_wait(&c, r, 10 * SEC), 0);
+    return r->status;
+}
+
+/* Three seconds before 2^64, a publish with a timeout of two seconds from server via, cut off
+ * from the others, ends at its deadline: not before it, and not never. */
+static void times_out_at_its_deadline(unsigned via)
+{
+    uint64_t left = UINT64_MAX - end_clock(via);
+    ck_assert_uint_gt(left, 3 * SEC);
+    jr_sim_run_for(c.sim, left - 3 * SEC);
+    unsigned side[] = {via};
+    ck_assert_int_eq(jr_sim_partition(c.sim, side, 1), 0);
+    jr_pub_opts o;
+    jr_pub_opts_init(&o);
+    o.timeout_ms = 2000;
+    o.msg_id = "end-2"; /* may be sent again to another leader: it waits for its deadline */
+    e2e_res r;
+    memset(&r, 0, sizeof r);
+    uint64_t t0 = end_clock(via);
+    ck_assert_int_eq(jr_publish(e2e_node(&c, via), "end.b", NULL, 0, "y", 1, &o, e2e_pub_cb, &r),
+                     0);
+    jr_sim_run_for(c.sim, 1900 * MS);
+    ck_assert_msg(!r.done, "ended %" PRIu64 " ms after it started, status %d: %s",
+                  (uint64_t)((end_clock(via) - t0) / MS), r.status, r.msg);
+    ck_assert_int_eq(e2e_wait(&c, &r, 600 * MS), 0);
+    ck_assert_msg(r.status == JR_ELEADERLOST || r.status == JR_ETIMEDOUT ||
+                      r.status == JR_ENOLEADER,
+                  "status %d: %s", r.status, r.msg);
+    ck_assert_uint_lt(end_clock(via), UINT64_MAX - 400 * MS);
+}
+
+START_TEST(a_request_timeout_past_2_64_does_not_fire_at_once)
+{
+    /* request_timeout_ms of an hour: every request's default deadline (the add, the publish,
+     * the leader's wait for its proposal) lies past 2^64 */
+    unsigned via = start_near_end(3600u * 1000u);
+    e2e_res r;
+    ck_assert_msg(publish_timeout(via, "end.a", 0, &r) == 0, "publish: %d %s", r.status, r.msg);
+    ck_assert_uint_eq(r.seq, 1);
+    times_out_at_its_deadline(via);
+}
+END_TEST
+
+START_TEST(a_publish_timeout_past_2_64_does_not_fire_at_once)
+{
+    unsigned via = start_near_end(1000);
+    /* a timeout of 49 days: its deadline is "never", and it is stored like any other */
+    e2e_res r;
+    ck_assert_msg(publish_timeout(via, "end.a", UINT32_MAX, &r) == 0, "publish: %d %s", r.status,
+                  r.msg);
+    ck_assert_uint_eq(r.seq, 1);
+    times_out_at_its_deadline(via);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream time");
@@ -256,6 +397,8 @@ int main(void)
     tcase_add_test(tc, a_backward_jump_keeps_timestamps_ordered_and_expiry_going);
     tcase_add_test(tc, a_failover_after_a_cluster_wide_jump_keeps_absorbing_it);
     tcase_add_test(tc, a_host_without_a_wall_clock_uses_its_monotonic_clock);
+    tcase_add_test(tc, a_request_timeout_past_2_64_does_not_fire_at_once);
+    tcase_add_test(tc, a_publish_timeout_past_2_64_does_not_fire_at_once);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -17,6 +17,7 @@
 
 #include "e2e.h"
 #include "js/js.h"
+#include "node/node.h"
 #include "node/rpc.h"
 
 static void node_stats(jr_node *n, jr_node_stats *s)

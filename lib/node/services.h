@@ -1,0 +1,289 @@
+/*
+ * services — the node core's side of the seam with the layer above it: all that layer may use
+ * of the core, and all it sees of it (ARCHITECTURE §2, "one seam").
+ *
+ * The layer above includes this header and no other of lib/node (test/abi/layering.sh holds it
+ * to that). It holds handles — jr_node *, jr_group *, jr__peer *, jr__op * — whose structures
+ * stay the core's, and calls the functions below. The core, for its part, knows the layer only
+ * as the table it registered and an opaque pointer it hands back (jr__upper): no name of the
+ * layer appears in lib/node.
+ *
+ * What the core offers:
+ *  - the seam itself: the table of hooks (before flush, role changed, request, close) and the
+ *    layer's pointer, registered during open (jr__node_open's attach callback);
+ *  - the node's facts (name, id, allocator, timeouts, limits; constant from open on) and its
+ *    clock (jr__node_now: the host's now() read once per entry point);
+ *  - entry and exit of the layer's public calls, the node's last error and its log;
+ *  - peers by id or name, their names and when each was last heard from;
+ *  - groups: create, detach, destroy (with their WAL records and snapshot files), propose, and
+ *    read their state (role, leader, configuration: jr__group_consensus);
+ *  - deferred effects (run after the flush loop, never inside an apply);
+ *  - timers on the node's one heap;
+ *  - completion records: a user callback reserved when a call is accepted and run from the
+ *    node's completion queue;
+ *  - node-to-node requests (RPCs; the full contract is rpc.h's);
+ *  - the counters the layer bumps (jr__node_count).
+ *
+ * Invariants the layer may rely on:
+ *  - every hook and every callback of these services runs on the node's thread, inside a
+ *    jr_node_* or jr_group_* call, never inside the service call that set it up;
+ *  - during a hook or a callback, the node's clock (jr__node_now) is the one of the current
+ *    entry point;
+ *  - once close began (jr__node_closing is 1) the core calls no hook but before_flush, for the
+ *    flush that persists what is pending (the layer stages nothing then), and last close;
+ *    completions queued before still run (their callbacks get JR_ECLOSED where the work was
+ *    cut short). The registration is gone once close returned.
+ */
+#ifndef JR_NODE_SERVICES_H
+#define JR_NODE_SERVICES_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jetraft.h"
+#include "raft/raft.h"
+#include "util/heap.h"
+
+/* Bytes a message of the layer above (a stream entry) may hold beyond the headers and data of
+ * the message it carries; the node sizes every group's Raft messages to carry one entry of
+ * max_payload bytes of message plus this (node.c set_limits). */
+#define JR__NODE_ENTRY_FRAMING 8192u
+
+typedef struct jr__peer jr__peer; /* a server of the cluster (peer.c) */
+typedef struct jr__op jr__op;     /* a completion record (ops.c) */
+
+/* The seam -----------------------------------------------------------------------------------
+ *
+ * The node core knows nothing of streams. A layer above it attaches during open (the attach
+ * callback of jr__node_open, which runs after WAL recovery with the normalised config) by
+ * registering a static table and its own pointer (jr__node_set_upper); the core calls each hook,
+ * with that pointer, at one point:
+ *   before_flush  at the start of every flush: stage what the layer batched during the call;
+ *   role_changed  in the flush that first sees a group become leader or stop being one;
+ *   request       a request of another server that is to run (rpc.h: admitted, not a
+ *                 duplicate), kind and payload as sent (the payload borrowed for the call); the
+ *                 layer answers it, now or later, with jr__rpc_respond(n, from, id, ...);
+ *   close         at close, after the groups were detached and completions drained: fail
+ *                 what is outstanding (its RPC calls too: jr__rpc_close; callbacks run before
+ *                 it returns) and free the layer. The registration is gone after it.
+ */
+typedef struct jr__upper {
+    void (*before_flush)(void *upper);
+    void (*role_changed)(void *upper, uint64_t group);
+    void (*request)(void *upper, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
+                    size_t len);
+    void (*close)(void *upper, int flush);
+} jr__upper;
+
+/* Opens the node core (jr_node_open's contract). attach, if not NULL, runs after recovery with
+ * the normalised config; its error fails the open (*out NULL, nothing left open). */
+int jr__node_open(const jr_node_config *cfg, int (*attach)(jr_node *n, const jr_node_config *cfg),
+                  jr_node **out);
+/* Registers the layer above: tab (static; NULL unregisters) and its pointer, handed to every
+ * hook and returned by jr__node_upper. */
+void jr__node_set_upper(jr_node *n, const jr__upper *tab, void *upper);
+/* The pointer registered with tab (NULL if tab is not the registered table). */
+void *jr__node_upper(const jr_node *n, const jr__upper *tab);
+
+/* The node -----------------------------------------------------------------------------------*/
+
+/* What the node was opened with, constant from open on (copy it where it is used often). */
+typedef struct jr__node_facts {
+    const jr_allocator *alloc;
+    const char *name; /* this server's name (lives as long as the node) */
+    jr__id self;      /* its id */
+    uint64_t election_ns, heartbeat_ns;
+    uint32_t max_frame;         /* bytes of one frame to a peer */
+    uint32_t max_payload;       /* headers + data of a published message */
+    uint32_t max_msg_bytes;     /* entry bytes per Raft message of every group */
+    uint64_t store_block_bytes; /* file stores' block size; 0: the store's default */
+    uint64_t seed;              /* the node's seed (jr_node_config.seed, or drawn) */
+    jr_vfs *vfs;
+    uint64_t (*wall)(void *ctx); /* the host's wall clock (jr_host.wall, version 2); NULL: none */
+    void *wall_ctx;
+} jr__node_facts;
+void jr__node_facts_get(const jr_node *n, jr__node_facts *out);
+/* The host's now() as read at the current entry point (every input of one call sees the same
+ * time). */
+uint64_t jr__node_now(const jr_node *n);
+/* 1 once close began (the node takes no new work). */
+int jr__node_closing(const jr_node *n);
+
+/* Public entry points bracket their work with enter/leave. enter refreshes the clock. leave, at
+ * the outermost level only, performs a close requested from inside a callback (n is freed then)
+ * or re-arms the host; a public entry point calls it last and returns without touching n
+ * again. */
+void jr__node_enter(jr_node *n);
+void jr__node_leave(jr_node *n);
+/* Asks for a tick as soon as possible (work was queued outside a flush). */
+void jr__node_want_tick(jr_node *n);
+
+/* Records err with a formatted message as the node's last error (jr_node_errmsg); returns err. */
+int jr__node_err(jr_node *n, int err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Logs through host->log if the host gave one. */
+void jr__node_log(jr_node *n, int level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Counters of the node (jr_node_stats) the layer above bumps. */
+enum jr__node_counter {
+    JR__COUNT_UNKNOWN_TYPE = 1, /* a request of a kind this server does not know: skipped */
+    JR__COUNT_WARY_WRITE = 2,   /* a write refused after a restart (rpc.h "After a restart") */
+};
+void jr__node_count(jr_node *n, enum jr__node_counter which);
+
+/* Peers --------------------------------------------------------------------------------------*/
+
+/* A peer by id or by name; NULL if the node has none such. This server is a peer too. */
+jr__peer *jr__peer_find(const jr_node *n, jr__id id);
+jr__peer *jr__peer_find_name(const jr_node *n, const char *name);
+/* The peers in the order of the node's config: i < jr__node_npeers(n). */
+size_t jr__node_npeers(const jr_node *n);
+jr__peer *jr__node_peer(const jr_node *n, size_t i);
+jr__id jr__peer_get_id(const jr__peer *p);
+const char *jr__peer_get_name(const jr__peer *p); /* lives as long as the node */
+/* now() of the last valid frame from p; 0: never. */
+uint64_t jr__peer_heard(const jr__peer *p);
+
+/* Groups -------------------------------------------------------------------------------------*/
+
+/* What a replica joining a group that exists starts from (jr__raft_config.join_*): the term
+ * and a committed entry (its term and index) of the group, e.g. as its leader reported them when
+ * a peer change converged. Zeros: none. */
+typedef struct jr__join_floor {
+    uint64_t term, last_term, last_index;
+} jr__join_floor;
+/* Creates, loads or bootstraps, and registers a group (the body of jr_group_open). floor (may
+ * be NULL) applies only if this server joins (it is not among cfg->voters). */
+int jr__group_create(jr_node *n, const jr_group_config *cfg, const jr__join_floor *floor,
+                     jr_group **out);
+/* The floor a replica joining later starts from: this replica's term and its commit index with
+ * that entry's term. JR_ENOTFOUND if the entry's term is not known here (neither in the log nor
+ * the snapshot's). Meaningful on the leader (whose commit every later leader holds). */
+int jr__group_floor(const jr_group *g, jr__join_floor *out);
+/* Closes the local replica: pending ops complete with `status`, the timer and files are
+ * released; the raft core stays (dormant) for the flush of its pending state and for reopening.
+ */
+void jr__group_detach(jr_group *g, int status);
+/* 1 once g was detached (closed). */
+int jr__group_closed(const jr_group *g);
+/* Proposes data (copied) to g: jr_group_propose without the public-entry checks, returning the
+ * entry's index and term; cb (may be NULL) completes as jr_propose_cb says. 0, or JR_EDAMAGED,
+ * JR_ENOMEM and the core's refusals (JR_ENOTLEADER, JR_ETRANSFER, JR_EMSGSIZE, ...). */
+int jr__group_propose(jr_group *g, const void *data, size_t len, jr_propose_cb cb, void *arg,
+                      uint64_t *index, uint64_t *term);
+/* The state of g's Raft core (role, term, leader, configuration, progress, log; raft.h), to
+ * read only: the core drives it. */
+const jr__raft *jr__group_consensus(const jr_group *g);
+/* Last index applied to g's fsm (or restored from a snapshot). */
+uint64_t jr__group_applied(const jr_group *g);
+/* Entries g applies between two snapshots (jr_group_config.snapshot_entries); setting it
+ * takes effect at g's next apply. */
+uint64_t jr__group_snapshot_entries(const jr_group *g);
+void jr__group_set_snapshot_entries(jr_group *g, uint64_t entries);
+/* 1 if member `peer` of g is known to hold a damaged replica, else 0: this replica's own flag
+ * for itself; for another member, on the leader, what the raft core's progress says (it lost
+ * entries it had acknowledged); 0 elsewhere. What jr_peer_status.damaged, and the stream and
+ * meta info built from it, show. */
+int jr__group_peer_damaged(const jr_group *g, jr__id peer);
+/* From now on g applies an entry only once a durable hard state covers its commit (flush.c):
+ * for a state machine that acts on what it applied in ways a restart must find again, since at
+ * restart a group re-applies its log only up to its recovered commit index. Costs a sync per
+ * flush that moves g's commit. */
+void jr__group_durable_apply(jr_group *g);
+
+/* Group destruction (retire.c):
+ *  - jr__node_group_destroy(n, id): releases the group at once — its snapshot files removed,
+ *    its raft core freed, any recovery stash dropped and a WAL DROP staged (nothing of it is
+ *    written after). The caller has detached it (jr__group_detach) if it was open. Not while a
+ *    flush iteration walks its batch (from an apply or the role_changed hook: queue an effect,
+ *    below); that, or an open group, is JR_EMISUSE and changes nothing. 0, or JR_ENOMEM: the
+ *    DROP could not be staged nor queued for later, and the group's records stay in the WAL
+ *    until a restart finds them (jr__node_unopened_groups);
+ *  - jr__node_group_retiring(n, id): 1 while id's DROP waits for memory (it is staged again at
+ *    the start of every flush): do not recreate the group yet;
+ *  - jr__node_group_known(n, id): 1 if this node holds state of id (open, or recovered and not
+ *    yet opened);
+ *  - jr__node_unopened_groups(n, lo, hi, &ids, &count): the recovered groups in [lo, hi) that
+ *    nothing opened (an array the caller frees with jr__free(alloc, ids); NULL when there are
+ *    none); 0 or JR_ENOMEM.
+ */
+int jr__node_group_destroy(jr_node *n, uint64_t id);
+int jr__node_group_retiring(const jr_node *n, uint64_t id);
+int jr__node_group_known(const jr_node *n, uint64_t id);
+int jr__node_unopened_groups(jr_node *n, uint64_t lo, uint64_t hi, uint64_t **ids, size_t *count);
+
+/* Effects (etcd's Ready shape) ---------------------------------------------------------------
+ *
+ * What a state machine's apply produces that changes the node's structure — creating or
+ * removing a replica, opening or destroying a store — is not done inside the apply, while the
+ * flush walks its lists: the apply queues it with jr__node_defer, and the core runs the queue
+ * after the flush loop, in queueing order, when no list is walked. An effect may queue more;
+ * those run in the same pass. 0 or JR_ENOMEM (nothing queued: the caller's retry path must
+ * cover it). */
+typedef void (*jr__effect_fn)(jr_node *n, uint64_t arg);
+int jr__node_defer(jr_node *n, jr__effect_fn fn, uint64_t arg);
+
+/* Timers -------------------------------------------------------------------------------------
+ *
+ * On the node's one heap: t->fire(n, t) runs from jr_node_tick once t's deadline has passed
+ * (jr__timer_init, util/heap.h, sets fire; ctx is the node). Arming re-keys an armed timer; a
+ * deadline in the past is taken as now. Without memory to grow the heap the node ticks again at
+ * once instead. jr_node_deadline() covers every armed timer. */
+void jr__node_timer_arm(jr_node *n, jr__timer *t, uint64_t deadline);
+void jr__node_timer_cancel(jr_node *n, jr__timer *t);
+
+/* Completion records -------------------------------------------------------------------------
+ *
+ * A call accepted now whose callback must run later, and never fail to: jr__op_reserve takes a
+ * record (NULL: JR_ENOMEM) that will run cb(arg, status) from the node's completion queue
+ * (jr__node_drain), once jr__op_complete queued it; jr__op_put gives back a record never
+ * completed. */
+jr__op *jr__op_reserve(jr_node *n, jr_done_cb cb, void *arg);
+void jr__op_put(jr_node *n, jr__op *op);
+/* Queues op with status (and index, for a proposal's record); its callback runs at the next
+ * drain. */
+void jr__op_complete(jr_node *n, jr__op *op, int status, uint64_t index);
+/* Runs queued callbacks (those queued meanwhile too) until the queue is empty. Not re-entrant:
+ * a nested call returns at once. */
+void jr__node_drain(jr_node *n);
+
+/* Node-to-node requests (rpc.h has the contract: ids, timeouts, at most once, restarts) -----*/
+
+/* Largest answer payload kept for a duplicate of a request (rpc.h "At most once"): an answer
+ * the layer wants repeated to a duplicate — every write's, an error text included — fits. */
+#define JR__RPC_KEEP 600u
+
+/* Result of a call: answered = 1 and status from the responder (0 or a JR_E* code; a response
+ * with a positive status is taken as JR_ECORRUPT), or answered = 0 and status JR_ETIMEDOUT (no
+ * answer within the timeout) or JR_ECLOSED (the layer closes); payload borrowed for the
+ * callback (NULL, 0 if none). A responder's own JR_ETIMEDOUT comes with answered = 1. */
+typedef void (*jr__rpc_cb)(jr_node *n, void *arg, int status, int answered, const uint8_t *p,
+                           size_t len);
+/* Sends a request of `kind` with the payload gathered from iov to server `peer`, answered
+ * through cb within timeout_ns. *id gets the call's id (cancel with it). 0; JR_ENOTFOUND
+ * (unknown peer, or this node itself); JR_EMSGSIZE (does not fit a frame); JR_ENOMEM. On error
+ * cb never runs. */
+int jr__rpc_call(jr_node *n, jr__id peer, uint8_t kind, const jr_iovec *iov, int iovcnt,
+                 uint64_t timeout_ns, jr__rpc_cb cb, void *arg, uint64_t *id);
+/* Forgets call id (its callback will not run). A no-op for an unknown id. */
+void jr__rpc_cancel(jr_node *n, uint64_t id);
+/* Sends the response to request `id` of peer `to`. 0 or an error (the response is lost, like a
+ * dropped frame; the requester times out). */
+int jr__rpc_respond(jr_node *n, jr__id to, uint64_t id, int status, const jr_iovec *iov,
+                    int iovcnt);
+/* Inside the request hook: 1 if the request handed over may be a duplicate of one an earlier
+ * life of this server executed (rpc.h "After a restart"); the layer above then executes it only
+ * if it changes nothing, and answers any other JR_ELEADERLOST. */
+int jr__rpc_unsure(const jr_node *n);
+/* Fails every outstanding call with JR_ECLOSED (callbacks run before it returns). */
+void jr__rpc_close(jr_node *n);
+
+#endif

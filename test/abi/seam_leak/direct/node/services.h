@@ -1,0 +1,2 @@
+/* the seam header: fine on its own */
+#include "util/heap.h"

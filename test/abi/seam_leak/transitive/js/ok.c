@@ -1,0 +1,2 @@
+/* includes only the seam */
+#include "node/services.h"

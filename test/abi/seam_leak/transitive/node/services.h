@@ -1,0 +1,2 @@
+/* the seam header pulls in the core's structures */
+#include "node/node.h"
