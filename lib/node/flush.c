@@ -37,6 +37,7 @@
 #include "node/rpc.h"
 #include "util/alloc.h"
 #include "util/deadline.h"
+#include "util/invariant.h"
 
 #define MAX_ITERATIONS 4
 
@@ -178,6 +179,29 @@ static void hold_markers(jr_node *n, int callbacks)
         }
     }
 }
+
+#if JR__INVARIANTS_ON
+/* node.h's invariants on the ready list where a flush ends: nothing is held, every group on the
+ * list says so and appears once; on a node of at most 64 groups, no group outside the list
+ * says it is on it. */
+static void ready_check(const jr_node *n)
+{
+    JR__INVARIANT(n->held == NULL);
+    size_t on = 0;
+    for (const jr_group *g = n->ready; g; g = g->ready_next) {
+        JR__INVARIANT(g->in_ready && on <= n->groups.len);
+        on++;
+    }
+    if (n->groups.len > 64) return;
+    size_t flagged = 0;
+    for (size_t i = 0; i < n->groups.cap; i++)
+        if (n->groups.slots[i].key) flagged += ((const jr_group *)n->groups.slots[i].val)->in_ready;
+    JR__INVARIANT(flagged == on);
+}
+#define READY_CHECK(n) ready_check(n)
+#else
+#define READY_CHECK(n) ((void)0)
+#endif
 
 /* Puts the held groups back on the ready list; *due gets the earliest time a marker among them
  * must be written (UINT64_MAX: none held). */
@@ -463,6 +487,7 @@ int jr__node_flush(jr_node *n, int callbacks)
     uint64_t due;
     release_held(n, &due);
     if (due != UINT64_MAX && !n->want_tick) n->retry_at = due;
+    READY_CHECK(n);
     if (callbacks) jr__node_drain(n);
     return 0;
 }

@@ -24,7 +24,7 @@
  *    (g->closed) keeps its raft core dormant (no inputs, no timer) so that its durable state can
  *    be flushed after the close and a later jr_group_open reuses it; messages for it are dropped;
  *  - g->in_ready iff g is on node->ready (an intrusive singly linked list, LIFO order is fine:
- *    groups are independent);
+ *    groups are independent) or, during a flush, on node->held (flush.c hold_markers);
  *  - g->timer is armed in node->timers at min(jr__raft_deadline, g->op_deadline) whenever that
  *    is finite, re-keyed after every flush that processed g;
  *  - a message that the raft core flagged JR__MF_DURABLE never leaves before the WAL flush that
