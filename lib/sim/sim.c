@@ -10,6 +10,7 @@
 #include "util/abi.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
+#include "util/deadline.h"
 #include "vfs/memfs.h"
 
 #include <xxhash.h>
@@ -415,7 +416,7 @@ int jr_sim_step(jr_sim *s)
 void jr_sim_run_for(jr_sim *s, uint64_t ns)
 {
     if (!s) return;
-    uint64_t end = s->now + ns;
+    uint64_t end = jr__deadline(s->now, ns);
     while (step_until(s, end)) {
     }
     if (s->now < end) s->now = end;
@@ -424,7 +425,7 @@ void jr_sim_run_for(jr_sim *s, uint64_t ns)
 int jr_sim_run_until(jr_sim *s, int (*pred)(void *arg, jr_sim *sim), void *arg, uint64_t max_ns)
 {
     if (!s || !pred) return JR_EINVAL;
-    uint64_t end = s->now + max_ns;
+    uint64_t end = jr__deadline(s->now, max_ns);
     for (;;) {
         if (pred(arg, s)) return 0;
         if (!step_until(s, end)) break;
