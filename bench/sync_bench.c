@@ -19,6 +19,8 @@
  *                       are the same counts whole, so "exactly one per ack" can be checked
  *                       against msgs without rounding
  *   store_syncs         syncs of message store files (their marks) during the measurement
+ *   snap_syncs          syncs of snapshot files (wal_dir/snap/) during the measurement, every
+ *                       node: a snapshot's file is synced apart from the WAL
  */
 #include <errno.h>
 #include <pthread.h>
@@ -52,27 +54,36 @@ static void die(const char *what, int rc)
 typedef struct cvfs {
     jr_vfs vfs;
     jr_vfs *inner;
-    jr_file *wal_files[MAX_FILES]; /* open files under the WAL directory */
-    uint64_t wal_writes, wal_syncs, store_syncs;
+    jr_file *files[MAX_FILES]; /* the WAL segments and snapshot files open now ... */
+    uint8_t kind[MAX_FILES];   /* ... each KIND_WAL or KIND_SNAP */
+    uint64_t wal_writes, wal_syncs, store_syncs, snap_syncs;
     uint64_t *sync_ns;
     uint64_t nsync;
 } cvfs;
 
-static int is_wal(cvfs *c, jr_file *f)
+enum { KIND_STORE, KIND_WAL, KIND_SNAP };
+
+static int kind_of(cvfs *c, jr_file *f)
 {
     for (int i = 0; i < MAX_FILES; i++)
-        if (c->wal_files[i] == f) return 1;
-    return 0;
+        if (c->files[i] == f) return c->kind[i];
+    return KIND_STORE;
 }
 
 static int c_open(void *ctx, const char *path, int flags, jr_file **out)
 {
     cvfs *c = ctx;
     int rc = c->inner->open(c->inner->ctx, path, flags, out);
-    if (rc == 0 && strstr(path, "/wal/"))
+    size_t n = strlen(path);
+    int kind = !strstr(path, "/wal/")                       ? KIND_STORE
+               : strstr(path, "/wal/snap/")                 ? KIND_SNAP
+               : n > 4 && strcmp(path + n - 4, ".wal") == 0 ? KIND_WAL
+                                                            : KIND_STORE;
+    if (rc == 0 && kind != KIND_STORE)
         for (int i = 0; i < MAX_FILES; i++)
-            if (!c->wal_files[i]) {
-                c->wal_files[i] = *out;
+            if (!c->files[i]) {
+                c->files[i] = *out;
+                c->kind[i] = (uint8_t)kind;
                 break;
             }
     return rc;
@@ -81,7 +92,7 @@ static int c_close(void *ctx, jr_file *f)
 {
     cvfs *c = ctx;
     for (int i = 0; i < MAX_FILES; i++)
-        if (c->wal_files[i] == f) c->wal_files[i] = NULL;
+        if (c->files[i] == f) c->files[i] = NULL;
     return c->inner->close(c->inner->ctx, f);
 }
 static int c_pread(void *ctx, jr_file *f, void *buf, size_t len, uint64_t off, size_t *nread)
@@ -92,14 +103,18 @@ static int c_pread(void *ctx, jr_file *f, void *buf, size_t len, uint64_t off, s
 static int c_pwrite(void *ctx, jr_file *f, const void *buf, size_t len, uint64_t off)
 {
     cvfs *c = ctx;
-    if (is_wal(c, f)) c->wal_writes++;
+    if (kind_of(c, f) == KIND_WAL) c->wal_writes++;
     return c->inner->pwrite(c->inner->ctx, f, buf, len, off);
 }
 static int c_sync(void *ctx, jr_file *f)
 {
     cvfs *c = ctx;
-    if (!is_wal(c, f)) {
-        c->store_syncs++;
+    int kind = kind_of(c, f);
+    if (kind != KIND_WAL) {
+        if (kind == KIND_SNAP)
+            c->snap_syncs++;
+        else
+            c->store_syncs++;
         return c->inner->sync(c->inner->ctx, f);
     }
     uint64_t t0 = bench_now_ns();
@@ -519,7 +534,8 @@ static int add_stream(cluster *c, int replicas)
  * in progress).
  */
 typedef struct snap {
-    uint64_t writes[MAX_NODES], syncs[MAX_NODES], store_syncs[MAX_NODES], nsync[MAX_NODES];
+    uint64_t writes[MAX_NODES], syncs[MAX_NODES], store_syncs[MAX_NODES], snap_syncs[MAX_NODES];
+    uint64_t nsync[MAX_NODES];
 } snap;
 
 typedef struct pubber {
@@ -542,6 +558,7 @@ static void take(cluster *c, snap *s)
         s->writes[i] = v->wal_writes;
         s->syncs[i] = v->wal_syncs;
         s->store_syncs[i] = v->store_syncs;
+        s->snap_syncs[i] = v->snap_syncs;
         s->nsync[i] = v->nsync;
     }
 }
@@ -642,9 +659,10 @@ static void run(const bench_cfg *cfg)
     double lwrite = (double)lwrites / n;
     double fsync_sum = 0;
     uint64_t fsyncs = 0;
-    uint64_t store = 0;
+    uint64_t store = 0, snaps = 0;
     for (int i = 0; i < c.n; i++) {
         store += p.s1.store_syncs[i] - p.s0.store_syncs[i];
+        snaps += p.s1.snap_syncs[i] - p.s0.snap_syncs[i];
         if (i != leader) {
             fsync_sum += (double)(p.s1.syncs[i] - p.s0.syncs[i]) / n;
             fsyncs += p.s1.syncs[i] - p.s0.syncs[i];
@@ -660,12 +678,13 @@ static void run(const bench_cfg *cfg)
            "\"p99_us\":%.1f,\"fsync_p50_us\":%.1f,\"fsync_p99_us\":%.1f,\"wal_sync_p50_us\":%.1f,"
            "\"wal_sync_p99_us\":%.1f,\"leader_syncs_per_ack\":%.3f,\"leader_writes_per_ack\":%.3f,"
            "\"follower_syncs_per_ack\":%.3f,\"leader_syncs\":%llu,\"leader_writes\":%llu,"
-           "\"follower_syncs\":%llu,\"store_syncs\":%llu}\n",
+           "\"follower_syncs\":%llu,\"store_syncs\":%llu,\"snap_syncs\":%llu}\n",
            cfg->replicas, cfg->payload, (unsigned long long)p.acked, (unsigned long long)p.failed,
            wall, pct(p.lat, p.nlat, 0.5), pct(p.lat, p.nlat, 0.99), pct(probe, 2 * PROBE, 0.5),
            pct(probe, 2 * PROBE, 0.99), pct(ws, nws, 0.5), pct(ws, nws, 0.99), lsync, lwrite,
            c.n > 1 ? fsync_sum / (c.n - 1) : 0.0, (unsigned long long)lsyncs,
-           (unsigned long long)lwrites, (unsigned long long)fsyncs, (unsigned long long)store);
+           (unsigned long long)lwrites, (unsigned long long)fsyncs, (unsigned long long)store,
+           (unsigned long long)snaps);
     fflush(stdout);
     free(ws);
     free(probe);
