@@ -360,7 +360,8 @@ void jr__vouch_free(jr__raft *r);
  * (what it is known to hold: 0 unless log matching proves more), it is unvouched and damaged
  * until it acknowledges our whole log of now. */
 void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds);
-/* Leader: p's match moved; p is vouched for again once it reaches vouch_at. */
+/* Leader: p acknowledged an APPEND or a snapshot (its match may not have moved); p is vouched
+ * for again once its match reaches vouch_at. */
 static inline void jr__vouch_progress(jr__prog *p)
 {
     if (p->unvouched && p->match >= p->vouch_at) p->unvouched = p->damaged = 0;

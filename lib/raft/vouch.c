@@ -327,10 +327,12 @@ void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds)
         p->damaged = 1;
     }
     if (p->sent_commit > p->match) p->sent_commit = p->match;
+    /* Only an acknowledgement clears this (jr__vouch_progress), even when what it says it
+     * holds already reaches our whole log: a replica that sent a VOUCH drops our messages until
+     * its term floor and reports itself unvouched (or damaged, by what its own recovery found)
+     * until it is vouched for, so it is not current before it answers an APPEND or snapshot. */
     p->unvouched = 1;
     p->vouch_at = r->log.last;
-    /* what it said it holds (after its restart) already reaches our whole log */
-    jr__vouch_progress(p);
 }
 
 void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m)

@@ -350,6 +350,41 @@ START_TEST(a_restarted_member_is_no_transfer_target_until_caught_up)
 }
 END_TEST
 
+/* A member that restarts with its whole log (a damaged store, say: the log lost nothing) tells
+ * the leader so with its VOUCH, whose last entry is the leader's last: the leader marks it
+ * unvouched anyway, and only an acknowledgement clears the mark, one at the match it already had
+ * included (the leader's log does not grow here). Until it acknowledges, the member reports
+ * itself unvouched or not, but the leader does not count it current. */
+START_TEST(a_vouch_showing_the_whole_log_is_no_acknowledgement)
+{
+    harness h;
+    h_init(&h, 3, 5);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    uint64_t last = propose_n(&h, 0, 6, "w");
+    h_run(&h, ET / 2);
+    ck_assert_uint_eq(progress_of(&h, 0, 2).match, last);
+    h.filter = drop_appends_to_2;
+    h_crash(&h, 1);
+    h_restart(&h, 1);
+    ck_assert_int_eq(jr__raft_unvouched(R(&h, 1)), 1);
+    h_run(&h, ET);
+    jr__progress p = progress_of(&h, 0, 2);
+    ck_assert_msg(p.unvouched == 1, "the leader took n1's VOUCH for an acknowledgement");
+    ck_assert_int_eq(p.damaged, 0);
+    ck_assert_uint_eq(jr__raft_last_index(R(&h, 0)), last);
+    h.filter = NULL;
+    h_run(&h, 2 * ET);
+    ck_assert_uint_eq(jr__raft_last_index(R(&h, 0)), last);
+    p = progress_of(&h, 0, 2);
+    ck_assert_msg(p.unvouched == 0,
+                  "n1 acknowledged the leader's whole log and is still unvouched");
+    ck_assert_int_eq(jr__raft_unvouched(R(&h, 1)), 0);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
 /* Quiet groups: a replica restarted while its group is quiet is vouched for by the leader,
  * which its VOUCH wakes, without any election; the group goes quiet again. */
 START_TEST(a_quiet_group_vouches_a_restarted_replica_without_an_election)
@@ -650,6 +685,7 @@ int main(void)
     tcase_add_test(tc, a_late_acknowledgement_from_before_the_restart_is_covered);
     tcase_add_test(tc, a_conflict_rejection_keeps_the_acknowledged_match);
     tcase_add_test(tc, a_restarted_member_is_no_transfer_target_until_caught_up);
+    tcase_add_test(tc, a_vouch_showing_the_whole_log_is_no_acknowledgement);
     tcase_add_test(tc, a_quiet_group_vouches_a_restarted_replica_without_an_election);
     tcase_add_test(tc, a_single_voter_is_whole_at_once);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_is_not_a_lone_voter);
