@@ -344,6 +344,10 @@ void jr__vouch_check(jr__raft *r, uint64_t now);
 /* An unvouched follower heard from the leader `from` of its term: it asks that leader, once per
  * leader and term, so a leader elected after it asked learns it must be vouched for. */
 void jr__vouch_heard_leader(jr__raft *r, jr__id from);
+/* m, a leader's message (or a node-level listing, as a HEARTBEAT), was dropped
+ * (jr__vouch_drops): the replica asks its sender, once per leader and term, so that leader learns
+ * it restarted before the replica has its term floor. */
+void jr__vouch_dropped(jr__raft *r, const jr__msg *m);
 /* Votes: 1 if an unvouched replica may grant one to a candidate with last entry (lt, li). */
 int jr__vouch_may_grant(const jr__raft *r, uint64_t li, uint64_t lt);
 /* 1 if an unvouched replica may campaign (every other voter answered; its log reaches the floor).

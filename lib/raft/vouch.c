@@ -15,7 +15,8 @@
  *    elect two leaders in a term);
  *  - it asks every other member for its last entry and term (VOUCH; answered by any replica,
  *    after the answerer's state is durable) at start and again at each election timeout while
- *    unvouched, and every leader of a new term it hears from;
+ *    unvouched, and every leader of a new term it hears from, whether it drops its messages
+ *    (below) or not: that leader learns it restarted;
  *  - it drops every leader message (APPEND, HEARTBEAT, SNAP, TIMEOUT_NOW, a node-level quiet
  *    listing) until answers from w = n - q + 1 other voters arrived (n voters, quorum q): any
  *    term it had before, it had learned from a leader elected by a quorum or from a candidate it
@@ -291,16 +292,34 @@ int jr__vouch_drops(const jr__raft *r, const jr__msg *m)
            m->type == JR__MSG_TIMEOUT_NOW || m->type == JR__MSG_VOTE;
 }
 
-void jr__vouch_heard_leader(jr__raft *r, jr__id from)
+/* Asks `from`, a leader of `term`, unless it was asked in that term already. 1 if it asked. */
+static int ask_leader(jr__raft *r, jr__id from, uint64_t term)
 {
     struct jr__vouch *v = r->vouch;
-    if (!v || (v->asked == from && v->asked_term == r->term)) return;
+    if (!v || (v->asked == from && v->asked_term == term)) return 0;
     v->asked = from;
-    v->asked_term = r->term;
+    v->asked_term = term;
     jr__msg q = {.type = JR__MSG_VOUCH, .to = from, .term = r->term ? r->term : 1};
     q.u.vouch.last_index = r->log.last;
     q.u.vouch.last_term = jr__memlog_term(&r->log, r->log.last);
     jr__raft_send(r, &q);
+    return 1;
+}
+
+void jr__vouch_heard_leader(jr__raft *r, jr__id from)
+{
+    (void)ask_leader(r, from, r->term);
+}
+
+void jr__vouch_dropped(jr__raft *r, const jr__msg *m)
+{
+    /* A leader elected after our VOUCHes went out (or one that answered while it was not yet
+     * leading, which we do not ask again before the floor) never heard that we restarted: it
+     * would count us current by what we acknowledged before, and its messages, dropped here,
+     * tell it nothing. A VOUCH tells it, and its answer is the leader's word (a) once we have
+     * our floor. A VOTE is no leader's. */
+    if (m->type == JR__MSG_VOTE || !m->from || m->from == r->cfg.self) return;
+    if (ask_leader(r, m->from, m->term)) jr__raft_notify(r);
 }
 
 int jr__vouch_may_grant(const jr__raft *r, uint64_t li, uint64_t lt)

@@ -438,6 +438,7 @@ END_TEST
  * append was no leader's (a forged frame): the leader's word, a last entry its log holds,
  * makes it whole again. */
 static int bare_sent, bare_acks, bare_grants, bare_votes, bare_vouches;
+static int bare_vouch_to[8]; /* VOUCHes sent to server i */
 static void bare_send(void *ctx, jr__raft *r, const jr__msg *m)
 {
     (void)ctx;
@@ -447,6 +448,7 @@ static void bare_send(void *ctx, jr__raft *r, const jr__msg *m)
     if (m->type == JR__MSG_VOTE_RESP && m->u.vote_resp.granted) bare_grants++;
     if (m->type == JR__MSG_VOTE) bare_votes++;
     if (m->type == JR__MSG_VOUCH) bare_vouches++;
+    if (m->type == JR__MSG_VOUCH && m->to < 8) bare_vouch_to[m->to]++;
 }
 static void bare_notify(void *ctx, jr__raft *r)
 {
@@ -579,6 +581,70 @@ START_TEST(a_replica_that_lost_its_configuration_is_not_a_lone_voter)
 }
 END_TEST
 
+/* Server 2 of {1, 2, 3} restarted from its disk, unvouched; its VOUCHes went out at start. */
+static jr__raft *bare_restarted(void)
+{
+    jr__raft *r = bare_new();
+    jr__conf c = {3, {{1, 1}, {2, 1}, {3, 1}}};
+    uint8_t buf[64];
+    jr__entry e1 = {1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c, buf), buf};
+    jr__entry e2 = {2, 2, JR__ENTRY_NORMAL, 1, (const uint8_t *)"a"};
+    ck_assert_int_eq(jr__raft_load_hardstate(r, 2, 0, 1), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e1), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e2), 0);
+    ck_assert_int_eq(jr__raft_load_unvouched(r, 0), 0);
+    bare_vouches = 0;
+    memset(bare_vouch_to, 0, sizeof bare_vouch_to);
+    ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
+    ck_assert_int_eq(bare_vouch_to[1], 1);
+    ck_assert_int_eq(bare_vouch_to[3], 1);
+    return r;
+}
+
+/* A leader elected after the VOUCHes went out never heard of them, and the replica, without its
+ * term floor (here server 3 answered, server 1 not yet: two of three are needed), drops the
+ * leader's messages unread. It asks that leader, once per leader and term, whether its message
+ * is an APPEND, a HEARTBEAT or the node's listing of a quiet group; a VOTE is no leader's. */
+START_TEST(a_leader_whose_messages_are_dropped_is_asked)
+{
+    jr__raft *r = bare_restarted();
+    jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = 7, .from = 3, .to = 2, .term = 2};
+    a.u.vouch_resp.last_index = 2;
+    a.u.vouch_resp.last_term = 2;
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &a), 0);
+    ck_assert_int_eq(jr__raft_unvouched(r), 1);
+    jr__msg v = {.type = JR__MSG_VOTE, .group = 7, .from = 1, .to = 2, .term = 3};
+    v.u.vote.last_index = 2;
+    v.u.vote.last_term = 2;
+    ck_assert_int_eq(jr__raft_step(r, 1002 * MS, &v), 0);
+    ck_assert_int_eq(bare_vouch_to[1], 1);
+    jr__entry le[1] = {{3, 3, JR__ENTRY_NOOP, 0, NULL}};
+    jr__msg m = bare_append(3, 2, 2, 1, le, 1);
+    bare_acks = 0;
+    ck_assert_int_eq(jr__raft_step(r, 1003 * MS, &m), 0);
+    ck_assert_int_eq(bare_acks, 0); /* dropped */
+    ck_assert_uint_eq(jr__raft_last_index(r), 2);
+    ck_assert_msg(bare_vouch_to[1] == 2, "the leader of term 3 was not asked (%d VOUCHes to it)",
+                  bare_vouch_to[1]);
+    jr__msg hb = {.type = JR__MSG_HEARTBEAT, .group = 7, .from = 1, .to = 2, .term = 3};
+    ck_assert_int_eq(jr__raft_step(r, 1004 * MS, &hb), 0);
+    ck_assert_int_eq(jr__raft_step(r, 1005 * MS, &m), 0);
+    ck_assert_int_eq(bare_vouch_to[1], 2); /* once per leader and term */
+    /* the node's listing of a quiet group in a later term, as a HEARTBEAT */
+    ck_assert_int_eq(jr__raft_hb_recv(r, 1006 * MS, 1, 4, 1), 0);
+    ck_assert_int_eq(bare_vouch_to[1], 3);
+    ck_assert_int_eq(bare_vouch_to[3], 1);
+    /* the leader's answer gives the floor (term 4) and its word: the replica is whole */
+    a.from = 1;
+    a.term = 4;
+    a.u.vouch_resp.leader = 1;
+    ck_assert_int_eq(jr__raft_step(r, 1007 * MS, &a), 0);
+    ck_assert_int_eq(jr__raft_unvouched(r), 0);
+    ck_assert_uint_eq(jr__raft_term(r), 4);
+    jr__raft_free(r);
+}
+END_TEST
+
 /* A follower takes a commit index from its leader's heartbeat only as far as an APPEND of that
  * leader proved its log matches: the leader's match for it may predate a restart that rolled
  * its files back, and the entry it holds at that index may then be another term's. Here index 3
@@ -690,6 +756,7 @@ int main(void)
     tcase_add_test(tc, a_single_voter_is_whole_at_once);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_is_not_a_lone_voter);
     tcase_add_test(tc, a_heartbeat_commits_only_what_an_append_of_its_leader_proved);
+    tcase_add_test(tc, a_leader_whose_messages_are_dropped_is_asked);
     tcase_add_test(tc, an_append_over_a_committed_entry_leaves_the_replica_unvouched);
     tcase_add_test(tc, a_removed_replica_answers_with_what_its_acknowledgements_could_commit);
     suite_add_tcase(s, tc);
