@@ -325,7 +325,8 @@ int jr__quiet_leader_tick(jr__raft *r, uint64_t now);
 void jr__quiet_leave(jr__raft *r, uint64_t now);
 
 /* vouch.c -----------------------------------------------------------------------------------*/
-/* Sends a VOUCH to every other voter that has not answered (to all if every one has). */
+/* Sends a VOUCH to every other member that has not answered, or to all of them once the term
+ * floor is taken. */
 void jr__vouch_ask(jr__raft *r);
 /* At start: an unvouched replica without other voters is whole; otherwise it asks them. */
 void jr__vouch_start(jr__raft *r);

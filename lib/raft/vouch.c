@@ -220,7 +220,11 @@ void jr__vouch_ask(jr__raft *r)
     struct jr__vouch *v = r->vouch;
     if (!v) return;
     (void)sync_conf(r); /* out of memory: it asks everyone */
-    int all = all_answered(r);
+    /* Before the floor, those that have not answered (the floor needs more answers). From the
+     * floor on, everyone: the word that vouches for it (a) is the answer of the leader of its
+     * term, which may have answered before it led, and a quiet leader sends nothing that would
+     * make it ask (jr__vouch_heard_leader); the log floor (b) counts only the latest answers. */
+    int all = v->floored;
     for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__member *m = &r->conf->m[i];
         if (m->id == r->cfg.self || (!all && (v->answered >> i & 1))) continue;

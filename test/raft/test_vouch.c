@@ -581,11 +581,11 @@ START_TEST(a_replica_that_lost_its_configuration_is_not_a_lone_voter)
 }
 END_TEST
 
-/* Server 2 of {1, 2, 3} restarted from its disk, unvouched; its VOUCHes went out at start. */
-static jr__raft *bare_restarted(void)
+/* Server 2 of {1, .., n} restarted from its disk, unvouched; its VOUCHes went out at start. */
+static jr__raft *bare_restarted(uint32_t n)
 {
     jr__raft *r = bare_new();
-    jr__conf c = {3, {{1, 1}, {2, 1}, {3, 1}}};
+    jr__conf c = {n, {{1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}}};
     uint8_t buf[64];
     jr__entry e1 = {1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c, buf), buf};
     jr__entry e2 = {2, 2, JR__ENTRY_NORMAL, 1, (const uint8_t *)"a"};
@@ -596,8 +596,7 @@ static jr__raft *bare_restarted(void)
     bare_vouches = 0;
     memset(bare_vouch_to, 0, sizeof bare_vouch_to);
     ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
-    ck_assert_int_eq(bare_vouch_to[1], 1);
-    ck_assert_int_eq(bare_vouch_to[3], 1);
+    for (jr__id i = 1; i <= n; i++) ck_assert_int_eq(bare_vouch_to[i], i != 2);
     return r;
 }
 
@@ -607,7 +606,7 @@ static jr__raft *bare_restarted(void)
  * is an APPEND, a HEARTBEAT or the node's listing of a quiet group; a VOTE is no leader's. */
 START_TEST(a_leader_whose_messages_are_dropped_is_asked)
 {
-    jr__raft *r = bare_restarted();
+    jr__raft *r = bare_restarted(3);
     jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = 7, .from = 3, .to = 2, .term = 2};
     a.u.vouch_resp.last_index = 2;
     a.u.vouch_resp.last_term = 2;
@@ -641,6 +640,44 @@ START_TEST(a_leader_whose_messages_are_dropped_is_asked)
     ck_assert_int_eq(jr__raft_step(r, 1007 * MS, &a), 0);
     ck_assert_int_eq(jr__raft_unvouched(r), 0);
     ck_assert_uint_eq(jr__raft_term(r), 4);
+    jr__raft_free(r);
+}
+END_TEST
+
+/* R5: servers 1, 3 and 4 answer (three: the term floor), none of them leading; 5 is down. Then
+ * 1 becomes leader of term 3 and its group is quiet, so nothing of it reaches the replica. At
+ * its election timeout the replica asks every member again, not only 5, which has not answered:
+ * the new leader learns it restarted, and its answer and APPEND make the replica whole. */
+START_TEST(a_replica_with_its_floor_asks_every_member_again)
+{
+    jr__raft *r = bare_restarted(5);
+    jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = 7, .to = 2, .term = 2};
+    a.u.vouch_resp.last_index = 2;
+    a.u.vouch_resp.last_term = 2;
+    jr__id from[] = {1, 3, 4};
+    for (int k = 0; k < 3; k++) {
+        a.from = from[k];
+        ck_assert_int_eq(jr__raft_step(r, 1001 * MS + (uint64_t)k, &a), 0);
+    }
+    ck_assert_int_eq(jr__raft_unvouched(r), 1); /* no leader's word, 5 has not answered */
+    memset(bare_vouch_to, 0, sizeof bare_vouch_to);
+    uint64_t d = jr__raft_deadline(r);
+    ck_assert_uint_lt(d, UINT64_MAX);
+    jr__raft_tick(r, d);
+    ck_assert_int_eq(bare_vouch_to[5], 1);
+    for (jr__id i = 1; i <= 4; i++)
+        ck_assert_msg(bare_vouch_to[i] == (i != 2),
+                      "server %d, which answered, was not asked again after the floor", (int)i);
+    a.from = 1;
+    a.term = 3;
+    a.u.vouch_resp.leader = 1;
+    ck_assert_int_eq(jr__raft_step(r, d + MS, &a), 0);
+    jr__entry le[1] = {{3, 3, JR__ENTRY_NOOP, 0, NULL}};
+    jr__msg m = bare_append(3, 2, 2, 1, le, 1);
+    bare_acks = 0;
+    ck_assert_int_eq(jr__raft_step(r, d + 2 * MS, &m), 0);
+    ck_assert_int_eq(bare_acks, 1);
+    ck_assert_int_eq(jr__raft_unvouched(r), 0);
     jr__raft_free(r);
 }
 END_TEST
@@ -757,6 +794,7 @@ int main(void)
     tcase_add_test(tc, a_replica_that_lost_its_configuration_is_not_a_lone_voter);
     tcase_add_test(tc, a_heartbeat_commits_only_what_an_append_of_its_leader_proved);
     tcase_add_test(tc, a_leader_whose_messages_are_dropped_is_asked);
+    tcase_add_test(tc, a_replica_with_its_floor_asks_every_member_again);
     tcase_add_test(tc, an_append_over_a_committed_entry_leaves_the_replica_unvouched);
     tcase_add_test(tc, a_removed_replica_answers_with_what_its_acknowledgements_could_commit);
     suite_add_tcase(s, tc);
