@@ -340,7 +340,8 @@ void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m);
  * (it might be a stale leader its lost state would have refused). */
 int jr__vouch_drops(const jr__raft *r, const jr__msg *m);
 /* The log grew or was replaced (append, snapshot): an unvouched replica checks whether it now
- * reaches the last entry a leader of its term reported, and is whole if so. */
+ * reaches the last entry a leader of its term reported, and is whole if so; one that started
+ * without a configuration asks the members of the first one that arrives. */
 void jr__vouch_check(jr__raft *r, uint64_t now);
 /* An unvouched follower heard from the leader `from` of its term: it asks that leader, once per
  * leader and term, so a leader elected after it asked learns it must be vouched for. */

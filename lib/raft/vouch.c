@@ -70,7 +70,8 @@ struct jr__vouch {
     uint64_t lead_term, lead_index, lead_lterm; /* ... with this last entry */
     jr__id asked;                               /* the leader last asked, in asked_term */
     uint64_t asked_term;
-    uint8_t floored; /* w answers: the term floor is taken */
+    uint8_t floored;  /* w answers: the term floor is taken */
+    uint8_t confless; /* started without a configuration; none has arrived yet */
 };
 
 int jr__raft_load_unvouched(jr__raft *r, int damaged)
@@ -247,7 +248,17 @@ static int leader_vouches(const jr__raft *r)
 void jr__vouch_check(jr__raft *r, uint64_t now)
 {
     (void)now;
-    if (r->vouch && leader_vouches(r)) jr__vouch_done(r);
+    if (!r->vouch) return;
+    if (r->vouch->confless && r->conf->n) {
+        /* A leader's repair brought the configuration its recovery lost. It asks the members
+         * at once, and drops the leader's messages from now until its term floor. The VOUCH
+         * leaves after the acknowledgement of that repair (same step, same frame), so the
+         * leader, which may take that acknowledgement for one of its whole log, marks it
+         * unvouched again, and only an acknowledgement after the floor clears the mark. */
+        r->vouch->confless = 0;
+        jr__vouch_ask(r);
+    }
+    if (leader_vouches(r)) jr__vouch_done(r);
 }
 
 /* w answers: take the term floor (no vote in it: we may have granted one there before). */
@@ -406,9 +417,10 @@ void jr__vouch_start(jr__raft *r)
         /* Recovery lost what held its configuration (an unreadable snapshot, damaged first
          * records): it knows no peer to ask, which is not being alone. It stays unvouched and
          * damaged (no vote, no campaign), takes what a leader sends (jr__vouch_drops) until a
-         * configuration arrives, then asks its members like any unvouched replica. (Without
+         * configuration arrives, then asks its members at once (jr__vouch_check). (Without
          * damage, no configuration means none was ever durable here: a member that never
          * acknowledged an entry, as whole as a new one.) */
+        r->vouch->confless = 1;
         return;
     }
     if (members(r) == 0) { /* no peer could know more than we do; damage found locally stays */

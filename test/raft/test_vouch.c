@@ -439,6 +439,11 @@ END_TEST
  * makes it whole again. */
 static int bare_sent, bare_acks, bare_grants, bare_votes, bare_vouches;
 static int bare_vouch_to[8]; /* VOUCHes sent to server i */
+static struct {
+    uint8_t type;
+    jr__id to;
+} bare_log[32]; /* the first messages sent since bare_nlog was reset, in order */
+static int bare_nlog;
 static void bare_send(void *ctx, jr__raft *r, const jr__msg *m)
 {
     (void)ctx;
@@ -449,6 +454,10 @@ static void bare_send(void *ctx, jr__raft *r, const jr__msg *m)
     if (m->type == JR__MSG_VOTE) bare_votes++;
     if (m->type == JR__MSG_VOUCH) bare_vouches++;
     if (m->type == JR__MSG_VOUCH && m->to < 8) bare_vouch_to[m->to]++;
+    if (bare_nlog < 32) {
+        bare_log[bare_nlog].type = m->type;
+        bare_log[bare_nlog++].to = m->to;
+    }
 }
 static void bare_notify(void *ctx, jr__raft *r)
 {
@@ -682,6 +691,45 @@ START_TEST(a_replica_with_its_floor_asks_every_member_again)
 }
 END_TEST
 
+/* The replica that lost its configuration takes the leader's repair, and acknowledges it: the
+ * leader may take that for an acknowledgement of its whole log and clear its mark. Once the
+ * repair brought a configuration the replica asks its members at once, its VOUCH to the leader
+ * after that acknowledgement (so the leader marks it unvouched again), and drops the leader's
+ * messages until its term floor. */
+START_TEST(a_replica_that_lost_its_configuration_asks_once_a_repair_brings_one)
+{
+    jr__raft *r = bare_new();
+    ck_assert_int_eq(jr__raft_load_hardstate(r, 2, 0, 0), 0);
+    ck_assert_int_eq(jr__raft_load_unvouched(r, 1), 0);
+    ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
+    jr__conf c = {3, {{1, 1}, {2, 1}, {3, 1}}};
+    uint8_t buf[64];
+    jr__entry le[2] = {{1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c, buf), buf},
+                       {3, 2, JR__ENTRY_NOOP, 0, NULL}};
+    jr__msg m = bare_append(3, 0, 0, 2, le, 2);
+    bare_nlog = 0;
+    memset(bare_vouch_to, 0, sizeof bare_vouch_to);
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &m), 0);
+    ck_assert_uint_eq(jr__raft_last_index(r), 2);
+    int ack = -1, after = 0;
+    for (int k = 0; k < bare_nlog; k++) {
+        if (bare_log[k].type == JR__MSG_APPEND_RESP && bare_log[k].to == 1) ack = k;
+        if (ack >= 0 && bare_log[k].type == JR__MSG_VOUCH && bare_log[k].to == 1) after = 1;
+    }
+    ck_assert_int_ge(ack, 0);
+    ck_assert_msg(after, "no VOUCH to the leader after the acknowledgement of its repair");
+    ck_assert_int_eq(bare_vouch_to[3], 1);
+    ck_assert_int_eq(jr__raft_unvouched(r), 1);
+    ck_assert_int_eq(jr__raft_damaged(r), 1);
+    /* from now on it drops the leader's messages until its floor */
+    jr__entry le2[1] = {{3, 3, JR__ENTRY_NORMAL, 1, (const uint8_t *)"x"}};
+    jr__msg m2 = bare_append(3, 2, 3, 2, le2, 1);
+    ck_assert_int_eq(jr__raft_step(r, 1002 * MS, &m2), 0);
+    ck_assert_uint_eq(jr__raft_last_index(r), 2);
+    jr__raft_free(r);
+}
+END_TEST
+
 /* A follower takes a commit index from its leader's heartbeat only as far as an APPEND of that
  * leader proved its log matches: the leader's match for it may predate a restart that rolled
  * its files back, and the entry it holds at that index may then be another term's. Here index 3
@@ -792,6 +840,7 @@ int main(void)
     tcase_add_test(tc, a_quiet_group_vouches_a_restarted_replica_without_an_election);
     tcase_add_test(tc, a_single_voter_is_whole_at_once);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_is_not_a_lone_voter);
+    tcase_add_test(tc, a_replica_that_lost_its_configuration_asks_once_a_repair_brings_one);
     tcase_add_test(tc, a_heartbeat_commits_only_what_an_append_of_its_leader_proved);
     tcase_add_test(tc, a_leader_whose_messages_are_dropped_is_asked);
     tcase_add_test(tc, a_replica_with_its_floor_asks_every_member_again);
