@@ -361,10 +361,11 @@ void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds)
         p->damaged = 1;
     }
     if (p->sent_commit > p->match) p->sent_commit = p->match;
-    /* Only an acknowledgement clears this (jr__vouch_progress), even when what it says it
-     * holds already reaches our whole log: a replica that sent a VOUCH drops our messages until
-     * its term floor and reports itself unvouched (or damaged, by what its own recovery found)
-     * until it is vouched for, so it is not current before it answers an APPEND or snapshot. */
+    /* Only an acknowledgement clears this (jr__vouch_progress), even when what it holds
+     * already reaches our whole log (a VOUCH from a replica whose log survived its restart, say
+     * with a damaged store): a restarted replica drops our messages until its term floor and
+     * reports itself unvouched (or damaged, by what its own recovery found) until it is vouched
+     * for, so it is not current before it acknowledges an APPEND or snapshot of ours. */
     p->unvouched = 1;
     p->vouch_at = r->log.last;
 }
