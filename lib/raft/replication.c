@@ -391,8 +391,7 @@ void jr__repl_on_append_resp(jr__raft *r, uint64_t now, const jr__msg *m)
     } else {
         uint64_t hint = m->u.append_resp.hint_index;
         if (p->state == JR__SNAPSHOT) return;
-        if (p->state == JR__REPLICATE && !m->u.append_resp.hint_term && hint > p->match &&
-            hint <= idx) {
+        if (p->state == JR__REPLICATE && !m->u.append_resp.hint_term && hint && hint <= idx) {
             /* Its log ends at hint - 1, at or past what it acknowledged but before this
              * APPEND's prev_index: one before it was overtaken (a network that reorders) or
              * lost, and this one was dropped. Only an APPEND still in flight counts (else the

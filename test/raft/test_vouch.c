@@ -307,48 +307,6 @@ START_TEST(a_conflict_rejection_keeps_the_acknowledged_match)
 }
 END_TEST
 
-/* APPENDs to server 3 counted; past 500 dropped, which ends a ping-pong at one instant. */
-static uint64_t appends_to_3;
-static int count_appends_to_3(harness *h, const jr__msg *m, void *arg)
-{
-    (void)h;
-    (void)arg;
-    if (m->to != 3 || m->type != JR__MSG_APPEND) return 1;
-    return ++appends_to_3 <= 500;
-}
-
-/* A follower in the replicate state whose disk was rolled back to a copy from before it held
- * anything restarts blank (nothing on disk: not unvouched, it sends no VOUCH) and refuses the
- * next APPEND saying its log ends at 0, far below what it acknowledged. That is lost storage,
- * not an APPEND overtaken in flight: the leader probes it from its log's start. Taken for an
- * overtaken APPEND, the refusal was answered by the same APPEND again, refused again, for as
- * long as the network delivered at once (the harness: forever at one instant). */
-START_TEST(a_refusal_below_the_match_is_lost_storage_not_a_gap)
-{
-    harness h;
-    h_init(&h, 3, 11);
-    h_save(&h, 2); /* blank */
-    h_start(&h, 3, 3);
-    elect(&h, 0);
-    propose_n(&h, 0, 8, "r");
-    h_run(&h, ET / 2);
-    ck_assert_uint_eq(progress_of(&h, 0, 3).state, JR__REPLICATE);
-    ck_assert_int_eq(h_rollback(&h, 2), 1);
-    ck_assert_int_eq(jr__raft_unvouched(R(&h, 2)), 0);
-    appends_to_3 = 0;
-    h.filter = count_appends_to_3;
-    uint64_t last = propose_n(&h, 0, 1, "after");
-    h_run(&h, 2 * ET);
-    ck_assert_msg(appends_to_3 < 20, "%llu APPENDs to the blank follower",
-                  (unsigned long long)appends_to_3);
-    jr__progress p = progress_of(&h, 0, 3);
-    ck_assert_uint_ge(p.match, last);
-    ck_assert_uint_ge(jr__raft_last_index(R(&h, 2)), last);
-    h.filter = NULL;
-    h_free(&h);
-}
-END_TEST
-
 static int drop_appends_to_2(harness *h, const jr__msg *m, void *arg)
 {
     (void)h;
@@ -877,7 +835,6 @@ int main(void)
     tcase_add_test(tc, a_whole_cluster_restart_elects_the_most_up_to_date_server);
     tcase_add_test(tc, a_late_acknowledgement_from_before_the_restart_is_covered);
     tcase_add_test(tc, a_conflict_rejection_keeps_the_acknowledged_match);
-    tcase_add_test(tc, a_refusal_below_the_match_is_lost_storage_not_a_gap);
     tcase_add_test(tc, a_restarted_member_is_no_transfer_target_until_caught_up);
     tcase_add_test(tc, a_vouch_showing_the_whole_log_is_no_acknowledgement);
     tcase_add_test(tc, a_quiet_group_vouches_a_restarted_replica_without_an_election);
