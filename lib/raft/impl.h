@@ -325,7 +325,8 @@ int jr__quiet_leader_tick(jr__raft *r, uint64_t now);
 void jr__quiet_leave(jr__raft *r, uint64_t now);
 
 /* vouch.c -----------------------------------------------------------------------------------*/
-/* Sends a VOUCH to every other voter that has not answered (to all if every one has). */
+/* Sends a VOUCH to every other member that has not answered, or to all of them once the term
+ * floor is taken. */
 void jr__vouch_ask(jr__raft *r);
 /* At start: an unvouched replica without other voters is whole; otherwise it asks them. */
 void jr__vouch_start(jr__raft *r);
@@ -339,11 +340,16 @@ void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m);
  * (it might be a stale leader its lost state would have refused). */
 int jr__vouch_drops(const jr__raft *r, const jr__msg *m);
 /* The log grew or was replaced (append, snapshot): an unvouched replica checks whether it now
- * reaches the last entry a leader of its term reported, and is whole if so. */
+ * reaches the last entry a leader of its term reported, and is whole if so; one that started
+ * without a configuration asks the members of the first one that arrives. */
 void jr__vouch_check(jr__raft *r, uint64_t now);
 /* An unvouched follower heard from the leader `from` of its term: it asks that leader, once per
  * leader and term, so a leader elected after it asked learns it must be vouched for. */
 void jr__vouch_heard_leader(jr__raft *r, jr__id from);
+/* m, a leader's message (or a node-level listing, as a HEARTBEAT), was dropped
+ * (jr__vouch_drops): the replica asks its sender, once per leader and term, so that leader learns
+ * it restarted before the replica has its term floor. */
+void jr__vouch_dropped(jr__raft *r, const jr__msg *m);
 /* Votes: 1 if an unvouched replica may grant one to a candidate with last entry (lt, li). */
 int jr__vouch_may_grant(const jr__raft *r, uint64_t li, uint64_t lt);
 /* 1 if an unvouched replica may campaign (every other voter answered; its log reaches the floor).
@@ -360,7 +366,8 @@ void jr__vouch_free(jr__raft *r);
  * (what it is known to hold: 0 unless log matching proves more), it is unvouched and damaged
  * until it acknowledges our whole log of now. */
 void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds);
-/* Leader: p's match moved; p is vouched for again once it reaches vouch_at. */
+/* Leader: p acknowledged an APPEND or a snapshot (its match may not have moved); p is vouched
+ * for again once its match reaches vouch_at. */
 static inline void jr__vouch_progress(jr__prog *p)
 {
     if (p->unvouched && p->match >= p->vouch_at) p->unvouched = p->damaged = 0;

@@ -136,10 +136,13 @@ int jr__raft_hb_recv(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint
     if (!r->started || from == 0 || from == r->cfg.self || term == 0 ||
         !jr__raft_wire_ok(r, term, commit))
         return 0;
-    const jr__msg as_hb = {.type = JR__MSG_HEARTBEAT};
-    if (jr__vouch_drops(r, &as_hb)) return 0; /* as a HEARTBEAT would be (vouch.c) */
     if (now > r->now) r->now = now;
     now = r->now;
+    const jr__msg as_hb = {.type = JR__MSG_HEARTBEAT, .from = from, .term = term};
+    if (jr__vouch_drops(r, &as_hb)) { /* as a HEARTBEAT would be (vouch.c) */
+        jr__vouch_dropped(r, &as_hb);
+        return 0;
+    }
     if (r->quiet && r->role == ROLE_FOLLOWER && r->leader == from && r->term == term &&
         commit <= r->log.last) {
         /* the steady state: the lease lives on, nothing else moves */

@@ -280,7 +280,10 @@ static int step_unchecked(jr__raft *r, uint64_t now, const jr__msg *m)
     if (rc) return rc;
     if (now > r->now) r->now = now;
     now = r->now;
-    if (jr__vouch_drops(r, m)) return 0; /* an unvouched replica without its term floor */
+    if (jr__vouch_drops(r, m)) { /* an unvouched replica without its term floor */
+        jr__vouch_dropped(r, m); /* tells the leader it restarted (vouch.c) */
+        return 0;
+    }
     /* VOUCH traffic follows no term rules (the terms are what it asks about) and wakes only a
      * leader, which must bring the asker up to date (vouch.c) */
     if (m->type == JR__MSG_VOUCH_RESP) {

@@ -378,8 +378,10 @@ void jr__repl_on_append_resp(jr__raft *r, uint64_t now, const jr__msg *m)
         jr__prog_acked(r, p, idx);
         if (p->state != JR__REPLICATE && jr__prog_replicate(r, p) != 0)
             jr__prog_probe(p, p->match + 1); /* no memory for a window: one APPEND at a time */
+        /* an acknowledgement at the match it already had vouches for it too: a restarted
+         * member whose log held all of ours acknowledges nothing newer */
+        jr__vouch_progress(p);
         if (p->match > old) {
-            jr__vouch_progress(p);
             jr__repl_maybe_commit(r, now);
             if (r->role != ROLE_LEADER) return; /* a committed self-removal stepped us down */
             jr__xfer_progress(r, p);

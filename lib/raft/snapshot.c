@@ -105,6 +105,7 @@ void jr__snap_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
     if (m->u.snap_resp.done) {
         if (p->snap_index > r->log.last) return; /* cannot happen; keep match <= last */
         jr__prog_acked(r, p, p->snap_index);
+        jr__vouch_progress(p);
         if (jr__prog_replicate(r, p) != 0) jr__prog_probe(p, p->match + 1);
         jr__repl_maybe_commit(r, now);
         if (r->role != ROLE_LEADER) return;

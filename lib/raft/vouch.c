@@ -15,7 +15,8 @@
  *    elect two leaders in a term);
  *  - it asks every other member for its last entry and term (VOUCH; answered by any replica,
  *    after the answerer's state is durable) at start and again at each election timeout while
- *    unvouched, and every leader of a new term it hears from;
+ *    unvouched, and every leader of a new term it hears from, whether it drops its messages
+ *    (below) or not: that leader learns it restarted;
  *  - it drops every leader message (APPEND, HEARTBEAT, SNAP, TIMEOUT_NOW, a node-level quiet
  *    listing) until answers from w = n - q + 1 other voters arrived (n voters, quorum q): any
  *    term it had before, it had learned from a leader elected by a quorum or from a candidate it
@@ -69,7 +70,8 @@ struct jr__vouch {
     uint64_t lead_term, lead_index, lead_lterm; /* ... with this last entry */
     jr__id asked;                               /* the leader last asked, in asked_term */
     uint64_t asked_term;
-    uint8_t floored; /* w answers: the term floor is taken */
+    uint8_t floored;  /* w answers: the term floor is taken */
+    uint8_t confless; /* started without a configuration; none has arrived yet */
 };
 
 int jr__raft_load_unvouched(jr__raft *r, int damaged)
@@ -219,7 +221,11 @@ void jr__vouch_ask(jr__raft *r)
     struct jr__vouch *v = r->vouch;
     if (!v) return;
     (void)sync_conf(r); /* out of memory: it asks everyone */
-    int all = all_answered(r);
+    /* Before the floor, those that have not answered (the floor needs more answers). From the
+     * floor on, everyone: the word that vouches for it (a) is the answer of the leader of its
+     * term, which may have answered before it led, and a quiet leader sends nothing that would
+     * make it ask (jr__vouch_heard_leader); the log floor (b) counts only the latest answers. */
+    int all = v->floored;
     for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__member *m = &r->conf->m[i];
         if (m->id == r->cfg.self || (!all && (v->answered >> i & 1))) continue;
@@ -242,7 +248,17 @@ static int leader_vouches(const jr__raft *r)
 void jr__vouch_check(jr__raft *r, uint64_t now)
 {
     (void)now;
-    if (r->vouch && leader_vouches(r)) jr__vouch_done(r);
+    if (!r->vouch) return;
+    if (r->vouch->confless && r->conf->n) {
+        /* A leader's repair brought the configuration its recovery lost. It asks the members
+         * at once, and drops the leader's messages from now until its term floor. The VOUCH
+         * leaves after the acknowledgement of that repair (same step, same frame), so the
+         * leader, which may take that acknowledgement for one of its whole log, marks it
+         * unvouched again, and only an acknowledgement after the floor clears the mark. */
+        r->vouch->confless = 0;
+        jr__vouch_ask(r);
+    }
+    if (leader_vouches(r)) jr__vouch_done(r);
 }
 
 /* w answers: take the term floor (no vote in it: we may have granted one there before). */
@@ -291,16 +307,34 @@ int jr__vouch_drops(const jr__raft *r, const jr__msg *m)
            m->type == JR__MSG_TIMEOUT_NOW || m->type == JR__MSG_VOTE;
 }
 
-void jr__vouch_heard_leader(jr__raft *r, jr__id from)
+/* Asks `from`, a leader of `term`, unless it was asked in that term already. 1 if it asked. */
+static int ask_leader(jr__raft *r, jr__id from, uint64_t term)
 {
     struct jr__vouch *v = r->vouch;
-    if (!v || (v->asked == from && v->asked_term == r->term)) return;
+    if (!v || (v->asked == from && v->asked_term == term)) return 0;
     v->asked = from;
-    v->asked_term = r->term;
+    v->asked_term = term;
     jr__msg q = {.type = JR__MSG_VOUCH, .to = from, .term = r->term ? r->term : 1};
     q.u.vouch.last_index = r->log.last;
     q.u.vouch.last_term = jr__memlog_term(&r->log, r->log.last);
     jr__raft_send(r, &q);
+    return 1;
+}
+
+void jr__vouch_heard_leader(jr__raft *r, jr__id from)
+{
+    (void)ask_leader(r, from, r->term);
+}
+
+void jr__vouch_dropped(jr__raft *r, const jr__msg *m)
+{
+    /* A leader elected after our VOUCHes went out (or one that answered while it was not yet
+     * leading, which we do not ask again before the floor) never heard that we restarted: it
+     * would count us current by what we acknowledged before, and its messages, dropped here,
+     * tell it nothing. A VOUCH tells it, and its answer is the leader's word (a) once we have
+     * our floor. A VOTE is no leader's. */
+    if (m->type == JR__MSG_VOTE || !m->from || m->from == r->cfg.self) return;
+    if (ask_leader(r, m->from, m->term)) jr__raft_notify(r);
 }
 
 int jr__vouch_may_grant(const jr__raft *r, uint64_t li, uint64_t lt)
@@ -327,10 +361,13 @@ void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds)
         p->damaged = 1;
     }
     if (p->sent_commit > p->match) p->sent_commit = p->match;
+    /* Only an acknowledgement clears this (jr__vouch_progress), even when what it holds
+     * already reaches our whole log (a VOUCH from a replica whose log survived its restart, say
+     * with a damaged store): a restarted replica drops our messages until its term floor and
+     * reports itself unvouched (or damaged, by what its own recovery found) until it is vouched
+     * for, so it is not current before it acknowledges an APPEND or snapshot of ours. */
     p->unvouched = 1;
     p->vouch_at = r->log.last;
-    /* what it said it holds (after its restart) already reaches our whole log */
-    jr__vouch_progress(p);
 }
 
 void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m)
@@ -381,9 +418,10 @@ void jr__vouch_start(jr__raft *r)
         /* Recovery lost what held its configuration (an unreadable snapshot, damaged first
          * records): it knows no peer to ask, which is not being alone. It stays unvouched and
          * damaged (no vote, no campaign), takes what a leader sends (jr__vouch_drops) until a
-         * configuration arrives, then asks its members like any unvouched replica. (Without
+         * configuration arrives, then asks its members at once (jr__vouch_check). (Without
          * damage, no configuration means none was ever durable here: a member that never
          * acknowledged an entry, as whole as a new one.) */
+        r->vouch->confless = 1;
         return;
     }
     if (members(r) == 0) { /* no peer could know more than we do; damage found locally stays */

@@ -227,29 +227,39 @@ void fchk_watch(fchk *k, unsigned via)
     if (d == 1) k->damaged_seen = 1;
     if (d == 0 && k->damaged_seen) k->repaired = 1;
     if (k->repaired || (!k->damaged_seen && d != 1 && !k->strict)) return;
-    if (k->grace_ns && jr_sim_now(k->c->sim) < k->restart_at + k->grace_ns) return;
+    uint64_t now = jr_sim_now(k->c->sim), since = k->restart_at + k->grace_ns;
+    if (now < since) return;
     const char *name = jr_sim_name(k->c->sim, f);
-    int shown = !strcmp(r.leader, name) ? 2 : 0;
-    for (size_t i = 0; i < r.nreplicas && i < 8; i++)
-        if (!strcmp(r.reps[i].name, name) && r.reps[i].current) shown = 1;
-    /* leading counts at once; current from the current_samples-th sample in a row */
-    k->current_run = shown == 1 ? k->current_run + 1 : 0;
-    unsigned need_current = k->current_samples ? k->current_samples : 1;
-    if ((shown == 2 || (shown == 1 && k->current_run >= need_current)) && k->shown_current++ == 0)
+    int leading = !strcmp(r.leader, name);
+    if (leading && k->shown_current++ == 0)
         fchk_failf(k,
-                   "stream info asked on n%u shows the faulty replica %s %s (group damaged = %d, "
-                   "%.3f s after the fault, %u samples in a row):\n%s",
-                   via, name, shown == 2 ? "leading" : "current", d,
-                   (double)(jr_sim_now(k->c->sim) - k->fault_at) / 1e9, k->current_run, r.text);
+                   "stream info asked on n%u shows the faulty replica %s leading (group damaged = "
+                   "%d, %.3f s after the fault):\n%s",
+                   via, name, d, (double)(now - k->fault_at) / 1e9, r.text);
+    if (leading) return;
+    int rep = -1;
+    for (size_t i = 0; i < r.nreplicas && i < 8; i++)
+        if (!strcmp(r.reps[i].name, name)) rep = (int)i;
+    /* The contact rule: the leader learns of the restart from the replica's VOUCH, so a leader
+     * that has not heard from it since (its last contact, now - active_ns, is no later than the
+     * restart and the grace) cannot know yet; such a sample does not count and breaks a run. */
+    uint64_t active = rep >= 0 ? r.reps[rep].active_ns : UINT64_MAX;
+    if (active > now || now - active < since) {
+        k->current_run = k->unflagged_run = 0;
+        return;
+    }
+    /* current from the current_samples-th sample in a row */
+    k->current_run = r.reps[rep].current ? k->current_run + 1 : 0;
+    unsigned need_current = k->current_samples ? k->current_samples : 1;
+    if (r.reps[rep].current && k->current_run >= need_current && k->shown_current++ == 0)
+        fchk_failf(k,
+                   "stream info asked on n%u shows the faulty replica %s current (group damaged = "
+                   "%d, %.3f s after the fault, last heard from %.3f s after its restart, %u "
+                   "samples in a row):\n%s",
+                   via, name, d, (double)(now - k->fault_at) / 1e9,
+                   ((double)(now - active) - (double)k->restart_at) / 1e9, k->current_run, r.text);
     char line[256];
     replica_line(r.text, name, line, sizeof line);
-    /* the leader flags what the replica's VOUCH told it: a leader that has not heard from the
-     * replica since it restarted ("seen <s>s ago" on its line) cannot know yet */
-    const char *seen = strstr(line, "seen ");
-    double ago = 0;
-    if (!seen || sscanf(seen, "seen %lfs ago", &ago) != 1) return;
-    uint64_t now = jr_sim_now(k->c->sim), ago_ns = (uint64_t)(ago * 1e9);
-    if (ago_ns > now || now - ago_ns < k->restart_at + k->grace_ns) return;
     int unflagged = d == 1 && line[0] && !strstr(line, "damaged") && !strstr(line, "unvouched");
     if (!unflagged || strcmp(r.leader, k->unflagged_leader)) k->unflagged_run = 0;
     snprintf(k->unflagged_leader, sizeof k->unflagged_leader, "%s", r.leader);

@@ -10,8 +10,11 @@
  *  - replicas converge: after healing, every replica not reported damaged holds the same store
  *    (fsm digest and every message's checksum);
  *  - damage is visible: while the faulty replica's group reports damaged (with k->strict: from
- *    the fault on) and until it reports whole again, stream info never shows it current or
- *    leading, and while its group status says damaged its replica line says "damaged".
+ *    the fault on) and until it reports whole again, stream info never shows it leading, nor
+ *    current, and while its group status says damaged its replica line says "damaged" or
+ *    "unvouched" — except where the leader cannot know yet (the contact rule): a leader learns
+ *    of a restart from the replica's VOUCH, so a sample whose leader has not heard from the
+ *    replica since its restart (plus grace_ns) does not count.
  * "Reported damaged" means its group status says damaged or unvouched: a replica restarted from
  * a disk that lost what it acknowledged cannot know that until its peers answer, and until then
  * it reports unvouched (and its replica lines say "damaged" or "unvouched").
@@ -53,9 +56,11 @@ struct fchk {
                    shown current (not only while damaged) */
     uint64_t fault_at;   /* simulated time of the fault */
     uint64_t restart_at; /* simulated time the faulty replica restarted (fchk_restarted) */
-    uint64_t grace_ns;   /* samples of stream info within this long of the restart do not count
-                            (the leader learns of the restart from the replica's first frames);
-                            0: every sample counts */
+    uint64_t grace_ns;   /* samples of stream info within this long of the restart do not
+                            count, nor those whose leader last heard from the replica before
+                            restart_at + grace_ns (the contact rule); the replica's VOUCH goes
+                            out at its start and takes one network hop (at most 0.5 ms in the
+                            simulator) to reach the leader */
     int require_whole;   /* fchk_final: every replica must also report whole again after healing
                             (neither damaged nor unvouched) */
     fchk_item *items;
@@ -66,16 +71,21 @@ struct fchk {
     uint64_t reused;        /* acks that named a seq acknowledged for another message */
     uint64_t shown_current; /* samples showing the faulty replica current or leading */
     uint64_t unflagged;     /* samples of a damaged replica whose line lacks "damaged" */
-    uint64_t unflagged_ns;  /* how long such samples from one leader may go on before they count:
-                               the leader learns of the damage from the replica's VOUCH, which
-                               an unvouched replica sends a new leader once it has heard from it
-                               and has its term floor (re-asking at its election timeout); 0: at
-                               once */
+    uint64_t unflagged_ns;  /* how long such samples from one leader may go on before they count
+                               (0: at once). A leader elected after the restart starts with a
+                               fresh progress for the replica, unflagged, and counts it as heard
+                               from at its election (check-quorum's grace), so the contact rule
+                               does not excuse it; it learns of the restart from the VOUCH the
+                               replica sends it at its first message the replica drops (before
+                               its term floor) or takes (after) — a round trip, or longer while
+                               the link between them is cut */
     uint64_t unflagged_since;
     unsigned unflagged_run;
-    unsigned current_samples; /* likewise for a replica shown current (not leading): the leader
-                                 may count it vouched for a moment before the replica has its
-                                 answer; 0: 1 */
+    unsigned current_samples; /* likewise for a replica shown current (not leading), in samples
+                                 in a row (0: 1): the leader clears its mark at the replica's
+                                 first acknowledgement after its term floor, which can come a
+                                 moment before the replica has the leader's answer that makes it
+                                 whole (that answer waits for the leader's sync) */
     unsigned current_run;
     char unflagged_leader[64];
     char fail[1024];

@@ -350,6 +350,41 @@ START_TEST(a_restarted_member_is_no_transfer_target_until_caught_up)
 }
 END_TEST
 
+/* A member that restarts with its whole log (a damaged store, say: the log lost nothing) tells
+ * the leader so with its VOUCH, whose last entry is the leader's last: the leader marks it
+ * unvouched anyway, and only an acknowledgement clears the mark, one at the match it already had
+ * included (the leader's log does not grow here). Until it acknowledges, the member reports
+ * itself unvouched or not, but the leader does not count it current. */
+START_TEST(a_vouch_showing_the_whole_log_is_no_acknowledgement)
+{
+    harness h;
+    h_init(&h, 3, 5);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    uint64_t last = propose_n(&h, 0, 6, "w");
+    h_run(&h, ET / 2);
+    ck_assert_uint_eq(progress_of(&h, 0, 2).match, last);
+    h.filter = drop_appends_to_2;
+    h_crash(&h, 1);
+    h_restart(&h, 1);
+    ck_assert_int_eq(jr__raft_unvouched(R(&h, 1)), 1);
+    h_run(&h, ET);
+    jr__progress p = progress_of(&h, 0, 2);
+    ck_assert_msg(p.unvouched == 1, "the leader took n1's VOUCH for an acknowledgement");
+    ck_assert_int_eq(p.damaged, 0);
+    ck_assert_uint_eq(jr__raft_last_index(R(&h, 0)), last);
+    h.filter = NULL;
+    h_run(&h, 2 * ET);
+    ck_assert_uint_eq(jr__raft_last_index(R(&h, 0)), last);
+    p = progress_of(&h, 0, 2);
+    ck_assert_msg(p.unvouched == 0,
+                  "n1 acknowledged the leader's whole log and is still unvouched");
+    ck_assert_int_eq(jr__raft_unvouched(R(&h, 1)), 0);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
 /* Quiet groups: a replica restarted while its group is quiet is vouched for by the leader,
  * which its VOUCH wakes, without any election; the group goes quiet again. */
 START_TEST(a_quiet_group_vouches_a_restarted_replica_without_an_election)
@@ -403,6 +438,12 @@ END_TEST
  * append was no leader's (a forged frame): the leader's word, a last entry its log holds,
  * makes it whole again. */
 static int bare_sent, bare_acks, bare_grants, bare_votes, bare_vouches;
+static int bare_vouch_to[8]; /* VOUCHes sent to server i */
+static struct {
+    uint8_t type;
+    jr__id to;
+} bare_log[32]; /* the first messages sent since bare_nlog was reset, in order */
+static int bare_nlog;
 static void bare_send(void *ctx, jr__raft *r, const jr__msg *m)
 {
     (void)ctx;
@@ -412,6 +453,11 @@ static void bare_send(void *ctx, jr__raft *r, const jr__msg *m)
     if (m->type == JR__MSG_VOTE_RESP && m->u.vote_resp.granted) bare_grants++;
     if (m->type == JR__MSG_VOTE) bare_votes++;
     if (m->type == JR__MSG_VOUCH) bare_vouches++;
+    if (m->type == JR__MSG_VOUCH && m->to < 8) bare_vouch_to[m->to]++;
+    if (bare_nlog < 32) {
+        bare_log[bare_nlog].type = m->type;
+        bare_log[bare_nlog++].to = m->to;
+    }
 }
 static void bare_notify(void *ctx, jr__raft *r)
 {
@@ -544,6 +590,146 @@ START_TEST(a_replica_that_lost_its_configuration_is_not_a_lone_voter)
 }
 END_TEST
 
+/* Server 2 of {1, .., n} restarted from its disk, unvouched; its VOUCHes went out at start. */
+static jr__raft *bare_restarted(uint32_t n)
+{
+    jr__raft *r = bare_new();
+    jr__conf c = {n, {{1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}}};
+    uint8_t buf[64];
+    jr__entry e1 = {1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c, buf), buf};
+    jr__entry e2 = {2, 2, JR__ENTRY_NORMAL, 1, (const uint8_t *)"a"};
+    ck_assert_int_eq(jr__raft_load_hardstate(r, 2, 0, 1), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e1), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e2), 0);
+    ck_assert_int_eq(jr__raft_load_unvouched(r, 0), 0);
+    bare_vouches = 0;
+    memset(bare_vouch_to, 0, sizeof bare_vouch_to);
+    ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
+    for (jr__id i = 1; i <= n; i++) ck_assert_int_eq(bare_vouch_to[i], i != 2);
+    return r;
+}
+
+/* A leader elected after the VOUCHes went out never heard of them, and the replica, without its
+ * term floor (here server 3 answered, server 1 not yet: two of three are needed), drops the
+ * leader's messages unread. It asks that leader, once per leader and term, whether its message
+ * is an APPEND, a HEARTBEAT or the node's listing of a quiet group; a VOTE is no leader's. */
+START_TEST(a_leader_whose_messages_are_dropped_is_asked)
+{
+    jr__raft *r = bare_restarted(3);
+    jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = 7, .from = 3, .to = 2, .term = 2};
+    a.u.vouch_resp.last_index = 2;
+    a.u.vouch_resp.last_term = 2;
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &a), 0);
+    ck_assert_int_eq(jr__raft_unvouched(r), 1);
+    jr__msg v = {.type = JR__MSG_VOTE, .group = 7, .from = 1, .to = 2, .term = 3};
+    v.u.vote.last_index = 2;
+    v.u.vote.last_term = 2;
+    ck_assert_int_eq(jr__raft_step(r, 1002 * MS, &v), 0);
+    ck_assert_int_eq(bare_vouch_to[1], 1);
+    jr__entry le[1] = {{3, 3, JR__ENTRY_NOOP, 0, NULL}};
+    jr__msg m = bare_append(3, 2, 2, 1, le, 1);
+    bare_acks = 0;
+    ck_assert_int_eq(jr__raft_step(r, 1003 * MS, &m), 0);
+    ck_assert_int_eq(bare_acks, 0); /* dropped */
+    ck_assert_uint_eq(jr__raft_last_index(r), 2);
+    ck_assert_msg(bare_vouch_to[1] == 2, "the leader of term 3 was not asked (%d VOUCHes to it)",
+                  bare_vouch_to[1]);
+    jr__msg hb = {.type = JR__MSG_HEARTBEAT, .group = 7, .from = 1, .to = 2, .term = 3};
+    ck_assert_int_eq(jr__raft_step(r, 1004 * MS, &hb), 0);
+    ck_assert_int_eq(jr__raft_step(r, 1005 * MS, &m), 0);
+    ck_assert_int_eq(bare_vouch_to[1], 2); /* once per leader and term */
+    /* the node's listing of a quiet group in a later term, as a HEARTBEAT */
+    ck_assert_int_eq(jr__raft_hb_recv(r, 1006 * MS, 1, 4, 1), 0);
+    ck_assert_int_eq(bare_vouch_to[1], 3);
+    ck_assert_int_eq(bare_vouch_to[3], 1);
+    /* the leader's answer gives the floor (term 4) and its word: the replica is whole */
+    a.from = 1;
+    a.term = 4;
+    a.u.vouch_resp.leader = 1;
+    ck_assert_int_eq(jr__raft_step(r, 1007 * MS, &a), 0);
+    ck_assert_int_eq(jr__raft_unvouched(r), 0);
+    ck_assert_uint_eq(jr__raft_term(r), 4);
+    jr__raft_free(r);
+}
+END_TEST
+
+/* R5: servers 1, 3 and 4 answer (three: the term floor), none of them leading; 5 is down. Then
+ * 1 becomes leader of term 3 and its group is quiet, so nothing of it reaches the replica. At
+ * its election timeout the replica asks every member again, not only 5, which has not answered:
+ * the new leader learns it restarted, and its answer and APPEND make the replica whole. */
+START_TEST(a_replica_with_its_floor_asks_every_member_again)
+{
+    jr__raft *r = bare_restarted(5);
+    jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = 7, .to = 2, .term = 2};
+    a.u.vouch_resp.last_index = 2;
+    a.u.vouch_resp.last_term = 2;
+    jr__id from[] = {1, 3, 4};
+    for (int k = 0; k < 3; k++) {
+        a.from = from[k];
+        ck_assert_int_eq(jr__raft_step(r, 1001 * MS + (uint64_t)k, &a), 0);
+    }
+    ck_assert_int_eq(jr__raft_unvouched(r), 1); /* no leader's word, 5 has not answered */
+    memset(bare_vouch_to, 0, sizeof bare_vouch_to);
+    uint64_t d = jr__raft_deadline(r);
+    ck_assert_uint_lt(d, UINT64_MAX);
+    jr__raft_tick(r, d);
+    ck_assert_int_eq(bare_vouch_to[5], 1);
+    for (jr__id i = 1; i <= 4; i++)
+        ck_assert_msg(bare_vouch_to[i] == (i != 2),
+                      "server %d, which answered, was not asked again after the floor", (int)i);
+    a.from = 1;
+    a.term = 3;
+    a.u.vouch_resp.leader = 1;
+    ck_assert_int_eq(jr__raft_step(r, d + MS, &a), 0);
+    jr__entry le[1] = {{3, 3, JR__ENTRY_NOOP, 0, NULL}};
+    jr__msg m = bare_append(3, 2, 2, 1, le, 1);
+    bare_acks = 0;
+    ck_assert_int_eq(jr__raft_step(r, d + 2 * MS, &m), 0);
+    ck_assert_int_eq(bare_acks, 1);
+    ck_assert_int_eq(jr__raft_unvouched(r), 0);
+    jr__raft_free(r);
+}
+END_TEST
+
+/* The replica that lost its configuration takes the leader's repair, and acknowledges it: the
+ * leader may take that for an acknowledgement of its whole log and clear its mark. Once the
+ * repair brought a configuration the replica asks its members at once, its VOUCH to the leader
+ * after that acknowledgement (so the leader marks it unvouched again), and drops the leader's
+ * messages until its term floor. */
+START_TEST(a_replica_that_lost_its_configuration_asks_once_a_repair_brings_one)
+{
+    jr__raft *r = bare_new();
+    ck_assert_int_eq(jr__raft_load_hardstate(r, 2, 0, 0), 0);
+    ck_assert_int_eq(jr__raft_load_unvouched(r, 1), 0);
+    ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
+    jr__conf c = {3, {{1, 1}, {2, 1}, {3, 1}}};
+    uint8_t buf[64];
+    jr__entry le[2] = {{1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c, buf), buf},
+                       {3, 2, JR__ENTRY_NOOP, 0, NULL}};
+    jr__msg m = bare_append(3, 0, 0, 2, le, 2);
+    bare_nlog = 0;
+    memset(bare_vouch_to, 0, sizeof bare_vouch_to);
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &m), 0);
+    ck_assert_uint_eq(jr__raft_last_index(r), 2);
+    int ack = -1, after = 0;
+    for (int k = 0; k < bare_nlog; k++) {
+        if (bare_log[k].type == JR__MSG_APPEND_RESP && bare_log[k].to == 1) ack = k;
+        if (ack >= 0 && bare_log[k].type == JR__MSG_VOUCH && bare_log[k].to == 1) after = 1;
+    }
+    ck_assert_int_ge(ack, 0);
+    ck_assert_msg(after, "no VOUCH to the leader after the acknowledgement of its repair");
+    ck_assert_int_eq(bare_vouch_to[3], 1);
+    ck_assert_int_eq(jr__raft_unvouched(r), 1);
+    ck_assert_int_eq(jr__raft_damaged(r), 1);
+    /* from now on it drops the leader's messages until its floor */
+    jr__entry le2[1] = {{3, 3, JR__ENTRY_NORMAL, 1, (const uint8_t *)"x"}};
+    jr__msg m2 = bare_append(3, 2, 3, 2, le2, 1);
+    ck_assert_int_eq(jr__raft_step(r, 1002 * MS, &m2), 0);
+    ck_assert_uint_eq(jr__raft_last_index(r), 2);
+    jr__raft_free(r);
+}
+END_TEST
+
 /* A follower takes a commit index from its leader's heartbeat only as far as an APPEND of that
  * leader proved its log matches: the leader's match for it may predate a restart that rolled
  * its files back, and the entry it holds at that index may then be another term's. Here index 3
@@ -650,10 +836,14 @@ int main(void)
     tcase_add_test(tc, a_late_acknowledgement_from_before_the_restart_is_covered);
     tcase_add_test(tc, a_conflict_rejection_keeps_the_acknowledged_match);
     tcase_add_test(tc, a_restarted_member_is_no_transfer_target_until_caught_up);
+    tcase_add_test(tc, a_vouch_showing_the_whole_log_is_no_acknowledgement);
     tcase_add_test(tc, a_quiet_group_vouches_a_restarted_replica_without_an_election);
     tcase_add_test(tc, a_single_voter_is_whole_at_once);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_is_not_a_lone_voter);
+    tcase_add_test(tc, a_replica_that_lost_its_configuration_asks_once_a_repair_brings_one);
     tcase_add_test(tc, a_heartbeat_commits_only_what_an_append_of_its_leader_proved);
+    tcase_add_test(tc, a_leader_whose_messages_are_dropped_is_asked);
+    tcase_add_test(tc, a_replica_with_its_floor_asks_every_member_again);
     tcase_add_test(tc, an_append_over_a_committed_entry_leaves_the_replica_unvouched);
     tcase_add_test(tc, a_removed_replica_answers_with_what_its_acknowledgements_could_commit);
     suite_add_tcase(s, tc);

@@ -209,7 +209,9 @@ static void info_cb(void *arg, int status, const char *msg, const jr_stream_info
         r->reps[i].observer = p->observer;
         r->reps[i].pending = p->pending;
         r->reps[i].damaged = p->damaged;
+        r->reps[i].unvouched = p->unvouched;
         r->reps[i].lag = p->lag;
+        r->reps[i].active_ns = p->active_ns;
     }
     r->state = *info->state;
     r->replicas_cfg = info->config->replicas;

@@ -74,8 +74,9 @@ typedef struct e2e_res {
     size_t nreplicas;
     struct {
         char name[64];
-        int current, offline, observer, pending, damaged;
+        int current, offline, observer, pending, damaged, unvouched;
         uint64_t lag;
+        uint64_t active_ns; /* since the leader last heard from it; UINT64_MAX: never */
     } reps[8];
     jr_stream_state state;
     int replicas_cfg;
