@@ -96,6 +96,10 @@ static h_msg *copy_msg(const jr__msg *m)
         if (m->u.snap.len) memcpy(c->buf + m->u.snap.conf_len, m->u.snap.data, m->u.snap.len);
         c->m.u.snap.conf = c->buf;
         c->m.u.snap.data = c->buf + m->u.snap.conf_len;
+    } else if (m->type == JR__MSG_VOUCH_RESP) {
+        c->buf = xcalloc(m->u.vouch_resp.conf_len, 1);
+        memcpy(c->buf, m->u.vouch_resp.conf, m->u.vouch_resp.conf_len);
+        c->m.u.vouch_resp.conf = c->buf;
     }
     return c;
 }

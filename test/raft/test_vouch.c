@@ -182,6 +182,73 @@ START_TEST(a_whole_cluster_restart_elects_the_most_up_to_date_server)
 }
 END_TEST
 
+/* Changes node l (leader) makes to the configuration, each run until committed everywhere. */
+static void change(harness *h, int l, int op, jr__id peer)
+{
+    uint64_t idx = 0;
+    ck_assert_int_eq(jr__raft_change(R(h, l), h->now, op, peer, &idx), 0);
+    h_flush(&h->nodes[l]);
+    h_run(h, ET);
+    ck_assert_uint_ge(h_commit(h, l), idx);
+}
+
+/* A replica rolled back to a copy from before the group changed asks the members of the
+ * configuration that copy holds, and must also hear from those of the newer configuration its
+ * answers name. Group {1,2,3}; server 3 (n2) keeps a copy of its files; the group becomes
+ * {2,3,5} (5 added and promoted, leadership handed to 5, 1 removed); with 2 cut off, 5 and 3
+ * commit entries only they hold. Then 3 restarts from its copy ({1,2,3}) and 5 goes down:
+ * 1 and 2 answer, neither holds the entries, and 2's answer names {2,3,5}, committed. 3 waits
+ * for 5 instead of voting for 2 (which would lead without the entries: the harness stops on
+ * leader completeness); once 5 is back a leader holding them is elected. */
+START_TEST(a_replica_rolled_back_to_an_older_configuration_hears_from_the_newer_one)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 5, seed);
+        h_start(&h, 3, 3);
+        elect(&h, 0);
+        propose_n(&h, 0, 5, "old");
+        h_run(&h, ET / 2);
+        h_save(&h, 2);
+        change(&h, 0, JR__ADD_OBSERVER, 5);
+        change(&h, 0, JR__PROMOTE, 5);
+        ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 5), 0);
+        h_flush(&h.nodes[0]);
+        h_run(&h, ET);
+        ck_assert_int_eq(jr__raft_role(R(&h, 4)), JR_LEADER);
+        propose_n(&h, 4, 1, "term");
+        h_run(&h, ET / 2);
+        change(&h, 4, JR__REMOVE, 1);
+        h_run(&h, ET / 2);
+        ck_assert_uint_eq(jr__conf_voters(jr__raft_conf(R(&h, 1))), 3);
+        ck_assert_ptr_null(jr__conf_find(jr__raft_conf(R(&h, 1)), 1));
+        h_isolate(&h, 1);
+        uint64_t last = propose_n(&h, 4, 6, "new");
+        h_run(&h, ET / 2);
+        ck_assert_uint_ge(h_commit(&h, 4), last);
+        ck_assert_uint_lt(jr__raft_last_index(R(&h, 1)), last);
+        ck_assert(h_rollback(&h, 2));
+        ck_assert_ptr_nonnull(jr__conf_find(jr__raft_conf(R(&h, 2)), 1)); /* {1,2,3} */
+        h_crash(&h, 4);
+        h_heal(&h);
+        h_run(&h, 20 * ET);
+        ck_assert_msg(h_leader(&h) < 0, "seed %llu: n%d leads without 5's entries",
+                      (unsigned long long)seed, h_leader(&h));
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 2)), 1);
+        h_restart(&h, 4);
+        int l = h_wait_leader(&h, 30 * ET);
+        ck_assert_msg(l >= 0, "seed %llu: no leader once 5 is back", (unsigned long long)seed);
+        ck_assert_uint_ge(jr__raft_last_index(R(&h, l)), last);
+        propose_n(&h, l, 2, "after");
+        h_run(&h, 3 * ET);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 2)), 0);
+        ck_assert_uint_ge(h_commit(&h, 2), last);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
 /* Acknowledgements from n1 to n0 held back (to re-deliver late). */
 static struct {
     jr__msg held[64];
@@ -491,6 +558,10 @@ START_TEST(an_append_over_a_committed_entry_leaves_the_replica_unvouched)
     jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = 7, .from = 3, .to = 2, .term = 3};
     a.u.vouch_resp.last_index = 3;
     a.u.vouch_resp.last_term = 2;
+    a.u.vouch_resp.commit = 3;
+    a.u.vouch_resp.conf_index = 1;
+    a.u.vouch_resp.conf = buf;
+    a.u.vouch_resp.conf_len = e.len;
     ck_assert_int_eq(jr__raft_step(r, d + MS, &a), 0);
     ck_assert_int_eq(jr__raft_diverged(r), 1);
     a.from = 1;
@@ -648,6 +719,7 @@ int main(void)
     tcase_add_test(tc, a_leaders_word_vouches_while_a_voter_is_down);
     tcase_add_test(tc, a_whole_cluster_restart_elects_the_most_up_to_date_server);
     tcase_add_test(tc, a_late_acknowledgement_from_before_the_restart_is_covered);
+    tcase_add_test(tc, a_replica_rolled_back_to_an_older_configuration_hears_from_the_newer_one);
     tcase_add_test(tc, a_conflict_rejection_keeps_the_acknowledged_match);
     tcase_add_test(tc, a_restarted_member_is_no_transfer_target_until_caught_up);
     tcase_add_test(tc, a_quiet_group_vouches_a_restarted_replica_without_an_election);
