@@ -574,6 +574,70 @@ START_TEST(an_append_over_a_committed_entry_leaves_the_replica_unvouched)
 }
 END_TEST
 
+/* A VOUCH_RESP of group 7 to server 2 naming configuration c (encoded into buf). */
+static jr__msg vouch_resp(jr__id from, uint64_t term, uint64_t li, uint64_t lt, uint64_t commit,
+                          uint64_t conf_index, const jr__conf *c, uint8_t *buf)
+{
+    jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = 7, .from = from, .to = 2, .term = term};
+    a.u.vouch_resp.last_index = li;
+    a.u.vouch_resp.last_term = lt;
+    a.u.vouch_resp.commit = commit;
+    a.u.vouch_resp.conf_index = conf_index;
+    a.u.vouch_resp.conf_len = (uint32_t)jr__conf_encode(c, buf);
+    a.u.vouch_resp.conf = buf;
+    return a;
+}
+
+/* A voter that answers it holds nothing (the node answers so for a group it left) counts only
+ * once a configuration without it is known above every one that names it: a server releases its
+ * replica only after its removal committed, and then the holders of that removal hold what it
+ * had acknowledged. Server 2 restarts with {1,2,3}; 1 answers with nothing, 3 with {1,2,3}: 2
+ * takes no floor (1 does not count) and asks 1 again. Then 3 answers with {2,3} (1 removed at
+ * 11): 1 counts, the floor is 3's last entry, and 2 votes for 3. */
+START_TEST(a_voter_holding_nothing_counts_once_its_removal_is_known)
+{
+    jr__raft *r = bare_new();
+    jr__conf c3 = {3, {{1, 1}, {2, 1}, {3, 1}}}, c2 = {2, {{2, 1}, {3, 1}}}, none = {0};
+    uint8_t b3[64], b2[64], b0[8];
+    jr__entry e1 = {1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c3, b3), b3};
+    jr__entry e2 = {1, 2, JR__ENTRY_NORMAL, 1, (const uint8_t *)"x"};
+    ck_assert_int_eq(jr__raft_load_hardstate(r, 1, 0, 2), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e1), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e2), 0);
+    ck_assert_int_eq(jr__raft_load_unvouched(r, 0), 0);
+    bare_sent = bare_grants = bare_votes = bare_vouches = 0;
+    ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
+    ck_assert_int_eq(bare_vouches, 2);
+    jr__msg a = vouch_resp(1, 1, 0, 0, 0, 0, &none, b0);
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &a), 0);
+    a = vouch_resp(3, 5, 10, 5, 5, 1, &c3, b3);
+    ck_assert_int_eq(jr__raft_step(r, 1002 * MS, &a), 0);
+    ck_assert_uint_eq(jr__raft_term(r), 1); /* no term floor: 1 does not count yet */
+    jr__msg v = {.type = JR__MSG_VOTE, .group = 7, .from = 3, .to = 2, .term = 6};
+    v.u.vote.last_index = 12;
+    v.u.vote.last_term = 5;
+    ck_assert_int_eq(jr__raft_step(r, 1003 * MS, &v), 0);
+    ck_assert_int_eq(bare_grants, 0);
+    uint64_t d = jr__raft_deadline(r);
+    ck_assert_uint_lt(d, UINT64_MAX);
+    jr__raft_tick(r, d);
+    ck_assert_int_eq(bare_vouches, 3); /* 1 again, not 3 */
+    ck_assert_int_eq(bare_votes, 0);
+    a = vouch_resp(3, 5, 12, 5, 5, 11, &c2, b2);
+    ck_assert_int_eq(jr__raft_step(r, d + MS, &a), 0);
+    ck_assert_uint_eq(jr__raft_term(r), 5); /* floored */
+    ck_assert_int_eq(jr__raft_unvouched(r), 1);
+    v.u.vote.last_index = 11; /* below the floor (5, 12) */
+    ck_assert_int_eq(jr__raft_step(r, d + 2 * MS, &v), 0);
+    ck_assert_int_eq(bare_grants, 0);
+    v.term = 7;
+    v.u.vote.last_index = 12;
+    ck_assert_int_eq(jr__raft_step(r, d + 3 * MS, &v), 0);
+    ck_assert_int_eq(bare_grants, 1);
+    jr__raft_free(r);
+}
+END_TEST
+
 /* A replica whose recovery found damage and no configuration (neither its snapshot nor a
  * configuration entry survived) knows no peer to ask, which is not being a lone voter: it stays
  * unvouched and damaged, grants no vote, never campaigns, takes a leader's append that brings
@@ -724,6 +788,7 @@ int main(void)
     tcase_add_test(tc, a_restarted_member_is_no_transfer_target_until_caught_up);
     tcase_add_test(tc, a_quiet_group_vouches_a_restarted_replica_without_an_election);
     tcase_add_test(tc, a_single_voter_is_whole_at_once);
+    tcase_add_test(tc, a_voter_holding_nothing_counts_once_its_removal_is_known);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_is_not_a_lone_voter);
     tcase_add_test(tc, a_heartbeat_commits_only_what_an_append_of_its_leader_proved);
     tcase_add_test(tc, an_append_over_a_committed_entry_leaves_the_replica_unvouched);
