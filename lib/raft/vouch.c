@@ -13,18 +13,19 @@
  *  - it grants no vote or pre-vote and does not campaign (a vote from a replica that forgot
  *    entries it acknowledged could elect a leader without them; one that forgot its vote could
  *    elect two leaders in a term);
- *  - it asks every other member for its last entry and term (VOUCH; answered by any replica,
- *    after the answerer's state is durable) at start and again at each election timeout while
- *    unvouched, and every leader of a new term it hears from;
+ *  - it asks every other member of the configurations it must hear from (below, "Which
+ *    configurations") for its last entry and term (VOUCH; answered by any replica, after the
+ *    answerer's state is durable) at start and again at each election timeout while unvouched,
+ *    and every leader of a new term it hears from;
  *  - it drops every leader message (APPEND, HEARTBEAT, SNAP, TIMEOUT_NOW, a node-level quiet
- *    listing) until answers from w = n - q + 1 other voters arrived (n voters, quorum q): any
- *    term it had before, it had learned from a leader elected by a quorum or from a candidate it
- *    voted for (which, if it won, a quorum of voters followed), and w answers meet every such
- *    quorum in a server other than itself. It then raises its term to the highest term
- *    answered (its term floor) without a vote in it, so a leader deposed before the restart can
- *    no longer use its acknowledgements, and it cannot grant a second vote in a term it voted
- *    in. After that its acknowledgements are truthful about its disk (the append consistency
- *    check) and count like anyone's.
+ *    listing) until answers from w = n - q + 1 other voters (n voters, quorum q) of each of
+ *    those configurations arrived: any term it had before, it had learned from a leader elected
+ *    by a quorum or from a candidate it voted for (which, if it won, a quorum of voters
+ *    followed), and w answers meet every such quorum in a server other than itself. It then
+ *    raises its term to the highest term answered (its term floor) without a vote in it, so a
+ *    leader deposed before the restart can no longer use its acknowledgements, and it cannot
+ *    grant a second vote in a term it voted in. After that its acknowledgements are truthful
+ *    about its disk (the append consistency check) and count like anyone's.
  * It becomes whole (vouch freed, damaged cleared) by:
  *  (a) a leader's word: the leader of its term answered VOUCH with its last entry (li, lt), and
  *      its log holds (li, lt) (by log matching it then holds the leader's log up to li). Not the
@@ -42,30 +43,37 @@
  *      some voter is down.
  * Which configurations. Its own may be old (files rolled back to a copy from before the group
  * changed) or a dead branch (an uncommitted change the copy kept), so every answer carries the
- * answerer's commit index and latest configuration (index and members). Of everything it knows
- * — its own commit and the configuration in effect there, its latest configuration, and each
- * answer — it takes the highest known commit index h with the configuration K in effect at h
- * (from an answer whose latest configuration is at or below its commit, or its own), and must
- * hear from every member of K and of every known configuration whose entry lies above h (its own
- * and those answered); configurations at or below h are left out, and with them members removed
- * since (servers that may no longer host the group and would never answer). The term floor
- * needs w of the voters of each of those configurations, the log floor all their members
- * (observers too: a configuration entry it lost may have promoted them). Why this set holds a
- * copy of every entry E committed with its lost acknowledgement (changes are one at a time:
- * a leader appends a configuration only once its previous one committed, and a new voter is a
- * member of the previous configuration, promoted from observer):
- *  - E at or below h: h committed under K or under the configuration appended right after K,
- *    whose voters are members of K; a majority of those voters held h, hence E (log matching),
- *    and at least one of them is not this replica, keeps it (one faulty replica at a time) and
- *    is asked.
- *  - E above h: E committed under the configuration in effect at E in the committed log or the
- *    one appended right after it; each configuration committed after h was acknowledged by a
- *    majority of its voters, all members of the one before it, so following the answers from K
- *    on reaches the members of each such configuration, or one whose entry was appended after E
- *    committed, whose holders hold E.
- *  - Configurations not yet known are learned from the answers, so the set only grows until h
- *    passes them; a higher h is itself a committed configuration and its commit index, both
- *    truthful in every answer but this replica's own (whose files are older, not false).
+ * answerer's commit index and latest configuration (entry index and members). Of everything it
+ * knows — its own commit index and the configuration in effect there, its latest configuration,
+ * and each answer — it takes the highest known commit index h and the configuration K in effect
+ * at h (from an answer whose latest configuration is at or below its commit, or its own), and
+ * must hear from every member of K and of every known latest configuration whose entry lies
+ * above h (its own, and those answered, learned as answers arrive). Configurations at or below h
+ * other than K are left out (superseded, or a dead branch: h's entry is committed), and with
+ * them the members they alone name: servers removed since, which may no longer host the group.
+ * The term floor needs w of the voters of each configuration of that set, the log floor every
+ * member (observers too: a configuration entry it lost may have promoted them).
+ * Why the answers then include a holder of every entry E committed with its lost
+ * acknowledgement. Changes go one at a time (a leader appends a configuration only once the one
+ * before it in its log committed, and a new voter was an observer, a member, of the one before),
+ * so a commit counted under a configuration C was counted by a majority of voters that are all
+ * members of the configuration in effect before C. One replica is faulty at a time: this one;
+ * every answer is truthful, and its own files are older, not false.
+ *  - E at or below h: the commit of h was counted under K or the configuration appended right
+ *    after K, whose voters are members of K; that majority held h, hence E (log matching), and
+ *    keeps it. All members of K answer, and a majority of two or more voters has a member other
+ *    than this replica, so the log floor is at or above E.
+ *  - E above h: E committed under the configuration in effect at E's index or the one appended
+ *    right after it. If no change committed between h and E, that is K or its successor, whose
+ *    voters are members of K: as above. A change committed above h was acknowledged by a majority
+ *    of its voters, members of the configuration before it, who answer with it or a later
+ *    latest configuration, above h: its members are asked in turn. A configuration at or below
+ *    h other than K counts for no commit above h (those are counted under K or later ones), so
+ *    the set covers at least what its own latest configuration alone would.
+ *  - A member that answers it holds nothing (lib/node answers so for a group it does not host)
+ *    counts as a voter only once another answer names a configuration without it above every
+ *    one naming it: a server releases its replica only after a committed configuration left it
+ *    out (lib/js/stream_peers.c), and that configuration's holders hold what it acknowledged.
  * With a single voter (K's only voter is itself) nobody else holds what it acknowledged.
  * Cost: a replica that restarts while fewer than w other voters are reachable takes no appends
  * (three voters: it needs both others); one that restarts while its leader is down waits for
