@@ -426,10 +426,9 @@ static int on_life(jr_node *n, jr__peer *p, const jr__ext_view *x)
  * recovered from disk. It answers for the group that it holds nothing (no entry, no
  * configuration), which is true of a server that never joined the group, or left it: the layer
  * above releases a replica only once the group's committed configuration no longer names this
- * server, or the group is deleted (lib/js/stream_peers.c). An asker counts such an answer from
- * a voter only once it knows a later configuration without it (raft/vouch.c). A server that
- * cannot tell — its WAL was lost, or damaged where it could not say whose records were lost —
- * says nothing. */
+ * server, or the group is deleted (lib/js/stream_peers.c); the asker then hears from the
+ * members of that configuration too (raft/vouch.c). A server that cannot tell — its WAL was
+ * lost, or damaged where it could not say whose records were lost — says nothing. */
 static void vouch_unhosted(jr_node *n, const jr__msg *m)
 {
     if (n->wal_lost || n->all_damaged || jr__map_get(&n->stashes, m->group)) return;

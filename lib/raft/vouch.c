@@ -70,10 +70,17 @@
  *    latest configuration, above h: its members are asked in turn. A configuration at or below
  *    h other than K counts for no commit above h (those are counted under K or later ones), so
  *    the set covers at least what its own latest configuration alone would.
- *  - A member that answers it holds nothing (lib/node answers so for a group it does not host)
- *    counts as a voter only once another answer names a configuration without it above every
- *    one naming it: a server releases its replica only after a committed configuration left it
- *    out (lib/js/stream_peers.c), and that configuration's holders hold what it acknowledged.
+ *  - A member may answer that it holds nothing (lib/node answers so for a group it does not
+ *    host), and that counts like any answer. A voter holds nothing only if it lost its storage
+ *    (the one faulty replica, so not this one, whose own log then holds what it acknowledged)
+ *    or released its replica, which a server does only after a committed configuration left it
+ *    out (lib/js/stream_peers.c): that configuration was acknowledged by a majority of its
+ *    voters, members of the configuration before it, which named the released one; so while
+ *    that one is among the configurations asked, an answer names the removal (or a later
+ *    configuration) and its members, who hold what the released one acknowledged, are asked
+ *    too. Counting the answer only once a configuration without it is known would add nothing
+ *    to that, and would stop a group whose faulty voter lost everything: its answer would never
+ *    count.
  * With a single voter (K's only voter is itself) nobody else holds what it acknowledged.
  * Cost: a replica that restarts while fewer than w other voters are reachable takes no appends
  * (three voters: it needs both others); one that restarts while its leader is down waits for
@@ -233,50 +240,6 @@ static const vouch_ans *answer_of(const struct jr__vouch *v, jr__id id)
     return NULL;
 }
 
-/* 1 if an answer that names no configuration nor entry came from id: it holds nothing of the
- * group (never joined it, or left it; the node answers so for a group it does not host). */
-static int holds_nothing(const vouch_ans *a)
-{
-    return a->li == 0 && a->conf->n == 0;
-}
-
-/* 1 if a configuration without id is known, from another server's answer, above the entry of
- * every known configuration with id (ours, the one in effect at our commit, and answered ones):
- * id was removed by a change appended after any configuration that names it. */
-static int removed(const jr__raft *r, jr__id id)
-{
-    const struct jr__vouch *v = r->vouch;
-    uint64_t with = 0, ki;
-    const jr__conf *k = own_committed(r, &ki);
-    if (jr__conf_find(k, id)) with = ki;
-    if (jr__conf_find(r->conf, id) && r->conf_index > with) with = r->conf_index;
-    for (uint32_t i = 0; i < v->nans; i++)
-        if (jr__conf_find(v->ans[i].conf, id) && v->ans[i].conf_index > with)
-            with = v->ans[i].conf_index;
-    for (uint32_t i = 0; i < v->nans; i++) {
-        const vouch_ans *a = &v->ans[i];
-        if (a->id != id && a->conf->n && !jr__conf_find(a->conf, id) && a->conf_index > with)
-            return 1;
-    }
-    return 0;
-}
-
-/* 1 if id answered in a way that counts. A voter that holds nothing counts only once it is
- * known to have been removed: a server releases a replica only after a committed configuration
- * left it out (the holders of that configuration hold whatever it had acknowledged and are
- * asked in its stead), and a voter that holds nothing without that is a faulty one. */
-static int answered(const jr__raft *r, const fam *f, jr__id id)
-{
-    const vouch_ans *a = answer_of(r->vouch, id);
-    if (!a) return 0;
-    if (!holds_nothing(a)) return 1;
-    for (uint32_t i = 0; i < f->n; i++) {
-        const jr__member *m = jr__conf_find(f->c[i], id);
-        if (m && m->voter) return removed(r, id);
-    }
-    return 1; /* an observer (a joiner not yet created there): it acknowledged nothing */
-}
-
 /* The term floor's answers: of each configuration, w = n - q + 1 of its voters other than us
  * (all of them when fewer are others), so each quorum of it meets them in another server. */
 static int floor_answers(const jr__raft *r, const fam *f)
@@ -287,7 +250,7 @@ static int floor_answers(const jr__raft *r, const fam *f)
         for (uint32_t k = 0; k < c->n; k++) {
             if (!c->m[k].voter || c->m[k].id == r->cfg.self) continue;
             others++;
-            got += answered(r, f, c->m[k].id);
+            got += answer_of(r->vouch, c->m[k].id) != NULL;
         }
         if (got < (w < others ? w : others)) return 0;
     }
@@ -301,7 +264,7 @@ static int fam_answered(const jr__raft *r, const fam *f)
     for (uint32_t i = 0; i < f->n; i++)
         for (uint32_t k = 0; k < f->c[i]->n; k++) {
             jr__id id = f->c[i]->m[k].id;
-            if (id != r->cfg.self && !answered(r, f, id)) return 0;
+            if (id != r->cfg.self && !answer_of(r->vouch, id)) return 0;
         }
     return 1;
 }
@@ -350,7 +313,7 @@ static void ask_members(jr__raft *r, const fam *g, const fam *before)
     for (uint32_t i = 0; i < g->n; i++)
         for (uint32_t k = 0; k < g->c[i]->n; k++) {
             jr__id id = g->c[i]->m[k].id;
-            if (id == r->cfg.self || (!all && answered(r, g, id))) continue;
+            if (id == r->cfg.self || (!all && answer_of(r->vouch, id))) continue;
             if (before && fam_member(r, before, id)) continue;
             int dup = 0; /* a member of an earlier configuration of g */
             for (uint32_t j = 0; j < i && !dup; j++) dup = jr__conf_find(g->c[j], id) != NULL;

@@ -608,7 +608,7 @@ void h_crash(harness *h, int i)
 void h_restart(harness *h, int i)
 {
     h_node *nd = &h->nodes[i];
-    if (nd->up) return;
+    if (nd->up || nd->released) return;
     node_open(h, nd);
     h->restarts++;
     jr__raft *r = nd->r;
@@ -771,6 +771,43 @@ int h_rollback(harness *h, int i)
                 (unsigned long long)nd->term, (unsigned long long)nd->vote);
     h_restart(h, i);
     return 1;
+}
+
+void h_release(harness *h, int i)
+{
+    h_node *nd = &h->nodes[i];
+    h_crash(h, i);
+    for (uint64_t k = 0; k < nd->dn; k++) free(nd->dlog[k].data);
+    nd->dn = 0;
+    nd->dfirst = 1;
+    nd->has_snap = 0;
+    nd->term = nd->vote = nd->commit = 0;
+    nd->hs_n = 0;
+    nd->sm_index = nd->sm_hash = 0;
+    copy_free(&nd->saved);
+    nd->released = 1;
+    h->releases++;
+    if (getenv("RAFT_TRACE"))
+        fprintf(stderr, "t=%llums node %d releases its replica\n",
+                (unsigned long long)(h->now / H_MS), i);
+}
+
+void h_rejoin(harness *h, int i)
+{
+    h->nodes[i].released = 0;
+    h_restart(h, i);
+}
+
+/* A released node's answer to a VOUCH: it holds nothing of the group. */
+static void vouch_released(harness *h, h_node *nd, const jr__msg *q)
+{
+    static const uint8_t none[1] = {0};
+    jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = q->group, .from = nd->id, .to = q->from};
+    a.term = 1;
+    a.u.vouch_resp.conf = none;
+    a.u.vouch_resp.conf_len = sizeof none;
+    h->released_vouches++;
+    enqueue(h, copy_msg(&a));
 }
 
 void h_free(harness *h)
@@ -1004,6 +1041,8 @@ static void deliver(harness *h, long qi)
             if (was_quiet && !jr__raft_quiet(nd->r)) h->quiet_wakes++;
             h_flush(nd);
         }
+    } else if (nd->released && c->m.type == JR__MSG_VOUCH) {
+        vouch_released(h, nd, &c->m);
     }
     free_msg(c);
 }

@@ -66,6 +66,7 @@ typedef struct h_node {
     jr__id id;
     jr__raft *r;
     int up;
+    int released; /* h_release: down, answering VOUCH with nothing */
     int notified;
     int hold; /* 1: the node does not flush at all; 2: its entry writes are slow (only the hard
                  state becomes durable; used on leaders, whose DURABLE messages are votes) */
@@ -148,6 +149,8 @@ struct harness {
     int no_vouch;
     /* counters (what a run exercised) */
     uint64_t lost_tails, rollbacks; /* storage faults injected (h_restart_lost, h_rollback) */
+    uint64_t releases;              /* replicas released (h_release) */
+    uint64_t released_vouches;      /* VOUCHes a released node answered with nothing */
     uint64_t sent, delivered, dropped;
     uint64_t elections, installs, truncations, restarts, config_entries;
     /* quiescence (node-level heartbeats) */
@@ -194,6 +197,13 @@ void h_restart(harness *h, int i);
 int h_restart_lost(harness *h, int i, uint64_t cut, int old_hs);
 void h_save(harness *h, int i);
 int h_rollback(harness *h, int i);
+/* Node i releases its replica, as a server does once a committed configuration left it out
+ * (lib/js): it crashes and its disk is wiped (hard state, log, snapshot and saved copy). It
+ * stays down for the group (h_restart leaves it down), but answers a VOUCH with no entry and no
+ * configuration, as its node does for a group it does not host. h_rejoin: it is added again
+ * and starts empty, as a joining server does. */
+void h_release(harness *h, int i);
+void h_rejoin(harness *h, int i);
 void h_isolate(harness *h, int i);
 void h_heal(harness *h);
 /* Runs the ready cycle of node i if it notified. */
