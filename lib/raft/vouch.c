@@ -407,10 +407,13 @@ void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
 {
     struct jr__vouch *v = r->vouch;
     if (!v) return; /* whole: a late answer */
+    /* Any server's answer is kept, asked or not (a leader it heard from, a member of a
+     * configuration it no longer needs): what it tells of the group's commit index and
+     * configuration is true. Only the members of the configurations it must hear from set
+     * its log floor (log_floor()). */
     fam f;
     family(r, &f);
-    if (!fam_member(r, &f, m->from)) return; /* not asked, or no longer needed */
-    if (record(r, m, &f) != 0) return;       /* it asks again at its election timeout */
+    if (record(r, m, &f) != 0) return; /* it asks again at its election timeout */
     if (m->term > v->t_max) v->t_max = m->term;
     if (m->u.vouch_resp.leader && m->term >= v->lead_term) {
         v->lead = m->from;

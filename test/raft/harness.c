@@ -70,6 +70,7 @@ static uint64_t chain_mix(uint64_t prev, uint64_t term, uint64_t eh)
 }
 
 static void live_sync(harness *h, h_node *nd);
+static void copy_free(h_copy *c);
 
 /* Messages ------------------------------------------------------------------------------------*/
 
@@ -526,6 +527,13 @@ void h_flush(h_node *nd)
         check_leader(h, nd);
         jr__raft_ready_done(r);
         if (nd->hold == 2) break; /* it would ask again at once: entries are still pending */
+    }
+    /* the group's only voter: what it commits now no other voter holds, so a copy from before
+     * is one a rollback would take to a sole voter's loss (h_rollback) */
+    if (nd->up && nd->saved.valid) {
+        const jr__conf *c = jr__raft_conf(nd->r);
+        const jr__member *me = jr__conf_find(c, nd->id);
+        if (me && me->voter && jr__conf_voters(c) == 1) copy_free(&nd->saved);
     }
     live_sync(h, nd);
 }

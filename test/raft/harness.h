@@ -193,7 +193,11 @@ void h_restart(harness *h, int i);
  * files rolled back to an earlier copy) and restarts it (0 if there was no copy).
  * Both return 0 and leave the node alone when the files left would make it the only voter of
  * the configuration it restarts with: such a replica vouches for itself (no peer it knows can
- * tell it what it lost), which is the lost synced data of a sole voter, lost for good. */
+ * tell it what it lost), which is the lost synced data of a sole voter, lost for good. For the
+ * same reason a node's copy is dropped once it is its group's only voter: the entries it
+ * commits alone are held by no other voter, and the voters it later adds learn them from it
+ * alone, so a rollback past them is a sole voter's loss too (the copy's configuration names
+ * none of those voters to ask). */
 int h_restart_lost(harness *h, int i, uint64_t cut, int old_hs);
 void h_save(harness *h, int i);
 int h_rollback(harness *h, int i);
