@@ -748,6 +748,11 @@ int h_rollback(harness *h, int i)
     h_node *nd = &h->nodes[i];
     h_copy *c = &nd->saved;
     if (!c->valid) return 0;
+    /* A copy from before the replica held anything is not put back: with no file of its group
+     * left, the node opens the group as a joiner held to its join floor, or (its WAL lost) as
+     * damaged, which this harness does not play; restarted as a new member, it would forget
+     * the votes it granted. */
+    if (!c->dn && !c->has_snap && !c->term && (nd->dn || nd->has_snap || nd->term)) return 0;
     if (sole_voter(c->dlog, c->dn, c->has_snap, &c->snap_conf, nd->id)) {
         if (getenv("RAFT_TRACE"))
             fprintf(stderr, "t=%llums node %d is not rolled back: its copy has it sole voter\n",
