@@ -805,12 +805,6 @@ void h_release(harness *h, int i)
                 (unsigned long long)(h->now / H_MS), i);
 }
 
-void h_rejoin(harness *h, int i)
-{
-    h->nodes[i].released = 0;
-    h_restart(h, i);
-}
-
 /* A released node's answer to a VOUCH: it holds nothing of the group. */
 static void vouch_released(harness *h, h_node *nd, const jr__msg *q)
 {

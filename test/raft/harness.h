@@ -204,10 +204,8 @@ int h_rollback(harness *h, int i);
 /* Node i releases its replica, as a server does once a committed configuration left it out
  * (lib/js): it crashes and its disk is wiped (hard state, log, snapshot and saved copy). It
  * stays down for the group (h_restart leaves it down), but answers a VOUCH with no entry and no
- * configuration, as its node does for a group it does not host. h_rejoin: it is added again
- * and starts empty, as a joining server does. */
+ * configuration, as its node does for a group it does not host. */
 void h_release(harness *h, int i);
-void h_rejoin(harness *h, int i);
 void h_isolate(harness *h, int i);
 void h_heal(harness *h);
 /* Runs the ready cycle of node i if it notified. */
