@@ -192,24 +192,19 @@ static void fam_add(fam *f, const jr__conf *c)
     f->c[f->n++] = c;
 }
 
-/* The configuration in effect at our commit index (start() keeps commit <= last), and the index
- * of its entry (the snapshot's index if it came with the snapshot). */
-static const jr__conf *own_committed(const jr__raft *r, uint64_t *index)
+/* The configuration in effect at our commit index (start() keeps commit <= last). */
+static const jr__conf *own_committed(const jr__raft *r)
 {
     for (uint32_t i = r->ncidx; i > 0; i--)
-        if (r->cidx[i - 1].index <= r->commit) {
-            *index = r->cidx[i - 1].index;
-            return r->cidx[i - 1].c;
-        }
-    *index = r->snap_index;
+        if (r->cidx[i - 1].index <= r->commit) return r->cidx[i - 1].c;
     return r->snap_conf;
 }
 
 static void family(const jr__raft *r, fam *f)
 {
     const struct jr__vouch *v = r->vouch;
-    uint64_t h = r->commit, ki;
-    const jr__conf *k = own_committed(r, &ki);
+    uint64_t h = r->commit;
+    const jr__conf *k = own_committed(r);
     for (uint32_t i = 0; i < v->nans; i++) {
         const vouch_ans *a = &v->ans[i];
         if (a->conf_index <= a->commit && a->commit > h) {
