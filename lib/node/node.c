@@ -478,6 +478,24 @@ static int on_life(jr_node *n, jr__peer *p, const jr__ext_view *x)
     return jr__get_u64(x->payload + 8) == n->life;
 }
 
+/* A VOUCH for a group this server holds nothing of: neither open, closed, retiring nor
+ * recovered from disk. It answers for the group that it holds nothing (no entry, no
+ * configuration), which is true of a server that never joined the group, or left it: the layer
+ * above releases a replica only once the group's committed configuration no longer names this
+ * server, or the group is deleted (lib/js/stream_peers.c); the asker then hears from the
+ * members of that configuration too (raft/vouch.c). A server that cannot tell — its WAL was
+ * lost, or damaged where it could not say whose records were lost — says nothing. */
+static void vouch_unhosted(jr_node *n, const jr__msg *m)
+{
+    if (n->wal_lost || n->all_damaged || jr__map_get(&n->stashes, m->group)) return;
+    static const uint8_t none[1] = {0}; /* jr__conf_encode() of no member */
+    jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = m->group, .from = n->self, .to = m->from};
+    a.term = 1; /* no message has term 0 */
+    a.u.vouch_resp.conf = none;
+    a.u.vouch_resp.conf_len = sizeof none;
+    jr__peer_queue(n, &a);
+}
+
 static void dispatch(jr_node *n, jr__peer *p, jr__frame *f)
 {
     jr__msg m;
@@ -506,6 +524,7 @@ static void dispatch(jr_node *n, jr__peer *p, jr__frame *f)
         jr_group *g = jr__map_get(&n->groups, m.group);
         if (!g || g->closed) {
             n->msgs_unknown_group++;
+            if (!g && m.type == JR__MSG_VOUCH) vouch_unhosted(n, &m);
             continue;
         }
         if (g->damaged && m.type == JR__MSG_VOTE) continue; /* never grants a vote */

@@ -325,10 +325,10 @@ int jr__quiet_leader_tick(jr__raft *r, uint64_t now);
 void jr__quiet_leave(jr__raft *r, uint64_t now);
 
 /* vouch.c -----------------------------------------------------------------------------------*/
-/* Sends a VOUCH to every other member that has not answered, or to all of them once the term
- * floor is taken. */
+/* Sends a VOUCH to every other member of the configurations it must hear from (vouch.c): before
+ * the term floor to those that have not answered, from it on to all of them. */
 void jr__vouch_ask(jr__raft *r);
-/* At start: an unvouched replica without other voters is whole; otherwise it asks them. */
+/* At start: an unvouched replica without other members is whole; otherwise it asks them. */
 void jr__vouch_start(jr__raft *r);
 /* Follower/candidate tick of an unvouched replica that may not campaign: at its election
  * timeout it asks again and restarts the timer (returns 1); 0 if there is nothing to do. */

@@ -82,6 +82,7 @@ void jr__raft_free(jr__raft *r)
 {
     if (!r) return;
     jr__prog_free(r);
+    jr__vouch_free(r); /* returns its references to interned configurations */
     jr__memlog_free(&r->log);
     while (r->ncidx) jr__confs_put(r->confs, r->cidx[--r->ncidx].c);
     jr__free(r->alloc, r->cidx);
@@ -90,7 +91,6 @@ void jr__raft_free(jr__raft *r)
     if (r->own_confs) jr__confs_free(r->confs);
     jr__free(r->alloc, r->scratch);
     jr__free(r->alloc, r->chunk);
-    jr__vouch_free(r);
     jr__free(r->alloc, r);
 }
 
@@ -220,6 +220,10 @@ static int fields_ok(const jr__msg *m)
         return m->u.snap.index <= X;
     case JR__MSG_SNAP_RESP:
         return m->u.snap_resp.index <= X;
+    case JR__MSG_VOUCH_RESP:
+        return m->u.vouch_resp.last_index <= X && m->u.vouch_resp.commit <= X &&
+               m->u.vouch_resp.conf_index <= X &&
+               (m->u.vouch_resp.conf || !m->u.vouch_resp.conf_len);
     default:
         return 1;
     }

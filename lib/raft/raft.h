@@ -226,6 +226,10 @@ typedef struct jr__msg {
             uint8_t leader;      /* the answering server leads its term (the message's term) */
             uint64_t last_index; /* its last entry, durable when this answer leaves */
             uint64_t last_term;
+            uint64_t commit;     /* its commit index, at most its last index */
+            uint64_t conf_index; /* index of its latest configuration's entry (or snapshot) */
+            uint32_t conf_len;
+            const uint8_t *conf; /* jr__conf_encode() of that configuration (borrowed) */
         } vouch_resp;
     } u;
 } jr__msg;

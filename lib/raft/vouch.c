@@ -13,36 +13,77 @@
  *  - it grants no vote or pre-vote and does not campaign (a vote from a replica that forgot
  *    entries it acknowledged could elect a leader without them; one that forgot its vote could
  *    elect two leaders in a term);
- *  - it asks every other member for its last entry and term (VOUCH; answered by any replica,
- *    after the answerer's state is durable) at start and again at each election timeout while
- *    unvouched, and every leader of a new term it hears from, whether it drops its messages
- *    (below) or not: that leader learns it restarted;
+ *  - it asks every other member of the configurations it must hear from (below, "Which
+ *    configurations") for its last entry and term (VOUCH; answered by any replica, after the
+ *    answerer's state is durable) at start and again at each election timeout while unvouched
+ *    (before its term floor those that have not answered, from it on all of them), and every
+ *    leader of a new term it hears from, whether it drops its messages (below) or not: that
+ *    leader learns it restarted;
  *  - it drops every leader message (APPEND, HEARTBEAT, SNAP, TIMEOUT_NOW, a node-level quiet
- *    listing) until answers from w = n - q + 1 other voters arrived (n voters, quorum q): any
- *    term it had before, it had learned from a leader elected by a quorum or from a candidate it
- *    voted for (which, if it won, a quorum of voters followed), and w answers meet every such
- *    quorum in a server other than itself. It then raises its term to the highest term
- *    answered (its term floor) without a vote in it, so a leader deposed before the restart can
- *    no longer use its acknowledgements, and it cannot grant a second vote in a term it voted
- *    in. After that its acknowledgements are truthful about its disk (the append consistency
- *    check) and count like anyone's.
+ *    listing) until answers from w = n - q + 1 other voters (n voters, quorum q) of each of
+ *    those configurations arrived: any term it had before, it had learned from a leader elected
+ *    by a quorum or from a candidate it voted for (which, if it won, a quorum of voters
+ *    followed), and w answers meet every such quorum in a server other than itself. It then
+ *    raises its term to the highest term answered (its term floor) without a vote in it, so a
+ *    leader deposed before the restart can no longer use its acknowledgements, and it cannot
+ *    grant a second vote in a term it voted in. After that its acknowledgements are truthful
+ *    about its disk (the append consistency check) and count like anyone's.
  * It becomes whole (vouch freed, damaged cleared) by:
  *  (a) a leader's word: the leader of its term answered VOUCH with its last entry (li, lt), and
  *      its log holds (li, lt) (by log matching it then holds the leader's log up to li). Not the
  *      commit index: an entry it acknowledged before the restart that the leader had not yet
  *      counted may still commit by that late acknowledgement, and the leader's log at the time of
  *      the answer (sent after the restart) holds every entry it ever acknowledged to it;
- *  (b) every other member's word: once every other member of its configuration answered
- *      (observers too: the lost tail may have held the configuration entries that made them
- *      voters, and a commit counted by such a configuration is held by them, not by the voters
- *      the replica still knows; with a single voter, by nobody else it knows), the most
- *      up-to-date of those last entries and its own is its log floor (§3.6.1 order): it
- *      grants (pre-)votes only to candidates at least as up to date as the floor and campaigns
- *      only if its own log reaches it. An entry committed with its lost acknowledgement is held
- *      by every other voter of that commit's quorum, so a candidate at or above the floor holds
- *      it (Leader Completeness, §3.6.3). Winning the election makes it whole. This is what lets
- *      a whole cluster restarted after a power loss (everyone unvouched) elect its most
- *      up-to-date server; (a) lets one restarted replica rejoin while some voter is down.
+ *  (b) every other member's word: once every member of the configurations it must hear from
+ *      (below) answered, the most up-to-date of those last entries and its own is its log floor
+ *      (§3.6.1 order): it grants (pre-)votes only to candidates at least as up to date as the
+ *      floor and campaigns only if its own log reaches it. An entry committed with its lost
+ *      acknowledgement is held by another voter of that commit's quorum, so a candidate at or
+ *      above the floor holds it (Leader Completeness, §3.6.3). Winning the election makes it
+ *      whole. This is what lets a whole cluster restarted after a power loss (everyone
+ *      unvouched) elect its most up-to-date server; (a) lets one restarted replica rejoin while
+ *      some voter is down.
+ * Which configurations. Its own may be old (files rolled back to a copy from before the group
+ * changed) or a dead branch (an uncommitted change the copy kept), so every answer carries the
+ * answerer's commit index and latest configuration (entry index and members). Of everything it
+ * knows — its own commit index and the configuration in effect there, its latest configuration,
+ * and each answer — it takes the highest known commit index h and the configuration K in effect
+ * at h (from an answer whose latest configuration is at or below its commit, or its own), and
+ * must hear from every member of K and of every known latest configuration whose entry lies
+ * above h (its own, and those answered, learned as answers arrive). Configurations at or below h
+ * other than K are left out (superseded, or a dead branch: h's entry is committed), and with
+ * them the members they alone name: servers removed since, which may no longer host the group.
+ * The term floor needs w of the voters of each configuration of that set, the log floor every
+ * member (observers too: a configuration entry it lost may have promoted them).
+ * Why the answers then include a holder of every entry E committed with its lost
+ * acknowledgement. Changes go one at a time (a leader appends a configuration only once the one
+ * before it in its log committed, and a new voter was an observer, a member, of the one before),
+ * so a commit counted under a configuration C was counted by a majority of voters that are all
+ * members of the configuration in effect before C. One replica is faulty at a time: this one;
+ * every answer is truthful, and its own files are older, not false.
+ *  - E at or below h: the commit of h was counted under K or the configuration appended right
+ *    after K, whose voters are members of K; that majority held h, hence E (log matching), and
+ *    keeps it. All members of K answer, and a majority of two or more voters has a member other
+ *    than this replica, so the log floor is at or above E.
+ *  - E above h: E committed under the configuration in effect at E's index or the one appended
+ *    right after it. If no change committed between h and E, that is K or its successor, whose
+ *    voters are members of K: as above. A change committed above h was acknowledged by a majority
+ *    of its voters, members of the configuration before it, who answer with it or a later
+ *    latest configuration, above h: its members are asked in turn. A configuration at or below
+ *    h other than K counts for no commit above h (those are counted under K or later ones), so
+ *    the set covers at least what its own latest configuration alone would.
+ *  - A member may answer that it holds nothing (lib/node answers so for a group it does not
+ *    host), and that counts like any answer. A voter holds nothing only if it lost its storage
+ *    (the one faulty replica, so not this one, whose own log then holds what it acknowledged)
+ *    or released its replica, which a server does only after a committed configuration left it
+ *    out (lib/js/stream_peers.c): that configuration was acknowledged by a majority of its
+ *    voters, members of the configuration before it, which named the released one; so while
+ *    that one is among the configurations asked, an answer names the removal (or a later
+ *    configuration) and its members, who hold what the released one acknowledged, are asked
+ *    too. Counting the answer only once a configuration without it is known would add nothing
+ *    to that, and would stop a group whose faulty voter lost everything: its answer would never
+ *    count.
+ * With a single voter (K's only voter is itself) nobody else holds what it acknowledged.
  * Cost: a replica that restarts while fewer than w other voters are reachable takes no appends
  * (three voters: it needs both others); one that restarts while its leader is down waits for
  * all the other voters' answers before it votes. Unavailability while a fault is pending,
@@ -59,14 +100,25 @@
 #include "impl.h"
 #include "util/alloc.h"
 
+/* One server's latest answer. */
+typedef struct vouch_ans {
+    jr__id id;
+    uint64_t term;
+    uint64_t lt, li;      /* its last entry (term, index) */
+    uint64_t commit;      /* its commit index */
+    uint64_t conf_index;  /* its latest configuration: the entry's index ... */
+    const jr__conf *conf; /* ... and the configuration (a reference in r->confs) */
+} vouch_ans;
+
+/* Answers kept: the members of the configurations it must hear from are at most a few
+ * configurations' worth; an answer beyond this from a server outside them is not kept. */
+#define ANS_MAX (2 * JR__MAX_MEMBERS)
+
 struct jr__vouch {
-    uint64_t answered;    /* bit i: voter conf->m[i] answered */
-    uint64_t conf_index;  /* the configuration the bits refer to */
-    const jr__conf *conf; /* (compared, not referenced) */
-    uint64_t (*last)[2];  /* [i]: the last entry (term, index) conf->m[i] answered latest */
-    uint32_t cap;         /* entries of last[] */
-    uint64_t t_max;       /* highest term answered */
-    jr__id lead;          /* a leader that answered, in term lead_term, ... */
+    vouch_ans *ans; /* one per server that answered, latest answer */
+    uint32_t nans, cap;
+    uint64_t t_max;                             /* highest term answered */
+    jr__id lead;                                /* a leader that answered, in term lead_term, ... */
     uint64_t lead_term, lead_index, lead_lterm; /* ... with this last entry */
     jr__id asked;                               /* the leader last asked, in asked_term */
     uint64_t asked_term;
@@ -103,7 +155,8 @@ int jr__raft_diverged(const jr__raft *r)
 void jr__vouch_free(jr__raft *r)
 {
     if (!r->vouch) return;
-    jr__free(r->alloc, r->vouch->last);
+    for (uint32_t i = 0; i < r->vouch->nans; i++) jr__confs_put(r->confs, r->vouch->ans[i].conf);
+    jr__free(r->alloc, r->vouch->ans);
     jr__free(r->alloc, r->vouch);
     r->vouch = NULL;
 }
@@ -127,71 +180,114 @@ void jr__vouch_diverged(jr__raft *r)
     jr__vouch_ask(r);
 }
 
-/* Voters other than us in the latest configuration, and the answers needed for the term floor;
- * members other than us (observers included), all of whom must answer for the log floor. */
-static uint32_t others(const jr__raft *r)
+/* The configurations an unvouched replica must hear from (the file's comment, "Which
+ * configurations"): the one in effect at the highest known commit index h, and every known
+ * latest configuration whose entry lies above h. Interned, so equal ones are the same pointer. */
+typedef struct fam {
+    const jr__conf *c[ANS_MAX + 2];
+    uint32_t n;
+} fam;
+
+static void fam_add(fam *f, const jr__conf *c)
 {
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < r->conf->n; i++)
-        if (r->conf->m[i].voter && r->conf->m[i].id != r->cfg.self) k++;
-    return k;
+    for (uint32_t i = 0; i < f->n; i++)
+        if (f->c[i] == c) return;
+    f->c[f->n++] = c;
 }
 
-static uint32_t members(const jr__raft *r)
+/* The configuration in effect at our commit index (start() keeps commit <= last). */
+static const jr__conf *own_committed(const jr__raft *r)
 {
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < r->conf->n; i++)
-        if (r->conf->m[i].id != r->cfg.self) k++;
-    return k;
+    for (uint32_t i = r->ncidx; i > 0; i--)
+        if (r->cidx[i - 1].index <= r->commit) return r->cidx[i - 1].c;
+    return r->snap_conf;
 }
 
-static uint32_t needed(const jr__raft *r)
+static void family(const jr__raft *r, fam *f)
 {
-    uint32_t n = jr__conf_voters(r->conf), q = n / 2 + 1, k = others(r);
-    uint32_t w = n - q + 1;
-    return w < k ? w : k;
-}
-
-static uint32_t popcount(uint64_t x)
-{
-    uint32_t n = 0;
-    for (; x; x &= x - 1) n++;
-    return n;
-}
-
-/* The answers follow the latest configuration: a new one starts them again (the term floor
- * learned stays; it only ever makes the replica more careful). 0 or JR_ENOMEM (no answers
- * are kept then: it stays unvouched and asks again later). */
-static int sync_conf(jr__raft *r)
-{
-    struct jr__vouch *v = r->vouch;
-    if (v->conf == r->conf && v->conf_index == r->conf_index && v->cap >= r->conf->n) return 0;
-    v->conf = r->conf;
-    v->conf_index = r->conf_index;
-    v->answered = 0;
-    if (v->cap < r->conf->n) {
-        void *p = jr__realloc(r->alloc, v->last, r->conf->n * sizeof *v->last);
-        if (!p) {
-            v->conf = NULL;
-            return JR_ENOMEM;
+    const struct jr__vouch *v = r->vouch;
+    uint64_t h = r->commit;
+    const jr__conf *k = own_committed(r);
+    for (uint32_t i = 0; i < v->nans; i++) {
+        const vouch_ans *a = &v->ans[i];
+        if (a->conf_index <= a->commit && a->commit > h) {
+            h = a->commit;
+            k = a->conf;
         }
-        v->last = p;
-        v->cap = r->conf->n;
     }
+    f->n = 0;
+    fam_add(f, k);
+    if (r->conf_index > h) fam_add(f, r->conf);
+    for (uint32_t i = 0; i < v->nans; i++)
+        if (v->ans[i].conf_index > h) fam_add(f, v->ans[i].conf);
+}
+
+/* 1 if id is a member of one of f's configurations (this server never counts). */
+static int fam_member(const jr__raft *r, const fam *f, jr__id id)
+{
+    if (id == r->cfg.self) return 0;
+    for (uint32_t i = 0; i < f->n; i++)
+        if (jr__conf_find(f->c[i], id)) return 1;
     return 0;
 }
 
-/* The log floor: the most up-to-date of the latest answers (§3.6.1 order). Only the latest
- * answer of each voter counts: a voter's log may lose an uncommitted suffix (replaced by a
+static const vouch_ans *answer_of(const struct jr__vouch *v, jr__id id)
+{
+    for (uint32_t i = 0; i < v->nans; i++)
+        if (v->ans[i].id == id) return &v->ans[i];
+    return NULL;
+}
+
+/* The term floor's answers: of each configuration, w = n - q + 1 of its voters other than us
+ * (all of them when fewer are others), so each quorum of it meets them in another server. */
+static int floor_answers(const jr__raft *r, const fam *f)
+{
+    for (uint32_t i = 0; i < f->n; i++) {
+        const jr__conf *c = f->c[i];
+        uint32_t n = jr__conf_voters(c), w = n - (n / 2 + 1) + 1, others = 0, got = 0;
+        for (uint32_t k = 0; k < c->n; k++) {
+            if (!c->m[k].voter || c->m[k].id == r->cfg.self) continue;
+            others++;
+            got += answer_of(r->vouch, c->m[k].id) != NULL;
+        }
+        if (got < (w < others ? w : others)) return 0;
+    }
+    return 1;
+}
+
+/* Every member of f's configurations other than us answered (after the term floor). */
+static int fam_answered(const jr__raft *r, const fam *f)
+{
+    if (!r->vouch->floored) return 0;
+    for (uint32_t i = 0; i < f->n; i++)
+        for (uint32_t k = 0; k < f->c[i]->n; k++) {
+            jr__id id = f->c[i]->m[k].id;
+            if (id != r->cfg.self && !answer_of(r->vouch, id)) return 0;
+        }
+    return 1;
+}
+
+static int all_answered(const jr__raft *r)
+{
+    fam f;
+    family(r, &f);
+    return fam_answered(r, &f);
+}
+
+/* The log floor: the most up-to-date of the latest answers of f's members (§3.6.1 order). Only
+ * the latest answer of each counts: a voter's log may lose an uncommitted suffix (replaced by a
  * newer leader's), and an entry committed with our lost acknowledgement is never among what it
- * loses. */
+ * loses. Answers of servers outside f are left out: a removed server may keep an uncommitted
+ * tail no remaining voter holds. */
 static void log_floor(const jr__raft *r, uint64_t *ft, uint64_t *fi)
 {
     const struct jr__vouch *v = r->vouch;
+    fam f;
+    family(r, &f);
     *ft = *fi = 0;
-    for (uint32_t i = 0; i < r->conf->n && i < v->cap; i++) {
-        if (!(v->answered >> i & 1)) continue;
-        uint64_t lt = v->last[i][0], li = v->last[i][1];
+    for (uint32_t i = 0; i < v->nans; i++) {
+        if (!fam_member(r, &f, v->ans[i].id)) continue;
+        uint64_t lt = v->ans[i].lt, li = v->ans[i].li;
         if (lt > *ft || (lt == *ft && li > *fi)) {
             *ft = lt;
             *fi = li;
@@ -199,41 +295,39 @@ static void log_floor(const jr__raft *r, uint64_t *ft, uint64_t *fi)
     }
 }
 
-static int all_answered(const jr__raft *r)
+static void ask(jr__raft *r, jr__id id)
 {
-    const struct jr__vouch *v = r->vouch;
-    return v->floored && v->conf == r->conf && v->conf_index == r->conf_index &&
-           popcount(v->answered) >= members(r);
+    jr__msg q = {.type = JR__MSG_VOUCH, .to = id, .term = r->term ? r->term : 1};
+    q.u.vouch.last_index = r->log.last;
+    q.u.vouch.last_term = jr__memlog_term(&r->log, r->log.last);
+    jr__raft_send(r, &q);
 }
 
-/* Answers from voters of the latest configuration. */
-static uint32_t voters_answered(const jr__raft *r)
+/* Asks the members of g's configurations, leaving out those of `before` (asked already; NULL:
+ * none): before the term floor those that have not answered (the floor needs more answers); from
+ * the floor on, all of them: the word that vouches for it (a) is the answer of the leader of its
+ * term, which may have answered before it led, and a quiet leader sends nothing that would make
+ * it ask (jr__vouch_heard_leader); the log floor (b) counts only the latest answers. */
+static void ask_members(jr__raft *r, const fam *g, const fam *before)
 {
-    const struct jr__vouch *v = r->vouch;
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < r->conf->n && i < 64; i++)
-        if ((v->answered >> i & 1) && r->conf->m[i].voter) k++;
-    return k;
+    int all = r->vouch->floored;
+    for (uint32_t i = 0; i < g->n; i++)
+        for (uint32_t k = 0; k < g->c[i]->n; k++) {
+            jr__id id = g->c[i]->m[k].id;
+            if (id == r->cfg.self || (!all && answer_of(r->vouch, id))) continue;
+            if (before && fam_member(r, before, id)) continue;
+            int dup = 0; /* a member of an earlier configuration of g */
+            for (uint32_t j = 0; j < i && !dup; j++) dup = jr__conf_find(g->c[j], id) != NULL;
+            if (!dup) ask(r, id);
+        }
 }
 
 void jr__vouch_ask(jr__raft *r)
 {
-    struct jr__vouch *v = r->vouch;
-    if (!v) return;
-    (void)sync_conf(r); /* out of memory: it asks everyone */
-    /* Before the floor, those that have not answered (the floor needs more answers). From the
-     * floor on, everyone: the word that vouches for it (a) is the answer of the leader of its
-     * term, which may have answered before it led, and a quiet leader sends nothing that would
-     * make it ask (jr__vouch_heard_leader); the log floor (b) counts only the latest answers. */
-    int all = v->floored;
-    for (uint32_t i = 0; i < r->conf->n; i++) {
-        const jr__member *m = &r->conf->m[i];
-        if (m->id == r->cfg.self || (!all && (v->answered >> i & 1))) continue;
-        jr__msg q = {.type = JR__MSG_VOUCH, .to = m->id, .term = r->term ? r->term : 1};
-        q.u.vouch.last_index = r->log.last;
-        q.u.vouch.last_term = jr__memlog_term(&r->log, r->log.last);
-        jr__raft_send(r, &q);
-    }
+    if (!r->vouch) return;
+    fam f;
+    family(r, &f);
+    ask_members(r, &f, NULL);
 }
 
 /* (a): the leader of our term answered and our log holds its last entry of then. */
@@ -274,27 +368,77 @@ static void take_floor(jr__raft *r, uint64_t now)
     }
 }
 
+/* Records m as the latest answer of its sender: 0, or JR_ENOMEM / JR_ECORRUPT (a configuration
+ * that does not decode) with nothing recorded. */
+static int record(jr__raft *r, const jr__msg *m, const fam *f)
+{
+    struct jr__vouch *v = r->vouch;
+    jr__conf c;
+    c.n = 0; /* no configuration bytes: none, as a count of no member says */
+    if (m->u.vouch_resp.conf_len &&
+        jr__conf_decode(&c, m->u.vouch_resp.conf, m->u.vouch_resp.conf_len) != 0)
+        return JR_ECORRUPT;
+    vouch_ans *a = (vouch_ans *)answer_of(v, m->from);
+    if (!a) {
+        /* make room: answers of servers no longer among f's members are dropped first */
+        for (uint32_t i = 0; i < v->nans && v->nans == v->cap && v->cap == ANS_MAX;) {
+            if (fam_member(r, f, v->ans[i].id)) {
+                i++;
+                continue;
+            }
+            jr__confs_put(r->confs, v->ans[i].conf);
+            v->ans[i] = v->ans[--v->nans];
+        }
+        if (v->nans == v->cap) {
+            if (v->cap == ANS_MAX) return JR_ENOMEM;
+            uint32_t cap = v->cap ? 2 * v->cap : 4;
+            if (cap > ANS_MAX) cap = ANS_MAX;
+            vouch_ans *p = jr__realloc(r->alloc, v->ans, cap * sizeof *p);
+            if (!p) return JR_ENOMEM;
+            v->ans = p;
+            v->cap = cap;
+        }
+        a = &v->ans[v->nans];
+        *a = (vouch_ans){.id = m->from};
+    }
+    const jr__conf *ic = jr__confs_get(r->confs, &c);
+    if (!ic) return JR_ENOMEM;
+    if (a == &v->ans[v->nans])
+        v->nans++;
+    else
+        jr__confs_put(r->confs, a->conf);
+    a->conf = ic;
+    a->term = m->term;
+    a->lt = m->u.vouch_resp.last_term;
+    a->li = m->u.vouch_resp.last_index;
+    a->commit = m->u.vouch_resp.commit;
+    a->conf_index = m->u.vouch_resp.conf_index;
+    return 0;
+}
+
 void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
 {
     struct jr__vouch *v = r->vouch;
     if (!v) return; /* whole: a late answer */
-    if (sync_conf(r) != 0) return;
-    int pos = -1;
-    for (uint32_t i = 0; i < r->conf->n; i++)
-        if (r->conf->m[i].id == m->from) pos = (int)i;
-    if (pos < 0) return;
-    v->answered |= 1ULL << pos;
+    /* Any server's answer is kept, asked or not (a leader it heard from, a member of a
+     * configuration it no longer needs): what it tells of the group's commit index and
+     * configuration is true. Only the members of the configurations it must hear from set
+     * its log floor (log_floor()). */
+    fam f;
+    family(r, &f);
+    if (record(r, m, &f) != 0) return; /* it asks again at its election timeout */
     if (m->term > v->t_max) v->t_max = m->term;
-    uint64_t li = m->u.vouch_resp.last_index, lt = m->u.vouch_resp.last_term;
-    v->last[pos][0] = lt;
-    v->last[pos][1] = li;
     if (m->u.vouch_resp.leader && m->term >= v->lead_term) {
         v->lead = m->from;
         v->lead_term = m->term;
-        v->lead_index = li;
-        v->lead_lterm = lt;
+        v->lead_index = m->u.vouch_resp.last_index;
+        v->lead_lterm = m->u.vouch_resp.last_term;
     }
-    if (!v->floored && voters_answered(r) >= needed(r)) take_floor(r, now);
+    /* the answer may name configurations it must also hear from: their members are asked now */
+    fam g;
+    family(r, &g);
+    if (!fam_answered(r, &g)) ask_members(r, &g, &f);
+    if (!v->floored && floor_answers(r, &g)) take_floor(r, now);
     jr__vouch_check(r, now);
 }
 
@@ -314,10 +458,7 @@ static int ask_leader(jr__raft *r, jr__id from, uint64_t term)
     if (!v || (v->asked == from && v->asked_term == term)) return 0;
     v->asked = from;
     v->asked_term = term;
-    jr__msg q = {.type = JR__MSG_VOUCH, .to = from, .term = r->term ? r->term : 1};
-    q.u.vouch.last_index = r->log.last;
-    q.u.vouch.last_term = jr__memlog_term(&r->log, r->log.last);
-    jr__raft_send(r, &q);
+    ask(r, from);
     return 1;
 }
 
@@ -394,6 +535,13 @@ void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m)
     }
     a.u.vouch_resp.last_index = li;
     a.u.vouch_resp.last_term = jr__memlog_term(&r->log, li);
+    /* our latest configuration and commit index: the asker learns from them which
+     * configurations it must hear from (the file's comment) */
+    uint8_t conf[16 + JR__MAX_MEMBERS * 9];
+    a.u.vouch_resp.commit = r->commit < r->log.last ? r->commit : r->log.last;
+    a.u.vouch_resp.conf_index = r->conf_index;
+    a.u.vouch_resp.conf_len = (uint32_t)jr__conf_encode(r->conf, conf);
+    a.u.vouch_resp.conf = conf;
     jr__raft_send(r, &a);
     if (r->role != ROLE_LEADER) return;
     jr__prog *p = jr__prog_find(r, m->from);
@@ -424,7 +572,12 @@ void jr__vouch_start(jr__raft *r)
         r->vouch->confless = 1;
         return;
     }
-    if (members(r) == 0) { /* no peer could know more than we do; damage found locally stays */
+    fam f;
+    family(r, &f);
+    int peers = 0;
+    for (uint32_t i = 0; i < f.n && !peers; i++)
+        for (uint32_t k = 0; k < f.c[i]->n && !peers; k++) peers = f.c[i]->m[k].id != r->cfg.self;
+    if (!peers) { /* no peer could know more than we do; damage found locally stays */
         uint8_t damaged = r->damaged;
         jr__vouch_done(r);
         r->damaged = damaged;

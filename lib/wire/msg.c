@@ -65,6 +65,11 @@ int jr__wire_msg_check(const jr__msg *m, size_t *bound)
             return JR_EINVAL;
         *bound += (size_t)m->u.snap.conf_len + m->u.snap.len;
         return 0;
+    case JR__MSG_VOUCH_RESP:
+        if (m->u.vouch_resp.conf_len > JR__FRAME_MAX_CONF) return JR_EINVAL;
+        if (m->u.vouch_resp.conf_len && !m->u.vouch_resp.conf) return JR_EINVAL;
+        *bound += (size_t)m->u.vouch_resp.conf_len;
+        return 0;
     default:
         return 0;
     }
@@ -133,6 +138,9 @@ uint8_t *jr__wire_msg_put(uint8_t *p, const jr__msg *m)
         *p++ = m->u.vouch_resp.leader != 0;
         p = jr__wput_varint(p, m->u.vouch_resp.last_index);
         p = jr__wput_varint(p, m->u.vouch_resp.last_term);
+        p = jr__wput_varint(p, m->u.vouch_resp.commit);
+        p = jr__wput_varint(p, m->u.vouch_resp.conf_index);
+        p = jr__wput_bytes(p, m->u.vouch_resp.conf, m->u.vouch_resp.conf_len);
         break;
     default: /* JR__MSG_TIMEOUT_NOW: the term says it all */
         break;
@@ -178,7 +186,9 @@ size_t jr__frame_msg_len(const jr__msg *m)
         return n + jr__varint_len(m->u.vouch.last_index) + jr__varint_len(m->u.vouch.last_term);
     case JR__MSG_VOUCH_RESP:
         return n + 1 + jr__varint_len(m->u.vouch_resp.last_index) +
-               jr__varint_len(m->u.vouch_resp.last_term);
+               jr__varint_len(m->u.vouch_resp.last_term) + jr__varint_len(m->u.vouch_resp.commit) +
+               jr__varint_len(m->u.vouch_resp.conf_index) +
+               jr__varint_len(m->u.vouch_resp.conf_len) + m->u.vouch_resp.conf_len;
     default:
         return n;
     }
@@ -280,11 +290,17 @@ int jr__wire_msg_get(jr__rd *r, jr__msg *m, jr__entry *scratch, size_t cap, uint
         m->u.vouch.last_index = jr__wget_varint(r);
         m->u.vouch.last_term = jr__wget_varint(r);
         break;
-    case JR__MSG_VOUCH_RESP:
+    case JR__MSG_VOUCH_RESP: {
         m->u.vouch_resp.leader = jr__wget_bool(r);
         m->u.vouch_resp.last_index = jr__wget_varint(r);
         m->u.vouch_resp.last_term = jr__wget_varint(r);
+        m->u.vouch_resp.commit = jr__wget_varint(r);
+        m->u.vouch_resp.conf_index = jr__wget_varint(r);
+        size_t conf_len;
+        m->u.vouch_resp.conf = jr__rd_bytes(r, &conf_len, JR__FRAME_MAX_CONF);
+        m->u.vouch_resp.conf_len = (uint32_t)conf_len;
         break;
+    }
     default:
         return jr__rd_fail(r);
     }

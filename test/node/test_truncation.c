@@ -111,11 +111,17 @@ static void append(t_host *h, const char *from, uint64_t term, uint64_t prev, ui
  * is (li, lt), so b takes c's entries again (raft/vouch.c). */
 static void vouch_for(t_host *h, uint64_t term, uint64_t li, uint64_t lt)
 {
+    jr__conf c = {.n = 3};
+    for (unsigned i = 0; i < 3; i++) c.m[i] = (jr__member){jr__peer_id(abc[i]), 1};
+    uint8_t conf[64];
+    size_t clen = jr__conf_encode(&c, conf);
     for (int leader = 0; leader <= 1; leader++) {
         jr__msg m = {.type = JR__MSG_VOUCH_RESP, .term = term};
         m.u.vouch_resp.leader = (uint8_t)leader;
         m.u.vouch_resp.last_index = li;
         m.u.vouch_resp.last_term = lt;
+        m.u.vouch_resp.conf = conf; /* {a, b, c}, of which they know no commit */
+        m.u.vouch_resp.conf_len = (uint32_t)clen;
         deliver(h, leader ? "c" : "a", &m);
     }
 }

@@ -70,6 +70,7 @@ static uint64_t chain_mix(uint64_t prev, uint64_t term, uint64_t eh)
 }
 
 static void live_sync(harness *h, h_node *nd);
+static void copy_free(h_copy *c);
 
 /* Messages ------------------------------------------------------------------------------------*/
 
@@ -96,6 +97,10 @@ static h_msg *copy_msg(const jr__msg *m)
         if (m->u.snap.len) memcpy(c->buf + m->u.snap.conf_len, m->u.snap.data, m->u.snap.len);
         c->m.u.snap.conf = c->buf;
         c->m.u.snap.data = c->buf + m->u.snap.conf_len;
+    } else if (m->type == JR__MSG_VOUCH_RESP) {
+        c->buf = xcalloc(m->u.vouch_resp.conf_len, 1);
+        memcpy(c->buf, m->u.vouch_resp.conf, m->u.vouch_resp.conf_len);
+        c->m.u.vouch_resp.conf = c->buf;
     }
     return c;
 }
@@ -523,6 +528,13 @@ void h_flush(h_node *nd)
         jr__raft_ready_done(r);
         if (nd->hold == 2) break; /* it would ask again at once: entries are still pending */
     }
+    /* the group's only voter: what it commits now no other voter holds, so a copy from before
+     * is one a rollback would take to a sole voter's loss (h_rollback) */
+    if (nd->up && nd->saved.valid) {
+        const jr__conf *c = jr__raft_conf(nd->r);
+        const jr__member *me = jr__conf_find(c, nd->id);
+        if (me && me->voter && jr__conf_voters(c) == 1) copy_free(&nd->saved);
+    }
     live_sync(h, nd);
 }
 
@@ -604,7 +616,7 @@ void h_crash(harness *h, int i)
 void h_restart(harness *h, int i)
 {
     h_node *nd = &h->nodes[i];
-    if (nd->up) return;
+    if (nd->up || nd->released) return;
     node_open(h, nd);
     h->restarts++;
     jr__raft *r = nd->r;
@@ -736,6 +748,11 @@ int h_rollback(harness *h, int i)
     h_node *nd = &h->nodes[i];
     h_copy *c = &nd->saved;
     if (!c->valid) return 0;
+    /* A copy from before the replica held anything is not put back: with no file of its group
+     * left, the node opens the group as a joiner held to its join floor, or (its WAL lost) as
+     * damaged, which this harness does not play; restarted as a new member, it would forget
+     * the votes it granted. */
+    if (!c->dn && !c->has_snap && !c->term && (nd->dn || nd->has_snap || nd->term)) return 0;
     if (sole_voter(c->dlog, c->dn, c->has_snap, &c->snap_conf, nd->id)) {
         if (getenv("RAFT_TRACE"))
             fprintf(stderr, "t=%llums node %d is not rolled back: its copy has it sole voter\n",
@@ -767,6 +784,37 @@ int h_rollback(harness *h, int i)
                 (unsigned long long)nd->term, (unsigned long long)nd->vote);
     h_restart(h, i);
     return 1;
+}
+
+void h_release(harness *h, int i)
+{
+    h_node *nd = &h->nodes[i];
+    h_crash(h, i);
+    for (uint64_t k = 0; k < nd->dn; k++) free(nd->dlog[k].data);
+    nd->dn = 0;
+    nd->dfirst = 1;
+    nd->has_snap = 0;
+    nd->term = nd->vote = nd->commit = 0;
+    nd->hs_n = 0;
+    nd->sm_index = nd->sm_hash = 0;
+    copy_free(&nd->saved);
+    nd->released = 1;
+    h->releases++;
+    if (getenv("RAFT_TRACE"))
+        fprintf(stderr, "t=%llums node %d releases its replica\n",
+                (unsigned long long)(h->now / H_MS), i);
+}
+
+/* A released node's answer to a VOUCH: it holds nothing of the group. */
+static void vouch_released(harness *h, h_node *nd, const jr__msg *q)
+{
+    static const uint8_t none[1] = {0};
+    jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = q->group, .from = nd->id, .to = q->from};
+    a.term = 1;
+    a.u.vouch_resp.conf = none;
+    a.u.vouch_resp.conf_len = sizeof none;
+    h->released_vouches++;
+    enqueue(h, copy_msg(&a));
 }
 
 void h_free(harness *h)
@@ -1000,6 +1048,8 @@ static void deliver(harness *h, long qi)
             if (was_quiet && !jr__raft_quiet(nd->r)) h->quiet_wakes++;
             h_flush(nd);
         }
+    } else if (nd->released && c->m.type == JR__MSG_VOUCH) {
+        vouch_released(h, nd, &c->m);
     }
     free_msg(c);
 }

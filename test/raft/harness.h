@@ -66,6 +66,7 @@ typedef struct h_node {
     jr__id id;
     jr__raft *r;
     int up;
+    int released; /* h_release: down, answering VOUCH with nothing */
     int notified;
     int hold; /* 1: the node does not flush at all; 2: its entry writes are slow (only the hard
                  state becomes durable; used on leaders, whose DURABLE messages are votes) */
@@ -148,6 +149,8 @@ struct harness {
     int no_vouch;
     /* counters (what a run exercised) */
     uint64_t lost_tails, rollbacks; /* storage faults injected (h_restart_lost, h_rollback) */
+    uint64_t releases;              /* replicas released (h_release) */
+    uint64_t released_vouches;      /* VOUCHes a released node answered with nothing */
     uint64_t sent, delivered, dropped;
     uint64_t elections, installs, truncations, restarts, config_entries;
     /* quiescence (node-level heartbeats) */
@@ -190,10 +193,19 @@ void h_restart(harness *h, int i);
  * files rolled back to an earlier copy) and restarts it (0 if there was no copy).
  * Both return 0 and leave the node alone when the files left would make it the only voter of
  * the configuration it restarts with: such a replica vouches for itself (no peer it knows can
- * tell it what it lost), which is the lost synced data of a sole voter, lost for good. */
+ * tell it what it lost), which is the lost synced data of a sole voter, lost for good. For the
+ * same reason a node's copy is dropped once it is its group's only voter: the entries it
+ * commits alone are held by no other voter, and the voters it later adds learn them from it
+ * alone, so a rollback past them is a sole voter's loss too (the copy's configuration names
+ * none of those voters to ask). */
 int h_restart_lost(harness *h, int i, uint64_t cut, int old_hs);
 void h_save(harness *h, int i);
 int h_rollback(harness *h, int i);
+/* Node i releases its replica, as a server does once a committed configuration left it out
+ * (lib/js): it crashes and its disk is wiped (hard state, log, snapshot and saved copy). It
+ * stays down for the group (h_restart leaves it down), but answers a VOUCH with no entry and no
+ * configuration, as its node does for a group it does not host. */
+void h_release(harness *h, int i);
 void h_isolate(harness *h, int i);
 void h_heal(harness *h);
 /* Runs the ready cycle of node i if it notified. */

@@ -182,6 +182,73 @@ START_TEST(a_whole_cluster_restart_elects_the_most_up_to_date_server)
 }
 END_TEST
 
+/* Changes node l (leader) makes to the configuration, each run until committed everywhere. */
+static void change(harness *h, int l, int op, jr__id peer)
+{
+    uint64_t idx = 0;
+    ck_assert_int_eq(jr__raft_change(R(h, l), h->now, op, peer, &idx), 0);
+    h_flush(&h->nodes[l]);
+    h_run(h, ET);
+    ck_assert_uint_ge(h_commit(h, l), idx);
+}
+
+/* A replica rolled back to a copy from before the group changed asks the members of the
+ * configuration that copy holds, and must also hear from those of the newer configuration its
+ * answers name. Group {1,2,3}; server 3 (n2) keeps a copy of its files; the group becomes
+ * {2,3,5} (5 added and promoted, leadership handed to 5, 1 removed); with 2 cut off, 5 and 3
+ * commit entries only they hold. Then 3 restarts from its copy ({1,2,3}) and 5 goes down:
+ * 1 and 2 answer, neither holds the entries, and 2's answer names {2,3,5}, committed. 3 waits
+ * for 5 instead of voting for 2 (which would lead without the entries: the harness stops on
+ * leader completeness); once 5 is back a leader holding them is elected. */
+START_TEST(a_replica_rolled_back_to_an_older_configuration_hears_from_the_newer_one)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 5, seed);
+        h_start(&h, 3, 3);
+        elect(&h, 0);
+        propose_n(&h, 0, 5, "old");
+        h_run(&h, ET / 2);
+        h_save(&h, 2);
+        change(&h, 0, JR__ADD_OBSERVER, 5);
+        change(&h, 0, JR__PROMOTE, 5);
+        ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 5), 0);
+        h_flush(&h.nodes[0]);
+        h_run(&h, ET);
+        ck_assert_int_eq(jr__raft_role(R(&h, 4)), JR_LEADER);
+        propose_n(&h, 4, 1, "term");
+        h_run(&h, ET / 2);
+        change(&h, 4, JR__REMOVE, 1);
+        h_run(&h, ET / 2);
+        ck_assert_uint_eq(jr__conf_voters(jr__raft_conf(R(&h, 1))), 3);
+        ck_assert_ptr_null(jr__conf_find(jr__raft_conf(R(&h, 1)), 1));
+        h_isolate(&h, 1);
+        uint64_t last = propose_n(&h, 4, 6, "new");
+        h_run(&h, ET / 2);
+        ck_assert_uint_ge(h_commit(&h, 4), last);
+        ck_assert_uint_lt(jr__raft_last_index(R(&h, 1)), last);
+        ck_assert(h_rollback(&h, 2));
+        ck_assert_ptr_nonnull(jr__conf_find(jr__raft_conf(R(&h, 2)), 1)); /* {1,2,3} */
+        h_crash(&h, 4);
+        h_heal(&h);
+        h_run(&h, 20 * ET);
+        ck_assert_msg(h_leader(&h) < 0, "seed %llu: n%d leads without 5's entries",
+                      (unsigned long long)seed, h_leader(&h));
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 2)), 1);
+        h_restart(&h, 4);
+        int l = h_wait_leader(&h, 30 * ET);
+        ck_assert_msg(l >= 0, "seed %llu: no leader once 5 is back", (unsigned long long)seed);
+        ck_assert_uint_ge(jr__raft_last_index(R(&h, l)), last);
+        propose_n(&h, l, 2, "after");
+        h_run(&h, 3 * ET);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 2)), 0);
+        ck_assert_uint_ge(h_commit(&h, 2), last);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
 /* Acknowledgements from n1 to n0 held back (to re-deliver late). */
 static struct {
     jr__msg held[64];
@@ -537,6 +604,10 @@ START_TEST(an_append_over_a_committed_entry_leaves_the_replica_unvouched)
     jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = 7, .from = 3, .to = 2, .term = 3};
     a.u.vouch_resp.last_index = 3;
     a.u.vouch_resp.last_term = 2;
+    a.u.vouch_resp.commit = 3;
+    a.u.vouch_resp.conf_index = 1;
+    a.u.vouch_resp.conf = buf;
+    a.u.vouch_resp.conf_len = e.len;
     ck_assert_int_eq(jr__raft_step(r, d + MS, &a), 0);
     ck_assert_int_eq(jr__raft_diverged(r), 1);
     a.from = 1;
@@ -545,6 +616,88 @@ START_TEST(an_append_over_a_committed_entry_leaves_the_replica_unvouched)
     ck_assert_int_eq(jr__raft_unvouched(r), 0);
     ck_assert_int_eq(jr__raft_diverged(r), 0);
     ck_assert_int_eq(jr__raft_damaged(r), 0);
+    jr__raft_free(r);
+}
+END_TEST
+
+/* A VOUCH_RESP of group 7 to server 2 naming configuration c (encoded into buf). */
+static jr__msg vouch_resp(jr__id from, uint64_t term, uint64_t li, uint64_t lt, uint64_t commit,
+                          uint64_t conf_index, const jr__conf *c, uint8_t *buf)
+{
+    jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = 7, .from = from, .to = 2, .term = term};
+    a.u.vouch_resp.last_index = li;
+    a.u.vouch_resp.last_term = lt;
+    a.u.vouch_resp.commit = commit;
+    a.u.vouch_resp.conf_index = conf_index;
+    a.u.vouch_resp.conf_len = (uint32_t)jr__conf_encode(c, buf);
+    a.u.vouch_resp.conf = buf;
+    return a;
+}
+
+/* Server 2, restarted unvouched with {1,2,3} and entries 1..2 (commit 2); bare_* counters reset;
+ * it asked 1 and 3. */
+static jr__raft *bare_restarted(uint8_t *b3)
+{
+    jr__raft *r = bare_new();
+    jr__conf c3 = {3, {{1, 1}, {2, 1}, {3, 1}}};
+    jr__entry e1 = {1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c3, b3), b3};
+    jr__entry e2 = {1, 2, JR__ENTRY_NORMAL, 1, (const uint8_t *)"x"};
+    ck_assert_int_eq(jr__raft_load_hardstate(r, 1, 0, 2), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e1), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e2), 0);
+    ck_assert_int_eq(jr__raft_load_unvouched(r, 0), 0);
+    bare_sent = bare_grants = bare_votes = bare_vouches = 0;
+    ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
+    ck_assert_int_eq(bare_vouches, 2);
+    return r;
+}
+
+/* 1 if r grants candidate 3 of `term` with last entry (lt, li). */
+static int grants(jr__raft *r, uint64_t now, uint64_t term, uint64_t li, uint64_t lt)
+{
+    int before = bare_grants;
+    jr__msg v = {.type = JR__MSG_VOTE, .group = 7, .from = 3, .to = 2, .term = term};
+    v.u.vote.last_index = li;
+    v.u.vote.last_term = lt;
+    ck_assert_int_eq(jr__raft_step(r, now, &v), 0);
+    return bare_grants > before;
+}
+
+/* Server 2 restarts with {1,2,3}. 3 answers that {2,3} (1 removed at 6) is committed (its commit
+ * is 8): the configurations to hear from are {2,3} alone, so 1 — a server that may have
+ * released its replica — is neither waited for nor asked again, and 2 takes 3's last entry as
+ * its floor. With the removal not known committed (3's commit 5, below 11), 1 stays among those
+ * asked (an entry committed with 2's lost acknowledgement may be held by 1 alone), and an
+ * answer from 1 that it holds nothing (the node's answer for a group it left) counts. */
+START_TEST(members_a_committed_configuration_removed_are_not_waited_for)
+{
+    jr__conf c2 = {2, {{2, 1}, {3, 1}}}, none = {0};
+    uint8_t b3[64], b2[64], b0[8];
+    jr__raft *r = bare_restarted(b3);
+    jr__msg a = vouch_resp(3, 5, 10, 5, 8, 6, &c2, b2);
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &a), 0);
+    ck_assert_uint_eq(jr__raft_term(r), 5); /* the term floor: 3 is {2,3}'s other voter */
+    ck_assert(!grants(r, 1002 * MS, 6, 9, 5));
+    ck_assert(grants(r, 1003 * MS, 7, 10, 5));
+    uint64_t d = jr__raft_deadline(r);
+    ck_assert_uint_lt(d, UINT64_MAX);
+    jr__raft_tick(r, d);
+    ck_assert_int_eq(bare_vouches, 3); /* all answered: it asks them again, 3 alone */
+    jr__raft_free(r);
+
+    r = bare_restarted(b3);
+    a = vouch_resp(3, 5, 12, 5, 5, 11, &c2, b2);
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &a), 0);
+    ck_assert_uint_eq(jr__raft_term(r), 1); /* {1,2,3} needs 1 and 3 */
+    d = jr__raft_deadline(r);
+    jr__raft_tick(r, d);
+    ck_assert_int_eq(bare_vouches, 3); /* 1 again */
+    ck_assert_int_eq(bare_votes, 0);
+    a = vouch_resp(1, 1, 0, 0, 0, 0, &none, b0);
+    ck_assert_int_eq(jr__raft_step(r, d + MS, &a), 0);
+    ck_assert_uint_eq(jr__raft_term(r), 5);
+    ck_assert(!grants(r, d + 2 * MS, 6, 11, 5)); /* below the floor (5, 12) */
+    ck_assert(grants(r, d + 3 * MS, 7, 12, 5));
     jr__raft_free(r);
 }
 END_TEST
@@ -591,7 +744,7 @@ START_TEST(a_replica_that_lost_its_configuration_is_not_a_lone_voter)
 END_TEST
 
 /* Server 2 of {1, .., n} restarted from its disk, unvouched; its VOUCHes went out at start. */
-static jr__raft *bare_restarted(uint32_t n)
+static jr__raft *bare_restarted_n(uint32_t n)
 {
     jr__raft *r = bare_new();
     jr__conf c = {n, {{1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}}};
@@ -615,7 +768,7 @@ static jr__raft *bare_restarted(uint32_t n)
  * is an APPEND, a HEARTBEAT or the node's listing of a quiet group; a VOTE is no leader's. */
 START_TEST(a_leader_whose_messages_are_dropped_is_asked)
 {
-    jr__raft *r = bare_restarted(3);
+    jr__raft *r = bare_restarted_n(3);
     jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = 7, .from = 3, .to = 2, .term = 2};
     a.u.vouch_resp.last_index = 2;
     a.u.vouch_resp.last_term = 2;
@@ -659,7 +812,7 @@ END_TEST
  * the new leader learns it restarted, and its answer and APPEND make the replica whole. */
 START_TEST(a_replica_with_its_floor_asks_every_member_again)
 {
-    jr__raft *r = bare_restarted(5);
+    jr__raft *r = bare_restarted_n(5);
     jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = 7, .to = 2, .term = 2};
     a.u.vouch_resp.last_index = 2;
     a.u.vouch_resp.last_term = 2;
@@ -834,11 +987,13 @@ int main(void)
     tcase_add_test(tc, a_leaders_word_vouches_while_a_voter_is_down);
     tcase_add_test(tc, a_whole_cluster_restart_elects_the_most_up_to_date_server);
     tcase_add_test(tc, a_late_acknowledgement_from_before_the_restart_is_covered);
+    tcase_add_test(tc, a_replica_rolled_back_to_an_older_configuration_hears_from_the_newer_one);
     tcase_add_test(tc, a_conflict_rejection_keeps_the_acknowledged_match);
     tcase_add_test(tc, a_restarted_member_is_no_transfer_target_until_caught_up);
     tcase_add_test(tc, a_vouch_showing_the_whole_log_is_no_acknowledgement);
     tcase_add_test(tc, a_quiet_group_vouches_a_restarted_replica_without_an_election);
     tcase_add_test(tc, a_single_voter_is_whole_at_once);
+    tcase_add_test(tc, members_a_committed_configuration_removed_are_not_waited_for);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_is_not_a_lone_voter);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_asks_once_a_repair_brings_one);
     tcase_add_test(tc, a_heartbeat_commits_only_what_an_append_of_its_leader_proved);

@@ -77,6 +77,19 @@ void tw_assert_msg_eq(const jr__msg *w, const jr__msg *g)
         ck_assert_uint_eq(g->u.snap_resp.done, w->u.snap_resp.done != 0);
         ck_assert_uint_eq(g->u.snap_resp.reject, w->u.snap_resp.reject != 0);
         break;
+    case JR__MSG_VOUCH:
+        ck_assert_uint_eq(g->u.vouch.last_index, w->u.vouch.last_index);
+        ck_assert_uint_eq(g->u.vouch.last_term, w->u.vouch.last_term);
+        break;
+    case JR__MSG_VOUCH_RESP:
+        ck_assert_uint_eq(g->u.vouch_resp.leader, w->u.vouch_resp.leader != 0);
+        ck_assert_uint_eq(g->u.vouch_resp.last_index, w->u.vouch_resp.last_index);
+        ck_assert_uint_eq(g->u.vouch_resp.last_term, w->u.vouch_resp.last_term);
+        ck_assert_uint_eq(g->u.vouch_resp.commit, w->u.vouch_resp.commit);
+        ck_assert_uint_eq(g->u.vouch_resp.conf_index, w->u.vouch_resp.conf_index);
+        assert_bytes_eq(w->u.vouch_resp.conf, w->u.vouch_resp.conf_len, g->u.vouch_resp.conf,
+                        g->u.vouch_resp.conf_len);
+        break;
     default:
         break;
     }

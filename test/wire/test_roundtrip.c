@@ -27,7 +27,8 @@ START_TEST(every_type_roundtrips_at_edge_values)
     uint64_t group = v ? v : 1;
     static const uint8_t byte = 0xab;
     jr__entry e = {.term = v, .index = 0, .type = JR__ENTRY_CONFIG, .len = 1, .data = &byte};
-    jr__msg m[10];
+    jr__msg m[12];
+    static const uint8_t conf[10] = {1, 1, 0, 0, 0, 0, 0, 0, 0, 1};
     for (uint8_t flags = 0; flags <= JR__MF_PREVOTE + JR__MF_TRANSFER + JR__MF_DURABLE; flags++) {
         m[0] = tw_msg(JR__MSG_VOTE, group, v);
         m[0].u.vote.last_index = v;
@@ -66,8 +67,19 @@ START_TEST(every_type_roundtrips_at_edge_values)
         m[8].u.snap_resp.done = 1;
         m[8].u.snap_resp.reject = 1;
         m[9] = tw_msg(JR__MSG_TIMEOUT_NOW, group, v);
-        for (int i = 0; i < 10; i++) m[i].flags = flags;
-        tw_roundtrip(m, 10);
+        m[10] = tw_msg(JR__MSG_VOUCH, group, v);
+        m[10].u.vouch.last_index = v;
+        m[10].u.vouch.last_term = v;
+        m[11] = tw_msg(JR__MSG_VOUCH_RESP, group, v);
+        m[11].u.vouch_resp.leader = 1;
+        m[11].u.vouch_resp.last_index = v;
+        m[11].u.vouch_resp.last_term = v;
+        m[11].u.vouch_resp.commit = v;
+        m[11].u.vouch_resp.conf_index = v;
+        m[11].u.vouch_resp.conf = conf;
+        m[11].u.vouch_resp.conf_len = sizeof conf;
+        for (int i = 0; i < 12; i++) m[i].flags = flags;
+        tw_roundtrip(m, 12);
     }
 }
 END_TEST
