@@ -304,13 +304,9 @@ static void ask(jr__raft *r, jr__id id)
 }
 
 /* Asks the members of g's configurations, leaving out those of `before` (asked already; NULL:
- * none): before the term floor those that have not answered (the floor needs more answers); from
- * the floor on, all of them: the word that vouches for it (a) is the answer of the leader of its
- * term, which may have answered before it led, and a quiet leader sends nothing that would make
- * it ask (jr__vouch_heard_leader); the log floor (b) counts only the latest answers. */
-static void ask_members(jr__raft *r, const fam *g, const fam *before)
+ * none): with `all` every one, else those that have not answered. */
+static void ask_members(jr__raft *r, const fam *g, const fam *before, int all)
 {
-    int all = r->vouch->floored;
     for (uint32_t i = 0; i < g->n; i++)
         for (uint32_t k = 0; k < g->c[i]->n; k++) {
             jr__id id = g->c[i]->m[k].id;
@@ -327,7 +323,12 @@ void jr__vouch_ask(jr__raft *r)
     if (!r->vouch) return;
     fam f;
     family(r, &f);
-    ask_members(r, &f, NULL);
+    /* Before the term floor those that have not answered (the floor needs more answers); from
+     * the floor on, all of them: the word that vouches for it (a) is the answer of the leader
+     * of its term, which may have answered before it led, and a quiet leader sends nothing that
+     * would make it ask (jr__vouch_heard_leader); the log floor (b) counts only the latest
+     * answers. */
+    ask_members(r, &f, NULL, r->vouch->floored);
 }
 
 /* (a): the leader of our term answered and our log holds its last entry of then. */
@@ -348,9 +349,13 @@ void jr__vouch_check(jr__raft *r, uint64_t now)
          * at once, and drops the leader's messages from now until its term floor. The VOUCH
          * leaves after the acknowledgement of that repair (same step, same frame), so the
          * leader, which may take that acknowledgement for one of its whole log, marks it
-         * unvouched again, and only an acknowledgement after the floor clears the mark. */
+         * unvouched again, and only an acknowledgement after the floor clears the mark. All of
+         * them, those that answered too: the leader it asked on first hearing from it answered
+         * before the repair, and must hear of it after. */
         r->vouch->confless = 0;
-        jr__vouch_ask(r);
+        fam f;
+        family(r, &f);
+        ask_members(r, &f, NULL, 1);
     }
     if (leader_vouches(r)) jr__vouch_done(r);
 }
@@ -368,9 +373,16 @@ static void take_floor(jr__raft *r, uint64_t now)
     }
 }
 
+/* Configurations whose references record() gave up, put only once nothing points at them any
+ * more: a family computed before the answer (f) may still name them. */
+typedef struct dead_confs {
+    const jr__conf *c[ANS_MAX + 1];
+    uint32_t n;
+} dead_confs;
+
 /* Records m as the latest answer of its sender: 0, or JR_ENOMEM / JR_ECORRUPT (a configuration
- * that does not decode) with nothing recorded. */
-static int record(jr__raft *r, const jr__msg *m, const fam *f)
+ * that does not decode) with nothing recorded. The references it drops go to *dead. */
+static int record(jr__raft *r, const jr__msg *m, const fam *f, dead_confs *dead)
 {
     struct jr__vouch *v = r->vouch;
     jr__conf c;
@@ -386,7 +398,7 @@ static int record(jr__raft *r, const jr__msg *m, const fam *f)
                 i++;
                 continue;
             }
-            jr__confs_put(r->confs, v->ans[i].conf);
+            dead->c[dead->n++] = v->ans[i].conf;
             v->ans[i] = v->ans[--v->nans];
         }
         if (v->nans == v->cap) {
@@ -406,7 +418,7 @@ static int record(jr__raft *r, const jr__msg *m, const fam *f)
     if (a == &v->ans[v->nans])
         v->nans++;
     else
-        jr__confs_put(r->confs, a->conf);
+        dead->c[dead->n++] = a->conf;
     a->conf = ic;
     a->term = m->term;
     a->lt = m->u.vouch_resp.last_term;
@@ -426,7 +438,10 @@ void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
      * its log floor (log_floor()). */
     fam f;
     family(r, &f);
-    if (record(r, m, &f) != 0) return; /* it asks again at its election timeout */
+    dead_confs dead = {.n = 0};
+    int rc = record(r, m, &f, &dead);
+    for (uint32_t i = 0; i < dead.n && rc; i++) jr__confs_put(r->confs, dead.c[i]);
+    if (rc) return; /* it asks again at its election timeout */
     if (m->term > v->t_max) v->t_max = m->term;
     if (m->u.vouch_resp.leader && m->term >= v->lead_term) {
         v->lead = m->from;
@@ -437,7 +452,8 @@ void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
     /* the answer may name configurations it must also hear from: their members are asked now */
     fam g;
     family(r, &g);
-    if (!fam_answered(r, &g)) ask_members(r, &g, &f);
+    if (!fam_answered(r, &g)) ask_members(r, &g, &f, v->floored);
+    for (uint32_t i = 0; i < dead.n; i++) jr__confs_put(r->confs, dead.c[i]);
     if (!v->floored && floor_answers(r, &g)) take_floor(r, now);
     jr__vouch_check(r, now);
 }
