@@ -80,8 +80,9 @@ typedef struct jr__prog {
     uint8_t lost;
     /* It restarted (sent a VOUCH) or answered below what it had acknowledged (vouch.c): it is
      * not current until its match reaches vouch_at, our last index at that time. damaged: it
-     * lost entries we had counted. */
-    uint8_t unvouched, damaged;
+     * lost entries we had counted. vouch_new: vouch_at is an entry we appended after its VOUCH,
+     * which no acknowledgement of its earlier life can reach. */
+    uint8_t unvouched, damaged, vouch_new;
     uint64_t vouch_at;
 } jr__prog;
 

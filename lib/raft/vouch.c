@@ -523,6 +523,7 @@ void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds)
      * with a damaged store): a restarted replica drops our messages until its term floor and
      * reports itself unvouched (or damaged, by what its own recovery found) until it is vouched
      * for, so it is not current before it acknowledges an APPEND or snapshot of ours. */
+    if (!p->unvouched || p->vouch_at < r->log.last) p->vouch_new = 0;
     p->unvouched = 1;
     p->vouch_at = r->log.last;
 }
@@ -569,7 +570,24 @@ void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m)
     uint64_t lt = m->u.vouch.last_term, holds = 0;
     if (li <= r->log.last && li >= r->log.base_index && jr__memlog_term(&r->log, li) == lt)
         holds = li;
+    int fresh = p->unvouched && p->vouch_new;
     jr__vouch_lost(r, p, holds);
+    /* An acknowledgement the member sent before its restart may still be on its way and reach
+     * our last index of now, which would clear the mark it has not earned. A blank entry
+     * appended now is one no acknowledgement of its earlier life can cover: the mark waits for
+     * that entry's acknowledgement, which the member sends only after its term floor. Once per
+     * restart (its later VOUCHes find the mark on such an entry); not during a transfer, whose
+     * target must not be given more to catch up. */
+    if (!fresh && !r->transfer_to &&
+        jr__repl_append_local(r, r->term, JR__ENTRY_NOOP, NULL, 0) == 0) {
+        jr__quiet_leave(r, now);
+        r->idle_ticks = 0;
+        r->send_pending = 1;
+        jr__raft_notify(r);
+        p->vouch_at = r->log.last;
+        fresh = 1;
+    }
+    p->vouch_new = (uint8_t)fresh;
     uint64_t from = li < r->log.last ? li : r->log.last;
     jr__prog_probe(p, from + 1);
     jr__repl_send_append(r, p, now);

@@ -422,6 +422,41 @@ END_TEST
  * unvouched anyway, and only an acknowledgement clears the mark, one at the match it already had
  * included (the leader's log does not grow here). Until it acknowledges, the member reports
  * itself unvouched or not, but the leader does not count it current. */
+/* An acknowledgement n1 sent before its crash, held up in the network, reaches the leader after
+ * n1's VOUCH: it is for the leader's whole log of then, and must not clear the mark n1 has not
+ * earned (n1 takes nothing yet). The leader appended a blank entry on the VOUCH, which no
+ * acknowledgement of n1's earlier life can cover; only n1's acknowledgement of it, after its
+ * floor, clears the mark. */
+START_TEST(an_acknowledgement_from_before_the_restart_does_not_vouch)
+{
+    harness h;
+    h_init(&h, 3, 7);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    uint64_t last = propose_n(&h, 0, 6, "w");
+    h_run(&h, ET / 2);
+    ck_assert_uint_eq(progress_of(&h, 0, 2).match, last);
+    h.filter = drop_appends_to_2;
+    h_crash(&h, 1);
+    h_restart(&h, 1);
+    h_run(&h, ET);
+    ck_assert_int_eq(progress_of(&h, 0, 2).unvouched, 1);
+    jr__msg ack = {.type = JR__MSG_APPEND_RESP, .group = h.cfg.group, .from = 2, .to = 1};
+    ack.term = jr__raft_term(R(&h, 0));
+    ack.u.append_resp.success = 1;
+    ack.u.append_resp.index = last;
+    ck_assert_int_eq(h_inject(&h, 0, &ack), 0);
+    ck_assert_msg(progress_of(&h, 0, 2).unvouched == 1,
+                  "an acknowledgement from before the restart vouched for n1");
+    h.filter = NULL;
+    h_run(&h, 2 * ET);
+    ck_assert_int_eq(progress_of(&h, 0, 2).unvouched, 0);
+    ck_assert_int_eq(jr__raft_unvouched(R(&h, 1)), 0);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
 START_TEST(a_vouch_showing_the_whole_log_is_no_acknowledgement)
 {
     harness h;
@@ -439,6 +474,8 @@ START_TEST(a_vouch_showing_the_whole_log_is_no_acknowledgement)
     jr__progress p = progress_of(&h, 0, 2);
     ck_assert_msg(p.unvouched == 1, "the leader took n1's VOUCH for an acknowledgement");
     ck_assert_int_eq(p.damaged, 0);
+    /* the leader appended one blank entry on the VOUCH, which n1 must acknowledge */
+    last++;
     ck_assert_uint_eq(jr__raft_last_index(R(&h, 0)), last);
     h.filter = NULL;
     h_run(&h, 2 * ET);
@@ -991,6 +1028,7 @@ int main(void)
     tcase_add_test(tc, a_conflict_rejection_keeps_the_acknowledged_match);
     tcase_add_test(tc, a_restarted_member_is_no_transfer_target_until_caught_up);
     tcase_add_test(tc, a_vouch_showing_the_whole_log_is_no_acknowledgement);
+    tcase_add_test(tc, an_acknowledgement_from_before_the_restart_does_not_vouch);
     tcase_add_test(tc, a_quiet_group_vouches_a_restarted_replica_without_an_election);
     tcase_add_test(tc, a_single_voter_is_whole_at_once);
     tcase_add_test(tc, members_a_committed_configuration_removed_are_not_waited_for);
