@@ -739,16 +739,24 @@ START_TEST(members_a_committed_configuration_removed_are_not_waited_for)
 }
 END_TEST
 
+/* A bare core restarted (term 2) from storage whose recovery found damage and no configuration
+ * at all. */
+static jr__raft *bare_confless(void)
+{
+    jr__raft *r = bare_new();
+    ck_assert_int_eq(jr__raft_load_hardstate(r, 2, 0, 0), 0);
+    ck_assert_int_eq(jr__raft_load_unvouched(r, 1), 0);
+    ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
+    return r;
+}
+
 /* A replica whose recovery found damage and no configuration (neither its snapshot nor a
  * configuration entry survived) knows no peer to ask, which is not being a lone voter: it stays
  * unvouched and damaged, grants no vote, never campaigns, takes a leader's append that brings
  * it a configuration, and then asks the members it names. */
 START_TEST(a_replica_that_lost_its_configuration_is_not_a_lone_voter)
 {
-    jr__raft *r = bare_new();
-    ck_assert_int_eq(jr__raft_load_hardstate(r, 2, 0, 0), 0);
-    ck_assert_int_eq(jr__raft_load_unvouched(r, 1), 0);
-    ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
+    jr__raft *r = bare_confless();
     ck_assert_int_eq(jr__raft_unvouched(r), 1);
     ck_assert_int_eq(jr__raft_damaged(r), 1);
     bare_sent = bare_grants = bare_votes = bare_vouches = 0;
@@ -888,10 +896,7 @@ END_TEST
  * messages until its term floor. */
 START_TEST(a_replica_that_lost_its_configuration_asks_once_a_repair_brings_one)
 {
-    jr__raft *r = bare_new();
-    ck_assert_int_eq(jr__raft_load_hardstate(r, 2, 0, 0), 0);
-    ck_assert_int_eq(jr__raft_load_unvouched(r, 1), 0);
-    ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
+    jr__raft *r = bare_confless();
     jr__conf c = {3, {{1, 1}, {2, 1}, {3, 1}}};
     uint8_t buf[64];
     jr__entry le[2] = {{1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c, buf), buf},
