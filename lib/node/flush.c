@@ -156,10 +156,11 @@ static uint64_t marker_due(const jr_node *n, const jr_group *g)
     return jr__deadline(g->marker_at, n->heartbeat_ns);
 }
 
-/* Would a flush of g write nothing but its compaction marker, before that is due? */
+/* Would a flush of g write nothing but its compaction marker, before that is due? A closing
+ * node writes it: the next open then finds the WAL compacted as far as the snapshot. */
 static int marker_waits(const jr_node *n, jr_group *g, int callbacks)
 {
-    if (!g->marker_pending || g->closed || n->now >= marker_due(n, g)) return 0;
+    if (!g->marker_pending || g->closed || n->closing || n->now >= marker_due(n, g)) return 0;
     if (needs_write_besides_marker(g)) return 0;
     return !callbacks || apply_limit(g) <= g->applied;
 }
