@@ -487,7 +487,9 @@ static int on_life(jr_node *n, jr__peer *p, const jr__ext_view *x)
  * lost, or damaged where it could not say whose records were lost — says nothing. */
 static void vouch_unhosted(jr_node *n, const jr__msg *m)
 {
-    if (n->wal_lost || n->all_damaged || jr__map_get(&n->stashes, m->group)) return;
+    if (n->wal_lost || n->all_damaged || jr__map_get(&n->stashes, m->group) ||
+        jr__node_group_retiring(n, m->group))
+        return;
     static const uint8_t none[1] = {0}; /* jr__conf_encode() of no member */
     jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = m->group, .from = n->self, .to = m->from};
     a.term = 1; /* no message has term 0 */
