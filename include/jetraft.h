@@ -40,5 +40,6 @@
 #include "jetraft/group.h"
 #include "jetraft/cluster.h"
 #include "jetraft/stream.h"
+#include "jetraft/consumer.h"
 
 #endif /* JETRAFT_H */
