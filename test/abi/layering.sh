@@ -1,12 +1,12 @@
 #!/bin/sh
 # Each folder of lib/ includes only the folders below it (docs/internals.md "Layers and
-# folders"), and the pure state machines (store, stream, meta) none of the replication or node
-# layers. The JetStream layer (js) sees the node core only through its seam: of lib/node it
+# folders"), and the pure state machines (store, stream, consumer, meta) none of the replication
+# or node layers. The JetStream layer (js) sees the node core only through its seam: of lib/node it
 # includes the service headers ($seam) and nothing else, and those include no other header of
 # lib/node. Arguments: the lib/ directory.
 set -eu
 lib="$1"
-order="util vfs raft wire log store stream meta node js sim"
+order="util vfs raft wire log store stream consumer meta node js sim"
 pure_forbidden="raft wire log node js sim"
 seam="services.h"
 fail=0
@@ -22,7 +22,7 @@ for layer in $order; do
             *) echo "lib/$layer includes lib/$u, which is not below it"; fail=1 ;;
         esac
         case "$layer" in
-            store | stream | meta)
+            store | stream | consumer | meta)
                 case " $pure_forbidden " in
                     *" $u "*) echo "lib/$layer is a pure state machine but includes lib/$u"; fail=1 ;;
                 esac ;;
