@@ -75,6 +75,143 @@ typedef struct jr_consumer_config {
 JR_API void jr_consumer_config_init_size(jr_consumer_config *cfg, size_t size);
 #define jr_consumer_config_init(cfg) jr_consumer_config_init_size((cfg), sizeof *(cfg))
 
+/* ----------------------------------------------------------------------------------------------
+ * Consumers API. Every function may be called on any server of the cluster; create, update and
+ * delete go to the meta leader, which checks the config against the stream (JR_EINVAL with
+ * JetStream's text), places the consumer's replicas on a subset of its stream's servers
+ * (num_replicas of them; 0: as many as the stream has) and commits the assignment; info goes
+ * to the consumer's leader. The contract of the stream API (stream.h: exactly-once callbacks
+ * from the node's loop, bounded waits, JR_ENOLEADER / JR_ENOQUORUM / JR_ETIMEDOUT) holds here
+ * too. A consumer of a stream that does not exist is JR_ENOSTREAM; deleting a stream deletes
+ * its consumers.
+ */
+
+/* Completion of a create or update: `name` is the consumer's (generated for an ephemeral one;
+ * borrowed for the call; NULL when status is not 0). */
+typedef void (*jr_consumer_cb)(void *arg, int status, const char *msg, const char *name);
+
+/* Creates the consumer cfg describes on `stream`, or updates it if it exists (JetStream's
+ * create-or-update; cfg is copied). An identical config is idempotent. An update may change only
+ * what JetStream lets change: anything else is JR_EINVAL naming the field ("ack policy can not
+ * be updated"). JR_ELIMIT when the stream's max_consumers is reached. */
+JR_API int jr_consumer_add(jr_node *node, const char *stream, const jr_consumer_config *cfg,
+                           jr_consumer_cb cb, void *arg);
+/* As jr_consumer_add, but an existing consumer with another config is JR_EEXIST ("consumer
+ * already exists"). */
+JR_API int jr_consumer_create(jr_node *node, const char *stream, const jr_consumer_config *cfg,
+                              jr_consumer_cb cb, void *arg);
+/* As jr_consumer_add, but a missing consumer is JR_ENOTFOUND ("consumer does not exist"). */
+JR_API int jr_consumer_update(jr_node *node, const char *stream, const jr_consumer_config *cfg,
+                              jr_consumer_cb cb, void *arg);
+/* Deletes a consumer and its state on every replica. JR_ENOTFOUND if unknown. */
+JR_API int jr_consumer_delete(jr_node *node, const char *stream, const char *name, jr_stream_cb cb,
+                              void *arg);
+
+/* A pair of sequences (frozen: it never grows, so it is embedded by value). */
+typedef struct jr_consumer_seq {
+    uint64_t consumer_seq;
+    uint64_t stream_seq;
+    uint64_t last_active_ns; /* ns since the Unix epoch (stream time); 0: never */
+} jr_consumer_seq;
+
+/* Consumer info, computed on the consumer's leader (everything borrowed for the callback). */
+typedef struct jr_consumer_info {
+    size_t size; /* sizeof(jr_consumer_info) as built into the library */
+    const char *stream;
+    const char *name;
+    uint64_t created_ns;              /* the placing meta leader's wall clock; 0 unknown */
+    const jr_consumer_config *config; /* normal form: defaults filled in */
+    jr_consumer_seq delivered;        /* the last delivered pair */
+    jr_consumer_seq ack_floor;        /* the highest contiguous acknowledged pair */
+    uint64_t num_ack_pending;         /* delivered, not yet acknowledged */
+    uint64_t num_redelivered;         /* distinct messages delivered more than once */
+    uint64_t num_waiting;             /* pull requests waiting */
+    uint64_t num_pending;             /* matching messages not yet delivered */
+    const jr_cluster_info *cluster;
+} jr_consumer_info;
+typedef void (*jr_consumer_info_cb)(void *arg, int status, const char *msg,
+                                    const jr_consumer_info *info);
+/* The consumer's info from its leader. JR_ENOSTREAM, JR_ENOTFOUND. */
+JR_API int jr_consumer_info_get(jr_node *node, const char *stream, const char *name,
+                                jr_consumer_info_cb cb, void *arg);
+
+/* ----------------------------------------------------------------------------------------------
+ * Pull delivery and acknowledgements.
+ *
+ * A fetch asks the consumer's leader (routed from any server) for up to `batch` messages. The
+ * leader hands a message out only once its delivery is recorded on a quorum of the consumer's
+ * group, so a leader that fails over never hands out a message its successor does not know was
+ * delivered (at-least-once with exact delivery counts). Expired deliveries (ack_wait, backoff,
+ * a NAK) are redelivered first, ahead of new messages; while max_ack_pending messages wait for
+ * an ack nothing new is delivered.
+ */
+
+/* A delivered message (everything borrowed for the callback). */
+typedef struct jr_consumer_msg {
+    size_t size; /* sizeof(jr_consumer_msg) as built into the library */
+    const char *stream;
+    const char *consumer;
+    const char *subject;
+    const void *hdr; /* NATS header block, or NULL */
+    size_t hdr_len;
+    const void *data;
+    size_t len;
+    uint64_t stream_seq;
+    uint64_t consumer_seq; /* grows with every delivery, redeliveries included */
+    uint32_t delivered;    /* delivery count: 1 the first time */
+    uint64_t pending;      /* matching messages after this one still to deliver */
+    uint64_t ts;           /* stream time it was stored */
+    const char
+        *ack_token; /* JetStream's ack subject
+                       ($JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>):
+                       give it to jr_consumer_ack on any server */
+} jr_consumer_msg;
+
+typedef struct jr_fetch_opts {
+    size_t size;        /* sizeof(jr_fetch_opts) */
+    int64_t batch;      /* messages wanted; default 1 */
+    int64_t max_bytes;  /* 0: no cap; else the batch ends before a message would pass it */
+    int64_t expires_ns; /* 0: the node's request_timeout_ms; the fetch ends then */
+    int no_wait;        /* end at once (404 No Messages) when nothing is available */
+} jr_fetch_opts;
+JR_API void jr_fetch_opts_init_size(jr_fetch_opts *opts, size_t size);
+#define jr_fetch_opts_init(opts) jr_fetch_opts_init_size((opts), sizeof *(opts))
+
+/* How a fetch ended, as JetStream's status line says it: code 0 (the batch was filled), 404
+ * "No Messages", 408 "Request Timeout", 409 "Exceeded MaxWaiting", "Exceeded MaxRequestBatch of
+ * <n>", "Message Size Exceeds MaxBytes", "Leadership Change", "Consumer Deleted", "Consumer is
+ * push based"; with the messages and bytes the request still wanted. */
+typedef struct jr_fetch_end {
+    size_t size; /* sizeof(jr_fetch_end) as built into the library */
+    int code;
+    const char *text;
+    uint64_t pending_msgs;
+    uint64_t pending_bytes;
+} jr_fetch_end;
+
+/* Called once per message (status 0, m set, end NULL), then once more at the end: status 0
+ * with m NULL and `end` saying why it ended, or a negative status (JR_ENOSTREAM, JR_ENOTFOUND
+ * for an unknown consumer, JR_ENOLEADER, JR_ENOQUORUM, JR_ECLOSED...) with m and end NULL and
+ * msg saying what happened. */
+typedef void (*jr_fetch_cb)(void *arg, int status, const char *msg, const jr_consumer_msg *m,
+                            const jr_fetch_end *end);
+/* Fetches from a pull consumer (opts NULL: one message, waiting up to request_timeout_ms). */
+JR_API int jr_consumer_fetch(jr_node *node, const char *stream, const char *consumer,
+                             const jr_fetch_opts *opts, jr_fetch_cb cb, void *arg);
+
+/* What an acknowledgement says (JetStream's +ACK, -NAK, +WPI, +TERM). */
+enum jr_ack_kind { JR_ACK_ACK = 0, JR_ACK_NAK = 1, JR_ACK_PROGRESS = 2, JR_ACK_TERM = 3 };
+
+/* Acknowledges the delivery `ack_token` names (jr_consumer_msg.ack_token), on any server.
+ * kind NAK redelivers after delay_ns (0: at once); PROGRESS restarts the ack wait; TERM never
+ * redelivers (reason, may be NULL, goes to the log). With ack policy all an ACK covers every
+ * message up to this one. cb NULL: fire and forget. With cb the call is confirmed: status 0 once
+ * the ack is replicated on a quorum of the consumer's group; JR_ENOTFOUND when the message is
+ * not pending (never delivered, already acknowledged or terminated: nothing changes);
+ * JR_EINVAL for a malformed token. Any delivery's token acknowledges the message. */
+JR_API int jr_consumer_ack(jr_node *node, const char *ack_token, int kind, int64_t delay_ns,
+                           const char *reason, jr_stream_cb cb, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -398,6 +398,38 @@ int jr__cstate_next_expired(const jr__cstate *st, uint64_t now_ns, uint64_t *sse
     return 0;
 }
 
+/* The leftmost leaf at or after position `from` under node (covering leaves [lo, hi)) whose
+ * deadline is <= now; SIZE_MAX if none. Subtrees wholly before from or without an expired leaf
+ * are skipped, so a descent costs O(log^2 n) at most. */
+static size_t leftmost_expired(const jr__cstate *st, size_t node, size_t lo, size_t hi, size_t from,
+                               uint64_t now)
+{
+    if (hi <= from || st->tree[node] > now) return SIZE_MAX;
+    if (node >= st->cap) return node - st->cap;
+    size_t mid = lo + (hi - lo) / 2;
+    size_t r = leftmost_expired(st, 2 * node, lo, mid, from, now);
+    return r != SIZE_MAX ? r : leftmost_expired(st, 2 * node + 1, mid, hi, from, now);
+}
+
+int jr__cstate_next_expired_after(const jr__cstate *st, uint64_t now_ns, uint64_t after,
+                                  uint64_t *sseq, uint32_t *dc)
+{
+    if (!st->npending || st->tree[1] > now_ns) return JR_ENOTFOUND;
+    size_t lo = st->head, hi = st->tail; /* the first slot whose sseq > after */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (st->pend[mid].sseq <= after)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t i = leftmost_expired(st, 1, 0, st->cap, lo, now_ns);
+    if (i == SIZE_MAX) return JR_ENOTFOUND;
+    if (sseq) *sseq = st->pend[i].sseq;
+    if (dc) *dc = st->pend[i].dc;
+    return 0;
+}
+
 uint64_t jr__cstate_next_deadline(const jr__cstate *st)
 {
     return st->npending ? st->tree[1] : UINT64_MAX;

@@ -173,6 +173,10 @@ static inline const jr__cseqs *jr__cstate_delivered(const jr__cstate *st)
 /* The lowest stream seq whose deadline is <= now, with its delivery count (the leader redelivers
  * it with dc + 1, or proposes MAXDELIV when dc reached max_deliver). 0; JR_ENOTFOUND. */
 int jr__cstate_next_expired(const jr__cstate *st, uint64_t now_ns, uint64_t *sseq, uint32_t *dc);
+/* The same among the stream seqs above `after` (the leader walks every expired delivery in
+ * stream order, skipping those whose redelivery it has proposed already). */
+int jr__cstate_next_expired_after(const jr__cstate *st, uint64_t now_ns, uint64_t after,
+                                  uint64_t *sseq, uint32_t *dc);
 /* The earliest deadline of any pending message; UINT64_MAX if none. O(1). */
 uint64_t jr__cstate_next_deadline(const jr__cstate *st);
 /* One pending message: 0; JR_ENOTFOUND. Any out-parameter may be NULL. */

@@ -125,32 +125,58 @@ void jr__req_route(jr__req *r)
         jr__req_timer(r);
         return;
     }
-    const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);
-    if (!s) {
-        jr__req_finish(r, r->what == JR__REQ_PUBLISH ? JR_ENOSTREAM : JR_ENOTFOUND,
-                       "stream '%s' was deleted", r->stream);
-        return;
+    const char *const *peers;
+    size_t npeers;
+    int local, leads;
+    jr__peer *p;
+    if (r->kind == JR__RPC_CONSUMER) {
+        const jr__meta_consumer *c = jr__meta_consumer_by_group(&js->st, r->group);
+        if (!c) {
+            jr__req_finish(r, JR_ENOTFOUND, "consumer '%s > %s' was deleted", r->stream,
+                           r->consumer);
+            return;
+        }
+        peers = c->peers;
+        npeers = c->npeers;
+        jr__crep *cr = jr__crep_find(js, r->group);
+        local = cr != NULL;
+        leads = jr__crep_is_leader(cr) && cr->lead;
+        p = jr__crep_leader_peer(js, r->group);
+    } else {
+        const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);
+        if (!s) {
+            jr__req_finish(r, r->what == JR__REQ_PUBLISH ? JR_ENOSTREAM : JR_ENOTFOUND,
+                           "stream '%s' was deleted", r->stream);
+            return;
+        }
+        peers = s->peers;
+        npeers = s->npeers;
+        jr__srep *rep = jr__srep_find(js, r->group);
+        local = rep != NULL;
+        leads = rep && jr__srep_is_leader(rep);
+        p = jr__srep_leader_peer(js, r->group);
     }
-    jr__srep *rep = jr__srep_find(js, r->group);
-    if (rep && jr__srep_is_leader(rep)) {
+    if (leads) {
         r->saw_leader = 1;
         r->sent = 1;
         r->target = js->self;
         jr__route rt = jr__route_local(r);
         /* The leader's answer comes through jr__req_response; arm the deadline meanwhile. */
         jr__js_timer_arm(js, &r->timer, r->deadline);
-        jr__stream_exec(js, r->kind, &rt, r->payload.data, r->payload.len);
+        if (r->kind == JR__RPC_CONSUMER)
+            jr__consumer_exec(js, &rt, r->payload.data, r->payload.len);
+        else
+            jr__stream_exec(js, r->kind, &rt, r->payload.data, r->payload.len);
         return;
     }
-    jr__peer *p = jr__srep_leader_peer(js, r->group);
     if (p && jr__peer_get_id(p) != js->self && !lost_peer(r, p)) {
         r->saw_leader = 1;
     } else {
         p = NULL;
-        if (!rep && s->npeers) {
+        if (!local && npeers) {
             /* Not a replica and no hint: ask the peers in turn (they redirect). */
-            for (size_t k = 0; k < s->npeers && !p; k++) {
-                jr__peer *q = jr__peer_find_name(n, s->peers[(r->tries + k) % s->npeers]);
+            for (size_t k = 0; k < npeers && !p; k++) {
+                jr__peer *q = jr__peer_find_name(n, peers[(r->tries + k) % npeers]);
                 if (q && jr__peer_get_id(q) != js->self && !lost_peer(r, q)) p = q;
             }
         }
@@ -305,7 +331,8 @@ static void meta_info_route(jr__req *r);
 static int meta_write(const jr__req *r)
 {
     return r->what == JR__REQ_ADD || r->what == JR__REQ_UPDATE || r->what == JR__REQ_DELETE ||
-           r->what == JR__REQ_SERVER_INFO || r->what == JR__REQ_CONVERGED;
+           r->what == JR__REQ_SERVER_INFO || r->what == JR__REQ_CONVERGED ||
+           r->what == JR__REQ_CONSUMER_ADD || r->what == JR__REQ_CONSUMER_DELETE;
 }
 
 void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
@@ -342,7 +369,9 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
         if (k) memcpy(hint, p, k);
         hint[k] = 0;
         jr__peer *hp = hint[0] ? jr__peer_find_name(n, hint) : NULL;
-        if (hp && jr__peer_get_id(hp) != js->self && !jr__srep_find(js, r->group))
+        int local = r->kind == JR__RPC_CONSUMER ? jr__crep_find(js, r->group) != NULL
+                                                : jr__srep_find(js, r->group) != NULL;
+        if (hp && jr__peer_get_id(hp) != js->self && !local)
             jr__map_put(&js->hints, r->group, hp);
         else if (!hp)
             jr__map_del(&js->hints, r->group);
@@ -365,7 +394,8 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
                        t ? t : "?", lost_note(r, note, sizeof note));
         return;
     }
-    int read = r->what == JR__REQ_INFO || r->what == JR__REQ_MSG_GET || r->what == JR__REQ_GET_LAST;
+    int read = r->what == JR__REQ_INFO || r->what == JR__REQ_MSG_GET ||
+               r->what == JR__REQ_GET_LAST || r->what == JR__REQ_CONSUMER_INFO;
     if (read && jr__node_now(n) < r->deadline &&
         (status == JR_ELEADERLOST || status == JR_ETRANSFER ||
          (status == JR_ETIMEDOUT && !r->unanswered))) {
@@ -415,6 +445,8 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
     case JR__REQ_INFO:
     case JR__REQ_MSG_GET:
     case JR__REQ_GET_LAST:
+    case JR__REQ_CONSUMER_INFO:
+    case JR__REQ_FETCH:
         if (status == 0) {
             jr__buf_reset(&r->result);
             jr__buf_put(&r->result, p, len);
@@ -495,7 +527,11 @@ void jr__req_deliver(jr__req *r)
     case JR__REQ_DELETE:
     case JR__REQ_MSG_DELETE:
     case JR__REQ_STEPDOWN:
+    case JR__REQ_CONSUMER_DELETE:
         r->cb.admin(r->arg, st, msg);
+        return;
+    case JR__REQ_CONSUMER_ADD:
+        r->cb.consumer(r->arg, st, msg, st == 0 ? r->consumer : NULL);
         return;
     case JR__REQ_PUBLISH: {
         jr_pub_ack ack = {sizeof ack, r->stream, r->seq, r->duplicate, st ? msg : ""};
@@ -549,6 +585,11 @@ void jr__req_deliver(jr__req *r)
         jr__servers_dec_free(&d);
         return;
     }
+    case JR__REQ_CONSUMER_INFO:
+    case JR__REQ_FETCH:
+    case JR__REQ_ACK:
+        jr__consumer_deliver(r);
+        return;
     default: /* internal (SERVER_INFO): nobody to call */
         return;
     }

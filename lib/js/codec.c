@@ -15,6 +15,24 @@ static void put_str(jr__buf *b, const char *s)
     jr__buf_bytes(b, s ? s : "", n);
 }
 
+/* The cluster block (codec.h: str cluster ... lag). */
+static void put_cluster(jr__buf *b, const jr_cluster_info *c)
+{
+    put_str(b, c->name);
+    put_str(b, c->group);
+    put_str(b, c->leader);
+    jr__buf_varint(b, c->nreplicas);
+    for (size_t i = 0; i < c->nreplicas; i++) {
+        const jr_peer_info *p = c->replicas[i];
+        put_str(b, p->name);
+        jr__buf_u8(b, (uint8_t)((p->current ? 1 : 0) | (p->offline ? 2 : 0) |
+                                (p->observer ? 4 : 0) | (p->pending ? 8 : 0) |
+                                (p->damaged ? 16 : 0) | (p->unvouched ? 32 : 0)));
+        jr__buf_varint(b, p->active_ns);
+        jr__buf_varint(b, p->lag);
+    }
+}
+
 int jr__info_encode(jr__buf *b, const jr_stream_info *in)
 {
     const jr_cluster_info *c = in->cluster;
@@ -29,19 +47,7 @@ int jr__info_encode(jr__buf *b, const jr_stream_info *in)
     uint64_t v[] = {in->created_ns, s->msgs,    s->bytes,        s->first_seq,   s->first_ts,
                     s->last_seq,    s->last_ts, s->num_subjects, s->num_deleted, s->consumers};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) jr__buf_varint(b, v[i]);
-    put_str(b, c->name);
-    put_str(b, c->group);
-    put_str(b, c->leader);
-    jr__buf_varint(b, c->nreplicas);
-    for (size_t i = 0; i < c->nreplicas; i++) {
-        const jr_peer_info *p = c->replicas[i];
-        put_str(b, p->name);
-        jr__buf_u8(b, (uint8_t)((p->current ? 1 : 0) | (p->offline ? 2 : 0) |
-                                (p->observer ? 4 : 0) | (p->pending ? 8 : 0) |
-                                (p->damaged ? 16 : 0) | (p->unvouched ? 32 : 0)));
-        jr__buf_varint(b, p->active_ns);
-        jr__buf_varint(b, p->lag);
-    }
+    put_cluster(b, c);
     return b->err;
 }
 
@@ -59,6 +65,41 @@ static const char *take_str(jr__rd *r, char **at, const char *end)
     s[n] = 0;
     *at += n + 1;
     return s;
+}
+
+/* Reads a cluster block into c (its replicas into reps, pointed to by ptrs). 0 or JR_ECORRUPT. */
+static int take_cluster(jr__rd *r, char **at, const char *end, jr_cluster_info *c,
+                        jr_peer_info *reps, const jr_peer_info **ptrs)
+{
+    c->size = sizeof *c;
+    c->name = take_str(r, at, end);
+    c->group = take_str(r, at, end);
+    c->leader = take_str(r, at, end);
+    uint64_t n = jr__rd_varint(r);
+    if (r->err || n > JR__INFO_MAX_REPLICAS) return JR_ECORRUPT;
+    for (size_t i = 0; i < n; i++) {
+        jr_peer_info *pi = &reps[i];
+        pi->size = sizeof *pi;
+        pi->name = take_str(r, at, end);
+        uint8_t f = jr__rd_u8(r);
+        pi->active_ns = jr__rd_varint(r);
+        pi->lag = jr__rd_varint(r);
+        if (r->err) return JR_ECORRUPT; /* flags a newer sender adds are ignored */
+        pi->current = f & 1;
+        pi->offline = (f >> 1) & 1;
+        pi->observer = (f >> 2) & 1;
+        pi->pending = (f >> 3) & 1;
+        pi->damaged = (f >> 4) & 1;
+        pi->unvouched = (f >> 5) & 1;
+        /* never shown current, whatever the sender said */
+        if (pi->damaged || pi->unvouched) pi->current = 0;
+        ptrs[i] = pi;
+    }
+    if (r->err) return JR_ECORRUPT;
+    if (c->leader && !*c->leader) c->leader = NULL;
+    c->replicas = ptrs;
+    c->nreplicas = (size_t)n;
+    return 0;
 }
 
 int jr__info_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__info_dec *out)
@@ -92,36 +133,8 @@ int jr__info_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__inf
     s->num_subjects = jr__rd_varint(&r);
     s->num_deleted = jr__rd_varint(&r);
     s->consumers = jr__rd_varint(&r);
-    jr_cluster_info *c = &out->cluster;
-    c->size = sizeof *c;
-    c->name = take_str(&r, &at, end);
-    c->group = take_str(&r, &at, end);
-    c->leader = take_str(&r, &at, end);
-    uint64_t n = jr__rd_varint(&r);
-    if (r.err || n > JR__INFO_MAX_REPLICAS) return JR_ECORRUPT;
-    for (size_t i = 0; i < n; i++) {
-        jr_peer_info *pi = &out->reps[i];
-        pi->size = sizeof *pi;
-        pi->name = take_str(&r, &at, end);
-        uint8_t f = jr__rd_u8(&r);
-        pi->active_ns = jr__rd_varint(&r);
-        pi->lag = jr__rd_varint(&r);
-        if (r.err) return JR_ECORRUPT; /* flags a newer sender adds are ignored */
-        pi->current = f & 1;
-        pi->offline = (f >> 1) & 1;
-        pi->observer = (f >> 2) & 1;
-        pi->pending = (f >> 3) & 1;
-        pi->damaged = (f >> 4) & 1;
-        pi->unvouched = (f >> 5) & 1;
-        /* never shown current, whatever the sender said */
-        if (pi->damaged || pi->unvouched) pi->current = 0;
-        out->rep_ptrs[i] = pi;
-    }
-    if (r.err || jr__rd_left(&r)) return JR_ECORRUPT;
-    if (c->leader && !*c->leader) c->leader = NULL;
-    c->replicas = out->rep_ptrs;
-    c->nreplicas = (size_t)n;
-    return 0;
+    if (take_cluster(&r, &at, end, &out->cluster, out->reps, out->rep_ptrs)) return JR_ECORRUPT;
+    return jr__rd_left(&r) ? JR_ECORRUPT : 0;
 }
 
 void jr__info_dec_free(jr__info_dec *d)
@@ -239,4 +252,77 @@ void jr__msg_dec_free(jr__msg_dec *d)
 {
     jr__free(d->alloc, d->block);
     d->block = NULL;
+}
+
+/* Consumer info ------------------------------------------------------------------------------*/
+
+int jr__cinfo_encode(jr__buf *b, const jr_consumer_info *in)
+{
+    const jr_cluster_info *c = in->cluster;
+    if (c->nreplicas > JR__INFO_MAX_REPLICAS) return JR_EINVAL;
+    jr__buf cfg;
+    jr__buf_init(&cfg, b->alloc);
+    int rc = jr__consumer_config_encode(in->config, &cfg);
+    if (rc == 0) jr__buf_bytes(b, cfg.data, cfg.len);
+    jr__buf_free(&cfg);
+    if (rc) return rc;
+    put_str(b, in->stream);
+    uint64_t v[] = {in->created_ns,
+                    in->delivered.consumer_seq,
+                    in->delivered.stream_seq,
+                    in->delivered.last_active_ns,
+                    in->ack_floor.consumer_seq,
+                    in->ack_floor.stream_seq,
+                    in->ack_floor.last_active_ns,
+                    in->num_ack_pending,
+                    in->num_redelivered,
+                    in->num_waiting,
+                    in->num_pending};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) jr__buf_varint(b, v[i]);
+    put_cluster(b, c);
+    return b->err;
+}
+
+int jr__cinfo_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__cinfo_dec *out)
+{
+    memset(out, 0, sizeof *out);
+    out->alloc = a;
+    out->strings = jr__malloc(a, len + 1);
+    if (!out->strings) return JR_ENOMEM;
+    char *at = out->strings, *end = out->strings + len + 1;
+    jr__rd r;
+    jr__rd_init(&r, p, len);
+    size_t clen;
+    const uint8_t *cfg = jr__rd_bytes(&r, &clen, 1u << 20);
+    if (r.err) return JR_ECORRUPT;
+    int rc = jr__consumer_config_decode(cfg, clen, a, &out->cfg);
+    if (rc) return rc == JR_ENOMEM ? rc : JR_ECORRUPT;
+    jr_consumer_info *in = &out->info;
+    in->size = sizeof *in;
+    in->config = &out->cfg->c;
+    in->name = out->cfg->c.name;
+    in->stream = take_str(&r, &at, end);
+    in->created_ns = jr__rd_varint(&r);
+    in->delivered.consumer_seq = jr__rd_varint(&r);
+    in->delivered.stream_seq = jr__rd_varint(&r);
+    in->delivered.last_active_ns = jr__rd_varint(&r);
+    in->ack_floor.consumer_seq = jr__rd_varint(&r);
+    in->ack_floor.stream_seq = jr__rd_varint(&r);
+    in->ack_floor.last_active_ns = jr__rd_varint(&r);
+    in->num_ack_pending = jr__rd_varint(&r);
+    in->num_redelivered = jr__rd_varint(&r);
+    in->num_waiting = jr__rd_varint(&r);
+    in->num_pending = jr__rd_varint(&r);
+    in->cluster = &out->cluster;
+    if (r.err || !in->name) return JR_ECORRUPT;
+    if (take_cluster(&r, &at, end, &out->cluster, out->reps, out->rep_ptrs)) return JR_ECORRUPT;
+    return jr__rd_left(&r) ? JR_ECORRUPT : 0;
+}
+
+void jr__cinfo_dec_free(jr__cinfo_dec *d)
+{
+    jr__consumer_cfg_free(d->cfg);
+    jr__free(d->alloc, d->strings);
+    d->cfg = NULL;
+    d->strings = NULL;
 }

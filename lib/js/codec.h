@@ -15,6 +15,10 @@
  *                  2 current, 4 offline, 8 damaged) | varint active_ns | varint lag |
  *                  varint assets)
  *   message = varint seq | u64 ts | str subject | str headers | str data
+ *   cinfo   = str config (jr__consumer_config_encode) | str stream | varint created_ns |
+ *             varint × 3 delivered {consumer_seq, stream_seq, last_active_ns} | varint × 3
+ *             ack floor | varint num_ack_pending | varint num_redelivered |
+ *             varint num_waiting | varint num_pending | the cluster block as in info
  * Decoders bounds-check every read, reject trailing bytes and unknown flag bits, and copy what
  * they return into memory the decoded value owns (strings NUL-terminated).
  */
@@ -25,6 +29,7 @@
 #include <stdint.h>
 
 #include "jetraft.h"
+#include "consumer/config.h"
 #include "store/store.h"
 #include "stream/config.h"
 #include "util/buf.h"
@@ -63,6 +68,20 @@ typedef struct jr__servers_dec {
 
 int jr__servers_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__servers_dec *out);
 void jr__servers_dec_free(jr__servers_dec *d);
+
+/* Consumer info, as stream info. */
+int jr__cinfo_encode(jr__buf *b, const jr_consumer_info *info);
+typedef struct jr__cinfo_dec {
+    jr_consumer_info info;
+    jr_cluster_info cluster;
+    jr__consumer_cfg *cfg;
+    jr_peer_info reps[JR__INFO_MAX_REPLICAS];
+    const jr_peer_info *rep_ptrs[JR__INFO_MAX_REPLICAS];
+    char *strings;
+    const jr_allocator *alloc;
+} jr__cinfo_dec;
+int jr__cinfo_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__cinfo_dec *out);
+void jr__cinfo_dec_free(jr__cinfo_dec *d);
 
 /* Appends the message encoding. */
 void jr__msg_encode(jr__buf *b, const jr__store_msg *m);

@@ -212,6 +212,8 @@ static int changes_state(uint8_t kind, const uint8_t *p, size_t len)
     case JR__RPC_STREAM_ADMIN:
         return len > 0 &&
                (p[0] == JR__ADM_PURGE || p[0] == JR__ADM_MSG_DELETE || p[0] == JR__ADM_STEPDOWN);
+    case JR__RPC_CONSUMER:
+        return len > 0 && (p[0] == JR__CSUB_FETCH || p[0] == JR__CSUB_ACK);
     default:
         return 0;
     }
@@ -250,6 +252,9 @@ void jr__js_request(jr__js *js, jr__id from, uint64_t id, uint8_t kind, const ui
     case JR__RPC_CATCHUP:
         jr__catchup_serve(js, &rt, p, len);
         break;
+    case JR__RPC_CONSUMER:
+        jr__consumer_exec(js, &rt, p, len);
+        break;
     default: /* a kind of a later release (rolling upgrade): refused on its own */
         jr__node_count(n, JR__COUNT_UNKNOWN_TYPE);
         jr__route_reply(js, &rt, JR_ENOTSUP, NULL, 0);
@@ -268,6 +273,7 @@ void jr__js_before_flush(jr__js *js)
         jr__buf_release(&js->scratch2, JR__SCRATCH_KEEP);
         js->scratch_at = jr__deadline(jr__node_now(n), 1000000000ull);
     }
+    jr__clead_flush_all(js);
     jr__srep_flush_all(js);
 }
 
@@ -291,6 +297,8 @@ static void js_free(jr__js *js)
     jr__free(a, js->unique_tag);
     jr__free(a, js->store_dir);
     jr__map_free(&js->reps);
+    jr__map_free(&js->creps);
+    jr__map_free(&js->cons_by_stream);
     jr__map_free(&js->hints);
     jr__map_free(&js->meta_reqs);
     while (js->free_waiters) {
@@ -318,7 +326,12 @@ static void hook_before_flush(void *upper)
 
 static void hook_role_changed(void *upper, uint64_t group)
 {
-    jr__srep_role_changed(upper, group);
+    jr__js *js = upper;
+    jr__crep *c = jr__crep_find(js, group);
+    if (c)
+        jr__clead_role_changed(c);
+    else
+        jr__srep_role_changed(js, group);
 }
 
 static void hook_request(void *upper, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
@@ -369,6 +382,8 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
     js->election_ns = facts.election_ns;
     js->heartbeat_ns = facts.heartbeat_ns;
     jr__map_init(&js->reps, a);
+    jr__map_init(&js->creps, a);
+    jr__map_init(&js->cons_by_stream, a);
     jr__map_init(&js->hints, a);
     jr__map_init(&js->meta_reqs, a);
     jr__buf_init(&js->scratch, a);
@@ -443,6 +458,7 @@ void jr__js_close(jr__js *js, int flush)
     js->closing = 1;
     jr__rpc_close(n); /* this layer's calls: their callbacks use it */
     while (js->reqs) jr__req_finish(js->reqs, JR_ECLOSED, "node is closing");
+    jr__crep_close_all(js);
     jr__srep_close_all(js, flush);
     jr__mnode_close(js);
     jr__node_drain(n); /* every callback queued above runs before the memory goes */

@@ -20,6 +20,9 @@
  *   stream_peers.c    the leader duty of peer changes: the group's configuration converges to
  *                     the assignment, then STREAM_CONVERGED
  *   stream_requests.c what a stream leader executes for a request (publish, info, admin)
+ *   consumer_replica.c local consumer replicas: a Raft group per consumer whose state machine
+ *                     is lib/consumer's jr__cstate
+ *   api_consumer.c    the public consumer API (create, update, delete, info)
  *   catchup.c         a replica restored from a stream snapshot pulls the missing messages
  *   api_stream.c      the public stream API and the routing of requests to the right leader
  *   codec.c/.h        payload encodings of the layer's RPCs (stream info, server report,
@@ -45,6 +48,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "consumer/op.h"
+#include "consumer/state.h"
 #include "meta/meta_state.h"
 #include "node/services.h"
 #include "stream/clock.h"
@@ -65,6 +70,7 @@ _Static_assert(JR__JS_ENTRY_OVERHEAD <= JR__NODE_ENTRY_FRAMING,
 
 typedef struct jr__js jr__js;
 typedef struct jr__srep jr__srep;
+typedef struct jr__crep jr__crep;
 typedef struct jr__req jr__req;
 
 /* A timer of the layer: fire runs from jr_node_tick once deadline <= now. */
@@ -86,8 +92,14 @@ enum jr__req_op {
     JR__REQ_GET_LAST,
     JR__REQ_STEPDOWN,
     JR__REQ_META_INFO,
-    JR__REQ_SERVER_INFO, /* internal: this server's facts for the meta log (no callback) */
-    JR__REQ_CONVERGED,   /* internal: a stream leader reports a peer change done (no callback) */
+    JR__REQ_SERVER_INFO,  /* internal: this server's facts for the meta log (no callback) */
+    JR__REQ_CONVERGED,    /* internal: a stream leader reports a peer change done (no callback) */
+    JR__REQ_CONSUMER_ADD, /* consumer create/update (a meta request) */
+    JR__REQ_CONSUMER_DELETE, /* consumer delete (a meta request) */
+    JR__REQ_CONSUMER_INFO,   /* consumer info at the consumer's leader */
+    JR__REQ_FETCH,           /* a pull request at the consumer's leader */
+    JR__REQ_ACK,             /* an acknowledgement at the consumer's leader (cb.admin may be
+                                NULL: fire and forget) */
 };
 
 /* Sub-kinds of JR__RPC_STREAM_ADMIN (first byte of its payload). */
@@ -100,6 +112,14 @@ enum jr__admin_sub {
     JR__ADM_PING = 6,  /* answered at once: are you there (and still the leader)? */
     JR__ADM_READY = 7, /* to a member, from its leader: is your replica complete? (any server
                           answers, leader or not: stream_requests.c) */
+};
+
+/* Sub-kinds of JR__RPC_CONSUMER (first byte of its payload; then varint consumer group). */
+enum jr__consumer_sub {
+    JR__CSUB_INFO = 1,  /* consumer info */
+    JR__CSUB_FETCH = 2, /* a pull request: varint batch | varint max_bytes | varint expires_ns |
+                           u8 no_wait */
+    JR__CSUB_ACK = 3,   /* u8 kind | u8 confirm | varint sseq | varint dseq | varint delay_ns */
 };
 
 /* Where the result of a request executed at a leader goes: back over RPC to `to` (the
@@ -119,6 +139,9 @@ typedef union jr__req_cb {
     jr_msg_cb msg;
     jr_stream_info_cb info;
     jr_meta_info_cb meta;
+    jr_consumer_cb consumer;
+    jr_consumer_info_cb cinfo;
+    jr_fetch_cb fetch;
 } jr__req_cb;
 
 /* One request made through the public API on this node (origin side). Pooled. */
@@ -152,6 +175,8 @@ struct jr__req {
     uint64_t meta_id;               /* meta requests: request id in the op; */
     uint64_t meta_index, meta_term; /* where the meta leader proposed it (state 2) */
     char stream[JR_STREAM_NAME_MAX + 1];
+    char consumer[JR_CONSUMER_NAME_MAX + 1]; /* consumer requests: its name (an ephemeral's
+                                                once the meta log named it) */
     jr__buf payload; /* the request's encoded payload (kept for re-sending) */
     jr__buf result;  /* the response's payload, decoded when the callback runs */
     jr__req_cb cb;
@@ -209,6 +234,80 @@ typedef struct jr__membwork {
     jr__memb_probe probes[JR__MEMB_PROBES];
     size_t nprobes;
 } jr__membwork;
+
+/* A pull request waiting at a consumer's leader (consumer_leader.c). */
+typedef struct jr__pull {
+    struct jr__pull *next, *prev; /* the leader's FIFO */
+    jr__route route;
+    int64_t batch;       /* messages still wanted, counting those in flight */
+    int64_t max_bytes;   /* bytes still allowed (0: no cap) */
+    uint64_t expires_at; /* when it ends (408) */
+    uint8_t no_wait;
+    uint8_t ended;  /* its end is decided; answered once nothing is in flight */
+    uint8_t listed; /* on the FIFO */
+    int end_code;
+    const char *end_text;
+    uint32_t inflight; /* deliveries proposed for it, not yet applied */
+    uint32_t got;      /* messages in buf */
+    jr__buf buf;       /* the messages handed to it so far (the response's tail) */
+} jr__pull;
+
+/* What one staged record of a consumer leader waits for. */
+typedef struct jr__cwait {
+    jr__pull *pull;  /* DELIVERED: the request it goes to (NULL: none waits) */
+    uint8_t fresh;   /* a first delivery (counted in jr__clead.inflight) */
+    uint64_t rsseq;  /* a redelivery, MAXDELIV or TERM of an expired message: its stream seq
+                        (in jr__clead.redeliv until applied); 0 none */
+    jr__route route; /* a confirmed ack: where its answer goes (to 0 and local NULL: none) */
+    uint8_t confirm; /* 1: answer route once applied */
+} jr__cwait;
+
+/* An entry a consumer leader proposed, with a wait per record. */
+typedef struct jr__cprop {
+    struct jr__cprop *next;
+    uint64_t index, term;
+    uint32_t n;
+    jr__cwait *w; /* n of them (this allocation) */
+} jr__cprop;
+
+/* A consumer leader's state (allocated while it leads). */
+typedef struct jr__clead {
+    uint64_t term;      /* the term it leads in */
+    uint8_t ready;      /* applied everything of earlier terms: cursor set */
+    uint64_t cursor;    /* next stream seq to look at for new deliveries */
+    uint64_t next_dseq; /* consumer seq of the next delivery */
+    uint64_t inflight;  /* new deliveries proposed, not applied (count toward max ack pending) */
+    jr__map redeliv;    /* stream seqs of expired messages whose redelivery (or MAXDELIV, TERM)
+                           is staged or proposed, not applied: not chosen again meanwhile */
+    jr__pull *phead, *ptail;
+    size_t nwaiting;
+    jr__crec *srec;   /* staged records ... */
+    jr__cwait *swait; /* ... and what each waits for */
+    size_t nstage, capstage;
+    jr__cprop *prop_head, *prop_tail;
+} jr__clead;
+
+/* A local replica of a consumer (consumer_replica.c). */
+struct jr__crep {
+    jr__js *js;
+    jr__crep *next;   /* js->crep_list */
+    const char *name; /* = as->cfg->c.name */
+    char *stream;     /* its stream's name (owned) */
+    uint64_t group;   /* the consumer's Raft group */
+    uint64_t stream_group;
+    uint64_t updated; /* assignment version converged to */
+    uint64_t applied; /* last index applied to st */
+    jr_group *g;
+    jr__meta_casgn *as;   /* config and peers converged to (a reference) */
+    jr__cstate st;        /* the replicated state */
+    int failed;           /* 0, or the JR_E* code its state machine failed with (awaits repair) */
+    jr__crep *sib;        /* js->cons_by_stream: the next consumer replica of the same stream */
+    jr__crep *dirty_next; /* js->cdirty: its leader has work for the next flush */
+    uint8_t dirty;
+    jr__jtimer timer;    /* leader: pull expiry, redelivery deadlines */
+    jr__clead *lead;     /* non-NULL while it leads */
+    jr__cprop *cur_prop; /* the leader's proposal the entry being applied answers */
+};
 
 /* A local replica of a stream (stream_replica.c). */
 struct jr__srep {
@@ -282,7 +381,12 @@ struct jr__js {
     jr__map reps; /* group id -> jr__srep */
     jr__srep *rep_list;
     jr__srep *dirty;
-    jr__map hints; /* group id -> leader hint (jr__peer *) for streams not held here */
+    jr__map hints; /* group id -> leader hint (jr__peer *) for groups not held here */
+    /* consumer_replica.c */
+    jr__map creps; /* group id -> jr__crep */
+    jr__crep *crep_list;
+    jr__map cons_by_stream; /* stream group id -> first jr__crep of it (linked by sib) */
+    jr__crep *cdirty;       /* consumer leaders with work for the next flush */
     jr__waiter *free_waiters;
     /* js.c */
     jr__req *reqs; /* outstanding requests (doubly linked) */
@@ -458,6 +562,51 @@ void jr__srep_stage_tick(jr__srep *r);
 int jr__srep_stage_read(jr__srep *r, const jr__route *rt, uint8_t what, uint64_t seq,
                         const char *subject, size_t subject_len);
 
+/* consumer_replica.c ---------------------------------------------------------------------------*/
+
+/* Creates the local replica of consumer c (its group bootstrapped by c's peers). 0, JR_EBUSY
+ * (its group's WAL DROP waits: try again later) or an error (logged). */
+int jr__crep_create(jr__js *js, const jr__meta_consumer *c);
+/* The assignment changed: take its config. */
+void jr__crep_update(jr__crep *r, const jr__meta_consumer *c);
+/* Removes the local replica; purge = 1 also releases its group (freed, dropped from the WAL).
+ * Not from inside an apply (services.h "Effects"). */
+void jr__crep_leave(jr__crep *r, int purge);
+/* Frees every replica (node close; the node owns the groups). */
+void jr__crep_close_all(jr__js *js);
+jr__crep *jr__crep_find(jr__js *js, uint64_t group);
+int jr__crep_is_leader(const jr__crep *r);
+/* The leader of consumer group `group` as this server knows it (NULL: none known). */
+jr__peer *jr__crep_leader_peer(jr__js *js, uint64_t group);
+/* Messages of r's stream at or after stream seq `from` that match r's filters (0 without a
+ * local stream replica), from the store's subject index. */
+uint64_t jr__crep_num_pending(jr__crep *r, uint64_t from);
+/* r's group name as JetStream shows it ("C-R3F-<hash>"). */
+void jr__crep_group_name(const jr__crep *r, char *buf, size_t cap);
+
+/* consumer_leader.c ----------------------------------------------------------------------------*/
+
+/* What a consumer's leader does. The records of an applied entry go through
+ * jr__clead_applied (every replica calls it; only a leader acts). */
+void jr__clead_entry_start(jr__crep *r, uint64_t index, uint64_t term);
+void jr__clead_applied(jr__crep *r, const jr__crec *rec, const jr__capply *out, uint32_t i);
+void jr__clead_entry_end(jr__crep *r);
+/* The role of r's group may have changed: start or stop leading. */
+void jr__clead_role_changed(jr__crep *r);
+/* Stops leading: every waiting request is answered with status (a pull: 409 Leadership Change
+ * or Consumer Deleted), staged and proposed work dropped. */
+void jr__clead_stop(jr__crep *r, int status);
+/* Marks r for the next flush (its leader has records to stage or propose). */
+void jr__clead_dirty(jr__crep *r);
+/* Runs every dirty leader's delivery step and proposes what it staged (before each flush). */
+void jr__clead_flush_all(jr__js *js);
+/* The stream of group `stream_group` applied entries: its consumers' leaders look for work. */
+void jr__clead_stream_changed(jr__js *js, uint64_t stream_group);
+/* r's timer. */
+void jr__clead_timer(jr__js *js, jr__jtimer *t);
+/* Executes a consumer request (JR__RPC_CONSUMER) that arrived at this server. */
+void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len);
+
 /* stream_peers.c ----------------------------------------------------------------------------*/
 
 /* The leader's step towards s's peer set (r leads, r->updated == s->updated, no catch-up):
@@ -478,6 +627,11 @@ jr__peer *jr__srep_leader_peer(jr__js *js, uint64_t group);
  * this server: answers JR_ENOTLEADER (payload: the leader's name, maybe "") unless it leads the
  * stream, else does it and answers along rt (now, or once the op it became is applied). */
 void jr__stream_exec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, size_t len);
+/* The replicas block of an info (cluster.h): every member of g but this server, as the group
+ * status shows it, then the assignment's peers that are not (yet) members (pending), sorted by
+ * name; at most JR__INFO_MAX_REPLICAS. Returns how many; ptrs[i] = &reps[i]. */
+size_t jr__cluster_replicas(jr__js *js, jr_group *g, const char *const *peers, size_t npeers,
+                            jr_peer_info *reps, const jr_peer_info **ptrs);
 /* Executes the read that waiter w staged (jr__srep_stage_read), now that its op is applied. */
 void jr__stream_exec_read(jr__js *js, jr__srep *r, const jr__waiter *w);
 
@@ -501,6 +655,8 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
 
 /* Runs r's user callback (from the node's completion queue). */
 void jr__req_deliver(jr__req *r);
+/* The same for a consumer info, fetch or ack (api_consumer.c). */
+void jr__consumer_deliver(jr__req *r);
 /* r's timer fired: its deadline passed, or it is time to retry. */
 void jr__req_timer(jr__req *r);
 /* Routes a stream request (r->group, r->kind, r->payload) to the stream's leader. */

@@ -104,6 +104,7 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
         jr__group_set_snapshot_entries(js->meta, js->st.nstreams); /* raised only */
     if (res.request_id && strcmp(res.origin, js->name) == 0) {
         jr__req *r = jr__map_get(&js->meta_reqs, res.request_id);
+        if (r && res.cname[0]) snprintf(r->consumer, sizeof r->consumer, "%s", res.cname);
         if (r) jr__req_finish(r, res.status, "%s", res.msg);
     }
     /* Requests proposed at an index that now holds another entry were lost: send them again. */
@@ -116,7 +117,7 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
     }
     int first = !js->meta_replayed && index >= js->meta_recovered;
     if (first) js->meta_replayed = 1; /* releases held back during the replay may go now */
-    if (first || (res.changed && !res.group))
+    if (first || (res.changed && (!res.group || res.consumers_gone)))
         defer_converge(js, 0);
     else if (res.changed)
         defer_converge(js, res.group); /* one stream changed: only its replica */
@@ -368,6 +369,38 @@ static int same_placement(const jr_stream_config *a, const jr_stream_config *b)
     return 1;
 }
 
+/* Places consumer cfg (checked by jr__meta_check) on stream `stream`: names an ephemeral one
+ * (into gen, which cfg->name then points to), keeps the peers of an existing consumer whose
+ * replica count stays, and otherwise takes that many of the stream's peers, online ones first,
+ * from a random starting point (so consumers spread over their stream's servers). */
+static void place_consumer(jr__js *js, jr_consumer_config *cfg, const char *stream, char gen[16],
+                           const char **peers, size_t *np)
+{
+    static const char alnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    const jr__meta_stream *s = jr__meta_stream_find(&js->st, stream);
+    if (!cfg->name && cfg->durable_name) cfg->name = cfg->durable_name;
+    while (!cfg->name) {
+        for (int i = 0; i < 8; i++) gen[i] = alnum[jr__rand_next(&js->rand) % (sizeof alnum - 1)];
+        gen[8] = 0;
+        if (!jr__meta_consumer_find(s, gen)) cfg->name = gen;
+    }
+    size_t want = (size_t)jr__meta_consumer_replicas(s, cfg);
+    const jr__meta_consumer *c = jr__meta_consumer_find(s, cfg->name);
+    *np = 0;
+    if (c && c->npeers == want) {
+        for (size_t i = 0; i < want; i++) peers[(*np)++] = c->peers[i];
+        return;
+    }
+    size_t start = s->npeers ? (size_t)(jr__rand_next(&js->rand) % s->npeers) : 0;
+    for (int pass = 0; pass < 2 && *np < want; pass++) {
+        for (size_t k = 0; k < s->npeers && *np < want; k++) {
+            const char *p = s->peers[(start + k) % s->npeers];
+            int online = jr__mnode_online(js, p, NULL);
+            if (online == (pass == 0)) peers[(*np)++] = p;
+        }
+    }
+}
+
 void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len)
 {
     int self;
@@ -407,6 +440,19 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
             op.created_ns = jr__js_wall(js);
             if (op.created_ns == 0) op.created_ns = 1; /* 0 means "unknown" */
             rc = propose_placed(js, &op, peers, np, &index, &term);
+            goto proposed;
+        }
+        if (op.type == JR__META_CONSUMER_ADD && !res.consumer) {
+            jr_consumer_config cfg = *op.consumer_config;
+            char gen[16];
+            const char *peers[JR_MAX_REPLICAS];
+            size_t np = 0;
+            place_consumer(js, &cfg, op.stream, gen, peers, &np);
+            op.consumer_config = &cfg;
+            op.created_ns = jr__js_wall(js);
+            if (op.created_ns == 0) op.created_ns = 1;
+            rc = propose_placed(js, &op, peers, np, &index, &term);
+            op.consumer_config = &op.ccfg->c;
             goto proposed;
         }
         if (op.type == JR__META_STREAM_UPDATE) {
@@ -683,11 +729,37 @@ static void meta_tick(jr__js *js, jr__jtimer *t)
 
 /* Convergence -----------------------------------------------------------------------------*/
 
+/* A consumer's part of a convergence plan. Its peers never change, so a LEAVE means the
+ * consumer (or its stream) is gone: its replica and group are released. */
+static void converge_consumer(jr__js *js, const jr__meta_action *a, jr__crep *r)
+{
+    switch (a->kind) {
+    case JR__META_LEAVE:
+        if (r) jr__crep_leave(r, 1);
+        break;
+    case JR__META_UPDATE:
+        if (r) jr__crep_update(r, a->consumer);
+        break;
+    case JR__META_CREATE:
+        if (r) break;
+        if (!jr__mnode_replayed(js) || !jr__srep_find(js, a->consumer->stream->group)) {
+            /* not from a past state of the replay; and after its stream's replica */
+            js->converge_failed = 1;
+            break;
+        }
+        if (jr__crep_create(js, a->consumer) != 0) js->converge_failed = 1;
+        break;
+    default:
+        break;
+    }
+}
+
 void jr__mnode_converge(jr__js *js)
 {
     if (js->closing || js->meta_failed) return;
     size_t cnt = 0;
     for (jr__srep *r = js->rep_list; r; r = r->next) cnt++;
+    for (jr__crep *r = js->crep_list; r; r = r->next) cnt++;
     jr__meta_local *local = jr__calloc(js->alloc, cnt ? cnt : 1, sizeof *local);
     if (!local) {
         js->converge_failed = 1;
@@ -695,6 +767,11 @@ void jr__mnode_converge(jr__js *js)
     }
     size_t k = 0;
     for (jr__srep *r = js->rep_list; r; r = r->next) {
+        local[k].group = r->group;
+        local[k].updated = r->updated;
+        k++;
+    }
+    for (jr__crep *r = js->crep_list; r; r = r->next) {
         local[k].group = r->group;
         local[k].updated = r->updated;
         k++;
@@ -709,6 +786,11 @@ void jr__mnode_converge(jr__js *js)
     js->converge_failed = 0;
     for (size_t i = 0; i < plan.n; i++) {
         const jr__meta_action *a = &plan.actions[i];
+        jr__crep *cr = jr__crep_find(js, a->group);
+        if (cr || a->consumer) {
+            converge_consumer(js, a, cr);
+            continue;
+        }
         jr__srep *r = jr__srep_find(js, a->group);
         switch (a->kind) {
         case JR__META_LEAVE:
@@ -749,6 +831,20 @@ void jr__mnode_converge(jr__js *js)
 void jr__mnode_converge_one(jr__js *js, uint64_t group)
 {
     if (js->closing || js->meta_failed) return;
+    const jr__meta_consumer *mc = jr__meta_consumer_by_group(&js->st, group);
+    jr__crep *cr = jr__crep_find(js, group);
+    if (mc || cr) {
+        jr__meta_action a;
+        memset(&a, 0, sizeof a);
+        a.group = group;
+        a.consumer = mc;
+        if (!mc || !jr__meta_consumer_has_peer(mc, js->name))
+            a.kind = JR__META_LEAVE;
+        else
+            a.kind = !cr ? JR__META_CREATE : cr->updated != mc->updated ? JR__META_UPDATE : 0;
+        converge_consumer(js, &a, cr);
+        return;
+    }
     const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, group);
     jr__srep *r = jr__srep_find(js, group);
     if (s && jr__meta_stream_has_peer(s, js->name)) {

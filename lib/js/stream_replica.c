@@ -442,6 +442,7 @@ static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
         return;
     }
     jr__srep_apply_entry(r, index, term, data, len);
+    jr__clead_stream_changed(r->js, r->group); /* new messages for its consumers' leaders */
     int64_t clock = jr__stream_fsm_clock(r->fsm);
     if (clock > r->clock.stamp) /* another leader's stamps: maybe an anchor (stream/clock.h) */
         jr__sclock_observe(&r->clock, clock, jr__js_wall(r->js), jr__node_now(r->js->n));

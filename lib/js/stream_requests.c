@@ -67,9 +67,50 @@ static int cmp_peer(const void *a, const void *b)
     return strcmp(((const jr_peer_info *)a)->name, ((const jr_peer_info *)b)->name);
 }
 
-static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
+size_t jr__cluster_replicas(jr__js *js, jr_group *g, const char *const *peers, size_t npeers,
+                            jr_peer_info *reps, const jr_peer_info **ptrs)
 {
     jr_node *n = js->n;
+    size_t nr = 0;
+    jr_group_status gs;
+    gs.size = sizeof gs;
+    jr_group_status_get(g, &gs);
+    for (size_t i = 0; i < gs.npeers && nr < JR__INFO_MAX_REPLICAS; i++) {
+        jr_peer_status ps;
+        ps.size = sizeof ps;
+        if (jr_group_peer(g, i, &ps) != 0 || !ps.name || strcmp(ps.name, js->name) == 0) continue;
+        jr_peer_info *pi = &reps[nr++];
+        memset(pi, 0, sizeof *pi);
+        pi->size = sizeof *pi;
+        pi->name = ps.name;
+        pi->observer = !ps.voter;
+        pi->lag = ps.lag;
+        pi->active_ns = ps.last_seen_ns;
+        pi->offline = ps.last_seen_ns == UINT64_MAX || ps.last_seen_ns > 2 * js->election_ns;
+        pi->damaged = ps.damaged;
+        pi->unvouched = ps.unvouched;
+        pi->current = ps.current && !pi->offline && !pi->damaged && !pi->unvouched;
+    }
+    /* Peers of the assignment that are not (yet) members of the group. */
+    const jr__conf *conf = jr__raft_conf(jr__group_consensus(g));
+    for (size_t i = 0; i < npeers && nr < JR__INFO_MAX_REPLICAS; i++) {
+        jr__peer *p = jr__peer_find_name(n, peers[i]);
+        if (p && jr__conf_find(conf, jr__peer_get_id(p))) continue;
+        jr_peer_info *pi = &reps[nr++];
+        memset(pi, 0, sizeof *pi);
+        pi->size = sizeof *pi;
+        pi->name = peers[i];
+        pi->pending = 1;
+        pi->offline = !jr__mnode_online(js, peers[i], NULL);
+        pi->active_ns = UINT64_MAX;
+    }
+    qsort(reps, nr, sizeof reps[0], cmp_peer);
+    for (size_t i = 0; i < nr; i++) ptrs[i] = &reps[i];
+    return nr;
+}
+
+static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
+{
     jr_stream_info in;
     jr_stream_state state;
     jr_cluster_info cluster;
@@ -84,6 +125,7 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
     in.cluster = &cluster;
     const jr__meta_stream *ms = jr__meta_stream_by_group(&js->st, r->group);
     in.created_ns = ms ? ms->created_ns : 0; /* the meta leader's stamp (meta_op.h) */
+    state.consumers = ms ? ms->nconsumers : 0;
     jr__stream_fsm_info fi;
     jr__stream_fsm_info_get(r->fsm, &fi);
     state.msgs = fi.store.msgs;
@@ -102,42 +144,7 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
     cluster.leader = js->name;
     jr_peer_info reps[JR__INFO_MAX_REPLICAS];
     const jr_peer_info *rep_ptrs[JR__INFO_MAX_REPLICAS];
-    size_t nr = 0;
-    jr_group_status gs;
-    gs.size = sizeof gs;
-    jr_group_status_get(r->g, &gs);
-    for (size_t i = 0; i < gs.npeers && nr < JR__INFO_MAX_REPLICAS; i++) {
-        jr_peer_status ps;
-        ps.size = sizeof ps;
-        if (jr_group_peer(r->g, i, &ps) != 0 || !ps.name || strcmp(ps.name, js->name) == 0)
-            continue;
-        jr_peer_info *pi = &reps[nr++];
-        memset(pi, 0, sizeof *pi);
-        pi->size = sizeof *pi;
-        pi->name = ps.name;
-        pi->observer = !ps.voter;
-        pi->lag = ps.lag;
-        pi->active_ns = ps.last_seen_ns;
-        pi->offline = ps.last_seen_ns == UINT64_MAX || ps.last_seen_ns > 2 * js->election_ns;
-        pi->damaged = ps.damaged;
-        pi->unvouched = ps.unvouched;
-        pi->current = ps.current && !pi->offline && !pi->damaged && !pi->unvouched;
-    }
-    /* Peers of the assignment that are not (yet) members of the group. */
-    const jr__conf *conf = jr__raft_conf(jr__group_consensus(r->g));
-    for (size_t i = 0; i < r->as->npeers && nr < JR__INFO_MAX_REPLICAS; i++) {
-        jr__peer *p = jr__peer_find_name(n, r->as->peers[i]);
-        if (p && jr__conf_find(conf, jr__peer_get_id(p))) continue;
-        jr_peer_info *pi = &reps[nr++];
-        memset(pi, 0, sizeof *pi);
-        pi->size = sizeof *pi;
-        pi->name = r->as->peers[i];
-        pi->pending = 1;
-        pi->offline = !jr__mnode_online(js, r->as->peers[i], NULL);
-        pi->active_ns = UINT64_MAX;
-    }
-    qsort(reps, nr, sizeof reps[0], cmp_peer);
-    for (size_t i = 0; i < nr; i++) rep_ptrs[i] = &reps[i];
+    size_t nr = jr__cluster_replicas(js, r->g, r->as->peers, r->as->npeers, reps, rep_ptrs);
     cluster.replicas = rep_ptrs;
     cluster.nreplicas = nr;
     jr__buf *b = &js->scratch2;

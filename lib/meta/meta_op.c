@@ -11,7 +11,7 @@
 #include "util/alloc.h"
 #include "util/checksum.h"
 
-_Static_assert(JR__META_OP_MAX == 5, "a new meta op type needs its encoding in meta_op.c");
+_Static_assert(JR__META_OP_MAX == 7, "a new meta op type needs its encoding in meta_op.c");
 
 typedef struct span {
     const char *p;
@@ -31,10 +31,12 @@ typedef struct raw {
     size_t cfglen;
     span peers[JR_MAX_REPLICAS];
     size_t npeers;
-    span stream;                                         /* STREAM_DELETE, STREAM_CONVERGED */
+    span stream;                                         /* STREAM_DELETE, _CONVERGED, CONSUMER_* */
+    span consumer;                                       /* CONSUMER_DELETE */
+    uint8_t action;                                      /* CONSUMER_ADD */
     uint64_t group, peers_at, term, commit_term, commit; /* STREAM_CONVERGED */
     uint8_t version;
-    uint64_t created_ns; /* STREAM_ADD, version 2 */
+    uint64_t created_ns; /* STREAM_ADD (version 2), CONSUMER_ADD */
 } raw;
 
 int jr__meta_name_ok(const char *s, size_t n)
@@ -71,6 +73,17 @@ static int stream_name_ok(const char *s)
     jr_stream_config_init(&c);
     c.name = s;
     return jr__stream_config_validate(&c, NULL, 0) == 0;
+}
+
+/* 1 if s (NUL-terminated) is a valid consumer name (the config's rules for `name`). */
+static int consumer_name_ok(const char *s)
+{
+    if (!s) return 0;
+    jr_consumer_config c;
+    jr_consumer_config_init(&c);
+    c.name = s;
+    c.durable_name = s;
+    return jr__consumer_config_validate(&c, NULL, NULL) == 0;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -136,10 +149,20 @@ static int check_op(const jr__meta_op *op, raw *r)
         if (!op->config || op->npeers > JR_MAX_REPLICAS || (op->npeers && !op->peers))
             return JR_EINVAL;
         if (op->created_ns && op->type != JR__META_STREAM_ADD) return JR_EINVAL;
+        if (op->consumer_config) return JR_EINVAL;
         for (size_t i = 0; i < op->npeers; i++) r->peers[i] = str_span(op->peers[i]);
         return names_ok(r->peers, op->npeers) ? 0 : JR_EINVAL;
     case JR__META_STREAM_DELETE:
         return stream_name_ok(op->stream) ? 0 : JR_EINVAL;
+    case JR__META_CONSUMER_ADD:
+        if (!stream_name_ok(op->stream) || !op->consumer_config ||
+            op->action > JR__META_CONSUMER_UPDATE || op->npeers > JR_MAX_REPLICAS ||
+            (op->npeers && !op->peers))
+            return JR_EINVAL;
+        for (size_t i = 0; i < op->npeers; i++) r->peers[i] = str_span(op->peers[i]);
+        return names_ok(r->peers, op->npeers) ? 0 : JR_EINVAL;
+    case JR__META_CONSUMER_DELETE:
+        return stream_name_ok(op->stream) && consumer_name_ok(op->consumer) ? 0 : JR_EINVAL;
     case JR__META_STREAM_CONVERGED:
         return stream_name_ok(op->stream) && op->group && op->peers_at &&
                        op->commit_term <= op->term
@@ -163,6 +186,13 @@ int jr__meta_op_encode(const jr__meta_op *op, jr__buf *out)
     jr__buf_init(&cfg, out->alloc);
     if (op->type == JR__META_STREAM_ADD || op->type == JR__META_STREAM_UPDATE) {
         int rc = jr__stream_config_encode(op->config, &cfg);
+        if (rc) {
+            jr__buf_free(&cfg);
+            if (rc == JR_ENOMEM) out->err = out->err ? out->err : JR_ENOMEM;
+            return rc;
+        }
+    } else if (op->type == JR__META_CONSUMER_ADD) {
+        int rc = jr__consumer_config_encode(op->consumer_config, &cfg);
         if (rc) {
             jr__buf_free(&cfg);
             if (rc == JR_ENOMEM) out->err = out->err ? out->err : JR_ENOMEM;
@@ -198,6 +228,18 @@ int jr__meta_op_encode(const jr__meta_op *op, jr__buf *out)
         jr__buf_varint(out, op->term);
         jr__buf_varint(out, op->commit_term);
         jr__buf_varint(out, op->commit);
+        break;
+    case JR__META_CONSUMER_ADD:
+        jr__meta_put_str(out, op->stream);
+        jr__buf_bytes(out, cfg.data, cfg.len);
+        jr__buf_u8(out, op->action);
+        jr__buf_varint(out, op->npeers);
+        for (size_t i = 0; i < op->npeers; i++) put_span(out, r.peers[i]);
+        jr__buf_varint(out, op->created_ns);
+        break;
+    case JR__META_CONSUMER_DELETE:
+        jr__meta_put_str(out, op->stream);
+        jr__meta_put_str(out, op->consumer);
         break;
     default: /* STREAM_DELETE */
         jr__meta_put_str(out, op->stream);
@@ -256,6 +298,20 @@ static int parse(jr__rd *rd, raw *r)
         r->commit = jr__rd_varint(rd);
         if (r->group == 0 || r->peers_at == 0 || r->commit_term > r->term) jr__rd_fail(rd);
         break;
+    case JR__META_CONSUMER_ADD:
+        r->stream = rd_span(rd, JR_STREAM_NAME_MAX);
+        r->cfg = jr__rd_bytes(rd, &r->cfglen, SIZE_MAX);
+        r->action = jr__rd_u8(rd);
+        if (r->action > JR__META_CONSUMER_UPDATE) jr__rd_fail(rd);
+        r->npeers = jr__meta_rd_count(rd, 2, JR_MAX_REPLICAS);
+        for (size_t i = 0; i < r->npeers && !rd->err; i++)
+            r->peers[i] = rd_span(rd, JR__META_NAME_MAX);
+        r->created_ns = jr__rd_varint(rd);
+        break;
+    case JR__META_CONSUMER_DELETE:
+        r->stream = rd_span(rd, JR_STREAM_NAME_MAX);
+        r->consumer = rd_span(rd, JR_CONSUMER_NAME_MAX);
+        break;
     default: /* STREAM_DELETE */
         r->stream = rd_span(rd, JR_STREAM_NAME_MAX);
     }
@@ -288,7 +344,7 @@ static int build(const raw *r, const jr_allocator *a, jr__meta_op *op)
     const span *list = r->type == JR__META_SERVER_INFO ? r->tags : r->peers;
     size_t nlist = r->type == JR__META_SERVER_INFO ? r->ntags : r->npeers;
     size_t bytes = nlist * sizeof(char *) + r->origin.n + 1 + r->name.n + 1 + r->cluster.n + 1 +
-                   r->stream.n + 1;
+                   r->stream.n + 1 + r->consumer.n + 1;
     for (size_t i = 0; i < nlist; i++) bytes += list[i].n + 1;
     char *block = jr__malloc(a, bytes);
     if (!block) return JR_ENOMEM;
@@ -323,6 +379,17 @@ static int build(const raw *r, const jr_allocator *a, jr__meta_op *op)
         op->commit_term = r->commit_term;
         op->commit = r->commit;
         break;
+    case JR__META_CONSUMER_ADD:
+        op->stream = copy_span(&at, r->stream);
+        op->action = r->action;
+        op->peers = nlist ? ptrs : NULL;
+        op->npeers = nlist;
+        op->created_ns = r->created_ns;
+        break;
+    case JR__META_CONSUMER_DELETE:
+        op->stream = copy_span(&at, r->stream);
+        op->consumer = copy_span(&at, r->consumer);
+        break;
     default:
         op->stream = copy_span(&at, r->stream);
     }
@@ -348,8 +415,13 @@ int jr__meta_op_decode(const void *data, size_t len, const jr_allocator *a, jr__
     int rc = parse(&rd, &r);
     if (rc) return rc;
     if ((rc = build(&r, a, op))) return rc;
-    if ((r.type == JR__META_STREAM_DELETE || r.type == JR__META_STREAM_CONVERGED) &&
+    if ((r.type == JR__META_STREAM_DELETE || r.type == JR__META_STREAM_CONVERGED ||
+         r.type == JR__META_CONSUMER_ADD || r.type == JR__META_CONSUMER_DELETE) &&
         !stream_name_ok(op->stream)) {
+        jr__meta_op_free(op);
+        return JR_ECORRUPT;
+    }
+    if (r.type == JR__META_CONSUMER_DELETE && !consumer_name_ok(op->consumer)) {
         jr__meta_op_free(op);
         return JR_ECORRUPT;
     }
@@ -361,6 +433,14 @@ int jr__meta_op_decode(const void *data, size_t len, const jr_allocator *a, jr__
         }
         op->config = &op->cfg->c;
     }
+    if (r.type == JR__META_CONSUMER_ADD) {
+        rc = jr__consumer_config_decode(r.cfg, r.cfglen, a, &op->ccfg);
+        if (rc) {
+            jr__meta_op_free(op);
+            return rc;
+        }
+        op->consumer_config = &op->ccfg->c;
+    }
     return 0;
 }
 
@@ -368,6 +448,7 @@ void jr__meta_op_free(jr__meta_op *op)
 {
     if (!op) return;
     jr__stream_cfg_free(op->cfg);
+    jr__consumer_cfg_free(op->ccfg);
     if (op->block) jr__free(op->alloc, op->block);
     memset(op, 0, sizeof *op);
 }

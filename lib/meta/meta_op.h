@@ -17,14 +17,18 @@
  * completes its caller — also after a meta leader failover, since the result is a function of
  * the log alone. An op nobody waits for has request id 0 and no origin (both or neither).
  *
- * A STREAM_ADD or STREAM_UPDATE with no peers is a *request*: what a server forwards to the meta
- * leader (RPC kind JR__RPC_META, wire/frame.h) before placement. The leader checks it
+ * A STREAM_ADD, STREAM_UPDATE or CONSUMER_ADD with no peers is a *request*: what a server forwards
+ * to the meta leader (RPC kind JR__RPC_META, wire/frame.h) before placement. The leader checks it
  * (jr__meta_check), places it, and proposes it with the peer set. Applying an op without
  * peers refuses it.
  *
- * Room for the roadmap: op types 6.. are reserved for consumer add/update/delete, server
- * peer-remove, evacuation and cancellation of a move; a decoder that meets a type it does not
- * know reports JR_EVERSION, never a silent skip (replicas must not diverge). A stream's peer
+ *   CONSUMER_ADD  {stream name, consumer config, action (create, update or either), peer set
+ *                 (a subset of the stream's, chosen by the leader), creation time}: creates or
+ *                 updates a consumer of the stream.
+ *   CONSUMER_DELETE {stream name, consumer name}.
+ * Room for the roadmap: op types 8.. are reserved for server peer-remove, evacuation and
+ * cancellation of a move; a decoder that meets a type it does not know reports JR_EVERSION,
+ * never a silent skip (replicas must not diverge). A stream's peer
  * set changes (grow, shrink) through STREAM_UPDATE with the new peers; the groups converge to
  * it and its leader reports STREAM_CONVERGED.
  *
@@ -41,6 +45,9 @@
  *   STREAM_DELETE str name
  *   STREAM_CONVERGED str name | varint group (!= 0) | varint peers_at (!= 0) | varint term |
  *                    varint commit_term | varint commit (commit_term <= term)
+ *   CONSUMER_ADD  str stream | varint len | len bytes of jr__consumer_config_encode() |
+ *                 u8 action (0 either, 1 create, 2 update) | list<str> peers | varint created_ns
+ *   CONSUMER_DELETE str stream | str consumer
  * Version 2 only adds the creation time a meta leader stamps on a STREAM_ADD it places (its
  * host's wall clock). An op is written as version 2 exactly when it carries one, as version 1
  * otherwise, so every value keeps one encoding and logs written before version 2 replay
@@ -60,6 +67,7 @@
 #include <stdint.h>
 
 #include "jetraft.h"
+#include "consumer/config.h"
 #include "stream/config.h"
 #include "util/buf.h"
 
@@ -73,7 +81,16 @@ enum jr__meta_op_type {
     JR__META_STREAM_UPDATE = 3,
     JR__META_STREAM_DELETE = 4,
     JR__META_STREAM_CONVERGED = 5,
-    JR__META_OP_MAX = 5 /* types above are reserved (see the header comment) */
+    JR__META_CONSUMER_ADD = 6,
+    JR__META_CONSUMER_DELETE = 7,
+    JR__META_OP_MAX = 7 /* types above are reserved (see the header comment) */
+};
+
+/* What a CONSUMER_ADD may do (JetStream's create request `action`). */
+enum jr__meta_consumer_action {
+    JR__META_CONSUMER_EITHER = 0, /* create, or update an existing one */
+    JR__META_CONSUMER_CREATE = 1, /* create only: an existing one with another config refuses */
+    JR__META_CONSUMER_UPDATE = 2, /* update only: a missing one refuses */
 };
 
 /* A server's placement facts. */
@@ -96,15 +113,20 @@ typedef struct jr__meta_op {
     size_t npeers;
     uint64_t created_ns; /* STREAM_ADD: the meta leader's wall clock when it placed the stream
                             (ns since the Unix epoch); 0: none (a request, or a version-1 op) */
-    const char *stream;  /* STREAM_DELETE, STREAM_CONVERGED: the stream's name */
-    uint64_t group;      /* STREAM_CONVERGED: the stream's Raft group id */
-    uint64_t peers_at;   /* STREAM_CONVERGED: the assignment's peers_at the group reached */
+    const char *stream;  /* STREAM_DELETE, STREAM_CONVERGED, CONSUMER_*: the stream's name */
+    const jr_consumer_config *consumer_config; /* CONSUMER_ADD (a request may lack the name of
+                                                  an ephemeral: the leader names it) */
+    uint8_t action;                            /* CONSUMER_ADD: enum jr__meta_consumer_action */
+    const char *consumer;                      /* CONSUMER_DELETE: the consumer's name */
+    uint64_t group;                            /* STREAM_CONVERGED: the stream's Raft group id */
+    uint64_t peers_at; /* STREAM_CONVERGED: the assignment's peers_at the group reached */
     /* STREAM_CONVERGED: the reporting leader's term, and its commit index with that entry's
      * term — the floor a replica joining later starts from (jr__join_floor); 0: unknown */
     uint64_t term, commit_term, commit;
     /* Owned memory of a decoded op (jr__meta_op_decode); all NULL in an op built by hand. */
-    jr__stream_cfg *cfg; /* the decoded config (config == &cfg->c) */
-    void *block;         /* strings and arrays */
+    jr__stream_cfg *cfg;    /* the decoded config (config == &cfg->c) */
+    jr__consumer_cfg *ccfg; /* the decoded consumer config (consumer_config == &ccfg->c) */
+    void *block;            /* strings and arrays */
     const jr_allocator *alloc;
 } jr__meta_op;
 

@@ -20,6 +20,8 @@ static const uint8_t magic[4] = {'J', 'R', 'M', 'S'};
     13 /* config length + config (>= 9), peer count, group, created, updated                       \
           (version 1; later versions only add fields) */
 
+#define CONSUMER_MIN 8 /* config length + config (>= 3), peer count, group, created, updated */
+
 static void put_server(jr__buf *b, const jr__meta_server *s)
 {
     jr__meta_put_str(b, s->name);
@@ -61,6 +63,22 @@ int jr__meta_snapshot(const jr__meta_state *st, jr__buf *out)
         jr__buf_varint(out, s->floor_term);
         jr__buf_varint(out, s->floor_commit_term);
         jr__buf_varint(out, s->floor_commit);
+        jr__buf_varint(out, s->nconsumers);
+        for (size_t j = 0; j < s->nconsumers && !out->err; j++) {
+            const jr__meta_consumer *c = s->consumers[j];
+            jr__buf_reset(&cfg);
+            if (jr__consumer_config_encode(&c->cfg->c, &cfg)) {
+                out->err = cfg.err ? cfg.err : JR_ENOMEM;
+                break;
+            }
+            jr__buf_bytes(out, cfg.data, cfg.len);
+            jr__buf_varint(out, c->npeers);
+            for (size_t k = 0; k < c->npeers; k++) jr__meta_put_str(out, c->peers[k]);
+            jr__buf_varint(out, c->group);
+            jr__buf_varint(out, c->created);
+            jr__buf_varint(out, c->updated);
+            jr__buf_varint(out, c->created_ns);
+        }
     }
     jr__buf_free(&cfg);
     if (!out->err) jr__buf_u64(out, jr__xxh3(out->data + start, out->len - start));
@@ -122,6 +140,49 @@ static int read_servers(jr__rd *r, jr__meta_state *st)
     return r->err ? JR_ECORRUPT : 0;
 }
 
+/* One consumer of stream s (version 4). */
+static int read_consumer(jr__rd *r, jr__meta_state *st, jr__meta_stream *s)
+{
+    size_t cfglen;
+    const uint8_t *cfgp = jr__rd_bytes(r, &cfglen, SIZE_MAX);
+    jr__meta_name peers[JR_MAX_REPLICAS];
+    size_t npeers = rd_names(r, peers, JR_MAX_REPLICAS);
+    uint64_t group = jr__rd_varint(r);
+    uint64_t created = jr__rd_varint(r);
+    uint64_t updated = jr__rd_varint(r);
+    uint64_t created_ns = jr__rd_varint(r);
+    if (r->err || created == 0 || created > updated || updated > st->applied || npeers == 0)
+        return JR_ECORRUPT;
+    for (size_t i = 0; i < npeers; i++) {
+        char name[JR__META_NAME_MAX + 1];
+        memcpy(name, peers[i].p, peers[i].n);
+        name[peers[i].n] = '\0';
+        if (!jr__meta_stream_has_peer(s, name)) return JR_ECORRUPT;
+    }
+    jr__consumer_cfg *cfg;
+    int rc = jr__consumer_config_decode(cfgp, cfglen, st->alloc, &cfg);
+    if (rc) return rc;
+    if (!cfg->c.name || npeers != (size_t)jr__meta_consumer_replicas(s, &cfg->c)) {
+        jr__consumer_cfg_free(cfg);
+        return JR_ECORRUPT;
+    }
+    jr__meta_consumer *c = jr__meta_consumer_new(st->alloc, cfg, peers, npeers);
+    if (!c) {
+        jr__consumer_cfg_free(cfg);
+        return JR_ENOMEM;
+    }
+    c->group = group;
+    c->created = created;
+    c->updated = updated;
+    c->created_ns = created_ns;
+    rc = jr__meta_state_append_consumer(st, s, c);
+    if (rc) {
+        jr__meta_consumer_free(st->alloc, c);
+        return rc == JR_ENOMEM ? rc : JR_ECORRUPT;
+    }
+    return 0;
+}
+
 static int read_stream(jr__rd *r, jr__meta_state *st, int version)
 {
     size_t cfglen;
@@ -167,6 +228,13 @@ static int read_stream(jr__rd *r, jr__meta_state *st, int version)
     if (rc) {
         jr__meta_stream_free(st->alloc, s);
         return rc == JR_ENOMEM ? rc : JR_ECORRUPT;
+    }
+    if (version < 4) return 0;
+    size_t nc = jr__meta_rd_count(r, CONSUMER_MIN, SIZE_MAX);
+    if (r->err) return JR_ECORRUPT;
+    for (size_t i = 0; i < nc; i++) {
+        rc = read_consumer(r, st, s);
+        if (rc) return rc;
     }
     return 0;
 }

@@ -143,6 +143,8 @@ jr__meta_stream *jr__meta_stream_new(const jr_allocator *a, jr__stream_cfg *cfg,
 void jr__meta_stream_free(const jr_allocator *a, jr__meta_stream *s)
 {
     if (!s) return;
+    for (size_t i = 0; i < s->nconsumers; i++) jr__meta_consumer_free(a, s->consumers[i]);
+    jr__free(a, s->consumers);
     jr__meta_asgn_put(s->asgn);
     jr__free(a, s);
 }
@@ -155,6 +157,7 @@ void jr__meta_state_init(jr__meta_state *st, const jr_allocator *a, uint64_t fir
     memset(st, 0, sizeof *st);
     st->alloc = a;
     jr__map_init(&st->by_group, a);
+    jr__map_init(&st->by_cgroup, a);
     jr__subject_index_init(&st->subjects, a);
     st->next_group = first_group ? first_group : 1;
 }
@@ -166,6 +169,7 @@ void jr__meta_state_free(jr__meta_state *st)
     jr__free(st->alloc, st->servers);
     jr__free(st->alloc, st->streams);
     jr__map_free(&st->by_group);
+    jr__map_free(&st->by_cgroup);
     jr__subject_index_free(&st->subjects);
     const jr_allocator *a = st->alloc;
     memset(st, 0, sizeof *st);
@@ -301,7 +305,9 @@ static void tally_server(const jr__meta_state *st, jr__meta_server *sv)
 int jr__meta_state_append_stream(jr__meta_state *st, jr__meta_stream *s)
 {
     if (st->nstreams && strcmp(st->streams[st->nstreams - 1]->name, s->name) >= 0) return JR_EINVAL;
-    if (s->group == 0 || jr__map_get(&st->by_group, s->group)) return JR_EINVAL;
+    if (s->group == 0 || jr__map_get(&st->by_group, s->group) ||
+        jr__map_get(&st->by_cgroup, s->group))
+        return JR_EINVAL;
     if (reserve(st->alloc, &st->streams, st->nstreams, &st->cap_streams)) return JR_ENOMEM;
     int rc = jr__subject_index_insert_all(&st->subjects, s->cfg->c.subjects, s->cfg->c.nsubjects, s,
                                           NULL);
@@ -556,6 +562,11 @@ int jr__meta_check(jr__meta_state *st, const jr__meta_op *op, jr__meta_result *r
         return 0;
     }
     jr__meta_stream *s;
+    if (op->type == JR__META_CONSUMER_ADD || op->type == JR__META_CONSUMER_DELETE) {
+        jr__meta_consumer *c;
+        jr__meta_consumer_validate(st, op, 0, res, &s, &c);
+        return 0;
+    }
     if (validate(st, op, 0, res, &s) == DECIDED) return 0;
     if (op->type != JR__META_STREAM_ADD && op->type != JR__META_STREAM_UPDATE) return 0;
     /* probe the subject index: insert for the stream (or a stand-in owner), then undo */
@@ -713,6 +724,8 @@ static int apply_update(jr__meta_state *st, uint64_t index, const jr__meta_op *o
 
 static void apply_delete(jr__meta_state *st, jr__meta_stream *s, jr__meta_result *res)
 {
+    if (s->nconsumers) res->consumers_gone = 1;
+    jr__meta_consumers_drop(st, s);
     tally(st, s, -1);
     for (size_t i = 0; i < s->cfg->c.nsubjects; i++)
         jr__subject_index_remove(&st->subjects, s->cfg->c.subjects[i], s);
@@ -732,7 +745,11 @@ int jr__meta_apply_op(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
     if (!op || index <= st->applied) return JR_EINVAL;
     jr__meta_stream *s;
     int rc = 0;
-    if (validate(st, op, 1, res, &s) != DECIDED) {
+    if (op->type == JR__META_CONSUMER_ADD || op->type == JR__META_CONSUMER_DELETE) {
+        jr__meta_consumer *c;
+        if (jr__meta_consumer_validate(st, op, 1, res, &s, &c) == 0)
+            rc = jr__meta_consumer_apply(st, index, op, s, c, res);
+    } else if (validate(st, op, 1, res, &s) != DECIDED) {
         switch (op->type) {
         case JR__META_SERVER_INFO:
             rc = apply_server(st, op, res);
@@ -762,7 +779,10 @@ int jr__meta_apply_op(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
         result_init(res, op);
         return rc; /* JR_ENOMEM: nothing changed */
     }
-    if (res->status) res->assignment = NULL;
+    if (res->status) {
+        res->assignment = NULL;
+        res->consumer = NULL;
+    }
     st->applied = index;
     return 0;
 }
@@ -840,11 +860,13 @@ static const jr__meta_local *local_find(const jr__meta_local *v, size_t n, uint6
     return NULL;
 }
 
-static void plan_add(jr__meta_plan *p, int kind, uint64_t group, const jr__meta_stream *s)
+static void plan_add(jr__meta_plan *p, int kind, uint64_t group, const jr__meta_stream *s,
+                     const jr__meta_consumer *c)
 {
     p->actions[p->n].kind = kind;
     p->actions[p->n].group = group;
     p->actions[p->n].stream = s;
+    p->actions[p->n].consumer = c;
     p->n++;
 }
 
@@ -868,7 +890,7 @@ int jr__meta_desired(const jr__meta_state *st, const char *server, const jr__met
         }
     }
     /* at most one action per local replica plus one per assignment */
-    size_t cap = nlocal + st->nstreams;
+    size_t cap = nlocal + st->nstreams + st->nconsumers;
     if (cap) {
         plan->actions = jr__calloc(st->alloc, cap, sizeof *plan->actions);
         if (!plan->actions) {
@@ -878,17 +900,33 @@ int jr__meta_desired(const jr__meta_state *st, const char *server, const jr__met
     }
     for (size_t i = 0; i < nlocal; i++) {
         const jr__meta_stream *s = jr__meta_stream_by_group(st, sorted[i].group);
-        if (!s || !jr__meta_stream_has_peer(s, server))
-            plan_add(plan, JR__META_LEAVE, sorted[i].group, s);
+        const jr__meta_consumer *c = s ? NULL : jr__meta_consumer_by_group(st, sorted[i].group);
+        if (c && !jr__meta_consumer_has_peer(c, server))
+            plan_add(plan, JR__META_LEAVE, sorted[i].group, c->stream, c);
+        else if (!c && (!s || !jr__meta_stream_has_peer(s, server)))
+            plan_add(plan, JR__META_LEAVE, sorted[i].group, s, NULL);
     }
     for (size_t k = 0; k < st->nstreams; k++) {
         const jr__meta_stream *s = st->streams[k];
         if (!jr__meta_stream_has_peer(s, server)) continue;
         const jr__meta_local *l = local_find(sorted, nlocal, s->group);
         if (!l)
-            plan_add(plan, JR__META_CREATE, s->group, s);
+            plan_add(plan, JR__META_CREATE, s->group, s, NULL);
         else if (l->updated != s->updated)
-            plan_add(plan, JR__META_UPDATE, s->group, s);
+            plan_add(plan, JR__META_UPDATE, s->group, s, NULL);
+    }
+    /* consumers after every stream: a consumer's replica reads its stream's local replica */
+    for (size_t k = 0; k < st->nstreams; k++) {
+        const jr__meta_stream *s = st->streams[k];
+        for (size_t j = 0; j < s->nconsumers; j++) {
+            const jr__meta_consumer *c = s->consumers[j];
+            if (!jr__meta_consumer_has_peer(c, server)) continue;
+            const jr__meta_local *l = local_find(sorted, nlocal, c->group);
+            if (!l)
+                plan_add(plan, JR__META_CREATE, c->group, s, c);
+            else if (l->updated != c->updated)
+                plan_add(plan, JR__META_UPDATE, c->group, s, c);
+        }
     }
     jr__free(st->alloc, sorted);
     return 0;

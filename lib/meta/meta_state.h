@@ -3,8 +3,10 @@
  * placement facts) and where every stream lives (ARCHITECTURE §6).
  *
  * Owns: servers by name; stream assignments by name {owned normalized config, peer set (server
- * names), Raft group id, meta index of creation and of the last change}; a subject index of
- * every stream's subjects (overlap checks, and the subject → stream lookup of a publish).
+ * names), Raft group id, meta index of creation and of the last change}; each stream's consumer
+ * assignments by name {owned config, peer set (a subset of the stream's), Raft group id, meta
+ * indexes of creation and last change}; a subject index of every stream's subjects (overlap
+ * checks, and the subject → stream lookup of a publish).
  *
  * Determinism: the state is a function of the sequence of ops applied (and of the snapshot it
  * was restored from) and nothing else — no clock, no PRNG, no iteration over hash-table order.
@@ -33,11 +35,24 @@
  *                  set) while the previous one has not converged → JR_EBUSY ("cluster member
  *                  change is in progress"); subject overlap as for add (the stream's own
  *                  subjects do not count). Identical config and peers → 0, nothing changes.
- *   STREAM_DELETE  unknown name → JR_ENOTFOUND; else the assignment is gone.
+ *   STREAM_DELETE  unknown name → JR_ENOTFOUND; else the assignment is gone, with its consumers.
  *   STREAM_CONVERGED unknown name, or another group id (the stream was re-created) →
  *                  JR_ENOTFOUND; peers_at other than the stream's → JR_ERANGE (a stale
  *                  report); already converged → 0, nothing changes; else converged_at =
  *                  peers_at.
+ *   CONSUMER_ADD   unknown stream → JR_ENOSTREAM; no consumer name → JR_EINVAL (the leader
+ *                  names an ephemeral before proposing); the config must pass
+ *                  jr__consumer_config_validate against the stream (JR_EINVAL with JetStream's
+ *                  text); an existing consumer: identical config → 0, the existing assignment;
+ *                  action create → JR_EEXIST "consumer already exists"; else the update rules
+ *                  (jr__consumer_config_check_update). A missing one: action update →
+ *                  JR_ENOTFOUND "consumer does not exist"; the stream's max_consumers reached →
+ *                  JR_ELIMIT "maximum consumers limit reached"; on a work-queue stream an
+ *                  unfiltered consumer beside another → JR_EINVAL "multiple non-filtered
+ *                  consumers not allowed on workqueue stream", overlapping filters → JR_EINVAL
+ *                  "filtered consumer not unique on workqueue stream". Peers: exactly R distinct
+ *                  peers of the stream (R = num_replicas, or the stream's replicas when 0).
+ *   CONSUMER_DELETE unknown stream → JR_ENOSTREAM; unknown consumer → JR_ENOTFOUND.
  *
  * Peer changes. Each assignment records peers_at, the meta index of the op that gave it its
  * peer set (its STREAM_ADD, or the last STREAM_UPDATE whose peers differ as a set), and
@@ -62,6 +77,7 @@
 #include <stdint.h>
 
 #include "jetraft.h"
+#include "consumer/config.h"
 #include "meta/meta_op.h"
 #include "meta/placement.h"
 #include "stream/config.h"
@@ -102,6 +118,8 @@ jr__meta_asgn *jr__meta_asgn_ref(jr__meta_asgn *as);
 /* Drops a reference; the last one frees as and its config. NULL is a no-op. */
 void jr__meta_asgn_put(jr__meta_asgn *as);
 
+typedef struct jr__meta_consumer jr__meta_consumer;
+
 /* Where one stream lives. Read-only outside meta_state.c; valid until the op that changes or
  * deletes it is applied (or the state is restored or freed). */
 typedef struct jr__meta_stream {
@@ -120,7 +138,35 @@ typedef struct jr__meta_stream {
                                  differs from peers_at ("Peer changes" above) */
     uint64_t floor_term, floor_commit_term, floor_commit; /* the newest report's term and commit
                                  (STREAM_CONVERGED): where a replica joining later starts */
+    jr__meta_consumer **consumers;                        /* sorted by name (bytewise) */
+    size_t nconsumers, cap_consumers;
 } jr__meta_stream;
+
+/* One version of a consumer's config and peer set: immutable and reference-counted, like
+ * jr__meta_asgn (a consumer replica holds the version it converged to). */
+typedef struct jr__meta_casgn {
+    uint32_t refs;
+    const jr_allocator *alloc;
+    jr__consumer_cfg *cfg;    /* owned normalized config; cfg->c.name is the consumer's name */
+    const char *const *peers; /* server names (in this block), a subset of the stream's */
+    size_t npeers;
+} jr__meta_casgn;
+jr__meta_casgn *jr__meta_casgn_ref(jr__meta_casgn *as);
+void jr__meta_casgn_put(jr__meta_casgn *as);
+
+/* Where one consumer lives. Read-only outside the meta state; valid until the op that changes
+ * or deletes it (or its stream) is applied. */
+struct jr__meta_consumer {
+    const char *name;         /* = cfg->c.name */
+    jr__consumer_cfg *cfg;    /* = asgn->cfg */
+    const char *const *peers; /* = asgn->peers */
+    size_t npeers;
+    jr__meta_casgn *asgn;          /* the current version (one reference) */
+    const jr__meta_stream *stream; /* its stream */
+    uint64_t group;                /* its Raft group id (unique among streams and consumers) */
+    uint64_t created, updated;     /* meta indexes of its creation and last change */
+    uint64_t created_ns;           /* the placing meta leader's wall clock */
+};
 
 /* 1 while s's peer set has not converged (a peer change is in progress). */
 static inline int jr__meta_stream_busy(const jr__meta_stream *s)
@@ -141,6 +187,8 @@ typedef struct jr__meta_state {
     jr__meta_stream **streams; /* sorted by name (bytewise), nstreams of them */
     size_t nstreams, cap_streams;
     jr__map by_group;           /* group id → jr__meta_stream */
+    jr__map by_cgroup;          /* group id → jr__meta_consumer */
+    size_t nconsumers;          /* over every stream */
     jr__subject_index subjects; /* every stream's subjects; owner = jr__meta_stream */
     uint64_t applied;           /* meta index of the last op applied (0: none) */
     uint64_t next_group;        /* group id of the next stream added */
@@ -158,10 +206,15 @@ typedef struct jr__meta_result {
     /* STREAM_ADD/UPDATE that succeeded (also idempotently): the assignment, borrowed as
      * jr__meta_stream says; NULL otherwise. */
     const jr__meta_stream *assignment;
+    /* CONSUMER_ADD that succeeded (also idempotently): the consumer, borrowed likewise. */
+    const jr__meta_consumer *consumer;
+    char cname[JR_CONSUMER_NAME_MAX + 1]; /* the consumer concerned, "" if none */
     /* An op that changed a stream (changed = 1 and type STREAM_ADD, _UPDATE, _DELETE or
      * _CONVERGED): that stream's Raft group id (for a delete, the group just removed), so a
-     * node converges only that stream's replica; 0 otherwise. */
+     * node converges only that stream's replica; 0 otherwise. A consumer op that changed a
+     * consumer: the consumer's group. */
     uint64_t group;
+    int consumers_gone;         /* a STREAM_DELETE removed consumers too: converge them all */
     char msg[JR__META_MSG_MAX]; /* why it was refused ("" on success) */
 } jr__meta_result;
 
@@ -201,6 +254,20 @@ const jr__meta_stream *jr__meta_stream_by_group(const jr__meta_state *st, uint64
 const jr__meta_stream *jr__meta_stream_for_subject(const jr__meta_state *st, const char *subject);
 /* 1 if server is one of s's peers. */
 int jr__meta_stream_has_peer(const jr__meta_stream *s, const char *server);
+/* Consumers (meta_consumer.c). */
+const jr__meta_consumer *jr__meta_consumer_find(const jr__meta_stream *s, const char *name);
+const jr__meta_consumer *jr__meta_consumer_by_group(const jr__meta_state *st, uint64_t group);
+int jr__meta_consumer_has_peer(const jr__meta_consumer *c, const char *server);
+/* The replica count of consumer config c on stream s (num_replicas, or the stream's). */
+int jr__meta_consumer_replicas(const jr__meta_stream *s, const jr_consumer_config *c);
+/* The CONSUMER_ADD/DELETE part of validate/apply (meta_state.c calls them). */
+int jr__meta_consumer_validate(const jr__meta_state *st, const jr__meta_op *op, int need_peers,
+                               jr__meta_result *res, jr__meta_stream **stream,
+                               jr__meta_consumer **existing);
+int jr__meta_consumer_apply(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
+                            jr__meta_stream *s, jr__meta_consumer *existing, jr__meta_result *res);
+/* Removes every consumer of s (the stream is deleted). */
+void jr__meta_consumers_drop(jr__meta_state *st, jr__meta_stream *s);
 
 /* Placement's view of the known servers, in name order: out[i] borrows the server's name,
  * cluster and tags (valid until the next apply/restore), has its capacity and max_assets,
@@ -226,6 +293,9 @@ enum jr__meta_action_kind {
 typedef struct jr__meta_action {
     int kind; /* enum jr__meta_action_kind */
     uint64_t group;
+    /* A consumer's replica: the consumer (CREATE, UPDATE; LEAVE when it still exists but no
+     * longer on this server); NULL for a stream's replica, and for a LEAVE of a group gone. */
+    const jr__meta_consumer *consumer;
     /* CREATE, UPDATE: the assignment. LEAVE: the stream that still uses this group but no
      * longer on this server (peer removed), or NULL when the group is gone (stream deleted, or
      * re-created under a new group). Borrowed as jr__meta_stream says. */
@@ -240,30 +310,37 @@ typedef struct jr__meta_plan {
 
 /* Compares the replicas `server` runs (local[0..nlocal), distinct group ids) with the
  * assignments that include it, and fills plan with the actions that converge the two: every
- * LEAVE first (ascending group id), then one UPDATE or CREATE per assignment that needs it, in
- * stream name order. A local replica whose `updated` equals its assignment's needs nothing.
- * 0; JR_EINVAL (duplicate or zero group ids in local, NULL server); JR_ENOMEM. The plan is
- * freed with jr__meta_plan_free (also after an error: it is then empty). */
+ * LEAVE first (ascending group id), then one UPDATE or CREATE per stream assignment that needs
+ * it, in stream name order, then the same for consumers (by stream, then consumer name), so a
+ * consumer's replica is made after its stream's. Local entries name stream and consumer
+ * groups alike (their ids never collide). A local replica whose `updated` equals its assignment's
+ * needs nothing. 0; JR_EINVAL (duplicate or zero group ids in local, NULL server); JR_ENOMEM. The
+ * plan is freed with jr__meta_plan_free (also after an error: it is then empty). */
 int jr__meta_desired(const jr__meta_state *st, const char *server, const jr__meta_local *local,
                      size_t nlocal, jr__meta_plan *plan);
 void jr__meta_plan_free(jr__meta_plan *plan);
 
 /* Snapshot (meta_snapshot.c) -------------------------------------------------------------------
- * Format, version 3 (as in meta_op.h: varints canonical, str = varint length + bytes):
- *   "JRMS" | u8 version (= 2) | varint applied | varint next_group |
+ * Format, version 4 (as in meta_op.h: varints canonical, str = varint length + bytes):
+ *   "JRMS" | u8 version (= 4) | varint applied | varint next_group |
  *   varint nservers | nservers × (str name | str cluster | list<str> tags | varint capacity |
  *                                 varint max_assets) |
  *   varint nstreams | nstreams × (varint len | len bytes of config encoding | list<str> peers |
  *                                 varint group | varint created | varint updated |
  *                                 varint created_ns | varint peers_at |
  *                                 varint converged_at | varint floor_term |
- *                                 varint floor_commit_term | varint floor_commit) |
+ *                                 varint floor_commit_term | varint floor_commit |
+ *                                 varint nconsumers | nconsumers × (varint len | len bytes of
+ *                                 consumer config encoding | list<str> peers | varint group |
+ *                                 varint created | varint updated | varint created_ns)) |
  *   u64 xxh3 of every byte before it
- * Servers and streams in strictly ascending name order (so the encoding is canonical), with
- * created <= converged_at <= peers_at <= updated. Version 2 (before peer changes) is the same
+ * Servers, streams and each stream's consumers in strictly ascending name order (so the encoding
+ * is canonical), with created <= converged_at <= peers_at <= updated for a stream, created <=
+ * updated for a consumer, whose peers are peers of its stream. Version 3 is the same without
+ * consumers. Version 2 (before peer changes) is the same
  * without peers_at and converged_at (restored as created: the original peers, converged);
  * version 1 (before streams had a creation time) also lacks created_ns (restored as 0). */
-#define JR__META_SNAP_VERSION 3
+#define JR__META_SNAP_VERSION 4
 
 /* Appends the snapshot of st to out. 0 or JR_ENOMEM (out->err set; what was appended is
  * unspecified, truncate to the old length). */
@@ -296,5 +373,13 @@ int jr__meta_state_append_server(jr__meta_state *st, jr__meta_server *s);
  * s on success. 0; JR_EINVAL (order, group id 0 or already used); JR_EEXIST (its subjects
  * overlap another stream's); JR_ENOMEM. On failure st is unchanged. */
 int jr__meta_state_append_stream(jr__meta_state *st, jr__meta_stream *s);
+
+/* Builds a consumer from borrowed parts (snapshot restore); takes cfg. */
+jr__meta_consumer *jr__meta_consumer_new(const jr_allocator *a, jr__consumer_cfg *cfg,
+                                         const jr__meta_name *peers, size_t npeers);
+void jr__meta_consumer_free(const jr_allocator *a, jr__meta_consumer *c);
+/* Appends c (group, created, updated set), whose name sorts after every consumer of s; the
+ * state takes c. 0; JR_EINVAL (order, group id 0 or used); JR_ENOMEM. */
+int jr__meta_state_append_consumer(jr__meta_state *st, jr__meta_stream *s, jr__meta_consumer *c);
 
 #endif

@@ -1036,6 +1036,45 @@ void jr__store_state_get(const jr__store *s, jr__store_state *o)
     o->num_deleted = s->msgs ? s->ndeleted : 0;
 }
 
+/* Messages of subject x at or above from. */
+static uint64_t subject_from(const jr__store *s, const jr__subj *x, uint64_t from)
+{
+    if (from <= x->first) return x->count;
+    if (from > x->last) return 0;
+    uint64_t n = 0;
+    for (const jr__ent *e = jr__seqidx_find(&s->idx, x->last); e && e->seq >= from;
+         e = e->prev ? jr__seqidx_find(&s->idx, e->prev) : NULL)
+        n++;
+    return n;
+}
+
+uint64_t jr__store_num_pending(const jr__store *s, uint64_t from, const char *filter,
+                               size_t filter_len)
+{
+    if (!s->msgs || from > s->last_seq) return 0;
+    if (from < first_seq(s)) from = first_seq(s);
+    if (!filter || !filter_len || (filter_len == 1 && filter[0] == '>')) {
+        uint64_t n = s->last_seq - from + 1;
+        for (size_t i = 0; i < s->nranges; i++) {
+            const jr__seq_range *r = &s->ranges[i];
+            if (r->hi < from) continue;
+            n -= r->hi - (r->lo > from ? r->lo : from) + 1;
+        }
+        return n;
+    }
+    if (jr__subject_literal(filter, filter_len)) {
+        uint32_t id = jr__subjidx_find(&s->subjects, filter, filter_len);
+        return id ? subject_from(s, jr__subjidx_get(&s->subjects, id), from) : 0;
+    }
+    uint64_t n = 0;
+    for (uint32_t id = 1; id < s->subjects.n; id++) {
+        const jr__subj *x = jr__subjidx_get(&s->subjects, id);
+        if (x->name && jr__subject_match(filter, filter_len, x->name, x->len))
+            n += subject_from(s, x, from);
+    }
+    return n;
+}
+
 uint64_t jr__store_subject_count(const jr__store *s, const char *subject, size_t len)
 {
     uint32_t id = jr__subjidx_find(&s->subjects, subject, len);

@@ -210,6 +210,13 @@ int jr__store_expire(jr__store *s, int64_t now);
 int jr__store_set_limits(jr__store *s, const jr__store_limits *l);
 
 void jr__store_state_get(const jr__store *s, jr__store_state *out);
+/* Live messages with seq >= from whose subject matches filter (NULL or len 0: any), from the
+ * indexes, without reading messages: no filter costs one step per interior-delete range
+ * above from; a literal subject, one step per message of it at or above from (its first and
+ * last seq decide at once when from is outside them); a pattern, that for every subject
+ * matching it. */
+uint64_t jr__store_num_pending(const jr__store *s, uint64_t from, const char *filter,
+                               size_t filter_len);
 /* Messages and seq of one subject (literal). 0 if it has none. */
 uint64_t jr__store_subject_count(const jr__store *s, const char *subject, size_t len);
 /* Interior deletes as sorted, disjoint, non-adjacent ranges (borrowed until the next call). */

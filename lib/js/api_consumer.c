@@ -1,0 +1,447 @@
+/*
+ * api_consumer — the public consumer API: create, update and delete travel to the meta leader
+ * as meta ops (meta_replica.c places and proposes them; the origin learns the outcome, and an
+ * ephemeral consumer's name, from the applied entry).
+ *
+ * Info, fetch and acks go to the consumer's leader (JR__RPC_CONSUMER, routed like a stream's
+ * requests: api_stream.c jr__req_route); an ack token is JetStream's ack subject, so it names
+ * stream, consumer and sequences and works on any server.
+ *
+ * A config is checked here first with the stream-independent rules (a malformed config never
+ * leaves the node), then by the meta leader against the stream.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "js/codec.h"
+#include "js/js.h"
+#include "util/abi.h"
+
+static int entry(jr_node *n, int ok)
+{
+    if (!n || !ok) return JR_EINVAL;
+    if (jr__node_closing(n)) return JR_ECLOSED;
+    if (!jr__js_of(n)) return jr__node_err(n, JR_ENOTSUP, "streams are not enabled on this node");
+    return 0;
+}
+
+/* A full-size copy of the caller's config (fields it did not know keep their defaults). */
+static int copy_config(const jr_consumer_config *in, jr_consumer_config *out, char *msg, size_t len)
+{
+    jr_consumer_config_init(out);
+    if (!in || jr__abi_read(out, sizeof *out, in) != 0) {
+        snprintf(msg, len, "size: %zu is too small", in ? jr__abi_size(in) : (size_t)0);
+        return JR_EINVAL;
+    }
+    return 0;
+}
+
+static int stream_name_ok(const char *s)
+{
+    jr_stream_config c;
+    jr_stream_config_init(&c);
+    c.name = s;
+    return jr__stream_config_validate(&c, NULL, 0) == 0;
+}
+
+/* A consumer admin request (create/update with action, or delete) to the meta leader. */
+static int consumer_request(jr_node *n, uint8_t what, uint8_t action, const char *stream,
+                            const jr_consumer_config *cfg_in, const char *name, jr__req_cb cb,
+                            void *arg)
+{
+    int rc = entry(n, stream && (cfg_in || name) && (cb.consumer || cb.admin));
+    if (rc) return rc;
+    jr__node_enter(n);
+    jr__js *js = jr__js_of(n);
+    jr__req *r = jr__req_new(js, what);
+    if (!r) {
+        rc = jr__node_err(n, JR_ENOMEM, "out of memory");
+        goto out;
+    }
+    jr__req_start(r, js->timeout_ns);
+    r->cb = cb;
+    r->arg = arg;
+    r->kind = JR__RPC_META;
+    snprintf(r->stream, sizeof r->stream, "%s", stream);
+    if (!stream_name_ok(stream)) {
+        jr__req_finish(r, JR_EINVAL, "stream name: invalid");
+        goto out;
+    }
+    jr__meta_op op;
+    memset(&op, 0, sizeof op);
+    op.origin = js->name;
+    op.stream = stream;
+    jr_consumer_config cfg;
+    if (what == JR__REQ_CONSUMER_DELETE) {
+        op.type = JR__META_CONSUMER_DELETE;
+        op.consumer = name;
+        jr_consumer_config_init(&cfg);
+        cfg.name = cfg.durable_name = name;
+        jr__cerr err;
+        if (jr__consumer_config_validate(&cfg, NULL, &err) != 0) {
+            jr__req_finish(r, JR_EINVAL, "%s", err.msg);
+            goto out;
+        }
+        snprintf(r->consumer, sizeof r->consumer, "%s", name);
+    } else {
+        char msg[JR__JS_MSG_MAX];
+        if (copy_config(cfg_in, &cfg, msg, sizeof msg) != 0) {
+            jr__req_finish(r, JR_EINVAL, "%s", msg);
+            goto out;
+        }
+        jr__cerr err;
+        if (jr__consumer_config_validate(&cfg, NULL, &err) != 0) {
+            jr__req_finish(r, JR_EINVAL, "%s", err.msg);
+            goto out;
+        }
+        if (action == JR__META_CONSUMER_UPDATE && !(cfg.name || cfg.durable_name)) {
+            jr__req_finish(r, JR_ENOTFOUND, "consumer does not exist");
+            goto out;
+        }
+        op.type = JR__META_CONSUMER_ADD;
+        op.consumer_config = &cfg;
+        op.action = action;
+        const char *nm = cfg.name ? cfg.name : cfg.durable_name;
+        snprintf(r->consumer, sizeof r->consumer, "%s", nm ? nm : "");
+    }
+    do {
+        r->meta_id = jr__rand_next(&js->rand) | 1;
+    } while (jr__map_get(&js->meta_reqs, r->meta_id));
+    op.request_id = r->meta_id;
+    int erc = jr__meta_op_encode(&op, &r->payload);
+    if (erc == 0) erc = jr__map_put(&js->meta_reqs, r->meta_id, r);
+    if (erc != 0) {
+        r->meta_id = 0;
+        jr__req_finish(r, erc, "cannot encode the request: %s", jr_strerror(erc));
+        goto out;
+    }
+    jr__mnode_send(r);
+out:
+    jr__node_leave(n);
+    return rc;
+}
+
+int jr_consumer_add(jr_node *n, const char *stream, const jr_consumer_config *cfg,
+                    jr_consumer_cb cb, void *arg)
+{
+    jr__req_cb c = {.consumer = cb};
+    return consumer_request(n, JR__REQ_CONSUMER_ADD, JR__META_CONSUMER_EITHER, stream, cfg, NULL, c,
+                            arg);
+}
+
+int jr_consumer_create(jr_node *n, const char *stream, const jr_consumer_config *cfg,
+                       jr_consumer_cb cb, void *arg)
+{
+    jr__req_cb c = {.consumer = cb};
+    return consumer_request(n, JR__REQ_CONSUMER_ADD, JR__META_CONSUMER_CREATE, stream, cfg, NULL, c,
+                            arg);
+}
+
+int jr_consumer_update(jr_node *n, const char *stream, const jr_consumer_config *cfg,
+                       jr_consumer_cb cb, void *arg)
+{
+    jr__req_cb c = {.consumer = cb};
+    return consumer_request(n, JR__REQ_CONSUMER_ADD, JR__META_CONSUMER_UPDATE, stream, cfg, NULL, c,
+                            arg);
+}
+
+int jr_consumer_delete(jr_node *n, const char *stream, const char *name, jr_stream_cb cb, void *arg)
+{
+    jr__req_cb c = {.admin = cb};
+    return consumer_request(n, JR__REQ_CONSUMER_DELETE, 0, stream, NULL, name, c, arg);
+}
+
+/* Requests at the consumer's leader ----------------------------------------------------------*/
+
+/* Starts a request of kind JR__RPC_CONSUMER to the leader of consumer `consumer` of `stream`:
+ * its payload gets the sub-kind and the consumer's group. Returns the record; NULL with *rc set
+ * (nothing started) or with the request already completed (unknown stream or consumer). */
+static jr__req *consumer_call(jr_node *n, uint8_t what, uint8_t sub, const char *stream,
+                              const char *consumer, uint64_t timeout_ns, jr__req_cb cb, void *arg,
+                              int *rc)
+{
+    jr__js *js = jr__js_of(n);
+    jr__req *r = jr__req_new(js, what);
+    if (!r) {
+        *rc = jr__node_err(n, JR_ENOMEM, "out of memory");
+        return NULL;
+    }
+    *rc = 0;
+    jr__req_start(r, timeout_ns ? timeout_ns : js->timeout_ns);
+    r->cb = cb;
+    r->arg = arg;
+    r->kind = JR__RPC_CONSUMER;
+    r->resend = what == JR__REQ_CONSUMER_INFO;
+    snprintf(r->stream, sizeof r->stream, "%s", stream);
+    snprintf(r->consumer, sizeof r->consumer, "%s", consumer);
+    const jr__meta_stream *s = jr__meta_stream_find(&js->st, stream);
+    if (!s) {
+        jr__req_finish(r, JR_ENOSTREAM, "stream not found");
+        return NULL;
+    }
+    const jr__meta_consumer *c = jr__meta_consumer_find(s, consumer);
+    if (!c) {
+        jr__req_finish(r, JR_ENOTFOUND, "consumer not found");
+        return NULL;
+    }
+    r->group = c->group;
+    jr__buf_u8(&r->payload, sub);
+    jr__buf_varint(&r->payload, r->group);
+    return r;
+}
+
+static void send_or_fail(jr__req *r)
+{
+    if (r->payload.err)
+        jr__req_finish(r, r->payload.err, "out of memory");
+    else
+        jr__req_route(r);
+}
+
+int jr_consumer_info_get(jr_node *n, const char *stream, const char *name, jr_consumer_info_cb cb,
+                         void *arg)
+{
+    int rc = entry(n, cb && stream && name);
+    if (rc) return rc;
+    jr__node_enter(n);
+    jr__req_cb c = {.cinfo = cb};
+    jr__req *r =
+        consumer_call(n, JR__REQ_CONSUMER_INFO, JR__CSUB_INFO, stream, name, 0, c, arg, &rc);
+    if (r) send_or_fail(r);
+    jr__node_leave(n);
+    return rc;
+}
+
+void jr_fetch_opts_init_size(jr_fetch_opts *o, size_t size)
+{
+    jr_fetch_opts d;
+    memset(&d, 0, sizeof d);
+    d.batch = 1;
+    jr__abi_init(o, size, &d, sizeof d);
+}
+
+int jr_consumer_fetch(jr_node *n, const char *stream, const char *consumer,
+                      const jr_fetch_opts *opts_in, jr_fetch_cb cb, void *arg)
+{
+    int rc = entry(n, cb && stream && consumer);
+    if (rc) return rc;
+    jr_fetch_opts o;
+    jr_fetch_opts_init(&o);
+    if (opts_in && jr__abi_read(&o, sizeof o, opts_in) != 0) return JR_EINVAL;
+    if (o.batch == 0) o.batch = 1;
+    if (o.batch < 0 || o.max_bytes < 0 || o.expires_ns < 0)
+        return jr__node_err(n, JR_EINVAL,
+                            "fetch: batch, max_bytes and expires_ns must not be "
+                            "negative");
+    jr__node_enter(n);
+    jr__js *js = jr__js_of(n);
+    uint64_t expires = o.expires_ns ? (uint64_t)o.expires_ns : js->timeout_ns;
+    jr__req_cb c = {.fetch = cb};
+    /* the leader answers by the expiry; the request waits a little longer for that answer */
+    jr__req *r = consumer_call(n, JR__REQ_FETCH, JR__CSUB_FETCH, stream, consumer,
+                               expires + 2 * js->election_ns, c, arg, &rc);
+    if (r) {
+        jr__buf_varint(&r->payload, (uint64_t)o.batch);
+        jr__buf_varint(&r->payload, (uint64_t)o.max_bytes);
+        jr__buf_varint(&r->payload, expires);
+        jr__buf_u8(&r->payload, o.no_wait ? 1 : 0);
+        send_or_fail(r);
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
+/* Reads a decimal u64 token of s ending at '.' or at end; advances *s past the dot. */
+static int token_u64(const char **s, const char *end, uint64_t *out)
+{
+    const char *p = *s;
+    uint64_t v = 0;
+    if (p >= end || *p < '0' || *p > '9') return -1;
+    for (; p < end && *p != '.'; p++) {
+        if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10) return -1;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    *out = v;
+    *s = p < end ? p + 1 : p;
+    return 0;
+}
+
+/* The parts of an ack subject (v1 "$JS.ACK.<stream>.<consumer>.<n>.<sseq>.<dseq>.<ts>.<pending>",
+ * or v2 with "<domain>.<account hash>." before the stream and maybe more tokens after). */
+typedef struct ack_token {
+    char stream[JR_STREAM_NAME_MAX + 1];
+    char consumer[JR_CONSUMER_NAME_MAX + 1];
+    uint64_t dc, sseq, dseq;
+} ack_token;
+
+static int parse_token(const char *t, ack_token *out)
+{
+    static const char prefix[] = "$JS.ACK.";
+    size_t len = strlen(t);
+    if (len > 1024 || strncmp(t, prefix, sizeof prefix - 1) != 0) return -1;
+    const char *tok[16];
+    size_t tl[16], nt = 0;
+    const char *p = t + sizeof prefix - 1, *end = t + len;
+    while (p <= end && nt < 16) {
+        const char *d = memchr(p, '.', (size_t)(end - p));
+        if (!d) d = end;
+        tok[nt] = p;
+        tl[nt++] = (size_t)(d - p);
+        p = d + 1;
+    }
+    if (nt != 7 && nt < 9) return -1;
+    size_t b = nt == 7 ? 0 : 2; /* v2: domain and account hash first */
+    if (tl[b] == 0 || tl[b] > JR_STREAM_NAME_MAX || tl[b + 1] == 0 ||
+        tl[b + 1] > JR_CONSUMER_NAME_MAX)
+        return -1;
+    memcpy(out->stream, tok[b], tl[b]);
+    out->stream[tl[b]] = 0;
+    memcpy(out->consumer, tok[b + 1], tl[b + 1]);
+    out->consumer[tl[b + 1]] = 0;
+    const char *q = tok[b + 2];
+    uint64_t ts, pending;
+    if (token_u64(&q, end, &out->dc) || token_u64(&q, end, &out->sseq) ||
+        token_u64(&q, end, &out->dseq) || token_u64(&q, end, &ts) || token_u64(&q, end, &pending))
+        return -1;
+    return out->sseq && out->dseq && out->dc ? 0 : -1;
+}
+
+int jr_consumer_ack(jr_node *n, const char *token, int kind, int64_t delay_ns, const char *reason,
+                    jr_stream_cb cb, void *arg)
+{
+    int rc = entry(n, token != NULL);
+    if (rc) return rc;
+    ack_token t;
+    if (parse_token(token, &t) != 0)
+        return jr__node_err(n, JR_EINVAL, "ack token: not an ack subject of a delivery");
+    if (kind < JR_ACK_ACK || kind > JR_ACK_TERM || delay_ns < 0)
+        return jr__node_err(n, JR_EINVAL, "ack: unknown kind or negative delay");
+    jr__node_enter(n);
+    if (kind == JR_ACK_TERM && reason && *reason)
+        jr__node_log(n, JR_LOG_INFO, "consumer '%s > %s': message %llu terminated: %s", t.stream,
+                     t.consumer, (unsigned long long)t.sseq, reason);
+    jr__req_cb c = {.admin = cb};
+    jr__req *r = consumer_call(n, JR__REQ_ACK, JR__CSUB_ACK, t.stream, t.consumer, 0, c, arg, &rc);
+    if (r) {
+        jr__buf_u8(&r->payload, (uint8_t)kind);
+        jr__buf_u8(&r->payload, cb ? 1 : 0);
+        jr__buf_varint(&r->payload, t.sseq);
+        jr__buf_varint(&r->payload, t.dseq);
+        jr__buf_varint(&r->payload, (uint64_t)delay_ns);
+        send_or_fail(r);
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
+/* Delivery -----------------------------------------------------------------------------------*/
+
+/* Reads a str into a NUL-terminated copy appended to `strings` (offset in *off). */
+static int take(jr__rd *rd, jr__buf *strings, size_t *off, size_t *len)
+{
+    const uint8_t *p = jr__rd_bytes(rd, len, SIZE_MAX);
+    if (!p) return -1;
+    *off = strings->len;
+    jr__buf_put(strings, p, *len);
+    jr__buf_u8(strings, 0);
+    return strings->err ? -1 : 0;
+}
+
+static void deliver_fetch(jr__req *r)
+{
+    jr__js *js = r->js;
+    jr_fetch_end end;
+    memset(&end, 0, sizeof end);
+    end.size = sizeof end;
+    if (r->status == JR_ELEADERLOST || r->status == JR_ETIMEDOUT) {
+        /* the leader was lost, or fell silent: what it handed out is redelivered later */
+        end.code = r->status == JR_ELEADERLOST ? 409 : 408;
+        end.text = r->status == JR_ELEADERLOST ? "Leadership Change" : "Request Timeout";
+        r->cb.fetch(r->arg, 0, "", NULL, &end);
+        return;
+    }
+    if (r->status != 0) {
+        r->cb.fetch(r->arg, r->status, r->msg[0] ? r->msg : jr_strerror(r->status), NULL, NULL);
+        return;
+    }
+    jr__rd rd;
+    jr__rd_init(&rd, r->result.data, r->result.len);
+    jr__buf strings;
+    jr__buf_init(&strings, js->alloc);
+    uint64_t code = jr__rd_varint(&rd);
+    char text[128];
+    size_t text_len = 0;
+    const uint8_t *tp = jr__rd_bytes(&rd, &text_len, sizeof text - 1);
+    int bad = tp == NULL;
+    if (text_len) memcpy(text, tp, text_len);
+    text[text_len] = 0;
+    end.text = text;
+    end.pending_msgs = jr__rd_varint(&rd);
+    end.pending_bytes = jr__rd_varint(&rd);
+    uint64_t n = jr__rd_varint(&rd);
+    end.code = (int)(code > 999 ? 999 : code);
+    for (uint64_t i = 0; i < n && !bad && !rd.err; i++) {
+        size_t so, sl, ho, hl, dof, dl;
+        jr__buf_reset(&strings);
+        bad = take(&rd, &strings, &so, &sl) || take(&rd, &strings, &ho, &hl) ||
+              take(&rd, &strings, &dof, &dl);
+        jr_consumer_msg m;
+        memset(&m, 0, sizeof m);
+        m.size = sizeof m;
+        m.stream_seq = jr__rd_varint(&rd);
+        m.consumer_seq = jr__rd_varint(&rd);
+        uint64_t dc = jr__rd_varint(&rd);
+        m.ts = jr__rd_varint(&rd);
+        m.pending = jr__rd_varint(&rd);
+        if (bad || rd.err || dc > UINT32_MAX) break;
+        m.delivered = (uint32_t)dc;
+        m.stream = r->stream;
+        m.consumer = r->consumer;
+        m.subject = (const char *)strings.data + so;
+        m.hdr = hl ? strings.data + ho : NULL;
+        m.hdr_len = hl;
+        m.data = strings.data + dof;
+        m.len = dl;
+        char token[64 + JR_STREAM_NAME_MAX + JR_CONSUMER_NAME_MAX];
+        snprintf(token, sizeof token, "$JS.ACK.%s.%s.%u.%llu.%llu.%llu.%llu", r->stream,
+                 r->consumer, m.delivered, (unsigned long long)m.stream_seq,
+                 (unsigned long long)m.consumer_seq, (unsigned long long)m.ts,
+                 (unsigned long long)m.pending);
+        m.ack_token = token;
+        r->cb.fetch(r->arg, 0, "", &m, NULL);
+    }
+    if (bad || rd.err || jr__rd_left(&rd)) {
+        jr__buf_free(&strings);
+        r->cb.fetch(r->arg, JR_ECORRUPT, "fetch response does not decode", NULL, NULL);
+        return;
+    }
+    jr__buf_free(&strings);
+    r->cb.fetch(r->arg, 0, "", NULL, &end);
+}
+
+void jr__consumer_deliver(jr__req *r)
+{
+    const char *msg = r->msg[0] ? r->msg : (r->status ? jr_strerror(r->status) : "");
+    switch (r->what) {
+    case JR__REQ_CONSUMER_INFO: {
+        if (r->status != 0) {
+            r->cb.cinfo(r->arg, r->status, msg, NULL);
+            return;
+        }
+        jr__cinfo_dec d;
+        int rc = jr__cinfo_decode(r->result.data, r->result.len, r->js->alloc, &d);
+        if (rc == 0)
+            r->cb.cinfo(r->arg, 0, "", &d.info);
+        else
+            r->cb.cinfo(r->arg, rc, "consumer info does not decode", NULL);
+        jr__cinfo_dec_free(&d);
+        return;
+    }
+    case JR__REQ_FETCH:
+        deliver_fetch(r);
+        return;
+    default: /* JR__REQ_ACK */
+        if (r->cb.admin) r->cb.admin(r->arg, r->status, msg);
+        return;
+    }
+}

@@ -1,0 +1,797 @@
+/*
+ * consumer_leader — what a consumer's leader does: it queues pull requests, chooses what to
+ * deliver (expired deliveries first, then new messages of its stream's local replica that match
+ * the filters), records each delivery in the consumer's log, and hands a message to its request
+ * only once that record is applied — committed on a quorum — so a successor never misses a
+ * delivery it must redeliver, and delivery counts stay exact across failovers. Acks and the
+ * other acknowledgements become records of the same batches (one entry per flush); a
+ * confirmed one is answered once applied.
+ *
+ * Readiness. A new leader delivers nothing until it has applied every entry of its log (an
+ * entry of its own term included): then its state holds every delivery any earlier leader
+ * recorded, and its cursor (next stream seq, next consumer seq) starts after them. A consumer
+ * that never delivered fixes its start position with a SKIP record first (deliver new, last,
+ * by start sequence or time), so every later leader starts from the same place.
+ *
+ * Pull requests end as JetStream's do (jr_fetch_end): batch filled (0), 404 No Messages
+ * (no_wait), 408 Request Timeout, 409 for limits, leadership change or deletion; the answer
+ * carries every message handed to the request (as nats.c's fetch returns them: together, when
+ * the batch is full or the request ends). An end is answered only once no delivery of the
+ * request is in flight, so a 408 never overtakes a delivery.
+ *
+ * Invariants (while leading): lead->inflight counts new deliveries proposed and not applied;
+ * every pull's inflight counts its deliveries proposed and not applied, and a pull with
+ * inflight > 0 is never freed; every proposal on prop_head..prop_tail holds one wait per
+ * record, in record order.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "js/js.h"
+#include "js/codec.h"
+#include "util/alloc.h"
+#include "util/deadline.h"
+
+enum { CODE_DONE = 0 };
+
+static jr__store *stream_store(jr__crep *r)
+{
+    jr__srep *s = jr__srep_find(r->js, r->stream_group);
+    if (!s || s->failed || s->cu || !s->fsm) return NULL;
+    return jr__stream_fsm_store(s->fsm);
+}
+
+/* Dirty list ---------------------------------------------------------------------------------*/
+
+void jr__clead_dirty(jr__crep *r)
+{
+    if (r->dirty || !r->lead) return;
+    r->dirty = 1;
+    r->dirty_next = r->js->cdirty;
+    r->js->cdirty = r;
+    jr__node_want_tick(r->js->n);
+}
+
+static void undirty(jr__crep *r)
+{
+    if (!r->dirty) return;
+    for (jr__crep **pp = &r->js->cdirty; *pp; pp = &(*pp)->dirty_next) {
+        if (*pp == r) {
+            *pp = r->dirty_next;
+            break;
+        }
+    }
+    r->dirty = 0;
+}
+
+/* Pull requests ------------------------------------------------------------------------------*/
+
+static void pull_unlist(jr__clead *l, jr__pull *p)
+{
+    if (!p->listed) return;
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        l->phead = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    else
+        l->ptail = p->prev;
+    p->listed = 0;
+    l->nwaiting--;
+}
+
+/* Answers p (its end decided, nothing in flight) and frees it. */
+static void pull_answer(jr__crep *r, jr__pull *p)
+{
+    jr__js *js = r->js;
+    jr__buf *b = &js->scratch2;
+    jr__buf_reset(b);
+    jr__buf_varint(b, (uint64_t)p->end_code);
+    const char *t = p->end_text ? p->end_text : "";
+    jr__buf_bytes(b, t, strlen(t));
+    jr__buf_varint(b, p->batch > 0 ? (uint64_t)p->batch : 0);
+    jr__buf_varint(b, p->max_bytes > 0 ? (uint64_t)p->max_bytes : 0);
+    jr__buf_varint(b, p->got);
+    jr__buf_put(b, p->buf.data, p->buf.len);
+    if (b->err)
+        jr__route_reply(js, &p->route, JR_ENOMEM, NULL, 0);
+    else
+        jr__route_reply(js, &p->route, 0, b->data, b->len);
+    if (r->lead) pull_unlist(r->lead, p);
+    jr__buf_free(&p->buf);
+    jr__free(js->alloc, p);
+}
+
+/* Decides p's end; it is answered now unless deliveries for it are in flight. */
+static void pull_end(jr__crep *r, jr__pull *p, int code, const char *text)
+{
+    if (!p->ended) {
+        p->ended = 1;
+        p->end_code = code;
+        p->end_text = text;
+    }
+    if (p->inflight == 0) pull_answer(r, p);
+}
+
+/* Staging ------------------------------------------------------------------------------------*/
+
+static int stage(jr__crep *r, const jr__crec *rec, const jr__cwait *w)
+{
+    jr__clead *l = r->lead;
+    if (l->nstage == l->capstage) {
+        if (l->nstage >= JR__COP_BATCH_MAX) return JR_EMSGSIZE;
+        size_t cap = l->capstage ? l->capstage * 2 : 64;
+        jr__crec *nr = jr__realloc(r->js->alloc, l->srec, cap * sizeof *nr);
+        if (!nr) return JR_ENOMEM;
+        l->srec = nr;
+        jr__cwait *nw = jr__realloc(r->js->alloc, l->swait, cap * sizeof *nw);
+        if (!nw) return JR_ENOMEM;
+        l->swait = nw;
+        l->capstage = cap;
+    }
+    l->srec[l->nstage] = *rec;
+    if (w)
+        l->swait[l->nstage] = *w;
+    else
+        memset(&l->swait[l->nstage], 0, sizeof *w);
+    l->nstage++;
+    jr__clead_dirty(r);
+    return 0;
+}
+
+/* The in-flight marks of wait w end (applied, or lost). */
+static void wait_settled(jr__clead *l, const jr__cwait *w)
+{
+    if (w->fresh && l->inflight) l->inflight--;
+    if (w->rsseq) jr__map_del(&l->redeliv, w->rsseq);
+}
+
+/* A wait that will not be applied: its request learns so. */
+static void wait_lost(jr__crep *r, const jr__cwait *w, int status)
+{
+    jr__clead *l = r->lead;
+    if (w->pull) {
+        w->pull->inflight--;
+        w->pull->batch++; /* not delivered: still wanted */
+        if (w->pull->ended && w->pull->inflight == 0) pull_answer(r, w->pull);
+    }
+    if (l) wait_settled(l, w);
+    if (w->confirm) {
+        static const char why[] = "the consumer's leader lost its leadership before the "
+                                  "acknowledgement committed: it may or may not have taken effect";
+        jr__route_reply(r->js, &w->route, status, why, sizeof why - 1);
+    }
+}
+
+/* Leading ------------------------------------------------------------------------------------*/
+
+static void prop_free_all(jr__crep *r, int status)
+{
+    jr__clead *l = r->lead;
+    while (l->prop_head) {
+        jr__cprop *p = l->prop_head;
+        l->prop_head = p->next;
+        for (uint32_t i = 0; i < p->n; i++) wait_lost(r, &p->w[i], status);
+        jr__free(r->js->alloc, p);
+    }
+    l->prop_tail = NULL;
+}
+
+void jr__clead_stop(jr__crep *r, int status)
+{
+    jr__clead *l = r->lead;
+    if (!l) return;
+    jr__js *js = r->js;
+    if (js->cdirty) undirty(r);
+    jr__js_timer_cancel(js, &r->timer);
+    for (size_t i = 0; i < l->nstage; i++) wait_lost(r, &l->swait[i], status);
+    l->nstage = 0;
+    prop_free_all(r, status);
+    while (l->phead) {
+        jr__pull *p = l->phead;
+        p->inflight = 0;
+        if (status == JR_ECLOSED) {
+            jr__route_reply(js, &p->route, JR_ECLOSED, NULL, 0);
+            pull_unlist(l, p);
+            jr__buf_free(&p->buf);
+            jr__free(js->alloc, p);
+            continue;
+        }
+        p->ended = 0;
+        pull_end(r, p, 409, status == JR_ENOTFOUND ? "Consumer Deleted" : "Leadership Change");
+    }
+    jr__free(js->alloc, l->srec);
+    jr__free(js->alloc, l->swait);
+    jr__map_free(&l->redeliv);
+    jr__free(js->alloc, l);
+    r->lead = NULL;
+}
+
+void jr__clead_role_changed(jr__crep *r)
+{
+    jr__js *js = r->js;
+    if (js->closing) return;
+    int leads = jr__crep_is_leader(r);
+    uint64_t term = r->g ? jr__raft_term(jr__group_consensus(r->g)) : 0;
+    if (r->lead && (!leads || r->lead->term != term)) jr__clead_stop(r, JR_ELEADERLOST);
+    if (leads && !r->lead) {
+        r->lead = jr__calloc(js->alloc, 1, sizeof *r->lead);
+        if (!r->lead) {
+            jr__node_log(js->n, JR_LOG_ERROR, "consumer '%s > %s': out of memory to lead it",
+                         r->stream, r->name);
+            return;
+        }
+        r->lead->term = term;
+        jr__map_init(&r->lead->redeliv, js->alloc);
+    }
+    if (r->lead) jr__clead_dirty(r);
+}
+
+/* 1 once the leader applied its whole log, an entry of its term included. */
+static int check_ready(jr__crep *r)
+{
+    jr__clead *l = r->lead;
+    if (l->ready) return 1;
+    const jr__raft *c = jr__group_consensus(r->g);
+    uint64_t last = jr__raft_last_index(c);
+    jr__entry e;
+    if (jr__group_applied(r->g) < last || jr__raft_entry(c, last, &e) != 0 || e.term != l->term)
+        return 0;
+    const jr__cseqs *d = jr__cstate_delivered(&r->st);
+    l->next_dseq = d->consumer_seq + 1;
+    l->cursor = d->stream_seq + 1;
+    l->ready = 1;
+    if (d->consumer_seq || d->stream_seq) return 1;
+    /* the first leader: fix the start position (every later leader starts after it) */
+    const jr_consumer_config *cfg = &r->as->cfg->c;
+    jr__store *s = stream_store(r);
+    jr__store_state ss;
+    memset(&ss, 0, sizeof ss);
+    if (s) jr__store_state_get(s, &ss);
+    uint64_t start = 1;
+    switch (cfg->deliver_policy) {
+    case JR_DELIVER_NEW:
+        start = ss.last_seq + 1;
+        break;
+    case JR_DELIVER_LAST: {
+        jr__store_msg m;
+        start = ss.last_seq ? ss.last_seq : 1;
+        if (s && cfg->filter_subject &&
+            jr__store_get_last(s, cfg->filter_subject, strlen(cfg->filter_subject), &m) == 0)
+            start = m.seq;
+        break;
+    }
+    case JR_DELIVER_BY_START_SEQ:
+        start = cfg->opt_start_seq ? cfg->opt_start_seq : 1;
+        break;
+    case JR_DELIVER_BY_START_TIME: {
+        jr__store_msg m;
+        start = ss.last_seq + 1;
+        for (uint64_t q = ss.first_seq; s && jr__store_next(s, q, NULL, 0, &m) == 0;
+             q = m.seq + 1) {
+            if ((uint64_t)m.ts >= cfg->opt_start_time_ns) {
+                start = m.seq;
+                break;
+            }
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    l->cursor = start;
+    if (start > 1) {
+        jr__crec rec = {JR__COP_SKIP, 0, start - 1, 0, 0, 0};
+        if (stage(r, &rec, NULL) != 0) {
+            l->ready = 0; /* try again at the next step */
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The first expired delivery above stream seq `after` (stream order) whose redelivery is not
+ * in flight. */
+static int next_expired(jr__crep *r, uint64_t now, uint64_t after, uint64_t *sseq, uint32_t *dc)
+{
+    while (jr__cstate_next_expired_after(&r->st, now, after, sseq, dc) == 0) {
+        if (!jr__map_get(&r->lead->redeliv, *sseq)) return 0;
+        after = *sseq;
+    }
+    return JR_ENOTFOUND;
+}
+
+/* Filters: the next matching message at or after from. */
+static int next_new(jr__crep *r, jr__store *s, uint64_t from, jr__store_msg *out)
+{
+    const jr_consumer_config *cfg = &r->as->cfg->c;
+    const char *one = NULL;
+    size_t nf = 0;
+    const char *const *fs = jr__consumer_filters(cfg, &one, &nf);
+    if (nf == 0) return jr__store_next(s, from, NULL, 0, out);
+    uint64_t best = 0;
+    for (size_t i = 0; i < nf; i++) {
+        jr__store_msg m;
+        if (jr__store_next(s, from, fs[i], strlen(fs[i]), &m) == 0 && (!best || m.seq < best))
+            best = m.seq;
+    }
+    if (!best) return JR_ENOTFOUND;
+    return jr__store_get(s, best, out);
+}
+
+static uint64_t msg_size(const jr__store_msg *m)
+{
+    return (uint64_t)m->subject_len + m->hdr_len + m->data_len;
+}
+
+/* The first pull that can take another delivery. */
+static jr__pull *open_pull(jr__clead *l)
+{
+    for (jr__pull *p = l->phead; p; p = p->next)
+        if (!p->ended && p->batch > 0) return p;
+    return NULL;
+}
+
+/* Chooses deliveries for the waiting pulls and stages them. */
+static void step(jr__crep *r)
+{
+    jr__js *js = r->js;
+    jr__clead *l = r->lead;
+    uint64_t now = jr__node_now(js->n), wall = jr__js_wall(js);
+    for (jr__pull *p = l->phead, *nx; p; p = nx) {
+        nx = p->next;
+        if (!p->ended && now >= p->expires_at) pull_end(r, p, 408, "Request Timeout");
+    }
+    if (r->failed || !check_ready(r)) return;
+    const jr_consumer_config *cfg = &r->as->cfg->c;
+    jr__store *s = stream_store(r);
+    uint64_t scan = 0; /* expired deliveries at or below it were taken care of in this step */
+    for (;;) {
+        jr__pull *p = open_pull(l);
+        if (!p) break;
+        uint64_t pending = jr__cstate_num_ack_pending(&r->st) + l->inflight;
+        int acks = cfg->ack_policy != JR_ACK_NONE;
+        jr__crec rec;
+        memset(&rec, 0, sizeof rec);
+        jr__store_msg m;
+        uint64_t sseq = 0;
+        uint32_t dc = 0;
+        jr__cwait w;
+        memset(&w, 0, sizeof w);
+        if (next_expired(r, wall, scan, &sseq, &dc) == 0) {
+            w.rsseq = scan = sseq;
+            if (jr__map_put(&l->redeliv, sseq, r) != 0) break;
+            if ((cfg->max_deliver > 0 && dc >= (uint64_t)cfg->max_deliver) || !s ||
+                jr__store_get(s, sseq, &m) != 0) {
+                /* at max_deliver: no more deliveries; gone (limits, purge, delete): not
+                 * redelivered either */
+                rec.type = cfg->max_deliver > 0 && dc >= (uint64_t)cfg->max_deliver
+                               ? JR__COP_MAXDELIV
+                               : JR__COP_TERM;
+                rec.sseq = sseq;
+                rec.ts = rec.type == JR__COP_TERM ? wall : 0;
+                if (stage(r, &rec, &w) != 0) {
+                    jr__map_del(&l->redeliv, sseq);
+                    break;
+                }
+                continue;
+            }
+            rec.dc = dc + 1;
+        } else if (acks && cfg->max_ack_pending > 0 && pending >= (uint64_t)cfg->max_ack_pending) {
+            break;
+        } else if (!s || next_new(r, s, l->cursor, &m) != 0) {
+            break;
+        } else {
+            sseq = m.seq;
+            rec.dc = 1;
+            w.fresh = 1;
+        }
+        if (p->max_bytes > 0) {
+            uint64_t sz = msg_size(&m);
+            if (sz > (uint64_t)p->max_bytes) {
+                pull_end(r, p, 409, "Message Size Exceeds MaxBytes");
+                continue;
+            }
+            p->max_bytes -= (int64_t)sz;
+        }
+        rec.type = JR__COP_DELIVERED;
+        rec.dseq = l->next_dseq;
+        rec.sseq = sseq;
+        rec.ts = wall;
+        w.pull = p;
+        if (stage(r, &rec, &w) != 0) {
+            if (w.rsseq) jr__map_del(&l->redeliv, w.rsseq);
+            break;
+        }
+        l->next_dseq++;
+        if (w.fresh) {
+            l->cursor = sseq + 1;
+            l->inflight++;
+        }
+        p->batch--;
+        p->inflight++;
+    }
+    /* Nothing more to hand out now. */
+    for (jr__pull *p = l->phead, *nx; p; p = nx) {
+        nx = p->next;
+        if (p->ended || p->inflight) continue;
+        if (p->batch == 0)
+            pull_end(r, p, CODE_DONE, "");
+        else if (p->no_wait)
+            pull_end(r, p, 404, "No Messages");
+    }
+    /* Next duty: a pull's expiry, a redelivery deadline. */
+    uint64_t next = UINT64_MAX;
+    for (jr__pull *p = l->phead; p; p = p->next)
+        if (!p->ended && p->expires_at < next) next = p->expires_at;
+    uint64_t due = jr__cstate_next_deadline(&r->st);
+    if (due != UINT64_MAX && l->phead) {
+        uint64_t at = due > wall ? jr__deadline(now, due - wall) : now;
+        if (at < next) next = at;
+    }
+    if (next != UINT64_MAX) jr__js_timer_arm(js, &r->timer, next);
+}
+
+void jr__clead_timer(jr__js *js, jr__jtimer *t)
+{
+    jr__crep *r = (jr__crep *)((char *)t - offsetof(jr__crep, timer));
+    (void)js;
+    if (r->lead) jr__clead_dirty(r);
+}
+
+/* Proposes what r's leader staged. */
+static void propose(jr__crep *r)
+{
+    jr__js *js = r->js;
+    jr__clead *l = r->lead;
+    if (!l->nstage) return;
+    jr__buf *b = &js->scratch;
+    jr__buf_reset(b);
+    int rc = jr__cop_encode(l->srec, l->nstage, b);
+    jr__cprop *p = NULL;
+    uint64_t index = 0, term = 0;
+    if (rc == 0) {
+        p = jr__malloc(js->alloc, sizeof *p + l->nstage * sizeof(jr__cwait));
+        rc = p ? 0 : JR_ENOMEM;
+    }
+    if (rc == 0) rc = jr__group_propose(r->g, b->data, b->len, NULL, NULL, &index, &term);
+    if (rc != 0) {
+        jr__free(js->alloc, p);
+        jr__node_log(js->n, JR_LOG_WARN, "consumer '%s > %s': cannot propose %zu records: %s",
+                     r->stream, r->name, l->nstage, jr_strerror(rc));
+        /* What was staged is lost: the cursor is no longer right. Leading starts afresh once
+         * the log is applied. */
+        jr__clead_stop(r, JR_ELEADERLOST);
+        jr__clead_role_changed(r);
+        return;
+    }
+    p->next = NULL;
+    p->index = index;
+    p->term = term;
+    p->n = (uint32_t)l->nstage;
+    p->w = (jr__cwait *)(p + 1);
+    memcpy(p->w, l->swait, l->nstage * sizeof *p->w);
+    if (l->prop_tail)
+        l->prop_tail->next = p;
+    else
+        l->prop_head = p;
+    l->prop_tail = p;
+    l->nstage = 0;
+}
+
+void jr__clead_flush_all(jr__js *js)
+{
+    jr__crep *list = js->cdirty;
+    js->cdirty = NULL;
+    while (list) {
+        jr__crep *r = list;
+        list = r->dirty_next;
+        /* r->dirty stays set meanwhile: what it stages now is proposed below, not left for
+         * another flush (which would keep the node ticking) */
+        if (r->lead && !jr__crep_is_leader(r)) jr__clead_stop(r, JR_ELEADERLOST);
+        if (r->lead) step(r);
+        if (r->lead) propose(r);
+        r->dirty = 0;
+    }
+}
+
+void jr__clead_stream_changed(jr__js *js, uint64_t stream_group)
+{
+    for (jr__crep *r = jr__map_get(&js->cons_by_stream, stream_group); r; r = r->sib)
+        if (r->lead && r->lead->phead) jr__clead_dirty(r);
+}
+
+/* Applying -----------------------------------------------------------------------------------*/
+
+void jr__clead_entry_start(jr__crep *r, uint64_t index, uint64_t term)
+{
+    jr__clead *l = r->lead;
+    r->cur_prop = NULL;
+    if (!l) return;
+    while (l->prop_head && (l->prop_head->index < index ||
+                            (l->prop_head->index == index && l->prop_head->term != term))) {
+        jr__cprop *p = l->prop_head;
+        l->prop_head = p->next;
+        if (!l->prop_head) l->prop_tail = NULL;
+        for (uint32_t i = 0; i < p->n; i++) wait_lost(r, &p->w[i], JR_ELEADERLOST);
+        jr__free(r->js->alloc, p);
+    }
+    if (l->prop_head && l->prop_head->index == index) {
+        r->cur_prop = l->prop_head;
+        l->prop_head = r->cur_prop->next;
+        if (!l->prop_head) l->prop_tail = NULL;
+    }
+}
+
+/* Appends a delivered message to pull p (codec: the fetch response). */
+static void hand_out(jr__crep *r, jr__pull *p, const jr__crec *rec, const jr__store_msg *m)
+{
+    jr__buf *b = &p->buf;
+    jr__buf_bytes(b, m->subject, m->subject_len);
+    jr__buf_bytes(b, m->hdr, m->hdr_len);
+    jr__buf_bytes(b, m->data, m->data_len);
+    jr__buf_varint(b, rec->sseq);
+    jr__buf_varint(b, rec->dseq);
+    jr__buf_varint(b, rec->dc);
+    jr__buf_varint(b, (uint64_t)m->ts);
+    jr__buf_varint(b, jr__crep_num_pending(r, rec->sseq + 1));
+    p->got++;
+}
+
+void jr__clead_applied(jr__crep *r, const jr__crec *rec, const jr__capply *out, uint32_t i)
+{
+    jr__clead *l = r->lead;
+    jr__cprop *p = r->cur_prop;
+    if (!l || !p || i >= p->n) return;
+    jr__cwait *w = &p->w[i];
+    wait_settled(l, w);
+    if (w->pull) {
+        jr__pull *pl = w->pull;
+        pl->inflight--;
+        jr__store *s = stream_store(r);
+        jr__store_msg m;
+        if (out->applied && s && jr__store_get(s, rec->sseq, &m) == 0) {
+            hand_out(r, pl, rec, &m);
+        } else {
+            pl->batch++;
+            if (out->applied) {
+                /* deleted since it was chosen: not redelivered either */
+                jr__crec t = {JR__COP_TERM, 0, rec->sseq, 0, jr__js_wall(r->js), 0};
+                stage(r, &t, NULL);
+            }
+        }
+        if (pl->batch == 0 && pl->inflight == 0)
+            pull_end(r, pl, CODE_DONE, "");
+        else if (pl->ended && pl->inflight == 0)
+            pull_answer(r, pl);
+    }
+    if (w->confirm) {
+        if (out->applied) {
+            jr__route_reply(r->js, &w->route, 0, NULL, 0);
+        } else {
+            static const char why[] = "message not pending";
+            jr__route_reply(r->js, &w->route, JR_ENOTFOUND, why, sizeof why - 1);
+        }
+    }
+}
+
+void jr__clead_entry_end(jr__crep *r)
+{
+    if (r->cur_prop) {
+        jr__free(r->js->alloc, r->cur_prop);
+        r->cur_prop = NULL;
+    }
+    if (r->lead) jr__clead_dirty(r);
+}
+
+/* Requests -----------------------------------------------------------------------------------*/
+
+static void not_leader(jr__js *js, const jr__route *rt, uint64_t group)
+{
+    jr__peer *p = jr__crep_leader_peer(js, group);
+    const char *name = p && jr__peer_get_id(p) != js->self ? jr__peer_get_name(p) : "";
+    jr__route_reply(js, rt, JR_ENOTLEADER, name, strlen(name));
+}
+
+/* An immediate end of a fetch (nothing delivered). */
+static void fetch_refuse(jr__js *js, const jr__route *rt, int code, const char *text,
+                         uint64_t batch, uint64_t bytes)
+{
+    jr__buf *b = &js->scratch2;
+    jr__buf_reset(b);
+    jr__buf_varint(b, (uint64_t)code);
+    jr__buf_bytes(b, text, strlen(text));
+    jr__buf_varint(b, batch);
+    jr__buf_varint(b, bytes);
+    jr__buf_varint(b, 0);
+    jr__route_reply(js, rt, b->err ? JR_ENOMEM : 0, b->err ? NULL : b->data, b->err ? 0 : b->len);
+}
+
+static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
+{
+    jr_node *n = js->n;
+    int64_t batch = (int64_t)jr__rd_varint(rd);
+    int64_t max_bytes = (int64_t)jr__rd_varint(rd);
+    int64_t expires = (int64_t)jr__rd_varint(rd);
+    uint8_t no_wait = jr__rd_u8(rd);
+    if (rd->err || jr__rd_left(rd) || batch <= 0 || max_bytes < 0 || expires < 0) {
+        static const char why[] = "malformed fetch request";
+        jr__route_reply(js, rt, JR_EINVAL, why, sizeof why - 1);
+        return;
+    }
+    const jr_consumer_config *cfg = &r->as->cfg->c;
+    char text[96];
+    if (cfg->deliver_subject) {
+        fetch_refuse(js, rt, 409, "Consumer is push based", (uint64_t)batch, (uint64_t)max_bytes);
+        return;
+    }
+    if (cfg->max_batch > 0 && batch > cfg->max_batch) {
+        snprintf(text, sizeof text, "Exceeded MaxRequestBatch of %" PRId64, cfg->max_batch);
+        fetch_refuse(js, rt, 409, text, (uint64_t)batch, (uint64_t)max_bytes);
+        return;
+    }
+    if (cfg->max_bytes > 0 && max_bytes > cfg->max_bytes) {
+        snprintf(text, sizeof text, "Exceeded MaxRequestMaxBytes of %" PRId64, cfg->max_bytes);
+        fetch_refuse(js, rt, 409, text, (uint64_t)batch, (uint64_t)max_bytes);
+        return;
+    }
+    if (cfg->max_expires_ns > 0 && expires > cfg->max_expires_ns) {
+        fetch_refuse(js, rt, 409, "Exceeded MaxRequestExpires", (uint64_t)batch,
+                     (uint64_t)max_bytes);
+        return;
+    }
+    jr__clead *l = r->lead;
+    if (cfg->max_waiting > 0 && l->nwaiting >= (size_t)cfg->max_waiting) {
+        fetch_refuse(js, rt, 409, "Exceeded MaxWaiting", (uint64_t)batch, (uint64_t)max_bytes);
+        return;
+    }
+    jr__pull *p = jr__calloc(js->alloc, 1, sizeof *p);
+    if (!p) {
+        jr__route_reply(js, rt, JR_ENOMEM, NULL, 0);
+        return;
+    }
+    p->route = *rt;
+    p->batch = batch;
+    p->max_bytes = max_bytes;
+    p->expires_at = expires ? jr__deadline(jr__node_now(n), (uint64_t)expires) : UINT64_MAX;
+    p->no_wait = no_wait != 0;
+    jr__buf_init(&p->buf, js->alloc);
+    p->prev = l->ptail;
+    if (l->ptail)
+        l->ptail->next = p;
+    else
+        l->phead = p;
+    l->ptail = p;
+    p->listed = 1;
+    l->nwaiting++;
+    jr__clead_dirty(r);
+}
+
+static void exec_ack(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
+{
+    uint8_t kind = jr__rd_u8(rd), confirm = jr__rd_u8(rd);
+    uint64_t sseq = jr__rd_varint(rd), dseq = jr__rd_varint(rd);
+    uint64_t delay = jr__rd_varint(rd);
+    if (rd->err || jr__rd_left(rd) || kind > JR_ACK_TERM || sseq == 0 || delay > INT64_MAX) {
+        static const char why[] = "malformed acknowledgement";
+        jr__route_reply(js, rt, JR_EINVAL, why, sizeof why - 1);
+        return;
+    }
+    const jr_consumer_config *cfg = &r->as->cfg->c;
+    uint64_t pd = 0, ts = 0;
+    uint32_t dc = 0;
+    int pending = jr__cstate_pending_get(&r->st, sseq, &pd, &dc, &ts) == 0;
+    int covers = cfg->ack_policy == JR_ACK_ALL && kind == JR_ACK_ACK &&
+                 jr__cstate_num_ack_pending(&r->st) > 0 &&
+                 sseq <= jr__cstate_delivered(&r->st)->stream_seq;
+    if (!pending && !covers) {
+        static const char why[] = "message not pending";
+        jr__route_reply(js, rt, JR_ENOTFOUND, why, sizeof why - 1);
+        return;
+    }
+    jr__crec rec;
+    memset(&rec, 0, sizeof rec);
+    rec.sseq = sseq;
+    rec.ts = jr__js_wall(js);
+    switch (kind) {
+    case JR_ACK_ACK:
+        rec.type = JR__COP_ACK;
+        rec.dseq = pending ? pd : dseq;
+        break;
+    case JR_ACK_NAK:
+        rec.type = JR__COP_NAK;
+        rec.delay_ns = (int64_t)delay;
+        break;
+    case JR_ACK_PROGRESS:
+        rec.type = JR__COP_PROGRESS;
+        break;
+    default:
+        rec.type = JR__COP_TERM;
+        break;
+    }
+    jr__cwait w;
+    memset(&w, 0, sizeof w);
+    w.route = *rt;
+    w.confirm = confirm != 0;
+    int rc = stage(r, &rec, &w);
+    if (rc != 0) {
+        jr__route_reply(js, rt, rc, NULL, 0);
+        return;
+    }
+    if (!confirm) jr__route_reply(js, rt, 0, NULL, 0);
+}
+
+static void exec_info(jr__js *js, jr__crep *r, const jr__route *rt)
+{
+    jr_consumer_info in;
+    jr_cluster_info cluster;
+    memset(&in, 0, sizeof in);
+    memset(&cluster, 0, sizeof cluster);
+    in.size = sizeof in;
+    cluster.size = sizeof cluster;
+    in.stream = r->stream;
+    in.name = r->name;
+    in.config = &r->as->cfg->c;
+    const jr__meta_consumer *mc = jr__meta_consumer_by_group(&js->st, r->group);
+    in.created_ns = mc ? mc->created_ns : 0;
+    const jr__cseqs *d = jr__cstate_delivered(&r->st);
+    in.delivered.consumer_seq = d->consumer_seq;
+    in.delivered.stream_seq = d->stream_seq;
+    in.delivered.last_active_ns = d->last_active_ns;
+    jr__cseqs f;
+    jr__cstate_ack_floor(&r->st, &f);
+    in.ack_floor.consumer_seq = f.consumer_seq;
+    in.ack_floor.stream_seq = f.stream_seq;
+    in.ack_floor.last_active_ns = f.last_active_ns;
+    in.num_ack_pending = jr__cstate_num_ack_pending(&r->st);
+    in.num_redelivered = jr__cstate_num_redelivered(&r->st);
+    in.num_waiting = r->lead ? r->lead->nwaiting : 0;
+    uint64_t from = d->stream_seq + 1;
+    if (r->lead && r->lead->ready && r->lead->cursor > from) from = r->lead->cursor;
+    in.num_pending = jr__crep_num_pending(r, from);
+    char gname[48];
+    jr__crep_group_name(r, gname, sizeof gname);
+    cluster.name = js->cluster;
+    cluster.group = gname;
+    cluster.leader = js->name;
+    jr_peer_info reps[JR__INFO_MAX_REPLICAS];
+    const jr_peer_info *rep_ptrs[JR__INFO_MAX_REPLICAS];
+    cluster.nreplicas = jr__cluster_replicas(js, r->g, r->as->peers, r->as->npeers, reps, rep_ptrs);
+    cluster.replicas = rep_ptrs;
+    in.cluster = &cluster;
+    jr__buf *b = &js->scratch2;
+    jr__buf_reset(b);
+    int rc = jr__cinfo_encode(b, &in);
+    jr__route_reply(js, rt, rc, rc ? NULL : b->data, rc ? 0 : b->len);
+}
+
+void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len)
+{
+    jr__rd rd;
+    jr__rd_init(&rd, p, len);
+    uint8_t sub = jr__rd_u8(&rd);
+    uint64_t group = jr__rd_varint(&rd);
+    if (rd.err || sub < JR__CSUB_INFO || sub > JR__CSUB_ACK) {
+        static const char why[] = "malformed consumer request";
+        jr__route_reply(js, rt, JR_EINVAL, why, sizeof why - 1);
+        return;
+    }
+    jr__crep *r = jr__crep_find(js, group);
+    if (!r || !jr__crep_is_leader(r) || !r->lead) {
+        not_leader(js, rt, group);
+        return;
+    }
+    switch (sub) {
+    case JR__CSUB_INFO:
+        exec_info(js, r, rt);
+        break;
+    case JR__CSUB_FETCH:
+        exec_fetch(js, r, rt, &rd);
+        break;
+    default:
+        exec_ack(js, r, rt, &rd);
+        break;
+    }
+}

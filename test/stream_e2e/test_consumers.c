@@ -1,0 +1,389 @@
+/* Consumers end to end over the cluster fixture: create, update and delete through the meta
+ * group; pull fetches and acks routed to the consumer's leader from any server; redelivery by
+ * ack wait and NAK; termination; the leader's failover keeping delivery counts exact. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "e2e.h"
+
+/* Results of the consumer calls. */
+typedef struct cres {
+    int done;
+    int status;
+    char msg[512];
+    char name[256];
+    jr_consumer_info info;
+    jr_consumer_config cfg;
+    char leader[64];
+    size_t nreplicas;
+    /* fetch */
+    size_t n;
+    uint64_t sseq[256], dseq[256];
+    uint32_t dc[256];
+    uint64_t pending[256];
+    char token[256][600];
+    char data[256][64];
+    int end_code;
+    char end_text[128];
+    uint64_t end_pending;
+} cres;
+
+static int cres_done(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return ((cres *)arg)->done;
+}
+
+static void wait_done(e2e *c, cres *r)
+{
+    ck_assert_int_eq(jr_sim_run_until(c->sim, cres_done, r, 60 * SEC), 0);
+}
+
+static void consumer_cb(void *arg, int status, const char *msg, const char *name)
+{
+    cres *r = arg;
+    ck_assert_msg(!r->done, "a consumer callback ran twice");
+    r->done = 1;
+    r->status = status;
+    snprintf(r->msg, sizeof r->msg, "%s", msg);
+    snprintf(r->name, sizeof r->name, "%s", name ? name : "");
+    if (status == 0) ck_assert_ptr_nonnull(name);
+}
+
+static void admin_cb(void *arg, int status, const char *msg)
+{
+    cres *r = arg;
+    ck_assert_msg(!r->done, "an admin callback ran twice");
+    r->done = 1;
+    r->status = status;
+    snprintf(r->msg, sizeof r->msg, "%s", msg);
+}
+
+static void info_cb(void *arg, int status, const char *msg, const jr_consumer_info *in)
+{
+    cres *r = arg;
+    ck_assert_msg(!r->done, "an info callback ran twice");
+    r->done = 1;
+    r->status = status;
+    snprintf(r->msg, sizeof r->msg, "%s", msg);
+    if (status) return;
+    r->info = *in;
+    r->cfg = *in->config;
+    snprintf(r->name, sizeof r->name, "%s", in->name);
+    snprintf(r->leader, sizeof r->leader, "%s", in->cluster->leader ? in->cluster->leader : "");
+    r->nreplicas = in->cluster->nreplicas;
+    r->info.config = &r->cfg;
+    r->info.cluster = NULL;
+    r->info.stream = r->info.name = NULL;
+}
+
+static void fetch_cb(void *arg, int status, const char *msg, const jr_consumer_msg *m,
+                     const jr_fetch_end *end)
+{
+    cres *r = arg;
+    ck_assert_msg(!r->done, "a fetch callback ran after its end");
+    if (m) {
+        ck_assert_int_eq(status, 0);
+        ck_assert_ptr_null(end);
+        ck_assert_uint_lt(r->n, 256);
+        r->sseq[r->n] = m->stream_seq;
+        r->dseq[r->n] = m->consumer_seq;
+        r->dc[r->n] = m->delivered;
+        r->pending[r->n] = m->pending;
+        snprintf(r->token[r->n], sizeof r->token[0], "%s", m->ack_token);
+        snprintf(r->data[r->n], sizeof r->data[0], "%.*s", (int)m->len, (const char *)m->data);
+        r->n++;
+        return;
+    }
+    r->done = 1;
+    r->status = status;
+    snprintf(r->msg, sizeof r->msg, "%s", msg);
+    if (status == 0) {
+        ck_assert_ptr_nonnull(end);
+        r->end_code = end->code;
+        snprintf(r->end_text, sizeof r->end_text, "%s", end->text);
+        r->end_pending = end->pending_msgs;
+    }
+}
+
+static int add(e2e *c, unsigned node, const char *stream, const jr_consumer_config *cfg, cres *r)
+{
+    memset(r, 0, sizeof *r);
+    ck_assert_int_eq(jr_consumer_add(e2e_node(c, node), stream, cfg, consumer_cb, r), 0);
+    wait_done(c, r);
+    return r->status;
+}
+
+static int create(e2e *c, unsigned node, const char *stream, const jr_consumer_config *cfg, cres *r)
+{
+    memset(r, 0, sizeof *r);
+    ck_assert_int_eq(jr_consumer_create(e2e_node(c, node), stream, cfg, consumer_cb, r), 0);
+    wait_done(c, r);
+    return r->status;
+}
+
+static int info(e2e *c, unsigned node, const char *stream, const char *name, cres *r)
+{
+    memset(r, 0, sizeof *r);
+    ck_assert_int_eq(jr_consumer_info_get(e2e_node(c, node), stream, name, info_cb, r), 0);
+    wait_done(c, r);
+    return r->status;
+}
+
+static int fetch(e2e *c, unsigned node, const char *stream, const char *name, int64_t batch,
+                 int64_t expires_ns, int no_wait, cres *r)
+{
+    memset(r, 0, sizeof *r);
+    jr_fetch_opts o;
+    jr_fetch_opts_init(&o);
+    o.batch = batch;
+    o.expires_ns = expires_ns;
+    o.no_wait = no_wait;
+    ck_assert_int_eq(jr_consumer_fetch(e2e_node(c, node), stream, name, &o, fetch_cb, r), 0);
+    wait_done(c, r);
+    return r->status;
+}
+
+static int ack(e2e *c, unsigned node, const char *token, int kind, int64_t delay, cres *r)
+{
+    memset(r, 0, sizeof *r);
+    ck_assert_int_eq(jr_consumer_ack(e2e_node(c, node), token, kind, delay, NULL, admin_cb, r), 0);
+    wait_done(c, r);
+    return r->status;
+}
+
+static int del(e2e *c, unsigned node, const char *stream, const char *name, cres *r)
+{
+    memset(r, 0, sizeof *r);
+    ck_assert_int_eq(jr_consumer_delete(e2e_node(c, node), stream, name, admin_cb, r), 0);
+    wait_done(c, r);
+    return r->status;
+}
+
+/* A 3-node cluster with stream ORDERS (R3, subjects orders.>) holding n messages. */
+static void setup(e2e *c, uint64_t seed, int n)
+{
+    memset(c, 0, sizeof *c);
+    ck_assert_int_eq(e2e_new(c, 3, seed, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(c, 3, 10 * SEC), 0);
+    const char *subj[] = {"orders.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "ORDERS", subj, 1, 3);
+    e2e_res r;
+    ck_assert_msg(e2e_add(c, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    ck_assert_int_ge(e2e_wait_stream(c, 0, "ORDERS", 2, 10 * SEC), 0);
+    for (int i = 0; i < n; i++) {
+        char data[32];
+        snprintf(data, sizeof data, "order %d", i + 1);
+        ck_assert_int_eq(e2e_publish(c, (unsigned)i % 3, i % 2 ? "orders.eu" : "orders.us", data,
+                                     strlen(data), NULL, &r),
+                         0);
+    }
+}
+
+static void durable(jr_consumer_config *cfg, const char *name)
+{
+    jr_consumer_config_init(cfg);
+    cfg->durable_name = name;
+}
+
+START_TEST(create_info_update_delete)
+{
+    e2e c;
+    setup(&c, 11, 10);
+    cres r;
+    jr_consumer_config cfg;
+    durable(&cfg, "dur1");
+    ck_assert_msg(create(&c, 1, "ORDERS", &cfg, &r) == 0, "create: %s", r.msg);
+    ck_assert_str_eq(r.name, "dur1");
+    /* identical: idempotent */
+    ck_assert_int_eq(create(&c, 2, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(info(&c, 2, "ORDERS", "dur1", &r), 0);
+    ck_assert_str_eq(r.name, "dur1");
+    ck_assert_int_eq(r.cfg.ack_policy, JR_ACK_EXPLICIT);
+    ck_assert_int_eq(r.cfg.ack_wait_ns, 30 * (int64_t)SEC);
+    ck_assert_int_eq(r.cfg.max_ack_pending, 1000);
+    ck_assert_int_eq(r.cfg.max_deliver, -1);
+    ck_assert_int_eq(r.cfg.max_waiting, 512);
+    ck_assert_uint_eq(r.info.num_pending, 10);
+    ck_assert_uint_eq(r.info.num_ack_pending, 0);
+    ck_assert_uint_eq(r.nreplicas, 2);
+    ck_assert_str_ne(r.leader, "");
+    /* create with another config: exists */
+    jr_consumer_config other = cfg;
+    other.description = "changed";
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &other, &r), JR_EEXIST);
+    ck_assert_str_eq(r.msg, "consumer already exists");
+    /* add updates a mutable field; an immutable one is refused with JetStream's text */
+    ck_assert_msg(add(&c, 0, "ORDERS", &other, &r) == 0, "update: %s", r.msg);
+    other.ack_policy = JR_ACK_ALL;
+    ck_assert_int_eq(add(&c, 0, "ORDERS", &other, &r), JR_EINVAL);
+    ck_assert_msg(strstr(r.msg, "ack policy can not be updated"), "%s", r.msg);
+    /* a consumer of a missing stream */
+    ck_assert_int_eq(create(&c, 0, "NOPE", &cfg, &r), JR_ENOSTREAM);
+    /* an ephemeral one gets a name */
+    jr_consumer_config eph;
+    jr_consumer_config_init(&eph);
+    ck_assert_msg(create(&c, 0, "ORDERS", &eph, &r) == 0, "ephemeral: %s", r.msg);
+    ck_assert_uint_eq(strlen(r.name), 8);
+    char ename[16];
+    snprintf(ename, sizeof ename, "%s", r.name);
+    ck_assert_msg(info(&c, 0, "ORDERS", ename, &r) == 0, "info of %s: %s", ename, r.msg);
+    e2e_res sr;
+    ck_assert_int_eq(e2e_info(&c, 0, "ORDERS", &sr), 0);
+    ck_assert_uint_eq(sr.state.consumers, 2);
+    /* delete */
+    ck_assert_int_eq(del(&c, 2, "ORDERS", "dur1", &r), 0);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "dur1", &r), JR_ENOTFOUND);
+    ck_assert_int_eq(del(&c, 2, "ORDERS", "dur1", &r), JR_ENOTFOUND);
+    /* deleting the stream deletes its consumers */
+    ck_assert_int_eq(e2e_delete(&c, 0, "ORDERS", &sr), 0);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", ename, &r), JR_ENOSTREAM);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(fetch_and_ack_from_any_server)
+{
+    e2e c;
+    setup(&c, 12, 10);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "work");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_msg(fetch(&c, 1, "ORDERS", "work", 5, 2 * SEC, 0, &r) == 0, "fetch: %s", r.msg);
+    ck_assert_int_eq(r.end_code, 0);
+    ck_assert_uint_eq(r.n, 5);
+    for (size_t i = 0; i < 5; i++) {
+        ck_assert_uint_eq(r.sseq[i], i + 1);
+        ck_assert_uint_eq(r.dseq[i], i + 1);
+        ck_assert_uint_eq(r.dc[i], 1);
+        ck_assert_uint_eq(r.pending[i], 10 - (i + 1));
+        char want[32];
+        snprintf(want, sizeof want, "order %zu", i + 1);
+        ck_assert_str_eq(r.data[i], want);
+    }
+    /* acks from every server, confirmed */
+    for (size_t i = 0; i < 5; i++)
+        ck_assert_msg(ack(&c, (unsigned)(2 - i % 3), r.token[i], JR_ACK_ACK, 0, &a) == 0,
+                      "ack %zu: %s", i, a.msg);
+    /* a second ack of the same delivery: not pending, nothing changes */
+    ck_assert_int_eq(ack(&c, 0, r.token[0], JR_ACK_ACK, 0, &a), JR_ENOTFOUND);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "work", &a), 0);
+    ck_assert_uint_eq(a.info.ack_floor.stream_seq, 5);
+    ck_assert_uint_eq(a.info.delivered.stream_seq, 5);
+    ck_assert_uint_eq(a.info.num_ack_pending, 0);
+    ck_assert_uint_eq(a.info.num_pending, 5);
+    /* the rest, then nothing: no_wait ends with 404, a wait with 408 */
+    ck_assert_int_eq(fetch(&c, 2, "ORDERS", "work", 100, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 5);
+    ck_assert_int_eq(r.end_code, 408);
+    ck_assert_str_eq(r.end_text, "Request Timeout");
+    ck_assert_uint_eq(r.end_pending, 95);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "work", 1, 0, 1, &r), 0);
+    ck_assert_uint_eq(r.n, 0);
+    ck_assert_int_eq(r.end_code, 404);
+    ck_assert_str_eq(r.end_text, "No Messages");
+    /* a malformed token */
+    ck_assert_int_eq(jr_consumer_ack(e2e_node(&c, 0), "$JS.ACK.ORDERS.work.x", JR_ACK_ACK, 0, NULL,
+                                     admin_cb, &a),
+                     JR_EINVAL);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(redelivery_nak_and_term)
+{
+    e2e c;
+    setup(&c, 13, 3);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "slow");
+    cfg.ack_wait_ns = (int64_t)SEC;
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "slow", 3, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 3);
+    char tok2[600], tok3[600];
+    snprintf(tok2, sizeof tok2, "%s", r.token[1]);
+    snprintf(tok3, sizeof tok3, "%s", r.token[2]);
+    /* 1 is not acked: redelivered after its ack wait; 2 is NAKed: at once; 3 terminated */
+    ck_assert_int_eq(ack(&c, 1, tok2, JR_ACK_NAK, 0, &a), 0);
+    ck_assert_int_eq(ack(&c, 2, tok3, JR_ACK_TERM, 0, &a), 0);
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "slow", 1, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_uint_eq(r.sseq[0], 2);
+    ck_assert_uint_eq(r.dc[0], 2);
+    ck_assert_uint_eq(r.dseq[0], 4);
+    jr_sim_run_for(c.sim, 1200 * MS);
+    ck_assert_int_eq(fetch(&c, 2, "ORDERS", "slow", 5, SEC, 0, &r), 0);
+    ck_assert_uint_ge(r.n, 1);
+    ck_assert_uint_eq(r.sseq[0], 1);
+    ck_assert_uint_eq(r.dc[0], 2);
+    for (size_t i = 0; i < r.n; i++) ck_assert_uint_ne(r.sseq[i], 3); /* terminated */
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "slow", &a), 0);
+    ck_assert_uint_ge(a.info.num_redelivered, 1);
+    ck_assert_int_eq(ack(&c, 0, tok3, JR_ACK_ACK, 0, &a), JR_ENOTFOUND);
+    e2e_free(&c);
+}
+END_TEST
+
+/* The consumer's leader crashes after handing messages out: its successor knows every
+ * delivery (recorded on a quorum before it was handed out), redelivers the unacked ones with
+ * the next delivery count, and goes on with new messages from where the first one stopped. */
+START_TEST(leader_failover_keeps_delivery_counts)
+{
+    e2e c;
+    setup(&c, 14, 6);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "fo");
+    cfg.ack_wait_ns = 2 * (int64_t)SEC;
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "fo", &r), 0);
+    unsigned leader = 99;
+    for (unsigned i = 0; i < 3; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "n%u", i);
+        if (strcmp(nm, r.leader) == 0) leader = i;
+    }
+    ck_assert_uint_lt(leader, 3);
+    unsigned other = (leader + 1) % 3;
+    ck_assert_int_eq(fetch(&c, other, "ORDERS", "fo", 3, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 3);
+    ck_assert_int_eq(ack(&c, other, r.token[0], JR_ACK_ACK, 0, &a), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, leader), 0);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    ck_assert_int_eq(fetch(&c, other, "ORDERS", "fo", 10, 2 * SEC, 0, &r), 0);
+    /* 2 and 3 again (count 2), then 4..6 new */
+    ck_assert_uint_eq(r.n, 5);
+    ck_assert_uint_eq(r.sseq[0], 2);
+    ck_assert_uint_eq(r.dc[0], 2);
+    ck_assert_uint_eq(r.sseq[1], 3);
+    ck_assert_uint_eq(r.dc[1], 2);
+    for (size_t i = 2; i < 5; i++) {
+        ck_assert_uint_eq(r.sseq[i], i + 2);
+        ck_assert_uint_eq(r.dc[i], 1);
+    }
+    ck_assert_uint_eq(r.dseq[4], 8);
+    ck_assert_int_eq(e2e_restart(&c, leader), 0);
+    e2e_free(&c);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("stream_e2e_consumers");
+    TCase *tc = tcase_create("consumers");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, create_info_update_delete);
+    tcase_add_test(tc, fetch_and_ack_from_any_server);
+    tcase_add_test(tc, redelivery_nak_and_term);
+    tcase_add_test(tc, leader_failover_keeps_delivery_counts);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
