@@ -69,7 +69,11 @@ int jr__consumer_config_equal(const jr_consumer_config *x, const jr_consumer_con
            a->idle_heartbeat_ns == b->idle_heartbeat_ns && a->flow_control == b->flow_control &&
            a->inactive_threshold_ns == b->inactive_threshold_ns &&
            a->num_replicas == b->num_replicas && a->mem_storage == b->mem_storage &&
-           a->pause_until_ns == b->pause_until_ns;
+           a->pause_until_ns == b->pause_until_ns &&
+           list_eq(a->priority_groups, a->npriority_groups, b->priority_groups,
+                   b->npriority_groups) &&
+           a->priority_policy == b->priority_policy &&
+           a->priority_timeout_ns == b->priority_timeout_ns;
 }
 
 #define FAIL(http, code, ...) jr__consumer_config_fail(err, http, code, __VA_ARGS__)
