@@ -121,8 +121,10 @@ int jr__consumer_config_equal(const jr_consumer_config *a, const jr_consumer_con
  * is 400/10116. Everything else may change (priority groups, policy and timeout too: JetStream
  * does not restrict them). A push consumer may change its deliver_subject here: JetStream refuses
  * that only while the old subject has interest (400/10013), which is the caller's to know.
- * pause_until_ns is not compared (an update keeps the running pause; the pause calls change it). 0
- * or JR_EINVAL with *err filled (err may be NULL). */
+ * pause_until_ns is not compared (an update keeps the running pause; the pause calls change
+ * it). The checks of upd against its stream (num_replicas, work queues) are
+ * jr__consumer_config_validate's with the stream's facts. 0 or JR_EINVAL with *err filled (err
+ * may be NULL). */
 int jr__consumer_config_check_update(const jr_consumer_config *old, const jr_consumer_config *upd,
                                      jr__cerr *err);
 
@@ -165,6 +167,11 @@ int jr__consumer_filters_overlap(const jr_consumer_config *a, const jr_consumer_
 /* 1 if the literal subject matches one of the valid cfg's filters (no filter: every valid
  * subject), else 0. Never allocates. */
 int jr__consumer_filter_matches(const jr_consumer_config *cfg, const char *subject);
+
+/* The replica count of a consumer with the valid cfg on a stream (nats-server's replicas()):
+ * num_replicas, or the stream's when it is 0 or above it, except that an ephemeral (no
+ * durable_name) left at 0 on a limits stream has 1. */
+int jr__consumer_replicas(const jr_consumer_config *cfg, const jr__cstream_facts *stream);
 
 /* The filters of a valid config as one list: *n of them (0: no filter, every subject). `one`
  * is scratch space for the single-filter case; the result borrows cfg's strings. */

@@ -137,3 +137,13 @@ int jr__consumer_filter_matches(const jr_consumer_config *cfg, const char *subje
         if (jr__subject_matches(f[i], subject)) return 1;
     return 0;
 }
+
+int jr__consumer_replicas(const jr_consumer_config *cfg, const jr__cstream_facts *stream)
+{
+    if (cfg->num_replicas == 0 || cfg->num_replicas > stream->replicas) {
+        int durable = cfg->durable_name && *cfg->durable_name;
+        if (!durable && stream->retention == JR_RETAIN_LIMITS && cfg->num_replicas == 0) return 1;
+        return stream->replicas;
+    }
+    return cfg->num_replicas;
+}

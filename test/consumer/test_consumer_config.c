@@ -1344,6 +1344,26 @@ START_TEST(filter_matching_and_overlap)
 }
 END_TEST
 
+START_TEST(replicas_follow_the_stream)
+{
+    jr_consumer_config c = base();
+    ck_assert_int_eq(jr__consumer_replicas(&c, &limits3), 3);
+    ck_assert_int_eq(jr__consumer_replicas(&c, &wq1), 1);
+    c.num_replicas = 2;
+    ck_assert_int_eq(jr__consumer_replicas(&c, &limits3), 2);
+    c.num_replicas = 4; /* refused by validate; the stream's */
+    ck_assert_int_eq(jr__consumer_replicas(&c, &limits3), 3);
+    /* an R0 ephemeral on a limits stream is R1, on interest or work-queue streams the stream's */
+    c = base();
+    c.durable_name = "";
+    ck_assert_int_eq(jr__consumer_replicas(&c, &limits3), 1);
+    ck_assert_int_eq(jr__consumer_replicas(&c, &interest3), 3);
+    ck_assert_int_eq(jr__consumer_replicas(&c, &wq3), 3);
+    c.num_replicas = 3;
+    ck_assert_int_eq(jr__consumer_replicas(&c, &limits3), 3);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("consumer_config");
@@ -1367,6 +1387,7 @@ int main(void)
     tcase_add_test(tc, non_normal_encodings_are_refused);
     tcase_add_test(tc, decode_out_of_memory);
     tcase_add_test(tc, filter_matching_and_overlap);
+    tcase_add_test(tc, replicas_follow_the_stream);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
