@@ -30,6 +30,12 @@ enum jr_deliver_policy {
 };
 enum jr_ack_policy { JR_ACK_NONE = 0, JR_ACK_ALL = 1, JR_ACK_EXPLICIT = 2 };
 enum jr_replay_policy { JR_REPLAY_INSTANT = 0, JR_REPLAY_ORIGINAL = 1 };
+enum jr_priority_policy {
+    JR_PRIORITY_NONE = 0,
+    JR_PRIORITY_OVERFLOW = 1,      /* requests with min_pending/min_ack_pending wait for those */
+    JR_PRIORITY_PINNED_CLIENT = 2, /* one client is served; the others stand by */
+    JR_PRIORITY_PRIORITIZED = 3    /* requests served by their priority, 0 first */
+};
 
 #define JR_CONSUMER_NAME_MAX 255
 
@@ -68,6 +74,12 @@ typedef struct jr_consumer_config {
     int num_replicas;              /* 0: the stream's; never more */
     int mem_storage;               /* state in memory even on a file stream */
     uint64_t pause_until_ns;       /* paused until then (create only; then the pause calls) */
+
+    /* Priority groups (JetStream 2.11), pull consumers only: every pull request names a group. */
+    const char *const *priority_groups; /* each 1..16 of A-Z a-z 0-9 - _ / = */
+    size_t npriority_groups;
+    int priority_policy;         /* enum jr_priority_policy; groups needed unless NONE */
+    int64_t priority_timeout_ns; /* pinned client: unpin after this idle (0: 2 min) */
 } jr_consumer_config;
 
 /* Fills cfg with JetStream's defaults (and cfg->size); the caller then sets the name, filters...

@@ -205,6 +205,50 @@ static int check_start(const jr_consumer_config *c, jr__cerr *err)
 #undef NOT_SET
 }
 
+/* validGroupName: ^[a-zA-Z0-9/_=-]{1,16}$ */
+static int group_name_ok(const char *g)
+{
+    size_t n = strlen(g);
+    if (n < 1 || n > JR__CONSUMER_GROUP_MAX) return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)g[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '/' || c == '_' || c == '=' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static int check_priority(const jr_consumer_config *c, jr__cerr *err)
+{
+    if (c->npriority_groups && !c->priority_groups)
+        return FAIL(500, 10052, "priority_groups: NULL with npriority_groups %zu",
+                    c->npriority_groups);
+    if (c->priority_policy < JR_PRIORITY_NONE || c->priority_policy > JR_PRIORITY_PRIORITIZED)
+        return FAIL(500, 10052, "unknown priority policy: %d", c->priority_policy);
+    if (c->priority_policy != JR_PRIORITY_NONE) {
+        if (set(c->deliver_subject))
+            return FAIL(400, 10178, "priority groups can not be used with push consumers");
+        if (c->npriority_groups == 0)
+            return FAIL(400, 10159,
+                        "Setting PriorityPolicy requires at least one PriorityGroup to be set");
+        for (size_t i = 0; i < c->npriority_groups; i++) {
+            if (!set(c->priority_groups[i]))
+                return FAIL(400, 10161, "Group name cannot be an empty string");
+            if (!group_name_ok(c->priority_groups[i]))
+                return FAIL(400, 10162,
+                            "Valid priority group name must match A-Z, a-z, 0-9, -_/=)+ and may "
+                            "not exceed 16 characters");
+        }
+    } else {
+        if (c->npriority_groups > 0)
+            return FAIL(400, 10196, "consumer can not have priority groups when policy is none");
+        if (c->priority_timeout_ns > 0)
+            return FAIL(400, 10197, "PinnedTTL cannot be set when PriorityPolicy is none");
+    }
+    return 0;
+}
+
 static int check_metadata(const jr_consumer_config *c, jr__cerr *err)
 {
     if (c->nmetadata && !c->metadata)
@@ -310,6 +354,7 @@ int jr__consumer_config_validate(const jr_consumer_config *c, const jr__cstream_
     if (set(c->durable_name) && set(c->name) && strcmp(c->name, c->durable_name) != 0)
         return FAIL(400, 10132, "Consumer Durable and Name have to be equal if both are provided");
     if ((rc = check_metadata(c, err))) return rc;
+    if ((rc = check_priority(c, err))) return rc;
 
     /* work-queue streams (addConsumerWithAssignment) */
     if (stream && stream->retention == JR_RETAIN_WORKQUEUE) {
@@ -341,6 +386,7 @@ void jr__consumer_config_normalize(const jr_consumer_config *in, jr__consumer_no
     c->description = nonempty(c->description);
     if (c->nmetadata == 0) c->metadata = NULL;
     if (c->nbackoff == 0) c->backoff_ns = NULL;
+    if (c->npriority_groups == 0) c->priority_groups = NULL;
     c->filter_subject = nonempty(c->filter_subject);
     if (c->nfilter_subjects == 1) {
         c->filter_subject = c->filter_subjects[0];
@@ -359,12 +405,15 @@ void jr__consumer_config_normalize(const jr_consumer_config *in, jr__consumer_no
     c->max_bytes = nonneg(c->max_bytes);
     c->idle_heartbeat_ns = nonneg(c->idle_heartbeat_ns);
     c->inactive_threshold_ns = nonneg(c->inactive_threshold_ns);
+    c->priority_timeout_ns = nonneg(c->priority_timeout_ns);
     if (!c->deliver_subject && c->max_waiting == 0) c->max_waiting = JR__CONSUMER_MAX_WAITING;
     if (c->ack_wait_ns == 0 && c->ack_policy != JR_ACK_NONE)
         c->ack_wait_ns = JR__CONSUMER_ACK_WAIT_NS;
     if (c->nbackoff > 0) c->ack_wait_ns = c->backoff_ns[0];
     if (c->max_ack_pending == 0 && c->ack_policy != JR_ACK_NONE)
         c->max_ack_pending = JR__CONSUMER_MAX_ACK_PENDING;
+    if (c->priority_policy == JR_PRIORITY_PINNED_CLIENT && c->priority_timeout_ns == 0)
+        c->priority_timeout_ns = JR__CONSUMER_PINNED_TTL_NS;
     /* updateInactiveThreshold: ephemerals always have one */
     if (!c->durable_name && c->inactive_threshold_ns == 0)
         c->inactive_threshold_ns = JR__CONSUMER_INACTIVE_NS;

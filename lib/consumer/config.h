@@ -16,10 +16,11 @@
  *     max_expires_ns of a push consumer) are 0 — and the checks see the clamped values (a
  *     negative heartbeat with flow control is 10108, as in JetStream).
  * Values JetStream's JSON decoder would refuse before any check (a policy outside its enum) are
- * 400/10094 "consumer delivery policy invalid", 400/10181 "consumer ack policy invalid" and
- * 400/10182 "consumer replay policy invalid". A malformed C argument JetStream cannot receive
- * (a size too small, a NULL array with a count, a NULL or duplicate metadata key, a NULL
- * backoff list) is 500/10052 with a text naming the field.
+ * 400/10094 "consumer delivery policy invalid", 400/10181 "consumer ack policy invalid",
+ * 400/10182 "consumer replay policy invalid" and 500/10052 "unknown priority policy: N" (the
+ * text of its JSON encoder). A malformed C argument JetStream cannot receive (a size too small,
+ * a NULL array with a count, a NULL or duplicate metadata key) is 500/10052 with a text naming
+ * the field.
  * Deliberate differences: both name and durable_name are held to 255 bytes (JetStream measures
  * the durable name); filters refused as overlapping are those of which one is a subset of
  * another (what nats-server tests, despite the text: "a.*" and "*.b" are allowed together); the
@@ -38,7 +39,8 @@
  *   - ack_wait_ns: backoff_ns[0] when a backoff is set, else 30 s when 0 and ack != none;
  *   - max_deliver -1 for 0 or < -1; max_waiting 512 for a pull consumer left at 0;
  *     max_ack_pending -1 for < -1, 1000 for 0 when ack != none;
- *   - the clamps above; inactive_threshold_ns 5 s for an ephemeral (no durable_name) left at 0;
+ *   - the clamps above (priority_timeout_ns too); inactive_threshold_ns 5 s for an ephemeral (no
+ *     durable_name) left at 0; priority_timeout_ns 2 min for a pinned-client policy left at 0;
  *   - headers_only, flow_control, mem_storage are 0 or 1 (any non-zero value is 1);
  *   - num_replicas stays 0 for "the stream's" (the stream is not part of the config).
  * Equality, the owned copy and the encoding all work on the normal form, so "create with an
@@ -70,6 +72,8 @@
 #define JR__CONSUMER_MAX_ACK_PENDING 1000         /* JsDefaultMaxAckPending */
 #define JR__CONSUMER_MIN_HEARTBEAT_NS 100000000LL /* 100 ms */
 #define JR__CONSUMER_MIN_EXPIRES_NS 1000000LL     /* 1 ms */
+#define JR__CONSUMER_PINNED_TTL_NS 120000000000LL /* JsDefaultPinnedTTL */
+#define JR__CONSUMER_GROUP_MAX 16                 /* bytes of a priority group name */
 #define JR__CONSUMER_CONFIG_VERSION 1
 
 /* A refusal, JetStream's way: the HTTP-like code, JetStream's err_code and its description. */
@@ -80,7 +84,8 @@ typedef struct jr__cerr {
 } jr__cerr;
 
 /* The stream facts a consumer config is checked against: enum jr_retention, the stream's
- * replicas (its normal form: at least 1), enum jr_storage. */
+ * replicas (its normal form: at least 1), enum jr_storage (no check reads it: a consumer keeps
+ * its state where its stream does unless mem_storage is set, and JetStream refuses neither). */
 typedef struct jr__cstream_facts {
     int retention;
     int replicas;
@@ -113,10 +118,13 @@ int jr__consumer_config_equal(const jr_consumer_config *a, const jr_consumer_con
  * deliver policy, opt_start_seq, opt_start_time_ns, mem_storage, ack and replay policy,
  * idle_heartbeat_ns, flow_control, max_waiting and the pull/push mode can not change: 500/10012
  * with JetStream's text ("deliver policy can not be updated"); a backoff longer than max_deliver
- * is 400/10116. A push consumer may change its deliver_subject here: JetStream refuses that only
- * while the old subject has interest (400/10013), which is the caller's to know. pause_until_ns
- * is not compared (an update keeps the running pause; the pause calls change it). 0 or
- * JR_EINVAL with *err filled (err may be NULL). */
+ * is 400/10116. Everything else may change (priority groups, policy and timeout too: JetStream
+ * does not restrict them). A push consumer may change its deliver_subject here: JetStream refuses
+ * that only while the old subject has interest (400/10013), which is the caller's to know.
+ * pause_until_ns is not compared (an update keeps the running pause; the pause calls change
+ * it). The checks of upd against its stream (num_replicas, work queues) are
+ * jr__consumer_config_validate's with the stream's facts. 0 or JR_EINVAL with *err filled (err
+ * may be NULL). */
 int jr__consumer_config_check_update(const jr_consumer_config *old, const jr_consumer_config *upd,
                                      jr__cerr *err);
 
@@ -159,6 +167,11 @@ int jr__consumer_filters_overlap(const jr_consumer_config *a, const jr_consumer_
 /* 1 if the literal subject matches one of the valid cfg's filters (no filter: every valid
  * subject), else 0. Never allocates. */
 int jr__consumer_filter_matches(const jr_consumer_config *cfg, const char *subject);
+
+/* The replica count of a consumer with the valid cfg on a stream (nats-server's replicas()):
+ * num_replicas, or the stream's when it is 0 or above it, except that an ephemeral (no
+ * durable_name) left at 0 on a limits stream has 1. */
+int jr__consumer_replicas(const jr_consumer_config *cfg, const jr__cstream_facts *stream);
 
 /* The filters of a valid config as one list: *n of them (0: no filter, every subject). `one`
  * is scratch space for the single-filter case; the result borrows cfg's strings. */

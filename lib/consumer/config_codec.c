@@ -11,6 +11,7 @@
  *   | u8 flags (1 headers_only, 2 flow_control, 4 mem_storage) | zz max_batch
  *   | zz max_expires_ns | zz max_bytes | str deliver_subject | str deliver_group
  *   | zz idle_heartbeat_ns | zz inactive_threshold_ns | u8 num_replicas | varint pause_until_ns
+ *   | list<str> priority_groups | u8 priority_policy | zz priority_timeout_ns
  *   | u64 xxh3 of every byte before it
  *
  * Only the normal form is ever written, and the decoder accepts only the normal form of a valid
@@ -27,7 +28,8 @@ enum { F_HEADERS_ONLY = 1, F_FLOW_CONTROL = 2, F_MEM_STORAGE = 4, F_ALL = 7 };
 
 /* ---------------------------------------------------------------------------------------------
  * The one-block owned copy: [jr__consumer_cfg | metadata[] | backoff_ns[] | filter_subjects[] |
- * strings]. A builder first measures (dst NULL), then fills a block of the measured size.
+ * priority_groups[] | strings]. A builder first measures (dst NULL), then fills a block of the
+ * measured size.
  */
 typedef struct builder {
     jr__consumer_cfg *dst;
@@ -41,11 +43,12 @@ static size_t header_bytes(void)
 }
 
 /* Allocates the block and points the arrays and the string area into it. */
-static int block_alloc(builder *b, const jr_allocator *a, size_t nmeta, size_t nbackoff,
-                       size_t nfilters)
+static int block_alloc(builder *b, const jr_allocator *a, const jr_consumer_config *n)
 {
+    size_t nmeta = n->nmetadata, nbackoff = n->nbackoff, nfilters = n->nfilter_subjects,
+           ngroups = n->npriority_groups;
     size_t bytes = header_bytes() + nmeta * sizeof(jr_kv) + nbackoff * sizeof(int64_t) +
-                   nfilters * sizeof(const char *) + b->strbytes;
+                   (nfilters + ngroups) * sizeof(const char *) + b->strbytes;
     unsigned char *p = jr__malloc(a, bytes);
     if (!p) return JR_ENOMEM;
     jr__consumer_cfg *d = (jr__consumer_cfg *)p;
@@ -60,6 +63,8 @@ static int block_alloc(builder *b, const jr_allocator *a, size_t nmeta, size_t n
     q += nbackoff * sizeof(int64_t);
     d->c.filter_subjects = nfilters ? (const char *const *)(void *)q : NULL;
     q += nfilters * sizeof(const char *);
+    d->c.priority_groups = ngroups ? (const char *const *)(void *)q : NULL;
+    q += ngroups * sizeof(const char *);
     b->dst = d;
     b->str = (char *)q;
     return 0;
@@ -111,6 +116,10 @@ static void copy_strings(builder *b, const jr_consumer_config *n)
         const char *s = put_opt(b, n->filter_subjects[i]);
         if (d) ((const char **)d->filter_subjects)[i] = s;
     }
+    for (size_t i = 0; i < n->npriority_groups; i++) {
+        const char *s = put_opt(b, n->priority_groups[i]);
+        if (d) ((const char **)d->priority_groups)[i] = s;
+    }
 }
 
 int jr__consumer_cfg_new(const jr_consumer_config *src, const jr_allocator *a,
@@ -123,17 +132,18 @@ int jr__consumer_cfg_new(const jr_consumer_config *src, const jr_allocator *a,
     jr__consumer_config_normalize(src, &n);
     builder b = {0};
     copy_strings(&b, &n.c);
-    if ((rc = block_alloc(&b, a, n.c.nmetadata, n.c.nbackoff, n.c.nfilter_subjects))) return rc;
+    if ((rc = block_alloc(&b, a, &n.c))) return rc;
     /* scalars from the normal form, arrays and strings into the block */
     jr_consumer_config *d = &b.dst->c;
     const jr_kv *metadata = d->metadata;
     const int64_t *backoff = d->backoff_ns;
-    const char *const *filters = d->filter_subjects;
+    const char *const *filters = d->filter_subjects, *const *groups = d->priority_groups;
     *d = n.c;
     d->metadata = metadata;
     d->backoff_ns = backoff;
     if (n.c.nbackoff) memcpy((int64_t *)backoff, n.c.backoff_ns, n.c.nbackoff * sizeof *backoff);
     d->filter_subjects = filters;
+    d->priority_groups = groups;
     copy_strings(&b, &n.c);
     *out = b.dst;
     return 0;
@@ -212,6 +222,10 @@ int jr__consumer_config_encode(const jr_consumer_config *cfg, jr__buf *out)
     jr__buf_varint(out, zz(c->inactive_threshold_ns));
     jr__buf_u8(out, (uint8_t)c->num_replicas);
     jr__buf_varint(out, c->pause_until_ns);
+    jr__buf_varint(out, c->npriority_groups);
+    for (size_t i = 0; i < c->npriority_groups; i++) put_s(out, c->priority_groups[i]);
+    jr__buf_u8(out, (uint8_t)c->priority_policy);
+    jr__buf_varint(out, zz(c->priority_timeout_ns));
     if (out->err) return out->err;
     jr__buf_u64(out, jr__xxh3(out->data + start, out->len - start));
     return out->err;
@@ -309,6 +323,14 @@ static void parse(jr__rd *r, builder *b, jr_consumer_config *c)
     c->inactive_threshold_ns = rd_zz(r);
     c->num_replicas = jr__rd_u8(r);
     c->pause_until_ns = jr__rd_varint(r);
+    c->npriority_groups = rd_count(r, 2);
+    for (size_t i = 0; i < c->npriority_groups && !r->err; i++) {
+        const char *s = rd_str(r, b, JR__CONSUMER_GROUP_MAX);
+        if (!s) jr__rd_fail(r); /* an empty group is never written */
+        if (b->dst) ((const char **)c->priority_groups)[i] = s;
+    }
+    c->priority_policy = jr__rd_u8(r);
+    c->priority_timeout_ns = rd_zz(r);
     if (!r->err && jr__rd_left(r) != 0) jr__rd_fail(r); /* trailing bytes */
 }
 
@@ -329,7 +351,7 @@ int jr__consumer_config_decode(const void *data, size_t len, const jr_allocator 
     parse(&r, &b, &probe);
     if (r.err) return JR_ECORRUPT;
 
-    int rc = block_alloc(&b, a, probe.nmetadata, probe.nbackoff, probe.nfilter_subjects);
+    int rc = block_alloc(&b, a, &probe);
     if (rc) return rc;
     jr_consumer_config *c = &b.dst->c;
     jr__rd_init(&r, p + 1, len - 1 - 8);
@@ -345,7 +367,8 @@ int jr__consumer_config_decode(const void *data, size_t len, const jr_allocator 
              c->max_ack_pending == n.c.max_ack_pending && c->max_batch == n.c.max_batch &&
              c->max_expires_ns == n.c.max_expires_ns && c->max_bytes == n.c.max_bytes &&
              c->idle_heartbeat_ns == n.c.idle_heartbeat_ns &&
-             c->inactive_threshold_ns == n.c.inactive_threshold_ns;
+             c->inactive_threshold_ns == n.c.inactive_threshold_ns &&
+             c->priority_timeout_ns == n.c.priority_timeout_ns;
     }
     if (!ok) {
         jr__consumer_cfg_free(b.dst);

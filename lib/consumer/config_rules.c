@@ -69,7 +69,11 @@ int jr__consumer_config_equal(const jr_consumer_config *x, const jr_consumer_con
            a->idle_heartbeat_ns == b->idle_heartbeat_ns && a->flow_control == b->flow_control &&
            a->inactive_threshold_ns == b->inactive_threshold_ns &&
            a->num_replicas == b->num_replicas && a->mem_storage == b->mem_storage &&
-           a->pause_until_ns == b->pause_until_ns;
+           a->pause_until_ns == b->pause_until_ns &&
+           list_eq(a->priority_groups, a->npriority_groups, b->priority_groups,
+                   b->npriority_groups) &&
+           a->priority_policy == b->priority_policy &&
+           a->priority_timeout_ns == b->priority_timeout_ns;
 }
 
 #define FAIL(http, code, ...) jr__consumer_config_fail(err, http, code, __VA_ARGS__)
@@ -132,4 +136,14 @@ int jr__consumer_filter_matches(const jr_consumer_config *cfg, const char *subje
     for (size_t i = 0; i < n; i++)
         if (jr__subject_matches(f[i], subject)) return 1;
     return 0;
+}
+
+int jr__consumer_replicas(const jr_consumer_config *cfg, const jr__cstream_facts *stream)
+{
+    if (cfg->num_replicas == 0 || cfg->num_replicas > stream->replicas) {
+        int durable = cfg->durable_name && *cfg->durable_name;
+        if (!durable && stream->retention == JR_RETAIN_LIMITS && cfg->num_replicas == 0) return 1;
+        return stream->replicas;
+    }
+    return cfg->num_replicas;
 }

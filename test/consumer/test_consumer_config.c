@@ -60,6 +60,8 @@ static jr_consumer_config full(void)
     return c;
 }
 
+static const char *full_groups[] = {"jobs", "A-z_0/9=", "0123456789abcdef"};
+
 /* A pull consumer with every pull field set. */
 static jr_consumer_config full_pull(void)
 {
@@ -75,6 +77,10 @@ static jr_consumer_config full_pull(void)
     c.max_batch = 100;
     c.max_expires_ns = 30 * SEC;
     c.max_bytes = 4096;
+    c.priority_groups = full_groups;
+    c.npriority_groups = N(full_groups);
+    c.priority_policy = JR_PRIORITY_PINNED_CLIENT;
+    c.priority_timeout_ns = 90 * SEC;
     return c;
 }
 
@@ -257,6 +263,29 @@ MUT(m_wq_ack_all, c->ack_policy = JR_ACK_ALL)
 MUT(m_wq_push_ack_none, c->ack_policy = JR_ACK_NONE; c->deliver_subject = "d")
 MUT(m_wq_pull_ack_none, c->ack_policy = JR_ACK_NONE)
 MUT(m_wq_deliver_new, c->deliver_policy = JR_DELIVER_NEW)
+static const char *one_group[] = {"g"};
+static const char *empty_group[] = {"g", ""};
+static const char *null_group[] = {NULL};
+static const char *long_group[] = {"0123456789abcdefg"};
+static const char *dot_group[] = {"a.b"};
+static const char *paren_group[] = {"a)"};
+MUT(m_prio_push, c->deliver_subject = "d"; c->priority_policy = JR_PRIORITY_OVERFLOW;
+    c->priority_groups = one_group; c->npriority_groups = 1)
+MUT(m_prio_nogroups, c->priority_policy = JR_PRIORITY_PRIORITIZED)
+MUT(m_prio_nulllist, c->priority_policy = JR_PRIORITY_OVERFLOW; c->npriority_groups = 1)
+MUT(m_prio_empty, c->priority_policy = JR_PRIORITY_OVERFLOW; c->priority_groups = empty_group;
+    c->npriority_groups = 2)
+MUT(m_prio_nullentry, c->priority_policy = JR_PRIORITY_PINNED_CLIENT;
+    c->priority_groups = null_group; c->npriority_groups = 1)
+MUT(m_prio_long, c->priority_policy = JR_PRIORITY_OVERFLOW; c->priority_groups = long_group;
+    c->npriority_groups = 1)
+MUT(m_prio_dot, c->priority_policy = JR_PRIORITY_OVERFLOW; c->priority_groups = dot_group;
+    c->npriority_groups = 1)
+MUT(m_prio_paren, c->priority_policy = JR_PRIORITY_OVERFLOW; c->priority_groups = paren_group;
+    c->npriority_groups = 1)
+MUT(m_prio_none_groups, c->priority_groups = one_group; c->npriority_groups = 1)
+MUT(m_prio_none_timeout, c->priority_timeout_ns = 1)
+MUT(m_prio_unknown, c->priority_policy = 4; c->priority_groups = one_group; c->npriority_groups = 1)
 
 static const struct bad {
     const char *what;
@@ -427,6 +456,30 @@ static const struct bad {
      "consumer in pull mode requires explicit ack policy on workqueue stream"},
     {"wq deliver new", m_wq_deliver_new, &wq3, 400, 10101,
      "consumer must be deliver all on workqueue stream"},
+    {"priority push", m_prio_push, NULL, 400, 10178,
+     "priority groups can not be used with push consumers"},
+    {"priority no groups", m_prio_nogroups, NULL, 400, 10159,
+     "Setting PriorityPolicy requires at least one PriorityGroup to be set"},
+    {"priority groups NULL", m_prio_nulllist, NULL, 500, 10052,
+     "priority_groups: NULL with npriority_groups 1"},
+    {"priority empty group", m_prio_empty, NULL, 400, 10161,
+     "Group name cannot be an empty string"},
+    {"priority NULL group", m_prio_nullentry, NULL, 400, 10161,
+     "Group name cannot be an empty string"},
+    {"priority group 17 bytes", m_prio_long, NULL, 400, 10162,
+     "Valid priority group name must match A-Z, a-z, 0-9, -_/=)+ and may not exceed 16 "
+     "characters"},
+    {"priority group .", m_prio_dot, NULL, 400, 10162,
+     "Valid priority group name must match A-Z, a-z, 0-9, -_/=)+ and may not exceed 16 "
+     "characters"},
+    {"priority group )", m_prio_paren, NULL, 400, 10162,
+     "Valid priority group name must match A-Z, a-z, 0-9, -_/=)+ and may not exceed 16 "
+     "characters"},
+    {"priority none with groups", m_prio_none_groups, NULL, 400, 10196,
+     "consumer can not have priority groups when policy is none"},
+    {"priority none with timeout", m_prio_none_timeout, NULL, 400, 10197,
+     "PinnedTTL cannot be set when PriorityPolicy is none"},
+    {"priority unknown", m_prio_unknown, NULL, 500, 10052, "unknown priority policy: 4"},
 };
 
 static void fill_buffers(void)
@@ -619,6 +672,24 @@ START_TEST(normal_form)
     ck_assert_int_eq(n.c.headers_only, 1);
     ck_assert_int_eq(n.c.mem_storage, 1);
 
+    /* priority: the pinned client's timeout defaults to 2 minutes, a negative one is none */
+    c = base();
+    c.priority_policy = JR_PRIORITY_PINNED_CLIENT;
+    c.priority_groups = full_groups;
+    c.npriority_groups = 1;
+    jr__consumer_config_normalize(&c, &n);
+    ck_assert_int_eq(n.c.priority_timeout_ns, 120 * SEC);
+    c.priority_policy = JR_PRIORITY_OVERFLOW;
+    jr__consumer_config_normalize(&c, &n);
+    ck_assert_int_eq(n.c.priority_timeout_ns, 0);
+    c.priority_policy = JR_PRIORITY_NONE;
+    c.npriority_groups = 0;
+    c.priority_timeout_ns = -5;
+    ck_assert_int_eq(jr__consumer_config_validate(&c, NULL, NULL), 0);
+    jr__consumer_config_normalize(&c, &n);
+    ck_assert_int_eq(n.c.priority_timeout_ns, 0);
+    ck_assert_ptr_null(n.c.priority_groups);
+
     /* two or more filters stay a list */
     c = full();
     jr__consumer_config_normalize(&c, &n);
@@ -740,6 +811,32 @@ START_TEST(equality_sees_every_field)
 }
 END_TEST
 
+START_TEST(equality_sees_priority_fields)
+{
+    jr_consumer_config a = full_pull(), b = full_pull();
+    ck_assert(jr__consumer_config_equal(&a, &b));
+    b.npriority_groups = 2;
+    ck_assert(!jr__consumer_config_equal(&a, &b));
+    b = full_pull();
+    b.priority_policy = JR_PRIORITY_OVERFLOW;
+    ck_assert(!jr__consumer_config_equal(&a, &b));
+    b = full_pull();
+    b.priority_timeout_ns = 0; /* the default, 2 minutes */
+    ck_assert(!jr__consumer_config_equal(&a, &b));
+    a.priority_timeout_ns = 120 * SEC;
+    ck_assert(jr__consumer_config_equal(&a, &b));
+    /* the pull consumer may change its priority settings */
+    jr__cerr err;
+    b.priority_policy = JR_PRIORITY_PRIORITIZED;
+    b.priority_timeout_ns = 0;
+    b.npriority_groups = 1;
+    ck_assert_msg(jr__consumer_config_check_update(&a, &b, &err) == 0, "%s", err.msg);
+    b.priority_policy = JR_PRIORITY_NONE;
+    b.npriority_groups = 0;
+    ck_assert_msg(jr__consumer_config_check_update(&a, &b, &err) == 0, "%s", err.msg);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------------------------
  * Update rules
  */
@@ -755,7 +852,8 @@ MUT(u_name, c->name = c->durable_name = "renamed")
 MUT(u_backoff_md, c->max_deliver = 2)
 MUT(p_start_time, c->opt_start_time_ns += 1)
 MUT(p_deliver, c->deliver_policy = JR_DELIVER_ALL; c->opt_start_time_ns = 0)
-MUT(p_to_push, c->deliver_subject = "d"; c->max_waiting = 0)
+MUT(p_to_push, c->deliver_subject = "d"; c->max_waiting = 0; c->priority_policy = JR_PRIORITY_NONE;
+    c->npriority_groups = 0; c->priority_timeout_ns = 0)
 MUT(p_max_waiting, c->max_waiting = 65)
 MUT(p_max_waiting_default, c->max_waiting = 0) /* 64 to the default 512 */
 MUT(p_ack_none, c->ack_policy = JR_ACK_NONE)
@@ -947,18 +1045,46 @@ static jr__buf encode(const jr_consumer_config *c)
     return b;
 }
 
+/* Every pointer of an owned copy lies inside its block. */
+static void assert_in_block(const jr__consumer_cfg *o)
+{
+    const char *lo = (const char *)o, *hi = lo + o->bytes;
+#define IN(p) ck_assert(!(p) || ((const char *)(p) >= lo && (const char *)(p) < hi))
+    const jr_consumer_config *c = &o->c;
+    IN(c->name);
+    IN(c->durable_name);
+    IN(c->description);
+    IN(c->metadata);
+    for (size_t i = 0; i < c->nmetadata; i++) {
+        IN(c->metadata[i].key);
+        IN(c->metadata[i].value);
+    }
+    IN(c->backoff_ns);
+    IN(c->filter_subject);
+    IN(c->filter_subjects);
+    for (size_t i = 0; i < c->nfilter_subjects; i++) IN(c->filter_subjects[i]);
+    IN(c->sample_freq);
+    IN(c->deliver_subject);
+    IN(c->deliver_group);
+    IN(c->priority_groups);
+    for (size_t i = 0; i < c->npriority_groups; i++) IN(c->priority_groups[i]);
+#undef IN
+}
+
 static void round_trip_one(const jr_consumer_config *src)
 {
     jr__buf b = encode(src);
     jr__consumer_cfg *d = NULL;
     ck_assert_int_eq(jr__consumer_config_decode(b.data, b.len, NULL, &d), 0);
     ck_assert(jr__consumer_config_equal(&d->c, src));
+    assert_in_block(d);
     jr__buf again = encode(&d->c);
     ck_assert_uint_eq(again.len, b.len);
     ck_assert(memcmp(again.data, b.data, b.len) == 0);
     /* the owned copy encodes the same */
     jr__consumer_cfg *o = NULL;
     ck_assert_int_eq(jr__consumer_cfg_new(src, NULL, &o, NULL), 0);
+    assert_in_block(o);
     jr__buf third = encode(&o->c);
     ck_assert(third.len == b.len && memcmp(third.data, b.data, b.len) == 0);
     jr__buf_free(&third);
@@ -1218,6 +1344,26 @@ START_TEST(filter_matching_and_overlap)
 }
 END_TEST
 
+START_TEST(replicas_follow_the_stream)
+{
+    jr_consumer_config c = base();
+    ck_assert_int_eq(jr__consumer_replicas(&c, &limits3), 3);
+    ck_assert_int_eq(jr__consumer_replicas(&c, &wq1), 1);
+    c.num_replicas = 2;
+    ck_assert_int_eq(jr__consumer_replicas(&c, &limits3), 2);
+    c.num_replicas = 4; /* refused by validate; the stream's */
+    ck_assert_int_eq(jr__consumer_replicas(&c, &limits3), 3);
+    /* an R0 ephemeral on a limits stream is R1, on interest or work-queue streams the stream's */
+    c = base();
+    c.durable_name = "";
+    ck_assert_int_eq(jr__consumer_replicas(&c, &limits3), 1);
+    ck_assert_int_eq(jr__consumer_replicas(&c, &interest3), 3);
+    ck_assert_int_eq(jr__consumer_replicas(&c, &wq3), 3);
+    c.num_replicas = 3;
+    ck_assert_int_eq(jr__consumer_replicas(&c, &limits3), 3);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("consumer_config");
@@ -1229,6 +1375,7 @@ int main(void)
     tcase_add_test(tc, normal_form);
     tcase_add_test(tc, equality_sees_through_defaults);
     tcase_add_loop_test(tc, equality_sees_every_field, 0, (int)N(diffs));
+    tcase_add_test(tc, equality_sees_priority_fields);
     tcase_add_loop_test(tc, update_refuses_immutable_fields, 0, (int)N(updates));
     tcase_add_test(tc, update_accepts_mutable_fields);
     tcase_add_test(tc, owned_copy_is_one_allocation);
@@ -1240,6 +1387,7 @@ int main(void)
     tcase_add_test(tc, non_normal_encodings_are_refused);
     tcase_add_test(tc, decode_out_of_memory);
     tcase_add_test(tc, filter_matching_and_overlap);
+    tcase_add_test(tc, replicas_follow_the_stream);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
