@@ -224,6 +224,27 @@ enum jr_ack_kind { JR_ACK_ACK = 0, JR_ACK_NAK = 1, JR_ACK_PROGRESS = 2, JR_ACK_T
 JR_API int jr_consumer_ack(jr_node *node, const char *ack_token, int kind, int64_t delay_ns,
                            const char *reason, jr_stream_cb cb, void *arg);
 
+/* ----------------------------------------------------------------------------------------------
+ * Push delivery. A push consumer (deliver_subject set) delivers to a subscription: the callback
+ * gets each message as its leader hands it out (quorum before delivery, as a fetch), at most
+ * max_ack_pending unacknowledged at a time; with idle_heartbeat_ns set, status 0 and m NULL
+ * when nothing came for that long (an idle heartbeat). The subscription ends with a negative
+ * status and m NULL (JR_ENOTFOUND: the consumer was deleted; JR_ECLOSED: the node closes);
+ * after that last call, or after jr_subscription_close, the callback never runs again. One
+ * subscription per push consumer at a time is what JetStream users expect; more share its
+ * messages.
+ */
+typedef struct jr_subscription jr_subscription;
+typedef void (*jr_push_cb)(void *arg, int status, const jr_consumer_msg *m);
+/* Subscribes to push consumer `consumer`: *out gets the subscription. JR_EINVAL, JR_ENOTSUP,
+ * JR_ECLOSED, JR_ENOMEM; a pull consumer or an unknown one ends the subscription through the
+ * callback (JR_EINVAL, JR_ENOTFOUND). */
+JR_API int jr_consumer_subscribe(jr_node *node, const char *stream, const char *consumer,
+                                 jr_push_cb cb, void *arg, jr_subscription **out);
+/* Ends sub: its callback never runs again (a message handed to it meanwhile is redelivered
+ * after its ack wait). */
+JR_API void jr_subscription_close(jr_subscription *sub);
+
 #ifdef __cplusplus
 }
 #endif

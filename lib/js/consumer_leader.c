@@ -16,8 +16,9 @@
  * Pull requests end as JetStream's do (jr_fetch_end): batch filled (0), 404 No Messages
  * (no_wait), 408 Request Timeout, 409 for limits, leadership change or deletion; the answer
  * carries every message handed to the request (as nats.c's fetch returns them: together, when
- * the batch is full or the request ends). An end is answered only once no delivery of the
- * request is in flight, so a 408 never overtakes a delivery.
+ * the batch is full or the request ends); a push subscription's request is answered as soon as
+ * it holds messages and no more are to be had at once. An end is answered only once no
+ * delivery of the request is in flight, so a 408 never overtakes a delivery.
  *
  * Invariants (while leading): lead->inflight counts new deliveries proposed and not applied;
  * every pull's inflight counts its deliveries proposed and not applied, and a pull with
@@ -421,6 +422,8 @@ static void step(jr__crep *r)
             pull_end(r, p, CODE_DONE, "");
         else if (p->no_wait)
             pull_end(r, p, 404, "No Messages");
+        else if (p->eager && p->got)
+            pull_end(r, p, CODE_DONE, ""); /* a push subscription: handed out as they come */
     }
     /* Next duty: a pull's expiry, a redelivery deadline. */
     uint64_t next = UINT64_MAX;
@@ -615,15 +618,22 @@ static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
     int64_t batch = (int64_t)jr__rd_varint(rd);
     int64_t max_bytes = (int64_t)jr__rd_varint(rd);
     int64_t expires = (int64_t)jr__rd_varint(rd);
-    uint8_t no_wait = jr__rd_u8(rd);
-    if (rd->err || jr__rd_left(rd) || batch <= 0 || max_bytes < 0 || expires < 0) {
+    uint8_t flags = jr__rd_u8(rd);
+    uint8_t no_wait = flags & JR__FETCH_NO_WAIT;
+    if (rd->err || jr__rd_left(rd) || batch <= 0 || max_bytes < 0 || expires < 0 ||
+        (flags & ~(JR__FETCH_NO_WAIT | JR__FETCH_PUSH))) {
         static const char why[] = "malformed fetch request";
         jr__route_reply(js, rt, JR_EINVAL, why, sizeof why - 1);
         return;
     }
     const jr_consumer_config *cfg = &r->as->cfg->c;
     char text[96];
-    if (cfg->deliver_subject) {
+    if (!!cfg->deliver_subject != !!(flags & JR__FETCH_PUSH)) {
+        if (!cfg->deliver_subject) {
+            fetch_refuse(js, rt, 409, "Consumer is pull based", (uint64_t)batch,
+                         (uint64_t)max_bytes);
+            return;
+        }
         fetch_refuse(js, rt, 409, "Consumer is push based", (uint64_t)batch, (uint64_t)max_bytes);
         return;
     }
@@ -657,6 +667,7 @@ static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
     p->max_bytes = max_bytes;
     p->expires_at = expires ? jr__deadline(jr__node_now(n), (uint64_t)expires) : UINT64_MAX;
     p->no_wait = no_wait != 0;
+    p->eager = (flags & JR__FETCH_PUSH) != 0;
     jr__buf_init(&p->buf, js->alloc);
     p->prev = l->ptail;
     if (l->ptail)

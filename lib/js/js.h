@@ -118,9 +118,14 @@ enum jr__admin_sub {
 enum jr__consumer_sub {
     JR__CSUB_INFO = 1,  /* consumer info */
     JR__CSUB_FETCH = 2, /* a pull request: varint batch | varint max_bytes | varint expires_ns |
-                           u8 no_wait */
+                           u8 flags (JR__FETCH_*) */
     JR__CSUB_ACK = 3,   /* u8 kind | u8 confirm | varint sseq | varint dseq | varint delay_ns */
 };
+
+/* Flags of a fetch. A push consumer's subscription (api_consumer.c) pulls with JR__FETCH_PUSH:
+ * a push consumer takes only those, a pull consumer never. */
+#define JR__FETCH_NO_WAIT 1
+#define JR__FETCH_PUSH 2
 
 /* Where the result of a request executed at a leader goes: back over RPC to `to` (the
  * requester's rpc id), or to a request of this very node. */
@@ -243,6 +248,7 @@ typedef struct jr__pull {
     int64_t max_bytes;   /* bytes still allowed (0: no cap) */
     uint64_t expires_at; /* when it ends (408) */
     uint8_t no_wait;
+    uint8_t eager;  /* a push subscription's: answered once it holds what is to be had */
     uint8_t ended;  /* its end is decided; answered once nothing is in flight */
     uint8_t listed; /* on the FIFO */
     int end_code;

@@ -371,6 +371,86 @@ START_TEST(leader_failover_keeps_delivery_counts)
 }
 END_TEST
 
+/* A push subscription: messages come as they are published (quorum first), idle heartbeats
+ * when nothing comes, at most max_ack_pending unacknowledged; it ends when the consumer is
+ * deleted. */
+typedef struct push_rec {
+    size_t n, heartbeats, ends;
+    int end_status;
+    uint64_t sseq[64];
+    char token[64][600];
+} push_rec;
+
+static void push_cb(void *arg, int status, const jr_consumer_msg *m)
+{
+    push_rec *p = arg;
+    ck_assert_uint_eq(p->ends, 0);
+    if (m) {
+        ck_assert_uint_lt(p->n, 64);
+        p->sseq[p->n] = m->stream_seq;
+        snprintf(p->token[p->n], sizeof p->token[0], "%s", m->ack_token);
+        p->n++;
+    } else if (status == 0) {
+        p->heartbeats++;
+    } else {
+        p->ends++;
+        p->end_status = status;
+    }
+}
+
+START_TEST(push_subscription)
+{
+    e2e c;
+    setup(&c, 15, 0);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "pusher");
+    cfg.deliver_subject = "deliver.pusher";
+    cfg.idle_heartbeat_ns = (int64_t)SEC;
+    cfg.max_ack_pending = 4;
+    ck_assert_msg(create(&c, 0, "ORDERS", &cfg, &r) == 0, "%s", r.msg);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "pusher", 1, SEC, 0, &r), 0);
+    ck_assert_int_eq(r.end_code, 409);
+    ck_assert_str_eq(r.end_text, "Consumer is push based");
+    push_rec p;
+    memset(&p, 0, sizeof p);
+    jr_subscription *sub = NULL;
+    ck_assert_int_eq(jr_consumer_subscribe(e2e_node(&c, 2), "ORDERS", "pusher", push_cb, &p, &sub),
+                     0);
+    jr_sim_run_for(c.sim, 2500 * MS);
+    ck_assert_uint_ge(p.heartbeats, 1);
+    e2e_res pr;
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(e2e_publish(&c, 1, "orders.eu", "x", 1, NULL, &pr), 0);
+    jr_sim_run_for(c.sim, 500 * MS);
+    ck_assert_uint_eq(p.n, 4); /* max_ack_pending */
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_uint_eq(p.sseq[i], i + 1);
+        ck_assert_int_eq(ack(&c, 0, p.token[i], JR_ACK_ACK, 0, &a), 0);
+    }
+    jr_sim_run_for(c.sim, 500 * MS);
+    ck_assert_uint_eq(p.n, 6);
+    /* a pull consumer can not be subscribed to */
+    jr_consumer_config pc;
+    durable(&pc, "puller");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &pc, &r), 0);
+    push_rec q;
+    memset(&q, 0, sizeof q);
+    jr_subscription *sub2 = NULL;
+    ck_assert_int_eq(jr_consumer_subscribe(e2e_node(&c, 0), "ORDERS", "puller", push_cb, &q, &sub2),
+                     0);
+    jr_sim_run_for(c.sim, 500 * MS);
+    ck_assert_uint_eq(q.ends, 1);
+    ck_assert_int_eq(q.end_status, JR_EINVAL);
+    /* deleting the consumer ends the subscription */
+    ck_assert_int_eq(del(&c, 1, "ORDERS", "pusher", &r), 0);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    ck_assert_uint_eq(p.ends, 1);
+    ck_assert_int_eq(p.end_status, JR_ENOTFOUND);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -380,6 +460,7 @@ int main(void)
     tcase_add_test(tc, fetch_and_ack_from_any_server);
     tcase_add_test(tc, redelivery_nak_and_term);
     tcase_add_test(tc, leader_failover_keeps_delivery_counts);
+    tcase_add_test(tc, push_subscription);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
