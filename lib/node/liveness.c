@@ -302,12 +302,12 @@ void jr__live_leads(jr_group *g)
     }
 }
 
-uint64_t jr__live_contact(const jr_group *g, uint64_t peer, uint64_t raft_contact)
+uint64_t jr__live_contact(const jr_group *g, uint64_t peer, uint64_t contact, uint64_t heard)
 {
-    if (!jr__raft_quiet(g->raft) || jr__raft_role(g->raft) != JR_LEADER) return raft_contact;
+    if (!jr__raft_quiet(g->raft) || jr__raft_role(g->raft) != JR_LEADER) return heard;
     const jr__peer *p = jr__peer_find(g->node, peer);
-    if (!p || p->id == g->node->self || !counts(g->node, g, p, raft_contact)) return raft_contact;
-    return p->last_heard > raft_contact ? p->last_heard : raft_contact;
+    if (!p || p->id == g->node->self || !counts(g->node, g, p, contact)) return heard;
+    return p->last_heard > heard ? p->last_heard : heard;
 }
 
 void jr__live_free(jr_node *n)

@@ -56,7 +56,15 @@ typedef struct jr__prog {
     uint8_t paused; /* probe: a probe is out; snapshot: a chunk is out (retried on heartbeat) */
     uint64_t match; /* highest index known to match the leader's log (durable on the peer) */
     uint64_t next;  /* next index to send */
+    /* What check-quorum, quiescence and transfers judge liveness by: the now of its last
+     * message, or the grace a leader gives every member at its election and when it wakes from
+     * quiet (a full election timeout before one is taken for down), or of the node's word that
+     * its node is back (jr__raft_peer_alive). Never reported as contact: see heard. */
     uint64_t last_contact;
+    /* The now of the last message this group received from it since we became leader (its
+     * granted vote of our election counts, at the start of that round); 0: none yet. What
+     * reports of contact use (jr__raft_progress), never raised by any grace. */
+    uint64_t heard;
     uint64_t hb_match;    /* match at the previous heartbeat tick: no change means stalled */
     uint64_t sent_commit; /* highest commit index this peer has been sent */
     /* Replicate state: the last index of every APPEND not yet acknowledged, oldest first, and
@@ -237,10 +245,12 @@ void jr__prog_release(jr__raft *r);
 void jr__prog_restore(jr__raft *r);
 /* Leader: the progress of member id, or NULL (not leader, not a member). */
 jr__prog *jr__prog_find(jr__raft *r, jr__id id);
-/* Leader: member p answered (any response): contact now, and it is no longer taken for lost. */
+/* Leader: member p answered (any response): contact now, heard from now, and it is no longer
+ * taken for lost. */
 static inline void jr__prog_heard(jr__prog *p, uint64_t now)
 {
     p->last_contact = now;
+    p->heard = now;
     p->lost = 0;
 }
 /* Resets p (keeping id, voter, ring) to probe from our last index + 1. */

@@ -100,7 +100,8 @@ void jr__quiet_leave(jr__raft *r, uint64_t now)
     if (r->role == ROLE_LEADER) {
         r->hb_deadline = now; /* heartbeat at once: the followers are quiet too */
         r->woken = 1;
-        /* per-group contact resumes: the members whose node is alive start a fresh window */
+        /* per-group contact resumes: the members whose node is alive start a fresh window
+         * (liveness only; heard waits for their answers) */
         for (uint32_t i = 0; i < r->conf->n; i++)
             if (!r->prog[i].lost) r->prog[i].last_contact = now;
         r->cq_deadline = jr__deadline(now, r->cfg.election_timeout);
@@ -242,7 +243,9 @@ void jr__raft_peer_alive(jr__raft *r, uint64_t now, jr__id peer)
     if (now > r->now) r->now = now;
     jr__prog *p = jr__prog_find(r, peer);
     if (!p) return;
-    jr__prog_heard(p, r->now);
+    /* its node is back, not (yet) its replica of this group: counted, not heard */
+    p->last_contact = r->now;
+    p->lost = 0;
 }
 
 void jr__raft_wake(jr__raft *r, uint64_t now)

@@ -612,7 +612,7 @@ int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out)
         out->state = JR__REPLICATE;
         out->match = r->durable;
         out->next = r->log.last + 1;
-        out->last_contact = r->now;
+        out->last_contact = out->heard = r->now;
         out->unvouched = out->damaged = 0; /* a leader is whole */
         return 0;
     }
@@ -622,5 +622,6 @@ int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out)
     out->match = p->match;
     out->next = p->next;
     out->last_contact = p->last_contact;
+    out->heard = p->heard;
     return 0;
 }
