@@ -63,7 +63,8 @@ typedef struct jr__prog {
     uint64_t last_contact;
     /* The now of the last message this group received from it since we became leader (its
      * granted vote of our election counts, at the start of that round); 0: none yet. What
-     * reports of contact use (jr__raft_progress), never raised by any grace. */
+     * reports of contact use (jr__raft_progress), never raised by any grace. Invariant:
+     * heard <= last_contact <= now. */
     uint64_t heard;
     uint64_t hb_match;    /* match at the previous heartbeat tick: no change means stalled */
     uint64_t sent_commit; /* highest commit index this peer has been sent */
