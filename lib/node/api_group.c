@@ -251,7 +251,7 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
     jr__progress pr;
     if (jr__raft_role(r) == JR_LEADER && jr__raft_progress(r, (uint32_t)i, &pr) == 0) {
         /* contact received (quiet: node-level), never check-quorum's grace */
-        uint64_t seen = jr__live_contact(g, pr.id, pr.last_contact, pr.heard);
+        uint64_t seen = jr__live_contact(g, &pr);
         uint64_t last = jr__raft_last_index(r);
         uint64_t now = n->host.now(n->host.ctx);
         s.match_index = pr.match;

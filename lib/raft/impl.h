@@ -87,6 +87,11 @@ typedef struct jr__prog {
      * (jr__prog_heard): taken for down, it does not hold quiescence back (quiesce.c) and, while
      * the group is quiet, does not count toward its check-quorum. */
     uint8_t lost;
+    /* last_contact is its node's word, not a message of its: a wake from quiet renewed it
+     * while its node was alive (quiesce.c), or jr__raft_peer_alive did; cleared by its next
+     * message (jr__prog_heard) or when it is taken for lost (jr__raft_peer_lost). The node reports
+     * its own contact with the member's node, as of last_contact, until then (jr__live_contact). */
+    uint8_t by_node;
     /* It restarted (sent a VOUCH) or answered below what it had acknowledged (vouch.c): it is
      * not current until its match reaches vouch_at, our last index at that time. damaged: it
      * lost entries we had counted. vouch_new: vouch_at is an entry we appended after its VOUCH,
@@ -253,6 +258,7 @@ static inline void jr__prog_heard(jr__prog *p, uint64_t now)
     p->last_contact = now;
     p->heard = now;
     p->lost = 0;
+    p->by_node = 0;
 }
 /* Resets p (keeping id, voter, ring) to probe from our last index + 1. */
 void jr__prog_init(jr__raft *r, jr__prog *p);

@@ -614,6 +614,7 @@ int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out)
         out->next = r->log.last + 1;
         out->last_contact = out->heard = r->now;
         out->unvouched = out->damaged = 0; /* a leader is whole */
+        out->by_node = 0;
         return 0;
     }
     out->unvouched = p->unvouched;
@@ -623,5 +624,6 @@ int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out)
     out->next = p->next;
     out->last_contact = p->last_contact;
     out->heard = p->heard;
+    out->by_node = p->by_node;
     return 0;
 }

@@ -438,8 +438,9 @@ void jr__raft_ready_done(jr__raft *r);
  * quiet there). A (pre-)vote request from the very server a follower takes for its leader is
  * never refused by the lease: that leader gave up. A quiet leader's progress keeps the
  * last_contact and heard of before it went quiet: reports of contact use the node's (per-peer)
- * instead (jr__live_contact); once it wakes, heard again, which its first heartbeat round brings up
- * to date.
+ * instead (jr__live_contact); once it wakes, heard, except for the members it counted through their
+ * node and that have not answered since (jr__progress.by_node), for which the node's contact as of
+ * the wake stands in.
  */
 /* 1 if a term and an index (commit, match) from the wire are within the bounds above for this
  * group (the node counts the heartbeat items it drops for failing this). */
@@ -546,6 +547,9 @@ typedef struct jr__progress {
      * became leader (a vote that elected us counts, at the start of that round); 0: none — a
      * member a new leader has not heard from yet, however alive check-quorum takes it for. */
     uint64_t heard;
+    /* last_contact is the word of its node (it was counted through its node when we woke from
+     * quiet, or its node came back: jr__raft_peer_alive), and no message of its came since. */
+    uint8_t by_node;
     /* It restarted from storage that may have lost entries (it asked for a VOUCH, or answered
      * below what it had acknowledged) and has not yet acknowledged our log up to where it was
      * then: not a transfer target, not current. damaged: it did lose entries it had

@@ -16,6 +16,7 @@
 #include "e2e.h"
 #include "js/js.h"
 #include "node/node.h"
+#include "raft/raft.h"
 
 #define K 300
 
@@ -432,6 +433,92 @@ START_TEST(after_a_leader_change_a_replica_the_new_leader_never_heard_is_shown_o
 }
 END_TEST
 
+/* A quiet leader reports its members' node-level contact; once a proposal wakes it, a member
+ * it counted through its node and that has not answered yet is still reported as of its node's
+ * last frame at the wake (not as last seen when the group went quiet), and that ages: a member
+ * whose node crashed just before the wake goes offline as it would have while quiet. */
+static void peer_of(jr_group *g, const char *name, jr_peer_status *out)
+{
+    jr_group_status st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    ck_assert_int_eq(jr_group_status_get(g, &st), 0);
+    for (size_t i = 0; i < st.npeers; i++) {
+        memset(out, 0, sizeof *out);
+        out->size = sizeof *out;
+        ck_assert_int_eq(jr_group_peer(g, i, out), 0);
+        if (out->name && !strcmp(out->name, name)) return;
+    }
+    ck_abort_msg("no member %s", name);
+}
+
+static int awake(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return !jr__raft_quiet(arg);
+}
+
+START_TEST(a_woken_leader_reports_the_contact_its_node_had_until_members_answer)
+{
+    e2e c3;
+    memset(&c3, 0, sizeof c3);
+    ck_assert_int_eq(e2e_new(&c3, 3, 23, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c3, 3, 10 * SEC), 0);
+    const char *subj[] = {"pay.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "PAY", subj, 1, 3);
+    e2e_res r;
+    ck_assert_msg(e2e_add(&c3, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    int l = e2e_wait_stream(&c3, 0, "PAY", 2, 10 * SEC);
+    ck_assert_int_ge(l, 0);
+    jr_sim_run_for(c3.sim, 5 * SEC); /* idle: the group goes quiet */
+    jr_group *g = e2e_group(&c3, (unsigned)l, "PAY");
+    const jr__raft *raft = jr__group_consensus(g);
+    ck_assert(jr__raft_quiet(raft));
+    unsigned a = ((unsigned)l + 1) % 3, b = ((unsigned)l + 2) % 3;
+    const char *an = jr_sim_name(c3.sim, a), *bn = jr_sim_name(c3.sim, b);
+    jr_peer_status ps;
+    peer_of(g, bn, &ps);
+    ck_assert_msg(ps.current && ps.last_seen_ns < 150 * MS, "quiet: seen %llu ns ago",
+                  (unsigned long long)ps.last_seen_ns);
+    /* b crashes; before its node is taken for lost, a publish wakes the group */
+    ck_assert_int_eq(jr_sim_crash(c3.sim, b), 0);
+    jr_sim_run_for(c3.sim, 10 * MS);
+    uint64_t woke = jr_sim_now(c3.sim);
+    jr_pub_opts o;
+    jr_pub_opts_init(&o);
+    e2e_res pr;
+    memset(&pr, 0, sizeof pr);
+    ck_assert_int_eq(
+        jr_publish(e2e_node(&c3, (unsigned)l), "pay.in", NULL, 0, "x", 1, &o, e2e_pub_cb, &pr), 0);
+    ck_assert_int_eq(jr_sim_run_until(c3.sim, awake, (void *)raft, SEC), 0);
+    /* at once, no answer yet: both reported as their node's contact, not as of going quiet */
+    peer_of(g, an, &ps);
+    ck_assert_msg(ps.current && ps.last_seen_ns < 150 * MS, "%s woken: seen %llu ns ago", an,
+                  (unsigned long long)ps.last_seen_ns);
+    peer_of(g, bn, &ps);
+    ck_assert_msg(ps.last_seen_ns >= 10 * MS && ps.last_seen_ns < 150 * MS,
+                  "%s woken: seen %llu ns ago", bn, (unsigned long long)ps.last_seen_ns);
+    ck_assert_int_eq(e2e_wait(&c3, &pr, 5 * SEC), 0);
+    ck_assert_int_eq(pr.status, 0);
+    /* a answered, b never does: its contact ages from before the wake */
+    jr_sim_run_for(c3.sim, 400 * MS);
+    peer_of(g, an, &ps);
+    ck_assert_msg(ps.current && ps.last_seen_ns < 150 * MS, "%s: seen %llu ns ago", an,
+                  (unsigned long long)ps.last_seen_ns);
+    peer_of(g, bn, &ps);
+    ck_assert_msg(!ps.current && ps.last_seen_ns > jr_sim_now(c3.sim) - woke,
+                  "%s: seen %llu ns ago, current %d", bn, (unsigned long long)ps.last_seen_ns,
+                  ps.current);
+    ck_assert_int_eq(e2e_info(&c3, (unsigned)l, "PAY", &r), 0);
+    for (size_t k = 0; k < r.nreplicas; k++)
+        ck_assert_msg(!strcmp(r.reps[k].name, bn) ? r.reps[k].offline && !r.reps[k].current
+                                                  : !r.reps[k].offline && r.reps[k].current,
+                      "%s", r.text);
+    e2e_free(&c3);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("failover");
@@ -449,6 +536,7 @@ int main(void)
     tcase_set_timeout(rep, 120);
     tcase_add_test(rep,
                    after_a_leader_change_a_replica_the_new_leader_never_heard_is_shown_offline);
+    tcase_add_test(rep, a_woken_leader_reports_the_contact_its_node_had_until_members_answer);
     suite_add_tcase(s, rep);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
