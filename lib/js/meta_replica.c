@@ -188,7 +188,7 @@ int jr__mnode_online(jr__js *js, const char *name, uint64_t *seen_ns)
             for (uint32_t i = 0; i < c->n; i++) {
                 jr__progress pr;
                 if (c->m[i].id == jr__peer_get_id(p) && jr__raft_progress(r, i, &pr) == 0)
-                    last = pr.last_contact > last ? pr.last_contact : last;
+                    last = pr.heard > last ? pr.heard : last; /* received, not assumed */
             }
         }
         if (last) seen = jr__node_now(n) > last ? jr__node_now(n) - last : 0;
