@@ -122,6 +122,17 @@ static size_t find(const jr__cstate *st, uint64_t sseq)
     return SIZE_MAX;
 }
 
+/* With nothing pending, gives back arrays that a burst grew past JR__CSTATE_KEEP slots. */
+static void release_if_large(jr__cstate *st)
+{
+    if (st->cap <= JR__CSTATE_KEEP) return;
+    jr__free(st->alloc, st->pend);
+    jr__free(st->alloc, st->tree);
+    st->pend = NULL;
+    st->tree = NULL;
+    st->cap = 0;
+}
+
 /* Makes slot i a hole. */
 static void remove_at(jr__cstate *st, size_t i)
 {
@@ -134,6 +145,7 @@ static void remove_at(jr__cstate *st, size_t i)
     st->npending--;
     if (st->npending == 0) {
         st->head = st->tail = 0;
+        release_if_large(st);
         return;
     }
     while (st->head < st->tail && st->pend[st->head].dc == 0) st->head++;
@@ -313,6 +325,7 @@ static void apply_reset(jr__cstate *st, const jr__crec *r)
     st->head = st->tail = 0;
     st->npending = 0;
     st->nredelivered = 0;
+    release_if_large(st);
     st->delivered.consumer_seq = 0;
     st->delivered.stream_seq = r->sseq - 1;
 }

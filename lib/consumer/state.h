@@ -36,11 +36,14 @@
  *   in both sseq and dseq; ack policy none: nothing pending; redelivered = #pending with dc > 1;
  *   the deadline index holds exactly the pending messages, each at its deadline.
  *
- * Cost: apply is O(log n) in the pending count (an ack-all O(log n) per message it acks), the
- * queries O(log n) or O(1). Pending lives in one array in stream order (first deliveries always
- * come above every pending seq, so they append) with a min-tree of deadlines over it; acked
- * slots become holes, squeezed out when the array fills (amortized O(1) per delivery, no
- * allocation); memory is allocated only when the array must grow, never on the steady path.
+ * Cost: apply is O(log n) amortized in the pending count (an ack-all O(log n) per message it
+ * acks), the queries O(log n) or O(1), nothing scans the whole pending set (but RESET and a
+ * policy change, O(n)). Pending lives in one array in stream order (first deliveries always come
+ * above every pending seq, so they append) with a min-tree of deadlines over it; acked slots
+ * become holes, squeezed out when the array fills (amortized O(1) per delivery, no allocation).
+ * Memory is allocated only when the array must grow — never on a steady path whose pending count
+ * stays below the largest it has been — and given back when nothing is pending and a burst had
+ * grown it past JR__CSTATE_KEEP slots.
  */
 #ifndef JR_CONSUMER_STATE_H
 #define JR_CONSUMER_STATE_H
@@ -54,6 +57,7 @@
 
 #define JR__CSTATE_VERSION 1
 #define JR__CPOLICY_BACKOFF_MAX 1024 /* backoff values kept (JetStream sets no limit) */
+#define JR__CSTATE_KEEP 4096         /* pending slots kept allocated when nothing is pending */
 
 /* What the state machine needs of the consumer config (copied in). */
 typedef struct jr__cpolicy {

@@ -1102,6 +1102,50 @@ START_TEST(a_failed_allocation_changes_nothing)
 }
 END_TEST
 
+/* The cost sentence of state.h: a steady flow (deliveries, acks out of order, redeliveries,
+ * NAKs) whose pending count stays bounded allocates nothing once the array has grown, holes
+ * being squeezed out in place; a burst's arrays are given back when nothing is pending. */
+START_TEST(the_steady_path_allocates_nothing)
+{
+    jr__falloc fa;
+    jr__falloc_init(&fa);
+    jr__cpolicy p = policy(JR_ACK_EXPLICIT, SEC);
+    ck_assert_int_eq(jr__cstate_init(&st, &fa.a, &p), 0);
+    jr__rand g;
+    jr__rand_seed(&g, 11);
+    uint64_t d = 0, s = 0, calls = 0;
+    for (int i = 0; i < 200000; i++) {
+        if (i == 1000) calls = fa.calls; /* warmed up */
+        ck_assert(deliver(++d, ++s, 1, (uint64_t)i));
+        if (jr__rand_below(&g, 4) == 0) apply(JR__COP_NAK, 0, s, 0, (uint64_t)i, 5);
+        uint64_t sseq;
+        uint32_t dc;
+        if (jr__cstate_next_expired(&st, (uint64_t)i, &sseq, &dc) == 0 && dc < 3)
+            deliver(++d, sseq, dc + 1, (uint64_t)i);
+        /* keep about 100 pending, acking a random one of the oldest */
+        while (jr__cstate_num_ack_pending(&st) > 100) {
+            jr__cseqs f;
+            jr__cstate_ack_floor(&st, &f);
+            uint64_t a = f.stream_seq + 1 + jr__rand_below(&g, 8);
+            ack(d, a, (uint64_t)i);
+        }
+    }
+    ck_assert_uint_eq(fa.calls, calls);
+    /* a burst, then everything acked: the arrays go back */
+    for (int i = 0; i < 5000; i++) ck_assert(deliver(++d, ++s, 1, 1));
+    ck_assert_int_eq(fa.live, 2); /* pending and its tree, grown past JR__CSTATE_KEEP */
+    ck_assert(ack(d, s, 2));
+    jr__cseqs f;
+    jr__cstate_ack_floor(&st, &f);
+    while (jr__cstate_num_ack_pending(&st)) {
+        jr__cstate_ack_floor(&st, &f);
+        ck_assert(ack(d, f.stream_seq + 1, 3));
+    }
+    ck_assert_int_eq(fa.live, 0);
+    jr__cstate_free(&st);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("consumer_state");
@@ -1128,6 +1172,7 @@ int main(void)
     tcase_add_test(tc, random_records_agree_with_a_reference_model);
     tcase_add_test(tc, replicas_write_identical_snapshots);
     tcase_add_test(tc, a_failed_allocation_changes_nothing);
+    tcase_add_test(tc, the_steady_path_allocates_nothing);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
