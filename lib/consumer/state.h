@@ -8,7 +8,8 @@
  *   pending      stream seq -> {dseq of its first delivery, ts of the last delivery or progress,
  *                delivery count, NAK deadline if any}: the messages that wait for an ack;
  *   ack floor    the highest contiguous acked pair (derived, see below) and when it last moved;
- *   redelivered  how many pending messages were delivered more than once;
+ *   redelivered  how many pending messages were delivered more than once (JetStream's
+ *                Redelivered map; a message that leaves pending through MAXDELIV leaves it too);
  *   a copy of the policy (ack policy, ack wait, backoff, max_deliver) for the leader's queries.
  *
  * Pure: no I/O, no clock (every time comes in a record or as `now`), deterministic: the same
@@ -19,15 +20,20 @@
  * queries (deadlines, num_redelivered). JetStream refuses to change the ack policy, and so does
  * jr__cstate_set_policy.
  *
- * The ack floor. JetStream's stores move the floor one ack at a time (UpdateAcks: to the acked
- * pair when its dseq is floor+1, then to just below the next pending; to delivered when nothing
- * is pending). Here it is derived, with the same result whenever JetStream's is well defined:
+ * The ack floor. JetStream's consumer stores move the floor one ack at a time (UpdateAcks,
+ * explicit: to the acked pair when its dseq is floor + 1, then to just below the next pending
+ * message; to delivered when nothing is pending; ack all: to the acked pair). Here it is
+ * derived, with the same result whenever JetStream's is well defined:
  *   nothing pending: floor = delivered (both sequences);
  *   else, with p the pending message of the lowest stream seq:
  *        floor = {p.dseq - 1, p.sseq - 1}.
- * A pending message keeps the consumer seq of its first delivery (JetStream's trackPending keeps
- * p.Sequence on redelivery), and first deliveries come in stream order with growing consumer
- * seqs, so pending dseqs grow with their sseqs and the floor's pair is consistent.
+ * A pending message keeps the consumer seq of its first delivery, as the leader's own pending
+ * map does (consumer.go trackPending updates only the timestamp on a redelivery; the stores'
+ * UpdateDelivered overwrites it, which can put the floor's consumer seq above another pending
+ * message's). First deliveries come in stream order with growing consumer seqs, so pending
+ * dseqs grow with their sseqs and the floor's pair stays below every pending pair.
+ * Ack all acks every pending message <= sseq whether or not sseq itself is pending, as the
+ * leader's processAckMsg does (the stores want sseq pending).
  *
  * Invariants (jr__cstate_check; asserted after every apply in invariants builds)
  *   floor.stream_seq <= delivered.stream_seq and floor.consumer_seq <= delivered.consumer_seq;
@@ -146,7 +152,9 @@ void jr__cstate_free(jr__cstate *st);
  *       pending <= sseq (NOT_PENDING if none), out = [floor.stream_seq + 1, sseq] as JetStream
  *       acks the stream from the floor. Ack none: NO_ACKS. The floor's time becomes ts.
  *   NAK: a pending sseq is to be redelivered at ts + delay_ns (saturating; 0: at once) whatever
- *       the ack wait and backoff; its ts stays.
+ *       the ack wait and backoff; its ts stays. (JetStream stores the same deadline as the
+ *       timestamp ts - ack_wait + delay, which a backoff then lengthens; here the deadline is
+ *       explicit, kept until the next delivery or progress, and survives a policy change.)
  *   PROGRESS: a pending sseq's ts becomes ts (the wait restarts; a NAK deadline is dropped).
  *   TERM: a pending sseq is acked (terminated = 1); the floor's time becomes ts.
  *   SKIP: delivered.stream_seq = sseq if above it (else STALE); no delivery, no consumer seq.
@@ -199,7 +207,7 @@ uint64_t jr__cstate_num_redelivered(const jr__cstate *st);
  *     dseq (likewise) dc:varint ts:varint nak:u8 [nak_deadline:varint, iff nak is 1]
  *   xxh3:u64 of every byte before it
  * The encoding is canonical: replicas that applied the same records write the same bytes.
- * Appends to out: 0 or JR_ENOMEM. */
+ * Appends to out, reserving an upper bound of its size once: 0 or JR_ENOMEM. */
 int jr__cstate_snapshot(const jr__cstate *st, jr__buf *out);
 /* Replaces st's state (its policy stays) with the snapshot's, all or nothing. Refuses what the
  * encoder would not write, and state that breaks an invariant: JR_ECORRUPT; another version:

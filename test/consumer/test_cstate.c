@@ -574,6 +574,29 @@ START_TEST(a_snapshot_round_trips_byte_for_byte)
 }
 END_TEST
 
+/* A snapshot is written with one allocation into an empty buffer, whatever its values. */
+START_TEST(a_snapshot_allocates_once)
+{
+    init(JR_ACK_EXPLICIT);
+    ck_assert(one(JR__COP_SKIP, UINT64_MAX / 2, 0));
+    for (uint64_t i = 1; i <= 100; i++)
+        ck_assert(deliver(UINT64_MAX / 2 + i, UINT64_MAX / 2 + i * 1000, 1, UINT64_MAX - 1));
+    for (uint64_t i = 1; i <= 100; i++)
+        ck_assert(deliver(UINT64_MAX / 2 + 100 + i, UINT64_MAX / 2 + i * 1000, UINT32_MAX,
+                          UINT64_MAX - 1));
+    for (uint64_t i = 1; i <= 100; i++)
+        ck_assert(apply(JR__COP_NAK, 0, UINT64_MAX / 2 + i * 1000, 0, UINT64_MAX - 1, INT64_MAX));
+    jr__falloc fa;
+    jr__falloc_init(&fa);
+    jr__buf b;
+    jr__buf_init(&b, &fa.a);
+    ck_assert_int_eq(jr__cstate_snapshot(&st, &b), 0);
+    ck_assert_uint_eq(fa.calls, 1);
+    jr__buf_free(&b);
+    jr__cstate_free(&st);
+}
+END_TEST
+
 START_TEST(restore_refuses_damage_and_changes_nothing)
 {
     busy_state(JR_ACK_EXPLICIT);
@@ -1167,6 +1190,7 @@ int main(void)
     tcase_add_test(tc, reset_clears_pending_and_restarts);
     tcase_add_test(tc, an_entry_applies_in_order);
     tcase_add_test(tc, a_snapshot_round_trips_byte_for_byte);
+    tcase_add_test(tc, a_snapshot_allocates_once);
     tcase_add_test(tc, restore_refuses_damage_and_changes_nothing);
     tcase_add_test(tc, restore_refuses_state_that_breaks_an_invariant);
     tcase_add_test(tc, random_records_agree_with_a_reference_model);
