@@ -151,23 +151,23 @@ static void remove_at(jr__cstate *st, size_t i)
     while (st->head < st->tail && st->pend[st->head].dc == 0) st->head++;
 }
 
-/* Room for one more slot at the tail: squeezes the holes out when at most half the slots are
- * live (no allocation), else doubles. 0 or JR_ENOMEM (the state unchanged). */
-static int make_room(jr__cstate *st)
+/* Moves the live slots to the front of the arrays, in place. */
+static void compact(jr__cstate *st)
 {
-    if (st->tail < st->cap) return 0;
-    if (st->cap && st->npending <= st->cap / 2) {
-        size_t n = 0;
-        for (size_t i = st->head; i < st->tail; i++)
-            if (st->pend[i].dc) st->pend[n++] = st->pend[i];
-        memset(st->pend + n, 0, (st->cap - n) * sizeof *st->pend);
-        st->head = 0;
-        st->tail = n;
-        jr__cstate_tree_build(st, st->pend, st->tree, st->cap, n);
-        return 0;
-    }
-    size_t cap = st->cap ? st->cap * 2 : 16;
-    if (cap > SIZE_MAX / 2 / sizeof(uint64_t)) return JR_ENOMEM;
+    size_t n = 0;
+    for (size_t i = st->head; i < st->tail; i++)
+        if (st->pend[i].dc) st->pend[n++] = st->pend[i];
+    memset(st->pend + n, 0, (st->cap - n) * sizeof *st->pend);
+    st->head = 0;
+    st->tail = n;
+    jr__cstate_tree_build(st, st->pend, st->tree, st->cap, n);
+}
+
+/* Moves the live slots into new arrays of cap slots (cap >= npending, a power of two).
+ * 0 or JR_ENOMEM (nothing changed). */
+static int regrow(jr__cstate *st, size_t cap)
+{
+    if (cap > SIZE_MAX / 2 / sizeof(uint64_t) / 2) return JR_ENOMEM;
     jr__cpend *pend = jr__calloc(st->alloc, cap, sizeof *pend);
     uint64_t *tree = pend ? jr__calloc(st->alloc, 2 * cap, sizeof *tree) : NULL;
     if (!tree) {
@@ -186,6 +186,33 @@ static int make_room(jr__cstate *st)
     st->tail = n;
     jr__cstate_tree_build(st, pend, tree, cap, n);
     return 0;
+}
+
+/* Room for one more slot at the tail: squeezes the holes out when at most half the slots are
+ * live (no allocation), else doubles — or, if that allocation fails while a hole is left,
+ * squeezes anyway. 0 or JR_ENOMEM (every slot live and no memory; the state unchanged). */
+static int make_room(jr__cstate *st)
+{
+    if (st->tail < st->cap) return 0;
+    if (st->cap && st->npending <= st->cap / 2) {
+        compact(st);
+        return 0;
+    }
+    int rc = regrow(st, st->cap ? st->cap * 2 : 16);
+    if (rc && st->npending < st->cap) {
+        compact(st);
+        rc = 0;
+    }
+    return rc;
+}
+
+int jr__cstate_reserve(jr__cstate *st, size_t n)
+{
+    if (n <= st->cap - st->npending) return 0;
+    if (n > SIZE_MAX / 4 - st->npending) return JR_ENOMEM;
+    size_t cap = st->cap ? st->cap : 16;
+    while (cap < st->npending + n) cap *= 2;
+    return regrow(st, cap);
 }
 
 int jr__cstate_set_policy(jr__cstate *st, const jr__cpolicy *p)
@@ -362,24 +389,25 @@ int jr__cstate_apply(jr__cstate *st, const jr__crec *r, jr__capply *out)
     return rc;
 }
 
-int jr__cstate_apply_entry(jr__cstate *st, const void *data, size_t len, size_t *napplied)
+int jr__cstate_apply_entry(jr__cstate *st, const void *data, size_t len)
 {
-    if (napplied) *napplied = 0;
     jr__cop_iter it;
     int rc = jr__cop_iter_init(&it, data, len);
     if (rc) return rc;
-    size_t n = 0;
-    for (;;) {
-        jr__crec r;
-        int got;
-        rc = jr__cop_next(&it, &r, &got);
-        if (rc || !got) break;
+    /* room for every first delivery first: then no record below can fail */
+    jr__cop_iter count = it;
+    size_t firsts = 0;
+    jr__crec r;
+    int got;
+    while (!jr__cop_next(&count, &r, &got) && got)
+        firsts += r.type == JR__COP_DELIVERED && r.dc == 1;
+    if (st->policy.ack_policy != JR_ACK_NONE && (rc = jr__cstate_reserve(st, firsts))) return rc;
+    while (!(rc = jr__cop_next(&it, &r, &got)) && got) {
         jr__capply out;
         rc = jr__cstate_apply(st, &r, &out);
+        JR__INVARIANT(rc == 0);
         if (rc) break;
-        n++;
     }
-    if (napplied) *napplied = n;
     return rc;
 }
 

@@ -162,14 +162,20 @@ void jr__cstate_free(jr__cstate *st);
  *       always applied.
  *   MAXDELIV: a pending sseq leaves pending without an ack (max_delivered = 1).
  * A NAK, PROGRESS, TERM or MAXDELIV of a non-pending seq is ignored (NOT_PENDING; ack none:
- * NO_ACKS). Allocates only when a first delivery must grow the pending array. */
+ * NO_ACKS). Allocates only when a first delivery must grow the pending array (and fails only if
+ * every slot is live: with a hole left it squeezes instead; jr__cstate_reserve makes room ahead).
+ */
 int jr__cstate_apply(jr__cstate *st, const jr__crec *r, jr__capply *out);
 
-/* Applies every record of an encoded entry in order (jr__cop_iter_init checks it first: on
- * JR_ECORRUPT or JR_EVERSION nothing is applied). On JR_ENOMEM the records before the failing
- * one stay applied and *napplied says how many were processed (applied or ignored); the caller
- * retries from there or stops. napplied may be NULL. */
-int jr__cstate_apply_entry(jr__cstate *st, const void *data, size_t len, size_t *napplied);
+/* Room for n more pending messages: the next n first deliveries cannot fail (make_room squeezes
+ * holes out when it cannot grow). 0 or JR_ENOMEM (nothing changed). */
+int jr__cstate_reserve(jr__cstate *st, size_t n);
+
+/* Applies every record of an encoded entry in order, all or nothing: jr__cop_iter_init checks
+ * the entry first (JR_ECORRUPT, JR_EVERSION), then room is reserved for every first delivery in
+ * it (JR_ENOMEM), and then no record can fail. The per-record results are not reported: a
+ * caller that needs them (acks for retention, advisories) iterates and applies itself. */
+int jr__cstate_apply_entry(jr__cstate *st, const void *data, size_t len);
 
 /* The ack floor (derived, see above). */
 void jr__cstate_ack_floor(const jr__cstate *st, jr__cseqs *floor);

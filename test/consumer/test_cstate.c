@@ -481,13 +481,12 @@ START_TEST(an_entry_applies_in_order)
     jr__buf b;
     jr__buf_init(&b, NULL);
     ck_assert_int_eq(jr__cop_encode(r, 3, &b), 0);
-    size_t n;
-    ck_assert_int_eq(jr__cstate_apply_entry(&st, b.data, b.len, &n), 0);
-    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(jr__cstate_apply_entry(&st, b.data, b.len), 0);
     floor_is(1, 1);
+    ck_assert_uint_eq(jr__cstate_num_ack_pending(&st), 1);
     b.data[3] ^= 1;
-    ck_assert_int_eq(jr__cstate_apply_entry(&st, b.data, b.len, &n), JR_ECORRUPT);
-    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(jr__cstate_apply_entry(&st, b.data, b.len), JR_ECORRUPT);
+    ck_assert_uint_eq(jr__cstate_num_ack_pending(&st), 1);
     jr__buf_free(&b);
     jr__cstate_free(&st);
 }
@@ -1125,6 +1124,96 @@ START_TEST(a_failed_allocation_changes_nothing)
 }
 END_TEST
 
+/* An entry of many records, among them more first deliveries than the arrays hold, applies
+ * whole or not at all when the n-th allocation fails, for every n; a failed growth inside
+ * apply squeezes holes out instead when there are some. */
+START_TEST(an_entry_applies_whole_or_not_at_all)
+{
+    static model m;
+    int total = 0;
+    for (uint64_t nth = 1;; nth++) {
+        jr__falloc fa;
+        jr__falloc_init(&fa);
+        jr__cpolicy p = policy(JR_ACK_EXPLICIT, SEC);
+        ck_assert_int_eq(jr__cstate_init(&st, &fa.a, &p), 0);
+        memset(&m, 0, sizeof m);
+        m.ack = JR_ACK_EXPLICIT;
+        m.wait = (int64_t)SEC;
+        m.maxd = -1;
+        jr__rand g;
+        jr__rand_seed(&g, 5);
+        uint64_t now = 0;
+        jr__falloc_arm(&fa, nth, 0);
+        int failures = 0;
+        for (int e = 0; e < 20; e++) {
+            jr__crec recs[64];
+            model before_m = m;
+            for (size_t i = 0; i < N(recs); i++) {
+                recs[i] = random_rec(&g, &m, &now);
+                jr__capply o;
+                m_apply(&m, &recs[i], &o);
+            }
+            jr__buf b, before, after;
+            jr__buf_init(&b, NULL);
+            ck_assert_int_eq(jr__cop_encode(recs, N(recs), &b), 0);
+            snap(&st, &before);
+            int rc = jr__cstate_apply_entry(&st, b.data, b.len);
+            if (rc == JR_ENOMEM) {
+                failures++;
+                snap(&st, &after);
+                ck_assert_msg(
+                    before.len == after.len && memcmp(before.data, after.data, before.len) == 0,
+                    "allocation %llu: a failed entry changed the state", (unsigned long long)nth);
+                jr__buf_free(&after);
+                compare(&before_m, &st, now, "after a failed entry");
+                rc = jr__cstate_apply_entry(&st, b.data, b.len);
+            }
+            ck_assert_int_eq(rc, 0);
+            compare(&m, &st, now, "after an entry");
+            jr__buf_free(&b);
+            jr__buf_free(&before);
+        }
+        jr__cstate_free(&st);
+        ck_assert_int_eq(fa.live, 0);
+        total += failures;
+        if (!failures && fa.failures == 0) break;
+    }
+    ck_assert_int_ge(total, 3);
+}
+END_TEST
+
+/* A growth that fails while holes are left squeezes them out instead: the delivery applies. */
+START_TEST(a_failed_growth_squeezes_instead)
+{
+    jr__falloc fa;
+    jr__falloc_init(&fa);
+    jr__cpolicy p = policy(JR_ACK_EXPLICIT, SEC);
+    ck_assert_int_eq(jr__cstate_init(&st, &fa.a, &p), 0);
+    for (uint64_t i = 1; i <= 16; i++) ck_assert(deliver(i, i, 1, 1));
+    ck_assert(ack(3, 3, 2)); /* 15 of 16 live: growing is the first choice */
+    jr__falloc_arm(&fa, 1, 1);
+    ck_assert(deliver(17, 17, 1, 3));
+    ck_assert_uint_eq(fa.failures, 1);
+    ck_assert_uint_eq(jr__cstate_num_ack_pending(&st), 16);
+    /* full now: the next one fails and changes nothing */
+    jr__crec r = {0};
+    r.type = JR__COP_DELIVERED;
+    r.dseq = r.sseq = 18;
+    r.dc = 1;
+    ck_assert_int_eq(jr__cstate_apply(&st, &r, &out), JR_ENOMEM);
+    ck_assert_int_eq(out.applied, 0);
+    delivered_is(17, 17);
+    ck_assert_int_eq(jr__cstate_reserve(&st, 1), JR_ENOMEM);
+    jr__falloc_arm(&fa, 0, 0);
+    ck_assert_int_eq(jr__cstate_reserve(&st, 100), 0);
+    uint64_t calls = fa.calls;
+    for (uint64_t i = 18; i < 118; i++) ck_assert(deliver(i, i, 1, 4));
+    ck_assert_uint_eq(fa.calls, calls);
+    jr__cstate_free(&st);
+    ck_assert_int_eq(fa.live, 0);
+}
+END_TEST
+
 /* The cost sentence of state.h: a steady flow (deliveries, acks out of order, redeliveries,
  * NAKs) whose pending count stays bounded allocates nothing once the array has grown, holes
  * being squeezed out in place; a burst's arrays are given back when nothing is pending. */
@@ -1197,6 +1286,8 @@ int main(void)
     tcase_add_test(tc, replicas_write_identical_snapshots);
     tcase_add_test(tc, a_failed_allocation_changes_nothing);
     tcase_add_test(tc, the_steady_path_allocates_nothing);
+    tcase_add_test(tc, an_entry_applies_whole_or_not_at_all);
+    tcase_add_test(tc, a_failed_growth_squeezes_instead);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
