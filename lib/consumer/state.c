@@ -385,7 +385,8 @@ int jr__cstate_apply(jr__cstate *st, const jr__crec *r, jr__capply *out)
         break;
     }
     if (rc) memset(out, 0, sizeof *out);
-    if (JR__INVARIANTS_ON) JR__INVARIANT(jr__cstate_check(st) == 0);
+    /* whole while small (the check is O(n)); the tests check large states themselves */
+    if (JR__INVARIANTS_ON && st->cap <= 1024) JR__INVARIANT(jr__cstate_check(st) == 0);
     return rc;
 }
 

@@ -35,7 +35,8 @@
  * Ack all acks every pending message <= sseq whether or not sseq itself is pending, as the
  * leader's processAckMsg does (the stores want sseq pending).
  *
- * Invariants (jr__cstate_check; asserted after every apply in invariants builds)
+ * Invariants (jr__cstate_check; asserted after every apply in invariants builds while
+ * the arrays hold at most 1024 slots)
  *   floor.stream_seq <= delivered.stream_seq and floor.consumer_seq <= delivered.consumer_seq;
  *   every pending sseq is in (floor.stream_seq, delivered.stream_seq], its dseq in
  *   (floor.consumer_seq, delivered.consumer_seq], its dc >= 1; pending is strictly increasing
