@@ -390,19 +390,28 @@ int jr__cstate_apply(jr__cstate *st, const jr__crec *r, jr__capply *out)
     return rc;
 }
 
+int jr__cstate_reserve_entry(jr__cstate *st, const jr__cop_iter *it)
+{
+    if (st->policy.ack_policy == JR_ACK_NONE) return 0; /* deliveries append nothing */
+    jr__cop_iter walk = *it;
+    size_t firsts = 0;
+    jr__crec r;
+    int got;
+    while (!jr__cop_next(&walk, &r, &got) && got)
+        firsts += r.type == JR__COP_DELIVERED && r.dc == 1;
+    return jr__cstate_reserve(st, firsts);
+}
+
 int jr__cstate_apply_entry(jr__cstate *st, const void *data, size_t len)
 {
     jr__cop_iter it;
     int rc = jr__cop_iter_init(&it, data, len);
     if (rc) return rc;
     /* room for every first delivery first: then no record below can fail */
-    jr__cop_iter count = it;
-    size_t firsts = 0;
+    rc = jr__cstate_reserve_entry(st, &it);
+    if (rc) return rc;
     jr__crec r;
     int got;
-    while (!jr__cop_next(&count, &r, &got) && got)
-        firsts += r.type == JR__COP_DELIVERED && r.dc == 1;
-    if (st->policy.ack_policy != JR_ACK_NONE && (rc = jr__cstate_reserve(st, firsts))) return rc;
     while (!(rc = jr__cop_next(&it, &r, &got)) && got) {
         jr__capply out;
         rc = jr__cstate_apply(st, &r, &out);

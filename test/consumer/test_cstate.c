@@ -1183,6 +1183,47 @@ START_TEST(an_entry_applies_whole_or_not_at_all)
 }
 END_TEST
 
+/* After jr__cstate_reserve_entry, an entry's records apply one by one with no memory at all. */
+START_TEST(a_reserved_entry_applies_without_memory)
+{
+    jr__falloc fa;
+    jr__falloc_init(&fa);
+    jr__cpolicy p = policy(JR_ACK_EXPLICIT, SEC);
+    ck_assert_int_eq(jr__cstate_init(&st, &fa.a, &p), 0);
+    jr__crec recs[300];
+    memset(recs, 0, sizeof recs);
+    for (size_t i = 0; i < N(recs); i++) {
+        recs[i].type = JR__COP_DELIVERED;
+        recs[i].dseq = recs[i].sseq = i + 1;
+        recs[i].dc = 1;
+    }
+    recs[100].type = JR__COP_ACK;
+    recs[100].dc = 0;
+    recs[100].dseq = recs[100].sseq = 50;
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    ck_assert_int_eq(jr__cop_encode(recs, N(recs), &b), 0);
+    jr__cop_iter it;
+    ck_assert_int_eq(jr__cop_iter_init(&it, b.data, b.len), 0);
+    jr__falloc_arm(&fa, 1, 1);
+    ck_assert_int_eq(jr__cstate_reserve_entry(&st, &it), JR_ENOMEM);
+    jr__falloc_arm(&fa, 0, 0);
+    ck_assert_int_eq(jr__cstate_reserve_entry(&st, &it), 0);
+    ck_assert_uint_eq(jr__cop_iter_left(&it), N(recs)); /* not advanced */
+    jr__falloc_arm(&fa, 1, 1);
+    jr__crec r;
+    int got;
+    while (jr__cop_next(&it, &r, &got) == 0 && got)
+        ck_assert_int_eq(jr__cstate_apply(&st, &r, &out), 0);
+    ck_assert_uint_eq(jr__cstate_num_ack_pending(&st), 298);
+    ck_assert_int_eq(jr__cstate_check(&st), 0);
+    jr__falloc_arm(&fa, 0, 0);
+    jr__buf_free(&b);
+    jr__cstate_free(&st);
+    ck_assert_int_eq(fa.live, 0);
+}
+END_TEST
+
 /* A growth that fails while holes are left squeezes them out instead: the delivery applies. */
 START_TEST(a_failed_growth_squeezes_instead)
 {
@@ -1294,6 +1335,7 @@ int main(void)
     tcase_add_test(tc, the_steady_path_allocates_nothing);
     tcase_add_test(tc, an_entry_applies_whole_or_not_at_all);
     tcase_add_test(tc, a_failed_growth_squeezes_instead);
+    tcase_add_test(tc, a_reserved_entry_applies_without_memory);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
