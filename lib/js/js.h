@@ -331,13 +331,16 @@ struct jr__srep {
     uint64_t updated; /* assignment version converged to */
     jr_group *g;
     jr__stream_fsm *fsm;
-    jr__meta_asgn *as;  /* the assignment's config and peers converged to (a reference to the
-                           meta state's version, meta_state.h; never NULL once created) */
-    jr__jtimer timer;   /* leader duties, catch-up retries */
-    jr__sclock clock;   /* leader: stream time of the ops it stamps (stream/clock.h) */
-    uint64_t next_tick; /* leader: when to propose the next TICK (max_age streams) */
-    uint64_t synced;    /* applied index at the last store sync (mark) */
-    uint64_t next_sync; /* when the timer syncs the store next */
+    jr__meta_asgn *as;   /* the assignment's config and peers converged to (a reference to the
+                            meta state's version, meta_state.h; never NULL once created) */
+    jr__jtimer timer;    /* leader duties, catch-up retries */
+    uint8_t led;         /* its timer saw it lead (a retention sweep starts when it begins) */
+    uint64_t sweep_next; /* leader of an interest or work-queue stream: the seq its retention
+                            sweep goes on from (0: none due) */
+    jr__sclock clock;    /* leader: stream time of the ops it stamps (stream/clock.h) */
+    uint64_t next_tick;  /* leader: when to propose the next TICK (max_age streams) */
+    uint64_t synced;     /* applied index at the last store sync (mark) */
+    uint64_t next_sync;  /* when the timer syncs the store next */
     /* leader: ops staged for the next flush, as BATCH body items, and their waiters */
     jr__buf stage;
     uint32_t nstage;
@@ -544,6 +547,8 @@ int jr__srep_is_leader(const jr__srep *r);
  * time, stream/clock.h) with its waiter for the next flush. 0, JR_ENOMEM, JR_EMSGSIZE. */
 int jr__srep_stage(jr__srep *r, const uint8_t *entry, size_t len, const jr__route *rt,
                    uint8_t what);
+/* Stages an internal op (nobody waits for its result). 0, JR_ENOMEM, JR_EMSGSIZE. */
+int jr__srep_stage_internal(jr__srep *r, const jr__stream_op *op);
 /* Answers every staged waiter with status (not proposed: the requester may retry). */
 void jr__srep_fail_staged(jr__srep *r, int status);
 /* Proposes the staged ops of every dirty replica. */
@@ -612,6 +617,23 @@ void jr__clead_stream_changed(jr__js *js, uint64_t stream_group);
 void jr__clead_timer(jr__js *js, jr__jtimer *t);
 /* Executes a consumer request (JR__RPC_CONSUMER) that arrived at this server. */
 void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len);
+
+/* retention.c -------------------------------------------------------------------------------*/
+
+/* 1 if interest stream s has no consumer whose filters match subject (a publish to it is
+ * logged NO_INTEREST: acknowledged, not stored). */
+int jr__retention_no_interest(jr__js *js, const jr__meta_stream *s, const char *subject,
+                              size_t len);
+/* A replica of a consumer of stream `stream_group` applied acknowledgements of [from, to]: if
+ * this server leads that interest or work-queue stream, the messages of the range no consumer
+ * needs any more are removed through its log (REMOVE ops). */
+void jr__retention_acked(jr__js *js, uint64_t stream_group, uint64_t from, uint64_t to);
+/* The leader's sweep of r's stream from seq `from`: checks up to max live messages, stages the
+ * removal of those no consumer needs; returns the seq to go on from, 0 when done. */
+uint64_t jr__retention_sweep(jr__srep *r, uint64_t from, size_t max);
+/* Something changed which consumers need what (a consumer deleted or its filter updated): the
+ * leader of stream `stream_group`, if it is this server, sweeps it again. */
+void jr__retention_recheck(jr__js *js, uint64_t stream_group);
 
 /* stream_peers.c ----------------------------------------------------------------------------*/
 

@@ -735,10 +735,15 @@ static void converge_consumer(jr__js *js, const jr__meta_action *a, jr__crep *r)
 {
     switch (a->kind) {
     case JR__META_LEAVE:
-        if (r) jr__crep_leave(r, 1);
+        if (!r) break;
+        uint64_t sg = r->stream_group;
+        jr__crep_leave(r, 1);
+        jr__retention_recheck(js, sg); /* what only it needed can go */
         break;
     case JR__META_UPDATE:
-        if (r) jr__crep_update(r, a->consumer);
+        if (!r) break;
+        jr__crep_update(r, a->consumer);
+        jr__retention_recheck(js, r->stream_group); /* its filters may have changed */
         break;
     case JR__META_CREATE:
         if (r) break;

@@ -451,6 +451,99 @@ START_TEST(push_subscription)
 }
 END_TEST
 
+/* A stream of the given retention (R3, subjects orders.> and misc.>) and nothing published. */
+static void setup_retention(e2e *c, uint64_t seed, int retention)
+{
+    memset(c, 0, sizeof *c);
+    ck_assert_int_eq(e2e_new(c, 3, seed, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(c, 3, 10 * SEC), 0);
+    const char *subj[] = {"orders.>", "misc.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "Q", subj, 2, 3);
+    cfg.retention = retention;
+    e2e_res r;
+    ck_assert_msg(e2e_add(c, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    ck_assert_int_ge(e2e_wait_stream(c, 0, "Q", 2, 10 * SEC), 0);
+}
+
+/* Runs a while, then checks every replica holds `msgs` messages. */
+static void expect_msgs(e2e *c, uint64_t msgs)
+{
+    jr_sim_run_for(c->sim, 500 * MS);
+    for (unsigned i = 0; i < 3; i++) {
+        jr_stream_state st;
+        ck_assert_int_eq(e2e_state(c, i, "Q", &st), 0);
+        ck_assert_msg(st.msgs == msgs, "n%u holds %llu messages, not %llu", i,
+                      (unsigned long long)st.msgs, (unsigned long long)msgs);
+    }
+}
+
+START_TEST(work_queue_removes_on_ack_on_every_replica)
+{
+    e2e c;
+    setup_retention(&c, 21, JR_RETAIN_WORKQUEUE);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "workers");
+    ck_assert_msg(create(&c, 0, "Q", &cfg, &r) == 0, "%s", r.msg);
+    e2e_res pr;
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_eq(e2e_publish(&c, (unsigned)i % 3, "orders.x", "job", 3, NULL, &pr), 0);
+    ck_assert_int_eq(fetch(&c, 1, "Q", "workers", 10, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 10);
+    expect_msgs(&c, 10); /* delivered is not acknowledged */
+    for (size_t i = 0; i < 5; i++) ck_assert_int_eq(ack(&c, 2, r.token[i], JR_ACK_ACK, 0, &a), 0);
+    expect_msgs(&c, 5);
+    ck_assert_int_eq(ack(&c, 0, r.token[9], JR_ACK_TERM, 0, &a), 0);
+    expect_msgs(&c, 4);
+    /* a second unfiltered consumer is refused, as JetStream does */
+    jr_consumer_config other;
+    durable(&other, "other");
+    ck_assert_int_eq(create(&c, 0, "Q", &other, &a), JR_EINVAL);
+    ck_assert_str_eq(a.msg, "multiple non-filtered consumers not allowed on workqueue stream");
+    for (size_t i = 5; i < 9; i++) ck_assert_int_eq(ack(&c, 1, r.token[i], JR_ACK_ACK, 0, &a), 0);
+    expect_msgs(&c, 0);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(interest_keeps_what_some_consumer_still_needs)
+{
+    e2e c;
+    setup_retention(&c, 22, JR_RETAIN_INTEREST);
+    cres r, ra, rb, a;
+    e2e_res pr;
+    /* no consumer yet: nothing is stored, the publish still gets its seq */
+    ck_assert_int_eq(e2e_publish(&c, 0, "orders.eu", "lost", 4, NULL, &pr), 0);
+    ck_assert_uint_eq(pr.seq, 1);
+    expect_msgs(&c, 0);
+    jr_consumer_config ca, cb;
+    durable(&ca, "eu");
+    ca.filter_subject = "orders.eu";
+    durable(&cb, "all");
+    cb.filter_subject = "orders.>";
+    ck_assert_int_eq(create(&c, 0, "Q", &ca, &r), 0);
+    ck_assert_int_eq(create(&c, 0, "Q", &cb, &r), 0);
+    const char *subj[] = {"orders.eu", "orders.us", "misc.x", "orders.eu"};
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(e2e_publish(&c, 1, subj[i], "m", 1, NULL, &pr), 0);
+    ck_assert_uint_eq(pr.seq, 5);
+    expect_msgs(&c, 3); /* misc.x: nobody's filter */
+    ck_assert_int_eq(fetch(&c, 0, "Q", "eu", 10, SEC, 0, &ra), 0);
+    ck_assert_uint_eq(ra.n, 2);
+    ck_assert_int_eq(fetch(&c, 2, "Q", "all", 10, SEC, 0, &rb), 0);
+    ck_assert_uint_eq(rb.n, 3);
+    for (size_t i = 0; i < ra.n; i++)
+        ck_assert_int_eq(ack(&c, 1, ra.token[i], JR_ACK_ACK, 0, &a), 0);
+    expect_msgs(&c, 3);                                              /* "all" still needs them */
+    ck_assert_int_eq(ack(&c, 1, rb.token[0], JR_ACK_ACK, 0, &a), 0); /* orders.eu #2 */
+    expect_msgs(&c, 2);
+    /* deleting "all" releases what only it needed */
+    ck_assert_int_eq(del(&c, 0, "Q", "all", &r), 0);
+    expect_msgs(&c, 0);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -461,6 +554,8 @@ int main(void)
     tcase_add_test(tc, redelivery_nak_and_term);
     tcase_add_test(tc, leader_failover_keeps_delivery_counts);
     tcase_add_test(tc, push_subscription);
+    tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
+    tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
