@@ -115,6 +115,12 @@ JR_API int jr_consumer_create(jr_node *node, const char *stream, const jr_consum
 /* As jr_consumer_add, but a missing consumer is JR_ENOTFOUND ("consumer does not exist"). */
 JR_API int jr_consumer_update(jr_node *node, const char *stream, const jr_consumer_config *cfg,
                               jr_consumer_cb cb, void *arg);
+/* Pauses consumer `name` until pause_until_ns (stream time, ns since the Unix epoch; 0 or a past
+ * time resumes it): its leader delivers nothing meanwhile (pull requests wait and expire as
+ * usual). The pause is part of the consumer's config (jr_consumer_info.config->pause_until_ns);
+ * an update keeps it, only this call changes it. JR_ENOTFOUND if unknown. */
+JR_API int jr_consumer_pause(jr_node *node, const char *stream, const char *name,
+                             uint64_t pause_until_ns, jr_stream_cb cb, void *arg);
 /* Deletes a consumer and its state on every replica. JR_ENOTFOUND if unknown. */
 JR_API int jr_consumer_delete(jr_node *node, const char *stream, const char *name, jr_stream_cb cb,
                               void *arg);
@@ -223,6 +229,16 @@ enum jr_ack_kind { JR_ACK_ACK = 0, JR_ACK_NAK = 1, JR_ACK_PROGRESS = 2, JR_ACK_T
  * JR_EINVAL for a malformed token. Any delivery's token acknowledges the message. */
 JR_API int jr_consumer_ack(jr_node *node, const char *ack_token, int kind, int64_t delay_ns,
                            const char *reason, jr_stream_cb cb, void *arg);
+
+/* Resets consumer `name` to deliver from stream seq `seq` on (0: the message after its ack floor),
+ * as JetStream 2.14's reset: pending acknowledgements and redelivery counts are dropped,
+ * delivered and ack floor become {0, seq - 1}, consumer sequences start again at 1. Allowed for
+ * deliver all (any seq), by start sequence (seq >= opt_start_seq) and by start time (seq at or
+ * after the first message of opt_start_time); else JR_EINVAL ("invalid reset: not allowed",
+ * "invalid reset: below start seq", "invalid reset: below start time"). Status 0 once the
+ * reset is replicated. */
+JR_API int jr_consumer_reset(jr_node *node, const char *stream, const char *name, uint64_t seq,
+                             jr_stream_cb cb, void *arg);
 
 /* ----------------------------------------------------------------------------------------------
  * Push delivery. A push consumer (deliver_subject set) delivers to a subscription: the callback

@@ -73,7 +73,12 @@ static int consumer_request(jr_node *n, uint8_t what, uint8_t action, const char
     op.origin = js->name;
     op.stream = stream;
     jr_consumer_config cfg;
-    if (what == JR__REQ_CONSUMER_DELETE) {
+    if (what == JR__REQ_CONSUMER_PAUSE) {
+        op.type = JR__META_CONSUMER_ADD;
+        op.action = JR__META_CONSUMER_PAUSE;
+        op.consumer_config = cfg_in; /* name and pause_until_ns (jr_consumer_pause built it) */
+        snprintf(r->consumer, sizeof r->consumer, "%s", name);
+    } else if (what == JR__REQ_CONSUMER_DELETE) {
         op.type = JR__META_CONSUMER_DELETE;
         op.consumer = name;
         jr_consumer_config_init(&cfg);
@@ -144,6 +149,22 @@ int jr_consumer_update(jr_node *n, const char *stream, const jr_consumer_config 
     jr__req_cb c = {.consumer = cb};
     return consumer_request(n, JR__REQ_CONSUMER_ADD, JR__META_CONSUMER_UPDATE, stream, cfg, NULL, c,
                             arg);
+}
+
+int jr_consumer_pause(jr_node *n, const char *stream, const char *name, uint64_t pause_until_ns,
+                      jr_stream_cb cb, void *arg)
+{
+    if (!name) return JR_EINVAL;
+    jr_consumer_config cfg;
+    jr_consumer_config_init(&cfg);
+    cfg.name = cfg.durable_name = name;
+    cfg.pause_until_ns = pause_until_ns;
+    jr__cerr err;
+    if (jr__consumer_config_validate(&cfg, NULL, &err) != 0)
+        return n ? jr__node_err(n, JR_EINVAL, "%s", err.msg) : JR_EINVAL;
+    jr__req_cb c = {.admin = cb};
+    return consumer_request(n, JR__REQ_CONSUMER_PAUSE, JR__META_CONSUMER_PAUSE, stream, &cfg, name,
+                            c, arg);
 }
 
 int jr_consumer_delete(jr_node *n, const char *stream, const char *name, jr_stream_cb cb, void *arg)
@@ -459,6 +480,23 @@ int jr_consumer_ack(jr_node *n, const char *token, int kind, int64_t delay_ns, c
     return rc;
 }
 
+int jr_consumer_reset(jr_node *n, const char *stream, const char *name, uint64_t seq,
+                      jr_stream_cb cb, void *arg)
+{
+    int rc = entry(n, stream && name && cb);
+    if (rc) return rc;
+    jr__node_enter(n);
+    jr__req_cb c = {.admin = cb};
+    jr__req *r =
+        consumer_call(n, JR__REQ_CONSUMER_RESET, JR__CSUB_RESET, stream, name, 0, c, arg, &rc);
+    if (r) {
+        jr__buf_varint(&r->payload, seq);
+        send_or_fail(r);
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
 /* Delivery -----------------------------------------------------------------------------------*/
 
 /* Reads a str into a NUL-terminated copy appended to `strings` (offset in *off). */
@@ -565,7 +603,7 @@ void jr__consumer_deliver(jr__req *r)
     case JR__REQ_FETCH:
         deliver_fetch(r);
         return;
-    default: /* JR__REQ_ACK */
+    default: /* JR__REQ_ACK, JR__REQ_CONSUMER_RESET */
         if (r->cb.admin) r->cb.admin(r->arg, r->status, msg);
         return;
     }

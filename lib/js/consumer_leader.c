@@ -225,6 +225,7 @@ void jr__clead_role_changed(jr__crep *r)
             return;
         }
         r->lead->term = term;
+        r->lead->active_at = jr__node_now(js->n);
         jr__map_init(&r->lead->redeliv, js->alloc);
     }
     if (r->lead) jr__clead_dirty(r);
@@ -347,6 +348,29 @@ static void step(jr__crep *r)
     }
     if (r->failed || !check_ready(r)) return;
     const jr_consumer_config *cfg = &r->as->cfg->c;
+    if (l->phead) l->active_at = now; /* a client waits */
+    uint64_t idle_due = UINT64_MAX;
+    if (cfg->inactive_threshold_ns > 0 && !l->expiring) {
+        idle_due = jr__deadline(l->active_at, (uint64_t)cfg->inactive_threshold_ns);
+        if (now >= idle_due) {
+            /* nobody pulled or acked for inactive_threshold: the consumer goes (JetStream's
+             * ephemeral clean-up; a durable with a threshold too) */
+            l->expiring = 1;
+            jr__node_log(js->n, JR_LOG_INFO,
+                         "consumer '%s > %s': inactive for %" PRId64 " ns, deleting it", r->stream,
+                         r->name, cfg->inactive_threshold_ns);
+            jr__mnode_expire_consumer(js, r->stream, r->name);
+            idle_due = UINT64_MAX;
+        }
+    }
+    if (l->resetting) return;         /* the RESET's apply starts leading afresh */
+    if (cfg->pause_until_ns > wall) { /* paused: nothing is handed out until then */
+        uint64_t at = jr__deadline(now, cfg->pause_until_ns - wall);
+        for (jr__pull *p = l->phead; p; p = p->next)
+            if (!p->ended && p->expires_at < at) at = p->expires_at;
+        jr__js_timer_arm(js, &r->timer, at);
+        return;
+    }
     jr__store *s = stream_store(r);
     uint64_t scan = 0; /* expired deliveries at or below it were taken care of in this step */
     for (;;) {
@@ -425,8 +449,8 @@ static void step(jr__crep *r)
         else if (p->eager && p->got)
             pull_end(r, p, CODE_DONE, ""); /* a push subscription: handed out as they come */
     }
-    /* Next duty: a pull's expiry, a redelivery deadline. */
-    uint64_t next = UINT64_MAX;
+    /* Next duty: a pull's expiry, a redelivery deadline, the inactivity threshold. */
+    uint64_t next = idle_due;
     for (jr__pull *p = l->phead; p; p = p->next)
         if (!p->ended && p->expires_at < next) next = p->expires_at;
     uint64_t due = jr__cstate_next_deadline(&r->st);
@@ -550,6 +574,13 @@ void jr__clead_applied(jr__crep *r, const jr__crec *rec, const jr__capply *out, 
     if (!l || !p || i >= p->n) return;
     jr__cwait *w = &p->w[i];
     wait_settled(l, w);
+    if (rec->type == JR__COP_RESET) {
+        /* lead afresh from the reset state: cursor and consumer seq (check_ready) */
+        l->resetting = 0;
+        l->ready = 0;
+        jr__map_free(&l->redeliv);
+        jr__map_init(&l->redeliv, r->js->alloc);
+    }
     if (w->pull) {
         jr__pull *pl = w->pull;
         pl->inflight--;
@@ -653,6 +684,7 @@ static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
         return;
     }
     jr__clead *l = r->lead;
+    l->active_at = jr__node_now(n);
     if (cfg->max_waiting > 0 && l->nwaiting >= (size_t)cfg->max_waiting) {
         fetch_refuse(js, rt, 409, "Exceeded MaxWaiting", (uint64_t)batch, (uint64_t)max_bytes);
         return;
@@ -691,6 +723,7 @@ static void exec_ack(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
         return;
     }
     const jr_consumer_config *cfg = &r->as->cfg->c;
+    r->lead->active_at = jr__node_now(js->n);
     uint64_t pd = 0, ts = 0;
     uint32_t dc = 0;
     int pending = jr__cstate_pending_get(&r->st, sseq, &pd, &dc, &ts) == 0;
@@ -732,6 +765,47 @@ static void exec_ack(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
         return;
     }
     if (!confirm) jr__route_reply(js, rt, 0, NULL, 0);
+}
+
+static void exec_reset(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
+{
+    uint64_t seq = jr__rd_varint(rd);
+    if (rd->err || jr__rd_left(rd)) {
+        static const char why[] = "malformed reset";
+        jr__route_reply(js, rt, JR_EINVAL, why, sizeof why - 1);
+        return;
+    }
+    const jr_consumer_config *cfg = &r->as->cfg->c;
+    jr__cseqs floor;
+    jr__cstate_ack_floor(&r->st, &floor);
+    if (seq == 0) seq = floor.stream_seq + 1;
+    const char *why = NULL;
+    if (cfg->deliver_policy == JR_DELIVER_BY_START_SEQ && seq < cfg->opt_start_seq) {
+        why = "invalid reset: below start seq";
+    } else if (cfg->deliver_policy == JR_DELIVER_BY_START_TIME) {
+        jr__store *s = stream_store(r);
+        jr__store_msg m;
+        if (s && jr__store_get(s, seq, &m) == 0 && (uint64_t)m.ts < cfg->opt_start_time_ns)
+            why = "invalid reset: below start time";
+    } else if (cfg->deliver_policy != JR_DELIVER_ALL &&
+               cfg->deliver_policy != JR_DELIVER_BY_START_SEQ) {
+        why = "invalid reset: not allowed";
+    }
+    if (why) {
+        jr__route_reply(js, rt, JR_EINVAL, why, strlen(why));
+        return;
+    }
+    jr__crec rec = {JR__COP_RESET, 0, seq, 0, 0, 0};
+    jr__cwait w;
+    memset(&w, 0, sizeof w);
+    w.route = *rt;
+    w.confirm = 1;
+    int rc = stage(r, &rec, &w);
+    if (rc != 0) {
+        jr__route_reply(js, rt, rc, NULL, 0);
+        return;
+    }
+    r->lead->resetting = 1;
 }
 
 static void exec_info(jr__js *js, jr__crep *r, const jr__route *rt)
@@ -784,7 +858,7 @@ void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
     jr__rd_init(&rd, p, len);
     uint8_t sub = jr__rd_u8(&rd);
     uint64_t group = jr__rd_varint(&rd);
-    if (rd.err || sub < JR__CSUB_INFO || sub > JR__CSUB_ACK) {
+    if (rd.err || sub < JR__CSUB_INFO || sub > JR__CSUB_RESET) {
         static const char why[] = "malformed consumer request";
         jr__route_reply(js, rt, JR_EINVAL, why, sizeof why - 1);
         return;
@@ -800,6 +874,9 @@ void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
         break;
     case JR__CSUB_FETCH:
         exec_fetch(js, r, rt, &rd);
+        break;
+    case JR__CSUB_RESET:
+        exec_reset(js, r, rt, &rd);
         break;
     default:
         exec_ack(js, r, rt, &rd);

@@ -251,6 +251,7 @@ void jr__crep_update(jr__crep *r, const jr__meta_consumer *c)
     jr__cpolicy pol;
     policy_of(&r->as->cfg->c, &pol);
     if (jr__cstate_set_policy(&r->st, &pol) != 0) fail(r, JR_ENOMEM, "cannot take its config", 0);
+    if (r->lead) jr__clead_dirty(r); /* limits, filters or its pause may have changed */
 }
 
 void jr__crep_leave(jr__crep *r, int purge)

@@ -96,6 +96,9 @@ enum jr__req_op {
     JR__REQ_CONVERGED,    /* internal: a stream leader reports a peer change done (no callback) */
     JR__REQ_CONSUMER_ADD, /* consumer create/update (a meta request) */
     JR__REQ_CONSUMER_DELETE, /* consumer delete (a meta request) */
+    JR__REQ_CONSUMER_PAUSE,  /* consumer pause or resume (a meta request) */
+    JR__REQ_CONSUMER_EXPIRE, /* internal: an inactive consumer's leader deletes it (no callback) */
+    JR__REQ_CONSUMER_RESET,  /* a reset at the consumer's leader */
     JR__REQ_CONSUMER_INFO,   /* consumer info at the consumer's leader */
     JR__REQ_FETCH,           /* a pull request at the consumer's leader */
     JR__REQ_ACK,             /* an acknowledgement at the consumer's leader (cb.admin may be
@@ -120,6 +123,7 @@ enum jr__consumer_sub {
     JR__CSUB_FETCH = 2, /* a pull request: varint batch | varint max_bytes | varint expires_ns |
                            u8 flags (JR__FETCH_*) */
     JR__CSUB_ACK = 3,   /* u8 kind | u8 confirm | varint sseq | varint dseq | varint delay_ns */
+    JR__CSUB_RESET = 4, /* varint seq (0: the ack floor's + 1) */
 };
 
 /* Flags of a fetch. A push consumer's subscription (api_consumer.c) pulls with JR__FETCH_PUSH:
@@ -283,6 +287,9 @@ typedef struct jr__clead {
     uint64_t cursor;    /* next stream seq to look at for new deliveries */
     uint64_t next_dseq; /* consumer seq of the next delivery */
     uint64_t inflight;  /* new deliveries proposed, not applied (count toward max ack pending) */
+    uint64_t active_at; /* the last sign of a client (a pull waiting or arriving, an ack) */
+    uint8_t expiring;   /* inactive past its threshold: its deletion was asked for */
+    uint8_t resetting;  /* a RESET is staged or proposed: nothing is delivered until it applies */
     jr__map redeliv;    /* stream seqs of expired messages whose redelivery (or MAXDELIV, TERM)
                            is staged or proposed, not applied: not chosen again meanwhile */
     jr__pull *phead, *ptail;
@@ -508,6 +515,9 @@ void jr__mnode_converge_one(jr__js *js, uint64_t group);
  * say), so nothing is released for a peer removal until then (a stream deletion is final and
  * is released at once). */
 int jr__mnode_replayed(jr__js *js);
+/* Asks the meta leader to delete consumer `name` of `stream` (its leader found it inactive past
+ * its inactive_threshold), as an internal request. */
+void jr__mnode_expire_consumer(jr__js *js, const char *stream, const char *name);
 /* Sends STREAM_CONVERGED for s (its group's committed configuration is s's peer set, every
  * peer a voter) to the meta leader, as an internal request retried until its deadline. */
 void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s, const jr__join_floor *f);

@@ -447,7 +447,12 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
             char gen[16];
             const char *peers[JR_MAX_REPLICAS];
             size_t np = 0;
-            place_consumer(js, &cfg, op.stream, gen, peers, &np);
+            const jr__meta_stream *ms = jr__meta_stream_find(&js->st, op.stream);
+            const jr__meta_consumer *mc = ms ? jr__meta_consumer_find(ms, cfg.name) : NULL;
+            if (op.action == JR__META_CONSUMER_PAUSE && mc) /* checked: it exists */
+                for (size_t k = 0; k < mc->npeers; k++) peers[np++] = mc->peers[k];
+            else
+                place_consumer(js, &cfg, op.stream, gen, peers, &np);
             op.consumer_config = &cfg;
             op.created_ns = jr__js_wall(js);
             if (op.created_ns == 0) op.created_ns = 1;
@@ -626,9 +631,10 @@ void jr__mnode_timer(jr__req *r)
         if (r->state != 1) jr__mnode_send(r);
         return;
     }
-    const char *what = r->what == JR__REQ_SERVER_INFO ? "server info"
-                       : r->what == JR__REQ_CONVERGED ? "peer change report"
-                                                      : "request";
+    const char *what = r->what == JR__REQ_SERVER_INFO       ? "server info"
+                       : r->what == JR__REQ_CONSUMER_EXPIRE ? "inactive consumer's deletion"
+                       : r->what == JR__REQ_CONVERGED       ? "peer change report"
+                                                            : "request";
     int self;
     const char *leader = jr__mnode_leader(js, &self);
     if (r->state == 2)
@@ -685,6 +691,16 @@ void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s, const jr__
     op.commit_term = f->last_index ? f->last_term : 0;
     op.commit = f->last_index;
     send_internal(js, JR__REQ_CONVERGED, &op);
+}
+
+void jr__mnode_expire_consumer(jr__js *js, const char *stream, const char *name)
+{
+    jr__meta_op op;
+    memset(&op, 0, sizeof op);
+    op.type = JR__META_CONSUMER_DELETE;
+    op.stream = stream;
+    op.consumer = name;
+    send_internal(js, JR__REQ_CONSUMER_EXPIRE, &op);
 }
 
 static int facts_current(jr__js *js)

@@ -544,6 +544,120 @@ START_TEST(interest_keeps_what_some_consumer_still_needs)
 }
 END_TEST
 
+/* A paused consumer hands nothing out until its pause ends; an update keeps the pause; resuming
+ * early works too. */
+START_TEST(pause_and_resume)
+{
+    e2e c;
+    setup(&c, 16, 3);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "p");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    uint64_t until = jr_sim_wall(c.sim, 0) + 3 * SEC;
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(jr_consumer_pause(e2e_node(&c, 1), "ORDERS", "p", until, admin_cb, &a), 0);
+    wait_done(&c, &a);
+    ck_assert_msg(a.status == 0, "pause: %s", a.msg);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "p", &a), 0);
+    ck_assert_uint_eq(a.cfg.pause_until_ns, until);
+    /* an update (another description) keeps the pause */
+    cfg.description = "changed";
+    ck_assert_int_eq(add(&c, 2, "ORDERS", &cfg, &a), 0);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "p", &a), 0);
+    ck_assert_uint_eq(a.cfg.pause_until_ns, until);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "p", 1, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 0);
+    ck_assert_int_eq(r.end_code, 408);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "p", 1, 2 * SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 1); /* the pause ended while the request waited */
+    /* pause again far ahead, then resume at once */
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(jr_consumer_pause(e2e_node(&c, 1), "ORDERS", "p",
+                                       jr_sim_wall(c.sim, 0) + 3600 * SEC, admin_cb, &a),
+                     0);
+    wait_done(&c, &a);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "p", 1, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 0);
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(jr_consumer_pause(e2e_node(&c, 1), "ORDERS", "p", 0, admin_cb, &a), 0);
+    wait_done(&c, &a);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "p", 1, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(jr_consumer_pause(e2e_node(&c, 1), "ORDERS", "nope", 0, admin_cb, &a), 0);
+    wait_done(&c, &a);
+    ck_assert_int_eq(a.status, JR_ENOTFOUND);
+    e2e_free(&c);
+}
+END_TEST
+
+/* An ephemeral consumer goes once nobody pulled or acked for its inactive threshold; pulls keep
+ * it alive. */
+START_TEST(an_inactive_ephemeral_is_deleted)
+{
+    e2e c;
+    setup(&c, 17, 2);
+    cres r;
+    jr_consumer_config eph;
+    jr_consumer_config_init(&eph);
+    eph.inactive_threshold_ns = 2 * (int64_t)SEC;
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &eph, &r), 0);
+    char name[256];
+    snprintf(name, sizeof name, "%s", r.name);
+    for (int i = 0; i < 3; i++) { /* pulling for 4.5 s: alive */
+        ck_assert_int_eq(fetch(&c, 0, "ORDERS", name, 10, 1500 * MS, 0, &r), 0);
+        ck_assert_int_eq(r.status, 0);
+    }
+    ck_assert_int_eq(info(&c, 0, "ORDERS", name, &r), 0);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", name, &r), JR_ENOTFOUND);
+    e2e_res sr;
+    ck_assert_int_eq(e2e_info(&c, 0, "ORDERS", &sr), 0);
+    ck_assert_uint_eq(sr.state.consumers, 0);
+    e2e_free(&c);
+}
+END_TEST
+
+/* A reset drops what is pending and starts delivering again at the sequence asked for. */
+START_TEST(reset_to_a_sequence)
+{
+    e2e c;
+    setup(&c, 18, 6);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "rs");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "rs", 4, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 4);
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(jr_consumer_reset(e2e_node(&c, 2), "ORDERS", "rs", 2, admin_cb, &a), 0);
+    wait_done(&c, &a);
+    ck_assert_msg(a.status == 0, "reset: %s", a.msg);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "rs", &a), 0);
+    ck_assert_uint_eq(a.info.num_ack_pending, 0);
+    ck_assert_uint_eq(a.info.delivered.stream_seq, 1);
+    ck_assert_uint_eq(a.info.ack_floor.stream_seq, 1);
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "rs", 2, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 2);
+    ck_assert_uint_eq(r.sseq[0], 2);
+    ck_assert_uint_eq(r.dseq[0], 1);
+    ck_assert_uint_eq(r.dc[0], 1);
+    /* deliver new: a reset is not allowed */
+    jr_consumer_config nw;
+    durable(&nw, "new");
+    nw.deliver_policy = JR_DELIVER_NEW;
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &nw, &r), 0);
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(jr_consumer_reset(e2e_node(&c, 2), "ORDERS", "new", 1, admin_cb, &a), 0);
+    wait_done(&c, &a);
+    ck_assert_int_eq(a.status, JR_EINVAL);
+    ck_assert_str_eq(a.msg, "invalid reset: not allowed");
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -554,6 +668,9 @@ int main(void)
     tcase_add_test(tc, redelivery_nak_and_term);
     tcase_add_test(tc, leader_failover_keeps_delivery_counts);
     tcase_add_test(tc, push_subscription);
+    tcase_add_test(tc, pause_and_resume);
+    tcase_add_test(tc, an_inactive_ephemeral_is_deleted);
+    tcase_add_test(tc, reset_to_a_sequence);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
