@@ -23,13 +23,15 @@
  * at a time of `batch` messages (expires 5 s); every delivered message is acked from the fetch
  * callback, fire and forget (ack "ff": jr_consumer_ack with no callback) or confirmed (ack
  * "confirmed": a callback, status 0 once the ack is replicated); the next fetch is issued when
- * the previous one ends. The first max(batch, 1,000) messages are a warm-up; the measurement
+ * the previous one ends. The first max(batch, 1,000) messages (at most a quarter of --msgs and
+ * of --seconds) are a warm-up; the measurement
  * runs for --seconds (default 2) or until the stream is consumed, and it ends only once every
  * ack is applied at the consumer's leader (confirmed: every callback ran; ff: consumer info
  * reports no ack pending) — an ack that has not taken effect is not counted as done.
  *   msgs_per_s      messages delivered and acknowledged per second of wall time
  *   sim_msgs_per_s  the same per second of the fixture's simulated clock: what the protocol's
- *                   round trips over 50 us links allow, whatever the CPU
+ *                   round trips over 50 us links allow, whatever the CPU (null when under 1 ms
+ *                   of simulated time passed: R1 has no network round trips)
  *   cpu_us_per_msg  process CPU (user + sys) per message: every node of the cluster and the
  *                   fixture's network together, in this one thread
  *   msgs_per_cpu_s  messages per second of that CPU time: the rate with a core to itself, less
@@ -39,16 +41,17 @@
  * The consumer is deleted afterwards; the next configuration's consumer starts at seq 1 again.
  *
  * latency (bench "consumer_latency"): a consumer delivering new messages; --samples rounds
- * (default 2,000 mem, 300 posix) of: a fetch of batch 1 (expires 5 s) reaches the consumer's
+ * (default 2,000 mem, 100 posix) of: a fetch of batch 1 (expires 5 s) reaches the consumer's
  * leader and waits, then one message is published; the time from jr_publish() to the fetch's
  * message callback, in the fixture's clock (sim_p50/p99_us: the cluster's own clock, which
  * moves with the simulated network) and in wall time (wall_p50/p99_us: the CPU and, posix, the
- * fsyncs on the way; the simulated network costs no wall time). Each message is acked (ff).
+ * fsyncs on the way, every node's in this one thread, one after another; the simulated network
+ * costs no wall time). Each message is acked (ff).
  *
- * redelivery (bench "consumer_redelivery"): ack_wait 100 ms; --samples rounds (default 200):
- * a fetch of batch 1 gets one newly published message, which is not acked; a second fetch of
- * batch 1 (expires 5 s) waits for its redelivery; the delay between the two deliveries as the
- * client saw them, in the clock the cluster runs on (the fixture's simulated clock) — ack_wait
+ * redelivery (bench "consumer_redelivery"): ack_wait 100 ms; --samples rounds (default 200 mem,
+ * 50 posix): a fetch of batch 1 gets one newly published message, which is not acked; a second
+ * fetch of batch 1 (expires 5 s) waits for its redelivery; the delay between the two deliveries as
+ * the client saw them, in the clock the cluster runs on (the fixture's simulated clock) — ack_wait
  * plus the leader's timer and recording slack: p50/p99/max_ms. The message is then acked.
  */
 #include <errno.h>
@@ -433,7 +436,7 @@ static void fetch_cb(void *arg, int status, const char *msg, const jr_consumer_m
         p->odd_ends++; /* 408 with the stream drained, or a limit */
         snprintf(p->last_msg, sizeof p->last_msg, "fetch ended %d %s", end->code, end->text);
     }
-    if ((p->fetches & 63) == 0 && bench_now_s() > p->t_end) p->stop = 1;
+    if (bench_now_s() > p->t_end) p->stop = 1;
     if (!p->stop && p->delivered < p->limit && p->fetch_errors < 100) fetch_issue(p);
 }
 
@@ -497,11 +500,12 @@ static void run_throughput(cluster *c, int64_t batch, int confirmed, int seq)
     uint64_t warm = (uint64_t)batch < 1000 ? 1000 : (uint64_t)batch;
     if (warm > o->msgs / 4) warm = o->msgs / 4;
     p.limit = warm;
-    p.t_end = 1e18;
+    p.t_end = bench_now_s() + o->seconds / 4;
     if (warm) {
         fetch_issue(&p);
         puller_settle(&p, leader);
     }
+    p.stop = 0;
     /* measured */
     uint64_t d0 = p.delivered, f0 = p.fetches, s0 = wal_syncs(c), sim0 = jr_sim_now(c->sim);
     double t0 = bench_now_s(), c0 = bench_cpu_s();
@@ -513,17 +517,19 @@ static void run_throughput(cluster *c, int64_t batch, int confirmed, int seq)
     double sim_s = (double)(jr_sim_now(c->sim) - sim0) * 1e-9;
     uint64_t n = p.delivered - d0, syncs = wal_syncs(c) - s0;
     consumer_info(c, leader, name, &w);
+    char sim_rate[32] = "null";
+    if (sim_s >= 1e-3) snprintf(sim_rate, sizeof sim_rate, "%.0f", (double)n / sim_s);
     printf("{\"bench\":\"consumer_fetch_ack\",\"vfs\":\"%s\",\"sync\":\"%s\",\"replicas\":%d,"
            "\"payload\":%zu,\"batch\":%lld,\"ack\":\"%s\",\"max_ack_pending\":%lld,"
            "\"msgs\":%llu,\"redelivered\":%llu,\"ack_failed\":%llu,\"fetch_errors\":%llu,"
-           "\"seconds\":%.3f,\"msgs_per_s\":%.0f,\"sim_seconds\":%.3f,\"sim_msgs_per_s\":%.0f,"
+           "\"seconds\":%.3f,\"msgs_per_s\":%.0f,\"sim_seconds\":%.3f,\"sim_msgs_per_s\":%s,"
            "\"cpu_us_per_msg\":%.3f,\"msgs_per_cpu_s\":%.0f,\"wal_syncs\":%llu,\"fetches\":%llu,"
            "\"same_leader\":%d}\n",
            o->posix ? "posix" : "mem", o->posix ? "always" : "n/a", o->replicas, o->payload,
            (long long)batch, confirmed ? "confirmed" : "ff", (long long)w.max_ack_pending,
            (unsigned long long)n, (unsigned long long)p.redelivered,
            (unsigned long long)p.acks_failed, (unsigned long long)p.fetch_errors, wall,
-           (double)n / wall, sim_s, sim_s > 0 ? (double)n / sim_s : 0.0, cpu * 1e6 / (double)n,
+           (double)n / wall, sim_s, sim_rate, cpu * 1e6 / (double)n,
            cpu > 0 ? (double)n / cpu : 0.0, (unsigned long long)syncs,
            (unsigned long long)(p.fetches - f0), leader == c->pub_idx);
     fflush(stdout);
@@ -726,8 +732,9 @@ static void run(const opts *o)
             for (int a = 0; a < 2; a++)
                 if (o->acks & (1 << a)) run_throughput(&c, o->batches[bi], a == 1, seq++);
     }
-    if (o->tests & TEST_LATENCY) run_latency(&c, o->samples ? o->samples : o->posix ? 300 : 2000);
-    if (o->tests & TEST_REDELIVERY) run_redelivery(&c, o->samples ? o->samples : 200);
+    if (o->tests & TEST_LATENCY) run_latency(&c, o->samples ? o->samples : o->posix ? 100 : 2000);
+    if (o->tests & TEST_REDELIVERY)
+        run_redelivery(&c, o->samples ? o->samples : o->posix ? 50 : 200);
     cluster_close(&c);
 }
 
