@@ -60,7 +60,9 @@
  * (posix). Benches "consumer_latency_mt" (p50/p99/max_us from jr_publish() on the stream
  * leader's thread to the fetch's message callback on the consumer leader's; --samples default
  * 1,000 mem, 100 posix) and "consumer_redelivery_mt" (as above, in that clock, with the host's
- * timer wake-ups in it; default 100 mem, 50 posix). Throughput is measured over the fixture
+ * timer wake-ups in it; default 100 mem, 50 posix; timer_late_p99_us / _max_us: how late the
+ * host's threads woke from a wait for the nodes' timers during the test, every node — the
+ * machine's scheduling slack, which the delays include). Throughput is measured over the fixture
  * only.
  */
 #include <errno.h>
@@ -83,6 +85,7 @@
 #define US 1000ull
 #define MAX_LIST 8
 #define MAX_NODES 5
+#define MAX_LATE (1u << 16)
 
 enum { TEST_THROUGHPUT = 1, TEST_LATENCY = 2, TEST_REDELIVERY = 4 };
 enum { ACK_FF = 1, ACK_CONFIRMED = 2 };
@@ -759,6 +762,8 @@ typedef struct mt_loop {
     mt_item *head, *tail; /* guarded by mu */
     int stop;             /* guarded by mu */
     uint64_t deadline;    /* node's timer; loop thread only */
+    uint64_t *late;       /* how late each timer wake-up was (ns); guarded by mu */
+    uint64_t nlate;
 } mt_loop;
 
 typedef struct mt_cluster {
@@ -844,10 +849,12 @@ static void *mt_loop_main(void *arg)
     mt_loop *l = arg;
     for (;;) {
         pthread_mutex_lock(&l->mu);
+        int slept = 0; /* blocked waiting for the timer */
         while (!l->head && !l->stop && bench_now_ns() < l->deadline) {
             if (l->deadline == UINT64_MAX) {
                 pthread_cond_wait(&l->cv, &l->mu);
             } else {
+                slept = 1;
                 struct timespec ts;
                 clock_gettime(CLOCK_MONOTONIC, &ts);
                 uint64_t wait = l->deadline - bench_now_ns();
@@ -858,6 +865,9 @@ static void *mt_loop_main(void *arg)
                 pthread_cond_timedwait(&l->cv, &l->mu, &ts);
             }
         }
+        uint64_t now = bench_now_ns();
+        if (slept && !l->head && now >= l->deadline && l->nlate < MAX_LATE)
+            l->late[l->nlate++] = now - l->deadline;
         mt_item *it = l->head;
         l->head = l->tail = NULL;
         int stop = l->stop;
@@ -1033,6 +1043,8 @@ static void mt_cluster_open(mt_cluster *c, const opts *o)
     for (int i = 0; i < c->n; i++) {
         mt_loop *l = &c->loops[i];
         char wal[600], store[600];
+        l->late = malloc(MAX_LATE * sizeof *l->late);
+        if (!l->late) die("malloc", JR_ENOMEM, NULL);
         pthread_mutex_init(&l->mu, NULL);
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
@@ -1107,9 +1119,40 @@ static void mt_cluster_close(mt_cluster *c)
         if (l->vfs) jr__memfs_free(l->vfs);
         pthread_mutex_destroy(&l->mu);
         pthread_cond_destroy(&l->cv);
+        free(l->late);
     }
     free(c->data);
     if (c->o->posix) rm_rf(c->root);
+}
+
+/* Forgets the timer wake-ups so far. */
+static void mt_late_reset(mt_cluster *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        pthread_mutex_lock(&c->loops[i].mu);
+        c->loops[i].nlate = 0;
+        pthread_mutex_unlock(&c->loops[i].mu);
+    }
+}
+
+/* The p99 (and *max_us the maximum) of how late the host woke the nodes from a wait for their
+ * timers since mt_late_reset, every node (us): the scheduling slack of this machine, which the
+ * redelivery delay includes. */
+static double mt_late_p99_us(mt_cluster *c, double *max_us)
+{
+    uint64_t *all = malloc((size_t)c->n * MAX_LATE * sizeof *all), n = 0;
+    if (!all) die("malloc", JR_ENOMEM, NULL);
+    for (int i = 0; i < c->n; i++) {
+        pthread_mutex_lock(&c->loops[i].mu);
+        memcpy(all + n, c->loops[i].late, c->loops[i].nlate * sizeof *all);
+        n += c->loops[i].nlate;
+        pthread_mutex_unlock(&c->loops[i].mu);
+    }
+    qsort(all, n, sizeof *all, bench_cmp_u64);
+    *max_us = n ? (double)all[n - 1] / 1e3 : 0;
+    double p99 = pct_us(all, n, 0.99);
+    free(all);
+    return p99;
 }
 
 /* Creates consumer cfg and returns its leader's index. */
@@ -1260,6 +1303,7 @@ static void run_mt(const opts *o)
         q.name = "RED";
         uint64_t *delay = malloc(samples * sizeof *delay), n = 0, bad = 0;
         if (!delay) die("malloc", JR_ENOMEM, NULL);
+        mt_late_reset(&c);
         for (uint64_t i = 0; i < samples; i++) {
             if (mt_one(&q, leader)) {
                 bad++;
@@ -1279,12 +1323,14 @@ static void run_mt(const opts *o)
             if (rc) die("jr_consumer_ack", rc, q.pub.msg);
         }
         qsort(delay, n, sizeof *delay, bench_cmp_u64);
+        double late_max, late_p99 = mt_late_p99_us(&c, &late_max);
         printf("{\"bench\":\"consumer_redelivery_mt\",\"vfs\":\"%s\",\"sync\":\"%s\","
                "\"replicas\":%d,\"ack_wait_ms\":%.0f,\"msgs\":%llu,\"failed\":%llu,"
-               "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f,\"clock\":\"monotonic\"}\n",
+               "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f,\"timer_late_p99_us\":%.1f,"
+               "\"timer_late_max_us\":%.1f,\"clock\":\"monotonic\"}\n",
                vfs, sync, o->replicas, (double)ack_wait / 1e6, (unsigned long long)n,
                (unsigned long long)bad, pct_us(delay, n, 0.5) / 1e3, pct_us(delay, n, 0.99) / 1e3,
-               n ? (double)delay[n - 1] / 1e6 : 0.0);
+               n ? (double)delay[n - 1] / 1e6 : 0.0, late_p99, late_max);
         fflush(stdout);
         free(delay);
         mt_drop(&c, "RED");
