@@ -261,6 +261,31 @@ JR_API int jr_consumer_subscribe(jr_node *node, const char *stream, const char *
  * after its ack wait). */
 JR_API void jr_subscription_close(jr_subscription *sub);
 
+/* ----------------------------------------------------------------------------------------------
+ * Advisories: what JetStream publishes on $JS.EVENT.ADVISORY.CONSUMER.*, as a callback on the
+ * server that leads the consumer when it happens. Best effort, as JetStream's: the leader that
+ * recorded the event reports it once; an event recorded by a leader that failed before it
+ * applied it is not reported.
+ */
+enum jr_advisory_kind {
+    JR_ADVISORY_MAX_DELIVERIES = 1, /* delivered max_deliver times, never acknowledged: no more
+                                       deliveries (MAX_DELIVERIES) */
+    JR_ADVISORY_TERMINATED = 2,     /* acknowledged with TERM (MSG_TERMINATED) */
+    JR_ADVISORY_NAKED = 3,          /* negatively acknowledged (MSG_NAKED) */
+};
+typedef struct jr_consumer_advisory {
+    size_t size; /* sizeof(jr_consumer_advisory) as built into the library */
+    int kind;    /* enum jr_advisory_kind */
+    const char *stream;
+    const char *consumer;
+    uint64_t stream_seq;
+    uint64_t consumer_seq; /* of the message's first delivery */
+    uint32_t deliveries;
+} jr_consumer_advisory;
+typedef void (*jr_advisory_cb)(void *arg, const jr_consumer_advisory *adv);
+/* Sets node's advisory callback (NULL: none); it runs inside jr_node_recv or jr_node_tick. */
+JR_API int jr_consumer_advisories(jr_node *node, jr_advisory_cb cb, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -497,6 +497,16 @@ int jr_consumer_reset(jr_node *n, const char *stream, const char *name, uint64_t
     return rc;
 }
 
+int jr_consumer_advisories(jr_node *n, jr_advisory_cb cb, void *arg)
+{
+    int rc = entry(n, 1);
+    if (rc) return rc;
+    jr__js *js = jr__js_of(n);
+    js->adv_cb = cb;
+    js->adv_arg = arg;
+    return 0;
+}
+
 /* Delivery -----------------------------------------------------------------------------------*/
 
 /* Reads a str into a NUL-terminated copy appended to `strings` (offset in *off). */

@@ -574,6 +574,12 @@ void jr__clead_applied(jr__crep *r, const jr__crec *rec, const jr__capply *out, 
     if (!l || !p || i >= p->n) return;
     jr__cwait *w = &p->w[i];
     wait_settled(l, w);
+    if (out->max_delivered)
+        jr__clead_advise(r, JR_ADVISORY_MAX_DELIVERIES, rec->sseq, out->dseq, out->dc);
+    else if (out->terminated)
+        jr__clead_advise(r, JR_ADVISORY_TERMINATED, rec->sseq, out->dseq, out->dc);
+    else if (rec->type == JR__COP_NAK && out->applied)
+        jr__clead_advise(r, JR_ADVISORY_NAKED, rec->sseq, out->dseq, out->dc);
     if (rec->type == JR__COP_RESET) {
         /* lead afresh from the reset state: cursor and consumer seq (check_ready) */
         l->resetting = 0;
@@ -618,6 +624,69 @@ void jr__clead_entry_end(jr__crep *r)
         r->cur_prop = NULL;
     }
     if (r->lead) jr__clead_dirty(r);
+}
+
+/* Advisories -----------------------------------------------------------------------------------*/
+
+struct jr__adv {
+    struct jr__adv *next;
+    jr_consumer_advisory a;
+    char names[JR_STREAM_NAME_MAX + JR_CONSUMER_NAME_MAX + 2];
+};
+
+static void adv_effect(jr_node *n, uint64_t arg)
+{
+    jr__js *js = jr__js_of(n);
+    (void)arg;
+    if (!js) return;
+    while (js->adv_head) {
+        struct jr__adv *v = js->adv_head;
+        js->adv_head = v->next;
+        if (!js->adv_head) js->adv_tail = NULL;
+        if (js->adv_cb) js->adv_cb(js->adv_arg, &v->a);
+        jr__free(js->alloc, v);
+    }
+}
+
+void jr__clead_advise(jr__crep *r, int kind, uint64_t sseq, uint64_t dseq, uint32_t dc)
+{
+    jr__js *js = r->js;
+    if (!js->adv_cb) return;
+    struct jr__adv *v = jr__calloc(js->alloc, 1, sizeof *v);
+    if (!v) {
+        jr__node_log(js->n, JR_LOG_WARN, "consumer '%s > %s': advisory for %" PRIu64 " lost: %s",
+                     r->stream, r->name, sseq, jr_strerror(JR_ENOMEM));
+        return;
+    }
+    size_t sl = strlen(r->stream);
+    memcpy(v->names, r->stream, sl + 1);
+    memcpy(v->names + sl + 1, r->name, strlen(r->name) + 1);
+    v->a.size = sizeof v->a;
+    v->a.kind = kind;
+    v->a.stream = v->names;
+    v->a.consumer = v->names + sl + 1;
+    v->a.stream_seq = sseq;
+    v->a.consumer_seq = dseq;
+    v->a.deliveries = dc;
+    if (!js->adv_head && jr__node_defer(js->n, adv_effect, 0) != 0) {
+        jr__free(js->alloc, v);
+        return;
+    }
+    if (js->adv_tail)
+        js->adv_tail->next = v;
+    else
+        js->adv_head = v;
+    js->adv_tail = v;
+}
+
+void jr__clead_advisories_free(jr__js *js)
+{
+    while (js->adv_head) {
+        struct jr__adv *v = js->adv_head;
+        js->adv_head = v->next;
+        jr__free(js->alloc, v);
+    }
+    js->adv_tail = NULL;
 }
 
 /* Requests -----------------------------------------------------------------------------------*/

@@ -463,6 +463,7 @@ void jr__js_close(jr__js *js, int flush)
     jr__srep_close_all(js, flush);
     jr__mnode_close(js);
     jr__node_drain(n); /* every callback queued above runs before the memory goes */
+    jr__clead_advisories_free(js);
     jr__meta_state_free(&js->st);
     jr__node_set_upper(n, NULL, NULL);
     js_free(js);

@@ -402,7 +402,10 @@ struct jr__js {
     jr__map creps; /* group id -> jr__crep */
     jr__crep *crep_list;
     jr__map cons_by_stream; /* stream group id -> first jr__crep of it (linked by sib) */
-    jr__crep *cdirty;       /* consumer leaders with work for the next flush */
+    jr_advisory_cb adv_cb;  /* jr_consumer_advisories */
+    void *adv_arg;
+    struct jr__adv *adv_head, *adv_tail; /* advisories waiting for the effect that reports them */
+    jr__crep *cdirty;                    /* consumer leaders with work for the next flush */
     jr__waiter *free_waiters;
     /* js.c */
     jr__req *reqs; /* outstanding requests (doubly linked) */
@@ -625,6 +628,10 @@ void jr__clead_flush_all(jr__js *js);
 void jr__clead_stream_changed(jr__js *js, uint64_t stream_group);
 /* r's timer. */
 void jr__clead_timer(jr__js *js, jr__jtimer *t);
+/* Queues an advisory of r (reported from an effect, after the flush). */
+void jr__clead_advise(jr__crep *r, int kind, uint64_t sseq, uint64_t dseq, uint32_t dc);
+/* Frees advisories not reported yet (close). */
+void jr__clead_advisories_free(jr__js *js);
 /* Executes a consumer request (JR__RPC_CONSUMER) that arrived at this server. */
 void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len);
 

@@ -658,6 +658,63 @@ START_TEST(reset_to_a_sequence)
 }
 END_TEST
 
+/* Advisories: a NAK, a TERM and a message that reached max_deliver, each reported once by the
+ * leader. */
+typedef struct adv_rec {
+    int n[4];
+    uint64_t sseq[4];
+    uint32_t deliveries[4];
+} adv_rec;
+
+static void adv_cb(void *arg, const jr_consumer_advisory *a)
+{
+    adv_rec *v = arg;
+    ck_assert_int_ge(a->kind, 1);
+    ck_assert_int_le(a->kind, 3);
+    ck_assert_str_eq(a->stream, "ORDERS");
+    ck_assert_str_eq(a->consumer, "adv");
+    v->n[a->kind]++;
+    v->sseq[a->kind] = a->stream_seq;
+    v->deliveries[a->kind] = a->deliveries;
+}
+
+START_TEST(advisories_for_nak_term_and_max_deliveries)
+{
+    e2e c;
+    setup(&c, 19, 3);
+    adv_rec v;
+    memset(&v, 0, sizeof v);
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_int_eq(jr_consumer_advisories(e2e_node(&c, i), adv_cb, &v), 0);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "adv");
+    cfg.ack_wait_ns = 500 * (int64_t)MS;
+    cfg.max_deliver = 2;
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "adv", 3, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 3);
+    ck_assert_int_eq(ack(&c, 1, r.token[1], JR_ACK_NAK, 0, &a), 0);
+    ck_assert_int_eq(ack(&c, 1, r.token[2], JR_ACK_TERM, 0, &a), 0);
+    jr_sim_run_for(c.sim, 100 * MS);
+    ck_assert_int_eq(v.n[JR_ADVISORY_NAKED], 1);
+    ck_assert_uint_eq(v.sseq[JR_ADVISORY_NAKED], 2);
+    ck_assert_int_eq(v.n[JR_ADVISORY_TERMINATED], 1);
+    ck_assert_uint_eq(v.sseq[JR_ADVISORY_TERMINATED], 3);
+    /* 1 and 2 again (count 2), then their last ack wait passes: max deliveries for both */
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "adv", 3, 1200 * MS, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 2);
+    jr_sim_run_for(c.sim, 600 * MS);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "adv", 1, 300 * MS, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 0); /* nothing more: no third delivery */
+    ck_assert_int_eq(v.n[JR_ADVISORY_MAX_DELIVERIES], 2);
+    ck_assert_uint_eq(v.deliveries[JR_ADVISORY_MAX_DELIVERIES], 2);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "adv", &a), 0);
+    ck_assert_uint_eq(a.info.num_ack_pending, 0);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -671,6 +728,7 @@ int main(void)
     tcase_add_test(tc, pause_and_resume);
     tcase_add_test(tc, an_inactive_ephemeral_is_deleted);
     tcase_add_test(tc, reset_to_a_sequence);
+    tcase_add_test(tc, advisories_for_nak_term_and_max_deliveries);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
