@@ -520,6 +520,33 @@ static int take(jr__rd *rd, jr__buf *strings, size_t *off, size_t *len)
     return strings->err ? -1 : 0;
 }
 
+/* The ack subject of a delivery: "$JS.ACK.<stream>.<consumer>" then five numbers (formatted
+ * by hand: a fetch of many messages makes one per message). */
+#define TOKEN_MAX (16 + JR_STREAM_NAME_MAX + JR_CONSUMER_NAME_MAX + 5 * 21)
+
+static size_t token_prefix(char *t, const char *stream, const char *consumer)
+{
+    size_t a = strlen(stream), b = strlen(consumer);
+    memcpy(t, "$JS.ACK.", 8);
+    memcpy(t + 8, stream, a);
+    t[8 + a] = '.';
+    memcpy(t + 9 + a, consumer, b);
+    return 9 + a + b;
+}
+
+/* Writes v in decimal at t (no NUL); returns its length. */
+static size_t put_u64(char *t, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++) t[i] = tmp[n - 1 - i];
+    return n;
+}
+
 static void deliver_fetch(jr__req *r)
 {
     jr__js *js = r->js;
@@ -575,11 +602,14 @@ static void deliver_fetch(jr__req *r)
         m.hdr_len = hl;
         m.data = strings.data + dof;
         m.len = dl;
-        char token[64 + JR_STREAM_NAME_MAX + JR_CONSUMER_NAME_MAX];
-        snprintf(token, sizeof token, "$JS.ACK.%s.%s.%u.%llu.%llu.%llu.%llu", r->stream,
-                 r->consumer, m.delivered, (unsigned long long)m.stream_seq,
-                 (unsigned long long)m.consumer_seq, (unsigned long long)m.ts,
-                 (unsigned long long)m.pending);
+        char token[TOKEN_MAX];
+        size_t k = token_prefix(token, r->stream, r->consumer);
+        uint64_t nums[] = {m.delivered, m.stream_seq, m.consumer_seq, m.ts, m.pending};
+        for (size_t j = 0; j < 5; j++) {
+            token[k++] = '.';
+            k += put_u64(token + k, nums[j]);
+        }
+        token[k] = 0;
         m.ack_token = token;
         r->cb.fetch(r->arg, 0, "", &m, NULL);
     }

@@ -99,15 +99,20 @@ uint32_t jr__rd_u32(jr__rd *r)
 
 uint64_t jr__rd_varint_long(jr__rd *r)
 {
+    if (r->err) return 0;
+    const uint8_t *p = r->p;
     uint64_t v = 0;
-    for (unsigned shift = 0; shift < 70; shift += 7) {
-        const uint8_t *p = jr__rd_take(r, 1);
-        if (!p) return 0;
-        uint8_t c = *p;
+    /* walks the bytes in place (no bounds check per byte beyond p < end): records carry many
+     * multi-byte varints (timestamps, sequences) and every replica decodes each of them */
+    for (unsigned shift = 0; shift < 70 && p < r->end; shift += 7) {
+        uint8_t c = *p++;
         if (shift == 63 && c > 1) break; /* overflows 64 bits */
         if (shift > 0 && c == 0) break;  /* overlong: trailing zero group */
         v |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) return v;
+        if (!(c & 0x80)) {
+            r->p = p;
+            return v;
+        }
     }
     jr__rd_fail(r);
     return 0;
