@@ -90,6 +90,8 @@ void e2e_snapshot_every(e2e *c, unsigned i, uint64_t entries)
     jr__js_of(n)->snapshot_entries = entries;
     for (jr__srep *r = jr__js_of(n)->rep_list; r; r = r->next)
         if (r->g) r->g->snapshot_entries = entries;
+    for (jr__crep *r = jr__js_of(n)->crep_list; r; r = r->next)
+        if (r->g) r->g->snapshot_entries = entries;
 }
 
 int e2e_restart(e2e *c, unsigned i)

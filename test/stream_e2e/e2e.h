@@ -47,9 +47,9 @@ int e2e_new(e2e *c, unsigned n, uint64_t seed, uint32_t timeout_ms);
 void e2e_free(e2e *c);
 jr_node *e2e_node(e2e *c, unsigned i);
 
-/* Makes node i's stream groups snapshot (and compact their log) every `entries` applied
- * entries instead of 4,096 — existing replicas and those created later — so that catch-up from
- * snapshots happens in short tests. Call again after a restart. */
+/* Makes node i's stream and consumer groups snapshot (and compact their log) every `entries`
+ * applied entries instead of 4,096 — existing replicas and those created later — so that catch-up
+ * from snapshots happens in short tests. Call again after a restart. */
 void e2e_snapshot_every(e2e *c, unsigned i, uint64_t entries);
 /* Restarts crashed node i (and re-applies e2e_snapshot_every if it was used). */
 int e2e_restart(e2e *c, unsigned i);

@@ -715,6 +715,57 @@ START_TEST(advisories_for_nak_term_and_max_deliveries)
 }
 END_TEST
 
+/* A consumer replica that was down while acks flowed catches up from its group's snapshot (the
+ * log behind it compacted), and leads with the state the others had. */
+START_TEST(a_lagging_replica_catches_up_from_a_snapshot_and_leads)
+{
+    e2e c;
+    setup(&c, 20, 60);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 8);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "snap");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "snap", &r), 0);
+    unsigned down = 99;
+    for (unsigned i = 0; i < 3 && down == 99; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "n%u", i);
+        if (strcmp(nm, r.leader) != 0) down = i;
+    }
+    ck_assert_int_eq(jr_sim_crash(c.sim, down), 0);
+    unsigned via = (down + 1) % 3;
+    for (int round = 0; round < 10; round++) {
+        ck_assert_int_eq(fetch(&c, via, "ORDERS", "snap", 5, SEC, 0, &r), 0);
+        ck_assert_uint_eq(r.n, 5);
+        for (size_t i = 0; i < (round == 9 ? 3 : 5); i++) /* the last round leaves 2 pending */
+            ck_assert_int_eq(ack(&c, via, r.token[i], JR_ACK_ACK, 0, &a), 0);
+    }
+    ck_assert_int_eq(e2e_restart(&c, down), 0);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    /* make the restarted replica the only way to a quorum with one other: crash the leader */
+    ck_assert_int_eq(info(&c, via, "ORDERS", "snap", &r), 0);
+    unsigned leader = 99;
+    for (unsigned i = 0; i < 3; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "n%u", i);
+        if (strcmp(nm, r.leader) == 0) leader = i;
+    }
+    ck_assert_uint_lt(leader, 3);
+    if (leader != down) {
+        ck_assert_int_eq(jr_sim_crash(c.sim, leader), 0);
+        jr_sim_run_for(c.sim, 3 * SEC);
+    }
+    unsigned ask = leader != down ? down : (down + 1) % 3;
+    ck_assert_msg(info(&c, ask, "ORDERS", "snap", &a) == 0, "info: %s", a.msg);
+    ck_assert_uint_eq(a.info.delivered.stream_seq, 50);
+    ck_assert_uint_eq(a.info.ack_floor.stream_seq, 48);
+    ck_assert_uint_eq(a.info.num_ack_pending, 2);
+    ck_assert_uint_eq(a.info.num_pending, 10);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -729,6 +780,7 @@ int main(void)
     tcase_add_test(tc, an_inactive_ephemeral_is_deleted);
     tcase_add_test(tc, reset_to_a_sequence);
     tcase_add_test(tc, advisories_for_nak_term_and_max_deliveries);
+    tcase_add_test(tc, a_lagging_replica_catches_up_from_a_snapshot_and_leads);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
