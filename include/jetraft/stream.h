@@ -69,6 +69,8 @@ typedef struct jr_stream_config {
     int compression; /* enum jr_compression; default JR_COMPRESS_NONE */
     const jr_kv *metadata;
     size_t nmetadata;
+    int allow_direct; /* any current replica answers jr_stream_direct_get (default 0); may be
+                         changed by update */
 } jr_stream_config;
 
 /* Fills cfg with JetStream's defaults (and cfg->size); the caller then sets name, subjects...
