@@ -5,7 +5,9 @@
  *
  * Names. Only the meta leader answers them, as in JetStream: its meta state is the one that
  * decided every acknowledged add and delete, so a stream or consumer whose creation was
- * acknowledged is listed, wherever the list is asked. The request (JR__RPC_LISTS) goes to the
+ * acknowledged is listed, wherever the list is asked. A new meta leader answers only once an
+ * entry of its term is committed and everything committed is applied (before that it could
+ * still miss an acknowledged change). The request (JR__RPC_LISTS) goes to the
  * meta leader this server knows (executed right here if it is this server); an answer
  * JR_ENOTLEADER, or silence, sends it again after a heartbeat, until the request's deadline
  * (JR_ENOLEADER). Reading names changes nothing, so sending again is always safe.
@@ -71,8 +73,12 @@ void jr__lists_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t l
 {
     int self;
     const char *leader = jr__mnode_leader(js, &self);
-    if (!self) {
-        const char *l = leader ? leader : "";
+    const jr__raft *mr = js->meta ? jr__group_consensus(js->meta) : NULL;
+    if (!self || !mr || !jr__raft_ready(mr) ||
+        jr__group_applied(js->meta) < jr__raft_commit_index(mr)) {
+        /* not the leader, or a new one that has not applied everything committed before its
+         * term yet (it could miss an acknowledged add or delete): asked again shortly */
+        const char *l = leader && !self ? leader : "";
         jr__route_reply(js, rt, JR_ENOTLEADER, l, strlen(l));
         return;
     }

@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "e2e.h"
+#include "js/js.h"
+#include "node/node.h"
+#include "util/buf.h"
 
 #define MAXN 1100
 
@@ -396,6 +399,77 @@ START_TEST(lists_need_a_meta_leader)
 }
 END_TEST
 
+/* What a server answers to a raw names request (JR__RPC_LISTS). */
+typedef struct raw {
+    int done, status;
+    char text[64];
+} raw;
+
+static void on_raw(jr_node *n, void *arg, int status, int answered, const uint8_t *p, size_t len)
+{
+    raw *a = arg;
+    (void)n;
+    (void)answered;
+    a->done = 1;
+    a->status = status;
+    snprintf(a->text, sizeof a->text, "%.*s", (int)(len < 63 ? len : 63), (const char *)p);
+}
+
+static int raw_done(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return ((raw *)arg)->done;
+}
+
+static int raw_call(e2e *c, unsigned from, unsigned to, const void *p, size_t len, raw *a)
+{
+    memset(a, 0, sizeof *a);
+    jr_iovec iov = {p, len};
+    jr_node *fn = e2e_node(c, from), *tn = e2e_node(c, to);
+    ck_assert_int_eq(jr__rpc_call(fn, tn->self, JR__RPC_LISTS, &iov, 1, 5 * SEC, on_raw, a, NULL),
+                     0);
+    ck_assert_int_eq(jr_sim_run_until(c->sim, raw_done, a, 10 * SEC), 0);
+    return a->status;
+}
+
+START_TEST(a_names_request_is_checked_and_answered_by_the_meta_leader_only)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(e2e_new(&c, 3, 24, 2000), 0);
+    int ml = e2e_wait_meta(&c, 3, 10 * SEC);
+    ck_assert_int_ge(ml, 0);
+    unsigned f = (unsigned)(ml + 1) % 3, g = (unsigned)(ml + 2) % 3;
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    jr__buf_u8(&b, 1);
+    jr__buf_bytes(&b, "", 0);
+    jr__buf_varint(&b, 0);
+    jr__buf_varint(&b, 10);
+    raw a;
+    ck_assert_int_eq(raw_call(&c, f, (unsigned)ml, b.data, b.len, &a), 0);
+    /* a follower names the leader */
+    ck_assert_int_eq(raw_call(&c, f, g, b.data, b.len, &a), JR_ENOTLEADER);
+    ck_assert_str_eq(a.text, jr_sim_name(c.sim, (unsigned)ml));
+    /* malformed: trailing byte, truncated, unknown what, limit 0 or over the page, bad filter */
+    jr__buf_u8(&b, 0);
+    ck_assert_int_eq(raw_call(&c, f, (unsigned)ml, b.data, b.len, &a), JR_EINVAL);
+    ck_assert_int_eq(raw_call(&c, f, (unsigned)ml, b.data, 2, &a), JR_EINVAL);
+    static const uint8_t bad_what[] = {3, 0, 0, 1};
+    ck_assert_int_eq(raw_call(&c, f, (unsigned)ml, bad_what, sizeof bad_what, &a), JR_EINVAL);
+    static const uint8_t zero_limit[] = {1, 0, 0, 0};
+    ck_assert_int_eq(raw_call(&c, f, (unsigned)ml, zero_limit, sizeof zero_limit, &a), JR_EINVAL);
+    static const uint8_t big_limit[] = {1, 0, 0, 0x81, 0x08}; /* 1,025 */
+    ck_assert_int_eq(raw_call(&c, f, (unsigned)ml, big_limit, sizeof big_limit, &a), JR_EINVAL);
+    static const uint8_t bad_filter[] = {1, 3, 'a', '.', '.', 0, 1};
+    ck_assert_int_eq(raw_call(&c, f, (unsigned)ml, bad_filter, sizeof bad_filter, &a), JR_EINVAL);
+    static const uint8_t no_stream[] = {2, 1, 'X', 0, 1};
+    ck_assert_int_eq(raw_call(&c, f, (unsigned)ml, no_stream, sizeof no_stream, &a), JR_ENOSTREAM);
+    jr__buf_free(&b);
+    e2e_free(&c);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------------------------
  * Consumers
  */
@@ -588,6 +662,40 @@ START_TEST(direct_get_from_every_node)
 }
 END_TEST
 
+/* A replica cut off from its leader stops answering direct gets once it can no longer tell it is
+ * current (two election timeouts without its leader): asked there, the request goes to the
+ * other replicas, and with none reachable it times out instead of answering from a stale
+ * store. Healed, it catches up and answers with what it missed. */
+START_TEST(direct_get_skips_a_replica_cut_off_from_its_leader)
+{
+    e2e c;
+    setup_orders(&c, 3, 43, 3, 1);
+    publish_orders(&c, 5);
+    int leader = e2e_wait_stream(&c, 0, "ORDERS", 2, 10 * SEC);
+    ck_assert_int_ge(leader, 0);
+    unsigned f = (unsigned)(leader + 1) % 3;
+    unsigned side[] = {f};
+    ck_assert_int_eq(jr_sim_partition(c.sim, side, 1), 0);
+    e2e_res er;
+    unsigned other = (unsigned)(leader + 2) % 3;
+    ck_assert_int_eq(e2e_publish(&c, other, "orders.eu", "order 6", 7, NULL, &er), 0);
+    jr_sim_run_for(c.sim, 5 * SEC);
+    lres *r = direct(&c, f, 6, NULL);
+    ck_assert_msg(r->status == JR_ETIMEDOUT, "%d %s", r->status, r->msg);
+    r = direct(&c, f, 2, NULL); /* what it holds is not served either: it may be stale */
+    ck_assert_int_eq(r->status, JR_ETIMEDOUT);
+    r = direct(&c, other, 6, NULL); /* the connected side answers */
+    ck_assert_msg(r->status == 0, "%s", r->msg);
+    ck_assert_str_eq(r->data, "order 6");
+    jr_sim_heal(c.sim);
+    jr_sim_run_for(c.sim, 5 * SEC);
+    r = direct(&c, f, 6, NULL);
+    ck_assert_msg(r->status == 0, "%s", r->msg);
+    ck_assert_str_eq(r->data, "order 6");
+    e2e_free(&c);
+}
+END_TEST
+
 static void update_direct(e2e *c, unsigned node, int allow_direct)
 {
     const char *subj[] = {"orders.>"};
@@ -645,8 +753,10 @@ static Suite *suite(void)
     tcase_add_test(tc, stream_names_are_sorted_paged_and_filtered);
     tcase_add_test(tc, stream_list_gives_each_leaders_info_and_names_the_missing);
     tcase_add_test(tc, lists_need_a_meta_leader);
+    tcase_add_test(tc, a_names_request_is_checked_and_answered_by_the_meta_leader_only);
     tcase_add_test(tc, consumers_listed_after_create_and_gone_after_delete);
     tcase_add_test(tc, direct_get_from_every_node);
+    tcase_add_test(tc, direct_get_skips_a_replica_cut_off_from_its_leader);
     tcase_add_test(tc, direct_get_needs_allow_direct_which_update_changes);
     suite_add_tcase(s, tc);
     return s;
