@@ -17,8 +17,11 @@
  * the same calls as jr_stream_info_get / jr_consumer_info_get (each bounded by the node's
  * request timeout; the list's own wait ends when the last of them did). The page's infos are
  * kept encoded (codec.h) until the list's callback, which gets them decoded. An info that
- * failed with JR_ENOTFOUND / JR_ENOSTREAM (deleted in between) is left out; any other
- * failure names the stream or consumer in `missing`, as JetStream's list does.
+ * failed with JR_ENOTFOUND / JR_ENOSTREAM is left out (deleted in between) once this server's
+ * meta state has applied the meta index the names were read at; before that it only means
+ * this server does not know the stream (consumer) yet, and it is asked again every heartbeat
+ * (at most a request timeout, then it is missing). Any other failure names the stream or
+ * consumer in `missing`, as JetStream's list does.
  *
  * Direct get. Any current replica of a stream with allow_direct answers from its own store,
  * without a log round: this server's replica when it holds a current one, else the stream's
@@ -32,7 +35,8 @@
  * Payloads (varint = canonical LEB128, str = varint length + bytes):
  *   LISTS         u8 what (1 stream names, 2 consumer names) | str filter (streams: a subject
  *                 filter, "" none) or stream (consumers) | varint offset | varint limit
- *                 → varint total | varint offset | varint n | n × str name
+ *                 → varint total | varint offset | varint applied (the meta index the names
+ *                 are of) | varint n | n × str name
  *                 (JR_ENOTLEADER with the meta leader's name, maybe "", from another server;
  *                 JR_ENOSTREAM for the consumers of an unknown stream)
  *   STREAM_ADMIN DIRECT_GET  u8 sub | varint group | varint seq | str subject ("" none)
@@ -46,6 +50,7 @@
 #include "js/js.h"
 #include "js/codec.h"
 #include "util/alloc.h"
+#include "util/container.h"
 #include "util/deadline.h"
 #include "util/subject.h"
 
@@ -113,6 +118,7 @@ void jr__lists_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t l
         uint64_t n = total - offset < limit ? total - offset : limit;
         jr__buf_varint(b, total);
         jr__buf_varint(b, offset);
+        jr__buf_varint(b, st->applied);
         jr__buf_varint(b, n);
         uint64_t k = 0;
         for (size_t i = 0; i < st->nstreams && k < offset + n; i++) {
@@ -132,6 +138,7 @@ void jr__lists_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t l
         uint64_t n = total - offset < limit ? total - offset : limit;
         jr__buf_varint(b, total);
         jr__buf_varint(b, offset);
+        jr__buf_varint(b, st->applied);
         jr__buf_varint(b, n);
         for (uint64_t i = offset; i < offset + n; i++) put_name(b, s->consumers[i]->name);
     }
@@ -145,6 +152,7 @@ void jr__lists_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t l
 /* A decoded page of names: names[] point into one block. */
 typedef struct names_dec {
     uint64_t total, offset;
+    uint64_t applied; /* the meta index the names are of */
     size_t n;
     const char **names;
 } names_dec;
@@ -157,6 +165,7 @@ static int names_decode(const uint8_t *p, size_t len, const jr_allocator *a, nam
     jr__rd_init(&rd, p, len);
     d->total = jr__rd_varint(&rd);
     d->offset = jr__rd_varint(&rd);
+    d->applied = jr__rd_varint(&rd);
     uint64_t n = jr__rd_varint(&rd);
     if (rd.err || n > JR_NAMES_LIMIT || n > jr__rd_left(&rd)) return JR_ECORRUPT;
     /* the strings take at most the bytes left, plus a NUL each */
@@ -192,9 +201,10 @@ static int names_decode(const uint8_t *p, size_t len, const jr_allocator *a, nam
 /* A list's fan-out: one slot per name of its page. Freed once its request was delivered and
  * every slot's info request called back (refs). */
 typedef struct job job;
+enum { SLOT_WAITING = 1, SLOT_AGAIN = 2 };
 typedef struct slot {
     job *j;
-    int status;  /* 1: waiting */
+    int status;  /* SLOT_WAITING, SLOT_AGAIN (asked again at the timer), or the outcome */
     jr__buf enc; /* the info, encoded (codec.h) */
 } slot;
 struct job {
@@ -203,8 +213,11 @@ struct job {
     jr__req *req; /* the list's request until it was delivered (NULL after) */
     uint64_t serial;
     int consumers;
-    uint32_t refs;
-    size_t pending;
+    uint32_t refs;     /* the request until delivered, each info request out, the timer armed */
+    size_t pending;    /* slots without an outcome */
+    uint64_t deadline; /* slots are asked again until then */
+    jr__jtimer timer;  /* asks the SLOT_AGAIN slots again */
+    uint8_t armed;
     names_dec names;
     slot *slots;
     char stream[JR_STREAM_NAME_MAX + 1];
@@ -315,12 +328,43 @@ static void names_response(jr__req *r, int status, const uint8_t *p, size_t len)
 
 /* One stream's or consumer's info arrived (or failed): kept encoded in its slot; the last
  * one completes the list. */
+static int ask(slot *s);
+
 static void slot_done(slot *s, int status)
 {
     job *j = s->j;
+    jr__js *js = j->js;
+    int live = j->req && !j->req->done && j->req->serial == j->serial;
+    if (live && (status == JR_ENOTFOUND || status == JR_ENOSTREAM) &&
+        js->st.applied < j->names.applied) {
+        /* not known here yet (this server's meta state is behind the names): not deleted */
+        if (jr__node_now(js->n) < j->deadline) {
+            s->status = SLOT_AGAIN;
+            if (!j->armed) {
+                j->armed = 1;
+                j->refs++;
+                jr__js_timer_arm(js, &j->timer,
+                                 jr__deadline(jr__node_now(js->n), js->heartbeat_ns));
+            }
+            job_put(j);
+            return;
+        }
+        status = JR_ETIMEDOUT; /* missing */
+    }
     s->status = status;
-    if (--j->pending == 0 && j->req && !j->req->done && j->req->serial == j->serial)
-        jr__req_finish(j->req, 0, NULL);
+    if (--j->pending == 0 && live) jr__req_finish(j->req, 0, NULL);
+    job_put(j);
+}
+
+static void job_timer(jr__js *js, jr__jtimer *t)
+{
+    job *j = JR__CONTAINER_OF(t, job, timer);
+    (void)js;
+    j->armed = 0;
+    int live = j->req && !j->req->done && j->req->serial == j->serial;
+    for (size_t i = 0; i < j->names.n && live; i++)
+        if (j->slots[i].status == SLOT_AGAIN && ask(&j->slots[i]) != 0) j->pending--;
+    if (j->pending == 0 && live) jr__req_finish(j->req, 0, NULL);
     job_put(j);
 }
 
@@ -338,6 +382,24 @@ static void on_consumer_info(void *arg, int status, const char *msg, const jr_co
     (void)msg;
     if (status == 0) status = jr__cinfo_encode(&s->enc, info);
     slot_done(s, status);
+}
+
+/* Sends slot s's info request (a reference of the job for it). 0, or the error with s's
+ * status set to it (no outcome to wait for). */
+static int ask(slot *s)
+{
+    job *j = s->j;
+    size_t i = (size_t)(s - j->slots);
+    s->status = SLOT_WAITING;
+    j->refs++;
+    int rc = j->consumers
+                 ? jr_consumer_info_get(j->js->n, j->stream, j->names.names[i], on_consumer_info, s)
+                 : jr_stream_info_get(j->js->n, j->names.names[i], on_stream_info, s);
+    if (rc != 0) {
+        s->status = rc;
+        j->refs--;
+    }
+    return rc;
 }
 
 /* Asks every name of the page d (taken) for its info. */
@@ -362,26 +424,18 @@ static void fan_out(jr__req *r, names_dec *d)
     j->names = *d;
     j->slots = slots;
     snprintf(j->stream, sizeof j->stream, "%s", r->stream);
+    j->deadline = jr__deadline(jr__node_now(js->n), js->timeout_ns);
+    jr__js_timer_init(&j->timer, job_timer);
     r->job = j;
     jr__js_timer_cancel(js, &r->timer); /* the info requests bound the wait */
-    j->pending = 1;                     /* held while the requests are started */
     for (size_t i = 0; i < j->names.n; i++) {
-        slot *s = &slots[i];
-        s->j = j;
-        s->status = 1;
-        jr__buf_init(&s->enc, js->alloc);
-        j->pending++;
-        j->refs++;
-        int rc = j->consumers ? jr_consumer_info_get(js->n, j->stream, j->names.names[i],
-                                                     on_consumer_info, s)
-                              : jr_stream_info_get(js->n, j->names.names[i], on_stream_info, s);
-        if (rc != 0) {
-            s->status = rc;
-            j->pending--;
-            j->refs--;
-        }
+        slots[i].j = j;
+        jr__buf_init(&slots[i].enc, js->alloc);
     }
-    if (--j->pending == 0) jr__req_finish(r, 0, NULL);
+    j->pending = j->names.n;
+    for (size_t i = 0; i < j->names.n; i++)
+        if (ask(&slots[i]) != 0) j->pending--;
+    if (j->pending == 0) jr__req_finish(r, 0, NULL);
 }
 
 /* Calls the list's callback with the page its slots hold. */
@@ -637,7 +691,14 @@ void jr__lists_deliver(jr__req *r)
     int st = r->status;
     job *j = r->job;
     r->job = NULL;
-    if (j) j->req = NULL;
+    if (j) {
+        j->req = NULL;
+        if (j->armed) { /* delivered early (the node closes): nothing is asked again */
+            j->armed = 0;
+            jr__js_timer_cancel(r->js, &j->timer);
+            j->refs--; /* the timer's; the request's is dropped below */
+        }
+    }
     switch (r->what) {
     case JR__REQ_STREAM_NAMES:
     case JR__REQ_CONSUMER_NAMES: {

@@ -470,6 +470,41 @@ START_TEST(a_names_request_is_checked_and_answered_by_the_meta_leader_only)
 }
 END_TEST
 
+/* A server whose meta state is behind (it was cut off while streams were added) lists what
+ * the meta leader has: the streams it does not know yet are not taken for deleted ones. */
+START_TEST(a_server_behind_the_meta_leader_lists_every_stream)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(e2e_new(&c, 3, 25, 2000), 0);
+    int ml = e2e_wait_meta(&c, 3, 10 * SEC);
+    ck_assert_int_ge(ml, 0);
+    unsigned f = (unsigned)(ml + 1) % 3, g = (unsigned)(ml + 2) % 3;
+    unsigned side[] = {f};
+    ck_assert_int_eq(jr_sim_partition(c.sim, side, 1), 0);
+    static char names[40][8], subj[40][8];
+    for (int i = 0; i < 40; i++) {
+        snprintf(names[i], sizeof names[i], "L%02d", i);
+        snprintf(subj[i], sizeof subj[i], "l.%d", i);
+        const char *sp[] = {subj[i]};
+        jr_stream_config cfg;
+        e2e_config(&cfg, names[i], sp, 1, 1);
+        cfg.storage = JR_STORAGE_MEMORY;
+        e2e_res er;
+        ck_assert_msg(e2e_add(&c, g, &cfg, &er) == 0, "%s", er.msg);
+    }
+    ck_assert_uint_eq(e2e_meta_streams(&c, f), 0);
+    jr_sim_heal(c.sim);
+    lres *r = stream_list(&c, f, NULL, 0);
+    ck_assert_msg(r->status == 0, "%s", r->msg);
+    ck_assert_uint_eq(r->total, 40);
+    ck_assert_uint_eq(r->nmissing, 0);
+    ck_assert_uint_eq(r->n, 40);
+    for (int i = 0; i < 40; i++) ck_assert_str_eq(r->names[i], names[i]);
+    e2e_free(&c);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------------------------
  * Consumers
  */
@@ -753,6 +788,7 @@ static Suite *suite(void)
     tcase_add_test(tc, stream_names_are_sorted_paged_and_filtered);
     tcase_add_test(tc, stream_list_gives_each_leaders_info_and_names_the_missing);
     tcase_add_test(tc, lists_need_a_meta_leader);
+    tcase_add_test(tc, a_server_behind_the_meta_leader_lists_every_stream);
     tcase_add_test(tc, a_names_request_is_checked_and_answered_by_the_meta_leader_only);
     tcase_add_test(tc, consumers_listed_after_create_and_gone_after_delete);
     tcase_add_test(tc, direct_get_from_every_node);
