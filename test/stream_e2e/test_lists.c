@@ -622,6 +622,57 @@ START_TEST(consumers_listed_after_create_and_gone_after_delete)
 }
 END_TEST
 
+/* A consumer whose only replica's server is down is named missing in the list; its name is still
+ * listed (the meta state has it). */
+START_TEST(consumer_list_names_the_missing)
+{
+    e2e c;
+    setup_orders(&c, 5, 32, 3, 0);
+    int ml = e2e_meta_leader(&c);
+    ck_assert_int_ge(ml, 0);
+    static char names[8][8];
+    int victim = -1;
+    unsigned victim_node = 0;
+    for (int i = 0; i < 8 && victim < 0; i++) {
+        snprintf(names[i], sizeof names[i], "c%d", i);
+        jr_consumer_config cfg;
+        jr_consumer_config_init(&cfg);
+        cfg.durable_name = names[i];
+        cfg.num_replicas = 1;
+        memset(&res, 0, sizeof res);
+        ck_assert_int_eq(jr_consumer_add(e2e_node(&c, 1), "ORDERS", &cfg, consumer_cb, &res), 0);
+        wait_done(&c, &res);
+        ck_assert_msg(res.status == 0, "%s", res.msg);
+        const jr__meta_stream *s = jr__meta_stream_find(&jr__js_of(e2e_node(&c, 1))->st, "ORDERS");
+        ck_assert_ptr_nonnull(s);
+        for (size_t k = 0; k < s->nconsumers; k++) {
+            if (strcmp(s->consumers[k]->name, names[i]) != 0) continue;
+            ck_assert_uint_eq(s->consumers[k]->npeers, 1);
+            int idx = jr_sim_index(c.sim, s->consumers[k]->peers[0]);
+            ck_assert_int_ge(idx, 0);
+            if (idx != ml) victim = i, victim_node = (unsigned)idx;
+        }
+    }
+    ck_assert_int_ge(victim, 0);
+    size_t n = (size_t)victim + 1;
+    lres *r = consumer_list(&c, 0, "ORDERS", 0);
+    ck_assert_msg(r->status == 0, "%s", r->msg);
+    ck_assert_uint_eq(r->n, n);
+    ck_assert_uint_eq(r->nmissing, 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, victim_node), 0);
+    unsigned via = (unsigned)ml;
+    r = consumer_list(&c, via, "ORDERS", 0);
+    ck_assert_msg(r->status == 0, "%s", r->msg);
+    ck_assert_uint_eq(r->total, n);
+    ck_assert_uint_eq(r->n, n - 1);
+    ck_assert_uint_eq(r->nmissing, 1);
+    ck_assert_str_eq(r->missing[0], names[victim]);
+    r = consumer_names(&c, via, "ORDERS", 0);
+    ck_assert_uint_eq(r->n, n);
+    e2e_free(&c);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------------------------
  * Direct get
  */
@@ -791,6 +842,7 @@ static Suite *suite(void)
     tcase_add_test(tc, a_server_behind_the_meta_leader_lists_every_stream);
     tcase_add_test(tc, a_names_request_is_checked_and_answered_by_the_meta_leader_only);
     tcase_add_test(tc, consumers_listed_after_create_and_gone_after_delete);
+    tcase_add_test(tc, consumer_list_names_the_missing);
     tcase_add_test(tc, direct_get_from_every_node);
     tcase_add_test(tc, direct_get_skips_a_replica_cut_off_from_its_leader);
     tcase_add_test(tc, direct_get_needs_allow_direct_which_update_changes);
