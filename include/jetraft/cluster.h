@@ -25,7 +25,8 @@ typedef struct jr_peer_info {
     int offline;        /* not heard from recently */
     int observer;       /* non-voting member still catching up */
     int pending;        /* in the assignment, not (yet) a member of the Raft group */
-    uint64_t active_ns; /* since last contact (leader's view); UINT64_MAX: never */
+    uint64_t active_ns; /* since the last contact received (leader's view); UINT64_MAX: none
+                           since that leader's election */
     uint64_t lag;       /* operations behind the leader */
     int damaged;        /* its replica lost data and waits for repair (jr_group_status.damaged) */
     int unvouched;      /* restarted, its storage not yet vouched for (jr_peer_status.unvouched);

@@ -115,6 +115,12 @@ JR_API int jr_consumer_create(jr_node *node, const char *stream, const jr_consum
 /* As jr_consumer_add, but a missing consumer is JR_ENOTFOUND ("consumer does not exist"). */
 JR_API int jr_consumer_update(jr_node *node, const char *stream, const jr_consumer_config *cfg,
                               jr_consumer_cb cb, void *arg);
+/* Pauses consumer `name` until pause_until_ns (stream time, ns since the Unix epoch; 0 or a past
+ * time resumes it): its leader delivers nothing meanwhile (pull requests wait and expire as
+ * usual). The pause is part of the consumer's config (jr_consumer_info.config->pause_until_ns);
+ * an update keeps it, only this call changes it. JR_ENOTFOUND if unknown. */
+JR_API int jr_consumer_pause(jr_node *node, const char *stream, const char *name,
+                             uint64_t pause_until_ns, jr_stream_cb cb, void *arg);
 /* Deletes a consumer and its state on every replica. JR_ENOTFOUND if unknown. */
 JR_API int jr_consumer_delete(jr_node *node, const char *stream, const char *name, jr_stream_cb cb,
                               void *arg);
@@ -247,6 +253,62 @@ enum jr_ack_kind { JR_ACK_ACK = 0, JR_ACK_NAK = 1, JR_ACK_PROGRESS = 2, JR_ACK_T
  * JR_EINVAL for a malformed token. Any delivery's token acknowledges the message. */
 JR_API int jr_consumer_ack(jr_node *node, const char *ack_token, int kind, int64_t delay_ns,
                            const char *reason, jr_stream_cb cb, void *arg);
+
+/* Resets consumer `name` to deliver from stream seq `seq` on (0: the message after its ack floor),
+ * as JetStream 2.14's reset: pending acknowledgements and redelivery counts are dropped,
+ * delivered and ack floor become {0, seq - 1}, consumer sequences start again at 1. Allowed for
+ * deliver all (any seq), by start sequence (seq >= opt_start_seq) and by start time (seq at or
+ * after the first message of opt_start_time); else JR_EINVAL ("invalid reset: not allowed",
+ * "invalid reset: below start seq", "invalid reset: below start time"). Status 0 once the
+ * reset is replicated. */
+JR_API int jr_consumer_reset(jr_node *node, const char *stream, const char *name, uint64_t seq,
+                             jr_stream_cb cb, void *arg);
+
+/* ----------------------------------------------------------------------------------------------
+ * Push delivery. A push consumer (deliver_subject set) delivers to a subscription: the callback
+ * gets each message as its leader hands it out (quorum before delivery, as a fetch), at most
+ * max_ack_pending unacknowledged at a time; with idle_heartbeat_ns set, status 0 and m NULL
+ * when nothing came for that long (an idle heartbeat). The subscription ends with a negative
+ * status and m NULL (JR_ENOTFOUND: the consumer was deleted; JR_ECLOSED: the node closes);
+ * after that last call, or after jr_subscription_close, the callback never runs again. One
+ * subscription per push consumer at a time is what JetStream users expect; more share its
+ * messages.
+ */
+typedef struct jr_subscription jr_subscription;
+typedef void (*jr_push_cb)(void *arg, int status, const jr_consumer_msg *m);
+/* Subscribes to push consumer `consumer`: *out gets the subscription. JR_EINVAL, JR_ENOTSUP,
+ * JR_ECLOSED, JR_ENOMEM; a pull consumer or an unknown one ends the subscription through the
+ * callback (JR_EINVAL, JR_ENOTFOUND). */
+JR_API int jr_consumer_subscribe(jr_node *node, const char *stream, const char *consumer,
+                                 jr_push_cb cb, void *arg, jr_subscription **out);
+/* Ends sub: its callback never runs again (a message handed to it meanwhile is redelivered
+ * after its ack wait). */
+JR_API void jr_subscription_close(jr_subscription *sub);
+
+/* ----------------------------------------------------------------------------------------------
+ * Advisories: what JetStream publishes on $JS.EVENT.ADVISORY.CONSUMER.*, as a callback on the
+ * server that leads the consumer when it happens. Best effort, as JetStream's: the leader that
+ * recorded the event reports it once; an event recorded by a leader that failed before it
+ * applied it is not reported.
+ */
+enum jr_advisory_kind {
+    JR_ADVISORY_MAX_DELIVERIES = 1, /* delivered max_deliver times, never acknowledged: no more
+                                       deliveries (MAX_DELIVERIES) */
+    JR_ADVISORY_TERMINATED = 2,     /* acknowledged with TERM (MSG_TERMINATED) */
+    JR_ADVISORY_NAKED = 3,          /* negatively acknowledged (MSG_NAKED) */
+};
+typedef struct jr_consumer_advisory {
+    size_t size; /* sizeof(jr_consumer_advisory) as built into the library */
+    int kind;    /* enum jr_advisory_kind */
+    const char *stream;
+    const char *consumer;
+    uint64_t stream_seq;
+    uint64_t consumer_seq; /* of the message's first delivery */
+    uint32_t deliveries;
+} jr_consumer_advisory;
+typedef void (*jr_advisory_cb)(void *arg, const jr_consumer_advisory *adv);
+/* Sets node's advisory callback (NULL: none); it runs inside jr_node_recv or jr_node_tick. */
+JR_API int jr_consumer_advisories(jr_node *node, jr_advisory_cb cb, void *arg);
 
 #ifdef __cplusplus
 }

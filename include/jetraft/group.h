@@ -131,9 +131,10 @@ JR_API const char *jr_group_leader(const jr_group *g);
 
 /* Transfers leadership to `to` (a caught-up voter), or to the most caught-up voter if NULL
  * (dissertation §3.10); proposals fail with JR_ETRANSFER meanwhile. Caught up means what
- * jr_group_peer reports on this leader as `current` (heard from within an election timeout,
- * holding everything committed, not damaged). Returns JR_ENOTLEADER, JR_ENOTVOTER (`to` is not
- * a caught-up voter, or NULL and there is none), JR_ETRANSFER (one is under way), JR_ENOTFOUND
+ * jr_group_peer reports on this leader as `current` (in contact within an election timeout,
+ * holding everything committed, not damaged; right after the group wakes from quiet, a member
+ * whose node is alive counts before its first answer). Returns JR_ENOTLEADER, JR_ENOTVOTER (`to` is
+ * not a caught-up voter, or NULL and there is none), JR_ETRANSFER (one is under way), JR_ENOTFOUND
  * (not a peer). The callback gets 0
  * once `to` (or another voter if NULL) leads, JR_ELEADERLOST if another server became leader,
  * JR_ETIMEDOUT if the transfer was abandoned (after about an election timeout). */
@@ -173,11 +174,14 @@ typedef struct jr_peer_status {
     size_t size;      /* sizeof(jr_peer_status), set by the caller */
     const char *name; /* borrowed */
     int voter;        /* 0: observer */
-    int current;      /* caught up and heard from within an election timeout (leader's view);
-                         never while damaged, or restarted and not yet vouched for */
+    int current;      /* caught up and heard from within an election timeout (leader's view:
+                         a message received since it became leader, never assumed); never
+                         while damaged, or restarted and not yet vouched for */
     uint64_t match_index;
     uint64_t lag;          /* entries behind the leader's last index */
-    uint64_t last_seen_ns; /* now() minus last contact; UINT64_MAX if never */
+    uint64_t last_seen_ns; /* now() minus the last contact received (on the leader; a quiet
+                              group: its node's last frame); UINT64_MAX if none since this
+                              leader's election */
     int damaged;           /* its replica lost data it had acknowledged: this replica's own
                               flag (jr_group_status.damaged) for itself; for another member,
                               on the leader, what the leader learned (0 elsewhere) */

@@ -51,6 +51,17 @@ int jr__crec_check(const jr__crec *r)
     return check_fields(r, f);
 }
 
+static size_t rec_len(const jr__crec *r)
+{
+    unsigned f = fields_of(r->type);
+    size_t n = 1 + jr__varint_len(r->sseq);
+    if (f & F_DSEQ) n += jr__varint_len(r->dseq);
+    if (f & F_DC) n += jr__varint_len(r->dc);
+    if (f & F_DELAY) n += jr__varint_len((uint64_t)r->delay_ns);
+    if (f & F_TS) n += jr__varint_len(r->ts);
+    return n;
+}
+
 static void put_rec(jr__buf *b, const jr__crec *r)
 {
     unsigned f = fields_of(r->type);
@@ -65,10 +76,12 @@ static void put_rec(jr__buf *b, const jr__crec *r)
 int jr__cop_encode(const jr__crec *recs, size_t n, jr__buf *out)
 {
     if (!recs || n < 1 || n > JR__COP_BATCH_MAX) return JR_EINVAL;
-    for (size_t i = 0; i < n; i++)
+    size_t len = 1 + jr__varint_len(n) + 8;
+    for (size_t i = 0; i < n; i++) {
         if (jr__crec_check(&recs[i])) return JR_EINVAL;
-    /* at most a type byte and five 10-byte varints per record */
-    if (jr__buf_reserve(out, 1 + 10 + n * 51 + 8)) return out->err;
+        len += rec_len(&recs[i]);
+    }
+    if (jr__buf_reserve(out, len)) return out->err; /* the exact size: one reservation */
     size_t start = out->len;
     jr__buf_u8(out, JR__COP_VERSION);
     jr__buf_varint(out, n);

@@ -8,7 +8,8 @@
  *   pending      stream seq -> {dseq of its first delivery, ts of the last delivery or progress,
  *                delivery count, NAK deadline if any}: the messages that wait for an ack;
  *   ack floor    the highest contiguous acked pair (derived, see below) and when it last moved;
- *   redelivered  how many pending messages were delivered more than once;
+ *   redelivered  how many pending messages were delivered more than once (JetStream's
+ *                Redelivered map; a message that leaves pending through MAXDELIV leaves it too);
  *   a copy of the policy (ack policy, ack wait, backoff, max_deliver) for the leader's queries.
  *
  * Pure: no I/O, no clock (every time comes in a record or as `now`), deterministic: the same
@@ -19,28 +20,37 @@
  * queries (deadlines, num_redelivered). JetStream refuses to change the ack policy, and so does
  * jr__cstate_set_policy.
  *
- * The ack floor. JetStream's stores move the floor one ack at a time (UpdateAcks: to the acked
- * pair when its dseq is floor+1, then to just below the next pending; to delivered when nothing
- * is pending). Here it is derived, with the same result whenever JetStream's is well defined:
+ * The ack floor. JetStream's consumer stores move the floor one ack at a time (UpdateAcks,
+ * explicit: to the acked pair when its dseq is floor + 1, then to just below the next pending
+ * message; to delivered when nothing is pending; ack all: to the acked pair). Here it is
+ * derived, with the same result whenever JetStream's is well defined:
  *   nothing pending: floor = delivered (both sequences);
  *   else, with p the pending message of the lowest stream seq:
  *        floor = {p.dseq - 1, p.sseq - 1}.
- * A pending message keeps the consumer seq of its first delivery (JetStream's trackPending keeps
- * p.Sequence on redelivery), and first deliveries come in stream order with growing consumer
- * seqs, so pending dseqs grow with their sseqs and the floor's pair is consistent.
+ * A pending message keeps the consumer seq of its first delivery, as the leader's own pending
+ * map does (consumer.go trackPending updates only the timestamp on a redelivery; the stores'
+ * UpdateDelivered overwrites it, which can put the floor's consumer seq above another pending
+ * message's). First deliveries come in stream order with growing consumer seqs, so pending
+ * dseqs grow with their sseqs and the floor's pair stays below every pending pair.
+ * Ack all acks every pending message <= sseq whether or not sseq itself is pending, as the
+ * leader's processAckMsg does (the stores want sseq pending).
  *
- * Invariants (jr__cstate_check; asserted after every apply in invariants builds)
+ * Invariants (jr__cstate_check; asserted after every apply in invariants builds while
+ * the arrays hold at most 1024 slots)
  *   floor.stream_seq <= delivered.stream_seq and floor.consumer_seq <= delivered.consumer_seq;
  *   every pending sseq is in (floor.stream_seq, delivered.stream_seq], its dseq in
  *   (floor.consumer_seq, delivered.consumer_seq], its dc >= 1; pending is strictly increasing
  *   in both sseq and dseq; ack policy none: nothing pending; redelivered = #pending with dc > 1;
  *   the deadline index holds exactly the pending messages, each at its deadline.
  *
- * Cost: apply is O(log n) in the pending count (an ack-all O(log n) per message it acks), the
- * queries O(log n) or O(1). Pending lives in one array in stream order (first deliveries always
- * come above every pending seq, so they append) with a min-tree of deadlines over it; acked
- * slots become holes, squeezed out when the array fills (amortized O(1) per delivery, no
- * allocation); memory is allocated only when the array must grow, never on the steady path.
+ * Cost: apply is O(log n) amortized in the pending count (an ack-all O(log n) per message it
+ * acks), the queries O(log n) or O(1), nothing scans the whole pending set (but RESET and a
+ * policy change, O(n)). Pending lives in one array in stream order (first deliveries always come
+ * above every pending seq, so they append) with a min-tree of deadlines over it; acked slots
+ * become holes, squeezed out when the array fills (amortized O(1) per delivery, no allocation).
+ * Memory is allocated only when the array must grow — never on a steady path whose pending count
+ * stays below the largest it has been — and given back when nothing is pending and a burst had
+ * grown it past JR__CSTATE_KEEP slots.
  */
 #ifndef JR_CONSUMER_STATE_H
 #define JR_CONSUMER_STATE_H
@@ -54,6 +64,7 @@
 
 #define JR__CSTATE_VERSION 1
 #define JR__CPOLICY_BACKOFF_MAX 1024 /* backoff values kept (JetStream sets no limit) */
+#define JR__CSTATE_KEEP 4096         /* pending slots kept allocated when nothing is pending */
 
 /* What the state machine needs of the consumer config (copied in). */
 typedef struct jr__cpolicy {
@@ -142,7 +153,9 @@ void jr__cstate_free(jr__cstate *st);
  *       pending <= sseq (NOT_PENDING if none), out = [floor.stream_seq + 1, sseq] as JetStream
  *       acks the stream from the floor. Ack none: NO_ACKS. The floor's time becomes ts.
  *   NAK: a pending sseq is to be redelivered at ts + delay_ns (saturating; 0: at once) whatever
- *       the ack wait and backoff; its ts stays.
+ *       the ack wait and backoff; its ts stays. (JetStream stores the same deadline as the
+ *       timestamp ts - ack_wait + delay, which a backoff then lengthens; here the deadline is
+ *       explicit, kept until the next delivery or progress, and survives a policy change.)
  *   PROGRESS: a pending sseq's ts becomes ts (the wait restarts; a NAK deadline is dropped).
  *   TERM: a pending sseq is acked (terminated = 1); the floor's time becomes ts.
  *   SKIP: delivered.stream_seq = sseq if above it (else STALE); no delivery, no consumer seq.
@@ -150,14 +163,26 @@ void jr__cstate_free(jr__cstate *st);
  *       always applied.
  *   MAXDELIV: a pending sseq leaves pending without an ack (max_delivered = 1).
  * A NAK, PROGRESS, TERM or MAXDELIV of a non-pending seq is ignored (NOT_PENDING; ack none:
- * NO_ACKS). Allocates only when a first delivery must grow the pending array. */
+ * NO_ACKS). Allocates only when a first delivery must grow the pending array (and fails only if
+ * every slot is live: with a hole left it squeezes instead; jr__cstate_reserve makes room ahead).
+ */
 int jr__cstate_apply(jr__cstate *st, const jr__crec *r, jr__capply *out);
 
-/* Applies every record of an encoded entry in order (jr__cop_iter_init checks it first: on
- * JR_ECORRUPT or JR_EVERSION nothing is applied). On JR_ENOMEM the records before the failing
- * one stay applied and *napplied says how many were processed (applied or ignored); the caller
- * retries from there or stops. napplied may be NULL. */
-int jr__cstate_apply_entry(jr__cstate *st, const void *data, size_t len, size_t *napplied);
+/* Room for n more pending messages: the next n first deliveries cannot fail (make_room squeezes
+ * holes out when it cannot grow). 0 or JR_ENOMEM (nothing changed). */
+int jr__cstate_reserve(jr__cstate *st, size_t n);
+
+/* Room for every first delivery among the records an iterator has left (it walks a copy; *it is
+ * not advanced): after it, applying those records one by one cannot fail, so a replica that
+ * applies an entry record by record (to act on each jr__capply) applies it whole or, on
+ * JR_ENOMEM here, not at all. */
+int jr__cstate_reserve_entry(jr__cstate *st, const jr__cop_iter *it);
+
+/* Applies every record of an encoded entry in order, all or nothing: jr__cop_iter_init checks
+ * the entry first (JR_ECORRUPT, JR_EVERSION), then room is reserved for every first delivery in
+ * it (JR_ENOMEM), and then no record can fail. The per-record results are not reported: a
+ * caller that needs them (acks for retention, advisories) iterates and applies itself. */
+int jr__cstate_apply_entry(jr__cstate *st, const void *data, size_t len);
 
 /* The ack floor (derived, see above). */
 void jr__cstate_ack_floor(const jr__cstate *st, jr__cseqs *floor);
@@ -199,7 +224,7 @@ uint64_t jr__cstate_num_redelivered(const jr__cstate *st);
  *     dseq (likewise) dc:varint ts:varint nak:u8 [nak_deadline:varint, iff nak is 1]
  *   xxh3:u64 of every byte before it
  * The encoding is canonical: replicas that applied the same records write the same bytes.
- * Appends to out: 0 or JR_ENOMEM. */
+ * Appends to out, reserving an upper bound of its size once: 0 or JR_ENOMEM. */
 int jr__cstate_snapshot(const jr__cstate *st, jr__buf *out);
 /* Replaces st's state (its policy stays) with the snapshot's, all or nothing. Refuses what the
  * encoder would not write, and state that breaks an invariant: JR_ECORRUPT; another version:

@@ -16,6 +16,7 @@
 #include "js/codec.h"
 #include "js/js.h"
 #include "util/abi.h"
+#include "util/alloc.h"
 
 static int entry(jr_node *n, int ok)
 {
@@ -72,7 +73,12 @@ static int consumer_request(jr_node *n, uint8_t what, uint8_t action, const char
     op.origin = js->name;
     op.stream = stream;
     jr_consumer_config cfg;
-    if (what == JR__REQ_CONSUMER_DELETE) {
+    if (what == JR__REQ_CONSUMER_PAUSE) {
+        op.type = JR__META_CONSUMER_ADD;
+        op.action = JR__META_CONSUMER_PAUSE;
+        op.consumer_config = cfg_in; /* name and pause_until_ns (jr_consumer_pause built it) */
+        snprintf(r->consumer, sizeof r->consumer, "%s", name);
+    } else if (what == JR__REQ_CONSUMER_DELETE) {
         op.type = JR__META_CONSUMER_DELETE;
         op.consumer = name;
         jr_consumer_config_init(&cfg);
@@ -143,6 +149,22 @@ int jr_consumer_update(jr_node *n, const char *stream, const jr_consumer_config 
     jr__req_cb c = {.consumer = cb};
     return consumer_request(n, JR__REQ_CONSUMER_ADD, JR__META_CONSUMER_UPDATE, stream, cfg, NULL, c,
                             arg);
+}
+
+int jr_consumer_pause(jr_node *n, const char *stream, const char *name, uint64_t pause_until_ns,
+                      jr_stream_cb cb, void *arg)
+{
+    if (!name) return JR_EINVAL;
+    jr_consumer_config cfg;
+    jr_consumer_config_init(&cfg);
+    cfg.name = cfg.durable_name = name;
+    cfg.pause_until_ns = pause_until_ns;
+    jr__cerr err;
+    if (jr__consumer_config_validate(&cfg, NULL, &err) != 0)
+        return n ? jr__node_err(n, JR_EINVAL, "%s", err.msg) : JR_EINVAL;
+    jr__req_cb c = {.admin = cb};
+    return consumer_request(n, JR__REQ_CONSUMER_PAUSE, JR__META_CONSUMER_PAUSE, stream, &cfg, name,
+                            c, arg);
 }
 
 int jr_consumer_delete(jr_node *n, const char *stream, const char *name, jr_stream_cb cb, void *arg)
@@ -220,8 +242,9 @@ void jr_fetch_opts_init_size(jr_fetch_opts *o, size_t size)
     jr__abi_init(o, size, &d, sizeof d);
 }
 
-int jr_consumer_fetch(jr_node *n, const char *stream, const char *consumer,
-                      const jr_fetch_opts *opts_in, jr_fetch_cb cb, void *arg)
+/* Starts a fetch (flags: JR__FETCH_*). */
+static int fetch_start(jr_node *n, const char *stream, const char *consumer,
+                       const jr_fetch_opts *opts_in, uint8_t flags, jr_fetch_cb cb, void *arg)
 {
     int rc = entry(n, cb && stream && consumer);
     if (rc) return rc;
@@ -233,6 +256,7 @@ int jr_consumer_fetch(jr_node *n, const char *stream, const char *consumer,
         return jr__node_err(n, JR_EINVAL,
                             "fetch: batch, max_bytes and expires_ns must not be "
                             "negative");
+    if (o.no_wait) flags |= JR__FETCH_NO_WAIT;
     jr__node_enter(n);
     jr__js *js = jr__js_of(n);
     uint64_t expires = o.expires_ns ? (uint64_t)o.expires_ns : js->timeout_ns;
@@ -244,11 +268,133 @@ int jr_consumer_fetch(jr_node *n, const char *stream, const char *consumer,
         jr__buf_varint(&r->payload, (uint64_t)o.batch);
         jr__buf_varint(&r->payload, (uint64_t)o.max_bytes);
         jr__buf_varint(&r->payload, expires);
-        jr__buf_u8(&r->payload, o.no_wait ? 1 : 0);
+        jr__buf_u8(&r->payload, flags);
         send_or_fail(r);
     }
     jr__node_leave(n);
     return rc;
+}
+
+int jr_consumer_fetch(jr_node *n, const char *stream, const char *consumer,
+                      const jr_fetch_opts *opts, jr_fetch_cb cb, void *arg)
+{
+    return fetch_start(n, stream, consumer, opts, 0, cb, arg);
+}
+
+/* Push subscriptions --------------------------------------------------------------------------
+ * A subscription keeps one fetch with JR__FETCH_PUSH outstanding at the consumer's leader,
+ * which answers it as soon as it holds messages (or at the idle heartbeat); each answer's
+ * messages go to the callback and the next fetch starts at once. It is freed once closed and
+ * its fetch came back. */
+struct jr_subscription {
+    jr_node *n;
+    const jr_allocator *alloc;
+    jr_push_cb cb;
+    void *arg;
+    int64_t batch, heartbeat_ns;
+    uint8_t closed; /* the user closed it: no callback any more */
+    uint8_t busy;   /* its fetch is outstanding */
+    uint8_t got;    /* the current fetch handed out a message */
+    char stream[JR_STREAM_NAME_MAX + 1];
+    char consumer[JR_CONSUMER_NAME_MAX + 1];
+};
+
+static void sub_fetch(jr_subscription *s);
+
+static void sub_end(jr_subscription *s, int status)
+{
+    if (!s->closed) s->cb(s->arg, status, NULL);
+    jr__free(s->alloc, s);
+}
+
+static void sub_on_fetch(void *arg, int status, const char *msg, const jr_consumer_msg *m,
+                         const jr_fetch_end *end)
+{
+    jr_subscription *s = arg;
+    (void)msg;
+    if (m) {
+        s->got = 1;
+        if (!s->closed) s->cb(s->arg, 0, m);
+        return;
+    }
+    s->busy = 0;
+    if (s->closed) {
+        sub_end(s, 0);
+        return;
+    }
+    if (status != 0) {
+        sub_end(s, status);
+        return;
+    }
+    if (end->code == 409 && strcmp(end->text, "Consumer Deleted") == 0) {
+        sub_end(s, JR_ENOTFOUND);
+        return;
+    }
+    if (end->code == 409 && strcmp(end->text, "Consumer is pull based") == 0) {
+        sub_end(s, JR_EINVAL);
+        return;
+    }
+    if (end->code == 408 && !s->got && s->heartbeat_ns) s->cb(s->arg, 0, NULL); /* idle */
+    sub_fetch(s);
+}
+
+/* Starts s's next fetch: 0, or the error of jr_consumer_fetch. */
+static int sub_start(jr_subscription *s)
+{
+    jr_fetch_opts o;
+    jr_fetch_opts_init(&o);
+    o.batch = s->batch;
+    o.expires_ns = s->heartbeat_ns ? s->heartbeat_ns : 5 * 1000000000ll;
+    s->got = 0;
+    int rc = fetch_start(s->n, s->stream, s->consumer, &o, JR__FETCH_PUSH, sub_on_fetch, s);
+    if (rc == 0) s->busy = 1;
+    return rc;
+}
+
+static void sub_fetch(jr_subscription *s)
+{
+    int rc = sub_start(s);
+    if (rc != 0) sub_end(s, rc);
+}
+
+int jr_consumer_subscribe(jr_node *n, const char *stream, const char *consumer, jr_push_cb cb,
+                          void *arg, jr_subscription **out)
+{
+    int rc = entry(n, stream && consumer && cb && out);
+    if (rc) return rc;
+    if (strlen(stream) > JR_STREAM_NAME_MAX || strlen(consumer) > JR_CONSUMER_NAME_MAX)
+        return jr__node_err(n, JR_EINVAL, "subscribe: stream or consumer name too long");
+    jr__js *js = jr__js_of(n);
+    jr_subscription *s = jr__calloc(js->alloc, 1, sizeof *s);
+    if (!s) return jr__node_err(n, JR_ENOMEM, "out of memory");
+    s->n = n;
+    s->alloc = js->alloc;
+    s->cb = cb;
+    s->arg = arg;
+    snprintf(s->stream, sizeof s->stream, "%s", stream);
+    snprintf(s->consumer, sizeof s->consumer, "%s", consumer);
+    s->batch = 256;
+    const jr__meta_stream *ms = jr__meta_stream_find(&js->st, stream);
+    const jr__meta_consumer *mc = ms ? jr__meta_consumer_find(ms, consumer) : NULL;
+    if (mc) {
+        const jr_consumer_config *c = &mc->cfg->c;
+        if (c->max_ack_pending > 0 && c->max_ack_pending < s->batch) s->batch = c->max_ack_pending;
+        s->heartbeat_ns = c->idle_heartbeat_ns;
+    }
+    rc = sub_start(s);
+    if (rc != 0) {
+        jr__free(js->alloc, s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void jr_subscription_close(jr_subscription *s)
+{
+    if (!s || s->closed) return;
+    s->closed = 1;
+    if (!s->busy) sub_end(s, 0);
 }
 
 /* Reads a decimal u64 token of s ending at '.' or at end; advances *s past the dot. */
@@ -332,6 +478,33 @@ int jr_consumer_ack(jr_node *n, const char *token, int kind, int64_t delay_ns, c
     }
     jr__node_leave(n);
     return rc;
+}
+
+int jr_consumer_reset(jr_node *n, const char *stream, const char *name, uint64_t seq,
+                      jr_stream_cb cb, void *arg)
+{
+    int rc = entry(n, stream && name && cb);
+    if (rc) return rc;
+    jr__node_enter(n);
+    jr__req_cb c = {.admin = cb};
+    jr__req *r =
+        consumer_call(n, JR__REQ_CONSUMER_RESET, JR__CSUB_RESET, stream, name, 0, c, arg, &rc);
+    if (r) {
+        jr__buf_varint(&r->payload, seq);
+        send_or_fail(r);
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
+int jr_consumer_advisories(jr_node *n, jr_advisory_cb cb, void *arg)
+{
+    int rc = entry(n, 1);
+    if (rc) return rc;
+    jr__js *js = jr__js_of(n);
+    js->adv_cb = cb;
+    js->adv_arg = arg;
+    return 0;
 }
 
 /* Delivery -----------------------------------------------------------------------------------*/
@@ -440,7 +613,7 @@ void jr__consumer_deliver(jr__req *r)
     case JR__REQ_FETCH:
         deliver_fetch(r);
         return;
-    default: /* JR__REQ_ACK */
+    default: /* JR__REQ_ACK, JR__REQ_CONSUMER_RESET */
         if (r->cb.admin) r->cb.admin(r->arg, r->status, msg);
         return;
     }

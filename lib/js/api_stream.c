@@ -332,7 +332,8 @@ static int meta_write(const jr__req *r)
 {
     return r->what == JR__REQ_ADD || r->what == JR__REQ_UPDATE || r->what == JR__REQ_DELETE ||
            r->what == JR__REQ_SERVER_INFO || r->what == JR__REQ_CONVERGED ||
-           r->what == JR__REQ_CONSUMER_ADD || r->what == JR__REQ_CONSUMER_DELETE;
+           r->what == JR__REQ_CONSUMER_ADD || r->what == JR__REQ_CONSUMER_DELETE ||
+           r->what == JR__REQ_CONSUMER_PAUSE || r->what == JR__REQ_CONSUMER_EXPIRE;
 }
 
 void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
@@ -536,6 +537,7 @@ void jr__req_deliver(jr__req *r)
     case JR__REQ_MSG_DELETE:
     case JR__REQ_STEPDOWN:
     case JR__REQ_CONSUMER_DELETE:
+    case JR__REQ_CONSUMER_PAUSE:
         r->cb.admin(r->arg, st, msg);
         return;
     case JR__REQ_CONSUMER_ADD:
@@ -596,6 +598,7 @@ void jr__req_deliver(jr__req *r)
     case JR__REQ_CONSUMER_INFO:
     case JR__REQ_FETCH:
     case JR__REQ_ACK:
+    case JR__REQ_CONSUMER_RESET:
         jr__consumer_deliver(r);
         return;
     case JR__REQ_STREAM_NAMES:

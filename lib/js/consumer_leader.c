@@ -16,8 +16,9 @@
  * Pull requests end as JetStream's do (jr_fetch_end): batch filled (0), 404 No Messages
  * (no_wait), 408 Request Timeout, 409 for limits, leadership change or deletion; the answer
  * carries every message handed to the request (as nats.c's fetch returns them: together, when
- * the batch is full or the request ends). An end is answered only once no delivery of the
- * request is in flight, so a 408 never overtakes a delivery.
+ * the batch is full or the request ends); a push subscription's request is answered as soon as
+ * it holds messages and no more are to be had at once. An end is answered only once no
+ * delivery of the request is in flight, so a 408 never overtakes a delivery.
  *
  * Invariants (while leading): lead->inflight counts new deliveries proposed and not applied;
  * every pull's inflight counts its deliveries proposed and not applied, and a pull with
@@ -224,6 +225,7 @@ void jr__clead_role_changed(jr__crep *r)
             return;
         }
         r->lead->term = term;
+        r->lead->active_at = jr__node_now(js->n);
         jr__map_init(&r->lead->redeliv, js->alloc);
     }
     if (r->lead) jr__clead_dirty(r);
@@ -346,6 +348,29 @@ static void step(jr__crep *r)
     }
     if (r->failed || !check_ready(r)) return;
     const jr_consumer_config *cfg = &r->as->cfg->c;
+    if (l->phead) l->active_at = now; /* a client waits */
+    uint64_t idle_due = UINT64_MAX;
+    if (cfg->inactive_threshold_ns > 0 && !l->expiring) {
+        idle_due = jr__deadline(l->active_at, (uint64_t)cfg->inactive_threshold_ns);
+        if (now >= idle_due) {
+            /* nobody pulled or acked for inactive_threshold: the consumer goes (JetStream's
+             * ephemeral clean-up; a durable with a threshold too) */
+            l->expiring = 1;
+            jr__node_log(js->n, JR_LOG_INFO,
+                         "consumer '%s > %s': inactive for %" PRId64 " ns, deleting it", r->stream,
+                         r->name, cfg->inactive_threshold_ns);
+            jr__mnode_expire_consumer(js, r->stream, r->name);
+            idle_due = UINT64_MAX;
+        }
+    }
+    if (l->resetting) return;         /* the RESET's apply starts leading afresh */
+    if (cfg->pause_until_ns > wall) { /* paused: nothing is handed out until then */
+        uint64_t at = jr__deadline(now, cfg->pause_until_ns - wall);
+        for (jr__pull *p = l->phead; p; p = p->next)
+            if (!p->ended && p->expires_at < at) at = p->expires_at;
+        jr__js_timer_arm(js, &r->timer, at);
+        return;
+    }
     jr__store *s = stream_store(r);
     uint64_t scan = 0; /* expired deliveries at or below it were taken care of in this step */
     for (;;) {
@@ -421,9 +446,11 @@ static void step(jr__crep *r)
             pull_end(r, p, CODE_DONE, "");
         else if (p->no_wait)
             pull_end(r, p, 404, "No Messages");
+        else if (p->eager && p->got)
+            pull_end(r, p, CODE_DONE, ""); /* a push subscription: handed out as they come */
     }
-    /* Next duty: a pull's expiry, a redelivery deadline. */
-    uint64_t next = UINT64_MAX;
+    /* Next duty: a pull's expiry, a redelivery deadline, the inactivity threshold. */
+    uint64_t next = idle_due;
     for (jr__pull *p = l->phead; p; p = p->next)
         if (!p->ended && p->expires_at < next) next = p->expires_at;
     uint64_t due = jr__cstate_next_deadline(&r->st);
@@ -547,6 +574,19 @@ void jr__clead_applied(jr__crep *r, const jr__crec *rec, const jr__capply *out, 
     if (!l || !p || i >= p->n) return;
     jr__cwait *w = &p->w[i];
     wait_settled(l, w);
+    if (out->max_delivered)
+        jr__clead_advise(r, JR_ADVISORY_MAX_DELIVERIES, rec->sseq, out->dseq, out->dc);
+    else if (out->terminated)
+        jr__clead_advise(r, JR_ADVISORY_TERMINATED, rec->sseq, out->dseq, out->dc);
+    else if (rec->type == JR__COP_NAK && out->applied)
+        jr__clead_advise(r, JR_ADVISORY_NAKED, rec->sseq, out->dseq, out->dc);
+    if (rec->type == JR__COP_RESET) {
+        /* lead afresh from the reset state: cursor and consumer seq (check_ready) */
+        l->resetting = 0;
+        l->ready = 0;
+        jr__map_free(&l->redeliv);
+        jr__map_init(&l->redeliv, r->js->alloc);
+    }
     if (w->pull) {
         jr__pull *pl = w->pull;
         pl->inflight--;
@@ -586,6 +626,69 @@ void jr__clead_entry_end(jr__crep *r)
     if (r->lead) jr__clead_dirty(r);
 }
 
+/* Advisories -----------------------------------------------------------------------------------*/
+
+struct jr__adv {
+    struct jr__adv *next;
+    jr_consumer_advisory a;
+    char names[JR_STREAM_NAME_MAX + JR_CONSUMER_NAME_MAX + 2];
+};
+
+static void adv_effect(jr_node *n, uint64_t arg)
+{
+    jr__js *js = jr__js_of(n);
+    (void)arg;
+    if (!js) return;
+    while (js->adv_head) {
+        struct jr__adv *v = js->adv_head;
+        js->adv_head = v->next;
+        if (!js->adv_head) js->adv_tail = NULL;
+        if (js->adv_cb) js->adv_cb(js->adv_arg, &v->a);
+        jr__free(js->alloc, v);
+    }
+}
+
+void jr__clead_advise(jr__crep *r, int kind, uint64_t sseq, uint64_t dseq, uint32_t dc)
+{
+    jr__js *js = r->js;
+    if (!js->adv_cb) return;
+    struct jr__adv *v = jr__calloc(js->alloc, 1, sizeof *v);
+    if (!v) {
+        jr__node_log(js->n, JR_LOG_WARN, "consumer '%s > %s': advisory for %" PRIu64 " lost: %s",
+                     r->stream, r->name, sseq, jr_strerror(JR_ENOMEM));
+        return;
+    }
+    size_t sl = strlen(r->stream);
+    memcpy(v->names, r->stream, sl + 1);
+    memcpy(v->names + sl + 1, r->name, strlen(r->name) + 1);
+    v->a.size = sizeof v->a;
+    v->a.kind = kind;
+    v->a.stream = v->names;
+    v->a.consumer = v->names + sl + 1;
+    v->a.stream_seq = sseq;
+    v->a.consumer_seq = dseq;
+    v->a.deliveries = dc;
+    if (!js->adv_head && jr__node_defer(js->n, adv_effect, 0) != 0) {
+        jr__free(js->alloc, v);
+        return;
+    }
+    if (js->adv_tail)
+        js->adv_tail->next = v;
+    else
+        js->adv_head = v;
+    js->adv_tail = v;
+}
+
+void jr__clead_advisories_free(jr__js *js)
+{
+    while (js->adv_head) {
+        struct jr__adv *v = js->adv_head;
+        js->adv_head = v->next;
+        jr__free(js->alloc, v);
+    }
+    js->adv_tail = NULL;
+}
+
 /* Requests -----------------------------------------------------------------------------------*/
 
 static void not_leader(jr__js *js, const jr__route *rt, uint64_t group)
@@ -615,15 +718,22 @@ static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
     int64_t batch = (int64_t)jr__rd_varint(rd);
     int64_t max_bytes = (int64_t)jr__rd_varint(rd);
     int64_t expires = (int64_t)jr__rd_varint(rd);
-    uint8_t no_wait = jr__rd_u8(rd);
-    if (rd->err || jr__rd_left(rd) || batch <= 0 || max_bytes < 0 || expires < 0) {
+    uint8_t flags = jr__rd_u8(rd);
+    uint8_t no_wait = flags & JR__FETCH_NO_WAIT;
+    if (rd->err || jr__rd_left(rd) || batch <= 0 || max_bytes < 0 || expires < 0 ||
+        (flags & ~(JR__FETCH_NO_WAIT | JR__FETCH_PUSH))) {
         static const char why[] = "malformed fetch request";
         jr__route_reply(js, rt, JR_EINVAL, why, sizeof why - 1);
         return;
     }
     const jr_consumer_config *cfg = &r->as->cfg->c;
     char text[96];
-    if (cfg->deliver_subject) {
+    if (!!cfg->deliver_subject != !!(flags & JR__FETCH_PUSH)) {
+        if (!cfg->deliver_subject) {
+            fetch_refuse(js, rt, 409, "Consumer is pull based", (uint64_t)batch,
+                         (uint64_t)max_bytes);
+            return;
+        }
         fetch_refuse(js, rt, 409, "Consumer is push based", (uint64_t)batch, (uint64_t)max_bytes);
         return;
     }
@@ -643,6 +753,7 @@ static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
         return;
     }
     jr__clead *l = r->lead;
+    l->active_at = jr__node_now(n);
     if (cfg->max_waiting > 0 && l->nwaiting >= (size_t)cfg->max_waiting) {
         fetch_refuse(js, rt, 409, "Exceeded MaxWaiting", (uint64_t)batch, (uint64_t)max_bytes);
         return;
@@ -657,6 +768,7 @@ static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
     p->max_bytes = max_bytes;
     p->expires_at = expires ? jr__deadline(jr__node_now(n), (uint64_t)expires) : UINT64_MAX;
     p->no_wait = no_wait != 0;
+    p->eager = (flags & JR__FETCH_PUSH) != 0;
     jr__buf_init(&p->buf, js->alloc);
     p->prev = l->ptail;
     if (l->ptail)
@@ -680,6 +792,7 @@ static void exec_ack(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
         return;
     }
     const jr_consumer_config *cfg = &r->as->cfg->c;
+    r->lead->active_at = jr__node_now(js->n);
     uint64_t pd = 0, ts = 0;
     uint32_t dc = 0;
     int pending = jr__cstate_pending_get(&r->st, sseq, &pd, &dc, &ts) == 0;
@@ -721,6 +834,47 @@ static void exec_ack(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
         return;
     }
     if (!confirm) jr__route_reply(js, rt, 0, NULL, 0);
+}
+
+static void exec_reset(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
+{
+    uint64_t seq = jr__rd_varint(rd);
+    if (rd->err || jr__rd_left(rd)) {
+        static const char why[] = "malformed reset";
+        jr__route_reply(js, rt, JR_EINVAL, why, sizeof why - 1);
+        return;
+    }
+    const jr_consumer_config *cfg = &r->as->cfg->c;
+    jr__cseqs floor;
+    jr__cstate_ack_floor(&r->st, &floor);
+    if (seq == 0) seq = floor.stream_seq + 1;
+    const char *why = NULL;
+    if (cfg->deliver_policy == JR_DELIVER_BY_START_SEQ && seq < cfg->opt_start_seq) {
+        why = "invalid reset: below start seq";
+    } else if (cfg->deliver_policy == JR_DELIVER_BY_START_TIME) {
+        jr__store *s = stream_store(r);
+        jr__store_msg m;
+        if (s && jr__store_get(s, seq, &m) == 0 && (uint64_t)m.ts < cfg->opt_start_time_ns)
+            why = "invalid reset: below start time";
+    } else if (cfg->deliver_policy != JR_DELIVER_ALL &&
+               cfg->deliver_policy != JR_DELIVER_BY_START_SEQ) {
+        why = "invalid reset: not allowed";
+    }
+    if (why) {
+        jr__route_reply(js, rt, JR_EINVAL, why, strlen(why));
+        return;
+    }
+    jr__crec rec = {JR__COP_RESET, 0, seq, 0, 0, 0};
+    jr__cwait w;
+    memset(&w, 0, sizeof w);
+    w.route = *rt;
+    w.confirm = 1;
+    int rc = stage(r, &rec, &w);
+    if (rc != 0) {
+        jr__route_reply(js, rt, rc, NULL, 0);
+        return;
+    }
+    r->lead->resetting = 1;
 }
 
 static void exec_info(jr__js *js, jr__crep *r, const jr__route *rt)
@@ -773,7 +927,7 @@ void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
     jr__rd_init(&rd, p, len);
     uint8_t sub = jr__rd_u8(&rd);
     uint64_t group = jr__rd_varint(&rd);
-    if (rd.err || sub < JR__CSUB_INFO || sub > JR__CSUB_ACK) {
+    if (rd.err || sub < JR__CSUB_INFO || sub > JR__CSUB_RESET) {
         static const char why[] = "malformed consumer request";
         jr__route_reply(js, rt, JR_EINVAL, why, sizeof why - 1);
         return;
@@ -789,6 +943,9 @@ void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
         break;
     case JR__CSUB_FETCH:
         exec_fetch(js, r, rt, &rd);
+        break;
+    case JR__CSUB_RESET:
+        exec_reset(js, r, rt, &rd);
         break;
     default:
         exec_ack(js, r, rt, &rd);

@@ -100,8 +100,9 @@ static void crep_apply(void *ctx, uint64_t index, const void *data, size_t len)
     jr__clead_entry_start(r, index, term);
     jr__cop_iter it;
     int rc = jr__cop_iter_init(&it, data, len);
+    if (rc == 0) rc = jr__cstate_reserve_entry(&r->st, &it); /* the entry applies whole */
     if (rc != 0) {
-        fail(r, rc, "entry does not decode", index);
+        fail(r, rc, rc == JR_ENOMEM ? "no memory for entry" : "entry does not decode", index);
         jr__clead_entry_end(r);
         return;
     }
@@ -113,6 +114,8 @@ static void crep_apply(void *ctx, uint64_t index, const void *data, size_t len)
         jr__capply out;
         rc = jr__cstate_apply(&r->st, &rec, &out);
         if (rc != 0) break;
+        if (out.acked_from)
+            jr__retention_acked(r->js, r->stream_group, out.acked_from, out.acked_to);
         jr__clead_applied(r, &rec, &out, i);
     }
     if (rc != 0) fail(r, rc, "cannot apply entry", index);
@@ -248,6 +251,7 @@ void jr__crep_update(jr__crep *r, const jr__meta_consumer *c)
     jr__cpolicy pol;
     policy_of(&r->as->cfg->c, &pol);
     if (jr__cstate_set_policy(&r->st, &pol) != 0) fail(r, JR_ENOMEM, "cannot take its config", 0);
+    if (r->lead) jr__clead_dirty(r); /* limits, filters or its pause may have changed */
 }
 
 void jr__crep_leave(jr__crep *r, int purge)

@@ -213,7 +213,8 @@ static int changes_state(uint8_t kind, const uint8_t *p, size_t len)
         return len > 0 &&
                (p[0] == JR__ADM_PURGE || p[0] == JR__ADM_MSG_DELETE || p[0] == JR__ADM_STEPDOWN);
     case JR__RPC_CONSUMER:
-        return len > 0 && (p[0] == JR__CSUB_FETCH || p[0] == JR__CSUB_ACK);
+        return len > 0 &&
+               (p[0] == JR__CSUB_FETCH || p[0] == JR__CSUB_ACK || p[0] == JR__CSUB_RESET);
     default:
         return 0;
     }
@@ -465,6 +466,7 @@ void jr__js_close(jr__js *js, int flush)
     jr__srep_close_all(js, flush);
     jr__mnode_close(js);
     jr__node_drain(n); /* every callback queued above runs before the memory goes */
+    jr__clead_advisories_free(js);
     jr__meta_state_free(&js->st);
     jr__node_set_upper(n, NULL, NULL);
     js_free(js);

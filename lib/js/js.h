@@ -98,6 +98,9 @@ enum jr__req_op {
     JR__REQ_CONVERGED,    /* internal: a stream leader reports a peer change done (no callback) */
     JR__REQ_CONSUMER_ADD, /* consumer create/update (a meta request) */
     JR__REQ_CONSUMER_DELETE, /* consumer delete (a meta request) */
+    JR__REQ_CONSUMER_PAUSE,  /* consumer pause or resume (a meta request) */
+    JR__REQ_CONSUMER_EXPIRE, /* internal: an inactive consumer's leader deletes it (no callback) */
+    JR__REQ_CONSUMER_RESET,  /* a reset at the consumer's leader */
     JR__REQ_CONSUMER_INFO,   /* consumer info at the consumer's leader */
     JR__REQ_FETCH,           /* a pull request at the consumer's leader */
     JR__REQ_ACK,             /* an acknowledgement at the consumer's leader (cb.admin may be
@@ -126,9 +129,15 @@ enum jr__admin_sub {
 enum jr__consumer_sub {
     JR__CSUB_INFO = 1,  /* consumer info */
     JR__CSUB_FETCH = 2, /* a pull request: varint batch | varint max_bytes | varint expires_ns |
-                           u8 no_wait */
+                           u8 flags (JR__FETCH_*) */
     JR__CSUB_ACK = 3,   /* u8 kind | u8 confirm | varint sseq | varint dseq | varint delay_ns */
+    JR__CSUB_RESET = 4, /* varint seq (0: the ack floor's + 1) */
 };
+
+/* Flags of a fetch. A push consumer's subscription (api_consumer.c) pulls with JR__FETCH_PUSH:
+ * a push consumer takes only those, a pull consumer never. */
+#define JR__FETCH_NO_WAIT 1
+#define JR__FETCH_PUSH 2
 
 /* Where the result of a request executed at a leader goes: back over RPC to `to` (the
  * requester's rpc id), or to a request of this very node. */
@@ -255,6 +264,7 @@ typedef struct jr__pull {
     int64_t max_bytes;   /* bytes still allowed (0: no cap) */
     uint64_t expires_at; /* when it ends (408) */
     uint8_t no_wait;
+    uint8_t eager;  /* a push subscription's: answered once it holds what is to be had */
     uint8_t ended;  /* its end is decided; answered once nothing is in flight */
     uint8_t listed; /* on the FIFO */
     int end_code;
@@ -289,6 +299,9 @@ typedef struct jr__clead {
     uint64_t cursor;    /* next stream seq to look at for new deliveries */
     uint64_t next_dseq; /* consumer seq of the next delivery */
     uint64_t inflight;  /* new deliveries proposed, not applied (count toward max ack pending) */
+    uint64_t active_at; /* the last sign of a client (a pull waiting or arriving, an ack) */
+    uint8_t expiring;   /* inactive past its threshold: its deletion was asked for */
+    uint8_t resetting;  /* a RESET is staged or proposed: nothing is delivered until it applies */
     jr__map redeliv;    /* stream seqs of expired messages whose redelivery (or MAXDELIV, TERM)
                            is staged or proposed, not applied: not chosen again meanwhile */
     jr__pull *phead, *ptail;
@@ -337,13 +350,16 @@ struct jr__srep {
     uint64_t updated; /* assignment version converged to */
     jr_group *g;
     jr__stream_fsm *fsm;
-    jr__meta_asgn *as;  /* the assignment's config and peers converged to (a reference to the
-                           meta state's version, meta_state.h; never NULL once created) */
-    jr__jtimer timer;   /* leader duties, catch-up retries */
-    jr__sclock clock;   /* leader: stream time of the ops it stamps (stream/clock.h) */
-    uint64_t next_tick; /* leader: when to propose the next TICK (max_age streams) */
-    uint64_t synced;    /* applied index at the last store sync (mark) */
-    uint64_t next_sync; /* when the timer syncs the store next */
+    jr__meta_asgn *as;   /* the assignment's config and peers converged to (a reference to the
+                            meta state's version, meta_state.h; never NULL once created) */
+    jr__jtimer timer;    /* leader duties, catch-up retries */
+    uint8_t led;         /* its timer saw it lead (a retention sweep starts when it begins) */
+    uint64_t sweep_next; /* leader of an interest or work-queue stream: the seq its retention
+                            sweep goes on from (0: none due) */
+    jr__sclock clock;    /* leader: stream time of the ops it stamps (stream/clock.h) */
+    uint64_t next_tick;  /* leader: when to propose the next TICK (max_age streams) */
+    uint64_t synced;     /* applied index at the last store sync (mark) */
+    uint64_t next_sync;  /* when the timer syncs the store next */
     /* leader: ops staged for the next flush, as BATCH body items, and their waiters */
     jr__buf stage;
     uint32_t nstage;
@@ -398,7 +414,10 @@ struct jr__js {
     jr__map creps; /* group id -> jr__crep */
     jr__crep *crep_list;
     jr__map cons_by_stream; /* stream group id -> first jr__crep of it (linked by sib) */
-    jr__crep *cdirty;       /* consumer leaders with work for the next flush */
+    jr_advisory_cb adv_cb;  /* jr_consumer_advisories */
+    void *adv_arg;
+    struct jr__adv *adv_head, *adv_tail; /* advisories waiting for the effect that reports them */
+    jr__crep *cdirty;                    /* consumer leaders with work for the next flush */
     jr__waiter *free_waiters;
     /* js.c */
     jr__req *reqs; /* outstanding requests (doubly linked) */
@@ -511,6 +530,9 @@ void jr__mnode_converge_one(jr__js *js, uint64_t group);
  * say), so nothing is released for a peer removal until then (a stream deletion is final and
  * is released at once). */
 int jr__mnode_replayed(jr__js *js);
+/* Asks the meta leader to delete consumer `name` of `stream` (its leader found it inactive past
+ * its inactive_threshold), as an internal request. */
+void jr__mnode_expire_consumer(jr__js *js, const char *stream, const char *name);
 /* Sends STREAM_CONVERGED for s (its group's committed configuration is s's peer set, every
  * peer a voter) to the meta leader, as an internal request retried until its deadline. */
 void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s, const jr__join_floor *f);
@@ -550,6 +572,8 @@ int jr__srep_is_leader(const jr__srep *r);
  * time, stream/clock.h) with its waiter for the next flush. 0, JR_ENOMEM, JR_EMSGSIZE. */
 int jr__srep_stage(jr__srep *r, const uint8_t *entry, size_t len, const jr__route *rt,
                    uint8_t what);
+/* Stages an internal op (nobody waits for its result). 0, JR_ENOMEM, JR_EMSGSIZE. */
+int jr__srep_stage_internal(jr__srep *r, const jr__stream_op *op);
 /* Answers every staged waiter with status (not proposed: the requester may retry). */
 void jr__srep_fail_staged(jr__srep *r, int status);
 /* Proposes the staged ops of every dirty replica. */
@@ -616,8 +640,29 @@ void jr__clead_flush_all(jr__js *js);
 void jr__clead_stream_changed(jr__js *js, uint64_t stream_group);
 /* r's timer. */
 void jr__clead_timer(jr__js *js, jr__jtimer *t);
+/* Queues an advisory of r (reported from an effect, after the flush). */
+void jr__clead_advise(jr__crep *r, int kind, uint64_t sseq, uint64_t dseq, uint32_t dc);
+/* Frees advisories not reported yet (close). */
+void jr__clead_advisories_free(jr__js *js);
 /* Executes a consumer request (JR__RPC_CONSUMER) that arrived at this server. */
 void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len);
+
+/* retention.c -------------------------------------------------------------------------------*/
+
+/* 1 if interest stream s has no consumer whose filters match subject (a publish to it is
+ * logged NO_INTEREST: acknowledged, not stored). */
+int jr__retention_no_interest(jr__js *js, const jr__meta_stream *s, const char *subject,
+                              size_t len);
+/* A replica of a consumer of stream `stream_group` applied acknowledgements of [from, to]: if
+ * this server leads that interest or work-queue stream, the messages of the range no consumer
+ * needs any more are removed through its log (REMOVE ops). */
+void jr__retention_acked(jr__js *js, uint64_t stream_group, uint64_t from, uint64_t to);
+/* The leader's sweep of r's stream from seq `from`: checks up to max live messages, stages the
+ * removal of those no consumer needs; returns the seq to go on from, 0 when done. */
+uint64_t jr__retention_sweep(jr__srep *r, uint64_t from, size_t max);
+/* Something changed which consumers need what (a consumer deleted or its filter updated): the
+ * leader of stream `stream_group`, if it is this server, sweeps it again. */
+void jr__retention_recheck(jr__js *js, uint64_t stream_group);
 
 /* stream_peers.c ----------------------------------------------------------------------------*/
 

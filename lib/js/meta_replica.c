@@ -188,7 +188,7 @@ int jr__mnode_online(jr__js *js, const char *name, uint64_t *seen_ns)
             for (uint32_t i = 0; i < c->n; i++) {
                 jr__progress pr;
                 if (c->m[i].id == jr__peer_get_id(p) && jr__raft_progress(r, i, &pr) == 0)
-                    last = pr.last_contact > last ? pr.last_contact : last;
+                    last = pr.heard > last ? pr.heard : last; /* received, not assumed */
             }
         }
         if (last) seen = jr__node_now(n) > last ? jr__node_now(n) - last : 0;
@@ -447,7 +447,12 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
             char gen[16];
             const char *peers[JR_MAX_REPLICAS];
             size_t np = 0;
-            place_consumer(js, &cfg, op.stream, gen, peers, &np);
+            const jr__meta_stream *ms = jr__meta_stream_find(&js->st, op.stream);
+            const jr__meta_consumer *mc = ms ? jr__meta_consumer_find(ms, cfg.name) : NULL;
+            if (op.action == JR__META_CONSUMER_PAUSE && mc) /* checked: it exists */
+                for (size_t k = 0; k < mc->npeers; k++) peers[np++] = mc->peers[k];
+            else
+                place_consumer(js, &cfg, op.stream, gen, peers, &np);
             op.consumer_config = &cfg;
             op.created_ns = jr__js_wall(js);
             if (op.created_ns == 0) op.created_ns = 1;
@@ -626,9 +631,10 @@ void jr__mnode_timer(jr__req *r)
         if (r->state != 1) jr__mnode_send(r);
         return;
     }
-    const char *what = r->what == JR__REQ_SERVER_INFO ? "server info"
-                       : r->what == JR__REQ_CONVERGED ? "peer change report"
-                                                      : "request";
+    const char *what = r->what == JR__REQ_SERVER_INFO       ? "server info"
+                       : r->what == JR__REQ_CONSUMER_EXPIRE ? "inactive consumer's deletion"
+                       : r->what == JR__REQ_CONVERGED       ? "peer change report"
+                                                            : "request";
     int self;
     const char *leader = jr__mnode_leader(js, &self);
     if (r->state == 2)
@@ -687,6 +693,16 @@ void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s, const jr__
     send_internal(js, JR__REQ_CONVERGED, &op);
 }
 
+void jr__mnode_expire_consumer(jr__js *js, const char *stream, const char *name)
+{
+    jr__meta_op op;
+    memset(&op, 0, sizeof op);
+    op.type = JR__META_CONSUMER_DELETE;
+    op.stream = stream;
+    op.consumer = name;
+    send_internal(js, JR__REQ_CONSUMER_EXPIRE, &op);
+}
+
 static int facts_current(jr__js *js)
 {
     const jr__meta_server *s = jr__meta_server_find(&js->st, js->name);
@@ -735,10 +751,15 @@ static void converge_consumer(jr__js *js, const jr__meta_action *a, jr__crep *r)
 {
     switch (a->kind) {
     case JR__META_LEAVE:
-        if (r) jr__crep_leave(r, 1);
+        if (!r) break;
+        uint64_t sg = r->stream_group;
+        jr__crep_leave(r, 1);
+        jr__retention_recheck(js, sg); /* what only it needed can go */
         break;
     case JR__META_UPDATE:
-        if (r) jr__crep_update(r, a->consumer);
+        if (!r) break;
+        jr__crep_update(r, a->consumer);
+        jr__retention_recheck(js, r->stream_group); /* its filters may have changed */
         break;
     case JR__META_CREATE:
         if (r) break;

@@ -188,8 +188,8 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
         if (m[i].caught_up || jr_group_peer(r->g, i, &ps) != 0) continue;
         int wanted = 0;
         for (size_t k = 0; k < nw; k++) wanted |= want[k] == m[i].id;
-        /* heard from, by the group (a new leader's progress starts out optimistic) and by
-         * the node (frames of any kind) */
+        /* heard from, by the group (messages received: a new leader has not heard from a
+         * member until it answers or voted for it) and by the node (frames of any kind) */
         jr__peer *pp = jr__peer_find(n, m[i].id);
         m[i].alive = ps.last_seen_ns <= js->election_ns && pp && jr__peer_heard(pp) &&
                      jr__node_now(n) - jr__peer_heard(pp) <= js->election_ns;

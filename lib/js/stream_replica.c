@@ -49,6 +49,7 @@
 #define MIN_TICK_NS 100000000ull /* 100 ms */
 #define SYNC_ENTRIES 1024        /* store mark at least every this many entries ... */
 #define SYNC_NS 1000000000ull    /* ... and every second while entries are applied */
+#define SWEEP_CHUNK 4096         /* messages a retention sweep checks per timer visit */
 
 jr__srep *jr__srep_find(jr__js *js, uint64_t group)
 {
@@ -258,7 +259,7 @@ static int stage_raw(jr__srep *r, const uint8_t *entry, size_t len, const jr__ro
 }
 
 /* Stages an internal op (nobody waits for its result). */
-static int stage_internal(jr__srep *r, const jr__stream_op *op)
+int jr__srep_stage_internal(jr__srep *r, const jr__stream_op *op)
 {
     jr__buf out;
     jr__buf_init(&out, r->js->alloc);
@@ -281,7 +282,7 @@ static void stage_config(jr__srep *r)
         op.type = JR__OP_CONFIG;
         op.u.config.cfg = cb.data;
         op.u.config.len = cb.len;
-        rc = stage_internal(r, &op);
+        rc = jr__srep_stage_internal(r, &op);
     }
     if (!rc) r->cfg_pending = 1;
     jr__buf_free(&cb);
@@ -292,7 +293,7 @@ void jr__srep_stage_tick(jr__srep *r)
     jr__stream_op op;
     memset(&op, 0, sizeof op);
     op.type = JR__OP_TICK;
-    stage_internal(r, &op);
+    jr__srep_stage_internal(r, &op);
 }
 
 int jr__srep_stage_read(jr__srep *r, const jr__route *rt, uint8_t what, uint64_t seq,
@@ -557,6 +558,14 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
     if (!r->failed && jr__stream_fsm_applied(r->fsm) != r->synced && r->next_sync < next)
         next = r->next_sync;
     if (jr__srep_is_leader(r)) {
+        if (!r->led) {
+            r->led = 1; /* leads from now on: acks applied under another leader may be due */
+            if (r->as->cfg->c.retention != JR_RETAIN_LIMITS) r->sweep_next = 1;
+        }
+        if (r->sweep_next && !r->failed && !r->cu) {
+            r->sweep_next = jr__retention_sweep(r, r->sweep_next, SWEEP_CHUNK);
+            if (r->sweep_next) next = jr__node_now(n); /* more: at the next tick */
+        }
         const jr_stream_config *fc = jr__stream_fsm_config_get(r->fsm);
         int differs = !r->cfg_in_log || !jr__stream_config_equal(fc, &r->as->cfg->c);
         if (!r->cfg_pending && differs) stage_config(r);
@@ -581,6 +590,8 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
         const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);
         if (s && s->updated == r->updated && !r->cu) jr__srep_members_duty(r, s, &next);
     } else {
+        r->led = 0;
+        r->sweep_next = 0;
         jr__srep_memb_free(r);
         /* watch for leadership while a peer change is under way: a new leader resumes it */
         const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);

@@ -255,7 +255,23 @@ static void exec_op(jr__js *js, jr__srep *r, const jr__route *rt, const uint8_t 
             return;
         }
     }
+    jr__buf marked; /* its own buffer: staging may flush a batch through the scratch buffers */
+    jr__buf_init(&marked, js->alloc);
+    if (type == JR__OP_PUBLISH && r->as->cfg->c.retention == JR_RETAIN_INTEREST) {
+        /* an interest stream stores what some consumer's filters match: else NO_INTEREST */
+        jr__stream_op op;
+        const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);
+        if (s && jr__op_decode(p, len, &op) == 0 && op.type == JR__OP_PUBLISH &&
+            jr__retention_no_interest(js, s, op.u.pub.subject, op.u.pub.subject_len)) {
+            op.u.pub.opts.flags |= JR__PUB_NO_INTEREST;
+            if (jr__op_encode(&op, &marked) == 0) {
+                p = marked.data;
+                len = marked.len;
+            }
+        }
+    }
     int rc = jr__srep_stage(r, p, len, rt, what);
+    jr__buf_free(&marked);
     if (rc != 0) {
         const char *t = rc == JR_EMSGSIZE ? "message larger than the largest log entry" : "";
         jr__route_reply(js, rt, rc, t, strlen(t));

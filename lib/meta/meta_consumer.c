@@ -253,6 +253,20 @@ static int same_peers(const jr__meta_consumer *c, const jr__meta_op *op)
 
 enum { DECIDED = 1 };
 
+/* The config op gives consumer e (NULL: a new one): an update keeps e's pause (JetStream: only
+ * the pause calls change it, and a create sets it for a new consumer only); a PAUSE changes
+ * nothing but the pause. */
+static void effective(const jr__meta_op *op, const jr__meta_consumer *e, jr_consumer_config *out)
+{
+    if (op->action == JR__META_CONSUMER_PAUSE && e) {
+        *out = e->cfg->c;
+        out->pause_until_ns = op->consumer_config->pause_until_ns;
+        return;
+    }
+    *out = *op->consumer_config;
+    if (e) out->pause_until_ns = e->cfg->c.pause_until_ns;
+}
+
 int jr__meta_consumer_validate(const jr__meta_state *st, const jr__meta_op *op, int need_peers,
                                jr__meta_result *res, jr__meta_stream **stream,
                                jr__meta_consumer **existing)
@@ -275,23 +289,30 @@ int jr__meta_consumer_validate(const jr__meta_state *st, const jr__meta_op *op, 
         }
         return 0;
     }
-    const jr_consumer_config *c = op->consumer_config;
-    if (!c) {
+    if (!op->consumer_config) {
         refuse(res, JR_EINVAL, "config: missing");
         return DECIDED;
     }
-    copy_name(res->cname, sizeof res->cname, c->name);
-    if (need_peers && (!c->name || !*c->name)) {
+    const char *cname = op->consumer_config->name;
+    copy_name(res->cname, sizeof res->cname, cname);
+    if (need_peers && (!cname || !*cname)) {
         refuse(res, JR_EINVAL, "name: missing (the request was not placed)");
         return DECIDED;
     }
+    if (cname && *cname) *existing = (jr__meta_consumer *)jr__meta_consumer_find(s, cname);
+    if (op->action == JR__META_CONSUMER_PAUSE && !*existing) {
+        refuse(res, JR_ENOTFOUND, "consumer not found");
+        return DECIDED;
+    }
+    jr_consumer_config eff;
+    effective(op, *existing, &eff);
+    const jr_consumer_config *c = &eff;
     jr__cstream_facts facts = {s->cfg->c.retention, s->cfg->c.replicas, s->cfg->c.storage};
     jr__cerr err;
     if (jr__consumer_config_validate(c, &facts, &err)) {
         refuse(res, JR_EINVAL, "%s", err.msg);
         return DECIDED;
     }
-    if (c->name && *c->name) *existing = (jr__meta_consumer *)jr__meta_consumer_find(s, c->name);
     jr__meta_consumer *e = *existing;
     if (e) {
         if (jr__consumer_config_equal(&e->cfg->c, c) && (!op->npeers || same_peers(e, op))) {
@@ -362,13 +383,20 @@ int jr__meta_consumer_apply(jr__meta_state *st, uint64_t index, const jr__meta_o
                             jr__meta_stream *s, jr__meta_consumer *existing, jr__meta_result *res)
 {
     if (op->type == JR__META_CONSUMER_DELETE) return apply_delete(st, s, existing, res);
+    jr_consumer_config eff;
+    effective(op, existing, &eff);
     jr__consumer_cfg *cfg;
-    int rc = jr__consumer_cfg_new(op->consumer_config, st->alloc, &cfg, NULL);
+    int rc = jr__consumer_cfg_new(&eff, st->alloc, &cfg, NULL);
     if (rc) return rc; /* JR_ENOMEM: validate accepted the config */
     jr__meta_name peers[JR_MAX_REPLICAS];
-    names_of(op->peers, op->npeers, peers);
+    if (existing && op->action == JR__META_CONSUMER_PAUSE)
+        names_of(existing->peers, existing->npeers, peers); /* a pause keeps the placement */
+    else
+        names_of(op->peers, op->npeers, peers);
+    size_t npeers =
+        existing && op->action == JR__META_CONSUMER_PAUSE ? existing->npeers : op->npeers;
     if (existing) {
-        jr__meta_casgn *as = casgn_new(st->alloc, cfg, peers, op->npeers);
+        jr__meta_casgn *as = casgn_new(st->alloc, cfg, peers, npeers);
         if (!as) {
             jr__consumer_cfg_free(cfg);
             return JR_ENOMEM;
@@ -381,7 +409,7 @@ int jr__meta_consumer_apply(jr__meta_state *st, uint64_t index, const jr__meta_o
         res->changed = 1;
         return 0;
     }
-    jr__meta_consumer *c = jr__meta_consumer_new(st->alloc, cfg, peers, op->npeers);
+    jr__meta_consumer *c = jr__meta_consumer_new(st->alloc, cfg, peers, npeers);
     if (!c) {
         jr__consumer_cfg_free(cfg);
         return JR_ENOMEM;

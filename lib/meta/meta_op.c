@@ -156,7 +156,7 @@ static int check_op(const jr__meta_op *op, raw *r)
         return stream_name_ok(op->stream) ? 0 : JR_EINVAL;
     case JR__META_CONSUMER_ADD:
         if (!stream_name_ok(op->stream) || !op->consumer_config ||
-            op->action > JR__META_CONSUMER_UPDATE || op->npeers > JR_MAX_REPLICAS ||
+            op->action > JR__META_CONSUMER_PAUSE || op->npeers > JR_MAX_REPLICAS ||
             (op->npeers && !op->peers))
             return JR_EINVAL;
         for (size_t i = 0; i < op->npeers; i++) r->peers[i] = str_span(op->peers[i]);
@@ -302,7 +302,7 @@ static int parse(jr__rd *rd, raw *r)
         r->stream = rd_span(rd, JR_STREAM_NAME_MAX);
         r->cfg = jr__rd_bytes(rd, &r->cfglen, SIZE_MAX);
         r->action = jr__rd_u8(rd);
-        if (r->action > JR__META_CONSUMER_UPDATE) jr__rd_fail(rd);
+        if (r->action > JR__META_CONSUMER_PAUSE) jr__rd_fail(rd);
         r->npeers = jr__meta_rd_count(rd, 2, JR_MAX_REPLICAS);
         for (size_t i = 0; i < r->npeers && !rd->err; i++)
             r->peers[i] = rd_span(rd, JR__META_NAME_MAX);

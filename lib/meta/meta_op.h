@@ -46,7 +46,8 @@
  *   STREAM_CONVERGED str name | varint group (!= 0) | varint peers_at (!= 0) | varint term |
  *                    varint commit_term | varint commit (commit_term <= term)
  *   CONSUMER_ADD  str stream | varint len | len bytes of jr__consumer_config_encode() |
- *                 u8 action (0 either, 1 create, 2 update) | list<str> peers | varint created_ns
+ *                 u8 action (0 either, 1 create, 2 update, 3 pause) | list<str> peers |
+ *                 varint created_ns
  *   CONSUMER_DELETE str stream | str consumer
  * Version 2 only adds the creation time a meta leader stamps on a STREAM_ADD it places (its
  * host's wall clock). An op is written as version 2 exactly when it carries one, as version 1
@@ -91,6 +92,8 @@ enum jr__meta_consumer_action {
     JR__META_CONSUMER_EITHER = 0, /* create, or update an existing one */
     JR__META_CONSUMER_CREATE = 1, /* create only: an existing one with another config refuses */
     JR__META_CONSUMER_UPDATE = 2, /* update only: a missing one refuses */
+    JR__META_CONSUMER_PAUSE = 3,  /* of the config only pause_until_ns counts: the existing
+                                     consumer's is set to it (0: resume) */
 };
 
 /* A server's placement facts. */

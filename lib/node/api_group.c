@@ -250,7 +250,8 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
     if (c->m[i].id == n->self) s.unvouched = jr__raft_unvouched(r);
     jr__progress pr;
     if (jr__raft_role(r) == JR_LEADER && jr__raft_progress(r, (uint32_t)i, &pr) == 0) {
-        pr.last_contact = jr__live_contact(g, pr.id, pr.last_contact); /* quiet: node-level */
+        /* contact received (quiet: node-level), never check-quorum's grace */
+        uint64_t seen = jr__live_contact(g, &pr);
         uint64_t last = jr__raft_last_index(r);
         uint64_t now = n->host.now(n->host.ctx);
         s.match_index = pr.match;
@@ -261,8 +262,8 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
         } else {
             s.unvouched = pr.unvouched;
         }
-        if (pr.id != n->self && pr.last_contact) {
-            s.last_seen_ns = now > pr.last_contact ? now - pr.last_contact : 0;
+        if (pr.id != n->self && seen) {
+            s.last_seen_ns = now > seen ? now - seen : 0;
             s.current = s.last_seen_ns <= n->election_ns && pr.match >= jr__raft_commit_index(r) &&
                         !pr.unvouched;
         }

@@ -302,12 +302,22 @@ void jr__live_leads(jr_group *g)
     }
 }
 
-uint64_t jr__live_contact(const jr_group *g, uint64_t peer, uint64_t raft_contact)
+uint64_t jr__live_contact(const jr_group *g, const jr__progress *pr)
 {
-    if (!jr__raft_quiet(g->raft) || jr__raft_role(g->raft) != JR_LEADER) return raft_contact;
-    const jr__peer *p = jr__peer_find(g->node, peer);
-    if (!p || p->id == g->node->self || !counts(g->node, g, p, raft_contact)) return raft_contact;
-    return p->last_heard > raft_contact ? p->last_heard : raft_contact;
+    uint64_t heard = pr->heard;
+    if (jr__raft_role(g->raft) != JR_LEADER) return heard;
+    const jr__peer *p = jr__peer_find(g->node, pr->id);
+    if (!p || p->id == g->node->self) return heard;
+    uint64_t node = p->last_heard;
+    if (jr__raft_quiet(g->raft)) {
+        if (!counts(g->node, g, p, pr->last_contact)) return heard;
+    } else {
+        /* woken (or told its node is back) and not answered since: its node's contact as of
+         * then stands in, and ages from there */
+        if (!pr->by_node || p->live.lost) return heard;
+        if (node > pr->last_contact) node = pr->last_contact;
+    }
+    return node > heard ? node : heard;
 }
 
 void jr__live_free(jr_node *n)

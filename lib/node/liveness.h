@@ -51,10 +51,16 @@
  * An answer owed for a replica that closed after the heartbeat came says term 0, not the term
  * the replica had then.
  *
- * Reporting contact (jr__live_contact). A quiet leader's progress keeps the contact of before
- * it went quiet; the node-level contact stands in for a member only if the member was counted
- * then (heard from within an election timeout before the group went quiet, or since, as the
- * node reports it alive or answering), never for one taken for down.
+ * Reporting contact (jr__live_contact). What is reported is contact received, never the grace
+ * check-quorum gives (a new leader's, or a woken one's, progress counts every member as in
+ * contact for an election timeout): the core's heard, not its last_contact. A quiet leader's
+ * progress keeps the contact of before it went quiet; the node-level contact stands in for a
+ * member only if the member was counted then (heard from within an election timeout before the
+ * group went quiet, or since, as the node reports it alive or answering), never for one taken
+ * for down. A leader that wakes keeps reporting, for a member it counted through its node and
+ * that has not answered since, the node-level contact as of the wake (which then ages), so a
+ * wake does not show every member as last seen when the group went quiet; its first
+ * heartbeat round brings heard up to date.
  *
  * Opening in bursts. A group's first campaign after it opens (created, or recovered after a
  * restart) is pushed back by a random delay below JR__LIVE_CAMPAIGN_NS times the number of
@@ -122,6 +128,7 @@
 #include <stdint.h>
 
 #include "jetraft.h"
+#include "raft/raft.h"
 #include "util/buf.h"
 #include "wire/frame.h"
 
@@ -278,11 +285,15 @@ void jr__live_leads(jr_group *g);
 /* Takes g out of every list (close, free), telling its members if it was a quiet leader, and
  * its leader if it was a follower closed while the node stays open. Idempotent. */
 void jr__live_forget(jr_group *g);
-/* The contact to report for member `peer` of g (jr_group_peer's last seen): while g is a quiet
- * leader, contact is node-level (the peer's last frame) for a member the group counted when it
- * went quiet or since, unless the peer's node is lost; else `raft_contact` (the core's
- * progress). */
-uint64_t jr__live_contact(const jr_group *g, uint64_t peer, uint64_t raft_contact);
+/* The contact to report for the member of leader g whose progress is pr (jr_group_peer's last
+ * seen): while g is quiet, contact is node-level (the peer's last frame, or heard if later) for
+ * a member the group counted when it went quiet or since (judged by pr->last_contact), unless
+ * the peer's node is lost; once g woke, for a member it counted then through its node and that
+ * has not answered since (pr->by_node), the peer's last frame as of the wake (no later than
+ * pr->last_contact), unless its node is lost; else pr->heard, what the group actually received
+ * (0: nothing since it became leader). Never the grace check-quorum gives a member at an
+ * election or a wake. */
+uint64_t jr__live_contact(const jr_group *g, const jr__progress *pr);
 /* g's election timer is due (it is no leader): 1 if it may campaign now, taking one of the
  * node's camp_max rounds (a round it held ends: its next one queues like any other), or 0 if
  * it must wait: it is queued (live.waiting) and its timer stays off the heap until

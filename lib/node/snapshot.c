@@ -127,10 +127,12 @@ static uint64_t fit(const jr__raft *r, uint64_t index, uint64_t hi, uint64_t byt
 
 /* Entries to keep behind a snapshot at index: up to TRAILING_MAX (and snapshot_entries) of them
  * holding at most TRAILING_BYTES, for slightly slow followers; and on a leader, everything a
- * follower it is replicating to (heard from within an election timeout, not being sent a
- * snapshot) still needs, up to KEEP_MAX_BYTES — with a window of large entries in flight, a
- * healthy follower is often more than TRAILING_BYTES behind, and compacting what it is about
- * to receive would send it a snapshot and a catch-up instead of the log. */
+ * follower it is replicating to (in contact within an election timeout as check-quorum counts
+ * it: last_contact, so a new leader keeps what a member it has not heard from yet still needs
+ * rather than send it a snapshot at its first answer; not being sent a snapshot) still needs, up to
+ * KEEP_MAX_BYTES — with a window of large entries in flight, a healthy follower is often more than
+ * TRAILING_BYTES behind, and compacting what it is about to receive would send it a snapshot and a
+ * catch-up instead of the log. */
 static uint64_t trailing_for(const jr_group *g, uint64_t index)
 {
     const jr__raft *r = g->raft;

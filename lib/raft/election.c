@@ -98,6 +98,11 @@ static void become_leader(jr__raft *r, uint64_t now)
     for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog_init(r, &r->prog[i]);
         r->prog[i].last_contact = now; /* a full election timeout of grace for check-quorum */
+        /* Contact to report is only what was received: a voter whose vote elected us was heard
+         * from after this round started; every other member not yet (heard = 0, as set by
+         * jr__prog_init), so a crashed or cut-off member is not shown as recently seen. */
+        if (r->votes_for & (1ULL << i) && r->prog[i].id != r->cfg.self)
+            r->prog[i].heard = r->round_start;
     }
     r->hb_deadline = jr__deadline(now, r->cfg.heartbeat_interval);
     r->cq_deadline = jr__deadline(now, r->cfg.election_timeout);

@@ -56,7 +56,16 @@ typedef struct jr__prog {
     uint8_t paused; /* probe: a probe is out; snapshot: a chunk is out (retried on heartbeat) */
     uint64_t match; /* highest index known to match the leader's log (durable on the peer) */
     uint64_t next;  /* next index to send */
+    /* What check-quorum, quiescence and transfers judge liveness by: the now of its last
+     * message, or the grace a leader gives every member at its election and when it wakes from
+     * quiet (a full election timeout before one is taken for down), or of the node's word that
+     * its node is back (jr__raft_peer_alive). Never reported as contact: see heard. */
     uint64_t last_contact;
+    /* The now of the last message this group received from it since we became leader (its
+     * granted vote of our election counts, at the start of that round); 0: none yet. What
+     * reports of contact use (jr__raft_progress), never raised by any grace. Invariant:
+     * heard <= last_contact <= now. */
+    uint64_t heard;
     uint64_t hb_match;    /* match at the previous heartbeat tick: no change means stalled */
     uint64_t sent_commit; /* highest commit index this peer has been sent */
     /* Replicate state: the last index of every APPEND not yet acknowledged, oldest first, and
@@ -78,6 +87,11 @@ typedef struct jr__prog {
      * (jr__prog_heard): taken for down, it does not hold quiescence back (quiesce.c) and, while
      * the group is quiet, does not count toward its check-quorum. */
     uint8_t lost;
+    /* last_contact is its node's word, not a message of its: a wake from quiet renewed it
+     * while its node was alive (quiesce.c), or jr__raft_peer_alive did; cleared by its next
+     * message (jr__prog_heard) or when it is taken for lost (jr__raft_peer_lost). The node reports
+     * its own contact with the member's node, as of last_contact, until then (jr__live_contact). */
+    uint8_t by_node;
     /* It restarted (sent a VOUCH) or answered below what it had acknowledged (vouch.c): it is
      * not current until its match reaches vouch_at, our last index at that time. damaged: it
      * lost entries we had counted. vouch_new: vouch_at is an entry we appended after its VOUCH,
@@ -237,11 +251,14 @@ void jr__prog_release(jr__raft *r);
 void jr__prog_restore(jr__raft *r);
 /* Leader: the progress of member id, or NULL (not leader, not a member). */
 jr__prog *jr__prog_find(jr__raft *r, jr__id id);
-/* Leader: member p answered (any response): contact now, and it is no longer taken for lost. */
+/* Leader: member p answered (any response): contact now, heard from now, and it is no longer
+ * taken for lost. */
 static inline void jr__prog_heard(jr__prog *p, uint64_t now)
 {
     p->last_contact = now;
+    p->heard = now;
     p->lost = 0;
+    p->by_node = 0;
 }
 /* Resets p (keeping id, voter, ring) to probe from our last index + 1. */
 void jr__prog_init(jr__raft *r, jr__prog *p);

@@ -24,6 +24,10 @@ void jr__raft_check(const jr__raft *r)
         JR__INVARIANT(r->leader == r->cfg.self && r->vote == r->cfg.self);
         JR__INVARIANT(r->vouch == NULL);
         JR__INVARIANT(r->prog != NULL);
+        /* contact received is never later than contact judged (which adds only grace) */
+        for (uint32_t i = 0; i < r->conf->n; i++)
+            JR__INVARIANT(r->prog[i].heard <= r->prog[i].last_contact &&
+                          r->prog[i].last_contact <= r->now);
     }
     if (r->quiet) JR__INVARIANT(r->role == ROLE_LEADER || (r->role == ROLE_FOLLOWER && r->leader));
     if (r->diverged) JR__INVARIANT(r->damaged);

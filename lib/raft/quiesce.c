@@ -100,9 +100,14 @@ void jr__quiet_leave(jr__raft *r, uint64_t now)
     if (r->role == ROLE_LEADER) {
         r->hb_deadline = now; /* heartbeat at once: the followers are quiet too */
         r->woken = 1;
-        /* per-group contact resumes: the members whose node is alive start a fresh window */
-        for (uint32_t i = 0; i < r->conf->n; i++)
-            if (!r->prog[i].lost) r->prog[i].last_contact = now;
+        /* per-group contact resumes: the members whose node is alive start a fresh window, on
+         * their node's word (heard waits for their answers) */
+        for (uint32_t i = 0; i < r->conf->n; i++) {
+            jr__prog *p = &r->prog[i];
+            if (p->lost) continue;
+            p->last_contact = now;
+            p->by_node = p->id != r->cfg.self;
+        }
         r->cq_deadline = jr__deadline(now, r->cfg.election_timeout);
         jr__prog_restore(r);
     } else {
@@ -223,6 +228,7 @@ void jr__raft_peer_lost(jr__raft *r, uint64_t now, jr__id peer, uint64_t delay)
         jr__prog *p = jr__prog_find(r, peer);
         if (!p) return;
         p->lost = 1;
+        p->by_node = 0; /* its node's word no longer stands in for it */
         if (r->quiet) quiet_check_quorum(r, now);
         return;
     }
@@ -242,7 +248,10 @@ void jr__raft_peer_alive(jr__raft *r, uint64_t now, jr__id peer)
     if (now > r->now) r->now = now;
     jr__prog *p = jr__prog_find(r, peer);
     if (!p) return;
-    jr__prog_heard(p, r->now);
+    /* its node is back, not (yet) its replica of this group: counted, not heard */
+    p->last_contact = r->now;
+    p->lost = 0;
+    p->by_node = p->id != r->cfg.self;
 }
 
 void jr__raft_wake(jr__raft *r, uint64_t now)

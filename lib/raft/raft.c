@@ -612,8 +612,9 @@ int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out)
         out->state = JR__REPLICATE;
         out->match = r->durable;
         out->next = r->log.last + 1;
-        out->last_contact = r->now;
+        out->last_contact = out->heard = r->now;
         out->unvouched = out->damaged = 0; /* a leader is whole */
+        out->by_node = 0;
         return 0;
     }
     out->unvouched = p->unvouched;
@@ -622,5 +623,7 @@ int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out)
     out->match = p->match;
     out->next = p->next;
     out->last_contact = p->last_contact;
+    out->heard = p->heard;
+    out->by_node = p->by_node;
     return 0;
 }

@@ -437,7 +437,10 @@ void jr__raft_ready_done(jr__raft *r);
  * a transfer, a stepdown), as does jr__raft_wake (the leader's node says the group is no longer
  * quiet there). A (pre-)vote request from the very server a follower takes for its leader is
  * never refused by the lease: that leader gave up. A quiet leader's progress keeps the
- * last_contact of before it went quiet: reports of contact use the node's (per-peer) instead.
+ * last_contact and heard of before it went quiet: reports of contact use the node's (per-peer)
+ * instead (jr__live_contact); once it wakes, heard, except for the members it counted through their
+ * node and that have not answered since (jr__progress.by_node), for which the node's contact as of
+ * the wake stands in.
  */
 /* 1 if a term and an index (commit, match) from the wire are within the bounds above for this
  * group (the node counts the heartbeat items it drops for failing this). */
@@ -456,8 +459,8 @@ int jr__raft_hb_item(const jr__raft *r, jr__id peer, uint64_t *term, uint64_t *c
 int jr__raft_hb_recv(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint64_t commit);
 /* Peer `from` answered with its (term, index = its last durable index) for this group. A newer
  * term deposes us (as any message of a newer term). In our term, as leader: contact with `from`
- * (progress last_contact; no longer lost); a quiet leader that learns `from` lacks entries
- * (index below its match, or a match below our last index) wakes and probes it. */
+ * (progress last_contact and heard; no longer lost); a quiet leader that learns `from` lacks
+ * entries (index below its match, or a match below our last index) wakes and probes it. */
 void jr__raft_hb_resp(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint64_t index);
 /* The node has heard nothing from peer's node for an election timeout (or peer restarted and
  * lost its state). A leader marks it lost until it answers or jr__raft_peer_alive (it no longer
@@ -466,7 +469,8 @@ void jr__raft_hb_resp(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uin
  * refuses candidates), wakes, and campaigns (pre-vote first) `delay` ns from now unless its
  * timer is due sooner; the node picks delay to stagger the groups of a lost node. */
 void jr__raft_peer_lost(jr__raft *r, uint64_t now, jr__id peer, uint64_t delay);
-/* The node hears from peer's node again: a leader counts it in contact (not lost). */
+/* The node hears from peer's node again: a leader counts it in contact (not lost; its
+ * last_contact is now), though this group has not heard from it (heard is unchanged). */
 void jr__raft_peer_alive(jr__raft *r, uint64_t now, jr__id peer);
 /* Leaves the quiet state: a leader heartbeats at its next tick (now), a follower restarts its
  * election timer. No-op if not quiet. */
@@ -534,7 +538,18 @@ typedef struct jr__progress {
     uint8_t state; /* enum jr__progress_state */
     uint64_t match;
     uint64_t next;
-    uint64_t last_contact; /* now of the last message from it; 0 if never */
+    /* Liveness as this leader judges it (check-quorum, quiescence, transfers): the now of the
+     * last message from it, or of the grace it was given — a full election timeout from our
+     * election, from waking from quiet, or from its node's return (jr__raft_peer_alive) — which
+     * it may never have answered. Not contact to report: see heard. */
+    uint64_t last_contact;
+    /* Contact to report: the now of the last message this group received from it since we
+     * became leader (a vote that elected us counts, at the start of that round); 0: none — a
+     * member a new leader has not heard from yet, however alive check-quorum takes it for. */
+    uint64_t heard;
+    /* last_contact is the word of its node (it was counted through its node when we woke from
+     * quiet, or its node came back: jr__raft_peer_alive), and no message of its came since. */
+    uint8_t by_node;
     /* It restarted from storage that may have lost entries (it asked for a VOUCH, or answered
      * below what it had acknowledged) and has not yet acknowledged our log up to where it was
      * then: not a transfer target, not current. damaged: it did lose entries it had

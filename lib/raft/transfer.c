@@ -31,9 +31,11 @@ void jr__xfer_tick(jr__raft *r, uint64_t now)
     if (r->transfer_to && now >= r->transfer_deadline) r->transfer_to = 0;
 }
 
-/* A voter other than us that is current as jr_group_peer() reports it: heard from within an
- * election timeout (a quiet leader's contact is node-level: a member its node has not reported
- * lost), holding everything committed, and vouched (an unvouched member, restarted and not yet
+/* A voter other than us that is current: in contact within an election timeout as
+ * check-quorum counts it (last_contact, which a wake from quiet renews for the members whose
+ * node is alive: a quiet leader's contact is node-level, a member its node has not reported
+ * lost), holding everything committed (its match is of this term: an acknowledgement since
+ * our election), and vouched (an unvouched member, restarted and not yet
  * caught up since, would not campaign: vouch.c). Anything less is not "caught up" (§3.10 step 2
  * would first have to replicate what it lacks, and a silent target would let the transfer time
  * out). */

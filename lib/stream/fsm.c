@@ -257,8 +257,11 @@ static int publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result
         rc = jr__dedup_prepare(&f->dedup, o->msg_id, o->msg_id_len, &tok);
         if (rc) return rc;
     }
-    rc = jr__store_append(f->store, seq, p->subject, p->subject_len, p->hdr, p->hdr_len, p->data,
-                          p->data_len, f->clock, NULL);
+    if (o->flags & JR__PUB_NO_INTEREST)
+        rc = jr__store_skip(f->store, seq); /* its seq, no message: nobody would read it */
+    else
+        rc = jr__store_append(f->store, seq, p->subject, p->subject_len, p->hdr, p->hdr_len,
+                              p->data, p->data_len, f->clock, NULL);
     if (rc) {
         if (tok) jr__dedup_abort(&f->dedup, tok);
         if (rc == JR__ESTORE_FULL) { /* discard new: the public JR_ELIMIT */
@@ -281,6 +284,7 @@ static int publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result
     else
         jr__stream_fsm_set_id(f, NULL, 0);
 
+    if (o->flags & JR__PUB_NO_INTEREST) return 0;
     if (o->flags & JR__PUB_ROLLUP_SUB)
         rc = purge_below(f, p->subject, p->subject_len, seq, &res->purged);
     else if (o->flags & JR__PUB_ROLLUP_ALL)
@@ -291,6 +295,23 @@ static int publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result
 /* ---------------------------------------------------------------------------------------------
  * Delete, purge, config
  */
+
+/* Interest or work-queue retention: the live messages of [from, to] go (res->purged counts
+ * them). Not refused by sealed or deny_delete: those guard what users do, and retention is the
+ * stream's own policy. */
+static int remove_acked(jr__stream_fsm *f, const jr__op_remove *r, jr__stream_result *res)
+{
+    uint64_t to = r->to < f->last_seq ? r->to : f->last_seq;
+    jr__store_msg m;
+    for (uint64_t q = r->from; q <= to && jr__store_next(f->store, q, NULL, 0, &m) == 0;
+         q = m.seq + 1) {
+        if (m.seq > to) break;
+        int rc = jr__store_delete(f->store, m.seq, 0);
+        if (rc) return rc;
+        res->purged++;
+    }
+    return 0;
+}
 
 static int delete_msg(jr__stream_fsm *f, const jr__op_delete *d, jr__stream_result *res)
 {
@@ -386,6 +407,9 @@ static int apply_op(jr__stream_fsm *f, const jr__stream_op *op, jr__stream_resul
         break;
     case JR__OP_CONFIG:
         rc = set_config(f, &op->u.config, res);
+        break;
+    case JR__OP_REMOVE:
+        rc = remove_acked(f, &op->u.remove, res);
         break;
     default: /* TICK: the clock moved; that is all */
         break;

@@ -57,6 +57,8 @@ static int check_op(const jr__stream_op *op)
                    : JR_EINVAL;
     case JR__OP_TICK:
         return 0;
+    case JR__OP_REMOVE:
+        return op->u.remove.from >= 1 && op->u.remove.from <= op->u.remove.to ? 0 : JR_EINVAL;
     default:
         return JR_EINVAL; /* unknown, or a batch where a single op is required */
     }
@@ -107,6 +109,10 @@ static void put_op(jr__buf *b, const jr__stream_op *op)
         break;
     case JR__OP_CONFIG:
         put_str(b, op->u.config.cfg, op->u.config.len);
+        break;
+    case JR__OP_REMOVE:
+        jr__buf_varint(b, op->u.remove.from);
+        jr__buf_varint(b, op->u.remove.to);
         break;
     default: /* TICK */
         break;
@@ -232,8 +238,12 @@ static void get_op(jr__rd *r, jr__stream_op *op, int check, int *newer)
         break;
     case JR__OP_TICK:
         break;
+    case JR__OP_REMOVE:
+        op->u.remove.from = jr__rd_varint(r);
+        op->u.remove.to = jr__rd_varint(r);
+        break;
     default:
-        if (!r->err && newer && op->type > JR__OP_BATCH) *newer = 1; /* a later release's kind */
+        if (!r->err && newer && op->type > JR__OP_REMOVE) *newer = 1; /* a later release's kind */
         jr__rd_fail(r);
         break;
     }

@@ -15,8 +15,12 @@
  *   PURGE    {ts, filter (optional), seq, keep}
  *   CONFIG   {ts, stream config in the lib/stream/config.h encoding}
  *   TICK     {ts}: only moves the stream's clock (expiry by max_age, dedup window)
- *   BATCH    {count, ops}: 1..JR__OP_BATCH_MAX ops of the kinds above (no nested batch) applied
+ *   BATCH    {count, ops}: 1..JR__OP_BATCH_MAX ops of the other kinds (no nested batch) applied
  *            one after the other, each with its own result; one log entry for many requests.
+ *   REMOVE   {ts, from, to}: interest or work-queue retention removes the live messages of
+ *            [from, to] that every interested consumer acknowledged (decided by the leader from
+ *            the consumers' replicated states; never refused by deny_delete or sealed, which
+ *            guard what users do).
  *
  * Encoding, version 1 (integers little-endian; varint = unsigned LEB128, canonical):
  *   entry  = version:u8 type:u8 body xxh3:u64          (xxh3 of every byte before it)
@@ -30,12 +34,13 @@
  *   CONFIG  body = ts:u64 config:bytes
  *   TICK    body = ts:u64
  *   BATCH   body = count:varint then count times (type:u8 body)
+ *   REMOVE  body = ts:u64 from:varint to:varint (1 <= from <= to)
  *   bytes  = length:varint then the bytes
  *
  * Strictness: the encoder refuses (JR_EINVAL, nothing appended) any op the decoder would not
  * accept, and the decoder accepts exactly what the encoder produces: it bounds-checks every read,
  * requires the checksum, rejects what a later release may write — another version, a type above
- * BATCH, an unknown publish flag bit — with JR_EVERSION (for an intact entry), and with
+ * REMOVE, an unknown publish flag bit — with JR_EVERSION (for an intact entry), and with
  * JR_ECORRUPT type 0, a nested batch, both rollup flags together, a token without a msg_id or
  * equal to 0, seq and keep together, erase other than 0/1,
  * negative timestamps, zero sequences where a sequence is required, lengths over the limits
@@ -74,6 +79,7 @@ enum jr__op_type {
     JR__OP_CONFIG = 4,
     JR__OP_TICK = 5,
     JR__OP_BATCH = 6,
+    JR__OP_REMOVE = 7,
 };
 
 /* Which publish options are set (jr__pub_opts.flags). */
@@ -83,11 +89,14 @@ enum jr__pub_flag {
     JR__PUB_EXPECT_LAST_SEQ = 1u << 2,
     JR__PUB_EXPECT_LAST_SUBJ_SEQ = 1u << 3,
     JR__PUB_EXPECT_LAST_MSG_ID = 1u << 4,
-    JR__PUB_ROLLUP_SUB = 1u << 5, /* after storing, purge the subject's older messages */
-    JR__PUB_ROLLUP_ALL = 1u << 6, /* after storing, purge every older message */
-    JR__PUB_TOKEN = 1u << 7,      /* the request's token (with a msg_id only) */
+    JR__PUB_ROLLUP_SUB = 1u << 5,  /* after storing, purge the subject's older messages */
+    JR__PUB_ROLLUP_ALL = 1u << 6,  /* after storing, purge every older message */
+    JR__PUB_TOKEN = 1u << 7,       /* the request's token (with a msg_id only) */
+    JR__PUB_NO_INTEREST = 1u << 8, /* set by the leader of an interest stream when no consumer's
+                                      filter matches the subject: the message takes its seq and
+                                      is acknowledged, but is not stored */
 };
-#define JR__PUB_FLAGS_ALL 0xffu
+#define JR__PUB_FLAGS_ALL 0x1ffu
 
 /* The options of a publish, as JetStream's Nats-* headers express them (headers.h maps a header
  * block to these). A string field is meaningful only when its flag is set; when set it is
@@ -136,6 +145,10 @@ typedef struct jr__op_config {
     size_t len;
 } jr__op_config;
 
+typedef struct jr__op_remove {
+    uint64_t from, to; /* 1 <= from <= to */
+} jr__op_remove;
+
 typedef struct jr__op_batch {
     uint32_t count;     /* 1..JR__OP_BATCH_MAX */
     const uint8_t *ops; /* the inner ops (read with jr__op_batch_next) */
@@ -151,6 +164,7 @@ typedef struct jr__stream_op {
         jr__op_purge purge;
         jr__op_config config;
         jr__op_batch batch;
+        jr__op_remove remove;
     } u;
 } jr__stream_op;
 

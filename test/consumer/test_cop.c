@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "consumer/op.h"
+#include "util/alloc.h"
 #include "util/checksum.h"
 #include "util/rand.h"
 
@@ -282,6 +283,28 @@ START_TEST(random_bytes_are_refused_or_read_whole)
 }
 END_TEST
 
+/* The encoder reserves the entry's exact size once: one allocation into an empty buffer, and a
+ * failed one appends nothing. */
+START_TEST(encoding_allocates_once)
+{
+    jr__crec r[16];
+    size_t n = sample(r);
+    jr__falloc fa;
+    jr__falloc_init(&fa);
+    jr__buf b;
+    jr__buf_init(&b, &fa.a);
+    ck_assert_int_eq(jr__cop_encode(r, n, &b), 0);
+    ck_assert_uint_eq(fa.calls, 1);
+    jr__buf_free(&b);
+    jr__buf_init(&b, &fa.a);
+    jr__falloc_arm(&fa, 1, 0);
+    ck_assert_int_eq(jr__cop_encode(r, n, &b), JR_ENOMEM);
+    ck_assert_uint_eq(b.len, 0);
+    jr__buf_free(&b);
+    ck_assert_int_eq(fa.live, 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("consumer_op");
@@ -293,6 +316,7 @@ int main(void)
     tcase_add_test(tc, every_flipped_bit_is_refused);
     tcase_add_test(tc, forged_entries_are_refused);
     tcase_add_test(tc, random_bytes_are_refused_or_read_whole);
+    tcase_add_test(tc, encoding_allocates_once);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -29,6 +29,7 @@ static jr__cpolicy policy(int ack, int64_t wait)
 
 static jr__cstate st;
 static jr__capply out;
+static int checking = 1; /* apply() checks every invariant after each record */
 
 static void init(int ack)
 {
@@ -48,7 +49,7 @@ static int apply(uint8_t type, uint64_t dseq, uint64_t sseq, uint32_t dc, uint64
     r.ts = ts;
     r.delay_ns = delay;
     ck_assert_int_eq(jr__cstate_apply(&st, &r, &out), 0);
-    ck_assert_int_eq(jr__cstate_check(&st), 0);
+    if (checking) ck_assert_int_eq(jr__cstate_check(&st), 0);
     return out.applied;
 }
 
@@ -481,13 +482,12 @@ START_TEST(an_entry_applies_in_order)
     jr__buf b;
     jr__buf_init(&b, NULL);
     ck_assert_int_eq(jr__cop_encode(r, 3, &b), 0);
-    size_t n;
-    ck_assert_int_eq(jr__cstate_apply_entry(&st, b.data, b.len, &n), 0);
-    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(jr__cstate_apply_entry(&st, b.data, b.len), 0);
     floor_is(1, 1);
+    ck_assert_uint_eq(jr__cstate_num_ack_pending(&st), 1);
     b.data[3] ^= 1;
-    ck_assert_int_eq(jr__cstate_apply_entry(&st, b.data, b.len, &n), JR_ECORRUPT);
-    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(jr__cstate_apply_entry(&st, b.data, b.len), JR_ECORRUPT);
+    ck_assert_uint_eq(jr__cstate_num_ack_pending(&st), 1);
     jr__buf_free(&b);
     jr__cstate_free(&st);
 }
@@ -571,6 +571,29 @@ START_TEST(a_snapshot_round_trips_byte_for_byte)
         jr__cstate_free(&r);
         jr__cstate_free(&st);
     }
+}
+END_TEST
+
+/* A snapshot is written with one allocation into an empty buffer, whatever its values. */
+START_TEST(a_snapshot_allocates_once)
+{
+    init(JR_ACK_EXPLICIT);
+    ck_assert(one(JR__COP_SKIP, UINT64_MAX / 2, 0));
+    for (uint64_t i = 1; i <= 100; i++)
+        ck_assert(deliver(UINT64_MAX / 2 + i, UINT64_MAX / 2 + i * 1000, 1, UINT64_MAX - 1));
+    for (uint64_t i = 1; i <= 100; i++)
+        ck_assert(deliver(UINT64_MAX / 2 + 100 + i, UINT64_MAX / 2 + i * 1000, UINT32_MAX,
+                          UINT64_MAX - 1));
+    for (uint64_t i = 1; i <= 100; i++)
+        ck_assert(apply(JR__COP_NAK, 0, UINT64_MAX / 2 + i * 1000, 0, UINT64_MAX - 1, INT64_MAX));
+    jr__falloc fa;
+    jr__falloc_init(&fa);
+    jr__buf b;
+    jr__buf_init(&b, &fa.a);
+    ck_assert_int_eq(jr__cstate_snapshot(&st, &b), 0);
+    ck_assert_uint_eq(fa.calls, 1);
+    jr__buf_free(&b);
+    jr__cstate_free(&st);
 }
 END_TEST
 
@@ -1102,6 +1125,186 @@ START_TEST(a_failed_allocation_changes_nothing)
 }
 END_TEST
 
+/* An entry of many records, among them more first deliveries than the arrays hold, applies
+ * whole or not at all when the n-th allocation fails, for every n; a failed growth inside
+ * apply squeezes holes out instead when there are some. */
+START_TEST(an_entry_applies_whole_or_not_at_all)
+{
+    static model m;
+    int total = 0;
+    for (uint64_t nth = 1;; nth++) {
+        jr__falloc fa;
+        jr__falloc_init(&fa);
+        jr__cpolicy p = policy(JR_ACK_EXPLICIT, SEC);
+        ck_assert_int_eq(jr__cstate_init(&st, &fa.a, &p), 0);
+        memset(&m, 0, sizeof m);
+        m.ack = JR_ACK_EXPLICIT;
+        m.wait = (int64_t)SEC;
+        m.maxd = -1;
+        jr__rand g;
+        jr__rand_seed(&g, 5);
+        uint64_t now = 0;
+        jr__falloc_arm(&fa, nth, 0);
+        int failures = 0;
+        for (int e = 0; e < 20; e++) {
+            jr__crec recs[64];
+            model before_m = m;
+            for (size_t i = 0; i < N(recs); i++) {
+                recs[i] = random_rec(&g, &m, &now);
+                jr__capply o;
+                m_apply(&m, &recs[i], &o);
+            }
+            jr__buf b, before, after;
+            jr__buf_init(&b, NULL);
+            ck_assert_int_eq(jr__cop_encode(recs, N(recs), &b), 0);
+            snap(&st, &before);
+            int rc = jr__cstate_apply_entry(&st, b.data, b.len);
+            if (rc == JR_ENOMEM) {
+                failures++;
+                snap(&st, &after);
+                ck_assert_msg(
+                    before.len == after.len && memcmp(before.data, after.data, before.len) == 0,
+                    "allocation %llu: a failed entry changed the state", (unsigned long long)nth);
+                jr__buf_free(&after);
+                compare(&before_m, &st, now, "after a failed entry");
+                rc = jr__cstate_apply_entry(&st, b.data, b.len);
+            }
+            ck_assert_int_eq(rc, 0);
+            compare(&m, &st, now, "after an entry");
+            jr__buf_free(&b);
+            jr__buf_free(&before);
+        }
+        jr__cstate_free(&st);
+        ck_assert_int_eq(fa.live, 0);
+        total += failures;
+        if (!failures && fa.failures == 0) break;
+    }
+    ck_assert_int_ge(total, 3);
+}
+END_TEST
+
+/* After jr__cstate_reserve_entry, an entry's records apply one by one with no memory at all. */
+START_TEST(a_reserved_entry_applies_without_memory)
+{
+    jr__falloc fa;
+    jr__falloc_init(&fa);
+    jr__cpolicy p = policy(JR_ACK_EXPLICIT, SEC);
+    ck_assert_int_eq(jr__cstate_init(&st, &fa.a, &p), 0);
+    jr__crec recs[300];
+    memset(recs, 0, sizeof recs);
+    for (size_t i = 0; i < N(recs); i++) {
+        recs[i].type = JR__COP_DELIVERED;
+        recs[i].dseq = recs[i].sseq = i + 1;
+        recs[i].dc = 1;
+    }
+    recs[100].type = JR__COP_ACK;
+    recs[100].dc = 0;
+    recs[100].dseq = recs[100].sseq = 50;
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    ck_assert_int_eq(jr__cop_encode(recs, N(recs), &b), 0);
+    jr__cop_iter it;
+    ck_assert_int_eq(jr__cop_iter_init(&it, b.data, b.len), 0);
+    jr__falloc_arm(&fa, 1, 1);
+    ck_assert_int_eq(jr__cstate_reserve_entry(&st, &it), JR_ENOMEM);
+    jr__falloc_arm(&fa, 0, 0);
+    ck_assert_int_eq(jr__cstate_reserve_entry(&st, &it), 0);
+    ck_assert_uint_eq(jr__cop_iter_left(&it), N(recs)); /* not advanced */
+    jr__falloc_arm(&fa, 1, 1);
+    jr__crec r;
+    int got;
+    while (jr__cop_next(&it, &r, &got) == 0 && got)
+        ck_assert_int_eq(jr__cstate_apply(&st, &r, &out), 0);
+    ck_assert_uint_eq(jr__cstate_num_ack_pending(&st), 298);
+    ck_assert_int_eq(jr__cstate_check(&st), 0);
+    jr__falloc_arm(&fa, 0, 0);
+    jr__buf_free(&b);
+    jr__cstate_free(&st);
+    ck_assert_int_eq(fa.live, 0);
+}
+END_TEST
+
+/* A growth that fails while holes are left squeezes them out instead: the delivery applies. */
+START_TEST(a_failed_growth_squeezes_instead)
+{
+    jr__falloc fa;
+    jr__falloc_init(&fa);
+    jr__cpolicy p = policy(JR_ACK_EXPLICIT, SEC);
+    ck_assert_int_eq(jr__cstate_init(&st, &fa.a, &p), 0);
+    for (uint64_t i = 1; i <= 16; i++) ck_assert(deliver(i, i, 1, 1));
+    ck_assert(ack(3, 3, 2)); /* 15 of 16 live: growing is the first choice */
+    jr__falloc_arm(&fa, 1, 1);
+    ck_assert(deliver(17, 17, 1, 3));
+    ck_assert_uint_eq(fa.failures, 1);
+    ck_assert_uint_eq(jr__cstate_num_ack_pending(&st), 16);
+    /* full now: the next one fails and changes nothing */
+    jr__crec r = {0};
+    r.type = JR__COP_DELIVERED;
+    r.dseq = r.sseq = 18;
+    r.dc = 1;
+    ck_assert_int_eq(jr__cstate_apply(&st, &r, &out), JR_ENOMEM);
+    ck_assert_int_eq(out.applied, 0);
+    delivered_is(17, 17);
+    ck_assert_int_eq(jr__cstate_reserve(&st, 1), JR_ENOMEM);
+    jr__falloc_arm(&fa, 0, 0);
+    ck_assert_int_eq(jr__cstate_reserve(&st, 100), 0);
+    uint64_t calls = fa.calls;
+    for (uint64_t i = 18; i < 118; i++) ck_assert(deliver(i, i, 1, 4));
+    ck_assert_uint_eq(fa.calls, calls);
+    jr__cstate_free(&st);
+    ck_assert_int_eq(fa.live, 0);
+}
+END_TEST
+
+/* The cost sentence of state.h: a steady flow (deliveries, acks out of order, redeliveries,
+ * NAKs) whose pending count stays bounded allocates nothing once the array has grown, holes
+ * being squeezed out in place; a burst's arrays are given back when nothing is pending. */
+START_TEST(the_steady_path_allocates_nothing)
+{
+    jr__falloc fa;
+    jr__falloc_init(&fa);
+    jr__cpolicy p = policy(JR_ACK_EXPLICIT, SEC);
+    ck_assert_int_eq(jr__cstate_init(&st, &fa.a, &p), 0);
+    jr__rand g;
+    jr__rand_seed(&g, 11);
+    uint64_t d = 0, s = 0, calls = 0;
+    checking = 0;
+    for (int i = 0; i < 200000; i++) {
+        if (i == 1000) calls = fa.calls; /* warmed up */
+        ck_assert(deliver(++d, ++s, 1, (uint64_t)i));
+        if (jr__rand_below(&g, 4) == 0) apply(JR__COP_NAK, 0, s, 0, (uint64_t)i, 5);
+        uint64_t sseq;
+        uint32_t dc;
+        if (jr__cstate_next_expired(&st, (uint64_t)i, &sseq, &dc) == 0 && dc < 3)
+            deliver(++d, sseq, dc + 1, (uint64_t)i);
+        /* keep about 100 pending, acking a random one of the oldest */
+        while (jr__cstate_num_ack_pending(&st) > 100) {
+            jr__cseqs f;
+            jr__cstate_ack_floor(&st, &f);
+            uint64_t a = f.stream_seq + 1 + jr__rand_below(&g, 8);
+            ack(d, a, (uint64_t)i);
+        }
+    }
+    ck_assert_uint_eq(fa.calls, calls);
+    ck_assert_int_eq(jr__cstate_check(&st), 0);
+    /* a burst, then everything acked: the arrays go back */
+    for (int i = 0; i < 5000; i++) ck_assert(deliver(++d, ++s, 1, 1));
+    ck_assert_int_eq(fa.live, 2); /* pending and its tree, grown past JR__CSTATE_KEEP */
+    ck_assert_int_eq(jr__cstate_check(&st), 0);
+    ck_assert(ack(d, s, 2));
+    jr__cseqs f;
+    jr__cstate_ack_floor(&st, &f);
+    while (jr__cstate_num_ack_pending(&st)) {
+        jr__cstate_ack_floor(&st, &f);
+        ck_assert(ack(d, f.stream_seq + 1, 3));
+    }
+    ck_assert_int_eq(fa.live, 0);
+    checking = 1;
+    ck_assert_int_eq(jr__cstate_check(&st), 0);
+    jr__cstate_free(&st);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("consumer_state");
@@ -1123,11 +1326,16 @@ int main(void)
     tcase_add_test(tc, reset_clears_pending_and_restarts);
     tcase_add_test(tc, an_entry_applies_in_order);
     tcase_add_test(tc, a_snapshot_round_trips_byte_for_byte);
+    tcase_add_test(tc, a_snapshot_allocates_once);
     tcase_add_test(tc, restore_refuses_damage_and_changes_nothing);
     tcase_add_test(tc, restore_refuses_state_that_breaks_an_invariant);
     tcase_add_test(tc, random_records_agree_with_a_reference_model);
     tcase_add_test(tc, replicas_write_identical_snapshots);
     tcase_add_test(tc, a_failed_allocation_changes_nothing);
+    tcase_add_test(tc, the_steady_path_allocates_nothing);
+    tcase_add_test(tc, an_entry_applies_whole_or_not_at_all);
+    tcase_add_test(tc, a_failed_growth_squeezes_instead);
+    tcase_add_test(tc, a_reserved_entry_applies_without_memory);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

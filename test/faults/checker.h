@@ -73,12 +73,16 @@ struct fchk {
     uint64_t unflagged;     /* samples of a damaged replica whose line lacks "damaged" */
     uint64_t unflagged_ns;  /* how long such samples from one leader may go on before they count
                                (0: at once). A leader elected after the restart starts with a
-                               fresh progress for the replica, unflagged, and counts it as heard
-                               from at its election (check-quorum's grace), so the contact rule
-                               does not excuse it; it learns of the restart from the VOUCH the
-                               replica sends it at its first message the replica drops (before
-                               its term floor) or takes (after) — a round trip, or longer while
-                               the link between them is cut */
+                               fresh progress for the replica, unflagged; it reports contact only
+                               once it heard from the replica (never check-quorum's grace), so
+                               the contact rule excuses it until then. What it hears first is
+                               the VOUCH the replica sends at the first leader message it drops
+                               (before its term floor) or takes (after), or, past the floor, the
+                               replica's vote for it, the VOUCH then answering the leader's first
+                               APPEND or HEARTBEAT to it: sent at the election, or at the next
+                               heartbeat if lost, and back one round trip later. So about a
+                               heartbeat interval and a round trip; samples come 100 ms apart,
+                               so in effect one such sample may pass, never two in a row */
     uint64_t unflagged_since;
     unsigned unflagged_run;
     unsigned current_samples; /* likewise for a replica shown current (not leading), in samples

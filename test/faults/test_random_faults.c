@@ -416,7 +416,7 @@ static void run_seed(uint64_t seed, int lossy)
     k->require_whole = 1;
     /* the tolerances and their reasons: checker.h */
     k->grace_ns = 2 * MS;
-    k->unflagged_ns = 500 * MS;
+    k->unflagged_ns = 31 * MS; /* a heartbeat (30 ms in the simulator) and a round trip (1 ms) */
     k->current_samples = 2;
 
     /* before the fault: publishes with the others misbehaving; the rollback's copy is saved

@@ -131,7 +131,7 @@ START_TEST(consumer_ops_round_trip)
         jr__meta_op_free(&d);
     }
     /* an action out of range is refused by the encoder */
-    jr__meta_op bad = op_consumer("ORDERS", &c, 3, NULL, 0);
+    jr__meta_op bad = op_consumer("ORDERS", &c, JR__META_CONSUMER_PAUSE + 1, NULL, 0);
     ck_assert_int_eq(jr__meta_op_encode(&bad, &a), JR_EINVAL);
     jr__buf_free(&a);
     jr__buf_free(&b);

@@ -107,6 +107,44 @@ START_TEST(quiet_group_wakes_on_proposal_and_quiesces_again)
 }
 END_TEST
 
+/* A wake renews every member's last_contact (check-quorum's fresh window) on its node's word:
+ * the progress says so (by_node) and keeps heard, the last message received, until the member
+ * answers; a member taken for lost gets neither. */
+START_TEST(a_woken_leader_counts_members_on_their_node_s_word_until_they_answer)
+{
+    harness h;
+    setup(&h, 3);
+    run_until_quiet(&h, 10 * HB);
+    h_run(&h, 5 * ET);                         /* quiet for a while: heard ages */
+    jr__raft_peer_lost(R(&h, 0), h.now, 3, 0); /* node 2's node is taken for lost */
+    ck_assert(jr__raft_quiet(R(&h, 0)));
+    jr__progress before[3], p;
+    for (uint32_t i = 0; i < 3; i++)
+        ck_assert_int_eq(jr__raft_progress(R(&h, 0), i, &before[i]), 0);
+    h_crash(&h, 1); /* so that node 1 does not answer the wake's heartbeat */
+    jr__raft_wake(R(&h, 0), h.now);
+    ck_assert(!jr__raft_quiet(R(&h, 0)));
+    uint64_t woke = h.now;
+    ck_assert_int_eq(jr__raft_progress(R(&h, 0), 1, &p), 0);
+    ck_assert_uint_eq(p.last_contact, woke);
+    ck_assert_int_eq(p.by_node, 1);
+    ck_assert_uint_eq(p.heard, before[1].heard);
+    ck_assert_uint_lt(p.heard, woke - 4 * ET);
+    ck_assert_int_eq(jr__raft_progress(R(&h, 0), 2, &p), 0); /* lost: no renewal */
+    ck_assert_int_eq(p.by_node, 0);
+    ck_assert_uint_eq(p.last_contact, before[2].last_contact);
+    /* node 2 answers the wake's heartbeat: heard, no longer on its node's word */
+    h_run(&h, 5 * MS);
+    ck_assert_int_eq(jr__raft_progress(R(&h, 0), 2, &p), 0);
+    ck_assert_int_eq(p.by_node, 0);
+    ck_assert_uint_ge(p.heard, woke);
+    ck_assert_int_eq(jr__raft_progress(R(&h, 0), 1, &p), 0); /* down: still its node's word */
+    ck_assert_int_eq(p.by_node, 1);
+    ck_assert_uint_eq(p.heard, before[1].heard);
+    h_free(&h);
+}
+END_TEST
+
 START_TEST(isolated_quiet_leader_steps_down_and_the_others_elect_within_two_timeouts)
 {
     harness h;
@@ -330,6 +368,7 @@ int main(void)
     tcase_add_test(tc, returning_follower_is_caught_up_by_the_quiet_leader);
     tcase_add_test(tc, coalesced_heartbeat_inputs_follow_the_term_rules);
     tcase_add_test(tc, a_new_leader_goes_quiet_at_once_without_waiting_for_a_lost_member);
+    tcase_add_test(tc, a_woken_leader_counts_members_on_their_node_s_word_until_they_answer);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

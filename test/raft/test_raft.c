@@ -382,6 +382,60 @@ START_TEST(leader_reports_progress)
 }
 END_TEST
 
+/* A new leader gives every member a full election timeout of grace for check-quorum
+ * (last_contact), but reports as contact only what it received (heard): a member that is down
+ * at the election is not contacted, one that voted for it is, from the start of that round. */
+START_TEST(a_new_leader_reports_a_member_it_never_heard_from_as_not_contacted)
+{
+    harness h;
+    h_init(&h, 5, 29);
+    h_start(&h, 5, 5);
+    elect(&h, 0);
+    uint64_t idx;
+    ck_assert_int_eq(h_propose(&h, 0, "p", &idx), 0);
+    h_run(&h, 50 * MS);
+    jr__progress p;
+    ck_assert_int_eq(jr__raft_progress(R(&h, 0), 4, &p), 0);
+    ck_assert_uint_gt(p.heard, h.now - 30 * MS); /* the old leader heard from it */
+    h_crash(&h, 0);
+    h_crash(&h, 4);
+    int l = h_wait_leader(&h, 2000 * MS);
+    ck_assert_int_ge(l, 1);
+    ck_assert_int_le(l, 3);
+    uint64_t elected = h.now;
+    for (uint32_t i = 0; i < 5; i++) {
+        ck_assert_int_eq(jr__raft_progress(R(&h, l), i, &p), 0);
+        ck_assert_uint_le(p.heard, h.now);
+        if (i == 0 || i == 4) {
+            /* down since before the election: counted by check-quorum, never reported heard */
+            ck_assert_uint_gt(p.last_contact, 0);
+            ck_assert_uint_eq(p.heard, 0);
+        } else {
+            /* itself, and the two others, whose votes it needed (3 of 5) */
+            ck_assert_uint_gt(p.heard, 0);
+        }
+    }
+    /* heartbeats go on without an answer from the two: still not heard, still leading */
+    h_run(&h, ET / 2);
+    ck_assert_int_eq(role_of(&h, l), JR_LEADER);
+    ck_assert_int_eq(jr__raft_progress(R(&h, l), 4, &p), 0);
+    ck_assert_uint_eq(p.heard, 0);
+    ck_assert_uint_eq(p.match, 0);
+    ck_assert_int_eq(jr__raft_progress(R(&h, l), 1, &p), 0);
+    ck_assert_uint_ge(p.heard, elected - ET);
+    /* node 4 restarts and speaks (its VOUCH, then its acknowledgements): heard from now on */
+    h_restart(&h, 4);
+    h_run(&h, ET);
+    ck_assert_int_eq(role_of(&h, l), JR_LEADER);
+    ck_assert_int_eq(jr__raft_progress(R(&h, l), 4, &p), 0);
+    ck_assert_uint_gt(p.heard, elected);
+    ck_assert_uint_le(p.heard, h.now);
+    ck_assert_uint_ge(p.last_contact, p.heard);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
 /* Figure 7 ---------------------------------------------------------------------------------------
  * The leader of term 8 holds terms 1 1 1 4 4 5 5 6 6 6 at indexes 1..10 (index 1 is the
  * bootstrap configuration). Each follower case (a)..(f) is repaired to the leader's log. */
@@ -1256,6 +1310,7 @@ static Suite *suite(void)
     tcase_add_test(tc, split_votes_resolve);
     tcase_add_test(tc, vote_counts_only_when_durable);
     tcase_add_test(tc, leader_reports_progress);
+    tcase_add_test(tc, a_new_leader_reports_a_member_it_never_heard_from_as_not_contacted);
     tcase_add_loop_test(tc, figure7_follower_repaired, 0, (int)(sizeof fig7 / sizeof fig7[0]));
     tcase_add_test(tc, figure8_old_term_not_committed_by_counting);
     tcase_add_test(tc, prevote_partitioned_node_does_not_disrupt);

@@ -743,6 +743,41 @@ START_TEST(deny_delete_deny_purge_and_sealed)
 }
 END_TEST
 
+/* Retention: REMOVE takes the live messages of its range, even on a stream that denies deletes;
+ * a publish the leader marked NO_INTEREST takes its seq and stores nothing. */
+START_TEST(retention_removes_and_no_interest_publishes)
+{
+    jr_stream_config c = base_config(JR_STORAGE_FILE);
+    c.deny_delete = 1;
+    fx x;
+    fx_init(&x, &c, 7);
+    for (int i = 0; i < 6; i++) ck_assert_int_eq(pub(&x, "orders.a", "m").status, 0);
+    ck_assert_int_eq(del(&x, 2).status, JR_EDENIED);
+    jr__stream_op op = {.type = JR__OP_REMOVE};
+    op.u.remove.from = 2;
+    op.u.remove.to = 4;
+    jr__stream_result res = run(&x, op);
+    ck_assert_int_eq(res.status, 0);
+    ck_assert_uint_eq(res.purged, 3);
+    op.u.remove.from = 3;
+    op.u.remove.to = 100; /* beyond the last seq: what is there */
+    res = run(&x, op);
+    ck_assert_uint_eq(res.purged, 2);
+    ck_assert_uint_eq(state(x.f).msgs, 1);
+    jr__stream_op p = pub_op("orders.b", "nobody");
+    p.u.pub.opts.flags = JR__PUB_NO_INTEREST;
+    res = run(&x, p);
+    ck_assert_int_eq(res.status, 0);
+    ck_assert_uint_eq(res.seq, 7);
+    ck_assert_uint_eq(state(x.f).msgs, 1);
+    ck_assert_uint_eq(state(x.f).last_seq, 7);
+    res = pub(&x, "orders.b", "somebody");
+    ck_assert_uint_eq(res.seq, 8);
+    ck_assert_uint_eq(state(x.f).msgs, 2);
+    fx_done(&x);
+}
+END_TEST
+
 START_TEST(delete_reports_missing_messages)
 {
     fx x;
@@ -1652,6 +1687,7 @@ int main(void)
     tcase_add_test(tc, discard_old_and_per_subject_limits);
     tcase_add_test(tc, max_age_expires_with_ticks);
     tcase_add_test(tc, deny_delete_deny_purge_and_sealed);
+    tcase_add_test(tc, retention_removes_and_no_interest_publishes);
     tcase_add_test(tc, delete_reports_missing_messages);
     tcase_add_test(tc, rollups);
     tcase_add_test(tc, purges);

@@ -79,6 +79,10 @@ static size_t sample_ops(jr__stream_op *ops)
     ops[n++] = c;
     jr__stream_op t = {.type = JR__OP_TICK, .ts = 99};
     ops[n++] = t;
+    jr__stream_op rm = {.type = JR__OP_REMOVE, .ts = 100};
+    rm.u.remove.from = 3;
+    rm.u.remove.to = 300;
+    ops[n++] = rm;
     return n;
 }
 
@@ -123,6 +127,10 @@ static void assert_same_op(const jr__stream_op *a, const jr__stream_op *b)
                              b->u.purge.filter_len));
         ck_assert(a->u.purge.seq == b->u.purge.seq);
         ck_assert(a->u.purge.keep == b->u.purge.keep);
+        break;
+    case JR__OP_REMOVE:
+        ck_assert_uint_eq(a->u.remove.from, b->u.remove.from);
+        ck_assert_uint_eq(a->u.remove.to, b->u.remove.to);
         break;
     case JR__OP_CONFIG:
         ck_assert(same_bytes(a->u.config.cfg, a->u.config.len, b->u.config.cfg, b->u.config.len));
@@ -314,15 +322,15 @@ START_TEST(other_versions_and_types)
         if (t == JR__OP_BATCH) /* the publish body read as a batch: its bytes decide */
             ck_assert(rc == JR_ECORRUPT || rc == JR_EVERSION);
         else
-            ck_assert_msg(rc == (t > JR__OP_BATCH ? JR_EVERSION : JR_ECORRUPT), "type %d: %s", t,
+            ck_assert_msg(rc == (t > JR__OP_REMOVE ? JR_EVERSION : JR_ECORRUPT), "type %d: %s", t,
                           jr_err_name(rc));
     }
     /* an unknown publish flag bit is a later release's option: publish_all's flags take two
-     * varint bytes after version, type and ts (the token is bit 7); bit 8 is unassigned */
+     * varint bytes after version, type and ts (the token is bit 7); bit 9 is unassigned */
     b.data[1] = JR__OP_PUBLISH;
     ck_assert_uint_eq(b.data[10], 0x80 | (op.u.pub.opts.flags & 0x7f));
     ck_assert_uint_eq(b.data[11], 0x01);
-    b.data[11] = 0x03;
+    b.data[11] = 0x05;
     reseal(b.data, b.len);
     ck_assert_int_eq(jr__op_decode(b.data, b.len, &back), JR_EVERSION);
     ck_assert_int_eq(jr__op_decode(NULL, 0, &back), JR_ECORRUPT);
@@ -381,7 +389,9 @@ START_TEST(encoder_refuses_what_decoder_rejects)
     REFUSED(op.u.pub.subject_len = 0);
     REFUSED(op.u.pub.subject = NULL);
     REFUSED(op.u.pub.subject_len = JR__OP_SUBJECT_MAX + 1);
-    REFUSED(op.u.pub.opts.flags |= 1u << 8);
+    REFUSED(op.u.pub.opts.flags |= 1u << 9);
+    REFUSED((op.type = JR__OP_REMOVE, op.u.remove.from = 0, op.u.remove.to = 1));
+    REFUSED((op.type = JR__OP_REMOVE, op.u.remove.from = 5, op.u.remove.to = 4));
     REFUSED(op.u.pub.opts.token = 0);
     REFUSED(op.u.pub.opts.flags &= ~(uint32_t)JR__PUB_MSG_ID);
     REFUSED(op.u.pub.opts.flags |= JR__PUB_ROLLUP_ALL);

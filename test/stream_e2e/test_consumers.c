@@ -371,6 +371,350 @@ START_TEST(leader_failover_keeps_delivery_counts)
 }
 END_TEST
 
+/* A push subscription: messages come as they are published (quorum first), idle heartbeats
+ * when nothing comes, at most max_ack_pending unacknowledged; it ends when the consumer is
+ * deleted. */
+typedef struct push_rec {
+    size_t n, heartbeats, ends;
+    int end_status;
+    uint64_t sseq[64];
+    char token[64][600];
+} push_rec;
+
+static void push_cb(void *arg, int status, const jr_consumer_msg *m)
+{
+    push_rec *p = arg;
+    ck_assert_uint_eq(p->ends, 0);
+    if (m) {
+        ck_assert_uint_lt(p->n, 64);
+        p->sseq[p->n] = m->stream_seq;
+        snprintf(p->token[p->n], sizeof p->token[0], "%s", m->ack_token);
+        p->n++;
+    } else if (status == 0) {
+        p->heartbeats++;
+    } else {
+        p->ends++;
+        p->end_status = status;
+    }
+}
+
+START_TEST(push_subscription)
+{
+    e2e c;
+    setup(&c, 15, 0);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "pusher");
+    cfg.deliver_subject = "deliver.pusher";
+    cfg.idle_heartbeat_ns = (int64_t)SEC;
+    cfg.max_ack_pending = 4;
+    ck_assert_msg(create(&c, 0, "ORDERS", &cfg, &r) == 0, "%s", r.msg);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "pusher", 1, SEC, 0, &r), 0);
+    ck_assert_int_eq(r.end_code, 409);
+    ck_assert_str_eq(r.end_text, "Consumer is push based");
+    push_rec p;
+    memset(&p, 0, sizeof p);
+    jr_subscription *sub = NULL;
+    ck_assert_int_eq(jr_consumer_subscribe(e2e_node(&c, 2), "ORDERS", "pusher", push_cb, &p, &sub),
+                     0);
+    jr_sim_run_for(c.sim, 2500 * MS);
+    ck_assert_uint_ge(p.heartbeats, 1);
+    e2e_res pr;
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(e2e_publish(&c, 1, "orders.eu", "x", 1, NULL, &pr), 0);
+    jr_sim_run_for(c.sim, 500 * MS);
+    ck_assert_uint_eq(p.n, 4); /* max_ack_pending */
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_uint_eq(p.sseq[i], i + 1);
+        ck_assert_int_eq(ack(&c, 0, p.token[i], JR_ACK_ACK, 0, &a), 0);
+    }
+    jr_sim_run_for(c.sim, 500 * MS);
+    ck_assert_uint_eq(p.n, 6);
+    /* a pull consumer can not be subscribed to */
+    jr_consumer_config pc;
+    durable(&pc, "puller");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &pc, &r), 0);
+    push_rec q;
+    memset(&q, 0, sizeof q);
+    jr_subscription *sub2 = NULL;
+    ck_assert_int_eq(jr_consumer_subscribe(e2e_node(&c, 0), "ORDERS", "puller", push_cb, &q, &sub2),
+                     0);
+    jr_sim_run_for(c.sim, 500 * MS);
+    ck_assert_uint_eq(q.ends, 1);
+    ck_assert_int_eq(q.end_status, JR_EINVAL);
+    /* deleting the consumer ends the subscription */
+    ck_assert_int_eq(del(&c, 1, "ORDERS", "pusher", &r), 0);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    ck_assert_uint_eq(p.ends, 1);
+    ck_assert_int_eq(p.end_status, JR_ENOTFOUND);
+    e2e_free(&c);
+}
+END_TEST
+
+/* A stream of the given retention (R3, subjects orders.> and misc.>) and nothing published. */
+static void setup_retention(e2e *c, uint64_t seed, int retention)
+{
+    memset(c, 0, sizeof *c);
+    ck_assert_int_eq(e2e_new(c, 3, seed, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(c, 3, 10 * SEC), 0);
+    const char *subj[] = {"orders.>", "misc.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "Q", subj, 2, 3);
+    cfg.retention = retention;
+    e2e_res r;
+    ck_assert_msg(e2e_add(c, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    ck_assert_int_ge(e2e_wait_stream(c, 0, "Q", 2, 10 * SEC), 0);
+}
+
+/* Runs a while, then checks every replica holds `msgs` messages. */
+static void expect_msgs(e2e *c, uint64_t msgs)
+{
+    jr_sim_run_for(c->sim, 500 * MS);
+    for (unsigned i = 0; i < 3; i++) {
+        jr_stream_state st;
+        ck_assert_int_eq(e2e_state(c, i, "Q", &st), 0);
+        ck_assert_msg(st.msgs == msgs, "n%u holds %llu messages, not %llu", i,
+                      (unsigned long long)st.msgs, (unsigned long long)msgs);
+    }
+}
+
+START_TEST(work_queue_removes_on_ack_on_every_replica)
+{
+    e2e c;
+    setup_retention(&c, 21, JR_RETAIN_WORKQUEUE);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "workers");
+    ck_assert_msg(create(&c, 0, "Q", &cfg, &r) == 0, "%s", r.msg);
+    e2e_res pr;
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_eq(e2e_publish(&c, (unsigned)i % 3, "orders.x", "job", 3, NULL, &pr), 0);
+    ck_assert_int_eq(fetch(&c, 1, "Q", "workers", 10, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 10);
+    expect_msgs(&c, 10); /* delivered is not acknowledged */
+    for (size_t i = 0; i < 5; i++) ck_assert_int_eq(ack(&c, 2, r.token[i], JR_ACK_ACK, 0, &a), 0);
+    expect_msgs(&c, 5);
+    ck_assert_int_eq(ack(&c, 0, r.token[9], JR_ACK_TERM, 0, &a), 0);
+    expect_msgs(&c, 4);
+    /* a second unfiltered consumer is refused, as JetStream does */
+    jr_consumer_config other;
+    durable(&other, "other");
+    ck_assert_int_eq(create(&c, 0, "Q", &other, &a), JR_EINVAL);
+    ck_assert_str_eq(a.msg, "multiple non-filtered consumers not allowed on workqueue stream");
+    for (size_t i = 5; i < 9; i++) ck_assert_int_eq(ack(&c, 1, r.token[i], JR_ACK_ACK, 0, &a), 0);
+    expect_msgs(&c, 0);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(interest_keeps_what_some_consumer_still_needs)
+{
+    e2e c;
+    setup_retention(&c, 22, JR_RETAIN_INTEREST);
+    cres r, ra, rb, a;
+    e2e_res pr;
+    /* no consumer yet: nothing is stored, the publish still gets its seq */
+    ck_assert_int_eq(e2e_publish(&c, 0, "orders.eu", "lost", 4, NULL, &pr), 0);
+    ck_assert_uint_eq(pr.seq, 1);
+    expect_msgs(&c, 0);
+    jr_consumer_config ca, cb;
+    durable(&ca, "eu");
+    ca.filter_subject = "orders.eu";
+    durable(&cb, "all");
+    cb.filter_subject = "orders.>";
+    ck_assert_int_eq(create(&c, 0, "Q", &ca, &r), 0);
+    ck_assert_int_eq(create(&c, 0, "Q", &cb, &r), 0);
+    const char *subj[] = {"orders.eu", "orders.us", "misc.x", "orders.eu"};
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(e2e_publish(&c, 1, subj[i], "m", 1, NULL, &pr), 0);
+    ck_assert_uint_eq(pr.seq, 5);
+    expect_msgs(&c, 3); /* misc.x: nobody's filter */
+    ck_assert_int_eq(fetch(&c, 0, "Q", "eu", 10, SEC, 0, &ra), 0);
+    ck_assert_uint_eq(ra.n, 2);
+    ck_assert_int_eq(fetch(&c, 2, "Q", "all", 10, SEC, 0, &rb), 0);
+    ck_assert_uint_eq(rb.n, 3);
+    for (size_t i = 0; i < ra.n; i++)
+        ck_assert_int_eq(ack(&c, 1, ra.token[i], JR_ACK_ACK, 0, &a), 0);
+    expect_msgs(&c, 3);                                              /* "all" still needs them */
+    ck_assert_int_eq(ack(&c, 1, rb.token[0], JR_ACK_ACK, 0, &a), 0); /* orders.eu #2 */
+    expect_msgs(&c, 2);
+    /* deleting "all" releases what only it needed */
+    ck_assert_int_eq(del(&c, 0, "Q", "all", &r), 0);
+    expect_msgs(&c, 0);
+    e2e_free(&c);
+}
+END_TEST
+
+/* A paused consumer hands nothing out until its pause ends; an update keeps the pause; resuming
+ * early works too. */
+START_TEST(pause_and_resume)
+{
+    e2e c;
+    setup(&c, 16, 3);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "p");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    uint64_t until = jr_sim_wall(c.sim, 0) + 3 * SEC;
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(jr_consumer_pause(e2e_node(&c, 1), "ORDERS", "p", until, admin_cb, &a), 0);
+    wait_done(&c, &a);
+    ck_assert_msg(a.status == 0, "pause: %s", a.msg);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "p", &a), 0);
+    ck_assert_uint_eq(a.cfg.pause_until_ns, until);
+    /* an update (another description) keeps the pause */
+    cfg.description = "changed";
+    ck_assert_int_eq(add(&c, 2, "ORDERS", &cfg, &a), 0);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "p", &a), 0);
+    ck_assert_uint_eq(a.cfg.pause_until_ns, until);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "p", 1, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 0);
+    ck_assert_int_eq(r.end_code, 408);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "p", 1, 2 * SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 1); /* the pause ended while the request waited */
+    /* pause again far ahead, then resume at once */
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(jr_consumer_pause(e2e_node(&c, 1), "ORDERS", "p",
+                                       jr_sim_wall(c.sim, 0) + 3600 * SEC, admin_cb, &a),
+                     0);
+    wait_done(&c, &a);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "p", 1, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 0);
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(jr_consumer_pause(e2e_node(&c, 1), "ORDERS", "p", 0, admin_cb, &a), 0);
+    wait_done(&c, &a);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "p", 1, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(jr_consumer_pause(e2e_node(&c, 1), "ORDERS", "nope", 0, admin_cb, &a), 0);
+    wait_done(&c, &a);
+    ck_assert_int_eq(a.status, JR_ENOTFOUND);
+    e2e_free(&c);
+}
+END_TEST
+
+/* An ephemeral consumer goes once nobody pulled or acked for its inactive threshold; pulls keep
+ * it alive. */
+START_TEST(an_inactive_ephemeral_is_deleted)
+{
+    e2e c;
+    setup(&c, 17, 2);
+    cres r;
+    jr_consumer_config eph;
+    jr_consumer_config_init(&eph);
+    eph.inactive_threshold_ns = 2 * (int64_t)SEC;
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &eph, &r), 0);
+    char name[256];
+    snprintf(name, sizeof name, "%s", r.name);
+    for (int i = 0; i < 3; i++) { /* pulling for 4.5 s: alive */
+        ck_assert_int_eq(fetch(&c, 0, "ORDERS", name, 10, 1500 * MS, 0, &r), 0);
+        ck_assert_int_eq(r.status, 0);
+    }
+    ck_assert_int_eq(info(&c, 0, "ORDERS", name, &r), 0);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", name, &r), JR_ENOTFOUND);
+    e2e_res sr;
+    ck_assert_int_eq(e2e_info(&c, 0, "ORDERS", &sr), 0);
+    ck_assert_uint_eq(sr.state.consumers, 0);
+    e2e_free(&c);
+}
+END_TEST
+
+/* A reset drops what is pending and starts delivering again at the sequence asked for. */
+START_TEST(reset_to_a_sequence)
+{
+    e2e c;
+    setup(&c, 18, 6);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "rs");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "rs", 4, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 4);
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(jr_consumer_reset(e2e_node(&c, 2), "ORDERS", "rs", 2, admin_cb, &a), 0);
+    wait_done(&c, &a);
+    ck_assert_msg(a.status == 0, "reset: %s", a.msg);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "rs", &a), 0);
+    ck_assert_uint_eq(a.info.num_ack_pending, 0);
+    ck_assert_uint_eq(a.info.delivered.stream_seq, 1);
+    ck_assert_uint_eq(a.info.ack_floor.stream_seq, 1);
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "rs", 2, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 2);
+    ck_assert_uint_eq(r.sseq[0], 2);
+    ck_assert_uint_eq(r.dseq[0], 1);
+    ck_assert_uint_eq(r.dc[0], 1);
+    /* deliver new: a reset is not allowed */
+    jr_consumer_config nw;
+    durable(&nw, "new");
+    nw.deliver_policy = JR_DELIVER_NEW;
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &nw, &r), 0);
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(jr_consumer_reset(e2e_node(&c, 2), "ORDERS", "new", 1, admin_cb, &a), 0);
+    wait_done(&c, &a);
+    ck_assert_int_eq(a.status, JR_EINVAL);
+    ck_assert_str_eq(a.msg, "invalid reset: not allowed");
+    e2e_free(&c);
+}
+END_TEST
+
+/* Advisories: a NAK, a TERM and a message that reached max_deliver, each reported once by the
+ * leader. */
+typedef struct adv_rec {
+    int n[4];
+    uint64_t sseq[4];
+    uint32_t deliveries[4];
+} adv_rec;
+
+static void adv_cb(void *arg, const jr_consumer_advisory *a)
+{
+    adv_rec *v = arg;
+    ck_assert_int_ge(a->kind, 1);
+    ck_assert_int_le(a->kind, 3);
+    ck_assert_str_eq(a->stream, "ORDERS");
+    ck_assert_str_eq(a->consumer, "adv");
+    v->n[a->kind]++;
+    v->sseq[a->kind] = a->stream_seq;
+    v->deliveries[a->kind] = a->deliveries;
+}
+
+START_TEST(advisories_for_nak_term_and_max_deliveries)
+{
+    e2e c;
+    setup(&c, 19, 3);
+    adv_rec v;
+    memset(&v, 0, sizeof v);
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_int_eq(jr_consumer_advisories(e2e_node(&c, i), adv_cb, &v), 0);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "adv");
+    cfg.ack_wait_ns = 500 * (int64_t)MS;
+    cfg.max_deliver = 2;
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "adv", 3, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 3);
+    ck_assert_int_eq(ack(&c, 1, r.token[1], JR_ACK_NAK, 0, &a), 0);
+    ck_assert_int_eq(ack(&c, 1, r.token[2], JR_ACK_TERM, 0, &a), 0);
+    jr_sim_run_for(c.sim, 100 * MS);
+    ck_assert_int_eq(v.n[JR_ADVISORY_NAKED], 1);
+    ck_assert_uint_eq(v.sseq[JR_ADVISORY_NAKED], 2);
+    ck_assert_int_eq(v.n[JR_ADVISORY_TERMINATED], 1);
+    ck_assert_uint_eq(v.sseq[JR_ADVISORY_TERMINATED], 3);
+    /* 1 and 2 again (count 2), then their last ack wait passes: max deliveries for both */
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "adv", 3, 1200 * MS, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 2);
+    jr_sim_run_for(c.sim, 600 * MS);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "adv", 1, 300 * MS, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 0); /* nothing more: no third delivery */
+    ck_assert_int_eq(v.n[JR_ADVISORY_MAX_DELIVERIES], 2);
+    ck_assert_uint_eq(v.deliveries[JR_ADVISORY_MAX_DELIVERIES], 2);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "adv", &a), 0);
+    ck_assert_uint_eq(a.info.num_ack_pending, 0);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -380,6 +724,13 @@ int main(void)
     tcase_add_test(tc, fetch_and_ack_from_any_server);
     tcase_add_test(tc, redelivery_nak_and_term);
     tcase_add_test(tc, leader_failover_keeps_delivery_counts);
+    tcase_add_test(tc, push_subscription);
+    tcase_add_test(tc, pause_and_resume);
+    tcase_add_test(tc, an_inactive_ephemeral_is_deleted);
+    tcase_add_test(tc, reset_to_a_sequence);
+    tcase_add_test(tc, advisories_for_nak_term_and_max_deliveries);
+    tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
+    tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

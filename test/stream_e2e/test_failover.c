@@ -16,6 +16,7 @@
 #include "e2e.h"
 #include "js/js.h"
 #include "node/node.h"
+#include "raft/raft.h"
 
 #define K 300
 
@@ -312,6 +313,212 @@ START_TEST(with_no_leader_to_fail_over_to_the_deadline_says_what_happened)
 }
 END_TEST
 
+/* Reporting after a leader change. A new leader counts every member as in contact for an
+ * election timeout (check-quorum's grace), but what it reports is only what it heard: a replica
+ * that crashed or was cut off before the election is shown offline and not current, from the
+ * first stream info the new leader answers, never as active since the election. */
+
+/* The index of a node other than a and b whose replica of PAY leads, or -1. */
+static int new_leader(e2e *c5, unsigned a, unsigned b)
+{
+    for (unsigned i = 0; i < 5; i++) {
+        jr_group *g = i == a || i == b ? NULL : e2e_group(c5, i, "PAY");
+        jr_group_status st;
+        memset(&st, 0, sizeof st);
+        st.size = sizeof st;
+        if (g && jr_group_status_get(g, &st) == 0 && st.role == JR_LEADER) return (int)i;
+    }
+    return -1;
+}
+
+typedef struct gone {
+    e2e *c;
+    unsigned a, b; /* the nodes that cannot lead */
+} gone;
+
+static int led(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    const gone *x = arg;
+    return new_leader(x->c, x->a, x->b) >= 0;
+}
+
+/* The replica line of node i in r (asserts there is one). */
+static int rep_of_node(e2e *c5, const e2e_res *r, unsigned i)
+{
+    for (size_t k = 0; k < r->nreplicas && k < 8; k++)
+        if (!strcmp(r->reps[k].name, jr_sim_name(c5->sim, i))) return (int)k;
+    ck_abort_msg("no replica line for n%u:\n%s", i, r->text);
+    return -1;
+}
+
+START_TEST(after_a_leader_change_a_replica_the_new_leader_never_heard_is_shown_offline)
+{
+    e2e c5;
+    memset(&c5, 0, sizeof c5);
+    ck_assert_int_eq(e2e_new(&c5, 5, 17, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c5, 5, 10 * SEC), 0);
+    const char *subj[] = {"pay.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "PAY", subj, 1, 5);
+    e2e_res r;
+    ck_assert_msg(e2e_add(&c5, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    int l = e2e_wait_stream(&c5, 0, "PAY", 4, 10 * SEC);
+    ck_assert_int_ge(l, 0);
+    ck_assert_int_eq(e2e_publish(&c5, (unsigned)l, "pay.in", "x", 1, NULL, &r), 0);
+    /* every replica current, as the old leader heard them all */
+    ck_assert_int_eq(e2e_wait_stream(&c5, (unsigned)l, "PAY", 4, 10 * SEC), l);
+    /* replica v is cut off, then the leader crashes: the survivors elect one of theirs, whose
+     * progress never heard from either */
+    unsigned v = ((unsigned)l + 1) % 5;
+    gone x = {&c5, (unsigned)l, v};
+    unsigned side[1] = {v};
+    ck_assert_int_eq(jr_sim_partition(c5.sim, side, 1), 0);
+    ck_assert_int_eq(jr_sim_crash(c5.sim, (unsigned)l), 0);
+    ck_assert_int_eq(jr_sim_run_until(c5.sim, led, &x, 5 * SEC), 0);
+    int nl = new_leader(&c5, (unsigned)l, v);
+    ck_assert_int_ge(nl, 0);
+    uint64_t elected = jr_sim_now(c5.sim);
+    /* the new leader's own view: never heard from the two, so no last seen and not current */
+    jr_group *g = e2e_group(&c5, (unsigned)nl, "PAY");
+    jr_group_status st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    ck_assert_int_eq(jr_group_status_get(g, &st), 0);
+    for (size_t i = 0; i < st.npeers; i++) {
+        jr_peer_status ps;
+        memset(&ps, 0, sizeof ps);
+        ps.size = sizeof ps;
+        ck_assert_int_eq(jr_group_peer(g, i, &ps), 0);
+        int out = !strcmp(ps.name, jr_sim_name(c5.sim, (unsigned)l)) ||
+                  !strcmp(ps.name, jr_sim_name(c5.sim, v));
+        if (!out) continue;
+        ck_assert_msg(ps.last_seen_ns == UINT64_MAX && !ps.current,
+                      "%s: last seen %llu ns ago, current %d, on a leader elected without it",
+                      ps.name, (unsigned long long)ps.last_seen_ns, ps.current);
+    }
+    /* stream info, asked within the grace (well before an election timeout is over): the two
+     * are offline, never heard, not current; the two that elected it are online */
+    for (int round = 0; round < 2; round++) {
+        ck_assert_int_eq(e2e_info(&c5, (unsigned)nl, "PAY", &r), 0);
+        ck_assert_str_eq(r.leader, jr_sim_name(c5.sim, (unsigned)nl));
+        ck_assert_uint_lt(jr_sim_now(c5.sim) - elected, 150 * MS);
+        for (unsigned i = 0; i < 5; i++) {
+            if ((int)i == nl) continue;
+            int k = rep_of_node(&c5, &r, i);
+            if (i == (unsigned)l || i == v) {
+                ck_assert_msg(r.reps[k].offline && !r.reps[k].current &&
+                                  r.reps[k].active_ns == UINT64_MAX,
+                              "%s shown active %llu ns ago, %s, after a leader change it missed "
+                              "(%.3f s after the election):\n%s",
+                              r.reps[k].name, (unsigned long long)r.reps[k].active_ns,
+                              r.reps[k].offline ? "offline" : "online",
+                              (double)(jr_sim_now(c5.sim) - elected) / 1e9, r.text);
+            } else {
+                ck_assert_msg(!r.reps[k].offline && r.reps[k].active_ns < 150 * MS, "%s:\n%s",
+                              r.reps[k].name, r.text);
+            }
+        }
+        jr_sim_run_for(c5.sim, 60 * MS); /* a couple of heartbeats: still nothing from them */
+    }
+    /* the cut-off replica comes back: heard again, current once caught up */
+    jr_sim_heal(c5.sim);
+    ck_assert_int_ge(e2e_wait_stream(&c5, (unsigned)nl, "PAY", 3, 10 * SEC), 0);
+    ck_assert_int_eq(e2e_info(&c5, (unsigned)nl, "PAY", &r), 0);
+    int k = rep_of_node(&c5, &r, v);
+    ck_assert_msg(!r.reps[k].offline && r.reps[k].active_ns < 150 * MS, "%s", r.text);
+    k = rep_of_node(&c5, &r, (unsigned)l);
+    ck_assert_msg(r.reps[k].offline && !r.reps[k].current, "%s", r.text);
+    e2e_free(&c5);
+}
+END_TEST
+
+/* A quiet leader reports its members' node-level contact; once a proposal wakes it, a member
+ * it counted through its node and that has not answered yet is still reported as of its node's
+ * last frame at the wake (not as last seen when the group went quiet), and that ages: a member
+ * whose node crashed just before the wake goes offline as it would have while quiet. */
+static void peer_of(jr_group *g, const char *name, jr_peer_status *out)
+{
+    jr_group_status st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    ck_assert_int_eq(jr_group_status_get(g, &st), 0);
+    for (size_t i = 0; i < st.npeers; i++) {
+        memset(out, 0, sizeof *out);
+        out->size = sizeof *out;
+        ck_assert_int_eq(jr_group_peer(g, i, out), 0);
+        if (out->name && !strcmp(out->name, name)) return;
+    }
+    ck_abort_msg("no member %s", name);
+}
+
+static int awake(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return !jr__raft_quiet(arg);
+}
+
+START_TEST(a_woken_leader_reports_the_contact_its_node_had_until_members_answer)
+{
+    e2e c3;
+    memset(&c3, 0, sizeof c3);
+    ck_assert_int_eq(e2e_new(&c3, 3, 23, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c3, 3, 10 * SEC), 0);
+    const char *subj[] = {"pay.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "PAY", subj, 1, 3);
+    e2e_res r;
+    ck_assert_msg(e2e_add(&c3, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    int l = e2e_wait_stream(&c3, 0, "PAY", 2, 10 * SEC);
+    ck_assert_int_ge(l, 0);
+    jr_sim_run_for(c3.sim, 5 * SEC); /* idle: the group goes quiet */
+    jr_group *g = e2e_group(&c3, (unsigned)l, "PAY");
+    const jr__raft *raft = jr__group_consensus(g);
+    ck_assert(jr__raft_quiet(raft));
+    unsigned a = ((unsigned)l + 1) % 3, b = ((unsigned)l + 2) % 3;
+    const char *an = jr_sim_name(c3.sim, a), *bn = jr_sim_name(c3.sim, b);
+    jr_peer_status ps;
+    peer_of(g, bn, &ps);
+    ck_assert_msg(ps.current && ps.last_seen_ns < 150 * MS, "quiet: seen %llu ns ago",
+                  (unsigned long long)ps.last_seen_ns);
+    /* b crashes; before its node is taken for lost, a publish wakes the group */
+    ck_assert_int_eq(jr_sim_crash(c3.sim, b), 0);
+    jr_sim_run_for(c3.sim, 10 * MS);
+    uint64_t woke = jr_sim_now(c3.sim);
+    jr_pub_opts o;
+    jr_pub_opts_init(&o);
+    e2e_res pr;
+    memset(&pr, 0, sizeof pr);
+    ck_assert_int_eq(
+        jr_publish(e2e_node(&c3, (unsigned)l), "pay.in", NULL, 0, "x", 1, &o, e2e_pub_cb, &pr), 0);
+    ck_assert_int_eq(jr_sim_run_until(c3.sim, awake, (void *)raft, SEC), 0);
+    /* at once, no answer yet: both reported as their node's contact, not as of going quiet */
+    peer_of(g, an, &ps);
+    ck_assert_msg(ps.current && ps.last_seen_ns < 150 * MS, "%s woken: seen %llu ns ago", an,
+                  (unsigned long long)ps.last_seen_ns);
+    peer_of(g, bn, &ps);
+    ck_assert_msg(ps.last_seen_ns >= 10 * MS && ps.last_seen_ns < 150 * MS,
+                  "%s woken: seen %llu ns ago", bn, (unsigned long long)ps.last_seen_ns);
+    ck_assert_int_eq(e2e_wait(&c3, &pr, 5 * SEC), 0);
+    ck_assert_int_eq(pr.status, 0);
+    /* a answered, b never does: its contact ages from before the wake */
+    jr_sim_run_for(c3.sim, 400 * MS);
+    peer_of(g, an, &ps);
+    ck_assert_msg(ps.current && ps.last_seen_ns < 150 * MS, "%s: seen %llu ns ago", an,
+                  (unsigned long long)ps.last_seen_ns);
+    peer_of(g, bn, &ps);
+    ck_assert_msg(!ps.current && ps.last_seen_ns > jr_sim_now(c3.sim) - woke,
+                  "%s: seen %llu ns ago, current %d", bn, (unsigned long long)ps.last_seen_ns,
+                  ps.current);
+    ck_assert_int_eq(e2e_info(&c3, (unsigned)l, "PAY", &r), 0);
+    for (size_t k = 0; k < r.nreplicas; k++)
+        ck_assert_msg(!strcmp(r.reps[k].name, bn) ? r.reps[k].offline && !r.reps[k].current
+                                                  : !r.reps[k].offline && r.reps[k].current,
+                      "%s", r.text);
+    e2e_free(&c3);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("failover");
@@ -325,6 +532,12 @@ int main(void)
     tcase_add_test(tc, publishes_refused_by_a_stepping_down_leader_are_retried);
     tcase_add_test(tc, with_no_leader_to_fail_over_to_the_deadline_says_what_happened);
     suite_add_tcase(s, tc);
+    TCase *rep = tcase_create("reporting");
+    tcase_set_timeout(rep, 120);
+    tcase_add_test(rep,
+                   after_a_leader_change_a_replica_the_new_leader_never_heard_is_shown_offline);
+    tcase_add_test(rep, a_woken_leader_reports_the_contact_its_node_had_until_members_answer);
+    suite_add_tcase(s, rep);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
     int failed = srunner_ntests_failed(r);
