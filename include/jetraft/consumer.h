@@ -153,6 +153,30 @@ typedef void (*jr_consumer_info_cb)(void *arg, int status, const char *msg,
 JR_API int jr_consumer_info_get(jr_node *node, const char *stream, const char *name,
                                 jr_consumer_info_cb cb, void *arg);
 
+/* The names of the consumers of `stream`, from the meta leader (paged as jr_stream_names,
+ * stream.h). JR_ENOSTREAM if the stream does not exist. */
+JR_API int jr_consumer_names(jr_node *node, const char *stream, uint64_t offset, jr_names_cb cb,
+                             void *arg);
+
+/* A page of consumer infos (everything borrowed for the callback). */
+typedef struct jr_consumer_page {
+    size_t size;                   /* sizeof(jr_consumer_page) as built into the library */
+    uint64_t total, offset, limit; /* as in jr_names (limit JR_LIST_LIMIT) */
+    const jr_consumer_info *const *consumers; /* in name order */
+    size_t nconsumers;
+    const char *const *missing; /* consumers whose leader did not answer in time */
+    size_t nmissing;
+} jr_consumer_page;
+typedef void (*jr_consumer_page_cb)(void *arg, int status, const char *msg,
+                                    const jr_consumer_page *page);
+
+/* The info of each consumer of a page, as JetStream's CONSUMER.LIST: names from the meta
+ * leader, then each consumer's info from its leader (as jr_consumer_info_get, all asked at
+ * once); a consumer deleted meanwhile is left out, one whose leader did not answer in time is
+ * named in `missing`. JR_ENOSTREAM if the stream does not exist. */
+JR_API int jr_consumer_list(jr_node *node, const char *stream, uint64_t offset,
+                            jr_consumer_page_cb cb, void *arg);
+
 /* ----------------------------------------------------------------------------------------------
  * Pull delivery and acknowledgements.
  *

@@ -69,6 +69,8 @@ typedef struct jr_stream_config {
     int compression; /* enum jr_compression; default JR_COMPRESS_NONE */
     const jr_kv *metadata;
     size_t nmetadata;
+    int allow_direct; /* any current replica answers jr_stream_direct_get (default 0); may be
+                         changed by update */
 } jr_stream_config;
 
 /* Fills cfg with JetStream's defaults (and cfg->size); the caller then sets name, subjects...
@@ -248,6 +250,69 @@ JR_API int jr_stream_stepdown(jr_node *node, const char *name, const char *peer,
 typedef void (*jr_stream_info_cb)(void *arg, int status, const char *msg,
                                   const jr_stream_info *info);
 JR_API int jr_stream_info_get(jr_node *node, const char *name, jr_stream_info_cb cb, void *arg);
+
+/* Reads a message at any current replica of a stream with allow_direct (JetStream's direct
+ * get, $JS.API.DIRECT.GET): seq >= 1 and subject NULL, message seq; seq 0 and a subject (or
+ * pattern), the newest message on it; both, the first message at or after seq on it. The
+ * replica on this server answers when it holds a current one (it knows a live leader, applied
+ * everything it knows committed, is not restoring or damaged); otherwise the stream's other
+ * replicas are asked in turn. Not linearizable, as in JetStream: a follower may lag its leader
+ * by what it has not applied yet, so a message acknowledged a moment ago may be JR_ENOTFOUND
+ * here, and one deleted a moment ago may still be returned; use jr_stream_msg_get to read
+ * your own writes. A stream without allow_direct is JR_EDENIED (JetStream answers no
+ * responders), decided on this server's view of the config; JR_ENOTFOUND for no such message
+ * (or stream), JR_EINVAL for neither seq nor subject, JR_ETIMEDOUT when no current replica
+ * answered within request_timeout_ms. */
+JR_API int jr_stream_direct_get(jr_node *node, const char *name, uint64_t seq, const char *subject,
+                                jr_msg_cb cb, void *arg);
+
+/* ----------------------------------------------------------------------------------------------
+ * Listing streams and consumers (JetStream's STREAM.NAMES, STREAM.LIST, CONSUMER.NAMES,
+ * CONSUMER.LIST). Names come from the meta leader's meta state (only the meta leader answers
+ * these in JetStream), so a stream or consumer whose add or delete was acknowledged is
+ * listed accordingly. Pages: names sorted bytewise; `offset` skips that many (past the end:
+ * an empty page whose offset is total); at most JR_NAMES_LIMIT names or JR_LIST_LIMIT infos a
+ * page. Without a meta leader within request_timeout_ms: JR_ENOLEADER.
+ */
+#define JR_NAMES_LIMIT 1024 /* names a page holds (JetStream's JSApiNamesLimit) */
+#define JR_LIST_LIMIT 256   /* infos a page holds (JetStream's JSApiListLimit) */
+
+/* A page of names (everything borrowed for the callback). */
+typedef struct jr_names {
+    size_t size;              /* sizeof(jr_names) as built into the library */
+    uint64_t total;           /* names that match, over every page */
+    uint64_t offset;          /* index of names[0] among them */
+    uint64_t limit;           /* the most a page holds */
+    const char *const *names; /* nnames of them (NULL when none) */
+    size_t nnames;
+} jr_names;
+typedef void (*jr_names_cb)(void *arg, int status, const char *msg, const jr_names *page);
+
+/* The names of the streams, or with a subject filter (a subject or pattern; NULL: every
+ * stream) of those with a subject that overlaps it (some subject both match), as JetStream's
+ * STREAM.NAMES {"subject"}. JR_EINVAL for an invalid filter. */
+JR_API int jr_stream_names(jr_node *node, const char *subject, uint64_t offset, jr_names_cb cb,
+                           void *arg);
+
+/* A page of stream infos (everything borrowed for the callback). */
+typedef struct jr_stream_page {
+    size_t size;                          /* sizeof(jr_stream_page) as built into the library */
+    uint64_t total, offset, limit;        /* as in jr_names, of the streams that match */
+    const jr_stream_info *const *streams; /* in name order */
+    size_t nstreams;
+    const char *const *missing; /* streams of this page whose leader did not answer in time */
+    size_t nmissing;
+} jr_stream_page;
+typedef void (*jr_stream_page_cb)(void *arg, int status, const char *msg,
+                                  const jr_stream_page *page);
+
+/* The full info of each stream of a page (filtered as jr_stream_names), as JetStream's
+ * STREAM.LIST: the page's names from the meta leader, then each stream's info from its leader
+ * (as jr_stream_info_get, all asked at once). A stream deleted meanwhile is left out; one
+ * whose leader did not answer within request_timeout_ms is named in `missing` (JetStream's
+ * "missing"). The callback runs once every stream of the page answered or failed. */
+JR_API int jr_stream_list(jr_node *node, const char *subject, uint64_t offset, jr_stream_page_cb cb,
+                          void *arg);
 
 /* Publish options (JetStream's Nats-* headers in the header block count too; a field set here
  * overrides the header). */

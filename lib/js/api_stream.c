@@ -341,6 +341,10 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
     jr__js *js = r->js;
     jr_node *n = js->n;
     if (r->done) return;
+    if (jr__lists_owns(r)) {
+        jr__lists_response(r, status, p, len);
+        return;
+    }
     if (meta_write(r)) {
         jr__mnode_on_reply(r, status, p, len);
         return;
@@ -469,6 +473,10 @@ void jr__req_timer(jr__req *r)
     jr__js *js = r->js;
     jr_node *n = js->n;
     if (r->done) return;
+    if (jr__lists_owns(r)) {
+        jr__lists_timer(r);
+        return;
+    }
     if (meta_write(r)) {
         jr__mnode_timer(r);
         return;
@@ -592,6 +600,13 @@ void jr__req_deliver(jr__req *r)
     case JR__REQ_ACK:
     case JR__REQ_CONSUMER_RESET:
         jr__consumer_deliver(r);
+        return;
+    case JR__REQ_STREAM_NAMES:
+    case JR__REQ_STREAM_LIST:
+    case JR__REQ_CONSUMER_NAMES:
+    case JR__REQ_CONSUMER_LIST:
+    case JR__REQ_DIRECT_GET:
+        jr__lists_deliver(r);
         return;
     default: /* internal (SERVER_INFO): nobody to call */
         return;

@@ -256,6 +256,9 @@ void jr__js_request(jr__js *js, jr__id from, uint64_t id, uint8_t kind, const ui
     case JR__RPC_CONSUMER:
         jr__consumer_exec(js, &rt, p, len);
         break;
+    case JR__RPC_LISTS:
+        jr__lists_serve(js, &rt, p, len);
+        break;
     default: /* a kind of a later release (rolling upgrade): refused on its own */
         jr__node_count(n, JR__COUNT_UNKNOWN_TYPE);
         jr__route_reply(js, &rt, JR_ENOTSUP, NULL, 0);

@@ -25,6 +25,8 @@
  *   api_consumer.c    the public consumer API (create, update, delete, info)
  *   catchup.c         a replica restored from a stream snapshot pulls the missing messages
  *   api_stream.c      the public stream API and the routing of requests to the right leader
+ *   api_lists.c       stream and consumer names and lists (from the meta leader, infos from
+ *                     each leader), direct get at any current replica
  *   codec.c/.h        payload encodings of the layer's RPCs (stream info, server report,
  *                     stored messages)
  *
@@ -103,6 +105,11 @@ enum jr__req_op {
     JR__REQ_FETCH,           /* a pull request at the consumer's leader */
     JR__REQ_ACK,             /* an acknowledgement at the consumer's leader (cb.admin may be
                                 NULL: fire and forget) */
+    JR__REQ_STREAM_NAMES,    /* names and lists from the meta leader (api_lists.c) */
+    JR__REQ_STREAM_LIST,
+    JR__REQ_CONSUMER_NAMES,
+    JR__REQ_CONSUMER_LIST,
+    JR__REQ_DIRECT_GET, /* a read at any current replica (api_lists.c) */
 };
 
 /* Sub-kinds of JR__RPC_STREAM_ADMIN (first byte of its payload). */
@@ -112,9 +119,10 @@ enum jr__admin_sub {
     JR__ADM_MSG_GET = 3,
     JR__ADM_GET_LAST = 4,
     JR__ADM_STEPDOWN = 5,
-    JR__ADM_PING = 6,  /* answered at once: are you there (and still the leader)? */
-    JR__ADM_READY = 7, /* to a member, from its leader: is your replica complete? (any server
-                          answers, leader or not: stream_requests.c) */
+    JR__ADM_PING = 6,       /* answered at once: are you there (and still the leader)? */
+    JR__ADM_READY = 7,      /* to a member, from its leader: is your replica complete? (any server
+                               answers, leader or not: stream_requests.c) */
+    JR__ADM_DIRECT_GET = 8, /* a direct get, answered by any current replica (api_lists.c) */
 };
 
 /* Sub-kinds of JR__RPC_CONSUMER (first byte of its payload; then varint consumer group). */
@@ -151,6 +159,9 @@ typedef union jr__req_cb {
     jr_consumer_cb consumer;
     jr_consumer_info_cb cinfo;
     jr_fetch_cb fetch;
+    jr_names_cb names;
+    jr_stream_page_cb spage;
+    jr_consumer_page_cb cpage;
 } jr__req_cb;
 
 /* One request made through the public API on this node (origin side). Pooled. */
@@ -190,6 +201,7 @@ struct jr__req {
     jr__buf result;  /* the response's payload, decoded when the callback runs */
     jr__req_cb cb;
     void *arg;
+    void *job; /* a list: its fan-out (api_lists.c) */
     int status;
     uint64_t seq; /* publish: seq; purge: purged */
     int duplicate;
@@ -708,5 +720,20 @@ void jr__req_timer(jr__req *r);
 void jr__req_route(jr__req *r);
 /* A response to r arrived (over RPC, or from this node's own execution). */
 void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len);
+
+/* api_lists.c -------------------------------------------------------------------------------*/
+
+/* 1 if r is a request of api_lists.c (names, lists, direct get), whose responses, timer and
+ * delivery api_stream.c hands to the three functions below. */
+int jr__lists_owns(const jr__req *r);
+void jr__lists_response(jr__req *r, int status, const uint8_t *p, size_t len);
+void jr__lists_timer(jr__req *r);
+void jr__lists_deliver(jr__req *r);
+/* The handler of JR__RPC_LISTS (a page of stream or consumer names; the meta leader answers,
+ * any other server JR_ENOTLEADER with the leader's name). */
+void jr__lists_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len);
+/* Executes a direct get (JR__ADM_DIRECT_GET, after its sub-kind and group) at this server:
+ * answered from its replica if current, else JR_EBUSY (api_lists.c). */
+void jr__direct_exec(jr__js *js, const jr__route *rt, uint64_t group, const uint8_t *p, size_t len);
 
 #endif

@@ -24,9 +24,11 @@
  *                  leadership (stream_replica.c "Peer changes"), answered by any server: ready =
  *                  it holds a replica whose store is complete (not restoring, not failed);
  *                  peers_at = the assignment's peers_at in its meta state (0: unknown)
+ *     DIRECT_GET   varint seq | str subject            → message, from any current replica
+ *                  (api_lists.c)
  * A server that does not lead the stream answers JR_ENOTLEADER with the leader's name (or "")
- * so the requester can go there (READY excepted); a request that does not decode is
- * JR_EINVAL.
+ * so the requester can go there (READY and DIRECT_GET excepted); a request that does not
+ * decode is JR_EINVAL.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -310,6 +312,10 @@ void jr__stream_exec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_
             return;
         }
         exec_ready(js, r, rt);
+        return;
+    }
+    if (kind == JR__RPC_STREAM_ADMIN && sub == JR__ADM_DIRECT_GET) {
+        jr__direct_exec(js, rt, group, rd.p, jr__rd_left(&rd)); /* any current replica */
         return;
     }
     if (!r || !jr__srep_is_leader(r)) {

@@ -233,7 +233,8 @@ int jr__stream_config_validate(const jr_stream_config *c, char *msg, size_t msgl
     if ((rc = check_bool("sealed", c->sealed, msg, msglen)) ||
         (rc = check_bool("deny_delete", c->deny_delete, msg, msglen)) ||
         (rc = check_bool("deny_purge", c->deny_purge, msg, msglen)) ||
-        (rc = check_bool("allow_rollup", c->allow_rollup, msg, msglen)))
+        (rc = check_bool("allow_rollup", c->allow_rollup, msg, msglen)) ||
+        (rc = check_bool("allow_direct", c->allow_direct, msg, msglen)))
         return rc;
     if (c->deny_purge && c->allow_rollup)
         return jr__stream_config_fail(msg, msglen,

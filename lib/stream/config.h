@@ -21,9 +21,10 @@
  * jr_stream_config points into the same block, so it is freed with one call and can be handed
  * around as a unit (the meta state holds one per stream).
  *
- * The encoding (version 1) is strict: the decoder bounds-checks every read, requires the
- * trailing xxh3 checksum to match, rejects unknown versions (JR_EVERSION), trailing bytes,
- * strings with NUL bytes, unknown flag bits, invalid or non-normal configs (JR_ECORRUPT).
+ * The encoding (version 1, or 2 for a config with allow_direct: config_codec.c) is strict: the
+ * decoder bounds-checks every read, requires the trailing xxh3 checksum to match, rejects
+ * unknown versions (JR_EVERSION), trailing bytes, strings with NUL bytes, unknown flag bits,
+ * invalid or non-normal configs, and a version higher than the config needs (JR_ECORRUPT).
  */
 #ifndef JR_STREAM_CONFIG_H
 #define JR_STREAM_CONFIG_H
@@ -40,7 +41,7 @@
 #define JR__STREAM_TAG_MAX 255                   /* bytes of a placement tag or cluster name */
 #define JR__STREAM_MIN_AGE_NS 100000000ULL       /* 100ms: shortest max_age and dup window */
 #define JR__STREAM_DUP_WINDOW_NS 120000000000ULL /* 2 minutes */
-#define JR__STREAM_CONFIG_VERSION 1
+#define JR__STREAM_CONFIG_VERSION 2              /* the latest encoding version (config_codec.c) */
 
 /* Checks every field of cfg (cfg itself must be full size: callers copy a caller's config with
  * its size first; its placement is read up to placement->size). 0 if valid; otherwise JR_EINVAL
@@ -70,10 +71,10 @@ int jr__stream_config_equal(const jr_stream_config *a, const jr_stream_config *b
 
 /* Checks that a stream with the valid config `old` may be updated to `upd`: upd must be valid
  * and may change description, subjects, limits, discard, replicas, duplicate window,
- * placement (a move; not together with a replica change), compression, metadata and
- * allow_rollup; sealed/deny_delete/deny_purge only from 0 to 1; retention only between limits
- * and interest. Name, storage and max_consumers can not change. 0, or JR_EINVAL with a message
- * naming the field. Overlap of the new subjects with other streams is the subject index's
+ * placement (a move; not together with a replica change), compression, metadata,
+ * allow_rollup and allow_direct; sealed/deny_delete/deny_purge only from 0 to 1; retention only
+ * between limits and interest. Name, storage and max_consumers can not change. 0, or JR_EINVAL with
+ * a message naming the field. Overlap of the new subjects with other streams is the subject index's
  * business, not this check's. */
 int jr__stream_config_check_update(const jr_stream_config *old, const jr_stream_config *upd,
                                    char *msg, size_t msglen);

@@ -1,17 +1,22 @@
 /* config_codec — owned copies of stream configurations and their binary encoding (config.h).
  *
- * Encoding, version 1 (integers little-endian; "str" = varint length + bytes, no NUL; "zz" =
+ * Encoding, versions 1 and 2 (integers little-endian; "str" = varint length + bytes, no NUL; "zz" =
  * zigzag varint; a list is a varint count then its items):
  *
  *   u8 version=1 | str name | str description ("" = none) | list<str> subjects | u8 retention
  *   | zz max_consumers | zz max_msgs | zz max_bytes | varint max_age_ns | zz max_msgs_per_subject
  *   | zz max_msg_size | u8 discard | u8 storage | u8 replicas | varint duplicate_window_ns
  *   | str placement.cluster ("" = none) | list<str> placement.tags
- *   | u8 flags (1 sealed, 2 deny_delete, 4 deny_purge, 8 allow_rollup) | u8 compression
- *   | list<str key, str value> metadata | u64 xxh3 of every byte before it
+ *   | u8 flags (1 sealed, 2 deny_delete, 4 deny_purge, 8 allow_rollup, 16 allow_direct)
+ *   | u8 compression | list<str key, str value> metadata | u64 xxh3 of every byte before it
+ *
+ * Version 2 differs from version 1 only in the flag allow_direct, which version 1 can not carry.
+ * A config is written as version 1 unless it needs version 2 (allow_direct set), so a server of
+ * an earlier release still decodes every config that does not use what it does not know, and a
+ * config written by such a server (version 1) decodes here with allow_direct 0.
  *
  * Only the normal form is ever written, and the decoder accepts only the normal form of a valid
- * configuration, so every config has exactly one encoding.
+ * configuration in the lowest version that holds it, so every config has exactly one encoding.
  */
 #include <string.h>
 
@@ -20,7 +25,21 @@
 #include "util/alloc.h"
 #include "util/checksum.h"
 
-enum { F_SEALED = 1, F_DENY_DELETE = 2, F_DENY_PURGE = 4, F_ALLOW_ROLLUP = 8, F_ALL = 15 };
+enum {
+    F_SEALED = 1,
+    F_DENY_DELETE = 2,
+    F_DENY_PURGE = 4,
+    F_ALLOW_ROLLUP = 8,
+    F_ALL_V1 = 15,
+    F_ALLOW_DIRECT = 16, /* version 2 */
+    F_ALL = 31
+};
+
+/* The lowest encoding version that holds the normal form c. */
+static uint8_t version_of(const jr_stream_config *c)
+{
+    return c->allow_direct ? 2 : 1;
+}
 
 /* ---------------------------------------------------------------------------------------------
  * The one-block owned copy: [jr__stream_cfg (its placement inside) | subjects[] | tags[] |
@@ -178,7 +197,7 @@ int jr__stream_config_encode(const jr_stream_config *cfg, jr__buf *out)
     jr__stream_config_normalize(cfg, &nn);
     const jr_stream_config *c = &nn.c;
     size_t start = out->len;
-    jr__buf_u8(out, JR__STREAM_CONFIG_VERSION);
+    jr__buf_u8(out, version_of(c));
     put_s(out, c->name);
     put_s(out, c->description);
     jr__buf_varint(out, c->nsubjects);
@@ -201,7 +220,8 @@ int jr__stream_config_encode(const jr_stream_config *cfg, jr__buf *out)
     for (size_t i = 0; i < ntags; i++) put_s(out, tags[i]);
     jr__buf_u8(out, (uint8_t)((c->sealed ? F_SEALED : 0) | (c->deny_delete ? F_DENY_DELETE : 0) |
                               (c->deny_purge ? F_DENY_PURGE : 0) |
-                              (c->allow_rollup ? F_ALLOW_ROLLUP : 0)));
+                              (c->allow_rollup ? F_ALLOW_ROLLUP : 0) |
+                              (c->allow_direct ? F_ALLOW_DIRECT : 0)));
     jr__buf_u8(out, (uint8_t)c->compression);
     jr__buf_varint(out, c->nmetadata);
     for (size_t i = 0; i < c->nmetadata; i++) {
@@ -249,7 +269,7 @@ static int64_t rd_zz(jr__rd *r)
  * strings and arrays into the block when b->dst is set (then c is b->dst->c and pl
  * b->dst->placement, whose arrays are in place). c->placement is pl unless the placement is
  * empty (the normal form). */
-static void parse(jr__rd *r, builder *b, jr_stream_config *c, jr_placement *pl)
+static void parse(jr__rd *r, uint8_t version, builder *b, jr_stream_config *c, jr_placement *pl)
 {
     c->size = sizeof *c;
     c->name = rd_str(r, b, JR_STREAM_NAME_MAX, 0);
@@ -281,11 +301,12 @@ static void parse(jr__rd *r, builder *b, jr_stream_config *c, jr_placement *pl)
     }
     c->placement = pl->cluster || pl->ntags ? pl : NULL;
     uint8_t flags = jr__rd_u8(r);
-    if (flags & ~F_ALL) jr__rd_fail(r);
+    if (flags & ~(version >= 2 ? F_ALL : F_ALL_V1)) jr__rd_fail(r);
     c->sealed = !!(flags & F_SEALED);
     c->deny_delete = !!(flags & F_DENY_DELETE);
     c->deny_purge = !!(flags & F_DENY_PURGE);
     c->allow_rollup = !!(flags & F_ALLOW_ROLLUP);
+    c->allow_direct = !!(flags & F_ALLOW_DIRECT);
     c->compression = jr__rd_u8(r);
     c->nmetadata = rd_count(r, 3);
     for (size_t i = 0; i < c->nmetadata && !r->err; i++) {
@@ -321,7 +342,8 @@ int jr__stream_config_decode(const void *data, size_t len, const jr_allocator *a
     const uint8_t *p = data;
     if (!p || len < 1 + 8) return JR_ECORRUPT;
     if (jr__xxh3(p, len - 8) != jr__get_u64(p + len - 8)) return JR_ECORRUPT;
-    if (p[0] != JR__STREAM_CONFIG_VERSION) return JR_EVERSION;
+    uint8_t version = p[0];
+    if (version < 1 || version > JR__STREAM_CONFIG_VERSION) return JR_EVERSION;
 
     jr__rd r;
     builder b = {0};
@@ -330,15 +352,16 @@ int jr__stream_config_decode(const void *data, size_t len, const jr_allocator *a
     memset(&probe, 0, sizeof probe);
     memset(&probe_pl, 0, sizeof probe_pl);
     jr__rd_init(&r, p + 1, len - 1 - 8);
-    parse(&r, &b, &probe, &probe_pl);
+    parse(&r, version, &b, &probe, &probe_pl);
     if (r.err) return JR_ECORRUPT;
 
     int rc = block_alloc(&b, a, probe.nsubjects, probe_pl.ntags, probe.nmetadata);
     if (rc) return rc;
     jr_stream_config *c = &b.dst->c;
     jr__rd_init(&r, p + 1, len - 1 - 8);
-    parse(&r, &b, c, &b.dst->placement);
-    if (r.err || jr__stream_config_validate(c, NULL, 0) || !is_normal(c)) {
+    parse(&r, version, &b, c, &b.dst->placement);
+    if (r.err || jr__stream_config_validate(c, NULL, 0) || !is_normal(c) ||
+        version != version_of(c)) {
         jr__stream_cfg_free(b.dst);
         return JR_ECORRUPT;
     }

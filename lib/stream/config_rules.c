@@ -63,7 +63,8 @@ int jr__stream_config_equal(const jr_stream_config *x, const jr_stream_config *y
            a->duplicate_window_ns == b->duplicate_window_ns && placement_eq(a, b) &&
            a->sealed == b->sealed && a->deny_delete == b->deny_delete &&
            a->deny_purge == b->deny_purge && a->allow_rollup == b->allow_rollup &&
-           a->compression == b->compression && metadata_eq(a, b);
+           a->compression == b->compression && metadata_eq(a, b) &&
+           a->allow_direct == b->allow_direct;
 }
 
 static const char *retention_name(int r)

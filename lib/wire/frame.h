@@ -226,7 +226,8 @@ enum jr__rpc_kind {
     JR__RPC_CATCHUP = 5,      /* a chunk of a stream's messages for a replica catching up */
     JR__RPC_CLUSTER_INFO = 6, /* the meta leader's view of every server */
     JR__RPC_CONSUMER = 7,     /* info, fetch or ack at a consumer's leader */
-    JR__RPC_KIND_MAX = 7
+    JR__RPC_LISTS = 8,        /* stream or consumer names, from the meta leader */
+    JR__RPC_KIND_MAX = 8
 };
 /* Largest RPC payload the encoder accepts and the decoder's default limit (jr__frame.max_rpc). */
 #define JR__RPC_MAX_PAYLOAD (64u << 20)

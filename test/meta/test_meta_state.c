@@ -505,7 +505,7 @@ START_TEST(an_embedded_config_is_checked_with_its_own_checksum_and_peers_with_th
     ck_assert_int_eq(jr__meta_op_decode(b.data, b.len, NULL, &d), JR_ECORRUPT);
     b.data[cfg_at + 3] ^= 1;
     /* an embedded config of an unknown version (intact) is JR_EVERSION */
-    b.data[cfg_at] = 2;
+    b.data[cfg_at] = 3;
     reseal(b.data + cfg_at, cfg_len);
     reseal(b.data, b.len);
     ck_assert_int_eq(jr__meta_op_decode(b.data, b.len, NULL, &d), JR_EVERSION);

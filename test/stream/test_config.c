@@ -66,6 +66,7 @@ static jr_stream_config full(void)
     c.compression = JR_COMPRESS_LZ4;
     c.metadata = full_meta;
     c.nmetadata = N(full_meta);
+    c.allow_direct = 1;
     return c;
 }
 
@@ -88,6 +89,7 @@ START_TEST(init_gives_jetstream_defaults)
     ck_assert_int_eq(c.storage, JR_STORAGE_FILE);
     ck_assert_int_eq(c.replicas, 1);
     ck_assert_int_eq(c.sealed | c.deny_delete | c.deny_purge | c.allow_rollup, 0);
+    ck_assert_int_eq(c.allow_direct, 0);
     ck_assert_int_eq(c.compression, JR_COMPRESS_NONE);
     ck_assert_ptr_null(c.placement);
     jr_stream_config_init_size(NULL, sizeof(jr_stream_config)); /* harmless */
@@ -395,6 +397,10 @@ static void m_rollup_purge(jr_stream_config *c)
 {
     c->deny_purge = 1, c->allow_rollup = 1;
 }
+static void m_direct(jr_stream_config *c)
+{
+    c->allow_direct = 3;
+}
 static void m_compress(jr_stream_config *c)
 {
     c->compression = 2;
@@ -485,6 +491,7 @@ static const bad_case bad[] = {
     {"deny_purge", m_deny_purge},
     {"allow_rollup", m_rollup},
     {"allow_rollup", m_rollup_purge},
+    {"allow_direct", m_direct},
     {"compression", m_compress},
     {"compression", m_compress_neg},
     {"metadata", m_meta_nullarr},
@@ -736,10 +743,14 @@ static void d_meta(jr_stream_config *c)
 {
     c->nmetadata = 1;
 }
+static void d_direct(jr_stream_config *c)
+{
+    c->allow_direct = 0;
+}
 static void (*const diffs[])(jr_stream_config *) = {
     d_name,   d_desc, d_subj,    d_ret,     d_cons,     d_msgs, d_bytes,   d_age,
     d_mps,    d_mms,  d_discard, d_storage, d_repl,     d_dup,  d_cluster, d_tags,
-    d_sealed, d_ddel, d_dpurge,  d_rollup,  d_compress, d_meta};
+    d_sealed, d_ddel, d_dpurge,  d_rollup,  d_compress, d_meta, d_direct};
 
 START_TEST(equality_sees_every_field)
 {
@@ -909,11 +920,18 @@ START_TEST(version_and_checksum)
     jr_stream_config f = full();
     jr__buf b = encode(&f);
     jr__stream_cfg *d = NULL;
-    b.data[0] = 2;
+    ck_assert_int_eq(b.data[0], 2); /* allow_direct needs version 2 */
+    b.data[0] = 3;
     ck_assert_int_eq(jr__stream_config_decode(b.data, b.len, NULL, &d), JR_ECORRUPT);
     reseal(b.data, b.len);
     ck_assert_int_eq(jr__stream_config_decode(b.data, b.len, NULL, &d), JR_EVERSION);
-    b.data[0] = 1;
+    b.data[0] = 0;
+    reseal(b.data, b.len);
+    ck_assert_int_eq(jr__stream_config_decode(b.data, b.len, NULL, &d), JR_EVERSION);
+    b.data[0] = 1; /* version 1 can not carry allow_direct */
+    reseal(b.data, b.len);
+    ck_assert_int_eq(jr__stream_config_decode(b.data, b.len, NULL, &d), JR_ECORRUPT);
+    b.data[0] = 2;
     reseal(b.data, b.len);
     ck_assert_int_eq(jr__stream_config_decode(b.data, b.len, NULL, &d), 0);
     jr__stream_cfg_free(d);
@@ -1072,6 +1090,10 @@ static void u_to_limits(jr_stream_config *c)
 {
     c->retention = JR_RETAIN_LIMITS;
 }
+static void u_direct_off(jr_stream_config *c)
+{
+    c->allow_direct = 0;
+}
 static void u_nothing(jr_stream_config *c)
 {
     (void)c;
@@ -1128,6 +1150,7 @@ static const update_case updates[] = {
     {u_seal, NULL},
     {u_deny_purge, NULL},
     {u_to_limits, NULL},
+    {u_direct_off, NULL},
     {u_nothing, NULL},
     {r_name, "name"},
     {r_storage, "storage"},
@@ -1152,6 +1175,53 @@ START_TEST(update_rules)
         ck_assert_msg(strncmp(msg, updates[_i].refused_field, n) == 0 && msg[n] == ':',
                       "case %d: expected %s, got \"%s\"", _i, updates[_i].refused_field, msg);
     }
+}
+END_TEST
+
+/* Version 1, as written before allow_direct existed, still decodes (allow_direct 0), and a
+ * config without allow_direct is still written as version 1 byte for byte, so a server of the
+ * earlier release decodes it; only allow_direct needs version 2, and version 2 is accepted only
+ * when it is needed (one encoding per config). */
+START_TEST(version_1_still_decodes_and_is_still_written)
+{
+    /* base() ("ORDERS", every default) as the encoder of version 1 wrote it */
+    static const uint8_t v1[] = {0x01, 0x06, 'O',  'R',  'D',  'E',  'R',  'S',  0x00, 0x01,
+                                 0x06, 'O',  'R',  'D',  'E',  'R',  'S',  0x00, 0x01, 0x01,
+                                 0x01, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x80, 0xe0, 0xba,
+                                 0x84, 0xbf, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00};
+    uint8_t buf[sizeof v1 + 8];
+    memcpy(buf, v1, sizeof v1);
+    reseal(buf, sizeof buf);
+    jr__stream_cfg *d = NULL;
+    ck_assert_int_eq(jr__stream_config_decode(buf, sizeof buf, NULL, &d), 0);
+    jr_stream_config b = base();
+    ck_assert(jr__stream_config_equal(&d->c, &b));
+    ck_assert_int_eq(d->c.allow_direct, 0);
+    jr__stream_cfg_free(d);
+    jr__buf e = encode(&b);
+    ck_assert_uint_eq(e.len, sizeof buf);
+    ck_assert(memcmp(e.data, buf, sizeof buf) == 0);
+    jr__buf_free(&e);
+
+    /* allow_direct: version 2, the flag set; clearing the flag in it is not canonical */
+    b.allow_direct = 1;
+    e = encode(&b);
+    ck_assert_int_eq(e.data[0], 2);
+    ck_assert_int_eq(jr__stream_config_decode(e.data, e.len, NULL, &d), 0);
+    ck_assert_int_eq(d->c.allow_direct, 1);
+    jr__stream_cfg_free(d);
+    size_t flags = e.len - 8 - 3; /* ... flags | compression | metadata count | checksum */
+    ck_assert_int_eq(e.data[flags], 16);
+    e.data[flags] = 0;
+    reseal(e.data, e.len);
+    ck_assert_int_eq(jr__stream_config_decode(e.data, e.len, NULL, &d), JR_ECORRUPT);
+    e.data[0] = 1;
+    reseal(e.data, e.len);
+    ck_assert_int_eq(jr__stream_config_decode(e.data, e.len, NULL, &d), 0); /* = base() */
+    b.allow_direct = 0;
+    ck_assert(jr__stream_config_equal(&d->c, &b));
+    jr__stream_cfg_free(d);
+    jr__buf_free(&e);
 }
 END_TEST
 
@@ -1215,6 +1285,7 @@ int main(void)
     tcase_add_loop_test(tc, random_bytes_are_rejected, 0, 4);
     tcase_add_test(tc, decode_out_of_memory);
     tcase_add_loop_test(tc, update_rules, 0, (int)N(updates));
+    tcase_add_test(tc, version_1_still_decodes_and_is_still_written);
     tcase_add_test(tc, one_way_flags_and_workqueue);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
