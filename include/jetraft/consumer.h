@@ -264,6 +264,12 @@ JR_API int jr_consumer_ack(jr_node *node, const char *ack_token, int kind, int64
 JR_API int jr_consumer_reset(jr_node *node, const char *stream, const char *name, uint64_t seq,
                              jr_stream_cb cb, void *arg);
 
+/* Moves the consumer's leadership to server `peer` (a caught-up voter of the consumer's group),
+ * or to the best one if peer is NULL; pull requests waiting at the old leader end with 409
+ * Leadership Change. JR_ENOTVOTER, JR_ETRANSFER, JR_ETIMEDOUT, as jr_stream_stepdown. */
+JR_API int jr_consumer_stepdown(jr_node *node, const char *stream, const char *name,
+                                const char *peer, jr_stream_cb cb, void *arg);
+
 /* ----------------------------------------------------------------------------------------------
  * Push delivery. A push consumer (deliver_subject set) delivers to a subscription: the callback
  * gets each message as its leader hands it out (quorum before delivery, as a fetch), at most

@@ -497,6 +497,25 @@ int jr_consumer_reset(jr_node *n, const char *stream, const char *name, uint64_t
     return rc;
 }
 
+int jr_consumer_stepdown(jr_node *n, const char *stream, const char *name, const char *peer,
+                         jr_stream_cb cb, void *arg)
+{
+    int rc = entry(n, stream && name && cb);
+    if (rc) return rc;
+    if (peer && strlen(peer) > JR__META_NAME_MAX)
+        return jr__node_err(n, JR_EINVAL, "stepdown: peer name too long");
+    jr__node_enter(n);
+    jr__req_cb c = {.admin = cb};
+    jr__req *r = consumer_call(n, JR__REQ_CONSUMER_STEPDOWN, JR__CSUB_STEPDOWN, stream, name, 0, c,
+                               arg, &rc);
+    if (r) {
+        jr__buf_bytes(&r->payload, peer ? peer : "", peer ? strlen(peer) : 0);
+        send_or_fail(r);
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
 int jr_consumer_advisories(jr_node *n, jr_advisory_cb cb, void *arg)
 {
     int rc = entry(n, 1);
@@ -643,7 +662,7 @@ void jr__consumer_deliver(jr__req *r)
     case JR__REQ_FETCH:
         deliver_fetch(r);
         return;
-    default: /* JR__REQ_ACK, JR__REQ_CONSUMER_RESET */
+    default: /* JR__REQ_ACK, JR__REQ_CONSUMER_RESET, JR__REQ_CONSUMER_STEPDOWN */
         if (r->cb.admin) r->cb.admin(r->arg, r->status, msg);
         return;
     }

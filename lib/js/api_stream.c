@@ -410,7 +410,8 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
         wait_retry(r);
         return;
     }
-    if (status == JR_ELEADERLOST && !read && r->what != JR__REQ_STEPDOWN) {
+    if (status == JR_ELEADERLOST && !read && r->what != JR__REQ_STEPDOWN &&
+        r->what != JR__REQ_CONSUMER_STEPDOWN) {
         leader_gone(r, 0);
         return;
     }
@@ -599,6 +600,7 @@ void jr__req_deliver(jr__req *r)
     case JR__REQ_FETCH:
     case JR__REQ_ACK:
     case JR__REQ_CONSUMER_RESET:
+    case JR__REQ_CONSUMER_STEPDOWN:
         jr__consumer_deliver(r);
         return;
     case JR__REQ_STREAM_NAMES:

@@ -927,7 +927,7 @@ void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
     jr__rd_init(&rd, p, len);
     uint8_t sub = jr__rd_u8(&rd);
     uint64_t group = jr__rd_varint(&rd);
-    if (rd.err || sub < JR__CSUB_INFO || sub > JR__CSUB_RESET) {
+    if (rd.err || sub < JR__CSUB_INFO || sub > JR__CSUB_STEPDOWN) {
         static const char why[] = "malformed consumer request";
         jr__route_reply(js, rt, JR_EINVAL, why, sizeof why - 1);
         return;
@@ -947,6 +947,17 @@ void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
     case JR__CSUB_RESET:
         exec_reset(js, r, rt, &rd);
         break;
+    case JR__CSUB_STEPDOWN: {
+        size_t n;
+        const uint8_t *peer = jr__rd_bytes(&rd, &n, JR__META_NAME_MAX);
+        if (rd.err || jr__rd_left(&rd)) {
+            static const char why[] = "malformed stepdown";
+            jr__route_reply(js, rt, JR_EINVAL, why, sizeof why - 1);
+            break;
+        }
+        jr__stepdown_exec(js, r->g, rt, (const char *)peer, n);
+        break;
+    }
     default:
         exec_ack(js, r, rt, &rd);
         break;

@@ -213,8 +213,8 @@ static int changes_state(uint8_t kind, const uint8_t *p, size_t len)
         return len > 0 &&
                (p[0] == JR__ADM_PURGE || p[0] == JR__ADM_MSG_DELETE || p[0] == JR__ADM_STEPDOWN);
     case JR__RPC_CONSUMER:
-        return len > 0 &&
-               (p[0] == JR__CSUB_FETCH || p[0] == JR__CSUB_ACK || p[0] == JR__CSUB_RESET);
+        return len > 0 && (p[0] == JR__CSUB_FETCH || p[0] == JR__CSUB_ACK ||
+                           p[0] == JR__CSUB_RESET || p[0] == JR__CSUB_STEPDOWN);
     default:
         return 0;
     }

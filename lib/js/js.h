@@ -101,11 +101,12 @@ enum jr__req_op {
     JR__REQ_CONSUMER_PAUSE,  /* consumer pause or resume (a meta request) */
     JR__REQ_CONSUMER_EXPIRE, /* internal: an inactive consumer's leader deletes it (no callback) */
     JR__REQ_CONSUMER_RESET,  /* a reset at the consumer's leader */
-    JR__REQ_CONSUMER_INFO,   /* consumer info at the consumer's leader */
-    JR__REQ_FETCH,           /* a pull request at the consumer's leader */
-    JR__REQ_ACK,             /* an acknowledgement at the consumer's leader (cb.admin may be
-                                NULL: fire and forget) */
-    JR__REQ_STREAM_NAMES,    /* names and lists from the meta leader (api_lists.c) */
+    JR__REQ_CONSUMER_STEPDOWN, /* a leadership transfer at the consumer's leader */
+    JR__REQ_CONSUMER_INFO,     /* consumer info at the consumer's leader */
+    JR__REQ_FETCH,             /* a pull request at the consumer's leader */
+    JR__REQ_ACK,               /* an acknowledgement at the consumer's leader (cb.admin may be
+                                  NULL: fire and forget) */
+    JR__REQ_STREAM_NAMES,      /* names and lists from the meta leader (api_lists.c) */
     JR__REQ_STREAM_LIST,
     JR__REQ_CONSUMER_NAMES,
     JR__REQ_CONSUMER_LIST,
@@ -127,11 +128,12 @@ enum jr__admin_sub {
 
 /* Sub-kinds of JR__RPC_CONSUMER (first byte of its payload; then varint consumer group). */
 enum jr__consumer_sub {
-    JR__CSUB_INFO = 1,  /* consumer info */
-    JR__CSUB_FETCH = 2, /* a pull request: varint batch | varint max_bytes | varint expires_ns |
-                           u8 flags (JR__FETCH_*) */
-    JR__CSUB_ACK = 3,   /* u8 kind | u8 confirm | varint sseq | varint dseq | varint delay_ns */
-    JR__CSUB_RESET = 4, /* varint seq (0: the ack floor's + 1) */
+    JR__CSUB_INFO = 1,     /* consumer info */
+    JR__CSUB_FETCH = 2,    /* a pull request: varint batch | varint max_bytes | varint expires_ns |
+                              u8 flags (JR__FETCH_*) */
+    JR__CSUB_ACK = 3,      /* u8 kind | u8 confirm | varint sseq | varint dseq | varint delay_ns */
+    JR__CSUB_RESET = 4,    /* varint seq (0: the ack floor's + 1) */
+    JR__CSUB_STEPDOWN = 5, /* str peer ("": the best one) */
 };
 
 /* Flags of a fetch. A push consumer's subscription (api_consumer.c) pulls with JR__FETCH_PUSH:
@@ -689,6 +691,9 @@ void jr__stream_exec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_
  * name; at most JR__INFO_MAX_REPLICAS. Returns how many; ptrs[i] = &reps[i]. */
 size_t jr__cluster_replicas(jr__js *js, jr_group *g, const char *const *peers, size_t npeers,
                             jr_peer_info *reps, const jr_peer_info **ptrs);
+/* Moves the leadership of g (led here) to server `peer` (plen bytes; 0: the best one) and
+ * answers along rt once the transfer completed (JR_ENOTVOTER, JR_ETRANSFER, JR_ETIMEDOUT...). */
+void jr__stepdown_exec(jr__js *js, jr_group *g, const jr__route *rt, const char *peer, size_t plen);
 /* Executes the read that waiter w staged (jr__srep_stage_read), now that its op is applied. */
 void jr__stream_exec_read(jr__js *js, jr__srep *r, const jr__waiter *w);
 

@@ -189,8 +189,7 @@ static void on_transfer(void *arg, int status)
     jr__free(js->alloc, t);
 }
 
-static void exec_stepdown(jr__js *js, jr__srep *r, const jr__route *rt, const char *peer,
-                          size_t plen)
+void jr__stepdown_exec(jr__js *js, jr_group *g, const jr__route *rt, const char *peer, size_t plen)
 {
     jr_node *n = js->n;
     char name[JR__META_NAME_MAX + 1];
@@ -204,7 +203,7 @@ static void exec_stepdown(jr__js *js, jr__srep *r, const jr__route *rt, const ch
     }
     t->js = js;
     t->rt = *rt;
-    int rc = jr_group_transfer(r->g, plen ? name : NULL, on_transfer, t);
+    int rc = jr_group_transfer(g, plen ? name : NULL, on_transfer, t);
     if (rc != 0) {
         char msg[JR__JS_MSG_MAX];
         snprintf(msg, sizeof msg, "stepdown%s%s: %s", plen ? " to " : "", plen ? name : "",
@@ -362,7 +361,7 @@ void jr__stream_exec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_
         size_t n;
         const uint8_t *s = jr__rd_bytes(&rd, &n, JR__META_NAME_MAX);
         if (rd.err || jr__rd_left(&rd)) break;
-        exec_stepdown(js, r, rt, (const char *)s, n);
+        jr__stepdown_exec(js, r->g, rt, (const char *)s, n);
         return;
     }
     default:

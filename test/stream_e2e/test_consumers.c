@@ -367,6 +367,17 @@ START_TEST(leader_failover_keeps_delivery_counts)
     }
     ck_assert_uint_eq(r.dseq[4], 8);
     ck_assert_int_eq(e2e_restart(&c, leader), 0);
+    /* a stepdown to a chosen server */
+    jr_sim_run_for(c.sim, 2 * SEC);
+    char to[16];
+    snprintf(to, sizeof to, "n%u", leader);
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(jr_consumer_stepdown(e2e_node(&c, other), "ORDERS", "fo", to, admin_cb, &a),
+                     0);
+    wait_done(&c, &a);
+    ck_assert_msg(a.status == 0, "stepdown: %s", a.msg);
+    ck_assert_int_eq(info(&c, other, "ORDERS", "fo", &a), 0);
+    ck_assert_str_eq(a.leader, to);
     e2e_free(&c);
 }
 END_TEST
