@@ -323,6 +323,15 @@ static int next_new(jr__crep *r, jr__store *s, uint64_t from, jr__store_msg *out
     return jr__store_get(s, best, out);
 }
 
+/* The most message bytes one fetch answer carries (it travels in one frame): a batch that would
+ * go past it ends early, its answer saying how many messages it still wanted. One message always
+ * fits (a message is at most max_payload, which the frame holds). */
+static uint64_t answer_cap(const jr__js *js)
+{
+    uint64_t cap = js->facts.max_frame / 2;
+    return cap < (4u << 20) ? cap : (4u << 20);
+}
+
 static uint64_t msg_size(const jr__store_msg *m)
 {
     return (uint64_t)m->subject_len + m->hdr_len + m->data_len;
@@ -413,14 +422,19 @@ static void step(jr__crep *r)
             rec.dc = 1;
             w.fresh = 1;
         }
-        if (p->max_bytes > 0) {
-            uint64_t sz = msg_size(&m);
-            if (sz > (uint64_t)p->max_bytes) {
+        uint64_t sz = msg_size(&m);
+        if ((p->max_bytes > 0 && sz > (uint64_t)p->max_bytes) ||
+            ((p->got || p->inflight) && p->bytes + sz > answer_cap(js))) {
+            /* not for this request: it ends (over its max_bytes, or its answer is full) */
+            if (w.rsseq) jr__map_del(&l->redeliv, w.rsseq);
+            if (p->max_bytes > 0 && sz > (uint64_t)p->max_bytes)
                 pull_end(r, p, 409, "Message Size Exceeds MaxBytes");
-                continue;
-            }
-            p->max_bytes -= (int64_t)sz;
+            else
+                pull_end(r, p, CODE_DONE, "");
+            continue;
         }
+        if (p->max_bytes > 0) p->max_bytes -= (int64_t)sz;
+        p->bytes += sz;
         rec.type = JR__COP_DELIVERED;
         rec.dseq = l->next_dseq;
         rec.sseq = sseq;

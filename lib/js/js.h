@@ -273,6 +273,7 @@ typedef struct jr__pull {
     const char *end_text;
     uint32_t inflight; /* deliveries proposed for it, not yet applied */
     uint32_t got;      /* messages in buf */
+    uint64_t bytes;    /* message bytes handed to it or in flight for it (answer_cap) */
     jr__buf buf;       /* the messages handed to it so far (the response's tail) */
 } jr__pull;
 
