@@ -350,6 +350,33 @@ START_TEST(long_backoff)
 }
 END_TEST
 
+/* Rows that depend on other settings: the start sequence (without separators, as the CLI), a
+ * durable name that differs from the name, pinned-client priority groups with their TTL. */
+START_TEST(dependent_rows)
+{
+    pull_fixture f;
+    pull_fixture_init(&f);
+    f.cfg.name = "worker-1";
+    f.cfg.durable_name = "WORKERS";
+    f.cfg.deliver_policy = JR_DELIVER_BY_START_SEQ;
+    f.cfg.opt_start_seq = 12345;
+    f.cfg.priority_policy = JR_PRIORITY_PINNED_CLIENT;
+    f.cfg.priority_groups = (const char *const[]){"jobs", "batch"};
+    f.cfg.npriority_groups = 2;
+    f.cfg.priority_timeout_ns = 120 * (int64_t)SEC;
+    char buf[4096];
+    ck_assert_int_gt(jr_consumer_info_format(&f.info, NOW, buf, sizeof buf), 0);
+    ck_assert_ptr_nonnull(strstr(buf, "                    Name: worker-1\n"
+                                      "            Durable Name: WORKERS\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "          Deliver Policy: From Sequence 12345\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "                Replicas: 3\n"
+                                      "         Priority Policy: Pinned Client\n"
+                                      "         Priority Groups: jobs, batch\n"
+                                      "              Pinned TTL: 2m0s\n"
+                                      "\n"));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("consumer_format");
@@ -362,6 +389,7 @@ int main(void)
     tcase_add_test(tc, old_caller_sizes);
     tcase_add_test(tc, null_fields);
     tcase_add_test(tc, long_backoff);
+    tcase_add_test(tc, dependent_rows);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
