@@ -147,11 +147,6 @@ typedef struct jr_consumer_info {
     uint64_t num_pending;             /* matching messages not yet delivered */
     const jr_cluster_info *cluster;
 } jr_consumer_info;
-typedef void (*jr_consumer_info_cb)(void *arg, int status, const char *msg,
-                                    const jr_consumer_info *info);
-/* The consumer's info from its leader. JR_ENOSTREAM, JR_ENOTFOUND. */
-JR_API int jr_consumer_info_get(jr_node *node, const char *stream, const char *name,
-                                jr_consumer_info_cb cb, void *arg);
 
 /* Renders info as the nats CLI prints `nats consumer info` into buf (always NUL-terminated when
  * len > 0; buf may be NULL when len is 0): the "Information for Consumer" header, the
@@ -164,6 +159,12 @@ JR_API int jr_consumer_info_get(jr_node *node, const char *stream, const char *n
  * NULL with len > 0, a malformed cluster block). No allocation. */
 JR_API int jr_consumer_info_format(const jr_consumer_info *info, uint64_t now_ns, char *buf,
                                    size_t len);
+
+typedef void (*jr_consumer_info_cb)(void *arg, int status, const char *msg,
+                                    const jr_consumer_info *info);
+/* The consumer's info from its leader. JR_ENOSTREAM, JR_ENOTFOUND. */
+JR_API int jr_consumer_info_get(jr_node *node, const char *stream, const char *name,
+                                jr_consumer_info_cb cb, void *arg);
 
 /* ----------------------------------------------------------------------------------------------
  * Pull delivery and acknowledgements.
