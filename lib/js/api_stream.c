@@ -130,6 +130,12 @@ void jr__req_route(jr__req *r)
     int local, leads;
     jr__peer *p;
     if (r->kind == JR__RPC_CONSUMER) {
+        int known = jr__consumer_resolve(r);
+        if (known < 0) return;
+        if (!known) {
+            wait_retry(r);
+            return;
+        }
         const jr__meta_consumer *c = jr__meta_consumer_by_group(&js->st, r->group);
         if (!c) {
             jr__req_finish(r, JR_ENOTFOUND, "consumer '%s > %s' was deleted", r->stream,

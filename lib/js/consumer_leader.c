@@ -33,6 +33,7 @@
 #include "js/codec.h"
 #include "util/alloc.h"
 #include "util/deadline.h"
+#include "util/subject.h"
 
 enum { CODE_DONE = 0 };
 
@@ -257,12 +258,20 @@ static int check_ready(jr__crep *r)
     case JR_DELIVER_NEW:
         start = ss.last_seq + 1;
         break;
-    case JR_DELIVER_LAST: {
-        jr__store_msg m;
+    case JR_DELIVER_LAST: { /* the newest message its filters match */
+        const char *one = NULL;
+        size_t nf = 0;
+        const char *const *fs = jr__consumer_filters(cfg, &one, &nf);
         start = ss.last_seq ? ss.last_seq : 1;
-        if (s && cfg->filter_subject &&
-            jr__store_get_last(s, cfg->filter_subject, strlen(cfg->filter_subject), &m) == 0)
-            start = m.seq;
+        if (nf && s) {
+            uint64_t best = 0;
+            for (size_t i = 0; i < nf; i++) {
+                jr__store_msg m;
+                if (jr__store_get_last(s, fs[i], strlen(fs[i]), &m) == 0 && m.seq > best)
+                    best = m.seq;
+            }
+            start = best ? best : ss.last_seq + 1;
+        }
         break;
     }
     case JR_DELIVER_BY_START_SEQ:
@@ -306,7 +315,7 @@ static int next_expired(jr__crep *r, uint64_t now, uint64_t after, uint64_t *sse
 }
 
 /* Filters: the next matching message at or after from. */
-static int next_new(jr__crep *r, jr__store *s, uint64_t from, jr__store_msg *out)
+static int next_match(jr__crep *r, jr__store *s, uint64_t from, jr__store_msg *out)
 {
     const jr_consumer_config *cfg = &r->as->cfg->c;
     const char *one = NULL;
@@ -321,6 +330,29 @@ static int next_new(jr__crep *r, jr__store *s, uint64_t from, jr__store_msg *out
     }
     if (!best) return JR_ENOTFOUND;
     return jr__store_get(s, best, out);
+}
+
+/* The next message to deliver at or after from. Deliver last per subject: of the messages
+ * stored before the consumer was created (the meta leader's stamp), only the last of each
+ * subject; every later one. Decided from the store alone (timestamps and subjects are the same
+ * on every replica), so a new leader picks up exactly where its predecessor was. */
+static int next_new(jr__crep *r, jr__store *s, uint64_t from, jr__store_msg *out)
+{
+    const jr_consumer_config *cfg = &r->as->cfg->c;
+    for (;;) {
+        int rc = next_match(r, s, from, out);
+        if (rc || cfg->deliver_policy != JR_DELIVER_LAST_PER_SUBJECT || !r->created_ns ||
+            (uint64_t)out->ts > r->created_ns)
+            return rc;
+        uint64_t seq = out->seq;
+        char subj[JR__SUBJECT_MAX + 1];
+        size_t n = out->subject_len < JR__SUBJECT_MAX ? out->subject_len : JR__SUBJECT_MAX;
+        memcpy(subj, out->subject, n);
+        jr__store_msg later;
+        if (jr__store_next(s, seq + 1, subj, n, &later) != 0 || (uint64_t)later.ts > r->created_ns)
+            return jr__store_get(s, seq, out); /* the last of its subject then */
+        from = seq + 1;
+    }
 }
 
 /* The most message bytes one fetch answer carries (it travels in one frame): a batch that would
@@ -355,7 +387,13 @@ static void step(jr__crep *r)
         nx = p->next;
         if (!p->ended && now >= p->expires_at) pull_end(r, p, 408, "Request Timeout");
     }
-    if (r->failed || !check_ready(r)) return;
+    if (r->failed) return;
+    if (!check_ready(r)) {
+        /* its term's first entry applies without passing through the state machine: look
+         * again a heartbeat later */
+        jr__js_timer_arm(js, &r->timer, jr__deadline(now, js->heartbeat_ns));
+        return;
+    }
     const jr_consumer_config *cfg = &r->as->cfg->c;
     if (l->phead) l->active_at = now; /* a client waits */
     uint64_t idle_due = UINT64_MAX;
@@ -940,7 +978,7 @@ void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
     jr__rd rd;
     jr__rd_init(&rd, p, len);
     uint8_t sub = jr__rd_u8(&rd);
-    uint64_t group = jr__rd_varint(&rd);
+    uint64_t group = jr__rd_u64(&rd);
     if (rd.err || sub < JR__CSUB_INFO || sub > JR__CSUB_STEPDOWN) {
         static const char why[] = "malformed consumer request";
         jr__route_reply(js, rt, JR_EINVAL, why, sizeof why - 1);

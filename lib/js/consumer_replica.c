@@ -155,6 +155,7 @@ static void take_assignment(jr__crep *r, const jr__meta_consumer *c)
     jr__meta_casgn_put(old);
     r->name = r->as->cfg->c.name;
     r->updated = c->updated;
+    r->created_ns = c->created_ns;
 }
 
 static void crep_free(jr__crep *r)

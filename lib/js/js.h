@@ -126,7 +126,7 @@ enum jr__admin_sub {
     JR__ADM_DIRECT_GET = 8, /* a direct get, answered by any current replica (api_lists.c) */
 };
 
-/* Sub-kinds of JR__RPC_CONSUMER (first byte of its payload; then varint consumer group). */
+/* Sub-kinds of JR__RPC_CONSUMER (first byte of its payload; then u64 consumer group). */
 enum jr__consumer_sub {
     JR__CSUB_INFO = 1,     /* consumer info */
     JR__CSUB_FETCH = 2,    /* a pull request: varint batch | varint max_bytes | varint expires_ns |
@@ -193,7 +193,10 @@ struct jr__req {
     uint64_t rpc_id;    /* outstanding RPC, 0 none */
     jr__id target;      /* where the last attempt went */
     unsigned tries;
-    uint64_t group;                 /* stream requests: the stream's group */
+    uint64_t group;                 /* stream requests: the stream's group; consumer requests: the
+                                       consumer's (0 until jr__consumer_resolve found it) */
+    uint64_t resolve_until;         /* consumer requests: until when an unknown consumer is
+                                       looked up again (this server's meta state may lag) */
     uint64_t meta_id;               /* meta requests: request id in the op; */
     uint64_t meta_index, meta_term; /* where the meta leader proposed it (state 2) */
     char stream[JR_STREAM_NAME_MAX + 1];
@@ -323,8 +326,9 @@ struct jr__crep {
     char *stream;     /* its stream's name (owned) */
     uint64_t group;   /* the consumer's Raft group */
     uint64_t stream_group;
-    uint64_t updated; /* assignment version converged to */
-    uint64_t applied; /* last index applied to st */
+    uint64_t updated;    /* assignment version converged to */
+    uint64_t applied;    /* last index applied to st */
+    uint64_t created_ns; /* when the meta leader created it (deliver last per subject) */
     jr_group *g;
     jr__meta_casgn *as;   /* config and peers converged to (a reference) */
     jr__cstate st;        /* the replicated state */
@@ -720,6 +724,9 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
 void jr__req_deliver(jr__req *r);
 /* The same for a consumer info, fetch or ack (api_consumer.c). */
 void jr__consumer_deliver(jr__req *r);
+/* Consumer request r knows its consumer's group: 1; not yet, ask again later: 0; the stream or
+ * consumer does not exist (r finished): -1. */
+int jr__consumer_resolve(jr__req *r);
 /* r's timer fired: its deadline passed, or it is time to retry. */
 void jr__req_timer(jr__req *r);
 /* Routes a stream request (r->group, r->kind, r->payload) to the stream's leader. */

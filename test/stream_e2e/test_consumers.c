@@ -777,6 +777,97 @@ START_TEST(a_lagging_replica_catches_up_from_a_snapshot_and_leads)
 }
 END_TEST
 
+/* Every deliver policy with every filter shape against a known stream (subjects a, b, c in
+ * turn, seqs 1..9), and what each ack policy does to the state once the messages are acked. */
+START_TEST(deliver_policies_filters_and_ack_policies)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(e2e_new(&c, 3, 30, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 10 * SEC), 0);
+    const char *subj[] = {"orders.>"};
+    jr_stream_config scfg;
+    e2e_config(&scfg, "ORDERS", subj, 1, 3);
+    e2e_res pr;
+    ck_assert_int_eq(e2e_add(&c, 0, &scfg, &pr), 0);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 2, 10 * SEC), 0);
+    static const char *const letters[] = {"orders.a", "orders.b", "orders.c"};
+    for (int i = 0; i < 9; i++) {
+        ck_assert_int_eq(e2e_publish(&c, 0, letters[i % 3], "m", 1, NULL, &pr), 0);
+        jr_sim_run_for(c.sim, 10 * MS);
+    }
+    ck_assert_int_eq(e2e_msg_get(&c, 0, "ORDERS", 4, &pr), 0);
+    uint64_t ts4 = pr.ts;
+    jr_sim_run_for(c.sim, 100 * MS); /* consumers below are created after every message */
+    static const char *const ab[] = {"orders.a", "orders.b"};
+    struct shape {
+        const char *single;
+        const char *const *multi;
+        size_t nmulti;
+    } shapes[] = {{NULL, NULL, 0}, {"orders.a", NULL, 0}, {NULL, ab, 2}};
+    struct pol {
+        int policy;
+        const char *want[3]; /* per shape: the stream seqs delivered, as digits */
+    } pols[] = {
+        {JR_DELIVER_ALL, {"123456789", "147", "124578"}},
+        {JR_DELIVER_LAST, {"9", "7", "8"}},
+        {JR_DELIVER_NEW, {"", "", ""}},
+        {JR_DELIVER_BY_START_SEQ, {"56789", "7", "578"}},
+        {JR_DELIVER_BY_START_TIME, {"456789", "47", "4578"}},
+        {JR_DELIVER_LAST_PER_SUBJECT, {"789", "7", "78"}},
+    };
+    static const int acks[] = {JR_ACK_NONE, JR_ACK_ALL, JR_ACK_EXPLICIT};
+    int k = 0;
+    for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
+        for (size_t f = 0; f < 3; f++) {
+            if (pols[p].policy == JR_DELIVER_LAST_PER_SUBJECT && f == 0) continue; /* needs one */
+            int ackp = acks[k % 3];
+            char name[32];
+            snprintf(name, sizeof name, "c%d", k++);
+            jr_consumer_config cfg;
+            durable(&cfg, name);
+            cfg.deliver_policy = pols[p].policy;
+            cfg.ack_policy = ackp;
+            cfg.filter_subject = shapes[f].single;
+            cfg.filter_subjects = shapes[f].multi;
+            cfg.nfilter_subjects = shapes[f].nmulti;
+            if (pols[p].policy == JR_DELIVER_BY_START_SEQ) cfg.opt_start_seq = 5;
+            if (pols[p].policy == JR_DELIVER_BY_START_TIME) cfg.opt_start_time_ns = ts4;
+            cres r, a;
+            ck_assert_msg(create(&c, 0, "ORDERS", &cfg, &r) == 0, "%s: %s", name, r.msg);
+            ck_assert_int_eq(fetch(&c, 1, "ORDERS", name, 20, 2 * SEC, 0, &r), 0);
+            char got[32] = "";
+            for (size_t i = 0; i < r.n; i++) got[i] = (char)('0' + (int)r.sseq[i]);
+            got[r.n] = 0;
+            if (strcmp(got, pols[p].want[f]) != 0) {
+                cres d;
+                info(&c, 0, "ORDERS", name, &d);
+                fprintf(
+                    stderr, "%s: leader %s delivered %llu pending %llu waiting %llu filter %s\n",
+                    name, d.leader, (unsigned long long)d.info.delivered.stream_seq,
+                    (unsigned long long)d.info.num_pending, (unsigned long long)d.info.num_waiting,
+                    d.cfg.filter_subject ? d.cfg.filter_subject : "-");
+            }
+            ck_assert_msg(strcmp(got, pols[p].want[f]) == 0,
+                          "policy %d shape %zu: got '%s' want '%s' (end %d %s)", pols[p].policy, f,
+                          got, pols[p].want[f], r.end_code, r.end_text);
+            if (r.n == 0) continue;
+            /* acknowledge: none needs nothing; all, the last one; explicit, each */
+            if (ackp == JR_ACK_ALL)
+                ck_assert_int_eq(ack(&c, 2, r.token[r.n - 1], JR_ACK_ACK, 0, &a), 0);
+            for (size_t i = 0; ackp == JR_ACK_EXPLICIT && i < r.n; i++)
+                ck_assert_int_eq(ack(&c, 2, r.token[i], JR_ACK_ACK, 0, &a), 0);
+            ck_assert_int_eq(info(&c, 0, "ORDERS", name, &a), 0);
+            ck_assert_uint_eq(a.info.num_ack_pending, 0);
+            ck_assert_uint_eq(a.info.ack_floor.stream_seq, r.sseq[r.n - 1]);
+            ck_assert_uint_eq(a.info.delivered.stream_seq, r.sseq[r.n - 1]);
+            ck_assert_uint_eq(a.info.num_pending, 0);
+        }
+    }
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -792,6 +883,7 @@ int main(void)
     tcase_add_test(tc, reset_to_a_sequence);
     tcase_add_test(tc, advisories_for_nak_term_and_max_deliveries);
     tcase_add_test(tc, a_lagging_replica_catches_up_from_a_snapshot_and_leads);
+    tcase_add_test(tc, deliver_policies_filters_and_ack_policies);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
