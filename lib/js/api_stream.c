@@ -234,6 +234,8 @@ static const char *what_name(const jr__req *r)
         return "purge";
     case JR__REQ_MSG_DELETE:
         return "message delete";
+    case JR__REQ_FETCH:
+        return "fetch";
     default:
         return "request";
     }
@@ -261,9 +263,10 @@ static void leader_gone(jr__req *r, int silent)
     r->lost_at = jr__node_now(n);
     if (r->idempotent && jr__node_now(n) < r->deadline) {
         jr__node_log(n, JR_LOG_INFO,
-                     "stream '%s': leader %s %s; the publish goes to the next "
-                     "leader (its msg_id makes that safe)",
-                     r->stream, t, silent ? "went silent" : "lost its leadership");
+                     "stream '%s': leader %s %s; the %s goes to the next leader (%s)", r->stream, t,
+                     silent ? "went silent" : "lost its leadership", what_name(r),
+                     r->what == JR__REQ_FETCH ? "what the lost one handed out is redelivered"
+                                              : "its msg_id makes that safe");
         jr__req_route(r);
         return;
     }

@@ -227,6 +227,7 @@ void jr__clead_role_changed(jr__crep *r)
         }
         r->lead->term = term;
         r->lead->active_at = jr__node_now(js->n);
+        r->lead->duty_at = 0; /* its peers are checked once it is ready */
         jr__map_init(&r->lead->redeliv, js->alloc);
     }
     if (r->lead) jr__clead_dirty(r);
@@ -501,8 +502,8 @@ static void step(jr__crep *r)
         else if (p->eager && p->got)
             pull_end(r, p, CODE_DONE, ""); /* a push subscription: handed out as they come */
     }
-    /* Next duty: a pull's expiry, a redelivery deadline, the inactivity threshold. */
-    uint64_t next = idle_due;
+    /* Next duty: a pull's expiry, a redelivery deadline, the inactivity threshold, the peers. */
+    uint64_t next = idle_due < l->duty_at ? idle_due : l->duty_at;
     for (jr__pull *p = l->phead; p; p = p->next)
         if (!p->ended && p->expires_at < next) next = p->expires_at;
     uint64_t due = jr__cstate_next_deadline(&r->st);
@@ -516,8 +517,13 @@ static void step(jr__crep *r)
 void jr__clead_timer(jr__js *js, jr__jtimer *t)
 {
     jr__crep *r = (jr__crep *)((char *)t - offsetof(jr__crep, timer));
-    (void)js;
-    if (r->lead) jr__clead_dirty(r);
+    if (!r->lead) return;
+    if (r->lead->ready && jr__node_now(js->n) >= r->lead->duty_at) {
+        uint64_t next = UINT64_MAX;
+        jr__crep_members_duty(r, &next);
+        r->lead->duty_at = next;
+    }
+    jr__clead_dirty(r); /* its step arms the timer for what is due next */
 }
 
 /* Proposes what r's leader staged. */

@@ -308,6 +308,7 @@ typedef struct jr__clead {
     uint64_t active_at; /* the last sign of a client (a pull waiting or arriving, an ack) */
     uint8_t expiring;   /* inactive past its threshold: its deletion was asked for */
     uint8_t resetting;  /* a RESET is staged or proposed: nothing is delivered until it applies */
+    uint64_t duty_at;   /* when its timer runs the peer-change duty next (UINT64_MAX: no need) */
     jr__map redeliv;    /* stream seqs of expired messages whose redelivery (or MAXDELIV, TERM)
                            is staged or proposed, not applied: not chosen again meanwhile */
     jr__pull *phead, *ptail;
@@ -336,9 +337,10 @@ struct jr__crep {
     jr__crep *sib;        /* js->cons_by_stream: the next consumer replica of the same stream */
     jr__crep *dirty_next; /* js->cdirty: its leader has work for the next flush */
     uint8_t dirty;
-    jr__jtimer timer;    /* leader: pull expiry, redelivery deadlines */
-    jr__clead *lead;     /* non-NULL while it leads */
-    jr__cprop *cur_prop; /* the leader's proposal the entry being applied answers */
+    jr__jtimer timer;     /* leader: pull expiry, redelivery deadlines */
+    jr__clead *lead;      /* non-NULL while it leads */
+    jr__cprop *cur_prop;  /* the leader's proposal the entry being applied answers */
+    uint64_t reported_at; /* leader: when STREAM_CONVERGED was last sent for it (0: never) */
 };
 
 /* A local replica of a stream (stream_replica.c). */
@@ -537,6 +539,10 @@ void jr__mnode_converge_one(jr__js *js, uint64_t group);
  * say), so nothing is released for a peer removal until then (a stream deletion is final and
  * is released at once). */
 int jr__mnode_replayed(jr__js *js);
+/* Sends STREAM_CONVERGED for consumer c (its group's configuration is c's peer set, every peer a
+ * voter) to the meta leader, as an internal request. */
+void jr__mnode_report_consumer_converged(jr__js *js, const jr__meta_consumer *c,
+                                         const jr__join_floor *f);
 /* Asks the meta leader to delete consumer `name` of `stream` (its leader found it inactive past
  * its inactive_threshold), as an internal request. */
 void jr__mnode_expire_consumer(jr__js *js, const char *stream, const char *name);
@@ -626,6 +632,12 @@ jr__peer *jr__crep_leader_peer(jr__js *js, uint64_t group);
 uint64_t jr__crep_num_pending(jr__crep *r, uint64_t from);
 /* r's group name as JetStream shows it ("C-R3F-<hash>"). */
 void jr__crep_group_name(const jr__crep *r, char *buf, size_t cap);
+
+/* consumer_peers.c ---------------------------------------------------------------------------*/
+
+/* The leader's step towards its consumer's peer set (one membership change at a time, then
+ * STREAM_CONVERGED for its group); *next is pulled in while work is left. */
+void jr__crep_members_duty(jr__crep *r, uint64_t *next);
 
 /* consumer_leader.c ----------------------------------------------------------------------------*/
 

@@ -16,7 +16,7 @@ typedef struct cres {
     jr_consumer_info info;
     jr_consumer_config cfg;
     char leader[64];
-    size_t nreplicas;
+    size_t nreplicas, ncurrent;
     /* fetch */
     size_t n;
     uint64_t sseq[256], dseq[256];
@@ -73,6 +73,8 @@ static void info_cb(void *arg, int status, const char *msg, const jr_consumer_in
     snprintf(r->name, sizeof r->name, "%s", in->name);
     snprintf(r->leader, sizeof r->leader, "%s", in->cluster->leader ? in->cluster->leader : "");
     r->nreplicas = in->cluster->nreplicas;
+    for (size_t i = 0; i < in->cluster->nreplicas; i++)
+        r->ncurrent += in->cluster->replicas[i]->current != 0;
     r->info.config = &r->cfg;
     r->info.cluster = NULL;
     r->info.stream = r->info.name = NULL;
@@ -868,6 +870,78 @@ START_TEST(deliver_policies_filters_and_ack_policies)
 }
 END_TEST
 
+/* Runs until consumer `name` reports `nrep` other replicas, all current (asked on node via). */
+static int wait_consumer_replicas(e2e *c, unsigned via, const char *name, size_t nrep)
+{
+    for (int i = 0; i < 60; i++) {
+        cres r;
+        memset(&r, 0, sizeof r);
+        ck_assert_int_eq(jr_consumer_info_get(e2e_node(c, via), "ORDERS", name, info_cb, &r), 0);
+        wait_done(c, &r);
+        if (r.status == 0 && r.nreplicas == nrep && r.ncurrent == nrep) return 0;
+        jr_sim_run_for(c->sim, 500 * MS);
+    }
+    return -1;
+}
+
+/* A consumer follows its stream's peer changes: a shrink to one server takes the consumer there
+ * (its state with it), a grow back adds replicas that catch up from the group and can lead. */
+START_TEST(a_consumer_follows_its_stream_s_peer_changes)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(e2e_new(&c, 4, 31, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 4, 10 * SEC), 0);
+    const char *subj[] = {"orders.>"};
+    jr_stream_config scfg;
+    e2e_config(&scfg, "ORDERS", subj, 1, 3);
+    e2e_res pr;
+    ck_assert_int_eq(e2e_add(&c, 0, &scfg, &pr), 0);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 2, 10 * SEC), 0);
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_eq(e2e_publish(&c, 0, "orders.x", "m", 1, NULL, &pr), 0);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "mover");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(wait_consumer_replicas(&c, 0, "mover", 2), 0);
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "mover", 4, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 4);
+    for (size_t i = 0; i < 3; i++) ck_assert_int_eq(ack(&c, 1, r.token[i], JR_ACK_ACK, 0, &a), 0);
+    /* shrink the stream to one server: the consumer goes along */
+    scfg.replicas = 1;
+    ck_assert_msg(e2e_update(&c, 0, &scfg, &pr) == 0, "shrink: %s", pr.msg);
+    ck_assert_int_eq(wait_consumer_replicas(&c, 0, "mover", 0), 0);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "mover", &a), 0);
+    ck_assert_uint_eq(a.info.ack_floor.stream_seq, 3);
+    ck_assert_uint_eq(a.info.num_ack_pending, 1);
+    unsigned peers[4];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "ORDERS", peers, 4), 1);
+    char only[8];
+    snprintf(only, sizeof only, "n%u", peers[0]);
+    ck_assert_str_eq(a.leader, only);
+    /* grow it back to three: the consumer's new replicas join and catch up */
+    scfg.replicas = 3;
+    ck_assert_msg(e2e_update(&c, 0, &scfg, &pr) == 0, "grow: %s", pr.msg);
+    ck_assert_int_eq(wait_consumer_replicas(&c, 0, "mover", 2), 0);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 2, 30 * SEC), 0);
+    for (int i = 0; i < 60 && e2e_meta_busy(&c, 0, "ORDERS") != 0; i++)
+        jr_sim_run_for(c.sim, 500 * MS);
+    ck_assert_int_eq(e2e_meta_busy(&c, 0, "ORDERS"), 0);
+    /* the old leader crashes: a replica that joined leads with the same state */
+    ck_assert_int_eq(jr_sim_crash(c.sim, peers[0]), 0);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    unsigned via = (peers[0] + 1) % 4;
+    ck_assert_msg(info(&c, via, "ORDERS", "mover", &a) == 0, "info: %s", a.msg);
+    ck_assert_str_ne(a.leader, only);
+    ck_assert_uint_eq(a.info.ack_floor.stream_seq, 3);
+    ck_assert_uint_eq(a.info.delivered.stream_seq, 4);
+    ck_assert_int_eq(fetch(&c, via, "ORDERS", "mover", 10, 2 * SEC, 0, &r), 0);
+    ck_assert_uint_ge(r.n, 6); /* 5..10, and 4 again once its ack wait passed */
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -884,6 +958,7 @@ int main(void)
     tcase_add_test(tc, advisories_for_nak_term_and_max_deliveries);
     tcase_add_test(tc, a_lagging_replica_catches_up_from_a_snapshot_and_leads);
     tcase_add_test(tc, deliver_policies_filters_and_ack_policies);
+    tcase_add_test(tc, a_consumer_follows_its_stream_s_peer_changes);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
