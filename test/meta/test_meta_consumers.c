@@ -68,6 +68,18 @@ static jr_consumer_config ccfg(const char *name)
     return c;
 }
 
+/* The config setup() gives stream `name` (retention limits). */
+static jr_stream_config stream_cfg(const char *name)
+{
+    jr_stream_config s;
+    jr_stream_config_init(&s);
+    s.name = name;
+    s.subjects = orders_subj;
+    s.nsubjects = 1;
+    s.replicas = 3;
+    return s;
+}
+
 /* Servers n1..n4 and stream `name` (R3 on n1..n3, retention as given) at index 5. */
 static void setup(jr__meta_state *st, const char *name, int retention, uint64_t *index)
 {
@@ -344,7 +356,7 @@ START_TEST(consumers_follow_their_stream)
     ck_assert_int_eq(apply(&st, ++i, &op, &res), 0);
     /* the stream moves from n1,n2,n3 to n2,n3,n4 */
     const jr__meta_stream *s = jr__meta_stream_find(&st, "ORDERS");
-    jr_stream_config sc = s->cfg->c;
+    jr_stream_config sc = stream_cfg("ORDERS");
     static const char *moved[] = {"n2", "n3", "n4"};
     jr__meta_op up;
     memset(&up, 0, sizeof up);
@@ -443,8 +455,7 @@ START_TEST(allocation_failures_never_half_apply_a_consumer_op)
     st.alloc = &fa;
     jr_consumer_config a = ccfg("a"), a2 = ccfg("a"), b = ccfg("b");
     a2.description = "changed";
-    const jr__meta_stream *ms = jr__meta_stream_find(&st, "ORDERS");
-    jr_stream_config sc = ms->cfg->c;
+    jr_stream_config sc = stream_cfg("ORDERS");
     static const char *moved[] = {"n2", "n3", "n4"};
     jr__meta_op mv;
     memset(&mv, 0, sizeof mv);
