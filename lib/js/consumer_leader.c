@@ -391,6 +391,9 @@ static void step(jr__crep *r)
         if (p->max_bytes > 0) {
             uint64_t sz = msg_size(&m);
             if (sz > (uint64_t)p->max_bytes) {
+                /* an expired message not redelivered to this pull: it must stay eligible
+                 * (in redeliv, nothing would ever choose it again while this leader leads) */
+                if (w.rsseq) jr__map_del(&l->redeliv, w.rsseq);
                 pull_end(r, p, 409, "Message Size Exceeds MaxBytes");
                 continue;
             }
