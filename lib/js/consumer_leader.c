@@ -303,6 +303,20 @@ static int next_expired(jr__crep *r, uint64_t now, uint64_t after, uint64_t *sse
     return JR_ENOTFOUND;
 }
 
+/* Where the message an expired delivery names is, for its redelivery: 1 in s (*m set); 0 gone
+ * from the stream (deleted, purged or over a limit: the local replica holds the stream at or
+ * past sseq, and not it); -1 not here yet — the local replica is catching up (s NULL), or has
+ * not applied it yet while another server's delivered it. A message not here yet is neither
+ * redelivered nor terminated now: the replica's next apply makes the leader step again. */
+static int find_redelivery(jr__store *s, uint64_t sseq, jr__store_msg *m)
+{
+    if (!s) return -1;
+    if (jr__store_get(s, sseq, m) == 0) return 1;
+    jr__store_state ss;
+    jr__store_state_get(s, &ss);
+    return sseq <= ss.last_seq ? 0 : -1;
+}
+
 /* Filters: the next matching message at or after from. */
 static int next_new(jr__crep *r, jr__store *s, uint64_t from, jr__store_msg *out)
 {
@@ -361,10 +375,13 @@ static void step(jr__crep *r)
         jr__cwait w;
         memset(&w, 0, sizeof w);
         if (next_expired(r, wall, scan, &sseq, &dc) == 0) {
-            w.rsseq = scan = sseq;
+            int at_max = cfg->max_deliver > 0 && dc >= (uint64_t)cfg->max_deliver;
+            int where = at_max ? 0 : find_redelivery(s, sseq, &m);
+            scan = sseq;
+            if (where < 0) continue; /* not here yet: left pending */
+            w.rsseq = sseq;
             if (jr__map_put(&l->redeliv, sseq, r) != 0) break;
-            if ((cfg->max_deliver > 0 && dc >= (uint64_t)cfg->max_deliver) || !s ||
-                jr__store_get(s, sseq, &m) != 0) {
+            if (where == 0) {
                 /* at max_deliver: no more deliveries; gone (limits, purge, delete): not
                  * redelivered either */
                 rec.type = cfg->max_deliver > 0 && dc >= (uint64_t)cfg->max_deliver
@@ -555,11 +572,13 @@ void jr__clead_applied(jr__crep *r, const jr__crec *rec, const jr__capply *out, 
         pl->inflight--;
         jr__store *s = stream_store(r);
         jr__store_msg m;
-        if (out->applied && s && jr__store_get(s, rec->sseq, &m) == 0) {
+        int where = out->applied ? find_redelivery(s, rec->sseq, &m) : -1;
+        if (where > 0) {
             hand_out(r, pl, rec, &m);
         } else {
             pl->batch++;
-            if (out->applied) {
+            /* not here now (its replica began a catch-up): pending, redelivered later */
+            if (where == 0) {
                 /* deleted since it was chosen: not redelivered either */
                 jr__crec t = {JR__COP_TERM, 0, rec->sseq, 0, jr__js_wall(r->js), 0};
                 stage(r, &t, NULL);
