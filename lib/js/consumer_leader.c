@@ -448,7 +448,12 @@ static void step(jr__crep *r)
         if (!p->ended && p->expires_at < next) next = p->expires_at;
     uint64_t due = jr__cstate_next_deadline(&r->st);
     if (due != UINT64_MAX && l->phead) {
-        uint64_t at = due > wall ? jr__deadline(now, due - wall) : now;
+        /* A deadline already past is a message this step could not redeliver (its redelivery
+         * in flight, no pull open, not in the local replica yet); what unblocks it makes the
+         * leader step (an apply, a new pull). Looking again at once would only tick the node
+         * in a loop meanwhile: look again after a heartbeat. */
+        uint64_t at =
+            due > wall ? jr__deadline(now, due - wall) : jr__deadline(now, js->heartbeat_ns);
         if (at < next) next = at;
     }
     if (next != UINT64_MAX) jr__js_timer_arm(js, &r->timer, next);
