@@ -186,6 +186,14 @@ void jr__clead_stop(jr__crep *r, int status)
     jr__js *js = r->js;
     if (js->cdirty) undirty(r);
     jr__js_timer_cancel(js, &r->timer);
+    /* A pull whose end was decided (408) while deliveries for it were in flight is answered
+     * once they are lost below; they may still commit under the next leader without reaching
+     * it, so its answer says so as the others' do, rather than that it merely expired. */
+    for (jr__pull *p = l->phead; p; p = p->next) {
+        if (!p->ended || !p->inflight) continue;
+        p->end_code = 409;
+        p->end_text = status == JR_ENOTFOUND ? "Consumer Deleted" : "Leadership Change";
+    }
     for (size_t i = 0; i < l->nstage; i++) wait_lost(r, &l->swait[i], status);
     l->nstage = 0;
     prop_free_all(r, status);
