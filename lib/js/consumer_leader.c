@@ -721,7 +721,11 @@ static void exec_ack(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
     int covers = cfg->ack_policy == JR_ACK_ALL && kind == JR_ACK_ACK &&
                  jr__cstate_num_ack_pending(&r->st) > 0 &&
                  sseq <= jr__cstate_delivered(&r->st)->stream_seq;
-    if (!pending && !covers) {
+    /* A confirmed one is not refused from this state: it may lag the committed one (a leader
+     * deposed and not aware yet, or one that has not applied its predecessors' entries yet),
+     * and "not pending" would then deny an ack the message needs. Its record is applied or
+     * ignored (not pending) alike on every replica, and answered from that. */
+    if (!pending && !covers && !confirm) {
         static const char why[] = "message not pending";
         jr__route_reply(js, rt, JR_ENOTFOUND, why, sizeof why - 1);
         return;
