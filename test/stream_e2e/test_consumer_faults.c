@@ -22,7 +22,7 @@
  *      MAXDELIV only once max_deliver deliveries were recorded);
  *  (2) acks: a confirmed ACK that completed with status 0 was committed by then (an applied ACK
  *      of its message is in the log at an index some node applied before the callback ran).
- *      One answered JR_ENOTFOUND (not pending) likewise finds its message acked by then.
+ *      One answered JR_ENOTFOUND "message not pending" likewise finds its message acked by then.
  *      After that no delivery of the message is recorded, and no fetch issued after the
  *      callback receives it. A fetch issued earlier still may: a delivery recorded before the
  *      ACK can be in an answer still on its way (or a request still waiting for it), so the
@@ -377,15 +377,19 @@ static int published_all(void)
 static void ack_cb(void *arg, int status, const char *msg)
 {
     ack *a = arg;
-    (void)msg;
     CHECK(!a->done, "an ack callback ran twice");
     a->done = 1;
     a->status = status;
     a->done_ns = jr_sim_now(g->c.sim);
     g->ticket++;
     seqst *s = &g->seqs[a->sseq];
-    if (a->kind == JR_ACK_ACK && (status == 0 || status == JR_ENOTFOUND)) s->client_done = 1;
-    if (a->kind == JR_ACK_ACK && status == JR_ENOTFOUND && !s->nf_ns) s->nf_ns = a->done_ns;
+    /* JR_ENOTFOUND also answers a server whose meta view does not know the consumer yet
+     * (cut off from the meta group): "consumer not found", which says nothing of the message */
+    int not_pending = status == JR_ENOTFOUND && msg && strcmp(msg, "message not pending") == 0;
+    if (a->kind == JR_ACK_ACK && (status == 0 || not_pending)) s->client_done = 1;
+    if (a->kind == JR_ACK_ACK && not_pending && !s->nf_ns) s->nf_ns = a->done_ns;
+    tracef("ack of seq %llu (kind %d) answered %d: %s", (unsigned long long)a->sseq, a->kind,
+           status, msg);
     if (a->kind == JR_ACK_ACK && status == 0 && !s->conf_ticket) {
         s->conf_ticket = g->ticket;
         s->conf_ns = a->done_ns;
