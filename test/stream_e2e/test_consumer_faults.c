@@ -8,7 +8,9 @@
  *    expiry and no_wait; every delivered message is then acked confirmed (with a callback) or
  *    fire-and-forget, NAKed, or left to expire, a little later and on a random node;
  *  - meanwhile links drop, duplicate and reorder frames; nodes crash (power loss with torn
- *    writes; the consumer's leader often), restart, pause; partitions come and go;
+ *    writes; the consumer's leader often), restart, pause; partitions come and go; in a third
+ *    of the seeds wall clocks step by up to 2 s either way (deadlines are the leader's wall
+ *    clock);
  *  - then everything heals and the loops drain the consumer (every delivery acked, confirmed)
  *    until its leader reports everything acknowledged; sometimes every node then crashes and
  *    restarts once more.
@@ -174,7 +176,8 @@ typedef struct run {
     /* faults */
     int down[E2E_MAX];
     uint64_t down_since[E2E_MAX];
-    unsigned crashes, leader_crashes, partitions, pauses;
+    unsigned crashes, leader_crashes, partitions, pauses, jumps;
+    int clock_jumps; /* wall clocks step now and then */
     /* the log */
     lent *log;
     size_t log_cap;
@@ -627,6 +630,13 @@ static void fault(void)
         uint64_t ns = (50 + rnd(800)) * MS;
         if (jr_sim_pause(g->c.sim, v, ns) == 0) g->pauses++;
         tracef("pause n%u for %llu ms", v, (unsigned long long)(ns / MS));
+    } else if (dice < 130 && g->clock_jumps) {
+        /* a wall clock steps (NTP): deadlines are the leader's wall clock */
+        unsigned v = (unsigned)rnd(g->n);
+        int64_t by = ((int64_t)rnd(4001) - 2000) * (int64_t)MS;
+        jr_sim_set_wall(g->c.sim, v, (uint64_t)((int64_t)jr_sim_wall(g->c.sim, v) + by));
+        g->jumps++;
+        tracef("n%u's wall clock jumps by %lld ms", v, (long long)(by / (int64_t)MS));
     }
 }
 
@@ -859,6 +869,7 @@ static void run_seed(uint64_t seed)
     CHECK(e2e_new(&r->c, r->n, seed, 800) == 0, "cluster");
     r->election_ns = jr__js_of(e2e_node(&r->c, 0))->election_ns;
     CHECK(e2e_wait_meta(&r->c, r->n, 20 * SEC) >= 0, "no meta leader");
+    r->clock_jumps = rnd(3) == 0;
     int snap = rnd(2);
     if (snap)
         for (unsigned i = 0; i < r->n; i++) e2e_snapshot_every(&r->c, i, 8 + rnd(32));
@@ -1079,13 +1090,13 @@ static void run_seed(uint64_t seed)
     fprintf(stderr,
             "consumer faults seed %llu: %u nodes, R%d stream, %zu msgs, %u loops, ack wait %lld "
             "ms%s%s; %zu fetches (%zu uncertain), %zu deliveries seen, %zu lost, %zu redelivered, "
-            "%zu max-delivered, %zu acks; %u crashes (%u leaders), %u partitions, %u pauses; "
-            "log %llu%s\n",
+            "%zu max-delivered, %zu acks; %u crashes (%u leaders), %u partitions, %u pauses, "
+            "%u clock jumps; log %llu%s\n",
             (unsigned long long)seed, r->n, r->replicas, r->nmsgs, r->nloops,
             (long long)(r->ack_wait_ns / (int64_t)MS), r->nbackoff ? ", backoff" : "",
             r->max_deliver ? ", max_deliver" : "", r->nfetches, uncertain_n, r->nobs, nlost,
             redelivered, maxdel, r->nacks, r->crashes, r->leader_crashes, r->partitions, r->pauses,
-            (unsigned long long)r->log_max, again ? "; restarted all" : "");
+            r->jumps, (unsigned long long)r->log_max, again ? "; restarted all" : "");
     (void)room;
     jr__cstate_free(&rf->st);
     free(rf->del);
