@@ -172,7 +172,8 @@ typedef struct run {
     size_t dseq_cap;
     uint64_t ticket;
     int draining;
-    int quiet; /* the drain saw everything acked: no new fetches */
+    int quiet;           /* the drain saw everything acked: no new fetches */
+    int64_t drain_batch; /* a drain fetch's batch (0: 50) */
     /* faults */
     int down[E2E_MAX];
     uint64_t down_since[E2E_MAX];
@@ -539,7 +540,7 @@ static void fetch_start(unsigned loop)
     f->loop = (int)loop;
     f->via = pick_live();
     if (g->draining) {
-        f->batch = 50;
+        f->batch = g->drain_batch ? g->drain_batch : 50;
         f->expires_ns = 400 * (int64_t)MS;
     } else {
         f->batch = 1 + (int64_t)rnd(rnd(4) ? 10 : 40);
@@ -1109,6 +1110,104 @@ static void run_seed(uint64_t seed)
     free(r);
 }
 
+static int fetch_done(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return g->fetches[(uintptr_t)arg].done;
+}
+
+static int acks_done(void *arg, jr_sim *sim)
+{
+    (void)arg, (void)sim;
+    return acks_settled();
+}
+
+/* A consumer's state survives every one of its servers losing power at once: after the
+ * restart its replicas reopen their groups from the WAL, report what was delivered and
+ * acknowledged, and the next fetch goes on after it, each message delivered once. */
+START_TEST(restart_keeps_consumer_state)
+{
+    run *r = calloc(1, sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    g = r;
+    r->seed = 0;
+    r->n = 3;
+    r->nmsgs = 10;
+    r->nloops = 1;
+    r->loop_fetch[0] = -1;
+    r->draining = 1; /* every delivery is acked, confirmed */
+    jr__rand_seed(&r->rnd, 99);
+    CHECK(e2e_new(&r->c, 3, 99, 800) == 0, "cluster");
+    CHECK(e2e_wait_meta(&r->c, 3, 20 * SEC) >= 0, "no meta leader");
+    /* meta snapshots soon: the restart replays the meta group from a state that holds the
+     * consumer */
+    for (unsigned i = 0; i < 3; i++)
+        jr__group_set_snapshot_entries(jr__js_of(e2e_node(&r->c, i))->meta, 2);
+    const char *subj[] = {"c.>"};
+    jr_stream_config scfg;
+    e2e_config(&scfg, STREAM, subj, 1, 3);
+    e2e_res er;
+    CHECK(e2e_add(&r->c, 0, &scfg, &er) == 0, "stream add: %s", er.msg);
+    CHECK(e2e_wait_stream(&r->c, 0, STREAM, 2, 20 * SEC) >= 0, "no stream leader");
+    for (size_t i = 0; i < r->nmsgs; i++) {
+        char data[32];
+        snprintf(data, sizeof data, "payload %zu", i);
+        CHECK(e2e_publish(&r->c, (unsigned)i % 3, "c.x", data, strlen(data), NULL, &er) == 0,
+              "publish: %s", er.msg);
+    }
+    jr_consumer_config cfg;
+    jr_consumer_config_init(&cfg);
+    cfg.durable_name = CONSUMER;
+    cres cr;
+    memset(&cr, 0, sizeof cr);
+    CHECK(jr_consumer_create(e2e_node(&r->c, 1), STREAM, &cfg, create_cb, &cr) == 0, "create");
+    CHECK(jr_sim_run_until(r->c.sim, cres_done, &cr, 60 * SEC) == 0 && cr.status == 0,
+          "consumer create: %s", cr.msg);
+    for (int round = 0; round < 2; round++) {
+        /* 6 messages the first time, the 4 others after the restart: never one again */
+        r->drain_batch = round == 0 ? 6 : 10;
+        fetch_start(0);
+        fetch *f = &r->fetches[r->nfetches - 1];
+        CHECK(jr_sim_run_until(r->c.sim, fetch_done, (void *)(uintptr_t)(r->nfetches - 1),
+                               60 * SEC) == 0,
+              "fetch never ended");
+        uint32_t want = round == 0 ? 6 : 4;
+        CHECK(f->status == 0 && f->got == want, "fetch %d: status %d, %u messages", round,
+              f->status, f->got);
+        send_due_acks();
+        CHECK(jr_sim_run_until(r->c.sim, acks_done, NULL, 60 * SEC) == 0, "acks never ended");
+        for (size_t i = 0; i < r->nacks; i++)
+            CHECK(r->acks[i].status == 0, "ack of seq %llu: %d",
+                  (unsigned long long)r->acks[i].sseq, r->acks[i].status);
+        if (round == 1) break;
+        for (unsigned i = 0; i < 3; i++) CHECK(jr_sim_crash(r->c.sim, i) == 0, "crash n%u", i);
+        for (unsigned i = 0; i < 3; i++) restart(i);
+        cinfo ci;
+        int ok = 0;
+        for (int t = 0; t < 100 && !ok; t++) {
+            ok = info_now(&ci) == 0;
+            if (!ok) jr_sim_run_for(r->c.sim, 100 * MS);
+        }
+        CHECK(ok, "no consumer info after the restart: %s", ci.msg);
+        CHECK(ci.info.delivered.stream_seq == f->got && ci.info.ack_floor.stream_seq == f->got &&
+                  ci.info.num_ack_pending == 0,
+              "after the restart: delivered %llu, ack floor %llu, %llu ack pending (before: %u "
+              "delivered and acked)",
+              (unsigned long long)ci.info.delivered.stream_seq,
+              (unsigned long long)ci.info.ack_floor.stream_seq,
+              (unsigned long long)ci.info.num_ack_pending, f->got);
+    }
+    /* every message once, count 1 */
+    for (uint64_t q = 1; q <= r->nmsgs; q++)
+        CHECK(r->seqs[q].nobs == 1 && r->seqs[q].dcs == 1, "seq %llu delivered %u times",
+              (unsigned long long)q, r->seqs[q].nobs);
+    e2e_free(&r->c);
+    free(r->dseq_seen);
+    g = NULL;
+    free(r);
+}
+END_TEST
+
 static uint64_t first_seed = 1, nseeds = 60;
 
 START_TEST(consumer_random_faults)
@@ -1123,6 +1222,7 @@ int main(void)
     Suite *su = suite_create("stream_e2e_consumer_faults");
     TCase *tc = tcase_create("consumer_faults");
     tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, restart_keeps_consumer_state);
     tcase_add_loop_test(tc, consumer_random_faults, 0, (int)nseeds);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
