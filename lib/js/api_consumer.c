@@ -195,9 +195,6 @@ static jr__req *consumer_call(jr_node *n, uint8_t what, uint8_t sub, const char 
     r->arg = arg;
     r->kind = JR__RPC_CONSUMER;
     r->resend = what == JR__REQ_CONSUMER_INFO;
-    /* a fetch whose leader was lost goes to the next one: what the lost one handed out and
-     * never reached us is redelivered after its ack wait, so asking again loses nothing */
-    r->idempotent = what == JR__REQ_FETCH;
     snprintf(r->stream, sizeof r->stream, "%s", stream);
     snprintf(r->consumer, sizeof r->consumer, "%s", consumer);
     /* The group is looked up when the request is routed (jr__consumer_resolve): this server's

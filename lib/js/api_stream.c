@@ -180,10 +180,17 @@ void jr__req_route(jr__req *r)
     } else {
         p = NULL;
         if (!local && npeers) {
-            /* Not a replica and no hint: ask the peers in turn (they redirect). */
-            for (size_t k = 0; k < npeers && !p; k++) {
-                jr__peer *q = jr__peer_find_name(n, peers[(r->tries + k) % npeers]);
-                if (q && jr__peer_get_id(q) != js->self && !lost_peer(r, q)) p = q;
+            /* Not a replica and no hint: ask the peers in turn (they redirect), those heard
+             * from lately first (a crashed one would hold the request for two election
+             * timeouts). */
+            uint64_t now = jr__node_now(n), recent = 2 * js->election_ns;
+            for (int pass = 0; pass < 2 && !p; pass++) {
+                for (size_t k = 0; k < npeers && !p; k++) {
+                    jr__peer *q = jr__peer_find_name(n, peers[(r->tries + k) % npeers]);
+                    if (!q || jr__peer_get_id(q) == js->self || lost_peer(r, q)) continue;
+                    if (pass == 0 && now - jr__peer_heard(q) > recent) continue;
+                    p = q;
+                }
             }
         }
     }

@@ -188,6 +188,14 @@ void jr__clead_stop(jr__crep *r, int status)
     jr__js *js = r->js;
     if (js->cdirty) undirty(r);
     jr__js_timer_cancel(js, &r->timer);
+    /* A pull whose end was decided (408) while deliveries for it were in flight is answered
+     * once they are lost below; they may still commit under the next leader without reaching
+     * it, so its answer says so as the others' do, rather than that it merely expired. */
+    for (jr__pull *p = l->phead; p; p = p->next) {
+        if (!p->ended || !p->inflight) continue;
+        p->end_code = 409;
+        p->end_text = status == JR_ENOTFOUND ? "Consumer Deleted" : "Leadership Change";
+    }
     for (size_t i = 0; i < l->nstage; i++) wait_lost(r, &l->swait[i], status);
     l->nstage = 0;
     prop_free_all(r, status);
@@ -315,6 +323,20 @@ static int next_expired(jr__crep *r, uint64_t now, uint64_t after, uint64_t *sse
     return JR_ENOTFOUND;
 }
 
+/* Where the message an expired delivery names is, for its redelivery: 1 in s (*m set); 0 gone
+ * from the stream (deleted, purged or over a limit: the local replica holds the stream at or
+ * past sseq, and not it); -1 not here yet — the local replica is catching up (s NULL), or has
+ * not applied it yet while another server's delivered it. A message not here yet is neither
+ * redelivered nor terminated now: the replica's next apply makes the leader step again. */
+static int find_redelivery(jr__store *s, uint64_t sseq, jr__store_msg *m)
+{
+    if (!s) return -1;
+    if (jr__store_get(s, sseq, m) == 0) return 1;
+    jr__store_state ss;
+    jr__store_state_get(s, &ss);
+    return sseq <= ss.last_seq ? 0 : -1;
+}
+
 /* Filters: the next matching message at or after from. */
 static int next_match(jr__crep *r, jr__store *s, uint64_t from, jr__store_msg *out)
 {
@@ -434,10 +456,13 @@ static void step(jr__crep *r)
         jr__cwait w;
         memset(&w, 0, sizeof w);
         if (next_expired(r, wall, scan, &sseq, &dc) == 0) {
-            w.rsseq = scan = sseq;
+            int at_max = cfg->max_deliver > 0 && dc >= (uint64_t)cfg->max_deliver;
+            int where = at_max ? 0 : find_redelivery(s, sseq, &m);
+            scan = sseq;
+            if (where < 0) continue; /* not here yet: left pending */
+            w.rsseq = sseq;
             if (jr__map_put(&l->redeliv, sseq, r) != 0) break;
-            if ((cfg->max_deliver > 0 && dc >= (uint64_t)cfg->max_deliver) || !s ||
-                jr__store_get(s, sseq, &m) != 0) {
+            if (where == 0) {
                 /* at max_deliver: no more deliveries; gone (limits, purge, delete): not
                  * redelivered either */
                 rec.type = cfg->max_deliver > 0 && dc >= (uint64_t)cfg->max_deliver
@@ -508,7 +533,12 @@ static void step(jr__crep *r)
         if (!p->ended && p->expires_at < next) next = p->expires_at;
     uint64_t due = jr__cstate_next_deadline(&r->st);
     if (due != UINT64_MAX && l->phead) {
-        uint64_t at = due > wall ? jr__deadline(now, due - wall) : now;
+        /* A deadline already past is a message this step could not redeliver (its redelivery
+         * in flight, no pull open, not in the local replica yet); what unblocks it makes the
+         * leader step (an apply, a new pull). Looking again at once would only tick the node
+         * in a loop meanwhile: look again after a heartbeat. */
+        uint64_t at =
+            due > wall ? jr__deadline(now, due - wall) : jr__deadline(now, js->heartbeat_ns);
         if (at < next) next = at;
     }
     if (next != UINT64_MAX) jr__js_timer_arm(js, &r->timer, next);
@@ -650,11 +680,13 @@ void jr__clead_applied(jr__crep *r, const jr__crec *rec, const jr__capply *out, 
         pl->inflight--;
         jr__store *s = stream_store(r);
         jr__store_msg m;
-        if (out->applied && s && jr__store_get(s, rec->sseq, &m) == 0) {
+        int where = out->applied ? find_redelivery(s, rec->sseq, &m) : -1;
+        if (where > 0) {
             hand_out(r, pl, rec, &m);
         } else {
             pl->batch++;
-            if (out->applied) {
+            /* not here now (its replica began a catch-up): pending, redelivered later */
+            if (where == 0) {
                 /* deleted since it was chosen: not redelivered either */
                 jr__crec t = {JR__COP_TERM, 0, rec->sseq, 0, jr__js_wall(r->js), 0};
                 stage(r, &t, NULL);
@@ -857,7 +889,11 @@ static void exec_ack(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
     int covers = cfg->ack_policy == JR_ACK_ALL && kind == JR_ACK_ACK &&
                  jr__cstate_num_ack_pending(&r->st) > 0 &&
                  sseq <= jr__cstate_delivered(&r->st)->stream_seq;
-    if (!pending && !covers) {
+    /* A confirmed one is not refused from this state: it may lag the committed one (a leader
+     * deposed and not aware yet, or one that has not applied its predecessors' entries yet),
+     * and "not pending" would then deny an ack the message needs. Its record is applied or
+     * ignored (not pending) alike on every replica, and answered from that. */
+    if (!pending && !covers && !confirm) {
         static const char why[] = "message not pending";
         jr__route_reply(js, rt, JR_ENOTFOUND, why, sizeof why - 1);
         return;
