@@ -31,6 +31,7 @@
 
 #include "js/js.h"
 #include "js/codec.h"
+#include "meta/cluster_info.h"
 #include "util/alloc.h"
 #include "util/deadline.h"
 #include "util/subject.h"
@@ -838,8 +839,10 @@ static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
         return;
     }
     if (cfg->max_expires_ns > 0 && expires > cfg->max_expires_ns) {
-        fetch_refuse(js, rt, 409, "Exceeded MaxRequestExpires", (uint64_t)batch,
-                     (uint64_t)max_bytes);
+        jr__fmt o = {text, sizeof text, 0};
+        jr__fmt_emit(&o, "Exceeded MaxRequestExpires of ");
+        jr__fmt_go_duration(&o, cfg->max_expires_ns);
+        fetch_refuse(js, rt, 409, text, (uint64_t)batch, (uint64_t)max_bytes);
         return;
     }
     jr__clead *l = r->lead;

@@ -86,5 +86,8 @@ void jr__fmt_label(jr__fmt *o, int width, const char *label);
 void jr__fmt_commas(jr__fmt *o, uint64_t n);
 /* The CLI's duration: "%.2fs" below a minute, else whole units down to seconds ("2m5s"). */
 void jr__fmt_duration(jr__fmt *o, uint64_t ns);
+/* Go's time.Duration.String(): "0s", "250ms", "1.5µs", "1m30s", "2h0m0s" (consumer_format.c;
+ * also the server's status texts, "Exceeded MaxRequestExpires of 1m0s"). */
+void jr__fmt_go_duration(jr__fmt *o, int64_t d);
 
 #endif

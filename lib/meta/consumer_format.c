@@ -142,7 +142,7 @@ static void emit_frac(jr__fmt *o, uint64_t v, int prec, const char *unit)
 }
 
 /* Go's time.Duration.String(): "0s", "250ms", "1.5µs", "1m30s", "2h0m0s". */
-static void emit_go_duration(jr__fmt *o, int64_t d)
+void jr__fmt_go_duration(jr__fmt *o, int64_t d)
 {
     if (d == 0) {
         jr__fmt_emit(o, "0s");
@@ -210,7 +210,7 @@ static void emit_backoff(jr__fmt *o, const int64_t *b, size_t n)
             i = n - BACKOFF_ENDS;
         }
         if (i > 0) jr__fmt_emit(o, ", ");
-        emit_go_duration(o, b[i]);
+        jr__fmt_go_duration(o, b[i]);
     }
     if (n > BACKOFF_SHOWN_MAX) jr__fmt_emit(o, " (%zu total)", n);
 }
@@ -307,7 +307,7 @@ static void emit_config(jr__fmt *o, const jr_consumer_config *c, uint64_t now_ns
         emit_go_time(o, c->pause_until_ns);
         if (now_ns && c->pause_until_ns > now_ns) {
             jr__fmt_emit(o, " (");
-            emit_go_duration(o, pause_left(c->pause_until_ns, now_ns));
+            jr__fmt_go_duration(o, pause_left(c->pause_until_ns, now_ns));
             jr__fmt_emit(o, " remaining)");
         } else if (now_ns) {
             jr__fmt_emit(o, " (passed)");
@@ -377,7 +377,7 @@ static void emit_state(jr__fmt *o, const jr_consumer_info *in, const jr_consumer
         label(o, "Paused Until");
         emit_datetime(o, c->pause_until_ns);
         jr__fmt_emit(o, " (");
-        emit_go_duration(o, pause_left(c->pause_until_ns, now_ns));
+        jr__fmt_go_duration(o, pause_left(c->pause_until_ns, now_ns));
         jr__fmt_emit(o, " remaining)\n");
     }
 }

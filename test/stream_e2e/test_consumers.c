@@ -947,6 +947,52 @@ START_TEST(a_consumer_follows_its_stream_s_peer_changes)
 }
 END_TEST
 
+/* Pull requests over the consumer's caps end at once with JetStream's 409 texts; one over
+ * max_waiting too, while another waits. */
+START_TEST(pull_caps_are_refused_with_jetstream_s_texts)
+{
+    e2e c;
+    setup(&c, 32, 2);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "capped");
+    cfg.max_batch = 5;
+    cfg.max_expires_ns = 60 * (int64_t)SEC;
+    cfg.max_bytes = 1000;
+    cfg.max_waiting = 1;
+    ck_assert_msg(create(&c, 0, "ORDERS", &cfg, &r) == 0, "%s", r.msg);
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "capped", 6, SEC, 0, &r), 0);
+    ck_assert_int_eq(r.end_code, 409);
+    ck_assert_str_eq(r.end_text, "Exceeded MaxRequestBatch of 5");
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "capped", 1, 61 * (int64_t)SEC, 0, &r), 0);
+    ck_assert_str_eq(r.end_text, "Exceeded MaxRequestExpires of 1m0s");
+    memset(&r, 0, sizeof r);
+    jr_fetch_opts o;
+    jr_fetch_opts_init(&o);
+    o.batch = 1;
+    o.max_bytes = 2000;
+    ck_assert_int_eq(jr_consumer_fetch(e2e_node(&c, 1), "ORDERS", "capped", &o, fetch_cb, &r), 0);
+    wait_done(&c, &r);
+    ck_assert_str_eq(r.end_text, "Exceeded MaxRequestMaxBytes of 1000");
+    /* the stream holds 2 messages: a request for 5 waits for more, a second one is refused */
+    cres w;
+    memset(&w, 0, sizeof w);
+    jr_fetch_opts_init(&o);
+    o.batch = 5;
+    o.expires_ns = 2 * (int64_t)SEC;
+    ck_assert_int_eq(jr_consumer_fetch(e2e_node(&c, 0), "ORDERS", "capped", &o, fetch_cb, &w), 0);
+    jr_sim_run_for(c.sim, 300 * MS);
+    ck_assert_int_eq(fetch(&c, 2, "ORDERS", "capped", 1, SEC, 0, &a), 0);
+    ck_assert_int_eq(a.end_code, 409);
+    ck_assert_str_eq(a.end_text, "Exceeded MaxWaiting");
+    wait_done(&c, &w);
+    ck_assert_uint_eq(w.n, 2);
+    ck_assert_int_eq(w.end_code, 408);
+    ck_assert_uint_eq(w.end_pending, 3);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -964,6 +1010,7 @@ int main(void)
     tcase_add_test(tc, a_lagging_replica_catches_up_from_a_snapshot_and_leads);
     tcase_add_test(tc, deliver_policies_filters_and_ack_policies);
     tcase_add_test(tc, a_consumer_follows_its_stream_s_peer_changes);
+    tcase_add_test(tc, pull_caps_are_refused_with_jetstream_s_texts);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
