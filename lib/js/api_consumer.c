@@ -19,14 +19,6 @@
 #include "util/alloc.h"
 #include "util/deadline.h"
 
-static int entry(jr_node *n, int ok)
-{
-    if (!n || !ok) return JR_EINVAL;
-    if (jr__node_closing(n)) return JR_ECLOSED;
-    if (!jr__js_of(n)) return jr__node_err(n, JR_ENOTSUP, "streams are not enabled on this node");
-    return 0;
-}
-
 /* A full-size copy of the caller's config (fields it did not know keep their defaults). */
 static int copy_config(const jr_consumer_config *in, jr_consumer_config *out, char *msg, size_t len)
 {
@@ -51,7 +43,7 @@ static int consumer_request(jr_node *n, uint8_t what, uint8_t action, const char
                             const jr_consumer_config *cfg_in, const char *name, jr__req_cb cb,
                             void *arg)
 {
-    int rc = entry(n, stream && (cfg_in || name) && (cb.consumer || cb.admin));
+    int rc = jr__js_entry(n, stream && (cfg_in || name) && (cb.consumer || cb.admin));
     if (rc) return rc;
     jr__node_enter(n);
     jr__js *js = jr__js_of(n);
@@ -236,7 +228,7 @@ static void send_or_fail(jr__req *r)
 int jr_consumer_info_get(jr_node *n, const char *stream, const char *name, jr_consumer_info_cb cb,
                          void *arg)
 {
-    int rc = entry(n, cb && stream && name);
+    int rc = jr__js_entry(n, cb && stream && name);
     if (rc) return rc;
     jr__node_enter(n);
     jr__req_cb c = {.cinfo = cb};
@@ -259,7 +251,7 @@ void jr_fetch_opts_init_size(jr_fetch_opts *o, size_t size)
 static int fetch_start(jr_node *n, const char *stream, const char *consumer,
                        const jr_fetch_opts *opts_in, uint8_t flags, jr_fetch_cb cb, void *arg)
 {
-    int rc = entry(n, cb && stream && consumer);
+    int rc = jr__js_entry(n, cb && stream && consumer);
     if (rc) return rc;
     jr_fetch_opts o;
     jr_fetch_opts_init(&o);
@@ -373,7 +365,7 @@ static void sub_fetch(jr_subscription *s)
 int jr_consumer_subscribe(jr_node *n, const char *stream, const char *consumer, jr_push_cb cb,
                           void *arg, jr_subscription **out)
 {
-    int rc = entry(n, stream && consumer && cb && out);
+    int rc = jr__js_entry(n, stream && consumer && cb && out);
     if (rc) return rc;
     if (strlen(stream) > JR_STREAM_NAME_MAX || strlen(consumer) > JR_CONSUMER_NAME_MAX)
         return jr__node_err(n, JR_EINVAL, "subscribe: stream or consumer name too long");
@@ -468,7 +460,7 @@ static int parse_token(const char *t, ack_token *out)
 int jr_consumer_ack(jr_node *n, const char *token, int kind, int64_t delay_ns, const char *reason,
                     jr_stream_cb cb, void *arg)
 {
-    int rc = entry(n, token != NULL);
+    int rc = jr__js_entry(n, token != NULL);
     if (rc) return rc;
     ack_token t;
     if (parse_token(token, &t) != 0)
@@ -496,7 +488,7 @@ int jr_consumer_ack(jr_node *n, const char *token, int kind, int64_t delay_ns, c
 int jr_consumer_reset(jr_node *n, const char *stream, const char *name, uint64_t seq,
                       jr_stream_cb cb, void *arg)
 {
-    int rc = entry(n, stream && name && cb);
+    int rc = jr__js_entry(n, stream && name && cb);
     if (rc) return rc;
     jr__node_enter(n);
     jr__req_cb c = {.admin = cb};
@@ -513,7 +505,7 @@ int jr_consumer_reset(jr_node *n, const char *stream, const char *name, uint64_t
 int jr_consumer_stepdown(jr_node *n, const char *stream, const char *name, const char *peer,
                          jr_stream_cb cb, void *arg)
 {
-    int rc = entry(n, stream && name && cb);
+    int rc = jr__js_entry(n, stream && name && cb);
     if (rc) return rc;
     if (peer && strlen(peer) > JR__META_NAME_MAX)
         return jr__node_err(n, JR_EINVAL, "stepdown: peer name too long");
@@ -531,7 +523,7 @@ int jr_consumer_stepdown(jr_node *n, const char *stream, const char *name, const
 
 int jr_consumer_advisories(jr_node *n, jr_advisory_cb cb, void *arg)
 {
-    int rc = entry(n, 1);
+    int rc = jr__js_entry(n, 1);
     if (rc) return rc;
     jr__js *js = jr__js_of(n);
     js->adv_cb = cb;

@@ -748,14 +748,6 @@ void jr__lists_deliver(jr__req *r)
 
 /* Public API --------------------------------------------------------------------------------*/
 
-static int entry(jr_node *n, int ok)
-{
-    if (!n || !ok) return JR_EINVAL;
-    if (jr__node_closing(n)) return JR_ECLOSED;
-    if (!jr__js_of(n)) return jr__node_err(n, JR_ENOTSUP, "streams are not enabled on this node");
-    return 0;
-}
-
 /* Starts a names request (what) for arg (a filter or a stream; NULL: "") from offset. */
 static int names_request(jr_node *n, uint8_t what, const char *arg, uint64_t offset, jr__req_cb cb,
                          void *cb_arg)
@@ -801,7 +793,7 @@ out:
 
 int jr_stream_names(jr_node *n, const char *subject, uint64_t offset, jr_names_cb cb, void *arg)
 {
-    int rc = entry(n, cb != NULL);
+    int rc = jr__js_entry(n, cb != NULL);
     if (rc) return rc;
     jr__req_cb c = {.names = cb};
     return names_request(n, JR__REQ_STREAM_NAMES, subject, offset, c, arg);
@@ -810,7 +802,7 @@ int jr_stream_names(jr_node *n, const char *subject, uint64_t offset, jr_names_c
 int jr_stream_list(jr_node *n, const char *subject, uint64_t offset, jr_stream_page_cb cb,
                    void *arg)
 {
-    int rc = entry(n, cb != NULL);
+    int rc = jr__js_entry(n, cb != NULL);
     if (rc) return rc;
     jr__req_cb c = {.spage = cb};
     return names_request(n, JR__REQ_STREAM_LIST, subject, offset, c, arg);
@@ -818,7 +810,7 @@ int jr_stream_list(jr_node *n, const char *subject, uint64_t offset, jr_stream_p
 
 int jr_consumer_names(jr_node *n, const char *stream, uint64_t offset, jr_names_cb cb, void *arg)
 {
-    int rc = entry(n, cb && stream);
+    int rc = jr__js_entry(n, cb && stream);
     if (rc) return rc;
     jr__req_cb c = {.names = cb};
     return names_request(n, JR__REQ_CONSUMER_NAMES, stream, offset, c, arg);
@@ -827,7 +819,7 @@ int jr_consumer_names(jr_node *n, const char *stream, uint64_t offset, jr_names_
 int jr_consumer_list(jr_node *n, const char *stream, uint64_t offset, jr_consumer_page_cb cb,
                      void *arg)
 {
-    int rc = entry(n, cb && stream);
+    int rc = jr__js_entry(n, cb && stream);
     if (rc) return rc;
     jr__req_cb c = {.cpage = cb};
     return names_request(n, JR__REQ_CONSUMER_LIST, stream, offset, c, arg);
@@ -836,7 +828,7 @@ int jr_consumer_list(jr_node *n, const char *stream, uint64_t offset, jr_consume
 int jr_stream_direct_get(jr_node *n, const char *name, uint64_t seq, const char *subject,
                          jr_msg_cb cb, void *arg)
 {
-    int rc = entry(n, cb && name);
+    int rc = jr__js_entry(n, cb && name);
     if (rc) return rc;
     jr__js *js = jr__js_of(n);
     jr__node_enter(n);

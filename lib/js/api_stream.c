@@ -57,7 +57,7 @@ static void copy_name(char *dst, size_t cap, const char *src)
 
 /* Entry -------------------------------------------------------------------------------------*/
 
-static int entry(jr_node *n, int ok)
+int jr__js_entry(jr_node *n, int ok)
 {
     if (!n || !ok) return JR_EINVAL;
     if (jr__node_closing(n)) return JR_ECLOSED;
@@ -649,7 +649,7 @@ static int copy_config(const jr_stream_config *in, jr_stream_config *out, char *
 static int meta_request(jr_node *n, uint8_t what, const jr_stream_config *cfg_in, const char *name,
                         jr_stream_cb cb, void *arg)
 {
-    int rc = entry(n, cb && (cfg_in || name));
+    int rc = jr__js_entry(n, cb && (cfg_in || name));
     if (rc) return rc;
     jr__node_enter(n);
     jr__js *js = jr__js_of(n);
@@ -756,7 +756,7 @@ static void send_or_fail(jr__req *r)
 
 int jr_stream_info_get(jr_node *n, const char *name, jr_stream_info_cb cb, void *arg)
 {
-    int rc = entry(n, cb && name);
+    int rc = jr__js_entry(n, cb && name);
     if (rc) return rc;
     jr__node_enter(n);
     jr__req_cb c = {.info = cb};
@@ -789,7 +789,7 @@ void jr_purge_opts_init_size(jr_purge_opts *o, size_t size)
 int jr_stream_purge(jr_node *n, const char *name, const jr_purge_opts *opts_in, jr_purge_cb cb,
                     void *arg)
 {
-    int rc = entry(n, cb && name);
+    int rc = jr__js_entry(n, cb && name);
     if (rc) return rc;
     jr_purge_opts o;
     jr_purge_opts_init(&o);
@@ -821,7 +821,7 @@ int jr_stream_purge(jr_node *n, const char *name, const jr_purge_opts *opts_in, 
 int jr_stream_msg_delete(jr_node *n, const char *name, uint64_t seq, int erase, jr_stream_cb cb,
                          void *arg)
 {
-    int rc = entry(n, cb && name);
+    int rc = jr__js_entry(n, cb && name);
     if (rc) return rc;
     jr__node_enter(n);
     jr__req_cb c = {.admin = cb};
@@ -845,7 +845,7 @@ int jr_stream_msg_delete(jr_node *n, const char *name, uint64_t seq, int erase, 
 
 int jr_stream_msg_get(jr_node *n, const char *name, uint64_t seq, jr_msg_cb cb, void *arg)
 {
-    int rc = entry(n, cb && name);
+    int rc = jr__js_entry(n, cb && name);
     if (rc) return rc;
     jr__node_enter(n);
     jr__req_cb c = {.msg = cb};
@@ -865,7 +865,7 @@ int jr_stream_msg_get(jr_node *n, const char *name, uint64_t seq, jr_msg_cb cb, 
 
 int jr_stream_get_last(jr_node *n, const char *name, const char *subject, jr_msg_cb cb, void *arg)
 {
-    int rc = entry(n, cb && name && subject);
+    int rc = jr__js_entry(n, cb && name && subject);
     if (rc) return rc;
     jr__node_enter(n);
     jr__req_cb c = {.msg = cb};
@@ -885,7 +885,7 @@ int jr_stream_get_last(jr_node *n, const char *name, const char *subject, jr_msg
 
 int jr_stream_stepdown(jr_node *n, const char *name, const char *peer, jr_stream_cb cb, void *arg)
 {
-    int rc = entry(n, cb && name);
+    int rc = jr__js_entry(n, cb && name);
     if (rc) return rc;
     jr__node_enter(n);
     jr__req_cb c = {.admin = cb};
@@ -979,7 +979,7 @@ static int pub_options(jr__req *r, const void *hdr, size_t hdr_len, const jr_pub
 int jr_publish(jr_node *n, const char *subject, const void *hdr, size_t hdr_len, const void *data,
                size_t len, const jr_pub_opts *opts, jr_publish_cb cb, void *arg)
 {
-    int rc = entry(n, cb && subject && (hdr || !hdr_len) && (data || !len));
+    int rc = jr__js_entry(n, cb && subject && (hdr || !hdr_len) && (data || !len));
     if (rc) return rc;
     jr__node_enter(n);
     jr__js *js = jr__js_of(n);
@@ -1064,7 +1064,7 @@ static void meta_info_route(jr__req *r)
 
 int jr_meta_info_get(jr_node *n, jr_meta_info_cb cb, void *arg)
 {
-    int rc = entry(n, cb != NULL);
+    int rc = jr__js_entry(n, cb != NULL);
     if (rc) return rc;
     jr__node_enter(n);
     jr__req *r = begin(n, JR__REQ_META_INFO, 0, &rc);

@@ -732,6 +732,9 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
 
 /* api_stream.c ------------------------------------------------------------------------------*/
 
+/* The checks every public call starts with: JR_EINVAL (a NULL node, or !ok: a required argument
+ * missing), JR_ECLOSED (the node closes), JR_ENOTSUP (streams are not enabled); else 0. */
+int jr__js_entry(jr_node *n, int ok);
 /* Runs r's user callback (from the node's completion queue). */
 void jr__req_deliver(jr__req *r);
 /* The same for a consumer info, fetch or ack (api_consumer.c). */

@@ -36,31 +36,15 @@ static void copy_name(char *dst, size_t cap, const char *s)
     dst[n] = '\0';
 }
 
-static size_t align_up(size_t n)
-{
-    return (n + 15) & ~(size_t)15;
-}
-
 /* ---------------------------------------------------------------------------------------------
  * Objects
  */
 static jr__meta_casgn *casgn_new(const jr_allocator *a, jr__consumer_cfg *cfg,
                                  const jr__meta_name *peers, size_t n)
 {
-    size_t head = align_up(sizeof(jr__meta_casgn));
-    size_t bytes = head + n * sizeof(char *);
-    for (size_t i = 0; i < n; i++) bytes += peers[i].n + 1;
-    char *block = jr__malloc(a, bytes);
-    if (!block) return NULL;
-    jr__meta_casgn *as = (jr__meta_casgn *)(void *)block;
-    const char **pv = (const char **)(void *)(block + head);
-    char *at = block + head + n * sizeof(char *);
-    for (size_t i = 0; i < n; i++) {
-        memcpy(at, peers[i].p, peers[i].n);
-        at[peers[i].n] = '\0';
-        pv[i] = at;
-        at += peers[i].n + 1;
-    }
+    const char **pv;
+    jr__meta_casgn *as = jr__meta_peers_block(a, sizeof(jr__meta_casgn), peers, n, &pv);
+    if (!as) return NULL;
     as->refs = 1;
     as->alloc = a;
     as->cfg = cfg;

@@ -82,19 +82,28 @@ void jr__meta_server_free(const jr_allocator *a, jr__meta_server *s)
     jr__free(a, s);
 }
 
-/* An assignment version: one block [jr__meta_asgn | peer pointers | strings]; takes cfg. */
-static jr__meta_asgn *asgn_new(const jr_allocator *a, jr__stream_cfg *cfg,
-                               const jr__meta_name *peers, size_t n)
+void *jr__meta_peers_block(const jr_allocator *a, size_t head, const jr__meta_name *peers, size_t n,
+                           const char ***pv)
 {
-    size_t head = align_up(sizeof(jr__meta_asgn));
+    head = align_up(head);
     size_t bytes = head + n * sizeof(char *);
     for (size_t i = 0; i < n; i++) bytes += peers[i].n + 1;
     char *block = jr__malloc(a, bytes);
     if (!block) return NULL;
-    jr__meta_asgn *as = (jr__meta_asgn *)(void *)block;
-    const char **pv = (const char **)(void *)(block + head);
+    const char **v = (const char **)(void *)(block + head);
     char *at = block + head + n * sizeof(char *);
-    for (size_t i = 0; i < n; i++) pv[i] = put(&at, peers[i].p, peers[i].n);
+    for (size_t i = 0; i < n; i++) v[i] = put(&at, peers[i].p, peers[i].n);
+    *pv = v;
+    return block;
+}
+
+/* An assignment version: one block [jr__meta_asgn | peer pointers | strings]; takes cfg. */
+static jr__meta_asgn *asgn_new(const jr_allocator *a, jr__stream_cfg *cfg,
+                               const jr__meta_name *peers, size_t n)
+{
+    const char **pv;
+    jr__meta_asgn *as = jr__meta_peers_block(a, sizeof(jr__meta_asgn), peers, n, &pv);
+    if (!as) return NULL;
     as->refs = 1;
     as->alloc = a;
     as->cfg = cfg;

@@ -408,6 +408,10 @@ int jr__meta_state_append_server(jr__meta_state *st, jr__meta_server *s);
  * overlap another stream's); JR_ENOMEM. On failure st is unchanged. */
 int jr__meta_state_append_stream(jr__meta_state *st, jr__meta_stream *s);
 
+/* One allocation [head bytes (rounded up to 16) | n peer pointers | the names]: *pv gets the
+ * pointers (into the block); the caller fills the head. NULL without memory. */
+void *jr__meta_peers_block(const jr_allocator *a, size_t head, const jr__meta_name *peers, size_t n,
+                           const char ***pv);
 /* Builds a consumer from borrowed parts (snapshot restore); takes cfg. */
 jr__meta_consumer *jr__meta_consumer_new(const jr_allocator *a, jr__consumer_cfg *cfg,
                                          const jr__meta_name *peers, size_t npeers);
