@@ -646,8 +646,25 @@ static void hand_out(jr__crep *r, jr__pull *p, const jr__crec *rec, const jr__st
 {
     jr__buf *b = &p->buf;
     jr__buf_bytes(b, m->subject, m->subject_len);
-    jr__buf_bytes(b, m->hdr, m->hdr_len);
-    jr__buf_bytes(b, m->data, m->data_len);
+    if (r->as->cfg->c.headers_only) {
+        /* headers_only: the stored headers plus Nats-Msg-Size, and no body (JetStream's
+         * convertToHeadersOnly); a message without headers gets a block of its own */
+        char line[48];
+        int ln = snprintf(line, sizeof line, "Nats-Msg-Size: %zu\r\n\r\n", m->data_len);
+        static const char start[] = "NATS/1.0\r\n";
+        size_t keep = m->hdr_len >= 2 ? m->hdr_len - 2 : 0; /* without its closing CRLF */
+        size_t head = m->hdr_len ? keep : sizeof start - 1;
+        jr__buf_varint(b, head + (size_t)ln);
+        if (m->hdr_len)
+            jr__buf_put(b, m->hdr, keep);
+        else
+            jr__buf_put(b, start, sizeof start - 1);
+        jr__buf_put(b, line, (size_t)ln);
+        jr__buf_bytes(b, NULL, 0);
+    } else {
+        jr__buf_bytes(b, m->hdr, m->hdr_len);
+        jr__buf_bytes(b, m->data, m->data_len);
+    }
     jr__buf_varint(b, rec->sseq);
     jr__buf_varint(b, rec->dseq);
     jr__buf_varint(b, rec->dc);

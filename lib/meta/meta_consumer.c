@@ -140,7 +140,8 @@ int jr__meta_consumer_has_peer(const jr__meta_consumer *c, const char *server)
 
 int jr__meta_consumer_replicas(const jr__meta_stream *s, const jr_consumer_config *c)
 {
-    return c->num_replicas > 0 ? c->num_replicas : s->cfg->c.replicas;
+    jr__cstream_facts f = {s->cfg->c.retention, s->cfg->c.replicas, s->cfg->c.storage};
+    return jr__consumer_replicas(c, &f);
 }
 
 static int reserve(const jr_allocator *a, jr__meta_stream *s)

@@ -51,7 +51,7 @@
  *                  unfiltered consumer beside another → JR_EINVAL "multiple non-filtered
  *                  consumers not allowed on workqueue stream", overlapping filters → JR_EINVAL
  *                  "filtered consumer not unique on workqueue stream". Peers: exactly R distinct
- *                  peers of the stream (R = num_replicas, or the stream's replicas when 0).
+ *                  peers of the stream (R = jr__meta_consumer_replicas).
  *   CONSUMER_DELETE unknown stream → JR_ENOSTREAM; unknown consumer → JR_ENOTFOUND.
  *   STREAM_CONVERGED naming the group of one of the stream's consumers: that consumer's peer
  *                  change is over, by the same rules as a stream's.
@@ -280,7 +280,8 @@ int jr__meta_stream_has_peer(const jr__meta_stream *s, const char *server);
 const jr__meta_consumer *jr__meta_consumer_find(const jr__meta_stream *s, const char *name);
 const jr__meta_consumer *jr__meta_consumer_by_group(const jr__meta_state *st, uint64_t group);
 int jr__meta_consumer_has_peer(const jr__meta_consumer *c, const char *server);
-/* The replica count of consumer config c on stream s (num_replicas, or the stream's). */
+/* The replica count of consumer config c on stream s (jr__consumer_replicas: num_replicas, or
+ * the stream's; an ephemeral left at 0 on a limits stream has 1). */
 int jr__meta_consumer_replicas(const jr__meta_stream *s, const jr_consumer_config *c);
 /* The CONSUMER_ADD/DELETE part of validate/apply (meta_state.c calls them). */
 int jr__meta_consumer_validate(const jr__meta_state *st, const jr__meta_op *op, int need_peers,

@@ -24,6 +24,7 @@ typedef struct cres {
     uint64_t pending[256];
     char token[256][600];
     char data[256][64];
+    char hdr[4][128]; /* the first messages' header blocks */
     int end_code;
     char end_text[128];
     uint64_t end_pending;
@@ -95,6 +96,9 @@ static void fetch_cb(void *arg, int status, const char *msg, const jr_consumer_m
         r->pending[r->n] = m->pending;
         snprintf(r->token[r->n], sizeof r->token[0], "%s", m->ack_token);
         snprintf(r->data[r->n], sizeof r->data[0], "%.*s", (int)m->len, (const char *)m->data);
+        if (r->n < 4)
+            snprintf(r->hdr[r->n], sizeof r->hdr[0], "%.*s", (int)m->hdr_len,
+                     m->hdr ? (const char *)m->hdr : "");
         r->n++;
         return;
     }
@@ -993,6 +997,24 @@ START_TEST(pull_caps_are_refused_with_jetstream_s_texts)
 }
 END_TEST
 
+/* headers_only: the headers plus Nats-Msg-Size, no body. */
+START_TEST(headers_only_delivers_the_size_instead_of_the_body)
+{
+    e2e c;
+    setup(&c, 33, 2);
+    cres r;
+    jr_consumer_config cfg;
+    durable(&cfg, "ho");
+    cfg.headers_only = 1;
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "ho", 2, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 2);
+    ck_assert_str_eq(r.data[0], "");
+    ck_assert_str_eq(r.hdr[0], "NATS/1.0\r\nNats-Msg-Size: 7\r\n\r\n"); /* "order 1" */
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -1011,6 +1033,7 @@ int main(void)
     tcase_add_test(tc, deliver_policies_filters_and_ack_policies);
     tcase_add_test(tc, a_consumer_follows_its_stream_s_peer_changes);
     tcase_add_test(tc, pull_caps_are_refused_with_jetstream_s_texts);
+    tcase_add_test(tc, headers_only_delivers_the_size_instead_of_the_body);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
