@@ -393,6 +393,24 @@ static uint64_t msg_size(const jr__store_msg *m)
     return (uint64_t)m->subject_len + m->hdr_len + m->data_len;
 }
 
+/* Replay original: new messages go out at the pace they were stored. The first one this leader
+ * hands out anchors its timeline (its stored time against now); a later one is due once as much
+ * time passed since the anchor as lies between their stored times. 1 if m is due, else 0 with
+ * *at the node time it will be. */
+static int replay_due(jr__clead *l, const jr__store_msg *m, uint64_t now, uint64_t *at)
+{
+    uint64_t ts = (uint64_t)m->ts;
+    if (!l->replay_now || ts < l->replay_ts) {
+        l->replay_now = now;
+        l->replay_ts = ts;
+        return 1;
+    }
+    uint64_t due = jr__deadline(l->replay_now, ts - l->replay_ts);
+    if (now >= due) return 1;
+    *at = due;
+    return 0;
+}
+
 /* The first pull that can take another delivery. */
 static jr__pull *open_pull(jr__clead *l)
 {
@@ -444,6 +462,7 @@ static void step(jr__crep *r)
     }
     jr__store *s = stream_store(r);
     uint64_t scan = 0; /* expired deliveries at or below it were taken care of in this step */
+    uint64_t replay_at = UINT64_MAX; /* replay original: when the next message is due */
     for (;;) {
         jr__pull *p = open_pull(l);
         if (!p) break;
@@ -482,6 +501,9 @@ static void step(jr__crep *r)
             break;
         } else if (!s || next_new(r, s, l->cursor, &m) != 0) {
             break;
+        } else if (cfg->replay_policy == JR_REPLAY_ORIGINAL &&
+                   !replay_due(l, &m, now, &replay_at)) {
+            break; /* replayed at the pace it was stored: not yet */
         } else {
             sseq = m.seq;
             rec.dc = 1;
@@ -528,8 +550,10 @@ static void step(jr__crep *r)
         else if (p->eager && p->got)
             pull_end(r, p, CODE_DONE, ""); /* a push subscription: handed out as they come */
     }
-    /* Next duty: a pull's expiry, a redelivery deadline, the inactivity threshold, the peers. */
+    /* Next duty: a pull's expiry, a redelivery deadline, the inactivity threshold, the peers, a
+     * replayed message. */
     uint64_t next = idle_due < l->duty_at ? idle_due : l->duty_at;
+    if (replay_at < next) next = replay_at;
     for (jr__pull *p = l->phead; p; p = p->next)
         if (!p->ended && p->expires_at < next) next = p->expires_at;
     uint64_t due = jr__cstate_next_deadline(&r->st);

@@ -309,8 +309,9 @@ typedef struct jr__clead {
     uint8_t expiring;   /* inactive past its threshold: its deletion was asked for */
     uint8_t resetting;  /* a RESET is staged or proposed: nothing is delivered until it applies */
     uint64_t duty_at;   /* when its timer runs the peer-change duty next (UINT64_MAX: no need) */
-    jr__map redeliv;    /* stream seqs of expired messages whose redelivery (or MAXDELIV, TERM)
-                           is staged or proposed, not applied: not chosen again meanwhile */
+    uint64_t replay_now, replay_ts; /* replay original: the anchor (node time, stored time) */
+    jr__map redeliv; /* stream seqs of expired messages whose redelivery (or MAXDELIV, TERM)
+                        is staged or proposed, not applied: not chosen again meanwhile */
     jr__pull *phead, *ptail;
     size_t nwaiting;
     jr__crec *srec;   /* staged records ... */

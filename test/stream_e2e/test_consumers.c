@@ -1015,6 +1015,32 @@ START_TEST(headers_only_delivers_the_size_instead_of_the_body)
 }
 END_TEST
 
+/* Replay original: messages stored a second apart are handed out a second apart. */
+START_TEST(replay_original_keeps_the_stored_pace)
+{
+    e2e c;
+    setup(&c, 34, 0);
+    e2e_res pr;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(e2e_publish(&c, 0, "orders.x", "m", 1, NULL, &pr), 0);
+        jr_sim_run_for(c.sim, SEC);
+    }
+    cres r;
+    jr_consumer_config cfg;
+    durable(&cfg, "replay");
+    cfg.replay_policy = JR_REPLAY_ORIGINAL;
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "replay", 1, 5 * SEC, 0, &r), 0); /* the anchor */
+    uint64_t t0 = jr_sim_now(c.sim);
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "replay", 2, 5 * SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 2);
+    uint64_t took = jr_sim_now(c.sim) - t0;
+    ck_assert_msg(took >= 1900 * MS && took <= 2300 * MS, "2 replayed messages took %llu ms",
+                  (unsigned long long)(took / MS));
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -1034,6 +1060,7 @@ int main(void)
     tcase_add_test(tc, a_consumer_follows_its_stream_s_peer_changes);
     tcase_add_test(tc, pull_caps_are_refused_with_jetstream_s_texts);
     tcase_add_test(tc, headers_only_delivers_the_size_instead_of_the_body);
+    tcase_add_test(tc, replay_original_keeps_the_stored_pace);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
