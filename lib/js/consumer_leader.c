@@ -123,7 +123,7 @@ static int stage(jr__crep *r, const jr__crec *rec, const jr__cwait *w)
     jr__clead *l = r->lead;
     if (l->nstage == l->capstage) {
         if (l->nstage >= JR__COP_BATCH_MAX) return JR_EMSGSIZE;
-        size_t cap = l->capstage ? l->capstage * 2 : 64;
+        size_t cap = l->capstage ? l->capstage * 2 : 4;
         jr__crec *nr = jr__realloc(r->js->alloc, l->srec, cap * sizeof *nr);
         if (!nr) return JR_ENOMEM;
         l->srec = nr;
