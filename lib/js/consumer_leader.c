@@ -458,7 +458,10 @@ static void step(jr__crep *r)
         uint64_t at = due > wall ? jr__deadline(now, due - wall) : now;
         if (at < next) next = at;
     }
-    if (next != UINT64_MAX) jr__js_timer_arm(js, &r->timer, next);
+    if (next != UINT64_MAX)
+        jr__js_timer_arm(js, &r->timer, next);
+    else
+        jr__js_timer_cancel(js, &r->timer); /* nothing due: an ended pull's expiry is not */
 }
 
 void jr__clead_timer(jr__js *js, jr__jtimer *t)
