@@ -147,6 +147,19 @@ typedef struct jr_consumer_info {
     uint64_t num_pending;             /* matching messages not yet delivered */
     const jr_cluster_info *cluster;
 } jr_consumer_info;
+
+/* Renders info as the nats CLI prints `nats consumer info` into buf (always NUL-terminated when
+ * len > 0; buf may be NULL when len is 0): the "Information for Consumer" header, the
+ * Configuration rows that are set, the Cluster Information block and the State rows. now_ns
+ * (ns since the Unix epoch, the clock info's times come from) dates the "... ago" parts and a
+ * pause's time left; 0 leaves them out. Times are shown in UTC; a created_ns of 0 leaves out
+ * "created ...". Reads info, its config and its cluster only up to their `size`; a NULL config or
+ * cluster (or a cluster without a name) leaves out its block. Returns the full length it needs
+ * (excluding the NUL), like snprintf, or JR_EINVAL (info NULL or too small to hold its name, buf
+ * NULL with len > 0, a malformed cluster block). No allocation. */
+JR_API int jr_consumer_info_format(const jr_consumer_info *info, uint64_t now_ns, char *buf,
+                                   size_t len);
+
 typedef void (*jr_consumer_info_cb)(void *arg, int status, const char *msg,
                                     const jr_consumer_info *info);
 /* The consumer's info from its leader. JR_ENOSTREAM, JR_ENOTFOUND. */

@@ -17,6 +17,7 @@
 #include "js/js.h"
 #include "util/abi.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 static int entry(jr_node *n, int ok)
 {
@@ -196,20 +197,32 @@ static jr__req *consumer_call(jr_node *n, uint8_t what, uint8_t sub, const char 
     r->resend = what == JR__REQ_CONSUMER_INFO;
     snprintf(r->stream, sizeof r->stream, "%s", stream);
     snprintf(r->consumer, sizeof r->consumer, "%s", consumer);
-    const jr__meta_stream *s = jr__meta_stream_find(&js->st, stream);
-    if (!s) {
-        jr__req_finish(r, JR_ENOSTREAM, "stream not found");
-        return NULL;
-    }
-    const jr__meta_consumer *c = jr__meta_consumer_find(s, consumer);
-    if (!c) {
-        jr__req_finish(r, JR_ENOTFOUND, "consumer not found");
-        return NULL;
-    }
-    r->group = c->group;
+    /* The group is looked up when the request is routed (jr__consumer_resolve): this server's
+     * meta state may not have applied the consumer's creation yet. */
+    r->group = 0;
+    r->resolve_until = jr__deadline(jr__node_now(n), js->election_ns);
     jr__buf_u8(&r->payload, sub);
-    jr__buf_varint(&r->payload, r->group);
+    jr__buf_u64(&r->payload, 0);
     return r;
+}
+
+int jr__consumer_resolve(jr__req *r)
+{
+    jr__js *js = r->js;
+    if (r->group) return 1;
+    const jr__meta_stream *s = jr__meta_stream_find(&js->st, r->stream);
+    const jr__meta_consumer *c = s ? jr__meta_consumer_find(s, r->consumer) : NULL;
+    if (c) {
+        r->group = c->group;
+        jr__put_u64(r->payload.data + 1, c->group);
+        return 1;
+    }
+    if (jr__node_now(js->n) < r->resolve_until) return 0; /* its meta state may lag */
+    if (!s)
+        jr__req_finish(r, JR_ENOSTREAM, "stream not found");
+    else
+        jr__req_finish(r, JR_ENOTFOUND, "consumer not found");
+    return -1;
 }
 
 static void send_or_fail(jr__req *r)

@@ -130,6 +130,12 @@ void jr__req_route(jr__req *r)
     int local, leads;
     jr__peer *p;
     if (r->kind == JR__RPC_CONSUMER) {
+        int known = jr__consumer_resolve(r);
+        if (known < 0) return;
+        if (!known) {
+            wait_retry(r);
+            return;
+        }
         const jr__meta_consumer *c = jr__meta_consumer_by_group(&js->st, r->group);
         if (!c) {
             jr__req_finish(r, JR_ENOTFOUND, "consumer '%s > %s' was deleted", r->stream,
@@ -174,10 +180,17 @@ void jr__req_route(jr__req *r)
     } else {
         p = NULL;
         if (!local && npeers) {
-            /* Not a replica and no hint: ask the peers in turn (they redirect). */
-            for (size_t k = 0; k < npeers && !p; k++) {
-                jr__peer *q = jr__peer_find_name(n, peers[(r->tries + k) % npeers]);
-                if (q && jr__peer_get_id(q) != js->self && !lost_peer(r, q)) p = q;
+            /* Not a replica and no hint: ask the peers in turn (they redirect), those heard
+             * from lately first (a crashed one would hold the request for two election
+             * timeouts). */
+            uint64_t now = jr__node_now(n), recent = 2 * js->election_ns;
+            for (int pass = 0; pass < 2 && !p; pass++) {
+                for (size_t k = 0; k < npeers && !p; k++) {
+                    jr__peer *q = jr__peer_find_name(n, peers[(r->tries + k) % npeers]);
+                    if (!q || jr__peer_get_id(q) == js->self || lost_peer(r, q)) continue;
+                    if (pass == 0 && now - jr__peer_heard(q) > recent) continue;
+                    p = q;
+                }
             }
         }
     }
@@ -228,6 +241,8 @@ static const char *what_name(const jr__req *r)
         return "purge";
     case JR__REQ_MSG_DELETE:
         return "message delete";
+    case JR__REQ_FETCH:
+        return "fetch";
     default:
         return "request";
     }
@@ -255,9 +270,10 @@ static void leader_gone(jr__req *r, int silent)
     r->lost_at = jr__node_now(n);
     if (r->idempotent && jr__node_now(n) < r->deadline) {
         jr__node_log(n, JR_LOG_INFO,
-                     "stream '%s': leader %s %s; the publish goes to the next "
-                     "leader (its msg_id makes that safe)",
-                     r->stream, t, silent ? "went silent" : "lost its leadership");
+                     "stream '%s': leader %s %s; the %s goes to the next leader (%s)", r->stream, t,
+                     silent ? "went silent" : "lost its leadership", what_name(r),
+                     r->what == JR__REQ_FETCH ? "what the lost one handed out is redelivered"
+                                              : "its msg_id makes that safe");
         jr__req_route(r);
         return;
     }

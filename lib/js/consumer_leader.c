@@ -31,8 +31,10 @@
 
 #include "js/js.h"
 #include "js/codec.h"
+#include "meta/cluster_info.h"
 #include "util/alloc.h"
 #include "util/deadline.h"
+#include "util/subject.h"
 
 enum { CODE_DONE = 0 };
 
@@ -187,6 +189,14 @@ void jr__clead_stop(jr__crep *r, int status)
     jr__js *js = r->js;
     if (js->cdirty) undirty(r);
     jr__js_timer_cancel(js, &r->timer);
+    /* A pull whose end was decided (408) while deliveries for it were in flight is answered
+     * once they are lost below; they may still commit under the next leader without reaching
+     * it, so its answer says so as the others' do, rather than that it merely expired. */
+    for (jr__pull *p = l->phead; p; p = p->next) {
+        if (!p->ended || !p->inflight) continue;
+        p->end_code = 409;
+        p->end_text = status == JR_ENOTFOUND ? "Consumer Deleted" : "Leadership Change";
+    }
     for (size_t i = 0; i < l->nstage; i++) wait_lost(r, &l->swait[i], status);
     l->nstage = 0;
     prop_free_all(r, status);
@@ -226,6 +236,7 @@ void jr__clead_role_changed(jr__crep *r)
         }
         r->lead->term = term;
         r->lead->active_at = jr__node_now(js->n);
+        r->lead->duty_at = 0; /* its peers are checked once it is ready */
         jr__map_init(&r->lead->redeliv, js->alloc);
     }
     if (r->lead) jr__clead_dirty(r);
@@ -257,12 +268,20 @@ static int check_ready(jr__crep *r)
     case JR_DELIVER_NEW:
         start = ss.last_seq + 1;
         break;
-    case JR_DELIVER_LAST: {
-        jr__store_msg m;
+    case JR_DELIVER_LAST: { /* the newest message its filters match */
+        const char *one = NULL;
+        size_t nf = 0;
+        const char *const *fs = jr__consumer_filters(cfg, &one, &nf);
         start = ss.last_seq ? ss.last_seq : 1;
-        if (s && cfg->filter_subject &&
-            jr__store_get_last(s, cfg->filter_subject, strlen(cfg->filter_subject), &m) == 0)
-            start = m.seq;
+        if (nf && s) {
+            uint64_t best = 0;
+            for (size_t i = 0; i < nf; i++) {
+                jr__store_msg m;
+                if (jr__store_get_last(s, fs[i], strlen(fs[i]), &m) == 0 && m.seq > best)
+                    best = m.seq;
+            }
+            start = best ? best : ss.last_seq + 1;
+        }
         break;
     }
     case JR_DELIVER_BY_START_SEQ:
@@ -305,8 +324,22 @@ static int next_expired(jr__crep *r, uint64_t now, uint64_t after, uint64_t *sse
     return JR_ENOTFOUND;
 }
 
+/* Where the message an expired delivery names is, for its redelivery: 1 in s (*m set); 0 gone
+ * from the stream (deleted, purged or over a limit: the local replica holds the stream at or
+ * past sseq, and not it); -1 not here yet — the local replica is catching up (s NULL), or has
+ * not applied it yet while another server's delivered it. A message not here yet is neither
+ * redelivered nor terminated now: the replica's next apply makes the leader step again. */
+static int find_redelivery(jr__store *s, uint64_t sseq, jr__store_msg *m)
+{
+    if (!s) return -1;
+    if (jr__store_get(s, sseq, m) == 0) return 1;
+    jr__store_state ss;
+    jr__store_state_get(s, &ss);
+    return sseq <= ss.last_seq ? 0 : -1;
+}
+
 /* Filters: the next matching message at or after from. */
-static int next_new(jr__crep *r, jr__store *s, uint64_t from, jr__store_msg *out)
+static int next_match(jr__crep *r, jr__store *s, uint64_t from, jr__store_msg *out)
 {
     const jr_consumer_config *cfg = &r->as->cfg->c;
     const char *one = NULL;
@@ -321,6 +354,38 @@ static int next_new(jr__crep *r, jr__store *s, uint64_t from, jr__store_msg *out
     }
     if (!best) return JR_ENOTFOUND;
     return jr__store_get(s, best, out);
+}
+
+/* The next message to deliver at or after from. Deliver last per subject: of the messages
+ * stored before the consumer was created (the meta leader's stamp), only the last of each
+ * subject; every later one. Decided from the store alone (timestamps and subjects are the same
+ * on every replica), so a new leader picks up exactly where its predecessor was. */
+static int next_new(jr__crep *r, jr__store *s, uint64_t from, jr__store_msg *out)
+{
+    const jr_consumer_config *cfg = &r->as->cfg->c;
+    for (;;) {
+        int rc = next_match(r, s, from, out);
+        if (rc || cfg->deliver_policy != JR_DELIVER_LAST_PER_SUBJECT || !r->created_ns ||
+            (uint64_t)out->ts > r->created_ns)
+            return rc;
+        uint64_t seq = out->seq;
+        char subj[JR__SUBJECT_MAX + 1];
+        size_t n = out->subject_len < JR__SUBJECT_MAX ? out->subject_len : JR__SUBJECT_MAX;
+        memcpy(subj, out->subject, n);
+        jr__store_msg later;
+        if (jr__store_next(s, seq + 1, subj, n, &later) != 0 || (uint64_t)later.ts > r->created_ns)
+            return jr__store_get(s, seq, out); /* the last of its subject then */
+        from = seq + 1;
+    }
+}
+
+/* The most message bytes one fetch answer carries (it travels in one frame): a batch that would
+ * go past it ends early, its answer saying how many messages it still wanted. One message always
+ * fits (a message is at most max_payload, which the frame holds). */
+static uint64_t answer_cap(const jr__js *js)
+{
+    uint64_t cap = js->facts.max_frame / 2;
+    return cap < (4u << 20) ? cap : (4u << 20);
 }
 
 static uint64_t msg_size(const jr__store_msg *m)
@@ -346,7 +411,13 @@ static void step(jr__crep *r)
         nx = p->next;
         if (!p->ended && now >= p->expires_at) pull_end(r, p, 408, "Request Timeout");
     }
-    if (r->failed || !check_ready(r)) return;
+    if (r->failed) return;
+    if (!check_ready(r)) {
+        /* its term's first entry applies without passing through the state machine: look
+         * again a heartbeat later */
+        jr__js_timer_arm(js, &r->timer, jr__deadline(now, js->heartbeat_ns));
+        return;
+    }
     const jr_consumer_config *cfg = &r->as->cfg->c;
     if (l->phead) l->active_at = now; /* a client waits */
     uint64_t idle_due = UINT64_MAX;
@@ -386,10 +457,13 @@ static void step(jr__crep *r)
         jr__cwait w;
         memset(&w, 0, sizeof w);
         if (next_expired(r, wall, scan, &sseq, &dc) == 0) {
-            w.rsseq = scan = sseq;
+            int at_max = cfg->max_deliver > 0 && dc >= (uint64_t)cfg->max_deliver;
+            int where = at_max ? 0 : find_redelivery(s, sseq, &m);
+            scan = sseq;
+            if (where < 0) continue; /* not here yet: left pending */
+            w.rsseq = sseq;
             if (jr__map_put(&l->redeliv, sseq, r) != 0) break;
-            if ((cfg->max_deliver > 0 && dc >= (uint64_t)cfg->max_deliver) || !s ||
-                jr__store_get(s, sseq, &m) != 0) {
+            if (where == 0) {
                 /* at max_deliver: no more deliveries; gone (limits, purge, delete): not
                  * redelivered either */
                 rec.type = cfg->max_deliver > 0 && dc >= (uint64_t)cfg->max_deliver
@@ -413,14 +487,19 @@ static void step(jr__crep *r)
             rec.dc = 1;
             w.fresh = 1;
         }
-        if (p->max_bytes > 0) {
-            uint64_t sz = msg_size(&m);
-            if (sz > (uint64_t)p->max_bytes) {
+        uint64_t sz = msg_size(&m);
+        if ((p->max_bytes > 0 && sz > (uint64_t)p->max_bytes) ||
+            ((p->got || p->inflight) && p->bytes + sz > answer_cap(js))) {
+            /* not for this request: it ends (over its max_bytes, or its answer is full) */
+            if (w.rsseq) jr__map_del(&l->redeliv, w.rsseq);
+            if (p->max_bytes > 0 && sz > (uint64_t)p->max_bytes)
                 pull_end(r, p, 409, "Message Size Exceeds MaxBytes");
-                continue;
-            }
-            p->max_bytes -= (int64_t)sz;
+            else
+                pull_end(r, p, CODE_DONE, "");
+            continue;
         }
+        if (p->max_bytes > 0) p->max_bytes -= (int64_t)sz;
+        p->bytes += sz;
         rec.type = JR__COP_DELIVERED;
         rec.dseq = l->next_dseq;
         rec.sseq = sseq;
@@ -449,13 +528,18 @@ static void step(jr__crep *r)
         else if (p->eager && p->got)
             pull_end(r, p, CODE_DONE, ""); /* a push subscription: handed out as they come */
     }
-    /* Next duty: a pull's expiry, a redelivery deadline, the inactivity threshold. */
-    uint64_t next = idle_due;
+    /* Next duty: a pull's expiry, a redelivery deadline, the inactivity threshold, the peers. */
+    uint64_t next = idle_due < l->duty_at ? idle_due : l->duty_at;
     for (jr__pull *p = l->phead; p; p = p->next)
         if (!p->ended && p->expires_at < next) next = p->expires_at;
     uint64_t due = jr__cstate_next_deadline(&r->st);
     if (due != UINT64_MAX && l->phead) {
-        uint64_t at = due > wall ? jr__deadline(now, due - wall) : now;
+        /* A deadline already past is a message this step could not redeliver (its redelivery
+         * in flight, no pull open, not in the local replica yet); what unblocks it makes the
+         * leader step (an apply, a new pull). Looking again at once would only tick the node
+         * in a loop meanwhile: look again after a heartbeat. */
+        uint64_t at =
+            due > wall ? jr__deadline(now, due - wall) : jr__deadline(now, js->heartbeat_ns);
         if (at < next) next = at;
     }
     if (next != UINT64_MAX)
@@ -467,8 +551,13 @@ static void step(jr__crep *r)
 void jr__clead_timer(jr__js *js, jr__jtimer *t)
 {
     jr__crep *r = (jr__crep *)((char *)t - offsetof(jr__crep, timer));
-    (void)js;
-    if (r->lead) jr__clead_dirty(r);
+    if (!r->lead) return;
+    if (r->lead->ready && jr__node_now(js->n) >= r->lead->duty_at) {
+        uint64_t next = UINT64_MAX;
+        jr__crep_members_duty(r, &next);
+        r->lead->duty_at = next;
+    }
+    jr__clead_dirty(r); /* its step arms the timer for what is due next */
 }
 
 /* Proposes what r's leader staged. */
@@ -595,11 +684,13 @@ void jr__clead_applied(jr__crep *r, const jr__crec *rec, const jr__capply *out, 
         pl->inflight--;
         jr__store *s = stream_store(r);
         jr__store_msg m;
-        if (out->applied && s && jr__store_get(s, rec->sseq, &m) == 0) {
+        int where = out->applied ? find_redelivery(s, rec->sseq, &m) : -1;
+        if (where > 0) {
             hand_out(r, pl, rec, &m);
         } else {
             pl->batch++;
-            if (out->applied) {
+            /* not here now (its replica began a catch-up): pending, redelivered later */
+            if (where == 0) {
                 /* deleted since it was chosen: not redelivered either */
                 jr__crec t = {JR__COP_TERM, 0, rec->sseq, 0, jr__js_wall(r->js), 0};
                 stage(r, &t, NULL);
@@ -751,8 +842,10 @@ static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
         return;
     }
     if (cfg->max_expires_ns > 0 && expires > cfg->max_expires_ns) {
-        fetch_refuse(js, rt, 409, "Exceeded MaxRequestExpires", (uint64_t)batch,
-                     (uint64_t)max_bytes);
+        jr__fmt o = {text, sizeof text, 0};
+        jr__fmt_emit(&o, "Exceeded MaxRequestExpires of ");
+        jr__fmt_go_duration(&o, cfg->max_expires_ns);
+        fetch_refuse(js, rt, 409, text, (uint64_t)batch, (uint64_t)max_bytes);
         return;
     }
     jr__clead *l = r->lead;
@@ -802,7 +895,11 @@ static void exec_ack(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
     int covers = cfg->ack_policy == JR_ACK_ALL && kind == JR_ACK_ACK &&
                  jr__cstate_num_ack_pending(&r->st) > 0 &&
                  sseq <= jr__cstate_delivered(&r->st)->stream_seq;
-    if (!pending && !covers) {
+    /* A confirmed one is not refused from this state: it may lag the committed one (a leader
+     * deposed and not aware yet, or one that has not applied its predecessors' entries yet),
+     * and "not pending" would then deny an ack the message needs. Its record is applied or
+     * ignored (not pending) alike on every replica, and answered from that. */
+    if (!pending && !covers && !confirm) {
         static const char why[] = "message not pending";
         jr__route_reply(js, rt, JR_ENOTFOUND, why, sizeof why - 1);
         return;
@@ -929,7 +1026,7 @@ void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
     jr__rd rd;
     jr__rd_init(&rd, p, len);
     uint8_t sub = jr__rd_u8(&rd);
-    uint64_t group = jr__rd_varint(&rd);
+    uint64_t group = jr__rd_u64(&rd);
     if (rd.err || sub < JR__CSUB_INFO || sub > JR__CSUB_STEPDOWN) {
         static const char why[] = "malformed consumer request";
         jr__route_reply(js, rt, JR_EINVAL, why, sizeof why - 1);

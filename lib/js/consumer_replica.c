@@ -155,6 +155,7 @@ static void take_assignment(jr__crep *r, const jr__meta_consumer *c)
     jr__meta_casgn_put(old);
     r->name = r->as->cfg->c.name;
     r->updated = c->updated;
+    r->created_ns = c->created_ns;
 }
 
 static void crep_free(jr__crep *r)
@@ -228,11 +229,15 @@ int jr__crep_create(jr__js *js, const jr__meta_consumer *c)
     jr_group_config gc;
     jr_group_config_init(&gc);
     gc.id = c->group;
-    gc.voters = c->peers;
-    gc.nvoters = c->npeers;
+    if (jr__meta_consumer_bootstraps(c)) { /* else it joins the group its leader grows */
+        gc.voters = c->peers;
+        gc.nvoters = c->npeers;
+    }
     gc.fsm = &fsm;
     gc.snapshot_entries = js->snapshot_entries;
-    rc = jr__group_create(n, &gc, NULL, &r->g);
+    jr__join_floor floor;
+    memset(&floor, 0, sizeof floor);
+    rc = jr__group_create(n, &gc, &floor, &r->g);
     if (rc != 0) {
         jr__node_log(n, JR_LOG_ERROR, "consumer '%s > %s': cannot open group %" PRIu64 ": %s",
                      r->stream, r->name, c->group, jr_strerror(rc));
@@ -251,7 +256,10 @@ void jr__crep_update(jr__crep *r, const jr__meta_consumer *c)
     jr__cpolicy pol;
     policy_of(&r->as->cfg->c, &pol);
     if (jr__cstate_set_policy(&r->st, &pol) != 0) fail(r, JR_ENOMEM, "cannot take its config", 0);
-    if (r->lead) jr__clead_dirty(r); /* limits, filters or its pause may have changed */
+    if (r->lead) {
+        r->lead->duty_at = 0; /* its peers may have changed */
+        jr__clead_dirty(r);   /* and its limits, filters or pause */
+    }
 }
 
 void jr__crep_leave(jr__crep *r, int purge)

@@ -126,7 +126,7 @@ enum jr__admin_sub {
     JR__ADM_DIRECT_GET = 8, /* a direct get, answered by any current replica (api_lists.c) */
 };
 
-/* Sub-kinds of JR__RPC_CONSUMER (first byte of its payload; then varint consumer group). */
+/* Sub-kinds of JR__RPC_CONSUMER (first byte of its payload; then u64 consumer group). */
 enum jr__consumer_sub {
     JR__CSUB_INFO = 1,     /* consumer info */
     JR__CSUB_FETCH = 2,    /* a pull request: varint batch | varint max_bytes | varint expires_ns |
@@ -193,7 +193,10 @@ struct jr__req {
     uint64_t rpc_id;    /* outstanding RPC, 0 none */
     jr__id target;      /* where the last attempt went */
     unsigned tries;
-    uint64_t group;                 /* stream requests: the stream's group */
+    uint64_t group;                 /* stream requests: the stream's group; consumer requests: the
+                                       consumer's (0 until jr__consumer_resolve found it) */
+    uint64_t resolve_until;         /* consumer requests: until when an unknown consumer is
+                                       looked up again (this server's meta state may lag) */
     uint64_t meta_id;               /* meta requests: request id in the op; */
     uint64_t meta_index, meta_term; /* where the meta leader proposed it (state 2) */
     char stream[JR_STREAM_NAME_MAX + 1];
@@ -273,6 +276,7 @@ typedef struct jr__pull {
     const char *end_text;
     uint32_t inflight; /* deliveries proposed for it, not yet applied */
     uint32_t got;      /* messages in buf */
+    uint64_t bytes;    /* message bytes handed to it or in flight for it (answer_cap) */
     jr__buf buf;       /* the messages handed to it so far (the response's tail) */
 } jr__pull;
 
@@ -304,6 +308,7 @@ typedef struct jr__clead {
     uint64_t active_at; /* the last sign of a client (a pull waiting or arriving, an ack) */
     uint8_t expiring;   /* inactive past its threshold: its deletion was asked for */
     uint8_t resetting;  /* a RESET is staged or proposed: nothing is delivered until it applies */
+    uint64_t duty_at;   /* when its timer runs the peer-change duty next (UINT64_MAX: no need) */
     jr__map redeliv;    /* stream seqs of expired messages whose redelivery (or MAXDELIV, TERM)
                            is staged or proposed, not applied: not chosen again meanwhile */
     jr__pull *phead, *ptail;
@@ -322,8 +327,9 @@ struct jr__crep {
     char *stream;     /* its stream's name (owned) */
     uint64_t group;   /* the consumer's Raft group */
     uint64_t stream_group;
-    uint64_t updated; /* assignment version converged to */
-    uint64_t applied; /* last index applied to st */
+    uint64_t updated;    /* assignment version converged to */
+    uint64_t applied;    /* last index applied to st */
+    uint64_t created_ns; /* when the meta leader created it (deliver last per subject) */
     jr_group *g;
     jr__meta_casgn *as;   /* config and peers converged to (a reference) */
     jr__cstate st;        /* the replicated state */
@@ -331,9 +337,10 @@ struct jr__crep {
     jr__crep *sib;        /* js->cons_by_stream: the next consumer replica of the same stream */
     jr__crep *dirty_next; /* js->cdirty: its leader has work for the next flush */
     uint8_t dirty;
-    jr__jtimer timer;    /* leader: pull expiry, redelivery deadlines */
-    jr__clead *lead;     /* non-NULL while it leads */
-    jr__cprop *cur_prop; /* the leader's proposal the entry being applied answers */
+    jr__jtimer timer;     /* leader: pull expiry, redelivery deadlines */
+    jr__clead *lead;      /* non-NULL while it leads */
+    jr__cprop *cur_prop;  /* the leader's proposal the entry being applied answers */
+    uint64_t reported_at; /* leader: when STREAM_CONVERGED was last sent for it (0: never) */
 };
 
 /* A local replica of a stream (stream_replica.c). */
@@ -532,6 +539,10 @@ void jr__mnode_converge_one(jr__js *js, uint64_t group);
  * say), so nothing is released for a peer removal until then (a stream deletion is final and
  * is released at once). */
 int jr__mnode_replayed(jr__js *js);
+/* Sends STREAM_CONVERGED for consumer c (its group's configuration is c's peer set, every peer a
+ * voter) to the meta leader, as an internal request. */
+void jr__mnode_report_consumer_converged(jr__js *js, const jr__meta_consumer *c,
+                                         const jr__join_floor *f);
 /* Asks the meta leader to delete consumer `name` of `stream` (its leader found it inactive past
  * its inactive_threshold), as an internal request. */
 void jr__mnode_expire_consumer(jr__js *js, const char *stream, const char *name);
@@ -621,6 +632,12 @@ jr__peer *jr__crep_leader_peer(jr__js *js, uint64_t group);
 uint64_t jr__crep_num_pending(jr__crep *r, uint64_t from);
 /* r's group name as JetStream shows it ("C-R3F-<hash>"). */
 void jr__crep_group_name(const jr__crep *r, char *buf, size_t cap);
+
+/* consumer_peers.c ---------------------------------------------------------------------------*/
+
+/* The leader's step towards its consumer's peer set (one membership change at a time, then
+ * STREAM_CONVERGED for its group); *next is pulled in while work is left. */
+void jr__crep_members_duty(jr__crep *r, uint64_t *next);
 
 /* consumer_leader.c ----------------------------------------------------------------------------*/
 
@@ -719,6 +736,9 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
 void jr__req_deliver(jr__req *r);
 /* The same for a consumer info, fetch or ack (api_consumer.c). */
 void jr__consumer_deliver(jr__req *r);
+/* Consumer request r knows its consumer's group: 1; not yet, ask again later: 0; the stream or
+ * consumer does not exist (r finished): -1. */
+int jr__consumer_resolve(jr__req *r);
 /* r's timer fired: its deadline passed, or it is time to retry. */
 void jr__req_timer(jr__req *r);
 /* Routes a stream request (r->group, r->kind, r->payload) to the stream's leader. */

@@ -693,6 +693,21 @@ void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s, const jr__
     send_internal(js, JR__REQ_CONVERGED, &op);
 }
 
+void jr__mnode_report_consumer_converged(jr__js *js, const jr__meta_consumer *c,
+                                         const jr__join_floor *f)
+{
+    jr__meta_op op;
+    memset(&op, 0, sizeof op);
+    op.type = JR__META_STREAM_CONVERGED;
+    op.stream = c->stream->name;
+    op.group = c->group;
+    op.peers_at = c->peers_at;
+    op.term = f->term;
+    op.commit_term = f->last_index ? f->last_term : 0;
+    op.commit = f->last_index;
+    send_internal(js, JR__REQ_CONVERGED, &op);
+}
+
 void jr__mnode_expire_consumer(jr__js *js, const char *stream, const char *name)
 {
     jr__meta_op op;
@@ -752,6 +767,12 @@ static void converge_consumer(jr__js *js, const jr__meta_action *a, jr__crep *r)
     switch (a->kind) {
     case JR__META_LEAVE:
         if (!r) break;
+        if (a->consumer && (jr__meta_consumer_busy(a->consumer) || !jr__mnode_replayed(js))) {
+            /* moved off this server by a change that has not converged: it may still be a
+             * voter its group needs (as a stream's replica, jr__mnode_converge) */
+            if (r->updated != a->consumer->updated) jr__crep_update(r, a->consumer);
+            break;
+        }
         uint64_t sg = r->stream_group;
         jr__crep_leave(r, 1);
         jr__retention_recheck(js, sg); /* what only it needed can go */

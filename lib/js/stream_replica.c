@@ -826,6 +826,10 @@ int jr__srep_sweep_stashes(jr__js *js)
     if (rc != 0) return rc;
     for (size_t i = 0; i < k; i++) {
         uint64_t id = ids[i];
+        /* Consumers' groups share the id space: one of a consumer placed here is its
+         * replica's, not yet reopened (converge creates it once its stream's replica runs) */
+        const jr__meta_consumer *mc = jr__meta_consumer_by_group(&js->st, id);
+        if (mc && jr__meta_consumer_has_peer(mc, js->name)) continue;
         const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, id);
         if (s && jr__meta_stream_has_peer(s, js->name)) continue; /* converge creates it */
         if (s && (jr__meta_stream_busy(s) || !jr__mnode_replayed(js))) {

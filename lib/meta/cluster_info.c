@@ -9,18 +9,7 @@
 
 #define NS_PER_SEC 1000000000ULL
 
-/* snprintf-style accumulation: writes what fits, counts everything. */
-typedef struct out {
-    char *buf;
-    size_t len;  /* capacity of buf */
-    size_t need; /* bytes of the full rendering so far */
-} out;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void
-emit(out *o, const char *fmt, ...)
+void jr__fmt_emit(jr__fmt *o, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -35,70 +24,67 @@ emit(out *o, const char *fmt, ...)
     if (k > 0) o->need += (size_t)k;
 }
 
-/* One aligned row: the label right-aligned to width, then ": value" (value added by caller). */
-static void row_label(out *o, int width, const char *label)
+void jr__fmt_label(jr__fmt *o, int width, const char *label)
 {
     int pad = width - (int)strlen(label) + 2;
-    emit(o, "%*s%s: ", pad > 0 ? pad : 0, "", label);
+    jr__fmt_emit(o, "%*s%s: ", pad > 0 ? pad : 0, "", label);
 }
 
-/* 1234567 -> "1,234,567" (the CLI's humanize.Comma); n < 2^63. */
-static void emit_commas(out *o, uint64_t n)
+void jr__fmt_commas(jr__fmt *o, uint64_t n)
 {
     char digits[24];
     int k = snprintf(digits, sizeof digits, "%llu", (unsigned long long)n);
     if (n >= (uint64_t)INT64_MAX) { /* the CLI prints these without separators */
-        emit(o, "%s", digits);
+        jr__fmt_emit(o, "%s", digits);
         return;
     }
     for (int i = 0; i < k; i++) {
-        if (i > 0 && (k - i) % 3 == 0) emit(o, ",");
-        emit(o, "%c", digits[i]);
+        if (i > 0 && (k - i) % 3 == 0) jr__fmt_emit(o, ",");
+        jr__fmt_emit(o, "%c", digits[i]);
     }
 }
 
-/* The CLI's duration: "%.2fs" below a minute, else whole units down to seconds. */
-static void emit_duration(out *o, uint64_t ns)
+void jr__fmt_duration(jr__fmt *o, uint64_t ns)
 {
     uint64_t s = ns / NS_PER_SEC, m = s / 60, h = m / 60, d = h / 24, y = d / 365;
     if (y > 0)
-        emit(o, "%lluy%llud%lluh%llum%llus", (unsigned long long)y, (unsigned long long)(d % 365),
-             (unsigned long long)(h % 24), (unsigned long long)(m % 60),
-             (unsigned long long)(s % 60));
+        jr__fmt_emit(o, "%lluy%llud%lluh%llum%llus", (unsigned long long)y,
+                     (unsigned long long)(d % 365), (unsigned long long)(h % 24),
+                     (unsigned long long)(m % 60), (unsigned long long)(s % 60));
     else if (d > 0)
-        emit(o, "%llud%lluh%llum%llus", (unsigned long long)d, (unsigned long long)(h % 24),
-             (unsigned long long)(m % 60), (unsigned long long)(s % 60));
+        jr__fmt_emit(o, "%llud%lluh%llum%llus", (unsigned long long)d, (unsigned long long)(h % 24),
+                     (unsigned long long)(m % 60), (unsigned long long)(s % 60));
     else if (h > 0)
-        emit(o, "%lluh%llum%llus", (unsigned long long)h, (unsigned long long)(m % 60),
-             (unsigned long long)(s % 60));
+        jr__fmt_emit(o, "%lluh%llum%llus", (unsigned long long)h, (unsigned long long)(m % 60),
+                     (unsigned long long)(s % 60));
     else if (m > 0)
-        emit(o, "%llum%llus", (unsigned long long)m, (unsigned long long)(s % 60));
+        jr__fmt_emit(o, "%llum%llus", (unsigned long long)m, (unsigned long long)(s % 60));
     else /* as Go's Duration.Seconds(): whole seconds plus the fraction, then rounded */
-        emit(o, "%.2fs", (double)s + (double)(ns % NS_PER_SEC) / 1e9);
+        jr__fmt_emit(o, "%.2fs", (double)s + (double)(ns % NS_PER_SEC) / 1e9);
 }
 
-static void emit_replica(out *o, int width, const jr__replica_view *r)
+static void emit_replica(jr__fmt *o, int width, const jr__replica_view *r)
 {
-    row_label(o, width, "Replica");
-    emit(o, "%s%s, %s", r->name, r->pending ? " (pending)" : "",
-         r->current && !r->damaged && !r->unvouched ? "current" : "outdated");
-    if (r->damaged) emit(o, ", damaged");
-    if (r->unvouched) emit(o, ", unvouched");
-    if (r->offline) emit(o, ", OFFLINE");
-    if (r->observer) emit(o, ", observer");
+    jr__fmt_label(o, width, "Replica");
+    jr__fmt_emit(o, "%s%s, %s", r->name, r->pending ? " (pending)" : "",
+                 r->current && !r->damaged && !r->unvouched ? "current" : "outdated");
+    if (r->damaged) jr__fmt_emit(o, ", damaged");
+    if (r->unvouched) jr__fmt_emit(o, ", unvouched");
+    if (r->offline) jr__fmt_emit(o, ", OFFLINE");
+    if (r->observer) jr__fmt_emit(o, ", observer");
     if (r->seen_ns < (uint64_t)INT64_MAX) {
-        emit(o, ", seen ");
-        emit_duration(o, r->seen_ns);
-        emit(o, " ago");
+        jr__fmt_emit(o, ", seen ");
+        jr__fmt_duration(o, r->seen_ns);
+        jr__fmt_emit(o, " ago");
     } else {
-        emit(o, ", not seen");
+        jr__fmt_emit(o, ", not seen");
     }
     if (r->lag > 0) {
-        emit(o, ", ");
-        emit_commas(o, r->lag);
-        emit(o, r->lag == 1 ? " operation behind" : " operations behind");
+        jr__fmt_emit(o, ", ");
+        jr__fmt_commas(o, r->lag);
+        jr__fmt_emit(o, r->lag == 1 ? " operation behind" : " operations behind");
     }
-    emit(o, "\n");
+    jr__fmt_emit(o, "\n");
 }
 
 int jr__cluster_view_format(const jr__cluster_view *v, int label_width, char *buf, size_t len)
@@ -109,20 +95,20 @@ int jr__cluster_view_format(const jr__cluster_view *v, int label_width, char *bu
     if (v->nreplicas && !v->replicas) return JR_EINVAL;
     for (size_t i = 0; i < v->nreplicas; i++)
         if (!v->replicas[i].name) return JR_EINVAL;
-    out o = {buf, len, 0};
+    jr__fmt o = {buf, len, 0};
     if (buf && len) buf[0] = '\0';
     if (!v->cluster || !*v->cluster) return 0;
-    emit(&o, "Cluster Information:\n\n");
-    row_label(&o, label_width, "Name");
-    emit(&o, "%s\n", v->cluster);
+    jr__fmt_emit(&o, "Cluster Information:\n\n");
+    jr__fmt_label(&o, label_width, "Name");
+    jr__fmt_emit(&o, "%s\n", v->cluster);
     if (v->group && *v->group) {
-        row_label(&o, label_width, "Cluster Group");
-        emit(&o, "%s\n", v->group);
+        jr__fmt_label(&o, label_width, "Cluster Group");
+        jr__fmt_emit(&o, "%s\n", v->group);
     }
-    row_label(&o, label_width, "Leader");
-    emit(&o, "%s\n", v->leader ? v->leader : "");
+    jr__fmt_label(&o, label_width, "Leader");
+    jr__fmt_emit(&o, "%s\n", v->leader ? v->leader : "");
     for (size_t i = 0; i < v->nreplicas; i++) emit_replica(&o, label_width, &v->replicas[i]);
-    emit(&o, "\n");
+    jr__fmt_emit(&o, "\n");
     if (o.need > (size_t)INT32_MAX) return JR_ERANGE;
     return (int)o.need;
 }

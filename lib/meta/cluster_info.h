@@ -66,4 +66,28 @@ typedef struct jr__cluster_view {
  * a count, or a replica without a name. */
 int jr__cluster_view_format(const jr__cluster_view *v, int label_width, char *buf, size_t len);
 
+/* The primitives of the block above, shared with the other pages that mimic the CLI
+ * (consumer_format.c): snprintf-style accumulation that writes what fits and counts everything. */
+typedef struct jr__fmt {
+    char *buf;
+    size_t len;  /* capacity of buf */
+    size_t need; /* bytes of the full rendering so far */
+} jr__fmt;
+
+/* Appends printf-style text. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void jr__fmt_emit(jr__fmt *o, const char *fmt, ...);
+/* One aligned row: the label right-aligned to width (plus the CLI's two spaces), then ": "; the
+ * caller appends the value and the newline. */
+void jr__fmt_label(jr__fmt *o, int width, const char *label);
+/* 1234567 -> "1,234,567" (the CLI's humanize.Comma); from 2^63 on without separators. */
+void jr__fmt_commas(jr__fmt *o, uint64_t n);
+/* The CLI's duration: "%.2fs" below a minute, else whole units down to seconds ("2m5s"). */
+void jr__fmt_duration(jr__fmt *o, uint64_t ns);
+/* Go's time.Duration.String(): "0s", "250ms", "1.5µs", "1m30s", "2h0m0s" (consumer_format.c;
+ * also the server's status texts, "Exceeded MaxRequestExpires of 1m0s"). */
+void jr__fmt_go_duration(jr__fmt *o, int64_t d);
+
 #endif

@@ -419,7 +419,7 @@ int jr__meta_consumer_apply(jr__meta_state *st, uint64_t index, const jr__meta_o
         return JR_ENOMEM;
     }
     c->group = st->next_group++;
-    c->created = c->updated = index;
+    c->created = c->updated = c->peers_at = c->converged_at = index;
     c->created_ns = op->created_ns;
     c->stream = s;
     int found;
@@ -433,4 +433,68 @@ int jr__meta_consumer_apply(jr__meta_state *st, uint64_t index, const jr__meta_o
     res->group = c->group;
     res->changed = 1;
     return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Following the stream's peers
+ */
+static int in_list(const char *const *v, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i], name) == 0) return 1;
+    return 0;
+}
+
+int jr__meta_consumers_follow_prepare(const jr__meta_state *st, const jr__meta_stream *s,
+                                      const char *const *peers, size_t npeers, int replicas,
+                                      jr__meta_casgn ***out)
+{
+    *out = NULL;
+    if (!s->nconsumers) return 0;
+    jr__meta_casgn **v = jr__calloc(st->alloc, s->nconsumers, sizeof *v);
+    if (!v) return JR_ENOMEM;
+    for (size_t i = 0; i < s->nconsumers; i++) {
+        const jr__meta_consumer *c = s->consumers[i];
+        size_t want =
+            c->cfg->c.num_replicas > 0 ? (size_t)c->cfg->c.num_replicas : (size_t)replicas;
+        if (want > npeers) want = npeers;
+        const char *pick[JR_MAX_REPLICAS];
+        size_t k = 0;
+        for (size_t j = 0; j < c->npeers && k < want; j++)
+            if (in_list(peers, npeers, c->peers[j])) pick[k++] = c->peers[j];
+        for (size_t j = 0; j < npeers && k < want; j++)
+            if (!in_list(pick, k, peers[j])) pick[k++] = peers[j];
+        int same = k == c->npeers;
+        for (size_t j = 0; same && j < k; j++) same = in_list(c->peers, c->npeers, pick[j]);
+        if (same) continue;
+        jr__meta_name names[JR_MAX_REPLICAS];
+        names_of(pick, k, names);
+        v[i] = casgn_new(st->alloc, jr__consumer_cfg_ref(c->cfg), names, k);
+        if (!v[i]) {
+            jr__consumer_cfg_free(c->cfg); /* the reference taken above */
+            for (size_t j = 0; j < i; j++) jr__meta_casgn_put(v[j]);
+            jr__free(st->alloc, v);
+            return JR_ENOMEM;
+        }
+    }
+    *out = v;
+    return 0;
+}
+
+void jr__meta_consumers_follow_commit(jr__meta_state *st, jr__meta_stream *s, jr__meta_casgn **v,
+                                      uint64_t index)
+{
+    if (!v) return;
+    for (size_t i = 0; i < s->nconsumers; i++) {
+        if (!v[i]) continue;
+        if (!index) {
+            jr__meta_casgn_put(v[i]);
+            continue;
+        }
+        jr__meta_consumer *c = s->consumers[i];
+        jr__meta_casgn_put(c->asgn);
+        consumer_set(c, v[i]);
+        c->peers_at = c->updated = index;
+    }
+    jr__free(st->alloc, v);
 }

@@ -20,7 +20,9 @@ static const uint8_t magic[4] = {'J', 'R', 'M', 'S'};
     13 /* config length + config (>= 9), peer count, group, created, updated                       \
           (version 1; later versions only add fields) */
 
-#define CONSUMER_MIN 8 /* config length + config (>= 3), peer count, group, created, updated */
+#define CONSUMER_MIN                                                                               \
+    10 /* config length + config (>= 3), peer count, group, created, updated,                      \
+         created_ns, peers_at, converged_at */
 
 static void put_server(jr__buf *b, const jr__meta_server *s)
 {
@@ -78,6 +80,8 @@ int jr__meta_snapshot(const jr__meta_state *st, jr__buf *out)
             jr__buf_varint(out, c->created);
             jr__buf_varint(out, c->updated);
             jr__buf_varint(out, c->created_ns);
+            jr__buf_varint(out, c->peers_at);
+            jr__buf_varint(out, c->converged_at);
         }
     }
     jr__buf_free(&cfg);
@@ -151,7 +155,10 @@ static int read_consumer(jr__rd *r, jr__meta_state *st, jr__meta_stream *s)
     uint64_t created = jr__rd_varint(r);
     uint64_t updated = jr__rd_varint(r);
     uint64_t created_ns = jr__rd_varint(r);
-    if (r->err || created == 0 || created > updated || updated > st->applied || npeers == 0)
+    uint64_t peers_at = jr__rd_varint(r);
+    uint64_t converged_at = jr__rd_varint(r);
+    if (r->err || created == 0 || created > converged_at || converged_at > peers_at ||
+        peers_at > updated || updated > st->applied || npeers == 0)
         return JR_ECORRUPT;
     for (size_t i = 0; i < npeers; i++) {
         char name[JR__META_NAME_MAX + 1];
@@ -175,6 +182,8 @@ static int read_consumer(jr__rd *r, jr__meta_state *st, jr__meta_stream *s)
     c->created = created;
     c->updated = updated;
     c->created_ns = created_ns;
+    c->peers_at = peers_at;
+    c->converged_at = converged_at;
     rc = jr__meta_state_append_consumer(st, s, c);
     if (rc) {
         jr__meta_consumer_free(st->alloc, c);

@@ -554,6 +554,28 @@ static int has_subject(const jr_stream_config *c, const char *pattern)
     return 0;
 }
 
+/* STREAM_CONVERGED naming one of the stream's consumers' groups: decides it (and with apply,
+ * applies it). 1 if op was such a report (res says how it went), else 0. */
+static int consumer_converged(jr__meta_state *st, const jr__meta_op *op, jr__meta_result *res,
+                              int apply)
+{
+    if (op->type != JR__META_STREAM_CONVERGED || !op->stream) return 0;
+    jr__meta_consumer *c = (jr__meta_consumer *)jr__meta_consumer_by_group(st, op->group);
+    if (!c || strcmp(c->stream->name, op->stream) != 0) return 0;
+    copy_name(res->stream, sizeof res->stream, op->stream);
+    copy_name(res->cname, sizeof res->cname, c->name);
+    if (c->peers_at != op->peers_at) {
+        refuse(res, JR_ERANGE,
+               "consumer '%s': a report for the peer set of meta index %llu, which is %llu now",
+               c->name, (unsigned long long)op->peers_at, (unsigned long long)c->peers_at);
+    } else if (jr__meta_consumer_busy(c) && apply) {
+        c->converged_at = c->peers_at;
+        res->group = c->group;
+        res->changed = 1;
+    }
+    return 1;
+}
+
 int jr__meta_check(jr__meta_state *st, const jr__meta_op *op, jr__meta_result *res)
 {
     result_init(res, op);
@@ -562,6 +584,7 @@ int jr__meta_check(jr__meta_state *st, const jr__meta_op *op, jr__meta_result *r
         return 0;
     }
     jr__meta_stream *s;
+    if (consumer_converged(st, op, res, 0)) return 0;
     if (op->type == JR__META_CONSUMER_ADD || op->type == JR__META_CONSUMER_DELETE) {
         jr__meta_consumer *c;
         jr__meta_consumer_validate(st, op, 0, res, &s, &c);
@@ -698,10 +721,18 @@ static int apply_update(jr__meta_state *st, uint64_t index, const jr__meta_op *o
         jr__stream_cfg_free(cfg);
         return JR_ENOMEM;
     }
+    jr__meta_casgn **follow = NULL; /* new peer sets of its consumers (peers or R changed) */
+    if ((!same_peer_set(s, op) || cfg->c.replicas != s->cfg->c.replicas) &&
+        jr__meta_consumers_follow_prepare(st, s, op->peers, op->npeers, cfg->c.replicas, &follow) !=
+            0) {
+        jr__meta_asgn_put(as);
+        return JR_ENOMEM;
+    }
     void *conflict = NULL;
     rc = jr__subject_index_replace(&st->subjects, s->cfg->c.subjects, s->cfg->c.nsubjects,
                                    cfg->c.subjects, cfg->c.nsubjects, s, &conflict);
     if (rc) {
+        jr__meta_consumers_follow_commit(st, s, follow, 0);
         jr__meta_asgn_put(as); /* frees cfg */
         if (rc == JR_ENOMEM) return rc;
         if (rc == JR_EEXIST)
@@ -716,6 +747,8 @@ static int apply_update(jr__meta_state *st, uint64_t index, const jr__meta_op *o
     stream_set(s, as);
     tally(st, s, 1);
     s->updated = index;
+    if (follow) res->consumers_gone = 1; /* consumers moved too: converge them all */
+    jr__meta_consumers_follow_commit(st, s, follow, index);
     res->assignment = s;
     res->group = s->group;
     res->changed = 1;
@@ -745,7 +778,8 @@ int jr__meta_apply_op(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
     if (!op || index <= st->applied) return JR_EINVAL;
     jr__meta_stream *s;
     int rc = 0;
-    if (op->type == JR__META_CONSUMER_ADD || op->type == JR__META_CONSUMER_DELETE) {
+    if (consumer_converged(st, op, res, 1)) {
+    } else if (op->type == JR__META_CONSUMER_ADD || op->type == JR__META_CONSUMER_DELETE) {
         jr__meta_consumer *c;
         if (jr__meta_consumer_validate(st, op, 1, res, &s, &c) == 0)
             rc = jr__meta_consumer_apply(st, index, op, s, c, res);

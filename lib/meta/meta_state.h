@@ -53,6 +53,14 @@
  *                  "filtered consumer not unique on workqueue stream". Peers: exactly R distinct
  *                  peers of the stream (R = num_replicas, or the stream's replicas when 0).
  *   CONSUMER_DELETE unknown stream → JR_ENOSTREAM; unknown consumer → JR_ENOTFOUND.
+ *   STREAM_CONVERGED naming the group of one of the stream's consumers: that consumer's peer
+ *                  change is over, by the same rules as a stream's.
+ *
+ * Consumers follow their stream. A STREAM_UPDATE that changes the stream's peer set (or its
+ * replica count) gives every consumer of it a peer set within the new one: the consumer's
+ * peers that stay, then the stream's others in placement order, as many as its replica count
+ * (num_replicas, at most the stream's; 0: the stream's); a consumer whose set changes is
+ * mid-change (peers_at = the update's index) until its group reports convergence.
  *
  * Peer changes. Each assignment records peers_at, the meta index of the op that gave it its
  * peer set (its STREAM_ADD, or the last STREAM_UPDATE whose peers differ as a set), and
@@ -166,7 +174,21 @@ struct jr__meta_consumer {
     uint64_t group;                /* its Raft group id (unique among streams and consumers) */
     uint64_t created, updated;     /* meta indexes of its creation and last change */
     uint64_t created_ns;           /* the placing meta leader's wall clock */
+    uint64_t peers_at;             /* meta index of the op that gave it this peer set (as a set) */
+    uint64_t converged_at; /* the peers_at its group last reported reaching (STREAM_CONVERGED
+                              naming the consumer's group); busy while they differ */
 };
+
+/* 1 while consumer c's peer set has not converged. */
+static inline int jr__meta_consumer_busy(const jr__meta_consumer *c)
+{
+    return c->converged_at != c->peers_at;
+}
+/* 1 if a server new on c bootstraps its group (its peers never changed), 0 if it joins. */
+static inline int jr__meta_consumer_bootstraps(const jr__meta_consumer *c)
+{
+    return c->peers_at == c->created;
+}
 
 /* 1 while s's peer set has not converged (a peer change is in progress). */
 static inline int jr__meta_stream_busy(const jr__meta_stream *s)
@@ -266,6 +288,17 @@ int jr__meta_consumer_validate(const jr__meta_state *st, const jr__meta_op *op, 
                                jr__meta_consumer **existing);
 int jr__meta_consumer_apply(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
                             jr__meta_stream *s, jr__meta_consumer *existing, jr__meta_result *res);
+/* The new peer sets stream s's consumers get when s's peers become peers[0..npeers) with
+ * `replicas` replicas: out[i] (s->nconsumers of them, allocated here, NULL when consumer i
+ * keeps its set) is a new version of consumer i, its config shared. 0 or JR_ENOMEM (nothing
+ * allocated). */
+int jr__meta_consumers_follow_prepare(const jr__meta_state *st, const jr__meta_stream *s,
+                                      const char *const *peers, size_t npeers, int replicas,
+                                      jr__meta_casgn ***out);
+/* Installs what prepare made (changed consumers get peers_at = updated = index) and frees the
+ * array; with index 0 it drops them instead. */
+void jr__meta_consumers_follow_commit(jr__meta_state *st, jr__meta_stream *s, jr__meta_casgn **v,
+                                      uint64_t index);
 /* Removes every consumer of s (the stream is deleted). */
 void jr__meta_consumers_drop(jr__meta_state *st, jr__meta_stream *s);
 
@@ -332,14 +365,15 @@ void jr__meta_plan_free(jr__meta_plan *plan);
  *                                 varint floor_commit_term | varint floor_commit |
  *                                 varint nconsumers | nconsumers × (varint len | len bytes of
  *                                 consumer config encoding | list<str> peers | varint group |
- *                                 varint created | varint updated | varint created_ns)) |
+ *                                 varint created | varint updated | varint created_ns |
+ *                                 varint peers_at | varint converged_at)) |
  *   u64 xxh3 of every byte before it
  * Servers, streams and each stream's consumers in strictly ascending name order (so the encoding
  * is canonical), with created <= converged_at <= peers_at <= updated for a stream, created <=
- * updated for a consumer, whose peers are peers of its stream. Version 3 is the same without
- * consumers. Version 2 (before peer changes) is the same
- * without peers_at and converged_at (restored as created: the original peers, converged);
- * version 1 (before streams had a creation time) also lacks created_ns (restored as 0). */
+ * converged_at <= peers_at <= updated for a consumer, whose peers are peers of its stream. Version
+ * 3 is the same without consumers. Version 2 (before peer changes) is the same without peers_at and
+ * converged_at (restored as created: the original peers, converged); version 1 (before streams had
+ * a creation time) also lacks created_ns (restored as 0). */
 #define JR__META_SNAP_VERSION 4
 
 /* Appends the snapshot of st to out. 0 or JR_ENOMEM (out->err set; what was appended is

@@ -68,6 +68,18 @@ static jr_consumer_config ccfg(const char *name)
     return c;
 }
 
+/* The config setup() gives stream `name` (retention limits). */
+static jr_stream_config stream_cfg(const char *name)
+{
+    jr_stream_config s;
+    jr_stream_config_init(&s);
+    s.name = name;
+    s.subjects = orders_subj;
+    s.nsubjects = 1;
+    s.replicas = 3;
+    return s;
+}
+
 /* Servers n1..n4 and stream `name` (R3 on n1..n3, retention as given) at index 5. */
 static void setup(jr__meta_state *st, const char *name, int retention, uint64_t *index)
 {
@@ -325,6 +337,90 @@ START_TEST(snapshots_carry_consumers_and_desired_state_lists_them)
 }
 END_TEST
 
+/* A stream's peer change moves its consumers inside the new peer set (busy until their group
+ * reports convergence); a STREAM_CONVERGED naming a consumer's group ends that consumer's
+ * change; an allocation failure during the move changes nothing. */
+START_TEST(consumers_follow_their_stream)
+{
+    jr__meta_state st;
+    uint64_t i;
+    setup(&st, "ORDERS", JR_RETAIN_LIMITS, &i);
+    jr__meta_result res;
+    jr_consumer_config a = ccfg("a"), b = ccfg("b");
+    b.num_replicas = 1;
+    jr__meta_op op = op_consumer("ORDERS", &a, 0, peers3, 3);
+    ck_assert_int_eq(apply(&st, ++i, &op, &res), 0);
+    uint64_t ga = res.group;
+    static const char *b_on[] = {"n1"};
+    op = op_consumer("ORDERS", &b, 0, b_on, 1);
+    ck_assert_int_eq(apply(&st, ++i, &op, &res), 0);
+    /* the stream moves from n1,n2,n3 to n2,n3,n4 */
+    const jr__meta_stream *s = jr__meta_stream_find(&st, "ORDERS");
+    jr_stream_config sc = stream_cfg("ORDERS");
+    static const char *moved[] = {"n2", "n3", "n4"};
+    jr__meta_op up;
+    memset(&up, 0, sizeof up);
+    up.type = JR__META_STREAM_UPDATE;
+    up.config = &sc;
+    up.peers = moved;
+    up.npeers = 3;
+    ck_assert_int_eq(apply(&st, ++i, &up, &res), 0);
+    ck_assert_int_eq(res.consumers_gone, 1);
+    const jr__meta_consumer *ca = jr__meta_consumer_find(s, "a");
+    const jr__meta_consumer *cb = jr__meta_consumer_find(s, "b");
+    ck_assert_uint_eq(ca->npeers, 3);
+    ck_assert_str_eq(ca->peers[0], "n2");
+    ck_assert_str_eq(ca->peers[1], "n3");
+    ck_assert_str_eq(ca->peers[2], "n4");
+    ck_assert_uint_eq(cb->npeers, 1);
+    ck_assert_str_eq(cb->peers[0], "n2");
+    ck_assert(jr__meta_consumer_busy(ca));
+    ck_assert(!jr__meta_consumer_bootstraps(ca));
+    ck_assert_uint_eq(ca->peers_at, i);
+    /* a stale report is refused; the right one ends the change */
+    jr__meta_op conv;
+    memset(&conv, 0, sizeof conv);
+    conv.type = JR__META_STREAM_CONVERGED;
+    conv.stream = "ORDERS";
+    conv.group = ga;
+    conv.peers_at = ca->created;
+    ck_assert_int_eq(apply(&st, ++i, &conv, &res), JR_ERANGE);
+    conv.peers_at = ca->peers_at;
+    ck_assert_int_eq(apply(&st, ++i, &conv, &res), 0);
+    ck_assert_int_eq(res.changed, 1);
+    ck_assert(!jr__meta_consumer_busy(ca));
+    ck_assert(jr__meta_consumer_busy(cb));
+    /* a snapshot round trip keeps it all */
+    jr__buf s1, s2;
+    jr__buf_init(&s1, NULL);
+    jr__buf_init(&s2, NULL);
+    ck_assert_int_eq(jr__meta_snapshot(&st, &s1), 0);
+    jr__meta_state st2;
+    jr__meta_state_init(&st2, NULL, 1);
+    ck_assert_int_eq(jr__meta_restore(&st2, s1.data, s1.len), 0);
+    ck_assert_int_eq(jr__meta_snapshot(&st2, &s2), 0);
+    ck_assert_int_eq(memcmp(s1.data, s2.data, s1.len), 0);
+    ck_assert(jr__meta_consumer_busy(jr__meta_consumer_by_group(&st2, cb->group)));
+    jr__meta_state_free(&st2);
+    jr__buf_free(&s1);
+    jr__buf_free(&s2);
+    /* shrinking the stream to one server (once its own change converged) takes the consumer
+     * with num_replicas 0 down to one */
+    conv.group = s->group;
+    conv.peers_at = s->peers_at;
+    ck_assert_int_eq(apply(&st, ++i, &conv, &res), 0);
+    sc.replicas = 1;
+    static const char *one[] = {"n3"};
+    up.peers = one;
+    up.npeers = 1;
+    ck_assert_int_eq(apply(&st, ++i, &up, &res), 0);
+    ck_assert_uint_eq(ca->npeers, 1);
+    ck_assert_str_eq(ca->peers[0], "n3");
+    ck_assert_str_eq(cb->peers[0], "n3");
+    jr__meta_state_free(&st);
+}
+END_TEST
+
 typedef struct faulty {
     long countdown;
 } faulty;
@@ -359,10 +455,19 @@ START_TEST(allocation_failures_never_half_apply_a_consumer_op)
     st.alloc = &fa;
     jr_consumer_config a = ccfg("a"), a2 = ccfg("a"), b = ccfg("b");
     a2.description = "changed";
+    jr_stream_config sc = stream_cfg("ORDERS");
+    static const char *moved[] = {"n2", "n3", "n4"};
+    jr__meta_op mv;
+    memset(&mv, 0, sizeof mv);
+    mv.type = JR__META_STREAM_UPDATE;
+    mv.config = &sc;
+    mv.peers = moved;
+    mv.npeers = 3;
     jr__meta_op script[] = {
         op_consumer("ORDERS", &a, 0, peers3, 3),
         op_consumer("ORDERS", &b, 0, peers3, 3),
         op_consumer("ORDERS", &a2, 0, peers3, 3),
+        mv,
         op_cdelete("ORDERS", "b"),
     };
     jr__buf enc, before, after;
@@ -407,6 +512,7 @@ int main(void)
     tcase_add_test(tc, add_update_delete_follow_jetstream);
     tcase_add_test(tc, work_queue_and_limits_refusals);
     tcase_add_test(tc, snapshots_carry_consumers_and_desired_state_lists_them);
+    tcase_add_test(tc, consumers_follow_their_stream);
     tcase_add_test(tc, allocation_failures_never_half_apply_a_consumer_op);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

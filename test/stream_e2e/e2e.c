@@ -577,3 +577,72 @@ void e2e_progress(e2e *c, unsigned i, const char *name, char *buf, size_t cap)
             (unsigned long long)pr.last_contact);
     }
 }
+
+/* Consumer replicas ---------------------------------------------------------------------------*/
+
+uint64_t e2e_consumer_group(e2e *c, unsigned i, const char *stream, const char *name)
+{
+    jr_node *n = e2e_node(c, i);
+    const jr__meta_stream *s =
+        n && jr__js_of(n) ? jr__meta_stream_find(&jr__js_of(n)->st, stream) : NULL;
+    const jr__meta_consumer *mc = s ? jr__meta_consumer_find(s, name) : NULL;
+    return mc ? mc->group : 0;
+}
+
+static jr__crep *crep_of(e2e *c, unsigned i, const char *stream, const char *name)
+{
+    uint64_t g = e2e_consumer_group(c, i, stream, name);
+    return g ? jr__crep_find(jr__js_of(e2e_node(c, i)), g) : NULL;
+}
+
+int e2e_consumer_digest(e2e *c, unsigned i, const char *stream, const char *name, uint64_t *digest,
+                        uint64_t *applied)
+{
+    jr__crep *r = crep_of(c, i, stream, name);
+    if (!r) return JR_ENOTFOUND;
+    if (r->failed) return r->failed;
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    int rc = jr__cstate_snapshot(&r->st, &b);
+    if (rc == 0) *digest = jr__xxh3(b.data, b.len);
+    jr__buf_free(&b);
+    *applied = r->applied;
+    return rc;
+}
+
+int e2e_consumer_leader(e2e *c, unsigned i, const char *stream, const char *name)
+{
+    jr__crep *r = crep_of(c, i, stream, name);
+    if (!r || !r->g) return -1;
+    const char *l = jr_group_leader(r->g);
+    return l ? jr_sim_index(c->sim, l) : -1;
+}
+
+void e2e_consumer_describe(e2e *c, unsigned i, const char *stream, const char *name, char *buf,
+                           size_t cap)
+{
+    jr__crep *r = crep_of(c, i, stream, name);
+    if (!r) {
+        snprintf(buf, cap, "n%u: no consumer replica", i);
+        return;
+    }
+    jr__cseqs f;
+    jr__cstate_ack_floor(&r->st, &f);
+    const jr__cseqs *d = jr__cstate_delivered(&r->st);
+    jr_group_status gs;
+    gs.size = sizeof gs;
+    jr_group_status_get(r->g, &gs);
+    snprintf(buf, cap,
+             "n%u: applied %llu failed %d delivered %llu/%llu floor %llu/%llu pending %zu | group "
+             "role %d term %llu commit %llu applied %llu last %llu snap %llu | lead %d ready %d "
+             "cursor %llu inflight %llu waiting %zu",
+             i, (unsigned long long)r->applied, r->failed, (unsigned long long)d->consumer_seq,
+             (unsigned long long)d->stream_seq, (unsigned long long)f.consumer_seq,
+             (unsigned long long)f.stream_seq, jr__cstate_num_ack_pending(&r->st), gs.role,
+             (unsigned long long)gs.term, (unsigned long long)gs.commit_index,
+             (unsigned long long)gs.applied_index, (unsigned long long)gs.last_index,
+             (unsigned long long)gs.snapshot_index, r->lead != NULL, r->lead ? r->lead->ready : 0,
+             r->lead ? (unsigned long long)r->lead->cursor : 0ull,
+             r->lead ? (unsigned long long)r->lead->inflight : 0ull,
+             r->lead ? r->lead->nwaiting : (size_t)0);
+}

@@ -48,8 +48,8 @@ void e2e_free(e2e *c);
 jr_node *e2e_node(e2e *c, unsigned i);
 
 /* Makes node i's stream and consumer groups snapshot (and compact their log) every `entries`
- * applied entries instead of 4,096 — existing replicas and those created later — so that catch-up
- * from snapshots happens in short tests. Call again after a restart. */
+ * applied entries instead of 4,096 — existing replicas and those created later — so that
+ * catch-up from snapshots happens in short tests. Call again after a restart. */
 void e2e_snapshot_every(e2e *c, unsigned i, uint64_t entries);
 /* Restarts crashed node i (and re-applies e2e_snapshot_every if it was used). */
 int e2e_restart(e2e *c, unsigned i);
@@ -172,6 +172,22 @@ int e2e_meta_busy(e2e *c, unsigned i, const char *name);
 /* Members of node i's replica group as its Raft core sees them (its latest configuration):
  * node indexes into idx, voter flags into voter; returns their number or -1 (no replica). */
 int e2e_members(e2e *c, unsigned i, const char *name, unsigned *idx, int *voter, size_t cap);
+
+/* Consumer replicas --------------------------------------------------------------------------*/
+
+/* The consumer's Raft group id in node i's meta state (0: node i is down or does not know it). */
+uint64_t e2e_consumer_group(e2e *c, unsigned i, const char *stream, const char *name);
+/* Node i's replica of the consumer: the xxh3 of its state's snapshot encoding
+ * (jr__cstate_snapshot: canonical, so replicas that applied the same records agree) and the
+ * index it applied. 0; JR_ENOTFOUND (no replica, or node i is down); the replica's failure code
+ * if its state machine failed; JR_ENOMEM. */
+int e2e_consumer_digest(e2e *c, unsigned i, const char *stream, const char *name, uint64_t *digest,
+                        uint64_t *applied);
+/* Leader index of the consumer as node i's replica sees it (-1: none / not a replica). */
+int e2e_consumer_leader(e2e *c, unsigned i, const char *stream, const char *name);
+/* A line describing node i's consumer replica (state, group, leader state) for a failure. */
+void e2e_consumer_describe(e2e *c, unsigned i, const char *stream, const char *name, char *buf,
+                           size_t cap);
 
 /* A stream config with JetStream's defaults, name, one subject and replicas. */
 void e2e_config(jr_stream_config *cfg, const char *name, const char *const *subjects,

@@ -17,7 +17,7 @@ typedef struct cres {
     jr_consumer_info info;
     jr_consumer_config cfg;
     char leader[64];
-    size_t nreplicas;
+    size_t nreplicas, ncurrent;
     /* fetch */
     size_t n;
     uint64_t sseq[256], dseq[256];
@@ -74,6 +74,8 @@ static void info_cb(void *arg, int status, const char *msg, const jr_consumer_in
     snprintf(r->name, sizeof r->name, "%s", in->name);
     snprintf(r->leader, sizeof r->leader, "%s", in->cluster->leader ? in->cluster->leader : "");
     r->nreplicas = in->cluster->nreplicas;
+    for (size_t i = 0; i < in->cluster->nreplicas; i++)
+        r->ncurrent += in->cluster->replicas[i]->current != 0;
     r->info.config = &r->cfg;
     r->info.cluster = NULL;
     r->info.stream = r->info.name = NULL;
@@ -832,6 +834,220 @@ START_TEST(a_lagging_replica_catches_up_from_a_snapshot_and_leads)
 }
 END_TEST
 
+/* Every deliver policy with every filter shape against a known stream (subjects a, b, c in
+ * turn, seqs 1..9), and what each ack policy does to the state once the messages are acked. */
+START_TEST(deliver_policies_filters_and_ack_policies)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(e2e_new(&c, 3, 30, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 10 * SEC), 0);
+    const char *subj[] = {"orders.>"};
+    jr_stream_config scfg;
+    e2e_config(&scfg, "ORDERS", subj, 1, 3);
+    e2e_res pr;
+    ck_assert_int_eq(e2e_add(&c, 0, &scfg, &pr), 0);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 2, 10 * SEC), 0);
+    static const char *const letters[] = {"orders.a", "orders.b", "orders.c"};
+    for (int i = 0; i < 9; i++) {
+        ck_assert_int_eq(e2e_publish(&c, 0, letters[i % 3], "m", 1, NULL, &pr), 0);
+        jr_sim_run_for(c.sim, 10 * MS);
+    }
+    ck_assert_int_eq(e2e_msg_get(&c, 0, "ORDERS", 4, &pr), 0);
+    uint64_t ts4 = pr.ts;
+    jr_sim_run_for(c.sim, 100 * MS); /* consumers below are created after every message */
+    static const char *const ab[] = {"orders.a", "orders.b"};
+    struct shape {
+        const char *single;
+        const char *const *multi;
+        size_t nmulti;
+    } shapes[] = {{NULL, NULL, 0}, {"orders.a", NULL, 0}, {NULL, ab, 2}};
+    struct pol {
+        int policy;
+        const char *want[3]; /* per shape: the stream seqs delivered, as digits */
+    } pols[] = {
+        {JR_DELIVER_ALL, {"123456789", "147", "124578"}},
+        {JR_DELIVER_LAST, {"9", "7", "8"}},
+        {JR_DELIVER_NEW, {"", "", ""}},
+        {JR_DELIVER_BY_START_SEQ, {"56789", "7", "578"}},
+        {JR_DELIVER_BY_START_TIME, {"456789", "47", "4578"}},
+        {JR_DELIVER_LAST_PER_SUBJECT, {"789", "7", "78"}},
+    };
+    static const int acks[] = {JR_ACK_NONE, JR_ACK_ALL, JR_ACK_EXPLICIT};
+    int k = 0;
+    for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
+        for (size_t f = 0; f < 3; f++) {
+            if (pols[p].policy == JR_DELIVER_LAST_PER_SUBJECT && f == 0) continue; /* needs one */
+            int ackp = acks[k % 3];
+            char name[32];
+            snprintf(name, sizeof name, "c%d", k++);
+            jr_consumer_config cfg;
+            durable(&cfg, name);
+            cfg.deliver_policy = pols[p].policy;
+            cfg.ack_policy = ackp;
+            cfg.filter_subject = shapes[f].single;
+            cfg.filter_subjects = shapes[f].multi;
+            cfg.nfilter_subjects = shapes[f].nmulti;
+            if (pols[p].policy == JR_DELIVER_BY_START_SEQ) cfg.opt_start_seq = 5;
+            if (pols[p].policy == JR_DELIVER_BY_START_TIME) cfg.opt_start_time_ns = ts4;
+            cres r, a;
+            ck_assert_msg(create(&c, 0, "ORDERS", &cfg, &r) == 0, "%s: %s", name, r.msg);
+            ck_assert_int_eq(fetch(&c, 1, "ORDERS", name, 20, 2 * SEC, 0, &r), 0);
+            char got[32] = "";
+            for (size_t i = 0; i < r.n; i++) got[i] = (char)('0' + (int)r.sseq[i]);
+            got[r.n] = 0;
+            if (strcmp(got, pols[p].want[f]) != 0) {
+                cres d;
+                info(&c, 0, "ORDERS", name, &d);
+                fprintf(
+                    stderr, "%s: leader %s delivered %llu pending %llu waiting %llu filter %s\n",
+                    name, d.leader, (unsigned long long)d.info.delivered.stream_seq,
+                    (unsigned long long)d.info.num_pending, (unsigned long long)d.info.num_waiting,
+                    d.cfg.filter_subject ? d.cfg.filter_subject : "-");
+            }
+            ck_assert_msg(strcmp(got, pols[p].want[f]) == 0,
+                          "policy %d shape %zu: got '%s' want '%s' (end %d %s)", pols[p].policy, f,
+                          got, pols[p].want[f], r.end_code, r.end_text);
+            if (r.n == 0) continue;
+            /* acknowledge: none needs nothing; all, the last one; explicit, each */
+            if (ackp == JR_ACK_ALL)
+                ck_assert_int_eq(ack(&c, 2, r.token[r.n - 1], JR_ACK_ACK, 0, &a), 0);
+            for (size_t i = 0; ackp == JR_ACK_EXPLICIT && i < r.n; i++)
+                ck_assert_int_eq(ack(&c, 2, r.token[i], JR_ACK_ACK, 0, &a), 0);
+            ck_assert_int_eq(info(&c, 0, "ORDERS", name, &a), 0);
+            ck_assert_uint_eq(a.info.num_ack_pending, 0);
+            ck_assert_uint_eq(a.info.ack_floor.stream_seq, r.sseq[r.n - 1]);
+            ck_assert_uint_eq(a.info.delivered.stream_seq, r.sseq[r.n - 1]);
+            ck_assert_uint_eq(a.info.num_pending, 0);
+        }
+    }
+    e2e_free(&c);
+}
+END_TEST
+
+/* Runs until consumer `name` reports `nrep` other replicas, all current (asked on node via). */
+static int wait_consumer_replicas(e2e *c, unsigned via, const char *name, size_t nrep)
+{
+    for (int i = 0; i < 60; i++) {
+        cres r;
+        memset(&r, 0, sizeof r);
+        ck_assert_int_eq(jr_consumer_info_get(e2e_node(c, via), "ORDERS", name, info_cb, &r), 0);
+        wait_done(c, &r);
+        if (r.status == 0 && r.nreplicas == nrep && r.ncurrent == nrep) return 0;
+        jr_sim_run_for(c->sim, 500 * MS);
+    }
+    return -1;
+}
+
+/* A consumer follows its stream's peer changes: a shrink to one server takes the consumer there
+ * (its state with it), a grow back adds replicas that catch up from the group and can lead. */
+START_TEST(a_consumer_follows_its_stream_s_peer_changes)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(e2e_new(&c, 4, 31, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 4, 10 * SEC), 0);
+    const char *subj[] = {"orders.>"};
+    jr_stream_config scfg;
+    e2e_config(&scfg, "ORDERS", subj, 1, 3);
+    e2e_res pr;
+    ck_assert_int_eq(e2e_add(&c, 0, &scfg, &pr), 0);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 2, 10 * SEC), 0);
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_eq(e2e_publish(&c, 0, "orders.x", "m", 1, NULL, &pr), 0);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "mover");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(wait_consumer_replicas(&c, 0, "mover", 2), 0);
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "mover", 4, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 4);
+    for (size_t i = 0; i < 3; i++) ck_assert_int_eq(ack(&c, 1, r.token[i], JR_ACK_ACK, 0, &a), 0);
+    /* shrink the stream to one server: the consumer goes along */
+    scfg.replicas = 1;
+    ck_assert_msg(e2e_update(&c, 0, &scfg, &pr) == 0, "shrink: %s", pr.msg);
+    ck_assert_int_eq(wait_consumer_replicas(&c, 0, "mover", 0), 0);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "mover", &a), 0);
+    ck_assert_uint_eq(a.info.ack_floor.stream_seq, 3);
+    ck_assert_uint_eq(a.info.num_ack_pending, 1);
+    unsigned peers[4];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "ORDERS", peers, 4), 1);
+    char only[8];
+    snprintf(only, sizeof only, "n%u", peers[0]);
+    ck_assert_str_eq(a.leader, only);
+    /* grow it back to three: the consumer's new replicas join and catch up */
+    scfg.replicas = 3;
+    ck_assert_msg(e2e_update(&c, 0, &scfg, &pr) == 0, "grow: %s", pr.msg);
+    ck_assert_int_eq(wait_consumer_replicas(&c, 0, "mover", 2), 0);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 2, 30 * SEC), 0);
+    for (int i = 0; i < 60 && e2e_meta_busy(&c, 0, "ORDERS") != 0; i++)
+        jr_sim_run_for(c.sim, 500 * MS);
+    ck_assert_int_eq(e2e_meta_busy(&c, 0, "ORDERS"), 0);
+    /* the old leader crashes: a replica that joined leads with the same state */
+    ck_assert_int_eq(jr_sim_crash(c.sim, peers[0]), 0);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    unsigned via = (peers[0] + 1) % 4;
+    ck_assert_msg(info(&c, via, "ORDERS", "mover", &a) == 0, "info: %s", a.msg);
+    ck_assert_str_ne(a.leader, only);
+    ck_assert_uint_eq(a.info.ack_floor.stream_seq, 3);
+    ck_assert_uint_eq(a.info.delivered.stream_seq, 4);
+    /* the first fetch may go to the crashed leader (a stale hint) and end with 409 Leadership
+     * Change, as JetStream's would: a client asks again */
+    for (int tries = 0; tries < 3; tries++) {
+        ck_assert_int_eq(fetch(&c, via, "ORDERS", "mover", 10, 2 * SEC, 0, &r), 0);
+        if (r.end_code != 409) break;
+    }
+    ck_assert_msg(r.n >= 6, "got %zu, end %d %s", r.n, r.end_code, r.end_text); /* 5..10, 4 again */
+    e2e_free(&c);
+}
+END_TEST
+
+/* Pull requests over the consumer's caps end at once with JetStream's 409 texts; one over
+ * max_waiting too, while another waits. */
+START_TEST(pull_caps_are_refused_with_jetstream_s_texts)
+{
+    e2e c;
+    setup(&c, 32, 2);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "capped");
+    cfg.max_batch = 5;
+    cfg.max_expires_ns = 60 * (int64_t)SEC;
+    cfg.max_bytes = 1000;
+    cfg.max_waiting = 1;
+    ck_assert_msg(create(&c, 0, "ORDERS", &cfg, &r) == 0, "%s", r.msg);
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "capped", 6, SEC, 0, &r), 0);
+    ck_assert_int_eq(r.end_code, 409);
+    ck_assert_str_eq(r.end_text, "Exceeded MaxRequestBatch of 5");
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "capped", 1, 61 * (int64_t)SEC, 0, &r), 0);
+    ck_assert_str_eq(r.end_text, "Exceeded MaxRequestExpires of 1m0s");
+    memset(&r, 0, sizeof r);
+    jr_fetch_opts o;
+    jr_fetch_opts_init(&o);
+    o.batch = 1;
+    o.max_bytes = 2000;
+    ck_assert_int_eq(jr_consumer_fetch(e2e_node(&c, 1), "ORDERS", "capped", &o, fetch_cb, &r), 0);
+    wait_done(&c, &r);
+    ck_assert_str_eq(r.end_text, "Exceeded MaxRequestMaxBytes of 1000");
+    /* the stream holds 2 messages: a request for 5 waits for more, a second one is refused */
+    cres w;
+    memset(&w, 0, sizeof w);
+    jr_fetch_opts_init(&o);
+    o.batch = 5;
+    o.expires_ns = 2 * (int64_t)SEC;
+    ck_assert_int_eq(jr_consumer_fetch(e2e_node(&c, 0), "ORDERS", "capped", &o, fetch_cb, &w), 0);
+    jr_sim_run_for(c.sim, 300 * MS);
+    ck_assert_int_eq(fetch(&c, 2, "ORDERS", "capped", 1, SEC, 0, &a), 0);
+    ck_assert_int_eq(a.end_code, 409);
+    ck_assert_str_eq(a.end_text, "Exceeded MaxWaiting");
+    wait_done(&c, &w);
+    ck_assert_uint_eq(w.n, 2);
+    ck_assert_int_eq(w.end_code, 408);
+    ck_assert_uint_eq(w.end_pending, 3);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -848,6 +1064,9 @@ int main(void)
     tcase_add_test(tc, reset_to_a_sequence);
     tcase_add_test(tc, advisories_for_nak_term_and_max_deliveries);
     tcase_add_test(tc, a_lagging_replica_catches_up_from_a_snapshot_and_leads);
+    tcase_add_test(tc, deliver_policies_filters_and_ack_policies);
+    tcase_add_test(tc, a_consumer_follows_its_stream_s_peer_changes);
+    tcase_add_test(tc, pull_caps_are_refused_with_jetstream_s_texts);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);

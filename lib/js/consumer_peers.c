@@ -1,0 +1,101 @@
+/*
+ * consumer_peers — a consumer's leader drives its group to its assignment's peer set when the
+ * consumer follows its stream to other servers (meta_state.h "Consumers follow their stream"):
+ * one single-server change at a time through the group's membership calls — add a missing peer
+ * as an observer, promote it once it is current (it caught up through the group's log or
+ * snapshot: a consumer's whole state travels in them), remove a member the assignment no longer
+ * names (handing the leadership to a current peer first when that member is the leader
+ * itself) — and, once the group's configuration is the peer set with every peer a voter,
+ * reports STREAM_CONVERGED for the consumer's group, so the meta state ends the change and the
+ * servers it removed release their replicas.
+ *
+ * It runs from the leader's timer (consumer_leader.c jr__clead_timer), a heartbeat apart while
+ * work is left; a change still in flight makes the next call JR_EBUSY, which only means "later".
+ */
+#include <string.h>
+
+#include "js/js.h"
+#include "util/deadline.h"
+
+static int named(const jr__meta_consumer *c, const char *name)
+{
+    return name && jr__meta_consumer_has_peer(c, name);
+}
+
+/* 1 if the group's member `name` exists (*voter, *current set). */
+static int member(jr_group *g, const char *name, int *voter, int *current)
+{
+    jr_group_status gs;
+    gs.size = sizeof gs;
+    if (jr_group_status_get(g, &gs) != 0) return 0;
+    for (size_t i = 0; i < gs.npeers; i++) {
+        jr_peer_status ps;
+        ps.size = sizeof ps;
+        if (jr_group_peer(g, i, &ps) != 0 || !ps.name || strcmp(ps.name, name) != 0) continue;
+        *voter = ps.voter;
+        *current = ps.current;
+        return 1;
+    }
+    return 0;
+}
+
+void jr__crep_members_duty(jr__crep *r, uint64_t *next)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    const jr__meta_consumer *c = jr__meta_consumer_by_group(&js->st, r->group);
+    if (!c || c->updated != r->updated || !jr__crep_is_leader(r)) return;
+    uint64_t soon = jr__deadline(jr__node_now(n), js->heartbeat_ns);
+    jr_group *g = r->g;
+    int voter, current;
+    /* 1. a peer of the assignment that is not a member: joins as an observer */
+    for (size_t i = 0; i < c->npeers; i++) {
+        if (member(g, c->peers[i], &voter, &current)) continue;
+        jr_group_add_observer(g, c->peers[i], NULL, NULL); /* JR_EBUSY: one change at a time */
+        *next = soon;
+        return;
+    }
+    /* 2. an observer of the assignment that caught up: becomes a voter */
+    for (size_t i = 0; i < c->npeers; i++) {
+        if (!member(g, c->peers[i], &voter, &current) || voter) continue;
+        if (current) jr_group_promote(g, c->peers[i], NULL, NULL);
+        *next = soon;
+        return;
+    }
+    /* 3. a member the assignment no longer names: leaves (the leader hands over first) */
+    jr_group_status gs;
+    gs.size = sizeof gs;
+    if (jr_group_status_get(g, &gs) != 0) return;
+    for (size_t i = 0; i < gs.npeers; i++) {
+        jr_peer_status ps;
+        ps.size = sizeof ps;
+        if (jr_group_peer(g, i, &ps) != 0 || !ps.name || named(c, ps.name)) continue;
+        if (strcmp(ps.name, js->name) == 0) {
+            for (size_t k = 0; k < c->npeers; k++) {
+                if (member(g, c->peers[k], &voter, &current) && voter && current) {
+                    jr_group_transfer(g, c->peers[k], NULL, NULL);
+                    break;
+                }
+            }
+        } else {
+            jr_group_remove(g, ps.name, NULL, NULL);
+        }
+        *next = soon;
+        return;
+    }
+    /* 4. the configuration is the peer set: report it (again until the meta state has it) */
+    if (!jr__meta_consumer_busy(c)) return;
+    uint64_t now = jr__node_now(n);
+    if (r->reported_at && now < jr__deadline(r->reported_at, 4 * js->election_ns)) {
+        *next = soon;
+        return;
+    }
+    jr__join_floor f;
+    if (jr__group_floor(g, &f) != 0) {
+        *next = soon;
+        return;
+    }
+    r->reported_at = now;
+    jr__mnode_report_consumer_converged(js, c, &f);
+    *next = soon;
+}
