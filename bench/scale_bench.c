@@ -5,9 +5,11 @@
  * WAL's and stores' bytes are not process memory). Node defaults: election timeout 1000 ms,
  * heartbeat 100 ms.
  *
- * Usage: scale_bench [--streams] [--storage file|memory] [--batch n] [--heap-sites] [count...]
+ * Usage: scale_bench [--streams | --consumers [--per-stream k]] [--storage file|memory]
+ *                    [--batch n] [--heap-sites] [count...]
  *   raw groups (default; counts default 1000 10000), or with --streams R3 streams (counts
- *   default 1000 10000), file storage by default. e.g. scale_bench 100000 for the big raw run
+ *   default 1000 10000), or with --consumers durable R3 pull consumers (below), file storage by
+ *   default. e.g. scale_bench 100000 for the big raw run
  *   (~1 GB, well under a minute on an idle machine). --batch n: raw groups are created n at a
  *   time, each batch elected before the next (default: all at once).
  *   SCALE_CAMP=n sets the nodes' campaign window (jr__live.camp_max; liveness.h "Paced
@@ -54,13 +56,32 @@
  *   failover_cpu_ms   the survivors' CPU time inside jr_node_* calls over failover_ms: the work
  *                     of the takeover, steadier than the wall time on a shared machine
  *
+ * --consumers: count durable R3 pull consumers (JetStream's defaults: deliver all, ack explicit)
+ * on count / k streams of R3 (--per-stream k, default 100: consumer i on stream (i - 1) / k + 1).
+ * A few streams, not one per consumer: the streams are created, elected and quiet before the
+ * baseline, so what is measured is the consumers alone, and a stream's fan-out stays what
+ * applications have (a per-stream walk over its consumers is not what this measures). Phases:
+ * the consumers are added through the meta leader (create_ms, at most 256 outstanding), led
+ * (elect_ms), quiet (quiet_ms), then measured idle as above (heap_bytes_per_replica: the
+ * heap growth from the baseline divided by 3 x count; heap_parts: what of it the replica's own
+ * blocks hold, per replica — crep (jr__crep), its stream name, the backoff copy, the pending
+ * arrays (pend and its deadline tree), the leader's jr__clead and staging arrays averaged over
+ * every replica, and the meta state's entry, assignment and config block, one copy per node;
+ * the rest is the node's group, the Raft core, its log and the maps; leads, and how many
+ * consumer timers are armed and leaders dirty when the idle phase starts, and how many timers
+ * are still armed when it ends: timers_armed_after). Then each consumer
+ * is used once — one message published to each stream, then per consumer a fetch of 1 and a
+ * confirmed ack (use_ms, use_failed) — and the idle cluster is measured again (used_*: what
+ * a consumer that has delivered keeps). failover_* as for streams, over the consumer groups.
+ *
  * Streams with file storage each keep their active block file open, so 10,000 R3 streams in one
  * process want 30,000 descriptors; the bench's vfs (fdcap below) wraps the POSIX one and keeps
  * at most FD_CAP of them open, reopening a file when it is used again (reopens are reported).
  *
- * --heap-sites: streams only; also prints to stderr, for the idle cluster, the live heap bytes
- * per replica by allocation site (the first caller outside the allocator; slow: it walks the
- * stack at every allocation, so only the memory numbers of such a run mean anything).
+ * --heap-sites: streams and consumers (at each idle measurement); also prints to stderr, for the
+ * idle cluster, the live heap bytes per replica by allocation site (the first caller outside the
+ * allocator; slow: it walks the stack at every allocation, so only the memory numbers of such a
+ * run mean anything).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -559,6 +580,7 @@ struct cluster {
     size_t qhead, qlen, qcap;
     uint64_t frames, bytes;
     int streams;    /* 1: stream mode */
+    int consumers;  /* 1: consumer mode (streams too) */
     uint64_t *gids; /* the groups measured (raw ids, or the streams' groups) */
     uint64_t ngids;
     uint64_t cursor; /* all_led, all_quiet: where the last check stopped */
@@ -899,7 +921,11 @@ static void progress(cluster *c, const char *phase)
     fprintf(stderr,
             "scale_bench %" PRIu64 " %s: %s: %" PRIu64 " led, %" PRIu64 " replicas quiet, %" PRIu64
             " frames so far\n",
-            c->ngids, c->streams ? "streams" : "groups", phase, led, quiet, c->frames);
+            c->ngids,
+            c->consumers ? "consumers"
+            : c->streams ? "streams"
+                         : "groups",
+            phase, led, quiet, c->frames);
 }
 
 /* Idle and failover phases (both modes) --------------------------------------------------------*/
@@ -1367,13 +1393,356 @@ static void run_streams(uint64_t streams, int storage, int sites)
     free(c);
 }
 
+/* Consumers -----------------------------------------------------------------------------------*/
+
+static void cadd_cb(void *arg, int status, const char *msg, const char *name)
+{
+    (void)name;
+    add_cb(arg, status, msg); /* an add_req, as for streams */
+}
+
+static void consumer_name(char *buf, size_t cap, uint64_t no)
+{
+    snprintf(buf, cap, "C%07" PRIu64, no);
+}
+
+/* Adds `consumers` durable R3 consumers through the meta leader, consumer k on stream
+ * 1 + (k - 1) / per_stream, at most ADD_WINDOW outstanding. */
+static void add_consumers(cluster *c, uint64_t consumers, uint64_t per_stream, adder *a)
+{
+    a->retry = calloc(consumers + 1, sizeof *a->retry);
+    uint64_t next = 1, t_last = wall_ns();
+    while (a->acked < consumers) {
+        int ml = meta_leader(c);
+        while (ml >= 0 && a->issued - a->acked - a->failed < ADD_WINDOW &&
+               (next <= consumers || a->nretry)) {
+            uint64_t no = a->nretry ? a->retry[--a->nretry] : next++;
+            char sname[32], cname[32];
+            stream_name(sname, sizeof sname, 1 + (no - 1) / per_stream);
+            consumer_name(cname, sizeof cname, no);
+            jr_consumer_config cc;
+            jr_consumer_config_init(&cc);
+            cc.durable_name = cname;
+            cc.num_replicas = 3;
+            add_req *r = malloc(sizeof *r);
+            *r = (add_req){a, no};
+            uint64_t t0 = thread_cpu_ns();
+            int rc = jr_consumer_add(c->n[ml].node, sname, &cc, cadd_cb, r);
+            c->n[ml].cpu += thread_cpu_ns() - t0;
+            if (rc) {
+                fprintf(stderr, "jr_consumer_add: %s\n", jr_strerror(rc));
+                exit(1);
+            }
+            a->issued++;
+        }
+        run_for(c, 1 * MS);
+        if (wall_ns() - t_last > 5000 * MS) {
+            t_last = wall_ns();
+            fprintf(stderr,
+                    "scale_bench %" PRIu64 " consumers: %" PRIu64 " added, %" PRIu64
+                    " refused (last: %s %s)\n",
+                    consumers, a->acked, a->failed, a->failed ? jr_err_name(a->last_err) : "",
+                    a->last_msg);
+        }
+    }
+    free(a->retry);
+}
+
+/* The heap bytes per consumer replica by structure (sizes as the allocator reports them): the
+ * node's group and Raft core are in heap_bytes_per_replica too, not itemised here. */
+typedef struct cmem {
+    double crep, backoff, pend, lead, cfg_block, casgn, mcons, cstream_name;
+} cmem;
+
+static void consumer_parts(cluster *c, cmem *m, uint64_t *leads)
+{
+    memset(m, 0, sizeof *m);
+    *leads = 0;
+    uint64_t reps = 0, cons = 0;
+    for (unsigned i = 0; i < N; i++) {
+        jr__js *js = jr__js_of(c->n[i].node);
+        for (jr__crep *r = js->crep_list; r; r = r->next) {
+            reps++;
+            m->crep += (double)malloc_usable_size(r);
+            m->cstream_name += (double)malloc_usable_size(r->stream);
+            if (r->st.backoff) m->backoff += (double)malloc_usable_size(r->st.backoff);
+            if (r->st.pend) m->pend += (double)malloc_usable_size(r->st.pend);
+            if (r->st.tree) m->pend += (double)malloc_usable_size(r->st.tree);
+            if (r->lead) {
+                (*leads)++;
+                m->lead += (double)malloc_usable_size(r->lead);
+                if (r->lead->srec) m->lead += (double)malloc_usable_size(r->lead->srec);
+                if (r->lead->swait) m->lead += (double)malloc_usable_size(r->lead->swait);
+            }
+        }
+        const jr__meta_state *st = &js->st;
+        for (size_t k = 0; k < st->nstreams; k++)
+            for (size_t j = 0; j < st->streams[k]->nconsumers; j++) {
+                const jr__meta_consumer *mc = st->streams[k]->consumers[j];
+                cons++;
+                m->mcons += (double)malloc_usable_size((void *)mc);
+                m->casgn += (double)malloc_usable_size(mc->asgn);
+                m->cfg_block += (double)malloc_usable_size(mc->cfg);
+            }
+    }
+    double d = reps ? (double)reps : 1;
+    m->crep /= d;
+    m->cstream_name /= d;
+    m->backoff /= d;
+    m->pend /= d;
+    m->lead /= d;
+    /* the meta state's entries: one copy per node, i.e. per replica of an R3 consumer */
+    d = cons ? (double)cons : 1;
+    m->mcons /= d;
+    m->casgn /= d;
+    m->cfg_block /= d;
+}
+
+/* The use phase: one message per stream, then each consumer fetches it and acks it
+ * (confirmed), at most ADD_WINDOW consumers at a time. */
+typedef struct user {
+    cluster *c;
+    uint64_t done, failed, inflight;
+    int last_err;
+} user;
+
+typedef struct use_req {
+    user *u;
+    jr_node *node;
+    int acked; /* the ack was sent (its callback finishes the consumer) */
+} use_req;
+
+static void use_ack_cb(void *arg, int status, const char *msg)
+{
+    use_req *q = arg;
+    (void)msg;
+    if (status) {
+        q->u->failed++;
+        q->u->last_err = status;
+    }
+    q->u->done++;
+    q->u->inflight--;
+    free(q);
+}
+
+static void use_fetch_cb(void *arg, int status, const char *msg, const jr_consumer_msg *m,
+                         const jr_fetch_end *end)
+{
+    use_req *q = arg;
+    (void)msg;
+    if (status == 0 && m) {
+        int rc = jr_consumer_ack(q->node, m->ack_token, JR_ACK_ACK, 0, NULL, use_ack_cb, q);
+        if (rc == 0) q->acked = 1;
+        return;
+    }
+    (void)end;
+    if (q->acked) return; /* the end of the fetch; the ack's callback finishes */
+    q->u->failed++;
+    q->u->last_err = status ? status : JR_ENOTFOUND;
+    q->u->done++;
+    q->u->inflight--;
+    free(q);
+}
+
+static void use_consumers(cluster *c, uint64_t consumers, uint64_t per_stream, uint64_t nstreams,
+                          user *u)
+{
+    const jr__meta_state *st = &jr__js_of(c->n[0].node)->st;
+    pub *pubs = calloc(nstreams, sizeof *pubs);
+    uint8_t data[ENTRY] = {0};
+    c->acked = c->failed = 0;
+    for (uint64_t k = 0; k < nstreams; k++) {
+        pubs[k].c = c;
+        stream_name(pubs[k].subject, sizeof pubs[k].subject, k + 1);
+        const jr__meta_stream *ms = jr__meta_stream_find(st, pubs[k].subject);
+        int l = ms ? ready_leader(c, ms->group) : -1;
+        if (l < 0) l = 0;
+        pubs[k].outstanding = 1;
+        if (jr_publish(c->n[l].node, pubs[k].subject, NULL, 0, data, sizeof data, NULL, spub_ack,
+                       &pubs[k]) != 0)
+            exit(1);
+    }
+    while (c->acked + c->failed < nstreams) run_for(c, 1 * MS);
+    free(pubs);
+    memset(u, 0, sizeof *u);
+    u->c = c;
+    uint64_t next = 1;
+    while (u->done < consumers) {
+        while (next <= consumers && u->inflight < ADD_WINDOW) {
+            char sname[32], cname[32];
+            stream_name(sname, sizeof sname, 1 + (next - 1) / per_stream);
+            consumer_name(cname, sizeof cname, next);
+            const jr__meta_stream *ms = jr__meta_stream_find(st, sname);
+            const jr__meta_consumer *mc = ms ? jr__meta_consumer_find(ms, cname) : NULL;
+            int l = mc ? ready_leader(c, mc->group) : -1;
+            use_req *q = calloc(1, sizeof *q);
+            q->u = u;
+            q->node = c->n[l < 0 ? 0 : l].node;
+            jr_fetch_opts fo;
+            jr_fetch_opts_init(&fo);
+            fo.batch = 1;
+            fo.expires_ns = 5000 * (int64_t)MS;
+            uint64_t t0 = thread_cpu_ns();
+            int rc = jr_consumer_fetch(q->node, sname, cname, &fo, use_fetch_cb, q);
+            c->n[l < 0 ? 0 : l].cpu += thread_cpu_ns() - t0;
+            if (rc) {
+                fprintf(stderr, "jr_consumer_fetch: %s\n", jr_strerror(rc));
+                exit(1);
+            }
+            u->inflight++;
+            next++;
+        }
+        run_for(c, 1 * MS);
+    }
+}
+
+/* What an idle cluster of consumers costs: memory per replica, what holds it, and 10 s of idle. */
+typedef struct cidle {
+    double heap, rss; /* growth per consumer replica since the baseline */
+    cmem parts;
+    uint64_t leads, armed, dirty, quiet_ms;
+    uint64_t armed_after; /* consumer timers still armed after the 10 s */
+    idle_res idle;
+} cidle;
+
+static void measure_consumers(cluster *c, uint64_t rss0, int64_t heap0, int sites, cidle *out)
+{
+    uint64_t replicas = (uint64_t)N * c->ngids;
+    out->rss = (double)(rss_bytes() - rss0) / (double)replicas;
+    out->heap = (double)(heap.live - heap0) / (double)replicas;
+    if (sites) print_sites(replicas);
+    consumer_parts(c, &out->parts, &out->leads);
+    out->armed = out->dirty = 0;
+    for (unsigned i = 0; i < N; i++) {
+        jr__js *js = jr__js_of(c->n[i].node);
+        for (jr__crep *r = js->crep_list; r; r = r->next) out->armed += r->timer.t.slot != SIZE_MAX;
+        for (jr__crep *r = js->cdirty; r; r = r->dirty_next) out->dirty++;
+    }
+    out->idle = measure_idle(c);
+    out->armed_after = 0;
+    for (unsigned i = 0; i < N; i++)
+        for (jr__crep *r = jr__js_of(c->n[i].node)->crep_list; r; r = r->next)
+            out->armed_after += r->timer.t.slot != SIZE_MAX;
+}
+
+static void print_cidle(const char *prefix, const cidle *m)
+{
+    const cmem *p = &m->parts;
+    printf(",\"%squiet_ms\":%" PRIu64 ",\"%sbytes_per_replica\":%.0f,"
+           "\"%sheap_bytes_per_replica\":%.0f,\"%sheap_parts\":{\"crep\":%.0f,"
+           "\"stream_name\":%.0f,\"backoff\":%.0f,\"pending\":%.0f,\"lead\":%.0f,"
+           "\"meta_consumer\":%.0f,\"meta_casgn\":%.0f,\"cfg\":%.0f},\"%sleads\":%" PRIu64
+           ",\"%stimers_armed\":%" PRIu64 ",\"%stimers_armed_after\":%" PRIu64
+           ",\"%sdirty\":%" PRIu64
+           ",\"%sidle_cpu_pct_node_max\":%.3f,\"%sidle_cpu_pct_node_mean\":%.3f,"
+           "\"%sidle_loop_cpu_pct\":%.3f,\"%sidle_frames_per_s\":%.1f,\"%sidle_bytes_per_s\":%.0f,"
+           "\"%sidle_ticks_per_s\":%.1f,\"%sidle_stayed_quiet\":%s",
+           prefix, m->quiet_ms, prefix, m->rss, prefix, m->heap, prefix, p->crep, p->cstream_name,
+           p->backoff, p->pend, p->lead, p->mcons, p->casgn, p->cfg_block, prefix, m->leads, prefix,
+           m->armed, prefix, m->armed_after, prefix, m->dirty, prefix, m->idle.cpu_max, prefix,
+           m->idle.cpu_mean, prefix, m->idle.loop, prefix, m->idle.fps, prefix, m->idle.bps, prefix,
+           m->idle.tps, prefix, m->idle.still_quiet ? "true" : "false");
+}
+
+static void run_consumers(uint64_t consumers, uint64_t per_stream, int storage, int sites)
+{
+    cluster *c = calloc(1, sizeof *c);
+    c->streams = 1;
+    c->consumers = 1;
+    open_cluster(c, storage);
+    if (!run_until(c, meta_ready, NULL, 60000 * MS)) {
+        fprintf(stderr, "scale_bench: no meta leader\n");
+        exit(1);
+    }
+    uint64_t nstreams = (consumers + per_stream - 1) / per_stream;
+    adder sa;
+    memset(&sa, 0, sizeof sa);
+    add_streams(c, nstreams, storage, &sa);
+    /* the streams elected and quiet before the baseline: only the consumers are measured */
+    const jr__meta_state *st = &jr__js_of(c->n[0].node)->st;
+    for (unsigned i = 1; i < N; i++)
+        if (jr__js_of(c->n[i].node)->st.nstreams > st->nstreams) st = &jr__js_of(c->n[i].node)->st;
+    c->ngids = st->nstreams;
+    c->gids = malloc(c->ngids * sizeof *c->gids);
+    for (size_t k = 0; k < st->nstreams; k++) c->gids[k] = st->streams[k]->group;
+    if (!run_until(c, all_led, NULL, 300000 * MS) || !run_until(c, quiet_pred, NULL, 300000 * MS)) {
+        fprintf(stderr, "scale_bench: streams not led and quiet\n");
+        exit(1);
+    }
+    run_for(c, 2500 * MS);
+    free(c->gids);
+    c->gids = NULL;
+    c->ngids = 0;
+    uint64_t rss0 = rss_bytes();
+    int64_t heap0 = heap.live;
+    heap.sites_on = sites;
+
+    adder a;
+    memset(&a, 0, sizeof a);
+    uint64_t t0 = wall_ns();
+    add_consumers(c, consumers, per_stream, &a);
+    uint64_t create_ns = wall_ns() - t0;
+    /* the groups to watch: every consumer of the fullest meta state */
+    st = &jr__js_of(c->n[0].node)->st;
+    for (unsigned i = 1; i < N; i++)
+        if (jr__js_of(c->n[i].node)->st.nconsumers > st->nconsumers)
+            st = &jr__js_of(c->n[i].node)->st;
+    c->gids = malloc(st->nconsumers * sizeof *c->gids);
+    for (size_t k = 0; k < st->nstreams; k++)
+        for (size_t j = 0; j < st->streams[k]->nconsumers; j++)
+            c->gids[c->ngids++] = st->streams[k]->consumers[j]->group;
+    uint64_t elect_ns = run_until(c, all_led, NULL, 300000 * MS);
+    progress(c, "elected");
+    cidle fresh, used;
+    fresh.quiet_ms = run_until(c, quiet_pred, NULL, 300000 * MS) / MS;
+    progress(c, "quiet");
+    run_for(c, 2500 * MS);
+    measure_consumers(c, rss0, heap0, sites, &fresh);
+
+    /* used: each consumer delivered one message, acknowledged */
+    user u;
+    uint64_t use_t0 = wall_ns();
+    use_consumers(c, consumers, per_stream, nstreams, &u);
+    uint64_t use_ns = wall_ns() - use_t0;
+    used.quiet_ms = run_until(c, quiet_pred, NULL, 300000 * MS) / MS;
+    progress(c, "used, quiet");
+    run_for(c, 2500 * MS);
+    measure_consumers(c, rss0, heap0, sites, &used);
+    heap.sites_on = 0;
+
+    failover_res fo = measure_failover(c);
+
+    printf("{\"bench\":\"scale\",\"kind\":\"consumers\",\"storage\":\"%s\",\"nodes\":%d,"
+           "\"replicas\":%d,\"consumers\":%" PRIu64 ",\"streams\":%" PRIu64
+           ",\"create_ms\":%.1f,\"create_refused\":%" PRIu64 ",\"elect_ms\":%.1f",
+           storage == JR_STORAGE_FILE ? "file" : "memory", N, N, consumers, nstreams,
+           create_ns / 1e6, a.failed, elect_ns / 1e6);
+    print_cidle("", &fresh);
+    printf(",\"use_ms\":%.1f,\"use_failed\":%" PRIu64 ",\"use_last_error\":\"%s\"", use_ns / 1e6,
+           u.failed, u.failed ? jr_err_name(u.last_err) : "");
+    print_cidle("used_", &used);
+    printf(",\"struct_bytes\":{\"group\":%zu,\"raft\":%zu,\"crep\":%zu,\"cstate\":%zu,"
+           "\"clead\":%zu},\"failover_consumers\":%" PRIu64
+           ",\"failover_ms\":%.1f,\"failover_cpu_ms\":%.1f,\"election_timeout_ms\":1000}\n",
+           sizeof(struct jr_group), jr__raft_sizeof(), sizeof(jr__crep), sizeof(jr__cstate),
+           sizeof(jr__clead), fo.groups, fo.ns / 1e6, fo.cpu_ns / 1e6);
+    fflush(stdout);
+    close_cluster(c);
+    free(c);
+}
+
 int main(int argc, char **argv)
 {
-    int streams = 0, sites = 0, storage = JR_STORAGE_FILE, ncounts = 0;
-    uint64_t counts[16];
+    int streams = 0, consumers = 0, sites = 0, storage = JR_STORAGE_FILE, ncounts = 0;
+    uint64_t counts[16], per_stream = 100;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--streams")) {
             streams = 1;
+        } else if (!strcmp(argv[i], "--consumers")) {
+            consumers = 1;
+        } else if (!strcmp(argv[i], "--per-stream") && i + 1 < argc) {
+            per_stream = strtoull(argv[++i], NULL, 10);
+            if (!per_stream) per_stream = 1;
         } else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
             create_batch = strtoull(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "--heap-sites")) {
@@ -1384,8 +1753,8 @@ int main(int argc, char **argv)
             counts[ncounts++] = strtoull(argv[i], NULL, 10);
         } else {
             fprintf(stderr,
-                    "usage: %s [--streams] [--storage file|memory] [--batch n] [--heap-sites] "
-                    "[count...]\n",
+                    "usage: %s [--streams | --consumers [--per-stream k]] [--storage "
+                    "file|memory] [--batch n] [--heap-sites] [count...]\n",
                     argv[0]);
             return 2;
         }
@@ -1395,7 +1764,9 @@ int main(int argc, char **argv)
         counts[ncounts++] = 10000;
     }
     for (int k = 0; k < ncounts; k++) {
-        if (streams)
+        if (consumers)
+            run_consumers(counts[k], per_stream, storage, sites);
+        else if (streams)
             run_streams(counts[k], storage, sites);
         else
             run_groups(counts[k]);

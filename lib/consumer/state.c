@@ -198,7 +198,7 @@ static int make_room(jr__cstate *st)
         compact(st);
         return 0;
     }
-    int rc = regrow(st, st->cap ? st->cap * 2 : 16);
+    int rc = regrow(st, st->cap ? st->cap * 2 : JR__CSTATE_MIN);
     if (rc && st->npending < st->cap) {
         compact(st);
         rc = 0;
@@ -210,7 +210,7 @@ int jr__cstate_reserve(jr__cstate *st, size_t n)
 {
     if (n <= st->cap - st->npending) return 0;
     if (n > SIZE_MAX / 4 - st->npending) return JR_ENOMEM;
-    size_t cap = st->cap ? st->cap : 16;
+    size_t cap = st->cap ? st->cap : JR__CSTATE_MIN;
     while (cap < st->npending + n) cap *= 2;
     return regrow(st, cap);
 }

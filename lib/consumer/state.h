@@ -50,7 +50,9 @@
  * become holes, squeezed out when the array fills (amortized O(1) per delivery, no allocation).
  * Memory is allocated only when the array must grow — never on a steady path whose pending count
  * stays below the largest it has been — and given back when nothing is pending and a burst had
- * grown it past JR__CSTATE_KEEP slots.
+ * grown it past JR__CSTATE_KEEP slots. The first allocation is JR__CSTATE_MIN slots: a consumer
+ * that has delivered keeps its arrays while it idles, on every replica (4 slots: 240 bytes of
+ * heap; growth doubles, so a busy consumer reaches its size in a few allocations).
  */
 #ifndef JR_CONSUMER_STATE_H
 #define JR_CONSUMER_STATE_H
@@ -65,6 +67,7 @@
 #define JR__CSTATE_VERSION 1
 #define JR__CPOLICY_BACKOFF_MAX 1024 /* backoff values kept (JetStream sets no limit) */
 #define JR__CSTATE_KEEP 4096         /* pending slots kept allocated when nothing is pending */
+#define JR__CSTATE_MIN 4             /* pending slots of the first allocation (a power of two) */
 
 /* What the state machine needs of the consumer config (copied in). */
 typedef struct jr__cpolicy {

@@ -70,7 +70,7 @@ int jr__cstate_restore(jr__cstate *st, const void *data, size_t len)
     jr__cpend *pend = NULL;
     uint64_t *tree = NULL;
     if (n) {
-        cap = 16;
+        cap = JR__CSTATE_MIN;
         while (cap < n) cap *= 2;
         pend = jr__calloc(st->alloc, cap, sizeof *pend);
         tree = pend ? jr__calloc(st->alloc, 2 * cap, sizeof *tree) : NULL;

@@ -125,7 +125,7 @@ static int stage(jr__crep *r, const jr__crec *rec, const jr__cwait *w)
     jr__clead *l = r->lead;
     if (l->nstage == l->capstage) {
         if (l->nstage >= JR__COP_BATCH_MAX) return JR_EMSGSIZE;
-        size_t cap = l->capstage ? l->capstage * 2 : 64;
+        size_t cap = l->capstage ? l->capstage * 2 : 4;
         jr__crec *nr = jr__realloc(r->js->alloc, l->srec, cap * sizeof *nr);
         if (!nr) return JR_ENOMEM;
         l->srec = nr;
@@ -566,7 +566,10 @@ static void step(jr__crep *r)
             due > wall ? jr__deadline(now, due - wall) : jr__deadline(now, js->heartbeat_ns);
         if (at < next) next = at;
     }
-    if (next != UINT64_MAX) jr__js_timer_arm(js, &r->timer, next);
+    if (next != UINT64_MAX)
+        jr__js_timer_arm(js, &r->timer, next);
+    else
+        jr__js_timer_cancel(js, &r->timer); /* nothing due: an ended pull's expiry is not */
 }
 
 void jr__clead_timer(jr__js *js, jr__jtimer *t)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "e2e.h"
+#include "js/js.h"
 
 /* Results of the consumer calls. */
 typedef struct cres {
@@ -295,6 +296,60 @@ START_TEST(fetch_and_ack_from_any_server)
     ck_assert_int_eq(jr_consumer_ack(e2e_node(&c, 0), "$JS.ACK.ORDERS.work.x", JR_ACK_ACK, 0, NULL,
                                      admin_cb, &a),
                      JR_EINVAL);
+    e2e_free(&c);
+}
+END_TEST
+
+/* Whether consumer `name`'s leader (on whichever node leads it) has its timer armed; -1 if no
+ * node leads it. */
+static int leader_timer_armed(e2e *c, const char *name)
+{
+    for (unsigned i = 0; i < 3; i++) {
+        jr_node *n = e2e_node(c, i);
+        for (jr__crep *r = n ? jr__js_of(n)->crep_list : NULL; r; r = r->next)
+            if (strcmp(r->name, name) == 0 && r->lead) return jr__timer_armed(&r->timer.t);
+    }
+    return -1;
+}
+
+/* A leader's timer is armed while a duty is due (a waiting pull's expiry) and not once the
+ * pull is answered: an idle consumer costs its node no wake-up. */
+START_TEST(an_answered_fetch_leaves_no_timer_armed)
+{
+    e2e c;
+    setup(&c, 31, 1);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "idle");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    jr_sim_run_for(c.sim, 500 * MS); /* every server has applied the create */
+    /* answered at once, long before its expiry (the fixture's requests time out at 2 s) */
+    uint64_t t0 = jr_sim_now(c.sim);
+    ck_assert_msg(fetch(&c, 1, "ORDERS", "idle", 1, 1500 * MS, 0, &r) == 0, "fetch: %s", r.msg);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_int_eq(r.end_code, 0);
+    ck_assert_int_eq(ack(&c, 2, r.token[0], JR_ACK_ACK, 0, &a), 0);
+    jr_sim_run_for(c.sim, 100 * MS);
+    ck_assert_uint_lt(jr_sim_now(c.sim) - t0, 1500 * MS);
+    ck_assert_int_eq(leader_timer_armed(&c, "idle"), 0);
+    /* a pull that waits: its expiry is armed until a message answers it */
+    memset(&r, 0, sizeof r);
+    jr_fetch_opts o;
+    jr_fetch_opts_init(&o);
+    o.batch = 1;
+    o.expires_ns = 1500 * MS;
+    ck_assert_int_eq(jr_consumer_fetch(e2e_node(&c, 0), "ORDERS", "idle", &o, fetch_cb, &r), 0);
+    jr_sim_run_for(c.sim, 500 * MS);
+    ck_assert_int_eq(r.done, 0);
+    ck_assert_int_eq(leader_timer_armed(&c, "idle"), 1);
+    e2e_res pr;
+    ck_assert_int_eq(e2e_publish(&c, 0, "orders.us", "late", 4, NULL, &pr), 0);
+    wait_done(&c, &r);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_int_eq(r.end_code, 0);
+    ck_assert_str_eq(r.data[0], "late");
+    jr_sim_run_for(c.sim, 100 * MS);
+    ck_assert_int_eq(leader_timer_armed(&c, "idle"), 0);
     e2e_free(&c);
 }
 END_TEST
@@ -1048,6 +1103,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, create_info_update_delete);
     tcase_add_test(tc, fetch_and_ack_from_any_server);
+    tcase_add_test(tc, an_answered_fetch_leaves_no_timer_armed);
     tcase_add_test(tc, redelivery_nak_and_term);
     tcase_add_test(tc, leader_failover_keeps_delivery_counts);
     tcase_add_test(tc, push_subscription);
