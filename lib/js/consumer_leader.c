@@ -411,6 +411,32 @@ static int replay_due(jr__clead *l, const jr__store_msg *m, uint64_t now, uint64
     return 0;
 }
 
+/* rate_limit_bps (push): a bucket of bytes refilled at the rate, holding at most a second's
+ * worth (and always one message). 1 and the bytes taken if a message of sz bytes may go now;
+ * else 0 with *at (if earlier) the node time it may. */
+static int rate_allows(jr__clead *l, uint64_t bps, uint64_t sz, uint64_t now, uint64_t *at)
+{
+    uint64_t per_s = bps / 8 ? bps / 8 : 1, cap = per_s > sz ? per_s : sz;
+    if (!l->rate_at) {
+        l->rate_at = now;
+        l->rate_bytes = cap;
+    }
+    uint64_t dt = now - l->rate_at;
+    uint64_t add = dt >= 1000000000ull ? cap : (uint64_t)((double)dt * (double)per_s / 1e9);
+    if (add) {
+        l->rate_bytes = l->rate_bytes + add > cap ? cap : l->rate_bytes + add;
+        l->rate_at = now;
+    }
+    if (l->rate_bytes >= sz) {
+        l->rate_bytes -= sz;
+        return 1;
+    }
+    uint64_t wait = (uint64_t)((double)(sz - l->rate_bytes) * 1e9 / (double)per_s) + 1;
+    uint64_t when = jr__deadline(now, wait);
+    if (when < *at) *at = when;
+    return 0;
+}
+
 /* The first pull that can take another delivery. */
 static jr__pull *open_pull(jr__clead *l)
 {
@@ -510,6 +536,10 @@ static void step(jr__crep *r)
             w.fresh = 1;
         }
         uint64_t sz = msg_size(&m);
+        if (cfg->rate_limit_bps && !rate_allows(l, cfg->rate_limit_bps, sz, now, &replay_at)) {
+            if (w.rsseq) jr__map_del(&l->redeliv, w.rsseq);
+            break; /* over its rate: the timer comes back when the bucket holds it */
+        }
         if ((p->max_bytes > 0 && sz > (uint64_t)p->max_bytes) ||
             ((p->got || p->inflight) && p->bytes + sz > answer_cap(js))) {
             /* not for this request: it ends (over its max_bytes, or its answer is full) */

@@ -310,6 +310,7 @@ typedef struct jr__clead {
     uint8_t resetting;  /* a RESET is staged or proposed: nothing is delivered until it applies */
     uint64_t duty_at;   /* when its timer runs the peer-change duty next (UINT64_MAX: no need) */
     uint64_t replay_now, replay_ts; /* replay original: the anchor (node time, stored time) */
+    uint64_t rate_at, rate_bytes;   /* rate_limit_bps: the bucket's last refill and its bytes */
     jr__map redeliv; /* stream seqs of expired messages whose redelivery (or MAXDELIV, TERM)
                         is staged or proposed, not applied: not chosen again meanwhile */
     jr__pull *phead, *ptail;

@@ -1096,6 +1096,38 @@ START_TEST(replay_original_keeps_the_stored_pace)
 }
 END_TEST
 
+/* rate_limit_bps paces a push consumer's deliveries: 800 bits/s is 100 bytes a second, and a
+ * message of 58 bytes (subject, 50 bytes of data) goes out less than twice a second. */
+START_TEST(rate_limit_paces_push_deliveries)
+{
+    e2e c;
+    setup(&c, 35, 0);
+    cres r;
+    jr_consumer_config cfg;
+    durable(&cfg, "slowpush");
+    cfg.deliver_subject = "deliver.slow";
+    cfg.rate_limit_bps = 800;
+    ck_assert_msg(create(&c, 0, "ORDERS", &cfg, &r) == 0, "%s", r.msg);
+    char data[51];
+    memset(data, 'x', 50);
+    data[50] = 0;
+    e2e_res pr;
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_eq(e2e_publish(&c, 1, "orders.x", data, 50, NULL, &pr), 0);
+    push_rec p;
+    memset(&p, 0, sizeof p);
+    jr_subscription *sub = NULL;
+    ck_assert_int_eq(
+        jr_consumer_subscribe(e2e_node(&c, 2), "ORDERS", "slowpush", push_cb, &p, &sub), 0);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    ck_assert_msg(p.n >= 2 && p.n <= 5, "%zu delivered in 2 s at 100 B/s", p.n);
+    jr_sim_run_for(c.sim, 6 * SEC);
+    ck_assert_uint_eq(p.n, 10);
+    jr_subscription_close(sub);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -1117,6 +1149,7 @@ int main(void)
     tcase_add_test(tc, pull_caps_are_refused_with_jetstream_s_texts);
     tcase_add_test(tc, headers_only_delivers_the_size_instead_of_the_body);
     tcase_add_test(tc, replay_original_keeps_the_stored_pace);
+    tcase_add_test(tc, rate_limit_paces_push_deliveries);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
