@@ -223,11 +223,14 @@ typedef struct jr_consumer_msg {
 } jr_consumer_msg;
 
 typedef struct jr_fetch_opts {
-    size_t size;        /* sizeof(jr_fetch_opts) */
-    int64_t batch;      /* messages wanted; default 1 */
-    int64_t max_bytes;  /* 0: no cap; else the batch ends before a message would pass it */
-    int64_t expires_ns; /* 0: the node's request_timeout_ms; the fetch ends then */
-    int no_wait;        /* end at once (404 No Messages) when nothing is available */
+    size_t size;               /* sizeof(jr_fetch_opts) */
+    int64_t batch;             /* messages wanted; default 1 */
+    int64_t max_bytes;         /* 0: no cap; else the batch ends before a message would pass it */
+    int64_t expires_ns;        /* 0: the node's request_timeout_ms; the fetch ends then */
+    int no_wait;               /* end at once (404 No Messages) when nothing is available */
+    int64_t idle_heartbeat_ns; /* 0: none; else the callback gets an idle heartbeat (status 0,
+                                  m and end NULL) whenever the leader held the request that long
+                                  without a message for it; at most half of expires_ns */
 } jr_fetch_opts;
 JR_API void jr_fetch_opts_init_size(jr_fetch_opts *opts, size_t size);
 #define jr_fetch_opts_init(opts) jr_fetch_opts_init_size((opts), sizeof *(opts))
@@ -244,7 +247,8 @@ typedef struct jr_fetch_end {
     uint64_t pending_bytes;
 } jr_fetch_end;
 
-/* Called once per message (status 0, m set, end NULL), then once more at the end: status 0
+/* Called once per message (status 0, m set, end NULL) and, with idle_heartbeat_ns, for each idle
+ * heartbeat (status 0, m and end NULL); then once more at the end: status 0
  * with m NULL and `end` saying why it ended, or a negative status (JR_ENOSTREAM, JR_ENOTFOUND
  * for an unknown consumer, JR_ENOLEADER, JR_ENOQUORUM, JR_ECLOSED...) with m and end NULL and
  * msg saying what happened. */

@@ -262,9 +262,11 @@ static int fetch_start(jr_node *n, const char *stream, const char *consumer,
                             "fetch: batch, max_bytes and expires_ns must not be "
                             "negative");
     if (o.no_wait) flags |= JR__FETCH_NO_WAIT;
-    jr__node_enter(n);
     jr__js *js = jr__js_of(n);
     uint64_t expires = o.expires_ns ? (uint64_t)o.expires_ns : js->timeout_ns;
+    if (o.idle_heartbeat_ns < 0 || (uint64_t)o.idle_heartbeat_ns > expires / 2)
+        return jr__node_err(n, JR_EINVAL, "fetch: heartbeat value too large");
+    jr__node_enter(n);
     jr__req_cb c = {.fetch = cb};
     /* the leader answers by the expiry; the request waits a little longer for that answer */
     jr__req *r = consumer_call(n, JR__REQ_FETCH, JR__CSUB_FETCH, stream, consumer,
@@ -274,6 +276,9 @@ static int fetch_start(jr_node *n, const char *stream, const char *consumer,
         jr__buf_varint(&r->payload, (uint64_t)o.max_bytes);
         jr__buf_varint(&r->payload, expires);
         jr__buf_u8(&r->payload, flags);
+        jr__buf_varint(&r->payload, (uint64_t)o.idle_heartbeat_ns);
+        r->fetch_hb = (uint64_t)o.idle_heartbeat_ns;
+        r->fetch_until = jr__deadline(jr__node_now(n), expires);
         send_or_fail(r);
     }
     jr__node_leave(n);
@@ -571,6 +576,29 @@ static size_t put_u64(char *t, uint64_t v)
     return n;
 }
 
+/* After an idle heartbeat: asks again for what the fetch still wants until its expiry (or
+ * ends it with 408 once that passed). */
+static void fetch_go_on(jr__req *r, const jr_fetch_end *hb)
+{
+    jr_node *n = r->js->n;
+    uint64_t now = jr__node_now(n);
+    jr_fetch_end end = {sizeof end, 408, "Request Timeout", hb->pending_msgs, hb->pending_bytes};
+    if (now >= r->fetch_until || !hb->pending_msgs || jr__node_closing(n)) {
+        r->cb.fetch(r->arg, 0, "", NULL, &end);
+        return;
+    }
+    jr_fetch_opts o;
+    jr_fetch_opts_init(&o);
+    o.batch = (int64_t)hb->pending_msgs;
+    o.max_bytes = (int64_t)hb->pending_bytes;
+    o.expires_ns = (int64_t)(r->fetch_until - now);
+    o.idle_heartbeat_ns = (int64_t)r->fetch_hb;
+    if ((uint64_t)o.idle_heartbeat_ns > (uint64_t)o.expires_ns / 2)
+        o.idle_heartbeat_ns = o.expires_ns / 2; /* the last stretch: a heartbeat fits still */
+    int rc = fetch_start(n, r->stream, r->consumer, &o, 0, r->cb.fetch, r->arg);
+    if (rc != 0) r->cb.fetch(r->arg, rc, jr_strerror(rc), NULL, NULL);
+}
+
 static void deliver_fetch(jr__req *r)
 {
     jr__js *js = r->js;
@@ -643,6 +671,11 @@ static void deliver_fetch(jr__req *r)
         return;
     }
     jr__buf_free(&strings);
+    if (end.code == 100) { /* an idle heartbeat: the request goes on (as one of its own) */
+        r->cb.fetch(r->arg, 0, "", NULL, NULL);
+        fetch_go_on(r, &end);
+        return;
+    }
     r->cb.fetch(r->arg, 0, "", NULL, &end);
 }
 

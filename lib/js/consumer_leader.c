@@ -579,13 +579,17 @@ static void step(jr__crep *r)
             pull_end(r, p, 404, "No Messages");
         else if (p->eager && p->got)
             pull_end(r, p, CODE_DONE, ""); /* a push subscription: handed out as they come */
+        else if (p->hb_ns && now >= p->hb_at)
+            pull_end(r, p, 100, "Idle Heartbeat"); /* the requester asks again for the rest */
     }
     /* Next duty: a pull's expiry, a redelivery deadline, the inactivity threshold, the peers, a
      * replayed message. */
     uint64_t next = idle_due < l->duty_at ? idle_due : l->duty_at;
     if (replay_at < next) next = replay_at;
-    for (jr__pull *p = l->phead; p; p = p->next)
+    for (jr__pull *p = l->phead; p; p = p->next) {
         if (!p->ended && p->expires_at < next) next = p->expires_at;
+        if (!p->ended && p->hb_at < next) next = p->hb_at;
+    }
     uint64_t due = jr__cstate_next_deadline(&r->st);
     if (due != UINT64_MAX && l->phead) {
         /* A deadline already past is a message this step could not redeliver (its redelivery
@@ -728,6 +732,7 @@ static void hand_out(jr__crep *r, jr__pull *p, const jr__crec *rec, const jr__st
     jr__buf_varint(b, (uint64_t)m->ts);
     jr__buf_varint(b, jr__crep_num_pending(r, rec->sseq + 1));
     p->got++;
+    if (p->hb_ns) p->hb_at = jr__deadline(jr__node_now(r->js->n), p->hb_ns);
 }
 
 void jr__clead_applied(jr__crep *r, const jr__crec *rec, const jr__capply *out, uint32_t i)
@@ -884,6 +889,7 @@ static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
     int64_t max_bytes = (int64_t)jr__rd_varint(rd);
     int64_t expires = (int64_t)jr__rd_varint(rd);
     uint8_t flags = jr__rd_u8(rd);
+    uint64_t hb = jr__rd_left(rd) ? jr__rd_varint(rd) : 0;
     uint8_t no_wait = flags & JR__FETCH_NO_WAIT;
     if (rd->err || jr__rd_left(rd) || batch <= 0 || max_bytes < 0 || expires < 0 ||
         (flags & ~(JR__FETCH_NO_WAIT | JR__FETCH_PUSH))) {
@@ -936,6 +942,8 @@ static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
     p->expires_at = expires ? jr__deadline(jr__node_now(n), (uint64_t)expires) : UINT64_MAX;
     p->no_wait = no_wait != 0;
     p->eager = (flags & JR__FETCH_PUSH) != 0;
+    p->hb_ns = hb < (uint64_t)expires ? hb : 0;
+    p->hb_at = p->hb_ns ? jr__deadline(jr__node_now(n), p->hb_ns) : UINT64_MAX;
     jr__buf_init(&p->buf, js->alloc);
     p->prev = l->ptail;
     if (l->ptail)

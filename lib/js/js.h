@@ -197,6 +197,7 @@ struct jr__req {
                                        consumer's (0 until jr__consumer_resolve found it) */
     uint64_t resolve_until;         /* consumer requests: until when an unknown consumer is
                                        looked up again (this server's meta state may lag) */
+    uint64_t fetch_until, fetch_hb; /* a fetch: when it expires (node time), its heartbeat */
     uint64_t meta_id;               /* meta requests: request id in the op; */
     uint64_t meta_index, meta_term; /* where the meta leader proposed it (state 2) */
     char stream[JR_STREAM_NAME_MAX + 1];
@@ -270,6 +271,8 @@ typedef struct jr__pull {
     uint64_t expires_at; /* when it ends (408) */
     uint8_t no_wait;
     uint8_t eager;  /* a push subscription's: answered once it holds what is to be had */
+    uint64_t hb_ns; /* idle heartbeat (0: none) ... */
+    uint64_t hb_at; /* ... due then: answered 100 Idle Heartbeat (the requester asks again) */
     uint8_t ended;  /* its end is decided; answered once nothing is in flight */
     uint8_t listed; /* on the FIFO */
     int end_code;

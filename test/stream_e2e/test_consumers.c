@@ -27,6 +27,7 @@ typedef struct cres {
     char data[256][64];
     char hdr[4][128]; /* the first messages' header blocks */
     int end_code;
+    size_t heartbeats;
     char end_text[128];
     uint64_t end_pending;
 } cres;
@@ -101,6 +102,10 @@ static void fetch_cb(void *arg, int status, const char *msg, const jr_consumer_m
             snprintf(r->hdr[r->n], sizeof r->hdr[0], "%.*s", (int)m->hdr_len,
                      m->hdr ? (const char *)m->hdr : "");
         r->n++;
+        return;
+    }
+    if (status == 0 && !end) { /* an idle heartbeat */
+        r->heartbeats++;
         return;
     }
     r->done = 1;
@@ -1128,6 +1133,41 @@ START_TEST(rate_limit_paces_push_deliveries)
 }
 END_TEST
 
+/* A fetch with an idle heartbeat hears from the leader while it waits, gets what comes
+ * meanwhile, and still ends at its expiry with what it did not get. */
+START_TEST(fetch_idle_heartbeats)
+{
+    e2e c;
+    setup(&c, 36, 0);
+    cres r;
+    jr_consumer_config cfg;
+    durable(&cfg, "hb");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    memset(&r, 0, sizeof r);
+    jr_fetch_opts o;
+    jr_fetch_opts_init(&o);
+    o.batch = 3;
+    o.expires_ns = 4 * (int64_t)SEC;
+    o.idle_heartbeat_ns = 500 * (int64_t)MS;
+    ck_assert_int_eq(jr_consumer_fetch(e2e_node(&c, 1), "ORDERS", "hb", &o, fetch_cb, &r), 0);
+    jr_sim_run_for(c.sim, 1300 * MS);
+    ck_assert_uint_ge(r.heartbeats, 2);
+    e2e_res pr;
+    ck_assert_int_eq(e2e_publish(&c, 2, "orders.x", "late", 4, NULL, &pr), 0);
+    wait_done(&c, &r);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_str_eq(r.data[0], "late");
+    ck_assert_int_eq(r.end_code, 408);
+    ck_assert_uint_eq(r.end_pending, 2);
+    ck_assert_uint_ge(r.heartbeats, 5);
+    /* a heartbeat over half the expiry is refused */
+    o.idle_heartbeat_ns = 3 * (int64_t)SEC;
+    ck_assert_int_eq(jr_consumer_fetch(e2e_node(&c, 1), "ORDERS", "hb", &o, fetch_cb, &r),
+                     JR_EINVAL);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -1150,6 +1190,7 @@ int main(void)
     tcase_add_test(tc, headers_only_delivers_the_size_instead_of_the_body);
     tcase_add_test(tc, replay_original_keeps_the_stored_pace);
     tcase_add_test(tc, rate_limit_paces_push_deliveries);
+    tcase_add_test(tc, fetch_idle_heartbeats);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
