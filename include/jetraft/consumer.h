@@ -319,6 +319,8 @@ enum jr_advisory_kind {
                                        deliveries (MAX_DELIVERIES) */
     JR_ADVISORY_TERMINATED = 2,     /* acknowledged with TERM (MSG_TERMINATED) */
     JR_ADVISORY_NAKED = 3,          /* negatively acknowledged (MSG_NAKED) */
+    JR_ADVISORY_ACK_SAMPLE = 4,     /* an acknowledgement sampled by sample_freq, with its
+                                       latency ($JS.EVENT.METRIC.CONSUMER.ACK) */
 };
 typedef struct jr_consumer_advisory {
     size_t size; /* sizeof(jr_consumer_advisory) as built into the library */
@@ -328,6 +330,7 @@ typedef struct jr_consumer_advisory {
     uint64_t stream_seq;
     uint64_t consumer_seq; /* of the message's first delivery */
     uint32_t deliveries;
+    uint64_t ack_latency_ns; /* JR_ADVISORY_ACK_SAMPLE: from its last delivery to the ack */
 } jr_consumer_advisory;
 typedef void (*jr_advisory_cb)(void *arg, const jr_consumer_advisory *adv);
 /* Sets node's advisory callback (NULL: none); it runs inside jr_node_recv or jr_node_tick. */

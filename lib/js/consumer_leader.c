@@ -702,6 +702,28 @@ void jr__clead_entry_start(jr__crep *r, uint64_t index, uint64_t term)
     }
 }
 
+/* The percentage sample_freq asks for ("N%" or "N"; validated), 0 without one. */
+static unsigned sample_percent(const jr_consumer_config *cfg)
+{
+    const char *f = cfg->sample_freq;
+    unsigned v = 0;
+    for (; f && *f >= '0' && *f <= '9'; f++) v = v * 10 + (unsigned)(*f - '0');
+    return v > 100 ? 100 : v;
+}
+
+void jr__clead_before_ack(jr__crep *r, const jr__crec *rec)
+{
+    jr__clead *l = r->lead;
+    if (!l || !r->cur_prop) return; /* only acks this leader proposed are reported */
+    l->sample_ts = 0;
+    unsigned pct = sample_percent(&r->as->cfg->c);
+    if (!pct) return;
+    /* a sample chosen from the message's sequence: the same on every leader */
+    if ((rec->sseq * 0x9e3779b97f4a7c15ull >> 32) % 100 >= pct) return;
+    uint64_t ts = 0;
+    if (jr__cstate_pending_get(&r->st, rec->sseq, NULL, NULL, &ts) == 0) l->sample_ts = ts;
+}
+
 /* Appends a delivered message to pull p (codec: the fetch response). */
 static void hand_out(jr__crep *r, jr__pull *p, const jr__crec *rec, const jr__store_msg *m)
 {
@@ -743,11 +765,15 @@ void jr__clead_applied(jr__crep *r, const jr__crec *rec, const jr__capply *out, 
     jr__cwait *w = &p->w[i];
     wait_settled(l, w);
     if (out->max_delivered)
-        jr__clead_advise(r, JR_ADVISORY_MAX_DELIVERIES, rec->sseq, out->dseq, out->dc);
+        jr__clead_advise(r, JR_ADVISORY_MAX_DELIVERIES, rec->sseq, out->dseq, out->dc, 0);
     else if (out->terminated)
-        jr__clead_advise(r, JR_ADVISORY_TERMINATED, rec->sseq, out->dseq, out->dc);
+        jr__clead_advise(r, JR_ADVISORY_TERMINATED, rec->sseq, out->dseq, out->dc, 0);
     else if (rec->type == JR__COP_NAK && out->applied)
-        jr__clead_advise(r, JR_ADVISORY_NAKED, rec->sseq, out->dseq, out->dc);
+        jr__clead_advise(r, JR_ADVISORY_NAKED, rec->sseq, out->dseq, out->dc, 0);
+    else if (rec->type == JR__COP_ACK && out->applied && l->sample_ts)
+        jr__clead_advise(r, JR_ADVISORY_ACK_SAMPLE, rec->sseq, out->dseq, out->dc,
+                         rec->ts > l->sample_ts ? rec->ts - l->sample_ts : 0);
+    l->sample_ts = 0;
     if (rec->type == JR__COP_RESET) {
         /* lead afresh from the reset state: cursor and consumer seq (check_ready) */
         l->resetting = 0;
@@ -818,7 +844,8 @@ static void adv_effect(jr_node *n, uint64_t arg)
     }
 }
 
-void jr__clead_advise(jr__crep *r, int kind, uint64_t sseq, uint64_t dseq, uint32_t dc)
+void jr__clead_advise(jr__crep *r, int kind, uint64_t sseq, uint64_t dseq, uint32_t dc,
+                      uint64_t latency_ns)
 {
     jr__js *js = r->js;
     if (!js->adv_cb) return;
@@ -838,6 +865,7 @@ void jr__clead_advise(jr__crep *r, int kind, uint64_t sseq, uint64_t dseq, uint3
     v->a.stream_seq = sseq;
     v->a.consumer_seq = dseq;
     v->a.deliveries = dc;
+    v->a.ack_latency_ns = latency_ns;
     if (!js->adv_head && jr__node_defer(js->n, adv_effect, 0) != 0) {
         jr__free(js->alloc, v);
         return;

@@ -112,6 +112,7 @@ static void crep_apply(void *ctx, uint64_t index, const void *data, size_t len)
         rc = jr__cop_next(&it, &rec, &got);
         if (rc != 0 || !got) break;
         jr__capply out;
+        if (rec.type == JR__COP_ACK) jr__clead_before_ack(r, &rec);
         rc = jr__cstate_apply(&r->st, &rec, &out);
         if (rc != 0) break;
         if (out.acked_from)

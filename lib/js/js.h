@@ -314,6 +314,7 @@ typedef struct jr__clead {
     uint64_t duty_at;   /* when its timer runs the peer-change duty next (UINT64_MAX: no need) */
     uint64_t replay_now, replay_ts; /* replay original: the anchor (node time, stored time) */
     uint64_t rate_at, rate_bytes;   /* rate_limit_bps: the bucket's last refill and its bytes */
+    uint64_t sample_ts;             /* sample_freq: the delivery time of the ack applying now */
     jr__map redeliv; /* stream seqs of expired messages whose redelivery (or MAXDELIV, TERM)
                         is staged or proposed, not applied: not chosen again meanwhile */
     jr__pull *phead, *ptail;
@@ -665,7 +666,11 @@ void jr__clead_stream_changed(jr__js *js, uint64_t stream_group);
 /* r's timer. */
 void jr__clead_timer(jr__js *js, jr__jtimer *t);
 /* Queues an advisory of r (reported from an effect, after the flush). */
-void jr__clead_advise(jr__crep *r, int kind, uint64_t sseq, uint64_t dseq, uint32_t dc);
+void jr__clead_advise(jr__crep *r, int kind, uint64_t sseq, uint64_t dseq, uint32_t dc,
+                      uint64_t latency_ns);
+/* An ACK record for sseq is about to apply on r: with sample_freq, the leader keeps the pending
+ * delivery's time to report the ack's latency once it applied (jr__clead_applied). */
+void jr__clead_before_ack(jr__crep *r, const jr__crec *rec);
 /* Frees advisories not reported yet (close). */
 void jr__clead_advisories_free(jr__js *js);
 /* Executes a consumer request (JR__RPC_CONSUMER) that arrived at this server. */

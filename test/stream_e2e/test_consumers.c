@@ -1168,6 +1168,39 @@ START_TEST(fetch_idle_heartbeats)
 }
 END_TEST
 
+/* sample_freq 100%: every ack is reported with its latency. */
+static void sample_cb(void *arg, const jr_consumer_advisory *a)
+{
+    uint64_t *v = arg;
+    if (a->kind != JR_ADVISORY_ACK_SAMPLE) return;
+    v[0]++;
+    v[1] = a->ack_latency_ns;
+}
+
+START_TEST(ack_samples_report_latency)
+{
+    e2e c;
+    setup(&c, 37, 2);
+    uint64_t v[2] = {0, 0};
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_int_eq(jr_consumer_advisories(e2e_node(&c, i), sample_cb, v), 0);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "sampled");
+    cfg.sample_freq = "100%";
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "sampled", 2, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 2);
+    jr_sim_run_for(c.sim, 300 * MS);
+    ck_assert_int_eq(ack(&c, 2, r.token[0], JR_ACK_ACK, 0, &a), 0);
+    jr_sim_run_for(c.sim, 50 * MS);
+    ck_assert_uint_eq(v[0], 1);
+    ck_assert_msg(v[1] >= 250 * MS && v[1] <= 1500 * MS, "latency %llu ms",
+                  (unsigned long long)(v[1] / MS));
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -1191,6 +1224,7 @@ int main(void)
     tcase_add_test(tc, replay_original_keeps_the_stored_pace);
     tcase_add_test(tc, rate_limit_paces_push_deliveries);
     tcase_add_test(tc, fetch_idle_heartbeats);
+    tcase_add_test(tc, ack_samples_report_latency);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
