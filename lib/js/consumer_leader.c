@@ -437,6 +437,32 @@ static int rate_allows(jr__clead *l, uint64_t bps, uint64_t sz, uint64_t now, ui
     return 0;
 }
 
+/* A purge (or limits) removed the stream's messages below its first seq: pending deliveries of
+ * them are terminated now rather than at their ack wait, so the consumer moves past what is
+ * gone as JetStream's does. Costs nothing while the lowest pending message is still there. */
+static void drop_purged(jr__crep *r, jr__store *s, uint64_t wall)
+{
+    jr__clead *l = r->lead;
+    if (!jr__cstate_num_ack_pending(&r->st)) return;
+    jr__store_state ss;
+    jr__store_state_get(s, &ss);
+    uint64_t first = ss.msgs ? ss.first_seq : ss.last_seq + 1, q = 0, sseq;
+    uint32_t dc;
+    while (jr__cstate_next_expired_after(&r->st, UINT64_MAX, q, &sseq, &dc) == 0 && sseq < first) {
+        q = sseq;
+        if (jr__map_get(&l->redeliv, sseq)) continue; /* already on its way out */
+        jr__crec rec = {JR__COP_TERM, 0, sseq, 0, wall, 0};
+        jr__cwait w;
+        memset(&w, 0, sizeof w);
+        w.rsseq = sseq;
+        if (jr__map_put(&l->redeliv, sseq, r) != 0) return;
+        if (stage(r, &rec, &w) != 0) {
+            jr__map_del(&l->redeliv, sseq);
+            return;
+        }
+    }
+}
+
 /* The first pull that can take another delivery. */
 static jr__pull *open_pull(jr__clead *l)
 {
@@ -487,6 +513,7 @@ static void step(jr__crep *r)
         return;
     }
     jr__store *s = stream_store(r);
+    if (s) drop_purged(r, s, wall);
     uint64_t scan = 0; /* expired deliveries at or below it were taken care of in this step */
     uint64_t replay_at = UINT64_MAX; /* replay original: when the next message is due */
     for (;;) {
@@ -676,8 +703,23 @@ void jr__clead_flush_all(jr__js *js)
 
 void jr__clead_stream_changed(jr__js *js, uint64_t stream_group)
 {
-    for (jr__crep *r = jr__map_get(&js->cons_by_stream, stream_group); r; r = r->sib)
-        if (r->lead && r->lead->phead) jr__clead_dirty(r);
+    jr__crep *first_rep = jr__map_get(&js->cons_by_stream, stream_group);
+    if (!first_rep) return;
+    jr__srep *sr = jr__srep_find(js, stream_group);
+    uint64_t first = 0; /* the stream's first seq: pending deliveries below it are gone */
+    if (sr && sr->fsm) {
+        jr__store_state ss;
+        jr__store_state_get(jr__stream_fsm_store(sr->fsm), &ss);
+        first = ss.msgs ? ss.first_seq : ss.last_seq + 1;
+    }
+    for (jr__crep *r = first_rep; r; r = r->sib) {
+        if (!r->lead) continue;
+        uint64_t low;
+        uint32_t dc;
+        if (r->lead->phead ||
+            (jr__cstate_next_expired_after(&r->st, UINT64_MAX, 0, &low, &dc) == 0 && low < first))
+            jr__clead_dirty(r); /* new messages for its requests, or pending ones gone */
+    }
 }
 
 /* Applying -----------------------------------------------------------------------------------*/

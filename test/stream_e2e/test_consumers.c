@@ -1201,6 +1201,35 @@ START_TEST(ack_samples_report_latency)
 }
 END_TEST
 
+/* A purge moves a consumer past what is gone: its pending deliveries of purged messages are
+ * terminated at once, not at their ack wait. */
+START_TEST(a_purge_moves_consumers_past_what_is_gone)
+{
+    e2e c;
+    setup(&c, 38, 6);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "purged");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "purged", 4, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 4);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "purged", &a), 0);
+    ck_assert_uint_eq(a.info.num_ack_pending, 4);
+    e2e_res pr;
+    ck_assert_int_eq(e2e_purge(&c, 2, "ORDERS", NULL, &pr), 0);
+    jr_sim_run_for(c.sim, 300 * MS);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "purged", &a), 0);
+    ck_assert_uint_eq(a.info.num_ack_pending, 0);
+    ck_assert_uint_eq(a.info.num_pending, 0);
+    ck_assert_uint_eq(a.info.ack_floor.stream_seq, 4);
+    ck_assert_int_eq(e2e_publish(&c, 0, "orders.x", "after", 5, NULL, &pr), 0);
+    ck_assert_int_eq(fetch(&c, 1, "ORDERS", "purged", 4, 500 * MS, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_uint_eq(r.sseq[0], 7);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -1225,6 +1254,7 @@ int main(void)
     tcase_add_test(tc, rate_limit_paces_push_deliveries);
     tcase_add_test(tc, fetch_idle_heartbeats);
     tcase_add_test(tc, ack_samples_report_latency);
+    tcase_add_test(tc, a_purge_moves_consumers_past_what_is_gone);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
