@@ -287,6 +287,12 @@ JR_API int jr_consumer_reset(jr_node *node, const char *stream, const char *name
 JR_API int jr_consumer_stepdown(jr_node *node, const char *stream, const char *name,
                                 const char *peer, jr_stream_cb cb, void *arg);
 
+/* JetStream's +NXT: acknowledges the delivery ack_token names (fire and forget, as
+ * jr_consumer_ack with JR_ACK_ACK and no callback) and fetches from the same consumer with opts
+ * (as jr_consumer_fetch). Returns the first error of the two; cb then never runs. */
+JR_API int jr_consumer_ack_next(jr_node *node, const char *ack_token, const jr_fetch_opts *opts,
+                                jr_fetch_cb cb, void *arg);
+
 /* ----------------------------------------------------------------------------------------------
  * Push delivery. A push consumer (deliver_subject set) delivers to a subscription: the callback
  * gets each message as its leader hands it out (quorum before delivery, as a fetch), at most

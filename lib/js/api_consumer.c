@@ -536,6 +536,19 @@ int jr_consumer_advisories(jr_node *n, jr_advisory_cb cb, void *arg)
     return 0;
 }
 
+int jr_consumer_ack_next(jr_node *n, const char *token, const jr_fetch_opts *opts, jr_fetch_cb cb,
+                         void *arg)
+{
+    int rc = jr__js_entry(n, token && cb);
+    if (rc) return rc;
+    ack_token t;
+    if (parse_token(token, &t) != 0)
+        return jr__node_err(n, JR_EINVAL, "ack token: not an ack subject of a delivery");
+    rc = jr_consumer_ack(n, token, JR_ACK_ACK, 0, NULL, NULL, NULL);
+    if (rc) return rc;
+    return jr_consumer_fetch(n, t.stream, t.consumer, opts, cb, arg);
+}
+
 /* Delivery -----------------------------------------------------------------------------------*/
 
 /* Reads a str into a NUL-terminated copy appended to `strings` (offset in *off). */

@@ -276,23 +276,34 @@ START_TEST(fetch_and_ack_from_any_server)
         snprintf(want, sizeof want, "order %zu", i + 1);
         ck_assert_str_eq(r.data[i], want);
     }
-    /* acks from every server, confirmed */
-    for (size_t i = 0; i < 5; i++)
+    /* acks from every server, confirmed (the fifth below, with +NXT) */
+    for (size_t i = 0; i < 4; i++)
         ck_assert_msg(ack(&c, (unsigned)(2 - i % 3), r.token[i], JR_ACK_ACK, 0, &a) == 0,
                       "ack %zu: %s", i, a.msg);
+    /* ack + next (+NXT) */
+    cres nx;
+    memset(&nx, 0, sizeof nx);
+    jr_fetch_opts no;
+    jr_fetch_opts_init(&no);
+    no.batch = 1;
+    ck_assert_int_eq(jr_consumer_ack_next(e2e_node(&c, 1), r.token[4], &no, fetch_cb, &nx), 0);
+    wait_done(&c, &nx);
+    ck_assert_uint_eq(nx.n, 1);
+    ck_assert_uint_eq(nx.sseq[0], 6);
+    ck_assert_int_eq(ack(&c, 0, nx.token[0], JR_ACK_ACK, 0, &a), 0);
     /* a second ack of the same delivery: not pending, nothing changes */
     ck_assert_int_eq(ack(&c, 0, r.token[0], JR_ACK_ACK, 0, &a), JR_ENOTFOUND);
     ck_assert_int_eq(info(&c, 0, "ORDERS", "work", &a), 0);
-    ck_assert_uint_eq(a.info.ack_floor.stream_seq, 5);
-    ck_assert_uint_eq(a.info.delivered.stream_seq, 5);
+    ck_assert_uint_eq(a.info.ack_floor.stream_seq, 6);
+    ck_assert_uint_eq(a.info.delivered.stream_seq, 6);
     ck_assert_uint_eq(a.info.num_ack_pending, 0);
-    ck_assert_uint_eq(a.info.num_pending, 5);
+    ck_assert_uint_eq(a.info.num_pending, 4);
     /* the rest, then nothing: no_wait ends with 404, a wait with 408 */
     ck_assert_int_eq(fetch(&c, 2, "ORDERS", "work", 100, SEC, 0, &r), 0);
-    ck_assert_uint_eq(r.n, 5);
+    ck_assert_uint_eq(r.n, 4);
     ck_assert_int_eq(r.end_code, 408);
     ck_assert_str_eq(r.end_text, "Request Timeout");
-    ck_assert_uint_eq(r.end_pending, 95);
+    ck_assert_uint_eq(r.end_pending, 96);
     ck_assert_int_eq(fetch(&c, 0, "ORDERS", "work", 1, 0, 1, &r), 0);
     ck_assert_uint_eq(r.n, 0);
     ck_assert_int_eq(r.end_code, 404);
