@@ -216,10 +216,11 @@ typedef struct jr_consumer_msg {
     uint32_t delivered;    /* delivery count: 1 the first time */
     uint64_t pending;      /* matching messages after this one still to deliver */
     uint64_t ts;           /* stream time it was stored */
-    const char
-        *ack_token; /* JetStream's ack subject
-                       ($JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>):
-                       give it to jr_consumer_ack on any server */
+    /* JetStream's ack subject
+     * ($JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>): give it to
+     * jr_consumer_ack on any server */
+    const char *ack_token;
+    const char *pin_id; /* pinned client: the pin id of the client served (NULL: none) */
 } jr_consumer_msg;
 
 typedef struct jr_fetch_opts {
@@ -231,6 +232,14 @@ typedef struct jr_fetch_opts {
     int64_t idle_heartbeat_ns; /* 0: none; else the callback gets an idle heartbeat (status 0,
                                   m and end NULL) whenever the leader held the request that long
                                   without a message for it; at most half of expires_ns */
+    /* Priority groups (a consumer with a priority_policy; every request names one of its
+     * groups): */
+    const char *group;
+    int64_t min_pending;     /* overflow: served only while num_pending >= it ... */
+    int64_t min_ack_pending; /* ... or num_ack_pending >= it (0: no condition) */
+    const char *id;          /* pinned client: the pin id this client was given (NULL: none; a
+                                request without one stands by while another client is pinned) */
+    int priority;            /* prioritized: 0 (first) to 9 */
 } jr_fetch_opts;
 JR_API void jr_fetch_opts_init_size(jr_fetch_opts *opts, size_t size);
 #define jr_fetch_opts_init(opts) jr_fetch_opts_init_size((opts), sizeof *(opts))
@@ -287,6 +296,11 @@ JR_API int jr_consumer_reset(jr_node *node, const char *stream, const char *name
 JR_API int jr_consumer_stepdown(jr_node *node, const char *stream, const char *name,
                                 const char *peer, jr_stream_cb cb, void *arg);
 
+/* Clears the pin of priority group `group` of a pinned-client consumer (JetStream's UNPIN): the
+ * next request without an id is pinned. JR_ENOTFOUND for a group the consumer lacks. */
+JR_API int jr_consumer_unpin(jr_node *node, const char *stream, const char *name, const char *group,
+                             jr_stream_cb cb, void *arg);
+
 /* JetStream's +NXT: acknowledges the delivery ack_token names (fire and forget, as
  * jr_consumer_ack with JR_ACK_ACK and no callback) and fetches from the same consumer with opts
  * (as jr_consumer_fetch). Returns the first error of the two; cb then never runs. */
@@ -327,6 +341,8 @@ enum jr_advisory_kind {
     JR_ADVISORY_NAKED = 3,          /* negatively acknowledged (MSG_NAKED) */
     JR_ADVISORY_ACK_SAMPLE = 4,     /* an acknowledgement sampled by sample_freq, with its
                                        latency ($JS.EVENT.METRIC.CONSUMER.ACK) */
+    JR_ADVISORY_PINNED = 5,         /* pinned client: a client was pinned (PINNED) */
+    JR_ADVISORY_UNPINNED = 6,       /* pinned client: unpinned, reason "timeout" or "admin" */
 };
 typedef struct jr_consumer_advisory {
     size_t size; /* sizeof(jr_consumer_advisory) as built into the library */
@@ -337,6 +353,8 @@ typedef struct jr_consumer_advisory {
     uint64_t consumer_seq; /* of the message's first delivery */
     uint32_t deliveries;
     uint64_t ack_latency_ns; /* JR_ADVISORY_ACK_SAMPLE: from its last delivery to the ack */
+    const char *group;       /* PINNED, UNPINNED: the priority group */
+    const char *pin_id;      /* PINNED: the new pin; UNPINNED: the reason */
 } jr_consumer_advisory;
 typedef void (*jr_advisory_cb)(void *arg, const jr_consumer_advisory *adv);
 /* Sets node's advisory callback (NULL: none); it runs inside jr_node_recv or jr_node_tick. */

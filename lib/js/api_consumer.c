@@ -266,6 +266,10 @@ static int fetch_start(jr_node *n, const char *stream, const char *consumer,
     uint64_t expires = o.expires_ns ? (uint64_t)o.expires_ns : js->timeout_ns;
     if (o.idle_heartbeat_ns < 0 || (uint64_t)o.idle_heartbeat_ns > expires / 2)
         return jr__node_err(n, JR_EINVAL, "fetch: heartbeat value too large");
+    size_t glen = o.group ? strlen(o.group) : 0, idlen = o.id ? strlen(o.id) : 0;
+    if (glen > JR__GROUP_NAME_MAX || idlen > JR__PIN_ID_MAX || o.min_pending < 0 ||
+        o.min_ack_pending < 0 || o.priority < 0 || o.priority > 255)
+        return jr__node_err(n, JR_EINVAL, "fetch: invalid priority group fields");
     jr__node_enter(n);
     jr__req_cb c = {.fetch = cb};
     /* the leader answers by the expiry; the request waits a little longer for that answer */
@@ -277,6 +281,13 @@ static int fetch_start(jr_node *n, const char *stream, const char *consumer,
         jr__buf_varint(&r->payload, expires);
         jr__buf_u8(&r->payload, flags);
         jr__buf_varint(&r->payload, (uint64_t)o.idle_heartbeat_ns);
+        jr__buf_bytes(&r->payload, o.group ? o.group : "", glen);
+        jr__buf_varint(&r->payload, (uint64_t)o.min_pending);
+        jr__buf_varint(&r->payload, (uint64_t)o.min_ack_pending);
+        jr__buf_bytes(&r->payload, o.id ? o.id : "", idlen);
+        jr__buf_u8(&r->payload, (uint8_t)o.priority);
+        snprintf(r->fetch_group, sizeof r->fetch_group, "%s", o.group ? o.group : "");
+        snprintf(r->fetch_id, sizeof r->fetch_id, "%s", o.id ? o.id : "");
         r->fetch_hb = (uint64_t)o.idle_heartbeat_ns;
         r->fetch_until = jr__deadline(jr__node_now(n), expires);
         send_or_fail(r);
@@ -536,6 +547,25 @@ int jr_consumer_advisories(jr_node *n, jr_advisory_cb cb, void *arg)
     return 0;
 }
 
+int jr_consumer_unpin(jr_node *n, const char *stream, const char *name, const char *group,
+                      jr_stream_cb cb, void *arg)
+{
+    int rc = jr__js_entry(n, stream && name && group && cb);
+    if (rc) return rc;
+    if (strlen(group) > JR__GROUP_NAME_MAX)
+        return jr__node_err(n, JR_EINVAL, "unpin: group name too long");
+    jr__node_enter(n);
+    jr__req_cb c = {.admin = cb};
+    jr__req *r =
+        consumer_call(n, JR__REQ_CONSUMER_UNPIN, JR__CSUB_UNPIN, stream, name, 0, c, arg, &rc);
+    if (r) {
+        jr__buf_bytes(&r->payload, group, strlen(group));
+        send_or_fail(r);
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
 int jr_consumer_ack_next(jr_node *n, const char *token, const jr_fetch_opts *opts, jr_fetch_cb cb,
                          void *arg)
 {
@@ -606,6 +636,8 @@ static void fetch_go_on(jr__req *r, const jr_fetch_end *hb)
     o.max_bytes = (int64_t)hb->pending_bytes;
     o.expires_ns = (int64_t)(r->fetch_until - now);
     o.idle_heartbeat_ns = (int64_t)r->fetch_hb;
+    o.group = r->fetch_group[0] ? r->fetch_group : NULL;
+    o.id = r->fetch_id[0] ? r->fetch_id : NULL;
     if ((uint64_t)o.idle_heartbeat_ns > (uint64_t)o.expires_ns / 2)
         o.idle_heartbeat_ns = o.expires_ns / 2; /* the last stretch: a heartbeat fits still */
     int rc = fetch_start(n, r->stream, r->consumer, &o, 0, r->cb.fetch, r->arg);
@@ -658,6 +690,8 @@ static void deliver_fetch(jr__req *r)
         uint64_t dc = jr__rd_varint(&rd);
         m.ts = jr__rd_varint(&rd);
         m.pending = jr__rd_varint(&rd);
+        size_t po = 0, pl = 0;
+        bad = bad || take(&rd, &strings, &po, &pl);
         if (bad || rd.err || dc > UINT32_MAX) break;
         m.delivered = (uint32_t)dc;
         m.stream = r->stream;
@@ -667,6 +701,7 @@ static void deliver_fetch(jr__req *r)
         m.hdr_len = hl;
         m.data = strings.data + dof;
         m.len = dl;
+        m.pin_id = pl ? (const char *)strings.data + po : NULL;
         char token[TOKEN_MAX];
         size_t k = token_prefix(token, r->stream, r->consumer);
         uint64_t nums[] = {m.delivered, m.stream_seq, m.consumer_seq, m.ts, m.pending};
@@ -713,7 +748,7 @@ void jr__consumer_deliver(jr__req *r)
     case JR__REQ_FETCH:
         deliver_fetch(r);
         return;
-    default: /* JR__REQ_ACK, JR__REQ_CONSUMER_RESET, JR__REQ_CONSUMER_STEPDOWN */
+    default: /* JR__REQ_ACK, _CONSUMER_RESET, _CONSUMER_STEPDOWN, _CONSUMER_UNPIN */
         if (r->cb.admin) r->cb.admin(r->arg, r->status, msg);
         return;
     }

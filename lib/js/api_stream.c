@@ -617,6 +617,7 @@ void jr__req_deliver(jr__req *r)
     case JR__REQ_ACK:
     case JR__REQ_CONSUMER_RESET:
     case JR__REQ_CONSUMER_STEPDOWN:
+    case JR__REQ_CONSUMER_UNPIN:
         jr__consumer_deliver(r);
         return;
     case JR__REQ_STREAM_NAMES:

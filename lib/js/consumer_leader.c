@@ -464,11 +464,88 @@ static void drop_purged(jr__crep *r, jr__store *s, uint64_t wall)
 }
 
 /* The first pull that can take another delivery. */
-static jr__pull *open_pull(jr__clead *l)
+/* Priority groups ---------------------------------------------------------------------------*/
+
+/* A new pin id: 22 characters of [0-9A-Za-z], as a NATS nuid. */
+static void new_pin(jr__js *js, char out[JR__PIN_ID_MAX + 1])
 {
-    for (jr__pull *p = l->phead; p; p = p->next)
-        if (!p->ended && p->batch > 0) return p;
-    return NULL;
+    static const char alnum[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    for (int i = 0; i < JR__PIN_ID_MAX; i++)
+        out[i] = alnum[jr__rand_next(&js->rand) % (sizeof alnum - 1)];
+    out[JR__PIN_ID_MAX] = 0;
+}
+
+/* The consumer's first priority group (the one a pin belongs to; JetStream pins the first). */
+static const char *first_group(const jr_consumer_config *cfg)
+{
+    return cfg->npriority_groups ? cfg->priority_groups[0] : "";
+}
+
+/* 1 if request p may be served now under the consumer's priority policy: overflow, while its
+ * conditions hold; pinned client, the pinned client's (a request without an id is pinned when
+ * nobody is; others stand by). */
+static int eligible(jr__crep *r, jr__pull *p, uint64_t now)
+{
+    jr__clead *l = r->lead;
+    const jr_consumer_config *cfg = &r->as->cfg->c;
+    switch (cfg->priority_policy) {
+    case JR_PRIORITY_OVERFLOW:
+        if (!p->min_pending && !p->min_ack_pending) return 1;
+        if (p->min_ack_pending && jr__cstate_num_ack_pending(&r->st) >= p->min_ack_pending)
+            return 1;
+        return p->min_pending && jr__crep_num_pending(r, l->cursor) >= p->min_pending;
+    case JR_PRIORITY_PINNED_CLIENT:
+        if (l->pin[0]) {
+            if (strcmp(p->id, l->pin) != 0) return 0; /* stands by */
+            l->pin_at = now;
+            return 1;
+        }
+        if (p->id[0]) return 0; /* an old pin: ended in step() (423) */
+        new_pin(r->js, l->pin);
+        l->pin_at = now;
+        snprintf(p->id, sizeof p->id, "%s", l->pin);
+        jr__clead_advise_pin(r, JR_ADVISORY_PINNED, first_group(cfg), l->pin);
+        return 1;
+    default:
+        return 1;
+    }
+}
+
+/* The pull to serve next: the first eligible one in arrival order (prioritized: the eligible
+ * one of the lowest priority, arrival order among equals). */
+static jr__pull *open_pull(jr__crep *r, uint64_t now)
+{
+    jr__clead *l = r->lead;
+    int prioritized = r->as->cfg->c.priority_policy == JR_PRIORITY_PRIORITIZED;
+    jr__pull *best = NULL;
+    for (jr__pull *p = l->phead; p; p = p->next) {
+        if (p->ended || p->batch <= 0 || !eligible(r, p, now)) continue;
+        if (!prioritized) return p;
+        if (!best || p->priority < best->priority) best = p;
+    }
+    return best;
+}
+
+/* Pinned client: requests carrying a pin that is not the current one end with 423; the pin goes
+ * when no request carried it for priority_timeout (UNPINNED "timeout"). */
+static void pin_duty(jr__crep *r, uint64_t now)
+{
+    jr__clead *l = r->lead;
+    const jr_consumer_config *cfg = &r->as->cfg->c;
+    if (cfg->priority_policy != JR_PRIORITY_PINNED_CLIENT) return;
+    for (jr__pull *p = l->phead, *nx; p; p = nx) {
+        nx = p->next;
+        if (!p->ended && p->id[0] && strcmp(p->id, l->pin) != 0)
+            pull_end(r, p, 423, "Nats-Wrong-Pin-Id");
+    }
+    uint64_t ttl =
+        cfg->priority_timeout_ns > 0 ? (uint64_t)cfg->priority_timeout_ns : 120000000000ull;
+    for (jr__pull *p = l->phead; p && l->pin[0]; p = p->next)
+        if (!p->ended && strcmp(p->id, l->pin) == 0) l->pin_at = now;
+    if (l->pin[0] && now >= jr__deadline(l->pin_at, ttl)) {
+        l->pin[0] = 0;
+        jr__clead_advise_pin(r, JR_ADVISORY_UNPINNED, first_group(cfg), "timeout");
+    }
 }
 
 /* Chooses deliveries for the waiting pulls and stages them. */
@@ -516,8 +593,9 @@ static void step(jr__crep *r)
     if (s) drop_purged(r, s, wall);
     uint64_t scan = 0; /* expired deliveries at or below it were taken care of in this step */
     uint64_t replay_at = UINT64_MAX; /* replay original: when the next message is due */
+    pin_duty(r, now);
     for (;;) {
-        jr__pull *p = open_pull(l);
+        jr__pull *p = open_pull(r, now);
         if (!p) break;
         uint64_t pending = jr__cstate_num_ack_pending(&r->st) + l->inflight;
         int acks = cfg->ack_policy != JR_ACK_NONE;
@@ -613,6 +691,11 @@ static void step(jr__crep *r)
      * replayed message. */
     uint64_t next = idle_due < l->duty_at ? idle_due : l->duty_at;
     if (replay_at < next) next = replay_at;
+    if (l->pin[0]) {
+        int64_t t = cfg->priority_timeout_ns > 0 ? cfg->priority_timeout_ns : 120000000000ll;
+        uint64_t at = jr__deadline(l->pin_at, (uint64_t)t);
+        if (at < next) next = at;
+    }
     for (jr__pull *p = l->phead; p; p = p->next) {
         if (!p->ended && p->expires_at < next) next = p->expires_at;
         if (!p->ended && p->hb_at < next) next = p->hb_at;
@@ -795,6 +878,7 @@ static void hand_out(jr__crep *r, jr__pull *p, const jr__crec *rec, const jr__st
     jr__buf_varint(b, rec->dc);
     jr__buf_varint(b, (uint64_t)m->ts);
     jr__buf_varint(b, jr__crep_num_pending(r, rec->sseq + 1));
+    jr__buf_bytes(b, p->id, strlen(p->id)); /* the pin it is served under ("": none) */
     p->got++;
     if (p->hb_ns) p->hb_at = jr__deadline(jr__node_now(r->js->n), p->hb_ns);
 }
@@ -870,6 +954,8 @@ struct jr__adv {
     struct jr__adv *next;
     jr_consumer_advisory a;
     char names[JR_STREAM_NAME_MAX + JR_CONSUMER_NAME_MAX + 2];
+    char group[JR__GROUP_NAME_MAX + 1];
+    char what[JR__PIN_ID_MAX + 1];
 };
 
 static void adv_effect(jr_node *n, uint64_t arg)
@@ -886,16 +972,18 @@ static void adv_effect(jr_node *n, uint64_t arg)
     }
 }
 
-void jr__clead_advise(jr__crep *r, int kind, uint64_t sseq, uint64_t dseq, uint32_t dc,
-                      uint64_t latency_ns)
+/* A new advisory of r (queued for the effect that reports it), or NULL (none wanted, or no
+ * memory: logged). */
+static struct jr__adv *advisory(jr__crep *r, int kind)
 {
     jr__js *js = r->js;
-    if (!js->adv_cb) return;
+    if (!js->adv_cb) return NULL;
     struct jr__adv *v = jr__calloc(js->alloc, 1, sizeof *v);
-    if (!v) {
-        jr__node_log(js->n, JR_LOG_WARN, "consumer '%s > %s': advisory for %" PRIu64 " lost: %s",
-                     r->stream, r->name, sseq, jr_strerror(JR_ENOMEM));
-        return;
+    if (!v || (!js->adv_head && jr__node_defer(js->n, adv_effect, 0) != 0)) {
+        jr__free(js->alloc, v);
+        jr__node_log(js->n, JR_LOG_WARN, "consumer '%s > %s': an advisory was lost: %s", r->stream,
+                     r->name, jr_strerror(JR_ENOMEM));
+        return NULL;
     }
     size_t sl = strlen(r->stream);
     memcpy(v->names, r->stream, sl + 1);
@@ -904,19 +992,33 @@ void jr__clead_advise(jr__crep *r, int kind, uint64_t sseq, uint64_t dseq, uint3
     v->a.kind = kind;
     v->a.stream = v->names;
     v->a.consumer = v->names + sl + 1;
-    v->a.stream_seq = sseq;
-    v->a.consumer_seq = dseq;
-    v->a.deliveries = dc;
-    v->a.ack_latency_ns = latency_ns;
-    if (!js->adv_head && jr__node_defer(js->n, adv_effect, 0) != 0) {
-        jr__free(js->alloc, v);
-        return;
-    }
     if (js->adv_tail)
         js->adv_tail->next = v;
     else
         js->adv_head = v;
     js->adv_tail = v;
+    return v;
+}
+
+void jr__clead_advise(jr__crep *r, int kind, uint64_t sseq, uint64_t dseq, uint32_t dc,
+                      uint64_t latency_ns)
+{
+    struct jr__adv *v = advisory(r, kind);
+    if (!v) return;
+    v->a.stream_seq = sseq;
+    v->a.consumer_seq = dseq;
+    v->a.deliveries = dc;
+    v->a.ack_latency_ns = latency_ns;
+}
+
+void jr__clead_advise_pin(jr__crep *r, int kind, const char *group, const char *what)
+{
+    struct jr__adv *v = advisory(r, kind);
+    if (!v) return;
+    snprintf(v->group, sizeof v->group, "%s", group);
+    snprintf(v->what, sizeof v->what, "%s", what);
+    v->a.group = v->group;
+    v->a.pin_id = v->what;
 }
 
 void jr__clead_advisories_free(jr__js *js)
@@ -952,6 +1054,26 @@ static void fetch_refuse(jr__js *js, const jr__route *rt, int code, const char *
     jr__route_reply(js, rt, b->err ? JR_ENOMEM : 0, b->err ? NULL : b->data, b->err ? 0 : b->len);
 }
 
+/* What JetStream answers a request whose priority fields do not fit the consumer (400 Bad
+ * Request - ...), or NULL. */
+static const char *priority_refusal(const jr_consumer_config *cfg, const char *group, size_t glen,
+                                    uint64_t minp, uint64_t minap, size_t idlen, uint64_t prio)
+{
+    int policy = cfg->priority_policy;
+    if (policy == JR_PRIORITY_NONE) return NULL; /* the fields mean nothing then */
+    if ((minp || minap) && policy != JR_PRIORITY_OVERFLOW)
+        return "Bad Request - Not a Overflow Priority consumer";
+    if (idlen && policy != JR_PRIORITY_PINNED_CLIENT)
+        return "Bad Request - Not a Pinned Client Priority consumer";
+    if (prio > 9) return "Bad Request - Priority must be between 0 and 9";
+    if (!glen) return "Bad Request - Priority Group missing";
+    for (size_t i = 0; i < cfg->npriority_groups; i++)
+        if (strlen(cfg->priority_groups[i]) == glen &&
+            memcmp(cfg->priority_groups[i], group, glen) == 0)
+            return NULL;
+    return "Bad Request - Invalid Priority Group";
+}
+
 static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
 {
     jr_node *n = js->n;
@@ -960,6 +1082,16 @@ static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
     int64_t expires = (int64_t)jr__rd_varint(rd);
     uint8_t flags = jr__rd_u8(rd);
     uint64_t hb = jr__rd_left(rd) ? jr__rd_varint(rd) : 0;
+    size_t glen = 0, idlen = 0;
+    const uint8_t *group = NULL, *id = NULL;
+    uint64_t minp = 0, minap = 0, prio = 0;
+    if (jr__rd_left(rd)) {
+        group = jr__rd_bytes(rd, &glen, JR__GROUP_NAME_MAX);
+        minp = jr__rd_varint(rd);
+        minap = jr__rd_varint(rd);
+        id = jr__rd_bytes(rd, &idlen, JR__PIN_ID_MAX);
+        prio = jr__rd_u8(rd);
+    }
     uint8_t no_wait = flags & JR__FETCH_NO_WAIT;
     if (rd->err || jr__rd_left(rd) || batch <= 0 || max_bytes < 0 || expires < 0 ||
         (flags & ~(JR__FETCH_NO_WAIT | JR__FETCH_PUSH))) {
@@ -969,6 +1101,16 @@ static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
     }
     const jr_consumer_config *cfg = &r->as->cfg->c;
     char text[96];
+    const char *bad = priority_refusal(cfg, (const char *)group, glen, minp, minap, idlen, prio);
+    if (bad) {
+        fetch_refuse(js, rt, 400, bad, (uint64_t)batch, (uint64_t)max_bytes);
+        return;
+    }
+    if (cfg->priority_policy == JR_PRIORITY_PINNED_CLIENT && idlen && r->lead->pin[0] &&
+        (idlen != strlen(r->lead->pin) || memcmp(id, r->lead->pin, idlen) != 0)) {
+        fetch_refuse(js, rt, 423, "Nats-Pin-Id mismatch", (uint64_t)batch, (uint64_t)max_bytes);
+        return;
+    }
     if (!!cfg->deliver_subject != !!(flags & JR__FETCH_PUSH)) {
         if (!cfg->deliver_subject) {
             fetch_refuse(js, rt, 409, "Consumer is pull based", (uint64_t)batch,
@@ -1012,6 +1154,11 @@ static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
     p->expires_at = expires ? jr__deadline(jr__node_now(n), (uint64_t)expires) : UINT64_MAX;
     p->no_wait = no_wait != 0;
     p->eager = (flags & JR__FETCH_PUSH) != 0;
+    if (glen) memcpy(p->group, group, glen);
+    if (idlen) memcpy(p->id, id, idlen);
+    p->min_pending = minp;
+    p->min_ack_pending = minap;
+    p->priority = (uint8_t)prio;
     p->hb_ns = hb < (uint64_t)expires ? hb : 0;
     p->hb_at = p->hb_ns ? jr__deadline(jr__node_now(n), p->hb_ns) : UINT64_MAX;
     jr__buf_init(&p->buf, js->alloc);
@@ -1176,7 +1323,7 @@ void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
     jr__rd_init(&rd, p, len);
     uint8_t sub = jr__rd_u8(&rd);
     uint64_t group = jr__rd_u64(&rd);
-    if (rd.err || sub < JR__CSUB_INFO || sub > JR__CSUB_STEPDOWN) {
+    if (rd.err || sub < JR__CSUB_INFO || sub > JR__CSUB_UNPIN) {
         static const char why[] = "malformed consumer request";
         jr__route_reply(js, rt, JR_EINVAL, why, sizeof why - 1);
         return;
@@ -1196,6 +1343,27 @@ void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
     case JR__CSUB_RESET:
         exec_reset(js, r, rt, &rd);
         break;
+    case JR__CSUB_UNPIN: {
+        size_t n;
+        const uint8_t *g = jr__rd_bytes(&rd, &n, JR__GROUP_NAME_MAX);
+        const jr_consumer_config *cfg = &r->as->cfg->c;
+        int known = 0;
+        for (size_t i = 0; g && i < cfg->npriority_groups; i++)
+            known |=
+                strlen(cfg->priority_groups[i]) == n && memcmp(cfg->priority_groups[i], g, n) == 0;
+        if (rd.err || jr__rd_left(&rd) || !known) {
+            static const char why[] = "consumer does not have this priority group";
+            jr__route_reply(js, rt, JR_ENOTFOUND, why, sizeof why - 1);
+            break;
+        }
+        if (r->lead->pin[0]) {
+            r->lead->pin[0] = 0;
+            jr__clead_advise_pin(r, JR_ADVISORY_UNPINNED, first_group(cfg), "admin");
+            jr__clead_dirty(r); /* a standby may be pinned now */
+        }
+        jr__route_reply(js, rt, 0, NULL, 0);
+        break;
+    }
     case JR__CSUB_STEPDOWN: {
         size_t n;
         const uint8_t *peer = jr__rd_bytes(&rd, &n, JR__META_NAME_MAX);

@@ -70,6 +70,9 @@ _Static_assert(JR__JS_MSG_MAX <= JR__RPC_KEEP,
 _Static_assert(JR__JS_ENTRY_OVERHEAD <= JR__NODE_ENTRY_FRAMING,
                "the node leaves room for a stream entry's framing");
 
+#define JR__GROUP_NAME_MAX 16 /* a priority group's name */
+#define JR__PIN_ID_MAX 22     /* a pin id (as a NATS nuid) */
+
 typedef struct jr__js jr__js;
 typedef struct jr__srep jr__srep;
 typedef struct jr__crep jr__crep;
@@ -102,6 +105,7 @@ enum jr__req_op {
     JR__REQ_CONSUMER_EXPIRE, /* internal: an inactive consumer's leader deletes it (no callback) */
     JR__REQ_CONSUMER_RESET,  /* a reset at the consumer's leader */
     JR__REQ_CONSUMER_STEPDOWN, /* a leadership transfer at the consumer's leader */
+    JR__REQ_CONSUMER_UNPIN,    /* a pin cleared at the consumer's leader */
     JR__REQ_CONSUMER_INFO,     /* consumer info at the consumer's leader */
     JR__REQ_FETCH,             /* a pull request at the consumer's leader */
     JR__REQ_ACK,               /* an acknowledgement at the consumer's leader (cb.admin may be
@@ -134,6 +138,7 @@ enum jr__consumer_sub {
     JR__CSUB_ACK = 3,      /* u8 kind | u8 confirm | varint sseq | varint dseq | varint delay_ns */
     JR__CSUB_RESET = 4,    /* varint seq (0: the ack floor's + 1) */
     JR__CSUB_STEPDOWN = 5, /* str peer ("": the best one) */
+    JR__CSUB_UNPIN = 6,    /* str group */
 };
 
 /* Flags of a fetch. A push consumer's subscription (api_consumer.c) pulls with JR__FETCH_PUSH:
@@ -198,8 +203,10 @@ struct jr__req {
     uint64_t resolve_until;         /* consumer requests: until when an unknown consumer is
                                        looked up again (this server's meta state may lag) */
     uint64_t fetch_until, fetch_hb; /* a fetch: when it expires (node time), its heartbeat */
-    uint64_t meta_id;               /* meta requests: request id in the op; */
-    uint64_t meta_index, meta_term; /* where the meta leader proposed it (state 2) */
+    char fetch_group[JR__GROUP_NAME_MAX + 1]; /* ... its priority group ... */
+    char fetch_id[JR__PIN_ID_MAX + 1];        /* ... and the pin id it carries */
+    uint64_t meta_id;                         /* meta requests: request id in the op; */
+    uint64_t meta_index, meta_term;           /* where the meta leader proposed it (state 2) */
     char stream[JR_STREAM_NAME_MAX + 1];
     char consumer[JR_CONSUMER_NAME_MAX + 1]; /* consumer requests: its name (an ephemeral's
                                                 once the meta log named it) */
@@ -270,8 +277,12 @@ typedef struct jr__pull {
     int64_t max_bytes;   /* bytes still allowed (0: no cap) */
     uint64_t expires_at; /* when it ends (408) */
     uint8_t no_wait;
-    uint8_t eager;  /* a push subscription's: answered once it holds what is to be had */
-    uint64_t hb_ns; /* idle heartbeat (0: none) ... */
+    uint8_t eager; /* a push subscription's: answered once it holds what is to be had */
+    char group[JR__GROUP_NAME_MAX + 1];    /* priority group ("": none) */
+    char id[JR__PIN_ID_MAX + 1];           /* pinned client: the id it carries ("": none) */
+    uint64_t min_pending, min_ack_pending; /* overflow conditions (0: none) */
+    uint8_t priority;                      /* prioritized: 0 first */
+    uint64_t hb_ns;                        /* idle heartbeat (0: none) ... */
     uint64_t hb_at; /* ... due then: answered 100 Idle Heartbeat (the requester asks again) */
     uint8_t ended;  /* its end is decided; answered once nothing is in flight */
     uint8_t listed; /* on the FIFO */
@@ -315,6 +326,8 @@ typedef struct jr__clead {
     uint64_t replay_now, replay_ts; /* replay original: the anchor (node time, stored time) */
     uint64_t rate_at, rate_bytes;   /* rate_limit_bps: the bucket's last refill and its bytes */
     uint64_t sample_ts;             /* sample_freq: the delivery time of the ack applying now */
+    char pin[JR__PIN_ID_MAX + 1];   /* pinned client: the pinned id ("": none) */
+    uint64_t pin_at;                /* ... when a request with it was last seen */
     jr__map redeliv; /* stream seqs of expired messages whose redelivery (or MAXDELIV, TERM)
                         is staged or proposed, not applied: not chosen again meanwhile */
     jr__pull *phead, *ptail;
@@ -668,6 +681,8 @@ void jr__clead_timer(jr__js *js, jr__jtimer *t);
 /* Queues an advisory of r (reported from an effect, after the flush). */
 void jr__clead_advise(jr__crep *r, int kind, uint64_t sseq, uint64_t dseq, uint32_t dc,
                       uint64_t latency_ns);
+/* The same for a pin (JR_ADVISORY_PINNED with the id, _UNPINNED with the reason). */
+void jr__clead_advise_pin(jr__crep *r, int kind, const char *group, const char *what);
 /* An ACK record for sseq is about to apply on r: with sample_freq, the leader keeps the pending
  * delivery's time to report the ack's latency once it applied (jr__clead_applied). */
 void jr__clead_before_ack(jr__crep *r, const jr__crec *rec);

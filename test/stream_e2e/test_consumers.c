@@ -26,6 +26,7 @@ typedef struct cres {
     char token[256][600];
     char data[256][64];
     char hdr[4][128]; /* the first messages' header blocks */
+    char pin[64];     /* the first message's pin id */
     int end_code;
     size_t heartbeats;
     char end_text[128];
@@ -101,6 +102,7 @@ static void fetch_cb(void *arg, int status, const char *msg, const jr_consumer_m
         if (r->n < 4)
             snprintf(r->hdr[r->n], sizeof r->hdr[0], "%.*s", (int)m->hdr_len,
                      m->hdr ? (const char *)m->hdr : "");
+        if (r->n == 0) snprintf(r->pin, sizeof r->pin, "%s", m->pin_id ? m->pin_id : "");
         r->n++;
         return;
     }
@@ -1241,6 +1243,140 @@ START_TEST(a_purge_moves_consumers_past_what_is_gone)
 }
 END_TEST
 
+/* Starts a fetch with priority fields (group, overflow conditions, pin id, priority). */
+static void pfetch(e2e *c, unsigned node, const char *name, int64_t batch, int64_t expires,
+                   const char *group, int64_t min_pending, const char *id, int priority, cres *r)
+{
+    memset(r, 0, sizeof *r);
+    jr_fetch_opts o;
+    jr_fetch_opts_init(&o);
+    o.batch = batch;
+    o.expires_ns = expires;
+    o.group = group;
+    o.min_pending = min_pending;
+    o.id = id;
+    o.priority = priority;
+    ck_assert_int_eq(jr_consumer_fetch(e2e_node(c, node), "ORDERS", name, &o, fetch_cb, r), 0);
+}
+
+typedef struct pin_rec {
+    int pinned, unpinned;
+    char last_pin[64], reason[32];
+} pin_rec;
+
+static void pin_cb(void *arg, const jr_consumer_advisory *a)
+{
+    pin_rec *v = arg;
+    if (a->kind == JR_ADVISORY_PINNED) {
+        v->pinned++;
+        snprintf(v->last_pin, sizeof v->last_pin, "%s", a->pin_id);
+    } else if (a->kind == JR_ADVISORY_UNPINNED) {
+        v->unpinned++;
+        snprintf(v->reason, sizeof v->reason, "%s", a->pin_id);
+    }
+}
+
+/* Priority groups: overflow serves a request only while its conditions hold; a pinned client
+ * is served and the others stand by until the pin times out or is cleared; prioritized serves
+ * the lowest priority first; requests that do not fit get JetStream's 400/423 texts. */
+START_TEST(priority_groups)
+{
+    e2e c;
+    setup(&c, 39, 5);
+    pin_rec v;
+    memset(&v, 0, sizeof v);
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_int_eq(jr_consumer_advisories(e2e_node(&c, i), pin_cb, &v), 0);
+    static const char *const ga[] = {"A"};
+    cres r, a;
+    jr_consumer_config ov;
+    durable(&ov, "ov");
+    ov.priority_policy = JR_PRIORITY_OVERFLOW;
+    ov.priority_groups = ga;
+    ov.npriority_groups = 1;
+    ck_assert_msg(create(&c, 0, "ORDERS", &ov, &r) == 0, "%s", r.msg);
+    pfetch(&c, 1, "ov", 1, SEC, NULL, 0, NULL, 0, &r);
+    wait_done(&c, &r);
+    ck_assert_str_eq(r.end_text, "Bad Request - Priority Group missing");
+    pfetch(&c, 1, "ov", 1, SEC, "B", 0, NULL, 0, &r);
+    wait_done(&c, &r);
+    ck_assert_str_eq(r.end_text, "Bad Request - Invalid Priority Group");
+    pfetch(&c, 1, "ov", 1, SEC, "A", 0, "x", 0, &r);
+    wait_done(&c, &r);
+    ck_assert_str_eq(r.end_text, "Bad Request - Not a Pinned Client Priority consumer");
+    pfetch(&c, 1, "ov", 1, 500 * (int64_t)MS, "A", 10, NULL, 0, &r); /* 5 pending: too few */
+    wait_done(&c, &r);
+    ck_assert_uint_eq(r.n, 0);
+    ck_assert_int_eq(r.end_code, 408);
+    pfetch(&c, 1, "ov", 2, SEC, "A", 3, NULL, 0, &r);
+    wait_done(&c, &r);
+    ck_assert_uint_eq(r.n, 2);
+
+    jr_consumer_config pc;
+    durable(&pc, "pc");
+    pc.priority_policy = JR_PRIORITY_PINNED_CLIENT;
+    pc.priority_groups = ga;
+    pc.npriority_groups = 1;
+    pc.priority_timeout_ns = (int64_t)SEC;
+    ck_assert_msg(create(&c, 0, "ORDERS", &pc, &r) == 0, "%s", r.msg);
+    pfetch(&c, 1, "pc", 1, SEC, "A", 0, NULL, 0, &r); /* pinned */
+    wait_done(&c, &r);
+    ck_assert_uint_eq(r.n, 1);
+    char pin[64];
+    snprintf(pin, sizeof pin, "%s", r.pin);
+    ck_assert_uint_eq(strlen(pin), 22);
+    ck_assert_int_eq(v.pinned, 1);
+    ck_assert_str_eq(v.last_pin, pin);
+    pfetch(&c, 2, "pc", 1, 400 * (int64_t)MS, "A", 0, NULL, 0, &a); /* stands by */
+    pfetch(&c, 1, "pc", 1, SEC, "A", 0, pin, 0, &r);
+    wait_done(&c, &r);
+    ck_assert_uint_eq(r.n, 1);
+    wait_done(&c, &a);
+    ck_assert_uint_eq(a.n, 0);
+    pfetch(&c, 1, "pc", 1, SEC, "A", 0, "bogus", 0, &r);
+    wait_done(&c, &r);
+    ck_assert_int_eq(r.end_code, 423);
+    ck_assert_str_eq(r.end_text, "Nats-Pin-Id mismatch");
+    jr_sim_run_for(c.sim, 1500 * MS); /* no request with the pin: it times out */
+    ck_assert_int_eq(v.unpinned, 1);
+    ck_assert_str_eq(v.reason, "timeout");
+    pfetch(&c, 2, "pc", 1, SEC, "A", 0, NULL, 0, &a); /* the standby is pinned now */
+    wait_done(&c, &a);
+    ck_assert_uint_eq(a.n, 1);
+    ck_assert_str_ne(a.pin, pin);
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_consumer_unpin(e2e_node(&c, 0), "ORDERS", "pc", "A", admin_cb, &r), 0);
+    wait_done(&c, &r);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(v.reason, "admin");
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_consumer_unpin(e2e_node(&c, 0), "ORDERS", "pc", "Z", admin_cb, &r), 0);
+    wait_done(&c, &r);
+    ck_assert_int_eq(r.status, JR_ENOTFOUND);
+
+    jr_consumer_config pr;
+    durable(&pr, "prio");
+    pr.priority_policy = JR_PRIORITY_PRIORITIZED;
+    pr.priority_groups = ga;
+    pr.npriority_groups = 1;
+    pr.deliver_policy = JR_DELIVER_NEW;
+    ck_assert_msg(create(&c, 0, "ORDERS", &pr, &r) == 0, "%s", r.msg);
+    pfetch(&c, 1, "prio", 1, 2 * (int64_t)SEC, "A", 0, NULL, 5, &a);
+    pfetch(&c, 2, "prio", 1, 2 * (int64_t)SEC, "A", 0, NULL, 1, &r);
+    jr_sim_run_for(c.sim, 300 * MS);
+    e2e_res er;
+    ck_assert_int_eq(e2e_publish(&c, 0, "orders.x", "first", 5, NULL, &er), 0);
+    wait_done(&c, &r);
+    ck_assert_uint_eq(r.n, 1); /* priority 1 served first */
+    wait_done(&c, &a);
+    ck_assert_uint_eq(a.n, 0);
+    pfetch(&c, 1, "prio", 1, SEC, "A", 0, NULL, 10, &r);
+    wait_done(&c, &r);
+    ck_assert_str_eq(r.end_text, "Bad Request - Priority must be between 0 and 9");
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -1266,6 +1402,7 @@ int main(void)
     tcase_add_test(tc, fetch_idle_heartbeats);
     tcase_add_test(tc, ack_samples_report_latency);
     tcase_add_test(tc, a_purge_moves_consumers_past_what_is_gone);
+    tcase_add_test(tc, priority_groups);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
