@@ -129,6 +129,36 @@ void jr__req_route(jr__req *r)
     size_t npeers;
     int local, leads;
     jr__peer *p;
+    if (r->group == JR__META_GROUP_ID) { /* the meta group's stepdown: to its leader */
+        int self;
+        const char *leader = jr__mnode_leader(js, &self);
+        jr__peer *mp = leader && !self ? jr__peer_find_name(n, leader) : NULL;
+        if (self) {
+            r->saw_leader = 1;
+            r->sent = 1;
+            r->target = js->self;
+            jr__route rt = jr__route_local(r);
+            jr__js_timer_arm(js, &r->timer, r->deadline);
+            jr__stream_exec(js, r->kind, &rt, r->payload.data, r->payload.len);
+            return;
+        }
+        if (!mp || lost_peer(r, mp)) {
+            wait_retry(r);
+            return;
+        }
+        r->saw_leader = 1;
+        r->tries++;
+        r->target = jr__peer_get_id(mp);
+        jr_iovec iov = {r->payload.data, r->payload.len};
+        if (jr__rpc_call(js->n, r->target, r->kind, &iov, 1, attempt_timeout(r), on_rpc, r,
+                         &r->rpc_id) != 0) {
+            wait_retry(r);
+            return;
+        }
+        r->sent_at = jr__node_now(n);
+        jr__js_timer_arm(js, &r->timer, jr__deadline(jr__node_now(n), js->election_ns));
+        return;
+    }
     if (r->kind == JR__RPC_CONSUMER) {
         int known = jr__consumer_resolve(r);
         if (known < 0) return;
@@ -905,6 +935,31 @@ int jr_stream_stepdown(jr_node *n, const char *name, const char *peer, jr_stream
 }
 
 /* Publish -----------------------------------------------------------------------------------*/
+
+int jr_meta_stepdown(jr_node *n, const char *peer, jr_meta_cb cb, void *arg)
+{
+    int rc = jr__js_entry(n, cb != NULL);
+    if (rc) return rc;
+    if (peer && strlen(peer) > JR__META_NAME_MAX)
+        return jr__node_err(n, JR_EINVAL, "stepdown: peer name too long");
+    jr__node_enter(n);
+    jr__js *js = jr__js_of(n);
+    jr__req *r = begin(n, JR__REQ_STEPDOWN, 0, &rc);
+    if (r) {
+        r->cb.admin = cb;
+        r->arg = arg;
+        r->kind = JR__RPC_STREAM_ADMIN;
+        r->group = JR__META_GROUP_ID;
+        snprintf(r->stream, sizeof r->stream, "%s", "$meta");
+        jr__buf_u8(&r->payload, JR__ADM_STEPDOWN);
+        jr__buf_varint(&r->payload, r->group);
+        jr__buf_bytes(&r->payload, peer ? peer : "", peer ? strlen(peer) : 0);
+        send_or_fail(r);
+    }
+    (void)js;
+    jr__node_leave(n);
+    return rc;
+}
 
 void jr_pub_opts_init_size(jr_pub_opts *o, size_t size)
 {

@@ -317,6 +317,22 @@ void jr__stream_exec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_
         jr__direct_exec(js, rt, group, rd.p, jr__rd_left(&rd)); /* any current replica */
         return;
     }
+    if (kind == JR__RPC_STREAM_ADMIN && sub == JR__ADM_STEPDOWN && group == JR__META_GROUP_ID) {
+        /* the meta group's stepdown, at its leader */
+        size_t n;
+        const uint8_t *peer = jr__rd_bytes(&rd, &n, JR__META_NAME_MAX);
+        int self;
+        const char *leader = jr__mnode_leader(js, &self);
+        if (rd.err || jr__rd_left(&rd)) {
+            jr__route_reply(js, rt, JR_EINVAL, NULL, 0);
+        } else if (!self || !js->meta) {
+            jr__route_reply(js, rt, JR_ENOTLEADER, leader ? leader : "",
+                            leader ? strlen(leader) : 0);
+        } else {
+            jr__stepdown_exec(js, js->meta, rt, (const char *)peer, n);
+        }
+        return;
+    }
     if (!r || !jr__srep_is_leader(r)) {
         not_leader(js, rt, group);
         return;
