@@ -133,14 +133,17 @@ int jr__cop_iter_init(jr__cop_iter *it, const void *data, size_t len)
     if (rd.err || count < 1 || count > JR__COP_BATCH_MAX) return JR_ECORRUPT;
     const uint8_t *first = rd.p;
     int newer = 0;
+    uint32_t firsts = 0;
     for (uint64_t i = 0; i < count && !rd.err; i++) {
         jr__crec r;
         get_rec(&rd, &r, 1, &newer);
+        firsts += r.type == JR__COP_DELIVERED && r.dc == 1;
     }
     if (newer) return JR_EVERSION;
     if (rd.err || jr__rd_left(&rd)) return JR_ECORRUPT;
     jr__rd_init(&it->rd, first, (size_t)(rd.end - first));
     it->left = (uint32_t)count;
+    it->firsts = firsts;
     return 0;
 }
 

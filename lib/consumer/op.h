@@ -82,7 +82,9 @@ int jr__cop_encode(const jr__crec *recs, size_t n, jr__buf *out);
 /* Iterates over the records of an entry without allocating; borrows the entry's bytes. */
 typedef struct jr__cop_iter {
     jr__rd rd;
-    uint32_t left; /* records not yet returned */
+    uint32_t left;   /* records not yet returned */
+    uint32_t firsts; /* DELIVERED records of a first delivery (dc 1) in the entry (what a state
+                        machine reserves room for before applying it) */
 } jr__cop_iter;
 
 /* Checks the whole entry (see Strictness) and positions it before the first record.

@@ -175,10 +175,10 @@ int jr__cstate_apply(jr__cstate *st, const jr__crec *r, jr__capply *out);
  * holes out when it cannot grow). 0 or JR_ENOMEM (nothing changed). */
 int jr__cstate_reserve(jr__cstate *st, size_t n);
 
-/* Room for every first delivery among the records an iterator has left (it walks a copy; *it is
- * not advanced): after it, applying those records one by one cannot fail, so a replica that
- * applies an entry record by record (to act on each jr__capply) applies it whole or, on
- * JR_ENOMEM here, not at all. */
+/* Room for every first delivery of the entry a fresh iterator (jr__cop_iter_init, which counted
+ * them while checking the entry) holds: after it, applying those records one by one cannot fail,
+ * so a replica that applies an entry record by record (to act on each jr__capply) applies it
+ * whole or, on JR_ENOMEM here, not at all. */
 int jr__cstate_reserve_entry(jr__cstate *st, const jr__cop_iter *it);
 
 /* Applies every record of an encoded entry in order, all or nothing: jr__cop_iter_init checks
