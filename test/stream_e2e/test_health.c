@@ -293,9 +293,24 @@ START_TEST(node_health_healthy_then_alone)
         ck_assert_uint_eq(h.nconsumers, 1);
         ck_assert_uint_eq(h.ngroups, 0);
     }
+    /* quiet groups stay healthy: a leader counts the members whose nodes it hears */
+    jr_sim_run_for(c.sim, 30 * SEC);
+    for (unsigned i = 0; i < 3; i++) {
+        node_health(&c, i, &h);
+        ck_assert_msg(h.healthy, "n%u idle: %s / %s", i, h.meta_text, h.ngroups ? h.texts[0] : "");
+    }
+    chk k;
+    stream_check(&c, 1, "ORDERS", 3, 0, 0, &k);
+    ck_assert_str_eq(k.line, "OK ORDERS OK:3 peers OK:0 sources | sources=0");
+    /* one peer down: the other two keep a meta leader and their groups' quorum */
+    ck_assert_int_eq(jr_sim_crash(c.sim, 2), 0);
+    jr_sim_run_for(c.sim, 5 * SEC);
+    for (unsigned i = 0; i < 2; i++) {
+        node_health(&c, i, &h);
+        ck_assert_msg(h.healthy, "n%u: %s / %s", i, h.meta_text, h.ngroups ? h.texts[0] : "");
+    }
     /* node 0 alone */
     ck_assert_int_eq(jr_sim_crash(c.sim, 1), 0);
-    ck_assert_int_eq(jr_sim_crash(c.sim, 2), 0);
     jr_sim_run_for(c.sim, 5 * SEC);
     node_health(&c, 0, &h);
     ck_assert_int_eq(h.healthy, 0);
@@ -305,6 +320,37 @@ START_TEST(node_health_healthy_then_alone)
     ck_assert_str_eq(h.texts[0], "stream ORDERS: no leader");
     ck_assert_str_eq(h.texts[1], "consumer ORDERS > dur: no leader");
     ck_assert_int_eq(h.no_leader[0], 1);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(growing_stream_warns)
+{
+    e2e c;
+    setup(&c, 25, 0);
+    const char *subj[] = {"grow.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "GROW", subj, 1, 1);
+    e2e_res r;
+    ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "GROW", 0, 10 * SEC), 0);
+    for (int i = 0; i < 50; i++)
+        ck_assert_int_eq(e2e_publish(&c, 0, "grow.x", "y", 1, NULL, &r), 0);
+    chk k;
+    stream_check(&c, 0, "GROW", 0, 0, 0, &k);
+    ck_assert_str_eq(k.line, "OK GROW OK:1 peers OK:0 sources | sources=0");
+    cfg.replicas = 3;
+    ck_assert_msg(e2e_update(&c, 0, &cfg, &r) == 0, "update: %s", r.msg);
+    /* right after the update commits, the new replicas are joining */
+    stream_check(&c, 0, "GROW", 0, 0, 0, &k);
+    ck_assert_int_eq(k.check_status, JR_CHECK_WARNING);
+    ck_assert_str_eq(k.line, "WARNING GROW Warn:peer change in progress: 1 observers, 0 pending "
+                             "OK:3 peers OK:0 sources | sources=0");
+    /* then it converges */
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "GROW", 2, 30 * SEC), 0);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    stream_check(&c, 0, "GROW", 0, 0, 0, &k);
+    ck_assert_str_eq(k.line, "OK GROW OK:3 peers OK:0 sources | sources=0");
     e2e_free(&c);
 }
 END_TEST
@@ -350,6 +396,7 @@ int main(void)
     tcase_add_test(tc, crashed_peers_are_critical);
     tcase_add_test(tc, consumer_checks);
     tcase_add_test(tc, node_health_healthy_then_alone);
+    tcase_add_test(tc, growing_stream_warns);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
