@@ -345,7 +345,8 @@ static void verdict_text(group_verdict *v)
 static void health_fire(void *arg, int status)
 {
     health_ctx *c = arg;
-    jr__js *js = status == 0 ? jr__js_of(c->n) : NULL;
+    /* a node closing drains its completions after detaching its groups: nothing to judge */
+    jr__js *js = status == 0 && !jr__node_closing(c->n) ? jr__js_of(c->n) : NULL;
     if (status == 0 && !js) status = JR_ECLOSED;
     if (status != 0) {
         c->cb(c->arg, status, jr_strerror(status), NULL);

@@ -154,6 +154,17 @@ START_TEST(healthy_stream_checks_ok)
     ck_assert_int_eq(k.check_status, JR_CHECK_CRITICAL);
     ck_assert_str_eq(k.line, "CRITICAL ORDERS Crit:Expected 5 replicas got 3 OK:0 sources | "
                              "sources=0");
+    /* refused at the call: the callback never runs */
+    jr_check_opts bad;
+    memset(&bad, 0, sizeof bad);
+    ck_assert_int_eq(jr_stream_check(NULL, "ORDERS", NULL, check_cb, &k), JR_EINVAL);
+    ck_assert_int_eq(jr_stream_check(e2e_node(&c, 0), NULL, NULL, check_cb, &k), JR_EINVAL);
+    ck_assert_int_eq(jr_stream_check(e2e_node(&c, 0), "ORDERS", NULL, NULL, &k), JR_EINVAL);
+    ck_assert_int_eq(jr_stream_check(e2e_node(&c, 0), "ORDERS", &bad, check_cb, &k), JR_EINVAL);
+    ck_assert_int_eq(jr_consumer_check(e2e_node(&c, 0), "ORDERS", NULL, NULL, check_cb, &k),
+                     JR_EINVAL);
+    ck_assert_int_eq(jr_node_health(NULL, NULL, NULL), JR_EINVAL);
+    ck_assert_int_eq(jr_node_health(e2e_node(&c, 0), NULL, NULL), JR_EINVAL);
     /* an unknown stream */
     stream_check(&c, 0, "NOPE", 3, 0, 0, &k);
     ck_assert_int_eq(k.status, JR_ENOTFOUND);
@@ -197,6 +208,13 @@ START_TEST(crashed_peers_are_critical)
     ck_assert_msg(k.status != 0, "%s", k.msg);
     ck_assert_int_eq(k.check_status, JR_CHECK_CRITICAL);
     ck_assert_str_eq(k.line, "CRITICAL ORDERS Crit:No leader OK:0 sources | sources=0");
+    /* the asking node closing first: JR_ECLOSED without a result */
+    memset(&k, 0, sizeof k);
+    ck_assert_int_eq(jr_stream_check(e2e_node(&c, via), "ORDERS", NULL, check_cb, &k), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, via), 0);
+    ck_assert_int_eq(k.done, 1);
+    ck_assert_int_eq(k.status, JR_ECLOSED);
+    ck_assert_int_eq(k.result, 0);
     e2e_free(&c);
 }
 END_TEST
@@ -320,6 +338,12 @@ START_TEST(node_health_healthy_then_alone)
     ck_assert_str_eq(h.texts[0], "stream ORDERS: no leader");
     ck_assert_str_eq(h.texts[1], "consumer ORDERS > dur: no leader");
     ck_assert_int_eq(h.no_leader[0], 1);
+    /* a node closing before the callback ran: JR_ECLOSED, no report */
+    memset(&h, 0, sizeof h);
+    ck_assert_int_eq(jr_node_health(e2e_node(&c, 0), health_cb, &h), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, 0), 0);
+    ck_assert_int_eq(h.done, 1);
+    ck_assert_int_eq(h.status, JR_ECLOSED);
     e2e_free(&c);
 }
 END_TEST
