@@ -1,7 +1,8 @@
 /* Health checks: jr_stream_check and jr_consumer_check judge a stream's and a consumer's
  * replicas as `nats server check stream --peer-expect N` does (OK, then CRITICAL with a crashed
- * peer, a wrong peer count or no leader), their Nagios line compared as a whole; jr_node_health
- * reports a healthy node, then one whose peers are down. */
+ * or lagging peer, a wrong peer count or no leader, WARNING while a replica joins), their
+ * Nagios line compared as a whole; jr_node_health reports a healthy node, then one whose peers
+ * are down. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
@@ -219,6 +220,36 @@ START_TEST(crashed_peers_are_critical)
 }
 END_TEST
 
+START_TEST(restarted_peer_recovers)
+{
+    e2e c;
+    setup(&c, 26, 0);
+    chk k;
+    stream_check(&c, 0, "ORDERS", 3, 0, 0, &k);
+    unsigned leader = (unsigned)jr_sim_index(c.sim, k.leader);
+    unsigned ml = (unsigned)e2e_meta_leader(&c);
+    unsigned victim = other(leader, ml);
+    if (victim == leader || victim == ml) victim = (leader + 1) % 3;
+    ck_assert_int_eq(jr_sim_crash(c.sim, victim), 0);
+    jr_sim_run_for(c.sim, 5 * SEC);
+    e2e_res r;
+    for (int i = 0; i < 20; i++)
+        ck_assert_int_eq(e2e_publish(&c, leader, "orders.new", "x", 1, NULL, &r), 0);
+    ck_assert_int_eq(e2e_restart(&c, victim), 0);
+    /* 20 operations behind, not heard from yet */
+    stream_check(&c, leader, "ORDERS", 3, 5, 0, &k);
+    ck_assert_str_eq(k.line, "CRITICAL ORDERS Crit:1 replicas offline Crit:1 replicas lagged OK:3 "
+                             "peers OK:0 sources | sources=0");
+    /* caught up */
+    jr_sim_run_for(c.sim, 2 * SEC);
+    stream_check(&c, leader, "ORDERS", 3, 5, 0, &k);
+    ck_assert_int_eq(k.check_status, JR_CHECK_OK);
+    ck_assert_str_eq(k.line,
+                     "OK ORDERS OK:3 peers OK:replicas are current OK:0 sources | sources=0");
+    e2e_free(&c);
+}
+END_TEST
+
 START_TEST(consumer_checks)
 {
     e2e c;
@@ -419,6 +450,7 @@ int main(void)
     tcase_add_test(tc, healthy_stream_checks_ok);
     tcase_add_test(tc, crashed_peers_are_critical);
     tcase_add_test(tc, consumer_checks);
+    tcase_add_test(tc, restarted_peer_recovers);
     tcase_add_test(tc, node_health_healthy_then_alone);
     tcase_add_test(tc, growing_stream_warns);
     suite_add_tcase(s, tc);
