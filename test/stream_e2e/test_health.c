@@ -410,6 +410,28 @@ START_TEST(growing_stream_warns)
 }
 END_TEST
 
+/* The stream's leader loses both peers: it steps down (its node saw them go), so it reports the
+ * group without a leader, and the meta group likewise. */
+START_TEST(leader_alone_reports_no_leader)
+{
+    e2e c;
+    setup(&c, 27, 0);
+    chk k;
+    stream_check(&c, 0, "ORDERS", 3, 0, 0, &k);
+    unsigned leader = (unsigned)jr_sim_index(c.sim, k.leader);
+    ck_assert_int_eq(jr_sim_crash(c.sim, (leader + 1) % 3), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, (leader + 2) % 3), 0);
+    jr_sim_run_for(c.sim, 1 * SEC);
+    hres h;
+    node_health(&c, leader, &h);
+    ck_assert_int_eq(h.healthy, 0);
+    ck_assert_str_eq(h.meta_text, "JetStream has not established contact with a meta leader");
+    ck_assert_uint_eq(h.ngroups, 1);
+    ck_assert_str_eq(h.texts[0], "stream ORDERS: no leader");
+    e2e_free(&c);
+}
+END_TEST
+
 START_TEST(format_contract)
 {
     jr_check_problem p = {sizeof p, JR_CHECK_OFFLINE, JR_CHECK_CRITICAL, 1, "1 replicas offline"};
@@ -451,6 +473,7 @@ int main(void)
     tcase_add_test(tc, crashed_peers_are_critical);
     tcase_add_test(tc, consumer_checks);
     tcase_add_test(tc, restarted_peer_recovers);
+    tcase_add_test(tc, leader_alone_reports_no_leader);
     tcase_add_test(tc, node_health_healthy_then_alone);
     tcase_add_test(tc, growing_stream_warns);
     suite_add_tcase(s, tc);
