@@ -99,8 +99,13 @@ static void judge_cluster(check_build *b, const check_ctx *c, const jr_cluster_i
     jr__cluster_view v;
     uint32_t expected = c->opts.peer_expect > 0 ? (uint32_t)c->opts.peer_expect : configured;
     b->res.expected = expected;
-    if (!ci || jr__cluster_view_from_info(ci, reps, &v) != 0) {
+    if (!ci) {
         problem(b, JR_CHECK_UNAVAILABLE, JR_CHECK_CRITICAL, 0, "Stream is not clustered");
+        return;
+    }
+    if (jr__cluster_view_from_info(ci, reps, &v) != 0) {
+        problem(b, JR_CHECK_UNAVAILABLE, JR_CHECK_CRITICAL, 0,
+                "could not load info: malformed cluster block");
         return;
     }
     b->res.leader = v.leader;
