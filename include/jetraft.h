@@ -41,5 +41,6 @@
 #include "jetraft/cluster.h"
 #include "jetraft/stream.h"
 #include "jetraft/consumer.h"
+#include "jetraft/health.h"
 
 #endif /* JETRAFT_H */

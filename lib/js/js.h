@@ -27,6 +27,8 @@
  *   api_stream.c      the public stream API and the routing of requests to the right leader
  *   api_lists.c       stream and consumer names and lists (from the meta leader, infos from
  *                     each leader), direct get at any current replica
+ *   api_health.c      health checks: a stream's or consumer's replicas judged on its info, and
+ *                     this node's meta replica and local replicas judged on their own state
  *   codec.c/.h        payload encodings of the layer's RPCs (stream info, server report,
  *                     stored messages)
  *
