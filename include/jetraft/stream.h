@@ -175,8 +175,8 @@ JR_API int jr_stream_add(jr_node *node, const jr_stream_config *cfg, jr_stream_c
  *    the missing messages) and becomes a voter only then, so a grow never lowers the number of
  *    failures the stream tolerates;
  *  - shrinking, the stream's leader stays (as far as the meta leader knows it), then healthy
- *    peers (as the stream's leader sees them: a replica with a damaged store, or one its group
- *    does not hear from while its server is up, leaves first, then one whose server is
+ *    peers (as the stream's leader sees them: a replica its group does not hear from while its
+ *    server is up, such as one whose store is damaged, leaves first, then one whose server is
  *    offline), then the most caught up; the others are removed one at a time, a removed leader
  *    handing its leadership to a remaining caught-up peer first; a removed server deletes its
  *    replica only once the stream's group no longer counts it;

@@ -129,8 +129,7 @@ enum jr__admin_sub {
                                answers, leader or not: stream_requests.c) */
     JR__ADM_DIRECT_GET = 8, /* a direct get, answered by any current replica (api_lists.c) */
     JR__ADM_HEALTH = 9,     /* to the leader, from the meta leader placing a shrink: how is each
-                               member? (u8 n, then n times: str name | u8 alive | u8 damaged |
-                               varint lag) */
+                               member? (u8 n, then n times: str name | u8 alive | varint lag) */
 };
 
 /* Sub-kinds of JR__RPC_CONSUMER (first byte of its payload; then u64 consumer group). */
@@ -723,7 +722,6 @@ void jr__srep_memb_free(jr__srep *r);
 typedef struct jr__peer_health {
     const char *name; /* borrowed from the group */
     uint8_t alive;    /* the group and the node heard from it within an election timeout */
-    uint8_t damaged;  /* it reported its store damaged (and not yet rebuilt) */
     uint64_t lag;     /* entries it trails the leader's log */
 } jr__peer_health;
 /* The leader replica r's view of the members of its configuration, at most max of them into

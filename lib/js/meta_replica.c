@@ -292,10 +292,10 @@ static int place(jr__js *js, const jr__meta_op *op, const char *home, const char
 
 /* The peers of stream s that stay when it shrinks to `replicas` (members.h: its leader, then
  * the healthiest — a replica its group hears from, then one whose server is offline, last one
- * whose store is damaged or whose server is up while the group does not hear from its replica
- * (it cannot open) — then the least lag, then placement order). The health and lag come from the
- * stream leader's view: h[0..nh) as it answered JR__ADM_HEALTH, or this server's own if it leads
- * the stream; with neither, only whether each server is online is known. `leader_name` names the
+ * whose server is up while the group does not hear from its replica (damaged: it cannot open)
+ * — then the least lag, then placement order). The health and lag come from the stream
+ * leader's view: h[0..nh) as it answered JR__ADM_HEALTH, or this server's own if it leads the
+ * stream; with neither, only whether each server is online is known. `leader_name` names the
  * stream's leader as this server knew it when the request came (NULL: not known). */
 static void shrink(jr__js *js, const jr__meta_stream *s, size_t replicas, const char *leader_name,
                    const jr__peer_health *h, size_t nh, const char **peers, size_t *npeers)
@@ -317,10 +317,10 @@ static void shrink(jr__js *js, const jr__meta_stream *s, size_t replicas, const 
         for (size_t k = 0; k < nh; k++) {
             if (strcmp(h[k].name, s->peers[i]) != 0) continue;
             lag[i] = h[k].lag;
-            if (h[k].damaged)
-                online[i] = JR__MEMB_HEALTH_DAMAGED;
-            else if (!h[k].alive)
-                online[i] = up ? JR__MEMB_HEALTH_DAMAGED : JR__MEMB_HEALTH_OFFLINE;
+            /* (the leader's own mark of a member that answered below what it acknowledged is
+             * no help here: a late answer sets it until the next one; such a member, if its
+             * store did lose entries, trails by them) */
+            if (!h[k].alive) online[i] = up ? JR__MEMB_HEALTH_DAMAGED : JR__MEMB_HEALTH_OFFLINE;
         }
         if (nh && lag[i] == UINT64_MAX && up) online[i] = JR__MEMB_HEALTH_DAMAGED;
         if (leader_name && strcmp(leader_name, s->peers[i]) == 0) leader = i;
@@ -366,14 +366,12 @@ static void on_health(jr_node *n, void *arg, int status, int answered, const uin
             size_t nl;
             const uint8_t *name = jr__rd_bytes(&rd, &nl, JR__META_NAME_MAX);
             uint8_t alive = jr__rd_u8(&rd);
-            uint8_t damaged = jr__rd_u8(&rd);
             uint64_t lag = jr__rd_varint(&rd);
             if (rd.err || nh == JR_MAX_REPLICAS) break;
             memcpy(names[nh], name, nl);
             names[nh][nl] = 0;
             h[nh].name = names[nh];
             h[nh].alive = alive;
-            h[nh].damaged = damaged;
             h[nh].lag = lag;
             nh++;
         }

@@ -136,7 +136,6 @@ size_t jr__srep_health(jr__srep *r, jr__peer_health *h, size_t max)
         int self = c->m[i].id == r->js->self;
         h[k].name = ps.name;
         h[k].alive = (uint8_t)(self || member_alive(r, &ps, c->m[i].id));
-        h[k].damaged = ps.damaged;
         h[k].lag = self ? 0 : ps.lag;
         k++;
     }

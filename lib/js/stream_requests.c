@@ -247,7 +247,6 @@ static void exec_health(jr__js *js, jr__srep *r, const jr__route *rt)
         jr__buf_varint(&out, len);
         jr__buf_put(&out, h[i].name, len);
         jr__buf_u8(&out, h[i].alive);
-        jr__buf_u8(&out, h[i].damaged);
         jr__buf_varint(&out, h[i].lag);
     }
     jr__route_reply(js, rt, out.err, out.err ? NULL : out.data, out.err ? 0 : out.len);

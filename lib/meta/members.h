@@ -52,9 +52,9 @@ enum jr__memb_step {
 };
 
 /* Levels of online[] for jr__members_shrink as the meta leader sees a peer of a stream: its
- * server is up but the stream's group does not hear from its replica (damaged, or cannot
- * open: the first to go), its server is offline (it may come back with its data), or its
- * replica is heard from. */
+ * server is up but the stream's group does not hear from its replica (its store damaged: it
+ * cannot open; the first to go), its server is offline (it may come back with its data), or
+ * its replica is heard from. */
 enum jr__memb_health {
     JR__MEMB_HEALTH_DAMAGED = 0,
     JR__MEMB_HEALTH_OFFLINE = 1,
