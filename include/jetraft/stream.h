@@ -174,8 +174,10 @@ JR_API int jr_stream_add(jr_node *node, const jr_stream_config *cfg, jr_stream_c
  *    new replica joins as a non-voting observer, catches up (from the log, or a snapshot and
  *    the missing messages) and becomes a voter only then, so a grow never lowers the number of
  *    failures the stream tolerates;
- *  - shrinking, the stream's leader stays (as far as the meta leader knows it), then online
- *    peers, then the most caught up; the others are removed one at a time, a removed leader
+ *  - shrinking, the stream's leader stays (as far as the meta leader knows it), then healthy
+ *    peers (as the stream's leader sees them: a replica its group does not hear from while its
+ *    server is up, such as one whose store is damaged, leaves first, then one whose server is
+ *    offline), then the most caught up; the others are removed one at a time, a removed leader
  *    handing its leadership to a remaining caught-up peer first; a removed server deletes its
  *    replica only once the stream's group no longer counts it;
  *  - moving (new placement tags or cluster), the peers that fit the new placement stay and the

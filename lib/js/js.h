@@ -130,6 +130,8 @@ enum jr__admin_sub {
     JR__ADM_READY = 7,      /* to a member, from its leader: is your replica complete? (any server
                                answers, leader or not: stream_requests.c) */
     JR__ADM_DIRECT_GET = 8, /* a direct get, answered by any current replica (api_lists.c) */
+    JR__ADM_HEALTH = 9,     /* to the leader, from the meta leader placing a shrink: how is each
+                               member? (u8 n, then n times: str name | u8 alive | varint lag) */
 };
 
 /* Sub-kinds of JR__RPC_CONSUMER (first byte of its payload; then u64 consumer group). */
@@ -718,6 +720,15 @@ void jr__retention_recheck(jr__js *js, uint64_t stream_group);
 void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next);
 /* Drops r's peer-change work (r->mw) and its question in flight; NULL mw is a no-op. */
 void jr__srep_memb_free(jr__srep *r);
+/* One member of a stream's group as its leader sees it (jr__srep_health). */
+typedef struct jr__peer_health {
+    const char *name; /* borrowed from the group */
+    uint8_t alive;    /* the group and the node heard from it within an election timeout */
+    uint64_t lag;     /* entries it trails the leader's log */
+} jr__peer_health;
+/* The leader replica r's view of the members of its configuration, at most max of them into
+ * h (itself alive with lag 0). Returns how many; 0 if r does not lead. */
+size_t jr__srep_health(jr__srep *r, jr__peer_health *h, size_t max);
 
 /* stream_replica.c (continued) -----------------------------------------------------------------*/
 

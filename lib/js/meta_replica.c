@@ -28,9 +28,11 @@
  *
  * Peer changes. An update with another replica count or placement gets its new peer set here:
  * a grow keeps the current peers and places the others (placement.c, with them as `keep`), a
- * shrink keeps who members.h says, a move keeps the peers that fit the new placement and
- * places the others; the apply refuses a second change while one converges (JR_EBUSY), and the
- * stream's leader drives the group to the new set (stream_replica.c "Peer changes").
+ * shrink keeps who members.h says from the stream leader's view of its members (asked first,
+ * JR__ADM_HEALTH, when this server does not lead the stream), a move keeps the peers that fit the
+ * new placement and places the others; the apply refuses a second change while one converges
+ * (JR_EBUSY), and the stream's leader drives the group to the new set (stream_replica.c "Peer
+ * changes").
  *
  * No meta leader: requests wait, re-trying every heartbeat, until their deadline, then fail with
  * JR_ENOLEADER ("no meta leader"), or JR_ENOQUORUM when a leader was reachable but refused or
@@ -289,38 +291,125 @@ static int place(jr__js *js, const jr__meta_op *op, const char *home, const char
 }
 
 /* The peers of stream s that stay when it shrinks to `replicas` (members.h: its leader, then
- * online peers, then the least lag as far as this server knows, then placement order). */
-static void shrink(jr__js *js, const jr__meta_stream *s, size_t replicas, const char **peers,
-                   size_t *npeers)
+ * the healthiest — a replica its group hears from, then one whose server is offline, last one
+ * whose server is up while the group does not hear from its replica (damaged: it cannot open)
+ * — then the least lag, then placement order). The health and lag come from the stream
+ * leader's view: h[0..nh) as it answered JR__ADM_HEALTH, or this server's own if it leads the
+ * stream; with neither, only whether each server is online is known. `leader_name` names the
+ * stream's leader as this server knew it when the request came (NULL: not known). */
+static void shrink(jr__js *js, const jr__meta_stream *s, size_t replicas, const char *leader_name,
+                   const jr__peer_health *h, size_t nh, const char **peers, size_t *npeers)
 {
     size_t leader = s->npeers;
     int online[JR_MAX_REPLICAS];
     uint64_t lag[JR_MAX_REPLICAS];
-    int have_lag = 0;
-    jr__peer *lp = jr__srep_leader_peer(js, s->group);
+    jr__peer_health own[JR__MAX_MEMBERS];
     jr__srep *local = jr__srep_find(js, s->group);
-    if (local && jr__srep_is_leader(local)) have_lag = 1; /* progress is known here */
-    for (size_t i = 0; i < s->npeers; i++) {
-        online[i] = jr__mnode_online(js, s->peers[i], NULL);
-        lag[i] = have_lag ? UINT64_MAX : 0;
-        if (lp && strcmp(jr__peer_get_name(lp), s->peers[i]) == 0) leader = i;
+    if (local && jr__srep_is_leader(local)) { /* progress is known here */
+        nh = jr__srep_health(local, own, JR__MAX_MEMBERS);
+        h = own;
+        leader_name = js->name;
     }
-    if (have_lag) {
-        jr_group_status gs;
-        gs.size = sizeof gs;
-        jr_group_status_get(local->g, &gs);
-        for (size_t k = 0; k < gs.npeers; k++) {
-            jr_peer_status ps;
-            ps.size = sizeof ps;
-            if (jr_group_peer(local->g, k, &ps) != 0 || !ps.name) continue;
-            for (size_t i = 0; i < s->npeers; i++)
-                if (strcmp(ps.name, s->peers[i]) == 0) lag[i] = ps.lag;
+    for (size_t i = 0; i < s->npeers; i++) {
+        int up = jr__mnode_online(js, s->peers[i], NULL);
+        online[i] = up ? JR__MEMB_HEALTH_OK : JR__MEMB_HEALTH_OFFLINE;
+        lag[i] = nh ? UINT64_MAX : 0; /* not a member of the leader's configuration: last */
+        for (size_t k = 0; k < nh; k++) {
+            if (strcmp(h[k].name, s->peers[i]) != 0) continue;
+            lag[i] = h[k].lag;
+            /* (the leader's own mark of a member that answered below what it acknowledged is
+             * no help here: a late answer sets it until the next one; such a member, if its
+             * store did lose entries, trails by them) */
+            if (!h[k].alive) online[i] = up ? JR__MEMB_HEALTH_DAMAGED : JR__MEMB_HEALTH_OFFLINE;
         }
+        if (nh && lag[i] == UINT64_MAX && up) online[i] = JR__MEMB_HEALTH_DAMAGED;
+        if (leader_name && strcmp(leader_name, s->peers[i]) == 0) leader = i;
     }
     size_t keep[JR_MAX_REPLICAS];
     size_t k = jr__members_shrink(s->npeers, replicas, leader, online, lag, keep);
     for (size_t i = 0; i < k; i++) peers[i] = s->peers[keep[i]];
     *npeers = k;
+}
+
+/* A shrink waiting for the stream leader's view of its members (JR__ADM_HEALTH): the request
+ * as it came and where its answer goes; handled again with the view (or without it, if the
+ * leader does not answer in time). */
+typedef struct health_ask {
+    jr__js *js;
+    jr__route rt;
+    char leader[JR__META_NAME_MAX + 1]; /* the stream's leader asked */
+    size_t len;
+    uint8_t p[];
+} health_ask;
+
+static void handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len,
+                   const char *leader, const jr__peer_health *h, size_t nh, int asked);
+
+static void on_health(jr_node *n, void *arg, int status, int answered, const uint8_t *p, size_t len)
+{
+    (void)n;
+    (void)answered;
+    health_ask *a = arg;
+    jr__js *js = a->js;
+    if (js->closing) { /* the requester hears nothing and asks again elsewhere, or times out */
+        jr__free(js->alloc, a);
+        return;
+    }
+    jr__peer_health h[JR_MAX_REPLICAS];
+    char names[JR_MAX_REPLICAS][JR__META_NAME_MAX + 1];
+    size_t nh = 0;
+    if (status == 0) {
+        jr__rd rd;
+        jr__rd_init(&rd, p, len);
+        size_t cnt = jr__rd_u8(&rd);
+        for (size_t i = 0; i < cnt && !rd.err; i++) {
+            size_t nl;
+            const uint8_t *name = jr__rd_bytes(&rd, &nl, JR__META_NAME_MAX);
+            uint8_t alive = jr__rd_u8(&rd);
+            uint64_t lag = jr__rd_varint(&rd);
+            if (rd.err || nh == JR_MAX_REPLICAS) break;
+            memcpy(names[nh], name, nl);
+            names[nh][nl] = 0;
+            h[nh].name = names[nh];
+            h[nh].alive = alive;
+            h[nh].lag = lag;
+            nh++;
+        }
+        if (rd.err) nh = 0;
+    }
+    handle(js, &a->rt, a->p, a->len, a->leader, h, nh, 1);
+    jr__free(js->alloc, a);
+}
+
+/* Asks the leader of s (another server) how its members are before a shrink is placed; 1 if
+ * the question is out (the request is handled again with the answer), 0 if the shrink is
+ * placed now (this server leads the stream, or the leader is not known or not reachable). */
+static int ask_health(jr__js *js, const jr__route *rt, const jr__meta_stream *s, const uint8_t *p,
+                      size_t len)
+{
+    jr__srep *local = jr__srep_find(js, s->group);
+    if (local && jr__srep_is_leader(local)) return 0;
+    jr__peer *lp = jr__srep_leader_peer(js, s->group);
+    if (!lp || jr__peer_get_id(lp) == js->self) return 0;
+    health_ask *a = jr__malloc(js->alloc, sizeof *a + len);
+    if (!a) return 0;
+    a->js = js;
+    a->rt = *rt;
+    snprintf(a->leader, sizeof a->leader, "%s", jr__peer_get_name(lp));
+    a->len = len;
+    memcpy(a->p, p, len);
+    uint8_t b[24];
+    jr__buf out = {b, 0, sizeof b, 0, NULL};
+    jr__buf_u8(&out, JR__ADM_HEALTH);
+    jr__buf_varint(&out, s->group);
+    jr_iovec iov = {out.data, out.len};
+    uint64_t id;
+    if (jr__rpc_call(js->n, jr__peer_get_id(lp), JR__RPC_STREAM_ADMIN, &iov, 1,
+                     2 * js->heartbeat_ns, on_health, a, &id) != 0) {
+        jr__free(js->alloc, a);
+        return 0;
+    }
+    return 1;
 }
 
 /* The peers of stream s under the new placement of op (same replica count): the current
@@ -403,6 +492,14 @@ static void place_consumer(jr__js *js, jr_consumer_config *cfg, const char *stre
 
 void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len)
 {
+    handle(js, rt, p, len, NULL, NULL, 0, 0);
+}
+
+/* jr__mnode_handle; once asked (a shrink is placed now, with the answer or without), `leader`
+ * is the stream leader asked and h[0..nh) its view of its members. */
+static void handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len,
+                   const char *leader, const jr__peer_health *h, size_t nh, int asked)
+{
     int self;
     jr__mnode_leader(js, &self);
     if (!self) {
@@ -482,7 +579,10 @@ void jr__mnode_handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t 
                     goto out;
                 }
             } else if (want < s->npeers) {
-                shrink(js, s, want, peers, &np);
+                if (!asked && ask_health(js, rt, s, p, len)) goto out; /* answered later */
+                jr__peer *lp = asked ? NULL : jr__srep_leader_peer(js, s->group);
+                if (lp) leader = jr__peer_get_name(lp);
+                shrink(js, s, want, leader, h, nh, peers, &np);
             } else {
                 memcpy(peers, s->peers, np * sizeof *peers);
             }

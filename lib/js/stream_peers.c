@@ -113,6 +113,35 @@ static int member_ready(jr__srep *r, jr__id id, uint64_t peers_at)
     return 0;
 }
 
+/* 1 if the group and the node of leader r heard from member id (group index i) within an
+ * election timeout: messages received by the group (a new leader has not heard from a member
+ * until it answers or voted for it) and frames of any kind by the node. */
+static int member_alive(jr__srep *r, const jr_peer_status *ps, jr__id id)
+{
+    jr__js *js = r->js;
+    jr__peer *pp = jr__peer_find(js->n, id);
+    return ps->last_seen_ns <= js->election_ns && pp && jr__peer_heard(pp) &&
+           jr__node_now(js->n) - jr__peer_heard(pp) <= js->election_ns;
+}
+
+size_t jr__srep_health(jr__srep *r, jr__peer_health *h, size_t max)
+{
+    if (!r->g || jr__group_closed(r->g) || !jr__srep_is_leader(r)) return 0;
+    const jr__conf *c = jr__raft_conf(jr__group_consensus(r->g));
+    size_t k = 0;
+    for (uint32_t i = 0; i < c->n && k < max; i++) {
+        jr_peer_status ps;
+        ps.size = sizeof ps;
+        if (jr_group_peer(r->g, i, &ps) != 0 || !ps.name) continue;
+        int self = c->m[i].id == r->js->self;
+        h[k].name = ps.name;
+        h[k].alive = (uint8_t)(self || member_alive(r, &ps, c->m[i].id));
+        h[k].lag = self ? 0 : ps.lag;
+        k++;
+    }
+    return k;
+}
+
 /* 1 if the group's configuration is s's peer set with every peer a voter. */
 static int conf_is(const jr__srep *r, const jr__meta_stream *s)
 {
@@ -188,11 +217,7 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
         if (m[i].caught_up || jr_group_peer(r->g, i, &ps) != 0) continue;
         int wanted = 0;
         for (size_t k = 0; k < nw; k++) wanted |= want[k] == m[i].id;
-        /* heard from, by the group (messages received: a new leader has not heard from a
-         * member until it answers or voted for it) and by the node (frames of any kind) */
-        jr__peer *pp = jr__peer_find(n, m[i].id);
-        m[i].alive = ps.last_seen_ns <= js->election_ns && pp && jr__peer_heard(pp) &&
-                     jr__node_now(n) - jr__peer_heard(pp) <= js->election_ns;
+        m[i].alive = (uint8_t)member_alive(r, &ps, m[i].id);
         int log_ok = m[i].alive && ps.lag <= MEMB_SLACK;
         /* a new voter (or the next leader) must also hold every message and the assignment */
         if (log_ok && wanted && (!m[i].voter || !self_wanted))

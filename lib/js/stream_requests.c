@@ -234,6 +234,25 @@ static void exec_ready(jr__js *js, jr__srep *r, const jr__route *rt)
     jr__route_reply(js, rt, 0, out.data, out.len);
 }
 
+/* The leader's view of its members, for the meta leader placing a shrink (JR__ADM_HEALTH). */
+static void exec_health(jr__js *js, jr__srep *r, const jr__route *rt)
+{
+    jr__peer_health h[JR__MAX_MEMBERS];
+    size_t nh = jr__srep_health(r, h, JR__MAX_MEMBERS);
+    jr__buf out;
+    jr__buf_init(&out, js->alloc);
+    jr__buf_u8(&out, (uint8_t)nh);
+    for (size_t i = 0; i < nh; i++) {
+        size_t len = strlen(h[i].name);
+        jr__buf_varint(&out, len);
+        jr__buf_put(&out, h[i].name, len);
+        jr__buf_u8(&out, h[i].alive);
+        jr__buf_varint(&out, h[i].lag);
+    }
+    jr__route_reply(js, rt, out.err, out.err ? NULL : out.data, out.err ? 0 : out.len);
+    jr__buf_free(&out);
+}
+
 /* Stages an op (publish, purge, delete) of the request, after checking it decodes as one. */
 static void exec_op(jr__js *js, jr__srep *r, const jr__route *rt, const uint8_t *p, size_t len,
                     uint8_t what, int type)
@@ -335,6 +354,10 @@ void jr__stream_exec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_
     }
     if (!r || !jr__srep_is_leader(r)) {
         not_leader(js, rt, group);
+        return;
+    }
+    if (kind == JR__RPC_STREAM_ADMIN && sub == JR__ADM_HEALTH) {
+        exec_health(js, r, rt);
         return;
     }
     const uint8_t *rest = rd.p;

@@ -77,7 +77,7 @@ jr__memb_next jr__members_next(uint64_t self, const jr__memb *m, size_t n, const
 static int better(size_t a, size_t b, size_t leader, const int *online, const uint64_t *lag)
 {
     if ((a == leader) != (b == leader)) return a == leader;
-    if (online && (!online[a]) != (!online[b])) return online[a] != 0;
+    if (online && online[a] != online[b]) return online[a] > online[b];
     if (lag && lag[a] != lag[b]) return lag[a] < lag[b];
     return a < b;
 }

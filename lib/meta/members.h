@@ -51,6 +51,16 @@ enum jr__memb_step {
     JR__MEMB_TRANSFER = 5,  /* hand leadership to voter `peer`, then let it remove us */
 };
 
+/* Levels of online[] for jr__members_shrink as the meta leader sees a peer of a stream: its
+ * server is up but the stream's group does not hear from its replica (its store damaged: it
+ * cannot open; the first to go), its server is offline (it may come back with its data), or
+ * its replica is heard from. */
+enum jr__memb_health {
+    JR__MEMB_HEALTH_DAMAGED = 0,
+    JR__MEMB_HEALTH_OFFLINE = 1,
+    JR__MEMB_HEALTH_OK = 2,
+};
+
 typedef struct jr__memb_next {
     int step;      /* enum jr__memb_step */
     uint64_t peer; /* the server concerned (0 for CONVERGED and WAIT) */
@@ -63,8 +73,10 @@ jr__memb_next jr__members_next(uint64_t self, const jr__memb *m, size_t n, const
                                size_t nwant);
 
 /* Which peers stay when a stream of n peers shrinks to `replicas` (1 <= replicas <= n): the
- * leader first (leader < n; n or more: unknown), then online peers before offline ones, then
- * the least lag (lag may be NULL: unknown), then the earlier in placement order. Writes the
+ * leader first (leader < n; n or more: unknown), then the higher online[] level (may be NULL:
+ * unknown; 0 offline, 1 online, or any finer scale where more means healthier, such as
+ * JR__MEMB_HEALTH_*), then the least lag (lag may be NULL: unknown), then the earlier in
+ * placement order. Writes the
  * indexes of the peers that stay to keep[0..replicas), in placement order. Returns replicas, or
  * 0 if the arguments are out of range. */
 size_t jr__members_shrink(size_t n, size_t replicas, size_t leader, const int *online,

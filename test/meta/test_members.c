@@ -242,6 +242,36 @@ START_TEST(shrink_keeps_the_leader_then_online_then_least_lag)
 }
 END_TEST
 
+START_TEST(shrink_removes_damaged_then_offline_then_most_behind)
+{
+    size_t keep[4];
+    /* placement order would keep peer 1; it is damaged (its server up, its replica silent) */
+    int h[4] = {JR__MEMB_HEALTH_OK, JR__MEMB_HEALTH_DAMAGED, JR__MEMB_HEALTH_OK,
+                JR__MEMB_HEALTH_OFFLINE};
+    uint64_t lag[4] = {0, 5000, 0, 0};
+    ck_assert_uint_eq(jr__members_shrink(3, 2, 0, h, lag, keep), 2);
+    ck_assert_uint_eq(keep[0], 0);
+    ck_assert_uint_eq(keep[1], 2);
+    /* a damaged member goes before an offline one, an offline one before a healthy one */
+    ck_assert_uint_eq(jr__members_shrink(4, 3, 2, h, NULL, keep), 3);
+    ck_assert_uint_eq(keep[0], 0);
+    ck_assert_uint_eq(keep[1], 2);
+    ck_assert_uint_eq(keep[2], 3);
+    ck_assert_uint_eq(jr__members_shrink(4, 2, 2, h, NULL, keep), 2);
+    ck_assert_uint_eq(keep[0], 0);
+    ck_assert_uint_eq(keep[1], 2);
+    /* all healthy: the most behind goes, whatever its place */
+    int ok[3] = {JR__MEMB_HEALTH_OK, JR__MEMB_HEALTH_OK, JR__MEMB_HEALTH_OK};
+    uint64_t behind[3] = {0, 3000, 2};
+    ck_assert_uint_eq(jr__members_shrink(3, 2, 2, ok, behind, keep), 2);
+    ck_assert_uint_eq(keep[0], 0);
+    ck_assert_uint_eq(keep[1], 2);
+    /* the leader stays even if it were reported worse */
+    ck_assert_uint_eq(jr__members_shrink(3, 1, 1, h, lag, keep), 1);
+    ck_assert_uint_eq(keep[0], 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("members");
@@ -252,6 +282,7 @@ int main(void)
     tcase_add_test(tc, dead_voters_go_first_and_no_removal_leaves_no_live_majority);
     tcase_add_test(tc, every_configuration_converges_one_change_at_a_time);
     tcase_add_test(tc, shrink_keeps_the_leader_then_online_then_least_lag);
+    tcase_add_test(tc, shrink_removes_damaged_then_offline_then_most_behind);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

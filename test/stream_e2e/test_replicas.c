@@ -16,7 +16,9 @@
  *   - removed servers that were down during the change: back before it is over, they vote
  *     again until it is; back after it, they release log and store;
  *   - the stream's leader crashing mid-change; R3 -> R1 under load removing the leader;
- *   - moves: new placement tags replace the peers that do not fit (all of them, or one).
+ *   - moves: new placement tags replace the peers that do not fit (all of them, or one);
+ *   - R3 -> R2 with a follower its group does not hear from (its server up): that follower
+ *     leaves, not the healthy one, and the stream keeps a leader through a leadership change.
  *
  * JR_E2E_LOG=1 prints the nodes' log lines.
  */
@@ -781,6 +783,93 @@ START_TEST(r3_to_r1_under_load_removing_the_leader_fails_no_publish)
 }
 END_TEST
 
+/* 1 if stream info through via shows replica `rep` current, 0 if not, -1 if it is not shown. */
+static int rep_current(e2e *c, unsigned via, const char *name, const char *rep)
+{
+    e2e_res r;
+    if (e2e_info(c, via, name, &r) != 0) return -1;
+    for (size_t j = 0; j < r.nreplicas; j++)
+        if (!strcmp(r.reps[j].name, rep)) return r.reps[j].current;
+    return -1;
+}
+
+/* Moves stream name's leadership to server l. */
+static void lead_on(e2e *c, const char *name, unsigned l)
+{
+    char to[8];
+    snprintf(to, sizeof to, "n%u", l);
+    for (int tries = 0; tries < 20 && stream_leader(c, name) != (int)l; tries++) {
+        int cur = stream_leader(c, name);
+        e2e_res r;
+        if (cur >= 0) e2e_stepdown(c, (unsigned)cur, name, to, &r);
+        jr_sim_run_for(c->sim, 500 * MS);
+    }
+    ck_assert_int_eq(stream_leader(c, name), (int)l);
+}
+
+/* A follower whose server is up (the meta leader hears from it) while the stream's group
+ * does not hear from its replica — a replica that cannot open, seen from outside; the stream
+ * leader is not the meta leader, so the meta leader does not see the members' progress
+ * itself. R3 -> R2 removes that follower, not the healthy one, though placement order puts it
+ * first; the change converges and the stream keeps a leader through a leadership change. */
+START_TEST(a_shrink_removes_the_sick_follower_not_the_healthy_one)
+{
+    e2e c;
+    cluster(&c, 3, 1313);
+    add_stream(&c, "SICK", 3);
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "SICK", p, 8), 3);
+    int m = e2e_meta_leader(&c);
+    ck_assert_int_ge(m, 0);
+    /* x: the sick follower, the first of the peers in placement order that is not the meta
+     * leader; l: the stream's leader; h (the meta leader): the healthy follower */
+    unsigned x = p[0] != (unsigned)m ? p[0] : p[1], h = (unsigned)m, l = 3 - x - h;
+    e2e_res r;
+    lead_on(&c, "SICK", l);
+    publish_n(&c, l, 0, 500);
+    /* the stream's leader stops hearing from x (x still hears it, so it does not stand for
+     * election); the meta leader still hears from x */
+    ck_assert_int_eq(jr_sim_cut(c.sim, x, l), 0);
+    publish_n(&c, l, 500, 2500); /* x is thousands of operations behind */
+    /* l leads and has heard from h since its election, not from x (a follower it does not
+     * hear from may have moved leadership meanwhile) */
+    char hname[16], xname[16];
+    snprintf(hname, sizeof hname, "n%u", h);
+    snprintf(xname, sizeof xname, "n%u", x);
+    int settled = 0;
+    for (int tries = 0; tries < 50 && !settled; tries++) {
+        lead_on(&c, "SICK", l);
+        settled = rep_current(&c, l, "SICK", hname) == 1 && rep_current(&c, l, "SICK", xname) == 0;
+        if (!settled) jr_sim_run_for(c.sim, 100 * MS);
+    }
+    ck_assert_msg(settled, "leader n%u does not see n%u current and n%u behind", l, h, x);
+    ck_assert_int_eq(e2e_meta_leader(&c), m);
+    /* R3 -> R2: the sick member leaves, the leader and the healthy follower stay */
+    ck_assert_msg(set_replicas(&c, h, "SICK", 2, &r) == 0, "update: %s", r.msg);
+    ck_assert_int_eq(e2e_meta_peers(&c, h, "SICK", p, 8), 2);
+    if (!(in_list(l, p, 2) && in_list(h, p, 2))) dump(&c, "SICK");
+    ck_assert_msg(in_list(l, p, 2) && in_list(h, p, 2), "kept n%u n%u, not leader n%u and n%u",
+                  p[0], p[1], l, h);
+    int nl = wait_converged(&c, "SICK", 2, 30 * SEC);
+    ck_assert_msg(nl == (int)l || nl == (int)h, "not converged (leader %d): %s", nl, g_why);
+    check_identical(&c, "SICK", 2500);
+    /* a leadership change: the two healthy servers still elect a leader */
+    ck_assert_int_eq(e2e_stepdown(&c, (unsigned)nl, "SICK", NULL, &r), 0);
+    int ol = nl;
+    nl = wait_converged(&c, "SICK", 2, 30 * SEC);
+    ck_assert_msg(nl == (int)(l + h) - ol, "no leader after the change (%d): %s", nl, g_why);
+    publish_n(&c, h, 2500, 2600);
+    check_identical(&c, "SICK", 2600);
+    /* x heals; the peer set can change again: back to R3 */
+    jr_sim_heal(c.sim);
+    ck_assert_msg(set_replicas(&c, x, "SICK", 3, &r) == 0, "grow: %s", r.msg);
+    ck_assert_msg(wait_converged(&c, "SICK", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
+    publish_n(&c, x, 2600, 2610);
+    check_identical(&c, "SICK", 2610);
+    e2e_free(&c);
+}
+END_TEST
+
 /* A cluster of n whose first `ssd` servers carry "ssd", the rest "hdd"; every server also
  * carries "az:<i mod 3>". */
 static const char *g_az[3] = {"az:0", "az:1", "az:2"};
@@ -1058,6 +1147,7 @@ int main(void)
     tcase_add_test(tc, removed_servers_that_were_down_release_on_restart);
     tcase_add_test(tc, a_stream_leader_crash_mid_change_resumes_under_the_next);
     tcase_add_test(tc, r3_to_r1_under_load_removing_the_leader_fails_no_publish);
+    tcase_add_test(tc, a_shrink_removes_the_sick_follower_not_the_healthy_one);
     tcase_add_test(tc, a_move_to_other_tags_replaces_the_peers_that_do_not_fit);
     tcase_add_test(tc, random_replica_changes_under_faults);
     suite_add_tcase(s, tc);
