@@ -21,7 +21,8 @@ typedef struct jr_peer_info {
     size_t size;        /* sizeof(jr_peer_info) as built into the library */
     const char *name;   /* borrowed */
     int current;        /* caught up and heard from within an election timeout; never while
-                           damaged */
+                           damaged, nor (a joining observer) before its store holds every
+                           message */
     int offline;        /* not heard from recently */
     int observer;       /* non-voting member still catching up */
     int pending;        /* in the assignment, not (yet) a member of the Raft group */

@@ -147,6 +147,17 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
     jr_peer_info reps[JR__INFO_MAX_REPLICAS];
     const jr_peer_info *rep_ptrs[JR__INFO_MAX_REPLICAS];
     size_t nr = jr__cluster_replicas(js, r->g, r->as->peers, r->as->npeers, reps, rep_ptrs);
+    /* A joining replica's log may be caught up while its store still fetches the messages
+     * (catch-up): it is current only once it said its store is complete (the membership duty's
+     * READY probe, which also gates its promotion). */
+    for (size_t i = 0; i < nr; i++) {
+        if (!reps[i].observer || !reps[i].current) continue;
+        jr__peer *p = jr__peer_find_name(js->n, reps[i].name);
+        int ready = 0;
+        for (size_t k = 0; p && r->mw && k < r->mw->nprobes; k++)
+            if (r->mw->probes[k].id == jr__peer_get_id(p)) ready = r->mw->probes[k].ready;
+        if (!ready) reps[i].current = 0;
+    }
     cluster.replicas = rep_ptrs;
     cluster.nreplicas = nr;
     jr__buf *b = &js->scratch2;

@@ -1131,6 +1131,41 @@ START_TEST(random_replica_changes_under_faults)
 }
 END_TEST
 
+/* A joining replica whose log caught up while its store still fetches the messages (catch-up
+ * from a snapshot) is not shown current: whenever stream info shows it current, its store holds
+ * every message. */
+START_TEST(a_joining_replica_is_not_current_before_its_store_is_complete)
+{
+    e2e c;
+    cluster(&c, 2, 131);
+    for (unsigned i = 0; i < 2; i++) e2e_snapshot_every(&c, i, 40); /* compact the log */
+    e2e_res r;
+    add_stream(&c, "JOIN", 1);
+    static char big[16384]; /* 2,000 of them: about 32 MB for the joiner to fetch */
+    memset(big, 'j', sizeof big);
+    for (int i = 0; i < 2000; i++)
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.join", big, sizeof big, NULL, &r), 0);
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "JOIN", p, 8), 1);
+    unsigned joiner = 1 - p[0];
+    char name[8];
+    snprintf(name, sizeof name, "n%u", joiner);
+    ck_assert_msg(set_replicas(&c, 0, "JOIN", 2, &r) == 0, "update: %s", r.msg);
+    int seen_current = 0, polls = 0;
+    for (; polls < 4000 && !seen_current; polls++) {
+        jr_sim_run_for(c.sim, 2 * MS);
+        if (rep_current(&c, p[0], "JOIN", name) != 1) continue;
+        jr_stream_state st;
+        ck_assert_int_eq(e2e_state(&c, joiner, "JOIN", &st), 0);
+        ck_assert_msg(st.msgs == 2000, "shown current holding %llu of 2000 messages",
+                      (unsigned long long)st.msgs);
+        seen_current = 1;
+    }
+    ck_assert_msg(seen_current, "never current after %d polls", polls);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_replicas");
@@ -1148,6 +1183,7 @@ int main(void)
     tcase_add_test(tc, a_stream_leader_crash_mid_change_resumes_under_the_next);
     tcase_add_test(tc, r3_to_r1_under_load_removing_the_leader_fails_no_publish);
     tcase_add_test(tc, a_shrink_removes_the_sick_follower_not_the_healthy_one);
+    tcase_add_test(tc, a_joining_replica_is_not_current_before_its_store_is_complete);
     tcase_add_test(tc, a_move_to_other_tags_replaces_the_peers_that_do_not_fit);
     tcase_add_test(tc, random_replica_changes_under_faults);
     suite_add_tcase(s, tc);
