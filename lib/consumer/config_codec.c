@@ -163,21 +163,6 @@ void jr__consumer_cfg_free(jr__consumer_cfg *cfg)
 /* ---------------------------------------------------------------------------------------------
  * Encoding
  */
-static uint64_t zz(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t unzz(uint64_t u)
-{
-    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-}
-
-static void put_s(jr__buf *out, const char *s)
-{
-    jr__buf_bytes(out, s ? s : "", s ? strlen(s) : 0);
-}
-
 int jr__consumer_config_encode(const jr_consumer_config *cfg, jr__buf *out)
 {
     if (jr__consumer_config_validate(cfg, NULL, NULL)) return JR_EINVAL;
@@ -186,46 +171,46 @@ int jr__consumer_config_encode(const jr_consumer_config *cfg, jr__buf *out)
     const jr_consumer_config *c = &nn.c;
     size_t start = out->len;
     jr__buf_u8(out, JR__CONSUMER_CONFIG_VERSION);
-    put_s(out, c->name);
-    put_s(out, c->durable_name);
-    put_s(out, c->description);
+    jr__buf_str(out, c->name);
+    jr__buf_str(out, c->durable_name);
+    jr__buf_str(out, c->description);
     jr__buf_varint(out, c->nmetadata);
     for (size_t i = 0; i < c->nmetadata; i++) {
-        put_s(out, c->metadata[i].key);
-        put_s(out, c->metadata[i].value);
+        jr__buf_str(out, c->metadata[i].key);
+        jr__buf_str(out, c->metadata[i].value);
     }
     jr__buf_u8(out, (uint8_t)c->deliver_policy);
     jr__buf_varint(out, c->opt_start_seq);
     jr__buf_varint(out, c->opt_start_time_ns);
     jr__buf_u8(out, (uint8_t)c->ack_policy);
-    jr__buf_varint(out, zz(c->ack_wait_ns));
-    jr__buf_varint(out, zz(c->max_deliver));
+    jr__buf_varint(out, jr__zigzag(c->ack_wait_ns));
+    jr__buf_varint(out, jr__zigzag(c->max_deliver));
     jr__buf_varint(out, c->nbackoff);
-    for (size_t i = 0; i < c->nbackoff; i++) jr__buf_varint(out, zz(c->backoff_ns[i]));
-    put_s(out, c->filter_subject);
+    for (size_t i = 0; i < c->nbackoff; i++) jr__buf_varint(out, jr__zigzag(c->backoff_ns[i]));
+    jr__buf_str(out, c->filter_subject);
     jr__buf_varint(out, c->nfilter_subjects);
-    for (size_t i = 0; i < c->nfilter_subjects; i++) put_s(out, c->filter_subjects[i]);
+    for (size_t i = 0; i < c->nfilter_subjects; i++) jr__buf_str(out, c->filter_subjects[i]);
     jr__buf_u8(out, (uint8_t)c->replay_policy);
     jr__buf_varint(out, c->rate_limit_bps);
-    put_s(out, c->sample_freq);
-    jr__buf_varint(out, zz(c->max_waiting));
-    jr__buf_varint(out, zz(c->max_ack_pending));
+    jr__buf_str(out, c->sample_freq);
+    jr__buf_varint(out, jr__zigzag(c->max_waiting));
+    jr__buf_varint(out, jr__zigzag(c->max_ack_pending));
     jr__buf_u8(out, (uint8_t)((c->headers_only ? F_HEADERS_ONLY : 0) |
                               (c->flow_control ? F_FLOW_CONTROL : 0) |
                               (c->mem_storage ? F_MEM_STORAGE : 0)));
-    jr__buf_varint(out, zz(c->max_batch));
-    jr__buf_varint(out, zz(c->max_expires_ns));
-    jr__buf_varint(out, zz(c->max_bytes));
-    put_s(out, c->deliver_subject);
-    put_s(out, c->deliver_group);
-    jr__buf_varint(out, zz(c->idle_heartbeat_ns));
-    jr__buf_varint(out, zz(c->inactive_threshold_ns));
+    jr__buf_varint(out, jr__zigzag(c->max_batch));
+    jr__buf_varint(out, jr__zigzag(c->max_expires_ns));
+    jr__buf_varint(out, jr__zigzag(c->max_bytes));
+    jr__buf_str(out, c->deliver_subject);
+    jr__buf_str(out, c->deliver_group);
+    jr__buf_varint(out, jr__zigzag(c->idle_heartbeat_ns));
+    jr__buf_varint(out, jr__zigzag(c->inactive_threshold_ns));
     jr__buf_u8(out, (uint8_t)c->num_replicas);
     jr__buf_varint(out, c->pause_until_ns);
     jr__buf_varint(out, c->npriority_groups);
-    for (size_t i = 0; i < c->npriority_groups; i++) put_s(out, c->priority_groups[i]);
+    for (size_t i = 0; i < c->npriority_groups; i++) jr__buf_str(out, c->priority_groups[i]);
     jr__buf_u8(out, (uint8_t)c->priority_policy);
-    jr__buf_varint(out, zz(c->priority_timeout_ns));
+    jr__buf_varint(out, jr__zigzag(c->priority_timeout_ns));
     if (out->err) return out->err;
     jr__buf_u64(out, jr__xxh3(out->data + start, out->len - start));
     return out->err;
@@ -266,7 +251,7 @@ static size_t rd_count(jr__rd *r, size_t min_item)
 
 static int64_t rd_zz(jr__rd *r)
 {
-    return unzz(jr__rd_varint(r));
+    return jr__unzigzag(jr__rd_varint(r));
 }
 
 /* Parses the body (after the version byte) into c: scalars always, strings and arrays into the

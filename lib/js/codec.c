@@ -9,22 +9,16 @@
 #define MAX_STR 4096u
 #define MAX_SERVERS 4096u
 
-static void put_str(jr__buf *b, const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    jr__buf_bytes(b, s ? s : "", n);
-}
-
 /* The cluster block (codec.h: str cluster ... lag). */
 static void put_cluster(jr__buf *b, const jr_cluster_info *c)
 {
-    put_str(b, c->name);
-    put_str(b, c->group);
-    put_str(b, c->leader);
+    jr__buf_str(b, c->name);
+    jr__buf_str(b, c->group);
+    jr__buf_str(b, c->leader);
     jr__buf_varint(b, c->nreplicas);
     for (size_t i = 0; i < c->nreplicas; i++) {
         const jr_peer_info *p = c->replicas[i];
-        put_str(b, p->name);
+        jr__buf_str(b, p->name);
         jr__buf_u8(b, (uint8_t)((p->current ? 1 : 0) | (p->offline ? 2 : 0) |
                                 (p->observer ? 4 : 0) | (p->pending ? 8 : 0) |
                                 (p->damaged ? 16 : 0) | (p->unvouched ? 32 : 0)));
@@ -266,7 +260,7 @@ int jr__cinfo_encode(jr__buf *b, const jr_consumer_info *in)
     if (rc == 0) jr__buf_bytes(b, cfg.data, cfg.len);
     jr__buf_free(&cfg);
     if (rc) return rc;
-    put_str(b, in->stream);
+    jr__buf_str(b, in->stream);
     uint64_t v[] = {in->created_ns,
                     in->delivered.consumer_seq,
                     in->delivered.stream_seq,

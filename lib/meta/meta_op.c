@@ -113,7 +113,7 @@ size_t jr__meta_rd_count(jr__rd *r, size_t min_item, size_t max)
 
 void jr__meta_put_str(jr__buf *b, const char *s)
 {
-    jr__buf_bytes(b, s ? s : "", s ? strlen(s) : 0);
+    jr__buf_str(b, s);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -175,21 +175,6 @@ void jr__stream_cfg_free(jr__stream_cfg *cfg)
 /* ---------------------------------------------------------------------------------------------
  * Encoding
  */
-static uint64_t zz(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t unzz(uint64_t u)
-{
-    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-}
-
-static void put_s(jr__buf *out, const char *s)
-{
-    jr__buf_bytes(out, s ? s : "", s ? strlen(s) : 0);
-}
-
 int jr__stream_config_encode(const jr_stream_config *cfg, jr__buf *out)
 {
     if (jr__stream_config_validate(cfg, NULL, 0)) return JR_EINVAL;
@@ -198,26 +183,26 @@ int jr__stream_config_encode(const jr_stream_config *cfg, jr__buf *out)
     const jr_stream_config *c = &nn.c;
     size_t start = out->len;
     jr__buf_u8(out, version_of(c));
-    put_s(out, c->name);
-    put_s(out, c->description);
+    jr__buf_str(out, c->name);
+    jr__buf_str(out, c->description);
     jr__buf_varint(out, c->nsubjects);
-    for (size_t i = 0; i < c->nsubjects; i++) put_s(out, c->subjects[i]);
+    for (size_t i = 0; i < c->nsubjects; i++) jr__buf_str(out, c->subjects[i]);
     jr__buf_u8(out, (uint8_t)c->retention);
-    jr__buf_varint(out, zz(c->max_consumers));
-    jr__buf_varint(out, zz(c->max_msgs));
-    jr__buf_varint(out, zz(c->max_bytes));
+    jr__buf_varint(out, jr__zigzag(c->max_consumers));
+    jr__buf_varint(out, jr__zigzag(c->max_msgs));
+    jr__buf_varint(out, jr__zigzag(c->max_bytes));
     jr__buf_varint(out, c->max_age_ns);
-    jr__buf_varint(out, zz(c->max_msgs_per_subject));
-    jr__buf_varint(out, zz(c->max_msg_size));
+    jr__buf_varint(out, jr__zigzag(c->max_msgs_per_subject));
+    jr__buf_varint(out, jr__zigzag(c->max_msg_size));
     jr__buf_u8(out, (uint8_t)c->discard);
     jr__buf_u8(out, (uint8_t)c->storage);
     jr__buf_u8(out, (uint8_t)c->replicas);
     jr__buf_varint(out, c->duplicate_window_ns);
     size_t ntags;
     const char *const *tags = jr__stream_placement_tags(c, &ntags);
-    put_s(out, jr__stream_placement_cluster(c));
+    jr__buf_str(out, jr__stream_placement_cluster(c));
     jr__buf_varint(out, ntags);
-    for (size_t i = 0; i < ntags; i++) put_s(out, tags[i]);
+    for (size_t i = 0; i < ntags; i++) jr__buf_str(out, tags[i]);
     jr__buf_u8(out, (uint8_t)((c->sealed ? F_SEALED : 0) | (c->deny_delete ? F_DENY_DELETE : 0) |
                               (c->deny_purge ? F_DENY_PURGE : 0) |
                               (c->allow_rollup ? F_ALLOW_ROLLUP : 0) |
@@ -225,8 +210,8 @@ int jr__stream_config_encode(const jr_stream_config *cfg, jr__buf *out)
     jr__buf_u8(out, (uint8_t)c->compression);
     jr__buf_varint(out, c->nmetadata);
     for (size_t i = 0; i < c->nmetadata; i++) {
-        put_s(out, c->metadata[i].key);
-        put_s(out, c->metadata[i].value);
+        jr__buf_str(out, c->metadata[i].key);
+        jr__buf_str(out, c->metadata[i].value);
     }
     if (out->err) return out->err;
     jr__buf_u64(out, jr__xxh3(out->data + start, out->len - start));
@@ -262,7 +247,7 @@ static size_t rd_count(jr__rd *r, size_t min_item)
 
 static int64_t rd_zz(jr__rd *r)
 {
-    return unzz(jr__rd_varint(r));
+    return jr__unzigzag(jr__rd_varint(r));
 }
 
 /* Parses the body (after the version byte) into c and its placement pl: scalars always,

@@ -49,6 +49,20 @@ void jr__buf_u64(jr__buf *b, uint64_t v);
 void jr__buf_varint(jr__buf *b, uint64_t v);
 /* varint length followed by the bytes */
 void jr__buf_bytes(jr__buf *b, const void *p, size_t n);
+/* The same for a NUL-terminated string (NULL is ""). */
+static inline void jr__buf_str(jr__buf *b, const char *s)
+{
+    jr__buf_bytes(b, s ? s : "", s ? strlen(s) : 0);
+}
+/* Signed values as zigzag varints: 0, -1, 1, -2 ... become 0, 1, 2, 3 ... */
+static inline uint64_t jr__zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+static inline int64_t jr__unzigzag(uint64_t u)
+{
+    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
 
 /* Fixed-width little-endian stores/loads into raw memory (the caller checked the bounds). */
 static inline void jr__put_u32(uint8_t *p, uint32_t v)
