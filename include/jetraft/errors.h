@@ -55,7 +55,11 @@ extern "C" {
     X(EWRONGLASTMSGID, -31, "wrong last msg id")                                                   \
     X(ELIMIT, -32, "stream limit reached and discard policy is new")                               \
     X(ESEALED, -33, "stream is sealed")                                                            \
-    X(EDENIED, -34, "operation denied by stream configuration")
+    X(EDENIED, -34, "operation denied by stream configuration")                                    \
+    X(EPEERREMAP, -35, "peer remap failed")                                                        \
+    X(ENOTMEMBER, -36, "not a member")                                                             \
+    X(EREMOVED, -37, "server was removed from the cluster")                                        \
+    X(ENOCHANGE, -38, "reconfiguration not in progress")
 
 enum jr_errno {
 #define JR__ERR_ENUM(name, value, text) JR_##name = value,
