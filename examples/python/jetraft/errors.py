@@ -201,3 +201,9 @@ def check(rc: int, message: str = "") -> int:
     if rc < 0:
         raise JetraftError.from_code(rc, message)
     return rc
+
+#: The public names: JetraftError and its subclasses (and check).
+__all__ = ["check", "BY_NAME"] + [
+    n for n, v in list(globals().items())
+    if isinstance(v, type) and issubclass(v, JetraftError)
+]

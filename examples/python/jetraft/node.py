@@ -143,8 +143,7 @@ class Node:
         self._owned = owned
         self._advisory_key = 0
         self._host_key = 0
-        self._keep: list[Any] = []
-        self._pending: set[Pending[Any]] = set()
+        self._keep: list[Any] = []  # what the C side points to while the node lives
 
     # --- lifetime ----------------------------------------------------------------------------
 
@@ -166,6 +165,9 @@ class Node:
         self._advisory_key = 0
         reg.release(self._host_key)
         self._host_key = 0
+        for g in self._keep:
+            if isinstance(g, Group):
+                g._forget()
         self._keep.clear()
 
     def close(self) -> None:
@@ -188,7 +190,7 @@ class Node:
     @property
     def errmsg(self) -> str:
         """The node's message for its last error ("" if none)."""
-        return dec(lib.jr_node_errmsg(self.ptr)) or "" if self._ptr else ""
+        return (dec(lib.jr_node_errmsg(self._ptr)) or "") if self._ptr else ""
 
     def __repr__(self) -> str:
         return f"<Node {self.name if self._ptr else '(closed)'}>"
@@ -550,7 +552,7 @@ class Node:
         if not confirm:
             check(
                 lib.jr_consumer_ack(self.ptr, enc(ack_token), int(kind), delay_ns, enc(reason),
-                                    None, None),
+                                    _abi.stream_fn(), None),
                 self.errmsg,
             )
             return None
@@ -604,7 +606,7 @@ class Node:
         """handler(advisory) for every consumer advisory this node raises (None: none)."""
         old = self._advisory_key
         if handler is None:
-            check(lib.jr_consumer_advisories(self.ptr, None, None))
+            check(lib.jr_consumer_advisories(self.ptr, _abi.advisory_fn(), None))
             self._advisory_key = 0
         else:
 
@@ -754,8 +756,7 @@ class Group:
         g._key = reg.register(call)
         cf = _abi.jr_fsm()
         cf.version = _abi.CONSTANTS["JR_FSM_VERSION"]
-        cf.ctx = None
-        # one trampoline per op: the registry entry gets the op name first
+        # one immortal trampoline per op; each passes its op name to the group's registry entry
         cf.apply = _FSM_APPLY
         if has_snapshot:
             cf.snapshot = _FSM_SNAPSHOT
@@ -793,7 +794,13 @@ class Group:
         ClosedError at the node's next tick."""
         if self._ptr and not self.node.closed:
             lib.jr_group_close(self._ptr)
+        self._forget()
+
+    def _forget(self) -> None:
+        """The group is closed (or its node is gone): its fsm is not called again."""
         self._ptr = None
+        reg.release(self._key)
+        self._key = 0
 
     def propose(self, data: bytes) -> Pending[int]:
         """Proposes data; the result is the entry's index once committed and applied here."""

@@ -102,6 +102,7 @@ class Sim:
         self._nodes: dict[int, Node] = {}
         self._ptr: int | None = None
         self._keys: list[int] = []
+        self._running = False
 
         cfg = _abi.jr_sim_config()
         lib.jr_sim_config_init_size(ctypes.byref(cfg), ctypes.sizeof(cfg))
@@ -196,7 +197,7 @@ class Sim:
     def close(self) -> None:
         """Closes every node (pending requests complete with ClosedError) and frees the
         fixture."""
-        if self._ptr:
+        if getattr(self, "_ptr", None):
             lib.jr_sim_free(self._ptr)
             self._ptr = None
         for n in self._nodes.values():
@@ -212,7 +213,8 @@ class Sim:
         self.close()
 
     def __del__(self) -> None:
-        self.close()
+        if hasattr(self, "_keys"):  # not when __init__ failed before setting anything up
+            self.close()
 
     # --- nodes -------------------------------------------------------------------------------
 
@@ -293,24 +295,44 @@ class Sim:
         if e is not None:
             raise e
 
+    def _enter(self) -> None:
+        """Refuses to run the fixture from inside its own run (a callback or predicate calling a
+        synchronous method): the C fixture is not re-entrant."""
+        if self._running:
+            raise RuntimeError("the sim is already running: a callback or predicate must not "
+                               "run it (use the nodes' asynchronous methods there)")
+        self._running = True
+
     def step(self) -> bool:
         """Runs the earliest pending event; False if none."""
-        r = bool(lib.jr_sim_step(self.ptr))
+        self._enter()
+        try:
+            r = bool(lib.jr_sim_step(self.ptr))
+        finally:
+            self._running = False
         self._raise_pending()
         return r
 
     def run_for(self, ns: int) -> None:
-        lib.jr_sim_run_for(self.ptr, ns)
+        """Runs every event due in the next ns nanoseconds of simulated time."""
+        self._enter()
+        try:
+            lib.jr_sim_run_for(self.ptr, ns)
+        finally:
+            self._running = False
         self._raise_pending()
 
     def run_until(self, pred: Callable[[], bool], max_ns: int | None = None) -> bool:
-        """Runs events until pred() is true (True) or max_ns passed (False)."""
+        """Runs events until pred() is true (True) or max_ns passed (False). pred must not
+        drive the fixture itself (no synchronous calls, no run or step)."""
         key = reg.register(lambda _sim: 1 if pred() else 0)
+        self._enter()
         try:
             rc = lib.jr_sim_run_until(
                 self.ptr, reg.sim_pred, key, self.timeout_ns if max_ns is None else max_ns
             )
         finally:
+            self._running = False
             reg.release(key)
         self._raise_pending()
         return rc == 0

@@ -126,6 +126,9 @@ class LogLevel(enum.IntEnum):
     DEBUG = 3
 
 
+#: Where every simulated wall clock starts (2024-01-01T00:00:00Z, ns since the Unix epoch).
+SIM_WALL_START_NS = _abi.CONSTANTS["JR_SIM_WALL_START_NS"]
+
 #: "no expectation" for PubOpts.expected_last_seq and expected_last_subject_seq (JR_SEQ_NONE)
 SEQ_NONE = _abi.CONSTANTS["JR_SEQ_NONE"]
 
@@ -753,3 +756,9 @@ class PeerStatus:
 
 #: The default of jr_group_config.snapshot_entries.
 GROUP_SNAPSHOT_ENTRIES_DEFAULT = _GROUP.snapshot_entries
+
+#: The public names: every enum, config and result class, and the constants.
+__all__ = [
+    n for n, v in list(globals().items())
+    if not n.startswith("_") and (isinstance(v, type) or n.isupper())
+]
