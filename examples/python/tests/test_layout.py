@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,115 @@ from jetraft import _abi, errors
 
 HERE = Path(__file__).resolve().parent
 PKG = HERE.parent
+
+
+INCLUDE = PKG.parents[1] / "include"
+
+
+def header_text() -> str:
+    """Every public header, comments and preprocessor lines removed."""
+    text = "\n".join(p.read_text() for p in sorted((INCLUDE / "jetraft").glob("*.h")))
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    return re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", " ", text, flags=re.M)
+
+
+def split_params(params: str) -> list[str]:
+    """Splits a C parameter list at the commas outside parentheses; [] for "(void)"."""
+    out, depth, cur = [], 0, ""
+    for ch in params:
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        cur += ch
+    if cur.strip() and cur.strip() != "void":
+        out.append(cur.strip())
+    return out
+
+
+def parse_decl(decl: str) -> tuple[str, str, list[str]]:
+    """(return type, name, parameters) of "RET NAME(PARAMS)"."""
+    m = re.fullmatch(r"\s*(.*?)\b(\w+)\s*\((.*)\)\s*", decl, flags=re.S)
+    assert m, decl
+    return m.group(1).strip(), m.group(2), split_params(m.group(3))
+
+
+class Headers:
+    """The prototypes, callback typedefs and function-pointer fields of the public headers."""
+
+    def __init__(self) -> None:
+        text = header_text()
+        self.functions: dict[str, tuple[str, list[str]]] = {}
+        for decl in re.findall(r"JR_API\s+([^;{]*?\))\s*;", text, flags=re.S):
+            ret, name, params = parse_decl(decl)
+            self.functions[name] = (ret, params)
+        self.callbacks: dict[str, tuple[str, list[str]]] = {}
+        for ret, name, params in re.findall(
+                r"typedef\s+([\w\s\*]+?)\(\s*\*\s*(\w+)\)\s*\(([^;]*?)\)\s*;", text, flags=re.S):
+            self.callbacks[name] = (ret.strip(), split_params(params))
+        self.fields: dict[tuple[str, str], tuple[str, list[str]]] = {}
+        for sname, body in re.findall(r"typedef struct (\w+) \{(.*?)\} \1;", text, flags=re.S):
+            for ret, fname, params in re.findall(
+                    r"([\w\s\*]+?)\(\s*\*\s*(\w+)\)\s*\(([^;]*?)\)\s*;", body, flags=re.S):
+                self.fields[(sname, fname)] = (ret.strip().split("\n")[-1].strip(),
+                                              split_params(params))
+
+    def param_type(self, param: str) -> str:
+        """The type of a parameter, its name removed ("const char *name" -> "const char *")."""
+        if "(*" in param:
+            return param  # a function pointer, compared by its own parameters
+        toks = re.sub(r"\*", " * ", param).split()
+        if len(toks) > 1 and toks[-1] != "*" and re.fullmatch(r"\w+", toks[-1]) and \
+                toks[-1] not in ("int", "unsigned", "char", "void", "double"):
+            toks = toks[:-1]  # the parameter's name
+        return " ".join(toks)
+
+    def check(self, c: str, py: object, where: str) -> list[str]:
+        """Differences between C type c and the ctypes type py (function pointers compared by
+        return and parameter types)."""
+        c = self.param_type(c)
+        if "(*" in c:
+            m = re.fullmatch(r"(.*?)\(\s*\*\s*\w*\s*\)\s*\((.*)\)", c, flags=re.S)
+            assert m, c
+            return self.check_fn(m.group(1).strip(), split_params(m.group(2)), py, where)
+        base = c.replace("const", " ").split()
+        stars = base.count("*")
+        base = [t for t in base if t != "*"]
+        b = " ".join(base)
+        if stars == 0 and b in self.callbacks:
+            ret, params = self.callbacks[b]
+            return self.check_fn(ret, params, py, f"{where} ({b})")
+        if stars == 0:
+            want = {"int": ctypes.c_int, "unsigned": ctypes.c_uint, "uint64_t": ctypes.c_uint64,
+                    "int64_t": ctypes.c_int64, "uint32_t": ctypes.c_uint32,
+                    "size_t": ctypes.c_size_t, "double": ctypes.c_double, "void": None}[b]
+        elif stars == 1 and b == "char":
+            want = ctypes.c_char_p
+        elif stars == 1 and b in _abi.STRUCTS:
+            want = ctypes.POINTER(_abi.STRUCTS[b])
+        elif stars == 1 and b == "unsigned":
+            want = ctypes.POINTER(ctypes.c_uint)
+        elif stars == 1:
+            want = ctypes.c_void_p  # void * and opaque handles
+        elif stars == 2 and b != "char":
+            want = ctypes.POINTER(ctypes.c_void_p)  # an opaque handle's out-parameter
+        else:
+            want = ctypes.POINTER(ctypes.c_char_p)
+        return [] if py is want else [f"{where}: C {c!r} is {want}, ctypes has {py}"]
+
+    def check_fn(self, ret: str, params: list[str], py: object, where: str) -> list[str]:
+        if not (isinstance(py, type) and issubclass(py, ctypes._CFuncPtr)):  # type: ignore
+            return [f"{where}: C function pointer, ctypes has {py}"]
+        argtypes = py._argtypes_  # type: ignore[attr-defined]
+        if len(argtypes) != len(params):
+            return [f"{where}: {len(params)} parameters in C, {len(argtypes)} in ctypes"]
+        out = self.check(ret, py._restype_, f"{where} return")  # type: ignore[attr-defined]
+        for i, (c, t) in enumerate(zip(params, argtypes)):
+            out += self.check(c, t, f"{where} parameter {i + 1}")
+        return out
 
 
 def layout_output() -> str:
@@ -89,6 +199,43 @@ class LayoutTest(unittest.TestCase):
         self.assertEqual(count, [len(_abi.FUNCTIONS)])
         for name in _abi.FUNCTIONS:
             self.assertTrue(hasattr(jetraft.lib, name), name)
+
+    def test_every_public_function_is_bound_with_its_signature(self) -> None:
+        """Every JR_API function of the headers has a prototype in _abi.FUNCTIONS whose return
+        and parameter types are the C ones (callbacks compared parameter by parameter)."""
+        h = Headers()
+        self.assertGreater(len(h.functions), 100)
+        self.assertEqual(sorted(set(h.functions) - set(_abi.FUNCTIONS)), [],
+                         "public functions the binding does not declare")
+        self.assertEqual(sorted(set(_abi.FUNCTIONS) - set(h.functions)), [],
+                         "declared functions the headers do not have")
+        problems = []
+        for name, (ret, params) in h.functions.items():
+            restype, argtypes = _abi.FUNCTIONS[name]
+            problems += self.compare(h, name, ret, params, restype, argtypes)
+        self.assertEqual(problems, [])
+
+    def compare(self, h: "Headers", name: str, ret: str, params: list[str], restype: object,
+                argtypes: list[object]) -> list[str]:
+        if len(params) != len(argtypes):
+            return [f"{name}: {len(params)} parameters in C, {len(argtypes)} in ctypes"]
+        out = h.check(ret, restype, f"{name} return")
+        for i, (c, t) in enumerate(zip(params, argtypes)):
+            out += h.check(c, t, f"{name} parameter {i + 1}")
+        return out
+
+    def test_every_function_pointer_field_has_its_signature(self) -> None:
+        h = Headers()
+        self.assertIn(("jr_host", "send"), h.fields)
+        problems = []
+        for (sname, fname), (ret, params) in h.fields.items():
+            if sname not in _abi.STRUCTS:
+                continue  # a table the binding never builds (jr_vfs)
+            ftype = dict(_abi.STRUCTS[sname]._fields_)[fname]
+            if ftype is ctypes.c_void_p:
+                continue  # a table the binding never fills (the allocator, the vfs)
+            problems += h.check_fn(ret, params, ftype, f"{sname}.{fname}")
+        self.assertEqual(problems, [])
 
     def test_every_error_code_has_its_class(self) -> None:
         """Codes run from -1 down; the library names each, "UNKNOWN" past the last. A code
