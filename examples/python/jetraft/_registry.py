@@ -113,7 +113,3 @@ done_cb = _make(_abi.done_fn)
 # callbacks whose return value C uses
 sim_pred = _make(_abi.sim_pred_fn, value=True)
 sim_files = _make(_abi.sim_files_fn, value=True)
-sim_configure = _make(_abi.sim_configure_fn, value=True)
-sim_apply = _make(_abi.sim_apply_fn, value=True)
-sim_restore = _make(_abi.sim_restore_fn, value=True)
-sim_log = _make(_abi.sim_log_fn, value=True)

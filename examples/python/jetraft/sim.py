@@ -54,6 +54,21 @@ SEC = 1_000_000_000
 MS = 1_000_000
 
 
+def _fixture_trampoline(fntype: Any, op: str) -> Any:
+    def tramp(arg: int | None, *args: Any) -> Any:
+        return reg._call_value(arg, op, *args)
+
+    return fntype(tramp)
+
+
+# immortal trampolines of the fixture's callbacks (jr_sim_config), told apart by their op
+_CONFIGURE = _fixture_trampoline(_abi.sim_configure_fn, "configure")
+_LOG = _fixture_trampoline(_abi.sim_log_fn, "log")
+_APPLY = _fixture_trampoline(_abi.sim_apply_fn, "apply")
+_RESTORE = _fixture_trampoline(_abi.sim_restore_fn, "restore")
+_STEP = _fixture_trampoline(_abi.sim_step_fn, "step")
+
+
 class SimDisk:
     """A saved copy of one node's disk (jr_sim_disk_save); freed by close() or when collected."""
 
@@ -89,6 +104,8 @@ class Sim:
         torn_writes: bool = False,
         on_log: Callable[[int, int, str], None] | None = None,
         on_apply: Callable[[int, int, int, int, bytes], None] | None = None,
+        on_restore: Callable[[int, int, int], None] | None = None,
+        on_step: Callable[["Sim"], None] | None = None,
         timeout_ns: int = 120 * SEC,
     ) -> None:
         self.timeout_ns = timeout_ns
@@ -103,6 +120,7 @@ class Sim:
         self._ptr: int | None = None
         self._keys: list[int] = []
         self._running = False
+        self._errbufs: dict[int, ctypes.Array] = {}  # where node i's open says why it failed
 
         cfg = _abi.jr_sim_config()
         lib.jr_sim_config_init_size(ctypes.byref(cfg), ctypes.sizeof(cfg))
@@ -116,39 +134,51 @@ class Sim:
         if heartbeat_ms is not None:
             cfg.heartbeat_ms = heartbeat_ms
         cfg.torn_writes = int(torn_writes)
-        key = reg.register(self._configure)
+        # One registry entry serves every fixture callback; the trampolines below pass it the
+        # name of the callback first.
+        key = reg.register(self._fixture_callback)
         self._keys.append(key)
+        self._on_log = on_log
+        self._on_apply = on_apply
+        self._on_restore = on_restore
+        self._on_step = on_step
         cfg.arg = key
-        cfg.configure = reg.sim_configure
+        cfg.configure = _CONFIGURE
         if on_log is not None:
-            cfg.on_log = reg.sim_log
-            self._on_log = on_log
+            cfg.on_log = _LOG
         if on_apply is not None:
-            cfg.on_apply = reg.sim_apply
-            self._on_apply = on_apply
-        # One registry entry serves every fixture callback: the configure callback is given
-        # (i, cfg), on_log (i, level, msg), on_apply (i, group, index, term, data, len); they
-        # are told apart by their arity.
+            cfg.on_apply = _APPLY
+        if on_restore is not None:
+            cfg.on_restore = _RESTORE
+        if on_step is not None:
+            cfg.on_step = _STEP
         out = ctypes.c_void_p()
         rc = lib.jr_sim_new(ctypes.byref(cfg), ctypes.byref(out))
         if rc < 0:
+            why = next((b.value.decode("utf-8", "replace") for b in self._errbufs.values()
+                        if b.value), "")
             self._release()
-            raise JetraftError.from_code(rc, "jr_sim_new failed")
+            raise JetraftError.from_code(rc, why or "jr_sim_new failed")
         self._ptr = out.value
         self._raise_pending()
 
     # --- fixture callbacks -------------------------------------------------------------------
 
-    def _configure(self, *args: Any) -> None:
-        if len(args) == 2:
+    def _fixture_callback(self, op: str, *args: Any) -> None:
+        if op == "configure":
             self._configure_node(*args)
-        elif len(args) == 3:
+        elif op == "log" and self._on_log is not None:
             i, level, msg = args
             self._on_log(int(i), int(level), dec(msg) or "")
-        else:
+        elif op == "apply" and self._on_apply is not None:
             i, group, index, term, data, n = args
             self._on_apply(int(i), int(group), int(index), int(term),
                            ctypes.string_at(data, n) if data and n else b"")
+        elif op == "restore" and self._on_restore is not None:
+            i, group, index = args
+            self._on_restore(int(i), int(group), int(index))
+        elif op == "step" and self._on_step is not None:
+            self._on_step(self)
 
     def _configure_node(self, i: int, cptr: Any) -> None:
         c = cptr.contents
@@ -173,6 +203,10 @@ class Sim:
         keep.append(arr)
         c.tags = arr
         c.ntags = len(nc.tags)
+        errbuf = self._errbufs.setdefault(int(i), ctypes.create_string_buffer(512))
+        errbuf.value = b""
+        c.errbuf = ctypes.cast(errbuf, ctypes.c_void_p)
+        c.errbuf_len = len(errbuf)
         for name in (
             "election_timeout_ms", "heartbeat_ms", "sync_policy", "sync_interval_ms",
             "max_frame_bytes", "wal_segment_bytes", "max_store_bytes", "max_assets", "streams",
@@ -214,7 +248,10 @@ class Sim:
 
     def __del__(self) -> None:
         if hasattr(self, "_keys"):  # not when __init__ failed before setting anything up
-            self.close()
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 - at interpreter exit the library may be gone
+                pass
 
     # --- nodes -------------------------------------------------------------------------------
 
@@ -270,7 +307,11 @@ class Sim:
     def restart(self, i: int | str) -> Node:
         """Reopens crashed node i over what its disk kept."""
         i = self.index(i) if isinstance(i, str) else i
-        check(lib.jr_sim_restart(self.ptr, i), f"restart {self.name(i)}")
+        rc = lib.jr_sim_restart(self.ptr, i)
+        if rc < 0:
+            buf = self._errbufs.get(i)
+            why = buf.value.decode("utf-8", "replace") if buf is not None else ""
+            raise JetraftError.from_code(rc, why or f"restart of {self.name(i)} failed")
         self._raise_pending()
         return self.node(i)
 

@@ -125,10 +125,35 @@ class FixtureTest(unittest.TestCase):
             for seq in range(1, 21):
                 self.assertEqual(sim.msg_get("S", seq).seq, seq)
 
+    def test_a_failed_restart_says_why(self) -> None:
+        broken: set[int] = set()
+
+        def configure(i: int, cfg: NodeConfig) -> None:
+            if i in broken:
+                cfg.heartbeat_ms = cfg.election_timeout_ms + 1
+
+        with Sim(nodes=3, seed=1, configure=configure) as sim:
+            sim.crash(1)
+            broken.add(1)
+            with self.assertRaises(jetraft.InvalidArgumentError) as cm:
+                sim.restart(1)
+            self.assertIn("heartbeat_ms", cm.exception.message)
+            broken.clear()
+            sim.restart(1)
+            self.assertTrue(sim.running(1))
+
     def test_a_raw_group_on_the_fixture(self) -> None:
         applied: list[tuple[int, int, bytes]] = []
+        restored: list[tuple[int, int, int]] = []
+        steps = [0]
+
+        def on_step(sim: Sim) -> None:
+            steps[0] += 1
+
         with Sim(nodes=3, seed=9, streams=False,
-                 on_apply=lambda i, g, idx, term, data: applied.append((i, idx, data))) as sim:
+                 on_apply=lambda i, g, idx, term, data: applied.append((i, idx, data)),
+                 on_restore=lambda i, g, idx: restored.append((i, g, idx)),
+                 on_step=on_step) as sim:
             fsms = [Log() for _ in range(3)]
             groups = [sim.node(i).group_open(1, ["n0", "n1", "n2"], fsms[i],
                                              snapshot_entries=8) for i in range(3)]
@@ -151,6 +176,8 @@ class FixtureTest(unittest.TestCase):
             sim.node(f).group_open(1, ["n0", "n1", "n2"], again)
             self.assertTrue(sim.run_until(lambda: len(again.entries) == 20))
             self.assertGreater(again.restored_at, 0)
+            self.assertIn((f, 1, again.restored_at), restored)
+            self.assertEqual(steps[0], sim.stats().events)
             self.assertEqual(again.entries, fsms[f].entries)
             # leadership moves on request
             to = sim.name((sim.index(lead.node.name) + 1) % 3)
