@@ -13,7 +13,7 @@ callback returns.
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable, Generic, Iterable, TypeVar
+from typing import Any, Callable, Generator, Generic, Iterable, TypeVar
 
 from . import _abi
 from . import _registry as reg
@@ -95,6 +95,24 @@ class Pending(Generic[T]):
     def error(self) -> BaseException | None:
         """The error it ended with, or None (also while pending)."""
         return self._error
+
+    def __await__(self) -> Generator[Any, None, T]:
+        """Awaits the request on the running asyncio loop, which must be the one driving its
+        node (jetraft.aio.AsyncioHost): the callback resolves the future on that loop."""
+        import asyncio
+
+        fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+
+        def resolve(p: "Pending[T]") -> None:
+            if fut.done():
+                return
+            if p._error is not None:
+                fut.set_exception(p._error)
+            else:
+                fut.set_result(p._value)
+
+        self.add_done_callback(resolve)
+        return (yield from fut.__await__())
 
     def add_done_callback(self, fn: Callable[["Pending[T]"], None]) -> None:
         """Calls fn(self) when the request completes (at once if it already has): the hook an
