@@ -16,8 +16,9 @@ Layers:
   types   configs (defaults from the library's *_init functions) and results (copies of what
           the callbacks were handed).
   errors  JetraftError and a subclass per JR_E* code.
-Network hosts (a real transport and clock driving Node.recv/Node.tick, e.g. on asyncio) plug in
-through jetraft.host.
+  host    Host and open_node: a node on the real file system driven by the caller's own loop.
+  aio     AsyncioHost (a node's timer on an asyncio loop), awaitable requests, async fetch; a
+          network host adds its transport (TCP peer links) to it.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ for a call refused at once), e.g. "stream 'NOPE' not found".
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._lib import lib
 
 
@@ -14,6 +16,10 @@ class JetraftError(Exception):
     """A libjetraft call failed. Subclasses name the code; `code` is the negative JR_E* value."""
 
     code: int = 0
+    #: what the callback reported along with the error, where it had something: the PubAck of
+    #: a failed publish (with JR_EWRONGLASTSEQ its seq is the actual last one), the messages a
+    #: fetch got before it failed, this node's own view with a MetaInfo; else None
+    result: Any = None
 
     def __init__(self, code: int, message: str = "") -> None:
         self.code = code

@@ -87,10 +87,12 @@ def open_node(
     host: Host,
     config: NodeConfig | None = None,
     seed: int = 0,
+    vfs: int | None = None,
 ) -> Node:
-    """Opens a node (jr_node_open) over the POSIX file system with `host` as its transport,
-    clock and timer. The returned Node is owned: close it (or use `with`). A failure raises
-    the JetraftError with the reason jr_node_open gave, naming the config field."""
+    """Opens a node (jr_node_open) with `host` as its transport, clock and timer, over the
+    POSIX file system or the jr_vfs pointer `vfs` (e.g. Sim.vfs(i)). The returned Node is
+    owned: close it (or use `with`). A failure raises the JetraftError with the reason
+    jr_node_open gave, naming the config field."""
     from ._conv import to_c
 
     cfg = to_c(config if config is not None else NodeConfig())
@@ -101,6 +103,7 @@ def open_node(
     cfg.npeers = len(peer_list)
     cfg.wal_dir = enc(wal_dir)
     cfg.seed = seed
+    cfg.vfs = vfs if vfs is not None else lib.jr_vfs_posix()
     key = reg.register(lambda op, *args: _dispatch(host, op, *args))
     h = _abi.jr_host()
     h.version = _abi.CONSTANTS["JR_HOST_VERSION"]

@@ -72,9 +72,12 @@ class Pending(Generic[T]):
         self.done = True
         self._value = value
         self._error = error
-        for cb in self._callbacks:
-            cb(self)
-        self._callbacks.clear()
+        callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            try:
+                cb(self)
+            except BaseException as e:  # noqa: BLE001 - it must not unwind through C
+                reg.raised.append(e)
 
     def _fail(self, status: int, msg: bytes | str | None, result: Any = None) -> None:
         text = msg.decode("utf-8", "replace") if isinstance(msg, bytes) else (msg or "")
@@ -237,7 +240,6 @@ class Node:
 
     def _start(
         self,
-        what: str,
         handler: Callable[..., bool],
         call: Callable[[int], int],
         pending: Pending[Any],
@@ -266,7 +268,7 @@ class Node:
                 p._finish(value)
             return True
 
-        return self._start(what, done, call, p)
+        return self._start(done, call, p)
 
     def _with(self, what: str, cls: type, call: Callable[[int], int]) -> Pending[Any]:
         """A request completed by a (status, msg, const T *) callback: copies *T into cls."""
@@ -279,7 +281,7 @@ class Node:
                 p._finish(from_c(cls, ptr.contents) if ptr else None)
             return True
 
-        return self._start(what, done, call, p)
+        return self._start(done, call, p)
 
     # --- streams -----------------------------------------------------------------------------
 
@@ -311,11 +313,13 @@ class Node:
         p: Pending[int] = Pending(f"stream purge {name}")
 
         def done(status: int, msg: bytes | None, purged: int) -> bool:
-            p._fail(status, msg) if status < 0 else p._finish(int(purged))
+            if status < 0:
+                p._fail(status, msg)
+            else:
+                p._finish(int(purged))
             return True
 
         return self._start(
-            p.what,
             done,
             lambda k: lib.jr_stream_purge(
                 self.ptr, enc(name), ctypes.byref(c) if c is not None else None, reg.purge_cb, k
@@ -408,11 +412,13 @@ class Node:
 
         def done(status: int, ack: Any) -> bool:
             a = from_c(PubAck, ack.contents) if ack else None
-            p._fail(status, a.msg if a else "", a) if status < 0 else p._finish(a)
+            if status < 0:
+                p._fail(status, a.msg if a else "", a)
+            else:
+                p._finish(a)
             return True
 
         return self._start(
-            p.what,
             done,
             lambda k: lib.jr_publish(
                 self.ptr, enc(subject), hdr or None, len(hdr), data or None, len(data),
@@ -428,11 +434,14 @@ class Node:
         p: Pending[str] = Pending(what)
 
         def done(status: int, msg: bytes | None, name: bytes | None) -> bool:
-            p._fail(status, msg) if status < 0 else p._finish(dec(name))
+            if status < 0:
+                p._fail(status, msg)
+            else:
+                p._finish(dec(name))
             return True
 
         return self._start(
-            what, done, lambda k: fn(self.ptr, enc(stream), ctypes.byref(c), reg.consumer_cb, k), p
+            done, lambda k: fn(self.ptr, enc(stream), ctypes.byref(c), reg.consumer_cb, k), p
         )
 
     def consumer_add(self, stream: str, cfg: ConsumerConfig) -> Pending[str]:
@@ -528,7 +537,6 @@ class Node:
         c = to_c(opts) if opts is not None else None
         p: Pending[Fetched] = Pending(f"fetch {stream} {consumer}")
         return self._start(
-            p.what,
             self._fetch_handler(p, on_message),
             lambda k: lib.jr_consumer_fetch(
                 self.ptr, enc(stream), enc(consumer),
@@ -547,7 +555,6 @@ class Node:
         c = to_c(opts) if opts is not None else None
         p: Pending[Fetched] = Pending("ack next")
         return self._start(
-            p.what,
             self._fetch_handler(p, on_message),
             lambda k: lib.jr_consumer_ack_next(
                 self.ptr, enc(ack_token), ctypes.byref(c) if c is not None else None,
@@ -668,7 +675,7 @@ class Node:
                 p._fail(status, msg)
             return True
 
-        return self._start(what, done, call, p)
+        return self._start(done, call, p)
 
     def stream_check(self, stream: str, opts: CheckOpts | None = None) -> Pending[CheckResult]:
         """Judges a stream's replicas as `nats server check stream` does."""
@@ -712,11 +719,12 @@ class Node:
         return Group._open(self, group_id, list(voters), fsm, snapshot_entries, join)
 
     def group(self, group_id: int) -> "Group | None":
-        """The open group group_id opened through this Node, or None."""
-        for g in self._keep:
-            if isinstance(g, Group) and g.id == group_id and g._ptr:
-                return g
-        return None
+        """The open group group_id (jr_node_group), as opened through this Node; None if the
+        node has no such group open."""
+        ptr = lib.jr_node_group(self.ptr, group_id)
+        if not ptr:
+            return None
+        return next((g for g in self._keep if isinstance(g, Group) and g._ptr == ptr), None)
 
 
 class Fsm:
@@ -825,12 +833,14 @@ class Group:
         p: Pending[int] = Pending(f"propose to group {self.id}")
 
         def done(status: int, index: int) -> bool:
-            p._fail(status, "") if status < 0 else p._finish(int(index))
+            if status < 0:
+                p._fail(status, "")
+            else:
+                p._finish(int(index))
             return True
 
         data = bytes(data)
         return self.node._start(
-            p.what,
             done,
             lambda k: lib.jr_group_propose(self.ptr, data or None, len(data), reg.propose_cb, k),
             p,
@@ -840,10 +850,13 @@ class Group:
         p: Pending[None] = Pending(what)
 
         def done(status: int) -> bool:
-            p._fail(status, "") if status < 0 else p._finish(None)
+            if status < 0:
+                p._fail(status, "")
+            else:
+                p._finish(None)
             return True
 
-        return self.node._start(what, done, lambda k: fn(self.ptr, enc(peer), reg.done_cb, k), p)
+        return self.node._start(done, lambda k: fn(self.ptr, enc(peer), reg.done_cb, k), p)
 
     def transfer(self, to: str | None = None) -> Pending[None]:
         return self._done("transfer", lib.jr_group_transfer, to)

@@ -416,6 +416,13 @@ class Sim:
             reg.release(key)
         return out
 
+    def vfs(self, i: int) -> int:
+        """Node i's simulated file system (a jr_vfs pointer; it survives crashes)."""
+        ptr = lib.jr_sim_vfs(self.ptr, i)
+        if not ptr:
+            raise InvalidArgumentError(-1, f"no node {i}")
+        return int(ptr)
+
     def cut_tail(self, i: int, path: str, n: int) -> None:
         check(lib.jr_sim_cut_tail(self.ptr, i, enc(path), n))
 

@@ -224,6 +224,13 @@ class LayoutTest(unittest.TestCase):
             out += h.check(c, t, f"{name} parameter {i + 1}")
         return out
 
+    def test_every_function_is_called_by_the_package(self) -> None:
+        """Binding a prototype is not wrapping it: each function is called somewhere."""
+        source = "\n".join(p.read_text() for p in (PKG / "jetraft").glob("*.py")
+                           if p.name != "_abi.py")
+        unused = [n for n in _abi.FUNCTIONS if not re.search(rf"\b{n}\b", source)]
+        self.assertEqual(unused, [])
+
     def test_every_function_pointer_field_has_its_signature(self) -> None:
         h = Headers()
         self.assertIn(("jr_host", "send"), h.fields)

@@ -168,6 +168,8 @@ class FixtureTest(unittest.TestCase):
             self.assertGreater(st.snapshot_index, 0)
             self.assertEqual(lead.floor().commit_index, st.commit_index)
             self.assertEqual(sorted(p.name for p in lead.peers()), ["n0", "n1", "n2"])
+            self.assertIs(lead.node.group(1), lead)
+            self.assertIsNone(lead.node.group(2))
             # a follower restarts: its state comes back from its snapshot and log
             f = next(i for i in range(3) if groups[i] is not lead)
             sim.crash(f)
