@@ -81,11 +81,23 @@ class SimDisk:
         self._ptr = None
 
     def __del__(self) -> None:
-        self.close()
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - at interpreter exit the library may be gone
+            pass
 
 
 class Sim:
-    """N libjetraft nodes over a simulated clock, network and disks, reproducible by seed."""
+    """N libjetraft nodes over a simulated clock, network and disks, reproducible by seed.
+
+    nodes, seed, link (every directed link's start), election_timeout_ms, heartbeat_ms and
+    torn_writes are jr_sim_config's. Each node's config is then adjusted before each open
+    (first open and every restart): streams on (unless streams=False), the given cluster name,
+    tags[i], store_dir and request_timeout_ms, and last configure(i, NodeConfig) which may change
+    any field of it. on_log(i, level, msg), on_apply(i, group, index, term, data),
+    on_restore(i, group, index) and on_step(sim) are the fixture's observers. timeout_ns is how
+    much simulated time the synchronous calls wait for an answer.
+    """
 
     def __init__(
         self,

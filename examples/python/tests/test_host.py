@@ -124,6 +124,24 @@ class PythonHostTest(unittest.TestCase):
         self.assertEqual(len(leader.peers()), 3)
         self.assertGreater(self.loop.armed, 0)
 
+        # a follower's node closes; entries go on; reopened over its directory, it recovers
+        # its log, and the new state machine applies everything, what it missed included
+        down = next(n for n in NAMES if groups[n] is not leader)
+        self.loop.nodes.pop(down).close()
+        self.loop.deadlines.pop(down, None)
+        more = [leader.propose(b"more %d" % i) for i in range(10)]
+        self.assertTrue(self.loop.run_until(lambda: all(p.done for p in more)))
+        node = open_node(down, NAMES, f"{self.dir.name}/{down}", self.hosts[down],
+                         NodeConfig(streams=True, election_timeout_ms=150, heartbeat_ms=30),
+                         seed=8)
+        self.addCleanup(node.close)
+        self.loop.nodes[down] = node
+        again = Counter()
+        node.group_open(1, NAMES, again)
+        node.tick()
+        self.assertTrue(self.loop.run_until(lambda: len(again.entries) == 30))
+        self.assertEqual(again.entries, fsms[leader.node.name].entries)
+
     def test_streams_run_through_the_python_host(self) -> None:
         a = self.loop.nodes["a"]
         p = a.stream_add(StreamConfig(name="ORDERS", subjects=["orders.>"], replicas=3))
