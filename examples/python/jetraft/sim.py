@@ -121,6 +121,7 @@ class Sim:
         timeout_ns: int = 120 * SEC,
     ) -> None:
         self.timeout_ns = timeout_ns
+        self.seed = seed
         self._streams = streams
         self._cluster = cluster
         self._tags = [list(t) for t in tags] if tags else None
@@ -265,6 +266,11 @@ class Sim:
             except Exception:  # noqa: BLE001 - at interpreter exit the library may be gone
                 pass
 
+    def __repr__(self) -> str:
+        if not self._ptr:
+            return f"<Sim seed={self.seed} closed>"
+        return f"<Sim {self.size} nodes seed={self.seed} at {self.now / SEC:.6f} s>"
+
     # --- nodes -------------------------------------------------------------------------------
 
     @property
@@ -396,8 +402,9 @@ class Sim:
         simulated time (default: the Sim's timeout_ns)."""
         if not self.run_until(lambda: all(p.done for p in pending), max_ns):
             late = [p.what for p in pending if not p.done]
-            raise TimedOutError(-12, f"sim: no answer within {(max_ns or self.timeout_ns) / SEC:g}"
-                                     f" s of simulated time for {', '.join(late)}")
+            raise TimedOutError(-12, f"sim (seed {self.seed}, at {self.now / SEC:.6f} s): no answer "
+                                     f"within {(max_ns or self.timeout_ns) / SEC:g} s of simulated "
+                                     f"time for {', '.join(late)}")
         results = [p.result() for p in pending]
         return results[0] if len(pending) == 1 else results
 

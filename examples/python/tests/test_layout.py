@@ -244,6 +244,17 @@ class LayoutTest(unittest.TestCase):
             problems += h.check_fn(ret, params, ftype, f"{sname}.{fname}")
         self.assertEqual(problems, [])
 
+    def test_results_read_only_what_size_covers(self) -> None:
+        """A struct built by an older library (smaller size) is read up to its size; the
+        fields it lacks keep their defaults, whatever bytes follow it."""
+        from jetraft._conv import from_c
+
+        cs = _abi.jr_stream_state(size=_abi.jr_stream_state.last_seq.offset, msgs=5, bytes=9,
+                                  first_seq=1, first_ts=7, last_seq=5, num_subjects=3)
+        got = from_c(jetraft.StreamState, cs)
+        self.assertEqual((got.msgs, got.bytes, got.first_seq, got.first_ts), (5, 9, 1, 7))
+        self.assertEqual((got.last_seq, got.num_subjects), (0, 0))  # not covered
+
     def test_every_error_code_has_its_class(self) -> None:
         """Codes run from -1 down; the library names each, "UNKNOWN" past the last. A code
         appended to JR_ERRNO_MAP without a class here fails this."""

@@ -74,6 +74,10 @@ class OrdersTest(unittest.TestCase):
         return got
 
     def test_orders_survive_the_loss_of_the_stream_leader(self) -> None:
+        with self.subTest(seed=SEED):  # a failure names the run's seed
+            self.orders_survive_the_loss_of_the_stream_leader()
+
+    def orders_survive_the_loss_of_the_stream_leader(self) -> None:
         sim = self.sim
         self.publish_range(1, 1000)
         self.assertEqual(sorted(self.acked), list(range(1, 1001)))
