@@ -187,6 +187,22 @@ class FixtureTest(unittest.TestCase):
             self.assertEqual(lead.leader, to)
 
 
+class ReadmeTest(unittest.TestCase):
+    def test_the_readme_examples_run(self) -> None:
+        """Every ```python block of README.md runs as written."""
+        import contextlib
+        import io
+        import re
+        from pathlib import Path
+
+        text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+        blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+        self.assertTrue(blocks)
+        for code in blocks:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile(code, "README.md", "exec"), {})
+
+
 class ConsumerCallsTest(unittest.TestCase):
     def setUp(self) -> None:
         self.sim = Sim(nodes=3, seed=21)
