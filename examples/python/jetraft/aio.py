@@ -6,7 +6,7 @@ transport half — send() to a peer, and calling deliver() for what a peer sent 
 subclass's: over TCP peer links for a networked cluster, or in-process queues in the tests.
 
 Every Pending is awaitable once a loop drives its node (`ack = await node.publish(...)`), and
-`fetch` iterates a pull request's messages as they arrive:
+`fetch` iterates a pull request's messages as they arrive, `subscribe` a push consumer's:
 
     async for msg in aio.fetch(node, "ORDERS", "PROC", batch=100):
         ...
@@ -104,3 +104,29 @@ async def fetch(
             break
         yield msg
     pending.result()  # raises what the fetch ended with, if it failed
+
+
+async def subscribe(node: Node, stream: str, consumer: str) -> AsyncIterator[ConsumerMsg]:
+    """Yields a push consumer's messages as they are delivered (idle heartbeats left out),
+    until the subscription ends (raising its error, e.g. NotFoundError when the consumer was
+    deleted) or the generator is closed, which closes the subscription: leave it inside
+    `async with contextlib.aclosing(aio.subscribe(...)) as msgs` to close it at once (a generator
+    left by break is otherwise closed only when the loop finalizes it)."""
+    queue: asyncio.Queue[ConsumerMsg | None] = asyncio.Queue()
+
+    def each(m: ConsumerMsg | None) -> None:
+        if m is not None:
+            queue.put_nowait(m)
+
+    sub = node.subscribe(stream, consumer, each)
+    sub.on_end = lambda: queue.put_nowait(None)
+    try:
+        while True:
+            msg = await queue.get()
+            if msg is None:
+                break
+            yield msg
+        if sub.error is not None:
+            raise sub.error
+    finally:
+        sub.close()

@@ -134,13 +134,18 @@ class Subscription:
         self.handler = handler
         self.closed = False
         self.error: JetraftError | None = None
+        #: called once when the library ends the subscription (error then says why)
+        self.on_end: Callable[[], None] | None = None
         self._ptr: int | None = None
         self._key = 0
 
     def _on_push(self, status: int, m: Any) -> bool:
         if status < 0:
             self.closed = True
+            self._ptr = None
             self.error = JetraftError.from_code(status)
+            if self.on_end is not None:
+                self.on_end()
             return True
         self.handler(from_c(ConsumerMsg, m.contents) if m else None)  # None: idle heartbeat
         return False

@@ -8,6 +8,7 @@ is real (the loop's clock), so this test also shows a node's timers working off 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import tempfile
 import unittest
@@ -76,6 +77,24 @@ class AsyncioTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(sorted(got.values()), sorted(b"order %d" % i for i in range(20)))
         with self.assertRaises(jetraft.NotFoundError):
             await asyncio.wait_for(c.stream_info("NOPE"), 30)
+
+        # a push consumer, iterated; leaving the loop closes the subscription
+        await asyncio.wait_for(c.consumer_add("ORDERS", ConsumerConfig(
+            durable_name="PUSH", deliver_subject="deliver.push")), 30)
+        pushed: dict[int, bytes] = {}
+        before = jetraft._registry.live()
+
+        async def take() -> None:
+            async with contextlib.aclosing(aio.subscribe(c, "ORDERS", "PUSH")) as msgs:
+                async for m in msgs:
+                    pushed[m.stream_seq] = m.data
+                    await self.ack(c, m.ack_token)
+                    if len(pushed) == 20:
+                        break
+
+        await asyncio.wait_for(take(), 30)
+        self.assertEqual(sorted(pushed), list(range(1, 21)))
+        self.assertEqual(jetraft._registry.live(), before)  # the subscription was released
 
     async def ack(self, node: jetraft.Node, token: str) -> None:
         """A confirmed ack, asked again if a leader change left its outcome open (time is real
