@@ -56,6 +56,18 @@ class CallbackLifetimeTest(unittest.TestCase):
         self.assertEqual(pending[52].result().nstreams, 1)
         self.assertEqual(_registry.live(), self.base, "finished requests were not released")
 
+    def test_a_request_nobody_holds_still_completes_and_is_released(self) -> None:
+        done: list[int] = []
+        node = self.sim.node(0)
+        for i in range(10):
+            node.publish("orders.x", b"%d" % i).add_done_callback(
+                lambda p: done.append(p.result().seq))
+        gc.collect()  # no Pending is referenced from Python any more, only from the registry
+        self.assertEqual(_registry.live(), self.base + 10)
+        self.assertTrue(self.sim.run_until(lambda: gc.collect() >= 0 and len(done) == 10))
+        self.assertEqual(sorted(done), list(range(1, 11)))
+        self.assertEqual(_registry.live(), self.base)
+
     def test_a_fetch_handler_lives_through_its_calls_and_is_released_after_its_end(self) -> None:
         self.sim.publish_many([(f"orders.{i}", b"m%d" % i) for i in range(30)])
         calls: list[ConsumerMsg] = []
