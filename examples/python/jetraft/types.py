@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from . import _abi
 from ._conv import c_defaults, render, to_c
 from ._lib import lib
+from .errors import JetraftError
 
 # --- enums -----------------------------------------------------------------------------------
 
@@ -584,6 +585,9 @@ class CheckResult:
     lag_critical: int = 0
     seen_critical_ns: int = 0
     problems: list[CheckProblem] = field(default_factory=list)
+    #: the error of the info request when the check could not get one (the result is then a
+    #: critical one saying so); None when it did
+    error: JetraftError | None = None
 
     _ctype = _abi.jr_check_result
     _init = None
@@ -760,5 +764,6 @@ GROUP_SNAPSHOT_ENTRIES_DEFAULT = _GROUP.snapshot_entries
 #: The public names: every enum, config and result class, and the constants.
 __all__ = [
     n for n, v in list(globals().items())
-    if not n.startswith("_") and (isinstance(v, type) or n.isupper())
+    if not n.startswith("_")
+    and ((isinstance(v, type) and v.__module__ == __name__) or n.isupper())
 ]
