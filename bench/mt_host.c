@@ -122,6 +122,14 @@ static void host_arm(void *ctx, uint64_t deadline)
     ((mt_loop *)ctx)->deadline = deadline;
 }
 
+static void host_log(void *ctx, int level, const char *msg)
+{
+    mt_loop *l = ctx;
+    if (level > l->c->log) return;
+    fprintf(stderr, "%9.3f ms %s: %s\n", (double)(bench_now_ns() - l->c->t_open) / 1e6, l->name,
+            msg);
+}
+
 static void *loop_main(void *arg)
 {
     mt_loop *l = arg;
@@ -178,6 +186,8 @@ void mt_cluster_open(mt_cluster *c, const mt_opts *o)
     if (o->nodes < 1 || o->nodes > MT_MAX_NODES) mt_die("nodes", JR_EINVAL, NULL);
     c->n = o->nodes;
     c->posix = o->posix;
+    c->log = o->log;
+    c->t_open = bench_now_ns();
     if (o->posix) snprintf(c->root, sizeof c->root, "%s", o->root);
     for (int i = 0; i < c->n; i++) {
         mt_loop *l = &c->loops[i];
@@ -206,6 +216,7 @@ void mt_cluster_open(mt_cluster *c, const mt_opts *o)
         l->host.now = host_now;
         l->host.arm = host_arm;
         l->host.wall = host_wall;
+        if (o->log) l->host.log = host_log;
         jr_node_config nc;
         jr_node_config_init(&nc);
         nc.name = l->name;
@@ -270,6 +281,14 @@ int mt_index(const mt_cluster *c, const char *name)
         if (!strcmp(c->names[i], name)) return i;
     mt_die("no such server", JR_ENOTFOUND, name);
     return -1;
+}
+
+double mt_loop_cpu_s(mt_loop *l)
+{
+    clockid_t id;
+    struct timespec ts;
+    if (pthread_getcpuclockid(l->thread, &id) != 0 || clock_gettime(id, &ts) != 0) return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 void mt_late_reset(mt_cluster *c)

@@ -51,6 +51,8 @@ typedef struct mt_opts {
     int posix;        /* jr_vfs_posix() under root/n<i>/{wal,store}, JR_SYNC_ALWAYS */
     const char *root; /* posix: the directory made for the run (removed by mt_cluster_close) */
     int record_late;  /* keep how late timer wake-ups were (mt_late_reset, mt_late_p99_us) */
+    int log;          /* print the nodes' log lines up to this level (JR_LOG_*) to stderr with
+                         the time since the open; 0: none (errors are not printed either) */
     /* optional: changes node i's config before it opens (vfs, tags, limits, ...) */
     void (*configure)(void *arg, int i, jr_node_config *nc);
     void *arg;
@@ -59,6 +61,8 @@ typedef struct mt_opts {
 typedef struct mt_cluster {
     int n;
     int posix;
+    int log;
+    uint64_t t_open;
     char root[512];
     mt_loop loops[MT_MAX_NODES];
     const char *names[MT_MAX_NODES]; /* "n0", "n1", ... */
@@ -82,6 +86,9 @@ void mt_cluster_close(mt_cluster *c);
 void mt_run_on(mt_loop *l, void (*task)(void *arg, jr_node *node), void *arg);
 /* The index of server `name`; exits if there is none. */
 int mt_index(const mt_cluster *c, const char *name);
+
+/* CPU time the loop's thread has used so far (s). */
+double mt_loop_cpu_s(mt_loop *l);
 
 /* Forgets the timer wake-ups recorded so far. */
 void mt_late_reset(mt_cluster *c);
