@@ -257,13 +257,8 @@ static void cluster_open(cluster *c, const opts *o)
     if (rc) die("jr_sim_new", rc, NULL);
     /* a cluster that knows all its servers, then the stream */
     jr_sim_run_for(c->sim, 2 * SEC);
-    const char *subj[] = {"bench.>"};
     jr_stream_config scfg;
-    jr_stream_config_init(&scfg);
-    scfg.name = "BENCH";
-    scfg.subjects = subj;
-    scfg.nsubjects = 1;
-    scfg.replicas = o->replicas;
+    bench_stream_config(&scfg, o->replicas);
     wait_flag w;
     for (int tries = 0; tries < 50; tries++) {
         memset(&w, 0, sizeof w);
@@ -787,13 +782,8 @@ static void mt_bench_open(mt_bench *c, const opts *o)
     if (o->posix) snprintf(root, sizeof root, "%s/jr-consumer-bench-%d", o->dir, (int)getpid());
     mt_opts mo = {.nodes = o->replicas, .posix = o->posix, .root = root, .record_late = 1};
     mt_cluster_open(&c->mt, &mo);
-    const char *subj[] = {"bench.>"};
     jr_stream_config scfg;
-    jr_stream_config_init(&scfg);
-    scfg.name = "BENCH";
-    scfg.subjects = subj;
-    scfg.nsubjects = 1;
-    scfg.replicas = o->replicas;
+    bench_stream_config(&scfg, o->replicas);
     c->pub_idx = mt_stream_add(&c->mt, &scfg);
     c->data = malloc(o->payload);
     if (!c->data) die("malloc", JR_ENOMEM, NULL);

@@ -6,8 +6,8 @@
  *   move_bench [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B]
  *              [--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S]
  *
- * Each case runs on a fresh cluster: servers n0..n3, server i tagged "s<i>"; one stream MOVE on
- * move.> with 3 replicas and file storage is filled by a publisher on the stream leader's
+ * Each case runs on a fresh cluster: servers n0..n3, server i tagged "s<i>"; one stream BENCH on
+ * bench.> with 3 replicas and file storage is filled by a publisher on the stream leader's
  * thread (`window` publishes outstanding, default 256, messages of --msg-bytes, default 1,024)
  * until its state holds --size bytes (default 100M; suffixes K, M, G). Then:
  *   grow  jr_stream_update with replicas 4: the fourth server joins as an observer, restores
@@ -116,7 +116,8 @@ static void on_ack(void *arg, int status, const jr_pub_ack *ack)
 
 static void issue(pubber *p)
 {
-    int rc = jr_publish(p->node, "move.orders", NULL, 0, p->data, p->o->msg_bytes, NULL, on_ack, p);
+    int rc =
+        jr_publish(p->node, "bench.orders", NULL, 0, p->data, p->o->msg_bytes, NULL, on_ack, p);
     if (rc) mt_die("jr_publish", rc, NULL);
     p->outstanding++;
 }
@@ -176,7 +177,7 @@ static void view_cb(void *arg, int status, const char *msg, const jr_stream_info
 
 static void view_task(void *arg, jr_node *node)
 {
-    int rc = jr_stream_info_get(node, "MOVE", view_cb, arg);
+    int rc = jr_stream_info_get(node, "BENCH", view_cb, arg);
     if (rc) mt_waiter_done(&((view *)arg)->w, rc, NULL);
 }
 
@@ -261,16 +262,6 @@ static void perf_ctl(const char *cmd)
     fclose(f);
 }
 
-static void stream_config(jr_stream_config *cfg, int replicas)
-{
-    static const char *subj[] = {"move.>"};
-    jr_stream_config_init(cfg);
-    cfg->name = "MOVE";
-    cfg->subjects = subj;
-    cfg->nsubjects = 1;
-    cfg->replicas = replicas;
-}
-
 static void run_case(const opts *o, int which, uint64_t size, int publishing)
 {
     char root[512] = "";
@@ -283,7 +274,7 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
     mt_cluster c;
     mt_cluster_open(&c, &mo);
     jr_stream_config scfg;
-    stream_config(&scfg, 3);
+    bench_stream_config(&scfg, 3);
     int leader = mt_stream_add(&c, &scfg);
     mt_sleep_ms(300);
 
@@ -328,9 +319,9 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
     update u;
     memset(&u, 0, sizeof u);
     if (which == CASE_GROW) {
-        stream_config(&u.cfg, 4);
+        bench_stream_config(&u.cfg, 4);
     } else {
-        stream_config(&u.cfg, 3);
+        bench_stream_config(&u.cfg, 3);
         snprintf(gone, sizeof gone, "%s", v.peers[0]);
         snprintf(u.tag, sizeof u.tag, "!s%d", mt_index(&c, gone));
         u.tags[0] = u.tag;

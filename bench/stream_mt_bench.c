@@ -137,13 +137,8 @@ static void run(const bench_cfg *cfg)
     mt_opts mo = {.nodes = cfg->replicas, .posix = cfg->posix, .root = root};
     mt_cluster c;
     mt_cluster_open(&c, &mo);
-    static const char *subj[] = {"bench.>"};
     jr_stream_config scfg;
-    jr_stream_config_init(&scfg);
-    scfg.name = "BENCH";
-    scfg.subjects = subj;
-    scfg.nsubjects = 1;
-    scfg.replicas = cfg->replicas;
+    bench_stream_config(&scfg, cfg->replicas);
     int leader = mt_stream_add(&c, &scfg);
     mt_sleep_ms(300);
 

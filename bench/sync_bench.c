@@ -224,13 +224,8 @@ static int cluster_open(cluster *c, const bench_cfg *cfg, const char *root)
     mt_opts mo = {
         .nodes = cfg->replicas, .posix = 1, .root = dir, .configure = configure, .arg = c};
     mt_cluster_open(&c->mt, &mo);
-    static const char *subj[] = {"bench.>"};
     jr_stream_config scfg;
-    jr_stream_config_init(&scfg);
-    scfg.name = "BENCH";
-    scfg.subjects = subj;
-    scfg.nsubjects = 1;
-    scfg.replicas = cfg->replicas;
+    bench_stream_config(&scfg, cfg->replicas);
     return mt_stream_add(&c->mt, &scfg);
 }
 

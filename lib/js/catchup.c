@@ -56,7 +56,7 @@
 #include "store/srecord.h"
 #include "util/alloc.h"
 
-#define CHUNK_BYTES (2u << 20) /* at most; a quarter of a frame below 8 MiB frames */
+#define CHUNK_BYTES (1u << 20) /* at most; a quarter of a frame below 4 MiB frames */
 #define PIECE_BYTES (256u << 10)
 #define MAX_SNAPSHOT (1ull << 32) /* largest source snapshot accepted */
 
@@ -391,18 +391,20 @@ static void apply_staged(jr_node *n, uint64_t group)
     jr__buf_reset(&cu->z);
     if (rc != 0) {
         stall(r, rc);
+        if (rc == JR_EBUSY && r->cu && r->cu->attempts < JR_MAX_REPLICAS) jr__catchup_step(r);
         return;
     }
     chunk_applied(r, cu->z_raw, cu->z_at, cu->z_next);
     if (!cu->rpc_id) jr__catchup_step(r); /* the early request could not be sent */
 }
 
-/* The bounded round reached the last seq of the snapshot being restored: restore it. The
- * store then holds exactly the snapshot's messages unless the source deleted some of them after
- * the snapshot's index (restore finds them missing: fsm.h); then the round goes on unbounded,
- * to the source's end and its snapshot, which is exact. Entries after the snapshot's index,
- * queued meanwhile, are applied once it completes. */
-static void restore_own(jr__srep *r)
+/* Restores the snapshot being restored (this replica's own, not the source's) once chunks
+ * reached its last seq. The store then holds exactly its messages unless the source removed
+ * one of them after the snapshot's index (restore finds it missing: fsm.h); then the round goes
+ * on to the source's end and its snapshot, which is exact — at once after a bounded round, at
+ * the replica's timer when the source could not take a snapshot (let it recover). Entries after
+ * the snapshot's index, queued meanwhile, are applied once it completes. */
+static void restore_own(jr__srep *r, int bounded)
 {
     jr__catchup *cu = r->cu;
     uint64_t need = 0;
@@ -415,12 +417,16 @@ static void restore_own(jr__srep *r)
         jr__catchup_finish(r);
         return;
     }
+    cu->need = need;
+    cu->upto = 0;
+    if (!bounded) {
+        cu->attempts++;
+        return;
+    }
     jr__node_log(r->js->n, JR_LOG_INFO,
                  "stream '%s': the source removed messages of snapshot %" PRIu64
                  " meanwhile; fetching to its end",
                  r->name, cu->snap_index);
-    cu->need = need;
-    cu->upto = 0;
     jr__catchup_step(r);
 }
 
@@ -504,7 +510,7 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
     }
     if (bound_end) {
         chunk_applied(r, raw, at, cu->upto + 1);
-        restore_own(r);
+        restore_own(r, 1);
         return;
     }
     chunk_applied(r, raw, at, next);
@@ -523,19 +529,7 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
     }
     /* The source could not take a snapshot: restore ours (exact unless the source deleted
      * messages after it, fsm.h); if the store went past it, another round follows. */
-    uint64_t need = 0;
-    rc = jr__stream_fsm_restore(r->fsm, cu->snap_index, cu->snap, cu->snap_len, &need);
-    if (rc != 0) {
-        stall(r, rc);
-        return;
-    }
-    if (need == 0) {
-        jr__catchup_finish(r);
-        return;
-    }
-    cu->need = need;
-    cu->upto = 0;
-    cu->attempts++; /* pause: let the source recover */
+    restore_own(r, 0);
 }
 
 /* The source's side --------------------------------------------------------------------------*/
