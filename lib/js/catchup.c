@@ -122,6 +122,10 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
         cu->need = need;
         cu->upto = snap_upto(snap, len, need);
         if (cu->read_at < index) cu->read_at = index;
+        jr__node_log(js->n, JR_LOG_DEBUG,
+                     "stream '%s': restored a newer snapshot %" PRIu64
+                     " while fetching, from seq %" PRIu64,
+                     r->name, index, need);
         return 0;
     }
     cu = jr__calloc(a, 1, sizeof *cu);
