@@ -215,8 +215,9 @@ JR_API int jr_link_feed(jr_link *link, const void *in, size_t len, size_t *consu
                         const void **frame, size_t *frame_len);
 
 /* The handshake bytes waiting to be written (borrowed until the next call on the link; *len 0
- * if none). The host writes them, then says how many with jr_link_out_done(). Frames never go
- * through here: jr_link_seal() writes into the caller's buffer. */
+ * if none, and once the link failed). The host writes them, then says how many with
+ * jr_link_out_done(). Frames never go through here: jr_link_seal() writes into the caller's
+ * buffer. */
 JR_API void jr_link_pending_out(const jr_link *link, const void **data, size_t *len);
 /* Drops the first n pending bytes (JR_EINVAL if n is more than are pending). */
 JR_API int jr_link_out_done(jr_link *link, size_t n);
@@ -239,8 +240,9 @@ JR_API int jr_link_eof(jr_link *link);
 
 /* The link's state (enum jr_link_state). */
 JR_API int jr_link_state(const jr_link *link);
-/* The peer's server name from its certificate once its HELLO checked out, else NULL. Borrowed,
- * valid until jr_link_free(). This is the `from` to give jr_node_recv(). */
+/* The peer's server name from its certificate once the peer proved it holds the certificate's
+ * identity key (the link is OPEN or CLOSED), else NULL. Borrowed, valid until jr_link_free().
+ * This is the `from` to give jr_node_recv() with the frames the link opens. */
 JR_API const char *jr_link_peer_name(const jr_link *link);
 /* What ended the link, or "" (never NULL). */
 JR_API const char *jr_link_errmsg(const jr_link *link);

@@ -204,7 +204,8 @@ int jr_link_state(const jr_link *l)
 
 const char *jr_link_peer_name(const jr_link *l)
 {
-    return l && l->have_peer && !l->err ? l->peer_name : NULL;
+    /* a certificate is public: the name is the peer's only once its AUTH proved the key */
+    return l && (l->state == JR_LINK_OPEN || l->state == JR_LINK_CLOSED) ? l->peer_name : NULL;
 }
 
 const char *jr_link_errmsg(const jr_link *l)
