@@ -62,7 +62,8 @@
  *  Not protected: traffic analysis (record lengths and timing are visible, and so are the
  *  certificates in the HELLOs: server and cluster names and identity keys); denial of service
  *  (anyone can connect, send garbage or cut the connection; the link only bounds what that
- *  costs: before authentication a few KiB, after it one buffer of max_frame); revocation and
+ *  costs: before authentication a few KiB, after it one buffer of max_frame; a link has no
+ *  clock, so the host times out a handshake that does not complete); revocation and
  *  expiry (a certificate is valid for as long as its authority key is trusted: rotate the
  *  authority to revoke); a compromised authority key or a member's identity key (its holder is
  *  that member); what a member sends once authenticated (jr_node_recv() checks frames, the link

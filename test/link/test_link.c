@@ -7,6 +7,7 @@
  * frame (bytes and allocations), and a two-server cluster whose node frames travel over links.
  */
 #include <check.h>
+#include <stddef.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <time.h>
 
 #include "link_test.h"
+#include "util/alloc.h"
 #include "util/buf.h"
 #include "util/checksum.h"
 
@@ -928,6 +930,112 @@ START_TEST(a_frame_costs_21_bytes_and_no_allocation)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------------
+ * Faults and old callers
+ */
+
+/* Keys, certificates, two links, their handshake and a frame each way, with allocator f. */
+static int whole_flow(jr__falloc *f)
+{
+    jr_link_key *auth = NULL, *ida = NULL, *idb = NULL;
+    jr_link *d = NULL, *a = NULL;
+    uint8_t ca[JR_LINK_CERT_MAX], cb[JR_LINK_CERT_MAX];
+    size_t cal, cbl;
+    int rc = jr_link_key_generate(JR_LINK_AUTHORITY, &f->a, &auth);
+    if (!rc) rc = jr_link_key_generate(JR_LINK_IDENTITY, &f->a, &ida);
+    if (!rc) rc = jr_link_key_generate(JR_LINK_IDENTITY, &f->a, &idb);
+    if (!rc) rc = jr_link_cert_sign(auth, ida, "prod", "a", ca, sizeof ca, &cal);
+    if (!rc) rc = jr_link_cert_sign(auth, idb, "prod", "b", cb, sizeof cb, &cbl);
+    jr_link_config cfg;
+    jr_link_config_init(&cfg);
+    cfg.authority = auth;
+    cfg.cluster = "prod";
+    cfg.max_frame = 4096;
+    cfg.alloc = &f->a;
+    if (!rc) {
+        cfg.role = JR_LINK_DIALER;
+        cfg.identity = ida;
+        cfg.cert = ca;
+        cfg.cert_len = cal;
+        cfg.expect_name = "b";
+        rc = jr_link_new(&cfg, &d);
+    }
+    if (!rc) {
+        cfg.role = JR_LINK_ACCEPTOR;
+        cfg.identity = idb;
+        cfg.cert = cb;
+        cfg.cert_len = cbl;
+        cfg.expect_name = NULL;
+        rc = jr_link_new(&cfg, &a);
+        if (rc) ck_assert_ptr_null(a);
+    }
+    if (!rc) rc = t_handshake(d, a);
+    t_bytes w = {0};
+    int nf = 0;
+    if (!rc) rc = t_seal(d, "ping", 4, &w);
+    if (!rc) rc = t_feed(a, &w, 0, NULL, &nf);
+    if (!rc) rc = t_seal(a, "pong", 4, &w);
+    if (!rc) rc = t_feed(d, &w, 0, NULL, &nf);
+    if (!rc) ck_assert_int_eq(nf, 2);
+    t_bytes_free(&w);
+    jr_link_free(d);
+    jr_link_free(a);
+    jr_link_key_free(auth);
+    jr_link_key_free(ida);
+    jr_link_key_free(idb);
+    return rc;
+}
+
+START_TEST(every_failed_allocation_ends_in_a_clean_error)
+{
+    jr__falloc f;
+    jr__falloc_init(&f);
+    ck_assert_int_eq(whole_flow(&f), 0);
+    uint64_t calls = f.calls; /* three keys, two links, two receive buffers */
+    ck_assert_uint_eq(calls, 7);
+    ck_assert_int_eq(f.live, 0);
+    for (uint64_t n = 1; n <= calls; n++) {
+        for (int sticky = 0; sticky < 2; sticky++) {
+            jr__falloc_init(&f);
+            jr__falloc_arm(&f, n, sticky);
+            ck_assert_msg(whole_flow(&f) == JR_ENOMEM, "allocation %llu", (unsigned long long)n);
+            ck_assert_int_eq(f.live, 0);
+        }
+    }
+}
+END_TEST
+
+START_TEST(an_older_caller_config_gets_the_defaults)
+{
+    pair p;
+    pair_new(&p);
+    /* a caller that knew the fields up to expect_name: the bytes after are not its */
+    jr_link_config cfg;
+    t_link_config(&cfg, &p.k, JR_LINK_ACCEPTOR, B, NULL);
+    cfg.size = offsetof(jr_link_config, max_frame);
+    cfg.max_frame = 1; /* garbage the library must not read */
+    cfg.alloc = (const jr_allocator *)&cfg;
+    jr_link *old;
+    ck_assert_int_eq(jr_link_new(&cfg, &old), 0);
+    jr_link_free(p.a);
+    p.a = old;
+    ck_assert_int_eq(t_handshake(p.d, p.a), 0);
+    /* the acceptor announced the default max frame */
+    t_bytes w = {0};
+    static uint8_t big[65 << 10];
+    ck_assert_int_eq(t_seal(p.d, big, sizeof big, &w), 0);
+    ck_assert_int_eq(t_feed(p.a, &w, 0, NULL, NULL), 0);
+    t_bytes_free(&w);
+    /* and init writes no byte past the size it is given */
+    uint8_t raw[sizeof(jr_link_config) + 8];
+    memset(raw, 0xee, sizeof raw);
+    jr_link_config_init_size((jr_link_config *)raw, offsetof(jr_link_config, cluster));
+    for (size_t i = offsetof(jr_link_config, cluster); i < sizeof raw; i++)
+        ck_assert_uint_eq(raw[i], 0xee);
+    pair_free(&p);
+}
+END_TEST
+
 Suite *link_node_suite(void);
 
 int main(void)
@@ -959,6 +1067,10 @@ int main(void)
     tcase_add_test(tc, garbage_is_refused);
     tcase_add_test(tc, calls_in_the_wrong_state_are_misuse);
     tcase_add_test(tc, a_frame_costs_21_bytes_and_no_allocation);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("faults");
+    tcase_add_test(tc, every_failed_allocation_ends_in_a_clean_error);
+    tcase_add_test(tc, an_older_caller_config_gets_the_defaults);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_add_suite(sr, link_node_suite());
