@@ -41,6 +41,7 @@ void t_bytes_put(t_bytes *b, const void *p, size_t n)
 void t_bytes_drop(t_bytes *b, size_t n)
 {
     ck_assert_uint_le(n, b->len);
+    if (n == 0) return;
     memmove(b->data, b->data + n, b->len - n);
     b->len -= n;
 }
