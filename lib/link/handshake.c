@@ -118,7 +118,9 @@ static int hello_in(jr_link *l, const uint8_t *b, size_t len)
     memcpy(l->peer_name, c.name, c.name_len);
     l->peer_name[c.name_len] = 0;
     memcpy(l->peer_id_pk, c.identity, sizeof l->peer_id_pk);
-    l->peer_max_frame = peer_max;
+    /* a record's length (a u32) must hold the largest frame and secretstream's bytes */
+    l->peer_max_frame =
+        peer_max > UINT32_MAX - JR__SS_ABYTES ? UINT32_MAX - JR__SS_ABYTES : peer_max;
 
     transcript(l, b, len);
     uint8_t rx[crypto_kx_SESSIONKEYBYTES], tx[crypto_kx_SESSIONKEYBYTES];

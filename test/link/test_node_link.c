@@ -1,9 +1,10 @@
 /*
- * Real node frames over secure links: two servers with streams, each with its own memfs and a
- * manual clock, joined by one link pair over in-memory byte pipes that deliver in random
- * pieces. Every frame a node sends is sealed by its link and every frame a node receives was
- * opened by its link, with the link's authenticated peer name as `from`. A stream R2 is
- * created and published to, and read back on the other server; a record altered on the wire
+ * Real node frames over secure links: three servers with streams, each with its own memfs and
+ * a shared manual clock, one connection per server pair (the lower-numbered server dials), each
+ * a link pair over in-memory byte pipes that deliver in random pieces. Every frame a node sends
+ * is sealed by its link and every frame a node receives was opened by its link, with the link's
+ * authenticated peer name as `from`. A stream R3 is created, published to on every server and
+ * read back on others; a record altered on the wire
  * kills the connection (JR_EAUTH), the host reconnects with a fresh handshake, and the cluster
  * goes on.
  */
@@ -17,8 +18,10 @@
 
 #define MS 1000000ull
 #define MAX_FRAME (1u << 20)
+#define N 3
+#define NCONN (N * (N - 1) / 2)
 
-static const char *const srv_names[] = {"a", "b"};
+static const char *const srv_names[] = {"a", "b", "c"};
 
 typedef struct net net;
 
@@ -30,13 +33,20 @@ typedef struct srv {
     jr_node *node;
 } srv;
 
+/* One connection between servers srv[0] (which dials) and srv[1] (which accepts): end[k] is
+ * server srv[k]'s link, wire[k] the bytes it wrote that the other end has not read. */
+typedef struct conn {
+    int srv[2];
+    jr_link *end[2];
+    t_bytes wire[2];
+} conn;
+
 struct net {
     uint64_t now;
     uint32_t rng;
     t_keys keys;
-    srv s[2];
-    jr_link *link[2]; /* link[i] is server i's end: a dials, b accepts */
-    t_bytes wire[2];  /* bytes link[i] wrote that the other end has not read */
+    srv s[N];
+    conn c[NCONN];
     uint8_t *scratch;
     uint64_t sealed, opened, refused_sends, link_errors, handshakes;
 };
@@ -47,21 +57,43 @@ static uint32_t rnd(net *n)
     return n->rng >> 8;
 }
 
+static int srv_index(const char *name)
+{
+    for (int i = 0; i < N; i++)
+        if (strcmp(srv_names[i], name) == 0) return i;
+    return -1;
+}
+
+/* The connection between servers i and j, and i's side of it. */
+static conn *conn_of(net *n, int i, int j, int *side)
+{
+    for (int k = 0; k < NCONN; k++) {
+        conn *c = &n->c[k];
+        if ((c->srv[0] == i && c->srv[1] == j) || (c->srv[1] == i && c->srv[0] == j)) {
+            *side = c->srv[0] == i ? 0 : 1;
+            return c;
+        }
+    }
+    return NULL;
+}
+
 static int h_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
 {
     srv *s = ctx;
     net *n = s->n;
-    jr_link *l = n->link[s->i];
-    /* a frame leaves only over an open link to the server it names */
-    const char *peer = jr_link_peer_name(l);
-    if (jr_link_state(l) != JR_LINK_OPEN || !peer || strcmp(peer, to) != 0) {
+    int side, j = srv_index(to);
+    conn *c = j < 0 ? NULL : conn_of(n, s->i, j, &side);
+    /* a frame leaves only over an open link that authenticated the server it names */
+    const char *peer = c ? jr_link_peer_name(c->end[side]) : NULL;
+    if (!peer || strcmp(peer, to) != 0) {
         n->refused_sends++;
         return -1;
     }
     size_t len;
-    int rc = jr_link_seal(l, iov, iovcnt, n->scratch, MAX_FRAME + JR_LINK_FRAME_OVERHEAD, &len);
+    int rc = jr_link_seal(c->end[side], iov, iovcnt, n->scratch, MAX_FRAME + JR_LINK_FRAME_OVERHEAD,
+                          &len);
     ck_assert_int_eq(rc, 0);
-    t_bytes_put(&n->wire[s->i], n->scratch, len);
+    t_bytes_put(&c->wire[side], n->scratch, len);
     n->sealed++;
     return 0;
 }
@@ -71,43 +103,43 @@ static uint64_t h_now(void *ctx)
     return ((srv *)ctx)->n->now;
 }
 
-static void connect_links(net *n)
+static void connect_links(net *n, conn *c)
 {
     jr_link_config cfg;
-    t_link_config(&cfg, &n->keys, JR_LINK_DIALER, 0, "b");
+    t_link_config(&cfg, &n->keys, JR_LINK_DIALER, (size_t)c->srv[0], srv_names[c->srv[1]]);
     cfg.max_frame = MAX_FRAME;
-    ck_assert_int_eq(jr_link_new(&cfg, &n->link[0]), 0);
-    t_link_config(&cfg, &n->keys, JR_LINK_ACCEPTOR, 1, NULL);
+    ck_assert_int_eq(jr_link_new(&cfg, &c->end[0]), 0);
+    t_link_config(&cfg, &n->keys, JR_LINK_ACCEPTOR, (size_t)c->srv[1], NULL);
     cfg.max_frame = MAX_FRAME;
-    ck_assert_int_eq(jr_link_new(&cfg, &n->link[1]), 0);
-    n->wire[0].len = n->wire[1].len = 0;
+    ck_assert_int_eq(jr_link_new(&cfg, &c->end[1]), 0);
+    c->wire[0].len = c->wire[1].len = 0;
     n->handshakes++;
 }
 
-static void disconnect_links(net *n)
+static void disconnect_links(conn *c)
 {
-    for (int i = 0; i < 2; i++) {
-        jr_link_free(n->link[i]);
-        n->link[i] = NULL;
-        n->wire[i].len = 0;
+    for (int k = 0; k < 2; k++) {
+        jr_link_free(c->end[k]);
+        c->end[k] = NULL;
+        c->wire[k].len = 0;
     }
 }
 
-/* Delivers what link i wrote to the other end, in random pieces, handing each frame to the
- * other node. A link error is what a host sees as a dead connection: it drops both ends and
- * dials again. */
-static void deliver(net *n, int i)
+/* Delivers what side k of c wrote to the other end, in random pieces, handing each frame to
+ * that end's node. A link error is what a host sees as a dead connection: it drops both ends
+ * and dials again. */
+static void deliver(net *n, conn *c, int k)
 {
-    jr_link *l = n->link[i];
     const void *p;
     size_t len;
-    jr_link_pending_out(l, &p, &len);
-    t_bytes_put(&n->wire[i], p, len);
-    ck_assert_int_eq(jr_link_out_done(l, len), 0);
-    if (!n->wire[i].len) return;
-    t_bytes in = n->wire[i];
-    n->wire[i] = (t_bytes){0};
-    int j = 1 - i;
+    jr_link_pending_out(c->end[k], &p, &len);
+    t_bytes_put(&c->wire[k], p, len);
+    ck_assert_int_eq(jr_link_out_done(c->end[k], len), 0);
+    if (!c->wire[k].len) return;
+    t_bytes in = c->wire[k];
+    c->wire[k] = (t_bytes){0};
+    jr_link *to = c->end[1 - k];
+    jr_node *node = n->s[c->srv[1 - k]].node;
     size_t off = 0;
     int rc = 0;
     while (off < in.len && !rc) {
@@ -117,12 +149,11 @@ static void deliver(net *n, int i)
         while (pos < piece && !rc) {
             size_t used, flen;
             const void *f;
-            rc = jr_link_feed(n->link[j], in.data + off + pos, piece - pos, &used, &f, &flen);
+            rc = jr_link_feed(to, in.data + off + pos, piece - pos, &used, &f, &flen);
             pos += used;
             if (!rc && f) {
                 n->opened++;
-                ck_assert_int_eq(jr_node_recv(n->s[j].node, jr_link_peer_name(n->link[j]), f, flen),
-                                 0);
+                ck_assert_int_eq(jr_node_recv(node, jr_link_peer_name(to), f, flen), 0);
             }
         }
         off += pos;
@@ -130,23 +161,32 @@ static void deliver(net *n, int i)
     t_bytes_free(&in);
     if (rc) {
         n->link_errors++;
-        disconnect_links(n);
-        connect_links(n);
+        disconnect_links(c);
+        connect_links(n, c);
     }
+}
+
+static int idle(const conn *c)
+{
+    for (int k = 0; k < 2; k++) {
+        const void *p;
+        size_t len;
+        jr_link_pending_out(c->end[k], &p, &len);
+        if (len || c->wire[k].len) return 0;
+    }
+    return 1;
 }
 
 static void pump(net *n)
 {
     for (int round = 0; round < 16; round++) {
-        deliver(n, 0);
-        deliver(n, 1);
-        if (!n->wire[0].len && !n->wire[1].len) {
-            size_t a, b;
-            const void *p;
-            jr_link_pending_out(n->link[0], &p, &a);
-            jr_link_pending_out(n->link[1], &p, &b);
-            if (!a && !b) return;
+        int quiet = 1;
+        for (int k = 0; k < NCONN; k++) {
+            deliver(n, &n->c[k], 0);
+            deliver(n, &n->c[k], 1);
         }
+        for (int k = 0; k < NCONN; k++) quiet &= idle(&n->c[k]);
+        if (quiet) return;
     }
 }
 
@@ -155,7 +195,7 @@ static void run_ms(net *n, uint64_t ms)
     uint64_t end = n->now + ms * MS;
     while (n->now < end) {
         pump(n);
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < N; i++)
             if (jr_node_deadline(n->s[i].node) <= n->now) jr_node_tick(n->s[i].node);
         pump(n);
         n->now += MS;
@@ -168,9 +208,15 @@ static void net_open(net *n)
     n->now = 1000 * MS;
     n->rng = 7;
     n->scratch = malloc(MAX_FRAME + JR_LINK_FRAME_OVERHEAD);
-    t_keys_make(&n->keys, "prod", srv_names, 2);
-    connect_links(n);
-    for (int i = 0; i < 2; i++) {
+    t_keys_make(&n->keys, "prod", srv_names, N);
+    int k = 0;
+    for (int i = 0; i < N; i++)
+        for (int j = i + 1; j < N; j++) {
+            n->c[k].srv[0] = i;
+            n->c[k].srv[1] = j;
+            connect_links(n, &n->c[k++]);
+        }
+    for (int i = 0; i < N; i++) {
         srv *s = &n->s[i];
         s->n = n;
         s->i = i;
@@ -184,7 +230,7 @@ static void net_open(net *n)
         cfg.name = srv_names[i];
         cfg.cluster = "prod";
         cfg.peers = srv_names;
-        cfg.npeers = 2;
+        cfg.npeers = N;
         cfg.wal_dir = "/wal";
         cfg.vfs = s->vfs;
         cfg.host = &s->host;
@@ -199,12 +245,14 @@ static void net_open(net *n)
 
 static void net_close(net *n)
 {
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < N; i++) {
         jr_node_close(n->s[i].node);
         jr__memfs_free(n->s[i].vfs);
     }
-    disconnect_links(n);
-    for (int i = 0; i < 2; i++) t_bytes_free(&n->wire[i]);
+    for (int k = 0; k < NCONN; k++) {
+        disconnect_links(&n->c[k]);
+        for (int side = 0; side < 2; side++) t_bytes_free(&n->c[k].wire[side]);
+    }
     t_keys_free(&n->keys);
     free(n->scratch);
 }
@@ -250,7 +298,7 @@ static void wait_call(net *n, call *c)
     ck_assert(c->done);
 }
 
-/* Adds stream O (R2) on server `on`, retrying while the meta group has no leader yet. */
+/* Adds stream O (R3) on server `on`, retrying while the meta group has no leader yet. */
 static void add_stream(net *n, int on)
 {
     jr_stream_config sc;
@@ -259,7 +307,7 @@ static void add_stream(net *n, int on)
     sc.name = "O";
     sc.subjects = subj;
     sc.nsubjects = 1;
-    sc.replicas = 2;
+    sc.replicas = N;
     sc.storage = JR_STORAGE_MEMORY;
     call c = {0};
     for (int tries = 0; tries < 20; tries++) {
@@ -309,29 +357,39 @@ static void read_back(net *n, int on, uint64_t seq)
     ck_assert(!memcmp(c.data, want, c.len));
 }
 
+static void no_frame_rejected(net *n)
+{
+    for (int i = 0; i < N; i++) {
+        jr_node_stats st = {.size = sizeof st};
+        ck_assert_int_eq(jr_node_stats_get(n->s[i].node, &st), 0);
+        ck_assert_uint_eq(st.frames_rejected, 0);
+        ck_assert_uint_gt(st.frames_received, 50);
+    }
+}
+
 START_TEST(a_stream_replicates_over_secure_links)
 {
     net n;
     net_open(&n);
     run_ms(&n, 300);
-    ck_assert_int_eq(jr_link_state(n.link[0]), JR_LINK_OPEN);
-    ck_assert_str_eq(jr_link_peer_name(n.link[1]), "a");
+    for (int k = 0; k < NCONN; k++) {
+        conn *c = &n.c[k];
+        ck_assert_int_eq(jr_link_state(c->end[0]), JR_LINK_OPEN);
+        /* the acceptor learned who dialed from the certificate */
+        ck_assert_str_eq(jr_link_peer_name(c->end[1]), srv_names[c->srv[0]]);
+    }
     add_stream(&n, 0);
-    publish_some(&n, 0, 1, 50);
-    publish_some(&n, 1, 51, 50);
-    read_back(&n, 1, 1);
-    read_back(&n, 0, 100);
+    publish_some(&n, 0, 1, 40);
+    publish_some(&n, 1, 41, 30);
+    publish_some(&n, 2, 71, 30);
+    read_back(&n, 2, 1);
+    read_back(&n, 1, 100);
     ck_assert_uint_gt(n.sealed, 100);
     /* every frame sealed on one side was opened on the other */
     ck_assert_uint_eq(n.opened, n.sealed);
     ck_assert_uint_eq(n.link_errors, 0);
-    for (int i = 0; i < 2; i++) {
-        jr_node_stats st = {.size = sizeof st};
-        ck_assert_int_eq(jr_node_stats_get(n.s[i].node, &st), 0);
-        ck_assert_uint_eq(st.frames_rejected, 0);
-        ck_assert_uint_gt(st.frames_received, 50);
-    }
-    printf("{\"test\":\"link_node\",\"frames\":%llu,\"handshakes\":%llu}\n",
+    no_frame_rejected(&n);
+    printf("{\"test\":\"link_node\",\"servers\":%d,\"frames\":%llu,\"handshakes\":%llu}\n", N,
            (unsigned long long)n.sealed, (unsigned long long)n.handshakes);
     net_close(&n);
 }
@@ -344,27 +402,25 @@ START_TEST(an_altered_record_drops_the_connection_and_the_cluster_goes_on)
     run_ms(&n, 300);
     add_stream(&n, 0);
     publish_some(&n, 0, 1, 10);
-    /* the next record a writes is altered on the wire */
-    uint64_t sealed = n.sealed;
-    while (n.sealed == sealed) {
-        for (int i = 0; i < 2; i++) jr_node_tick(n.s[i].node);
+    /* the next record written on a connection is altered on the wire */
+    t_bytes *w = NULL;
+    while (!w) {
+        for (int i = 0; i < N; i++) jr_node_tick(n.s[i].node);
         n.now += MS;
+        for (int k = 0; k < NCONN && !w; k++)
+            for (int side = 0; side < 2 && !w; side++)
+                if (n.c[k].wire[side].len) w = &n.c[k].wire[side];
     }
-    ck_assert_uint_gt(n.wire[0].len + n.wire[1].len, JR_LINK_FRAME_OVERHEAD);
-    t_bytes *w = n.wire[0].len ? &n.wire[0] : &n.wire[1];
+    ck_assert_uint_gt(w->len, JR_LINK_FRAME_OVERHEAD);
     w->data[w->len - 1] ^= 0x01;
     pump(&n);
     ck_assert_uint_eq(n.link_errors, 1);
-    ck_assert_uint_eq(n.handshakes, 2);
+    ck_assert_uint_eq(n.handshakes, NCONN + 1);
     /* the new connection carries on: the frames lost with the old one are Raft's to resend */
     publish_some(&n, 1, 11, 10);
-    read_back(&n, 0, 20);
+    read_back(&n, 2, 20);
     ck_assert_uint_eq(n.link_errors, 1);
-    for (int i = 0; i < 2; i++) {
-        jr_node_stats st = {.size = sizeof st};
-        ck_assert_int_eq(jr_node_stats_get(n.s[i].node, &st), 0);
-        ck_assert_uint_eq(st.frames_rejected, 0); /* nothing altered reached a node */
-    }
+    no_frame_rejected(&n); /* nothing altered reached a node */
     net_close(&n);
 }
 END_TEST
