@@ -5,10 +5,23 @@
  *
  * A link is a state machine the host drives with bytes: it never touches a socket, a file or
  * a clock, and it allocates only in jr_link_new() and once when its handshake completes (through
- * the caller's jr_allocator). One link is one direction-pair over one connection: the host makes
+ * the caller's jr_allocator). One link is both directions of one connection: the host makes
  * one per TCP connection (or pipe, or anything that carries bytes in order), feeds it what it
  * reads, writes what it produces, and hands the frames it opens to jr_node_recv() with
  * jr_link_peer_name() as `from`.
+ *
+ * A host's loop, per connection:
+ *   connect or accept:  jr_link_new(); write what jr_link_pending_out() gives, jr_link_out_done()
+ *   bytes read (p, n):  while (n) { rc = jr_link_feed(l, p, n, &used, &f, &flen);
+ *                         if (rc) close the connection (and dial again later);
+ *                         p += used; n -= used;
+ *                         if (f) jr_node_recv(node, jr_link_peer_name(l), f, flen);
+ *                         write any pending output }
+ *   jr_host.send(to):   if the link to `to` is JR_LINK_OPEN, jr_link_seal() into a buffer of
+ *                       frame + JR_LINK_FRAME_OVERHEAD bytes and write it; else drop the frame
+ *                       (return non-zero: Raft resends)
+ *   shutdown / EOF:     jr_link_seal_final() and write it; on EOF, jr_link_eof() tells a clean
+ *                       end from a cut one
  *
  * Keys
  *  - The cluster authority is an Ed25519 key pair (libsodium crypto_sign). Its public key is in
@@ -186,8 +199,9 @@ typedef struct jr_link_config {
     const char *cluster;       /* the cluster's name, as in the certificates; required */
     const char *expect_name;   /* the server expected at the other end: required to dial, and
                                   optional to accept (NULL: any server of the cluster) */
-    uint32_t max_frame;        /* largest frame accepted from the peer (and announced to it);
-                                  default JR_LINK_MAX_FRAME_DEFAULT, at least JR_LINK_MAX_FRAME_MIN */
+    uint32_t max_frame;        /* largest frame accepted from the peer (and announced to it):
+                                  default JR_LINK_MAX_FRAME_DEFAULT, at least
+                                  JR_LINK_MAX_FRAME_MIN; give jr_node_config.max_frame_bytes */
     const jr_allocator *alloc; /* NULL: malloc family */
 } jr_link_config;
 
@@ -207,11 +221,13 @@ JR_API int jr_link_new(const jr_link_config *cfg, jr_link **out);
 
 /* Feeds bytes read from the connection, in any split. Consumes bytes up to the end of at most
  * one record (*consumed; the host calls again with the rest). If that record was a frame,
- * *frame and *frame_len give it, borrowed until the next call on the link (else *frame is
- * NULL). Handshake records may queue output (jr_link_pending_out) and complete the handshake
- * (jr_link_state). A record's length is checked against its bound before its bytes are kept.
- * Errors are sticky (see the top): JR_EAUTH, JR_ECORRUPT, JR_EMSGSIZE, JR_EVERSION, JR_ENOMEM
- * (the receive buffer), and JR_ECORRUPT for bytes after the peer's FINAL record. */
+ * *frame and *frame_len give it (else *frame is NULL), borrowed until the next jr_link_feed()
+ * or jr_link_free(): sealing on the same link meanwhile (jr_host.send from inside
+ * jr_node_recv()) leaves it intact. Handshake records may queue output (jr_link_pending_out)
+ * and complete the handshake (jr_link_state). A record's length is checked against its bound
+ * before its bytes are kept. Errors are sticky (see the top): JR_EAUTH, JR_ECORRUPT,
+ * JR_EMSGSIZE, JR_EVERSION, JR_ENOMEM (the receive buffer), and JR_ECORRUPT for bytes after
+ * the peer's FINAL record. */
 JR_API int jr_link_feed(jr_link *link, const void *in, size_t len, size_t *consumed,
                         const void **frame, size_t *frame_len);
 
