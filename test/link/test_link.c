@@ -197,6 +197,18 @@ START_TEST(a_handshake_authenticates_both_sides_and_frames_flow_both_ways)
     ck_assert(!memcmp(got.data, "hello b", 7));
     got.len = 0;
     nf = 0;
+    /* a frame opened stays valid while the host seals on the same link (jr_host.send called
+     * from inside jr_node_recv) */
+    ck_assert_int_eq(t_seal(p.d, "kept", 4, &w), 0);
+    size_t used, flen;
+    const void *f;
+    ck_assert_int_eq(jr_link_feed(p.a, w.data, w.len, &used, &f, &flen), 0);
+    ck_assert_uint_eq(used, w.len);
+    w.len = 0;
+    ck_assert_int_eq(t_seal(p.a, "reply", 5, &w), 0);
+    ck_assert_uint_eq(flen, 4);
+    ck_assert(!memcmp(f, "kept", 4));
+    ck_assert_int_eq(t_feed(p.d, &w, 0, NULL, NULL), 0);
     /* a frame in pieces, as jr_host.send gives it */
     jr_iovec iov[3] = {{"he", 2}, {NULL, 0}, {"llo a", 5}};
     uint8_t out[64];
