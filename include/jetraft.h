@@ -42,5 +42,6 @@
 #include "jetraft/stream.h"
 #include "jetraft/consumer.h"
 #include "jetraft/health.h"
+#include "jetraft/link.h"
 
 #endif /* JETRAFT_H */

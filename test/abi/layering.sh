@@ -6,7 +6,7 @@
 # lib/node. Arguments: the lib/ directory.
 set -eu
 lib="$1"
-order="util vfs raft wire log store stream consumer meta node js sim"
+order="util link vfs raft wire log store stream consumer meta node js sim"
 pure_forbidden="raft wire log node js sim"
 seam="services.h"
 fail=0
