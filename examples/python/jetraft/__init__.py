@@ -27,7 +27,7 @@ from . import _abi
 from ._lib import LibraryError, lib
 from .errors import *  # noqa: F401,F403 - every error class is part of the API
 from .errors import BY_NAME, JetraftError, check
-from . import aio
+from . import aio, link
 from .host import Host, open_node
 from .node import Fsm, Group, Node, Pending, Subscription
 from .sim import MS, SEC, Sim, SimDisk

@@ -692,6 +692,24 @@ class jr_sim_stats(Structure):
     ]
 
 
+# --- secure links (link.h) ---------------------------------------------------------------------
+
+
+class jr_link_config(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("role", c_int),
+        ("authority", c_void_p),
+        ("identity", c_void_p),
+        ("cert", c_void_p),
+        ("cert_len", c_size_t),
+        ("cluster", c_char_p),
+        ("expect_name", c_char_p),
+        ("max_frame", c_uint32),
+        ("alloc", POINTER(jr_allocator)),
+    ]
+
+
 #: Every struct the binding declares, by its C name (the layout test walks this).
 STRUCTS: dict[str, type[Structure]] = {
     name: obj
@@ -761,6 +779,18 @@ CONSTANTS: dict[str, int] = {
     "JR_LOG_WARN": 1,
     "JR_LOG_INFO": 2,
     "JR_LOG_DEBUG": 3,
+    "JR_LINK_AUTHORITY": 1,
+    "JR_LINK_IDENTITY": 2,
+    "JR_LINK_DIALER": 1,
+    "JR_LINK_ACCEPTOR": 2,
+    "JR_LINK_HANDSHAKE": 0,
+    "JR_LINK_OPEN": 1,
+    "JR_LINK_CLOSED": 2,
+    "JR_LINK_FAILED": 3,
+    "JR_LINK_KEY_BYTES": 46,
+    "JR_LINK_CERT_MAX": 612,
+    "JR_LINK_TEXT_MAX": 1024,
+    "JR_LINK_FRAME_OVERHEAD": 21,
 }
 
 # --- function prototypes ---------------------------------------------------------------------
@@ -894,6 +924,34 @@ FUNCTIONS: dict[str, tuple[object, list[object]]] = {
     "jr_sim_disk_free": (None, [c_void_p]),
     "jr_sim_digest": (c_uint64, [_sim]),
     "jr_sim_stats_get": (c_int, [_sim, P(jr_sim_stats)]),
+    # secure links
+    "jr_link_key_generate": (c_int, [c_int, P(jr_allocator), P(c_void_p)]),
+    "jr_link_key_encode": (c_int, [c_void_p, c_int, c_void_p, c_size_t, P(c_size_t)]),
+    "jr_link_key_decode": (c_int, [c_void_p, c_size_t, P(jr_allocator), P(c_void_p)]),
+    "jr_link_key_role": (c_int, [c_void_p]),
+    "jr_link_key_has_secret": (c_int, [c_void_p]),
+    "jr_link_key_public": (None, [c_void_p, c_void_p]),
+    "jr_link_key_free": (None, [c_void_p]),
+    "jr_link_cert_sign": (
+        c_int, [c_void_p, c_void_p, c_char_p, c_char_p, c_void_p, c_size_t, P(c_size_t)]),
+    "jr_link_cert_check": (c_int, [c_void_p, c_size_t, c_void_p, c_char_p, c_char_p]),
+    "jr_link_cert_name": (c_int, [c_void_p, c_size_t, c_char_p, c_size_t]),
+    "jr_link_text_encode": (c_int, [c_void_p, c_size_t, c_char_p, c_size_t, P(c_size_t)]),
+    "jr_link_text_decode": (c_int, [c_char_p, c_size_t, c_void_p, c_size_t, P(c_size_t)]),
+    "jr_link_config_init_size": (None, [P(jr_link_config), c_size_t]),
+    "jr_link_new": (c_int, [P(jr_link_config), P(c_void_p)]),
+    "jr_link_feed": (
+        c_int, [c_void_p, c_void_p, c_size_t, P(c_size_t), P(c_void_p), P(c_size_t)]),
+    "jr_link_pending_out": (None, [c_void_p, P(c_void_p), P(c_size_t)]),
+    "jr_link_out_done": (c_int, [c_void_p, c_size_t]),
+    "jr_link_seal": (
+        c_int, [c_void_p, P(jr_iovec), c_int, c_void_p, c_size_t, P(c_size_t)]),
+    "jr_link_seal_final": (c_int, [c_void_p, c_void_p, c_size_t, P(c_size_t)]),
+    "jr_link_eof": (c_int, [c_void_p]),
+    "jr_link_state": (c_int, [c_void_p]),
+    "jr_link_peer_name": (c_char_p, [c_void_p]),
+    "jr_link_errmsg": (c_char_p, [c_void_p]),
+    "jr_link_free": (None, [c_void_p]),
 }
 
 

@@ -85,6 +85,9 @@ class Headers:
         """The type of a parameter, its name removed ("const char *name" -> "const char *")."""
         if "(*" in param:
             return param  # a function pointer, compared by its own parameters
+        array = re.fullmatch(r"(.*?)\w+\s*\[\s*\w*\s*\]", param.strip())
+        if array:
+            param = array.group(1) + " *"  # an array parameter is a pointer
         toks = re.sub(r"\*", " * ", param).split()
         if len(toks) > 1 and toks[-1] != "*" and re.fullmatch(r"\w+", toks[-1]) and \
                 toks[-1] not in ("int", "unsigned", "char", "void", "double"):
@@ -116,6 +119,8 @@ class Headers:
             want = ctypes.POINTER(_abi.STRUCTS[b])
         elif stars == 1 and b == "unsigned":
             want = ctypes.POINTER(ctypes.c_uint)
+        elif stars == 1 and b == "size_t":
+            want = ctypes.POINTER(ctypes.c_size_t)  # an out-parameter
         elif stars == 1:
             want = ctypes.c_void_p  # void * and opaque handles
         elif stars == 2 and b != "char":
