@@ -116,21 +116,25 @@ static size_t wanted(jr__js *js, uint64_t *want, size_t cap)
     return nw;
 }
 
-/* 1 while a membership change of the meta group is in progress (a server joins or leaves). */
-static int busy(jr__js *js)
+/* 1 while a membership change of the meta group is in progress (a server joins or leaves),
+ * other than one of server `except` (0: none): a server that joined but never caught up (it
+ * died, or never was what it claimed) would otherwise block its own removal for good. */
+static int busy(jr__js *js, jr__id except)
 {
     if (js->mm_serial || js->mm_proposed > js->st.applied) return 1;
     const jr__conf *c = meta_conf(js);
     if (!c) return 1;
     uint64_t want[JR__MAX_MEMBERS];
     size_t nw = wanted(js, want, JR__MAX_MEMBERS);
-    size_t voters = 0;
+    size_t voters = 0, members = 0;
     for (size_t k = 0; k < nw; k++) {
+        if (want[k] == except) continue;
         const jr__member *m = jr__conf_find(c, want[k]);
         if (!m || !m->voter) return 1;
         voters++;
     }
-    return voters != c->n;
+    for (uint32_t i = 0; i < c->n; i++) members += c->m[i].id != except;
+    return voters != members;
 }
 
 static void mm_done(void *arg, int status)
@@ -502,7 +506,7 @@ static void handle_remove(jr__js *js, const jr__route *rt, const jr__meta_op *op
         reply_text(js, rt, JR_ENOTMEMBER, msg);
         return;
     }
-    if (busy(js)) {
+    if (busy(js, tp ? jr__peer_get_id(tp) : 0)) {
         reply_text(js, rt, JR_EBUSY,
                    "cluster member change is in progress: a server joins or leaves the meta "
                    "group; ask again once it is done");
@@ -570,7 +574,7 @@ void jr__mm_handle(jr__js *js, const jr__route *rt, const jr__meta_op *op, const
     /* SERVER_JOIN: a server already admitted is recorded again (idempotent); a new one waits
      * for any membership change in progress and for room */
     if (!jr__meta_server_find(&js->st, op->server.name)) {
-        if (busy(js)) {
+        if (busy(js, 0)) {
             reply_text(js, rt, JR_EBUSY,
                        "cluster member change is in progress: ask again once it is done");
             return;

@@ -548,6 +548,14 @@ START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
         run(&w, 20 * MS);
     }
     ck_assert_int_ge(e2e_wait_stream(&c, via, "ORDERS", 2, 20 * SEC), 0);
+    /* the consumer followed its stream off the removed server, and still delivers */
+    const jr__meta_stream *ms = jr__meta_stream_find(&jr__js_of(e2e_node(&c, via))->st, "ORDERS");
+    const jr__meta_consumer *mc = jr__meta_consumer_find(ms, "PROC");
+    ck_assert_ptr_nonnull(mc);
+    ck_assert(!jr__meta_consumer_has_peer(mc, gname));
+    uint64_t before = w.delivered;
+    run(&w, 1 * SEC);
+    ck_assert_uint_gt(w.delivered, before);
     for (unsigned i = 0; i < 4; i++) {
         if (i == gone) continue;
         ck_assert(!meta_has(&c, i, gone, 0));
@@ -711,6 +719,99 @@ START_TEST(every_node_restarted_after_a_join_recovers_the_membership_from_disk)
 }
 END_TEST
 
+START_TEST(a_stream_that_cannot_be_re_placed_keeps_running_under_replicated)
+{
+    e2e c;
+    cluster(&c, 3, 49);
+    add_orders(&c, 3);
+    work w;
+    work_init(&w, &c, "ORDERS", 400);
+    run(&w, 300 * MS);
+    w.skip[2] = 1;
+    ck_assert_int_eq(jr_sim_crash(c.sim, 2), 0);
+    run(&w, 300 * MS);
+    /* no fourth server to take n2's replica */
+    e2e_res r;
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_server_peer_remove(e2e_node(&c, 0), "n2", e2e_admin_cb, &r), 0);
+    while (!r.done) run(&w, 5 * MS);
+    ck_assert_msg(r.status == 0, "%s (%s)", jr_strerror(r.status), r.msg);
+    ck_assert_msg(strstr(r.msg, "0 streams re-placed") &&
+                      strstr(r.msg, "not re-placed (under-replicated): ORDERS"),
+                  "%s", r.msg);
+    /* never dropped: still R3 on paper with n2 offline, writes go on with two */
+    unsigned peers[4];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "ORDERS", peers, 4), 3);
+    e2e_res info;
+    ck_assert_int_eq(e2e_info(&c, 0, "ORDERS", &info), 0);
+    int offline = 0;
+    for (size_t k = 0; k < info.nreplicas; k++)
+        offline += strcmp(info.reps[k].name, "n2") == 0 && info.reps[k].offline;
+    ck_assert_int_eq(offline, 1);
+    run(&w, 1 * SEC);
+    check_nothing_lost(&w, 1);
+    /* an update re-places it once a server qualifies: here, back to R2 on the two left */
+    jr_stream_config cfg;
+    e2e_config(&cfg, "ORDERS", subj, 1, 2);
+    ck_assert_int_eq(e2e_update(&c, 0, &cfg, &r), 0);
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "ORDERS", peers, 4), 2);
+    ck_assert(peers[0] != 2 && peers[1] != 2);
+    work_free(&w);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(two_servers_joining_at_once_are_admitted_one_after_the_other)
+{
+    e2e c;
+    cluster(&c, 3, 50);
+    add_orders(&c, 3);
+    unsigned a = join_node(&c), b = join_node(&c);
+    voter_wait va = {&c, a}, vb = {&c, b};
+    ck_assert_int_eq(jr_sim_run_until(c.sim, is_voter_everywhere, &va, 30 * SEC), 0);
+    ck_assert_int_eq(jr_sim_run_until(c.sim, is_voter_everywhere, &vb, 30 * SEC), 0);
+    for (unsigned i = 0; i < 5; i++) {
+        unsigned idx[16];
+        int v[16];
+        ck_assert_int_eq(meta_members(&c, i, idx, v, 16), 5);
+    }
+    /* the two new servers take a new R5 stream with the others */
+    jr_stream_config cfg;
+    e2e_config(&cfg, "WIDE", (const char *const[]){"wide.>"}, 1, 5);
+    e2e_res r;
+    ck_assert_int_eq(e2e_add(&c, a, &cfg, &r), 0);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "WIDE", 4, 20 * SEC), 0);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(a_server_that_joined_and_died_before_catching_up_can_be_removed)
+{
+    e2e c;
+    cluster(&c, 3, 51);
+    add_orders(&c, 3);
+    unsigned j = join_node(&c);
+    /* it is recorded, then gone before it holds the meta log */
+    uint64_t t0 = jr_sim_now(c.sim);
+    while (!jr__meta_server_find(&jr__js_of(e2e_node(&c, 0))->st, "n3")) {
+        ck_assert(jr_sim_now(c.sim) - t0 < 10 * SEC);
+        jr_sim_run_for(c.sim, 1 * MS);
+    }
+    ck_assert_int_eq(jr_sim_crash(c.sim, j), 0);
+    jr_sim_run_for(c.sim, 1 * SEC);
+    /* its join is the change in progress, yet its removal is not refused for it */
+    e2e_res r;
+    ck_assert_int_eq(peer_remove(&c, 1, "n3", &r), 0);
+    gone_wait g = {&c, j};
+    ck_assert_int_eq(jr_sim_run_until(c.sim, gone_everywhere, &g, 10 * SEC), 0);
+    /* and the next join goes through */
+    unsigned k = join_node(&c);
+    voter_wait vk = {&c, k};
+    ck_assert_int_eq(jr_sim_run_until(c.sim, is_voter_everywhere, &vk, 30 * SEC), 0);
+    e2e_free(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("servers");
@@ -722,6 +823,9 @@ static Suite *suite(void)
     tcase_add_test(tc, peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas);
     tcase_add_test(tc, a_removed_server_that_was_down_is_refused_when_it_comes_back);
     tcase_add_test(tc, bad_input_is_refused_and_changes_nothing);
+    tcase_add_test(tc, a_stream_that_cannot_be_re_placed_keeps_running_under_replicated);
+    tcase_add_test(tc, two_servers_joining_at_once_are_admitted_one_after_the_other);
+    tcase_add_test(tc, a_server_that_joined_and_died_before_catching_up_can_be_removed);
     tcase_add_test(tc, every_node_restarted_after_a_join_recovers_the_membership_from_disk);
     suite_add_tcase(s, tc);
     return s;
