@@ -33,7 +33,10 @@ typedef struct jr_node_config {
     const char *cluster;     /* cluster name; default "jetraft" */
     const char *const *tags; /* placement tags of this server, e.g. "az:1", "ssd" */
     size_t ntags;
-    const char *const *peers; /* every server of the cluster (this one included) */
+    const char *const *peers; /* the seed list: the servers of the cluster at its founding (this
+                                 one included), or some members of it for a server that joins
+                                 (`join`); with streams the node learns servers added later from
+                                 the meta group */
     size_t npeers;
     const char *wal_dir;          /* directory of the node's shared Raft WAL; required */
     const char *store_dir;        /* directory of message stores; default wal_dir */

@@ -186,9 +186,10 @@ static void duty(jr__js *js)
             op.server.capacity_bytes = js->capacity;
             op.server.max_assets = js->max_assets;
             jr__buf_reset(&js->scratch);
+            uint64_t index, term;
             if (jr__meta_op_encode(&op, &js->scratch) == 0)
-                jr__group_propose(js->meta, js->scratch.data, js->scratch.len, NULL, NULL, NULL,
-                                  NULL);
+                jr__group_propose(js->meta, js->scratch.data, js->scratch.len, NULL, NULL, &index,
+                                  &term);
         }
         return;
     }

@@ -938,7 +938,7 @@ static void converge_consumer(jr__js *js, const jr__meta_action *a, jr__crep *r)
 
 void jr__mnode_converge(jr__js *js)
 {
-    if (js->closing || js->meta_failed) return;
+    if (js->closing || js->meta_failed || js->removed) return;
     size_t cnt = 0;
     for (jr__srep *r = js->rep_list; r; r = r->next) cnt++;
     for (jr__crep *r = js->crep_list; r; r = r->next) cnt++;
@@ -1012,7 +1012,7 @@ void jr__mnode_converge(jr__js *js)
 
 void jr__mnode_converge_one(jr__js *js, uint64_t group)
 {
-    if (js->closing || js->meta_failed) return;
+    if (js->closing || js->meta_failed || js->removed) return;
     const jr__meta_consumer *mc = jr__meta_consumer_by_group(&js->st, group);
     jr__crep *cr = jr__crep_find(js, group);
     if (mc || cr) {

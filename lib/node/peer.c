@@ -272,7 +272,7 @@ void jr__peer_free_all(jr_node *n)
  */
 
 /* Largest frame an unknown server may send (a join request with its server facts). */
-#define JR__STRANGER_FRAME_MAX 8192u
+#define JR__STRANGER_FRAME_MAX (32u << 10)
 
 int jr__node_peer_learn(jr_node *n, const char *name)
 {

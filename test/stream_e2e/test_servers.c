@@ -13,7 +13,11 @@
  *   - a removed server restarting with its old disk: refused, it reports JR_EREMOVED, it is
  *     not re-added;
  *   - bad input: unknown server, NULL, a removal that would cost the meta quorum;
- *   - every node restarted after a join: membership comes back from disk, not from config.
+ *   - every node restarted after a join: membership comes back from disk, not from config;
+ *   - a join survives the meta leader failing mid-change; two joins at once; a server that
+ *     joined and died before catching up can still be removed; the meta leader removed;
+ *   - a stream that cannot be re-placed keeps running under-replicated;
+ *   - frames of unknown servers: refused, but for a join now and then.
  *
  * JR_E2E_LOG=1 prints the nodes' log lines.
  */
@@ -155,14 +159,22 @@ static int pubs_done(void *arg, jr_sim *sim)
 }
 
 /* Waits for every publish; checks each was acknowledged (status 0; or cut short by its own
- * server's crash or removal, JR_ECLOSED / JR_EREMOVED) and that every acknowledged message is
- * in the stream, read back through the stream leader (jr_stream_msg_get). */
+ * server's crash or removal, JR_ECLOSED / JR_EREMOVED; or, for a few, an unknown outcome after
+ * their stream leader crashed) and that every acknowledged message is in the stream, read back
+ * through the stream leader (jr_stream_msg_get). */
 static void check_nothing_lost(work *w, unsigned via)
 {
     ck_assert_int_eq(jr_sim_run_until(w->c->sim, pubs_done, w, 60 * SEC), 0);
+    int unknown = 0;
     for (int i = 0; i < w->issued; i++) {
         /* the server it was given to crashed (or was removed) before the ack: not acknowledged */
         if (w->res[i].status == JR_ECLOSED || w->res[i].status == JR_EREMOVED) continue;
+        /* its stream leader crashed and the failover did not finish in time: the outcome is
+         * unknown, it was not acknowledged (a few at most) */
+        if (w->res[i].status == JR_ETIMEDOUT || w->res[i].status == JR_ELEADERLOST) {
+            ck_assert_int_le(++unknown, w->issued / 20 + 1);
+            continue;
+        }
         ck_assert_msg(w->res[i].status == 0, "publish %d failed: %s (%s)", i,
                       jr_strerror(w->res[i].status), w->res[i].msg);
         e2e_res r;
@@ -276,8 +288,11 @@ static int is_voter_everywhere(void *arg, jr_sim *sim)
     return 1;
 }
 
+/* JR_SEEDS=first:count shifts every test's seed by first (a soak run tries other seeds). */
 static void cluster(e2e *c, unsigned n, uint64_t seed)
 {
+    uint64_t first = 0, count = 0;
+    if (e2e_seeds(&first, &count)) seed += first;
     memset(c, 0, sizeof *c);
     ck_assert_int_eq(e2e_new(c, n, seed, 2000), 0);
     ck_assert_int_ge(e2e_wait_meta(c, n, 10 * SEC), 0);
@@ -469,15 +484,21 @@ START_TEST(peer_remove_twice_in_a_row_the_second_is_busy)
     ck_assert_int_eq(jr_server_peer_remove(e2e_node(&c, 0), "n3", e2e_admin_cb, &a), 0);
     ck_assert_int_eq(jr_server_peer_remove(e2e_node(&c, 1), "n4", e2e_admin_cb, &b), 0);
     while (!a.done || !b.done) run(&w, 5 * MS);
-    ck_assert_msg(a.status == 0, "first removal: %s (%s)", jr_strerror(a.status), a.msg);
-    ck_assert_int_eq(b.status, JR_EBUSY);
-    ck_assert_msg(strstr(b.msg, "cluster member change is in progress"), "%s", b.msg);
-    /* the first is over: the meta group no longer has n3, and the second may go now */
-    gone_wait g3 = {&c, 3};
-    ck_assert_int_eq(jr_sim_run_until(c.sim, gone_everywhere, &g3, 5 * SEC), 0);
+    /* whichever reached the meta leader first goes through; the other is refused */
+    e2e_res *won = a.status == 0 ? &a : &b, *lost = a.status == 0 ? &b : &a;
+    ck_assert_msg(won->status == 0, "neither removal went through: %s (%s)", jr_strerror(a.status),
+                  a.msg);
+    ck_assert_int_eq(lost->status, JR_EBUSY);
+    ck_assert_msg(strstr(lost->msg, "cluster member change is in progress"), "%s", lost->msg);
+    unsigned first = won == &a ? 3 : 4, second = won == &a ? 4 : 3;
+    /* the first is over: the meta group no longer has it, and the second may go now */
+    gone_wait g1 = {&c, first};
+    ck_assert_int_eq(jr_sim_run_until(c.sim, gone_everywhere, &g1, 5 * SEC), 0);
     e2e_res r2;
-    ck_assert_int_eq(peer_remove(&c, 2, "n4", &r2), 0);
-    gone_wait gw = {&c, 4};
+    char sname[16];
+    snprintf(sname, sizeof sname, "n%u", second);
+    ck_assert_int_eq(peer_remove(&c, 2, sname, &r2), 0);
+    gone_wait gw = {&c, second};
     ck_assert_int_eq(jr_sim_run_until(c.sim, gone_everywhere, &gw, 5 * SEC), 0);
     for (unsigned i = 0; i < 3; i++) {
         ck_assert(!meta_has(&c, i, 4, 0));
@@ -812,6 +833,139 @@ START_TEST(a_server_that_joined_and_died_before_catching_up_can_be_removed)
 }
 END_TEST
 
+/* A frame from `from` to n0 holding one request of `kind` with payload p (a frame of its own,
+ * as a server's host would hand it over). */
+static void stranger_frame(jr__buf *b, const char *from, uint8_t kind, const void *p, size_t len)
+{
+    jr__buf_reset(b);
+    jr__frame_begin(b, jr__xxh3(from, strlen(from)), jr__xxh3("n0", 2));
+    jr__frame_add_request(b, 77, kind, p, len);
+    ck_assert_int_eq(jr__frame_end(b), 0);
+}
+
+START_TEST(frames_of_unknown_servers_are_refused_but_a_join_now_and_then)
+{
+    e2e c;
+    cluster(&c, 3, 52);
+    jr_node *n0 = e2e_node(&c, 0);
+    jr_node_stats before, after;
+    before.size = after.size = sizeof before;
+    ck_assert_int_eq(jr_node_stats_get(n0, &before), 0);
+    ck_assert_int_eq(jr_node_recv(n0, "stranger", "xx", 2), JR_EAUTH);
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    /* a well-formed request of any other kind */
+    stranger_frame(&b, "stranger", JR__RPC_META, "x", 1);
+    ck_assert_int_eq(jr_node_recv(n0, "stranger", b.data, b.len), JR_EAUTH);
+    /* a join under another server's name (the frame's sender id is not the name's) */
+    jr__meta_op op;
+    memset(&op, 0, sizeof op);
+    op.type = JR__META_SERVER_JOIN;
+    op.server.name = "stranger";
+    op.server.cluster = "east";
+    jr__buf j;
+    jr__buf_init(&j, NULL);
+    ck_assert_int_eq(jr__meta_op_encode(&op, &j), 0);
+    stranger_frame(&b, "someone", JR__RPC_JOIN, j.data, j.len);
+    ck_assert_int_eq(jr_node_recv(n0, "stranger", b.data, b.len), JR_EAUTH);
+    /* too large */
+    uint8_t *big = calloc(1, 40000);
+    stranger_frame(&b, "stranger", JR__RPC_JOIN, big, 40000);
+    free(big);
+    ck_assert_int_eq(jr_node_recv(n0, "stranger", b.data, b.len), JR_EAUTH);
+    /* a join is taken; another within a heartbeat interval is not, whoever sends it */
+    stranger_frame(&b, "stranger", JR__RPC_JOIN, j.data, j.len);
+    ck_assert_int_eq(jr_node_recv(n0, "stranger", b.data, b.len), 0);
+    stranger_frame(&b, "other", JR__RPC_JOIN, j.data, j.len);
+    ck_assert_int_eq(jr_node_recv(n0, "other", b.data, b.len), JR_EAUTH);
+    ck_assert_int_eq(jr_node_stats_get(n0, &after), 0);
+    ck_assert_uint_eq(after.frames_rejected - before.frames_rejected, 5);
+    jr__buf_free(&b);
+    jr__buf_free(&j);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(removing_the_meta_leader_moves_the_meta_group_on)
+{
+    e2e c;
+    cluster(&c, 4, 53);
+    add_orders(&c, 3);
+    work w;
+    work_init(&w, &c, "ORDERS", 500);
+    run(&w, 300 * MS);
+    int l = e2e_meta_leader(&c);
+    ck_assert_int_ge(l, 0);
+    char lname[16];
+    snprintf(lname, sizeof lname, "n%d", l);
+    unsigned via = ((unsigned)l + 1) % 4;
+    w.skip[l] = 1;
+    e2e_res r;
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_server_peer_remove(e2e_node(&c, via), lname, e2e_admin_cb, &r), 0);
+    while (!r.done) run(&w, 5 * MS);
+    ck_assert_msg(r.status == 0, "%s (%s)", jr_strerror(r.status), r.msg);
+    gone_wait g = {&c, (unsigned)l};
+    ck_assert_int_eq(jr_sim_run_until(c.sim, gone_everywhere, &g, 10 * SEC), 0);
+    minfo m;
+    ck_assert_int_eq(meta_info(&c, (unsigned)l, &m), JR_EREMOVED);
+    ck_assert_int_eq(meta_info(&c, via, &m), 0);
+    ck_assert_uint_eq(m.nservers, 3);
+    ck_assert_str_ne(m.leader, lname);
+    run(&w, 1 * SEC);
+    check_nothing_lost(&w, via);
+    work_free(&w);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(a_join_survives_the_meta_leader_failing_mid_change)
+{
+    e2e c;
+    cluster(&c, 3, 54);
+    add_orders(&c, 3);
+    work w;
+    work_init(&w, &c, "ORDERS", 500);
+    run(&w, 300 * MS);
+    int l = e2e_meta_leader(&c);
+    ck_assert_int_ge(l, 0);
+    /* ORDERS is led elsewhere: only the meta group loses its leader */
+    e2e_res sd;
+    int sl = e2e_wait_stream(&c, 0, "ORDERS", 2, 5 * SEC);
+    if (sl == l) {
+        char to[16];
+        snprintf(to, sizeof to, "n%d", (l + 1) % 3);
+        ck_assert_int_eq(e2e_stepdown(&c, 0, "ORDERS", to, &sd), 0);
+    }
+    unsigned j = join_node(&c);
+    w.skip[j] = 1;
+    /* the meta leader fails as soon as the join is in its meta state */
+    uint64_t t0 = jr_sim_now(c.sim);
+    while (!jr__meta_server_find(&jr__js_of(e2e_node(&c, (unsigned)l))->st, "n3")) {
+        ck_assert(jr_sim_now(c.sim) - t0 < 10 * SEC);
+        jr_sim_run_for(c.sim, 1 * MS);
+    }
+    w.skip[l] = 1;
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)l), 0);
+    /* the next meta leader takes the change over from where it is */
+    voter_wait vw = {&c, j};
+    t0 = jr_sim_now(c.sim);
+    while (!is_voter_everywhere(&vw, c.sim)) {
+        ck_assert_msg(jr_sim_now(c.sim) - t0 < 30 * SEC, "n3 did not become a meta voter");
+        run(&w, 20 * MS);
+    }
+    ck_assert_int_eq(e2e_restart(&c, (unsigned)l), 0);
+    ck_assert_int_eq(jr_sim_run_until(c.sim, is_voter_everywhere, &vw, 20 * SEC), 0);
+    unsigned idx[16];
+    int v[16];
+    ck_assert_int_eq(meta_members(&c, (unsigned)l, idx, v, 16), 4);
+    run(&w, 500 * MS);
+    check_nothing_lost(&w, (unsigned)(l + 1) % 3);
+    work_free(&w);
+    e2e_free(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("servers");
@@ -826,6 +980,9 @@ static Suite *suite(void)
     tcase_add_test(tc, a_stream_that_cannot_be_re_placed_keeps_running_under_replicated);
     tcase_add_test(tc, two_servers_joining_at_once_are_admitted_one_after_the_other);
     tcase_add_test(tc, a_server_that_joined_and_died_before_catching_up_can_be_removed);
+    tcase_add_test(tc, frames_of_unknown_servers_are_refused_but_a_join_now_and_then);
+    tcase_add_test(tc, removing_the_meta_leader_moves_the_meta_group_on);
+    tcase_add_test(tc, a_join_survives_the_meta_leader_failing_mid_change);
     tcase_add_test(tc, every_node_restarted_after_a_join_recovers_the_membership_from_disk);
     suite_add_tcase(s, tc);
     return s;
