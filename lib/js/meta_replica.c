@@ -1,7 +1,8 @@
 /*
  * meta_replica — the meta group on every server: one Raft group of all servers
- * (JR__META_GROUP_ID, voters = the configured peers) whose state machine is lib/meta's
- * meta_state. It decides which streams exist and where each one lives.
+ * (JR__META_GROUP_ID, bootstrapped by the configured peers as voters; servers that join later
+ * are added by the meta leader, meta_members.c) whose state machine is lib/meta's meta_state.
+ * It decides which streams exist and where each one lives.
  *
  * Requests. Stream add/update/delete and every server's SERVER_INFO travel to the meta leader
  * as an encoded meta op (JR__RPC_META) carrying the reply route {request id, origin}. The
