@@ -715,6 +715,17 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
         }
         return;
     }
+    /* A removal sent again that finds the server removed already: the earlier attempt (or
+     * another removal) committed it; answered, as any removal, once the configuration no
+     * longer lists the server (meta_members.c). */
+    if (r->what == JR__REQ_SERVER_REMOVE && status == JR_ENOTMEMBER && r->tries > 1 &&
+        jr__meta_removed_already(p, len)) {
+        r->state = 3;
+        snprintf(r->msg, sizeof r->msg, "server '%s' removed", r->stream);
+        jr__js_timer_arm(js, &r->timer, r->deadline);
+        jr__js_timer_arm(js, &js->meta_timer, jr__node_now(n));
+        return;
+    }
     /* a removal refused for the quorum it would cost is final, unlike a placement that waits
      * for servers to register */
     int final_quorum = status == JR_ENOQUORUM && r->what == JR__REQ_SERVER_REMOVE;

@@ -48,6 +48,14 @@ static size_t removed_pos(const jr__meta_state *st, const char *name, int *found
     return lo;
 }
 
+int jr__meta_removed_already(const void *text, size_t len)
+{
+    size_t n = strlen(JR__META_REMOVED_ALREADY);
+    for (size_t i = 0; text && i + n <= len; i++)
+        if (memcmp((const char *)text + i, JR__META_REMOVED_ALREADY, n) == 0) return 1;
+    return 0;
+}
+
 int jr__meta_server_removed(const jr__meta_state *st, const char *name)
 {
     int found;
@@ -106,10 +114,8 @@ int jr__meta_servers_validate(const jr__meta_state *st, const jr__meta_op *op, j
     if (!name || !jr__meta_name_ok(name, strlen(name)))
         return refuse(res, JR_EINVAL, "server: invalid name");
     if (jr__meta_server_removed(st, name))
-        return refuse(res, JR_ENOTMEMBER,
-                      "server '%s' is not a member of the cluster: it was "
-                      "removed already",
-                      name);
+        return refuse(res, JR_ENOTMEMBER, "server '%s' is not a member of the cluster: %s", name,
+                      JR__META_REMOVED_ALREADY);
     int found;
     jr__meta_server_pos(st, name, &found);
     if (found && st->nservers == 1)

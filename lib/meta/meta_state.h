@@ -373,6 +373,10 @@ void jr__meta_plan_free(jr__meta_plan *plan);
  * silently re-added, and a stream may keep it as a peer only while it had it already. */
 /* 1 if server `name` was removed. */
 int jr__meta_server_removed(const jr__meta_state *st, const char *name);
+/* The refusal of a SERVER_REMOVE for a server removed already ends with this text; 1 if the
+ * refusal text[0..len) says so (a removal sent again after its first attempt committed). */
+#define JR__META_REMOVED_ALREADY "it was removed already"
+int jr__meta_removed_already(const void *text, size_t len);
 /* The SERVER_REMOVE part of validate/apply (meta_state.c calls them): 1 if refused (res set),
  * else 0; apply returns 0 or JR_ENOMEM (nothing changed). */
 int jr__meta_servers_validate(const jr__meta_state *st, const jr__meta_op *op,

@@ -19,7 +19,8 @@
  *   - a stream that cannot be re-placed keeps running under-replicated;
  *   - frames of unknown servers: refused, but for a join now and then.
  *
- * JR_E2E_LOG=1 prints the nodes' log lines.
+ * JR_E2E_LOG=1 prints the nodes' log lines; JR_SEEDS=first:count runs every test with count
+ * other seeds (suite 'soak': 1000:100).
  */
 #include <check.h>
 #include <stdio.h>
@@ -288,11 +289,13 @@ static int is_voter_everywhere(void *arg, jr_sim *sim)
     return 1;
 }
 
-/* JR_SEEDS=first:count shifts every test's seed by first (a soak run tries other seeds). */
+/* Added to every test's seed: JR_SEEDS=first:count runs the suite count times, with first,
+ * first + 1, ... (main), so a soak run tries other seeds. */
+static uint64_t g_seed_shift;
+
 static void cluster(e2e *c, unsigned n, uint64_t seed)
 {
-    uint64_t first = 0, count = 0;
-    if (e2e_seeds(&first, &count)) seed += first;
+    seed += g_seed_shift;
     memset(c, 0, sizeof *c);
     ck_assert_int_eq(e2e_new(c, n, seed, 2000), 0);
     ck_assert_int_ge(e2e_wait_meta(c, n, 10 * SEC), 0);
@@ -822,7 +825,8 @@ START_TEST(a_server_that_joined_and_died_before_catching_up_can_be_removed)
     jr_sim_run_for(c.sim, 1 * SEC);
     /* its join is the change in progress, yet its removal is not refused for it */
     e2e_res r;
-    ck_assert_int_eq(peer_remove(&c, 1, "n3", &r), 0);
+    int rc = peer_remove(&c, 1, "n3", &r);
+    ck_assert_msg(rc == 0, "removal: %s (%s)", jr_strerror(rc), r.msg);
     gone_wait g = {&c, j};
     ck_assert_int_eq(jr_sim_run_until(c.sim, gone_everywhere, &g, 10 * SEC), 0);
     /* and the next join goes through */
@@ -990,9 +994,17 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    uint64_t first = 0, count = 1;
+    e2e_seeds(&first, &count);
+    int failed = 0;
+    for (uint64_t k = 0; k < count && !failed; k++) {
+        g_seed_shift = first + k;
+        SRunner *sr = srunner_create(suite());
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        if (failed)
+            fprintf(stderr, "failed with seeds shifted by %llu\n", (unsigned long long)(first + k));
+        srunner_free(sr);
+    }
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
