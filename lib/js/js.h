@@ -626,6 +626,11 @@ void jr__mnode_reply_proposed(jr__js *js, const jr__route *rt, uint64_t index, u
 /* After an applied op (or a restore): the peer table learns every server of the meta state and
  * marks the removed ones; this server stops if it is among them. */
 void jr__mm_sync_peers(jr__js *js);
+/* At open: the servers joining in entries of the meta log not applied yet (a restart applies
+ * only what its recovered commit index covers) go into the peer table too, since the log's
+ * configurations may already name them. Such a name comes from an entry that may never commit:
+ * it is only a server the table can talk to. */
+void jr__mm_learn_pending(jr__js *js);
 /* The meta timer's part: the joiner's requests, the meta leader's membership duty. */
 void jr__mm_tick(jr__js *js);
 /* At the meta leader: a SERVER_JOIN or SERVER_REMOVE request (decoded op; p, len its bytes). */

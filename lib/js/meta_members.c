@@ -62,6 +62,23 @@ void jr__mm_sync_peers(jr__js *js)
     }
 }
 
+void jr__mm_learn_pending(jr__js *js)
+{
+    if (!js->meta) return;
+    const jr__raft *r = jr__group_consensus(js->meta);
+    uint64_t last = jr__raft_last_index(r);
+    for (uint64_t i = jr__group_applied(js->meta) + 1; i <= last; i++) {
+        jr__entry e;
+        if (jr__raft_entry(r, i, &e) != 0 || e.type != JR__ENTRY_NORMAL) continue;
+        jr__meta_op op;
+        if (jr__meta_op_decode(e.data, e.len, js->alloc, &op) != 0) continue;
+        if (op.type == JR__META_SERVER_JOIN && !jr__meta_server_removed(&js->st, op.server.name) &&
+            strcmp(op.server.name, js->name) != 0)
+            jr__node_peer_learn(js->n, op.server.name);
+        jr__meta_op_free(&op);
+    }
+}
+
 void jr__mm_removed_request(jr__js *js, jr__id from, uint64_t rpc_id, const uint8_t *p, size_t len)
 {
     jr__peer *fp = jr__peer_find(js->n, from);

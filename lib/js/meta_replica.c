@@ -1161,6 +1161,7 @@ int jr__mnode_open(jr__js *js)
      * the meta log at least that far, and it replays only up to the recovered commit index. */
     jr__group_durable_apply(js->meta);
     js->meta_recovered = jr__raft_last_index(jr__group_consensus(js->meta));
+    jr__mm_learn_pending(js); /* servers its log's configurations may name already */
     jr__js_timer_arm(js, &js->meta_timer, jr__node_now(n));
     return 0;
 }
