@@ -67,6 +67,10 @@ typedef struct jr_meta_info {
     const jr_server_info *const *servers; /* every server known to the meta group, by name */
     size_t nservers;
     size_t nstreams; /* streams in the meta state */
+    /* 1 if this server was removed from the cluster (jr_server_peer_remove): it takes no part
+     * any more and every request on it fails with JR_EREMOVED; the callback then gets
+     * JR_EREMOVED with this node's own, last view. */
+    int removed;
 } jr_meta_info;
 typedef void (*jr_meta_info_cb)(void *arg, int status, const char *msg, const jr_meta_info *info);
 /* The cluster as the meta leader sees it (the JetStream "server report"): the meta leader and
@@ -79,6 +83,27 @@ JR_API int jr_meta_info_get(jr_node *node, jr_meta_info_cb cb, void *arg);
  * JR_ETIMEDOUT as jr_stream_stepdown; JR_ENOQUORUM without a meta leader in time. */
 typedef void (*jr_meta_cb)(void *arg, int status, const char *msg);
 JR_API int jr_meta_stepdown(jr_node *node, const char *peer, jr_meta_cb cb, void *arg);
+
+/* Removes server `server` from the cluster for good (JetStream's SERVER.REMOVE): for a server
+ * that is gone and will not come back; called on any server. The meta leader re-places each
+ * stream and consumer replica the server held on a server that qualifies (the stream's
+ * placement: cluster, tags, unique tag, capacity), as a peer change the stream's group then
+ * converges to; a stream it cannot re-place keeps running under-replicated (the removed server
+ * stays among its peers, shown offline in its info, until an update re-places it) — never
+ * dropped. A stream whose only replica the server held is not re-placed (its data went with the
+ * server). The meta group removes the server from its configuration, and the server is
+ * tombstoned: if it is running it stops and says why (an error in its log, jr_meta_info.removed,
+ * JR_EREMOVED for every request on it), and if it comes back it is refused, never re-added.
+ * One change at a time. cb gets, after the removal committed and the meta group's
+ * configuration no longer lists the server, 0 with a message naming what was re-placed and the
+ * streams left under-replicated, or: JR_ENOTMEMBER ("server is not a member of the cluster":
+ * unknown, or removed already), JR_EBUSY ("cluster member change is in progress": a server
+ * joins or leaves), JR_EINVAL (the last server of the cluster; NULL or empty name),
+ * JR_ENOQUORUM (the servers left online would not be a majority of the meta group: bring one
+ * back first), JR_ENOLEADER / JR_ETIMEDOUT as for other meta requests; called on the server
+ * removed, JR_EREMOVED once it stops. Returns 0 (cb will run) or JR_EINVAL, JR_ECLOSED,
+ * JR_EREMOVED, JR_ENOTSUP, JR_ENOMEM (cb will not run). */
+JR_API int jr_server_peer_remove(jr_node *node, const char *server, jr_meta_cb cb, void *arg);
 
 #ifdef __cplusplus
 }

@@ -33,7 +33,10 @@ typedef struct jr_node_config {
     const char *cluster;     /* cluster name; default "jetraft" */
     const char *const *tags; /* placement tags of this server, e.g. "az:1", "ssd" */
     size_t ntags;
-    const char *const *peers; /* every server of the cluster (this one included) */
+    const char *const *peers; /* the seed list: the servers of the cluster at its founding (this
+                                 one included), or some members of it for a server that joins
+                                 (`join`); with streams the node learns servers added later from
+                                 the meta group */
     size_t npeers;
     const char *wal_dir;          /* directory of the node's shared Raft WAL; required */
     const char *store_dir;        /* directory of message stores; default wal_dir */
@@ -69,6 +72,17 @@ typedef struct jr_node_config {
      * sealed (and compressed) when the next record would not fit, and removed once none of
      * its messages is live. 0: 8 MiB; else JR_STORE_BLOCK_MIN..JR_STORE_BLOCK_MAX. */
     uint64_t store_block_bytes;
+    /* With streams: 1 if this server joins a running cluster instead of forming one. `peers`
+     * is then its seed list — some servers of the cluster (this one may be listed too) — which
+     * it asks to let it in: the meta leader records the server (its name, cluster, tags and
+     * capacity) and adds it to the meta group, first as a non-voting member, then as a voter
+     * once it has caught up; no other server restarts. Such a server never bootstraps the meta
+     * group. Once admitted, it learns every server of the cluster from the meta group, and at
+     * a restart from its own copy of the meta group's log (the flag then changes nothing). A
+     * server the cluster removed (jr_server_peer_remove) is refused: it stops and reports
+     * JR_EREMOVED. 0 (default): every server of `peers` is a founding member and a voter of
+     * the meta group, and all of them must list the same servers. */
+    int join;
 } jr_node_config;
 
 #define JR_MAX_PAYLOAD_DEFAULT (1u << 20)
@@ -77,7 +91,8 @@ typedef struct jr_node_config {
 #define JR_STORE_BLOCK_MAX (256u << 20)
 
 /* With streams on, every server of `peers` is a voter of the meta group: at most this many
- * distinct servers (this one included). */
+ * distinct servers (this one included). Servers that join later count too: the meta leader
+ * refuses a join beyond it (JR_ENORESOURCES). */
 #define JR_STREAMS_MAX_SERVERS 64
 
 /* Fills cfg with defaults (and cfg->size). The caller then sets name, peers, wal_dir, host.

@@ -12,8 +12,9 @@
  * Model
  *  - Nodes are named "n0", "n1", ... and numbered 0..N-1; each is a real jr_node whose host is
  *    the fixture (send goes to the simulated network, now() is the simulated clock, wall() the
- *    node's simulated wall clock, arm() schedules its tick). Every node knows every other as a
- *    peer.
+ *    node's simulated wall clock, arm() schedules its tick). The nodes of jr_sim_new list each
+ *    other as peers (jr_node_config.peers); a node added later (jr_sim_add_node) lists the
+ *    nodes before it and itself, and every restart opens a node with the same list.
  *  - Time only moves inside jr_sim_run_for / jr_sim_run_until / jr_sim_step: the fixture
  *    repeatedly takes the earliest event (a frame arriving, a node's armed deadline), advances
  *    the clock to it and runs it (jr_node_recv / jr_node_tick). Ties: frames before timers,
@@ -161,6 +162,15 @@ JR_API void jr_sim_heal(jr_sim *sim);
  * meanwhile, in their order. JR_EINVAL if i is out of range or node i is down. A crash ends the
  * pause. */
 JR_API int jr_sim_pause(jr_sim *sim, unsigned i, uint64_t ns);
+
+/* Adds a node to the running fixture: index jr_sim_size() before the call (into *index, may be
+ * NULL), named "n<index>", with a new empty disk, every link to and from it like the fixture's
+ * initial ones, and its config's peers the nodes before it and itself; join sets its config's
+ * join (jr_node_config.join: it joins the running cluster through them). It is opened at once
+ * (jr_sim_config.configure applies as to the others) and is then like any other node: crash,
+ * restart, partitions, disk faults. 0; JR_EINVAL (NULL, or JR_SIM_MAX_NODES reached), JR_ENOMEM
+ * or the open's error (nothing added). */
+JR_API int jr_sim_add_node(jr_sim *sim, int join, unsigned *index);
 
 /* Power loss of node i (see Model). JR_EINVAL if out of range or already down. */
 JR_API int jr_sim_crash(jr_sim *sim, unsigned i);

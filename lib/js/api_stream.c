@@ -61,7 +61,11 @@ int jr__js_entry(jr_node *n, int ok)
 {
     if (!n || !ok) return JR_EINVAL;
     if (jr__node_closing(n)) return JR_ECLOSED;
-    if (!jr__js_of(n)) return jr__node_err(n, JR_ENOTSUP, "streams are not enabled on this node");
+    jr__js *js = jr__js_of(n);
+    if (!js) return jr__node_err(n, JR_ENOTSUP, "streams are not enabled on this node");
+    if (js->removed)
+        return jr__node_err(n, JR_EREMOVED,
+                            "server '%s' was removed from the cluster: it takes no part", js->name);
     return 0;
 }
 
@@ -428,7 +432,8 @@ static int meta_write(const jr__req *r)
     return r->what == JR__REQ_ADD || r->what == JR__REQ_UPDATE || r->what == JR__REQ_DELETE ||
            r->what == JR__REQ_SERVER_INFO || r->what == JR__REQ_CONVERGED ||
            r->what == JR__REQ_CONSUMER_ADD || r->what == JR__REQ_CONSUMER_DELETE ||
-           r->what == JR__REQ_CONSUMER_PAUSE || r->what == JR__REQ_CONSUMER_EXPIRE;
+           r->what == JR__REQ_CONSUMER_PAUSE || r->what == JR__REQ_CONSUMER_EXPIRE ||
+           r->what == JR__REQ_SERVER_REMOVE || r->what == JR__REQ_SERVER_JOIN;
 }
 
 void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
@@ -454,6 +459,10 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
             jr__buf_reset(&r->result);
             jr__buf_put(&r->result, p, len);
             if (r->result.err) status = JR_ENOMEM;
+        }
+        if (js->removed && (status == 0 || status == JR_ENOLEADER)) {
+            jr__req_finish(r, JR_EREMOVED, "server '%s' was removed from the cluster", js->name);
+            return;
         }
         jr__req_finish(r, status, status == JR_ENOLEADER ? "no meta leader" : "");
         return;
@@ -634,7 +643,11 @@ void jr__req_deliver(jr__req *r)
     case JR__REQ_STEPDOWN:
     case JR__REQ_CONSUMER_DELETE:
     case JR__REQ_CONSUMER_PAUSE:
+    case JR__REQ_SERVER_REMOVE:
         r->cb.admin(r->arg, st, msg);
+        return;
+    case JR__REQ_SERVER_JOIN: /* internal: the member that forwarded it answers the joiner */
+        if (r->cb.admin) r->cb.admin(r->arg, st, msg);
         return;
     case JR__REQ_CONSUMER_ADD:
         r->cb.consumer(r->arg, st, msg, st == 0 ? r->consumer : NULL);
@@ -678,12 +691,13 @@ void jr__req_deliver(jr__req *r)
         return;
     }
     case JR__REQ_META_INFO: {
-        if (st != 0 && st != JR_ENOLEADER) {
+        if (st != 0 && st != JR_ENOLEADER && st != JR_EREMOVED) {
             r->cb.meta(r->arg, st, msg, NULL);
             return;
         }
         jr__servers_dec d;
         int rc = jr__servers_decode(r->result.data, r->result.len, a, &d);
+        d.info.removed = js->removed; /* this node's own view */
         if (rc == 0)
             r->cb.meta(r->arg, st, st ? msg : "", &d.info);
         else
@@ -1173,10 +1187,16 @@ static void meta_info_route(jr__req *r)
 int jr_meta_info_get(jr_node *n, jr_meta_info_cb cb, void *arg)
 {
     int rc = jr__js_entry(n, cb != NULL);
-    if (rc) return rc;
+    jr__js *js = rc == JR_EREMOVED ? jr__js_of(n) : NULL;
+    if (rc && !js) return rc;
     jr__node_enter(n);
     jr__req *r = begin(n, JR__REQ_META_INFO, 0, &rc);
-    if (r) {
+    if (r && js) { /* removed: this node's own view, with removed set */
+        r->cb.meta = cb;
+        r->arg = arg;
+        jr__route rt = jr__route_local(r);
+        jr__mnode_cluster_info(js, &rt);
+    } else if (r) {
         r->cb.meta = cb;
         r->arg = arg;
         r->kind = JR__RPC_CLUSTER_INFO;

@@ -259,6 +259,14 @@ void jr__js_request(jr__js *js, jr__id from, uint64_t id, uint8_t kind, const ui
     case JR__RPC_LISTS:
         jr__lists_serve(js, &rt, p, len);
         break;
+    case JR__RPC_JOIN: { /* a server we know already asks again (meta_members.c) */
+        jr__peer *fp = jr__peer_find(n, from);
+        if (fp) jr__mm_join_request(js, jr__peer_get_name(fp), id, p, len);
+        break;
+    }
+    case JR__RPC_REMOVED:
+        jr__mm_removed_request(js, from, id, p, len);
+        break;
     default: /* a kind of a later release (rolling upgrade): refused on its own */
         jr__node_count(n, JR__COUNT_UNKNOWN_TYPE);
         jr__route_reply(js, &rt, JR_ENOTSUP, NULL, 0);
@@ -349,11 +357,17 @@ static void hook_close(void *upper, int flush)
     jr__js_close(upper, flush);
 }
 
+static void hook_join(void *upper, const char *from, uint64_t id, const uint8_t *p, size_t len)
+{
+    jr__mm_join_request(upper, from, id, p, len);
+}
+
 static const jr__upper js_upper = {
     .before_flush = hook_before_flush,
     .role_changed = hook_role_changed,
     .request = hook_request,
     .close = hook_close,
+    .join = hook_join,
 };
 
 jr__js *jr__js_of(const jr_node *n)
@@ -404,6 +418,7 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
         1000000u;
     js->snapshot_entries = 4096;
     js->capacity = cfg->max_store_bytes;
+    js->join = cfg->join != 0;
     js->max_assets = cfg->max_assets;
     int err = 0;
     js->cluster = dup_or(a, cfg->cluster, "jetraft", &err);

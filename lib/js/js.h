@@ -116,7 +116,9 @@ enum jr__req_op {
     JR__REQ_STREAM_LIST,
     JR__REQ_CONSUMER_NAMES,
     JR__REQ_CONSUMER_LIST,
-    JR__REQ_DIRECT_GET, /* a read at any current replica (api_lists.c) */
+    JR__REQ_DIRECT_GET,    /* a read at any current replica (api_lists.c) */
+    JR__REQ_SERVER_REMOVE, /* jr_server_peer_remove (a meta request; meta_members.c) */
+    JR__REQ_SERVER_JOIN,   /* internal: a join forwarded for a new server (meta_members.c) */
 };
 
 /* Sub-kinds of JR__RPC_STREAM_ADMIN (first byte of its payload). */
@@ -191,7 +193,8 @@ struct jr__req {
     jr__op *op;           /* reserved completion record */
     uint8_t what;         /* enum jr__req_op */
     uint8_t kind;         /* the RPC kind it travels as */
-    uint8_t state;        /* meta requests: 0 to send, 1 sent, 2 proposed */
+    uint8_t state;        /* meta requests: 0 to send, 1 sent, 2 proposed, 3 applied and
+                             waiting (a server removal: for the configuration) */
     uint8_t unsure;       /* meta requests: an earlier attempt may have reached the meta log */
     uint8_t done;         /* completed (callback queued) */
     uint8_t sent;         /* a leader received it at least once */
@@ -471,6 +474,21 @@ struct jr__js {
     uint64_t not_leader_resends; /* stream requests sent again after JR_ENOTLEADER */
     uint64_t catchup_chunks;     /* chunks received by catching-up replicas */
     uint64_t catchup_bytes;      /* their uncompressed bytes */
+    /* meta_members.c: servers joining and leaving */
+    uint8_t join;         /* jr_node_config.join: this server asks to be let in */
+    uint8_t removed;      /* this server was removed from the cluster: it takes no part */
+    uint64_t join_next;   /* joining: when the next join request goes out */
+    size_t join_seed;     /* joining: the seed asked next (round robin) */
+    uint64_t join_rpc;    /* joining: the request in flight (0: none) */
+    uint64_t mm_serial;   /* meta leader: the membership change in flight (0: none) */
+    uint64_t mm_proposed; /* meta leader: index of the last SERVER_JOIN/REMOVE it proposed */
+    struct jr__mm_join {  /* member: joins forwarded to the meta leader for strangers */
+        jr__js *js;
+        char name[256];
+        uint64_t rpc_id; /* the joiner's request to answer */
+        uint8_t used;
+        jr__req *req;
+    } mm_joins[4];
 };
 
 /* A local route to request r. */
@@ -580,6 +598,61 @@ void jr__mnode_expire_consumer(jr__js *js, const char *stream, const char *name)
 /* Sends STREAM_CONVERGED for s (its group's committed configuration is s's peer set, every
  * peer a voter) to the meta leader, as an internal request retried until its deadline. */
 void jr__mnode_report_converged(jr__js *js, const jr__meta_stream *s, const jr__join_floor *f);
+/* Sends op (request id and origin filled in here) to the meta leader as an internal request of
+ * kind `what` (no user callback unless the caller sets r->cb.admin): the request, or NULL
+ * without memory. */
+jr__req *jr__mnode_send_internal(jr__js *js, uint8_t what, jr__meta_op *op);
+/* Replies to a meta request: proposed at (index, term). */
+void jr__mnode_reply_proposed(jr__js *js, const jr__route *rt, uint64_t index, uint64_t term);
+
+/* meta_members.c — servers joining and leaving the cluster ------------------------------------
+ *
+ * Joining: a server opened with jr_node_config.join and no meta group on disk opens the meta
+ * group empty, as a joiner, and asks its seeds in turn (JR__RPC_JOIN, every election timeout)
+ * to let it in until the meta group's configuration names it. A member takes such a request
+ * even from a server it does not know (node/peer.c "Membership": bounded, rate-limited),
+ * forwards it to the meta leader as a SERVER_JOIN (at most JR__MM_JOINS at once), and answers
+ * with the outcome and the names of the cluster's servers, which the joiner adds to its peer
+ * table. The meta leader proposes the SERVER_JOIN (one membership change at a time: JR_EBUSY
+ * while one is in progress; the cap JR_STREAMS_MAX_SERVERS), and its membership duty adds every
+ * server of the meta state that is not in the meta group's configuration as an observer,
+ * promotes it once it holds the log, and removes the removed ones — one single-server change
+ * at a time (lib/meta/members.h), so a failover of the meta leader resumes.
+ * Every server's peer table follows the meta state (jr__mm_sync_peers, after each server op
+ * applied and each restore), so it is recovered from the meta group's log and snapshots.
+ *
+ * Removing (jr_server_peer_remove): the meta leader refuses an unknown or already removed
+ * server (JR_ENOTMEMBER), the last server (JR_EINVAL), a removal that would leave fewer online
+ * voters than a majority of the meta group (JR_ENOQUORUM) and one while a membership change is
+ * in progress (JR_EBUSY); otherwise it re-places each stream replica of the server (placement
+ * rules, the server avoided; a stream whose only replica it holds, or that is mid-change, is
+ * not) and proposes SERVER_REMOVE. A server that learns it was removed — by applying that op,
+ * at a restart from its own log, or told by a member that refused its frame (JR__RPC_REMOVED)
+ * — stops (jr__mm_stop): an error in its log, every request failing with JR_EREMOVED, its node
+ * taking no further part. */
+#define JR__MM_JOINS 4
+/* After an applied op (or a restore): the peer table learns every server of the meta state and
+ * marks the removed ones; this server stops if it is among them. */
+void jr__mm_sync_peers(jr__js *js);
+/* At open: the servers joining in entries of the meta log not applied yet (a restart applies
+ * only what its recovered commit index covers) go into the peer table too, since the log's
+ * configurations may already name them. Such a name comes from an entry that may never commit:
+ * it is only a server the table can talk to. */
+void jr__mm_learn_pending(jr__js *js);
+/* The meta timer's part: the joiner's requests, the meta leader's membership duty. */
+void jr__mm_tick(jr__js *js);
+/* At the meta leader: a SERVER_JOIN or SERVER_REMOVE request (decoded op; p, len its bytes). */
+void jr__mm_handle(jr__js *js, const jr__route *rt, const jr__meta_op *op, const uint8_t *p,
+                   size_t len);
+/* A join request from `from` (the node's join hook, or JR__RPC_JOIN from a known server). */
+void jr__mm_join_request(jr__js *js, const char *from, uint64_t rpc_id, const uint8_t *p,
+                         size_t len);
+/* JR__RPC_REMOVED from a member: payload = this server's name. */
+void jr__mm_removed_request(jr__js *js, jr__id from, uint64_t rpc_id, const uint8_t *p, size_t len);
+/* Stops this server for good: it was removed from the cluster (why: how it learned it). */
+void jr__mm_stop(jr__js *js, const char *why);
+/* Opening the meta group: 1 if this server must join it (no meta group on disk, join mode). */
+int jr__mm_joining(jr__js *js);
 
 /* stream_replica.c -----------------------------------------------------------------------------*/
 

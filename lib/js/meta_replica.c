@@ -1,7 +1,8 @@
 /*
  * meta_replica — the meta group on every server: one Raft group of all servers
- * (JR__META_GROUP_ID, voters = the configured peers) whose state machine is lib/meta's
- * meta_state. It decides which streams exist and where each one lives.
+ * (JR__META_GROUP_ID, bootstrapped by the configured peers as voters; servers that join later
+ * are added by the meta leader, meta_members.c) whose state machine is lib/meta's meta_state.
+ * It decides which streams exist and where each one lives.
  *
  * Requests. Stream add/update/delete and every server's SERVER_INFO travel to the meta leader
  * as an encoded meta op (JR__RPC_META) carrying the reply route {request id, origin}. The
@@ -104,10 +105,25 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
     if (js->meta && js->st.nstreams > META_SNAPSHOT_ENTRIES &&
         js->st.nstreams > jr__group_snapshot_entries(js->meta))
         jr__group_set_snapshot_entries(js->meta, js->st.nstreams); /* raised only */
+    if (res.changed && (res.type == JR__META_SERVER_INFO || res.type == JR__META_SERVER_JOIN ||
+                        res.type == JR__META_SERVER_REMOVE)) {
+        jr__mm_sync_peers(js); /* the peer table follows the meta state's servers */
+        if (res.type != JR__META_SERVER_INFO)
+            jr__js_timer_arm(js, &js->meta_timer, jr__node_now(n)); /* membership duty */
+    }
     if (res.request_id && strcmp(res.origin, js->name) == 0) {
         jr__req *r = jr__map_get(&js->meta_reqs, res.request_id);
         if (r && res.cname[0]) snprintf(r->consumer, sizeof r->consumer, "%s", res.cname);
-        if (r) jr__req_finish(r, res.status, "%s", res.msg);
+        if (r && res.type == JR__META_SERVER_REMOVE && res.status == 0) {
+            /* answered once the meta group's configuration no longer lists the server too
+             * (jr__mm_tick), or at the deadline */
+            r->state = 3;
+            snprintf(r->msg, sizeof r->msg, "%s", res.msg);
+            jr__js_timer_arm(js, &r->timer, r->deadline);
+            jr__js_timer_arm(js, &js->meta_timer, jr__node_now(n));
+        } else if (r) {
+            jr__req_finish(r, res.status, "%s", res.msg);
+        }
     }
     /* Requests proposed at an index that now holds another entry were lost: send them again. */
     for (size_t i = 0; i < js->meta_reqs.cap; i++) {
@@ -157,6 +173,7 @@ static int meta_restore(void *ctx, uint64_t index, const void *data, size_t len)
      * snapshot's index were Raft's own (no-ops, configurations). */
     if (js->st.applied > index) return JR_ECORRUPT;
     js->meta_failed = 0;
+    jr__mm_sync_peers(js);
     defer_converge(js, 0);
     return 0;
 }
@@ -200,7 +217,7 @@ int jr__mnode_online(jr__js *js, const char *name, uint64_t *seen_ns)
 }
 
 /* Replies to a meta request: proposed at (index, term), or a refusal with its message. */
-static void reply_proposed(jr__js *js, const jr__route *rt, uint64_t index, uint64_t term)
+void jr__mnode_reply_proposed(jr__js *js, const jr__route *rt, uint64_t index, uint64_t term)
 {
     uint8_t b[24];
     jr__buf out = {b, 0, sizeof b, 0, NULL};
@@ -276,7 +293,8 @@ static int place(jr__js *js, const jr__meta_op *op, const char *home, const char
     int rc = jr__placement_select(servers, ns, &req, &res, NULL, msg, msglen);
     size_t unknown = 0; /* servers of the cluster's peer list that have not registered yet */
     for (size_t i = 0; rc && i < jr__node_npeers(js->n); i++)
-        unknown += !jr__meta_server_find(st, jr__peer_get_name(jr__node_peer(js->n, i)));
+        unknown += !jr__peer_removed(jr__node_peer(js->n, i)) &&
+                   !jr__meta_server_find(st, jr__peer_get_name(jr__node_peer(js->n, i)));
     if (unknown) { /* not final: the requester asks again until its deadline (JR_ENOQUORUM) */
         snprintf(msg, msglen, "%zu server%s not registered with the meta leader yet", unknown,
                  unknown == 1 ? " has" : "s have");
@@ -514,6 +532,10 @@ static void handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len
     }
     uint64_t index = 0, term = 0;
     char msg[JR__JS_MSG_MAX];
+    if (op.type == JR__META_SERVER_REMOVE || op.type == JR__META_SERVER_JOIN) {
+        jr__mm_handle(js, rt, &op, p, len); /* meta_members.c */
+        goto out;
+    }
     if (op.type != JR__META_SERVER_INFO) {
         jr__meta_result res;
         rc = jr__meta_check(&js->st, &op, &res);
@@ -597,7 +619,7 @@ proposed:
         snprintf(msg, sizeof msg, "meta leader could not propose: %s", jr_strerror(rc));
         reply_text(js, rt, rc, msg);
     } else {
-        reply_proposed(js, rt, index, term);
+        jr__mnode_reply_proposed(js, rt, index, term);
     }
 out:
     jr__meta_op_free(&op);
@@ -693,7 +715,21 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
         }
         return;
     }
-    switch (status) {
+    /* A removal sent again that finds the server removed already: the earlier attempt (or
+     * another removal) committed it; answered, as any removal, once the configuration no
+     * longer lists the server (meta_members.c). */
+    if (r->what == JR__REQ_SERVER_REMOVE && status == JR_ENOTMEMBER && r->tries > 1 &&
+        jr__meta_removed_already(p, len)) {
+        r->state = 3;
+        snprintf(r->msg, sizeof r->msg, "server '%s' removed", r->stream);
+        jr__js_timer_arm(js, &r->timer, r->deadline);
+        jr__js_timer_arm(js, &js->meta_timer, jr__node_now(n));
+        return;
+    }
+    /* a removal refused for the quorum it would cost is final, unlike a placement that waits
+     * for servers to register */
+    int final_quorum = status == JR_ENOQUORUM && r->what == JR__REQ_SERVER_REMOVE;
+    switch (final_quorum ? JR_EINVAL : status) {
     case JR_ENOTLEADER:
     case JR_ENOQUORUM: /* the meta leader waits for servers to register (place) */
     case JR_ETIMEDOUT:
@@ -728,16 +764,23 @@ void jr__mnode_timer(jr__req *r)
     jr_node *n = js->n;
     if (r->done) return;
     if (jr__node_now(n) < r->deadline) {
-        if (r->state != 1) jr__mnode_send(r);
+        if (r->state != 1 && r->state != 3) jr__mnode_send(r);
         return;
     }
     const char *what = r->what == JR__REQ_SERVER_INFO       ? "server info"
                        : r->what == JR__REQ_CONSUMER_EXPIRE ? "inactive consumer's deletion"
                        : r->what == JR__REQ_CONVERGED       ? "peer change report"
+                       : r->what == JR__REQ_SERVER_REMOVE   ? "server removal"
+                       : r->what == JR__REQ_SERVER_JOIN     ? "join"
                                                             : "request";
     int self;
     const char *leader = jr__mnode_leader(js, &self);
-    if (r->state == 2)
+    if (r->state == 3)
+        jr__req_finish(r, JR_ETIMEDOUT,
+                       "server '%s' was removed from the meta state, but the meta group's "
+                       "configuration still lists it (no quorum to change it?)",
+                       r->stream);
+    else if (r->state == 2)
         jr__req_finish(r, JR_ETIMEDOUT,
                        "meta group has no quorum: the %s was proposed at index %llu but did not "
                        "commit in time; it may still take effect",
@@ -758,12 +801,10 @@ void jr__mnode_timer(jr__req *r)
 
 /* Internal requests (SERVER_INFO, STREAM_CONVERGED) --------------------------------------*/
 
-/* Sends op (request id and origin filled in here) to the meta leader as an internal request of
- * kind `what`: it completes silently once applied (or at its deadline). 0 or JR_ENOMEM. */
-static int send_internal(jr__js *js, uint8_t what, jr__meta_op *op)
+jr__req *jr__mnode_send_internal(jr__js *js, uint8_t what, jr__meta_op *op)
 {
     jr__req *r = jr__req_new(js, what);
-    if (!r) return JR_ENOMEM;
+    if (!r) return NULL;
     do {
         r->meta_id = jr__rand_next(&js->rand) | 1;
     } while (jr__map_get(&js->meta_reqs, r->meta_id));
@@ -772,9 +813,18 @@ static int send_internal(jr__js *js, uint8_t what, jr__meta_op *op)
     if (jr__meta_op_encode(op, &r->payload) != 0 ||
         jr__map_put(&js->meta_reqs, r->meta_id, r) != 0) {
         jr__req_discard(r);
-        return JR_ENOMEM;
+        return NULL;
     }
     jr__req_start(r, 4 * js->election_ns);
+    return r;
+}
+
+/* Sends op (request id and origin filled in here) to the meta leader as an internal request of
+ * kind `what`: it completes silently once applied (or at its deadline). 0 or JR_ENOMEM. */
+static int send_internal(jr__js *js, uint8_t what, jr__meta_op *op)
+{
+    jr__req *r = jr__mnode_send_internal(js, what, op);
+    if (!r) return JR_ENOMEM;
     jr__mnode_send(r);
     return 0;
 }
@@ -855,6 +905,8 @@ static void meta_tick(jr__js *js, jr__jtimer *t)
         send_server_info(js);
     if (js->converge_failed || (!js->meta_replayed && jr__mnode_replayed(js)))
         jr__mnode_converge(js);
+    jr__mm_tick(js); /* joining, and the meta leader's membership duty (meta_members.c) */
+    if (js->removed) return;
     jr__js_timer_arm(js, &js->meta_timer, jr__deadline(jr__node_now(n), js->election_ns / 2));
 }
 
@@ -898,7 +950,7 @@ static void converge_consumer(jr__js *js, const jr__meta_action *a, jr__crep *r)
 
 void jr__mnode_converge(jr__js *js)
 {
-    if (js->closing || js->meta_failed) return;
+    if (js->closing || js->meta_failed || js->removed) return;
     size_t cnt = 0;
     for (jr__srep *r = js->rep_list; r; r = r->next) cnt++;
     for (jr__crep *r = js->crep_list; r; r = r->next) cnt++;
@@ -972,7 +1024,7 @@ void jr__mnode_converge(jr__js *js)
 
 void jr__mnode_converge_one(jr__js *js, uint64_t group)
 {
-    if (js->closing || js->meta_failed) return;
+    if (js->closing || js->meta_failed || js->removed) return;
     const jr__meta_consumer *mc = jr__meta_consumer_by_group(&js->st, group);
     jr__crep *cr = jr__crep_find(js, group);
     if (mc || cr) {
@@ -1076,7 +1128,15 @@ int jr__mnode_open(jr__js *js)
     jr__js_timer_init(&js->meta_timer, meta_tick); /* jr__mnode_close cancels it on any path */
     const char **voters = jr__calloc(js->alloc, npeers, sizeof *voters);
     if (!voters) return JR_ENOMEM;
-    for (size_t i = 0; i < npeers; i++) voters[i] = jr__peer_get_name(jr__node_peer(n, i));
+    /* A joining server lists only its seeds: not a voter itself, it opens the group empty and
+     * waits for the meta leader to add it (meta_members.c). */
+    int joining = jr__mm_joining(js);
+    size_t nv = 0;
+    for (size_t i = 0; i < npeers; i++) {
+        jr__peer *p = jr__node_peer(n, i);
+        if (!joining || jr__peer_get_id(p) != js->self) voters[nv++] = jr__peer_get_name(p);
+    }
+    npeers = nv;
     /* The same voter list, in the same order, on every server: its bootstrap entry must be
      * identical everywhere. */
     qsort(voters, npeers, sizeof *voters, cmp_names);
@@ -1101,6 +1161,7 @@ int jr__mnode_open(jr__js *js)
      * the meta log at least that far, and it replays only up to the recovered commit index. */
     jr__group_durable_apply(js->meta);
     js->meta_recovered = jr__raft_last_index(jr__group_consensus(js->meta));
+    jr__mm_learn_pending(js); /* servers its log's configurations may name already */
     jr__js_timer_arm(js, &js->meta_timer, jr__node_now(n));
     return 0;
 }

@@ -11,7 +11,7 @@
 #include "util/alloc.h"
 #include "util/checksum.h"
 
-_Static_assert(JR__META_OP_MAX == 7, "a new meta op type needs its encoding in meta_op.c");
+_Static_assert(JR__META_OP_MAX == 9, "a new meta op type needs its encoding in meta_op.c");
 
 typedef struct span {
     const char *p;
@@ -37,6 +37,10 @@ typedef struct raw {
     uint64_t group, peers_at, term, commit_term, commit; /* STREAM_CONVERGED */
     uint8_t version;
     uint64_t created_ns; /* STREAM_ADD (version 2), CONSUMER_ADD */
+    /* SERVER_REMOVE: the re-placements, checked, still encoded (from rep), and the sizes their
+     * decoded copy takes */
+    jr__rd rep;
+    size_t nrep, rep_peers, rep_bytes;
 } raw;
 
 int jr__meta_name_ok(const char *s, size_t n)
@@ -133,6 +137,24 @@ static int check_op(const jr__meta_op *op, raw *r)
     if ((op->request_id == 0) != (r->origin.n == 0)) return JR_EINVAL;
     if (r->origin.n && !jr__meta_name_ok(r->origin.p, r->origin.n)) return JR_EINVAL;
     switch (op->type) {
+    case JR__META_SERVER_REMOVE:
+        r->name = str_span(op->server.name);
+        if (!jr__meta_name_ok(r->name.p, r->name.n) || (op->nreplace && !op->replace))
+            return JR_EINVAL;
+        for (size_t i = 0; i < op->nreplace; i++) {
+            const jr__meta_replace *x = &op->replace[i];
+            if (!stream_name_ok(x->stream) || x->npeers == 0 || x->npeers > JR_MAX_REPLICAS ||
+                !x->peers || (i && strcmp(op->replace[i - 1].stream, x->stream) >= 0))
+                return JR_EINVAL;
+            span pv[JR_MAX_REPLICAS];
+            for (size_t k = 0; k < x->npeers; k++) {
+                pv[k] = str_span(x->peers[k]);
+                if (span_eq(pv[k], r->name)) return JR_EINVAL;
+            }
+            if (!names_ok(pv, x->npeers)) return JR_EINVAL;
+        }
+        return 0;
+    case JR__META_SERVER_JOIN:
     case JR__META_SERVER_INFO: {
         const jr__meta_server_info *s = &op->server;
         r->name = str_span(s->name);
@@ -206,6 +228,17 @@ int jr__meta_op_encode(const jr__meta_op *op, jr__buf *out)
     jr__buf_varint(out, op->request_id);
     put_span(out, r.origin);
     switch (op->type) {
+    case JR__META_SERVER_REMOVE:
+        put_span(out, r.name);
+        jr__buf_varint(out, op->nreplace);
+        for (size_t i = 0; i < op->nreplace; i++) {
+            jr__meta_put_str(out, op->replace[i].stream);
+            jr__buf_varint(out, op->replace[i].npeers);
+            for (size_t k = 0; k < op->replace[i].npeers; k++)
+                jr__meta_put_str(out, op->replace[i].peers[k]);
+        }
+        break;
+    case JR__META_SERVER_JOIN:
     case JR__META_SERVER_INFO:
         put_span(out, r.name);
         put_span(out, r.cluster);
@@ -263,12 +296,47 @@ static span rd_span(jr__rd *r, size_t max)
     return s;
 }
 
+/* Walks SERVER_REMOVE's re-placements (r->name read): checks order, names and counts, and
+ * sizes their decoded copy. 0 or JR_ECORRUPT. */
+static int parse_replace(jr__rd *rd, raw *r)
+{
+    r->nrep = jr__meta_rd_count(rd, 3, SIZE_MAX);
+    r->rep = *rd;
+    span prev = {NULL, 0};
+    for (size_t i = 0; i < r->nrep && !rd->err; i++) {
+        span st = rd_span(rd, JR_STREAM_NAME_MAX);
+        size_t np = jr__meta_rd_count(rd, 2, JR_MAX_REPLICAS);
+        span pv[JR_MAX_REPLICAS];
+        for (size_t k = 0; k < np && !rd->err; k++) pv[k] = rd_span(rd, JR__META_NAME_MAX);
+        if (rd->err) break;
+        if (np == 0 || st.n == 0 || !names_ok(pv, np)) return JR_ECORRUPT;
+        for (size_t k = 0; k < np; k++)
+            if (span_eq(pv[k], r->name)) return JR_ECORRUPT;
+        if (prev.p) {
+            size_t m = prev.n < st.n ? prev.n : st.n;
+            int c = memcmp(prev.p, st.p, m);
+            if (c > 0 || (c == 0 && prev.n >= st.n)) return JR_ECORRUPT; /* ascending, distinct */
+        }
+        prev = st;
+        r->rep_peers += np;
+        r->rep_bytes += st.n + 1;
+        for (size_t k = 0; k < np; k++) r->rep_bytes += pv[k].n + 1;
+    }
+    return rd->err ? JR_ECORRUPT : 0;
+}
+
 /* Parses the body after version and type; validates names and lists. 0 or JR_ECORRUPT. */
 static int parse(jr__rd *rd, raw *r)
 {
     r->request_id = jr__rd_varint(rd);
     r->origin = rd_span(rd, JR__META_NAME_MAX);
     switch (r->type) {
+    case JR__META_SERVER_REMOVE:
+        r->name = rd_span(rd, JR__META_NAME_MAX);
+        if (rd->err || !jr__meta_name_ok(r->name.p, r->name.n) || parse_replace(rd, r))
+            return JR_ECORRUPT;
+        break;
+    case JR__META_SERVER_JOIN:
     case JR__META_SERVER_INFO:
         r->name = rd_span(rd, JR__META_NAME_MAX);
         r->cluster = rd_span(rd, JR__META_NAME_MAX);
@@ -318,7 +386,7 @@ static int parse(jr__rd *rd, raw *r)
     if (rd->err || jr__rd_left(rd) != 0) return JR_ECORRUPT;
     if ((r->request_id == 0) != (r->origin.n == 0)) return JR_ECORRUPT;
     if (r->origin.n && !jr__meta_name_ok(r->origin.p, r->origin.n)) return JR_ECORRUPT;
-    if (r->type == JR__META_SERVER_INFO) {
+    if (r->type == JR__META_SERVER_INFO || r->type == JR__META_SERVER_JOIN) {
         if (!jr__meta_name_ok(r->name.p, r->name.n) ||
             !jr__meta_name_ok(r->cluster.p, r->cluster.n) || !names_ok(r->tags, r->ntags) ||
             r->max_assets > UINT32_MAX)
@@ -338,25 +406,45 @@ static const char *copy_span(char **at, span s)
     return d;
 }
 
-/* Makes the op's one block: [pointer array | strings]. */
+/* Makes the op's one block: [re-placements | pointer arrays | strings]. */
 static int build(const raw *r, const jr_allocator *a, jr__meta_op *op)
 {
-    const span *list = r->type == JR__META_SERVER_INFO ? r->tags : r->peers;
-    size_t nlist = r->type == JR__META_SERVER_INFO ? r->ntags : r->npeers;
-    size_t bytes = nlist * sizeof(char *) + r->origin.n + 1 + r->name.n + 1 + r->cluster.n + 1 +
-                   r->stream.n + 1 + r->consumer.n + 1;
+    int info = r->type == JR__META_SERVER_INFO || r->type == JR__META_SERVER_JOIN;
+    const span *list = info ? r->tags : r->peers;
+    size_t nlist = info ? r->ntags : r->npeers;
+    size_t head = r->nrep * sizeof(jr__meta_replace) + (nlist + r->rep_peers) * sizeof(char *);
+    size_t bytes = head + r->origin.n + 1 + r->name.n + 1 + r->cluster.n + 1 + r->stream.n + 1 +
+                   r->consumer.n + 1 + r->rep_bytes;
     for (size_t i = 0; i < nlist; i++) bytes += list[i].n + 1;
     char *block = jr__malloc(a, bytes);
     if (!block) return JR_ENOMEM;
-    const char **ptrs = (const char **)(void *)block;
-    char *at = block + nlist * sizeof(char *);
+    jr__meta_replace *rep = (jr__meta_replace *)(void *)block;
+    const char **ptrs = (const char **)(void *)(block + r->nrep * sizeof(jr__meta_replace));
+    char *at = block + head;
     for (size_t i = 0; i < nlist; i++) ptrs[i] = copy_span(&at, list[i]);
+    if (r->type == JR__META_SERVER_REMOVE) { /* parse_replace checked every read */
+        jr__rd rd = r->rep;
+        const char **pp = ptrs + nlist;
+        for (size_t i = 0; i < r->nrep; i++) {
+            rep[i].stream = copy_span(&at, rd_span(&rd, JR_STREAM_NAME_MAX));
+            rep[i].npeers = jr__meta_rd_count(&rd, 2, JR_MAX_REPLICAS);
+            rep[i].peers = pp;
+            for (size_t k = 0; k < rep[i].npeers; k++)
+                *pp++ = copy_span(&at, rd_span(&rd, JR__META_NAME_MAX));
+        }
+        op->replace = r->nrep ? rep : NULL;
+        op->nreplace = r->nrep;
+    }
     op->block = block;
     op->alloc = a;
     op->type = r->type;
     op->request_id = r->request_id;
     op->origin = r->origin.n ? copy_span(&at, r->origin) : NULL;
     switch (r->type) {
+    case JR__META_SERVER_REMOVE:
+        op->server.name = copy_span(&at, r->name);
+        break;
+    case JR__META_SERVER_JOIN:
     case JR__META_SERVER_INFO:
         op->server.name = copy_span(&at, r->name);
         op->server.cluster = copy_span(&at, r->cluster);
@@ -424,6 +512,12 @@ int jr__meta_op_decode(const void *data, size_t len, const jr_allocator *a, jr__
     if (r.type == JR__META_CONSUMER_DELETE && !consumer_name_ok(op->consumer)) {
         jr__meta_op_free(op);
         return JR_ECORRUPT;
+    }
+    for (size_t i = 0; i < op->nreplace; i++) {
+        if (!stream_name_ok(op->replace[i].stream)) {
+            jr__meta_op_free(op);
+            return JR_ECORRUPT;
+        }
     }
     if (r.type == JR__META_STREAM_ADD || r.type == JR__META_STREAM_UPDATE) {
         rc = jr__stream_config_decode(r.cfg, r.cfglen, a, &op->cfg);

@@ -26,9 +26,15 @@
  *                 (a subset of the stream's, chosen by the leader), creation time}: creates or
  *                 updates a consumer of the stream.
  *   CONSUMER_DELETE {stream name, consumer name}.
- * Room for the roadmap: op types 8.. are reserved for server peer-remove, evacuation and
- * cancellation of a move; a decoder that meets a type it does not know reports JR_EVERSION,
- * never a silent skip (replicas must not diverge). A stream's peer
+ *   SERVER_REMOVE {server name, re-placements}: the server leaves the cluster for good (a
+ *                 peer-remove): it is tombstoned, and each stream listed gets the peer set the
+ *                 meta leader chose for it without the server (meta_state.h "Servers").
+ *   SERVER_JOIN   a server's placement facts, as SERVER_INFO: a new server asks to be let into
+ *                 the cluster (forwarded by the member it asked); applied, it is a server of
+ *                 the meta state and the meta leader adds it to the meta group.
+ * Room for the roadmap: op types 10.. are reserved (moves, server evacuation); a decoder that
+ * meets a type it does not know reports JR_EVERSION, never a silent skip (replicas must not
+ * diverge). A stream's peer
  * set changes (grow, shrink) through STREAM_UPDATE with the new peers; the groups converge to
  * it and its leader reports STREAM_CONVERGED.
  *
@@ -49,6 +55,10 @@
  *                 u8 action (0 either, 1 create, 2 update, 3 pause) | list<str> peers |
  *                 varint created_ns
  *   CONSUMER_DELETE str stream | str consumer
+ *   SERVER_REMOVE str name | varint n | n × (str stream | list<str> peers), streams in strictly
+ *                 ascending name order, each peer list 1..JR_MAX_REPLICAS distinct names
+ *                 without the removed server (n = 0: a request, placed by the leader)
+ *   SERVER_JOIN   as SERVER_INFO
  * Version 2 only adds the creation time a meta leader stamps on a STREAM_ADD it places (its
  * host's wall clock). An op is written as version 2 exactly when it carries one, as version 1
  * otherwise, so every value keeps one encoding and logs written before version 2 replay
@@ -84,8 +94,17 @@ enum jr__meta_op_type {
     JR__META_STREAM_CONVERGED = 5,
     JR__META_CONSUMER_ADD = 6,
     JR__META_CONSUMER_DELETE = 7,
-    JR__META_OP_MAX = 7 /* types above are reserved (see the header comment) */
+    JR__META_SERVER_REMOVE = 8,
+    JR__META_SERVER_JOIN = 9,
+    JR__META_OP_MAX = 9 /* types above are reserved (see the header comment) */
 };
+
+/* SERVER_REMOVE: a stream of the removed server and the peer set it gets without it. */
+typedef struct jr__meta_replace {
+    const char *stream;
+    const char *const *peers;
+    size_t npeers;
+} jr__meta_replace;
 
 /* What a CONSUMER_ADD may do (JetStream's create request `action`). */
 enum jr__meta_consumer_action {
@@ -126,6 +145,11 @@ typedef struct jr__meta_op {
     /* STREAM_CONVERGED: the reporting leader's term, and its commit index with that entry's
      * term — the floor a replica joining later starts from (jr__join_floor); 0: unknown */
     uint64_t term, commit_term, commit;
+    /* SERVER_REMOVE: the server is server.name (the other facts unused); replace[0..nreplace)
+     * the streams re-placed, in ascending name order. SERVER_JOIN uses `server` as SERVER_INFO
+     * does. */
+    const jr__meta_replace *replace;
+    size_t nreplace;
     /* Owned memory of a decoded op (jr__meta_op_decode); all NULL in an op built by hand. */
     jr__stream_cfg *cfg;    /* the decoded config (config == &cfg->c) */
     jr__consumer_cfg *ccfg; /* the decoded consumer config (consumer_config == &ccfg->c) */

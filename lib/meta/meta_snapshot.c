@@ -85,6 +85,9 @@ int jr__meta_snapshot(const jr__meta_state *st, jr__buf *out)
         }
     }
     jr__buf_free(&cfg);
+    /* version 5: the servers removed for good (meta_servers.c) */
+    jr__buf_varint(out, st->nremoved);
+    for (size_t i = 0; i < st->nremoved; i++) jr__meta_put_str(out, st->removed[i]);
     if (!out->err) jr__buf_u64(out, jr__xxh3(out->data + start, out->len - start));
     return out->err;
 }
@@ -248,6 +251,23 @@ static int read_stream(jr__rd *r, jr__meta_state *st, int version)
     return 0;
 }
 
+/* The removed servers (version 5): ascending, valid, none of them a server of the state. */
+static int read_removed(jr__rd *r, jr__meta_state *st)
+{
+    size_t n = jr__meta_rd_count(r, 2, SIZE_MAX);
+    for (size_t i = 0; i < n && !r->err; i++) {
+        jr__meta_name v = rd_name(r);
+        if (r->err) break;
+        char name[JR__META_NAME_MAX + 1];
+        memcpy(name, v.p, v.n);
+        name[v.n] = '\0';
+        if (jr__meta_server_find(st, name)) return JR_ECORRUPT;
+        int rc = jr__meta_state_append_removed(st, v.p, v.n);
+        if (rc) return rc == JR_ENOMEM ? rc : JR_ECORRUPT;
+    }
+    return r->err ? JR_ECORRUPT : 0;
+}
+
 int jr__meta_restore(jr__meta_state *st, const void *data, size_t len)
 {
     const uint8_t *p = data;
@@ -269,6 +289,7 @@ int jr__meta_restore(jr__meta_state *st, const void *data, size_t len)
         rc = r.err ? JR_ECORRUPT : 0;
         for (size_t i = 0; i < n && !rc; i++) rc = read_stream(&r, &tmp, version);
     }
+    if (!rc && version >= 5) rc = read_removed(&r, &tmp);
     if (!rc && jr__rd_left(&r) != 0) rc = JR_ECORRUPT; /* trailing bytes */
     if (rc) {
         jr__meta_state_free(&tmp);

@@ -173,6 +173,7 @@ void jr__meta_state_init(jr__meta_state *st, const jr_allocator *a, uint64_t fir
 
 void jr__meta_state_free(jr__meta_state *st)
 {
+    jr__meta_servers_free(st);
     for (size_t i = 0; i < st->nservers; i++) jr__meta_server_free(st->alloc, st->servers[i]);
     for (size_t i = 0; i < st->nstreams; i++) jr__meta_stream_free(st->alloc, st->streams[i]);
     jr__free(st->alloc, st->servers);
@@ -363,8 +364,14 @@ static int check_peers(const jr__meta_state *st, const jr__meta_op *op, int repl
         for (size_t j = 0; j < i; j++)
             if (strcmp(p, op->peers[j]) == 0)
                 return refuse(res, JR_EINVAL, "peers: '%s' given twice", p);
-        if (!jr__meta_server_find(st, p))
-            return refuse(res, JR_EINVAL, "peers: unknown server '%s'", p);
+        if (!jr__meta_server_find(st, p)) {
+            /* a removed server stays a peer of a stream that had it (not re-placed) */
+            const jr__meta_stream *s = op->type == JR__META_STREAM_UPDATE && op->config
+                                           ? jr__meta_stream_find(st, op->config->name)
+                                           : NULL;
+            if (!s || !jr__meta_server_removed(st, p) || !jr__meta_stream_has_peer(s, p))
+                return refuse(res, JR_EINVAL, "peers: unknown server '%s'", p);
+        }
     }
     return 0;
 }
@@ -444,9 +451,22 @@ static int validate(const jr__meta_state *st, const jr__meta_op *op, int need_pe
     *existing = NULL;
     int found;
     switch (op->type) {
+    case JR__META_SERVER_REMOVE:
+        return jr__meta_servers_validate(st, op, res) ? DECIDED : 0;
+    case JR__META_SERVER_JOIN:
     case JR__META_SERVER_INFO:
         if (!server_info_ok(&op->server)) {
             refuse(res, JR_EINVAL, "server: invalid name, cluster or tags");
+            return DECIDED;
+        }
+        if (jr__meta_server_removed(st, op->server.name)) {
+            refuse(res, JR_EREMOVED, "server '%s' was removed from the cluster", op->server.name);
+            return DECIDED;
+        }
+        if (op->type == JR__META_SERVER_JOIN && !jr__meta_server_find(st, op->server.name) &&
+            st->nservers >= JR_STREAMS_MAX_SERVERS) {
+            refuse(res, JR_ENORESOURCES, "cluster is full: it has %zu servers, at most %d",
+                   st->nservers, JR_STREAMS_MAX_SERVERS);
             return DECIDED;
         }
         return 0;
@@ -764,6 +784,48 @@ static int apply_update(jr__meta_state *st, uint64_t index, const jr__meta_op *o
     return 0;
 }
 
+int jr__meta_stream_repeer(jr__meta_state *st, uint64_t index, jr__meta_stream *s,
+                           const char *const *peers, size_t npeers, jr__meta_result *res)
+{
+    jr__meta_name names[JR_MAX_REPLICAS];
+    names_of(peers, npeers, names);
+    jr__meta_asgn *as = asgn_new(st->alloc, jr__stream_cfg_ref(s->cfg), names, npeers);
+    if (!as) {
+        jr__stream_cfg_free(s->cfg); /* the reference taken above */
+        return JR_ENOMEM;
+    }
+    jr__meta_casgn **follow = NULL;
+    if (jr__meta_consumers_follow_prepare(st, s, peers, npeers, s->cfg->c.replicas, &follow)) {
+        jr__meta_asgn_put(as);
+        return JR_ENOMEM;
+    }
+    jr__meta_op same = {.npeers = npeers, .peers = peers};
+    if (!same_peer_set(s, &same)) s->peers_at = index;
+    tally(st, s, -1);
+    jr__meta_asgn_put(s->asgn);
+    stream_set(s, as);
+    tally(st, s, 1);
+    s->updated = index;
+    if (follow) res->consumers_gone = 1;
+    jr__meta_consumers_follow_commit(st, s, follow, index);
+    res->changed = 1;
+    return 0;
+}
+
+/* The position of server `name` in st->servers (where it is or would be; *found says which). */
+size_t jr__meta_server_pos(const jr__meta_state *st, const char *name, int *found)
+{
+    return server_pos(st, name, found);
+}
+
+/* Removes servers[pos] (it leaves the state; its tallies with it). */
+void jr__meta_server_drop(jr__meta_state *st, size_t pos)
+{
+    jr__meta_server *sv = st->servers[pos];
+    remove_at(&st->servers, &st->nservers, pos);
+    jr__meta_server_free(st->alloc, sv);
+}
+
 static void apply_delete(jr__meta_state *st, jr__meta_stream *s, jr__meta_result *res)
 {
     if (s->nconsumers) res->consumers_gone = 1;
@@ -795,7 +857,11 @@ int jr__meta_apply_op(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
     } else if (validate(st, op, 1, res, &s) != DECIDED) {
         switch (op->type) {
         case JR__META_SERVER_INFO:
+        case JR__META_SERVER_JOIN:
             rc = apply_server(st, op, res);
+            break;
+        case JR__META_SERVER_REMOVE:
+            rc = jr__meta_servers_apply(st, index, op, res);
             break;
         case JR__META_STREAM_ADD:
             rc = apply_add(st, index, op, res);

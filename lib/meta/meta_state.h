@@ -22,7 +22,16 @@
  * same constant on every server; ids below it are free for the meta group and raw groups.
  *
  * Apply rules (what the meta leader reports to the caller; a refused op changes nothing):
- *   SERVER_INFO    upsert of the server's facts; always succeeds.
+ *   SERVER_INFO    upsert of the server's facts; a removed server → JR_EREMOVED.
+ *   SERVER_JOIN    as SERVER_INFO; a server new to the state beyond JR_STREAMS_MAX_SERVERS →
+ *                  JR_ENORESOURCES.
+ *   SERVER_REMOVE  (meta_servers.c "Servers") a removed server → JR_ENOTMEMBER; the only
+ *                  server left → JR_EINVAL; else the server leaves `servers` and is
+ *                  tombstoned, and each re-placement the op lists for a stream that still
+ *                  names the server, is not mid-change and whose new peers are known servers
+ *                  (or its own current peers) gives the stream that peer set (a peer change
+ *                  begins, its consumers follow); a stream not re-placed keeps the removed
+ *                  server among its peers (under-replicated, until an update re-places it).
  *   STREAM_ADD     same name, identical config (normal forms equal) → 0, the existing
  *                  assignment (idempotent; the op's peers are ignored); same name, different
  *                  config → JR_EEXIST; otherwise the config must pass
@@ -214,6 +223,10 @@ typedef struct jr__meta_state {
     jr__subject_index subjects; /* every stream's subjects; owner = jr__meta_stream */
     uint64_t applied;           /* meta index of the last op applied (0: none) */
     uint64_t next_group;        /* group id of the next stream added */
+    /* Servers removed for good (SERVER_REMOVE; meta_servers.c "Servers"): their names, sorted
+     * bytewise, owned. Never shrinks. */
+    char **removed;
+    size_t nremoved, cap_removed;
 } jr__meta_state;
 
 /* What applying (or checking) an op decided. */
@@ -354,9 +367,38 @@ int jr__meta_desired(const jr__meta_state *st, const char *server, const jr__met
                      size_t nlocal, jr__meta_plan *plan);
 void jr__meta_plan_free(jr__meta_plan *plan);
 
+/* Servers (meta_servers.c) ---------------------------------------------------------------------
+ * Joining and removal of servers. A server removed by SERVER_REMOVE is tombstoned for good: its
+ * SERVER_INFO and SERVER_JOIN are refused (JR_EREMOVED), so one that comes back is never
+ * silently re-added, and a stream may keep it as a peer only while it had it already. */
+/* 1 if server `name` was removed. */
+int jr__meta_server_removed(const jr__meta_state *st, const char *name);
+/* The refusal of a SERVER_REMOVE for a server removed already ends with this text; 1 if the
+ * refusal text[0..len) says so (a removal sent again after its first attempt committed). */
+#define JR__META_REMOVED_ALREADY "it was removed already"
+int jr__meta_removed_already(const void *text, size_t len);
+/* The SERVER_REMOVE part of validate/apply (meta_state.c calls them): 1 if refused (res set),
+ * else 0; apply returns 0 or JR_ENOMEM (nothing changed). */
+int jr__meta_servers_validate(const jr__meta_state *st, const jr__meta_op *op,
+                              jr__meta_result *res);
+int jr__meta_servers_apply(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
+                           jr__meta_result *res);
+/* Adds name (n bytes) to the tombstones, after every one held (else JR_EINVAL): restore. */
+int jr__meta_state_append_removed(jr__meta_state *st, const char *name, size_t n);
+void jr__meta_servers_free(jr__meta_state *st);
+/* The position of server `name` in st->servers (where it is or would be; *found says which),
+ * and the removal of the server at pos (meta_state.c, for meta_servers.c). */
+size_t jr__meta_server_pos(const jr__meta_state *st, const char *name, int *found);
+void jr__meta_server_drop(jr__meta_state *st, size_t pos);
+/* Gives stream s the peer set peers[0..npeers) (its replica count) at meta index index, its
+ * config unchanged: a peer change begins when the set differs, and its consumers follow. 0 or
+ * JR_ENOMEM (nothing changed). */
+int jr__meta_stream_repeer(jr__meta_state *st, uint64_t index, jr__meta_stream *s,
+                           const char *const *peers, size_t npeers, jr__meta_result *res);
+
 /* Snapshot (meta_snapshot.c) -------------------------------------------------------------------
- * Format, version 4 (as in meta_op.h: varints canonical, str = varint length + bytes):
- *   "JRMS" | u8 version (= 4) | varint applied | varint next_group |
+ * Format, version 5 (as in meta_op.h: varints canonical, str = varint length + bytes):
+ *   "JRMS" | u8 version (= 5) | varint applied | varint next_group |
  *   varint nservers | nservers × (str name | str cluster | list<str> tags | varint capacity |
  *                                 varint max_assets) |
  *   varint nstreams | nstreams × (varint len | len bytes of config encoding | list<str> peers |
@@ -368,14 +410,16 @@ void jr__meta_plan_free(jr__meta_plan *plan);
  *                                 consumer config encoding | list<str> peers | varint group |
  *                                 varint created | varint updated | varint created_ns |
  *                                 varint peers_at | varint converged_at)) |
+ *   [version 5: list<str> removed (strictly ascending, none of them in servers)] |
  *   u64 xxh3 of every byte before it
  * Servers, streams and each stream's consumers in strictly ascending name order (so the encoding
  * is canonical), with created <= converged_at <= peers_at <= updated for a stream, created <=
  * converged_at <= peers_at <= updated for a consumer, whose peers are peers of its stream. Version
- * 3 is the same without consumers. Version 2 (before peer changes) is the same without peers_at and
- * converged_at (restored as created: the original peers, converged); version 1 (before streams had
- * a creation time) also lacks created_ns (restored as 0). */
-#define JR__META_SNAP_VERSION 4
+ * 4 is the same without the removed servers (none). Version 3 is the same without consumers.
+ * Version 2 (before peer changes) is the same without peers_at and converged_at (restored as
+ * created: the original peers, converged); version 1 (before streams had a creation time) also
+ * lacks created_ns (restored as 0). */
+#define JR__META_SNAP_VERSION 5
 
 /* Appends the snapshot of st to out. 0 or JR_ENOMEM (out->err set; what was appended is
  * unspecified, truncate to the old length). */

@@ -145,6 +145,7 @@ void jr__node_set_hooks(jr_node *n, const jr__node_hooks *h)
 uint64_t jr__node_next_deadline(const jr_node *n)
 {
     if (n->want_tick || n->done.head) return n->now;
+    if (n->removed) return UINT64_MAX; /* removed from the cluster: no more work */
     uint64_t d = UINT64_MAX;
     if (n->ready || n->dirty_peers) d = n->retry_at > n->now ? n->retry_at : n->now;
     jr__timer *t = jr__heap_top(&n->timers);
@@ -327,6 +328,9 @@ static int add_peers(jr_node *n, const jr_node_config *cfg)
                             "peers: %zu servers; with streams on at most %d (every server is a "
                             "voter of the meta group)",
                             n->npeers, JR_STREAMS_MAX_SERVERS);
+    if (cfg->streams && cfg->join && n->npeers < 2)
+        return jr__node_err(n, JR_EINVAL,
+                            "join: peers must name at least one server of the cluster to join");
     return 0;
 }
 
@@ -548,12 +552,36 @@ int jr_node_recv(jr_node *n, const char *from, const void *frame, size_t len)
     int rc;
     jr__peer *p = jr__peer_find_name(n, from);
     jr__frame f;
-    if (!p || p->id == n->self)
+    if (n->removed) {
+        rc = jr__node_err(n, JR_EREMOVED,
+                          "frame from %s ignored: this server was removed from "
+                          "the cluster",
+                          from);
+        n->stats.frames_rejected++;
+        jr__node_leave(n);
+        return rc;
+    }
+    if (!p) {
+        /* a join request is all a server the node does not know may send (peer.c) */
+        rc = jr__peer_stranger(n, from, frame, len);
+        if (rc == 0) {
+            n->stats.frames_received++;
+            n->stats.bytes_received += len;
+            rc = jr__node_flush(n, 1);
+        } else {
+            n->stats.frames_rejected++;
+        }
+        jr__node_leave(n);
+        return rc;
+    }
+    if (p->id == n->self)
         rc = jr__node_err(n, JR_EAUTH, "frame from unknown server '%s'", from);
     else
         rc = check_frame(n, p, frame, len, &f);
+    if (rc == 0 && p->removed) rc = jr__peer_refuse_removed(n, p);
     if (rc != 0) {
         n->stats.frames_rejected++;
+        if (rc == JR_EREMOVED) jr__node_flush(n, 1); /* the REMOVED request leaves */
     } else {
         n->stats.frames_received++;
         n->stats.bytes_received += len;
@@ -573,7 +601,12 @@ int jr_node_tick(jr_node *n)
     if (n->closing) return JR_ECLOSED;
     jr__node_enter(n);
     n->want_tick = 0;
-    n->rearm = 1; /* the host's timer fired (or it polls): always re-arm, whatever the value */
+    n->rearm = 1;     /* the host's timer fired (or it polls): always re-arm, whatever the value */
+    if (n->removed) { /* it takes no part: nothing runs but callbacks already queued */
+        jr__node_drain(n);
+        jr__node_leave(n);
+        return 0;
+    }
     jr__timer *t;
     jr__live_tick(n);      /* node heartbeats and peer liveness */
     jr__live_campaigns(n); /* rounds for groups waiting to campaign */

@@ -83,6 +83,11 @@ struct jr__peer {
     uint64_t life;       /* its life as it last announced it (JR__EXT_LIFE; 0: none) ... */
     uint64_t life_at;    /* ... at this now() */
     jr__plive live;      /* heartbeats and quiet followers of this peer (liveness.h) */
+    /* Cluster membership (peer.c "Membership"): the meta group removed this server; its frames
+     * are refused with JR_EREMOVED and it is told so (a REMOVED request) at most once per
+     * election timeout, from removed_told on. */
+    uint8_t removed;
+    uint64_t removed_told;
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -293,6 +298,10 @@ struct jr_node {
     struct jr__effect *effects; /* deferred by applies, run after the flush loop (flush.c) */
     size_t neffects, effects_cap;
     jr__live live; /* coalesced heartbeats, peer liveness (liveness.h) */
+    /* Cluster membership (peer.c "Membership"). */
+    uint8_t removed;      /* this server was removed from the cluster: it takes no part */
+    uint64_t stranger_at; /* when a frame of an unknown server was last handed over (a join) */
+    uint64_t strangers_refused; /* frames of unknown servers refused (counted in frames_rejected) */
 };
 
 /* The seam to the layer above: services.h (the table it registers, and every service of the
@@ -327,6 +336,11 @@ void jr__node_set_hooks(jr_node *n, const jr__node_hooks *h);
 int jr__peer_add(jr_node *n, const char *name);
 /* The id a name maps to (never 0 for a valid peer; 0 if the hash is 0). */
 jr__id jr__peer_id(const char *name);
+/* A frame of a server not in the peer table (jr_node_recv): refused with JR_EAUTH unless it is
+ * a join request the layer above may take (peer.c "Membership"); 0 if it was handed over. */
+int jr__peer_stranger(jr_node *n, const char *from, const void *frame, size_t len);
+/* A valid frame from removed peer p: tells p (rate-limited) and returns JR_EREMOVED. */
+int jr__peer_refuse_removed(jr_node *n, jr__peer *p);
 /* Queues m (m->from must be n->self) in the peer's current frame, starting a new frame if it
  * would exceed max_frame. Unknown peer or a message too big for any frame: dropped, counted. */
 void jr__peer_queue(jr_node *n, const jr__msg *m);

@@ -205,6 +205,10 @@ static void send_peer(jr_node *n, jr__peer *p)
 
 void jr__peer_send_all(jr_node *n, int include_held)
 {
+    if (n->removed) { /* removed from the cluster: it says nothing more */
+        jr__peer_discard_all(n);
+        return;
+    }
     jr__peer *p = n->dirty_peers, *keep = NULL;
     n->dirty_peers = NULL;
     while (p) {
@@ -251,4 +255,127 @@ void jr__peer_free_all(jr_node *n)
     n->npeers = n->peers_cap = 0;
     jr__map_free(&n->peer_by_id);
     n->dirty_peers = NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Membership
+ *
+ * The table starts as the config's peers (the seed list) and grows only through the layer
+ * above (jr__node_peer_learn), which adds the servers its meta state names; so a frame from a
+ * server the node does not know is refused (JR_EAUTH) — except a join request, the one thing a
+ * new server must send before anyone knows it. Such a frame is small (JR__STRANGER_FRAME_MAX),
+ * must be a well-formed frame from the id of the name it comes under to this server, and one is
+ * handed over at most every heartbeat interval, whoever sends it: nothing of a stranger is
+ * kept here, so a hostile sender can neither grow this node's memory nor flood the layer above.
+ * A removed server stays in the table, marked: its valid frames are refused with JR_EREMOVED
+ * and it is sent a REMOVED request (at most once per election timeout) so that it learns it.
+ */
+
+/* Largest frame an unknown server may send (a join request with its server facts). */
+#define JR__STRANGER_FRAME_MAX (32u << 10)
+
+int jr__node_peer_learn(jr_node *n, const char *name)
+{
+    if (!name || !*name || strlen(name) > 255) return JR_EINVAL;
+    jr__peer *p = jr__peer_find_name(n, name);
+    if (p) return 0;
+    if (n->npeers >= JR__NODE_PEERS_MAX) return JR_ENORESOURCES;
+    int rc = jr__peer_add(n, name);
+    if (rc == 0) jr__node_log(n, JR_LOG_INFO, "peer %s added to the peer table", name);
+    return rc == JR_EEXIST ? 0 : rc;
+}
+
+int jr__node_peer_set_removed(jr_node *n, const char *name)
+{
+    int rc = jr__node_peer_learn(n, name);
+    if (rc) return rc;
+    jr__peer *p = jr__peer_find_name(n, name);
+    if (!p || p->id == n->self) return 0; /* this server: jr__node_set_removed */
+    p->removed = 1;
+    return 0;
+}
+
+int jr__peer_removed(const jr__peer *p)
+{
+    return p->removed;
+}
+
+void jr__node_set_removed(jr_node *n)
+{
+    if (n->removed) return;
+    n->removed = 1;
+    jr__peer_discard_all(n);
+}
+
+int jr__node_removed(const jr_node *n)
+{
+    return n->removed;
+}
+
+static void removed_told(jr_node *n, void *arg, int status, int answered, const uint8_t *p,
+                         size_t len)
+{
+    (void)n, (void)arg, (void)status, (void)answered, (void)p, (void)len; /* nothing waits */
+}
+
+int jr__peer_refuse_removed(jr_node *n, jr__peer *p)
+{
+    if (!p->removed_told || n->now >= p->removed_told + n->election_ns) {
+        p->removed_told = n->now ? n->now : 1;
+        jr_iovec iov = {p->name, strlen(p->name)};
+        uint64_t id;
+        jr__rpc_call(n, p->id, JR__RPC_REMOVED, &iov, 1, n->election_ns, removed_told, NULL, &id);
+    }
+    return jr__node_err(n, JR_EREMOVED, "frame from %s refused: it was removed from the cluster",
+                        p->name);
+}
+
+int jr__peer_stranger(jr_node *n, const char *from, const void *frame, size_t len)
+{
+    size_t nl = strlen(from);
+    jr__frame f;
+    int ok = n->upper_tab && n->upper_tab->join && nl > 0 && nl <= 255 &&
+             len <= JR__STRANGER_FRAME_MAX &&
+             (!n->stranger_at || n->now >= n->stranger_at + n->heartbeat_ns) &&
+             jr__frame_open(&f, frame, len, JR__STRANGER_FRAME_MAX) == 0 &&
+             f.from == jr__peer_id(from) && f.from != 0 && f.to == n->self &&
+             jr__frame_check(&f, n->scratch_cap) == 0;
+    jr__msg m;
+    int got, rc;
+    const jr__rpc_view *join = NULL;
+    while (ok && !(rc = jr__frame_next(&f, &m, n->scratch, n->scratch_cap, &got)) && got) {
+        if (m.type == JR__MSG_NODE_REQUEST && f.rpc.kind == JR__RPC_JOIN) {
+            join = &f.rpc;
+            break;
+        }
+    }
+    if (!join) {
+        n->strangers_refused++;
+        return jr__node_err(n, JR_EAUTH, "frame from unknown server '%s'", from);
+    }
+    n->stranger_at = n->now ? n->now : 1;
+    n->upper_tab->join(n->upper, from, join->id, join->payload, join->len);
+    return 0;
+}
+
+int jr__rpc_respond_stranger(jr_node *n, const char *to, uint64_t id, int status,
+                             const jr_iovec *iov, int iovcnt)
+{
+    jr__peer *p = jr__peer_find_name(n, to);
+    if (p && p->id != n->self) return jr__rpc_respond(n, p->id, id, status, iov, iovcnt);
+    jr__id tid = jr__peer_id(to);
+    if (!tid || tid == n->self) return JR_EINVAL;
+    jr__buf b;
+    jr__buf_init(&b, n->alloc);
+    jr__frame_begin(&b, n->self, tid);
+    jr__frame_add_responsev(&b, id, status, iov, iovcnt);
+    int rc = b.err ? b.err : jr__frame_end(&b);
+    if (rc == 0) {
+        jr_iovec out = {b.data, b.len};
+        n->stats.frames_sent++;
+        n->stats.bytes_sent += b.len;
+        if (n->host.send(n->host.ctx, to, &out, 1) != 0) n->send_failures++;
+    }
+    jr__buf_free(&b);
+    return rc;
 }

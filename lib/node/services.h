@@ -74,6 +74,11 @@ typedef struct jr__upper {
     void (*request)(void *upper, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
                     size_t len);
     void (*close)(void *upper, int flush);
+    /* Optional (NULL: none). A join request (RPC kind JR__RPC_JOIN) from `from`, a server the
+     * node does not know: the only thing such a server may send (peer.c "Membership"), handed
+     * over at most once per heartbeat interval. The layer answers it, now or later, with
+     * jr__rpc_respond_stranger. */
+    void (*join)(void *upper, const char *from, uint64_t id, const uint8_t *p, size_t len);
 } jr__upper;
 
 /* Opens the node core (jr_node_open's contract). attach, if not NULL, runs after recovery with
@@ -151,6 +156,31 @@ jr__id jr__peer_get_id(const jr__peer *p);
 const char *jr__peer_get_name(const jr__peer *p); /* lives as long as the node */
 /* now() of the last valid frame from p; 0: never. */
 uint64_t jr__peer_heard(const jr__peer *p);
+
+/* Membership (peer.c "Membership") ------------------------------------------------------------
+ *
+ * The peer table starts as the config's `peers` (the seed list) and grows with the servers the
+ * meta group admits: the layer above adds each server its meta state names, as it applies or
+ * restores it, so the table is recovered from the meta group's log and snapshots at every
+ * open. A server the meta group removed stays in the table, marked removed: its frames are
+ * refused with JR_EREMOVED and it is told so. At most JR__NODE_PEERS_MAX peers.
+ *  - jr__node_peer_learn(n, name): adds the server if it is not known. 0, JR_EINVAL (not a
+ *    valid name, or its id is another's), JR_ENORESOURCES (the table is full), JR_ENOMEM;
+ *  - jr__node_peer_set_removed(n, name): learns it and marks it removed (for good);
+ *  - jr__peer_removed(p): 1 if p is marked removed;
+ *  - jr__node_set_removed(n): this server was removed: from now on it refuses every frame
+ *    (JR_EREMOVED), sends nothing, runs no timer and no flush; callbacks already queued run;
+ *  - jr__node_removed(n): 1 once it was;
+ *  - jr__rpc_respond_stranger(n, to, id, ...): answers a join request of a server that may not
+ *    be in the table (one frame of its own, sent at once through the host). 0 or an error. */
+#define JR__NODE_PEERS_MAX 1024
+int jr__node_peer_learn(jr_node *n, const char *name);
+int jr__node_peer_set_removed(jr_node *n, const char *name);
+int jr__peer_removed(const jr__peer *p);
+void jr__node_set_removed(jr_node *n);
+int jr__node_removed(const jr_node *n);
+int jr__rpc_respond_stranger(jr_node *n, const char *to, uint64_t id, int status,
+                             const jr_iovec *iov, int iovcnt);
 
 /* Groups -------------------------------------------------------------------------------------*/
 

@@ -124,7 +124,8 @@ static int node_open(jr_sim *s, unsigned i)
     jr_node_config_init(&nc);
     nc.name = sn->name;
     nc.peers = s->names;
-    nc.npeers = s->n;
+    nc.npeers = sn->npeers;
+    nc.join = sn->join;
     nc.wal_dir = "/wal";
     nc.vfs = sn->vfs;
     nc.host = &sn->host;
@@ -177,9 +178,11 @@ int jr_sim_new(const jr_sim_config *cfg_in, jr_sim **out)
     jr__rand_seed(&s->rand, cfg.seed);
     s->digest = jr__xxh3(&cfg.seed, sizeof cfg.seed);
     s->stats.size = sizeof s->stats;
+    s->link0 = link;
     int rc = 0;
     for (unsigned i = 0; i < s->n; i++) {
         jr__sim_node *sn = &s->nodes[i];
+        sn->npeers = s->n;
         sn->sim = s;
         sn->idx = i;
         snprintf(sn->name, sizeof sn->name, "n%u", i);
@@ -203,6 +206,50 @@ int jr_sim_new(const jr_sim_config *cfg_in, jr_sim **out)
         return rc;
     }
     *out = s;
+    return 0;
+}
+
+int jr_sim_add_node(jr_sim *s, int join, unsigned *index)
+{
+    if (!s || s->n >= JR_SIM_MAX_NODES) return JR_EINVAL;
+    unsigned i = s->n;
+    jr__sim_node *sn = &s->nodes[i];
+    memset(sn, 0, sizeof *sn);
+    sn->sim = s;
+    sn->idx = i;
+    sn->npeers = i + 1; /* every node before it, and itself */
+    sn->join = join;
+    snprintf(sn->name, sizeof sn->name, "n%u", i);
+    s->names[i] = sn->name;
+    sn->host.version = JR_HOST_VERSION;
+    sn->host.ctx = sn;
+    sn->host.send = host_send;
+    sn->host.now = host_now;
+    sn->host.arm = host_arm;
+    sn->host.log = host_log;
+    sn->host.wall = host_wall;
+    sn->wall_off = JR_SIM_WALL_START_NS - START_NS;
+    sn->armed = UINT64_MAX;
+    for (unsigned j = 0; j <= i; j++) {
+        s->links[i][j] = s->link0;
+        s->links[j][i] = s->link0;
+        s->cut[i][j] = s->cut[j][i] = 0;
+    }
+    int rc = jr__memfs_new(s->alloc, jr__rand_next(&s->rand), &sn->vfs);
+    if (rc != 0) {
+        sn->vfs = NULL;
+        return rc;
+    }
+    s->n++; /* reachable from now on (jr_sim_index), so its open may already talk */
+    rc = node_open(s, i);
+    if (rc != 0) {
+        s->n--;
+        jr__memfs_free(sn->vfs);
+        memset(sn, 0, sizeof *sn);
+        s->names[i] = NULL;
+        return rc;
+    }
+    if (index) *index = i;
     return 0;
 }
 

@@ -41,6 +41,9 @@ typedef struct jr__sim_node {
     jr_host host;
     uint64_t wall_off;     /* wall clock = sim->now + wall_off (mod 2^64; survives crashes) */
     uint64_t paused_until; /* no ticks or frames before then (jr_sim_pause); 0 not paused */
+    unsigned npeers;       /* its config's peers: names[0..npeers) (a node added later: the
+                              nodes before it and itself) */
+    int join;              /* its config's join (jr_sim_add_node) */
 } jr__sim_node;
 
 struct jr_sim {
@@ -52,6 +55,7 @@ struct jr_sim {
     uint64_t digest;
     jr__sim_node nodes[JR_SIM_MAX_NODES];
     const char *names[JR_SIM_MAX_NODES];
+    jr_sim_link link0; /* every link starts like this (a node added later's too) */
     jr_sim_link links[JR_SIM_MAX_NODES][JR_SIM_MAX_NODES];
     uint8_t cut[JR_SIM_MAX_NODES][JR_SIM_MAX_NODES];
     /* network */

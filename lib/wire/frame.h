@@ -227,7 +227,10 @@ enum jr__rpc_kind {
     JR__RPC_CLUSTER_INFO = 6, /* the meta leader's view of every server */
     JR__RPC_CONSUMER = 7,     /* info, fetch or ack at a consumer's leader */
     JR__RPC_LISTS = 8,        /* stream or consumer names, from the meta leader */
-    JR__RPC_KIND_MAX = 8
+    JR__RPC_JOIN = 9,         /* a server asks a member to let it into the cluster (the only
+                                 request a server not in the peer table may send) */
+    JR__RPC_REMOVED = 10,     /* to a server the meta group removed: you were removed */
+    JR__RPC_KIND_MAX = 10
 };
 /* Largest RPC payload the encoder accepts and the decoder's default limit (jr__frame.max_rpc). */
 #define JR__RPC_MAX_PAYLOAD (64u << 20)

@@ -11,7 +11,7 @@
 #include "wire/codec.h"
 
 _Static_assert(JR__MSG_NODE_RESPONSE <= JR__MSG_NODE_LAST, "node-level types end at 127");
-_Static_assert(JR__RPC_KIND_MAX == 8, "a new RPC kind: update frame.h's list and lib/js/js.c");
+_Static_assert(JR__RPC_KIND_MAX == 10, "a new RPC kind: update frame.h's list and lib/js/js.c");
 _Static_assert(JR__MSG_EXT_FIRST == JR__MSG_NODE_LAST + 1, "extensions follow node messages");
 _Static_assert(JR__RPC_MAX_PAYLOAD <= UINT32_MAX, "payload lengths fit in jr__rpc_view.len");
 

@@ -441,7 +441,7 @@ static const struct op_case op_cases[] = {
     OPB("version 2 other than an add", JR_ECORRUPT, 2, 4, 0, 0, 1, 'X'),
     OPB("version 0", JR_EVERSION, 0, 4, 0, 0, 1, 'X'),
     OPB("type 0", JR_EVERSION, 1, 0, 0, 0, 1, 'X'),
-    OPB("type 8 (reserved)", JR_EVERSION, 1, 8, 0, 0, 1, 'X'),
+    OPB("type 10 (reserved)", JR_EVERSION, 1, 10, 0, 0, 1, 'X'),
     OPB("consumer add, truncated", JR_ECORRUPT, 1, 6, 0, 0, 1, 'X'),
     OPB("converged", 0, 1, 5, 0, 0, 1, 'X', 9, 7, 4, 3, 30),
     OPB("converged, no floor", 0, 1, 5, 0, 0, 1, 'X', 9, 7, 0, 0, 0),
@@ -1097,7 +1097,7 @@ START_TEST(undecodable_ops_are_refused_alike_and_newer_ones_stop_the_replica)
     ck_assert_int_eq(res.status, JR_ECORRUPT);
     ck_assert_uint_eq(st.applied, 10);
     /* an intact op of a type this server does not know: not applied, not skipped */
-    uint8_t newer[] = {1, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    uint8_t newer[] = {1, JR__META_OP_MAX + 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     reseal(newer, sizeof newer);
     ck_assert_int_eq(jr__meta_apply(&st, 11, newer, sizeof newer, &res), JR_EVERSION);
     ck_assert_int_eq(res.status, JR_EVERSION);
