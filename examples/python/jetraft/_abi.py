@@ -109,6 +109,7 @@ class jr_node_config(Structure):
         ("errbuf_len", c_size_t),
         ("max_payload", c_uint32),
         ("store_block_bytes", c_uint64),
+        ("join", c_int),
     ]
 
 
@@ -258,6 +259,7 @@ class jr_meta_info(Structure):
         ("servers", POINTER(POINTER(jr_server_info))),
         ("nservers", c_size_t),
         ("nstreams", c_size_t),
+        ("removed", c_int),
     ]
 
 
@@ -835,6 +837,7 @@ FUNCTIONS: dict[str, tuple[object, list[object]]] = {
     # cluster
     "jr_meta_info_get": (c_int, [_node, meta_info_fn, c_void_p]),
     "jr_meta_stepdown": (c_int, [_node, c_char_p, stream_fn, c_void_p]),
+    "jr_server_peer_remove": (c_int, [_node, c_char_p, stream_fn, c_void_p]),
     # streams
     "jr_placement_init_size": (None, [P(jr_placement), c_size_t]),
     "jr_stream_config_init_size": (None, [P(jr_stream_config), c_size_t]),
@@ -896,6 +899,7 @@ FUNCTIONS: dict[str, tuple[object, list[object]]] = {
     "jr_sim_config_init_size": (None, [P(jr_sim_config), c_size_t]),
     "jr_sim_new": (c_int, [P(jr_sim_config), P(c_void_p)]),
     "jr_sim_free": (None, [_sim]),
+    "jr_sim_add_node": (c_int, [_sim, c_int, P(c_uint)]),
     "jr_sim_size": (c_uint, [_sim]),
     "jr_sim_node": (c_void_p, [_sim, c_uint]),
     "jr_sim_name": (c_char_p, [_sim, c_uint]),

@@ -667,6 +667,14 @@ class Node:
             lambda k: lib.jr_meta_stepdown(self.ptr, enc(peer), reg.stream_cb, k),
         )
 
+    def server_peer_remove(self, server: str) -> Pending[None]:
+        """Removes a server that is gone for good from the cluster; done once the removal
+        committed (BusyError while another one is in flight)."""
+        return self._simple(
+            "server peer remove",
+            lambda k: lib.jr_server_peer_remove(self.ptr, enc(server), reg.stream_cb, k),
+        )
+
     def _check(self, what: str, call: Callable[[int], int]) -> Pending[CheckResult]:
         p: Pending[CheckResult] = Pending(what)
 

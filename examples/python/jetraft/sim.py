@@ -333,6 +333,18 @@ class Sim:
         self._raise_pending()
         return self.node(i)
 
+    def add_node(self, join: bool = True) -> Node:
+        """Adds a server to the running cluster (named "n<size>", an empty disk); with join it
+        joins the running meta group through the servers before it."""
+        index = ctypes.c_uint()
+        rc = lib.jr_sim_add_node(self.ptr, int(join), ctypes.byref(index))
+        if rc < 0:
+            buf = self._errbufs.get(self.size())
+            why = buf.value.decode("utf-8", "replace") if buf is not None else ""
+            raise JetraftError.from_code(rc, why or "adding a node failed")
+        self._raise_pending()
+        return self.node(int(index.value))
+
     def pause(self, i: int, ns: int) -> None:
         check(lib.jr_sim_pause(self.ptr, i, ns))
 
@@ -601,6 +613,9 @@ class Sim:
 
     def meta_stepdown(self, peer: str | None = None, node: int | None = None) -> None:
         self.wait(self.node(node).meta_stepdown(peer))
+
+    def server_peer_remove(self, server: str, node: int | None = None) -> None:
+        self.wait(self.node(node).server_peer_remove(server))
 
     def meta_leader(self, node: int | None = None) -> int:
         """The index of the meta leader."""

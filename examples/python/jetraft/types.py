@@ -544,6 +544,7 @@ class MetaInfo:
     leader: str | None = None
     servers: list[ServerInfo] = field(default_factory=list)
     nstreams: int = 0
+    removed: bool = False  # this server was peer-removed from the cluster
 
     _ctype = _abi.jr_meta_info
     _init = None
@@ -677,6 +678,7 @@ class NodeConfig:
     request_timeout_ms: int = _NODE.request_timeout_ms
     max_payload: int = _NODE.max_payload
     store_block_bytes: int = _NODE.store_block_bytes
+    join: bool = bool(_NODE.join)  # join a running cluster through its peers (seeds)
 
     _ctype = _abi.jr_node_config
     _init = "jr_node_config_init_size"

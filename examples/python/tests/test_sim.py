@@ -142,6 +142,22 @@ class FixtureTest(unittest.TestCase):
             sim.restart(1)
             self.assertTrue(sim.running(1))
 
+    def test_a_server_joins_and_is_peer_removed(self) -> None:
+        with Sim(nodes=3, seed=4) as sim:
+            sim.wait_meta()
+            sim.stream_add(StreamConfig(name="ORDERS", subjects=["orders.>"], replicas=3))
+            sim.add_node(join=True)
+            self.assertEqual(sim.size, 4)
+            sim.wait_meta()
+            self.assertIn("n3", [s.name for s in sim.meta_info().servers])
+            sim.stream_update(StreamConfig(name="ORDERS", subjects=["orders.>"], replicas=4))
+            with self.assertRaises(jetraft.NotMemberError):
+                sim.server_peer_remove("nobody")
+            sim.crash(3)
+            sim.server_peer_remove("n3", node=0)
+            self.assertNotIn("n3", [s.name for s in sim.meta_info(0).servers])
+            self.assertFalse(sim.meta_info(0).removed)
+
     def test_a_raw_group_on_the_fixture(self) -> None:
         applied: list[tuple[int, int, bytes]] = []
         restored: list[tuple[int, int, int]] = []
