@@ -542,11 +542,23 @@ void jr__srep_sync(jr__srep *r)
  * a catch-up, and a change of the replica's role (jr__srep_role_changed, from the node's
  * flush): a new leader finds its duties (first CONFIG, TICK, a peer change) on that visit, a
  * deposed one drops its leader state. */
+static int rebuild(jr__srep *r);
+static void drop_proposals(jr__srep *r, int status);
+
 static void rep_timer(jr__js *js, jr__jtimer *t)
 {
     jr__srep *r = JR__CONTAINER_OF(t, jr__srep, timer);
     jr_node *n = js->n;
     uint64_t soon = jr__deadline(jr__node_now(n), js->election_ns / 2), next = UINT64_MAX;
+    if (r->failed) {
+        if (rebuild(r) == 0) return; /* r is gone: a new replica took its place */
+        jr__js_timer_arm(js, &r->timer, jr__deadline(jr__node_now(n), js->election_ns));
+        return;
+    }
+    if (r->rebuilt && !r->cu) {
+        r->rebuilt = 0;
+        jr__node_log(n, JR_LOG_INFO, "stream '%s': its replica is rebuilt", r->name);
+    }
     if (r->cu) {
         jr__catchup_step(r);
         next = soon;
@@ -761,6 +773,79 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     jr__map_del(&js->hints, r->group);
     r->next_sync = jr__deadline(jr__node_now(n), SYNC_NS);
     jr__js_timer_arm(js, &r->timer, jr__node_now(n));
+    return 0;
+}
+
+/* Rebuilding -------------------------------------------------------------------------------*/
+
+void jr__srep_store_failed(jr__srep *r, int rc, const char *what)
+{
+    if (!r->failed)
+        jr__node_log(r->js->n, JR_LOG_ERROR,
+                     "stream '%s': %s failed: %s; the replica is rebuilt from its peers", r->name,
+                     what, jr_strerror(rc));
+    if (!r->failed) r->failed = rc;
+    jr__srep_due(r, jr__node_now(r->js->n));
+}
+
+int jr__srep_damage(const jr__srep *r)
+{
+    if (r->failed) return r->failed;
+    return r->rebuilt && r->cu ? JR_EDAMAGED : 0;
+}
+
+/* A replica whose state machine failed while the server runs — its store failed a read
+ * (a block that no longer verifies), a sync, an apply or a snapshot restore — holds a state that
+ * cannot go on. Its group's Raft state is whole (the WAL and the store are separate files, and a
+ * failure of the store says nothing about the log), so it keeps its vote and log and only the
+ * store is rebuilt, as at a restart with a damaged store (jr__srep_create): the store is
+ * discarded, the replica closed and created again, and its group, reopened, restores its newest
+ * snapshot (which fetches the messages from a peer, catchup.c) and re-applies its log after it.
+ * A leader first hands its leadership to a caught-up voter (a leader that cannot apply serves
+ * nobody) and is rebuilt once it follows; a single replica (nobody to fetch from) is left failed
+ * for an operator. Runs from the replica's timer, never inside apply or flush. 0 once rebuilt
+ * (r is freed), else an error and r stays (its timer tries again). */
+static int rebuild(jr__srep *r)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);
+    if (js->closing || !s || s->npeers < 2 || !jr__meta_stream_has_peer(s, js->name) || !r->g ||
+        jr__group_closed(r->g))
+        return JR_EINVAL;
+    if (jr__raft_role(jr__group_consensus(r->g)) == JR_LEADER) {
+        if (!r->rebuild_at || jr__node_now(n) >= jr__deadline(r->rebuild_at, 2 * js->election_ns)) {
+            r->rebuild_at = jr__node_now(n);
+            int rc = jr_group_transfer(r->g, NULL, NULL, NULL);
+            if (rc != 0 && rc != JR_ETRANSFER)
+                jr__node_log(n, JR_LOG_WARN,
+                             "stream '%s': its failed replica leads and cannot hand over yet: %s",
+                             r->name, jr_strerror(rc));
+        }
+        return JR_EBUSY;
+    }
+    jr__node_log(n, JR_LOG_WARN,
+                 "stream '%s': rebuilding its replica from the group's snapshot and log and its "
+                 "peers",
+                 r->name);
+    rep_unlink(r);
+    jr__srep_fail_staged(r, JR_ENOTLEADER);
+    drop_proposals(r, JR_ELEADERLOST);
+    if (r->cu) jr__catchup_free(r);
+    jr__group_detach(r->g, JR_ECLOSED);
+    jr__stream_fsm_abandon(r->fsm);
+    int rc = jr__store_destroy(js->facts.vfs, js->store_dir, r->name);
+    rep_free(r);
+    if (rc == 0) rc = jr__srep_create(js, s);
+    if (rc != 0) {
+        /* the group stays dormant; convergence creates the replica again */
+        jr__node_log(n, JR_LOG_ERROR, "stream '%s': rebuilding its replica failed: %s", s->name,
+                     jr_strerror(rc));
+        js->converge_failed = 1;
+        return 0;
+    }
+    jr__srep *nr = jr__srep_find(js, s->group);
+    if (nr) nr->rebuilt = 1;
     return 0;
 }
 
