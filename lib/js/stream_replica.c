@@ -711,6 +711,7 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     fc.alloc = js->alloc;
     if (s->cfg->c.storage == JR_STORAGE_FILE) fc.block_bytes = js->facts.store_block_bytes;
     int rc = jr__stream_fsm_open(&fc, &r->fsm, err, sizeof err);
+    int rebuilt = 0;
     if (rc == JR_ECORRUPT && jr__node_group_known(n, s->group) && s->npeers > 1) {
         /* The store is damaged beyond a torn tail (a block or a mark that does not verify, a
          * block missing). What it held is a state of the group's log, which the group still
@@ -726,10 +727,12 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
         err[0] = 0;
         rc = jr__store_destroy(js->facts.vfs, js->store_dir, s->name);
         if (rc == 0) rc = jr__stream_fsm_open(&fc, &r->fsm, err, sizeof err);
+        rebuilt = 1; /* damaged until its catch-up completed (jr__srep_damage) */
     }
     if (rc == 0) rc = jr__map_put(&js->reps, r->group, r);
     /* A store reopened at a mark holds a state of the log, whose config the log carries. */
     if (rc == 0) {
+        r->rebuilt = (uint8_t)rebuilt;
         r->cfg_in_log = jr__stream_fsm_applied(r->fsm) > 0;
         jr__stream_fsm_share_config(r->fsm, r->as->cfg);
     }

@@ -34,7 +34,7 @@
 /* Files ------------------------------------------------------------------------------------*/
 
 enum target { T_WAL, T_NEWEST_WAL, T_BLOCK, T_SNAP, T_META_SNAP, T_CONSUMER_SNAP };
-enum kind { K_FLIP, K_ZERO, K_CUT, K_DELETE };
+enum kind { K_FLIP, K_ZERO, K_CUT, K_DELETE, K_DELETE_ALL };
 
 typedef struct pick {
     enum target t;
@@ -89,8 +89,29 @@ static void find_file(jr_sim *sim, unsigned i, enum target t, uint64_t group, pi
     ck_assert_int_eq(jr_sim_files(sim, i, pick_cb, p), 0);
 }
 
+typedef struct seglist {
+    char path[64][160];
+    int n;
+} seglist;
+
+static int seg_cb(void *arg, const char *path, uint64_t size)
+{
+    seglist *l = arg;
+    (void)size;
+    if (is_wal_segment(path) && l->n < 64) snprintf(l->path[l->n++], sizeof l->path[0], "%s", path);
+    return 0;
+}
+
 static void damage(jr_sim *sim, unsigned i, const pick *p, enum kind kind)
 {
+    if (kind == K_DELETE_ALL) { /* every WAL segment: the node's whole log */
+        static seglist l;
+        memset(&l, 0, sizeof l);
+        ck_assert_int_eq(jr_sim_files(sim, i, seg_cb, &l), 0);
+        ck_assert_int_gt(l.n, 0);
+        for (int j = 0; j < l.n; j++) ck_assert_int_eq(jr_sim_remove_file(sim, i, l.path[j]), 0);
+        return;
+    }
     ck_assert_msg(p->path[0], "n%u has no file of target %d to damage", i, p->t);
     switch (kind) {
     case K_FLIP:
@@ -102,7 +123,7 @@ static void damage(jr_sim *sim, unsigned i, const pick *p, enum kind kind)
     case K_CUT:
         ck_assert_int_eq(jr_sim_cut_tail(sim, i, p->path, p->size / 2 + 1), 0);
         break;
-    case K_DELETE:
+    default:
         ck_assert_int_eq(jr_sim_remove_file(sim, i, p->path), 0);
         break;
     }
@@ -641,6 +662,144 @@ START_TEST(block_damaged_running_leader)
 }
 END_TEST
 
+/* Two replicas of three damaged ----------------------------------------------------------------*/
+
+/* Follower-only damage on both followers (whole leader) or on the leader and one follower. Every
+ * read answered with data is the acknowledged message; the whole copy's messages survive. */
+static void two_of_three(enum target t, enum kind kind, int with_leader)
+{
+    e2e c;
+    cluster(&c, 19);
+    fchk k;
+    fchk_init(&k, &c, STREAM, "r", 0);
+    k.require_whole = 1;
+    ck_assert_uint_eq(fchk_publish_n(&k, 0, 1500, 64, -1, 60 * SEC), 1500);
+    int l = stream_leader(&c);
+    ck_assert_int_ge(l, 0);
+    unsigned a = with_leader ? (unsigned)l : (unsigned)(l + 1) % 3;
+    unsigned b = (unsigned)(l + 2) % 3;
+    unsigned whole = 3 - a - b;
+    ck_assert_int_eq(jr_sim_crash(c.sim, a), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, b), 0);
+    pick p;
+    find_file(c.sim, a, t, 0, &p);
+    damage(c.sim, a, &p, kind);
+    find_file(c.sim, b, t, 0, &p);
+    damage(c.sim, b, &p, kind);
+    ck_assert_int_eq(e2e_restart(&c, a), 0);
+    ck_assert_int_eq(e2e_restart(&c, b), 0);
+    /* reads through every server: never other bytes than acknowledged */
+    for (int s = 0; s < 3; s++) {
+        jr_sim_run_for(c.sim, 300 * MS);
+        for (unsigned i = 0; i < 3; i++)
+            read_back(&k, i, 1 + 97 * (uint64_t)s, 40 + 97 * (uint64_t)s);
+    }
+    fchk_publish_n(&k, whole, 200, 32, -1, 30 * SEC);
+    const unsigned all[] = {0, 1, 2};
+    fchk_final(&k, all, 3, whole, 30 * SEC);
+    if (k.fail[0]) fchk_dump(&k, all, 3);
+    ck_assert_msg(k.fail[0] == 0, "%s (n%u, n%u): %s", p.path, a, b, k.fail);
+    fchk_free(&k);
+    e2e_free(&c);
+}
+
+START_TEST(two_followers_block_zeroed)
+{
+    two_of_three(T_BLOCK, K_ZERO, 0);
+}
+END_TEST
+
+START_TEST(leader_and_follower_block_deleted)
+{
+    two_of_three(T_BLOCK, K_DELETE, 1);
+}
+END_TEST
+
+START_TEST(two_followers_wal_tail_cut)
+{
+    two_of_three(T_NEWEST_WAL, K_CUT, 0);
+}
+END_TEST
+
+START_TEST(leader_and_follower_wal_tail_cut)
+{
+    two_of_three(T_NEWEST_WAL, K_CUT, 1);
+}
+END_TEST
+
+START_TEST(leader_and_follower_wal_lost)
+{
+    two_of_three(T_NEWEST_WAL, K_DELETE_ALL, 1);
+}
+END_TEST
+
+START_TEST(leader_and_follower_wal_flip)
+{
+    two_of_three(T_NEWEST_WAL, K_FLIP, 1);
+}
+END_TEST
+
+/* Both other copies' stores damaged while the whole copy is down: the two elect a leader (their
+ * logs are whole) but cannot fetch the messages their stores lost from anyone. No read returns
+ * a message they lack as missing or other bytes as good, their health says they are damaged,
+ * and once the whole copy is back everything is there again. */
+static void stores_damaged_whole_copy_down(void)
+{
+    e2e c;
+    cluster(&c, 23);
+    fchk k;
+    fchk_init(&k, &c, STREAM, "r", 0);
+    k.require_whole = 1;
+    ck_assert_uint_eq(fchk_publish_n(&k, 0, 1500, 64, -1, 60 * SEC), 1500);
+    int l = stream_leader(&c);
+    ck_assert_int_ge(l, 0);
+    unsigned a = (unsigned)l, b = (unsigned)(l + 1) % 3, w = (unsigned)(l + 2) % 3;
+    ck_assert_int_eq(jr_sim_crash(c.sim, w), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, a), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, b), 0);
+    pick p;
+    find_file(c.sim, a, T_BLOCK, 0, &p);
+    damage(c.sim, a, &p, K_DELETE);
+    find_file(c.sim, b, T_BLOCK, 0, &p);
+    damage(c.sim, b, &p, K_DELETE);
+    ck_assert_int_eq(e2e_restart(&c, a), 0);
+    ck_assert_int_eq(e2e_restart(&c, b), 0);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    /* the first messages are on neither: never answered as missing or other bytes */
+    for (uint64_t q = 1; q <= 20; q++)
+        for (unsigned i = 0; i < 3; i++) {
+            if (i == w) continue;
+            e2e_res r;
+            int rc = e2e_msg_get(&c, i, STREAM, q, &r);
+            if (getenv("JR_REPAIR_TRACE"))
+                fprintf(stderr, "read seq %llu via n%u: %s %s\n", (unsigned long long)q, i,
+                        jr_err_name(rc), r.msg);
+            ck_assert_msg(rc != JR_ENOTFOUND, "seq %llu (acknowledged) read as missing through n%u",
+                          (unsigned long long)q, i);
+            if (rc == 0) read_back(&k, i, q, q);
+        }
+    hres h;
+    node_health(&c, a, &h);
+    ck_assert_msg(h.damaged && !h.healthy, "n%u's health does not report its damaged store", a);
+    node_health(&c, b, &h);
+    ck_assert_msg(h.damaged && !h.healthy, "n%u's health does not report its damaged store", b);
+    /* the whole copy is back: nothing lost */
+    ck_assert_int_eq(e2e_restart(&c, w), 0);
+    fchk_publish_n(&k, w, 200, 32, -1, 30 * SEC);
+    const unsigned all[] = {0, 1, 2};
+    fchk_final(&k, all, 3, w, 30 * SEC);
+    if (k.fail[0]) fchk_dump(&k, all, 3);
+    ck_assert_msg(k.fail[0] == 0, "%s", k.fail);
+    fchk_free(&k);
+    e2e_free(&c);
+}
+
+START_TEST(two_stores_damaged_whole_copy_down)
+{
+    stores_damaged_whole_copy_down();
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("repair");
@@ -667,6 +826,16 @@ int main(void)
     tcase_add_test(tr, block_damaged_running_follower);
     tcase_add_test(tr, block_damaged_running_leader);
     suite_add_tcase(su, tr);
+    TCase *t2 = tcase_create("two_of_three");
+    tcase_set_timeout(t2, 120);
+    tcase_add_test(t2, two_followers_block_zeroed);
+    tcase_add_test(t2, leader_and_follower_block_deleted);
+    tcase_add_test(t2, two_followers_wal_tail_cut);
+    tcase_add_test(t2, leader_and_follower_wal_tail_cut);
+    tcase_add_test(t2, leader_and_follower_wal_flip);
+    tcase_add_test(t2, leader_and_follower_wal_lost);
+    tcase_add_test(t2, two_stores_damaged_whole_copy_down);
+    suite_add_tcase(su, t2);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
