@@ -419,6 +419,9 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     }
     rc = jr__raft_start(g->raft, n->now);
     if (rc != 0) goto fail;
+    /* servers an operator declared gone (jr_node_rescue): not waited for here either */
+    for (uint8_t i = 0; i < n->nrescued && jr__raft_unvouched(g->raft); i++)
+        (void)jr__raft_vouch_gone(g->raft, n->rescued[i], n->now);
     rc = jr__map_put(&n->groups, g->id, g);
     if (rc != 0) goto fail;
     if (s) {

@@ -800,6 +800,133 @@ START_TEST(two_stores_damaged_whole_copy_down)
 }
 END_TEST
 
+/* Two voters, one damaged ----------------------------------------------------------------------*/
+
+static int has_leader(void *arg, jr_sim *sim)
+{
+    e2e *c = arg;
+    (void)sim;
+    return stream_leader(c) >= 0;
+}
+
+/* An R2 stream whose leader loses its WAL (or a record of it): the whole follower must be able to
+ * lead again, with everything acknowledged. */
+static void r2_one_damaged(enum kind kind)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    c.configure_more = small_files;
+    ck_assert_int_eq(e2e_new(&c, 3, 29, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 20 * SEC), 0);
+    const char *subjects[] = {"r.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, STREAM, subjects, 1, 2);
+    e2e_res r;
+    ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, STREAM, 1, 20 * SEC), 0);
+    fchk k;
+    fchk_init(&k, &c, STREAM, "r", 0);
+    k.require_whole = 1;
+    ck_assert_uint_eq(fchk_publish_n(&k, 0, 1000, 64, -1, 60 * SEC), 1000);
+    int l = stream_leader(&c);
+    ck_assert_int_ge(l, 0);
+    unsigned peers[3];
+    int np = e2e_meta_peers(&c, 0, STREAM, peers, 3);
+    ck_assert_int_eq(np, 2);
+    unsigned other = peers[0] == (unsigned)l ? peers[1] : peers[0];
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)l), 0);
+    pick p;
+    find_file(c.sim, (unsigned)l, T_NEWEST_WAL, 0, &p);
+    damage(c.sim, (unsigned)l, &p, kind);
+    ck_assert_int_eq(e2e_restart(&c, (unsigned)l), 0);
+    ck_assert_msg(jr_sim_run_until(c.sim, has_leader, &c, 10 * SEC) == 0,
+                  "R2 with one damaged voter elects nobody");
+    fchk_publish_n(&k, other, 200, 32, -1, 30 * SEC);
+    const unsigned both[] = {(unsigned)l, other};
+    fchk_final(&k, both, 2, other, 30 * SEC);
+    if (k.fail[0]) fchk_dump(&k, both, 2);
+    ck_assert_msg(k.fail[0] == 0, "%s", k.fail);
+    fchk_free(&k);
+    e2e_free(&c);
+}
+
+START_TEST(r2_leader_wal_lost)
+{
+    r2_one_damaged(K_DELETE_ALL);
+}
+END_TEST
+
+START_TEST(r2_leader_wal_flip)
+{
+    r2_one_damaged(K_FLIP);
+}
+END_TEST
+
+/* R3 whose third server is gone for good, and whose leader then loses its WAL: the two left,
+ * {whole, damaged}, cannot elect (the damaged one waits for the gone one's answer, the whole one
+ * needs its vote) until an operator rescues the damaged server (jr_node_rescue); then the whole
+ * one leads, repairs the other, and nothing the whole one held is lost. */
+START_TEST(rescue_two_voters_one_damaged)
+{
+    e2e c;
+    cluster(&c, 31);
+    fchk k;
+    fchk_init(&k, &c, STREAM, "r", 0);
+    k.require_whole = 1;
+    ck_assert_uint_eq(fchk_publish_n(&k, 0, 1000, 64, -1, 60 * SEC), 1000);
+    int l = stream_leader(&c);
+    ck_assert_int_ge(l, 0);
+    unsigned d = (unsigned)l, gone = (unsigned)(l + 1) % 3, whole = (unsigned)(l + 2) % 3;
+    ck_assert_int_eq(jr_sim_crash(c.sim, gone), 0);
+    ck_assert_uint_eq(fchk_publish_n(&k, whole, 300, 32, -1, 30 * SEC), 300);
+    ck_assert_int_eq(jr_sim_crash(c.sim, d), 0);
+    pick p;
+    find_file(c.sim, d, T_NEWEST_WAL, 0, &p);
+    damage(c.sim, d, &p, K_DELETE_ALL);
+    ck_assert_int_eq(e2e_restart(&c, d), 0);
+    /* stuck, and says so */
+    ck_assert_msg(jr_sim_run_until(c.sim, has_leader, &c, 5 * SEC) != 0,
+                  "{whole, damaged} elected a leader without the gone server's word");
+    e2e_res r;
+    int rc = e2e_msg_get(&c, whole, STREAM, 1, &r);
+    ck_assert_msg(rc == JR_ENOQUORUM || rc == JR_ENOLEADER || rc == JR_ETIMEDOUT,
+                  "a read without a leader: %s", jr_err_name(rc));
+    hres h;
+    node_health(&c, d, &h);
+    ck_assert_msg(!h.healthy, "n%u reports healthy while it waits", d);
+    /* the rescue: the gone server is declared gone on the damaged one */
+    ck_assert_int_eq(jr_node_rescue(e2e_node(&c, d), jr_sim_name(c.sim, gone)), 0);
+    ck_assert_int_eq(jr_node_rescue(e2e_node(&c, d), jr_sim_name(c.sim, d)), JR_EINVAL);
+    ck_assert_int_eq(jr_node_rescue(e2e_node(&c, d), "nobody"), JR_ENOTFOUND);
+    ck_assert_msg(jr_sim_run_until(c.sim, has_leader, &c, 20 * SEC) == 0,
+                  "no leader after the rescue");
+    fchk_publish_n(&k, whole, 200, 32, -1, 30 * SEC);
+    const unsigned two[] = {d, whole};
+    fchk_final(&k, two, 2, whole, 30 * SEC);
+    if (k.fail[0]) fchk_dump(&k, two, 2);
+    ck_assert_msg(k.fail[0] == 0, "%s", k.fail);
+    fchk_free(&k);
+    e2e_free(&c);
+}
+END_TEST
+
+/* A raw group's rescue refuses what it cannot do: a whole replica waits for nobody. */
+START_TEST(rescue_refusals)
+{
+    e2e c;
+    cluster(&c, 37);
+    jr_group *g = e2e_group(&c, 1, STREAM);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(jr_group_rescue(g, "n0"), JR_ENOCHANGE);
+    ck_assert_int_eq(jr_group_rescue(g, "n1"), JR_EINVAL);
+    ck_assert_int_eq(jr_group_rescue(g, "zz"), JR_ENOTFOUND);
+    ck_assert_int_eq(jr_group_rescue(NULL, "n0"), JR_EINVAL);
+    ck_assert_int_eq(jr_node_rescue(NULL, "n0"), JR_EINVAL);
+    ck_assert_int_eq(jr_node_rescue(e2e_node(&c, 1), "n0"), JR_ENOCHANGE);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("repair");
@@ -836,6 +963,13 @@ int main(void)
     tcase_add_test(t2, leader_and_follower_wal_lost);
     tcase_add_test(t2, two_stores_damaged_whole_copy_down);
     suite_add_tcase(su, t2);
+    TCase *t5 = tcase_create("two_voters");
+    tcase_set_timeout(t5, 120);
+    tcase_add_test(t5, r2_leader_wal_lost);
+    tcase_add_test(t5, r2_leader_wal_flip);
+    tcase_add_test(t5, rescue_two_voters_one_damaged);
+    tcase_add_test(t5, rescue_refusals);
+    suite_add_tcase(su, t5);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
