@@ -356,7 +356,9 @@ struct jr__crep {
     jr_group *g;
     jr__meta_casgn *as;   /* config and peers converged to (a reference) */
     jr__cstate st;        /* the replicated state */
-    int failed;           /* 0, or the JR_E* code its state machine failed with (awaits repair) */
+    int failed;           /* 0, or the JR_E* code its state machine failed with (the meta
+                             timer's convergence rebuilds it: jr__crep_rebuild) */
+    uint64_t failed_at;   /* when it failed */
     jr__crep *sib;        /* js->cons_by_stream: the next consumer replica of the same stream */
     jr__crep *dirty_next; /* js->cdirty: its leader has work for the next flush */
     uint8_t dirty;
@@ -654,6 +656,12 @@ void jr__crep_update(jr__crep *r, const jr__meta_consumer *c);
 /* Removes the local replica; purge = 1 also releases its group (freed, dropped from the WAL).
  * Not from inside an apply (services.h "Effects"). */
 void jr__crep_leave(jr__crep *r, int purge);
+/* A replica whose state machine failed (r->failed) an election timeout ago or more is closed and
+ * created again: its group, reopened, restores its newest snapshot and re-applies its log (or a
+ * leader sends them), so a failure that was not in the committed log itself (memory, a snapshot
+ * that did not restore) is repaired. 0 once rebuilt (r is freed), JR_EBUSY (not yet), or an
+ * error (r stays, failed). */
+int jr__crep_rebuild(jr__crep *r);
 /* Frees every replica (node close; the node owns the groups). */
 void jr__crep_close_all(jr__js *js);
 jr__crep *jr__crep_find(jr__js *js, uint64_t group);

@@ -927,6 +927,52 @@ START_TEST(rescue_refusals)
 }
 END_TEST
 
+/* A consumer replica whose state machine fails while its server runs (here: told so, as an
+ * apply that ran out of memory or a snapshot that did not restore would) is rebuilt from its
+ * group's snapshot and log, and follows its leader again. */
+START_TEST(consumer_failed_replica_is_rebuilt)
+{
+    e2e c;
+    cluster(&c, 41);
+    e2e_res er;
+    for (int i = 0; i < 100; i++)
+        ck_assert_int_eq(e2e_publish(&c, (unsigned)i % 3, "r.x", "m", 1, NULL, &er), 0);
+    jr_consumer_config cc;
+    jr_consumer_config_init(&cc);
+    cc.durable_name = CONSUMER;
+    cres cr;
+    memset(&cr, 0, sizeof cr);
+    ck_assert_int_eq(jr_consumer_create(e2e_node(&c, 0), STREAM, &cc, consumer_cb, &cr), 0);
+    ck_assert_int_eq(jr_sim_run_until(c.sim, cres_done, &cr, 30 * SEC), 0);
+    ck_assert_msg(cr.status == 0, "consumer: %s", cr.msg);
+    static fetched f;
+    ck_assert_uint_eq(fetch_some(&c, 0, 30, &f), 30);
+    ack_all(&c, 0, &f);
+    int l = consumer_leader(&c);
+    ck_assert_int_ge(l, 0);
+    unsigned v = (unsigned)(l + 1) % 3;
+    jr__js *js = jr__js_of(e2e_node(&c, v));
+    jr__crep *r = jr__crep_find(js, e2e_consumer_group(&c, v, STREAM, CONSUMER));
+    ck_assert_ptr_nonnull(r);
+    r->failed = JR_ENOMEM;
+    r->failed_at = jr_sim_now(c.sim);
+    js->converge_failed = 1;
+    ck_assert_uint_eq(fetch_some(&c, (unsigned)l, 30, &f), 30);
+    ack_all(&c, (unsigned)l, &f);
+    int ok = 0;
+    for (int s = 0; s < 100 && !ok; s++) {
+        jr_sim_run_for(c.sim, 100 * MS);
+        uint64_t dv = 0, dl = 0, av = 0, al = 0;
+        ok = e2e_consumer_digest(&c, v, STREAM, CONSUMER, &dv, &av) == 0 &&
+             e2e_consumer_digest(&c, (unsigned)l, STREAM, CONSUMER, &dl, &al) == 0 && dv == dl;
+    }
+    char line[512];
+    e2e_consumer_describe(&c, v, STREAM, CONSUMER, line, sizeof line);
+    ck_assert_msg(ok, "n%u's failed consumer replica was not rebuilt: %s", v, line);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("repair");
@@ -952,6 +998,7 @@ int main(void)
     tcase_set_timeout(tr, 120);
     tcase_add_test(tr, block_damaged_running_follower);
     tcase_add_test(tr, block_damaged_running_leader);
+    tcase_add_test(tr, consumer_failed_replica_is_rebuilt);
     suite_add_tcase(su, tr);
     TCase *t2 = tcase_create("two_of_three");
     tcase_set_timeout(t2, 120);
