@@ -904,7 +904,7 @@ void jr__mnode_converge(jr__js *js)
     int again = 0;
     for (jr__crep *r = js->crep_list, *next; r; r = next) {
         next = r->next;
-        if (r->failed && jr__crep_rebuild(r) != 0) again = 1;
+        if (r->failed && r->failed != JR_EVERSION && jr__crep_rebuild(r) != 0) again = 1;
     }
     size_t cnt = 0;
     for (jr__srep *r = js->rep_list; r; r = r->next) cnt++;

@@ -391,9 +391,12 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
     if (rc != 0) {
         if (!r->failed)
             jr__node_log(js->n, JR_LOG_ERROR,
-                         "stream '%s': replica failed at entry %" PRIu64 ": %s; it awaits repair",
-                         r->name, index, jr_strerror(rc));
+                         "stream '%s': replica failed at entry %" PRIu64 ": %s; %s", r->name, index,
+                         jr_strerror(rc),
+                         rc == JR_EVERSION ? "it waits for this server's upgrade"
+                                           : "it is rebuilt from its peers");
         r->failed = rc;
+        jr__srep_due(r, jr__node_now(js->n)); /* its timer rebuilds it */
         if (p) resolve_fail(js, p, rc);
     } else if (a.w) {
         /* Ops the fsm did not apply: its state is past this index already, a store mark ahead
@@ -485,13 +488,14 @@ static int rep_restore(void *ctx, uint64_t gindex, const void *data, size_t len)
     if (rc == JR_ERANGE && r->cu) return 0; /* older than the snapshot being restored */
     if (rc != 0) {
         /* Its state is not the snapshot's: applying the entries after it would diverge from
-         * every other replica. It stops applying and awaits repair. */
+         * every other replica. It stops applying and its timer rebuilds it. */
         if (!r->failed)
             jr__node_log(r->js->n, JR_LOG_ERROR,
                          "stream '%s': snapshot at %" PRIu64 " not restored: %s; the replica "
-                         "awaits repair",
+                         "is rebuilt from its peers",
                          r->name, gindex, jr_strerror(rc));
         r->failed = rc;
+        jr__srep_due(r, jr__node_now(r->js->n));
         return rc;
     }
     data = (const uint8_t *)data + 8;
@@ -525,9 +529,10 @@ void jr__srep_sync(jr__srep *r)
     if (rc != 0) {
         jr__node_log(r->js->n, JR_LOG_ERROR,
                      "stream '%s': store sync failed: %s; the replica "
-                     "awaits repair",
+                     "is rebuilt from its peers",
                      r->name, jr_strerror(rc));
         r->failed = rc;
+        jr__srep_due(r, jr__node_now(r->js->n));
         return;
     }
     r->synced = applied;
@@ -550,7 +555,9 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
     jr__srep *r = JR__CONTAINER_OF(t, jr__srep, timer);
     jr_node *n = js->n;
     uint64_t soon = jr__deadline(jr__node_now(n), js->election_ns / 2), next = UINT64_MAX;
-    if (r->failed) {
+    /* A committed entry of a newer release (JR_EVERSION) fails every replica of this release
+     * alike: rebuilding would meet it again. It waits for this server's upgrade. */
+    if (r->failed && r->failed != JR_EVERSION) {
         if (rebuild(r) == 0) return; /* r is gone: a new replica took its place */
         jr__js_timer_arm(js, &r->timer, jr__deadline(jr__node_now(n), js->election_ns));
         return;
