@@ -132,6 +132,9 @@ static void damage(jr_sim *sim, unsigned i, const pick *p, enum kind kind)
 /* Cluster ----------------------------------------------------------------------------------*/
 
 static uint64_t g_seg_bytes = 128u << 10;
+/* JR_SEEDS=first:count runs every scenario with `count` seeds, the run's own seed + first + i
+ * (default 0:1: the fixed scenarios) */
+static uint64_t first_seed = 0, nseeds = 1, g_off;
 
 static void small_files(void *arg, unsigned i, jr_node_config *cfg)
 {
@@ -145,7 +148,7 @@ static void cluster(e2e *c, uint64_t seed)
 {
     memset(c, 0, sizeof *c);
     c->configure_more = small_files;
-    ck_assert_int_eq(e2e_new(c, 3, seed, 2000), 0);
+    ck_assert_int_eq(e2e_new(c, 3, seed + g_off, 2000), 0);
     ck_assert_int_ge(e2e_wait_meta(c, 3, 20 * SEC), 0);
     for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(c, i, 300);
     const char *subjects[] = {"r.>"};
@@ -211,54 +214,63 @@ static void one_stream_replica(enum target t, enum kind kind, int victim_leads)
 
 START_TEST(stream_follower_wal_flip)
 {
+    g_off = first_seed + (uint64_t)_i;
     one_stream_replica(T_WAL, K_FLIP, 0);
 }
 END_TEST
 
 START_TEST(stream_follower_wal_deleted)
 {
+    g_off = first_seed + (uint64_t)_i;
     one_stream_replica(T_WAL, K_DELETE, 0);
 }
 END_TEST
 
 START_TEST(stream_follower_wal_tail_cut)
 {
+    g_off = first_seed + (uint64_t)_i;
     one_stream_replica(T_NEWEST_WAL, K_CUT, 0);
 }
 END_TEST
 
 START_TEST(stream_follower_block_zeroed)
 {
+    g_off = first_seed + (uint64_t)_i;
     one_stream_replica(T_BLOCK, K_ZERO, 0);
 }
 END_TEST
 
 START_TEST(stream_follower_block_deleted)
 {
+    g_off = first_seed + (uint64_t)_i;
     one_stream_replica(T_BLOCK, K_DELETE, 0);
 }
 END_TEST
 
 START_TEST(stream_follower_snapshot_flip)
 {
+    g_off = first_seed + (uint64_t)_i;
     one_stream_replica(T_SNAP, K_FLIP, 0);
 }
 END_TEST
 
 START_TEST(stream_follower_snapshot_deleted)
 {
+    g_off = first_seed + (uint64_t)_i;
     one_stream_replica(T_SNAP, K_DELETE, 0);
 }
 END_TEST
 
 START_TEST(stream_leader_wal_zeroed)
 {
+    g_off = first_seed + (uint64_t)_i;
     one_stream_replica(T_WAL, K_ZERO, 1);
 }
 END_TEST
 
 START_TEST(stream_leader_block_flip)
 {
+    g_off = first_seed + (uint64_t)_i;
     one_stream_replica(T_BLOCK, K_FLIP, 1);
 }
 END_TEST
@@ -453,24 +465,28 @@ static void one_consumer_replica(enum target t, enum kind kind)
 
 START_TEST(consumer_follower_wal_flip)
 {
+    g_off = first_seed + (uint64_t)_i;
     one_consumer_replica(T_NEWEST_WAL, K_FLIP);
 }
 END_TEST
 
 START_TEST(consumer_follower_wal_deleted)
 {
+    g_off = first_seed + (uint64_t)_i;
     one_consumer_replica(T_NEWEST_WAL, K_DELETE);
 }
 END_TEST
 
 START_TEST(consumer_follower_snapshot_zeroed)
 {
+    g_off = first_seed + (uint64_t)_i;
     one_consumer_replica(T_CONSUMER_SNAP, K_ZERO);
 }
 END_TEST
 
 START_TEST(consumer_follower_snapshot_deleted)
 {
+    g_off = first_seed + (uint64_t)_i;
     one_consumer_replica(T_CONSUMER_SNAP, K_DELETE);
 }
 END_TEST
@@ -514,12 +530,14 @@ static void meta_snapshot(enum kind kind)
 
 START_TEST(meta_snapshot_corrupt)
 {
+    g_off = first_seed + (uint64_t)_i;
     meta_snapshot(K_FLIP);
 }
 END_TEST
 
 START_TEST(meta_snapshot_deleted)
 {
+    g_off = first_seed + (uint64_t)_i;
     meta_snapshot(K_DELETE);
 }
 END_TEST
@@ -652,12 +670,14 @@ static void block_damaged_running(int victim_leads)
 
 START_TEST(block_damaged_running_follower)
 {
+    g_off = first_seed + (uint64_t)_i;
     block_damaged_running(0);
 }
 END_TEST
 
 START_TEST(block_damaged_running_leader)
 {
+    g_off = first_seed + (uint64_t)_i;
     block_damaged_running(1);
 }
 END_TEST
@@ -705,36 +725,42 @@ static void two_of_three(enum target t, enum kind kind, int with_leader)
 
 START_TEST(two_followers_block_zeroed)
 {
+    g_off = first_seed + (uint64_t)_i;
     two_of_three(T_BLOCK, K_ZERO, 0);
 }
 END_TEST
 
 START_TEST(leader_and_follower_block_deleted)
 {
+    g_off = first_seed + (uint64_t)_i;
     two_of_three(T_BLOCK, K_DELETE, 1);
 }
 END_TEST
 
 START_TEST(two_followers_wal_tail_cut)
 {
+    g_off = first_seed + (uint64_t)_i;
     two_of_three(T_NEWEST_WAL, K_CUT, 0);
 }
 END_TEST
 
 START_TEST(leader_and_follower_wal_tail_cut)
 {
+    g_off = first_seed + (uint64_t)_i;
     two_of_three(T_NEWEST_WAL, K_CUT, 1);
 }
 END_TEST
 
 START_TEST(leader_and_follower_wal_lost)
 {
+    g_off = first_seed + (uint64_t)_i;
     two_of_three(T_NEWEST_WAL, K_DELETE_ALL, 1);
 }
 END_TEST
 
 START_TEST(leader_and_follower_wal_flip)
 {
+    g_off = first_seed + (uint64_t)_i;
     two_of_three(T_NEWEST_WAL, K_FLIP, 1);
 }
 END_TEST
@@ -796,6 +822,7 @@ static void stores_damaged_whole_copy_down(void)
 
 START_TEST(two_stores_damaged_whole_copy_down)
 {
+    g_off = first_seed + (uint64_t)_i;
     stores_damaged_whole_copy_down();
 }
 END_TEST
@@ -816,7 +843,7 @@ static void r2_one_damaged(enum kind kind)
     e2e c;
     memset(&c, 0, sizeof c);
     c.configure_more = small_files;
-    ck_assert_int_eq(e2e_new(&c, 3, 29, 2000), 0);
+    ck_assert_int_eq(e2e_new(&c, 3, 29 + g_off, 2000), 0);
     ck_assert_int_ge(e2e_wait_meta(&c, 3, 20 * SEC), 0);
     const char *subjects[] = {"r.>"};
     jr_stream_config cfg;
@@ -852,12 +879,14 @@ static void r2_one_damaged(enum kind kind)
 
 START_TEST(r2_leader_wal_lost)
 {
+    g_off = first_seed + (uint64_t)_i;
     r2_one_damaged(K_DELETE_ALL);
 }
 END_TEST
 
 START_TEST(r2_leader_wal_flip)
 {
+    g_off = first_seed + (uint64_t)_i;
     r2_one_damaged(K_FLIP);
 }
 END_TEST
@@ -868,6 +897,7 @@ END_TEST
  * one leads, repairs the other, and nothing the whole one held is lost. */
 START_TEST(rescue_two_voters_one_damaged)
 {
+    g_off = first_seed + (uint64_t)_i;
     e2e c;
     cluster(&c, 31);
     fchk k;
@@ -913,6 +943,7 @@ END_TEST
 /* A raw group's rescue refuses what it cannot do: a whole replica waits for nobody. */
 START_TEST(rescue_refusals)
 {
+    g_off = first_seed + (uint64_t)_i;
     e2e c;
     cluster(&c, 37);
     jr_group *g = e2e_group(&c, 1, STREAM);
@@ -932,6 +963,7 @@ END_TEST
  * group's snapshot and log, and follows its leader again. */
 START_TEST(consumer_failed_replica_is_rebuilt)
 {
+    g_off = first_seed + (uint64_t)_i;
     e2e c;
     cluster(&c, 41);
     e2e_res er;
@@ -975,47 +1007,48 @@ END_TEST
 
 int main(void)
 {
+    if (e2e_seeds(&first_seed, &nseeds) && first_seed) first_seed--; /* JR_SEEDS=1:n: offsets 0.. */
     Suite *su = suite_create("repair");
     TCase *tc = tcase_create("one_replica");
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, stream_follower_wal_flip);
-    tcase_add_test(tc, stream_follower_wal_deleted);
-    tcase_add_test(tc, stream_follower_wal_tail_cut);
-    tcase_add_test(tc, stream_follower_block_zeroed);
-    tcase_add_test(tc, stream_follower_block_deleted);
-    tcase_add_test(tc, stream_follower_snapshot_flip);
-    tcase_add_test(tc, stream_follower_snapshot_deleted);
-    tcase_add_test(tc, stream_leader_wal_zeroed);
-    tcase_add_test(tc, stream_leader_block_flip);
-    tcase_add_test(tc, consumer_follower_wal_flip);
-    tcase_add_test(tc, consumer_follower_wal_deleted);
-    tcase_add_test(tc, consumer_follower_snapshot_zeroed);
-    tcase_add_test(tc, consumer_follower_snapshot_deleted);
-    tcase_add_test(tc, meta_snapshot_corrupt);
-    tcase_add_test(tc, meta_snapshot_deleted);
+    tcase_add_loop_test(tc, stream_follower_wal_flip, 0, (int)nseeds);
+    tcase_add_loop_test(tc, stream_follower_wal_deleted, 0, (int)nseeds);
+    tcase_add_loop_test(tc, stream_follower_wal_tail_cut, 0, (int)nseeds);
+    tcase_add_loop_test(tc, stream_follower_block_zeroed, 0, (int)nseeds);
+    tcase_add_loop_test(tc, stream_follower_block_deleted, 0, (int)nseeds);
+    tcase_add_loop_test(tc, stream_follower_snapshot_flip, 0, (int)nseeds);
+    tcase_add_loop_test(tc, stream_follower_snapshot_deleted, 0, (int)nseeds);
+    tcase_add_loop_test(tc, stream_leader_wal_zeroed, 0, (int)nseeds);
+    tcase_add_loop_test(tc, stream_leader_block_flip, 0, (int)nseeds);
+    tcase_add_loop_test(tc, consumer_follower_wal_flip, 0, (int)nseeds);
+    tcase_add_loop_test(tc, consumer_follower_wal_deleted, 0, (int)nseeds);
+    tcase_add_loop_test(tc, consumer_follower_snapshot_zeroed, 0, (int)nseeds);
+    tcase_add_loop_test(tc, consumer_follower_snapshot_deleted, 0, (int)nseeds);
+    tcase_add_loop_test(tc, meta_snapshot_corrupt, 0, (int)nseeds);
+    tcase_add_loop_test(tc, meta_snapshot_deleted, 0, (int)nseeds);
     suite_add_tcase(su, tc);
     TCase *tr = tcase_create("running");
     tcase_set_timeout(tr, 120);
-    tcase_add_test(tr, block_damaged_running_follower);
-    tcase_add_test(tr, block_damaged_running_leader);
-    tcase_add_test(tr, consumer_failed_replica_is_rebuilt);
+    tcase_add_loop_test(tr, block_damaged_running_follower, 0, (int)nseeds);
+    tcase_add_loop_test(tr, block_damaged_running_leader, 0, (int)nseeds);
+    tcase_add_loop_test(tr, consumer_failed_replica_is_rebuilt, 0, (int)nseeds);
     suite_add_tcase(su, tr);
     TCase *t2 = tcase_create("two_of_three");
     tcase_set_timeout(t2, 120);
-    tcase_add_test(t2, two_followers_block_zeroed);
-    tcase_add_test(t2, leader_and_follower_block_deleted);
-    tcase_add_test(t2, two_followers_wal_tail_cut);
-    tcase_add_test(t2, leader_and_follower_wal_tail_cut);
-    tcase_add_test(t2, leader_and_follower_wal_flip);
-    tcase_add_test(t2, leader_and_follower_wal_lost);
-    tcase_add_test(t2, two_stores_damaged_whole_copy_down);
+    tcase_add_loop_test(t2, two_followers_block_zeroed, 0, (int)nseeds);
+    tcase_add_loop_test(t2, leader_and_follower_block_deleted, 0, (int)nseeds);
+    tcase_add_loop_test(t2, two_followers_wal_tail_cut, 0, (int)nseeds);
+    tcase_add_loop_test(t2, leader_and_follower_wal_tail_cut, 0, (int)nseeds);
+    tcase_add_loop_test(t2, leader_and_follower_wal_flip, 0, (int)nseeds);
+    tcase_add_loop_test(t2, leader_and_follower_wal_lost, 0, (int)nseeds);
+    tcase_add_loop_test(t2, two_stores_damaged_whole_copy_down, 0, (int)nseeds);
     suite_add_tcase(su, t2);
     TCase *t5 = tcase_create("two_voters");
     tcase_set_timeout(t5, 120);
-    tcase_add_test(t5, r2_leader_wal_lost);
-    tcase_add_test(t5, r2_leader_wal_flip);
-    tcase_add_test(t5, rescue_two_voters_one_damaged);
-    tcase_add_test(t5, rescue_refusals);
+    tcase_add_loop_test(t5, r2_leader_wal_lost, 0, (int)nseeds);
+    tcase_add_loop_test(t5, r2_leader_wal_flip, 0, (int)nseeds);
+    tcase_add_loop_test(t5, rescue_two_voters_one_damaged, 0, (int)nseeds);
+    tcase_add_loop_test(t5, rescue_refusals, 0, (int)nseeds);
     suite_add_tcase(su, t5);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);
