@@ -31,6 +31,11 @@
  * missing starts a catch-up (catchup.c); entries applied meanwhile are queued and applied once
  * the messages are in.
  *
+ * Repair. A store damaged beyond a torn tail at open, or a store or state machine that fails
+ * while the server runs (a block that no longer verifies on a read), is discarded and rebuilt
+ * from the group's snapshot and log and the messages of a peer ("Rebuilding"); the group's Raft
+ * state, kept in the WAL, is not touched. Health reports the replica damaged until then.
+ *
  * Proposal records live until both their entry was seen (applied, passed, or given up with the
  * replica) and the node's propose callback ran (it always runs: commit, loss, or close).
  */
@@ -540,16 +545,17 @@ void jr__srep_sync(jr__srep *r)
 
 /* Leader duties -----------------------------------------------------------------------------*/
 
-/* The replica's timer runs its duties: catch-up retries, store marks, the leader's config and
- * TICK ops, peer changes and proposal deadlines. It is armed only while one of them is due:
+static int rebuild(jr__srep *r);
+static void drop_proposals(jr__srep *r, int status);
+
+/* The replica's timer runs its duties: rebuilding it once its state machine failed ("Rebuilding"
+ * below), catch-up retries, store marks, the leader's config and TICK ops, peer changes and
+ * proposal deadlines. It is armed only while one of them is due:
  * an idle replica has no timer at all, so idle streams cost nothing. Whatever makes a duty due
  * arms it: an entry applied (store mark), a proposal made (its deadline), an assignment update,
  * a catch-up, and a change of the replica's role (jr__srep_role_changed, from the node's
  * flush): a new leader finds its duties (first CONFIG, TICK, a peer change) on that visit, a
  * deposed one drops its leader state. */
-static int rebuild(jr__srep *r);
-static void drop_proposals(jr__srep *r, int status);
-
 static void rep_timer(jr__js *js, jr__jtimer *t)
 {
     jr__srep *r = JR__CONTAINER_OF(t, jr__srep, timer);
