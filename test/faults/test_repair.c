@@ -9,15 +9,19 @@
  *    reports whole, and holds every acknowledged message at its seq (checker.h); a consumer's
  *    replica converges to its leader's state and a confirmed ack is never redelivered, even
  *    once the repaired replica leads;
- *  - a store whose block is damaged while its server runs: the replica rebuilds it from the
- *    group's snapshot and log and its peers, health reports it meanwhile;
+ *  - a store whose block is damaged while its server runs: no read returns the damaged bytes,
+ *    the replica is rebuilt from the group's snapshot and log and its peers, health reports it
+ *    meanwhile; a consumer whose leader's store cannot read a message never terminates it; a
+ *    consumer replica whose state machine failed is rebuilt;
  *  - a corrupt or deleted snapshot file of the meta group: the server keeps its streams;
  *  - the same damage on two of three replicas: no read returns wrong data as if good, health
  *    says so, and nothing a whole copy holds is lost;
- *  - two voters, one damaged: jr_group_rescue gets the group a leader again without losing
- *    anything the whole voter holds.
+ *  - two voters, one damaged: R2 recovers by itself; R3 with one server gone for good stays
+ *    without a leader (and says so) until jr_node_rescue declares it gone, then loses nothing the
+ *    whole voter holds.
  *
- * JR_E2E_LOG=1 prints the nodes' log lines.
+ * JR_SEEDS=first:count runs every scenario with count seeds (default: one, the fixed ones);
+ * JR_E2E_LOG=1 prints the nodes' log lines, JR_REPAIR_TRACE=1 the failed reads.
  */
 #include <check.h>
 #include <stdio.h>
