@@ -291,8 +291,8 @@ int jr__crep_rebuild(jr__crep *r)
     jr_node *n = js->n;
     const jr__meta_consumer *c = jr__meta_consumer_by_group(&js->st, r->group);
     /* a committed entry of a newer release fails every replica alike: it waits for an upgrade */
-    if (!r->failed || r->failed == JR_EVERSION || js->closing || !c || !jr__meta_consumer_has_peer(c, js->name) || !r->g ||
-        jr__group_closed(r->g))
+    if (!r->failed || r->failed == JR_EVERSION || js->closing || !c ||
+        !jr__meta_consumer_has_peer(c, js->name) || !r->g || jr__group_closed(r->g))
         return JR_EINVAL;
     if (jr__node_now(n) < jr__deadline(r->failed_at, js->election_ns)) return JR_EBUSY;
     jr__node_log(n, JR_LOG_WARN,
