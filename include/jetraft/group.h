@@ -151,6 +151,37 @@ JR_API int jr_group_add_observer(jr_group *g, const char *peer, jr_done_cb cb, v
 JR_API int jr_group_promote(jr_group *g, const char *peer, jr_done_cb cb, void *arg);
 JR_API int jr_group_remove(jr_group *g, const char *peer, jr_done_cb cb, void *arg);
 
+/* Rescue (UNSAFE, an operator's decision, like JetStream's META.RESCUE). A replica restarted from
+ * storage that may have lost records (jr_group_status.unvouched) waits for answers from the
+ * members of its configuration before it votes again: in a group of three with one server gone
+ * for good and another replica damaged, the damaged one waits forever, and the whole one cannot
+ * be elected without its vote. This call, on a server whose replica of g is unvouched, takes
+ * member `gone` as holding nothing of the group (as a server that released its replica answers),
+ * so the replica stops waiting for it and the group can elect its most up-to-date member.
+ * Call it on each live server whose replica reports unvouched, for a member that is gone for
+ * good (crashed, its disk lost), never for one merely cut off, paused or slow:
+ *  - what was committed with the lost acknowledgement of this replica and held only by `gone`
+ *    is lost (the replica's quorum may have been {this, gone}), and if `gone` comes back it
+ *    gives it up for the new leader's log;
+ *  - if `gone` is in fact alive it may have been elected with a vote this replica forgot, in
+ *    the term the rescued group elects in: two leaders in one term.
+ * A group that can be vouched for safely (every member answers, or the leader of its term does)
+ * never needs it: that happens by itself. Returns 0 (logged as a warning), JR_ENOCHANGE (the
+ * replica is not unvouched, or `gone` answered), JR_ENOTMEMBER (`gone` is not a member it waits
+ * for), JR_ENOTFOUND (not a known server), JR_EINVAL (NULL, or this server), JR_ECLOSED.
+ * jr_node_rescue does it for every group of a server (meta, streams, consumers). */
+JR_API int jr_group_rescue(jr_group *g, const char *gone);
+/* The server-wide rescue (UNSAFE, as jr_group_rescue says): every group of this node that waits
+ * for `gone` — the meta group, stream and consumer replicas, raw groups — and every group it
+ * opens later in this life (a stream replica created once the rescued meta group told it of
+ * the stream) stops waiting for it. This is what a server needs when `gone` is lost for good:
+ * its streams' replicas may only be created after its meta group is repaired. Not persisted: a
+ * restart forgets it. Returns 0 if at least one group was rescued, JR_ENOCHANGE if none waited
+ * for `gone` (it is remembered anyway, for groups opened later), JR_ENOTFOUND (not a known
+ * server), JR_EINVAL (NULL, this server), JR_ELIMIT (8 servers declared gone already),
+ * JR_ECLOSED. */
+JR_API int jr_node_rescue(jr_node *node, const char *gone);
+
 enum jr_role { JR_FOLLOWER = 0, JR_CANDIDATE = 1, JR_LEADER = 2, JR_OBSERVER = 3 };
 
 typedef struct jr_group_status {

@@ -373,7 +373,7 @@ static void health_fire(void *arg, int status)
     }
     size_t nv = 0;
     for (jr__srep *r = js->rep_list; r; r = r->next) {
-        if (!judge_group(js, r->g, r->failed, &v[nv])) continue;
+        if (!judge_group(js, r->g, jr__srep_damage(r), &v[nv])) continue;
         v[nv].h.group = r->group;
         v[nv].h.stream = r->name;
         verdict_text(&v[nv]);

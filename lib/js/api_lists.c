@@ -646,6 +646,7 @@ void jr__direct_exec(jr__js *js, const jr__route *rt, uint64_t group, const uint
         rc = jr__store_next(st, seq, (const char *)subj, sl, &m);
     if (rc != 0) {
         const char *t = rc == JR_ENOTFOUND ? "no message found" : "store read failed";
+        if (rc == JR_ECORRUPT) jr__srep_store_failed(r, rc, "a store read");
         jr__route_reply(js, rt, rc == JR_ENOTFOUND ? rc : JR_EBUSY, t, strlen(t));
         return;
     }

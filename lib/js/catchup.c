@@ -668,6 +668,7 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
         if (out->err) rc = out->err;
     }
     jr__free(js->alloc, z);
+    if (rc == JR_ECORRUPT) jr__srep_store_failed(r, rc, "a store read for a catch-up");
     if (rc != 0) {
         jr__route_reply(js, rt, rc, NULL, 0);
         return;

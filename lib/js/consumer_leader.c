@@ -326,15 +326,30 @@ static int next_expired(jr__crep *r, uint64_t now, uint64_t after, uint64_t *sse
     return JR_ENOTFOUND;
 }
 
+/* The stream replica's store failed a read for r (a block that no longer verifies): it is
+ * rebuilt (stream_replica.c); meanwhile the message counts as not here, never as gone. */
+static int store_failed(jr__crep *r, int rc)
+{
+    jr__srep *sr = jr__srep_find(r->js, r->stream_group);
+    if (rc == JR_ECORRUPT && sr) jr__srep_store_failed(sr, rc, "a store read for a consumer");
+    return rc;
+}
+
 /* Where the message an expired delivery names is, for its redelivery: 1 in s (*m set); 0 gone
  * from the stream (deleted, purged or over a limit: the local replica holds the stream at or
  * past sseq, and not it); -1 not here yet — the local replica is catching up (s NULL), or has
- * not applied it yet while another server's delivered it. A message not here yet is neither
- * redelivered nor terminated now: the replica's next apply makes the leader step again. */
-static int find_redelivery(jr__store *s, uint64_t sseq, jr__store_msg *m)
+ * not applied it yet while another server's delivered it, or its store failed to read it
+ * (store_failed). A message not here yet is neither redelivered nor terminated now: the
+ * replica's next apply makes the leader step again. */
+static int find_redelivery(jr__crep *r, jr__store *s, uint64_t sseq, jr__store_msg *m)
 {
     if (!s) return -1;
-    if (jr__store_get(s, sseq, m) == 0) return 1;
+    int rc = jr__store_get(s, sseq, m);
+    if (rc == 0) return 1;
+    if (rc == JR_ECORRUPT) {
+        store_failed(r, rc);
+        return -1;
+    }
     jr__store_state ss;
     jr__store_state_get(s, &ss);
     return sseq <= ss.last_seq ? 0 : -1;
@@ -366,7 +381,7 @@ static int next_new(jr__crep *r, jr__store *s, uint64_t from, jr__store_msg *out
 {
     const jr_consumer_config *cfg = &r->as->cfg->c;
     for (;;) {
-        int rc = next_match(r, s, from, out);
+        int rc = store_failed(r, next_match(r, s, from, out));
         if (rc || cfg->deliver_policy != JR_DELIVER_LAST_PER_SUBJECT || !r->created_ns ||
             (uint64_t)out->ts > r->created_ns)
             return rc;
@@ -376,7 +391,7 @@ static int next_new(jr__crep *r, jr__store *s, uint64_t from, jr__store_msg *out
         memcpy(subj, out->subject, n);
         jr__store_msg later;
         if (jr__store_next(s, seq + 1, subj, n, &later) != 0 || (uint64_t)later.ts > r->created_ns)
-            return jr__store_get(s, seq, out); /* the last of its subject then */
+            return store_failed(r, jr__store_get(s, seq, out)); /* the last of its subject */
         from = seq + 1;
     }
 }
@@ -610,7 +625,7 @@ static void step(jr__crep *r)
         memset(&w, 0, sizeof w);
         if (next_expired(r, wall, scan, &sseq, &dc) == 0) {
             int at_max = cfg->max_deliver > 0 && dc >= (uint64_t)cfg->max_deliver;
-            int where = at_max ? 0 : find_redelivery(s, sseq, &m);
+            int where = at_max ? 0 : find_redelivery(r, s, sseq, &m);
             scan = sseq;
             if (where < 0) continue; /* not here yet: left pending */
             w.rsseq = sseq;
@@ -918,7 +933,7 @@ void jr__clead_applied(jr__crep *r, const jr__crec *rec, const jr__capply *out, 
         pl->inflight--;
         jr__store *s = stream_store(r);
         jr__store_msg m;
-        int where = out->applied ? find_redelivery(s, rec->sseq, &m) : -1;
+        int where = out->applied ? find_redelivery(r, s, rec->sseq, &m) : -1;
         if (where > 0) {
             hand_out(r, pl, rec, &m);
         } else {

@@ -11,7 +11,7 @@
  * Invariants: a replica is on js->crep_list and in js->creps under its group id from
  * jr__crep_create until jr__crep_leave (or close); r->as holds one reference to the
  * assignment version it converged to; a replica whose state machine failed (r->failed) applies
- * nothing more and awaits repair.
+ * nothing more until the meta timer's convergence rebuilds it (jr__crep_rebuild).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,6 +21,7 @@
 #include "js/js.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
+#include "util/deadline.h"
 
 jr__crep *jr__crep_find(jr__js *js, uint64_t group)
 {
@@ -83,11 +84,14 @@ static void policy_of(const jr_consumer_config *c, jr__cpolicy *p)
 
 static void fail(jr__crep *r, int rc, const char *what, uint64_t index)
 {
-    if (!r->failed)
+    if (!r->failed) {
         jr__node_log(r->js->n, JR_LOG_ERROR,
-                     "consumer '%s > %s': %s at %" PRIu64 ": %s; the replica awaits repair",
-                     r->stream, r->name, what, index, jr_strerror(rc));
+                     "consumer '%s > %s': %s at %" PRIu64 ": %s; the replica is rebuilt", r->stream,
+                     r->name, what, index, jr_strerror(rc));
+        r->failed_at = jr__node_now(r->js->n);
+    }
     r->failed = rc;
+    r->js->converge_failed = 1; /* the meta timer's convergence rebuilds it (jr__crep_rebuild) */
 }
 
 static void crep_apply(void *ctx, uint64_t index, const void *data, size_t len)
@@ -279,6 +283,26 @@ void jr__crep_leave(jr__crep *r, int purge)
                          r->stream, r->name, r->group, jr_strerror(rc));
     }
     crep_free(r);
+}
+
+int jr__crep_rebuild(jr__crep *r)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    const jr__meta_consumer *c = jr__meta_consumer_by_group(&js->st, r->group);
+    /* a committed entry of a newer release fails every replica alike: it waits for an upgrade */
+    if (!r->failed || r->failed == JR_EVERSION || js->closing || !c ||
+        !jr__meta_consumer_has_peer(c, js->name) || !r->g || jr__group_closed(r->g))
+        return JR_EINVAL;
+    if (jr__node_now(n) < jr__deadline(r->failed_at, js->election_ns)) return JR_EBUSY;
+    jr__node_log(n, JR_LOG_WARN,
+                 "consumer '%s > %s': rebuilding its replica from its group's snapshot and log",
+                 r->stream, r->name);
+    crep_unlink(r);
+    jr__clead_stop(r, JR_ELEADERLOST);
+    jr__group_detach(r->g, JR_ECLOSED); /* dormant: reopened with the new replica's fsm */
+    crep_free(r);
+    return jr__crep_create(js, c);
 }
 
 void jr__crep_close_all(jr__js *js)

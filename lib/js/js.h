@@ -367,7 +367,9 @@ struct jr__crep {
     jr_group *g;
     jr__meta_casgn *as;   /* config and peers converged to (a reference) */
     jr__cstate st;        /* the replicated state */
-    int failed;           /* 0, or the JR_E* code its state machine failed with (awaits repair) */
+    int failed;           /* 0, or the JR_E* code its state machine failed with (the meta
+                             timer's convergence rebuilds it: jr__crep_rebuild) */
+    uint64_t failed_at;   /* when it failed */
     jr__crep *sib;        /* js->cons_by_stream: the next consumer replica of the same stream */
     jr__crep *dirty_next; /* js->cdirty: its leader has work for the next flush */
     uint8_t dirty;
@@ -385,8 +387,11 @@ struct jr__srep {
     uint8_t dirty;
     uint8_t cfg_in_log;  /* a CONFIG op was applied (or restored from a snapshot) */
     uint8_t cfg_pending; /* a CONFIG op is proposed and not yet applied */
-    int failed;          /* 0, or the JR_E* code the fsm failed with locally (the replica
-                            awaits repair) */
+    int failed;          /* 0, or the JR_E* code the fsm failed with locally (its timer
+                            rebuilds the replica: jr__srep_store_failed) */
+    uint8_t rebuilt;     /* rebuilt from its group's snapshot and log and its peers while the
+                            server ran: damaged until its catch-up completed */
+    uint64_t rebuild_at; /* leader with a failed fsm: when it last asked to hand over */
     uint8_t past_warned; /* logged that its store is ahead of its log (entries skipped) */
     const char *name;    /* = as->cfg->c.name */
     uint64_t group;
@@ -697,6 +702,13 @@ void jr__srep_fail_staged(jr__srep *r, int status);
 void jr__srep_flush_all(jr__js *js);
 /* Writes a store mark at the applied index if anything was applied since the last one. */
 void jr__srep_sync(jr__srep *r);
+/* The replica's store failed a read with rc (JR_ECORRUPT: a block that does not verify) or
+ * its state machine failed: it applies nothing more and its timer rebuilds it from its peers
+ * (stream_replica.c "Rebuilding"). Logs once. */
+void jr__srep_store_failed(jr__srep *r, int rc, const char *what);
+/* 0 if the replica is whole, else why not (its failure code, or JR_EDAMAGED while a rebuilt
+ * replica still fetches its messages): what health reports as damaged. */
+int jr__srep_damage(const jr__srep *r);
 /* Applies an entry (live, or replayed after a catch-up), resolving the proposal it answers. */
 void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len);
 /* The node saw the role of group `group` change (it became leader, or stopped being one: the
@@ -725,6 +737,12 @@ void jr__crep_update(jr__crep *r, const jr__meta_consumer *c);
 /* Removes the local replica; purge = 1 also releases its group (freed, dropped from the WAL).
  * Not from inside an apply (services.h "Effects"). */
 void jr__crep_leave(jr__crep *r, int purge);
+/* A replica whose state machine failed (r->failed) an election timeout ago or more is closed and
+ * created again: its group, reopened, restores its newest snapshot and re-applies its log (or a
+ * leader sends them), so a failure that was not in the committed log itself (memory, a snapshot
+ * that did not restore) is repaired. 0 once rebuilt (r is freed), JR_EBUSY (not yet), or an
+ * error (r stays, failed). */
+int jr__crep_rebuild(jr__crep *r);
 /* Frees every replica (node close; the node owns the groups). */
 void jr__crep_close_all(jr__js *js);
 jr__crep *jr__crep_find(jr__js *js, uint64_t group);

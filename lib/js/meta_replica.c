@@ -951,6 +951,13 @@ static void converge_consumer(jr__js *js, const jr__meta_action *a, jr__crep *r)
 void jr__mnode_converge(jr__js *js)
 {
     if (js->closing || js->meta_failed || js->removed) return;
+    /* consumer replicas whose state machine failed are rebuilt (consumer_replica.c); one that
+     * cannot be yet keeps the convergence coming back */
+    int again = 0;
+    for (jr__crep *r = js->crep_list, *next; r; r = next) {
+        next = r->next;
+        if (r->failed && r->failed != JR_EVERSION && jr__crep_rebuild(r) != 0) again = 1;
+    }
     size_t cnt = 0;
     for (jr__srep *r = js->rep_list; r; r = r->next) cnt++;
     for (jr__crep *r = js->crep_list; r; r = r->next) cnt++;
@@ -977,7 +984,7 @@ void jr__mnode_converge(jr__js *js)
         js->converge_failed = 1;
         return;
     }
-    js->converge_failed = 0;
+    js->converge_failed = (uint8_t)again;
     for (size_t i = 0; i < plan.n; i++) {
         const jr__meta_action *a = &plan.actions[i];
         jr__crep *cr = jr__crep_find(js, a->group);

@@ -31,6 +31,11 @@
  * missing starts a catch-up (catchup.c); entries applied meanwhile are queued and applied once
  * the messages are in.
  *
+ * Repair. A store damaged beyond a torn tail at open, or a store or state machine that fails
+ * while the server runs (a block that no longer verifies on a read), is discarded and rebuilt
+ * from the group's snapshot and log and the messages of a peer ("Rebuilding"); the group's Raft
+ * state, kept in the WAL, is not touched. Health reports the replica damaged until then.
+ *
  * Proposal records live until both their entry was seen (applied, passed, or given up with the
  * replica) and the node's propose callback ran (it always runs: commit, loss, or close).
  */
@@ -391,9 +396,12 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
     if (rc != 0) {
         if (!r->failed)
             jr__node_log(js->n, JR_LOG_ERROR,
-                         "stream '%s': replica failed at entry %" PRIu64 ": %s; it awaits repair",
-                         r->name, index, jr_strerror(rc));
+                         "stream '%s': replica failed at entry %" PRIu64 ": %s; %s", r->name, index,
+                         jr_strerror(rc),
+                         rc == JR_EVERSION ? "it waits for this server's upgrade"
+                                           : "it is rebuilt from its peers");
         r->failed = rc;
+        jr__srep_due(r, jr__node_now(js->n)); /* its timer rebuilds it */
         if (p) resolve_fail(js, p, rc);
     } else if (a.w) {
         /* Ops the fsm did not apply: its state is past this index already, a store mark ahead
@@ -485,13 +493,14 @@ static int rep_restore(void *ctx, uint64_t gindex, const void *data, size_t len)
     if (rc == JR_ERANGE && r->cu) return 0; /* older than the snapshot being restored */
     if (rc != 0) {
         /* Its state is not the snapshot's: applying the entries after it would diverge from
-         * every other replica. It stops applying and awaits repair. */
+         * every other replica. It stops applying and its timer rebuilds it. */
         if (!r->failed)
             jr__node_log(r->js->n, JR_LOG_ERROR,
                          "stream '%s': snapshot at %" PRIu64 " not restored: %s; the replica "
-                         "awaits repair",
+                         "is rebuilt from its peers",
                          r->name, gindex, jr_strerror(rc));
         r->failed = rc;
+        jr__srep_due(r, jr__node_now(r->js->n));
         return rc;
     }
     data = (const uint8_t *)data + 8;
@@ -525,9 +534,10 @@ void jr__srep_sync(jr__srep *r)
     if (rc != 0) {
         jr__node_log(r->js->n, JR_LOG_ERROR,
                      "stream '%s': store sync failed: %s; the replica "
-                     "awaits repair",
+                     "is rebuilt from its peers",
                      r->name, jr_strerror(rc));
         r->failed = rc;
+        jr__srep_due(r, jr__node_now(r->js->n));
         return;
     }
     r->synced = applied;
@@ -535,8 +545,12 @@ void jr__srep_sync(jr__srep *r)
 
 /* Leader duties -----------------------------------------------------------------------------*/
 
-/* The replica's timer runs its duties: catch-up retries, store marks, the leader's config and
- * TICK ops, peer changes and proposal deadlines. It is armed only while one of them is due:
+static int rebuild(jr__srep *r);
+static void drop_proposals(jr__srep *r, int status);
+
+/* The replica's timer runs its duties: rebuilding it once its state machine failed ("Rebuilding"
+ * below), catch-up retries, store marks, the leader's config and TICK ops, peer changes and
+ * proposal deadlines. It is armed only while one of them is due:
  * an idle replica has no timer at all, so idle streams cost nothing. Whatever makes a duty due
  * arms it: an entry applied (store mark), a proposal made (its deadline), an assignment update,
  * a catch-up, and a change of the replica's role (jr__srep_role_changed, from the node's
@@ -547,6 +561,17 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
     jr__srep *r = JR__CONTAINER_OF(t, jr__srep, timer);
     jr_node *n = js->n;
     uint64_t soon = jr__deadline(jr__node_now(n), js->election_ns / 2), next = UINT64_MAX;
+    /* A committed entry of a newer release (JR_EVERSION) fails every replica of this release
+     * alike: rebuilding would meet it again. It waits for this server's upgrade. */
+    if (r->failed && r->failed != JR_EVERSION) {
+        if (rebuild(r) == 0) return; /* r is gone: a new replica took its place */
+        jr__js_timer_arm(js, &r->timer, jr__deadline(jr__node_now(n), js->election_ns));
+        return;
+    }
+    if (r->rebuilt && !r->cu) {
+        r->rebuilt = 0;
+        jr__node_log(n, JR_LOG_INFO, "stream '%s': its replica is rebuilt", r->name);
+    }
     if (r->cu) {
         jr__catchup_step(r);
         next = soon;
@@ -699,6 +724,7 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     fc.alloc = js->alloc;
     if (s->cfg->c.storage == JR_STORAGE_FILE) fc.block_bytes = js->facts.store_block_bytes;
     int rc = jr__stream_fsm_open(&fc, &r->fsm, err, sizeof err);
+    int rebuilt = 0;
     if (rc == JR_ECORRUPT && jr__node_group_known(n, s->group) && s->npeers > 1) {
         /* The store is damaged beyond a torn tail (a block or a mark that does not verify, a
          * block missing). What it held is a state of the group's log, which the group still
@@ -714,10 +740,12 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
         err[0] = 0;
         rc = jr__store_destroy(js->facts.vfs, js->store_dir, s->name);
         if (rc == 0) rc = jr__stream_fsm_open(&fc, &r->fsm, err, sizeof err);
+        rebuilt = 1; /* damaged until its catch-up completed (jr__srep_damage) */
     }
     if (rc == 0) rc = jr__map_put(&js->reps, r->group, r);
     /* A store reopened at a mark holds a state of the log, whose config the log carries. */
     if (rc == 0) {
+        r->rebuilt = (uint8_t)rebuilt;
         r->cfg_in_log = jr__stream_fsm_applied(r->fsm) > 0;
         jr__stream_fsm_share_config(r->fsm, r->as->cfg);
     }
@@ -761,6 +789,79 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     jr__map_del(&js->hints, r->group);
     r->next_sync = jr__deadline(jr__node_now(n), SYNC_NS);
     jr__js_timer_arm(js, &r->timer, jr__node_now(n));
+    return 0;
+}
+
+/* Rebuilding -------------------------------------------------------------------------------*/
+
+void jr__srep_store_failed(jr__srep *r, int rc, const char *what)
+{
+    if (!r->failed)
+        jr__node_log(r->js->n, JR_LOG_ERROR,
+                     "stream '%s': %s failed: %s; the replica is rebuilt from its peers", r->name,
+                     what, jr_strerror(rc));
+    if (!r->failed) r->failed = rc;
+    jr__srep_due(r, jr__node_now(r->js->n));
+}
+
+int jr__srep_damage(const jr__srep *r)
+{
+    if (r->failed) return r->failed;
+    return r->rebuilt && r->cu ? JR_EDAMAGED : 0;
+}
+
+/* A replica whose state machine failed while the server runs — its store failed a read
+ * (a block that no longer verifies), a sync, an apply or a snapshot restore — holds a state that
+ * cannot go on. Its group's Raft state is whole (the WAL and the store are separate files, and a
+ * failure of the store says nothing about the log), so it keeps its vote and log and only the
+ * store is rebuilt, as at a restart with a damaged store (jr__srep_create): the store is
+ * discarded, the replica closed and created again, and its group, reopened, restores its newest
+ * snapshot (which fetches the messages from a peer, catchup.c) and re-applies its log after it.
+ * A leader first hands its leadership to a caught-up voter (a leader that cannot apply serves
+ * nobody) and is rebuilt once it follows; a single replica (nobody to fetch from) is left failed
+ * for an operator. Runs from the replica's timer, never inside apply or flush. 0 once rebuilt
+ * (r is freed), else an error and r stays (its timer tries again). */
+static int rebuild(jr__srep *r)
+{
+    jr__js *js = r->js;
+    jr_node *n = js->n;
+    const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);
+    if (js->closing || !s || s->npeers < 2 || !jr__meta_stream_has_peer(s, js->name) || !r->g ||
+        jr__group_closed(r->g))
+        return JR_EINVAL;
+    if (jr__raft_role(jr__group_consensus(r->g)) == JR_LEADER) {
+        if (!r->rebuild_at || jr__node_now(n) >= jr__deadline(r->rebuild_at, 2 * js->election_ns)) {
+            r->rebuild_at = jr__node_now(n);
+            int rc = jr_group_transfer(r->g, NULL, NULL, NULL);
+            if (rc != 0 && rc != JR_ETRANSFER)
+                jr__node_log(n, JR_LOG_WARN,
+                             "stream '%s': its failed replica leads and cannot hand over yet: %s",
+                             r->name, jr_strerror(rc));
+        }
+        return JR_EBUSY;
+    }
+    jr__node_log(n, JR_LOG_WARN,
+                 "stream '%s': rebuilding its replica from the group's snapshot and log and its "
+                 "peers",
+                 r->name);
+    rep_unlink(r);
+    jr__srep_fail_staged(r, JR_ENOTLEADER);
+    drop_proposals(r, JR_ELEADERLOST);
+    if (r->cu) jr__catchup_free(r);
+    jr__group_detach(r->g, JR_ECLOSED);
+    jr__stream_fsm_abandon(r->fsm);
+    int rc = jr__store_destroy(js->facts.vfs, js->store_dir, r->name);
+    rep_free(r);
+    if (rc == 0) rc = jr__srep_create(js, s);
+    if (rc != 0) {
+        /* the group stays dormant; convergence creates the replica again */
+        jr__node_log(n, JR_LOG_ERROR, "stream '%s': rebuilding its replica failed: %s", s->name,
+                     jr_strerror(rc));
+        js->converge_failed = 1;
+        return 0;
+    }
+    jr__srep *nr = jr__srep_find(js, s->group);
+    if (nr) nr->rebuilt = 1;
     return 0;
 }
 

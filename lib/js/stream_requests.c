@@ -174,6 +174,7 @@ static void exec_read(jr__js *js, jr__srep *r, const jr__route *rt, int last, ui
     int rc = last ? jr__store_get_last(st, subj, subj_len, &m) : jr__store_get(st, seq, &m);
     if (rc != 0) {
         const char *t = rc == JR_ENOTFOUND ? "no message found" : "store read failed";
+        if (rc == JR_ECORRUPT) jr__srep_store_failed(r, rc, "a store read");
         jr__route_reply(js, rt, rc, t, strlen(t));
         return;
     }

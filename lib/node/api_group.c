@@ -148,6 +148,68 @@ out:
     return rc;
 }
 
+int jr_group_rescue(jr_group *g, const char *gone)
+{
+    int rc = usable(g);
+    if (rc != 0) return rc;
+    jr_node *n = g->node;
+    if (!gone) return JR_EINVAL;
+    jr__peer *p = jr__peer_find_name(n, gone);
+    if (!p) return jr__node_err(n, JR_ENOTFOUND, "rescue: '%s' is not a known server", gone);
+    if (p->id == n->self) return jr__node_err(n, JR_EINVAL, "rescue: '%s' is this server", gone);
+    jr__node_enter(n);
+    rc = jr__raft_vouch_gone(g->raft, p->id, n->now);
+    if (rc == 0) {
+        jr__node_log(n, JR_LOG_WARN,
+                     "group %llu: RESCUE: '%s' is taken to hold nothing of the group; what only "
+                     "it held is lost, and if it is alive two leaders may share a term",
+                     (unsigned long long)g->id, gone);
+        jr__group_ready(g);
+        jr__node_want_tick(n);
+    } else if (rc == JR_ENOCHANGE) {
+        jr__node_err(n, rc, "group %llu: rescue: this replica does not wait for '%s'",
+                     (unsigned long long)g->id, gone);
+    } else if (rc == JR_ENOTMEMBER) {
+        jr__node_err(n, rc, "group %llu: rescue: '%s' is not a member it waits for",
+                     (unsigned long long)g->id, gone);
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
+int jr_node_rescue(jr_node *n, const char *gone)
+{
+    if (!n || !gone) return JR_EINVAL;
+    if (n->closing) return JR_ECLOSED;
+    jr__peer *p = jr__peer_find_name(n, gone);
+    if (!p) return jr__node_err(n, JR_ENOTFOUND, "rescue: '%s' is not a known server", gone);
+    if (p->id == n->self) return jr__node_err(n, JR_EINVAL, "rescue: '%s' is this server", gone);
+    uint8_t k = 0;
+    while (k < n->nrescued && n->rescued[k] != p->id) k++;
+    if (k == n->nrescued) {
+        if (n->nrescued == sizeof n->rescued / sizeof n->rescued[0])
+            return jr__node_err(n, JR_ELIMIT, "rescue: too many servers declared gone");
+        n->rescued[n->nrescued++] = p->id;
+    }
+    jr__node_enter(n);
+    size_t rescued = 0;
+    for (size_t i = 0; i < n->groups.cap; i++) {
+        jr_group *g = n->groups.slots[i].val;
+        if (!n->groups.slots[i].key || g->closed ||
+            jr__raft_vouch_gone(g->raft, p->id, n->now) != 0)
+            continue;
+        rescued++;
+        jr__group_ready(g);
+    }
+    jr__node_log(n, JR_LOG_WARN,
+                 "RESCUE: server '%s' is taken to hold nothing (%zu groups waited for it); what "
+                 "only it held is lost, and if it is alive two leaders may share a term",
+                 gone, rescued);
+    jr__node_want_tick(n);
+    jr__node_leave(n);
+    return rescued ? 0 : JR_ENOCHANGE;
+}
+
 static int change(jr_group *g, int kind, const char *peer, jr_done_cb cb, void *arg)
 {
     int rc = usable(g);

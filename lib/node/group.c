@@ -20,8 +20,10 @@
  * anyone: it never grants a vote (incoming VOTE requests are dropped before the core sees them)
  * and never campaigns (its outgoing VOTE requests are dropped). It still follows a leader,
  * receives the log and snapshots, and applies committed entries; jr_group_status_get reports
- * damaged = 1 and proposals fail with JR_EDAMAGED. Repair is by membership: remove the peer and
- * add it again (a fresh replica), which an operator or the meta layer decides.
+ * damaged = 1 and proposals fail with JR_EDAMAGED. Repair is by its peers: they vouch for what
+ * it holds and its leader sends it what it lost (raft/vouch.c); for a member gone for good that
+ * it would wait for forever, an operator may declare it gone (jr_group_rescue, jr_node_rescue:
+ * unsafe, group.h says why).
  *
  * Closing a replica keeps its raft core dormant in node->groups (no inputs, no timer): pending
  * durable state is still flushed, and jr_group_open of the same id revives it with a new fsm
@@ -419,6 +421,9 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     }
     rc = jr__raft_start(g->raft, n->now);
     if (rc != 0) goto fail;
+    /* servers an operator declared gone (jr_node_rescue): not waited for here either */
+    for (uint8_t i = 0; i < n->nrescued && jr__raft_unvouched(g->raft); i++)
+        (void)jr__raft_vouch_gone(g->raft, n->rescued[i], n->now);
     rc = jr__map_put(&n->groups, g->id, g);
     if (rc != 0) goto fail;
     if (s) {

@@ -238,6 +238,10 @@ struct jr_node {
     uint8_t all_damaged; /* the WAL reported damage it could not attribute */
     uint8_t wal_lost;    /* the node's mark is in wal_dir but no WAL segment is (recover.c):
                             every group it opens starts unvouched and damaged */
+    jr__id rescued[8];   /* servers an operator declared gone (jr_node_rescue): every unvouched
+                            group of this node, open or opened later in this life, stops
+                            waiting for them */
+    uint8_t nrescued;
 
     jr__wal *wal;
     uint64_t flush_gen;

@@ -517,6 +517,11 @@ uint64_t jr__raft_snapshot_term(const jr__raft *r);
 const jr__conf *jr__raft_conf(const jr__raft *r); /* latest configuration (maybe uncommitted) */
 void jr__raft_snapshot_conf(const jr__raft *r, jr__conf *out); /* configuration at snapshot index */
 int jr__raft_ready(const jr__raft *r); /* leader with an entry of its term committed */
+/* Operator rescue (vouch.c "Rescue"): takes member `peer`, which never answered this unvouched
+ * replica, as holding nothing of the group. Unsafe unless peer is gone for good. 0; JR_ENOCHANGE
+ * (whole, or peer answered); JR_ENOTMEMBER (not a member it waits for); JR_EINVAL (itself);
+ * JR_ENOMEM. */
+int jr__raft_vouch_gone(jr__raft *r, jr__id peer, uint64_t now);
 /* 1 while this replica is unvouched (vouch.c): restarted from storage that may have lost what
  * it acknowledged, and not yet vouched for by its peers; 0 once whole. */
 int jr__raft_unvouched(const jr__raft *r);

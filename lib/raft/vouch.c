@@ -97,6 +97,8 @@
  * it is not a transfer target and not current until it acknowledges our log up to where it was
  * then. A term conflict above its match is ordinary backtracking and never lowers the match.
  */
+#include <string.h>
+
 #include "impl.h"
 #include "util/alloc.h"
 
@@ -456,6 +458,45 @@ void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
     for (uint32_t i = 0; i < dead.n; i++) jr__confs_put(r->confs, dead.c[i]);
     if (!v->floored && floor_answers(r, &g)) take_floor(r, now);
     jr__vouch_check(r, now);
+}
+
+/* Rescue. A member that never answers (its server gone for good) keeps an unvouched replica
+ * from its term floor or its log floor forever: in R3 with one server gone and one replica
+ * damaged, the damaged one cannot be vouched for and the whole one cannot be elected without
+ * its vote. The operator may declare the silent member gone: it is taken to hold nothing of the
+ * group, as its node answers once it released its replica (no entry, no configuration), and the
+ * replica goes on from there. That is safe only if the member is truly gone and stays so:
+ *  - an entry committed with this replica's lost acknowledgement may be held by nobody else
+ *    (the quorum was {this replica, the gone one}): the log floor no longer requires it, so it
+ *    is lost, and if the gone member comes back it gives it up for the new leader's log;
+ *  - a vote this replica forgot may have gone to the gone member in a term above every term the
+ *    others answered: if that member is alive (partitioned, paused) it may lead in the term the
+ *    rescued group elects in, two leaders in one term.
+ * So it is an explicit operator call (jr_group_rescue), never automatic. */
+int jr__raft_vouch_gone(jr__raft *r, jr__id peer, uint64_t now)
+{
+    struct jr__vouch *v = r->vouch;
+    if (!v) return JR_ENOCHANGE; /* whole: nothing waits */
+    if (peer == r->cfg.self) return JR_EINVAL;
+    fam f;
+    family(r, &f);
+    if (!fam_member(r, &f, peer)) return JR_ENOTMEMBER;
+    if (answer_of(v, peer)) return JR_ENOCHANGE; /* it answered: not what keeps it waiting */
+    static const uint8_t none[1] = {0};          /* jr__conf_encode() of no member */
+    jr__msg m;
+    memset(&m, 0, sizeof m);
+    m.type = JR__MSG_VOUCH_RESP;
+    m.group = r->cfg.group;
+    m.from = peer;
+    m.to = r->cfg.self;
+    m.term = 1; /* no message has term 0 */
+    m.u.vouch_resp.conf = none;
+    m.u.vouch_resp.conf_len = sizeof none;
+    jr__vouch_on_resp(r, now, &m);
+    /* (r->vouch may be gone: the answer can make it whole at once) */
+    if (r->vouch && !answer_of(r->vouch, peer)) return JR_ENOMEM;
+    jr__raft_notify(r);
+    return 0;
 }
 
 int jr__vouch_drops(const jr__raft *r, const jr__msg *m)

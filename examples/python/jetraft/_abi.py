@@ -833,6 +833,8 @@ FUNCTIONS: dict[str, tuple[object, list[object]]] = {
     "jr_group_status_get": (c_int, [c_void_p, P(jr_group_status)]),
     "jr_group_floor_get": (c_int, [c_void_p, P(jr_group_floor)]),
     "jr_group_peer": (c_int, [c_void_p, c_size_t, P(jr_peer_status)]),
+    "jr_group_rescue": (c_int, [c_void_p, c_char_p]),
+    "jr_node_rescue": (c_int, [_node, c_char_p]),
     "jr_snapshot_write": (c_int, [c_void_p, c_void_p, c_size_t]),
     # cluster
     "jr_meta_info_get": (c_int, [_node, meta_info_fn, c_void_p]),

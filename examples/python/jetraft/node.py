@@ -235,6 +235,12 @@ class Node:
         """The now() value at which the node next needs tick(); 2**64 - 1 if none."""
         return int(lib.jr_node_deadline(self.ptr))
 
+    def rescue(self, gone: str) -> None:
+        """UNSAFE operator call (jr_node_rescue): every group of this server waiting for `gone`,
+        a server lost for good, stops waiting for it; what only it and a damaged replica held
+        may be lost."""
+        check(lib.jr_node_rescue(self.ptr, enc(gone)), f"rescue of {gone}")
+
     def stats(self) -> NodeStats:
         out = _abi.jr_node_stats()
         out.size = ctypes.sizeof(out)
@@ -886,6 +892,10 @@ class Group:
     @property
     def leader(self) -> str | None:
         return dec(lib.jr_group_leader(self.ptr))
+
+    def rescue(self, gone: str) -> None:
+        """UNSAFE operator call (jr_group_rescue) for this group alone: see Node.rescue."""
+        check(lib.jr_group_rescue(self.ptr, enc(gone)), f"rescue of {gone}")
 
     def status(self) -> GroupStatus:
         out = _abi.jr_group_status()

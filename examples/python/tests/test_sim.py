@@ -157,6 +157,13 @@ class FixtureTest(unittest.TestCase):
             sim.server_peer_remove("n3", node=0)
             self.assertNotIn("n3", [s.name for s in sim.meta_info(0).servers])
             self.assertFalse(sim.meta_info(0).removed)
+            # the unsafe rescue refuses what is not a rescue: nothing waits, unknown, itself
+            with self.assertRaises(jetraft.NoChangeError):
+                sim.node(0).rescue("n1")
+            with self.assertRaises(NotFoundError):
+                sim.node(0).rescue("nobody")
+            with self.assertRaises(jetraft.InvalidArgumentError):
+                sim.node(0).rescue("n0")
 
     def test_a_raw_group_on_the_fixture(self) -> None:
         applied: list[tuple[int, int, bytes]] = []
