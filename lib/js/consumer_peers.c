@@ -12,6 +12,8 @@
  * It runs from the leader's timer (consumer_leader.c jr__clead_timer), a heartbeat apart while
  * work is left; a change still in flight makes the next call JR_EBUSY, which only means "later".
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "js/js.h"
@@ -39,6 +41,20 @@ static int member(jr_group *g, const char *name, int *voter, int *current)
     return 0;
 }
 
+/* Records what the change waits on now (consumer info's move status). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void
+note(jr__crep *r, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    r->note.status = (uint8_t)status;
+    vsnprintf(r->note.desc, sizeof r->note.desc, fmt, ap);
+    va_end(ap);
+}
+
 void jr__crep_members_duty(jr__crep *r, uint64_t *next)
 {
     jr__js *js = r->js;
@@ -52,13 +68,19 @@ void jr__crep_members_duty(jr__crep *r, uint64_t *next)
     for (size_t i = 0; i < c->npeers; i++) {
         if (member(g, c->peers[i], &voter, &current)) continue;
         jr_group_add_observer(g, c->peers[i], NULL, NULL); /* JR_EBUSY: one change at a time */
+        note(r, JR_MOVE_MEMBERSHIP, "adding peer %s", c->peers[i]);
         *next = soon;
         return;
     }
     /* 2. an observer of the assignment that caught up: becomes a voter */
     for (size_t i = 0; i < c->npeers; i++) {
         if (!member(g, c->peers[i], &voter, &current) || voter) continue;
-        if (current) jr_group_promote(g, c->peers[i], NULL, NULL);
+        if (current) {
+            jr_group_promote(g, c->peers[i], NULL, NULL);
+            note(r, JR_MOVE_MEMBERSHIP, "promoting peer %s", c->peers[i]);
+        } else {
+            note(r, JR_MOVE_CATCHUP, "waiting for peers to catch up (%s)", c->peers[i]);
+        }
         *next = soon;
         return;
     }
@@ -74,17 +96,24 @@ void jr__crep_members_duty(jr__crep *r, uint64_t *next)
             for (size_t k = 0; k < c->npeers; k++) {
                 if (member(g, c->peers[k], &voter, &current) && voter && current) {
                     jr_group_transfer(g, c->peers[k], NULL, NULL);
+                    note(r, JR_MOVE_MEMBERSHIP, "stepping down to %s", c->peers[k]);
                     break;
                 }
+                note(r, JR_MOVE_CATCHUP, "waiting for a current peer to step down to");
             }
         } else {
             jr_group_remove(g, ps.name, NULL, NULL);
+            note(r, JR_MOVE_MEMBERSHIP, "removing peer %s", ps.name);
         }
         *next = soon;
         return;
     }
     /* 4. the configuration is the peer set: report it (again until the meta state has it) */
-    if (!jr__meta_consumer_busy(c)) return;
+    if (!jr__meta_consumer_busy(c)) {
+        memset(&r->note, 0, sizeof r->note);
+        return;
+    }
+    note(r, JR_MOVE_META, "reporting the new peer set to the meta leader");
     uint64_t now = jr__node_now(n);
     if (r->reported_at && now < jr__deadline(r->reported_at, 4 * js->election_ns)) {
         *next = soon;
