@@ -350,6 +350,8 @@ static int work_finish(work *w)
 static void cluster(e2e *c, unsigned n, uint64_t seed)
 {
     memset(c, 0, sizeof *c);
+    const char *off = getenv("JR_SEED_OFFSET"); /* replay or explore other seeds */
+    if (off) seed += strtoull(off, NULL, 0);
     ck_assert_msg(e2e_new(c, n, seed, 3000) == 0, "seed %llu", (unsigned long long)seed);
     ck_assert_int_ge(e2e_wait_meta(c, n, 30 * SEC), 0);
 }
