@@ -162,7 +162,9 @@ typedef struct jr_consumer_info {
 
 /* Renders info as the nats CLI prints `nats consumer info` into buf (always NUL-terminated when
  * len > 0; buf may be NULL when len is 0): the "Information for Consumer" header, the
- * Configuration rows that are set, the Cluster Information block and the State rows. now_ns
+ * Configuration rows that are set, the Cluster Information block (and, while the consumer's
+ * peer set changes, the Migration Information section as jr_stream_info_format prints it) and
+ * the State rows. now_ns
  * (ns since the Unix epoch, the clock info's times come from) dates the "... ago" parts and a
  * pause's time left; 0 leaves them out. Times are shown in UTC; a created_ns of 0 leaves out
  * "created ...". Reads info, its config and its cluster only up to their `size`; a NULL config or

@@ -103,7 +103,11 @@ typedef struct jr_stream_info {
 } jr_stream_info;
 
 /* Renders the "Cluster Information" block of info as the nats CLI prints it into buf (always
- * NUL-terminated when len > 0); returns the full length it needs, like snprintf, or JR_EINVAL. */
+ * NUL-terminated when len > 0), a replica joining the group or on its way out marked
+ * " (pending)", followed while a peer change runs (info->cluster->move) by a "Migration
+ * Information" section: Status (meta, membership, snapshot, catchup, quorum, blocked,
+ * unavailable), Description, Error (when set), Target Peers, Origin Peers (when recorded), then
+ * an empty line. Returns the full length it needs, like snprintf, or JR_EINVAL. */
 JR_API int jr_stream_info_format(const jr_stream_info *info, char *buf, size_t len);
 
 /* ----------------------------------------------------------------------------------------------
@@ -269,10 +273,12 @@ JR_API int jr_stream_cancel_move(jr_node *node, const char *stream, jr_stream_cb
 
 /* Stream info, computed on the stream leader: config (normal form), state and the cluster
  * block (leader; every other replica: current, offline, active, lag, observer, pending).
- * While the replica count changes (jr_stream_update), the cluster block lists the members of
- * the stream's group as its leader sees them — a joining replica as an observer that is not
- * yet current, a peer of the new assignment the group has not added yet as pending, a removed
- * one until its removal is done — and config.replicas is the new count.
+ * While the peer set changes (jr_stream_update, jr_stream_evacuate, jr_stream_cancel_move),
+ * the cluster block lists the members of the stream's group as its leader sees them — a
+ * joining replica as an observer that is not yet current, a peer of the new assignment the
+ * group has not added yet as pending, a removed one as pending until its removal is done —
+ * config.replicas is the new count, and cluster->move says where the change goes, where it
+ * started and what it waits on (jr_move_info; NULL once the group is stable).
  * (Named _get: jr_stream_info is the struct.) */
 typedef void (*jr_stream_info_cb)(void *arg, int status, const char *msg,
                                   const jr_stream_info *info);

@@ -367,10 +367,12 @@ static void add_stream(e2e *c, const char *name, int replicas)
 
 static int g_saw_pending; /* an info showing a move had a "(pending)" marker */
 
-/* Polls stream info every 20 ms until it shows a stable group of n members (while the work
- * goes on); returns 1, or 0 after max_ns. Sets *saw_move when an info showed the move. */
-static int wait_stable(work *w, e2e *c, const char *name, size_t n, uint64_t max_ns, minfo *out,
-                       minfo *during)
+/* Polls stream info every 20 ms until it shows a stable group of n members without server
+ * `gone` (NULL: any; a leader whose meta state has not applied a change yet still shows the
+ * old group as stable), while the work goes on; returns 1, or 0 after max_ns. *during gets
+ * the first info that showed the move. */
+static int wait_stable(work *w, e2e *c, const char *name, const char *gone, size_t n,
+                       uint64_t max_ns, minfo *out, minfo *during)
 {
     uint64_t end = jr_sim_now(c->sim) + max_ns;
     while (jr_sim_now(c->sim) < end) {
@@ -378,7 +380,7 @@ static int wait_stable(work *w, e2e *c, const char *name, size_t n, uint64_t max
         if (sinfo(c, name, &r) == 0) {
             if (r.moving && during && !during->moving) *during = r;
             if (r.moving && strstr(r.text, "(pending)")) g_saw_pending = 1;
-            if (stable(&r, n)) {
+            if (stable(&r, n) && !(gone && holds(&r, gone))) {
                 *out = r;
                 return 1;
             }
@@ -467,7 +469,7 @@ START_TEST(evacuating_the_leader_of_an_r3_stream_moves_it_and_loses_nothing)
     minfo end, during;
     memset(&during, 0, sizeof during);
     g_saw_pending = 0;
-    ck_assert_msg(wait_stable(&w, &c, "ORDERS", 3, 20 * SEC, &end, &during),
+    ck_assert_msg(wait_stable(&w, &c, "ORDERS", gone, 3, 20 * SEC, &end, &during),
                   "not converged: leader '%s', %zu replicas, moving %d: %s", end.leader, end.nreps,
                   end.moving, end.desc);
     /* the move was visible: target without the evacuated peer, origin with it, a status */
@@ -513,7 +515,7 @@ START_TEST(evacuating_an_r1_stream_keeps_its_data)
     while (!ev.done) pump(&w, 2 * MS);
     ck_assert_msg(ev.status == 0, "evacuate: %s %s", jr_err_name(ev.status), ev.msg);
     minfo end;
-    ck_assert_msg(wait_stable(&w, &c, "ORDERS", 1, 20 * SEC, &end, NULL),
+    ck_assert_msg(wait_stable(&w, &c, "ORDERS", gone, 1, 20 * SEC, &end, NULL),
                   "not converged: leader '%s' moving %d: %s", end.leader, end.moving, end.desc);
     ck_assert_str_ne(end.leader, gone);
     int acked = work_finish(&w);
@@ -547,6 +549,58 @@ START_TEST(evacuating_with_nowhere_to_go_is_peer_remap_failed)
     ck_assert(!after.moving);
     for (unsigned i = 0; i < 3; i++) ck_assert(holds(&after, jr_sim_name(c.sim, i)));
     ck_assert_int_gt(work_finish(&w), 50);
+    e2e_free(&c);
+}
+END_TEST
+
+/* The replacement obeys the stream's placement: with tag "ssd" required, the one free server
+ * without it does not qualify (JR_EPEERREMAP, nothing moves); once a fifth server carrying it
+ * exists, the replica goes there. */
+START_TEST(the_replacement_obeys_the_placement_tags)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    for (unsigned i = 0; i < 5; i++) {
+        c.tags[i][0] = i < 3 || i == 4 ? "ssd" : "hdd";
+        c.ntags[i] = 1;
+    }
+    const char *off = getenv("JR_SEED_OFFSET");
+    ck_assert_int_eq(e2e_new(&c, 5, 7008 + (off ? strtoull(off, NULL, 0) : 0), 3000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 5, 30 * SEC), 0);
+    /* n4 (ssd) is down: only n3 (hdd) is free */
+    ck_assert_int_eq(jr_sim_crash(c.sim, 4), 0);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    static const char *ssd[] = {"ssd"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "ORDERS", subj, 1, 3);
+    cfg.placement = e2e_placement(NULL, ssd, 1);
+    e2e_res er;
+    ck_assert_msg(e2e_add(&c, 0, &cfg, &er) == 0, "add: %s", er.msg);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 2, 30 * SEC), 0);
+    minfo before;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
+    ck_assert(!holds(&before, "n3"));
+    ares a = {0};
+    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, 0), "ORDERS", "n1", admin_cb, &a), 0);
+    ck_assert_int_eq(wait_admin(&c, &a), JR_EPEERREMAP);
+    ck_assert_ptr_nonnull(strstr(a.msg, "peer remap failed"));
+    minfo after;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &after), 0);
+    ck_assert(!after.moving);
+    ck_assert(holds(&after, "n1"));
+    /* n4 is back: it qualifies */
+    ck_assert_int_eq(e2e_restart(&c, 4), 0);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    ares b = {0};
+    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, 0), "ORDERS", "n1", admin_cb, &b), 0);
+    ck_assert_msg(wait_admin(&c, &b) == 0, "evacuate: %s", b.msg);
+    minfo end;
+    ck_assert_msg(wait_stable(NULL, &c, "ORDERS", "n1", 3, 20 * SEC, &end, NULL),
+                  "not converged: %s", end.desc);
+    ck_assert_msg(holds(&end, "n4"), "leader %s, replicas %s %s", end.leader, end.reps[0].name,
+                  end.reps[1].name);
+    ck_assert(!holds(&end, "n1"));
+    ck_assert(!holds(&end, "n3"));
     e2e_free(&c);
 }
 END_TEST
@@ -592,13 +646,21 @@ START_TEST(cancelling_a_move_returns_to_the_origin_and_the_target_removes_its_fi
     ck_assert_msg(stuck.moving, "no move shown");
     ck_assert_ptr_nonnull(strstr(stuck.text, "Migration Information:"));
     ck_assert_ptr_nonnull(strstr(stuck.text, "(pending)"));
-    ck_assert_msg(stuck.mstatus == JR_MOVE_QUORUM, "status %d: %s", stuck.mstatus, stuck.desc);
-    ck_assert_ptr_nonnull(strstr(stuck.desc, jr_sim_name(c.sim, (unsigned)t)));
+    /* waiting for the cut-off target, or for the stream's consumer that moves onto it */
+    ck_assert_msg(stuck.mstatus == JR_MOVE_QUORUM || stuck.mstatus == JR_MOVE_BLOCKED,
+                  "status %d: %s", stuck.mstatus, stuck.desc);
+    if (stuck.mstatus == JR_MOVE_QUORUM)
+        ck_assert_ptr_nonnull(strstr(stuck.desc, jr_sim_name(c.sim, (unsigned)t)));
+    else
+        ck_assert_str_eq(stuck.desc, "waiting for consumer 'NEW' to migrate");
     check_out chk = {0};
     ck_assert_int_eq(jr_stream_check(e2e_node(&c, t == 0 ? 1 : 0), "ORDERS", NULL, check_cb, &chk),
                      0);
     ck_assert_int_eq(jr_sim_run_until(c.sim, check_done, &chk, 10 * SEC), 0);
-    ck_assert_msg(strstr(chk.line, "move stuck: quorum: waiting for peer") != NULL, "%s", chk.line);
+    ck_assert_msg(strstr(chk.line, stuck.mstatus == JR_MOVE_QUORUM
+                                       ? "move stuck: quorum: waiting for peer"
+                                       : "move stuck: blocked: waiting for consumer 'NEW'") != NULL,
+                  "%s", chk.line);
     /* cancel: back to the origin */
     ares cancel = {0};
     unsigned via = (unsigned)(t == 0 ? 1 : 0);
@@ -606,9 +668,10 @@ START_TEST(cancelling_a_move_returns_to_the_origin_and_the_target_removes_its_fi
     while (!cancel.done) pump(&w, 2 * MS);
     ck_assert_msg(cancel.status == 0, "cancel: %s %s", jr_err_name(cancel.status), cancel.msg);
     minfo end;
-    ck_assert_msg(wait_stable(&w, &c, "ORDERS", 3, 20 * SEC, &end, NULL),
-                  "not back: leader '%s' %zu replicas moving %d: %s", end.leader, end.nreps,
-                  end.moving, end.desc);
+    ck_assert_msg(
+        wait_stable(&w, &c, "ORDERS", jr_sim_name(c.sim, (unsigned)t), 3, 20 * SEC, &end, NULL),
+        "not back: leader '%s' %zu replicas moving %d: %s", end.leader, end.nreps, end.moving,
+        end.desc);
     for (int i = 0; i < 3; i++) ck_assert_msg(holds(&end, origin[i]), "%s missing", origin[i]);
     ck_assert(!holds(&end, jr_sim_name(c.sim, (unsigned)t)));
     /* nothing more to cancel */
@@ -719,7 +782,7 @@ START_TEST(meta_and_stream_leaders_killed_mid_move_the_move_completes)
     ck_assert_int_eq(e2e_restart(&c, (unsigned)sl), 0);
     if (ml != sl) ck_assert_int_eq(e2e_restart(&c, (unsigned)ml), 0);
     minfo end;
-    ck_assert_msg(wait_stable(&w, &c, "ORDERS", 3, 30 * SEC, &end, NULL),
+    ck_assert_msg(wait_stable(&w, &c, "ORDERS", gone, 3, 30 * SEC, &end, NULL),
                   "not converged: leader '%s', %zu replicas, moving %d: %s", end.leader, end.nreps,
                   end.moving, end.desc);
     ck_assert(!holds(&end, gone));
@@ -905,6 +968,7 @@ int main(void)
     tcase_add_test(tc, the_formatter_prints_the_migration_section_and_pending_markers);
     tcase_add_test(tc, bad_input_is_refused_and_nothing_moves);
     tcase_add_test(tc, evacuating_with_nowhere_to_go_is_peer_remap_failed);
+    tcase_add_test(tc, the_replacement_obeys_the_placement_tags);
     tcase_add_test(tc, evacuating_the_leader_of_an_r3_stream_moves_it_and_loses_nothing);
     tcase_add_test(tc, evacuating_an_r1_stream_keeps_its_data);
     tcase_add_test(tc, cancelling_a_move_returns_to_the_origin_and_the_target_removes_its_files);
