@@ -698,6 +698,61 @@ START_TEST(cancelling_a_move_returns_to_the_origin_and_the_target_removes_its_fi
 }
 END_TEST
 
+/* A cancel applies to any peer change: a grow R3 -> R4 whose new peer is cut off returns to
+ * R3 on the original peers, and the new peer deletes what it held once it hears of it. */
+START_TEST(cancelling_a_grow_returns_to_three_replicas)
+{
+    e2e c;
+    cluster(&c, 5, 7009);
+    add_stream(&c, "ORDERS", 3);
+    static work w;
+    work_start(&w, &c, "ORDERS", "NEW", 1500);
+    pump(&w, 300 * MS);
+    minfo before;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "ORDERS", subj, 1, 4);
+    ares up = {0};
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, 0), &cfg, admin_cb, &up), 0);
+    while (!up.done) pump(&w, 1 * MS);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    minfo m;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &m), 0);
+    ck_assert(m.moving);
+    ck_assert_uint_eq(m.ntarget, 4);
+    ck_assert_uint_eq(m.norigin, 3);
+    int t = -1;
+    for (size_t i = 0; i < m.ntarget; i++)
+        if (!in_names(m.origin, m.norigin, m.target[i])) t = jr_sim_index(c.sim, m.target[i]);
+    ck_assert_int_ge(t, 0);
+    uint64_t until = jr_sim_now(c.sim) + 5 * SEC;
+    while (files_of(&c, (unsigned)t, "ORDERS") == 0 && jr_sim_now(c.sim) < until)
+        jr_sim_run_for(c.sim, 1 * MS);
+    ck_assert_int_gt(files_of(&c, (unsigned)t, "ORDERS"), 0);
+    unsigned side[1] = {(unsigned)t};
+    ck_assert_int_eq(jr_sim_partition(c.sim, side, 1), 0);
+    pump(&w, 500 * MS);
+    ares cancel = {0};
+    unsigned via = (unsigned)(t == 0 ? 1 : 0);
+    ck_assert_int_eq(jr_stream_cancel_move(e2e_node(&c, via), "ORDERS", admin_cb, &cancel), 0);
+    while (!cancel.done) pump(&w, 2 * MS);
+    ck_assert_msg(cancel.status == 0, "cancel: %s %s", jr_err_name(cancel.status), cancel.msg);
+    minfo end;
+    ck_assert_msg(
+        wait_stable(&w, &c, "ORDERS", jr_sim_name(c.sim, (unsigned)t), 3, 20 * SEC, &end, NULL),
+        "not back: leader '%s' %zu replicas moving %d: %s", end.leader, end.nreps, end.moving,
+        end.desc);
+    ck_assert_int_eq(end.replicas, 3);
+    ck_assert(holds(&end, before.leader));
+    for (size_t i = 0; i < before.nreps; i++) ck_assert(holds(&end, before.reps[i].name));
+    jr_sim_heal(c.sim);
+    pump(&w, 2 * SEC);
+    ck_assert_int_eq(files_of(&c, (unsigned)t, "ORDERS"), 0);
+    ck_assert_int_gt(work_finish(&w), 100);
+    e2e_free(&c);
+}
+END_TEST
+
 START_TEST(evacuating_a_consumer_moves_its_replica)
 {
     e2e c;
@@ -982,6 +1037,7 @@ int main(void)
     tcase_add_test(tc, evacuating_the_leader_of_an_r3_stream_moves_it_and_loses_nothing);
     tcase_add_test(tc, evacuating_an_r1_stream_keeps_its_data);
     tcase_add_test(tc, cancelling_a_move_returns_to_the_origin_and_the_target_removes_its_files);
+    tcase_add_test(tc, cancelling_a_grow_returns_to_three_replicas);
     tcase_add_test(tc, evacuating_a_consumer_moves_its_replica);
     tcase_add_test(tc, meta_and_stream_leaders_killed_mid_move_the_move_completes);
     suite_add_tcase(s, tc);
