@@ -76,6 +76,10 @@ int jr__meta_move_validate(const jr__meta_state *st, const jr__meta_op *op, int 
         if (!busy || !has_origin)
             return refuse(res, JR_ENOCHANGE, "%s reconfiguration not in progress", what);
         if (c) {
+            if (c->origin->npeers != (size_t)jr__meta_consumer_replicas(s, &c->cfg->c))
+                return refuse(res, JR_EBUSY,
+                              "cluster member change is in progress (the consumer's replica "
+                              "count changed since its move started: cancel its stream's)");
             for (size_t i = 0; i < c->origin->npeers; i++)
                 if (!jr__meta_stream_has_peer(s, c->origin->peers[i]))
                     return refuse(res, JR_EBUSY,
@@ -124,6 +128,10 @@ static int cancel_consumers(jr__meta_state *st, jr__meta_stream *s, const jr__me
     for (size_t i = 0; i < s->nconsumers; i++) {
         const jr__meta_consumer *c = s->consumers[i];
         if (!c->origin) continue;
+        /* only to an origin of the replica count the consumer has after the cancel (its
+         * config may have changed since the origin was recorded) */
+        size_t want = (*out)[i] ? (*out)[i]->npeers : c->npeers;
+        if (c->origin->npeers != want) continue;
         int within = 1;
         for (size_t k = 0; within && k < c->origin->npeers; k++)
             within = in_list(to->peers, to->npeers, c->origin->peers[k]);

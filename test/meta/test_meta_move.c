@@ -5,6 +5,7 @@
  * reads version 4. */
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "meta/meta_move.h"
@@ -463,6 +464,157 @@ START_TEST(the_snapshot_carries_the_origins_and_reads_version_4)
 }
 END_TEST
 
+/* Random moves, cancels, convergence reports, updates and consumers on several streams, applied
+ * by two replicas while a third restores from the first's snapshot every 40 ops: the results
+ * and the snapshots (with their origins) stay byte-identical. */
+START_TEST(random_moves_keep_replicas_and_restored_snapshots_identical)
+{
+    static const char *servers[] = {"n1", "n2", "n3", "n4", "n5"};
+    static const char *streams[] = {"A", "B", "C"};
+    static const char *consumers[] = {"X", "Y"};
+    static const char *sub[3][1] = {{"a.>"}, {"b.>"}, {"c.>"}};
+    jr__meta_state st[3];
+    for (int i = 0; i < 3; i++) jr__meta_state_init(&st[i], NULL, 1000);
+    const char *env = getenv("JR_TEST_SEED");
+    uint64_t index = 0, seed = env ? strtoull(env, NULL, 0) : 99173, first_seed = seed;
+    jr__buf log, sa, sb;
+    jr__buf_init(&log, NULL);
+    jr__buf_init(&sa, NULL);
+    jr__buf_init(&sb, NULL);
+    int applied = 0, refused = 0, moves = 0, cancels = 0;
+    for (int step = 0; step < 4000; step++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint64_t x = seed >> 11;
+        jr__meta_op op;
+        memset(&op, 0, sizeof op);
+        jr_stream_config c;
+        jr_consumer_config cc;
+        const char *peers[5];
+        const char *name = streams[x % 3];
+        const jr__meta_stream *s = jr__meta_stream_find(&st[0], name);
+        int kind = step < 5 ? 0 : (int)((x >> 8) % 9);
+        if (kind == 0 || (!s && kind < 8)) {
+            if (step < 5) {
+                op.type = JR__META_SERVER_INFO;
+                op.server.name = servers[step];
+                op.server.cluster = "east";
+            } else {
+                jr_stream_config_init(&c);
+                c.name = name;
+                c.subjects = sub[x % 3];
+                c.nsubjects = 1;
+                c.replicas = 1 + (int)((x >> 12) % 3);
+                for (int i = 0; i < c.replicas; i++) peers[i] = servers[(x + (uint64_t)i) % 5];
+                op.type = JR__META_STREAM_ADD;
+                op.config = &c;
+                op.peers = peers;
+                op.npeers = (size_t)c.replicas;
+            }
+        } else if (kind <= 3) { /* evacuate a peer of the stream or of a consumer */
+            const jr__meta_consumer *mc =
+                (x >> 20) % 2 && s->nconsumers ? s->consumers[(x >> 21) % s->nconsumers] : NULL;
+            const char *const *cur = mc ? mc->peers : s->peers;
+            size_t n = mc ? mc->npeers : s->npeers;
+            const char *gone = cur[(x >> 16) % n];
+            const char *pick = servers[(x >> 24) % 5];
+            for (size_t i = 0; i < n; i++) peers[i] = cur[i] == gone ? pick : cur[i];
+            op = op_move(name, mc ? mc->name : NULL, JR__META_MOVE_EVACUATE, gone, peers, n);
+            moves++;
+        } else if (kind == 4) {
+            const jr__meta_consumer *mc =
+                (x >> 20) % 2 && s->nconsumers ? s->consumers[(x >> 21) % s->nconsumers] : NULL;
+            op = op_move(name, mc ? mc->name : NULL, JR__META_MOVE_CANCEL, NULL, NULL, 0);
+            cancels++;
+        } else if (kind <= 6) { /* the group (or a consumer's) reports convergence */
+            op.type = JR__META_STREAM_CONVERGED;
+            op.stream = name;
+            const jr__meta_consumer *mc = (x >> 20) % 2 && s->nconsumers ? s->consumers[0] : NULL;
+            op.group = mc ? mc->group : s->group;
+            op.peers_at = mc ? mc->peers_at : s->peers_at;
+        } else if (kind == 7) { /* a consumer on some of the stream's peers */
+            jr_consumer_config_init(&cc);
+            cc.name = cc.durable_name = consumers[(x >> 14) % 2];
+            cc.num_replicas = 1 + (int)((x >> 15) % s->npeers);
+            for (int i = 0; i < cc.num_replicas; i++) peers[i] = s->peers[i];
+            op.type = JR__META_CONSUMER_ADD;
+            op.stream = name;
+            op.consumer_config = &cc;
+            op.peers = peers;
+            op.npeers = (size_t)cc.num_replicas;
+            op.created_ns = 1;
+        } else { /* a grow or shrink by one */
+            jr_stream_config_init(&c);
+            c.name = name;
+            c.subjects = sub[x % 3];
+            c.nsubjects = 1;
+            int r = s ? (int)s->npeers : 1;
+            c.replicas = (x >> 13) % 2 && r < 5 ? r + 1 : (r > 1 ? r - 1 : 2);
+            size_t k = 0;
+            for (size_t i = 0; s && i < s->npeers && k < (size_t)c.replicas; i++)
+                peers[k++] = s->peers[i];
+            for (size_t i = 0; i < 5 && k < (size_t)c.replicas; i++) {
+                int in = 0;
+                for (size_t j = 0; j < k; j++) in |= strcmp(peers[j], servers[i]) == 0;
+                if (!in) peers[k++] = servers[i];
+            }
+            op.type = s ? JR__META_STREAM_UPDATE : JR__META_STREAM_ADD;
+            op.config = &c;
+            op.peers = peers;
+            op.npeers = k;
+        }
+        jr__buf_reset(&log);
+        if (jr__meta_op_encode(&op, &log) != 0) continue;
+        index++;
+        jr__meta_result r0, r1, r2;
+        ck_assert_int_eq(jr__meta_apply(&st[0], index, log.data, log.len, &r0), 0);
+        ck_assert_int_eq(jr__meta_apply(&st[1], index, log.data, log.len, &r1), 0);
+        ck_assert_int_eq(jr__meta_apply(&st[2], index, log.data, log.len, &r2), 0);
+        ck_assert_msg(
+            r0.status == r1.status && r0.status == r2.status && strcmp(r0.msg, r2.msg) == 0,
+            "step %d: %d/%d/%d %s / %s", step, r0.status, r1.status, r2.status, r0.msg, r2.msg);
+        applied += r0.status == 0;
+        refused += r0.status != 0;
+        for (size_t i = 0; i < st[0].nstreams; i++) {
+            const jr__meta_stream *q = st[0].streams[i];
+            for (size_t j = 0; j < q->nconsumers; j++)
+                ck_assert_msg(q->consumers[j]->npeers ==
+                                  (size_t)jr__meta_consumer_replicas(q, &q->consumers[j]->cfg->c),
+                              "step %d: consumer %s/%s has %zu peers, wants %d (op type %d kind %d "
+                              "consumer %s status %d)",
+                              step, q->name, q->consumers[j]->name, q->consumers[j]->npeers,
+                              jr__meta_consumer_replicas(q, &q->consumers[j]->cfg->c), op.type,
+                              op.action, op.consumer ? op.consumer : "-", r0.status);
+            ck_assert_msg(!q->origin || jr__meta_stream_busy(q),
+                          "step %d: stream %s has an origin while stable (op type %d kind %d "
+                          "status %d)",
+                          step, q->name, op.type, op.action, r0.status);
+        }
+        if (step % 40 == 0 || step == 3999) {
+            snap(&st[0], &sa);
+            snap(&st[1], &sb);
+            ck_assert_uint_eq(sa.len, sb.len);
+            ck_assert(memcmp(sa.data, sb.data, sa.len) == 0);
+            jr__meta_state_free(&st[2]);
+            jr__meta_state_init(&st[2], NULL, 1);
+            ck_assert_msg(jr__meta_restore(&st[2], sa.data, sa.len) == 0,
+                          "JR_TEST_SEED=%llu step %d: the snapshot does not restore",
+                          (unsigned long long)first_seed, step);
+            snap(&st[2], &sb);
+            ck_assert_msg(sa.len == sb.len && memcmp(sa.data, sb.data, sa.len) == 0,
+                          "step %d: the restored snapshot differs", step);
+        }
+    }
+    ck_assert_int_gt(moves, 100);
+    ck_assert_int_gt(cancels, 100);
+    ck_assert_int_gt(applied, 300);
+    ck_assert_int_gt(refused, 100);
+    for (int i = 0; i < 3; i++) jr__meta_state_free(&st[i]);
+    jr__buf_free(&log);
+    jr__buf_free(&sa);
+    jr__buf_free(&sb);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("meta_move");
@@ -472,6 +624,7 @@ int main(void)
     tcase_add_test(tc, cancelling_a_grow_restores_the_replica_count_and_keeps_the_rest);
     tcase_add_test(tc, a_consumer_moves_within_its_stream_and_follows_a_stream_move);
     tcase_add_test(tc, the_snapshot_carries_the_origins_and_reads_version_4);
+    tcase_add_test(tc, random_moves_keep_replicas_and_restored_snapshots_identical);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
