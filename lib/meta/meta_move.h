@@ -25,8 +25,10 @@
  *             stays); the group converges back to it like to any new peer set, the origin is
  *             dropped, and the servers it leaves release their replicas once it converged. A
  *             stream's consumers follow: one that recorded an origin within the stream's
- *             returns to it, the others follow as on any peer change. A consumer's cancel is
- *             JR_EBUSY while its origin is no longer within its stream's peers.
+ *             returns to it (if it has the replica count the consumer has afterwards), the
+ *             others follow as on any peer change. A consumer's cancel is JR_EBUSY while its
+ *             origin is no longer within its stream's peers or has another replica count than
+ *             the consumer's now.
  */
 #ifndef JR_META_META_MOVE_H
 #define JR_META_META_MOVE_H
