@@ -615,6 +615,110 @@ START_TEST(random_moves_keep_replicas_and_restored_snapshots_identical)
 }
 END_TEST
 
+typedef struct faulty {
+    long countdown; /* fail the allocation when it reaches 0; -1: never */
+} faulty;
+
+static void *f_malloc(void *ctx, size_t n)
+{
+    faulty *f = ctx;
+    if (f->countdown >= 0 && f->countdown-- == 0) return NULL;
+    return malloc(n);
+}
+
+static void *f_realloc(void *ctx, void *p, size_t n)
+{
+    faulty *f = ctx;
+    if (f->countdown >= 0 && f->countdown-- == 0) return NULL;
+    return realloc(p, n);
+}
+
+static void f_free(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+}
+
+/* Every PEER_MOVE (stream and consumer, evacuate and cancel, with consumers following) fails
+ * its 1st, 2nd, ... allocation with JR_ENOMEM and the state exactly as before (the snapshot,
+ * origins included, is unchanged), then applies. */
+START_TEST(allocation_failures_never_half_apply_a_move)
+{
+    faulty f = {-1};
+    jr_allocator fa = {JR_ALLOCATOR_VERSION, &f, f_malloc, f_realloc, f_free};
+    jr__meta_state st;
+    jr__meta_state_init(&st, &fa, 1000);
+    static const char *names[] = {"n1", "n2", "n3", "n4", "n5"};
+    static const char *on1[] = {"n1"}, *on2[] = {"n2"};
+    static const char *moved[] = {"n1", "n2", "n4"};
+    static const char *moved2[] = {"n5", "n2", "n4"};
+    jr__meta_result res;
+    g_index = 0;
+    for (size_t i = 0; i < N(names); i++) {
+        jr__meta_op op;
+        memset(&op, 0, sizeof op);
+        op.type = JR__META_SERVER_INFO;
+        op.server.name = names[i];
+        op.server.cluster = "east";
+        ck_assert_int_eq(apply(&st, ++g_index, &op, &res), 0);
+    }
+    jr_stream_config c = scfg(3);
+    jr__meta_op add;
+    memset(&add, 0, sizeof add);
+    add.type = JR__META_STREAM_ADD;
+    add.config = &c;
+    add.peers = p123;
+    add.npeers = 3;
+    ck_assert_int_eq(apply(&st, ++g_index, &add, &res), 0);
+    add_consumer(&st, "A", 1, on1, 1);
+    add_consumer(&st, "B", 3, p123, 3);
+    uint64_t group = jr__meta_stream_find(&st, "ORDERS")->group;
+    jr__meta_op script[] = {
+        op_move("ORDERS", "A", JR__META_MOVE_EVACUATE, "n1", on2, 1),
+        op_move("ORDERS", "A", JR__META_MOVE_CANCEL, NULL, NULL, 0),
+        op_move("ORDERS", NULL, JR__META_MOVE_EVACUATE, "n3", moved, 3),
+        op_move("ORDERS", NULL, JR__META_MOVE_CANCEL, NULL, NULL, 0),
+        op_move("ORDERS", NULL, JR__META_MOVE_EVACUATE, "n3", moved, 3),
+    };
+    jr__buf enc, before, after;
+    jr__buf_init(&enc, NULL);
+    jr__buf_init(&before, NULL);
+    jr__buf_init(&after, NULL);
+    long failures = 0;
+    for (size_t k = 0; k < N(script) + 1; k++) {
+        jr__meta_op op = k < N(script)
+                             ? script[k]
+                             : op_move("ORDERS", NULL, JR__META_MOVE_EVACUATE, "n1", moved2, 3);
+        const jr__meta_stream *s = jr__meta_stream_find(&st, "ORDERS");
+        if (op.action == JR__META_MOVE_EVACUATE && !op.consumer && jr__meta_stream_busy(s))
+            ck_assert_int_eq(converge(&st, group, s->peers_at), 0); /* the previous one is over */
+        jr__buf_reset(&enc);
+        ck_assert_int_eq(jr__meta_op_encode(&op, &enc), 0);
+        snap(&st, &before);
+        uint64_t index = ++g_index;
+        for (long n = 0;; n++) {
+            f.countdown = n;
+            int rc = jr__meta_apply(&st, index, enc.data, enc.len, &res);
+            f.countdown = -1;
+            if (rc == 0) break;
+            ck_assert_msg(rc == JR_ENOMEM, "op %zu, failing allocation %ld: %d", k, n, rc);
+            failures++;
+            snap(&st, &after);
+            ck_assert_msg(after.len == before.len &&
+                              memcmp(after.data, before.data, before.len) == 0,
+                          "op %zu, failing allocation %ld: state changed", k, n);
+        }
+        ck_assert_msg(res.status == 0, "op %zu: %s", k, res.msg);
+        ck_assert_int_eq(res.changed, 1);
+    }
+    ck_assert_int_gt(failures, 10);
+    jr__meta_state_free(&st);
+    jr__buf_free(&enc);
+    jr__buf_free(&before);
+    jr__buf_free(&after);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("meta_move");
@@ -625,6 +729,7 @@ int main(void)
     tcase_add_test(tc, a_consumer_moves_within_its_stream_and_follows_a_stream_move);
     tcase_add_test(tc, the_snapshot_carries_the_origins_and_reads_version_4);
     tcase_add_test(tc, random_moves_keep_replicas_and_restored_snapshots_identical);
+    tcase_add_test(tc, allocation_failures_never_half_apply_a_move);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
