@@ -24,8 +24,9 @@ static int named(const jr__meta_consumer *c, const char *name)
     return name && jr__meta_consumer_has_peer(c, name);
 }
 
-/* 1 if the group's member `name` exists (*voter, *current set). */
-static int member(jr_group *g, const char *name, int *voter, int *current)
+/* 1 if the group's member `name` exists (*voter, *current set, and *seen — the leader's
+ * last_seen_ns of it — when seen is not NULL). */
+static int member_seen(jr_group *g, const char *name, int *voter, int *current, uint64_t *seen)
 {
     jr_group_status gs;
     gs.size = sizeof gs;
@@ -36,9 +37,15 @@ static int member(jr_group *g, const char *name, int *voter, int *current)
         if (jr_group_peer(g, i, &ps) != 0 || !ps.name || strcmp(ps.name, name) != 0) continue;
         *voter = ps.voter;
         *current = ps.current;
+        if (seen) *seen = ps.last_seen_ns;
         return 1;
     }
     return 0;
+}
+
+static int member(jr_group *g, const char *name, int *voter, int *current)
+{
+    return member_seen(g, name, voter, current, NULL);
 }
 
 /* Records what the change waits on now (consumer info's move status). */
@@ -74,10 +81,13 @@ void jr__crep_members_duty(jr__crep *r, uint64_t *next)
     }
     /* 2. an observer of the assignment that caught up: becomes a voter */
     for (size_t i = 0; i < c->npeers; i++) {
-        if (!member(g, c->peers[i], &voter, &current) || voter) continue;
+        uint64_t seen = 0;
+        if (!member_seen(g, c->peers[i], &voter, &current, &seen) || voter) continue;
         if (current) {
             jr_group_promote(g, c->peers[i], NULL, NULL);
             note(r, JR_MOVE_MEMBERSHIP, "promoting peer %s", c->peers[i]);
+        } else if (seen == UINT64_MAX || seen > 2 * js->election_ns) {
+            note(r, JR_MOVE_QUORUM, "waiting for peer %s to come online", c->peers[i]);
         } else {
             note(r, JR_MOVE_CATCHUP, "waiting for peers to catch up (%s)", c->peers[i]);
         }

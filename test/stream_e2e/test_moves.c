@@ -817,6 +817,80 @@ START_TEST(evacuating_a_consumer_moves_its_replica)
 }
 END_TEST
 
+/* A consumer's move that cannot finish (its new peer is cut off) shows in consumer info with
+ * its target, origin and status, and cancelling it keeps the consumer where it was. */
+START_TEST(cancelling_a_consumer_move_keeps_it_where_it_was)
+{
+    e2e c;
+    cluster(&c, 5, 7010);
+    add_stream(&c, "ORDERS", 3);
+    static work w;
+    work_start(&w, &c, "ORDERS", NULL, 600);
+    jr_consumer_config cc;
+    jr_consumer_config_init(&cc);
+    cc.durable_name = "ONE";
+    cc.num_replicas = 1;
+    ares r = {0};
+    ck_assert_int_eq(jr_consumer_add(e2e_node(&c, 0), "ORDERS", &cc, consumer_added, &r), 0);
+    ck_assert_int_eq(wait_admin(&c, &r), 0);
+    w.consumer = "ONE";
+    pump(&w, 500 * MS);
+    minfo ci, si;
+    ck_assert_int_eq(cinfo(&c, "ORDERS", "ONE", &ci), 0);
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &si), 0);
+    char home[32];
+    snprintf(home, sizeof home, "%s", ci.leader);
+    ares ev = {0};
+    ck_assert_int_eq(jr_consumer_evacuate(e2e_node(&c, 0), "ORDERS", "ONE", home, admin_cb, &ev),
+                     0);
+    while (!ev.done) pump(&w, 1 * MS);
+    ck_assert_msg(ev.status == 0, "evacuate: %s", ev.msg);
+    /* the target: the stream peer other than home that the consumer info names */
+    ck_assert_int_eq(cinfo(&c, "ORDERS", "ONE", &ci), 0);
+    ck_assert_msg(ci.moving, "consumer info shows no move");
+    ck_assert_uint_eq(ci.ntarget, 1);
+    ck_assert_uint_eq(ci.norigin, 1);
+    ck_assert_str_eq(ci.origin[0], home);
+    int t = jr_sim_index(c.sim, ci.target[0]);
+    ck_assert_int_ge(t, 0);
+    ck_assert_str_ne(ci.target[0], home);
+    ck_assert(holds(&si, ci.target[0]));
+    unsigned side[1] = {(unsigned)t};
+    ck_assert_int_eq(jr_sim_partition(c.sim, side, 1), 0);
+    pump(&w, 1 * SEC);
+    /* if the cut came before the new peer voted, the consumer still serves from home and shows
+     * the move; once it votes, a group of two with one cut off has no leader (as an R1 stream
+     * being evacuated: the move's window) */
+    minfo stuck;
+    if (cinfo(&c, "ORDERS", "ONE", &stuck) == 0) {
+        ck_assert_msg(stuck.moving, "consumer info shows no move");
+        ck_assert(stuck.mstatus >= JR_MOVE_META && stuck.mstatus <= JR_MOVE_UNAVAILABLE);
+        ck_assert(stuck.desc[0]);
+        ck_assert_str_eq(stuck.origin[0], home);
+    }
+    ares cancel = {0};
+    ck_assert_int_eq(
+        jr_consumer_cancel_move(e2e_node(&c, t == 0 ? 1 : 0), "ORDERS", "ONE", admin_cb, &cancel),
+        0);
+    while (!cancel.done) pump(&w, 2 * MS);
+    ck_assert_msg(cancel.status == 0, "cancel: %s %s", jr_err_name(cancel.status), cancel.msg);
+    jr_sim_heal(c.sim);
+    uint64_t until = jr_sim_now(c.sim) + 20 * SEC;
+    for (;;) {
+        ck_assert_msg(jr_sim_now(c.sim) < until, "not back: leader '%s' moving %d %s", ci.leader,
+                      ci.moving, ci.desc);
+        if (cinfo(&c, "ORDERS", "ONE", &ci) == 0 && !ci.moving && ci.nreps == 0 &&
+            strcmp(ci.leader, home) == 0)
+            break;
+        pump(&w, 20 * MS);
+    }
+    pump(&w, 1 * SEC);
+    ck_assert_int_gt(w.received, 20);
+    ck_assert_int_gt(work_finish(&w), 100);
+    e2e_free(&c);
+}
+END_TEST
+
 START_TEST(meta_and_stream_leaders_killed_mid_move_the_move_completes)
 {
     e2e c;
@@ -1039,6 +1113,7 @@ int main(void)
     tcase_add_test(tc, cancelling_a_move_returns_to_the_origin_and_the_target_removes_its_files);
     tcase_add_test(tc, cancelling_a_grow_returns_to_three_replicas);
     tcase_add_test(tc, evacuating_a_consumer_moves_its_replica);
+    tcase_add_test(tc, cancelling_a_consumer_move_keeps_it_where_it_was);
     tcase_add_test(tc, meta_and_stream_leaders_killed_mid_move_the_move_completes);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
