@@ -190,7 +190,12 @@ int jr__meta_move_apply(jr__meta_state *st, uint64_t index, const jr__meta_op *o
     jr__meta_asgn *as;
     if (op->action == JR__META_MOVE_CANCEL) {
         int rc = origin_config(s, s->origin, a, &cfg);
-        if (rc) return rc == JR_ENOMEM ? rc : JR_ENOMEM; /* the config was valid before */
+        if (rc == JR_ENOMEM) return rc;
+        if (rc) { /* the current config does not take the origin's replicas or placement */
+            refuse(res, JR_EINVAL, "cannot return to the origin's replicas and placement: %s",
+                   jr_strerror(rc));
+            return 0;
+        }
         as = jr__meta_asgn_new(a, cfg, s->origin->peers, s->origin->npeers);
     } else {
         cfg = jr__stream_cfg_ref(s->cfg);
@@ -221,7 +226,8 @@ int jr__meta_move_apply(jr__meta_state *st, uint64_t index, const jr__meta_op *o
     } else {
         jr__meta_asgn_put(origin);
     }
-    /* consumers that follow; a cancelled consumer change keeps no origin either */
+    /* A cancel's consumers keep no origin: those mid change lose theirs here, and those that
+     * follow_commit finds converged (it records one) lose it below. */
     if (follow && op->action == JR__META_MOVE_CANCEL) {
         for (size_t i = 0; i < s->nconsumers; i++) {
             jr__meta_consumer *k = s->consumers[i];
@@ -232,8 +238,6 @@ int jr__meta_move_apply(jr__meta_state *st, uint64_t index, const jr__meta_op *o
     }
     int cancel = op->action == JR__META_MOVE_CANCEL;
     if (follow) {
-        /* follow_commit records an origin for a consumer that was converged; a cancel's
-         * consumers get none (they return, or follow the stream back) */
         jr__meta_consumers_follow_commit(st, s, follow, index);
         if (cancel)
             for (size_t i = 0; i < s->nconsumers; i++)

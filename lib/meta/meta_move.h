@@ -21,14 +21,15 @@
  *   CANCEL    nothing in progress, or no origin recorded (a cancel already returning, or a
  *             state restored from a snapshot of version 4) → JR_ENOCHANGE "stream (consumer)
  *             reconfiguration not in progress". Applied: the peer set becomes the origin's
- *             peers, the replica count and placement the origin's (the rest of the config
- *             stays); the group converges back to it like to any new peer set, the origin is
- *             dropped, and the servers it leaves release their replicas once it converged. A
- *             stream's consumers follow: one that recorded an origin within the stream's
- *             returns to it (if it has the replica count the consumer has afterwards), the
- *             others follow as on any peer change. A consumer's cancel is JR_EBUSY while its
- *             origin is no longer within its stream's peers or has another replica count than
- *             the consumer's now.
+ *             peers, the replica count and placement the origin's, the rest of the config
+ *             stays (a config that cannot take them is JR_EINVAL, decided by the apply alike
+ *             on every replica); the group converges back to it like to any new peer set, the
+ *             origin is dropped, and the servers it leaves release their replicas once it
+ *             converged. A stream's consumers follow: one that recorded an origin within the
+ *             stream's returns to it (if it has the replica count the consumer has
+ *             afterwards), the others follow as on any peer change. A consumer's cancel is
+ *             JR_EBUSY while its origin is no longer within its stream's peers or has another
+ *             replica count than the consumer's now.
  */
 #ifndef JR_META_META_MOVE_H
 #define JR_META_META_MOVE_H
