@@ -11,11 +11,13 @@
  *   - evacuating with nowhere to go: JR_EPEERREMAP "peer remap failed", nothing moves;
  *   - cancelling a move: the peer set returns to its origin and the server the move added
  *     deletes its files once the group no longer counts it;
- *   - evacuating a consumer's replica;
+ *   - the replacement obeys the placement tags; cancelling a grow;
+ *   - evacuating a consumer's replica; a consumer's move cut off, shown and cancelled;
  *   - the meta leader and the stream leader killed mid-move: the move completes;
  *   - bad input; the formatter's migration section.
  *
- * JR_E2E_LOG=1 prints the nodes' log lines.
+ * JR_E2E_LOG=1 prints the nodes' log lines; JR_SEED_OFFSET=n runs every test on other seeds;
+ * JR_MOVES_SHOW=1 prints the first stream info that showed the leader's evacuation.
  */
 #include <check.h>
 #include <stdio.h>
