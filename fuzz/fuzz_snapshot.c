@@ -10,6 +10,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "meta/meta_op.h"
 #include "meta/meta_state.h"
@@ -47,8 +48,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     }
     case 2: {
+        /* a decoded op re-encodes to the same bytes (one encoding per value) */
         jr__meta_op op;
-        if (jr__meta_op_decode(p, n, NULL, &op) == 0) jr__meta_op_free(&op);
+        if (jr__meta_op_decode(p, n, NULL, &op) == 0) {
+            jr__buf b;
+            jr__buf_init(&b, NULL);
+            if (jr__meta_op_encode(&op, &b) != 0 || b.len != n || memcmp(b.data, p, n) != 0)
+                __builtin_trap();
+            jr__buf_free(&b);
+            jr__meta_op_free(&op);
+        }
         break;
     }
     case 3: {
@@ -59,7 +68,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     default: {
         jr__meta_state st;
         jr__meta_state_init(&st, NULL, 1000);
-        (void)jr__meta_restore(&st, p, n);
+        /* a restored snapshot (version 6 included) writes back the same bytes */
+        if (jr__meta_restore(&st, p, n) == 0 && p[4] == JR__META_SNAP_VERSION) {
+            jr__buf b;
+            jr__buf_init(&b, NULL);
+            if (jr__meta_snapshot(&st, &b) != 0 || b.len != n || memcmp(b.data, p, n) != 0)
+                __builtin_trap();
+            jr__buf_free(&b);
+        }
         jr__meta_state_free(&st);
         break;
     }

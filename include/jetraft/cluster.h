@@ -25,7 +25,8 @@ typedef struct jr_peer_info {
                            message */
     int offline;        /* not heard from recently */
     int observer;       /* non-voting member still catching up */
-    int pending;        /* in the assignment, not (yet) a member of the Raft group */
+    int pending;        /* in the assignment, not (yet) a member of the Raft group; or, while a
+                           peer change runs (jr_cluster_info.move), a member on its way out */
     uint64_t active_ns; /* since the last contact received (leader's view); UINT64_MAX: none
                            since that leader's election */
     uint64_t lag;       /* operations behind the leader */
@@ -34,6 +35,35 @@ typedef struct jr_peer_info {
                            never current */
 } jr_peer_info;
 
+/* What a peer change in progress waits on (JetStream 2.15's desired-state status types). */
+enum jr_move_status {
+    JR_MOVE_META = 1,       /* the meta group must record or acknowledge something ("reporting
+                               the new peer set to the meta leader") */
+    JR_MOVE_MEMBERSHIP = 2, /* a membership change must commit ("adding peer n4") */
+    JR_MOVE_SNAPSHOT = 3,   /* a joining peer's store is still being filled (snapshot and
+                               message catch-up) */
+    JR_MOVE_CATCHUP = 4,    /* peers must catch up before the next change ("waiting for peers to
+                               catch up") */
+    JR_MOVE_QUORUM = 5,     /* more peers must be heard from before a change is safe */
+    JR_MOVE_BLOCKED = 6,    /* another asset must move first ("waiting for consumer 'X' to
+                               migrate") */
+    JR_MOVE_UNAVAILABLE = 7 /* nothing can be done here (no leader, an unknown server, ...) */
+};
+
+/* A peer change in progress (a grow, shrink, placement move or evacuation) as the group's leader
+ * sees it. Borrowed like the rest of the info. */
+typedef struct jr_move_info {
+    size_t size;               /* sizeof(jr_move_info) as built into the library */
+    const char *const *target; /* the peer set the change converges to (the assignment's) */
+    size_t ntarget;
+    const char *const *origin; /* the peer set it started from (a cancel returns there); none
+                                  (norigin 0) when not recorded, e.g. while a cancel returns */
+    size_t norigin;
+    int status;              /* enum jr_move_status */
+    const char *description; /* one sentence: what it waits on now */
+    const char *error;       /* a fault that persisted over several attempts; NULL: none */
+} jr_move_info;
+
 typedef struct jr_cluster_info {
     size_t size;                         /* sizeof(jr_cluster_info) as built into the library */
     const char *name;                    /* cluster */
@@ -41,6 +71,10 @@ typedef struct jr_cluster_info {
     const char *leader;                  /* NULL while there is no leader */
     const jr_peer_info *const *replicas; /* every member but the leader, in display order */
     size_t nreplicas;
+    /* The peer change in progress, NULL when the group is stable (its configuration is the
+     * assignment's peer set and the meta group knows it). While it runs, a replica that is in
+     * the target but not yet a voting member, or a member on its way out, has pending = 1. */
+    const jr_move_info *move;
 } jr_cluster_info;
 
 /* One server as the meta leader sees it. */

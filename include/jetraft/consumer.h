@@ -124,6 +124,18 @@ JR_API int jr_consumer_pause(jr_node *node, const char *stream, const char *name
 /* Deletes a consumer and its state on every replica. JR_ENOTFOUND if unknown. */
 JR_API int jr_consumer_delete(jr_node *node, const char *stream, const char *name, jr_stream_cb cb,
                               void *arg);
+/* Moves consumer `name`'s replica off server `peer` onto a peer of its stream that does not hold
+ * it (as jr_stream_evacuate: the replacement joins and catches up through the consumer's group
+ * first; the replica count stays). JR_EPEERREMAP "peer remap failed" when every peer of the
+ * stream holds the consumer already, JR_ENOTMEMBER, JR_ENOSTREAM, JR_ENOTFOUND, JR_EBUSY (the
+ * consumer's or its stream's peer change in progress). */
+JR_API int jr_consumer_evacuate(jr_node *node, const char *stream, const char *name,
+                                const char *peer, jr_stream_cb cb, void *arg);
+/* Returns the consumer's peer change in progress to its origin (as jr_stream_cancel_move).
+ * JR_ENOCHANGE "consumer reconfiguration not in progress"; JR_EBUSY while the origin is no
+ * longer within the stream's peers. */
+JR_API int jr_consumer_cancel_move(jr_node *node, const char *stream, const char *name,
+                                   jr_stream_cb cb, void *arg);
 
 /* A pair of sequences (frozen: it never grows, so it is embedded by value). */
 typedef struct jr_consumer_seq {
@@ -150,7 +162,9 @@ typedef struct jr_consumer_info {
 
 /* Renders info as the nats CLI prints `nats consumer info` into buf (always NUL-terminated when
  * len > 0; buf may be NULL when len is 0): the "Information for Consumer" header, the
- * Configuration rows that are set, the Cluster Information block and the State rows. now_ns
+ * Configuration rows that are set, the Cluster Information block (and, while the consumer's
+ * peer set changes, the Migration Information section as jr_stream_info_format prints it) and
+ * the State rows. now_ns
  * (ns since the Unix epoch, the clock info's times come from) dates the "... ago" parts and a
  * pause's time left; 0 leaves them out. Times are shown in UTC; a created_ns of 0 leaves out
  * "created ...". Reads info, its config and its cluster only up to their `size`; a NULL config or

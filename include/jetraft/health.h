@@ -39,6 +39,10 @@ enum jr_check_kind {
     JR_CHECK_UNVOUCHED,       /* "N replicas unvouched": restarted, storage not yet vouched for
                                  (warning) */
     JR_CHECK_PEER_CHANGE,     /* "peer change in progress: N observers, M pending" (warning) */
+    JR_CHECK_MOVE_STUCK,      /* "move stuck: <type>: <what it waits on>[: <error>]" — a peer
+                                 change (jr_move_info) waiting on quorum, another asset or
+                                 nothing it can do (warning), or with a persistent error
+                                 (critical) */
 };
 
 typedef struct jr_check_opts {
@@ -88,7 +92,10 @@ typedef void (*jr_check_cb)(void *arg, int status, const char *msg, const jr_che
 /* Checks a stream's replicas on its info from its leader (jr_stream_info_get): a leader, the
  * expected number of peers, none offline, lagging past opts->lag_critical, unseen past
  * opts->seen_critical_ns or damaged (critical), none unvouched, otherwise not current, or
- * joining as observer or pending member while the peer set changes (warning). opts NULL: the
+ * joining as observer or pending member while the peer set changes (warning), and a peer
+ * change (jr_cluster_info.move) stuck on quorum, another asset or nothing it can do (warning)
+ * or with a persistent error (critical), saying why. While a peer change runs, the peer count
+ * counts the members of its target only. opts NULL: the
  * defaults (jr_check_opts_init). Returns as jr_stream_info_get (JR_EINVAL for a NULL node, name
  * or cb, or an opts whose size is 0); the callback runs once, from the node's loop. */
 JR_API int jr_stream_check(jr_node *node, const char *stream, const jr_check_opts *opts,

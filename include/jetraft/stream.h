@@ -103,7 +103,11 @@ typedef struct jr_stream_info {
 } jr_stream_info;
 
 /* Renders the "Cluster Information" block of info as the nats CLI prints it into buf (always
- * NUL-terminated when len > 0); returns the full length it needs, like snprintf, or JR_EINVAL. */
+ * NUL-terminated when len > 0), a replica joining the group or on its way out marked
+ * " (pending)", followed while a peer change runs (info->cluster->move) by a "Migration
+ * Information" section: Status (meta, membership, snapshot, catchup, quorum, blocked,
+ * unavailable), Description, Error (when set), Target Peers, Origin Peers (when recorded), then
+ * an empty line. Returns the full length it needs, like snprintf, or JR_EINVAL. */
 JR_API int jr_stream_info_format(const jr_stream_info *info, char *buf, size_t len);
 
 /* ----------------------------------------------------------------------------------------------
@@ -242,12 +246,39 @@ JR_API int jr_stream_get_last(jr_node *node, const char *name, const char *subje
 JR_API int jr_stream_stepdown(jr_node *node, const char *name, const char *peer, jr_stream_cb cb,
                               void *arg);
 
+/* Moves the stream's replica off server `peer` without lowering the replica count (JetStream's
+ * STREAM.PEER.EVACUATE). The meta leader picks a replacement by the stream's placement rules
+ * (cluster and tags, unique_tag, capacity and asset limits, online; never a current peer nor
+ * `peer` itself) and commits the new peer set; the replacement then joins as a non-voting
+ * observer and catches up (from the log, or a snapshot and the missing messages) while `peer`
+ * keeps serving, and only once it is a caught-up voter does `peer` leave the group (its
+ * leadership handed to a caught-up peer that stays first). So an R1 stream keeps its data: its
+ * group grows to two members and shrinks back. The stream's consumers on `peer` follow (their
+ * replica moves to the replacement). Status 0 means the new peer set is committed; stream info
+ * shows the move (jr_cluster_info.move) until it converges. Refusals, nothing moved:
+ * JR_EPEERREMAP "peer remap failed" (no server qualifies), JR_ENOTMEMBER "peer not a member",
+ * JR_ENOTFOUND (unknown stream), JR_EBUSY (a peer change of the stream is in progress:
+ * "cluster member change is in progress"). NULL node, stream, peer or cb: JR_EINVAL returned. */
+JR_API int jr_stream_evacuate(jr_node *node, const char *stream, const char *peer, jr_stream_cb cb,
+                              void *arg);
+/* Cancels the stream's peer change in progress, whatever started it (a grow, shrink, placement
+ * move or evacuation), returning its peer set — and its replica count and placement — to where
+ * the change started (the move's origin, jr_move_info.origin); the rest of the config stays.
+ * The group converges back one membership change at a time, and the servers the cancelled
+ * change added destroy their replica and store once the group no longer counts them. The
+ * stream's consumers return to their own origin where it lies within the stream's, otherwise
+ * follow the stream as on any peer change. JR_ENOCHANGE "stream reconfiguration not in
+ * progress" when nothing is in flight (or a cancel already returns it), JR_ENOTFOUND. */
+JR_API int jr_stream_cancel_move(jr_node *node, const char *stream, jr_stream_cb cb, void *arg);
+
 /* Stream info, computed on the stream leader: config (normal form), state and the cluster
  * block (leader; every other replica: current, offline, active, lag, observer, pending).
- * While the replica count changes (jr_stream_update), the cluster block lists the members of
- * the stream's group as its leader sees them — a joining replica as an observer that is not
- * yet current, a peer of the new assignment the group has not added yet as pending, a removed
- * one until its removal is done — and config.replicas is the new count.
+ * While the peer set changes (jr_stream_update, jr_stream_evacuate, jr_stream_cancel_move),
+ * the cluster block lists the members of the stream's group as its leader sees them — a
+ * joining replica as an observer that is not yet current, a peer of the new assignment the
+ * group has not added yet as pending, a removed one as pending until its removal is done —
+ * config.replicas is the new count, and cluster->move says where the change goes, where it
+ * started and what it waits on (jr_move_info; NULL once the group is stable).
  * (Named _get: jr_stream_info is the struct.) */
 typedef void (*jr_stream_info_cb)(void *arg, int status, const char *msg,
                                   const jr_stream_info *info);

@@ -90,6 +90,29 @@ static void judge_error(check_build *b, int status, const char *msg, uint32_t ex
                 msg && *msg ? msg : jr_strerror(status));
 }
 
+static const char *move_type(int status)
+{
+    static const char *const t[] = {"meta",   "membership", "snapshot",   "catchup",
+                                    "quorum", "blocked",    "unavailable"};
+    return status >= JR_MOVE_META && status <= JR_MOVE_UNAVAILABLE ? t[status - 1] : "unknown";
+}
+
+/* Peers a move's target names among the leader and listed replicas (what the peer count
+ * checks while a peer change runs: its leaving members are not expected). */
+static uint32_t target_members(const jr_move_info *m, const jr__cluster_view *v)
+{
+    uint32_t k = 0;
+    for (size_t t = 0; t < m->ntarget; t++) {
+        const char *name = m->target[t];
+        if (!name) continue;
+        int in = v->leader && strcmp(v->leader, name) == 0;
+        for (size_t i = 0; i < v->nreplicas && !in; i++)
+            in = strcmp(v->replicas[i].name, name) == 0;
+        k += (uint32_t)in;
+    }
+    return k;
+}
+
 /* The cluster block, judged: criticals in the CLI's order (leader, peer count, offline, lagged,
  * inactive), then libjetraft's own (damaged), then the warnings. */
 static void judge_cluster(check_build *b, const check_ctx *c, const jr_cluster_info *ci,
@@ -114,6 +137,11 @@ static void judge_cluster(check_build *b, const check_ctx *c, const jr_cluster_i
         return;
     }
     uint32_t peers = 1 + (uint32_t)v.nreplicas, current = 1;
+    const jr_move_info *mv = JR__HAS(ci->size, jr_cluster_info, move) && ci->move &&
+                                     JR__HAS(ci->move->size, jr_move_info, error)
+                                 ? ci->move
+                                 : NULL;
+    if (mv) peers = target_members(mv, &v); /* members on their way out do not count */
     uint32_t offline = 0, lagged = 0, inactive = 0, damaged = 0, stale = 0, unvouched = 0;
     uint32_t observers = 0, pending = 0;
     for (size_t i = 0; i < v.nreplicas; i++) {
@@ -157,6 +185,12 @@ static void judge_cluster(check_build *b, const check_ctx *c, const jr_cluster_i
         problem(b, JR_CHECK_PEER_CHANGE, JR_CHECK_WARNING, observers + pending,
                 "peer change in progress: %u observers, %u pending", (unsigned)observers,
                 (unsigned)pending);
+    if (mv && (mv->error || mv->status == JR_MOVE_QUORUM || mv->status == JR_MOVE_BLOCKED ||
+               mv->status == JR_MOVE_UNAVAILABLE))
+        problem(b, JR_CHECK_MOVE_STUCK, mv->error ? JR_CHECK_CRITICAL : JR_CHECK_WARNING, 1,
+                "move stuck: %s: %s%s%s", move_type(mv->status),
+                mv->description ? mv->description : "", mv->error ? ": " : "",
+                mv->error ? mv->error : "");
 }
 
 static void check_done(check_ctx *c, int status, const char *msg, const check_build *b)

@@ -25,12 +25,34 @@ static void put_cluster(jr__buf *b, const jr_cluster_info *c)
         jr__buf_varint(b, p->active_ns);
         jr__buf_varint(b, p->lag);
     }
+    const jr_move_info *m = c->move;
+    if (!m) return;
+    jr__buf_u8(b, 1);
+    jr__buf_varint(b, m->ntarget);
+    for (size_t i = 0; i < m->ntarget; i++) jr__buf_str(b, m->target[i]);
+    jr__buf_varint(b, m->norigin);
+    for (size_t i = 0; i < m->norigin; i++) jr__buf_str(b, m->origin[i]);
+    jr__buf_u8(b, (uint8_t)m->status);
+    jr__buf_str(b, m->description);
+    jr__buf_str(b, m->error);
+}
+
+/* 0 if the move of c can be encoded (codec.h "move"), else JR_EINVAL. */
+static int move_ok(const jr_cluster_info *c)
+{
+    const jr_move_info *m = c->move;
+    if (!m) return 0;
+    if (m->ntarget > JR__INFO_MAX_REPLICAS || m->norigin > JR__INFO_MAX_REPLICAS ||
+        m->status < JR_MOVE_META || m->status > JR_MOVE_UNAVAILABLE || (m->ntarget && !m->target) ||
+        (m->norigin && !m->origin))
+        return JR_EINVAL;
+    return 0;
 }
 
 int jr__info_encode(jr__buf *b, const jr_stream_info *in)
 {
     const jr_cluster_info *c = in->cluster;
-    if (c->nreplicas > JR__INFO_MAX_REPLICAS) return JR_EINVAL;
+    if (c->nreplicas > JR__INFO_MAX_REPLICAS || move_ok(c)) return JR_EINVAL;
     jr__buf cfg;
     jr__buf_init(&cfg, b->alloc);
     int rc = jr__stream_config_encode(in->config, &cfg);
@@ -62,6 +84,34 @@ static const char *take_str(jr__rd *r, char **at, const char *end)
 }
 
 /* Reads a cluster block into c (its replicas into reps, pointed to by ptrs). 0 or JR_ECORRUPT. */
+/* Reads the move at the end of a cluster block, if there is one (codec.h "move"). */
+static int take_move(jr__rd *r, char **at, const char *end, jr_cluster_info *c, jr__move_dec *d)
+{
+    c->move = NULL;
+    if (!jr__rd_left(r)) return 0;
+    if (jr__rd_u8(r) != 1) return JR_ECORRUPT;
+    jr_move_info *m = &d->move;
+    m->size = sizeof *m;
+    uint64_t nt = jr__rd_varint(r);
+    if (r->err || nt > JR__INFO_MAX_REPLICAS) return JR_ECORRUPT;
+    for (size_t i = 0; i < nt; i++) d->target[i] = take_str(r, at, end);
+    uint64_t no = jr__rd_varint(r);
+    if (r->err || no > JR__INFO_MAX_REPLICAS) return JR_ECORRUPT;
+    for (size_t i = 0; i < no; i++) d->origin[i] = take_str(r, at, end);
+    uint8_t st = jr__rd_u8(r);
+    m->description = take_str(r, at, end);
+    m->error = take_str(r, at, end);
+    if (r->err || st < JR_MOVE_META || st > JR_MOVE_UNAVAILABLE) return JR_ECORRUPT;
+    if (m->error && !*m->error) m->error = NULL;
+    m->status = st;
+    m->target = d->target;
+    m->ntarget = (size_t)nt;
+    m->origin = d->origin;
+    m->norigin = (size_t)no;
+    c->move = m;
+    return 0;
+}
+
 static int take_cluster(jr__rd *r, char **at, const char *end, jr_cluster_info *c,
                         jr_peer_info *reps, const jr_peer_info **ptrs)
 {
@@ -128,6 +178,7 @@ int jr__info_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__inf
     s->num_deleted = jr__rd_varint(&r);
     s->consumers = jr__rd_varint(&r);
     if (take_cluster(&r, &at, end, &out->cluster, out->reps, out->rep_ptrs)) return JR_ECORRUPT;
+    if (take_move(&r, &at, end, &out->cluster, &out->move)) return JR_ECORRUPT;
     return jr__rd_left(&r) ? JR_ECORRUPT : 0;
 }
 
@@ -253,7 +304,7 @@ void jr__msg_dec_free(jr__msg_dec *d)
 int jr__cinfo_encode(jr__buf *b, const jr_consumer_info *in)
 {
     const jr_cluster_info *c = in->cluster;
-    if (c->nreplicas > JR__INFO_MAX_REPLICAS) return JR_EINVAL;
+    if (c->nreplicas > JR__INFO_MAX_REPLICAS || move_ok(c)) return JR_EINVAL;
     jr__buf cfg;
     jr__buf_init(&cfg, b->alloc);
     int rc = jr__consumer_config_encode(in->config, &cfg);
@@ -310,6 +361,7 @@ int jr__cinfo_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__ci
     in->cluster = &out->cluster;
     if (r.err || !in->name) return JR_ECORRUPT;
     if (take_cluster(&r, &at, end, &out->cluster, out->reps, out->rep_ptrs)) return JR_ECORRUPT;
+    if (take_move(&r, &at, end, &out->cluster, &out->move)) return JR_ECORRUPT;
     return jr__rd_left(&r) ? JR_ECORRUPT : 0;
 }
 

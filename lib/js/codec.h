@@ -19,6 +19,13 @@
  *             varint × 3 delivered {consumer_seq, stream_seq, last_active_ns} | varint × 3
  *             ack floor | varint num_ack_pending | varint num_redelivered |
  *             varint num_waiting | varint num_pending | the cluster block as in info
+ * The cluster block (last in info and cinfo) ends, only while a peer change is in progress,
+ * with the move:
+ *   move    = u8 1 | varint ntarget (<= 16) | ntarget × str | varint norigin (<= 16) |
+ *             norigin × str | u8 status (1..7, enum jr_move_status) | str description |
+ *             str error ("" none)
+ * so a stable group's info is encoded as before the move existed (a server of that release
+ * reads it); a decoder of that release refuses one carrying a move (trailing bytes).
  * Decoders bounds-check every read, reject trailing bytes and unknown flag bits, and copy what
  * they return into memory the decoded value owns (strings NUL-terminated).
  */
@@ -41,10 +48,18 @@
 int jr__info_encode(jr__buf *b, const jr_stream_info *info);
 
 /* A decoded info: `info` borrows from the rest (every struct full size, sizes set). */
+/* A decoded move (codec.h "move"): `move` borrows the arrays. */
+typedef struct jr__move_dec {
+    jr_move_info move;
+    const char *target[JR__INFO_MAX_REPLICAS];
+    const char *origin[JR__INFO_MAX_REPLICAS];
+} jr__move_dec;
+
 typedef struct jr__info_dec {
     jr_stream_info info;
     jr_stream_state state;
     jr_cluster_info cluster;
+    jr__move_dec move;
     jr__stream_cfg *cfg;
     jr_peer_info reps[JR__INFO_MAX_REPLICAS];
     const jr_peer_info *rep_ptrs[JR__INFO_MAX_REPLICAS];
@@ -74,6 +89,7 @@ int jr__cinfo_encode(jr__buf *b, const jr_consumer_info *info);
 typedef struct jr__cinfo_dec {
     jr_consumer_info info;
     jr_cluster_info cluster;
+    jr__move_dec move;
     jr__consumer_cfg *cfg;
     jr_peer_info reps[JR__INFO_MAX_REPLICAS];
     const jr_peer_info *rep_ptrs[JR__INFO_MAX_REPLICAS];

@@ -1332,6 +1332,13 @@ static void exec_info(jr__js *js, jr__crep *r, const jr__route *rt)
     const jr_peer_info *rep_ptrs[JR__INFO_MAX_REPLICAS];
     cluster.nreplicas = jr__cluster_replicas(js, r->g, r->as->peers, r->as->npeers, reps, rep_ptrs);
     cluster.replicas = rep_ptrs;
+    jr_move_info move;
+    if (mc && jr__meta_consumer_busy(mc)) { /* a peer change in progress */
+        jr__move_mark_leaving(reps, cluster.nreplicas, mc->peers, mc->npeers);
+        jr__move_info_fill(mc->peers, mc->npeers, mc->origin ? mc->origin->peers : NULL,
+                           mc->origin ? mc->origin->npeers : 0, &r->note, &move);
+        cluster.move = &move;
+    }
     in.cluster = &cluster;
     jr__buf *b = &js->scratch2;
     jr__buf_reset(b);

@@ -12,6 +12,8 @@
  * It runs from the leader's timer (consumer_leader.c jr__clead_timer), a heartbeat apart while
  * work is left; a change still in flight makes the next call JR_EBUSY, which only means "later".
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "js/js.h"
@@ -22,8 +24,9 @@ static int named(const jr__meta_consumer *c, const char *name)
     return name && jr__meta_consumer_has_peer(c, name);
 }
 
-/* 1 if the group's member `name` exists (*voter, *current set). */
-static int member(jr_group *g, const char *name, int *voter, int *current)
+/* 1 if the group's member `name` exists (*voter, *current set, and *seen — the leader's
+ * last_seen_ns of it — when seen is not NULL). */
+static int member_seen(jr_group *g, const char *name, int *voter, int *current, uint64_t *seen)
 {
     jr_group_status gs;
     gs.size = sizeof gs;
@@ -34,9 +37,29 @@ static int member(jr_group *g, const char *name, int *voter, int *current)
         if (jr_group_peer(g, i, &ps) != 0 || !ps.name || strcmp(ps.name, name) != 0) continue;
         *voter = ps.voter;
         *current = ps.current;
+        if (seen) *seen = ps.last_seen_ns;
         return 1;
     }
     return 0;
+}
+
+static int member(jr_group *g, const char *name, int *voter, int *current)
+{
+    return member_seen(g, name, voter, current, NULL);
+}
+
+/* Records what the change waits on now (consumer info's move status). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void
+note(jr__crep *r, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    r->note.status = (uint8_t)status;
+    vsnprintf(r->note.desc, sizeof r->note.desc, fmt, ap);
+    va_end(ap);
 }
 
 void jr__crep_members_duty(jr__crep *r, uint64_t *next)
@@ -52,13 +75,22 @@ void jr__crep_members_duty(jr__crep *r, uint64_t *next)
     for (size_t i = 0; i < c->npeers; i++) {
         if (member(g, c->peers[i], &voter, &current)) continue;
         jr_group_add_observer(g, c->peers[i], NULL, NULL); /* JR_EBUSY: one change at a time */
+        note(r, JR_MOVE_MEMBERSHIP, "adding peer %s", c->peers[i]);
         *next = soon;
         return;
     }
     /* 2. an observer of the assignment that caught up: becomes a voter */
     for (size_t i = 0; i < c->npeers; i++) {
-        if (!member(g, c->peers[i], &voter, &current) || voter) continue;
-        if (current) jr_group_promote(g, c->peers[i], NULL, NULL);
+        uint64_t seen = 0;
+        if (!member_seen(g, c->peers[i], &voter, &current, &seen) || voter) continue;
+        if (current) {
+            jr_group_promote(g, c->peers[i], NULL, NULL);
+            note(r, JR_MOVE_MEMBERSHIP, "promoting peer %s", c->peers[i]);
+        } else if (seen == UINT64_MAX || seen > 2 * js->election_ns) {
+            note(r, JR_MOVE_QUORUM, "waiting for peer %s to come online", c->peers[i]);
+        } else {
+            note(r, JR_MOVE_CATCHUP, "waiting for peers to catch up (%s)", c->peers[i]);
+        }
         *next = soon;
         return;
     }
@@ -74,17 +106,24 @@ void jr__crep_members_duty(jr__crep *r, uint64_t *next)
             for (size_t k = 0; k < c->npeers; k++) {
                 if (member(g, c->peers[k], &voter, &current) && voter && current) {
                     jr_group_transfer(g, c->peers[k], NULL, NULL);
+                    note(r, JR_MOVE_MEMBERSHIP, "stepping down to %s", c->peers[k]);
                     break;
                 }
+                note(r, JR_MOVE_CATCHUP, "waiting for a current peer to step down to");
             }
         } else {
             jr_group_remove(g, ps.name, NULL, NULL);
+            note(r, JR_MOVE_MEMBERSHIP, "removing peer %s", ps.name);
         }
         *next = soon;
         return;
     }
     /* 4. the configuration is the peer set: report it (again until the meta state has it) */
-    if (!jr__meta_consumer_busy(c)) return;
+    if (!jr__meta_consumer_busy(c)) {
+        memset(&r->note, 0, sizeof r->note);
+        return;
+    }
+    note(r, JR_MOVE_META, "reporting the new peer set to the meta leader");
     uint64_t now = jr__node_now(n);
     if (r->reported_at && now < jr__deadline(r->reported_at, 4 * js->election_ns)) {
         *next = soon;

@@ -271,6 +271,13 @@ typedef struct jr__memb_probe {
 
 #define JR__MEMB_PROBES 8
 
+/* What a group leader's peer change waits on, for stream and consumer info (jr_move_info). */
+typedef struct jr__move_note {
+    uint8_t status; /* enum jr_move_status; 0: not known yet */
+    char desc[96];
+    char err[96]; /* "" none */
+} jr__move_note;
+
 /* A stream leader's work on a peer change (stream_replica.c "Peer changes"); allocated only while
  * the group's configuration differs from the assignment or the change is not yet reported. */
 typedef struct jr__membwork {
@@ -281,6 +288,8 @@ typedef struct jr__membwork {
     uint64_t woken_at;    /* when the quiet group was last woken for a member (0: never) */
     jr__memb_probe probes[JR__MEMB_PROBES];
     size_t nprobes;
+    jr__move_note note; /* what the change waits on now (stream info's move status) */
+    uint32_t fails;     /* membership changes that failed in a row */
 } jr__membwork;
 
 /* A pull request waiting at a consumer's leader (consumer_leader.c). */
@@ -377,6 +386,7 @@ struct jr__crep {
     jr__clead *lead;      /* non-NULL while it leads */
     jr__cprop *cur_prop;  /* the leader's proposal the entry being applied answers */
     uint64_t reported_at; /* leader: when STREAM_CONVERGED was last sent for it (0: never) */
+    jr__move_note note;   /* leader: what its peer change waits on (consumer info) */
 };
 
 /* A local replica of a stream (stream_replica.c). */
@@ -866,6 +876,20 @@ void jr__catchup_free(jr__srep *r);
 void jr__catchup_release(jr__srep *r);
 /* The leader side of JR__RPC_CATCHUP. */
 void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len);
+
+/* stream_peers.c: a peer change's move info (jr_move_info) from the assignment's target and
+ * origin peers and the leader's note (NULL or status 0: not known yet); borrowed pointers. */
+void jr__move_info_fill(const char *const *target, size_t ntarget, const char *const *origin,
+                        size_t norigin, const jr__move_note *nt, jr_move_info *out);
+/* Marks the replicas of reps[0..nr) that are on their way out (not in target) pending. */
+void jr__move_mark_leaving(jr_peer_info *reps, size_t nr, const char *const *target,
+                           size_t ntarget);
+
+/* api_move.c: the meta leader's choice for a PEER_MOVE evacuate op (checked against its state
+ * already): peers[0..*np) the current peer set with op->peer replaced (names borrowed from the
+ * meta state). 0; JR_EPEERREMAP with msg when no server qualifies; JR_ENOMEM. */
+int jr__move_place(jr__js *js, const jr__meta_op *op, const char **peers, size_t *np, char *msg,
+                   size_t msglen);
 
 /* api_stream.c ------------------------------------------------------------------------------*/
 

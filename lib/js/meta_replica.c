@@ -579,6 +579,17 @@ static void handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len
             op.consumer_config = &op.ccfg->c;
             goto proposed;
         }
+        if (op.type == JR__META_PEER_MOVE && op.action == JR__META_MOVE_EVACUATE) {
+            const char *peers[JR_MAX_REPLICAS];
+            size_t np = 0;
+            rc = jr__move_place(js, &op, peers, &np, msg, sizeof msg);
+            if (rc != 0) {
+                reply_text(js, rt, rc, msg);
+                goto out;
+            }
+            rc = propose_placed(js, &op, peers, np, &index, &term);
+            goto proposed;
+        }
         if (op.type == JR__META_STREAM_UPDATE) {
             const jr__meta_stream *s = jr__meta_stream_find(&js->st, op.config->name);
             jr__stream_norm norm;

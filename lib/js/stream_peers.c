@@ -17,7 +17,10 @@
  * Owns the replica's jr__membwork (r->mw: allocated only while a change is in progress) and
  * the membership operations and JR__ADM_READY questions in flight for it.
  */
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "meta/members.h"
 #include "js/js.h"
@@ -50,6 +53,14 @@ static void memb_done(void *arg, int status)
     jr__srep *r = jr__srep_find(js, o->group);
     if (r && r->mw && r->mw->serial == o->serial) {
         r->mw->serial = 0;
+        if (status == 0) {
+            r->mw->fails = 0;
+            r->mw->note.err[0] = 0;
+        } else if (++r->mw->fails >= 3) {
+            snprintf(r->mw->note.err, sizeof r->mw->note.err,
+                     "membership change failed %u times in a row: %s", (unsigned)r->mw->fails,
+                     jr_strerror(status));
+        }
         if (!js->closing)
             jr__srep_due(r, jr__deadline(jr__node_now(js->n), status == 0 ? 0 : js->heartbeat_ns));
     }
@@ -165,18 +176,74 @@ static int meta_current(jr__js *js)
     return jr__group_applied(js->meta) >= jr__raft_commit_index(jr__group_consensus(js->meta));
 }
 
+/* Records what the change waits on now (stream info's move status). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void
+note(jr__membwork *w, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    w->note.status = (uint8_t)status;
+    vsnprintf(w->note.desc, sizeof w->note.desc, fmt, ap);
+    va_end(ap);
+}
+
+/* A consumer of s whose own peer change is still in progress (NULL: none). The stream leaves
+ * a peer only once its consumers moved: a consumer's leader reads its server's stream replica,
+ * and a consumer replica may still sit on the server the stream leaves. */
+static const jr__meta_consumer *consumer_moving(const jr__meta_stream *s)
+{
+    for (size_t i = 0; i < s->nconsumers; i++)
+        if (jr__meta_consumer_busy(s->consumers[i])) return s->consumers[i];
+    return NULL;
+}
+
 static const char *step_name(int step)
 {
     switch (step) {
     case JR__MEMB_ADD:
-        return "adding observer";
+        return "adding peer";
     case JR__MEMB_PROMOTE:
-        return "promoting";
+        return "promoting peer";
     case JR__MEMB_REMOVE:
-        return "removing";
+        return "removing peer";
     default:
-        return "handing leadership to";
+        return "stepping down to";
     }
+}
+
+/* Why jr__members_next said WAIT (members.h rules 3-5), for the move status: an observer the
+ * assignment names still catching up (its log, or its store: the READY probe), or a dropped
+ * voter that cannot leave without a heard-from majority, or no caught-up voter to hand over to. */
+static void wait_note(jr__srep *r, jr__membwork *w, const jr__memb *m, size_t n,
+                      const uint64_t *want, size_t nw)
+{
+    jr__js *js = r->js;
+    /* joining observers first: they are what a move waits on most of the time */
+    for (size_t j = 0; j < 2 * n; j++) {
+        size_t i = j % n;
+        if ((j < n) == (m[i].voter != 0)) continue;
+        int wanted = 0;
+        for (size_t k = 0; k < nw; k++) wanted |= want[k] == m[i].id;
+        if (!wanted || m[i].caught_up) continue;
+        const char *name = jr__js_peer_name(js, m[i].id);
+        jr_peer_status ps;
+        ps.size = sizeof ps;
+        if (!m[i].alive) {
+            note(w, JR_MOVE_QUORUM, "waiting for peer %s to come online", name ? name : "?");
+        } else if (jr_group_peer(r->g, (uint32_t)i, &ps) == 0 && ps.lag <= MEMB_SLACK) {
+            note(w, JR_MOVE_SNAPSHOT, "waiting for peer %s to confirm its store is complete",
+                 name ? name : "?");
+        } else {
+            note(w, JR_MOVE_CATCHUP, "waiting for peers to catch up (%s is %llu operations behind)",
+                 name ? name : "?",
+                 (unsigned long long)(jr_group_peer(r->g, (uint32_t)i, &ps) == 0 ? ps.lag : 0));
+        }
+        return;
+    }
+    note(w, JR_MOVE_QUORUM, "waiting for a majority of current peers before the next change");
 }
 
 void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next)
@@ -190,18 +257,33 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
         return;
     }
     if (soon < *next) *next = soon;
-    if (!meta_current(js)) return;
     if (!r->mw && !(r->mw = jr__calloc(js->alloc, 1, sizeof *r->mw))) return;
     jr__membwork *w = r->mw;
+    if (!meta_current(js)) {
+        note(w, JR_MOVE_META, "waiting for this server's meta state to be current");
+        return;
+    }
     const jr__raft *raft = jr__group_consensus(r->g);
-    if (w->serial || !jr__raft_ready(raft) || jr__raft_transferring(raft)) return;
+    if (w->serial) return; /* the note says which change is in flight */
+    if (jr__raft_transferring(raft)) {
+        note(w, JR_MOVE_MEMBERSHIP, "stepping down");
+        return;
+    }
+    if (!jr__raft_ready(raft)) {
+        note(w, JR_MOVE_MEMBERSHIP, "waiting for the group's configuration to commit");
+        return;
+    }
     /* wanted: the assignment's peers */
     uint64_t want[JR_MAX_REPLICAS];
     size_t nw = 0;
     int self_wanted = 0;
     for (size_t i = 0; i < s->npeers; i++) {
         jr__peer *p = jr__peer_find_name(n, s->peers[i]);
-        if (!p) return; /* not a server this node knows: nothing sensible to do */
+        if (!p) { /* not a server this node knows: nothing sensible to do */
+            note(w, JR_MOVE_UNAVAILABLE, "peer %s is not a server this node knows", s->peers[i]);
+            snprintf(w->note.err, sizeof w->note.err, "unknown server %s", s->peers[i]);
+            return;
+        }
         want[nw++] = jr__peer_get_id(p);
         self_wanted |= jr__peer_get_id(p) == js->self;
     }
@@ -225,7 +307,13 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
         m[i].caught_up = (uint8_t)log_ok;
     }
     jr__memb_next x = jr__members_next(js->self, m, c->n, want, nw);
+    const jr__meta_consumer *mc;
+    if ((x.step == JR__MEMB_REMOVE || x.step == JR__MEMB_TRANSFER) && (mc = consumer_moving(s))) {
+        note(w, JR_MOVE_BLOCKED, "waiting for consumer '%s' to migrate", mc->name);
+        return;
+    }
     if (x.step == JR__MEMB_WAIT) {
+        wait_note(r, w, m, c->n, want, nw);
         /* A quiet group counts nobody it did not hear from when it went quiet, and an empty
          * new member never speaks first: if the node of a member still catching up is heard
          * from while the group is quiet, wake the group (any entry does) so it probes it. */
@@ -245,6 +333,7 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
     if (x.step == JR__MEMB_CONVERGED) {
         /* the committed configuration is the assignment (ready: the entries of earlier terms,
          * configurations included, are committed; ours completed before serial cleared) */
+        note(w, JR_MOVE_META, "reporting the new peer set to the meta leader");
         if (busy && (!w->reported_at ||
                      jr__node_now(n) >= jr__deadline(w->reported_at, 2 * js->election_ns))) {
             w->reported_at = jr__node_now(n);
@@ -285,6 +374,35 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
         return;
     }
     w->serial = o->serial;
+    note(w, JR_MOVE_MEMBERSHIP, "%s %s", step_name(x.step), jr__peer_get_name(p));
     jr__node_log(n, JR_LOG_INFO, "stream '%s': peer change: %s %s", r->name, step_name(x.step),
                  jr__peer_get_name(p));
+}
+
+void jr__move_info_fill(const char *const *target, size_t ntarget, const char *const *origin,
+                        size_t norigin, const jr__move_note *nt, jr_move_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->size = sizeof *out;
+    out->target = target;
+    out->ntarget = ntarget;
+    out->origin = norigin ? origin : NULL;
+    out->norigin = norigin;
+    if (nt && nt->status) {
+        out->status = nt->status;
+        out->description = nt->desc;
+        out->error = nt->err[0] ? nt->err : NULL;
+    } else {
+        out->status = JR_MOVE_META;
+        out->description = "waiting for the group's leader to start the change";
+    }
+}
+
+void jr__move_mark_leaving(jr_peer_info *reps, size_t nr, const char *const *target, size_t ntarget)
+{
+    for (size_t i = 0; i < nr; i++) {
+        int in = 0;
+        for (size_t k = 0; k < ntarget && !in; k++) in = strcmp(reps[i].name, target[k]) == 0;
+        if (!in) reps[i].pending = 1; /* on its way out */
+    }
 }

@@ -146,7 +146,10 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
     cluster.leader = js->name;
     jr_peer_info reps[JR__INFO_MAX_REPLICAS];
     const jr_peer_info *rep_ptrs[JR__INFO_MAX_REPLICAS];
-    size_t nr = jr__cluster_replicas(js, r->g, r->as->peers, r->as->npeers, reps, rep_ptrs);
+    /* the meta state's peers: a peer change shows its target even before this replica
+     * converged to the new assignment */
+    size_t nr = jr__cluster_replicas(js, r->g, ms ? ms->peers : r->as->peers,
+                                     ms ? ms->npeers : r->as->npeers, reps, rep_ptrs);
     /* A joining replica's log may be caught up while its store still fetches the messages
      * (catch-up): it is current only once it said its store is complete (the membership duty's
      * READY probe, which also gates its promotion). */
@@ -160,6 +163,13 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
     }
     cluster.replicas = rep_ptrs;
     cluster.nreplicas = nr;
+    jr_move_info move;
+    if (ms && jr__meta_stream_busy(ms)) { /* a peer change in progress */
+        jr__move_mark_leaving(reps, nr, ms->peers, ms->npeers);
+        jr__move_info_fill(ms->peers, ms->npeers, ms->origin ? ms->origin->peers : NULL,
+                           ms->origin ? ms->origin->npeers : 0, r->mw ? &r->mw->note : NULL, &move);
+        cluster.move = &move;
+    }
     jr__buf *b = &js->scratch2;
     jr__buf_reset(b);
     int rc = jr__info_encode(b, &in);

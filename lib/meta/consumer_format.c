@@ -426,7 +426,12 @@ int jr_consumer_info_format(const jr_consumer_info *info, uint64_t now_ns, char 
         int k = jr__cluster_view_format(&v, LABEL_WIDTH, dst, room);
         if (k < 0) return k;
         o.need += (size_t)k;
-        opened = 0; /* the block ends with its own empty line */
+        dst = o.buf && o.need < o.len ? o.buf + o.need : NULL;
+        room = dst ? o.len - o.need : 0;
+        k = jr__move_format(in.cluster, LABEL_WIDTH, dst, room); /* while a peer change runs */
+        if (k < 0) return k;
+        o.need += (size_t)k;
+        opened = 0; /* the blocks end with their own empty line */
     }
     if (opened) jr__fmt_emit(&o, "\n");
     jr__fmt_emit(&o, "State:\n\n");

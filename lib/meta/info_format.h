@@ -25,4 +25,19 @@
 int jr__cluster_view_from_info(const jr_cluster_info *ci,
                                jr__replica_view reps[JR__INFO_MAX_REPLICAS], jr__cluster_view *v);
 
+/* The "Migration Information" section of a cluster block with a move in progress (nothing
+ * when ci->move is NULL or ci's size predates it): status type, description, error (only when
+ * set), target and origin peers (origin only when recorded), labels right-aligned as in the
+ * Cluster Information block (label_width 0: its default), then an empty line:
+ *
+ *   Migration Information:
+ *
+ *                  Status: catchup
+ *             Description: waiting for peers to catch up (n5-east is 14231 operations behind)
+ *            Target Peers: n1-east, n2-east, n5-east
+ *            Origin Peers: n1-east, n2-east, n4-east
+ *
+ * snprintf-like: returns the full length; JR_EINVAL for a malformed move. */
+int jr__move_format(const jr_cluster_info *ci, int label_width, char *buf, size_t len);
+
 #endif

@@ -89,9 +89,33 @@ jr__meta_consumer *jr__meta_consumer_new(const jr_allocator *a, jr__consumer_cfg
     return c;
 }
 
+jr__meta_casgn *jr__meta_casgn_new(const jr_allocator *a, jr__consumer_cfg *cfg,
+                                   const char *const *peers, size_t n)
+{
+    jr__meta_name names[JR_MAX_REPLICAS];
+    if (n > JR_MAX_REPLICAS) return NULL;
+    for (size_t i = 0; i < n; i++) names[i] = (jr__meta_name){peers[i], strlen(peers[i])};
+    return casgn_new(a, cfg, names, n);
+}
+
+void jr__meta_consumer_install(jr__meta_consumer *c, jr__meta_casgn *as, uint64_t index)
+{
+    int same = as->npeers == c->npeers;
+    for (size_t i = 0; same && i < as->npeers; i++)
+        same = jr__meta_consumer_has_peer(c, as->peers[i]);
+    if (!same) {
+        if (!jr__meta_consumer_busy(c) && !c->origin) c->origin = jr__meta_casgn_ref(c->asgn);
+        c->peers_at = index;
+    }
+    jr__meta_casgn_put(c->asgn);
+    consumer_set(c, as);
+    c->updated = index;
+}
+
 void jr__meta_consumer_free(const jr_allocator *a, jr__meta_consumer *c)
 {
     if (!c) return;
+    jr__meta_casgn_put(c->origin);
     jr__meta_casgn_put(c->asgn);
     jr__free(a, c);
 }
@@ -477,6 +501,8 @@ void jr__meta_consumers_follow_commit(jr__meta_state *st, jr__meta_stream *s, jr
             continue;
         }
         jr__meta_consumer *c = s->consumers[i];
+        /* a peer change that starts from a converged state records where it started */
+        if (!jr__meta_consumer_busy(c) && !c->origin) c->origin = jr__meta_casgn_ref(c->asgn);
         jr__meta_casgn_put(c->asgn);
         consumer_set(c, v[i]);
         c->peers_at = c->updated = index;

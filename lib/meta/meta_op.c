@@ -11,7 +11,7 @@
 #include "util/alloc.h"
 #include "util/checksum.h"
 
-_Static_assert(JR__META_OP_MAX == 9, "a new meta op type needs its encoding in meta_op.c");
+_Static_assert(JR__META_OP_MAX == 10, "a new meta op type needs its encoding in meta_op.c");
 
 typedef struct span {
     const char *p;
@@ -32,7 +32,8 @@ typedef struct raw {
     span peers[JR_MAX_REPLICAS];
     size_t npeers;
     span stream;                                         /* STREAM_DELETE, _CONVERGED, CONSUMER_* */
-    span consumer;                                       /* CONSUMER_DELETE */
+    span consumer;                                       /* CONSUMER_DELETE, PEER_MOVE */
+    span peer;                                           /* PEER_MOVE */
     uint8_t action;                                      /* CONSUMER_ADD */
     uint64_t group, peers_at, term, commit_term, commit; /* STREAM_CONVERGED */
     uint8_t version;
@@ -190,6 +191,19 @@ static int check_op(const jr__meta_op *op, raw *r)
                        op->commit_term <= op->term
                    ? 0
                    : JR_EINVAL;
+    case JR__META_PEER_MOVE:
+        r->consumer = str_span(op->consumer);
+        r->peer = str_span(op->peer);
+        if (!stream_name_ok(op->stream) || (r->consumer.n && !consumer_name_ok(op->consumer)) ||
+            op->npeers > JR_MAX_REPLICAS || (op->npeers && !op->peers))
+            return JR_EINVAL;
+        if (op->action == JR__META_MOVE_EVACUATE) {
+            if (!jr__meta_name_ok(r->peer.p, r->peer.n)) return JR_EINVAL;
+        } else if (op->action != JR__META_MOVE_CANCEL || r->peer.n || op->npeers) {
+            return JR_EINVAL;
+        }
+        for (size_t i = 0; i < op->npeers; i++) r->peers[i] = str_span(op->peers[i]);
+        return names_ok(r->peers, op->npeers) ? 0 : JR_EINVAL;
     default:
         return JR_EINVAL;
     }
@@ -273,6 +287,14 @@ int jr__meta_op_encode(const jr__meta_op *op, jr__buf *out)
     case JR__META_CONSUMER_DELETE:
         jr__meta_put_str(out, op->stream);
         jr__meta_put_str(out, op->consumer);
+        break;
+    case JR__META_PEER_MOVE:
+        jr__meta_put_str(out, op->stream);
+        put_span(out, r.consumer);
+        jr__buf_u8(out, op->action);
+        put_span(out, r.peer);
+        jr__buf_varint(out, op->npeers);
+        for (size_t i = 0; i < op->npeers; i++) put_span(out, r.peers[i]);
         break;
     default: /* STREAM_DELETE */
         jr__meta_put_str(out, op->stream);
@@ -380,6 +402,21 @@ static int parse(jr__rd *rd, raw *r)
         r->stream = rd_span(rd, JR_STREAM_NAME_MAX);
         r->consumer = rd_span(rd, JR_CONSUMER_NAME_MAX);
         break;
+    case JR__META_PEER_MOVE:
+        r->stream = rd_span(rd, JR_STREAM_NAME_MAX);
+        r->consumer = rd_span(rd, JR_CONSUMER_NAME_MAX);
+        r->action = jr__rd_u8(rd);
+        r->peer = rd_span(rd, JR__META_NAME_MAX);
+        r->npeers = jr__meta_rd_count(rd, 2, JR_MAX_REPLICAS);
+        for (size_t i = 0; i < r->npeers && !rd->err; i++)
+            r->peers[i] = rd_span(rd, JR__META_NAME_MAX);
+        if (rd->err) break;
+        if (r->action == JR__META_MOVE_EVACUATE) {
+            if (!jr__meta_name_ok(r->peer.p, r->peer.n)) jr__rd_fail(rd);
+        } else if (r->action != JR__META_MOVE_CANCEL || r->peer.n || r->npeers) {
+            jr__rd_fail(rd);
+        }
+        break;
     default: /* STREAM_DELETE */
         r->stream = rd_span(rd, JR_STREAM_NAME_MAX);
     }
@@ -414,7 +451,7 @@ static int build(const raw *r, const jr_allocator *a, jr__meta_op *op)
     size_t nlist = info ? r->ntags : r->npeers;
     size_t head = r->nrep * sizeof(jr__meta_replace) + (nlist + r->rep_peers) * sizeof(char *);
     size_t bytes = head + r->origin.n + 1 + r->name.n + 1 + r->cluster.n + 1 + r->stream.n + 1 +
-                   r->consumer.n + 1 + r->rep_bytes;
+                   r->consumer.n + 1 + r->peer.n + 1 + r->rep_bytes;
     for (size_t i = 0; i < nlist; i++) bytes += list[i].n + 1;
     char *block = jr__malloc(a, bytes);
     if (!block) return JR_ENOMEM;
@@ -478,6 +515,14 @@ static int build(const raw *r, const jr_allocator *a, jr__meta_op *op)
         op->stream = copy_span(&at, r->stream);
         op->consumer = copy_span(&at, r->consumer);
         break;
+    case JR__META_PEER_MOVE:
+        op->stream = copy_span(&at, r->stream);
+        op->consumer = r->consumer.n ? copy_span(&at, r->consumer) : NULL;
+        op->action = r->action;
+        op->peer = r->peer.n ? copy_span(&at, r->peer) : NULL;
+        op->peers = nlist ? ptrs : NULL;
+        op->npeers = nlist;
+        break;
     default:
         op->stream = copy_span(&at, r->stream);
     }
@@ -506,6 +551,11 @@ int jr__meta_op_decode(const void *data, size_t len, const jr_allocator *a, jr__
     if ((r.type == JR__META_STREAM_DELETE || r.type == JR__META_STREAM_CONVERGED ||
          r.type == JR__META_CONSUMER_ADD || r.type == JR__META_CONSUMER_DELETE) &&
         !stream_name_ok(op->stream)) {
+        jr__meta_op_free(op);
+        return JR_ECORRUPT;
+    }
+    if (r.type == JR__META_PEER_MOVE &&
+        (!stream_name_ok(op->stream) || (op->consumer && !consumer_name_ok(op->consumer)))) {
         jr__meta_op_free(op);
         return JR_ECORRUPT;
     }

@@ -32,9 +32,13 @@
  *   SERVER_JOIN   a server's placement facts, as SERVER_INFO: a new server asks to be let into
  *                 the cluster (forwarded by the member it asked); applied, it is a server of
  *                 the meta state and the meta leader adds it to the meta group.
- * Room for the roadmap: op types 10.. are reserved (moves, server evacuation); a decoder that
- * meets a type it does not know reports JR_EVERSION, never a silent skip (replicas must not
- * diverge). A stream's peer
+ *   PEER_MOVE     {stream, consumer ("" = the stream), kind, peer, peer set}: evacuates `peer`
+ *                 (the meta leader chose the replacement: the peer set is the current one with
+ *                 `peer` replaced) or cancels the peer change in progress (back to the
+ *                 assignment's origin; no peer, no peer set). Apply rules in meta_move.h.
+ * Room for the roadmap: op types 11.. are reserved (server evacuation); a decoder that meets a
+ * type it does not know reports JR_EVERSION, never a silent skip (replicas must not diverge).
+ * A stream's peer
  * set changes (grow, shrink) through STREAM_UPDATE with the new peers; the groups converge to
  * it and its leader reports STREAM_CONVERGED.
  *
@@ -59,6 +63,8 @@
  *                 ascending name order, each peer list 1..JR_MAX_REPLICAS distinct names
  *                 without the removed server (n = 0: a request, placed by the leader)
  *   SERVER_JOIN   as SERVER_INFO
+ *   PEER_MOVE     str stream | str consumer ("" = the stream) | u8 kind (1 evacuate, 2 cancel) |
+ *                 str peer (evacuate: a name; cancel: "") | list<str> peers (cancel: none)
  * Version 2 only adds the creation time a meta leader stamps on a STREAM_ADD it places (its
  * host's wall clock). An op is written as version 2 exactly when it carries one, as version 1
  * otherwise, so every value keeps one encoding and logs written before version 2 replay
@@ -96,7 +102,14 @@ enum jr__meta_op_type {
     JR__META_CONSUMER_DELETE = 7,
     JR__META_SERVER_REMOVE = 8,
     JR__META_SERVER_JOIN = 9,
-    JR__META_OP_MAX = 9 /* types above are reserved (see the header comment) */
+    JR__META_PEER_MOVE = 10,
+    JR__META_OP_MAX = 10 /* types above are reserved (see the header comment) */
+};
+
+/* What a PEER_MOVE does. */
+enum jr__meta_move_kind {
+    JR__META_MOVE_EVACUATE = 1, /* replace `peer` by another server (the replica count stays) */
+    JR__META_MOVE_CANCEL = 2,   /* return a peer change in progress to its origin */
 };
 
 /* SERVER_REMOVE: a stream of the removed server and the peer set it gets without it. */
@@ -139,9 +152,10 @@ typedef struct jr__meta_op {
     const jr_consumer_config *consumer_config; /* CONSUMER_ADD (a request may lack the name of
                                                   an ephemeral: the leader names it) */
     uint8_t action;                            /* CONSUMER_ADD: enum jr__meta_consumer_action */
-    const char *consumer;                      /* CONSUMER_DELETE: the consumer's name */
-    uint64_t group;                            /* STREAM_CONVERGED: the stream's Raft group id */
-    uint64_t peers_at; /* STREAM_CONVERGED: the assignment's peers_at the group reached */
+    const char *consumer; /* CONSUMER_DELETE: the consumer's name; PEER_MOVE: the consumer
+                             moved (NULL or "": the stream itself) */
+    uint64_t group;       /* STREAM_CONVERGED: the stream's Raft group id */
+    uint64_t peers_at;    /* STREAM_CONVERGED: the assignment's peers_at the group reached */
     /* STREAM_CONVERGED: the reporting leader's term, and its commit index with that entry's
      * term — the floor a replica joining later starts from (jr__join_floor); 0: unknown */
     uint64_t term, commit_term, commit;
@@ -150,6 +164,9 @@ typedef struct jr__meta_op {
      * does. */
     const jr__meta_replace *replace;
     size_t nreplace;
+    /* PEER_MOVE: action is enum jr__meta_move_kind; `peer` the server evacuated (NULL for a
+     * cancel); peers the new peer set the meta leader chose (evacuate; none in a request) */
+    const char *peer;
     /* Owned memory of a decoded op (jr__meta_op_decode); all NULL in an op built by hand. */
     jr__stream_cfg *cfg;    /* the decoded config (config == &cfg->c) */
     jr__consumer_cfg *ccfg; /* the decoded consumer config (consumer_config == &ccfg->c) */

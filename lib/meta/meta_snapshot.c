@@ -84,10 +84,43 @@ int jr__meta_snapshot(const jr__meta_state *st, jr__buf *out)
             jr__buf_varint(out, c->converged_at);
         }
     }
-    jr__buf_free(&cfg);
     /* version 5: the servers removed for good (meta_servers.c) */
     jr__buf_varint(out, st->nremoved);
     for (size_t i = 0; i < st->nremoved; i++) jr__meta_put_str(out, st->removed[i]);
+    /* version 6: the origins of the peer changes in progress, in (stream, consumer) order */
+    size_t norigins = 0;
+    for (size_t i = 0; i < st->nstreams; i++) {
+        const jr__meta_stream *s = st->streams[i];
+        norigins += s->origin != NULL;
+        for (size_t j = 0; j < s->nconsumers; j++) norigins += s->consumers[j]->origin != NULL;
+    }
+    jr__buf_varint(out, norigins);
+    for (size_t i = 0; i < st->nstreams && !out->err; i++) {
+        const jr__meta_stream *s = st->streams[i];
+        if (s->origin) {
+            jr__buf_reset(&cfg);
+            if (jr__stream_config_encode(&s->origin->cfg->c, &cfg)) {
+                out->err = cfg.err ? cfg.err : JR_ENOMEM;
+                break;
+            }
+            jr__meta_put_str(out, s->name);
+            jr__meta_put_str(out, "");
+            jr__buf_bytes(out, cfg.data, cfg.len);
+            jr__buf_varint(out, s->origin->npeers);
+            for (size_t k = 0; k < s->origin->npeers; k++)
+                jr__meta_put_str(out, s->origin->peers[k]);
+        }
+        for (size_t j = 0; j < s->nconsumers; j++) {
+            const jr__meta_consumer *c = s->consumers[j];
+            if (!c->origin) continue;
+            jr__meta_put_str(out, s->name);
+            jr__meta_put_str(out, c->name);
+            jr__buf_varint(out, c->origin->npeers);
+            for (size_t k = 0; k < c->origin->npeers; k++)
+                jr__meta_put_str(out, c->origin->peers[k]);
+        }
+    }
+    jr__buf_free(&cfg);
     if (!out->err) jr__buf_u64(out, jr__xxh3(out->data + start, out->len - start));
     return out->err;
 }
@@ -241,7 +274,7 @@ static int read_stream(jr__rd *r, jr__meta_state *st, int version)
         jr__meta_stream_free(st->alloc, s);
         return rc == JR_ENOMEM ? rc : JR_ECORRUPT;
     }
-    if (version < 4) return 0;
+    if (version < 4) return 0; /* version 6 has consumers too */
     size_t nc = jr__meta_rd_count(r, CONSUMER_MIN, SIZE_MAX);
     if (r->err) return JR_ECORRUPT;
     for (size_t i = 0; i < nc; i++) {
@@ -268,6 +301,77 @@ static int read_removed(jr__rd *r, jr__meta_state *st)
     return r->err ? JR_ECORRUPT : 0;
 }
 
+/* The origins section of version 6 (meta_state.h): each names a stream (and consumer) mid
+ * peer change that has no origin yet, in strictly ascending (stream, consumer) order. */
+static int read_origins(jr__rd *r, jr__meta_state *st)
+{
+    size_t n = jr__meta_rd_count(r, 4, SIZE_MAX);
+    jr__meta_name prev_s = {NULL, 0}, prev_c = {NULL, 0};
+    for (size_t i = 0; i < n; i++) {
+        jr__meta_name sn, cn;
+        sn.p = jr__meta_rd_str(r, &sn.n, JR_STREAM_NAME_MAX);
+        cn.p = jr__meta_rd_str(r, &cn.n, JR_CONSUMER_NAME_MAX);
+        if (r->err || sn.n == 0) return JR_ECORRUPT;
+        if (i &&
+            (name_cmp(sn, prev_s) < 0 || (name_cmp(sn, prev_s) == 0 && name_cmp(cn, prev_c) <= 0)))
+            return JR_ECORRUPT;
+        prev_s = sn;
+        prev_c = cn;
+        char sname[JR_STREAM_NAME_MAX + 1], cname[JR_CONSUMER_NAME_MAX + 1];
+        memcpy(sname, sn.p, sn.n);
+        sname[sn.n] = '\0';
+        memcpy(cname, cn.p, cn.n);
+        cname[cn.n] = '\0';
+        jr__meta_stream *s = (jr__meta_stream *)jr__meta_stream_find(st, sname);
+        if (!s) return JR_ECORRUPT;
+        if (cn.n == 0) {
+            size_t cfglen;
+            const uint8_t *cfgp = jr__rd_bytes(r, &cfglen, SIZE_MAX);
+            jr__meta_name peers[JR_MAX_REPLICAS];
+            size_t npeers = rd_names(r, peers, JR_MAX_REPLICAS);
+            if (r->err || !jr__meta_stream_busy(s) || s->origin) return JR_ECORRUPT;
+            jr__stream_cfg *cfg;
+            int rc = jr__stream_config_decode(cfgp, cfglen, st->alloc, &cfg);
+            if (rc) return rc == JR_ENOMEM ? rc : JR_ECORRUPT;
+            if (npeers != (size_t)cfg->c.replicas || strcmp(cfg->c.name, s->name) != 0) {
+                jr__stream_cfg_free(cfg);
+                return JR_ECORRUPT;
+            }
+            const char *pv[JR_MAX_REPLICAS];
+            char names[JR_MAX_REPLICAS][JR__META_NAME_MAX + 1];
+            for (size_t k = 0; k < npeers; k++) {
+                memcpy(names[k], peers[k].p, peers[k].n);
+                names[k][peers[k].n] = '\0';
+                pv[k] = names[k];
+            }
+            s->origin = jr__meta_asgn_new(st->alloc, cfg, pv, npeers);
+            if (!s->origin) {
+                jr__stream_cfg_free(cfg);
+                return JR_ENOMEM;
+            }
+            continue;
+        }
+        jr__meta_consumer *c = (jr__meta_consumer *)jr__meta_consumer_find(s, cname);
+        jr__meta_name peers[JR_MAX_REPLICAS];
+        size_t npeers = rd_names(r, peers, JR_MAX_REPLICAS);
+        if (r->err || !c || !jr__meta_consumer_busy(c) || c->origin || npeers == 0)
+            return JR_ECORRUPT;
+        const char *pv[JR_MAX_REPLICAS];
+        char names[JR_MAX_REPLICAS][JR__META_NAME_MAX + 1];
+        for (size_t k = 0; k < npeers; k++) {
+            memcpy(names[k], peers[k].p, peers[k].n);
+            names[k][peers[k].n] = '\0';
+            pv[k] = names[k];
+        }
+        c->origin = jr__meta_casgn_new(st->alloc, jr__consumer_cfg_ref(c->cfg), pv, npeers);
+        if (!c->origin) {
+            jr__consumer_cfg_free(c->cfg);
+            return JR_ENOMEM;
+        }
+    }
+    return r->err ? JR_ECORRUPT : 0;
+}
+
 int jr__meta_restore(jr__meta_state *st, const void *data, size_t len)
 {
     const uint8_t *p = data;
@@ -290,6 +394,7 @@ int jr__meta_restore(jr__meta_state *st, const void *data, size_t len)
         for (size_t i = 0; i < n && !rc; i++) rc = read_stream(&r, &tmp, version);
     }
     if (!rc && version >= 5) rc = read_removed(&r, &tmp);
+    if (!rc && version >= 6) rc = read_origins(&r, &tmp);
     if (!rc && jr__rd_left(&r) != 0) rc = JR_ECORRUPT; /* trailing bytes */
     if (rc) {
         jr__meta_state_free(&tmp);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "meta/meta_state.h"
+#include "meta/meta_move.h"
 #include "util/subject.h"
 #include "util/alloc.h"
 
@@ -135,6 +136,15 @@ static void stream_set(jr__meta_stream *s, jr__meta_asgn *as)
     s->npeers = as->npeers;
 }
 
+jr__meta_asgn *jr__meta_asgn_new(const jr_allocator *a, jr__stream_cfg *cfg,
+                                 const char *const *peers, size_t n)
+{
+    jr__meta_name names[JR_MAX_REPLICAS];
+    if (n > JR_MAX_REPLICAS) return NULL;
+    for (size_t i = 0; i < n; i++) names[i] = (jr__meta_name){peers[i], strlen(peers[i])};
+    return asgn_new(a, cfg, names, n);
+}
+
 jr__meta_stream *jr__meta_stream_new(const jr_allocator *a, jr__stream_cfg *cfg,
                                      const jr__meta_name *peers, size_t npeers)
 {
@@ -152,6 +162,7 @@ jr__meta_stream *jr__meta_stream_new(const jr_allocator *a, jr__stream_cfg *cfg,
 void jr__meta_stream_free(const jr_allocator *a, jr__meta_stream *s)
 {
     if (!s) return;
+    jr__meta_asgn_put(s->origin);
     for (size_t i = 0; i < s->nconsumers; i++) jr__meta_consumer_free(a, s->consumers[i]);
     jr__free(a, s->consumers);
     jr__meta_asgn_put(s->asgn);
@@ -599,6 +610,8 @@ static int consumer_converged(jr__meta_state *st, const jr__meta_op *op, jr__met
                c->name, (unsigned long long)op->peers_at, (unsigned long long)c->peers_at);
     } else if (jr__meta_consumer_busy(c) && apply) {
         c->converged_at = c->peers_at;
+        jr__meta_casgn_put(c->origin);
+        c->origin = NULL;
         res->group = c->group;
         res->changed = 1;
     }
@@ -617,6 +630,11 @@ int jr__meta_check(jr__meta_state *st, const jr__meta_op *op, jr__meta_result *r
     if (op->type == JR__META_CONSUMER_ADD || op->type == JR__META_CONSUMER_DELETE) {
         jr__meta_consumer *c;
         jr__meta_consumer_validate(st, op, 0, res, &s, &c);
+        return 0;
+    }
+    if (op->type == JR__META_PEER_MOVE) {
+        jr__meta_consumer *c;
+        jr__meta_move_validate(st, op, 0, res, &s, &c);
         return 0;
     }
     if (validate(st, op, 0, res, &s) == DECIDED) return 0;
@@ -770,7 +788,12 @@ static int apply_update(jr__meta_state *st, uint64_t index, const jr__meta_op *o
             refuse(res, JR_EINVAL, "subjects: invalid");
         return 0;
     }
-    if (!same_peer_set(s, op)) s->peers_at = index; /* a peer change begins */
+    if (!same_peer_set(s, op)) {
+        /* a peer change begins: from a converged state, the version it started from is its
+         * origin (a cancel returns there) */
+        if (!jr__meta_stream_busy(s) && !s->origin) s->origin = jr__meta_asgn_ref(s->asgn);
+        s->peers_at = index;
+    }
     tally(st, s, -1);
     jr__meta_asgn_put(s->asgn); /* a replica may still hold the old version */
     stream_set(s, as);
@@ -801,6 +824,10 @@ int jr__meta_stream_repeer(jr__meta_state *st, uint64_t index, jr__meta_stream *
     }
     jr__meta_op same = {.npeers = npeers, .peers = peers};
     if (!same_peer_set(s, &same)) s->peers_at = index;
+    /* a peer-remove overrides a change in progress: there is no origin to go back to (it may
+     * hold the removed server) */
+    jr__meta_asgn_put(s->origin);
+    s->origin = NULL;
     tally(st, s, -1);
     jr__meta_asgn_put(s->asgn);
     stream_set(s, as);
@@ -824,6 +851,23 @@ void jr__meta_server_drop(jr__meta_state *st, size_t pos)
     jr__meta_server *sv = st->servers[pos];
     remove_at(&st->servers, &st->nservers, pos);
     jr__meta_server_free(st->alloc, sv);
+}
+
+void jr__meta_stream_install(jr__meta_state *st, jr__meta_stream *s, jr__meta_asgn *as,
+                             uint64_t index)
+{
+    int same = as->npeers == s->npeers;
+    for (size_t i = 0; same && i < as->npeers; i++)
+        same = jr__meta_stream_has_peer(s, as->peers[i]);
+    if (!same) {
+        if (!jr__meta_stream_busy(s) && !s->origin) s->origin = jr__meta_asgn_ref(s->asgn);
+        s->peers_at = index;
+    }
+    tally(st, s, -1);
+    jr__meta_asgn_put(s->asgn);
+    stream_set(s, as);
+    tally(st, s, 1);
+    s->updated = index;
 }
 
 static void apply_delete(jr__meta_state *st, jr__meta_stream *s, jr__meta_result *res)
@@ -854,6 +898,10 @@ int jr__meta_apply_op(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
         jr__meta_consumer *c;
         if (jr__meta_consumer_validate(st, op, 1, res, &s, &c) == 0)
             rc = jr__meta_consumer_apply(st, index, op, s, c, res);
+    } else if (op->type == JR__META_PEER_MOVE) {
+        jr__meta_consumer *c;
+        if (jr__meta_move_validate(st, op, 1, res, &s, &c) == 0)
+            rc = jr__meta_move_apply(st, index, op, s, c, res);
     } else if (validate(st, op, 1, res, &s) != DECIDED) {
         switch (op->type) {
         case JR__META_SERVER_INFO:
@@ -871,6 +919,8 @@ int jr__meta_apply_op(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
             break;
         case JR__META_STREAM_CONVERGED:
             s->converged_at = s->peers_at; /* validate() checked op->peers_at is that */
+            jr__meta_asgn_put(s->origin);  /* the change is over */
+            s->origin = NULL;
             if (op->term > s->floor_term ||
                 (op->term == s->floor_term && op->commit > s->floor_commit)) {
                 s->floor_term = op->term;

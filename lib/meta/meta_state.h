@@ -157,6 +157,10 @@ typedef struct jr__meta_stream {
                                  (STREAM_CONVERGED): where a replica joining later starts */
     jr__meta_consumer **consumers;                        /* sorted by name (bytewise) */
     size_t nconsumers, cap_consumers;
+    /* The assignment version the peer change in progress started from (one reference): set
+     * when a change of the peer set starts from a converged state, kept (never overwritten)
+     * until the change converges or is cancelled; NULL when stable (meta_move.h). */
+    jr__meta_asgn *origin;
 } jr__meta_stream;
 
 /* One version of a consumer's config and peer set: immutable and reference-counted, like
@@ -184,8 +188,9 @@ struct jr__meta_consumer {
     uint64_t created, updated;     /* meta indexes of its creation and last change */
     uint64_t created_ns;           /* the placing meta leader's wall clock */
     uint64_t peers_at;             /* meta index of the op that gave it this peer set (as a set) */
-    uint64_t converged_at; /* the peers_at its group last reported reaching (STREAM_CONVERGED
-                              naming the consumer's group); busy while they differ */
+    uint64_t converged_at;  /* the peers_at its group last reported reaching (STREAM_CONVERGED
+                               naming the consumer's group); busy while they differ */
+    jr__meta_casgn *origin; /* as jr__meta_stream.origin, for the consumer's peer set */
 };
 
 /* 1 while consumer c's peer set has not converged. */
@@ -397,8 +402,8 @@ int jr__meta_stream_repeer(jr__meta_state *st, uint64_t index, jr__meta_stream *
                            const char *const *peers, size_t npeers, jr__meta_result *res);
 
 /* Snapshot (meta_snapshot.c) -------------------------------------------------------------------
- * Format, version 5 (as in meta_op.h: varints canonical, str = varint length + bytes):
- *   "JRMS" | u8 version (= 5) | varint applied | varint next_group |
+ * Format, version 6 (as in meta_op.h: varints canonical, str = varint length + bytes):
+ *   "JRMS" | u8 version (= 6) | varint applied | varint next_group |
  *   varint nservers | nservers × (str name | str cluster | list<str> tags | varint capacity |
  *                                 varint max_assets) |
  *   varint nstreams | nstreams × (varint len | len bytes of config encoding | list<str> peers |
@@ -410,16 +415,24 @@ int jr__meta_stream_repeer(jr__meta_state *st, uint64_t index, jr__meta_stream *
  *                                 consumer config encoding | list<str> peers | varint group |
  *                                 varint created | varint updated | varint created_ns |
  *                                 varint peers_at | varint converged_at)) |
- *   [version 5: list<str> removed (strictly ascending, none of them in servers)] |
+ *   list<str> removed (strictly ascending, none of them in servers) |
+ *   varint norigins | norigins × (str stream | str consumer ("" = the stream itself) |
+ *                                  [stream: varint len | len bytes of the origin's config
+ *                                   encoding] | list<str> origin peers) |
  *   u64 xxh3 of every byte before it
  * Servers, streams and each stream's consumers in strictly ascending name order (so the encoding
  * is canonical), with created <= converged_at <= peers_at <= updated for a stream, created <=
  * converged_at <= peers_at <= updated for a consumer, whose peers are peers of its stream. Version
- * 4 is the same without the removed servers (none). Version 3 is the same without consumers.
+ * 5 is the same without the origins (none), version 4 also without the removed servers (none).
+ * Origins: the peer changes in progress (meta_move.h), in strictly ascending (stream, consumer)
+ * order, each naming a stream (consumer) that is mid peer change; a stream's origin peers number
+ * its origin config's replicas. A consumer's origin keeps only its peers (restored with the
+ * consumer's current config). A state restored from version 5 or below has no origins (a cancel
+ * of a change in progress is then JR_ENOCHANGE). Version 3 is the same as 4 without consumers.
  * Version 2 (before peer changes) is the same without peers_at and converged_at (restored as
  * created: the original peers, converged); version 1 (before streams had a creation time) also
  * lacks created_ns (restored as 0). */
-#define JR__META_SNAP_VERSION 5
+#define JR__META_SNAP_VERSION 6
 
 /* Appends the snapshot of st to out. 0 or JR_ENOMEM (out->err set; what was appended is
  * unspecified, truncate to the old length). */
@@ -457,6 +470,17 @@ int jr__meta_state_append_stream(jr__meta_state *st, jr__meta_stream *s);
  * pointers (into the block); the caller fills the head. NULL without memory. */
 void *jr__meta_peers_block(const jr_allocator *a, size_t head, const jr__meta_name *peers, size_t n,
                            const char ***pv);
+/* Peer moves (meta_move.c) share these: a new assignment version (takes cfg; NULL without
+ * memory), and installing one on a stream or consumer at meta index `index` (takes `as`;
+ * keeps the servers' tallies; a different peer set starts a peer change, recording the
+ * origin when it starts from a converged state). */
+jr__meta_asgn *jr__meta_asgn_new(const jr_allocator *a, jr__stream_cfg *cfg,
+                                 const char *const *peers, size_t n);
+void jr__meta_stream_install(jr__meta_state *st, jr__meta_stream *s, jr__meta_asgn *as,
+                             uint64_t index);
+jr__meta_casgn *jr__meta_casgn_new(const jr_allocator *a, jr__consumer_cfg *cfg,
+                                   const char *const *peers, size_t n);
+void jr__meta_consumer_install(jr__meta_consumer *c, jr__meta_casgn *as, uint64_t index);
 /* Builds a consumer from borrowed parts (snapshot restore); takes cfg. */
 jr__meta_consumer *jr__meta_consumer_new(const jr_allocator *a, jr__consumer_cfg *cfg,
                                          const jr__meta_name *peers, size_t npeers);

@@ -122,6 +122,42 @@ START_TEST(pull_consumer_page)
 }
 END_TEST
 
+/* A consumer mid move: the Migration Information section follows the cluster block, at the
+ * page's label width. */
+START_TEST(migration_section)
+{
+    pull_fixture f;
+    pull_fixture_init(&f);
+    const char *target[] = {"n1", "n2", "n4"}, *origin[] = {"n1", "n2", "n3"};
+    jr_move_info m = {.size = sizeof m,
+                      .target = target,
+                      .ntarget = 3,
+                      .origin = origin,
+                      .norigin = 3,
+                      .status = JR_MOVE_MEMBERSHIP,
+                      .description = "adding peer n4"};
+    f.cluster.move = &m;
+    f.peers[1].pending = 1;
+    char buf[4096];
+    int n = jr_consumer_info_format(&f.info, NOW, buf, sizeof buf);
+    ck_assert_int_eq(n, (int)strlen(buf));
+    ck_assert_ptr_nonnull(strstr(buf, "                 Replica: n3 (pending), outdated"));
+    ck_assert_ptr_nonnull(strstr(buf, "1,234 operations behind\n"
+                                      "\n"
+                                      "Migration Information:\n"
+                                      "\n"
+                                      "                  Status: membership\n"
+                                      "             Description: adding peer n4\n"
+                                      "            Target Peers: n1, n2, n4\n"
+                                      "            Origin Peers: n1, n2, n3\n"
+                                      "\n"
+                                      "State:\n"));
+    /* truncated output still counts everything */
+    char small[64];
+    ck_assert_int_eq(jr_consumer_info_format(&f.info, NOW, small, sizeof small), n);
+}
+END_TEST
+
 /* A push consumer, not clustered, without acks, starting at a time, paused, with the push-only
  * rows (queue group, heartbeat, flow control) and no pull rows. */
 START_TEST(push_consumer_page)
@@ -382,6 +418,7 @@ int main(void)
     Suite *s = suite_create("consumer_format");
     TCase *tc = tcase_create("consumer_format");
     tcase_add_test(tc, pull_consumer_page);
+    tcase_add_test(tc, migration_section);
     tcase_add_test(tc, push_consumer_page);
     tcase_add_test(tc, no_clock_no_ago);
     tcase_add_test(tc, truncation);

@@ -52,6 +52,88 @@ START_TEST(info_round_trip_keeps_damaged_and_never_current)
 }
 END_TEST
 
+/* A move travels with the cluster block only while there is one; a stable info's bytes are
+ * what the codec wrote before moves existed; malformed moves are refused either way. */
+START_TEST(info_and_consumer_info_carry_the_move)
+{
+    jr_stream_config cfg;
+    jr_stream_config_init(&cfg);
+    cfg.name = "S";
+    cfg.replicas = 3;
+    jr_stream_state st = {.size = sizeof st};
+    jr_peer_info a = {.size = sizeof a, .name = "n2", .pending = 1};
+    const jr_peer_info *reps[] = {&a};
+    const char *target[] = {"n1", "n3", "n4"}, *origin[] = {"n1", "n2", "n3"};
+    jr_move_info m = {.size = sizeof m,
+                      .target = target,
+                      .ntarget = 3,
+                      .origin = origin,
+                      .norigin = 3,
+                      .status = JR_MOVE_CATCHUP,
+                      .description = "waiting for peers to catch up",
+                      .error = NULL};
+    jr_cluster_info ci = {.size = sizeof ci,
+                          .name = "c",
+                          .group = "G",
+                          .leader = "n1",
+                          .replicas = reps,
+                          .nreplicas = 1};
+    jr_stream_info in = {.size = sizeof in, .config = &cfg, .state = &st, .cluster = &ci};
+    jr__buf stable, moving;
+    jr__buf_init(&stable, NULL);
+    jr__buf_init(&moving, NULL);
+    ck_assert_int_eq(jr__info_encode(&stable, &in), 0);
+    ci.move = &m;
+    ck_assert_int_eq(jr__info_encode(&moving, &in), 0);
+    ck_assert_uint_gt(moving.len, stable.len);
+    ck_assert(memcmp(moving.data, stable.data, stable.len) == 0); /* appended only */
+    jr__info_dec d;
+    ck_assert_int_eq(jr__info_decode(stable.data, stable.len, NULL, &d), 0);
+    ck_assert_ptr_null(d.info.cluster->move);
+    jr__info_dec_free(&d);
+    ck_assert_int_eq(jr__info_decode(moving.data, moving.len, NULL, &d), 0);
+    const jr_move_info *om = d.info.cluster->move;
+    ck_assert_ptr_nonnull(om);
+    ck_assert_uint_eq(om->size, sizeof *om);
+    ck_assert_int_eq(om->status, JR_MOVE_CATCHUP);
+    ck_assert_str_eq(om->description, "waiting for peers to catch up");
+    ck_assert_ptr_null(om->error);
+    ck_assert_uint_eq(om->ntarget, 3);
+    ck_assert_str_eq(om->target[2], "n4");
+    ck_assert_uint_eq(om->norigin, 3);
+    ck_assert_str_eq(om->origin[1], "n2");
+    ck_assert_int_eq(d.info.cluster->replicas[0]->pending, 1);
+    jr__info_dec_free(&d);
+    /* every truncation inside the move, and a bad status, is refused */
+    for (size_t cut = stable.len + 1; cut < moving.len; cut++) {
+        ck_assert_int_eq(jr__info_decode(moving.data, cut, NULL, &d), JR_ECORRUPT);
+        jr__info_dec_free(&d);
+    }
+    m.status = 0;
+    jr__buf bad;
+    jr__buf_init(&bad, NULL);
+    ck_assert_int_eq(jr__info_encode(&bad, &in), JR_EINVAL);
+    m.status = JR_MOVE_UNAVAILABLE;
+    m.error = "unknown server n9";
+    /* the same block in a consumer info */
+    jr_consumer_config cc;
+    jr_consumer_config_init(&cc);
+    cc.name = cc.durable_name = "C";
+    jr_consumer_info ciq = {
+        .size = sizeof ciq, .stream = "S", .name = "C", .config = &cc, .cluster = &ci};
+    ck_assert_int_eq(jr__cinfo_encode(&bad, &ciq), 0);
+    jr__cinfo_dec cd;
+    ck_assert_int_eq(jr__cinfo_decode(bad.data, bad.len, NULL, &cd), 0);
+    ck_assert_ptr_nonnull(cd.info.cluster->move);
+    ck_assert_str_eq(cd.info.cluster->move->error, "unknown server n9");
+    ck_assert_int_eq(cd.info.cluster->move->status, JR_MOVE_UNAVAILABLE);
+    jr__cinfo_dec_free(&cd);
+    jr__buf_free(&bad);
+    jr__buf_free(&stable);
+    jr__buf_free(&moving);
+}
+END_TEST
+
 /* A server report as the meta leader writes it (meta_replica.c): two servers, one damaged. */
 START_TEST(server_report_round_trip_keeps_damaged)
 {
@@ -96,6 +178,7 @@ int main(void)
     TCase *tc = tcase_create("js_codec");
     tcase_add_test(tc, info_round_trip_keeps_damaged_and_never_current);
     tcase_add_test(tc, server_report_round_trip_keeps_damaged);
+    tcase_add_test(tc, info_and_consumer_info_carry_the_move);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

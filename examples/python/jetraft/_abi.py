@@ -223,6 +223,19 @@ class jr_peer_info(Structure):
     ]
 
 
+class jr_move_info(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("target", c_str_array),
+        ("ntarget", c_size_t),
+        ("origin", c_str_array),
+        ("norigin", c_size_t),
+        ("status", c_int),
+        ("description", c_char_p),
+        ("error", c_char_p),
+    ]
+
+
 class jr_cluster_info(Structure):
     _fields_ = [
         ("size", c_size_t),
@@ -231,6 +244,7 @@ class jr_cluster_info(Structure):
         ("leader", c_char_p),
         ("replicas", POINTER(POINTER(jr_peer_info))),
         ("nreplicas", c_size_t),
+        ("move", POINTER(jr_move_info)),
     ]
 
 
@@ -781,6 +795,15 @@ CONSTANTS: dict[str, int] = {
     "JR_LOG_WARN": 1,
     "JR_LOG_INFO": 2,
     "JR_LOG_DEBUG": 3,
+    "JR_MOVE_META": 1,
+    "JR_MOVE_MEMBERSHIP": 2,
+    "JR_MOVE_SNAPSHOT": 3,
+    "JR_MOVE_CATCHUP": 4,
+    "JR_MOVE_QUORUM": 5,
+    "JR_MOVE_BLOCKED": 6,
+    "JR_MOVE_UNAVAILABLE": 7,
+    "JR_CHECK_PEER_CHANGE": 10,
+    "JR_CHECK_MOVE_STUCK": 11,
     "JR_LINK_AUTHORITY": 1,
     "JR_LINK_IDENTITY": 2,
     "JR_LINK_DIALER": 1,
@@ -853,6 +876,8 @@ FUNCTIONS: dict[str, tuple[object, list[object]]] = {
     "jr_stream_msg_get": (c_int, [_node, c_char_p, c_uint64, msg_fn, c_void_p]),
     "jr_stream_get_last": (c_int, [_node, c_char_p, c_char_p, msg_fn, c_void_p]),
     "jr_stream_stepdown": (c_int, [_node, c_char_p, c_char_p, stream_fn, c_void_p]),
+    "jr_stream_evacuate": (c_int, [_node, c_char_p, c_char_p, stream_fn, c_void_p]),
+    "jr_stream_cancel_move": (c_int, [_node, c_char_p, stream_fn, c_void_p]),
     "jr_stream_info_get": (c_int, [_node, c_char_p, stream_info_fn, c_void_p]),
     "jr_stream_direct_get": (c_int, [_node, c_char_p, c_uint64, c_char_p, msg_fn, c_void_p]),
     "jr_stream_names": (c_int, [_node, c_char_p, c_uint64, names_fn, c_void_p]),
@@ -883,6 +908,9 @@ FUNCTIONS: dict[str, tuple[object, list[object]]] = {
         c_int, [_node, c_char_p, c_int, c_int64, c_char_p, stream_fn, c_void_p]),
     "jr_consumer_reset": (c_int, [_node, c_char_p, c_char_p, c_uint64, stream_fn, c_void_p]),
     "jr_consumer_stepdown": (c_int, [_node, c_char_p, c_char_p, c_char_p, stream_fn, c_void_p]),
+    "jr_consumer_evacuate": (
+        c_int, [_node, c_char_p, c_char_p, c_char_p, stream_fn, c_void_p]),
+    "jr_consumer_cancel_move": (c_int, [_node, c_char_p, c_char_p, stream_fn, c_void_p]),
     "jr_consumer_unpin": (c_int, [_node, c_char_p, c_char_p, c_char_p, stream_fn, c_void_p]),
     "jr_consumer_ack_next": (c_int, [_node, c_char_p, P(jr_fetch_opts), fetch_fn, c_void_p]),
     "jr_consumer_subscribe": (

@@ -381,6 +381,21 @@ class Node:
             lambda k: lib.jr_stream_stepdown(self.ptr, enc(name), enc(peer), reg.stream_cb, k),
         )
 
+    def stream_evacuate(self, name: str, peer: str) -> Pending[None]:
+        """Moves the stream's replica off server `peer` onto another that qualifies (the
+        replacement catches up first); PeerRemapError when none does, and nothing moves."""
+        return self._simple(
+            f"stream evacuate {name}",
+            lambda k: lib.jr_stream_evacuate(self.ptr, enc(name), enc(peer), reg.stream_cb, k),
+        )
+
+    def stream_cancel_move(self, name: str) -> Pending[None]:
+        """Returns a peer change in progress to where it started (NoChangeError if none)."""
+        return self._simple(
+            f"stream cancel move {name}",
+            lambda k: lib.jr_stream_cancel_move(self.ptr, enc(name), reg.stream_cb, k),
+        )
+
     def stream_info(self, name: str) -> Pending[StreamInfo]:
         """Config (normal form), state and cluster block, from the stream leader."""
         return self._with(
@@ -611,6 +626,21 @@ class Node:
             lambda k: lib.jr_consumer_stepdown(
                 self.ptr, enc(stream), enc(name), enc(peer), reg.stream_cb, k
             ),
+        )
+
+    def consumer_evacuate(self, stream: str, name: str, peer: str) -> Pending[None]:
+        return self._simple(
+            f"consumer evacuate {stream} {name}",
+            lambda k: lib.jr_consumer_evacuate(
+                self.ptr, enc(stream), enc(name), enc(peer), reg.stream_cb, k
+            ),
+        )
+
+    def consumer_cancel_move(self, stream: str, name: str) -> Pending[None]:
+        return self._simple(
+            f"consumer cancel move {stream} {name}",
+            lambda k: lib.jr_consumer_cancel_move(self.ptr, enc(stream), enc(name), reg.stream_cb,
+                                                  k),
         )
 
     def consumer_unpin(self, stream: str, name: str, group: str) -> Pending[None]:

@@ -516,6 +516,12 @@ class Sim:
                         node: int | None = None) -> None:
         self.wait(self.node(node).stream_stepdown(name, peer))
 
+    def stream_evacuate(self, name: str, peer: str, node: int | None = None) -> None:
+        self.wait(self.node(node).stream_evacuate(name, peer))
+
+    def stream_cancel_move(self, name: str, node: int | None = None) -> None:
+        self.wait(self.node(node).stream_cancel_move(name))
+
     def stream_info(self, name: str, node: int | None = None) -> StreamInfo:
         return self.wait(self.node(node).stream_info(name))
 

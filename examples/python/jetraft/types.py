@@ -106,6 +106,19 @@ class CheckKind(enum.IntEnum):
     NOT_CURRENT = 8
     UNVOUCHED = 9
     PEER_CHANGE = 10
+    MOVE_STUCK = 11
+
+
+class MoveStatus(enum.IntEnum):
+    """What a peer change in progress waits on (jr_move_status)."""
+
+    META = 1
+    MEMBERSHIP = 2
+    SNAPSHOT = 3
+    CATCHUP = 4
+    QUORUM = 5
+    BLOCKED = 6
+    UNAVAILABLE = 7
 
 
 class Role(enum.IntEnum):
@@ -233,6 +246,21 @@ class PeerInfo:
 
 
 @dataclass
+class MoveInfo:
+    """A peer change in progress: where it goes, where it came from, what it waits on."""
+
+    target: list[str] = field(default_factory=list)
+    origin: list[str] = field(default_factory=list)
+    status: MoveStatus | int = 0
+    description: str | None = None
+    error: str | None = None
+
+    _ctype = _abi.jr_move_info
+    _init = None
+    _enums = {"status": MoveStatus}
+
+
+@dataclass
 class ClusterInfo:
     """The cluster block of a stream's or consumer's info."""
 
@@ -240,10 +268,11 @@ class ClusterInfo:
     group: str | None = None
     leader: str | None = None
     replicas: list[PeerInfo] = field(default_factory=list)
+    move: MoveInfo | None = None  # None while the peer set is stable
 
     _ctype = _abi.jr_cluster_info
     _init = None
-    _nested = {"replicas": PeerInfo}
+    _nested = {"replicas": PeerInfo, "move": MoveInfo}
 
 
 @dataclass

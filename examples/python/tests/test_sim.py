@@ -151,8 +151,46 @@ class FixtureTest(unittest.TestCase):
             sim.wait_meta()
             self.assertIn("n3", [s.name for s in sim.meta_info().servers])
             sim.stream_update(StreamConfig(name="ORDERS", subjects=["orders.>"], replicas=4))
+            deadline = sim.now + 20 * SEC
+            while sim.now < deadline:
+                info = sim.stream_info("ORDERS")
+                if info.cluster.move is None and len(info.cluster.replicas) == 3 and all(
+                        r.current and not r.pending and not r.observer
+                        for r in info.cluster.replicas):
+                    break
+                sim.run_for(50 * MS)
             with self.assertRaises(jetraft.NotMemberError):
                 sim.server_peer_remove("nobody")
+            # evacuate a replica off n0 (the stream goes back to R3 first); nowhere to go
+            sim.stream_update(StreamConfig(name="ORDERS", subjects=["orders.>"], replicas=3))
+            deadline = sim.now + 20 * SEC
+            while sim.now < deadline:
+                info = sim.stream_info("ORDERS")
+                if info.cluster.move is None and len(info.cluster.replicas) == 2 and all(
+                        r.current and not r.pending for r in info.cluster.replicas):
+                    break
+                sim.run_for(50 * MS)
+            members = [info.cluster.leader] + [r.name for r in info.cluster.replicas]
+            spare = next(n for n in ("n0", "n1", "n2", "n3") if n not in members)
+            sim.stream_evacuate("ORDERS", members[1])
+            moving = sim.stream_info("ORDERS").cluster.move
+            if moving is not None:
+                self.assertIn(spare, moving.target)
+                self.assertNotIn(members[1], moving.target)
+                self.assertIn("Migration", sim.stream_info("ORDERS").format_cluster())
+            while sim.now < deadline + 20 * SEC:
+                info = sim.stream_info("ORDERS")
+                names = [info.cluster.leader] + [r.name for r in info.cluster.replicas]
+                if info.cluster.move is None and sorted(names) == sorted(
+                        [spare] + [m for m in members if m != members[1]]):
+                    break
+                sim.run_for(50 * MS)
+            self.assertIsNone(info.cluster.move)
+            self.assertNotIn(members[1], names)
+            with self.assertRaises(jetraft.NoChangeError):
+                sim.stream_cancel_move("ORDERS")
+            with self.assertRaises(jetraft.NotMemberError):
+                sim.stream_evacuate("ORDERS", members[1])
             sim.crash(3)
             sim.server_peer_remove("n3", node=0)
             self.assertNotIn("n3", [s.name for s in sim.meta_info(0).servers])

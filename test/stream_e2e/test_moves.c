@@ -1,0 +1,1178 @@
+/*
+ * Evacuating a replica and cancelling a peer change (jr_stream_evacuate,
+ * jr_consumer_evacuate, jr_stream_cancel_move), end to end over the simulated cluster, with a
+ * publisher and a pull consumer running throughout, through the public API only:
+ *
+ *   - evacuating a peer (here the stream's leader) of an R3 stream on five servers: stream info
+ *     shows the move (target, origin, a typed status) while it runs; it converges with the
+ * evacuated server gone from the replicas and its files; every acknowledged publish is stored, no
+ * confirmed ack is redelivered;
+ *   - evacuating an R1 stream keeps its messages (its group grows to two and shrinks back);
+ *   - evacuating with nowhere to go: JR_EPEERREMAP "peer remap failed", nothing moves;
+ *   - cancelling a move: the peer set returns to its origin and the server the move added
+ *     deletes its files once the group no longer counts it;
+ *   - the replacement obeys the placement tags; cancelling a grow;
+ *   - evacuating a consumer's replica; a consumer's move cut off, shown and cancelled;
+ *   - the meta leader and the stream leader killed mid-move: the move completes;
+ *   - bad input; the formatter's migration section.
+ *
+ * JR_E2E_LOG=1 prints the nodes' log lines; JR_SEED_OFFSET=n runs every test on other seeds;
+ * JR_MOVES_SHOW=1 prints the first stream info that showed the leader's evacuation.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e.h"
+
+static const char *subj[] = {"orders.>"};
+
+/* The outcome of an admin call. */
+typedef struct ares {
+    int done, status;
+    char msg[512];
+} ares;
+
+static void admin_cb(void *arg, int status, const char *msg)
+{
+    ares *r = arg;
+    r->done = 1;
+    r->status = status;
+    snprintf(r->msg, sizeof r->msg, "%s", msg ? msg : "");
+}
+
+static int ares_done(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return ((ares *)arg)->done;
+}
+
+static int wait_admin(e2e *c, ares *r)
+{
+    ck_assert_int_eq(jr_sim_run_until(c->sim, ares_done, r, 60 * SEC), 0);
+    return r->status;
+}
+
+/* Stream or consumer info as the leader reported it, with its move. */
+typedef struct minfo {
+    int done, status;
+    char msg[256];
+    char leader[32];
+    size_t nreps;
+    struct {
+        char name[32];
+        int current, observer, pending, offline;
+    } reps[8];
+    int moving;
+    int mstatus;
+    char desc[128], err[128];
+    char target[8][32], origin[8][32];
+    size_t ntarget, norigin;
+    uint64_t msgs, last_seq;
+    int replicas;
+    char text[4096];
+} minfo;
+
+static void take_cluster(minfo *r, const jr_cluster_info *ci)
+{
+    snprintf(r->leader, sizeof r->leader, "%s", ci->leader ? ci->leader : "");
+    r->nreps = ci->nreplicas < 8 ? ci->nreplicas : 8;
+    for (size_t i = 0; i < r->nreps; i++) {
+        const jr_peer_info *p = ci->replicas[i];
+        snprintf(r->reps[i].name, sizeof r->reps[i].name, "%s", p->name);
+        r->reps[i].current = p->current;
+        r->reps[i].observer = p->observer;
+        r->reps[i].pending = p->pending;
+        r->reps[i].offline = p->offline;
+    }
+    const jr_move_info *m = ci->move;
+    r->moving = m != NULL;
+    if (!m) return;
+    r->mstatus = m->status;
+    snprintf(r->desc, sizeof r->desc, "%s", m->description ? m->description : "");
+    snprintf(r->err, sizeof r->err, "%s", m->error ? m->error : "");
+    r->ntarget = m->ntarget < 8 ? m->ntarget : 8;
+    for (size_t i = 0; i < r->ntarget; i++)
+        snprintf(r->target[i], sizeof r->target[i], "%s", m->target[i]);
+    r->norigin = m->norigin < 8 ? m->norigin : 8;
+    for (size_t i = 0; i < r->norigin; i++)
+        snprintf(r->origin[i], sizeof r->origin[i], "%s", m->origin[i]);
+}
+
+static void info_cb(void *arg, int status, const char *msg, const jr_stream_info *in)
+{
+    minfo *r = arg;
+    r->done = 1;
+    r->status = status;
+    snprintf(r->msg, sizeof r->msg, "%s", msg ? msg : "");
+    if (status != 0) return;
+    take_cluster(r, in->cluster);
+    r->msgs = in->state->msgs;
+    r->last_seq = in->state->last_seq;
+    r->replicas = in->config->replicas;
+    jr_stream_info_format(in, r->text, sizeof r->text);
+}
+
+static void cinfo_cb(void *arg, int status, const char *msg, const jr_consumer_info *in)
+{
+    minfo *r = arg;
+    r->done = 1;
+    r->status = status;
+    snprintf(r->msg, sizeof r->msg, "%s", msg ? msg : "");
+    if (status != 0) return;
+    take_cluster(r, in->cluster);
+}
+
+static int minfo_done(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return ((minfo *)arg)->done;
+}
+
+static unsigned live_node(e2e *c)
+{
+    for (unsigned i = 0; i < c->n; i++)
+        if (jr_sim_node(c->sim, i)) return i;
+    return 0;
+}
+
+static int sinfo(e2e *c, const char *name, minfo *r)
+{
+    memset(r, 0, sizeof *r);
+    ck_assert_int_eq(jr_stream_info_get(e2e_node(c, live_node(c)), name, info_cb, r), 0);
+    ck_assert_int_eq(jr_sim_run_until(c->sim, minfo_done, r, 60 * SEC), 0);
+    return r->status;
+}
+
+static int cinfo(e2e *c, const char *stream, const char *name, minfo *r)
+{
+    memset(r, 0, sizeof *r);
+    ck_assert_int_eq(jr_consumer_info_get(e2e_node(c, live_node(c)), stream, name, cinfo_cb, r), 0);
+    ck_assert_int_eq(jr_sim_run_until(c->sim, minfo_done, r, 60 * SEC), 0);
+    return r->status;
+}
+
+/* 1 if name is among the info's leader and replicas. */
+static int holds(const minfo *r, const char *name)
+{
+    if (strcmp(r->leader, name) == 0) return 1;
+    for (size_t i = 0; i < r->nreps; i++)
+        if (strcmp(r->reps[i].name, name) == 0) return 1;
+    return 0;
+}
+
+/* 1 if the info shows a stable group of n members: a leader, n - 1 current voters, no move. */
+static int stable(const minfo *r, size_t n)
+{
+    if (r->status != 0 || !r->leader[0] || r->moving || r->nreps != n - 1) return 0;
+    for (size_t i = 0; i < r->nreps; i++)
+        if (!r->reps[i].current || r->reps[i].observer || r->reps[i].pending) return 0;
+    return 1;
+}
+
+/* A publisher and a pull consumer that run while the test changes the cluster ---------------*/
+
+#define MAXP 4000
+
+typedef struct work {
+    e2e *c;
+    const char *stream, *consumer;
+    int issued, n;
+    struct {
+        int done, status;
+        uint64_t seq;
+    } pub[MAXP];
+    /* consumer side */
+    int fetching;
+    uint64_t confirmed[MAXP]; /* stream seqs whose ack was confirmed */
+    size_t nconfirmed;
+    uint64_t redelivered_after_confirm;
+    uint64_t received;
+    int stopped;
+    int failed; /* publishes that ended with an error (work_finish) */
+} work;
+
+typedef struct pubctx {
+    work *w;
+    int i;
+} pubctx;
+
+static pubctx g_ctx[MAXP];
+
+static void pub_cb(void *arg, int status, const jr_pub_ack *ack)
+{
+    pubctx *p = arg;
+    work *w = p->w;
+    w->pub[p->i].done = 1;
+    w->pub[p->i].status = status;
+    if (status == 0) w->pub[p->i].seq = ack->seq;
+}
+
+static int confirmed(const work *w, uint64_t seq)
+{
+    for (size_t i = 0; i < w->nconfirmed; i++)
+        if (w->confirmed[i] == seq) return 1;
+    return 0;
+}
+
+typedef struct ackctx {
+    work *w;
+    uint64_t seq;
+} ackctx;
+
+static void ack_cb(void *arg, int status, const char *msg)
+{
+    (void)msg;
+    ackctx *a = arg;
+    if (status == 0 && a->w->nconfirmed < MAXP) a->w->confirmed[a->w->nconfirmed++] = a->seq;
+    free(a);
+}
+
+static void fetch_cb(void *arg, int status, const char *msg, const jr_consumer_msg *m,
+                     const jr_fetch_end *end)
+{
+    (void)msg;
+    (void)end;
+    work *w = arg;
+    if (m) {
+        w->received++;
+        if (confirmed(w, m->stream_seq)) w->redelivered_after_confirm++;
+        jr_node *n = jr_sim_node(w->c->sim, live_node(w->c));
+        ackctx *a = malloc(sizeof *a);
+        ck_assert_ptr_nonnull(a);
+        a->w = w;
+        a->seq = m->stream_seq;
+        if (jr_consumer_ack(n, m->ack_token, JR_ACK_ACK, 0, NULL, ack_cb, a) != 0) free(a);
+        return;
+    }
+    if (status == 0 && !end) return; /* idle heartbeat */
+    w->fetching = 0;
+}
+
+static void consumer_added(void *arg, int status, const char *msg, const char *name)
+{
+    (void)name;
+    admin_cb(arg, status, msg);
+}
+
+/* Keeps a fetch outstanding and publishes at most `per_ms` messages per simulated ms while the
+ * simulation runs for ns. */
+static void pump(work *w, uint64_t ns)
+{
+    e2e *c = w->c;
+    uint64_t end = jr_sim_now(c->sim) + ns;
+    while (jr_sim_now(c->sim) < end) {
+        if (!w->stopped && w->issued < w->n) {
+            int i = w->issued;
+            jr_node *n = NULL; /* through the servers in turn, skipping those down */
+            for (unsigned k = 0; k < c->n && !n; k++)
+                n = jr_sim_node(c->sim, ((unsigned)i + k) % c->n);
+            if (n) {
+                char s[32], d[64], id[32];
+                snprintf(s, sizeof s, "orders.%d", i % 5);
+                snprintf(d, sizeof d, "order %d", i);
+                snprintf(id, sizeof id, "o-%d", i);
+                jr_pub_opts o;
+                jr_pub_opts_init(&o);
+                o.msg_id = id;
+                g_ctx[i].w = w;
+                g_ctx[i].i = i;
+                if (jr_publish(n, s, NULL, 0, d, strlen(d), &o, pub_cb, &g_ctx[i]) == 0)
+                    w->issued++;
+            }
+        }
+        if (w->consumer && !w->fetching) {
+            jr_node *n = jr_sim_node(c->sim, live_node(c));
+            jr_fetch_opts o;
+            jr_fetch_opts_init(&o);
+            o.batch = 20;
+            o.expires_ns = 200 * MS;
+            if (n && jr_consumer_fetch(n, w->stream, w->consumer, &o, fetch_cb, w) == 0)
+                w->fetching = 1;
+        }
+        jr_sim_run_for(c->sim, 2 * MS);
+    }
+}
+
+static void work_start(work *w, e2e *c, const char *stream, const char *consumer, int n)
+{
+    memset(w, 0, sizeof *w);
+    w->c = c;
+    w->stream = stream;
+    w->consumer = consumer;
+    w->n = n < MAXP ? n : MAXP;
+    if (consumer) {
+        jr_consumer_config cc;
+        jr_consumer_config_init(&cc);
+        cc.durable_name = consumer;
+        cc.ack_policy = JR_ACK_EXPLICIT;
+        cc.ack_wait_ns = 30 * SEC; /* no redelivery from slow acks: only from losses */
+        ares r = {0};
+        ck_assert_int_eq(
+            jr_consumer_add(e2e_node(c, live_node(c)), stream, &cc, consumer_added, &r), 0);
+        ck_assert_int_eq(jr_sim_run_until(c->sim, ares_done, &r, 60 * SEC), 0);
+        ck_assert_msg(r.status == 0, "consumer add: %s", r.msg);
+    }
+}
+
+static int all_published(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    work *w = arg;
+    for (int i = 0; i < w->issued; i++)
+        if (!w->pub[i].done) return 0;
+    return 1;
+}
+
+/* Stops publishing, waits for every publish's answer, then checks that every acknowledged one
+ * is stored under its seq (read linearizably at the leader) and that no message whose ack was
+ * confirmed was delivered again. Returns the number acknowledged (w->failed: the others). */
+static int work_finish(work *w)
+{
+    e2e *c = w->c;
+    w->stopped = 1;
+    ck_assert_int_eq(jr_sim_run_until(c->sim, all_published, w, 60 * SEC), 0);
+    pump(w, 500 * MS); /* the consumer drains some more */
+    int acked = 0;
+    w->failed = 0;
+    for (int i = 0; i < w->issued; i++) {
+        if (w->pub[i].status != 0) {
+            w->failed++;
+            continue;
+        }
+        acked++;
+        char want[64];
+        snprintf(want, sizeof want, "order %d", i);
+        e2e_res r;
+        ck_assert_msg(e2e_msg_get(c, live_node(c), w->stream, w->pub[i].seq, &r) == 0,
+                      "acked publish %d (seq %llu) is gone: %s", i,
+                      (unsigned long long)w->pub[i].seq, r.msg);
+        ck_assert_str_eq(r.data, want);
+    }
+    ck_assert_msg(w->redelivered_after_confirm == 0, "%llu confirmed acks redelivered",
+                  (unsigned long long)w->redelivered_after_confirm);
+    return acked;
+}
+
+/* The meta group as node i sees it (jr_meta_info_get). */
+typedef struct meta_view {
+    int done, status;
+    char leader[32];
+    size_t nservers;
+} meta_view;
+
+static void meta_cb(void *arg, int status, const char *msg, const jr_meta_info *info)
+{
+    (void)msg;
+    meta_view *v = arg;
+    v->done = 1;
+    v->status = status;
+    if (info && info->leader) snprintf(v->leader, sizeof v->leader, "%s", info->leader);
+    if (info) v->nservers = info->nservers;
+}
+
+static int meta_done(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return ((meta_view *)arg)->done;
+}
+
+/* The meta leader's index as node i's meta info says (-1: none). */
+static int meta_leader_of(e2e *c, unsigned i, size_t *nservers)
+{
+    meta_view v;
+    memset(&v, 0, sizeof v);
+    jr_node *n = jr_sim_node(c->sim, i);
+    if (!n || jr_meta_info_get(n, meta_cb, &v) != 0) return -1;
+    ck_assert_int_eq(jr_sim_run_until(c->sim, meta_done, &v, 60 * SEC), 0);
+    if (nservers) *nservers = v.nservers;
+    return v.status == 0 && v.leader[0] ? jr_sim_index(c->sim, v.leader) : -1;
+}
+
+/* Runs until every live server knows a meta leader that knows all n servers. */
+static void wait_meta(e2e *c, size_t n)
+{
+    uint64_t end = jr_sim_now(c->sim) + 30 * SEC;
+    for (;;) {
+        int ok = 1;
+        for (unsigned i = 0; i < c->n && ok; i++) {
+            if (!jr_sim_node(c->sim, i)) continue;
+            size_t ns = 0;
+            ok = meta_leader_of(c, i, &ns) >= 0 && ns == n;
+        }
+        if (ok) return;
+        ck_assert_msg(jr_sim_now(c->sim) < end, "no meta leader with %zu servers", n);
+        jr_sim_run_for(c->sim, 50 * MS);
+    }
+}
+
+static void cluster(e2e *c, unsigned n, uint64_t seed)
+{
+    memset(c, 0, sizeof *c);
+    const char *off = getenv("JR_SEED_OFFSET"); /* replay or explore other seeds */
+    if (off) seed += strtoull(off, NULL, 0);
+    ck_assert_msg(e2e_new(c, n, seed, 3000) == 0, "seed %llu", (unsigned long long)seed);
+    wait_meta(c, n);
+}
+
+static void add_stream(e2e *c, const char *name, int replicas)
+{
+    jr_stream_config cfg;
+    e2e_config(&cfg, name, subj, 1, replicas);
+    e2e_res r;
+    ck_assert_msg(e2e_add(c, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    ck_assert_int_ge(e2e_wait_stream(c, 0, name, (size_t)replicas - 1, 30 * SEC), 0);
+}
+
+static int g_saw_pending; /* an info showing a move had a "(pending)" marker */
+
+/* Polls stream info every 20 ms until it shows a stable group of n members without server
+ * `gone` (NULL: any; a leader whose meta state has not applied a change yet still shows the
+ * old group as stable), while the work goes on; returns 1, or 0 after max_ns. *during gets
+ * the first info that showed the move. */
+static int wait_stable(work *w, e2e *c, const char *name, const char *gone, size_t n,
+                       uint64_t max_ns, minfo *out, minfo *during)
+{
+    uint64_t end = jr_sim_now(c->sim) + max_ns;
+    while (jr_sim_now(c->sim) < end) {
+        minfo r;
+        if (sinfo(c, name, &r) == 0) {
+            if (r.moving && during && !during->moving) *during = r;
+            if (r.moving && strstr(r.text, "(pending)")) g_saw_pending = 1;
+            if (stable(&r, n) && !(gone && holds(&r, gone))) {
+                *out = r;
+                return 1;
+            }
+            *out = r;
+        }
+        if (w)
+            pump(w, 20 * MS);
+        else
+            jr_sim_run_for(c->sim, 20 * MS);
+    }
+    return 0;
+}
+
+/* Counts node i's files whose path contains `part`. */
+typedef struct fcount {
+    const char *part;
+    int n;
+} fcount;
+
+static int count_file(void *arg, const char *path, uint64_t size)
+{
+    (void)size;
+    fcount *f = arg;
+    if (strstr(path, f->part)) f->n++;
+    return 0;
+}
+
+static int files_of(e2e *c, unsigned i, const char *part)
+{
+    fcount f = {part, 0};
+    ck_assert_int_eq(jr_sim_files(c->sim, i, count_file, &f), 0);
+    return f.n;
+}
+
+static int in_names(char names[][32], size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0) return 1;
+    return 0;
+}
+
+/* A stream check's Nagios line. */
+typedef struct check_out {
+    int done, status;
+    char line[1024];
+} check_out;
+
+static void check_cb(void *arg, int status, const char *msg, const jr_check_result *res)
+{
+    check_out *o = arg;
+    o->done = 1;
+    o->status = status;
+    if (res)
+        jr_stream_check_format(res, o->line, sizeof o->line);
+    else
+        snprintf(o->line, sizeof o->line, "%s", msg ? msg : "");
+}
+
+static int check_done(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return ((check_out *)arg)->done;
+}
+
+/* Tests ---------------------------------------------------------------------------------------*/
+
+START_TEST(evacuating_the_leader_of_an_r3_stream_moves_it_and_loses_nothing)
+{
+    e2e c;
+    cluster(&c, 5, 7001);
+    add_stream(&c, "ORDERS", 3);
+    static work w;
+    work_start(&w, &c, "ORDERS", "NEW", 1500);
+    pump(&w, 300 * MS);
+    minfo before;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
+    char gone[32];
+    snprintf(gone, sizeof gone, "%s", before.leader);
+    ck_assert(gone[0]);
+    int gi = jr_sim_index(c.sim, gone);
+    ck_assert_int_gt(files_of(&c, (unsigned)gi, "ORDERS"), 0);
+    ares ev = {0};
+    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, 1), "ORDERS", gone, admin_cb, &ev), 0);
+    while (!ev.done) pump(&w, 2 * MS);
+    ck_assert_msg(ev.status == 0, "evacuate: %s %s", jr_err_name(ev.status), ev.msg);
+    minfo end, during;
+    memset(&during, 0, sizeof during);
+    g_saw_pending = 0;
+    ck_assert_msg(wait_stable(&w, &c, "ORDERS", gone, 3, 20 * SEC, &end, &during),
+                  "not converged: leader '%s', %zu replicas, moving %d: %s", end.leader, end.nreps,
+                  end.moving, end.desc);
+    /* the move was visible: target without the evacuated peer, origin with it, a status */
+    ck_assert_msg(during.moving, "stream info never showed the move");
+    if (getenv("JR_MOVES_SHOW")) fprintf(stderr, "%s", during.text);
+    ck_assert_uint_eq(during.ntarget, 3);
+    ck_assert_uint_eq(during.norigin, 3);
+    ck_assert(!in_names(during.target, during.ntarget, gone));
+    ck_assert(in_names(during.origin, during.norigin, gone));
+    ck_assert_int_ge(during.mstatus, JR_MOVE_META);
+    ck_assert_int_le(during.mstatus, JR_MOVE_UNAVAILABLE);
+    ck_assert(during.desc[0]);
+    ck_assert_ptr_nonnull(strstr(during.text, "Migration"));
+    (void)g_saw_pending; /* the leaving peer is the leader here: the cancel test checks it */
+    /* converged: the evacuated server is gone, the replica count stays */
+    ck_assert(!holds(&end, gone));
+    ck_assert_int_eq(end.replicas, 3);
+    ck_assert_ptr_null(strstr(end.text, "Migration"));
+    pump(&w, 500 * MS);
+    ck_assert_int_gt(work_finish(&w), 100);
+    ck_assert_msg(w.failed == 0, "%d publishes failed", w.failed); /* none went down */
+    ck_assert_uint_gt(w.nconfirmed, 50);
+    jr_sim_run_for(c.sim, 1 * SEC);
+    ck_assert_int_eq(files_of(&c, (unsigned)gi, "ORDERS"), 0);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(evacuating_an_r1_stream_keeps_its_data)
+{
+    e2e c;
+    cluster(&c, 4, 7002);
+    add_stream(&c, "ORDERS", 1);
+    static work w;
+    work_start(&w, &c, "ORDERS", "NEW", 400);
+    pump(&w, 1 * SEC);
+    minfo before;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
+    ck_assert_uint_eq(before.nreps, 0);
+    char gone[32];
+    snprintf(gone, sizeof gone, "%s", before.leader);
+    ares ev = {0};
+    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, 0), "ORDERS", gone, admin_cb, &ev), 0);
+    while (!ev.done) pump(&w, 2 * MS);
+    ck_assert_msg(ev.status == 0, "evacuate: %s %s", jr_err_name(ev.status), ev.msg);
+    minfo end;
+    ck_assert_msg(wait_stable(&w, &c, "ORDERS", gone, 1, 20 * SEC, &end, NULL),
+                  "not converged: leader '%s' moving %d: %s", end.leader, end.moving, end.desc);
+    ck_assert_str_ne(end.leader, gone);
+    int acked = work_finish(&w);
+    ck_assert_msg(w.failed == 0, "%d publishes failed", w.failed); /* none went down */
+    ck_assert_int_gt(acked, 100);
+    minfo fin;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &fin), 0);
+    ck_assert_uint_eq(fin.msgs, (uint64_t)acked);
+    jr_sim_run_for(c.sim, 1 * SEC);
+    ck_assert_int_eq(files_of(&c, (unsigned)jr_sim_index(c.sim, gone), "ORDERS"), 0);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(evacuating_with_nowhere_to_go_is_peer_remap_failed)
+{
+    e2e c;
+    cluster(&c, 3, 7003);
+    add_stream(&c, "ORDERS", 3);
+    static work w;
+    work_start(&w, &c, "ORDERS", "NEW", 200);
+    pump(&w, 300 * MS);
+    minfo before, after;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
+    ares ev = {0};
+    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, 2), "ORDERS", "n1", admin_cb, &ev), 0);
+    while (!ev.done) pump(&w, 2 * MS);
+    ck_assert_int_eq(ev.status, JR_EPEERREMAP);
+    ck_assert_ptr_nonnull(strstr(ev.msg, "peer remap failed"));
+    pump(&w, 300 * MS);
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &after), 0);
+    ck_assert(!after.moving);
+    for (unsigned i = 0; i < 3; i++) ck_assert(holds(&after, jr_sim_name(c.sim, i)));
+    ck_assert_int_gt(work_finish(&w), 50);
+    ck_assert_msg(w.failed == 0, "%d publishes failed", w.failed); /* none went down */
+    e2e_free(&c);
+}
+END_TEST
+
+/* The replacement obeys the stream's placement: with tag "ssd" required, the one free server
+ * without it does not qualify (JR_EPEERREMAP, nothing moves); once a fifth server carrying it
+ * exists, the replica goes there. */
+START_TEST(the_replacement_obeys_the_placement_tags)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    for (unsigned i = 0; i < 5; i++) {
+        c.tags[i][0] = i < 3 || i == 4 ? "ssd" : "hdd";
+        c.ntags[i] = 1;
+    }
+    const char *off = getenv("JR_SEED_OFFSET");
+    ck_assert_int_eq(e2e_new(&c, 5, 7008 + (off ? strtoull(off, NULL, 0) : 0), 3000), 0);
+    wait_meta(&c, 5);
+    /* n4 (ssd) is down: only n3 (hdd) is free */
+    ck_assert_int_eq(jr_sim_crash(c.sim, 4), 0);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    static const char *ssd[] = {"ssd"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "ORDERS", subj, 1, 3);
+    cfg.placement = e2e_placement(NULL, ssd, 1);
+    e2e_res er;
+    ck_assert_msg(e2e_add(&c, 0, &cfg, &er) == 0, "add: %s", er.msg);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 2, 30 * SEC), 0);
+    minfo before;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
+    ck_assert(!holds(&before, "n3"));
+    ares a = {0};
+    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, 0), "ORDERS", "n1", admin_cb, &a), 0);
+    ck_assert_int_eq(wait_admin(&c, &a), JR_EPEERREMAP);
+    ck_assert_ptr_nonnull(strstr(a.msg, "peer remap failed"));
+    minfo after;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &after), 0);
+    ck_assert(!after.moving);
+    ck_assert(holds(&after, "n1"));
+    /* n4 is back: it qualifies */
+    ck_assert_int_eq(e2e_restart(&c, 4), 0);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    ares b = {0};
+    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, 0), "ORDERS", "n1", admin_cb, &b), 0);
+    ck_assert_msg(wait_admin(&c, &b) == 0, "evacuate: %s", b.msg);
+    minfo end;
+    ck_assert_msg(wait_stable(NULL, &c, "ORDERS", "n1", 3, 20 * SEC, &end, NULL),
+                  "not converged: %s", end.desc);
+    ck_assert_msg(holds(&end, "n4"), "leader %s, replicas %s %s", end.leader, end.reps[0].name,
+                  end.reps[1].name);
+    ck_assert(!holds(&end, "n1"));
+    ck_assert(!holds(&end, "n3"));
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(cancelling_a_move_returns_to_the_origin_and_the_target_removes_its_files)
+{
+    e2e c;
+    cluster(&c, 5, 7004);
+    add_stream(&c, "ORDERS", 3);
+    static work w;
+    work_start(&w, &c, "ORDERS", "NEW", 1500);
+    pump(&w, 300 * MS);
+    minfo before;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
+    char origin[3][32];
+    snprintf(origin[0], 32, "%s", before.leader);
+    snprintf(origin[1], 32, "%s", before.reps[0].name);
+    snprintf(origin[2], 32, "%s", before.reps[1].name);
+    /* evacuate a follower */
+    ares ev = {0};
+    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, 0), "ORDERS", origin[1], admin_cb, &ev), 0);
+    while (!ev.done) pump(&w, 1 * MS);
+    ck_assert_msg(ev.status == 0, "evacuate: %s", ev.msg);
+    /* the target as the meta state has it; once it holds files of the stream, cut it off so the
+     * move cannot finish */
+    minfo m;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &m), 0);
+    ck_assert(m.moving);
+    int t = -1;
+    for (size_t i = 0; i < m.ntarget; i++)
+        if (!in_names(origin, 3, m.target[i])) t = jr_sim_index(c.sim, m.target[i]);
+    ck_assert_int_ge(t, 0);
+    uint64_t until = jr_sim_now(c.sim) + 5 * SEC;
+    while (files_of(&c, (unsigned)t, "ORDERS") == 0 && jr_sim_now(c.sim) < until)
+        jr_sim_run_for(c.sim, 1 * MS);
+    ck_assert_int_gt(files_of(&c, (unsigned)t, "ORDERS"), 0);
+    unsigned side[1] = {(unsigned)t};
+    ck_assert_int_eq(jr_sim_partition(c.sim, side, 1), 0);
+    pump(&w, 1 * SEC);
+    /* stuck: the info says so, the leaving peer is marked, and the check reports why */
+    minfo stuck;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &stuck), 0);
+    ck_assert_msg(stuck.moving, "no move shown");
+    ck_assert_ptr_nonnull(strstr(stuck.text, "Migration Information:"));
+    ck_assert_ptr_nonnull(strstr(stuck.text, "(pending)"));
+    /* waiting for the cut-off target, or for the stream's consumer that moves onto it */
+    ck_assert_msg(stuck.mstatus == JR_MOVE_QUORUM || stuck.mstatus == JR_MOVE_BLOCKED,
+                  "status %d: %s", stuck.mstatus, stuck.desc);
+    if (stuck.mstatus == JR_MOVE_QUORUM)
+        ck_assert_ptr_nonnull(strstr(stuck.desc, jr_sim_name(c.sim, (unsigned)t)));
+    else
+        ck_assert_str_eq(stuck.desc, "waiting for consumer 'NEW' to migrate");
+    check_out chk = {0};
+    ck_assert_int_eq(jr_stream_check(e2e_node(&c, t == 0 ? 1 : 0), "ORDERS", NULL, check_cb, &chk),
+                     0);
+    ck_assert_int_eq(jr_sim_run_until(c.sim, check_done, &chk, 10 * SEC), 0);
+    ck_assert_msg(strstr(chk.line, stuck.mstatus == JR_MOVE_QUORUM
+                                       ? "move stuck: quorum: waiting for peer"
+                                       : "move stuck: blocked: waiting for consumer 'NEW'") != NULL,
+                  "%s", chk.line);
+    /* cancel: back to the origin */
+    ares cancel = {0};
+    unsigned via = (unsigned)(t == 0 ? 1 : 0);
+    ck_assert_int_eq(jr_stream_cancel_move(e2e_node(&c, via), "ORDERS", admin_cb, &cancel), 0);
+    while (!cancel.done) pump(&w, 2 * MS);
+    ck_assert_msg(cancel.status == 0, "cancel: %s %s", jr_err_name(cancel.status), cancel.msg);
+    minfo end;
+    ck_assert_msg(
+        wait_stable(&w, &c, "ORDERS", jr_sim_name(c.sim, (unsigned)t), 3, 20 * SEC, &end, NULL),
+        "not back: leader '%s' %zu replicas moving %d: %s", end.leader, end.nreps, end.moving,
+        end.desc);
+    for (int i = 0; i < 3; i++) ck_assert_msg(holds(&end, origin[i]), "%s missing", origin[i]);
+    ck_assert(!holds(&end, jr_sim_name(c.sim, (unsigned)t)));
+    /* nothing more to cancel */
+    ares again = {0};
+    ck_assert_int_eq(jr_stream_cancel_move(e2e_node(&c, via), "ORDERS", admin_cb, &again), 0);
+    while (!again.done) pump(&w, 2 * MS);
+    ck_assert_int_eq(again.status, JR_ENOCHANGE);
+    ck_assert_str_eq(again.msg, "stream reconfiguration not in progress");
+    /* the target comes back, learns the outcome and deletes what it held */
+    jr_sim_heal(c.sim);
+    pump(&w, 2 * SEC);
+    ck_assert_int_eq(files_of(&c, (unsigned)t, "ORDERS"), 0);
+    ck_assert_int_gt(work_finish(&w), 100);
+    e2e_free(&c);
+}
+END_TEST
+
+/* A cancel applies to any peer change: a grow R3 -> R4 whose new peer is cut off returns to
+ * R3 on the original peers, and the new peer deletes what it held once it hears of it. */
+START_TEST(cancelling_a_grow_returns_to_three_replicas)
+{
+    e2e c;
+    cluster(&c, 5, 7009);
+    add_stream(&c, "ORDERS", 3);
+    static work w;
+    work_start(&w, &c, "ORDERS", "NEW", 1500);
+    pump(&w, 300 * MS);
+    minfo before;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "ORDERS", subj, 1, 4);
+    ares up = {0};
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, 0), &cfg, admin_cb, &up), 0);
+    while (!up.done) pump(&w, 1 * MS);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    minfo m;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &m), 0);
+    ck_assert(m.moving);
+    ck_assert_uint_eq(m.ntarget, 4);
+    ck_assert_uint_eq(m.norigin, 3);
+    int t = -1;
+    for (size_t i = 0; i < m.ntarget; i++)
+        if (!in_names(m.origin, m.norigin, m.target[i])) t = jr_sim_index(c.sim, m.target[i]);
+    ck_assert_int_ge(t, 0);
+    uint64_t until = jr_sim_now(c.sim) + 5 * SEC;
+    while (files_of(&c, (unsigned)t, "ORDERS") == 0 && jr_sim_now(c.sim) < until)
+        jr_sim_run_for(c.sim, 1 * MS);
+    ck_assert_int_gt(files_of(&c, (unsigned)t, "ORDERS"), 0);
+    unsigned side[1] = {(unsigned)t};
+    ck_assert_int_eq(jr_sim_partition(c.sim, side, 1), 0);
+    pump(&w, 500 * MS);
+    ares cancel = {0};
+    unsigned via = (unsigned)(t == 0 ? 1 : 0);
+    ck_assert_int_eq(jr_stream_cancel_move(e2e_node(&c, via), "ORDERS", admin_cb, &cancel), 0);
+    while (!cancel.done) pump(&w, 2 * MS);
+    ck_assert_msg(cancel.status == 0, "cancel: %s %s", jr_err_name(cancel.status), cancel.msg);
+    minfo end;
+    ck_assert_msg(
+        wait_stable(&w, &c, "ORDERS", jr_sim_name(c.sim, (unsigned)t), 3, 20 * SEC, &end, NULL),
+        "not back: leader '%s' %zu replicas moving %d: %s", end.leader, end.nreps, end.moving,
+        end.desc);
+    ck_assert_int_eq(end.replicas, 3);
+    ck_assert(holds(&end, before.leader));
+    for (size_t i = 0; i < before.nreps; i++) ck_assert(holds(&end, before.reps[i].name));
+    jr_sim_heal(c.sim);
+    pump(&w, 2 * SEC);
+    ck_assert_int_eq(files_of(&c, (unsigned)t, "ORDERS"), 0);
+    ck_assert_int_gt(work_finish(&w), 100);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(evacuating_a_consumer_moves_its_replica)
+{
+    e2e c;
+    cluster(&c, 5, 7005);
+    add_stream(&c, "ORDERS", 3);
+    static work w;
+    work_start(&w, &c, "ORDERS", NULL, 600);
+    /* an R1 consumer: its replica sits on one of the stream's three peers */
+    jr_consumer_config cc;
+    jr_consumer_config_init(&cc);
+    cc.durable_name = "ONE";
+    cc.num_replicas = 1;
+    ares r = {0};
+    ck_assert_int_eq(jr_consumer_add(e2e_node(&c, 0), "ORDERS", &cc, consumer_added, &r), 0);
+    ck_assert_int_eq(wait_admin(&c, &r), 0);
+    w.consumer = "ONE";
+    pump(&w, 500 * MS);
+    minfo ci, si;
+    ck_assert_int_eq(cinfo(&c, "ORDERS", "ONE", &ci), 0);
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &si), 0);
+    char gone[32];
+    snprintf(gone, sizeof gone, "%s", ci.leader);
+    ck_assert(gone[0]);
+    ares ev = {0};
+    ck_assert_int_eq(jr_consumer_evacuate(e2e_node(&c, 1), "ORDERS", "ONE", gone, admin_cb, &ev),
+                     0);
+    while (!ev.done) pump(&w, 2 * MS);
+    ck_assert_msg(ev.status == 0, "evacuate: %s %s", jr_err_name(ev.status), ev.msg);
+    uint64_t until = jr_sim_now(c.sim) + 20 * SEC;
+    int saw_move = 0;
+    for (;;) {
+        ck_assert_msg(jr_sim_now(c.sim) < until, "consumer did not move: leader '%s' moving %d %s",
+                      ci.leader, ci.moving, ci.desc);
+        if (cinfo(&c, "ORDERS", "ONE", &ci) == 0) {
+            saw_move |= ci.moving;
+            if (!ci.moving && ci.leader[0] && ci.nreps == 0 && strcmp(ci.leader, gone) != 0) break;
+        }
+        pump(&w, 20 * MS);
+    }
+    (void)saw_move;
+    ck_assert(holds(&si, ci.leader)); /* a peer of its stream */
+    /* the stream did not move */
+    minfo si2;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &si2), 0);
+    ck_assert(holds(&si2, gone));
+    /* every stream peer holds it: nowhere else to go for an R3 consumer */
+    jr_consumer_config c3;
+    jr_consumer_config_init(&c3);
+    c3.durable_name = "THREE";
+    ares r3 = {0};
+    ck_assert_int_eq(jr_consumer_add(e2e_node(&c, 0), "ORDERS", &c3, consumer_added, &r3), 0);
+    ck_assert_int_eq(wait_admin(&c, &r3), 0);
+    ares ev3 = {0};
+    ck_assert_int_eq(
+        jr_consumer_evacuate(e2e_node(&c, 1), "ORDERS", "THREE", si2.leader, admin_cb, &ev3), 0);
+    ck_assert_int_eq(wait_admin(&c, &ev3), JR_EPEERREMAP);
+    pump(&w, 500 * MS);
+    ck_assert_int_gt(w.received, 50);
+    ck_assert_int_gt(work_finish(&w), 100);
+    ck_assert_msg(w.failed == 0, "%d publishes failed", w.failed); /* none went down */
+    e2e_free(&c);
+}
+END_TEST
+
+/* A consumer's move that cannot finish (its new peer is cut off) shows in consumer info with
+ * its target, origin and status, and cancelling it keeps the consumer where it was. */
+START_TEST(cancelling_a_consumer_move_keeps_it_where_it_was)
+{
+    e2e c;
+    cluster(&c, 5, 7010);
+    add_stream(&c, "ORDERS", 3);
+    static work w;
+    work_start(&w, &c, "ORDERS", NULL, 600);
+    jr_consumer_config cc;
+    jr_consumer_config_init(&cc);
+    cc.durable_name = "ONE";
+    cc.num_replicas = 1;
+    ares r = {0};
+    ck_assert_int_eq(jr_consumer_add(e2e_node(&c, 0), "ORDERS", &cc, consumer_added, &r), 0);
+    ck_assert_int_eq(wait_admin(&c, &r), 0);
+    w.consumer = "ONE";
+    pump(&w, 500 * MS);
+    minfo ci, si;
+    ck_assert_int_eq(cinfo(&c, "ORDERS", "ONE", &ci), 0);
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &si), 0);
+    char home[32];
+    snprintf(home, sizeof home, "%s", ci.leader);
+    ares ev = {0};
+    ck_assert_int_eq(jr_consumer_evacuate(e2e_node(&c, 0), "ORDERS", "ONE", home, admin_cb, &ev),
+                     0);
+    while (!ev.done) pump(&w, 1 * MS);
+    ck_assert_msg(ev.status == 0, "evacuate: %s", ev.msg);
+    /* the target: the stream peer other than home that the consumer info names */
+    ck_assert_int_eq(cinfo(&c, "ORDERS", "ONE", &ci), 0);
+    ck_assert_msg(ci.moving, "consumer info shows no move");
+    ck_assert_uint_eq(ci.ntarget, 1);
+    ck_assert_uint_eq(ci.norigin, 1);
+    ck_assert_str_eq(ci.origin[0], home);
+    int t = jr_sim_index(c.sim, ci.target[0]);
+    ck_assert_int_ge(t, 0);
+    ck_assert_str_ne(ci.target[0], home);
+    ck_assert(holds(&si, ci.target[0]));
+    unsigned side[1] = {(unsigned)t};
+    ck_assert_int_eq(jr_sim_partition(c.sim, side, 1), 0);
+    pump(&w, 1 * SEC);
+    /* if the cut came before the new peer voted, the consumer still serves from home and shows
+     * the move; once it votes, a group of two with one cut off has no leader (as an R1 stream
+     * being evacuated: the move's window) */
+    minfo stuck;
+    if (cinfo(&c, "ORDERS", "ONE", &stuck) == 0) {
+        ck_assert_msg(stuck.moving, "consumer info shows no move");
+        ck_assert(stuck.mstatus >= JR_MOVE_META && stuck.mstatus <= JR_MOVE_UNAVAILABLE);
+        ck_assert(stuck.desc[0]);
+        ck_assert_str_eq(stuck.origin[0], home);
+    }
+    ares cancel = {0};
+    ck_assert_int_eq(
+        jr_consumer_cancel_move(e2e_node(&c, t == 0 ? 1 : 0), "ORDERS", "ONE", admin_cb, &cancel),
+        0);
+    while (!cancel.done) pump(&w, 2 * MS);
+    ck_assert_msg(cancel.status == 0, "cancel: %s %s", jr_err_name(cancel.status), cancel.msg);
+    jr_sim_heal(c.sim);
+    uint64_t until = jr_sim_now(c.sim) + 20 * SEC;
+    for (;;) {
+        ck_assert_msg(jr_sim_now(c.sim) < until, "not back: leader '%s' moving %d %s", ci.leader,
+                      ci.moving, ci.desc);
+        if (cinfo(&c, "ORDERS", "ONE", &ci) == 0 && !ci.moving && ci.nreps == 0 &&
+            strcmp(ci.leader, home) == 0)
+            break;
+        pump(&w, 20 * MS);
+    }
+    pump(&w, 1 * SEC);
+    ck_assert_int_gt(w.received, 20);
+    ck_assert_int_gt(work_finish(&w), 100);
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(meta_and_stream_leaders_killed_mid_move_the_move_completes)
+{
+    e2e c;
+    cluster(&c, 5, 7006);
+    add_stream(&c, "ORDERS", 3);
+    static work w;
+    work_start(&w, &c, "ORDERS", "NEW", 1500);
+    pump(&w, 300 * MS);
+    minfo before;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
+    /* evacuate a follower; kill the stream leader and the meta leader right after */
+    char gone[32], leader[32];
+    snprintf(gone, sizeof gone, "%s", before.reps[0].name);
+    snprintf(leader, sizeof leader, "%s", before.leader);
+    int ml = meta_leader_of(&c, live_node(&c), NULL);
+    ck_assert_int_ge(ml, 0);
+    unsigned via = 0;
+    while (via == (unsigned)ml || via == (unsigned)jr_sim_index(c.sim, leader)) via++;
+    ares ev = {0};
+    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, via), "ORDERS", gone, admin_cb, &ev), 0);
+    while (!ev.done) pump(&w, 1 * MS);
+    ck_assert_msg(ev.status == 0, "evacuate: %s", ev.msg);
+    pump(&w, 5 * MS);
+    int sl = jr_sim_index(c.sim, leader);
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)sl), 0);
+    if (ml != sl) ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)ml), 0);
+    pump(&w, 2 * SEC);
+    ck_assert_int_eq(e2e_restart(&c, (unsigned)sl), 0);
+    if (ml != sl) ck_assert_int_eq(e2e_restart(&c, (unsigned)ml), 0);
+    minfo end;
+    ck_assert_msg(wait_stable(&w, &c, "ORDERS", gone, 3, 30 * SEC, &end, NULL),
+                  "not converged: leader '%s', %zu replicas, moving %d: %s", end.leader, end.nreps,
+                  end.moving, end.desc);
+    ck_assert(!holds(&end, gone));
+    ck_assert(holds(&end, leader)); /* the killed leader stays a peer */
+    ck_assert(holds(&end, before.reps[1].name));
+    ck_assert_int_gt(work_finish(&w), 100);
+    jr_sim_run_for(c.sim, 1 * SEC);
+    ck_assert_int_eq(files_of(&c, (unsigned)jr_sim_index(c.sim, gone), "ORDERS"), 0);
+    e2e_free(&c);
+}
+END_TEST
+
+static int call_status(e2e *c, int rc, ares *r)
+{
+    ck_assert_int_eq(rc, 0);
+    return wait_admin(c, r);
+}
+
+START_TEST(bad_input_is_refused_and_nothing_moves)
+{
+    e2e c;
+    cluster(&c, 4, 7007);
+    add_stream(&c, "ORDERS", 3);
+    jr_consumer_config cc;
+    jr_consumer_config_init(&cc);
+    cc.durable_name = "NEW";
+    ares r = {0};
+    ck_assert_int_eq(jr_consumer_add(e2e_node(&c, 0), "ORDERS", &cc, consumer_added, &r), 0);
+    ck_assert_int_eq(wait_admin(&c, &r), 0);
+    jr_node *n = e2e_node(&c, 0);
+    /* NULL arguments */
+    ck_assert_int_eq(jr_stream_evacuate(NULL, "ORDERS", "n1", admin_cb, &r), JR_EINVAL);
+    ck_assert_int_eq(jr_stream_evacuate(n, NULL, "n1", admin_cb, &r), JR_EINVAL);
+    ck_assert_int_eq(jr_stream_evacuate(n, "ORDERS", NULL, admin_cb, &r), JR_EINVAL);
+    ck_assert_int_eq(jr_stream_evacuate(n, "ORDERS", "n1", NULL, &r), JR_EINVAL);
+    ck_assert_int_eq(jr_stream_cancel_move(n, NULL, admin_cb, &r), JR_EINVAL);
+    ck_assert_int_eq(jr_consumer_evacuate(n, "ORDERS", NULL, "n1", admin_cb, &r), JR_EINVAL);
+    ck_assert_int_eq(jr_consumer_cancel_move(n, "ORDERS", NULL, admin_cb, &r), JR_EINVAL);
+    /* unknown stream, consumer, peer; a server that is not a peer */
+    minfo si;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &si), 0);
+    const char *outsider = NULL;
+    for (unsigned i = 0; i < 4; i++)
+        if (!holds(&si, jr_sim_name(c.sim, i))) outsider = jr_sim_name(c.sim, i);
+    ck_assert_ptr_nonnull(outsider);
+    ares a[12];
+    memset(a, 0, sizeof a);
+    ck_assert_int_eq(call_status(&c, jr_stream_evacuate(n, "NOPE", "n1", admin_cb, &a[0]), &a[0]),
+                     JR_ENOTFOUND);
+    ck_assert_int_eq(
+        call_status(&c, jr_stream_evacuate(n, "ORDERS", "nobody", admin_cb, &a[1]), &a[1]),
+        JR_ENOTMEMBER);
+    ck_assert_str_eq(a[1].msg, "peer not a member");
+    ck_assert_int_eq(
+        call_status(&c, jr_stream_evacuate(n, "ORDERS", outsider, admin_cb, &a[2]), &a[2]),
+        JR_ENOTMEMBER);
+    ck_assert_int_eq(
+        call_status(&c, jr_stream_evacuate(n, "ORDERS", "bad name", admin_cb, &a[3]), &a[3]),
+        JR_ENOTMEMBER);
+    ck_assert_int_eq(call_status(&c, jr_stream_cancel_move(n, "NOPE", admin_cb, &a[4]), &a[4]),
+                     JR_ENOTFOUND);
+    ck_assert_int_eq(call_status(&c, jr_stream_cancel_move(n, "ORDERS", admin_cb, &a[5]), &a[5]),
+                     JR_ENOCHANGE);
+    ck_assert_str_eq(a[5].msg, "stream reconfiguration not in progress");
+    ck_assert_int_eq(
+        call_status(&c, jr_consumer_evacuate(n, "NOPE", "NEW", "n1", admin_cb, &a[6]), &a[6]),
+        JR_ENOSTREAM);
+    ck_assert_int_eq(
+        call_status(&c, jr_consumer_evacuate(n, "ORDERS", "NOPE", "n1", admin_cb, &a[7]), &a[7]),
+        JR_ENOTFOUND);
+    ck_assert_int_eq(
+        call_status(&c, jr_consumer_evacuate(n, "ORDERS", "NEW", outsider, admin_cb, &a[8]), &a[8]),
+        JR_ENOTMEMBER);
+    ck_assert_int_eq(
+        call_status(&c, jr_consumer_cancel_move(n, "ORDERS", "NEW", admin_cb, &a[9]), &a[9]),
+        JR_ENOCHANGE);
+    /* nothing moved */
+    minfo after;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &after), 0);
+    ck_assert(!after.moving);
+    ck_assert(stable(&after, 3));
+    ck_assert(!holds(&after, outsider));
+    /* a second evacuation while the first runs: JR_EBUSY */
+    ares first = {0}, second = {0};
+    ck_assert_int_eq(jr_stream_evacuate(n, "ORDERS", after.reps[0].name, admin_cb, &first), 0);
+    ck_assert_int_eq(wait_admin(&c, &first), 0);
+    ck_assert_int_eq(
+        call_status(&c, jr_stream_evacuate(n, "ORDERS", after.leader, admin_cb, &second), &second),
+        JR_EBUSY);
+    ck_assert_ptr_nonnull(strstr(second.msg, "cluster member change is in progress"));
+    e2e_free(&c);
+}
+END_TEST
+
+START_TEST(the_formatter_prints_the_migration_section_and_pending_markers)
+{
+    jr_peer_info p[3];
+    const jr_peer_info *pp[3];
+    const char *names[3] = {"n2-east", "n4-east", "n5-east"};
+    for (int i = 0; i < 3; i++) {
+        memset(&p[i], 0, sizeof p[i]);
+        p[i].size = sizeof p[i];
+        p[i].name = names[i];
+        p[i].current = 1;
+        p[i].active_ns = 10 * MS;
+        pp[i] = &p[i];
+    }
+    p[1].pending = 1; /* on its way out */
+    p[2].current = 0;
+    p[2].observer = 1;
+    p[2].pending = 1; /* joining */
+    p[2].lag = 14231;
+    const char *target[3] = {"n1-east", "n2-east", "n5-east"};
+    const char *origin[3] = {"n1-east", "n2-east", "n4-east"};
+    jr_move_info m;
+    memset(&m, 0, sizeof m);
+    m.size = sizeof m;
+    m.target = target;
+    m.ntarget = 3;
+    m.origin = origin;
+    m.norigin = 3;
+    m.status = JR_MOVE_CATCHUP;
+    m.description = "waiting for peers to catch up (n5-east is 14231 operations behind)";
+    jr_cluster_info ci;
+    memset(&ci, 0, sizeof ci);
+    ci.size = sizeof ci;
+    ci.name = "east";
+    ci.group = "S-R3F-xK2p9aLm";
+    ci.leader = "n1-east";
+    ci.replicas = pp;
+    ci.nreplicas = 3;
+    ci.move = &m;
+    jr_stream_info in;
+    memset(&in, 0, sizeof in);
+    in.size = sizeof in;
+    in.cluster = &ci;
+    char buf[2048];
+    int n = jr_stream_info_format(&in, buf, sizeof buf);
+    ck_assert_int_gt(n, 0);
+    ck_assert_int_lt(n, (int)sizeof buf);
+    const char *want = "Cluster Information:\n"
+                       "\n"
+                       "                 Name: east\n"
+                       "        Cluster Group: S-R3F-xK2p9aLm\n"
+                       "               Leader: n1-east\n"
+                       "              Replica: n2-east, current, seen 0.01s ago\n"
+                       "              Replica: n4-east (pending), current, seen 0.01s ago\n"
+                       "              Replica: n5-east (pending), outdated, observer, seen 0.01s "
+                       "ago, 14,231 operations behind\n"
+                       "\n"
+                       "Migration Information:\n"
+                       "\n"
+                       "               Status: catchup\n"
+                       "          Description: waiting for peers to catch up (n5-east is 14231 "
+                       "operations behind)\n"
+                       "         Target Peers: n1-east, n2-east, n5-east\n"
+                       "         Origin Peers: n1-east, n2-east, n4-east\n"
+                       "\n";
+    ck_assert_str_eq(buf, want);
+    /* a persistent error gets its own line; a stable group prints no section */
+    m.status = JR_MOVE_UNAVAILABLE;
+    m.description = "peer n9 is not a server this node knows";
+    m.error = "unknown server n9";
+    n = jr_stream_info_format(&in, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "               Status: unavailable\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "                Error: unknown server n9\n"));
+    ci.move = NULL;
+    n = jr_stream_info_format(&in, buf, sizeof buf);
+    ck_assert_ptr_null(strstr(buf, "Migration"));
+    /* an older caller's cluster block (without `move`) formats as before */
+    ci.size = offsetof(jr_cluster_info, move);
+    ci.move = &m;
+    jr_stream_info_format(&in, buf, sizeof buf);
+    ck_assert_ptr_null(strstr(buf, "Migration"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("stream_e2e_moves");
+    TCase *tc = tcase_create("moves");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, the_formatter_prints_the_migration_section_and_pending_markers);
+    tcase_add_test(tc, bad_input_is_refused_and_nothing_moves);
+    tcase_add_test(tc, evacuating_with_nowhere_to_go_is_peer_remap_failed);
+    tcase_add_test(tc, the_replacement_obeys_the_placement_tags);
+    tcase_add_test(tc, evacuating_the_leader_of_an_r3_stream_moves_it_and_loses_nothing);
+    tcase_add_test(tc, evacuating_an_r1_stream_keeps_its_data);
+    tcase_add_test(tc, cancelling_a_move_returns_to_the_origin_and_the_target_removes_its_files);
+    tcase_add_test(tc, cancelling_a_grow_returns_to_three_replicas);
+    tcase_add_test(tc, evacuating_a_consumer_moves_its_replica);
+    tcase_add_test(tc, cancelling_a_consumer_move_keeps_it_where_it_was);
+    tcase_add_test(tc, meta_and_stream_leaders_killed_mid_move_the_move_completes);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
