@@ -9,6 +9,7 @@
  *
  * Usage: jetraft-server -c CONFIG.json
  */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +146,8 @@ int main(int argc, char **argv)
         return 1;
     }
     if (sodium_init() < 0) return 1;
+    /* A write to a connection its peer closed must fail with EPIPE, not end the process. */
+    signal(SIGPIPE, SIG_IGN);
     srand((unsigned)(uv_hrtime() ^ (uint64_t)getpid()));
     static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
     for (int i = 0; i < 22; i++) s->server_id[i] = alphabet[randombytes_uniform(32)];
