@@ -25,6 +25,7 @@ typedef struct req {
     int op;           /* as js_map_error's op */
     const char *type; /* reply type without TYPE_PREFIX */
     int did_create;
+    json_t *patch; /* update: the requested fields, normal form (see on_info) */
     char name[JR_STREAM_NAME_MAX + 1];
     char reply[]; /* "" when the request has no reply subject */
 } req;
@@ -34,6 +35,13 @@ static uint64_t wall_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void req_free(req *r)
+{
+    if (!r) return;
+    json_decref(r->patch);
+    free(r);
 }
 
 static req *req_new(server *s, const char *reply, int op, const char *type, const char *name)
@@ -106,9 +114,13 @@ static void on_info(void *arg, int status, const char *msg, const jr_stream_info
     } else {
         json_t *j = js_stream_info_json(info, wall_ns());
         if (r->did_create) json_object_set_new(j, "did_create", json_true());
+        /* An update is committed by the meta group before the stream's own replicas apply it,
+         * so the info read right after it may still show the old values of what changed: the
+         * reply shows the committed ones. */
+        if (r->patch) json_object_update_existing(json_object_get(j, "config"), r->patch);
         send_json(r->s, r->reply, r->type, j);
     }
-    free(r);
+    req_free(r);
 }
 
 /* Create and update answer with the stream's info, read once the change is committed. */
@@ -117,10 +129,10 @@ static void on_changed(void *arg, int status, const char *msg)
     req *r = arg;
     if (status) {
         send_status_error(r, status, msg);
-        free(r);
+        req_free(r);
         return;
     }
-    if (!r->reply[0] || jr_stream_info_get(r->s->node, r->name, on_info, r) != 0) free(r);
+    if (!r->reply[0] || jr_stream_info_get(r->s->node, r->name, on_info, r) != 0) req_free(r);
 }
 
 static void on_done(void *arg, int status, const char *msg)
@@ -170,6 +182,18 @@ static void stream_change(req *r, const void *data, size_t len, int update)
     }
     cfg.c.name = r->name;
     r->did_create = !update;
+    if (update) {
+        json_t *all = js_stream_config_json(&cfg.c), *patch = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach(j, k, v)
+        {
+            json_t *nv = json_object_get(all, k);
+            if (nv && strcmp(k, "duplicate_window")) json_object_set(patch, k, nv);
+        }
+        json_decref(all);
+        r->patch = patch;
+    }
     int rc = update ? jr_stream_update(r->s->node, &cfg.c, on_changed, r)
                     : jr_stream_add(r->s->node, &cfg.c, on_changed, r);
     if (rc) {
@@ -180,7 +204,7 @@ static void stream_change(req *r, const void *data, size_t len, int update)
 out:
     js_stream_cfg_free(&cfg);
     json_decref(j);
-    free(r);
+    req_free(r);
 }
 
 /* ---- names and list ------------------------------------------------------------------------- */

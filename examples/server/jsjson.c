@@ -85,6 +85,13 @@ void js_map_error(int status, const char *msg, int op, int *code, int *err_code,
     case JR_EWRONGSTREAM:
         set_err(code, err_code, desc, desclen, 400, 10060, "expected stream does not match");
         return;
+    case JR_EWRONGLASTSEQ:
+    case JR_EWRONGLASTSUBJSEQ:
+        set_err(code, err_code, desc, desclen, 400, 10071, "wrong last sequence");
+        return;
+    case JR_ESEALED:
+        set_err(code, err_code, desc, desclen, 400, 10109, "invalid operation on sealed stream");
+        return;
     case JR_EWRONGLASTMSGID:
         set_err(code, err_code, desc, desclen, 400, 10070, "wrong last msg ID");
         return;
