@@ -13,7 +13,7 @@
 #define HELLO_MAGIC "jetraft-hello/1"
 #define HELLO_TIMEOUT_MS 5000
 #define BACKOFF_MIN_MS 50
-#define BACKOFF_MAX_MS 5000
+#define BACKOFF_MAX_MS 2000
 #define MAX_PENDING_ACCEPTS 64
 
 typedef struct peer peer;
