@@ -27,7 +27,9 @@ struct client {
     size_t out_len, out_cap;
     size_t inflight; /* bytes in uv_write requests not completed */
     int closing;
-    int flushing; /* on the flush list */
+    int flushing;  /* on the flush list */
+    int paused;    /* not read while too many requests are in flight */
+    int pings_out; /* server PINGs not answered */
     client *prev, *next;
     client *flush_next;
     char ip[64];
@@ -37,6 +39,7 @@ struct clients {
     server *s;
     uv_tcp_t listener;
     uv_check_t flush;
+    uv_timer_t ping;
     client *head;
     client *flush_head;
     size_t count;
@@ -402,6 +405,9 @@ static int on_op(void *arg, const np_op *op)
     case NP_PING:
         out_str(c, "PONG\r\n");
         break;
+    case NP_PONG:
+        c->pings_out = 0;
+        break;
     default:
         break;
     }
@@ -433,7 +439,38 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         c->s->stats.proto_errors++;
         client_close(c, err);
     }
-    server_kick(c->s);
+    server *s = c->s;
+    if (!c->closing && s->js_inflight >= s->cfg.max_inflight) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->paused = 1;
+    }
+    server_kick(s);
+}
+
+void clients_request_done(server *s)
+{
+    if (s->js_inflight > s->cfg.max_inflight / 2 || !s->clients) return;
+    for (client *c = s->clients->head; c; c = c->next)
+        if (c->paused && !c->closing) {
+            c->paused = 0;
+            uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+        }
+}
+
+/* Every ping_interval_ms: a client with two PINGs unanswered is closed, every other one gets a
+ * PING (nats-server's stale connection check). */
+static void on_ping(uv_timer_t *t)
+{
+    clients *cs = t->data;
+    for (client *c = cs->head, *next; c; c = next) {
+        next = c->next;
+        if (c->pings_out >= 2) {
+            client_close(c, "Stale Connection");
+            continue;
+        }
+        c->pings_out++;
+        out_str(c, "PING\r\n");
+    }
 }
 
 static void send_info(client *c)
@@ -484,12 +521,17 @@ static void on_accept(uv_stream_t *srv, int status)
             uv_ip6_name((struct sockaddr_in6 *)&sa, c->ip, sizeof c->ip);
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    uv_tcp_keepalive(&c->tcp, 1, 60);
     c->next = cs->head;
     if (cs->head) cs->head->prev = c;
     cs->head = c;
     cs->count++;
     s->stats.client_conns++;
     send_info(c);
+    if (cs->count > s->cfg.max_connections) {
+        client_close(c, "maximum connections exceeded");
+        return;
+    }
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
@@ -502,6 +544,9 @@ int clients_start(server *s)
     uv_check_init(s->loop, &cs->flush);
     cs->flush.data = cs;
     uv_check_start(&cs->flush, on_flush);
+    uv_timer_init(s->loop, &cs->ping);
+    cs->ping.data = cs;
+    uv_timer_start(&cs->ping, on_ping, s->cfg.ping_interval_ms, s->cfg.ping_interval_ms);
     uv_tcp_init(s->loop, &cs->listener);
     cs->listener.data = s;
     struct sockaddr_storage sa;
@@ -521,5 +566,12 @@ void clients_stop(server *s)
     while (cs->head) client_close(cs->head, NULL);
     uv_check_stop(&cs->flush);
     uv_close((uv_handle_t *)&cs->flush, NULL);
+    uv_close((uv_handle_t *)&cs->ping, NULL);
     uv_close((uv_handle_t *)&cs->listener, NULL);
+}
+
+void clients_free(server *s)
+{
+    free(s->clients);
+    s->clients = NULL;
 }

@@ -192,6 +192,15 @@ static int parse_obj(json_t *root, srv_config *c, char *err, size_t errlen)
         } else if (!strcmp(key, "max_control_line")) {
             if (get_uint(v, key, 256, 1u << 20, &u, err, errlen)) return -1;
             c->max_control_line = (uint32_t)u;
+        } else if (!strcmp(key, "max_connections")) {
+            if (get_uint(v, key, 1, 1u << 24, &u, err, errlen)) return -1;
+            c->max_connections = (uint32_t)u;
+        } else if (!strcmp(key, "max_inflight")) {
+            if (get_uint(v, key, 16, 1u << 24, &u, err, errlen)) return -1;
+            c->max_inflight = (uint32_t)u;
+        } else if (!strcmp(key, "ping_interval_ms")) {
+            if (get_uint(v, key, 100, 86400000, &u, err, errlen)) return -1;
+            c->ping_interval_ms = (uint32_t)u;
         } else {
             fail(err, errlen, "%s: unknown field", key);
             return -1;
@@ -245,6 +254,9 @@ static void defaults(srv_config *c)
     c->peer_queue_bytes = 64u << 20;
     c->client_max_pending = 64u << 20;
     c->max_control_line = 4096;
+    c->max_connections = 65536;
+    c->max_inflight = 65536;
+    c->ping_interval_ms = 120000;
 }
 
 int srv_config_parse(const char *text, srv_config *cfg, char *err, size_t errlen)

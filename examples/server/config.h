@@ -47,6 +47,9 @@ typedef struct srv_config {
     uint64_t peer_queue_bytes;   /* bound of each peer's send queue */
     uint64_t client_max_pending; /* bound of a client's unsent output (slow consumer) */
     uint32_t max_control_line;
+    uint32_t max_connections;  /* client connections at once */
+    uint32_t max_inflight;     /* publishes and API requests awaiting the node, server-wide */
+    uint32_t ping_interval_ms; /* server PINGs each client this often; 2 unanswered: closed */
 } srv_config;
 
 /* Reads the file at path into cfg (zeroed first). Returns 0, or -1 with the reason in err. */

@@ -37,11 +37,15 @@ static uint64_t wall_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Requests in flight count toward max_inflight (see clients_request_done). */
 static void req_free(req *r)
 {
     if (!r) return;
+    server *s = r->s;
     json_decref(r->patch);
     free(r);
+    s->js_inflight--;
+    clients_request_done(s);
 }
 
 static req *req_new(server *s, const char *reply, int op, const char *type, const char *name)
@@ -50,6 +54,7 @@ static req *req_new(server *s, const char *reply, int op, const char *type, cons
     req *r = calloc(1, sizeof *r + rl + 1);
     if (!r) return NULL;
     r->s = s;
+    s->js_inflight++;
     r->op = op;
     r->type = type;
     if (name) snprintf(r->name, sizeof r->name, "%s", name);
@@ -142,7 +147,7 @@ static void on_done(void *arg, int status, const char *msg)
         send_status_error(r, status, msg);
     else
         send_success(r);
-    free(r);
+    req_free(r);
 }
 
 /* Parses the body as JSON (empty: an empty object); NULL after answering the error. */
@@ -165,7 +170,7 @@ static void stream_change(req *r, const void *data, size_t len, int update)
 {
     json_t *j = parse_body(r, data, len);
     if (!j) {
-        free(r);
+        req_free(r);
         return;
     }
     js_stream_cfg cfg;
@@ -225,7 +230,7 @@ static void on_names(void *arg, int status, const char *msg, const jr_names *pag
         json_object_set_new(j, "streams", a);
         send_json(r->s, r->reply, r->type, j);
     }
-    free(r);
+    req_free(r);
 }
 
 static void on_list(void *arg, int status, const char *msg, const jr_stream_page *page)
@@ -251,14 +256,14 @@ static void on_list(void *arg, int status, const char *msg, const jr_stream_page
         }
         send_json(r->s, r->reply, r->type, j);
     }
-    free(r);
+    req_free(r);
 }
 
 static void names_or_list(req *r, const void *data, size_t len, int list)
 {
     json_t *j = parse_body(r, data, len);
     if (!j) {
-        free(r);
+        req_free(r);
         return;
     }
     json_t *sv = json_object_get(j, "subject"), *ov = json_object_get(j, "offset");
@@ -271,7 +276,7 @@ static void names_or_list(req *r, const void *data, size_t len, int list)
     json_decref(j);
     if (rc) {
         send_status_error(r, rc, NULL);
-        free(r);
+        req_free(r);
     }
 }
 
@@ -288,14 +293,14 @@ static void on_purged(void *arg, int status, const char *msg, uint64_t purged)
         json_object_set_new(j, "purged", json_integer((json_int_t)purged));
         send_json(r->s, r->reply, r->type, j);
     }
-    free(r);
+    req_free(r);
 }
 
 static void purge(req *r, const void *data, size_t len)
 {
     json_t *j = parse_body(r, data, len);
     if (!j) {
-        free(r);
+        req_free(r);
         return;
     }
     jr_purge_opts po;
@@ -311,7 +316,7 @@ static void purge(req *r, const void *data, size_t len)
     json_decref(j);
     if (rc) {
         send_status_error(r, rc, NULL);
-        free(r);
+        req_free(r);
     }
 }
 
@@ -344,14 +349,14 @@ static void on_msg(void *arg, int status, const char *msg, const jr_stored_msg *
         json_object_set_new(j, "message", mj);
         send_json(r->s, r->reply, r->type, j);
     }
-    free(r);
+    req_free(r);
 }
 
 static void msg_get(req *r, const void *data, size_t len)
 {
     json_t *j = parse_body(r, data, len);
     if (!j) {
-        free(r);
+        req_free(r);
         return;
     }
     json_t *seq = json_object_get(j, "seq"), *last = json_object_get(j, "last_by_subj"),
@@ -371,13 +376,13 @@ static void msg_get(req *r, const void *data, size_t len)
     } else {
         send_error(r->s, r->reply, r->type, 400, 10003, "bad request");
         json_decref(j);
-        free(r);
+        req_free(r);
         return;
     }
     json_decref(j);
     if (rc) {
         send_status_error(r, rc, NULL);
-        free(r);
+        req_free(r);
     }
 }
 
@@ -385,7 +390,7 @@ static void msg_delete(req *r, const void *data, size_t len)
 {
     json_t *j = parse_body(r, data, len);
     if (!j) {
-        free(r);
+        req_free(r);
         return;
     }
     json_t *seq = json_object_get(j, "seq");
@@ -394,7 +399,7 @@ static void msg_delete(req *r, const void *data, size_t len)
     if (!json_is_integer(seq) || json_integer_value(seq) <= 0) {
         send_error(r->s, r->reply, r->type, 400, 10003, "bad request");
         json_decref(j);
-        free(r);
+        req_free(r);
         return;
     }
     rc = jr_stream_msg_delete(r->s->node, r->name, (uint64_t)json_integer_value(seq), !no_erase,
@@ -402,7 +407,7 @@ static void msg_delete(req *r, const void *data, size_t len)
     json_decref(j);
     if (rc) {
         send_status_error(r, rc, NULL);
-        free(r);
+        req_free(r);
     }
 }
 
@@ -410,7 +415,7 @@ static void stepdown(req *r, const void *data, size_t len)
 {
     json_t *j = parse_body(r, data, len);
     if (!j) {
-        free(r);
+        req_free(r);
         return;
     }
     json_t *pl = json_object_get(j, "placement");
@@ -421,7 +426,27 @@ static void stepdown(req *r, const void *data, size_t len)
     json_decref(j);
     if (rc) {
         send_status_error(r, rc, NULL);
-        free(r);
+        req_free(r);
+    }
+}
+
+/* META.LEADER.STEPDOWN: {} or {"placement":{"preferred":"n2"}}. */
+static void meta_stepdown(req *r, const void *data, size_t len)
+{
+    json_t *j = parse_body(r, data, len);
+    if (!j) {
+        req_free(r);
+        return;
+    }
+    json_t *pl = json_object_get(j, "placement");
+    json_t *pref = json_is_object(pl) ? json_object_get(pl, "preferred") : NULL;
+    const char *peer =
+        json_is_string(pref) && json_string_length(pref) ? json_string_value(pref) : NULL;
+    int rc = jr_meta_stepdown(r->s->node, peer, on_done, r);
+    json_decref(j);
+    if (rc) {
+        send_status_error(r, rc, NULL);
+        req_free(r);
     }
 }
 
@@ -433,7 +458,7 @@ static void on_account_names(void *arg, int status, const char *msg, const jr_na
     server *s = r->s;
     if (status) {
         send_status_error(r, status, msg);
-        free(r);
+        req_free(r);
         return;
     }
     json_t *j = json_pack(
@@ -446,7 +471,7 @@ static void on_account_names(void *arg, int status, const char *msg, const jr_na
         (json_int_t)-1, "max_bytes_required", 0, "api", "level", (json_int_t)0, "total",
         (json_int_t)s->stats.js_api_requests, "errors", (json_int_t)s->stats.js_api_errors);
     send_json(s, r->reply, r->type, j);
-    free(r);
+    req_free(r);
 }
 
 /* ---- dispatch ------------------------------------------------------------------------------- */
@@ -479,8 +504,14 @@ void jsapi_request(server *s, const char *subject, const char *reply, const void
         req *r = req_new(s, reply, 'n', "account_info_response", NULL);
         if (r && jr_stream_names(s->node, NULL, 0, on_account_names, r) != 0) {
             send_status_error(r, JR_ENOLEADER, NULL);
-            free(r);
+            req_free(r);
         }
+        return;
+    }
+    if (!strcmp(api, "META.LEADER.STEPDOWN")) {
+        /* JetStream allows it only to the system account; this server has no accounts yet. */
+        req *r = req_new(s, reply, 's', "meta_leader_stepdown_response", NULL);
+        if (r) meta_stepdown(r, data, len);
         return;
     }
     if (!strcmp(api, "STREAM.NAMES") || !strcmp(api, "STREAM.LIST")) {
@@ -508,13 +539,13 @@ void jsapi_request(server *s, const char *subject, const char *reply, const void
         case 'd':
             if (jr_stream_delete(s->node, name, on_done, r) != 0) {
                 send_status_error(r, JR_ECLOSED, NULL);
-                free(r);
+                req_free(r);
             }
             return;
         case 'i':
             if (jr_stream_info_get(s->node, name, on_info, r) != 0) {
                 send_status_error(r, JR_ECLOSED, NULL);
-                free(r);
+                req_free(r);
             }
             return;
         case 'p':
@@ -581,6 +612,8 @@ static void on_ack(void *arg, int status, const jr_pub_ack *ack)
         }
     }
     free(p);
+    s->js_inflight--;
+    clients_request_done(s);
 }
 
 void jsapi_publish(server *s, const char *subject, const char *reply, const void *hdr,
@@ -590,6 +623,7 @@ void jsapi_publish(server *s, const char *subject, const char *reply, const void
     pubreq *p = malloc(sizeof *p + rl + 1);
     if (!p) return;
     p->s = s;
+    s->js_inflight++;
     p->nr = nr;
     memcpy(p->reply, reply ? reply : "", rl + 1);
     s->stats.js_publishes++;

@@ -51,6 +51,9 @@ static void arm_at(server *s, uint64_t deadline)
         return;
     }
     if (deadline == s->armed && uv_is_active((uv_handle_t *)&s->tick)) return;
+    /* libuv counts the timeout from its cached loop time: refresh it, so that a timer armed
+     * late in a long loop turn does not fire early. */
+    uv_update_time(s->loop);
     uint64_t now = uv_hrtime();
     uint64_t ms = deadline > now ? (deadline - now + 999999u) / 1000000u : 0;
     s->armed = deadline;
@@ -231,6 +234,8 @@ int main(int argc, char **argv)
     server_kick(s);
     uv_run(s->loop, UV_RUN_DEFAULT);
     uv_loop_close(s->loop);
+    peers_free(s);
+    clients_free(s);
     sublist_free(s->subs);
     free(peer_names);
     srv_config_free(&s->cfg);

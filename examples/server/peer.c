@@ -435,3 +435,11 @@ void peers_stop(server *s)
     while (ps->pending) link_close(ps->pending);
     uv_close((uv_handle_t *)&ps->listener, NULL);
 }
+
+void peers_free(server *s)
+{
+    if (!s->peers) return;
+    free(s->peers->v);
+    free(s->peers);
+    s->peers = NULL;
+}

@@ -19,6 +19,8 @@
 int peers_start(server *s);
 /* Closes every link, timer and the listener (asynchronously, through the loop). */
 void peers_stop(server *s);
+/* Frees what peers_start allocated, once the loop ended. */
+void peers_free(server *s);
 /* jr_host.send: queues one frame for server `to`. */
 int peers_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt);
 /* Number of peers with an established link. */

@@ -53,7 +53,8 @@ typedef struct server {
     srv_stats stats;
     char server_id[24];
     int closing;
-    uint64_t started_ns; /* wall clock at start */
+    uint64_t js_inflight; /* publishes and API requests handed to the node, not yet answered */
+    uint64_t started_ns;  /* wall clock at start */
 } server;
 
 /* Calls jr_node_tick when the node's deadline passed and arms the timer for the next one; the

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 static pid_t pid;
+static const char *server_bin;
 static char base[256];
 static int client_port, cluster_port, http_port;
 
@@ -167,6 +168,65 @@ static void request(int fd, rbuf *b, const char *subject, const char *body, cons
     expect(fd, b, want, what);
 }
 
+/* Reads PubAcks ("seq": in each) until n arrived or none came for 5 s; returns how many. */
+static int count_acks(int fd, int n)
+{
+    static const char pat[] = "\"seq\":";
+    char buf[1 << 16];
+    size_t have = 0;
+    int acks = 0;
+    while (acks < n) {
+        struct pollfd pf = {fd, POLLIN, 0};
+        if (poll(&pf, 1, 5000) <= 0) break;
+        ssize_t k = recv(fd, buf + have, sizeof buf - 1 - have, 0);
+        if (k <= 0) break;
+        have += (size_t)k;
+        buf[have] = 0;
+        for (char *q = buf; (q = strstr(q, pat)); q += sizeof pat - 1) acks++;
+        /* keep a tail shorter than the pattern: a match split across reads is counted once */
+        size_t keep = have < sizeof pat - 2 ? have : sizeof pat - 2;
+        memmove(buf, buf + have - keep, keep);
+        have = keep;
+    }
+    return acks;
+}
+
+/* Starts the server with the base config plus `extra` fields (",\"k\":v..." or ""). */
+static void start_server(const char *extra)
+{
+    char cfg[400], log[400];
+    snprintf(cfg, sizeof cfg, "%s/server.json", base);
+    snprintf(log, sizeof log, "%s/server.log", base);
+    FILE *f = fopen(cfg, "w");
+    if (!f) die("cannot write the config");
+    fprintf(f,
+            "{\"name\":\"solo\",\"listen\":\"127.0.0.1:%d\",\"cluster_listen\":\"127.0.0.1:%d\","
+            "\"http_listen\":\"127.0.0.1:%d\",\"peers\":{\"solo\":\"127.0.0.1:%d\"},"
+            "\"wal_dir\":\"%s/wal\",\"max_payload\":65536,\"client_max_pending\":1048576,"
+            "\"max_inflight\":64%s}\n",
+            client_port, cluster_port, http_port, cluster_port, base, extra);
+    fclose(f);
+    pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execl(server_bin, server_bin, "-c", cfg, (char *)NULL);
+        _exit(127);
+    }
+}
+
+static void stop_server(void)
+{
+    kill(pid, SIGTERM);
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        die("the server did not exit 0 on SIGTERM (status %d)", st);
+    pid = 0;
+}
+
 static long rss_kb(void)
 {
     char path[64], line[256];
@@ -201,6 +261,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s PATH/TO/jetraft-server\n", argv[0]);
         return 2;
     }
+    server_bin = argv[1];
     setvbuf(stdout, NULL, _IONBF, 0);
     signal(SIGALRM, on_alarm);
     signal(SIGPIPE, SIG_IGN);
@@ -212,28 +273,7 @@ int main(int argc, char **argv)
     client_port = ports[0];
     cluster_port = ports[1];
     http_port = ports[2];
-    char cfg[400], log[400];
-    snprintf(cfg, sizeof cfg, "%s/server.json", base);
-    snprintf(log, sizeof log, "%s/server.log", base);
-    FILE *f = fopen(cfg, "w");
-    if (!f) die("cannot write the config");
-    fprintf(f,
-            "{\"name\":\"solo\",\"listen\":\"127.0.0.1:%d\",\"cluster_listen\":\"127.0.0.1:%d\","
-            "\"http_listen\":\"127.0.0.1:%d\",\"peers\":{\"solo\":\"127.0.0.1:%d\"},"
-            "\"wal_dir\":\"%s/wal\",\"max_payload\":65536,\"client_max_pending\":1048576}\n",
-            client_port, cluster_port, http_port, cluster_port, base);
-    fclose(f);
-    pid = fork();
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execl(argv[1], argv[1], "-c", cfg, (char *)NULL);
-        _exit(127);
-    }
-
+    start_server("");
     /* INFO first, with the fields clients check. */
     rbuf b = {{0}, 0, 0};
     int fd = dial(client_port, 0);
@@ -353,9 +393,22 @@ int main(int argc, char **argv)
                 "7\r\n\r\nbad\r\n");
     expect(c, &bb, "\"err_code\":10071,\"description\":\"wrong last sequence: 2\"",
            "expected last sequence");
+    /* Far more publishes in one write than max_inflight: the client is paused, not refused;
+     * every one is acknowledged. */
+    {
+        static char burst[2000 * 48];
+        size_t bl = 0;
+        for (int i = 0; i < 2000; i++)
+            bl += (size_t)snprintf(burst + bl, sizeof burst - bl,
+                                   "PUB orders.b _INBOX.c.%d 1\r\nx\r\n", 10000 + i);
+        send_all(c, burst, bl);
+        int acks = count_acks(c, 2000);
+        if (acks != 2000) die("a burst of 2000 publishes got %d acks", acks);
+        printf("ok: a burst of 2000 publishes over max_inflight 64, all acknowledged\n");
+    }
     request(c, &bb, "$JS.API.STREAM.MSG.GET.ORDERS", "{\"seq\":2}",
             "\"subject\":\"orders.1\",\"seq\":2,\"hdrs\"", "msg get");
-    request(c, &bb, "$JS.API.STREAM.MSG.GET.ORDERS", "{\"seq\":99}", "\"err_code\":10037",
+    request(c, &bb, "$JS.API.STREAM.MSG.GET.ORDERS", "{\"seq\":99999}", "\"err_code\":10037",
             "msg get of a missing seq");
     request(c, &bb, "$JS.API.STREAM.NAMES", "{\"subject\":\"orders.*\"}",
             "\"streams\":[\"ORDERS\"]", "names");
@@ -365,7 +418,7 @@ int main(int argc, char **argv)
     request(c, &bb, "$JS.API.STREAM.UPDATE.ORDERS",
             "{\"name\":\"ORDERS\",\"subjects\":[\"orders.>\"],\"max_msgs\":100}",
             "\"max_msgs\":100", "update");
-    request(c, &bb, "$JS.API.STREAM.PURGE.ORDERS", "", "\"purged\":1", "purge");
+    request(c, &bb, "$JS.API.STREAM.PURGE.ORDERS", "", "\"purged\":100", "purge");
     request(c, &bb, "$JS.API.CONSUMER.INFO.ORDERS.c1", "", "\"error\"", "unsupported API");
     request(c, &bb, "$JS.API.STREAM.DELETE.ORDERS", "", "\"success\":true", "delete");
     printf("ok: JetStream stream API and PubAcks\n");
@@ -377,12 +430,27 @@ int main(int argc, char **argv)
 
     close(a);
     close(c);
-    kill(pid, SIGTERM);
-    int st = 0;
-    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        die("the server did not exit 0 on SIGTERM (status %d)", st);
-    pid = 0;
+    stop_server();
     printf("ok: SIGTERM, exit 0\n");
+
+    /* Stale connections: with PINGs every 200 ms, a client that never answers is closed after
+     * two; one that answers stays. */
+    start_server(",\"ping_interval_ms\":200");
+    rbuf bq = {{0}, 0, 0}, bl = {{0}, 0, 0};
+    int quiet = dial(client_port, 0);
+    expect(quiet, &bq, "PING\r\n", "a server PING");
+    expect(quiet, &bq, "-ERR 'Stale Connection'", "stale connection");
+    expect_closed(quiet, &bq, "stale connection");
+    int live = client(&bl);
+    for (int i = 0; i < 6; i++) {
+        bl.n = 0;
+        expect(live, &bl, "PING\r\n", "PINGs to a live client");
+        send_str(live, "PONG\r\n");
+    }
+    close(quiet);
+    close(live);
+    stop_server();
+    printf("ok: stale connection closed, live one kept\n");
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", base);
