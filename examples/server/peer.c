@@ -1,5 +1,8 @@
 /*
- * peer.c — cluster links over libuv TCP (see peer.h).
+ * peer.c — cluster links over libuv TCP (see peer.h). What the bytes of a connection mean (the
+ * handshake, the framing) is the session's business (session.h); this file owns the
+ * connections: who dials, accepting, the hello timeout, the bounded send queue, replacement of
+ * an older connection, and redialling with backoff.
  */
 #include "peer.h"
 
@@ -8,9 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frame.h"
+#include "session.h"
 
-#define HELLO_MAGIC "jetraft-hello/1"
 #define HELLO_TIMEOUT_MS 5000
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
@@ -22,13 +24,13 @@ typedef struct plink {
     uv_tcp_t tcp;
     uv_timer_t hello_timer;
     server *s;
-    peer *p;         /* dialer: the peer dialled; acceptor: set by its hello */
-    int established; /* both hellos exchanged (our side: we read theirs) */
+    session *ss;
+    peer *p;         /* dialer: the peer dialled; acceptor: set once its handshake names it */
+    int established; /* the peer's handshake checked out and the link is its peer's link */
     int closing;
-    int handles;   /* handles still open (tcp, timer) */
-    size_t queued; /* bytes handed to uv_write and not completed */
-    frame_rd rd;
-    struct plink *next; /* in the list of links not yet established */
+    int handles;        /* handles still open (tcp, timer) */
+    size_t queued;      /* bytes handed to uv_write and not completed */
+    struct plink *next; /* in the list of accepted links not yet established */
 } plink;
 
 struct peer {
@@ -51,7 +53,7 @@ struct peers {
     uv_tcp_t listener;
     peer *v;
     size_t n;
-    plink *pending; /* accepted, hello not yet read */
+    plink *pending; /* accepted, handshake not done */
     size_t npending;
     int stopping;
 };
@@ -64,12 +66,12 @@ typedef struct wreq {
 } wreq;
 
 static void link_close(plink *l);
-static void dial(peer *p);
+static void schedule_retry(peer *p);
 
-static peer *find_peer(peers *ps, const char *name, size_t len)
+static peer *find_peer(peers *ps, const char *name)
 {
     for (size_t i = 0; i < ps->n; i++)
-        if (strlen(ps->v[i].name) == len && !memcmp(ps->v[i].name, name, len)) return &ps->v[i];
+        if (!strcmp(ps->v[i].name, name)) return &ps->v[i];
     return NULL;
 }
 
@@ -90,25 +92,19 @@ static void on_write(uv_write_t *req, int status)
     wreq *w = (wreq *)req;
     w->l->queued -= w->len;
     free(w);
-    (void)status; /* a failed write surfaces as a read error and closes the plink */
+    (void)status; /* a failed write surfaces as a read error and closes the link */
 }
 
-/* Queues bytes on the link's socket; the bytes are copied. */
-static int link_write(plink *l, const jr_iovec *iov, int iovcnt, int framed)
+/* Writes len bytes that fill() puts into the buffer; refused past the send queue's bound. */
+static int link_write(plink *l, size_t len, int (*fill)(plink *, const void *, uint8_t *, size_t),
+                      const void *what)
 {
-    size_t len = framed ? FRAME_HDR : 0;
-    for (int i = 0; i < iovcnt; i++) len += iov[i].len;
     if (l->queued + len > l->s->cfg.peer_queue_bytes) return -1;
     wreq *w = malloc(sizeof *w + len);
     if (!w) return -1;
-    size_t off = 0;
-    if (framed) {
-        frame_hdr(w->data, (uint32_t)(len - FRAME_HDR));
-        off = FRAME_HDR;
-    }
-    for (int i = 0; i < iovcnt; i++) {
-        if (iov[i].len) memcpy(w->data + off, iov[i].base, iov[i].len);
-        off += iov[i].len;
+    if (fill(l, what, w->data, len)) {
+        free(w);
+        return -1;
     }
     w->l = l;
     w->len = len;
@@ -121,22 +117,44 @@ static int link_write(plink *l, const jr_iovec *iov, int iovcnt, int framed)
     return 0;
 }
 
-static int send_hello(plink *l)
+typedef struct frame_ref {
+    const jr_iovec *iov;
+    int iovcnt;
+} frame_ref;
+
+static int fill_frame(plink *l, const void *what, uint8_t *out, size_t cap)
 {
-    char buf[600];
-    int n = snprintf(buf, sizeof buf, HELLO_MAGIC "\n%s\n%s\n", l->s->cfg.cluster, l->s->cfg.name);
-    jr_iovec iov = {buf, (size_t)n};
-    return link_write(l, &iov, 1, 1);
+    const frame_ref *f = what;
+    size_t n;
+    return session_seal(l->ss, f->iov, f->iovcnt, out, cap, &n);
+}
+
+static int fill_pending(plink *l, const void *what, uint8_t *out, size_t cap)
+{
+    memcpy(out, what, cap);
+    session_out_done(l->ss, cap);
+    return 0;
+}
+
+/* Writes what the session asks to (its handshake). */
+static int flush_session(plink *l)
+{
+    const void *data;
+    size_t len;
+    session_pending_out(l->ss, &data, &len);
+    return len ? link_write(l, len, fill_pending, data) : 0;
 }
 
 int peers_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
 {
     server *s = ctx;
     peers *ps = s->peers;
-    peer *p = ps ? find_peer(ps, to, strlen(to)) : NULL;
+    peer *p = ps ? find_peer(ps, to) : NULL;
     size_t len = 0;
     for (int i = 0; i < iovcnt; i++) len += iov[i].len;
-    if (!p || !p->link || len > s->cfg.max_frame_bytes || link_write(p->link, iov, iovcnt, 1)) {
+    frame_ref f = {iov, iovcnt};
+    if (!p || !p->link || len > s->cfg.max_frame_bytes ||
+        link_write(p->link, session_sealed_size(p->link->ss, len), fill_frame, &f)) {
         if (p) p->frames_dropped++;
         s->stats.peer_frames_dropped++;
         return -1;
@@ -163,13 +181,11 @@ static void unlink_pending(peers *ps, plink *l)
         }
 }
 
-static void schedule_retry(peer *p);
-
 static void on_link_closed(uv_handle_t *h)
 {
     plink *l = h->data;
     if (--l->handles > 0) return;
-    frame_rd_free(&l->rd);
+    session_free(l->ss);
     free(l);
 }
 
@@ -191,62 +207,53 @@ static void link_close(plink *l)
     if (p && p->dialer && !p->link && !p->dialing && !ps->stopping) schedule_retry(p);
 }
 
+/* The session named its peer: make this connection the peer's link. A server accepts only from
+ * the peers that dial it (names sorting before its own); a newer connection replaces an older
+ * one (the peer restarted, or redialled before this side saw the old connection break). */
+static int establish(plink *l)
+{
+    server *s = l->s;
+    const char *name = session_peer_name(l->ss);
+    peer *p = find_peer(s->peers, name);
+    if (!p) {
+        srv_log(s, "refused a link from unknown server \"%s\"", name);
+        return -1;
+    }
+    if (!l->p && p->dialer) {
+        srv_log(s, "refused a link from %s: this server dials it", name);
+        return -1;
+    }
+    if (!l->p) {
+        unlink_pending(s->peers, l);
+        l->p = p;
+    }
+    if (p->link && p->link != l) {
+        plink *old = p->link;
+        p->link = NULL;
+        link_close(old);
+    }
+    if (p->dialing == l) p->dialing = NULL;
+    l->established = 1;
+    p->link = l;
+    p->backoff_ms = 0;
+    uv_timer_stop(&l->hello_timer);
+    s->stats.peer_connects++;
+    srv_log(s, "link to %s up", p->name);
+    return 0;
+}
+
 static int on_frame(void *arg, const uint8_t *f, size_t len)
 {
     plink *l = arg;
     server *s = l->s;
-    if (!l->established) {
-        /* The hello: magic, cluster and name, each ending in a newline. */
-        size_t ml = strlen(HELLO_MAGIC);
-        if (len < ml + 1 || memcmp(f, HELLO_MAGIC "\n", ml + 1)) return -1;
-        const char *c = (const char *)f + ml + 1, *end = (const char *)f + len;
-        const char *nl = memchr(c, '\n', (size_t)(end - c));
-        if (!nl) return -1;
-        const char *name = nl + 1;
-        const char *nl2 = memchr(name, '\n', (size_t)(end - name));
-        if (!nl2 || nl2 + 1 != end) return -1;
-        if ((size_t)(nl - c) != strlen(s->cfg.cluster) || memcmp(c, s->cfg.cluster, nl - c)) {
-            srv_log(s, "refused a link: cluster \"%.*s\" is not ours", (int)(nl - c), c);
-            return -1;
-        }
-        peer *p = find_peer(s->peers, name, (size_t)(nl2 - name));
-        if (!p || !strcmp(p->name, s->cfg.name)) {
-            srv_log(s, "refused a link from unknown server \"%.*s\"", (int)(nl2 - name), name);
-            return -1;
-        }
-        if (l->p && l->p != p) {
-            srv_log(s, "dialled %s but %s answered", l->p->name, p->name);
-            return -1;
-        }
-        if (!l->p && p->dialer) return -1; /* it should have waited for our dial */
-        if (!l->p) {
-            /* Acceptor: answer with our hello; a newer connection replaces an older one. */
-            unlink_pending(s->peers, l);
-            l->p = p;
-            if (send_hello(l)) return -1;
-        }
-        if (p->link && p->link != l) {
-            plink *old = p->link;
-            p->link = NULL;
-            link_close(old);
-        }
-        if (p->dialing == l) p->dialing = NULL;
-        l->established = 1;
-        p->link = l;
-        p->backoff_ms = 0;
-        uv_timer_stop(&l->hello_timer);
-        s->stats.peer_connects++;
-        srv_log(s, "link to %s up", p->name);
-        return 0;
-    }
-    int rc = jr_node_recv(s->node, l->p->name, f, len);
-    if (rc) s->stats.peer_frames_rejected++;
+    if (!l->established && establish(l)) return -1;
+    if (jr_node_recv(s->node, l->p->name, f, len) != 0) s->stats.peer_frames_rejected++;
     return 0;
 }
 
 static void on_alloc(uv_handle_t *h, size_t sz, uv_buf_t *buf)
 {
-    static char slab[256 << 10]; /* one thread: reads are consumed before the next one */
+    static char slab[256 << 10]; /* one thread: each read is consumed before the next */
     (void)h;
     (void)sz;
     *buf = uv_buf_init(slab, sizeof slab);
@@ -260,8 +267,13 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         return;
     }
     if (n == 0 || l->closing) return;
-    int rc = frame_rd_feed(&l->rd, (const uint8_t *)buf->base, (size_t)n, on_frame, l);
+    int rc = session_feed(l->ss, (const uint8_t *)buf->base, (size_t)n, on_frame, l);
+    /* A handshake that completed without frames behind it establishes the link here. */
+    if (rc == 0 && !l->established && session_peer_name(l->ss)) rc = establish(l);
+    if (rc == 0) rc = flush_session(l);
     if (rc) {
+        if (session_errmsg(l->ss)[0])
+            srv_log(l->s, "closed a cluster connection: %s", session_errmsg(l->ss));
         l->s->stats.peer_frames_rejected++;
         link_close(l);
         return;
@@ -274,19 +286,22 @@ static void on_hello_timeout(uv_timer_t *t)
     link_close(t->data);
 }
 
-static plink *link_new(server *s)
+static plink *link_new(server *s, const char *expect)
 {
     plink *l = calloc(1, sizeof *l);
     if (!l) return NULL;
+    session_config sc = {s->cfg.cluster, s->cfg.name, expect, s->cfg.max_frame_bytes};
+    l->ss = session_new(&sc);
+    if (!l->ss) {
+        free(l);
+        return NULL;
+    }
     l->s = s;
-    frame_rd_init(&l->rd, s->cfg.max_frame_bytes);
     uv_tcp_init(s->loop, &l->tcp);
     uv_timer_init(s->loop, &l->hello_timer);
     l->tcp.data = l;
     l->hello_timer.data = l;
     l->handles = 2;
-    uv_tcp_nodelay(&l->tcp, 1);
-    uv_tcp_keepalive(&l->tcp, 1, 10);
     uv_timer_start(&l->hello_timer, on_hello_timeout, HELLO_TIMEOUT_MS, 0);
     return l;
 }
@@ -296,16 +311,21 @@ static void on_accept(uv_stream_t *srv, int status)
     server *s = srv->data;
     peers *ps = s->peers;
     if (status < 0) return;
-    plink *l = link_new(s);
+    plink *l = link_new(s, NULL);
     if (!l) return;
     if (uv_accept(srv, (uv_stream_t *)&l->tcp) != 0 || ps->npending >= MAX_PENDING_ACCEPTS) {
-        l->next = NULL;
         link_close(l);
         return;
     }
     l->next = ps->pending;
     ps->pending = l;
     ps->npending++;
+    uv_tcp_nodelay(&l->tcp, 1);
+    uv_tcp_keepalive(&l->tcp, 1, 10);
+    if (flush_session(l)) {
+        link_close(l);
+        return;
+    }
     uv_read_start((uv_stream_t *)&l->tcp, on_alloc, on_read);
 }
 
@@ -317,7 +337,9 @@ static void on_connect(uv_connect_t *req, int status)
         link_close(l);
         return;
     }
-    if (send_hello(l)) {
+    uv_tcp_nodelay(&l->tcp, 1);
+    uv_tcp_keepalive(&l->tcp, 1, 10);
+    if (flush_session(l)) {
         link_close(l);
         return;
     }
@@ -336,7 +358,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         schedule_retry(p);
         return;
     }
-    plink *l = link_new(p->s);
+    plink *l = link_new(p->s, p->name);
     uv_connect_t *c = l ? malloc(sizeof *c) : NULL;
     if (!c) {
         if (l) link_close(l);

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "frame.h"
 #include "proto.h"
+#include "session.h"
 #include "sublist.h"
 
 /* ---- recording parsed operations as text ----------------------------------------------------- */
@@ -357,6 +358,81 @@ START_TEST(an_oversized_or_empty_frame_length_closes_the_link)
 }
 END_TEST
 
+/* ---- peer sessions -------------------------------------------------------------------------- */
+
+/* Moves a's pending handshake bytes into b, one byte per feed. */
+static int pass_hello(session *a, session *b, frames *fr)
+{
+    const void *d;
+    size_t len;
+    session_pending_out(a, &d, &len);
+    for (size_t i = 0; i < len; i++) {
+        int rc = session_feed(b, (const uint8_t *)d + i, 1, on_frame, fr);
+        if (rc) return rc;
+    }
+    session_out_done(a, len);
+    return 0;
+}
+
+START_TEST(sessions_name_each_other_then_carry_frames)
+{
+    session_config ca = {"C1", "n1", "n2", 1024}, cb = {"C1", "n2", NULL, 1024};
+    session *a = session_new(&ca), *b = session_new(&cb);
+    frames fr = {{0}, 0, 0};
+    ck_assert_ptr_null(session_peer_name(a));
+    uint8_t out[64];
+    size_t n;
+    jr_iovec iov[2] = {{"hel", 3}, {"lo", 2}};
+    ck_assert_int_eq(session_seal(a, iov, 2, out, sizeof out, &n), -1); /* not open yet */
+    ck_assert_int_eq(pass_hello(a, b, &fr), 0);
+    ck_assert_int_eq(pass_hello(b, a, &fr), 0);
+    ck_assert_str_eq(session_peer_name(a), "n2");
+    ck_assert_str_eq(session_peer_name(b), "n1");
+    ck_assert_int_eq(session_seal(a, iov, 2, out, sizeof out, &n), 0);
+    ck_assert_uint_eq(n, session_sealed_size(a, 5));
+    ck_assert_int_eq(session_feed(b, out, n, on_frame, &fr), 0);
+    ck_assert_int_eq(fr.n, 1);
+    ck_assert_int_eq(memcmp(fr.got, "hello|", 6), 0);
+    session_free(a);
+    session_free(b);
+}
+END_TEST
+
+/* b refuses a's hello; the error says why. */
+static void expect_refused(session_config ca, session_config cb, const char *why)
+{
+    session *a = session_new(&ca), *b = session_new(&cb);
+    frames fr = {{0}, 0, 0};
+    ck_assert_int_eq(pass_hello(a, b, &fr), -1);
+    ck_assert_ptr_null(session_peer_name(b));
+    ck_assert_msg(strstr(session_errmsg(b), why), "\"%s\" does not say \"%s\"", session_errmsg(b),
+                  why);
+    uint8_t junk[8] = {0, 0, 0, 1, 'x'};
+    ck_assert_int_eq(session_feed(b, junk, 5, on_frame, &fr), -1); /* sticky */
+    session_free(a);
+    session_free(b);
+}
+
+START_TEST(sessions_refuse_other_clusters_impostors_and_garbage)
+{
+    session_config me = {"C1", "n2", NULL, 1024};
+    expect_refused((session_config){"C2", "n1", NULL, 1024}, me, "another cluster");
+    expect_refused((session_config){"C1", "n2", NULL, 1024}, me, "this server's name");
+    expect_refused((session_config){"C1", "n3", NULL, 1024},
+                   (session_config){"C1", "n2", "n1", 1024}, "not the server dialled");
+    session *b = session_new(&me);
+    frames fr = {{0}, 0, 0};
+    const char http[] = "GET / HTTP/1.1\r\n\r\n";
+    ck_assert_int_eq(session_feed(b, (const uint8_t *)http, sizeof http - 1, on_frame, &fr), -1);
+    session_free(b);
+    b = session_new(&me);
+    uint8_t bad[] = {0, 0, 0, 5, 'h', 'e', 'l', 'l', 'o'};
+    ck_assert_int_eq(session_feed(b, bad, sizeof bad, on_frame, &fr), -1);
+    ck_assert(strstr(session_errmsg(b), "not a hello"));
+    session_free(b);
+}
+END_TEST
+
 /* ---- configuration -------------------------------------------------------------------------- */
 
 static void expect_config_error(const char *json, const char *want)
@@ -413,6 +489,8 @@ int main(void)
     tcase_add_test(tc, a_queue_group_gets_one_copy);
     tcase_add_test(tc, frames_split_at_every_byte);
     tcase_add_test(tc, an_oversized_or_empty_frame_length_closes_the_link);
+    tcase_add_test(tc, sessions_name_each_other_then_carry_frames);
+    tcase_add_test(tc, sessions_refuse_other_clusters_impostors_and_garbage);
     tcase_add_test(tc, config_errors_name_the_field);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
