@@ -450,6 +450,93 @@ static void meta_stepdown(req *r, const void *data, size_t len)
     }
 }
 
+/* ---- direct get ----------------------------------------------------------------------------- */
+
+/* DIRECT.GET answers with the message itself, its place in the stream in headers (as JetStream:
+ * Nats-Stream, Nats-Subject, Nats-Sequence, Nats-Time-Stamp, then the message's own headers),
+ * or a status line: 404 Message Not Found, 408 Bad Request, 503 when the stream does not allow
+ * direct reads (JetStream has no responder then). */
+static void direct_status(req *r, const char *status)
+{
+    char hdr[128];
+    int n = snprintf(hdr, sizeof hdr, "NATS/1.0 %s\r\n\r\n", status);
+    if (r->reply[0]) clients_deliver(r->s, NULL, r->reply, NULL, hdr, (size_t)n, NULL, 0);
+}
+
+static void on_direct(void *arg, int status, const char *msg, const jr_stored_msg *m)
+{
+    req *r = arg;
+    (void)msg;
+    if (status == JR_ENOTFOUND) {
+        direct_status(r, "404 Message Not Found");
+    } else if (status == JR_EDENIED) {
+        direct_status(r, "503");
+    } else if (status == JR_EINVAL) {
+        direct_status(r, "408 Bad Request");
+    } else if (status) {
+        direct_status(r, "503");
+    } else if (r->reply[0]) {
+        char t[48];
+        js_time(t, sizeof t, m->ts);
+        /* the message's own header lines: its block without the NATS/1.0 line and the final
+         * empty line */
+        const char *own = "";
+        size_t own_len = 0;
+        if (m->hdr_len >= 4) {
+            const char *h = m->hdr, *end = h + m->hdr_len;
+            const char *nl = memchr(h, '\n', m->hdr_len);
+            if (nl && end - (nl + 1) >= 2) {
+                own = nl + 1;
+                own_len = (size_t)(end - own) - 2;
+            }
+        }
+        char *hdr = NULL;
+        int n = asprintf(&hdr,
+                         "NATS/1.0\r\nNats-Stream: %s\r\nNats-Subject: %s\r\nNats-Sequence: "
+                         "%" PRIu64 "\r\nNats-Time-Stamp: %s\r\n%.*s\r\n",
+                         m->stream, m->subject, m->seq, t, (int)own_len, own);
+        if (n > 0) clients_deliver(r->s, NULL, r->reply, NULL, hdr, (size_t)n, m->data, m->len);
+        free(hdr);
+    }
+    req_free(r);
+}
+
+/* $JS.API.DIRECT.GET.<stream> with {"seq"}, {"last_by_subj"} or {"seq","next_by_subj"}; or
+ * $JS.API.DIRECT.GET.<stream>.<subject...> for the last message on a subject. */
+static void direct_get(req *r, const char *last_subject, const void *data, size_t len)
+{
+    uint64_t seq = 0;
+    const char *subject = last_subject;
+    json_t *j = NULL;
+    if (!subject) {
+        json_error_t je;
+        j = len ? json_loadb(data, len, 0, &je) : NULL;
+        json_t *sv = json_object_get(j, "seq"), *lv = json_object_get(j, "last_by_subj"),
+               *nv = json_object_get(j, "next_by_subj");
+        if (json_is_integer(sv) && json_integer_value(sv) > 0)
+            seq = (uint64_t)json_integer_value(sv);
+        if (json_is_string(lv) && json_string_length(lv)) {
+            subject = json_string_value(lv);
+            seq = 0;
+        } else if (json_is_string(nv) && json_string_length(nv)) {
+            subject = json_string_value(nv);
+            if (!seq) seq = 1;
+        }
+        if (!seq && !subject) {
+            direct_status(r, "408 Bad Request");
+            json_decref(j);
+            req_free(r);
+            return;
+        }
+    }
+    int rc = jr_stream_direct_get(r->s->node, r->name, seq, subject, on_direct, r);
+    json_decref(j);
+    if (rc) {
+        direct_status(r, "503");
+        req_free(r);
+    }
+}
+
 /* ---- account info --------------------------------------------------------------------------- */
 
 static void on_account_names(void *arg, int status, const char *msg, const jr_names *page)
@@ -506,6 +593,17 @@ void jsapi_request(server *s, const char *subject, const char *reply, const void
             send_status_error(r, JR_ENOLEADER, NULL);
             req_free(r);
         }
+        return;
+    }
+    if (!strncmp(api, "DIRECT.GET.", 11)) {
+        const char *name = api + 11, *dot = strchr(name, '.');
+        size_t nl = dot ? (size_t)(dot - name) : strlen(name);
+        char sname[JR_STREAM_NAME_MAX + 1];
+        if (nl == 0 || nl > JR_STREAM_NAME_MAX) return;
+        memcpy(sname, name, nl);
+        sname[nl] = 0;
+        req *r = req_new(s, reply, 'g', "", sname);
+        if (r) direct_get(r, dot ? dot + 1 : NULL, data, len);
         return;
     }
     if (!strcmp(api, "META.LEADER.STEPDOWN")) {

@@ -410,6 +410,23 @@ int main(int argc, char **argv)
             "\"subject\":\"orders.1\",\"seq\":2,\"hdrs\"", "msg get");
     request(c, &bb, "$JS.API.STREAM.MSG.GET.ORDERS", "{\"seq\":99999}", "\"err_code\":10037",
             "msg get of a missing seq");
+    /* Direct reads: refused (503) without allow_direct; with it, the message and its place. */
+    request(c, &bb, "$JS.API.DIRECT.GET.ORDERS", "{\"seq\":2}", "NATS/1.0 503\r\n",
+            "direct get without allow_direct");
+    request(c, &bb, "$JS.API.STREAM.CREATE.D", "{\"subjects\":[\"d.>\"],\"allow_direct\":true}",
+            "\"allow_direct\":true", "create a stream with allow_direct");
+    bb.n = 0;
+    send_str(c, "HPUB d.x _INBOX.c.60 19 21\r\nNATS/1.0\r\nK: v1\r\n\r\nhi\r\n");
+    expect(c, &bb, "{\"stream\":\"D\",\"seq\":1}", "publish to D");
+    request(c, &bb, "$JS.API.DIRECT.GET.D", "{\"seq\":1}",
+            "NATS/1.0\r\nNats-Stream: D\r\nNats-Subject: d.x\r\nNats-Sequence: 1\r\n",
+            "direct get by seq");
+    if (!strstr(bb.d, "\r\nK: v1\r\n\r\nhi\r\n")) die("direct get lost the message: %s", bb.d);
+    request(c, &bb, "$JS.API.DIRECT.GET.D.d.x", "", "Nats-Sequence: 1\r\n",
+            "direct get of the last on a subject");
+    request(c, &bb, "$JS.API.DIRECT.GET.D", "{\"seq\":7}", "NATS/1.0 404 Message Not Found",
+            "direct get of a missing seq");
+    request(c, &bb, "$JS.API.STREAM.DELETE.D", "", "\"success\":true", "delete D");
     request(c, &bb, "$JS.API.STREAM.NAMES", "{\"subject\":\"orders.*\"}",
             "\"streams\":[\"ORDERS\"]", "names");
     request(c, &bb, "$JS.API.STREAM.LIST", "", "\"total\":1", "list");

@@ -7,7 +7,8 @@
  * publishing (nats.c reconnects; every publish that failed or timed out is published again with
  * the same id until it is acknowledged), restarts the killed server, and checks that every
  * acknowledged message is stored exactly once at the sequence its ack named: read back by
- * sequence through the leader, then again after moving the leadership to each other replica.
+ * sequence through the leader, then again after moving the leadership to each other replica,
+ * then on each server's own replica with direct gets.
  * Finally SIGTERM stops every server, which must exit 0. An alarm bounds the whole run; on
  * expiry every server is killed and the test fails.
  *
@@ -388,6 +389,67 @@ static void verify_by_sequence(natsConnection *nc, jsCtx *js, const char *who)
             NMSGS);
 }
 
+/* Reads every sequence 1..last with direct gets on a connection to server i only, so that its
+ * own replica answers (the stream allows direct reads; every replica is current), and checks
+ * it holds every acknowledged message once, at its acknowledged sequence. */
+static void verify_replica(int i, uint64_t last)
+{
+    char url[64];
+    snprintf(url, sizeof url, "nats://127.0.0.1:%d", client_port[i]);
+    natsConnection *c = NULL;
+    if (natsConnection_ConnectTo(&c, url) != NATS_OK) die("cannot connect to %s", names[i]);
+    natsSubscription *sub = NULL;
+    if (natsConnection_SubscribeSync(&sub, c, "_INBOX.direct.*") != NATS_OK)
+        die("cannot subscribe the direct inbox");
+    natsSubscription_SetPendingLimits(sub, -1, -1);
+    static int seen[NMSGS + 1];
+    memset(seen, 0, sizeof seen);
+    char who[64];
+    snprintf(who, sizeof who, "replica on %s", names[i]);
+    double t0 = now_s();
+    uint64_t next = 1, got = 0;
+    int inflight = 0;
+    while (next <= last || inflight > 0) {
+        if (next <= last && inflight < 256) {
+            char reply[64], body[64];
+            snprintf(reply, sizeof reply, "_INBOX.direct.%llu", (unsigned long long)next);
+            snprintf(body, sizeof body, "{\"seq\":%llu}", (unsigned long long)next);
+            natsConnection_PublishRequestString(c, "$JS.API.DIRECT.GET.ORDERS", reply, body);
+            next++;
+            inflight++;
+            continue;
+        }
+        natsMsg *m = NULL;
+        if (natsSubscription_NextMsg(&m, sub, 5000) != NATS_OK)
+            die("%s: %d direct gets unanswered", who, inflight);
+        inflight--;
+        uint64_t seq = strtoull(natsMsg_GetSubject(m) + strlen("_INBOX.direct."), NULL, 10);
+        const char *v = NULL;
+        if (natsMsgHeader_Get(m, "Nats-Sequence", &v) != NATS_OK || !v) {
+            natsMsg_Destroy(m); /* a status: 404 is a gap, never acknowledged as that seq */
+            continue;
+        }
+        if (strtoull(v, NULL, 10) != seq)
+            die("%s: asked seq %llu, got %s", who, (unsigned long long)seq, v);
+        int id = id_of(m);
+        char want[64];
+        int wl = snprintf(want, sizeof want, "order %d", id);
+        if (id < 0 || natsMsg_GetDataLength(m) != wl ||
+            memcmp(natsMsg_GetData(m), want, (size_t)wl))
+            die("%s: seq %llu holds the wrong message", who, (unsigned long long)seq);
+        check_found(who, seen, id, seq);
+        got++;
+        natsMsg_Destroy(m);
+    }
+    natsSubscription_Destroy(sub);
+    natsConnection_Destroy(c);
+    int missing = 0;
+    for (int id = 1; id <= NMSGS; id++) missing += acked_seq[id] && !seen[id];
+    if (missing) die("%s: %d acknowledged messages are missing", who, missing);
+    printf("%s: %llu messages by direct get, every acknowledged one exactly once (%.1f s)\n", who,
+           (unsigned long long)got, now_s() - t0);
+}
+
 /* Waits until the stream has a leader and every replica is current. */
 static void wait_current(jsCtx *js, double limit_s)
 {
@@ -476,6 +538,7 @@ int main(int argc, char **argv)
     sc.SubjectsLen = 1;
     sc.Replicas = 3;
     sc.Storage = js_FileStorage;
+    sc.AllowDirect = true;
     double t0 = now_s();
     for (;;) {
         jsStreamInfo *si = NULL;
@@ -565,6 +628,12 @@ int main(int argc, char **argv)
         snprintf(who, sizeof who, "led by %s", names[i]);
         verify_by_sequence(nc, js, who);
     }
+
+    /* And each replica read on its own server. */
+    si = stream_info(js, 50);
+    uint64_t last = si->State.LastSeq;
+    jsStreamInfo_Destroy(si);
+    for (int i = 0; i < NSERVERS; i++) verify_replica(i, last);
 
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);
