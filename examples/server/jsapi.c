@@ -675,17 +675,32 @@ typedef struct pubreq {
     char reply[];
 } pubreq;
 
+/* 1 if s can stand in a JSON string as it is (the PubAck's hot path formats it directly). */
+static int json_plain(const char *s)
+{
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20) return 0;
+    return 1;
+}
+
 static void on_ack(void *arg, int status, const jr_pub_ack *ack)
 {
     pubreq *p = arg;
     server *s = p->s;
     if (status == 0) {
         s->stats.js_acks++;
-        if (p->reply[0]) {
+        if (p->reply[0] && json_plain(ack->stream)) {
             char buf[400];
             int n = snprintf(buf, sizeof buf, "{\"stream\":\"%s\",\"seq\":%" PRIu64 "%s}",
                              ack->stream, ack->seq, ack->duplicate ? ",\"duplicate\":true" : "");
             clients_deliver(s, NULL, p->reply, NULL, NULL, 0, buf, (size_t)n);
+        } else if (p->reply[0]) {
+            json_t *j = json_pack("{s:s,s:I}", "stream", ack->stream, "seq", (json_int_t)ack->seq);
+            if (j && ack->duplicate) json_object_set_new(j, "duplicate", json_true());
+            char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
+            json_decref(j);
+            if (txt) clients_deliver(s, NULL, p->reply, NULL, NULL, 0, txt, strlen(txt));
+            free(txt);
         }
     } else if (status == JR_ENOSTREAM) {
         if (p->nr && p->reply[0]) jsapi_no_responders(s, p->reply);
