@@ -573,13 +573,34 @@ int main(int argc, char **argv)
     int victim = index_of(leader);
     if (victim < 0) die("unknown leader %s", leader);
 
+    /* The publisher connects to the leader's server first, so that the kill also cuts its
+     * connection: it must reconnect to another server and replay what it had buffered. */
+    const char *pub_urls[NSERVERS];
+    pub_urls[0] = urls[victim];
+    for (int i = 0, k = 1; i < NSERVERS; i++)
+        if (i != victim) pub_urls[k++] = urls[i];
+    natsOptions *popts = NULL;
+    natsConnection *pnc = NULL;
+    natsOptions_Create(&popts);
+    natsOptions_SetServers(popts, pub_urls, NSERVERS);
+    natsOptions_SetNoRandomize(popts, true);
+    natsOptions_SetMaxReconnect(popts, -1);
+    natsOptions_SetReconnectWait(popts, 100);
+    natsOptions_SetTimeout(popts, 2000);
+    if (natsConnection_Connect(&pnc, popts) != NATS_OK) die("the publisher cannot connect");
+    jsCtx *pjs = NULL;
+    if (natsConnection_JetStream(&pjs, pnc, &jo) != NATS_OK) die("no JetStream context");
+    char pub_url[64];
+    natsConnection_GetConnectedUrl(pnc, pub_url, sizeof pub_url);
+
     /* Publish with acks; kill -9 the leader's process in the middle. */
     t0 = now_s();
     for (int id = 1; id <= NMSGS; id++) {
-        publish_async(js, id);
+        publish_async(pjs, id);
         if (id == KILL_AT) {
-            printf("published %d in %.1f s; SIGKILL to the stream leader %s (pid %d)\n", id,
-                   now_s() - t0, leader, (int)pids[victim]);
+            printf("published %d in %.1f s; SIGKILL to the stream leader %s (pid %d), the "
+                   "publisher's server (%s)\n",
+                   id, now_s() - t0, leader, (int)pids[victim], pub_url);
             kill(pids[victim], SIGKILL);
             waitpid(pids[victim], NULL, 0);
             pids[victim] = 0;
@@ -588,7 +609,7 @@ int main(int argc, char **argv)
     jsPubOptions po;
     jsPubOptions_Init(&po);
     po.MaxWait = 30000;
-    js_PublishAsyncComplete(js, &po);
+    js_PublishAsyncComplete(pjs, &po);
     for (int wait = 0; wait < 100; wait++) { /* the last callbacks */
         pthread_mutex_lock(&mu);
         int left = outstanding;
@@ -602,7 +623,7 @@ int main(int argc, char **argv)
         int again = !acked_seq[id];
         pthread_mutex_unlock(&mu);
         if (again) {
-            publish_until_acked(js, id);
+            publish_until_acked(pjs, id);
             retried++;
         }
     }
@@ -611,6 +632,11 @@ int main(int argc, char **argv)
            NMSGS, now_s() - t0, (unsigned long long)ack_errors, retried,
            (unsigned long long)duplicates_seen);
 
+    natsConnection_GetConnectedUrl(pnc, pub_url, sizeof pub_url);
+    printf("the publisher is now on %s\n", pub_url);
+    jsCtx_Destroy(pjs);
+    natsConnection_Destroy(pnc);
+    natsOptions_Destroy(popts);
     start_server(victim);
     printf("restarted %s\n", leader);
     wait_current(js, 60);
