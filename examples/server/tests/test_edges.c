@@ -273,6 +273,24 @@ int main(int argc, char **argv)
     client_port = ports[0];
     cluster_port = ports[1];
     http_port = ports[2];
+    /* A bad configuration: the server names the field and does not start. */
+    {
+        char bad[400], out[400], cmd[1200];
+        snprintf(bad, sizeof bad, "%s/bad.json", base);
+        snprintf(out, sizeof out, "%s/bad.out", base);
+        FILE *bf = fopen(bad, "w");
+        if (!bf) die("cannot write the bad config");
+        fprintf(bf, "{\"name\":\"solo\",\"listen\":\"127.0.0.1:1\",\"cluster_listen\":"
+                    "\"127.0.0.1:2\",\"peers\":{\"solo\":\"127.0.0.1:2\"},\"wal_dir\":\"/tmp\","
+                    "\"max_payload\":\"1MB\"}\n");
+        fclose(bf);
+        snprintf(cmd, sizeof cmd, "'%s' -c '%s' >'%s' 2>&1", server_bin, bad, out);
+        int st = system(cmd);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 1) die("a bad config did not exit 1 (%d)", st);
+        snprintf(cmd, sizeof cmd, "grep -q 'max_payload: must be an integer' '%s'", out);
+        if (system(cmd) != 0) die("the error does not name max_payload");
+        printf("ok: a bad config names its field and exits 1\n");
+    }
     start_server("");
     /* INFO first, with the fields clients check. */
     rbuf b = {{0}, 0, 0};
