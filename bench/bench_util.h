@@ -1,6 +1,7 @@
 /*
  * bench_util — what every benchmark program needs: clocks, process CPU time, sorting latencies,
- * comma-separated number lists on the command line. Header-only (each bench is one program).
+ * comma-separated number lists on the command line, the benches' stream. Header-only (each
+ * bench is one program).
  */
 #ifndef JR_BENCH_UTIL_H
 #define JR_BENCH_UTIL_H
@@ -9,6 +10,8 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <time.h>
+
+#include "jetraft.h"
 
 /* Monotonic wall time. */
 static inline uint64_t bench_now_ns(void)
@@ -49,6 +52,17 @@ static inline int bench_parse_list(const char *s, long *out, int max)
         s = *end == ',' ? end + 1 : end;
     }
     return n;
+}
+
+/* The benches' stream: BENCH on bench.>, file storage, `replicas` replicas, defaults otherwise. */
+static inline void bench_stream_config(jr_stream_config *cfg, int replicas)
+{
+    static const char *subj[] = {"bench.>"};
+    jr_stream_config_init(cfg);
+    cfg->name = "BENCH";
+    cfg->subjects = subj;
+    cfg->nsubjects = 1;
+    cfg->replicas = replicas;
 }
 
 #endif

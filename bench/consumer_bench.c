@@ -78,14 +78,13 @@
 #include "bench_util.h"
 #include "jetraft.h"
 #include "jetraft/sim.h"
-#include "vfs/memfs.h"
+#include "mt_host.h"
 
 #define MS 1000000ull
 #define SEC (1000 * MS)
 #define US 1000ull
 #define MAX_LIST 8
 #define MAX_NODES 5
-#define MAX_LATE (1u << 16)
 
 enum { TEST_THROUGHPUT = 1, TEST_LATENCY = 2, TEST_REDELIVERY = 4 };
 enum { ACK_FF = 1, ACK_CONFIRMED = 2 };
@@ -258,13 +257,8 @@ static void cluster_open(cluster *c, const opts *o)
     if (rc) die("jr_sim_new", rc, NULL);
     /* a cluster that knows all its servers, then the stream */
     jr_sim_run_for(c->sim, 2 * SEC);
-    const char *subj[] = {"bench.>"};
     jr_stream_config scfg;
-    jr_stream_config_init(&scfg);
-    scfg.name = "BENCH";
-    scfg.subjects = subj;
-    scfg.nsubjects = 1;
-    scfg.replicas = o->replicas;
+    bench_stream_config(&scfg, o->replicas);
     wait_flag w;
     for (int tries = 0; tries < 50; tries++) {
         memset(&w, 0, sizeof w);
@@ -738,442 +732,90 @@ static void run_redelivery(cluster *c, uint64_t samples)
 
 /* ---------------------------------------------------------------------------------------------
  * --host mt: latency and redelivery with every node on its own thread and the real monotonic
- * clock (stream_mt_bench's host: a mailbox per node, frames copied between loops)
+ * clock (mt_host.h: a mailbox per node, frames copied between loops)
  */
-typedef struct mt_item {
-    struct mt_item *next;
-    int from; /* frame: sender index; -1: a task */
-    void (*task)(void *arg, jr_node *node);
-    void *arg;
-    size_t len;
-    uint8_t data[];
-} mt_item;
-
-typedef struct mt_loop {
-    struct mt_cluster *c;
-    int idx;
-    char name[16];
-    jr_node *node;
-    jr_host host;
-    jr_vfs *vfs;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    mt_item *head, *tail; /* guarded by mu */
-    int stop;             /* guarded by mu */
-    uint64_t deadline;    /* node's timer; loop thread only */
-    uint64_t *late;       /* how late each timer wake-up was (ns); guarded by mu */
-    uint64_t nlate;
-} mt_loop;
-
-typedef struct mt_cluster {
+typedef struct mt_bench {
     const opts *o;
-    int n;
-    mt_loop loops[MAX_NODES];
-    const char *names[MAX_NODES];
-    char root[512];
+    mt_cluster mt;
     int pub_idx;
     uint8_t *data;
-} mt_cluster;
-
-static void mt_post(mt_loop *l, mt_item *it)
-{
-    it->next = NULL;
-    pthread_mutex_lock(&l->mu);
-    if (l->tail)
-        l->tail->next = it;
-    else
-        l->head = it;
-    l->tail = it;
-    pthread_cond_signal(&l->cv);
-    pthread_mutex_unlock(&l->mu);
-}
-
-/* Runs task(arg, node) on l's thread. */
-static void mt_run_on(mt_loop *l, void (*task)(void *, jr_node *), void *arg)
-{
-    mt_item *it = malloc(sizeof *it);
-    if (!it) die("malloc", JR_ENOMEM, NULL);
-    it->from = -1;
-    it->task = task;
-    it->arg = arg;
-    it->len = 0;
-    mt_post(l, it);
-}
-
-static int mt_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
-{
-    mt_loop *l = ctx;
-    mt_cluster *c = l->c;
-    int dst = -1;
-    for (int i = 0; i < c->n; i++)
-        if (!strcmp(c->names[i], to)) dst = i;
-    if (dst < 0) return -1;
-    size_t len = 0;
-    for (int i = 0; i < iovcnt; i++) len += iov[i].len;
-    mt_item *it = malloc(sizeof *it + len);
-    if (!it) return -1;
-    it->from = l->idx;
-    it->task = NULL;
-    it->len = len;
-    size_t off = 0;
-    for (int i = 0; i < iovcnt; i++) {
-        memcpy(it->data + off, iov[i].base, iov[i].len);
-        off += iov[i].len;
-    }
-    mt_post(&c->loops[dst], it);
-    return 0;
-}
-
-static uint64_t mt_now(void *ctx)
-{
-    (void)ctx;
-    return bench_now_ns();
-}
-
-static uint64_t mt_wall(void *ctx)
-{
-    (void)ctx;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void mt_arm(void *ctx, uint64_t deadline)
-{
-    ((mt_loop *)ctx)->deadline = deadline;
-}
-
-static void *mt_loop_main(void *arg)
-{
-    mt_loop *l = arg;
-    for (;;) {
-        pthread_mutex_lock(&l->mu);
-        int slept = 0; /* blocked waiting for the timer */
-        while (!l->head && !l->stop && bench_now_ns() < l->deadline) {
-            if (l->deadline == UINT64_MAX) {
-                pthread_cond_wait(&l->cv, &l->mu);
-            } else {
-                slept = 1;
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                uint64_t wait = l->deadline - bench_now_ns();
-                if (wait > 1000000000u) wait = 1000000000u;
-                uint64_t ns = (uint64_t)ts.tv_nsec + wait;
-                ts.tv_sec += (time_t)(ns / 1000000000u);
-                ts.tv_nsec = (long)(ns % 1000000000u);
-                pthread_cond_timedwait(&l->cv, &l->mu, &ts);
-            }
-        }
-        uint64_t now = bench_now_ns();
-        if (slept && !l->head && now >= l->deadline && l->nlate < MAX_LATE)
-            l->late[l->nlate++] = now - l->deadline;
-        mt_item *it = l->head;
-        l->head = l->tail = NULL;
-        int stop = l->stop;
-        pthread_mutex_unlock(&l->mu);
-        if (stop) {
-            while (it) {
-                mt_item *next = it->next;
-                free(it);
-                it = next;
-            }
-            return NULL;
-        }
-        while (it) {
-            mt_item *next = it->next;
-            if (it->from < 0)
-                it->task(it->arg, l->node);
-            else
-                jr_node_recv(l->node, l->c->names[it->from], it->data, it->len);
-            free(it);
-            it = next;
-        }
-        if (bench_now_ns() >= l->deadline) jr_node_tick(l->node);
-        l->deadline = jr_node_deadline(l->node);
-    }
-}
-
-static void mt_close_task(void *arg, jr_node *node)
-{
-    (void)arg;
-    jr_node_close(node);
-}
-
-/* Waiting on the main thread for something a loop does. */
-typedef struct waiter {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int done, status;
-    char msg[256];
-    char leader[32];
-    const void *in; /* a task's input */
-} waiter;
-
-static void waiter_init(waiter *w, const void *in)
-{
-    memset(w, 0, sizeof *w);
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
-    w->in = in;
-}
-
-static void waiter_done(waiter *w, int status, const char *msg)
-{
-    pthread_mutex_lock(&w->mu);
-    w->done = 1;
-    w->status = status;
-    snprintf(w->msg, sizeof w->msg, "%s", msg ? msg : "");
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
-static int waiter_wait(waiter *w)
-{
-    pthread_mutex_lock(&w->mu);
-    while (!w->done) pthread_cond_wait(&w->cv, &w->mu);
-    pthread_mutex_unlock(&w->mu);
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
-    return w->status;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
-static void mt_admin_cb(void *arg, int status, const char *msg)
-{
-    waiter_done(arg, status, msg);
-}
+} mt_bench;
 
 static void mt_consumer_cb(void *arg, int status, const char *msg, const char *name)
 {
     (void)name;
-    waiter_done(arg, status, msg);
-}
-
-static void mt_stream_add_task(void *arg, jr_node *node)
-{
-    int rc = jr_stream_add(node, ((waiter *)arg)->in, mt_admin_cb, arg);
-    if (rc) waiter_done(arg, rc, NULL);
-}
-
-static void mt_stream_info_cb(void *arg, int status, const char *msg, const jr_stream_info *info)
-{
-    waiter *w = arg;
-    if (status == 0 && info->cluster->leader)
-        snprintf(w->leader, sizeof w->leader, "%s", info->cluster->leader);
-    waiter_done(w, status ? status : (w->leader[0] ? 0 : JR_ENOLEADER), msg);
-}
-
-static void mt_stream_info_task(void *arg, jr_node *node)
-{
-    int rc = jr_stream_info_get(node, "BENCH", mt_stream_info_cb, arg);
-    if (rc) waiter_done(arg, rc, NULL);
+    mt_waiter_done(arg, status, msg);
 }
 
 static void mt_consumer_add_task(void *arg, jr_node *node)
 {
-    int rc = jr_consumer_add(node, "BENCH", ((waiter *)arg)->in, mt_consumer_cb, arg);
-    if (rc) waiter_done(arg, rc, NULL);
+    int rc = jr_consumer_add(node, "BENCH", ((mt_waiter *)arg)->in, mt_consumer_cb, arg);
+    if (rc) mt_waiter_done(arg, rc, NULL);
 }
 
 static void mt_consumer_info_cb(void *arg, int status, const char *msg,
                                 const jr_consumer_info *info)
 {
-    waiter *w = arg;
+    mt_waiter *w = arg;
     if (status == 0 && info->cluster->leader)
         snprintf(w->leader, sizeof w->leader, "%s", info->cluster->leader);
-    waiter_done(w, status ? status : (w->leader[0] ? 0 : JR_ENOLEADER), msg);
+    mt_waiter_done(w, status ? status : (w->leader[0] ? 0 : JR_ENOLEADER), msg);
 }
 
 static void mt_consumer_info_task(void *arg, jr_node *node)
 {
-    int rc = jr_consumer_info_get(node, "BENCH", ((waiter *)arg)->in, mt_consumer_info_cb, arg);
-    if (rc) waiter_done(arg, rc, NULL);
+    int rc = jr_consumer_info_get(node, "BENCH", ((mt_waiter *)arg)->in, mt_consumer_info_cb, arg);
+    if (rc) mt_waiter_done(arg, rc, NULL);
 }
 
 static void mt_consumer_delete_task(void *arg, jr_node *node)
 {
-    int rc = jr_consumer_delete(node, "BENCH", ((waiter *)arg)->in, mt_admin_cb, arg);
-    if (rc) waiter_done(arg, rc, NULL);
+    int rc = jr_consumer_delete(node, "BENCH", ((mt_waiter *)arg)->in, mt_admin_cb, arg);
+    if (rc) mt_waiter_done(arg, rc, NULL);
 }
 
-/* Runs task on node i with a waiter for input `in`, retrying while it fails (elections). */
-static void mt_call(mt_cluster *c, int i, void (*task)(void *, jr_node *), const void *in,
-                    int tries, char *leader, const char *what)
-{
-    waiter w;
-    int rc = JR_ENOLEADER;
-    for (int k = 0; k < tries && rc; k++) {
-        waiter_init(&w, in);
-        mt_run_on(&c->loops[i], task, &w);
-        rc = waiter_wait(&w);
-        if (rc) sleep_ms(100);
-    }
-    if (rc) die(what, rc, w.msg);
-    if (leader) snprintf(leader, 32, "%s", w.leader);
-}
-
-static int mt_index(mt_cluster *c, const char *name)
-{
-    for (int i = 0; i < c->n; i++)
-        if (!strcmp(c->names[i], name)) return i;
-    die("leader", JR_ENOLEADER, name);
-    return -1;
-}
-
-static void mt_cluster_open(mt_cluster *c, const opts *o)
+static void mt_bench_open(mt_bench *c, const opts *o)
 {
     memset(c, 0, sizeof *c);
     c->o = o;
-    c->n = o->replicas;
-    if (o->posix)
-        snprintf(c->root, sizeof c->root, "%s/jr-consumer-bench-%d", o->dir, (int)getpid());
-    for (int i = 0; i < c->n; i++) {
-        mt_loop *l = &c->loops[i];
-        l->c = c;
-        l->idx = i;
-        snprintf(l->name, sizeof l->name, "n%d", i);
-        c->names[i] = l->name;
-    }
-    for (int i = 0; i < c->n; i++) {
-        mt_loop *l = &c->loops[i];
-        char wal[600], store[600];
-        l->late = malloc(MAX_LATE * sizeof *l->late);
-        if (!l->late) die("malloc", JR_ENOMEM, NULL);
-        pthread_mutex_init(&l->mu, NULL);
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&l->cv, &ca);
-        pthread_condattr_destroy(&ca);
-        memset(&l->host, 0, sizeof l->host);
-        l->host.version = JR_HOST_VERSION;
-        l->host.ctx = l;
-        l->host.send = mt_send;
-        l->host.now = mt_now;
-        l->host.arm = mt_arm;
-        l->host.wall = mt_wall;
-        jr_node_config nc;
-        jr_node_config_init(&nc);
-        nc.name = l->name;
-        nc.cluster = "bench";
-        nc.peers = c->names;
-        nc.npeers = (size_t)c->n;
-        nc.host = &l->host;
-        nc.streams = 1;
-        nc.request_timeout_ms = 30000;
-        if (o->posix) {
-            snprintf(wal, sizeof wal, "%s/n%d/wal", c->root, i);
-            snprintf(store, sizeof store, "%s/n%d/store", c->root, i);
-            mkdirs(wal);
-            mkdirs(store);
-            nc.vfs = jr_vfs_posix();
-            nc.sync_policy = JR_SYNC_ALWAYS;
-        } else {
-            int rc = jr__memfs_new(NULL, (uint64_t)i + 1, &l->vfs);
-            if (rc) die("memfs", rc, NULL);
-            snprintf(wal, sizeof wal, "/wal");
-            snprintf(store, sizeof store, "/store");
-            nc.vfs = l->vfs;
-        }
-        nc.wal_dir = wal;
-        nc.store_dir = store;
-        int rc = jr_node_open(&nc, &l->node);
-        if (rc) die("jr_node_open", rc, NULL);
-        l->deadline = jr_node_deadline(l->node);
-    }
-    for (int i = 0; i < c->n; i++)
-        pthread_create(&c->loops[i].thread, NULL, mt_loop_main, &c->loops[i]);
-    const char *subj[] = {"bench.>"};
+    char root[512] = "";
+    if (o->posix) snprintf(root, sizeof root, "%s/jr-consumer-bench-%d", o->dir, (int)getpid());
+    mt_opts mo = {.nodes = o->replicas, .posix = o->posix, .root = root, .record_late = 1};
+    mt_cluster_open(&c->mt, &mo);
     jr_stream_config scfg;
-    jr_stream_config_init(&scfg);
-    scfg.name = "BENCH";
-    scfg.subjects = subj;
-    scfg.nsubjects = 1;
-    scfg.replicas = o->replicas;
-    mt_call(c, 0, mt_stream_add_task, &scfg, 100, NULL, "jr_stream_add");
-    char leader[32];
-    mt_call(c, 0, mt_stream_info_task, NULL, 200, leader, "stream leader");
-    c->pub_idx = mt_index(c, leader);
+    bench_stream_config(&scfg, o->replicas);
+    c->pub_idx = mt_stream_add(&c->mt, &scfg);
     c->data = malloc(o->payload);
     if (!c->data) die("malloc", JR_ENOMEM, NULL);
     for (size_t i = 0; i < o->payload; i++) c->data[i] = (uint8_t)('a' + i % 26);
-    sleep_ms(300);
+    mt_sleep_ms(300);
 }
 
-static void mt_cluster_close(mt_cluster *c)
+static void mt_bench_close(mt_bench *c)
 {
-    for (int i = 0; i < c->n; i++) {
-        mt_loop *l = &c->loops[i];
-        mt_run_on(l, mt_close_task, NULL);
-        pthread_mutex_lock(&l->mu);
-        l->stop = 1;
-        pthread_cond_signal(&l->cv);
-        pthread_mutex_unlock(&l->mu);
-        pthread_join(l->thread, NULL);
-        if (l->vfs) jr__memfs_free(l->vfs);
-        pthread_mutex_destroy(&l->mu);
-        pthread_cond_destroy(&l->cv);
-        free(l->late);
-    }
+    mt_cluster_close(&c->mt);
     free(c->data);
-    if (c->o->posix) rm_rf(c->root);
-}
-
-/* Forgets the timer wake-ups so far. */
-static void mt_late_reset(mt_cluster *c)
-{
-    for (int i = 0; i < c->n; i++) {
-        pthread_mutex_lock(&c->loops[i].mu);
-        c->loops[i].nlate = 0;
-        pthread_mutex_unlock(&c->loops[i].mu);
-    }
-}
-
-/* The p99 (and *max_us the maximum) of how late the host woke the nodes from a wait for their
- * timers since mt_late_reset, every node (us): the scheduling slack of this machine, which the
- * redelivery delay includes. */
-static double mt_late_p99_us(mt_cluster *c, double *max_us)
-{
-    uint64_t *all = malloc((size_t)c->n * MAX_LATE * sizeof *all), n = 0;
-    if (!all) die("malloc", JR_ENOMEM, NULL);
-    for (int i = 0; i < c->n; i++) {
-        pthread_mutex_lock(&c->loops[i].mu);
-        memcpy(all + n, c->loops[i].late, c->loops[i].nlate * sizeof *all);
-        n += c->loops[i].nlate;
-        pthread_mutex_unlock(&c->loops[i].mu);
-    }
-    qsort(all, n, sizeof *all, bench_cmp_u64);
-    *max_us = n ? (double)all[n - 1] / 1e3 : 0;
-    double p99 = pct_us(all, n, 0.99);
-    free(all);
-    return p99;
 }
 
 /* Creates consumer cfg and returns its leader's index. */
-static int mt_consumer_make(mt_cluster *c, const jr_consumer_config *cfg)
+static int mt_consumer_make(mt_bench *c, const jr_consumer_config *cfg)
 {
-    mt_call(c, 0, mt_consumer_add_task, cfg, 100, NULL, "jr_consumer_add");
+    mt_call(&c->mt, 0, mt_consumer_add_task, cfg, 100, NULL, "jr_consumer_add");
     char leader[32];
-    mt_call(c, 0, mt_consumer_info_task, cfg->durable_name, 200, leader, "consumer leader");
-    sleep_ms(200);
-    return mt_index(c, leader);
+    mt_call(&c->mt, 0, mt_consumer_info_task, cfg->durable_name, 200, leader, "consumer leader");
+    mt_sleep_ms(200);
+    return mt_index(&c->mt, leader);
 }
 
 /* One message through a consumer: the fetch runs on the consumer leader's thread, the publish
  * on the stream leader's; the main thread waits for both. Times are bench_now_ns(), the
  * clock the nodes run on (jr_host.now). */
 typedef struct mt_probe {
-    mt_cluster *c;
+    mt_bench *c;
     jr_node *node; /* the consumer leader's */
     const char *name;
     int ack;              /* ack (ff) from the fetch callback */
-    waiter fetch, pub;    /* the fetch's end, the publish's ack */
+    mt_waiter fetch, pub; /* the fetch's end, the publish's ack */
     uint64_t t_pub, t_at; /* jr_publish() called; the message delivered */
     uint32_t delivered;
     int end_code;
@@ -1191,7 +833,7 @@ static void mt_fetch_cb(void *arg, int status, const char *msg, const jr_consume
         if (q->ack) jr_consumer_ack(q->node, m->ack_token, JR_ACK_ACK, 0, NULL, NULL, NULL);
         return;
     }
-    waiter_done(&q->fetch, status ? status : end->code, msg);
+    mt_waiter_done(&q->fetch, status ? status : end->code, msg);
 }
 
 static void mt_fetch_task(void *arg, jr_node *node)
@@ -1202,13 +844,13 @@ static void mt_fetch_task(void *arg, jr_node *node)
     fo.batch = 1;
     fo.expires_ns = (int64_t)(5 * SEC);
     int rc = jr_consumer_fetch(node, "BENCH", q->name, &fo, mt_fetch_cb, q);
-    if (rc) waiter_done(&q->fetch, rc, NULL);
+    if (rc) mt_waiter_done(&q->fetch, rc, NULL);
 }
 
 static void mt_pub_cb(void *arg, int status, const jr_pub_ack *ack)
 {
     mt_probe *q = arg;
-    waiter_done(&q->pub, status, ack ? ack->msg : NULL);
+    mt_waiter_done(&q->pub, status, ack ? ack->msg : NULL);
 }
 
 static void mt_pub_task(void *arg, jr_node *node)
@@ -1217,42 +859,42 @@ static void mt_pub_task(void *arg, jr_node *node)
     q->t_pub = bench_now_ns();
     int rc =
         jr_publish(node, "bench.lat", NULL, 0, q->c->data, q->c->o->payload, NULL, mt_pub_cb, q);
-    if (rc) waiter_done(&q->pub, rc, NULL);
+    if (rc) mt_waiter_done(&q->pub, rc, NULL);
 }
 
 static void mt_ack_task(void *arg, jr_node *node)
 {
     mt_probe *q = arg;
     int rc = jr_consumer_ack(node, q->token, JR_ACK_ACK, 0, NULL, mt_admin_cb, &q->pub);
-    if (rc) waiter_done(&q->pub, rc, NULL);
+    if (rc) mt_waiter_done(&q->pub, rc, NULL);
 }
 
 /* Publishes one message while a fetch of batch 1 waits at the consumer's leader: 0 if it was
  * delivered (q->t_pub, q->t_at, q->delivered set). */
 static int mt_one(mt_probe *q, int leader)
 {
-    mt_cluster *c = q->c;
-    waiter_init(&q->fetch, NULL);
-    waiter_init(&q->pub, NULL);
+    mt_bench *c = q->c;
+    mt_waiter_init(&q->fetch, NULL);
+    mt_waiter_init(&q->pub, NULL);
     q->delivered = 0;
-    mt_run_on(&c->loops[leader], mt_fetch_task, q);
-    sleep_ms(1); /* the pull waits at the leader */
-    mt_run_on(&c->loops[c->pub_idx], mt_pub_task, q);
-    int rc = waiter_wait(&q->pub);
+    mt_run_on(&c->mt.loops[leader], mt_fetch_task, q);
+    mt_sleep_ms(1); /* the pull waits at the leader */
+    mt_run_on(&c->mt.loops[c->pub_idx], mt_pub_task, q);
+    int rc = mt_waiter_wait(&q->pub);
     if (rc) die("jr_publish", rc, q->pub.msg);
-    rc = waiter_wait(&q->fetch);
+    rc = mt_waiter_wait(&q->fetch);
     return rc || q->delivered != 1 ? -1 : 0;
 }
 
-static void mt_drop(mt_cluster *c, const char *name)
+static void mt_drop(mt_bench *c, const char *name)
 {
-    mt_call(c, 0, mt_consumer_delete_task, name, 1, NULL, "jr_consumer_delete");
+    mt_call(&c->mt, 0, mt_consumer_delete_task, name, 1, NULL, "jr_consumer_delete");
 }
 
 static void run_mt(const opts *o)
 {
-    mt_cluster c;
-    mt_cluster_open(&c, o);
+    mt_bench c;
+    mt_bench_open(&c, o);
     const char *vfs = o->posix ? "posix" : "mem", *sync = o->posix ? "always" : "n/a";
     if (o->tests & TEST_LATENCY) {
         uint64_t samples = o->samples ? o->samples : o->posix ? 100 : 1000;
@@ -1264,7 +906,7 @@ static void run_mt(const opts *o)
         mt_probe q;
         memset(&q, 0, sizeof q);
         q.c = &c;
-        q.node = c.loops[leader].node;
+        q.node = c.mt.loops[leader].node;
         q.name = "LAT";
         q.ack = 1;
         uint64_t *lat = malloc(samples * sizeof *lat), n = 0, bad = 0;
@@ -1299,31 +941,31 @@ static void run_mt(const opts *o)
         mt_probe q;
         memset(&q, 0, sizeof q);
         q.c = &c;
-        q.node = c.loops[leader].node;
+        q.node = c.mt.loops[leader].node;
         q.name = "RED";
         uint64_t *delay = malloc(samples * sizeof *delay), n = 0, bad = 0;
         if (!delay) die("malloc", JR_ENOMEM, NULL);
-        mt_late_reset(&c);
+        mt_late_reset(&c.mt);
         for (uint64_t i = 0; i < samples; i++) {
             if (mt_one(&q, leader)) {
                 bad++;
                 continue;
             }
             uint64_t first = q.t_at;
-            waiter_init(&q.fetch, NULL);
-            mt_run_on(&c.loops[leader], mt_fetch_task, &q); /* waits for the redelivery */
-            if (waiter_wait(&q.fetch) || q.delivered != 2) {
+            mt_waiter_init(&q.fetch, NULL);
+            mt_run_on(&c.mt.loops[leader], mt_fetch_task, &q); /* waits for the redelivery */
+            if (mt_waiter_wait(&q.fetch) || q.delivered != 2) {
                 bad++;
                 continue;
             }
             delay[n++] = q.t_at - first;
-            waiter_init(&q.pub, NULL);
-            mt_run_on(&c.loops[leader], mt_ack_task, &q);
-            int rc = waiter_wait(&q.pub);
+            mt_waiter_init(&q.pub, NULL);
+            mt_run_on(&c.mt.loops[leader], mt_ack_task, &q);
+            int rc = mt_waiter_wait(&q.pub);
             if (rc) die("jr_consumer_ack", rc, q.pub.msg);
         }
         qsort(delay, n, sizeof *delay, bench_cmp_u64);
-        double late_max, late_p99 = mt_late_p99_us(&c, &late_max);
+        double late_max, late_p99 = mt_late_p99_us(&c.mt, &late_max);
         printf("{\"bench\":\"consumer_redelivery_mt\",\"vfs\":\"%s\",\"sync\":\"%s\","
                "\"replicas\":%d,\"ack_wait_ms\":%.0f,\"msgs\":%llu,\"failed\":%llu,"
                "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f,\"timer_late_p99_us\":%.1f,"
@@ -1335,7 +977,7 @@ static void run_mt(const opts *o)
         free(delay);
         mt_drop(&c, "RED");
     }
-    mt_cluster_close(&c);
+    mt_bench_close(&c);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -227,13 +227,8 @@ static void run(const bench_cfg *cfg)
     }
     /* a cluster that knows all its servers, then the stream */
     jr_sim_run_for(b.sim, 2 * SEC);
-    const char *subj[] = {"bench.>"};
     jr_stream_config scfg;
-    jr_stream_config_init(&scfg);
-    scfg.name = "BENCH";
-    scfg.subjects = subj;
-    scfg.nsubjects = 1;
-    scfg.replicas = cfg->replicas;
+    bench_stream_config(&scfg, cfg->replicas);
     wait_flag w;
     for (int tries = 0; tries < 50; tries++) {
         memset(&w, 0, sizeof w);

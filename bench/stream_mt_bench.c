@@ -7,11 +7,11 @@
  *   stream_mt_bench [--replicas 1,3,5] [--payload 16,128,1024,16384] [--window N]
  *                   [--seconds S] [--vfs mem|posix] [--dir PATH]
  *
- * The host here is ~200 lines: a thread per node waiting on a mutex/condition-variable mailbox
- * with the node's one timer as the wait deadline (jr_host.arm); jr_host.send copies the frame
- * into the destination's mailbox; each loop feeds what arrived to jr_node_recv and calls
- * jr_node_tick when the deadline passed. Storage: the in-memory file system of the test fixture
- * (vfs "mem", one per node) or jr_vfs_posix() under --dir with JR_SYNC_ALWAYS (vfs "posix").
+ The host is mt_host.h's: a thread per node waiting on a mutex/condition-variable mailbox with
+ * the node's one timer as the wait deadline (jr_host.arm); jr_host.send copies the frame into
+ * the destination's mailbox; each loop feeds what arrived to jr_node_recv and calls jr_node_tick
+ * when the deadline passed. Storage: the in-memory file system of the test fixture (vfs "mem",
+ * one per node) or jr_vfs_posix() under --dir with JR_SYNC_ALWAYS (vfs "posix").
  * One stream on bench.> with R replicas and file storage; the publisher runs on the stream
  * leader's thread and keeps `window` publishes outstanding (every ack issues the next one).
  * After a warm-up of max(window, 20,000) messages it measures for --seconds (default 2):
@@ -20,20 +20,16 @@
  *   cpu_us_per_msg process CPU time (user + sys over every thread) per acknowledged publish
  *   cores          process CPU time / wall time (how much parallelism the nodes found)
  */
-#include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bench_util.h"
 #include "jetraft.h"
-#include "vfs/memfs.h"
+#include "mt_host.h"
 
 #define MAX_NODES 5
 #define LAT_SAMPLE 4 /* latency of every 4th publish */
@@ -44,152 +40,6 @@ static void die(const char *what, int rc)
     exit(1);
 }
 
-/* ---------------------------------------------------------------------------------------------
- * The host: one thread per node, a mailbox of frames and tasks
- */
-typedef struct item {
-    struct item *next;
-    int from; /* frame: sender index; -1: a task */
-    void (*task)(void *arg, jr_node *node);
-    void *arg;
-    size_t len;
-    uint8_t data[];
-} item;
-
-typedef struct loop {
-    struct cluster *c;
-    int idx;
-    char name[16];
-    jr_node *node;
-    jr_host host;
-    jr_vfs *vfs;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    item *head, *tail; /* guarded by mu */
-    int stop;          /* guarded by mu */
-    uint64_t deadline; /* node's timer; loop thread only */
-} loop;
-
-typedef struct cluster {
-    int n;
-    loop loops[MAX_NODES];
-    const char *names[MAX_NODES];
-} cluster;
-
-static void post(loop *l, item *it)
-{
-    it->next = NULL;
-    pthread_mutex_lock(&l->mu);
-    if (l->tail)
-        l->tail->next = it;
-    else
-        l->head = it;
-    l->tail = it;
-    pthread_cond_signal(&l->cv);
-    pthread_mutex_unlock(&l->mu);
-}
-
-/* Runs task(arg, node) on l's thread. */
-static void run_on(loop *l, void (*task)(void *, jr_node *), void *arg)
-{
-    item *it = malloc(sizeof *it);
-    if (!it) die("malloc", JR_ENOMEM);
-    it->from = -1;
-    it->task = task;
-    it->arg = arg;
-    it->len = 0;
-    post(l, it);
-}
-
-static int host_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
-{
-    loop *l = ctx;
-    cluster *c = l->c;
-    int dst = -1;
-    for (int i = 0; i < c->n; i++)
-        if (!strcmp(c->names[i], to)) dst = i;
-    if (dst < 0) return -1;
-    size_t len = 0;
-    for (int i = 0; i < iovcnt; i++) len += iov[i].len;
-    item *it = malloc(sizeof *it + len);
-    if (!it) return -1;
-    it->from = l->idx;
-    it->task = NULL;
-    it->len = len;
-    size_t off = 0;
-    for (int i = 0; i < iovcnt; i++) {
-        memcpy(it->data + off, iov[i].base, iov[i].len);
-        off += iov[i].len;
-    }
-    post(&c->loops[dst], it);
-    return 0;
-}
-
-static uint64_t host_now(void *ctx)
-{
-    (void)ctx;
-    return bench_now_ns();
-}
-
-static uint64_t host_wall(void *ctx)
-{
-    (void)ctx;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void host_arm(void *ctx, uint64_t deadline)
-{
-    ((loop *)ctx)->deadline = deadline;
-}
-
-static void *loop_main(void *arg)
-{
-    loop *l = arg;
-    for (;;) {
-        pthread_mutex_lock(&l->mu);
-        while (!l->head && !l->stop && bench_now_ns() < l->deadline) {
-            if (l->deadline == UINT64_MAX) {
-                pthread_cond_wait(&l->cv, &l->mu);
-            } else {
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                uint64_t wait = l->deadline - bench_now_ns();
-                if (wait > 1000000000u) wait = 1000000000u;
-                uint64_t ns = (uint64_t)ts.tv_nsec + wait;
-                ts.tv_sec += (time_t)(ns / 1000000000u);
-                ts.tv_nsec = (long)(ns % 1000000000u);
-                pthread_cond_timedwait(&l->cv, &l->mu, &ts);
-            }
-        }
-        item *it = l->head;
-        l->head = l->tail = NULL;
-        int stop = l->stop;
-        pthread_mutex_unlock(&l->mu);
-        if (stop) {
-            while (it) {
-                item *next = it->next;
-                free(it);
-                it = next;
-            }
-            return NULL;
-        }
-        while (it) {
-            item *next = it->next;
-            if (it->from < 0)
-                it->task(it->arg, l->node);
-            else
-                jr_node_recv(l->node, l->c->names[it->from], it->data, it->len);
-            free(it);
-            it = next;
-        }
-        if (bench_now_ns() >= l->deadline) jr_node_tick(l->node);
-        l->deadline = jr_node_deadline(l->node);
-    }
-}
-
 typedef struct bench_cfg {
     int posix;
     int replicas;
@@ -198,193 +48,6 @@ typedef struct bench_cfg {
     double seconds;
     const char *dir;
 } bench_cfg;
-
-static void cluster_open(cluster *c, const bench_cfg *cfg, const char *root)
-{
-    memset(c, 0, sizeof *c);
-    c->n = cfg->replicas;
-    for (int i = 0; i < c->n; i++) {
-        loop *l = &c->loops[i];
-        l->c = c;
-        l->idx = i;
-        snprintf(l->name, sizeof l->name, "n%d", i);
-        c->names[i] = l->name;
-    }
-    for (int i = 0; i < c->n; i++) {
-        loop *l = &c->loops[i];
-        char wal[600], store[600];
-        pthread_mutex_init(&l->mu, NULL);
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&l->cv, &ca);
-        pthread_condattr_destroy(&ca);
-        memset(&l->host, 0, sizeof l->host);
-        l->host.version = JR_HOST_VERSION;
-        l->host.ctx = l;
-        l->host.send = host_send;
-        l->host.now = host_now;
-        l->host.arm = host_arm;
-        l->host.wall = host_wall;
-        jr_node_config nc;
-        jr_node_config_init(&nc);
-        nc.name = l->name;
-        nc.cluster = "bench";
-        nc.peers = c->names;
-        nc.npeers = (size_t)c->n;
-        nc.host = &l->host;
-        nc.streams = 1;
-        nc.request_timeout_ms = 30000;
-        if (cfg->posix) {
-            snprintf(wal, sizeof wal, "%s/n%d/wal", root, i);
-            snprintf(store, sizeof store, "%s/n%d/store", root, i);
-            char cmd[1400];
-            snprintf(cmd, sizeof cmd, "mkdir -p '%s' '%s'", wal, store);
-            if (system(cmd) != 0) die("mkdir", JR_EIO);
-            nc.vfs = jr_vfs_posix();
-            nc.sync_policy = JR_SYNC_ALWAYS;
-        } else {
-            int rc = jr__memfs_new(NULL, (uint64_t)i + 1, &l->vfs);
-            if (rc) die("memfs", rc);
-            snprintf(wal, sizeof wal, "/wal");
-            snprintf(store, sizeof store, "/store");
-            nc.vfs = l->vfs;
-        }
-        nc.wal_dir = wal;
-        nc.store_dir = store;
-        int rc = jr_node_open(&nc, &l->node);
-        if (rc) die("jr_node_open", rc);
-        l->deadline = jr_node_deadline(l->node);
-    }
-    for (int i = 0; i < c->n; i++)
-        pthread_create(&c->loops[i].thread, NULL, loop_main, &c->loops[i]);
-}
-
-static void close_task(void *arg, jr_node *node)
-{
-    (void)arg;
-    jr_node_close(node);
-}
-
-static void cluster_close(cluster *c)
-{
-    for (int i = 0; i < c->n; i++) {
-        loop *l = &c->loops[i];
-        run_on(l, close_task, NULL);
-        pthread_mutex_lock(&l->mu);
-        l->stop = 1;
-        pthread_cond_signal(&l->cv);
-        pthread_mutex_unlock(&l->mu);
-        pthread_join(l->thread, NULL);
-        if (l->vfs) jr__memfs_free(l->vfs);
-        pthread_mutex_destroy(&l->mu);
-        pthread_cond_destroy(&l->cv);
-    }
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Waiting on the main thread for something a loop does
- */
-typedef struct waiter {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int done, status;
-    int replicas; /* add_task's input */
-    char leader[32];
-} waiter;
-
-static void waiter_init(waiter *w)
-{
-    memset(w, 0, sizeof *w);
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
-}
-
-static void waiter_done(waiter *w, int status)
-{
-    pthread_mutex_lock(&w->mu);
-    w->done = 1;
-    w->status = status;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
-static int waiter_wait(waiter *w)
-{
-    pthread_mutex_lock(&w->mu);
-    while (!w->done) pthread_cond_wait(&w->cv, &w->mu);
-    pthread_mutex_unlock(&w->mu);
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
-    return w->status;
-}
-
-static void admin_cb(void *arg, int status, const char *msg)
-{
-    (void)msg;
-    waiter_done(arg, status);
-}
-
-static void add_task(void *arg, jr_node *node)
-{
-    waiter *w = arg;
-    static const char *subj[] = {"bench.>"};
-    jr_stream_config scfg;
-    jr_stream_config_init(&scfg);
-    scfg.name = "BENCH";
-    scfg.subjects = subj;
-    scfg.nsubjects = 1;
-    scfg.replicas = w->replicas;
-    int rc = jr_stream_add(node, &scfg, admin_cb, w);
-    if (rc) waiter_done(w, rc);
-}
-
-static void info_cb(void *arg, int status, const char *msg, const jr_stream_info *info)
-{
-    waiter *w = arg;
-    (void)msg;
-    if (status == 0 && info->cluster->leader)
-        snprintf(w->leader, sizeof w->leader, "%s", info->cluster->leader);
-    waiter_done(w, status ? status : (w->leader[0] ? 0 : JR_ENOLEADER));
-}
-
-static void info_task(void *arg, jr_node *node)
-{
-    int rc = jr_stream_info_get(node, "BENCH", info_cb, arg);
-    if (rc) waiter_done(arg, rc);
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
-/* Creates the stream (retrying while the meta group elects) and returns its leader's index. */
-static int add_stream(cluster *c, int replicas)
-{
-    int rc = JR_ENOLEADER;
-    for (int tries = 0; tries < 100 && rc; tries++) {
-        waiter w;
-        waiter_init(&w);
-        w.replicas = replicas;
-        run_on(&c->loops[0], add_task, &w);
-        rc = waiter_wait(&w);
-        if (rc) sleep_ms(100);
-    }
-    if (rc) die("jr_stream_add", rc);
-    for (int tries = 0; tries < 200; tries++) {
-        waiter w;
-        waiter_init(&w);
-        run_on(&c->loops[0], info_task, &w);
-        if (waiter_wait(&w) == 0)
-            for (int i = 0; i < c->n; i++)
-                if (!strcmp(c->names[i], w.leader)) return i;
-        sleep_ms(50);
-    }
-    die("no stream leader", JR_ENOLEADER);
-    return -1;
-}
 
 /* ---------------------------------------------------------------------------------------------
  * The publisher (on the leader's thread)
@@ -400,7 +63,7 @@ typedef struct pubber {
     uint64_t t0, t1;
     double c0, c1;
     int stop;
-    waiter done;
+    mt_waiter done;
 } pubber;
 
 typedef struct slot {
@@ -442,7 +105,7 @@ static void on_ack(void *arg, int status, const jr_pub_ack *ack)
         return;
     }
     free(s);
-    if (p->outstanding == 0) waiter_done(&p->done, 0);
+    if (p->outstanding == 0) mt_waiter_done(&p->done, 0, NULL);
 }
 
 static void issue(pubber *p, slot *s)
@@ -471,10 +134,13 @@ static void run(const bench_cfg *cfg)
 {
     char root[512] = "";
     if (cfg->posix) snprintf(root, sizeof root, "%s/jr-mt-bench-%d", cfg->dir, (int)getpid());
-    cluster c;
-    cluster_open(&c, cfg, root);
-    int leader = add_stream(&c, cfg->replicas);
-    sleep_ms(300);
+    mt_opts mo = {.nodes = cfg->replicas, .posix = cfg->posix, .root = root};
+    mt_cluster c;
+    mt_cluster_open(&c, &mo);
+    jr_stream_config scfg;
+    bench_stream_config(&scfg, cfg->replicas);
+    int leader = mt_stream_add(&c, &scfg);
+    mt_sleep_ms(300);
 
     pubber p;
     memset(&p, 0, sizeof p);
@@ -485,9 +151,9 @@ static void run(const bench_cfg *cfg)
     p.cap = 8u << 20;
     p.lat = malloc(p.cap * sizeof *p.lat);
     if (!p.data || !p.lat) die("malloc", JR_ENOMEM);
-    waiter_init(&p.done);
-    run_on(&c.loops[leader], start_task, &p);
-    waiter_wait(&p.done);
+    mt_waiter_init(&p.done, NULL);
+    mt_run_on(&c.loops[leader], start_task, &p);
+    mt_waiter_wait(&p.done);
 
     double wall = (double)(p.t1 - p.t0) * 1e-9, cpu = p.c1 - p.c0;
     qsort(p.lat, p.nlat, sizeof *p.lat, bench_cmp_u64);
@@ -503,14 +169,9 @@ static void run(const bench_cfg *cfg)
            (double)p.acked / wall, (double)p.acked * (double)cfg->payload / wall / 1e6, p50, p99,
            p999, cpu * 1e6 / (double)p.acked, cpu / wall);
     fflush(stdout);
-    cluster_close(&c);
+    mt_cluster_close(&c);
     free(p.data);
     free(p.lat);
-    if (cfg->posix) {
-        char cmd[700];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-        if (system(cmd) != 0) fprintf(stderr, "stream_mt_bench: could not remove %s\n", root);
-    }
 }
 
 int main(int argc, char **argv)

@@ -1,7 +1,7 @@
 /*
  * sync_bench — what one synchronous publish costs on a real disk: one publish in flight at a
  * time, the POSIX vfs under --dir, JR_SYNC_ALWAYS, R1 and R3, every node on its own thread (the
- * host of stream_mt_bench: one event loop per node, frames handed between loops through
+ * host of mt_host.h: one event loop per node, frames handed between loops through
  * mailboxes). One JSON line per configuration on stdout.
  *
  *   sync_bench [--replicas 1,3] [--payload 128] [--seconds S] [--dir PATH]
@@ -34,6 +34,7 @@
 
 #include "bench_util.h"
 #include "jetraft.h"
+#include "mt_host.h"
 
 #define MAX_NODES 5
 #define MAX_FILES 256
@@ -193,152 +194,6 @@ static void probe_fsync(const char *dir, uint64_t *out, int n)
     v->remove(v->ctx, path);
 }
 
-/* ---------------------------------------------------------------------------------------------
- * The host: one thread per node, a mailbox of frames and tasks
- */
-typedef struct item {
-    struct item *next;
-    int from; /* frame: sender index; -1: a task */
-    void (*task)(void *arg, jr_node *node);
-    void *arg;
-    size_t len;
-    uint8_t data[];
-} item;
-
-typedef struct loop {
-    struct cluster *c;
-    int idx;
-    char name[16];
-    jr_node *node;
-    jr_host host;
-    struct cvfs *cf; /* the counting vfs over jr_vfs_posix() */
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    item *head, *tail; /* guarded by mu */
-    int stop;          /* guarded by mu */
-    uint64_t deadline; /* node's timer; loop thread only */
-} loop;
-
-typedef struct cluster {
-    int n;
-    loop loops[MAX_NODES];
-    const char *names[MAX_NODES];
-} cluster;
-
-static void post(loop *l, item *it)
-{
-    it->next = NULL;
-    pthread_mutex_lock(&l->mu);
-    if (l->tail)
-        l->tail->next = it;
-    else
-        l->head = it;
-    l->tail = it;
-    pthread_cond_signal(&l->cv);
-    pthread_mutex_unlock(&l->mu);
-}
-
-/* Runs task(arg, node) on l's thread. */
-static void run_on(loop *l, void (*task)(void *, jr_node *), void *arg)
-{
-    item *it = malloc(sizeof *it);
-    if (!it) die("malloc", JR_ENOMEM);
-    it->from = -1;
-    it->task = task;
-    it->arg = arg;
-    it->len = 0;
-    post(l, it);
-}
-
-static int host_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
-{
-    loop *l = ctx;
-    cluster *c = l->c;
-    int dst = -1;
-    for (int i = 0; i < c->n; i++)
-        if (!strcmp(c->names[i], to)) dst = i;
-    if (dst < 0) return -1;
-    size_t len = 0;
-    for (int i = 0; i < iovcnt; i++) len += iov[i].len;
-    item *it = malloc(sizeof *it + len);
-    if (!it) return -1;
-    it->from = l->idx;
-    it->task = NULL;
-    it->len = len;
-    size_t off = 0;
-    for (int i = 0; i < iovcnt; i++) {
-        memcpy(it->data + off, iov[i].base, iov[i].len);
-        off += iov[i].len;
-    }
-    post(&c->loops[dst], it);
-    return 0;
-}
-
-static uint64_t host_now(void *ctx)
-{
-    (void)ctx;
-    return bench_now_ns();
-}
-
-static uint64_t host_wall(void *ctx)
-{
-    (void)ctx;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void host_arm(void *ctx, uint64_t deadline)
-{
-    ((loop *)ctx)->deadline = deadline;
-}
-
-static void *loop_main(void *arg)
-{
-    loop *l = arg;
-    for (;;) {
-        pthread_mutex_lock(&l->mu);
-        while (!l->head && !l->stop && bench_now_ns() < l->deadline) {
-            if (l->deadline == UINT64_MAX) {
-                pthread_cond_wait(&l->cv, &l->mu);
-            } else {
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                uint64_t wait = l->deadline - bench_now_ns();
-                if (wait > 1000000000u) wait = 1000000000u;
-                uint64_t ns = (uint64_t)ts.tv_nsec + wait;
-                ts.tv_sec += (time_t)(ns / 1000000000u);
-                ts.tv_nsec = (long)(ns % 1000000000u);
-                pthread_cond_timedwait(&l->cv, &l->mu, &ts);
-            }
-        }
-        item *it = l->head;
-        l->head = l->tail = NULL;
-        int stop = l->stop;
-        pthread_mutex_unlock(&l->mu);
-        if (stop) {
-            while (it) {
-                item *next = it->next;
-                free(it);
-                it = next;
-            }
-            return NULL;
-        }
-        while (it) {
-            item *next = it->next;
-            if (it->from < 0)
-                it->task(it->arg, l->node);
-            else
-                jr_node_recv(l->node, l->c->names[it->from], it->data, it->len);
-            free(it);
-            it = next;
-        }
-        if (bench_now_ns() >= l->deadline) jr_node_tick(l->node);
-        l->deadline = jr_node_deadline(l->node);
-    }
-}
-
 typedef struct bench_cfg {
     int replicas;
     size_t payload;
@@ -346,185 +201,41 @@ typedef struct bench_cfg {
     const char *dir;
 } bench_cfg;
 
-static void cluster_open(cluster *c, const bench_cfg *cfg, const char *root)
+/* The cluster: mt_host's, each node's WAL and store on a counting vfs over jr_vfs_posix(). */
+typedef struct cluster {
+    mt_cluster mt;
+    int n;
+    cvfs *cf[MAX_NODES];
+} cluster;
+
+static void configure(void *arg, int i, jr_node_config *nc)
 {
-    memset(c, 0, sizeof *c);
-    c->n = cfg->replicas;
-    for (int i = 0; i < c->n; i++) {
-        loop *l = &c->loops[i];
-        l->c = c;
-        l->idx = i;
-        snprintf(l->name, sizeof l->name, "n%d", i);
-        c->names[i] = l->name;
-    }
-    for (int i = 0; i < c->n; i++) {
-        loop *l = &c->loops[i];
-        char wal[600], store[600];
-        pthread_mutex_init(&l->mu, NULL);
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&l->cv, &ca);
-        pthread_condattr_destroy(&ca);
-        memset(&l->host, 0, sizeof l->host);
-        l->host.version = JR_HOST_VERSION;
-        l->host.ctx = l;
-        l->host.send = host_send;
-        l->host.now = host_now;
-        l->host.arm = host_arm;
-        l->host.wall = host_wall;
-        l->cf = cvfs_new();
-        jr_node_config nc;
-        jr_node_config_init(&nc);
-        nc.name = l->name;
-        nc.cluster = "bench";
-        nc.peers = c->names;
-        nc.npeers = (size_t)c->n;
-        nc.host = &l->host;
-        nc.streams = 1;
-        nc.request_timeout_ms = 30000;
-        snprintf(wal, sizeof wal, "%s/n%d/wal", root, i);
-        snprintf(store, sizeof store, "%s/n%d/store", root, i);
-        char cmd[1400];
-        snprintf(cmd, sizeof cmd, "mkdir -p '%s' '%s'", wal, store);
-        if (system(cmd) != 0) die("mkdir", JR_EIO);
-        nc.vfs = &l->cf->vfs;
-        nc.sync_policy = JR_SYNC_ALWAYS;
-        nc.wal_dir = wal;
-        nc.store_dir = store;
-        int rc = jr_node_open(&nc, &l->node);
-        if (rc) die("jr_node_open", rc);
-        l->deadline = jr_node_deadline(l->node);
-    }
-    for (int i = 0; i < c->n; i++)
-        pthread_create(&c->loops[i].thread, NULL, loop_main, &c->loops[i]);
+    cluster *c = arg;
+    c->cf[i] = cvfs_new();
+    nc->vfs = &c->cf[i]->vfs;
 }
 
-static void close_task(void *arg, jr_node *node)
+static int cluster_open(cluster *c, const bench_cfg *cfg, const char *root)
 {
-    (void)arg;
-    jr_node_close(node);
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/c", root);
+    memset(c, 0, sizeof *c);
+    c->n = cfg->replicas;
+    mt_opts mo = {
+        .nodes = cfg->replicas, .posix = 1, .root = dir, .configure = configure, .arg = c};
+    mt_cluster_open(&c->mt, &mo);
+    jr_stream_config scfg;
+    bench_stream_config(&scfg, cfg->replicas);
+    return mt_stream_add(&c->mt, &scfg);
 }
 
 static void cluster_close(cluster *c)
 {
+    mt_cluster_close(&c->mt);
     for (int i = 0; i < c->n; i++) {
-        loop *l = &c->loops[i];
-        run_on(l, close_task, NULL);
-        pthread_mutex_lock(&l->mu);
-        l->stop = 1;
-        pthread_cond_signal(&l->cv);
-        pthread_mutex_unlock(&l->mu);
-        pthread_join(l->thread, NULL);
-        pthread_mutex_destroy(&l->mu);
-        pthread_cond_destroy(&l->cv);
-        free(l->cf->sync_ns);
-        free(l->cf);
+        free(c->cf[i]->sync_ns);
+        free(c->cf[i]);
     }
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Waiting on the main thread for something a loop does
- */
-typedef struct waiter {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int done, status;
-    int replicas; /* add_task's input */
-    char leader[32];
-} waiter;
-
-static void waiter_init(waiter *w)
-{
-    memset(w, 0, sizeof *w);
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
-}
-
-static void waiter_done(waiter *w, int status)
-{
-    pthread_mutex_lock(&w->mu);
-    w->done = 1;
-    w->status = status;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
-static int waiter_wait(waiter *w)
-{
-    pthread_mutex_lock(&w->mu);
-    while (!w->done) pthread_cond_wait(&w->cv, &w->mu);
-    pthread_mutex_unlock(&w->mu);
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
-    return w->status;
-}
-
-static void admin_cb(void *arg, int status, const char *msg)
-{
-    (void)msg;
-    waiter_done(arg, status);
-}
-
-static void add_task(void *arg, jr_node *node)
-{
-    waiter *w = arg;
-    static const char *subj[] = {"bench.>"};
-    jr_stream_config scfg;
-    jr_stream_config_init(&scfg);
-    scfg.name = "BENCH";
-    scfg.subjects = subj;
-    scfg.nsubjects = 1;
-    scfg.replicas = w->replicas;
-    int rc = jr_stream_add(node, &scfg, admin_cb, w);
-    if (rc) waiter_done(w, rc);
-}
-
-static void info_cb(void *arg, int status, const char *msg, const jr_stream_info *info)
-{
-    waiter *w = arg;
-    (void)msg;
-    if (status == 0 && info->cluster->leader)
-        snprintf(w->leader, sizeof w->leader, "%s", info->cluster->leader);
-    waiter_done(w, status ? status : (w->leader[0] ? 0 : JR_ENOLEADER));
-}
-
-static void info_task(void *arg, jr_node *node)
-{
-    int rc = jr_stream_info_get(node, "BENCH", info_cb, arg);
-    if (rc) waiter_done(arg, rc);
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
-/* Creates the stream (retrying while the meta group elects) and returns its leader's index. */
-static int add_stream(cluster *c, int replicas)
-{
-    int rc = JR_ENOLEADER;
-    for (int tries = 0; tries < 100 && rc; tries++) {
-        waiter w;
-        waiter_init(&w);
-        w.replicas = replicas;
-        run_on(&c->loops[0], add_task, &w);
-        rc = waiter_wait(&w);
-        if (rc) sleep_ms(100);
-    }
-    if (rc) die("jr_stream_add", rc);
-    for (int tries = 0; tries < 200; tries++) {
-        waiter w;
-        waiter_init(&w);
-        run_on(&c->loops[0], info_task, &w);
-        if (waiter_wait(&w) == 0)
-            for (int i = 0; i < c->n; i++)
-                if (!strcmp(c->names[i], w.leader)) return i;
-        sleep_ms(50);
-    }
-    die("no stream leader", JR_ENOLEADER);
-    return -1;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -548,13 +259,13 @@ typedef struct pubber {
     uint64_t t_start, t_end, t0, t1;
     int measuring, stop;
     snap s0, s1;
-    waiter done;
+    mt_waiter done;
 } pubber;
 
 static void take(cluster *c, snap *s)
 {
     for (int i = 0; i < c->n; i++) {
-        cvfs *v = c->loops[i].cf;
+        cvfs *v = c->cf[i];
         s->writes[i] = v->wal_writes;
         s->syncs[i] = v->wal_syncs;
         s->store_syncs[i] = v->store_syncs;
@@ -585,7 +296,7 @@ static void on_ack(void *arg, int status, const jr_pub_ack *ack)
     } else if (p->measuring && (t >= p->t_end || p->nlat == p->cap)) {
         p->t1 = t;
         take(p->c, &p->s1);
-        waiter_done(&p->done, 0);
+        mt_waiter_done(&p->done, 0, NULL);
         return;
     }
     issue(p);
@@ -624,9 +335,8 @@ static void run(const bench_cfg *cfg)
     probe_fsync(root, probe, PROBE);
 
     cluster c;
-    cluster_open(&c, cfg, root);
-    int leader = add_stream(&c, cfg->replicas);
-    sleep_ms(300);
+    int leader = cluster_open(&c, cfg, root);
+    mt_sleep_ms(300);
 
     pubber p;
     memset(&p, 0, sizeof p);
@@ -638,10 +348,10 @@ static void run(const bench_cfg *cfg)
     p.lat = malloc(p.cap * sizeof *p.lat);
     if (!p.data || !p.lat) die("malloc", JR_ENOMEM);
     for (size_t i = 0; i < cfg->payload; i++) p.data[i] = (uint8_t)('a' + i % 26);
-    waiter_init(&p.done);
-    run_on(&c.loops[leader], start_task, &p);
-    waiter_wait(&p.done);
-    sleep_ms(50); /* the last ack's follower commits are in; the threads are idle */
+    mt_waiter_init(&p.done, NULL);
+    mt_run_on(&c.mt.loops[leader], start_task, &p);
+    mt_waiter_wait(&p.done);
+    mt_sleep_ms(50); /* the last ack's follower commits are in; the threads are idle */
 
     /* the WAL syncs timed during the measurement, every node */
     uint64_t nws = 0;
@@ -649,8 +359,7 @@ static void run(const bench_cfg *cfg)
     uint64_t *ws = malloc((nws ? nws : 1) * sizeof *ws), k = 0;
     if (!ws) die("malloc", JR_ENOMEM);
     for (int i = 0; i < c.n; i++)
-        for (uint64_t j = p.s0.nsync[i]; j < p.s1.nsync[i]; j++)
-            ws[k++] = c.loops[i].cf->sync_ns[j];
+        for (uint64_t j = p.s0.nsync[i]; j < p.s1.nsync[i]; j++) ws[k++] = c.cf[i]->sync_ns[j];
     qsort(ws, nws, sizeof *ws, bench_cmp_u64);
     double n = p.acked ? (double)p.acked : 1;
     uint64_t lsyncs = p.s1.syncs[leader] - p.s0.syncs[leader];

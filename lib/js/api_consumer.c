@@ -719,8 +719,9 @@ static void deliver_fetch(jr__req *r)
         return;
     }
     jr__buf_free(&strings);
-    if (end.code == 100) { /* an idle heartbeat: the request goes on (as one of its own) */
-        r->cb.fetch(r->arg, 0, "", NULL, NULL);
+    if (end.code == JR__FETCH_HEARTBEAT || end.code == JR__FETCH_MORE) {
+        /* the request goes on (as one of its own) */
+        if (end.code == JR__FETCH_HEARTBEAT) r->cb.fetch(r->arg, 0, "", NULL, NULL);
         fetch_go_on(r, &end);
         return;
     }

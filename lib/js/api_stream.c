@@ -116,6 +116,47 @@ static void wait_retry(jr__req *r)
     jr__js_timer_arm(r->js, &r->timer, at < r->deadline ? at : r->deadline);
 }
 
+/* 1 if this server's meta state is as new as it can know: replayed, a meta leader known, and
+ * everything it knows committed applied. Then a stream it does not know does not exist (for
+ * all a server can tell without asking the meta leader). */
+static int meta_settled(jr__js *js)
+{
+    int self;
+    if (!js->meta || js->meta_failed || !jr__mnode_replayed(js) || !jr__mnode_leader(js, &self))
+        return 0;
+    return jr__group_applied(js->meta) >= jr__raft_commit_index(jr__group_consensus(js->meta));
+}
+
+/* Looks up the group of a stream request started while this server's meta state did not know
+ * the stream, and writes it into the payload's head ([sub byte] varint group, the group 0 until
+ * now). 1 when found; 0 to look again later (the state is still behind); -1 when the request
+ * ended (the stream does not exist, or memory ran out). */
+static int stream_resolve(jr__req *r)
+{
+    jr__js *js = r->js;
+    const jr__meta_stream *s = jr__meta_stream_find(&js->st, r->stream);
+    if (!s) {
+        if (!meta_settled(js)) return 0;
+        jr__req_finish(r, JR_ENOTFOUND, "stream '%s' not found", r->stream);
+        return -1;
+    }
+    size_t head = r->kind == JR__RPC_STREAM_ADMIN ? 2 : 1; /* sub byte, varint 0 */
+    jr__buf nb;
+    jr__buf_init(&nb, js->alloc);
+    if (head == 2) jr__buf_u8(&nb, r->payload.data[0]);
+    jr__buf_varint(&nb, s->group);
+    jr__buf_put(&nb, r->payload.data + head, r->payload.len - head);
+    if (nb.err) {
+        jr__buf_free(&nb);
+        jr__req_finish(r, JR_ENOMEM, "out of memory");
+        return -1;
+    }
+    jr__buf_free(&r->payload);
+    r->payload = nb;
+    r->group = s->group;
+    return 1;
+}
+
 void jr__req_route(jr__req *r)
 {
     jr__js *js = r->js;
@@ -179,6 +220,14 @@ void jr__req_route(jr__req *r)
         leads = jr__crep_is_leader(cr) && cr->lead;
         p = jr__crep_leader_peer(js, r->group);
     } else {
+        if (r->group == 0) {
+            int known = stream_resolve(r);
+            if (known < 0) return;
+            if (!known) {
+                wait_retry(r);
+                return;
+            }
+        }
         const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);
         if (!s) {
             jr__req_finish(r, r->what == JR__REQ_PUBLISH ? JR_ENOSTREAM : JR_ENOTFOUND,
@@ -766,11 +815,14 @@ static jr__req *stream_request(jr_node *n, uint8_t what, uint8_t kind, uint8_t s
     r->resend = what == JR__REQ_INFO || what == JR__REQ_MSG_GET || what == JR__REQ_GET_LAST;
     snprintf(r->stream, sizeof r->stream, "%s", name);
     const jr__meta_stream *s = jr__meta_stream_find(&js->st, name);
-    if (!s) {
+    if (!s && meta_settled(js)) {
         jr__req_finish(r, JR_ENOTFOUND, "stream '%s' not found", name);
         return NULL;
     }
-    r->group = s->group;
+    /* A stream this server's meta state does not know while that state is behind (just
+     * restarted, or cut off from the meta leader) is looked up again when the request is routed
+     * (stream_resolve); its group stays 0 in the payload until then. */
+    r->group = s ? s->group : 0;
     if (kind == JR__RPC_STREAM_ADMIN) jr__buf_u8(&r->payload, sub);
     jr__buf_varint(&r->payload, r->group);
     return r;

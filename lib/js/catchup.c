@@ -4,12 +4,25 @@
  * A stream snapshot is the stream's metadata, not its messages (fsm.h). When a replica installs
  * one (a new replica, or one so far behind that the leader's log was compacted past it), the
  * fsm reconciles its store and reports the first seq it must fetch. The replica then asks a peer
- * that holds the stream — the leader if known, else the other replicas in turn — for the
- * messages from that seq on, one chunk at a time (flow control: one request in flight), each
- * chunk the source store's checksummed records, lz4-compressed on the wire.
+ * that holds the stream — the other replicas in turn, the leader last, so the leader keeps its
+ * thread for publishes — for the messages from that seq on, one chunk at a time (flow control:
+ * one request in flight), each chunk the source store's checksummed records, lz4-compressed on
+ * the wire; a source near its end sends the rest along when it is no longer than the chunk. A
+ * chunk that does not end the round is staged (compressed) while the request for the next one
+ * leaves, and applied after that flush: the source reads the next chunk while this one is
+ * applied here.
  *
- * Exactness. The chunks of a round are read in seq order from a source whose state moves
- * forward; the round ends with the chunk that reaches the source's last seq, and that chunk
+ * Bounded first round. The first round stops at the last seq of the snapshot being restored: the
+ * chunk that reaches it is cut there (a chunk holds every live message of its range, so its
+ * prefix holds every one of the shorter range) and that snapshot is restored. A seq at or below
+ * it can be removed after the snapshot's index but never added, so the store then holds exactly
+ * the snapshot's messages unless the source removed one after that index; restore finds such a
+ * message missing (fsm.h) and the round goes on unbounded, as below. Entries after the
+ * snapshot's index come from the queue, so a bounded round fetches each message once however
+ * fast publishers append.
+ *
+ * Exactness of an unbounded round. The chunks are read in seq order from a source whose state
+ * moves forward; the round ends with the chunk that reaches the source's last seq, and that chunk
  * comes with the source's own snapshot taken where it was read (a snapshot bigger than a piece
  * follows in pieces, the source keeping it for the purpose). The replica restores that
  * snapshot: its state is then exactly the source's at that index (fsm.h: a message live there
@@ -40,9 +53,10 @@
 #include <string.h>
 
 #include "js/js.h"
+#include "store/srecord.h"
 #include "util/alloc.h"
 
-#define CHUNK_BYTES (256u << 10)
+#define CHUNK_BYTES (1u << 20) /* at most; a quarter of a frame below 4 MiB frames */
 #define PIECE_BYTES (256u << 10)
 #define MAX_SNAPSHOT (1ull << 32) /* largest source snapshot accepted */
 
@@ -62,17 +76,33 @@ struct jr__catchup {
     uint64_t read_at; /* the latest source index a chunk applied here was read at (at least the
                          snapshot's: a source behind it could not restore what the log no
                          longer has for this replica) */
+    uint64_t upto;    /* bounded round (non-zero): the last seq of the snapshot being restored;
+                         chunks are applied up to it and the snapshot is then restored */
     uint64_t rpc_id;  /* the request in flight (0: none) */
     jr__id source;    /* where the round's chunks come from (pieces must too) */
     unsigned attempts;
     /* the source's snapshot arriving in pieces (total 0: none) */
     jr__buf piece;
     uint64_t piece_index, piece_total;
+    /* a chunk received and not applied yet (staged: 1), while the request for the next one is
+     * out: its compressed records, the seq it was asked from, and its answer's fields */
+    jr__buf z;
+    int staged;
+    uint64_t z_from, z_next, z_raw, z_at;
     qent **q;
     size_t nq, capq;
 };
 
 /* The follower's side ------------------------------------------------------------------------*/
+
+/* The bound of a round for snapshot snap whose messages are needed from seq need: its last
+ * seq, or 0 (an unbounded round) if it cannot be read or nothing up to it is missing. */
+static uint64_t snap_upto(const void *snap, size_t len, uint64_t need)
+{
+    uint64_t last = 0;
+    if (jr__stream_fsm_snap_last_seq(snap, len, &last) != 0 || last < need) return 0;
+    return last;
+}
 
 int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len, uint64_t need)
 {
@@ -90,7 +120,12 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
         cu->snap_len = len;
         cu->snap_index = index;
         cu->need = need;
+        cu->upto = snap_upto(snap, len, need);
         if (cu->read_at < index) cu->read_at = index;
+        jr__node_log(js->n, JR_LOG_DEBUG,
+                     "stream '%s': restored a newer snapshot %" PRIu64
+                     " while fetching, from seq %" PRIu64,
+                     r->name, index, need);
         return 0;
     }
     cu = jr__calloc(a, 1, sizeof *cu);
@@ -102,8 +137,10 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
     cu->snap_len = len;
     cu->snap_index = index;
     cu->need = need;
+    cu->upto = snap_upto(snap, len, need);
     cu->read_at = index;
     jr__buf_init(&cu->piece, a);
+    jr__buf_init(&cu->z, a);
     r->cu = cu;
     jr__node_log(js->n, JR_LOG_INFO,
                  "stream '%s': restored snapshot %" PRIu64 ", fetching messages from seq %" PRIu64,
@@ -143,6 +180,7 @@ void jr__catchup_free(jr__srep *r)
     jr__free(a, cu->q);
     jr__free(a, cu->snap);
     jr__buf_free(&cu->piece);
+    jr__buf_free(&cu->z);
     jr__free(a, cu);
     r->cu = NULL;
 }
@@ -167,27 +205,26 @@ void jr__catchup_finish(jr__srep *r)
     jr__srep_sync(r);
 }
 
-/* Which peer to ask: the leader when known (and not us), else the replicas in turn. */
+/* Which peer to ask: the replicas other than this one in turn, the leader last. A follower
+ * first, so the leader's thread keeps serving publishes (and in a group of three voters the
+ * other follower keeps the quorum's pace); the leader when no follower answers. The first
+ * attempt of a round takes the first follower in the assignment's order, later attempts the
+ * next ones. */
 static jr__id pick_source(jr__srep *r)
 {
     jr_node *n = r->js->n;
-    if (r->cu->attempts % 2 == 0 && r->g) {
-        jr__id l = jr__raft_leader(jr__group_consensus(r->g));
-        if (l && l != r->js->self) return l;
-    }
-    size_t k = 0, others = 0;
-    for (size_t i = 0; i < r->as->npeers; i++)
-        if (strcmp(r->as->peers[i], r->js->name) != 0) others++;
-    if (!others) return 0;
-    size_t want = r->cu->attempts % others;
-    for (size_t i = 0; i < r->as->npeers; i++) {
+    jr__id leader = r->g ? jr__raft_leader(jr__group_consensus(r->g)) : 0;
+    if (leader == r->js->self) leader = 0;
+    jr__id ids[JR_MAX_REPLICAS + 1];
+    size_t k = 0;
+    for (size_t i = 0; i < r->as->npeers && k < JR_MAX_REPLICAS; i++) {
         if (strcmp(r->as->peers[i], r->js->name) == 0) continue;
-        if (k++ == want) {
-            jr__peer *p = jr__peer_find_name(n, r->as->peers[i]);
-            return p ? jr__peer_get_id(p) : 0;
-        }
+        jr__peer *p = jr__peer_find_name(n, r->as->peers[i]);
+        jr__id id = p ? jr__peer_get_id(p) : 0;
+        if (id && id != leader) ids[k++] = id;
     }
-    return 0;
+    if (leader) ids[k++] = leader;
+    return k ? ids[r->cu->attempts % k] : 0;
 }
 
 /* A failure of this step: the replica's timer asks again (another source, maybe). */
@@ -200,9 +237,13 @@ static void stall(jr__srep *r, int rc)
         r->failed = info.failed;
         return;
     }
-    if (rc != JR_EBUSY)
-        jr__node_log(r->js->n, JR_LOG_WARN, "stream '%s': catch-up from seq %" PRIu64 ": %s",
-                     r->name, cu->need, jr_strerror(rc));
+    jr__node_log(r->js->n, rc == JR_EBUSY ? JR_LOG_DEBUG : JR_LOG_WARN,
+                 "stream '%s': catch-up from seq %" PRIu64 ": %s", r->name, cu->need,
+                 jr_strerror(rc));
+    jr__rpc_cancel(r->js->n, cu->rpc_id); /* a request sent ahead of a staged chunk */
+    cu->rpc_id = 0;
+    cu->staged = 0;
+    jr__buf_reset(&cu->z);
     jr__buf_reset(&cu->piece);
     cu->piece_total = 0;
     cu->attempts++;
@@ -230,6 +271,7 @@ static void restore_source(jr__srep *r)
         return;
     }
     cu->need = need; /* the source moved on meanwhile: another round */
+    cu->upto = 0;
     cu->attempts = 0;
     jr__catchup_step(r);
 }
@@ -264,17 +306,12 @@ static void piece_taken(jr__srep *r)
         jr__catchup_step(r);
 }
 
-void jr__catchup_step(jr__srep *r)
+/* Sends the request for what comes next from src: the next piece of the source's snapshot, or
+ * the chunk from seq `from`. 0, or the error of the call (nothing in flight then). */
+static int ask(jr__srep *r, jr__id src, int pieces, uint64_t from)
 {
     jr__js *js = r->js;
     jr__catchup *cu = r->cu;
-    if (!cu || cu->rpc_id || r->failed) return;
-    int pieces = cu->piece_total && cu->piece.len < cu->piece_total;
-    jr__id src = pieces ? cu->source : pick_source(r);
-    if (!src) {
-        cu->attempts++;
-        return;
-    }
     uint8_t b[48];
     jr__buf out = {b, 0, sizeof b, 0, NULL};
     uint32_t max = js->facts.max_frame / 4 < CHUNK_BYTES ? js->facts.max_frame / 4 : CHUNK_BYTES;
@@ -284,20 +321,122 @@ void jr__catchup_step(jr__srep *r)
         jr__buf_varint(&out, cu->piece_index);
         jr__buf_varint(&out, cu->piece.len);
     } else {
-        jr__buf_varint(&out, cu->need);
+        jr__buf_varint(&out, from);
     }
     jr__buf_varint(&out, max);
     jr_iovec iov = {out.data, out.len};
     cu->source = src;
-    if (jr__rpc_call(js->n, src, JR__RPC_CATCHUP, &iov, 1, 2 * js->election_ns, on_answer, r,
-                     &cu->rpc_id) != 0)
+    return jr__rpc_call(js->n, src, JR__RPC_CATCHUP, &iov, 1, 2 * js->election_ns, on_answer, r,
+                        &cu->rpc_id);
+}
+
+void jr__catchup_step(jr__srep *r)
+{
+    jr__catchup *cu = r->cu;
+    if (!cu || cu->rpc_id || cu->staged || r->failed) return;
+    int pieces = cu->piece_total && cu->piece.len < cu->piece_total;
+    jr__id src = pieces ? cu->source : pick_source(r);
+    if (!src || ask(r, src, pieces, cu->need) != 0) cu->attempts++;
+}
+
+/* Decompresses chunk z (raw bytes) and applies it as the messages of [cu->need, next), or, with
+ * upto (non-zero) below next, of [cu->need, upto + 1): its records up to seq upto (a chunk holds
+ * every live message of its range, so a prefix of it holds every one of the shorter range).
+ * 0 or JR_ECORRUPT / JR_ENOMEM / the store's error. */
+static int apply_chunk(jr__srep *r, const uint8_t *z, size_t zlen, uint64_t raw, uint64_t next,
+                       uint64_t upto)
+{
+    jr__js *js = r->js;
+    jr__buf *b = &js->scratch2;
+    jr__buf_reset(b);
+    if (jr__buf_reserve(b, (size_t)raw + 1) != 0) return JR_ENOMEM;
+    if (raw) {
+        int got = LZ4_decompress_safe((const char *)z, (char *)b->data, (int)zlen, (int)raw);
+        if (got < 0 || (uint64_t)got != raw) return JR_ECORRUPT;
+    }
+    size_t len = (size_t)raw;
+    if (upto && next > upto + 1) {
+        /* cut before the first record past upto (the prefix is verified whole when applied) */
+        jr__srec rec;
+        size_t off = 0, n;
+        while (off < len && jr__srec_decode(b->data + off, len - off, 0, &rec, &n) == 0 &&
+               rec.seq <= upto)
+            off += n;
+        len = off;
+        next = upto + 1;
+    }
+    return jr__stream_fsm_apply_chunk(r->fsm, b->data, len, next);
+}
+
+/* A chunk applied: the round goes on from next. */
+static void chunk_applied(jr__srep *r, uint64_t raw, uint64_t at, uint64_t next)
+{
+    jr__js *js = r->js;
+    jr__catchup *cu = r->cu;
+    js->catchup_chunks++;
+    js->catchup_bytes += raw;
+    cu->read_at = at;
+    cu->need = next;
+    cu->attempts = 0;
+}
+
+/* The deferred half of a chunk that is not the round's last (see on_answer): applies the staged
+ * chunk once the request for the next one has left, so the source reads that one while this
+ * one is applied here. */
+static void apply_staged(jr_node *n, uint64_t group)
+{
+    jr__srep *r = jr__srep_find(jr__js_of(n), group);
+    jr__catchup *cu = r ? r->cu : NULL;
+    if (!cu || !cu->staged) return;
+    cu->staged = 0;
+    int rc = cu->z_from != cu->need
+                 ? JR_EBUSY /* a newer snapshot moved the round */
+                 : apply_chunk(r, cu->z.data, cu->z.len, cu->z_raw, cu->z_next, 0);
+    jr__buf_reset(&cu->z);
+    if (rc != 0) {
+        stall(r, rc);
+        if (rc == JR_EBUSY && r->cu && r->cu->attempts < JR_MAX_REPLICAS) jr__catchup_step(r);
+        return;
+    }
+    chunk_applied(r, cu->z_raw, cu->z_at, cu->z_next);
+    if (!cu->rpc_id) jr__catchup_step(r); /* the early request could not be sent */
+}
+
+/* Restores the snapshot being restored (this replica's own, not the source's) once chunks
+ * reached its last seq. The store then holds exactly its messages unless the source removed
+ * one of them after the snapshot's index (restore finds it missing: fsm.h); then the round goes
+ * on to the source's end and its snapshot, which is exact — at once after a bounded round, at
+ * the replica's timer when the source could not take a snapshot (let it recover). Entries after
+ * the snapshot's index, queued meanwhile, are applied once it completes. */
+static void restore_own(jr__srep *r, int bounded)
+{
+    jr__catchup *cu = r->cu;
+    uint64_t need = 0;
+    int rc = jr__stream_fsm_restore(r->fsm, cu->snap_index, cu->snap, cu->snap_len, &need);
+    if (rc != 0) {
+        stall(r, rc);
+        return;
+    }
+    if (need == 0) {
+        jr__catchup_finish(r);
+        return;
+    }
+    cu->need = need;
+    cu->upto = 0;
+    if (!bounded) {
         cu->attempts++;
+        return;
+    }
+    jr__node_log(r->js->n, JR_LOG_INFO,
+                 "stream '%s': the source removed messages of snapshot %" PRIu64
+                 " meanwhile; fetching to its end",
+                 r->name, cu->snap_index);
+    jr__catchup_step(r);
 }
 
 /* An answer of the source (a chunk, or a piece of its snapshot). */
 static void on_answer(jr_node *n, void *arg, int status, int answered, const uint8_t *p, size_t len)
 {
-    jr__js *js = jr__js_of(n);
     (void)answered;
     jr__srep *r = arg;
     jr__catchup *cu = r->cu;
@@ -306,6 +445,9 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
     if (status == JR_ECLOSED) return;
     if (status != 0) {
         stall(r, status);
+        /* a source that is busy (restoring, or behind what was read): the next one at once,
+         * each peer once, then at the replica's timer */
+        if (status == JR_EBUSY && r->cu && r->cu->attempts < JR_MAX_REPLICAS) jr__catchup_step(r);
         return;
     }
     jr__rd rd;
@@ -340,27 +482,42 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
         rc = JR_ECORRUPT;
     /* A source behind the state some chunk was already read at could describe as live a
      * message that chunk did not have: wait for it (or another) to get there. */
-    if (rc == 0 && at < cu->read_at) rc = JR_EBUSY;
-    if (rc == 0) {
-        jr__buf *b = &js->scratch2;
-        jr__buf_reset(b);
-        if (jr__buf_reserve(b, (size_t)raw + 1) != 0) {
-            rc = JR_ENOMEM;
-        } else if (raw) {
-            int got = LZ4_decompress_safe((const char *)z, (char *)b->data, (int)zlen, (int)raw);
-            if (got < 0 || (uint64_t)got != raw) rc = JR_ECORRUPT;
-        }
-        if (rc == 0) rc = jr__stream_fsm_apply_chunk(r->fsm, b->data, (size_t)raw, next);
+    if (rc == 0 && at < cu->read_at) {
+        stall(r, JR_EBUSY);
+        if (cu->attempts < JR_MAX_REPLICAS) jr__catchup_step(r);
+        return;
     }
+    /* Not the round's last chunk: ask the source for the next one at once and apply this one
+     * after the flush that sends the request (a deferred effect), so reading the next chunk
+     * there overlaps applying this one here. One chunk is staged at most (its compressed
+     * bytes), and one request is out. */
+    /* The bounded round's last chunk: the one that reaches the snapshot's last seq. */
+    int bound_end = cu->upto && next > cu->upto;
+    if (rc == 0 && !final && !bound_end && next > cu->need && raw) {
+        jr__buf_reset(&cu->z);
+        jr__buf_put(&cu->z, z, zlen);
+        if (cu->z.err == 0 && jr__node_defer(n, apply_staged, r->group) == 0) {
+            cu->staged = 1;
+            cu->z_from = cu->need;
+            cu->z_next = next;
+            cu->z_raw = raw;
+            cu->z_at = at;
+            if (ask(r, cu->source, 0, next) != 0) cu->rpc_id = 0;
+            return;
+        }
+        jr__buf_release(&cu->z, 0);
+    }
+    if (rc == 0) rc = apply_chunk(r, z, zlen, raw, next, bound_end ? cu->upto : 0);
     if (rc != 0) {
         stall(r, rc);
         return;
     }
-    js->catchup_chunks++;
-    js->catchup_bytes += raw;
-    cu->read_at = at;
-    cu->need = next;
-    cu->attempts = 0;
+    if (bound_end) {
+        chunk_applied(r, raw, at, cu->upto + 1);
+        restore_own(r, 1);
+        return;
+    }
+    chunk_applied(r, raw, at, next);
     if (!final) {
         jr__catchup_step(r);
         return;
@@ -376,18 +533,7 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
     }
     /* The source could not take a snapshot: restore ours (exact unless the source deleted
      * messages after it, fsm.h); if the store went past it, another round follows. */
-    uint64_t need = 0;
-    rc = jr__stream_fsm_restore(r->fsm, cu->snap_index, cu->snap, cu->snap_len, &need);
-    if (rc != 0) {
-        stall(r, rc);
-        return;
-    }
-    if (need == 0) {
-        jr__catchup_finish(r);
-        return;
-    }
-    cu->need = need;
-    cu->attempts++; /* pause: let the source recover */
+    restore_own(r, 0);
 }
 
 /* The source's side --------------------------------------------------------------------------*/
@@ -452,6 +598,7 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
         return;
     }
     if (max > CHUNK_BYTES) max = CHUNK_BYTES;
+    if (max > js->facts.max_frame / 4) max = js->facts.max_frame / 4; /* twice that fits a frame */
     jr__srep *r = jr__srep_find(js, group);
     if (!r) {
         jr__route_reply(js, rt, JR_ENOTFOUND, NULL, 0);
@@ -475,6 +622,19 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
         rc = 0;
         next = info.store.last_seq + 1;
         raw->len = 0;
+    }
+    /* What is left to the last seq is at most as many seqs as this chunk holds: it comes along
+     * (the chunk is then at most twice max_bytes), so a requester following a stream that
+     * grows under publishers reaches its end in fewer round trips. */
+    if (rc == 0 && next > a && next <= info.store.last_seq &&
+        info.store.last_seq - next < next - a) {
+        uint64_t more = 0;
+        rc = jr__stream_fsm_read_chunk(r->fsm, next, (size_t)max, raw, &more);
+        if (rc == JR_ENOTFOUND) {
+            rc = 0;
+            more = info.store.last_seq + 1;
+        }
+        next = more;
     }
     uint64_t read_at = jr__stream_fsm_applied(r->fsm);
     int final = next > info.store.last_seq;

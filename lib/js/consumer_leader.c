@@ -14,11 +14,13 @@
  * by start sequence or time), so every later leader starts from the same place.
  *
  * Pull requests end as JetStream's do (jr_fetch_end): batch filled (0), 404 No Messages
- * (no_wait), 408 Request Timeout, 409 for limits, leadership change or deletion; the answer
- * carries every message handed to the request (as nats.c's fetch returns them: together, when
- * the batch is full or the request ends); a push subscription's request is answered as soon as
- * it holds messages and no more are to be had at once. An end is answered only once no
- * delivery of the request is in flight, so a 408 never overtakes a delivery.
+ * (no_wait), 408 Request Timeout, 409 for limits, leadership change or deletion. A request is
+ * answered as soon as it holds messages and no more are to be had at once, as JetStream sends
+ * each message when it has it: a push subscription's answer ends its request, a pull's says
+ * JR__FETCH_MORE and its requester asks again for what the request still wants, so a client
+ * waiting for a batch of 100 sees the 5 messages there are without waiting for the expiry. An
+ * answer is sent only once no delivery of the request is in flight, so a 408 never overtakes a
+ * delivery.
  *
  * Invariants (while leading): lead->inflight counts new deliveries proposed and not applied;
  * every pull's inflight counts its deliveries proposed and not applied, and a pull with
@@ -645,17 +647,17 @@ static void step(jr__crep *r)
             if (w.rsseq) jr__map_del(&l->redeliv, w.rsseq);
             break; /* over its rate: the timer comes back when the bucket holds it */
         }
-        if ((p->max_bytes > 0 && sz > (uint64_t)p->max_bytes) ||
+        if ((p->capped && sz > (uint64_t)p->max_bytes) ||
             ((p->got || p->inflight) && p->bytes + sz > answer_cap(js))) {
             /* not for this request: it ends (over its max_bytes, or its answer is full) */
             if (w.rsseq) jr__map_del(&l->redeliv, w.rsseq);
-            if (p->max_bytes > 0 && sz > (uint64_t)p->max_bytes)
+            if (p->capped && sz > (uint64_t)p->max_bytes)
                 pull_end(r, p, 409, "Message Size Exceeds MaxBytes");
             else
                 pull_end(r, p, CODE_DONE, "");
             continue;
         }
-        if (p->max_bytes > 0) p->max_bytes -= (int64_t)sz;
+        if (p->capped) p->max_bytes -= (int64_t)sz;
         p->bytes += sz;
         rec.type = JR__COP_DELIVERED;
         rec.dseq = l->next_dseq;
@@ -684,8 +686,12 @@ static void step(jr__crep *r)
             pull_end(r, p, 404, "No Messages");
         else if (p->eager && p->got)
             pull_end(r, p, CODE_DONE, ""); /* a push subscription: handed out as they come */
+        else if (p->capped && p->max_bytes == 0)
+            pull_end(r, p, CODE_DONE, ""); /* took exactly its max_bytes */
+        else if (p->got)
+            pull_end(r, p, JR__FETCH_MORE, ""); /* the requester asks again for the rest */
         else if (p->hb_ns && now >= p->hb_at)
-            pull_end(r, p, 100, "Idle Heartbeat"); /* the requester asks again for the rest */
+            pull_end(r, p, JR__FETCH_HEARTBEAT, "Idle Heartbeat"); /* likewise */
     }
     /* Next duty: a pull's expiry, a redelivery deadline, the inactivity threshold, the peers, a
      * replayed message. */
@@ -1151,6 +1157,7 @@ static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
     p->route = *rt;
     p->batch = batch;
     p->max_bytes = max_bytes;
+    p->capped = max_bytes > 0;
     p->expires_at = expires ? jr__deadline(jr__node_now(n), (uint64_t)expires) : UINT64_MAX;
     p->no_wait = no_wait != 0;
     p->eager = (flags & JR__FETCH_PUSH) != 0;

@@ -150,6 +150,13 @@ enum jr__consumer_sub {
 #define JR__FETCH_NO_WAIT 1
 #define JR__FETCH_PUSH 2
 
+/* End codes of a fetch's answer that are not ends: the requester hands the answer's messages
+ * to its caller and asks again for the rest (what the request still wants, until its expiry).
+ * 100: an idle heartbeat (the caller also gets the heartbeat); JR__FETCH_MORE: the leader
+ * handed out what it had, and the caller should not wait for the batch to fill to see it. */
+#define JR__FETCH_HEARTBEAT 100
+#define JR__FETCH_MORE 101
+
 /* Where the result of a request executed at a leader goes: back over RPC to `to` (the
  * requester's rpc id), or to a request of this very node. */
 typedef struct jr__route {
@@ -278,7 +285,8 @@ typedef struct jr__pull {
     struct jr__pull *next, *prev; /* the leader's FIFO */
     jr__route route;
     int64_t batch;       /* messages still wanted, counting those in flight */
-    int64_t max_bytes;   /* bytes still allowed (0: no cap) */
+    int64_t max_bytes;   /* bytes still allowed (with capped) */
+    uint8_t capped;      /* the request set max_bytes: at 0 left it is done */
     uint64_t expires_at; /* when it ends (408) */
     uint8_t no_wait;
     uint8_t eager; /* a push subscription's: answered once it holds what is to be had */

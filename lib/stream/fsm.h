@@ -253,6 +253,10 @@ int jr__stream_fsm_snapshot(jr__stream_fsm *f, jr__buf *out);
 int jr__stream_fsm_restore(jr__stream_fsm *f, uint64_t index, const void *snap, size_t len,
                            uint64_t *need_from);
 
+/* The last seq of the stream state snapshot `snap` describes (its messages end there): 0, or
+ * JR_ECORRUPT / JR_EVERSION as restore would find them in its header. Reads the header only. */
+int jr__stream_fsm_snap_last_seq(const void *snap, size_t len, uint64_t *last_seq);
+
 /* Leader side of catch-up: appends to out the store records of live messages with seq >= from,
  * at most max_bytes (at least one message), and sets *next (last seq + 1 when done). The chunk
  * is checksummed record by record and can travel as is. */

@@ -226,6 +226,22 @@ static int decode(jr__stream_fsm *f, const void *data, size_t len, snap *s)
     return 0;
 }
 
+int jr__stream_fsm_snap_last_seq(const void *data, size_t len, uint64_t *last_seq)
+{
+    const uint8_t *p = data;
+    if (!p || len < 1 + 8) return JR_ECORRUPT;
+    if (jr__get_u64(p + len - 8) != jr__xxh3(p, len - 8)) return JR_ECORRUPT;
+    if (p[0] != 1 && p[0] != JR__STREAM_SNAP_VERSION) return JR_EVERSION;
+    jr__rd r;
+    jr__rd_init(&r, p + 1, len - 9);
+    jr__rd_u64(&r); /* index */
+    jr__rd_u64(&r); /* clock */
+    uint64_t last = jr__rd_varint(&r);
+    if (r.err || last == UINT64_MAX) return JR_ECORRUPT;
+    *last_seq = last;
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Restore
  */

@@ -1181,6 +1181,53 @@ START_TEST(fetch_idle_heartbeats)
 }
 END_TEST
 
+/* A pull for more than there is gets what there is at once, as JetStream sends each message
+ * when it has it, and keeps waiting for the rest; one that took exactly its max_bytes ends. */
+START_TEST(a_fetch_hands_out_messages_before_its_batch_fills)
+{
+    e2e c;
+    setup(&c, 37, 5);
+    cres r;
+    jr_consumer_config cfg;
+    durable(&cfg, "stream");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    memset(&r, 0, sizeof r);
+    jr_fetch_opts o;
+    jr_fetch_opts_init(&o);
+    o.batch = 100;
+    o.expires_ns = 10 * (int64_t)SEC;
+    uint64_t t0 = jr_sim_now(c.sim);
+    ck_assert_int_eq(jr_consumer_fetch(e2e_node(&c, 1), "ORDERS", "stream", &o, fetch_cb, &r), 0);
+    jr_sim_run_for(c.sim, 500 * MS);
+    ck_assert_uint_eq(r.n, 5); /* the five there are, long before the expiry */
+    ck_assert_int_eq(r.done, 0);
+    e2e_res pr;
+    ck_assert_int_eq(e2e_publish(&c, 2, "orders.x", "sixth", 5, NULL, &pr), 0);
+    jr_sim_run_for(c.sim, 500 * MS);
+    ck_assert_uint_eq(r.n, 6);
+    ck_assert_str_eq(r.data[5], "sixth");
+    for (size_t i = 0; i < r.n; i++) ck_assert_uint_eq(r.sseq[i], i + 1);
+    wait_done(&c, &r);
+    ck_assert_uint_ge(jr_sim_now(c.sim) - t0, 10 * SEC);
+    ck_assert_int_eq(r.end_code, 408);
+    ck_assert_uint_eq(r.end_pending, 94);
+
+    /* max_bytes taken exactly: the request is done, and asks for nothing beyond it */
+    ck_assert_int_eq(e2e_publish(&c, 2, "orders.y", "seventh", 7, NULL, &pr), 0);
+    memset(&r, 0, sizeof r);
+    jr_fetch_opts_init(&o);
+    o.batch = 10;
+    o.expires_ns = 10 * (int64_t)SEC;
+    o.max_bytes = (int64_t)(strlen("orders.y") + strlen("seventh"));
+    ck_assert_int_eq(jr_consumer_fetch(e2e_node(&c, 0), "ORDERS", "stream", &o, fetch_cb, &r), 0);
+    wait_done(&c, &r);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_str_eq(r.data[0], "seventh");
+    ck_assert_int_eq(r.end_code, 0);
+    e2e_free(&c);
+}
+END_TEST
+
 /* sample_freq 100%: every ack is reported with its latency. */
 static void sample_cb(void *arg, const jr_consumer_advisory *a)
 {
@@ -1400,6 +1447,7 @@ int main(void)
     tcase_add_test(tc, replay_original_keeps_the_stored_pace);
     tcase_add_test(tc, rate_limit_paces_push_deliveries);
     tcase_add_test(tc, fetch_idle_heartbeats);
+    tcase_add_test(tc, a_fetch_hands_out_messages_before_its_batch_fills);
     tcase_add_test(tc, ack_samples_report_latency);
     tcase_add_test(tc, a_purge_moves_consumers_past_what_is_gone);
     tcase_add_test(tc, priority_groups);

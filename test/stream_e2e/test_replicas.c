@@ -1166,6 +1166,78 @@ START_TEST(a_joining_replica_is_not_current_before_its_store_is_complete)
 }
 END_TEST
 
+/* Every live peer of stream `name` holds the same messages and state. */
+static void check_same(e2e *c, const char *name)
+{
+    unsigned peers[8];
+    int np = e2e_meta_peers(c, 0, name, peers, 8);
+    ck_assert_int_gt(np, 0);
+    int same = 0;
+    for (int tries = 0; tries < 300 && !same; tries++) {
+        uint64_t d0 = 0, d;
+        jr_stream_state s0, st;
+        same = 1;
+        for (int j = 0; j < np; j++) {
+            ck_assert_int_eq(e2e_digest(c, peers[j], name, &d), 0);
+            ck_assert_int_eq(e2e_state(c, peers[j], name, &st), 0);
+            if (j == 0) {
+                d0 = d;
+                s0 = st;
+            }
+            same &= d == d0 && memcmp(&st, &s0, sizeof st) == 0;
+        }
+        if (!same) jr_sim_run_for(c->sim, 100 * MS);
+    }
+    ck_assert_msg(same, "the replicas of %s differ", name);
+}
+
+/* A joining replica fetches the messages of the snapshot it restored up to that snapshot's last
+ * seq, then restores it. Here the limits remove the oldest messages at the source while it
+ * fetches (a publish a millisecond, max_msgs 200, 16 KiB each: several chunks): the snapshot
+ * can not be completed from those chunks, and the catch-up goes on to the source's end and its
+ * snapshot. The replicas end identical and no publish fails. */
+START_TEST(a_joiner_whose_source_removes_snapshot_messages_ends_identical)
+{
+    e2e c;
+    cluster(&c, 3, 141);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 40); /* compact the log */
+    jr_stream_config cfg;
+    e2e_config(&cfg, "LIMIT", subj, 1, 1);
+    cfg.max_msgs = 200;
+    e2e_res r;
+    ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "LIMIT", 0, 30 * SEC), 0);
+    static char big[16384];
+    memset(big, 'l', sizeof big);
+    for (int i = 0; i < 400; i++)
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.limit", big, sizeof big, NULL, &r), 0);
+    cfg.replicas = 3;
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, 0), &cfg, e2e_admin_cb, &up), 0);
+    e2e_res res[300];
+    memset(res, 0, sizeof res);
+    for (int i = 0; i < 300; i++) {
+        ck_assert_int_eq(jr_publish(e2e_node(&c, 0), "rep.limit", NULL, 0, big, sizeof big, NULL,
+                                    e2e_pub_cb, &res[i]),
+                         0);
+        jr_sim_run_for(c.sim, 1 * MS);
+    }
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    for (int i = 0; i < 300; i++) {
+        ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
+        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
+    }
+    ck_assert_msg(wait_converged(&c, "LIMIT", 3, 30 * SEC) >= 0, "not converged: %s", g_why);
+    check_same(&c, "LIMIT");
+    uint64_t chunks = 0;
+    for (unsigned i = 0; i < 3; i++) chunks += e2e_catchup_chunks(&c, i);
+    ck_assert_uint_gt(chunks, 0);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_replicas");
@@ -1186,6 +1258,7 @@ int main(void)
     tcase_add_test(tc, a_joining_replica_is_not_current_before_its_store_is_complete);
     tcase_add_test(tc, a_move_to_other_tags_replaces_the_peers_that_do_not_fit);
     tcase_add_test(tc, random_replica_changes_under_faults);
+    tcase_add_test(tc, a_joiner_whose_source_removes_snapshot_messages_ends_identical);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -242,6 +242,24 @@ static void creation_with_failover(int k)
     }
 }
 
+/* A server just restarted, whose meta state has not applied its log yet, does not answer "not
+ * found" for a stream that exists: it looks the stream up again once its state caught up. A
+ * stream nobody created is still "not found", from a server whose meta state is current. */
+START_TEST(a_restarted_server_does_not_call_an_existing_stream_unknown)
+{
+    e2e_res r;
+    make("BACK", "back.>", 3, NULL);
+    ck_assert_int_eq(e2e_publish(&c, 0, "back.x", "1", 1, NULL, &r), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, 2), 0);
+    ck_assert_int_eq(e2e_restart(&c, 2), 0);
+    ck_assert_msg(e2e_info(&c, 2, "BACK", &r) == 0, "%s", r.msg);
+    ck_assert_uint_eq(r.state.msgs, 1);
+    ck_assert_int_eq(e2e_msg_get(&c, 2, "BACK", 1, &r), 0);
+    ck_assert_int_eq(e2e_info(&c, 2, "NOPE", &r), JR_ENOTFOUND);
+    ck_assert_str_eq(r.msg, "stream 'NOPE' not found");
+}
+END_TEST
+
 START_TEST(meta_leader_failover_during_creation)
 {
     creation_with_failover(_i);
@@ -654,6 +672,7 @@ int main(void)
     tcase_add_test(tc, admin_calls);
     tcase_add_test(tc, catch_up_from_snapshot_and_chunks);
     tcase_add_test(tc, memory_storage_replicas_refill_after_restart);
+    tcase_add_test(tc, a_restarted_server_does_not_call_an_existing_stream_unknown);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,5 +1,5 @@
 /*
- * demo — a 3-node libjetraft cluster in one process.
+ * raft-demo — a 3-node libjetraft cluster in one process.
  *
  * The nodes run over the deterministic cluster fixture (jetraft/sim.h): a simulated network and
  * simulated disks, so the whole story below takes a fraction of a second of real time and is
@@ -7,7 +7,7 @@
  * key-value log; the demo shows the election, commits on every node, the leader's crash, the
  * re-election, further commits, and the crashed node catching up after a restart.
  *
- * Build and run: ninja -C build && ./build/examples/demo
+ * Build and run: ninja -C build && ./build/examples/raft-demo
  */
 #include <stdarg.h>
 #include <stdio.h>

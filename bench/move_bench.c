@@ -1,0 +1,485 @@
+/*
+ * move_bench — how long a stream's peer change takes and what it costs the publishers: growing
+ * a stream R3 -> R4 and moving one of its replicas to another server, on a 4-server cluster
+ * whose nodes each run on their own thread (mt_host.h). One JSON line per case on stdout.
+ *
+ *   move_bench [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B]
+ *              [--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S]
+ *
+ * Each case runs on a fresh cluster: servers n0..n3, server i tagged "s<i>"; one stream BENCH on
+ * bench.> with 3 replicas and file storage is filled by a publisher on the stream leader's
+ * thread (`window` publishes outstanding, default 256, messages of --msg-bytes, default 1,024)
+ * until its state holds --size bytes (default 100M; suffixes K, M, G). Then:
+ *   grow  jr_stream_update with replicas 4: the fourth server joins as an observer, restores
+ *         the stream snapshot, fetches every message from a peer and is promoted;
+ *   move  jr_stream_update with the placement tag "!s<k>" for a follower k of the stream (the
+ *         stand-in for evacuating that peer): a server that fits joins and catches up as in a
+ *         grow, then k is removed.
+ * The change has converged when stream info (asked every 5 ms) lists exactly the new peer set,
+ * every replica current and none an observer or pending.
+ *   bytes            the stream's bytes (its state) when the update was issued
+ *   update_s         jr_stream_update to its answer (the meta leader committed the peer set)
+ *   seconds          the answer to convergence
+ *   catchup_mb_s     bytes / seconds / 1e6
+ *   fetched_mb       message bytes the joining replica fetched by catch-up (its node's count)
+ *   cpu_s            CPU time of the whole process (every node, the publisher) over those
+ *                    seconds; joiner_cpu_s and leader_cpu_s: the joining server's and the
+ *                    stream leader's threads alone
+ *   mb_per_cpu_s     bytes / cpu_s: the catch-up rate per core the cluster used (without a
+ *                    publisher, what a machine with cores to spare would see)
+ *   load1            the machine's load average when the update was issued (other programs
+ *                    slow the wall-clock figures; the CPU figures much less)
+ * With --publish 1 (both by default) the publisher keeps running through the move:
+ *   pub_steady_msgs_s  acknowledged publishes per second over --steady-seconds (default 1)
+ *                      just before the update
+ *   pub_during_msgs_s  the same from the update's answer to convergence
+ *   ratio              during / steady (the target is at least 0.7)
+ *   pub_failed         publishes that failed during the case (a leader handing over refuses
+ *                      some briefly)
+ */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "jetraft.h"
+#include "js/js.h"
+#include "mt_host.h"
+
+#define NODES 4
+#define MAX_LIST 8
+
+enum { CASE_GROW = 1, CASE_MOVE = 2 };
+
+typedef struct opts {
+    int posix;
+    const char *dir;
+    uint64_t size[MAX_LIST]; /* stream bytes to fill before the change */
+    int nsizes;
+    size_t msg_bytes;
+    int cases;
+    int publish[2], npublish;
+    int window;
+    double steady_s;
+    double max_s; /* give up on a change that has not converged by then */
+} opts;
+
+/* ---------------------------------------------------------------------------------------------
+ * The cluster: four servers, server i tagged "s<i>"
+ */
+static const char *const tag_names[NODES][1] = {{"s0"}, {"s1"}, {"s2"}, {"s3"}};
+
+static void configure(void *arg, int i, jr_node_config *nc)
+{
+    (void)arg;
+    nc->tags = tag_names[i];
+    nc->ntags = 1;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The publisher, on the stream leader's thread: `window` publishes outstanding, each ack issues
+ * the next one until told to stop. The main thread reads the counters (atomics) and sets stop.
+ */
+typedef struct pubber {
+    const opts *o;
+    jr_node *node;
+    uint8_t *data;
+    uint64_t acked, failed, outstanding; /* acked and failed are read by the main thread */
+    int stop;                            /* set by the main thread */
+    mt_waiter done;                      /* completed when stopped and nothing is outstanding */
+    int done_sent;
+} pubber;
+
+static void issue(pubber *p);
+
+static void on_ack(void *arg, int status, const jr_pub_ack *ack)
+{
+    pubber *p = arg;
+    (void)ack;
+    p->outstanding--;
+    if (status)
+        __atomic_add_fetch(&p->failed, 1, __ATOMIC_RELAXED);
+    else
+        __atomic_add_fetch(&p->acked, 1, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&p->stop, __ATOMIC_RELAXED)) {
+        issue(p);
+        return;
+    }
+    if (p->outstanding == 0 && !p->done_sent) {
+        p->done_sent = 1;
+        mt_waiter_done(&p->done, 0, NULL);
+    }
+}
+
+static void issue(pubber *p)
+{
+    int rc =
+        jr_publish(p->node, "bench.orders", NULL, 0, p->data, p->o->msg_bytes, NULL, on_ack, p);
+    if (rc) mt_die("jr_publish", rc, NULL);
+    p->outstanding++;
+}
+
+static void pub_start_task(void *arg, jr_node *node)
+{
+    pubber *p = arg;
+    p->node = node;
+    for (int k = 0; k < p->o->window; k++) issue(p);
+}
+
+static uint64_t pub_acked(pubber *p)
+{
+    return __atomic_load_n(&p->acked, __ATOMIC_RELAXED);
+}
+
+static void pub_stop(pubber *p)
+{
+    __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
+    mt_waiter_wait(&p->done);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Stream info, read on the main thread
+ */
+typedef struct view {
+    mt_waiter w;
+    uint64_t bytes, msgs;
+    char leader[32];
+    char peers[NODES][32]; /* every replica but the leader */
+    char state[NODES][64]; /* each one's flags and lag, for a message */
+    int npeers;
+    int settled; /* every replica current, none an observer or pending */
+} view;
+
+static void view_cb(void *arg, int status, const char *msg, const jr_stream_info *info)
+{
+    view *v = arg;
+    if (status == 0) {
+        v->bytes = info->state->bytes;
+        v->msgs = info->state->msgs;
+        snprintf(v->leader, sizeof v->leader, "%s",
+                 info->cluster->leader ? info->cluster->leader : "");
+        v->npeers = 0;
+        v->settled = info->cluster->leader != NULL;
+        for (size_t i = 0; i < info->cluster->nreplicas && v->npeers < NODES; i++) {
+            const jr_peer_info *pi = info->cluster->replicas[i];
+            snprintf(v->state[v->npeers], sizeof v->state[0], "%s%s%s%s lag %" PRIu64,
+                     pi->current ? "current" : "not current", pi->observer ? " observer" : "",
+                     pi->pending ? " pending" : "", pi->offline ? " offline" : "", pi->lag);
+            snprintf(v->peers[v->npeers++], sizeof v->peers[0], "%s", pi->name);
+            if (!pi->current || pi->observer || pi->pending) v->settled = 0;
+        }
+    }
+    mt_waiter_done(&v->w, status, msg);
+}
+
+static void view_task(void *arg, jr_node *node)
+{
+    int rc = jr_stream_info_get(node, "BENCH", view_cb, arg);
+    if (rc) mt_waiter_done(&((view *)arg)->w, rc, NULL);
+}
+
+/* Reads stream info through server i: 0 or the request's error. */
+static int view_get(mt_cluster *c, int i, view *v)
+{
+    memset(v, 0, sizeof *v);
+    mt_waiter_init(&v->w, NULL);
+    mt_run_on(&c->loops[i], view_task, v);
+    return mt_waiter_wait(&v->w);
+}
+
+static int view_has(const view *v, const char *name)
+{
+    if (!strcmp(v->leader, name)) return 1;
+    for (int i = 0; i < v->npeers; i++)
+        if (!strcmp(v->peers[i], name)) return 1;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The update
+ */
+typedef struct update {
+    mt_waiter w;
+    jr_stream_config cfg;
+    jr_placement pl;
+    const char *tags[1];
+    char tag[16];
+} update;
+
+static void update_task(void *arg, jr_node *node)
+{
+    update *u = arg;
+    int rc = jr_stream_update(node, &u->cfg, mt_admin_cb, &u->w);
+    if (rc) mt_waiter_done(&u->w, rc, NULL);
+}
+
+typedef struct fetch_count {
+    mt_waiter w;
+    uint64_t bytes;
+} fetch_count;
+
+static void fetched_task(void *arg, jr_node *node)
+{
+    fetch_count *f = arg;
+    f->bytes = jr__js_of(node)->catchup_bytes;
+    mt_waiter_done(&f->w, 0, NULL);
+}
+
+static uint64_t fetched_bytes(mt_cluster *c, int i)
+{
+    fetch_count f;
+    mt_waiter_init(&f.w, NULL);
+    mt_run_on(&c->loops[i], fetched_task, &f);
+    mt_waiter_wait(&f.w);
+    return f.bytes;
+}
+
+/* The machine's 1-minute load average (/proc/loadavg), or -1: the wall-clock figures of a run
+ * on a machine busy with other work are the scheduler's as much as the library's. */
+static double load1(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+/* With MOVE_BENCH_PERF_CTL naming perf record's control fifo (perf record -D -1 --control
+ * fifo:PATH), profiles only from the update to the convergence. */
+static void perf_ctl(const char *cmd)
+{
+    const char *path = getenv("MOVE_BENCH_PERF_CTL");
+    if (!path) return;
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    fprintf(f, "%s\n", cmd);
+    fclose(f);
+}
+
+static void run_case(const opts *o, int which, uint64_t size, int publishing)
+{
+    char root[512] = "";
+    if (o->posix) snprintf(root, sizeof root, "%s/jr-move-bench-%d", o->dir, (int)getpid());
+    mt_opts mo = {.nodes = NODES,
+                  .posix = o->posix,
+                  .root = root,
+                  .configure = configure,
+                  .log = getenv("MOVE_BENCH_LOG") ? atoi(getenv("MOVE_BENCH_LOG")) : 0};
+    mt_cluster c;
+    mt_cluster_open(&c, &mo);
+    jr_stream_config scfg;
+    bench_stream_config(&scfg, 3);
+    int leader = mt_stream_add(&c, &scfg);
+    mt_sleep_ms(300);
+
+    /* fill */
+    pubber p;
+    memset(&p, 0, sizeof p);
+    p.o = o;
+    p.data = malloc(o->msg_bytes);
+    if (!p.data) mt_die("malloc", JR_ENOMEM, NULL);
+    for (size_t i = 0; i < o->msg_bytes; i++) p.data[i] = (uint8_t)(i * 131u + (i >> 7) * 7u);
+    mt_waiter_init(&p.done, NULL);
+    mt_run_on(&c.loops[leader], pub_start_task, &p);
+    view v;
+    for (;;) {
+        mt_sleep_ms(20);
+        uint64_t est = pub_acked(&p) * (uint64_t)o->msg_bytes;
+        if (est + est / 50 < size) continue;
+        if (view_get(&c, leader, &v) == 0 && v.bytes >= size) break;
+    }
+    uint64_t steady = 0;
+    double steady_s = 0;
+    if (!publishing) {
+        /* a quiet cluster: every replica has applied the fill, and what it started (snapshots,
+         * store marks) is done */
+        pub_stop(&p);
+        for (int k = 0; k < 1000 && (view_get(&c, leader, &v) != 0 || !v.settled); k++)
+            mt_sleep_ms(10);
+        mt_sleep_ms(500);
+    } else {
+        uint64_t a0 = pub_acked(&p), t0 = bench_now_ns();
+        mt_sleep_ms((int)(o->steady_s * 1000));
+        steady = pub_acked(&p) - a0;
+        steady_s = (double)(bench_now_ns() - t0) * 1e-9;
+    }
+    if (view_get(&c, leader, &v) != 0) mt_die("stream info", JR_ENOLEADER, NULL);
+    uint64_t bytes = v.bytes;
+    char lname[32];
+    snprintf(lname, sizeof lname, "%s", v.leader);
+
+    /* the new peer (grow) or the peer moved away from (move) */
+    char gone[32] = "";
+    update u;
+    memset(&u, 0, sizeof u);
+    if (which == CASE_GROW) {
+        bench_stream_config(&u.cfg, 4);
+    } else {
+        bench_stream_config(&u.cfg, 3);
+        snprintf(gone, sizeof gone, "%s", v.peers[0]);
+        snprintf(u.tag, sizeof u.tag, "!s%d", mt_index(&c, gone));
+        u.tags[0] = u.tag;
+        jr_placement_init(&u.pl);
+        u.pl.tags = u.tags;
+        u.pl.ntags = 1;
+        u.cfg.placement = &u.pl;
+    }
+    int joiner = -1;
+    for (int i = 0; i < NODES; i++)
+        if (!view_has(&v, c.names[i])) joiner = i;
+    uint64_t f0 = joiner >= 0 ? fetched_bytes(&c, joiner) : 0;
+
+    uint64_t fail0 = __atomic_load_n(&p.failed, __ATOMIC_RELAXED);
+    perf_ctl("enable");
+    double cpu0 = bench_cpu_s(), tcpu0[NODES];
+    for (int i = 0; i < NODES; i++) tcpu0[i] = mt_loop_cpu_s(&c.loops[i]);
+    double load = load1();
+    uint64_t t_call = bench_now_ns();
+    if (mo.log) fprintf(stderr, "%9.3f ms update\n", (double)(t_call - c.t_open) / 1e6);
+    mt_waiter_init(&u.w, NULL);
+    mt_run_on(&c.loops[leader], update_task, &u);
+    int rc = mt_waiter_wait(&u.w);
+    if (rc) mt_die("jr_stream_update", rc, u.w.msg);
+    uint64_t t_answer = bench_now_ns(), a1 = pub_acked(&p);
+    uint64_t t_conv = 0, a2 = 0;
+    double cpu = 0, tcpu[NODES];
+    for (;;) {
+        mt_sleep_ms(5);
+        if (bench_now_ns() - t_answer > (uint64_t)o->max_s * 1000000000u) {
+            fprintf(stderr, "move_bench: no convergence after %.0f s: leader %s, replicas",
+                    o->max_s, v.leader);
+            for (int i = 0; i < v.npeers; i++) fprintf(stderr, " %s (%s)", v.peers[i], v.state[i]);
+            fprintf(stderr, " (%s)\n", v.settled ? "settled" : "not settled");
+            exit(1);
+        }
+        if (view_get(&c, leader, &v) != 0) continue;
+        int n = 1 + v.npeers;
+        if (!v.settled || n != (which == CASE_GROW ? 4 : 3)) continue;
+        if (gone[0] && view_has(&v, gone)) continue;
+        t_conv = bench_now_ns();
+        perf_ctl("disable");
+        cpu = bench_cpu_s() - cpu0;
+        for (int i = 0; i < NODES; i++) tcpu[i] = mt_loop_cpu_s(&c.loops[i]) - tcpu0[i];
+        if (mo.log) fprintf(stderr, "%9.3f ms converged\n", (double)(t_conv - c.t_open) / 1e6);
+        a2 = pub_acked(&p);
+        break;
+    }
+    uint64_t fetched = joiner >= 0 ? fetched_bytes(&c, joiner) - f0 : 0;
+    if (publishing) pub_stop(&p);
+    uint64_t failed = __atomic_load_n(&p.failed, __ATOMIC_RELAXED) - fail0;
+    double update_s = (double)(t_answer - t_call) * 1e-9;
+    double secs = (double)(t_conv - t_answer) * 1e-9;
+    double pub_steady = steady_s > 0 ? (double)steady / steady_s : 0;
+    double pub_during = secs > 0 ? (double)(a2 - a1) / secs : 0;
+    printf("{\"bench\":\"move\",\"case\":\"%s\",\"bytes\":%" PRIu64 ",\"msg_bytes\":%zu,"
+           "\"vfs\":\"%s\",\"publishing\":%s,\"leader\":\"%s\",\"joined\":\"%s\","
+           "\"left\":\"%s\",\"update_s\":%.3f,\"seconds\":%.3f,\"catchup_mb_s\":%.1f,"
+           "\"fetched_mb\":%.1f,\"cpu_s\":%.3f,\"joiner_cpu_s\":%.3f,\"leader_cpu_s\":%.3f,"
+           "\"mb_per_cpu_s\":%.1f,\"load1\":%.2f",
+           which == CASE_GROW ? "grow" : "move", bytes, o->msg_bytes, o->posix ? "posix" : "mem",
+           publishing ? "true" : "false", lname, joiner >= 0 ? c.names[joiner] : "", gone, update_s,
+           secs, secs > 0 ? (double)bytes / secs / 1e6 : 0, (double)fetched / 1e6, cpu,
+           joiner >= 0 ? tcpu[joiner] : 0.0, tcpu[mt_index(&c, lname)],
+           cpu > 0 ? (double)bytes / cpu / 1e6 : 0, load);
+    if (publishing)
+        printf(",\"pub_steady_msgs_s\":%.0f,\"pub_during_msgs_s\":%.0f,\"ratio\":%.2f,"
+               "\"pub_failed\":%" PRIu64,
+               pub_steady, pub_during, pub_steady > 0 ? pub_during / pub_steady : 0, failed);
+    printf("}\n");
+    fflush(stdout);
+    mt_cluster_close(&c);
+    free(p.data);
+}
+
+/* Parses "100M,1G" (suffixes K, M, G: powers of 1,000) into out: how many, or -1. */
+static int parse_sizes(const char *s, uint64_t *out, int max)
+{
+    int n = 0;
+    while (*s && n < max) {
+        char *end;
+        double v = strtod(s, &end);
+        if (end == s || v <= 0) return -1;
+        uint64_t m = 1;
+        if (*end == 'K' || *end == 'k')
+            m = 1000, end++;
+        else if (*end == 'M' || *end == 'm')
+            m = 1000 * 1000, end++;
+        else if (*end == 'G' || *end == 'g')
+            m = 1000ull * 1000 * 1000, end++;
+        out[n++] = (uint64_t)(v * (double)m);
+        if (*end != ',' && *end) return -1;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+static int usage(const char *prog)
+{
+    fprintf(stderr,
+            "usage: %s [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B] "
+            "[--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S]\n",
+            prog);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    opts o;
+    memset(&o, 0, sizeof o);
+    o.dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    o.size[0] = 100 * 1000 * 1000;
+    o.nsizes = 1;
+    o.msg_bytes = 1024;
+    o.cases = CASE_GROW | CASE_MOVE;
+    o.publish[0] = 0;
+    o.publish[1] = 1;
+    o.npublish = 2;
+    o.window = 256;
+    o.steady_s = 1.0;
+    o.max_s = 30;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) return usage(argv[0]);
+        if (!strcmp(a, "--vfs")) {
+            if (strcmp(v, "mem") && strcmp(v, "posix")) return usage(argv[0]);
+            o.posix = !strcmp(v, "posix");
+        } else if (!strcmp(a, "--dir")) {
+            o.dir = v;
+        } else if (!strcmp(a, "--size")) {
+            o.nsizes = parse_sizes(v, o.size, MAX_LIST);
+            if (o.nsizes < 1) return usage(argv[0]);
+        } else if (!strcmp(a, "--msg-bytes")) {
+            o.msg_bytes = (size_t)atol(v);
+            if (o.msg_bytes < 1 || o.msg_bytes > 512 * 1024) return usage(argv[0]);
+        } else if (!strcmp(a, "--case")) {
+            o.cases = (strstr(v, "grow") ? CASE_GROW : 0) | (strstr(v, "move") ? CASE_MOVE : 0);
+            if (!o.cases) return usage(argv[0]);
+        } else if (!strcmp(a, "--publish")) {
+            long l[2];
+            o.npublish = bench_parse_list(v, l, 2);
+            if (o.npublish < 1) return usage(argv[0]);
+            for (int k = 0; k < o.npublish; k++) o.publish[k] = l[k] != 0;
+        } else if (!strcmp(a, "--window")) {
+            o.window = atoi(v);
+            if (o.window < 1) return usage(argv[0]);
+        } else if (!strcmp(a, "--steady-seconds")) {
+            o.steady_s = atof(v);
+            if (o.steady_s <= 0) return usage(argv[0]);
+        } else {
+            return usage(argv[0]);
+        }
+        i++;
+    }
+    for (int s = 0; s < o.nsizes; s++)
+        for (int which = CASE_GROW; which <= CASE_MOVE; which <<= 1) {
+            if (!(o.cases & which)) continue;
+            for (int k = 0; k < o.npublish; k++) run_case(&o, which, o.size[s], o.publish[k]);
+        }
+    return 0;
+}
