@@ -1,0 +1,577 @@
+/*
+ * client.c — NATS client connections over libuv TCP (see client.h).
+ */
+#include "client.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "jsapi.h"
+#include "proto.h"
+
+#define MAX_SUBS_PER_CLIENT 65536
+
+struct client {
+    uv_tcp_t tcp;
+    server *s;
+    uint64_t id;
+    np_parser parser;
+    int verbose, pedantic, headers, no_responders, echo;
+    sub *subs;
+    size_t nsubs;
+    char *out; /* output not yet handed to uv_write */
+    size_t out_len, out_cap;
+    size_t inflight; /* bytes in uv_write requests not completed */
+    int closing;
+    int flushing;  /* on the flush list */
+    int paused;    /* not read while too many requests are in flight */
+    int pings_out; /* server PINGs not answered */
+    client *prev, *next;
+    client *flush_next;
+    char ip[64];
+};
+
+struct clients {
+    server *s;
+    uv_tcp_t listener;
+    uv_check_t flush;
+    uv_timer_t ping;
+    client *head;
+    client *flush_head;
+    size_t count;
+    uint64_t next_id;
+};
+
+typedef struct wreq {
+    uv_write_t req;
+    client *c;
+    char *buf;
+    size_t len;
+} wreq;
+
+static void client_close(client *c, const char *err);
+
+static void on_write(uv_write_t *req, int status)
+{
+    wreq *w = (wreq *)req;
+    w->c->inflight -= w->len;
+    free(w->buf);
+    free(w);
+    (void)status;
+}
+
+/* Hands the client's buffered output to one uv_write. */
+static void flush_one(client *c)
+{
+    if (!c->out_len || c->closing > 1) return;
+    wreq *w = malloc(sizeof *w);
+    if (!w) return;
+    w->c = c;
+    w->buf = c->out;
+    w->len = c->out_len;
+    uv_buf_t b = uv_buf_init(c->out, (unsigned)c->out_len);
+    c->out = NULL;
+    c->out_len = c->out_cap = 0;
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
+        free(w->buf);
+        free(w);
+        return;
+    }
+    c->inflight += w->len;
+    c->s->stats.client_bytes_out += w->len;
+}
+
+static void on_flush(uv_check_t *h)
+{
+    clients *cs = h->data;
+    while (cs->flush_head) {
+        client *c = cs->flush_head;
+        cs->flush_head = c->flush_next;
+        c->flushing = 0;
+        flush_one(c);
+    }
+}
+
+/* Appends output; past the pending bound the client is a slow consumer and is dropped. */
+static int out_append(client *c, const void *p, size_t n)
+{
+    if (c->closing) return -1;
+    if (c->out_len + c->inflight + n > c->s->cfg.client_max_pending) {
+        c->s->stats.slow_consumers++;
+        fprintf(stderr, "[%s] client %" PRIu64 " (%s): slow consumer, disconnected\n",
+                c->s->cfg.name, c->id, c->ip);
+        client_close(c, NULL);
+        return -1;
+    }
+    if (c->out_len + n > c->out_cap) {
+        size_t nc = c->out_cap ? c->out_cap : 4096;
+        while (nc < c->out_len + n) nc *= 2;
+        char *nb = realloc(c->out, nc);
+        if (!nb) {
+            client_close(c, NULL);
+            return -1;
+        }
+        c->out = nb;
+        c->out_cap = nc;
+    }
+    memcpy(c->out + c->out_len, p, n);
+    c->out_len += n;
+    if (!c->flushing) {
+        clients *cs = c->s->clients;
+        c->flushing = 1;
+        c->flush_next = cs->flush_head;
+        cs->flush_head = c;
+    }
+    return 0;
+}
+
+static void out_str(client *c, const char *s)
+{
+    out_append(c, s, strlen(s));
+}
+
+static void send_err(client *c, const char *err)
+{
+    char buf[256];
+    int n = snprintf(buf, sizeof buf, "-ERR '%s'\r\n", err);
+    out_append(c, buf, (size_t)n);
+}
+
+static void unlink_flush(client *c)
+{
+    clients *cs = c->s->clients;
+    if (!c->flushing) return;
+    for (client **pp = &cs->flush_head; *pp; pp = &(*pp)->flush_next)
+        if (*pp == c) {
+            *pp = c->flush_next;
+            break;
+        }
+    c->flushing = 0;
+}
+
+static void free_sub(sub *s)
+{
+    free(s->subject);
+    free(s->queue);
+    free(s->sid);
+    free(s);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    client *c = h->data;
+    np_free(&c->parser);
+    free(c->out);
+    free(c);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    client *c = req->data;
+    free(req);
+    (void)status;
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+/* Closes a connection: its subscriptions go at once; with err, "-ERR 'err'" is written first
+ * (the socket is shut down after the output drains), otherwise it is closed at once. */
+static void client_close(client *c, const char *err)
+{
+    if (c->closing) return;
+    clients *cs = c->s->clients;
+    for (sub *s = c->subs, *next; s; s = next) {
+        next = s->c_next;
+        sublist_remove(c->s->subs, s);
+        free_sub(s);
+    }
+    c->subs = NULL;
+    c->nsubs = 0;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        cs->head = c->next;
+    if (c->next) c->next->prev = c->prev;
+    cs->count--;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    if (err) {
+        send_err(c, err);
+        unlink_flush(c);
+        flush_one(c);
+        c->closing = 1;
+        uv_shutdown_t *req = malloc(sizeof *req);
+        if (req) {
+            req->data = c;
+            if (uv_shutdown(req, (uv_stream_t *)&c->tcp, on_shutdown) == 0) return;
+            free(req);
+        }
+    }
+    c->closing = 2;
+    unlink_flush(c);
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+size_t clients_count(const server *s)
+{
+    return s->clients ? s->clients->count : 0;
+}
+
+/* Writes "MSG subject sid [reply] len" or "HMSG subject sid [reply] hdr_len total", the
+ * payload and CRLF. */
+static int deliver_one(sub *sb, const char *subject, const char *reply, const void *hdr,
+                       size_t hdr_len, const void *data, size_t len)
+{
+    client *c = sb->c;
+    char line[1200];
+    int n;
+    if (hdr_len && !c->headers) {
+        hdr_len = 0; /* a client without headers gets the data only, as nats-server does */
+        hdr = NULL;
+    }
+    if (hdr_len)
+        n = snprintf(line, sizeof line, "HMSG %s %s %s%s%zu %zu\r\n", subject, sb->sid,
+                     reply ? reply : "", reply ? " " : "", hdr_len, hdr_len + len);
+    else
+        n = snprintf(line, sizeof line, "MSG %s %s %s%s%zu\r\n", subject, sb->sid,
+                     reply ? reply : "", reply ? " " : "", len);
+    if (n < 0 || (size_t)n >= sizeof line) return -1;
+    if (out_append(c, line, (size_t)n)) return -1;
+    if (hdr_len && out_append(c, hdr, hdr_len)) return -1;
+    if (len && out_append(c, data, len)) return -1;
+    if (out_append(c, "\r\n", 2)) return -1;
+    c->s->stats.client_msgs_out++;
+    return 0;
+}
+
+static void sub_remove(client *c, sub *s)
+{
+    for (sub **pp = &c->subs; *pp; pp = &(*pp)->c_next)
+        if (*pp == s) {
+            *pp = s->c_next;
+            break;
+        }
+    c->nsubs--;
+    sublist_remove(c->s->subs, s);
+    free_sub(s);
+}
+
+size_t clients_deliver(server *s, client *except, const char *subject, const char *reply,
+                       const void *hdr, size_t hdr_len, const void *data, size_t len)
+{
+    sub **v;
+    size_t n = sublist_match(s->subs, subject, &v), got = 0;
+    /* Delivery may close a slow consumer and free its subscriptions: take stable copies first
+     * by marking, then deliver, skipping closed clients. */
+    sub *local[64];
+    sub **list = n <= 64 ? local : malloc(n * sizeof *list);
+    if (!list) return 0;
+    memcpy(list, v, n * sizeof *list);
+    for (size_t i = 0; i < n; i++) {
+        sub *sb = list[i];
+        if (!sb) continue;
+        client *c = sb->c;
+        if (c == except || c->closing) continue;
+        if (deliver_one(sb, subject, reply, hdr, hdr_len, data, len) != 0) {
+            /* the client was closed: later entries of it are freed too */
+            for (size_t j = i + 1; j < n; j++)
+                if (list[j] && list[j]->c == c) list[j] = NULL;
+            continue;
+        }
+        got++;
+        sb->delivered++;
+        if (sb->max >= 0 && sb->delivered >= (uint64_t)sb->max) sub_remove(c, sb);
+    }
+    if (list != local) free(list);
+    return got;
+}
+
+static int on_connect_op(client *c, const np_op *op)
+{
+    json_error_t je;
+    json_t *j = json_loadb(op->arg, op->arg_len, 0, &je);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        client_close(c, "Invalid Connection Request");
+        return -1;
+    }
+    c->verbose = json_is_true(json_object_get(j, "verbose"));
+    c->pedantic = json_is_true(json_object_get(j, "pedantic"));
+    c->headers = json_is_true(json_object_get(j, "headers"));
+    c->no_responders = json_is_true(json_object_get(j, "no_responders"));
+    json_t *echo = json_object_get(j, "echo");
+    c->echo = echo ? json_is_true(echo) : 1;
+    json_decref(j);
+    if (c->no_responders && !c->headers) {
+        client_close(c, "no_responders requires headers support");
+        return -1;
+    }
+    return 0;
+}
+
+static void on_pub(client *c, const np_op *op)
+{
+    server *s = c->s;
+    s->stats.client_msgs_in++;
+    if (!subject_valid(op->subject, 1) || (op->reply && !subject_valid(op->reply, 1))) {
+        /* nats-server checks publish subjects only in pedantic mode; a wildcard subject never
+         * reaches a subscriber or a stream either way. */
+        if (c->pedantic) send_err(c, "Invalid Publish Subject");
+        return;
+    }
+    if (!strncmp(op->subject, "$JS.API.", 8)) {
+        jsapi_request(s, op->subject, op->reply, op->hdr, op->hdr_len, op->data, op->data_len,
+                      c->no_responders);
+        return;
+    }
+    size_t got = clients_deliver(s, c->echo ? NULL : c, op->subject, op->reply, op->hdr,
+                                 op->hdr_len, op->data, op->data_len);
+    if (op->subject[0] == '$') {
+        /* Other system subjects ($JS.ACK, $SYS, ...) are not served yet. */
+        if (!got && op->reply && c->no_responders) jsapi_no_responders(s, op->reply);
+        return;
+    }
+    jsapi_publish(s, op->subject, op->reply, op->hdr, op->hdr_len, op->data, op->data_len,
+                  got == 0 && c->no_responders);
+}
+
+static int on_sub(client *c, const np_op *op)
+{
+    if (!subject_valid(op->subject, 0) || (op->queue && !subject_valid(op->queue, 1))) {
+        send_err(c, "Invalid Subject");
+        return 0;
+    }
+    if (c->nsubs >= MAX_SUBS_PER_CLIENT) {
+        send_err(c, "Maximum Subscriptions Exceeded");
+        return 0;
+    }
+    sub *sb = calloc(1, sizeof *sb);
+    if (!sb) return -1;
+    sb->c = c;
+    sb->subject = strdup(op->subject);
+    sb->queue = op->queue ? strdup(op->queue) : NULL;
+    sb->sid = strdup(op->sid);
+    sb->max = -1;
+    if (!sb->subject || !sb->sid || (op->queue && !sb->queue)) {
+        free_sub(sb);
+        return -1;
+    }
+    sb->c_next = c->subs;
+    c->subs = sb;
+    c->nsubs++;
+    sublist_insert(c->s->subs, sb);
+    return 0;
+}
+
+static void on_unsub(client *c, const np_op *op)
+{
+    for (sub *sb = c->subs; sb; sb = sb->c_next) {
+        if (strcmp(sb->sid, op->sid)) continue;
+        if (op->max > 0 && sb->delivered < (uint64_t)op->max)
+            sb->max = op->max;
+        else
+            sub_remove(c, sb);
+        return;
+    }
+}
+
+static int on_op(void *arg, const np_op *op)
+{
+    client *c = arg;
+    switch (op->kind) {
+    case NP_CONNECT:
+        if (on_connect_op(c, op)) return 1;
+        break;
+    case NP_PUB:
+    case NP_HPUB:
+        if (op->kind == NP_HPUB && !c->headers) {
+            /* nats-server accepts HPUB only from a client that said it speaks headers */
+            client_close(c, "Unknown Protocol Operation");
+            return 1;
+        }
+        on_pub(c, op);
+        break;
+    case NP_SUB:
+        if (on_sub(c, op)) {
+            client_close(c, NULL);
+            return 1;
+        }
+        break;
+    case NP_UNSUB:
+        on_unsub(c, op);
+        break;
+    case NP_PING:
+        out_str(c, "PONG\r\n");
+        break;
+    case NP_PONG:
+        c->pings_out = 0;
+        break;
+    default:
+        break;
+    }
+    if (c->closing) return 1;
+    if (c->verbose && op->kind != NP_PING && op->kind != NP_PONG) out_str(c, "+OK\r\n");
+    return c->closing ? 1 : 0;
+}
+
+static void on_alloc(uv_handle_t *h, size_t sz, uv_buf_t *buf)
+{
+    static char slab[64 << 10]; /* one thread: each read is consumed before the next */
+    (void)h;
+    (void)sz;
+    *buf = uv_buf_init(slab, sizeof slab);
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    client *c = st->data;
+    if (n < 0) {
+        client_close(c, NULL);
+        return;
+    }
+    if (n == 0 || c->closing) return;
+    c->s->stats.client_bytes_in += (uint64_t)n;
+    const char *err;
+    int rc = np_feed(&c->parser, (const uint8_t *)buf->base, (size_t)n, on_op, c, &err);
+    if (rc == NP_EPROTO) {
+        c->s->stats.proto_errors++;
+        client_close(c, err);
+    }
+    server *s = c->s;
+    if (!c->closing && s->js_inflight >= s->cfg.max_inflight) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->paused = 1;
+    }
+    server_kick(s);
+}
+
+void clients_request_done(server *s)
+{
+    if (s->js_inflight > s->cfg.max_inflight / 2 || !s->clients) return;
+    for (client *c = s->clients->head; c; c = c->next)
+        if (c->paused && !c->closing) {
+            c->paused = 0;
+            uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+        }
+}
+
+/* Every ping_interval_ms: a client with two PINGs unanswered is closed, every other one gets a
+ * PING (nats-server's stale connection check). */
+static void on_ping(uv_timer_t *t)
+{
+    clients *cs = t->data;
+    for (client *c = cs->head, *next; c; c = next) {
+        next = c->next;
+        if (c->pings_out >= 2) {
+            client_close(c, "Stale Connection");
+            continue;
+        }
+        c->pings_out++;
+        out_str(c, "PING\r\n");
+    }
+}
+
+static void send_info(client *c)
+{
+    server *s = c->s;
+    json_t *j =
+        json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:i,s:b,s:I,s:b,s:I,s:s,s:s}", "server_id",
+                  s->server_id, "server_name", s->cfg.name, "version", "2.9.10", "proto", 1, "go",
+                  "jetraft", "host", s->cfg.client_host, "port", s->cfg.client_port, "headers", 1,
+                  "max_payload", (json_int_t)s->cfg.max_payload, "jetstream", 1, "client_id",
+                  (json_int_t)c->id, "client_ip", c->ip, "cluster", s->cfg.cluster);
+    char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    if (!txt) {
+        client_close(c, NULL);
+        return;
+    }
+    out_str(c, "INFO ");
+    out_str(c, txt);
+    out_str(c, " \r\n");
+    free(txt);
+}
+
+static void on_accept(uv_stream_t *srv, int status)
+{
+    server *s = srv->data;
+    clients *cs = s->clients;
+    if (status < 0) return;
+    client *c = calloc(1, sizeof *c);
+    if (!c) return;
+    c->s = s;
+    c->echo = 1;
+    c->id = ++cs->next_id;
+    uv_tcp_init(s->loop, &c->tcp);
+    c->tcp.data = c;
+    if (uv_accept(srv, (uv_stream_t *)&c->tcp) != 0 ||
+        np_init(&c->parser, s->cfg.max_control_line, s->cfg.max_payload) != 0) {
+        c->closing = 2;
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
+        return;
+    }
+    struct sockaddr_storage sa;
+    int salen = sizeof sa;
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &salen) == 0) {
+        if (sa.ss_family == AF_INET)
+            uv_ip4_name((struct sockaddr_in *)&sa, c->ip, sizeof c->ip);
+        else
+            uv_ip6_name((struct sockaddr_in6 *)&sa, c->ip, sizeof c->ip);
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    uv_tcp_keepalive(&c->tcp, 1, 60);
+    c->next = cs->head;
+    if (cs->head) cs->head->prev = c;
+    cs->head = c;
+    cs->count++;
+    s->stats.client_conns++;
+    send_info(c);
+    if (cs->count > s->cfg.max_connections) {
+        client_close(c, "maximum connections exceeded");
+        return;
+    }
+    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+int clients_start(server *s)
+{
+    clients *cs = calloc(1, sizeof *cs);
+    if (!cs) return UV_ENOMEM;
+    cs->s = s;
+    s->clients = cs;
+    uv_check_init(s->loop, &cs->flush);
+    cs->flush.data = cs;
+    uv_check_start(&cs->flush, on_flush);
+    uv_timer_init(s->loop, &cs->ping);
+    cs->ping.data = cs;
+    uv_timer_start(&cs->ping, on_ping, s->cfg.ping_interval_ms, s->cfg.ping_interval_ms);
+    uv_tcp_init(s->loop, &cs->listener);
+    cs->listener.data = s;
+    struct sockaddr_storage sa;
+    int rc = uv_ip4_addr(s->cfg.client_host, s->cfg.client_port, (struct sockaddr_in *)&sa);
+    if (rc) rc = uv_ip6_addr(s->cfg.client_host, s->cfg.client_port, (struct sockaddr_in6 *)&sa);
+    if (rc) return rc;
+    rc = uv_tcp_bind(&cs->listener, (struct sockaddr *)&sa, 0);
+    if (!rc) rc = uv_listen((uv_stream_t *)&cs->listener, 511, on_accept);
+    return rc;
+}
+
+void clients_stop(server *s)
+{
+    clients *cs = s->clients;
+    if (!cs) return;
+    on_flush(&cs->flush);
+    while (cs->head) client_close(cs->head, NULL);
+    uv_check_stop(&cs->flush);
+    uv_close((uv_handle_t *)&cs->flush, NULL);
+    uv_close((uv_handle_t *)&cs->ping, NULL);
+    uv_close((uv_handle_t *)&cs->listener, NULL);
+}
+
+void clients_free(server *s)
+{
+    free(s->clients);
+    s->clients = NULL;
+}

@@ -1,0 +1,314 @@
+/*
+ * config.c — the JSON configuration file (see config.h), parsed with jansson.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+static void fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (errlen) vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+int srv_split_hostport(const char *s, char **host, int *port)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || !colon[1]) return -1;
+    char *end;
+    errno = 0;
+    long p = strtol(colon + 1, &end, 10);
+    if (errno || *end || p < 0 || p > 65535) return -1;
+    size_t hl = (size_t)(colon - s);
+    const char *h = s;
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') h++, hl -= 2; /* [::1]:4222 */
+    *host = strndup(h, hl);
+    if (!*host) return -1;
+    *port = (int)p;
+    return 0;
+}
+
+static char *dup_str(json_t *v)
+{
+    return strdup(json_string_value(v));
+}
+
+/* Reads a non-negative integer field within [lo, hi]. */
+static int get_uint(json_t *v, const char *field, uint64_t lo, uint64_t hi, uint64_t *out,
+                    char *err, size_t errlen)
+{
+    if (!json_is_integer(v)) {
+        fail(err, errlen, "%s: must be an integer", field);
+        return -1;
+    }
+    json_int_t i = json_integer_value(v);
+    if (i < 0 || (uint64_t)i < lo || (uint64_t)i > hi) {
+        fail(err, errlen, "%s: must be between %" PRIu64 " and %" PRIu64, field, lo, hi);
+        return -1;
+    }
+    *out = (uint64_t)i;
+    return 0;
+}
+
+static int get_str(json_t *v, const char *field, char **out, char *err, size_t errlen)
+{
+    if (!json_is_string(v) || json_string_length(v) == 0) {
+        fail(err, errlen, "%s: must be a non-empty string", field);
+        return -1;
+    }
+    free(*out);
+    *out = dup_str(v);
+    return *out ? 0 : -1;
+}
+
+static int get_addr(json_t *v, const char *field, char **host, int *port, char *err, size_t errlen)
+{
+    if (!json_is_string(v) || srv_split_hostport(json_string_value(v), host, port) != 0) {
+        fail(err, errlen, "%s: must be a \"host:port\" string", field);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmp_peer(const void *a, const void *b)
+{
+    return strcmp(((const srv_peer_addr *)a)->name, ((const srv_peer_addr *)b)->name);
+}
+
+static int parse_obj(json_t *root, srv_config *c, char *err, size_t errlen)
+{
+    if (!json_is_object(root)) {
+        fail(err, errlen, "the configuration must be a JSON object");
+        return -1;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v)
+    {
+        uint64_t u = 0;
+        if (!strcmp(key, "name")) {
+            if (get_str(v, key, &c->name, err, errlen)) return -1;
+        } else if (!strcmp(key, "cluster")) {
+            if (get_str(v, key, &c->cluster, err, errlen)) return -1;
+        } else if (!strcmp(key, "tags")) {
+            if (!json_is_array(v)) {
+                fail(err, errlen, "tags: must be an array of strings");
+                return -1;
+            }
+            c->ntags = json_array_size(v);
+            c->tags = calloc(c->ntags ? c->ntags : 1, sizeof *c->tags);
+            if (!c->tags) return -1;
+            for (size_t i = 0; i < c->ntags; i++) {
+                char field[32];
+                snprintf(field, sizeof field, "tags[%zu]", i);
+                if (get_str(json_array_get(v, i), field, &c->tags[i], err, errlen)) return -1;
+            }
+        } else if (!strcmp(key, "listen")) {
+            if (get_addr(v, key, &c->client_host, &c->client_port, err, errlen)) return -1;
+        } else if (!strcmp(key, "cluster_listen")) {
+            if (get_addr(v, key, &c->cluster_host, &c->cluster_port, err, errlen)) return -1;
+        } else if (!strcmp(key, "http_listen")) {
+            if (get_addr(v, key, &c->http_host, &c->http_port, err, errlen)) return -1;
+        } else if (!strcmp(key, "peers")) {
+            if (!json_is_object(v) || json_object_size(v) == 0) {
+                fail(err, errlen, "peers: must be an object of server name to \"host:port\"");
+                return -1;
+            }
+            c->npeers = json_object_size(v);
+            c->peers = calloc(c->npeers, sizeof *c->peers);
+            if (!c->peers) return -1;
+            size_t i = 0;
+            const char *pn;
+            json_t *pa;
+            json_object_foreach(v, pn, pa)
+            {
+                char field[300];
+                snprintf(field, sizeof field, "peers.%s", pn);
+                if (!*pn) {
+                    fail(err, errlen, "peers: a server name is empty");
+                    return -1;
+                }
+                c->peers[i].name = strdup(pn);
+                if (!c->peers[i].name) return -1;
+                if (get_addr(pa, field, &c->peers[i].host, &c->peers[i].port, err, errlen))
+                    return -1;
+                i++;
+            }
+            qsort(c->peers, c->npeers, sizeof *c->peers, cmp_peer);
+        } else if (!strcmp(key, "wal_dir")) {
+            if (get_str(v, key, &c->wal_dir, err, errlen)) return -1;
+        } else if (!strcmp(key, "store_dir")) {
+            if (get_str(v, key, &c->store_dir, err, errlen)) return -1;
+        } else if (!strcmp(key, "unique_tag")) {
+            if (get_str(v, key, &c->unique_tag, err, errlen)) return -1;
+        } else if (!strcmp(key, "max_store_bytes")) {
+            if (get_uint(v, key, 0, INT64_MAX, &c->max_store_bytes, err, errlen)) return -1;
+        } else if (!strcmp(key, "max_assets")) {
+            if (get_uint(v, key, 0, UINT32_MAX, &u, err, errlen)) return -1;
+            c->max_assets = (uint32_t)u;
+        } else if (!strcmp(key, "sync")) {
+            if (!json_is_string(v) || (strcmp(json_string_value(v), "always") &&
+                                       strcmp(json_string_value(v), "interval"))) {
+                fail(err, errlen, "sync: must be \"always\" or \"interval\"");
+                return -1;
+            }
+            c->sync_interval = !strcmp(json_string_value(v), "interval");
+        } else if (!strcmp(key, "sync_interval_ms")) {
+            if (get_uint(v, key, 1, 60000, &u, err, errlen)) return -1;
+            c->sync_interval_ms = (uint32_t)u;
+        } else if (!strcmp(key, "election_timeout_ms")) {
+            if (get_uint(v, key, 10, 600000, &u, err, errlen)) return -1;
+            c->election_timeout_ms = (uint32_t)u;
+        } else if (!strcmp(key, "heartbeat_ms")) {
+            if (get_uint(v, key, 1, 600000, &u, err, errlen)) return -1;
+            c->heartbeat_ms = (uint32_t)u;
+        } else if (!strcmp(key, "request_timeout_ms")) {
+            if (get_uint(v, key, 100, 600000, &u, err, errlen)) return -1;
+            c->request_timeout_ms = (uint32_t)u;
+        } else if (!strcmp(key, "max_payload")) {
+            if (get_uint(v, key, 1, 8u << 20, &u, err, errlen)) return -1;
+            c->max_payload = (uint32_t)u;
+        } else if (!strcmp(key, "max_frame_bytes")) {
+            if (get_uint(v, key, 64u << 10, 1u << 30, &u, err, errlen)) return -1;
+            c->max_frame_bytes = (uint32_t)u;
+        } else if (!strcmp(key, "peer_queue_bytes")) {
+            if (get_uint(v, key, 1u << 16, UINT64_C(1) << 40, &c->peer_queue_bytes, err, errlen))
+                return -1;
+        } else if (!strcmp(key, "client_max_pending")) {
+            if (get_uint(v, key, 1u << 16, UINT64_C(1) << 40, &c->client_max_pending, err, errlen))
+                return -1;
+        } else if (!strcmp(key, "max_control_line")) {
+            if (get_uint(v, key, 256, 1u << 20, &u, err, errlen)) return -1;
+            c->max_control_line = (uint32_t)u;
+        } else if (!strcmp(key, "max_connections")) {
+            if (get_uint(v, key, 1, 1u << 24, &u, err, errlen)) return -1;
+            c->max_connections = (uint32_t)u;
+        } else if (!strcmp(key, "max_inflight")) {
+            if (get_uint(v, key, 16, 1u << 24, &u, err, errlen)) return -1;
+            c->max_inflight = (uint32_t)u;
+        } else if (!strcmp(key, "ping_interval_ms")) {
+            if (get_uint(v, key, 100, 86400000, &u, err, errlen)) return -1;
+            c->ping_interval_ms = (uint32_t)u;
+        } else {
+            fail(err, errlen, "%s: unknown field", key);
+            return -1;
+        }
+    }
+    if (!c->name) {
+        fail(err, errlen, "name: required");
+        return -1;
+    }
+    if (!c->client_host) {
+        fail(err, errlen, "listen: required");
+        return -1;
+    }
+    if (!c->cluster_host) {
+        fail(err, errlen, "cluster_listen: required");
+        return -1;
+    }
+    if (!c->peers) {
+        fail(err, errlen, "peers: required (every server of the cluster, this one included)");
+        return -1;
+    }
+    int self = 0;
+    for (size_t i = 0; i < c->npeers; i++) self |= !strcmp(c->peers[i].name, c->name);
+    if (!self) {
+        fail(err, errlen, "peers: must list this server (\"%s\")", c->name);
+        return -1;
+    }
+    if (!c->wal_dir) {
+        fail(err, errlen, "wal_dir: required");
+        return -1;
+    }
+    if (c->heartbeat_ms >= c->election_timeout_ms) {
+        fail(err, errlen, "heartbeat_ms: must be below election_timeout_ms (%u)",
+             c->election_timeout_ms);
+        return -1;
+    }
+    if (!c->cluster && !(c->cluster = strdup("jetraft"))) return -1;
+    if (!c->store_dir && !(c->store_dir = strdup(c->wal_dir))) return -1;
+    return 0;
+}
+
+static void defaults(srv_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->election_timeout_ms = 1000;
+    c->heartbeat_ms = 100;
+    c->sync_interval_ms = 100;
+    c->request_timeout_ms = 4000;
+    c->max_payload = 1u << 20;
+    c->max_frame_bytes = 8u << 20;
+    c->peer_queue_bytes = 64u << 20;
+    c->client_max_pending = 64u << 20;
+    c->max_control_line = 4096;
+    c->max_connections = 65536;
+    c->max_inflight = 65536;
+    c->ping_interval_ms = 120000;
+}
+
+int srv_config_parse(const char *text, srv_config *cfg, char *err, size_t errlen)
+{
+    defaults(cfg);
+    json_error_t je;
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        fail(err, errlen, "line %d, column %d: %s", je.line, je.column, je.text);
+        return -1;
+    }
+    int rc = parse_obj(root, cfg, err, errlen);
+    json_decref(root);
+    if (rc) srv_config_free(cfg);
+    return rc;
+}
+
+int srv_config_load(const char *path, srv_config *cfg, char *err, size_t errlen)
+{
+    defaults(cfg);
+    json_error_t je;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        fail(err, errlen, "%s: line %d, column %d: %s", path, je.line, je.column, je.text);
+        return -1;
+    }
+    char why[400];
+    int rc = parse_obj(root, cfg, why, sizeof why);
+    json_decref(root);
+    if (rc) {
+        fail(err, errlen, "%s: %s", path, why);
+        srv_config_free(cfg);
+    }
+    return rc;
+}
+
+void srv_config_free(srv_config *c)
+{
+    free(c->name);
+    free(c->cluster);
+    for (size_t i = 0; c->tags && i < c->ntags; i++) free(c->tags[i]);
+    free(c->tags);
+    free(c->client_host);
+    free(c->cluster_host);
+    free(c->http_host);
+    for (size_t i = 0; c->peers && i < c->npeers; i++) {
+        free(c->peers[i].name);
+        free(c->peers[i].host);
+    }
+    free(c->peers);
+    free(c->wal_dir);
+    free(c->store_dir);
+    free(c->unique_tag);
+    memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,53 @@
+/*
+ * jsapi_impl.h — what the JetStream API's files share: a request waiting for the node's answer
+ * (its reply subject and the reply's type) and the helpers that answer it with JetStream's JSON.
+ * jsapi.c dispatches a request by subject to the file of its area (jsapi_stream.c for streams;
+ * consumers get theirs).
+ */
+#ifndef SRV_JSAPI_IMPL_H
+#define SRV_JSAPI_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "jsapi.h"
+
+#define TYPE_PREFIX "io.nats.jetstream.api.v1."
+
+/* A request handed to the node; the callback that completes it frees it (jsr_free). Requests
+ * in flight count toward max_inflight (clients_request_done). */
+typedef struct req {
+    server *s;
+    int op;           /* as js_map_error's op */
+    const char *type; /* reply type without TYPE_PREFIX */
+    int did_create;
+    json_t *patch; /* update: the requested fields, normal form (see on_info) */
+    char name[JR_STREAM_NAME_MAX + 1];
+    char reply[]; /* "" when the request has no reply subject */
+} req;
+
+/* A request answering on reply (NULL or "": carried out, unanswered); NULL when out of memory. */
+req *jsr_new(server *s, const char *reply, int op, const char *type, const char *name);
+void jsr_free(req *r);
+/* Publishes j (stolen) with its "type" to the reply subject. */
+void jsr_send_json(server *s, const char *reply, const char *type, json_t *j);
+/* {"error":{code, err_code, description}} */
+void jsr_send_error(server *s, const char *reply, const char *type, int code, int err_code,
+                    const char *desc);
+/* The error for a library status (js_map_error). */
+void jsr_status_error(req *r, int status, const char *msg);
+/* {"success":true} */
+void jsr_success(req *r);
+/* jr_stream_cb / jr_meta_cb answering success or the error, then freeing the request. */
+void jsr_done(void *arg, int status, const char *msg);
+/* The request's body as a JSON object (empty: {}); NULL after answering invalid JSON. */
+json_t *jsr_body(req *r, const void *data, size_t len);
+/* Wall clock, ns since the Unix epoch. */
+uint64_t jsr_wall_ns(void);
+
+/* Serves api (the subject after "$JS.API.") if it is a stream request: 1, else 0. */
+int jsapi_stream(server *s, const char *api, const char *reply, const void *data, size_t len);
+
+#endif

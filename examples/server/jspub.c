@@ -1,0 +1,94 @@
+/*
+ * jspub.c — publishes to streams: a client's PUB to a subject no API handles goes to
+ * jr_publish, and its PubAck (or JetStream's error) to the reply subject (see jsapi.h).
+ */
+#include "jsapi_impl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "jsjson.h"
+
+/* ---- publish -------------------------------------------------------------------------------- */
+
+typedef struct pubreq {
+    server *s;
+    int nr;
+    char reply[];
+} pubreq;
+
+/* 1 if s can stand in a JSON string as it is (the PubAck's hot path formats it directly). */
+static int json_plain(const char *s)
+{
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20) return 0;
+    return 1;
+}
+
+static void on_ack(void *arg, int status, const jr_pub_ack *ack)
+{
+    pubreq *p = arg;
+    server *s = p->s;
+    if (status == 0) {
+        s->stats.js_acks++;
+        if (p->reply[0] && json_plain(ack->stream)) {
+            char buf[400];
+            int n = snprintf(buf, sizeof buf, "{\"stream\":\"%s\",\"seq\":%" PRIu64 "%s}",
+                             ack->stream, ack->seq, ack->duplicate ? ",\"duplicate\":true" : "");
+            clients_deliver(s, NULL, p->reply, NULL, NULL, 0, buf, (size_t)n);
+        } else if (p->reply[0]) {
+            json_t *j = json_pack("{s:s,s:I}", "stream", ack->stream, "seq", (json_int_t)ack->seq);
+            if (j && ack->duplicate) json_object_set_new(j, "duplicate", json_true());
+            char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
+            json_decref(j);
+            if (txt) clients_deliver(s, NULL, p->reply, NULL, NULL, 0, txt, strlen(txt));
+            free(txt);
+        }
+    } else if (status == JR_ENOSTREAM) {
+        if (p->nr && p->reply[0]) jsapi_no_responders(s, p->reply);
+    } else {
+        s->stats.js_pub_errors++;
+        if (p->reply[0]) {
+            int code, err_code;
+            char desc[600];
+            js_map_error(status, ack ? ack->msg : NULL, 'P', &code, &err_code, desc, sizeof desc);
+            if (status == JR_EWRONGLASTSEQ || status == JR_EWRONGLASTSUBJSEQ)
+                snprintf(desc, sizeof desc, "wrong last sequence: %" PRIu64, ack ? ack->seq : 0);
+            json_t *j = json_object();
+            json_object_set_new(j, "error", js_error_json(code, err_code, desc));
+            json_object_set_new(j, "stream", json_string(ack && ack->stream ? ack->stream : ""));
+            json_object_set_new(j, "seq", json_integer(0));
+            char *txt = json_dumps(j, JSON_COMPACT);
+            json_decref(j);
+            if (txt) {
+                clients_deliver(s, NULL, p->reply, NULL, NULL, 0, txt, strlen(txt));
+                free(txt);
+            }
+        }
+    }
+    free(p);
+    s->js_inflight--;
+    clients_request_done(s);
+}
+
+void jsapi_publish(server *s, const char *subject, const char *reply, const void *hdr,
+                   size_t hdr_len, const void *data, size_t len, int nr)
+{
+    size_t rl = reply ? strlen(reply) : 0;
+    pubreq *p = malloc(sizeof *p + rl + 1);
+    if (!p) return;
+    p->s = s;
+    s->js_inflight++;
+    p->nr = nr;
+    memcpy(p->reply, reply ? reply : "", rl + 1);
+    s->stats.js_publishes++;
+    int rc =
+        jr_publish(s->node, subject, hdr_len ? hdr : NULL, hdr_len, data, len, NULL, on_ack, p);
+    if (rc) {
+        jr_pub_ack ack = {sizeof ack, "", 0, 0, jr_strerror(rc)};
+        on_ack(p, rc, &ack);
+    }
+}

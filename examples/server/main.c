@@ -1,0 +1,243 @@
+/*
+ * main.c — jetraft-server: one libjetraft node per process, hosted on a libuv loop.
+ *
+ * The loop owns every socket and timer: the node's transport is peer.c, its one timer a
+ * uv_timer set to jr_node_deadline(), its clock uv_hrtime(). Clients speak the NATS protocol
+ * (client.c) and the JetStream API (jsapi.c). SIGTERM or SIGINT closes the node (which flushes
+ * what is pending), the links and the clients, and exits 0; after SIGKILL a restart with the
+ * same wal_dir recovers everything acknowledged (JR_SYNC_ALWAYS: no ack before its fsync).
+ *
+ * Usage: jetraft-server -c CONFIG.json
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "client.h"
+#include "monitor.h"
+#include "peer.h"
+#include "server.h"
+#include "sublist.h"
+
+static uint64_t host_now(void *ctx)
+{
+    (void)ctx;
+    return uv_hrtime();
+}
+
+static uint64_t host_wall(void *ctx)
+{
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void on_tick(uv_timer_t *t);
+
+/* Sets the uv timer to the node's deadline, rounded up to the loop's millisecond clock. */
+static void arm_at(server *s, uint64_t deadline)
+{
+    if (s->closing) return;
+    if (deadline == UINT64_MAX) {
+        uv_timer_stop(&s->tick);
+        s->armed = UINT64_MAX;
+        return;
+    }
+    if (deadline == s->armed && uv_is_active((uv_handle_t *)&s->tick)) return;
+    /* libuv counts the timeout from its cached loop time: refresh it, so that a timer armed
+     * late in a long loop turn does not fire early. */
+    uv_update_time(s->loop);
+    uint64_t now = uv_hrtime();
+    uint64_t ms = deadline > now ? (deadline - now + 999999u) / 1000000u : 0;
+    s->armed = deadline;
+    uv_timer_start(&s->tick, on_tick, ms, 0);
+}
+
+static void host_arm(void *ctx, uint64_t deadline)
+{
+    arm_at(ctx, deadline);
+}
+
+static void host_log(void *ctx, int level, const char *msg)
+{
+    server *s = ctx;
+    static const char *const names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
+    if (level > JR_LOG_INFO) return;
+    fprintf(stderr, "[%s] %s %s\n", s->cfg.name, names[level & 3], msg);
+}
+
+void server_kick(server *s)
+{
+    if (s->closing || !s->node) return;
+    if (uv_hrtime() >= jr_node_deadline(s->node)) jr_node_tick(s->node);
+    arm_at(s, jr_node_deadline(s->node));
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    server *s = t->data;
+    s->armed = UINT64_MAX;
+    if (s->closing) return;
+    int rc = jr_node_tick(s->node);
+    if (rc == JR_EIO) fprintf(stderr, "[%s] node: %s\n", s->cfg.name, jr_node_errmsg(s->node));
+    arm_at(s, jr_node_deadline(s->node));
+}
+
+void server_deliver(server *s, const char *subject, const void *hdr, size_t hdr_len,
+                    const void *data, size_t len)
+{
+    clients_deliver(s, NULL, subject, NULL, hdr, hdr_len, data, len);
+}
+
+static void shutdown_server(server *s)
+{
+    if (s->closing) return;
+    fprintf(stderr, "[%s] shutting down\n", s->cfg.name);
+    /* The node first: its close flushes the WAL and the frames it still owes, and completes
+     * every pending request (answered to clients that are still connected). */
+    jr_node_close(s->node);
+    s->node = NULL;
+    s->closing = 1;
+    monitor_stop(s);
+    clients_stop(s);
+    peers_stop(s);
+    uv_timer_stop(&s->tick);
+    uv_close((uv_handle_t *)&s->tick, NULL);
+    uv_close((uv_handle_t *)&s->sigterm, NULL);
+    uv_close((uv_handle_t *)&s->sigint, NULL);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    (void)signum;
+    shutdown_server(h->data);
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: jetraft-server -c CONFIG.json\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *cfgpath = NULL;
+    int opt;
+    while ((opt = getopt(argc, argv, "c:h")) != -1) {
+        if (opt == 'c') {
+            cfgpath = optarg;
+        } else {
+            usage();
+            return opt == 'h' ? 0 : 2;
+        }
+    }
+    if (!cfgpath) {
+        usage();
+        return 2;
+    }
+    static server srv;
+    server *s = &srv;
+    char err[600];
+    if (srv_config_load(cfgpath, &s->cfg, err, sizeof err)) {
+        fprintf(stderr, "jetraft-server: config: %s\n", err);
+        return 1;
+    }
+    if (sodium_init() < 0) return 1;
+    /* A write to a connection its peer closed must fail with EPIPE, not end the process. */
+    signal(SIGPIPE, SIG_IGN);
+    srand((unsigned)(uv_hrtime() ^ (uint64_t)getpid()));
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    for (int i = 0; i < 22; i++) s->server_id[i] = alphabet[randombytes_uniform(32)];
+    s->server_id[0] = 'N';
+    s->started_ns = host_wall(NULL);
+    s->armed = UINT64_MAX;
+    s->loop = uv_default_loop();
+    s->subs = sublist_new();
+    if (!s->subs) return 1;
+
+    memset(&s->host, 0, sizeof s->host);
+    s->host.version = JR_HOST_VERSION;
+    s->host.ctx = s;
+    s->host.send = peers_send;
+    s->host.now = host_now;
+    s->host.arm = host_arm;
+    s->host.log = host_log;
+    s->host.wall = host_wall;
+
+    const char **peer_names = calloc(s->cfg.npeers, sizeof *peer_names);
+    if (!peer_names) return 1;
+    for (size_t i = 0; i < s->cfg.npeers; i++) peer_names[i] = s->cfg.peers[i].name;
+    jr_node_config nc;
+    jr_node_config_init(&nc);
+    nc.name = s->cfg.name;
+    nc.cluster = s->cfg.cluster;
+    nc.tags = (const char *const *)s->cfg.tags;
+    nc.ntags = s->cfg.ntags;
+    nc.peers = peer_names;
+    nc.npeers = s->cfg.npeers;
+    nc.wal_dir = s->cfg.wal_dir;
+    nc.store_dir = s->cfg.store_dir;
+    nc.host = &s->host;
+    nc.election_timeout_ms = s->cfg.election_timeout_ms;
+    nc.heartbeat_ms = s->cfg.heartbeat_ms;
+    nc.sync_policy = s->cfg.sync_interval ? JR_SYNC_INTERVAL : JR_SYNC_ALWAYS;
+    nc.sync_interval_ms = s->cfg.sync_interval_ms;
+    nc.max_frame_bytes = s->cfg.max_frame_bytes;
+    nc.unique_tag = s->cfg.unique_tag;
+    nc.max_store_bytes = s->cfg.max_store_bytes;
+    nc.max_assets = s->cfg.max_assets;
+    nc.streams = 1;
+    nc.request_timeout_ms = s->cfg.request_timeout_ms;
+    nc.max_payload = s->cfg.max_payload;
+    nc.errbuf = err;
+    nc.errbuf_len = sizeof err;
+
+    /* Handles the node may use (the timer through arm, peers through send) exist before it. */
+    uv_timer_init(s->loop, &s->tick);
+    s->tick.data = s;
+    int rc = jr_node_open(&nc, &s->node);
+    if (rc) {
+        fprintf(stderr, "jetraft-server: %s\n", err);
+        return 1;
+    }
+    if ((rc = peers_start(s)) != 0) {
+        fprintf(stderr, "jetraft-server: cluster_listen %s:%d: %s\n", s->cfg.cluster_host,
+                s->cfg.cluster_port, uv_strerror(rc));
+        jr_node_close(s->node);
+        return 1;
+    }
+    if ((rc = clients_start(s)) != 0) {
+        fprintf(stderr, "jetraft-server: listen %s:%d: %s\n", s->cfg.client_host,
+                s->cfg.client_port, uv_strerror(rc));
+        jr_node_close(s->node);
+        return 1;
+    }
+    if (s->cfg.http_host && (rc = monitor_start(s)) != 0) {
+        fprintf(stderr, "jetraft-server: http_listen %s:%d: cannot listen\n", s->cfg.http_host,
+                s->cfg.http_port);
+        jr_node_close(s->node);
+        return 1;
+    }
+    uv_signal_init(s->loop, &s->sigterm);
+    uv_signal_init(s->loop, &s->sigint);
+    s->sigterm.data = s->sigint.data = s;
+    uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+    uv_signal_start(&s->sigint, on_signal, SIGINT);
+    fprintf(stderr, "[%s] ready: clients on %s:%d, cluster on %s:%d\n", s->cfg.name,
+            s->cfg.client_host, s->cfg.client_port, s->cfg.cluster_host, s->cfg.cluster_port);
+    server_kick(s);
+    uv_run(s->loop, UV_RUN_DEFAULT);
+    uv_loop_close(s->loop);
+    peers_free(s);
+    clients_free(s);
+    sublist_free(s->subs);
+    free(peer_names);
+    srv_config_free(&s->cfg);
+    return 0;
+}

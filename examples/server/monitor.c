@@ -1,0 +1,403 @@
+/*
+ * monitor.c — HTTP monitoring (see monitor.h).
+ *
+ * Once a second the loop thread asks the node for its view (meta info, its own health, a check
+ * of each stream as `nats server check stream` makes it) into the `next` snapshot, then swaps it
+ * with `cur` under the mutex; the HTTP thread renders `cur` under the same mutex.
+ */
+#include "monitor.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "client.h"
+#include "peer.h"
+
+#define MAX_SERVERS 64
+#define MAX_STREAMS 256 /* streams checked each second (one page of names) */
+#define MAX_UNWELL 64   /* unwell local groups reported */
+#define TEXT 200
+
+typedef struct stream_check {
+    char name[256];
+    int status; /* enum jr_check_status */
+    int led_here;
+    char line[TEXT];
+} stream_check;
+
+typedef struct snap {
+    jr_node_stats node;
+    srv_stats host;
+    uint64_t taken_ns;
+    /* meta info */
+    int have_meta;
+    char meta_leader[256];
+    size_t nservers;
+    struct {
+        char name[256];
+        int current, offline;
+        uint64_t lag;
+    } servers[MAX_SERVERS];
+    uint64_t streams;
+    /* this node's health */
+    int have_health, healthy, meta_current;
+    char meta_text[TEXT];
+    size_t local_streams, nunwell;
+    char unwell[MAX_UNWELL][TEXT];
+    /* stream checks */
+    size_t nchecks;
+    stream_check checks[MAX_STREAMS];
+    size_t clients;
+    int peers_up, peers_total;
+} snap;
+
+struct monitor {
+    server *s;
+    struct MHD_Daemon *d;
+    uv_timer_t timer;
+    pthread_mutex_t mu;
+    snap *cur;   /* read by the HTTP thread under mu */
+    snap *next;  /* filled on the loop thread */
+    int pending; /* requests of this round not answered yet */
+};
+
+static void on_meta(void *arg, int status, const char *msg, const jr_meta_info *info)
+{
+    monitor *m = arg;
+    (void)msg;
+    m->pending--;
+    snap *n = m->next;
+    n->have_meta = status == 0 && info && info->leader;
+    snprintf(n->meta_leader, sizeof n->meta_leader, "%s", info && info->leader ? info->leader : "");
+    n->nservers = 0;
+    for (size_t i = 0; info && i < info->nservers && i < MAX_SERVERS; i++) {
+        const jr_server_info *si = info->servers[i];
+        snprintf(n->servers[i].name, sizeof n->servers[i].name, "%s", si->name);
+        n->servers[i].current = si->current;
+        n->servers[i].offline = si->offline;
+        n->servers[i].lag = si->lag;
+        n->nservers++;
+    }
+    n->streams = info ? info->nstreams : 0;
+}
+
+static void on_health(void *arg, int status, const char *msg, const jr_node_health_info *h)
+{
+    monitor *m = arg;
+    (void)msg;
+    m->pending--;
+    snap *n = m->next;
+    n->have_health = status == 0 && h;
+    if (!n->have_health) return;
+    n->healthy = h->healthy;
+    n->meta_current = h->meta_current;
+    snprintf(n->meta_text, sizeof n->meta_text, "%s", h->meta_text ? h->meta_text : "");
+    n->local_streams = h->nstreams;
+    n->nunwell = 0;
+    for (size_t i = 0; i < h->ngroups && i < MAX_UNWELL; i++)
+        snprintf(n->unwell[n->nunwell++], TEXT, "%s", h->groups[i]->text);
+}
+
+typedef struct check_arg {
+    monitor *m;
+    size_t i;
+} check_arg;
+
+static void on_check(void *arg, int status, const char *msg, const jr_check_result *res)
+{
+    check_arg *ca = arg;
+    monitor *m = ca->m;
+    stream_check *c = &m->next->checks[ca->i];
+    free(ca);
+    m->pending--;
+    (void)status;
+    if (!res) {
+        char line[TEXT];
+        snprintf(line, sizeof line, "UNKNOWN %s %s", c->name, msg ? msg : "");
+        memcpy(c->line, line, sizeof line);
+        c->status = JR_CHECK_UNKNOWN;
+        return;
+    }
+    c->status = res->status;
+    c->led_here = res->leader && !strcmp(res->leader, m->s->cfg.name);
+    jr_stream_check_format(res, c->line, sizeof c->line);
+}
+
+static void on_names(void *arg, int status, const char *msg, const jr_names *page)
+{
+    monitor *m = arg;
+    (void)msg;
+    m->pending--;
+    snap *n = m->next;
+    n->nchecks = 0;
+    if (status || !page) return;
+    for (size_t i = 0; i < page->nnames && i < MAX_STREAMS; i++) {
+        stream_check *c = &n->checks[n->nchecks];
+        memset(c, 0, sizeof *c);
+        snprintf(c->name, sizeof c->name, "%s", page->names[i]);
+        c->status = JR_CHECK_UNKNOWN;
+        check_arg *ca = malloc(sizeof *ca);
+        if (!ca) break;
+        ca->m = m;
+        ca->i = n->nchecks;
+        if (jr_stream_check(m->s->node, c->name, NULL, on_check, ca) != 0) {
+            free(ca);
+            break;
+        }
+        m->pending++;
+        n->nchecks++;
+    }
+}
+
+/* Once a second: publish the last round's view if it is complete, then start the next one. */
+static void on_timer(uv_timer_t *t)
+{
+    monitor *m = t->data;
+    server *s = m->s;
+    if (!s->node || m->pending > 0) return;
+    snap *n = m->next;
+    n->node.size = sizeof n->node;
+    jr_node_stats_get(s->node, &n->node);
+    n->host = s->stats;
+    n->clients = clients_count(s);
+    n->peers_up = peers_connected(s);
+    n->peers_total = (int)s->cfg.npeers - 1;
+    n->taken_ns = uv_hrtime();
+    pthread_mutex_lock(&m->mu);
+    m->next = m->cur;
+    m->cur = n;
+    pthread_mutex_unlock(&m->mu);
+    memcpy(m->next, n, sizeof *n); /* a failed request leaves the previous values */
+    if (jr_meta_info_get(s->node, on_meta, m) == 0) m->pending++;
+    if (jr_node_health(s->node, on_health, m) == 0) m->pending++;
+    if (jr_stream_names(s->node, NULL, 0, on_names, m) == 0) m->pending++;
+    server_kick(s);
+}
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *type,
+                               char *body)
+{
+    if (!body) return MHD_NO;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", type);
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static char *render_metrics(const snap *c, const char *name)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+#define M(metric, help, type, val)                                                                 \
+    fprintf(f,                                                                                     \
+            "# HELP jetraft_" metric " " help "\n# TYPE jetraft_" metric " " type "\n"             \
+            "jetraft_" metric "{server=\"%s\"} %" PRIu64 "\n",                                     \
+            name, (uint64_t)(val))
+    M("js_publishes_total", "Client messages handed to the library's publish.", "counter",
+      c->host.js_publishes);
+    M("js_acks_total", "Publishes acknowledged after commit.", "counter", c->host.js_acks);
+    M("js_publish_errors_total", "Publishes answered with an error.", "counter",
+      c->host.js_pub_errors);
+    M("js_api_requests_total", "JetStream API requests.", "counter", c->host.js_api_requests);
+    M("js_api_errors_total", "JetStream API requests answered with an error.", "counter",
+      c->host.js_api_errors);
+    M("wal_syncs_total", "WAL fsyncs.", "counter", c->node.wal_syncs);
+    M("wal_bytes_total", "Bytes written to the WAL.", "counter", c->node.wal_bytes);
+    M("frames_sent_total", "Peer frames sent.", "counter", c->node.frames_sent);
+    M("frames_received_total", "Peer frames received.", "counter", c->node.frames_received);
+    M("frames_rejected_total", "Peer frames rejected by the node.", "counter",
+      c->node.frames_rejected);
+    M("frames_dropped_total", "Peer frames dropped: send queue full or link down.", "counter",
+      c->host.peer_frames_dropped);
+    M("peer_bytes_sent_total", "Bytes sent to peers.", "counter", c->node.bytes_sent);
+    M("peer_bytes_received_total", "Bytes received from peers.", "counter", c->node.bytes_received);
+    M("groups", "Raft groups open on this server.", "gauge", c->node.groups);
+    M("peers_connected", "Peers with an established link.", "gauge", c->peers_up);
+    M("clients", "Client connections.", "gauge", c->clients);
+    M("client_msgs_in_total", "Messages published by clients.", "counter", c->host.client_msgs_in);
+    M("client_msgs_out_total", "Messages delivered to clients.", "counter",
+      c->host.client_msgs_out);
+    M("slow_consumers_total", "Clients disconnected as slow consumers.", "counter",
+      c->host.slow_consumers);
+    M("meta_leader", "1 if this server is the meta leader.", "gauge",
+      c->have_meta && !strcmp(c->meta_leader, name));
+    M("streams", "Streams in the meta state.", "gauge", c->streams);
+    M("healthy", "1 if this server is healthy as /healthz judges it.", "gauge",
+      c->have_health && c->healthy);
+#undef M
+    size_t led = 0;
+    for (size_t i = 0; i < c->nchecks; i++) led += c->checks[i].led_here;
+    size_t followers = c->local_streams > led ? c->local_streams - led : 0;
+    fprintf(f,
+            "# HELP jetraft_stream_replicas Stream replicas on this server by role.\n"
+            "# TYPE jetraft_stream_replicas gauge\n"
+            "jetraft_stream_replicas{server=\"%s\",role=\"leader\"} %zu\n"
+            "jetraft_stream_replicas{server=\"%s\",role=\"follower\"} %zu\n",
+            name, led, name, followers);
+    fclose(f);
+    return buf;
+}
+
+static const char *const check_names[] = {"OK", "WARNING", "CRITICAL", "UNKNOWN"};
+
+static char *render_jsz(const snap *c, const server *s)
+{
+    json_t *servers = json_array();
+    for (size_t i = 0; i < c->nservers; i++)
+        json_array_append_new(servers,
+                              json_pack("{s:s,s:b,s:b,s:I}", "name", c->servers[i].name, "current",
+                                        c->servers[i].current, "offline", c->servers[i].offline,
+                                        "lag", (json_int_t)c->servers[i].lag));
+    json_t *streams = json_array();
+    for (size_t i = 0; i < c->nchecks; i++)
+        json_array_append_new(streams,
+                              json_pack("{s:s,s:s,s:b,s:s}", "name", c->checks[i].name, "status",
+                                        check_names[c->checks[i].status & 3], "leader_here",
+                                        c->checks[i].led_here, "check", c->checks[i].line));
+    json_t *j = json_pack(
+        "{s:s,s:s,s:I,s:I,s:I,s:{s:s,s:s?,s:o,s:I},s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I}}", "server_id",
+        s->server_id, "server_name", s->cfg.name, "streams", (json_int_t)c->streams, "messages_in",
+        (json_int_t)c->host.js_acks, "api_requests", (json_int_t)c->host.js_api_requests,
+        "meta_cluster", "name", s->cfg.cluster, "leader", c->have_meta ? c->meta_leader : NULL,
+        "replicas", servers, "cluster_size", (json_int_t)s->cfg.npeers, "stream_checks", streams,
+        "node", "groups", (json_int_t)c->node.groups, "wal_syncs", (json_int_t)c->node.wal_syncs,
+        "wal_bytes", (json_int_t)c->node.wal_bytes, "frames_sent", (json_int_t)c->node.frames_sent,
+        "frames_received", (json_int_t)c->node.frames_received, "frames_rejected",
+        (json_int_t)c->node.frames_rejected);
+    char *txt = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+    json_decref(j);
+    return txt;
+}
+
+/* JetStream's /healthz: this server current with the meta leader and every local replica well
+ * (the library's jr_node_health; a peer down is reported, not a failure: the groups judge
+ * whether they still have a quorum); with ?streams=1 also every stream's check
+ * (critical fails it), as `nats server check stream` judges it with the configured replicas. */
+static char *render_healthz(const snap *c, int with_streams, int *ok)
+{
+    json_t *errs = json_array();
+    if (!c->have_health)
+        json_array_append_new(errs, json_string("JetStream has not reported its health yet"));
+    else if (!c->meta_current)
+        json_array_append_new(errs, json_string(c->meta_text));
+    for (size_t i = 0; c->have_health && i < c->nunwell; i++)
+        json_array_append_new(errs, json_string(c->unwell[i]));
+    json_t *checks = with_streams ? json_array() : NULL;
+    for (size_t i = 0; with_streams && i < c->nchecks; i++) {
+        json_array_append_new(checks, json_string(c->checks[i].line));
+        if (c->checks[i].status >= JR_CHECK_CRITICAL)
+            json_array_append_new(errs, json_string(c->checks[i].line));
+    }
+    *ok = json_array_size(errs) == 0 && c->have_health && c->healthy;
+    json_t *j = json_pack("{s:s,s:s,s:i,s:i}", "status", *ok ? "ok" : "unavailable", "meta_leader",
+                          c->have_meta ? c->meta_leader : "", "peers_up", c->peers_up, "peers",
+                          c->peers_total);
+    if (json_array_size(errs))
+        json_object_set_new(j, "errors", errs);
+    else
+        json_decref(errs);
+    if (checks) json_object_set_new(j, "streams", checks);
+    char *txt = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    return txt;
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version, const char *upload,
+                               size_t *upload_size, void **con_cls)
+{
+    monitor *m = cls;
+    (void)version;
+    (void)upload;
+    (void)upload_size;
+    (void)con_cls;
+    if (strcmp(method, "GET")) return respond(conn, 405, "text/plain", strdup("GET only\n"));
+    char *body = NULL;
+    unsigned status = 200;
+    const char *type = "application/json";
+    pthread_mutex_lock(&m->mu);
+    const snap *c = m->cur;
+    if (!strcmp(url, "/healthz")) {
+        const char *q = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "streams");
+        int ok;
+        body = render_healthz(c, q && strcmp(q, "0") && strcmp(q, "false"), &ok);
+        status = ok ? 200 : 503;
+    } else if (!strcmp(url, "/metrics")) {
+        body = render_metrics(c, m->s->cfg.name);
+        type = "text/plain; version=0.0.4";
+    } else if (!strcmp(url, "/jsz")) {
+        body = render_jsz(c, m->s);
+    } else {
+        body = strdup("not found\n");
+        status = 404;
+        type = "text/plain";
+    }
+    pthread_mutex_unlock(&m->mu);
+    return respond(conn, status, type, body);
+}
+
+int monitor_start(server *s)
+{
+    monitor *m = calloc(1, sizeof *m);
+    if (!m) return -1;
+    m->cur = calloc(1, sizeof *m->cur);
+    m->next = calloc(1, sizeof *m->next);
+    struct sockaddr_storage sa;
+    int rc = uv_ip4_addr(s->cfg.http_host, s->cfg.http_port, (struct sockaddr_in *)&sa);
+    if (rc) rc = uv_ip6_addr(s->cfg.http_host, s->cfg.http_port, (struct sockaddr_in6 *)&sa);
+    if (rc || !m->cur || !m->next) goto fail;
+    m->s = s;
+    pthread_mutex_init(&m->mu, NULL);
+    m->d =
+        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+                             (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+                         (uint16_t)s->cfg.http_port, NULL, NULL, handler, m, MHD_OPTION_SOCK_ADDR,
+                         (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, 64u,
+                         MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+    if (!m->d) {
+        pthread_mutex_destroy(&m->mu);
+        goto fail;
+    }
+    s->mon = m;
+    uv_timer_init(s->loop, &m->timer);
+    m->timer.data = m;
+    uv_timer_start(&m->timer, on_timer, 0, 1000);
+    return 0;
+fail:
+    free(m->cur);
+    free(m->next);
+    free(m);
+    return -1;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    monitor *m = h->data;
+    pthread_mutex_destroy(&m->mu);
+    free(m->cur);
+    free(m->next);
+    free(m);
+}
+
+void monitor_stop(server *s)
+{
+    monitor *m = s->mon;
+    if (!m) return;
+    s->mon = NULL;
+    MHD_stop_daemon(m->d);
+    uv_close((uv_handle_t *)&m->timer, on_timer_closed);
+}

@@ -1,0 +1,467 @@
+/*
+ * peer.c — cluster links over libuv TCP (see peer.h). What the bytes of a connection mean (the
+ * handshake, the framing) is the session's business (session.h); this file owns the
+ * connections: who dials, accepting, the hello timeout, the bounded send queue, replacement of
+ * an older connection, and redialling with backoff.
+ */
+#include "peer.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session.h"
+
+#define HELLO_TIMEOUT_MS 5000
+#define BACKOFF_MIN_MS 50
+#define BACKOFF_MAX_MS 2000
+#define MAX_PENDING_ACCEPTS 64
+
+typedef struct peer peer;
+
+typedef struct plink {
+    uv_tcp_t tcp;
+    uv_timer_t hello_timer;
+    server *s;
+    session *ss;
+    peer *p;         /* dialer: the peer dialled; acceptor: set once its handshake names it */
+    int established; /* the peer's handshake checked out and the link is its peer's link */
+    int closing;
+    int handles;        /* handles still open (tcp, timer) */
+    size_t queued;      /* bytes handed to uv_write and not completed */
+    struct plink *next; /* in the list of accepted links not yet established */
+} plink;
+
+struct peer {
+    server *s;
+    const char *name;
+    const char *host;
+    int port;
+    int dialer;  /* this server dials the peer */
+    plink *link; /* the established link, or NULL */
+    plink *dialing;
+    uv_timer_t retry;
+    uv_getaddrinfo_t gai;
+    int resolving;
+    unsigned backoff_ms;
+    uint64_t frames_sent, frames_dropped, bytes_sent;
+};
+
+struct peers {
+    server *s;
+    uv_tcp_t listener;
+    peer *v;
+    size_t n;
+    plink *pending; /* accepted, handshake not done */
+    size_t npending;
+    int stopping;
+};
+
+typedef struct wreq {
+    uv_write_t req;
+    plink *l;
+    size_t len;
+    uint8_t data[];
+} wreq;
+
+static void link_close(plink *l);
+static void schedule_retry(peer *p);
+
+static peer *find_peer(peers *ps, const char *name)
+{
+    for (size_t i = 0; i < ps->n; i++)
+        if (!strcmp(ps->v[i].name, name)) return &ps->v[i];
+    return NULL;
+}
+
+static void srv_log(server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void srv_log(server *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[%s] ", s->cfg.name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+    wreq *w = (wreq *)req;
+    w->l->queued -= w->len;
+    free(w);
+    (void)status; /* a failed write surfaces as a read error and closes the link */
+}
+
+/* Writes len bytes that fill() puts into the buffer; refused past the send queue's bound. */
+static int link_write(plink *l, size_t len, int (*fill)(plink *, const void *, uint8_t *, size_t),
+                      const void *what)
+{
+    if (l->queued + len > l->s->cfg.peer_queue_bytes) return -1;
+    wreq *w = malloc(sizeof *w + len);
+    if (!w) return -1;
+    if (fill(l, what, w->data, len)) {
+        free(w);
+        return -1;
+    }
+    w->l = l;
+    w->len = len;
+    uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)len);
+    if (uv_write(&w->req, (uv_stream_t *)&l->tcp, &b, 1, on_write) != 0) {
+        free(w);
+        return -1;
+    }
+    l->queued += len;
+    return 0;
+}
+
+typedef struct frame_ref {
+    const jr_iovec *iov;
+    int iovcnt;
+} frame_ref;
+
+static int fill_frame(plink *l, const void *what, uint8_t *out, size_t cap)
+{
+    const frame_ref *f = what;
+    size_t n;
+    return session_seal(l->ss, f->iov, f->iovcnt, out, cap, &n);
+}
+
+static int fill_pending(plink *l, const void *what, uint8_t *out, size_t cap)
+{
+    memcpy(out, what, cap);
+    session_out_done(l->ss, cap);
+    return 0;
+}
+
+/* Writes what the session asks to (its handshake). */
+static int flush_session(plink *l)
+{
+    const void *data;
+    size_t len;
+    session_pending_out(l->ss, &data, &len);
+    return len ? link_write(l, len, fill_pending, data) : 0;
+}
+
+int peers_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
+{
+    server *s = ctx;
+    peers *ps = s->peers;
+    peer *p = ps ? find_peer(ps, to) : NULL;
+    size_t len = 0;
+    for (int i = 0; i < iovcnt; i++) len += iov[i].len;
+    frame_ref f = {iov, iovcnt};
+    if (!p || !p->link || len > s->cfg.max_frame_bytes ||
+        link_write(p->link, session_sealed_size(p->link->ss, len), fill_frame, &f)) {
+        if (p) p->frames_dropped++;
+        s->stats.peer_frames_dropped++;
+        return -1;
+    }
+    p->frames_sent++;
+    p->bytes_sent += len;
+    return 0;
+}
+
+int peers_connected(const server *s)
+{
+    int n = 0;
+    for (size_t i = 0; s->peers && i < s->peers->n; i++) n += s->peers->v[i].link != NULL;
+    return n;
+}
+
+static void unlink_pending(peers *ps, plink *l)
+{
+    for (plink **pp = &ps->pending; *pp; pp = &(*pp)->next)
+        if (*pp == l) {
+            *pp = l->next;
+            ps->npending--;
+            return;
+        }
+}
+
+static void on_link_closed(uv_handle_t *h)
+{
+    plink *l = h->data;
+    if (--l->handles > 0) return;
+    session_free(l->ss);
+    free(l);
+}
+
+/* Closes a link; a dialer's peer then redials after its backoff. */
+static void link_close(plink *l)
+{
+    if (l->closing) return;
+    l->closing = 1;
+    peers *ps = l->s->peers;
+    unlink_pending(ps, l);
+    peer *p = l->p;
+    if (p && p->link == l) {
+        p->link = NULL;
+        srv_log(l->s, "link to %s closed", p->name);
+    }
+    if (p && p->dialing == l) p->dialing = NULL;
+    uv_close((uv_handle_t *)&l->tcp, on_link_closed);
+    uv_close((uv_handle_t *)&l->hello_timer, on_link_closed);
+    if (p && p->dialer && !p->link && !p->dialing && !ps->stopping) schedule_retry(p);
+}
+
+/* The session named its peer: make this connection the peer's link. A server accepts only from
+ * the peers that dial it (names sorting before its own); a newer connection replaces an older
+ * one (the peer restarted, or redialled before this side saw the old connection break). */
+static int establish(plink *l)
+{
+    server *s = l->s;
+    const char *name = session_peer_name(l->ss);
+    peer *p = find_peer(s->peers, name);
+    if (!p) {
+        srv_log(s, "refused a link from unknown server \"%s\"", name);
+        return -1;
+    }
+    if (!l->p && p->dialer) {
+        srv_log(s, "refused a link from %s: this server dials it", name);
+        return -1;
+    }
+    if (!l->p) {
+        unlink_pending(s->peers, l);
+        l->p = p;
+    }
+    if (p->link && p->link != l) {
+        plink *old = p->link;
+        p->link = NULL;
+        link_close(old);
+    }
+    if (p->dialing == l) p->dialing = NULL;
+    l->established = 1;
+    p->link = l;
+    p->backoff_ms = 0;
+    uv_timer_stop(&l->hello_timer);
+    s->stats.peer_connects++;
+    srv_log(s, "link to %s up", p->name);
+    return 0;
+}
+
+static int on_frame(void *arg, const uint8_t *f, size_t len)
+{
+    plink *l = arg;
+    server *s = l->s;
+    if (!l->established && establish(l)) return -1;
+    if (jr_node_recv(s->node, l->p->name, f, len) != 0) s->stats.peer_frames_rejected++;
+    return 0;
+}
+
+static void on_alloc(uv_handle_t *h, size_t sz, uv_buf_t *buf)
+{
+    static char slab[256 << 10]; /* one thread: each read is consumed before the next */
+    (void)h;
+    (void)sz;
+    *buf = uv_buf_init(slab, sizeof slab);
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    plink *l = st->data;
+    if (n < 0) {
+        link_close(l);
+        return;
+    }
+    if (n == 0 || l->closing) return;
+    int rc = session_feed(l->ss, (const uint8_t *)buf->base, (size_t)n, on_frame, l);
+    /* A handshake that completed without frames behind it establishes the link here. */
+    if (rc == 0 && !l->established && session_peer_name(l->ss)) rc = establish(l);
+    if (rc == 0) rc = flush_session(l);
+    if (rc) {
+        if (session_errmsg(l->ss)[0])
+            srv_log(l->s, "closed a cluster connection: %s", session_errmsg(l->ss));
+        l->s->stats.peer_frames_rejected++;
+        link_close(l);
+        return;
+    }
+    server_kick(l->s);
+}
+
+static void on_hello_timeout(uv_timer_t *t)
+{
+    link_close(t->data);
+}
+
+static plink *link_new(server *s, const char *expect)
+{
+    plink *l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    session_config sc = {s->cfg.cluster, s->cfg.name, expect, s->cfg.max_frame_bytes};
+    l->ss = session_new(&sc);
+    if (!l->ss) {
+        free(l);
+        return NULL;
+    }
+    l->s = s;
+    uv_tcp_init(s->loop, &l->tcp);
+    uv_timer_init(s->loop, &l->hello_timer);
+    l->tcp.data = l;
+    l->hello_timer.data = l;
+    l->handles = 2;
+    uv_timer_start(&l->hello_timer, on_hello_timeout, HELLO_TIMEOUT_MS, 0);
+    return l;
+}
+
+static void on_accept(uv_stream_t *srv, int status)
+{
+    server *s = srv->data;
+    peers *ps = s->peers;
+    if (status < 0) return;
+    plink *l = link_new(s, NULL);
+    if (!l) return;
+    if (uv_accept(srv, (uv_stream_t *)&l->tcp) != 0 || ps->npending >= MAX_PENDING_ACCEPTS) {
+        link_close(l);
+        return;
+    }
+    l->next = ps->pending;
+    ps->pending = l;
+    ps->npending++;
+    uv_tcp_nodelay(&l->tcp, 1);
+    uv_tcp_keepalive(&l->tcp, 1, 10);
+    if (flush_session(l)) {
+        link_close(l);
+        return;
+    }
+    uv_read_start((uv_stream_t *)&l->tcp, on_alloc, on_read);
+}
+
+static void on_connect(uv_connect_t *req, int status)
+{
+    plink *l = req->data;
+    free(req);
+    if (status < 0 || l->closing) {
+        link_close(l);
+        return;
+    }
+    uv_tcp_nodelay(&l->tcp, 1);
+    uv_tcp_keepalive(&l->tcp, 1, 10);
+    if (flush_session(l)) {
+        link_close(l);
+        return;
+    }
+    uv_read_start((uv_stream_t *)&l->tcp, on_alloc, on_read);
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+    peer *p = req->data;
+    p->resolving = 0;
+    if (p->s->peers->stopping) {
+        if (res) uv_freeaddrinfo(res);
+        return;
+    }
+    if (status < 0 || !res) {
+        schedule_retry(p);
+        return;
+    }
+    plink *l = link_new(p->s, p->name);
+    uv_connect_t *c = l ? malloc(sizeof *c) : NULL;
+    if (!c) {
+        if (l) link_close(l);
+        uv_freeaddrinfo(res);
+        schedule_retry(p);
+        return;
+    }
+    l->p = p;
+    p->dialing = l;
+    c->data = l;
+    if (uv_tcp_connect(c, &l->tcp, res->ai_addr, on_connect) != 0) {
+        free(c);
+        link_close(l);
+    }
+    uv_freeaddrinfo(res);
+}
+
+static void dial(peer *p)
+{
+    if (p->link || p->dialing || p->resolving || p->s->peers->stopping) return;
+    char port[16];
+    snprintf(port, sizeof port, "%d", p->port);
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_socktype = SOCK_STREAM;
+    p->gai.data = p;
+    if (uv_getaddrinfo(p->s->loop, &p->gai, on_resolved, p->host, port, &hints) == 0)
+        p->resolving = 1;
+    else
+        schedule_retry(p);
+}
+
+static void on_retry(uv_timer_t *t)
+{
+    dial(t->data);
+}
+
+/* Jittered exponential backoff: the wait doubles per failure up to BACKOFF_MAX_MS, and each wait
+ * is drawn from [wait/2, wait] so that servers restarted together do not redial in lockstep. */
+static void schedule_retry(peer *p)
+{
+    unsigned b = p->backoff_ms ? p->backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (b > BACKOFF_MAX_MS) b = BACKOFF_MAX_MS;
+    p->backoff_ms = b;
+    unsigned wait = b / 2 + (unsigned)(rand() % (int)(b / 2 + 1));
+    uv_timer_start(&p->retry, on_retry, wait, 0);
+}
+
+int peers_start(server *s)
+{
+    peers *ps = calloc(1, sizeof *ps);
+    if (!ps) return UV_ENOMEM;
+    ps->s = s;
+    ps->v = calloc(s->cfg.npeers, sizeof *ps->v);
+    if (!ps->v) {
+        free(ps);
+        return UV_ENOMEM;
+    }
+    s->peers = ps;
+    for (size_t i = 0; i < s->cfg.npeers; i++) {
+        peer *p = &ps->v[ps->n++];
+        p->s = s;
+        p->name = s->cfg.peers[i].name;
+        p->host = s->cfg.peers[i].host;
+        p->port = s->cfg.peers[i].port;
+        p->dialer = strcmp(s->cfg.name, p->name) < 0;
+        uv_timer_init(s->loop, &p->retry);
+        p->retry.data = p;
+    }
+    uv_tcp_init(s->loop, &ps->listener);
+    ps->listener.data = s;
+    struct sockaddr_storage sa;
+    int rc = uv_ip4_addr(s->cfg.cluster_host, s->cfg.cluster_port, (struct sockaddr_in *)&sa);
+    if (rc) rc = uv_ip6_addr(s->cfg.cluster_host, s->cfg.cluster_port, (struct sockaddr_in6 *)&sa);
+    if (rc) return rc;
+    rc = uv_tcp_bind(&ps->listener, (struct sockaddr *)&sa, 0);
+    if (!rc) rc = uv_listen((uv_stream_t *)&ps->listener, 128, on_accept);
+    if (rc) return rc;
+    for (size_t i = 0; i < ps->n; i++)
+        if (ps->v[i].dialer) dial(&ps->v[i]);
+    return 0;
+}
+
+void peers_stop(server *s)
+{
+    peers *ps = s->peers;
+    if (!ps || ps->stopping) return;
+    ps->stopping = 1;
+    for (size_t i = 0; i < ps->n; i++) {
+        peer *p = &ps->v[i];
+        if (p->link) link_close(p->link);
+        if (p->dialing) link_close(p->dialing);
+        if (p->resolving) uv_cancel((uv_req_t *)&p->gai);
+        uv_close((uv_handle_t *)&p->retry, NULL);
+    }
+    while (ps->pending) link_close(ps->pending);
+    uv_close((uv_handle_t *)&ps->listener, NULL);
+}
+
+void peers_free(server *s)
+{
+    if (!s->peers) return;
+    free(s->peers->v);
+    free(s->peers);
+    s->peers = NULL;
+}

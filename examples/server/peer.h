@@ -1,0 +1,29 @@
+/*
+ * peer.h — the cluster links: one TCP connection per pair of servers, carrying the node's frames.
+ *
+ * Of each pair the server whose name sorts first dials, the other accepts; a connection starts
+ * with a hello frame from each side naming its cluster and server, and only then carries the
+ * node's frames (length-prefixed, frame.h). A link that breaks is redialled with jittered
+ * exponential backoff; a newer connection from a peer replaces its older one. Each link's send
+ * queue is bounded in bytes: a frame that does not fit, or one for a peer without a link, is
+ * dropped and counted (Raft retransmits), so a slow or dead peer never grows memory without
+ * bound. A connection that sends a malformed hello, an oversized length, or nothing within the
+ * hello timeout is closed.
+ */
+#ifndef SRV_PEER_H
+#define SRV_PEER_H
+
+#include "server.h"
+
+/* Opens the cluster listener and starts dialling. Returns 0 or a libuv error. */
+int peers_start(server *s);
+/* Closes every link, timer and the listener (asynchronously, through the loop). */
+void peers_stop(server *s);
+/* Frees what peers_start allocated, once the loop ended. */
+void peers_free(server *s);
+/* jr_host.send: queues one frame for server `to`. */
+int peers_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt);
+/* Number of peers with an established link. */
+int peers_connected(const server *s);
+
+#endif

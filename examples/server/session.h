@@ -1,0 +1,55 @@
+/*
+ * session.h — what a peer connection's bytes mean: a handshake naming the peer, then frames.
+ *
+ * A session is a state machine over one connection's byte stream, driven by the link code
+ * (peer.c) the way the library's secure links (jr_link) are: the link feeds it what it reads,
+ * writes what it asks to (the handshake, jr_link_pending_out's counterpart), seals each frame
+ * into bytes to write, and learns the peer's name once the handshake is done. It never touches
+ * a socket. This implementation is the plain one: a hello frame from each side, sent at once,
+ * naming its cluster and server ("jetraft-hello/1\n<cluster>\n<name>\n"), then length-prefixed
+ * frames (frame.h). It authenticates nothing; a sealed and authenticated session over jr_link
+ * has the same shape and replaces it without touching peer.c's connection handling.
+ */
+#ifndef SRV_SESSION_H
+#define SRV_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jetraft.h"
+
+typedef struct session session;
+
+typedef struct session_config {
+    const char *cluster;     /* this cluster's name: a peer of another one is refused */
+    const char *name;        /* this server's name */
+    const char *expect_name; /* the server expected at the other end; NULL: any */
+    uint32_t max_frame;      /* largest frame accepted */
+} session_config;
+
+/* Called per frame received after the handshake; borrowed for the call. Non-zero stops the
+ * feed and is returned by session_feed. */
+typedef int (*session_frame_cb)(void *arg, const uint8_t *frame, size_t len);
+
+/* Makes a session and queues its handshake (session_pending_out). NULL when out of memory. */
+session *session_new(const session_config *cfg);
+void session_free(session *ss);
+/* Feeds bytes read, in any split. Returns 0, or -1 (malformed handshake, a peer of another
+ * cluster, not the expected server or this server itself, a bad frame length; session_errmsg
+ * says which), or the callback's return. */
+int session_feed(session *ss, const uint8_t *data, size_t n, session_frame_cb cb, void *arg);
+/* The peer's name once its handshake checked out, else NULL. */
+const char *session_peer_name(const session *ss);
+/* Handshake bytes to write (borrowed until the next call), and how many were taken. */
+void session_pending_out(const session *ss, const void **data, size_t *len);
+void session_out_done(session *ss, size_t n);
+/* Bytes a sealed frame of len bytes takes on the wire. */
+size_t session_sealed_size(const session *ss, size_t len);
+/* Seals a frame (the concatenation of iov) into out (session_sealed_size bytes). -1 if the
+ * handshake is not done or the frame is larger than max_frame. */
+int session_seal(session *ss, const jr_iovec *iov, int iovcnt, uint8_t *out, size_t cap,
+                 size_t *out_len);
+/* Why the session failed, or "". */
+const char *session_errmsg(const session *ss);
+
+#endif

@@ -1,0 +1,152 @@
+// interop_js.mjs — nats.js (@nats-io/transport-node + @nats-io/jetstream) against a 3-process
+// jetraft-server cluster: ORDERS R3 through the JetStream manager, 2,000 publishes with msgIDs
+// and acks, the stream leader killed with SIGKILL mid-publish (every publish that failed is
+// published again with its msgID until acknowledged), the leader restarted, then every
+// acknowledged message read back by sequence exactly once at its acknowledged sequence, and
+// the API calls nats.js makes (account info, names, list, find, info, purge, delete). A timer
+// bounds the run and kills every server on expiry.
+//
+// Usage: node interop_js.mjs PATH/TO/jetraft-server
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync, openSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+
+const bin = process.argv[2];
+const N = 2000, KILL_AT = 800, NAMES = ["n1", "n2", "n3"];
+const base = mkdtempSync(join(tmpdir(), "jetraft-js-"));
+const procs = {};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+function fail(msg) {
+  console.error(`FAIL: ${msg} (server logs in ${base})`);
+  for (const p of Object.values(procs)) p.kill("SIGKILL");
+  process.exit(1);
+}
+setTimeout(() => fail("the test ran out of time"), 150000).unref();
+
+async function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+const cport = {}, rport = {};
+for (const n of NAMES) { cport[n] = await freePort(); rport[n] = await freePort(); }
+function start(n) {
+  const cfg = join(base, `${n}.json`);
+  const peers = Object.fromEntries(NAMES.map((m) => [m, `127.0.0.1:${rport[m]}`]));
+  writeFileSync(cfg, JSON.stringify({
+    name: n, cluster: "C1", listen: `127.0.0.1:${cport[n]}`,
+    cluster_listen: `127.0.0.1:${rport[n]}`, peers, wal_dir: join(base, n, "wal"),
+  }));
+  const log = openSync(join(base, `${n}.log`), "a");
+  procs[n] = spawn(bin, ["-c", cfg], { stdio: ["ignore", log, log] });
+}
+NAMES.forEach(start);
+
+const nc = await connect({
+  servers: NAMES.map((n) => `127.0.0.1:${cport[n]}`), maxReconnectAttempts: -1,
+  reconnectTimeWait: 100, timeout: 5000, noRandomize: true, waitOnFirstConnect: true,
+});
+const jsm = await jetstreamManager(nc);
+const js = jetstream(nc, { timeout: 5000 });
+let si;
+for (let i = 0; ; i++) {
+  try { si = await jsm.streams.add({ name: "ORDERS", subjects: ["orders.>"], num_replicas: 3 }); break; }
+  catch (e) { if (i > 120) fail(`stream add: ${e.message}`); await sleep(250); }
+}
+const leader = si.cluster?.leader;
+if (!NAMES.includes(leader)) fail(`no leader in the created stream's info`);
+console.log(`ORDERS R3 created, leader ${leader}`);
+
+const acked = new Map(); // id -> seq
+async function publishUntilAcked(id) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const pa = await js.publish(`orders.${id % 7}`, `order ${id}`, { msgID: `m-${id}` });
+      if (acked.has(id) && acked.get(id) !== pa.seq) fail(`msg ${id} acked at ${acked.get(id)} and ${pa.seq}`);
+      acked.set(id, pa.seq);
+      return;
+    } catch (e) {
+      if (attempt > 200) fail(`msg ${id}: ${e.message}`);
+      await sleep(100);
+    }
+  }
+}
+// A window of 100 publishes in flight.
+let next = 1;
+const t0 = Date.now();
+async function worker() {
+  while (next <= N) {
+    const id = next++;
+    if (id === KILL_AT) {
+      console.log(`published ${id}; SIGKILL to the stream leader ${leader}`);
+      procs[leader].kill("SIGKILL");
+    }
+    await publishUntilAcked(id);
+  }
+}
+await Promise.all(Array.from({ length: 100 }, worker));
+console.log(`all ${N} acknowledged in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+start(leader);
+
+// Wait for every replica to be current again, then read every sequence back.
+for (let i = 0; ; i++) {
+  const info = await jsm.streams.info("ORDERS").catch(() => null);
+  const reps = info?.cluster?.replicas ?? [];
+  if (info?.cluster?.leader && reps.length === 2 && reps.every((r) => r.current)) break;
+  if (i > 240) fail("the replicas did not become current");
+  await sleep(250);
+}
+const info = await jsm.streams.info("ORDERS");
+const seen = new Map();
+for (let seq = 1; seq <= info.state.last_seq; seq++) {
+  let m = null;
+  for (let attempt = 0; ; attempt++) {
+    try { m = await jsm.streams.getMessage("ORDERS", { seq }); break; }
+    catch (e) {
+      if (/no message found/i.test(e.message)) break;
+      if (attempt > 50) fail(`get seq ${seq}: ${e.message}`);
+      await sleep(100);
+    }
+  }
+  if (!m) continue;
+  const id = Number(m.string().slice(6));
+  if (m.header?.get("Nats-Msg-Id") !== `m-${id}`) fail(`seq ${seq}: wrong msg id`);
+  if (seen.has(id)) fail(`msg ${id} stored twice`);
+  seen.set(id, seq);
+  if (acked.has(id) && acked.get(id) !== seq) fail(`msg ${id} acked at ${acked.get(id)}, stored at ${seq}`);
+}
+for (const [id] of acked) if (!seen.has(id)) fail(`acknowledged msg ${id} is missing`);
+if (info.state.messages !== N) fail(`${info.state.messages} messages, expected ${N}`);
+console.log(`every acknowledged message exactly once (leader ${info.cluster.leader})`);
+
+// The other calls nats.js users make.
+const ai = await jsm.getAccountInfo();
+if (ai.streams !== 1) fail(`account info: ${ai.streams} streams`);
+const names = []; for await (const n of jsm.streams.names()) names.push(n);
+const list = []; for await (const s of jsm.streams.list()) list.push(s.config.name);
+if (names.join() !== "ORDERS" || list.join() !== "ORDERS") fail(`names ${names} list ${list}`);
+if ((await jsm.streams.find("orders.3")) !== "ORDERS") fail("find");
+const dup = await js.publish("orders.1", "x", { msgID: "m-5" });
+if (!dup.duplicate || dup.seq !== acked.get(5)) fail("a duplicate was not recognised");
+try { await nc.request("nobody.here", "x", { timeout: 2000 }); fail("a request nobody takes was answered"); }
+catch (e) { if (!/no responders/i.test(e.message)) fail(`no responders: ${e.message}`); }
+if ((await jsm.streams.purge("ORDERS")).purged !== N) fail("purge");
+if (!(await jsm.streams.delete("ORDERS"))) fail("delete");
+console.log("account info, names, list, find, dedup, no responders, purge, delete: ok");
+await nc.close();
+
+for (const n of NAMES) procs[n].kill("SIGTERM");
+const codes = await Promise.all(NAMES.map((n) => new Promise((r) => {
+  if (procs[n].exitCode !== null) r(procs[n].exitCode); else procs[n].on("exit", (c) => r(c));
+})));
+if (codes.some((c) => c !== 0)) fail(`exit codes on SIGTERM: ${codes}`);
+console.log("every server exited 0 on SIGTERM");
+rmSync(base, { recursive: true, force: true });
+process.exit(0);

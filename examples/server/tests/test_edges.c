@@ -1,0 +1,493 @@
+/*
+ * test_edges.c — one jetraft-server process under hostile and edge-case clients, over raw
+ * sockets: the INFO line, split reads, pipelining, request-reply, no-responders, an oversized
+ * payload, garbage on the client and the cluster ports, a client that never reads (bounded memory,
+ * then disconnected), the JetStream API's errors and answers for a single-server stream, the
+ * monitoring endpoints, and a clean SIGTERM. The server must stay up and answer throughout.
+ * An alarm bounds the run.
+ *
+ * Usage: test_server_edges PATH/TO/jetraft-server
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static pid_t pid;
+static const char *server_bin;
+static char base[256];
+static int client_port, cluster_port, http_port;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "FAIL: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(server log: %s/server.log)\n", base);
+    va_end(ap);
+    if (pid > 0) kill(pid, SIGKILL);
+    exit(1);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "FAIL: the test ran out of time\n";
+    if (write(2, msg, sizeof msg - 1) < 0) { /* nothing more to do */
+    }
+    if (pid > 0) kill(pid, SIGKILL);
+    _exit(1);
+}
+
+static void pick_ports(int *out, int n)
+{
+    int fds[8];
+    for (int i = 0; i < n; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
+        socklen_t sl = sizeof sa;
+        if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&sa, sizeof sa) ||
+            getsockname(fds[i], (struct sockaddr *)&sa, &sl))
+            die("cannot pick a free port");
+        out[i] = ntohs(sa.sin_port);
+    }
+    for (int i = 0; i < n; i++) close(fds[i]);
+}
+
+static int dial(int port, int rcvbuf)
+{
+    for (int attempt = 0; attempt < 100; attempt++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (rcvbuf) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = htons((uint16_t)port),
+                                 .sin_addr.s_addr = htonl(0x7f000001)};
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) return fd;
+        close(fd);
+        usleep(100000);
+    }
+    die("cannot connect to port %d", port);
+}
+
+static void send_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t k = send(fd, c, n, MSG_NOSIGNAL);
+        if (k <= 0) die("send: %s", strerror(errno));
+        c += k;
+        n -= (size_t)k;
+    }
+}
+
+static void send_str(int fd, const char *s)
+{
+    send_all(fd, s, strlen(s));
+}
+
+/* Reads until `want` appears in what was read, EOF, or the timeout; returns 1 if found. The
+ * text read is kept in buf. */
+typedef struct rbuf {
+    char d[1 << 16];
+    size_t n;
+    int eof;
+} rbuf;
+
+static int read_until(int fd, rbuf *b, const char *want, int timeout_ms)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        b->d[b->n] = 0;
+        if (want && strstr(b->d, want)) return 1;
+        if (b->eof) return 0;
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long el = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+        if (el >= timeout_ms) return 0;
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, (int)(timeout_ms - el)) <= 0) continue;
+        if (b->n >= sizeof b->d - 1) { /* keep the tail */
+            memmove(b->d, b->d + sizeof b->d / 2, sizeof b->d / 2);
+            b->n -= sizeof b->d / 2;
+        }
+        ssize_t k = recv(fd, b->d + b->n, sizeof b->d - 1 - b->n, 0);
+        if (k <= 0)
+            b->eof = 1;
+        else
+            b->n += (size_t)k;
+    }
+}
+
+static void expect(int fd, rbuf *b, const char *want, const char *what)
+{
+    if (!read_until(fd, b, want, 5000))
+        die("%s: expected \"%s\", got \"%.400s\"%s", what, want, b->d, b->eof ? " then EOF" : "");
+}
+
+static void expect_closed(int fd, rbuf *b, const char *what)
+{
+    read_until(fd, b, NULL, 6000);
+    if (!b->eof) die("%s: the connection was not closed", what);
+}
+
+/* A client that said CONNECT (headers, no_responders) and got its PONG. */
+static int client(rbuf *b)
+{
+    int fd = dial(client_port, 0);
+    memset(b, 0, sizeof *b);
+    expect(fd, b, "\r\n", "INFO");
+    send_str(fd, "CONNECT {\"verbose\":false,\"headers\":true,\"no_responders\":true}\r\nPING\r\n");
+    expect(fd, b, "PONG\r\n", "connect");
+    b->n = 0;
+    return fd;
+}
+
+static void request(int fd, rbuf *b, const char *subject, const char *body, const char *want,
+                    const char *what)
+{
+    static int next = 100;
+    char line[512];
+    snprintf(line, sizeof line, "PUB %s _INBOX.c.%d %zu\r\n%s\r\n", subject, next++, strlen(body),
+             body);
+    b->n = 0;
+    send_str(fd, line);
+    expect(fd, b, want, what);
+}
+
+/* Reads PubAcks ("seq": in each) until n arrived or none came for 5 s; returns how many. */
+static int count_acks(int fd, int n)
+{
+    static const char pat[] = "\"seq\":";
+    char buf[1 << 16];
+    size_t have = 0;
+    int acks = 0;
+    while (acks < n) {
+        struct pollfd pf = {fd, POLLIN, 0};
+        if (poll(&pf, 1, 5000) <= 0) break;
+        ssize_t k = recv(fd, buf + have, sizeof buf - 1 - have, 0);
+        if (k <= 0) break;
+        have += (size_t)k;
+        buf[have] = 0;
+        for (char *q = buf; (q = strstr(q, pat)); q += sizeof pat - 1) acks++;
+        /* keep a tail shorter than the pattern: a match split across reads is counted once */
+        size_t keep = have < sizeof pat - 2 ? have : sizeof pat - 2;
+        memmove(buf, buf + have - keep, keep);
+        have = keep;
+    }
+    return acks;
+}
+
+/* Starts the server with the base config plus `extra` fields (",\"k\":v..." or ""). */
+static void start_server(const char *extra)
+{
+    char cfg[400], log[400];
+    snprintf(cfg, sizeof cfg, "%s/server.json", base);
+    snprintf(log, sizeof log, "%s/server.log", base);
+    FILE *f = fopen(cfg, "w");
+    if (!f) die("cannot write the config");
+    fprintf(f,
+            "{\"name\":\"solo\",\"listen\":\"127.0.0.1:%d\",\"cluster_listen\":\"127.0.0.1:%d\","
+            "\"http_listen\":\"127.0.0.1:%d\",\"peers\":{\"solo\":\"127.0.0.1:%d\"},"
+            "\"wal_dir\":\"%s/wal\",\"max_payload\":65536,\"client_max_pending\":1048576,"
+            "\"max_inflight\":64%s}\n",
+            client_port, cluster_port, http_port, cluster_port, base, extra);
+    fclose(f);
+    pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execl(server_bin, server_bin, "-c", cfg, (char *)NULL);
+        _exit(127);
+    }
+}
+
+static void stop_server(void)
+{
+    kill(pid, SIGTERM);
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        die("the server did not exit 0 on SIGTERM (status %d)", st);
+    pid = 0;
+}
+
+static long rss_kb(void)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6)) kb = atol(line + 6);
+    if (f) fclose(f);
+    return kb;
+}
+
+static void http_get(const char *path, const char *want)
+{
+    for (int attempt = 0; attempt < 50; attempt++) {
+        int fd = dial(http_port, 0);
+        char req[256];
+        snprintf(req, sizeof req, "GET %s HTTP/1.0\r\n\r\n", path);
+        send_str(fd, req);
+        rbuf b = {{0}, 0, 0};
+        int ok = read_until(fd, &b, want, 2000);
+        close(fd);
+        if (ok) return;
+        usleep(200000);
+    }
+    die("GET %s never answered with \"%s\"", path, want);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s PATH/TO/jetraft-server\n", argv[0]);
+        return 2;
+    }
+    server_bin = argv[1];
+    setvbuf(stdout, NULL, _IONBF, 0);
+    signal(SIGALRM, on_alarm);
+    signal(SIGPIPE, SIG_IGN);
+    alarm(120);
+    snprintf(base, sizeof base, "/tmp/jetraft-edges-XXXXXX");
+    if (!mkdtemp(base)) die("mkdtemp");
+    int ports[3];
+    pick_ports(ports, 3);
+    client_port = ports[0];
+    cluster_port = ports[1];
+    http_port = ports[2];
+    /* A bad configuration: the server names the field and does not start. */
+    {
+        char bad[400], out[400], cmd[1200];
+        snprintf(bad, sizeof bad, "%s/bad.json", base);
+        snprintf(out, sizeof out, "%s/bad.out", base);
+        FILE *bf = fopen(bad, "w");
+        if (!bf) die("cannot write the bad config");
+        fprintf(bf, "{\"name\":\"solo\",\"listen\":\"127.0.0.1:1\",\"cluster_listen\":"
+                    "\"127.0.0.1:2\",\"peers\":{\"solo\":\"127.0.0.1:2\"},\"wal_dir\":\"/tmp\","
+                    "\"max_payload\":\"1MB\"}\n");
+        fclose(bf);
+        snprintf(cmd, sizeof cmd, "'%s' -c '%s' >'%s' 2>&1", server_bin, bad, out);
+        int st = system(cmd);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 1) die("a bad config did not exit 1 (%d)", st);
+        snprintf(cmd, sizeof cmd, "grep -q 'max_payload: must be an integer' '%s'", out);
+        if (system(cmd) != 0) die("the error does not name max_payload");
+        printf("ok: a bad config names its field and exits 1\n");
+    }
+    start_server("");
+    /* INFO first, with the fields clients check. */
+    rbuf b = {{0}, 0, 0};
+    int fd = dial(client_port, 0);
+    expect(fd, &b, " \r\n", "INFO line");
+    if (strncmp(b.d, "INFO {", 6) || !strstr(b.d, "\"headers\":true") ||
+        !strstr(b.d, "\"max_payload\":65536") || !strstr(b.d, "\"version\":\"2.9.10\""))
+        die("INFO lacks a field: %s", b.d);
+    /* Split reads and pipelining: a command cut in two, then several in one write. */
+    b.n = 0;
+    send_str(fd, "CONNECT {\"verbose\":true,\"headers\":true} \r\nPI");
+    usleep(50000);
+    send_str(fd, "NG\r\nSUB  a.*  5\r\nUNSUB 5 \r\nPING\r\n");
+    expect(fd, &b, "+OK\r\nPONG\r\n+OK\r\n+OK\r\nPONG\r\n", "split and pipelined commands");
+    close(fd);
+    printf("ok: INFO, split and pipelined commands\n");
+
+    /* Request-reply between two clients, wildcard and queue subscriptions. */
+    rbuf ba, bb;
+    int a = client(&ba), c = client(&bb);
+    send_str(a, "SUB svc.* workers 1\r\nPING\r\n");
+    expect(a, &ba, "PONG", "sub");
+    ba.n = 0;
+    send_str(c, "SUB _INBOX.c.* 9\r\nPUB svc.echo _INBOX.c.1 2\r\nhi\r\n");
+    expect(a, &ba, "MSG svc.echo 1 _INBOX.c.1 2\r\nhi\r\n", "request delivered");
+    send_str(a, "HPUB _INBOX.c.1 12 14\r\nNATS/1.0\r\n\r\nok\r\n");
+    expect(c, &bb, "HMSG _INBOX.c.1 9 12 14\r\nNATS/1.0\r\n\r\nok\r\n", "reply delivered");
+    /* No responders: nobody subscribes and no stream captures the subject. */
+    bb.n = 0;
+    send_str(c, "PUB nobody.here _INBOX.c.2 0\r\n\r\n");
+    expect(c, &bb, "HMSG _INBOX.c.2 9 16 16\r\nNATS/1.0 503\r\n\r\n\r\n", "no responders");
+    printf("ok: request-reply, queue group, no responders\n");
+
+    /* An oversized payload: -ERR as nats-server, then closed; others unaffected. */
+    rbuf bo;
+    int o = client(&bo);
+    send_str(o, "PUB big 65537\r\n");
+    expect(o, &bo, "-ERR 'Maximum Payload Violation'\r\n", "oversized payload");
+    expect_closed(o, &bo, "oversized payload");
+    close(o);
+    /* Garbage on the client port. */
+    rbuf bg = {{0}, 0, 0};
+    int g = dial(client_port, 0);
+    send_all(g, "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n", 20);
+    expect(g, &bg, "-ERR 'Unknown Protocol Operation'", "garbage on the client port");
+    expect_closed(g, &bg, "garbage on the client port");
+    close(g);
+    /* Garbage on the cluster port: an HTTP request reads as an oversized frame length. */
+    rbuf bc = {{0}, 0, 0};
+    int cl = dial(cluster_port, 0);
+    send_str(cl, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    expect_closed(cl, &bc, "garbage on the cluster port");
+    close(cl);
+    /* A well-framed hello from a server that is not a peer. */
+    cl = dial(cluster_port, 0);
+    static const char hello[] = "\0\0\0\x1bjetraft-hello/1\njetraft\nzz\n";
+    send_all(cl, hello, sizeof hello - 1);
+    memset(&bc, 0, sizeof bc);
+    expect_closed(cl, &bc, "hello from an unknown server");
+    close(cl);
+    bb.n = 0;
+    send_str(c, "PING\r\n");
+    expect(c, &bb, "PONG", "server still answers after the garbage");
+    printf("ok: oversized payload, garbage on the client and cluster ports\n");
+
+    /* A slow consumer: subscribes, never reads; a publisher sends far more than its bound. */
+    rbuf bs;
+    int s = client(&bs);
+    send_str(s, "SUB flood 1\r\nPING\r\n");
+    expect(s, &bs, "PONG", "slow consumer sub");
+    rbuf bp;
+    int p = client(&bp);
+    static char payload[60000];
+    memset(payload, 'x', sizeof payload);
+    char hdr[64];
+    int hl = snprintf(hdr, sizeof hdr, "PUB flood %zu\r\n", sizeof payload);
+    for (int i = 0; i < 2000; i++) { /* 120 MB */
+        send_all(p, hdr, (size_t)hl);
+        send_all(p, payload, sizeof payload);
+        send_str(p, "\r\n");
+    }
+    send_str(p, "PING\r\n");
+    expect(p, &bp, "PONG", "publisher after the flood");
+    long rss = rss_kb();
+    /* The consumer's connection ends: after what was buffered for it, EOF. */
+    memset(&bs, 0, sizeof bs);
+    read_until(s, &bs, NULL, 10000);
+    if (!bs.eof) die("the slow consumer was not disconnected");
+    if (rss > 200 * 1024) die("the server grew to %ld KiB with a slow consumer", rss);
+    printf("ok: slow consumer disconnected, server RSS %ld KiB\n", rss);
+    close(s);
+    close(p);
+
+    /* JetStream on one server: create, publish with expectations and dedup, read, errors. */
+    request(c, &bb, "$JS.API.INFO", "", "account_info_response", "account info");
+    request(c, &bb, "$JS.API.STREAM.CREATE.ORDERS",
+            "{\"name\":\"ORDERS\",\"subjects\":[\"orders.>\"],\"num_replicas\":1}",
+            "\"did_create\":true", "stream create");
+    request(c, &bb, "$JS.API.STREAM.CREATE.ORDERS", "{\"name\":\"OTHER\"}", "\"err_code\":10056",
+            "name mismatch");
+    request(c, &bb, "$JS.API.STREAM.CREATE.ORDERS",
+            "{\"name\":\"ORDERS\",\"subjects\":[\"orders.>\"],\"max_msgs\":5}",
+            "\"err_code\":10058", "create with another config");
+    request(c, &bb, "$JS.API.STREAM.CREATE.X2", "{\"subjects\":[\"orders.x\"]}",
+            "\"err_code\":10065", "overlapping subjects");
+    request(c, &bb, "$JS.API.STREAM.CREATE.BAD", "{\"num_replicas\":\"3\"}", "\"err_code\":10025",
+            "bad JSON types");
+    request(c, &bb, "$JS.API.STREAM.INFO.NOPE", "", "\"err_code\":10059", "unknown stream");
+    request(c, &bb, "orders.1", "one", "{\"stream\":\"ORDERS\",\"seq\":1}", "publish");
+    bb.n = 0;
+    send_str(c, "HPUB orders.1 _INBOX.c.50 29 32\r\nNATS/1.0\r\nNats-Msg-Id: m1\r\n\r\ntwo\r\n");
+    expect(c, &bb, "{\"stream\":\"ORDERS\",\"seq\":2}", "publish with msg id");
+    bb.n = 0;
+    send_str(c, "HPUB orders.1 _INBOX.c.51 29 32\r\nNATS/1.0\r\nNats-Msg-Id: m1\r\n\r\ntwo\r\n");
+    expect(c, &bb, "{\"stream\":\"ORDERS\",\"seq\":2,\"duplicate\":true}", "duplicate");
+    bb.n = 0;
+    send_str(c, "HPUB orders.2 _INBOX.c.52 44 47\r\nNATS/1.0\r\nNats-Expected-Last-Sequence: "
+                "7\r\n\r\nbad\r\n");
+    expect(c, &bb, "\"err_code\":10071,\"description\":\"wrong last sequence: 2\"",
+           "expected last sequence");
+    /* Far more publishes in one write than max_inflight: the client is paused, not refused;
+     * every one is acknowledged. */
+    {
+        static char burst[2000 * 48];
+        size_t bl = 0;
+        for (int i = 0; i < 2000; i++)
+            bl += (size_t)snprintf(burst + bl, sizeof burst - bl,
+                                   "PUB orders.b _INBOX.c.%d 1\r\nx\r\n", 10000 + i);
+        send_all(c, burst, bl);
+        int acks = count_acks(c, 2000);
+        if (acks != 2000) die("a burst of 2000 publishes got %d acks", acks);
+        printf("ok: a burst of 2000 publishes over max_inflight 64, all acknowledged\n");
+    }
+    request(c, &bb, "$JS.API.STREAM.MSG.GET.ORDERS", "{\"seq\":2}",
+            "\"subject\":\"orders.1\",\"seq\":2,\"hdrs\"", "msg get");
+    request(c, &bb, "$JS.API.STREAM.MSG.GET.ORDERS", "{\"seq\":99999}", "\"err_code\":10037",
+            "msg get of a missing seq");
+    /* Direct reads: refused (503) without allow_direct; with it, the message and its place. */
+    request(c, &bb, "$JS.API.DIRECT.GET.ORDERS", "{\"seq\":2}", "NATS/1.0 503\r\n",
+            "direct get without allow_direct");
+    request(c, &bb, "$JS.API.STREAM.CREATE.D", "{\"subjects\":[\"d.>\"],\"allow_direct\":true}",
+            "\"allow_direct\":true", "create a stream with allow_direct");
+    bb.n = 0;
+    send_str(c, "HPUB d.x _INBOX.c.60 19 21\r\nNATS/1.0\r\nK: v1\r\n\r\nhi\r\n");
+    expect(c, &bb, "{\"stream\":\"D\",\"seq\":1}", "publish to D");
+    request(c, &bb, "$JS.API.DIRECT.GET.D", "{\"seq\":1}",
+            "NATS/1.0\r\nNats-Stream: D\r\nNats-Subject: d.x\r\nNats-Sequence: 1\r\n",
+            "direct get by seq");
+    if (!strstr(bb.d, "\r\nK: v1\r\n\r\nhi\r\n")) die("direct get lost the message: %s", bb.d);
+    request(c, &bb, "$JS.API.DIRECT.GET.D.d.x", "", "Nats-Sequence: 1\r\n",
+            "direct get of the last on a subject");
+    request(c, &bb, "$JS.API.DIRECT.GET.D", "{\"seq\":7}", "NATS/1.0 404 Message Not Found",
+            "direct get of a missing seq");
+    request(c, &bb, "$JS.API.STREAM.DELETE.D", "", "\"success\":true", "delete D");
+    request(c, &bb, "$JS.API.STREAM.NAMES", "{\"subject\":\"orders.*\"}",
+            "\"streams\":[\"ORDERS\"]", "names");
+    request(c, &bb, "$JS.API.STREAM.LIST", "", "\"total\":1", "list");
+    request(c, &bb, "$JS.API.STREAM.MSG.DELETE.ORDERS", "{\"seq\":1}", "\"success\":true",
+            "msg delete");
+    request(c, &bb, "$JS.API.STREAM.UPDATE.ORDERS",
+            "{\"name\":\"ORDERS\",\"subjects\":[\"orders.>\"],\"max_msgs\":100}",
+            "\"max_msgs\":100", "update");
+    request(c, &bb, "$JS.API.STREAM.PURGE.ORDERS", "", "\"purged\":100", "purge");
+    request(c, &bb, "$JS.API.CONSUMER.INFO.ORDERS.c1", "", "\"error\"", "unsupported API");
+    request(c, &bb, "$JS.API.STREAM.DELETE.ORDERS", "", "\"success\":true", "delete");
+    printf("ok: JetStream stream API and PubAcks\n");
+
+    http_get("/healthz", "\"status\":\"ok\"");
+    http_get("/metrics", "jetraft_wal_syncs_total{server=\"solo\"}");
+    http_get("/jsz", "\"leader\": \"solo\"");
+    printf("ok: /healthz, /metrics, /jsz\n");
+
+    close(a);
+    close(c);
+    stop_server();
+    printf("ok: SIGTERM, exit 0\n");
+
+    /* Stale connections: with PINGs every 200 ms, a client that never answers is closed after
+     * two; one that answers stays. */
+    start_server(",\"ping_interval_ms\":200");
+    rbuf bq = {{0}, 0, 0}, bl = {{0}, 0, 0};
+    int quiet = dial(client_port, 0);
+    expect(quiet, &bq, "PING\r\n", "a server PING");
+    expect(quiet, &bq, "-ERR 'Stale Connection'", "stale connection");
+    expect_closed(quiet, &bq, "stale connection");
+    int live = client(&bl);
+    for (int i = 0; i < 6; i++) {
+        bl.n = 0;
+        expect(live, &bl, "PING\r\n", "PINGs to a live client");
+        send_str(live, "PONG\r\n");
+    }
+    close(quiet);
+    close(live);
+    stop_server();
+    printf("ok: stale connection closed, live one kept\n");
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", base);
+    return 0;
+}

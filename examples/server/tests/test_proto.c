@@ -1,0 +1,501 @@
+/*
+ * test_proto.c — the server's pure parts: the NATS protocol parser (split and pipelined reads,
+ * the byte patterns clients send, oversized and malformed input), subject routing, the peer
+ * link framing and the configuration file's errors.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "frame.h"
+#include "proto.h"
+#include "session.h"
+#include "sublist.h"
+
+/* ---- recording parsed operations as text ----------------------------------------------------- */
+
+typedef struct rec {
+    char buf[1 << 16];
+    size_t len;
+    int ops;
+} rec;
+
+static int record(void *arg, const np_op *op)
+{
+    rec *r = arg;
+    static const char *const names[] = {"?",     "CONNECT", "PUB",  "HPUB", "SUB",
+                                        "UNSUB", "PING",    "PONG", "INFO"};
+    int n = snprintf(r->buf + r->len, sizeof r->buf - r->len, "%s", names[op->kind]);
+    r->len += (size_t)n;
+    switch (op->kind) {
+    case NP_PUB:
+    case NP_HPUB:
+        n = snprintf(r->buf + r->len, sizeof r->buf - r->len, " %s %s %zu [%.*s] [%.*s]",
+                     op->subject, op->reply ? op->reply : "-", op->hdr_len, (int)op->hdr_len,
+                     (const char *)op->hdr, (int)op->data_len, (const char *)op->data);
+        break;
+    case NP_SUB:
+        n = snprintf(r->buf + r->len, sizeof r->buf - r->len, " %s %s %s", op->subject,
+                     op->queue ? op->queue : "-", op->sid);
+        break;
+    case NP_UNSUB:
+        n = snprintf(r->buf + r->len, sizeof r->buf - r->len, " %s %lld", op->sid,
+                     (long long)op->max);
+        break;
+    case NP_CONNECT:
+    case NP_INFO:
+        n = snprintf(r->buf + r->len, sizeof r->buf - r->len, " %.*s", (int)op->arg_len, op->arg);
+        break;
+    default:
+        n = 0;
+    }
+    r->len += (size_t)n;
+    r->buf[r->len++] = '\n';
+    r->buf[r->len] = 0;
+    r->ops++;
+    return 0;
+}
+
+/* Feeds text in chunks of the given sizes (0-terminated list; the rest at once). */
+static int feed_chunks(np_parser *p, const char *text, size_t len, const size_t *chunks, rec *r,
+                       const char **err)
+{
+    size_t off = 0;
+    for (int i = 0; off < len; i++) {
+        size_t k = chunks && chunks[i] ? chunks[i] : len - off;
+        if (k > len - off) k = len - off;
+        int rc = np_feed(p, (const uint8_t *)text + off, k, record, r, err);
+        if (rc) return rc;
+        off += k;
+    }
+    return 0;
+}
+
+static const char script[] = "CONNECT {\"verbose\":false,\"headers\":true}\r\n"
+                             "PING\r\n"
+                             "SUB _INBOX.X52.*  1\r\n"
+                             "SUB foo.> q1 2\r\n"
+                             "UNSUB 3 \r\n"
+                             "UNSUB 1 1\r\n"
+                             "PUB foo.bar 5\r\nhello\r\n"
+                             "PUB foo.bar _INBOX.X52.7 0\r\n\r\n"
+                             "HPUB s r 0 5\r\nhello\r\n"
+                             "HPUB orders.1 _INBOX.RD.7 29 32\r\nNATS/1.0\r\nNats-Msg-Id: m1\r\n"
+                             "\r\none\r\n"
+                             "pub\tlow.case\t\t3\r\nabc\r\n"
+                             "PONG\r\n"
+                             "PUB crlf.in.payload 4\r\n\r\n\r\n\r\n"
+                             "PING\n";
+
+static const char expected[] =
+    "CONNECT {\"verbose\":false,\"headers\":true}\n"
+    "PING\n"
+    "SUB _INBOX.X52.* - 1\n"
+    "SUB foo.> q1 2\n"
+    "UNSUB 3 -1\n"
+    "UNSUB 1 1\n"
+    "PUB foo.bar - 0 [] [hello]\n"
+    "PUB foo.bar _INBOX.X52.7 0 [] []\n"
+    "HPUB s r 0 [] [hello]\n"
+    "HPUB orders.1 _INBOX.RD.7 29 [NATS/1.0\r\nNats-Msg-Id: m1\r\n\r\n] [one]\n"
+    "PUB low.case - 0 [] [abc]\n"
+    "PONG\n"
+    "PUB crlf.in.payload - 0 [] [\r\n\r\n]\n"
+    "PING\n";
+
+START_TEST(pipelined_commands_in_one_read)
+{
+    np_parser p;
+    ck_assert_int_eq(np_init(&p, 4096, 1 << 20), 0);
+    rec r = {0};
+    const char *err;
+    ck_assert_int_eq(feed_chunks(&p, script, sizeof script - 1, NULL, &r, &err), 0);
+    ck_assert_str_eq(r.buf, expected);
+    ck_assert_uint_eq(np_buffered(&p), 0);
+    np_free(&p);
+}
+END_TEST
+
+START_TEST(split_at_every_byte_gives_the_same_operations)
+{
+    size_t len = sizeof script - 1;
+    for (size_t cut = 1; cut < len; cut++) {
+        np_parser p;
+        ck_assert_int_eq(np_init(&p, 4096, 1 << 20), 0);
+        rec r = {0};
+        const char *err;
+        size_t chunks[] = {cut, 0};
+        ck_assert_int_eq(feed_chunks(&p, script, len, chunks, &r, &err), 0);
+        ck_assert_msg(!strcmp(r.buf, expected), "split at byte %zu: got\n%s", cut, r.buf);
+        np_free(&p);
+    }
+    /* one byte per read */
+    np_parser p;
+    ck_assert_int_eq(np_init(&p, 4096, 1 << 20), 0);
+    rec r = {0};
+    const char *err;
+    for (size_t i = 0; i < len; i++)
+        ck_assert_int_eq(np_feed(&p, (const uint8_t *)script + i, 1, record, &r, &err), 0);
+    ck_assert_str_eq(r.buf, expected);
+    np_free(&p);
+}
+END_TEST
+
+/* Feeds text and expects the parser to refuse it with the given -ERR text. */
+static void expect_error(const char *text, size_t len, size_t max_line, size_t max_payload,
+                         const char *want)
+{
+    np_parser p;
+    ck_assert_int_eq(np_init(&p, max_line, max_payload), 0);
+    rec r = {0};
+    const char *err = NULL;
+    int rc = np_feed(&p, (const uint8_t *)text, len, record, &r, &err);
+    ck_assert_msg(rc == NP_EPROTO, "accepted: %.*s", (int)len, text);
+    ck_assert_ptr_nonnull(err);
+    ck_assert_str_eq(err, want);
+    np_free(&p);
+}
+
+START_TEST(malformed_input_is_refused)
+{
+    const char *unknown = "Unknown Protocol Operation";
+    expect_error("FOO bar\r\n", 9, 4096, 1024, unknown);
+    expect_error("\r\n", 2, 4096, 1024, unknown);
+    expect_error("PUB foo -1\r\n", 12, 4096, 1024, unknown);
+    expect_error("PUB foo 1x\r\n", 12, 4096, 1024, unknown);
+    expect_error("PUB foo\r\n", 9, 4096, 1024, unknown);
+    expect_error("PUB a b c 1\r\n", 13, 4096, 1024, unknown);
+    expect_error("PUB foo 3\r\nabcd\r\n", 17, 4096, 1024, unknown); /* payload longer */
+    expect_error("PUB foo 3\r\nab\r\n\r\n", 17, 4096, 1024, unknown);
+    expect_error("HPUB foo 6 5\r\nhello\r\n", 21, 4096, 1024, unknown); /* hdr > total */
+    expect_error("SUB\r\n", 5, 4096, 1024, unknown);
+    expect_error("SUB a b c d\r\n", 13, 4096, 1024, unknown);
+    expect_error("UNSUB\r\n", 7, 4096, 1024, unknown);
+    expect_error("UNSUB 1 x\r\n", 11, 4096, 1024, unknown);
+    expect_error("PING x\r\n", 8, 4096, 1024, unknown);
+    expect_error("PI\0G\r\n", 6, 4096, 1024, unknown);
+    expect_error("PUB foo 99999999999\r\n", 21, 4096, 1024, unknown);
+}
+END_TEST
+
+START_TEST(oversized_payload_and_line_are_refused_without_buffering_them)
+{
+    expect_error("PUB foo 1025\r\n", 14, 4096, 1024, "Maximum Payload Violation");
+    expect_error("HPUB foo 10 1025\r\n", 18, 4096, 1024, "Maximum Payload Violation");
+    /* exactly max_payload is fine */
+    np_parser p;
+    ck_assert_int_eq(np_init(&p, 4096, 4), 0);
+    rec r = {0};
+    const char *err;
+    ck_assert_int_eq(np_feed(&p, (const uint8_t *)"PUB f 4\r\nabcd\r\n", 15, record, &r, &err), 0);
+    ck_assert_int_eq(r.ops, 1);
+    np_free(&p);
+    /* a control line one byte over the bound, fed in pieces without its end */
+    char line[300];
+    memset(line, 'A', sizeof line);
+    ck_assert_int_eq(np_init(&p, 256, 1024), 0);
+    int rc = 0;
+    for (size_t i = 0; i < sizeof line && rc == 0; i += 10)
+        rc = np_feed(&p, (const uint8_t *)line + i, 10, record, &r, &err);
+    ck_assert_int_eq(rc, NP_EPROTO);
+    ck_assert_str_eq(err, "Maximum Control Line Exceeded");
+    ck_assert_uint_le(np_buffered(&p), 257);
+    np_free(&p);
+}
+END_TEST
+
+START_TEST(random_garbage_never_crashes_and_stays_bounded)
+{
+    srand(7);
+    for (int round = 0; round < 2000; round++) {
+        np_parser p;
+        ck_assert_int_eq(np_init(&p, 128, 512), 0);
+        rec r = {0};
+        const char *err;
+        uint8_t buf[700];
+        size_t n = (size_t)(rand() % (int)sizeof buf);
+        /* mostly protocol-looking bytes, so the parser gets past the first line often */
+        static const char alpha[] = "PUB HPUB SUB UNSUB PING PONG 0123456789 \r\n\t.*>abc";
+        for (size_t i = 0; i < n; i++)
+            buf[i] =
+                rand() % 4 ? (uint8_t)alpha[rand() % (int)(sizeof alpha - 1)] : (uint8_t)rand();
+        size_t off = 0;
+        while (off < n) {
+            size_t k = 1 + (size_t)(rand() % 64);
+            if (k > n - off) k = n - off;
+            r.len = 0;
+            int rc = np_feed(&p, buf + off, k, record, &r, &err);
+            ck_assert_uint_le(np_buffered(&p), 128 + 1 + 512 + 2);
+            if (rc) {
+                ck_assert_int_eq(rc, NP_EPROTO);
+                ck_assert_ptr_nonnull(err);
+                break;
+            }
+            off += k;
+        }
+        np_free(&p);
+    }
+}
+END_TEST
+
+/* ---- subject routing ------------------------------------------------------------------------ */
+
+START_TEST(subjects_match_with_wildcards)
+{
+    ck_assert(subject_matches("foo.bar", "foo.bar"));
+    ck_assert(!subject_matches("foo.bar", "foo.baz"));
+    ck_assert(subject_matches("foo.*", "foo.bar"));
+    ck_assert(!subject_matches("foo.*", "foo.bar.baz"));
+    ck_assert(!subject_matches("foo.*", "foo"));
+    ck_assert(subject_matches("foo.>", "foo.bar.baz"));
+    ck_assert(!subject_matches("foo.>", "foo"));
+    ck_assert(subject_matches(">", "a"));
+    ck_assert(subject_matches("*.b.>", "a.b.c.d"));
+    ck_assert(subject_matches("_INBOX.X52.*", "_INBOX.X52.7"));
+    ck_assert(!subject_matches("foo.bar", "foo.bar.baz"));
+    ck_assert(!subject_matches("foo.bar.baz", "foo.bar"));
+    ck_assert(subject_valid("foo.*.>", 0));
+    ck_assert(!subject_valid("foo.*.>", 1));
+    ck_assert(!subject_valid("foo..bar", 0));
+    ck_assert(!subject_valid("foo.>.bar", 0));
+    ck_assert(!subject_valid("foo.b*", 0));
+    ck_assert(!subject_valid("", 0));
+    ck_assert(!subject_valid("foo.", 0));
+    ck_assert(!subject_valid(".foo", 0));
+}
+END_TEST
+
+START_TEST(a_queue_group_gets_one_copy)
+{
+    sublist *sl = sublist_new();
+    sub a = {.subject = "orders.*", .sid = "1", .max = -1};
+    sub b = {.subject = "orders.*", .queue = "workers", .sid = "2", .max = -1};
+    sub c = {.subject = "orders.>", .queue = "workers", .sid = "3", .max = -1};
+    sub d = {.subject = "other", .sid = "4", .max = -1};
+    sublist_insert(sl, &a);
+    sublist_insert(sl, &b);
+    sublist_insert(sl, &c);
+    sublist_insert(sl, &d);
+    sub **v;
+    for (int i = 0; i < 50; i++) {
+        size_t n = sublist_match(sl, "orders.1", &v);
+        ck_assert_uint_eq(n, 2);
+        int plain = 0, queue = 0;
+        for (size_t k = 0; k < n; k++) {
+            plain += v[k] == &a;
+            queue += v[k] == &b || v[k] == &c;
+        }
+        ck_assert_int_eq(plain, 1);
+        ck_assert_int_eq(queue, 1);
+    }
+    ck_assert_uint_eq(sublist_match(sl, "nothing", &v), 0);
+    sublist_remove(sl, &a);
+    sublist_remove(sl, &d);
+    ck_assert_uint_eq(sublist_count(sl), 2);
+    sublist_free(sl);
+}
+END_TEST
+
+/* ---- peer link framing ---------------------------------------------------------------------- */
+
+typedef struct frames {
+    char got[4096];
+    size_t len;
+    int n;
+} frames;
+
+static int on_frame(void *arg, const uint8_t *f, size_t len)
+{
+    frames *fr = arg;
+    memcpy(fr->got + fr->len, f, len);
+    fr->len += len;
+    fr->got[fr->len++] = '|';
+    fr->n++;
+    return 0;
+}
+
+START_TEST(frames_split_at_every_byte)
+{
+    uint8_t wire[256];
+    size_t w = 0;
+    const char *msgs[] = {"a", "hello", "0123456789abcdef", "z"};
+    for (int i = 0; i < 4; i++) {
+        size_t l = strlen(msgs[i]);
+        frame_hdr(wire + w, (uint32_t)l);
+        memcpy(wire + w + FRAME_HDR, msgs[i], l);
+        w += FRAME_HDR + l;
+    }
+    for (size_t cut = 0; cut <= w; cut++) {
+        frame_rd rd;
+        frame_rd_init(&rd, 64);
+        frames fr = {{0}, 0, 0};
+        ck_assert_int_eq(frame_rd_feed(&rd, wire, cut, on_frame, &fr), 0);
+        ck_assert_int_eq(frame_rd_feed(&rd, wire + cut, w - cut, on_frame, &fr), 0);
+        fr.got[fr.len] = 0;
+        ck_assert_str_eq(fr.got, "a|hello|0123456789abcdef|z|");
+        frame_rd_free(&rd);
+    }
+}
+END_TEST
+
+START_TEST(an_oversized_or_empty_frame_length_closes_the_link)
+{
+    frame_rd rd;
+    frame_rd_init(&rd, 64);
+    frames fr = {{0}, 0, 0};
+    uint8_t h[FRAME_HDR];
+    frame_hdr(h, 65);
+    ck_assert_int_eq(frame_rd_feed(&rd, h, 2, on_frame, &fr), 0);
+    ck_assert_int_eq(frame_rd_feed(&rd, h + 2, 2, on_frame, &fr), -1);
+    frame_rd_free(&rd);
+    frame_rd_init(&rd, 64);
+    frame_hdr(h, 0);
+    ck_assert_int_eq(frame_rd_feed(&rd, h, 4, on_frame, &fr), -1);
+    frame_rd_free(&rd);
+    ck_assert_int_eq(fr.n, 0);
+}
+END_TEST
+
+/* ---- peer sessions -------------------------------------------------------------------------- */
+
+/* Moves a's pending handshake bytes into b, one byte per feed. */
+static int pass_hello(session *a, session *b, frames *fr)
+{
+    const void *d;
+    size_t len;
+    session_pending_out(a, &d, &len);
+    for (size_t i = 0; i < len; i++) {
+        int rc = session_feed(b, (const uint8_t *)d + i, 1, on_frame, fr);
+        if (rc) return rc;
+    }
+    session_out_done(a, len);
+    return 0;
+}
+
+START_TEST(sessions_name_each_other_then_carry_frames)
+{
+    session_config ca = {"C1", "n1", "n2", 1024}, cb = {"C1", "n2", NULL, 1024};
+    session *a = session_new(&ca), *b = session_new(&cb);
+    frames fr = {{0}, 0, 0};
+    ck_assert_ptr_null(session_peer_name(a));
+    uint8_t out[64];
+    size_t n;
+    jr_iovec iov[2] = {{"hel", 3}, {"lo", 2}};
+    ck_assert_int_eq(session_seal(a, iov, 2, out, sizeof out, &n), -1); /* not open yet */
+    ck_assert_int_eq(pass_hello(a, b, &fr), 0);
+    ck_assert_int_eq(pass_hello(b, a, &fr), 0);
+    ck_assert_str_eq(session_peer_name(a), "n2");
+    ck_assert_str_eq(session_peer_name(b), "n1");
+    ck_assert_int_eq(session_seal(a, iov, 2, out, sizeof out, &n), 0);
+    ck_assert_uint_eq(n, session_sealed_size(a, 5));
+    ck_assert_int_eq(session_feed(b, out, n, on_frame, &fr), 0);
+    ck_assert_int_eq(fr.n, 1);
+    ck_assert_int_eq(memcmp(fr.got, "hello|", 6), 0);
+    session_free(a);
+    session_free(b);
+}
+END_TEST
+
+/* b refuses a's hello; the error says why. */
+static void expect_refused(session_config ca, session_config cb, const char *why)
+{
+    session *a = session_new(&ca), *b = session_new(&cb);
+    frames fr = {{0}, 0, 0};
+    ck_assert_int_eq(pass_hello(a, b, &fr), -1);
+    ck_assert_ptr_null(session_peer_name(b));
+    ck_assert_msg(strstr(session_errmsg(b), why), "\"%s\" does not say \"%s\"", session_errmsg(b),
+                  why);
+    uint8_t junk[8] = {0, 0, 0, 1, 'x'};
+    ck_assert_int_eq(session_feed(b, junk, 5, on_frame, &fr), -1); /* sticky */
+    session_free(a);
+    session_free(b);
+}
+
+START_TEST(sessions_refuse_other_clusters_impostors_and_garbage)
+{
+    session_config me = {"C1", "n2", NULL, 1024};
+    expect_refused((session_config){"C2", "n1", NULL, 1024}, me, "another cluster");
+    expect_refused((session_config){"C1", "n2", NULL, 1024}, me, "this server's name");
+    expect_refused((session_config){"C1", "n3", NULL, 1024},
+                   (session_config){"C1", "n2", "n1", 1024}, "not the server dialled");
+    session *b = session_new(&me);
+    frames fr = {{0}, 0, 0};
+    const char http[] = "GET / HTTP/1.1\r\n\r\n";
+    ck_assert_int_eq(session_feed(b, (const uint8_t *)http, sizeof http - 1, on_frame, &fr), -1);
+    session_free(b);
+    b = session_new(&me);
+    uint8_t bad[] = {0, 0, 0, 5, 'h', 'e', 'l', 'l', 'o'};
+    ck_assert_int_eq(session_feed(b, bad, sizeof bad, on_frame, &fr), -1);
+    ck_assert(strstr(session_errmsg(b), "not a hello"));
+    session_free(b);
+}
+END_TEST
+
+/* ---- configuration -------------------------------------------------------------------------- */
+
+static void expect_config_error(const char *json, const char *want)
+{
+    srv_config c;
+    char err[400] = "";
+    ck_assert_int_eq(srv_config_parse(json, &c, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, want) != NULL, "error \"%s\" does not say \"%s\"", err, want);
+}
+
+#define BASE                                                                                       \
+    "\"name\":\"n1\",\"listen\":\"127.0.0.1:4222\",\"cluster_listen\":\"127.0.0.1:6222\","         \
+    "\"peers\":{\"n1\":\"127.0.0.1:6222\",\"n2\":\"127.0.0.1:6223\"},\"wal_dir\":\"/tmp/w\""
+
+START_TEST(config_errors_name_the_field)
+{
+    srv_config c;
+    char err[400];
+    ck_assert_int_eq(srv_config_parse("{" BASE ",\"tags\":[\"az:1\"],\"sync\":\"interval\"}", &c,
+                                      err, sizeof err),
+                     0);
+    ck_assert_str_eq(c.name, "n1");
+    ck_assert_str_eq(c.store_dir, "/tmp/w");
+    ck_assert_uint_eq(c.npeers, 2);
+    ck_assert_str_eq(c.peers[1].name, "n2");
+    ck_assert_int_eq(c.peers[1].port, 6223);
+    ck_assert_int_eq(c.sync_interval, 1);
+    srv_config_free(&c);
+    expect_config_error("{" BASE ",\"max_payload\":\"big\"}", "max_payload: must be an integer");
+    expect_config_error("{" BASE ",\"max_payload\":0}", "max_payload: must be between");
+    expect_config_error("{\"listen\":\"nohost\"}", "listen: must be a \"host:port\"");
+    expect_config_error("{" BASE ",\"colour\":1}", "colour: unknown field");
+    expect_config_error("{" BASE ",\"sync\":\"never\"}", "sync: must be");
+    expect_config_error("{" BASE ",\"heartbeat_ms\":2000}", "heartbeat_ms: must be below");
+    expect_config_error("{\"name\":\"n1\"}", "listen: required");
+    expect_config_error("{" BASE ",\"name\":\"n9\"}", "duplicate");
+    expect_config_error("{\n\"name\": \"n1\",\n  oops\n}", "line 3");
+    expect_config_error("{\"name\":\"x\",\"listen\":\"a:1\",\"cluster_listen\":\"a:2\","
+                        "\"peers\":{\"n1\":\"a:3\"},\"wal_dir\":\"/w\"}",
+                        "peers: must list this server");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("server");
+    TCase *tc = tcase_create("proto");
+    tcase_add_test(tc, pipelined_commands_in_one_read);
+    tcase_add_test(tc, split_at_every_byte_gives_the_same_operations);
+    tcase_add_test(tc, malformed_input_is_refused);
+    tcase_add_test(tc, oversized_payload_and_line_are_refused_without_buffering_them);
+    tcase_add_test(tc, random_garbage_never_crashes_and_stays_bounded);
+    tcase_add_test(tc, subjects_match_with_wildcards);
+    tcase_add_test(tc, a_queue_group_gets_one_copy);
+    tcase_add_test(tc, frames_split_at_every_byte);
+    tcase_add_test(tc, an_oversized_or_empty_frame_length_closes_the_link);
+    tcase_add_test(tc, sessions_name_each_other_then_carry_frames);
+    tcase_add_test(tc, sessions_refuse_other_clusters_impostors_and_garbage);
+    tcase_add_test(tc, config_errors_name_the_field);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
