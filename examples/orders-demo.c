@@ -12,7 +12,11 @@
  *   3. the stream leader's server killed: a new leader, publishes going on, the server back;
  *   4. ORDERS grown to R4: the new replica's lag counting down until it is current;
  *   5. a consumer fetching and acknowledging;
- *   6. the `nats server check stream --peer-expect=4` line.
+ *   6. a replica evacuated: the replacement catches up first, the replica count stays;
+ *   7. an evacuation with nowhere to go refused ("peer remap failed"), nothing moved;
+ *   8. a stopped server peer-removed, a second removal at once refused ("cluster member
+ *      change is in progress"), ORDERS re-placed;
+ *   9. the `nats server check stream --peer-expect=4` line.
  *
  * Build and run: ninja -C build && build/examples/orders-demo
  */
@@ -387,7 +391,65 @@ int main(void)
     wait_res(&r, "consumer info");
     printf("%s", r.text);
 
-    step("6. nats server check stream --peer-expect=4");
+    step("6. A replica evacuated while orders keep coming");
+    r = stream_info(NULL);
+    char evac[64];
+    snprintf(evac, sizeof evac, "%s", r.npeers > 1 ? r.peers[1] : "");
+    printf("nats stream cluster evacuate ORDERS %s\n\n", evac);
+    memset(&r, 0, sizeof r);
+    jr_stream_evacuate(any_node(0), "ORDERS", evac, on_admin, &r);
+    wait_res(&r, "evacuate");
+    if (r.status != 0) die("evacuate", r.status, r.msg);
+    for (int shown = 0;; shown++) {
+        r = stream_info(NULL);
+        int moving = strstr(r.text, "Migration") != NULL;
+        if (shown < 2 || !moving) printf("%s\n", r.text);
+        if (!moving && !has_peer(&r, evac)) break;
+        if (shown > 200) die("evacuate", JR_ETIMEDOUT, "the move did not finish");
+        run_ms(moving ? 50 : 20);
+    }
+    printf("%s is gone from the replicas; the replica count stayed 4\n", evac);
+
+    step("7. An evacuation with nowhere to go is refused, and nothing moves");
+    printf("nats consumer cluster evacuate ORDERS NEW %s\n", evac[0] ? r.peers[0] : "");
+    memset(&r, 0, sizeof r);
+    res before_move = stream_info(NULL);
+    jr_consumer_evacuate(any_node(0), "ORDERS", "NEW", before_move.peers[0], on_admin, &r);
+    wait_res(&r, "consumer evacuate");
+    printf("  -> %s: %s (the consumer already has a replica on every server of its stream)\n",
+           r.status ? jr_err_name(r.status) : "OK", r.msg);
+
+    step("8. A server gone for good is peer-removed; a second removal must wait");
+    r = stream_info(NULL);
+    char gone[64] = "";
+    for (size_t i = 1; i < r.npeers && !gone[0]; i++)
+        snprintf(gone, sizeof gone, "%s", r.peers[i]); /* a follower of ORDERS */
+    const char *second = NULL;
+    for (unsigned i = 0; i < SERVERS && !second; i++) {
+        const char *name = jr_sim_name(sim, i);
+        if (strcmp(name, gone) != 0 && strcmp(name, r.leader) != 0) second = name;
+    }
+    printf("%s stopped; nats server cluster peer-remove %s, then %s at once\n", gone, gone, second);
+    jr_sim_crash(sim, (unsigned)jr_sim_index(sim, gone));
+    run_ms(300);
+    res first, again;
+    memset(&first, 0, sizeof first);
+    memset(&again, 0, sizeof again);
+    jr_server_peer_remove(any_node(0), gone, on_admin, &first);
+    jr_server_peer_remove(any_node(0), second, on_admin, &again);
+    wait_res(&first, "peer remove");
+    wait_res(&again, "second peer remove");
+    printf("  %s -> %s: %s\n", gone, first.status ? jr_err_name(first.status) : "OK", first.msg);
+    printf("  %s -> %s: %s\n", second, again.status ? jr_err_name(again.status) : "OK", again.msg);
+    for (int k = 0; k < 400; k++) {
+        r = stream_info(NULL);
+        if (!has_peer(&r, gone) && !strstr(r.text, "Migration") && !strstr(r.text, "outdated"))
+            break;
+        run_ms(50);
+    }
+    printf("\nORDERS re-placed off %s:\n%s", gone, r.text);
+
+    step("9. nats server check stream --peer-expect=4");
     pub.on = 0;
     run_ms(1000);
     jr_check_opts co;
