@@ -69,6 +69,69 @@ static int node_healthy(world *w, unsigned i, char *why, size_t cap)
     return r.healthy;
 }
 
+/* For a failure: every unwell group of every node, as each node's replica of it sees itself
+ * (jr_node_group + jr_group_status_get), to stderr. */
+typedef struct unwell_res {
+    int done;
+    uint64_t ids[16];
+    char text[16][96];
+    size_t n;
+} unwell_res;
+
+static void unwell_cb(void *arg, int status, const char *msg, const jr_node_health_info *h)
+{
+    (void)msg;
+    unwell_res *r = arg;
+    r->done = 1;
+    for (size_t i = 0; status == 0 && h && i < h->ngroups && r->n < 16; i++) {
+        r->ids[r->n] = h->groups[i]->group;
+        snprintf(r->text[r->n++], sizeof r->text[0], "%s", h->groups[i]->text);
+    }
+}
+
+void dump_unwell(world *w, FILE *out)
+{
+    static const char *const roles[] = {"follower", "candidate", "leader", "observer"};
+    for (unsigned i = 0; i < w->n; i++) {
+        if (!node_up(w, i)) continue;
+        unwell_res r = {0};
+        if (jr_node_health(jr_sim_node(w->sim, i), unwell_cb, &r) != 0) continue;
+        wait_flag(w, &r.done, 5 * SEC);
+        for (size_t g = 0; g < r.n; g++) {
+            fprintf(out, "  n%u reports group %llu unwell: %s\n", i, (unsigned long long)r.ids[g],
+                    r.text[g]);
+            for (unsigned j = 0; j < w->n; j++) {
+                jr_node *nd = jr_sim_node(w->sim, j);
+                jr_group *gr = nd ? jr_node_group(nd, r.ids[g]) : NULL;
+                if (!gr) continue;
+                jr_group_status st;
+                memset(&st, 0, sizeof st);
+                st.size = sizeof st;
+                if (jr_group_status_get(gr, &st) != 0) continue;
+                const char *leader = jr_group_leader(gr);
+                fprintf(out,
+                        "    n%u: %s term %llu commit %llu applied %llu last %llu snapshot %llu "
+                        "peers %zu%s%s leader %s\n",
+                        j, st.role >= 0 && st.role < 4 ? roles[st.role] : "?",
+                        (unsigned long long)st.term, (unsigned long long)st.commit_index,
+                        (unsigned long long)st.applied_index, (unsigned long long)st.last_index,
+                        (unsigned long long)st.snapshot_index, st.npeers,
+                        st.damaged ? " DAMAGED" : "", st.unvouched ? " UNVOUCHED" : "",
+                        leader ? leader : "(none)");
+                for (size_t p = 0; p < st.npeers; p++) {
+                    jr_peer_status ps;
+                    memset(&ps, 0, sizeof ps);
+                    ps.size = sizeof ps;
+                    if (jr_group_peer(gr, p, &ps) != 0) continue;
+                    fprintf(out, "      peer %s voter %d current %d match %llu%s%s\n", ps.name,
+                            ps.voter, ps.current, (unsigned long long)ps.match_index,
+                            ps.damaged ? " damaged" : "", ps.unvouched ? " unvouched" : "");
+                }
+            }
+        }
+    }
+}
+
 int cluster_healthy(world *w, char *why, size_t cap)
 {
     for (unsigned i = 0; i < w->n; i++)

@@ -165,9 +165,19 @@ void nem_note(world *w, const char *fmt, ...)
 void violation(world *w, const char *checker, const char *stream, int64_t val, uint64_t seq,
                int cons, const char *fmt, ...)
 {
+    int waived = 0;
+    if (w->waive) {
+        char buf[256];
+        snprintf(buf, sizeof buf, ",%s,", w->waive);
+        char key[40];
+        snprintf(key, sizeof key, ",%s,", checker);
+        waived = strstr(buf, key) != NULL;
+    }
     w->nviol_total++;
+    w->nwaived += (unsigned)waived;
     if (w->nviol >= MAX_VIOL) return;
     viol *v = &w->viol[w->nviol++];
+    v->waived = waived;
     snprintf(v->checker, sizeof v->checker, "%s", checker);
     snprintf(v->stream, sizeof v->stream, "%s", stream ? stream : "");
     v->value = val;

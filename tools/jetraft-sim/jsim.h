@@ -232,6 +232,7 @@ typedef struct pending_ack {
 /* A violation a checker found. */
 typedef struct viol {
     char checker[32];
+    int waived;
     char text[400];
     char stream[16];
     int64_t value;
@@ -258,6 +259,7 @@ typedef struct world {
     FILE *hist;
     int verbose;
     int quiet;
+    const char *waive; /* comma-separated checkers whose violations are reported, not failed */
 
     rng r;
     jr_sim *sim;
@@ -315,7 +317,7 @@ typedef struct world {
     uint64_t apply_conflicts;
 
     viol viol[MAX_VIOL];
-    unsigned nviol, nviol_total;
+    unsigned nviol, nviol_total, nwaived;
     char lost_summary[256];
 } world;
 
@@ -378,6 +380,8 @@ void faults_step(world *w);
 void faults_heal(world *w);
 /* Every node's health (jr_node_health): 1 if all report healthy. */
 int cluster_healthy(world *w, char *why, size_t cap);
+/* Every unwell group, as each of its replicas sees itself, into out (for a failure). */
+void dump_unwell(world *w, FILE *out);
 
 /* check_log.c */
 void applied_record(void *arg, unsigned node, uint64_t group, uint64_t index, uint64_t term,
@@ -388,6 +392,12 @@ void applied_free(world *w);
 int streams_final_read(world *w);
 void check_streams(world *w);
 void check_stream_list(world *w);
+
+/* mutate.c */
+extern const char *const mutate_names[];
+/* Applies mutation `kind` to the history before the checkers run; 0 or JR_ENOTFOUND (nothing
+ * to mutate in this run). */
+int mutate(world *w, const char *kind);
 
 /* check_consumers.c */
 void check_consumers(world *w);
