@@ -72,7 +72,7 @@ static int node_healthy(world *w, unsigned i, char *why, size_t cap)
 /* For a failure: every unwell group of every node, as each node's replica of it sees itself
  * (jr_node_group + jr_group_status_get), to stderr. */
 typedef struct unwell_res {
-    int done;
+    int done, meta_current;
     uint64_t ids[16];
     char text[16][96];
     size_t n;
@@ -83,6 +83,13 @@ static void unwell_cb(void *arg, int status, const char *msg, const jr_node_heal
     (void)msg;
     unwell_res *r = arg;
     r->done = 1;
+    r->meta_current = status == 0 && h && h->meta_current;
+    if (status == 0 && h && !h->meta_current && r->n < 16) {
+        /* the meta group's id is the first above the host's range (lib/js/js.h); diagnostics
+         * only */
+        r->ids[r->n] = JR_GROUP_ID_HOST_MAX + 1;
+        snprintf(r->text[r->n++], sizeof r->text[0], "meta: %s", h->meta_text);
+    }
     for (size_t i = 0; status == 0 && h && i < h->ngroups && r->n < 16; i++) {
         r->ids[r->n] = h->groups[i]->group;
         snprintf(r->text[r->n++], sizeof r->text[0], "%s", h->groups[i]->text);

@@ -215,6 +215,12 @@ static int run_seed(const opts *o, uint64_t seed, FILE *hist)
         if (streams_final_read(w) == 0) {
             check_stream_list(w);
             clients_drain(w, 60 * SEC);
+            /* the drain woke every consumer group: a replica still unwell now stays so */
+            if (!healthy && !cluster_healthy(w, why, sizeof why))
+                violation(w, "repair", "", -1, 0, -1, "still not healthy after the drain (%s)",
+                          why);
+            else if (!healthy)
+                nem_note(w, "healthy after the drain");
             if (o->mutate && mutate(w, o->mutate) != 0)
                 fprintf(stderr, "seed %llu: nothing to mutate (%s)\n", (unsigned long long)seed,
                         o->mutate);
