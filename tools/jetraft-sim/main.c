@@ -158,7 +158,10 @@ static int run_seed(const opts *o, uint64_t seed, FILE *hist)
     w->verbose = o->verbose;
     w->waive = o->waive;
     w->r.s = seed * 0x9e3779b97f4a7c15ull + 17;
-    w->n = o->nodes ? o->nodes : (rng_pct(&w->r, 40) ? 5 : 3);
+    /* drawn even when --nodes says: the replay command names the count, and must not shift
+     * the rest of the run's draws */
+    w->n = rng_pct(&w->r, 40) ? 5 : 3;
+    if (o->nodes) w->n = o->nodes;
     w->nds = 1 + (unsigned)rng_below(&w->r, MAX_DS);
     w->nprocs = 2 + (unsigned)rng_below(&w->r, 4);
     w->nfetchers = 2 + (unsigned)rng_below(&w->r, 2);
