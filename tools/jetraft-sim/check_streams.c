@@ -40,7 +40,11 @@ static void rd_cb(void *arg, int status, const char *msg, const jr_stored_msg *m
     r->status = status;
     if (status == 0 && m) {
         r->value = payload_value(w, m->data, m->len);
-        if (r->value < 0) r->value = -3;
+        char subject[32];
+        if (r->value >= 0)
+            snprintf(subject, sizeof subject, "d%d.%u", w->vals[r->value].ds,
+                     w->vals[r->value].subj);
+        if (r->value < 0 || !m->subject || strcmp(m->subject, subject) != 0) r->value = -3;
     } else {
         r->value = status == JR_ENOTFOUND ? -1 : -2;
     }
@@ -104,9 +108,9 @@ static int stream_settled(world *w, const char *name, info_res *out, uint64_t ma
     return JR_ETIMEDOUT;
 }
 
-/* Reads seqs [1, n] of stream `name` (direct: through node `via`'s replica; else linearizably
- * through random nodes) into out[seq - 1], retrying errors. 0, or JR_ETIMEDOUT if a read never
- * completed (out then stays allocated, as a callback may still come). */
+/* Reads seqs [1, n] of stream `name` through node `via` (direct: its replica; else
+ * linearizably, at the leader) into out[seq - 1], retrying errors. 0, or JR_ETIMEDOUT if a read
+ * never completed (out then stays allocated, as a callback may still come). */
 static int read_all(world *w, const char *name, uint64_t n, int direct, unsigned via, int64_t *out)
 {
     const size_t window = 64;
@@ -121,7 +125,12 @@ static int read_all(world *w, const char *name, uint64_t n, int direct, unsigned
             uint64_t s = cursor;
             cursor = (cursor + 1) % n;
             if (state[s] != 0) continue;
-            int node = direct ? (int)via : pick_node(w);
+            /* JR_ENOTFOUND also means "no such stream" on a server whose meta state lacks it
+             * (a damaged meta replica), so the linearizable reads go through the leader's
+             * server (they are forwarded if it lost the leadership), the direct ones through
+             * the replica's own */
+            int node = (int)via;
+            if (!direct && !node_up(w, via)) node = pick_node(w);
             if (node < 0 || !node_up(w, (unsigned)node)) break;
             memset(&r[s], 0, sizeof r[s]);
             state[s] = 1;
@@ -179,7 +188,7 @@ int streams_final_read(world *w)
         uint64_t n = d->last_seq + 1;
         d->at = malloc(n * sizeof *d->at);
         if (!d->at) exit(3);
-        if (read_all(w, d->name, n, 0, 0, d->at) != 0) {
+        if (read_all(w, d->name, n, 0, d->nholders ? d->holders[0] : 0, d->at) != 0) {
             violation(w, "liveness", d->name, -1, 0, -1, "a linearizable read never completed");
             return JR_ETIMEDOUT;
         }
@@ -283,7 +292,7 @@ void check_streams(world *w)
             int64_t v = d->at[s];
             if (v == -3)
                 violation(w, "unexpected", d->name, -1, s + 1, -1,
-                          "seq %llu holds a message no client published",
+                          "seq %llu holds a message no client published (or a damaged one)",
                           (unsigned long long)(s + 1));
             if (v == -2)
                 violation(w, "liveness", d->name, -1, s + 1, -1, "seq %llu is unreadable",

@@ -102,9 +102,7 @@ int publish_value(world *w, int p, uint32_t vid, unsigned node)
     proc *pr = &w->procs[p];
     char subject[32], data[256], msgid[32];
     snprintf(subject, sizeof subject, "d%d.%u", v->ds, v->subj);
-    size_t len = (size_t)snprintf(data, sizeof data, "v%u.", vid);
-    size_t pad = 16 + (vid * 2654435761u) % 160; /* a length of its own, from its id */
-    while (len < pad && len < sizeof data - 1) data[len] = (char)('a' + (len + vid) % 26), len++;
+    size_t len = payload_make(vid, data, sizeof data);
     jr_pub_opts opts;
     jr_pub_opts_init(&opts);
     uint32_t id = op_new(w, OP_PUBLISH, p, node, d->name, NULL);

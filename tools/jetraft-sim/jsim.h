@@ -356,7 +356,10 @@ void history_write_op(world *w, uint32_t id, int completion);
 /* Prints the operations touching the first violation (its value, seq, stream or consumer). */
 void history_minimized(world *w, FILE *out);
 void history_free(world *w);
-/* Parses a payload "v<id>..." into its value id; -1 if it is not one of ours. */
+/* Value vid's payload into buf (at most cap bytes): "v<id>." and filler to a length of its
+ * own; returns its length. */
+size_t payload_make(uint32_t vid, char *buf, size_t cap);
+/* The value id of a payload, -1 unless it is byte for byte one of ours. */
 int64_t payload_value(world *w, const void *data, size_t len);
 
 /* clients.c */
