@@ -23,6 +23,17 @@ struct applied {
     unsigned node;         /* the first node that applied it */
 };
 
+static uint64_t mix(uint64_t h, uint64_t x);
+
+void applied_on_restore(void *arg, unsigned node, uint64_t group, uint64_t index)
+{
+    world *w = arg;
+    const char *t = getenv("JSIM_TRACE_GROUP");
+    if (t && strtoull(t, NULL, 10) == group && w->sim)
+        fprintf(stderr, "[%9.3f] restore n%u group %llu snapshot at %llu\n", rel_s(w, now_ns(w)),
+                node, (unsigned long long)group, (unsigned long long)index);
+}
+
 static uint64_t mix(uint64_t h, uint64_t x)
 {
     h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -68,6 +79,18 @@ void applied_record(void *arg, unsigned node, uint64_t group, uint64_t index, ui
     world *w = arg;
     if (w->napplied * 2 >= w->capapplied) grow(w);
     uint64_t h = entry_hash(term, data, len);
+    /* JSIM_TRACE_GROUP=<id>: every entry that group applies, on every node (debugging) */
+    static int trace_read;
+    static uint64_t trace_group;
+    if (!trace_read) {
+        const char *t = getenv("JSIM_TRACE_GROUP");
+        trace_group = t ? strtoull(t, NULL, 10) : 0;
+        trace_read = 1;
+    }
+    if (trace_group == group && w->sim)
+        fprintf(stderr, "[%9.3f] apply n%u group %llu index %llu term %llu len %zu hash %016llx\n",
+                rel_s(w, now_ns(w)), node, (unsigned long long)group, (unsigned long long)index,
+                (unsigned long long)term, len, (unsigned long long)h);
     struct applied *s = slot(w->applied, w->capapplied, group, index);
     if (!s->group) {
         s->group = group;

@@ -42,6 +42,7 @@ int cluster_new(world *w)
     cfg.arg = w;
     cfg.configure = configure;
     cfg.on_apply = applied_record;
+    cfg.on_restore = applied_on_restore;
     cfg.on_log = on_log;
     cfg.no_digest = 1;
     int rc = jr_sim_new(&cfg, &w->sim);

@@ -390,6 +390,8 @@ void dump_unwell(world *w, FILE *out);
 void applied_record(void *arg, unsigned node, uint64_t group, uint64_t index, uint64_t term,
                     const void *data, size_t len);
 void applied_free(world *w);
+/* on_restore: traced with JSIM_TRACE_GROUP. */
+void applied_on_restore(void *arg, unsigned node, uint64_t group, uint64_t index);
 
 /* check_streams.c */
 int streams_final_read(world *w);
