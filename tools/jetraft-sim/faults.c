@@ -32,6 +32,7 @@ const char *const fault_names[F_NKINDS] = {"partition", "net",   "crash", "power
 
 void faults_init(world *w)
 {
+    w->taint_node = -1;
     w->victim = -1;
     w->ioerr_node = -1;
     w->copy_node = -1;
@@ -334,12 +335,16 @@ static void damage(world *w, unsigned v)
         uint64_t off = rng_below(&w->r, fe->size), len = 1 + rng_below(&w->r, 4096);
         unsigned nbits = 1 + (unsigned)rng_below(&w->r, 8);
         jr_sim_flip_bits(w->sim, v, fe->path, off, len, nbits);
+        w->taint_node = (int)v;
+        snprintf(w->taint_path, sizeof w->taint_path, "%s", fe->path);
         nem_note(w, "disk n%u: %u bits flipped in [%llu, +%llu) of %s %s", v, nbits,
                  (unsigned long long)off, (unsigned long long)len, target_names[fe->target],
                  fe->path);
     } else if (kind == 2) {
         uint64_t off = rng_below(&w->r, fe->size), len = 1 + rng_below(&w->r, 65536);
         jr_sim_zero(w->sim, v, fe->path, off, len);
+        w->taint_node = (int)v;
+        snprintf(w->taint_path, sizeof w->taint_path, "%s", fe->path);
         nem_note(w, "disk n%u: zeroed [%llu, +%llu) of %s %s", v, (unsigned long long)off,
                  (unsigned long long)len, target_names[fe->target], fe->path);
     } else {
@@ -349,11 +354,38 @@ static void damage(world *w, unsigned v)
     }
 }
 
+typedef struct find_file {
+    const char *path;
+    int found;
+} find_file;
+
+static int find_cb(void *arg, const char *path, uint64_t size)
+{
+    (void)size;
+    find_file *f = arg;
+    if (!strcmp(path, f->path)) f->found = 1;
+    return 0;
+}
+
+/* The node that still carries latent damage (a flipped or zeroed file it has not removed);
+ * -1 if none. */
+static int tainted(world *w)
+{
+    if (w->taint_node < 0) return -1;
+    find_file f = {w->taint_path, 0};
+    jr_sim_files(w->sim, (unsigned)w->taint_node, find_cb, &f);
+    if (!f.found) {
+        nem_note(w, "n%d no longer holds the damaged %s", w->taint_node, w->taint_path);
+        w->taint_node = -1;
+    }
+    return w->taint_node;
+}
+
 static void do_disk(world *w)
 {
     if (w->victim >= 0 || w->copy || w->ioerr_node >= 0) return;
-    int v = pick_node(w);
-    if (v < 0) return;
+    int v = pick_node(w), t = tainted(w);
+    if (v < 0 || (t >= 0 && v != t)) return; /* only the tainted node may be damaged again */
     if (rng_pct(&w->r, 25)) {
         /* a rollback: save now (no admin operation creating groups in flight, none started
          * until the rollback), roll back a little later */

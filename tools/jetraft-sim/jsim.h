@@ -295,6 +295,11 @@ typedef struct world {
     jr_sim_disk *copy;       /* a saved disk of copy_node for a rollback */
     int copy_node;
     uint64_t rollback_at;
+    /* latent damage: a file whose bits were flipped or zeroed stays damaged on the victim's
+     * disk until the node removes it (a restart re-reads it), so until then no other node may
+     * be damaged: that would be two damaged replicas at once */
+    int taint_node; /* -1 none */
+    char taint_path[128];
     int ioerr_node; /* node whose vfs fails; -1 */
     uint64_t ioerr_until;
     uint64_t next_fault_ns;
