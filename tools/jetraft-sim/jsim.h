@@ -16,6 +16,7 @@
  *   check_log.c       applied-entry agreement across nodes (state-machine safety)
  *   check_streams.c   the final reads and the publish checkers
  *   check_consumers.c the consumer checkers
+ *   mutate.c          checker self-tests: a history changed the way a bug would change it
  *   main.c            arguments, the phases of a run, seeds, the report
  *
  * Callbacks only record: every decision (the next publish, a retry, an ack) is taken by the

@@ -3,7 +3,7 @@
  * fault schedule, driven by simulated clients, checked from the clients' side.
  *
  *   jetraft-sim --seed N --seconds S [--nodes 3|5] [--faults LIST] [--history FILE]
- *               [--seeds A:COUNT] [-v|-vv] [-q]
+ *               [--seeds A:COUNT] [--waive CHECKERS] [--mutate KIND] [-v|-vv] [-q]
  *
  * One run per seed, every choice drawn from the seed, so a seed replays exactly:
  *  1. setup: the nodes, one or two data streams (R3, or R5 on five nodes) and their first
@@ -16,7 +16,10 @@
  *  4. progress: every publisher gets three more publishes acknowledged within 30 s;
  *  5. final reads, the drain of every consumer, and the checkers.
  * A failing seed prints its violations, the replay command and the minimized history, and the
- * program exits 1. JSIM_SEEDS=A:COUNT in the environment overrides --seeds (for the soak run).
+ * program exits 1. JSIM_SEEDS=A:COUNT in the environment overrides --seeds (for the soak run);
+ * JSIM_TRACE_GROUP=<group id> prints every entry that group applies on every node. --waive
+ * reports a checker's violations without failing the run; --mutate runs a checker self-test
+ * (mutate.c).
  * --faults takes a comma-separated list of partition, net, crash, power, pause, clock, disk,
  * ioerr, or "all" (the default) or "none". docs/testing.md describes the checkers and the
  * history format.
