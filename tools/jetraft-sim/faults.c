@@ -322,15 +322,19 @@ static void damage(world *w, unsigned v)
     const file_ent *fe = l.n ? &l.f[rng_below(&w->r, l.n)] : NULL;
     if (kind != 0 && (!fe || fe->size == 0)) kind = 0;
     if (kind == 0) {
-        if (!newest || !newest->size) {
+        /* the newest WAL segment's tail (what a lost cache loses), or any file's (Jepsen's
+         * truncate-file) */
+        const file_ent *t = fe && fe->size && rng_pct(&w->r, 50) ? fe : newest;
+        if (!t || !t->size) {
             nem_note(w, "disk n%u: no file to damage", v);
             return;
         }
-        uint64_t cut = 1 + rng_below(&w->r, rng_pct(&w->r, 50) ? 4096 : newest->size);
-        if (cut > newest->size) cut = newest->size;
-        jr_sim_cut_tail(w->sim, v, newest->path, cut);
-        nem_note(w, "disk n%u: tail cut, the last %llu of %llu bytes of %s", v,
-                 (unsigned long long)cut, (unsigned long long)newest->size, newest->path);
+        uint64_t cut = 1 + rng_below(&w->r, rng_pct(&w->r, 50) ? 4096 : t->size);
+        if (cut > t->size) cut = t->size;
+        jr_sim_cut_tail(w->sim, v, t->path, cut);
+        nem_note(w, "disk n%u: tail cut, the last %llu of %llu bytes of %s %s", v,
+                 (unsigned long long)cut, (unsigned long long)t->size, target_names[t->target],
+                 t->path);
     } else if (kind == 1) {
         uint64_t off = rng_below(&w->r, fe->size), len = 1 + rng_below(&w->r, 4096);
         unsigned nbits = 1 + (unsigned)rng_below(&w->r, 8);
