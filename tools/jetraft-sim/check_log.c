@@ -9,8 +9,9 @@
  * group names one entry for the whole run. One exception is outside the fault model: a group
  * with a single voter (a churn stream of R1) can be vouched for by nobody and trusts its own
  * disk, so a disk fault on its server may cost it entries it applied, and it then logs others
- * at those indexes. A conflict on a replica whose group has one member is therefore noted (it
- * replaces the record) rather than reported.
+ * at those indexes (also a replica whose lost records held the change that gave it peers: it
+ * then believes itself alone). A conflict on a replica whose group has one member is therefore
+ * noted rather than reported, and the group is left out of this check from then on.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,10 @@ void applied_record(void *arg, unsigned node, uint64_t group, uint64_t index, ui
         return;
     }
     if (s->hash != h) {
+        /* a group a single voter relogged: the entries other members still hold from before
+         * differ from its new ones, for as long as they are re-applied */
+        for (unsigned k = 0; k < w->nlone; k++)
+            if (w->lone_groups[k] == group) return;
         jr_node *nd = w->sim ? jr_sim_node(w->sim, node) : NULL;
         jr_group *g = nd ? jr_node_group(nd, group) : NULL;
         jr_group_status st;
@@ -113,6 +118,8 @@ void applied_record(void *arg, unsigned node, uint64_t group, uint64_t index, ui
                      (unsigned long long)group, (unsigned long long)index, node);
             s->hash = h;
             s->node = node;
+            if (w->nlone < sizeof w->lone_groups / sizeof w->lone_groups[0])
+                w->lone_groups[w->nlone++] = group;
             return;
         }
         w->apply_conflicts++;

@@ -321,6 +321,8 @@ typedef struct world {
     struct applied *applied;
     size_t napplied, capapplied;
     uint64_t apply_conflicts;
+    uint64_t lone_groups[32]; /* groups a single voter relogged: outside the model from then on */
+    unsigned nlone;
 
     viol viol[MAX_VIOL];
     unsigned nviol, nviol_total, nwaived;
