@@ -122,9 +122,9 @@ struct jr__vouch {
     uint64_t t_max;                             /* highest term answered */
     jr__id lead;                                /* a leader that answered, in term lead_term, ... */
     uint64_t lead_term, lead_index, lead_lterm; /* ... with this last entry */
-    jr__id asked;                               /* the leader last asked, in asked_term */
-    uint64_t asked_term;
-    uint8_t floored;  /* w answers: the term floor is taken */
+    jr__id asked;                               /* the leader last asked, in asked_term, */
+    uint64_t asked_term, asked_at;              /* ... at asked_at (now()) */
+    uint8_t floored;                            /* w answers: the term floor is taken */
     uint8_t confless; /* started without a configuration; none has arrived yet */
 };
 
@@ -508,13 +508,20 @@ int jr__vouch_drops(const jr__raft *r, const jr__msg *m)
            m->type == JR__MSG_TIMEOUT_NOW || m->type == JR__MSG_VOTE;
 }
 
-/* Asks `from`, a leader of `term`, unless it was asked in that term already. 1 if it asked. */
+/* Asks `from`, a leader of `term`, unless it was asked in that term within an election
+ * timeout. 1 if it asked. Asking again matters once the replica takes that leader's messages
+ * (past its term floor): they keep its election timer from running out, so the timer's own
+ * asking (jr__vouch_tick) never comes, and a VOUCH or answer lost in the network would leave it
+ * unvouched for as long as that leader leads. */
 static int ask_leader(jr__raft *r, jr__id from, uint64_t term)
 {
     struct jr__vouch *v = r->vouch;
-    if (!v || (v->asked == from && v->asked_term == term)) return 0;
+    if (!v || (v->asked == from && v->asked_term == term &&
+               r->now - v->asked_at < r->cfg.election_timeout))
+        return 0;
     v->asked = from;
     v->asked_term = term;
+    v->asked_at = r->now;
     ask(r, from);
     return 1;
 }

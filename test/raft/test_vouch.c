@@ -851,6 +851,45 @@ START_TEST(a_leader_whose_messages_are_dropped_is_asked)
 }
 END_TEST
 
+/* Past its term floor the replica takes its leader's messages, which keep its election timer
+ * from running out: a VOUCH to that leader (or its answer) lost in the network is asked again
+ * once an election timeout passed, as the leader's messages come, instead of leaving the
+ * replica unvouched for as long as that leader leads. */
+START_TEST(a_leader_whose_answer_was_lost_is_asked_again)
+{
+    jr__raft *r = bare_restarted_n(3);
+    jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = 7, .from = 3, .to = 2, .term = 3};
+    a.u.vouch_resp.last_index = 2;
+    a.u.vouch_resp.last_term = 2;
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &a), 0);
+    a.from = 1; /* server 1 answers too, not yet leading: the floor (term 3), no leader's word */
+    ck_assert_int_eq(jr__raft_step(r, 1002 * MS, &a), 0);
+    ck_assert_int_eq(jr__raft_unvouched(r), 1);
+    memset(bare_vouch_to, 0, sizeof bare_vouch_to);
+    /* 1 leads term 3: its heartbeats are taken; it is asked for its word once ... */
+    jr__msg hb = {.type = JR__MSG_HEARTBEAT, .group = 7, .from = 1, .to = 2, .term = 3};
+    uint64_t t = 1003 * MS;
+    ck_assert_int_eq(jr__raft_step(r, t, &hb), 0);
+    ck_assert_int_eq(bare_vouch_to[1], 1);
+    /* ... that VOUCH is lost; the heartbeats go on, one per heartbeat interval, for ten
+     * election timeouts */
+    for (int k = 1; k <= 50; k++) {
+        t += 20 * MS;
+        ck_assert_int_eq(jr__raft_step(r, t, &hb), 0);
+    }
+    ck_assert_int_eq(jr__raft_unvouched(r), 1);
+    ck_assert_msg(bare_vouch_to[1] >= 2, "the leader was not asked again (%d VOUCHes to it)",
+                  bare_vouch_to[1]);
+    ck_assert_msg(bare_vouch_to[1] <= 11, "asked more than once per election timeout (%d)",
+                  bare_vouch_to[1]);
+    /* its answer makes the replica whole */
+    a.u.vouch_resp.leader = 1;
+    ck_assert_int_eq(jr__raft_step(r, t + MS, &a), 0);
+    ck_assert_int_eq(jr__raft_unvouched(r), 0);
+    jr__raft_free(r);
+}
+END_TEST
+
 /* R5: servers 1, 3 and 4 answer (three: the term floor), none of them leading; 5 is down. Then
  * 1 becomes leader of term 3 and its group is quiet, so nothing of it reaches the replica. At
  * its election timeout the replica asks every member again, not only 5, which has not answered:
@@ -1041,6 +1080,7 @@ int main(void)
     tcase_add_test(tc, a_replica_that_lost_its_configuration_asks_once_a_repair_brings_one);
     tcase_add_test(tc, a_heartbeat_commits_only_what_an_append_of_its_leader_proved);
     tcase_add_test(tc, a_leader_whose_messages_are_dropped_is_asked);
+    tcase_add_test(tc, a_leader_whose_answer_was_lost_is_asked_again);
     tcase_add_test(tc, a_replica_with_its_floor_asks_every_member_again);
     tcase_add_test(tc, an_append_over_a_committed_entry_leaves_the_replica_unvouched);
     tcase_add_test(tc, a_removed_replica_answers_with_what_its_acknowledgements_could_commit);
