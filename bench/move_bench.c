@@ -443,7 +443,7 @@ int main(int argc, char **argv)
     o.window = 256;
     o.steady_s = 1.0;
     o.max_s = 30;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* --flag value pairs */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return usage(argv[0]);
         if (!strcmp(a, "--vfs")) {
@@ -474,7 +474,6 @@ int main(int argc, char **argv)
         } else {
             return usage(argv[0]);
         }
-        i++;
     }
     for (int s = 0; s < o.nsizes; s++)
         for (int which = CASE_GROW; which <= CASE_MOVE; which <<= 1) {

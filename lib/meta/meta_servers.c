@@ -18,7 +18,11 @@
 #include "meta/meta_state.h"
 #include "util/alloc.h"
 
-static int refuse(jr__meta_result *res, int status, const char *fmt, ...)
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int
+refuse(jr__meta_result *res, int status, const char *fmt, ...)
 {
     res->status = status;
     va_list ap;
