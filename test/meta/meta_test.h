@@ -1,7 +1,8 @@
 /*
- * Helpers shared by the meta state's op tests (test_meta_move.c, test_meta_consumers.c): building
- * and applying ops, and an allocator that fails its n-th allocation, to show that no allocation
- * failure leaves half an op applied. Header-only (static inline): each test is one source file.
+ * Helpers shared by the meta state's op tests (test_meta_move.c, test_meta_consumers.c,
+ * test_meta_servers.c): building and applying ops, and an allocator that fails its n-th
+ * allocation, to show that no allocation failure leaves half an op applied. Header-only (static
+ * inline): each test is one source file.
  */
 #ifndef JR_TEST_META_TEST_H
 #define JR_TEST_META_TEST_H
