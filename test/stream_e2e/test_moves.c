@@ -269,17 +269,9 @@ static void pump(work *w, uint64_t ns)
             for (unsigned k = 0; k < c->n && !n; k++)
                 n = jr_sim_node(c->sim, ((unsigned)i + k) % c->n);
             if (n) {
-                char s[32], d[64], id[32];
-                snprintf(s, sizeof s, "orders.%d", i % 5);
-                snprintf(d, sizeof d, "order %d", i);
-                snprintf(id, sizeof id, "o-%d", i);
-                jr_pub_opts o;
-                jr_pub_opts_init(&o);
-                o.msg_id = id;
                 g_ctx[i].w = w;
                 g_ctx[i].i = i;
-                if (jr_publish(n, s, NULL, 0, d, strlen(d), &o, pub_cb, &g_ctx[i]) == 0)
-                    w->issued++;
+                if (e2e_publish_order(n, i, pub_cb, &g_ctx[i]) == 0) w->issued++;
             }
         }
         if (w->consumer && !w->fetching) {

@@ -85,16 +85,8 @@ static void issue(work *w)
         unsigned via = (unsigned)(w->issued + (int)t) % size;
         if (!e2e_node(w->c, via) || w->skip[via]) continue;
         int i = w->issued++;
-        char s[32], d[64], id[32];
-        snprintf(s, sizeof s, "orders.%d", i % 5);
-        snprintf(d, sizeof d, "order %d", i);
-        snprintf(id, sizeof id, "o-%d", i);
-        jr_pub_opts o;
-        jr_pub_opts_init(&o);
-        o.msg_id = id;
         memset(&w->res[i], 0, sizeof w->res[i]);
-        int rc =
-            jr_publish(e2e_node(w->c, via), s, NULL, 0, d, strlen(d), &o, e2e_pub_cb, &w->res[i]);
+        int rc = e2e_publish_order(e2e_node(w->c, via), i, e2e_pub_cb, &w->res[i]);
         ck_assert_msg(rc == 0, "publish %d via n%u: %s", i, via, jr_strerror(rc));
         return;
     }
