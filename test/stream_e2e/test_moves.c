@@ -520,6 +520,14 @@ static void add_consumer(e2e *c, const char *name, int replicas)
     ck_assert_int_eq(wait_admin(c, &r), 0);
 }
 
+/* Finishes the workload: more than min publishes acknowledged, and none failed (none of the
+ * servers went down). */
+static void finish_none_failed(work *w, int min)
+{
+    ck_assert_int_gt(work_finish(w), min);
+    ck_assert_msg(w->failed == 0, "%d publishes failed", w->failed);
+}
+
 /* Pumps the workload in steps of `step` until the admin call r, taken (rc 0), answers. */
 static void pump_until_answered(work *w, int rc, ares *r, uint64_t step)
 {
@@ -651,8 +659,7 @@ START_TEST(evacuating_the_leader_of_an_r3_stream_moves_it_and_loses_nothing)
     ck_assert_int_eq(end.replicas, 3);
     ck_assert_ptr_null(strstr(end.text, "Migration"));
     pump(&w, 500 * MS);
-    ck_assert_int_gt(work_finish(&w), 100);
-    ck_assert_msg(w.failed == 0, "%d publishes failed", w.failed); /* none went down */
+    finish_none_failed(&w, 100);
     ck_assert_uint_gt(w.nconfirmed, 50);
     jr_sim_run_for(c.sim, 1 * SEC);
     ck_assert_int_eq(files_of(&c, (unsigned)gi, "ORDERS"), 0);
@@ -703,8 +710,7 @@ START_TEST(evacuating_with_nowhere_to_go_is_peer_remap_failed)
     ck_assert_int_eq(sinfo(&c, "ORDERS", &after), 0);
     ck_assert(!after.moving);
     for (unsigned i = 0; i < 3; i++) ck_assert(holds(&after, jr_sim_name(c.sim, i)));
-    ck_assert_int_gt(work_finish(&w), 50);
-    ck_assert_msg(w.failed == 0, "%d publishes failed", w.failed); /* none went down */
+    finish_none_failed(&w, 50);
     e2e_free(&c);
 }
 END_TEST
@@ -894,8 +900,7 @@ START_TEST(evacuating_a_consumer_moves_its_replica)
     ck_assert_int_eq(wait_admin(&c, &ev3), JR_EPEERREMAP);
     pump(&w, 500 * MS);
     ck_assert_int_gt(w.received, 50);
-    ck_assert_int_gt(work_finish(&w), 100);
-    ck_assert_msg(w.failed == 0, "%d publishes failed", w.failed); /* none went down */
+    finish_none_failed(&w, 100);
     e2e_free(&c);
 }
 END_TEST
