@@ -254,6 +254,20 @@ static int meta_info(e2e *c, unsigned i, minfo *m)
     return m->status;
 }
 
+/* Node i's meta info call succeeds and lists n servers; m gets the info. */
+static void meta_info_nservers(e2e *c, unsigned i, size_t n, minfo *m)
+{
+    ck_assert_int_eq(meta_info(c, i, m), 0);
+    ck_assert_uint_eq(m->nservers, n);
+}
+
+/* Node i's meta info call is refused with JR_EREMOVED and says it was removed. */
+static void meta_info_removed(e2e *c, unsigned i, minfo *m)
+{
+    ck_assert_int_eq(meta_info(c, i, m), JR_EREMOVED);
+    ck_assert_int_eq(m->removed, 1);
+}
+
 /* Adds a node that joins the running cluster; returns its index. */
 static unsigned join_node(e2e *c)
 {
@@ -421,8 +435,7 @@ START_TEST(a_fourth_server_joins_and_orders_grows_onto_it)
     w.skip[j] = 0;
     e2e_snapshot_every(&c, j, 64);
     minfo m;
-    ck_assert_int_eq(meta_info(&c, 0, &m), 0);
-    ck_assert_uint_eq(m.nservers, 4);
+    meta_info_nservers(&c, 0, 4, &m);
     ck_assert_str_eq(m.servers[3], "n3");
     ck_assert_int_eq(m.removed, 0);
     /* ORDERS grows onto it (the only server not holding it) */
@@ -589,8 +602,7 @@ START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
     jr_node *gn = e2e_node(&c, gone);
     ck_assert_ptr_nonnull(gn);
     minfo m;
-    ck_assert_int_eq(meta_info(&c, gone, &m), JR_EREMOVED);
-    ck_assert_int_eq(m.removed, 1);
+    meta_info_removed(&c, gone, &m);
     jr_stream_config cfg;
     e2e_config(&cfg, "X", (const char *const[]){"x.>"}, 1, 1);
     ck_assert_int_eq(jr_stream_add(gn, &cfg, e2e_admin_cb, &r), JR_EREMOVED);
@@ -618,8 +630,7 @@ START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
         ck_assert_ptr_null(jr__meta_server_find(&jr__js_of(e2e_node(&c, i))->st, gname));
         ck_assert(jr__meta_server_removed(&jr__js_of(e2e_node(&c, i))->st, gname));
     }
-    ck_assert_int_eq(meta_info(&c, via, &m), 0);
-    ck_assert_uint_eq(m.nservers, 3);
+    meta_info_nservers(&c, via, 3, &m);
     run(&w, 1 * SEC);
     check_nothing_lost(&w, via);
     ck_assert_uint_gt(w.delivered, 0);
@@ -628,8 +639,7 @@ START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
     ck_assert_int_eq(e2e_restart(&c, gone), 0);
     run(&w, 1 * SEC);
     ck_assert_int_eq(meta_info(&c, gone, &m), JR_EREMOVED);
-    ck_assert_int_eq(meta_info(&c, via, &m), 0);
-    ck_assert_uint_eq(m.nservers, 3);
+    meta_info_nservers(&c, via, 3, &m);
     stop(&c, &w);
 }
 END_TEST
@@ -680,11 +690,9 @@ START_TEST(a_removed_server_that_was_down_is_refused_when_it_comes_back)
     ck_assert_int_eq(e2e_restart(&c, 3), 0);
     run(&w, 2 * SEC);
     minfo m;
-    ck_assert_int_eq(meta_info(&c, 3, &m), JR_EREMOVED);
-    ck_assert_int_eq(m.removed, 1);
+    meta_info_removed(&c, 3, &m);
     for (unsigned i = 0; i < 3; i++) {
-        ck_assert_int_eq(meta_info(&c, i, &m), 0);
-        ck_assert_uint_eq(m.nservers, 3);
+        meta_info_nservers(&c, i, 3, &m);
         ck_assert(!meta_has(&c, i, 3, 0));
     }
     /* with a blank disk, asking to join as a new server: refused too */
@@ -696,8 +704,7 @@ START_TEST(a_removed_server_that_was_down_is_refused_when_it_comes_back)
     run(&w, 1 * SEC);
     ck_assert_int_eq(meta_info(&c, 3, &m), JR_EREMOVED);
     for (unsigned i = 0; i < 3; i++) {
-        ck_assert_int_eq(meta_info(&c, i, &m), 0);
-        ck_assert_uint_eq(m.nservers, 3);
+        meta_info_nservers(&c, i, 3, &m);
     }
     check_nothing_lost(&w, 0);
     stop(&c, &w);
@@ -759,8 +766,7 @@ START_TEST(every_node_restarted_after_a_join_recovers_the_membership_from_disk)
     ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 3, 30 * SEC), 0);
     for (unsigned i = 0; i < 4; i++) ck_assert_int_eq(e2e_has_replica(&c, i, "ORDERS"), 1);
     minfo m;
-    ck_assert_int_eq(meta_info(&c, 0, &m), 0);
-    ck_assert_uint_eq(m.nservers, 4);
+    meta_info_nservers(&c, 0, 4, &m);
     w.n = 400;
     run(&w, 500 * MS);
     check_nothing_lost(&w, 1);
@@ -919,8 +925,7 @@ START_TEST(removing_the_meta_leader_moves_the_meta_group_on)
     wait_gone(&c, (unsigned)l, 10 * SEC);
     minfo m;
     ck_assert_int_eq(meta_info(&c, (unsigned)l, &m), JR_EREMOVED);
-    ck_assert_int_eq(meta_info(&c, via, &m), 0);
-    ck_assert_uint_eq(m.nservers, 3);
+    meta_info_nservers(&c, via, 3, &m);
     ck_assert_str_ne(m.leader, lname);
     run(&w, 1 * SEC);
     check_nothing_lost(&w, via);
