@@ -370,7 +370,7 @@ static void run_until_voter(work *w, unsigned j, uint64_t limit)
     node_wait vw = {w->c, j};
     uint64_t t0 = jr_sim_now(w->c->sim);
     while (!is_voter_everywhere(&vw, w->c->sim)) {
-        ck_assert_msg(jr_sim_now(w->c->sim) - t0 < limit, "n3 did not become a meta voter");
+        ck_assert_msg(jr_sim_now(w->c->sim) - t0 < limit, "n%u did not become a meta voter", j);
         run(w, 20 * MS);
     }
 }
