@@ -140,6 +140,15 @@ static uint64_t g_seg_bytes = 128u << 10;
  * (default 0:1: the fixed scenarios) */
 static uint64_t first_seed = 0, nseeds = 1, g_off;
 
+/* A test that runs the scenario `call` once per seed of the loop (its index _i). */
+#define SEEDED_TEST(name, call)                                                                    \
+    START_TEST(name)                                                                               \
+    {                                                                                              \
+        g_off = first_seed + (uint64_t)_i;                                                         \
+        call;                                                                                      \
+    }                                                                                              \
+    END_TEST
+
 static void small_files(void *arg, unsigned i, jr_node_config *cfg)
 {
     (void)arg;
@@ -174,6 +183,32 @@ static int stream_leader(e2e *c)
         if (jr_group_status_get(g, &st) == 0 && st.role == JR_LEADER) return (int)i;
     }
     return -1;
+}
+
+/* Starts checker k on the stream, every replica required whole after healing, and has n
+ * messages acknowledged through n0. */
+static void fill(fchk *k, e2e *c, size_t n)
+{
+    fchk_init(k, c, STREAM, "r", 0);
+    k->require_whole = 1;
+    ck_assert_uint_eq(fchk_publish_n(k, 0, n, 64, -1, 60 * SEC), n);
+}
+
+/* 200 more publishes through via, then the checker's final pass over nodes[0..n-1] (dumped if
+ * it failed; the caller asserts k->fail). */
+static void publish_and_final(fchk *k, const unsigned *nodes, size_t n, unsigned via)
+{
+    fchk_publish_n(k, via, 200, 32, -1, 30 * SEC);
+    fchk_final(k, nodes, n, via, 30 * SEC);
+    if (k->fail[0]) fchk_dump(k, nodes, n);
+}
+
+/* Damages the file of target t (a log or store file, not a group's snapshot) on down node i;
+ * p is the file picked. */
+static void damage_file(e2e *c, unsigned i, enum target t, enum kind kind, pick *p)
+{
+    find_file(c->sim, i, t, 0, p);
+    damage(c->sim, i, p, kind);
 }
 
 /* One replica of a stream --------------------------------------------------------------------*/
@@ -216,68 +251,23 @@ static void one_stream_replica(enum target t, enum kind kind, int victim_leads)
     e2e_free(&c);
 }
 
-START_TEST(stream_follower_wal_flip)
-{
-    g_off = first_seed + (uint64_t)_i;
-    one_stream_replica(T_WAL, K_FLIP, 0);
-}
-END_TEST
+SEEDED_TEST(stream_follower_wal_flip, one_stream_replica(T_WAL, K_FLIP, 0))
 
-START_TEST(stream_follower_wal_deleted)
-{
-    g_off = first_seed + (uint64_t)_i;
-    one_stream_replica(T_WAL, K_DELETE, 0);
-}
-END_TEST
+SEEDED_TEST(stream_follower_wal_deleted, one_stream_replica(T_WAL, K_DELETE, 0))
 
-START_TEST(stream_follower_wal_tail_cut)
-{
-    g_off = first_seed + (uint64_t)_i;
-    one_stream_replica(T_NEWEST_WAL, K_CUT, 0);
-}
-END_TEST
+SEEDED_TEST(stream_follower_wal_tail_cut, one_stream_replica(T_NEWEST_WAL, K_CUT, 0))
 
-START_TEST(stream_follower_block_zeroed)
-{
-    g_off = first_seed + (uint64_t)_i;
-    one_stream_replica(T_BLOCK, K_ZERO, 0);
-}
-END_TEST
+SEEDED_TEST(stream_follower_block_zeroed, one_stream_replica(T_BLOCK, K_ZERO, 0))
 
-START_TEST(stream_follower_block_deleted)
-{
-    g_off = first_seed + (uint64_t)_i;
-    one_stream_replica(T_BLOCK, K_DELETE, 0);
-}
-END_TEST
+SEEDED_TEST(stream_follower_block_deleted, one_stream_replica(T_BLOCK, K_DELETE, 0))
 
-START_TEST(stream_follower_snapshot_flip)
-{
-    g_off = first_seed + (uint64_t)_i;
-    one_stream_replica(T_SNAP, K_FLIP, 0);
-}
-END_TEST
+SEEDED_TEST(stream_follower_snapshot_flip, one_stream_replica(T_SNAP, K_FLIP, 0))
 
-START_TEST(stream_follower_snapshot_deleted)
-{
-    g_off = first_seed + (uint64_t)_i;
-    one_stream_replica(T_SNAP, K_DELETE, 0);
-}
-END_TEST
+SEEDED_TEST(stream_follower_snapshot_deleted, one_stream_replica(T_SNAP, K_DELETE, 0))
 
-START_TEST(stream_leader_wal_zeroed)
-{
-    g_off = first_seed + (uint64_t)_i;
-    one_stream_replica(T_WAL, K_ZERO, 1);
-}
-END_TEST
+SEEDED_TEST(stream_leader_wal_zeroed, one_stream_replica(T_WAL, K_ZERO, 1))
 
-START_TEST(stream_leader_block_flip)
-{
-    g_off = first_seed + (uint64_t)_i;
-    one_stream_replica(T_BLOCK, K_FLIP, 1);
-}
-END_TEST
+SEEDED_TEST(stream_leader_block_flip, one_stream_replica(T_BLOCK, K_FLIP, 1))
 
 /* Consumers ----------------------------------------------------------------------------------*/
 
@@ -371,6 +361,20 @@ static void ack_all(e2e *c, unsigned via, const fetched *f)
     }
 }
 
+/* Creates durable consumer CONSUMER on the stream via n0 (ack_wait_ns 0: the default). */
+static void create_consumer(e2e *c, int64_t ack_wait_ns)
+{
+    jr_consumer_config cc;
+    jr_consumer_config_init(&cc);
+    cc.durable_name = CONSUMER;
+    cc.ack_wait_ns = ack_wait_ns;
+    cres cr;
+    memset(&cr, 0, sizeof cr);
+    ck_assert_int_eq(jr_consumer_create(e2e_node(c, 0), STREAM, &cc, consumer_cb, &cr), 0);
+    ck_assert_int_eq(jr_sim_run_until(c->sim, cres_done, &cr, 30 * SEC), 0);
+    ck_assert_msg(cr.status == 0, "consumer: %s", cr.msg);
+}
+
 static int consumer_leader(e2e *c)
 {
     for (unsigned i = 0; i < 3; i++)
@@ -402,14 +406,7 @@ static void one_consumer_replica(enum target t, enum kind kind)
         snprintf(data, sizeof data, "m%d", i);
         ck_assert_int_eq(e2e_publish(&c, (unsigned)i % 3, "r.x", data, strlen(data), NULL, &er), 0);
     }
-    jr_consumer_config cc;
-    jr_consumer_config_init(&cc);
-    cc.durable_name = CONSUMER;
-    cres cr;
-    memset(&cr, 0, sizeof cr);
-    ck_assert_int_eq(jr_consumer_create(e2e_node(&c, 0), STREAM, &cc, consumer_cb, &cr), 0);
-    ck_assert_int_eq(jr_sim_run_until(c.sim, cres_done, &cr, 30 * SEC), 0);
-    ck_assert_msg(cr.status == 0, "consumer: %s", cr.msg);
+    create_consumer(&c, 0);
     static fetched f;
     /* 300 deliveries and acks, one fetch of 10 at a time: snapshots of the consumer group */
     uint64_t next = 1;
@@ -453,6 +450,7 @@ static void one_consumer_replica(enum target t, enum kind kind)
     /* it leads now: what was acknowledged is never delivered again */
     int lead = consumer_leader(&c);
     if (lead != (int)v) {
+        cres cr;
         memset(&cr, 0, sizeof cr);
         ck_assert_int_eq(jr_consumer_stepdown(e2e_node(&c, (unsigned)lead), STREAM, CONSUMER,
                                               jr_sim_name(c.sim, v), admin_cb, &cr),
@@ -473,33 +471,13 @@ static void one_consumer_replica(enum target t, enum kind kind)
     e2e_free(&c);
 }
 
-START_TEST(consumer_follower_wal_flip)
-{
-    g_off = first_seed + (uint64_t)_i;
-    one_consumer_replica(T_NEWEST_WAL, K_FLIP);
-}
-END_TEST
+SEEDED_TEST(consumer_follower_wal_flip, one_consumer_replica(T_NEWEST_WAL, K_FLIP))
 
-START_TEST(consumer_follower_wal_deleted)
-{
-    g_off = first_seed + (uint64_t)_i;
-    one_consumer_replica(T_NEWEST_WAL, K_DELETE);
-}
-END_TEST
+SEEDED_TEST(consumer_follower_wal_deleted, one_consumer_replica(T_NEWEST_WAL, K_DELETE))
 
-START_TEST(consumer_follower_snapshot_zeroed)
-{
-    g_off = first_seed + (uint64_t)_i;
-    one_consumer_replica(T_CONSUMER_SNAP, K_ZERO);
-}
-END_TEST
+SEEDED_TEST(consumer_follower_snapshot_zeroed, one_consumer_replica(T_CONSUMER_SNAP, K_ZERO))
 
-START_TEST(consumer_follower_snapshot_deleted)
-{
-    g_off = first_seed + (uint64_t)_i;
-    one_consumer_replica(T_CONSUMER_SNAP, K_DELETE);
-}
-END_TEST
+SEEDED_TEST(consumer_follower_snapshot_deleted, one_consumer_replica(T_CONSUMER_SNAP, K_DELETE))
 
 /* The meta group's snapshot ------------------------------------------------------------------*/
 
@@ -516,9 +494,7 @@ static void meta_snapshot(enum kind kind)
     e2e_res r;
     ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add: %s", r.msg);
     fchk k;
-    fchk_init(&k, &c, STREAM, "r", 0);
-    k.require_whole = 1;
-    ck_assert_uint_eq(fchk_publish_n(&k, 0, 500, 64, -1, 60 * SEC), 500);
+    fill(&k, &c, 500);
     jr_sim_run_for(c.sim, 1 * SEC);
     unsigned v = 1;
     ck_assert_int_eq(jr_sim_crash(c.sim, v), 0);
@@ -538,19 +514,9 @@ static void meta_snapshot(enum kind kind)
     e2e_free(&c);
 }
 
-START_TEST(meta_snapshot_corrupt)
-{
-    g_off = first_seed + (uint64_t)_i;
-    meta_snapshot(K_FLIP);
-}
-END_TEST
+SEEDED_TEST(meta_snapshot_corrupt, meta_snapshot(K_FLIP))
 
-START_TEST(meta_snapshot_deleted)
-{
-    g_off = first_seed + (uint64_t)_i;
-    meta_snapshot(K_DELETE);
-}
-END_TEST
+SEEDED_TEST(meta_snapshot_deleted, meta_snapshot(K_DELETE))
 
 /* A store damaged while its server runs ------------------------------------------------------*/
 
@@ -603,6 +569,14 @@ static void node_health(e2e *c, unsigned i, hres *r)
     ck_assert_int_eq(jr_sim_run_until(c->sim, hres_done, r, 10 * SEC), 0);
 }
 
+/* Node i's health reports a damaged store and the node not healthy. */
+static void assert_reports_damaged(e2e *c, unsigned i)
+{
+    hres h;
+    node_health(c, i, &h);
+    ck_assert_msg(h.damaged && !h.healthy, "n%u's health does not report its damaged store", i);
+}
+
 /* Reads acknowledged seqs [from, to] through node via: every answer with data must be the
  * acknowledged message; returns how many answered with it. */
 static size_t read_back(fchk *k, unsigned via, uint64_t from, uint64_t to)
@@ -634,9 +608,7 @@ static void block_damaged_running(int victim_leads)
     e2e c;
     cluster(&c, 17);
     fchk k;
-    fchk_init(&k, &c, STREAM, "r", 0);
-    k.require_whole = 1;
-    ck_assert_uint_eq(fchk_publish_n(&k, 0, 1500, 64, -1, 60 * SEC), 1500);
+    fill(&k, &c, 1500);
     jr_sim_run_for(c.sim, 3 * SEC); /* idle: the stores drop what they cached */
     int l = stream_leader(&c);
     ck_assert_int_ge(l, 0);
@@ -657,8 +629,7 @@ static void block_damaged_running(int victim_leads)
     while (q <= 300 && read_back(&k, other, q, q) == 1) q++;
     ck_assert_msg(q <= 300, "n%u served every message from its damaged block", v);
     hres h;
-    node_health(&c, v, &h);
-    ck_assert_msg(h.damaged && !h.healthy, "n%u's health does not report its damaged store", v);
+    assert_reports_damaged(&c, v);
     read_back(&k, v, 1, 300);
     /* repaired: the stream serves every acknowledged message again, from every replica */
     int ok = 0;
@@ -667,10 +638,8 @@ static void block_damaged_running(int victim_leads)
         ok = read_back(&k, other, 1, 300) == 300;
     }
     ck_assert_msg(ok, "the stream does not serve every acknowledged message again");
-    fchk_publish_n(&k, other, 200, 32, -1, 30 * SEC);
     const unsigned all[] = {0, 1, 2};
-    fchk_final(&k, all, 3, other, 30 * SEC);
-    if (k.fail[0]) fchk_dump(&k, all, 3);
+    publish_and_final(&k, all, 3, other);
     ck_assert_msg(k.fail[0] == 0, "%s (n%u): %s", p.path, v, k.fail);
     node_health(&c, v, &h);
     ck_assert_msg(h.healthy, "n%u not healthy after the repair: %s", v, h.text);
@@ -678,19 +647,9 @@ static void block_damaged_running(int victim_leads)
     e2e_free(&c);
 }
 
-START_TEST(block_damaged_running_follower)
-{
-    g_off = first_seed + (uint64_t)_i;
-    block_damaged_running(0);
-}
-END_TEST
+SEEDED_TEST(block_damaged_running_follower, block_damaged_running(0))
 
-START_TEST(block_damaged_running_leader)
-{
-    g_off = first_seed + (uint64_t)_i;
-    block_damaged_running(1);
-}
-END_TEST
+SEEDED_TEST(block_damaged_running_leader, block_damaged_running(1))
 
 /* Two replicas of three damaged ----------------------------------------------------------------*/
 
@@ -701,9 +660,7 @@ static void two_of_three(enum target t, enum kind kind, int with_leader)
     e2e c;
     cluster(&c, 19);
     fchk k;
-    fchk_init(&k, &c, STREAM, "r", 0);
-    k.require_whole = 1;
-    ck_assert_uint_eq(fchk_publish_n(&k, 0, 1500, 64, -1, 60 * SEC), 1500);
+    fill(&k, &c, 1500);
     int l = stream_leader(&c);
     ck_assert_int_ge(l, 0);
     unsigned a = with_leader ? (unsigned)l : (unsigned)(l + 1) % 3;
@@ -712,10 +669,8 @@ static void two_of_three(enum target t, enum kind kind, int with_leader)
     ck_assert_int_eq(jr_sim_crash(c.sim, a), 0);
     ck_assert_int_eq(jr_sim_crash(c.sim, b), 0);
     pick p;
-    find_file(c.sim, a, t, 0, &p);
-    damage(c.sim, a, &p, kind);
-    find_file(c.sim, b, t, 0, &p);
-    damage(c.sim, b, &p, kind);
+    damage_file(&c, a, t, kind, &p);
+    damage_file(&c, b, t, kind, &p);
     ck_assert_int_eq(e2e_restart(&c, a), 0);
     ck_assert_int_eq(e2e_restart(&c, b), 0);
     /* reads through every server: never other bytes than acknowledged */
@@ -724,56 +679,24 @@ static void two_of_three(enum target t, enum kind kind, int with_leader)
         for (unsigned i = 0; i < 3; i++)
             read_back(&k, i, 1 + 97 * (uint64_t)s, 40 + 97 * (uint64_t)s);
     }
-    fchk_publish_n(&k, whole, 200, 32, -1, 30 * SEC);
     const unsigned all[] = {0, 1, 2};
-    fchk_final(&k, all, 3, whole, 30 * SEC);
-    if (k.fail[0]) fchk_dump(&k, all, 3);
+    publish_and_final(&k, all, 3, whole);
     ck_assert_msg(k.fail[0] == 0, "%s (n%u, n%u): %s", p.path, a, b, k.fail);
     fchk_free(&k);
     e2e_free(&c);
 }
 
-START_TEST(two_followers_block_zeroed)
-{
-    g_off = first_seed + (uint64_t)_i;
-    two_of_three(T_BLOCK, K_ZERO, 0);
-}
-END_TEST
+SEEDED_TEST(two_followers_block_zeroed, two_of_three(T_BLOCK, K_ZERO, 0))
 
-START_TEST(leader_and_follower_block_deleted)
-{
-    g_off = first_seed + (uint64_t)_i;
-    two_of_three(T_BLOCK, K_DELETE, 1);
-}
-END_TEST
+SEEDED_TEST(leader_and_follower_block_deleted, two_of_three(T_BLOCK, K_DELETE, 1))
 
-START_TEST(two_followers_wal_tail_cut)
-{
-    g_off = first_seed + (uint64_t)_i;
-    two_of_three(T_NEWEST_WAL, K_CUT, 0);
-}
-END_TEST
+SEEDED_TEST(two_followers_wal_tail_cut, two_of_three(T_NEWEST_WAL, K_CUT, 0))
 
-START_TEST(leader_and_follower_wal_tail_cut)
-{
-    g_off = first_seed + (uint64_t)_i;
-    two_of_three(T_NEWEST_WAL, K_CUT, 1);
-}
-END_TEST
+SEEDED_TEST(leader_and_follower_wal_tail_cut, two_of_three(T_NEWEST_WAL, K_CUT, 1))
 
-START_TEST(leader_and_follower_wal_lost)
-{
-    g_off = first_seed + (uint64_t)_i;
-    two_of_three(T_NEWEST_WAL, K_DELETE_ALL, 1);
-}
-END_TEST
+SEEDED_TEST(leader_and_follower_wal_lost, two_of_three(T_NEWEST_WAL, K_DELETE_ALL, 1))
 
-START_TEST(leader_and_follower_wal_flip)
-{
-    g_off = first_seed + (uint64_t)_i;
-    two_of_three(T_NEWEST_WAL, K_FLIP, 1);
-}
-END_TEST
+SEEDED_TEST(leader_and_follower_wal_flip, two_of_three(T_NEWEST_WAL, K_FLIP, 1))
 
 /* Both other copies' stores damaged while the whole copy is down: the two elect a leader (their
  * logs are whole) but cannot fetch the messages their stores lost from anyone. No read returns
@@ -784,9 +707,7 @@ static void stores_damaged_whole_copy_down(void)
     e2e c;
     cluster(&c, 23);
     fchk k;
-    fchk_init(&k, &c, STREAM, "r", 0);
-    k.require_whole = 1;
-    ck_assert_uint_eq(fchk_publish_n(&k, 0, 1500, 64, -1, 60 * SEC), 1500);
+    fill(&k, &c, 1500);
     int l = stream_leader(&c);
     ck_assert_int_ge(l, 0);
     unsigned a = (unsigned)l, b = (unsigned)(l + 1) % 3, w = (unsigned)(l + 2) % 3;
@@ -794,10 +715,8 @@ static void stores_damaged_whole_copy_down(void)
     ck_assert_int_eq(jr_sim_crash(c.sim, a), 0);
     ck_assert_int_eq(jr_sim_crash(c.sim, b), 0);
     pick p;
-    find_file(c.sim, a, T_BLOCK, 0, &p);
-    damage(c.sim, a, &p, K_DELETE);
-    find_file(c.sim, b, T_BLOCK, 0, &p);
-    damage(c.sim, b, &p, K_DELETE);
+    damage_file(&c, a, T_BLOCK, K_DELETE, &p);
+    damage_file(&c, b, T_BLOCK, K_DELETE, &p);
     ck_assert_int_eq(e2e_restart(&c, a), 0);
     ck_assert_int_eq(e2e_restart(&c, b), 0);
     jr_sim_run_for(c.sim, 2 * SEC);
@@ -814,28 +733,18 @@ static void stores_damaged_whole_copy_down(void)
                           (unsigned long long)q, i);
             if (rc == 0) read_back(&k, i, q, q);
         }
-    hres h;
-    node_health(&c, a, &h);
-    ck_assert_msg(h.damaged && !h.healthy, "n%u's health does not report its damaged store", a);
-    node_health(&c, b, &h);
-    ck_assert_msg(h.damaged && !h.healthy, "n%u's health does not report its damaged store", b);
+    assert_reports_damaged(&c, a);
+    assert_reports_damaged(&c, b);
     /* the whole copy is back: nothing lost */
     ck_assert_int_eq(e2e_restart(&c, w), 0);
-    fchk_publish_n(&k, w, 200, 32, -1, 30 * SEC);
     const unsigned all[] = {0, 1, 2};
-    fchk_final(&k, all, 3, w, 30 * SEC);
-    if (k.fail[0]) fchk_dump(&k, all, 3);
+    publish_and_final(&k, all, 3, w);
     ck_assert_msg(k.fail[0] == 0, "%s", k.fail);
     fchk_free(&k);
     e2e_free(&c);
 }
 
-START_TEST(two_stores_damaged_whole_copy_down)
-{
-    g_off = first_seed + (uint64_t)_i;
-    stores_damaged_whole_copy_down();
-}
-END_TEST
+SEEDED_TEST(two_stores_damaged_whole_copy_down, stores_damaged_whole_copy_down())
 
 /* Two voters, one damaged ----------------------------------------------------------------------*/
 
@@ -862,9 +771,7 @@ static void r2_one_damaged(enum kind kind)
     ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add: %s", r.msg);
     ck_assert_int_ge(e2e_wait_stream(&c, 0, STREAM, 1, 20 * SEC), 0);
     fchk k;
-    fchk_init(&k, &c, STREAM, "r", 0);
-    k.require_whole = 1;
-    ck_assert_uint_eq(fchk_publish_n(&k, 0, 1000, 64, -1, 60 * SEC), 1000);
+    fill(&k, &c, 1000);
     int l = stream_leader(&c);
     ck_assert_int_ge(l, 0);
     unsigned peers[3];
@@ -873,33 +780,20 @@ static void r2_one_damaged(enum kind kind)
     unsigned other = peers[0] == (unsigned)l ? peers[1] : peers[0];
     ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)l), 0);
     pick p;
-    find_file(c.sim, (unsigned)l, T_NEWEST_WAL, 0, &p);
-    damage(c.sim, (unsigned)l, &p, kind);
+    damage_file(&c, (unsigned)l, T_NEWEST_WAL, kind, &p);
     ck_assert_int_eq(e2e_restart(&c, (unsigned)l), 0);
     ck_assert_msg(jr_sim_run_until(c.sim, has_leader, &c, 10 * SEC) == 0,
                   "R2 with one damaged voter elects nobody");
-    fchk_publish_n(&k, other, 200, 32, -1, 30 * SEC);
     const unsigned both[] = {(unsigned)l, other};
-    fchk_final(&k, both, 2, other, 30 * SEC);
-    if (k.fail[0]) fchk_dump(&k, both, 2);
+    publish_and_final(&k, both, 2, other);
     ck_assert_msg(k.fail[0] == 0, "%s", k.fail);
     fchk_free(&k);
     e2e_free(&c);
 }
 
-START_TEST(r2_leader_wal_lost)
-{
-    g_off = first_seed + (uint64_t)_i;
-    r2_one_damaged(K_DELETE_ALL);
-}
-END_TEST
+SEEDED_TEST(r2_leader_wal_lost, r2_one_damaged(K_DELETE_ALL))
 
-START_TEST(r2_leader_wal_flip)
-{
-    g_off = first_seed + (uint64_t)_i;
-    r2_one_damaged(K_FLIP);
-}
-END_TEST
+SEEDED_TEST(r2_leader_wal_flip, r2_one_damaged(K_FLIP))
 
 /* R3 whose third server is gone for good, and whose leader then loses its WAL: the two left,
  * {whole, damaged}, cannot elect (the damaged one waits for the gone one's answer, the whole one
@@ -911,9 +805,7 @@ START_TEST(rescue_two_voters_one_damaged)
     e2e c;
     cluster(&c, 31);
     fchk k;
-    fchk_init(&k, &c, STREAM, "r", 0);
-    k.require_whole = 1;
-    ck_assert_uint_eq(fchk_publish_n(&k, 0, 1000, 64, -1, 60 * SEC), 1000);
+    fill(&k, &c, 1000);
     int l = stream_leader(&c);
     ck_assert_int_ge(l, 0);
     unsigned d = (unsigned)l, gone = (unsigned)(l + 1) % 3, whole = (unsigned)(l + 2) % 3;
@@ -921,8 +813,7 @@ START_TEST(rescue_two_voters_one_damaged)
     ck_assert_uint_eq(fchk_publish_n(&k, whole, 300, 32, -1, 30 * SEC), 300);
     ck_assert_int_eq(jr_sim_crash(c.sim, d), 0);
     pick p;
-    find_file(c.sim, d, T_NEWEST_WAL, 0, &p);
-    damage(c.sim, d, &p, K_DELETE_ALL);
+    damage_file(&c, d, T_NEWEST_WAL, K_DELETE_ALL, &p);
     ck_assert_int_eq(e2e_restart(&c, d), 0);
     /* stuck, and says so */
     ck_assert_msg(jr_sim_run_until(c.sim, has_leader, &c, 5 * SEC) != 0,
@@ -940,10 +831,8 @@ START_TEST(rescue_two_voters_one_damaged)
     ck_assert_int_eq(jr_node_rescue(e2e_node(&c, d), "nobody"), JR_ENOTFOUND);
     ck_assert_msg(jr_sim_run_until(c.sim, has_leader, &c, 20 * SEC) == 0,
                   "no leader after the rescue");
-    fchk_publish_n(&k, whole, 200, 32, -1, 30 * SEC);
     const unsigned two[] = {d, whole};
-    fchk_final(&k, two, 2, whole, 30 * SEC);
-    if (k.fail[0]) fchk_dump(&k, two, 2);
+    publish_and_final(&k, two, 2, whole);
     ck_assert_msg(k.fail[0] == 0, "%s", k.fail);
     fchk_free(&k);
     e2e_free(&c);
@@ -979,14 +868,7 @@ START_TEST(consumer_failed_replica_is_rebuilt)
     e2e_res er;
     for (int i = 0; i < 100; i++)
         ck_assert_int_eq(e2e_publish(&c, (unsigned)i % 3, "r.x", "m", 1, NULL, &er), 0);
-    jr_consumer_config cc;
-    jr_consumer_config_init(&cc);
-    cc.durable_name = CONSUMER;
-    cres cr;
-    memset(&cr, 0, sizeof cr);
-    ck_assert_int_eq(jr_consumer_create(e2e_node(&c, 0), STREAM, &cc, consumer_cb, &cr), 0);
-    ck_assert_int_eq(jr_sim_run_until(c.sim, cres_done, &cr, 30 * SEC), 0);
-    ck_assert_msg(cr.status == 0, "consumer: %s", cr.msg);
+    create_consumer(&c, 0);
     static fetched f;
     ck_assert_uint_eq(fetch_some(&c, 0, 30, &f), 30);
     ack_all(&c, 0, &f);
@@ -1026,15 +908,7 @@ START_TEST(consumer_leader_block_damaged_running)
     fchk k;
     fchk_init(&k, &c, STREAM, "r", 0);
     ck_assert_uint_eq(fchk_publish_n(&k, 0, 1500, 64, -1, 60 * SEC), 1500);
-    jr_consumer_config cc;
-    jr_consumer_config_init(&cc);
-    cc.durable_name = CONSUMER;
-    cc.ack_wait_ns = 2 * SEC; /* a delivery its replica could not read is redelivered soon */
-    cres cr;
-    memset(&cr, 0, sizeof cr);
-    ck_assert_int_eq(jr_consumer_create(e2e_node(&c, 0), STREAM, &cc, consumer_cb, &cr), 0);
-    ck_assert_int_eq(jr_sim_run_until(c.sim, cres_done, &cr, 30 * SEC), 0);
-    ck_assert_msg(cr.status == 0, "consumer: %s", cr.msg);
+    create_consumer(&c, 2 * SEC);   /* a delivery its replica could not read is redelivered soon */
     jr_sim_run_for(c.sim, 3 * SEC); /* idle: the stores drop what they cached */
     int cl = consumer_leader(&c);
     ck_assert_int_ge(cl, 0);

@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "meta/meta_op.h"
-#include "meta/meta_state.h"
+#include "meta_test.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 #define FIRST_GROUP 1000
@@ -23,16 +22,6 @@ static void encode(const jr__meta_op *op, jr__buf *b)
 {
     jr__buf_reset(b);
     ck_assert_int_eq(jr__meta_op_encode(op, b), 0);
-}
-
-static int apply(jr__meta_state *st, uint64_t index, const jr__meta_op *op, jr__meta_result *res)
-{
-    jr__buf b;
-    jr__buf_init(&b, NULL);
-    encode(op, &b);
-    ck_assert_int_eq(jr__meta_apply(st, index, b.data, b.len, res), 0);
-    jr__buf_free(&b);
-    return res->status;
 }
 
 static jr__meta_op op_consumer(const char *stream, const jr_consumer_config *c, uint8_t action,
@@ -88,27 +77,13 @@ static void setup(jr__meta_state *st, const char *name, int retention, uint64_t 
     jr__meta_result res;
     uint64_t i = 0;
     for (size_t k = 0; k < N(names); k++) {
-        jr__meta_op op;
-        memset(&op, 0, sizeof op);
-        op.type = JR__META_SERVER_INFO;
-        op.server.name = names[k];
-        op.server.cluster = "east";
-        ck_assert_int_eq(apply(st, ++i, &op, &res), 0);
+        jr__meta_op op = mt_server_op(names[k]);
+        ck_assert_int_eq(mt_apply(st, ++i, &op, &res), 0);
     }
-    jr_stream_config s;
-    jr_stream_config_init(&s);
-    s.name = name;
-    s.subjects = orders_subj;
-    s.nsubjects = 1;
-    s.replicas = 3;
+    jr_stream_config s = stream_cfg(name);
     s.retention = retention;
-    jr__meta_op op;
-    memset(&op, 0, sizeof op);
-    op.type = JR__META_STREAM_ADD;
-    op.config = &s;
-    op.peers = peers3;
-    op.npeers = 3;
-    ck_assert_int_eq(apply(st, ++i, &op, &res), 0);
+    jr__meta_op op = mt_stream_op(JR__META_STREAM_ADD, &s, peers3, 3);
+    ck_assert_int_eq(mt_apply(st, ++i, &op, &res), 0);
     *index = i;
 }
 
@@ -158,7 +133,7 @@ START_TEST(add_update_delete_follow_jetstream)
     jr__meta_result res;
     jr_consumer_config c = ccfg("dur");
     jr__meta_op op = op_consumer("ORDERS", &c, JR__META_CONSUMER_CREATE, peers3, 3);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), 0);
     ck_assert_ptr_nonnull(res.consumer);
     ck_assert_str_eq(res.cname, "dur");
     uint64_t group = res.group;
@@ -170,60 +145,60 @@ START_TEST(add_update_delete_follow_jetstream)
     ck_assert_uint_eq(mc->created_ns, 42);
     ck_assert_uint_eq(mc->npeers, 3);
     /* identical: idempotent, nothing changes */
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), 0);
     ck_assert_int_eq(res.changed, 0);
     ck_assert_ptr_eq(res.consumer, mc);
     /* create-only with another config */
     jr_consumer_config d = c;
     d.description = "other";
     op = op_consumer("ORDERS", &d, JR__META_CONSUMER_CREATE, peers3, 3);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), JR_EEXIST);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), JR_EEXIST);
     ck_assert_str_eq(res.msg, "consumer already exists");
     /* create-or-update changes what may change */
     op = op_consumer("ORDERS", &d, JR__META_CONSUMER_EITHER, peers3, 3);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), 0);
     ck_assert_uint_eq(mc->updated, i);
     ck_assert_str_eq(mc->cfg->c.description, "other");
     /* and refuses what may not, with JetStream's text */
     d.ack_policy = JR_ACK_NONE;
     op = op_consumer("ORDERS", &d, JR__META_CONSUMER_EITHER, peers3, 3);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), JR_EINVAL);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), JR_EINVAL);
     ck_assert_msg(strstr(res.msg, "ack policy can not be updated"), "%s", res.msg);
     /* update-only of a missing one; a missing stream */
     jr_consumer_config e = ccfg("nope");
     op = op_consumer("ORDERS", &e, JR__META_CONSUMER_UPDATE, peers3, 3);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), JR_ENOTFOUND);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), JR_ENOTFOUND);
     ck_assert_str_eq(res.msg, "consumer does not exist");
     op = op_consumer("NOPE", &e, JR__META_CONSUMER_EITHER, peers3, 3);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), JR_ENOSTREAM);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), JR_ENOSTREAM);
     /* peers: the stream's, as many as the replicas */
     op = op_consumer("ORDERS", &e, JR__META_CONSUMER_EITHER, outsider, 2);
     e.num_replicas = 2;
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), JR_EINVAL);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), JR_EINVAL);
     ck_assert_msg(strstr(res.msg, "not a peer of stream"), "%s", res.msg);
     op = op_consumer("ORDERS", &e, JR__META_CONSUMER_EITHER, peers3, 3);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), JR_EINVAL);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), JR_EINVAL);
     op = op_consumer("ORDERS", &e, JR__META_CONSUMER_EITHER, peers2, 2);
-    ck_assert_msg(apply(&st, ++i, &op, &res) == 0, "%s", res.msg);
+    ck_assert_msg(mt_apply(&st, ++i, &op, &res) == 0, "%s", res.msg);
     ck_assert_uint_eq(st.nconsumers, 2);
     /* a placed op must name its consumer */
     jr_consumer_config eph;
     jr_consumer_config_init(&eph);
     op = op_consumer("ORDERS", &eph, JR__META_CONSUMER_EITHER, peers3, 3);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), JR_EINVAL);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), JR_EINVAL);
     /* delete */
     op = op_cdelete("ORDERS", "dur");
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), 0);
     ck_assert_uint_eq(res.group, group);
     ck_assert_ptr_null(jr__meta_consumer_by_group(&st, group));
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), JR_ENOTFOUND);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), JR_ENOTFOUND);
     ck_assert_uint_eq(st.nconsumers, 1);
     /* the stream's deletion takes the rest along */
     jr__meta_op sd;
     memset(&sd, 0, sizeof sd);
     sd.type = JR__META_STREAM_DELETE;
     sd.stream = "ORDERS";
-    ck_assert_int_eq(apply(&st, ++i, &sd, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &sd, &res), 0);
     ck_assert_int_eq(res.consumers_gone, 1);
     ck_assert_uint_eq(st.nconsumers, 0);
     jr__meta_state_free(&st);
@@ -238,26 +213,26 @@ START_TEST(work_queue_and_limits_refusals)
     jr__meta_result res;
     jr_consumer_config a = ccfg("a");
     jr__meta_op op = op_consumer("WQ", &a, 0, peers3, 3);
-    ck_assert_msg(apply(&st, ++i, &op, &res) == 0, "%s", res.msg);
+    ck_assert_msg(mt_apply(&st, ++i, &op, &res) == 0, "%s", res.msg);
     jr_consumer_config b = ccfg("b");
     op = op_consumer("WQ", &b, 0, peers3, 3);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), JR_EINVAL);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), JR_EINVAL);
     ck_assert_str_eq(res.msg, "multiple non-filtered consumers not allowed on workqueue stream");
     /* a filtered one beside an unfiltered one collides too */
     b.filter_subject = "orders.eu";
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), JR_EINVAL);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), JR_EINVAL);
     ck_assert_str_eq(res.msg, "filtered consumer not unique on workqueue stream");
     op = op_cdelete("WQ", "a");
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), 0);
     op = op_consumer("WQ", &b, 0, peers3, 3);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), 0);
     jr_consumer_config c = ccfg("c");
     c.filter_subject = "orders.*";
     op = op_consumer("WQ", &c, 0, peers3, 3);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), JR_EINVAL);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), JR_EINVAL);
     ck_assert_str_eq(res.msg, "filtered consumer not unique on workqueue stream");
     c.filter_subject = "orders.us";
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), 0);
     jr__meta_state_free(&st);
 
     /* max_consumers */
@@ -265,9 +240,9 @@ START_TEST(work_queue_and_limits_refusals)
     jr__meta_stream *s = (jr__meta_stream *)jr__meta_stream_find(&st, "ORDERS");
     s->cfg->c.max_consumers = 1; /* a test shortcut: the limit as a config would set it */
     op = op_consumer("ORDERS", &a, 0, peers3, 3);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), 0);
     op = op_consumer("ORDERS", &b, 0, peers3, 3);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), JR_ELIMIT);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), JR_ELIMIT);
     ck_assert_str_eq(res.msg, "maximum consumers limit reached");
     jr__meta_state_free(&st);
 }
@@ -283,10 +258,10 @@ START_TEST(snapshots_carry_consumers_and_desired_state_lists_them)
     b.num_replicas = 2;
     b.filter_subject = "orders.eu";
     jr__meta_op op = op_consumer("ORDERS", &b, 0, peers2, 2);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), 0);
     uint64_t gb = res.group;
     op = op_consumer("ORDERS", &a, 0, peers3, 3);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), 0);
     uint64_t ga = res.group;
     jr__buf s1, s2;
     jr__buf_init(&s1, NULL);
@@ -349,22 +324,17 @@ START_TEST(consumers_follow_their_stream)
     jr_consumer_config a = ccfg("a"), b = ccfg("b");
     b.num_replicas = 1;
     jr__meta_op op = op_consumer("ORDERS", &a, 0, peers3, 3);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), 0);
     uint64_t ga = res.group;
     static const char *b_on[] = {"n1"};
     op = op_consumer("ORDERS", &b, 0, b_on, 1);
-    ck_assert_int_eq(apply(&st, ++i, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &op, &res), 0);
     /* the stream moves from n1,n2,n3 to n2,n3,n4 */
     const jr__meta_stream *s = jr__meta_stream_find(&st, "ORDERS");
     jr_stream_config sc = stream_cfg("ORDERS");
     static const char *moved[] = {"n2", "n3", "n4"};
-    jr__meta_op up;
-    memset(&up, 0, sizeof up);
-    up.type = JR__META_STREAM_UPDATE;
-    up.config = &sc;
-    up.peers = moved;
-    up.npeers = 3;
-    ck_assert_int_eq(apply(&st, ++i, &up, &res), 0);
+    jr__meta_op up = mt_stream_op(JR__META_STREAM_UPDATE, &sc, moved, 3);
+    ck_assert_int_eq(mt_apply(&st, ++i, &up, &res), 0);
     ck_assert_int_eq(res.consumers_gone, 1);
     const jr__meta_consumer *ca = jr__meta_consumer_find(s, "a");
     const jr__meta_consumer *cb = jr__meta_consumer_find(s, "b");
@@ -384,9 +354,9 @@ START_TEST(consumers_follow_their_stream)
     conv.stream = "ORDERS";
     conv.group = ga;
     conv.peers_at = ca->created;
-    ck_assert_int_eq(apply(&st, ++i, &conv, &res), JR_ERANGE);
+    ck_assert_int_eq(mt_apply(&st, ++i, &conv, &res), JR_ERANGE);
     conv.peers_at = ca->peers_at;
-    ck_assert_int_eq(apply(&st, ++i, &conv, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &conv, &res), 0);
     ck_assert_int_eq(res.changed, 1);
     ck_assert(!jr__meta_consumer_busy(ca));
     ck_assert(jr__meta_consumer_busy(cb));
@@ -408,12 +378,12 @@ START_TEST(consumers_follow_their_stream)
      * with num_replicas 0 down to one */
     conv.group = s->group;
     conv.peers_at = s->peers_at;
-    ck_assert_int_eq(apply(&st, ++i, &conv, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &conv, &res), 0);
     sc.replicas = 1;
     static const char *one[] = {"n3"};
     up.peers = one;
     up.npeers = 1;
-    ck_assert_int_eq(apply(&st, ++i, &up, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++i, &up, &res), 0);
     ck_assert_uint_eq(ca->npeers, 1);
     ck_assert_str_eq(ca->peers[0], "n3");
     ck_assert_str_eq(cb->peers[0], "n3");
@@ -421,34 +391,10 @@ START_TEST(consumers_follow_their_stream)
 }
 END_TEST
 
-typedef struct faulty {
-    long countdown;
-} faulty;
-
-static void *f_malloc(void *ctx, size_t n)
-{
-    faulty *f = ctx;
-    if (f->countdown >= 0 && f->countdown-- == 0) return NULL;
-    return malloc(n);
-}
-
-static void *f_realloc(void *ctx, void *p, size_t n)
-{
-    faulty *f = ctx;
-    if (f->countdown >= 0 && f->countdown-- == 0) return NULL;
-    return realloc(p, n);
-}
-
-static void f_free(void *ctx, void *p)
-{
-    (void)ctx;
-    free(p);
-}
-
 START_TEST(allocation_failures_never_half_apply_a_consumer_op)
 {
-    faulty f = {-1};
-    jr_allocator fa = {JR_ALLOCATOR_VERSION, &f, f_malloc, f_realloc, f_free};
+    mt_faulty f = {-1};
+    jr_allocator fa = mt_faulty_allocator(&f);
     jr__meta_state st;
     uint64_t i;
     setup(&st, "ORDERS", JR_RETAIN_LIMITS, &i);
@@ -457,12 +403,7 @@ START_TEST(allocation_failures_never_half_apply_a_consumer_op)
     a2.description = "changed";
     jr_stream_config sc = stream_cfg("ORDERS");
     static const char *moved[] = {"n2", "n3", "n4"};
-    jr__meta_op mv;
-    memset(&mv, 0, sizeof mv);
-    mv.type = JR__META_STREAM_UPDATE;
-    mv.config = &sc;
-    mv.peers = moved;
-    mv.npeers = 3;
+    jr__meta_op mv = mt_stream_op(JR__META_STREAM_UPDATE, &sc, moved, 3);
     jr__meta_op script[] = {
         op_consumer("ORDERS", &a, 0, peers3, 3),
         op_consumer("ORDERS", &b, 0, peers3, 3),
@@ -470,37 +411,18 @@ START_TEST(allocation_failures_never_half_apply_a_consumer_op)
         mv,
         op_cdelete("ORDERS", "b"),
     };
-    jr__buf enc, before, after;
+    jr__buf enc;
     jr__buf_init(&enc, NULL);
-    jr__buf_init(&before, NULL);
-    jr__buf_init(&after, NULL);
     long failures = 0;
     for (size_t k = 0; k < N(script); k++) {
         encode(&script[k], &enc);
-        jr__buf_reset(&before);
-        ck_assert_int_eq(jr__meta_snapshot(&st, &before), 0);
-        i++;
         jr__meta_result res;
-        for (long n = 0;; n++) {
-            f.countdown = n;
-            int rc = jr__meta_apply(&st, i, enc.data, enc.len, &res);
-            f.countdown = -1;
-            if (rc == 0) break;
-            ck_assert_int_eq(rc, JR_ENOMEM);
-            failures++;
-            jr__buf_reset(&after);
-            ck_assert_int_eq(jr__meta_snapshot(&st, &after), 0);
-            ck_assert_msg(after.len == before.len &&
-                              memcmp(after.data, before.data, before.len) == 0,
-                          "op %zu, failing allocation %ld: state changed", k, n);
-        }
+        failures += mt_apply_failing_each_allocation(&st, &f, ++i, &enc, &res, k);
         ck_assert_msg(res.status == 0, "op %zu: %s", k, res.msg);
     }
     ck_assert_int_gt(failures, 4);
     jr__meta_state_free(&st);
     jr__buf_free(&enc);
-    jr__buf_free(&before);
-    jr__buf_free(&after);
 }
 END_TEST
 

@@ -9,8 +9,7 @@
 #include <string.h>
 
 #include "meta/meta_move.h"
-#include "meta/meta_op.h"
-#include "meta/meta_state.h"
+#include "meta_test.h"
 #include "util/checksum.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -27,16 +26,6 @@ static jr_stream_config scfg(int replicas)
     c.nsubjects = 1;
     c.replicas = replicas;
     return c;
-}
-
-static int apply(jr__meta_state *st, uint64_t index, const jr__meta_op *op, jr__meta_result *res)
-{
-    jr__buf b;
-    jr__buf_init(&b, NULL);
-    ck_assert_int_eq(jr__meta_op_encode(op, &b), 0);
-    ck_assert_int_eq(jr__meta_apply(st, index, b.data, b.len, res), 0);
-    jr__buf_free(&b);
-    return res->status;
 }
 
 static jr__meta_op op_move(const char *stream, const char *consumer, int kind, const char *peer,
@@ -56,29 +45,26 @@ static jr__meta_op op_move(const char *stream, const char *consumer, int kind, c
 
 static uint64_t g_index;
 
-/* Servers n1..n5, and ORDERS (R3 on n1, n2, n3). */
-static void setup(jr__meta_state *st)
+/* Servers n1..n5, and ORDERS (R3 on n1, n2, n3), in a state with allocator alloc (NULL: the
+ * default). */
+static void setup_with(jr__meta_state *st, const jr_allocator *alloc)
 {
     static const char *names[] = {"n1", "n2", "n3", "n4", "n5"};
-    jr__meta_state_init(st, NULL, 1000);
+    jr__meta_state_init(st, alloc, 1000);
     jr__meta_result res;
     g_index = 0;
     for (size_t i = 0; i < N(names); i++) {
-        jr__meta_op op;
-        memset(&op, 0, sizeof op);
-        op.type = JR__META_SERVER_INFO;
-        op.server.name = names[i];
-        op.server.cluster = "east";
-        ck_assert_int_eq(apply(st, ++g_index, &op, &res), 0);
+        jr__meta_op op = mt_server_op(names[i]);
+        ck_assert_int_eq(mt_apply(st, ++g_index, &op, &res), 0);
     }
     jr_stream_config c = scfg(3);
-    jr__meta_op op;
-    memset(&op, 0, sizeof op);
-    op.type = JR__META_STREAM_ADD;
-    op.config = &c;
-    op.peers = p123;
-    op.npeers = 3;
-    ck_assert_int_eq(apply(st, ++g_index, &op, &res), 0);
+    jr__meta_op op = mt_stream_op(JR__META_STREAM_ADD, &c, p123, 3);
+    ck_assert_int_eq(mt_apply(st, ++g_index, &op, &res), 0);
+}
+
+static void setup(jr__meta_state *st)
+{
+    setup_with(st, NULL);
 }
 
 static int converge(jr__meta_state *st, uint64_t group, uint64_t peers_at)
@@ -90,7 +76,7 @@ static int converge(jr__meta_state *st, uint64_t group, uint64_t peers_at)
     op.group = group;
     op.peers_at = peers_at;
     jr__meta_result res;
-    return apply(st, ++g_index, &op, &res);
+    return mt_apply(st, ++g_index, &op, &res);
 }
 
 static int same_set(const char *const *a, size_t na, const char *const *b, size_t nb)
@@ -102,6 +88,40 @@ static int same_set(const char *const *a, size_t na, const char *const *b, size_
         if (!in) return 0;
     }
     return 1;
+}
+
+static void snap(const jr__meta_state *st, jr__buf *b)
+{
+    jr__buf_reset(b);
+    ck_assert_int_eq(jr__meta_snapshot(st, b), 0);
+}
+
+/* a and b hold the same bytes. */
+static void assert_same_bytes(const jr__buf *a, const jr__buf *b)
+{
+    ck_assert_uint_eq(a->len, b->len);
+    ck_assert(memcmp(a->data, b->data, a->len) == 0);
+}
+
+/* Snapshot a (version 6) without its last `cut` bytes, marked `version` and resealed, restores,
+ * and the restored state's snapshot is a again. */
+static void restores_as_version(const jr__buf *a, size_t cut, uint8_t version)
+{
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    jr__buf_put(&b, a->data, a->len - cut);
+    b.data[4] = version;
+    jr__buf_u64(&b, jr__xxh3(b.data, b.len));
+    jr__meta_state r;
+    jr__meta_state_init(&r, NULL, 1);
+    ck_assert_int_eq(jr__meta_restore(&r, b.data, b.len), 0);
+    jr__buf c;
+    jr__buf_init(&c, NULL);
+    snap(&r, &c);
+    assert_same_bytes(&c, a);
+    jr__buf_free(&c);
+    jr__buf_free(&b);
+    jr__meta_state_free(&r);
 }
 
 START_TEST(peer_move_round_trips_canonically_and_decodes_strictly)
@@ -129,8 +149,7 @@ START_TEST(peer_move_round_trips_canonically_and_decodes_strictly)
         ck_assert_str_eq(d.stream, "ORDERS");
         ck_assert_uint_eq(d.npeers, ops[i].npeers);
         ck_assert_int_eq(jr__meta_op_encode(&d, &b), 0);
-        ck_assert_uint_eq(a.len, b.len);
-        ck_assert(memcmp(a.data, b.data, a.len) == 0);
+        assert_same_bytes(&a, &b);
         /* every truncation (resealed) is refused */
         for (size_t cut = 2; cut + 8 < a.len; cut++) {
             uint8_t t[512];
@@ -180,18 +199,18 @@ START_TEST(evacuate_and_cancel_follow_the_rules)
     static const char *two_new[] = {"n1", "n4", "n5"};
     static const char *unknown[] = {"n1", "n9", "n3"};
     jr__meta_op op = op_move("NOPE", NULL, JR__META_MOVE_EVACUATE, "n2", moved, 3);
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), JR_ENOTFOUND);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), JR_ENOTFOUND);
     op = op_move("ORDERS", NULL, JR__META_MOVE_EVACUATE, "n4", moved, 3);
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), JR_ENOTMEMBER);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), JR_ENOTMEMBER);
     ck_assert_str_eq(res.msg, "peer not a member");
     op = op_move("ORDERS", NULL, JR__META_MOVE_EVACUATE, "n2", two_new, 3);
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), JR_EINVAL);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), JR_EINVAL);
     op = op_move("ORDERS", NULL, JR__META_MOVE_EVACUATE, "n2", unknown, 3);
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), JR_EINVAL);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), JR_EINVAL);
     op = op_move("ORDERS", NULL, JR__META_MOVE_EVACUATE, "n2", NULL, 0);
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), JR_EINVAL); /* a request, not an op */
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), JR_EINVAL); /* a request, not an op */
     op = op_move("ORDERS", NULL, JR__META_MOVE_CANCEL, NULL, NULL, 0);
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), JR_ENOCHANGE);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), JR_ENOCHANGE);
     ck_assert_str_eq(res.msg, "stream reconfiguration not in progress");
     s = jr__meta_stream_find(&st, "ORDERS");
     ck_assert(!jr__meta_stream_busy(s));
@@ -203,7 +222,7 @@ START_TEST(evacuate_and_cancel_follow_the_rules)
     /* evacuate n2 for n4 */
     op = op_move("ORDERS", NULL, JR__META_MOVE_EVACUATE, "n2", moved, 3);
     uint64_t at = ++g_index;
-    ck_assert_int_eq(apply(&st, at, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, at, &op, &res), 0);
     ck_assert(res.changed);
     s = jr__meta_stream_find(&st, "ORDERS");
     ck_assert(jr__meta_stream_busy(s));
@@ -220,13 +239,13 @@ START_TEST(evacuate_and_cancel_follow_the_rules)
     /* cancel: back to the origin, the origin dropped, converging again */
     op = op_move("ORDERS", NULL, JR__META_MOVE_CANCEL, NULL, NULL, 0);
     uint64_t cat = ++g_index;
-    ck_assert_int_eq(apply(&st, cat, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, cat, &op, &res), 0);
     s = jr__meta_stream_find(&st, "ORDERS");
     ck_assert(same_set(s->peers, s->npeers, p123, 3));
     ck_assert(jr__meta_stream_busy(s));
     ck_assert_uint_eq(s->peers_at, cat);
     ck_assert_ptr_null(s->origin);
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), JR_ENOCHANGE);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), JR_ENOCHANGE);
     /* a stale report of the cancelled change is refused; the cancel's converges */
     ck_assert_int_eq(converge(&st, group, at), JR_ERANGE);
     ck_assert_int_eq(converge(&st, group, cat), 0);
@@ -235,7 +254,7 @@ START_TEST(evacuate_and_cancel_follow_the_rules)
     /* evacuate again and converge: the origin goes with the change */
     op = op_move("ORDERS", NULL, JR__META_MOVE_EVACUATE, "n2", moved, 3);
     at = ++g_index;
-    ck_assert_int_eq(apply(&st, at, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, at, &op, &res), 0);
     ck_assert_int_eq(converge(&st, group, at), 0);
     s = jr__meta_stream_find(&st, "ORDERS");
     ck_assert_ptr_null(s->origin);
@@ -252,18 +271,13 @@ START_TEST(cancelling_a_grow_restores_the_replica_count_and_keeps_the_rest)
     static const char *p1234[] = {"n1", "n2", "n3", "n4"};
     jr_stream_config c = scfg(4);
     c.max_msgs = 500; /* another change in the same update stays */
-    jr__meta_op op;
-    memset(&op, 0, sizeof op);
-    op.type = JR__META_STREAM_UPDATE;
-    op.config = &c;
-    op.peers = p1234;
-    op.npeers = 4;
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), 0);
+    jr__meta_op op = mt_stream_op(JR__META_STREAM_UPDATE, &c, p1234, 4);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), 0);
     const jr__meta_stream *s = jr__meta_stream_find(&st, "ORDERS");
     ck_assert_ptr_nonnull(s->origin);
     ck_assert_int_eq(s->origin->cfg->c.replicas, 3);
     jr__meta_op cancel = op_move("ORDERS", NULL, JR__META_MOVE_CANCEL, NULL, NULL, 0);
-    ck_assert_int_eq(apply(&st, ++g_index, &cancel, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &cancel, &res), 0);
     s = jr__meta_stream_find(&st, "ORDERS");
     ck_assert_int_eq(s->cfg->c.replicas, 3);
     ck_assert_int_eq(s->cfg->c.max_msgs, 500);
@@ -289,7 +303,7 @@ static void add_consumer(jr__meta_state *st, const char *name, int replicas,
     op.npeers = np;
     op.created_ns = 1;
     jr__meta_result res;
-    ck_assert_int_eq(apply(st, ++g_index, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(st, ++g_index, &op, &res), 0);
 }
 
 START_TEST(a_consumer_moves_within_its_stream_and_follows_a_stream_move)
@@ -302,16 +316,16 @@ START_TEST(a_consumer_moves_within_its_stream_and_follows_a_stream_move)
     add_consumer(&st, "ONE", 1, on1, 1);
     jr__meta_result res;
     jr__meta_op op = op_move("ORDERS", "NOPE", JR__META_MOVE_EVACUATE, "n1", on2, 1);
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), JR_ENOTFOUND);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), JR_ENOTFOUND);
     op = op_move("NOPE", "ONE", JR__META_MOVE_EVACUATE, "n1", on2, 1);
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), JR_ENOSTREAM);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), JR_ENOSTREAM);
     op = op_move("ORDERS", "ONE", JR__META_MOVE_EVACUATE, "n2", on4, 1);
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), JR_ENOTMEMBER);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), JR_ENOTMEMBER);
     op = op_move("ORDERS", "ONE", JR__META_MOVE_EVACUATE, "n1", on4, 1); /* not a stream peer */
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), JR_EINVAL);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), JR_EINVAL);
     op = op_move("ORDERS", "ONE", JR__META_MOVE_EVACUATE, "n1", on2, 1);
     uint64_t at = ++g_index;
-    ck_assert_int_eq(apply(&st, at, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, at, &op, &res), 0);
     const jr__meta_stream *s = jr__meta_stream_find(&st, "ORDERS");
     const jr__meta_consumer *c = jr__meta_consumer_find(s, "ONE");
     ck_assert_str_eq(c->peers[0], "n2");
@@ -326,15 +340,15 @@ START_TEST(a_consumer_moves_within_its_stream_and_follows_a_stream_move)
     ck_assert_int_eq(res.status, JR_EBUSY);
     /* cancel the consumer's move: back on n1 */
     op = op_move("ORDERS", "ONE", JR__META_MOVE_CANCEL, NULL, NULL, 0);
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), 0);
     c = jr__meta_consumer_find(s, "ONE");
     ck_assert_str_eq(c->peers[0], "n1");
     ck_assert_ptr_null(c->origin);
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), JR_ENOCHANGE);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), JR_ENOCHANGE);
     ck_assert_str_eq(res.msg, "consumer reconfiguration not in progress");
     /* the stream moves off n1: the consumer follows (to the new peer) */
     op = op_move("ORDERS", NULL, JR__META_MOVE_EVACUATE, "n1", moved, 3);
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), 0);
     s = jr__meta_stream_find(&st, "ORDERS");
     c = jr__meta_consumer_find(s, "ONE");
     ck_assert(jr__meta_stream_has_peer(s, c->peers[0]));
@@ -342,12 +356,6 @@ START_TEST(a_consumer_moves_within_its_stream_and_follows_a_stream_move)
     jr__meta_state_free(&st);
 }
 END_TEST
-
-static void snap(const jr__meta_state *st, jr__buf *b)
-{
-    jr__buf_reset(b);
-    ck_assert_int_eq(jr__meta_snapshot(st, b), 0);
-}
 
 START_TEST(the_snapshot_carries_the_origins_and_reads_version_4)
 {
@@ -368,45 +376,18 @@ START_TEST(the_snapshot_carries_the_origins_and_reads_version_4)
     ck_assert_uint_eq(a.data[a.len - 10], 0); /* no removed servers */
     ck_assert_uint_eq(a.data[a.len - 9], 0);  /* no origins */
     /* version 4: the same without the removed servers and the origins */
-    jr__buf_reset(&b);
-    jr__buf_put(&b, a.data, a.len - 10);
-    b.data[4] = 4;
-    jr__buf_u64(&b, jr__xxh3(b.data, b.len));
-    jr__meta_state r4;
-    jr__meta_state_init(&r4, NULL, 1);
-    ck_assert_int_eq(jr__meta_restore(&r4, b.data, b.len), 0);
-    jr__buf c4;
-    jr__buf_init(&c4, NULL);
-    snap(&r4, &c4);
-    ck_assert_uint_eq(c4.len, a.len);
-    ck_assert(memcmp(c4.data, a.data, a.len) == 0);
-    jr__buf_free(&c4);
-    jr__meta_state_free(&r4);
+    restores_as_version(&a, 10, 4);
     /* version 5: the same without the origins */
-    jr__buf_reset(&b);
-    jr__buf_put(&b, a.data, a.len - 9);
-    b.data[4] = 5;
-    jr__buf_u64(&b, jr__xxh3(b.data, b.len));
-    jr__meta_state r5;
-    jr__meta_state_init(&r5, NULL, 1);
-    ck_assert_int_eq(jr__meta_restore(&r5, b.data, b.len), 0);
-    jr__buf c5;
-    jr__buf_init(&c5, NULL);
-    snap(&r5, &c5);
-    ck_assert_uint_eq(c5.len, a.len);
-    ck_assert(memcmp(c5.data, a.data, a.len) == 0);
-    jr__buf_free(&c5);
-    jr__meta_state_free(&r5);
+    restores_as_version(&a, 9, 5);
     /* a stream move (its consumers follow, recording origins) and a consumer move */
     jr__meta_op op = op_move("ORDERS", NULL, JR__META_MOVE_EVACUATE, "n3", moved, 3);
-    ck_assert_int_eq(apply(&st, ++g_index, &op, &res), 0);
+    ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), 0);
     snap(&st, &a);
     jr__meta_state r;
     jr__meta_state_init(&r, NULL, 1);
     ck_assert_int_eq(jr__meta_restore(&r, a.data, a.len), 0);
     snap(&r, &b);
-    ck_assert_uint_eq(a.len, b.len);
-    ck_assert(memcmp(a.data, b.data, a.len) == 0);
+    assert_same_bytes(&a, &b);
     const jr__meta_stream *s = jr__meta_stream_find(&r, "ORDERS");
     ck_assert_ptr_nonnull(s->origin);
     ck_assert(same_set(s->origin->peers, s->origin->npeers, p123, 3));
@@ -427,8 +408,7 @@ START_TEST(the_snapshot_carries_the_origins_and_reads_version_4)
     ck_assert_int_eq(r2.status, 0);
     snap(&st, &a);
     snap(&r, &b);
-    ck_assert_uint_eq(a.len, b.len);
-    ck_assert(memcmp(a.data, b.data, a.len) == 0);
+    assert_same_bytes(&a, &b);
     s = jr__meta_stream_find(&r, "ORDERS");
     ck_assert(same_set(s->peers, s->npeers, p123, 3));
     ck_assert_str_eq(jr__meta_consumer_find(s, "B")->peers[0], "n1");
@@ -503,9 +483,7 @@ START_TEST(random_moves_keep_replicas_and_restored_snapshots_identical)
         int kind = step < 5 ? 0 : (int)((x >> 8) % 9);
         if (kind == 0 || (!s && kind < 8)) {
             if (step < 5) {
-                op.type = JR__META_SERVER_INFO;
-                op.server.name = servers[step];
-                op.server.cluster = "east";
+                op = mt_server_op(servers[step]);
             } else {
                 jr_stream_config_init(&c);
                 c.name = name;
@@ -513,10 +491,7 @@ START_TEST(random_moves_keep_replicas_and_restored_snapshots_identical)
                 c.nsubjects = 1;
                 c.replicas = 1 + (int)((x >> 12) % 3);
                 for (int i = 0; i < c.replicas; i++) peers[i] = servers[(x + (uint64_t)i) % 5];
-                op.type = JR__META_STREAM_ADD;
-                op.config = &c;
-                op.peers = peers;
-                op.npeers = (size_t)c.replicas;
+                op = mt_stream_op(JR__META_STREAM_ADD, &c, peers, (size_t)c.replicas);
             }
         } else if (kind <= 3) { /* evacuate a peer of the stream or of a consumer */
             const jr__meta_consumer *mc =
@@ -565,10 +540,7 @@ START_TEST(random_moves_keep_replicas_and_restored_snapshots_identical)
                 for (size_t j = 0; j < k; j++) in |= strcmp(peers[j], servers[i]) == 0;
                 if (!in) peers[k++] = servers[i];
             }
-            op.type = s ? JR__META_STREAM_UPDATE : JR__META_STREAM_ADD;
-            op.config = &c;
-            op.peers = peers;
-            op.npeers = k;
+            op = mt_stream_op(s ? JR__META_STREAM_UPDATE : JR__META_STREAM_ADD, &c, peers, k);
         }
         jr__buf_reset(&log);
         if (jr__meta_op_encode(&op, &log) != 0) continue;
@@ -600,8 +572,7 @@ START_TEST(random_moves_keep_replicas_and_restored_snapshots_identical)
         if (step % 40 == 0 || step == 3999) {
             snap(&st[0], &sa);
             snap(&st[1], &sb);
-            ck_assert_uint_eq(sa.len, sb.len);
-            ck_assert(memcmp(sa.data, sb.data, sa.len) == 0);
+            assert_same_bytes(&sa, &sb);
             jr__meta_state_free(&st[2]);
             jr__meta_state_init(&st[2], NULL, 1);
             ck_assert_msg(jr__meta_restore(&st[2], sa.data, sa.len) == 0,
@@ -623,61 +594,19 @@ START_TEST(random_moves_keep_replicas_and_restored_snapshots_identical)
 }
 END_TEST
 
-typedef struct faulty {
-    long countdown; /* fail the allocation when it reaches 0; -1: never */
-} faulty;
-
-static void *f_malloc(void *ctx, size_t n)
-{
-    faulty *f = ctx;
-    if (f->countdown >= 0 && f->countdown-- == 0) return NULL;
-    return malloc(n);
-}
-
-static void *f_realloc(void *ctx, void *p, size_t n)
-{
-    faulty *f = ctx;
-    if (f->countdown >= 0 && f->countdown-- == 0) return NULL;
-    return realloc(p, n);
-}
-
-static void f_free(void *ctx, void *p)
-{
-    (void)ctx;
-    free(p);
-}
-
 /* Every PEER_MOVE (stream and consumer, evacuate and cancel, with consumers following) fails
  * its 1st, 2nd, ... allocation with JR_ENOMEM and the state exactly as before (the snapshot,
  * origins included, is unchanged), then applies. */
 START_TEST(allocation_failures_never_half_apply_a_move)
 {
-    faulty f = {-1};
-    jr_allocator fa = {JR_ALLOCATOR_VERSION, &f, f_malloc, f_realloc, f_free};
+    mt_faulty f = {-1};
+    jr_allocator fa = mt_faulty_allocator(&f);
     jr__meta_state st;
-    jr__meta_state_init(&st, &fa, 1000);
-    static const char *names[] = {"n1", "n2", "n3", "n4", "n5"};
+    setup_with(&st, &fa);
     static const char *on1[] = {"n1"}, *on2[] = {"n2"};
     static const char *moved[] = {"n1", "n2", "n4"};
     static const char *moved2[] = {"n5", "n2", "n4"};
     jr__meta_result res;
-    g_index = 0;
-    for (size_t i = 0; i < N(names); i++) {
-        jr__meta_op op;
-        memset(&op, 0, sizeof op);
-        op.type = JR__META_SERVER_INFO;
-        op.server.name = names[i];
-        op.server.cluster = "east";
-        ck_assert_int_eq(apply(&st, ++g_index, &op, &res), 0);
-    }
-    jr_stream_config c = scfg(3);
-    jr__meta_op add;
-    memset(&add, 0, sizeof add);
-    add.type = JR__META_STREAM_ADD;
-    add.config = &c;
-    add.peers = p123;
-    add.npeers = 3;
-    ck_assert_int_eq(apply(&st, ++g_index, &add, &res), 0);
     add_consumer(&st, "A", 1, on1, 1);
     add_consumer(&st, "B", 3, p123, 3);
     uint64_t group = jr__meta_stream_find(&st, "ORDERS")->group;
@@ -688,10 +617,8 @@ START_TEST(allocation_failures_never_half_apply_a_move)
         op_move("ORDERS", NULL, JR__META_MOVE_CANCEL, NULL, NULL, 0),
         op_move("ORDERS", NULL, JR__META_MOVE_EVACUATE, "n3", moved, 3),
     };
-    jr__buf enc, before, after;
+    jr__buf enc;
     jr__buf_init(&enc, NULL);
-    jr__buf_init(&before, NULL);
-    jr__buf_init(&after, NULL);
     long failures = 0;
     for (size_t k = 0; k < N(script) + 1; k++) {
         jr__meta_op op = k < N(script)
@@ -702,28 +629,13 @@ START_TEST(allocation_failures_never_half_apply_a_move)
             ck_assert_int_eq(converge(&st, group, s->peers_at), 0); /* the previous one is over */
         jr__buf_reset(&enc);
         ck_assert_int_eq(jr__meta_op_encode(&op, &enc), 0);
-        snap(&st, &before);
-        uint64_t index = ++g_index;
-        for (long n = 0;; n++) {
-            f.countdown = n;
-            int rc = jr__meta_apply(&st, index, enc.data, enc.len, &res);
-            f.countdown = -1;
-            if (rc == 0) break;
-            ck_assert_msg(rc == JR_ENOMEM, "op %zu, failing allocation %ld: %d", k, n, rc);
-            failures++;
-            snap(&st, &after);
-            ck_assert_msg(after.len == before.len &&
-                              memcmp(after.data, before.data, before.len) == 0,
-                          "op %zu, failing allocation %ld: state changed", k, n);
-        }
+        failures += mt_apply_failing_each_allocation(&st, &f, ++g_index, &enc, &res, k);
         ck_assert_msg(res.status == 0, "op %zu: %s", k, res.msg);
         ck_assert_int_eq(res.changed, 1);
     }
     ck_assert_int_gt(failures, 10);
     jr__meta_state_free(&st);
     jr__buf_free(&enc);
-    jr__buf_free(&before);
-    jr__buf_free(&after);
 }
 END_TEST
 

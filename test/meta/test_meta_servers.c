@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "meta/meta_state.h"
+#include "meta_test.h"
 #include "util/checksum.h"
 
 #define FIRST_GROUP 100
@@ -25,14 +25,26 @@ static jr__meta_op op_info(uint8_t type, const char *name)
     return op;
 }
 
-static int apply(jr__meta_state *st, uint64_t index, const jr__meta_op *op, jr__meta_result *res)
+/* A SERVER_REMOVE of name with its re-placements rep[0..nrep-1]. */
+static jr__meta_op remove_op(const char *name, jr__meta_replace *rep, size_t nrep)
 {
-    jr__buf b;
-    jr__buf_init(&b, NULL);
-    ck_assert_int_eq(jr__meta_op_encode(op, &b), 0);
-    int rc = jr__meta_apply(st, index, b.data, b.len, res);
-    jr__buf_free(&b);
-    return rc;
+    jr__meta_op op;
+    memset(&op, 0, sizeof op);
+    op.type = JR__META_SERVER_REMOVE;
+    op.server.name = name;
+    op.replace = rep;
+    op.nreplace = nrep;
+    return op;
+}
+
+/* A stream config of name with one subject filter (*subject) at `replicas`. */
+static void stream_config(jr_stream_config *c, const char *name, const char **subject, int replicas)
+{
+    jr_stream_config_init(c);
+    c->name = name;
+    c->subjects = subject;
+    c->nsubjects = 1;
+    c->replicas = replicas;
 }
 
 /* n1..n4 registered; ORDERS R3 on n1 n2 n3 (index 10), LOGS R1 on n3 (index 11). */
@@ -43,44 +55,24 @@ static void cluster(jr__meta_state *st)
     jr__meta_result res;
     for (size_t i = 0; i < N(names); i++) {
         jr__meta_op op = op_info(JR__META_SERVER_INFO, names[i]);
-        ck_assert_int_eq(apply(st, i + 1, &op, &res), 0);
-        ck_assert_int_eq(res.status, 0);
+        ck_assert_int_eq(mt_apply(st, i + 1, &op, &res), 0);
     }
     static const char *s1[] = {"orders.>"}, *s2[] = {"logs.>"};
     static const char *p3[] = {"n1", "n2", "n3"}, *p1[] = {"n3"};
     jr_stream_config c;
-    jr_stream_config_init(&c);
-    c.name = "ORDERS";
-    c.subjects = s1;
-    c.nsubjects = 1;
-    c.replicas = 3;
-    jr__meta_op op;
-    memset(&op, 0, sizeof op);
-    op.type = JR__META_STREAM_ADD;
-    op.config = &c;
-    op.peers = p3;
-    op.npeers = 3;
-    ck_assert_int_eq(apply(st, 10, &op, &res), 0);
-    ck_assert_int_eq(res.status, 0);
-    c.name = "LOGS";
-    c.subjects = s2;
-    c.replicas = 1;
-    op.peers = p1;
-    op.npeers = 1;
-    ck_assert_int_eq(apply(st, 11, &op, &res), 0);
-    ck_assert_int_eq(res.status, 0);
+    stream_config(&c, "ORDERS", s1, 3);
+    jr__meta_op op = mt_stream_op(JR__META_STREAM_ADD, &c, p3, 3);
+    ck_assert_int_eq(mt_apply(st, 10, &op, &res), 0);
+    stream_config(&c, "LOGS", s2, 1);
+    op = mt_stream_op(JR__META_STREAM_ADD, &c, p1, 1);
+    ck_assert_int_eq(mt_apply(st, 11, &op, &res), 0);
 }
 
 START_TEST(server_ops_round_trip_canonically)
 {
     static const char *pa[] = {"n1", "n2", "n4"}, *pb[] = {"n4"};
     jr__meta_replace rep[2] = {{"LOGS", pb, 1}, {"ORDERS", pa, 3}};
-    jr__meta_op op;
-    memset(&op, 0, sizeof op);
-    op.type = JR__META_SERVER_REMOVE;
-    op.server.name = "n3";
-    op.replace = rep;
-    op.nreplace = 2;
+    jr__meta_op op = remove_op("n3", rep, 2);
     op.request_id = 7;
     op.origin = "n1";
     jr__buf a, b;
@@ -147,15 +139,9 @@ START_TEST(remove_tombstones_the_server_and_replaces_its_streams)
     cluster(&st);
     static const char *pa[] = {"n1", "n2", "n4"};
     jr__meta_replace rep[1] = {{"ORDERS", pa, 3}};
-    jr__meta_op op;
-    memset(&op, 0, sizeof op);
-    op.type = JR__META_SERVER_REMOVE;
-    op.server.name = "n3";
-    op.replace = rep;
-    op.nreplace = 1;
+    jr__meta_op op = remove_op("n3", rep, 1);
     jr__meta_result res;
-    ck_assert_int_eq(apply(&st, 20, &op, &res), 0);
-    ck_assert_int_eq(res.status, 0);
+    ck_assert_int_eq(mt_apply(&st, 20, &op, &res), 0);
     ck_assert_int_eq(res.changed, 1);
     ck_assert_msg(strstr(res.msg, "1 stream re-placed") && strstr(res.msg, "LOGS"), "%s", res.msg);
     ck_assert_ptr_null(jr__meta_server_find(&st, "n3"));
@@ -168,47 +154,32 @@ START_TEST(remove_tombstones_the_server_and_replaces_its_streams)
     ck_assert(jr__meta_stream_has_peer(jr__meta_stream_find(&st, "LOGS"), "n3"));
     /* the removed server is refused from now on */
     jr__meta_op info = op_info(JR__META_SERVER_INFO, "n3");
-    ck_assert_int_eq(apply(&st, 21, &info, &res), 0);
-    ck_assert_int_eq(res.status, JR_EREMOVED);
+    ck_assert_int_eq(mt_apply(&st, 21, &info, &res), JR_EREMOVED);
     info.type = JR__META_SERVER_JOIN;
-    ck_assert_int_eq(apply(&st, 22, &info, &res), 0);
-    ck_assert_int_eq(res.status, JR_EREMOVED);
+    ck_assert_int_eq(mt_apply(&st, 22, &info, &res), JR_EREMOVED);
     op.nreplace = 0;
-    ck_assert_int_eq(apply(&st, 23, &op, &res), 0);
-    ck_assert_int_eq(res.status, JR_ENOTMEMBER);
+    ck_assert_int_eq(mt_apply(&st, 23, &op, &res), JR_ENOTMEMBER);
     /* an update of LOGS may keep its removed peer (it had it) */
     static const char *s2[] = {"logs.>"}, *p1[] = {"n3"};
     jr_stream_config c;
-    jr_stream_config_init(&c);
-    c.name = "LOGS";
-    c.subjects = s2;
-    c.nsubjects = 1;
-    c.replicas = 1;
+    stream_config(&c, "LOGS", s2, 1);
     c.max_msgs = 10;
-    jr__meta_op up;
-    memset(&up, 0, sizeof up);
-    up.type = JR__META_STREAM_UPDATE;
-    up.config = &c;
-    up.peers = p1;
-    up.npeers = 1;
-    ck_assert_int_eq(apply(&st, 24, &up, &res), 0);
+    jr__meta_op up = mt_stream_op(JR__META_STREAM_UPDATE, &c, p1, 1);
+    mt_apply(&st, 24, &up, &res);
     ck_assert_msg(res.status == 0, "%s", res.msg);
     /* a join: a new server is recorded; beyond the cap refused */
     jr__meta_op j = op_info(JR__META_SERVER_JOIN, "n9");
-    ck_assert_int_eq(apply(&st, 25, &j, &res), 0);
-    ck_assert_int_eq(res.status, 0);
+    ck_assert_int_eq(mt_apply(&st, 25, &j, &res), 0);
     ck_assert_ptr_nonnull(jr__meta_server_find(&st, "n9"));
     uint64_t idx = 26;
     char name[16];
     for (int i = 0; st.nservers < JR_STREAMS_MAX_SERVERS; i++) {
         snprintf(name, sizeof name, "x%d", i);
         jr__meta_op x = op_info(JR__META_SERVER_JOIN, name);
-        ck_assert_int_eq(apply(&st, idx++, &x, &res), 0);
-        ck_assert_int_eq(res.status, 0);
+        ck_assert_int_eq(mt_apply(&st, idx++, &x, &res), 0);
     }
     jr__meta_op x = op_info(JR__META_SERVER_JOIN, "one-too-many");
-    ck_assert_int_eq(apply(&st, idx++, &x, &res), 0);
-    ck_assert_int_eq(res.status, JR_ENORESOURCES);
+    ck_assert_int_eq(mt_apply(&st, idx++, &x, &res), JR_ENORESOURCES);
     jr__meta_state_free(&st);
 }
 END_TEST
@@ -221,29 +192,13 @@ START_TEST(re_placements_that_no_longer_fit_are_skipped)
      * stream that does not exist: both skipped, the removal itself goes through */
     static const char *s1[] = {"orders.>"}, *p[] = {"n1", "n2", "n4"}, *q[] = {"n1", "n2", "n4"};
     jr_stream_config c;
-    jr_stream_config_init(&c);
-    c.name = "ORDERS";
-    c.subjects = s1;
-    c.nsubjects = 1;
-    c.replicas = 3;
-    jr__meta_op up;
-    memset(&up, 0, sizeof up);
-    up.type = JR__META_STREAM_UPDATE;
-    up.config = &c;
-    up.peers = p;
-    up.npeers = 3;
+    stream_config(&c, "ORDERS", s1, 3);
+    jr__meta_op up = mt_stream_op(JR__META_STREAM_UPDATE, &c, p, 3);
     jr__meta_result res;
-    ck_assert_int_eq(apply(&st, 20, &up, &res), 0);
-    ck_assert_int_eq(res.status, 0);
+    ck_assert_int_eq(mt_apply(&st, 20, &up, &res), 0);
     jr__meta_replace rep[2] = {{"NOPE", q, 3}, {"ORDERS", q, 3}};
-    jr__meta_op op;
-    memset(&op, 0, sizeof op);
-    op.type = JR__META_SERVER_REMOVE;
-    op.server.name = "n3";
-    op.replace = rep;
-    op.nreplace = 2;
-    ck_assert_int_eq(apply(&st, 21, &op, &res), 0);
-    ck_assert_int_eq(res.status, 0);
+    jr__meta_op op = remove_op("n3", rep, 2);
+    ck_assert_int_eq(mt_apply(&st, 21, &op, &res), 0);
     ck_assert_msg(strstr(res.msg, "0 streams re-placed"), "%s", res.msg);
     const jr__meta_stream *s = jr__meta_stream_find(&st, "ORDERS");
     ck_assert_uint_eq(s->peers_at, 20); /* its own change goes on untouched */
@@ -258,13 +213,9 @@ START_TEST(the_last_server_cannot_be_removed)
     jr__meta_state_init(&st, NULL, FIRST_GROUP);
     jr__meta_result res;
     jr__meta_op info = op_info(JR__META_SERVER_INFO, "n1");
-    ck_assert_int_eq(apply(&st, 1, &info, &res), 0);
-    jr__meta_op op;
-    memset(&op, 0, sizeof op);
-    op.type = JR__META_SERVER_REMOVE;
-    op.server.name = "n1";
-    ck_assert_int_eq(apply(&st, 2, &op, &res), 0);
-    ck_assert_int_eq(res.status, JR_EINVAL);
+    mt_apply(&st, 1, &info, &res);
+    jr__meta_op op = remove_op("n1", NULL, 0);
+    ck_assert_int_eq(mt_apply(&st, 2, &op, &res), JR_EINVAL);
     ck_assert_ptr_nonnull(jr__meta_server_find(&st, "n1"));
     jr__meta_state_free(&st);
 }
@@ -274,16 +225,11 @@ START_TEST(snapshot_keeps_the_removed_servers_and_reads_version_4)
 {
     jr__meta_state st;
     cluster(&st);
-    jr__meta_op op;
-    memset(&op, 0, sizeof op);
-    op.type = JR__META_SERVER_REMOVE;
-    op.server.name = "n4";
+    jr__meta_op op = remove_op("n4", NULL, 0);
     jr__meta_result res;
-    ck_assert_int_eq(apply(&st, 20, &op, &res), 0);
-    ck_assert_int_eq(res.status, 0);
+    ck_assert_int_eq(mt_apply(&st, 20, &op, &res), 0);
     op.server.name = "n2";
-    ck_assert_int_eq(apply(&st, 21, &op, &res), 0);
-    ck_assert_int_eq(res.status, 0);
+    ck_assert_int_eq(mt_apply(&st, 21, &op, &res), 0);
     jr__buf a, b;
     jr__buf_init(&a, NULL);
     jr__buf_init(&b, NULL);

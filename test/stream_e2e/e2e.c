@@ -285,6 +285,18 @@ int e2e_publish(e2e *c, unsigned node, const char *subject, const void *data, si
     SYNC(c, r, jr_publish(e2e_node(c, node), subject, NULL, 0, data, len, &o, e2e_pub_cb, r));
 }
 
+int e2e_publish_order(jr_node *n, int i, jr_publish_cb cb, void *arg)
+{
+    char s[32], d[64], id[32];
+    snprintf(s, sizeof s, "orders.%d", i % 5);
+    snprintf(d, sizeof d, "order %d", i);
+    snprintf(id, sizeof id, "o-%d", i);
+    jr_pub_opts o;
+    jr_pub_opts_init(&o);
+    o.msg_id = id;
+    return jr_publish(n, s, NULL, 0, d, strlen(d), &o, cb, arg);
+}
+
 int e2e_purge(e2e *c, unsigned node, const char *name, const jr_purge_opts *o, e2e_res *r)
 {
     SYNC(c, r, jr_stream_purge(e2e_node(c, node), name, o, purge_cb, r));

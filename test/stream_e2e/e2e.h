@@ -101,6 +101,9 @@ int e2e_delete(e2e *c, unsigned node, const char *name, e2e_res *r);
 int e2e_info(e2e *c, unsigned node, const char *name, e2e_res *r);
 int e2e_publish(e2e *c, unsigned node, const char *subject, const void *data, size_t len,
                 const char *msg_id, e2e_res *r);
+/* Asynchronously publishes order i of the ORDERS workloads through node n: subject
+ * "orders.<i % 5>", data "order <i>", msg id "o-<i>"; jr_publish's result (cb as it says). */
+int e2e_publish_order(jr_node *n, int i, jr_publish_cb cb, void *arg);
 int e2e_purge(e2e *c, unsigned node, const char *name, const jr_purge_opts *o, e2e_res *r);
 int e2e_msg_get(e2e *c, unsigned node, const char *name, uint64_t seq, e2e_res *r);
 int e2e_get_last(e2e *c, unsigned node, const char *name, const char *subject, e2e_res *r);

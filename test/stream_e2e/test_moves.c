@@ -269,17 +269,9 @@ static void pump(work *w, uint64_t ns)
             for (unsigned k = 0; k < c->n && !n; k++)
                 n = jr_sim_node(c->sim, ((unsigned)i + k) % c->n);
             if (n) {
-                char s[32], d[64], id[32];
-                snprintf(s, sizeof s, "orders.%d", i % 5);
-                snprintf(d, sizeof d, "order %d", i);
-                snprintf(id, sizeof id, "o-%d", i);
-                jr_pub_opts o;
-                jr_pub_opts_init(&o);
-                o.msg_id = id;
                 g_ctx[i].w = w;
                 g_ctx[i].i = i;
-                if (jr_publish(n, s, NULL, 0, d, strlen(d), &o, pub_cb, &g_ctx[i]) == 0)
-                    w->issued++;
+                if (e2e_publish_order(n, i, pub_cb, &g_ctx[i]) == 0) w->issued++;
             }
         }
         if (w->consumer && !w->fetching) {
@@ -505,16 +497,136 @@ static int check_done(void *arg, jr_sim *sim)
     return ((check_out *)arg)->done;
 }
 
+/* A cluster of n servers (seed) with ORDERS at `replicas`, and the workload (publisher and
+ * consumer NEW, msgs publishes) pumped for warm. */
+static void start(e2e *c, work *w, unsigned n, uint64_t seed, int replicas, int msgs, uint64_t warm)
+{
+    cluster(c, n, seed);
+    add_stream(c, "ORDERS", replicas);
+    work_start(w, c, "ORDERS", "NEW", msgs);
+    pump(w, warm);
+}
+
+/* Adds durable consumer name (num_replicas replicas, 0: the stream's) on ORDERS via n0 and
+ * waits for it to be created. */
+static void add_consumer(e2e *c, const char *name, int replicas)
+{
+    jr_consumer_config cc;
+    jr_consumer_config_init(&cc);
+    cc.durable_name = name;
+    cc.num_replicas = replicas;
+    ares r = {0};
+    ck_assert_int_eq(jr_consumer_add(e2e_node(c, 0), "ORDERS", &cc, consumer_added, &r), 0);
+    ck_assert_int_eq(wait_admin(c, &r), 0);
+}
+
+/* Finishes the workload: more than min publishes acknowledged, and none failed (none of the
+ * servers went down). */
+static void finish_none_failed(work *w, int min)
+{
+    ck_assert_int_gt(work_finish(w), min);
+    ck_assert_msg(w->failed == 0, "%d publishes failed", w->failed);
+}
+
+/* Pumps the workload in steps of `step` until the admin call r, taken (rc 0), answers. */
+static void pump_until_answered(work *w, int rc, ares *r, uint64_t step)
+{
+    ck_assert_int_eq(rc, 0);
+    while (!r->done) pump(w, step);
+}
+
+/* Evacuates peer from ORDERS via node via with the workload going (steps of `step`); the
+ * evacuation must be accepted. */
+static void evacuate(work *w, unsigned via, const char *peer, uint64_t step)
+{
+    ares ev = {0};
+    pump_until_answered(w, jr_stream_evacuate(e2e_node(w->c, via), "ORDERS", peer, admin_cb, &ev),
+                        &ev, step);
+    ck_assert_msg(ev.status == 0, "evacuate: %s %s", jr_err_name(ev.status), ev.msg);
+}
+
+/* Cancels the move of ORDERS via node via with the workload going; it must succeed. */
+static void cancel_move(work *w, unsigned via)
+{
+    ares cancel = {0};
+    pump_until_answered(w, jr_stream_cancel_move(e2e_node(w->c, via), "ORDERS", admin_cb, &cancel),
+                        &cancel, 2 * MS);
+    ck_assert_msg(cancel.status == 0, "cancel: %s %s", jr_err_name(cancel.status), cancel.msg);
+}
+
+/* Waits (up to 5 s, in 1 ms steps) until node t holds files of ORDERS, checks it does, then
+ * cuts it off from the others. */
+static void cut_off_once_it_holds_files(e2e *c, int t)
+{
+    uint64_t until = jr_sim_now(c->sim) + 5 * SEC;
+    while (files_of(c, (unsigned)t, "ORDERS") == 0 && jr_sim_now(c->sim) < until)
+        jr_sim_run_for(c->sim, 1 * MS);
+    ck_assert_int_gt(files_of(c, (unsigned)t, "ORDERS"), 0);
+    unsigned side[1] = {(unsigned)t};
+    ck_assert_int_eq(jr_sim_partition(c->sim, side, 1), 0);
+}
+
+/* The node index of the one server in m's move target that is not among origin[0..n-1]. */
+static int added_target(e2e *c, const minfo *m, char origin[][32], size_t n)
+{
+    int t = -1;
+    for (size_t i = 0; i < m->ntarget; i++)
+        if (!in_names(origin, n, m->target[i])) t = jr_sim_index(c->sim, m->target[i]);
+    ck_assert_int_ge(t, 0);
+    return t;
+}
+
+/* Heals the cut to node t; within 2 s of workload t has deleted its ORDERS files; then the
+ * workload finishes with more than 100 publishes acknowledged. */
+static void heal_and_finish(work *w, int t)
+{
+    jr_sim_heal(w->c->sim);
+    pump(w, 2 * SEC);
+    ck_assert_int_eq(files_of(w->c, (unsigned)t, "ORDERS"), 0);
+    ck_assert_int_gt(work_finish(w), 100);
+}
+
+/* Waits for ORDERS to be back on three replicas without the cut-off node t. */
+static void wait_back_without(work *w, int t, minfo *end)
+{
+    e2e *c = w->c;
+    ck_assert_msg(
+        wait_stable(w, c, "ORDERS", jr_sim_name(c->sim, (unsigned)t), 3, 20 * SEC, end, NULL),
+        "not back: leader '%s' %zu replicas moving %d: %s", end->leader, end->nreps, end->moving,
+        end->desc);
+}
+
+/* Five servers (seed), ORDERS R3, the publisher (600 publishes) and an R1 consumer ONE that the
+ * workload fetches from, pumped for 500 ms; ci and si are its consumer and stream info. */
+static void start_with_r1_consumer(e2e *c, work *w, uint64_t seed, minfo *ci, minfo *si)
+{
+    cluster(c, 5, seed);
+    add_stream(c, "ORDERS", 3);
+    work_start(w, c, "ORDERS", NULL, 600);
+    add_consumer(c, "ONE", 1);
+    w->consumer = "ONE";
+    pump(w, 500 * MS);
+    ck_assert_int_eq(cinfo(c, "ORDERS", "ONE", ci), 0);
+    ck_assert_int_eq(sinfo(c, "ORDERS", si), 0);
+}
+
+/* Evacuates peer from consumer ONE via node via with the workload going (steps of `step`)
+ * until it answers (in *ev). */
+static void evacuate_one(work *w, unsigned via, const char *peer, ares *ev, uint64_t step)
+{
+    memset(ev, 0, sizeof *ev);
+    pump_until_answered(
+        w, jr_consumer_evacuate(e2e_node(w->c, via), "ORDERS", "ONE", peer, admin_cb, ev), ev,
+        step);
+}
+
 /* Tests ---------------------------------------------------------------------------------------*/
 
 START_TEST(evacuating_the_leader_of_an_r3_stream_moves_it_and_loses_nothing)
 {
     e2e c;
-    cluster(&c, 5, 7001);
-    add_stream(&c, "ORDERS", 3);
     static work w;
-    work_start(&w, &c, "ORDERS", "NEW", 1500);
-    pump(&w, 300 * MS);
+    start(&c, &w, 5, 7001, 3, 1500, 300 * MS);
     minfo before;
     ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
     char gone[32];
@@ -522,10 +634,7 @@ START_TEST(evacuating_the_leader_of_an_r3_stream_moves_it_and_loses_nothing)
     ck_assert(gone[0]);
     int gi = jr_sim_index(c.sim, gone);
     ck_assert_int_gt(files_of(&c, (unsigned)gi, "ORDERS"), 0);
-    ares ev = {0};
-    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, 1), "ORDERS", gone, admin_cb, &ev), 0);
-    while (!ev.done) pump(&w, 2 * MS);
-    ck_assert_msg(ev.status == 0, "evacuate: %s %s", jr_err_name(ev.status), ev.msg);
+    evacuate(&w, 1, gone, 2 * MS);
     minfo end, during;
     memset(&during, 0, sizeof during);
     g_saw_pending = 0;
@@ -549,8 +658,7 @@ START_TEST(evacuating_the_leader_of_an_r3_stream_moves_it_and_loses_nothing)
     ck_assert_int_eq(end.replicas, 3);
     ck_assert_ptr_null(strstr(end.text, "Migration"));
     pump(&w, 500 * MS);
-    ck_assert_int_gt(work_finish(&w), 100);
-    ck_assert_msg(w.failed == 0, "%d publishes failed", w.failed); /* none went down */
+    finish_none_failed(&w, 100);
     ck_assert_uint_gt(w.nconfirmed, 50);
     jr_sim_run_for(c.sim, 1 * SEC);
     ck_assert_int_eq(files_of(&c, (unsigned)gi, "ORDERS"), 0);
@@ -561,20 +669,14 @@ END_TEST
 START_TEST(evacuating_an_r1_stream_keeps_its_data)
 {
     e2e c;
-    cluster(&c, 4, 7002);
-    add_stream(&c, "ORDERS", 1);
     static work w;
-    work_start(&w, &c, "ORDERS", "NEW", 400);
-    pump(&w, 1 * SEC);
+    start(&c, &w, 4, 7002, 1, 400, 1 * SEC);
     minfo before;
     ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
     ck_assert_uint_eq(before.nreps, 0);
     char gone[32];
     snprintf(gone, sizeof gone, "%s", before.leader);
-    ares ev = {0};
-    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, 0), "ORDERS", gone, admin_cb, &ev), 0);
-    while (!ev.done) pump(&w, 2 * MS);
-    ck_assert_msg(ev.status == 0, "evacuate: %s %s", jr_err_name(ev.status), ev.msg);
+    evacuate(&w, 0, gone, 2 * MS);
     minfo end;
     ck_assert_msg(wait_stable(&w, &c, "ORDERS", gone, 1, 20 * SEC, &end, NULL),
                   "not converged: leader '%s' moving %d: %s", end.leader, end.moving, end.desc);
@@ -594,24 +696,20 @@ END_TEST
 START_TEST(evacuating_with_nowhere_to_go_is_peer_remap_failed)
 {
     e2e c;
-    cluster(&c, 3, 7003);
-    add_stream(&c, "ORDERS", 3);
     static work w;
-    work_start(&w, &c, "ORDERS", "NEW", 200);
-    pump(&w, 300 * MS);
+    start(&c, &w, 3, 7003, 3, 200, 300 * MS);
     minfo before, after;
     ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
     ares ev = {0};
-    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, 2), "ORDERS", "n1", admin_cb, &ev), 0);
-    while (!ev.done) pump(&w, 2 * MS);
+    pump_until_answered(&w, jr_stream_evacuate(e2e_node(&c, 2), "ORDERS", "n1", admin_cb, &ev), &ev,
+                        2 * MS);
     ck_assert_int_eq(ev.status, JR_EPEERREMAP);
     ck_assert_ptr_nonnull(strstr(ev.msg, "peer remap failed"));
     pump(&w, 300 * MS);
     ck_assert_int_eq(sinfo(&c, "ORDERS", &after), 0);
     ck_assert(!after.moving);
     for (unsigned i = 0; i < 3; i++) ck_assert(holds(&after, jr_sim_name(c.sim, i)));
-    ck_assert_int_gt(work_finish(&w), 50);
-    ck_assert_msg(w.failed == 0, "%d publishes failed", w.failed); /* none went down */
+    finish_none_failed(&w, 50);
     e2e_free(&c);
 }
 END_TEST
@@ -671,11 +769,8 @@ END_TEST
 START_TEST(cancelling_a_move_returns_to_the_origin_and_the_target_removes_its_files)
 {
     e2e c;
-    cluster(&c, 5, 7004);
-    add_stream(&c, "ORDERS", 3);
     static work w;
-    work_start(&w, &c, "ORDERS", "NEW", 1500);
-    pump(&w, 300 * MS);
+    start(&c, &w, 5, 7004, 3, 1500, 300 * MS);
     minfo before;
     ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
     char origin[3][32];
@@ -683,25 +778,14 @@ START_TEST(cancelling_a_move_returns_to_the_origin_and_the_target_removes_its_fi
     snprintf(origin[1], 32, "%s", before.reps[0].name);
     snprintf(origin[2], 32, "%s", before.reps[1].name);
     /* evacuate a follower */
-    ares ev = {0};
-    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, 0), "ORDERS", origin[1], admin_cb, &ev), 0);
-    while (!ev.done) pump(&w, 1 * MS);
-    ck_assert_msg(ev.status == 0, "evacuate: %s", ev.msg);
+    evacuate(&w, 0, origin[1], 1 * MS);
     /* the target as the meta state has it; once it holds files of the stream, cut it off so the
      * move cannot finish */
     minfo m;
     ck_assert_int_eq(sinfo(&c, "ORDERS", &m), 0);
     ck_assert(m.moving);
-    int t = -1;
-    for (size_t i = 0; i < m.ntarget; i++)
-        if (!in_names(origin, 3, m.target[i])) t = jr_sim_index(c.sim, m.target[i]);
-    ck_assert_int_ge(t, 0);
-    uint64_t until = jr_sim_now(c.sim) + 5 * SEC;
-    while (files_of(&c, (unsigned)t, "ORDERS") == 0 && jr_sim_now(c.sim) < until)
-        jr_sim_run_for(c.sim, 1 * MS);
-    ck_assert_int_gt(files_of(&c, (unsigned)t, "ORDERS"), 0);
-    unsigned side[1] = {(unsigned)t};
-    ck_assert_int_eq(jr_sim_partition(c.sim, side, 1), 0);
+    int t = added_target(&c, &m, origin, 3);
+    cut_off_once_it_holds_files(&c, t);
     pump(&w, 1 * SEC);
     /* stuck: the info says so, the leaving peer is marked, and the check reports why */
     minfo stuck;
@@ -725,29 +809,20 @@ START_TEST(cancelling_a_move_returns_to_the_origin_and_the_target_removes_its_fi
                                        : "move stuck: blocked: waiting for consumer 'NEW'") != NULL,
                   "%s", chk.line);
     /* cancel: back to the origin */
-    ares cancel = {0};
     unsigned via = (unsigned)(t == 0 ? 1 : 0);
-    ck_assert_int_eq(jr_stream_cancel_move(e2e_node(&c, via), "ORDERS", admin_cb, &cancel), 0);
-    while (!cancel.done) pump(&w, 2 * MS);
-    ck_assert_msg(cancel.status == 0, "cancel: %s %s", jr_err_name(cancel.status), cancel.msg);
+    cancel_move(&w, via);
     minfo end;
-    ck_assert_msg(
-        wait_stable(&w, &c, "ORDERS", jr_sim_name(c.sim, (unsigned)t), 3, 20 * SEC, &end, NULL),
-        "not back: leader '%s' %zu replicas moving %d: %s", end.leader, end.nreps, end.moving,
-        end.desc);
+    wait_back_without(&w, t, &end);
     for (int i = 0; i < 3; i++) ck_assert_msg(holds(&end, origin[i]), "%s missing", origin[i]);
     ck_assert(!holds(&end, jr_sim_name(c.sim, (unsigned)t)));
     /* nothing more to cancel */
     ares again = {0};
-    ck_assert_int_eq(jr_stream_cancel_move(e2e_node(&c, via), "ORDERS", admin_cb, &again), 0);
-    while (!again.done) pump(&w, 2 * MS);
+    pump_until_answered(&w, jr_stream_cancel_move(e2e_node(&c, via), "ORDERS", admin_cb, &again),
+                        &again, 2 * MS);
     ck_assert_int_eq(again.status, JR_ENOCHANGE);
     ck_assert_str_eq(again.msg, "stream reconfiguration not in progress");
     /* the target comes back, learns the outcome and deletes what it held */
-    jr_sim_heal(c.sim);
-    pump(&w, 2 * SEC);
-    ck_assert_int_eq(files_of(&c, (unsigned)t, "ORDERS"), 0);
-    ck_assert_int_gt(work_finish(&w), 100);
+    heal_and_finish(&w, t);
     e2e_free(&c);
 }
 END_TEST
@@ -757,52 +832,31 @@ END_TEST
 START_TEST(cancelling_a_grow_returns_to_three_replicas)
 {
     e2e c;
-    cluster(&c, 5, 7009);
-    add_stream(&c, "ORDERS", 3);
     static work w;
-    work_start(&w, &c, "ORDERS", "NEW", 1500);
-    pump(&w, 300 * MS);
+    start(&c, &w, 5, 7009, 3, 1500, 300 * MS);
     minfo before;
     ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
     jr_stream_config cfg;
     e2e_config(&cfg, "ORDERS", subj, 1, 4);
     ares up = {0};
-    ck_assert_int_eq(jr_stream_update(e2e_node(&c, 0), &cfg, admin_cb, &up), 0);
-    while (!up.done) pump(&w, 1 * MS);
+    pump_until_answered(&w, jr_stream_update(e2e_node(&c, 0), &cfg, admin_cb, &up), &up, 1 * MS);
     ck_assert_msg(up.status == 0, "update: %s", up.msg);
     minfo m;
     ck_assert_int_eq(sinfo(&c, "ORDERS", &m), 0);
     ck_assert(m.moving);
     ck_assert_uint_eq(m.ntarget, 4);
     ck_assert_uint_eq(m.norigin, 3);
-    int t = -1;
-    for (size_t i = 0; i < m.ntarget; i++)
-        if (!in_names(m.origin, m.norigin, m.target[i])) t = jr_sim_index(c.sim, m.target[i]);
-    ck_assert_int_ge(t, 0);
-    uint64_t until = jr_sim_now(c.sim) + 5 * SEC;
-    while (files_of(&c, (unsigned)t, "ORDERS") == 0 && jr_sim_now(c.sim) < until)
-        jr_sim_run_for(c.sim, 1 * MS);
-    ck_assert_int_gt(files_of(&c, (unsigned)t, "ORDERS"), 0);
-    unsigned side[1] = {(unsigned)t};
-    ck_assert_int_eq(jr_sim_partition(c.sim, side, 1), 0);
+    int t = added_target(&c, &m, m.origin, m.norigin);
+    cut_off_once_it_holds_files(&c, t);
     pump(&w, 500 * MS);
-    ares cancel = {0};
     unsigned via = (unsigned)(t == 0 ? 1 : 0);
-    ck_assert_int_eq(jr_stream_cancel_move(e2e_node(&c, via), "ORDERS", admin_cb, &cancel), 0);
-    while (!cancel.done) pump(&w, 2 * MS);
-    ck_assert_msg(cancel.status == 0, "cancel: %s %s", jr_err_name(cancel.status), cancel.msg);
+    cancel_move(&w, via);
     minfo end;
-    ck_assert_msg(
-        wait_stable(&w, &c, "ORDERS", jr_sim_name(c.sim, (unsigned)t), 3, 20 * SEC, &end, NULL),
-        "not back: leader '%s' %zu replicas moving %d: %s", end.leader, end.nreps, end.moving,
-        end.desc);
+    wait_back_without(&w, t, &end);
     ck_assert_int_eq(end.replicas, 3);
     ck_assert(holds(&end, before.leader));
     for (size_t i = 0; i < before.nreps; i++) ck_assert(holds(&end, before.reps[i].name));
-    jr_sim_heal(c.sim);
-    pump(&w, 2 * SEC);
-    ck_assert_int_eq(files_of(&c, (unsigned)t, "ORDERS"), 0);
-    ck_assert_int_gt(work_finish(&w), 100);
+    heal_and_finish(&w, t);
     e2e_free(&c);
 }
 END_TEST
@@ -810,30 +864,15 @@ END_TEST
 START_TEST(evacuating_a_consumer_moves_its_replica)
 {
     e2e c;
-    cluster(&c, 5, 7005);
-    add_stream(&c, "ORDERS", 3);
     static work w;
-    work_start(&w, &c, "ORDERS", NULL, 600);
     /* an R1 consumer: its replica sits on one of the stream's three peers */
-    jr_consumer_config cc;
-    jr_consumer_config_init(&cc);
-    cc.durable_name = "ONE";
-    cc.num_replicas = 1;
-    ares r = {0};
-    ck_assert_int_eq(jr_consumer_add(e2e_node(&c, 0), "ORDERS", &cc, consumer_added, &r), 0);
-    ck_assert_int_eq(wait_admin(&c, &r), 0);
-    w.consumer = "ONE";
-    pump(&w, 500 * MS);
     minfo ci, si;
-    ck_assert_int_eq(cinfo(&c, "ORDERS", "ONE", &ci), 0);
-    ck_assert_int_eq(sinfo(&c, "ORDERS", &si), 0);
+    start_with_r1_consumer(&c, &w, 7005, &ci, &si);
     char gone[32];
     snprintf(gone, sizeof gone, "%s", ci.leader);
     ck_assert(gone[0]);
-    ares ev = {0};
-    ck_assert_int_eq(jr_consumer_evacuate(e2e_node(&c, 1), "ORDERS", "ONE", gone, admin_cb, &ev),
-                     0);
-    while (!ev.done) pump(&w, 2 * MS);
+    ares ev;
+    evacuate_one(&w, 1, gone, &ev, 2 * MS);
     ck_assert_msg(ev.status == 0, "evacuate: %s %s", jr_err_name(ev.status), ev.msg);
     uint64_t until = jr_sim_now(c.sim) + 20 * SEC;
     int saw_move = 0;
@@ -853,20 +892,14 @@ START_TEST(evacuating_a_consumer_moves_its_replica)
     ck_assert_int_eq(sinfo(&c, "ORDERS", &si2), 0);
     ck_assert(holds(&si2, gone));
     /* every stream peer holds it: nowhere else to go for an R3 consumer */
-    jr_consumer_config c3;
-    jr_consumer_config_init(&c3);
-    c3.durable_name = "THREE";
-    ares r3 = {0};
-    ck_assert_int_eq(jr_consumer_add(e2e_node(&c, 0), "ORDERS", &c3, consumer_added, &r3), 0);
-    ck_assert_int_eq(wait_admin(&c, &r3), 0);
+    add_consumer(&c, "THREE", 0);
     ares ev3 = {0};
     ck_assert_int_eq(
         jr_consumer_evacuate(e2e_node(&c, 1), "ORDERS", "THREE", si2.leader, admin_cb, &ev3), 0);
     ck_assert_int_eq(wait_admin(&c, &ev3), JR_EPEERREMAP);
     pump(&w, 500 * MS);
     ck_assert_int_gt(w.received, 50);
-    ck_assert_int_gt(work_finish(&w), 100);
-    ck_assert_msg(w.failed == 0, "%d publishes failed", w.failed); /* none went down */
+    finish_none_failed(&w, 100);
     e2e_free(&c);
 }
 END_TEST
@@ -876,28 +909,13 @@ END_TEST
 START_TEST(cancelling_a_consumer_move_keeps_it_where_it_was)
 {
     e2e c;
-    cluster(&c, 5, 7010);
-    add_stream(&c, "ORDERS", 3);
     static work w;
-    work_start(&w, &c, "ORDERS", NULL, 600);
-    jr_consumer_config cc;
-    jr_consumer_config_init(&cc);
-    cc.durable_name = "ONE";
-    cc.num_replicas = 1;
-    ares r = {0};
-    ck_assert_int_eq(jr_consumer_add(e2e_node(&c, 0), "ORDERS", &cc, consumer_added, &r), 0);
-    ck_assert_int_eq(wait_admin(&c, &r), 0);
-    w.consumer = "ONE";
-    pump(&w, 500 * MS);
     minfo ci, si;
-    ck_assert_int_eq(cinfo(&c, "ORDERS", "ONE", &ci), 0);
-    ck_assert_int_eq(sinfo(&c, "ORDERS", &si), 0);
+    start_with_r1_consumer(&c, &w, 7010, &ci, &si);
     char home[32];
     snprintf(home, sizeof home, "%s", ci.leader);
-    ares ev = {0};
-    ck_assert_int_eq(jr_consumer_evacuate(e2e_node(&c, 0), "ORDERS", "ONE", home, admin_cb, &ev),
-                     0);
-    while (!ev.done) pump(&w, 1 * MS);
+    ares ev;
+    evacuate_one(&w, 0, home, &ev, 1 * MS);
     ck_assert_msg(ev.status == 0, "evacuate: %s", ev.msg);
     /* the target: the stream peer other than home that the consumer info names */
     ck_assert_int_eq(cinfo(&c, "ORDERS", "ONE", &ci), 0);
@@ -923,10 +941,10 @@ START_TEST(cancelling_a_consumer_move_keeps_it_where_it_was)
         ck_assert_str_eq(stuck.origin[0], home);
     }
     ares cancel = {0};
-    ck_assert_int_eq(
+    pump_until_answered(
+        &w,
         jr_consumer_cancel_move(e2e_node(&c, t == 0 ? 1 : 0), "ORDERS", "ONE", admin_cb, &cancel),
-        0);
-    while (!cancel.done) pump(&w, 2 * MS);
+        &cancel, 2 * MS);
     ck_assert_msg(cancel.status == 0, "cancel: %s %s", jr_err_name(cancel.status), cancel.msg);
     jr_sim_heal(c.sim);
     uint64_t until = jr_sim_now(c.sim) + 20 * SEC;
@@ -948,11 +966,8 @@ END_TEST
 START_TEST(meta_and_stream_leaders_killed_mid_move_the_move_completes)
 {
     e2e c;
-    cluster(&c, 5, 7006);
-    add_stream(&c, "ORDERS", 3);
     static work w;
-    work_start(&w, &c, "ORDERS", "NEW", 1500);
-    pump(&w, 300 * MS);
+    start(&c, &w, 5, 7006, 3, 1500, 300 * MS);
     minfo before;
     ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
     /* evacuate a follower; kill the stream leader and the meta leader right after */
@@ -963,10 +978,7 @@ START_TEST(meta_and_stream_leaders_killed_mid_move_the_move_completes)
     ck_assert_int_ge(ml, 0);
     unsigned via = 0;
     while (via == (unsigned)ml || via == (unsigned)jr_sim_index(c.sim, leader)) via++;
-    ares ev = {0};
-    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, via), "ORDERS", gone, admin_cb, &ev), 0);
-    while (!ev.done) pump(&w, 1 * MS);
-    ck_assert_msg(ev.status == 0, "evacuate: %s", ev.msg);
+    evacuate(&w, via, gone, 1 * MS);
     pump(&w, 5 * MS);
     int sl = jr_sim_index(c.sim, leader);
     ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)sl), 0);
@@ -999,12 +1011,8 @@ START_TEST(bad_input_is_refused_and_nothing_moves)
     e2e c;
     cluster(&c, 4, 7007);
     add_stream(&c, "ORDERS", 3);
-    jr_consumer_config cc;
-    jr_consumer_config_init(&cc);
-    cc.durable_name = "NEW";
+    add_consumer(&c, "NEW", 0);
     ares r = {0};
-    ck_assert_int_eq(jr_consumer_add(e2e_node(&c, 0), "ORDERS", &cc, consumer_added, &r), 0);
-    ck_assert_int_eq(wait_admin(&c, &r), 0);
     jr_node *n = e2e_node(&c, 0);
     /* NULL arguments */
     ck_assert_int_eq(jr_stream_evacuate(NULL, "ORDERS", "n1", admin_cb, &r), JR_EINVAL);

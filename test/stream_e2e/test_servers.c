@@ -85,16 +85,8 @@ static void issue(work *w)
         unsigned via = (unsigned)(w->issued + (int)t) % size;
         if (!e2e_node(w->c, via) || w->skip[via]) continue;
         int i = w->issued++;
-        char s[32], d[64], id[32];
-        snprintf(s, sizeof s, "orders.%d", i % 5);
-        snprintf(d, sizeof d, "order %d", i);
-        snprintf(id, sizeof id, "o-%d", i);
-        jr_pub_opts o;
-        jr_pub_opts_init(&o);
-        o.msg_id = id;
         memset(&w->res[i], 0, sizeof w->res[i]);
-        int rc =
-            jr_publish(e2e_node(w->c, via), s, NULL, 0, d, strlen(d), &o, e2e_pub_cb, &w->res[i]);
+        int rc = e2e_publish_order(e2e_node(w->c, via), i, e2e_pub_cb, &w->res[i]);
         ck_assert_msg(rc == 0, "publish %d via n%u: %s", i, via, jr_strerror(rc));
         return;
     }
@@ -262,6 +254,20 @@ static int meta_info(e2e *c, unsigned i, minfo *m)
     return m->status;
 }
 
+/* Node i's meta info call succeeds and lists n servers; m gets the info. */
+static void meta_info_nservers(e2e *c, unsigned i, size_t n, minfo *m)
+{
+    ck_assert_int_eq(meta_info(c, i, m), 0);
+    ck_assert_uint_eq(m->nservers, n);
+}
+
+/* Node i's meta info call is refused with JR_EREMOVED and says it was removed. */
+static void meta_info_removed(e2e *c, unsigned i, minfo *m)
+{
+    ck_assert_int_eq(meta_info(c, i, m), JR_EREMOVED);
+    ck_assert_int_eq(m->removed, 1);
+}
+
 /* Adds a node that joins the running cluster; returns its index. */
 static unsigned join_node(e2e *c)
 {
@@ -271,20 +277,34 @@ static unsigned join_node(e2e *c)
     return idx;
 }
 
-typedef struct voter_wait {
+/* What is_voter_everywhere and gone_everywhere wait on: node j of cluster c. */
+typedef struct node_wait {
     e2e *c;
     unsigned j;
-} voter_wait;
+} node_wait;
 
 /* Every live node's meta configuration has node j as a voter, and its meta state knows j. */
 static int is_voter_everywhere(void *arg, jr_sim *sim)
 {
-    voter_wait *v = arg;
+    node_wait *v = arg;
     for (unsigned i = 0; i < jr_sim_size(sim); i++) {
         jr_node *n = e2e_node(v->c, i);
         if (!n) continue;
         if (!meta_has(v->c, i, v->j, 1)) return 0;
         if (!jr__meta_server_find(&jr__js_of(n)->st, jr_sim_name(sim, v->j))) return 0;
+    }
+    return 1;
+}
+
+/* No live node other than j has j in its meta configuration or its meta state's servers. */
+static int gone_everywhere(void *arg, jr_sim *sim)
+{
+    node_wait *g = arg;
+    for (unsigned i = 0; i < jr_sim_size(sim); i++) {
+        jr_node *n = e2e_node(g->c, i);
+        if (!n || i == g->j) continue;
+        if (meta_has(g->c, i, g->j, 0)) return 0;
+        if (jr__meta_server_find(&jr__js_of(n)->st, jr_sim_name(sim, g->j))) return 0;
     }
     return 1;
 }
@@ -318,14 +338,76 @@ static void add_orders(e2e *c, int replicas)
     ck_assert_msg(cr.status == 0, "consumer: %s", cr.msg);
 }
 
+/* A cluster of n servers (seed), ORDERS R3 with its consumer, and a workload of msgs publishes
+ * run for warm. */
+static void start(e2e *c, work *w, unsigned n, uint64_t seed, int msgs, uint64_t warm)
+{
+    cluster(c, n, seed);
+    add_orders(c, 3);
+    work_init(w, c, "ORDERS", msgs);
+    run(w, warm);
+}
+
+static void stop(e2e *c, work *w)
+{
+    work_free(w);
+    e2e_free(c);
+}
+
+/* jr_server_peer_remove of server (via node via) with the workload running until it answers;
+ * the call itself must be taken. Returns the answer's status. */
+static int peer_remove_running(work *w, unsigned via, const char *server, e2e_res *r)
+{
+    memset(r, 0, sizeof *r);
+    ck_assert_int_eq(jr_server_peer_remove(e2e_node(w->c, via), server, e2e_admin_cb, r), 0);
+    while (!r->done) run(w, 5 * MS);
+    return r->status;
+}
+
+/* Runs the workload until node j is a meta voter everywhere (within limit, or fails the test). */
+static void run_until_voter(work *w, unsigned j, uint64_t limit)
+{
+    node_wait vw = {w->c, j};
+    uint64_t t0 = jr_sim_now(w->c->sim);
+    while (!is_voter_everywhere(&vw, w->c->sim)) {
+        ck_assert_msg(jr_sim_now(w->c->sim) - t0 < limit, "n%u did not become a meta voter", j);
+        run(w, 20 * MS);
+    }
+}
+
+/* Runs the cluster (no workload) in 1 ms steps until node i's meta state records server name,
+ * within 10 s. */
+static void wait_recorded(e2e *c, unsigned i, const char *name)
+{
+    uint64_t t0 = jr_sim_now(c->sim);
+    while (!jr__meta_server_find(&jr__js_of(e2e_node(c, i))->st, name)) {
+        ck_assert(jr_sim_now(c->sim) - t0 < 10 * SEC);
+        jr_sim_run_for(c->sim, 1 * MS);
+    }
+}
+
+/* Runs the cluster until node j is a meta voter everywhere, within limit. */
+static void wait_voter(e2e *c, unsigned j, uint64_t limit)
+{
+    node_wait vw = {c, j};
+    ck_assert_int_eq(jr_sim_run_until(c->sim, is_voter_everywhere, &vw, limit), 0);
+}
+
+/* Runs the cluster until no live node but j has j, within limit. */
+static void wait_gone(e2e *c, unsigned j, uint64_t limit)
+{
+    node_wait g = {c, j};
+    ck_assert_int_eq(jr_sim_run_until(c->sim, gone_everywhere, &g, limit), 0);
+}
+
 /* Tests ---------------------------------------------------------------------------------------*/
 
 START_TEST(a_fourth_server_joins_and_orders_grows_onto_it)
 {
     e2e c;
+    work w;
     cluster(&c, 3, 41);
     add_orders(&c, 3);
-    work w;
     work_init(&w, &c, "ORDERS", 1500);
     for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 64);
     run(&w, 1 * SEC);
@@ -348,18 +430,12 @@ START_TEST(a_fourth_server_joins_and_orders_grows_onto_it)
     slow.delay_max_ns = 3 * MS;
     for (unsigned i = 0; i < 3; i++) ck_assert_int_eq(jr_sim_set_link(c.sim, i, j, &slow), 0);
     w.skip[j] = 1; /* used once it holds the meta state */
-    voter_wait vw = {&c, j};
-    uint64_t t0 = jr_sim_now(c.sim);
-    while (!is_voter_everywhere(&vw, c.sim)) {
-        ck_assert_msg(jr_sim_now(c.sim) - t0 < 20 * SEC, "n3 did not become a meta voter");
-        run(&w, 20 * MS);
-    }
+    run_until_voter(&w, j, 20 * SEC);
     while (!e2e_meta_has(&c, j, "ORDERS")) run(&w, 5 * MS);
     w.skip[j] = 0;
     e2e_snapshot_every(&c, j, 64);
     minfo m;
-    ck_assert_int_eq(meta_info(&c, 0, &m), 0);
-    ck_assert_uint_eq(m.nservers, 4);
+    meta_info_nservers(&c, 0, 4, &m);
     ck_assert_str_eq(m.servers[3], "n3");
     ck_assert_int_eq(m.removed, 0);
     /* ORDERS grows onto it (the only server not holding it) */
@@ -379,7 +455,7 @@ START_TEST(a_fourth_server_joins_and_orders_grows_onto_it)
      * that is not the leader is killed mid catch-up and writes go on */
     uint64_t max_lag = 0, last_lag = UINT64_MAX;
     int seen = 0, killed = -1, downs = 0;
-    t0 = jr_sim_now(c.sim);
+    uint64_t t0 = jr_sim_now(c.sim);
     for (;;) {
         e2e_res info;
         int lead = -1;
@@ -416,8 +492,7 @@ START_TEST(a_fourth_server_joins_and_orders_grows_onto_it)
     run(&w, 500 * MS);
     check_nothing_lost(&w, 0);
     ck_assert_uint_gt(w.delivered, 0);
-    work_free(&w);
-    e2e_free(&c);
+    stop(&c, &w);
 }
 END_TEST
 
@@ -436,8 +511,7 @@ START_TEST(a_new_stream_is_placed_on_the_new_server_when_placement_demands_it)
     e2e_res r;
     ck_assert_int_eq(e2e_add(&c, 0, &cfg, &r), JR_ENORESOURCES);
     unsigned j = join_node(&c);
-    voter_wait vw = {&c, j};
-    ck_assert_int_eq(jr_sim_run_until(c.sim, is_voter_everywhere, &vw, 20 * SEC), 0);
+    wait_voter(&c, j, 20 * SEC);
     ck_assert_int_eq(e2e_add(&c, 1, &cfg, &r), 0);
     unsigned peers[4];
     ck_assert_int_eq(e2e_meta_peers(&c, 1, "FAST", peers, 4), 1);
@@ -450,32 +524,11 @@ START_TEST(a_new_stream_is_placed_on_the_new_server_when_placement_demands_it)
 }
 END_TEST
 
-typedef struct gone_wait {
-    e2e *c;
-    unsigned j;
-} gone_wait;
-
-/* No live node other than j has j in its meta configuration or its meta state's servers. */
-static int gone_everywhere(void *arg, jr_sim *sim)
-{
-    gone_wait *g = arg;
-    for (unsigned i = 0; i < jr_sim_size(sim); i++) {
-        jr_node *n = e2e_node(g->c, i);
-        if (!n || i == g->j) continue;
-        if (meta_has(g->c, i, g->j, 0)) return 0;
-        if (jr__meta_server_find(&jr__js_of(n)->st, jr_sim_name(sim, g->j))) return 0;
-    }
-    return 1;
-}
-
 START_TEST(peer_remove_twice_in_a_row_the_second_is_busy)
 {
     e2e c;
-    cluster(&c, 5, 43);
-    add_orders(&c, 3);
     work w;
-    work_init(&w, &c, "ORDERS", 300);
-    run(&w, 200 * MS);
+    start(&c, &w, 5, 43, 300, 200 * MS);
     /* two servers gone for good */
     w.skip[3] = w.skip[4] = 1;
     ck_assert_int_eq(jr_sim_crash(c.sim, 3), 0);
@@ -495,14 +548,12 @@ START_TEST(peer_remove_twice_in_a_row_the_second_is_busy)
     ck_assert_msg(strstr(lost->msg, "cluster member change is in progress"), "%s", lost->msg);
     unsigned first = won == &a ? 3 : 4, second = won == &a ? 4 : 3;
     /* the first is over: the meta group no longer has it, and the second may go now */
-    gone_wait g1 = {&c, first};
-    ck_assert_int_eq(jr_sim_run_until(c.sim, gone_everywhere, &g1, 5 * SEC), 0);
+    wait_gone(&c, first, 5 * SEC);
     e2e_res r2;
     char sname[16];
     snprintf(sname, sizeof sname, "n%u", second);
     ck_assert_int_eq(peer_remove(&c, 2, sname, &r2), 0);
-    gone_wait gw = {&c, second};
-    ck_assert_int_eq(jr_sim_run_until(c.sim, gone_everywhere, &gw, 5 * SEC), 0);
+    wait_gone(&c, second, 5 * SEC);
     for (unsigned i = 0; i < 3; i++) {
         ck_assert(!meta_has(&c, i, 4, 0));
         ck_assert_uint_eq(jr__js_of(e2e_node(&c, i))->st.nservers, 3);
@@ -511,8 +562,7 @@ START_TEST(peer_remove_twice_in_a_row_the_second_is_busy)
     ck_assert_int_eq(peer_remove(&c, 0, "n3", &r2), JR_ENOTMEMBER);
     run(&w, 1 * SEC);
     check_nothing_lost(&w, 0);
-    work_free(&w);
-    e2e_free(&c);
+    stop(&c, &w);
 }
 END_TEST
 
@@ -534,11 +584,8 @@ static int converged_without(e2e *c, const char *name, unsigned gone, int replic
 START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
 {
     e2e c;
-    cluster(&c, 4, 44);
-    add_orders(&c, 3);
     work w;
-    work_init(&w, &c, "ORDERS", 800);
-    run(&w, 300 * MS);
+    start(&c, &w, 4, 44, 800, 300 * MS);
     /* remove a server that holds ORDERS, while it runs */
     unsigned peers[4];
     ck_assert_int_eq(e2e_meta_peers(&c, 0, "ORDERS", peers, 4), 3);
@@ -548,17 +595,14 @@ START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
     unsigned via = (gone + 1) % 4;
     w.skip[gone] = 1;
     e2e_res r;
-    memset(&r, 0, sizeof r);
-    ck_assert_int_eq(jr_server_peer_remove(e2e_node(&c, via), gname, e2e_admin_cb, &r), 0);
-    while (!r.done) run(&w, 5 * MS);
+    peer_remove_running(&w, via, gname, &r);
     ck_assert_msg(r.status == 0, "removal: %s (%s)", jr_strerror(r.status), r.msg);
     ck_assert_msg(strstr(r.msg, "1 stream re-placed"), "%s", r.msg);
     /* the removed server stopped and says why */
     jr_node *gn = e2e_node(&c, gone);
     ck_assert_ptr_nonnull(gn);
     minfo m;
-    ck_assert_int_eq(meta_info(&c, gone, &m), JR_EREMOVED);
-    ck_assert_int_eq(m.removed, 1);
+    meta_info_removed(&c, gone, &m);
     jr_stream_config cfg;
     e2e_config(&cfg, "X", (const char *const[]){"x.>"}, 1, 1);
     ck_assert_int_eq(jr_stream_add(gn, &cfg, e2e_admin_cb, &r), JR_EREMOVED);
@@ -586,8 +630,7 @@ START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
         ck_assert_ptr_null(jr__meta_server_find(&jr__js_of(e2e_node(&c, i))->st, gname));
         ck_assert(jr__meta_server_removed(&jr__js_of(e2e_node(&c, i))->st, gname));
     }
-    ck_assert_int_eq(meta_info(&c, via, &m), 0);
-    ck_assert_uint_eq(m.nservers, 3);
+    meta_info_nservers(&c, via, 3, &m);
     run(&w, 1 * SEC);
     check_nothing_lost(&w, via);
     ck_assert_uint_gt(w.delivered, 0);
@@ -596,10 +639,8 @@ START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
     ck_assert_int_eq(e2e_restart(&c, gone), 0);
     run(&w, 1 * SEC);
     ck_assert_int_eq(meta_info(&c, gone, &m), JR_EREMOVED);
-    ck_assert_int_eq(meta_info(&c, via, &m), 0);
-    ck_assert_uint_eq(m.nservers, 3);
-    work_free(&w);
-    e2e_free(&c);
+    meta_info_nservers(&c, via, 3, &m);
+    stop(&c, &w);
 }
 END_TEST
 
@@ -636,11 +677,8 @@ static void join_mode(void *arg, unsigned i, jr_node_config *cfg)
 START_TEST(a_removed_server_that_was_down_is_refused_when_it_comes_back)
 {
     e2e c;
-    cluster(&c, 4, 45);
-    add_orders(&c, 3);
     work w;
-    work_init(&w, &c, "ORDERS", 400);
-    run(&w, 200 * MS);
+    start(&c, &w, 4, 45, 400, 200 * MS);
     w.skip[3] = 1;
     ck_assert_int_eq(jr_sim_crash(c.sim, 3), 0);
     run(&w, 300 * MS);
@@ -652,11 +690,9 @@ START_TEST(a_removed_server_that_was_down_is_refused_when_it_comes_back)
     ck_assert_int_eq(e2e_restart(&c, 3), 0);
     run(&w, 2 * SEC);
     minfo m;
-    ck_assert_int_eq(meta_info(&c, 3, &m), JR_EREMOVED);
-    ck_assert_int_eq(m.removed, 1);
+    meta_info_removed(&c, 3, &m);
     for (unsigned i = 0; i < 3; i++) {
-        ck_assert_int_eq(meta_info(&c, i, &m), 0);
-        ck_assert_uint_eq(m.nservers, 3);
+        meta_info_nservers(&c, i, 3, &m);
         ck_assert(!meta_has(&c, i, 3, 0));
     }
     /* with a blank disk, asking to join as a new server: refused too */
@@ -668,12 +704,10 @@ START_TEST(a_removed_server_that_was_down_is_refused_when_it_comes_back)
     run(&w, 1 * SEC);
     ck_assert_int_eq(meta_info(&c, 3, &m), JR_EREMOVED);
     for (unsigned i = 0; i < 3; i++) {
-        ck_assert_int_eq(meta_info(&c, i, &m), 0);
-        ck_assert_uint_eq(m.nservers, 3);
+        meta_info_nservers(&c, i, 3, &m);
     }
     check_nothing_lost(&w, 0);
-    work_free(&w);
-    e2e_free(&c);
+    stop(&c, &w);
 }
 END_TEST
 
@@ -714,8 +748,7 @@ START_TEST(every_node_restarted_after_a_join_recovers_the_membership_from_disk)
     cluster(&c, 3, 48);
     add_orders(&c, 3);
     unsigned j = join_node(&c);
-    voter_wait vw = {&c, j};
-    ck_assert_int_eq(jr_sim_run_until(c.sim, is_voter_everywhere, &vw, 20 * SEC), 0);
+    wait_voter(&c, j, 20 * SEC);
     jr_stream_config cfg;
     e2e_config(&cfg, "ORDERS", subj, 1, 4);
     e2e_res r;
@@ -729,36 +762,29 @@ START_TEST(every_node_restarted_after_a_join_recovers_the_membership_from_disk)
     for (unsigned i = 0; i < 4; i++) ck_assert_int_eq(jr_sim_crash(c.sim, i), 0);
     for (unsigned i = 0; i < 4; i++) ck_assert_int_eq(e2e_restart(&c, i), 0);
     ck_assert_int_ge(e2e_wait_meta(&c, 4, 20 * SEC), 0);
-    ck_assert_int_eq(jr_sim_run_until(c.sim, is_voter_everywhere, &vw, 20 * SEC), 0);
+    wait_voter(&c, j, 20 * SEC);
     ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 3, 30 * SEC), 0);
     for (unsigned i = 0; i < 4; i++) ck_assert_int_eq(e2e_has_replica(&c, i, "ORDERS"), 1);
     minfo m;
-    ck_assert_int_eq(meta_info(&c, 0, &m), 0);
-    ck_assert_uint_eq(m.nservers, 4);
+    meta_info_nservers(&c, 0, 4, &m);
     w.n = 400;
     run(&w, 500 * MS);
     check_nothing_lost(&w, 1);
-    work_free(&w);
-    e2e_free(&c);
+    stop(&c, &w);
 }
 END_TEST
 
 START_TEST(a_stream_that_cannot_be_re_placed_keeps_running_under_replicated)
 {
     e2e c;
-    cluster(&c, 3, 49);
-    add_orders(&c, 3);
     work w;
-    work_init(&w, &c, "ORDERS", 400);
-    run(&w, 300 * MS);
+    start(&c, &w, 3, 49, 400, 300 * MS);
     w.skip[2] = 1;
     ck_assert_int_eq(jr_sim_crash(c.sim, 2), 0);
     run(&w, 300 * MS);
     /* no fourth server to take n2's replica */
     e2e_res r;
-    memset(&r, 0, sizeof r);
-    ck_assert_int_eq(jr_server_peer_remove(e2e_node(&c, 0), "n2", e2e_admin_cb, &r), 0);
-    while (!r.done) run(&w, 5 * MS);
+    peer_remove_running(&w, 0, "n2", &r);
     ck_assert_msg(r.status == 0, "%s (%s)", jr_strerror(r.status), r.msg);
     ck_assert_msg(strstr(r.msg, "0 streams re-placed") &&
                       strstr(r.msg, "not re-placed (under-replicated): ORDERS"),
@@ -780,8 +806,7 @@ START_TEST(a_stream_that_cannot_be_re_placed_keeps_running_under_replicated)
     ck_assert_int_eq(e2e_update(&c, 0, &cfg, &r), 0);
     ck_assert_int_eq(e2e_meta_peers(&c, 0, "ORDERS", peers, 4), 2);
     ck_assert(peers[0] != 2 && peers[1] != 2);
-    work_free(&w);
-    e2e_free(&c);
+    stop(&c, &w);
 }
 END_TEST
 
@@ -791,9 +816,8 @@ START_TEST(two_servers_joining_at_once_are_admitted_one_after_the_other)
     cluster(&c, 3, 50);
     add_orders(&c, 3);
     unsigned a = join_node(&c), b = join_node(&c);
-    voter_wait va = {&c, a}, vb = {&c, b};
-    ck_assert_int_eq(jr_sim_run_until(c.sim, is_voter_everywhere, &va, 30 * SEC), 0);
-    ck_assert_int_eq(jr_sim_run_until(c.sim, is_voter_everywhere, &vb, 30 * SEC), 0);
+    wait_voter(&c, a, 30 * SEC);
+    wait_voter(&c, b, 30 * SEC);
     for (unsigned i = 0; i < 5; i++) {
         unsigned idx[16];
         int v[16];
@@ -816,23 +840,17 @@ START_TEST(a_server_that_joined_and_died_before_catching_up_can_be_removed)
     add_orders(&c, 3);
     unsigned j = join_node(&c);
     /* it is recorded, then gone before it holds the meta log */
-    uint64_t t0 = jr_sim_now(c.sim);
-    while (!jr__meta_server_find(&jr__js_of(e2e_node(&c, 0))->st, "n3")) {
-        ck_assert(jr_sim_now(c.sim) - t0 < 10 * SEC);
-        jr_sim_run_for(c.sim, 1 * MS);
-    }
+    wait_recorded(&c, 0, "n3");
     ck_assert_int_eq(jr_sim_crash(c.sim, j), 0);
     jr_sim_run_for(c.sim, 1 * SEC);
     /* its join is the change in progress, yet its removal is not refused for it */
     e2e_res r;
     int rc = peer_remove(&c, 1, "n3", &r);
     ck_assert_msg(rc == 0, "removal: %s (%s)", jr_strerror(rc), r.msg);
-    gone_wait g = {&c, j};
-    ck_assert_int_eq(jr_sim_run_until(c.sim, gone_everywhere, &g, 10 * SEC), 0);
+    wait_gone(&c, j, 10 * SEC);
     /* and the next join goes through */
     unsigned k = join_node(&c);
-    voter_wait vk = {&c, k};
-    ck_assert_int_eq(jr_sim_run_until(c.sim, is_voter_everywhere, &vk, 30 * SEC), 0);
+    wait_voter(&c, k, 30 * SEC);
     e2e_free(&c);
 }
 END_TEST
@@ -893,11 +911,8 @@ END_TEST
 START_TEST(removing_the_meta_leader_moves_the_meta_group_on)
 {
     e2e c;
-    cluster(&c, 4, 53);
-    add_orders(&c, 3);
     work w;
-    work_init(&w, &c, "ORDERS", 500);
-    run(&w, 300 * MS);
+    start(&c, &w, 4, 53, 500, 300 * MS);
     int l = e2e_meta_leader(&c);
     ck_assert_int_ge(l, 0);
     char lname[16];
@@ -905,32 +920,24 @@ START_TEST(removing_the_meta_leader_moves_the_meta_group_on)
     unsigned via = ((unsigned)l + 1) % 4;
     w.skip[l] = 1;
     e2e_res r;
-    memset(&r, 0, sizeof r);
-    ck_assert_int_eq(jr_server_peer_remove(e2e_node(&c, via), lname, e2e_admin_cb, &r), 0);
-    while (!r.done) run(&w, 5 * MS);
+    peer_remove_running(&w, via, lname, &r);
     ck_assert_msg(r.status == 0, "%s (%s)", jr_strerror(r.status), r.msg);
-    gone_wait g = {&c, (unsigned)l};
-    ck_assert_int_eq(jr_sim_run_until(c.sim, gone_everywhere, &g, 10 * SEC), 0);
+    wait_gone(&c, (unsigned)l, 10 * SEC);
     minfo m;
     ck_assert_int_eq(meta_info(&c, (unsigned)l, &m), JR_EREMOVED);
-    ck_assert_int_eq(meta_info(&c, via, &m), 0);
-    ck_assert_uint_eq(m.nservers, 3);
+    meta_info_nservers(&c, via, 3, &m);
     ck_assert_str_ne(m.leader, lname);
     run(&w, 1 * SEC);
     check_nothing_lost(&w, via);
-    work_free(&w);
-    e2e_free(&c);
+    stop(&c, &w);
 }
 END_TEST
 
 START_TEST(a_join_survives_the_meta_leader_failing_mid_change)
 {
     e2e c;
-    cluster(&c, 3, 54);
-    add_orders(&c, 3);
     work w;
-    work_init(&w, &c, "ORDERS", 500);
-    run(&w, 300 * MS);
+    start(&c, &w, 3, 54, 500, 300 * MS);
     int l = e2e_meta_leader(&c);
     ck_assert_int_ge(l, 0);
     /* ORDERS is led elsewhere: only the meta group loses its leader */
@@ -944,29 +951,19 @@ START_TEST(a_join_survives_the_meta_leader_failing_mid_change)
     unsigned j = join_node(&c);
     w.skip[j] = 1;
     /* the meta leader fails as soon as the join is in its meta state */
-    uint64_t t0 = jr_sim_now(c.sim);
-    while (!jr__meta_server_find(&jr__js_of(e2e_node(&c, (unsigned)l))->st, "n3")) {
-        ck_assert(jr_sim_now(c.sim) - t0 < 10 * SEC);
-        jr_sim_run_for(c.sim, 1 * MS);
-    }
+    wait_recorded(&c, (unsigned)l, "n3");
     w.skip[l] = 1;
     ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)l), 0);
     /* the next meta leader takes the change over from where it is */
-    voter_wait vw = {&c, j};
-    t0 = jr_sim_now(c.sim);
-    while (!is_voter_everywhere(&vw, c.sim)) {
-        ck_assert_msg(jr_sim_now(c.sim) - t0 < 30 * SEC, "n3 did not become a meta voter");
-        run(&w, 20 * MS);
-    }
+    run_until_voter(&w, j, 30 * SEC);
     ck_assert_int_eq(e2e_restart(&c, (unsigned)l), 0);
-    ck_assert_int_eq(jr_sim_run_until(c.sim, is_voter_everywhere, &vw, 20 * SEC), 0);
+    wait_voter(&c, j, 20 * SEC);
     unsigned idx[16];
     int v[16];
     ck_assert_int_eq(meta_members(&c, (unsigned)l, idx, v, 16), 4);
     run(&w, 500 * MS);
     check_nothing_lost(&w, (unsigned)(l + 1) % 3);
-    work_free(&w);
-    e2e_free(&c);
+    stop(&c, &w);
 }
 END_TEST
 
