@@ -125,10 +125,7 @@ static void wait_retry(jr__req *r)
  * all a server can tell without asking the meta leader). */
 static int meta_settled(jr__js *js)
 {
-    int self;
-    if (!js->meta || js->meta_failed || !jr__mnode_replayed(js) || !jr__mnode_leader(js, &self))
-        return 0;
-    return jr__group_applied(js->meta) >= jr__raft_commit_index(jr__group_consensus(js->meta));
+    return js->meta && jr__mnode_replayed(js) && jr__mnode_current(js);
 }
 
 /* Looks up the group of a stream request started while this server's meta state did not know

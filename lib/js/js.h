@@ -603,6 +603,9 @@ void jr__mnode_converge_one(jr__js *js, uint64_t group);
  * say), so nothing is released for a peer removal until then (a stream deletion is final and
  * is released at once). */
 int jr__mnode_replayed(jr__js *js);
+/* 1 if this server's meta state is as new as it can know right now: the meta replica has not
+ * failed, a meta leader is known, and everything known committed is applied. */
+int jr__mnode_current(jr__js *js);
 /* Sends STREAM_CONVERGED for consumer c (its group's configuration is c's peer set, every peer a
  * voter) to the meta leader, as an internal request. */
 void jr__mnode_report_consumer_converged(jr__js *js, const jr__meta_consumer *c,

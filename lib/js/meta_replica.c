@@ -141,6 +141,13 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
         defer_converge(js, res.group); /* one stream changed: only its replica */
 }
 
+int jr__mnode_current(jr__js *js)
+{
+    int self;
+    if (!js->meta || js->meta_failed || !jr__mnode_leader(js, &self)) return 0;
+    return jr__group_applied(js->meta) >= jr__raft_commit_index(jr__group_consensus(js->meta));
+}
+
 int jr__mnode_replayed(jr__js *js)
 {
     if (!js->meta_replayed && js->meta) {

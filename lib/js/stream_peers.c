@@ -166,16 +166,6 @@ static int conf_is(const jr__srep *r, const jr__meta_stream *s)
     return 1;
 }
 
-/* 1 if this server's meta state can be taken for the newest assignment: it knows a meta
- * leader and has applied all it knows committed. A leader acting on an older assignment would
- * undo a change (it converges again once it catches up, but meanwhile churns). */
-static int meta_current(jr__js *js)
-{
-    int self;
-    if (!js->meta || js->meta_failed || !jr__mnode_leader(js, &self)) return 0;
-    return jr__group_applied(js->meta) >= jr__raft_commit_index(jr__group_consensus(js->meta));
-}
-
 /* Records what the change waits on now (stream info's move status). */
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
@@ -259,7 +249,10 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
     if (soon < *next) *next = soon;
     if (!r->mw && !(r->mw = jr__calloc(js->alloc, 1, sizeof *r->mw))) return;
     jr__membwork *w = r->mw;
-    if (!meta_current(js)) {
+    /* only on a meta state that can be taken for the newest assignment: a leader acting on an
+     * older one would undo a change (it converges again once it catches up, but meanwhile
+     * churns) */
+    if (!jr__mnode_current(js)) {
         note(w, JR_MOVE_META, "waiting for this server's meta state to be current");
         return;
     }
