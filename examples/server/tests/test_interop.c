@@ -49,6 +49,18 @@ static void kill_all(void)
         if (pids[i] > 0) kill(pids[i], SIGKILL);
 }
 
+/* Prints the last lines of each server's log to stderr, so that a failure on a CI machine shows
+ * what the servers said (their logs stay in base). */
+static void print_log_tails(void)
+{
+    for (int i = 0; i < NSERVERS; i++) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "echo '--- %s.log (last 25 lines)'; tail -n 25 '%s/%s.log' >&2",
+                 names[i], base, names[i]);
+        if (system(cmd) != 0) fprintf(stderr, "(no log for %s)\n", names[i]);
+    }
+}
+
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 static void die(const char *fmt, ...)
@@ -60,8 +72,24 @@ static void die(const char *fmt, ...)
     fprintf(stderr, "\n");
     va_end(ap);
     kill_all();
+    print_log_tails();
     fprintf(stderr, "server logs are in %s\n", base);
     exit(1);
+}
+
+/* Fails the test if a server the test did not stop has exited (a crash or a sanitizer report:
+ * its log says which). */
+static void check_servers_alive(void)
+{
+    for (int i = 0; i < NSERVERS; i++) {
+        int st = 0;
+        if (pids[i] > 0 && waitpid(pids[i], &st, WNOHANG) == pids[i]) {
+            pids[i] = 0;
+            die("server %s exited by itself (%s %d)", names[i],
+                WIFSIGNALED(st) ? "signal" : "exit status",
+                WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+        }
+    }
 }
 
 static void on_alarm(int sig)
@@ -225,6 +253,7 @@ static void publish_async(jsCtx *js, int id)
 static void publish_until_acked(jsCtx *js, int id)
 {
     for (int attempt = 0;; attempt++) {
+        check_servers_alive();
         natsMsg *m = make_msg(id);
         jsPubAck *pa = NULL;
         jsErrCode jerr = 0;
@@ -455,6 +484,7 @@ static void wait_current(jsCtx *js, double limit_s)
 {
     double end = now_s() + limit_s;
     while (now_s() < end) {
+        check_servers_alive();
         jsStreamInfo *si = stream_info(js, 50);
         int ok = si->Cluster && si->Cluster->Leader && si->Cluster->ReplicasLen == NSERVERS - 1;
         for (int i = 0; ok && i < si->Cluster->ReplicasLen; i++)
@@ -617,6 +647,7 @@ int main(int argc, char **argv)
         if (left <= 0) break;
         usleep(100000);
     }
+    check_servers_alive();
     int retried = 0;
     for (int id = 1; id <= NMSGS; id++) {
         pthread_mutex_lock(&mu);
