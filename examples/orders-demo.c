@@ -102,8 +102,17 @@ static void publish_some(unsigned count)
     for (unsigned k = 0; k < count; k++) {
         char id[32];
         snprintf(id, sizeof id, "order-%" PRIu64, pub.sent + 1);
-        int n = snprintf(body, sizeof body, "{\"order\":%" PRIu64 ",\"items\":3}", pub.sent + 1);
-        for (size_t i = (size_t)n; i < pub.size && i < sizeof body; i++) body[i] = ' ';
+        int n = snprintf(body, sizeof body, "{\"order\":%" PRIu64 ",\"items\":3,\"note\":\"",
+                         pub.sent + 1);
+        /* a note of pseudo-random letters fills the body to pub.size (so it does not compress
+         * to nothing when a replica is copied) */
+        static uint64_t x = 88172645463325252ull;
+        size_t end = pub.size < sizeof body ? pub.size : sizeof body;
+        for (size_t i = (size_t)n; i + 2 < end; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            body[i] = (char)('a' + x % 26);
+        }
+        if (end >= (size_t)n + 2) memcpy(body + end - 2, "\"}", 2);
         jr_pub_opts o;
         jr_pub_opts_init(&o);
         o.msg_id = id;
@@ -278,6 +287,10 @@ int main(void)
     sc.nodes = SERVERS;
     sc.seed = 2026;
     sc.configure = configure;
+    jr_sim_link link; /* a 1 Gbit/s network, so that copying a replica takes visible time */
+    jr_sim_link_init(&link);
+    link.bytes_per_sec = 125 * 1000 * 1000;
+    sc.link = &link;
     int rc = jr_sim_new(&sc, &sim);
     if (rc != 0) die("jr_sim_new", rc, "");
 
@@ -359,12 +372,22 @@ int main(void)
         if (!newbie[0]) run_ms(5);
     }
     printf("the meta leader placed the fourth replica on %s\n\n", newbie);
-    for (int shown = 0; shown < 12; shown++) {
+    r = stream_info(newbie);
+    printf("%s\n", r.text);
+    /* one line per change of the new replica's lag (the sequences its store still copies,
+     * then the operations its log trails), until it is a current voter */
+    uint64_t shown_lag = UINT64_MAX, shown_at = 0;
+    for (int k = 0; k < 10000 && !(r.found && r.current && !r.observer && !r.pending); k++) {
+        jr_sim_run_for(sim, MS);
         r = stream_info(newbie);
-        printf("%s\n", r.text);
-        if (r.found && r.current && !r.observer && !r.pending) break;
-        run_ms(r.found && r.lag > 0 ? 30 : 100);
+        if (r.found && r.lag != shown_lag && jr_sim_now(sim) >= shown_at + 10 * MS) {
+            shown_at = jr_sim_now(sim);
+            printf("  %s: %s, %" PRIu64 " behind\n", newbie,
+                   r.observer ? "observer catching up" : "voter", r.lag);
+            shown_lag = r.lag;
+        }
     }
+    printf("\n%s\n", r.text);
 
     step("5. A consumer fetches and acknowledges");
     jr_consumer_config cc;

@@ -62,6 +62,9 @@ typedef struct jr_sim_link {
     double reorder;        /* a frame is held back so later ones overtake it */
     uint64_t delay_min_ns; /* delivery delay, uniform in [min, max] */
     uint64_t delay_max_ns;
+    uint64_t bytes_per_sec; /* the link's bandwidth: a frame leaves once the frames sent before
+                               it on the link left, taking len / bytes_per_sec, and then
+                               travels its delay (0: unlimited, frames leave at once) */
 } jr_sim_link;
 
 /* A perfect link with a delay of 100..500 µs. Writes only the first `size` bytes (the macro

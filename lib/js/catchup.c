@@ -104,6 +104,13 @@ static uint64_t snap_upto(const void *snap, size_t len, uint64_t need)
     return last;
 }
 
+uint64_t jr__catchup_left(const jr__catchup *cu)
+{
+    uint64_t last = cu->upto;
+    if (!last && jr__stream_fsm_snap_last_seq(cu->snap, cu->snap_len, &last) != 0) last = 0;
+    return last >= cu->need ? last - cu->need + 1 : 1;
+}
+
 int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len, uint64_t need)
 {
     jr__js *js = r->js;

@@ -266,7 +266,9 @@ typedef struct jr__memb_probe {
     jr__id id;
     uint64_t at;       /* when the answer came (now()) */
     uint64_t peers_at; /* the member's meta view of the stream's peer set (0: unknown) */
+    uint64_t left;     /* sequences its catch-up still has to copy (0: none, or not told) */
     uint8_t ready;     /* a replica whose store is complete (not restoring, not failed) */
+    uint8_t log_ok;    /* asked while its log was caught up: only then does `ready` count */
 } jr__memb_probe;
 
 #define JR__MEMB_PROBES 8
@@ -284,6 +286,7 @@ typedef struct jr__membwork {
     uint64_t serial;      /* the membership change or transfer in flight (0: none) */
     uint64_t rpc_id;      /* the JR__ADM_READY question in flight (0: none) */
     jr__id asked;         /* ... and whom it went to */
+    uint8_t asked_log_ok; /* ... asked while that member's log was caught up */
     uint64_t reported_at; /* when STREAM_CONVERGED was last sent (0: never) */
     uint64_t woken_at;    /* when the quiet group was last woken for a member (0: never) */
     jr__memb_probe probes[JR__MEMB_PROBES];
@@ -877,6 +880,9 @@ void jr__catchup_step(jr__srep *r);
 void jr__catchup_free(jr__srep *r);
 /* Drops the snapshot r keeps as a catch-up source. */
 void jr__catchup_release(jr__srep *r);
+/* Sequences the catch-up still has to copy (an upper bound: deleted ones are among them; at
+ * least 1 while a round runs whose end is not known yet). */
+uint64_t jr__catchup_left(const jr__catchup *cu);
 /* The leader side of JR__RPC_CATCHUP. */
 void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len);
 

@@ -86,7 +86,8 @@ static void on_ready(jr_node *n, void *arg, int status, int answered, const uint
     jr__rd_init(&rd, p, len);
     uint8_t ready = jr__rd_u8(&rd);
     uint64_t peers_at = jr__rd_varint(&rd);
-    if (rd.err || jr__rd_left(&rd)) return;
+    uint64_t left = jr__rd_left(&rd) ? jr__rd_varint(&rd) : 0;
+    if (rd.err) return; /* fields after these are a later release's: ignored */
     jr__memb_probe *pr = probe_find(w, w->asked);
     if (!pr) {
         if (w->nprobes == JR__MEMB_PROBES) w->nprobes--; /* forget the last one */
@@ -95,21 +96,28 @@ static void on_ready(jr_node *n, void *arg, int status, int answered, const uint
     }
     pr->at = jr__node_now(n);
     pr->ready = ready;
+    pr->log_ok = w->asked_log_ok;
     pr->peers_at = peers_at;
+    pr->left = ready ? 0 : left;
     if (ready) jr__srep_due(r, jr__node_now(n));
 }
 
-/* 1 if member id said lately that its replica is complete and it knows the peer set of
- * peers_at; otherwise asks it (one question at a time) and returns 0. */
-static int member_ready(jr__srep *r, jr__id id, uint64_t peers_at)
+/* 1 if member id, its log caught up (log_ok), said lately — asked while its log was caught up
+ * — that its replica is complete and it knows the peer set of peers_at; otherwise asks it (one
+ * question at a time) and returns 0. A member whose log still trails is asked too, at most once
+ * per heartbeat, for what its store has left to copy (stream info's lag); that answer never
+ * makes it ready, since a snapshot may still come and start a catch-up. */
+static int member_ready(jr__srep *r, jr__id id, uint64_t peers_at, int log_ok)
 {
     jr__js *js = r->js;
     jr_node *n = js->n;
     jr__membwork *w = r->mw;
     jr__memb_probe *pr = probe_find(w, id);
-    if (pr && pr->ready && pr->peers_at >= peers_at &&
-        jr__node_now(n) <= jr__deadline(pr->at, js->election_ns))
+    uint64_t now = jr__node_now(n);
+    if (log_ok && pr && pr->ready && pr->log_ok && pr->peers_at >= peers_at &&
+        now <= jr__deadline(pr->at, js->election_ns))
         return 1;
+    if (!log_ok && pr && now < jr__deadline(pr->at, js->heartbeat_ns)) return 0;
     if (w->rpc_id) return 0;
     uint8_t b[24];
     jr__buf out = {b, 0, sizeof b, 0, NULL};
@@ -117,6 +125,7 @@ static int member_ready(jr__srep *r, jr__id id, uint64_t peers_at)
     jr__buf_varint(&out, r->group);
     jr_iovec iov = {out.data, out.len};
     w->asked = id;
+    w->asked_log_ok = (uint8_t)log_ok;
     /* a short wait: a member that does not answer must not hold up the questions to others */
     if (jr__rpc_call(js->n, id, JR__RPC_STREAM_ADMIN, &iov, 1, 2 * js->heartbeat_ns, on_ready, r,
                      &w->rpc_id) != 0)
@@ -224,8 +233,13 @@ static void wait_note(jr__srep *r, jr__membwork *w, const jr__memb *m, size_t n,
         if (!m[i].alive) {
             note(w, JR_MOVE_QUORUM, "waiting for peer %s to come online", name ? name : "?");
         } else if (jr_group_peer(r->g, (uint32_t)i, &ps) == 0 && ps.lag <= MEMB_SLACK) {
-            note(w, JR_MOVE_SNAPSHOT, "waiting for peer %s to confirm its store is complete",
-                 name ? name : "?");
+            const jr__memb_probe *pr = probe_find(w, m[i].id);
+            if (pr && pr->left)
+                note(w, JR_MOVE_SNAPSHOT, "waiting for peer %s to copy %llu more messages",
+                     name ? name : "?", (unsigned long long)pr->left);
+            else
+                note(w, JR_MOVE_SNAPSHOT, "waiting for peer %s to confirm its store is complete",
+                     name ? name : "?");
         } else {
             note(w, JR_MOVE_CATCHUP, "waiting for peers to catch up (%s is %llu operations behind)",
                  name ? name : "?",
@@ -294,9 +308,11 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
         for (size_t k = 0; k < nw; k++) wanted |= want[k] == m[i].id;
         m[i].alive = (uint8_t)member_alive(r, &ps, m[i].id);
         int log_ok = m[i].alive && ps.lag <= MEMB_SLACK;
-        /* a new voter (or the next leader) must also hold every message and the assignment */
-        if (log_ok && wanted && (!m[i].voter || !self_wanted))
-            log_ok = member_ready(r, m[i].id, s->peers_at);
+        /* a new voter (or the next leader) must also hold every message and the assignment;
+         * a joining member is asked while its log still trails too, so that stream info shows
+         * what its store has left to copy */
+        if (m[i].alive && wanted && (!m[i].voter || !self_wanted))
+            log_ok = member_ready(r, m[i].id, s->peers_at, log_ok);
         m[i].caught_up = (uint8_t)log_ok;
     }
     jr__memb_next x = jr__members_next(js->self, m, c->n, want, nw);

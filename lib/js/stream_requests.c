@@ -19,11 +19,13 @@
  *     STEPDOWN     str peer ("" = the best voter)        → (nothing), once the transfer is done
  *     PING         (nothing)                             → (nothing), at once: a requester
  *                  waiting for this server checks it is alive (api_stream.c)
- *     READY        (nothing)                             → u8 ready | varint peers_at: asked
- *                  by the stream's leader of a member before promoting it or handing it the
- *                  leadership (stream_replica.c "Peer changes"), answered by any server: ready =
- *                  it holds a replica whose store is complete (not restoring, not failed);
- *                  peers_at = the assignment's peers_at in its meta state (0: unknown)
+ *     READY        (nothing)                             → u8 ready | varint peers_at |
+ *                  varint left: asked by the stream's leader of a member before promoting it
+ *                  or handing it the leadership (stream_peers.c), answered by any server:
+ *                  ready = it holds a replica whose store is complete (not restoring, not
+ *                  failed); peers_at = the assignment's peers_at in its meta state (0:
+ *                  unknown); left = the sequences its catch-up still has to copy (0: none).
+ *                  The asker reads the fields it knows and ignores any after them.
  *     DIRECT_GET   varint seq | str subject            → message, from any current replica
  *                  (api_lists.c)
  * A server that does not lead the stream answers JR_ENOTLEADER with the leader's name (or "")
@@ -152,14 +154,16 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
                                      ms ? ms->npeers : r->as->npeers, reps, rep_ptrs);
     /* A joining replica's log may be caught up while its store still fetches the messages
      * (catch-up): it is current only once it said its store is complete (the membership duty's
-     * READY probe, which also gates its promotion). */
+     * READY probe, which also gates its promotion), and its lag counts the sequences it said it
+     * still has to copy. */
     for (size_t i = 0; i < nr; i++) {
-        if (!reps[i].observer || !reps[i].current) continue;
+        if (!reps[i].observer) continue;
         jr__peer *p = jr__peer_find_name(js->n, reps[i].name);
-        int ready = 0;
+        const jr__memb_probe *pr = NULL;
         for (size_t k = 0; p && r->mw && k < r->mw->nprobes; k++)
-            if (r->mw->probes[k].id == jr__peer_get_id(p)) ready = r->mw->probes[k].ready;
-        if (!ready) reps[i].current = 0;
+            if (r->mw->probes[k].id == jr__peer_get_id(p)) pr = &r->mw->probes[k];
+        if (pr && pr->left > reps[i].lag) reps[i].lag = pr->left;
+        if (!pr || !pr->ready || !pr->log_ok) reps[i].current = 0;
     }
     cluster.replicas = rep_ptrs;
     cluster.nreplicas = nr;
@@ -240,7 +244,7 @@ void jr__stepdown_exec(jr__js *js, jr_group *g, const jr__route *rt, const char 
 static void exec_ready(jr__js *js, jr__srep *r, const jr__route *rt)
 {
     int ready = 0;
-    uint64_t peers_at = 0;
+    uint64_t peers_at = 0, left = 0;
     if (r) {
         jr__stream_fsm_info info;
         jr__stream_fsm_info_get(r->fsm, &info);
@@ -248,11 +252,13 @@ static void exec_ready(jr__js *js, jr__srep *r, const jr__route *rt)
                 !info.failed;
         const jr__meta_stream *ms = jr__meta_stream_by_group(&js->st, r->group);
         peers_at = ms ? ms->peers_at : 0;
+        left = r->cu ? jr__catchup_left(r->cu) : 0;
     }
-    uint8_t b[16];
+    uint8_t b[32];
     jr__buf out = {b, 0, sizeof b, 0, NULL};
     jr__buf_u8(&out, (uint8_t)ready);
     jr__buf_varint(&out, peers_at);
+    jr__buf_varint(&out, left);
     jr__route_reply(js, rt, 0, out.data, out.len);
 }
 

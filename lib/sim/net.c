@@ -140,6 +140,14 @@ int jr__sim_net_send(jr_sim *s, unsigned from, unsigned to, const jr_iovec *iov,
     }
     size_t len = 0;
     for (int i = 0; i < iovcnt; i++) len += iov[i].len;
+    /* a link with a bandwidth sends its frames one after another */
+    uint64_t leaves = s->now;
+    if (l->bytes_per_sec) {
+        uint64_t *busy = &s->busy_until[from][to];
+        if (*busy > leaves) leaves = *busy;
+        leaves += (uint64_t)((double)len * 1e9 / (double)l->bytes_per_sec);
+        *busy = leaves;
+    }
     for (int c = 0; c < copies; c++) {
         jr__sim_frame *f = frame_get(s, len);
         if (!f) return JR_ENOMEM;
@@ -150,7 +158,7 @@ int jr__sim_net_send(jr_sim *s, unsigned from, unsigned to, const jr_iovec *iov,
         }
         f->from = from;
         f->to = to;
-        f->at = s->now + delay(s, l);
+        f->at = leaves + delay(s, l);
         f->seq = s->seq++;
         if (push(s, f) != 0) {
             jr__sim_net_recycle(s, f);

@@ -234,6 +234,7 @@ int jr_sim_add_node(jr_sim *s, int join, unsigned *index)
         s->links[i][j] = s->link0;
         s->links[j][i] = s->link0;
         s->cut[i][j] = s->cut[j][i] = 0;
+        s->busy_until[i][j] = s->busy_until[j][i] = 0;
     }
     int rc = jr__memfs_new(s->alloc, jr__rand_next(&s->rand), &sn->vfs);
     if (rc != 0) {

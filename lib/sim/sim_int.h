@@ -58,6 +58,7 @@ struct jr_sim {
     jr_sim_link link0; /* every link starts like this (a node added later's too) */
     jr_sim_link links[JR_SIM_MAX_NODES][JR_SIM_MAX_NODES];
     uint8_t cut[JR_SIM_MAX_NODES][JR_SIM_MAX_NODES];
+    uint64_t busy_until[JR_SIM_MAX_NODES][JR_SIM_MAX_NODES]; /* a link's sending ends (ns) */
     /* network */
     jr__sim_frame **heap;
     size_t hlen, hcap;

@@ -375,6 +375,42 @@ START_TEST(slow_follower_is_not_sent_snapshots)
 }
 END_TEST
 
+/* A link with a bandwidth sends its frames one after another at that rate: a follower behind a
+ * 200 KB/s link receives 300 KB of entries in no less than 1.5 s of simulated time, while the
+ * other follower, on an unlimited link, has them at once. */
+START_TEST(a_link_with_a_bandwidth_sends_at_its_rate)
+{
+    h_cluster h;
+    jr_sim_config cfg;
+    jr_sim_config_init(&cfg);
+    cfg.seed = 13;
+    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 0), 0);
+    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
+    int l = h_leader(&h, 0);
+    unsigned slow = (unsigned)(l + 1) % 3, fast = (unsigned)(l + 2) % 3;
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.bytes_per_sec = 200 * 1000;
+    ck_assert_int_eq(jr_sim_set_link(h.sim, (unsigned)l, slow, &link), 0);
+    acks a = {0};
+    static char big[3000];
+    uint64_t t0 = jr_sim_now(h.sim);
+    for (int i = 0; i < 100; i++) jr_group_propose(h.g[l][0], big, sizeof big, on_ack, &a);
+    jr_sim_run_for(h.sim, 100 * MS);
+    ck_assert_int_eq(a.ok, 100); /* committed with the fast follower */
+    caught_up c = {&h, fast, h.fsm[l][0].last};
+    ck_assert_int_eq(jr_sim_run_until(h.sim, node_caught_up, &c, 1 * MS), 0);
+    c.node = slow;
+    ck_assert_int_eq(jr_sim_run_until(h.sim, node_caught_up, &c, 10000 * MS), 0);
+    uint64_t took = jr_sim_now(h.sim) - t0;
+    ck_assert_msg(took >= 1500 * MS && took <= 4000 * MS, "caught up after %llu ms",
+                  (unsigned long long)(took / MS));
+    ck_assert_uint_eq(h.fsm[slow][0].chain, h.fsm[l][0].chain);
+    ck_assert_msg(h.fail[0] == 0, "%s", h.fail);
+    h_free(&h);
+}
+END_TEST
+
 START_TEST(same_seed_same_digest)
 {
     uint64_t a = run_digest(7), b = run_digest(7), c = run_digest(8);
@@ -392,6 +428,7 @@ int main(void)
     tcase_add_test(tc, damaged_replica_votes_only_once_repaired);
     tcase_add_test(tc, idle_group_does_not_pin_the_wal);
     tcase_add_test(tc, slow_follower_is_not_sent_snapshots);
+    tcase_add_test(tc, a_link_with_a_bandwidth_sends_at_its_rate);
     tcase_add_test(tc, same_seed_same_digest);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -1166,6 +1166,60 @@ START_TEST(a_joining_replica_is_not_current_before_its_store_is_complete)
 }
 END_TEST
 
+/* While a joining replica's store fetches the messages of the snapshot it restored, the
+ * leader's stream info counts them in its lag (the member says what it has left when asked
+ * READY), so an operator sees the copy count down: with no publishes meanwhile (its log trails
+ * by a few entries at most), the lag shown rises above the log's slack and then only falls. */
+START_TEST(a_joining_replica_lag_counts_the_messages_it_still_copies)
+{
+    e2e c;
+    cluster(&c, 2, 132);
+    for (unsigned i = 0; i < 2; i++) e2e_snapshot_every(&c, i, 40); /* compact the log */
+    e2e_res r;
+    add_stream(&c, "JOIN", 1);
+    static char big[16384]; /* letters that do not compress: the copy's bytes are real */
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < sizeof big; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        big[i] = (char)('a' + x % 26);
+    }
+    for (int i = 0; i < 2000; i++)
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.join", big, sizeof big, NULL, &r), 0);
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "JOIN", p, 8), 1);
+    char name[8];
+    snprintf(name, sizeof name, "n%u", 1 - p[0]);
+    jr_sim_link link; /* 20 MB/s: the copy of about 32 MB takes over a second */
+    jr_sim_link_init(&link);
+    link.bytes_per_sec = 20 * 1000 * 1000;
+    ck_assert_int_eq(jr_sim_set_link(c.sim, 0, 1, &link), 0);
+    ck_assert_int_eq(jr_sim_set_link(c.sim, 1, 0, &link), 0);
+    ck_assert_msg(set_replicas(&c, 0, "JOIN", 2, &r) == 0, "update: %s", r.msg);
+    uint64_t max_lag = 0, prev = UINT64_MAX;
+    int copying = 0, current = 0, polls = 0;
+    for (; polls < 4000 && !current; polls++) {
+        jr_sim_run_for(c.sim, 2 * MS);
+        ck_assert_int_eq(e2e_info(&c, p[0], "JOIN", &r), 0);
+        for (size_t j = 0; j < r.nreplicas; j++) {
+            if (strcmp(r.reps[j].name, name)) continue;
+            uint64_t lag = r.reps[j].lag;
+            current = r.reps[j].current;
+            if (lag > max_lag) max_lag = lag;
+            if (lag > 64) {
+                copying = 1;
+                ck_assert_msg(lag <= prev, "the lag rose from %llu to %llu while copying",
+                              (unsigned long long)prev, (unsigned long long)lag);
+            }
+            if (copying) prev = lag;
+        }
+    }
+    ck_assert_msg(current, "never current after %d polls", polls);
+    ck_assert_msg(max_lag >= 500, "the lag shown never counted the copy (at most %llu)",
+                  (unsigned long long)max_lag);
+    e2e_free(&c);
+}
+END_TEST
+
 /* Every live peer of stream `name` holds the same messages and state. */
 static void check_same(e2e *c, const char *name)
 {
@@ -1256,6 +1310,7 @@ int main(void)
     tcase_add_test(tc, r3_to_r1_under_load_removing_the_leader_fails_no_publish);
     tcase_add_test(tc, a_shrink_removes_the_sick_follower_not_the_healthy_one);
     tcase_add_test(tc, a_joining_replica_is_not_current_before_its_store_is_complete);
+    tcase_add_test(tc, a_joining_replica_lag_counts_the_messages_it_still_copies);
     tcase_add_test(tc, a_move_to_other_tags_replaces_the_peers_that_do_not_fit);
     tcase_add_test(tc, random_replica_changes_under_faults);
     tcase_add_test(tc, a_joiner_whose_source_removes_snapshot_messages_ends_identical);

@@ -662,6 +662,7 @@ class jr_sim_link(Structure):
         ("reorder", c_double),
         ("delay_min_ns", c_uint64),
         ("delay_max_ns", c_uint64),
+        ("bytes_per_sec", c_uint64),
     ]
 
 

@@ -723,6 +723,7 @@ class SimLink:
     reorder: float = _LINK.reorder
     delay_min_ns: int = _LINK.delay_min_ns
     delay_max_ns: int = _LINK.delay_max_ns
+    bytes_per_sec: int = _LINK.bytes_per_sec  # bandwidth (0: unlimited)
 
     _ctype = _abi.jr_sim_link
     _init = "jr_sim_link_init_size"
