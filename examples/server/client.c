@@ -581,23 +581,23 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     const uint8_t *p = (const uint8_t *)buf->base;
     size_t len = (size_t)n;
     int rc = 0;
-    if (c->auth == AUTH_WAIT_CONNECT) {
-        /* Up to the end of the first line only: a CONNECT there starts the password check, and
-         * what follows it waits in c->held for the outcome. */
+    /* Before CONNECT, one line at a time: a CONNECT starts the password check, and what follows
+     * it waits in c->held for the outcome. */
+    while (c->auth == AUTH_WAIT_CONNECT && len && rc == 0 && !c->closing) {
         const uint8_t *nl = memchr(p, '\n', len);
         size_t first = nl ? (size_t)(nl - p) + 1 : len;
         rc = np_feed(&c->parser, p, first, on_op, c, &err);
         p += first;
         len -= first;
-        if (c->auth == AUTH_CHECKING && len && !c->closing) {
-            c->held = malloc(len);
-            if (!c->held) {
-                client_close(c, NULL);
-                return;
-            }
-            memcpy(c->held, p, len);
-            c->held_len = len;
+    }
+    if (c->auth == AUTH_CHECKING && len && !c->closing) {
+        c->held = malloc(len);
+        if (!c->held) {
+            client_close(c, NULL);
+            return;
         }
+        memcpy(c->held, p, len);
+        c->held_len = len;
     }
     if (rc == 0 && len && c->auth == AUTH_OPEN && !c->closing)
         rc = np_feed(&c->parser, p, len, on_op, c, &err);
