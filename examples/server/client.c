@@ -15,6 +15,7 @@
 #include "proto.h"
 
 #define MAX_SUBS_PER_CLIENT 65536
+#define AUTH_TIMEOUT_MS 2000 /* nats-server's default auth_timeout */
 
 /* Client authentication, with users in the configuration: a connection must send CONNECT
  * first, with a user and password; its password is checked against the user's hash on the
@@ -45,9 +46,10 @@ struct client {
     size_t out_len, out_cap;
     size_t inflight; /* bytes in uv_write requests not completed */
     int closing;
-    int flushing;  /* on the flush list */
-    int paused;    /* not read while too many requests are in flight */
-    int pings_out; /* server PINGs not answered */
+    int flushing;         /* on the flush list */
+    int paused;           /* not read while too many requests are in flight */
+    int pings_out;        /* server PINGs not answered */
+    uint64_t accepted_ms; /* loop time at accept */
     client *prev, *next;
     client *flush_next;
     char ip[64];
@@ -63,6 +65,7 @@ struct clients {
     uv_tcp_t listener;
     uv_check_t flush;
     uv_timer_t ping;
+    uv_timer_t auth_timer; /* with users: closes connections that did not send CONNECT in time */
     client *head;
     client *flush_head;
     size_t count;
@@ -646,6 +649,22 @@ static void on_ping(uv_timer_t *t)
     }
 }
 
+/* Every second, with users: a connection that sent no CONNECT within AUTH_TIMEOUT_MS is closed
+ * with 'Authentication Timeout', as nats-server does. */
+static void on_auth_timer(uv_timer_t *t)
+{
+    clients *cs = t->data;
+    uint64_t now = uv_now(cs->s->loop);
+    for (client *c = cs->head, *next; c; c = next) {
+        next = c->next;
+        if (c->auth == AUTH_WAIT_CONNECT && now - c->accepted_ms >= AUTH_TIMEOUT_MS) {
+            fprintf(stderr, "[%s] client %" PRIu64 " (%s): no CONNECT within %d ms\n",
+                    cs->s->cfg.name, c->id, c->ip, AUTH_TIMEOUT_MS);
+            client_close(c, "Authentication Timeout");
+        }
+    }
+}
+
 static void send_info(client *c)
 {
     server *s = c->s;
@@ -678,6 +697,7 @@ static void on_accept(uv_stream_t *srv, int status)
     c->s = s;
     c->echo = 1;
     c->auth = s->cfg.nusers ? AUTH_WAIT_CONNECT : AUTH_OPEN;
+    c->accepted_ms = uv_now(s->loop);
     c->id = ++cs->next_id;
     uv_tcp_init(s->loop, &c->tcp);
     c->tcp.data = c;
@@ -722,6 +742,9 @@ int clients_start(server *s)
     uv_timer_init(s->loop, &cs->ping);
     cs->ping.data = cs;
     uv_timer_start(&cs->ping, on_ping, s->cfg.ping_interval_ms, s->cfg.ping_interval_ms);
+    uv_timer_init(s->loop, &cs->auth_timer);
+    cs->auth_timer.data = cs;
+    if (s->cfg.nusers) uv_timer_start(&cs->auth_timer, on_auth_timer, 1000, 1000);
     uv_tcp_init(s->loop, &cs->listener);
     cs->listener.data = s;
     struct sockaddr_storage sa;
@@ -742,6 +765,7 @@ void clients_stop(server *s)
     uv_check_stop(&cs->flush);
     uv_close((uv_handle_t *)&cs->flush, NULL);
     uv_close((uv_handle_t *)&cs->ping, NULL);
+    uv_close((uv_handle_t *)&cs->auth_timer, NULL);
     uv_close((uv_handle_t *)&cs->listener, NULL);
 }
 

@@ -239,6 +239,18 @@ static int check_link_keys(srv_config *c, char *err, size_t errlen)
              missing);
         return -1;
     }
+    for (size_t i = 0; i < c->npeers; i++) {
+        const char *n = c->peers[i].name;
+        size_t len = strlen(n), ok = len <= JR_LINK_NAME_MAX;
+        for (size_t k = 0; ok && k < len; k++) ok = n[k] > 0x20 && n[k] < 0x7f;
+        if (!ok) {
+            fail(err, errlen,
+                 "peers.%.64s: a server name in a certificate is 1 to 255 printable ASCII "
+                 "characters without spaces",
+                 n);
+            return -1;
+        }
+    }
     if (jr_link_key_role(c->authority) != JR_LINK_AUTHORITY) {
         fail(err, errlen, "authority: not an authority key");
         return -1;

@@ -703,6 +703,13 @@ START_TEST(config_reads_and_checks_the_key_files)
     expect_keys_error(dir, K("n1.pub", "n1.key", "n1.cert"), "authority: not an authority key");
     expect_keys_error(dir, K("missing.pub", "n1.key", "n1.cert"), "authority: cannot read");
     expect_keys_error(dir, K("auth.pub", "n1.cert", "n1.cert"), "identity: ");
+    ck_assert_int_eq(
+        srv_config_parse("{\"name\":\"n1\",\"cluster\":\"C1\",\"listen\":\"a:1\","
+                         "\"cluster_listen\":\"a:2\",\"wal_dir\":\"/w\",\"peers\":{"
+                         "\"n1\":\"a:2\",\"n 2\":\"a:3\"}," K("auth.pub", "n1.key", "n1.cert") "}",
+                         dir, &c, err, sizeof err),
+        -1);
+    ck_assert_msg(strstr(err, "peers.n 2: a server name in a certificate"), "%s", err);
     expect_keys_error(dir, "\"authority\":\"auth.pub\",\"identity\":\"n1.key\"",
                       "certificate: required");
     expect_keys_error(dir, K("auth.pub", "n1.key", "n1.cert") ",\"insecure_cluster\":true",

@@ -5,8 +5,8 @@
  * cannot join, nor can a server answering at another server's address (it proves another
  * name), and the cluster logs why and keeps serving; a certificate for another name stops a
  * server at start; clients need a configured user and password ('Authorization Violation'
- * otherwise, as nats-server), and only a system user may use the cluster subjects. An alarm
- * bounds the run.
+ * otherwise, and 'Authentication Timeout' without CONNECT, as nats-server), and only a system user
+ * may use the cluster subjects. An alarm bounds the run.
  *
  * Usage: test_server_secure PATH/TO/jetraft-server
  */
@@ -409,6 +409,10 @@ int main(int argc, char **argv)
     expect(bad, &bb, "-ERR 'Authorization Violation'\r\n", "PUB before CONNECT");
     read_until(bad, &bb, NULL, 5000);
     if (!bb.eof) die("a PUB before CONNECT did not close the connection");
+    close(bad);
+    bad = dial(client_port[0]);
+    memset(&bb, 0, sizeof bb);
+    expect(bad, &bb, "-ERR 'Authentication Timeout'\r\n", "no CONNECT");
     close(bad);
     wait_log("n1.log", "authorization violation (user \"app\": wrong password)", 0,
              "the log of a wrong password");
