@@ -9,11 +9,30 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <sodium.h>
 
 #include "jsapi.h"
 #include "proto.h"
 
 #define MAX_SUBS_PER_CLIENT 65536
+#define AUTH_TIMEOUT_MS 2000 /* nats-server's default auth_timeout */
+
+/* Client authentication, with users in the configuration: a connection must send CONNECT
+ * first, with a user and password; its password is checked against the user's hash on the
+ * loop's thread pool (crypto_pwhash_str_verify takes tens of milliseconds and tens of MiB by
+ * design), and the connection is not read meanwhile. */
+enum { AUTH_OPEN = 0, AUTH_WAIT_CONNECT, AUTH_CHECKING };
+
+typedef struct auth_job {
+    uv_work_t req;
+    client *c; /* NULL once the client closed while its password was being checked */
+    char hash[crypto_pwhash_STRBYTES];
+    char *pass;
+    size_t pass_len;
+    int system;
+    int ok;
+    char user[128];
+} auth_job;
 
 struct client {
     uv_tcp_t tcp;
@@ -27,12 +46,18 @@ struct client {
     size_t out_len, out_cap;
     size_t inflight; /* bytes in uv_write requests not completed */
     int closing;
-    int flushing;  /* on the flush list */
-    int paused;    /* not read while too many requests are in flight */
-    int pings_out; /* server PINGs not answered */
+    int flushing;         /* on the flush list */
+    int paused;           /* not read while too many requests are in flight */
+    int pings_out;        /* server PINGs not answered */
+    uint64_t accepted_ms; /* loop time at accept */
     client *prev, *next;
     client *flush_next;
     char ip[64];
+    int auth;      /* AUTH_*: AUTH_OPEN once authenticated, or without users */
+    int system;    /* a system user's connection (the cluster operations) */
+    auth_job *job; /* the password check under way */
+    uint8_t *held; /* bytes read after CONNECT, fed once the password checked out */
+    size_t held_len;
 };
 
 struct clients {
@@ -40,6 +65,7 @@ struct clients {
     uv_tcp_t listener;
     uv_check_t flush;
     uv_timer_t ping;
+    uv_timer_t auth_timer; /* with users: closes connections that did not send CONNECT in time */
     client *head;
     client *flush_head;
     size_t count;
@@ -166,6 +192,7 @@ static void on_closed(uv_handle_t *h)
     client *c = h->data;
     np_free(&c->parser);
     free(c->out);
+    free(c->held);
     free(c);
 }
 
@@ -183,6 +210,10 @@ static void client_close(client *c, const char *err)
 {
     if (c->closing) return;
     clients *cs = c->s->clients;
+    if (c->job) {
+        c->job->c = NULL;
+        c->job = NULL;
+    }
     for (sub *s = c->subs, *next; s; s = next) {
         next = s->c_next;
         sublist_remove(c->s->subs, s);
@@ -289,6 +320,105 @@ size_t clients_deliver(server *s, client *except, const char *subject, const cha
     return got;
 }
 
+static void auth_violation(client *c, const char *user, const char *why)
+{
+    fprintf(stderr, "[%s] client %" PRIu64 " (%s): authorization violation (user \"%.64s\": %s)\n",
+            c->s->cfg.name, c->id, c->ip, user ? user : "", why);
+    client_close(c, "Authorization Violation");
+}
+
+static void auth_work(uv_work_t *req)
+{
+    auth_job *j = req->data;
+    j->ok = crypto_pwhash_str_verify(j->hash, j->pass, j->pass_len) == 0;
+}
+
+static void feed_done(client *c, int rc, const char *err);
+static int on_op(void *arg, const np_op *op);
+static void on_alloc(uv_handle_t *h, size_t sz, uv_buf_t *buf);
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
+
+/* The password check completed: the connection is admitted (what it sent after CONNECT is fed
+ * now, and it is read again) or closed with 'Authorization Violation'. */
+static void auth_done(uv_work_t *req, int status)
+{
+    auth_job *j = req->data;
+    client *c = j->c;
+    sodium_memzero(j->pass, j->pass_len);
+    free(j->pass);
+    if (!c) {
+        sodium_memzero(j, sizeof *j);
+        free(j);
+        return;
+    }
+    c->job = NULL;
+    if (status != 0 || !j->ok) {
+        auth_violation(c, j->user, "wrong password");
+    } else {
+        c->auth = AUTH_OPEN;
+        c->system = j->system;
+        if (c->verbose) out_str(c, "+OK\r\n");
+        const char *err = NULL;
+        int rc = 0;
+        if (c->held_len) rc = np_feed(&c->parser, c->held, c->held_len, on_op, c, &err);
+        free(c->held);
+        c->held = NULL;
+        c->held_len = 0;
+        feed_done(c, rc, err);
+        if (!c->closing && !c->paused) uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    }
+    sodium_memzero(j, sizeof *j);
+    free(j);
+}
+
+/* CONNECT on a server with users: looks the user up and starts the password check. Returns 1
+ * (the check is under way: nothing more is read until it completes) or -1 (refused, closed). */
+static int auth_start(client *c, json_t *j)
+{
+    const char *user = json_string_value(json_object_get(j, "user"));
+    json_t *pj = json_object_get(j, "pass");
+    const srv_user *u = NULL;
+    for (size_t i = 0; user && i < c->s->cfg.nusers; i++)
+        if (!strcmp(c->s->cfg.users[i].user, user)) u = &c->s->cfg.users[i];
+    if (!u || !json_is_string(pj)) {
+        auth_violation(c, user, !user ? "no user" : !u ? "unknown user" : "no password");
+        return -1;
+    }
+    auth_job *job = calloc(1, sizeof *job);
+    if (job) job->pass = malloc(json_string_length(pj) + 1);
+    if (!job || !job->pass) {
+        free(job);
+        client_close(c, NULL);
+        return -1;
+    }
+    job->pass_len = json_string_length(pj);
+    memcpy(job->pass, json_string_value(pj), job->pass_len + 1);
+    snprintf(job->hash, sizeof job->hash, "%s", u->hash);
+    snprintf(job->user, sizeof job->user, "%s", u->user);
+    job->system = u->system;
+    job->c = c;
+    job->req.data = job;
+    if (uv_queue_work(c->s->loop, &job->req, auth_work, auth_done) != 0) {
+        sodium_memzero(job->pass, job->pass_len);
+        free(job->pass);
+        free(job);
+        client_close(c, NULL);
+        return -1;
+    }
+    c->job = job;
+    c->auth = AUTH_CHECKING;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    return 1;
+}
+
+/* The cluster operations, for system users only when users are configured (as JetStream keeps
+ * them in the system account). */
+static int system_subject(const char *subject)
+{
+    return !strncmp(subject, "$JS.API.META.", 13) || !strncmp(subject, "$JS.API.SERVER.", 15) ||
+           !strncmp(subject, "$SYS.", 5);
+}
+
 static int on_connect_op(client *c, const np_op *op)
 {
     json_error_t je;
@@ -304,18 +434,30 @@ static int on_connect_op(client *c, const np_op *op)
     c->no_responders = json_is_true(json_object_get(j, "no_responders"));
     json_t *echo = json_object_get(j, "echo");
     c->echo = echo ? json_is_true(echo) : 1;
-    json_decref(j);
     if (c->no_responders && !c->headers) {
+        json_decref(j);
         client_close(c, "no_responders requires headers support");
         return -1;
     }
-    return 0;
+    int rc = c->auth == AUTH_WAIT_CONNECT ? auth_start(c, j) : 0;
+    json_decref(j);
+    return rc;
 }
 
 static void on_pub(client *c, const np_op *op)
 {
     server *s = c->s;
     s->stats.client_msgs_in++;
+    if (s->cfg.nusers && !c->system && system_subject(op->subject)) {
+        /* nats-server's answer to a publish the user may not make: the connection stays. */
+        char buf[320];
+        int n = snprintf(buf, sizeof buf,
+                         "-ERR 'Permissions Violation for Publish to \"%.200s\"'\r\n", op->subject);
+        out_append(c, buf, (size_t)n);
+        fprintf(stderr, "[%s] client %" PRIu64 " (%s): not a system user: refused %.200s\n",
+                s->cfg.name, c->id, c->ip, op->subject);
+        return;
+    }
     if (!subject_valid(op->subject, 1) || (op->reply && !subject_valid(op->reply, 1))) {
         /* nats-server checks publish subjects only in pedantic mode; a wildcard subject never
          * reaches a subscriber or a stream either way. */
@@ -381,6 +523,11 @@ static void on_unsub(client *c, const np_op *op)
 static int on_op(void *arg, const np_op *op)
 {
     client *c = arg;
+    if (c->auth == AUTH_WAIT_CONNECT && op->kind != NP_CONNECT) {
+        /* nats-server: with authentication, anything before CONNECT is a violation */
+        auth_violation(c, NULL, "an operation before CONNECT");
+        return 1;
+    }
     switch (op->kind) {
     case NP_CONNECT:
         if (on_connect_op(c, op)) return 1;
@@ -434,8 +581,37 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     }
     if (n == 0 || c->closing) return;
     c->s->stats.client_bytes_in += (uint64_t)n;
-    const char *err;
-    int rc = np_feed(&c->parser, (const uint8_t *)buf->base, (size_t)n, on_op, c, &err);
+    const char *err = NULL;
+    const uint8_t *p = (const uint8_t *)buf->base;
+    size_t len = (size_t)n;
+    int rc = 0;
+    /* Before CONNECT, one line at a time: a CONNECT starts the password check, and what follows
+     * it waits in c->held for the outcome. */
+    while (c->auth == AUTH_WAIT_CONNECT && len && rc == 0 && !c->closing) {
+        const uint8_t *nl = memchr(p, '\n', len);
+        size_t first = nl ? (size_t)(nl - p) + 1 : len;
+        rc = np_feed(&c->parser, p, first, on_op, c, &err);
+        p += first;
+        len -= first;
+    }
+    if (c->auth == AUTH_CHECKING && len && !c->closing) {
+        c->held = malloc(len);
+        if (!c->held) {
+            client_close(c, NULL);
+            return;
+        }
+        memcpy(c->held, p, len);
+        c->held_len = len;
+    }
+    if (rc == 0 && len && c->auth == AUTH_OPEN && !c->closing)
+        rc = np_feed(&c->parser, p, len, on_op, c, &err);
+    feed_done(c, rc, err);
+}
+
+/* After a feed: a protocol error closes the connection; too many requests in flight pause
+ * reading. */
+static void feed_done(client *c, int rc, const char *err)
+{
     if (rc == NP_EPROTO) {
         c->s->stats.proto_errors++;
         client_close(c, err);
@@ -474,6 +650,22 @@ static void on_ping(uv_timer_t *t)
     }
 }
 
+/* Every second, with users: a connection that sent no CONNECT within AUTH_TIMEOUT_MS is closed
+ * with 'Authentication Timeout', as nats-server does. */
+static void on_auth_timer(uv_timer_t *t)
+{
+    clients *cs = t->data;
+    uint64_t now = uv_now(cs->s->loop);
+    for (client *c = cs->head, *next; c; c = next) {
+        next = c->next;
+        if (c->auth == AUTH_WAIT_CONNECT && now - c->accepted_ms >= AUTH_TIMEOUT_MS) {
+            fprintf(stderr, "[%s] client %" PRIu64 " (%s): no CONNECT within %d ms\n",
+                    cs->s->cfg.name, c->id, c->ip, AUTH_TIMEOUT_MS);
+            client_close(c, "Authentication Timeout");
+        }
+    }
+}
+
 static void send_info(client *c)
 {
     server *s = c->s;
@@ -483,6 +675,7 @@ static void send_info(client *c)
                   "jetraft", "host", s->cfg.client_host, "port", s->cfg.client_port, "headers", 1,
                   "max_payload", (json_int_t)s->cfg.max_payload, "jetstream", 1, "client_id",
                   (json_int_t)c->id, "client_ip", c->ip, "cluster", s->cfg.cluster);
+    if (j && s->cfg.nusers) json_object_set_new(j, "auth_required", json_true());
     char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (!txt) {
@@ -504,6 +697,8 @@ static void on_accept(uv_stream_t *srv, int status)
     if (!c) return;
     c->s = s;
     c->echo = 1;
+    c->auth = s->cfg.nusers ? AUTH_WAIT_CONNECT : AUTH_OPEN;
+    c->accepted_ms = uv_now(s->loop);
     c->id = ++cs->next_id;
     uv_tcp_init(s->loop, &c->tcp);
     c->tcp.data = c;
@@ -548,6 +743,9 @@ int clients_start(server *s)
     uv_timer_init(s->loop, &cs->ping);
     cs->ping.data = cs;
     uv_timer_start(&cs->ping, on_ping, s->cfg.ping_interval_ms, s->cfg.ping_interval_ms);
+    uv_timer_init(s->loop, &cs->auth_timer);
+    cs->auth_timer.data = cs;
+    if (s->cfg.nusers) uv_timer_start(&cs->auth_timer, on_auth_timer, 1000, 1000);
     uv_tcp_init(s->loop, &cs->listener);
     cs->listener.data = s;
     struct sockaddr_storage sa;
@@ -568,6 +766,7 @@ void clients_stop(server *s)
     uv_check_stop(&cs->flush);
     uv_close((uv_handle_t *)&cs->flush, NULL);
     uv_close((uv_handle_t *)&cs->ping, NULL);
+    uv_close((uv_handle_t *)&cs->auth_timer, NULL);
     uv_close((uv_handle_t *)&cs->listener, NULL);
 }
 

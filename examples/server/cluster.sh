@@ -2,7 +2,7 @@
 # Runs a 3-server jetraft-server cluster on 127.0.0.1, each server with its own directory under
 # a base directory (default /tmp/jetraft-cluster; set JR_CLUSTER_DIR to change it).
 #
-#   cluster.sh start            write the configs (first time) and start n1, n2, n3
+#   cluster.sh start            make the keys and write the configs (first time), start n1, n2, n3
 #   cluster.sh stop             SIGTERM every server (clean shutdown) and wait for it
 #   cluster.sh kill NAME        SIGKILL one server (e.g. the stream leader)
 #   cluster.sh restart NAME     start one server again (after kill or stop)
@@ -11,6 +11,11 @@
 # Ports: clients 4222+i, cluster 6222+i, HTTP monitoring 8222+i for server n(i+1) (override the
 # bases with JR_CLIENT_PORT, JR_CLUSTER_PORT, JR_HTTP_PORT). The binary is found next to this
 # script's build (build/examples/server/jetraft-server) unless JR_SERVER_BIN says otherwise.
+#
+# Keys (made once with the server's key tool, kept under the base directory): the cluster
+# authority in keys/authority.key (secret; only --sign needs it) and keys/authority.pub, and for
+# each server its identity key pair and its certificate in <name>/identity.key, identity.pub and
+# <name>.cert. The peer links are authenticated and encrypted with them.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 base="${JR_CLUSTER_DIR:-/tmp/jetraft-cluster}"
@@ -20,9 +25,23 @@ rport="${JR_CLUSTER_PORT:-6222}"
 hport="${JR_HTTP_PORT:-8222}"
 names=(n1 n2 n3)
 
+make_keys() {
+    local name=$1 dir="$base/$1"
+    mkdir -p "$base/keys" "$dir"
+    if [ ! -f "$base/keys/authority.key" ]; then
+        "$bin" --keygen authority "$base/keys/authority" >/dev/null
+    fi
+    if [ ! -f "$dir/$name.cert" ]; then
+        [ -f "$dir/identity.key" ] || "$bin" --keygen identity "$dir/identity" >/dev/null
+        "$bin" --sign --authority "$base/keys/authority.key" --identity "$dir/identity.pub" \
+            --cluster C1 --name "$name" --out "$dir/$name.cert" >/dev/null
+    fi
+}
+
 write_config() {
     local i=$1 name=${names[$1]} dir="$base/${names[$1]}"
     mkdir -p "$dir/wal" "$dir/store"
+    make_keys "$name"
     [ -f "$dir/server.json" ] && return 0
     local peers="" j
     for j in "${!names[@]}"; do
@@ -38,7 +57,10 @@ write_config() {
   "http_listen": "127.0.0.1:$((hport + i))",
   "peers": { $peers },
   "wal_dir": "$dir/wal",
-  "store_dir": "$dir/store"
+  "store_dir": "$dir/store",
+  "authority": "$base/keys/authority.pub",
+  "identity": "$dir/identity.key",
+  "certificate": "$dir/$name.cert"
 }
 JSON
 }

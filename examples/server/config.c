@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <sodium.h>
 
 static void fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -82,12 +83,224 @@ static int get_addr(json_t *v, const char *field, char **host, int *port, char *
     return 0;
 }
 
+int srv_read_text_file(const char *path, void *bin, size_t cap, size_t *len, char *err,
+                       size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fail(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char text[JR_LINK_TEXT_MAX + 64];
+    size_t n = fread(text, 1, sizeof text, f);
+    int toolong = n == sizeof text;
+    fclose(f);
+    if (toolong || jr_link_text_decode(text, n, bin, cap, len) != 0) {
+        fail(err, errlen, "%s: not a key or certificate in text form", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* A path from the configuration: relative ones are taken from the file's directory. */
+static int join_path(const char *dir, const char *path, char *out, size_t cap)
+{
+    int n = (path[0] == '/' || !dir) ? snprintf(out, cap, "%s", path)
+                                     : snprintf(out, cap, "%s/%s", dir, path);
+    return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+/* Reads the key file named by field `field` and decodes it. */
+static int get_key(json_t *v, const char *dir, const char *field, jr_link_key **out, char *err,
+                   size_t errlen)
+{
+    char path[4096], why[4400];
+    uint8_t bin[JR_LINK_KEY_BYTES + 8];
+    size_t len = 0;
+    if (!json_is_string(v) || json_string_length(v) == 0 ||
+        join_path(dir, json_string_value(v), path, sizeof path)) {
+        fail(err, errlen, "%s: must be the path of a key file", field);
+        return -1;
+    }
+    if (srv_read_text_file(path, bin, sizeof bin, &len, why, sizeof why)) {
+        fail(err, errlen, "%s: %s", field, why);
+        return -1;
+    }
+    jr_link_key_free(*out);
+    *out = NULL;
+    if (jr_link_key_decode(bin, len, NULL, out) != 0) {
+        fail(err, errlen, "%s: %s is not a jetraft key", field, path);
+        return -1;
+    }
+    return 0;
+}
+
+static int get_cert(json_t *v, const char *dir, srv_config *c, char *err, size_t errlen)
+{
+    char path[4096], why[4400];
+    if (!json_is_string(v) || json_string_length(v) == 0 ||
+        join_path(dir, json_string_value(v), path, sizeof path)) {
+        fail(err, errlen, "certificate: must be the path of a certificate file");
+        return -1;
+    }
+    if (srv_read_text_file(path, c->cert, sizeof c->cert, &c->cert_len, why, sizeof why)) {
+        fail(err, errlen, "certificate: %s", why);
+        return -1;
+    }
+    return 0;
+}
+
+static int get_users(json_t *v, srv_config *c, char *err, size_t errlen)
+{
+    if (!json_is_array(v)) {
+        fail(err, errlen, "users: must be an array of {\"user\", \"password\", \"system\"}");
+        return -1;
+    }
+    c->nusers = json_array_size(v);
+    c->users = calloc(c->nusers ? c->nusers : 1, sizeof *c->users);
+    if (!c->users) return -1;
+    for (size_t i = 0; i < c->nusers; i++) {
+        json_t *u = json_array_get(v, i);
+        srv_user *su = &c->users[i];
+        char field[64];
+        if (!json_is_object(u)) {
+            fail(err, errlen, "users[%zu]: must be an object", i);
+            return -1;
+        }
+        const char *k;
+        json_t *f;
+        json_object_foreach(u, k, f)
+        {
+            if (!strcmp(k, "user")) {
+                snprintf(field, sizeof field, "users[%zu].user", i);
+                if (get_str(f, field, &su->user, err, errlen)) return -1;
+            } else if (!strcmp(k, "password")) {
+                /* crypto_pwhash_str_needs_rehash() fails on a string that is not a hash of the
+                 * algorithm libsodium verifies; a clear-text password is refused so. */
+                if (!json_is_string(f) ||
+                    crypto_pwhash_str_needs_rehash(json_string_value(f),
+                                                   crypto_pwhash_OPSLIMIT_INTERACTIVE,
+                                                   crypto_pwhash_MEMLIMIT_INTERACTIVE) < 0 ||
+                    json_string_length(f) >= crypto_pwhash_STRBYTES) {
+                    fail(err, errlen,
+                         "users[%zu].password: must be a crypto_pwhash_str hash "
+                         "(jetraft-server --hash-password prints one)",
+                         i);
+                    return -1;
+                }
+                free(su->hash);
+                if (!(su->hash = dup_str(f))) return -1;
+            } else if (!strcmp(k, "system")) {
+                if (!json_is_boolean(f)) {
+                    fail(err, errlen, "users[%zu].system: must be true or false", i);
+                    return -1;
+                }
+                su->system = json_is_true(f);
+            } else {
+                fail(err, errlen, "users[%zu].%s: unknown field", i, k);
+                return -1;
+            }
+        }
+        if (!su->user || !su->hash) {
+            fail(err, errlen, "users[%zu]: needs \"user\" and \"password\"", i);
+            return -1;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(c->users[j].user, su->user)) {
+                fail(err, errlen, "users[%zu].user: \"%s\" is listed twice", i, su->user);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+/* The peer link keys together: present unless insecure_cluster, of the right roles, and a
+ * certificate the library accepts for this server (signed by the authority, for this cluster,
+ * this name and the identity key: a trial jr_link_new() checks the last). */
+static int check_link_keys(srv_config *c, char *err, size_t errlen)
+{
+    if (c->insecure_cluster) {
+        if (c->authority || c->identity || c->cert_len) {
+            fail(err, errlen,
+                 "insecure_cluster: cannot be combined with authority, identity "
+                 "and certificate");
+            return -1;
+        }
+        return 0;
+    }
+    const char *missing = !c->authority  ? "authority"
+                          : !c->identity ? "identity"
+                          : !c->cert_len ? "certificate"
+                                         : NULL;
+    if (missing) {
+        fail(err, errlen,
+             "%s: required (peer links need authority, identity and certificate files; "
+             "jetraft-server --keygen and --sign make them; or \"insecure_cluster\": true)",
+             missing);
+        return -1;
+    }
+    for (size_t i = 0; i < c->npeers; i++) {
+        const char *n = c->peers[i].name;
+        size_t len = strlen(n), ok = len <= JR_LINK_NAME_MAX;
+        for (size_t k = 0; ok && k < len; k++) ok = n[k] > 0x20 && n[k] < 0x7f;
+        if (!ok) {
+            fail(err, errlen,
+                 "peers.%.64s: a server name in a certificate is 1 to 255 printable ASCII "
+                 "characters without spaces",
+                 n);
+            return -1;
+        }
+    }
+    if (jr_link_key_role(c->authority) != JR_LINK_AUTHORITY) {
+        fail(err, errlen, "authority: not an authority key");
+        return -1;
+    }
+    if (jr_link_key_role(c->identity) != JR_LINK_IDENTITY || !jr_link_key_has_secret(c->identity)) {
+        fail(err, errlen, "identity: not an identity key pair (the secret key file is needed)");
+        return -1;
+    }
+    char name[JR_LINK_NAME_MAX + 1] = "";
+    int rc = jr_link_cert_name(c->cert, c->cert_len, name, sizeof name);
+    if (rc == 0) rc = jr_link_cert_check(c->cert, c->cert_len, c->authority, c->cluster, NULL);
+    if (rc) {
+        fail(err, errlen, "certificate: %s",
+             rc == JR_EAUTH ? "not signed by this authority for this cluster"
+                            : "not a jetraft certificate");
+        if (rc == JR_EAUTH) {
+            size_t l = strlen(err);
+            if (l < errlen) snprintf(err + l, errlen - l, " (\"%s\")", c->cluster);
+        }
+        return -1;
+    }
+    if (strcmp(name, c->name)) {
+        fail(err, errlen, "certificate: issued to \"%s\", not to this server (\"%s\")", name,
+             c->name);
+        return -1;
+    }
+    jr_link_config lc;
+    jr_link_config_init(&lc);
+    lc.role = JR_LINK_ACCEPTOR;
+    lc.authority = c->authority;
+    lc.identity = c->identity;
+    lc.cert = c->cert;
+    lc.cert_len = c->cert_len;
+    lc.cluster = c->cluster;
+    jr_link *l = NULL;
+    rc = jr_link_new(&lc, &l);
+    jr_link_free(l);
+    if (rc) {
+        fail(err, errlen, "certificate: not issued for the identity key (%s)", jr_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
 static int cmp_peer(const void *a, const void *b)
 {
     return strcmp(((const srv_peer_addr *)a)->name, ((const srv_peer_addr *)b)->name);
 }
 
-static int parse_obj(json_t *root, srv_config *c, char *err, size_t errlen)
+static int parse_obj(json_t *root, const char *dir, srv_config *c, char *err, size_t errlen)
 {
     if (!json_is_object(root)) {
         fail(err, errlen, "the configuration must be a JSON object");
@@ -201,6 +414,24 @@ static int parse_obj(json_t *root, srv_config *c, char *err, size_t errlen)
         } else if (!strcmp(key, "ping_interval_ms")) {
             if (get_uint(v, key, 100, 86400000, &u, err, errlen)) return -1;
             c->ping_interval_ms = (uint32_t)u;
+        } else if (!strcmp(key, "insecure_cluster")) {
+            if (!json_is_boolean(v)) {
+                fail(err, errlen, "insecure_cluster: must be true or false");
+                return -1;
+            }
+            c->insecure_cluster = json_is_true(v);
+        } else if (!strcmp(key, "authority")) {
+            if (get_key(v, dir, key, &c->authority, err, errlen)) return -1;
+        } else if (!strcmp(key, "identity")) {
+            if (get_key(v, dir, key, &c->identity, err, errlen)) return -1;
+        } else if (!strcmp(key, "certificate")) {
+            if (get_cert(v, dir, c, err, errlen)) return -1;
+        } else if (!strcmp(key, "users")) {
+            if (c->users) {
+                fail(err, errlen, "users: given twice");
+                return -1;
+            }
+            if (get_users(v, c, err, errlen)) return -1;
         } else {
             fail(err, errlen, "%s: unknown field", key);
             return -1;
@@ -239,7 +470,7 @@ static int parse_obj(json_t *root, srv_config *c, char *err, size_t errlen)
     }
     if (!c->cluster && !(c->cluster = strdup("jetraft"))) return -1;
     if (!c->store_dir && !(c->store_dir = strdup(c->wal_dir))) return -1;
-    return 0;
+    return check_link_keys(c, err, errlen);
 }
 
 static void defaults(srv_config *c)
@@ -259,7 +490,7 @@ static void defaults(srv_config *c)
     c->ping_interval_ms = 120000;
 }
 
-int srv_config_parse(const char *text, srv_config *cfg, char *err, size_t errlen)
+int srv_config_parse(const char *text, const char *dir, srv_config *cfg, char *err, size_t errlen)
 {
     defaults(cfg);
     json_error_t je;
@@ -268,7 +499,7 @@ int srv_config_parse(const char *text, srv_config *cfg, char *err, size_t errlen
         fail(err, errlen, "line %d, column %d: %s", je.line, je.column, je.text);
         return -1;
     }
-    int rc = parse_obj(root, cfg, err, errlen);
+    int rc = parse_obj(root, dir, cfg, err, errlen);
     json_decref(root);
     if (rc) srv_config_free(cfg);
     return rc;
@@ -283,8 +514,15 @@ int srv_config_load(const char *path, srv_config *cfg, char *err, size_t errlen)
         fail(err, errlen, "%s: line %d, column %d: %s", path, je.line, je.column, je.text);
         return -1;
     }
-    char why[400];
-    int rc = parse_obj(root, cfg, why, sizeof why);
+    char why[600], dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    if (slash == dir) snprintf(dir, sizeof dir, "/");
+    int rc = parse_obj(root, dir, cfg, why, sizeof why);
     json_decref(root);
     if (rc) {
         fail(err, errlen, "%s: %s", path, why);
@@ -310,5 +548,13 @@ void srv_config_free(srv_config *c)
     free(c->wal_dir);
     free(c->store_dir);
     free(c->unique_tag);
-    memset(c, 0, sizeof *c);
+    jr_link_key_free(c->authority);
+    jr_link_key_free(c->identity);
+    for (size_t i = 0; c->users && i < c->nusers; i++) {
+        free(c->users[i].user);
+        if (c->users[i].hash) sodium_memzero(c->users[i].hash, strlen(c->users[i].hash));
+        free(c->users[i].hash);
+    }
+    free(c->users);
+    sodium_memzero(c, sizeof *c);
 }

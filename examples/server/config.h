@@ -5,6 +5,13 @@
  * of the wrong type or value, or a field this version does not know is refused with a message
  * naming the field (or jansson's line and column for a syntax error); the server then does not
  * start. The format is documented in README.md next to this file.
+ *
+ * Security material is read and checked here, so that a server with a bad key never starts:
+ * the key and certificate files (text form, jr_link_text_encode) are decoded, the authority key
+ * must be an authority key, the identity key an identity key pair, and the certificate must be
+ * signed by the authority, for this cluster, for this server's name and for the identity key.
+ * Relative file paths are taken from the configuration file's directory. Passwords are
+ * libsodium crypto_pwhash_str strings, checked for their form; the clear text never appears.
  */
 #ifndef SRV_CONFIG_H
 #define SRV_CONFIG_H
@@ -12,12 +19,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "jetraft.h"
+
 /* One server of the cluster: its name and the host:port of its cluster listener. */
 typedef struct srv_peer_addr {
     char *name;
     char *host;
     int port;
 } srv_peer_addr;
+
+/* A client user: its name, its password hash (crypto_pwhash_str), and whether it is a system
+ * user (allowed the cluster operations: $JS.API.META.>, $JS.API.SERVER.>, $SYS.>). */
+typedef struct srv_user {
+    char *user;
+    char *hash;
+    int system;
+} srv_user;
 
 typedef struct srv_config {
     char *name;
@@ -50,13 +67,26 @@ typedef struct srv_config {
     uint32_t max_connections;  /* client connections at once */
     uint32_t max_inflight;     /* publishes and API requests awaiting the node, server-wide */
     uint32_t ping_interval_ms; /* server PINGs each client this often; 2 unanswered: closed */
+    /* Peer links: secure (jr_link) with the three keys below, or plain if insecure_cluster. */
+    int insecure_cluster;
+    jr_link_key *authority;         /* "authority": the cluster authority's public key */
+    jr_link_key *identity;          /* "identity": this server's identity key pair */
+    uint8_t cert[JR_LINK_CERT_MAX]; /* "certificate": this server's, cert_len bytes */
+    size_t cert_len;
+    srv_user *users; /* "users": none means no client authentication */
+    size_t nusers;
 } srv_config;
 
 /* Reads the file at path into cfg (zeroed first). Returns 0, or -1 with the reason in err. */
 int srv_config_load(const char *path, srv_config *cfg, char *err, size_t errlen);
-/* Parses JSON text (used by load and by the tests). */
-int srv_config_parse(const char *text, srv_config *cfg, char *err, size_t errlen);
+/* Parses JSON text (used by load and by the tests); relative paths are taken from dir (NULL:
+ * the working directory). */
+int srv_config_parse(const char *text, const char *dir, srv_config *cfg, char *err, size_t errlen);
 void srv_config_free(srv_config *cfg);
+/* Reads a key or certificate file in text form (base64, as the key tool writes it) into bin.
+ * Returns 0, or -1 with the reason (naming the file) in err. */
+int srv_read_text_file(const char *path, void *bin, size_t cap, size_t *len, char *err,
+                       size_t errlen);
 /* Splits "host:port" into a malloc'd host and a port; -1 if malformed. */
 int srv_split_hostport(const char *s, char **host, int *port);
 

@@ -7,7 +7,7 @@
  * what is pending), the links and the clients, and exits 0; after SIGKILL a restart with the
  * same wal_dir recovers everything acknowledged (JR_SYNC_ALWAYS: no ack before its fsync).
  *
- * Usage: jetraft-server -c CONFIG.json
+ * Usage: jetraft-server -c CONFIG.json, or one of the key tool modes (keytool.h).
  */
 #include <signal.h>
 #include <stdarg.h>
@@ -20,6 +20,7 @@
 #include <sodium.h>
 
 #include "client.h"
+#include "keytool.h"
 #include "monitor.h"
 #include "peer.h"
 #include "server.h"
@@ -122,11 +123,19 @@ static void on_signal(uv_signal_t *h, int signum)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: jetraft-server -c CONFIG.json\n");
+    fprintf(stderr, "usage: jetraft-server -c CONFIG.json\n"
+                    "       jetraft-server --keygen authority|identity PREFIX\n"
+                    "       jetraft-server --sign --authority A.key --identity ID.pub --name NAME "
+                    "[--cluster C] --out CERT\n"
+                    "       jetraft-server --verify --authority A.pub --certificate CERT "
+                    "[--cluster C] [--name NAME]\n"
+                    "       jetraft-server --hash-password < password\n");
 }
 
 int main(int argc, char **argv)
 {
+    int tool = keytool_main(argc, argv);
+    if (tool >= 0) return tool;
     const char *cfgpath = NULL;
     int opt;
     while ((opt = getopt(argc, argv, "c:h")) != -1) {
@@ -229,8 +238,11 @@ int main(int argc, char **argv)
     s->sigterm.data = s->sigint.data = s;
     uv_signal_start(&s->sigterm, on_signal, SIGTERM);
     uv_signal_start(&s->sigint, on_signal, SIGINT);
-    fprintf(stderr, "[%s] ready: clients on %s:%d, cluster on %s:%d\n", s->cfg.name,
-            s->cfg.client_host, s->cfg.client_port, s->cfg.cluster_host, s->cfg.cluster_port);
+    fprintf(stderr, "[%s] ready: clients on %s:%d%s, cluster on %s:%d (%s)\n", s->cfg.name,
+            s->cfg.client_host, s->cfg.client_port,
+            s->cfg.nusers ? " (users and passwords)" : " (no authentication)", s->cfg.cluster_host,
+            s->cfg.cluster_port,
+            s->cfg.insecure_cluster ? "insecure: plain links, no authentication" : "secure links");
     server_kick(s);
     uv_run(s->loop, UV_RUN_DEFAULT);
     uv_loop_close(s->loop);

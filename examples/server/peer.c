@@ -31,6 +31,7 @@ typedef struct plink {
     int handles;        /* handles still open (tcp, timer) */
     size_t queued;      /* bytes handed to uv_write and not completed */
     struct plink *next; /* in the list of accepted links not yet established */
+    char addr[64];      /* the other end's address, for the log */
 } plink;
 
 struct peer {
@@ -273,7 +274,10 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     if (rc == 0) rc = flush_session(l);
     if (rc) {
         if (session_errmsg(l->ss)[0])
-            srv_log(l->s, "closed a cluster connection: %s", session_errmsg(l->ss));
+            srv_log(l->s, "%s cluster connection %s %s: %s",
+                    l->established ? "closed the" : "refused a",
+                    l->p && l->p->dialer ? "to" : "from", l->p ? l->p->name : l->addr,
+                    session_errmsg(l->ss));
         l->s->stats.peer_frames_rejected++;
         link_close(l);
         return;
@@ -283,14 +287,37 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 
 static void on_hello_timeout(uv_timer_t *t)
 {
-    link_close(t->data);
+    plink *l = t->data;
+    srv_log(l->s, "refused a cluster connection %s %s: no handshake within %d ms",
+            l->p && l->p->dialer ? "to" : "from", l->p ? l->p->name : l->addr, HELLO_TIMEOUT_MS);
+    link_close(l);
+}
+
+/* Notes the other end's address for the log. */
+static void note_addr(plink *l)
+{
+    struct sockaddr_storage sa;
+    int salen = sizeof sa;
+    snprintf(l->addr, sizeof l->addr, "?");
+    if (uv_tcp_getpeername(&l->tcp, (struct sockaddr *)&sa, &salen) != 0) return;
+    char ip[48] = "";
+    int port;
+    if (sa.ss_family == AF_INET) {
+        uv_ip4_name((struct sockaddr_in *)&sa, ip, sizeof ip);
+        port = ntohs(((struct sockaddr_in *)&sa)->sin_port);
+    } else {
+        uv_ip6_name((struct sockaddr_in6 *)&sa, ip, sizeof ip);
+        port = ntohs(((struct sockaddr_in6 *)&sa)->sin6_port);
+    }
+    snprintf(l->addr, sizeof l->addr, "%s:%d", ip, port);
 }
 
 static plink *link_new(server *s, const char *expect)
 {
     plink *l = calloc(1, sizeof *l);
     if (!l) return NULL;
-    session_config sc = {s->cfg.cluster, s->cfg.name, expect, s->cfg.max_frame_bytes};
+    session_config sc = {s->cfg.cluster,   s->cfg.name,     expect,      s->cfg.max_frame_bytes,
+                         s->cfg.authority, s->cfg.identity, s->cfg.cert, s->cfg.cert_len};
     l->ss = session_new(&sc);
     if (!l->ss) {
         free(l);
@@ -320,6 +347,7 @@ static void on_accept(uv_stream_t *srv, int status)
     l->next = ps->pending;
     ps->pending = l;
     ps->npending++;
+    note_addr(l);
     uv_tcp_nodelay(&l->tcp, 1);
     uv_tcp_keepalive(&l->tcp, 1, 10);
     if (flush_session(l)) {
@@ -337,6 +365,7 @@ static void on_connect(uv_connect_t *req, int status)
         link_close(l);
         return;
     }
+    note_addr(l);
     uv_tcp_nodelay(&l->tcp, 1);
     uv_tcp_keepalive(&l->tcp, 1, 10);
     if (flush_session(l)) {

@@ -2,13 +2,15 @@
  * peer.h — the cluster links: one TCP connection per pair of servers, carrying the node's frames.
  *
  * Of each pair the server whose name sorts first dials, the other accepts; a connection starts
- * with a hello frame from each side naming its cluster and server, and only then carries the
- * node's frames (length-prefixed, frame.h). A link that breaks is redialled with jittered
- * exponential backoff; a newer connection from a peer replaces its older one. Each link's send
- * queue is bounded in bytes: a frame that does not fit, or one for a peer without a link, is
- * dropped and counted (Raft retransmits), so a slow or dead peer never grows memory without
- * bound. A connection that sends a malformed hello, an oversized length, or nothing within the
- * hello timeout is closed.
+ * with a handshake (session.h: the library's secure link, each side proving its certificate
+ * from the cluster authority, or with "insecure_cluster" a plain hello naming its cluster and
+ * server), and only then carries the node's frames, each sealed as one record. A refused
+ * handshake is logged with its reason and the peer's name or address. A link that breaks is
+ * redialled with jittered exponential backoff; a newer connection from a peer replaces its older
+ * one. Each link's send queue is bounded in bytes: a frame that does not fit, or one for a peer
+ * without a link, is dropped and counted (Raft retransmits), so a slow or dead peer never grows
+ * memory without bound. A connection that fails its handshake, sends an oversized length or a
+ * record that does not authenticate, or completes no handshake within the hello timeout is closed.
  */
 #ifndef SRV_PEER_H
 #define SRV_PEER_H

@@ -1,8 +1,7 @@
 /*
- * session_plain.c — the plain peer session: hello frames, then length-prefixed frames (see
- * session.h).
+ * session_plain.c — the plain peer session (session_plain.h).
  */
-#include "session.h"
+#include "session_plain.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +12,7 @@
 #define HELLO_MAGIC "jetraft-hello/1"
 #define NAME_MAX_LEN 255
 
-struct session {
+struct plain_session {
     session_config cfg;
     frame_rd rd;
     uint8_t hello[FRAME_HDR + 600]; /* our hello, while not all written */
@@ -21,13 +20,13 @@ struct session {
     char peer[NAME_MAX_LEN + 1];
     int open; /* the peer's hello checked out */
     char err[200];
-    session_frame_cb cb; /* of the session_feed under way */
+    session_frame_cb cb; /* of the plain_feed under way */
     void *arg;
 };
 
-session *session_new(const session_config *cfg)
+plain_session *plain_new(const session_config *cfg)
 {
-    session *ss = calloc(1, sizeof *ss);
+    plain_session *ss = calloc(1, sizeof *ss);
     if (!ss) return NULL;
     ss->cfg = *cfg;
     frame_rd_init(&ss->rd, cfg->max_frame);
@@ -42,21 +41,21 @@ session *session_new(const session_config *cfg)
     return ss;
 }
 
-void session_free(session *ss)
+void plain_free(plain_session *ss)
 {
     if (!ss) return;
     frame_rd_free(&ss->rd);
     free(ss);
 }
 
-static int fail(session *ss, const char *what, size_t len, const char *text)
+static int fail(plain_session *ss, const char *what, size_t len, const char *text)
 {
     snprintf(ss->err, sizeof ss->err, "%s \"%.*s\"", what, (int)(len > 64 ? 64 : len), text);
     return -1;
 }
 
 /* The peer's hello: magic, cluster and name, each ending in a newline. */
-static int check_hello(session *ss, const uint8_t *f, size_t len)
+static int check_hello(plain_session *ss, const uint8_t *f, size_t len)
 {
     size_t ml = strlen(HELLO_MAGIC);
     if (len < ml + 1 || memcmp(f, HELLO_MAGIC "\n", ml + 1))
@@ -84,12 +83,12 @@ static int check_hello(session *ss, const uint8_t *f, size_t len)
 
 static int on_frame(void *arg, const uint8_t *f, size_t len)
 {
-    session *ss = arg;
+    plain_session *ss = arg;
     if (!ss->open) return check_hello(ss, f, len);
     return ss->cb(ss->arg, f, len);
 }
 
-int session_feed(session *ss, const uint8_t *data, size_t n, session_frame_cb cb, void *arg)
+int plain_feed(plain_session *ss, const uint8_t *data, size_t n, session_frame_cb cb, void *arg)
 {
     if (ss->err[0]) return -1;
     ss->cb = cb;
@@ -99,30 +98,30 @@ int session_feed(session *ss, const uint8_t *data, size_t n, session_frame_cb cb
     return rc;
 }
 
-const char *session_peer_name(const session *ss)
+const char *plain_peer_name(const plain_session *ss)
 {
     return ss->open ? ss->peer : NULL;
 }
 
-void session_pending_out(const session *ss, const void **data, size_t *len)
+void plain_pending_out(const plain_session *ss, const void **data, size_t *len)
 {
     *data = ss->hello + ss->hello_off;
     *len = ss->hello_len - ss->hello_off;
 }
 
-void session_out_done(session *ss, size_t n)
+void plain_out_done(plain_session *ss, size_t n)
 {
     ss->hello_off += n <= ss->hello_len - ss->hello_off ? n : ss->hello_len - ss->hello_off;
 }
 
-size_t session_sealed_size(const session *ss, size_t len)
+size_t plain_sealed_size(const plain_session *ss, size_t len)
 {
     (void)ss;
     return FRAME_HDR + len;
 }
 
-int session_seal(session *ss, const jr_iovec *iov, int iovcnt, uint8_t *out, size_t cap,
-                 size_t *out_len)
+int plain_seal(plain_session *ss, const jr_iovec *iov, int iovcnt, uint8_t *out, size_t cap,
+               size_t *out_len)
 {
     size_t len = 0;
     for (int i = 0; i < iovcnt; i++) len += iov[i].len;
@@ -137,7 +136,7 @@ int session_seal(session *ss, const jr_iovec *iov, int iovcnt, uint8_t *out, siz
     return 0;
 }
 
-const char *session_errmsg(const session *ss)
+const char *plain_errmsg(const plain_session *ss)
 {
     return ss->err;
 }

@@ -3,11 +3,13 @@
 // and acks, the stream leader killed with SIGKILL mid-publish (every publish that failed is
 // published again with its msgID until acknowledged), the leader restarted, then every
 // acknowledged message read back by sequence exactly once at its acknowledged sequence, and
-// the API calls nats.js makes (account info, names, list, find, info, purge, delete). A timer
-// bounds the run and kills every server on expiry.
+// the API calls nats.js makes (account info, names, list, find, info, purge, delete). The
+// servers link with keys made by the server's key tool and require a user and password (a
+// wrong password is refused with an authorization error). A timer bounds the run and kills
+// every server on expiry.
 //
 // Usage: node interop_js.mjs PATH/TO/jetraft-server
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync, openSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -35,6 +37,17 @@ async function freePort() {
     });
   });
 }
+function tool(...args) {
+  const r = spawnSync(bin, args, { cwd: base, input: args[0] === "--hash-password" ? "js-secret\n" : undefined });
+  if (r.status !== 0) fail(`${args.join(" ")}: ${r.stderr}`);
+  return r.stdout.toString().trim();
+}
+tool("--keygen", "authority", "auth");
+for (const n of NAMES) {
+  tool("--keygen", "identity", n);
+  tool("--sign", "--authority", "auth.key", "--identity", `${n}.pub`, "--cluster", "C1", "--name", n, "--out", `${n}.cert`);
+}
+const users = [{ user: "app", password: tool("--hash-password") }];
 const cport = {}, rport = {};
 for (const n of NAMES) { cport[n] = await freePort(); rport[n] = await freePort(); }
 function start(n) {
@@ -43,6 +56,7 @@ function start(n) {
   writeFileSync(cfg, JSON.stringify({
     name: n, cluster: "C1", listen: `127.0.0.1:${cport[n]}`,
     cluster_listen: `127.0.0.1:${rport[n]}`, peers, wal_dir: join(base, n, "wal"),
+    authority: "auth.pub", identity: `${n}.key`, certificate: `${n}.cert`, users,
   }));
   const log = openSync(join(base, `${n}.log`), "a");
   procs[n] = spawn(bin, ["-c", cfg], { stdio: ["ignore", log, log] });
@@ -50,9 +64,23 @@ function start(n) {
 NAMES.forEach(start);
 
 const nc = await connect({
+  user: "app", pass: "js-secret",
   servers: NAMES.map((n) => `127.0.0.1:${cport[n]}`), maxReconnectAttempts: -1,
   reconnectTimeWait: 100, timeout: 5000, noRandomize: true, waitOnFirstConnect: true,
 });
+for (let i = 0; ; i++) {
+  let bad;
+  try {
+    bad = await connect({ servers: `127.0.0.1:${cport.n1}`, user: "app", pass: "wrong", timeout: 5000, maxReconnectAttempts: 0 });
+  } catch (e) {
+    if (/authorization/i.test(`${e.message} ${e.code}`)) break;
+    if (i > 40) fail(`wrong password: ${e.message}`);
+    await sleep(250);
+    continue;
+  }
+  await bad.close();
+  fail("a wrong password was accepted");
+}
 const jsm = await jetstreamManager(nc);
 const js = jetstream(nc, { timeout: 5000 });
 let si;

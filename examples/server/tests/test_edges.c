@@ -191,6 +191,20 @@ static int count_acks(int fd, int n)
     return acks;
 }
 
+/* Makes the cluster keys with the server's key tool: an authority, and solo's identity and
+ * certificate in base. */
+static void make_keys(void)
+{
+    char cmd[2000];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && '%s' --keygen authority auth >/dev/null && "
+             "'%s' --keygen identity solo >/dev/null && "
+             "'%s' --sign --authority auth.key --identity solo.pub --name solo --out solo.cert "
+             ">/dev/null",
+             base, server_bin, server_bin, server_bin);
+    if (system(cmd) != 0) die("the key tool failed: %s", cmd);
+}
+
 /* Starts the server with the base config plus `extra` fields (",\"k\":v..." or ""). */
 static void start_server(const char *extra)
 {
@@ -203,6 +217,7 @@ static void start_server(const char *extra)
             "{\"name\":\"solo\",\"listen\":\"127.0.0.1:%d\",\"cluster_listen\":\"127.0.0.1:%d\","
             "\"http_listen\":\"127.0.0.1:%d\",\"peers\":{\"solo\":\"127.0.0.1:%d\"},"
             "\"wal_dir\":\"%s/wal\",\"max_payload\":65536,\"client_max_pending\":1048576,"
+            "\"authority\":\"auth.pub\",\"identity\":\"solo.key\",\"certificate\":\"solo.cert\","
             "\"max_inflight\":64%s}\n",
             client_port, cluster_port, http_port, cluster_port, base, extra);
     fclose(f);
@@ -291,6 +306,7 @@ int main(int argc, char **argv)
         if (system(cmd) != 0) die("the error does not name max_payload");
         printf("ok: a bad config names its field and exits 1\n");
     }
+    make_keys();
     start_server("");
     /* INFO first, with the fields clients check. */
     rbuf b = {{0}, 0, 0};
@@ -338,19 +354,26 @@ int main(int argc, char **argv)
     expect(g, &bg, "-ERR 'Unknown Protocol Operation'", "garbage on the client port");
     expect_closed(g, &bg, "garbage on the client port");
     close(g);
-    /* Garbage on the cluster port: an HTTP request reads as an oversized frame length. */
+    /* Garbage on the cluster port: an HTTP request reads as an oversized record length. */
     rbuf bc = {{0}, 0, 0};
     int cl = dial(cluster_port, 0);
     send_str(cl, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
     expect_closed(cl, &bc, "garbage on the cluster port");
     close(cl);
-    /* A well-framed hello from a server that is not a peer. */
+    /* A plain (insecure) hello on the secure cluster port: refused, and logged. */
     cl = dial(cluster_port, 0);
     static const char hello[] = "\0\0\0\x1bjetraft-hello/1\njetraft\nzz\n";
     send_all(cl, hello, sizeof hello - 1);
     memset(&bc, 0, sizeof bc);
-    expect_closed(cl, &bc, "hello from an unknown server");
+    expect_closed(cl, &bc, "plain hello on the secure port");
     close(cl);
+    {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd,
+                 "grep -q 'refused a cluster connection from 127.0.0.1' '%s/server.log'", base);
+        for (int i = 0; i < 50 && system(cmd) != 0; i++) usleep(100000);
+        if (system(cmd) != 0) die("the refused cluster connection is not in the log");
+    }
     bb.n = 0;
     send_str(c, "PING\r\n");
     expect(c, &bb, "PONG", "server still answers after the garbage");

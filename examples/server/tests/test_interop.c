@@ -125,8 +125,26 @@ static void pick_ports(int *out, int n)
     for (int i = 0; i < n; i++) close(fds[i]);
 }
 
+/* The cluster keys, made with the server's key tool: an authority, and each server's identity
+ * and certificate (cluster C1), beside the configurations. */
+static void make_keys(void)
+{
+    char cmd[3000];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' --keygen authority auth >/dev/null", base,
+             server_bin);
+    if (system(cmd) != 0) die("the key tool failed: %s", cmd);
+    for (int i = 0; i < NSERVERS; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "cd '%s' && '%s' --keygen identity %s >/dev/null && '%s' --sign --authority "
+                 "auth.key --identity %s.pub --cluster C1 --name %s --out %s.cert >/dev/null",
+                 base, server_bin, names[i], server_bin, names[i], names[i], names[i]);
+        if (system(cmd) != 0) die("the key tool failed: %s", cmd);
+    }
+}
+
 static void write_configs(void)
 {
+    make_keys();
     for (int i = 0; i < NSERVERS; i++) {
         char path[400];
         snprintf(path, sizeof path, "%s/%s.json", base, names[i]);
@@ -135,8 +153,10 @@ static void write_configs(void)
         fprintf(f,
                 "{\"name\":\"%s\",\"cluster\":\"C1\",\"tags\":[\"az:%d\"],"
                 "\"listen\":\"127.0.0.1:%d\",\"cluster_listen\":\"127.0.0.1:%d\","
+                "\"authority\":\"auth.pub\",\"identity\":\"%s.key\",\"certificate\":\"%s.cert\","
                 "\"wal_dir\":\"%s/%s/wal\",\"store_dir\":\"%s/%s/store\",\"peers\":{",
-                names[i], i + 1, client_port[i], cluster_port[i], base, names[i], base, names[i]);
+                names[i], i + 1, client_port[i], cluster_port[i], names[i], names[i], base,
+                names[i], base, names[i]);
         for (int j = 0; j < NSERVERS; j++)
             fprintf(f, "%s\"%s\":\"127.0.0.1:%d\"", j ? "," : "", names[j], cluster_port[j]);
         fprintf(f, "}}\n");

@@ -1,12 +1,16 @@
 /*
  * test_proto.c — the server's pure parts: the NATS protocol parser (split and pipelined reads,
  * the byte patterns clients send, oversized and malformed input), subject routing, the peer
- * link framing and the configuration file's errors.
+ * link framing, plain and secure peer sessions, and the configuration file's errors (key files,
+ * certificates, users).
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
 
 #include "config.h"
 #include "frame.h"
@@ -374,9 +378,13 @@ static int pass_hello(session *a, session *b, frames *fr)
     return 0;
 }
 
+/* A plain session's configuration (no keys). */
+#define PLAIN(c, n, e, m)                                                                          \
+    ((session_config){.cluster = (c), .name = (n), .expect_name = (e), .max_frame = (m)})
+
 START_TEST(sessions_name_each_other_then_carry_frames)
 {
-    session_config ca = {"C1", "n1", "n2", 1024}, cb = {"C1", "n2", NULL, 1024};
+    session_config ca = PLAIN("C1", "n1", "n2", 1024), cb = PLAIN("C1", "n2", NULL, 1024);
     session *a = session_new(&ca), *b = session_new(&cb);
     frames fr = {{0}, 0, 0};
     ck_assert_ptr_null(session_peer_name(a));
@@ -415,11 +423,11 @@ static void expect_refused(session_config ca, session_config cb, const char *why
 
 START_TEST(sessions_refuse_other_clusters_impostors_and_garbage)
 {
-    session_config me = {"C1", "n2", NULL, 1024};
-    expect_refused((session_config){"C2", "n1", NULL, 1024}, me, "another cluster");
-    expect_refused((session_config){"C1", "n2", NULL, 1024}, me, "this server's name");
-    expect_refused((session_config){"C1", "n3", NULL, 1024},
-                   (session_config){"C1", "n2", "n1", 1024}, "not the server dialled");
+    session_config me = PLAIN("C1", "n2", NULL, 1024);
+    expect_refused(PLAIN("C2", "n1", NULL, 1024), me, "another cluster");
+    expect_refused(PLAIN("C1", "n2", NULL, 1024), me, "this server's name");
+    expect_refused(PLAIN("C1", "n3", NULL, 1024), PLAIN("C1", "n2", "n1", 1024),
+                   "not the server dialled");
     session *b = session_new(&me);
     frames fr = {{0}, 0, 0};
     const char http[] = "GET / HTTP/1.1\r\n\r\n";
@@ -433,26 +441,156 @@ START_TEST(sessions_refuse_other_clusters_impostors_and_garbage)
 }
 END_TEST
 
+/* ---- secure peer sessions ------------------------------------------------------------------- */
+
+/* An identity of cluster "C1": its key pair and a certificate for `name` from `authority`. */
+typedef struct ident {
+    jr_link_key *id;
+    uint8_t cert[JR_LINK_CERT_MAX];
+    size_t cert_len;
+} ident;
+
+static void make_ident(ident *d, jr_link_key *authority, const char *name)
+{
+    ck_assert_int_eq(jr_link_key_generate(JR_LINK_IDENTITY, NULL, &d->id), 0);
+    ck_assert_int_eq(
+        jr_link_cert_sign(authority, d->id, "C1", name, d->cert, sizeof d->cert, &d->cert_len), 0);
+}
+
+static session_config secure(const char *name, const char *expect, jr_link_key *authority,
+                             const ident *d)
+{
+    session_config c = PLAIN("C1", name, expect, 1024);
+    c.authority = authority;
+    c.identity = d->id;
+    c.cert = d->cert;
+    c.cert_len = d->cert_len;
+    return c;
+}
+
+START_TEST(secure_sessions_prove_their_names_then_carry_sealed_frames)
+{
+    jr_link_key *auth;
+    ck_assert_int_eq(jr_link_key_generate(JR_LINK_AUTHORITY, NULL, &auth), 0);
+    ident d1, d2;
+    make_ident(&d1, auth, "n1");
+    make_ident(&d2, auth, "n2");
+    session_config ca = secure("n1", "n2", auth, &d1), cb = secure("n2", NULL, auth, &d2);
+    session *a = session_new(&ca), *b = session_new(&cb);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    frames fr = {{0}, 0, 0};
+    uint8_t out[128];
+    size_t n;
+    jr_iovec iov[2] = {{"hel", 3}, {"lo", 2}};
+    ck_assert_int_eq(session_seal(a, iov, 2, out, sizeof out, &n), -1); /* not open yet */
+    /* HELLOs cross, then each side's AUTH answers the other's HELLO. */
+    ck_assert_int_eq(pass_hello(a, b, &fr), 0);
+    ck_assert_int_eq(pass_hello(b, a, &fr), 0);
+    ck_assert_int_eq(pass_hello(a, b, &fr), 0);
+    ck_assert_ptr_nonnull(session_peer_name(a));
+    ck_assert_str_eq(session_peer_name(a), "n2");
+    ck_assert_ptr_nonnull(session_peer_name(b));
+    ck_assert_str_eq(session_peer_name(b), "n1");
+    ck_assert_int_eq(session_seal(a, iov, 2, out, sizeof out, &n), 0);
+    ck_assert_uint_eq(n, session_sealed_size(a, 5));
+    ck_assert_ptr_null(memmem(out, n, "hello", 5)); /* sealed: the frame is not in clear */
+    for (size_t i = 0; i < n; i++) ck_assert_int_eq(session_feed(b, out + i, 1, on_frame, &fr), 0);
+    ck_assert_int_eq(fr.n, 1);
+    ck_assert_int_eq(memcmp(fr.got, "hello|", 6), 0);
+    /* b's sending side, tampered on the way: a refuses it. */
+    uint8_t back[128];
+    size_t bn;
+    ck_assert_int_eq(session_seal(b, iov, 2, back, sizeof back, &bn), 0);
+    back[bn - 1] ^= 1;
+    ck_assert_int_eq(session_feed(a, back, bn, on_frame, &fr), -1);
+    ck_assert_str_ne(session_errmsg(a), "");
+    /* The same record again (a replay) fails authentication, and the session stays failed. */
+    ck_assert_int_eq(session_feed(b, out, n, on_frame, &fr), -1);
+    ck_assert_str_ne(session_errmsg(b), "");
+    ck_assert_int_eq(session_seal(b, iov, 2, back, sizeof back, &bn), -1);
+    ck_assert_int_eq(fr.n, 1);
+    session_free(a);
+    session_free(b);
+    jr_link_key_free(d1.id);
+    jr_link_key_free(d2.id);
+    jr_link_key_free(auth);
+}
+END_TEST
+
+/* b refuses a's handshake; the error says why. */
+static void expect_secure_refused(session_config ca, session_config cb, const char *why)
+{
+    session *a = session_new(&ca), *b = session_new(&cb);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    frames fr = {{0}, 0, 0};
+    ck_assert_int_eq(pass_hello(a, b, &fr), -1);
+    ck_assert_ptr_null(session_peer_name(b));
+    ck_assert_msg(strstr(session_errmsg(b), why), "\"%s\" does not say \"%s\"", session_errmsg(b),
+                  why);
+    session_free(a);
+    session_free(b);
+}
+
+START_TEST(secure_sessions_refuse_other_authorities_names_and_plain_peers)
+{
+    jr_link_key *auth, *rogue;
+    ck_assert_int_eq(jr_link_key_generate(JR_LINK_AUTHORITY, NULL, &auth), 0);
+    ck_assert_int_eq(jr_link_key_generate(JR_LINK_AUTHORITY, NULL, &rogue), 0);
+    ident d1, d2, r1, d3;
+    make_ident(&d1, auth, "n1");
+    make_ident(&d2, auth, "n2");
+    make_ident(&r1, rogue, "n1");
+    make_ident(&d3, auth, "n3");
+    session_config me = secure("n2", NULL, auth, &d2);
+    /* a certificate of another authority */
+    expect_secure_refused(secure("n1", "n2", rogue, &r1), me,
+                          "not signed by the cluster authority");
+    /* n3, properly signed, dials n2 but n1 was dialled: n1's side refuses n3's name */
+    expect_secure_refused(secure("n2", NULL, auth, &d3), secure("n1", "n3x", auth, &d1),
+                          "another server name");
+    /* a peer with this server's own name */
+    ident d2b;
+    make_ident(&d2b, auth, "n2");
+    expect_secure_refused(secure("n2", "n2", auth, &d2b), me, "this server's name");
+    /* a plain hello on a secure port */
+    expect_secure_refused(PLAIN("C1", "n1", "n2", 1024), me, "");
+    /* a certificate that is not for the identity key cannot even start a link */
+    session_config forged = secure("n1", "n2", auth, &d1);
+    forged.identity = d3.id;
+    ck_assert_ptr_null(session_new(&forged));
+    jr_link_key_free(d1.id);
+    jr_link_key_free(d2.id);
+    jr_link_key_free(d2b.id);
+    jr_link_key_free(d3.id);
+    jr_link_key_free(r1.id);
+    jr_link_key_free(auth);
+    jr_link_key_free(rogue);
+}
+END_TEST
+
 /* ---- configuration -------------------------------------------------------------------------- */
 
 static void expect_config_error(const char *json, const char *want)
 {
     srv_config c;
     char err[400] = "";
-    ck_assert_int_eq(srv_config_parse(json, &c, err, sizeof err), -1);
+    ck_assert_int_eq(srv_config_parse(json, NULL, &c, err, sizeof err), -1);
     ck_assert_msg(strstr(err, want) != NULL, "error \"%s\" does not say \"%s\"", err, want);
 }
 
 #define BASE                                                                                       \
     "\"name\":\"n1\",\"listen\":\"127.0.0.1:4222\",\"cluster_listen\":\"127.0.0.1:6222\","         \
-    "\"peers\":{\"n1\":\"127.0.0.1:6222\",\"n2\":\"127.0.0.1:6223\"},\"wal_dir\":\"/tmp/w\""
+    "\"peers\":{\"n1\":\"127.0.0.1:6222\",\"n2\":\"127.0.0.1:6223\"},\"wal_dir\":\"/tmp/w\","      \
+    "\"insecure_cluster\":true"
 
 START_TEST(config_errors_name_the_field)
 {
     srv_config c;
     char err[400];
-    ck_assert_int_eq(srv_config_parse("{" BASE ",\"tags\":[\"az:1\"],\"sync\":\"interval\"}", &c,
-                                      err, sizeof err),
+    ck_assert_int_eq(srv_config_parse("{" BASE ",\"tags\":[\"az:1\"],\"sync\":\"interval\"}", NULL,
+                                      &c, err, sizeof err),
                      0);
     ck_assert_str_eq(c.name, "n1");
     ck_assert_str_eq(c.store_dir, "/tmp/w");
@@ -473,6 +611,150 @@ START_TEST(config_errors_name_the_field)
     expect_config_error("{\"name\":\"x\",\"listen\":\"a:1\",\"cluster_listen\":\"a:2\","
                         "\"peers\":{\"n1\":\"a:3\"},\"wal_dir\":\"/w\"}",
                         "peers: must list this server");
+    expect_config_error("{\"name\":\"n1\",\"listen\":\"a:1\",\"cluster_listen\":\"a:2\","
+                        "\"peers\":{\"n1\":\"a:3\"},\"wal_dir\":\"/w\"}",
+                        "authority: required");
+}
+END_TEST
+
+/* Writes bin's text form to dir/file. */
+static void write_key_file(const char *dir, const char *file, const void *bin, size_t len)
+{
+    char path[512], text[JR_LINK_TEXT_MAX];
+    size_t tl;
+    ck_assert_int_eq(jr_link_text_encode(bin, len, text, sizeof text, &tl), 0);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%s\n", text);
+    fclose(f);
+}
+
+static void write_key(const char *dir, const char *file, const jr_link_key *k, int secret)
+{
+    uint8_t b[JR_LINK_KEY_BYTES];
+    size_t len;
+    ck_assert_int_eq(jr_link_key_encode(k, secret, b, sizeof b, &len), 0);
+    write_key_file(dir, file, b, len);
+}
+
+#define KEYS_BASE                                                                                  \
+    "\"name\":\"n1\",\"cluster\":\"C1\",\"listen\":\"127.0.0.1:4222\","                            \
+    "\"cluster_listen\":\"127.0.0.1:6222\",\"peers\":{\"n1\":\"127.0.0.1:6222\"},"                 \
+    "\"wal_dir\":\"/tmp/w\""
+
+static void expect_keys_error(const char *dir, const char *fields, const char *want)
+{
+    char json[1024], err[600] = "";
+    srv_config c;
+    snprintf(json, sizeof json, "{" KEYS_BASE ",%s}", fields);
+    ck_assert_int_eq(srv_config_parse(json, dir, &c, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, want) != NULL, "error \"%s\" does not say \"%s\"", err, want);
+}
+
+START_TEST(config_reads_and_checks_the_key_files)
+{
+    char dir[] = "/tmp/jetraft-proto-keys-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    jr_link_key *auth, *rogue, *id, *other;
+    ck_assert_int_eq(jr_link_key_generate(JR_LINK_AUTHORITY, NULL, &auth), 0);
+    ck_assert_int_eq(jr_link_key_generate(JR_LINK_AUTHORITY, NULL, &rogue), 0);
+    ck_assert_int_eq(jr_link_key_generate(JR_LINK_IDENTITY, NULL, &id), 0);
+    ck_assert_int_eq(jr_link_key_generate(JR_LINK_IDENTITY, NULL, &other), 0);
+    write_key(dir, "auth.pub", auth, 0);
+    write_key(dir, "n1.key", id, 1);
+    write_key(dir, "n1.pub", id, 0);
+    uint8_t cert[JR_LINK_CERT_MAX];
+    size_t cl;
+    ck_assert_int_eq(jr_link_cert_sign(auth, id, "C1", "n1", cert, sizeof cert, &cl), 0);
+    write_key_file(dir, "n1.cert", cert, cl);
+    ck_assert_int_eq(jr_link_cert_sign(auth, id, "C1", "n2", cert, sizeof cert, &cl), 0);
+    write_key_file(dir, "n2.cert", cert, cl);
+    ck_assert_int_eq(jr_link_cert_sign(rogue, id, "C1", "n1", cert, sizeof cert, &cl), 0);
+    write_key_file(dir, "rogue.cert", cert, cl);
+    ck_assert_int_eq(jr_link_cert_sign(auth, other, "C1", "n1", cert, sizeof cert, &cl), 0);
+    write_key_file(dir, "other.cert", cert, cl);
+    ck_assert_int_eq(jr_link_cert_sign(auth, id, "C2", "n1", cert, sizeof cert, &cl), 0);
+    write_key_file(dir, "c2.cert", cert, cl);
+
+    /* Relative paths are taken from the configuration's directory. */
+    srv_config c;
+    char err[600] = "";
+    ck_assert_int_eq(srv_config_parse("{" KEYS_BASE ",\"authority\":\"auth.pub\",\"identity\":"
+                                      "\"n1.key\",\"certificate\":\"n1.cert\"}",
+                                      dir, &c, err, sizeof err),
+                     0);
+    ck_assert_ptr_nonnull(c.authority);
+    ck_assert_int_eq(jr_link_key_has_secret(c.identity), 1);
+    ck_assert_uint_gt(c.cert_len, 0);
+    srv_config_free(&c);
+
+#define K(a, i, ce) "\"authority\":\"" a "\",\"identity\":\"" i "\",\"certificate\":\"" ce "\""
+    expect_keys_error(dir, K("auth.pub", "n1.key", "n2.cert"),
+                      "certificate: issued to \"n2\", not to this server (\"n1\")");
+    expect_keys_error(dir, K("auth.pub", "n1.key", "rogue.cert"),
+                      "certificate: not signed by this authority");
+    expect_keys_error(dir, K("auth.pub", "n1.key", "c2.cert"),
+                      "certificate: not signed by this authority for this cluster");
+    expect_keys_error(dir, K("auth.pub", "n1.key", "other.cert"),
+                      "certificate: not issued for the identity key");
+    expect_keys_error(dir, K("auth.pub", "n1.pub", "n1.cert"),
+                      "identity: not an identity key pair");
+    expect_keys_error(dir, K("n1.pub", "n1.key", "n1.cert"), "authority: not an authority key");
+    expect_keys_error(dir, K("missing.pub", "n1.key", "n1.cert"), "authority: cannot read");
+    expect_keys_error(dir, K("auth.pub", "n1.cert", "n1.cert"), "identity: ");
+    ck_assert_int_eq(
+        srv_config_parse("{\"name\":\"n1\",\"cluster\":\"C1\",\"listen\":\"a:1\","
+                         "\"cluster_listen\":\"a:2\",\"wal_dir\":\"/w\",\"peers\":{"
+                         "\"n1\":\"a:2\",\"n 2\":\"a:3\"}," K("auth.pub", "n1.key", "n1.cert") "}",
+                         dir, &c, err, sizeof err),
+        -1);
+    ck_assert_msg(strstr(err, "peers.n 2: a server name in a certificate"), "%s", err);
+    expect_keys_error(dir, "\"authority\":\"auth.pub\",\"identity\":\"n1.key\"",
+                      "certificate: required");
+    expect_keys_error(dir, K("auth.pub", "n1.key", "n1.cert") ",\"insecure_cluster\":true",
+                      "insecure_cluster: cannot be combined");
+#undef K
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    jr_link_key_free(auth);
+    jr_link_key_free(rogue);
+    jr_link_key_free(id);
+    jr_link_key_free(other);
+}
+END_TEST
+
+START_TEST(config_users_need_password_hashes)
+{
+    char hash[crypto_pwhash_STRBYTES], json[1024], err[600] = "";
+    ck_assert_int_eq(sodium_init() >= 0, 1);
+    ck_assert_int_eq(crypto_pwhash_str(hash, "s3cret", 6, crypto_pwhash_OPSLIMIT_INTERACTIVE,
+                                       crypto_pwhash_MEMLIMIT_INTERACTIVE),
+                     0);
+    srv_config c;
+    snprintf(json, sizeof json,
+             "{" BASE ",\"users\":[{\"user\":\"app\",\"password\":\"%s\"},"
+             "{\"user\":\"sys\",\"password\":\"%s\",\"system\":true}]}",
+             hash, hash);
+    ck_assert_int_eq(srv_config_parse(json, NULL, &c, err, sizeof err), 0);
+    ck_assert_uint_eq(c.nusers, 2);
+    ck_assert_str_eq(c.users[0].user, "app");
+    ck_assert_int_eq(c.users[0].system, 0);
+    ck_assert_int_eq(c.users[1].system, 1);
+    ck_assert_int_eq(crypto_pwhash_str_verify(c.users[1].hash, "s3cret", 6), 0);
+    srv_config_free(&c);
+    expect_config_error("{" BASE ",\"users\":[{\"user\":\"app\",\"password\":\"s3cret\"}]}",
+                        "users[0].password: must be a crypto_pwhash_str hash");
+    expect_config_error("{" BASE ",\"users\":[{\"user\":\"app\"}]}", "users[0]: needs");
+    expect_config_error("{" BASE ",\"users\":[{\"user\":\"app\",\"role\":1}]}",
+                        "users[0].role: unknown field");
+    expect_config_error("{" BASE ",\"users\":{}}", "users: must be an array");
+    snprintf(json, sizeof json,
+             "{" BASE ",\"users\":[{\"user\":\"a\",\"password\":\"%s\"},"
+             "{\"user\":\"a\",\"password\":\"%s\"}]}",
+             hash, hash);
+    expect_config_error(json, "users[1].user: \"a\" is listed twice");
 }
 END_TEST
 
@@ -491,7 +773,11 @@ int main(void)
     tcase_add_test(tc, an_oversized_or_empty_frame_length_closes_the_link);
     tcase_add_test(tc, sessions_name_each_other_then_carry_frames);
     tcase_add_test(tc, sessions_refuse_other_clusters_impostors_and_garbage);
+    tcase_add_test(tc, secure_sessions_prove_their_names_then_carry_sealed_frames);
+    tcase_add_test(tc, secure_sessions_refuse_other_authorities_names_and_plain_peers);
     tcase_add_test(tc, config_errors_name_the_field);
+    tcase_add_test(tc, config_reads_and_checks_the_key_files);
+    tcase_add_test(tc, config_users_need_password_hashes);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
