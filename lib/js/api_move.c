@@ -33,12 +33,13 @@ int jr__move_place(jr__js *js, const jr__meta_op *op, const char **peers, size_t
     size_t ncur = c ? c->npeers : s->npeers;
     const char *pick = NULL;
     if (c) {
-        /* a consumer's replica goes to a peer of its stream that does not hold it, online
-         * first, in the stream's placement order */
+        /* a consumer's replica goes to a peer of its stream that does not hold it and still
+         * takes placements (not draining, not removed), online first, in the stream's
+         * placement order */
         for (int pass = 0; pass < 2 && !pick; pass++) {
             for (size_t i = 0; i < s->npeers && !pick; i++) {
                 const char *p = s->peers[i];
-                if (jr__meta_consumer_has_peer(c, p)) continue;
+                if (jr__meta_consumer_has_peer(c, p) || jr__meta_server_leaving(st, p)) continue;
                 if (jr__mnode_online(js, p, NULL) == (pass == 0)) pick = p;
             }
         }
@@ -65,12 +66,15 @@ int jr__move_place(jr__js *js, const jr__meta_op *op, const char **peers, size_t
         }
         const char *keep[JR_MAX_REPLICAS];
         size_t nkeep = 0;
+        /* a peer on a removed server (a stream left short by a removal) is no server
+         * placement knows: it is not kept, and its slot is not refilled by this move */
         for (size_t i = 0; i < ncur; i++)
-            if (strcmp(cur[i], op->peer) != 0) keep[nkeep++] = cur[i];
+            if (strcmp(cur[i], op->peer) != 0 && jr__meta_server_find(st, cur[i]))
+                keep[nkeep++] = cur[i];
         const char *avoid[1] = {op->peer};
         jr__place_request req;
         memset(&req, 0, sizeof req);
-        req.replicas = (int)ncur;
+        req.replicas = (int)nkeep + 1; /* the peers kept and one replacement */
         req.cluster = cluster;
         req.tags = jr__stream_placement_tags(cfg, &req.ntags);
         req.max_bytes = cfg->max_bytes;
