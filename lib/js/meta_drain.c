@@ -93,8 +93,12 @@ static int propose_move(jr__js *js, const jr__meta_stream *s, const jr__meta_con
                                &term);
     if (rc) return rc;
     js->drain_wait = index;
+    const char *to = peers[0];
+    for (size_t i = 0; i < np; i++)
+        if (!(c ? jr__meta_consumer_has_peer(c, peers[i]) : jr__meta_stream_has_peer(s, peers[i])))
+            to = peers[i];
     jr__node_log(js->n, JR_LOG_INFO, "meta leader: moving %s%s%s off server '%s' (to %s)", s->name,
-                 c ? "/" : "", c ? c->name : "", gone, peers[0]);
+                 c ? "/" : "", c ? c->name : "", gone, to);
     return 1;
 }
 
