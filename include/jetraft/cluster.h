@@ -143,12 +143,14 @@ JR_API int jr_meta_stepdown(jr_node *node, const char *peer, jr_meta_cb cb, void
  * stream and consumer replica the server held on a server that qualifies (the stream's
  * placement: cluster, tags, unique tag, capacity), as a peer change the stream's group then
  * converges to; a stream it cannot re-place keeps running under-replicated (the removed server
- * stays among its peers, shown offline in its info, until an update re-places it) — never
- * dropped. A stream whose only replica the server held is not re-placed (its data went with the
- * server). The meta group removes the server from its configuration, and the server is
- * tombstoned: if it is running it stops and says why (an error in its log, jr_meta_info.removed,
- * JR_EREMOVED for every request on it), and if it comes back it is refused, never re-added.
- * One change at a time. cb gets, after the removal committed and the meta group's
+ * stays among its peers, shown offline in its info and listed in jr_meta_info.under_replicated)
+ * — never dropped — and the meta leader re-places it by itself as soon as a server qualifies
+ * (one joins, comes back online or stops draining). A stream whose only replica the server
+ * held lost its data with the server: it starts again, empty, on a server that qualifies (as
+ * in JetStream), with its consumers. The meta group removes the server from its configuration, and
+ * the server is tombstoned: if it is running it stops and says why (an error in its log,
+ * jr_meta_info.removed, JR_EREMOVED for every request on it), and if it comes back it is refused,
+ * never re-added. One change at a time. cb gets, after the removal committed and the meta group's
  * configuration no longer lists the server, 0 with a message naming what was re-placed and the
  * streams left under-replicated, or: JR_ENOTMEMBER ("server is not a member of the cluster":
  * unknown, or removed already), JR_EBUSY ("cluster member change is in progress": a server

@@ -44,14 +44,6 @@ static const char *leaving_peer(const jr__meta_state *st, const char *const *pee
     return NULL;
 }
 
-/* 1 if every peer is a removed server: the group has nobody left to copy from. */
-static int all_removed(const jr__meta_state *st, const char *const *peers, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!jr__meta_server_removed(st, peers[i])) return 0;
-    return n > 0;
-}
-
 static int consumers_busy(const jr__meta_stream *s)
 {
     for (size_t i = 0; i < s->nconsumers; i++)
@@ -119,10 +111,8 @@ static void drain_pass(jr__js *js)
         /* one change per group: the stream, or any of its consumers, mid-change waits (its
          * convergence makes the next pass) */
         if (jr__meta_stream_busy(s) || consumers_busy(s)) continue;
-        if (all_removed(st, s->peers, s->npeers)) {
-            stuck = 1; /* its only replicas went with their servers: nothing to copy from */
-            continue;
-        }
+        /* a stream whose every replica went with removed servers is reseeded: it starts
+         * again, empty, on new servers (meta_move.h) */
         int rc = propose_move(js, s, NULL, gone);
         if (rc == 1) {
             proposed++;
@@ -207,7 +197,6 @@ static int unplaced(jr__js *js, const jr__meta_stream *s, const jr__meta_consume
                     const char *server)
 {
     if (jr__meta_stream_busy(s) || (c && jr__meta_consumer_busy(c))) return 0;
-    if (all_removed(&js->st, s->peers, s->npeers)) return 1;
     jr__meta_op op;
     move_op(&op, s, c, server);
     const char *peers[JR_MAX_REPLICAS];

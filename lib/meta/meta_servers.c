@@ -9,7 +9,8 @@
  * had when it proposed, so each re-placement is checked again here against the state at the
  * op's index: one that no longer fits (the stream was deleted, changed peers, or is mid-change
  * meanwhile) is skipped, the same on every replica, and the stream keeps the removed server
- * among its peers — under-replicated until a later update re-places it.
+ * among its peers — under-replicated until a later update or PEER_MOVE re-places it (the meta
+ * leader proposes one as soon as a server qualifies, js meta_drain.c).
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -31,7 +31,7 @@
  *                  names the server, is not mid-change and whose new peers are known servers
  *                  (or its own current peers) gives the stream that peer set (a peer change
  *                  begins, its consumers follow); a stream not re-placed keeps the removed
- *                  server among its peers (under-replicated, until an update re-places it).
+ *                  server among its peers (under-replicated, until a PEER_MOVE re-places it).
  *   SERVER_DRAIN   (meta_servers.c) a removed or unknown server → JR_ENOTMEMBER; start: the
  *                  server is draining (again: 0, nothing changes); cancel of a server not
  *                  draining → JR_ENOCHANGE "server 'X' is not draining"; else it takes

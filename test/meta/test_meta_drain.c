@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "meta_test.h"
+#include "meta/meta_move.h"
 #include "util/checksum.h"
 
 #define FIRST_GROUP 100
@@ -268,6 +269,151 @@ START_TEST(snapshot_keeps_the_draining_servers_and_reads_version_6)
 }
 END_TEST
 
+static jr__meta_op move_op(const char *stream, const char *consumer, const char *peer,
+                           const char *const *peers, size_t npeers)
+{
+    jr__meta_op op;
+    memset(&op, 0, sizeof op);
+    op.type = JR__META_PEER_MOVE;
+    op.stream = stream;
+    op.consumer = consumer;
+    op.action = JR__META_MOVE_EVACUATE;
+    op.peer = peer;
+    op.peers = peers;
+    op.npeers = npeers;
+    return op;
+}
+
+/* A group whose every peer was removed is reseeded by an evacuation: a fresh, empty group under
+ * a new id on the new peers, which bootstrap it. */
+START_TEST(an_evacuation_of_a_group_whose_peers_all_were_removed_reseeds_it)
+{
+    jr__meta_state st;
+    cluster(&st);
+    jr__meta_result res;
+    jr__meta_op rm;
+    memset(&rm, 0, sizeof rm);
+    rm.type = JR__META_SERVER_REMOVE;
+    rm.server.name = "n3"; /* no re-placements: LOGS (R1) and ORDERS/C (R1) lose their only peer */
+    ck_assert_int_eq(mt_apply(&st, 20, &rm, &res), 0);
+    const jr__meta_stream *logs = jr__meta_stream_find(&st, "LOGS");
+    const jr__meta_stream *orders = jr__meta_stream_find(&st, "ORDERS");
+    ck_assert(jr__meta_move_reseeds(&st, logs, NULL));
+    ck_assert(!jr__meta_move_reseeds(&st, orders, NULL));
+    ck_assert(jr__meta_move_reseeds(&st, orders, jr__meta_consumer_find(orders, "C")));
+    uint64_t old_group = logs->group, next = st.next_group;
+    /* a peer set that keeps a removed peer, or names an unknown server: refused */
+    static const char *p3[] = {"n3"}, *p9[] = {"n9"}, *p4[] = {"n4"}, *p1[] = {"n1"};
+    jr__meta_op op = move_op("LOGS", NULL, "n3", p3, 1);
+    ck_assert_int_eq(mt_apply(&st, 21, &op, &res), JR_EINVAL);
+    op = move_op("LOGS", NULL, "n3", p9, 1);
+    ck_assert_int_eq(mt_apply(&st, 22, &op, &res), JR_EINVAL);
+    /* onto n4: a new group, created (and converged) at this index, bootstrapped by n4 */
+    op = move_op("LOGS", NULL, "n3", p4, 1);
+    ck_assert_int_eq(mt_apply(&st, 23, &op, &res), 0);
+    logs = jr__meta_stream_find(&st, "LOGS");
+    ck_assert_uint_eq(logs->group, next);
+    ck_assert_uint_eq(st.next_group, next + 1);
+    ck_assert_uint_eq(res.group, logs->group);
+    ck_assert_ptr_null(jr__meta_stream_by_group(&st, old_group));
+    ck_assert_ptr_eq(jr__meta_stream_by_group(&st, logs->group), logs);
+    ck_assert_uint_eq(logs->created, 23);
+    ck_assert(!jr__meta_stream_busy(logs));
+    ck_assert(jr__meta_stream_bootstraps(logs));
+    ck_assert_ptr_null(logs->origin);
+    ck_assert_str_eq(logs->peers[0], "n4");
+    /* n4's plan creates it */
+    jr__meta_plan plan;
+    ck_assert_int_eq(jr__meta_desired(&st, "n4", NULL, 0, &plan), 0);
+    int creates = 0;
+    for (size_t i = 0; i < plan.n; i++)
+        creates += plan.actions[i].kind == JR__META_CREATE && plan.actions[i].group == logs->group;
+    ck_assert_int_eq(creates, 1);
+    jr__meta_plan_free(&plan);
+    /* ORDERS's consumer C (R1 on n3): reseeded within the stream's other peers */
+    const jr__meta_consumer *cc = jr__meta_consumer_find(orders, "C");
+    uint64_t old_c = cc->group;
+    op = move_op("ORDERS", "C", "n3", p4, 1); /* n4 does not hold ORDERS */
+    ck_assert_int_eq(mt_apply(&st, 24, &op, &res), JR_EINVAL);
+    op = move_op("ORDERS", "C", "n3", p1, 1);
+    ck_assert_int_eq(mt_apply(&st, 25, &op, &res), 0);
+    orders = jr__meta_stream_find(&st, "ORDERS");
+    cc = jr__meta_consumer_find(orders, "C");
+    ck_assert_uint_ne(cc->group, old_c);
+    ck_assert_ptr_null(jr__meta_consumer_by_group(&st, old_c));
+    ck_assert_ptr_eq(jr__meta_consumer_by_group(&st, cc->group), cc);
+    ck_assert(jr__meta_consumer_bootstraps(cc));
+    ck_assert(!jr__meta_consumer_busy(cc));
+    ck_assert_str_eq(cc->peers[0], "n1");
+    /* the reseeded state snapshots and restores byte for byte */
+    jr__buf a, b;
+    jr__buf_init(&a, NULL);
+    jr__buf_init(&b, NULL);
+    ck_assert_int_eq(jr__meta_snapshot(&st, &a), 0);
+    jr__meta_state r;
+    jr__meta_state_init(&r, NULL, 1);
+    ck_assert_int_eq(jr__meta_restore(&r, a.data, a.len), 0);
+    ck_assert_int_eq(jr__meta_snapshot(&r, &b), 0);
+    ck_assert_uint_eq(a.len, b.len);
+    ck_assert_int_eq(memcmp(a.data, b.data, a.len), 0);
+    jr__buf_free(&a);
+    jr__buf_free(&b);
+    jr__meta_state_free(&r);
+    jr__meta_state_free(&st);
+}
+END_TEST
+
+/* Out of memory at every allocation of a reseed: either nothing changed (the apply reports
+ * JR_ENOMEM) or the whole reseed happened. */
+START_TEST(a_reseed_out_of_memory_changes_nothing)
+{
+    static const char *p4[] = {"n4"};
+    for (long fail = 0;; fail++) {
+        mt_faulty f = {-1};
+        jr_allocator a = mt_faulty_allocator(&f);
+        jr__meta_state st;
+        cluster(&st);
+        jr__meta_result res;
+        jr__meta_op rm;
+        memset(&rm, 0, sizeof rm);
+        rm.type = JR__META_SERVER_REMOVE;
+        rm.server.name = "n3";
+        ck_assert_int_eq(mt_apply(&st, 20, &rm, &res), 0);
+        /* move the state onto the faulty allocator by a snapshot round trip */
+        jr__buf b;
+        jr__buf_init(&b, NULL);
+        ck_assert_int_eq(jr__meta_snapshot(&st, &b), 0);
+        jr__meta_state fs;
+        jr__meta_state_init(&fs, &a, 1);
+        ck_assert_int_eq(jr__meta_restore(&fs, b.data, b.len), 0);
+        jr__meta_op op = move_op("LOGS", NULL, "n3", p4, 1);
+        f.countdown = fail;
+        int rc = jr__meta_apply_op(&fs, 30, &op, &res);
+        f.countdown = -1;
+        const jr__meta_stream *logs = jr__meta_stream_find(&fs, "LOGS");
+        jr__buf c;
+        jr__buf_init(&c, NULL);
+        ck_assert_int_eq(jr__meta_snapshot(&fs, &c), 0);
+        int done = rc == 0;
+        if (rc) {
+            ck_assert_int_eq(rc, JR_ENOMEM);
+            ck_assert_uint_eq(c.len, b.len); /* unchanged, byte for byte */
+            ck_assert_int_eq(memcmp(c.data, b.data, b.len), 0);
+        } else {
+            ck_assert_int_eq(res.status, 0);
+            ck_assert_str_eq(logs->peers[0], "n4");
+            ck_assert_ptr_eq(jr__meta_stream_by_group(&fs, logs->group), logs);
+        }
+        jr__buf_free(&b);
+        jr__buf_free(&c);
+        jr__meta_state_free(&fs);
+        jr__meta_state_free(&st);
+        if (done) break;
+        ck_assert_int_lt(fail, 1000);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("meta_drain");
@@ -275,6 +421,8 @@ int main(void)
     tcase_add_test(tc, drain_op_round_trips_and_decodes_strictly);
     tcase_add_test(tc, drain_marks_the_server_and_keeps_every_assignment);
     tcase_add_test(tc, snapshot_keeps_the_draining_servers_and_reads_version_6);
+    tcase_add_test(tc, an_evacuation_of_a_group_whose_peers_all_were_removed_reseeds_it);
+    tcase_add_test(tc, a_reseed_out_of_memory_changes_nothing);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

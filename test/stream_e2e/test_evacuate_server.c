@@ -11,7 +11,8 @@
  *     placement target again; bad input is refused;
  *   - the meta leader fails mid-drain: the next one finishes it;
  *   - a stream left under-replicated by a peer-remove is re-placed by itself when a server
- *     joins, and when a server stops draining.
+ *     joins, and when a server stops draining; an R1 stream whose server was removed starts
+ *     again, empty, on another server.
  *
  * Every node carries the tag "host:<name>", so a stream can be pinned to one server.
  * JR_E2E_LOG=1 prints the nodes' log lines.
@@ -583,6 +584,50 @@ START_TEST(an_under_replicated_stream_is_re_placed_when_a_drain_is_cancelled)
 }
 END_TEST
 
+START_TEST(an_r1_stream_whose_server_was_removed_starts_again_empty_elsewhere)
+{
+    e2e c;
+    work w;
+    cluster(&c, 4, 306);
+    unsigned x = orders_peer(&c, 2);
+    const char *xn = jr_sim_name(c.sim, x);
+    add_logs(&c, x, 10, 1);
+    memset(&w, 0, sizeof w);
+    w.c = &c;
+    w.n = 600;
+    w.res = calloc((size_t)w.n, sizeof *w.res);
+    run(&w, 300 * MS);
+    /* LOGS's only server dies for good and is removed: its data went with it */
+    w.skip[x] = 1;
+    ck_assert_int_eq(jr_sim_crash(c.sim, x), 0);
+    run(&w, 300 * MS);
+    unsigned via = (x + 1) % 4;
+    e2e_res r;
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_server_peer_remove(e2e_node(&c, via), xn, e2e_admin_cb, &r), 0);
+    while (!r.done) run(&w, 5 * MS);
+    ck_assert_msg(r.status == 0, "%s", r.msg);
+    /* the meta leader starts LOGS (and its consumer) again on a live server, empty */
+    run_until_drained(&w, via, xn, 0, 60 * SEC);
+    unsigned peers[4];
+    ck_assert_int_eq(e2e_meta_peers(&c, via, "LOGS", peers, 4), 1);
+    ck_assert_uint_ne(peers[0], x);
+    ck_assert_int_ge(e2e_wait_stream(&c, via, "LOGS", 0, 20 * SEC), 0);
+    e2e_res info;
+    ck_assert_int_eq(e2e_info(&c, via, "LOGS", &info), 0);
+    ck_assert_uint_eq(info.state.msgs, 0);
+    ck_assert_int_eq(e2e_publish(&c, via, "logs.c", "again", 5, NULL, &r), 0);
+    ck_assert_uint_eq(r.seq, 1);
+    minfo m;
+    ck_assert_int_eq(meta_info(&c, via, NULL, &m), 0);
+    ck_assert_uint_eq(m.nunder, 0);
+    /* ORDERS went on with its other peers and a replacement; nothing acknowledged lost */
+    check_nothing_lost(&w, via);
+    free(w.res);
+    e2e_free(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("evacuate_server");
@@ -593,6 +638,7 @@ static Suite *suite(void)
     tcase_add_test(tc, the_drain_completes_across_a_meta_leader_failover);
     tcase_add_test(tc, an_under_replicated_stream_is_re_placed_when_a_server_joins);
     tcase_add_test(tc, an_under_replicated_stream_is_re_placed_when_a_drain_is_cancelled);
+    tcase_add_test(tc, an_r1_stream_whose_server_was_removed_starts_again_empty_elsewhere);
     suite_add_tcase(s, tc);
     return s;
 }
