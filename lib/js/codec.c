@@ -259,7 +259,8 @@ int jr__servers_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__
                 return JR_ECORRUPT;
         }
     }
-    if (take_names(&r, &at, end, out->tags, len, &ntags_all, &in->under_replicated,
+    if (!r.err && jr__rd_left(&r) && /* absent when there are none */
+        take_names(&r, &at, end, out->tags, len, &ntags_all, &in->under_replicated,
                    &in->nunder_replicated))
         return JR_ECORRUPT;
     if (r.err || jr__rd_left(&r)) return JR_ECORRUPT;

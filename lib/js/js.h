@@ -907,7 +907,8 @@ void jr__drain_tick(jr__js *js);
 /* An applied meta op's result: ops that may make a move possible mark the next pass. */
 void jr__drain_note(jr__js *js, const jr__meta_result *res);
 /* Cluster info: list<str> remaining | list<str> unplaced of a draining server, and the
- * list<str> of streams and consumers with a replica on a removed server. */
+ * list<str> of streams and consumers with a replica on a removed server (nothing when there
+ * are none, so the report is the same as before drains existed). */
 void jr__drain_report(jr__js *js, const char *server, jr__buf *b);
 void jr__drain_report_under(jr__js *js, jr__buf *b);
 

@@ -263,7 +263,10 @@ void jr__drain_report_under(jr__js *js, jr__buf *b)
             n++;
         }
     }
-    if (!b->err) b->data[at] = (uint8_t)n;
+    if (!n && !b->err)
+        b->len = at; /* none: the report ends as it did before the list existed */
+    else if (!b->err)
+        b->data[at] = (uint8_t)n;
 }
 
 /* Public -------------------------------------------------------------------------------------*/
