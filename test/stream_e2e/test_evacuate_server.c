@@ -9,6 +9,8 @@
  *   - a replica no server qualifies for (its placement tags name the server) stays, is reported
  *     unplaced in the meta info and keeps serving; cancelling the drain makes the server a
  *     placement target again; bad input is refused;
+ *   - a stream held on the server by its tags stays, but its R1 consumers there move to its
+ *     other peers;
  *   - the meta leader fails mid-drain: the next one finishes it;
  *   - a stream left under-replicated by a peer-remove is re-placed by itself when a server
  *     joins, and when a server stops draining; an R1 stream whose server was removed starts
@@ -444,6 +446,58 @@ START_TEST(a_replica_no_server_qualifies_for_stays_and_is_reported)
 }
 END_TEST
 
+/* A stream that cannot leave the server (its tags hold it on three servers) stays; its R1
+ * consumers on the server still move to its other peers. */
+START_TEST(consumers_of_a_stream_that_cannot_move_still_leave_the_server)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    for (unsigned i = 0; i < 4; i++) {
+        c.tags[i][0] = host_tag[i];
+        c.tags[i][1] = i < 3 ? "grp:a" : "grp:b";
+        c.ntags[i] = 2;
+    }
+    ck_assert_int_eq(e2e_new(&c, 4, 307, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 4, 10 * SEC), 0);
+    static const char *grp[] = {"grp:a"}, *ps[] = {"pinned.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "PINNED", ps, 1, 3);
+    cfg.placement = e2e_placement(NULL, grp, 1);
+    e2e_res r;
+    ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "PINNED: %s", r.msg);
+    char names[6][8];
+    for (int i = 0; i < 6; i++) {
+        snprintf(names[i], sizeof names[i], "PC%d", i);
+        add_consumer(&c, "PINNED", names[i], 1);
+    }
+    for (int i = 0; i < 20; i++)
+        ck_assert_int_eq(e2e_publish(&c, 1, "pinned.a", "p", 1, NULL, &r), 0);
+    int busy;
+    size_t before = on_server(&c, 1, "n0", &busy);
+    ck_assert_uint_ge(before, 2); /* the stream and at least one of six consumers */
+    work w;
+    memset(&w, 0, sizeof w);
+    w.c = &c; /* no ORDERS here: the loop only runs the cluster */
+    w.fetching = 1;
+    e2e_res er;
+    ck_assert_msg(evacuate(&w, 1, "n0", 0, &er) == 0, "evacuate: %s", er.msg);
+    run_until_drained(&w, 1, "n0", 1, 60 * SEC); /* only PINNED's own replica is left */
+    const jr__meta_stream *s = jr__meta_stream_find(&jr__js_of(e2e_node(&c, 1))->st, "PINNED");
+    ck_assert(jr__meta_stream_has_peer(s, "n0"));
+    for (size_t k = 0; k < s->nconsumers; k++)
+        ck_assert(!jr__meta_consumer_has_peer(s->consumers[k], "n0"));
+    minfo m;
+    ck_assert_int_eq(meta_info(&c, 1, "n0", &m), 0);
+    ck_assert_uint_eq(m.nremaining, 1);
+    ck_assert_str_eq(m.remaining[0], "PINNED");
+    ck_assert_uint_eq(m.nunplaced, 1);
+    /* the stream still takes writes and keeps every message */
+    ck_assert_int_eq(e2e_publish(&c, 2, "pinned.a", "p", 1, NULL, &r), 0);
+    ck_assert_uint_eq(r.seq, 21);
+    e2e_free(&c);
+}
+END_TEST
+
 START_TEST(the_drain_completes_across_a_meta_leader_failover)
 {
     e2e c;
@@ -635,6 +689,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, evacuating_a_server_moves_every_stream_and_consumer_replica_off_it);
     tcase_add_test(tc, a_replica_no_server_qualifies_for_stays_and_is_reported);
+    tcase_add_test(tc, consumers_of_a_stream_that_cannot_move_still_leave_the_server);
     tcase_add_test(tc, the_drain_completes_across_a_meta_leader_failover);
     tcase_add_test(tc, an_under_replicated_stream_is_re_placed_when_a_server_joins);
     tcase_add_test(tc, an_under_replicated_stream_is_re_placed_when_a_drain_is_cancelled);
