@@ -11,7 +11,9 @@
  * whose group and consumers are not mid-change, it picks a replacement by the stream's placement
  * rules (jr__move_place; draining servers never qualify) and proposes a PEER_MOVE evacuate, the
  * same op jr_stream_evacuate ends in — so the replacement joins and catches up before the old
- * peer leaves, and the stream's consumers follow it. A stream no server qualifies for stays;
+ * peer leaves, and the stream's consumers follow it; a stream whose every peer was removed has
+ * nobody to copy from and starts again, empty, on new servers (a reseed, meta_move.h). A
+ * stream no server qualifies for stays;
  * its consumers on the leaving server still move within the stream's other peers. Groups
  * mid-change are skipped: one change per group at a time, every other group in the same pass.
  * A new leader, any server op (info, join, remove, drain) and any peer change applied or
