@@ -13,9 +13,9 @@
  * same op jr_stream_evacuate ends in — so the replacement joins and catches up before the old
  * peer leaves, and the stream's consumers follow it; a stream whose every peer was removed has
  * nobody to copy from and starts again, empty, on new servers (a reseed, meta_move.h). A
- * stream no server qualifies for stays;
- * its consumers on the leaving server still move within the stream's other peers. Groups
- * mid-change are skipped: one change per group at a time, every other group in the same pass.
+ * stream no server qualifies for stays; its consumers on the leaving server still move within
+ * the stream's other peers. Groups mid-change are skipped: one change per group at a time,
+ * every other group in the same pass.
  * A new leader, any server op (info, join, remove, drain) and any peer change applied or
  * converged make the next tick look again; while something could not be placed it also looks
  * every few election timeouts, since a server coming back online is no op. The leader proposes
