@@ -161,7 +161,10 @@ void jr__drain_tick(jr__js *js)
     if (!js->drain_dirty && (!js->drain_next || now < js->drain_next)) return;
     js->drain_dirty = 0;
     js->drain_next = 0;
-    drain_pass(js);
+    /* the usual case costs no walk over the streams: nobody drains and nobody was removed */
+    int leaving = js->st.nremoved > 0;
+    for (size_t i = 0; i < js->st.nservers && !leaving; i++) leaving = js->st.servers[i]->draining;
+    if (leaving) drain_pass(js);
 }
 
 void jr__drain_note(jr__js *js, const jr__meta_result *res)
