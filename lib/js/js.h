@@ -502,6 +502,7 @@ struct jr__js {
     uint64_t drain_next; /* also look then (something could not be placed; 0: no) */
     uint64_t drain_wait; /* index of this leader's last PEER_MOVE: no pass before it applied */
     uint64_t drain_term; /* the meta term drain_wait belongs to */
+    uint64_t drain_from; /* no pass before (a new leadership's view of liveness settles) */
     struct jr__mm_join { /* member: joins forwarded to the meta leader for strangers */
         jr__js *js;
         char name[256];

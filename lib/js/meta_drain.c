@@ -150,14 +150,18 @@ void jr__drain_tick(jr__js *js)
     if (!jr__raft_ready(raft) || jr__raft_transferring(raft) || !jr__mnode_replayed(js) ||
         !jr__mnode_current(js))
         return;
-    uint64_t term = jr__raft_term(raft);
-    if (term != js->drain_term) { /* a new leadership: look at everything once */
+    uint64_t term = jr__raft_term(raft), now = jr__node_now(js->n);
+    if (term != js->drain_term) {
+        /* A new leadership looks at everything once — after two election timeouts, when its
+         * view of who is online (jr__mnode_online) no longer counts a server that died before
+         * the election, such as the leader it replaces: a move onto it would wait for it. */
         js->drain_term = term;
         js->drain_wait = 0;
         js->drain_dirty = 1;
+        js->drain_from = jr__deadline(now, 2 * js->election_ns);
     }
+    if (now < js->drain_from) return;
     if (js->drain_wait > js->st.applied) return; /* this leader's last move has not applied */
-    uint64_t now = jr__node_now(js->n);
     if (!js->drain_dirty && (!js->drain_next || now < js->drain_next)) return;
     js->drain_dirty = 0;
     js->drain_next = 0;
