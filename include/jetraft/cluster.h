@@ -170,7 +170,9 @@ JR_API int jr_server_peer_remove(jr_node *node, const char *server, jr_meta_cb c
  * an R1 stream keeps its data), one change at a time per group, many groups at once. A replica
  * no qualifying server can take stays where it is (never dropped) and is listed as unplaced in
  * jr_meta_info_get (jr_server_info.draining, .remaining, .unplaced); it moves as soon as a
- * server qualifies. cb gets, once the drain committed (moves follow), 0 with a message counting
+ * server qualifies. A move whose replacement fails before it caught up waits for it, as
+ * jr_stream_evacuate's does; jr_stream_cancel_move ends it, and the drain then tries another
+ * server. cb gets, once the drain committed (moves follow), 0 with a message counting
  * the replicas to move (also when the server drains already), or JR_ENOTMEMBER ("server is not
  * a member of the cluster": unknown or removed), JR_ENOLEADER / JR_ETIMEDOUT / JR_ENOQUORUM as
  * for other meta requests. Returns 0 (cb will run) or JR_EINVAL (NULL node, server or cb; a
