@@ -11,7 +11,8 @@
  *     placement target again; bad input is refused;
  *   - a stream held on the server by its tags stays, but its R1 consumers there move to its
  *     other peers;
- *   - the meta leader fails mid-drain: the next one finishes it;
+ *   - the meta leader fails mid-drain: the next one finishes it; a replacement that dies
+ *     before it caught up holds its move until cancelled, then the drain picks another;
  *   - a stream left under-replicated by a peer-remove is re-placed by itself when a server
  *     joins, and when a server stops draining; an R1 stream whose server was removed starts
  *     again, empty, on another server.
@@ -557,6 +558,60 @@ START_TEST(the_drain_completes_across_a_meta_leader_failover)
 }
 END_TEST
 
+/* The replacement a drain picked dies before it caught up: the move waits for it; cancelled,
+ * the drain picks another server and finishes. */
+START_TEST(a_replacement_that_dies_mid_move_is_replaced_after_a_cancel)
+{
+    e2e c;
+    work w;
+    cluster(&c, 5, 308);
+    unsigned x = orders_peer(&c, 0), via = orders_peer(&c, 1);
+    const char *xn = jr_sim_name(c.sim, x);
+    memset(&w, 0, sizeof w);
+    w.c = &c;
+    w.n = 800;
+    w.res = calloc((size_t)w.n, sizeof *w.res);
+    run(&w, 300 * MS);
+    e2e_res r;
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_server_evacuate(e2e_node(&c, via), xn, e2e_admin_cb, &r), 0);
+    /* the moment the assignment names the replacement, it dies */
+    const jr__meta_state *st = &jr__js_of(e2e_node(&c, via))->st;
+    uint64_t t0 = jr_sim_now(c.sim);
+    while (!jr__meta_stream_busy(jr__meta_stream_find(st, "ORDERS"))) {
+        ck_assert(jr_sim_now(c.sim) - t0 < 20 * SEC);
+        jr_sim_run_for(c.sim, 1 * MS);
+    }
+    unsigned peers[4], t = 0;
+    ck_assert_int_eq(e2e_meta_peers(&c, via, "ORDERS", peers, 4), 3);
+    for (int k = 0; k < 3; k++)
+        if (peers[k] != orders_peer(&c, 1) && peers[k] != orders_peer(&c, 2)) t = peers[k];
+    ck_assert_uint_ne(t, x);
+    w.skip[t] = 1;
+    ck_assert_int_eq(jr_sim_crash(c.sim, t), 0);
+    ck_assert_int_eq(e2e_wait(&c, &r, 20 * SEC), 0);
+    ck_assert_msg(r.status == 0, "evacuate: %s", r.msg);
+    /* the move waits for it (ORDERS keeps serving on the others) */
+    run(&w, 3 * SEC);
+    ck_assert_int_eq(e2e_meta_busy(&c, via, "ORDERS"), 1);
+    /* cancelled: back to where it started, then the drain tries another server */
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_stream_cancel_move(e2e_node(&c, via), "ORDERS", e2e_admin_cb, &r), 0);
+    while (!r.done) run(&w, 5 * MS);
+    ck_assert_msg(r.status == 0, "cancel: %s", r.msg);
+    run_until_drained(&w, via, xn, 0, 60 * SEC);
+    ck_assert_int_eq(e2e_meta_peers(&c, via, "ORDERS", peers, 4), 3);
+    for (int k = 0; k < 3; k++) {
+        ck_assert_uint_ne(peers[k], x);
+        ck_assert_uint_ne(peers[k], t);
+    }
+    ck_assert_int_ge(e2e_wait_stream(&c, via, "ORDERS", 2, 20 * SEC), 0);
+    check_nothing_lost(&w, via);
+    free(w.res);
+    e2e_free(&c);
+}
+END_TEST
+
 START_TEST(an_under_replicated_stream_is_re_placed_when_a_server_joins)
 {
     e2e c;
@@ -702,6 +757,7 @@ static Suite *suite(void)
     tcase_add_test(tc, a_replica_no_server_qualifies_for_stays_and_is_reported);
     tcase_add_test(tc, consumers_of_a_stream_that_cannot_move_still_leave_the_server);
     tcase_add_test(tc, the_drain_completes_across_a_meta_leader_failover);
+    tcase_add_test(tc, a_replacement_that_dies_mid_move_is_replaced_after_a_cancel);
     tcase_add_test(tc, an_under_replicated_stream_is_re_placed_when_a_server_joins);
     tcase_add_test(tc, an_under_replicated_stream_is_re_placed_when_a_drain_is_cancelled);
     tcase_add_test(tc, an_r1_stream_whose_server_was_removed_starts_again_empty_elsewhere);
