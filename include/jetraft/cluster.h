@@ -92,7 +92,21 @@ typedef struct jr_server_info {
     uint64_t lag;       /* meta log entries behind the leader */
     uint32_t assets;    /* stream replicas placed on it */
     int damaged;        /* its meta replica lost data and waits for repair */
+    /* 1 while the server drains (jr_server_evacuate): it takes no new placement and the meta
+     * leader moves its replicas off. */
+    int draining;
+    /* Draining: the replicas still on it, streams as "ORDERS" and consumers as "ORDERS/C1"
+     * (names in order, at most JR_DRAIN_LIST_MAX), and of those the ones no qualifying server
+     * can take now (they stay, under-replicated in their placement's eyes, until one can).
+     * None when not draining. */
+    const char *const *remaining;
+    size_t nremaining;
+    const char *const *unplaced;
+    size_t nunplaced;
 } jr_server_info;
+
+/* Most names jr_server_info.remaining, .unplaced and jr_meta_info.under_replicated list. */
+#define JR_DRAIN_LIST_MAX 64
 
 typedef struct jr_meta_info {
     size_t size;                          /* sizeof(jr_meta_info) as built into the library */
@@ -105,6 +119,12 @@ typedef struct jr_meta_info {
      * any more and every request on it fails with JR_EREMOVED; the callback then gets
      * JR_EREMOVED with this node's own, last view. */
     int removed;
+    /* Streams ("ORDERS") and consumers ("ORDERS/C1") with a replica on a server removed from
+     * the cluster (jr_server_peer_remove found no replacement then): the meta leader re-places
+     * them as soon as a qualifying server is available (a server joins, comes back online, or
+     * stops draining). In name order, at most JR_DRAIN_LIST_MAX. */
+    const char *const *under_replicated;
+    size_t nunder_replicated;
 } jr_meta_info;
 typedef void (*jr_meta_info_cb)(void *arg, int status, const char *msg, const jr_meta_info *info);
 /* The cluster as the meta leader sees it (the JetStream "server report"): the meta leader and
@@ -123,12 +143,14 @@ JR_API int jr_meta_stepdown(jr_node *node, const char *peer, jr_meta_cb cb, void
  * stream and consumer replica the server held on a server that qualifies (the stream's
  * placement: cluster, tags, unique tag, capacity), as a peer change the stream's group then
  * converges to; a stream it cannot re-place keeps running under-replicated (the removed server
- * stays among its peers, shown offline in its info, until an update re-places it) — never
- * dropped. A stream whose only replica the server held is not re-placed (its data went with the
- * server). The meta group removes the server from its configuration, and the server is
- * tombstoned: if it is running it stops and says why (an error in its log, jr_meta_info.removed,
- * JR_EREMOVED for every request on it), and if it comes back it is refused, never re-added.
- * One change at a time. cb gets, after the removal committed and the meta group's
+ * stays among its peers, shown offline in its info and listed in jr_meta_info.under_replicated)
+ * — never dropped — and the meta leader re-places it by itself as soon as a server qualifies
+ * (one joins, comes back online or stops draining). A stream whose only replica the server
+ * held lost its data with the server: it starts again, empty, on a server that qualifies (as
+ * in JetStream), with its consumers. The meta group removes the server from its configuration, and
+ * the server is tombstoned: if it is running it stops and says why (an error in its log,
+ * jr_meta_info.removed, JR_EREMOVED for every request on it), and if it comes back it is refused,
+ * never re-added. One change at a time. cb gets, after the removal committed and the meta group's
  * configuration no longer lists the server, 0 with a message naming what was re-placed and the
  * streams left under-replicated, or: JR_ENOTMEMBER ("server is not a member of the cluster":
  * unknown, or removed already), JR_EBUSY ("cluster member change is in progress": a server
@@ -138,6 +160,29 @@ JR_API int jr_meta_stepdown(jr_node *node, const char *peer, jr_meta_cb cb, void
  * removed, JR_EREMOVED once it stops. Returns 0 (cb will run) or JR_EINVAL, JR_ECLOSED,
  * JR_EREMOVED, JR_ENOTSUP, JR_ENOMEM (cb will not run). */
 JR_API int jr_server_peer_remove(jr_node *node, const char *server, jr_meta_cb cb, void *arg);
+
+/* Drains server `server` (JetStream's SERVER.EVACUATE), for a server that stays in the cluster
+ * (maintenance, decommissioning before jr_server_peer_remove); called on any server. The meta
+ * group records that the server is draining (it survives restarts and meta leader failovers):
+ * from then on no placement picks it, and the meta leader moves every stream and consumer
+ * replica off it, best effort — each as jr_stream_evacuate does (the replacement joins and
+ * catches up while the replica on `server` keeps serving, so nothing acknowledged is lost and
+ * an R1 stream keeps its data), one change at a time per group, many groups at once. A replica
+ * no qualifying server can take stays where it is (never dropped) and is listed as unplaced in
+ * jr_meta_info_get (jr_server_info.draining, .remaining, .unplaced); it moves as soon as a
+ * server qualifies. A move whose replacement fails before it caught up waits for it, as
+ * jr_stream_evacuate's does; jr_stream_cancel_move ends it, and the drain then tries another
+ * server. cb gets, once the drain committed (moves follow), 0 with a message counting
+ * the replicas to move (also when the server drains already), or JR_ENOTMEMBER ("server is not
+ * a member of the cluster": unknown or removed), JR_ENOLEADER / JR_ETIMEDOUT / JR_ENOQUORUM as
+ * for other meta requests. Returns 0 (cb will run) or JR_EINVAL (NULL node, server or cb; a
+ * name that is not a valid server name), JR_ECLOSED, JR_EREMOVED, JR_ENOTSUP, JR_ENOMEM (cb
+ * will not run). */
+JR_API int jr_server_evacuate(jr_node *node, const char *server, jr_meta_cb cb, void *arg);
+/* Ends the drain of `server`: it takes placements again. Replicas already moved stay where they
+ * went; moves in flight complete (cancel one with jr_stream_cancel_move). cb: 0, JR_ENOCHANGE
+ * ("server 'X' is not draining"), JR_ENOTMEMBER, or the meta request errors above. */
+JR_API int jr_server_evacuate_cancel(jr_node *node, const char *server, jr_meta_cb cb, void *arg);
 
 #ifdef __cplusplus
 }

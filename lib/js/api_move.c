@@ -31,18 +31,22 @@ int jr__move_place(jr__js *js, const jr__meta_op *op, const char **peers, size_t
     }
     const char *const *cur = c ? c->peers : s->peers;
     size_t ncur = c ? c->npeers : s->npeers;
-    const char *pick = NULL;
+    /* a reseed (every peer removed) takes a whole new peer set; an evacuation one replacement */
+    int reseed = jr__meta_move_reseeds(st, s, c);
+    size_t want = reseed ? ncur : 1, got = 0;
+    const char *pick[JR_MAX_REPLICAS];
     if (c) {
-        /* a consumer's replica goes to a peer of its stream that does not hold it, online
-         * first, in the stream's placement order */
-        for (int pass = 0; pass < 2 && !pick; pass++) {
-            for (size_t i = 0; i < s->npeers && !pick; i++) {
+        /* a consumer's replica goes to a peer of its stream that does not hold it and still
+         * takes placements (not draining, not removed), online first, in the stream's
+         * placement order */
+        for (int pass = 0; pass < 2 && got < want; pass++) {
+            for (size_t i = 0; i < s->npeers && got < want; i++) {
                 const char *p = s->peers[i];
-                if (jr__meta_consumer_has_peer(c, p)) continue;
-                if (jr__mnode_online(js, p, NULL) == (pass == 0)) pick = p;
+                if (jr__meta_consumer_has_peer(c, p) || jr__meta_server_leaving(st, p)) continue;
+                if (jr__mnode_online(js, p, NULL) == (pass == 0)) pick[got++] = p;
             }
         }
-        if (!pick) {
+        if (got < want) {
             snprintf(msg, msglen,
                      "peer remap failed: no peer of stream '%s' is free to take consumer '%s'",
                      s->name, c->name);
@@ -65,12 +69,15 @@ int jr__move_place(jr__js *js, const jr__meta_op *op, const char **peers, size_t
         }
         const char *keep[JR_MAX_REPLICAS];
         size_t nkeep = 0;
+        /* a peer on a removed server (a stream left short by a removal) is no server
+         * placement knows: it is not kept, and its slot is not refilled by this move */
         for (size_t i = 0; i < ncur; i++)
-            if (strcmp(cur[i], op->peer) != 0) keep[nkeep++] = cur[i];
+            if (strcmp(cur[i], op->peer) != 0 && jr__meta_server_find(st, cur[i]))
+                keep[nkeep++] = cur[i];
         const char *avoid[1] = {op->peer};
         jr__place_request req;
         memset(&req, 0, sizeof req);
-        req.replicas = (int)ncur;
+        req.replicas = (int)(nkeep + want); /* the peers kept and the replacements */
         req.cluster = cluster;
         req.tags = jr__stream_placement_tags(cfg, &req.ntags);
         req.max_bytes = cfg->max_bytes;
@@ -83,28 +90,27 @@ int jr__move_place(jr__js *js, const jr__meta_op *op, const char **peers, size_t
         jr__place_result res;
         char why[JR__JS_MSG_MAX];
         int rc = jr__placement_select(servers, ns, &req, &res, NULL, why, sizeof why);
-        if (rc == 0) {
-            for (size_t i = 0; i < res.npeers && !pick; i++) {
-                const char *p = servers[res.peers[i]].name;
-                int kept = 0;
-                for (size_t k = 0; k < nkeep; k++) kept |= strcmp(keep[k], p) == 0;
-                if (!kept) pick = p;
-            }
+        for (size_t i = 0; rc == 0 && i < res.npeers && got < want; i++) {
+            const char *p = servers[res.peers[i]].name;
+            int kept = 0;
+            for (size_t k = 0; k < nkeep; k++) kept |= strcmp(keep[k], p) == 0;
+            /* the name must outlive servers[] (it borrows the state's): the state's copy */
+            const jr__meta_server *sv = kept ? NULL : jr__meta_server_find(st, p);
+            if (sv) pick[got++] = sv->name;
         }
-        if (!pick) {
-            jr__free(js->alloc, servers);
+        jr__free(js->alloc, servers);
+        if (got < want) {
             if (rc == JR_ENOMEM) return rc;
             snprintf(msg, msglen, "peer remap failed: %s", rc ? why : "no server qualifies");
             return JR_EPEERREMAP;
         }
-        /* the name must outlive servers[] (it borrows the state's): find the state's copy */
-        const jr__meta_server *sv = jr__meta_server_find(st, pick);
-        jr__free(js->alloc, servers);
-        if (!sv) return JR_EPEERREMAP;
-        pick = sv->name;
     }
-    /* the current order with the evacuated peer replaced */
-    for (size_t i = 0; i < ncur; i++) peers[i] = strcmp(cur[i], op->peer) == 0 ? pick : cur[i];
+    if (reseed) { /* nobody stays: the new set in placement order */
+        for (size_t i = 0; i < ncur; i++) peers[i] = pick[i];
+    } else { /* the current order with the evacuated peer replaced */
+        for (size_t i = 0; i < ncur; i++)
+            peers[i] = strcmp(cur[i], op->peer) == 0 ? pick[0] : cur[i];
+    }
     *np = ncur;
     return 0;
 }

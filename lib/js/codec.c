@@ -190,6 +190,23 @@ void jr__info_dec_free(jr__info_dec *d)
     d->strings = NULL;
 }
 
+/* A list<str> of at most JR_DRAIN_LIST_MAX names into pool[*used..] (cap entries in all). */
+static int take_names(jr__rd *r, char **at, char *end, const char **pool, size_t cap, size_t *used,
+                      const char *const **v, size_t *n)
+{
+    uint64_t cnt = jr__rd_varint(r);
+    if (r->err || cnt > JR_DRAIN_LIST_MAX || cnt > jr__rd_left(r) || *used + cnt > cap) return 1;
+    *v = pool + *used;
+    *n = (size_t)cnt;
+    for (size_t k = 0; k < cnt; k++) {
+        const char *name = take_str(r, at, end);
+        if (r->err || !name) return 1;
+        pool[(*used)++] = name;
+    }
+    if (!cnt) *v = NULL;
+    return 0;
+}
+
 int jr__servers_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__servers_dec *out)
 {
     memset(out, 0, sizeof *out);
@@ -227,14 +244,25 @@ int jr__servers_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__
         s->active_ns = jr__rd_varint(&r);
         s->lag = jr__rd_varint(&r);
         uint64_t assets = jr__rd_varint(&r);
-        if (r.err || (f & ~15u) || assets > UINT32_MAX) return JR_ECORRUPT;
+        if (r.err || (f & ~31u) || assets > UINT32_MAX) return JR_ECORRUPT;
         s->leader = f & 1;
         s->current = (f >> 1) & 1;
         s->offline = (f >> 2) & 1;
         s->damaged = (f >> 3) & 1;
+        s->draining = (f >> 4) & 1;
         if (s->damaged) s->current = 0; /* never shown current, whatever the sender said */
         s->assets = (uint32_t)assets;
+        if (s->draining) { /* the replicas left on it, then the unplaced ones */
+            if (take_names(&r, &at, end, out->tags, len, &ntags_all, &s->remaining,
+                           &s->nremaining) ||
+                take_names(&r, &at, end, out->tags, len, &ntags_all, &s->unplaced, &s->nunplaced))
+                return JR_ECORRUPT;
+        }
     }
+    if (!r.err && jr__rd_left(&r) && /* absent when there are none */
+        take_names(&r, &at, end, out->tags, len, &ntags_all, &in->under_replicated,
+                   &in->nunder_replicated))
+        return JR_ECORRUPT;
     if (r.err || jr__rd_left(&r)) return JR_ECORRUPT;
     if (in->leader && !*in->leader) in->leader = NULL;
     in->servers = out->server_ptrs;

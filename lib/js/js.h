@@ -500,7 +500,13 @@ struct jr__js {
     uint64_t join_rpc;    /* joining: the request in flight (0: none) */
     uint64_t mm_serial;   /* meta leader: the membership change in flight (0: none) */
     uint64_t mm_proposed; /* meta leader: index of the last SERVER_JOIN/REMOVE it proposed */
-    struct jr__mm_join {  /* member: joins forwarded to the meta leader for strangers */
+    /* meta_drain.c: the meta leader's moves off leaving servers */
+    uint8_t drain_dirty; /* look at every stream at the next tick */
+    uint64_t drain_next; /* also look then (something could not be placed; 0: no) */
+    uint64_t drain_wait; /* index of this leader's last PEER_MOVE: no pass before it applied */
+    uint64_t drain_term; /* the meta term drain_wait belongs to */
+    uint64_t drain_from; /* no pass before (a new leadership's view of liveness settles) */
+    struct jr__mm_join { /* member: joins forwarded to the meta leader for strangers */
         jr__js *js;
         char name[256];
         uint64_t rpc_id; /* the joiner's request to answer */
@@ -899,6 +905,19 @@ void jr__move_mark_leaving(jr_peer_info *reps, size_t nr, const char *const *tar
  * meta state). 0; JR_EPEERREMAP with msg when no server qualifies; JR_ENOMEM. */
 int jr__move_place(jr__js *js, const jr__meta_op *op, const char **peers, size_t *np, char *msg,
                    size_t msglen);
+
+/* meta_drain.c: draining servers and re-placing replicas on leaving servers -----------------*/
+
+/* The meta leader's pass (from the meta timer): proposes a PEER_MOVE for each stream (consumer)
+ * with a replica on a draining or removed server that can move now. A no-op elsewhere. */
+void jr__drain_tick(jr__js *js);
+/* An applied meta op's result: ops that may make a move possible mark the next pass. */
+void jr__drain_note(jr__js *js, const jr__meta_result *res);
+/* Cluster info: list<str> remaining | list<str> unplaced of a draining server, and the
+ * list<str> of streams and consumers with a replica on a removed server (nothing when there
+ * are none, so the report is the same as before drains existed). */
+void jr__drain_report(jr__js *js, const char *server, jr__buf *b);
+void jr__drain_report_under(jr__js *js, jr__buf *b);
 
 /* api_stream.c ------------------------------------------------------------------------------*/
 

@@ -105,6 +105,7 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
     if (js->meta && js->st.nstreams > META_SNAPSHOT_ENTRIES &&
         js->st.nstreams > jr__group_snapshot_entries(js->meta))
         jr__group_set_snapshot_entries(js->meta, js->st.nstreams); /* raised only */
+    jr__drain_note(js, &res);
     if (res.changed && (res.type == JR__META_SERVER_INFO || res.type == JR__META_SERVER_JOIN ||
                         res.type == JR__META_SERVER_REMOVE)) {
         jr__mm_sync_peers(js); /* the peer table follows the meta state's servers */
@@ -925,6 +926,7 @@ static void meta_tick(jr__js *js, jr__jtimer *t)
         jr__mnode_converge(js);
     jr__mm_tick(js); /* joining, and the meta leader's membership duty (meta_members.c) */
     if (js->removed) return;
+    jr__drain_tick(js); /* the meta leader's moves off leaving servers (meta_drain.c) */
     jr__js_timer_arm(js, &js->meta_timer, jr__deadline(jr__node_now(n), js->election_ns / 2));
 }
 
@@ -1127,11 +1129,14 @@ void jr__mnode_cluster_info(jr__js *js, const jr__route *rt)
         jr__buf_bytes(b, s->cluster, strlen(s->cluster));
         jr__buf_varint(b, s->ntags);
         for (size_t k = 0; k < s->ntags; k++) jr__buf_bytes(b, s->tags[k], strlen(s->tags[k]));
-        jr__buf_u8(b, (uint8_t)(is_leader | current << 1 | (!online) << 2 | damaged << 3));
+        jr__buf_u8(b, (uint8_t)(is_leader | current << 1 | (!online) << 2 | damaged << 3 |
+                                s->draining << 4));
         jr__buf_varint(b, seen);
         jr__buf_varint(b, self && last > match ? last - match : 0);
         jr__buf_varint(b, assets);
+        if (s->draining) jr__drain_report(js, s->name, b); /* meta_drain.c */
     }
+    jr__drain_report_under(js, b);
     if (b->err) {
         jr__route_reply(js, rt, JR_ENOMEM, NULL, 0);
         return;

@@ -46,6 +46,35 @@ static int one_replaced(const char *const *cur, size_t ncur, const char *gone,
     return fresh == 1;
 }
 
+/* 1 if every name of v is a removed server: the group has no member left. */
+static int all_removed(const jr__meta_state *st, const char *const *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!jr__meta_server_removed(st, v[i])) return 0;
+    return n > 0;
+}
+
+/* A reseed's peer set: n distinct servers the state knows, none of cur (for a consumer: peers
+ * of its stream `within`). */
+static int all_fresh(const char *const *cur, size_t ncur, const char *const *peers, size_t npeers,
+                     const jr__meta_state *st, const jr__meta_stream *within)
+{
+    if (npeers != ncur) return 0;
+    for (size_t i = 0; i < npeers; i++) {
+        if (in_list(cur, ncur, peers[i]) || !jr__meta_server_find(st, peers[i])) return 0;
+        if (within && !jr__meta_stream_has_peer(within, peers[i])) return 0;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(peers[k], peers[i]) == 0) return 0;
+    }
+    return 1;
+}
+
+int jr__meta_move_reseeds(const jr__meta_state *st, const jr__meta_stream *s,
+                          const jr__meta_consumer *c)
+{
+    return c ? all_removed(st, c->peers, c->npeers) : all_removed(st, s->peers, s->npeers);
+}
+
 int jr__meta_move_validate(const jr__meta_state *st, const jr__meta_op *op, int need_peers,
                            jr__meta_result *res, jr__meta_stream **sp, jr__meta_consumer **cp)
 {
@@ -99,12 +128,23 @@ int jr__meta_move_validate(const jr__meta_state *st, const jr__meta_op *op, int 
                       busy ? what : "stream", busy && c ? c->name : s->name,
                       (unsigned long long)(busy && c ? c->peers_at : s->peers_at));
     if (!op->npeers) return need_peers ? refuse(res, JR_EINVAL, "peers: missing") : 0;
+    if (jr__meta_move_reseeds(st, s, c)) {
+        if (!all_fresh(cur, ncur, op->peers, op->npeers, st, c ? s : NULL))
+            return refuse(res, JR_EINVAL,
+                          "peers: every peer was removed: must be %zu servers, none of them a "
+                          "current peer",
+                          ncur);
+        return 0;
+    }
     if (!one_replaced(cur, ncur, op->peer, op->peers, op->npeers, st, c ? s : NULL))
         return refuse(res, JR_EINVAL,
                       "peers: must be the current peers with '%s' replaced by one other server",
                       op->peer);
     return 0;
 }
+
+static int move_apply(jr__meta_state *st, uint64_t index, const jr__meta_op *op, jr__meta_stream *s,
+                      jr__meta_consumer *c, jr__meta_result *res);
 
 /* A stream config as s's with the replica count and placement of version o (a cancel). */
 static int origin_config(const jr__meta_stream *s, const jr__meta_asgn *o, const jr_allocator *a,
@@ -156,8 +196,87 @@ static int cancel_consumers(jr__meta_state *st, jr__meta_stream *s, const jr__me
     return 0;
 }
 
+/* A reseed (every peer of the group was removed): the group starts afresh, empty, under a new
+ * id on its new peers — bootstrapped by them (created = peers_at = index), converged, no
+ * origin. For a stream, each of its consumers too (their peers were among the stream's). The
+ * new ids are entered in the maps first, so running out of memory changes nothing. */
+static int reseed_reserve(jr__meta_state *st, jr__meta_stream *s, jr__meta_consumer *c)
+{
+    size_t n = c ? 1 : 1 + s->nconsumers;
+    if (st->next_group == 0 || st->next_group + n < st->next_group) return JR_ERANGE;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t id = st->next_group + i;
+        int rc = c || i ? jr__map_put(&st->by_cgroup, id, c ? c : s->consumers[i - 1])
+                        : jr__map_put(&st->by_group, id, s);
+        if (rc) {
+            for (size_t k = 0; k < i; k++) {
+                if (c || k)
+                    jr__map_del(&st->by_cgroup, st->next_group + k);
+                else
+                    jr__map_del(&st->by_group, st->next_group + k);
+            }
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static void reseed_consumer(jr__meta_state *st, jr__meta_consumer *c, uint64_t index)
+{
+    jr__map_del(&st->by_cgroup, c->group);
+    c->group = st->next_group++;
+    c->created = c->peers_at = c->converged_at = c->updated = index;
+    jr__meta_casgn_put(c->origin);
+    c->origin = NULL;
+}
+
+static void reseed_commit(jr__meta_state *st, jr__meta_stream *s, jr__meta_consumer *c,
+                          uint64_t index)
+{
+    if (c) {
+        reseed_consumer(st, c, index);
+        return;
+    }
+    jr__map_del(&st->by_group, s->group);
+    s->group = st->next_group++;
+    s->created = s->peers_at = s->converged_at = s->updated = index;
+    s->floor_term = s->floor_commit_term = s->floor_commit = 0;
+    jr__meta_asgn_put(s->origin);
+    s->origin = NULL;
+    for (size_t i = 0; i < s->nconsumers; i++) reseed_consumer(st, s->consumers[i], index);
+}
+
 int jr__meta_move_apply(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
                         jr__meta_stream *s, jr__meta_consumer *c, jr__meta_result *res)
+{
+    int reseed = op->action == JR__META_MOVE_EVACUATE && jr__meta_move_reseeds(st, s, c);
+    if (reseed) {
+        int rc = reseed_reserve(st, s, c);
+        if (rc == JR_ERANGE) {
+            refuse(res, JR_ERANGE, "no group ids left");
+            return 0;
+        }
+        if (rc) return rc;
+        rc = move_apply(st, index, op, s, c, res);
+        if (rc) { /* nothing changed: take the reserved ids out again */
+            size_t n = c ? 1 : 1 + s->nconsumers;
+            for (size_t i = 0; i < n; i++) {
+                if (c || i)
+                    jr__map_del(&st->by_cgroup, st->next_group + i);
+                else
+                    jr__map_del(&st->by_group, st->next_group + i);
+            }
+            return rc;
+        }
+        reseed_commit(st, s, c, index);
+        res->group = c ? c->group : s->group;
+        return 0;
+    }
+    return move_apply(st, index, op, s, c, res);
+}
+
+static int move_apply(jr__meta_state *st, uint64_t index, const jr__meta_op *op, jr__meta_stream *s,
+                      jr__meta_consumer *c, jr__meta_result *res)
 {
     const jr_allocator *a = st->alloc;
     if (c) {

@@ -18,6 +18,13 @@
  *             not hold the consumer), else JR_EINVAL "peers: ...". Applied: the new peer set
  *             (same config, same replica count) starts a peer change whose origin is the old
  *             version; a stream's consumers follow it (meta_state.h).
+ *             Reseed: when every current peer is a removed server (an R1 stream whose server
+ *             was removed, or a consumer whose servers all were), nobody is left to copy from:
+ *             the peers must be as many servers the state knows, none of them a current peer
+ *             (a consumer's: peers of its stream), and the group starts afresh and empty under
+ *             a new group id (from next_group; JR_ERANGE when none is left) on them — created =
+ *             peers_at = converged_at = the op's index, so its new peers bootstrap it, with no
+ *             origin; a stream's consumers are reseeded with it (their peers were its).
  *   CANCEL    nothing in progress, or no origin recorded (a cancel already returning, or a
  *             state restored from a snapshot of version 4) → JR_ENOCHANGE "stream (consumer)
  *             reconfiguration not in progress". Applied: the peer set becomes the origin's
@@ -41,6 +48,10 @@
  * it would apply. *s and *c get the stream and consumer concerned when known. */
 int jr__meta_move_validate(const jr__meta_state *st, const jr__meta_op *op, int need_peers,
                            jr__meta_result *res, jr__meta_stream **s, jr__meta_consumer **c);
+
+/* 1 if an evacuation of s (consumer c, or NULL) is a reseed: every current peer was removed. */
+int jr__meta_move_reseeds(const jr__meta_state *st, const jr__meta_stream *s,
+                          const jr__meta_consumer *c);
 
 /* Applies a PEER_MOVE that validated at meta index `index`. 0 (res filled) or JR_ENOMEM
  * (nothing changed). */

@@ -11,7 +11,7 @@
 #include "util/alloc.h"
 #include "util/checksum.h"
 
-_Static_assert(JR__META_OP_MAX == 10, "a new meta op type needs its encoding in meta_op.c");
+_Static_assert(JR__META_OP_MAX == 11, "a new meta op type needs its encoding in meta_op.c");
 
 typedef struct span {
     const char *p;
@@ -155,6 +155,11 @@ static int check_op(const jr__meta_op *op, raw *r)
             if (!names_ok(pv, x->npeers)) return JR_EINVAL;
         }
         return 0;
+    case JR__META_SERVER_DRAIN:
+        r->name = str_span(op->server.name);
+        return jr__meta_name_ok(r->name.p, r->name.n) && op->action <= JR__META_DRAIN_START
+                   ? 0
+                   : JR_EINVAL;
     case JR__META_SERVER_JOIN:
     case JR__META_SERVER_INFO: {
         const jr__meta_server_info *s = &op->server;
@@ -251,6 +256,10 @@ int jr__meta_op_encode(const jr__meta_op *op, jr__buf *out)
             for (size_t k = 0; k < op->replace[i].npeers; k++)
                 jr__meta_put_str(out, op->replace[i].peers[k]);
         }
+        break;
+    case JR__META_SERVER_DRAIN:
+        put_span(out, r.name);
+        jr__buf_u8(out, op->action);
         break;
     case JR__META_SERVER_JOIN:
     case JR__META_SERVER_INFO:
@@ -356,6 +365,12 @@ static int parse(jr__rd *rd, raw *r)
     case JR__META_SERVER_REMOVE:
         r->name = rd_span(rd, JR__META_NAME_MAX);
         if (rd->err || !jr__meta_name_ok(r->name.p, r->name.n) || parse_replace(rd, r))
+            return JR_ECORRUPT;
+        break;
+    case JR__META_SERVER_DRAIN:
+        r->name = rd_span(rd, JR__META_NAME_MAX);
+        r->action = jr__rd_u8(rd);
+        if (rd->err || !jr__meta_name_ok(r->name.p, r->name.n) || r->action > JR__META_DRAIN_START)
             return JR_ECORRUPT;
         break;
     case JR__META_SERVER_JOIN:
@@ -480,6 +495,10 @@ static int build(const raw *r, const jr_allocator *a, jr__meta_op *op)
     switch (r->type) {
     case JR__META_SERVER_REMOVE:
         op->server.name = copy_span(&at, r->name);
+        break;
+    case JR__META_SERVER_DRAIN:
+        op->server.name = copy_span(&at, r->name);
+        op->action = r->action;
         break;
     case JR__META_SERVER_JOIN:
     case JR__META_SERVER_INFO:

@@ -36,8 +36,11 @@
  *                 (the meta leader chose the replacement: the peer set is the current one with
  *                 `peer` replaced) or cancels the peer change in progress (back to the
  *                 assignment's origin; no peer, no peer set). Apply rules in meta_move.h.
- * Room for the roadmap: op types 11.. are reserved (server evacuation); a decoder that meets a
- * type it does not know reports JR_EVERSION, never a silent skip (replicas must not diverge).
+ *   SERVER_DRAIN  {server name, kind (start or cancel)}: marks a server draining (it takes no
+ *                 new placement and the meta leader moves its replicas off, meta_state.h
+ *                 "Servers") or ends that.
+ * Op types 12.. are reserved; a decoder that meets a type it does not know reports
+ * JR_EVERSION, never a silent skip (replicas must not diverge).
  * A stream's peer
  * set changes (grow, shrink) through STREAM_UPDATE with the new peers; the groups converge to
  * it and its leader reports STREAM_CONVERGED.
@@ -65,6 +68,7 @@
  *   SERVER_JOIN   as SERVER_INFO
  *   PEER_MOVE     str stream | str consumer ("" = the stream) | u8 kind (1 evacuate, 2 cancel) |
  *                 str peer (evacuate: a name; cancel: "") | list<str> peers (cancel: none)
+ *   SERVER_DRAIN  str name | u8 kind (0 cancel, 1 start)
  * Version 2 only adds the creation time a meta leader stamps on a STREAM_ADD it places (its
  * host's wall clock). An op is written as version 2 exactly when it carries one, as version 1
  * otherwise, so every value keeps one encoding and logs written before version 2 replay
@@ -103,7 +107,14 @@ enum jr__meta_op_type {
     JR__META_SERVER_REMOVE = 8,
     JR__META_SERVER_JOIN = 9,
     JR__META_PEER_MOVE = 10,
-    JR__META_OP_MAX = 10 /* types above are reserved (see the header comment) */
+    JR__META_SERVER_DRAIN = 11,
+    JR__META_OP_MAX = 11 /* types above are reserved (see the header comment) */
+};
+
+/* What a SERVER_DRAIN does. */
+enum jr__meta_drain_kind {
+    JR__META_DRAIN_CANCEL = 0, /* the server takes placements again */
+    JR__META_DRAIN_START = 1,  /* the server takes no placements; its replicas move off */
 };
 
 /* What a PEER_MOVE does. */
@@ -165,7 +176,8 @@ typedef struct jr__meta_op {
     const jr__meta_replace *replace;
     size_t nreplace;
     /* PEER_MOVE: action is enum jr__meta_move_kind; `peer` the server evacuated (NULL for a
-     * cancel); peers the new peer set the meta leader chose (evacuate; none in a request) */
+     * cancel); peers the new peer set the meta leader chose (evacuate; none in a request).
+     * SERVER_DRAIN: the server is server.name, action is enum jr__meta_drain_kind. */
     const char *peer;
     /* Owned memory of a decoded op (jr__meta_op_decode); all NULL in an op built by hand. */
     jr__stream_cfg *cfg;    /* the decoded config (config == &cfg->c) */

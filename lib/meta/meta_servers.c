@@ -9,7 +9,8 @@
  * had when it proposed, so each re-placement is checked again here against the state at the
  * op's index: one that no longer fits (the stream was deleted, changed peers, or is mid-change
  * meanwhile) is skipped, the same on every replica, and the stream keeps the removed server
- * among its peers — under-replicated until a later update re-places it.
+ * among its peers — under-replicated until a later update or PEER_MOVE re-places it (the meta
+ * leader proposes one as soon as a server qualifies, js meta_drain.c).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -187,4 +188,66 @@ int jr__meta_servers_apply(jr__meta_state *st, uint64_t index, const jr__meta_op
     res->group = 0; /* every replica converges */
     res->consumers_gone = 1;
     return 0;
+}
+
+/* Draining ------------------------------------------------------------------------------------
+ * A draining server stays a server of the cluster (and of the meta group) but takes no new
+ * placement (jr__meta_place_servers marks it); the meta leader moves its replicas off one
+ * PEER_MOVE per group at a time. The flag alone is replicated: which replicas are left is read
+ * from the assignments. */
+
+int jr__meta_server_draining(const jr__meta_state *st, const char *name)
+{
+    const jr__meta_server *s = name ? jr__meta_server_find(st, name) : NULL;
+    return s && s->draining;
+}
+
+int jr__meta_server_leaving(const jr__meta_state *st, const char *name)
+{
+    return jr__meta_server_draining(st, name) || jr__meta_server_removed(st, name);
+}
+
+int jr__meta_drain_validate(const jr__meta_state *st, const jr__meta_op *op, jr__meta_result *res)
+{
+    const char *name = op->server.name;
+    if (!name || !jr__meta_name_ok(name, strlen(name)) || op->action > JR__META_DRAIN_START)
+        return refuse(res, JR_EINVAL, "server: invalid name");
+    if (jr__meta_server_removed(st, name))
+        return refuse(res, JR_ENOTMEMBER, "server '%s' is not a member of the cluster: %s", name,
+                      JR__META_REMOVED_ALREADY);
+    const jr__meta_server *s = jr__meta_server_find(st, name);
+    if (!s)
+        return refuse(res, JR_ENOTMEMBER, "server '%s' is not a member of the cluster: unknown",
+                      name);
+    if (op->action == JR__META_DRAIN_CANCEL && !s->draining)
+        return refuse(res, JR_ENOCHANGE, "server '%s' is not draining", name);
+    if (op->action == JR__META_DRAIN_START && s->draining) {
+        snprintf(res->msg, sizeof res->msg, "server '%s' is draining already", name);
+        return 1; /* status 0: a request sent again finds its first attempt applied */
+    }
+    return 0;
+}
+
+void jr__meta_drain_apply(jr__meta_state *st, const jr__meta_op *op, jr__meta_result *res)
+{
+    jr__meta_server *s = (jr__meta_server *)jr__meta_server_find(st, op->server.name);
+    s->draining = op->action == JR__META_DRAIN_START; /* validate found it */
+    size_t streams = 0, consumers = 0;
+    for (size_t i = 0; i < st->nstreams; i++) {
+        const jr__meta_stream *t = st->streams[i];
+        streams += (size_t)jr__meta_stream_has_peer(t, s->name);
+        for (size_t k = 0; k < t->nconsumers; k++)
+            consumers += (size_t)jr__meta_consumer_has_peer(t->consumers[k], s->name);
+    }
+    if (s->draining)
+        snprintf(res->msg, sizeof res->msg,
+                 "server '%s' is draining: %zu stream and %zu consumer replica%s to move off",
+                 s->name, streams, consumers, consumers == 1 ? "" : "s");
+    else
+        snprintf(res->msg, sizeof res->msg,
+                 "server '%s' takes placements again (%zu stream and %zu consumer replica%s on "
+                 "it)",
+                 s->name, streams, consumers, consumers == 1 ? "" : "s");
+    res->changed = 1;
+    res->group = 0;
 }

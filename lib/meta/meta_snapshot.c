@@ -121,6 +121,12 @@ int jr__meta_snapshot(const jr__meta_state *st, jr__buf *out)
         }
     }
     jr__buf_free(&cfg);
+    /* version 7: the servers draining (jr_server_evacuate), in name order */
+    size_t ndrain = 0;
+    for (size_t i = 0; i < st->nservers; i++) ndrain += st->servers[i]->draining != 0;
+    jr__buf_varint(out, ndrain);
+    for (size_t i = 0; i < st->nservers; i++)
+        if (st->servers[i]->draining) jr__meta_put_str(out, st->servers[i]->name);
     if (!out->err) jr__buf_u64(out, jr__xxh3(out->data + start, out->len - start));
     return out->err;
 }
@@ -274,7 +280,7 @@ static int read_stream(jr__rd *r, jr__meta_state *st, int version)
         jr__meta_stream_free(st->alloc, s);
         return rc == JR_ENOMEM ? rc : JR_ECORRUPT;
     }
-    if (version < 4) return 0; /* version 6 has consumers too */
+    if (version < 4) return 0; /* versions 4 and later have consumers */
     size_t nc = jr__meta_rd_count(r, CONSUMER_MIN, SIZE_MAX);
     if (r->err) return JR_ECORRUPT;
     for (size_t i = 0; i < nc; i++) {
@@ -372,6 +378,26 @@ static int read_origins(jr__rd *r, jr__meta_state *st)
     return r->err ? JR_ECORRUPT : 0;
 }
 
+/* The draining servers (version 7): strictly ascending, each a server of the state. */
+static int read_draining(jr__rd *r, jr__meta_state *st)
+{
+    size_t n = jr__meta_rd_count(r, 2, SIZE_MAX);
+    jr__meta_name prev = {NULL, 0};
+    for (size_t i = 0; i < n && !r->err; i++) {
+        jr__meta_name v = rd_name(r);
+        if (r->err) break;
+        if (i && name_cmp(prev, v) >= 0) return JR_ECORRUPT;
+        prev = v;
+        char name[JR__META_NAME_MAX + 1];
+        memcpy(name, v.p, v.n);
+        name[v.n] = '\0';
+        jr__meta_server *s = (jr__meta_server *)jr__meta_server_find(st, name);
+        if (!s) return JR_ECORRUPT;
+        s->draining = 1;
+    }
+    return r->err ? JR_ECORRUPT : 0;
+}
+
 int jr__meta_restore(jr__meta_state *st, const void *data, size_t len)
 {
     const uint8_t *p = data;
@@ -395,6 +421,7 @@ int jr__meta_restore(jr__meta_state *st, const void *data, size_t len)
     }
     if (!rc && version >= 5) rc = read_removed(&r, &tmp);
     if (!rc && version >= 6) rc = read_origins(&r, &tmp);
+    if (!rc && version >= 7) rc = read_draining(&r, &tmp);
     if (!rc && jr__rd_left(&r) != 0) rc = JR_ECORRUPT; /* trailing bytes */
     if (rc) {
         jr__meta_state_free(&tmp);

@@ -75,6 +75,7 @@ jr__meta_server *jr__meta_server_new(const jr_allocator *a, jr__meta_name name,
     s->capacity_bytes = capacity;
     s->max_assets = max_assets;
     s->assets = s->used_bytes = 0;
+    s->draining = 0;
     return s;
 }
 
@@ -464,6 +465,8 @@ static int validate(const jr__meta_state *st, const jr__meta_op *op, int need_pe
     switch (op->type) {
     case JR__META_SERVER_REMOVE:
         return jr__meta_servers_validate(st, op, res) ? DECIDED : 0;
+    case JR__META_SERVER_DRAIN:
+        return jr__meta_drain_validate(st, op, res) ? DECIDED : 0;
     case JR__META_SERVER_JOIN:
     case JR__META_SERVER_INFO:
         if (!server_info_ok(&op->server)) {
@@ -696,6 +699,7 @@ static int apply_server(jr__meta_state *st, const jr__meta_op *op, jr__meta_resu
     if (found) {
         s->assets = st->servers[pos]->assets;
         s->used_bytes = st->servers[pos]->used_bytes;
+        s->draining = st->servers[pos]->draining;
         jr__meta_server_free(st->alloc, st->servers[pos]);
         st->servers[pos] = s;
     } else {
@@ -911,6 +915,9 @@ int jr__meta_apply_op(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
         case JR__META_SERVER_REMOVE:
             rc = jr__meta_servers_apply(st, index, op, res);
             break;
+        case JR__META_SERVER_DRAIN:
+            jr__meta_drain_apply(st, op, res);
+            break;
         case JR__META_STREAM_ADD:
             rc = apply_add(st, index, op, res);
             break;
@@ -991,6 +998,7 @@ size_t jr__meta_place_servers(const jr__meta_state *st, jr__place_server *out, s
         out[i].max_assets = s->max_assets;
         out[i].assets = (uint32_t)s->assets; /* kept up to date by every apply (tally) */
         out[i].used_bytes = s->used_bytes;
+        out[i].draining = s->draining;
     }
     return st->nservers;
 }

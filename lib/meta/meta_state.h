@@ -31,7 +31,12 @@
  *                  names the server, is not mid-change and whose new peers are known servers
  *                  (or its own current peers) gives the stream that peer set (a peer change
  *                  begins, its consumers follow); a stream not re-placed keeps the removed
- *                  server among its peers (under-replicated, until an update re-places it).
+ *                  server among its peers (under-replicated, until a PEER_MOVE re-places it).
+ *   SERVER_DRAIN   (meta_servers.c) a removed or unknown server → JR_ENOTMEMBER; start: the
+ *                  server is draining (again: 0, nothing changes); cancel of a server not
+ *                  draining → JR_ENOCHANGE "server 'X' is not draining"; else it takes
+ *                  placements again. Assignments are not touched: the meta leader moves the
+ *                  replicas off a draining server with PEER_MOVEs (js meta_drain.c).
  *   STREAM_ADD     same name, identical config (normal forms equal) → 0, the existing
  *                  assignment (idempotent; the op's peers are ignored); same name, different
  *                  config → JR_EEXIST; otherwise the config must pass
@@ -110,6 +115,8 @@ typedef struct jr__meta_server {
     size_t ntags;
     uint64_t capacity_bytes; /* 0: unknown */
     uint32_t max_assets;     /* 0: no limit */
+    int draining;            /* SERVER_DRAIN: takes no placement, its replicas move off
+                                (kept across its SERVER_INFO updates; in snapshots) */
     /* Derived, kept by the state as assignments come and go (not in snapshots), so placement
      * does not walk every stream: the assignments naming this server and the sum of their
      * max_bytes (those above 0). */
@@ -388,6 +395,14 @@ int jr__meta_servers_validate(const jr__meta_state *st, const jr__meta_op *op,
                               jr__meta_result *res);
 int jr__meta_servers_apply(jr__meta_state *st, uint64_t index, const jr__meta_op *op,
                            jr__meta_result *res);
+/* The SERVER_DRAIN part: validate returns 1 if decided (res set: a refusal, or 0 for a drain
+ * of a server draining already), else 0; apply never fails. */
+int jr__meta_drain_validate(const jr__meta_state *st, const jr__meta_op *op, jr__meta_result *res);
+void jr__meta_drain_apply(jr__meta_state *st, const jr__meta_op *op, jr__meta_result *res);
+/* 1 if server `name` is known and draining. */
+int jr__meta_server_draining(const jr__meta_state *st, const char *name);
+/* 1 if `name` holds no placement any more: draining, or removed (tombstoned). */
+int jr__meta_server_leaving(const jr__meta_state *st, const char *name);
 /* Adds name (n bytes) to the tombstones, after every one held (else JR_EINVAL): restore. */
 int jr__meta_state_append_removed(jr__meta_state *st, const char *name, size_t n);
 void jr__meta_servers_free(jr__meta_state *st);
@@ -402,8 +417,8 @@ int jr__meta_stream_repeer(jr__meta_state *st, uint64_t index, jr__meta_stream *
                            const char *const *peers, size_t npeers, jr__meta_result *res);
 
 /* Snapshot (meta_snapshot.c) -------------------------------------------------------------------
- * Format, version 6 (as in meta_op.h: varints canonical, str = varint length + bytes):
- *   "JRMS" | u8 version (= 6) | varint applied | varint next_group |
+ * Format, version 7 (as in meta_op.h: varints canonical, str = varint length + bytes):
+ *   "JRMS" | u8 version (= 7) | varint applied | varint next_group |
  *   varint nservers | nservers × (str name | str cluster | list<str> tags | varint capacity |
  *                                 varint max_assets) |
  *   varint nstreams | nstreams × (varint len | len bytes of config encoding | list<str> peers |
@@ -419,20 +434,21 @@ int jr__meta_stream_repeer(jr__meta_state *st, uint64_t index, jr__meta_stream *
  *   varint norigins | norigins × (str stream | str consumer ("" = the stream itself) |
  *                                  [stream: varint len | len bytes of the origin's config
  *                                   encoding] | list<str> origin peers) |
+ *   list<str> draining (strictly ascending, each one of the servers) |
  *   u64 xxh3 of every byte before it
  * Servers, streams and each stream's consumers in strictly ascending name order (so the encoding
  * is canonical), with created <= converged_at <= peers_at <= updated for a stream, created <=
  * converged_at <= peers_at <= updated for a consumer, whose peers are peers of its stream. Version
- * 5 is the same without the origins (none), version 4 also without the removed servers (none).
- * Origins: the peer changes in progress (meta_move.h), in strictly ascending (stream, consumer)
- * order, each naming a stream (consumer) that is mid peer change; a stream's origin peers number
- * its origin config's replicas. A consumer's origin keeps only its peers (restored with the
- * consumer's current config). A state restored from version 5 or below has no origins (a cancel
- * of a change in progress is then JR_ENOCHANGE). Version 3 is the same as 4 without consumers.
- * Version 2 (before peer changes) is the same without peers_at and converged_at (restored as
- * created: the original peers, converged); version 1 (before streams had a creation time) also
- * lacks created_ns (restored as 0). */
-#define JR__META_SNAP_VERSION 6
+ * 6 is the same without the draining servers (none), version 5 also without the origins (none),
+ * version 4 also without the removed servers (none). Origins: the peer changes in progress
+ * (meta_move.h), in strictly ascending (stream, consumer) order, each naming a stream (consumer)
+ * that is mid peer change; a stream's origin peers number its origin config's replicas. A
+ * consumer's origin keeps only its peers (restored with the consumer's current config). A state
+ * restored from version 5 or below has no origins (a cancel of a change in progress is then
+ * JR_ENOCHANGE). Version 3 is the same as 4 without consumers. Version 2 (before peer changes) is
+ * the same without peers_at and converged_at (restored as created: the original peers, converged);
+ * version 1 (before streams had a creation time) also lacks created_ns (restored as 0). */
+#define JR__META_SNAP_VERSION 7
 
 /* Appends the snapshot of st to out. 0 or JR_ENOMEM (out->err set; what was appended is
  * unspecified, truncate to the old length). */

@@ -131,6 +131,7 @@ static int classify(const ctx *c, size_t i, const char **tag)
     if (in_list(rq->keep, rq->nkeep, s->name)) return JR__PLACE_KEPT;
     if (!in_cluster(c, s)) return JR__PLACE_OTHER_CLUSTER;
     if (in_list(rq->avoid, rq->navoid, s->name)) return JR__PLACE_AVOIDED;
+    if (s->draining) return JR__PLACE_DRAINING;
     if (!s->online) return JR__PLACE_OFFLINE;
     for (size_t k = 0; k < rq->ntags; k++) {
         if (rq->tags[k][0] == '!' && has_tag(s, rq->tags[k] + 1)) {
@@ -338,6 +339,7 @@ static void explain_failure(const ctx *c, text *t)
 {
     put(t, "no suitable peers for placement");
     if (any_reason(c, JR__PLACE_OFFLINE)) put(t, ", peer offline");
+    if (any_reason(c, JR__PLACE_DRAINING)) put(t, ", peer draining");
     if (any_reason(c, JR__PLACE_NO_SPACE)) put(t, ", insufficient storage");
     if (any_reason(c, JR__PLACE_UNIQUE_TAKEN) || any_reason(c, JR__PLACE_NO_UNIQUE_TAG))
         put(t, ", server tag not unique");
@@ -384,6 +386,8 @@ const char *jr__place_reason_str(int reason)
         return "no unique tag";
     case JR__PLACE_UNIQUE_TAKEN:
         return "unique tag already used";
+    case JR__PLACE_DRAINING:
+        return "draining";
     default:
         return "unknown";
     }

@@ -3,10 +3,10 @@
  * of the servers it knows and the request, with a seed for ties. No allocation, no state.
  *
  * A server qualifies when it is in the requested cluster, online, not in the request's avoid
- * list, carries every required placement tag and none of the "!tag" exclusions (tags compare
- * case-insensitively, as JetStream's do), has max_bytes of free capacity (when max_bytes > 0 and
- * its capacity is known), is below its limit of replicated assets, and — when a unique tag prefix
- * such as "az:" is in force — carries a tag with that prefix. Among qualifying servers the
+ * list, not draining, carries every required placement tag and none of the "!tag" exclusions (tags
+ * compare case-insensitively, as JetStream's do), has max_bytes of free capacity (when max_bytes >
+ * 0 and its capacity is known), is below its limit of replicated assets, and — when a unique tag
+ * prefix such as "az:" is in force — carries a tag with that prefix. Among qualifying servers the
  * replicas go to the fewest assets first, then the most free capacity, then a seeded hash of
  * the name (so equal servers are spread, reproducibly), never two on the same unique tag value.
  * The unique prefix is not in force when a required placement tag itself has that prefix (the
@@ -40,6 +40,7 @@ typedef struct jr__place_server {
     uint64_t used_bytes;     /* used or reserved */
     uint32_t assets;         /* replicated assets (stream and consumer replicas) it holds */
     uint32_t max_assets;     /* 0: no limit */
+    int draining;            /* evacuated (jr_server_evacuate): never chosen, may be kept */
 } jr__place_server;
 
 typedef struct jr__place_request {
@@ -70,6 +71,7 @@ enum jr__place_reason {
     JR__PLACE_MAX_ASSETS = 9,     /* at its asset limit */
     JR__PLACE_NO_UNIQUE_TAG = 10, /* no tag with the unique prefix */
     JR__PLACE_UNIQUE_TAKEN = 11,  /* its unique tag value is held by another replica */
+    JR__PLACE_DRAINING = 12,      /* draining (evacuated): takes no new replica */
 };
 
 typedef struct jr__place_result {

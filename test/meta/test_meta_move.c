@@ -103,7 +103,7 @@ static void assert_same_bytes(const jr__buf *a, const jr__buf *b)
     ck_assert(memcmp(a->data, b->data, a->len) == 0);
 }
 
-/* Snapshot a (version 6) without its last `cut` bytes, marked `version` and resealed, restores,
+/* Snapshot a (version 7) without its last `cut` bytes, marked `version` and resealed, restores,
  * and the restored state's snapshot is a again. */
 static void restores_as_version(const jr__buf *a, size_t cut, uint8_t version)
 {
@@ -372,13 +372,16 @@ START_TEST(the_snapshot_carries_the_origins_and_reads_version_4)
     jr__buf_init(&b, NULL);
     /* without a move: no origins (an empty section) */
     snap(&st, &a);
-    ck_assert_uint_eq(a.data[4], 6);
-    ck_assert_uint_eq(a.data[a.len - 10], 0); /* no removed servers */
-    ck_assert_uint_eq(a.data[a.len - 9], 0);  /* no origins */
-    /* version 4: the same without the removed servers and the origins */
-    restores_as_version(&a, 10, 4);
-    /* version 5: the same without the origins */
-    restores_as_version(&a, 9, 5);
+    ck_assert_uint_eq(a.data[4], 7);
+    ck_assert_uint_eq(a.data[a.len - 11], 0); /* no removed servers */
+    ck_assert_uint_eq(a.data[a.len - 10], 0); /* no origins */
+    ck_assert_uint_eq(a.data[a.len - 9], 0);  /* no draining servers */
+    /* version 4: the same without the removed servers, the origins and the draining servers */
+    restores_as_version(&a, 11, 4);
+    /* version 5: the same without the origins and the draining servers */
+    restores_as_version(&a, 10, 5);
+    /* version 6: the same without the draining servers */
+    restores_as_version(&a, 9, 6);
     /* a stream move (its consumers follow, recording origins) and a consumer move */
     jr__meta_op op = op_move("ORDERS", NULL, JR__META_MOVE_EVACUATE, "n3", moved, 3);
     ck_assert_int_eq(mt_apply(&st, ++g_index, &op, &res), 0);

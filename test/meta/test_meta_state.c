@@ -441,7 +441,7 @@ static const struct op_case op_cases[] = {
     OPB("version 2 other than an add", JR_ECORRUPT, 2, 4, 0, 0, 1, 'X'),
     OPB("version 0", JR_EVERSION, 0, 4, 0, 0, 1, 'X'),
     OPB("type 0", JR_EVERSION, 1, 0, 0, 0, 1, 'X'),
-    OPB("type 11 (reserved)", JR_EVERSION, 1, 11, 0, 0, 1, 'X'),
+    OPB("type 12 (reserved)", JR_EVERSION, 1, 12, 0, 0, 1, 'X'),
     OPB("consumer add, truncated", JR_ECORRUPT, 1, 6, 0, 0, 1, 'X'),
     OPB("converged", 0, 1, 5, 0, 0, 1, 'X', 9, 7, 4, 3, 30),
     OPB("converged, no floor", 0, 1, 5, 0, 0, 1, 'X', 9, 7, 0, 0, 0),

@@ -28,7 +28,7 @@ static void setup(void)
     size_t ntags[] = {2, 2, 2, 2, 3, 2, 2, 2};
     for (size_t i = 0; i < N(cluster); i++) {
         cluster[i] = (jr__place_server){
-            names[i], i < 5 ? "east" : "west", tags[i], ntags[i], 1, 100 * GiB, 10 * GiB, 0, 0};
+            names[i], i < 5 ? "east" : "west", tags[i], ntags[i], 1, 100 * GiB, 10 * GiB, 0, 0, 0};
     }
 }
 
@@ -219,9 +219,9 @@ START_TEST(exact_message)
 {
     static const char *a_tags[] = {"az:1", "ssd"};
     jr__place_server s[3] = {
-        {"a", "east", a_tags, 2, 1, 0, 0, 1, 0},
-        {"b", "east", a_tags, 2, 1, 0, 0, 2, 0},
-        {"c", "east", a_tags, 2, 0, 0, 0, 0, 0},
+        {"a", "east", a_tags, 2, 1, 0, 0, 1, 0, 0},
+        {"b", "east", a_tags, 2, 1, 0, 0, 2, 0, 0},
+        {"c", "east", a_tags, 2, 0, 0, 0, 0, 0, 0},
     };
     static const char *ssd[] = {"ssd"};
     jr__place_request r = req(3);
@@ -342,6 +342,34 @@ START_TEST(keep_and_avoid)
 }
 END_TEST
 
+START_TEST(draining_servers_are_never_chosen_but_may_stay)
+{
+    jr__place_request r = req(3);
+    jr__place_result out;
+    int reasons[8];
+    /* n1 and n2 drain: a new R3 takes the three others */
+    cluster[0].draining = 1;
+    cluster[1].draining = 1;
+    ck_assert_msg(place(&r, &out, reasons) == 0, "%s", msg);
+    ck_assert(!chose(&out, "n1") && !chose(&out, "n2"));
+    ck_assert_int_eq(reasons[0], JR__PLACE_DRAINING);
+    ck_assert_str_eq(jr__place_reason_str(JR__PLACE_DRAINING), "draining");
+    /* a draining peer that a group keeps stays (its replica moves off later, one at a time) */
+    static const char *keep[] = {"n1", "n3"};
+    r.keep = keep;
+    r.nkeep = 2;
+    ck_assert_msg(place(&r, &out, reasons) == 0, "%s", msg);
+    ck_assert_str_eq(name(&out, 0), "n1");
+    ck_assert_int_eq(reasons[0], JR__PLACE_KEPT);
+    ck_assert(!chose(&out, "n2"));
+    /* R5 needs both: refused, and the message says why */
+    r = req(5);
+    ck_assert_int_eq(place(&r, &out, reasons), JR_ENORESOURCES);
+    ASSERT_HAS(msg, "peer draining");
+    ASSERT_HAS(msg, "n2: draining");
+}
+END_TEST
+
 START_TEST(bad_requests_are_einval)
 {
     jr__place_result out;
@@ -419,6 +447,7 @@ int main(void)
     tcase_add_test(tc, spreads_by_asset_count);
     tcase_add_test(tc, seed_breaks_ties_reproducibly);
     tcase_add_test(tc, keep_and_avoid);
+    tcase_add_test(tc, draining_servers_are_never_chosen_but_may_stay);
     tcase_add_test(tc, bad_requests_are_einval);
     tcase_add_test(tc, fits_checks_cluster_and_tags_only);
     suite_add_tcase(s, tc);

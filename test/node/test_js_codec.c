@@ -165,7 +165,59 @@ START_TEST(server_report_round_trip_keeps_damaged)
     ck_assert_int_eq(s1->current, 0);
     jr__servers_dec_free(&d);
     /* an unknown flag bit is still refused */
-    b.data[b.len - 4] |= 16;
+    b.data[b.len - 4] |= 32;
+    ck_assert_int_eq(jr__servers_decode(b.data, b.len, NULL, &d), JR_ECORRUPT);
+    jr__servers_dec_free(&d);
+    jr__buf_free(&b);
+}
+END_TEST
+
+/* A draining server's lists (bit 4 of its flags) and the trailing under-replicated list. */
+START_TEST(server_report_carries_the_drain_lists)
+{
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    jr__buf_bytes(&b, "c", 1);
+    jr__buf_bytes(&b, "n1", 2);
+    jr__buf_varint(&b, 2); /* streams */
+    jr__buf_varint(&b, 1); /* servers */
+    jr__buf_bytes(&b, "n1", 2);
+    jr__buf_bytes(&b, "c", 1);
+    jr__buf_varint(&b, 0);
+    jr__buf_u8(&b, 1 | 2 | 16); /* leader, current, draining */
+    jr__buf_varint(&b, 0);
+    jr__buf_varint(&b, 0);
+    jr__buf_varint(&b, 1);
+    jr__buf_varint(&b, 2); /* remaining */
+    jr__buf_bytes(&b, "A", 1);
+    jr__buf_bytes(&b, "A/C", 3);
+    jr__buf_varint(&b, 1); /* unplaced */
+    jr__buf_bytes(&b, "A", 1);
+    size_t no_under = b.len;
+    jr__buf_varint(&b, 1); /* under-replicated */
+    jr__buf_bytes(&b, "B", 1);
+    jr__servers_dec d;
+    ck_assert_int_eq(jr__servers_decode(b.data, b.len, NULL, &d), 0);
+    const jr_server_info *s0 = d.info.servers[0];
+    ck_assert_int_eq(s0->draining, 1);
+    ck_assert_uint_eq(s0->nremaining, 2);
+    ck_assert_str_eq(s0->remaining[1], "A/C");
+    ck_assert_uint_eq(s0->nunplaced, 1);
+    ck_assert_str_eq(s0->unplaced[0], "A");
+    ck_assert_uint_eq(d.info.nunder_replicated, 1);
+    ck_assert_str_eq(d.info.under_replicated[0], "B");
+    jr__servers_dec_free(&d);
+    /* without the trailing list: none under-replicated */
+    ck_assert_int_eq(jr__servers_decode(b.data, no_under, NULL, &d), 0);
+    ck_assert_uint_eq(d.info.nunder_replicated, 0);
+    ck_assert_ptr_null(d.info.under_replicated);
+    jr__servers_dec_free(&d);
+    /* every truncation inside the lists, and a count above JR_DRAIN_LIST_MAX: corrupt */
+    for (size_t len = no_under - 9; len < no_under; len++) {
+        ck_assert_int_eq(jr__servers_decode(b.data, len, NULL, &d), JR_ECORRUPT);
+        jr__servers_dec_free(&d);
+    }
+    b.data[no_under] = JR_DRAIN_LIST_MAX + 1;
     ck_assert_int_eq(jr__servers_decode(b.data, b.len, NULL, &d), JR_ECORRUPT);
     jr__servers_dec_free(&d);
     jr__buf_free(&b);
@@ -178,6 +230,7 @@ int main(void)
     TCase *tc = tcase_create("js_codec");
     tcase_add_test(tc, info_round_trip_keeps_damaged_and_never_current);
     tcase_add_test(tc, server_report_round_trip_keeps_damaged);
+    tcase_add_test(tc, server_report_carries_the_drain_lists);
     tcase_add_test(tc, info_and_consumer_info_carry_the_move);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

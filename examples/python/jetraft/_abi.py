@@ -262,6 +262,11 @@ class jr_server_info(Structure):
         ("lag", c_uint64),
         ("assets", c_uint32),
         ("damaged", c_int),
+        ("draining", c_int),
+        ("remaining", c_str_array),
+        ("nremaining", c_size_t),
+        ("unplaced", c_str_array),
+        ("nunplaced", c_size_t),
     ]
 
 
@@ -274,6 +279,8 @@ class jr_meta_info(Structure):
         ("nservers", c_size_t),
         ("nstreams", c_size_t),
         ("removed", c_int),
+        ("under_replicated", c_str_array),
+        ("nunder_replicated", c_size_t),
     ]
 
 
@@ -745,6 +752,7 @@ CONSTANTS: dict[str, int] = {
     "JR_NAMES_LIMIT": 1024,
     "JR_LIST_LIMIT": 256,
     "JR_MAX_REPLICAS": 5,
+    "JR_DRAIN_LIST_MAX": 64,
     "JR_STREAM_NAME_MAX": 255,
     "JR_CONSUMER_NAME_MAX": 255,
     "JR_GROUP_ID_HOST_MAX": (1 << 48) - 1,
@@ -864,6 +872,8 @@ FUNCTIONS: dict[str, tuple[object, list[object]]] = {
     "jr_meta_info_get": (c_int, [_node, meta_info_fn, c_void_p]),
     "jr_meta_stepdown": (c_int, [_node, c_char_p, stream_fn, c_void_p]),
     "jr_server_peer_remove": (c_int, [_node, c_char_p, stream_fn, c_void_p]),
+    "jr_server_evacuate": (c_int, [_node, c_char_p, stream_fn, c_void_p]),
+    "jr_server_evacuate_cancel": (c_int, [_node, c_char_p, stream_fn, c_void_p]),
     # streams
     "jr_placement_init_size": (None, [P(jr_placement), c_size_t]),
     "jr_stream_config_init_size": (None, [P(jr_stream_config), c_size_t]),

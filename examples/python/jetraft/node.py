@@ -711,6 +711,23 @@ class Node:
             lambda k: lib.jr_server_peer_remove(self.ptr, enc(server), reg.stream_cb, k),
         )
 
+    def server_evacuate(self, server: str) -> Pending[None]:
+        """Drains a server: no new placement picks it and the meta leader moves its stream
+        and consumer replicas off (MetaInfo servers' draining/remaining/unplaced show
+        progress); done once the drain committed."""
+        return self._simple(
+            "server evacuate",
+            lambda k: lib.jr_server_evacuate(self.ptr, enc(server), reg.stream_cb, k),
+        )
+
+    def server_evacuate_cancel(self, server: str) -> Pending[None]:
+        """Ends a drain: the server takes placements again (NoChangeError if it was not
+        draining)."""
+        return self._simple(
+            "server evacuate cancel",
+            lambda k: lib.jr_server_evacuate_cancel(self.ptr, enc(server), reg.stream_cb, k),
+        )
+
     def _check(self, what: str, call: Callable[[int], int]) -> Pending[CheckResult]:
         p: Pending[CheckResult] = Pending(what)
 

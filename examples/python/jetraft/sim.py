@@ -623,6 +623,12 @@ class Sim:
     def server_peer_remove(self, server: str, node: int | None = None) -> None:
         self.wait(self.node(node).server_peer_remove(server))
 
+    def server_evacuate(self, server: str, node: int | None = None) -> None:
+        self.wait(self.node(node).server_evacuate(server))
+
+    def server_evacuate_cancel(self, server: str, node: int | None = None) -> None:
+        self.wait(self.node(node).server_evacuate_cancel(server))
+
     def meta_leader(self, node: int | None = None) -> int:
         """The index of the meta leader."""
         info = self.meta_info(node)

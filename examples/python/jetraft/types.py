@@ -560,6 +560,9 @@ class ServerInfo:
     lag: int = 0
     assets: int = 0
     damaged: bool = False
+    draining: bool = False  # jr_server_evacuate: no new placements, replicas moving off
+    remaining: list[str] = field(default_factory=list)  # draining: "STREAM", "STREAM/CONSUMER"
+    unplaced: list[str] = field(default_factory=list)  # of those, the ones no server can take
 
     _ctype = _abi.jr_server_info
     _init = None
@@ -574,6 +577,8 @@ class MetaInfo:
     servers: list[ServerInfo] = field(default_factory=list)
     nstreams: int = 0
     removed: bool = False  # this server was peer-removed from the cluster
+    # streams and consumers with a replica on a removed server (re-placed when one qualifies)
+    under_replicated: list[str] = field(default_factory=list)
 
     _ctype = _abi.jr_meta_info
     _init = None

@@ -203,6 +203,35 @@ class FixtureTest(unittest.TestCase):
             with self.assertRaises(jetraft.InvalidArgumentError):
                 sim.node(0).rescue("n0")
 
+    def test_a_server_is_evacuated_and_the_drain_cancelled(self) -> None:
+        with Sim(nodes=4, seed=5) as sim:
+            sim.wait_meta()
+            sim.stream_add(StreamConfig(name="ORDERS", subjects=["orders.>"], replicas=3))
+            info = sim.stream_info("ORDERS")
+            gone = info.cluster.leader
+            sim.server_evacuate(gone)
+            deadline = sim.now + 30 * SEC
+            while sim.now < deadline:
+                server = next(s for s in sim.meta_info().servers if s.name == gone)
+                info = sim.stream_info("ORDERS")
+                names = [info.cluster.leader] + [r.name for r in info.cluster.replicas]
+                if not server.remaining and info.cluster.move is None and gone not in names:
+                    break
+                sim.run_for(50 * MS)
+            self.assertTrue(server.draining)
+            self.assertEqual(server.remaining, [])
+            self.assertEqual(server.unplaced, [])
+            self.assertNotIn(gone, names)
+            self.assertEqual(len(names), 3)
+            self.assertEqual(sim.meta_info().under_replicated, [])
+            sim.server_evacuate_cancel(gone)
+            server = next(s for s in sim.meta_info().servers if s.name == gone)
+            self.assertFalse(server.draining)
+            with self.assertRaises(jetraft.NoChangeError):
+                sim.server_evacuate_cancel(gone)
+            with self.assertRaises(jetraft.NotMemberError):
+                sim.server_evacuate("nobody")
+
     def test_a_raw_group_on_the_fixture(self) -> None:
         applied: list[tuple[int, int, bytes]] = []
         restored: list[tuple[int, int, int]] = []
