@@ -261,8 +261,15 @@ static void sub_remove(client *c, sub *s)
 size_t clients_deliver(server *s, client *except, const char *subject, const char *reply,
                        const void *hdr, size_t hdr_len, const void *data, size_t len)
 {
+    return clients_deliver_as(s, except, subject, subject, reply, hdr, hdr_len, data, len);
+}
+
+size_t clients_deliver_as(server *s, client *except, const char *to, const char *subject,
+                          const char *reply, const void *hdr, size_t hdr_len, const void *data,
+                          size_t len)
+{
     sub **v;
-    size_t n = sublist_match(s->subs, subject, &v), got = 0;
+    size_t n = sublist_match(s->subs, to, &v), got = 0;
     /* Delivery may close a slow consumer and free its subscriptions: take stable copies first
      * by marking, then deliver, skipping closed clients. */
     sub *local[64];
@@ -326,10 +333,14 @@ static void on_pub(client *c, const np_op *op)
                       c->no_responders);
         return;
     }
+    if (!strncmp(op->subject, "$JS.ACK.", 8)) {
+        jsapi_ack(s, op->subject, op->reply, op->data, op->data_len);
+        return;
+    }
     size_t got = clients_deliver(s, c->echo ? NULL : c, op->subject, op->reply, op->hdr,
                                  op->hdr_len, op->data, op->data_len);
     if (op->subject[0] == '$') {
-        /* Other system subjects ($JS.ACK, $SYS, ...) are not served yet. */
+        /* Other system subjects ($SYS, ...) are not served yet. */
         if (!got && op->reply && c->no_responders) jsapi_no_responders(s, op->reply);
         return;
     }

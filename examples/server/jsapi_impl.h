@@ -1,8 +1,8 @@
 /*
  * jsapi_impl.h — what the JetStream API's files share: a request waiting for the node's answer
  * (its reply subject and the reply's type) and the helpers that answer it with JetStream's JSON.
- * jsapi.c dispatches a request by subject to the file of its area (jsapi_stream.c for streams;
- * consumers get theirs).
+ * jsapi.c dispatches a request by subject to the file of its area (jsapi_stream.c for streams,
+ * jsapi_consumer.c for consumers).
  */
 #ifndef SRV_JSAPI_IMPL_H
 #define SRV_JSAPI_IMPL_H
@@ -25,7 +25,8 @@ typedef struct req {
     int did_create;
     json_t *patch; /* update: the requested fields, normal form (see on_info) */
     char name[JR_STREAM_NAME_MAX + 1];
-    char reply[]; /* "" when the request has no reply subject */
+    char consumer[JR_CONSUMER_NAME_MAX + 1]; /* consumer requests: the consumer's name */
+    char reply[];                            /* "" when the request has no reply subject */
 } req;
 
 /* A request answering on reply (NULL or "": carried out, unanswered); NULL when out of memory. */
@@ -49,5 +50,9 @@ uint64_t jsr_wall_ns(void);
 
 /* Serves api (the subject after "$JS.API.") if it is a stream request: 1, else 0. */
 int jsapi_stream(server *s, const char *api, const char *reply, const void *data, size_t len);
+/* Serves api if it is a consumer request (CONSUMER.*): 1, else 0. nr: the requester asked for
+ * no-responders statuses. */
+int jsapi_consumer(server *s, const char *api, const char *reply, const void *data, size_t len,
+                   int nr);
 
 #endif

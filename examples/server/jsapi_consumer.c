@@ -1,0 +1,749 @@
+/*
+ * jsapi_consumer.c — the JetStream API for consumers, mapped onto the library's jr_consumer_*
+ * calls: create (CONSUMER.CREATE.<s>[.<c>[.<filter>]], CONSUMER.DURABLE.CREATE.<s>.<d>),
+ * info, names, list, delete, leader stepdown, pause, reset, unpin; pull requests
+ * (CONSUMER.MSG.NEXT) and the acks clients publish on the deliveries' $JS.ACK reply subjects.
+ *
+ * A pull request is one jr_consumer_fetch to the consumer's leader, whose deliveries go to the
+ * request's reply subject with their ack subject as reply, and whose end becomes JetStream's
+ * status message there (404 No Messages, 408 Request Timeout with the pending counts, 409 ...;
+ * nothing after a filled batch), as nats-server sends them; idle heartbeats become "100 Idle
+ * Heartbeat". A request without an expiry waits in slices (fetches of PULL_SLICE_NS, asked again
+ * while its reply subject still has a subscriber here), and one that meets a leaderless
+ * consumer asks again every PULL_RETRY_MS until it expires, rather than answering an error a
+ * client would take for the end of its fetch. The library cannot withdraw a fetch its leader
+ * holds: a delivery that finds no subscriber for its reply any more (the client left) is
+ * negatively acknowledged at once, so it is redelivered without waiting for its ack wait.
+ */
+#include "jsapi_impl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "jsjson.h"
+#include "sublist.h"
+
+#define PULL_SLICE_NS 10000000000ll /* a request without expiry: asked for 10 s at a time */
+#define PULL_RETRY_MS 250           /* a request that met a leaderless consumer asks again */
+
+/* ---- answers -------------------------------------------------------------------------------- */
+
+static void cerr(req *r, int status, const char *msg)
+{
+    int code, err_code;
+    char desc[600];
+    js_map_consumer_error(status, msg, r->op, &code, &err_code, desc, sizeof desc);
+    jsr_send_error(r->s, r->reply, r->type, code, err_code, desc);
+}
+
+/* jr_stream_cb: success or the consumer error, then the request is freed. */
+static void cdone(void *arg, int status, const char *msg)
+{
+    req *r = arg;
+    if (status)
+        cerr(r, status, msg);
+    else
+        jsr_success(r);
+    jsr_free(r);
+}
+
+/* A call that did not start: its error now. */
+static void cfail(req *r, int rc)
+{
+    if (rc) {
+        cerr(r, rc, NULL);
+        jsr_free(r);
+    }
+}
+
+/* ---- info, create ---------------------------------------------------------------------------- */
+
+static void on_cinfo(void *arg, int status, const char *msg, const jr_consumer_info *info)
+{
+    req *r = arg;
+    if (status) {
+        cerr(r, status, msg);
+    } else {
+        json_t *j = js_consumer_info_json(info, jsr_wall_ns());
+        if (r->op == 'r') /* reset: the sequence it starts from */
+            json_object_set_new(j, "reset_seq",
+                                json_integer((json_int_t)info->delivered.stream_seq + 1));
+        jsr_send_json(r->s, r->reply, r->type, j);
+    }
+    jsr_free(r);
+}
+
+static void on_created(void *arg, int status, const char *msg, const char *name)
+{
+    req *r = arg;
+    if (status) {
+        cerr(r, status, msg);
+        jsr_free(r);
+        return;
+    }
+    snprintf(r->consumer, sizeof r->consumer, "%s", name);
+    if (!r->reply[0] || jr_consumer_info_get(r->s->node, r->name, r->consumer, on_cinfo, r) != 0)
+        jsr_free(r);
+}
+
+/* CONSUMER.CREATE.<s>[.<name>[.<filter>]] (durable_api 0) or CONSUMER.DURABLE.CREATE.<s>.<d>
+ * (durable_api 1): the body is {"stream_name","config","action","pedantic"}. */
+static void create(req *r, const char *name, const char *filter, int durable_api, const void *data,
+                   size_t len)
+{
+    json_t *j = jsr_body(r, data, len);
+    if (!j) {
+        jsr_free(r);
+        return;
+    }
+    js_consumer_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    int code = 400, err_code = 0;
+    char desc[400] = "";
+    json_t *sn = json_object_get(j, "stream_name"), *cj = json_object_get(j, "config"),
+           *act = json_object_get(j, "action");
+    json_t *empty = NULL;
+    if (!cj || json_is_null(cj)) cj = empty = json_object();
+    const char *action = json_is_string(act) ? json_string_value(act) : "";
+    if (json_is_string(sn) && json_string_length(sn) && strcmp(json_string_value(sn), r->name)) {
+        err_code = 10056;
+        snprintf(desc, sizeof desc, "stream name in subject does not match request");
+    } else if (js_consumer_cfg_parse(cj, &cfg, &code, &err_code, desc, sizeof desc)) {
+        /* desc says why */
+    } else if (cfg.c.deliver_subject) {
+        err_code = 10003;
+        snprintf(desc, sizeof desc,
+                 "push consumers (deliver_subject) are not supported by this server: use a "
+                 "pull consumer");
+    } else if (strcmp(action, "") && strcmp(action, "create") && strcmp(action, "update")) {
+        code = 400;
+        err_code = 10025;
+        snprintf(desc, sizeof desc, "invalid JSON: unknown consumer action %.100s", action);
+    } else if (durable_api) {
+        if (!cfg.c.durable_name) {
+            err_code = 10018;
+            snprintf(desc, sizeof desc,
+                     "consumer expected to be durable but a durable name was not set");
+        } else if (strcmp(cfg.c.durable_name, name)) {
+            err_code = 10017;
+            snprintf(desc, sizeof desc,
+                     "consumer name in subject does not match durable name in request");
+        }
+    } else if (name) {
+        if ((cfg.c.durable_name && strcmp(cfg.c.durable_name, name)) ||
+            (cfg.c.name && strcmp(cfg.c.name, name))) {
+            err_code = 10017;
+            snprintf(desc, sizeof desc,
+                     "consumer name in subject does not match durable name in request");
+        } else if (filter && cfg.c.nfilter_subjects) {
+            err_code = 10137;
+            snprintf(desc, sizeof desc,
+                     "consumer with multiple subject filters cannot use subject based API");
+        } else if (filter && (!cfg.c.filter_subject || strcmp(cfg.c.filter_subject, filter))) {
+            err_code = 10131;
+            snprintf(desc, sizeof desc,
+                     "Consumer create request did not match filtered subject from create "
+                     "subject");
+        } else {
+            cfg.c.name = name;
+        }
+    } else if (cfg.c.durable_name) {
+        err_code = 10020;
+        snprintf(desc, sizeof desc,
+                 "consumer expected to be ephemeral but a durable name was set in request");
+    }
+    if (err_code) {
+        jsr_send_error(r->s, r->reply, r->type, code, err_code, desc);
+        jsr_free(r);
+    } else {
+        int rc;
+        r->op = !strcmp(action, "update") ? 'u' : 'c';
+        if (!strcmp(action, "create"))
+            rc = jr_consumer_create(r->s->node, r->name, &cfg.c, on_created, r);
+        else if (r->op == 'u')
+            rc = jr_consumer_update(r->s->node, r->name, &cfg.c, on_created, r);
+        else
+            rc = jr_consumer_add(r->s->node, r->name, &cfg.c, on_created, r);
+        cfail(r, rc);
+    }
+    js_consumer_cfg_free(&cfg);
+    json_decref(empty);
+    json_decref(j);
+}
+
+/* ---- names, list ---------------------------------------------------------------------------- */
+
+static json_t *page_json(uint64_t total, uint64_t offset, uint64_t limit)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "total", json_integer((json_int_t)total));
+    json_object_set_new(j, "offset", json_integer((json_int_t)offset));
+    json_object_set_new(j, "limit", json_integer((json_int_t)limit));
+    return j;
+}
+
+static void on_cnames(void *arg, int status, const char *msg, const jr_names *page)
+{
+    req *r = arg;
+    if (status) {
+        cerr(r, status, msg);
+    } else {
+        json_t *j = page_json(page->total, page->offset, page->limit), *a = json_array();
+        for (size_t i = 0; i < page->nnames; i++)
+            json_array_append_new(a, json_string(page->names[i]));
+        json_object_set_new(j, "consumers", a);
+        jsr_send_json(r->s, r->reply, r->type, j);
+    }
+    jsr_free(r);
+}
+
+static void on_clist(void *arg, int status, const char *msg, const jr_consumer_page *page)
+{
+    req *r = arg;
+    if (status) {
+        cerr(r, status, msg);
+    } else {
+        json_t *j = page_json(page->total, page->offset, page->limit), *a = json_array();
+        uint64_t now = jsr_wall_ns();
+        for (size_t i = 0; i < page->nconsumers; i++)
+            json_array_append_new(a, js_consumer_info_json(page->consumers[i], now));
+        json_object_set_new(j, "consumers", a);
+        if (page->nmissing) {
+            json_t *m = json_array();
+            for (size_t i = 0; i < page->nmissing; i++)
+                json_array_append_new(m, json_string(page->missing[i]));
+            json_object_set_new(j, "missing", m);
+        }
+        jsr_send_json(r->s, r->reply, r->type, j);
+    }
+    jsr_free(r);
+}
+
+static void names_or_list(req *r, const void *data, size_t len, int list)
+{
+    json_t *j = jsr_body(r, data, len);
+    if (!j) {
+        jsr_free(r);
+        return;
+    }
+    json_t *ov = json_object_get(j, "offset");
+    json_int_t off = json_is_integer(ov) ? json_integer_value(ov) : 0;
+    if (off < 0) off = 0;
+    json_decref(j);
+    cfail(r, list ? jr_consumer_list(r->s->node, r->name, (uint64_t)off, on_clist, r)
+                  : jr_consumer_names(r->s->node, r->name, (uint64_t)off, on_cnames, r));
+}
+
+/* ---- stepdown, pause, reset, unpin ---------------------------------------------------------- */
+
+static void stepdown(req *r, const void *data, size_t len)
+{
+    json_t *j = jsr_body(r, data, len);
+    if (!j) {
+        jsr_free(r);
+        return;
+    }
+    json_t *pl = json_object_get(j, "placement");
+    json_t *pref = json_is_object(pl) ? json_object_get(pl, "preferred") : NULL;
+    const char *peer =
+        json_is_string(pref) && json_string_length(pref) ? json_string_value(pref) : NULL;
+    int rc = jr_consumer_stepdown(r->s->node, r->name, r->consumer, peer, cdone, r);
+    json_decref(j);
+    cfail(r, rc);
+}
+
+static void on_paused(void *arg, int status, const char *msg)
+{
+    req *r = arg;
+    if (status) {
+        cerr(r, status, msg);
+    } else {
+        uint64_t until = r->patch ? (uint64_t)json_integer_value(r->patch) : 0, now = jsr_wall_ns();
+        json_t *j = json_object();
+        json_object_set_new(j, "paused", json_boolean(until > now));
+        json_object_set_new(j, "pause_until", js_time_json(until));
+        if (until > now)
+            json_object_set_new(j, "pause_remaining", json_integer((json_int_t)(until - now)));
+        jsr_send_json(r->s, r->reply, r->type, j);
+    }
+    jsr_free(r);
+}
+
+/* {"pause_until":"<RFC 3339>"}; empty body or the zero time resumes. */
+static void pause_consumer(req *r, const void *data, size_t len)
+{
+    json_t *j = jsr_body(r, data, len);
+    if (!j) {
+        jsr_free(r);
+        return;
+    }
+    uint64_t until = 0;
+    json_t *pu = json_object_get(j, "pause_until");
+    if (pu && !json_is_null(pu) &&
+        (!json_is_string(pu) || js_parse_time(json_string_value(pu), &until))) {
+        jsr_send_error(r->s, r->reply, r->type, 400, 10025,
+                       "invalid JSON: pause_until must be an RFC 3339 time");
+        json_decref(j);
+        jsr_free(r);
+        return;
+    }
+    json_decref(j);
+    r->patch = json_integer((json_int_t)until); /* kept for the reply */
+    cfail(r, jr_consumer_pause(r->s->node, r->name, r->consumer, until, on_paused, r));
+}
+
+static void on_reset(void *arg, int status, const char *msg)
+{
+    req *r = arg;
+    if (status) {
+        cerr(r, status, msg);
+        jsr_free(r);
+        return;
+    }
+    if (!r->reply[0] || jr_consumer_info_get(r->s->node, r->name, r->consumer, on_cinfo, r) != 0)
+        jsr_free(r);
+}
+
+/* {"seq":N}; empty: the message after the ack floor. */
+static void reset_consumer(req *r, const void *data, size_t len)
+{
+    json_t *j = jsr_body(r, data, len);
+    if (!j) {
+        jsr_free(r);
+        return;
+    }
+    json_t *sv = json_object_get(j, "seq");
+    uint64_t seq =
+        json_is_integer(sv) && json_integer_value(sv) > 0 ? (uint64_t)json_integer_value(sv) : 0;
+    json_decref(j);
+    cfail(r, jr_consumer_reset(r->s->node, r->name, r->consumer, seq, on_reset, r));
+}
+
+static void on_unpinned(void *arg, int status, const char *msg)
+{
+    req *r = arg;
+    if (status == JR_ENOTFOUND && !strstr(msg ? msg : "", "consumer"))
+        jsr_send_error(r->s, r->reply, r->type, 400, 10160, "Invalid Priority Group");
+    else if (status)
+        cerr(r, status, msg);
+    else
+        jsr_send_json(r->s, r->reply, r->type, json_object());
+    jsr_free(r);
+}
+
+static void unpin(req *r, const void *data, size_t len)
+{
+    json_t *j = jsr_body(r, data, len);
+    if (!j) {
+        jsr_free(r);
+        return;
+    }
+    json_t *g = json_object_get(j, "group");
+    if (!json_is_string(g) || !json_string_length(g)) {
+        jsr_send_error(r->s, r->reply, r->type, 400, 10160, "Invalid Priority Group");
+        json_decref(j);
+        jsr_free(r);
+        return;
+    }
+    int rc =
+        jr_consumer_unpin(r->s->node, r->name, r->consumer, json_string_value(g), on_unpinned, r);
+    json_decref(j);
+    cfail(r, rc);
+}
+
+/* ---- pull requests -------------------------------------------------------------------------- */
+
+typedef struct pull {
+    server *s;
+    uv_timer_t timer;  /* the retry after a leaderless answer; its close frees the request */
+    int timer_on;      /* the timer was initialised */
+    js_pull q;         /* what is still wanted: batch and max_bytes count down */
+    uint64_t deadline; /* uv_hrtime at expiry; 0: no expiry */
+    uint64_t last_dseq, last_sseq;
+    uint64_t last_out; /* uv_hrtime of the last delivery or heartbeat sent */
+    int nr;
+    char stream[JR_STREAM_NAME_MAX + 1];
+    char consumer[JR_CONSUMER_NAME_MAX + 1];
+    char reply[];
+} pull;
+
+static void pull_issue(pull *p);
+
+static void on_pull_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void pull_free(pull *p)
+{
+    if (p->timer_on)
+        uv_close((uv_handle_t *)&p->timer, on_pull_closed);
+    else
+        free(p);
+}
+
+/* 1 while a client of this server subscribes to the request's reply subject. */
+static int interest(pull *p)
+{
+    sub **v;
+    return sublist_match(p->s->subs, p->reply, &v) > 0;
+}
+
+/* Sends "NATS/1.0 <status>" with optional header lines (each ending in CRLF) and no body. */
+static void pull_status(pull *p, const char *status, const char *lines)
+{
+    char hdr[512];
+    int n = snprintf(hdr, sizeof hdr, "NATS/1.0 %s\r\n%s\r\n", status, lines ? lines : "");
+    if (n > 0 && (size_t)n < sizeof hdr)
+        clients_deliver(p->s, NULL, p->reply, NULL, hdr, (size_t)n, NULL, 0);
+}
+
+/* A status with what the request still wanted (408, and 409 Message Size Exceeds MaxBytes). */
+static void pull_status_pending(pull *p, const char *status)
+{
+    char lines[128];
+    snprintf(lines, sizeof lines,
+             "Nats-Pending-Messages: %" PRId64 "\r\nNats-Pending-Bytes: %" PRId64 "\r\n",
+             p->q.batch, p->q.max_bytes);
+    pull_status(p, status, lines);
+}
+
+static void pull_deliver(pull *p, const jr_consumer_msg *m)
+{
+    server *s = p->s;
+    size_t got = clients_deliver_as(s, NULL, p->reply, m->subject, m->ack_token, m->hdr, m->hdr_len,
+                                    m->data, m->len);
+    p->last_out = uv_hrtime();
+    p->last_dseq = m->consumer_seq;
+    p->last_sseq = m->stream_seq;
+    if (p->q.batch > 0) p->q.batch--;
+    if (p->q.max_bytes > 0) {
+        int64_t sz = (int64_t)(strlen(m->subject) + m->hdr_len + m->len);
+        p->q.max_bytes = sz >= p->q.max_bytes ? 0 : p->q.max_bytes - sz;
+    }
+    /* Nobody takes it any more: hand it back at once rather than after its ack wait. */
+    if (!got) jr_consumer_ack(s->node, m->ack_token, JR_ACK_NAK, 0, NULL, NULL, NULL);
+}
+
+static void on_retry(uv_timer_t *t)
+{
+    pull *p = t->data;
+    if (p->s->closing || !interest(p)) {
+        pull_free(p);
+        return;
+    }
+    pull_issue(p);
+}
+
+/* Time left before the request expires (ns; INT64_MAX without expiry, 0 once expired). */
+static int64_t pull_left(const pull *p)
+{
+    if (!p->deadline) return INT64_MAX;
+    uint64_t now = uv_hrtime();
+    return now >= p->deadline ? 0 : (int64_t)(p->deadline - now);
+}
+
+static void pull_retry_later(pull *p)
+{
+    int64_t left = pull_left(p);
+    if (left <= (int64_t)PULL_RETRY_MS * 1000000 || p->q.no_wait) {
+        pull_status_pending(p, "408 Request Timeout");
+        pull_free(p);
+        return;
+    }
+    if (!p->timer_on) {
+        uv_timer_init(p->s->loop, &p->timer);
+        p->timer.data = p;
+        p->timer_on = 1;
+    }
+    uv_timer_start(&p->timer, on_retry, PULL_RETRY_MS, 0);
+}
+
+static void on_pull(void *arg, int status, const char *msg, const jr_consumer_msg *m,
+                    const jr_fetch_end *end)
+{
+    pull *p = arg;
+    server *s = p->s;
+    if (m) {
+        pull_deliver(p, m);
+        return;
+    }
+    if (status == 0 && !end) { /* an idle heartbeat */
+        /* The library asks again after each one, with the heartbeat shortened to fit the time
+         * left: the client gets one per interval, as nats-server sends them. */
+        uint64_t now = uv_hrtime();
+        if (now - p->last_out < (uint64_t)p->q.heartbeat_ns / 10 * 9) return;
+        p->last_out = now;
+        char lines[128];
+        snprintf(lines, sizeof lines,
+                 "Nats-Last-Consumer: %" PRIu64 "\r\nNats-Last-Stream: %" PRIu64 "\r\n",
+                 p->last_dseq, p->last_sseq);
+        pull_status(p, "100 Idle Heartbeat", lines);
+        return;
+    }
+    if (s->closing || status == JR_ECLOSED) {
+        pull_free(p);
+        return;
+    }
+    if (status) {
+        if (status == JR_ENOTFOUND || status == JR_ENOSTREAM) {
+            /* nats-server has no responder for an unknown consumer's MSG.NEXT */
+            if (p->nr) jsapi_no_responders(s, p->reply);
+            pull_free(p);
+        } else if (status == JR_EINVAL) {
+            char st[300];
+            snprintf(st, sizeof st, "400 Bad Request - %.200s", msg ? msg : "invalid request");
+            pull_status(p, st, NULL);
+            pull_free(p);
+        } else if (!interest(p)) {
+            pull_free(p);
+        } else {
+            pull_retry_later(p); /* leaderless, no quorum, timed out: ask again */
+        }
+        return;
+    }
+    char st[200];
+    snprintf(st, sizeof st, "%d %s", end->code, end->text ? end->text : "");
+    switch (end->code) {
+    case 0: /* the batch is filled (or its max_bytes taken exactly) */
+        break;
+    case 408:
+        /* a slice of a request without expiry, or a leader that fell silent before the
+         * expiry: ask again while the client still listens */
+        if (!p->q.no_wait && p->q.batch > 0 && pull_left(p) > 20000000 && interest(p)) {
+            pull_issue(p);
+            return;
+        }
+        if (interest(p)) pull_status_pending(p, st);
+        break;
+    case 409:
+        if (!strcmp(end->text ? end->text : "", "Message Size Exceeds MaxBytes"))
+            pull_status_pending(p, st);
+        else
+            pull_status(p, st, NULL);
+        break;
+    default:
+        pull_status(p, st, NULL);
+        break;
+    }
+    pull_free(p);
+}
+
+static void pull_issue(pull *p)
+{
+    jr_fetch_opts o;
+    jr_fetch_opts_init(&o);
+    o.batch = p->q.batch;
+    o.max_bytes = p->q.max_bytes;
+    o.no_wait = p->q.no_wait;
+    int64_t left = pull_left(p);
+    if (left == 0) {
+        pull_status_pending(p, "408 Request Timeout");
+        pull_free(p);
+        return;
+    }
+    /* no_wait without expiry: the library's default, it ends at once anyway */
+    o.expires_ns = p->q.no_wait && !p->deadline ? 0 : left < PULL_SLICE_NS ? left : PULL_SLICE_NS;
+    o.idle_heartbeat_ns = p->q.heartbeat_ns;
+    if (o.expires_ns && o.idle_heartbeat_ns > o.expires_ns / 2)
+        o.idle_heartbeat_ns = o.expires_ns / 2 >= 1000000 ? o.expires_ns / 2 : 0;
+    o.group = p->q.group[0] ? p->q.group : NULL;
+    o.id = p->q.id[0] ? p->q.id : NULL;
+    o.min_pending = p->q.min_pending;
+    o.min_ack_pending = p->q.min_ack_pending;
+    o.priority = p->q.priority;
+    int rc = jr_consumer_fetch(p->s->node, p->stream, p->consumer, &o, on_pull, p);
+    if (rc) on_pull(p, rc, jr_strerror(rc), NULL, NULL);
+}
+
+/* Starts a pull request (MSG.NEXT, or +NXT) answering on reply. */
+static void pull_start(server *s, const char *stream, const char *consumer, const char *reply,
+                       const void *data, size_t len, int nr)
+{
+    if (!reply || !*reply || !s->node) return; /* a request without a reply is dropped */
+    js_pull q;
+    char err[300];
+    size_t rl = strlen(reply);
+    pull *p = calloc(1, sizeof *p + rl + 1);
+    if (!p) return;
+    p->s = s;
+    p->nr = nr;
+    memcpy(p->reply, reply, rl);
+    snprintf(p->stream, sizeof p->stream, "%s", stream);
+    snprintf(p->consumer, sizeof p->consumer, "%s", consumer);
+    if (js_pull_parse(data, len, &q, err, sizeof err)) {
+        char st[400];
+        snprintf(st, sizeof st, "400 Bad Request - %s", err);
+        pull_status(p, st, NULL);
+        free(p);
+        return;
+    }
+    p->q = q;
+    p->last_out = uv_hrtime();
+    if (q.expires_ns) p->deadline = p->last_out + (uint64_t)q.expires_ns;
+    pull_issue(p);
+}
+
+/* ---- acks ----------------------------------------------------------------------------------- */
+
+typedef struct ackreq {
+    server *s;
+    char reply[];
+} ackreq;
+
+/* AckSync: the empty reply once the ack is replicated (or the message was not pending any more:
+ * acknowledged before, or terminated). */
+static void on_acked(void *arg, int status, const char *msg)
+{
+    ackreq *a = arg;
+    (void)msg;
+    if ((status == 0 || status == JR_ENOTFOUND) && !a->s->closing)
+        clients_deliver(a->s, NULL, a->reply, NULL, NULL, 0, NULL, 0);
+    free(a);
+}
+
+void jsapi_ack(server *s, const char *subject, const char *reply, const void *data, size_t len)
+{
+    if (!s->node) return;
+    js_ack a;
+    js_ack_parse(data, len, &a);
+    char stream[JR_STREAM_NAME_MAX + 1], consumer[JR_CONSUMER_NAME_MAX + 1];
+    if (js_ack_subject_parse(subject, stream, sizeof stream, consumer, sizeof consumer)) return;
+    if (a.kind < 0) { /* ignored, but an AckSync is still answered */
+        if (reply && *reply) clients_deliver(s, NULL, reply, NULL, NULL, 0, NULL, 0);
+        return;
+    }
+    char reason[256] = "";
+    if (a.kind == JR_ACK_TERM && a.rest_len)
+        snprintf(reason, sizeof reason, "%.*s", (int)a.rest_len, a.rest);
+    int sync = reply && *reply && !a.next;
+    ackreq *ar = NULL;
+    if (sync) {
+        size_t rl = strlen(reply);
+        ar = malloc(sizeof *ar + rl + 1);
+        if (ar) {
+            ar->s = s;
+            memcpy(ar->reply, reply, rl + 1);
+        }
+    }
+    int rc = jr_consumer_ack(s->node, subject, a.kind, a.delay_ns, reason[0] ? reason : NULL,
+                             ar ? on_acked : NULL, ar);
+    if (rc) free(ar);
+    if (a.next && reply && *reply) pull_start(s, stream, consumer, reply, a.rest, a.rest_len, 0);
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------- */
+
+#define MAX_TOKENS 16
+
+/* Splits api into its dot-separated tokens (copied into buf): how many, or -1 if one is empty,
+ * longer than a name may be, or there are too many. */
+static int tokenize(const char *api, char *buf, size_t cap, char **tok)
+{
+    size_t len = strlen(api);
+    if (len + 1 > cap) return -1;
+    memcpy(buf, api, len + 1);
+    int n = 0;
+    for (char *p = buf;;) {
+        if (n == MAX_TOKENS) return -1;
+        tok[n++] = p;
+        char *d = strchr(p, '.');
+        if (!d) break;
+        *d = 0;
+        p = d + 1;
+    }
+    for (int i = 0; i < n; i++)
+        if (!*tok[i] || strlen(tok[i]) > JR_STREAM_NAME_MAX) return -1;
+    return n;
+}
+
+static const struct {
+    const char *verb; /* the tokens after CONSUMER. before <stream>.<consumer> */
+    const char *type;
+    int op;
+} consumer_apis[] = {
+    {"INFO", "consumer_info_response", 'i'},
+    {"DELETE", "consumer_delete_response", 'd'},
+    {"LEADER.STEPDOWN", "consumer_leader_stepdown_response", 's'},
+    {"PAUSE", "consumer_pause_response", 'p'},
+    {"RESET", "consumer_reset_response", 'r'},
+    {"UNPIN", "consumer_unpin_response", 'U'},
+};
+
+int jsapi_consumer(server *s, const char *api, const char *reply, const void *data, size_t len,
+                   int nr)
+{
+    if (strncmp(api, "CONSUMER.", 9)) return 0;
+    char buf[1024], *tok[MAX_TOKENS];
+    int n = tokenize(api, buf, sizeof buf, tok);
+    if (n < 0) {
+        jsr_send_error(s, reply, "error_response", 400, 10003, "bad request");
+        return 1;
+    }
+    /* MSG.NEXT.<s>.<c> */
+    if (n == 5 && !strcmp(tok[1], "MSG") && !strcmp(tok[2], "NEXT")) {
+        pull_start(s, tok[3], tok[4], reply, data, len, nr);
+        return 1;
+    }
+    /* CREATE.<s>[.<name>[.<filter...>]] */
+    if (n >= 3 && !strcmp(tok[1], "CREATE")) {
+        req *r = jsr_new(s, reply, 'c', "consumer_create_response", tok[2]);
+        if (!r) return 1;
+        const char *name = n >= 4 ? tok[3] : NULL, *filter = NULL;
+        if (n >= 5) filter = api + (tok[4] - buf); /* the rest of the subject, dots included */
+        create(r, name, filter, 0, data, len);
+        return 1;
+    }
+    if (n == 5 && !strcmp(tok[1], "DURABLE") && !strcmp(tok[2], "CREATE")) {
+        req *r = jsr_new(s, reply, 'c', "consumer_create_response", tok[3]);
+        if (r) create(r, tok[4], NULL, 1, data, len);
+        return 1;
+    }
+    if (n == 4 && !strcmp(tok[1], "DURABLE") && !strcmp(tok[2], "CREATE")) {
+        jsr_send_error(s, reply, "consumer_create_response", 400, 10016,
+                       "consumer name in subject is missing");
+        return 1;
+    }
+    if (n == 3 && (!strcmp(tok[1], "NAMES") || !strcmp(tok[1], "LIST"))) {
+        int list = tok[1][0] == 'L';
+        req *r = jsr_new(s, reply, 'n', list ? "consumer_list_response" : "consumer_names_response",
+                         tok[2]);
+        if (r) names_or_list(r, data, len, list);
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof consumer_apis / sizeof *consumer_apis; i++) {
+        const char *verb = consumer_apis[i].verb;
+        int vt = strchr(verb, '.') ? 2 : 1; /* tokens in the verb */
+        size_t vl = strlen(verb);
+        if (n != 1 + vt + 2 || strncmp(api + 9, verb, vl) || api[9 + vl] != '.') continue;
+        const char *stream = tok[1 + vt], *cons = tok[2 + vt];
+        req *r = jsr_new(s, reply, consumer_apis[i].op, consumer_apis[i].type, stream);
+        if (!r) return 1;
+        snprintf(r->consumer, sizeof r->consumer, "%s", cons);
+        switch (consumer_apis[i].op) {
+        case 'i':
+            cfail(r, jr_consumer_info_get(s->node, stream, cons, on_cinfo, r));
+            break;
+        case 'd':
+            cfail(r, jr_consumer_delete(s->node, stream, cons, cdone, r));
+            break;
+        case 's':
+            stepdown(r, data, len);
+            break;
+        case 'p':
+            pause_consumer(r, data, len);
+            break;
+        case 'r':
+            reset_consumer(r, data, len);
+            break;
+        case 'U':
+            unpin(r, data, len);
+            break;
+        }
+        return 1;
+    }
+    return 0;
+}
