@@ -14,6 +14,9 @@
  * client would take for the end of its fetch. The library cannot withdraw a fetch its leader
  * holds: a delivery that finds no subscriber for its reply any more (the client left) is
  * negatively acknowledged at once, so it is redelivered without waiting for its ack wait.
+ *
+ * Push consumers (deliver_subject) are refused at create: this server's core messages do not
+ * cross servers, so their deliveries would have to start where the subscriber is.
  */
 #include "jsapi_impl.h"
 
