@@ -15,8 +15,9 @@
  * holds: a delivery that finds no subscriber for its reply any more (the client left) is
  * negatively acknowledged at once, so it is redelivered without waiting for its ack wait.
  *
- * Push consumers (deliver_subject) are refused at create: this server's core messages do not
- * cross servers, so their deliveries would have to start where the subscriber is.
+ * A push consumer (deliver_subject) is served by the server that created it, to the
+ * subscribers of its deliver subject there (core messages do not cross servers); push flow
+ * control is refused.
  */
 #include "jsapi_impl.h"
 
@@ -62,6 +63,130 @@ static void cfail(req *r, int rc)
     }
 }
 
+/* ---- push consumers -------------------------------------------------------------------------
+ * A push consumer created through this server is served from here: while a client of this
+ * server subscribes to its deliver subject, a library subscription (jr_consumer_subscribe) hands
+ * its messages over and they are published to the deliver subject with their ack subjects as
+ * reply (and "100 Idle Heartbeat" when it has an idle_heartbeat); while nobody subscribes the
+ * subscription is closed, so nothing is handed out. A timer looks for the subscriber every
+ * PUSH_CHECK_MS; a message handed over after the subscriber left is negatively acknowledged with
+ * a delay of PUSH_NAK_DELAY_NS (one that reaches the closed subscription is redelivered after
+ * its ack wait). The consumer's deletion ends it. */
+
+#define PUSH_CHECK_MS 250
+#define PUSH_NAK_DELAY_NS 1000000000ll
+
+typedef struct push {
+    server *s;
+    uv_timer_t timer;
+    jr_subscription *sub; /* NULL while nobody here subscribes (or it ended) */
+    int gone;             /* the consumer was deleted: freed once the timer closed */
+    uint64_t last_dseq, last_sseq;
+    struct push *next;
+    char stream[JR_STREAM_NAME_MAX + 1];
+    char consumer[JR_CONSUMER_NAME_MAX + 1];
+    char deliver[];
+} push;
+
+static push *pushes; /* this process's push consumers (one server per process) */
+
+static void on_push_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void push_free(push *p)
+{
+    for (push **pp = &pushes; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    if (p->sub) jr_subscription_close(p->sub);
+    p->sub = NULL;
+    uv_close((uv_handle_t *)&p->timer, on_push_closed);
+}
+
+static void on_push(void *arg, int status, const jr_consumer_msg *m)
+{
+    push *p = arg;
+    server *s = p->s;
+    if (m) {
+        p->last_dseq = m->consumer_seq;
+        p->last_sseq = m->stream_seq;
+        size_t got = clients_deliver_as(s, NULL, p->deliver, m->subject, m->ack_token, m->hdr,
+                                        m->hdr_len, m->data, m->len);
+        /* The subscriber left since the last check: hand it back for later (the delay keeps it
+         * from coming straight back before the timer closes the subscription). */
+        if (!got && s->node)
+            jr_consumer_ack(s->node, m->ack_token, JR_ACK_NAK, PUSH_NAK_DELAY_NS, NULL, NULL, NULL);
+        return;
+    }
+    if (status == 0) { /* an idle heartbeat */
+        char hdr[160];
+        int n = snprintf(hdr, sizeof hdr,
+                         "NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: %" PRIu64
+                         "\r\nNats-Last-Stream: %" PRIu64 "\r\n\r\n",
+                         p->last_dseq, p->last_sseq);
+        clients_deliver(s, NULL, p->deliver, NULL, hdr, (size_t)n, NULL, 0);
+        return;
+    }
+    /* The subscription ended (its last call): deleted, a pull consumer, the node closing; any
+     * other cause is retried by the timer. */
+    p->sub = NULL;
+    if (status == JR_ENOTFOUND || status == JR_EINVAL || status == JR_ECLOSED) p->gone = 1;
+}
+
+static int push_interest(push *p)
+{
+    sub **v;
+    return sublist_match(p->s->subs, p->deliver, &v) > 0;
+}
+
+static void on_push_check(uv_timer_t *t)
+{
+    push *p = t->data;
+    server *s = p->s;
+    if (s->closing || !s->node || p->gone) {
+        push_free(p);
+        return;
+    }
+    int want = push_interest(p);
+    if (want && !p->sub) {
+        if (jr_consumer_subscribe(s->node, p->stream, p->consumer, on_push, p, &p->sub) != 0)
+            p->sub = NULL;
+    } else if (!want && p->sub) {
+        jr_subscription_close(p->sub);
+        p->sub = NULL;
+    }
+}
+
+/* Serves push consumer `consumer` from this server (again, with a new deliver subject). */
+static void push_ensure(server *s, const char *stream, const char *consumer, const char *deliver)
+{
+    for (push *p = pushes; p; p = p->next)
+        if (!p->gone && !strcmp(p->stream, stream) && !strcmp(p->consumer, consumer)) {
+            if (!strcmp(p->deliver, deliver)) return;
+            p->gone = 1; /* its deliver subject changed: a new one replaces it */
+            if (p->sub) jr_subscription_close(p->sub);
+            p->sub = NULL;
+            break;
+        }
+    size_t dl = strlen(deliver);
+    push *p = calloc(1, sizeof *p + dl + 1);
+    if (!p) return;
+    p->s = s;
+    memcpy(p->deliver, deliver, dl);
+    snprintf(p->stream, sizeof p->stream, "%s", stream);
+    snprintf(p->consumer, sizeof p->consumer, "%s", consumer);
+    uv_timer_init(s->loop, &p->timer);
+    p->timer.data = p;
+    uv_timer_start(&p->timer, on_push_check, PUSH_CHECK_MS, PUSH_CHECK_MS);
+    p->next = pushes;
+    pushes = p;
+    on_push_check(&p->timer);
+}
+
 /* ---- info, create ---------------------------------------------------------------------------- */
 
 static void on_cinfo(void *arg, int status, const char *msg, const jr_consumer_info *info)
@@ -70,6 +195,9 @@ static void on_cinfo(void *arg, int status, const char *msg, const jr_consumer_i
     if (status) {
         cerr(r, status, msg);
     } else {
+        const jr_consumer_config *c = info->config;
+        if (r->did_create && c && c->deliver_subject && *c->deliver_subject)
+            push_ensure(r->s, r->name, info->name, c->deliver_subject);
         json_t *j = js_consumer_info_json(info, jsr_wall_ns());
         if (r->op == 'r') /* reset: the sequence it starts from */
             json_object_set_new(j, "reset_seq",
@@ -88,7 +216,9 @@ static void on_created(void *arg, int status, const char *msg, const char *name)
         return;
     }
     snprintf(r->consumer, sizeof r->consumer, "%s", name);
-    if (!r->reply[0] || jr_consumer_info_get(r->s->node, r->name, r->consumer, on_cinfo, r) != 0)
+    /* the info answers the request; a push consumer's info also starts serving it here */
+    if ((!r->reply[0] && !r->did_create) ||
+        jr_consumer_info_get(r->s->node, r->name, r->consumer, on_cinfo, r) != 0)
         jsr_free(r);
 }
 
@@ -116,11 +246,9 @@ static void create(req *r, const char *name, const char *filter, int durable_api
         snprintf(desc, sizeof desc, "stream name in subject does not match request");
     } else if (js_consumer_cfg_parse(cj, &cfg, &code, &err_code, desc, sizeof desc)) {
         /* desc says why */
-    } else if (cfg.c.deliver_subject) {
+    } else if (cfg.c.flow_control) {
         err_code = 10003;
-        snprintf(desc, sizeof desc,
-                 "push consumers (deliver_subject) are not supported by this server: use a "
-                 "pull consumer");
+        snprintf(desc, sizeof desc, "push consumer flow control is not supported by this server");
     } else if (strcmp(action, "") && strcmp(action, "create") && strcmp(action, "update")) {
         code = 400;
         err_code = 10025;
@@ -164,6 +292,7 @@ static void create(req *r, const char *name, const char *filter, int durable_api
     } else {
         int rc;
         r->op = !strcmp(action, "update") ? 'u' : 'c';
+        r->did_create = cfg.c.deliver_subject != NULL; /* a push consumer: served from here */
         if (!strcmp(action, "create"))
             rc = jr_consumer_create(r->s->node, r->name, &cfg.c, on_created, r);
         else if (r->op == 'u')

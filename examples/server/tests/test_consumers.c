@@ -8,9 +8,10 @@
  * a fetch with nothing to deliver (it ends with NATS_TIMEOUT, not an error), a NAK (redelivered
  * with a delivery count of 2), a NAK with a delay, a TERM (never redelivered), AckSync and
  * InProgress, consumer names and list, the consumer leader stepped down and then killed with
- * SIGKILL while messages keep coming (every one still delivered and acknowledged), and delete
- * (then info says 10014). Finally SIGTERM stops every server, which must exit 0. An alarm bounds
- * the whole run; on expiry every server is killed and the test fails.
+ * SIGKILL while messages keep coming (every one still delivered and acknowledged), delete
+ * (then info says 10014), and a durable push consumer (js_SubscribeSync) that delivers every
+ * message in order to its deliver subject. Finally SIGTERM stops every server, which must exit 0.
+ * An alarm bounds the whole run; on expiry every server is killed and the test fails.
  *
  * Usage: test_server_consumers PATH/TO/jetraft-server
  */
@@ -517,6 +518,54 @@ int main(int argc, char **argv)
     if (s != NATS_NOT_FOUND || jerr != 10014)
         die("a second delete: %s, err_code %d", natsStatus_GetText(s), (int)jerr);
     printf("deleted; info and delete answer 10014\n");
+
+    /* A durable push consumer (js_SubscribeSync): every message comes to the deliver subject
+     * once, in order, with its ack subject; acknowledged, the consumer's floor reaches the end. */
+    {
+        jsSubOptions po;
+        jsSubOptions_Init(&po);
+        po.Config.Durable = "push1";
+        po.Config.AckPolicy = js_AckExplicit;
+        natsSubscription *ps = NULL;
+        for (int attempt = 0;; attempt++) {
+            s = js_SubscribeSync(&ps, js, "orders.>", NULL, &po, &jerr);
+            if (s == NATS_OK) break;
+            if (attempt > 50)
+                die("js_SubscribeSync: %s (err_code %d): %s", natsStatus_GetText(s), (int)jerr,
+                    nats_GetLastError(NULL));
+            usleep(200000);
+        }
+        for (uint64_t want = 1; want <= seq; want++) {
+            natsMsg *m = NULL;
+            for (;;) {
+                s = natsSubscription_NextMsg(&m, ps, 10000);
+                if (s != NATS_OK) die("push: no message for seq %llu", (unsigned long long)want);
+                if (natsMsg_GetReply(m)) break;
+                natsMsg_Destroy(m); /* an idle heartbeat or another status */
+            }
+            jsMsgMetaData *md = NULL;
+            if (natsMsg_GetMetaData(&md, m) != NATS_OK) die("push: no metadata");
+            if (md->Sequence.Stream != want || strcmp(md->Consumer, "push1"))
+                die("push: got seq %llu of %s, want %llu", (unsigned long long)md->Sequence.Stream,
+                    md->Consumer, (unsigned long long)want);
+            jsMsgMetaData_Destroy(md);
+            natsMsg_Ack(m, NULL);
+            natsMsg_Destroy(m);
+        }
+        for (int attempt = 0;; attempt++) {
+            ci = consumer_info(js, "push1");
+            int done = ci->NumAckPending == 0 && ci->AckFloor.Stream == seq && ci->Config &&
+                       ci->Config->DeliverSubject;
+            jsConsumerInfo_Destroy(ci);
+            if (done) break;
+            if (attempt > 100) die("push1: not every delivery acknowledged");
+            usleep(100000);
+        }
+        natsSubscription_Unsubscribe(ps);
+        natsSubscription_Destroy(ps);
+        printf("push consumer: %llu messages in order to its deliver subject, all acknowledged\n",
+               (unsigned long long)seq);
+    }
 
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);

@@ -261,8 +261,8 @@ static void consumers(int c, rbuf *bb)
         "\"err_code\":10025", "a duration as a string");
     request(c, bb, "$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.c1",
             "{\"stream_name\":\"ORDERS\",\"config\":{\"durable_name\":\"c1\",\"deliver_subject\":"
-            "\"push.x\"}}",
-            "push consumers (deliver_subject) are not supported", "a push consumer");
+            "\"push.x\",\"flow_control\":true,\"idle_heartbeat\":1000000000}}",
+            "push consumer flow control is not supported", "push flow control");
     request(c, bb, "$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.c1",
             "{\"stream_name\":\"ORDERS\",\"config\":{\"durable_name\":\"c1\",\"ack_policy\":"
             "\"explicit\",\"idle_heartbeat\":1000000000}}",
