@@ -714,6 +714,10 @@ static void pull_start(server *s, const char *stream, const char *consumer, cons
         return;
     }
     p->q = q;
+    if (!interest(p)) { /* nobody would get its messages: dropped, as nats-server drops it */
+        free(p);
+        return;
+    }
     p->last_out = uv_hrtime();
     if (q.expires_ns) p->deadline = p->last_out + (uint64_t)q.expires_ns;
     pull_issue(p);

@@ -361,6 +361,30 @@ static void consumers(int c, rbuf *bb)
     request(c, bb, "$JS.API.CONSUMER.NAMES.ORDERS", "", "\"consumers\":[\"c1\"]", "names");
     request(c, bb, "$JS.API.CONSUMER.LIST.ORDERS", "", "consumer_list_response", "list");
     if (!strstr(bb->d, "\"total\":1") || !strstr(bb->d, "\"name\":\"c1\"")) die("list: %s", bb->d);
+    /* A waiting request whose client unsubscribed its inbox: the message that reaches it is
+     * handed back at once (delivery 2 on the next request), not after its 30 s ack wait. */
+    bb->n = 0;
+    const char *wait_body = "{\"batch\":1,\"expires\":20000000000}";
+    snprintf(line, sizeof line,
+             "SUB _INBOX.gone 12\r\nPUB $JS.API.CONSUMER.MSG.NEXT.ORDERS.c1 _INBOX.gone "
+             "%zu\r\n%s\r\nPING\r\n",
+             strlen(wait_body), wait_body);
+    send_str(c, line);
+    expect(c, bb, "PONG\r\n", "a waiting request");
+    send_str(c, "UNSUB 12\r\nPING\r\n");
+    expect(c, bb, "PONG\r\nPONG\r\n", "its inbox unsubscribed");
+    request(c, bb, "orders.c", "m4", "\"seq\":", "publish m4");
+    unsigned long long s4 = acked_seq(bb);
+    snprintf(want, sizeof want, "$JS.ACK.ORDERS.c1.2.%llu.", s4);
+    int back = 0;
+    for (int i = 0; i < 30 && !back; i++) {
+        pull(c, bb, "{\"batch\":1,\"no_wait\":true}", " 9 ", "a pull after the inbox left");
+        send_str(c, "PING\r\n"); /* the rest of the answer comes before the PONG */
+        expect(c, bb, "PONG\r\n", "the answer to a pull");
+        back = strstr(bb->d, want) != NULL;
+        if (!back) usleep(100000);
+    }
+    if (!back) die("the delivery to a left inbox did not come back: %s", bb->d);
     request(c, bb, "$JS.API.CONSUMER.DELETE.ORDERS.c1", "", "\"success\":true", "delete");
     request(c, bb, "$JS.API.CONSUMER.DELETE.ORDERS.c1", "", "\"err_code\":10014", "delete again");
     send_str(c, "UNSUB 9\r\n");
