@@ -5,7 +5,7 @@
 // acknowledged message read back by sequence exactly once at its acknowledged sequence, and
 // the API calls nats.js makes (account info, names, list, find, info, purge, delete), and the
 // consumers (add, get, fetch, consume, ack, ackAck, nak, term, working, next, info, list,
-// delete). A timer bounds the run and kills every server on expiry.
+// delete, an ordered consumer). A timer bounds the run and kills every server on expiry.
 //
 // Usage: node interop_js.mjs PATH/TO/jetraft-server
 import { spawn } from "node:child_process";
@@ -199,6 +199,17 @@ if (!(await jsm.consumers.delete("ORDERS", "c2"))) fail("consumer delete");
 try { await jsm.consumers.info("ORDERS", "c2"); fail("a deleted consumer has info"); }
 catch (e) { if (!/consumer not found/i.test(e.message)) fail(`info of a deleted consumer: ${e.message}`); }
 console.log("nak, term, working, ackAck, consumer list, delete: ok");
+
+// An ordered consumer (an ephemeral one nats.js creates and replaces itself, ack none, R1).
+const oc = await js.consumers.get("ORDERS");
+const ordered = await oc.fetch({ max_messages: 50, expires: 5000 });
+let oseq = 0;
+for await (const m of ordered) {
+  if (m.seq !== oseq + 1) fail(`ordered consumer: seq ${m.seq} after ${oseq}`);
+  oseq = m.seq;
+}
+if (oseq !== 50) fail(`ordered consumer: fetched up to seq ${oseq}`);
+console.log("ordered consumer: 50 in order");
 
 if ((await jsm.streams.purge("ORDERS")).purged !== N) fail("purge");
 if (!(await jsm.streams.delete("ORDERS"))) fail("delete");
