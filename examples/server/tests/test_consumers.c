@@ -3,15 +3,15 @@
  *
  * Creates ORDERS (R3), publishes, then uses the consumer API as nats.c applications do: a
  * durable pull subscription (js_PullSubscribe: stream lookup by subject, consumer info, durable
- * create), natsSubscription_Fetch in batches with natsMsg_Ack until every message came exactly
- * once in stream order, consumer info (config echoed, delivered, ack floor, pending counts),
- * a fetch with nothing to deliver (it ends with NATS_TIMEOUT, not an error), a NAK (redelivered
- * with a delivery count of 2), a NAK with a delay, a TERM (never redelivered), AckSync and
- * InProgress, consumer names and list, the consumer leader stepped down and then killed with
- * SIGKILL while messages keep coming (every one still delivered and acknowledged), delete
- * (then info says 10014), and a durable push consumer (js_SubscribeSync) that delivers every
- * message in order to its deliver subject. Finally SIGTERM stops every server, which must exit 0.
- * An alarm bounds the whole run; on expiry every server is killed and the test fails.
+ * create; then again, binding to it), natsSubscription_Fetch in batches with natsMsg_Ack until
+ * every message came exactly once in stream order, consumer info (config echoed, delivered, ack
+ * floor, pending counts), a fetch with nothing to deliver (it ends with NATS_TIMEOUT, not an
+ * error), a NAK (redelivered with a delivery count of 2), a NAK with a delay, a TERM (never
+ * redelivered), AckSync and InProgress, consumer names and list, the consumer leader stepped down
+ * and then killed with SIGKILL while messages keep coming (every one still delivered and
+ * acknowledged), delete (then info says 10014), and a durable push consumer (js_SubscribeSync) that
+ * delivers every message in order to its deliver subject. Finally SIGTERM stops every server, which
+ * must exit 0. An alarm bounds the whole run; on expiry every server is killed and the test fails.
  *
  * Usage: test_server_consumers PATH/TO/jetraft-server
  */
@@ -387,6 +387,17 @@ int main(int argc, char **argv)
             die("js_PullSubscribe: %s (err_code %d): %s", natsStatus_GetText(s), (int)jerr,
                 nats_GetLastError(NULL));
         usleep(200000);
+    }
+    /* Subscribing again with the same options binds to the durable: nats.c compares every
+     * field it set with the config the server echoes. */
+    {
+        natsSubscription *again = NULL;
+        jsErrCode jerr = 0;
+        natsStatus s = js_PullSubscribe(&again, js, "orders.>", "dur1", NULL, &so, &jerr);
+        if (s != NATS_OK)
+            die("binding to dur1 again: %s (err_code %d): %s", natsStatus_GetText(s), (int)jerr,
+                nats_GetLastError(NULL));
+        natsSubscription_Destroy(again);
     }
     t0 = now_s();
     drain(sub, 0, NMSGS, 50, 1);
