@@ -385,6 +385,22 @@ static void consumers(int c, rbuf *bb)
         if (!back) usleep(100000);
     }
     if (!back) die("the delivery to a left inbox did not come back: %s", bb->d);
+    /* Pause, resume, reset, unpin. */
+    request(c, bb, "$JS.API.CONSUMER.PAUSE.ORDERS.c1", "{\"pause_until\":\"2200-01-01T00:00:00Z\"}",
+            "\"paused\":true,\"pause_until\":\"2200-01-01T00:00:00.000000000Z\"", "pause");
+    request(c, bb, "$JS.API.CONSUMER.INFO.ORDERS.c1", "", "\"paused\":true", "info while paused");
+    request(c, bb, "$JS.API.CONSUMER.PAUSE.ORDERS.c1", "", "\"paused\":false", "resume");
+    request(c, bb, "$JS.API.CONSUMER.PAUSE.ORDERS.c1", "{\"pause_until\":\"soon\"}",
+            "\"err_code\":10025", "pause with a bad time");
+    snprintf(line, sizeof line, "{\"seq\":%llu}", s1);
+    snprintf(want, sizeof want, "\"reset_seq\":%llu", s1);
+    request(c, bb, "$JS.API.CONSUMER.RESET.ORDERS.c1", line, want, "reset");
+    snprintf(want, sizeof want, "$JS.ACK.ORDERS.c1.1.%llu.1.", s1);
+    pull(c, bb, "{\"batch\":1,\"expires\":5000000000}", want, "the first after a reset");
+    request(c, bb, "$JS.API.CONSUMER.UNPIN.ORDERS.c1", "{\"group\":\"g\"}", "\"error\"",
+            "unpin on a consumer without priority groups");
+    request(c, bb, "$JS.API.CONSUMER.LEADER.STEPDOWN.ORDERS.c1", "", "\"error\"",
+            "stepdown of a single replica");
     request(c, bb, "$JS.API.CONSUMER.DELETE.ORDERS.c1", "", "\"success\":true", "delete");
     request(c, bb, "$JS.API.CONSUMER.DELETE.ORDERS.c1", "", "\"err_code\":10014", "delete again");
     send_str(c, "UNSUB 9\r\n");
