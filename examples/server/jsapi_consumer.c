@@ -11,7 +11,8 @@
  * Heartbeat". A request without an expiry waits in slices (fetches of PULL_SLICE_NS, asked again
  * while its reply subject still has a subscriber here), and one that meets a leaderless
  * consumer asks again every PULL_RETRY_MS until it expires, rather than answering an error a
- * client would take for the end of its fetch. The library cannot withdraw a fetch its leader
+ * client would take for the end of its fetch. A request whose reply subject has no subscriber
+ * here is dropped, as nats-server drops it. The library cannot withdraw a fetch its leader
  * holds: a delivery that finds no subscriber for its reply any more (the client left) is
  * negatively acknowledged at once, so it is redelivered without waiting for its ack wait.
  *

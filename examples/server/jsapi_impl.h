@@ -20,10 +20,11 @@
  * in flight count toward max_inflight (clients_request_done). */
 typedef struct req {
     server *s;
-    int op;           /* as js_map_error's op */
+    int op;           /* as js_map_error's op (consumers: js_map_consumer_error's) */
     const char *type; /* reply type without TYPE_PREFIX */
-    int did_create;
-    json_t *patch; /* update: the requested fields, normal form (see on_info) */
+    int did_create;   /* stream create: the reply says so; consumer create: a push consumer */
+    json_t *patch;    /* stream update: the requested fields, normal form (see on_info);
+                         consumer pause: the pause_until asked for */
     char name[JR_STREAM_NAME_MAX + 1];
     char consumer[JR_CONSUMER_NAME_MAX + 1]; /* consumer requests: the consumer's name */
     char reply[];                            /* "" when the request has no reply subject */
