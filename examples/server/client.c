@@ -322,7 +322,11 @@ static void on_pub(client *c, const np_op *op)
 {
     server *s = c->s;
     s->stats.client_msgs_in++;
-    if (!subject_valid(op->subject, 1) || (op->reply && !subject_valid(op->reply, 1))) {
+    /* A consumer create names its filter in the subject, wildcards included
+     * ($JS.API.CONSUMER.CREATE.ORDERS.c1.orders.*): API subjects may hold them. */
+    int api_pattern = !strncmp(op->subject, "$JS.API.", 8) && subject_valid(op->subject, 0);
+    if ((!api_pattern && !subject_valid(op->subject, 1)) ||
+        (op->reply && !subject_valid(op->reply, 1))) {
         /* nats-server checks publish subjects only in pedantic mode; a wildcard subject never
          * reaches a subscriber or a stream either way. */
         if (c->pedantic) send_err(c, "Invalid Publish Subject");

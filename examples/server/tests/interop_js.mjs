@@ -198,7 +198,11 @@ if (cnames.sort().join() !== "c1,c2") fail(`consumer list: ${cnames}`);
 if (!(await jsm.consumers.delete("ORDERS", "c2"))) fail("consumer delete");
 try { await jsm.consumers.info("ORDERS", "c2"); fail("a deleted consumer has info"); }
 catch (e) { if (!/consumer not found/i.test(e.message)) fail(`info of a deleted consumer: ${e.message}`); }
-console.log("nak, term, working, ackAck, consumer list, delete: ok");
+// A wildcard filter travels in the create subject (CONSUMER.CREATE.ORDERS.w.orders.*).
+const w = await jsm.consumers.add("ORDERS", { durable_name: "w", ack_policy: AckPolicy.Explicit, filter_subject: "orders.*" });
+if (w.config.filter_subject !== "orders.*") fail("wildcard filter");
+if (!(await jsm.consumers.delete("ORDERS", "w"))) fail("delete w");
+console.log("nak, term, working, ackAck, consumer list, delete, wildcard filter: ok");
 
 // An ordered consumer (an ephemeral one nats.js creates and replaces itself, ack none, R1).
 const oc = await js.consumers.get("ORDERS");

@@ -252,6 +252,11 @@ static void consumers(int c, rbuf *bb)
     request(c, bb, "$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.c1",
             "{\"stream_name\":\"ORDERS\",\"config\":{}}", "\"err_code\":10018",
             "a durable create without a durable name");
+    request(c, bb, "$JS.API.CONSUMER.CREATE.ORDERS.w1.orders.*",
+            "{\"stream_name\":\"ORDERS\",\"config\":{\"name\":\"w1\",\"ack_policy\":"
+            "\"explicit\",\"filter_subject\":\"orders.*\"}}",
+            "\"filter_subject\":\"orders.*\"", "a wildcard filter in the create subject");
+    request(c, bb, "$JS.API.CONSUMER.DELETE.ORDERS.w1", "", "\"success\":true", "delete w1");
     request(c, bb, "$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.c1",
             "{\"stream_name\":\"OTHER\",\"config\":{\"durable_name\":\"c1\"}}",
             "\"err_code\":10056", "another stream in the body");
