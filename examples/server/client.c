@@ -270,6 +270,7 @@ size_t clients_deliver_as(server *s, client *except, const char *to, const char 
 {
     sub **v;
     size_t n = sublist_match(s->subs, to, &v), got = 0;
+    if (n == 0) return 0; /* (v may be NULL then) */
     /* Delivery may close a slow consumer and free its subscriptions: take stable copies first
      * by marking, then deliver, skipping closed clients. */
     sub *local[64];
