@@ -1,7 +1,7 @@
 /*
  * jsapi.c — the JetStream API's dispatch and its shared replies (see jsapi.h, jsapi_impl.h),
- * account info and the meta leader's stepdown. Streams are in jsapi_stream.c, consumers and
- * their acks in jsapi_consumer.c, publishes in jspub.c.
+ * account info and the meta leader's stepdown. Streams are in jsapi_stream.c, consumers in
+ * jsapi_consumer.c, their deliveries and acks in jsdeliver.c, publishes in jspub.c.
  */
 #include "jsapi_impl.h"
 

@@ -2,7 +2,7 @@
  * jsapi_impl.h — what the JetStream API's files share: a request waiting for the node's answer
  * (its reply subject and the reply's type) and the helpers that answer it with JetStream's JSON.
  * jsapi.c dispatches a request by subject to the file of its area (jsapi_stream.c for streams,
- * jsapi_consumer.c for consumers).
+ * jsapi_consumer.c for consumers; jsdeliver.c delivers consumers' messages and takes the acks).
  */
 #ifndef SRV_JSAPI_IMPL_H
 #define SRV_JSAPI_IMPL_H
@@ -55,5 +55,14 @@ int jsapi_stream(server *s, const char *api, const char *reply, const void *data
  * no-responders statuses. */
 int jsapi_consumer(server *s, const char *api, const char *reply, const void *data, size_t len,
                    int nr);
+
+/* jsdeliver.c: starts a pull request on consumer `consumer` of `stream` (a MSG.NEXT body, or the
+ * request after +NXT) answering on reply (dropped without one, or without a subscriber to it
+ * here); nr: the requester asked for no-responders statuses. */
+void jsdeliver_pull(server *s, const char *stream, const char *consumer, const char *reply,
+                    const void *data, size_t len, int nr);
+/* jsdeliver.c: serves push consumer `consumer` from this server to the subscribers of its
+ * deliver subject here (again, with a new deliver subject). */
+void jsdeliver_push(server *s, const char *stream, const char *consumer, const char *deliver);
 
 #endif
