@@ -128,6 +128,7 @@ static void on_push_check(uv_timer_t *t)
         jr_subscription_close(p->sub);
         p->sub = NULL;
     }
+    server_kick(s); /* a call made outside the node's callbacks and the client reads */
 }
 
 void jsdeliver_push(server *s, const char *stream, const char *consumer, const char *deliver)
@@ -236,7 +237,9 @@ static void on_retry(uv_timer_t *t)
         pull_free(p);
         return;
     }
+    server *s = p->s;
     pull_issue(p);
+    server_kick(s); /* a call made outside the node's callbacks and the client reads */
 }
 
 /* Time left before the request expires (ns; INT64_MAX without expiry, 0 once expired). */
