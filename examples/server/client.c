@@ -292,8 +292,15 @@ static void sub_remove(client *c, sub *s)
 size_t clients_deliver(server *s, client *except, const char *subject, const char *reply,
                        const void *hdr, size_t hdr_len, const void *data, size_t len)
 {
+    return clients_deliver_as(s, except, subject, subject, reply, hdr, hdr_len, data, len);
+}
+
+size_t clients_deliver_as(server *s, client *except, const char *to, const char *subject,
+                          const char *reply, const void *hdr, size_t hdr_len, const void *data,
+                          size_t len)
+{
     sub **v;
-    size_t n = sublist_match(s->subs, subject, &v), got = 0;
+    size_t n = sublist_match(s->subs, to, &v), got = 0;
     if (n == 0) return 0; /* v may be NULL then */
     /* Delivery may close a slow consumer and free its subscriptions: take stable copies first
      * by marking, then deliver, skipping closed clients. */
@@ -458,7 +465,11 @@ static void on_pub(client *c, const np_op *op)
                 s->cfg.name, c->id, c->ip, op->subject);
         return;
     }
-    if (!subject_valid(op->subject, 1) || (op->reply && !subject_valid(op->reply, 1))) {
+    /* A consumer create names its filter in the subject, wildcards included
+     * ($JS.API.CONSUMER.CREATE.ORDERS.c1.orders.*): API subjects may hold them. */
+    int api_pattern = !strncmp(op->subject, "$JS.API.", 8) && subject_valid(op->subject, 0);
+    if ((!api_pattern && !subject_valid(op->subject, 1)) ||
+        (op->reply && !subject_valid(op->reply, 1))) {
         /* nats-server checks publish subjects only in pedantic mode; a wildcard subject never
          * reaches a subscriber or a stream either way. */
         if (c->pedantic) send_err(c, "Invalid Publish Subject");
@@ -469,10 +480,14 @@ static void on_pub(client *c, const np_op *op)
                       c->no_responders);
         return;
     }
+    if (!strncmp(op->subject, "$JS.ACK.", 8)) {
+        jsapi_ack(s, op->subject, op->reply, op->data, op->data_len);
+        return;
+    }
     size_t got = clients_deliver(s, c->echo ? NULL : c, op->subject, op->reply, op->hdr,
                                  op->hdr_len, op->data, op->data_len);
     if (op->subject[0] == '$') {
-        /* Other system subjects ($JS.ACK, $SYS, ...) are not served yet. */
+        /* Other system subjects ($SYS, ...) are not served yet. */
         if (!got && op->reply && c->no_responders) jsapi_no_responders(s, op->reply);
         return;
     }

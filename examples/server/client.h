@@ -32,5 +32,10 @@ void clients_request_done(server *s);
  * subscriptions of `except` (a client without echo). Returns how many received it. */
 size_t clients_deliver(server *s, client *except, const char *subject, const char *reply,
                        const void *hdr, size_t hdr_len, const void *data, size_t len);
+/* As clients_deliver, to the subscribers of `to` with the message's subject `subject` (a
+ * consumer's delivery to a pull request's inbox or a push consumer's deliver subject). */
+size_t clients_deliver_as(server *s, client *except, const char *to, const char *subject,
+                          const char *reply, const void *hdr, size_t hdr_len, const void *data,
+                          size_t len);
 
 #endif

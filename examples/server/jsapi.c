@@ -1,7 +1,7 @@
 /*
  * jsapi.c — the JetStream API's dispatch and its shared replies (see jsapi.h, jsapi_impl.h),
- * account info and the meta leader's stepdown. Streams are in jsapi_stream.c, publishes in
- * jspub.c.
+ * account info and the meta leader's stepdown. Streams are in jsapi_stream.c, consumers in
+ * jsapi_consumer.c, their deliveries and acks in jsdeliver.c, publishes in jspub.c.
  */
 #include "jsapi_impl.h"
 
@@ -168,7 +168,6 @@ void jsapi_request(server *s, const char *subject, const char *reply, const void
 {
     (void)hdr;
     (void)hdr_len;
-    (void)no_responders;
     s->stats.js_api_requests++;
     const char *api = subject + strlen("$JS.API.");
     if (!strcmp(api, "INFO")) {
@@ -186,8 +185,9 @@ void jsapi_request(server *s, const char *subject, const char *reply, const void
         return;
     }
     if (jsapi_stream(s, api, reply, data, len)) return;
-    /* Consumers (their handlers go beside jsapi_stream), peer removal and the other meta
-     * operations are not served yet: answer at once rather than leave the client to time out. */
+    if (jsapi_consumer(s, api, reply, data, len, no_responders)) return;
+    /* Peer removal and the other meta operations are not served yet: answer at once rather than
+     * leave the client to time out. */
     char desc[300];
     snprintf(desc, sizeof desc, "%.200s is not supported by this server", api);
     jsr_send_error(s, reply, "error_response", 501, 10003, desc);

@@ -21,6 +21,10 @@ void jsapi_request(server *s, const char *subject, const char *reply, const void
  * stream does and nr is set, the reply subject gets the 503 no-responders status. */
 void jsapi_publish(server *s, const char *subject, const char *reply, const void *hdr,
                    size_t hdr_len, const void *data, size_t len, int nr);
+/* A PUB on $JS.ACK.<...>: a consumer's client acknowledging a delivery (+ACK, -NAK, +WPI,
+ * +TERM, +NXT). With a reply subject the ack is confirmed (AckSync): an empty message once it
+ * is replicated. */
+void jsapi_ack(server *s, const char *subject, const char *reply, const void *data, size_t len);
 /* Sends the 503 no-responders status to reply. */
 void jsapi_no_responders(server *s, const char *reply);
 

@@ -1,8 +1,8 @@
 /*
  * jsapi_impl.h — what the JetStream API's files share: a request waiting for the node's answer
  * (its reply subject and the reply's type) and the helpers that answer it with JetStream's JSON.
- * jsapi.c dispatches a request by subject to the file of its area (jsapi_stream.c for streams;
- * consumers get theirs).
+ * jsapi.c dispatches a request by subject to the file of its area (jsapi_stream.c for streams,
+ * jsapi_consumer.c for consumers; jsdeliver.c delivers consumers' messages and takes the acks).
  */
 #ifndef SRV_JSAPI_IMPL_H
 #define SRV_JSAPI_IMPL_H
@@ -20,12 +20,14 @@
  * in flight count toward max_inflight (clients_request_done). */
 typedef struct req {
     server *s;
-    int op;           /* as js_map_error's op */
+    int op;           /* as js_map_error's op (consumers: js_map_consumer_error's) */
     const char *type; /* reply type without TYPE_PREFIX */
-    int did_create;
-    json_t *patch; /* update: the requested fields, normal form (see on_info) */
+    int did_create;   /* stream create: the reply says so; consumer create: a push consumer */
+    json_t *patch;    /* stream update: the requested fields, normal form (see on_info);
+                         consumer pause: the pause_until asked for */
     char name[JR_STREAM_NAME_MAX + 1];
-    char reply[]; /* "" when the request has no reply subject */
+    char consumer[JR_CONSUMER_NAME_MAX + 1]; /* consumer requests: the consumer's name */
+    char reply[];                            /* "" when the request has no reply subject */
 } req;
 
 /* A request answering on reply (NULL or "": carried out, unanswered); NULL when out of memory. */
@@ -49,5 +51,18 @@ uint64_t jsr_wall_ns(void);
 
 /* Serves api (the subject after "$JS.API.") if it is a stream request: 1, else 0. */
 int jsapi_stream(server *s, const char *api, const char *reply, const void *data, size_t len);
+/* Serves api if it is a consumer request (CONSUMER.*): 1, else 0. nr: the requester asked for
+ * no-responders statuses. */
+int jsapi_consumer(server *s, const char *api, const char *reply, const void *data, size_t len,
+                   int nr);
+
+/* jsdeliver.c: starts a pull request on consumer `consumer` of `stream` (a MSG.NEXT body, or the
+ * request after +NXT) answering on reply (dropped without one, or without a subscriber to it
+ * here); nr: the requester asked for no-responders statuses. */
+void jsdeliver_pull(server *s, const char *stream, const char *consumer, const char *reply,
+                    const void *data, size_t len, int nr);
+/* jsdeliver.c: serves push consumer `consumer` from this server to the subscribers of its
+ * deliver subject here (again, with a new deliver subject). */
+void jsdeliver_push(server *s, const char *stream, const char *consumer, const char *deliver);
 
 #endif

@@ -352,58 +352,60 @@ json_t *js_stream_config_json(const jr_stream_config *c)
     return j;
 }
 
-static json_t *time_json(uint64_t ns)
+json_t *js_time_json(uint64_t ns)
 {
     char buf[48];
     js_time(buf, sizeof buf, ns);
     return json_string(buf);
 }
 
+json_t *js_cluster_json(const jr_cluster_info *ci)
+{
+    json_t *c = json_object();
+    json_object_set_new(c, "name", json_string(ci->name ? ci->name : ""));
+    if (ci->group) json_object_set_new(c, "raft_group", json_string(ci->group));
+    if (ci->leader) json_object_set_new(c, "leader", json_string(ci->leader));
+    if (ci->nreplicas) {
+        json_t *r = json_array();
+        for (size_t i = 0; i < ci->nreplicas; i++) {
+            const jr_peer_info *p = ci->replicas[i];
+            json_t *pj = json_object();
+            json_object_set_new(pj, "name", json_string(p->name));
+            json_object_set_new(pj, "current", json_boolean(p->current));
+            if (p->offline) json_object_set_new(pj, "offline", json_true());
+            json_object_set_new(
+                pj, "active",
+                json_integer(p->active_ns == UINT64_MAX ? 0 : (json_int_t)p->active_ns));
+            if (p->lag) json_object_set_new(pj, "lag", json_integer((json_int_t)p->lag));
+            if (p->observer) json_object_set_new(pj, "observer", json_true());
+            json_object_set_new(pj, "peer", json_string(p->name));
+            json_array_append_new(r, pj);
+        }
+        json_object_set_new(c, "replicas", r);
+    }
+    return c;
+}
+
 json_t *js_stream_info_json(const jr_stream_info *info, uint64_t now_ns)
 {
     json_t *j = json_object();
     json_object_set_new(j, "config", js_stream_config_json(info->config));
-    json_object_set_new(j, "created", time_json(info->created_ns));
+    json_object_set_new(j, "created", js_time_json(info->created_ns));
     const jr_stream_state *st = info->state;
     json_t *s = json_object();
     json_object_set_new(s, "messages", json_integer((json_int_t)st->msgs));
     json_object_set_new(s, "bytes", json_integer((json_int_t)st->bytes));
     json_object_set_new(s, "first_seq", json_integer((json_int_t)st->first_seq));
-    json_object_set_new(s, "first_ts", time_json(st->first_ts));
+    json_object_set_new(s, "first_ts", js_time_json(st->first_ts));
     json_object_set_new(s, "last_seq", json_integer((json_int_t)st->last_seq));
-    json_object_set_new(s, "last_ts", time_json(st->last_ts));
+    json_object_set_new(s, "last_ts", js_time_json(st->last_ts));
     if (st->num_subjects)
         json_object_set_new(s, "num_subjects", json_integer((json_int_t)st->num_subjects));
     if (st->num_deleted)
         json_object_set_new(s, "num_deleted", json_integer((json_int_t)st->num_deleted));
     json_object_set_new(s, "consumer_count", json_integer((json_int_t)st->consumers));
     json_object_set_new(j, "state", s);
-    const jr_cluster_info *ci = info->cluster;
-    if (ci) {
-        json_t *c = json_object();
-        json_object_set_new(c, "name", json_string(ci->name ? ci->name : ""));
-        if (ci->group) json_object_set_new(c, "raft_group", json_string(ci->group));
-        if (ci->leader) json_object_set_new(c, "leader", json_string(ci->leader));
-        if (ci->nreplicas) {
-            json_t *r = json_array();
-            for (size_t i = 0; i < ci->nreplicas; i++) {
-                const jr_peer_info *p = ci->replicas[i];
-                json_t *pj = json_object();
-                json_object_set_new(pj, "name", json_string(p->name));
-                json_object_set_new(pj, "current", json_boolean(p->current));
-                if (p->offline) json_object_set_new(pj, "offline", json_true());
-                json_object_set_new(
-                    pj, "active",
-                    json_integer(p->active_ns == UINT64_MAX ? 0 : (json_int_t)p->active_ns));
-                if (p->lag) json_object_set_new(pj, "lag", json_integer((json_int_t)p->lag));
-                if (p->observer) json_object_set_new(pj, "observer", json_true());
-                json_object_set_new(pj, "peer", json_string(p->name));
-                json_array_append_new(r, pj);
-            }
-            json_object_set_new(c, "replicas", r);
-        }
-        json_object_set_new(j, "cluster", c);
-    }
-    json_object_set_new(j, "ts", time_json(now_ns));
+    if (info->cluster) json_object_set_new(j, "cluster", js_cluster_json(info->cluster));
+    json_object_set_new(j, "ts", js_time_json(now_ns));
     return j;
 }

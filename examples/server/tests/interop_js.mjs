@@ -3,10 +3,11 @@
 // and acks, the stream leader killed with SIGKILL mid-publish (every publish that failed is
 // published again with its msgID until acknowledged), the leader restarted, then every
 // acknowledged message read back by sequence exactly once at its acknowledged sequence, and
-// the API calls nats.js makes (account info, names, list, find, info, purge, delete). The
-// servers link with keys made by the server's key tool and require a user and password (a
-// wrong password is refused with an authorization error). A timer bounds the run and kills
-// every server on expiry.
+// the API calls nats.js makes (account info, names, list, find, info, purge, delete), and the
+// consumers (add, get, fetch, consume, ack, ackAck, nak, term, working, next, info, list,
+// delete, an ordered consumer). The servers link with keys made by the server's key tool and
+// require a user and password (a wrong password is refused with an authorization error). A
+// timer bounds the run and kills every server on expiry.
 //
 // Usage: node interop_js.mjs PATH/TO/jetraft-server
 import { spawn, spawnSync } from "node:child_process";
@@ -15,7 +16,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 
 const bin = process.argv[2];
 const N = 2000, KILL_AT = 800, NAMES = ["n1", "n2", "n3"];
@@ -27,7 +28,7 @@ function fail(msg) {
   for (const p of Object.values(procs)) p.kill("SIGKILL");
   process.exit(1);
 }
-setTimeout(() => fail("the test ran out of time"), 150000).unref();
+setTimeout(() => fail("the test ran out of time"), 200000).unref();
 
 async function freePort() {
   return new Promise((resolve) => {
@@ -165,6 +166,83 @@ const dup = await js.publish("orders.1", "x", { msgID: "m-5" });
 if (!dup.duplicate || dup.seq !== acked.get(5)) fail("a duplicate was not recognised");
 try { await nc.request("nobody.here", "x", { timeout: 2000 }); fail("a request nobody takes was answered"); }
 catch (e) { if (!/no responders/i.test(e.message)) fail(`no responders: ${e.message}`); }
+
+// Consumers as nats.js users consume: add, get, fetch, consume, acks, info, next, nak, term,
+// list, delete.
+await jsm.consumers.add("ORDERS", { durable_name: "c1", ack_policy: AckPolicy.Explicit });
+const c1 = await js.consumers.get("ORDERS", "c1");
+const got = new Set();
+function take(m) {
+  const seq = m.info.streamSequence;
+  if (got.has(seq)) fail(`seq ${seq} delivered twice`);
+  if (m.info.deliveryCount !== 1) fail(`seq ${seq}: delivery count ${m.info.deliveryCount}`);
+  if (m.info.stream !== "ORDERS" || m.info.consumer !== "c1") fail(`seq ${seq}: ${m.info.stream} > ${m.info.consumer}`);
+  got.add(seq);
+}
+const fetched = await c1.fetch({ max_messages: 100, expires: 5000 });
+for await (const m of fetched) { take(m); m.ack(); }
+if (got.size !== 100) fail(`fetch gave ${got.size} messages, expected 100`);
+for (let seq = 1; seq <= 100; seq++) if (!got.has(seq)) fail(`fetch skipped seq ${seq}`);
+const consumed = await c1.consume({ max_messages: 200, expires: 5000 });
+for await (const m of consumed) {
+  take(m);
+  if (got.size === N) { if (!(await m.ackAck())) fail("ackAck"); break; }
+  m.ack();
+}
+await consumed.close();
+if (got.size !== N) fail(`consume stopped at ${got.size}`);
+let ci;
+for (let i = 0; ; i++) {
+  ci = await c1.info();
+  if (ci.num_ack_pending === 0 && ci.ack_floor.stream_seq === N) break;
+  if (i > 50) fail(`consumer c1: ack floor ${ci.ack_floor.stream_seq}, ${ci.num_ack_pending} ack pending`);
+  await sleep(100);
+}
+if (ci.delivered.stream_seq !== N || ci.num_pending !== 0 || ci.config.ack_policy !== "explicit" ||
+    ci.config.durable_name !== "c1" || ci.stream_name !== "ORDERS" || !ci.cluster?.leader)
+  fail(`consumer info: ${JSON.stringify(ci)}`);
+if ((await c1.next({ expires: 1000 })) !== null) fail("next on a drained consumer gave a message");
+console.log(`consumer c1: fetched 100, consumed ${N - 100}, every seq once; info delivered ${ci.delivered.stream_seq}, ack floor ${ci.ack_floor.stream_seq}`);
+
+// NAK and TERM on a filtered consumer.
+await jsm.consumers.add("ORDERS", { durable_name: "c2", ack_policy: AckPolicy.Explicit, filter_subject: "orders.3" });
+const c2 = await js.consumers.get("ORDERS", "c2");
+const first = await c2.next({ expires: 5000 });
+const second = await c2.next({ expires: 5000 });
+if (!first || !second || first.subject !== "orders.3" || second.seq <= first.seq) fail("c2: no first messages");
+// The NAK is confirmed by the ackAck that follows it (the consumer applies acks in order): the
+// NAK'd message must then come back first, ahead of new ones.
+first.nak();
+if (!(await second.ackAck())) fail("c2: ackAck");
+const again = await c2.next({ expires: 5000 });
+if (!again || again.seq !== first.seq || again.info.deliveryCount !== 2) fail(`c2: the NAK was not redelivered first: ${first.seq} then ${again?.seq} (${again?.info.deliveryCount})`);
+again.term();
+const third = await c2.next({ expires: 5000 });
+if (!third || third.seq <= second.seq) fail("c2: a terminated message came back");
+third.working();
+if (!(await third.ackAck())) fail("c2: ackAck after working");
+const cnames = []; for await (const c of jsm.consumers.list("ORDERS")) cnames.push(c.name);
+if (cnames.sort().join() !== "c1,c2") fail(`consumer list: ${cnames}`);
+if (!(await jsm.consumers.delete("ORDERS", "c2"))) fail("consumer delete");
+try { await jsm.consumers.info("ORDERS", "c2"); fail("a deleted consumer has info"); }
+catch (e) { if (!/consumer not found/i.test(e.message)) fail(`info of a deleted consumer: ${e.message}`); }
+// A wildcard filter travels in the create subject (CONSUMER.CREATE.ORDERS.w.orders.*).
+const w = await jsm.consumers.add("ORDERS", { durable_name: "w", ack_policy: AckPolicy.Explicit, filter_subject: "orders.*" });
+if (w.config.filter_subject !== "orders.*") fail("wildcard filter");
+if (!(await jsm.consumers.delete("ORDERS", "w"))) fail("delete w");
+console.log("nak, term, working, ackAck, consumer list, delete, wildcard filter: ok");
+
+// An ordered consumer (an ephemeral one nats.js creates and replaces itself, ack none, R1).
+const oc = await js.consumers.get("ORDERS");
+const ordered = await oc.fetch({ max_messages: 50, expires: 5000 });
+let oseq = 0;
+for await (const m of ordered) {
+  if (m.seq !== oseq + 1) fail(`ordered consumer: seq ${m.seq} after ${oseq}`);
+  oseq = m.seq;
+}
+if (oseq !== 50) fail(`ordered consumer: fetched up to seq ${oseq}`);
+console.log("ordered consumer: 50 in order");
+
 if ((await jsm.streams.purge("ORDERS")).purged !== N) fail("purge");
 if (!(await jsm.streams.delete("ORDERS"))) fail("delete");
 console.log("account info, names, list, find, dedup, no responders, purge, delete: ok");

@@ -2,8 +2,9 @@
  * test_edges.c — one jetraft-server process under hostile and edge-case clients, over raw
  * sockets: the INFO line, split reads, pipelining, request-reply, no-responders, an oversized
  * payload, garbage on the client and the cluster ports, a client that never reads (bounded memory,
- * then disconnected), the JetStream API's errors and answers for a single-server stream, the
- * monitoring endpoints, and a clean SIGTERM. The server must stay up and answer throughout.
+ * then disconnected), the JetStream API's errors and answers for a single-server stream and its
+ * consumers (pull status lines, deliveries and acks byte by byte), the monitoring endpoints, and a
+ * clean SIGTERM. The server must stay up and answer throughout.
  * An alarm bounds the run.
  *
  * Usage: test_server_edges PATH/TO/jetraft-server
@@ -203,6 +204,226 @@ static void make_keys(void)
              ">/dev/null",
              base, server_bin, server_bin, server_bin);
     if (system(cmd) != 0) die("the key tool failed: %s", cmd);
+}
+
+/* Reads the seq of the PubAck just read into b. */
+static unsigned long long acked_seq(rbuf *b)
+{
+    const char *p = strstr(b->d, "\"seq\":");
+    if (!p) die("no seq in %s", b->d);
+    return strtoull(p + 6, NULL, 10);
+}
+
+/* Sends a MSG.NEXT to consumer c1 with reply _INBOX.p.<n> and waits for `want`. */
+static void pull(int fd, rbuf *b, const char *body, const char *want, const char *what)
+{
+    static int next = 1;
+    char line[512];
+    snprintf(line, sizeof line, "PUB $JS.API.CONSUMER.MSG.NEXT.ORDERS.c1 _INBOX.p.%d %zu\r\n%s\r\n",
+             next++, strlen(body), body);
+    b->n = 0;
+    send_str(fd, line);
+    expect(fd, b, want, what);
+}
+
+/* The ack subject of the delivery of stream seq `seq` in b (NULL if none). */
+static const char *ack_of(rbuf *b, unsigned long long seq, char *out, size_t len)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, ".%llu.", seq);
+    for (const char *p = b->d; (p = strstr(p, "$JS.ACK.ORDERS.c1.")); p++) {
+        const char *sp = strchr(p, ' ');
+        if (!sp) break;
+        /* delivered count, then the stream seq */
+        const char *q = p + strlen("$JS.ACK.ORDERS.c1.");
+        q = strchr(q, '.');
+        if (q && !strncmp(q, pat, strlen(pat)) && q < sp) {
+            snprintf(out, len, "%.*s", (int)(sp - p), p);
+            return out;
+        }
+    }
+    return NULL;
+}
+
+/* The consumer API on one server, byte by byte where clients parse bytes: create refusals with
+ * their codes, pull status lines (404, 408 with the pending counts, 400, 409), deliveries with
+ * their ack subjects, AckSync and double ack replies, +NXT, NAK and TERM, info, names, list,
+ * an unknown consumer's MSG.NEXT (503), delete. The stream ORDERS exists and is empty. */
+static void consumers(int c, rbuf *bb)
+{
+    request(c, bb, "$JS.API.CONSUMER.NAMES.ORDERS", "", "\"total\":0,\"offset\":0", "no names");
+    if (!strstr(bb->d, "\"consumers\":[]")) die("names of none: %s", bb->d);
+    request(c, bb, "$JS.API.CONSUMER.CREATE.ORDERS",
+            "{\"stream_name\":\"ORDERS\",\"config\":{\"durable_name\":\"c1\"}}",
+            "\"err_code\":10020", "a durable on the ephemeral subject");
+    request(c, bb, "$JS.API.CONSUMER.CREATE.ORDERS.c1",
+            "{\"stream_name\":\"ORDERS\",\"config\":{\"durable_name\":\"c2\"}}",
+            "\"err_code\":10017", "a name that does not match the subject");
+    request(c, bb, "$JS.API.CONSUMER.CREATE.ORDERS.c1.orders.x",
+            "{\"stream_name\":\"ORDERS\",\"config\":{\"name\":\"c1\",\"filter_subject\":"
+            "\"orders.y\"}}",
+            "\"err_code\":10131", "a filter that does not match the subject");
+    request(c, bb, "$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.c1",
+            "{\"stream_name\":\"ORDERS\",\"config\":{}}", "\"err_code\":10018",
+            "a durable create without a durable name");
+    request(c, bb, "$JS.API.CONSUMER.CREATE.ORDERS.w1.orders.*",
+            "{\"stream_name\":\"ORDERS\",\"config\":{\"name\":\"w1\",\"ack_policy\":"
+            "\"explicit\",\"filter_subject\":\"orders.*\"}}",
+            "\"filter_subject\":\"orders.*\"", "a wildcard filter in the create subject");
+    request(c, bb, "$JS.API.CONSUMER.DELETE.ORDERS.w1", "", "\"success\":true", "delete w1");
+    request(c, bb, "$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.c1",
+            "{\"stream_name\":\"OTHER\",\"config\":{\"durable_name\":\"c1\"}}",
+            "\"err_code\":10056", "another stream in the body");
+    request(
+        c, bb, "$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.c1",
+        "{\"stream_name\":\"ORDERS\",\"config\":{\"durable_name\":\"c1\",\"ack_wait\":\"30s\"}}",
+        "\"err_code\":10025", "a duration as a string");
+    request(c, bb, "$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.c1",
+            "{\"stream_name\":\"ORDERS\",\"config\":{\"durable_name\":\"c1\",\"deliver_subject\":"
+            "\"push.x\",\"flow_control\":true,\"idle_heartbeat\":1000000000}}",
+            "push consumer flow control is not supported", "push flow control");
+    request(c, bb, "$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.c1",
+            "{\"stream_name\":\"ORDERS\",\"config\":{\"durable_name\":\"c1\",\"ack_policy\":"
+            "\"explicit\",\"idle_heartbeat\":1000000000}}",
+            "\"err_code\":10088", "a heartbeat on a pull consumer");
+    request(c, bb, "$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.c1",
+            "{\"stream_name\":\"ORDERS\",\"config\":{\"durable_name\":\"c1\",\"ack_policy\":"
+            "\"explicit\",\"max_batch\":3}}",
+            "consumer_create_response", "durable create");
+    if (!strstr(bb->d, "\"name\":\"c1\"") || !strstr(bb->d, "\"max_batch\":3") ||
+        !strstr(bb->d, "\"ack_wait\":30000000000") || !strstr(bb->d, "\"num_pending\":0") ||
+        !strstr(bb->d, "\"delivered\":{\"consumer_seq\":0,\"stream_seq\":0}"))
+        die("durable create: %s", bb->d);
+    request(c, bb, "$JS.API.CONSUMER.CREATE.ORDERS.c1",
+            "{\"stream_name\":\"ORDERS\",\"config\":{\"durable_name\":\"c1\",\"ack_policy\":"
+            "\"explicit\",\"max_batch\":4},\"action\":\"create\"}",
+            "\"err_code\":10148", "create of an existing one with another config");
+    request(c, bb, "$JS.API.CONSUMER.CREATE.ORDERS.c9",
+            "{\"stream_name\":\"ORDERS\",\"config\":{\"name\":\"c9\",\"ack_policy\":"
+            "\"explicit\"},\"action\":\"update\"}",
+            "\"err_code\":10149", "update of a missing one");
+    request(c, bb, "$JS.API.CONSUMER.INFO.ORDERS.nope", "", "\"err_code\":10014",
+            "info of an unknown consumer");
+    request(c, bb, "$JS.API.CONSUMER.INFO.NOPE.c1", "", "\"err_code\":10059",
+            "info of a consumer of an unknown stream");
+
+    /* Pull requests on an empty stream: the status lines as nats-server writes them. */
+    send_str(c, "SUB _INBOX.p.* 9\r\n");
+    pull(c, bb, "{\"batch\":2,\"no_wait\":true}",
+         "HMSG _INBOX.p.1 9 28 28\r\nNATS/1.0 404 No "
+         "Messages\r\n\r\n\r\n",
+         "no_wait on nothing");
+    pull(c, bb, "{\"batch\":2,\"expires\":300000000}",
+         "NATS/1.0 408 Request Timeout\r\nNats-Pending-Messages: 2\r\nNats-Pending-Bytes: "
+         "0\r\n\r\n\r\n",
+         "expiry");
+    pull(c, bb, "{\"batch\":1,\"expires\":100000000,\"idle_heartbeat\":90000000}",
+         "NATS/1.0 400 Bad Request - heartbeat value too large\r\n\r\n", "heartbeat too large");
+    pull(c, bb, "{\"batch\":", "NATS/1.0 400 Bad Request - ", "bad JSON");
+    pull(c, bb, "{\"batch\":5,\"no_wait\":true}", "NATS/1.0 409 Exceeded MaxRequestBatch of 3",
+         "over max_batch");
+    bb->n = 0;
+    send_str(c, "PUB $JS.API.CONSUMER.MSG.NEXT.ORDERS.nope _INBOX.p.x 0\r\n\r\n");
+    expect(c, bb, "HMSG _INBOX.p.x 9 16 16\r\nNATS/1.0 503\r\n\r\n", "an unknown consumer");
+
+    /* Three messages: two in a filled batch (no status after them), then +NXT for the third. */
+    request(c, bb, "orders.c", "m1", "\"seq\":", "publish m1");
+    unsigned long long s1 = acked_seq(bb);
+    request(c, bb, "orders.c", "m2", "\"seq\":", "publish m2");
+    request(c, bb, "orders.c", "m3", "\"seq\":", "publish m3");
+    char want[200];
+    snprintf(want, sizeof want, "MSG orders.c 9 $JS.ACK.ORDERS.c1.1.%llu.2.", s1 + 1);
+    pull(c, bb, "{\"batch\":2,\"expires\":5000000000}", want, "a batch of two");
+    send_str(c, "PING\r\n");
+    expect(c, bb, "PONG\r\n", "after the batch");
+    if (strstr(bb->d, "NATS/1.0")) die("a status after a filled batch: %s", bb->d);
+    snprintf(want, sizeof want, "MSG orders.c 9 $JS.ACK.ORDERS.c1.1.%llu.1.", s1);
+    if (!strstr(bb->d, want) || !strstr(bb->d, " 2\r\nm1\r\n")) die("the batch: %s", bb->d);
+    char a1[200], a2[200], a3[200], line[1024];
+    if (!ack_of(bb, s1, a1, sizeof a1) || !ack_of(bb, s1 + 1, a2, sizeof a2))
+        die("no ack subjects in %s", bb->d);
+    /* AckSync: an empty reply once replicated; again (a double ack): answered too. */
+    for (int i = 0; i < 2; i++) {
+        bb->n = 0;
+        snprintf(line, sizeof line, "PUB %s _INBOX.p.a%d 4\r\n+ACK\r\n", a1, i);
+        send_str(c, line);
+        snprintf(want, sizeof want, "MSG _INBOX.p.a%d 9 0\r\n\r\n", i);
+        expect(c, bb, want, i ? "double ack" : "ack sync");
+    }
+    /* +NXT: acks the second and asks for one more on the ack's reply. */
+    bb->n = 0;
+    snprintf(line, sizeof line, "PUB %s _INBOX.p.n 16\r\n+NXT {\"batch\":1}\r\n", a2);
+    send_str(c, line);
+    snprintf(want, sizeof want, "MSG orders.c 9 $JS.ACK.ORDERS.c1.1.%llu.3.", s1 + 2);
+    expect(c, bb, want, "+NXT");
+    if (!strstr(bb->d, "MSG orders.c 9 $JS.ACK") || !ack_of(bb, s1 + 2, a3, sizeof a3))
+        die("+NXT: %s", bb->d);
+    /* NAK the third; the AckSync after it is applied after it: then the third comes again,
+     * delivery 2. TERM it (AckSync): nothing is left. */
+    snprintf(line, sizeof line, "PUB %s 4\r\n-NAK\r\nPUB %s _INBOX.p.b 4\r\n+ACK\r\n", a3, a1);
+    bb->n = 0;
+    send_str(c, line);
+    expect(c, bb, "MSG _INBOX.p.b 9 0\r\n", "ack sync after a NAK");
+    snprintf(want, sizeof want, "$JS.ACK.ORDERS.c1.2.%llu.4.", s1 + 2);
+    pull(c, bb, "{\"batch\":1,\"no_wait\":true}", want, "the NAK redelivered");
+    if (!ack_of(bb, s1 + 2, a3, sizeof a3)) die("no ack subject in %s", bb->d);
+    bb->n = 0;
+    snprintf(line, sizeof line, "PUB %s _INBOX.p.t 11\r\n+TERM gone.\r\n", a3);
+    send_str(c, line);
+    expect(c, bb, "MSG _INBOX.p.t 9 0\r\n", "term sync");
+    pull(c, bb, "{\"batch\":1,\"no_wait\":true}", "NATS/1.0 404 No Messages", "nothing left");
+    request(c, bb, "$JS.API.CONSUMER.INFO.ORDERS.c1", "", "consumer_info_response", "info");
+    snprintf(want, sizeof want, "\"ack_floor\":{\"consumer_seq\":4,\"stream_seq\":%llu,", s1 + 2);
+    if (!strstr(bb->d, want) || !strstr(bb->d, "\"num_ack_pending\":0") ||
+        !strstr(bb->d, "\"num_pending\":0"))
+        die("info after the acks: %s", bb->d);
+    request(c, bb, "$JS.API.CONSUMER.NAMES.ORDERS", "", "\"consumers\":[\"c1\"]", "names");
+    request(c, bb, "$JS.API.CONSUMER.LIST.ORDERS", "", "consumer_list_response", "list");
+    if (!strstr(bb->d, "\"total\":1") || !strstr(bb->d, "\"name\":\"c1\"")) die("list: %s", bb->d);
+    /* A waiting request whose client unsubscribed its inbox: the message that reaches it is
+     * handed back at once (delivery 2 on the next request), not after its 30 s ack wait. */
+    bb->n = 0;
+    const char *wait_body = "{\"batch\":1,\"expires\":20000000000}";
+    snprintf(line, sizeof line,
+             "SUB _INBOX.gone 12\r\nPUB $JS.API.CONSUMER.MSG.NEXT.ORDERS.c1 _INBOX.gone "
+             "%zu\r\n%s\r\nPING\r\n",
+             strlen(wait_body), wait_body);
+    send_str(c, line);
+    expect(c, bb, "PONG\r\n", "a waiting request");
+    send_str(c, "UNSUB 12\r\nPING\r\n");
+    expect(c, bb, "PONG\r\nPONG\r\n", "its inbox unsubscribed");
+    request(c, bb, "orders.c", "m4", "\"seq\":", "publish m4");
+    unsigned long long s4 = acked_seq(bb);
+    snprintf(want, sizeof want, "$JS.ACK.ORDERS.c1.2.%llu.", s4);
+    int back = 0;
+    for (int i = 0; i < 30 && !back; i++) {
+        pull(c, bb, "{\"batch\":1,\"no_wait\":true}", " 9 ", "a pull after the inbox left");
+        send_str(c, "PING\r\n"); /* the rest of the answer comes before the PONG */
+        expect(c, bb, "PONG\r\n", "the answer to a pull");
+        back = strstr(bb->d, want) != NULL;
+        if (!back) usleep(100000);
+    }
+    if (!back) die("the delivery to a left inbox did not come back: %s", bb->d);
+    /* Pause, resume, reset, unpin. */
+    request(c, bb, "$JS.API.CONSUMER.PAUSE.ORDERS.c1", "{\"pause_until\":\"2200-01-01T00:00:00Z\"}",
+            "\"paused\":true,\"pause_until\":\"2200-01-01T00:00:00.000000000Z\"", "pause");
+    request(c, bb, "$JS.API.CONSUMER.INFO.ORDERS.c1", "", "\"paused\":true", "info while paused");
+    request(c, bb, "$JS.API.CONSUMER.PAUSE.ORDERS.c1", "", "\"paused\":false", "resume");
+    request(c, bb, "$JS.API.CONSUMER.PAUSE.ORDERS.c1", "{\"pause_until\":\"soon\"}",
+            "\"err_code\":10025", "pause with a bad time");
+    snprintf(line, sizeof line, "{\"seq\":%llu}", s1);
+    snprintf(want, sizeof want, "\"reset_seq\":%llu", s1);
+    request(c, bb, "$JS.API.CONSUMER.RESET.ORDERS.c1", line, want, "reset");
+    snprintf(want, sizeof want, "$JS.ACK.ORDERS.c1.1.%llu.1.", s1);
+    pull(c, bb, "{\"batch\":1,\"expires\":5000000000}", want, "the first after a reset");
+    request(c, bb, "$JS.API.CONSUMER.UNPIN.ORDERS.c1", "{\"group\":\"g\"}", "\"error\"",
+            "unpin on a consumer without priority groups");
+    request(c, bb, "$JS.API.CONSUMER.LEADER.STEPDOWN.ORDERS.c1", "", "\"error\"",
+            "stepdown of a single replica");
+    request(c, bb, "$JS.API.CONSUMER.DELETE.ORDERS.c1", "", "\"success\":true", "delete");
+    request(c, bb, "$JS.API.CONSUMER.DELETE.ORDERS.c1", "", "\"err_code\":10014", "delete again");
+    send_str(c, "UNSUB 9\r\n");
+    printf("ok: JetStream consumer API, pull statuses and acks\n");
 }
 
 /* Starts the server with the base config plus `extra` fields (",\"k\":v..." or ""). */
@@ -477,7 +698,7 @@ int main(int argc, char **argv)
             "{\"name\":\"ORDERS\",\"subjects\":[\"orders.>\"],\"max_msgs\":100}",
             "\"max_msgs\":100", "update");
     request(c, &bb, "$JS.API.STREAM.PURGE.ORDERS", "", "\"purged\":100", "purge");
-    request(c, &bb, "$JS.API.CONSUMER.INFO.ORDERS.c1", "", "\"error\"", "unsupported API");
+    consumers(c, &bb);
     request(c, &bb, "$JS.API.STREAM.DELETE.ORDERS", "", "\"success\":true", "delete");
     printf("ok: JetStream stream API and PubAcks\n");
 
