@@ -198,14 +198,25 @@ class Link:
         return used.value, got
 
     def feed_all(self, data: bytes) -> list[bytes]:
-        """Feeds every byte of data; returns the frames they completed, in order."""
+        """Feeds every byte of data; returns the frames they completed, in order. Stops after
+        the record that ends the peer's stream (state CLOSED): nothing follows it."""
         frames = []
-        view = memoryview(data)
-        while len(view):
-            used, frame = self.feed(bytes(view))
-            view = view[used:]
-            if frame is not None:
-                frames.append(frame)
+        n = len(data)
+        buf = ctypes.create_string_buffer(data, n)  # one copy; each record fed in place
+        base = ctypes.addressof(buf)
+        h = self._handle()
+        used = c_size_t()
+        frame = c_void_p()
+        flen = c_size_t()
+        off = 0
+        while off < n:
+            self._check(lib.jr_link_feed(h, c_void_p(base + off), n - off, byref(used),
+                                         byref(frame), byref(flen)))
+            off += used.value
+            if frame.value:
+                frames.append(ctypes.string_at(frame.value, flen.value))
+            if used.value == 0 or lib.jr_link_state(h) == self.CLOSED:
+                break
         return frames
 
     def pending_out(self) -> bytes:
