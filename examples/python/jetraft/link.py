@@ -11,8 +11,8 @@ the handshake and frame sealing a host runs over one connection.
         node.recv(link.peer_name, frame)       # the peer name the certificate proved
     sock.send(link.seal(frame_for_peer))       # once link.state == Link.OPEN
 
-A Link never touches a socket or a clock; the host drives it with bytes (jetraft.aio's network
-host does, like jetraft-server's peer links). Errors raise the JetraftError of the code, with
+A Link never touches a socket or a clock; the host drives it with bytes (jetraft.net's PeerHost
+does, like jetraft-server's peer links). Errors raise the JetraftError of the code, with
 the link's own words (jr_link_errmsg); a link's errors are sticky.
 """
 

@@ -447,6 +447,9 @@ class PeerHost(AsyncioHost):
                         self.deliver(p.name, f)
                     except JetraftError:
                         p.stats.frames_rejected += 1
+                    except Exception as e:  # noqa: BLE001 - a request's handler raised
+                        self.loop.call_exception_handler(
+                            {"message": "exception in a node callback", "exception": e})
         except LinkRefused as e:
             why = str(e)
         except (ConnectionError, OSError):

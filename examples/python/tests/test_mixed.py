@@ -29,7 +29,8 @@ import time
 import unittest
 from typing import Any, Callable, Optional
 
-SERVER = os.environ.get("JETRAFT_SERVER", "")
+SERVER = os.path.abspath(os.environ["JETRAFT_SERVER"]) if os.environ.get("JETRAFT_SERVER") else ""
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAMES = ["n1", "n2", "n3"]
 PYTHON = "n2"  # the Python process; the others are jetraft-server
 STREAM = "ORDERS"
@@ -241,7 +242,10 @@ class MixedClusterTest(unittest.TestCase):
             cmd = [SERVER, "-c", cfg]
         self.logs[n] = os.path.join(self.dir, f"{n}.log")
         log = open(self.logs[n], "ab")
-        self.procs[n] = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=self.dir)
+        env = dict(os.environ, PYTHONPATH=PACKAGE_DIR)
+        if env.get("JETRAFT_LIB"):
+            env["JETRAFT_LIB"] = os.path.abspath(env["JETRAFT_LIB"])
+        self.procs[n] = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=self.dir, env=env)
         log.close()
         port = self.control_port if n == PYTHON else self.cport[n]
         deadline = time.monotonic() + 30
@@ -412,6 +416,12 @@ class MixedClusterTest(unittest.TestCase):
         py = self.client(PYTHON).call("stream_info", stream=STREAM)
         self.assertEqual(py["msgs"], len(self.acked))
         self.assertTrue(all(p["current"] for p in py["replicas"]), py)
+
+        # SIGTERM: each process closes its node and links and exits 0
+        for n in NAMES:
+            self.procs[n].send_signal(signal.SIGTERM)
+        for n in NAMES:
+            self.assertEqual(self.procs[n].wait(timeout=30), 0, f"{n} after SIGTERM")
 
 
 if __name__ == "__main__":
