@@ -272,6 +272,8 @@ CONTROL_OPS = {
 
 async def _control_conn(node: Node, host: PeerHost, reader: asyncio.StreamReader,
                         writer: asyncio.StreamWriter) -> None:
+    """Serves one control connection until it ends, or until the server stops (cancelled:
+    the connection is closed and the task ends quietly)."""
     try:
         while True:
             line = await reader.readline()
@@ -289,7 +291,7 @@ async def _control_conn(node: Node, host: PeerHost, reader: asyncio.StreamReader
                 out = {"error": f"bad request: {e!r}", "code": -22, "name": "EINVAL"}
             writer.write(json.dumps(out).encode() + b"\n")
             await writer.drain()
-    except (ConnectionError, OSError):
+    except (ConnectionError, OSError, asyncio.CancelledError):
         pass
     finally:
         writer.close()

@@ -10,6 +10,8 @@ again and published through. At the end every replica is current, and each serve
 made the stream leader and read back: every acknowledged message is at its acknowledged sequence
 there, and the stream holds exactly the acknowledged messages.
 
+MixedPlainClusterTest runs the same over the plain wire ("insecure_cluster": true).
+
 Needs the jetraft-server binary ($JETRAFT_SERVER, set by meson when it is built); skipped
 otherwise. Every process started is killed at the end, whatever happens.
 """
@@ -163,6 +165,8 @@ class Control:
 
 @unittest.skipUnless(SERVER and os.access(SERVER, os.X_OK), "needs $JETRAFT_SERVER")
 class MixedClusterTest(unittest.TestCase):
+    secure = True  # keys from the key tool; False: "insecure_cluster" (the plain wire)
+
     def setUp(self) -> None:
         shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
         self.tmp = tempfile.TemporaryDirectory(prefix="jr-mixed-", dir=shm)
@@ -175,7 +179,8 @@ class MixedClusterTest(unittest.TestCase):
         self.cport = dict(zip(NAMES, ports[0:3]))
         self.lport = dict(zip(NAMES, ports[3:6]))
         self.control_port = ports[6]
-        self.make_keys()
+        if self.secure:
+            self.make_keys()
         for n in NAMES:
             self.write_config(n)
         self.acked: dict[str, tuple[int, bytes]] = {}  # msg id -> (seq, data)
@@ -226,10 +231,12 @@ class MixedClusterTest(unittest.TestCase):
             "peers": {m: f"127.0.0.1:{self.lport[m]}" for m in NAMES},
             "wal_dir": f"{n}/wal",
             "store_dir": f"{n}/store",
-            "authority": "auth.pub",
-            "identity": f"{n}.key",
-            "certificate": f"{n}.cert",
         }
+        if self.secure:
+            cfg.update({"authority": "auth.pub", "identity": f"{n}.key",
+                        "certificate": f"{n}.cert"})
+        else:
+            cfg["insecure_cluster"] = True
         with open(os.path.join(self.dir, f"{n}.json"), "w") as f:
             json.dump(cfg, f)
 
@@ -422,6 +429,15 @@ class MixedClusterTest(unittest.TestCase):
             self.procs[n].send_signal(signal.SIGTERM)
         for n in NAMES:
             self.assertEqual(self.procs[n].wait(timeout=30), 0, f"{n} after SIGTERM")
+        with open(self.logs[PYTHON], errors="replace") as f:
+            log = f.read()
+        self.assertNotIn("Traceback", log)  # nothing raised on the Python server's loop
+
+
+class MixedPlainClusterTest(MixedClusterTest):
+    """The same over jetraft-server's plain wire ("insecure_cluster")."""
+
+    secure = False
 
 
 if __name__ == "__main__":
