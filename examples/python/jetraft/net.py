@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
 import struct
 import sys
 from dataclasses import dataclass, field
@@ -245,6 +246,13 @@ class _Peer:
     stats: PeerStats = field(default_factory=PeerStats)
 
 
+async def _closed(writer: asyncio.StreamWriter) -> None:
+    try:
+        await writer.wait_closed()
+    except (ConnectionError, OSError):
+        pass
+
+
 class PeerHost(AsyncioHost):
     """A node's host on an asyncio loop with TCP peer links (secure with `keys`, plain with
     keys=None). attach() the node opened with this host, then `await start()`; `await close()`
@@ -326,17 +334,17 @@ class PeerHost(AsyncioHost):
         self._stopping = True
         if self._server is not None:
             self._server.close()
-        for c in list(self._conns):
+        # closing a transport writes what it holds first; its reader then sees the end
+        conns = list(self._conns)
+        for c in conns:
             c.close()
+        if conns:
+            await asyncio.wait([self.loop.create_task(_closed(c.writer)) for c in conns],
+                               timeout=2)
         for t in list(self._tasks):
             t.cancel()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=2)
-        for c in list(self._conns):
-            try:
-                await asyncio.wait_for(c.writer.wait_closed(), 1)
-            except (asyncio.TimeoutError, OSError, ConnectionError):
-                pass
 
     def stats(self) -> PeerStats:
         """The counters summed over the peers."""
@@ -381,9 +389,11 @@ class PeerHost(AsyncioHost):
         redialled after the jittered backoff (which starts over once a link was up)."""
         while not self._stopping:
             try:
-                reader, writer = await asyncio.open_connection(p.addr[0], p.addr[1],
-                                                               limit=READ_SIZE)
-            except OSError:
+                # the connect counts against the handshake's bound, as in jetraft-server
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(p.addr[0], p.addr[1], limit=READ_SIZE),
+                    HELLO_TIMEOUT)
+            except (OSError, asyncio.TimeoutError):
                 pass
             else:
                 await self._run(_Conn(self, reader, writer, p.name))
@@ -419,9 +429,11 @@ class PeerHost(AsyncioHost):
             self._pending.add(c)
         sock = c.writer.get_extra_info("socket")
         if sock is not None:
-            import socket
-
+            # frames go out at once; a peer that vanished without a FIN is noticed
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            if hasattr(socket, "TCP_KEEPIDLE"):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 10)
         timer = self.loop.call_later(HELLO_TIMEOUT, self._hello_timeout, c)
         why = ""
         try:

@@ -396,10 +396,12 @@ class MixedClusterTest(unittest.TestCase):
 
         r = self.retry("n1", "stream create", created)
         self.assertEqual(r["config"]["num_replicas"], 3)
+        # the Python server sees the stream and its three replicas, once it has a leader
         py_info = self.retry(PYTHON, "stream info on the Python server",
-                             lambda c: None if "error" in (x := c.call(
-                                 "stream_info", stream=STREAM)) else x)
-        self.assertEqual(len(py_info["replicas"]) + 1, 3)
+                             lambda c: x if (x := c.call("stream_info", stream=STREAM)).get(
+                                 "leader") else None)
+        self.assertEqual(sorted([py_info["leader"]] + [r["name"] for r in py_info["replicas"]]),
+                         NAMES)
 
         self.publish_some(NAMES, 30, "first")
         for victim in [PYTHON, "n1", "n3"]:
@@ -419,10 +421,14 @@ class MixedClusterTest(unittest.TestCase):
         for n in NAMES:
             self.lead(n)
             self.read_all(n)
-        # the Python server's own view agrees
-        py = self.client(PYTHON).call("stream_info", stream=STREAM)
-        self.assertEqual(py["msgs"], len(self.acked))
-        self.assertTrue(all(p["current"] for p in py["replicas"]), py)
+        # the Python server's own view agrees (once the last leader heard from every replica)
+        def py_view(c: Control) -> Optional[dict]:
+            r = c.call("stream_info", stream=STREAM)
+            ok = "error" not in r and all(p["current"] for p in r["replicas"])
+            return r if ok else None
+
+        py = self.retry(PYTHON, "stream info on the Python server", py_view)
+        self.assertEqual((py["msgs"], py["last_seq"]), (len(self.acked), max(seqs)))
 
         # SIGTERM: each process closes its node and links and exits 0
         for n in NAMES:
