@@ -4,13 +4,15 @@ with secure peer links and keys made by jetraft-server's key tool. n1 dials n2 a
 n3, so the Python server both accepts and dials.
 
 ORDERS R3 is created through a NATS client request to n1; messages are published through n1 and
-n3 (NATS, with Nats-Msg-Id, retried until acknowledged) and through n2 (its control port). Each
+n3 (NATS, with Nats-Msg-Id, retried until acknowledged) and through n2 (its control port, same
+message ids). Each
 process in turn is killed with SIGKILL while publishes go on through the other two, then started
 again and published through. At the end every replica is current, and each server in turn is
 made the stream leader and read back: every acknowledged message is at its acknowledged sequence
 there, and the stream holds exactly the acknowledged messages.
 
-MixedPlainClusterTest runs the same over the plain wire ("insecure_cluster": true).
+MixedPlainClusterTest runs the same over the plain wire ("insecure_cluster": true), and
+MixedTwoPythonTest with two Python processes (n2, n3: a Python server dials another).
 
 Needs the jetraft-server binary ($JETRAFT_SERVER, set by meson when it is built); skipped
 otherwise. Every process started is killed at the end, whatever happens.
@@ -34,7 +36,6 @@ from typing import Any, Callable, Optional
 SERVER = os.path.abspath(os.environ["JETRAFT_SERVER"]) if os.environ.get("JETRAFT_SERVER") else ""
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAMES = ["n1", "n2", "n3"]
-PYTHON = "n2"  # the Python process; the others are jetraft-server
 STREAM = "ORDERS"
 SETTLE = 90.0  # bound of each wait for the cluster (seconds)
 
@@ -166,6 +167,7 @@ class Control:
 @unittest.skipUnless(SERVER and os.access(SERVER, os.X_OK), "needs $JETRAFT_SERVER")
 class MixedClusterTest(unittest.TestCase):
     secure = True  # keys from the key tool; False: "insecure_cluster" (the plain wire)
+    python = ["n2"]  # the Python processes; the others are jetraft-server (n1 is one)
 
     def setUp(self) -> None:
         shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
@@ -175,10 +177,10 @@ class MixedClusterTest(unittest.TestCase):
         self.logs: dict[str, str] = {}
         self.clients: dict[str, Any] = {}
         self.addCleanup(self.cleanup)
-        ports = free_ports(7)
+        ports = free_ports(9)
         self.cport = dict(zip(NAMES, ports[0:3]))
         self.lport = dict(zip(NAMES, ports[3:6]))
-        self.control_port = ports[6]
+        self.control_port = dict(zip(NAMES, ports[6:9]))
         if self.secure:
             self.make_keys()
         for n in NAMES:
@@ -242,9 +244,9 @@ class MixedClusterTest(unittest.TestCase):
 
     def start(self, n: str) -> None:
         cfg = os.path.join(self.dir, f"{n}.json")
-        if n == PYTHON:
+        if n in self.python:
             cmd = [sys.executable, "-m", "jetraft.server", "-c", cfg,
-                   "--control", f"127.0.0.1:{self.control_port}"]
+                   "--control", f"127.0.0.1:{self.control_port[n]}"]
         else:
             cmd = [SERVER, "-c", cfg]
         self.logs[n] = os.path.join(self.dir, f"{n}.log")
@@ -254,7 +256,7 @@ class MixedClusterTest(unittest.TestCase):
             env["JETRAFT_LIB"] = os.path.abspath(env["JETRAFT_LIB"])
         self.procs[n] = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=self.dir, env=env)
         log.close()
-        port = self.control_port if n == PYTHON else self.cport[n]
+        port = self.control_port[n] if n in self.python else self.cport[n]
         deadline = time.monotonic() + 30
         while True:
             if self.procs[n].poll() is not None:
@@ -280,7 +282,7 @@ class MixedClusterTest(unittest.TestCase):
     def client(self, n: str) -> Any:
         c = self.clients.get(n)
         if c is None:
-            c = Control(self.control_port) if n == PYTHON else Nats(self.cport[n])
+            c = Control(self.control_port[n]) if n in self.python else Nats(self.cport[n])
             self.clients[n] = c
         return c
 
@@ -310,7 +312,7 @@ class MixedClusterTest(unittest.TestCase):
         subject = f"orders.{msg_id}"
 
         def once(c: Any) -> Optional[int]:
-            if n == PYTHON:
+            if n in self.python:
                 r = c.call("publish", subject=subject, data=data.decode(), msg_id=msg_id)
             else:
                 hdr, body = c.request(subject, data, {"Nats-Msg-Id": msg_id})
@@ -359,7 +361,7 @@ class MixedClusterTest(unittest.TestCase):
             return None
 
         self.retry("n1", f"stepdown to {n}", once)
-        if n == PYTHON:
+        if n in self.python:
             self.retry(n, "python sees itself lead",
                        lambda c: True if c.call("stream_info", stream=STREAM).get("leader") == n
                        else None)
@@ -368,7 +370,7 @@ class MixedClusterTest(unittest.TestCase):
         """Reads every acknowledged message through server n (its leader: n itself)."""
         for msg_id, (seq, data) in sorted(self.acked.items(), key=lambda kv: kv[1][0]):
             def once(c: Any) -> Optional[tuple[str, bytes]]:
-                if n == PYTHON:
+                if n in self.python:
                     r = c.call("msg_get", stream=STREAM, seq=seq)
                     if "error" in r:
                         return None
@@ -397,14 +399,14 @@ class MixedClusterTest(unittest.TestCase):
         r = self.retry("n1", "stream create", created)
         self.assertEqual(r["config"]["num_replicas"], 3)
         # the Python server sees the stream and its three replicas, once it has a leader
-        py_info = self.retry(PYTHON, "stream info on the Python server",
+        py_info = self.retry(self.python[0], "stream info on a Python server",
                              lambda c: x if (x := c.call("stream_info", stream=STREAM)).get(
                                  "leader") else None)
         self.assertEqual(sorted([py_info["leader"]] + [r["name"] for r in py_info["replicas"]]),
                          NAMES)
 
         self.publish_some(NAMES, 30, "first")
-        for victim in [PYTHON, "n1", "n3"]:
+        for victim in [self.python[0]] + [n for n in NAMES if n != self.python[0]]:
             self.kill(victim)
             survivors = [n for n in NAMES if n != victim]
             self.publish_some(survivors, 20, f"without-{victim}")
@@ -427,23 +429,30 @@ class MixedClusterTest(unittest.TestCase):
             ok = "error" not in r and all(p["current"] for p in r["replicas"])
             return r if ok else None
 
-        py = self.retry(PYTHON, "stream info on the Python server", py_view)
-        self.assertEqual((py["msgs"], py["last_seq"]), (len(self.acked), max(seqs)))
+        for n in self.python:
+            py = self.retry(n, "stream info on a Python server", py_view)
+            self.assertEqual((py["msgs"], py["last_seq"]), (len(self.acked), max(seqs)))
 
         # SIGTERM: each process closes its node and links and exits 0
         for n in NAMES:
             self.procs[n].send_signal(signal.SIGTERM)
         for n in NAMES:
             self.assertEqual(self.procs[n].wait(timeout=30), 0, f"{n} after SIGTERM")
-        with open(self.logs[PYTHON], errors="replace") as f:
-            log = f.read()
-        self.assertNotIn("Traceback", log)  # nothing raised on the Python server's loop
+        for n in self.python:
+            with open(self.logs[n], errors="replace") as f:
+                self.assertNotIn("Traceback", f.read(), f"{n}'s log")  # nothing raised
 
 
 class MixedPlainClusterTest(MixedClusterTest):
     """The same over jetraft-server's plain wire ("insecure_cluster")."""
 
     secure = False
+
+
+class MixedTwoPythonTest(MixedClusterTest):
+    """Two Python processes (n2 dials n3, both accept n1) and one jetraft-server, secure."""
+
+    python = ["n2", "n3"]
 
 
 if __name__ == "__main__":
