@@ -6,9 +6,9 @@ n3, so the Python server both accepts and dials.
 ORDERS R3 is created through a NATS client request to n1; messages are published through n1 and
 n3 (NATS, with Nats-Msg-Id, retried until acknowledged) and through n2 (its control port, also
 with a message id). Each process in turn is killed with SIGKILL while publishes go on through
-the other two, then started again and published through. At the end every replica is current, and each server in turn is
-made the stream leader and read back: every acknowledged message is at its acknowledged sequence
-there, and the stream holds exactly the acknowledged messages.
+the other two, then started again and published through. At the end every replica is current,
+and each server in turn is made the stream leader and read back: every acknowledged message is
+at its acknowledged sequence there, and the stream holds exactly the acknowledged messages.
 
 MixedPlainClusterTest runs the same over the plain wire ("insecure_cluster": true), and
 MixedTwoPythonTest with two Python processes (n2, n3: a Python server dials another).
