@@ -156,6 +156,7 @@ class Link:
 
     def __init__(self, role: int, authority: Key, identity: Key, cert: bytes, cluster: str,
                  expect_name: Optional[str] = None, max_frame: int = 0) -> None:
+        self._h: Optional[int] = None  # set once jr_link_new made it (close() may run before)
         cfg = _abi.jr_link_config()
         lib.jr_link_config_init_size(byref(cfg), ctypes.sizeof(cfg))
         self._cert = ctypes.create_string_buffer(cert, len(cert))  # kept while the link lives
@@ -173,7 +174,7 @@ class Link:
             cfg.max_frame = max_frame
         out = c_void_p()
         check(lib.jr_link_new(byref(cfg), byref(out)), "link")
-        self._h: Optional[int] = out.value
+        self._h = out.value
         self._seal_buf = _buf(0)
 
     def _handle(self) -> int:
