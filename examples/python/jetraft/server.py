@@ -12,12 +12,12 @@ users, client and connection limits) are accepted and ignored: this server does 
 clients. An unknown field, a field of the wrong type or a missing required one is an error
 naming it, and relative paths are taken from the file's directory, as jetraft-server does.
 
---control HOST:PORT opens a small request port (loopback only, unauthenticated: for tests and
-operators on the same host): one JSON object per line in, one per line out, e.g.
+--control HOST:PORT opens a small request port on a loopback address (it is unauthenticated: for
+tests and operators on the same host): one JSON object per line in, one per line out, e.g.
   {"op": "publish", "subject": "orders.1", "data": "hello", "msg_id": "o-1"}
   -> {"stream": "ORDERS", "seq": 7, "duplicate": false}
   {"op": "stream_info", "stream": "ORDERS"} -> {"msgs": ..., "leader": ..., "replicas": [...]}
-  {"op": "msg_get", "stream": "ORDERS", "seq": 7} -> {"seq": 7, "subject": ..., "data": ...}
+  {"op": "msg_get", "stream": "ORDERS", "seq": 7} -> {"seq": 7, "subject": ..., "data_b64": ...}
 and errors as {"error": "...", "code": -N, "name": "ENOTFOUND"}. Data is text (UTF-8) or, with
 "data_b64", base64. See CONTROL_OPS for the operations.
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import ipaddress
 import json
 import os
 import signal
@@ -107,6 +108,15 @@ def _hostport(field_name: str, v: Any) -> tuple[str, int]:
         if host and port.isdigit() and 0 < int(port) < 65536:
             return host, int(port)
     raise ValueError(f'{field_name}: must be "host:port"')
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def parse_config(obj: Any, base_dir: str = ".") -> ServerConfig:
@@ -349,6 +359,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         cfg = load_config(a.config)
         control = _hostport("--control", a.control) if a.control else None
+        if control is not None and not _loopback(control[0]):
+            raise ValueError("--control: must be a loopback address (the port is "
+                             "unauthenticated)")
     except ValueError as e:
         print(f"jetraft.server: config: {e}", file=sys.stderr)
         return 1

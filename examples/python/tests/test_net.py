@@ -18,7 +18,7 @@ from typing import Optional
 from jetraft import NodeConfig, StreamConfig, open_node
 from jetraft.link import Key, sign_cert, to_text
 from jetraft.net import LinkKeys, LinkRefused, PeerHost, PlainSession, SecureSession
-from jetraft.server import load_config, parse_config
+from jetraft.server import load_config, main, parse_config
 
 NAMES = ["a", "b", "c"]
 
@@ -220,6 +220,19 @@ class Config(unittest.TestCase):
         self.assertIsNone(parse_config({**plain, "insecure_cluster": True}, self.tmp.name).keys)
         with self.assertRaisesRegex(ValueError, "authority: required"):
             parse_config(plain, self.tmp.name)
+
+    def test_the_command_refuses_before_it_starts(self) -> None:
+        import contextlib
+        import io
+
+        self.load()
+        path = os.path.join(self.tmp.name, "n1.json")
+        for argv, why in [(["-c", path, "--control", "0.0.0.0:7000"], "loopback"),
+                          (["-c", path + ".missing"], "No such file")]:
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                self.assertEqual(main(argv), 1)
+            self.assertIn(why, err.getvalue())
 
 
 if __name__ == "__main__":
