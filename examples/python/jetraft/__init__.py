@@ -19,6 +19,8 @@ Layers:
   host    Host and open_node: a node on the real file system driven by the caller's own loop.
   aio     AsyncioHost (a node's timer on an asyncio loop), awaitable requests, async fetch; a
           network host adds its transport (TCP peer links) to it.
+  net     PeerHost: that network host, TCP peer links over the secure-link API, wire-compatible
+          with jetraft-server; `python3 -m jetraft.server -c CONFIG.json` runs one server.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 AsyncioHost is the loop half of a host: the node's timer request (arm) becomes a loop timer
 that calls Node.tick, and frames a transport received are fed to Node.recv with deliver(). The
 transport half — send() to a peer, and calling deliver() for what a peer sent — is the
-subclass's: over TCP peer links for a networked cluster, or in-process queues in the tests.
+subclass's: over TCP peer links for a networked cluster (jetraft.net.PeerHost), or in-process
+queues in the tests.
 
 Every Pending is awaitable once a loop drives its node (`ack = await node.publish(...)`), and
 `fetch` iterates a pull request's messages as they arrive, `subscribe` a push consumer's:

@@ -7,8 +7,8 @@ server. Every callback of the node's requests runs inside those recv/tick calls.
 
 Subclass Host and pass it to open_node. The methods are called on the node's thread, inside the
 node's own calls; send must only copy or queue the frame (it must not call back into the node).
-A network host (TCP peer links over the library's secure-link API, timers on an asyncio loop)
-is such a subclass; tests/test_host.py drives three nodes with an in-process one.
+jetraft.net.PeerHost (TCP peer links over the library's secure-link API, timers on an asyncio
+loop) is such a subclass; tests/test_host.py drives three nodes with an in-process one.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ the handshake and frame sealing a host runs over one connection.
         node.recv(link.peer_name, frame)       # the peer name the certificate proved
     sock.send(link.seal(frame_for_peer))       # once link.state == Link.OPEN
 
-A Link never touches a socket or a clock; the host drives it with bytes (jetraft.aio's network
-host does, like jetraft-server's peer links). Errors raise the JetraftError of the code, with
+A Link never touches a socket or a clock; the host drives it with bytes (jetraft.net's PeerHost
+does, like jetraft-server's peer links). Errors raise the JetraftError of the code, with
 the link's own words (jr_link_errmsg); a link's errors are sticky.
 """
 
@@ -156,6 +156,7 @@ class Link:
 
     def __init__(self, role: int, authority: Key, identity: Key, cert: bytes, cluster: str,
                  expect_name: Optional[str] = None, max_frame: int = 0) -> None:
+        self._h: Optional[int] = None  # set once jr_link_new made it (close() may run before)
         cfg = _abi.jr_link_config()
         lib.jr_link_config_init_size(byref(cfg), ctypes.sizeof(cfg))
         self._cert = ctypes.create_string_buffer(cert, len(cert))  # kept while the link lives
@@ -173,7 +174,7 @@ class Link:
             cfg.max_frame = max_frame
         out = c_void_p()
         check(lib.jr_link_new(byref(cfg), byref(out)), "link")
-        self._h: Optional[int] = out.value
+        self._h = out.value
         self._seal_buf = _buf(0)
 
     def _handle(self) -> int:
@@ -198,14 +199,25 @@ class Link:
         return used.value, got
 
     def feed_all(self, data: bytes) -> list[bytes]:
-        """Feeds every byte of data; returns the frames they completed, in order."""
+        """Feeds every byte of data; returns the frames they completed, in order. Stops after
+        the record that ends the peer's stream (state CLOSED): nothing follows it."""
         frames = []
-        view = memoryview(data)
-        while len(view):
-            used, frame = self.feed(bytes(view))
-            view = view[used:]
-            if frame is not None:
-                frames.append(frame)
+        n = len(data)
+        buf = ctypes.create_string_buffer(data, n)  # one copy; each record fed in place
+        base = ctypes.addressof(buf)
+        h = self._handle()
+        used = c_size_t()
+        frame = c_void_p()
+        flen = c_size_t()
+        off = 0
+        while off < n:
+            self._check(lib.jr_link_feed(h, c_void_p(base + off), n - off, byref(used),
+                                         byref(frame), byref(flen)))
+            off += used.value
+            if frame.value:
+                frames.append(ctypes.string_at(frame.value, flen.value))
+            if used.value == 0 or lib.jr_link_state(h) == self.CLOSED:
+                break
         return frames
 
     def pending_out(self) -> bytes:
