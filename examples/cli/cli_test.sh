@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The jetraft CLI against a 3-process jetraft-server cluster (examples/server/cluster.sh on free
+# loopback ports, under a temporary directory): every verb once, its output and exit status
+# checked, then the stream leader's process killed (SIGKILL) and the health check reporting
+# CRITICAL until it is back. Bounded in time; everything it starts is stopped at the end.
+#
+#   cli_test.sh PATH/TO/jetraft PATH/TO/jetraft-server
+set -euo pipefail
+cli="$1"
+export JR_SERVER_BIN="$2"
+here="$(cd "$(dirname "$0")" && pwd)"
+cluster="$here/../server/cluster.sh"
+export JR_CLUSTER_DIR="$(mktemp -d /tmp/jetraft-cli-XXXXXX)"
+# a watchdog (its output not on ours, so that the test's end does not wait for it)
+( sleep 240; kill -TERM $$ ) >/dev/null 2>&1 &
+watchdog=$!
+trap 'echo "FAIL: the test ran out of time" >&2; exit 1' TERM
+trap '"$cluster" stop >/dev/null 2>&1 || true; pkill -P $watchdog 2>/dev/null || true
+      kill $watchdog 2>/dev/null || true; rm -rf "$JR_CLUSTER_DIR"' EXIT
+
+# three runs of three free ports: clients, cluster, monitoring
+read -r p1 p2 p3 < <(python3 -c '
+import socket
+def run():
+    while True:
+        s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
+        if p < 60000 and all(socket.socket().connect_ex(("127.0.0.1", p + i)) != 0 for i in range(3)):
+            return p
+print(run(), run(), run())')
+export JR_CLIENT_PORT=$p1 JR_CLUSTER_PORT=$p2 JR_HTTP_PORT=$p3
+"$cluster" start >/dev/null
+J=("$cli" -s "nats://127.0.0.1:$p1,nats://127.0.0.1:$((p1 + 1)),nats://127.0.0.1:$((p1 + 2))")
+
+fail() { echo "FAIL: $*" >&2; for n in n1 n2 n3; do tail -n 20 "$JR_CLUSTER_DIR/$n/server.log" >&2 || true; done; exit 1; }
+expect() { # expect WHAT PATTERN OUTPUT
+    grep -q -- "$2" <<<"$3" || fail "$1: no '$2' in:
+$3"
+}
+
+# the cluster elects a meta leader: stream add is retried until it answers
+for _ in $(seq 60); do
+    out=$("${J[@]}" stream add ORDERS --subjects "orders.>" --replicas=3 --defaults 2>&1) && break
+    sleep 0.5
+done
+expect "stream add" "Stream ORDERS was created" "$out"
+expect "stream add" "Replicas: 3" "$out"
+
+out=$("${J[@]}" pub orders.new '{"order":1}')
+expect "pub" 'stored in ORDERS as seq 1' "$out"
+out=$("${J[@]}" pub orders.new --count 500 --size 64 2>&1)
+expect "pub --count" "500 / 500 acknowledged" "$out"
+
+out=$("${J[@]}" stream info ORDERS)
+expect "stream info" "Cluster Information:" "$out"
+expect "stream info" "Messages: 501" "$out"
+expect "stream info" "Replica: n., current, seen" "$out"
+leader=$(sed -n 's/^ *Leader: //p' <<<"$out")
+[ -n "$leader" ] || fail "stream info names no leader"
+
+out=$("${J[@]}" --json stream info ORDERS)
+expect "stream info --json" '"num_replicas": 3' "$out"
+
+out=$("${J[@]}" stream ls)
+expect "stream ls" "ORDERS" "$out"
+out=$("${J[@]}" stream find --replicas 3)
+expect "stream find" "ORDERS" "$out"
+out=$("${J[@]}" stream find --replicas 1)
+expect "stream find (none)" "No streams match" "$out"
+
+out=$("${J[@]}" stream get ORDERS 1)
+expect "stream get" '{"order":1}' "$out"
+expect "stream get" "on Subject orders.new" "$out"
+
+out=$("${J[@]}" stream edit ORDERS --max-msgs 1000)
+expect "stream edit" "Maximum Messages: 1,000" "$out"
+
+out=$("${J[@]}" consumer add ORDERS NEW --filter orders.new --replicas 3)
+expect "consumer add" "Information for Consumer ORDERS > NEW" "$out"
+out=$("${J[@]}" consumer next ORDERS NEW --count 3)
+expect "consumer next" "Acknowledged message 3" "$out"
+out=$("${J[@]}" consumer info ORDERS NEW)
+expect "consumer info" "Acknowledgment Floor: Consumer sequence: 3 Stream sequence: 3" "$out"
+out=$("${J[@]}" consumer ls ORDERS)
+expect "consumer ls" "NEW" "$out"
+
+out=$("${J[@]}" server check stream --stream ORDERS --peer-expect 3)
+expect "server check" "^OK ORDERS OK:3 peers" "$out"
+set +e
+out=$("${J[@]}" server check stream --stream ORDERS --peer-expect 5)
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "server check with the wrong peer count exited $rc, not 2"
+expect "server check (critical)" "Expected 5 replicas got 3" "$out"
+
+# errors: a clear message and a non-zero exit, never a crash
+set +e
+out=$("${J[@]}" stream info NOPE 2>&1)
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "stream info of an unknown stream exited $rc"
+expect "unknown stream" "stream not found" "$out"
+set +e
+out=$("${J[@]}" stream add 2>&1)
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "stream add without a name exited $rc"
+
+# the leader's process killed: the check is critical, publishes go on, then it is healthy again
+"$cluster" kill "$leader" >/dev/null
+set +e
+crit=0
+for _ in $(seq 40); do
+    out=$("${J[@]}" server check stream --stream ORDERS --peer-expect 3 2>&1)
+    [ $? -eq 2 ] && { crit=1; break; }
+    sleep 0.25
+done
+set -e
+[ $crit -eq 1 ] || fail "the check never turned critical with $leader killed"
+for _ in $(seq 60); do "${J[@]}" pub orders.new after-kill >/dev/null 2>&1 && break; sleep 0.5; done
+"$cluster" restart "$leader" >/dev/null
+ok=0
+for _ in $(seq 120); do
+    "${J[@]}" server check stream --stream ORDERS --peer-expect 3 >/dev/null 2>&1 && { ok=1; break; }
+    sleep 0.5
+done
+[ $ok -eq 1 ] || fail "the stream was not healthy again after $leader restarted"
+
+out=$("${J[@]}" stream cluster step-down ORDERS)
+expect "step-down" "Requested a leader change" "$out"
+out=$("${J[@]}" consumer rm ORDERS NEW)
+expect "consumer rm" "Deleted consumer ORDERS > NEW" "$out"
+out=$("${J[@]}" stream purge ORDERS)
+expect "stream purge" "Purged" "$out"
+out=$("${J[@]}" stream rm ORDERS)
+expect "stream rm" "Deleted stream ORDERS" "$out"
+echo "ok: the jetraft CLI against three jetraft-server processes"

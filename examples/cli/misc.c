@@ -1,0 +1,275 @@
+/*
+ * misc.c — `jetraft pub`, `jetraft sub` and `jetraft server ...` (cli.h).
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t acked, failed;
+static char first_error[256];
+
+static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
+{
+    (void)js;
+    (void)pa;
+    (void)closure;
+    pthread_mutex_lock(&mu);
+    if (pae) {
+        if (!failed++)
+            snprintf(first_error, sizeof first_error, "%s",
+                     pae->ErrText ? pae->ErrText : natsStatus_GetText(pae->Err));
+    } else {
+        acked++;
+    }
+    pthread_mutex_unlock(&mu);
+    natsMsg_Destroy(msg);
+}
+
+/* `pub SUBJECT [BODY] [--count N] [--size B]`: JetStream publishes, each acknowledged. One
+ * message prints its ack; a count prints a progress line and the rate. */
+int cmd_pub(cli *c, args *a)
+{
+    const char *subject = arg_pos(a, 0), *body = arg_pos(a, 1);
+    if (!subject) {
+        fprintf(stderr, "jetraft: pub needs a subject\n");
+        return 2;
+    }
+    int64_t count = arg_int(a, "count", 1), size = arg_int(a, "size", -1);
+    if (count < 1 || size > 64 * 1024 * 1024) {
+        fprintf(stderr, "jetraft: --count must be at least 1 and --size at most 64M\n");
+        return 2;
+    }
+    char *data = NULL;
+    size_t len = body ? strlen(body) : 0;
+    if (size >= 0) {
+        len = (size_t)size;
+        data = malloc(len ? len : 1);
+        for (size_t i = 0; i < len; i++) data[i] = (char)('a' + i % 26);
+    } else {
+        data = strdup(body ? body : "");
+    }
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = c->timeout_ms;
+    jo.PublishAsync.MaxPending = 1000;
+    jo.PublishAsync.AckHandler = on_ack;
+    jsCtx *js = NULL;
+    if (natsConnection_JetStream(&js, c->nc, &jo) != NATS_OK) {
+        fprintf(stderr, "jetraft: error: no JetStream context\n");
+        free(data);
+        return 1;
+    }
+    int rc = 0;
+    if (count == 1) {
+        jsPubAck *pa = NULL;
+        jsErrCode je = 0;
+        natsStatus s = js_Publish(&pa, js, subject, data, (int)len, NULL, &je);
+        if (s != NATS_OK) {
+            fprintf(stderr, "jetraft: error: %s (err_code %d)\n", nats_GetLastError(NULL), (int)je);
+            rc = 1;
+        } else if (c->json) {
+            printf("{\"stream\":\"%s\",\"seq\":%" PRIu64 "%s}\n", pa->Stream, pa->Sequence,
+                   pa->Duplicate ? ",\"duplicate\":true" : "");
+        } else {
+            printf("Published %zu bytes to \"%s\": stored in %s as seq %" PRIu64 "%s\n", len,
+                   subject, pa->Stream, pa->Sequence, pa->Duplicate ? " (duplicate)" : "");
+        }
+        jsPubAck_Destroy(pa);
+    } else {
+        double t0 = now_s(), shown = t0;
+        for (int64_t i = 0; i < count && rc == 0; i++) {
+            if (js_PublishAsync(js, subject, data, (int)len, NULL) != NATS_OK) {
+                fprintf(stderr, "\njetraft: error: %s\n", nats_GetLastError(NULL));
+                rc = 1;
+            }
+            if (!c->json && now_s() - shown >= 0.5) {
+                shown = now_s();
+                pthread_mutex_lock(&mu);
+                fprintf(stderr, "\r%" PRId64 " / %" PRId64 " acknowledged", acked, count);
+                pthread_mutex_unlock(&mu);
+            }
+        }
+        jsPubOptions po;
+        jsPubOptions_Init(&po);
+        po.MaxWait = c->timeout_ms * 4;
+        js_PublishAsyncComplete(js, &po);
+        double dt = now_s() - t0;
+        pthread_mutex_lock(&mu);
+        int64_t ok = acked, bad = failed;
+        pthread_mutex_unlock(&mu);
+        if (c->json)
+            printf("{\"published\":%" PRId64 ",\"acknowledged\":%" PRId64 ",\"failed\":%" PRId64
+                   ",\"seconds\":%.3f,\"msgs_per_sec\":%.0f}\n",
+                   count, ok, bad, dt, (double)ok / dt);
+        else
+            fprintf(stderr,
+                    "\r%" PRId64 " / %" PRId64 " acknowledged in %.2fs: %.0f msgs/s, %.2f "
+                    "MB/s\n",
+                    ok, count, dt, (double)ok / dt, (double)ok * (double)len / dt / 1e6);
+        if (bad) fprintf(stderr, "jetraft: %" PRId64 " refused, first: %s\n", bad, first_error);
+        if (ok != count) rc = 1;
+    }
+    jsCtx_Destroy(js);
+    free(data);
+    return rc;
+}
+
+/* `sub SUBJECT [--count N]`: prints messages as they come (core NATS). */
+int cmd_sub(cli *c, args *a)
+{
+    const char *subject = arg_pos(a, 0);
+    if (!subject) {
+        fprintf(stderr, "jetraft: sub needs a subject\n");
+        return 2;
+    }
+    int64_t count = arg_int(a, "count", 0);
+    natsSubscription *sub = NULL;
+    if (natsConnection_SubscribeSync(&sub, c->nc, subject) != NATS_OK) {
+        fprintf(stderr, "jetraft: error: cannot subscribe %s\n", subject);
+        return 1;
+    }
+    natsConnection_Flush(c->nc);
+    if (!c->json) fprintf(stderr, "Subscribing on %s\n", subject);
+    for (int64_t got = 0; !count || got < count;) {
+        natsMsg *m = NULL;
+        natsStatus s = natsSubscription_NextMsg(&m, sub, 60000);
+        if (s == NATS_TIMEOUT) continue;
+        if (s != NATS_OK) break;
+        got++;
+        if (c->json) {
+            json_t *j = json_pack("{s:s,s:s%}", "subject", natsMsg_GetSubject(m), "data",
+                                  natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m));
+            char *txt = json_dumps(j, JSON_COMPACT);
+            if (txt) puts(txt);
+            free(txt);
+            json_decref(j);
+        } else {
+            printf("[#%" PRId64 "] Received on \"%s\"\n%.*s\n\n", got, natsMsg_GetSubject(m),
+                   natsMsg_GetDataLength(m), natsMsg_GetData(m));
+        }
+        fflush(stdout);
+        natsMsg_Destroy(m);
+    }
+    natsSubscription_Destroy(sub);
+    return 0;
+}
+
+/* `server check stream --stream NAME --peer-expect N`: the nats CLI's check line, exit 2 when
+ * critical (no leader, another replica count, a replica not current or offline). */
+static int check_stream(cli *c, args *a)
+{
+    const char *name = arg_flag(a, "stream");
+    int64_t expect = arg_int(a, "peer-expect", 0);
+    if (!name || expect < 1) {
+        fprintf(stderr, "jetraft: server check stream needs --stream NAME --peer-expect N\n");
+        return 2;
+    }
+    char subj[300];
+    snprintf(subj, sizeof subj, "STREAM.INFO.%s", name);
+    json_t *info = api(c, subj, NULL);
+    if (!info) {
+        printf("CRITICAL %s: stream info failed\n", name);
+        return 2;
+    }
+    const json_t *cl = json_object_get(info, "cluster");
+    const char *leader = json_string_value(json_object_get(cl, "leader"));
+    const json_t *reps = json_object_get(cl, "replicas");
+    int64_t peers = (leader ? 1 : 0) + (int64_t)json_array_size(reps);
+    int64_t notcur = 0, offline = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(reps, i, r)
+    {
+        notcur += !json_is_true(json_object_get(r, "current"));
+        offline += json_is_true(json_object_get(r, "offline"));
+    }
+    char why[256] = "";
+    size_t k = 0;
+    if (!leader) k += (size_t)snprintf(why + k, sizeof why - k, " No leader");
+    if (peers != expect)
+        k += (size_t)snprintf(why + k, sizeof why - k,
+                              " Expected %" PRId64 " replicas got %" PRId64, expect, peers);
+    if (offline)
+        k += (size_t)snprintf(why + k, sizeof why - k, " %" PRId64 " replicas offline", offline);
+    if (notcur) snprintf(why + k, sizeof why - k, " %" PRId64 " replicas not current", notcur);
+    json_decref(info);
+    if (why[0]) {
+        printf("CRITICAL %s CRITICAL:%s | peers=%" PRId64 "\n", name, why, peers);
+        return 2;
+    }
+    printf("OK %s OK:%" PRId64 " peers OK:0 sources | sources=0\n", name, peers);
+    return 0;
+}
+
+/* `server report jetstream`: the meta group and the account's totals ($JS.API.INFO). */
+static int report(cli *c)
+{
+    json_t *r = api(c, "INFO", NULL);
+    if (!r) return 1;
+    if (c->json) {
+        print_json(r);
+    } else {
+        char n[48];
+        printf("JetStream account information:\n\n");
+        fmt_int(n, sizeof n, (int64_t)json_integer_value(json_object_get(r, "streams")));
+        printf("%21s: %s\n", "Streams", n);
+        fmt_int(n, sizeof n, (int64_t)json_integer_value(json_object_get(r, "consumers")));
+        printf("%21s: %s\n", "Consumers", n);
+        fmt_bytes(n, sizeof n, (uint64_t)json_integer_value(json_object_get(r, "storage")));
+        printf("%21s: %s\n", "File Storage", n);
+        fmt_bytes(n, sizeof n, (uint64_t)json_integer_value(json_object_get(r, "memory")));
+        printf("%21s: %s\n", "Memory Storage", n);
+    }
+    json_decref(r);
+    return 0;
+}
+
+int cmd_server(cli *c, const char *verb, args *a)
+{
+    const char *what = arg_pos(a, 0);
+    if (!strcmp(verb, "check") && what && !strcmp(what, "stream")) return check_stream(c, a);
+    if (!strcmp(verb, "report") && what && !strcmp(what, "jetstream")) return report(c);
+    if (!strcmp(verb, "cluster") && what && !strcmp(what, "step-down")) {
+        json_t *r = api(c, "META.LEADER.STEPDOWN", NULL);
+        if (!r) return 1;
+        if (c->json)
+            print_json(r);
+        else
+            printf("Requested a new meta leader\n");
+        json_decref(r);
+        return 0;
+    }
+    if (!strcmp(verb, "cluster") && what && !strcmp(what, "peer-remove")) {
+        const char *peer = arg_pos(a, 1);
+        if (!peer) {
+            fprintf(stderr, "jetraft: server cluster peer-remove needs the server's name\n");
+            return 2;
+        }
+        json_t *body = json_pack("{s:s}", "peer", peer);
+        json_t *r = api(c, "SERVER.REMOVE", body);
+        json_decref(body);
+        if (!r) return 1;
+        if (c->json)
+            print_json(r);
+        else
+            printf("Removed %s from the cluster\n", peer);
+        json_decref(r);
+        return 0;
+    }
+    fprintf(stderr, "jetraft: unknown server command (check stream, report jetstream, cluster "
+                    "step-down, cluster peer-remove)\n");
+    return 2;
+}
