@@ -452,6 +452,18 @@ struct jr__srep {
     uint64_t served_index;
 };
 
+/* A meta op carrying a request id that this server applied (meta_replica.c "Re-sent
+ * requests"). */
+typedef struct jr__applied_req {
+    uint64_t id;          /* the request id (0: a free slot) */
+    uint64_t origin;      /* jr__xxh3 of the origin's name */
+    uint64_t index, term; /* the entry that carried it */
+} jr__applied_req;
+
+/* How many of them a server remembers (the newest; 4 KiB): a re-sent request arrives within a
+ * few election timeouts of its first attempt. */
+#define JR__APPLIED_REQS 128
+
 struct jr__js {
     jr_node *n;
     /* the node's facts (services.h; constant from open on) */
@@ -481,7 +493,9 @@ struct jr__js {
     uint8_t meta_replayed;   /* the meta state has applied meta_recovered (jr__mnode_replayed) */
     uint64_t meta_recovered; /* the meta log's last index recovered at open */
     jr__jtimer meta_timer;
-    uint64_t info_sent; /* when SERVER_INFO was last sent (0: never) */
+    uint64_t info_sent;                             /* when SERVER_INFO was last sent (0: never) */
+    jr__applied_req applied_reqs[JR__APPLIED_REQS]; /* a ring: the newest replace the oldest */
+    size_t applied_next;                            /* the slot the next one takes */
     /* stream_replica.c */
     jr__map reps; /* group id -> jr__srep */
     jr__srep *rep_list;
