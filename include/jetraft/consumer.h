@@ -121,7 +121,8 @@ JR_API int jr_consumer_update(jr_node *node, const char *stream, const jr_consum
  * an update keeps it, only this call changes it. JR_ENOTFOUND if unknown. */
 JR_API int jr_consumer_pause(jr_node *node, const char *stream, const char *name,
                              uint64_t pause_until_ns, jr_stream_cb cb, void *arg);
-/* Deletes a consumer and its state on every replica. JR_ENOTFOUND if unknown. */
+/* Deletes a consumer and its state on every replica. JR_ENOTFOUND if unknown; status 0 when an
+ * earlier attempt of this very request deleted it (as jr_stream_delete). */
 JR_API int jr_consumer_delete(jr_node *node, const char *stream, const char *name, jr_stream_cb cb,
                               void *arg);
 /* Moves consumer `name`'s replica off server `peer` onto a peer of its stream that does not hold

@@ -195,7 +195,9 @@ JR_API int jr_stream_add(jr_node *node, const jr_stream_config *cfg, jr_stream_c
  * of the peer set before that convergence is JR_EBUSY ("cluster member change is in
  * progress"); other config changes are accepted meanwhile. */
 JR_API int jr_stream_update(jr_node *node, const jr_stream_config *cfg, jr_stream_cb cb, void *arg);
-/* Deletes a stream and its messages on every replica. JR_ENOTFOUND if unknown. */
+/* Deletes a stream and its messages on every replica. JR_ENOTFOUND if unknown. A request sent
+ * again to the meta leader after an attempt without an answer says whether this request deleted
+ * the stream: status 0 when its earlier attempt did. */
 JR_API int jr_stream_delete(jr_node *node, const char *name, jr_stream_cb cb, void *arg);
 
 typedef struct jr_purge_opts {

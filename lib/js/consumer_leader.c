@@ -22,6 +22,20 @@
  * answer is sent only once no delivery of the request is in flight, so a 408 never overtakes a
  * delivery.
  *
+ * Read barrier. The leader reads messages from its own server's replica of the stream, which
+ * may trail the stream's leader: a follower learns of a commit a heartbeat later, and a replica
+ * cut off from its group, or on a server the stream no longer names, trails it for as long as
+ * that lasts. A message delete or purge acknowledged before a fetch was issued must not be
+ * undone by that fetch, so no pull is served before a read barrier sent after it arrived has
+ * passed: the stream's leader commits a TICK of its term (a read at the leader,
+ * jr__srep_stage_read) and answers that entry's index, and the pull is served once the local
+ * replica has applied it. Every stream write acknowledged before the barrier was asked for was
+ * committed before the TICK was proposed, so it lies below it in the log (the stream leader
+ * that commits the TICK holds every committed entry, §3.6.3), and the local store already
+ * reflects it when the leader chooses and when it hands out. One barrier is in flight at a
+ * time and serves every pull that arrived before it was sent; a replica that never catches up
+ * leaves its pulls waiting until their expiry (408) rather than serving a stale store.
+ *
  * Invariants (while leading): lead->inflight counts new deliveries proposed and not applied;
  * every pull's inflight counts its deliveries proposed and not applied, and a pull with
  * inflight > 0 is never freed; every proposal on prop_head..prop_tail holds one wait per
@@ -45,6 +59,15 @@ static jr__store *stream_store(jr__crep *r)
     jr__srep *s = jr__srep_find(r->js, r->stream_group);
     if (!s || s->failed || s->cu || !s->fsm) return NULL;
     return jr__stream_fsm_store(s->fsm);
+}
+
+/* The stream index this server's replica of r's stream has applied (0: none, or one whose
+ * store is not to be read: failed, catching up). */
+static uint64_t stream_applied(jr__crep *r)
+{
+    jr__srep *s = jr__srep_find(r->js, r->stream_group);
+    if (!s || s->failed || s->cu || !s->fsm) return 0;
+    return jr__stream_fsm_applied(s->fsm);
 }
 
 /* Dirty list ---------------------------------------------------------------------------------*/
@@ -191,6 +214,7 @@ void jr__clead_stop(jr__crep *r, int status)
     jr__js *js = r->js;
     if (js->cdirty) undirty(r);
     jr__js_timer_cancel(js, &r->timer);
+    if (l->bar_rpc) jr__rpc_cancel(js->n, l->bar_rpc);
     /* A pull whose end was decided (408) while deliveries for it were in flight is answered
      * once they are lost below; they may still commit under the next leader without reaching
      * it, so its answer says so as the others' do, rather than that it merely expired. */
@@ -480,7 +504,136 @@ static void drop_purged(jr__crep *r, jr__store *s, uint64_t wall)
     }
 }
 
-/* The first pull that can take another delivery. */
+/* Read barrier (header comment) ---------------------------------------------------------------*/
+
+/* Barrier bar_sent passed at the stream leader: committed at stream index `index`. */
+static void barrier_answered(jr__crep *r, uint64_t index)
+{
+    jr__clead *l = r->lead;
+    l->bar_out = 0;
+    l->bar_rpc = 0;
+    l->bar_hint = 0;
+    l->bar_until = 0;
+    l->bar_done = l->bar_sent;
+    if (index > l->bar_index) l->bar_index = index;
+    jr__clead_dirty(r);
+}
+
+/* Barrier bar_sent got no answer (no leader known, refused, lost): the next goes a heartbeat
+ * later, to `hint` if a refusal named the leader. */
+static void barrier_failed(jr__crep *r, jr__id hint)
+{
+    jr__clead *l = r->lead;
+    l->bar_out = 0;
+    l->bar_rpc = 0;
+    l->bar_hint = hint;
+    l->bar_until = jr__deadline(jr__node_now(r->js->n), r->js->heartbeat_ns);
+    jr__clead_dirty(r);
+}
+
+static void on_barrier(jr_node *n, void *arg, int status, int answered, const uint8_t *p,
+                       size_t len)
+{
+    jr__crep *r = arg;
+    jr__clead *l = r->lead;
+    if (!l || !l->bar_out) return;
+    l->bar_rpc = 0;
+    if (status == 0) {
+        jr__rd rd;
+        jr__rd_init(&rd, p, len);
+        uint64_t index = jr__rd_varint(&rd);
+        if (!rd.err && !jr__rd_left(&rd)) {
+            barrier_answered(r, index);
+            return;
+        }
+    } else if (status == JR_EINVAL && answered) {
+        /* a stream leader of an earlier release, which has no barrier: until it is upgraded
+         * the leader serves what its replica holds, as that release did */
+        barrier_answered(r, 0);
+        return;
+    }
+    jr__id hint = 0;
+    if (status == JR_ENOTLEADER && answered && len > 0 && len <= JR__META_NAME_MAX) {
+        char name[JR__META_NAME_MAX + 1];
+        memcpy(name, p, len);
+        name[len] = 0;
+        jr__peer *lp = jr__peer_find_name(n, name);
+        if (lp) hint = jr__peer_get_id(lp);
+    }
+    barrier_failed(r, hint == r->js->self ? 0 : hint);
+}
+
+void jr__clead_barrier_local(jr__js *js, uint64_t cgroup, uint64_t tag, uint64_t index)
+{
+    jr__crep *r = jr__crep_find(js, cgroup);
+    if (!r || !r->lead || !r->lead->bar_out || r->lead->bar_rpc || r->lead->bar_tag != tag)
+        return; /* not the barrier in flight (given up, or a leader since stopped) */
+    barrier_answered(r, index);
+}
+
+/* Sends barrier bar_sent + 1: to this server's replica if it leads the stream, else to the
+ * stream's leader as this server knows it. */
+static void barrier_send(jr__crep *r, uint64_t now)
+{
+    jr__js *js = r->js;
+    jr__clead *l = r->lead;
+    l->bar_sent++;
+    l->bar_out = 1;
+    l->bar_rpc = 0;
+    l->bar_tag = ++js->next_serial;
+    l->bar_until = jr__deadline(now, 2 * js->election_ns);
+    jr__srep *s = jr__srep_find(js, r->stream_group);
+    if (s && jr__srep_is_leader(s)) {
+        jr__route rt; /* nobody on the route: the answer comes by jr__clead_barrier_local */
+        memset(&rt, 0, sizeof rt);
+        if (jr__srep_stage_read(s, &rt, JR__REQ_BARRIER, r->group, NULL, 0, l->bar_tag) != 0)
+            barrier_failed(r, 0);
+        return;
+    }
+    jr__peer *lp = l->bar_hint ? jr__peer_find(js->n, l->bar_hint) : NULL;
+    if (!lp) lp = jr__srep_leader_peer(js, r->stream_group);
+    if (!lp || jr__peer_get_id(lp) == js->self) {
+        barrier_failed(r, 0);
+        return;
+    }
+    uint8_t b[16];
+    jr__buf out = {b, 0, sizeof b, 0, NULL};
+    jr__buf_u8(&out, JR__ADM_BARRIER);
+    jr__buf_varint(&out, r->stream_group);
+    jr_iovec iov = {out.data, out.len};
+    if (jr__rpc_call(js->n, jr__peer_get_id(lp), JR__RPC_STREAM_ADMIN, &iov, 1, 2 * js->election_ns,
+                     on_barrier, r, &l->bar_rpc) != 0) {
+        l->bar_rpc = 0;
+        barrier_failed(r, 0);
+    }
+}
+
+/* Sends a barrier when a pull waits for one and none is in flight (or the one in flight is
+ * given up); *next is pulled in to when it is given up or may be sent again. */
+static void barrier_duty(jr__crep *r, uint64_t now, uint64_t *next)
+{
+    jr__clead *l = r->lead;
+    int wanted = 0;
+    for (jr__pull *p = l->phead; p && !wanted; p = p->next)
+        wanted = !p->ended && p->barrier > l->bar_done;
+    if (!wanted) return;
+    if (l->bar_out && now >= l->bar_until) {
+        if (l->bar_rpc) jr__rpc_cancel(r->js->n, l->bar_rpc);
+        l->bar_rpc = 0;
+        l->bar_out = 0; /* given up: a later answer names another tag, or is cancelled */
+        l->bar_until = 0;
+    }
+    if (!l->bar_out && now >= l->bar_until) barrier_send(r, now);
+    if (l->bar_until > now && l->bar_until < *next) *next = l->bar_until;
+}
+
+/* 1 if pull p may be served: its barrier passed and this server's replica of the stream has
+ * applied what the barriers named. */
+static int barrier_passed(const jr__clead *l, const jr__pull *p, uint64_t applied)
+{
+    return p->barrier <= l->bar_done && applied >= l->bar_index;
+}
+
 /* Priority groups ---------------------------------------------------------------------------*/
 
 /* A new pin id: 22 characters of [0-9A-Za-z], as a NATS nuid. */
@@ -529,14 +682,15 @@ static int eligible(jr__crep *r, jr__pull *p, uint64_t now)
 }
 
 /* The pull to serve next: the first eligible one in arrival order (prioritized: the eligible
- * one of the lowest priority, arrival order among equals). */
-static jr__pull *open_pull(jr__crep *r, uint64_t now)
+ * one of the lowest priority, arrival order among equals) whose read barrier passed. */
+static jr__pull *open_pull(jr__crep *r, uint64_t now, uint64_t applied)
 {
     jr__clead *l = r->lead;
     int prioritized = r->as->cfg->c.priority_policy == JR_PRIORITY_PRIORITIZED;
     jr__pull *best = NULL;
     for (jr__pull *p = l->phead; p; p = p->next) {
-        if (p->ended || p->batch <= 0 || !eligible(r, p, now)) continue;
+        if (p->ended || p->batch <= 0 || !barrier_passed(l, p, applied) || !eligible(r, p, now))
+            continue;
         if (!prioritized) return p;
         if (!best || p->priority < best->priority) best = p;
     }
@@ -576,6 +730,8 @@ static void step(jr__crep *r)
         if (!p->ended && now >= p->expires_at) pull_end(r, p, 408, "Request Timeout");
     }
     if (r->failed) return;
+    uint64_t bar_next = UINT64_MAX;
+    barrier_duty(r, now, &bar_next);
     if (!check_ready(r)) {
         /* its term's first entry applies without passing through the state machine: look
          * again a heartbeat later */
@@ -608,11 +764,12 @@ static void step(jr__crep *r)
     }
     jr__store *s = stream_store(r);
     if (s) drop_purged(r, s, wall);
+    uint64_t applied = stream_applied(r);
     uint64_t scan = 0; /* expired deliveries at or below it were taken care of in this step */
     uint64_t replay_at = UINT64_MAX; /* replay original: when the next message is due */
     pin_duty(r, now);
     for (;;) {
-        jr__pull *p = open_pull(r, now);
+        jr__pull *p = open_pull(r, now, applied);
         if (!p) break;
         uint64_t pending = jr__cstate_num_ack_pending(&r->st) + l->inflight;
         int acks = cfg->ack_policy != JR_ACK_NONE;
@@ -694,7 +851,7 @@ static void step(jr__crep *r)
     /* Nothing more to hand out now. */
     for (jr__pull *p = l->phead, *nx; p; p = nx) {
         nx = p->next;
-        if (p->ended || p->inflight) continue;
+        if (p->ended || p->inflight || !barrier_passed(l, p, applied)) continue;
         if (p->batch == 0)
             pull_end(r, p, CODE_DONE, "");
         else if (p->no_wait)
@@ -712,6 +869,7 @@ static void step(jr__crep *r)
      * replayed message. */
     uint64_t next = idle_due < l->duty_at ? idle_due : l->duty_at;
     if (replay_at < next) next = replay_at;
+    if (bar_next < next) next = bar_next;
     if (l->pin[0]) {
         int64_t t = cfg->priority_timeout_ns > 0 ? cfg->priority_timeout_ns : 120000000000ll;
         uint64_t at = jr__deadline(l->pin_at, (uint64_t)t);
@@ -719,7 +877,8 @@ static void step(jr__crep *r)
     }
     for (jr__pull *p = l->phead; p; p = p->next) {
         if (!p->ended && p->expires_at < next) next = p->expires_at;
-        if (!p->ended && p->hb_at < next) next = p->hb_at;
+        if (!p->ended && p->hb_at < next && barrier_passed(l, p, applied))
+            next = p->hb_at; /* a pull waiting for its barrier is not idle yet */
     }
     uint64_t due = jr__cstate_next_deadline(&r->st);
     if (due != UINT64_MAX && l->phead) {
@@ -1183,6 +1342,7 @@ static void exec_fetch(jr__js *js, jr__crep *r, const jr__route *rt, jr__rd *rd)
     p->priority = (uint8_t)prio;
     p->hb_ns = hb < (uint64_t)expires ? hb : 0;
     p->hb_at = p->hb_ns ? jr__deadline(jr__node_now(n), p->hb_ns) : UINT64_MAX;
+    p->barrier = l->bar_sent + 1; /* the first barrier sent from now on */
     jr__buf_init(&p->buf, js->alloc);
     p->prev = l->ptail;
     if (l->ptail)

@@ -119,6 +119,8 @@ enum jr__req_op {
     JR__REQ_DIRECT_GET,    /* a read at any current replica (api_lists.c) */
     JR__REQ_SERVER_REMOVE, /* jr_server_peer_remove (a meta request; meta_members.c) */
     JR__REQ_SERVER_JOIN,   /* internal: a join forwarded for a new server (meta_members.c) */
+    JR__REQ_BARRIER,       /* internal waiter: a consumer leader's read barrier on its stream
+                              (JR__ADM_BARRIER; consumer_leader.c "Read barrier") */
 };
 
 /* Sub-kinds of JR__RPC_STREAM_ADMIN (first byte of its payload). */
@@ -134,6 +136,9 @@ enum jr__admin_sub {
     JR__ADM_DIRECT_GET = 8, /* a direct get, answered by any current replica (api_lists.c) */
     JR__ADM_HEALTH = 9,     /* to the leader, from the meta leader placing a shrink: how is each
                                member? (u8 n, then n times: str name | u8 alive | varint lag) */
+    JR__ADM_BARRIER = 10,   /* to the leader, from a consumer's leader: commit a TICK and answer
+                               its index (varint), the stream index its local replica must reach
+                               before it delivers (consumer_leader.c "Read barrier") */
 };
 
 /* Sub-kinds of JR__RPC_CONSUMER (first byte of its payload; then u64 consumer group). */
@@ -244,6 +249,8 @@ typedef struct jr__waiter {
     uint64_t seq;  /* JR__REQ_MSG_GET: the message */
     char *subject; /* JR__REQ_GET_LAST: the subject (owned; freed by jr__waiter_put) */
     size_t subject_len;
+    uint64_t tag; /* JR__REQ_BARRIER of a consumer leader on this server (route to nobody): the
+                     barrier's number, seq its consumer's group */
 } jr__waiter;
 
 /* An entry a stream leader proposed, with one waiter per op (in op order). */
@@ -318,6 +325,7 @@ typedef struct jr__pull {
     uint32_t inflight; /* deliveries proposed for it, not yet applied */
     uint32_t got;      /* messages in buf */
     uint64_t bytes;    /* message bytes handed to it or in flight for it (answer_cap) */
+    uint64_t barrier;  /* the read barrier it waits for: the first sent after it arrived */
     jr__buf buf;       /* the messages handed to it so far (the response's tail) */
 } jr__pull;
 
@@ -363,6 +371,17 @@ typedef struct jr__clead {
     jr__cwait *swait; /* ... and what each waits for */
     size_t nstage, capstage;
     jr__cprop *prop_head, *prop_tail;
+    /* Read barrier (consumer_leader.c): barriers are numbered 1, 2, ... in the order sent, one
+     * in flight at a time. */
+    uint64_t bar_sent;  /* the number of the last barrier sent */
+    uint64_t bar_done;  /* the number of the last barrier answered (pulls up to it may go) */
+    uint64_t bar_index; /* the stream index the answers named (their maximum) */
+    uint8_t bar_out;    /* barrier bar_sent is in flight ... */
+    uint64_t bar_rpc;   /* ... as this call (0: at this server's stream leader, whose
+                           answer names bar_tag, a serial of js->next_serial) ... */
+    uint64_t bar_tag;
+    uint64_t bar_until; /* ... given up then; else when the next may be sent */
+    jr__id bar_hint;    /* the stream leader a refusal named (0: none) */
 } jr__clead;
 
 /* A local replica of a consumer (consumer_replica.c). */
@@ -436,6 +455,18 @@ struct jr__srep {
     uint64_t served_index;
 };
 
+/* A meta op carrying a request id that this server applied (meta_replica.c "Re-sent
+ * requests"). */
+typedef struct jr__applied_req {
+    uint64_t id;          /* the request id (0: a free slot) */
+    uint64_t origin;      /* jr__xxh3 of the origin's name */
+    uint64_t index, term; /* the entry that carried it */
+} jr__applied_req;
+
+/* How many of them a server remembers (the newest; 4 KiB): a re-sent request arrives within a
+ * few election timeouts of its first attempt. */
+#define JR__APPLIED_REQS 128
+
 struct jr__js {
     jr_node *n;
     /* the node's facts (services.h; constant from open on) */
@@ -465,7 +496,9 @@ struct jr__js {
     uint8_t meta_replayed;   /* the meta state has applied meta_recovered (jr__mnode_replayed) */
     uint64_t meta_recovered; /* the meta log's last index recovered at open */
     jr__jtimer meta_timer;
-    uint64_t info_sent; /* when SERVER_INFO was last sent (0: never) */
+    uint64_t info_sent;                             /* when SERVER_INFO was last sent (0: never) */
+    jr__applied_req applied_reqs[JR__APPLIED_REQS]; /* a ring: the newest replace the oldest */
+    size_t applied_next;                            /* the slot the next one takes */
     /* stream_replica.c */
     jr__map reps; /* group id -> jr__srep */
     jr__srep *rep_list;
@@ -741,13 +774,14 @@ void jr__srep_role_changed(jr__js *js, uint64_t group);
 void jr__srep_due(jr__srep *r, uint64_t when);
 /* Stages a TICK op (expiry by max_age; any entry also wakes a quiet group). */
 void jr__srep_stage_tick(jr__srep *r);
-/* Stages a read (what: JR__REQ_INFO, JR__REQ_MSG_GET with seq, JR__REQ_GET_LAST with subject)
- * as a TICK op whose waiter executes it when that op is applied (jr__stream_exec_read): a read at
- * the leader is served at a point of the committed log this leader reached in its term, so a
- * server that may have been deposed never answers as leader (linearizable; it costs the commit
- * round of the flush it joins). 0, JR_ENOMEM, JR_EMSGSIZE. */
+/* Stages a read (what: JR__REQ_INFO, JR__REQ_MSG_GET with seq, JR__REQ_GET_LAST with subject,
+ * JR__REQ_BARRIER with seq and tag as jr__waiter says) as a TICK op whose waiter executes it when
+ * that op is applied (jr__stream_exec_read; a barrier answers the op's index): a read at the
+ * leader is served at a point of the committed log this leader reached in its term, so a server
+ * that may have been deposed never answers as leader (linearizable; it costs the commit round of
+ * the flush it joins). 0, JR_ENOMEM, JR_EMSGSIZE. */
 int jr__srep_stage_read(jr__srep *r, const jr__route *rt, uint8_t what, uint64_t seq,
-                        const char *subject, size_t subject_len);
+                        const char *subject, size_t subject_len, uint64_t tag);
 
 /* consumer_replica.c ---------------------------------------------------------------------------*/
 
@@ -813,6 +847,9 @@ void jr__clead_advise_pin(jr__crep *r, int kind, const char *group, const char *
 void jr__clead_before_ack(jr__crep *r, const jr__crec *rec);
 /* Frees advisories not reported yet (close). */
 void jr__clead_advisories_free(jr__js *js);
+/* The read barrier `num` of consumer group `cgroup`'s leader on this server was committed at
+ * stream index `index` (its TICK applied at this server's stream leader). */
+void jr__clead_barrier_local(jr__js *js, uint64_t cgroup, uint64_t num, uint64_t index);
 /* Executes a consumer request (JR__RPC_CONSUMER) that arrived at this server. */
 void jr__consumer_exec(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len);
 

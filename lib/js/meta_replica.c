@@ -35,6 +35,17 @@
  * (JR_EBUSY), and the stream's leader drives the group to the new set (stream_replica.c "Peer
  * changes").
  *
+ * Re-sent requests. A request re-sent after an attempt that may have reached the log (no answer,
+ * a timeout, a lost leadership) must not be judged against the state that attempt made: a
+ * delete would find nothing left to delete and answer JR_ENOTFOUND for a stream it deleted. So
+ * every server remembers the last JR__APPLIED_REQS meta ops with a request id that it applied
+ * (request id, origin, entry), and the meta leader answers a request whose id it finds there
+ * with that entry ("proposed at (index, term)", flagged as applied) instead of checking it
+ * again: the origin learns the outcome by applying that entry, as for any proposal. An origin
+ * that has applied past that entry without seeing it (it restored a meta snapshot over it) ends
+ * the request with JR_ETIMEDOUT: its outcome is not known there. A leader that restored a
+ * snapshot over the first attempt (or whose ring moved past it) checks the request as new.
+ *
  * No meta leader: requests wait, re-trying every heartbeat, until their deadline, then fail with
  * JR_ENOLEADER ("no meta leader"), or JR_ENOQUORUM when a leader was reachable but refused or
  * could not take every attempt (nothing took effect). When an attempt may have reached the
@@ -86,6 +97,30 @@ static void defer_converge(jr__js *js, uint64_t group)
     if (!group) js->converge_queued = 1;
 }
 
+/* Re-sent requests (header comment): the ring of applied request ids. */
+static void remember_applied(jr__js *js, const jr__meta_result *res, uint64_t index)
+{
+    jr__entry e;
+    if (!js->meta || jr__raft_entry(jr__group_consensus(js->meta), index, &e) != 0) return;
+    jr__applied_req *a = &js->applied_reqs[js->applied_next];
+    js->applied_next = (js->applied_next + 1) % JR__APPLIED_REQS;
+    a->id = res->request_id;
+    a->origin = jr__xxh3(res->origin, strlen(res->origin));
+    a->index = index;
+    a->term = e.term;
+}
+
+/* The entry that carried request `id` of `origin`, if this server applied it lately. */
+static const jr__applied_req *applied_req(const jr__js *js, uint64_t id, const char *origin)
+{
+    uint64_t h = jr__xxh3(origin, strlen(origin));
+    for (size_t i = 0; i < JR__APPLIED_REQS; i++) {
+        const jr__applied_req *a = &js->applied_reqs[i];
+        if (a->id == id && a->origin == h) return a;
+    }
+    return NULL;
+}
+
 static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
 {
     jr__js *js = ctx;
@@ -112,6 +147,7 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
         if (res.type != JR__META_SERVER_INFO)
             jr__js_timer_arm(js, &js->meta_timer, jr__node_now(n)); /* membership duty */
     }
+    if (res.request_id) remember_applied(js, &res, index);
     if (res.request_id && strcmp(res.origin, js->name) == 0) {
         jr__req *r = jr__map_get(&js->meta_reqs, res.request_id);
         if (r && res.cname[0]) snprintf(r->consumer, sizeof r->consumer, "%s", res.cname);
@@ -544,6 +580,17 @@ static void handle(jr__js *js, const jr__route *rt, const uint8_t *p, size_t len
         jr__mm_handle(js, rt, &op, p, len); /* meta_members.c */
         goto out;
     }
+    const jr__applied_req *done =
+        op.request_id && op.origin ? applied_req(js, op.request_id, op.origin) : NULL;
+    if (done) { /* re-sent: its outcome is that entry's (header comment) */
+        uint8_t b[24];
+        jr__buf ob = {b, 0, sizeof b, 0, NULL};
+        jr__buf_varint(&ob, done->index);
+        jr__buf_varint(&ob, done->term);
+        jr__buf_u8(&ob, 1); /* applied already */
+        jr__route_reply(js, rt, 0, ob.data, ob.len);
+        goto out;
+    }
     if (op.type != JR__META_SERVER_INFO) {
         jr__meta_result res;
         rc = jr__meta_check(&js->st, &op, &res);
@@ -716,6 +763,7 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
         jr__rd rd;
         jr__rd_init(&rd, p, len);
         uint64_t index = jr__rd_varint(&rd), term = jr__rd_varint(&rd);
+        uint8_t applied = jr__rd_left(&rd) ? jr__rd_u8(&rd) : 0;
         if (rd.err || index == 0) {
             r->state = 0;
             retry_at(r, jr__deadline(jr__node_now(n), js->heartbeat_ns));
@@ -726,7 +774,14 @@ void jr__mnode_on_reply(jr__req *r, int status, const uint8_t *p, size_t len)
         r->meta_index = index;
         r->meta_term = term;
         /* Wait for the entry; the deadline bounds it (and a lost entry re-sends it). */
-        if (js->st.applied >= index) {
+        if (js->st.applied >= index && applied) {
+            /* an earlier attempt was applied there, and this server passed it without seeing
+             * it: it restored a meta snapshot over it */
+            jr__req_finish(r, JR_ETIMEDOUT,
+                           "the request was applied at meta index %llu, which this server "
+                           "restored from a snapshot: its outcome is not known here",
+                           (unsigned long long)index);
+        } else if (js->st.applied >= index) {
             r->state = 0; /* already applied there, and it was not ours */
             retry_at(r, jr__node_now(n));
         } else {

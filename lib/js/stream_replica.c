@@ -302,7 +302,7 @@ void jr__srep_stage_tick(jr__srep *r)
 }
 
 int jr__srep_stage_read(jr__srep *r, const jr__route *rt, uint8_t what, uint64_t seq,
-                        const char *subject, size_t subject_len)
+                        const char *subject, size_t subject_len, uint64_t tag)
 {
     char *copy = NULL;
     if (subject_len) {
@@ -323,6 +323,7 @@ int jr__srep_stage_read(jr__srep *r, const jr__route *rt, uint8_t what, uint64_t
         return rc;
     }
     r->wtail->seq = seq; /* stage_raw appended the waiter last */
+    r->wtail->tag = tag;
     r->wtail->subject = copy;
     r->wtail->subject_len = subject_len;
     return 0;
@@ -339,8 +340,23 @@ int jr__srep_stage(jr__srep *r, const uint8_t *entry, size_t len, const jr__rout
 
 typedef struct apply_ctx {
     jr__srep *r;
-    jr__waiter *w; /* the waiter of the next op (NULL: nobody waits) */
+    jr__waiter *w;  /* the waiter of the next op (NULL: nobody waits) */
+    uint64_t index; /* the entry applying */
 } apply_ctx;
+
+/* A consumer leader's read barrier (JR__ADM_BARRIER) committed: the stream index a replica must
+ * have applied to hold every write acknowledged before the barrier was asked for. */
+static void barrier_answer(jr__js *js, const jr__waiter *w, uint64_t index)
+{
+    if (!w->route.to && !w->route.local) {
+        jr__clead_barrier_local(js, w->seq, w->tag, index); /* a leader on this server */
+        return;
+    }
+    uint8_t b[16];
+    jr__buf out = {b, 0, sizeof b, 0, NULL};
+    jr__buf_varint(&out, index);
+    jr__route_reply(js, &w->route, 0, out.data, out.len);
+}
 
 static void on_result(void *arg, uint32_t i, const jr__stream_result *res)
 {
@@ -362,6 +378,9 @@ static void on_result(void *arg, uint32_t i, const jr__stream_result *res)
     case JR__REQ_MSG_GET:
     case JR__REQ_GET_LAST:
         jr__stream_exec_read(r->js, r, w); /* the state as of this op of the committed log */
+        return;
+    case JR__REQ_BARRIER:
+        barrier_answer(r->js, w, a->index);
         return;
     case JR__REQ_PUBLISH:
         jr__buf_varint(&out, res->seq);
@@ -391,7 +410,7 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
         p = r->phead;
         unlist(p);
     }
-    apply_ctx a = {r, p && !p->resolved ? p->head : NULL};
+    apply_ctx a = {r, p && !p->resolved ? p->head : NULL, index};
     int rc = r->failed ? r->failed : jr__stream_fsm_apply(r->fsm, index, data, len, on_result, &a);
     if (rc != 0) {
         if (!r->failed)
@@ -423,6 +442,8 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
             if (w->what == JR__REQ_INFO || w->what == JR__REQ_MSG_GET ||
                 w->what == JR__REQ_GET_LAST)
                 jr__stream_exec_read(js, r, w);
+            else if (w->what == JR__REQ_BARRIER)
+                barrier_answer(js, w, jr__stream_fsm_applied(r->fsm)); /* the newer state */
             else if (w->what)
                 jr__route_reply(js, &w->route, JR_EDAMAGED, why, sizeof why - 1);
         }

@@ -328,7 +328,7 @@ static void exec_op(jr__js *js, jr__srep *r, const jr__route *rt, const uint8_t 
 static void stage_read(jr__js *js, jr__srep *r, const jr__route *rt, uint8_t what, uint64_t seq,
                        const char *subject, size_t subject_len)
 {
-    int rc = jr__srep_stage_read(r, rt, what, seq, subject, subject_len);
+    int rc = jr__srep_stage_read(r, rt, what, seq, subject, subject_len, 0);
     if (rc != 0) jr__route_reply(js, rt, rc, NULL, 0);
 }
 
@@ -420,6 +420,10 @@ void jr__stream_exec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_
         stage_read(js, r, rt, JR__REQ_GET_LAST, 0, (const char *)s, n);
         return;
     }
+    case JR__ADM_BARRIER: /* a consumer leader's: the index of a TICK committed in this term */
+        if (jr__rd_left(&rd)) break;
+        stage_read(js, r, rt, JR__REQ_BARRIER, 0, NULL, 0);
+        return;
     case JR__ADM_PING:
         if (jr__rd_left(&rd)) break;
         jr__route_reply(js, rt, 0, NULL, 0);

@@ -1290,6 +1290,81 @@ START_TEST(a_purge_moves_consumers_past_what_is_gone)
 }
 END_TEST
 
+/* Index of the server named `name` ("n<i>") among the 3, or 3. */
+static unsigned node_named(const char *name)
+{
+    for (unsigned i = 0; i < 3; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "n%u", i);
+        if (strcmp(nm, name) == 0) return i;
+    }
+    return 3;
+}
+
+/* 1 if fetch result r delivered stream seq q. */
+static int fetched(const cres *r, uint64_t q)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->sseq[i] == q) return 1;
+    return 0;
+}
+
+/* A message delete or purge acknowledged before a fetch is issued is never delivered by that
+ * fetch, neither new nor redelivered, even by a consumer leader whose own replica of the stream
+ * has not applied it yet (its stream leader's frames reach it late): the fetch waits for a read
+ * barrier committed by the stream's leader and for the local replica to apply it. */
+START_TEST(a_fetch_never_delivers_what_was_deleted_before_it)
+{
+    e2e c;
+    setup(&c, 41, 6);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "lag");
+    cfg.ack_wait_ns = (int64_t)SEC;
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "lag", 3, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 3); /* 1..3 pending, 4..6 not delivered yet */
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "lag", &a), 0);
+    unsigned cl = node_named(a.leader);
+    ck_assert_uint_lt(cl, 3);
+    e2e_res er;
+    ck_assert_int_eq(e2e_info(&c, 0, "ORDERS", &er), 0);
+    unsigned sl = node_named(er.leader);
+    ck_assert_uint_lt(sl, 3);
+    if (sl == cl) { /* the stream's leader elsewhere */
+        char to[16];
+        sl = (cl + 1) % 3;
+        snprintf(to, sizeof to, "n%u", sl);
+        ck_assert_msg(e2e_stepdown(&c, cl, "ORDERS", to, &er) == 0, "stepdown: %s", er.msg);
+    }
+    unsigned x = 3 - cl - sl;
+    jr_sim_run_for(c.sim, 1200 * MS); /* 1..3 past their ack wait */
+    /* the stream leader's frames reach the consumer's leader 200 ms late: the stream commits on
+     * sl and x, and cl's replica applies it after the fetch below chose its messages */
+    jr_sim_link slow;
+    jr_sim_link_init(&slow);
+    slow.delay_min_ns = slow.delay_max_ns = 200 * MS;
+    ck_assert_int_eq(jr_sim_set_link(c.sim, sl, cl, &slow), 0);
+    jr_sim_run_for(c.sim, 300 * MS);
+    ck_assert_int_eq(e2e_msg_delete(&c, x, "ORDERS", 2, &er), 0);
+    ck_assert_int_eq(e2e_msg_delete(&c, x, "ORDERS", 5, &er), 0);
+    jr_purge_opts po;
+    jr_purge_opts_init(&po);
+    po.seq = 2; /* seq 1 */
+    ck_assert_int_eq(e2e_purge(&c, x, "ORDERS", &po, &er), 0);
+    uint64_t sums[8];
+    ck_assert_int_ge(e2e_checksums(&c, cl, "ORDERS", sums, 8), 6);
+    ck_assert_msg(sums[0] && sums[1] && sums[4], "the consumer leader's replica is not behind");
+    ck_assert_int_eq(fetch(&c, x, "ORDERS", "lag", 10, SEC, 0, &r), 0);
+    ck_assert_msg(!fetched(&r, 1) && !fetched(&r, 2) && !fetched(&r, 5),
+                  "a fetch issued after the deletes delivered a deleted message");
+    ck_assert(fetched(&r, 3) && fetched(&r, 4) && fetched(&r, 6));
+    ck_assert_int_eq(info(&c, x, "ORDERS", "lag", &a), 0);
+    ck_assert_uint_eq(node_named(a.leader), cl);
+    e2e_free(&c);
+}
+END_TEST
+
 /* Starts a fetch with priority fields (group, overflow conditions, pin id, priority). */
 static void pfetch(e2e *c, unsigned node, const char *name, int64_t batch, int64_t expires,
                    const char *group, int64_t min_pending, const char *id, int priority, cres *r)
@@ -1450,6 +1525,7 @@ int main(void)
     tcase_add_test(tc, a_fetch_hands_out_messages_before_its_batch_fills);
     tcase_add_test(tc, ack_samples_report_latency);
     tcase_add_test(tc, a_purge_moves_consumers_past_what_is_gone);
+    tcase_add_test(tc, a_fetch_never_delivers_what_was_deleted_before_it);
     tcase_add_test(tc, priority_groups);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);

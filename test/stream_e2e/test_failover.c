@@ -519,6 +519,141 @@ START_TEST(a_woken_leader_reports_the_contact_its_node_had_until_members_answer)
 }
 END_TEST
 
+/* Meta requests sent again --------------------------------------------------------------------*/
+
+typedef struct admin_res {
+    int done, status;
+    char msg[256];
+} admin_res;
+
+static void admin_res_cb(void *arg, int status, const char *msg)
+{
+    admin_res *d = arg;
+    d->done = 1;
+    d->status = status;
+    snprintf(d->msg, sizeof d->msg, "%s", msg);
+}
+
+static void admin_res_named(void *arg, int status, const char *msg, const char *name)
+{
+    (void)name;
+    admin_res_cb(arg, status, msg);
+}
+
+static int admin_res_done(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return ((admin_res *)arg)->done;
+}
+
+static void ignore_rpc(jr_node *n, void *arg, int status, int answered, const uint8_t *p,
+                       size_t len)
+{
+    (void)n, (void)status, (void)answered, (void)p, (void)len;
+    ++*(int *)arg;
+}
+
+typedef struct gone_q {
+    jr_node *n;
+    const char *stream, *consumer; /* consumer NULL: the stream */
+} gone_q;
+
+/* 1 once node q->n's meta state no longer has the stream (or the consumer). */
+static int meta_gone(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    const gone_q *q = arg;
+    const jr__meta_stream *s = jr__meta_stream_find(&jr__js_of(q->n)->st, q->stream);
+    if (!q->consumer) return s == NULL;
+    return !s || !jr__meta_consumer_find(s, q->consumer);
+}
+
+/* The first attempt of a delete through node o (the next request id o draws), whose answer
+ * never reached o: sent to the meta leader l as o's public call would send it while l's frames
+ * to o are lost, and applied everywhere but at o. Then, the link whole again, the same request
+ * through the public call, with the same id, as o sends it again after an attempt without an
+ * answer: its answer reaches o before l repaired o's meta log. Returns its outcome. */
+static admin_res delete_sent_twice(e2e *cl, unsigned l, unsigned o, const char *stream,
+                                   const char *consumer)
+{
+    jr_node *on = e2e_node(cl, o);
+    jr__js *js = jr__js_of(on);
+    jr__rand saved = js->rand, peek = js->rand;
+    jr__meta_op op;
+    memset(&op, 0, sizeof op);
+    op.type = consumer ? JR__META_CONSUMER_DELETE : JR__META_STREAM_DELETE;
+    op.stream = stream;
+    op.consumer = consumer;
+    op.origin = js->name;
+    op.request_id = jr__rand_next(&peek) | 1;
+    jr__buf b;
+    jr__buf_init(&b, js->alloc);
+    ck_assert_int_eq(jr__meta_op_encode(&op, &b), 0);
+    jr_iovec iov = {b.data, b.len};
+    uint64_t id;
+    int answers = 0;
+    ck_assert_int_eq(jr_sim_cut(cl->sim, l, o), 0); /* o hears nothing of it from l */
+    jr__node_enter(on);
+    ck_assert_int_eq(jr__rpc_call(on,
+                                  jr__peer_get_id(jr__peer_find_name(on, jr_sim_name(cl->sim, l))),
+                                  JR__RPC_META, &iov, 1, 2 * SEC, ignore_rpc, &answers, &id),
+                     0);
+    jr__rpc_cancel(on, id); /* its answer is lost */
+    jr__node_leave(on);
+    jr__buf_free(&b);
+    gone_q at_leader = {e2e_node(cl, l), stream, consumer}, at_o = {on, stream, consumer};
+    ck_assert_int_eq(jr_sim_run_until(cl->sim, meta_gone, &at_leader, 5 * SEC), 0);
+    ck_assert_msg(!meta_gone(&at_o, cl->sim), "the origin applied the first attempt already");
+    jr_sim_heal(cl->sim); /* the next answer from l comes before l repairs o's meta log */
+    js->rand = saved;     /* the public call draws the same request id */
+    admin_res d;
+    memset(&d, 0, sizeof d);
+    if (consumer)
+        ck_assert_int_eq(jr_consumer_delete(on, stream, consumer, admin_res_cb, &d), 0);
+    else
+        ck_assert_int_eq(jr_stream_delete(on, stream, admin_res_cb, &d), 0);
+    ck_assert_int_eq(jr_sim_run_until(cl->sim, admin_res_done, &d, 20 * SEC), 0);
+    ck_assert_int_eq(answers, 0);
+    return d;
+}
+
+/* A delete sent again after its first attempt took effect (its answer lost) answers that it
+ * deleted (status 0), not JR_ENOTFOUND: the meta leader recognises the request id it applied and
+ * answers with that entry, whose outcome the origin applies. Streams and consumers alike. */
+START_TEST(a_delete_sent_again_says_it_deleted)
+{
+    e2e cm;
+    memset(&cm, 0, sizeof cm);
+    ck_assert_int_eq(e2e_new(&cm, 3, 31, 10000), 0);
+    int l = e2e_wait_meta(&cm, 3, 10 * SEC);
+    ck_assert_int_ge(l, 0);
+    unsigned leader = (unsigned)l, o = (leader + 1) % 3;
+    const char *subj[] = {"gone.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "GONE", subj, 1, 3);
+    e2e_res r;
+    ck_assert_msg(e2e_add(&cm, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    ck_assert_int_ge(e2e_wait_stream(&cm, 0, "GONE", 2, 10 * SEC), 0);
+    jr_consumer_config cc;
+    jr_consumer_config_init(&cc);
+    cc.durable_name = "gc";
+    admin_res d;
+    memset(&d, 0, sizeof d);
+    ck_assert_int_eq(jr_consumer_add(e2e_node(&cm, 0), "GONE", &cc, admin_res_named, &d), 0);
+    ck_assert_int_eq(jr_sim_run_until(cm.sim, admin_res_done, &d, 10 * SEC), 0);
+    ck_assert_msg(d.status == 0, "consumer add: %s", d.msg);
+    jr_sim_run_for(cm.sim, SEC);
+    d = delete_sent_twice(&cm, leader, o, "GONE", "gc");
+    ck_assert_msg(d.status == 0, "consumer delete sent again: %s (%s)", jr_strerror(d.status),
+                  d.msg);
+    jr_sim_run_for(cm.sim, SEC);
+    d = delete_sent_twice(&cm, leader, o, "GONE", NULL);
+    ck_assert_msg(d.status == 0, "stream delete sent again: %s (%s)", jr_strerror(d.status), d.msg);
+    ck_assert_int_eq(e2e_info(&cm, o, "GONE", &r), JR_ENOTFOUND);
+    e2e_free(&cm);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("failover");
@@ -538,6 +673,10 @@ int main(void)
                    after_a_leader_change_a_replica_the_new_leader_never_heard_is_shown_offline);
     tcase_add_test(rep, a_woken_leader_reports_the_contact_its_node_had_until_members_answer);
     suite_add_tcase(s, rep);
+    TCase *again = tcase_create("sent_again");
+    tcase_set_timeout(again, 120);
+    tcase_add_test(again, a_delete_sent_again_says_it_deleted);
+    suite_add_tcase(s, again);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
     int failed = srunner_ntests_failed(r);
