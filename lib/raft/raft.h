@@ -425,7 +425,8 @@ void jr__raft_ready_done(jr__raft *r);
  * holding the whole log and told the commit index (members not heard from for that long, or
  * reported lost by the node and silent since, are taken for down and do not hold it back, as
  * long as a quorum of voters is caught up). A quiet group has no deadline
- * (jr__raft_deadline() is UINT64_MAX) and needs no input at all while nothing happens: its node
+ * (jr__raft_deadline() is UINT64_MAX; only an unvouched follower's own timer runs, which asks
+ * its peers for their word, vouch.c) and needs no input at all while nothing happens: its node
  * tells the other members once that it is quiet (jr__raft_hb_item gives what to tell), and a
  * follower told so (jr__raft_hb_recv) follows the leader as from a HEARTBEAT and, holding
  * everything committed, goes quiet: no election timer, and the leader lease (§4.2.3) held while

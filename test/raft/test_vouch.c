@@ -518,6 +518,73 @@ START_TEST(a_quiet_group_vouches_a_restarted_replica_without_an_election)
 }
 END_TEST
 
+/* Drops the answers the leader (server 1) sends server 5, while armed. */
+static int drop_leader_answers;
+static int lose_leader_answers(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    (void)arg;
+    return !(drop_leader_answers && m->type == JR__MSG_VOUCH_RESP && m->from == 1 && m->to == 5);
+}
+
+/* R5, n4 restarted: the three others give it its term floor, so it takes the leader's messages
+ * and acknowledges them, and the leader counts it current; but every answer of the leader, its
+ * word, is lost. Once answers get through again it is asked for its word again and the replica
+ * is whole, whether the leader keeps heartbeating (quiet = 0) or the group goes quiet, after
+ * which nothing of the leader reaches the replica (quiet = 1: the replica asks on a timer of its
+ * own, which quiescence does not stop; each VOUCH wakes the group). */
+static void lost_leader_answers(int quiet)
+{
+    for (uint64_t seed = 1; seed <= SEEDS / 4; seed++) {
+        harness h;
+        h_init(&h, 5, seed);
+        h.quiesce = quiet;
+        h.cfg.quiesce = (uint32_t)quiet;
+        h_start(&h, 5, 5);
+        elect(&h, 0);
+        propose_n(&h, 0, 4, "w");
+        h_run(&h, 2 * ET);
+        drop_leader_answers = 1;
+        h.filter = lose_leader_answers;
+        h_crash(&h, 4);
+        h_restart(&h, 4);
+        h_run(&h, 10 * ET);
+        ck_assert_msg(jr__raft_unvouched(R(&h, 4)) == 1, "seed %llu: vouched without the word",
+                      (unsigned long long)seed);
+        jr__progress pr;
+        ck_assert_int_eq(jr__raft_progress(R(&h, 0), 4, &pr), 0);
+        ck_assert_uint_eq(pr.id, 5);
+        ck_assert_msg(!pr.unvouched, "seed %llu: the leader does not count n4 current",
+                      (unsigned long long)seed);
+        drop_leader_answers = 0;
+        h_run(&h, 3 * ET);
+        ck_assert_msg(jr__raft_unvouched(R(&h, 4)) == 0,
+                      "seed %llu: n4 still unvouched after the answers got through again",
+                      (unsigned long long)seed);
+        ck_assert_int_eq(jr__raft_role(R(&h, 0)), JR_LEADER);
+        if (quiet) { /* and the group is idle again */
+            h_run(&h, 3 * ET);
+            ck_assert_int_eq(jr__raft_quiet(R(&h, 0)), 1);
+            ck_assert_int_eq(jr__raft_quiet(R(&h, 4)), 1);
+        }
+        h.filter = NULL;
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+
+START_TEST(a_replica_whose_leaders_answers_were_lost_asks_again_while_heartbeats_come)
+{
+    lost_leader_answers(0);
+}
+END_TEST
+
+START_TEST(a_quiet_replica_whose_leaders_answers_were_lost_asks_again)
+{
+    lost_leader_answers(1);
+}
+END_TEST
+
 /* A group whose only voter restarts needs nobody's word; a replica with no durable state is not
  * marked at all. */
 START_TEST(a_single_voter_is_whole_at_once)
@@ -1074,6 +1141,8 @@ int main(void)
     tcase_add_test(tc, a_vouch_showing_the_whole_log_is_no_acknowledgement);
     tcase_add_test(tc, an_acknowledgement_from_before_the_restart_does_not_vouch);
     tcase_add_test(tc, a_quiet_group_vouches_a_restarted_replica_without_an_election);
+    tcase_add_test(tc, a_replica_whose_leaders_answers_were_lost_asks_again_while_heartbeats_come);
+    tcase_add_test(tc, a_quiet_replica_whose_leaders_answers_were_lost_asks_again);
     tcase_add_test(tc, a_single_voter_is_whole_at_once);
     tcase_add_test(tc, members_a_committed_configuration_removed_are_not_waited_for);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_is_not_a_lone_voter);
