@@ -695,8 +695,11 @@ void jr__srep_leave(jr__srep *r, int purge);
  *  - the stream exists but its assignment no longer names this server (removed by a peer
  *    change while it was down): if that change has not converged, the replica is reopened
  *    from its stash (it may still be a voter the group needs; it leaves once the change
- *    converged); if it has, the stash, snapshots and store are released.
- * Returns JR_ENOMEM if it could not finish (converge again later), else 0. */
+ *    converged); if it has, the stash, snapshots and store are released;
+ *  - a consumer's group whose assignment no longer names this server: the same, the replica
+ *    reopened once its stream's replica runs (JR_EBUSY until then: converge again later).
+ * A consumer's stash that names this server waits for converge to create its replica.
+ * Returns JR_ENOMEM or JR_EBUSY if it could not finish (converge again later), else 0. */
 int jr__srep_sweep_stashes(jr__js *js);
 /* Frees every replica (node close). */
 void jr__srep_close_all(jr__js *js, int flush);
