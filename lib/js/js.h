@@ -386,6 +386,7 @@ struct jr__crep {
     jr__clead *lead;      /* non-NULL while it leads */
     jr__cprop *cur_prop;  /* the leader's proposal the entry being applied answers */
     uint64_t reported_at; /* leader: when STREAM_CONVERGED was last sent for it (0: never) */
+    uint64_t woken_at;    /* leader: when its quiet group was last woken for a peer (0: never) */
     jr__move_note note;   /* leader: what its peer change waits on (consumer info) */
 };
 

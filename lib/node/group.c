@@ -47,6 +47,14 @@ const jr__raft *jr__group_consensus(const jr_group *g)
     return g->raft;
 }
 
+void jr__group_wake(jr_group *g)
+{
+    if (g->closed || !jr__raft_quiet(g->raft)) return;
+    jr__raft_wake(g->raft, g->node->now);
+    jr__group_ready(g);
+    jr__node_want_tick(g->node);
+}
+
 int jr__group_closed(const jr_group *g)
 {
     return g->closed;

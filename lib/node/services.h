@@ -212,6 +212,10 @@ int jr__group_propose(jr_group *g, const void *data, size_t len, jr_propose_cb c
 /* The state of g's Raft core (role, term, leader, configuration, progress, log; raft.h), to
  * read only: the core drives it. */
 const jr__raft *jr__group_consensus(const jr_group *g);
+/* Wakes g if it is quiet (jr__raft_wake: a leader heartbeats every member at once, so one it
+ * took for down that now hosts the group answers and is probed). For a leader waiting on a
+ * member that never speaks first: an empty joiner whose group went quiet before it opened. */
+void jr__group_wake(jr_group *g);
 /* Last index applied to g's fsm (or restored from a snapshot). */
 uint64_t jr__group_applied(const jr_group *g);
 /* Entries g applies between two snapshots (jr_group_config.snapshot_entries); setting it

@@ -778,6 +778,73 @@ START_TEST(removed_servers_that_were_down_reopen_the_consumer_until_the_change_c
 }
 END_TEST
 
+/* n's replica of consumer name on stream: 1 if it leads and every one of its group's members
+ * is a current voter (want of them). */
+static int consumer_whole(e2e *c, unsigned i, const char *stream, const char *name, size_t want)
+{
+    uint64_t g = e2e_consumer_group(c, i, stream, name);
+    jr_group *grp = g ? jr_node_group(e2e_node(c, i), g) : NULL;
+    jr_group_status gs;
+    gs.size = sizeof gs;
+    if (!grp || jr_group_status_get(grp, &gs) != 0 || gs.role != JR_LEADER || gs.npeers != want)
+        return 0;
+    for (size_t k = 0; k < gs.npeers; k++) {
+        jr_peer_status ps;
+        ps.size = sizeof ps;
+        if (jr_group_peer(grp, k, &ps) != 0 || !ps.voter || !ps.current) return 0;
+    }
+    return 1;
+}
+
+/* A consumer grown from R1 to R3 while one of its new servers m is down: its leader adds m as
+ * an observer, m is taken for down and the group goes quiet. m restarts, learns the change
+ * from the meta leader and opens the consumer's replica, empty; m catches up and becomes a
+ * voter. (Here m's replica opens before its node answers the quiet leader's listing, which
+ * then probes it; had it opened after the answer, only the consumer leader's wake for a new
+ * member whose node it hears from, consumer_peers.c, would bring it in.) */
+START_TEST(a_consumer_grown_onto_a_server_that_was_down_takes_it_in_once_it_is_back)
+{
+    e2e c;
+    cluster(&c, 3, 929);
+    add_stream(&c, "GROWC", 3);
+    jr_consumer_config cc;
+    jr_consumer_config_init(&cc);
+    cc.durable_name = "C";
+    cc.num_replicas = 1;
+    e2e_res r;
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_consumer_add(e2e_node(&c, 0), "GROWC", &cc, consumer_added, &r), 0);
+    ck_assert_int_eq(e2e_wait(&c, &r, 30 * SEC), 0);
+    ck_assert_msg(r.status == 0, "consumer add: %s", r.msg);
+    publish_n(&c, 0, 0, 20);
+    jr_sim_run_for(c.sim, 1 * SEC);
+    int a = -1;
+    for (unsigned i = 0; i < 3; i++)
+        if (has_consumer(&c, i, "GROWC", "C")) a = (int)i;
+    ck_assert_int_ge(a, 0);
+    unsigned m = a == 2 ? 1 : 2, via = a == 0 ? 1 : 0;
+    if (via == m) via = (unsigned)a;
+    ck_assert_int_eq(jr_sim_crash(c.sim, m), 0);
+    jr_sim_run_for(c.sim, 1 * SEC);
+    cc.num_replicas = 3;
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_consumer_update(e2e_node(&c, via), "GROWC", &cc, consumer_added, &r), 0);
+    ck_assert_int_eq(e2e_wait(&c, &r, 30 * SEC), 0);
+    ck_assert_msg(r.status == 0, "consumer update: %s", r.msg);
+    jr_sim_run_for(c.sim, 3 * SEC); /* the group adds m, takes it for down, goes quiet */
+    ck_assert_int_eq(e2e_restart(&c, m), 0);
+    int whole = 0;
+    for (int tries = 0; tries < 200 && !whole; tries++) {
+        jr_sim_run_for(c.sim, 100 * MS);
+        for (unsigned i = 0; i < 3 && !whole; i++) whole = consumer_whole(&c, i, "GROWC", "C", 3);
+    }
+    char buf[512];
+    e2e_consumer_describe(&c, m, "GROWC", "C", buf, sizeof buf);
+    ck_assert_msg(whole, "the consumer's group did not take n%u in: %s", m, buf);
+    e2e_free(&c);
+}
+END_TEST
+
 START_TEST(a_stream_leader_crash_mid_change_resumes_under_the_next)
 {
     e2e c;
@@ -1338,6 +1405,7 @@ int main(void)
     tcase_add_test(tc, removed_servers_that_were_down_release_on_restart);
     tcase_add_test(tc,
                    removed_servers_that_were_down_reopen_the_consumer_until_the_change_converged);
+    tcase_add_test(tc, a_consumer_grown_onto_a_server_that_was_down_takes_it_in_once_it_is_back);
     tcase_add_test(tc, a_stream_leader_crash_mid_change_resumes_under_the_next);
     tcase_add_test(tc, r3_to_r1_under_load_removing_the_leader_fails_no_publish);
     tcase_add_test(tc, a_shrink_removes_the_sick_follower_not_the_healthy_one);
