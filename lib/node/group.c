@@ -432,6 +432,15 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     /* servers an operator declared gone (jr_node_rescue): not waited for here either */
     for (uint8_t i = 0; i < n->nrescued && jr__raft_unvouched(g->raft); i++)
         (void)jr__raft_vouch_gone(g->raft, n->rescued[i], n->now);
+    if (jr__raft_unvouched(g->raft) && jr__raft_conf(g->raft)->n == 0) {
+        /* recovery lost its configuration: it asks every server this node knows of (those
+         * that do not host the group answer so), as it knows no member (raft/vouch.c) */
+        jr__id *ids = n->npeers ? jr__calloc(n->alloc, n->npeers, sizeof *ids) : NULL;
+        uint32_t k = 0;
+        for (size_t i = 0; ids && i < n->npeers; i++) ids[k++] = n->peers[i]->id;
+        if (ids) (void)jr__raft_vouch_hint(g->raft, ids, k); /* out of memory: a leader repairs */
+        jr__free(n->alloc, ids);
+    }
     rc = jr__map_put(&n->groups, g->id, g);
     if (rc != 0) goto fail;
     if (s) {

@@ -131,6 +131,8 @@ struct jr__vouch {
     uint64_t ask_due; /* when it asks the members again (jr__vouch_tick; UINT64_MAX: never) */
     uint8_t floored;  /* w answers: the term floor is taken */
     uint8_t confless; /* started without a configuration; none has arrived yet */
+    jr__id *hint;     /* confless: the servers it asks (jr__raft_vouch_hint) */
+    uint32_t nhint;
 };
 
 int jr__raft_load_unvouched(jr__raft *r, int damaged)
@@ -163,6 +165,7 @@ void jr__vouch_free(jr__raft *r)
 {
     if (!r->vouch) return;
     for (uint32_t i = 0; i < r->vouch->nans; i++) jr__confs_put(r->confs, r->vouch->ans[i].conf);
+    jr__free(r->alloc, r->vouch->hint);
     jr__free(r->alloc, r->vouch->ans);
     jr__free(r->alloc, r->vouch);
     r->vouch = NULL;
@@ -243,6 +246,21 @@ static const vouch_ans *answer_of(const struct jr__vouch *v, jr__id id)
     for (uint32_t i = 0; i < v->nans; i++)
         if (v->ans[i].id == id) return &v->ans[i];
     return NULL;
+}
+
+/* A replica that started without a configuration knows whom it must hear from only once an
+ * answer names a configuration its sender had committed: that is a configuration of the
+ * group's history, from which the answers' chain reaches every later one (the file's comment,
+ * "Which configurations"). Answers that name none (servers holding nothing of the group)
+ * start no chain: until one does it takes no floor and grants nothing. */
+static int chain_known(const jr__raft *r)
+{
+    const struct jr__vouch *v = r->vouch;
+    if (!v->confless) return 1;
+    for (uint32_t i = 0; i < v->nans; i++)
+        if (v->ans[i].conf->n && v->ans[i].conf_index && v->ans[i].conf_index <= v->ans[i].commit)
+            return 1;
+    return 0;
 }
 
 /* The term floor's answers: of each configuration, w = n - q + 1 of its voters other than us
@@ -341,7 +359,27 @@ void jr__vouch_ask(jr__raft *r)
      * would make it ask (jr__vouch_heard_leader); the log floor (b) counts only the latest
      * answers. */
     ask_members(r, &f, NULL, r->vouch->floored);
+    if (r->vouch->confless) /* whom it knows of: the servers it was told of */
+        for (uint32_t i = 0; i < r->vouch->nhint; i++)
+            if (!answer_of(r->vouch, r->vouch->hint[i])) ask(r, r->vouch->hint[i]);
     r->vouch->ask_due = jr__deadline(r->now, r->cfg.election_timeout);
+}
+
+int jr__raft_vouch_hint(jr__raft *r, const jr__id *ids, uint32_t n)
+{
+    struct jr__vouch *v = r->vouch;
+    if (!r->started || !v || !v->confless) return JR_ENOCHANGE;
+    jr__id *h = jr__calloc(r->alloc, n ? n : 1, sizeof *h);
+    if (!h) return JR_ENOMEM;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (ids[i] && ids[i] != r->cfg.self) h[k++] = ids[i];
+    jr__free(r->alloc, v->hint);
+    v->hint = h;
+    v->nhint = k;
+    jr__vouch_ask(r);
+    jr__raft_notify(r);
+    return 0;
 }
 
 uint64_t jr__vouch_deadline(const jr__raft *r)
@@ -473,7 +511,7 @@ void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
     family(r, &g);
     if (!fam_answered(r, &g)) ask_members(r, &g, &f, v->floored);
     for (uint32_t i = 0; i < dead.n; i++) jr__confs_put(r->confs, dead.c[i]);
-    if (!v->floored && floor_answers(r, &g)) take_floor(r, now);
+    if (!v->floored && chain_known(r) && floor_answers(r, &g)) take_floor(r, now);
     jr__vouch_check(r, now);
 }
 
@@ -561,7 +599,7 @@ void jr__vouch_dropped(jr__raft *r, const jr__msg *m)
 int jr__vouch_may_grant(const jr__raft *r, uint64_t li, uint64_t lt)
 {
     if (!r->vouch) return !r->diverged;
-    if (!all_answered(r)) return 0;
+    if (!chain_known(r) || !all_answered(r)) return 0;
     uint64_t ft, fi;
     log_floor(r, &ft, &fi);
     return lt > ft || (lt == ft && li >= fi);
@@ -662,11 +700,15 @@ void jr__vouch_start(jr__raft *r)
     if (!r->vouch) return;
     if (r->conf->n == 0 && r->damaged) {
         /* Recovery lost what held its configuration (an unreadable snapshot, damaged first
-         * records): it knows no peer to ask, which is not being alone. It stays unvouched and
-         * damaged (no vote, no campaign), takes what a leader sends (jr__vouch_drops) until a
-         * configuration arrives, then asks its members at once (jr__vouch_check). (Without
-         * damage, no configuration means none was ever durable here: a member that never
-         * acknowledged an entry, as whole as a new one.) */
+         * records): it knows no member to ask, which is not being alone. It stays unvouched and
+         * damaged (no campaign), takes what a leader sends (jr__vouch_drops) until a
+         * configuration arrives, then asks its members at once (jr__vouch_check). Its node may
+         * name servers to ask meanwhile (jr__raft_vouch_hint): once one answers with a
+         * configuration it had committed (chain_known), the members are asked as from any
+         * answer, and with every one's word it may grant its vote — the group has no leader to
+         * repair it while the voters left are no quorum without it. (Without damage, no
+         * configuration means none was ever durable here: a member that never acknowledged an
+         * entry, as whole as a new one.) */
         r->vouch->confless = 1;
         r->vouch->ask_due = UINT64_MAX; /* nobody to ask yet */
         return;

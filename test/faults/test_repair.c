@@ -755,9 +755,11 @@ static int has_leader(void *arg, jr_sim *sim)
     return stream_leader(c) >= 0;
 }
 
-/* An R2 stream whose leader loses its WAL (or a record of it): the whole follower must be able to
- * lead again, with everything acknowledged. */
-static void r2_one_damaged(enum kind kind)
+/* An R2 stream whose leader loses its WAL (or a record of it), or its snapshot (t = T_SNAP: with
+ * the records below it gone, its replica restarts without a configuration, and its node names
+ * the servers it knows of to ask, raft/vouch.c): the whole follower must be able to lead again,
+ * with everything acknowledged. */
+static void r2_one_damaged_t(enum target t, enum kind kind)
 {
     e2e c;
     memset(&c, 0, sizeof c);
@@ -780,7 +782,7 @@ static void r2_one_damaged(enum kind kind)
     unsigned other = peers[0] == (unsigned)l ? peers[1] : peers[0];
     ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)l), 0);
     pick p;
-    damage_file(&c, (unsigned)l, T_NEWEST_WAL, kind, &p);
+    damage_file(&c, (unsigned)l, t, kind, &p);
     ck_assert_int_eq(e2e_restart(&c, (unsigned)l), 0);
     ck_assert_msg(jr_sim_run_until(c.sim, has_leader, &c, 10 * SEC) == 0,
                   "R2 with one damaged voter elects nobody");
@@ -791,9 +793,16 @@ static void r2_one_damaged(enum kind kind)
     e2e_free(&c);
 }
 
+static void r2_one_damaged(enum kind kind)
+{
+    r2_one_damaged_t(T_NEWEST_WAL, kind);
+}
+
 SEEDED_TEST(r2_leader_wal_lost, r2_one_damaged(K_DELETE_ALL))
 
 SEEDED_TEST(r2_leader_wal_flip, r2_one_damaged(K_FLIP))
+
+SEEDED_TEST(r2_leader_snapshot_lost, r2_one_damaged_t(T_SNAP, K_DELETE))
 
 /* R3 whose third server is gone for good, and whose leader then loses its WAL: the two left,
  * {whole, damaged}, cannot elect (the damaged one waits for the gone one's answer, the whole one
@@ -988,6 +997,7 @@ int main(void)
     tcase_set_timeout(t5, 120);
     tcase_add_loop_test(t5, r2_leader_wal_lost, 0, (int)nseeds);
     tcase_add_loop_test(t5, r2_leader_wal_flip, 0, (int)nseeds);
+    tcase_add_loop_test(t5, r2_leader_snapshot_lost, 0, (int)nseeds);
     tcase_add_loop_test(t5, rescue_two_voters_one_damaged, 0, (int)nseeds);
     tcase_add_loop_test(t5, rescue_refusals, 0, (int)nseeds);
     suite_add_tcase(su, t5);

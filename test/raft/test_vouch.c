@@ -817,6 +817,53 @@ static jr__raft *bare_confless(void)
     return r;
 }
 
+/* R2 {1, 2}: server 2's recovery lost its snapshot, and with it the configuration; server 1
+ * holds the group's log (entries 1..3, term 2, all committed) but cannot be elected without 2's
+ * vote, so no leader will ever repair 2. Its node names the servers it knows of
+ * (jr__raft_vouch_hint): it asks them all, and again at its asking timeout. An answer naming no
+ * configuration (server 3 hosts nothing of the group) tells it nothing; server 1's answer names
+ * the configuration it committed, {1, 2}, whose every other member has then answered: 2 takes
+ * its floor and grants its vote to a candidate at or above server 1's last entry, only. */
+START_TEST(a_replica_that_lost_its_configuration_asks_the_servers_its_node_names)
+{
+    jr__raft *r = bare_confless();
+    memset(bare_vouch_to, 0, sizeof bare_vouch_to);
+    bare_grants = 0;
+    jr__id ids[] = {1, 2, 3};
+    ck_assert_int_eq(jr__raft_vouch_hint(r, ids, 3), 0);
+    ck_assert_int_eq(bare_vouch_to[1], 1);
+    ck_assert_int_eq(bare_vouch_to[3], 1);
+    ck_assert_int_eq(bare_vouch_to[2], 0);
+    uint64_t d = jr__raft_deadline(r);
+    ck_assert_uint_lt(d, UINT64_MAX);
+    jr__raft_tick(r, d); /* nobody answered: asked again */
+    ck_assert_int_eq(bare_vouch_to[1], 2);
+    ck_assert_int_eq(bare_vouch_to[3], 2);
+    /* 3 holds nothing of the group */
+    static const uint8_t none[1] = {0};
+    jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = 7, .from = 3, .to = 2, .term = 1};
+    a.u.vouch_resp.conf = none;
+    a.u.vouch_resp.conf_len = sizeof none;
+    ck_assert_int_eq(jr__raft_step(r, d + MS, &a), 0);
+    ck_assert_int_eq(grants(r, d + 2 * MS, 3, 3, 2), 0);
+    /* 1 answers: {1, 2} committed at its index 1, commit 3, last entry (3, term 2) */
+    jr__conf c2 = {2, {{1, 1}, {2, 1}}};
+    uint8_t buf[64];
+    a = vouch_resp(1, 2, 3, 2, 3, 1, &c2, buf);
+    ck_assert_int_eq(jr__raft_step(r, d + 3 * MS, &a), 0);
+    ck_assert_int_eq(jr__raft_unvouched(r), 1);
+    ck_assert_uint_ge(jr__raft_term(r), 2);              /* at its floor or above */
+    ck_assert_int_eq(grants(r, d + 4 * MS, 3, 2, 2), 0); /* below server 1's last entry */
+    jr__msg v = {.type = JR__MSG_VOTE, .group = 7, .from = 1, .to = 2, .term = 3};
+    v.u.vote.last_index = 3;
+    v.u.vote.last_term = 2;
+    int before = bare_grants;
+    ck_assert_int_eq(jr__raft_step(r, d + 5 * MS, &v), 0);
+    ck_assert_int_eq(bare_grants, before + 1);
+    jr__raft_free(r);
+}
+END_TEST
+
 /* A replica whose recovery found damage and no configuration (neither its snapshot nor a
  * configuration entry survived) knows no peer to ask, which is not being a lone voter: it stays
  * unvouched and damaged, grants no vote, never campaigns, takes a leader's append that brings
@@ -1146,6 +1193,7 @@ int main(void)
     tcase_add_test(tc, a_single_voter_is_whole_at_once);
     tcase_add_test(tc, members_a_committed_configuration_removed_are_not_waited_for);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_is_not_a_lone_voter);
+    tcase_add_test(tc, a_replica_that_lost_its_configuration_asks_the_servers_its_node_names);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_asks_once_a_repair_brings_one);
     tcase_add_test(tc, a_heartbeat_commits_only_what_an_append_of_its_leader_proved);
     tcase_add_test(tc, a_leader_whose_messages_are_dropped_is_asked);
