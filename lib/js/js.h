@@ -462,6 +462,12 @@ struct jr__js {
     uint8_t converge_queued; /* a full convergence waits in the node's effects queue */
     uint8_t meta_replayed;   /* the meta state has applied meta_recovered (jr__mnode_replayed) */
     uint64_t meta_recovered; /* the meta log's last index recovered at open */
+    /* The meta log's last index when its replica was first seen whole in this life (0: not
+     * yet). It holds every meta entry committed before this server's restart (a leader's
+     * word, or an election won, vouched for it: raft/vouch.c), so a stream or consumer created
+     * by a later entry is one this server never held: its replica opens as new even on a node
+     * whose WAL was lost (jr__join_floor.fresh). */
+    uint64_t meta_whole_at;
     jr__jtimer meta_timer;
     uint64_t info_sent; /* when SERVER_INFO was last sent (0: never) */
     /* stream_replica.c */

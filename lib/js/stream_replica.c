@@ -774,7 +774,8 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     gc.snapshot_entries = js->snapshot_entries;
     /* a joiner starts from the floor the last converged peer change left (it may be a server
      * removed earlier and added back: raft.h join_*) */
-    jr__join_floor floor = {s->floor_term, s->floor_commit_term, s->floor_commit};
+    jr__join_floor floor = {s->floor_term, s->floor_commit_term, s->floor_commit,
+                            js->meta_whole_at && s->created > js->meta_whole_at};
     rc = jr__group_create(n, &gc, &floor, &r->g);
     if (rc != 0) {
         jr__node_log(n, JR_LOG_ERROR, "stream '%s': cannot open group %" PRIu64 ": %s", s->name,

@@ -416,8 +416,10 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
         rc = jr__raft_bootstrap(g->raft, &conf);
     }
     if (rc != 0) goto fail;
-    if ((n->all_damaged && s) || n->wal_lost) g->damaged = 1;
-    if (s || n->wal_lost) {
+    /* a group created after anything the lost WAL held is new here (jr__join_floor.fresh) */
+    int lost = n->wal_lost && (s || !floor || !floor->fresh);
+    if ((n->all_damaged && s) || lost) g->damaged = 1;
+    if (s || lost) {
         /* Recovered from disk: its storage may have lost records it acknowledged in ways no
          * local check tells from a torn write (a cut tail, files rolled back), so it is
          * unvouched until its peers answer (raft/vouch.c); damage found here is the core's to

@@ -820,6 +820,48 @@ SEEDED_TEST(r2_leader_wal_flip, r2_one_damaged(K_FLIP))
 
 SEEDED_TEST(r2_leader_snapshot_lost, r2_one_damaged_t(T_SNAP, K_DELETE))
 
+/* A server whose whole WAL was lost opens every group it held unvouched and damaged, but a
+ * stream created after it was back (its meta replica whole again) is new there: an R1 stream
+ * placed on it is whole at once, not damaged for good with nobody to vouch for it. */
+START_TEST(a_stream_created_after_a_lost_wal_is_not_damaged)
+{
+    e2e c;
+    cluster(&c, 41);
+    fchk k;
+    fill(&k, &c, 100);
+    unsigned v = 1;
+    ck_assert_int_eq(jr_sim_crash(c.sim, v), 0);
+    damage(c.sim, v, NULL, K_DELETE_ALL);
+    ck_assert_int_eq(e2e_restart(&c, v), 0);
+    jr_sim_run_for(c.sim, 5 * SEC); /* its meta replica repaired by the meta leader */
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 20 * SEC), 0);
+    char name[16], subj[16];
+    const char *subjects[] = {subj};
+    int placed = 0;
+    for (int i = 0; i < 12 && !placed; i++) {
+        snprintf(name, sizeof name, "ONE%d", i);
+        snprintf(subj, sizeof subj, "one%d.>", i);
+        jr_stream_config cfg;
+        e2e_config(&cfg, name, subjects, 1, 1);
+        e2e_res r;
+        ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add %s: %s", name, r.msg);
+        jr_sim_run_for(c.sim, 500 * MS);
+        placed = e2e_has_replica(&c, v, name);
+    }
+    ck_assert_msg(placed, "no R1 stream was placed on n%u", v);
+    jr_group *g = e2e_group(&c, v, name);
+    ck_assert_ptr_nonnull(g);
+    jr_group_status gs;
+    gs.size = sizeof gs;
+    ck_assert_int_eq(jr_group_status_get(g, &gs), 0);
+    ck_assert_msg(!gs.damaged && !gs.unvouched, "%s on n%u: damaged %d unvouched %d", name, v,
+                  gs.damaged, gs.unvouched);
+    ck_assert_int_eq(gs.role, JR_LEADER);
+    fchk_free(&k);
+    e2e_free(&c);
+}
+END_TEST
+
 /* R3 whose third server is gone for good, and whose leader then loses its WAL: the two left,
  * {whole, damaged}, cannot elect (the damaged one waits for the gone one's answer, the whole one
  * needs its vote) until an operator rescues the damaged server (jr_node_rescue); then the whole
@@ -1015,6 +1057,7 @@ int main(void)
     tcase_add_loop_test(t5, r2_leader_wal_lost, 0, (int)nseeds);
     tcase_add_loop_test(t5, r2_leader_wal_flip, 0, (int)nseeds);
     tcase_add_loop_test(t5, r2_leader_snapshot_lost, 0, (int)nseeds);
+    tcase_add_test(t5, a_stream_created_after_a_lost_wal_is_not_damaged);
     tcase_add_loop_test(t5, rescue_two_voters_one_damaged, 0, (int)nseeds);
     tcase_add_loop_test(t5, rescue_refusals, 0, (int)nseeds);
     suite_add_tcase(su, t5);
