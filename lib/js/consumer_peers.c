@@ -86,10 +86,24 @@ void jr__crep_members_duty(jr__crep *r, uint64_t *next)
         if (current) {
             jr_group_promote(g, c->peers[i], NULL, NULL);
             note(r, JR_MOVE_MEMBERSHIP, "promoting peer %s", c->peers[i]);
-        } else if (seen == UINT64_MAX || seen > 2 * js->election_ns) {
-            note(r, JR_MOVE_QUORUM, "waiting for peer %s to come online", c->peers[i]);
         } else {
-            note(r, JR_MOVE_CATCHUP, "waiting for peers to catch up (%s)", c->peers[i]);
+            if (seen == UINT64_MAX || seen > 2 * js->election_ns)
+                note(r, JR_MOVE_QUORUM, "waiting for peer %s to come online", c->peers[i]);
+            else
+                note(r, JR_MOVE_CATCHUP, "waiting for peers to catch up (%s)", c->peers[i]);
+            /* A quiet group counts nobody it did not hear from when it went quiet, and an
+             * empty new member never speaks first (it may have opened its replica only after
+             * the group went quiet, taken for down): if the peer's node is heard from, wake
+             * the group, at most once an election timeout, so its leader heartbeats, and
+             * probes, that member (as stream_peers.c does). */
+            jr__peer *pp = jr__peer_find_name(n, c->peers[i]);
+            uint64_t now = jr__node_now(n);
+            if (jr__raft_quiet(jr__group_consensus(g)) && pp && jr__peer_heard(pp) &&
+                now - jr__peer_heard(pp) <= js->election_ns &&
+                now >= jr__deadline(r->woken_at, js->election_ns)) {
+                r->woken_at = now;
+                jr__group_wake(g);
+            }
         }
         *next = soon;
         return;

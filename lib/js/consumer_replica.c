@@ -242,6 +242,7 @@ int jr__crep_create(jr__js *js, const jr__meta_consumer *c)
     gc.snapshot_entries = js->snapshot_entries;
     jr__join_floor floor;
     memset(&floor, 0, sizeof floor);
+    floor.fresh = js->meta_whole_at && c->created > js->meta_whole_at; /* js.h meta_whole_at */
     rc = jr__group_create(n, &gc, &floor, &r->g);
     if (rc != 0) {
         jr__node_log(n, JR_LOG_ERROR, "consumer '%s > %s': cannot open group %" PRIu64 ": %s",

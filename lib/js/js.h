@@ -408,6 +408,7 @@ struct jr__crep {
     jr__clead *lead;      /* non-NULL while it leads */
     jr__cprop *cur_prop;  /* the leader's proposal the entry being applied answers */
     uint64_t reported_at; /* leader: when STREAM_CONVERGED was last sent for it (0: never) */
+    uint64_t woken_at;    /* leader: when its quiet group was last woken for a peer (0: never) */
     jr__move_note note;   /* leader: what its peer change waits on (consumer info) */
 };
 
@@ -495,6 +496,12 @@ struct jr__js {
     uint8_t converge_queued; /* a full convergence waits in the node's effects queue */
     uint8_t meta_replayed;   /* the meta state has applied meta_recovered (jr__mnode_replayed) */
     uint64_t meta_recovered; /* the meta log's last index recovered at open */
+    /* The meta log's last index when its replica was first seen whole in this life (0: not
+     * yet). It holds every meta entry committed before this server's restart (a leader's
+     * word, or an election won, vouched for it: raft/vouch.c), so a stream or consumer created
+     * by a later entry is one this server never held: its replica opens as new even on a node
+     * whose WAL was lost (jr__join_floor.fresh). */
+    uint64_t meta_whole_at;
     jr__jtimer meta_timer;
     uint64_t info_sent;                             /* when SERVER_INFO was last sent (0: never) */
     jr__applied_req applied_reqs[JR__APPLIED_REQS]; /* a ring: the newest replace the oldest */
@@ -737,8 +744,11 @@ void jr__srep_leave(jr__srep *r, int purge);
  *  - the stream exists but its assignment no longer names this server (removed by a peer
  *    change while it was down): if that change has not converged, the replica is reopened
  *    from its stash (it may still be a voter the group needs; it leaves once the change
- *    converged); if it has, the stash, snapshots and store are released.
- * Returns JR_ENOMEM if it could not finish (converge again later), else 0. */
+ *    converged); if it has, the stash, snapshots and store are released;
+ *  - a consumer's group whose assignment no longer names this server: the same, the replica
+ *    reopened once its stream's replica runs (JR_EBUSY until then: converge again later).
+ * A consumer's stash that names this server waits for converge to create its replica.
+ * Returns JR_ENOMEM or JR_EBUSY if it could not finish (converge again later), else 0. */
 int jr__srep_sweep_stashes(jr__js *js);
 /* Frees every replica (node close). */
 void jr__srep_close_all(jr__js *js, int flush);

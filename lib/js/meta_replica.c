@@ -127,6 +127,11 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
     jr_node *n = js->n;
     if (js->meta_failed) return;
     jr__meta_result res;
+    if (!js->meta_whole_at && js->meta) {
+        const jr__raft *mr = jr__group_consensus(js->meta);
+        if (!jr__raft_unvouched(mr) && !jr__raft_damaged(mr))
+            js->meta_whole_at = jr__raft_last_index(mr) ? jr__raft_last_index(mr) : 1;
+    }
     int rc = jr__meta_apply(&js->st, index, data, len, &res);
     if (rc != 0) {
         /* Only memory: the op can not be skipped, so this replica stops applying. */

@@ -795,7 +795,8 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     gc.snapshot_entries = js->snapshot_entries;
     /* a joiner starts from the floor the last converged peer change left (it may be a server
      * removed earlier and added back: raft.h join_*) */
-    jr__join_floor floor = {s->floor_term, s->floor_commit_term, s->floor_commit};
+    jr__join_floor floor = {s->floor_term, s->floor_commit_term, s->floor_commit,
+                            js->meta_whole_at && s->created > js->meta_whole_at};
     rc = jr__group_create(n, &gc, &floor, &r->g);
     if (rc != 0) {
         jr__node_log(n, JR_LOG_ERROR, "stream '%s': cannot open group %" PRIu64 ": %s", s->name,
@@ -952,6 +953,25 @@ int jr__srep_sweep_stashes(jr__js *js)
          * replica's, not yet reopened (converge creates it once its stream's replica runs) */
         const jr__meta_consumer *mc = jr__meta_consumer_by_group(&js->st, id);
         if (mc && jr__meta_consumer_has_peer(mc, js->name)) continue;
+        if (mc && (jr__meta_consumer_busy(mc) || !jr__mnode_replayed(js))) {
+            /* Moved off this server by a change that has not converged: the group's
+             * configuration may still name this replica a voter it needs (to elect a leader,
+             * and to answer the VOUCH of a restarted member), so it is reopened, as a running
+             * replica stays (meta_replica.c converge_consumer), and leaves once the change
+             * converged. After the replay at open and its stream's replica, as converge
+             * creates one; until then the stash waits and convergence comes back. */
+            if (jr__crep_find(js, id)) continue;
+            if (!jr__mnode_replayed(js) || !jr__srep_find(js, mc->stream->group)) {
+                rc = JR_EBUSY;
+                continue;
+            }
+            jr__node_log(n, JR_LOG_INFO,
+                         "consumer '%s > %s': removed from this server by a peer change that is "
+                         "not over; its replica runs until it is",
+                         mc->stream->name, mc->cfg->c.name);
+            if (jr__crep_create(js, mc) != 0) rc = JR_ENOMEM;
+            continue;
+        }
         const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, id);
         if (s && jr__meta_stream_has_peer(s, js->name)) continue; /* converge creates it */
         if (s && (jr__meta_stream_busy(s) || !jr__mnode_replayed(js))) {
@@ -968,7 +988,12 @@ int jr__srep_sweep_stashes(jr__js *js)
             rc = JR_ENOMEM; /* converge again later */
             continue;
         }
-        if (s) {
+        if (mc) {
+            jr__node_log(n, JR_LOG_INFO,
+                         "consumer '%s > %s': removed from this server while it was down; "
+                         "releasing its log",
+                         mc->stream->name, mc->cfg->c.name);
+        } else if (s) {
             jr__node_log(n, JR_LOG_INFO,
                          "stream '%s': removed from this server while it was "
                          "down; releasing its log and store",

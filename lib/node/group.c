@@ -47,6 +47,14 @@ const jr__raft *jr__group_consensus(const jr_group *g)
     return g->raft;
 }
 
+void jr__group_wake(jr_group *g)
+{
+    if (g->closed || !jr__raft_quiet(g->raft)) return;
+    jr__raft_wake(g->raft, g->node->now);
+    jr__group_ready(g);
+    jr__node_want_tick(g->node);
+}
+
 int jr__group_closed(const jr_group *g)
 {
     return g->closed;
@@ -408,8 +416,10 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
         rc = jr__raft_bootstrap(g->raft, &conf);
     }
     if (rc != 0) goto fail;
-    if ((n->all_damaged && s) || n->wal_lost) g->damaged = 1;
-    if (s || n->wal_lost) {
+    /* a group created after anything the lost WAL held is new here (jr__join_floor.fresh) */
+    int lost = n->wal_lost && (s || !floor || !floor->fresh);
+    if ((n->all_damaged && s) || lost) g->damaged = 1;
+    if (s || lost) {
         /* Recovered from disk: its storage may have lost records it acknowledged in ways no
          * local check tells from a torn write (a cut tail, files rolled back), so it is
          * unvouched until its peers answer (raft/vouch.c); damage found here is the core's to
@@ -424,6 +434,15 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     /* servers an operator declared gone (jr_node_rescue): not waited for here either */
     for (uint8_t i = 0; i < n->nrescued && jr__raft_unvouched(g->raft); i++)
         (void)jr__raft_vouch_gone(g->raft, n->rescued[i], n->now);
+    if (jr__raft_unvouched(g->raft) && jr__raft_conf(g->raft)->n == 0) {
+        /* recovery lost its configuration: it asks every server this node knows of (those
+         * that do not host the group answer so), as it knows no member (raft/vouch.c) */
+        jr__id *ids = n->npeers ? jr__calloc(n->alloc, n->npeers, sizeof *ids) : NULL;
+        uint32_t k = 0;
+        for (size_t i = 0; ids && i < n->npeers; i++) ids[k++] = n->peers[i]->id;
+        if (ids) (void)jr__raft_vouch_hint(g->raft, ids, k); /* out of memory: a leader repairs */
+        jr__free(n->alloc, ids);
+    }
     rc = jr__map_put(&n->groups, g->id, g);
     if (rc != 0) goto fail;
     if (s) {

@@ -189,9 +189,14 @@ int jr__rpc_respond_stranger(jr_node *n, const char *to, uint64_t id, int status
  * a peer change converged. Zeros: none. */
 typedef struct jr__join_floor {
     uint64_t term, last_term, last_index;
+    /* 1: the group was created after anything this server's lost WAL held (the caller knows
+     * from its meta state), so a node whose WAL was lost opens it as new rather than
+     * unvouched and damaged; ignored for a group recovered from disk */
+    uint8_t fresh;
 } jr__join_floor;
 /* Creates, loads or bootstraps, and registers a group (the body of jr_group_open). floor (may
- * be NULL) applies only if this server joins (it is not among cfg->voters). */
+ * be NULL) applies only if this server joins (it is not among cfg->voters), but for its
+ * fresh flag. */
 int jr__group_create(jr_node *n, const jr_group_config *cfg, const jr__join_floor *floor,
                      jr_group **out);
 /* The floor a replica joining later starts from: this replica's term and its commit index with
@@ -212,6 +217,10 @@ int jr__group_propose(jr_group *g, const void *data, size_t len, jr_propose_cb c
 /* The state of g's Raft core (role, term, leader, configuration, progress, log; raft.h), to
  * read only: the core drives it. */
 const jr__raft *jr__group_consensus(const jr_group *g);
+/* Wakes g if it is quiet (jr__raft_wake: a leader heartbeats every member at once, so one it
+ * took for down that now hosts the group answers and is probed). For a leader waiting on a
+ * member that never speaks first: an empty joiner whose group went quiet before it opened. */
+void jr__group_wake(jr_group *g);
 /* Last index applied to g's fsm (or restored from a snapshot). */
 uint64_t jr__group_applied(const jr_group *g);
 /* Entries g applies between two snapshots (jr_group_config.snapshot_entries); setting it

@@ -348,9 +348,14 @@ void jr__quiet_leave(jr__raft *r, uint64_t now);
 void jr__vouch_ask(jr__raft *r);
 /* At start: an unvouched replica without other members is whole; otherwise it asks them. */
 void jr__vouch_start(jr__raft *r);
-/* Follower/candidate tick of an unvouched replica that may not campaign: at its election
- * timeout it asks again and restarts the timer (returns 1); 0 if there is nothing to do. */
+/* Follower/candidate tick: an unvouched replica asks its peers again an election timeout after
+ * it last asked them all, quiet or not, and, if it may not campaign, restarts its election timer
+ * (returns 1: no campaign); a diverged one without vouch state (out of memory) tries again at
+ * its election timeout (1). 0 if it may campaign, or there was nothing to do. */
 int jr__vouch_tick(jr__raft *r, uint64_t now);
+/* When an unvouched replica's own timer asks its peers again (UINT64_MAX: whole, or nobody to
+ * ask yet). */
+uint64_t jr__vouch_deadline(const jr__raft *r);
 /* Any replica answers a VOUCH; a leader also takes the asker for restarted (its progress). */
 void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m);
 void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m);

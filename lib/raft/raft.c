@@ -397,10 +397,14 @@ uint64_t jr__raft_deadline(const jr__raft *r)
         if (r->transfer_to && r->transfer_deadline < d) d = r->transfer_deadline;
         return d;
     }
-    /* an unvouched replica's timer asks its peers again (vouch.c) */
-    return (jr__elect_can_campaign(r) || r->vouch || r->diverged) && !r->quiet
-               ? r->election_deadline
-               : UINT64_MAX;
+    /* the election timer of a replica that may campaign (a diverged one without vouch state
+     * tries to get it again there), and an unvouched replica's own timer, quiet or not, that
+     * asks its peers again (vouch.c) */
+    uint64_t d = (jr__elect_can_campaign(r) || (r->diverged && !r->vouch)) && !r->quiet
+                     ? r->election_deadline
+                     : UINT64_MAX;
+    uint64_t a = jr__vouch_deadline(r);
+    return a < d ? a : d;
 }
 
 static int propose_unchecked(jr__raft *r, uint64_t now, const void *data, size_t len,

@@ -425,7 +425,8 @@ void jr__raft_ready_done(jr__raft *r);
  * holding the whole log and told the commit index (members not heard from for that long, or
  * reported lost by the node and silent since, are taken for down and do not hold it back, as
  * long as a quorum of voters is caught up). A quiet group has no deadline
- * (jr__raft_deadline() is UINT64_MAX) and needs no input at all while nothing happens: its node
+ * (jr__raft_deadline() is UINT64_MAX; only an unvouched follower's own timer runs, which asks
+ * its peers for their word, vouch.c) and needs no input at all while nothing happens: its node
  * tells the other members once that it is quiet (jr__raft_hb_item gives what to tell), and a
  * follower told so (jr__raft_hb_recv) follows the leader as from a HEARTBEAT and, holding
  * everything committed, goes quiet: no election timer, and the leader lease (§4.2.3) held while
@@ -522,6 +523,12 @@ int jr__raft_ready(const jr__raft *r); /* leader with an entry of its term commi
  * (whole, or peer answered); JR_ENOTMEMBER (not a member it waits for); JR_EINVAL (itself);
  * JR_ENOMEM. */
 int jr__raft_vouch_gone(jr__raft *r, jr__id peer, uint64_t now);
+/* An unvouched replica that started without a configuration (its recovery lost it, vouch.c)
+ * asks servers ids[0..n) (this server left out) for their word now and at each of its asking
+ * timeouts: the servers that may host the group, from the node. Once one answers with a
+ * configuration it had committed, its members are asked as from any answer. 0; JR_ENOCHANGE
+ * (not such a replica); JR_ENOMEM. */
+int jr__raft_vouch_hint(jr__raft *r, const jr__id *ids, uint32_t n);
 /* 1 while this replica is unvouched (vouch.c): restarted from storage that may have lost what
  * it acknowledged, and not yet vouched for by its peers; 0 once whole. */
 int jr__raft_unvouched(const jr__raft *r);

@@ -15,10 +15,13 @@
  *    elect two leaders in a term);
  *  - it asks every other member of the configurations it must hear from (below, "Which
  *    configurations") for its last entry and term (VOUCH; answered by any replica, after the
- *    answerer's state is durable) at start and again at each election timeout while unvouched
- *    (before its term floor those that have not answered, from it on all of them), and every
- *    leader of a new term it hears from, whether it drops its messages (below) or not: that
- *    leader learns it restarted;
+ *    answerer's state is durable) at start and again an election timeout after each time it
+ *    asked them (before its term floor those that have not answered, from it on all of them),
+ *    on a timer of its own (jr__vouch_tick): a leader's messages push its election timer back
+ *    and a quiet follower runs none, and a VOUCH or answer lost in the network must not leave
+ *    it unvouched for as long as a leader leads. It also asks every leader it hears from, as
+ *    that leader's messages come, at most once an election timeout, whether it drops them
+ *    (below) or not: a leader elected after its VOUCHes went out learns it restarted;
  *  - it drops every leader message (APPEND, HEARTBEAT, SNAP, TIMEOUT_NOW, a node-level quiet
  *    listing) until answers from w = n - q + 1 other voters (n voters, quorum q) of each of
  *    those configurations arrived: any term it had before, it had learned from a leader elected
@@ -101,6 +104,7 @@
 
 #include "impl.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 /* One server's latest answer. */
 typedef struct vouch_ans {
@@ -124,8 +128,11 @@ struct jr__vouch {
     uint64_t lead_term, lead_index, lead_lterm; /* ... with this last entry */
     jr__id asked;                               /* the leader last asked, in asked_term, */
     uint64_t asked_term, asked_at;              /* ... at asked_at (now()) */
-    uint8_t floored;                            /* w answers: the term floor is taken */
+    uint64_t ask_due; /* when it asks the members again (jr__vouch_tick; UINT64_MAX: never) */
+    uint8_t floored;  /* w answers: the term floor is taken */
     uint8_t confless; /* started without a configuration; none has arrived yet */
+    jr__id *hint;     /* confless: the servers it asks (jr__raft_vouch_hint) */
+    uint32_t nhint;
 };
 
 int jr__raft_load_unvouched(jr__raft *r, int damaged)
@@ -158,6 +165,7 @@ void jr__vouch_free(jr__raft *r)
 {
     if (!r->vouch) return;
     for (uint32_t i = 0; i < r->vouch->nans; i++) jr__confs_put(r->confs, r->vouch->ans[i].conf);
+    jr__free(r->alloc, r->vouch->hint);
     jr__free(r->alloc, r->vouch->ans);
     jr__free(r->alloc, r->vouch);
     r->vouch = NULL;
@@ -240,6 +248,21 @@ static const vouch_ans *answer_of(const struct jr__vouch *v, jr__id id)
     return NULL;
 }
 
+/* A replica that started without a configuration knows whom it must hear from only once an
+ * answer names a configuration its sender had committed: that is a configuration of the
+ * group's history, from which the answers' chain reaches every later one (the file's comment,
+ * "Which configurations"). Answers that name none (servers holding nothing of the group)
+ * start no chain: until one does it takes no floor and grants nothing. */
+static int chain_known(const jr__raft *r)
+{
+    const struct jr__vouch *v = r->vouch;
+    if (!v->confless) return 1;
+    for (uint32_t i = 0; i < v->nans; i++)
+        if (v->ans[i].conf->n && v->ans[i].conf_index && v->ans[i].conf_index <= v->ans[i].commit)
+            return 1;
+    return 0;
+}
+
 /* The term floor's answers: of each configuration, w = n - q + 1 of its voters other than us
  * (all of them when fewer are others), so each quorum of it meets them in another server. */
 static int floor_answers(const jr__raft *r, const fam *f)
@@ -303,6 +326,11 @@ static void ask(jr__raft *r, jr__id id)
     q.u.vouch.last_index = r->log.last;
     q.u.vouch.last_term = jr__memlog_term(&r->log, r->log.last);
     jr__raft_send(r, &q);
+    if (id == r->leader) { /* its messages need not ask it again within a timeout (ask_leader) */
+        r->vouch->asked = id;
+        r->vouch->asked_term = r->term;
+        r->vouch->asked_at = r->now;
+    }
 }
 
 /* Asks the members of g's configurations, leaving out those of `before` (asked already; NULL:
@@ -331,6 +359,32 @@ void jr__vouch_ask(jr__raft *r)
      * would make it ask (jr__vouch_heard_leader); the log floor (b) counts only the latest
      * answers. */
     ask_members(r, &f, NULL, r->vouch->floored);
+    if (r->vouch->confless) /* whom it knows of: the servers it was told of */
+        for (uint32_t i = 0; i < r->vouch->nhint; i++)
+            if (!answer_of(r->vouch, r->vouch->hint[i])) ask(r, r->vouch->hint[i]);
+    r->vouch->ask_due = jr__deadline(r->now, r->cfg.election_timeout);
+}
+
+int jr__raft_vouch_hint(jr__raft *r, const jr__id *ids, uint32_t n)
+{
+    struct jr__vouch *v = r->vouch;
+    if (!r->started || !v || !v->confless) return JR_ENOCHANGE;
+    jr__id *h = jr__calloc(r->alloc, n ? n : 1, sizeof *h);
+    if (!h) return JR_ENOMEM;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (ids[i] && ids[i] != r->cfg.self) h[k++] = ids[i];
+    jr__free(r->alloc, v->hint);
+    v->hint = h;
+    v->nhint = k;
+    jr__vouch_ask(r);
+    jr__raft_notify(r);
+    return 0;
+}
+
+uint64_t jr__vouch_deadline(const jr__raft *r)
+{
+    return r->vouch ? r->vouch->ask_due : UINT64_MAX;
 }
 
 /* (a): the leader of our term answered and our log holds its last entry of then. */
@@ -358,6 +412,7 @@ void jr__vouch_check(jr__raft *r, uint64_t now)
         fam f;
         family(r, &f);
         ask_members(r, &f, NULL, 1);
+        r->vouch->ask_due = jr__deadline(r->now, r->cfg.election_timeout);
     }
     if (leader_vouches(r)) jr__vouch_done(r);
 }
@@ -456,7 +511,7 @@ void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
     family(r, &g);
     if (!fam_answered(r, &g)) ask_members(r, &g, &f, v->floored);
     for (uint32_t i = 0; i < dead.n; i++) jr__confs_put(r->confs, dead.c[i]);
-    if (!v->floored && floor_answers(r, &g)) take_floor(r, now);
+    if (!v->floored && chain_known(r) && floor_answers(r, &g)) take_floor(r, now);
     jr__vouch_check(r, now);
 }
 
@@ -509,10 +564,9 @@ int jr__vouch_drops(const jr__raft *r, const jr__msg *m)
 }
 
 /* Asks `from`, a leader of `term`, unless it was asked in that term within an election
- * timeout. 1 if it asked. Asking again matters once the replica takes that leader's messages
- * (past its term floor): they keep its election timer from running out, so the timer's own
- * asking (jr__vouch_tick) never comes, and a VOUCH or answer lost in the network would leave it
- * unvouched for as long as that leader leads. */
+ * timeout (here or by the timer's asking, ask()). 1 if it asked. A leader heard from is asked
+ * at once, not at the next asking of every member: a leader elected after the VOUCHes went out
+ * learns the replica restarted before it counts the replica's acknowledgements. */
 static int ask_leader(jr__raft *r, jr__id from, uint64_t term)
 {
     struct jr__vouch *v = r->vouch;
@@ -545,7 +599,7 @@ void jr__vouch_dropped(jr__raft *r, const jr__msg *m)
 int jr__vouch_may_grant(const jr__raft *r, uint64_t li, uint64_t lt)
 {
     if (!r->vouch) return !r->diverged;
-    if (!all_answered(r)) return 0;
+    if (!chain_known(r) || !all_answered(r)) return 0;
     uint64_t ft, fi;
     log_floor(r, &ft, &fi);
     return lt > ft || (lt == ft && li >= fi);
@@ -646,12 +700,17 @@ void jr__vouch_start(jr__raft *r)
     if (!r->vouch) return;
     if (r->conf->n == 0 && r->damaged) {
         /* Recovery lost what held its configuration (an unreadable snapshot, damaged first
-         * records): it knows no peer to ask, which is not being alone. It stays unvouched and
-         * damaged (no vote, no campaign), takes what a leader sends (jr__vouch_drops) until a
-         * configuration arrives, then asks its members at once (jr__vouch_check). (Without
-         * damage, no configuration means none was ever durable here: a member that never
-         * acknowledged an entry, as whole as a new one.) */
+         * records): it knows no member to ask, which is not being alone. It stays unvouched and
+         * damaged (no campaign), takes what a leader sends (jr__vouch_drops) until a
+         * configuration arrives, then asks its members at once (jr__vouch_check). Its node may
+         * name servers to ask meanwhile (jr__raft_vouch_hint): once one answers with a
+         * configuration it had committed (chain_known), the members are asked as from any
+         * answer, and with every one's word it may grant its vote — the group has no leader to
+         * repair it while the voters left are no quorum without it. (Without damage, no
+         * configuration means none was ever durable here: a member that never acknowledged an
+         * entry, as whole as a new one.) */
         r->vouch->confless = 1;
+        r->vouch->ask_due = UINT64_MAX; /* nobody to ask yet */
         return;
     }
     fam f;
@@ -670,15 +729,22 @@ void jr__vouch_start(jr__raft *r)
 
 int jr__vouch_tick(jr__raft *r, uint64_t now)
 {
-    if (r->role == ROLE_LEADER || r->quiet || now < r->election_deadline) return 0;
+    if (r->role == ROLE_LEADER) return 0;
     if (!r->vouch) {
-        if (!r->diverged) return 0;
+        if (!r->diverged || r->quiet || now < r->election_deadline) return 0;
         jr__vouch_diverged(r); /* diverged while out of memory: it tries again */
         jr__elect_reset_timer(r, now);
         return 1;
     }
-    if (jr__elect_can_campaign(r)) return 0; /* it campaigns */
+    if (now < r->vouch->ask_due) return 0;
+    /* Its own timer, quiet or not, whatever its leader sends: the members' answers, the
+     * leader's among them, are what it waits for, and one lost must be asked for again. */
     jr__vouch_ask(r);
+    if (jr__elect_can_campaign(r)) return 0; /* it campaigns at its election timeout */
+    /* While it may not campaign its election timer is not reported (jr__raft_deadline); it
+     * restarts here so that once it may, it campaigns a randomized timeout later, as a replica
+     * whose timer ran would, rather than at once alongside every other replica restarted with
+     * it. */
     jr__elect_reset_timer(r, now);
     return 1;
 }

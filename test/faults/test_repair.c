@@ -481,7 +481,11 @@ SEEDED_TEST(consumer_follower_snapshot_deleted, one_consumer_replica(T_CONSUMER_
 
 /* The meta group's snapshot ------------------------------------------------------------------*/
 
-static void meta_snapshot(enum kind kind)
+/* With quiet = 1 nothing happens after the restart for a while (the meta group is idle and
+ * quiet): the meta leader still learns of the replica that lost its configuration with the
+ * snapshot (the answer to its node's listing shows it holds nothing; the replica also asks
+ * every server its node knows of, raft/vouch.c) and repairs it unprompted. */
+static void meta_snapshot_q(enum kind kind, int quiet)
 {
     e2e c;
     cluster(&c, 13);
@@ -503,6 +507,11 @@ static void meta_snapshot(enum kind kind)
     ck_assert_msg(p.path[0], "n1 has no meta snapshot");
     damage(c.sim, v, &p, kind);
     ck_assert_int_eq(e2e_restart(&c, v), 0);
+    if (quiet) {
+        jr_sim_run_for(c.sim, 10 * SEC);
+        ck_assert_msg(e2e_meta_has(&c, v, "S2") && e2e_meta_has(&c, v, STREAM),
+                      "n1's meta state lacks the streams 10 s after its restart");
+    }
     fchk_publish_n(&k, 0, 200, 32, -1, 30 * SEC);
     const unsigned all[] = {0, 1, 2};
     fchk_final(&k, all, 3, 0, 30 * SEC);
@@ -514,9 +523,16 @@ static void meta_snapshot(enum kind kind)
     e2e_free(&c);
 }
 
+static void meta_snapshot(enum kind kind)
+{
+    meta_snapshot_q(kind, 0);
+}
+
 SEEDED_TEST(meta_snapshot_corrupt, meta_snapshot(K_FLIP))
 
 SEEDED_TEST(meta_snapshot_deleted, meta_snapshot(K_DELETE))
+
+SEEDED_TEST(meta_snapshot_deleted_quiet, meta_snapshot_q(K_DELETE, 1))
 
 /* A store damaged while its server runs ------------------------------------------------------*/
 
@@ -755,9 +771,11 @@ static int has_leader(void *arg, jr_sim *sim)
     return stream_leader(c) >= 0;
 }
 
-/* An R2 stream whose leader loses its WAL (or a record of it): the whole follower must be able to
- * lead again, with everything acknowledged. */
-static void r2_one_damaged(enum kind kind)
+/* An R2 stream whose leader loses its WAL (or a record of it), or its snapshot (t = T_SNAP: with
+ * the records below it gone, its replica restarts without a configuration, and its node names
+ * the servers it knows of to ask, raft/vouch.c): the whole follower must be able to lead again,
+ * with everything acknowledged. */
+static void r2_one_damaged_t(enum target t, enum kind kind)
 {
     e2e c;
     memset(&c, 0, sizeof c);
@@ -780,7 +798,7 @@ static void r2_one_damaged(enum kind kind)
     unsigned other = peers[0] == (unsigned)l ? peers[1] : peers[0];
     ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)l), 0);
     pick p;
-    damage_file(&c, (unsigned)l, T_NEWEST_WAL, kind, &p);
+    damage_file(&c, (unsigned)l, t, kind, &p);
     ck_assert_int_eq(e2e_restart(&c, (unsigned)l), 0);
     ck_assert_msg(jr_sim_run_until(c.sim, has_leader, &c, 10 * SEC) == 0,
                   "R2 with one damaged voter elects nobody");
@@ -791,9 +809,58 @@ static void r2_one_damaged(enum kind kind)
     e2e_free(&c);
 }
 
+static void r2_one_damaged(enum kind kind)
+{
+    r2_one_damaged_t(T_NEWEST_WAL, kind);
+}
+
 SEEDED_TEST(r2_leader_wal_lost, r2_one_damaged(K_DELETE_ALL))
 
 SEEDED_TEST(r2_leader_wal_flip, r2_one_damaged(K_FLIP))
+
+SEEDED_TEST(r2_leader_snapshot_lost, r2_one_damaged_t(T_SNAP, K_DELETE))
+
+/* A server whose whole WAL was lost opens every group it held unvouched and damaged, but a
+ * stream created after it was back (its meta replica whole again) is new there: an R1 stream
+ * placed on it is whole at once, not damaged for good with nobody to vouch for it. */
+START_TEST(a_stream_created_after_a_lost_wal_is_not_damaged)
+{
+    e2e c;
+    cluster(&c, 41);
+    fchk k;
+    fill(&k, &c, 100);
+    unsigned v = 1;
+    ck_assert_int_eq(jr_sim_crash(c.sim, v), 0);
+    damage(c.sim, v, NULL, K_DELETE_ALL);
+    ck_assert_int_eq(e2e_restart(&c, v), 0);
+    jr_sim_run_for(c.sim, 5 * SEC); /* its meta replica repaired by the meta leader */
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 20 * SEC), 0);
+    char name[16], subj[16];
+    const char *subjects[] = {subj};
+    int placed = 0;
+    for (int i = 0; i < 12 && !placed; i++) {
+        snprintf(name, sizeof name, "ONE%d", i);
+        snprintf(subj, sizeof subj, "one%d.>", i);
+        jr_stream_config cfg;
+        e2e_config(&cfg, name, subjects, 1, 1);
+        e2e_res r;
+        ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add %s: %s", name, r.msg);
+        jr_sim_run_for(c.sim, 500 * MS);
+        placed = e2e_has_replica(&c, v, name);
+    }
+    ck_assert_msg(placed, "no R1 stream was placed on n%u", v);
+    jr_group *g = e2e_group(&c, v, name);
+    ck_assert_ptr_nonnull(g);
+    jr_group_status gs;
+    gs.size = sizeof gs;
+    ck_assert_int_eq(jr_group_status_get(g, &gs), 0);
+    ck_assert_msg(!gs.damaged && !gs.unvouched, "%s on n%u: damaged %d unvouched %d", name, v,
+                  gs.damaged, gs.unvouched);
+    ck_assert_int_eq(gs.role, JR_LEADER);
+    fchk_free(&k);
+    e2e_free(&c);
+}
+END_TEST
 
 /* R3 whose third server is gone for good, and whose leader then loses its WAL: the two left,
  * {whole, damaged}, cannot elect (the damaged one waits for the gone one's answer, the whole one
@@ -966,6 +1033,7 @@ int main(void)
     tcase_add_loop_test(tc, consumer_follower_snapshot_deleted, 0, (int)nseeds);
     tcase_add_loop_test(tc, meta_snapshot_corrupt, 0, (int)nseeds);
     tcase_add_loop_test(tc, meta_snapshot_deleted, 0, (int)nseeds);
+    tcase_add_loop_test(tc, meta_snapshot_deleted_quiet, 0, (int)nseeds);
     suite_add_tcase(su, tc);
     TCase *tr = tcase_create("running");
     tcase_set_timeout(tr, 120);
@@ -988,6 +1056,8 @@ int main(void)
     tcase_set_timeout(t5, 120);
     tcase_add_loop_test(t5, r2_leader_wal_lost, 0, (int)nseeds);
     tcase_add_loop_test(t5, r2_leader_wal_flip, 0, (int)nseeds);
+    tcase_add_loop_test(t5, r2_leader_snapshot_lost, 0, (int)nseeds);
+    tcase_add_test(t5, a_stream_created_after_a_lost_wal_is_not_damaged);
     tcase_add_loop_test(t5, rescue_two_voters_one_damaged, 0, (int)nseeds);
     tcase_add_loop_test(t5, rescue_refusals, 0, (int)nseeds);
     suite_add_tcase(su, t5);

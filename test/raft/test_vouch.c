@@ -518,6 +518,73 @@ START_TEST(a_quiet_group_vouches_a_restarted_replica_without_an_election)
 }
 END_TEST
 
+/* Drops the answers the leader (server 1) sends server 5, while armed. */
+static int drop_leader_answers;
+static int lose_leader_answers(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    (void)arg;
+    return !(drop_leader_answers && m->type == JR__MSG_VOUCH_RESP && m->from == 1 && m->to == 5);
+}
+
+/* R5, n4 restarted: the three others give it its term floor, so it takes the leader's messages
+ * and acknowledges them, and the leader counts it current; but every answer of the leader, its
+ * word, is lost. Once answers get through again it is asked for its word again and the replica
+ * is whole, whether the leader keeps heartbeating (quiet = 0) or the group goes quiet, after
+ * which nothing of the leader reaches the replica (quiet = 1: the replica asks on a timer of its
+ * own, which quiescence does not stop; each VOUCH wakes the group). */
+static void lost_leader_answers(int quiet)
+{
+    for (uint64_t seed = 1; seed <= SEEDS / 4; seed++) {
+        harness h;
+        h_init(&h, 5, seed);
+        h.quiesce = quiet;
+        h.cfg.quiesce = (uint32_t)quiet;
+        h_start(&h, 5, 5);
+        elect(&h, 0);
+        propose_n(&h, 0, 4, "w");
+        h_run(&h, 2 * ET);
+        drop_leader_answers = 1;
+        h.filter = lose_leader_answers;
+        h_crash(&h, 4);
+        h_restart(&h, 4);
+        h_run(&h, 10 * ET);
+        ck_assert_msg(jr__raft_unvouched(R(&h, 4)) == 1, "seed %llu: vouched without the word",
+                      (unsigned long long)seed);
+        jr__progress pr;
+        ck_assert_int_eq(jr__raft_progress(R(&h, 0), 4, &pr), 0);
+        ck_assert_uint_eq(pr.id, 5);
+        ck_assert_msg(!pr.unvouched, "seed %llu: the leader does not count n4 current",
+                      (unsigned long long)seed);
+        drop_leader_answers = 0;
+        h_run(&h, 3 * ET);
+        ck_assert_msg(jr__raft_unvouched(R(&h, 4)) == 0,
+                      "seed %llu: n4 still unvouched after the answers got through again",
+                      (unsigned long long)seed);
+        ck_assert_int_eq(jr__raft_role(R(&h, 0)), JR_LEADER);
+        if (quiet) { /* and the group is idle again */
+            h_run(&h, 3 * ET);
+            ck_assert_int_eq(jr__raft_quiet(R(&h, 0)), 1);
+            ck_assert_int_eq(jr__raft_quiet(R(&h, 4)), 1);
+        }
+        h.filter = NULL;
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+
+START_TEST(a_replica_whose_leaders_answers_were_lost_asks_again_while_heartbeats_come)
+{
+    lost_leader_answers(0);
+}
+END_TEST
+
+START_TEST(a_quiet_replica_whose_leaders_answers_were_lost_asks_again)
+{
+    lost_leader_answers(1);
+}
+END_TEST
+
 /* A group whose only voter restarts needs nobody's word; a replica with no durable state is not
  * marked at all. */
 START_TEST(a_single_voter_is_whole_at_once)
@@ -749,6 +816,53 @@ static jr__raft *bare_confless(void)
     ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
     return r;
 }
+
+/* R2 {1, 2}: server 2's recovery lost its snapshot, and with it the configuration; server 1
+ * holds the group's log (entries 1..3, term 2, all committed) but cannot be elected without 2's
+ * vote, so no leader will ever repair 2. Its node names the servers it knows of
+ * (jr__raft_vouch_hint): it asks them all, and again at its asking timeout. An answer naming no
+ * configuration (server 3 hosts nothing of the group) tells it nothing; server 1's answer names
+ * the configuration it committed, {1, 2}, whose every other member has then answered: 2 takes
+ * its floor and grants its vote to a candidate at or above server 1's last entry, only. */
+START_TEST(a_replica_that_lost_its_configuration_asks_the_servers_its_node_names)
+{
+    jr__raft *r = bare_confless();
+    memset(bare_vouch_to, 0, sizeof bare_vouch_to);
+    bare_grants = 0;
+    jr__id ids[] = {1, 2, 3};
+    ck_assert_int_eq(jr__raft_vouch_hint(r, ids, 3), 0);
+    ck_assert_int_eq(bare_vouch_to[1], 1);
+    ck_assert_int_eq(bare_vouch_to[3], 1);
+    ck_assert_int_eq(bare_vouch_to[2], 0);
+    uint64_t d = jr__raft_deadline(r);
+    ck_assert_uint_lt(d, UINT64_MAX);
+    jr__raft_tick(r, d); /* nobody answered: asked again */
+    ck_assert_int_eq(bare_vouch_to[1], 2);
+    ck_assert_int_eq(bare_vouch_to[3], 2);
+    /* 3 holds nothing of the group */
+    static const uint8_t none[1] = {0};
+    jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = 7, .from = 3, .to = 2, .term = 1};
+    a.u.vouch_resp.conf = none;
+    a.u.vouch_resp.conf_len = sizeof none;
+    ck_assert_int_eq(jr__raft_step(r, d + MS, &a), 0);
+    ck_assert_int_eq(grants(r, d + 2 * MS, 3, 3, 2), 0);
+    /* 1 answers: {1, 2} committed at its index 1, commit 3, last entry (3, term 2) */
+    jr__conf c2 = {2, {{1, 1}, {2, 1}}};
+    uint8_t buf[64];
+    a = vouch_resp(1, 2, 3, 2, 3, 1, &c2, buf);
+    ck_assert_int_eq(jr__raft_step(r, d + 3 * MS, &a), 0);
+    ck_assert_int_eq(jr__raft_unvouched(r), 1);
+    ck_assert_uint_ge(jr__raft_term(r), 2);              /* at its floor or above */
+    ck_assert_int_eq(grants(r, d + 4 * MS, 3, 2, 2), 0); /* below server 1's last entry */
+    jr__msg v = {.type = JR__MSG_VOTE, .group = 7, .from = 1, .to = 2, .term = 3};
+    v.u.vote.last_index = 3;
+    v.u.vote.last_term = 2;
+    int before = bare_grants;
+    ck_assert_int_eq(jr__raft_step(r, d + 5 * MS, &v), 0);
+    ck_assert_int_eq(bare_grants, before + 1);
+    jr__raft_free(r);
+}
+END_TEST
 
 /* A replica whose recovery found damage and no configuration (neither its snapshot nor a
  * configuration entry survived) knows no peer to ask, which is not being a lone voter: it stays
@@ -1074,9 +1188,12 @@ int main(void)
     tcase_add_test(tc, a_vouch_showing_the_whole_log_is_no_acknowledgement);
     tcase_add_test(tc, an_acknowledgement_from_before_the_restart_does_not_vouch);
     tcase_add_test(tc, a_quiet_group_vouches_a_restarted_replica_without_an_election);
+    tcase_add_test(tc, a_replica_whose_leaders_answers_were_lost_asks_again_while_heartbeats_come);
+    tcase_add_test(tc, a_quiet_replica_whose_leaders_answers_were_lost_asks_again);
     tcase_add_test(tc, a_single_voter_is_whole_at_once);
     tcase_add_test(tc, members_a_committed_configuration_removed_are_not_waited_for);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_is_not_a_lone_voter);
+    tcase_add_test(tc, a_replica_that_lost_its_configuration_asks_the_servers_its_node_names);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_asks_once_a_repair_brings_one);
     tcase_add_test(tc, a_heartbeat_commits_only_what_an_append_of_its_leader_proved);
     tcase_add_test(tc, a_leader_whose_messages_are_dropped_is_asked);

@@ -694,6 +694,157 @@ START_TEST(removed_servers_that_were_down_release_on_restart)
 }
 END_TEST
 
+static void consumer_added(void *arg, int status, const char *msg, const char *name)
+{
+    (void)name;
+    e2e_admin_cb(arg, status, msg);
+}
+
+/* 1 if node i runs a replica of consumer name on stream (its state can be read). */
+static int has_consumer(e2e *c, unsigned i, const char *stream, const char *name)
+{
+    uint64_t d, applied;
+    return e2e_consumer_digest(c, i, stream, name, &d, &applied) != JR_ENOTFOUND;
+}
+
+/* As removed_servers_that_were_down_release_on_restart, for the stream's consumer, whose
+ * replicas follow the stream's: a server restarted while the change that moved the consumer off
+ * it has not converged reopens the consumer's replica from its log too (its group's
+ * configuration still names it a voter, which the others need for an election and, restarted
+ * themselves, for their VOUCH), and releases it once the change converged. */
+START_TEST(removed_servers_that_were_down_reopen_the_consumer_until_the_change_converged)
+{
+    e2e c;
+    cluster(&c, 5, 919);
+    add_stream(&c, "DOWNC", 3);
+    jr_consumer_config cc;
+    jr_consumer_config_init(&cc);
+    cc.durable_name = "C";
+    e2e_res r;
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_consumer_add(e2e_node(&c, 0), "DOWNC", &cc, consumer_added, &r), 0);
+    ck_assert_int_eq(e2e_wait(&c, &r, 30 * SEC), 0);
+    ck_assert_msg(r.status == 0, "consumer add: %s", r.msg);
+    publish_n(&c, 0, 0, 20);
+    jr_sim_run_for(c.sim, 1500 * MS);
+    int l = stream_leader(&c, "DOWNC");
+    ck_assert_int_ge(l, 0);
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "DOWNC", p, 8), 3);
+    unsigned x = 99, y = 99;
+    for (int j = 0; j < 3; j++) {
+        ck_assert(has_consumer(&c, p[j], "DOWNC", "C"));
+        if (p[j] == (unsigned)l) continue;
+        if (x == 99)
+            x = p[j];
+        else
+            y = p[j];
+    }
+    /* both followers down (neither group has a quorum), then R3 -> R1: the online peer stays */
+    ck_assert_int_eq(jr_sim_crash(c.sim, x), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, y), 0);
+    jr_sim_run_for(c.sim, 1 * SEC);
+    ck_assert_int_ge(e2e_wait_meta(&c, 5, 30 * SEC), 0);
+    unsigned via = 0;
+    while (via == x || via == y) via++;
+    ck_assert_msg(set_replicas(&c, via, "DOWNC", 1, &r) == 0, "update: %s", r.msg);
+    ck_assert_int_eq(e2e_meta_peers(&c, via, "DOWNC", p, 8), 1);
+    ck_assert_uint_eq(p[0], (unsigned)l);
+    /* x comes back and learns the change, then restarts again: now its own meta state says
+     * at once that the change moved the stream and the consumer off it, and is not over */
+    ck_assert_int_eq(e2e_restart(&c, x), 0);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    ck_assert_int_eq(e2e_meta_busy(&c, x, "DOWNC"), 1);
+    ck_assert_int_eq(e2e_meta_peers(&c, x, "DOWNC", p, 8), 1);
+    ck_assert(has_consumer(&c, x, "DOWNC", "C"));
+    ck_assert_int_eq(jr_sim_crash(c.sim, x), 0);
+    jr_sim_run_for(c.sim, 200 * MS);
+    ck_assert_int_eq(e2e_restart(&c, x), 0);
+    jr_sim_run_for(c.sim, 1 * SEC);
+    ck_assert(e2e_has_replica(&c, x, "DOWNC"));
+    ck_assert_msg(has_consumer(&c, x, "DOWNC", "C"),
+                  "n%u released the consumer's replica while the change was not over", x);
+    /* y comes back: both changes complete, and x and y release their replicas */
+    ck_assert_int_eq(e2e_restart(&c, y), 0);
+    ck_assert_msg(wait_converged(&c, "DOWNC", 1, 30 * SEC) == l, "not converged: %s", g_why);
+    for (int tries = 0;
+         tries < 300 && (has_consumer(&c, x, "DOWNC", "C") || has_consumer(&c, y, "DOWNC", "C"));
+         tries++)
+        jr_sim_run_for(c.sim, 100 * MS);
+    ck_assert(!has_consumer(&c, x, "DOWNC", "C"));
+    ck_assert(!has_consumer(&c, y, "DOWNC", "C"));
+    ck_assert(has_consumer(&c, (unsigned)l, "DOWNC", "C"));
+    e2e_free(&c);
+}
+END_TEST
+
+/* n's replica of consumer name on stream: 1 if it leads and every one of its group's members
+ * is a current voter (want of them). */
+static int consumer_whole(e2e *c, unsigned i, const char *stream, const char *name, size_t want)
+{
+    uint64_t g = e2e_consumer_group(c, i, stream, name);
+    jr_group *grp = g ? jr_node_group(e2e_node(c, i), g) : NULL;
+    jr_group_status gs;
+    gs.size = sizeof gs;
+    if (!grp || jr_group_status_get(grp, &gs) != 0 || gs.role != JR_LEADER || gs.npeers != want)
+        return 0;
+    for (size_t k = 0; k < gs.npeers; k++) {
+        jr_peer_status ps;
+        ps.size = sizeof ps;
+        if (jr_group_peer(grp, k, &ps) != 0 || !ps.voter || !ps.current) return 0;
+    }
+    return 1;
+}
+
+/* A consumer grown from R1 to R3 while one of its new servers m is down: its leader adds m as
+ * an observer, m is taken for down and the group goes quiet. m restarts, learns the change
+ * from the meta leader and opens the consumer's replica, empty; m catches up and becomes a
+ * voter. (Here m's replica opens before its node answers the quiet leader's listing, which
+ * then probes it; had it opened after the answer, only the consumer leader's wake for a new
+ * member whose node it hears from, consumer_peers.c, would bring it in.) */
+START_TEST(a_consumer_grown_onto_a_server_that_was_down_takes_it_in_once_it_is_back)
+{
+    e2e c;
+    cluster(&c, 3, 929);
+    add_stream(&c, "GROWC", 3);
+    jr_consumer_config cc;
+    jr_consumer_config_init(&cc);
+    cc.durable_name = "C";
+    cc.num_replicas = 1;
+    e2e_res r;
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_consumer_add(e2e_node(&c, 0), "GROWC", &cc, consumer_added, &r), 0);
+    ck_assert_int_eq(e2e_wait(&c, &r, 30 * SEC), 0);
+    ck_assert_msg(r.status == 0, "consumer add: %s", r.msg);
+    publish_n(&c, 0, 0, 20);
+    jr_sim_run_for(c.sim, 1 * SEC);
+    int a = -1;
+    for (unsigned i = 0; i < 3; i++)
+        if (has_consumer(&c, i, "GROWC", "C")) a = (int)i;
+    ck_assert_int_ge(a, 0);
+    unsigned m = a == 2 ? 1 : 2, via = a == 0 ? 1 : 0;
+    if (via == m) via = (unsigned)a;
+    ck_assert_int_eq(jr_sim_crash(c.sim, m), 0);
+    jr_sim_run_for(c.sim, 1 * SEC);
+    cc.num_replicas = 3;
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_consumer_update(e2e_node(&c, via), "GROWC", &cc, consumer_added, &r), 0);
+    ck_assert_int_eq(e2e_wait(&c, &r, 30 * SEC), 0);
+    ck_assert_msg(r.status == 0, "consumer update: %s", r.msg);
+    jr_sim_run_for(c.sim, 3 * SEC); /* the group adds m, takes it for down, goes quiet */
+    ck_assert_int_eq(e2e_restart(&c, m), 0);
+    int whole = 0;
+    for (int tries = 0; tries < 200 && !whole; tries++) {
+        jr_sim_run_for(c.sim, 100 * MS);
+        for (unsigned i = 0; i < 3 && !whole; i++) whole = consumer_whole(&c, i, "GROWC", "C", 3);
+    }
+    char buf[512];
+    e2e_consumer_describe(&c, m, "GROWC", "C", buf, sizeof buf);
+    ck_assert_msg(whole, "the consumer's group did not take n%u in: %s", m, buf);
+    e2e_free(&c);
+}
+END_TEST
+
 START_TEST(a_stream_leader_crash_mid_change_resumes_under_the_next)
 {
     e2e c;
@@ -1306,6 +1457,9 @@ int main(void)
     tcase_add_test(tc, a_second_change_while_one_converges_is_ebusy);
     tcase_add_test(tc, an_impossible_grow_changes_nothing);
     tcase_add_test(tc, removed_servers_that_were_down_release_on_restart);
+    tcase_add_test(tc,
+                   removed_servers_that_were_down_reopen_the_consumer_until_the_change_converged);
+    tcase_add_test(tc, a_consumer_grown_onto_a_server_that_was_down_takes_it_in_once_it_is_back);
     tcase_add_test(tc, a_stream_leader_crash_mid_change_resumes_under_the_next);
     tcase_add_test(tc, r3_to_r1_under_load_removing_the_leader_fails_no_publish);
     tcase_add_test(tc, a_shrink_removes_the_sick_follower_not_the_healthy_one);

@@ -391,6 +391,9 @@ static int drained(world *w)
 void clients_drain(world *w, uint64_t max_ns)
 {
     w->mode = 2;
+    /* The admin process's last operation ends first: a consumer it adds is live (drained, and
+     * checked by at-least-once) once its add completes, which may come after the heal. */
+    for (int i = 0; i < 30000 && w->admin_busy; i++) jr_sim_run_for(w->sim, 2 * MS);
     for (unsigned f = 0; f < MAX_FETCHERS; f++) w->fetchers[f].next_ns = 0;
     /* acks left over from the faulty phase go out now, as they are */
     uint64_t end = now_ns(w) + max_ns;
