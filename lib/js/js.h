@@ -461,6 +461,9 @@ struct jr__js {
     uint8_t converge_queued; /* a full convergence waits in the node's effects queue */
     uint8_t meta_replayed;   /* the meta state has applied meta_recovered (jr__mnode_replayed) */
     uint64_t meta_recovered; /* the meta log's last index recovered at open */
+    uint8_t meta_caught_up;  /* the meta state has held everything committed before this life
+                                began (jr__mnode_caught_up) and the replicas held until then
+                                were released */
     jr__jtimer meta_timer;
     uint64_t info_sent; /* when SERVER_INFO was last sent (0: never) */
     /* stream_replica.c */
@@ -603,6 +606,21 @@ void jr__mnode_converge_one(jr__js *js, uint64_t group);
  * say), so nothing is released for a peer removal until then (a stream deletion is final and
  * is released at once). */
 int jr__mnode_replayed(jr__js *js);
+/* 1 if the meta entry at `index` is known to have committed after this server's life began:
+ * the meta replica is whole and `index` lies above its last index when it was vouched for
+ * (jr__raft_vouched_last; 0 on a server's first life, whose meta replica never was unvouched).
+ * A group whose peer set this server entered there cannot have had it as a member before this
+ * life, so its replica opens whole even though nothing of it was recovered (jr__group_create's
+ * fresh). */
+int jr__mnode_after_restart(jr__js *js, uint64_t index);
+/* 1 once the meta state holds every meta entry committed before this life began (the meta
+ * replica is whole and has applied up to its last index when it was vouched for) and the local
+ * replicas converged to it. Until then a stream or consumer replica may be one of a group
+ * deleted (or left by this server) in entries this server's storage lost — a replica of a
+ * group that no longer exists, whose other members released their replicas and answer its
+ * VOUCH that they hold nothing — so the replicas created meanwhile have their votes held
+ * (jr__group_hold) until the meta timer finds it caught up and releases them. */
+int jr__mnode_caught_up(jr__js *js);
 /* 1 if this server's meta state is as new as it can know right now: the meta replica has not
  * failed, a meta leader is known, and everything known committed is applied. */
 int jr__mnode_current(jr__js *js);

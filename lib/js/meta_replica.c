@@ -161,6 +161,35 @@ int jr__mnode_replayed(jr__js *js)
     return js->meta_replayed;
 }
 
+int jr__mnode_after_restart(jr__js *js, uint64_t index)
+{
+    if (!js->meta) return 0;
+    const jr__raft *r = jr__group_consensus(js->meta);
+    return !jr__raft_unvouched(r) && index > jr__raft_vouched_last(r);
+}
+
+int jr__mnode_caught_up(jr__js *js)
+{
+    if (js->meta_caught_up) return 1;
+    if (!js->meta || js->meta_failed || !jr__mnode_replayed(js)) return 0;
+    const jr__raft *r = jr__group_consensus(js->meta);
+    return !jr__raft_unvouched(r) && jr__group_applied(js->meta) >= jr__raft_vouched_last(r);
+}
+
+/* The meta timer: once caught up (jr__mnode_caught_up) and converged to that state — replicas
+ * of groups deleted meanwhile are gone — the replicas held until then get their votes back. */
+static void release_held(jr__js *js)
+{
+    if (js->meta_caught_up || js->converge_failed || js->converge_queued ||
+        !jr__mnode_caught_up(js))
+        return;
+    js->meta_caught_up = 1;
+    for (jr__srep *r = js->rep_list; r; r = r->next)
+        if (r->g) jr__group_hold(r->g, 0);
+    for (jr__crep *r = js->crep_list; r; r = r->next)
+        if (r->g) jr__group_hold(r->g, 0);
+}
+
 static int meta_snapshot(void *ctx, jr_snapshot_writer *w)
 {
     jr__js *js = ctx;
@@ -923,6 +952,7 @@ static void meta_tick(jr__js *js, jr__jtimer *t)
         send_server_info(js);
     if (js->converge_failed || (!js->meta_replayed && jr__mnode_replayed(js)))
         jr__mnode_converge(js);
+    release_held(js);
     jr__mm_tick(js); /* joining, and the meta leader's membership duty (meta_members.c) */
     if (js->removed) return;
     jr__js_timer_arm(js, &js->meta_timer, jr__deadline(jr__node_now(n), js->election_ns / 2));
@@ -1176,7 +1206,7 @@ int jr__mnode_open(jr__js *js)
     /* Opening the group may apply recovered entries at once: until it returned and the
      * index to replay up to is known, every state applied is one of the replay. */
     js->meta_recovered = UINT64_MAX;
-    int rc = jr__group_create(n, &gc, NULL, &js->meta);
+    int rc = jr__group_create(n, &gc, NULL, 0, &js->meta);
     jr__free(js->alloc, voters);
     if (rc != 0) {
         js->meta = NULL;

@@ -775,7 +775,11 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     /* a joiner starts from the floor the last converged peer change left (it may be a server
      * removed earlier and added back: raft.h join_*) */
     jr__join_floor floor = {s->floor_term, s->floor_commit_term, s->floor_commit};
-    rc = jr__group_create(n, &gc, &floor, &r->g);
+    /* A server that was no peer of the group before this life: one of the original peers of a
+     * stream created since. (A joiner may have been one before a lost WAL tail, even one of the
+     * current peer set: its replica opens unvouched and damaged.) */
+    int fresh = jr__meta_stream_bootstraps(s) && jr__mnode_after_restart(js, s->created);
+    rc = jr__group_create(n, &gc, &floor, fresh, &r->g);
     if (rc != 0) {
         jr__node_log(n, JR_LOG_ERROR, "stream '%s': cannot open group %" PRIu64 ": %s", s->name,
                      s->group, jr_strerror(rc));
@@ -787,6 +791,9 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
         return rc;
     }
     jr__map_del(&js->hints, r->group);
+    /* created from a meta state that may predate the stream's deletion: no vote until it is
+     * known current (jr__mnode_caught_up) */
+    if (!jr__mnode_caught_up(js)) jr__group_hold(r->g, 1);
     r->next_sync = jr__deadline(jr__node_now(n), SYNC_NS);
     jr__js_timer_arm(js, &r->timer, jr__node_now(n));
     return 0;

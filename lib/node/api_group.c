@@ -42,7 +42,7 @@ int jr_group_open(jr_node *n, const jr_group_config *cfg, jr_group **out)
                             "a join floor needs commit_term with commit_index, "
                             "and a term no older than commit_term");
     jr__node_enter(n);
-    int rc = jr__group_create(n, cfg, floor.term || floor.last_index ? &floor : NULL, out);
+    int rc = jr__group_create(n, cfg, floor.term || floor.last_index ? &floor : NULL, 0, out);
     if (rc == 0) jr__node_want_tick(n);
     jr__node_leave(n);
     return rc;

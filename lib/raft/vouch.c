@@ -144,6 +144,11 @@ int jr__raft_unvouched(const jr__raft *r)
     return r->vouch != NULL;
 }
 
+uint64_t jr__raft_vouched_last(const jr__raft *r)
+{
+    return r->vouched_last;
+}
+
 int jr__raft_damaged(const jr__raft *r)
 {
     return r->damaged;
@@ -167,6 +172,7 @@ void jr__vouch_done(jr__raft *r)
 {
     if (!r->vouch) return;
     jr__vouch_free(r);
+    r->vouched_last = r->log.last;
     /* vouched after a divergence: its log holds the leader's (a), or it won an election at or
      * above every voter's floor (b); the append that conflicted was no leader's of its log */
     r->damaged = r->diverged = 0;
