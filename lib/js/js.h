@@ -594,8 +594,10 @@ int jr__mnode_online(jr__js *js, const char *name, uint64_t *seen_ns);
 /* Converges local replicas to the meta state (after it changed). A replica whose assignment no
  * longer names this server is removed only once the stream's peer change converged (or the
  * stream is gone): until then it may still be a voter its group needs (meta_state.h "Peer
- * changes"); meanwhile it follows the new assignment. */
-void jr__mnode_converge(jr__js *js);
+ * changes"); meanwhile it follows the new assignment. 0 once it acted on the whole plan (a
+ * replica it could not create is retried later: converge_failed), JR_ENOMEM if it could not
+ * make one, JR_ECLOSED if the meta replica is closing, failed or removed. */
+int jr__mnode_converge(jr__js *js);
 /* As jr__mnode_converge for the one stream whose Raft group is `group` (an applied op changed
  * that stream only; it may be gone): creates, updates or removes this server's replica of it,
  * with the same rules. A failure sets converge_failed (the meta timer converges everything
@@ -619,7 +621,7 @@ int jr__mnode_after_restart(jr__js *js, uint64_t index);
  * deleted (or left by this server) in entries this server's storage lost — a replica of a
  * group that no longer exists, whose other members released their replicas and answer its
  * VOUCH that they hold nothing — so the replicas created meanwhile have their votes held
- * (jr__group_hold) until the meta timer finds it caught up and releases them. */
+ * (jr__group_hold) until the meta timer finds it caught up, converges to it and releases them. */
 int jr__mnode_caught_up(jr__js *js);
 /* 1 if this server's meta state is as new as it can know right now: the meta replica has not
  * failed, a meta leader is known, and everything known committed is applied. */

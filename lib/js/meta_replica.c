@@ -176,13 +176,12 @@ int jr__mnode_caught_up(jr__js *js)
     return !jr__raft_unvouched(r) && jr__group_applied(js->meta) >= jr__raft_vouched_last(r);
 }
 
-/* The meta timer: once caught up (jr__mnode_caught_up) and converged to that state — replicas
- * of groups deleted meanwhile are gone — the replicas held until then get their votes back. */
+/* The meta timer: once caught up (jr__mnode_caught_up), a full convergence to that state
+ * releases the replicas of groups deleted meanwhile (a creation that fails there is retried as
+ * ever, and does not keep the others held); the replicas held until then get their votes back. */
 static void release_held(jr__js *js)
 {
-    if (js->meta_caught_up || js->converge_failed || js->converge_queued ||
-        !jr__mnode_caught_up(js))
-        return;
+    if (js->meta_caught_up || !jr__mnode_caught_up(js) || jr__mnode_converge(js) != 0) return;
     js->meta_caught_up = 1;
     for (jr__srep *r = js->rep_list; r; r = r->next)
         if (r->g) jr__group_hold(r->g, 0);
@@ -996,9 +995,9 @@ static void converge_consumer(jr__js *js, const jr__meta_action *a, jr__crep *r)
     }
 }
 
-void jr__mnode_converge(jr__js *js)
+int jr__mnode_converge(jr__js *js)
 {
-    if (js->closing || js->meta_failed || js->removed) return;
+    if (js->closing || js->meta_failed || js->removed) return JR_ECLOSED;
     /* consumer replicas whose state machine failed are rebuilt (consumer_replica.c); one that
      * cannot be yet keeps the convergence coming back */
     int again = 0;
@@ -1012,7 +1011,7 @@ void jr__mnode_converge(jr__js *js)
     jr__meta_local *local = jr__calloc(js->alloc, cnt ? cnt : 1, sizeof *local);
     if (!local) {
         js->converge_failed = 1;
-        return;
+        return JR_ENOMEM;
     }
     size_t k = 0;
     for (jr__srep *r = js->rep_list; r; r = r->next) {
@@ -1030,7 +1029,7 @@ void jr__mnode_converge(jr__js *js)
     jr__free(js->alloc, local);
     if (rc != 0) {
         js->converge_failed = 1;
-        return;
+        return rc;
     }
     js->converge_failed = (uint8_t)again;
     for (size_t i = 0; i < plan.n; i++) {
@@ -1075,6 +1074,7 @@ void jr__mnode_converge(jr__js *js)
     jr__meta_plan_free(&plan);
     /* streams deleted, or peers removed, while this server was down */
     if (jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
+    return 0;
 }
 
 void jr__mnode_converge_one(jr__js *js, uint64_t group)
