@@ -9,7 +9,8 @@
  *      the leader writes its own copy (dissertation §10.2.1: "the leader can write to its own
  *      disk in parallel with replicating to the followers");
  *   2. stage each group's unpersisted entries and hard state in the WAL (memory only; a change
- *      of the commit index alone stages nothing, see stage());
+ *      of the commit index alone stages nothing, see stage(); a group whole again since its WAL
+ *      found it damaged stages its whole state once, stage_rewrite());
  *   3. one jr__wal_flush: one write and one sync for every group on the node, none when
  *      nothing was staged;
  *   4. jr__raft_persisted for each group (a leader may now count itself toward a quorum);
@@ -41,19 +42,6 @@
 
 #define MAX_ITERATIONS 4
 
-/* Step 2 for one group: stages its records and notes in g what they make durable once
- * written (stage_to, hs_staged, marker_staged, cut_from); g->marker_pending and cut_from are
- * cleared only when the write succeeded (step 4), so a flush that fails has nothing to undo but
- * the staged records (jr__wal_rollback) and the next one stages the same again. 0 or JR_ENOMEM (the
- * WAL's staging is the only failure). Sets *vote if the group's term or vote changed (that record
- * must be synced before anything leaves).
- *
- * The hard state is staged when its term or vote changed, or when the group writes another
- * record anyway: a change of the commit index alone writes nothing and costs no sync, it rides
- * along with the group's next record (raft.h jr__raft_persisted). The durable commit index
- * therefore lags: at restart a group may recover a commit index below entries it had applied,
- * and applies those again only once they are committed again (docs/internals.md "Durable
- * commit index"); a group that cannot have that asks for jr__group_durable_apply. */
 /* The WAL holds g damaged (its recovery found records of g missing): a restart would replay
  * none of the entries g wrote since, acknowledged ones included, until the group is dropped and
  * its new state written (wal.h). While g is unvouched or damaged that costs nothing its peers
@@ -97,6 +85,19 @@ static int stage_rewrite(jr_node *n, jr_group *g, int *vote, int *done)
     return 0;
 }
 
+/* Step 2 for one group: stages its records and notes in g what they make durable once
+ * written (stage_to, hs_staged, marker_staged, cut_from); g->marker_pending and cut_from are
+ * cleared only when the write succeeded (step 4), so a flush that fails has nothing to undo but
+ * the staged records (jr__wal_rollback) and the next one stages the same again. 0 or JR_ENOMEM (the
+ * WAL's staging is the only failure). Sets *vote if the group's term or vote changed (that record
+ * must be synced before anything leaves).
+ *
+ * The hard state is staged when its term or vote changed, or when the group writes another
+ * record anyway: a change of the commit index alone writes nothing and costs no sync, it rides
+ * along with the group's next record (raft.h jr__raft_persisted). The durable commit index
+ * therefore lags: at restart a group may recover a commit index below entries it had applied,
+ * and applies those again only once they are committed again (docs/internals.md "Durable
+ * commit index"); a group that cannot have that asks for jr__group_durable_apply. */
 static int stage(jr_node *n, jr_group *g, int *vote)
 {
     jr__raft *r = g->raft;
