@@ -31,6 +31,11 @@ void jr__raft_hold(jr__raft *r, int on)
     r->held = (uint8_t)(on != 0);
 }
 
+int jr__raft_held(const jr__raft *r)
+{
+    return r->held;
+}
+
 /* jr__elect_can_campaign but for a hold. */
 static int may_stand(const jr__raft *r)
 {

@@ -530,6 +530,8 @@ int jr__raft_vouch_gone(jr__raft *r, jr__id peer, uint64_t now);
  * rolled back, a WAL tail cut) would be vouched for by members that released their replicas and
  * answer that they hold nothing (vouch.c), and two such replicas could elect each other. */
 void jr__raft_hold(jr__raft *r, int on);
+/* 1 while its vote is held (jr__raft_hold). */
+int jr__raft_held(const jr__raft *r);
 /* 1 while this replica is unvouched (vouch.c): restarted from storage that may have lost what
  * it acknowledged, and not yet vouched for by its peers; 0 once whole. */
 int jr__raft_unvouched(const jr__raft *r);
