@@ -96,13 +96,16 @@ JR_API void jr_group_config_init_size(jr_group_config *cfg, size_t size);
  * from disk opens unvouched (status unvouched = 1): it may have lost records it acknowledged, so
  * it grants no vote, does not campaign and takes no entries until enough of its peers answered
  * what they know of it — in a group of three, both others, unless the leader answers first.
- * If its recovery found damage it is also damaged (status damaged = 1: proposals fail with
- * JR_EDAMAGED), and the leader reports a member damaged (jr_peer_status) once it answers with
- * less than it had acknowledged; the flags clear once a leader has repaired its log. A group with a
- * single voter can ask nobody and trusts its disk. Errors: JR_EINVAL (id 0 or above
- * JR_GROUP_ID_HOST_MAX, no fsm or no apply, snapshot without restore, more than 64 voters or one
- * listed twice), JR_ENOTFOUND (a voter is not a peer of this node), JR_EEXIST (already open here),
- * JR_ENOMEM. */
+ * So does a group with nothing on disk opened on a node that ran before (a previous
+ * jr_node_open on the same wal_dir): a cut tail may have taken every record of a group it was
+ * a member of, which looks just like a group new here; a joiner is then also damaged until
+ * its leader has sent it the log. If its recovery found damage it is also damaged (status damaged =
+ * 1: proposals fail with JR_EDAMAGED), and the leader reports a member damaged (jr_peer_status)
+ * once it answers with less than it had acknowledged; the flags clear once a leader has repaired
+ * its log. A group with a single voter can ask nobody and trusts its disk. Errors: JR_EINVAL (id 0
+ * or above JR_GROUP_ID_HOST_MAX, no fsm or no apply, snapshot without restore, more than 64 voters
+ * or one listed twice), JR_ENOTFOUND (a voter is not a peer of this node), JR_EEXIST (already open
+ * here), JR_ENOMEM. */
 JR_API int jr_group_open(jr_node *node, const jr_group_config *cfg, jr_group **out);
 
 /* Closes the local replica of a group (the group's data stays on disk; what it had pending is

@@ -242,8 +242,10 @@ int jr__crep_create(jr__js *js, const jr__meta_consumer *c)
     gc.snapshot_entries = js->snapshot_entries;
     jr__join_floor floor;
     memset(&floor, 0, sizeof floor);
-    floor.fresh = js->meta_whole_at && c->created > js->meta_whole_at; /* js.h meta_whole_at */
-    rc = jr__group_create(n, &gc, &floor, &r->g);
+    /* as a stream replica's (jr__srep_create): new here only as an original peer of a consumer
+     * created in this life */
+    int fresh = jr__meta_consumer_bootstraps(c) && jr__mnode_after_restart(js, c->created);
+    rc = jr__group_create(n, &gc, &floor, fresh, &r->g);
     if (rc != 0) {
         jr__node_log(n, JR_LOG_ERROR, "consumer '%s > %s': cannot open group %" PRIu64 ": %s",
                      r->stream, r->name, c->group, jr_strerror(rc));
@@ -253,6 +255,8 @@ int jr__crep_create(jr__js *js, const jr__meta_consumer *c)
         return rc;
     }
     jr__map_del(&js->hints, r->group);
+    /* as a stream replica's: no vote until the meta state is known current */
+    if (!jr__mnode_caught_up(js)) jr__group_hold(r->g, 1);
     return 0;
 }
 

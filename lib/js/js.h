@@ -496,12 +496,9 @@ struct jr__js {
     uint8_t converge_queued; /* a full convergence waits in the node's effects queue */
     uint8_t meta_replayed;   /* the meta state has applied meta_recovered (jr__mnode_replayed) */
     uint64_t meta_recovered; /* the meta log's last index recovered at open */
-    /* The meta log's last index when its replica was first seen whole in this life (0: not
-     * yet). It holds every meta entry committed before this server's restart (a leader's
-     * word, or an election won, vouched for it: raft/vouch.c), so a stream or consumer created
-     * by a later entry is one this server never held: its replica opens as new even on a node
-     * whose WAL was lost (jr__join_floor.fresh). */
-    uint64_t meta_whole_at;
+    uint8_t meta_caught_up;  /* the meta state has held everything committed before this life
+                                began (jr__mnode_caught_up) and the replicas held until then
+                                were released */
     jr__jtimer meta_timer;
     uint64_t info_sent;                             /* when SERVER_INFO was last sent (0: never) */
     jr__applied_req applied_reqs[JR__APPLIED_REQS]; /* a ring: the newest replace the oldest */
@@ -640,8 +637,10 @@ int jr__mnode_online(jr__js *js, const char *name, uint64_t *seen_ns);
 /* Converges local replicas to the meta state (after it changed). A replica whose assignment no
  * longer names this server is removed only once the stream's peer change converged (or the
  * stream is gone): until then it may still be a voter its group needs (meta_state.h "Peer
- * changes"); meanwhile it follows the new assignment. */
-void jr__mnode_converge(jr__js *js);
+ * changes"); meanwhile it follows the new assignment. 0 once it acted on the whole plan (a
+ * replica it could not create is retried later: converge_failed), JR_ENOMEM if it could not
+ * make one, JR_ECLOSED if the meta replica is closing, failed or removed. */
+int jr__mnode_converge(jr__js *js);
 /* As jr__mnode_converge for the one stream whose Raft group is `group` (an applied op changed
  * that stream only; it may be gone): creates, updates or removes this server's replica of it,
  * with the same rules. A failure sets converge_failed (the meta timer converges everything
@@ -652,6 +651,21 @@ void jr__mnode_converge_one(jr__js *js, uint64_t group);
  * say), so nothing is released for a peer removal until then (a stream deletion is final and
  * is released at once). */
 int jr__mnode_replayed(jr__js *js);
+/* 1 if the meta entry at `index` is known to have committed after this server's life began:
+ * the meta replica is whole and `index` lies above its last index when it was vouched for
+ * (jr__raft_vouched_last; 0 on a server's first life, whose meta replica never was unvouched).
+ * A group whose peer set this server entered there cannot have had it as a member before this
+ * life, so its replica opens whole even though nothing of it was recovered (jr__group_create's
+ * fresh). */
+int jr__mnode_after_restart(jr__js *js, uint64_t index);
+/* 1 once the meta state holds every meta entry committed before this life began (the meta
+ * replica is whole and has applied up to its last index when it was vouched for) and the local
+ * replicas converged to it. Until then a stream or consumer replica may be one of a group
+ * deleted (or left by this server) in entries this server's storage lost — a replica of a
+ * group that no longer exists, whose other members released their replicas and answer its
+ * VOUCH that they hold nothing — so the replicas created meanwhile have their votes held
+ * (jr__group_hold) until the meta timer finds it caught up, converges to it and releases them. */
+int jr__mnode_caught_up(jr__js *js);
 /* 1 if this server's meta state is as new as it can know right now: the meta replica has not
  * failed, a meta leader is known, and everything known committed is applied. */
 int jr__mnode_current(jr__js *js);
@@ -729,6 +743,12 @@ int jr__mm_joining(jr__js *js);
  * (the group was destroyed and its WAL DROP waits for memory: try again later), or an error
  * (logged). */
 int jr__srep_create(jr__js *js, const jr__meta_stream *s);
+/* The voters a replica of s bootstraps with (NULL: it joins; stream_replica.c). */
+const char *const *jr__srep_boot_peers(const jr__meta_stream *s, size_t *n);
+/* 1 if this server is an original peer of s dropped by s's first, unconverged peer change. */
+int jr__srep_origin_peer(const jr__js *js, const jr__meta_stream *s);
+/* Creates the replicas jr__srep_origin_peer says this server runs and does not. 0/ENOMEM. */
+int jr__srep_sweep_origins(jr__js *js);
 /* The assignment changed: take its config and peers. */
 void jr__srep_update(jr__srep *r, const jr__meta_stream *s);
 /* Removes the local replica; with purge = 1 (the stream was deleted, or this server left it)

@@ -127,11 +127,6 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
     jr_node *n = js->n;
     if (js->meta_failed) return;
     jr__meta_result res;
-    if (!js->meta_whole_at && js->meta) {
-        const jr__raft *mr = jr__group_consensus(js->meta);
-        if (!jr__raft_unvouched(mr) && !jr__raft_damaged(mr))
-            js->meta_whole_at = jr__raft_last_index(mr) ? jr__raft_last_index(mr) : 1;
-    }
     int rc = jr__meta_apply(&js->st, index, data, len, &res);
     if (rc != 0) {
         /* Only memory: the op can not be skipped, so this replica stops applying. */
@@ -201,6 +196,34 @@ int jr__mnode_replayed(jr__js *js)
         if (jr__group_applied(js->meta) >= upto) js->meta_replayed = 1;
     }
     return js->meta_replayed;
+}
+
+int jr__mnode_after_restart(jr__js *js, uint64_t index)
+{
+    if (!js->meta) return 0;
+    const jr__raft *r = jr__group_consensus(js->meta);
+    return !jr__raft_unvouched(r) && index > jr__raft_vouched_last(r);
+}
+
+int jr__mnode_caught_up(jr__js *js)
+{
+    if (js->meta_caught_up) return 1;
+    if (!js->meta || js->meta_failed || !jr__mnode_replayed(js)) return 0;
+    const jr__raft *r = jr__group_consensus(js->meta);
+    return !jr__raft_unvouched(r) && jr__group_applied(js->meta) >= jr__raft_vouched_last(r);
+}
+
+/* The meta timer: once caught up (jr__mnode_caught_up), a full convergence to that state
+ * releases the replicas of groups deleted meanwhile (a creation that fails there is retried as
+ * ever, and does not keep the others held); the replicas held until then get their votes back. */
+static void release_held(jr__js *js)
+{
+    if (js->meta_caught_up || !jr__mnode_caught_up(js) || jr__mnode_converge(js) != 0) return;
+    js->meta_caught_up = 1;
+    for (jr__srep *r = js->rep_list; r; r = r->next)
+        if (r->g) jr__group_hold(r->g, 0);
+    for (jr__crep *r = js->crep_list; r; r = r->next)
+        if (r->g) jr__group_hold(r->g, 0);
 }
 
 static int meta_snapshot(void *ctx, jr_snapshot_writer *w)
@@ -984,6 +1007,7 @@ static void meta_tick(jr__js *js, jr__jtimer *t)
         send_server_info(js);
     if (js->converge_failed || (!js->meta_replayed && jr__mnode_replayed(js)))
         jr__mnode_converge(js);
+    release_held(js);
     jr__mm_tick(js); /* joining, and the meta leader's membership duty (meta_members.c) */
     if (js->removed) return;
     jr__drain_tick(js); /* the meta leader's moves off leaving servers (meta_drain.c) */
@@ -1028,9 +1052,9 @@ static void converge_consumer(jr__js *js, const jr__meta_action *a, jr__crep *r)
     }
 }
 
-void jr__mnode_converge(jr__js *js)
+int jr__mnode_converge(jr__js *js)
 {
-    if (js->closing || js->meta_failed || js->removed) return;
+    if (js->closing || js->meta_failed || js->removed) return JR_ECLOSED;
     /* consumer replicas whose state machine failed are rebuilt (consumer_replica.c); one that
      * cannot be yet keeps the convergence coming back */
     int again = 0;
@@ -1044,7 +1068,7 @@ void jr__mnode_converge(jr__js *js)
     jr__meta_local *local = jr__calloc(js->alloc, cnt ? cnt : 1, sizeof *local);
     if (!local) {
         js->converge_failed = 1;
-        return;
+        return JR_ENOMEM;
     }
     size_t k = 0;
     for (jr__srep *r = js->rep_list; r; r = r->next) {
@@ -1062,7 +1086,7 @@ void jr__mnode_converge(jr__js *js)
     jr__free(js->alloc, local);
     if (rc != 0) {
         js->converge_failed = 1;
-        return;
+        return rc;
     }
     js->converge_failed = (uint8_t)again;
     for (size_t i = 0; i < plan.n; i++) {
@@ -1107,6 +1131,8 @@ void jr__mnode_converge(jr__js *js)
     jr__meta_plan_free(&plan);
     /* streams deleted, or peers removed, while this server was down */
     if (jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
+    if (jr__srep_sweep_origins(js) != 0) js->converge_failed = 1;
+    return 0;
 }
 
 void jr__mnode_converge_one(jr__js *js, uint64_t group)
@@ -1241,7 +1267,7 @@ int jr__mnode_open(jr__js *js)
     /* Opening the group may apply recovered entries at once: until it returned and the
      * index to replay up to is known, every state applied is one of the replay. */
     js->meta_recovered = UINT64_MAX;
-    int rc = jr__group_create(n, &gc, NULL, &js->meta);
+    int rc = jr__group_create(n, &gc, NULL, 0, &js->meta);
     jr__free(js->alloc, voters);
     if (rc != 0) {
         js->meta = NULL;

@@ -710,6 +710,39 @@ static void rep_unlink(jr__srep *r)
     jr__js_timer_cancel(js, &r->timer);
 }
 
+/* The voters this server's replica of s bootstraps its group with (NULL: it joins). The
+ * original peers, while s's peer set is its creation's; or, while the first peer change since the
+ * creation has not converged, the creation's peers (s->origin): the group may never have had a
+ * leader to make that change, and then it needs every original peer, including one the change
+ * drops and that was down when the stream was created (it would hold no replica otherwise, and
+ * the group could elect no one). Either way the same first entry as the other original peers. */
+const char *const *jr__srep_boot_peers(const jr__meta_stream *s, size_t *n)
+{
+    if (jr__meta_stream_bootstraps(s)) {
+        *n = s->npeers;
+        return s->peers;
+    }
+    if (s->origin && s->converged_at == s->created && jr__meta_stream_busy(s)) {
+        *n = s->origin->npeers;
+        return s->origin->peers;
+    }
+    *n = 0;
+    return NULL;
+}
+
+/* 1 if this server is an original peer of s that the first peer change since its creation
+ * drops, and that change has not converged (jr__srep_boot_peers): it runs a replica until the
+ * change converged. */
+int jr__srep_origin_peer(const jr__js *js, const jr__meta_stream *s)
+{
+    size_t n;
+    const char *const *p = jr__srep_boot_peers(s, &n);
+    if (!p || p == s->peers) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(p[i], js->name)) return 1;
+    return 0;
+}
+
 int jr__srep_create(jr__js *js, const jr__meta_stream *s)
 {
     jr_node *n = js->n;
@@ -787,17 +820,22 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
      * change the group exists, and a server new to it joins empty and waits for the leader
      * to add it — bootstrapping with the new peer set would fork the log at index 1. (A
      * recovered group ignores the voter list either way.) */
-    if (jr__meta_stream_bootstraps(s)) {
-        gc.voters = s->peers;
-        gc.nvoters = s->npeers;
+    size_t nboot;
+    const char *const *boot = jr__srep_boot_peers(s, &nboot);
+    if (boot) {
+        gc.voters = boot;
+        gc.nvoters = nboot;
     }
     gc.fsm = &fsm;
     gc.snapshot_entries = js->snapshot_entries;
     /* a joiner starts from the floor the last converged peer change left (it may be a server
      * removed earlier and added back: raft.h join_*) */
-    jr__join_floor floor = {s->floor_term, s->floor_commit_term, s->floor_commit,
-                            js->meta_whole_at && s->created > js->meta_whole_at};
-    rc = jr__group_create(n, &gc, &floor, &r->g);
+    jr__join_floor floor = {s->floor_term, s->floor_commit_term, s->floor_commit};
+    /* A server that was no peer of the group before this life: one of the original peers of a
+     * stream created since. (A joiner may have been one before a lost WAL tail, even one of the
+     * current peer set: its replica opens unvouched and damaged.) */
+    int fresh = boot && jr__mnode_after_restart(js, s->created);
+    rc = jr__group_create(n, &gc, &floor, fresh, &r->g);
     if (rc != 0) {
         jr__node_log(n, JR_LOG_ERROR, "stream '%s': cannot open group %" PRIu64 ": %s", s->name,
                      s->group, jr_strerror(rc));
@@ -809,6 +847,9 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
         return rc;
     }
     jr__map_del(&js->hints, r->group);
+    /* created from a meta state that may predate the stream's deletion: no vote until it is
+     * known current (jr__mnode_caught_up) */
+    if (!jr__mnode_caught_up(js)) jr__group_hold(r->g, 1);
     r->next_sync = jr__deadline(jr__node_now(n), SYNC_NS);
     jr__js_timer_arm(js, &r->timer, jr__node_now(n));
     return 0;
@@ -974,6 +1015,7 @@ int jr__srep_sweep_stashes(jr__js *js)
         }
         const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, id);
         if (s && jr__meta_stream_has_peer(s, js->name)) continue; /* converge creates it */
+        if (s && jr__srep_origin_peer(js, s)) continue;           /* jr__srep_sweep_origins */
         if (s && (jr__meta_stream_busy(s) || !jr__mnode_replayed(js))) {
             if (jr__mnode_replayed(js))
                 jr__node_log(n, JR_LOG_INFO,
@@ -1027,4 +1069,22 @@ void jr__srep_close_all(jr__js *js, int flush)
             jr__stream_fsm_abandon(r->fsm);
         rep_free(r);
     }
+}
+
+int jr__srep_sweep_origins(jr__js *js)
+{
+    if (!jr__mnode_replayed(js)) return 0;
+    int rc = 0;
+    for (size_t i = 0; i < js->st.nstreams; i++) {
+        const jr__meta_stream *s = js->st.streams[i];
+        if (jr__meta_stream_has_peer(s, js->name) || !jr__srep_origin_peer(js, s) ||
+            jr__srep_find(js, s->group))
+            continue;
+        jr__node_log(js->n, JR_LOG_INFO,
+                     "stream '%s': an original peer the first peer change drops; its replica "
+                     "runs until the change is over",
+                     s->name);
+        if (jr__srep_create(js, s) != 0) rc = JR_ENOMEM;
+    }
+    return rc;
 }

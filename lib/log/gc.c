@@ -157,6 +157,12 @@ static int deletable(const jr__wal *w, const jr__walseg *s)
     return 1;
 }
 
+int jr__wal_damaged(const jr__wal *w, uint64_t group)
+{
+    const jr__walgrp *g = jr__map_get(&w->groups, group);
+    return g && g->damaged && !g->dropped;
+}
+
 size_t jr__wal_segments(const jr__wal *w)
 {
     return w->nsegs;

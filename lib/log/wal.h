@@ -127,6 +127,9 @@ int jr__wal_sync(jr__wal *w, uint64_t now);
 /* With JR_SYNC_INTERVAL: when the next interval sync is due (UINT64_MAX if nothing is pending). */
 uint64_t jr__wal_deadline(const jr__wal *w);
 
+/* 1 if the WAL holds group damaged: a restart would replay none of the entries it wrote since
+ * the damage (see "Replay" above) until jr__wal_drop() and its new state were written. */
+int jr__wal_damaged(const jr__wal *w, uint64_t group);
 /* Bytes staged and not yet written. */
 size_t jr__wal_pending(const jr__wal *w);
 /* Segment files now (the last one is the current segment). */

@@ -30,19 +30,19 @@ int jr_group_open(jr_node *n, const jr_group_config *cfg, jr_group **out)
     if (cfg->id > JR_GROUP_ID_HOST_MAX)
         return jr__node_err(n, JR_EINVAL, "group id above JR_GROUP_ID_HOST_MAX is reserved");
     /* the join floor, if the caller's struct has it and set it */
-    jr__join_floor floor = {0, 0, 0, 0};
+    jr__join_floor floor = {0, 0, 0};
     if (cfg->size >= offsetof(jr_group_config, join) + sizeof cfg->join && cfg->join) {
         jr_group_floor j = {0};
         if (jr__abi_read(&j, sizeof j, cfg->join) != 0)
             return jr__node_err(n, JR_EINVAL, "join: size 0");
-        floor = (jr__join_floor){j.term, j.commit_term, j.commit_index, 0};
+        floor = (jr__join_floor){j.term, j.commit_term, j.commit_index};
     }
     if ((floor.last_index && !floor.last_term) || floor.last_term > floor.term)
         return jr__node_err(n, JR_EINVAL,
                             "a join floor needs commit_term with commit_index, "
                             "and a term no older than commit_term");
     jr__node_enter(n);
-    int rc = jr__group_create(n, cfg, floor.term || floor.last_index ? &floor : NULL, out);
+    int rc = jr__group_create(n, cfg, floor.term || floor.last_index ? &floor : NULL, 0, out);
     if (rc == 0) jr__node_want_tick(n);
     jr__node_leave(n);
     return rc;

@@ -9,7 +9,8 @@
  *      the leader writes its own copy (dissertation §10.2.1: "the leader can write to its own
  *      disk in parallel with replicating to the followers");
  *   2. stage each group's unpersisted entries and hard state in the WAL (memory only; a change
- *      of the commit index alone stages nothing, see stage());
+ *      of the commit index alone stages nothing, see stage(); a group whole again since its WAL
+ *      found it damaged stages its whole state once, stage_rewrite());
  *   3. one jr__wal_flush: one write and one sync for every group on the node, none when
  *      nothing was staged;
  *   4. jr__raft_persisted for each group (a leader may now count itself toward a quorum);
@@ -41,6 +42,49 @@
 
 #define MAX_ITERATIONS 4
 
+/* The WAL holds g damaged (its recovery found records of g missing): a restart would replay
+ * none of the entries g wrote since, acknowledged ones included, until the group is dropped and
+ * its new state written (wal.h). While g is unvouched or damaged that costs nothing its peers
+ * rely on; once it is whole its acknowledgements count like anyone's, so at the first flush
+ * after that its whole state is written again as a new incarnation: a DROP, the compaction
+ * marker of its snapshot, every entry after it and its hard state, in this one write. 0 with
+ * *done = 0 if g needs no rewrite (then stage() goes on as usual), else as stage(). */
+static int stage_rewrite(jr_node *n, jr_group *g, int *vote, int *done)
+{
+    jr__raft *r = g->raft;
+    *done = 0;
+    if (!g->wal_damaged || g->closed || jr__raft_unvouched(r) || jr__raft_damaged(r)) return 0;
+    if (!jr__wal_damaged(n->wal, g->id)) {
+        g->wal_damaged = 0;
+        return 0;
+    }
+    uint64_t base = jr__raft_snapshot_index(r), bterm = jr__raft_snapshot_term(r);
+    if (g->marker_pending && g->marker_index > base) {
+        base = g->marker_index;
+        bterm = g->marker_term;
+    }
+    uint64_t last = jr__raft_last_index(r);
+    if (base + 1 < jr__raft_first_index(r) && base < last) return 0; /* cannot happen */
+    uint64_t from, to;
+    jr__hardstate hs;
+    if (jr__raft_unpersisted(r, &from, &to, &hs) == 2) *vote = 1;
+    int rc = jr__wal_drop(n->wal, g->id);
+    if (rc == 0 && base) rc = jr__wal_compact(n->wal, g->id, base, bterm);
+    for (uint64_t i = base + 1; rc == 0 && i <= last; i++) {
+        jr__entry e;
+        rc = jr__raft_entry(r, i, &e);
+        if (rc == 0) rc = jr__wal_append(n->wal, g->id, &e);
+    }
+    if (rc == 0) rc = jr__wal_hardstate(n->wal, g->id, &hs);
+    if (rc != 0) return rc;
+    g->marker_staged = g->marker_pending;
+    g->hs_staged = 1;
+    g->stage_to = last;
+    g->rewrite_staged = 1;
+    *done = 1;
+    return 0;
+}
+
 /* Step 2 for one group: stages its records and notes in g what they make durable once
  * written (stage_to, hs_staged, marker_staged, cut_from); g->marker_pending and cut_from are
  * cleared only when the write succeeded (step 4), so a flush that fails has nothing to undo but
@@ -59,6 +103,9 @@ static int stage(jr_node *n, jr_group *g, int *vote)
     jr__raft *r = g->raft;
     uint64_t from, to;
     jr__hardstate hs;
+    g->rewrite_staged = 0;
+    int done, err = stage_rewrite(n, g, vote, &done);
+    if (err != 0 || done) return err;
     int hs_changed = jr__raft_unpersisted(r, &from, &to, &hs);
     int writes = 0; /* a record of this group is staged */
     if (hs_changed == 2) *vote = 1;
@@ -458,6 +505,8 @@ int jr__node_flush(jr_node *n, int callbacks)
         for (jr_group *g = batch; g; g = g->flush_next) {
             g->persisted = g->stage_to;
             g->cut_from = 0;
+            if (g->rewrite_staged) g->wal_damaged = 0;
+            g->rewrite_staged = 0;
             if (g->marker_staged) g->marker_pending = 0;
             g->marker_staged = 0;
             jr__raft_persisted(g->raft, n->now, g->persisted, g->hs_staged);

@@ -12,7 +12,12 @@
  *    (jr_group_add_observer on the leader) and send it the log or a snapshot; until it holds
  *    some of it, it is judged by the floor the caller gives (raft cfg join_*: a term and a
  *    committed entry of the group): it may be a server removed and added back, whose earlier
- *    replica went with all it acknowledged.
+ *    replica went with all it acknowledged;
+ *  - either of the last two on a node an earlier life ran on (recover.c: its mark or a WAL
+ *    segment was there) may be a replica whose every record was lost (a WAL tail cut, files
+ *    rolled back to a copy from before it joined): it opens unvouched like a recovered one
+ *    (a joiner damaged too), unless the caller says the group is new to this server in this
+ *    life (jr__group_create's fresh).
  *
  * Damaged replicas. When the WAL reports that records of a group may be lost (or damage it
  * cannot attribute), the group opens with whatever survived, marked damaged. A damaged replica
@@ -328,6 +333,12 @@ static int group_reopen(jr_group *g, const jr_group_config *cfg)
     return 0;
 }
 
+void jr__group_hold(jr_group *g, int on)
+{
+    jr__raft_hold(g->raft, on);
+    jr__group_rearm(g); /* a released one's election timer may be due */
+}
+
 int jr__group_floor(const jr_group *g, jr__join_floor *out)
 {
     const jr__raft *r = g->raft;
@@ -344,7 +355,7 @@ int jr__group_floor(const jr_group *g, jr__join_floor *out)
 }
 
 int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_floor *floor,
-                     jr_group **out)
+                     int fresh, jr_group **out)
 {
     jr_group_config cfg;
     jr_group_config_init(&cfg);
@@ -416,10 +427,19 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
         rc = jr__raft_bootstrap(g->raft, &conf);
     }
     if (rc != 0) goto fail;
-    /* a group created after anything the lost WAL held is new here (jr__join_floor.fresh) */
-    int lost = n->wal_lost && (s || !floor || !floor->fresh);
-    if ((n->all_damaged && s) || lost) g->damaged = 1;
-    if (s || lost) {
+    /* A node whose WAL was lost: every group it recovered, and every group it held before
+     * (nothing recovered, not known to be new here: fresh), opens damaged and unvouched. */
+    int lost_wal = n->wal_lost && (s || !fresh);
+    if ((n->all_damaged && s) || lost_wal) g->damaged = 1;
+    g->wal_damaged = s && (s->damaged || n->all_damaged);
+    /* Nothing recovered on a node that ran before: a cut tail or a rollback of its files may
+     * have taken every record of a group it was a member of (votes and acknowledgements
+     * included), which looks just like a group new here. Unless the caller knows better
+     * (fresh), it is treated as lost: unvouched, and a joiner, which knows no configuration
+     * whose members it could ask, damaged too (it takes its leader's repair first, vouch.c). */
+    int lost = !s && n->reborn && !fresh;
+    if (lost && !self_in) g->damaged = 1;
+    if (s || lost_wal || lost) {
         /* Recovered from disk: its storage may have lost records it acknowledged in ways no
          * local check tells from a torn write (a cut tail, files rolled back), so it is
          * unvouched until its peers answer (raft/vouch.c); damage found here is the core's to

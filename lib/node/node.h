@@ -165,10 +165,13 @@ struct jr_group {
                            a heartbeat interval (flush.c hold_markers) */
     uint8_t in_ready;
     uint8_t closed;
-    uint8_t damaged;    /* lost data: never votes, never campaigns (see group.c) */
-    uint8_t in_fsm;     /* inside a jr_fsm callback of this group */
-    uint8_t was_leader; /* role seen at the last flush (a change is told to the layer
-                           above: jr__upper.role_changed) */
+    uint8_t damaged;        /* lost data: never votes, never campaigns (see group.c) */
+    uint8_t wal_damaged;    /* the WAL holds this group damaged: once whole, its records are
+                               written again as a new incarnation (flush.c stage_rewrite) */
+    uint8_t rewrite_staged; /* flush: that rewrite was staged in this iteration */
+    uint8_t in_fsm;         /* inside a jr_fsm callback of this group */
+    uint8_t was_leader;     /* role seen at the last flush (a change is told to the layer
+                               above: jr__upper.role_changed) */
     jr_fsm fsm;
     uint64_t snapshot_entries;
     uint64_t applied;      /* last index applied to the fsm (or restored from a snapshot) */
@@ -236,6 +239,7 @@ struct jr_node {
                             marker not due yet (flush.c hold_markers; still in_ready) */
     jr__map stashes;     /* id -> jr__stash* (recovered, not yet opened) */
     uint8_t all_damaged; /* the WAL reported damage it could not attribute */
+    uint8_t reborn;      /* an earlier life ran here: the mark or a WAL segment was found */
     uint8_t wal_lost;    /* the node's mark is in wal_dir but no WAL segment is (recover.c):
                             every group it opens starts unvouched and damaged */
     jr__id rescued[8];   /* servers an operator declared gone (jr_node_rescue): every unvouched

@@ -311,6 +311,7 @@ int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_
     if (rc != 0) return rc;
     rc = n->vfs->list(n->vfs->ctx, n->wal_dir, count_segment, &segments);
     if (rc != 0) return jr__node_err(n, rc, "cannot list %s: %s", n->wal_dir, jr_strerror(rc));
+    n->reborn = marked || segments;
     if (marked || segments)
         n->rpc_wary_until = jr__deadline(n->now, JR__RPC_KEEP_NS); /* an earlier life ran here */
     if (marked && segments == 0) {

@@ -189,20 +189,21 @@ int jr__rpc_respond_stranger(jr_node *n, const char *to, uint64_t id, int status
  * a peer change converged. Zeros: none. */
 typedef struct jr__join_floor {
     uint64_t term, last_term, last_index;
-    /* 1: the group was created after anything this server's lost WAL held (the caller knows
-     * from its meta state), so a node whose WAL was lost opens it as new rather than
-     * unvouched and damaged; ignored for a group recovered from disk */
-    uint8_t fresh;
 } jr__join_floor;
 /* Creates, loads or bootstraps, and registers a group (the body of jr_group_open). floor (may
- * be NULL) applies only if this server joins (it is not among cfg->voters), but for its
- * fresh flag. */
-int jr__group_create(jr_node *n, const jr_group_config *cfg, const jr__join_floor *floor,
+ * be NULL) applies only if this server joins (it is not among cfg->voters). On a node an earlier
+ * life ran on, a group with nothing recovered may be one whose every record was lost (a cut WAL
+ * tail, files rolled back): it opens unvouched (a joiner also damaged), unless `fresh` says the
+ * caller knows this server was not a member of the group before this life (group.c); on a node
+ * whose WAL was lost, a group not `fresh` opens unvouched and damaged. */
+int jr__group_create(jr_node *n, const jr_group_config *cfg, const jr__join_floor *floor, int fresh,
                      jr_group **out);
 /* The floor a replica joining later starts from: this replica's term and its commit index with
  * that entry's term. JR_ENOTFOUND if the entry's term is not known here (neither in the log nor
  * the snapshot's). Meaningful on the leader (whose commit every later leader holds). */
 int jr__group_floor(const jr_group *g, jr__join_floor *out);
+/* Holds (on = 1) or releases the replica's vote (jr__raft_hold): no grant, no campaign. */
+void jr__group_hold(jr_group *g, int on);
 /* Closes the local replica: pending ops complete with `status`, the timer and files are
  * released; the raft core stays (dormant) for the flush of its pending state and for reopening.
  */

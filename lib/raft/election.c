@@ -26,7 +26,18 @@ void jr__elect_reset_timer(jr__raft *r, uint64_t now)
     r->election_deadline = jr__deadline(now, r->rto);
 }
 
-int jr__elect_can_campaign(const jr__raft *r)
+void jr__raft_hold(jr__raft *r, int on)
+{
+    r->held = (uint8_t)(on != 0);
+}
+
+int jr__raft_held(const jr__raft *r)
+{
+    return r->held;
+}
+
+/* jr__elect_can_campaign but for a hold. */
+static int may_stand(const jr__raft *r)
 {
     if (!jr__vouch_may_campaign(r)) return 0; /* an unvouched or diverged replica (vouch.c) */
     const jr__member *me = jr__raft_me(r);
@@ -36,6 +47,11 @@ int jr__elect_can_campaign(const jr__raft *r)
      * the voters of that configuration and steps down once it commits. A server that was never
      * in any configuration (conf_index 0) or whose removal committed stays quiet. */
     return r->conf_index > r->commit && r->conf->n > 0;
+}
+
+int jr__elect_can_campaign(const jr__raft *r)
+{
+    return !r->held && may_stand(r); /* its host may hold its vote (jr__raft_hold) */
 }
 
 int jr__elect_due(const jr__raft *r, uint64_t now)
@@ -142,7 +158,11 @@ static void tally(jr__raft *r, uint64_t now)
 
 void jr__elect_campaign(jr__raft *r, uint64_t now, int prevote, int transfer)
 {
-    if (!jr__elect_can_campaign(r)) return;
+    /* A held replica stands only when its leader hands leadership over (TIMEOUT_NOW): a held
+     * one never stands otherwise, so that leader's line of handovers began with an election
+     * won by a replica nobody held, and the group is a live one; the others still judge the
+     * held one by its log. It never grants a vote (on_vote). */
+    if (transfer ? !may_stand(r) : !jr__elect_can_campaign(r)) return;
     int me = conf_pos(r, r->cfg.self); /* -1: a removed server finishing its removal */
     uint64_t vterm = r->term + 1;
     if (prevote) {
@@ -208,8 +228,9 @@ void jr__elect_on_vote(jr__raft *r, uint64_t now, const jr__msg *m)
      * committed since (a split log). up_to_date() judges such a server by its floor, an entry
      * the group had committed (cfg.join_last_*), not by its empty log. */
     /* an unvouched replica grants nothing until every other voter answered its VOUCH, then only
-     * to candidates at or above the floor they gave (vouch.c) */
-    if (up_to_date(r, m) && jr__vouch_may_grant(r, m->u.vote.last_index, m->u.vote.last_term)) {
+     * to candidates at or above the floor they gave (vouch.c); a held one nothing at all */
+    if (!r->held && up_to_date(r, m) &&
+        jr__vouch_may_grant(r, m->u.vote.last_index, m->u.vote.last_term)) {
         if (prevote) {
             int lease =
                 !(m->flags & JR__MF_TRANSFER) && m->from != r->leader && jr__elect_in_lease(r, now);

@@ -173,7 +173,9 @@ struct jr__raft {
      * allocated only while it is unvouched; damaged as jr__raft_damaged() says. */
     struct jr__vouch *vouch;
     uint8_t damaged, diverged;
-    uint8_t woken; /* leader woken from quiet: its next heartbeat tick sends heartbeats */
+    uint64_t vouched_last; /* its last index when it last became whole (0: never unvouched) */
+    uint8_t woken;         /* leader woken from quiet: its next heartbeat tick sends heartbeats */
+    uint8_t held;          /* its host holds its vote (jr__raft_hold): no grant, no campaign */
 };
 
 /* invariants.c: checks the invariants above (builds with JR_CHECK_INVARIANTS; else nothing). */

@@ -529,9 +529,25 @@ int jr__raft_vouch_gone(jr__raft *r, jr__id peer, uint64_t now);
  * configuration it had committed, its members are asked as from any answer. 0; JR_ENOCHANGE
  * (not such a replica); JR_ENOMEM. */
 int jr__raft_vouch_hint(jr__raft *r, const jr__id *ids, uint32_t n);
+
+/* Holds (on = 1) or releases this replica's vote: while held it grants no vote or pre-vote and
+ * does not campaign, unless its leader hands leadership over (TIMEOUT_NOW: that leader's line
+ * began with an election a replica nobody held won, so the group is alive); it still follows a
+ * leader, acknowledges and applies. For a host that cannot yet tell whether the group still
+ * exists: a replica opened from a record of the group older than the group's deletion (files
+ * rolled back, a WAL tail cut) would be vouched for by members that released their replicas and
+ * answer that they hold nothing (vouch.c), and two such replicas could elect each other. */
+void jr__raft_hold(jr__raft *r, int on);
+/* 1 while its vote is held (jr__raft_hold). */
+int jr__raft_held(const jr__raft *r);
 /* 1 while this replica is unvouched (vouch.c): restarted from storage that may have lost what
  * it acknowledged, and not yet vouched for by its peers; 0 once whole. */
 int jr__raft_unvouched(const jr__raft *r);
+/* Its last index when it last became whole (0 if it never was unvouched). A replica vouched for
+ * in this life then held every entry its group had committed before this life began: (a) its log
+ * held the last entry of a leader that answered after the restart, (b) it won an election (Leader
+ * Completeness, §3.6.3). So an entry above it was committed after the restart. */
+uint64_t jr__raft_vouched_last(const jr__raft *r);
 /* 1 if this replica knows it lost records: recovery said so (until it is vouched for again),
  * or a leader's append conflicts with an entry it had committed (it stopped: it takes no more
  * appends, votes or campaigns, and its state machine must be rebuilt). */

@@ -85,7 +85,10 @@
  *    configuration) and its members, who hold what the released one acknowledged, are asked
  *    too. Counting the answer only once a configuration without it is known would add nothing
  *    to that, and would stop a group whose faulty voter lost everything: its answer would never
- *    count.
+ *    count. A server also releases its replica when the group is deleted; then every answer
+ *    may be "nothing", and a replica opened from a record older than the deletion would be
+ *    whole with no one to follow. Its host holds its vote (jr__raft_hold) until it knows the
+ *    group was not deleted (lib/js: its meta state caught up), so such replicas elect nobody.
  * With a single voter (K's only voter is itself) nobody else holds what it acknowledged.
  * Cost: a replica that restarts while fewer than w other voters are reachable takes no appends
  * (three voters: it needs both others); one that restarts while its leader is down waits for
@@ -151,6 +154,11 @@ int jr__raft_unvouched(const jr__raft *r)
     return r->vouch != NULL;
 }
 
+uint64_t jr__raft_vouched_last(const jr__raft *r)
+{
+    return r->vouched_last;
+}
+
 int jr__raft_damaged(const jr__raft *r)
 {
     return r->damaged;
@@ -175,6 +183,7 @@ void jr__vouch_done(jr__raft *r)
 {
     if (!r->vouch) return;
     jr__vouch_free(r);
+    r->vouched_last = r->log.last;
     /* vouched after a divergence: its log holds the leader's (a), or it won an election at or
      * above every voter's floor (b); the append that conflicted was no leader's of its log */
     r->damaged = r->diverged = 0;

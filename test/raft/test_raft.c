@@ -1299,6 +1299,32 @@ START_TEST(deadlines_near_the_end_of_the_clock_saturate)
 }
 END_TEST
 
+/* A held replica (jr__raft_hold: its host cannot yet tell whether the group still exists) grants
+ * no vote and does not campaign, while it still follows and acknowledges: with the leader gone,
+ * the third voter cannot be elected without it, and neither can it. Released, an election
+ * succeeds at once. */
+START_TEST(a_held_replica_neither_votes_nor_campaigns)
+{
+    harness h;
+    h_init(&h, 3, 7);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    jr__raft_hold(R(&h, 1), 1);
+    uint64_t idx;
+    ck_assert_int_eq(h_propose(&h, 0, "x", &idx), 0);
+    h_run(&h, ET / 2);
+    ck_assert_uint_ge(h_commit(&h, 1), idx); /* it still takes the leader's entries */
+    h_crash(&h, 0);
+    h_run(&h, 10 * ET);
+    ck_assert_int_ne(role_of(&h, 1), JR_LEADER);
+    ck_assert_int_ne(role_of(&h, 2), JR_LEADER);
+    jr__raft_hold(R(&h, 1), 0);
+    ck_assert_int_ge(h_wait_leader(&h, 5 * ET), 1);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("raft");
@@ -1335,6 +1361,7 @@ static Suite *suite(void)
     tcase_add_test(tc, malformed_input_changes_nothing_harmful);
     tcase_add_test(tc, deadlines_near_the_end_of_the_clock_saturate);
     tcase_add_test(tc, steady_state_proposals_replication_commit_allocate_nothing);
+    tcase_add_test(tc, a_held_replica_neither_votes_nor_campaigns);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -272,6 +272,180 @@ START_TEST(damaged_replica_votes_only_once_repaired)
 }
 END_TEST
 
+/* list callback: keeps the largest "<seq>.wal" name in arg (the segment written now) */
+static int keep_newest_segment(void *arg, const char *name)
+{
+    char *newest = arg;
+    size_t n = strlen(name);
+    if (n < 5 || strcmp(name + n - 4, ".wal") || n >= 64) return 0;
+    if (!newest[0] || strcmp(name, newest) > 0) memcpy(newest, name, n + 1);
+    return 0;
+}
+
+static uint64_t size_of(jr_vfs *v, const char *path)
+{
+    jr_file *f;
+    uint64_t size = 0;
+    ck_assert_int_eq(v->open(v->ctx, path, 0, &f), 0);
+    ck_assert_int_eq(v->size(v->ctx, f, &size), 0);
+    v->close(v->ctx, f);
+    return size;
+}
+
+typedef struct leads_ctx {
+    h_cluster *h;
+    unsigned mask; /* nodes (bit i: node i) that count */
+} leads_ctx;
+
+/* Some node of ctx->mask leads group 0. */
+static int one_of_leads(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    leads_ctx *c = arg;
+    jr_group_status st = {.size = sizeof st};
+    for (unsigned i = 0; i < c->h->n; i++)
+        if ((c->mask >> i & 1) && h_group(c->h, i, 0) &&
+            jr_group_status_get(c->h->g[i][0], &st) == 0 && st.role == JR_LEADER)
+            return 1;
+    return 0;
+}
+
+/* A node that ran before may reopen a group with nothing recovered because a cut WAL tail took
+ * every record of it, votes and acknowledgements included: that replica must not pass for a new
+ * one. Here n0 restarts once (its next life is one after an earlier one), the group is created,
+ * n0 and n1 commit entries while n2 is cut off, and n0's WAL is cut back to where it stood
+ * before the group existed. Then n1 is cut off: n2, which lacks the committed entries, would
+ * win n0's vote if n0 voted like a new replica. It does not (it waits for n1's answer), and
+ * once n1 is back the entries survive everywhere. */
+START_TEST(replica_whose_every_record_was_cut_does_not_vote_as_new)
+{
+    h_cluster h;
+    jr_sim_config cfg;
+    jr_sim_config_init(&cfg);
+    cfg.seed = 9;
+    ck_assert_int_eq(h_new(&h, &cfg, 3, 0, 0), 0);
+    jr_sim_run_for(h.sim, 100 * MS);
+    ck_assert_int_eq(jr_sim_crash(h.sim, 0), 0);
+    ck_assert_int_eq(jr_sim_restart(h.sim, 0), 0);
+    jr_sim_run_for(h.sim, 100 * MS);
+    jr_vfs *v = jr_sim_vfs(h.sim, 0);
+    char newest[64] = "", path[80];
+    ck_assert_int_eq(v->list(v->ctx, "/wal", keep_newest_segment, newest), 0);
+    ck_assert_str_ne(newest, "");
+    snprintf(path, sizeof path, "/wal/%s", newest);
+    uint64_t before = size_of(v, path);
+
+    h.ngroups = 1;
+    for (unsigned i = 0; i < 3; i++) ck_assert_int_eq(h_open(&h, i), 0);
+    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
+    int l = h_leader(&h, 0);
+    const unsigned n2[] = {2};
+    if (l == 2) {
+        ck_assert_int_eq(jr_group_transfer(h.g[2][0], NULL, NULL, NULL), 0);
+        jr_sim_run_for(h.sim, 500 * MS);
+    }
+    ck_assert_int_eq(jr_sim_partition(h.sim, n2, 1), 0);
+    leads_ctx n0_n1 = {&h, 3};
+    ck_assert_int_eq(jr_sim_run_until(h.sim, one_of_leads, &n0_n1, 3000 * MS), 0);
+    jr_group_status st = {.size = sizeof st};
+    ck_assert_int_eq(jr_group_status_get(h.g[0][0], &st), 0);
+    l = st.role == JR_LEADER ? 0 : 1;
+    for (int i = 0; i < 20; i++) jr_group_propose(h.g[l][0], "c", 1, NULL, NULL);
+    jr_sim_run_for(h.sim, 500 * MS);
+    ck_assert_uint_ge(h.fsm[0][0].count, 20);
+    ck_assert_uint_ge(h.fsm[1][0].count, 20);
+    uint64_t committed = h.fsm[1][0].last;
+
+    /* n0's WAL loses every record of the group: a cut tail that takes synced bytes */
+    ck_assert_int_eq(jr_sim_crash(h.sim, 0), 0);
+    uint64_t now = size_of(v, path);
+    ck_assert_uint_gt(now, before);
+    ck_assert_int_eq(jr_sim_cut_tail(h.sim, 0, path, now - before), 0);
+    ck_assert_int_eq(jr_sim_restart(h.sim, 0), 0);
+    ck_assert_int_eq(h_open(&h, 0), 0);
+    ck_assert_int_eq(jr_group_status_get(h.g[0][0], &st), 0);
+    ck_assert_uint_lt(st.last_index, committed); /* nothing of its log came back */
+    ck_assert_int_eq(st.unvouched, 1);
+
+    /* n0 and n2 alone: n2 lacks the committed entries, and n0 must not elect it */
+    const unsigned n1[] = {1};
+    jr_sim_heal(h.sim);
+    ck_assert_int_eq(jr_sim_partition(h.sim, n1, 1), 0);
+    leads_ctx n0_n2 = {&h, 5};
+    ck_assert_int_eq(jr_sim_run_until(h.sim, one_of_leads, &n0_n2, 3000 * MS), JR_ETIMEDOUT);
+
+    /* n1 back: a leader holding the entries; every replica applies the same log */
+    jr_sim_heal(h.sim);
+    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
+    l = h_leader(&h, 0);
+    for (int i = 0; i < 5; i++) jr_group_propose(h.g[l][0], "d", 1, NULL, NULL);
+    jr_sim_run_for(h.sim, 1000 * MS);
+    ck_assert_msg(h.fail[0] == 0, "%s", h.fail);
+    for (unsigned i = 0; i < 3; i++) {
+        ck_assert_uint_gt(h.fsm[i][0].last, committed);
+        ck_assert_uint_eq(h.fsm[i][0].chain, h.fsm[l][0].chain);
+    }
+    h_free(&h);
+}
+END_TEST
+
+/* A replica whose WAL lost records is repaired by its leader; from then on its acknowledgements
+ * count like anyone's, so what it writes after the repair must survive a plain restart (no new
+ * damage): the WAL keeps a group it found damaged marked so until the group is written again
+ * as a new incarnation, which the node does once the replica is whole. Else a power loss after
+ * the repair would take it back to its damaged state, a second faulty replica the moment another
+ * one's disk fails. */
+START_TEST(repaired_replica_keeps_its_log_across_a_restart)
+{
+    h_cluster h;
+    jr_sim_config cfg;
+    jr_sim_config_init(&cfg);
+    cfg.seed = 5;
+    cfg.configure = small_segments;
+    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 0), 0);
+    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
+    int l = h_leader(&h, 0);
+    unsigned d = (unsigned)(l + 1) % 3;
+    char data[200];
+    memset(data, 'd', sizeof data);
+    for (int i = 0; i < 400; i++) jr_group_propose(h.g[l][0], data, sizeof data, NULL, NULL);
+    jr_sim_run_for(h.sim, 500 * MS);
+    ck_assert_uint_ge(h.fsm[d][0].count, 400);
+
+    /* d's oldest WAL segment is damaged; it restarts damaged and its leader repairs it */
+    ck_assert_int_eq(jr_sim_crash(h.sim, d), 0);
+    jr_vfs *v = jr_sim_vfs(h.sim, d);
+    char oldest[64] = "";
+    ck_assert_int_eq(v->list(v->ctx, "/wal", keep_oldest_segment, oldest), 0);
+    char path[80];
+    snprintf(path, sizeof path, "/wal/%s", oldest);
+    ck_assert_int_eq(jr__memfs_flip_bits(v, path, 200, 1000, 8), 0);
+    ck_assert_int_eq(jr_sim_restart(h.sim, d), 0);
+    ck_assert_int_eq(h_open(&h, d), 0);
+    jr_group_status st = {.size = sizeof st};
+    ck_assert_int_eq(jr_group_status_get(h.g[d][0], &st), 0);
+    ck_assert_int_eq(st.damaged, 1);
+    for (int i = 0; i < 10; i++) jr_group_propose(h.g[l][0], "y", 1, NULL, NULL);
+    jr_sim_run_for(h.sim, 1000 * MS);
+    ck_assert_int_eq(jr_group_status_get(h.g[d][0], &st), 0);
+    ck_assert_int_eq(st.damaged, 0);
+    ck_assert_int_eq(st.unvouched, 0);
+    uint64_t last = st.last_index;
+    ck_assert_uint_eq(h.fsm[d][0].last, h.fsm[l][0].last);
+
+    /* a plain crash: d comes back with the log it had, whole as far as its disk can tell */
+    ck_assert_int_eq(jr_sim_crash(h.sim, d), 0);
+    ck_assert_int_eq(jr_sim_restart(h.sim, d), 0);
+    ck_assert_int_eq(h_open(&h, d), 0);
+    ck_assert_int_eq(jr_group_status_get(h.g[d][0], &st), 0);
+    ck_assert_int_eq(st.damaged, 0);
+    ck_assert_uint_eq(st.last_index, last);
+    jr_sim_run_for(h.sim, 1000 * MS);
+    ck_assert_msg(h.fail[0] == 0, "%s", h.fail);
+    h_free(&h);
+}
+END_TEST
+
 /* list callback: counts "<seq>.wal" files */
 static int count_segments(void *arg, const char *name)
 {
@@ -426,6 +600,8 @@ int main(void)
     tcase_add_test(tc, healthy_cluster_elects_and_commits);
     tcase_add_test(tc, restart_recovers_and_snapshot_catches_up);
     tcase_add_test(tc, damaged_replica_votes_only_once_repaired);
+    tcase_add_test(tc, replica_whose_every_record_was_cut_does_not_vote_as_new);
+    tcase_add_test(tc, repaired_replica_keeps_its_log_across_a_restart);
     tcase_add_test(tc, idle_group_does_not_pin_the_wal);
     tcase_add_test(tc, slow_follower_is_not_sent_snapshots);
     tcase_add_test(tc, a_link_with_a_bandwidth_sends_at_its_rate);

@@ -1371,6 +1371,54 @@ START_TEST(a_joining_replica_lag_counts_the_messages_it_still_copies)
 }
 END_TEST
 
+/* A stream created R2 while one of its two servers had just crashed, then shrunk to R1 before
+ * its group ever had a leader (the meta leader drops the server that is down): the group's
+ * configuration still has both original peers, and a change needs a leader, which needs both.
+ * The dropped server, when it comes back, runs a replica of the original peer set until the
+ * change converged — it held none, having been down at the creation — so the group elects, the
+ * shrink completes, and the stream takes publishes. */
+START_TEST(a_shrink_before_the_first_leader_completes_when_the_dropped_peer_returns)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    for (unsigned i = 0; i < 3; i++) {
+        c.tags[i][0] = i < 2 ? "ssd" : "hdd";
+        c.ntags[i] = 1;
+    }
+    ck_assert_int_eq(e2e_new(&c, 3, seed_of(811), 3000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 30 * SEC), 0);
+    int m = e2e_meta_leader(&c);
+    ck_assert_int_ge(m, 0);
+    /* an ssd server that does not lead the meta group goes down */
+    unsigned down = m == 0 ? 1 : 0, up = 1 - down;
+    ck_assert_int_eq(jr_sim_crash(c.sim, down), 0);
+    static const char *ssd[] = {"ssd"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "ORIG", subj, 1, 2);
+    cfg.placement = e2e_placement(NULL, ssd, 1);
+    e2e_res r;
+    ck_assert_msg(e2e_add(&c, (unsigned)m, &cfg, &r) == 0, "add: %s", r.msg);
+    jr_sim_run_for(c.sim, 5 * SEC); /* the meta leader sees it offline */
+    cfg.replicas = 1;
+    ck_assert_msg(e2e_update(&c, (unsigned)m, &cfg, &r) == 0, "shrink: %s", r.msg);
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, (unsigned)m, "ORIG", p, 8), 1);
+    ck_assert_uint_eq(p[0], up);
+    ck_assert_int_eq(e2e_restart(&c, down), 0);
+    int led = 0;
+    for (int tries = 0; tries < 300 && !led; tries++) {
+        jr_sim_run_for(c.sim, 100 * MS);
+        led = e2e_replica_leader(&c, up, "ORIG") == (int)up && !e2e_meta_busy(&c, up, "ORIG");
+    }
+    ck_assert_msg(led, "ORIG never elected a leader and converged");
+    ck_assert_int_eq(e2e_publish(&c, up, "rep.orig", "x", 1, NULL, &r), 0);
+    for (int tries = 0; tries < 100 && e2e_has_replica(&c, down, "ORIG"); tries++)
+        jr_sim_run_for(c.sim, 100 * MS);
+    ck_assert_msg(!e2e_has_replica(&c, down, "ORIG"), "the dropped server kept its replica");
+    e2e_free(&c);
+}
+END_TEST
+
 /* Every live peer of stream `name` holds the same messages and state. */
 static void check_same(e2e *c, const char *name)
 {
@@ -1465,6 +1513,7 @@ int main(void)
     tcase_add_test(tc, a_shrink_removes_the_sick_follower_not_the_healthy_one);
     tcase_add_test(tc, a_joining_replica_is_not_current_before_its_store_is_complete);
     tcase_add_test(tc, a_joining_replica_lag_counts_the_messages_it_still_copies);
+    tcase_add_test(tc, a_shrink_before_the_first_leader_completes_when_the_dropped_peer_returns);
     tcase_add_test(tc, a_move_to_other_tags_replaces_the_peers_that_do_not_fit);
     tcase_add_test(tc, random_replica_changes_under_faults);
     tcase_add_test(tc, a_joiner_whose_source_removes_snapshot_messages_ends_identical);

@@ -42,8 +42,10 @@ void faults_init(world *w)
 /* Health --------------------------------------------------------------------------------------*/
 
 typedef struct health_res {
-    int done, status, healthy;
+    int done, status, healthy, meta_current;
     char why[200];
+    uint64_t unwell[16]; /* the groups the node reports unwell (nunwell > 16: more) */
+    size_t nunwell;
 } health_res;
 
 static void health_cb(void *arg, int status, const char *msg, const jr_node_health_info *h)
@@ -52,10 +54,40 @@ static void health_cb(void *arg, int status, const char *msg, const jr_node_heal
     r->done = 1;
     r->status = status;
     r->healthy = status == 0 && h && h->healthy;
+    r->meta_current = status == 0 && h && h->meta_current;
+    for (size_t i = 0; status == 0 && h && i < h->ngroups; i++)
+        if (r->nunwell++ < 16) r->unwell[r->nunwell - 1] = h->groups[i]->group;
     if (status != 0)
         snprintf(r->why, sizeof r->why, "%s", msg ? msg : jr_strerror(status));
     else if (h && !h->healthy)
         snprintf(r->why, sizeof r->why, "%s", h->ngroups ? h->groups[0]->text : h->meta_text);
+}
+
+/* 1 if every group node i reports unwell is one whose only member is node i, after the disk
+ * nemesis damaged node i's disk: what such a replica lost no rule can recover (the fault model
+ * allows one damaged replica of a group, and this one has no other), so it is not counted
+ * against the library; noted in the history once per group. */
+static int only_replicas_lost(world *w, unsigned i, const health_res *r)
+{
+    if (!w->disk_hit[i] || !r->meta_current || r->nunwell == 0 || r->nunwell > 16) return 0;
+    jr_node *nd = jr_sim_node(w->sim, i);
+    for (size_t k = 0; k < r->nunwell; k++) {
+        jr_group *g = nd ? jr_node_group(nd, r->unwell[k]) : NULL;
+        jr_group_status st;
+        memset(&st, 0, sizeof st);
+        st.size = sizeof st;
+        if (!g || jr_group_status_get(g, &st) != 0 || st.npeers != 1) return 0;
+    }
+    for (size_t k = 0; k < r->nunwell; k++) {
+        int seen = 0;
+        for (size_t j = 0; j < w->nlost_alone && !seen; j++)
+            seen = w->lost_alone[j] == r->unwell[k];
+        if (seen || w->nlost_alone == sizeof w->lost_alone / sizeof w->lost_alone[0]) continue;
+        w->lost_alone[w->nlost_alone++] = r->unwell[k];
+        nem_note(w, "n%u: group %llu, its only replica, damaged by the disk nemesis: not counted",
+                 i, (unsigned long long)r->unwell[k]);
+    }
+    return 1;
 }
 
 /* 1 if node i reports healthy, 0 if not (why says why), -1 if it cannot tell (down, paused). */
@@ -66,6 +98,7 @@ static int node_healthy(world *w, unsigned i, char *why, size_t cap)
     if (jr_node_health(jr_sim_node(w->sim, i), health_cb, &r) != 0) return -1;
     wait_flag(w, &r.done, 5 * SEC);
     if (!r.done) return -1; /* a node that crashed meanwhile answers with JR_ECLOSED */
+    if (!r.healthy && only_replicas_lost(w, i, &r)) return 1;
     if (why && !r.healthy) snprintf(why, cap, "n%u: %s", i, r.why);
     return r.healthy;
 }
@@ -402,6 +435,7 @@ static void do_disk(world *w)
         return;
     }
     w->victim = v;
+    w->disk_hit[v] = 1;
     w->disk_faults++;
     crash(w, (unsigned)v, (rng_below(&w->r, 1500)) * MS);
     nem_note(w, "crash n%d (disk victim)", v);
@@ -414,6 +448,7 @@ static void do_rollback(world *w)
     if (node_up(w, v)) crash(w, v, (rng_below(&w->r, 1500)) * MS);
     if (!node_up(w, v) && jr_sim_disk_restore(w->sim, v, w->copy) == 0) {
         w->victim = (int)v;
+        w->disk_hit[v] = 1;
         w->disk_faults++;
         nem_note(w, "crash n%u (disk victim); disk rolled back to the copy", v);
     }

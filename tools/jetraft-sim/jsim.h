@@ -292,6 +292,9 @@ typedef struct world {
     uint64_t restart_at[MAXN];
     uint64_t paused_until[MAXN];
     int victim;              /* node whose disk was damaged, until it reports healthy; -1 */
+    uint8_t disk_hit[MAXN];  /* the node's disk was damaged at least once in this run */
+    uint64_t lost_alone[16]; /* groups whose only replica the disk nemesis damaged (noted) */
+    size_t nlost_alone;
     uint64_t victim_restart; /* when the victim restarts */
     jr_sim_disk *copy;       /* a saved disk of copy_node for a rollback */
     int copy_node;
