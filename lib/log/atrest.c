@@ -6,6 +6,7 @@
 
 #include "log/record.h"
 #include "util/alloc.h"
+#include "util/checksum.h"
 
 #define AEAD_ENC crypto_aead_xchacha20poly1305_ietf_encrypt_detached
 #define AEAD_DEC crypto_aead_xchacha20poly1305_ietf_decrypt_detached
@@ -96,6 +97,7 @@ int jr__sealf_check(const jr__atrest_key *k, const uint8_t *hdr, size_t n, uint6
                     uint64_t *plain_len)
 {
     if (n < JR__SEALF_HDR || !jr__sealf_is(hdr, n)) return JR_ECORRUPT;
+    if (jr__get_u64(hdr + 40) != jr__xxh3(hdr, 40)) return JR_ECORRUPT;
     if (jr__get_u32(hdr + 8) != SEALF_VERSION) return JR_EVERSION;
     if (!k || jr__get_u32(hdr + 12) != k->check) return JR_EAUTH;
     if (jr__get_u32(hdr + 32) != JR__SEALF_FRAME || jr__get_u32(hdr + 36) != 0) return JR_ECORRUPT;
@@ -124,14 +126,16 @@ static void seal_frame(const jr__atrest_key *k, const uint8_t *hdr, uint64_t i, 
     AEAD_ENC(c, c + n, NULL, plain, n, ad, sizeof ad, NULL, dst, k->key);
 }
 
-/* Opens frame i (src: n + overhead bytes) into out (n bytes). 0 or JR_EAUTH. */
+/* Opens frame i (src: n + overhead bytes) into out (n bytes). 0 or JR_ECORRUPT: the header's
+ * key check matched, so a frame that does not authenticate was changed (damage, or tampering;
+ * either way the file is no longer what was written). */
 static int open_frame(const jr__atrest_key *k, const uint8_t *hdr, uint64_t i, int last,
                       const uint8_t *src, size_t n, uint8_t *out)
 {
     uint8_t ad[JR__SEALF_HDR + 9];
     frame_ad(ad, hdr, i, last);
     const uint8_t *c = src + JR__ATREST_NONCE;
-    return AEAD_DEC(out, NULL, c, n, c + n, ad, sizeof ad, src, k->key) == 0 ? 0 : JR_EAUTH;
+    return AEAD_DEC(out, NULL, c, n, c + n, ad, sizeof ad, src, k->key) == 0 ? 0 : JR_ECORRUPT;
 }
 
 static void make_header(const jr__atrest_key *k, uint8_t hdr[JR__SEALF_HDR])
@@ -142,6 +146,7 @@ static void make_header(const jr__atrest_key *k, uint8_t hdr[JR__SEALF_HDR])
     randombytes_buf(hdr + 16, 16);
     jr__put_u32(hdr + 32, JR__SEALF_FRAME);
     jr__put_u32(hdr + 36, 0);
+    jr__put_u64(hdr + 40, jr__xxh3(hdr, 40));
 }
 
 int jr__sealf_encode(const jr__atrest_key *k, const uint8_t *plain, size_t n, jr__buf *out)

@@ -28,15 +28,19 @@
  *
  * Sealed file (whole-file replacement for a plaintext file; what a snapshot file holds when
  * the node has a key), integers little-endian:
- *   header (40 bytes)
+ *   header (48 bytes)
  *     magic "JRSEALED" (8) | version u32 (= 1) | key check u32 | file id [16] (random) |
- *     frame size u32 (= JR__SEALF_FRAME) | reserved u32 (= 0)
+ *     frame size u32 (= JR__SEALF_FRAME) | reserved u32 (= 0) | xxh3 of bytes [0, 40) u64
  *   frames: the plaintext cut in frames of JR__SEALF_FRAME bytes, the last one shorter or
  *     full (at least one frame, empty for an empty plaintext), each
  *       nonce[24] | ciphertext | tag[16]
- *     with associated data: the 40 header bytes, u64 frame number, u8 last (1 for the last
+ *     with associated data: the 48 header bytes, u64 frame number, u8 last (1 for the last
  *     frame, else 0). Frames cannot be reordered, dropped, truncated away or moved between
  *     files; the plaintext length follows from the file size.
+ * Errors: a header whose checksum verifies but whose key check is not the key's (or no key) is
+ * JR_EAUTH — the wrong key, nothing else; anything else that does not verify (the header's
+ * checksum, a frame's tag under the right key, a size) is JR_ECORRUPT, damage, which the
+ * node repairs from its peers like a damaged plaintext file.
  * A frame decrypts on its own, so any range of the plaintext is read with the frames that
  * cover it (jr__sealf_pread): a leader streams a sealed snapshot to a follower as plaintext
  * chunks without decrypting the whole file, and a follower seals what it receives frame by
@@ -93,7 +97,7 @@ int jr__atrest_open_entry(const jr__atrest_key *k, const uint8_t *rec, struct jr
 
 /* Sealed files ------------------------------------------------------------------------------ */
 
-#define JR__SEALF_HDR 40
+#define JR__SEALF_HDR 48
 #define JR__SEALF_FRAME (64u << 10)
 #define JR__SEALF_FRAME_OVERHEAD (JR__ATREST_NONCE + JR__ATREST_TAG)
 
@@ -101,17 +105,18 @@ int jr__atrest_open_entry(const jr__atrest_key *k, const uint8_t *rec, struct jr
 int jr__sealf_is(const uint8_t *p, size_t n);
 
 /* Checks a sealed file's header against k and its size: 0 and *plain_len (the plaintext's
- * length); JR_EAUTH if k is NULL or the file was sealed under another key; JR_EVERSION for
- * another format version; JR_ECORRUPT for a bad header or a size no sealed file can have. */
+ * length); JR_EAUTH if k is NULL or the file was sealed under another key (its header verifies);
+ * JR_EVERSION for another format version; JR_ECORRUPT for a bad header or a size no sealed file
+ * can have. */
 int jr__sealf_check(const jr__atrest_key *k, const uint8_t *hdr, size_t n, uint64_t size,
                     uint64_t *plain_len);
 
 /* Seals plain[0..n) into out (reset first). 0 or JR_ENOMEM. */
 int jr__sealf_encode(const jr__atrest_key *k, const uint8_t *plain, size_t n, jr__buf *out);
 
-/* Opens the whole sealed file p[0..n) into out (reset first). 0, JR_EAUTH (no key, another key,
- * or a frame that does not authenticate: tampered), JR_EVERSION, JR_ECORRUPT (not a sealed file
- * or a size no sealed file has), JR_ENOMEM. */
+/* Opens the whole sealed file p[0..n) into out (reset first). 0, JR_EAUTH (no key, another key),
+ * JR_EVERSION, JR_ECORRUPT (not a sealed file, a damaged header, a size no sealed file has, a
+ * frame that does not authenticate), JR_ENOMEM. */
 int jr__sealf_decode(const jr__atrest_key *k, const uint8_t *p, size_t n, jr__buf *out);
 
 /* Reads up to cap plaintext bytes at plaintext offset off of the sealed file f (size bytes)

@@ -1,6 +1,7 @@
 /*
- * Encryption at rest in lib/log (atrest.h): sealed files round-trip whole and by range, and
- * refuse another key, no key, tampering and truncation; an encrypted WAL recovers what it
+ * Encryption at rest in lib/log (atrest.h): sealed files round-trip whole and by range, refuse
+ * another key and no key (JR_EAUTH) and report tampering and truncation as damage; an encrypted
+ * WAL recovers what it
  * wrote, holds no byte of a payload in the clear, keeps its damage detection, and refuses a
  * wrong key, a missing key and a plaintext directory with JR_EAUTH without changing a byte.
  * All on memfs.
@@ -142,7 +143,7 @@ START_TEST(sealed_file_round_trips_whole_and_by_range)
 }
 END_TEST
 
-START_TEST(sealed_file_refuses_wrong_key_no_key_tampering_and_truncation)
+START_TEST(sealed_file_tells_a_wrong_key_from_damage)
 {
     jr__atrest_key k, other;
     ck_assert_int_eq(jr__atrest_derive(key_a, JR__ATREST_SNAP, &k), 0);
@@ -156,20 +157,23 @@ START_TEST(sealed_file_refuses_wrong_key_no_key_tampering_and_truncation)
     ck_assert_int_eq(jr__sealf_encode(&k, plain, n, &enc), 0);
     ck_assert_int_eq(jr__sealf_decode(&other, enc.data, enc.len, &dec), JR_EAUTH);
     ck_assert_int_eq(jr__sealf_decode(NULL, enc.data, enc.len, &dec), JR_EAUTH);
-    /* a flipped byte in any frame, or in the header's file id */
-    const size_t at[] = {JR__SEALF_HDR + 30, JR__SEALF_HDR + JR__SEALF_FRAME + 60, enc.len - 1, 20};
+    /* a flipped byte in any frame, or in the header (its file id, its key check): damage, not
+     * a wrong key — the node repairs a damaged file from its peers */
+    const size_t at[] = {JR__SEALF_HDR + 30, JR__SEALF_HDR + JR__SEALF_FRAME + 60, enc.len - 1, 20,
+                         12};
     for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
         enc.data[at[i]] ^= 0x40;
-        ck_assert_int_eq(jr__sealf_decode(&k, enc.data, enc.len, &dec), JR_EAUTH);
+        ck_assert_int_eq(jr__sealf_decode(&k, enc.data, enc.len, &dec), JR_ECORRUPT);
         enc.data[at[i]] ^= 0x40;
     }
     /* the last frame cut away: the remaining frame is not marked last */
     size_t full = JR__SEALF_HDR + 2 * (JR__SEALF_FRAME + JR__SEALF_FRAME_OVERHEAD);
-    ck_assert_int_eq(jr__sealf_decode(&k, enc.data, full, &dec), JR_EAUTH);
+    ck_assert_int_eq(jr__sealf_decode(&k, enc.data, full, &dec), JR_ECORRUPT);
     /* sizes no sealed file has, and another version */
     ck_assert_int_eq(jr__sealf_decode(&k, enc.data, full + 10, &dec), JR_ECORRUPT);
     ck_assert_int_eq(jr__sealf_decode(&k, enc.data, 30, &dec), JR_ECORRUPT);
     enc.data[8] = 9;
+    jr__put_u64(enc.data + 40, jr__xxh3(enc.data, 40));
     ck_assert_int_eq(jr__sealf_decode(&k, enc.data, enc.len, &dec), JR_EVERSION);
     ck_assert_int_eq(jr__sealf_decode(&k, plain, n, &dec), JR_ECORRUPT); /* not sealed */
     ck_assert(!jr__sealf_is(plain, n));
@@ -410,7 +414,7 @@ static Suite *suite(void)
     Suite *s = suite_create("atrest");
     TCase *t = tcase_create("atrest");
     tcase_add_test(t, sealed_file_round_trips_whole_and_by_range);
-    tcase_add_test(t, sealed_file_refuses_wrong_key_no_key_tampering_and_truncation);
+    tcase_add_test(t, sealed_file_tells_a_wrong_key_from_damage);
     tcase_add_test(t, subkeys_differ_by_purpose_and_node_key);
     tcase_add_test(t, encrypted_wal_recovers_and_holds_no_payload_in_the_clear);
     tcase_add_test(t, wrong_key_missing_key_and_plaintext_directory_are_refused_untouched);
