@@ -95,10 +95,11 @@ typedef struct jr_node_config {
      * jr_node_open refuses with JR_EAUTH, before it changes a byte, a WAL written under another
      * key, an encrypted one opened without a key, and a plaintext one opened with a key (to
      * encrypt a server's data, remove the server, clear its directories and let it join again
-     * with a key: its peers send it everything); a store or snapshot file it cannot open with
-     * its key is JR_EAUTH too, never damage, and nothing is deleted for it. Every server may
-     * have its own key. NULL (default): nothing is encrypted; key_len must then be 0
-     * (JR_EINVAL naming key_len otherwise). */
+     * with a key: its peers send it everything); a store block or snapshot file written under
+     * another key, or without one, is JR_EAUTH too (not damage: nothing is deleted or rebuilt
+     * for it), while damage to encrypted files is damage as without a key (repaired from the
+     * peers). Every server may have its own key. NULL (default): nothing is encrypted; key_len must
+     * then be 0 (JR_EINVAL naming key_len otherwise). */
     const uint8_t *key;
     size_t key_len;
 } jr_node_config;
