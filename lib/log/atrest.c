@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "log/record.h"
+
+_Static_assert(JR__REC_SEALED_OVERHEAD == JR__ATREST_NONCE + JR__ATREST_TAG, "sealed entry");
 #include "util/alloc.h"
 #include "util/checksum.h"
 

@@ -80,9 +80,6 @@ typedef struct jr__atrest_nonce {
 } jr__atrest_nonce;
 void jr__atrest_nonce_init(jr__atrest_nonce *n);
 
-/* Bytes a sealed entry's payload adds to the plain entry's: nonce and tag. */
-#define JR__ATREST_ENTRY_OVERHEAD (JR__ATREST_NONCE + JR__ATREST_TAG)
-
 /* Appends a sealed entry record (JR__REC_SEALED) of e to b (b->err records JR_ENOMEM or
  * JR_EMSGSIZE, as jr__rec_put). */
 void jr__atrest_put_entry(jr__buf *b, uint64_t group, uint64_t gseq, const jr__entry *e,

@@ -181,7 +181,7 @@ int jr__rec_decode(const uint8_t *p, uint64_t avail, jr__rec *r)
         if (r->e.index == 0) return JR_ECORRUPT;
         return 0;
     case JR__REC_SEALED:
-        /* an entry whose data is encrypted (seal.h): decoded as one, data left sealed */
+        /* an entry whose data is encrypted (atrest.h): decoded as one, data left sealed */
         if (r->len < 16 + JR__REC_SEALED_OVERHEAD) return JR_ECORRUPT;
         if (r->etype > JR__ENTRY_CONFIG) return JR_ECORRUPT;
         r->type = JR__REC_ENTRY;
