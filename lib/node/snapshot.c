@@ -28,7 +28,8 @@
  * plain snapshot file (each server may have its own key): the leader reads the range a chunk
  * needs through jr__sealf_pread, the follower seals chunks frame by frame as they arrive, so
  * no plaintext byte of a snapshot is written. A file of the other kind, or sealed under another
- * key, is refused with JR_EAUTH (nothing is removed for it).
+ * key, is refused with JR_EAUTH (nothing is removed for it); a damaged one is damage, as
+ * without a key.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -86,14 +87,25 @@ static int seal_bytes(jr_node *n, const uint8_t **p, size_t *len)
 }
 
 /* With a node key: opens the sealed file read into n->snap_enc, leaving the snapshot file's
- * bytes there (n->snap_raw is used as scratch). Without one, refuses a sealed file. 0, JR_EAUTH
- * (a file of the other kind or another key; tampered), JR_EVERSION, JR_ECORRUPT, JR_ENOMEM. */
+ * bytes there (n->snap_raw is used as scratch). JR_EAUTH only for a file that verifies as
+ * written under another key or without one (a sealed file's header with another key check; a
+ * whole plaintext snapshot file when the node has a key; a sealed file's header when it has
+ * none); anything else that does not decode is damage (JR_ECORRUPT, here or from the snapshot
+ * decoder after). 0, JR_EAUTH, JR_EVERSION, JR_ECORRUPT, JR_ENOMEM. */
 static int unseal_read(jr_node *n)
 {
-    int sealed = jr__sealf_is(n->snap_enc.data, n->snap_enc.len);
-    if (!n->has_key) return sealed ? JR_EAUTH : 0;
-    if (!sealed) return JR_EAUTH;
-    int rc = jr__sealf_decode(&n->snap_key, n->snap_enc.data, n->snap_enc.len, &n->snap_raw);
+    const uint8_t *p = n->snap_enc.data;
+    size_t len = n->snap_enc.len;
+    uint64_t plain;
+    if (!n->has_key)
+        return jr__sealf_is(p, len) && jr__sealf_check(NULL, p, len, len, &plain) == JR_EAUTH
+                   ? JR_EAUTH
+                   : 0;
+    if (!jr__sealf_is(p, len)) {
+        jr__snapfile_info info;
+        return jr__snapfile_check(p, len, &info) == 0 ? JR_EAUTH : JR_ECORRUPT;
+    }
+    int rc = jr__sealf_decode(&n->snap_key, p, len, &n->snap_raw);
     if (rc != 0) return rc;
     jr__buf t = n->snap_enc;
     n->snap_enc = n->snap_raw;
@@ -382,7 +394,9 @@ int jr__snap_install(void *ctx, jr__raft *r, uint64_t index, uint64_t term, cons
     char tmp[512], path[512];
     jr__snap_path(n, g->id, index, ".in.tmp", tmp, sizeof tmp);
     jr__snap_path(n, g->id, index, NULL, path, sizeof path);
-    int rc = n->has_key ? jr__sealf_writer_end(g->in_seal, v, g->in_file) : 0;
+    int rc = !n->has_key  ? 0
+             : g->in_seal ? jr__sealf_writer_end(g->in_seal, v, g->in_file)
+                          : JR_EINVAL;
     if (rc == 0) rc = v->sync(v->ctx, g->in_file);
     v->close(v->ctx, g->in_file);
     g->in_file = NULL;
