@@ -10,9 +10,9 @@
  *    drops, flushes), then the remaining input is applied as corruption (xor, zero, truncate,
  *    remove), so the fuzzer reaches damage attribution deep inside well-formed logs.
  * The second bit of the first byte opens every WAL with a node key (encrypted at rest: sealed
- * entries, version 2 segments). Every replay is checked: per group, the compaction marker and hard state come before its
- * entries and entries are contiguous and ascending. After recovery the WAL must accept a write,
- * and a second recovery must succeed too. Any violation traps.
+ * entries, version 2 segments). Every replay is checked: per group, the compaction marker and hard
+ * state come before its entries and entries are contiguous and ascending. After recovery the WAL
+ * must accept a write, and a second recovery must succeed too. Any violation traps.
  */
 #include <stdint.h>
 #include <stdio.h>
