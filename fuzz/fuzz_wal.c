@@ -9,9 +9,10 @@
  *    describes (appends with truncations, truncation records, hard states, compactions,
  *    drops, flushes), then the remaining input is applied as corruption (xor, zero, truncate,
  *    remove), so the fuzzer reaches damage attribution deep inside well-formed logs.
- * Every replay is checked: per group, the compaction marker and hard state come before its
- * entries and entries are contiguous and ascending. After recovery the WAL must accept a write,
- * and a second recovery must succeed too. Any violation traps.
+ * The second bit of the first byte opens every WAL with a node key (encrypted at rest: sealed
+ * entries, version 2 segments). Every replay is checked: per group, the compaction marker and hard
+ * state come before its entries and entries are contiguous and ascending. After recovery the WAL
+ * must accept a write, and a second recovery must succeed too. Any violation traps.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +29,9 @@
     do {                                                                                           \
         if (!(c)) __builtin_trap();                                                                \
     } while (0)
+
+/* The node key of this input's WALs, or NULL (plaintext). */
+static const uint8_t *g_key;
 
 typedef struct gstate {
     uint64_t last; /* last replayed index, or the marker */
@@ -119,7 +123,7 @@ static int recover(jr_vfs *vfs, uint64_t segment_bytes)
     replay_ctx c;
     jr__map_init(&c.groups, NULL);
     jr__wal_replay rp = {&c, on_entry, on_hardstate, on_compact, on_drop, on_damaged, on_truncate};
-    jr__wal_config cfg = {vfs, DIR, NULL, segment_bytes, JR_SYNC_ALWAYS, 0};
+    jr__wal_config cfg = {vfs, DIR, NULL, segment_bytes, JR_SYNC_ALWAYS, 0, g_key};
     jr__wal *w = NULL;
     int rc = jr__wal_open(&cfg, &rp, &w);
     ctx_free(&c);
@@ -178,7 +182,7 @@ static void structured_mode(jr_vfs *v, in *s)
 {
     uint64_t segment_bytes = 512 + take(s, 1) * 16;
     jr__wal_replay none = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    jr__wal_config cfg = {v, DIR, NULL, segment_bytes, JR_SYNC_ALWAYS, 0};
+    jr__wal_config cfg = {v, DIR, NULL, segment_bytes, JR_SYNC_ALWAYS, 0, g_key};
     jr__wal *w;
     CHECK(jr__wal_open(&cfg, &none, &w) == 0);
     uint64_t last[8] = {0}, term = 1;
@@ -286,6 +290,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(v->mkdir(v->ctx, DIR) == 0);
     jr__memfs_set_capacity(v, (uint64_t)64 << 20);
     in s = {data + 1, size - 1};
+    static const uint8_t key[32] = "fuzz_wal: the node key of a run";
+    g_key = data[0] & 2 ? key : NULL;
     if (data[0] & 1)
         structured_mode(v, &s);
     else

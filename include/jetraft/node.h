@@ -83,7 +83,29 @@ typedef struct jr_node_config {
      * JR_EREMOVED. 0 (default): every server of `peers` is a founding member and a voter of
      * the meta group, and all of them must list the same servers. */
     int join;
+    /* Encryption at rest: the node key, key_len = 32 bytes chosen by the host (e.g. read from a
+     * key file; libsodium's crypto_kdf_keygen makes one), copied at jr_node_open (the node
+     * keeps keys derived from it, and wipes them at close). With a key, everything this server
+     * writes that holds message data is encrypted (XChaCha20-Poly1305, keys derived per file
+     * kind and per stream): the blocks of every file store, the WAL's entry records and the
+     * snapshot files; what stays in the clear is structure (sizes, sequence numbers, indexes,
+     * terms, group ids, stream names in paths, key checks). Messages in memory and in frames
+     * to peers are not: protect links with the host's transport (include/jetraft/link.h).
+     * Whether a node's directories are encrypted is decided when they are first written:
+     * jr_node_open refuses with JR_EAUTH, before it changes a byte, a WAL written under another
+     * key, an encrypted one opened without a key, and a plaintext one opened with a key (to
+     * encrypt a server's data, remove the server, clear its directories and let it join again
+     * with a key: its peers send it everything); a store block or snapshot file written under
+     * another key, or without one, is JR_EAUTH too (not damage: nothing is deleted or rebuilt
+     * for it), while damage to encrypted files is damage as without a key (repaired from the
+     * peers). Every server may have its own key. NULL (default): nothing is encrypted; key_len must
+     * then be 0 (JR_EINVAL naming key_len otherwise). */
+    const uint8_t *key;
+    size_t key_len;
 } jr_node_config;
+
+/* Length of jr_node_config.key. */
+#define JR_NODE_KEY_BYTES 32
 
 #define JR_MAX_PAYLOAD_DEFAULT (1u << 20)
 #define JR_MAX_PAYLOAD_MAX (8u << 20)
@@ -108,9 +130,10 @@ JR_API void jr_node_config_init_size(jr_node_config *cfg, size_t size);
  * heartbeat_ms >= election_timeout_ms; max_frame_bytes below 64 KiB; an unknown sync_policy; an
  * empty or NULL name in peers, a name listed twice, or two names with the same id; with streams,
  * more than JR_STREAMS_MAX_SERVERS servers, or an invalid name, cluster or tag; a wal_dir (or a
- * directory above it) that exists as a file; max_payload or store_block_bytes out of bounds),
- * JR_ENOMEM, and the vfs's or the WAL's errors
- * (JR_EIO, JR_ECORRUPT, ...). */
+ * directory above it) that exists as a file; max_payload or store_block_bytes out of bounds; a
+ * key_len other than JR_NODE_KEY_BYTES with a key, or non-zero without one), JR_EAUTH (the WAL
+ * or a snapshot file was written under another key, with a key when none is given, or without
+ * one when one is), JR_ENOMEM, and the vfs's or the WAL's errors (JR_EIO, JR_ECORRUPT, ...). */
 JR_API int jr_node_open(const jr_node_config *cfg, jr_node **out);
 
 /* Feeds one frame received from server `from`. The frame is fully validated before any of it

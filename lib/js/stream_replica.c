@@ -776,7 +776,10 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
     fc.vfs = js->facts.vfs;
     fc.dir = js->store_dir;
     fc.alloc = js->alloc;
-    if (s->cfg->c.storage == JR_STORAGE_FILE) fc.block_bytes = js->facts.store_block_bytes;
+    if (s->cfg->c.storage == JR_STORAGE_FILE) {
+        fc.block_bytes = js->facts.store_block_bytes;
+        fc.master_key = js->facts.key; /* encryption at rest: a stream key derived from it */
+    }
     int rc = jr__stream_fsm_open(&fc, &r->fsm, err, sizeof err);
     int rebuilt = 0;
     if (rc == JR_ECORRUPT && jr__node_group_known(n, s->group) && s->npeers > 1) {

@@ -34,6 +34,34 @@ void jr__rec_put(jr__buf *b, uint8_t type, uint8_t etype, uint64_t group, uint64
     b->len += JR__REC_HDR + len;
 }
 
+uint8_t *jr__rec_put_begin(jr__buf *b, uint8_t type, uint8_t etype, uint64_t group, uint64_t gseq,
+                           size_t len)
+{
+    if (len > JR__REC_MAX_LEN) {
+        b->err = JR_EMSGSIZE;
+        return NULL;
+    }
+    if (jr__buf_reserve(b, JR__REC_HDR + len)) return NULL;
+    uint8_t *h = b->data + b->len;
+    jr__put_u32(h + 8, (uint32_t)len);
+    h[12] = type;
+    h[13] = etype;
+    jr__put_u64(h + 16, group);
+    jr__put_u64(h + 24, gseq);
+    uint16_t hs = header_sum(h);
+    h[14] = (uint8_t)hs;
+    h[15] = (uint8_t)(hs >> 8);
+    return h + JR__REC_HDR;
+}
+
+void jr__rec_put_end(jr__buf *b)
+{
+    uint8_t *h = b->data + b->len;
+    size_t len = jr__get_u32(h + 8);
+    jr__put_u64(h, jr__xxh3(h + 8, JR__REC_HDR - 8 + len));
+    b->len += JR__REC_HDR + len;
+}
+
 void jr__rec_put_entry(jr__buf *b, uint64_t group, uint64_t gseq, const jr__entry *e)
 {
     uint8_t p[16];
@@ -120,7 +148,7 @@ int jr__rec_header_ok(const uint8_t *p, uint64_t avail, uint64_t *group, uint64_
     uint64_t g = jr__get_u64(p + 16);
     uint64_t gseq = jr__get_u64(p + 24);
     if (type < JR__REC_ENTRY || type > JR__REC_TYPE_MAX) return 0;
-    if (type != JR__REC_ENTRY && p[13] != 0) return 0;
+    if (type != JR__REC_ENTRY && type != JR__REC_SEALED && p[13] != 0) return 0;
     if (type == JR__REC_CHECKPOINT ? (g != 0 || gseq != 0) : (g == 0 || gseq == 0)) return 0;
     if (len > JR__REC_MAX_LEN || len > avail - JR__REC_HDR) return 0;
     *group = g;
@@ -150,6 +178,19 @@ int jr__rec_decode(const uint8_t *p, uint64_t avail, jr__rec *r)
         r->e.type = r->etype;
         r->e.len = r->len - 16;
         r->e.data = q + 16;
+        if (r->e.index == 0) return JR_ECORRUPT;
+        return 0;
+    case JR__REC_SEALED:
+        /* an entry whose data is encrypted (atrest.h): decoded as one, data left sealed */
+        if (r->len < 16 + JR__REC_SEALED_OVERHEAD) return JR_ECORRUPT;
+        if (r->etype > JR__ENTRY_CONFIG) return JR_ECORRUPT;
+        r->type = JR__REC_ENTRY;
+        r->sealed = 1;
+        r->e.term = jr__get_u64(q);
+        r->e.index = jr__get_u64(q + 8);
+        r->e.type = r->etype;
+        r->e.len = r->len - 16 - JR__REC_SEALED_OVERHEAD;
+        r->e.data = q + 16 + 24;
         if (r->e.index == 0) return JR_ECORRUPT;
         return 0;
     case JR__REC_HARDSTATE:

@@ -17,7 +17,14 @@
  *
  * Payloads: ENTRY {u64 term, u64 index (>0), data}; HARDSTATE {u64 term, u64 vote, u64 commit};
  * COMPACT {u64 index, u64 term}; DROP {}; CHECKPOINT {u32 n, n × jr__rec_cpitem (68 bytes)};
- * TRUNCATE {u64 from (>0)}.
+ * TRUNCATE {u64 from (>0)}; SEALED {u64 term, u64 index (>0), nonce[24], encrypted data, tag[16]}.
+ *
+ * SEALED is an ENTRY whose data is encrypted (atrest.h has the cipher, the nonce scheme and the
+ * associated data); its etype is the entry type as for ENTRY. It decodes as an entry
+ * (r->type == JR__REC_ENTRY, r->sealed == 1, r->e.data pointing at the ciphertext and r->e.len
+ * the plaintext's length) whose data must be opened with jr__atrest_open_entry before use. It is
+ * written only in segments of the encrypted format (segment.h), which a reader that predates it
+ * refuses as a format version it does not know rather than take for damage.
  *
  * TRUNCATE {group, from}: every entry of that group with index >= from recorded before it (in
  * log order, same incarnation) is void; entries recorded after it are not affected. It is the
@@ -54,6 +61,8 @@
 #define JR__REC_CPITEM 68
 /* Largest payload accepted (an entry's data is at most this minus 16). */
 #define JR__REC_MAX_LEN ((uint32_t)1 << 30)
+/* Bytes a SEALED record's payload holds beyond an ENTRY's: nonce (24) and tag (16). */
+#define JR__REC_SEALED_OVERHEAD 40u
 
 enum jr__rec_type {
     JR__REC_ENTRY = 1,
@@ -62,9 +71,10 @@ enum jr__rec_type {
     JR__REC_DROP = 4,
     JR__REC_CHECKPOINT = 5,
     JR__REC_TRUNCATE = 6,
+    JR__REC_SEALED = 7,
 };
 /* Highest valid type (types are 1..JR__REC_TYPE_MAX). */
-#define JR__REC_TYPE_MAX JR__REC_TRUNCATE
+#define JR__REC_TYPE_MAX JR__REC_SEALED
 
 /* One group in a checkpoint. */
 enum { JR__CP_HAS_HS = 1, JR__CP_HAS_COMPACT = 2, JR__CP_DAMAGED = 4 };
@@ -91,12 +101,20 @@ typedef struct jr__rec {
     uint64_t cindex, cterm; /* COMPACT */
     uint64_t tfrom;         /* TRUNCATE */
     uint32_t ncp;           /* CHECKPOINT: item count; items with jr__rec_cpitem_at */
+    uint8_t sealed;         /* SEALED (decoded as ENTRY): e.data is ciphertext; see above */
 } jr__rec;
 
 /* Appends a record to b (b->err records JR_ENOMEM). payload/plen may be split in two pieces
  * (a fixed prefix and data) to avoid a copy. */
 void jr__rec_put(jr__buf *b, uint8_t type, uint8_t etype, uint64_t group, uint64_t gseq,
                  const void *p1, size_t n1, const void *p2, size_t n2);
+/* Appends the header of a record of `len` payload bytes to b and returns where its payload goes
+ * (the caller fills exactly len bytes, then calls jr__rec_put_end); NULL if it cannot (b->err
+ * says why: JR_ENOMEM, JR_EMSGSIZE). For payloads built in place (sealed entries). */
+uint8_t *jr__rec_put_begin(jr__buf *b, uint8_t type, uint8_t etype, uint64_t group, uint64_t gseq,
+                           size_t len);
+/* Completes the record begun at b->len: computes its checksum and appends it. */
+void jr__rec_put_end(jr__buf *b);
 /* Encoders for each type (payloads built here). */
 void jr__rec_put_entry(jr__buf *b, uint64_t group, uint64_t gseq, const jr__entry *e);
 void jr__rec_put_hardstate(jr__buf *b, uint64_t group, uint64_t gseq, const jr__hardstate *hs);

@@ -248,6 +248,54 @@ static int on_record(rctx *c, size_t ord, const jr__rec *r, uint64_t pos)
     return 0;
 }
 
+static const uint32_t *keycheck(const jr__wal *w)
+{
+    return w->sealed ? &w->key.check : NULL;
+}
+
+/* Why segment `path` was refused: rc is JR_EVERSION or JR_EAUTH. */
+static void key_refused(jr__wal *w, const char *path, int rc)
+{
+    if (rc == JR_EVERSION)
+        jr__wal_seterr(w, "wal: %s has an unsupported format version", path);
+    else if (w->sealed)
+        jr__wal_seterr(w, "wal: %s is not encrypted under this key (another key, or none)", path);
+    else
+        jr__wal_seterr(w, "wal: %s is encrypted and no key was given", path);
+}
+
+/* Before anything is changed (a torn tail cut, an empty segment removed): every segment whose
+ * header verifies must be of this WAL's kind and key, else the open is refused (JR_EAUTH, or
+ * JR_EVERSION). Headers that do not verify are left to pass 1. */
+static int check_keys(rctx *c, const uint64_t *seqs, size_t n)
+{
+    jr__wal *w = c->w;
+    for (size_t i = 0; i < n; i++) {
+        char path[4096];
+        if (jr__seg_path(path, sizeof path, w->dir, seqs[i]) != 0) return JR_EINVAL;
+        jr_file *f = NULL;
+        int rc = w->vfs->open(w->vfs->ctx, path, JR_O_READ, &f);
+        if (rc) {
+            jr__wal_seterr(w, "wal: cannot read %s: %s", path, jr_strerror(rc));
+            return rc;
+        }
+        uint8_t h[JR__SEG_HDR];
+        size_t got = 0;
+        rc = w->vfs->pread(w->vfs->ctx, f, h, sizeof h, 0, &got);
+        w->vfs->close(w->vfs->ctx, f);
+        if (rc) {
+            jr__wal_seterr(w, "wal: cannot read %s: %s", path, jr_strerror(rc));
+            return rc;
+        }
+        rc = jr__seg_header_check(h, got, seqs[i], keycheck(w));
+        if (rc == JR_EAUTH || rc == JR_EVERSION) {
+            key_refused(w, path, rc);
+            return rc;
+        }
+    }
+    return 0;
+}
+
 /* Reads and verifies the record at off. 0 and *total, or JR_ECORRUPT; other errors are I/O. */
 static int read_record(jr__segrd *rd, uint64_t off, jr__rec *r, uint64_t *total)
 {
@@ -293,9 +341,10 @@ static int scan(rctx *c, size_t ord, jr__segrd *rd, int last, uint64_t *tail, in
     *valid = 0;
     const uint8_t *h = jr__segrd_at(rd, 0, JR__SEG_HDR, NULL);
     if (!h && rd->err) return rd->err;
-    rc = h ? jr__seg_header_check(h, JR__SEG_HDR, c->w->segs[ord].seq) : JR_ECORRUPT;
-    if (rc == JR_EVERSION) {
-        jr__wal_seterr(c->w, "wal: %s has an unsupported format version", seg_name(c, ord));
+    rc =
+        h ? jr__seg_header_check(h, JR__SEG_HDR, c->w->segs[ord].seq, keycheck(c->w)) : JR_ECORRUPT;
+    if (rc == JR_EVERSION || rc == JR_EAUTH) {
+        key_refused(c->w, seg_name(c, ord), rc);
         return rc;
     }
     int bad = rc != 0;
@@ -499,7 +548,23 @@ static int replay_entry(rctx *c, const jr__rec *r, uint64_t pos)
         return c->rp->on_damaged ? c->rp->on_damaged(c->rp->ctx, g->id, msg) : 0;
     }
     g->r->emitted = idx;
-    return c->rp->on_entry ? c->rp->on_entry(c->rp->ctx, g->id, &r->e) : 0;
+    if (!c->rp->on_entry) return 0;
+    if (!r->sealed) return c->rp->on_entry(c->rp->ctx, g->id, &r->e);
+    /* a sealed entry: its checksum verified, so a tag that does not is no damage but a forgery
+     * (or a record sealed under another key): refuse the open, change nothing */
+    jr__rec open = *r;
+    int rc = c->w->sealed
+                 ? jr__atrest_open_entry(&c->w->key, r->payload - JR__REC_HDR, &open, &c->w->plain)
+                 : JR_EAUTH;
+    if (rc == JR_EAUTH)
+        jr__wal_seterr(c->w,
+                       "wal: entry %" PRIu64 " of group %" PRIu64 " in %s at offset %" PRIu64
+                       " does not authenticate under this key",
+                       idx, g->id, seg_name(c, (size_t)(pos >> 40)), pos & MAX_OFF);
+    if (rc) return rc;
+    rc = c->rp->on_entry(c->rp->ctx, g->id, &open.e);
+    jr__buf_release(&c->w->plain, JR__SCRATCH_KEEP);
+    return rc;
 }
 
 /* A truncation of a live group, at its place in the log (pass 1 already kept the entries it
@@ -521,7 +586,8 @@ static int replay_segment(rctx *c, size_t ord)
     jr__segrd rd;
     jr__segrd_init(&rd, w->vfs, f, size, w->alloc);
     const uint8_t *h = jr__segrd_at(&rd, 0, JR__SEG_HDR, NULL);
-    if (h && jr__seg_header_check(h, JR__SEG_HDR, w->segs[ord].seq) == 0) off = JR__SEG_HDR;
+    if (h && jr__seg_header_check(h, JR__SEG_HDR, w->segs[ord].seq, keycheck(w)) == 0)
+        off = JR__SEG_HDR;
     size_t k = 0;
     while (k < c->nrg && c->rg[k].ord < ord) k++;
     while (off < size && !rc) {
@@ -624,7 +690,8 @@ int jr__wal_recover(jr__wal *w, const jr__wal_replay *rp)
         return rc;
     }
     w->recovering = 1;
-    rc = pass1(&c, seqs, n);
+    rc = check_keys(&c, seqs, n);
+    if (!rc) rc = pass1(&c, seqs, n);
     jr__free(w->alloc, seqs);
     if (!rc) rc = pass2(&c);
     jr__free(w->alloc, c.rg);

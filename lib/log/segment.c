@@ -29,21 +29,25 @@ int jr__seg_parse_name(const char *name, uint64_t *seq)
     return 0;
 }
 
-void jr__seg_header(uint8_t out[JR__SEG_HDR], uint64_t seq)
+void jr__seg_header(uint8_t out[JR__SEG_HDR], uint64_t seq, const uint32_t *keycheck)
 {
     memcpy(out, magic, 8);
-    jr__put_u32(out + 8, JR__SEG_VERSION);
-    jr__put_u32(out + 12, 0);
+    jr__put_u32(out + 8, keycheck ? JR__SEG_VERSION_SEALED : JR__SEG_VERSION);
+    jr__put_u32(out + 12, keycheck ? *keycheck : 0);
     jr__put_u64(out + 16, seq);
     jr__put_u64(out + 24, jr__xxh3(out, 24));
 }
 
-int jr__seg_header_check(const uint8_t *p, size_t n, uint64_t seq)
+int jr__seg_header_check(const uint8_t *p, size_t n, uint64_t seq, const uint32_t *keycheck)
 {
     if (n < JR__SEG_HDR || memcmp(p, magic, 8) != 0) return JR_ECORRUPT;
     if (jr__get_u64(p + 24) != jr__xxh3(p, 24)) return JR_ECORRUPT;
-    if (jr__get_u32(p + 8) != JR__SEG_VERSION) return JR_EVERSION;
-    if (jr__get_u32(p + 12) != 0 || jr__get_u64(p + 16) != seq) return JR_ECORRUPT;
+    uint32_t v = jr__get_u32(p + 8), check = jr__get_u32(p + 12);
+    if (v != JR__SEG_VERSION && v != JR__SEG_VERSION_SEALED) return JR_EVERSION;
+    if (v == JR__SEG_VERSION && check != 0) return JR_ECORRUPT;
+    if (jr__get_u64(p + 16) != seq) return JR_ECORRUPT;
+    if (v == JR__SEG_VERSION_SEALED ? !keycheck || check != *keycheck : keycheck != NULL)
+        return JR_EAUTH;
     return 0;
 }
 

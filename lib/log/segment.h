@@ -6,10 +6,16 @@
  * starts with a 32-byte header, then records (record.h), the first of which is a checkpoint:
  *
  *   0  8  magic "JRWALSEG"
- *   8  4  format version (JR__SEG_VERSION)
- *   12 4  reserved, 0
+ *   8  4  format version: JR__SEG_VERSION (plaintext) or JR__SEG_VERSION_SEALED (encrypted)
+ *   12 4  version 1: reserved, 0; version 2: the WAL key's check (atrest.h)
  *   16 8  seq (equal to the file name's)
  *   24 8  xxh3 of bytes [0, 24)
+ *
+ * A WAL is either plaintext (every segment version 1, entry records ENTRY) or encrypted (every
+ * segment version 2 with one key check, entry records SEALED): the node key decides, and a
+ * segment of the other kind, or of another key, is refused (JR_EAUTH) before recovery reads a
+ * record or changes a byte. A reader that predates version 2 refuses it as an unknown
+ * version (JR_EVERSION), never as damage.
  *
  * Segments are written append-only and never reused: a new one is created at rotation and at
  * every open. Any other file name in the directory is not the WAL's and is ignored.
@@ -24,6 +30,7 @@
 
 #define JR__SEG_HDR 32
 #define JR__SEG_VERSION 1
+#define JR__SEG_VERSION_SEALED 2
 #define JR__SEG_NAME_LEN 20 /* 16 hex digits + ".wal" */
 
 /* Writes "<dir>/<seq>.wal" into out (cap bytes). JR_EINVAL if it does not fit. */
@@ -31,10 +38,14 @@ int jr__seg_path(char *out, size_t cap, const char *dir, uint64_t seq);
 /* Parses a directory entry name; 0 and *seq if it is a segment name (seq > 0), else -1. */
 int jr__seg_parse_name(const char *name, uint64_t *seq);
 
-void jr__seg_header(uint8_t out[JR__SEG_HDR], uint64_t seq);
-/* 0 if the header is valid for seq; JR_EVERSION if it is a valid header of another format
- * version; JR_ECORRUPT otherwise (including a seq mismatch). */
-int jr__seg_header_check(const uint8_t *p, size_t n, uint64_t seq);
+/* The header of segment seq: plaintext (keycheck NULL) or encrypted under the key whose check
+ * is *keycheck. */
+void jr__seg_header(uint8_t out[JR__SEG_HDR], uint64_t seq, const uint32_t *keycheck);
+/* 0 if the header is valid for seq and of the WAL's kind (keycheck NULL: plaintext; else
+ * encrypted under that check); JR_EVERSION if it is a valid header of an unknown format
+ * version; JR_EAUTH if it is valid but of the other kind or another key; JR_ECORRUPT otherwise
+ * (including a seq mismatch). */
+int jr__seg_header_check(const uint8_t *p, size_t n, uint64_t seq, const uint32_t *keycheck);
 
 /* Lists the segment seqs in dir, ascending, into *seqs (allocated with a; *n entries).
  * JR_ENOTFOUND if dir is missing; vfs errors; JR_ENOMEM. */

@@ -134,7 +134,7 @@ static size_t new_groups(const jr__segtab *t, const uint8_t *p, size_t n)
     while (off + JR__REC_HDR <= n) {
         const uint8_t *h = p + off;
         uint64_t id = jr__get_u64(h + 16);
-        if (h[12] == JR__REC_ENTRY) {
+        if (h[12] == JR__REC_ENTRY || h[12] == JR__REC_SEALED) {
             if (id != prev && !jr__segtab_has(t, id)) k++;
             prev = id;
         } else if (h[12] == JR__REC_DROP || h[12] == JR__REC_TRUNCATE) {
@@ -169,7 +169,7 @@ int jr__wal_rotate(jr__wal *w, const uint8_t *extra, size_t n)
     jr__buf *b = &w->scratch;
     jr__buf_reset(b);
     uint8_t hdr[JR__SEG_HDR];
-    jr__seg_header(hdr, seq);
+    jr__seg_header(hdr, seq, w->sealed ? &w->key.check : NULL);
     jr__buf_put(b, hdr, sizeof hdr);
     jr__wal_put_checkpoint(w, b);
     jr__buf_put(b, extra, n);
@@ -243,6 +243,7 @@ int jr__wal_open(const jr__wal_config *cfg, const jr__wal_replay *replay, jr__wa
     jr__map_init(&w->groups, w->alloc);
     jr__buf_init(&w->stage, w->alloc);
     jr__buf_init(&w->scratch, w->alloc);
+    jr__buf_init(&w->plain, w->alloc);
     size_t dl = strlen(cfg->dir);
     while (dl > 1 && cfg->dir[dl - 1] == '/') dl--;
     w->dir = jr__malloc(w->alloc, dl + 1);
@@ -255,6 +256,16 @@ int jr__wal_open(const jr__wal_config *cfg, const jr__wal_replay *replay, jr__wa
     if (w->policy != JR_SYNC_ALWAYS && w->policy != JR_SYNC_INTERVAL) {
         jr__wal_close(w);
         return JR_EINVAL;
+    }
+    if (cfg->key) {
+        int rc = jr__atrest_derive(cfg->key, JR__ATREST_WAL, &w->key);
+        if (rc) {
+            jr__wal_seterr(w, "wal: libsodium failed to initialise");
+            jr__wal_close(w);
+            return rc;
+        }
+        w->sealed = 1;
+        jr__atrest_nonce_init(&w->nonce);
     }
     int rc = w->vfs->mkdir(w->vfs->ctx, w->dir);
     if (!rc) rc = jr__wal_recover(w, replay);
@@ -282,6 +293,8 @@ void jr__wal_close(jr__wal *w)
     jr__free(w->alloc, w->segs);
     jr__buf_free(&w->stage);
     jr__buf_free(&w->scratch);
+    jr__buf_free(&w->plain);
+    jr__atrest_wipe(&w->key);
     jr__free(w->alloc, w->dir);
     jr__free(w->alloc, w);
 }
@@ -350,11 +363,14 @@ int jr__wal_append(jr__wal *w, uint64_t group, const jr__entry *e)
 {
     int rc;
     if (e->index == 0 || e->type > JR__ENTRY_CONFIG) return JR_EINVAL;
-    if (e->len > JR__REC_MAX_LEN - 16) return JR_EMSGSIZE;
+    if (e->len > JR__REC_MAX_LEN - 16 - JR__REC_SEALED_OVERHEAD) return JR_EMSGSIZE;
     jr__walgrp *g = stage_group(w, group, &rc);
     if (!g) return rc;
     size_t before = w->stage.len;
-    jr__rec_put_entry(&w->stage, group, ++g->next_gseq, e);
+    if (w->sealed)
+        jr__atrest_put_entry(&w->stage, group, ++g->next_gseq, e, &w->key, &w->nonce);
+    else
+        jr__rec_put_entry(&w->stage, group, ++g->next_gseq, e);
     return staged(w, g, before);
 }
 
@@ -429,7 +445,8 @@ static void apply_written(jr__wal *w, const uint8_t *p, size_t n)
         g->gseq = jr__get_u64(h + 24);
         g->dropped = 0;
         switch (type) {
-        case JR__REC_ENTRY: {
+        case JR__REC_ENTRY:
+        case JR__REC_SEALED: { /* same term and index fields */
             uint64_t idx = jr__get_u64(q + 8);
             g->last_index = idx;
             (void)jr__segtab_max(w->alloc, &seg->tab, id, idx); /* room reserved */

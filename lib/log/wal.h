@@ -80,6 +80,11 @@ typedef struct jr__wal_config {
     uint64_t segment_bytes;    /* default 64 MiB */
     int sync_policy;           /* enum jr_sync_policy */
     uint64_t sync_interval_ns; /* with JR_SYNC_INTERVAL */
+    /* NULL: a plaintext WAL. Else the 32-byte node key: the WAL is encrypted at rest (entry data
+     * sealed under a key derived from it, atrest.h), and jr__wal_open refuses with JR_EAUTH,
+     * before it changes anything, a directory whose segments are plaintext or were written
+     * under another key (and, without a key, one whose segments are encrypted). */
+    const uint8_t *key;
 } jr__wal_config;
 
 /* Opens (creating if needed) the WAL in cfg->dir and replays it through `replay`. */

@@ -23,6 +23,7 @@
 #define JR_LOG_WAL_INT_H
 
 #include "log/record.h"
+#include "log/atrest.h"
 #include "log/segment.h"
 #include "log/wal.h"
 #include "util/buf.h"
@@ -95,8 +96,12 @@ struct jr__wal {
     size_t mark_len;     /* stage length at the last jr__wal_mark */
     uint64_t mark_epoch; /* counts jr__wal_mark calls */
     jr__buf scratch;
-    int failed;   /* first write/sync error, or 0 */
-    int unsynced; /* bytes written since the last sync */
+    int sealed;             /* encrypted at rest: segments version 2, entries SEALED (atrest.h) */
+    jr__atrest_key key;     /* the WAL key, when sealed */
+    jr__atrest_nonce nonce; /* record nonces: a fresh random prefix at every open */
+    jr__buf plain;          /* recovery: the opened data of one sealed entry */
+    int failed;             /* first write/sync error, or 0 */
+    int unsynced;           /* bytes written since the last sync */
     uint64_t last_sync;
     int gc_wanted; /* a compaction or drop was written since the last GC */
     jr__wal_stats stats;

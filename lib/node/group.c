@@ -225,7 +225,8 @@ static int group_load(jr_group *g, jr__stash *s)
     memset(&sc, 0, sizeof sc);
     if (s->snap_index) {
         rc = jr__snap_load(g, s->snap_index, &si, &st, &sc);
-        if (rc == JR_ENOMEM) return rc;
+        /* JR_EAUTH: a file this node's key cannot open is refused, not repaired over */
+        if (rc == JR_ENOMEM || rc == JR_EAUTH) return rc;
         if (rc != 0) {
             g->damaged = 1;
             si = st = 0;

@@ -9,6 +9,7 @@
  * (a proposal) do not flush: they mark the node as wanting a tick now, so proposals made in a
  * burst share one WAL write and one frame per peer, and no callback can run inside them.
  */
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -103,6 +104,7 @@ void jr__node_facts_get(const jr_node *n, jr__node_facts *out)
     out->max_payload = n->max_payload;
     out->max_msg_bytes = n->max_msg_bytes;
     out->store_block_bytes = n->store_block_bytes;
+    out->key = n->has_key ? n->node_key : NULL;
     out->seed = n->seed;
     out->vfs = n->vfs;
     /* jr_host.wall: open copies it only from a host declaring version 2 */
@@ -206,6 +208,8 @@ static void node_free_memory(jr_node *n)
     jr__free(n->alloc, n->effects);  /* not run: the node is going */
     jr__buf_free(&n->snap_raw);
     jr__buf_free(&n->snap_enc);
+    sodium_memzero(n->node_key, sizeof n->node_key);
+    jr__atrest_wipe(&n->snap_key);
     jr__free(n->alloc, n->name);
     jr__free(n->alloc, n->wal_dir);
     jr__free(n->alloc, n->snap_dir);
@@ -291,6 +295,11 @@ static int check_config(const jr_node_config *c)
         return open_refuse(c, JR_EINVAL, "store_block_bytes (%llu) is outside %u..%u",
                            (unsigned long long)c->store_block_bytes, JR_STORE_BLOCK_MIN,
                            JR_STORE_BLOCK_MAX);
+    if (c->key && c->key_len != JR_NODE_KEY_BYTES)
+        return open_refuse(c, JR_EINVAL, "key_len (%zu) must be %d with a key", c->key_len,
+                           JR_NODE_KEY_BYTES);
+    if (!c->key && c->key_len)
+        return open_refuse(c, JR_EINVAL, "key_len (%zu) must be 0 without a key", c->key_len);
     for (size_t i = 0; i < c->npeers; i++)
         if (!c->peers[i] || !*c->peers[i])
             return open_refuse(c, JR_EINVAL, "peers[%zu]: %s name", i,
@@ -398,6 +407,15 @@ int jr__node_open(const jr_node_config *cfg_in,
 
     rc = add_peers(n, &cfg);
     if (rc != 0) goto fail;
+    if (cfg.key) {
+        memcpy(n->node_key, cfg.key, JR_NODE_KEY_BYTES);
+        n->has_key = 1;
+        rc = jr__atrest_derive(n->node_key, JR__ATREST_SNAP, &n->snap_key);
+        if (rc != 0) {
+            jr__node_err(n, rc, "key: libsodium failed to initialise");
+            goto fail;
+        }
+    }
     rc = jr__recover_open(n, cfg.wal_segment_bytes, cfg.sync_interval_ms);
     if (rc != 0) goto fail;
     if (attach) {

@@ -57,6 +57,7 @@
 #include <stdint.h>
 
 #include "jetraft.h"
+#include "log/atrest.h"
 #include "log/wal.h"
 #include "node/liveness.h"
 #include "node/services.h"
@@ -191,7 +192,8 @@ struct jr_group {
     jr_file *snap_file; /* leader: open handle of the file at snap_index (lazy) */
     jr_file *in_file;   /* follower: incoming snapshot being received */
     uint64_t in_index, in_size;
-    jr__glive live; /* quiet-group lists it is on (liveness.h) */
+    jr__sealf_writer *in_seal; /* with a node key: seals in_file as it arrives (lazy) */
+    jr__glive live;            /* quiet-group lists it is on (liveness.h) */
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -310,6 +312,11 @@ struct jr_node {
     uint8_t removed;      /* this server was removed from the cluster: it takes no part */
     uint64_t stranger_at; /* when a frame of an unknown server was last handed over (a join) */
     uint64_t strangers_refused; /* frames of unknown servers refused (counted in frames_rejected) */
+    /* Encryption at rest (jr_node_config.key): the node key, from which the WAL derives its
+     * key and each file store its stream's, and the snapshot files' key (atrest.h). */
+    uint8_t has_key;
+    uint8_t node_key[JR_NODE_KEY_BYTES];
+    jr__atrest_key snap_key;
 };
 
 /* The seam to the layer above: services.h (the table it registers, and every service of the

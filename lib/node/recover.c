@@ -330,8 +330,16 @@ int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_
     wc.segment_bytes = segment_bytes;
     wc.sync_policy = n->sync_policy;
     wc.sync_interval_ns = (uint64_t)sync_interval_ms * 1000000u;
+    wc.key = n->has_key ? n->node_key : NULL;
     jr__wal_replay rp = {n, on_entry, on_hardstate, on_compact, on_drop, on_damaged, on_truncate};
     rc = jr__wal_open(&wc, &rp, &n->wal);
+    if (rc == JR_EAUTH) {
+        n->wal = NULL;
+        return jr__node_err(n, rc, "key: the WAL in %s %s; nothing was changed", n->wal_dir,
+                            n->has_key ? "is not encrypted under this key (another key, or "
+                                         "written without one)"
+                                       : "is encrypted and no key was given");
+    }
     if (rc != 0) {
         n->wal = NULL;
         return jr__node_err(n, rc, "cannot open the WAL in %s: %s", n->wal_dir, jr_strerror(rc));

@@ -103,6 +103,7 @@ typedef struct jr__node_facts {
     uint32_t max_payload;       /* headers + data of a published message */
     uint32_t max_msg_bytes;     /* entry bytes per Raft message of every group */
     uint64_t store_block_bytes; /* file stores' block size; 0: the store's default */
+    const uint8_t *key;         /* the node key (JR_NODE_KEY_BYTES) for file stores; NULL: none */
     uint64_t seed;              /* the node's seed (jr_node_config.seed, or drawn) */
     jr_vfs *vfs;
     uint64_t (*wall)(void *ctx); /* the host's wall clock (jr_host.wall, version 2); NULL: none */

@@ -22,6 +22,14 @@
  * follower appends chunks to "<group>-<index>.in.tmp" (io->snap_write, offset 0 restarts); at
  * the last chunk (io->snap_install) the file is synced, fully decoded and checked against the
  * index and term the leader announced, renamed into place, and only then restored into the fsm.
+ *
+ * Encryption at rest (a node key): every file here is a sealed file (log/atrest.h) holding the
+ * snapshot file's bytes, under the node's snapshot key. What travels between servers stays the
+ * plain snapshot file (each server may have its own key): the leader reads the range a chunk
+ * needs through jr__sealf_pread, the follower seals chunks frame by frame as they arrive, so
+ * no plaintext byte of a snapshot is written. A file of the other kind, or sealed under another
+ * key, is refused with JR_EAUTH (nothing is removed for it); a damaged one is damage, as
+ * without a key.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -51,6 +59,11 @@ void jr__snap_close_files(jr_group *g)
     if (g->in_file) v->close(v->ctx, g->in_file);
     g->snap_file = g->in_file = NULL;
     g->in_index = g->in_size = 0;
+    if (g->in_seal) {
+        jr__sealf_writer_free(g->in_seal);
+        jr__free(g->node->alloc, g->in_seal);
+        g->in_seal = NULL;
+    }
 }
 
 int jr_snapshot_write(jr_snapshot_writer *w, const void *data, size_t n)
@@ -62,15 +75,55 @@ int jr_snapshot_write(jr_snapshot_writer *w, const void *data, size_t n)
     return w->err;
 }
 
-/* Writes bytes as the durable file for (group, index). */
+/* With a node key: seals p[0..len) into n->snap_raw and points *p and *len at it. */
+static int seal_bytes(jr_node *n, const uint8_t **p, size_t *len)
+{
+    if (!n->has_key) return 0;
+    int rc = jr__sealf_encode(&n->snap_key, *p, *len, &n->snap_raw);
+    if (rc != 0) return rc;
+    *p = n->snap_raw.data;
+    *len = n->snap_raw.len;
+    return 0;
+}
+
+/* With a node key: opens the sealed file read into n->snap_enc, leaving the snapshot file's
+ * bytes there (n->snap_raw is used as scratch). JR_EAUTH only for a file that verifies as
+ * written under another key or without one (a sealed file's header with another key check; a
+ * whole plaintext snapshot file when the node has a key; a sealed file's header when it has
+ * none); anything else that does not decode is damage (JR_ECORRUPT, here or from the snapshot
+ * decoder after). 0, JR_EAUTH, JR_EVERSION, JR_ECORRUPT, JR_ENOMEM. */
+static int unseal_read(jr_node *n)
+{
+    const uint8_t *p = n->snap_enc.data;
+    size_t len = n->snap_enc.len;
+    uint64_t plain;
+    if (!n->has_key)
+        return jr__sealf_is(p, len) && jr__sealf_check(NULL, p, len, len, &plain) == JR_EAUTH
+                   ? JR_EAUTH
+                   : 0;
+    if (!jr__sealf_is(p, len)) {
+        jr__snapfile_info info;
+        return jr__snapfile_check(p, len, &info) == 0 ? JR_EAUTH : JR_ECORRUPT;
+    }
+    int rc = jr__sealf_decode(&n->snap_key, p, len, &n->snap_raw);
+    if (rc != 0) return rc;
+    jr__buf t = n->snap_enc;
+    n->snap_enc = n->snap_raw;
+    n->snap_raw = t;
+    return 0;
+}
+
+/* Writes bytes as the durable file for (group, index) (sealed with a node key). */
 static int write_file(jr_node *n, uint64_t group, uint64_t index, const uint8_t *p, size_t len)
 {
     jr_vfs *v = n->vfs;
+    int rc = seal_bytes(n, &p, &len);
+    if (rc != 0) return rc;
     char tmp[512], path[512];
     jr__snap_path(n, group, index, ".tmp", tmp, sizeof tmp);
     jr__snap_path(n, group, index, NULL, path, sizeof path);
     jr_file *f;
-    int rc = v->open(v->ctx, tmp, JR_O_CREATE | JR_O_TRUNCATE, &f);
+    rc = v->open(v->ctx, tmp, JR_O_CREATE | JR_O_TRUNCATE, &f);
     if (rc != 0) return rc;
     rc = v->pwrite(v->ctx, f, p, len, 0);
     if (rc == 0) rc = v->sync(v->ctx, f);
@@ -244,6 +297,7 @@ int jr__snap_load(jr_group *g, uint64_t want, uint64_t *index, uint64_t *term, j
     jr__snap_path(n, g->id, want, NULL, path, sizeof path);
     int rc = read_file(n, path, &n->snap_enc);
     jr__snapfile_info info;
+    if (rc == 0) rc = unseal_read(n);
     if (rc == 0) rc = jr__snapfile_decode(n->snap_enc.data, n->snap_enc.len, &info, &n->snap_raw);
     if (rc == 0 && (info.group != g->id || info.index != want)) rc = JR_ECORRUPT;
     if (rc == 0) rc = jr__conf_decode(conf, info.conf, info.conf_len);
@@ -283,6 +337,13 @@ int jr__snap_read(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, void 
             return rc;
         }
     }
+    if (n->has_key) {
+        /* the plain snapshot file's bytes at offset, from the frames that hold them */
+        int rc = jr__sealf_pread(&n->snap_key, n->vfs, g->snap_file, offset, buf, cap, nread,
+                                 &n->snap_enc);
+        jr__buf_release(&n->snap_enc, JR__SCRATCH_KEEP);
+        return rc;
+    }
     return n->vfs->pread(n->vfs->ctx, g->snap_file, buf, cap, offset, nread);
 }
 
@@ -305,10 +366,18 @@ int jr__snap_write(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, cons
         }
         g->in_index = index;
         g->in_size = 0;
-    } else if (!g->in_file || g->in_index != index || offset > g->in_size) {
+        if (n->has_key) {
+            if (!g->in_seal && !(g->in_seal = jr__calloc(n->alloc, 1, sizeof *g->in_seal)))
+                return JR_ENOMEM;
+            rc = jr__sealf_writer_begin(g->in_seal, &n->snap_key, n->alloc, v, g->in_file);
+            if (rc != 0) return rc;
+        }
+    } else if (!g->in_file || g->in_index != index || offset > g->in_size ||
+               (n->has_key && offset != g->in_size)) {
         return JR_EINVAL; /* the leader restarts from offset 0 */
     }
-    int rc = v->pwrite(v->ctx, g->in_file, data, len, offset);
+    int rc = n->has_key ? jr__sealf_writer_put(g->in_seal, v, g->in_file, data, len)
+                        : v->pwrite(v->ctx, g->in_file, data, len, offset);
     if (rc != 0) return rc;
     if (offset + len > g->in_size) g->in_size = offset + len;
     return 0;
@@ -325,11 +394,20 @@ int jr__snap_install(void *ctx, jr__raft *r, uint64_t index, uint64_t term, cons
     char tmp[512], path[512];
     jr__snap_path(n, g->id, index, ".in.tmp", tmp, sizeof tmp);
     jr__snap_path(n, g->id, index, NULL, path, sizeof path);
-    int rc = v->sync(v->ctx, g->in_file);
+    int rc = !n->has_key  ? 0
+             : g->in_seal ? jr__sealf_writer_end(g->in_seal, v, g->in_file)
+                          : JR_EINVAL;
+    if (rc == 0) rc = v->sync(v->ctx, g->in_file);
     v->close(v->ctx, g->in_file);
     g->in_file = NULL;
+    if (g->in_seal) { /* its frame buffers are not kept between transfers */
+        jr__sealf_writer_free(g->in_seal);
+        jr__free(n->alloc, g->in_seal);
+        g->in_seal = NULL;
+    }
     jr__snapfile_info info;
     if (rc == 0) rc = read_file(n, tmp, &n->snap_enc);
+    if (rc == 0) rc = unseal_read(n);
     if (rc == 0) rc = jr__snapfile_decode(n->snap_enc.data, n->snap_enc.len, &info, &n->snap_raw);
     if (rc == 0 && (info.group != g->id || info.index != index || info.term != term))
         rc = JR_ECORRUPT;

@@ -292,7 +292,7 @@ int jr__blk_chunk_decode(const jr__blk_sealed *hd, const jr__blk_chunk *c, uint3
     const uint8_t *src = stored;
     size_t slen = c->stored_len;
     if (hd->flags & JR__BLKF_ENC) {
-        if (!k) return JR_EINVAL;
+        if (!k) return JR_EAUTH;
         uint8_t nonce[24], ad[28];
         chunk_nonce(nonce, hd->prefix, i);
         chunk_ad(ad, hd->hdr, i);
@@ -339,7 +339,7 @@ static int key_ok(int flags, uint32_t check, const jr__blk_key *k, jr__blk_info 
     if (!(flags & JR__BLKF_ENC)) return 0;
     if (!k) {
         info->why = "block is encrypted and no key was given";
-        return JR_EINVAL;
+        return JR_EAUTH;
     }
     if (check != k->check) {
         info->why = "block was encrypted with another key";

@@ -132,7 +132,7 @@ int jr__blk_sealed_header(const uint8_t *h, size_t n, jr__blk_sealed *out);
 int jr__blk_sealed_index(const jr__blk_sealed *hd, const uint8_t *idx, size_t n,
                          jr__blk_chunk *chunks);
 /* Decodes chunk i (stored: its stored_len bytes) into out (raw_len bytes). JR_ECORRUPT on a bad
- * checksum or lz4 stream, JR_EAUTH if authentication fails, JR_EINVAL without a key. */
+ * checksum or lz4 stream, JR_EAUTH if authentication fails or there is no key. */
 int jr__blk_chunk_decode(const jr__blk_sealed *hd, const jr__blk_chunk *c, uint32_t i,
                          const uint8_t *stored, const jr__blk_key *k, uint8_t *out,
                          jr__buf *scratch);
@@ -153,7 +153,7 @@ typedef struct jr__blk_info {
  * order. For an open block, decoding stops at the first bad frame: the result is JR_ECORRUPT
  * with info->good_end/bad_off set, and info->plain holding the valid prefix (so the caller may
  * treat a torn tail as such). For a sealed block any defect is JR_ECORRUPT. Encrypted blocks
- * need k (NULL: JR_EINVAL); a key check mismatch is JR_EAUTH. Decoded plaintext goes to buf
+ * need k (NULL: JR_EAUTH); a key check mismatch is JR_EAUTH. Decoded plaintext goes to buf
  * (reset first) unless it can be pointed to inside f. */
 int jr__blk_decode(const uint8_t *f, size_t n, const jr__blk_key *k, jr__buf *buf,
                    jr__blk_info *info);

@@ -141,8 +141,9 @@ typedef struct jr__seq_range {
 /* Opens (file: creating or recovering) a store. Recovery verifies every record, truncates a torn
  * tail of the last block, removes leftover temporary files, and then enforces the limits. Any
  * other damage is JR_ECORRUPT; the message naming file and offset is copied to errmsg (a caller
- * buffer of errmsg_len bytes; may be NULL). Wrong encryption key: JR_EAUTH. Encrypted blocks
- * without a key: JR_EINVAL. On failure *out is NULL and nothing is left open. */
+ * buffer of errmsg_len bytes; may be NULL). Wrong encryption key, or encrypted blocks without a
+ * key: JR_EAUTH, found before anything is cut or removed. On failure *out is NULL and nothing is
+ * left open. */
 int jr__store_open(const jr__store_config *cfg, jr__store **out, char *errmsg, size_t errmsg_len);
 
 /* Removes the file store of stream `name` under dir (the directory dir/name and every file in

@@ -72,7 +72,9 @@ jr__wal_replay h_collector(h_state *s);
  * into why (cap bytes) and returns -1. Damaged groups in `got` are a difference. */
 int h_compare(const h_state *want, const h_state *got, char *why, size_t cap);
 
-/* Convenience: opens the WAL with cfg and collects its replay into *got (initialised here). */
+/* Convenience: opens the WAL with cfg and collects its replay into *got (initialised here).
+ * With the environment variable JR_WAL_KEY set (non-empty) and no cfg->key, the WAL is opened
+ * encrypted under a fixed key: the fault tests then run against the sealed format. */
 int h_open(const jr__wal_config *cfg, h_state *got, jr__wal **w);
 
 #endif

@@ -512,9 +512,9 @@ START_TEST(future_format_version_is_refused)
     uint8_t hdr[JR__SEG_HDR];
     uint64_t *seqs;
     segments(&f, &seqs);
-    jr__seg_header(hdr, seqs[0]);
+    jr__seg_header(hdr, seqs[0], NULL);
     free(seqs);
-    jr__put_u32(hdr + 8, JR__SEG_VERSION + 1);
+    jr__put_u32(hdr + 8, JR__SEG_VERSION_SEALED + 1);
     jr__put_u64(hdr + 24, jr__xxh3(hdr, 24));
     jr_file *fl;
     ck_assert_int_eq(f.vfs->open(f.vfs->ctx, path, JR_O_READ, &fl), 0);

@@ -361,6 +361,26 @@ START_TEST(every_refusal_names_its_field)
         f.cfg.store_block_bytes = JR_STORE_BLOCK_MAX;
         expect_open(&f, 0, NULL);
         break;
+    case 18: {
+        static const uint8_t key[JR_NODE_KEY_BYTES] = {1, 2, 3};
+        f.cfg.key = key;
+        f.cfg.key_len = 16;
+        expect_open(&f, JR_EINVAL, "key_len (16) must be 32");
+        f.cfg.key = NULL;
+        expect_open(&f, JR_EINVAL, "key_len (16) must be 0 without a key");
+        f.cfg.key = key;
+        f.cfg.key_len = JR_NODE_KEY_BYTES;
+        expect_open(&f, 0, NULL);
+        /* the same directory without the key, or with another: refused, named */
+        f.cfg.key = NULL;
+        f.cfg.key_len = 0;
+        expect_open(&f, JR_EAUTH, "key: the WAL in");
+        static const uint8_t other[JR_NODE_KEY_BYTES] = {9};
+        f.cfg.key = other;
+        f.cfg.key_len = JR_NODE_KEY_BYTES;
+        expect_open(&f, JR_EAUTH, "not encrypted under this key");
+        break;
+    }
     case 14: /* a tiny buffer gets a cut, terminated message */
         f.cfg.errbuf_len = 8;
         f.cfg.name = NULL;
@@ -382,7 +402,7 @@ int main(void)
     tcase_add_test(t, duplicate_peer_names_are_refused);
     tcase_add_test(t, wal_dir_below_a_file_is_not_a_directory);
     tcase_add_test(t, a_lost_wal_is_told_from_a_first_start);
-    tcase_add_loop_test(t, every_refusal_names_its_field, 0, 18);
+    tcase_add_loop_test(t, every_refusal_names_its_field, 0, 19);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -10,7 +10,8 @@
  * errors or the right results, leave nothing allocated and no file open, and after the fault is
  * removed (for publishes: and a simulated power loss) the node must reopen with every
  * acknowledged message at its seq and nothing that was not published, nothing twice.
- * One server ("a"), on memfs and the counting allocator of lib/util/alloc.h.
+ * One server ("a"), on memfs and the counting allocator of lib/util/alloc.h; with JR_SWEEP_KEY=1
+ * encrypting at rest under a node key.
  */
 #include <check.h>
 #include <stdio.h>
@@ -63,6 +64,13 @@ static int nfx_open(nfx *f)
     cfg.wal_segment_bytes = 8192;
     cfg.errbuf = f->err;
     cfg.errbuf_len = sizeof f->err;
+    /* JR_SWEEP_KEY=1: the node encrypts at rest (the sweep covers the sealed formats) */
+    static const uint8_t key[JR_NODE_KEY_BYTES] = "test_sweep: JR_SWEEP_KEY's key!";
+    const char *k = getenv("JR_SWEEP_KEY");
+    if (k && *k == '1') {
+        cfg.key = key;
+        cfg.key_len = JR_NODE_KEY_BYTES;
+    }
     f->h.node = NULL;
     return jr_node_open(&cfg, &f->h.node);
 }

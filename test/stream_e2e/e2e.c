@@ -38,6 +38,15 @@ static void configure(void *arg, unsigned i, jr_node_config *cfg)
         if (c->no_wall) c->hosts[i].version = 1; /* an older host: wall is not read */
         cfg->host = &c->hosts[i];
     }
+    /* JR_E2E_KEY=1: every server encrypts at rest, each under its own key (the same tests
+     * against the encrypted formats); a test's configure_more may still change it */
+    static uint8_t keys[E2E_MAX][JR_NODE_KEY_BYTES];
+    const char *k = getenv("JR_E2E_KEY");
+    if (k && *k == '1' && i < E2E_MAX) {
+        memset(keys[i], 0xa0 + (int)i, sizeof keys[i]);
+        cfg->key = keys[i];
+        cfg->key_len = JR_NODE_KEY_BYTES;
+    }
     if (c->configure_more) c->configure_more(c, i, cfg);
 }
 

@@ -5,6 +5,7 @@
  * access to each node's replicas (lib/node/js.h) to compare what every replica holds.
  *
  * JR_E2E_LOG=1 prints every node's log lines (with the simulated time) to stderr.
+ * JR_E2E_KEY=1 gives every server a node key of its own (encryption at rest).
  */
 #ifndef JR_TEST_E2E_H
 #define JR_TEST_E2E_H

@@ -110,6 +110,8 @@ class jr_node_config(Structure):
         ("max_payload", c_uint32),
         ("store_block_bytes", c_uint64),
         ("join", c_int),
+        ("key", c_void_p),
+        ("key_len", c_size_t),
     ]
 
 
@@ -761,6 +763,7 @@ CONSTANTS: dict[str, int] = {
     "JR_RETAIN_WORKQUEUE": 2,
     "JR_DISCARD_OLD": 0,
     "JR_DISCARD_NEW": 1,
+    "JR_NODE_KEY_BYTES": 32,
     "JR_STORAGE_FILE": 0,
     "JR_STORAGE_MEMORY": 1,
     "JR_COMPRESS_NONE": 0,

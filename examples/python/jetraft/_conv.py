@@ -27,8 +27,9 @@ from ._lib import lib
 
 T = TypeVar("T")
 
-# data fields carried as (pointer, length) pairs: the pointer field -> its length field
-_BYTES = {"hdr": "hdr_len", "data": "len"}
+# data fields carried as (pointer, length) pairs: the pointer field -> its length field (a
+# struct's field of that name is such a pair only if the struct has the length field too)
+_BYTES = {"hdr": "hdr_len", "data": "len", "key": "key_len"}
 
 
 def enc(s: str | bytes | None) -> bytes | None:
@@ -86,7 +87,7 @@ def from_c(cls: type[T], cs: ctypes.Structure) -> T:
             continue
         ftype = cfields[name]
         v = getattr(cs, name)
-        if name in _BYTES:
+        if name in _BYTES and _BYTES[name] in cfields:
             n = getattr(cs, _BYTES[name])
             kw[name] = ctypes.string_at(v, n) if v and n else b""
         elif ftype is ctypes.c_char_p:
@@ -138,7 +139,7 @@ def to_c(obj: Any) -> ctypes.Structure:
             continue
         ftype = cfields[name]
         v = getattr(obj, name)
-        if name in _BYTES:
+        if name in _BYTES and _BYTES[name] in cfields:
             buf = bytes(v or b"")
             setattr(cs, name, ctypes.cast(ctypes.c_char_p(buf), ctypes.c_void_p) if buf else None)
             setattr(cs, _BYTES[name], len(buf))

@@ -212,6 +212,10 @@ class Sim:
             b = enc(getattr(nc, name))
             keep.append(b)
             setattr(c, name, b)
+        key = bytes(nc.key or b"")
+        keep.append(key)
+        c.key = ctypes.cast(ctypes.c_char_p(key), ctypes.c_void_p) if key else None
+        c.key_len = len(key)
         arr = str_array(nc.tags)
         keep.append(arr)
         c.tags = arr

@@ -713,6 +713,8 @@ class NodeConfig:
     max_payload: int = _NODE.max_payload
     store_block_bytes: int = _NODE.store_block_bytes
     join: bool = bool(_NODE.join)  # join a running cluster through its peers (seeds)
+    # encryption at rest: the 32-byte node key (JR_NODE_KEY_BYTES); None or b"": none
+    key: bytes | None = None
 
     _ctype = _abi.jr_node_config
     _init = "jr_node_config_init_size"

@@ -142,6 +142,34 @@ class FixtureTest(unittest.TestCase):
             sim.restart(1)
             self.assertTrue(sim.running(1))
 
+    def test_node_keys_encrypt_at_rest_and_a_wrong_key_is_refused(self) -> None:
+        keys = {i: bytes([0x30 + i]) * 32 for i in range(3)}  # JR_NODE_KEY_BYTES each
+
+        def configure(i: int, cfg: NodeConfig) -> None:
+            cfg.key = keys[i]
+
+        marker = b"MARKER-python-binding-0123456789"
+        with Sim(nodes=3, seed=2, configure=configure) as sim:
+            sim.stream_add(StreamConfig(name="S", replicas=3))
+            sim.publish_many([("S", marker + b"%d" % i) for i in range(20)])
+            sim.run_for(1 * SEC)
+            self.assertEqual(sim.msg_get("S", 7).data, marker + b"6")
+            sim.crash(1)
+            before = sim.files(1)
+            keys[1] = b"\x01" * 32
+            with self.assertRaises(jetraft.AuthError) as cm:
+                sim.restart(1)
+            self.assertIn("key", cm.exception.message)
+            self.assertEqual(sim.files(1), before)
+            keys[1] = bytes([0x31]) * 32
+            sim.restart(1)
+            self.assertTrue(sim.running(1))
+            sim.crash(0)
+            keys[0] = b"\x00" * 16
+            with self.assertRaises(jetraft.InvalidArgumentError) as cm:
+                sim.restart(0)
+            self.assertIn("key_len", cm.exception.message)
+
     def test_a_server_joins_and_is_peer_removed(self) -> None:
         with Sim(nodes=3, seed=4) as sim:
             sim.wait_meta()
