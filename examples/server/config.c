@@ -110,6 +110,33 @@ static int join_path(const char *dir, const char *path, char *out, size_t cap)
     return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
+/* Reads the data key file named by "data_key": 32 bytes in text form (--keygen data). */
+static int get_data_key(json_t *v, const char *dir, srv_config *c, char *err, size_t errlen)
+{
+    char path[4096], why[4400];
+    uint8_t bin[JR_NODE_KEY_BYTES + 8];
+    size_t len = 0;
+    if (!json_is_string(v) || json_string_length(v) == 0 ||
+        join_path(dir, json_string_value(v), path, sizeof path)) {
+        fail(err, errlen, "data_key: must be the path of a key file");
+        return -1;
+    }
+    if (srv_read_text_file(path, bin, sizeof bin, &len, why, sizeof why)) {
+        fail(err, errlen, "data_key: %s", why);
+        return -1;
+    }
+    if (len != JR_NODE_KEY_BYTES) {
+        sodium_memzero(bin, sizeof bin);
+        fail(err, errlen, "data_key: %s holds %zu bytes, not a data key of %d", path, len,
+             JR_NODE_KEY_BYTES);
+        return -1;
+    }
+    memcpy(c->data_key, bin, JR_NODE_KEY_BYTES);
+    sodium_memzero(bin, sizeof bin);
+    c->has_data_key = 1;
+    return 0;
+}
+
 /* Reads the key file named by field `field` and decodes it. */
 static int get_key(json_t *v, const char *dir, const char *field, jr_link_key **out, char *err,
                    size_t errlen)
@@ -422,6 +449,8 @@ static int parse_obj(json_t *root, const char *dir, srv_config *c, char *err, si
             c->insecure_cluster = json_is_true(v);
         } else if (!strcmp(key, "authority")) {
             if (get_key(v, dir, key, &c->authority, err, errlen)) return -1;
+        } else if (!strcmp(key, "data_key")) {
+            if (get_data_key(v, dir, c, err, errlen)) return -1;
         } else if (!strcmp(key, "identity")) {
             if (get_key(v, dir, key, &c->identity, err, errlen)) return -1;
         } else if (!strcmp(key, "certificate")) {
@@ -533,6 +562,7 @@ int srv_config_load(const char *path, srv_config *cfg, char *err, size_t errlen)
 
 void srv_config_free(srv_config *c)
 {
+    sodium_memzero(c->data_key, sizeof c->data_key);
     free(c->name);
     free(c->cluster);
     for (size_t i = 0; c->tags && i < c->ntags; i++) free(c->tags[i]);

@@ -74,6 +74,10 @@ typedef struct srv_config {
     uint8_t cert[JR_LINK_CERT_MAX]; /* "certificate": this server's, cert_len bytes */
     size_t cert_len;
     srv_user *users; /* "users": none means no client authentication */
+    /* "data_key": the node key that encrypts the WAL, the stores and the snapshot files
+     * (jr_node_config.key), read from a key file (--keygen data) */
+    uint8_t data_key[JR_NODE_KEY_BYTES];
+    int has_data_key;
     size_t nusers;
 } srv_config;
 

@@ -58,13 +58,28 @@ static jr_link_key *read_key(const char *path, const char *what)
     return k;
 }
 
+/* A data key (the node key of encryption at rest): 32 random bytes in PREFIX.key. */
+static int keygen_data(const char *prefix)
+{
+    uint8_t key[JR_NODE_KEY_BYTES];
+    char path[4096];
+    snprintf(path, sizeof path, "%s.key", prefix);
+    randombytes_buf(key, sizeof key);
+    int rc = write_text(path, key, sizeof key, 0600);
+    sodium_memzero(key, sizeof key);
+    if (rc) return 1;
+    printf("data key: %s (secret; the server cannot read its files without it)\n", path);
+    return 0;
+}
+
 static int keygen(const char *role_name, const char *prefix)
 {
+    if (prefix && !strcmp(role_name, "data")) return keygen_data(prefix);
     int role = !strcmp(role_name, "authority")  ? JR_LINK_AUTHORITY
                : !strcmp(role_name, "identity") ? JR_LINK_IDENTITY
                                                 : 0;
     if (!role || !prefix) {
-        fprintf(stderr, "usage: jetraft-server --keygen authority|identity PREFIX\n");
+        fprintf(stderr, "usage: jetraft-server --keygen authority|identity|data PREFIX\n");
         return 2;
     }
     jr_link_key *k = NULL;

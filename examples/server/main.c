@@ -124,7 +124,7 @@ static void on_signal(uv_signal_t *h, int signum)
 static void usage(void)
 {
     fprintf(stderr, "usage: jetraft-server -c CONFIG.json\n"
-                    "       jetraft-server --keygen authority|identity PREFIX\n"
+                    "       jetraft-server --keygen authority|identity|data PREFIX\n"
                     "       jetraft-server --sign --authority A.key --identity ID.pub --name NAME "
                     "[--cluster C] --out CERT\n"
                     "       jetraft-server --verify --authority A.pub --certificate CERT "
@@ -196,6 +196,10 @@ int main(int argc, char **argv)
     nc.election_timeout_ms = s->cfg.election_timeout_ms;
     nc.heartbeat_ms = s->cfg.heartbeat_ms;
     nc.sync_policy = s->cfg.sync_interval ? JR_SYNC_INTERVAL : JR_SYNC_ALWAYS;
+    if (s->cfg.has_data_key) { /* encryption at rest: WAL, stores, snapshot files */
+        nc.key = s->cfg.data_key;
+        nc.key_len = sizeof s->cfg.data_key;
+    }
     nc.sync_interval_ms = s->cfg.sync_interval_ms;
     nc.max_frame_bytes = s->cfg.max_frame_bytes;
     nc.unique_tag = s->cfg.unique_tag;
