@@ -33,8 +33,9 @@ void print_log_tails(void)
     for (int i = 0; i < PROCS_MAX; i++) {
         if (!files[i][0]) continue;
         char cmd[1400];
-        snprintf(cmd, sizeof cmd, "echo '--- %s.log (last 25 lines)'; tail -n 25 '%s/%s.log' >&2",
-                 files[i], base, files[i]);
+        snprintf(cmd, sizeof cmd,
+                 "echo '--- %s.log (last 25 lines)' >&2; tail -n 25 '%s/%s.log' >&2", files[i],
+                 base, files[i]);
         if (system(cmd) != 0) fprintf(stderr, "(no log for %s)\n", files[i]);
     }
 }
@@ -98,6 +99,17 @@ void pick_ports(int *out, int n)
         out[i] = ntohs(sa.sin_port);
     }
     for (int i = 0; i < n; i++) close(fds[i]);
+}
+
+void pick_cluster_ports(int *client_port, int *cluster_port, int n)
+{
+    int ports[16];
+    if (n > 8) die("pick_cluster_ports: %d servers, at most 8", n);
+    pick_ports(ports, 2 * n);
+    for (int i = 0; i < n; i++) {
+        client_port[i] = ports[i];
+        cluster_port[i] = ports[n + i];
+    }
 }
 
 int run(const char *fmt, ...)

@@ -44,6 +44,9 @@ double now_s(void);
 /* n (at most 16) free loopback ports: bound together, so they differ, then released. */
 void pick_ports(int *out, int n);
 
+/* 2n free loopback ports (n at most 8): client_port[i] and cluster_port[i] for server i. */
+void pick_cluster_ports(int *client_port, int *cluster_port, int n);
+
 /* Runs a shell command in base; returns its exit status (255 if it did not exit). */
 int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

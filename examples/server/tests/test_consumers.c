@@ -24,6 +24,7 @@
 
 #include <nats/nats.h>
 
+#include "natsclient.h"
 #include "procs.h"
 
 #define NSERVERS 3
@@ -229,31 +230,12 @@ static void request_ok(natsConnection *nc, const char *subject, const char *body
 int main(int argc, char **argv)
 {
     procs_init(argc, argv, "consumers", RUN_LIMIT_S);
-    int ports[2 * NSERVERS];
-    pick_ports(ports, 2 * NSERVERS);
-    for (int i = 0; i < NSERVERS; i++) {
-        client_port[i] = ports[i];
-        cluster_port[i] = ports[NSERVERS + i];
-    }
+    pick_cluster_ports(client_port, cluster_port, NSERVERS);
     write_configs();
     for (int i = 0; i < NSERVERS; i++) server_start(i, names[i]);
 
-    char urls[NSERVERS][64];
-    const char *url_ptrs[NSERVERS];
-    for (int i = 0; i < NSERVERS; i++) {
-        snprintf(urls[i], sizeof urls[i], "nats://127.0.0.1:%d", client_port[i]);
-        url_ptrs[i] = urls[i];
-    }
     natsOptions *opts = NULL;
-    natsConnection *nc = NULL;
-    natsOptions_Create(&opts);
-    natsOptions_SetServers(opts, url_ptrs, NSERVERS);
-    natsOptions_SetMaxReconnect(opts, -1);
-    natsOptions_SetReconnectWait(opts, 100);
-    natsOptions_SetRetryOnFailedConnect(opts, true, NULL, NULL);
-    natsOptions_SetTimeout(opts, 2000);
-    natsOptions_SetNoRandomize(opts, true);
-    if (natsConnection_Connect(&nc, opts) != NATS_OK) die("cannot connect");
+    natsConnection *nc = connect_cluster(client_port, NSERVERS, 1, &opts);
     jsCtx *js = NULL;
     if (natsConnection_JetStream(&js, nc, NULL) != NATS_OK) die("no JetStream context");
 

@@ -24,6 +24,7 @@
 #include <nats/nats.h>
 #include <sodium.h>
 
+#include "natsclient.h"
 #include "procs.h"
 
 #define NSERVERS 3
@@ -402,32 +403,13 @@ static void stepdown_to(natsConnection *nc, const char *peer)
 int main(int argc, char **argv)
 {
     procs_init(argc, argv, "interop", RUN_LIMIT_S);
-    int ports[2 * NSERVERS];
-    pick_ports(ports, 2 * NSERVERS);
-    for (int i = 0; i < NSERVERS; i++) {
-        client_port[i] = ports[i];
-        cluster_port[i] = ports[NSERVERS + i];
-    }
+    pick_cluster_ports(client_port, cluster_port, NSERVERS);
     write_configs();
     for (int i = 0; i < NSERVERS; i++) server_start(i, names[i]);
 
     /* A connection that knows every server and reconnects for as long as the test runs. */
-    char urls[NSERVERS][64];
-    const char *url_ptrs[NSERVERS];
-    for (int i = 0; i < NSERVERS; i++) {
-        snprintf(urls[i], sizeof urls[i], "nats://127.0.0.1:%d", client_port[i]);
-        url_ptrs[i] = urls[i];
-    }
     natsOptions *opts = NULL;
-    natsConnection *nc = NULL;
-    natsOptions_Create(&opts);
-    natsOptions_SetServers(opts, url_ptrs, NSERVERS);
-    natsOptions_SetMaxReconnect(opts, -1);
-    natsOptions_SetReconnectWait(opts, 100);
-    natsOptions_SetRetryOnFailedConnect(opts, true, NULL, NULL);
-    natsOptions_SetTimeout(opts, 2000);
-    natsOptions_SetNoRandomize(opts, true);
-    if (natsConnection_Connect(&nc, opts) != NATS_OK) die("cannot connect");
+    natsConnection *nc = connect_cluster(client_port, NSERVERS, 1, &opts);
 
     jsOptions jo;
     jsOptions_Init(&jo);
@@ -483,19 +465,12 @@ int main(int argc, char **argv)
 
     /* The publisher connects to the leader's server first, so that the kill also cuts its
      * connection: it must reconnect to another server and replay what it had buffered. */
-    const char *pub_urls[NSERVERS];
-    pub_urls[0] = urls[victim];
+    int pub_ports[NSERVERS];
+    pub_ports[0] = client_port[victim];
     for (int i = 0, k = 1; i < NSERVERS; i++)
-        if (i != victim) pub_urls[k++] = urls[i];
+        if (i != victim) pub_ports[k++] = client_port[i];
     natsOptions *popts = NULL;
-    natsConnection *pnc = NULL;
-    natsOptions_Create(&popts);
-    natsOptions_SetServers(popts, pub_urls, NSERVERS);
-    natsOptions_SetNoRandomize(popts, true);
-    natsOptions_SetMaxReconnect(popts, -1);
-    natsOptions_SetReconnectWait(popts, 100);
-    natsOptions_SetTimeout(popts, 2000);
-    if (natsConnection_Connect(&pnc, popts) != NATS_OK) die("the publisher cannot connect");
+    natsConnection *pnc = connect_cluster(pub_ports, NSERVERS, 0, &popts);
     jsCtx *pjs = NULL;
     if (natsConnection_JetStream(&pjs, pnc, &jo) != NATS_OK) die("no JetStream context");
     char pub_url[64];

@@ -91,12 +91,7 @@ int main(int argc, char **argv)
 {
     procs_init(argc, argv, "secure", 200);
     signal(SIGPIPE, SIG_IGN);
-    int ports[2 * NS];
-    pick_ports(ports, 2 * NS);
-    for (int i = 0; i < NS; i++) {
-        client_port[i] = ports[i];
-        cluster_port[i] = ports[NS + i];
-    }
+    pick_cluster_ports(client_port, cluster_port, NS);
     const char *bin = server_bin;
 
     /* The key tool: keys, certificates, checks, and no overwriting. */
