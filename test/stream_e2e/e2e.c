@@ -52,6 +52,23 @@ int e2e_seeds(uint64_t *first, uint64_t *count)
     return s != NULL;
 }
 
+int e2e_run_shifted(Suite *(*make)(void), uint64_t *seed_shift)
+{
+    uint64_t first = 0, count = 1;
+    e2e_seeds(&first, &count);
+    int failed = 0;
+    for (uint64_t k = 0; k < count && !failed; k++) {
+        *seed_shift = first + k;
+        SRunner *sr = srunner_create(make());
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        if (failed)
+            fprintf(stderr, "failed with seeds shifted by %llu\n", (unsigned long long)(first + k));
+        srunner_free(sr);
+    }
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 int e2e_new(e2e *c, unsigned n, uint64_t seed, uint32_t timeout_ms)
 {
     c->n = n;

@@ -43,6 +43,11 @@ typedef struct e2e {
 /* The seeds a randomized test runs: JR_SEEDS=first:count, when set and well formed, into *first
  * and *count (left as they are otherwise). 1 if JR_SEEDS is set. */
 int e2e_seeds(uint64_t *first, uint64_t *count);
+/* main of a suite whose tests add *seed_shift to their seeds: runs the suite once with shift 0,
+ * or with JR_SEEDS=first:count up to count times with shifts first, first + 1, ..., stopping at
+ * the first run with a failure (its shift said on stderr). Returns the exit status. */
+struct Suite;
+int e2e_run_shifted(struct Suite *(*make)(void), uint64_t *seed_shift);
 int e2e_new(e2e *c, unsigned n, uint64_t seed, uint32_t timeout_ms);
 void e2e_free(e2e *c);
 jr_node *e2e_node(e2e *c, unsigned i);

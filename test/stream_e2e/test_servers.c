@@ -856,17 +856,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    uint64_t first = 0, count = 1;
-    e2e_seeds(&first, &count);
-    int failed = 0;
-    for (uint64_t k = 0; k < count && !failed; k++) {
-        g_seed_shift = first + k;
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        if (failed)
-            fprintf(stderr, "failed with seeds shifted by %llu\n", (unsigned long long)(first + k));
-        srunner_free(sr);
-    }
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return e2e_run_shifted(suite, &g_seed_shift);
 }

@@ -112,6 +112,13 @@ void pick_cluster_ports(int *client_port, int *cluster_port, int n)
     }
 }
 
+int name_index(const char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (name && !strcmp(names[i], name)) return i;
+    return -1;
+}
+
 int run(const char *fmt, ...)
 {
     char cmd[4000];

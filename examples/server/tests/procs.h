@@ -47,6 +47,9 @@ void pick_ports(int *out, int n);
 /* 2n free loopback ports (n at most 8): client_port[i] and cluster_port[i] for server i. */
 void pick_cluster_ports(int *client_port, int *cluster_port, int n);
 
+/* The index of name among the n names (-1 if it is not there, or NULL). */
+int name_index(const char *const *names, int n, const char *name);
+
 /* Runs a shell command in base; returns its exit status (255 if it did not exit). */
 int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -48,13 +48,6 @@ static void write_configs(void)
     }
 }
 
-static int index_of(const char *name)
-{
-    for (int i = 0; i < NSERVERS; i++)
-        if (name && !strcmp(names[i], name)) return i;
-    return -1;
-}
-
 static void publish(jsCtx *js, int id)
 {
     char subj[64], data[64];
@@ -389,7 +382,7 @@ int main(int argc, char **argv)
     drain(sub, seq, seq + 20, 7, 1);
     seq += 20;
     printf("after a stepdown to %s: 20 more, each once\n", leader);
-    int victim = index_of(leader);
+    int victim = name_index(names, NSERVERS, leader);
     if (victim < 0) die("unknown consumer leader %s", leader);
     server_kill(victim);
     for (int id = (int)seq + 1; id <= (int)seq + 20; id++) publish(js, id);

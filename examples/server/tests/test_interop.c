@@ -52,13 +52,6 @@ static void write_configs(void)
     }
 }
 
-static int index_of(const char *name)
-{
-    for (int i = 0; i < NSERVERS; i++)
-        if (name && !strcmp(names[i], name)) return i;
-    return -1;
-}
-
 /* ---- publish bookkeeping (the ack handler runs on a libnats thread) ------------------------ */
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -460,7 +453,7 @@ int main(int argc, char **argv)
     char leader[64];
     snprintf(leader, sizeof leader, "%s", si->Cluster->Leader);
     jsStreamInfo_Destroy(si);
-    int victim = index_of(leader);
+    int victim = name_index(names, NSERVERS, leader);
     if (victim < 0) die("unknown leader %s", leader);
 
     /* The publisher connects to the leader's server first, so that the kill also cuts its
@@ -527,7 +520,7 @@ int main(int argc, char **argv)
     /* Each other replica leads in turn and must hold the same messages. */
     for (int i = 0; i < NSERVERS; i++) {
         si = stream_info(js, 50);
-        int cur = index_of(si->Cluster->Leader);
+        int cur = name_index(names, NSERVERS, si->Cluster->Leader);
         jsStreamInfo_Destroy(si);
         if (cur == i) continue;
         stepdown_to(nc, names[i]);
