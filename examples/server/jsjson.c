@@ -37,11 +37,29 @@ void jsj_set_err(int *code, int *err_code, char *desc, size_t desclen, int c, in
     snprintf(desc, desclen, "%s", text);
 }
 
+int jsj_unavailable(int status, int *code, int *err_code, char *desc, size_t desclen)
+{
+    switch (status) {
+    case JR_ENOLEADER:
+    case JR_ENOQUORUM:
+    case JR_ETIMEDOUT:
+    case JR_ELEADERLOST:
+    case JR_ECLOSED:
+    case JR_EDAMAGED:
+        jsj_set_err(code, err_code, desc, desclen, 503, 10008,
+                    "JetStream system temporarily unavailable");
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 void js_map_error(int status, const char *msg, int op, int *code, int *err_code, char *desc,
                   size_t desclen)
 {
     char buf[600];
     msg = msg && *msg ? msg : jr_strerror(status);
+    if (jsj_unavailable(status, code, err_code, desc, desclen)) return;
     switch (status) {
     case JR_ENOTFOUND:
         if (op == 'g' || op == 'x')
@@ -67,15 +85,6 @@ void js_map_error(int status, const char *msg, int op, int *code, int *err_code,
             jsj_set_err(code, err_code, desc, desclen, 400, 10005, msg);
         else
             jsj_set_err(code, err_code, desc, desclen, 503, 10023, "insufficient resources");
-        return;
-    case JR_ENOLEADER:
-    case JR_ENOQUORUM:
-    case JR_ETIMEDOUT:
-    case JR_ELEADERLOST:
-    case JR_ECLOSED:
-    case JR_EDAMAGED:
-        jsj_set_err(code, err_code, desc, desclen, 503, 10008,
-                    "JetStream system temporarily unavailable");
         return;
     case JR_EBUSY:
         jsj_set_err(code, err_code, desc, desclen, 400, 10202,

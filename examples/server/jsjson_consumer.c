@@ -455,6 +455,7 @@ void js_map_consumer_error(int status, const char *msg, int op, int *code, int *
                            char *desc, size_t dl)
 {
     msg = msg && *msg ? msg : jr_strerror(status);
+    if (jsj_unavailable(status, code, err_code, desc, dl)) return;
     switch (status) {
     case JR_ENOSTREAM:
         jsj_set_err(code, err_code, desc, dl, 404, 10059, "stream not found");
@@ -492,15 +493,6 @@ void js_map_consumer_error(int status, const char *msg, int op, int *code, int *
         return;
     case JR_ENORESOURCES:
         jsj_set_err(code, err_code, desc, dl, 503, 10023, "insufficient resources");
-        return;
-    case JR_ENOLEADER:
-    case JR_ENOQUORUM:
-    case JR_ETIMEDOUT:
-    case JR_ELEADERLOST:
-    case JR_ECLOSED:
-    case JR_EDAMAGED:
-        jsj_set_err(code, err_code, desc, dl, 503, 10008,
-                    "JetStream system temporarily unavailable");
         return;
     case JR_ENOTVOTER:
     case JR_ETRANSFER:

@@ -15,6 +15,10 @@
 /* Sets the error (code c, err_code e, description text). */
 void jsj_set_err(int *code, int *err_code, char *desc, size_t desclen, int c, int e,
                  const char *text);
+/* For a status that means the cluster cannot answer now (no leader or quorum, a timeout, a lost
+ * leadership, a closed node, a damaged replica): sets 503 / 10008 "JetStream system
+ * temporarily unavailable" and returns 1; else 0. */
+int jsj_unavailable(int status, int *code, int *err_code, char *desc, size_t desclen);
 /* Sets 400 / 10025 "invalid JSON: <field> <what>"; returns -1. */
 int jsj_bad(int *code, int *err_code, char *desc, size_t desclen, const char *field,
             const char *what);
