@@ -75,7 +75,10 @@ void jsr_status_error(req *r, int status, const char *msg)
 {
     int code, err_code;
     char desc[600];
-    js_map_error(status, msg, r->op, &code, &err_code, desc, sizeof desc);
+    if (r->consumer_api)
+        js_map_consumer_error(status, msg, r->op, &code, &err_code, desc, sizeof desc);
+    else
+        js_map_error(status, msg, r->op, &code, &err_code, desc, sizeof desc);
     jsr_send_error(r->s, r->reply, r->type, code, err_code, desc);
 }
 
@@ -102,7 +105,8 @@ void jsr_done(void *arg, int status, const char *msg)
     jsr_free(r);
 }
 
-/* Parses the body as JSON (empty: an empty object); NULL after answering the error. */
+/* Parses the body as JSON (empty: an empty object); NULL after answering the error and freeing
+ * the request. */
 json_t *jsr_body(req *r, const void *data, size_t len)
 {
     if (len == 0) return json_object();
@@ -113,28 +117,75 @@ json_t *jsr_body(req *r, const void *data, size_t len)
         snprintf(d, sizeof d, "invalid JSON: %s", j ? "not an object" : je.text);
         json_decref(j);
         jsr_send_error(r->s, r->reply, r->type, 400, 10025, d);
+        jsr_free(r);
         return NULL;
     }
     return j;
 }
 
-static void meta_stepdown(req *r, const void *data, size_t len)
+void jsr_fail(req *r, int rc)
 {
-    json_t *j = jsr_body(r, data, len);
-    if (!j) {
-        jsr_free(r);
-        return;
-    }
-    json_t *pl = json_object_get(j, "placement");
-    json_t *pref = json_is_object(pl) ? json_object_get(pl, "preferred") : NULL;
-    const char *peer =
-        json_is_string(pref) && json_string_length(pref) ? json_string_value(pref) : NULL;
-    int rc = jr_meta_stepdown(r->s->node, peer, jsr_done, r);
-    json_decref(j);
     if (rc) {
         jsr_status_error(r, rc, NULL);
         jsr_free(r);
     }
+}
+
+const char *jsr_preferred(json_t *body)
+{
+    json_t *pl = json_object_get(body, "placement");
+    json_t *pref = json_is_object(pl) ? json_object_get(pl, "preferred") : NULL;
+    return json_is_string(pref) && json_string_length(pref) ? json_string_value(pref) : NULL;
+}
+
+uint64_t jsr_offset(json_t *body)
+{
+    json_t *ov = json_object_get(body, "offset");
+    json_int_t off = json_is_integer(ov) ? json_integer_value(ov) : 0;
+    return off > 0 ? (uint64_t)off : 0;
+}
+
+json_t *jsr_page_json(uint64_t total, uint64_t offset, uint64_t limit)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "total", json_integer((json_int_t)total));
+    json_object_set_new(j, "offset", json_integer((json_int_t)offset));
+    json_object_set_new(j, "limit", json_integer((json_int_t)limit));
+    return j;
+}
+
+void jsr_names_reply(req *r, int status, const char *msg, const jr_names *page, const char *key,
+                     int null_if_empty)
+{
+    if (status) {
+        jsr_status_error(r, status, msg);
+    } else {
+        json_t *j = jsr_page_json(page->total, page->offset, page->limit);
+        json_t *a = null_if_empty && !page->nnames ? json_null() : json_array();
+        for (size_t i = 0; i < page->nnames; i++)
+            json_array_append_new(a, json_string(page->names[i]));
+        json_object_set_new(j, key, a);
+        jsr_send_json(r->s, r->reply, r->type, j);
+    }
+    jsr_free(r);
+}
+
+void jsr_set_missing(json_t *j, const char *const *missing, size_t n)
+{
+    if (!n) return;
+    json_t *m = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(m, json_string(missing[i]));
+    json_object_set_new(j, "missing", m);
+}
+
+static void meta_stepdown(req *r, const void *data, size_t len)
+{
+    json_t *j = jsr_body(r, data, len);
+    if (!j) return;
+    const char *peer = jsr_preferred(j);
+    int rc = jr_meta_stepdown(r->s->node, peer, jsr_done, r);
+    json_decref(j);
+    jsr_fail(r, rc);
 }
 
 /* ---- account info --------------------------------------------------------------------------- */

@@ -15,32 +15,12 @@
 
 /* ---- answers -------------------------------------------------------------------------------- */
 
-static void cerr(req *r, int status, const char *msg)
+/* A consumer request: its errors are mapped as consumers' (js_map_consumer_error). */
+static req *cnew(server *s, const char *reply, int op, const char *type, const char *stream)
 {
-    int code, err_code;
-    char desc[600];
-    js_map_consumer_error(status, msg, r->op, &code, &err_code, desc, sizeof desc);
-    jsr_send_error(r->s, r->reply, r->type, code, err_code, desc);
-}
-
-/* jr_stream_cb: success or the consumer error, then the request is freed. */
-static void cdone(void *arg, int status, const char *msg)
-{
-    req *r = arg;
-    if (status)
-        cerr(r, status, msg);
-    else
-        jsr_success(r);
-    jsr_free(r);
-}
-
-/* A call that did not start: its error now. */
-static void cfail(req *r, int rc)
-{
-    if (rc) {
-        cerr(r, rc, NULL);
-        jsr_free(r);
-    }
+    req *r = jsr_new(s, reply, op, type, stream);
+    if (r) r->consumer_api = 1;
+    return r;
 }
 
 /* ---- info, create ---------------------------------------------------------------------------- */
@@ -49,7 +29,7 @@ static void on_cinfo(void *arg, int status, const char *msg, const jr_consumer_i
 {
     req *r = arg;
     if (status) {
-        cerr(r, status, msg);
+        jsr_status_error(r, status, msg);
     } else {
         const jr_consumer_config *c = info->config;
         if (r->did_create && c && c->deliver_subject && *c->deliver_subject)
@@ -67,7 +47,7 @@ static void on_created(void *arg, int status, const char *msg, const char *name)
 {
     req *r = arg;
     if (status) {
-        cerr(r, status, msg);
+        jsr_status_error(r, status, msg);
         jsr_free(r);
         return;
     }
@@ -84,10 +64,7 @@ static void create(req *r, const char *name, const char *filter, int durable_api
                    size_t len)
 {
     json_t *j = jsr_body(r, data, len);
-    if (!j) {
-        jsr_free(r);
-        return;
-    }
+    if (!j) return;
     js_consumer_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
     int code = 400, err_code = 0;
@@ -155,7 +132,7 @@ static void create(req *r, const char *name, const char *filter, int durable_api
             rc = jr_consumer_update(r->s->node, r->name, &cfg.c, on_created, r);
         else
             rc = jr_consumer_add(r->s->node, r->name, &cfg.c, on_created, r);
-        cfail(r, rc);
+        jsr_fail(r, rc);
     }
     js_consumer_cfg_free(&cfg);
     json_decref(empty);
@@ -164,47 +141,23 @@ static void create(req *r, const char *name, const char *filter, int durable_api
 
 /* ---- names, list ---------------------------------------------------------------------------- */
 
-static json_t *page_json(uint64_t total, uint64_t offset, uint64_t limit)
-{
-    json_t *j = json_object();
-    json_object_set_new(j, "total", json_integer((json_int_t)total));
-    json_object_set_new(j, "offset", json_integer((json_int_t)offset));
-    json_object_set_new(j, "limit", json_integer((json_int_t)limit));
-    return j;
-}
-
 static void on_cnames(void *arg, int status, const char *msg, const jr_names *page)
 {
-    req *r = arg;
-    if (status) {
-        cerr(r, status, msg);
-    } else {
-        json_t *j = page_json(page->total, page->offset, page->limit), *a = json_array();
-        for (size_t i = 0; i < page->nnames; i++)
-            json_array_append_new(a, json_string(page->names[i]));
-        json_object_set_new(j, "consumers", a);
-        jsr_send_json(r->s, r->reply, r->type, j);
-    }
-    jsr_free(r);
+    jsr_names_reply(arg, status, msg, page, "consumers", 0);
 }
 
 static void on_clist(void *arg, int status, const char *msg, const jr_consumer_page *page)
 {
     req *r = arg;
     if (status) {
-        cerr(r, status, msg);
+        jsr_status_error(r, status, msg);
     } else {
-        json_t *j = page_json(page->total, page->offset, page->limit), *a = json_array();
+        json_t *j = jsr_page_json(page->total, page->offset, page->limit), *a = json_array();
         uint64_t now = jsr_wall_ns();
         for (size_t i = 0; i < page->nconsumers; i++)
             json_array_append_new(a, js_consumer_info_json(page->consumers[i], now));
         json_object_set_new(j, "consumers", a);
-        if (page->nmissing) {
-            json_t *m = json_array();
-            for (size_t i = 0; i < page->nmissing; i++)
-                json_array_append_new(m, json_string(page->missing[i]));
-            json_object_set_new(j, "missing", m);
-        }
+        jsr_set_missing(j, page->missing, page->nmissing);
         jsr_send_json(r->s, r->reply, r->type, j);
     }
     jsr_free(r);
@@ -213,16 +166,11 @@ static void on_clist(void *arg, int status, const char *msg, const jr_consumer_p
 static void names_or_list(req *r, const void *data, size_t len, int list)
 {
     json_t *j = jsr_body(r, data, len);
-    if (!j) {
-        jsr_free(r);
-        return;
-    }
-    json_t *ov = json_object_get(j, "offset");
-    json_int_t off = json_is_integer(ov) ? json_integer_value(ov) : 0;
-    if (off < 0) off = 0;
+    if (!j) return;
+    uint64_t off = jsr_offset(j);
     json_decref(j);
-    cfail(r, list ? jr_consumer_list(r->s->node, r->name, (uint64_t)off, on_clist, r)
-                  : jr_consumer_names(r->s->node, r->name, (uint64_t)off, on_cnames, r));
+    jsr_fail(r, list ? jr_consumer_list(r->s->node, r->name, off, on_clist, r)
+                     : jr_consumer_names(r->s->node, r->name, off, on_cnames, r));
 }
 
 /* ---- stepdown, pause, reset, unpin ---------------------------------------------------------- */
@@ -230,24 +178,18 @@ static void names_or_list(req *r, const void *data, size_t len, int list)
 static void stepdown(req *r, const void *data, size_t len)
 {
     json_t *j = jsr_body(r, data, len);
-    if (!j) {
-        jsr_free(r);
-        return;
-    }
-    json_t *pl = json_object_get(j, "placement");
-    json_t *pref = json_is_object(pl) ? json_object_get(pl, "preferred") : NULL;
-    const char *peer =
-        json_is_string(pref) && json_string_length(pref) ? json_string_value(pref) : NULL;
-    int rc = jr_consumer_stepdown(r->s->node, r->name, r->consumer, peer, cdone, r);
+    if (!j) return;
+    const char *peer = jsr_preferred(j);
+    int rc = jr_consumer_stepdown(r->s->node, r->name, r->consumer, peer, jsr_done, r);
     json_decref(j);
-    cfail(r, rc);
+    jsr_fail(r, rc);
 }
 
 static void on_paused(void *arg, int status, const char *msg)
 {
     req *r = arg;
     if (status) {
-        cerr(r, status, msg);
+        jsr_status_error(r, status, msg);
     } else {
         uint64_t until = r->patch ? (uint64_t)json_integer_value(r->patch) : 0, now = jsr_wall_ns();
         json_t *j = json_object();
@@ -264,10 +206,7 @@ static void on_paused(void *arg, int status, const char *msg)
 static void pause_consumer(req *r, const void *data, size_t len)
 {
     json_t *j = jsr_body(r, data, len);
-    if (!j) {
-        jsr_free(r);
-        return;
-    }
+    if (!j) return;
     uint64_t until = 0;
     json_t *pu = json_object_get(j, "pause_until");
     if (pu && !json_is_null(pu) &&
@@ -280,14 +219,14 @@ static void pause_consumer(req *r, const void *data, size_t len)
     }
     json_decref(j);
     r->patch = json_integer((json_int_t)until); /* kept for the reply */
-    cfail(r, jr_consumer_pause(r->s->node, r->name, r->consumer, until, on_paused, r));
+    jsr_fail(r, jr_consumer_pause(r->s->node, r->name, r->consumer, until, on_paused, r));
 }
 
 static void on_reset(void *arg, int status, const char *msg)
 {
     req *r = arg;
     if (status) {
-        cerr(r, status, msg);
+        jsr_status_error(r, status, msg);
         jsr_free(r);
         return;
     }
@@ -299,15 +238,12 @@ static void on_reset(void *arg, int status, const char *msg)
 static void reset_consumer(req *r, const void *data, size_t len)
 {
     json_t *j = jsr_body(r, data, len);
-    if (!j) {
-        jsr_free(r);
-        return;
-    }
+    if (!j) return;
     json_t *sv = json_object_get(j, "seq");
     uint64_t seq =
         json_is_integer(sv) && json_integer_value(sv) > 0 ? (uint64_t)json_integer_value(sv) : 0;
     json_decref(j);
-    cfail(r, jr_consumer_reset(r->s->node, r->name, r->consumer, seq, on_reset, r));
+    jsr_fail(r, jr_consumer_reset(r->s->node, r->name, r->consumer, seq, on_reset, r));
 }
 
 static void on_unpinned(void *arg, int status, const char *msg)
@@ -316,7 +252,7 @@ static void on_unpinned(void *arg, int status, const char *msg)
     if (status == JR_ENOTFOUND && !strstr(msg ? msg : "", "consumer"))
         jsr_send_error(r->s, r->reply, r->type, 400, 10160, "Invalid Priority Group");
     else if (status)
-        cerr(r, status, msg);
+        jsr_status_error(r, status, msg);
     else
         jsr_send_json(r->s, r->reply, r->type, json_object());
     jsr_free(r);
@@ -325,10 +261,7 @@ static void on_unpinned(void *arg, int status, const char *msg)
 static void unpin(req *r, const void *data, size_t len)
 {
     json_t *j = jsr_body(r, data, len);
-    if (!j) {
-        jsr_free(r);
-        return;
-    }
+    if (!j) return;
     json_t *g = json_object_get(j, "group");
     if (!json_is_string(g) || !json_string_length(g)) {
         jsr_send_error(r->s, r->reply, r->type, 400, 10160, "Invalid Priority Group");
@@ -339,7 +272,7 @@ static void unpin(req *r, const void *data, size_t len)
     int rc =
         jr_consumer_unpin(r->s->node, r->name, r->consumer, json_string_value(g), on_unpinned, r);
     json_decref(j);
-    cfail(r, rc);
+    jsr_fail(r, rc);
 }
 
 /* ---- dispatch ------------------------------------------------------------------------------- */
@@ -397,7 +330,7 @@ int jsapi_consumer(server *s, const char *api, const char *reply, const void *da
     }
     /* CREATE.<s>[.<name>[.<filter...>]] */
     if (n >= 3 && !strcmp(tok[1], "CREATE")) {
-        req *r = jsr_new(s, reply, 'c', "consumer_create_response", tok[2]);
+        req *r = cnew(s, reply, 'c', "consumer_create_response", tok[2]);
         if (!r) return 1;
         const char *name = n >= 4 ? tok[3] : NULL, *filter = NULL;
         if (n >= 5) filter = api + (tok[4] - buf); /* the rest of the subject, dots included */
@@ -405,7 +338,7 @@ int jsapi_consumer(server *s, const char *api, const char *reply, const void *da
         return 1;
     }
     if (n == 5 && !strcmp(tok[1], "DURABLE") && !strcmp(tok[2], "CREATE")) {
-        req *r = jsr_new(s, reply, 'c', "consumer_create_response", tok[3]);
+        req *r = cnew(s, reply, 'c', "consumer_create_response", tok[3]);
         if (r) create(r, tok[4], NULL, 1, data, len);
         return 1;
     }
@@ -416,8 +349,8 @@ int jsapi_consumer(server *s, const char *api, const char *reply, const void *da
     }
     if (n == 3 && (!strcmp(tok[1], "NAMES") || !strcmp(tok[1], "LIST"))) {
         int list = tok[1][0] == 'L';
-        req *r = jsr_new(s, reply, 'n', list ? "consumer_list_response" : "consumer_names_response",
-                         tok[2]);
+        req *r = cnew(s, reply, 'n', list ? "consumer_list_response" : "consumer_names_response",
+                      tok[2]);
         if (r) names_or_list(r, data, len, list);
         return 1;
     }
@@ -427,15 +360,15 @@ int jsapi_consumer(server *s, const char *api, const char *reply, const void *da
         size_t vl = strlen(verb);
         if (n != 1 + vt + 2 || strncmp(api + 9, verb, vl) || api[9 + vl] != '.') continue;
         const char *stream = tok[1 + vt], *cons = tok[2 + vt];
-        req *r = jsr_new(s, reply, consumer_apis[i].op, consumer_apis[i].type, stream);
+        req *r = cnew(s, reply, consumer_apis[i].op, consumer_apis[i].type, stream);
         if (!r) return 1;
         snprintf(r->consumer, sizeof r->consumer, "%s", cons);
         switch (consumer_apis[i].op) {
         case 'i':
-            cfail(r, jr_consumer_info_get(s->node, stream, cons, on_cinfo, r));
+            jsr_fail(r, jr_consumer_info_get(s->node, stream, cons, on_cinfo, r));
             break;
         case 'd':
-            cfail(r, jr_consumer_delete(s->node, stream, cons, cdone, r));
+            jsr_fail(r, jr_consumer_delete(s->node, stream, cons, jsr_done, r));
             break;
         case 's':
             stepdown(r, data, len);

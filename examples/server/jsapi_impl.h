@@ -22,6 +22,7 @@ typedef struct req {
     server *s;
     int op;           /* as js_map_error's op (consumers: js_map_consumer_error's) */
     const char *type; /* reply type without TYPE_PREFIX */
+    int consumer_api; /* a consumer request: errors mapped by js_map_consumer_error */
     int did_create;   /* stream create: the reply says so; consumer create: a push consumer */
     json_t *patch;    /* stream update: the requested fields, normal form (see on_info);
                          consumer pause: the pause_until asked for */
@@ -38,14 +39,32 @@ void jsr_send_json(server *s, const char *reply, const char *type, json_t *j);
 /* {"error":{code, err_code, description}} */
 void jsr_send_error(server *s, const char *reply, const char *type, int code, int err_code,
                     const char *desc);
-/* The error for a library status (js_map_error). */
+/* The error for a library status (js_map_error; a consumer request's by
+ * js_map_consumer_error). */
 void jsr_status_error(req *r, int status, const char *msg);
+/* jr_names_cb's answer, then the request is freed: the error, or the page with the names
+ * under key (null instead of an empty array when null_if_empty). */
+void jsr_names_reply(req *r, int status, const char *msg, const jr_names *page, const char *key,
+                     int null_if_empty);
 /* {"success":true} */
 void jsr_success(req *r);
-/* jr_stream_cb / jr_meta_cb answering success or the error, then freeing the request. */
+/* jr_stream_cb / jr_meta_cb / consumer callbacks answering success or the error, then freeing
+ * the request. */
 void jsr_done(void *arg, int status, const char *msg);
-/* The request's body as a JSON object (empty: {}); NULL after answering invalid JSON. */
+/* The request's body as a JSON object (empty: {}); NULL after answering invalid JSON and
+ * freeing the request. */
 json_t *jsr_body(req *r, const void *data, size_t len);
+/* A call that did not start (rc not 0): answers its error (as jsr_status_error) and frees the
+ * request. */
+void jsr_fail(req *r, int rc);
+/* The body's placement.preferred peer, or NULL. */
+const char *jsr_preferred(json_t *body);
+/* The body's "offset" of a names or list page (absent or negative: 0). */
+uint64_t jsr_offset(json_t *body);
+/* {"total","offset","limit"} of a names or list reply. */
+json_t *jsr_page_json(uint64_t total, uint64_t offset, uint64_t limit);
+/* Sets j's "missing" to the n names, unless n is 0. */
+void jsr_set_missing(json_t *j, const char *const *missing, size_t n);
 /* Wall clock, ns since the Unix epoch. */
 uint64_t jsr_wall_ns(void);
 

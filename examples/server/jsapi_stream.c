@@ -49,10 +49,7 @@ static void on_changed(void *arg, int status, const char *msg)
 static void stream_change(req *r, const void *data, size_t len, int update)
 {
     json_t *j = jsr_body(r, data, len);
-    if (!j) {
-        jsr_free(r);
-        return;
-    }
+    if (!j) return;
     js_stream_cfg cfg;
     int code, err_code;
     char desc[400];
@@ -96,21 +93,7 @@ out:
 
 static void on_names(void *arg, int status, const char *msg, const jr_names *page)
 {
-    req *r = arg;
-    if (status) {
-        jsr_status_error(r, status, msg);
-    } else {
-        json_t *j = json_object();
-        json_object_set_new(j, "total", json_integer((json_int_t)page->total));
-        json_object_set_new(j, "offset", json_integer((json_int_t)page->offset));
-        json_object_set_new(j, "limit", json_integer((json_int_t)page->limit));
-        json_t *a = page->nnames ? json_array() : json_null();
-        for (size_t i = 0; i < page->nnames; i++)
-            json_array_append_new(a, json_string(page->names[i]));
-        json_object_set_new(j, "streams", a);
-        jsr_send_json(r->s, r->reply, r->type, j);
-    }
-    jsr_free(r);
+    jsr_names_reply(arg, status, msg, page, "streams", 1);
 }
 
 static void on_list(void *arg, int status, const char *msg, const jr_stream_page *page)
@@ -119,21 +102,13 @@ static void on_list(void *arg, int status, const char *msg, const jr_stream_page
     if (status) {
         jsr_status_error(r, status, msg);
     } else {
-        json_t *j = json_object();
-        json_object_set_new(j, "total", json_integer((json_int_t)page->total));
-        json_object_set_new(j, "offset", json_integer((json_int_t)page->offset));
-        json_object_set_new(j, "limit", json_integer((json_int_t)page->limit));
+        json_t *j = jsr_page_json(page->total, page->offset, page->limit);
         json_t *a = json_array();
         uint64_t now = jsr_wall_ns();
         for (size_t i = 0; i < page->nstreams; i++)
             json_array_append_new(a, js_stream_info_json(page->streams[i], now));
         json_object_set_new(j, "streams", a);
-        if (page->nmissing) {
-            json_t *m = json_array();
-            for (size_t i = 0; i < page->nmissing; i++)
-                json_array_append_new(m, json_string(page->missing[i]));
-            json_object_set_new(j, "missing", m);
-        }
+        jsr_set_missing(j, page->missing, page->nmissing);
         jsr_send_json(r->s, r->reply, r->type, j);
     }
     jsr_free(r);
@@ -142,22 +117,15 @@ static void on_list(void *arg, int status, const char *msg, const jr_stream_page
 static void names_or_list(req *r, const void *data, size_t len, int list)
 {
     json_t *j = jsr_body(r, data, len);
-    if (!j) {
-        jsr_free(r);
-        return;
-    }
-    json_t *sv = json_object_get(j, "subject"), *ov = json_object_get(j, "offset");
+    if (!j) return;
+    json_t *sv = json_object_get(j, "subject");
     const char *subject =
         json_is_string(sv) && json_string_length(sv) ? json_string_value(sv) : NULL;
-    json_int_t off = json_is_integer(ov) ? json_integer_value(ov) : 0;
-    if (off < 0) off = 0;
-    int rc = list ? jr_stream_list(r->s->node, subject, (uint64_t)off, on_list, r)
-                  : jr_stream_names(r->s->node, subject, (uint64_t)off, on_names, r);
+    uint64_t off = jsr_offset(j);
+    int rc = list ? jr_stream_list(r->s->node, subject, off, on_list, r)
+                  : jr_stream_names(r->s->node, subject, off, on_names, r);
     json_decref(j);
-    if (rc) {
-        jsr_status_error(r, rc, NULL);
-        jsr_free(r);
-    }
+    jsr_fail(r, rc);
 }
 
 /* ---- purge, messages, stepdown -------------------------------------------------------------- */
@@ -179,10 +147,7 @@ static void on_purged(void *arg, int status, const char *msg, uint64_t purged)
 static void purge(req *r, const void *data, size_t len)
 {
     json_t *j = jsr_body(r, data, len);
-    if (!j) {
-        jsr_free(r);
-        return;
-    }
+    if (!j) return;
     jr_purge_opts po;
     jr_purge_opts_init(&po);
     json_t *f = json_object_get(j, "filter"), *seq = json_object_get(j, "seq"),
@@ -194,10 +159,7 @@ static void purge(req *r, const void *data, size_t len)
         po.keep = (uint64_t)json_integer_value(keep);
     int rc = jr_stream_purge(r->s->node, r->name, &po, on_purged, r);
     json_decref(j);
-    if (rc) {
-        jsr_status_error(r, rc, NULL);
-        jsr_free(r);
-    }
+    jsr_fail(r, rc);
 }
 
 static json_t *b64(const void *p, size_t len)
@@ -235,10 +197,7 @@ static void on_msg(void *arg, int status, const char *msg, const jr_stored_msg *
 static void msg_get(req *r, const void *data, size_t len)
 {
     json_t *j = jsr_body(r, data, len);
-    if (!j) {
-        jsr_free(r);
-        return;
-    }
+    if (!j) return;
     json_t *seq = json_object_get(j, "seq"), *last = json_object_get(j, "last_by_subj"),
            *next = json_object_get(j, "next_by_subj");
     int rc;
@@ -260,19 +219,13 @@ static void msg_get(req *r, const void *data, size_t len)
         return;
     }
     json_decref(j);
-    if (rc) {
-        jsr_status_error(r, rc, NULL);
-        jsr_free(r);
-    }
+    jsr_fail(r, rc);
 }
 
 static void msg_delete(req *r, const void *data, size_t len)
 {
     json_t *j = jsr_body(r, data, len);
-    if (!j) {
-        jsr_free(r);
-        return;
-    }
+    if (!j) return;
     json_t *seq = json_object_get(j, "seq");
     int no_erase = json_is_true(json_object_get(j, "no_erase"));
     int rc;
@@ -285,29 +238,17 @@ static void msg_delete(req *r, const void *data, size_t len)
     rc = jr_stream_msg_delete(r->s->node, r->name, (uint64_t)json_integer_value(seq), !no_erase,
                               jsr_done, r);
     json_decref(j);
-    if (rc) {
-        jsr_status_error(r, rc, NULL);
-        jsr_free(r);
-    }
+    jsr_fail(r, rc);
 }
 
 static void stepdown(req *r, const void *data, size_t len)
 {
     json_t *j = jsr_body(r, data, len);
-    if (!j) {
-        jsr_free(r);
-        return;
-    }
-    json_t *pl = json_object_get(j, "placement");
-    json_t *pref = json_is_object(pl) ? json_object_get(pl, "preferred") : NULL;
-    const char *peer =
-        json_is_string(pref) && json_string_length(pref) ? json_string_value(pref) : NULL;
+    if (!j) return;
+    const char *peer = jsr_preferred(j);
     int rc = jr_stream_stepdown(r->s->node, r->name, peer, jsr_done, r);
     json_decref(j);
-    if (rc) {
-        jsr_status_error(r, rc, NULL);
-        jsr_free(r);
-    }
+    jsr_fail(r, rc);
 }
 
 /* META.LEADER.STEPDOWN: {} or {"placement":{"preferred":"n2"}}. */

@@ -2,6 +2,7 @@
  * jsjson.c — JetStream's stream JSON (see jsjson.h).
  */
 #include "jsjson.h"
+#include "jsjson_impl.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -28,12 +29,29 @@ json_t *js_error_json(int code, int err_code, const char *desc)
     return json_pack("{s:i,s:i,s:s}", "code", code, "err_code", err_code, "description", desc);
 }
 
-static void set_err(int *code, int *err_code, char *desc, size_t desclen, int c, int e,
-                    const char *text)
+void jsj_set_err(int *code, int *err_code, char *desc, size_t desclen, int c, int e,
+                 const char *text)
 {
     *code = c;
     *err_code = e;
     snprintf(desc, desclen, "%s", text);
+}
+
+int jsj_unavailable(int status, int *code, int *err_code, char *desc, size_t desclen)
+{
+    switch (status) {
+    case JR_ENOLEADER:
+    case JR_ENOQUORUM:
+    case JR_ETIMEDOUT:
+    case JR_ELEADERLOST:
+    case JR_ECLOSED:
+    case JR_EDAMAGED:
+        jsj_set_err(code, err_code, desc, desclen, 503, 10008,
+                    "JetStream system temporarily unavailable");
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 void js_map_error(int status, const char *msg, int op, int *code, int *err_code, char *desc,
@@ -41,81 +59,76 @@ void js_map_error(int status, const char *msg, int op, int *code, int *err_code,
 {
     char buf[600];
     msg = msg && *msg ? msg : jr_strerror(status);
+    if (jsj_unavailable(status, code, err_code, desc, desclen)) return;
     switch (status) {
     case JR_ENOTFOUND:
         if (op == 'g' || op == 'x')
-            set_err(code, err_code, desc, desclen, 404, 10037, "no message found");
+            jsj_set_err(code, err_code, desc, desclen, 404, 10037, "no message found");
         else
-            set_err(code, err_code, desc, desclen, 404, 10059, "stream not found");
+            jsj_set_err(code, err_code, desc, desclen, 404, 10059, "stream not found");
         return;
     case JR_EEXIST:
-        set_err(code, err_code, desc, desclen, 400, 10058,
-                "stream name already in use with a different configuration");
+        jsj_set_err(code, err_code, desc, desclen, 400, 10058,
+                    "stream name already in use with a different configuration");
         return;
     case JR_EINVAL:
         if (strstr(msg, "overlap"))
-            set_err(code, err_code, desc, desclen, 400, 10065,
-                    "subjects overlap with an existing stream");
+            jsj_set_err(code, err_code, desc, desclen, 400, 10065,
+                        "subjects overlap with an existing stream");
         else if (op == 'c' || op == 'u')
-            set_err(code, err_code, desc, desclen, 500, 10052, msg);
+            jsj_set_err(code, err_code, desc, desclen, 500, 10052, msg);
         else
-            set_err(code, err_code, desc, desclen, 400, 10003, msg);
+            jsj_set_err(code, err_code, desc, desclen, 400, 10003, msg);
         return;
     case JR_ENORESOURCES:
         if (!strncmp(msg, "no suitable peers", 17))
-            set_err(code, err_code, desc, desclen, 400, 10005, msg);
+            jsj_set_err(code, err_code, desc, desclen, 400, 10005, msg);
         else
-            set_err(code, err_code, desc, desclen, 503, 10023, "insufficient resources");
-        return;
-    case JR_ENOLEADER:
-    case JR_ENOQUORUM:
-    case JR_ETIMEDOUT:
-    case JR_ELEADERLOST:
-    case JR_ECLOSED:
-    case JR_EDAMAGED:
-        set_err(code, err_code, desc, desclen, 503, 10008,
-                "JetStream system temporarily unavailable");
+            jsj_set_err(code, err_code, desc, desclen, 503, 10023, "insufficient resources");
         return;
     case JR_EBUSY:
-        set_err(code, err_code, desc, desclen, 400, 10202, "cluster member change is in progress");
+        jsj_set_err(code, err_code, desc, desclen, 400, 10202,
+                    "cluster member change is in progress");
         return;
     case JR_EMSGSIZE:
-        set_err(code, err_code, desc, desclen, 400, 10054, "message size exceeds maximum allowed");
+        jsj_set_err(code, err_code, desc, desclen, 400, 10054,
+                    "message size exceeds maximum allowed");
         return;
     case JR_EWRONGSTREAM:
-        set_err(code, err_code, desc, desclen, 400, 10060, "expected stream does not match");
+        jsj_set_err(code, err_code, desc, desclen, 400, 10060, "expected stream does not match");
         return;
     case JR_EWRONGLASTSEQ:
     case JR_EWRONGLASTSUBJSEQ:
-        set_err(code, err_code, desc, desclen, 400, 10071, "wrong last sequence");
+        jsj_set_err(code, err_code, desc, desclen, 400, 10071, "wrong last sequence");
         return;
     case JR_ESEALED:
-        set_err(code, err_code, desc, desclen, 400, 10109, "invalid operation on sealed stream");
+        jsj_set_err(code, err_code, desc, desclen, 400, 10109,
+                    "invalid operation on sealed stream");
         return;
     case JR_EWRONGLASTMSGID:
-        set_err(code, err_code, desc, desclen, 400, 10070, "wrong last msg ID");
+        jsj_set_err(code, err_code, desc, desclen, 400, 10070, "wrong last msg ID");
         return;
     case JR_ELIMIT:
         snprintf(buf, sizeof buf, "%s", msg);
-        set_err(code, err_code, desc, desclen, 503, 10077, buf);
+        jsj_set_err(code, err_code, desc, desclen, 503, 10077, buf);
         return;
     case JR_ENOTVOTER:
     case JR_ETRANSFER:
-        set_err(code, err_code, desc, desclen, 500, 10041, msg);
+        jsj_set_err(code, err_code, desc, desclen, 500, 10041, msg);
         return;
     default:
         if (op == 's')
-            set_err(code, err_code, desc, desclen, 500, 10041, msg);
+            jsj_set_err(code, err_code, desc, desclen, 500, 10041, msg);
         else if (op == 'x')
-            set_err(code, err_code, desc, desclen, 500, 10057, msg);
+            jsj_set_err(code, err_code, desc, desclen, 500, 10057, msg);
         else
-            set_err(code, err_code, desc, desclen, 500, 10051, msg);
+            jsj_set_err(code, err_code, desc, desclen, 500, 10051, msg);
         return;
     }
 }
 
-static int bad(int *code, int *err_code, char *desc, size_t desclen, const char *field,
-               const char *what)
+int jsj_bad(int *code, int *err_code, char *desc, size_t desclen, const char *field,
+            const char *what)
 {
     *code = 400;
     *err_code = 10025;
@@ -124,39 +137,37 @@ static int bad(int *code, int *err_code, char *desc, size_t desclen, const char 
 }
 
 /* Reads an optional integer field; absent or null leaves *out unchanged. */
-static int opt_int(json_t *j, const char *f, int64_t *out, int *code, int *err_code, char *desc,
-                   size_t dl)
+int jsj_int(json_t *j, const char *f, int64_t *out, int *code, int *err_code, char *desc, size_t dl)
 {
     json_t *v = json_object_get(j, f);
     if (!v || json_is_null(v)) return 0;
-    if (!json_is_integer(v)) return bad(code, err_code, desc, dl, f, "must be an integer");
+    if (!json_is_integer(v)) return jsj_bad(code, err_code, desc, dl, f, "must be an integer");
     *out = (int64_t)json_integer_value(v);
     return 0;
 }
 
-static int opt_bool(json_t *j, const char *f, int *out, int *code, int *err_code, char *desc,
-                    size_t dl)
+int jsj_bool(json_t *j, const char *f, int *out, int *code, int *err_code, char *desc, size_t dl)
 {
     json_t *v = json_object_get(j, f);
     if (!v || json_is_null(v)) return 0;
-    if (!json_is_boolean(v)) return bad(code, err_code, desc, dl, f, "must be a boolean");
+    if (!json_is_boolean(v)) return jsj_bad(code, err_code, desc, dl, f, "must be a boolean");
     *out = json_is_true(v);
     return 0;
 }
 
 /* An enum given as a string among names (index = value). */
-static int opt_enum(json_t *j, const char *f, const char *const *names, int n, int *out, int *code,
-                    int *err_code, char *desc, size_t dl)
+int jsj_enum(json_t *j, const char *f, const char *const *names, int n, int *out, int *code,
+             int *err_code, char *desc, size_t dl)
 {
     json_t *v = json_object_get(j, f);
     if (!v || json_is_null(v)) return 0;
-    if (!json_is_string(v)) return bad(code, err_code, desc, dl, f, "must be a string");
+    if (!json_is_string(v)) return jsj_bad(code, err_code, desc, dl, f, "must be a string");
     for (int i = 0; i < n; i++)
         if (names[i] && !strcmp(json_string_value(v), names[i])) {
             *out = i;
             return 0;
         }
-    return bad(code, err_code, desc, dl, f, "has an unknown value");
+    return jsj_bad(code, err_code, desc, dl, f, "has an unknown value");
 }
 
 static const char *const retention_names[] = {"limits", "interest", "workqueue"};
@@ -170,7 +181,8 @@ int js_stream_cfg_parse(json_t *j, js_stream_cfg *o, int *code, int *err_code, c
 {
     memset(o, 0, sizeof *o);
     jr_stream_config_init(&o->c);
-    if (!json_is_object(j)) return bad(code, err_code, desc, dl, "request", "must be an object");
+    if (!json_is_object(j))
+        return jsj_bad(code, err_code, desc, dl, "request", "must be an object");
     static const char *const unsupported[] = {"mirror", "sources", "republish",
                                               "subject_transform"};
     for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++) {
@@ -183,20 +195,22 @@ int js_stream_cfg_parse(json_t *j, js_stream_cfg *o, int *code, int *err_code, c
         }
     }
     json_t *v = json_object_get(j, "name");
-    if (v && !json_is_string(v)) return bad(code, err_code, desc, dl, "name", "must be a string");
+    if (v && !json_is_string(v))
+        return jsj_bad(code, err_code, desc, dl, "name", "must be a string");
     o->c.name = v ? json_string_value(v) : NULL;
     v = json_object_get(j, "description");
     if (v && json_is_string(v)) o->c.description = json_string_value(v);
     v = json_object_get(j, "subjects");
     if (v && !json_is_null(v)) {
-        if (!json_is_array(v)) return bad(code, err_code, desc, dl, "subjects", "must be an array");
+        if (!json_is_array(v))
+            return jsj_bad(code, err_code, desc, dl, "subjects", "must be an array");
         size_t n = json_array_size(v);
         o->subjects = calloc(n ? n : 1, sizeof *o->subjects);
-        if (!o->subjects) return bad(code, err_code, desc, dl, "subjects", "out of memory");
+        if (!o->subjects) return jsj_bad(code, err_code, desc, dl, "subjects", "out of memory");
         for (size_t i = 0; i < n; i++) {
             json_t *s = json_array_get(v, i);
             if (!json_is_string(s))
-                return bad(code, err_code, desc, dl, "subjects", "must hold strings");
+                return jsj_bad(code, err_code, desc, dl, "subjects", "must hold strings");
             o->subjects[i] = json_string_value(s);
         }
         if (n) {
@@ -206,67 +220,68 @@ int js_stream_cfg_parse(json_t *j, js_stream_cfg *o, int *code, int *err_code, c
     }
     int64_t i64;
     uint64_t ns;
-    if (opt_enum(j, "retention", retention_names, 3, &o->c.retention, code, err_code, desc, dl) ||
-        opt_enum(j, "discard", discard_names, 2, &o->c.discard, code, err_code, desc, dl) ||
-        opt_enum(j, "storage", storage_names, 2, &o->c.storage, code, err_code, desc, dl) ||
-        opt_enum(j, "compression", compression_names, 2, &o->c.compression, code, err_code, desc,
+    if (jsj_enum(j, "retention", retention_names, 3, &o->c.retention, code, err_code, desc, dl) ||
+        jsj_enum(j, "discard", discard_names, 2, &o->c.discard, code, err_code, desc, dl) ||
+        jsj_enum(j, "storage", storage_names, 2, &o->c.storage, code, err_code, desc, dl) ||
+        jsj_enum(j, "compression", compression_names, 2, &o->c.compression, code, err_code, desc,
                  dl) ||
-        opt_int(j, "max_consumers", &o->c.max_consumers, code, err_code, desc, dl) ||
-        opt_int(j, "max_msgs", &o->c.max_msgs, code, err_code, desc, dl) ||
-        opt_int(j, "max_bytes", &o->c.max_bytes, code, err_code, desc, dl) ||
-        opt_int(j, "max_msgs_per_subject", &o->c.max_msgs_per_subject, code, err_code, desc, dl))
+        jsj_int(j, "max_consumers", &o->c.max_consumers, code, err_code, desc, dl) ||
+        jsj_int(j, "max_msgs", &o->c.max_msgs, code, err_code, desc, dl) ||
+        jsj_int(j, "max_bytes", &o->c.max_bytes, code, err_code, desc, dl) ||
+        jsj_int(j, "max_msgs_per_subject", &o->c.max_msgs_per_subject, code, err_code, desc, dl))
         return -1;
     i64 = o->c.max_msg_size;
-    if (opt_int(j, "max_msg_size", &i64, code, err_code, desc, dl)) return -1;
+    if (jsj_int(j, "max_msg_size", &i64, code, err_code, desc, dl)) return -1;
     if (i64 < INT32_MIN || i64 > INT32_MAX)
-        return bad(code, err_code, desc, dl, "max_msg_size", "is out of range");
+        return jsj_bad(code, err_code, desc, dl, "max_msg_size", "is out of range");
     o->c.max_msg_size = (int32_t)i64;
     /* JetStream writes 0 for "no limit" in these two as nats.c sends them. */
     if (o->c.max_msgs_per_subject == 0) o->c.max_msgs_per_subject = -1;
     if (o->c.max_msg_size == 0) o->c.max_msg_size = -1;
     i64 = 0;
-    if (opt_int(j, "max_age", &i64, code, err_code, desc, dl)) return -1;
-    if (i64 < 0) return bad(code, err_code, desc, dl, "max_age", "must not be negative");
+    if (jsj_int(j, "max_age", &i64, code, err_code, desc, dl)) return -1;
+    if (i64 < 0) return jsj_bad(code, err_code, desc, dl, "max_age", "must not be negative");
     o->c.max_age_ns = (uint64_t)i64;
     i64 = 0;
-    if (opt_int(j, "duplicate_window", &i64, code, err_code, desc, dl)) return -1;
-    if (i64 < 0) return bad(code, err_code, desc, dl, "duplicate_window", "must not be negative");
+    if (jsj_int(j, "duplicate_window", &i64, code, err_code, desc, dl)) return -1;
+    if (i64 < 0)
+        return jsj_bad(code, err_code, desc, dl, "duplicate_window", "must not be negative");
     ns = (uint64_t)i64;
     o->c.duplicate_window_ns = ns;
     i64 = 1;
-    if (opt_int(j, "num_replicas", &i64, code, err_code, desc, dl)) return -1;
+    if (jsj_int(j, "num_replicas", &i64, code, err_code, desc, dl)) return -1;
     if (i64 == 0) i64 = 1;
     if (i64 < 0 || i64 > 1000)
-        return bad(code, err_code, desc, dl, "num_replicas", "is out of range");
+        return jsj_bad(code, err_code, desc, dl, "num_replicas", "is out of range");
     o->c.replicas = (int)i64;
-    if (opt_bool(j, "sealed", &o->c.sealed, code, err_code, desc, dl) ||
-        opt_bool(j, "deny_delete", &o->c.deny_delete, code, err_code, desc, dl) ||
-        opt_bool(j, "deny_purge", &o->c.deny_purge, code, err_code, desc, dl) ||
-        opt_bool(j, "allow_rollup_hdrs", &o->c.allow_rollup, code, err_code, desc, dl) ||
-        opt_bool(j, "allow_direct", &o->c.allow_direct, code, err_code, desc, dl))
+    if (jsj_bool(j, "sealed", &o->c.sealed, code, err_code, desc, dl) ||
+        jsj_bool(j, "deny_delete", &o->c.deny_delete, code, err_code, desc, dl) ||
+        jsj_bool(j, "deny_purge", &o->c.deny_purge, code, err_code, desc, dl) ||
+        jsj_bool(j, "allow_rollup_hdrs", &o->c.allow_rollup, code, err_code, desc, dl) ||
+        jsj_bool(j, "allow_direct", &o->c.allow_direct, code, err_code, desc, dl))
         return -1;
     v = json_object_get(j, "placement");
     if (v && !json_is_null(v)) {
         if (!json_is_object(v))
-            return bad(code, err_code, desc, dl, "placement", "must be an object");
+            return jsj_bad(code, err_code, desc, dl, "placement", "must be an object");
         jr_placement_init(&o->placement);
         json_t *cl = json_object_get(v, "cluster");
         if (cl && json_is_string(cl) && json_string_length(cl)) {
             o->placement.cluster = json_string_value(cl);
         } else if (cl && !json_is_null(cl) && !json_is_string(cl)) {
-            return bad(code, err_code, desc, dl, "placement.cluster", "must be a string");
+            return jsj_bad(code, err_code, desc, dl, "placement.cluster", "must be a string");
         }
         json_t *tags = json_object_get(v, "tags");
         if (tags && !json_is_null(tags)) {
             if (!json_is_array(tags))
-                return bad(code, err_code, desc, dl, "placement.tags", "must be an array");
+                return jsj_bad(code, err_code, desc, dl, "placement.tags", "must be an array");
             size_t n = json_array_size(tags);
             o->tags = calloc(n ? n : 1, sizeof *o->tags);
-            if (!o->tags) return bad(code, err_code, desc, dl, "placement", "out of memory");
+            if (!o->tags) return jsj_bad(code, err_code, desc, dl, "placement", "out of memory");
             for (size_t i = 0; i < n; i++) {
                 json_t *t = json_array_get(tags, i);
                 if (!json_is_string(t))
-                    return bad(code, err_code, desc, dl, "placement.tags", "must hold strings");
+                    return jsj_bad(code, err_code, desc, dl, "placement.tags", "must hold strings");
                 o->tags[i] = json_string_value(t);
             }
             o->placement.tags = o->tags;
@@ -278,13 +293,13 @@ int js_stream_cfg_parse(json_t *j, js_stream_cfg *o, int *code, int *err_code, c
     if (v && json_is_object(v) && json_object_size(v)) {
         size_t n = json_object_size(v), i = 0;
         o->metadata = calloc(n, sizeof *o->metadata);
-        if (!o->metadata) return bad(code, err_code, desc, dl, "metadata", "out of memory");
+        if (!o->metadata) return jsj_bad(code, err_code, desc, dl, "metadata", "out of memory");
         const char *k;
         json_t *mv;
         json_object_foreach(v, k, mv)
         {
             if (!json_is_string(mv))
-                return bad(code, err_code, desc, dl, "metadata", "values must be strings");
+                return jsj_bad(code, err_code, desc, dl, "metadata", "values must be strings");
             o->metadata[i].key = k;
             o->metadata[i].value = json_string_value(mv);
             i++;

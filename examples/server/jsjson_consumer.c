@@ -3,6 +3,7 @@
  * requests, ack payloads, ack subjects (see jsjson.h).
  */
 #include "jsjson.h"
+#include "jsjson_impl.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -135,43 +136,15 @@ static const char *const ack_names[] = {"none", "all", "explicit"};
 static const char *const replay_names[] = {"instant", "original"};
 static const char *const priority_names[] = {"none", "overflow", "pinned_client", "prioritized"};
 
-static int bad(int *code, int *err_code, char *desc, size_t dl, const char *field, const char *what)
-{
-    *code = 400;
-    *err_code = 10025;
-    snprintf(desc, dl, "invalid JSON: %s %s", field, what);
-    return -1;
-}
-
 #define ERR code, err_code, desc, dl
-
-static int get_int(json_t *j, const char *f, int64_t *out, int *code, int *err_code, char *desc,
-                   size_t dl)
-{
-    json_t *v = json_object_get(j, f);
-    if (!v || json_is_null(v)) return 0;
-    if (!json_is_integer(v)) return bad(ERR, f, "must be an integer");
-    *out = (int64_t)json_integer_value(v);
-    return 0;
-}
 
 static int get_uint(json_t *j, const char *f, uint64_t *out, int *code, int *err_code, char *desc,
                     size_t dl)
 {
     int64_t v = 0;
-    if (get_int(j, f, &v, ERR)) return -1;
-    if (v < 0) return bad(ERR, f, "must not be negative");
+    if (jsj_int(j, f, &v, ERR)) return -1;
+    if (v < 0) return jsj_bad(ERR, f, "must not be negative");
     if (json_object_get(j, f)) *out = (uint64_t)v;
-    return 0;
-}
-
-static int get_bool(json_t *j, const char *f, int *out, int *code, int *err_code, char *desc,
-                    size_t dl)
-{
-    json_t *v = json_object_get(j, f);
-    if (!v || json_is_null(v)) return 0;
-    if (!json_is_boolean(v)) return bad(ERR, f, "must be a boolean");
-    *out = json_is_true(v);
     return 0;
 }
 
@@ -181,23 +154,9 @@ static int get_str(json_t *j, const char *f, const char **out, int *code, int *e
 {
     json_t *v = json_object_get(j, f);
     if (!v || json_is_null(v)) return 0;
-    if (!json_is_string(v)) return bad(ERR, f, "must be a string");
+    if (!json_is_string(v)) return jsj_bad(ERR, f, "must be a string");
     if (json_string_length(v)) *out = json_string_value(v);
     return 0;
-}
-
-static int get_enum(json_t *j, const char *f, const char *const *names, int n, int *out, int *code,
-                    int *err_code, char *desc, size_t dl)
-{
-    json_t *v = json_object_get(j, f);
-    if (!v || json_is_null(v)) return 0;
-    if (!json_is_string(v)) return bad(ERR, f, "must be a string");
-    for (int i = 0; i < n; i++)
-        if (!strcmp(json_string_value(v), names[i])) {
-            *out = i;
-            return 0;
-        }
-    return bad(ERR, f, "has an unknown value");
 }
 
 static int get_time(json_t *j, const char *f, uint64_t *out, int *code, int *err_code, char *desc,
@@ -206,7 +165,7 @@ static int get_time(json_t *j, const char *f, uint64_t *out, int *code, int *err
     json_t *v = json_object_get(j, f);
     if (!v || json_is_null(v)) return 0;
     if (!json_is_string(v) || js_parse_time(json_string_value(v), out))
-        return bad(ERR, f, "must be an RFC 3339 time");
+        return jsj_bad(ERR, f, "must be an RFC 3339 time");
     return 0;
 }
 
@@ -216,13 +175,13 @@ static int get_strings(json_t *j, const char *f, const char ***arr, size_t *n, i
 {
     json_t *v = json_object_get(j, f);
     if (!v || json_is_null(v)) return 0;
-    if (!json_is_array(v)) return bad(ERR, f, "must be an array");
+    if (!json_is_array(v)) return jsj_bad(ERR, f, "must be an array");
     size_t k = json_array_size(v);
     *arr = calloc(k ? k : 1, sizeof **arr);
-    if (!*arr) return bad(ERR, f, "out of memory");
+    if (!*arr) return jsj_bad(ERR, f, "out of memory");
     for (size_t i = 0; i < k; i++) {
         json_t *s = json_array_get(v, i);
-        if (!json_is_string(s)) return bad(ERR, f, "must hold strings");
+        if (!json_is_string(s)) return jsj_bad(ERR, f, "must hold strings");
         (*arr)[i] = json_string_value(s);
     }
     *n = k;
@@ -235,53 +194,53 @@ int js_consumer_cfg_parse(json_t *j, js_consumer_cfg *o, int *code, int *err_cod
     memset(o, 0, sizeof *o);
     jr_consumer_config_init(&o->c);
     jr_consumer_config *c = &o->c;
-    if (!json_is_object(j)) return bad(ERR, "config", "must be an object");
+    if (!json_is_object(j)) return jsj_bad(ERR, "config", "must be an object");
     c->ack_policy = JR_ACK_NONE; /* JetStream: a missing ack_policy is the zero value */
     if (get_str(j, "name", &c->name, ERR) || get_str(j, "durable_name", &c->durable_name, ERR) ||
         get_str(j, "description", &c->description, ERR) ||
-        get_enum(j, "deliver_policy", deliver_names, 6, &c->deliver_policy, ERR) ||
+        jsj_enum(j, "deliver_policy", deliver_names, 6, &c->deliver_policy, ERR) ||
         get_uint(j, "opt_start_seq", &c->opt_start_seq, ERR) ||
         get_time(j, "opt_start_time", &c->opt_start_time_ns, ERR) ||
-        get_enum(j, "ack_policy", ack_names, 3, &c->ack_policy, ERR) ||
-        get_int(j, "ack_wait", &c->ack_wait_ns, ERR) ||
-        get_int(j, "max_deliver", &c->max_deliver, ERR) ||
+        jsj_enum(j, "ack_policy", ack_names, 3, &c->ack_policy, ERR) ||
+        jsj_int(j, "ack_wait", &c->ack_wait_ns, ERR) ||
+        jsj_int(j, "max_deliver", &c->max_deliver, ERR) ||
         get_str(j, "filter_subject", &c->filter_subject, ERR) ||
-        get_enum(j, "replay_policy", replay_names, 2, &c->replay_policy, ERR) ||
+        jsj_enum(j, "replay_policy", replay_names, 2, &c->replay_policy, ERR) ||
         get_uint(j, "rate_limit_bps", &c->rate_limit_bps, ERR) ||
         get_str(j, "sample_freq", &c->sample_freq, ERR) ||
-        get_int(j, "max_waiting", &c->max_waiting, ERR) ||
-        get_int(j, "max_ack_pending", &c->max_ack_pending, ERR) ||
-        get_bool(j, "headers_only", &c->headers_only, ERR) ||
-        get_int(j, "max_batch", &c->max_batch, ERR) ||
-        get_int(j, "max_expires", &c->max_expires_ns, ERR) ||
-        get_int(j, "max_bytes", &c->max_bytes, ERR) ||
+        jsj_int(j, "max_waiting", &c->max_waiting, ERR) ||
+        jsj_int(j, "max_ack_pending", &c->max_ack_pending, ERR) ||
+        jsj_bool(j, "headers_only", &c->headers_only, ERR) ||
+        jsj_int(j, "max_batch", &c->max_batch, ERR) ||
+        jsj_int(j, "max_expires", &c->max_expires_ns, ERR) ||
+        jsj_int(j, "max_bytes", &c->max_bytes, ERR) ||
         get_str(j, "deliver_subject", &c->deliver_subject, ERR) ||
         get_str(j, "deliver_group", &c->deliver_group, ERR) ||
-        get_int(j, "idle_heartbeat", &c->idle_heartbeat_ns, ERR) ||
-        get_bool(j, "flow_control", &c->flow_control, ERR) ||
-        get_int(j, "inactive_threshold", &c->inactive_threshold_ns, ERR) ||
-        get_bool(j, "mem_storage", &c->mem_storage, ERR) ||
+        jsj_int(j, "idle_heartbeat", &c->idle_heartbeat_ns, ERR) ||
+        jsj_bool(j, "flow_control", &c->flow_control, ERR) ||
+        jsj_int(j, "inactive_threshold", &c->inactive_threshold_ns, ERR) ||
+        jsj_bool(j, "mem_storage", &c->mem_storage, ERR) ||
         get_time(j, "pause_until", &c->pause_until_ns, ERR) ||
-        get_enum(j, "priority_policy", priority_names, 4, &c->priority_policy, ERR) ||
-        get_int(j, "priority_timeout", &c->priority_timeout_ns, ERR) ||
+        jsj_enum(j, "priority_policy", priority_names, 4, &c->priority_policy, ERR) ||
+        jsj_int(j, "priority_timeout", &c->priority_timeout_ns, ERR) ||
         get_strings(j, "filter_subjects", &o->filters, &c->nfilter_subjects, ERR) ||
         get_strings(j, "priority_groups", &o->groups, &c->npriority_groups, ERR))
         return -1;
     int64_t r = 0;
-    if (get_int(j, "num_replicas", &r, ERR)) return -1;
-    if (r < -1000 || r > 1000) return bad(ERR, "num_replicas", "is out of range");
+    if (jsj_int(j, "num_replicas", &r, ERR)) return -1;
+    if (r < -1000 || r > 1000) return jsj_bad(ERR, "num_replicas", "is out of range");
     c->num_replicas = (int)r;
     if (c->nfilter_subjects) c->filter_subjects = o->filters;
     if (c->npriority_groups) c->priority_groups = o->groups;
     json_t *v = json_object_get(j, "backoff");
     if (v && !json_is_null(v)) {
-        if (!json_is_array(v)) return bad(ERR, "backoff", "must be an array");
+        if (!json_is_array(v)) return jsj_bad(ERR, "backoff", "must be an array");
         size_t n = json_array_size(v);
         o->backoff = calloc(n ? n : 1, sizeof *o->backoff);
-        if (!o->backoff) return bad(ERR, "backoff", "out of memory");
+        if (!o->backoff) return jsj_bad(ERR, "backoff", "out of memory");
         for (size_t i = 0; i < n; i++) {
             json_t *e = json_array_get(v, i);
-            if (!json_is_integer(e)) return bad(ERR, "backoff", "must hold integers");
+            if (!json_is_integer(e)) return jsj_bad(ERR, "backoff", "must hold integers");
             o->backoff[i] = (int64_t)json_integer_value(e);
         }
         if (n) {
@@ -291,15 +250,15 @@ int js_consumer_cfg_parse(json_t *j, js_consumer_cfg *o, int *code, int *err_cod
     }
     v = json_object_get(j, "metadata");
     if (v && !json_is_null(v)) {
-        if (!json_is_object(v)) return bad(ERR, "metadata", "must be an object");
+        if (!json_is_object(v)) return jsj_bad(ERR, "metadata", "must be an object");
         size_t n = json_object_size(v), i = 0;
         o->metadata = calloc(n ? n : 1, sizeof *o->metadata);
-        if (!o->metadata) return bad(ERR, "metadata", "out of memory");
+        if (!o->metadata) return jsj_bad(ERR, "metadata", "out of memory");
         const char *k;
         json_t *mv;
         json_object_foreach(v, k, mv)
         {
-            if (!json_is_string(mv)) return bad(ERR, "metadata", "values must be strings");
+            if (!json_is_string(mv)) return jsj_bad(ERR, "metadata", "values must be strings");
             o->metadata[i].key = k;
             o->metadata[i].value = json_string_value(mv);
             i++;
@@ -492,74 +451,60 @@ static const struct {
     {"PinnedTTL cannot be set when PriorityPolicy is none", 400, 10197},
 };
 
-static void set_err(int *code, int *err_code, char *desc, size_t dl, int c, int e, const char *t)
-{
-    *code = c;
-    *err_code = e;
-    snprintf(desc, dl, "%s", t);
-}
-
 void js_map_consumer_error(int status, const char *msg, int op, int *code, int *err_code,
                            char *desc, size_t dl)
 {
     msg = msg && *msg ? msg : jr_strerror(status);
+    if (jsj_unavailable(status, code, err_code, desc, dl)) return;
     switch (status) {
     case JR_ENOSTREAM:
-        set_err(code, err_code, desc, dl, 404, 10059, "stream not found");
+        jsj_set_err(code, err_code, desc, dl, 404, 10059, "stream not found");
         return;
     case JR_ENOTFOUND:
         if (strstr(msg, "stream not found"))
-            set_err(code, err_code, desc, dl, 404, 10059, "stream not found");
+            jsj_set_err(code, err_code, desc, dl, 404, 10059, "stream not found");
         else if (op == 'u')
-            set_err(code, err_code, desc, dl, 400, 10149, "consumer does not exist");
+            jsj_set_err(code, err_code, desc, dl, 400, 10149, "consumer does not exist");
         else
-            set_err(code, err_code, desc, dl, 404, 10014, "consumer not found");
+            jsj_set_err(code, err_code, desc, dl, 404, 10014, "consumer not found");
         return;
     case JR_EEXIST:
         if (strstr(msg, "name already in use"))
-            set_err(code, err_code, desc, dl, 400, 10013, "consumer name already in use");
+            jsj_set_err(code, err_code, desc, dl, 400, 10013, "consumer name already in use");
         else
-            set_err(code, err_code, desc, dl, 400, 10148, "consumer already exists");
+            jsj_set_err(code, err_code, desc, dl, 400, 10148, "consumer already exists");
         return;
     case JR_EINVAL:
         for (size_t i = 0; i < sizeof config_errors / sizeof *config_errors; i++)
             if (!strncmp(msg, config_errors[i].prefix, strlen(config_errors[i].prefix))) {
-                set_err(code, err_code, desc, dl, config_errors[i].code, config_errors[i].err_code,
-                        msg);
+                jsj_set_err(code, err_code, desc, dl, config_errors[i].code,
+                            config_errors[i].err_code, msg);
                 return;
             }
         if (op == 's')
-            set_err(code, err_code, desc, dl, 500, 10041, msg);
+            jsj_set_err(code, err_code, desc, dl, 500, 10041, msg);
         else if (op == 'c' || op == 'u')
-            set_err(code, err_code, desc, dl, 500, 10012, msg);
+            jsj_set_err(code, err_code, desc, dl, 500, 10012, msg);
         else
-            set_err(code, err_code, desc, dl, 400, 10003, msg);
+            jsj_set_err(code, err_code, desc, dl, 400, 10003, msg);
         return;
     case JR_ELIMIT:
-        set_err(code, err_code, desc, dl, 400, 10026, "maximum consumers limit reached");
+        jsj_set_err(code, err_code, desc, dl, 400, 10026, "maximum consumers limit reached");
         return;
     case JR_ENORESOURCES:
-        set_err(code, err_code, desc, dl, 503, 10023, "insufficient resources");
-        return;
-    case JR_ENOLEADER:
-    case JR_ENOQUORUM:
-    case JR_ETIMEDOUT:
-    case JR_ELEADERLOST:
-    case JR_ECLOSED:
-    case JR_EDAMAGED:
-        set_err(code, err_code, desc, dl, 503, 10008, "JetStream system temporarily unavailable");
+        jsj_set_err(code, err_code, desc, dl, 503, 10023, "insufficient resources");
         return;
     case JR_ENOTVOTER:
     case JR_ETRANSFER:
-        set_err(code, err_code, desc, dl, 500, 10041, msg);
+        jsj_set_err(code, err_code, desc, dl, 500, 10041, msg);
         return;
     default:
         if (op == 's')
-            set_err(code, err_code, desc, dl, 500, 10041, msg);
+            jsj_set_err(code, err_code, desc, dl, 500, 10041, msg);
         else if (op == 'c' || op == 'u')
-            set_err(code, err_code, desc, dl, 500, 10012, msg);
+            jsj_set_err(code, err_code, desc, dl, 500, 10012, msg);
         else
-            set_err(code, err_code, desc, dl, 500, 10003, msg);
+            jsj_set_err(code, err_code, desc, dl, 500, 10003, msg);
         return;
     }
 }
@@ -601,14 +546,14 @@ int js_pull_parse(const void *data, size_t len, js_pull *o, char *err, size_t er
     int64_t pri = 0;
     const char *group = NULL, *id = NULL;
     int rc =
-        get_int(j, "batch", &o->batch, &code, &err_code, desc, sizeof desc) ||
-        get_int(j, "max_bytes", &o->max_bytes, &code, &err_code, desc, sizeof desc) ||
-        get_int(j, "expires", &o->expires_ns, &code, &err_code, desc, sizeof desc) ||
-        get_int(j, "idle_heartbeat", &o->heartbeat_ns, &code, &err_code, desc, sizeof desc) ||
-        get_bool(j, "no_wait", &o->no_wait, &code, &err_code, desc, sizeof desc) ||
-        get_int(j, "min_pending", &o->min_pending, &code, &err_code, desc, sizeof desc) ||
-        get_int(j, "min_ack_pending", &o->min_ack_pending, &code, &err_code, desc, sizeof desc) ||
-        get_int(j, "priority", &pri, &code, &err_code, desc, sizeof desc) ||
+        jsj_int(j, "batch", &o->batch, &code, &err_code, desc, sizeof desc) ||
+        jsj_int(j, "max_bytes", &o->max_bytes, &code, &err_code, desc, sizeof desc) ||
+        jsj_int(j, "expires", &o->expires_ns, &code, &err_code, desc, sizeof desc) ||
+        jsj_int(j, "idle_heartbeat", &o->heartbeat_ns, &code, &err_code, desc, sizeof desc) ||
+        jsj_bool(j, "no_wait", &o->no_wait, &code, &err_code, desc, sizeof desc) ||
+        jsj_int(j, "min_pending", &o->min_pending, &code, &err_code, desc, sizeof desc) ||
+        jsj_int(j, "min_ack_pending", &o->min_ack_pending, &code, &err_code, desc, sizeof desc) ||
+        jsj_int(j, "priority", &pri, &code, &err_code, desc, sizeof desc) ||
         get_str(j, "group", &group, &code, &err_code, desc, sizeof desc) ||
         get_str(j, "id", &id, &code, &err_code, desc, sizeof desc);
     if (!rc && ((group && strlen(group) >= sizeof o->group) || (id && strlen(id) >= sizeof o->id)))

@@ -61,6 +61,23 @@ int e2e_seeds(uint64_t *first, uint64_t *count)
     return s != NULL;
 }
 
+int e2e_run_shifted(Suite *(*make)(void), uint64_t *seed_shift)
+{
+    uint64_t first = 0, count = 1;
+    e2e_seeds(&first, &count);
+    int failed = 0;
+    for (uint64_t k = 0; k < count && !failed; k++) {
+        *seed_shift = first + k;
+        SRunner *sr = srunner_create(make());
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        if (failed)
+            fprintf(stderr, "failed with seeds shifted by %llu\n", (unsigned long long)(first + k));
+        srunner_free(sr);
+    }
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 int e2e_new(e2e *c, unsigned n, uint64_t seed, uint32_t timeout_ms)
 {
     c->n = n;
@@ -666,4 +683,123 @@ void e2e_consumer_describe(e2e *c, unsigned i, const char *stream, const char *n
              r->lead ? (unsigned long long)r->lead->cursor : 0ull,
              r->lead ? (unsigned long long)r->lead->inflight : 0ull,
              r->lead ? r->lead->nwaiting : (size_t)0);
+}
+
+/* ---- a workload ----------------------------------------------------------------------------- */
+
+void e2e_work_init(e2e_work *w, e2e *c, const char *stream, int n)
+{
+    memset(w, 0, sizeof *w);
+    w->c = c;
+    w->stream = stream;
+    w->n = n;
+    w->res = calloc(n ? (size_t)n : 1, sizeof *w->res);
+    w->got_cap = (size_t)n * 2 + 16;
+    w->got = calloc(w->got_cap, 1);
+    ck_assert(w->res && w->got);
+}
+
+void e2e_work_free(e2e_work *w)
+{
+    free(w->res);
+    free(w->got);
+}
+
+/* The first live node not skipped, or NULL. */
+static jr_node *work_node(e2e_work *w)
+{
+    for (unsigned t = 0; t < jr_sim_size(w->c->sim); t++)
+        if (e2e_node(w->c, t) && !w->skip[t]) return e2e_node(w->c, t);
+    return NULL;
+}
+
+static void work_issue(e2e_work *w)
+{
+    if (w->issued >= w->n) return;
+    unsigned size = jr_sim_size(w->c->sim);
+    for (unsigned t = 0; t < size; t++) {
+        unsigned via = (unsigned)(w->issued + (int)t) % size;
+        if (!e2e_node(w->c, via) || w->skip[via]) continue;
+        int i = w->issued++;
+        memset(&w->res[i], 0, sizeof w->res[i]);
+        int rc = e2e_publish_order(e2e_node(w->c, via), i, e2e_pub_cb, &w->res[i]);
+        ck_assert_msg(rc == 0, "publish %d via n%u: %s", i, via, jr_strerror(rc));
+        return;
+    }
+}
+
+static void work_on_fetch(void *arg, int status, const char *msg, const jr_consumer_msg *m,
+                          const jr_fetch_end *end)
+{
+    e2e_work *w = arg;
+    (void)msg;
+    if (m) {
+        if (m->stream_seq < w->got_cap) w->got[m->stream_seq] = 1;
+        w->delivered++;
+        jr_node *n = work_node(w);
+        if (n) jr_consumer_ack(n, m->ack_token, JR_ACK_ACK, 0, NULL, NULL, NULL);
+        return;
+    }
+    if (end || status) w->fetching = 0;
+}
+
+static void work_fetch(e2e_work *w)
+{
+    jr_node *n = work_node(w);
+    if (w->fetching || !n) return;
+    jr_fetch_opts o;
+    jr_fetch_opts_init(&o);
+    o.batch = 20;
+    o.expires_ns = (int64_t)(200 * MS);
+    if (jr_consumer_fetch(n, w->stream, "PROC", &o, work_on_fetch, w) == 0) {
+        w->fetching = 1;
+        w->fetches++;
+    }
+}
+
+void e2e_work_run(e2e_work *w, uint64_t ns)
+{
+    uint64_t end = jr_sim_now(w->c->sim) + ns;
+    while (jr_sim_now(w->c->sim) < end) {
+        work_issue(w);
+        work_fetch(w);
+        jr_sim_run_for(w->c->sim, 5 * MS);
+    }
+}
+
+int e2e_work_answered(void *arg, jr_sim *sim)
+{
+    e2e_work *w = arg;
+    (void)sim;
+    for (int i = 0; i < w->issued; i++)
+        if (!w->res[i].done) return 0;
+    return 1;
+}
+
+int e2e_work_check(e2e_work *w, unsigned via)
+{
+    ck_assert_int_eq(jr_sim_run_until(w->c->sim, e2e_work_answered, w, 60 * SEC), 0);
+    int unknown = 0, acked = 0;
+    for (int i = 0; i < w->issued; i++) {
+        /* the server it was given to crashed (or was removed) before the ack: not acknowledged */
+        if (w->res[i].status == JR_ECLOSED || w->res[i].status == JR_EREMOVED) continue;
+        /* its stream leader crashed and the failover did not finish in time: the outcome is
+         * unknown, it was not acknowledged (a few at most) */
+        if (w->res[i].status == JR_ETIMEDOUT || w->res[i].status == JR_ELEADERLOST) {
+            ck_assert_int_le(++unknown, w->issued / 20 + 1);
+            continue;
+        }
+        ck_assert_msg(w->res[i].status == 0, "publish %d failed: %s (%s)", i,
+                      jr_strerror(w->res[i].status), w->res[i].msg);
+        acked++;
+        e2e_res r;
+        memset(&r, 0, sizeof r);
+        int rc = e2e_msg_get(w->c, via, w->stream, w->res[i].seq, &r);
+        ck_assert_msg(rc == 0, "acknowledged publish %d (seq %llu) not read back: %s (%s)", i,
+                      (unsigned long long)w->res[i].seq, jr_strerror(rc), r.msg);
+        char d[64];
+        snprintf(d, sizeof d, "order %d", i);
+        ck_assert_str_eq(r.data, d);
+    }
+    return acked;
 }

@@ -44,6 +44,11 @@ typedef struct e2e {
 /* The seeds a randomized test runs: JR_SEEDS=first:count, when set and well formed, into *first
  * and *count (left as they are otherwise). 1 if JR_SEEDS is set. */
 int e2e_seeds(uint64_t *first, uint64_t *count);
+/* main of a suite whose tests add *seed_shift to their seeds: runs the suite once with shift 0,
+ * or with JR_SEEDS=first:count up to count times with shifts first, first + 1, ..., stopping at
+ * the first run with a failure (its shift said on stderr). Returns the exit status. */
+struct Suite;
+int e2e_run_shifted(struct Suite *(*make)(void), uint64_t *seed_shift);
 int e2e_new(e2e *c, unsigned n, uint64_t seed, uint32_t timeout_ms);
 void e2e_free(e2e *c);
 jr_node *e2e_node(e2e *c, unsigned i);
@@ -196,5 +201,37 @@ void e2e_consumer_describe(e2e *c, unsigned i, const char *stream, const char *n
 /* A stream config with JetStream's defaults, name, one subject and replicas. */
 void e2e_config(jr_stream_config *cfg, const char *name, const char *const *subjects,
                 size_t nsubjects, int replicas);
+
+/* ---- a workload ----------------------------------------------------------------------------- */
+
+/* Publishes with msg ids to `stream` (e2e_publish_order: "order <i>" on orders.<i>), one each
+ * 5 ms of simulated time through the live servers not in skip, in turn; and a durable pull
+ * consumer PROC of the stream that fetches (batches of 20, 200 ms expiry) through such a
+ * server and acknowledges every delivery. */
+typedef struct e2e_work {
+    e2e *c;
+    const char *stream;
+    int n, issued; /* publishes to make, and made */
+    e2e_res *res;  /* n: each publish's outcome */
+    uint8_t *got;  /* stream seqs the consumer received (index seq), got_cap of them */
+    size_t got_cap;
+    int fetching; /* a fetch is in flight (set by hand: no fetches) */
+    uint64_t fetches, delivered;
+    unsigned skip[E2E_MAX]; /* nodes not to use (removed, or about to be) */
+} e2e_work;
+
+/* A workload of n publishes to stream (n 0: the loop only runs the cluster). */
+void e2e_work_init(e2e_work *w, e2e *c, const char *stream, int n);
+void e2e_work_free(e2e_work *w);
+/* Runs the cluster for ns with the workload going: a publish every 5 ms, a fetch whenever none
+ * is in flight. */
+void e2e_work_run(e2e_work *w, uint64_t ns);
+/* jr_sim_run_until's condition (arg: the workload): every publish made has its outcome. */
+int e2e_work_answered(void *arg, jr_sim *sim);
+/* Waits for every publish (60 s at most); checks each was acknowledged (status 0; or cut short
+ * by its own server's crash or removal, JR_ECLOSED / JR_EREMOVED; or, for a few, an unknown
+ * outcome after their stream leader crashed) and that every acknowledged message is in the
+ * stream, read back through node via (e2e_msg_get). Returns how many were acknowledged. */
+int e2e_work_check(e2e_work *w, unsigned via);
 
 #endif

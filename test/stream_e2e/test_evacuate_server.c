@@ -34,109 +34,11 @@ static const char *logs_subj[] = {"logs.>"};
 static const char *host_tag[E2E_MAX] = {"host:n0", "host:n1", "host:n2", "host:n3",
                                         "host:n4", "host:n5", "host:n6", "host:n7"};
 
-/* The workload (as test_servers.c): publishes to ORDERS with msg ids, one every 5 ms through
- * the live servers in turn, and a durable pull consumer PROC that fetches and acknowledges. */
-typedef struct work {
-    e2e *c;
-    int n, issued;
-    e2e_res *res;
-    int fetching;
-    uint64_t delivered;
-    unsigned skip[E2E_MAX]; /* nodes not to use (removed) */
-} work;
-
-static void issue(work *w)
+/* Every publish answered and each acknowledged one in ORDERS (e2e_work_check); most were
+ * acknowledged, and the consumer received some. */
+static void check_nothing_lost(e2e_work *w, unsigned via)
 {
-    if (w->issued >= w->n) return;
-    unsigned size = jr_sim_size(w->c->sim);
-    for (unsigned t = 0; t < size; t++) {
-        unsigned via = (unsigned)(w->issued + (int)t) % size;
-        if (!e2e_node(w->c, via) || w->skip[via]) continue;
-        int i = w->issued++;
-        memset(&w->res[i], 0, sizeof w->res[i]);
-        int rc = e2e_publish_order(e2e_node(w->c, via), i, e2e_pub_cb, &w->res[i]);
-        ck_assert_msg(rc == 0, "publish %d via n%u: %s", i, via, jr_strerror(rc));
-        return;
-    }
-}
-
-static jr_node *any_node(work *w)
-{
-    for (unsigned t = 0; t < jr_sim_size(w->c->sim); t++)
-        if (e2e_node(w->c, t) && !w->skip[t]) return e2e_node(w->c, t);
-    return NULL;
-}
-
-static void on_fetch(void *arg, int status, const char *msg, const jr_consumer_msg *m,
-                     const jr_fetch_end *end)
-{
-    work *w = arg;
-    (void)msg;
-    if (m) {
-        w->delivered++;
-        jr_node *n = any_node(w);
-        if (n) jr_consumer_ack(n, m->ack_token, JR_ACK_ACK, 0, NULL, NULL, NULL);
-        return;
-    }
-    if (end || status) w->fetching = 0;
-}
-
-static void fetch(work *w)
-{
-    jr_node *n = any_node(w);
-    if (w->fetching || !n) return;
-    jr_fetch_opts o;
-    jr_fetch_opts_init(&o);
-    o.batch = 20;
-    o.expires_ns = (int64_t)(200 * MS);
-    if (jr_consumer_fetch(n, "ORDERS", "PROC", &o, on_fetch, w) == 0) w->fetching = 1;
-}
-
-static void run(work *w, uint64_t ns)
-{
-    uint64_t end = jr_sim_now(w->c->sim) + ns;
-    while (jr_sim_now(w->c->sim) < end) {
-        issue(w);
-        fetch(w);
-        jr_sim_run_for(w->c->sim, 5 * MS);
-    }
-}
-
-static int pubs_done(void *arg, jr_sim *sim)
-{
-    work *w = arg;
-    (void)sim;
-    for (int i = 0; i < w->issued; i++)
-        if (!w->res[i].done) return 0;
-    return 1;
-}
-
-/* Every publish answered; each acknowledged one is in ORDERS (read through the stream leader).
- * A publish cut short by its own server's crash (JR_ECLOSED) or whose stream leader crashed
- * (an unknown outcome, a few at most) was not acknowledged. */
-static void check_nothing_lost(work *w, unsigned via)
-{
-    ck_assert_int_eq(jr_sim_run_until(w->c->sim, pubs_done, w, 60 * SEC), 0);
-    int unknown = 0, acked = 0;
-    for (int i = 0; i < w->issued; i++) {
-        if (w->res[i].status == JR_ECLOSED || w->res[i].status == JR_EREMOVED) continue;
-        if (w->res[i].status == JR_ETIMEDOUT || w->res[i].status == JR_ELEADERLOST) {
-            ck_assert_int_le(++unknown, w->issued / 20 + 1);
-            continue;
-        }
-        ck_assert_msg(w->res[i].status == 0, "publish %d failed: %s (%s)", i,
-                      jr_strerror(w->res[i].status), w->res[i].msg);
-        acked++;
-        e2e_res r;
-        memset(&r, 0, sizeof r);
-        int rc = e2e_msg_get(w->c, via, "ORDERS", w->res[i].seq, &r);
-        ck_assert_msg(rc == 0, "acknowledged publish %d (seq %llu) not read back: %s (%s)", i,
-                      (unsigned long long)w->res[i].seq, jr_strerror(rc), r.msg);
-        char d[64];
-        snprintf(d, sizeof d, "order %d", i);
-        ck_assert_str_eq(r.data, d);
-    }
-    ck_assert_int_gt(acked, w->issued / 2);
+    ck_assert_int_gt(e2e_work_check(w, via), w->issued / 2);
     ck_assert_uint_gt(w->delivered, 0);
 }
 
@@ -221,14 +123,14 @@ static void check_logs(e2e *c, unsigned via, int msgs)
 }
 
 /* Synchronous drain calls, the workload running until they answer. */
-static int evacuate(work *w, unsigned via, const char *server, int cancel, e2e_res *r)
+static int evacuate(e2e_work *w, unsigned via, const char *server, int cancel, e2e_res *r)
 {
     memset(r, 0, sizeof *r);
     jr_node *n = e2e_node(w->c, via);
     int rc = cancel ? jr_server_evacuate_cancel(n, server, e2e_admin_cb, r)
                     : jr_server_evacuate(n, server, e2e_admin_cb, r);
     if (rc) return rc;
-    while (!r->done) run(w, 5 * MS);
+    while (!r->done) e2e_work_run(w, 5 * MS);
     return r->status;
 }
 
@@ -309,7 +211,7 @@ static size_t on_server(e2e *c, unsigned via, const char *server, int *busy)
 
 /* Runs the workload until node via's meta state holds `left` replicas on server and nothing is
  * mid-change, within limit (or fails). */
-static void run_until_drained(work *w, unsigned via, const char *server, size_t left,
+static void run_until_drained(e2e_work *w, unsigned via, const char *server, size_t left,
                               uint64_t limit)
 {
     uint64_t t0 = jr_sim_now(w->c->sim);
@@ -319,7 +221,7 @@ static void run_until_drained(work *w, unsigned via, const char *server, size_t 
         if (n == left && !busy) return;
         ck_assert_msg(jr_sim_now(w->c->sim) - t0 < limit,
                       "%s still holds %zu replicas (want %zu), busy %d", server, n, left, busy);
-        run(w, 20 * MS);
+        e2e_work_run(w, 20 * MS);
     }
 }
 
@@ -336,16 +238,13 @@ static unsigned orders_peer(e2e *c, size_t k)
 START_TEST(evacuating_a_server_moves_every_stream_and_consumer_replica_off_it)
 {
     e2e c;
-    work w;
+    e2e_work w;
     cluster(&c, 5, 301);
     unsigned x = orders_peer(&c, 0);
     const char *xn = jr_sim_name(c.sim, x);
     add_logs(&c, x, 50, 1);
-    memset(&w, 0, sizeof w);
-    w.c = &c;
-    w.n = 600;
-    w.res = calloc((size_t)w.n, sizeof *w.res);
-    run(&w, 500 * MS);
+    e2e_work_init(&w, &c, "ORDERS", 600);
+    e2e_work_run(&w, 500 * MS);
     int busy;
     ck_assert_uint_eq(on_server(&c, 0, xn, &busy), 4); /* ORDERS, PROC, LOGS, L */
     unsigned via = (x + 1) % 5;
@@ -361,7 +260,7 @@ START_TEST(evacuating_a_server_moves_every_stream_and_consumer_replica_off_it)
     uint64_t t0 = jr_sim_now(c.sim);
     while (e2e_has_replica(&c, x, "ORDERS") || e2e_has_replica(&c, x, "LOGS")) {
         ck_assert(jr_sim_now(c.sim) - t0 < 20 * SEC);
-        run(&w, 20 * MS);
+        e2e_work_run(&w, 20 * MS);
     }
     uint64_t d, a;
     ck_assert_int_eq(e2e_consumer_digest(&c, x, "ORDERS", "PROC", &d, &a), JR_ENOTFOUND);
@@ -389,9 +288,9 @@ START_TEST(evacuating_a_server_moves_every_stream_and_consumer_replica_off_it)
     ck_assert_msg(e2e_add(&c, via, &cfg, &r) == 0, "THREE: %s", r.msg);
     ck_assert_int_eq(e2e_meta_peers(&c, via, "THREE", peers, 4), 3);
     for (int k = 0; k < 3; k++) ck_assert_uint_ne(peers[k], x);
-    run(&w, 500 * MS);
+    e2e_work_run(&w, 500 * MS);
     check_nothing_lost(&w, via);
-    free(w.res);
+    e2e_work_free(&w);
     e2e_free(&c);
 }
 END_TEST
@@ -399,16 +298,13 @@ END_TEST
 START_TEST(a_replica_no_server_qualifies_for_stays_and_is_reported)
 {
     e2e c;
-    work w;
+    e2e_work w;
     cluster(&c, 5, 302);
     unsigned x = orders_peer(&c, 1);
     const char *xn = jr_sim_name(c.sim, x);
     add_logs(&c, x, 20, 0); /* pinned: only x qualifies */
-    memset(&w, 0, sizeof w);
-    w.c = &c;
-    w.n = 400;
-    w.res = calloc((size_t)w.n, sizeof *w.res);
-    run(&w, 300 * MS);
+    e2e_work_init(&w, &c, "ORDERS", 400);
+    e2e_work_run(&w, 300 * MS);
     unsigned via = (x + 2) % 5;
     e2e_res r;
     ck_assert_msg(evacuate(&w, via, xn, 0, &r) == 0, "evacuate: %s", r.msg);
@@ -439,7 +335,7 @@ START_TEST(a_replica_no_server_qualifies_for_stays_and_is_reported)
     char want[64];
     snprintf(want, sizeof want, "server '%s' is not draining", xn);
     ck_assert_str_eq(r.msg, want);
-    run(&w, 500 * MS);
+    e2e_work_run(&w, 500 * MS);
     ck_assert_int_eq(e2e_meta_peers(&c, 0, "LOGS", peers, 4), 1);
     ck_assert_uint_eq(peers[0], x);
     /* bad input: an unknown server, a NULL one, a name the log cannot carry */
@@ -448,7 +344,7 @@ START_TEST(a_replica_no_server_qualifies_for_stays_and_is_reported)
     ck_assert_int_eq(jr_server_evacuate(e2e_node(&c, via), "a b", e2e_admin_cb, &r), JR_EINVAL);
     ck_assert_int_eq(jr_server_evacuate(e2e_node(&c, via), "n1", NULL, NULL), JR_EINVAL);
     check_nothing_lost(&w, via);
-    free(w.res);
+    e2e_work_free(&w);
     e2e_free(&c);
 }
 END_TEST
@@ -486,9 +382,8 @@ START_TEST(consumers_of_a_stream_that_cannot_move_still_leave_the_server)
     unsigned x = xn[1] - '0', via = (x + 1) % 3;
     int busy;
     ck_assert_uint_ge(on_server(&c, via, xn, &busy), 2); /* the stream and PC0 at least */
-    work w;
-    memset(&w, 0, sizeof w);
-    w.c = &c; /* no ORDERS here: the loop only runs the cluster */
+    e2e_work w;
+    e2e_work_init(&w, &c, "ORDERS", 0); /* no ORDERS here: the loop only runs the cluster */
     w.fetching = 1;
     e2e_res er;
     ck_assert_msg(evacuate(&w, via, xn, 0, &er) == 0, "evacuate: %s", er.msg);
@@ -505,6 +400,7 @@ START_TEST(consumers_of_a_stream_that_cannot_move_still_leave_the_server)
     /* the stream still takes writes and keeps every message */
     ck_assert_int_eq(e2e_publish(&c, via, "pinned.a", "p", 1, NULL, &r), 0);
     ck_assert_uint_eq(r.seq, 21);
+    e2e_work_free(&w);
     e2e_free(&c);
 }
 END_TEST
@@ -512,7 +408,7 @@ END_TEST
 START_TEST(the_drain_completes_across_a_meta_leader_failover)
 {
     e2e c;
-    work w;
+    e2e_work w;
     cluster(&c, 5, 303);
     int leader = e2e_meta_leader(&c);
     ck_assert_int_ge(leader, 0);
@@ -520,11 +416,8 @@ START_TEST(the_drain_completes_across_a_meta_leader_failover)
     unsigned x = orders_peer(&c, 0) == (unsigned)leader ? orders_peer(&c, 1) : orders_peer(&c, 0);
     const char *xn = jr_sim_name(c.sim, x);
     add_logs(&c, x, 30, 1);
-    memset(&w, 0, sizeof w);
-    w.c = &c;
-    w.n = 700;
-    w.res = calloc((size_t)w.n, sizeof *w.res);
-    run(&w, 300 * MS);
+    e2e_work_init(&w, &c, "ORDERS", 700);
+    e2e_work_run(&w, 300 * MS);
     unsigned via = x;
     e2e_res r;
     memset(&r, 0, sizeof r);
@@ -539,21 +432,21 @@ START_TEST(the_drain_completes_across_a_meta_leader_failover)
     ck_assert_uint_eq(ljs->drain_wait, 0);
     w.skip[leader] = 1;
     ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)leader), 0);
-    while (!r.done) run(&w, 5 * MS);
+    while (!r.done) e2e_work_run(&w, 5 * MS);
     ck_assert_msg(r.status == 0, "evacuate: %s (%s)", jr_strerror(r.status), r.msg);
-    run(&w, 2 * SEC);
+    e2e_work_run(&w, 2 * SEC);
     ck_assert_int_ne(e2e_meta_leader(&c), leader);
     run_until_drained(&w, via, xn, 0, 60 * SEC);
     /* back, it learns the same: the drain is in the meta state, not in a leader's memory */
     ck_assert_int_eq(e2e_restart(&c, (unsigned)leader), 0);
-    run(&w, 2 * SEC);
+    e2e_work_run(&w, 2 * SEC);
     ck_assert(jr__meta_server_draining(&jr__js_of(e2e_node(&c, (unsigned)leader))->st, xn));
     run_until_drained(&w, (unsigned)leader, xn, 0, 20 * SEC);
     w.skip[leader] = 0; /* publishes through it again once its meta state caught up */
-    run(&w, 500 * MS);
+    e2e_work_run(&w, 500 * MS);
     check_logs(&c, via, 30);
     check_nothing_lost(&w, via);
-    free(w.res);
+    e2e_work_free(&w);
     e2e_free(&c);
 }
 END_TEST
@@ -563,15 +456,12 @@ END_TEST
 START_TEST(a_replacement_that_dies_mid_move_is_replaced_after_a_cancel)
 {
     e2e c;
-    work w;
+    e2e_work w;
     cluster(&c, 5, 308);
     unsigned x = orders_peer(&c, 0), via = orders_peer(&c, 1);
     const char *xn = jr_sim_name(c.sim, x);
-    memset(&w, 0, sizeof w);
-    w.c = &c;
-    w.n = 800;
-    w.res = calloc((size_t)w.n, sizeof *w.res);
-    run(&w, 300 * MS);
+    e2e_work_init(&w, &c, "ORDERS", 800);
+    e2e_work_run(&w, 300 * MS);
     e2e_res r;
     memset(&r, 0, sizeof r);
     ck_assert_int_eq(jr_server_evacuate(e2e_node(&c, via), xn, e2e_admin_cb, &r), 0);
@@ -592,12 +482,12 @@ START_TEST(a_replacement_that_dies_mid_move_is_replaced_after_a_cancel)
     ck_assert_int_eq(e2e_wait(&c, &r, 20 * SEC), 0);
     ck_assert_msg(r.status == 0, "evacuate: %s", r.msg);
     /* the move waits for it (ORDERS keeps serving on the others) */
-    run(&w, 3 * SEC);
+    e2e_work_run(&w, 3 * SEC);
     ck_assert_int_eq(e2e_meta_busy(&c, via, "ORDERS"), 1);
     /* cancelled: back to where it started, then the drain tries another server */
     memset(&r, 0, sizeof r);
     ck_assert_int_eq(jr_stream_cancel_move(e2e_node(&c, via), "ORDERS", e2e_admin_cb, &r), 0);
-    while (!r.done) run(&w, 5 * MS);
+    while (!r.done) e2e_work_run(&w, 5 * MS);
     ck_assert_msg(r.status == 0, "cancel: %s", r.msg);
     run_until_drained(&w, via, xn, 0, 60 * SEC);
     ck_assert_int_eq(e2e_meta_peers(&c, via, "ORDERS", peers, 4), 3);
@@ -607,7 +497,7 @@ START_TEST(a_replacement_that_dies_mid_move_is_replaced_after_a_cancel)
     }
     ck_assert_int_ge(e2e_wait_stream(&c, via, "ORDERS", 2, 20 * SEC), 0);
     check_nothing_lost(&w, via);
-    free(w.res);
+    e2e_work_free(&w);
     e2e_free(&c);
 }
 END_TEST
@@ -615,28 +505,25 @@ END_TEST
 START_TEST(an_under_replicated_stream_is_re_placed_when_a_server_joins)
 {
     e2e c;
-    work w;
+    e2e_work w;
     cluster(&c, 3, 304);
-    memset(&w, 0, sizeof w);
-    w.c = &c;
-    w.n = 900;
-    w.res = calloc((size_t)w.n, sizeof *w.res);
-    run(&w, 300 * MS);
+    e2e_work_init(&w, &c, "ORDERS", 900);
+    e2e_work_run(&w, 300 * MS);
     /* n2 dies for good and is removed: nowhere to re-place its replicas */
     w.skip[2] = 1;
     ck_assert_int_eq(jr_sim_crash(c.sim, 2), 0);
-    run(&w, 300 * MS);
+    e2e_work_run(&w, 300 * MS);
     e2e_res r;
     memset(&r, 0, sizeof r);
     ck_assert_int_eq(jr_server_peer_remove(e2e_node(&c, 0), "n2", e2e_admin_cb, &r), 0);
-    while (!r.done) run(&w, 5 * MS);
+    while (!r.done) e2e_work_run(&w, 5 * MS);
     ck_assert_msg(r.status == 0, "%s", r.msg);
     ck_assert_msg(strstr(r.msg, "not re-placed (under-replicated): ORDERS"), "%s", r.msg);
     minfo m;
     ck_assert_int_eq(meta_info(&c, 0, NULL, &m), 0);
     ck_assert(listed(m.under, m.nunder, "ORDERS"));
     ck_assert(listed(m.under, m.nunder, "ORDERS/PROC"));
-    run(&w, 1 * SEC);
+    e2e_work_run(&w, 1 * SEC);
     unsigned peers[4];
     ck_assert_int_eq(e2e_meta_peers(&c, 0, "ORDERS", peers, 4), 3); /* still names n2 */
     /* a fourth server joins: the meta leader re-places ORDERS (and PROC) onto it by itself */
@@ -652,7 +539,7 @@ START_TEST(an_under_replicated_stream_is_re_placed_when_a_server_joins)
     ck_assert_uint_eq(m.nunder, 0);
     ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 2, 20 * SEC), 0);
     check_nothing_lost(&w, 0);
-    free(w.res);
+    e2e_work_free(&w);
     e2e_free(&c);
 }
 END_TEST
@@ -660,7 +547,7 @@ END_TEST
 START_TEST(an_under_replicated_stream_is_re_placed_when_a_drain_is_cancelled)
 {
     e2e c;
-    work w;
+    e2e_work w;
     cluster(&c, 4, 305);
     /* the server without ORDERS drains, then a peer of ORDERS dies and is removed */
     unsigned peers[4];
@@ -668,24 +555,21 @@ START_TEST(an_under_replicated_stream_is_re_placed_when_a_drain_is_cancelled)
     unsigned spare = 0;
     while (spare == peers[0] || spare == peers[1] || spare == peers[2]) spare++;
     unsigned dead = peers[2];
-    memset(&w, 0, sizeof w);
-    w.c = &c;
-    w.n = 900;
-    w.res = calloc((size_t)w.n, sizeof *w.res);
-    run(&w, 300 * MS);
+    e2e_work_init(&w, &c, "ORDERS", 900);
+    e2e_work_run(&w, 300 * MS);
     unsigned via = peers[0];
     e2e_res r;
     ck_assert_msg(evacuate(&w, via, jr_sim_name(c.sim, spare), 0, &r) == 0, "%s", r.msg);
     w.skip[dead] = 1;
     ck_assert_int_eq(jr_sim_crash(c.sim, dead), 0);
-    run(&w, 300 * MS);
+    e2e_work_run(&w, 300 * MS);
     memset(&r, 0, sizeof r);
     ck_assert_int_eq(
         jr_server_peer_remove(e2e_node(&c, via), jr_sim_name(c.sim, dead), e2e_admin_cb, &r), 0);
-    while (!r.done) run(&w, 5 * MS);
+    while (!r.done) e2e_work_run(&w, 5 * MS);
     ck_assert_msg(r.status == 0, "%s", r.msg);
     ck_assert_msg(strstr(r.msg, "not re-placed (under-replicated): ORDERS"), "%s", r.msg);
-    run(&w, 1 * SEC);
+    e2e_work_run(&w, 1 * SEC);
     ck_assert_int_eq(e2e_meta_peers(&c, via, "ORDERS", peers, 4), 3);
     int has_dead = 0;
     for (int k = 0; k < 3; k++) has_dead |= peers[k] == dead;
@@ -699,7 +583,7 @@ START_TEST(an_under_replicated_stream_is_re_placed_when_a_drain_is_cancelled)
     ck_assert(has_spare);
     ck_assert_int_ge(e2e_wait_stream(&c, via, "ORDERS", 2, 20 * SEC), 0);
     check_nothing_lost(&w, via);
-    free(w.res);
+    e2e_work_free(&w);
     e2e_free(&c);
 }
 END_TEST
@@ -707,25 +591,22 @@ END_TEST
 START_TEST(an_r1_stream_whose_server_was_removed_starts_again_empty_elsewhere)
 {
     e2e c;
-    work w;
+    e2e_work w;
     cluster(&c, 4, 306);
     unsigned x = orders_peer(&c, 2);
     const char *xn = jr_sim_name(c.sim, x);
     add_logs(&c, x, 10, 1);
-    memset(&w, 0, sizeof w);
-    w.c = &c;
-    w.n = 600;
-    w.res = calloc((size_t)w.n, sizeof *w.res);
-    run(&w, 300 * MS);
+    e2e_work_init(&w, &c, "ORDERS", 600);
+    e2e_work_run(&w, 300 * MS);
     /* LOGS's only server dies for good and is removed: its data went with it */
     w.skip[x] = 1;
     ck_assert_int_eq(jr_sim_crash(c.sim, x), 0);
-    run(&w, 300 * MS);
+    e2e_work_run(&w, 300 * MS);
     unsigned via = (x + 1) % 4;
     e2e_res r;
     memset(&r, 0, sizeof r);
     ck_assert_int_eq(jr_server_peer_remove(e2e_node(&c, via), xn, e2e_admin_cb, &r), 0);
-    while (!r.done) run(&w, 5 * MS);
+    while (!r.done) e2e_work_run(&w, 5 * MS);
     ck_assert_msg(r.status == 0, "%s", r.msg);
     /* the meta leader starts LOGS (and its consumer) again on a live server, empty */
     run_until_drained(&w, via, xn, 0, 60 * SEC);
@@ -743,7 +624,7 @@ START_TEST(an_r1_stream_whose_server_was_removed_starts_again_empty_elsewhere)
     ck_assert_uint_eq(m.nunder, 0);
     /* ORDERS went on with its other peers and a replacement; nothing acknowledged lost */
     check_nothing_lost(&w, via);
-    free(w.res);
+    e2e_work_free(&w);
     e2e_free(&c);
 }
 END_TEST
@@ -767,17 +648,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    uint64_t first = 0, count = 1;
-    e2e_seeds(&first, &count);
-    int failed = 0;
-    for (uint64_t k = 0; k < count && !failed; k++) {
-        g_seed_shift = first + k;
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        if (failed)
-            fprintf(stderr, "failed with seeds shifted by %llu\n", (unsigned long long)(first + k));
-        srunner_free(sr);
-    }
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return e2e_run_shifted(suite, &g_seed_shift);
 }

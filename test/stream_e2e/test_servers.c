@@ -63,141 +63,6 @@ static int meta_has(e2e *c, unsigned i, unsigned j, int voter)
     return 0;
 }
 
-/* The workload: publishes with msg ids (one every `every` of simulated time, to live servers in
- * turn) and a durable pull consumer that fetches and acknowledges. */
-typedef struct work {
-    e2e *c;
-    const char *stream;
-    int n, issued;
-    e2e_res *res;
-    uint8_t *got; /* stream seqs the consumer received (index seq) */
-    size_t got_cap;
-    int fetching; /* a fetch is in flight */
-    uint64_t fetches, delivered;
-    unsigned skip[16]; /* nodes not to use (removed, or about to be) */
-} work;
-
-static void issue(work *w)
-{
-    if (w->issued >= w->n) return;
-    unsigned size = jr_sim_size(w->c->sim);
-    for (unsigned t = 0; t < size; t++) {
-        unsigned via = (unsigned)(w->issued + (int)t) % size;
-        if (!e2e_node(w->c, via) || w->skip[via]) continue;
-        int i = w->issued++;
-        memset(&w->res[i], 0, sizeof w->res[i]);
-        int rc = e2e_publish_order(e2e_node(w->c, via), i, e2e_pub_cb, &w->res[i]);
-        ck_assert_msg(rc == 0, "publish %d via n%u: %s", i, via, jr_strerror(rc));
-        return;
-    }
-}
-
-static void on_fetch(void *arg, int status, const char *msg, const jr_consumer_msg *m,
-                     const jr_fetch_end *end)
-{
-    work *w = arg;
-    (void)msg;
-    if (m) {
-        if (m->stream_seq < w->got_cap) w->got[m->stream_seq] = 1;
-        w->delivered++;
-        for (unsigned t = 0; t < jr_sim_size(w->c->sim); t++) {
-            jr_node *n = e2e_node(w->c, t);
-            if (n && !w->skip[t]) {
-                jr_consumer_ack(n, m->ack_token, JR_ACK_ACK, 0, NULL, NULL, NULL);
-                break;
-            }
-        }
-        return;
-    }
-    if (end || status) w->fetching = 0;
-}
-
-static void fetch(work *w)
-{
-    if (w->fetching) return;
-    for (unsigned t = 0; t < jr_sim_size(w->c->sim); t++) {
-        jr_node *n = e2e_node(w->c, t);
-        if (!n || w->skip[t]) continue;
-        jr_fetch_opts o;
-        jr_fetch_opts_init(&o);
-        o.batch = 20;
-        o.expires_ns = (int64_t)(200 * MS);
-        if (jr_consumer_fetch(n, w->stream, "PROC", &o, on_fetch, w) == 0) {
-            w->fetching = 1;
-            w->fetches++;
-        }
-        return;
-    }
-}
-
-/* Runs the cluster for ns with the workload going: a publish every 5 ms, a fetch whenever none
- * is in flight. */
-static void run(work *w, uint64_t ns)
-{
-    uint64_t end = jr_sim_now(w->c->sim) + ns;
-    while (jr_sim_now(w->c->sim) < end) {
-        issue(w);
-        fetch(w);
-        jr_sim_run_for(w->c->sim, 5 * MS);
-    }
-}
-
-static int pubs_done(void *arg, jr_sim *sim)
-{
-    work *w = arg;
-    (void)sim;
-    for (int i = 0; i < w->issued; i++)
-        if (!w->res[i].done) return 0;
-    return 1;
-}
-
-/* Waits for every publish; checks each was acknowledged (status 0; or cut short by its own
- * server's crash or removal, JR_ECLOSED / JR_EREMOVED; or, for a few, an unknown outcome after
- * their stream leader crashed) and that every acknowledged message is in the stream, read back
- * through the stream leader (jr_stream_msg_get). */
-static void check_nothing_lost(work *w, unsigned via)
-{
-    ck_assert_int_eq(jr_sim_run_until(w->c->sim, pubs_done, w, 60 * SEC), 0);
-    int unknown = 0;
-    for (int i = 0; i < w->issued; i++) {
-        /* the server it was given to crashed (or was removed) before the ack: not acknowledged */
-        if (w->res[i].status == JR_ECLOSED || w->res[i].status == JR_EREMOVED) continue;
-        /* its stream leader crashed and the failover did not finish in time: the outcome is
-         * unknown, it was not acknowledged (a few at most) */
-        if (w->res[i].status == JR_ETIMEDOUT || w->res[i].status == JR_ELEADERLOST) {
-            ck_assert_int_le(++unknown, w->issued / 20 + 1);
-            continue;
-        }
-        ck_assert_msg(w->res[i].status == 0, "publish %d failed: %s (%s)", i,
-                      jr_strerror(w->res[i].status), w->res[i].msg);
-        e2e_res r;
-        memset(&r, 0, sizeof r);
-        int rc = e2e_msg_get(w->c, via, w->stream, w->res[i].seq, &r);
-        ck_assert_msg(rc == 0, "acknowledged publish %d (seq %llu) not read back: %s (%s)", i,
-                      (unsigned long long)w->res[i].seq, jr_strerror(rc), r.msg);
-        char d[64];
-        snprintf(d, sizeof d, "order %d", i);
-        ck_assert_str_eq(r.data, d);
-    }
-}
-
-static void work_init(work *w, e2e *c, const char *stream, int n)
-{
-    memset(w, 0, sizeof *w);
-    w->c = c;
-    w->stream = stream;
-    w->n = n;
-    w->res = calloc((size_t)n, sizeof *w->res);
-    w->got_cap = (size_t)n * 2 + 16;
-    w->got = calloc(w->got_cap, 1);
-}
-
-static void work_free(work *w)
-{
-    free(w->res);
-    free(w->got);
-}
-
 static void on_consumer(void *arg, int status, const char *msg, const char *name)
 {
     (void)name;
@@ -340,38 +205,38 @@ static void add_orders(e2e *c, int replicas)
 
 /* A cluster of n servers (seed), ORDERS R3 with its consumer, and a workload of msgs publishes
  * run for warm. */
-static void start(e2e *c, work *w, unsigned n, uint64_t seed, int msgs, uint64_t warm)
+static void start(e2e *c, e2e_work *w, unsigned n, uint64_t seed, int msgs, uint64_t warm)
 {
     cluster(c, n, seed);
     add_orders(c, 3);
-    work_init(w, c, "ORDERS", msgs);
-    run(w, warm);
+    e2e_work_init(w, c, "ORDERS", msgs);
+    e2e_work_run(w, warm);
 }
 
-static void stop(e2e *c, work *w)
+static void stop(e2e *c, e2e_work *w)
 {
-    work_free(w);
+    e2e_work_free(w);
     e2e_free(c);
 }
 
 /* jr_server_peer_remove of server (via node via) with the workload running until it answers;
  * the call itself must be taken. Returns the answer's status. */
-static int peer_remove_running(work *w, unsigned via, const char *server, e2e_res *r)
+static int peer_remove_running(e2e_work *w, unsigned via, const char *server, e2e_res *r)
 {
     memset(r, 0, sizeof *r);
     ck_assert_int_eq(jr_server_peer_remove(e2e_node(w->c, via), server, e2e_admin_cb, r), 0);
-    while (!r->done) run(w, 5 * MS);
+    while (!r->done) e2e_work_run(w, 5 * MS);
     return r->status;
 }
 
 /* Runs the workload until node j is a meta voter everywhere (within limit, or fails the test). */
-static void run_until_voter(work *w, unsigned j, uint64_t limit)
+static void run_until_voter(e2e_work *w, unsigned j, uint64_t limit)
 {
     node_wait vw = {w->c, j};
     uint64_t t0 = jr_sim_now(w->c->sim);
     while (!is_voter_everywhere(&vw, w->c->sim)) {
         ck_assert_msg(jr_sim_now(w->c->sim) - t0 < limit, "n%u did not become a meta voter", j);
-        run(w, 20 * MS);
+        e2e_work_run(w, 20 * MS);
     }
 }
 
@@ -405,12 +270,12 @@ static void wait_gone(e2e *c, unsigned j, uint64_t limit)
 START_TEST(a_fourth_server_joins_and_orders_grows_onto_it)
 {
     e2e c;
-    work w;
+    e2e_work w;
     cluster(&c, 3, 41);
     add_orders(&c, 3);
-    work_init(&w, &c, "ORDERS", 1500);
+    e2e_work_init(&w, &c, "ORDERS", 1500);
     for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 64);
-    run(&w, 1 * SEC);
+    e2e_work_run(&w, 1 * SEC);
     /* some history for the new replica to catch up: 4 MB in 4 KiB messages */
     static char big[4096];
     memset(big, 'b', sizeof big);
@@ -431,7 +296,7 @@ START_TEST(a_fourth_server_joins_and_orders_grows_onto_it)
     for (unsigned i = 0; i < 3; i++) ck_assert_int_eq(jr_sim_set_link(c.sim, i, j, &slow), 0);
     w.skip[j] = 1; /* used once it holds the meta state */
     run_until_voter(&w, j, 20 * SEC);
-    while (!e2e_meta_has(&c, j, "ORDERS")) run(&w, 5 * MS);
+    while (!e2e_meta_has(&c, j, "ORDERS")) e2e_work_run(&w, 5 * MS);
     w.skip[j] = 0;
     e2e_snapshot_every(&c, j, 64);
     minfo m;
@@ -444,7 +309,7 @@ START_TEST(a_fourth_server_joins_and_orders_grows_onto_it)
     e2e_res up;
     memset(&up, 0, sizeof up);
     ck_assert_int_eq(jr_stream_update(e2e_node(&c, 1), &cfg, e2e_admin_cb, &up), 0);
-    while (!up.done) run(&w, 5 * MS);
+    while (!up.done) e2e_work_run(&w, 5 * MS);
     ck_assert_msg(up.status == 0, "update: %s", up.msg);
     unsigned peers[8];
     ck_assert_int_eq(e2e_meta_peers(&c, 0, "ORDERS", peers, 8), 4);
@@ -479,18 +344,18 @@ START_TEST(a_fourth_server_joins_and_orders_grows_onto_it)
         }
         if (current) break;
         ck_assert_msg(jr_sim_now(c.sim) - t0 < 30 * SEC, "n3 never became a current voter");
-        run(&w, 5 * MS);
+        e2e_work_run(&w, 5 * MS);
     }
     ck_assert(seen);
     ck_assert_msg(max_lag > 0 && downs > 0 && last_lag < max_lag,
                   "the new replica's lag did not count down (max %llu, last %llu)",
                   (unsigned long long)max_lag, (unsigned long long)last_lag);
-    run(&w, 500 * MS);
+    e2e_work_run(&w, 500 * MS);
     ck_assert_int_eq(e2e_restart(&c, (unsigned)killed), 0);
-    while (!e2e_meta_has(&c, (unsigned)killed, "ORDERS")) run(&w, 5 * MS);
+    while (!e2e_meta_has(&c, (unsigned)killed, "ORDERS")) e2e_work_run(&w, 5 * MS);
     w.skip[killed] = 0;
-    run(&w, 500 * MS);
-    check_nothing_lost(&w, 0);
+    e2e_work_run(&w, 500 * MS);
+    e2e_work_check(&w, 0);
     ck_assert_uint_gt(w.delivered, 0);
     stop(&c, &w);
 }
@@ -527,19 +392,19 @@ END_TEST
 START_TEST(peer_remove_twice_in_a_row_the_second_is_busy)
 {
     e2e c;
-    work w;
+    e2e_work w;
     start(&c, &w, 5, 43, 300, 200 * MS);
     /* two servers gone for good */
     w.skip[3] = w.skip[4] = 1;
     ck_assert_int_eq(jr_sim_crash(c.sim, 3), 0);
     ck_assert_int_eq(jr_sim_crash(c.sim, 4), 0);
-    run(&w, 300 * MS);
+    e2e_work_run(&w, 300 * MS);
     e2e_res a, b;
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
     ck_assert_int_eq(jr_server_peer_remove(e2e_node(&c, 0), "n3", e2e_admin_cb, &a), 0);
     ck_assert_int_eq(jr_server_peer_remove(e2e_node(&c, 1), "n4", e2e_admin_cb, &b), 0);
-    while (!a.done || !b.done) run(&w, 5 * MS);
+    while (!a.done || !b.done) e2e_work_run(&w, 5 * MS);
     /* whichever reached the meta leader first goes through; the other is refused */
     e2e_res *won = a.status == 0 ? &a : &b, *lost = a.status == 0 ? &b : &a;
     ck_assert_msg(won->status == 0, "neither removal went through: %s (%s)", jr_strerror(a.status),
@@ -560,8 +425,8 @@ START_TEST(peer_remove_twice_in_a_row_the_second_is_busy)
     }
     /* a third on a removed server: not a member */
     ck_assert_int_eq(peer_remove(&c, 0, "n3", &r2), JR_ENOTMEMBER);
-    run(&w, 1 * SEC);
-    check_nothing_lost(&w, 0);
+    e2e_work_run(&w, 1 * SEC);
+    e2e_work_check(&w, 0);
     stop(&c, &w);
 }
 END_TEST
@@ -584,7 +449,7 @@ static int converged_without(e2e *c, const char *name, unsigned gone, int replic
 START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
 {
     e2e c;
-    work w;
+    e2e_work w;
     start(&c, &w, 4, 44, 800, 300 * MS);
     /* remove a server that holds ORDERS, while it runs */
     unsigned peers[4];
@@ -613,7 +478,7 @@ START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
     while (!converged_without(&c, "ORDERS", gone, 3)) {
         ck_assert_msg(jr_sim_now(c.sim) - t0 < 30 * SEC, "ORDERS did not converge without n%u",
                       gone);
-        run(&w, 20 * MS);
+        e2e_work_run(&w, 20 * MS);
     }
     ck_assert_int_ge(e2e_wait_stream(&c, via, "ORDERS", 2, 20 * SEC), 0);
     /* the consumer followed its stream off the removed server, and still delivers */
@@ -622,7 +487,7 @@ START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
     ck_assert_ptr_nonnull(mc);
     ck_assert(!jr__meta_consumer_has_peer(mc, gname));
     uint64_t before = w.delivered;
-    run(&w, 1 * SEC);
+    e2e_work_run(&w, 1 * SEC);
     ck_assert_uint_gt(w.delivered, before);
     for (unsigned i = 0; i < 4; i++) {
         if (i == gone) continue;
@@ -631,13 +496,13 @@ START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
         ck_assert(jr__meta_server_removed(&jr__js_of(e2e_node(&c, i))->st, gname));
     }
     meta_info_nservers(&c, via, 3, &m);
-    run(&w, 1 * SEC);
-    check_nothing_lost(&w, via);
+    e2e_work_run(&w, 1 * SEC);
+    e2e_work_check(&w, via);
     ck_assert_uint_gt(w.delivered, 0);
     /* restarted with its old disk it is still removed, and not re-added */
     ck_assert_int_eq(jr_sim_crash(c.sim, gone), 0);
     ck_assert_int_eq(e2e_restart(&c, gone), 0);
-    run(&w, 1 * SEC);
+    e2e_work_run(&w, 1 * SEC);
     ck_assert_int_eq(meta_info(&c, gone, &m), JR_EREMOVED);
     meta_info_nservers(&c, via, 3, &m);
     stop(&c, &w);
@@ -677,18 +542,18 @@ static void join_mode(void *arg, unsigned i, jr_node_config *cfg)
 START_TEST(a_removed_server_that_was_down_is_refused_when_it_comes_back)
 {
     e2e c;
-    work w;
+    e2e_work w;
     start(&c, &w, 4, 45, 400, 200 * MS);
     w.skip[3] = 1;
     ck_assert_int_eq(jr_sim_crash(c.sim, 3), 0);
-    run(&w, 300 * MS);
+    e2e_work_run(&w, 300 * MS);
     e2e_res r;
     ck_assert_int_eq(peer_remove(&c, 0, "n3", &r), 0);
-    run(&w, 300 * MS);
+    e2e_work_run(&w, 300 * MS);
     /* back with its old disk: it still believes it is a member, its frames are refused, it is
      * told, and it stops */
     ck_assert_int_eq(e2e_restart(&c, 3), 0);
-    run(&w, 2 * SEC);
+    e2e_work_run(&w, 2 * SEC);
     minfo m;
     meta_info_removed(&c, 3, &m);
     for (unsigned i = 0; i < 3; i++) {
@@ -701,12 +566,12 @@ START_TEST(a_removed_server_that_was_down_is_refused_when_it_comes_back)
     c.configure_more = join_mode;
     ck_assert_int_eq(e2e_restart(&c, 3), 0);
     ck_assert_int_eq(jr__js_of(e2e_node(&c, 3))->join, 1);
-    run(&w, 1 * SEC);
+    e2e_work_run(&w, 1 * SEC);
     ck_assert_int_eq(meta_info(&c, 3, &m), JR_EREMOVED);
     for (unsigned i = 0; i < 3; i++) {
         meta_info_nservers(&c, i, 3, &m);
     }
-    check_nothing_lost(&w, 0);
+    e2e_work_check(&w, 0);
     stop(&c, &w);
 }
 END_TEST
@@ -754,10 +619,10 @@ START_TEST(every_node_restarted_after_a_join_recovers_the_membership_from_disk)
     e2e_res r;
     ck_assert_int_eq(e2e_update(&c, 0, &cfg, &r), 0);
     ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 3, 30 * SEC), 0);
-    work w;
-    work_init(&w, &c, "ORDERS", 200);
-    run(&w, 500 * MS);
-    ck_assert_int_eq(jr_sim_run_until(c.sim, pubs_done, &w, 20 * SEC), 0);
+    e2e_work w;
+    e2e_work_init(&w, &c, "ORDERS", 200);
+    e2e_work_run(&w, 500 * MS);
+    ck_assert_int_eq(jr_sim_run_until(c.sim, e2e_work_answered, &w, 20 * SEC), 0);
     /* every node down and back: the founding servers' configs still list only n0..n2 */
     for (unsigned i = 0; i < 4; i++) ck_assert_int_eq(jr_sim_crash(c.sim, i), 0);
     for (unsigned i = 0; i < 4; i++) ck_assert_int_eq(e2e_restart(&c, i), 0);
@@ -768,8 +633,8 @@ START_TEST(every_node_restarted_after_a_join_recovers_the_membership_from_disk)
     minfo m;
     meta_info_nservers(&c, 0, 4, &m);
     w.n = 400;
-    run(&w, 500 * MS);
-    check_nothing_lost(&w, 1);
+    e2e_work_run(&w, 500 * MS);
+    e2e_work_check(&w, 1);
     stop(&c, &w);
 }
 END_TEST
@@ -777,11 +642,11 @@ END_TEST
 START_TEST(a_stream_that_cannot_be_re_placed_keeps_running_under_replicated)
 {
     e2e c;
-    work w;
+    e2e_work w;
     start(&c, &w, 3, 49, 400, 300 * MS);
     w.skip[2] = 1;
     ck_assert_int_eq(jr_sim_crash(c.sim, 2), 0);
-    run(&w, 300 * MS);
+    e2e_work_run(&w, 300 * MS);
     /* no fourth server to take n2's replica */
     e2e_res r;
     peer_remove_running(&w, 0, "n2", &r);
@@ -798,8 +663,8 @@ START_TEST(a_stream_that_cannot_be_re_placed_keeps_running_under_replicated)
     for (size_t k = 0; k < info.nreplicas; k++)
         offline += strcmp(info.reps[k].name, "n2") == 0 && info.reps[k].offline;
     ck_assert_int_eq(offline, 1);
-    run(&w, 1 * SEC);
-    check_nothing_lost(&w, 1);
+    e2e_work_run(&w, 1 * SEC);
+    e2e_work_check(&w, 1);
     /* an update re-places it once a server qualifies: here, back to R2 on the two left */
     jr_stream_config cfg;
     e2e_config(&cfg, "ORDERS", subj, 1, 2);
@@ -911,7 +776,7 @@ END_TEST
 START_TEST(removing_the_meta_leader_moves_the_meta_group_on)
 {
     e2e c;
-    work w;
+    e2e_work w;
     start(&c, &w, 4, 53, 500, 300 * MS);
     int l = e2e_meta_leader(&c);
     ck_assert_int_ge(l, 0);
@@ -927,8 +792,8 @@ START_TEST(removing_the_meta_leader_moves_the_meta_group_on)
     ck_assert_int_eq(meta_info(&c, (unsigned)l, &m), JR_EREMOVED);
     meta_info_nservers(&c, via, 3, &m);
     ck_assert_str_ne(m.leader, lname);
-    run(&w, 1 * SEC);
-    check_nothing_lost(&w, via);
+    e2e_work_run(&w, 1 * SEC);
+    e2e_work_check(&w, via);
     stop(&c, &w);
 }
 END_TEST
@@ -936,7 +801,7 @@ END_TEST
 START_TEST(a_join_survives_the_meta_leader_failing_mid_change)
 {
     e2e c;
-    work w;
+    e2e_work w;
     start(&c, &w, 3, 54, 500, 300 * MS);
     int l = e2e_meta_leader(&c);
     ck_assert_int_ge(l, 0);
@@ -961,8 +826,8 @@ START_TEST(a_join_survives_the_meta_leader_failing_mid_change)
     unsigned idx[16];
     int v[16];
     ck_assert_int_eq(meta_members(&c, (unsigned)l, idx, v, 16), 4);
-    run(&w, 500 * MS);
-    check_nothing_lost(&w, (unsigned)(l + 1) % 3);
+    e2e_work_run(&w, 500 * MS);
+    e2e_work_check(&w, (unsigned)(l + 1) % 3);
     stop(&c, &w);
 }
 END_TEST
@@ -991,17 +856,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    uint64_t first = 0, count = 1;
-    e2e_seeds(&first, &count);
-    int failed = 0;
-    for (uint64_t k = 0; k < count && !failed; k++) {
-        g_seed_shift = first + k;
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        if (failed)
-            fprintf(stderr, "failed with seeds shifted by %llu\n", (unsigned long long)(first + k));
-        srunner_free(sr);
-    }
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return e2e_run_shifted(suite, &g_seed_shift);
 }

@@ -17,128 +17,35 @@
  *
  * Usage: test_server_consumers PATH/TO/jetraft-server
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <nats/nats.h>
+
+#include "natsclient.h"
+#include "procs.h"
 
 #define NSERVERS 3
 #define NMSGS 300
 #define RUN_LIMIT_S 240
 
-static const char *server_bin;
-static char base[256];
-static pid_t pids[NSERVERS];
 static int client_port[NSERVERS], cluster_port[NSERVERS];
 static const char *names[NSERVERS] = {"n1", "n2", "n3"};
 
-static void kill_all(void)
-{
-    for (int i = 0; i < NSERVERS; i++)
-        if (pids[i] > 0) kill(pids[i], SIGKILL);
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "FAIL: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    kill_all();
-    fprintf(stderr, "server logs are in %s\n", base);
-    exit(1);
-}
-
-static void on_alarm(int sig)
-{
-    (void)sig;
-    static const char msg[] = "FAIL: the test ran out of time\n";
-    if (write(2, msg, sizeof msg - 1) < 0) { /* nothing more to do */
-    }
-    kill_all();
-    _exit(1);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void pick_ports(int *out, int n)
-{
-    int fds[16];
-    for (int i = 0; i < n; i++) {
-        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
-        socklen_t sl = sizeof sa;
-        if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&sa, sizeof sa) ||
-            getsockname(fds[i], (struct sockaddr *)&sa, &sl))
-            die("cannot pick a free port: %s", strerror(errno));
-        out[i] = ntohs(sa.sin_port);
-    }
-    for (int i = 0; i < n; i++) close(fds[i]);
-}
-
+/* Plain links (insecure_cluster); each server's WAL and store under base/<name>. */
 static void write_configs(void)
 {
     for (int i = 0; i < NSERVERS; i++) {
-        char path[400];
-        snprintf(path, sizeof path, "%s/%s.json", base, names[i]);
-        FILE *f = fopen(path, "w");
-        if (!f) die("cannot write %s", path);
-        fprintf(f,
-                "{\"name\":\"%s\",\"cluster\":\"C1\",\"listen\":\"127.0.0.1:%d\","
-                "\"cluster_listen\":\"127.0.0.1:%d\",\"wal_dir\":\"%s/%s/wal\","
-                "\"store_dir\":\"%s/%s/store\",\"insecure_cluster\":true,\"peers\":{",
-                names[i], client_port[i], cluster_port[i], base, names[i], base, names[i]);
-        for (int j = 0; j < NSERVERS; j++)
-            fprintf(f, "%s\"%s\":\"127.0.0.1:%d\"", j ? "," : "", names[j], cluster_port[j]);
-        fprintf(f, "}}\n");
-        fclose(f);
+        char fields[800];
+        snprintf(
+            fields, sizeof fields,
+            "\"wal_dir\":\"%s/%s/wal\",\"store_dir\":\"%s/%s/store\",\"insecure_cluster\":true,",
+            base, names[i], base, names[i]);
+        write_config(names[i], names[i], client_port[i], cluster_port[i], fields, names,
+                     cluster_port, NSERVERS);
     }
-}
-
-static void start_server(int i)
-{
-    char cfg[400], log[400];
-    snprintf(cfg, sizeof cfg, "%s/%s.json", base, names[i]);
-    snprintf(log, sizeof log, "%s/%s.log", base, names[i]);
-    pid_t pid = fork();
-    if (pid < 0) die("fork: %s", strerror(errno));
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execl(server_bin, server_bin, "-c", cfg, (char *)NULL);
-        _exit(127);
-    }
-    pids[i] = pid;
-}
-
-static int index_of(const char *name)
-{
-    for (int i = 0; i < NSERVERS; i++)
-        if (name && !strcmp(names[i], name)) return i;
-    return -1;
 }
 
 static void publish(jsCtx *js, int id)
@@ -315,41 +222,13 @@ static void request_ok(natsConnection *nc, const char *subject, const char *body
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s PATH/TO/jetraft-server\n", argv[0]);
-        return 2;
-    }
-    server_bin = argv[1];
-    setvbuf(stdout, NULL, _IONBF, 0);
-    signal(SIGALRM, on_alarm);
-    alarm(RUN_LIMIT_S);
-    snprintf(base, sizeof base, "/tmp/jetraft-consumers-XXXXXX");
-    if (!mkdtemp(base)) die("mkdtemp: %s", strerror(errno));
-    int ports[2 * NSERVERS];
-    pick_ports(ports, 2 * NSERVERS);
-    for (int i = 0; i < NSERVERS; i++) {
-        client_port[i] = ports[i];
-        cluster_port[i] = ports[NSERVERS + i];
-    }
+    procs_init(argc, argv, "consumers", RUN_LIMIT_S);
+    pick_cluster_ports(client_port, cluster_port, NSERVERS);
     write_configs();
-    for (int i = 0; i < NSERVERS; i++) start_server(i);
+    for (int i = 0; i < NSERVERS; i++) server_start(i, names[i]);
 
-    char urls[NSERVERS][64];
-    const char *url_ptrs[NSERVERS];
-    for (int i = 0; i < NSERVERS; i++) {
-        snprintf(urls[i], sizeof urls[i], "nats://127.0.0.1:%d", client_port[i]);
-        url_ptrs[i] = urls[i];
-    }
     natsOptions *opts = NULL;
-    natsConnection *nc = NULL;
-    natsOptions_Create(&opts);
-    natsOptions_SetServers(opts, url_ptrs, NSERVERS);
-    natsOptions_SetMaxReconnect(opts, -1);
-    natsOptions_SetReconnectWait(opts, 100);
-    natsOptions_SetRetryOnFailedConnect(opts, true, NULL, NULL);
-    natsOptions_SetTimeout(opts, 2000);
-    natsOptions_SetNoRandomize(opts, true);
-    if (natsConnection_Connect(&nc, opts) != NATS_OK) die("cannot connect");
+    natsConnection *nc = connect_cluster(client_port, NSERVERS, 1, &opts);
     jsCtx *js = NULL;
     if (natsConnection_JetStream(&js, nc, NULL) != NATS_OK) die("no JetStream context");
 
@@ -503,11 +382,9 @@ int main(int argc, char **argv)
     drain(sub, seq, seq + 20, 7, 1);
     seq += 20;
     printf("after a stepdown to %s: 20 more, each once\n", leader);
-    int victim = index_of(leader);
+    int victim = name_index(names, NSERVERS, leader);
     if (victim < 0) die("unknown consumer leader %s", leader);
-    kill(pids[victim], SIGKILL);
-    waitpid(pids[victim], NULL, 0);
-    pids[victim] = 0;
+    server_kill(victim);
     for (int id = (int)seq + 1; id <= (int)seq + 20; id++) publish(js, id);
     drain(sub, seq, seq + 20, 7, 0); /* at least once: a delivery may be in flight at the kill */
     seq += 20;
@@ -517,7 +394,7 @@ int main(int argc, char **argv)
            leader, (unsigned long long)ci->AckFloor.Stream,
            ci->Cluster && ci->Cluster->Leader ? ci->Cluster->Leader : "?");
     jsConsumerInfo_Destroy(ci);
-    start_server(victim);
+    server_start(victim, names[victim]);
 
     /* nats.c deletes the durable it created when the subscription unsubscribes; then it is
      * gone (10014) and another delete is refused. */
@@ -604,10 +481,7 @@ int main(int argc, char **argv)
             if (client_port[i] == port) here = i;
         if (here < 0) die("connected to %s, not one of the servers", url);
         for (int i = 0; i < NSERVERS; i++) {
-            if (i == here || pids[i] <= 0) continue;
-            kill(pids[i], SIGKILL);
-            waitpid(pids[i], NULL, 0);
-            pids[i] = 0;
+            if (i != here) server_kill(i);
         }
         natsSubscription *inbox = NULL;
         if (natsConnection_SubscribeSync(&inbox, nc, "_INBOX.lonely") != NATS_OK)
@@ -642,15 +516,7 @@ int main(int argc, char **argv)
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);
     natsOptions_Destroy(opts);
-    for (int i = 0; i < NSERVERS; i++)
-        if (pids[i] > 0) kill(pids[i], SIGTERM);
-    for (int i = 0; i < NSERVERS; i++) {
-        if (pids[i] <= 0) continue;
-        int st = 0;
-        if (waitpid(pids[i], &st, 0) != pids[i] || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-            die("%s did not exit 0 on SIGTERM (status %d)", names[i], st);
-        pids[i] = 0;
-    }
+    servers_stop_all();
     printf("the remaining server exited 0 on SIGTERM\n");
     nats_Close();
     char cmd[300];

@@ -9,152 +9,25 @@
  *
  * Usage: test_server_edges PATH/TO/jetraft-server
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-static pid_t pid;
-static const char *server_bin;
-static char base[256];
+#include "procs.h"
+#include "rawclient.h"
+
+/* One server, in slot 0 (config server.json, log server.log). */
 static int client_port, cluster_port, http_port;
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "FAIL: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(server log: %s/server.log)\n", base);
-    va_end(ap);
-    if (pid > 0) kill(pid, SIGKILL);
-    exit(1);
-}
-
-static void on_alarm(int sig)
-{
-    (void)sig;
-    static const char msg[] = "FAIL: the test ran out of time\n";
-    if (write(2, msg, sizeof msg - 1) < 0) { /* nothing more to do */
-    }
-    if (pid > 0) kill(pid, SIGKILL);
-    _exit(1);
-}
-
-static void pick_ports(int *out, int n)
-{
-    int fds[8];
-    for (int i = 0; i < n; i++) {
-        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
-        socklen_t sl = sizeof sa;
-        if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&sa, sizeof sa) ||
-            getsockname(fds[i], (struct sockaddr *)&sa, &sl))
-            die("cannot pick a free port");
-        out[i] = ntohs(sa.sin_port);
-    }
-    for (int i = 0; i < n; i++) close(fds[i]);
-}
-
-static int dial(int port, int rcvbuf)
-{
-    for (int attempt = 0; attempt < 100; attempt++) {
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        if (rcvbuf) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
-        struct sockaddr_in sa = {.sin_family = AF_INET,
-                                 .sin_port = htons((uint16_t)port),
-                                 .sin_addr.s_addr = htonl(0x7f000001)};
-        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) return fd;
-        close(fd);
-        usleep(100000);
-    }
-    die("cannot connect to port %d", port);
-}
-
-static void send_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n) {
-        ssize_t k = send(fd, c, n, MSG_NOSIGNAL);
-        if (k <= 0) die("send: %s", strerror(errno));
-        c += k;
-        n -= (size_t)k;
-    }
-}
-
-static void send_str(int fd, const char *s)
-{
-    send_all(fd, s, strlen(s));
-}
-
-/* Reads until `want` appears in what was read, EOF, or the timeout; returns 1 if found. The
- * text read is kept in buf. */
-typedef struct rbuf {
-    char d[1 << 16];
-    size_t n;
-    int eof;
-} rbuf;
-
-static int read_until(int fd, rbuf *b, const char *want, int timeout_ms)
-{
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        b->d[b->n] = 0;
-        if (want && strstr(b->d, want)) return 1;
-        if (b->eof) return 0;
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        long el = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
-        if (el >= timeout_ms) return 0;
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, (int)(timeout_ms - el)) <= 0) continue;
-        if (b->n >= sizeof b->d - 1) { /* keep the tail */
-            memmove(b->d, b->d + sizeof b->d / 2, sizeof b->d / 2);
-            b->n -= sizeof b->d / 2;
-        }
-        ssize_t k = recv(fd, b->d + b->n, sizeof b->d - 1 - b->n, 0);
-        if (k <= 0)
-            b->eof = 1;
-        else
-            b->n += (size_t)k;
-    }
-}
-
-static void expect(int fd, rbuf *b, const char *want, const char *what)
-{
-    if (!read_until(fd, b, want, 5000))
-        die("%s: expected \"%s\", got \"%.400s\"%s", what, want, b->d, b->eof ? " then EOF" : "");
-}
-
-static void expect_closed(int fd, rbuf *b, const char *what)
-{
-    read_until(fd, b, NULL, 6000);
-    if (!b->eof) die("%s: the connection was not closed", what);
-}
 
 /* A client that said CONNECT (headers, no_responders) and got its PONG. */
 static int client(rbuf *b)
 {
-    int fd = dial(client_port, 0);
-    memset(b, 0, sizeof *b);
-    expect(fd, b, "\r\n", "INFO");
-    send_str(fd, "CONNECT {\"verbose\":false,\"headers\":true,\"no_responders\":true}\r\nPING\r\n");
-    expect(fd, b, "PONG\r\n", "connect");
-    b->n = 0;
-    return fd;
+    return client_connect(client_port, NULL, NULL, b);
 }
 
 static void request(int fd, rbuf *b, const char *subject, const char *body, const char *want,
@@ -190,20 +63,6 @@ static int count_acks(int fd, int n)
         have = keep;
     }
     return acks;
-}
-
-/* Makes the cluster keys with the server's key tool: an authority, and solo's identity and
- * certificate in base. */
-static void make_keys(void)
-{
-    char cmd[2000];
-    snprintf(cmd, sizeof cmd,
-             "cd '%s' && '%s' --keygen authority auth >/dev/null && "
-             "'%s' --keygen identity solo >/dev/null && "
-             "'%s' --sign --authority auth.key --identity solo.pub --name solo --out solo.cert "
-             ">/dev/null",
-             base, server_bin, server_bin, server_bin);
-    if (system(cmd) != 0) die("the key tool failed: %s", cmd);
 }
 
 /* Reads the seq of the PubAck just read into b. */
@@ -429,9 +288,8 @@ static void consumers(int c, rbuf *bb)
 /* Starts the server with the base config plus `extra` fields (",\"k\":v..." or ""). */
 static void start_server(const char *extra)
 {
-    char cfg[400], log[400];
+    char cfg[400];
     snprintf(cfg, sizeof cfg, "%s/server.json", base);
-    snprintf(log, sizeof log, "%s/server.log", base);
     FILE *f = fopen(cfg, "w");
     if (!f) die("cannot write the config");
     fprintf(f,
@@ -442,31 +300,13 @@ static void start_server(const char *extra)
             "\"max_inflight\":64%s}\n",
             client_port, cluster_port, http_port, cluster_port, base, extra);
     fclose(f);
-    pid = fork();
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execl(server_bin, server_bin, "-c", cfg, (char *)NULL);
-        _exit(127);
-    }
-}
-
-static void stop_server(void)
-{
-    kill(pid, SIGTERM);
-    int st = 0;
-    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        die("the server did not exit 0 on SIGTERM (status %d)", st);
-    pid = 0;
+    server_start(0, "server");
 }
 
 static long rss_kb(void)
 {
     char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pids[0]);
     FILE *f = fopen(path, "r");
     long kb = -1;
     while (f && fgets(line, sizeof line, f))
@@ -493,17 +333,8 @@ static void http_get(const char *path, const char *want)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s PATH/TO/jetraft-server\n", argv[0]);
-        return 2;
-    }
-    server_bin = argv[1];
-    setvbuf(stdout, NULL, _IONBF, 0);
-    signal(SIGALRM, on_alarm);
+    procs_init(argc, argv, "edges", 120);
     signal(SIGPIPE, SIG_IGN);
-    alarm(120);
-    snprintf(base, sizeof base, "/tmp/jetraft-edges-XXXXXX");
-    if (!mkdtemp(base)) die("mkdtemp");
     int ports[3];
     pick_ports(ports, 3);
     client_port = ports[0];
@@ -527,7 +358,8 @@ int main(int argc, char **argv)
         if (system(cmd) != 0) die("the error does not name max_payload");
         printf("ok: a bad config names its field and exits 1\n");
     }
-    make_keys();
+    static const char *const solo[] = {"solo"};
+    make_keys(solo, 1, NULL);
     start_server("");
     /* INFO first, with the fields clients check. */
     rbuf b = {{0}, 0, 0};
@@ -709,7 +541,7 @@ int main(int argc, char **argv)
 
     close(a);
     close(c);
-    stop_server();
+    server_stop(0);
     printf("ok: SIGTERM, exit 0\n");
 
     /* Stale connections: with PINGs every 200 ms, a client that never answers is closed after
@@ -728,7 +560,7 @@ int main(int argc, char **argv)
     }
     close(quiet);
     close(live);
-    stop_server();
+    server_stop(0);
     printf("ok: stale connection closed, live one kept\n");
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);

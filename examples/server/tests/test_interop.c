@@ -14,181 +14,42 @@
  *
  * Usage: test_server_interop PATH/TO/jetraft-server
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 #include <nats/nats.h>
 #include <sodium.h>
 
+#include "natsclient.h"
+#include "procs.h"
+
 #define NSERVERS 3
 #define NMSGS 10000
 #define KILL_AT 4000
 #define RUN_LIMIT_S 360
 
-static const char *server_bin;
-static char base[256];
-static pid_t pids[NSERVERS];
 static int client_port[NSERVERS], cluster_port[NSERVERS];
 static const char *names[NSERVERS] = {"n1", "n2", "n3"};
 
-static void kill_all(void)
-{
-    for (int i = 0; i < NSERVERS; i++)
-        if (pids[i] > 0) kill(pids[i], SIGKILL);
-}
-
-/* Prints the last lines of each server's log to stderr, so that a failure on a CI machine shows
- * what the servers said (their logs stay in base). */
-static void print_log_tails(void)
-{
-    for (int i = 0; i < NSERVERS; i++) {
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "echo '--- %s.log (last 25 lines)'; tail -n 25 '%s/%s.log' >&2",
-                 names[i], base, names[i]);
-        if (system(cmd) != 0) fprintf(stderr, "(no log for %s)\n", names[i]);
-    }
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "FAIL: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    kill_all();
-    print_log_tails();
-    fprintf(stderr, "server logs are in %s\n", base);
-    exit(1);
-}
-
-/* Fails the test if a server the test did not stop has exited (a crash or a sanitizer report:
- * its log says which). */
-static void check_servers_alive(void)
-{
-    for (int i = 0; i < NSERVERS; i++) {
-        int st = 0;
-        if (pids[i] > 0 && waitpid(pids[i], &st, WNOHANG) == pids[i]) {
-            pids[i] = 0;
-            die("server %s exited by itself (%s %d)", names[i],
-                WIFSIGNALED(st) ? "signal" : "exit status",
-                WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-        }
-    }
-}
-
-static void on_alarm(int sig)
-{
-    (void)sig;
-    static const char msg[] = "FAIL: the test ran out of time\n";
-    if (write(2, msg, sizeof msg - 1) < 0) { /* nothing more to do */
-    }
-    kill_all();
-    _exit(1);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Free loopback ports: bound together (so they differ), then released for the servers. */
-static void pick_ports(int *out, int n)
-{
-    int fds[16];
-    for (int i = 0; i < n; i++) {
-        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
-        socklen_t sl = sizeof sa;
-        if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&sa, sizeof sa) ||
-            getsockname(fds[i], (struct sockaddr *)&sa, &sl))
-            die("cannot pick a free port: %s", strerror(errno));
-        out[i] = ntohs(sa.sin_port);
-    }
-    for (int i = 0; i < n; i++) close(fds[i]);
-}
-
-/* The cluster keys, made with the server's key tool: an authority, and each server's identity
- * and certificate (cluster C1), beside the configurations. */
-static void make_keys(void)
-{
-    char cmd[3000];
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' --keygen authority auth >/dev/null", base,
-             server_bin);
-    if (system(cmd) != 0) die("the key tool failed: %s", cmd);
-    for (int i = 0; i < NSERVERS; i++) {
-        snprintf(cmd, sizeof cmd,
-                 "cd '%s' && '%s' --keygen identity %s >/dev/null && '%s' --sign --authority "
-                 "auth.key --identity %s.pub --cluster C1 --name %s --out %s.cert >/dev/null",
-                 base, server_bin, names[i], server_bin, names[i], names[i], names[i]);
-        if (system(cmd) != 0) die("the key tool failed: %s", cmd);
-    }
-}
-
+/* Secure links with the keys make_keys makes; each server tagged az:<n>, its WAL and store
+ * under base/<name>. */
 static void write_configs(void)
 {
-    make_keys();
+    make_keys(names, NSERVERS, "C1");
     for (int i = 0; i < NSERVERS; i++) {
-        char path[400];
-        snprintf(path, sizeof path, "%s/%s.json", base, names[i]);
-        FILE *f = fopen(path, "w");
-        if (!f) die("cannot write %s", path);
-        fprintf(f,
-                "{\"name\":\"%s\",\"cluster\":\"C1\",\"tags\":[\"az:%d\"],"
-                "\"listen\":\"127.0.0.1:%d\",\"cluster_listen\":\"127.0.0.1:%d\","
-                "\"authority\":\"auth.pub\",\"identity\":\"%s.key\",\"certificate\":\"%s.cert\","
-                "\"wal_dir\":\"%s/%s/wal\",\"store_dir\":\"%s/%s/store\",\"peers\":{",
-                names[i], i + 1, client_port[i], cluster_port[i], names[i], names[i], base,
-                names[i], base, names[i]);
-        for (int j = 0; j < NSERVERS; j++)
-            fprintf(f, "%s\"%s\":\"127.0.0.1:%d\"", j ? "," : "", names[j], cluster_port[j]);
-        fprintf(f, "}}\n");
-        fclose(f);
+        char fields[800];
+        snprintf(
+            fields, sizeof fields,
+            "\"tags\":[\"az:%d\"],\"authority\":\"auth.pub\",\"identity\":\"%s.key\","
+            "\"certificate\":\"%s.cert\",\"wal_dir\":\"%s/%s/wal\",\"store_dir\":\"%s/%s/store\",",
+            i + 1, names[i], names[i], base, names[i], base, names[i]);
+        write_config(names[i], names[i], client_port[i], cluster_port[i], fields, names,
+                     cluster_port, NSERVERS);
     }
-}
-
-static void start_server(int i)
-{
-    char cfg[400], log[400];
-    snprintf(cfg, sizeof cfg, "%s/%s.json", base, names[i]);
-    snprintf(log, sizeof log, "%s/%s.log", base, names[i]);
-    pid_t pid = fork();
-    if (pid < 0) die("fork: %s", strerror(errno));
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execl(server_bin, server_bin, "-c", cfg, (char *)NULL);
-        _exit(127);
-    }
-    pids[i] = pid;
-}
-
-static int index_of(const char *name)
-{
-    for (int i = 0; i < NSERVERS; i++)
-        if (name && !strcmp(names[i], name)) return i;
-    return -1;
 }
 
 /* ---- publish bookkeeping (the ack handler runs on a libnats thread) ------------------------ */
@@ -273,7 +134,7 @@ static void publish_async(jsCtx *js, int id)
 static void publish_until_acked(jsCtx *js, int id)
 {
     for (int attempt = 0;; attempt++) {
-        check_servers_alive();
+        servers_check_alive();
         natsMsg *m = make_msg(id);
         jsPubAck *pa = NULL;
         jsErrCode jerr = 0;
@@ -504,7 +365,7 @@ static void wait_current(jsCtx *js, double limit_s)
 {
     double end = now_s() + limit_s;
     while (now_s() < end) {
-        check_servers_alive();
+        servers_check_alive();
         jsStreamInfo *si = stream_info(js, 50);
         int ok = si->Cluster && si->Cluster->Leader && si->Cluster->ReplicasLen == NSERVERS - 1;
         for (int i = 0; ok && i < si->Cluster->ReplicasLen; i++)
@@ -534,42 +395,14 @@ static void stepdown_to(natsConnection *nc, const char *peer)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s PATH/TO/jetraft-server\n", argv[0]);
-        return 2;
-    }
-    server_bin = argv[1];
-    setvbuf(stdout, NULL, _IONBF, 0);
-    signal(SIGALRM, on_alarm);
-    alarm(RUN_LIMIT_S);
-    snprintf(base, sizeof base, "/tmp/jetraft-interop-XXXXXX");
-    if (!mkdtemp(base)) die("mkdtemp: %s", strerror(errno));
-    int ports[2 * NSERVERS];
-    pick_ports(ports, 2 * NSERVERS);
-    for (int i = 0; i < NSERVERS; i++) {
-        client_port[i] = ports[i];
-        cluster_port[i] = ports[NSERVERS + i];
-    }
+    procs_init(argc, argv, "interop", RUN_LIMIT_S);
+    pick_cluster_ports(client_port, cluster_port, NSERVERS);
     write_configs();
-    for (int i = 0; i < NSERVERS; i++) start_server(i);
+    for (int i = 0; i < NSERVERS; i++) server_start(i, names[i]);
 
     /* A connection that knows every server and reconnects for as long as the test runs. */
-    char urls[NSERVERS][64];
-    const char *url_ptrs[NSERVERS];
-    for (int i = 0; i < NSERVERS; i++) {
-        snprintf(urls[i], sizeof urls[i], "nats://127.0.0.1:%d", client_port[i]);
-        url_ptrs[i] = urls[i];
-    }
     natsOptions *opts = NULL;
-    natsConnection *nc = NULL;
-    natsOptions_Create(&opts);
-    natsOptions_SetServers(opts, url_ptrs, NSERVERS);
-    natsOptions_SetMaxReconnect(opts, -1);
-    natsOptions_SetReconnectWait(opts, 100);
-    natsOptions_SetRetryOnFailedConnect(opts, true, NULL, NULL);
-    natsOptions_SetTimeout(opts, 2000);
-    natsOptions_SetNoRandomize(opts, true);
-    if (natsConnection_Connect(&nc, opts) != NATS_OK) die("cannot connect");
+    natsConnection *nc = connect_cluster(client_port, NSERVERS, 1, &opts);
 
     jsOptions jo;
     jsOptions_Init(&jo);
@@ -620,24 +453,17 @@ int main(int argc, char **argv)
     char leader[64];
     snprintf(leader, sizeof leader, "%s", si->Cluster->Leader);
     jsStreamInfo_Destroy(si);
-    int victim = index_of(leader);
+    int victim = name_index(names, NSERVERS, leader);
     if (victim < 0) die("unknown leader %s", leader);
 
     /* The publisher connects to the leader's server first, so that the kill also cuts its
      * connection: it must reconnect to another server and replay what it had buffered. */
-    const char *pub_urls[NSERVERS];
-    pub_urls[0] = urls[victim];
+    int pub_ports[NSERVERS];
+    pub_ports[0] = client_port[victim];
     for (int i = 0, k = 1; i < NSERVERS; i++)
-        if (i != victim) pub_urls[k++] = urls[i];
+        if (i != victim) pub_ports[k++] = client_port[i];
     natsOptions *popts = NULL;
-    natsConnection *pnc = NULL;
-    natsOptions_Create(&popts);
-    natsOptions_SetServers(popts, pub_urls, NSERVERS);
-    natsOptions_SetNoRandomize(popts, true);
-    natsOptions_SetMaxReconnect(popts, -1);
-    natsOptions_SetReconnectWait(popts, 100);
-    natsOptions_SetTimeout(popts, 2000);
-    if (natsConnection_Connect(&pnc, popts) != NATS_OK) die("the publisher cannot connect");
+    natsConnection *pnc = connect_cluster(pub_ports, NSERVERS, 0, &popts);
     jsCtx *pjs = NULL;
     if (natsConnection_JetStream(&pjs, pnc, &jo) != NATS_OK) die("no JetStream context");
     char pub_url[64];
@@ -651,9 +477,7 @@ int main(int argc, char **argv)
             printf("published %d in %.1f s; SIGKILL to the stream leader %s (pid %d), the "
                    "publisher's server (%s)\n",
                    id, now_s() - t0, leader, (int)pids[victim], pub_url);
-            kill(pids[victim], SIGKILL);
-            waitpid(pids[victim], NULL, 0);
-            pids[victim] = 0;
+            server_kill(victim);
         }
     }
     jsPubOptions po;
@@ -667,7 +491,7 @@ int main(int argc, char **argv)
         if (left <= 0) break;
         usleep(100000);
     }
-    check_servers_alive();
+    servers_check_alive();
     int retried = 0;
     for (int id = 1; id <= NMSGS; id++) {
         pthread_mutex_lock(&mu);
@@ -688,7 +512,7 @@ int main(int argc, char **argv)
     jsCtx_Destroy(pjs);
     natsConnection_Destroy(pnc);
     natsOptions_Destroy(popts);
-    start_server(victim);
+    server_start(victim, names[victim]);
     printf("restarted %s\n", leader);
     wait_current(js, 60);
     verify_by_sequence(nc, js, "after the restart");
@@ -696,7 +520,7 @@ int main(int argc, char **argv)
     /* Each other replica leads in turn and must hold the same messages. */
     for (int i = 0; i < NSERVERS; i++) {
         si = stream_info(js, 50);
-        int cur = index_of(si->Cluster->Leader);
+        int cur = name_index(names, NSERVERS, si->Cluster->Leader);
         jsStreamInfo_Destroy(si);
         if (cur == i) continue;
         stepdown_to(nc, names[i]);
@@ -717,13 +541,7 @@ int main(int argc, char **argv)
     natsOptions_Destroy(opts);
 
     /* SIGTERM: each server shuts down cleanly and exits 0. */
-    for (int i = 0; i < NSERVERS; i++) kill(pids[i], SIGTERM);
-    for (int i = 0; i < NSERVERS; i++) {
-        int st = 0;
-        if (waitpid(pids[i], &st, 0) != pids[i] || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-            die("%s did not exit 0 on SIGTERM (status %d)", names[i], st);
-        pids[i] = 0;
-    }
+    servers_stop_all();
     printf("every server exited 0 on SIGTERM\n");
     nats_Close();
     char cmd[300];
