@@ -31,12 +31,15 @@ export JR_CLIENT_PORT=$p1 JR_CLUSTER_PORT=$p2 JR_HTTP_PORT=$p3
 "$cluster" start >/dev/null
 J=("$cli" -s "nats://127.0.0.1:$p1,nats://127.0.0.1:$((p1 + 1)),nats://127.0.0.1:$((p1 + 2))")
 
+t0=$(date +%s)
+step() { echo "[$(($(date +%s) - t0)) s] $*"; }
 fail() { echo "FAIL: $*" >&2; for n in n1 n2 n3; do tail -n 20 "$JR_CLUSTER_DIR/$n/server.log" >&2 || true; done; exit 1; }
 expect() { # expect WHAT PATTERN OUTPUT
     grep -q -- "$2" <<<"$3" || fail "$1: no '$2' in:
 $3"
 }
 
+step "cluster started"
 # the cluster elects a meta leader: stream add is retried until it answers
 for _ in $(seq 60); do
     out=$("${J[@]}" stream add ORDERS --subjects "orders.>" --replicas=3 --defaults 2>&1) && break
@@ -45,6 +48,7 @@ done
 expect "stream add" "Stream ORDERS was created" "$out"
 expect "stream add" "Replicas: 3" "$out"
 
+step "ORDERS created"
 out=$("${J[@]}" pub orders.new '{"order":1}')
 expect "pub" 'stored in ORDERS as seq 1' "$out"
 out=$("${J[@]}" pub orders.new --count 500 --size 64 2>&1)
@@ -74,6 +78,7 @@ expect "stream get" "on Subject orders.new" "$out"
 out=$("${J[@]}" stream edit ORDERS --max-msgs 1000)
 expect "stream edit" "Maximum Messages: 1,000" "$out"
 
+step "stream verbs done"
 out=$("${J[@]}" consumer add ORDERS NEW --filter orders.new --replicas 3)
 expect "consumer add" "Information for Consumer ORDERS > NEW" "$out"
 out=$("${J[@]}" consumer next ORDERS NEW --count 3)
@@ -106,6 +111,7 @@ set -e
 [ $rc -eq 2 ] || fail "stream add without a name exited $rc"
 
 # the leader's process killed: the check is critical, publishes go on, then it is healthy again
+step "killing the stream leader $leader"
 "$cluster" kill "$leader" >/dev/null
 set +e
 crit=0
@@ -117,6 +123,7 @@ done
 set -e
 [ $crit -eq 1 ] || fail "the check never turned critical with $leader killed"
 for _ in $(seq 60); do "${J[@]}" pub orders.new after-kill >/dev/null 2>&1 && break; sleep 0.5; done
+step "published after the kill; restarting $leader"
 "$cluster" restart "$leader" >/dev/null
 ok=0
 for _ in $(seq 120); do
@@ -125,6 +132,7 @@ for _ in $(seq 120); do
 done
 [ $ok -eq 1 ] || fail "the stream was not healthy again after $leader restarted"
 
+step "healthy again"
 out=$("${J[@]}" stream cluster step-down ORDERS)
 expect "step-down" "Requested a leader change" "$out"
 out=$("${J[@]}" consumer rm ORDERS NEW)
