@@ -22,6 +22,7 @@
 #include "client.h"
 #include "monitor.h"
 #include "peer.h"
+#include "powervfs.h"
 #include "server.h"
 #include "sublist.h"
 
@@ -183,6 +184,7 @@ int main(int argc, char **argv)
     nc.npeers = s->cfg.npeers;
     nc.wal_dir = s->cfg.wal_dir;
     nc.store_dir = s->cfg.store_dir;
+    nc.vfs = powervfs_open(s->loop, s->cfg.name); /* NULL (POSIX) unless a test asks */
     nc.host = &s->host;
     nc.election_timeout_ms = s->cfg.election_timeout_ms;
     nc.heartbeat_ms = s->cfg.heartbeat_ms;

@@ -1,0 +1,388 @@
+/*
+ * nemesis.c — the fault schedule, drawn from the seed before the run starts, and its thread.
+ *
+ * The schedule is a list of faults at times from the start of the faulty phase (2 s of quiet
+ * first, then one every 0.4-2.5 s), each with its targets, parameters and duration; the
+ * thread applies each at its time and undoes it when its duration ends (restart, SIGCONT,
+ * links whole again). The same seed gives the same schedule on any machine; the real
+ * processes' timing around it differs from run to run (this is not a simulation).
+ *
+ * kill       SIGKILL one server (70%), a minority (20%) or a majority (10%); restarted 0.3-3 s
+ * later power      power cut (SIGUSR1: unsynced writes lost, maybe one torn,
+ * examples/server/powervfs.c) of one server (60%) or of every server at once (40%); restarted 0.3-2
+ * s later pause      SIGSTOP one server or a minority for 0.3-4 s, then SIGCONT partition  isolate
+ * one server, split a minority from the majority, cut 1-3 directed links (one-way), or a bridge
+ * (one server hears both halves, which do not hear each other), for 1-5 s net        delay (1-60
+ * ms, jitter up to as much again) and drop (0-15%) every frame on every link or on one server's
+ * links, for 1-5 s reset      close every peer connection of one server (it redials)
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "chaos.h"
+
+typedef struct nev {
+    uint64_t at_ms;
+    int kind; /* one F_* bit, or 0 for an end */
+    unsigned targets;
+    int dur_ms;
+    int variant;
+    int drop, delay, jitter;
+    unsigned cut[MAXN]; /* partition: cut[a] has bit b: a -> b cut */
+    unsigned id;
+    int is_end;
+} nev;
+
+static nev *evs;
+static size_t nevs, capevs;
+static pthread_t thread;
+static volatile int stopping;
+
+static nev *add_ev(void)
+{
+    if (nevs == capevs) {
+        capevs = capevs ? 2 * capevs : 64;
+        evs = realloc(evs, capevs * sizeof *evs);
+        if (!evs) die("out of memory");
+    }
+    memset(&evs[nevs], 0, sizeof *evs);
+    return &evs[nevs++];
+}
+
+static unsigned random_subset(uint64_t *r, int size)
+{
+    unsigned m = 0;
+    while (__builtin_popcount(m) < size) m |= 1u << rng_below(r, C.n);
+    return m;
+}
+
+static int pick_kind(uint64_t *r)
+{
+    int kinds[8], nk = 0;
+    for (int b = 0; b < 6; b++)
+        if (C.faults & (1u << b)) kinds[nk++] = 1 << b;
+    return nk ? kinds[rng_below(r, nk)] : 0;
+}
+
+static void plan(void)
+{
+    uint64_t r = C.seed * 0x2545f4914f6cdd1dull + 17;
+    uint64_t t = 2000, end = (uint64_t)C.seconds * 1000;
+    unsigned id = 0;
+    int minority = (C.n - 1) / 2;
+    while (C.faults) {
+        t += 400 + (uint64_t)rng_below(&r, 2100);
+        if (t >= end) break;
+        nev *e = add_ev();
+        e->at_ms = t;
+        e->kind = pick_kind(&r);
+        e->id = ++id;
+        double u = rng_unit(&r);
+        switch (e->kind) {
+        case F_KILL:
+            e->targets = random_subset(&r, u < 0.7 ? 1 : u < 0.9 ? minority : minority + 1);
+            e->dur_ms = 300 + rng_below(&r, 2700);
+            break;
+        case F_POWER:
+            e->targets = u < 0.6 ? random_subset(&r, 1) : (1u << C.n) - 1;
+            e->dur_ms = 300 + rng_below(&r, 1700);
+            break;
+        case F_PAUSE:
+            e->targets = random_subset(&r, u < 0.6 ? 1 : minority);
+            e->dur_ms = 300 + rng_below(&r, 3700);
+            break;
+        case F_PARTITION: {
+            e->dur_ms = 1000 + rng_below(&r, 4000);
+            unsigned side = 0;
+            if (u < 0.3) { /* isolate one */
+                e->variant = 0;
+                side = random_subset(&r, 1);
+            } else if (u < 0.55) { /* minority | majority */
+                e->variant = 1;
+                side = random_subset(&r, minority);
+            } else if (u < 0.85) { /* one-way cuts */
+                e->variant = 2;
+                int k = 1 + rng_below(&r, 3);
+                for (int i = 0; i < k; i++) {
+                    int a = rng_below(&r, C.n), b = rng_below(&r, C.n);
+                    if (a != b) e->cut[a] |= 1u << b;
+                }
+            } else { /* bridge: x hears both halves */
+                e->variant = 3;
+                int x = rng_below(&r, C.n);
+                unsigned half = random_subset(&r, (C.n - 1) / 2) & ~(1u << x);
+                for (int a = 0; a < C.n; a++)
+                    for (int b = 0; b < C.n; b++)
+                        if (a != x && b != x && a != b &&
+                            !!(half & (1u << a)) != !!(half & (1u << b)))
+                            e->cut[a] |= 1u << b;
+                e->targets = 1u << x;
+            }
+            if (e->variant <= 1)
+                for (int a = 0; a < C.n; a++)
+                    for (int b = 0; b < C.n; b++)
+                        if (!!(side & (1u << a)) != !!(side & (1u << b))) e->cut[a] |= 1u << b;
+            if (e->variant <= 1) e->targets = side;
+            break;
+        }
+        case F_NET:
+            e->targets = u < 0.5 ? (1u << C.n) - 1 : random_subset(&r, 1);
+            e->delay = 1 + rng_below(&r, 60);
+            e->jitter = rng_below(&r, e->delay + 1);
+            e->drop = rng_below(&r, 16);
+            e->dur_ms = 1000 + rng_below(&r, 4000);
+            break;
+        case F_RESET:
+            e->targets = random_subset(&r, 1);
+            break;
+        }
+    }
+}
+
+static void mask_names(unsigned m, char *out, size_t cap)
+{
+    out[0] = 0;
+    for (int i = 0; i < C.n; i++)
+        if (m & (1u << i)) {
+            size_t l = strlen(out);
+            snprintf(out + l, cap - l, "%s%s", l ? "," : "", C.names[i]);
+        }
+}
+
+/* SIGKILL server i and wait for it (smu held). */
+static void kill_server(int i)
+{
+    if (C.pid[i] <= 0) return;
+    kill(C.pid[i], SIGKILL);
+    waitpid(C.pid[i], NULL, 0);
+    C.pid[i] = 0;
+    C.paused[i] = 0;
+}
+
+/* Power cut of server i (smu held): SIGUSR1 makes its vfs roll its files back to their last
+ * sync and exit; if it does not within 3 s, SIGKILL (a plain kill then). */
+static void power_cut(int i)
+{
+    if (C.pid[i] <= 0) return;
+    kill(C.pid[i], SIGUSR1);
+    if (C.paused[i]) kill(C.pid[i], SIGCONT);
+    C.paused[i] = 0;
+    int st = 0;
+    for (int w = 0; w < 300; w++) {
+        pid_t p = waitpid(C.pid[i], &st, WNOHANG);
+        if (p == C.pid[i]) {
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 86)
+                nemesis_note("power cut %s: exited with status %d (not the vfs's 86)", C.names[i],
+                             st);
+            C.pid[i] = 0;
+            return;
+        }
+        usleep(10000);
+    }
+    nemesis_note("power cut %s: no exit within 3 s, SIGKILL instead", C.names[i]);
+    kill_server(i);
+}
+
+typedef struct pending {
+    uint64_t at_ms;
+    nev *e;
+} pending;
+
+static pending pend[4096];
+static size_t npend;
+
+static void start_event(nev *e)
+{
+    char who[64];
+    mask_names(e->targets, who, sizeof who);
+    pthread_mutex_lock(&C.smu);
+    switch (e->kind) {
+    case F_KILL:
+    case F_POWER: {
+        unsigned done = 0;
+        if (e->kind == F_POWER && e->targets == (1u << C.n) - 1) {
+            /* every server at once: signals first, then wait for each */
+            for (int i = 0; i < C.n; i++)
+                if (C.pid[i] > 0) kill(C.pid[i], SIGUSR1);
+        }
+        for (int i = 0; i < C.n; i++)
+            if ((e->targets & (1u << i)) && C.pid[i] > 0) {
+                if (e->kind == F_KILL)
+                    kill_server(i);
+                else
+                    power_cut(i);
+                done |= 1u << i;
+            }
+        pthread_mutex_unlock(&C.smu);
+        mask_names(done, who, sizeof who);
+        if (done)
+            nemesis_note("%s %s, restart in %.1f s", e->kind == F_KILL ? "kill -9" : "power cut",
+                         who, e->dur_ms / 1000.0);
+        e->targets = done;
+        break;
+    }
+    case F_PAUSE: {
+        unsigned done = 0;
+        for (int i = 0; i < C.n; i++)
+            if ((e->targets & (1u << i)) && C.pid[i] > 0 && !C.paused[i]) {
+                kill(C.pid[i], SIGSTOP);
+                C.paused[i] = 1;
+                done |= 1u << i;
+            }
+        pthread_mutex_unlock(&C.smu);
+        e->targets = done;
+        mask_names(done, who, sizeof who);
+        if (done) nemesis_note("pause (SIGSTOP) %s for %.1f s", who, e->dur_ms / 1000.0);
+        break;
+    }
+    case F_PARTITION: {
+        pthread_mutex_unlock(&C.smu);
+        char cuts[300] = "";
+        pthread_mutex_lock(&C.lmu);
+        for (int a = 0; a < C.n; a++)
+            for (int b = 0; b < C.n; b++)
+                if (e->cut[a] & (1u << b)) {
+                    C.links[a][b].cut++;
+                    size_t l = strlen(cuts);
+                    snprintf(cuts + l, sizeof cuts - l, " %s->%s", C.names[a], C.names[b]);
+                }
+        pthread_mutex_unlock(&C.lmu);
+        static const char *const what[] = {"isolate", "split off", "one-way cuts", "bridge"};
+        nemesis_note("partition: %s %s for %.1f s (cut:%s)", what[e->variant],
+                     e->variant == 2 ? "" : who, e->dur_ms / 1000.0, cuts);
+        break;
+    }
+    case F_NET:
+        pthread_mutex_unlock(&C.smu);
+        pthread_mutex_lock(&C.lmu);
+        for (int a = 0; a < C.n; a++)
+            for (int b = 0; b < C.n; b++)
+                if (a != b && (e->targets & ((1u << a) | (1u << b)))) {
+                    link_fault *l = &C.links[a][b];
+                    l->drop_pct = e->drop;
+                    l->delay_ms = e->delay;
+                    l->jitter_ms = e->jitter;
+                    l->owner = e->id;
+                }
+        pthread_mutex_unlock(&C.lmu);
+        nemesis_note("net: links of %s: delay %d ms + up to %d, drop %d%% for %.1f s", who,
+                     e->delay, e->jitter, e->drop, e->dur_ms / 1000.0);
+        break;
+    case F_RESET:
+        pthread_mutex_unlock(&C.smu);
+        proxy_reset_node(__builtin_ctz(e->targets));
+        nemesis_note("reset: every peer connection of %s closed", who);
+        break;
+    default:
+        pthread_mutex_unlock(&C.smu);
+    }
+    if (e->dur_ms && e->kind != F_RESET && npend < sizeof pend / sizeof pend[0])
+        pend[npend++] = (pending){.at_ms = e->at_ms + (uint64_t)e->dur_ms, .e = e};
+}
+
+static void end_event(nev *e)
+{
+    char who[64];
+    mask_names(e->targets, who, sizeof who);
+    switch (e->kind) {
+    case F_KILL:
+    case F_POWER: {
+        unsigned done = 0;
+        pthread_mutex_lock(&C.smu);
+        for (int i = 0; i < C.n; i++)
+            if ((e->targets & (1u << i)) && C.pid[i] <= 0) {
+                server_start(i);
+                done |= 1u << i;
+            }
+        pthread_mutex_unlock(&C.smu);
+        mask_names(done, who, sizeof who);
+        if (done) nemesis_note("restart %s", who);
+        break;
+    }
+    case F_PAUSE: {
+        unsigned done = 0;
+        pthread_mutex_lock(&C.smu);
+        for (int i = 0; i < C.n; i++)
+            if ((e->targets & (1u << i)) && C.pid[i] > 0 && C.paused[i]) {
+                kill(C.pid[i], SIGCONT);
+                C.paused[i] = 0;
+                done |= 1u << i;
+            }
+        pthread_mutex_unlock(&C.smu);
+        mask_names(done, who, sizeof who);
+        if (done) nemesis_note("resume (SIGCONT) %s", who);
+        break;
+    }
+    case F_PARTITION:
+        pthread_mutex_lock(&C.lmu);
+        for (int a = 0; a < C.n; a++)
+            for (int b = 0; b < C.n; b++)
+                if ((e->cut[a] & (1u << b)) && C.links[a][b].cut > 0) C.links[a][b].cut--;
+        pthread_mutex_unlock(&C.lmu);
+        nemesis_note("partition healed (its cuts)");
+        break;
+    case F_NET:
+        pthread_mutex_lock(&C.lmu);
+        for (int a = 0; a < C.n; a++)
+            for (int b = 0; b < C.n; b++)
+                if (C.links[a][b].owner == e->id) {
+                    C.links[a][b].drop_pct = C.links[a][b].delay_ms = 0;
+                    C.links[a][b].jitter_ms = 0;
+                    C.links[a][b].owner = 0;
+                }
+        pthread_mutex_unlock(&C.lmu);
+        nemesis_note("net: links of %s perfect again", who);
+        break;
+    }
+}
+
+static void *run(void *arg)
+{
+    (void)arg;
+    uint64_t t0 = now_ns();
+    size_t next = 0;
+    while (!stopping) {
+        uint64_t ms = (now_ns() - t0) / 1000000u;
+        while (next < nevs && evs[next].at_ms <= ms) start_event(&evs[next++]);
+        for (size_t i = 0; i < npend;) {
+            if (pend[i].at_ms <= ms) {
+                end_event(pend[i].e);
+                pend[i] = pend[--npend];
+            } else {
+                i++;
+            }
+        }
+        procs_reap();
+        usleep(10000);
+    }
+    return NULL;
+}
+
+void nemesis_start(void)
+{
+    plan();
+    if (C.verbose) note("nemesis: %zu faults planned", nevs);
+    if (pthread_create(&thread, NULL, run, NULL)) die("cannot start the nemesis");
+}
+
+void nemesis_stop_and_heal(void)
+{
+    stopping = 1;
+    pthread_join(thread, NULL);
+    for (size_t i = 0; i < npend; i++) end_event(pend[i].e);
+    npend = 0;
+    pthread_mutex_lock(&C.lmu);
+    memset(C.links, 0, sizeof C.links);
+    pthread_mutex_unlock(&C.lmu);
+    pthread_mutex_lock(&C.smu);
+    for (int i = 0; i < C.n; i++) {
+        if (C.pid[i] > 0 && C.paused[i]) kill(C.pid[i], SIGCONT);
+        C.paused[i] = 0;
+        if (C.pid[i] <= 0) server_start(i);
+    }
+    pthread_mutex_unlock(&C.smu);
+    nemesis_note("heal: every link whole, every server running");
+}
