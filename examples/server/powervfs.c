@@ -48,7 +48,20 @@ typedef struct powervfs {
     uint64_t rng;
     char name[64];
     uv_signal_t sig;
+    uv_timer_t idle; /* cuts the power if no sync comes within 1 s of the signal */
+    int armed;       /* SIGUSR1 came: the power goes at the countdown's end */
+    int countdown;   /* syncs still to pass */
 } powervfs;
+
+static void power_cut(powervfs *p, const char *when);
+
+/* Called first by sync: once the signal armed the cut, it happens at one of the next four
+ * syncs (chosen at random), before it reaches the disk: the writes it would have covered are
+ * lost with everything else unsynced. */
+static void maybe_cut(powervfs *p, const char *call)
+{
+    if (p->armed && p->countdown-- <= 0) power_cut(p, call);
+}
 
 static uint64_t next_rand(powervfs *p)
 {
@@ -218,6 +231,7 @@ static int w_pwrite(void *ctx, jr_file *jf, const void *buf, size_t len, uint64_
 static int w_sync(void *ctx, jr_file *jf)
 {
     powervfs *p = ctx;
+    maybe_cut(p, "before a sync");
     pfile *f = (pfile *)jf;
     int rc = p->real->sync(p->real->ctx, f->real);
     if (!rc) clear_undo(f->rec);
@@ -350,10 +364,8 @@ static uint64_t roll_back(powervfs *p, prec *r, int *torn)
     return lost;
 }
 
-static void on_power_cut(uv_signal_t *h, int signum)
+static void power_cut(powervfs *p, const char *when)
 {
-    (void)signum;
-    powervfs *p = h->data;
     int files = 0, torn = 0;
     uint64_t lost = 0;
     for (prec *r = p->recs; r; r = r->next) {
@@ -362,11 +374,26 @@ static void on_power_cut(uv_signal_t *h, int signum)
         files++;
     }
     fprintf(stderr,
-            "[%s] power cut: %d files rolled back to their last sync (%llu bytes), %d "
+            "[%s] power cut (%s): %d files rolled back to their last sync (%llu bytes), %d "
             "torn writes\n",
-            p->name, files, (unsigned long long)lost, torn);
+            p->name, when, files, (unsigned long long)lost, torn);
     fflush(stderr);
     _exit(POWERVFS_EXIT);
+}
+
+static void on_idle(uv_timer_t *t)
+{
+    power_cut(t->data, "no sync within 1 s");
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    (void)signum;
+    powervfs *p = h->data;
+    if (p->armed) return;
+    p->armed = 1;
+    p->countdown = (int)(next_rand(p) % 4);
+    uv_timer_start(&p->idle, on_idle, 1000, 0);
 }
 
 jr_vfs *powervfs_open(uv_loop_t *loop, const char *name)
@@ -391,9 +418,9 @@ jr_vfs *powervfs_open(uv_loop_t *loop, const char *name)
     p.vfs.mkdir = w_mkdir;
     p.vfs.list = w_list;
     p.vfs.sync_dir = w_sync_dir;
-    if (uv_signal_init(loop, &p.sig)) return NULL;
-    p.sig.data = &p;
-    if (uv_signal_start(&p.sig, on_power_cut, SIGUSR1)) return NULL;
+    if (uv_signal_init(loop, &p.sig) || uv_timer_init(loop, &p.idle)) return NULL;
+    p.sig.data = p.idle.data = &p;
+    if (uv_signal_start(&p.sig, on_signal, SIGUSR1)) return NULL;
     uv_unref((uv_handle_t *)&p.sig);
     fprintf(stderr, "[%s] test vfs: SIGUSR1 simulates a power cut of this server's files\n", name);
     return &p.vfs;

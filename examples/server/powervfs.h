@@ -7,11 +7,14 @@
  * uses jr_vfs_posix() unchanged. Writes go through to the files at once (reads see them, a
  * plain SIGKILL keeps them, as the OS page cache would), and the vfs keeps in memory, per file,
  * what a power cut would restore: the file's size at its last completed sync and the old bytes
- * of every range below that size overwritten or cut since. SIGUSR1 is the power cut: on the
- * loop's thread (so between two vfs calls, never inside one) every file is put back to its
- * synced image — the saved ranges written back newest first, the file cut to its synced size —
- * except that, for about half the files, a random prefix of the newest write survives (a torn
- * write); then the process exits at once with status 86 without closing anything.
+ * of every range below that size overwritten or cut since. SIGUSR1 arms the power cut; it
+ * happens just before one of the next four syncs (chosen at random) reaches the disk, so that
+ * the writes that sync would have covered are lost (with JR_SYNC_ALWAYS nothing is unsynced
+ * between two loop turns), or 1 s after the signal if no sync comes. Every file is then put
+ * back to its synced image — the saved ranges written back newest first, the file cut to its
+ * synced size — except that, for about half the files, a random prefix of the newest write
+ * survives (a torn write); then the process exits at once with status 86 without closing
+ * anything.
  *
  * Invariants: a created file, a rename and a remove are durable when they return (the POSIX
  * vfs syncs the directory), so only data and sizes are ever rolled back; a rename carries the
