@@ -217,6 +217,29 @@ static int read_all(natsConnection *nc, const char *subject, int direct, uint64_
     return left;
 }
 
+/* ---- checker self-tests ------------------------------------------------------------------ */
+
+/* Changes what was read or recorded the way a bug would show in it (--mutate), so that the run
+ * must fail: the checkers' own test. */
+static void mutate(long long *final, uint64_t upto, long long *rep0)
+{
+    const char *m = C.mutate;
+    op *first_ok = NULL;
+    for (size_t i = 0; i < C.nops && !first_ok; i++)
+        if (C.ops[i].outcome == OUT_OK && C.ops[i].seq <= upto) first_ok = &C.ops[i];
+    if (!first_ok) return;
+    if (!strcmp(m, "lost")) { /* an acknowledged message missing from the final reads */
+        final[first_ok->seq] = -2;
+    } else if (!strcmp(m, "ack-seq")) { /* an acknowledgement one seq off */
+        first_ok->seq++;
+    } else if (!strcmp(m, "definite")) { /* a stored value recorded as definitely failed */
+        for (size_t i = 0; i < C.nops; i++)
+            if (C.ops[i].value == first_ok->value) C.ops[i].outcome = OUT_FAIL;
+    } else if (!strcmp(m, "converge") && rep0) { /* a replica missing a message */
+        rep0[first_ok->seq] = -2;
+    }
+}
+
 /* ---- checkers ---------------------------------------------------------------------------- */
 
 typedef struct vinfo {
@@ -382,9 +405,7 @@ void check_run(void)
     if (wait_stream(js, &last, leader, sizeof leader, &missing)) {
         jsCtx_Destroy(js);
         natsConnection_Destroy(nc);
-        pthread_mutex_lock(&C.hmu);
         check_history((long long[]){0, -2}, 0);
-        pthread_mutex_unlock(&C.hmu);
         return;
     }
     uint64_t upto = last + 1;
@@ -421,15 +442,21 @@ void check_run(void)
         for (uint64_t s = 0; s <= upto; s++) rep[s] = -2;
         unread = read_all(ri, "$JS.API.DIRECT.GET." STREAM, 1, upto, rep);
         natsConnection_Destroy(ri);
+        if (i == 0 && C.mutate && !strcmp(C.mutate, "converge")) {
+            mutate(final, upto, rep);
+        }
         if (unread) violation("converge", "%s: %d direct gets unanswered", C.names[i], unread);
         int diff = 0, missing_here = 0;
         for (uint64_t s = 1; s <= upto; s++) {
             if (rep[s] == final[s]) continue;
             if (rep[s] == -2) missing_here++;
-            if (diff++ < 5)
-                violation("converge", "%s's replica holds %s%lld at seq %llu, the leader %s%lld",
-                          C.names[i], rep[s] == -2 ? "nothing " : "v", rep[s],
-                          (unsigned long long)s, final[s] == -2 ? "nothing " : "v", final[s]);
+            if (diff++ < 5) {
+                char here[32] = "nothing", there[32] = "nothing";
+                if (rep[s] != -2) snprintf(here, sizeof here, "v%lld", rep[s]);
+                if (final[s] != -2) snprintf(there, sizeof there, "v%lld", final[s]);
+                violation("converge", "%s's replica holds %s at seq %llu, the leader %s",
+                          C.names[i], here, (unsigned long long)s, there);
+            }
         }
         if (diff)
             violation("converge", "%s: %d seqs differ from the leader (%d lost-on-node)",
@@ -439,8 +466,9 @@ void check_run(void)
     free(rep);
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);
-    pthread_mutex_lock(&C.hmu);
+    /* The publishers and the nemesis have stopped: the records are this thread's now (and
+     * violation() takes hmu itself). */
+    if (C.mutate && strcmp(C.mutate, "converge")) mutate(final, upto, NULL);
     check_history(final, upto);
-    pthread_mutex_unlock(&C.hmu);
     free(final);
 }

@@ -4,6 +4,7 @@
  *
  * jetraft-chaos --server PATH [--seed N] [--seconds S] [--nodes 3|5] [--faults LIST]
  *               [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]
+ *               [--mutate lost|ack-seq|definite|converge]
  */
 #include <errno.h>
 #include <signal.h>
@@ -181,7 +182,8 @@ static void usage(void)
     fprintf(stderr,
             "usage: jetraft-chaos --server PATH/jetraft-server [--seed N] [--seconds S]\n"
             "           [--nodes 3|5] [--faults all|none|kill,pause,partition,net,power,reset]\n"
-            "           [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]\n");
+            "           [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]\n"
+            "           [--mutate lost|ack-seq|definite|converge]\n");
     exit(2);
 }
 
@@ -216,6 +218,8 @@ int main(int argc, char **argv)
             snprintf(fault_list, sizeof fault_list, "%s", v), i++;
         } else if (!strcmp(a, "--history")) {
             hist_path = v, i++;
+        } else if (!strcmp(a, "--mutate")) {
+            C.mutate = v, i++;
         } else if (!strcmp(a, "--dir")) {
             dir = v, i++;
         } else {
