@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nats/nats.h>
@@ -236,6 +237,11 @@ int stream_create(void)
             rc = 0;
             break;
         }
+        for (int i = 0; i < C.n; i++)
+            if (waitpid(C.pid[i], NULL, WNOHANG) == C.pid[i]) {
+                C.pid[i] = 0;
+                die("%s exited at its start (its log: %s/%s.log)", C.names[i], C.base, C.names[i]);
+            }
         usleep(250000);
     }
     jsCtx_Destroy(js);

@@ -38,6 +38,30 @@ static void pick_ports(int *out, int n)
     for (int i = 0; i < n; i++) close(fds[i]);
 }
 
+/* Servers with secure peer links require keys unless configured "insecure_cluster": true;
+ * the proxy needs the plain session (it drops whole frames, which a sealed stream would
+ * refuse). A server built before secure links knows no such field and refuses unknown ones,
+ * so the harness looks for the field's name in the server's binary. */
+static int server_knows_insecure(void)
+{
+    FILE *f = fopen(C.server_bin, "rb");
+    if (!f) return 0;
+    static const char key[] = "insecure_cluster";
+    size_t kl = sizeof key - 1, keep = 0, n;
+    static char buf[65536];
+    int found = 0;
+    while (!found && (n = fread(buf + keep, 1, sizeof buf - keep, f)) > 0) {
+        size_t have = keep + n;
+        found = memmem(buf, have, key, kl) != NULL;
+        keep = have < kl - 1 ? have : kl - 1; /* a name split across two reads */
+        memmove(buf, buf + have - keep, keep);
+    }
+    fclose(f);
+    return found;
+}
+
+static int insecure_field;
+
 static void write_config(int i)
 {
     char path[400];
@@ -48,9 +72,9 @@ static void write_config(int i)
             "{\"name\":\"%s\",\"cluster\":\"chaos\",\"tags\":[\"az:%d\"],"
             "\"listen\":\"127.0.0.1:%d\",\"cluster_listen\":\"127.0.0.1:%d\","
             "\"http_listen\":\"127.0.0.1:%d\",\"wal_dir\":\"%s/%s/wal\","
-            "\"store_dir\":\"%s/%s/store\",\"request_timeout_ms\":2000,\"peers\":{",
+            "\"store_dir\":\"%s/%s/store\",\"request_timeout_ms\":2000,%s\"peers\":{",
             C.names[i], i, C.client_port[i], C.cluster_port[i], C.http_port[i], C.base, C.names[i],
-            C.base, C.names[i]);
+            C.base, C.names[i], insecure_field ? "\"insecure_cluster\":true," : "");
     for (int j = 0; j < C.n; j++) {
         int port = j == i ? C.cluster_port[i] : i < j ? C.proxy_port[i][j] : C.cluster_port[j];
         fprintf(f, "%s\"%s\":\"127.0.0.1:%d\"", j ? "," : "", C.names[j], port);
@@ -73,6 +97,7 @@ void procs_setup(void)
     }
     for (int a = 0; a < C.n; a++)
         for (int b = a + 1; b < C.n; b++) C.proxy_port[a][b] = ports[k++];
+    insecure_field = server_knows_insecure();
     for (int i = 0; i < C.n; i++) write_config(i);
 }
 
