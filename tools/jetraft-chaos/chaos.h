@@ -31,8 +31,9 @@ enum fault_kind {
     F_NET = 1 << 3,
     F_POWER = 1 << 4,
     F_RESET = 1 << 5,
+    F_CLOCK = 1 << 6,
 };
-#define F_ALL (F_KILL | F_PAUSE | F_PARTITION | F_NET | F_POWER | F_RESET)
+#define F_ALL (F_KILL | F_PAUSE | F_PARTITION | F_NET | F_POWER | F_RESET | F_CLOCK)
 
 /* The faults on one directed peer link (frames from one server to another). */
 typedef struct link_fault {
@@ -123,6 +124,7 @@ void server_start(int i);
 void kill_all_servers(void);
 int server_healthy(int i, char *why, size_t cap);
 void procs_reap(void);
+void clock_set(int i, long long offset_ms);
 
 /* proxy.c */
 int proxy_start(void);

@@ -159,8 +159,8 @@ static unsigned parse_faults(const char *s)
     static const struct {
         const char *name;
         unsigned bit;
-    } kinds[] = {{"kill", F_KILL}, {"pause", F_PAUSE}, {"partition", F_PARTITION},
-                 {"net", F_NET},   {"power", F_POWER}, {"reset", F_RESET}};
+    } kinds[] = {{"kill", F_KILL},   {"pause", F_PAUSE}, {"partition", F_PARTITION}, {"net", F_NET},
+                 {"power", F_POWER}, {"reset", F_RESET}, {"clock", F_CLOCK}};
     unsigned bits = 0;
     char buf[200];
     snprintf(buf, sizeof buf, "%s", s);
@@ -179,11 +179,12 @@ static unsigned parse_faults(const char *s)
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: jetraft-chaos --server PATH/jetraft-server [--seed N] [--seconds S]\n"
-            "           [--nodes 3|5] [--faults all|none|kill,pause,partition,net,power,reset]\n"
-            "           [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]\n"
-            "           [--mutate lost|ack-seq|definite|converge]\n");
+    fprintf(
+        stderr,
+        "usage: jetraft-chaos --server PATH/jetraft-server [--seed N] [--seconds S]\n"
+        "           [--nodes 3|5] [--faults all|none|kill,pause,partition,net,power,reset,clock]\n"
+        "           [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]\n"
+        "           [--mutate lost|ack-seq|definite|converge]\n");
     exit(2);
 }
 

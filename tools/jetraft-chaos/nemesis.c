@@ -31,6 +31,7 @@ typedef struct nev {
     int dur_ms;
     int variant;
     int drop, delay, jitter;
+    long long clock_ms;
     unsigned cut[MAXN]; /* partition: cut[a] has bit b: a -> b cut */
     unsigned id;
     int is_end;
@@ -62,7 +63,7 @@ static unsigned random_subset(uint64_t *r, int size)
 static int pick_kind(uint64_t *r)
 {
     int kinds[8], nk = 0;
-    for (int b = 0; b < 6; b++)
+    for (int b = 0; b < 7; b++)
         if (C.faults & (1u << b)) kinds[nk++] = 1 << b;
     return nk ? kinds[rng_below(r, nk)] : 0;
 }
@@ -137,6 +138,11 @@ static void plan(void)
             break;
         case F_RESET:
             e->targets = random_subset(&r, 1);
+            break;
+        case F_CLOCK:
+            e->targets = random_subset(&r, 1);
+            e->clock_ms = (500 + rng_below(&r, 9500)) * (u < 0.5 ? -1 : 1);
+            e->dur_ms = 1000 + rng_below(&r, 4000);
             break;
         }
     }
@@ -271,6 +277,12 @@ static void start_event(nev *e)
         nemesis_note("net: links of %s: delay %d ms + up to %d, drop %d%% for %.1f s", who,
                      e->delay, e->jitter, e->drop, e->dur_ms / 1000.0);
         break;
+    case F_CLOCK:
+        pthread_mutex_unlock(&C.smu);
+        clock_set(__builtin_ctz(e->targets), e->clock_ms);
+        nemesis_note("clock: %s's wall clock %+.1f s for %.1f s", who, e->clock_ms / 1000.0,
+                     e->dur_ms / 1000.0);
+        break;
     case F_RESET:
         pthread_mutex_unlock(&C.smu);
         proxy_reset_node(__builtin_ctz(e->targets));
@@ -336,6 +348,10 @@ static void end_event(nev *e)
         pthread_mutex_unlock(&C.lmu);
         nemesis_note("net: links of %s perfect again", who);
         break;
+    case F_CLOCK:
+        clock_set(__builtin_ctz(e->targets), 0);
+        nemesis_note("clock: %s's wall clock right again", who);
+        break;
     }
 }
 
@@ -377,6 +393,7 @@ void nemesis_stop_and_heal(void)
     pthread_mutex_lock(&C.lmu);
     memset(C.links, 0, sizeof C.links);
     pthread_mutex_unlock(&C.lmu);
+    for (int i = 0; i < C.n; i++) clock_set(i, 0);
     pthread_mutex_lock(&C.smu);
     for (int i = 0; i < C.n; i++) {
         if (C.pid[i] > 0 && C.paused[i]) kill(C.pid[i], SIGCONT);

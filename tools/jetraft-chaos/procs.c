@@ -6,7 +6,8 @@
  * server a's entry for b (a < b) is the proxy's port for the pair, which forwards to b's
  * cluster port; its entries for the servers before it are never dialled and name their real
  * ports. Every server runs with JETRAFT_TEST_POWERLOSS set (the power-loss vfs of
- * examples/server/powervfs.c), so that SIGUSR1 cuts its power.
+ * examples/server/powervfs.c), so that SIGUSR1 cuts its power, and JETRAFT_TEST_CLOCK_FILE
+ * naming <dir>/<name>.clock (examples/server/testclock.c), its wall clock's offset.
  *
  * A server that exits without the nemesis having killed it is a finding (checker
  * `server-exit`): it is reported with its status and started again so that the run goes on.
@@ -15,6 +16,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -98,7 +100,24 @@ void procs_setup(void)
     for (int a = 0; a < C.n; a++)
         for (int b = a + 1; b < C.n; b++) C.proxy_port[a][b] = ports[k++];
     insecure_field = server_knows_insecure();
-    for (int i = 0; i < C.n; i++) write_config(i);
+    for (int i = 0; i < C.n; i++) {
+        write_config(i);
+        clock_set(i, 0);
+    }
+}
+
+/* Sets server i's wall-clock offset: the file its testclock reads every 100 ms (written to a
+ * temporary name and renamed, so that it never reads half a number). */
+void clock_set(int i, long long offset_ms)
+{
+    char path[400], tmp[410];
+    snprintf(path, sizeof path, "%s/%s.clock", C.base, C.names[i]);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) die("cannot write %s", tmp);
+    fprintf(f, "%lld\n", offset_ms);
+    fclose(f);
+    if (rename(tmp, path)) die("cannot rename %s", tmp);
 }
 
 /* Starts server i (smu held by the caller, or before any thread runs). */
@@ -119,6 +138,9 @@ void server_start(int i)
             close(fd);
         }
         setenv("JETRAFT_TEST_POWERLOSS", env, 1);
+        char clk[400];
+        snprintf(clk, sizeof clk, "%s/%s.clock", C.base, C.names[i]);
+        setenv("JETRAFT_TEST_CLOCK_FILE", clk, 1);
         execl(C.server_bin, C.server_bin, "-c", cfg, (char *)NULL);
         _exit(127);
     }
