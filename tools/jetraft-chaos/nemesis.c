@@ -63,9 +63,55 @@ static unsigned random_subset(uint64_t *r, int size)
 static int pick_kind(uint64_t *r)
 {
     int kinds[8], nk = 0;
-    for (int b = 0; b < 7; b++)
+    for (int b = 0; b < 9; b++)
         if (C.faults & (1u << b)) kinds[nk++] = 1 << b;
     return nk ? kinds[rng_below(r, nk)] : 0;
+}
+
+/* Cuts every link between side and the rest, both ways. */
+static void cut_side(nev *e, unsigned side)
+{
+    for (int a = 0; a < C.n; a++)
+        for (int b = 0; b < C.n; b++)
+            if (!!(side & (1u << a)) != !!(side & (1u << b))) e->cut[a] |= 1u << b;
+    e->targets = side;
+    e->variant = 1;
+}
+
+/* Jepsen's pause-kill (part-kill with partitions): a minority M is paused (cut off) while the
+ * others go on; a power cut of another server k; then the rest R are paused (cut off) as M
+ * comes back, and k restarts: M and k, which may both lack the latest acknowledged writes, are
+ * a majority for a while; then everything resumes. Three events: M for a, k's power cut just
+ * before a (restart 0.3 s later), R from a for b. Returns the time it ends. */
+static uint64_t plan_combo(uint64_t *r, uint64_t t, int kind, unsigned *id)
+{
+    int minority = (C.n - 1) / 2;
+    unsigned m = random_subset(r, minority);
+    int k;
+    do k = rng_below(r, C.n);
+    while (m & (1u << k));
+    unsigned rest = ((1u << C.n) - 1) & ~m & ~(1u << k);
+    int a = 2000 + rng_below(r, 3000), b = 2000 + rng_below(r, 4000);
+    int prim = kind == F_PAUSEKILL ? F_PAUSE : F_PARTITION;
+    nev *e = add_ev();
+    *e = (nev){.at_ms = t, .kind = prim, .targets = m, .dur_ms = a, .id = ++*id};
+    if (prim == F_PARTITION) cut_side(e, m);
+    e = add_ev();
+    *e = (nev){.at_ms = t + (uint64_t)a - 100,
+               .kind = F_POWER,
+               .targets = 1u << k,
+               .dur_ms = 300,
+               .id = ++*id};
+    e = add_ev();
+    *e = (nev){.at_ms = t + (uint64_t)a, .kind = prim, .targets = rest, .dur_ms = b, .id = ++*id};
+    if (prim == F_PARTITION) cut_side(e, rest);
+    return t + (uint64_t)a + (uint64_t)b;
+}
+
+static int cmp_ev(const void *x, const void *y)
+{
+    const nev *a = x, *b = y;
+    return a->at_ms < b->at_ms ? -1 : a->at_ms > b->at_ms ? 1 : a->id < b->id ? -1 : 1;
 }
 
 static void plan(void)
@@ -77,9 +123,14 @@ static void plan(void)
     while (C.faults) {
         t += 400 + (uint64_t)rng_below(&r, 2100);
         if (t >= end) break;
+        int kind = pick_kind(&r);
+        if (kind == F_PAUSEKILL || kind == F_PARTKILL) {
+            t = plan_combo(&r, t, kind, &id);
+            continue;
+        }
         nev *e = add_ev();
         e->at_ms = t;
-        e->kind = pick_kind(&r);
+        e->kind = kind;
         e->id = ++id;
         double u = rng_unit(&r);
         switch (e->kind) {
@@ -146,6 +197,7 @@ static void plan(void)
             break;
         }
     }
+    qsort(evs, nevs, sizeof *evs, cmp_ev);
 }
 
 static void mask_names(unsigned m, char *out, size_t cap)
