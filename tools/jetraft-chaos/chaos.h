@@ -34,10 +34,11 @@ enum fault_kind {
     F_CLOCK = 1 << 6,
     F_PAUSEKILL = 1 << 7, /* Jepsen's pause-kill, as a pause, a power cut and a pause */
     F_PARTKILL = 1 << 8,  /* Jepsen's part-kill, with partitions in place of the pauses */
+    F_DISK = 1 << 9,      /* damage to one server's synced files (one victim per run) */
 };
 #define F_ALL                                                                                      \
     (F_KILL | F_PAUSE | F_PARTITION | F_NET | F_POWER | F_RESET | F_CLOCK | F_PAUSEKILL |          \
-     F_PARTKILL)
+     F_PARTKILL | F_DISK)
 
 /* The faults on one directed peer link (frames from one server to another). */
 typedef struct link_fault {

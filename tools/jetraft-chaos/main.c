@@ -161,7 +161,8 @@ static unsigned parse_faults(const char *s)
         unsigned bit;
     } kinds[] = {{"kill", F_KILL},   {"pause", F_PAUSE},         {"partition", F_PARTITION},
                  {"net", F_NET},     {"power", F_POWER},         {"reset", F_RESET},
-                 {"clock", F_CLOCK}, {"pausekill", F_PAUSEKILL}, {"partkill", F_PARTKILL}};
+                 {"clock", F_CLOCK}, {"pausekill", F_PAUSEKILL}, {"partkill", F_PARTKILL},
+                 {"disk", F_DISK}};
     unsigned bits = 0;
     char buf[200];
     snprintf(buf, sizeof buf, "%s", s);
@@ -184,7 +185,7 @@ static void usage(void)
         stderr,
         "usage: jetraft-chaos --server PATH/jetraft-server [--seed N] [--seconds S]\n"
         "           [--nodes 3|5] [--faults all|none|kill,pause,partition,net,power,reset,clock,\n"
-        "           pausekill,partkill]\n"
+        "           pausekill,partkill,disk]\n"
         "           [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]\n"
         "           [--mutate lost|ack-seq|definite|converge]\n");
     exit(2);

@@ -16,7 +16,10 @@
  * ms, jitter up to as much again) and drop (0-15%) every frame on every link or on one server's
  * links, for 1-5 s reset      close every peer connection of one server (it redials)
  */
+#include <ftw.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -63,7 +66,7 @@ static unsigned random_subset(uint64_t *r, int size)
 static int pick_kind(uint64_t *r)
 {
     int kinds[8], nk = 0;
-    for (int b = 0; b < 9; b++)
+    for (int b = 0; b < 10; b++)
         if (C.faults & (1u << b)) kinds[nk++] = 1 << b;
     return nk ? kinds[rng_below(r, nk)] : 0;
 }
@@ -114,9 +117,12 @@ static int cmp_ev(const void *x, const void *y)
     return a->at_ms < b->at_ms ? -1 : a->at_ms > b->at_ms ? 1 : a->id < b->id ? -1 : 1;
 }
 
+static int disk_victim;
+
 static void plan(void)
 {
     uint64_t r = C.seed * 0x2545f4914f6cdd1dull + 17;
+    disk_victim = rng_below(&r, C.n);
     uint64_t t = 2000, end = (uint64_t)C.seconds * 1000;
     unsigned id = 0;
     int minority = (C.n - 1) / 2;
@@ -190,6 +196,11 @@ static void plan(void)
         case F_RESET:
             e->targets = random_subset(&r, 1);
             break;
+        case F_DISK:
+            e->variant = rng_below(&r, 4);
+            e->dur_ms = 300 + rng_below(&r, 1700);
+            e->clock_ms = (long long)(rng_next(&r) >> 1); /* seeds the damage's choices */
+            break;
         case F_CLOCK:
             e->targets = random_subset(&r, 1);
             e->clock_ms = (500 + rng_below(&r, 9500)) * (u < 0.5 ? -1 : 1);
@@ -197,6 +208,8 @@ static void plan(void)
             break;
         }
     }
+    for (size_t i = 0; i < nevs; i++)
+        if (evs[i].kind == F_DISK) evs[i].targets = 1u << disk_victim;
     qsort(evs, nevs, sizeof *evs, cmp_ev);
 }
 
@@ -242,6 +255,78 @@ static void power_cut(int i)
     }
     nemesis_note("power cut %s: no exit within 3 s, SIGKILL instead", C.names[i]);
     kill_server(i);
+}
+
+/* The victim's data files (not its identity file "node"), for the disk fault. */
+static char files[512][400];
+static int nfiles;
+
+static int list_file(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    if (type == FTW_F && strcmp(path + ftw->base, "node") && nfiles < 512)
+        snprintf(files[nfiles++], sizeof files[0], "%s", path);
+    return 0;
+}
+
+/* Damages one of server i's synced files while it is down (smu held): bits flipped, a tail
+ * cut, a range zeroed, or the file deleted. Writes what it did into what. */
+static void damage(int i, nev *e, char *what, size_t cap)
+{
+    char dir[400];
+    nfiles = 0;
+    snprintf(dir, sizeof dir, "%s/%s", C.base, C.names[i]);
+    nftw(dir, list_file, 16, FTW_PHYS);
+    snprintf(what, cap, "no file to damage");
+    if (!nfiles) return;
+    uint64_t r = (uint64_t)e->clock_ms;
+    const char *path = files[rng_below(&r, nfiles)];
+    const char *rel = path + strlen(C.base) + 1;
+    struct stat st;
+    if (stat(path, &st) || st.st_size == 0) {
+        snprintf(what, cap, "%s is empty", rel);
+        return;
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    int fd = open(path, O_RDWR);
+    if (fd < 0) return;
+    switch (e->variant) {
+    case 0: {
+        int bits = 1 + rng_below(&r, 8);
+        for (int b = 0; b < bits; b++) {
+            off_t off = (off_t)(rng_next(&r) % size);
+            unsigned char c;
+            if (pread(fd, &c, 1, off) == 1) {
+                c ^= (unsigned char)(1u << rng_below(&r, 8));
+                if (pwrite(fd, &c, 1, off) != 1) break;
+            }
+        }
+        snprintf(what, cap, "%d bits flipped in %s (%llu bytes)", bits, rel,
+                 (unsigned long long)size);
+        break;
+    }
+    case 1: {
+        uint64_t cut = 1 + rng_next(&r) % (size < 65536 ? size : 65536);
+        if (ftruncate(fd, (off_t)(size - cut))) break;
+        snprintf(what, cap, "last %llu of %llu bytes of %s cut", (unsigned long long)cut,
+                 (unsigned long long)size, rel);
+        break;
+    }
+    case 2: {
+        uint64_t off = rng_next(&r) % size, len = 1 + rng_next(&r) % 65536;
+        if (off + len > size) len = size - off;
+        static const unsigned char zeros[65536];
+        if (pwrite(fd, zeros, (size_t)len, (off_t)off) != (ssize_t)len) break;
+        snprintf(what, cap, "[%llu, +%llu) zeroed in %s", (unsigned long long)off,
+                 (unsigned long long)len, rel);
+        break;
+    }
+    default:
+        unlink(path);
+        snprintf(what, cap, "%s deleted", rel);
+    }
+    fsync(fd);
+    close(fd);
 }
 
 typedef struct pending {
@@ -329,6 +414,16 @@ static void start_event(nev *e)
         nemesis_note("net: links of %s: delay %d ms + up to %d, drop %d%% for %.1f s", who,
                      e->delay, e->jitter, e->drop, e->dur_ms / 1000.0);
         break;
+    case F_DISK: {
+        int v = __builtin_ctz(e->targets);
+        char what[500];
+        kill_server(v);
+        damage(v, e, what, sizeof what);
+        pthread_mutex_unlock(&C.smu);
+        nemesis_note("disk %s (killed): %s; restart in %.1f s", C.names[v], what,
+                     e->dur_ms / 1000.0);
+        break;
+    }
     case F_CLOCK:
         pthread_mutex_unlock(&C.smu);
         clock_set(__builtin_ctz(e->targets), e->clock_ms);
@@ -353,6 +448,7 @@ static void end_event(nev *e)
     mask_names(e->targets, who, sizeof who);
     switch (e->kind) {
     case F_KILL:
+    case F_DISK:
     case F_POWER: {
         unsigned done = 0;
         pthread_mutex_lock(&C.smu);
