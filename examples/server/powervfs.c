@@ -364,15 +364,31 @@ static uint64_t roll_back(powervfs *p, prec *r, int *torn)
     return lost;
 }
 
-static void power_cut(powervfs *p, const char *when)
+/* Puts every file with unsynced changes back to its synced image; counts what it did. */
+static int roll_back_all(powervfs *p, uint64_t *lost, int *torn)
 {
-    int files = 0, torn = 0;
-    uint64_t lost = 0;
+    int files = 0;
     for (prec *r = p->recs; r; r = r->next) {
         if (!r->dirty) continue;
-        lost += roll_back(p, r, &torn);
+        *lost += roll_back(p, r, torn);
+        clear_undo(r);
         files++;
     }
+    return files;
+}
+
+int powervfs_roll_back(jr_vfs *vfs)
+{
+    uint64_t lost = 0;
+    int torn = 0;
+    return roll_back_all(vfs->ctx, &lost, &torn);
+}
+
+static void power_cut(powervfs *p, const char *when)
+{
+    uint64_t lost = 0;
+    int torn = 0;
+    int files = roll_back_all(p, &lost, &torn);
     fprintf(stderr,
             "[%s] power cut (%s): %d files rolled back to their last sync (%llu bytes), %d "
             "torn writes\n",

@@ -35,5 +35,9 @@
  * (the signal handle is unreferenced, so it never keeps the loop alive). Without it, or if
  * memory runs out: NULL. name prefixes the power cut's report on stderr. */
 jr_vfs *powervfs_open(uv_loop_t *loop, const char *name);
+/* What the power cut does to the files, without exiting (for the vfs's own tests): every file
+ * with unsynced changes is put back to its synced image (maybe keeping a torn prefix of its
+ * newest write), and the vfs then treats it as synced. Returns the number of such files. */
+int powervfs_roll_back(jr_vfs *vfs);
 
 #endif
