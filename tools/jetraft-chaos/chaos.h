@@ -138,6 +138,8 @@ void proxy_stop(void);
 
 /* nemesis.c */
 void nemesis_start(void);
+/* Prints the seed's fault schedule (times from the start of the faulty phase). */
+void nemesis_print_plan(void);
 void nemesis_stop_and_heal(void);
 
 /* clients.c */

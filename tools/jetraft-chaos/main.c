@@ -5,6 +5,8 @@
  * jetraft-chaos --server PATH [--seed N] [--seconds S] [--nodes 3|5] [--faults LIST]
  *               [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]
  *               [--mutate lost|ack-seq|definite|converge]
+ * jetraft-chaos --plan [--seed N] [--seconds S] [--nodes 3|5] [--faults LIST]
+ *               prints the seed's fault schedule and exits
  */
 #include <errno.h>
 #include <signal.h>
@@ -194,6 +196,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     const char *hist_path = NULL, *dir = NULL;
+    int plan_only = 0;
     C.seed = 1;
     C.seconds = 30;
     C.n = 3;
@@ -203,6 +206,8 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-v")) {
             C.verbose = 1;
+        } else if (!strcmp(a, "--plan")) {
+            plan_only = 1;
         } else if (!strcmp(a, "--keep")) {
             C.keep = 1;
         } else if (!v) {
@@ -229,6 +234,12 @@ int main(int argc, char **argv)
         } else {
             usage();
         }
+    }
+    if (plan_only && (C.n == 3 || C.n == 5) && C.seconds >= 1) {
+        for (int i = 0; i < C.n; i++)
+            snprintf(C.names[i], sizeof C.names[i], "n%c", (char)('0' + i));
+        nemesis_print_plan();
+        return 0;
     }
     if (!C.server_bin || (C.n != 3 && C.n != 5) || C.seconds < 1 || C.nprocs < 1 ||
         C.nprocs > MAXPROCS)

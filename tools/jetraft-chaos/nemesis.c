@@ -165,13 +165,15 @@ static void plan(void)
                 e->variant = 2;
                 int k = 1 + rng_below(&r, 3);
                 for (int i = 0; i < k; i++) {
-                    int a = rng_below(&r, C.n), b = rng_below(&r, C.n);
-                    if (a != b) e->cut[a] |= 1u << b;
+                    int a = rng_below(&r, C.n), b = (a + 1 + rng_below(&r, C.n - 1)) % C.n;
+                    e->cut[a] |= 1u << b;
                 }
             } else { /* bridge: x hears both halves */
                 e->variant = 3;
                 int x = rng_below(&r, C.n);
-                unsigned half = random_subset(&r, (C.n - 1) / 2) & ~(1u << x);
+                unsigned half = 0; /* (n - 1) / 2 of the others */
+                while (__builtin_popcount(half) < (C.n - 1) / 2)
+                    half |= 1u << ((x + 1 + rng_below(&r, C.n - 1)) % C.n);
                 for (int a = 0; a < C.n; a++)
                     for (int b = 0; b < C.n; b++)
                         if (a != x && b != x && a != b &&
@@ -523,6 +525,32 @@ static void *run(void *arg)
         usleep(10000);
     }
     return NULL;
+}
+
+void nemesis_print_plan(void)
+{
+    static const char *const kinds[] = {"kill",  "pause", "partition", "net",      "power",
+                                        "reset", "clock", "pausekill", "partkill", "disk"};
+    plan();
+    for (size_t i = 0; i < nevs; i++) {
+        nev *e = &evs[i];
+        char who[64], cuts[300] = "";
+        mask_names(e->targets, who, sizeof who);
+        for (int a = 0; a < C.n; a++)
+            for (int b = 0; b < C.n; b++)
+                if (e->cut[a] & (1u << b)) {
+                    size_t l = strlen(cuts);
+                    snprintf(cuts + l, sizeof cuts - l, " %s->%s", C.names[a], C.names[b]);
+                }
+        printf("%8.3f s  %-9s %-14s for %5.2f s", e->at_ms / 1000.0,
+               kinds[__builtin_ctz((unsigned)e->kind)], who, e->dur_ms / 1000.0);
+        if (e->kind == F_NET)
+            printf("  delay %d ms + up to %d, drop %d%%", e->delay, e->jitter, e->drop);
+        if (e->kind == F_CLOCK) printf("  %+lld ms", e->clock_ms);
+        if (e->kind == F_DISK) printf("  damage kind %d", e->variant);
+        if (cuts[0]) printf("  cut:%s", cuts);
+        putchar('\n');
+    }
 }
 
 void nemesis_start(void)
