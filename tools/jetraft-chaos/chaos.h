@@ -149,6 +149,12 @@ void clients_progress(double limit_s);
 void clients_stop(void);
 void history_op(const op *o, int completion);
 
+/* consumers.c */
+int consumers_setup(void);
+void consumers_start(void);
+void consumers_drain_and_check(const long long *final, uint64_t upto);
+void consumers_stop(void);
+
 /* check.c */
 void check_run(void);
 

@@ -463,6 +463,7 @@ void check_run(void)
                       C.names[i], diff, missing_here);
     }
     note("direct reads on every replica compared");
+    consumers_drain_and_check(final, upto);
     free(rep);
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);

@@ -266,7 +266,9 @@ int main(int argc, char **argv)
     if (proxy_start()) die("the proxy could not start");
     for (int i = 0; i < C.n; i++) server_start(i);
     if (stream_create()) die("stream %s could not be created within 60 s", STREAM);
+    consumers_setup();
     clients_start();
+    consumers_start();
     nemesis_start();
     sleep((unsigned)C.seconds);
     nemesis_stop_and_heal();
@@ -293,6 +295,7 @@ int main(int argc, char **argv)
     clients_progress(30);
     clients_stop();
     check_run();
+    consumers_stop();
     procs_reap();
     kill_all_servers();
     proxy_stop();
