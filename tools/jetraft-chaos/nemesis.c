@@ -65,7 +65,7 @@ static unsigned random_subset(uint64_t *r, int size)
 
 static int pick_kind(uint64_t *r)
 {
-    int kinds[8], nk = 0;
+    int kinds[16], nk = 0;
     for (int b = 0; b < 10; b++)
         if (C.faults & (1u << b)) kinds[nk++] = 1 << b;
     return nk ? kinds[rng_below(r, nk)] : 0;
