@@ -3,14 +3,16 @@
  * from the clients' side (docs/testing.md, "jetraft-chaos").
  *
  * One run: N servers (3 or 5) as child processes, their peer links through a fault-injecting
- * proxy (proxy.c, a libuv loop on its own thread), publishers on libnats (clients.c), a nemesis
- * applying a fault schedule drawn from the seed (nemesis.c), then a heal, final reads and the
- * checkers (check.c). The history is written as JSON lines in jetraft-sim's format.
+ * proxy (proxy.c, a libuv loop on its own thread), publishers on libnats (clients.c), fetch
+ * loops on two consumers when the server serves the consumer API (consumers.c), a nemesis
+ * applying a fault schedule drawn from the seed (nemesis.c), then a heal, final reads, a drain
+ * of the consumers and the checkers (check.c, consumers.c). The history is written as JSON lines in
+ * jetraft-sim's format.
  *
  * Threads: main (phases, final reads, checkers), the nemesis, the proxy's loop, one per
- * publisher (plus libnats' own). Shared state is guarded: servers by `smu`, link faults by
- * `lmu`, the history and the operation records by `hmu`. Every child is killed on any exit of
- * the harness (normal, failure or the alarm).
+ * publisher and per fetch loop (plus libnats' own). Shared state is guarded: servers by `smu`, link
+ * faults by `lmu`, the history and the operation records by `hmu`. Every child is killed on any
+ * exit of the harness (normal, failure or the alarm).
  */
 #ifndef CHAOS_H
 #define CHAOS_H

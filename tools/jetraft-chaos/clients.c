@@ -15,9 +15,7 @@
  * "temporarily unavailable", which the server also gives for a request whose leader was lost
  * after proposing it).
  *
- * Consumers plug in the same way once the server serves the consumer API: a fetch loop thread
- * per consumer writing fetch and ack operations and deliver events in jetraft-sim's format
- * (docs/testing.md, "History format"), and check.c's consumer checkers over them.
+ * The consumers' fetch loops are consumers.c's.
  */
 #include <stdint.h>
 #include <stdlib.h>
