@@ -7,9 +7,9 @@
  * ack wait 2 s. One fetch loop per consumer, each on its own connection to every server: one
  * fetch at a time (batch 1-16, expiry 0.1-1 s); each delivery gets at once ACK confirmed (45%),
  * ACK fire-and-forget (15%), NAK (10%), in-progress then ACK confirmed (10%), TERM (5%; libnats
- * sends it without waiting for an answer), or nothing (15%: redelivered after its ack wait). During
- * the drain every delivery gets a confirmed ACK, until each consumer has delivered every message of
- * the final reads its filter matches (60 s at most).
+ * sends it without waiting for an answer), or nothing (15%: redelivered after its ack wait). The
+ * drain fetches batches of 256 and acks every delivery without waiting, until each consumer has
+ * delivered every message of the final reads its filter matches (60 s at most).
  *
  * Checkers (jetraft-sim's): at-least-once, acked-not-redelivered (a confirmed ACK that
  * completed OK at T: no fetch issued after T delivers the message again), counts (no delivery
@@ -207,8 +207,9 @@ static void *fetch_loop(void *arg)
                 continue;
             }
         }
-        int batch = 1 + rng_below(&r, 16);
-        int64_t expiry = 100 + rng_below(&r, 900);
+        /* the drain fetches big batches, so that it takes seconds however long the run was */
+        int batch = phase == 1 ? 256 : 1 + rng_below(&r, 16);
+        int64_t expiry = phase == 1 ? 1000 : 100 + rng_below(&r, 900);
         char rest[64];
         snprintf(rest, sizeof rest, ",\"batch\":%d", batch);
         pthread_mutex_lock(&C.hmu);
@@ -250,7 +251,9 @@ static void *fetch_loop(void *arg)
             int drain = cphase == 1;
             pthread_mutex_unlock(&C.hmu);
             int u = rng_below(&r, 100);
-            if (drain || u < 45)
+            if (drain)
+                ack_one(c, m, d.sseq, d.count, 0, 0);
+            else if (u < 45)
                 ack_one(c, m, d.sseq, d.count, 0, 1);
             else if (u < 60)
                 ack_one(c, m, d.sseq, d.count, 0, 0);
