@@ -32,6 +32,7 @@ static char urls[MAXN][64];
 
 static const char *status_name(natsStatus s, int jerr, char *buf, size_t cap)
 {
+    if (s == NATS_NO_RESPONDERS) return "NO_RESPONDERS"; /* libnats also sets 10076 */
     if (jerr) {
         snprintf(buf, cap, "JS%d", jerr);
         return buf;
@@ -199,6 +200,9 @@ static void *publisher(void *arg)
             int again = o->outcome == OUT_INFO && msg_id;
             pthread_mutex_unlock(&C.hmu);
             jsPubAck_Destroy(pa);
+            /* a server that knows no such stream (its meta state is behind) answers at once:
+             * wait a little rather than spin */
+            if (s == NATS_NO_RESPONDERS) usleep(50000);
             if (!again) break;
             usleep(100000);
         }
