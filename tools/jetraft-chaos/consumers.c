@@ -218,8 +218,13 @@ static void *fetch_loop(void *arg)
         op_line("invoke", id, "fetch", c, rest);
         pthread_mutex_unlock(&C.hmu);
         natsMsgList list = {0};
-        jsErrCode jerr = 0;
-        natsStatus s = natsSubscription_Fetch(&list, sub, batch, expiry, &jerr);
+        /* FetchRequest with no_wait off: natsSubscription_Fetch's own no_wait-then-wait
+         * path crashed libnats 3.4.1 here (a heap overrun found freeing the list) */
+        jsFetchRequest fr;
+        jsFetchRequest_Init(&fr);
+        fr.Batch = batch;
+        fr.Expires = expiry * 1000000;
+        natsStatus s = natsSubscription_FetchRequest(&list, sub, &fr);
         char done[128];
         snprintf(done, sizeof done, ",\"batch\":%d,\"received\":%d,\"end\":%d,\"status\":\"%s\"",
                  batch, list.Count,

@@ -154,6 +154,15 @@ static void on_alarm(int sig)
     _exit(1);
 }
 
+/* SIGTERM, SIGINT (a test runner's timeout) and a crash of the harness itself: the servers go
+ * with it rather than outlive it. */
+static void on_fatal(int sig)
+{
+    kill_all_servers();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static unsigned parse_faults(const char *s)
 {
     if (!strcmp(s, "all")) return F_ALL;
@@ -247,6 +256,10 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IONBF, 0);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGALRM, on_alarm);
+    signal(SIGTERM, on_fatal);
+    signal(SIGINT, on_fatal);
+    signal(SIGABRT, on_fatal);
+    signal(SIGSEGV, on_fatal);
     /* faulty phase + settle (60) + progress (30) + final reads and checks (90) + start (60) */
     alarm((unsigned)C.seconds + 240);
     C.t0 = now_ns();
