@@ -270,11 +270,18 @@ static void *fetch_loop(void *arg)
             else if (u < 85)
                 ack_one(c, m, d.sseq, d.count, 3, 0); /* libnats has no confirmed TERM */
         }
+        int got = list.Count;
         natsMsgList_Destroy(&list);
-        if (s != NATS_OK && s != NATS_TIMEOUT) {
-            natsSubscription_Destroy(sub); /* subscribe again: its server may have gone */
+        /* A fetch that ended short (expired, or an error) may still be answered by the server
+         * afterwards, and libnats would hand those messages to the next fetch on this
+         * subscription: a delivery sent before an ack would look like one fetched after it.
+         * A fresh subscription (a new inbox) after every short fetch keeps each delivery with
+         * the fetch that asked for it; late answers go to an inbox nobody reads, and come back
+         * after the ack wait. */
+        if (s != NATS_OK || got < batch) {
+            natsSubscription_Destroy(sub);
             sub = NULL;
-            usleep(100000);
+            if (s != NATS_OK && s != NATS_TIMEOUT) usleep(100000);
         }
     }
     natsSubscription_Destroy(sub);
