@@ -23,6 +23,8 @@
 #include "keytool.h"
 #include "monitor.h"
 #include "peer.h"
+#include "powervfs.h"
+#include "testclock.h"
 #include "server.h"
 #include "sublist.h"
 
@@ -37,7 +39,8 @@ static uint64_t host_wall(void *ctx)
     (void)ctx;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+           (uint64_t)testclock_offset_ns(); /* 0 unless a test moves this clock */
 }
 
 static void on_tick(uv_timer_t *t);
@@ -167,6 +170,7 @@ int main(int argc, char **argv)
     s->started_ns = host_wall(NULL);
     s->armed = UINT64_MAX;
     s->loop = uv_default_loop();
+    testclock_open(s->loop);
     s->subs = sublist_new();
     if (!s->subs) return 1;
 
@@ -192,6 +196,7 @@ int main(int argc, char **argv)
     nc.npeers = s->cfg.npeers;
     nc.wal_dir = s->cfg.wal_dir;
     nc.store_dir = s->cfg.store_dir;
+    nc.vfs = powervfs_open(s->loop, s->cfg.name); /* NULL (POSIX) unless a test asks */
     nc.host = &s->host;
     nc.election_timeout_ms = s->cfg.election_timeout_ms;
     nc.heartbeat_ms = s->cfg.heartbeat_ms;

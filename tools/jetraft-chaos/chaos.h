@@ -1,0 +1,163 @@
+/*
+ * chaos.h — jetraft-chaos: real jetraft-server processes on loopback under real faults, checked
+ * from the clients' side (docs/testing.md, "jetraft-chaos").
+ *
+ * One run: N servers (3 or 5) as child processes, their peer links through a fault-injecting
+ * proxy (proxy.c, a libuv loop on its own thread), publishers on libnats (clients.c), fetch
+ * loops on two consumers when the server serves the consumer API (consumers.c), a nemesis
+ * applying a fault schedule drawn from the seed (nemesis.c), then a heal, final reads, a drain
+ * of the consumers and the checkers (check.c, consumers.c). The history is written as JSON lines in
+ * jetraft-sim's format.
+ *
+ * Threads: main (phases, final reads, checkers), the nemesis, the proxy's loop, one per
+ * publisher and per fetch loop (plus libnats' own). Shared state is guarded: servers by `smu`, link
+ * faults by `lmu`, the history and the operation records by `hmu`. Every child is killed on any
+ * exit of the harness (normal, failure or the alarm).
+ */
+#ifndef CHAOS_H
+#define CHAOS_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define MAXN 5
+#define MAXPROCS 8
+#define STREAM "D0"
+
+enum fault_kind {
+    F_KILL = 1 << 0,
+    F_PAUSE = 1 << 1,
+    F_PARTITION = 1 << 2,
+    F_NET = 1 << 3,
+    F_POWER = 1 << 4,
+    F_RESET = 1 << 5,
+    F_CLOCK = 1 << 6,
+    F_PAUSEKILL = 1 << 7, /* Jepsen's pause-kill, as a pause, a power cut and a pause */
+    F_PARTKILL = 1 << 8,  /* Jepsen's part-kill, with partitions in place of the pauses */
+    F_DISK = 1 << 9,      /* damage to one server's synced files (one victim per run) */
+};
+#define F_ALL                                                                                      \
+    (F_KILL | F_PAUSE | F_PARTITION | F_NET | F_POWER | F_RESET | F_CLOCK | F_PAUSEKILL |          \
+     F_PARTKILL | F_DISK)
+
+/* The faults on one directed peer link (frames from one server to another). */
+typedef struct link_fault {
+    int cut;        /* > 0: every frame is dropped (count of partitions cutting it) */
+    int drop_pct;   /* each frame dropped with this probability (percent) */
+    int delay_ms;   /* each frame held this long ... */
+    int jitter_ms;  /* ... plus up to this much (order kept, as TCP keeps it) */
+    unsigned owner; /* the net event that set drop/delay (its end clears only its own) */
+} link_fault;
+
+/* One publish attempt (an operation of the history). */
+typedef struct op {
+    uint32_t value;
+    int proc;
+    int node; /* the server the client was connected to at the invoke (-1: none) */
+    int msg_id;
+    uint64_t exp_last; /* expected last seq, 0: none */
+    int exp_wrong;     /* expects another stream's name */
+    uint64_t invoke_ns, complete_ns;
+    int outcome; /* 0 pending, OK_, FAIL_ or INFO_ */
+    uint64_t seq;
+    int duplicate;
+    char status[24];
+    char msg[96];
+} op;
+enum { OUT_OK = 1, OUT_FAIL = 2, OUT_INFO = 3 };
+
+typedef struct chaos {
+    /* the run */
+    const char *server_bin;
+    uint64_t seed;
+    int seconds;
+    int n;
+    unsigned faults;
+    int nprocs;
+    int verbose;
+    int keep;
+    const char *mutate; /* a checker self-test: lost, ack-seq, definite, converge */
+    char base[256];
+    FILE *hist;
+    uint64_t t0; /* CLOCK_MONOTONIC ns at the start */
+
+    /* servers (smu) */
+    pthread_mutex_t smu;
+    char names[MAXN][8];
+    int client_port[MAXN], cluster_port[MAXN], http_port[MAXN];
+    int proxy_port[MAXN][MAXN]; /* [a][b], a < b: where a dials b */
+    pid_t pid[MAXN];            /* 0: down */
+    int paused[MAXN];
+    int expected_exit[MAXN]; /* the harness killed it: its exit is no finding */
+    int starts[MAXN];
+    uint64_t env_seed;
+
+    /* links (lmu) */
+    pthread_mutex_t lmu;
+    link_fault links[MAXN][MAXN];
+    uint64_t frames_fwd, frames_dropped;
+
+    /* history and operations (hmu) */
+    pthread_mutex_t hmu;
+    op *ops;
+    size_t nops, capops;
+    uint32_t next_value;
+    uint64_t max_acked_seq;
+    int phase;                   /* 0 faulty, 1 progress, 2 stopped */
+    int progress_acks[MAXPROCS]; /* acknowledgements in the progress phase */
+    int nviol;
+    int nemesis_events;
+} chaos;
+
+extern chaos C;
+
+/* history.c-like helpers (main.c) */
+uint64_t now_ns(void);
+double rel_s(uint64_t ns);
+void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void nemesis_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void violation(const char *checker, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void json_str(FILE *f, const char *s);
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+uint64_t rng_next(uint64_t *s);
+double rng_unit(uint64_t *s);
+int rng_below(uint64_t *s, int n);
+
+/* procs.c */
+void procs_setup(void);
+void server_start(int i);
+void kill_all_servers(void);
+int server_healthy(int i, char *why, size_t cap);
+void procs_reap(void);
+void clock_set(int i, long long offset_ms);
+
+/* proxy.c */
+int proxy_start(void);
+void proxy_reset_node(int i);
+void proxy_stop(void);
+
+/* nemesis.c */
+void nemesis_start(void);
+/* Prints the seed's fault schedule (times from the start of the faulty phase). */
+void nemesis_print_plan(void);
+void nemesis_stop_and_heal(void);
+
+/* clients.c */
+int stream_create(void);
+void clients_start(void);
+void clients_progress(double limit_s);
+void clients_stop(void);
+void history_op(const op *o, int completion);
+
+/* consumers.c */
+int consumers_setup(void);
+void consumers_start(void);
+void consumers_drain_and_check(const long long *final, uint64_t upto);
+void consumers_stop(void);
+
+/* check.c */
+void check_run(void);
+
+#endif

@@ -1,0 +1,581 @@
+/*
+ * nemesis.c — the fault schedule, drawn from the seed before the run starts, and its thread.
+ *
+ * The schedule is a list of faults at times from the start of the faulty phase (2 s of quiet
+ * first, then one every 0.4-2.5 s), each with its targets, parameters and duration; the
+ * thread applies each at its time and undoes it when its duration ends (restart, SIGCONT,
+ * links whole again). The same seed gives the same schedule on any machine; the real
+ * processes' timing around it differs from run to run (this is not a simulation).
+ *
+ * kill       SIGKILL one server (70%), a minority (20%) or a majority (10%); restarted 0.3-3 s
+ * later power      power cut (SIGUSR1: unsynced writes lost, maybe one torn,
+ * examples/server/powervfs.c) of one server (60%) or of every server at once (40%); restarted 0.3-2
+ * s later pause      SIGSTOP one server or a minority for 0.3-4 s, then SIGCONT partition  isolate
+ * one server, split a minority from the majority, cut 1-3 directed links (one-way), or a bridge
+ * (one server hears both halves, which do not hear each other), for 1-5 s net        delay (1-60
+ * ms, jitter up to as much again) and drop (0-15%) every frame on every link or on one server's
+ * links, for 1-5 s reset      close every peer connection of one server (it redials)
+ */
+#include <ftw.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "chaos.h"
+
+typedef struct nev {
+    uint64_t at_ms;
+    int kind; /* one F_* bit, or 0 for an end */
+    unsigned targets;
+    int dur_ms;
+    int variant;
+    int drop, delay, jitter;
+    long long clock_ms;
+    unsigned cut[MAXN]; /* partition: cut[a] has bit b: a -> b cut */
+    unsigned id;
+    int is_end;
+} nev;
+
+static nev *evs;
+static size_t nevs, capevs;
+static pthread_t thread;
+static volatile int stopping;
+
+static nev *add_ev(void)
+{
+    if (nevs == capevs) {
+        capevs = capevs ? 2 * capevs : 64;
+        evs = realloc(evs, capevs * sizeof *evs);
+        if (!evs) die("out of memory");
+    }
+    memset(&evs[nevs], 0, sizeof *evs);
+    return &evs[nevs++];
+}
+
+static unsigned random_subset(uint64_t *r, int size)
+{
+    unsigned m = 0;
+    while (__builtin_popcount(m) < size) m |= 1u << rng_below(r, C.n);
+    return m;
+}
+
+static int pick_kind(uint64_t *r)
+{
+    int kinds[16], nk = 0;
+    for (int b = 0; b < 10; b++)
+        if (C.faults & (1u << b)) kinds[nk++] = 1 << b;
+    return nk ? kinds[rng_below(r, nk)] : 0;
+}
+
+/* Cuts every link between side and the rest, both ways. */
+static void cut_side(nev *e, unsigned side)
+{
+    for (int a = 0; a < C.n; a++)
+        for (int b = 0; b < C.n; b++)
+            if (!!(side & (1u << a)) != !!(side & (1u << b))) e->cut[a] |= 1u << b;
+    e->targets = side;
+    e->variant = 1;
+}
+
+/* Jepsen's pause-kill (part-kill with partitions): a minority M is paused (cut off) while the
+ * others go on; a power cut of another server k; then the rest R are paused (cut off) as M
+ * comes back, and k restarts: M and k, which may both lack the latest acknowledged writes, are
+ * a majority for a while; then everything resumes. Three events: M for a, k's power cut just
+ * before a (restart 0.3 s later), R from a for b. Returns the time it ends. */
+static uint64_t plan_combo(uint64_t *r, uint64_t t, int kind, unsigned *id)
+{
+    int minority = (C.n - 1) / 2;
+    unsigned m = random_subset(r, minority);
+    int k;
+    do k = rng_below(r, C.n);
+    while (m & (1u << k));
+    unsigned rest = ((1u << C.n) - 1) & ~m & ~(1u << k);
+    int a = 2000 + rng_below(r, 3000), b = 2000 + rng_below(r, 4000);
+    int prim = kind == F_PAUSEKILL ? F_PAUSE : F_PARTITION;
+    nev *e = add_ev();
+    *e = (nev){.at_ms = t, .kind = prim, .targets = m, .dur_ms = a, .id = ++*id};
+    if (prim == F_PARTITION) cut_side(e, m);
+    e = add_ev();
+    *e = (nev){.at_ms = t + (uint64_t)a - 100,
+               .kind = F_POWER,
+               .targets = 1u << k,
+               .dur_ms = 300,
+               .id = ++*id};
+    e = add_ev();
+    *e = (nev){.at_ms = t + (uint64_t)a, .kind = prim, .targets = rest, .dur_ms = b, .id = ++*id};
+    if (prim == F_PARTITION) cut_side(e, rest);
+    return t + (uint64_t)a + (uint64_t)b;
+}
+
+static int cmp_ev(const void *x, const void *y)
+{
+    const nev *a = x, *b = y;
+    return a->at_ms < b->at_ms ? -1 : a->at_ms > b->at_ms ? 1 : a->id < b->id ? -1 : 1;
+}
+
+static int disk_victim;
+
+static void plan(void)
+{
+    uint64_t r = C.seed * 0x2545f4914f6cdd1dull + 17;
+    disk_victim = rng_below(&r, C.n);
+    uint64_t t = 2000, end = (uint64_t)C.seconds * 1000;
+    unsigned id = 0;
+    int minority = (C.n - 1) / 2;
+    while (C.faults) {
+        t += 400 + (uint64_t)rng_below(&r, 2100);
+        if (t >= end) break;
+        int kind = pick_kind(&r);
+        if (kind == F_PAUSEKILL || kind == F_PARTKILL) {
+            t = plan_combo(&r, t, kind, &id);
+            continue;
+        }
+        nev *e = add_ev();
+        e->at_ms = t;
+        e->kind = kind;
+        e->id = ++id;
+        double u = rng_unit(&r);
+        switch (e->kind) {
+        case F_KILL:
+            e->targets = random_subset(&r, u < 0.7 ? 1 : u < 0.9 ? minority : minority + 1);
+            e->dur_ms = 300 + rng_below(&r, 2700);
+            break;
+        case F_POWER:
+            e->targets = u < 0.6 ? random_subset(&r, 1) : (1u << C.n) - 1;
+            e->dur_ms = 300 + rng_below(&r, 1700);
+            break;
+        case F_PAUSE:
+            e->targets = random_subset(&r, u < 0.6 ? 1 : minority);
+            e->dur_ms = 300 + rng_below(&r, 3700);
+            break;
+        case F_PARTITION: {
+            e->dur_ms = 1000 + rng_below(&r, 4000);
+            unsigned side = 0;
+            if (u < 0.3) { /* isolate one */
+                e->variant = 0;
+                side = random_subset(&r, 1);
+            } else if (u < 0.55) { /* minority | majority */
+                e->variant = 1;
+                side = random_subset(&r, minority);
+            } else if (u < 0.85) { /* one-way cuts */
+                e->variant = 2;
+                int k = 1 + rng_below(&r, 3);
+                for (int i = 0; i < k; i++) {
+                    int a = rng_below(&r, C.n), b = (a + 1 + rng_below(&r, C.n - 1)) % C.n;
+                    e->cut[a] |= 1u << b;
+                }
+            } else { /* bridge: x hears both halves */
+                e->variant = 3;
+                int x = rng_below(&r, C.n);
+                unsigned half = 0; /* (n - 1) / 2 of the others */
+                while (__builtin_popcount(half) < (C.n - 1) / 2)
+                    half |= 1u << ((x + 1 + rng_below(&r, C.n - 1)) % C.n);
+                for (int a = 0; a < C.n; a++)
+                    for (int b = 0; b < C.n; b++)
+                        if (a != x && b != x && a != b &&
+                            !!(half & (1u << a)) != !!(half & (1u << b)))
+                            e->cut[a] |= 1u << b;
+                e->targets = 1u << x;
+            }
+            if (e->variant <= 1)
+                for (int a = 0; a < C.n; a++)
+                    for (int b = 0; b < C.n; b++)
+                        if (!!(side & (1u << a)) != !!(side & (1u << b))) e->cut[a] |= 1u << b;
+            if (e->variant <= 1) e->targets = side;
+            break;
+        }
+        case F_NET:
+            e->targets = u < 0.5 ? (1u << C.n) - 1 : random_subset(&r, 1);
+            e->delay = 1 + rng_below(&r, 60);
+            e->jitter = rng_below(&r, e->delay + 1);
+            e->drop = rng_below(&r, 16);
+            e->dur_ms = 1000 + rng_below(&r, 4000);
+            break;
+        case F_RESET:
+            e->targets = random_subset(&r, 1);
+            break;
+        case F_DISK:
+            e->variant = rng_below(&r, 4);
+            e->dur_ms = 300 + rng_below(&r, 1700);
+            e->clock_ms = (long long)(rng_next(&r) >> 1); /* seeds the damage's choices */
+            break;
+        case F_CLOCK:
+            e->targets = random_subset(&r, 1);
+            e->clock_ms = (500 + rng_below(&r, 9500)) * (u < 0.5 ? -1 : 1);
+            e->dur_ms = 1000 + rng_below(&r, 4000);
+            break;
+        }
+    }
+    for (size_t i = 0; i < nevs; i++)
+        if (evs[i].kind == F_DISK) evs[i].targets = 1u << disk_victim;
+    qsort(evs, nevs, sizeof *evs, cmp_ev);
+}
+
+static void mask_names(unsigned m, char *out, size_t cap)
+{
+    out[0] = 0;
+    for (int i = 0; i < C.n; i++)
+        if (m & (1u << i)) {
+            size_t l = strlen(out);
+            snprintf(out + l, cap - l, "%s%s", l ? "," : "", C.names[i]);
+        }
+}
+
+/* SIGKILL server i and wait for it (smu held). */
+static void kill_server(int i)
+{
+    if (C.pid[i] <= 0) return;
+    kill(C.pid[i], SIGKILL);
+    waitpid(C.pid[i], NULL, 0);
+    C.pid[i] = 0;
+    C.paused[i] = 0;
+}
+
+/* Power cut of server i (smu held): SIGUSR1 makes its vfs roll its files back to their last
+ * sync and exit; if it does not within 3 s, SIGKILL (a plain kill then). */
+static void power_cut(int i)
+{
+    if (C.pid[i] <= 0) return;
+    kill(C.pid[i], SIGUSR1);
+    if (C.paused[i]) kill(C.pid[i], SIGCONT);
+    C.paused[i] = 0;
+    int st = 0;
+    for (int w = 0; w < 300; w++) {
+        pid_t p = waitpid(C.pid[i], &st, WNOHANG);
+        if (p == C.pid[i]) {
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 86)
+                nemesis_note("power cut %s: exited with status %d (not the vfs's 86)", C.names[i],
+                             st);
+            C.pid[i] = 0;
+            return;
+        }
+        usleep(10000);
+    }
+    nemesis_note("power cut %s: no exit within 3 s, SIGKILL instead", C.names[i]);
+    kill_server(i);
+}
+
+/* The victim's data files (not its identity file "node"), for the disk fault. */
+static char files[512][400];
+static int nfiles;
+
+static int list_file(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    if (type == FTW_F && strcmp(path + ftw->base, "node") && nfiles < 512)
+        snprintf(files[nfiles++], sizeof files[0], "%s", path);
+    return 0;
+}
+
+/* Damages one of server i's synced files while it is down (smu held): bits flipped, a tail
+ * cut, a range zeroed, or the file deleted. Writes what it did into what. */
+static void damage(int i, nev *e, char *what, size_t cap)
+{
+    char dir[400];
+    nfiles = 0;
+    snprintf(dir, sizeof dir, "%s/%s", C.base, C.names[i]);
+    nftw(dir, list_file, 16, FTW_PHYS);
+    snprintf(what, cap, "no file to damage");
+    if (!nfiles) return;
+    uint64_t r = (uint64_t)e->clock_ms;
+    const char *path = files[rng_below(&r, nfiles)];
+    const char *rel = path + strlen(C.base) + 1;
+    struct stat st;
+    if (stat(path, &st) || st.st_size == 0) {
+        snprintf(what, cap, "%s is empty", rel);
+        return;
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    int fd = open(path, O_RDWR);
+    if (fd < 0) return;
+    switch (e->variant) {
+    case 0: {
+        int bits = 1 + rng_below(&r, 8);
+        for (int b = 0; b < bits; b++) {
+            off_t off = (off_t)(rng_next(&r) % size);
+            unsigned char c;
+            if (pread(fd, &c, 1, off) == 1) {
+                c ^= (unsigned char)(1u << rng_below(&r, 8));
+                if (pwrite(fd, &c, 1, off) != 1) break;
+            }
+        }
+        snprintf(what, cap, "%d bits flipped in %s (%llu bytes)", bits, rel,
+                 (unsigned long long)size);
+        break;
+    }
+    case 1: {
+        uint64_t cut = 1 + rng_next(&r) % (size < 65536 ? size : 65536);
+        if (ftruncate(fd, (off_t)(size - cut))) break;
+        snprintf(what, cap, "last %llu of %llu bytes of %s cut", (unsigned long long)cut,
+                 (unsigned long long)size, rel);
+        break;
+    }
+    case 2: {
+        uint64_t off = rng_next(&r) % size, len = 1 + rng_next(&r) % 65536;
+        if (off + len > size) len = size - off;
+        static const unsigned char zeros[65536];
+        if (pwrite(fd, zeros, (size_t)len, (off_t)off) != (ssize_t)len) break;
+        snprintf(what, cap, "[%llu, +%llu) zeroed in %s", (unsigned long long)off,
+                 (unsigned long long)len, rel);
+        break;
+    }
+    default:
+        unlink(path);
+        snprintf(what, cap, "%s deleted", rel);
+    }
+    fsync(fd);
+    close(fd);
+}
+
+typedef struct pending {
+    uint64_t at_ms;
+    nev *e;
+} pending;
+
+static pending pend[4096];
+static size_t npend;
+
+static void start_event(nev *e)
+{
+    char who[64];
+    mask_names(e->targets, who, sizeof who);
+    pthread_mutex_lock(&C.smu);
+    switch (e->kind) {
+    case F_KILL:
+    case F_POWER: {
+        unsigned done = 0;
+        if (e->kind == F_POWER && e->targets == (1u << C.n) - 1) {
+            /* every server at once: signals first, then wait for each */
+            for (int i = 0; i < C.n; i++)
+                if (C.pid[i] > 0) kill(C.pid[i], SIGUSR1);
+        }
+        for (int i = 0; i < C.n; i++)
+            if ((e->targets & (1u << i)) && C.pid[i] > 0) {
+                if (e->kind == F_KILL)
+                    kill_server(i);
+                else
+                    power_cut(i);
+                done |= 1u << i;
+            }
+        pthread_mutex_unlock(&C.smu);
+        mask_names(done, who, sizeof who);
+        if (done)
+            nemesis_note("%s %s, restart in %.1f s", e->kind == F_KILL ? "kill -9" : "power cut",
+                         who, e->dur_ms / 1000.0);
+        e->targets = done;
+        break;
+    }
+    case F_PAUSE: {
+        unsigned done = 0;
+        for (int i = 0; i < C.n; i++)
+            if ((e->targets & (1u << i)) && C.pid[i] > 0 && !C.paused[i]) {
+                kill(C.pid[i], SIGSTOP);
+                C.paused[i] = 1;
+                done |= 1u << i;
+            }
+        pthread_mutex_unlock(&C.smu);
+        e->targets = done;
+        mask_names(done, who, sizeof who);
+        if (done) nemesis_note("pause (SIGSTOP) %s for %.1f s", who, e->dur_ms / 1000.0);
+        break;
+    }
+    case F_PARTITION: {
+        pthread_mutex_unlock(&C.smu);
+        char cuts[300] = "";
+        pthread_mutex_lock(&C.lmu);
+        for (int a = 0; a < C.n; a++)
+            for (int b = 0; b < C.n; b++)
+                if (e->cut[a] & (1u << b)) {
+                    C.links[a][b].cut++;
+                    size_t l = strlen(cuts);
+                    snprintf(cuts + l, sizeof cuts - l, " %s->%s", C.names[a], C.names[b]);
+                }
+        pthread_mutex_unlock(&C.lmu);
+        static const char *const what[] = {"isolate", "split off", "one-way cuts", "bridge"};
+        nemesis_note("partition: %s %s for %.1f s (cut:%s)", what[e->variant],
+                     e->variant == 2 ? "" : who, e->dur_ms / 1000.0, cuts);
+        break;
+    }
+    case F_NET:
+        pthread_mutex_unlock(&C.smu);
+        pthread_mutex_lock(&C.lmu);
+        for (int a = 0; a < C.n; a++)
+            for (int b = 0; b < C.n; b++)
+                if (a != b && (e->targets & ((1u << a) | (1u << b)))) {
+                    link_fault *l = &C.links[a][b];
+                    l->drop_pct = e->drop;
+                    l->delay_ms = e->delay;
+                    l->jitter_ms = e->jitter;
+                    l->owner = e->id;
+                }
+        pthread_mutex_unlock(&C.lmu);
+        nemesis_note("net: links of %s: delay %d ms + up to %d, drop %d%% for %.1f s", who,
+                     e->delay, e->jitter, e->drop, e->dur_ms / 1000.0);
+        break;
+    case F_DISK: {
+        int v = __builtin_ctz(e->targets);
+        char what[500];
+        kill_server(v);
+        damage(v, e, what, sizeof what);
+        pthread_mutex_unlock(&C.smu);
+        nemesis_note("disk %s (killed): %s; restart in %.1f s", C.names[v], what,
+                     e->dur_ms / 1000.0);
+        break;
+    }
+    case F_CLOCK:
+        pthread_mutex_unlock(&C.smu);
+        clock_set(__builtin_ctz(e->targets), e->clock_ms);
+        nemesis_note("clock: %s's wall clock %+.1f s for %.1f s", who, e->clock_ms / 1000.0,
+                     e->dur_ms / 1000.0);
+        break;
+    case F_RESET:
+        pthread_mutex_unlock(&C.smu);
+        proxy_reset_node(__builtin_ctz(e->targets));
+        nemesis_note("reset: every peer connection of %s closed", who);
+        break;
+    default:
+        pthread_mutex_unlock(&C.smu);
+    }
+    if (e->dur_ms && e->kind != F_RESET && npend < sizeof pend / sizeof pend[0])
+        pend[npend++] = (pending){.at_ms = e->at_ms + (uint64_t)e->dur_ms, .e = e};
+}
+
+static void end_event(nev *e)
+{
+    char who[64];
+    mask_names(e->targets, who, sizeof who);
+    switch (e->kind) {
+    case F_KILL:
+    case F_DISK:
+    case F_POWER: {
+        unsigned done = 0;
+        pthread_mutex_lock(&C.smu);
+        for (int i = 0; i < C.n; i++)
+            if ((e->targets & (1u << i)) && C.pid[i] <= 0) {
+                server_start(i);
+                done |= 1u << i;
+            }
+        pthread_mutex_unlock(&C.smu);
+        mask_names(done, who, sizeof who);
+        if (done) nemesis_note("restart %s", who);
+        break;
+    }
+    case F_PAUSE: {
+        unsigned done = 0;
+        pthread_mutex_lock(&C.smu);
+        for (int i = 0; i < C.n; i++)
+            if ((e->targets & (1u << i)) && C.pid[i] > 0 && C.paused[i]) {
+                kill(C.pid[i], SIGCONT);
+                C.paused[i] = 0;
+                done |= 1u << i;
+            }
+        pthread_mutex_unlock(&C.smu);
+        mask_names(done, who, sizeof who);
+        if (done) nemesis_note("resume (SIGCONT) %s", who);
+        break;
+    }
+    case F_PARTITION:
+        pthread_mutex_lock(&C.lmu);
+        for (int a = 0; a < C.n; a++)
+            for (int b = 0; b < C.n; b++)
+                if ((e->cut[a] & (1u << b)) && C.links[a][b].cut > 0) C.links[a][b].cut--;
+        pthread_mutex_unlock(&C.lmu);
+        nemesis_note("partition healed (its cuts)");
+        break;
+    case F_NET:
+        pthread_mutex_lock(&C.lmu);
+        for (int a = 0; a < C.n; a++)
+            for (int b = 0; b < C.n; b++)
+                if (C.links[a][b].owner == e->id) {
+                    C.links[a][b].drop_pct = C.links[a][b].delay_ms = 0;
+                    C.links[a][b].jitter_ms = 0;
+                    C.links[a][b].owner = 0;
+                }
+        pthread_mutex_unlock(&C.lmu);
+        nemesis_note("net: links of %s perfect again", who);
+        break;
+    case F_CLOCK:
+        clock_set(__builtin_ctz(e->targets), 0);
+        nemesis_note("clock: %s's wall clock right again", who);
+        break;
+    }
+}
+
+static void *run(void *arg)
+{
+    (void)arg;
+    uint64_t t0 = now_ns();
+    size_t next = 0;
+    while (!stopping) {
+        uint64_t ms = (now_ns() - t0) / 1000000u;
+        while (next < nevs && evs[next].at_ms <= ms) start_event(&evs[next++]);
+        for (size_t i = 0; i < npend;) {
+            if (pend[i].at_ms <= ms) {
+                end_event(pend[i].e);
+                pend[i] = pend[--npend];
+            } else {
+                i++;
+            }
+        }
+        procs_reap();
+        usleep(10000);
+    }
+    return NULL;
+}
+
+void nemesis_print_plan(void)
+{
+    static const char *const kinds[] = {"kill",  "pause", "partition", "net",      "power",
+                                        "reset", "clock", "pausekill", "partkill", "disk"};
+    plan();
+    for (size_t i = 0; i < nevs; i++) {
+        nev *e = &evs[i];
+        char who[64], cuts[300] = "";
+        mask_names(e->targets, who, sizeof who);
+        for (int a = 0; a < C.n; a++)
+            for (int b = 0; b < C.n; b++)
+                if (e->cut[a] & (1u << b)) {
+                    size_t l = strlen(cuts);
+                    snprintf(cuts + l, sizeof cuts - l, " %s->%s", C.names[a], C.names[b]);
+                }
+        printf("%8.3f s  %-9s %-14s for %5.2f s", e->at_ms / 1000.0,
+               kinds[__builtin_ctz((unsigned)e->kind)], who, e->dur_ms / 1000.0);
+        if (e->kind == F_NET)
+            printf("  delay %d ms + up to %d, drop %d%%", e->delay, e->jitter, e->drop);
+        if (e->kind == F_CLOCK) printf("  %+lld ms", e->clock_ms);
+        if (e->kind == F_DISK) printf("  damage kind %d", e->variant);
+        if (cuts[0]) printf("  cut:%s", cuts);
+        putchar('\n');
+    }
+}
+
+void nemesis_start(void)
+{
+    plan();
+    if (C.verbose) note("nemesis: %zu faults planned", nevs);
+    if (pthread_create(&thread, NULL, run, NULL)) die("cannot start the nemesis");
+}
+
+void nemesis_stop_and_heal(void)
+{
+    stopping = 1;
+    pthread_join(thread, NULL);
+    for (size_t i = 0; i < npend; i++) end_event(pend[i].e);
+    npend = 0;
+    pthread_mutex_lock(&C.lmu);
+    memset(C.links, 0, sizeof C.links);
+    pthread_mutex_unlock(&C.lmu);
+    for (int i = 0; i < C.n; i++) clock_set(i, 0);
+    pthread_mutex_lock(&C.smu);
+    for (int i = 0; i < C.n; i++) {
+        if (C.pid[i] > 0 && C.paused[i]) kill(C.pid[i], SIGCONT);
+        C.paused[i] = 0;
+        if (C.pid[i] <= 0) server_start(i);
+    }
+    pthread_mutex_unlock(&C.smu);
+    nemesis_note("heal: every link whole, every server running");
+}

@@ -1,0 +1,216 @@
+/*
+ * procs.c — the server processes: free loopback ports, one JSON configuration per server (its
+ * peers reached through the proxy), start, health over HTTP, and reaping.
+ *
+ * Peer addresses: a server dials only the servers whose names sort after its own (peer.c), so
+ * server a's entry for b (a < b) is the proxy's port for the pair, which forwards to b's
+ * cluster port; its entries for the servers before it are never dialled and name their real
+ * ports. Every server runs with JETRAFT_TEST_POWERLOSS set (the power-loss vfs of
+ * examples/server/powervfs.c), so that SIGUSR1 cuts its power, and JETRAFT_TEST_CLOCK_FILE
+ * naming <dir>/<name>.clock (examples/server/testclock.c), its wall clock's offset.
+ *
+ * A server that exits without the nemesis having killed it is a finding (checker
+ * `server-exit`): it is reported with its status and started again so that the run goes on.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "chaos.h"
+
+static void pick_ports(int *out, int n)
+{
+    int fds[64];
+    for (int i = 0; i < n; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
+        socklen_t sl = sizeof sa;
+        if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&sa, sizeof sa) ||
+            getsockname(fds[i], (struct sockaddr *)&sa, &sl))
+            die("cannot pick a free port: %s", strerror(errno));
+        out[i] = ntohs(sa.sin_port);
+    }
+    for (int i = 0; i < n; i++) close(fds[i]);
+}
+
+/* Servers with secure peer links require keys unless configured "insecure_cluster": true;
+ * the proxy needs the plain session (it drops whole frames, which a sealed stream would
+ * refuse). A server built before secure links knows no such field and refuses unknown ones,
+ * so the harness looks for the field's name in the server's binary. */
+static int server_knows_insecure(void)
+{
+    FILE *f = fopen(C.server_bin, "rb");
+    if (!f) return 0;
+    static const char key[] = "insecure_cluster";
+    size_t kl = sizeof key - 1, keep = 0, n;
+    static char buf[65536];
+    int found = 0;
+    while (!found && (n = fread(buf + keep, 1, sizeof buf - keep, f)) > 0) {
+        size_t have = keep + n;
+        found = memmem(buf, have, key, kl) != NULL;
+        keep = have < kl - 1 ? have : kl - 1; /* a name split across two reads */
+        memmove(buf, buf + have - keep, keep);
+    }
+    fclose(f);
+    return found;
+}
+
+static int insecure_field;
+
+static void write_config(int i)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s.json", C.base, C.names[i]);
+    FILE *f = fopen(path, "w");
+    if (!f) die("cannot write %s", path);
+    fprintf(f,
+            "{\"name\":\"%s\",\"cluster\":\"chaos\",\"tags\":[\"az:%d\"],"
+            "\"listen\":\"127.0.0.1:%d\",\"cluster_listen\":\"127.0.0.1:%d\","
+            "\"http_listen\":\"127.0.0.1:%d\",\"wal_dir\":\"%s/%s/wal\","
+            "\"store_dir\":\"%s/%s/store\",\"request_timeout_ms\":2000,%s\"peers\":{",
+            C.names[i], i, C.client_port[i], C.cluster_port[i], C.http_port[i], C.base, C.names[i],
+            C.base, C.names[i], insecure_field ? "\"insecure_cluster\":true," : "");
+    for (int j = 0; j < C.n; j++) {
+        int port = j == i ? C.cluster_port[i] : i < j ? C.proxy_port[i][j] : C.cluster_port[j];
+        fprintf(f, "%s\"%s\":\"127.0.0.1:%d\"", j ? "," : "", C.names[j], port);
+    }
+    fprintf(f, "}}\n");
+    fclose(f);
+}
+
+void procs_setup(void)
+{
+    int ports[64], k = 0;
+    int need = 3 * C.n + C.n * (C.n - 1) / 2;
+    pick_ports(ports, need);
+    C.env_seed = C.seed * 1000003u;
+    for (int i = 0; i < C.n; i++) {
+        snprintf(C.names[i], sizeof C.names[i], "n%d", i);
+        C.client_port[i] = ports[k++];
+        C.cluster_port[i] = ports[k++];
+        C.http_port[i] = ports[k++];
+    }
+    for (int a = 0; a < C.n; a++)
+        for (int b = a + 1; b < C.n; b++) C.proxy_port[a][b] = ports[k++];
+    insecure_field = server_knows_insecure();
+    for (int i = 0; i < C.n; i++) {
+        write_config(i);
+        clock_set(i, 0);
+    }
+}
+
+/* Sets server i's wall-clock offset: the file its testclock reads every 100 ms (written to a
+ * temporary name and renamed, so that it never reads half a number). */
+void clock_set(int i, long long offset_ms)
+{
+    char path[400], tmp[410];
+    snprintf(path, sizeof path, "%s/%s.clock", C.base, C.names[i]);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) die("cannot write %s", tmp);
+    fprintf(f, "%lld\n", offset_ms);
+    fclose(f);
+    if (rename(tmp, path)) die("cannot rename %s", tmp);
+}
+
+/* Starts server i (smu held by the caller, or before any thread runs). */
+void server_start(int i)
+{
+    char cfg[400], log[400], env[64];
+    snprintf(cfg, sizeof cfg, "%s/%s.json", C.base, C.names[i]);
+    snprintf(log, sizeof log, "%s/%s.log", C.base, C.names[i]);
+    snprintf(env, sizeof env, "%llu",
+             (unsigned long long)(C.env_seed + (uint64_t)C.starts[i]++ * 7919u + (uint64_t)i));
+    pid_t pid = fork();
+    if (pid < 0) die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        setenv("JETRAFT_TEST_POWERLOSS", env, 1);
+        char clk[400];
+        snprintf(clk, sizeof clk, "%s/%s.clock", C.base, C.names[i]);
+        setenv("JETRAFT_TEST_CLOCK_FILE", clk, 1);
+        execl(C.server_bin, C.server_bin, "-c", cfg, (char *)NULL);
+        _exit(127);
+    }
+    C.pid[i] = pid;
+    C.paused[i] = 0;
+    C.expected_exit[i] = 0;
+}
+
+/* Async-signal-safe: used by the alarm handler too. */
+void kill_all_servers(void)
+{
+    for (int i = 0; i < C.n; i++)
+        if (C.pid[i] > 0) kill(C.pid[i], SIGKILL);
+    for (int i = 0; i < C.n; i++)
+        if (C.pid[i] > 0) {
+            waitpid(C.pid[i], NULL, 0);
+            C.pid[i] = 0;
+        }
+}
+
+void procs_reap(void)
+{
+    pthread_mutex_lock(&C.smu);
+    for (int i = 0; i < C.n; i++) {
+        if (C.pid[i] <= 0) continue;
+        int st = 0;
+        if (waitpid(C.pid[i], &st, WNOHANG) != C.pid[i]) continue;
+        C.pid[i] = 0;
+        if (WIFSIGNALED(st))
+            violation("server-exit", "%s exited on its own: signal %d (log %s/%s.log)", C.names[i],
+                      WTERMSIG(st), C.base, C.names[i]);
+        else
+            violation("server-exit", "%s exited on its own: status %d (log %s/%s.log)", C.names[i],
+                      WEXITSTATUS(st), C.base, C.names[i]);
+        server_start(i);
+    }
+    pthread_mutex_unlock(&C.smu);
+}
+
+/* GET /healthz on server i: 1 if it answers 200; else 0 with the start of its answer. */
+int server_healthy(int i, char *why, size_t cap)
+{
+    snprintf(why, cap, "no answer from /healthz");
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    struct timeval tv = {.tv_sec = 2};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)C.http_port[i]),
+                             .sin_addr.s_addr = htonl(0x7f000001)};
+    char buf[2048];
+    size_t len = 0;
+    int ok = 0;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+        static const char req[] = "GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+        if (write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1)) {
+            ssize_t r;
+            while (len < sizeof buf - 1 && (r = read(fd, buf + len, sizeof buf - 1 - len)) > 0)
+                len += (size_t)r;
+            buf[len] = 0;
+            ok = len > 12 && !strncmp(buf + 9, "200", 3);
+            if (!ok && len) {
+                const char *body = strstr(buf, "\r\n\r\n");
+                snprintf(why, cap, "%s", body ? body + 4 : buf);
+                for (char *p = why; *p; p++)
+                    if (*p == '\n' || *p == '\r') *p = ' ';
+            }
+        }
+    }
+    close(fd);
+    return ok;
+}
