@@ -743,8 +743,6 @@ int jr__mm_joining(jr__js *js);
  * (the group was destroyed and its WAL DROP waits for memory: try again later), or an error
  * (logged). */
 int jr__srep_create(jr__js *js, const jr__meta_stream *s);
-/* The voters a replica of s bootstraps with (NULL: it joins; stream_replica.c). */
-const char *const *jr__srep_boot_peers(const jr__meta_stream *s, size_t *n);
 /* 1 if this server is an original peer of s dropped by s's first, unconverged peer change. */
 int jr__srep_origin_peer(const jr__js *js, const jr__meta_stream *s);
 /* Creates the replicas jr__srep_origin_peer says this server runs and does not. 0/ENOMEM. */

@@ -710,37 +710,39 @@ static void rep_unlink(jr__srep *r)
     jr__js_timer_cancel(js, &r->timer);
 }
 
-/* The voters this server's replica of s bootstraps its group with (NULL: it joins). The
- * original peers, while s's peer set is its creation's; or, while the first peer change since the
- * creation has not converged, the creation's peers (s->origin): the group may never have had a
- * leader to make that change, and then it needs every original peer, including one the change
- * drops and that was down when the stream was created (it would hold no replica otherwise, and
- * the group could elect no one). Either way the same first entry as the other original peers. */
-const char *const *jr__srep_boot_peers(const jr__meta_stream *s, size_t *n)
+/* 1 if this server is an original peer of s that the first peer change since s's creation
+ * drops, and that change has not converged. The group may never have had a leader to make the
+ * change, and then it needs every original peer to elect one, including a dropped one that was
+ * down when the stream was created (it would hold no replica otherwise): such a server runs a
+ * replica, bootstrapped with the creation's peer set (boot_peers), until the change
+ * converged. */
+int jr__srep_origin_peer(const jr__js *js, const jr__meta_stream *s)
+{
+    if (!s->origin || s->converged_at != s->created || !jr__meta_stream_busy(s) ||
+        jr__meta_stream_has_peer(s, js->name))
+        return 0;
+    for (size_t i = 0; i < s->origin->npeers; i++)
+        if (!strcmp(s->origin->peers[i], js->name)) return 1;
+    return 0;
+}
+
+/* The voters this server's replica of s bootstraps its group with (NULL: it joins): the
+ * original peers while s's peer set is its creation's, and the creation's peers for an original
+ * peer the first change drops (jr__srep_origin_peer). Either way the same first entry as every
+ * original peer's. A server the current peer set names joins after any change, however young
+ * the group: bootstrapping a peer set it may have left would fork the log. */
+static const char *const *boot_peers(const jr__js *js, const jr__meta_stream *s, size_t *n)
 {
     if (jr__meta_stream_bootstraps(s)) {
         *n = s->npeers;
         return s->peers;
     }
-    if (s->origin && s->converged_at == s->created && jr__meta_stream_busy(s)) {
+    if (jr__srep_origin_peer(js, s)) {
         *n = s->origin->npeers;
         return s->origin->peers;
     }
     *n = 0;
     return NULL;
-}
-
-/* 1 if this server is an original peer of s that the first peer change since its creation
- * drops, and that change has not converged (jr__srep_boot_peers): it runs a replica until the
- * change converged. */
-int jr__srep_origin_peer(const jr__js *js, const jr__meta_stream *s)
-{
-    size_t n;
-    const char *const *p = jr__srep_boot_peers(s, &n);
-    if (!p || p == s->peers) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(p[i], js->name)) return 1;
-    return 0;
 }
 
 int jr__srep_create(jr__js *js, const jr__meta_stream *s)
@@ -824,7 +826,7 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
      * to add it — bootstrapping with the new peer set would fork the log at index 1. (A
      * recovered group ignores the voter list either way.) */
     size_t nboot;
-    const char *const *boot = jr__srep_boot_peers(s, &nboot);
+    const char *const *boot = boot_peers(js, s, &nboot);
     if (boot) {
         gc.voters = boot;
         gc.nvoters = nboot;
