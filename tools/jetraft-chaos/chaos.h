@@ -85,7 +85,7 @@ typedef struct chaos {
 
     /* servers (smu) */
     pthread_mutex_t smu;
-    char names[MAXN][8];
+    char names[MAXN][16];
     int client_port[MAXN], cluster_port[MAXN], http_port[MAXN];
     int proxy_port[MAXN][MAXN]; /* [a][b], a < b: where a dials b */
     pid_t pid[MAXN];            /* 0: down */
