@@ -9,25 +9,9 @@
 set -euo pipefail
 cli="$1"
 export JR_SERVER_BIN="$2"
-here="$(cd "$(dirname "$0")" && pwd)"
-cluster="$here/../cluster.sh"
-export JR_CLUSTER_DIR="$(mktemp -d /tmp/jetraft-atrest-XXXXXX)"
-( sleep 200; kill -TERM $$ ) >/dev/null 2>&1 &
-watchdog=$!
-trap 'echo "FAIL: the test ran out of time" >&2; exit 1' TERM
-trap '"$cluster" stop >/dev/null 2>&1 || true; pkill -P $watchdog 2>/dev/null || true
-      kill $watchdog 2>/dev/null || true; rm -rf "$JR_CLUSTER_DIR"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-read -r p1 p2 p3 < <(python3 -c '
-import socket
-def run():
-    while True:
-        s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
-        if p < 60000 and all(socket.socket().connect_ex(("127.0.0.1", p + i)) != 0 for i in range(3)):
-            return p
-print(run(), run(), run())')
-export JR_CLIENT_PORT=$p1 JR_CLUSTER_PORT=$p2 JR_HTTP_PORT=$p3
+. "$(cd "$(dirname "$0")" && pwd)/cluster_test.sh"
+cluster_test_start atrest 200
+p1=$JR_CLIENT_PORT
 
 # cluster.sh writes each configuration on the first start: add a data key to each.
 "$cluster" start >/dev/null
