@@ -42,9 +42,13 @@ int64_t arg_int(const args *a, const char *name, int64_t dflt);
 int64_t arg_duration(const args *a, const char *name, int64_t dflt);
 
 /* Sends a JetStream API request (subject after "$JS.API.", body NULL: empty) and returns its
- * parsed answer, or NULL after printing why (no responders, timeout, an API error with its
- * description and codes). */
+ * parsed answer, or NULL after printing why (no responders, timeout, a permissions violation,
+ * an API error with its description and codes; with --json the error object is also printed
+ * on standard output). */
 json_t *api(cli *c, const char *subject, json_t *body);
+/* Prints why a request on subject failed with s (a timeout; a permissions violation the server
+ * reported meanwhile is named as such). */
+void request_failed(cli *c, const char *subject, natsStatus s);
 /* Prints a JSON value indented (the --json output). */
 void print_json(const json_t *j);
 

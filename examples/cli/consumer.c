@@ -239,11 +239,51 @@ static int consumer_next(cli *c, const char *stream, const char *name, int64_t c
     return rc;
 }
 
+/* `consumer cluster peer-remove|evacuate STREAM NAME PEER`, `consumer cluster cancel-move
+ * STREAM NAME`: the consumer's replica moved off PEER (a replacement catches up first), or its
+ * peer change returned to where it started. */
+static int consumer_cluster(cli *c, args *a)
+{
+    const char *sub = arg_pos(a, 0), *stream = arg_pos(a, 1), *name = arg_pos(a, 2);
+    if (need(sub, "peer-remove, evacuate or cancel-move") || need(stream, "the stream name") ||
+        need(name, "the consumer name"))
+        return 2;
+    char subj[400];
+    json_t *body = NULL;
+    if (!strcmp(sub, "peer-remove") || !strcmp(sub, "evacuate")) {
+        const char *peer = arg_pos(a, 3);
+        if (need(peer, "the peer")) return 2;
+        snprintf(subj, sizeof subj, "CONSUMER.PEER.%s.%s.%s", sub[0] == 'p' ? "REMOVE" : "EVACUATE",
+                 stream, name);
+        body = json_pack("{s:s}", "peer", peer);
+    } else if (!strcmp(sub, "cancel-move")) {
+        snprintf(subj, sizeof subj, "CONSUMER.CANCEL_MOVE.%s.%s", stream, name);
+    } else {
+        fprintf(stderr,
+                "jetraft: unknown consumer cluster verb '%s' (peer-remove, evacuate, "
+                "cancel-move)\n",
+                sub);
+        return 2;
+    }
+    json_t *r = api(c, subj, body);
+    json_decref(body);
+    if (!r) return 1;
+    if (c->json)
+        print_json(r);
+    else if (sub[0] == 'c')
+        printf("Cancelled the peer change of consumer %s > %s\n", stream, name);
+    else
+        printf("Moving consumer %s > %s off %s\n", stream, name, arg_pos(a, 3));
+    json_decref(r);
+    return 0;
+}
+
 int cmd_consumer(cli *c, const char *verb, args *a)
 {
     const char *stream = arg_pos(a, 0), *name = arg_pos(a, 1);
     char subj[400];
     if (!strcmp(verb, "add") || !strcmp(verb, "create")) return consumer_add(c, a);
+    if (!strcmp(verb, "cluster")) return consumer_cluster(c, a);
     if (need(stream, "the stream name")) return 2;
     if (!strcmp(verb, "ls") || !strcmp(verb, "list")) return consumer_ls(c, stream);
     if (need(name, "the consumer name")) return 2;
@@ -271,6 +311,7 @@ int cmd_consumer(cli *c, const char *verb, args *a)
         }
         return consumer_next(c, stream, name, count, arg_bool(a, "no-ack"));
     }
-    fprintf(stderr, "jetraft: unknown consumer verb '%s' (add, info, ls, rm, next)\n", verb);
+    fprintf(stderr, "jetraft: unknown consumer verb '%s' (add, info, ls, rm, next, cluster)\n",
+            verb);
     return 2;
 }

@@ -237,8 +237,123 @@ static int report(cli *c)
     return 0;
 }
 
+/* `server list [--expect N]`: every server of the cluster, from $SYS.REQ.SERVER.PING (one
+ * answer a server; jetraft-server's connected server answers for all of them): name, cluster,
+ * tags, meta role, current. Answers are gathered until --expect of them came, or none came for
+ * a moment after the first, or the timeout. */
+static int server_list(cli *c, args *a)
+{
+    static const char subj[] = "$SYS.REQ.SERVER.PING";
+    int64_t expect = arg_int(a, "expect", 0);
+    natsInbox *inbox = NULL;
+    natsSubscription *sub = NULL;
+    if (natsInbox_Create(&inbox) != NATS_OK ||
+        natsConnection_SubscribeSync(&sub, c->nc, inbox) != NATS_OK ||
+        natsConnection_PublishRequestString(c->nc, subj, inbox, "") != NATS_OK) {
+        fprintf(stderr, "jetraft: error: cannot send %s: %s\n", subj, nats_GetLastError(NULL));
+        natsSubscription_Destroy(sub);
+        natsInbox_Destroy(inbox);
+        return 1;
+    }
+    json_t *all = json_array();
+    natsStatus st = NATS_OK;
+    while (expect <= 0 || (int64_t)json_array_size(all) < expect) {
+        natsMsg *m = NULL;
+        int64_t wait = json_array_size(all) && expect <= 0 ? 300 : c->timeout_ms;
+        st = natsSubscription_NextMsg(&m, sub, wait);
+        if (st != NATS_OK) break;
+        json_t *j = json_loadb(natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m), 0, NULL);
+        natsMsg_Destroy(m);
+        if (json_is_object(json_object_get(j, "server")))
+            json_array_append_new(all, j);
+        else
+            json_decref(j);
+    }
+    natsSubscription_Destroy(sub);
+    natsInbox_Destroy(inbox);
+    size_t n = json_array_size(all);
+    if (!n) {
+        request_failed(c, subj, st);
+        json_decref(all);
+        return 1;
+    }
+    if (c->json) {
+        print_json(all);
+    } else {
+        const char *by = NULL, *leader = NULL;
+        printf("%-12s %-10s %-20s %-9s %-8s %-8s %6s %7s %s\n", "Name", "Cluster", "Tags", "Meta",
+               "Current", "Offline", "Lag", "Assets", "Draining");
+        size_t i;
+        json_t *j;
+        json_array_foreach(all, i, j)
+        {
+            const json_t *srv = json_object_get(j, "server"), *jr = json_object_get(j, "jetraft");
+            char tags[128] = "";
+            size_t k = 0, t;
+            json_t *tag;
+            json_array_foreach(json_object_get(srv, "tags"), t, tag) k += (size_t)snprintf(
+                tags + k, k < sizeof tags ? sizeof tags - k : 0, "%s%s", t ? "," : "",
+                json_string_value(tag) ? json_string_value(tag) : "");
+            const char *role = json_string_value(json_object_get(jr, "meta_role"));
+            const json_t *cur = json_object_get(jr, "current"),
+                         *off = json_object_get(jr, "offline");
+            if (role && !strcmp(role, "leader"))
+                leader = json_string_value(json_object_get(srv, "name"));
+            if (!by) by = json_string_value(json_object_get(jr, "reported_by"));
+            char assets[24] = "-", lag[24] = "-";
+            if (json_is_integer(json_object_get(jr, "assets")))
+                fmt_int(assets, sizeof assets,
+                        (int64_t)json_integer_value(json_object_get(jr, "assets")));
+            if (json_is_integer(json_object_get(jr, "lag")))
+                fmt_int(lag, sizeof lag, (int64_t)json_integer_value(json_object_get(jr, "lag")));
+            printf("%-12s %-10s %-20s %-9s %-8s %-8s %6s %7s %s\n",
+                   json_string_value(json_object_get(srv, "name")),
+                   json_string_value(json_object_get(srv, "cluster")), tags, role ? role : "?",
+                   !cur                ? "?"
+                   : json_is_true(cur) ? "yes"
+                                       : "no",
+                   !off                ? "?"
+                   : json_is_true(off) ? "yes"
+                                       : "no",
+                   lag, assets, json_is_true(json_object_get(jr, "draining")) ? "yes" : "no");
+        }
+        printf("\n%zu server%s, meta leader %s%s%s\n", n, n == 1 ? "" : "s",
+               leader ? leader : "none", by ? ", as reported by " : "", by ? by : "");
+    }
+    json_decref(all);
+    return 0;
+}
+
+/* `server evacuate NAME [--cancel]`: drains NAME (every replica moves off it; it takes no new
+ * placement) or ends the drain. jetraft-server's $JS.API.SERVER.EVACUATE (nats-server 2.15's)
+ * and SERVER.EVACUATE.CANCEL (jetraft's own). */
+static int server_evacuate(cli *c, args *a)
+{
+    const char *peer = arg_pos(a, 0);
+    if (!peer) {
+        fprintf(stderr, "jetraft: server evacuate needs the server's name\n");
+        return 2;
+    }
+    int cancel = arg_bool(a, "cancel");
+    json_t *body = json_pack("{s:s}", "peer", peer);
+    json_t *r = api(c, cancel ? "SERVER.EVACUATE.CANCEL" : "SERVER.EVACUATE", body);
+    json_decref(body);
+    if (!r) return 1;
+    const char *d = json_string_value(json_object_get(r, "description"));
+    if (c->json)
+        print_json(r);
+    else if (cancel)
+        printf("Ended the evacuation of %s%s%s\n", peer, d ? ": " : "", d ? d : "");
+    else
+        printf("Evacuating %s%s%s\n", peer, d ? ": " : "", d ? d : "");
+    json_decref(r);
+    return 0;
+}
+
 int cmd_server(cli *c, const char *verb, args *a)
 {
+    if (!strcmp(verb, "list") || !strcmp(verb, "ls")) return server_list(c, a);
+    if (!strcmp(verb, "evacuate")) return server_evacuate(c, a);
     const char *what = arg_pos(a, 0);
     if (!strcmp(verb, "check") && what && !strcmp(what, "stream")) return check_stream(c, a);
     if (!strcmp(verb, "report") && what && !strcmp(what, "jetstream")) return report(c);
@@ -262,14 +377,15 @@ int cmd_server(cli *c, const char *verb, args *a)
         json_t *r = api(c, "SERVER.REMOVE", body);
         json_decref(body);
         if (!r) return 1;
+        const char *d = json_string_value(json_object_get(r, "description"));
         if (c->json)
             print_json(r);
         else
-            printf("Removed %s from the cluster\n", peer);
+            printf("Removed %s from the cluster%s%s\n", peer, d ? ": " : "", d ? d : "");
         json_decref(r);
         return 0;
     }
-    fprintf(stderr, "jetraft: unknown server command (check stream, report jetstream, cluster "
-                    "step-down, cluster peer-remove)\n");
+    fprintf(stderr, "jetraft: unknown server command (list, check stream, report jetstream, "
+                    "evacuate, cluster step-down, cluster peer-remove)\n");
     return 2;
 }

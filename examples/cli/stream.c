@@ -400,6 +400,83 @@ static int stream_view(cli *c, args *a)
     return rc;
 }
 
+/* Prints the cluster block of a move's answer (the stream's info) unless --json printed it. */
+static int moved(cli *c, json_t *r, const char *what, const char *name)
+{
+    if (!r) return 1;
+    if (!c->json) {
+        printf("%s %s\n\n", what, name);
+        print_cluster(json_object_get(r, "cluster"));
+    }
+    json_decref(r);
+    return 0;
+}
+
+/* `stream cluster step-down|peer-remove|evacuate|move|cancel-move ...` */
+static int stream_cluster(cli *c, args *a)
+{
+    const char *sub = arg_pos(a, 0);
+    const char *sname = arg_pos(a, 1);
+    if (need(sub, "step-down, peer-remove, evacuate, move or cancel-move") ||
+        need(sname, "the stream name"))
+        return 2;
+    if (!strcmp(sub, "step-down")) {
+        json_t *body = NULL;
+        const char *peer = arg_flag(a, "peer");
+        if (peer) body = json_pack("{s:{s:s}}", "placement", "preferred", peer);
+        json_t *r = simple(c, "STREAM.LEADER.STEPDOWN", sname, body);
+        json_decref(body);
+        return done(c, r, "Requested a leader change for stream", sname);
+    }
+    if (!strcmp(sub, "peer-remove") || !strcmp(sub, "evacuate")) {
+        const char *peer = arg_pos(a, 2);
+        if (need(peer, "the peer")) return 2;
+        int rm = sub[0] == 'p';
+        json_t *body = json_pack("{s:s}", "peer", peer);
+        json_t *r = simple(c, rm ? "STREAM.PEER.REMOVE" : "STREAM.PEER.EVACUATE", sname, body);
+        json_decref(body);
+        if (r && !c->json)
+            printf("%s %s %s stream %s: a replacement takes over its replica\n",
+                   rm ? "Removing peer" : "Evacuating peer", peer, rm ? "from" : "of", sname);
+        json_decref(r);
+        return r ? 0 : 1;
+    }
+    if (!strcmp(sub, "move")) {
+        /* $JS.API.ACCOUNT.STREAM.MOVE.<account>.<stream>; jetraft-server has no accounts and
+         * nats-server's default one is $G */
+        json_t *body = json_object();
+        const char *v;
+        if ((v = arg_flag(a, "server"))) json_object_set_new(body, "server", json_string(v));
+        if ((v = arg_flag(a, "cluster"))) json_object_set_new(body, "cluster", json_string(v));
+        if ((v = arg_flag(a, "tag"))) {
+            json_t *tags = json_array();
+            char *copy = strdup(v);
+            for (char *save = NULL, *t = strtok_r(copy, ",", &save); t;
+                 t = strtok_r(NULL, ",", &save))
+                json_array_append_new(tags, json_string(t));
+            free(copy);
+            json_object_set_new(body, "tags", tags);
+        }
+        if (!json_object_size(body)) {
+            json_decref(body);
+            fprintf(stderr, "jetraft: stream cluster move needs --server, --cluster or --tag\n");
+            return 2;
+        }
+        json_t *r = simple(c, "ACCOUNT.STREAM.MOVE.$G", sname, body);
+        json_decref(body);
+        return moved(c, r, "Moving stream", sname);
+    }
+    if (!strcmp(sub, "cancel-move")) {
+        json_t *r = simple(c, "ACCOUNT.STREAM.CANCEL_MOVE.$G", sname, NULL);
+        return moved(c, r, "Cancelled the peer change of stream", sname);
+    }
+    fprintf(stderr,
+            "jetraft: unknown stream cluster verb '%s' (step-down, peer-remove, evacuate, "
+            "move, cancel-move)\n",
+            sub);
+    return 2;
+}
+
 int cmd_stream(cli *c, const char *verb, args *a)
 {
     const char *name = arg_pos(a, 0);
@@ -445,29 +522,7 @@ int cmd_stream(cli *c, const char *verb, args *a)
         }
         return stream_get(c, name, s, 0);
     }
-    if (!strcmp(verb, "cluster")) {
-        const char *sub = arg_pos(a, 0);
-        const char *sname = arg_pos(a, 1);
-        if (need(sub, "step-down or peer-remove") || need(sname, "the stream name")) return 2;
-        if (!strcmp(sub, "step-down")) {
-            json_t *body = NULL;
-            const char *peer = arg_flag(a, "peer");
-            if (peer) body = json_pack("{s:{s:s}}", "placement", "preferred", peer);
-            json_t *r = simple(c, "STREAM.LEADER.STEPDOWN", sname, body);
-            json_decref(body);
-            return done(c, r, "Requested a leader change for stream", sname);
-        }
-        if (!strcmp(sub, "peer-remove")) {
-            const char *peer = arg_pos(a, 2);
-            if (need(peer, "the peer")) return 2;
-            json_t *body = json_pack("{s:s}", "peer", peer);
-            json_t *r = simple(c, "STREAM.PEER.REMOVE", sname, body);
-            json_decref(body);
-            return done(c, r, "Removed the peer from stream", sname);
-        }
-        fprintf(stderr, "jetraft: unknown stream cluster verb '%s'\n", sub);
-        return 2;
-    }
+    if (!strcmp(verb, "cluster")) return stream_cluster(c, a);
     fprintf(stderr,
             "jetraft: unknown stream verb '%s' (add, edit, info, ls, find, rm, purge, "
             "get, view, cluster)\n",

@@ -54,7 +54,7 @@ int arg_bool(const args *a, const char *name)
 static int is_bool_flag(const char *s)
 {
     static const char *const b[] = {"--defaults", "--allow-direct", "--no-ack", "--pull",
-                                    "--force",    "--json",         NULL};
+                                    "--force",    "--json",         "--cancel", NULL};
     for (int i = 0; b[i]; i++)
         if (!strcmp(s, b[i])) return 1;
     return 0;
@@ -130,6 +130,19 @@ int64_t arg_duration(const args *a, const char *name, int64_t dflt)
 
 /* ---- the API -------------------------------------------------------------------------------- */
 
+void request_failed(cli *c, const char *subject, natsStatus s)
+{
+    const char *last = NULL;
+    /* A publish the server refuses (-ERR 'Permissions Violation ...') leaves the request to
+     * time out; the connection's last error says why. */
+    if (natsConnection_GetLastError(c->nc, &last) == NATS_NOT_PERMITTED && last) {
+        fprintf(stderr, "jetraft: error: %s: %s (cluster operations need a system user)\n", subject,
+                last);
+        return;
+    }
+    fprintf(stderr, "jetraft: error: %s: %s\n", subject, natsStatus_GetText(s));
+}
+
 json_t *api(cli *c, const char *subject, json_t *body)
 {
     char subj[512];
@@ -144,7 +157,7 @@ json_t *api(cli *c, const char *subject, json_t *body)
         return NULL;
     }
     if (s != NATS_OK) {
-        fprintf(stderr, "jetraft: error: %s: %s\n", subj, natsStatus_GetText(s));
+        request_failed(c, subj, s);
         return NULL;
     }
     json_error_t je;
@@ -163,6 +176,7 @@ json_t *api(cli *c, const char *subject, json_t *body)
                 ")\n",
                 d ? d : "unknown error", json_integer_value(json_object_get(err, "code")),
                 json_integer_value(json_object_get(err, "err_code")));
+        if (c->json) print_json(j); /* scripts see the API's error object too */
         json_decref(j);
         return NULL;
     }

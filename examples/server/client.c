@@ -423,7 +423,7 @@ static int auth_start(client *c, json_t *j)
 static int system_subject(const char *subject)
 {
     return !strncmp(subject, "$JS.API.META.", 13) || !strncmp(subject, "$JS.API.SERVER.", 15) ||
-           !strncmp(subject, "$SYS.", 5);
+           !strncmp(subject, "$JS.API.ACCOUNT.", 16) || !strncmp(subject, "$SYS.", 5);
 }
 
 static int on_connect_op(client *c, const np_op *op)
@@ -484,6 +484,8 @@ static void on_pub(client *c, const np_op *op)
         jsapi_ack(s, op->subject, op->reply, op->data, op->data_len);
         return;
     }
+    if (!strncmp(op->subject, "$SYS.REQ.SERVER.", 16) && jsapi_sys(s, op->subject, op->reply))
+        return;
     size_t got = clients_deliver(s, c->echo ? NULL : c, op->subject, op->reply, op->hdr,
                                  op->hdr_len, op->data, op->data_len);
     if (op->subject[0] == '$') {

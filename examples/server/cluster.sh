@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs a 3-server jetraft-server cluster on 127.0.0.1, each server with its own directory under
 # a base directory (default /tmp/jetraft-cluster; set JR_CLUSTER_DIR to change it).
+# JR_CLUSTER_SERVERS=N runs n1..nN instead; JR_CLUSTER_USERS (a JSON array of users, as the
+# configuration's "users") is written into every server's configuration.
 #
 #   cluster.sh start            make the keys and write the configs (first time), start n1, n2, n3
 #   cluster.sh stop             SIGTERM every server (clean shutdown) and wait for it
@@ -23,7 +25,8 @@ bin="${JR_SERVER_BIN:-$here/../../build/examples/server/jetraft-server}"
 cport="${JR_CLIENT_PORT:-4222}"
 rport="${JR_CLUSTER_PORT:-6222}"
 hport="${JR_HTTP_PORT:-8222}"
-names=(n1 n2 n3)
+names=()
+for ((k = 1; k <= ${JR_CLUSTER_SERVERS:-3}; k++)); do names+=("n$k"); done
 
 make_keys() {
     local name=$1 dir="$base/$1"
@@ -60,7 +63,8 @@ write_config() {
   "store_dir": "$dir/store",
   "authority": "$base/keys/authority.pub",
   "identity": "$dir/identity.key",
-  "certificate": "$dir/$name.cert"
+  "certificate": "$dir/$name.cert"${JR_CLUSTER_USERS:+,
+  "users": $JR_CLUSTER_USERS}
 }
 JSON
 }

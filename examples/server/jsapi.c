@@ -235,9 +235,10 @@ void jsapi_request(server *s, const char *subject, const char *reply, const void
         if (r) meta_stepdown(r, data, len);
         return;
     }
+    if (jsapi_cluster(s, api, reply, data, len)) return;
     if (jsapi_stream(s, api, reply, data, len)) return;
     if (jsapi_consumer(s, api, reply, data, len, no_responders)) return;
-    /* Peer removal and the other meta operations are not served yet: answer at once rather than
+    /* The rest (ACCOUNT.PURGE, META.RESCUE, ...) is not served: answer at once rather than
      * leave the client to time out. */
     char desc[300];
     snprintf(desc, sizeof desc, "%.200s is not supported by this server", api);

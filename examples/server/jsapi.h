@@ -25,6 +25,10 @@ void jsapi_publish(server *s, const char *subject, const char *reply, const void
  * +TERM, +NXT). With a reply subject the ack is confirmed (AckSync): an empty message once it
  * is replicated. */
 void jsapi_ack(server *s, const char *subject, const char *reply, const void *data, size_t len);
+/* A PUB on $SYS.REQ.SERVER.<...> (jsapi_sys.c): answers the server pings (PING, PING.STATSZ,
+ * PING.JSZ, <name>.STATSZ, <name>.JSZ) for every server of the cluster and returns 1; 0 for a
+ * subject it does not serve. */
+int jsapi_sys(server *s, const char *subject, const char *reply);
 /* Sends the 503 no-responders status to reply. */
 void jsapi_no_responders(server *s, const char *reply);
 

@@ -2,7 +2,9 @@
  * jsapi_impl.h — what the JetStream API's files share: a request waiting for the node's answer
  * (its reply subject and the reply's type) and the helpers that answer it with JetStream's JSON.
  * jsapi.c dispatches a request by subject to the file of its area (jsapi_stream.c for streams,
- * jsapi_consumer.c for consumers; jsdeliver.c delivers consumers' messages and takes the acks).
+ * jsapi_consumer.c for consumers, jsapi_cluster.c for peer removal, evacuation and moves,
+ * jsapi_sys.c for the $SYS.REQ.SERVER.PING server reports; jsdeliver.c delivers consumers' messages
+ * and takes the acks).
  */
 #ifndef SRV_JSAPI_IMPL_H
 #define SRV_JSAPI_IMPL_H
@@ -74,6 +76,10 @@ int jsapi_stream(server *s, const char *api, const char *reply, const void *data
  * no-responders statuses. */
 int jsapi_consumer(server *s, const char *api, const char *reply, const void *data, size_t len,
                    int nr);
+
+/* Serves api if it is a cluster operation (jsapi_cluster.c: stream and consumer peer removal,
+ * evacuation and moves, server removal and drain): 1, else 0. */
+int jsapi_cluster(server *s, const char *api, const char *reply, const void *data, size_t len);
 
 /* jsdeliver.c: starts a pull request on consumer `consumer` of `stream` (a MSG.NEXT body, or the
  * request after +NXT) answering on reply (dropped without one, or without a subscriber to it

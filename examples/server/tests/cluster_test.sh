@@ -5,9 +5,10 @@
 #   cluster_test_start NAME SECONDS   (JR_SERVER_BIN set by the caller)
 #
 # Afterwards: $cluster is cluster.sh, JR_CLUSTER_DIR the directory (removed at exit),
-# JR_CLIENT_PORT/JR_CLUSTER_PORT/JR_HTTP_PORT three runs of three free ports (exported for
-# cluster.sh), and `fail MSG` ends the test. After SECONDS the test fails as out of time; the
-# watchdog's output is not on the test's, so that the test's end does not wait for it.
+# JR_CLIENT_PORT/JR_CLUSTER_PORT/JR_HTTP_PORT three runs of free ports, one a server (three, or
+# JR_CLUSTER_SERVERS; exported for cluster.sh), and `fail MSG` ends the test. After SECONDS the
+# test fails as out of time; the watchdog's output is not on the test's, so that the test's end
+# does not wait for it.
 cluster="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/cluster.sh"
 
 fail() {
@@ -28,11 +29,12 @@ cluster_test_start() {
           kill $cluster_watchdog 2>/dev/null || true; rm -rf "$JR_CLUSTER_DIR"' EXIT
     local p1 p2 p3
     read -r p1 p2 p3 < <(python3 -c '
-import socket
+import os, socket
+n = int(os.environ.get("JR_CLUSTER_SERVERS", "3"))
 def run():
     while True:
         s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
-        if p < 60000 and all(socket.socket().connect_ex(("127.0.0.1", p + i)) != 0 for i in range(3)):
+        if p < 60000 and all(socket.socket().connect_ex(("127.0.0.1", p + i)) != 0 for i in range(n)):
             return p
 print(run(), run(), run())')
     export JR_CLIENT_PORT=$p1 JR_CLUSTER_PORT=$p2 JR_HTTP_PORT=$p3
