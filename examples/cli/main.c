@@ -22,7 +22,7 @@ static void usage(FILE *f)
           "  stream get NAME SEQ | view NAME [--count N]\n"
           "  stream cluster step-down NAME [--peer P] | peer-remove NAME PEER\n"
           "                 | evacuate NAME PEER | cancel-move NAME\n"
-          "                 | move NAME [--server S] [--cluster C] [--tag T[,T]]\n"
+          "                 | move NAME [--from SERVER] [--cluster C] [--tag T[,T]]\n"
           "  consumer add STREAM NAME [--filter S] [--ack explicit|none|all]\n"
           "               [--deliver all|new|last] [--replicas N] [--max-deliver N] [--wait D]\n"
           "  consumer info STREAM NAME | ls STREAM | rm STREAM NAME\n"

@@ -446,7 +446,7 @@ static int stream_cluster(cli *c, args *a)
          * nats-server's default one is $G */
         json_t *body = json_object();
         const char *v;
-        if ((v = arg_flag(a, "server"))) json_object_set_new(body, "server", json_string(v));
+        if ((v = arg_flag(a, "from"))) json_object_set_new(body, "server", json_string(v));
         if ((v = arg_flag(a, "cluster"))) json_object_set_new(body, "cluster", json_string(v));
         if ((v = arg_flag(a, "tag"))) {
             json_t *tags = json_array();
@@ -459,7 +459,7 @@ static int stream_cluster(cli *c, args *a)
         }
         if (!json_object_size(body)) {
             json_decref(body);
-            fprintf(stderr, "jetraft: stream cluster move needs --server, --cluster or --tag\n");
+            fprintf(stderr, "jetraft: stream cluster move needs --from, --cluster or --tag\n");
             return 2;
         }
         json_t *r = simple(c, "ACCOUNT.STREAM.MOVE.$G", sname, body);

@@ -46,7 +46,8 @@ write_config() {
     mkdir -p "$dir/wal" "$dir/store"
     make_keys "$name"
     [ -f "$dir/server.json" ] && return 0
-    local peers="" j
+    local peers="" j users=""
+    [ -n "${JR_CLUSTER_USERS:-}" ] && users=$',\n  "users": '"$JR_CLUSTER_USERS"
     for j in "${!names[@]}"; do
         peers+="${peers:+, }\"${names[$j]}\": \"127.0.0.1:$((rport + j))\""
     done
@@ -63,8 +64,7 @@ write_config() {
   "store_dir": "$dir/store",
   "authority": "$base/keys/authority.pub",
   "identity": "$dir/identity.key",
-  "certificate": "$dir/$name.cert"${JR_CLUSTER_USERS:+,
-  "users": $JR_CLUSTER_USERS}
+  "certificate": "$dir/$name.cert"$users
 }
 JSON
 }
