@@ -231,6 +231,12 @@ void fmt_duration(char *buf, size_t cap, int64_t ns)
         snprintf(buf, cap, "%.2fs", (double)ns / 1e9);
 }
 
+static const char *sv(const json_t *o, const char *key, const char *dflt)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+    return v ? v : dflt;
+}
+
 void print_cluster(const json_t *cl)
 {
     if (!json_is_object(cl)) return;
@@ -269,6 +275,27 @@ void print_cluster(const json_t *cl)
                      lag == 1 ? "" : "s");
         }
         printf("%21s: %s\n", "Replica", line);
+    }
+    printf("\n");
+    const json_t *d = json_object_get(cl, "desired");
+    if (!json_is_object(d)) return;
+    const json_t *st = json_object_get(d, "status");
+    printf("Migration Information:\n\n");
+    printf("%21s: %s\n", "Status", sv(st, "type", ""));
+    printf("%21s: %s\n", "Description", sv(st, "description", ""));
+    const char *err = json_string_value(json_object_get(st, "err"));
+    if (err) printf("%21s: %s\n", "Error", err);
+    const char *label[] = {"Target Peers", "Origin Peers"};
+    const json_t *sets[] = {json_object_get(d, "replicas"),
+                            json_object_get(json_object_get(d, "origin"), "peers")};
+    for (int k = 0; k < 2; k++) {
+        if (!json_is_array(sets[k])) continue;
+        char names[512] = "";
+        size_t o = 0;
+        json_array_foreach(sets[k], i, r) o +=
+            (size_t)snprintf(names + o, o < sizeof names ? sizeof names - o : 0, "%s%s",
+                             i ? ", " : "", sv(r, "name", "?"));
+        printf("%21s: %s\n", label[k], names);
     }
     printf("\n");
 }

@@ -374,6 +374,37 @@ json_t *js_time_json(uint64_t ns)
     return json_string(buf);
 }
 
+static json_t *peer_names_json(const char *const *names, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_pack("{s:s,s:s}", "name", names[i], "peer", names[i]));
+    return a;
+}
+
+/* JetStream 2.15's "desired" block of a peer change in progress: the group, the peer set it
+ * converges to, where it started (origin: its replica count and peers; absent when not
+ * recorded) and what it waits on (status). */
+static json_t *desired_json(const jr_cluster_info *ci)
+{
+    static const char *const types[] = {"",        "meta",   "membership", "snapshot",
+                                        "catchup", "quorum", "blocked",    "unavailable"};
+    const jr_move_info *m = ci->move;
+    json_t *d = json_object();
+    json_object_set_new(d, "name", json_string(ci->group ? ci->group : ""));
+    if (m->ntarget) json_object_set_new(d, "replicas", peer_names_json(m->target, m->ntarget));
+    if (m->norigin)
+        json_object_set_new(d, "origin",
+                            json_pack("{s:I,s:o}", "replicas", (json_int_t)m->norigin, "peers",
+                                      peer_names_json(m->origin, m->norigin)));
+    json_t *st = json_pack(
+        "{s:s,s:s}", "description", m->description ? m->description : "", "type",
+        m->status > 0 && m->status < (int)(sizeof types / sizeof *types) ? types[m->status] : "");
+    if (m->error) json_object_set_new(st, "err", json_string(m->error));
+    json_object_set_new(d, "status", st);
+    return d;
+}
+
 json_t *js_cluster_json(const jr_cluster_info *ci)
 {
     json_t *c = json_object();
@@ -394,10 +425,12 @@ json_t *js_cluster_json(const jr_cluster_info *ci)
             if (p->lag) json_object_set_new(pj, "lag", json_integer((json_int_t)p->lag));
             if (p->observer) json_object_set_new(pj, "observer", json_true());
             json_object_set_new(pj, "peer", json_string(p->name));
+            if (p->pending) json_object_set_new(pj, "pending", json_true());
             json_array_append_new(r, pj);
         }
         json_object_set_new(c, "replicas", r);
     }
+    if (ci->move) json_object_set_new(c, "desired", desired_json(ci));
     return c;
 }
 
