@@ -96,7 +96,7 @@ wait_peers() {
             ([.cluster.leader] + [.cluster.replicas[]?.name] | map(select(. != null))) as $p |
             ($p | length) == $n and ($p | index($g)) == null and
             ([.cluster.replicas[]? | select(.pending == true)] | length) == 0 and
-            (.cluster.move == null)' <<<"$info" >/dev/null; then
+            (.cluster.desired == null)' <<<"$info" >/dev/null; then
             return 0
         fi
         sleep 0.25
@@ -189,6 +189,14 @@ out=$("${ADM[@]}" --json server list --expect 4)
     fail "server list does not show $evac draining: $out"
 wait_peers ORDERS 2 "$evac"
 step "ORDERS moved off $evac: $(peers ORDERS)"
+for _ in $(seq 40); do
+    out=$("${ADM[@]}" --json server list --expect 4)
+    [ "$(jq --arg e "$evac" '.[] | select(.server.name == $e) | .jetraft.assets' <<<"$out")" = 0 ] &&
+        break
+    sleep 0.25
+done
+[ "$(jq --arg e "$evac" '.[] | select(.server.name == $e) | .jetraft | .assets + (.remaining | length)' \
+    <<<"$out")" = 0 ] || fail "server list: $evac still holds replicas: $out"
 out=$("${APP[@]}" stream info ORDERS)
 expect "after evacuate" "Messages: 20" "$out"
 out=$("${ADM[@]}" server evacuate "$evac" --cancel)
