@@ -61,6 +61,12 @@ expect "stream get" "on Subject orders.new" "$out"
 out=$("${J[@]}" stream edit ORDERS --max-msgs 1000)
 expect "stream edit" "Maximum Messages: 1,000" "$out"
 
+out=$("${J[@]}" server list)
+for n in n1 n2 n3; do expect "server list" "^$n  *C1  *az:" "$out"; done
+expect "server list" "3 servers, meta leader n" "$out"
+out=$("${J[@]}" --json server list --expect 3)
+expect "server list --json" '"meta_role": "leader"' "$out"
+
 step "stream verbs done"
 out=$("${J[@]}" consumer add ORDERS NEW --filter orders.new --replicas 3)
 expect "consumer add" "Information for Consumer ORDERS > NEW" "$out"
