@@ -66,6 +66,9 @@ for n in n1 n2 n3; do expect "server list" "^$n  *C1  *az:" "$out"; done
 expect "server list" "3 servers, meta leader n" "$out"
 out=$("${J[@]}" --json server list --expect 3)
 expect "server list --json" '"meta_role": "leader"' "$out"
+out=$("${J[@]}" server report jetstream)
+expect "server report" "Streams: 1" "$out"
+expect "server report" "RAFT Meta Group Information" "$out"
 
 step "stream verbs done"
 out=$("${J[@]}" consumer add ORDERS NEW --filter orders.new --replicas 3)

@@ -214,37 +214,12 @@ static int check_stream(cli *c, args *a)
     return 0;
 }
 
-/* `server report jetstream`: the meta group and the account's totals ($JS.API.INFO). */
-static int report(cli *c)
+/* Sends a $SYS.REQ.SERVER.PING request (subj) and gathers the answers (one a server;
+ * jetraft-server's connected server answers for all of them) until `expect` of them came (0:
+ * until none came for a moment after the first), or the timeout: a JSON array, or NULL (after
+ * printing why none came unless quiet). */
+static json_t *ping(cli *c, const char *subj, int64_t expect, int quiet)
 {
-    json_t *r = api(c, "INFO", NULL);
-    if (!r) return 1;
-    if (c->json) {
-        print_json(r);
-    } else {
-        char n[48];
-        printf("JetStream account information:\n\n");
-        fmt_int(n, sizeof n, (int64_t)json_integer_value(json_object_get(r, "streams")));
-        printf("%21s: %s\n", "Streams", n);
-        fmt_int(n, sizeof n, (int64_t)json_integer_value(json_object_get(r, "consumers")));
-        printf("%21s: %s\n", "Consumers", n);
-        fmt_bytes(n, sizeof n, (uint64_t)json_integer_value(json_object_get(r, "storage")));
-        printf("%21s: %s\n", "File Storage", n);
-        fmt_bytes(n, sizeof n, (uint64_t)json_integer_value(json_object_get(r, "memory")));
-        printf("%21s: %s\n", "Memory Storage", n);
-    }
-    json_decref(r);
-    return 0;
-}
-
-/* `server list [--expect N]`: every server of the cluster, from $SYS.REQ.SERVER.PING (one
- * answer a server; jetraft-server's connected server answers for all of them): name, cluster,
- * tags, meta role, current. Answers are gathered until --expect of them came, or none came for
- * a moment after the first, or the timeout. */
-static int server_list(cli *c, args *a)
-{
-    static const char subj[] = "$SYS.REQ.SERVER.PING";
-    int64_t expect = arg_int(a, "expect", 0);
     natsInbox *inbox = NULL;
     natsSubscription *sub = NULL;
     if (natsInbox_Create(&inbox) != NATS_OK ||
@@ -253,7 +228,7 @@ static int server_list(cli *c, args *a)
         fprintf(stderr, "jetraft: error: cannot send %s: %s\n", subj, nats_GetLastError(NULL));
         natsSubscription_Destroy(sub);
         natsInbox_Destroy(inbox);
-        return 1;
+        return NULL;
     }
     json_t *all = json_array();
     natsStatus st = NATS_OK;
@@ -271,12 +246,79 @@ static int server_list(cli *c, args *a)
     }
     natsSubscription_Destroy(sub);
     natsInbox_Destroy(inbox);
-    size_t n = json_array_size(all);
-    if (!n) {
-        request_failed(c, subj, st);
+    if (!json_array_size(all)) {
+        if (!quiet) request_failed(c, subj, st);
         json_decref(all);
-        return 1;
+        return NULL;
     }
+    return all;
+}
+
+/* `server report jetstream`: the account's totals ($JS.API.INFO) and, for a system user, the
+ * meta group as nats CLI's "RAFT Meta Group Information" ($SYS.REQ.SERVER.PING.JSZ). */
+static int report(cli *c)
+{
+    json_t *r = api(c, "INFO", NULL);
+    if (!r) return 1;
+    /* A user that may not ping gets the account part alone. */
+    int64_t keep = c->timeout_ms;
+    c->timeout_ms = keep < 2000 ? keep : 2000;
+    json_t *jsz = ping(c, "$SYS.REQ.SERVER.PING.JSZ", 0, 1);
+    c->timeout_ms = keep;
+    const json_t *meta =
+        json_object_get(json_object_get(json_array_get(jsz, 0), "data"), "meta_cluster");
+    if (c->json) {
+        json_t *out = json_pack("{s:O}", "account", r);
+        if (jsz) json_object_set(out, "servers", jsz);
+        print_json(out);
+        json_decref(out);
+    } else {
+        char n[48];
+        printf("JetStream account information:\n\n");
+        fmt_int(n, sizeof n, (int64_t)json_integer_value(json_object_get(r, "streams")));
+        printf("%21s: %s\n", "Streams", n);
+        fmt_int(n, sizeof n, (int64_t)json_integer_value(json_object_get(r, "consumers")));
+        printf("%21s: %s\n", "Consumers", n);
+        fmt_bytes(n, sizeof n, (uint64_t)json_integer_value(json_object_get(r, "storage")));
+        printf("%21s: %s\n", "File Storage", n);
+        fmt_bytes(n, sizeof n, (uint64_t)json_integer_value(json_object_get(r, "memory")));
+        printf("%21s: %s\n", "Memory Storage", n);
+        if (json_is_object(meta)) {
+            const char *leader = json_string_value(json_object_get(meta, "leader"));
+            printf("\nRAFT Meta Group Information\n\n");
+            printf("%-12s %-8s %-8s %-8s %-12s %s\n", "Name", "Leader", "Current", "Online",
+                   "Active", "Lag");
+            if (leader)
+                printf("%-12s %-8s %-8s %-8s %-12s %d\n", leader, "yes", "true", "true", "0.00s",
+                       0);
+            size_t i;
+            json_t *p;
+            json_array_foreach(json_object_get(meta, "replicas"), i, p)
+            {
+                char act[32] = "never";
+                json_t *a = json_object_get(p, "active");
+                if (json_is_integer(a))
+                    fmt_duration(act, sizeof act, (int64_t)json_integer_value(a));
+                printf("%-12s %-8s %-8s %-8s %-12s %" JSON_INTEGER_FORMAT "\n",
+                       json_string_value(json_object_get(p, "name")), "",
+                       json_is_true(json_object_get(p, "current")) ? "true" : "false",
+                       json_is_true(json_object_get(p, "offline")) ? "false" : "true", act,
+                       json_integer_value(json_object_get(p, "lag")));
+            }
+        }
+    }
+    json_decref(jsz);
+    json_decref(r);
+    return 0;
+}
+
+/* `server list [--expect N]`: every server of the cluster (ping above): name, cluster, tags,
+ * meta role, current, offline, lag, replicas placed on it, draining. */
+static int server_list(cli *c, args *a)
+{
+    json_t *all = ping(c, "$SYS.REQ.SERVER.PING", arg_int(a, "expect", 0), 0);
+    if (!all) return 1;
+    size_t n = json_array_size(all);
     if (c->json) {
         print_json(all);
     } else {
