@@ -2,7 +2,8 @@
  * test_jsjson.c — the consumer side of the server's JetStream JSON and text: ConsumerConfig in and
  * out (the defaults and the field forms nats-server writes), ConsumerInfo, the consumer errors,
  * pull request bodies, ack payloads and ack subjects, RFC 3339 times and Go durations, each
- * with the byte patterns nats.c and nats.js send.
+ * with the byte patterns nats.c and nats.js send; and the cluster block of an info with a peer
+ * change in progress.
  */
 #include <check.h>
 #include <stdio.h>
@@ -146,6 +147,60 @@ START_TEST(consumer_info_has_the_fields_clients_read)
     ck_assert(json_is_integer(json_object_get(r0, "active")));
     ck_assert_ptr_null(json_object_get(j, "paused"));
     json_decref(j);
+}
+END_TEST
+
+/* A peer change in progress shows as JetStream 2.15's cluster.desired: target peers, origin,
+ * and what it waits on; a replica on its way in or out is pending. A stable group has no
+ * desired block. */
+START_TEST(cluster_shows_a_peer_change_as_desired)
+{
+    jr_peer_info p2 = {sizeof p2, "n2", 1, 0, 0, 0, 1000, 0, 0, 0};
+    jr_peer_info p4 = {sizeof p4, "n4", 0, 0, 1, 1, 1000, 5, 0, 0};
+    const jr_peer_info *reps[] = {&p2, &p4};
+    const char *target[] = {"n1", "n2", "n4"}, *origin[] = {"n1", "n2", "n3"};
+    jr_move_info mv = {
+        sizeof mv, target, 3, origin, 3, JR_MOVE_CATCHUP, "waiting for peers to catch up", NULL};
+    jr_cluster_info ci = {sizeof ci, "C1", "S-R3F-x", "n1", reps, 2, &mv};
+    json_t *cl = js_cluster_json(&ci);
+    json_t *r1 = json_array_get(json_object_get(cl, "replicas"), 1);
+    ck_assert(json_is_true(json_object_get(r1, "pending")));
+    ck_assert(json_is_true(json_object_get(r1, "observer")));
+    ck_assert_ptr_null(
+        json_object_get(json_array_get(json_object_get(cl, "replicas"), 0), "pending"));
+    json_t *d = json_object_get(cl, "desired");
+    ck_assert_str_eq(json_string_value(json_object_get(d, "name")), "S-R3F-x");
+    json_t *t = json_object_get(d, "replicas");
+    ck_assert_int_eq(json_array_size(t), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(t, 2), "name")), "n4");
+    json_t *o = json_object_get(d, "origin");
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "replicas")), 3);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_array_get(json_object_get(o, "peers"), 2), "name")),
+        "n3");
+    json_t *st = json_object_get(d, "status");
+    ck_assert_str_eq(json_string_value(json_object_get(st, "type")), "catchup");
+    ck_assert_str_eq(json_string_value(json_object_get(st, "description")),
+                     "waiting for peers to catch up");
+    ck_assert_ptr_null(json_object_get(st, "err"));
+    json_decref(cl);
+
+    /* a cancel returning: no origin recorded; a persisting fault as err */
+    mv.norigin = 0;
+    mv.status = JR_MOVE_QUORUM;
+    mv.error = "peer n4 unreachable";
+    cl = js_cluster_json(&ci);
+    d = json_object_get(cl, "desired");
+    ck_assert_ptr_null(json_object_get(d, "origin"));
+    st = json_object_get(d, "status");
+    ck_assert_str_eq(json_string_value(json_object_get(st, "type")), "quorum");
+    ck_assert_str_eq(json_string_value(json_object_get(st, "err")), "peer n4 unreachable");
+    json_decref(cl);
+
+    ci.move = NULL;
+    cl = js_cluster_json(&ci);
+    ck_assert_ptr_null(json_object_get(cl, "desired"));
+    json_decref(cl);
 }
 END_TEST
 
@@ -350,6 +405,7 @@ int main(void)
     tcase_add_test(tc, consumer_config_parses_and_echoes_as_nats_server);
     tcase_add_test(tc, consumer_config_fields_and_refusals);
     tcase_add_test(tc, consumer_info_has_the_fields_clients_read);
+    tcase_add_test(tc, cluster_shows_a_peer_change_as_desired);
     tcase_add_test(tc, consumer_errors_have_jetstream_codes);
     tcase_add_test(tc, pull_bodies_as_clients_send_them);
     tcase_add_test(tc, ack_payloads);
