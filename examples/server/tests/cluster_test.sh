@@ -31,10 +31,16 @@ cluster_test_start() {
     read -r p1 p2 p3 < <(python3 -c '
 import os, socket
 n = int(os.environ.get("JR_CLUSTER_SERVERS", "3"))
+taken = set()
 def run():
+    # n free ports in a row, apart from the runs picked before (the kernel hands out
+    # neighbouring ports one after the other)
     while True:
         s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
-        if p < 60000 and all(socket.socket().connect_ex(("127.0.0.1", p + i)) != 0 for i in range(n)):
+        ports = set(range(p, p + n))
+        if p < 60000 and not ports & taken and all(
+                socket.socket().connect_ex(("127.0.0.1", q)) != 0 for q in ports):
+            taken.update(ports)
             return p
 print(run(), run(), run())')
     export JR_CLIENT_PORT=$p1 JR_CLUSTER_PORT=$p2 JR_HTTP_PORT=$p3
