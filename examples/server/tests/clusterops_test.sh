@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The cluster operations end to end on four jetraft-server processes with users (one system
 # user, one not), through the jetraft CLI and a raw NATS client: `server list` shows every
-# server; a stream peer is removed and a replacement takes its replica; a server is evacuated
-# and its replicas move off it; bad input (unknown stream, peer or server, malformed JSON) is
+# server; a stream peer and a consumer peer are removed and a replacement takes each replica; a
+# server is evacuated and its replicas move off it; bad input (unknown stream, peer or server, malformed JSON) is
 # answered with JetStream's error and changes nothing; a non-system user is refused the system
 # operations; of two server removals sent at once the second is refused as a member change in
 # progress. Bounded in time; everything it starts is stopped at the end.
@@ -178,6 +178,33 @@ wait_peers ORDERS 2 "$follower"
 step "ORDERS now on $(peers ORDERS)"
 out=$("${APP[@]}" stream info ORDERS)
 expect "after peer-remove" "Messages: 20" "$out"
+
+# ---- consumer peer-remove ----
+out=$("${APP[@]}" consumer add ORDERS C1 --replicas 1)
+expect "consumer add" "Information for Consumer ORDERS > C1" "$out"
+cpeer() { "${APP[@]}" --json consumer info ORDERS C1 2>/dev/null | jq -r '.cluster.leader // empty'; }
+for _ in $(seq 40); do c1=$(cpeer) && [ -n "$c1" ] && break; sleep 0.25; done
+[ -n "$c1" ] || fail "consumer C1 has no leader"
+step "peer-remove $c1 from consumer C1 (stream on $(peers ORDERS))"
+out=$("${APP[@]}" consumer cluster peer-remove ORDERS C1 "$c1")
+expect "consumer peer-remove" "Moving consumer ORDERS > C1 off $c1" "$out"
+for _ in $(seq 80); do
+    now=$(cpeer) && [ -n "$now" ] && [ "$now" != "$c1" ] && grep -qw "$now" <<<"$(peers ORDERS)" &&
+        break
+    sleep 0.25
+done
+[ -n "$now" ] && [ "$now" != "$c1" ] || fail "consumer C1 is still on $c1"
+refused "consumer peer-remove of a non-member" "peer not a member (code 400, err_code 10040)" \
+    "${APP[@]}" consumer cluster peer-remove ORDERS C1 "$c1"
+refused "consumer peer-remove of an unknown consumer" "err_code 10014" \
+    "${APP[@]}" consumer cluster peer-remove ORDERS NOPE "$now"
+for _ in $(seq 40); do
+    "${APP[@]}" --json consumer info ORDERS C1 2>/dev/null | jq -e '.cluster.desired == null' \
+        >/dev/null && break
+    sleep 0.25
+done
+out=$("${APP[@]}" consumer rm ORDERS C1)
+expect "consumer rm" "Deleted consumer ORDERS > C1" "$out"
 
 # ---- server evacuate ----
 evac=$(cut -d' ' -f1 <<<"$(peers ORDERS)")
