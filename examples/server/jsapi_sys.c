@@ -4,11 +4,12 @@
  * ServerStatsMsg, PING.JSZ with a JSZ ServerAPIResponse, and the per-server
  * $SYS.REQ.SERVER.<name>.STATSZ / .JSZ.
  *
- * Core NATS messages are not routed between the servers here, so a ping cannot reach every
- * server: the server the client is connected to answers for every server of the cluster, one
- * message each, from the meta leader's view (jr_meta_info_get: name, cluster, tags, meta leader,
- * current/offline, lag, draining). Without a meta leader it answers from its own view, every
- * server's liveness unknown. Each message names the server that answered in "jetraft"
+ * A ping is not passed on to the other servers: the server the client is connected to answers
+ * for every server of the cluster, one message each (so the list is whole whether or not core
+ * messages cross servers, and no server answers twice), from the meta leader's view
+ * (jr_meta_info_get: name, cluster, tags, meta leader, current/offline, lag, draining). Without a
+ * meta leader it answers from its own view, every server's liveness unknown. Each message names the
+ * server that answered in "jetraft"
  * ("reported_by"), with the fields the nats-server formats have no place for (meta role,
  * current, offline, lag, draining and the replicas still to move off it). Host counters (start,
  * messages in and out) are known only for the answering server itself.
