@@ -234,6 +234,11 @@ static void on_move_info(void *arg, int status, const char *msg, const jr_stream
     json_t *tv = json_object_get(j, "tags");
     size_t ntags = json_is_array(tv) ? json_array_size(tv) : 0;
     const char **tags = ntags ? calloc(ntags, sizeof *tags) : NULL;
+    if (ntags && !tags) {
+        json_decref(j);
+        cl_fail(r, JR_ENOMEM);
+        return;
+    }
     for (size_t i = 0; i < ntags; i++) tags[i] = json_string_value(json_array_get(tv, i));
     jr_stream_config cfg = *info->config;
     jr_placement pl;
