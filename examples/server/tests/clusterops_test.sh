@@ -230,6 +230,15 @@ out=$("${ADM[@]}" server evacuate "$evac" --cancel)
 expect "evacuate --cancel" "Ended the evacuation of $evac" "$out"
 refused "second cancel" "is not draining" "${ADM[@]}" server evacuate "$evac" --cancel
 
+# ---- ACCOUNT.STREAM.MOVE off one server ----
+off=$(cut -d' ' -f2 <<<"$(peers ORDERS)")
+step "move ORDERS off $off ($(peers ORDERS))"
+out=$("${ADM[@]}" stream cluster move ORDERS --from "$off")
+expect "stream cluster move" "Moving stream ORDERS" "$out"
+wait_peers ORDERS 2 "$off"
+refused "move of an unknown stream" "stream not found" \
+    "${ADM[@]}" stream cluster move NOPE --from "$off"
+
 # ---- two server removals at once ----
 meta=$("${ADM[@]}" --json server list --expect 4 |
     jq -r '.[] | select(.jetraft.meta_role == "leader") | .server.name')
