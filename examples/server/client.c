@@ -489,7 +489,7 @@ static void on_pub(client *c, const np_op *op)
     size_t got = clients_deliver(s, c->echo ? NULL : c, op->subject, op->reply, op->hdr,
                                  op->hdr_len, op->data, op->data_len);
     if (op->subject[0] == '$') {
-        /* Other system subjects ($SYS, ...) are not served yet. */
+        /* Other system subjects ($SYS but the server pings above) are not served. */
         if (!got && op->reply && c->no_responders) jsapi_no_responders(s, op->reply);
         return;
     }
