@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "route.h"
+#include "route_wire.h"
 #include "session.h"
 
 #define HELLO_TIMEOUT_MS 5000
@@ -96,11 +98,12 @@ static void on_write(uv_write_t *req, int status)
     (void)status; /* a failed write surfaces as a read error and closes the link */
 }
 
-/* Writes len bytes that fill() puts into the buffer; refused past the send queue's bound. */
-static int link_write(plink *l, size_t len, int (*fill)(plink *, const void *, uint8_t *, size_t),
-                      const void *what)
+/* Writes len bytes that fill() puts into the buffer; refused when the send queue would pass
+ * limit bytes. */
+static int link_write(plink *l, size_t len, uint64_t limit,
+                      int (*fill)(plink *, const void *, uint8_t *, size_t), const void *what)
 {
-    if (l->queued + len > l->s->cfg.peer_queue_bytes) return -1;
+    if (l->queued + len > limit) return -1;
     wreq *w = malloc(sizeof *w + len);
     if (!w) return -1;
     if (fill(l, what, w->data, len)) {
@@ -143,7 +146,7 @@ static int flush_session(plink *l)
     const void *data;
     size_t len;
     session_pending_out(l->ss, &data, &len);
-    return len ? link_write(l, len, fill_pending, data) : 0;
+    return len ? link_write(l, len, l->s->cfg.peer_queue_bytes, fill_pending, data) : 0;
 }
 
 int peers_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
@@ -155,7 +158,8 @@ int peers_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
     for (int i = 0; i < iovcnt; i++) len += iov[i].len;
     frame_ref f = {iov, iovcnt};
     if (!p || !p->link || len > s->cfg.max_frame_bytes ||
-        link_write(p->link, session_sealed_size(p->link->ss, len), fill_frame, &f)) {
+        link_write(p->link, session_sealed_size(p->link->ss, len), s->cfg.peer_queue_bytes,
+                   fill_frame, &f)) {
         if (p) p->frames_dropped++;
         s->stats.peer_frames_dropped++;
         return -1;
@@ -163,6 +167,27 @@ int peers_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
     p->frames_sent++;
     p->bytes_sent += len;
     return 0;
+}
+
+int peers_route_send(server *s, size_t idx, const jr_iovec *iov, int iovcnt, int announce)
+{
+    peers *ps = s->peers;
+    peer *p = ps && idx < ps->n ? &ps->v[idx] : NULL;
+    if (!p || !p->link) return -1;
+    size_t len = 0;
+    for (int i = 0; i < iovcnt; i++) len += iov[i].len;
+    uint64_t bound = s->cfg.peer_queue_bytes;
+    uint64_t limit = announce ? bound + bound / 4 : bound / 2;
+    frame_ref f = {iov, iovcnt};
+    if (len <= s->cfg.max_frame_bytes &&
+        link_write(p->link, session_sealed_size(p->link->ss, len), limit, fill_frame, &f) == 0)
+        return 0;
+    if (announce) {
+        /* Interest must not be lost: the link closes, and comes back with the whole of it. */
+        srv_log(s, "link to %s: an interest announcement did not fit its send queue", p->name);
+        link_close(p->link);
+    }
+    return -1;
 }
 
 int peers_connected(const server *s)
@@ -201,6 +226,7 @@ static void link_close(plink *l)
     if (p && p->link == l) {
         p->link = NULL;
         srv_log(l->s, "link to %s closed", p->name);
+        route_link_down(l->s, (size_t)(p - ps->v));
     }
     if (p && p->dialing == l) p->dialing = NULL;
     uv_close((uv_handle_t *)&l->tcp, on_link_closed);
@@ -240,6 +266,7 @@ static int establish(plink *l)
     uv_timer_stop(&l->hello_timer);
     s->stats.peer_connects++;
     srv_log(s, "link to %s up", p->name);
+    route_link_up(s, (size_t)(p - s->peers->v));
     return 0;
 }
 
@@ -248,7 +275,10 @@ static int on_frame(void *arg, const uint8_t *f, size_t len)
     plink *l = arg;
     server *s = l->s;
     if (!l->established && establish(l)) return -1;
-    if (jr_node_recv(s->node, l->p->name, f, len) != 0) s->stats.peer_frames_rejected++;
+    if (rw_is_route(f, len))
+        route_recv(s, (size_t)(l->p - s->peers->v), f, len);
+    else if (jr_node_recv(s->node, l->p->name, f, len) != 0)
+        s->stats.peer_frames_rejected++;
     return 0;
 }
 
