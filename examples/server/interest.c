@@ -1,6 +1,11 @@
 /*
- * interest.c — the interest table (see interest.h): a chained hash of literal subjects and a
- * list of wildcard subjects, each entry keyed by subject and queue.
+ * interest.c — the interest table (see interest.h). Three places hold entries, each keyed by
+ * subject and queue:
+ *  - lit: literal subjects, hashed by the whole subject;
+ *  - pre: subjects with a wildcard after a literal first token (`_INBOX.abc.*`, `orders.>`),
+ *    hashed by that first token, so a publish looks only at the wildcards that share its first
+ *    token (a request-heavy cluster holds one inbox wildcard per connection);
+ *  - wild: subjects whose first token is a wildcard (`*.x`, `>`), scanned for every match.
  */
 #include "interest.h"
 
@@ -10,20 +15,27 @@
 #include "sublist.h"
 
 typedef struct ient {
-    struct ient *next; /* in its bucket, or in the wildcard list */
-    uint64_t hash;     /* of the subject */
+    struct ient *next; /* in its chain */
+    uint64_t hash;     /* of the subject (lit) or of its first token (pre); 0 in wild */
     uint32_t count;
     char *queue; /* NULL, or into key after the subject's NUL */
     char key[];  /* subject NUL [queue NUL] */
 } ient;
 
+typedef struct htab {
+    ient **b;
+    size_t nb; /* a power of two, or 0 */
+    size_t n;
+} htab;
+
 struct interest {
-    ient **buckets;
-    size_t nbuckets; /* a power of two, or 0 */
-    size_t nlit;     /* entries in the buckets */
+    htab lit, pre;
     ient *wild;
     size_t nwild;
+    size_t bytes;
 };
+
+enum { LIT, PRE, WILD };
 
 interest *interest_new(void)
 {
@@ -39,73 +51,117 @@ static void free_chain(ient *e)
     }
 }
 
+static void htab_clear(htab *h)
+{
+    for (size_t i = 0; i < h->nb; i++) {
+        free_chain(h->b[i]);
+        h->b[i] = NULL;
+    }
+    h->n = 0;
+}
+
 void interest_clear(interest *t)
 {
-    for (size_t i = 0; i < t->nbuckets; i++) {
-        free_chain(t->buckets[i]);
-        t->buckets[i] = NULL;
-    }
+    htab_clear(&t->lit);
+    htab_clear(&t->pre);
     free_chain(t->wild);
     t->wild = NULL;
-    t->nlit = t->nwild = 0;
+    t->nwild = 0;
+    t->bytes = 0;
 }
 
 void interest_free(interest *t)
 {
     if (!t) return;
     interest_clear(t);
-    free(t->buckets);
+    free(t->lit.b);
+    free(t->pre.b);
     free(t);
 }
 
 size_t interest_size(const interest *t)
 {
-    return t->nlit + t->nwild;
+    return t->lit.n + t->pre.n + t->nwild;
 }
 
-/* FNV-1a, 64-bit. */
-static uint64_t hash_str(const char *s)
+size_t interest_bytes(const interest *t)
+{
+    return t->bytes;
+}
+
+/* FNV-1a, 64-bit, of the first n bytes of s. */
+static uint64_t hash_n(const char *s, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
     return h;
 }
 
-static int is_wild(const char *subject)
+static size_t first_token_len(const char *s)
 {
-    return strchr(subject, '*') || strchr(subject, '>');
+    const char *dot = strchr(s, '.');
+    return dot ? (size_t)(dot - s) : strlen(s);
 }
 
-static int same_queue(const ient *e, const char *queue)
+/* Where an entry of subject lives, and its hash there. */
+static int place(const char *subject, uint64_t *h)
 {
+    size_t ft = first_token_len(subject);
+    if ((ft == 1 && (subject[0] == '*' || subject[0] == '>'))) {
+        *h = 0;
+        return WILD;
+    }
+    if (strchr(subject, '*') || strchr(subject, '>')) {
+        *h = hash_n(subject, ft);
+        return PRE;
+    }
+    *h = hash_n(subject, strlen(subject));
+    return LIT;
+}
+
+static int same(const ient *e, const char *subject, const char *queue)
+{
+    if (strcmp(e->key, subject)) return 0;
     return e->queue ? queue && !strcmp(e->queue, queue) : !queue;
 }
 
-/* The slot (a pointer to the link) holding (subject, queue), or the end of its chain. */
-static ient **find(interest *t, const char *subject, const char *queue, uint64_t h, int wild)
+static ient **chain(interest *t, int where, uint64_t h)
 {
-    ient **pp = wild ? &t->wild : t->nbuckets ? &t->buckets[h & (t->nbuckets - 1)] : NULL;
+    if (where == WILD) return &t->wild;
+    htab *ht = where == LIT ? &t->lit : &t->pre;
+    return ht->nb ? &ht->b[h & (ht->nb - 1)] : NULL;
+}
+
+/* The link holding (subject, queue), or the end of its chain (NULL: no buckets yet). */
+static ient **find(interest *t, const char *subject, const char *queue, int where, uint64_t h)
+{
+    ient **pp = chain(t, where, h);
     if (!pp) return NULL;
     for (; *pp; pp = &(*pp)->next)
-        if ((*pp)->hash == h && !strcmp((*pp)->key, subject) && same_queue(*pp, queue)) break;
+        if ((*pp)->hash == h && same(*pp, subject, queue)) break;
     return pp;
 }
 
-static int grow(interest *t)
+static int grow(htab *ht)
 {
-    size_t nb = t->nbuckets ? t->nbuckets * 2 : 64;
+    size_t nb = ht->nb ? ht->nb * 2 : 64;
     ient **v = calloc(nb, sizeof *v);
     if (!v) return -1;
-    for (size_t i = 0; i < t->nbuckets; i++)
-        for (ient *e = t->buckets[i], *n; e; e = n) {
+    for (size_t i = 0; i < ht->nb; i++)
+        for (ient *e = ht->b[i], *n; e; e = n) {
             n = e->next;
             e->next = v[e->hash & (nb - 1)];
             v[e->hash & (nb - 1)] = e;
         }
-    free(t->buckets);
-    t->buckets = v;
-    t->nbuckets = nb;
+    free(ht->b);
+    ht->b = v;
+    ht->nb = nb;
     return 0;
+}
+
+static size_t entry_bytes(const ient *e)
+{
+    return sizeof *e + strlen(e->key) + 1 + (e->queue ? strlen(e->queue) + 1 : 0);
 }
 
 static ient *ient_new(const char *subject, const char *queue, uint64_t h)
@@ -125,14 +181,19 @@ static ient *ient_new(const char *subject, const char *queue, uint64_t h)
     return e;
 }
 
-/* Sets (subject, queue) to count, or with delta adds to it; *out the new count. */
+static size_t *counter(interest *t, int where)
+{
+    return where == LIT ? &t->lit.n : where == PRE ? &t->pre.n : &t->nwild;
+}
+
+/* Sets (subject, queue) to value, or with relative adds value to it; *out the new count. */
 static int update(interest *t, const char *subject, const char *queue, int relative, int64_t value,
                   uint32_t *out)
 {
     if (queue && !*queue) queue = NULL;
-    uint64_t h = hash_str(subject);
-    int wild = is_wild(subject);
-    ient **pp = find(t, subject, queue, h, wild);
+    uint64_t h;
+    int where = place(subject, &h);
+    ient **pp = find(t, subject, queue, where, h);
     ient *e = pp ? *pp : NULL;
     int64_t cur = e ? e->count : 0;
     int64_t next = relative ? cur + value : value;
@@ -143,26 +204,25 @@ static int update(interest *t, const char *subject, const char *queue, int relat
             e->count = (uint32_t)next;
         } else {
             *pp = e->next;
+            t->bytes -= entry_bytes(e);
             free(e);
-            if (wild)
-                t->nwild--;
-            else
-                t->nlit--;
+            (*counter(t, where))--;
         }
         return 0;
     }
     if (next == 0) return 0;
-    if (!wild && t->nlit >= t->nbuckets && grow(t)) return -1;
+    if (where != WILD) {
+        htab *ht = where == LIT ? &t->lit : &t->pre;
+        if (ht->n >= ht->nb && grow(ht)) return -1;
+    }
     e = ient_new(subject, queue, h);
     if (!e) return -1;
     e->count = (uint32_t)next;
-    ient **head = wild ? &t->wild : &t->buckets[h & (t->nbuckets - 1)];
+    ient **head = chain(t, where, h);
     e->next = *head;
     *head = e;
-    if (wild)
-        t->nwild++;
-    else
-        t->nlit++;
+    (*counter(t, where))++;
+    t->bytes += entry_bytes(e);
     return 0;
 }
 
@@ -179,10 +239,17 @@ int interest_set(interest *t, const char *subject, const char *queue, uint32_t c
 int interest_match(const interest *t, const char *subject, interest_cb cb, void *arg)
 {
     int rc;
-    if (t->nbuckets) {
-        uint64_t h = hash_str(subject);
-        for (ient *e = t->buckets[h & (t->nbuckets - 1)]; e; e = e->next)
+    if (t->lit.nb) {
+        uint64_t h = hash_n(subject, strlen(subject));
+        for (ient *e = t->lit.b[h & (t->lit.nb - 1)]; e; e = e->next)
             if (e->hash == h && !strcmp(e->key, subject) &&
+                (rc = cb(arg, e->key, e->queue, e->count)) != 0)
+                return rc;
+    }
+    if (t->pre.nb) {
+        uint64_t h = hash_n(subject, first_token_len(subject));
+        for (ient *e = t->pre.b[h & (t->pre.nb - 1)]; e; e = e->next)
+            if (e->hash == h && subject_matches(e->key, subject) &&
                 (rc = cb(arg, e->key, e->queue, e->count)) != 0)
                 return rc;
     }
@@ -192,12 +259,19 @@ int interest_match(const interest *t, const char *subject, interest_cb cb, void 
     return 0;
 }
 
+static int each_in(const htab *ht, interest_cb cb, void *arg)
+{
+    int rc;
+    for (size_t i = 0; i < ht->nb; i++)
+        for (ient *e = ht->b[i]; e; e = e->next)
+            if ((rc = cb(arg, e->key, e->queue, e->count)) != 0) return rc;
+    return 0;
+}
+
 int interest_each(const interest *t, interest_cb cb, void *arg)
 {
     int rc;
-    for (size_t i = 0; i < t->nbuckets; i++)
-        for (ient *e = t->buckets[i]; e; e = e->next)
-            if ((rc = cb(arg, e->key, e->queue, e->count)) != 0) return rc;
+    if ((rc = each_in(&t->lit, cb, arg)) != 0 || (rc = each_in(&t->pre, cb, arg)) != 0) return rc;
     for (ient *e = t->wild; e; e = e->next)
         if ((rc = cb(arg, e->key, e->queue, e->count)) != 0) return rc;
     return 0;

@@ -3,10 +3,11 @@
  *
  * The routing layer keeps one for this server's own subscriptions (how many local
  * subscriptions share each subject and queue, so that peers hear only of changes that matter)
- * and one per peer (what that peer announced). Entries with a literal subject are found by a
- * hash of the subject, so matching a published subject costs one bucket walk plus a scan of the
- * entries with wildcards (few in practice: inboxes, the bulk of interest, are literal). An entry
- * whose count reaches 0 is removed; the table never holds a zero count. Not thread-safe.
+ * and one per peer (what that peer announced). Matching a published subject costs a bucket walk
+ * for the literal subjects, one for the wildcard subjects that start with the same literal token
+ * (a client's request inbox `_INBOX.<id>.*` is one of these), and a scan of the subjects that
+ * start with a wildcard (rare). An entry whose count reaches 0 is removed; the table never holds
+ * a zero count. Not thread-safe.
  */
 #ifndef SRV_INTEREST_H
 #define SRV_INTEREST_H
@@ -20,8 +21,9 @@ interest *interest_new(void);
 void interest_free(interest *t);
 /* Removes every entry. */
 void interest_clear(interest *t);
-/* Entries held. */
+/* Entries held, and the bytes they take (entries and names). */
 size_t interest_size(const interest *t);
+size_t interest_bytes(const interest *t);
 
 /* Adds delta (+1 or -1) to the count of (subject, queue) (queue NULL or "": none) and gives
  * the new count in *count. 0, or -1 when out of memory (nothing changed) or when a count would

@@ -21,6 +21,7 @@
 
 #define ANNOUNCE_FRAME (64u << 10)    /* an INTEREST frame is sent once it holds this much */
 #define REMOTE_MAX_ENTRIES (1u << 20) /* interest entries kept per peer */
+#define REMOTE_MAX_BYTES (256u << 20) /* and the memory they may take */
 
 typedef struct rpeer {
     interest *remote; /* what the peer announced */
@@ -224,12 +225,16 @@ static int apply_interest(routes *r, size_t peer, const uint8_t *f, size_t len)
         cstr(subject, op.subject);
         cstr(queue, op.queue);
         uint32_t cur = 0;
-        if (op.count && interest_size(p->remote) >= REMOTE_MAX_ENTRIES &&
+        if (op.count &&
+            (interest_size(p->remote) >= REMOTE_MAX_ENTRIES ||
+             interest_bytes(p->remote) >= REMOTE_MAX_BYTES) &&
             (interest_add(p->remote, subject, queue, 0, &cur) || cur == 0)) {
             /* a known entry may still change; a new one is refused */
             if (!p->full_logged) {
-                fprintf(stderr, "[%s] route: %s announced more than %u subscriptions\n",
-                        r->s->cfg.name, r->s->cfg.peers[peer].name, REMOTE_MAX_ENTRIES);
+                fprintf(stderr,
+                        "[%s] route: %s announced more than %u subscriptions or %u MiB of them\n",
+                        r->s->cfg.name, r->s->cfg.peers[peer].name, REMOTE_MAX_ENTRIES,
+                        REMOTE_MAX_BYTES >> 20);
                 p->full_logged = 1;
             }
             r->s->stats.route_frames_rejected++;
@@ -257,7 +262,8 @@ void route_recv(server *s, size_t peer, const uint8_t *f, size_t len)
 {
     routes *r = s->routes;
     int type;
-    if (!r || peer >= r->n || rw_open(f, len, &type)) {
+    if (!r || peer >= r->n || !r->v[peer].up) return; /* a frame read behind a link's close */
+    if (rw_open(f, len, &type)) {
         s->stats.route_frames_rejected++;
         return;
     }

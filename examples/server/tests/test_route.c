@@ -403,6 +403,39 @@ START_TEST(interest_counts_and_matches)
 }
 END_TEST
 
+START_TEST(interest_wildcards_match_by_first_token_and_leading_wildcards_always)
+{
+    interest *t = interest_new();
+    ck_assert_int_eq(interest_set(t, "_INBOX.abc.*", NULL, 1), 0);
+    ck_assert_int_eq(interest_set(t, "_INBOX.def.*", NULL, 1), 0);
+    ck_assert_int_eq(interest_set(t, "_INBOX.>", "q", 2), 0);
+    ck_assert_int_eq(interest_set(t, "*.abc.1", NULL, 1), 0);
+    ck_assert_int_eq(interest_set(t, ">", "all", 3), 0);
+    ck_assert_int_eq(interest_set(t, "orders.>", NULL, 1), 0);
+    ck_assert_uint_eq(interest_size(t), 6);
+    ck_assert_uint_gt(interest_bytes(t), 0);
+    seen s = {{0}, 0};
+    interest_match(t, "_INBOX.abc.1", collect, &s);
+    ck_assert_int_eq(s.n, 4);
+    ck_assert(has(&s, "[_INBOX.abc.* - 1]") && has(&s, "[_INBOX.> q 2]") &&
+              has(&s, "[*.abc.1 - 1]") && has(&s, "[> all 3]"));
+    memset(&s, 0, sizeof s);
+    interest_match(t, "orders", collect, &s); /* `orders.>` needs a token more */
+    ck_assert_int_eq(s.n, 1);
+    ck_assert(has(&s, "[> all 3]"));
+    memset(&s, 0, sizeof s);
+    interest_match(t, "orders.1.2", collect, &s);
+    ck_assert_int_eq(s.n, 2);
+    ck_assert(has(&s, "[orders.> - 1]") && has(&s, "[> all 3]"));
+    memset(&s, 0, sizeof s);
+    interest_each(t, collect, &s);
+    ck_assert_int_eq(s.n, 6);
+    interest_clear(t);
+    ck_assert_uint_eq(interest_bytes(t), 0);
+    interest_free(t);
+}
+END_TEST
+
 START_TEST(interest_grows_and_finds_every_entry)
 {
     interest *t = interest_new();
@@ -426,6 +459,15 @@ START_TEST(interest_grows_and_finds_every_entry)
         ck_assert_int_eq(interest_set(t, subj, i % 3 ? NULL : "g", 0), 0);
     }
     ck_assert_uint_eq(interest_size(t), 10000);
+    /* as many inbox wildcards: each publish to an inbox finds its own */
+    for (int i = 0; i < 20000; i++) {
+        snprintf(subj, sizeof subj, "_I%d.x.*", i % 100);
+        ck_assert_int_eq(interest_add(t, subj, NULL, 1, NULL), 0);
+    }
+    seen s = {{0}, 0};
+    interest_match(t, "_I7.x.y", collect, &s);
+    ck_assert_int_eq(s.n, 1);
+    ck_assert(has(&s, "[_I7.x.* - 200]"));
     interest_free(t);
 }
 END_TEST
@@ -440,6 +482,7 @@ int main(void)
     tcase_add_test(tc, malformed_bodies_are_refused);
     tcase_add_test(tc, random_sealed_bodies_never_crash);
     tcase_add_test(tc, interest_counts_and_matches);
+    tcase_add_test(tc, interest_wildcards_match_by_first_token_and_leading_wildcards_always);
     tcase_add_test(tc, interest_grows_and_finds_every_entry);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
