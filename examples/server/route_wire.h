@@ -39,8 +39,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "jetraft.h"
-
 #define RW_HDR 12
 #define RW_INTEREST 1
 #define RW_MSG 2
