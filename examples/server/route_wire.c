@@ -241,13 +241,18 @@ int rw_build_op(rw_build *b, const char *subject, const char *queue, uint32_t co
     return 0;
 }
 
-void rw_build_finish(rw_build *b)
+void rw_seal(uint8_t *f, size_t len)
 {
     XXH3_state_t st;
     XXH3_64bits_reset(&st);
-    XXH3_64bits_update(&st, b->buf, 4);
-    XXH3_64bits_update(&st, b->buf + RW_HDR, b->len - RW_HDR);
-    put_u64(b->buf + 4, XXH3_64bits_digest(&st));
+    XXH3_64bits_update(&st, f, 4);
+    XXH3_64bits_update(&st, f + RW_HDR, len - RW_HDR);
+    put_u64(f + 4, XXH3_64bits_digest(&st));
+}
+
+void rw_build_finish(rw_build *b)
+{
+    rw_seal(b->buf, b->len);
 }
 
 static size_t opt_len(const char *s)

@@ -99,6 +99,9 @@ int rw_build_start(rw_build *b, int type);
 int rw_build_op(rw_build *b, const char *subject, const char *queue, uint32_t count);
 /* Writes the checksum: the frame is b->buf, b->len bytes. */
 void rw_build_finish(rw_build *b);
+/* Writes the check field of the len-byte frame f whose bytes [0, 4) and body are in place (any
+ * of them, for a test that makes frames a builder would refuse). len is at least RW_HDR. */
+void rw_seal(uint8_t *f, size_t len);
 
 /* The head of a MSG frame (everything before hdr's bytes), for an iovec with hdr and data
  * after it: writes into out (cap bytes, at least rw_msg_head_bound) and *out_len. The check

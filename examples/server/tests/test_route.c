@@ -9,9 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define XXH_STATIC_LINKING_ONLY
-#include <xxhash.h>
-
 #include "interest.h"
 #include "route_wire.h"
 
@@ -20,17 +17,11 @@
 /* A route frame of `type` around body (n bytes) with a correct checksum, in out. */
 static size_t sealed(uint8_t *out, int version, int type, const void *body, size_t n)
 {
-    out[0] = 'J';
-    out[1] = 'N';
+    memcpy(out, "JN", 2);
     out[2] = (uint8_t)version;
     out[3] = (uint8_t)type;
     memcpy(out + RW_HDR, body, n);
-    XXH3_state_t st;
-    XXH3_64bits_reset(&st);
-    XXH3_64bits_update(&st, out, 4);
-    XXH3_64bits_update(&st, out + RW_HDR, n);
-    uint64_t h = XXH3_64bits_digest(&st);
-    for (int i = 0; i < 8; i++) out[4 + i] = (uint8_t)(h >> (8 * i));
+    rw_seal(out, RW_HDR + n);
     return RW_HDR + n;
 }
 
@@ -157,105 +148,32 @@ START_TEST(malformed_bodies_are_refused)
         const char *why;
     } bad[] = {
         {RW_INTEREST, "", 0, "an empty INTEREST"},
-        {RW_INTEREST, "\x01", 1, "an op cut after its count"},
-        {RW_INTEREST,
-         "\x01\x05"
-         "ab",
-         4, "a subject longer than the frame"},
-        {RW_INTEREST,
-         "\x80\x00\x01"
-         "a\x00",
-         5, "a non-canonical count"},
-        {RW_INTEREST,
-         "\x01\x81\x00"
-         "a\x00",
-         5, "a non-canonical length"},
-        {RW_INTEREST,
-         "\xff\xff\xff\xff\x0f\x01"
-         "a\x00",
-         8, "a count past the maximum"},
-        {RW_INTEREST, "\x01\x00\x00", 3, "an empty subject"},
-        {RW_INTEREST,
-         "\x01\x04"
-         "a..b\x00",
-         7, "an empty token"},
-        {RW_INTEREST,
-         "\x01\x03"
-         "a b\x00",
-         6, "a space in a subject"},
-        {RW_INTEREST,
-         "\x01\x03"
-         "a\x00"
-         "b\x00",
-         6, "a NUL in a subject"},
-        {RW_INTEREST,
-         "\x01\x05"
-         "a.>.b\x00",
-         8, "> not last"},
-        {RW_INTEREST,
-         "\x01\x02"
-         "a*\x00",
-         5, "* inside a token"},
-        {RW_INTEREST,
-         "\x01\x02"
-         "a.\x00",
-         5, "a trailing dot"},
-        {RW_INTEREST,
-         "\x01\x01"
-         "a\x01"
-         "*",
-         5, "a wildcard queue"},
-        {RW_INTEREST,
-         "\x01\x01"
-         "a\x00\x07",
-         5, "bytes after the last op"},
+        {RW_INTEREST, "\001", 1, "an op cut after its count"},
+        {RW_INTEREST, "\001\005ab", 4, "a subject longer than the frame"},
+        {RW_INTEREST, "\200\000\001a\000", 5, "a non-canonical count"},
+        {RW_INTEREST, "\001\201\000a\000", 5, "a non-canonical length"},
+        {RW_INTEREST, "\377\377\377\377\017\001a\000", 8, "a count past the maximum"},
+        {RW_INTEREST, "\001\000\000", 3, "an empty subject"},
+        {RW_INTEREST, "\001\004a..b\000", 7, "an empty token"},
+        {RW_INTEREST, "\001\003a b\000", 6, "a space in a subject"},
+        {RW_INTEREST, "\001\003a\000b\000", 6, "a NUL in a subject"},
+        {RW_INTEREST, "\001\005a.>.b\000", 8, "> not last"},
+        {RW_INTEREST, "\001\002a*\000", 5, "* inside a token"},
+        {RW_INTEREST, "\001\002a.\000", 5, "a trailing dot"},
+        {RW_INTEREST, "\001\001a\001*", 5, "a wildcard queue"},
+        {RW_INTEREST, "\001\001a\000\007", 5, "bytes after the last op"},
         {RW_MSG, "", 0, "an empty MSG"},
-        {RW_MSG,
-         "\x02\x01"
-         "a\x00\x00\x00\x00",
-         7, "an unknown flag"},
-        {RW_MSG,
-         "\x00\x01"
-         "a\x00\x00\x00\x00",
-         7, "no plain flag and no queue"},
-        {RW_MSG,
-         "\x01\x01"
-         "*\x00\x00\x00\x00",
-         7, "a wildcard `to`"},
-        {RW_MSG,
-         "\x01\x01"
-         "a\x01>\x00\x00\x00",
-         8, "a wildcard subject"},
-        {RW_MSG,
-         "\x01\x01"
-         "a\x00\x02"
-         "a \x00\x00",
-         9, "a reply with a space"},
-        {RW_MSG,
-         "\x01\x01"
-         "a\x00\x00\x41",
-         6, "too many queues"},
-        {RW_MSG,
-         "\x01\x01"
-         "a\x00\x00\x02\x01q\x01q\x00",
-         11, "a queue named twice"},
-        {RW_MSG,
-         "\x01\x01"
-         "a\x00\x00\x01\x00\x00",
-         8, "an empty queue name"},
-        {RW_MSG,
-         "\x01\x01"
-         "a\x00\x00\x00\x05"
-         "abc",
-         10, "a header past the end"},
-        {RW_MSG,
-         "\x01\x01"
-         "a\x00\x00\x00",
-         6, "no header length"},
-        {RW_MSG,
-         "\x01\xff\xff\x03"
-         "a",
-         5, "a subject longer than the bound"},
+        {RW_MSG, "\002\001a\000\000\000\000", 7, "an unknown flag"},
+        {RW_MSG, "\000\001a\000\000\000\000", 7, "no plain flag and no queue"},
+        {RW_MSG, "\001\001*\000\000\000\000", 7, "a wildcard `to`"},
+        {RW_MSG, "\001\001a\001>\000\000\000", 8, "a wildcard subject"},
+        {RW_MSG, "\001\001a\000\002a \000\000", 9, "a reply with a space"},
+        {RW_MSG, "\001\001a\000\000A", 6, "too many queues"},
+        {RW_MSG, "\001\001a\000\000\002\001q\001q\000", 11, "a queue named twice"},
+        {RW_MSG, "\001\001a\000\000\001\000\000", 8, "an empty queue name"},
+        {RW_MSG, "\001\001a\000\000\000\005abc", 10, "a header past the end"},
+        {RW_MSG, "\001\001a\000\000\000", 6, "no header length"},
+        {RW_MSG, "\001\377\377\003a", 5, "a subject longer than the bound"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         size_t len = sealed(f, 1, bad[i].type, bad[i].body, bad[i].len);
@@ -264,20 +182,11 @@ START_TEST(malformed_bodies_are_refused)
         ck_assert_msg(!frame_ok(f, len), "%s: accepted", bad[i].why);
     }
     /* a valid body under an unknown version or type */
-    size_t len = sealed(f, 2, RW_MSG,
-                        "\x01\x01"
-                        "a\x00\x00\x00\x00",
-                        7);
+    size_t len = sealed(f, 2, RW_MSG, "\001\001a\000\000\000\000", 7);
     ck_assert(!frame_ok(f, len));
-    len = sealed(f, 1, 3,
-                 "\x01\x01"
-                 "a\x00\x00\x00\x00",
-                 7);
+    len = sealed(f, 1, 3, "\001\001a\000\000\000\000", 7);
     ck_assert(!frame_ok(f, len));
-    len = sealed(f, 1, RW_MSG,
-                 "\x01\x01"
-                 "a\x00\x00\x00\x00",
-                 7);
+    len = sealed(f, 1, RW_MSG, "\001\001a\000\000\000\000", 7);
     ck_assert(frame_ok(f, len));
     /* a node frame ("JR") is not a route frame */
     ck_assert(!rw_is_route((const uint8_t *)"JR\x01", 3));
