@@ -8,7 +8,10 @@
  * change. Counts are absolute, so an announcement repeated or resent is harmless. When a link
  * comes up each side sends its whole interest; when it goes down each side forgets the peer's.
  * An announcement that does not fit the link's send queue closes the link (it comes back and
- * resends everything), so the two sides never disagree for longer than a reconnect.
+ * resends everything), so the two sides never disagree for longer than a reconnect. This relies
+ * on the link delivering frames in order and without loss while it is up, as TCP does (a test
+ * proxy that drops single frames of a live connection can leave interest stale until the link
+ * reconnects).
  *
  * Messages: a message published at this server (by a client or by the server itself: JetStream
  * replies, acks, a consumer's deliveries) goes to its local subscribers and, in one MSG frame
