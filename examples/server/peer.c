@@ -30,8 +30,11 @@ typedef struct plink {
     peer *p;         /* dialer: the peer dialled; acceptor: set once its handshake names it */
     int established; /* the peer's handshake checked out and the link is its peer's link */
     int closing;
-    int handles;        /* handles still open (tcp, timer) */
-    size_t queued;      /* bytes handed to uv_write and not completed */
+    int handles;    /* handles still open (tcp, timer) */
+    size_t queued;  /* bytes handed to uv_write and not completed */
+    uint8_t *batch; /* route messages not sent yet: (len u32 | frame)*, unsealed */
+    size_t batch_len, batch_cap;
+    size_t batch_wire;  /* the bytes they take sealed */
     struct plink *next; /* in the list of accepted links not yet established */
     char addr[64];      /* the other end's address, for the log */
 } plink;
@@ -98,12 +101,12 @@ static void on_write(uv_write_t *req, int status)
     (void)status; /* a failed write surfaces as a read error and closes the link */
 }
 
-/* Writes len bytes that fill() puts into the buffer; refused when the send queue would pass
- * limit bytes. */
+/* Writes len bytes that fill() puts into the buffer; refused when the send queue (with the
+ * route messages batched for it) would pass limit bytes. */
 static int link_write(plink *l, size_t len, uint64_t limit,
                       int (*fill)(plink *, const void *, uint8_t *, size_t), const void *what)
 {
-    if (l->queued + len > limit) return -1;
+    if (l->queued + l->batch_wire + len > limit) return -1;
     wreq *w = malloc(sizeof *w + len);
     if (!w) return -1;
     if (fill(l, what, w->data, len)) {
@@ -169,6 +172,70 @@ int peers_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
     return 0;
 }
 
+/* Seals the batched route messages, in order, into one write. */
+static int fill_batch(plink *l, const void *what, uint8_t *out, size_t cap)
+{
+    (void)what;
+    size_t off = 0, at = 0;
+    while (off < l->batch_len) {
+        uint32_t len;
+        memcpy(&len, l->batch + off, 4);
+        jr_iovec iov = {l->batch + off + 4, len};
+        size_t n;
+        if (session_seal(l->ss, &iov, 1, out + at, cap - at, &n)) return -1;
+        at += n;
+        off += 4 + (size_t)len;
+    }
+    return 0;
+}
+
+void peers_route_flush(server *s)
+{
+    peers *ps = s->peers;
+    for (size_t i = 0; ps && i < ps->n; i++) {
+        plink *l = ps->v[i].link;
+        if (!l || !l->batch_len) continue;
+        size_t wire = l->batch_wire;
+        l->batch_wire = 0; /* admitted already: counted once, as queued, from here */
+        if (link_write(l, wire, UINT64_MAX, fill_batch, NULL)) {
+            ps->v[i].frames_dropped++;
+            s->stats.route_msgs_dropped++;
+        }
+        l->batch_len = 0;
+        /* Keep a buffer of at most 64 KiB between turns, not the largest burst ever seen. */
+        if (l->batch_cap > (64u << 10)) {
+            free(l->batch);
+            l->batch = NULL;
+            l->batch_cap = 0;
+        }
+    }
+}
+
+/* Appends a route message to the link's batch (written by peers_route_flush). */
+static int batch_add(plink *l, const jr_iovec *iov, int iovcnt, size_t len, uint64_t limit)
+{
+    size_t wire = session_sealed_size(l->ss, len);
+    if (l->queued + l->batch_wire + wire > limit) return -1;
+    if (l->batch_len + 4 + len > l->batch_cap) {
+        size_t nc = l->batch_cap ? l->batch_cap : 16384;
+        while (nc < l->batch_len + 4 + len) nc *= 2;
+        uint8_t *nb = realloc(l->batch, nc);
+        if (!nb) return -1;
+        l->batch = nb;
+        l->batch_cap = nc;
+    }
+    uint32_t l32 = (uint32_t)len;
+    memcpy(l->batch + l->batch_len, &l32, 4);
+    size_t off = l->batch_len + 4;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].len) memcpy(l->batch + off, iov[i].base, iov[i].len);
+        off += iov[i].len;
+    }
+    l->batch_len = off;
+    l->batch_wire += wire;
+    return 0;
+}
+
 int peers_route_send(server *s, size_t idx, const jr_iovec *iov, int iovcnt, int announce)
 {
     peers *ps = s->peers;
@@ -177,16 +244,15 @@ int peers_route_send(server *s, size_t idx, const jr_iovec *iov, int iovcnt, int
     size_t len = 0;
     for (int i = 0; i < iovcnt; i++) len += iov[i].len;
     uint64_t bound = s->cfg.peer_queue_bytes;
-    uint64_t limit = announce ? bound + bound / 4 : bound / 2;
     frame_ref f = {iov, iovcnt};
-    if (len <= s->cfg.max_frame_bytes &&
-        link_write(p->link, session_sealed_size(p->link->ss, len), limit, fill_frame, &f) == 0)
+    if (len > s->cfg.max_frame_bytes) return -1;
+    if (!announce) return batch_add(p->link, iov, iovcnt, len, bound / 2);
+    if (link_write(p->link, session_sealed_size(p->link->ss, len), bound + bound / 4, fill_frame,
+                   &f) == 0)
         return 0;
-    if (announce) {
-        /* Interest must not be lost: the link closes, and comes back with the whole of it. */
-        srv_log(s, "link to %s: an interest announcement did not fit its send queue", p->name);
-        link_close(p->link);
-    }
+    /* Interest must not be lost: the link closes, and comes back with the whole of it. */
+    srv_log(s, "link to %s: an interest announcement did not fit its send queue", p->name);
+    link_close(p->link);
     return -1;
 }
 
@@ -211,6 +277,7 @@ static void on_link_closed(uv_handle_t *h)
 {
     plink *l = h->data;
     if (--l->handles > 0) return;
+    free(l->batch);
     session_free(l->ss);
     free(l);
 }

@@ -19,7 +19,9 @@
 #include "peer.h"
 #include "route_wire.h"
 
-#define ANNOUNCE_FRAME (64u << 10)    /* an INTEREST frame is sent once it holds this much */
+/* An INTEREST frame is sent once it holds this much: with one op more (a name is at most
+ * ROUTE_NAME_MAX) it stays below the smallest max_frame_bytes (64 KiB). */
+#define ANNOUNCE_FRAME (32u << 10)
 #define REMOTE_MAX_ENTRIES (1u << 20) /* interest entries kept per peer */
 #define REMOTE_MAX_BYTES (256u << 20) /* and the memory they may take */
 
@@ -56,7 +58,9 @@ static void flush_pending(routes *r);
 
 static void on_flush(uv_check_t *h)
 {
-    flush_pending(h->data);
+    routes *r = h->data;
+    flush_pending(r);
+    peers_route_flush(r->s);
 }
 
 int route_start(server *s)

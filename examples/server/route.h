@@ -20,8 +20,9 @@
  * here is served here (as nats-server prefers local members); otherwise one peer with members
  * is chosen at random, weighted by its member count, so each message reaches one member of the
  * group cluster-wide. A message received from a peer goes to local subscribers only and is
- * never forwarded again (a full mesh: no loops, no duplicates). MSG frames are dropped and
- * counted when the link's send queue is past half its bound (core NATS is at-most-once; the
+ * never forwarded again (a full mesh: no loops, no duplicates). MSG frames are batched per link
+ * and written once per loop turn (peer.h); they are dropped and counted when the link's send
+ * queue is past half its bound (core NATS is at-most-once; the
  * other half stays for the node's frames and announcements), so a slow peer costs bounded
  * memory. A malformed route frame is rejected and counted, and nothing of it is applied.
  */
