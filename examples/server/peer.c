@@ -35,6 +35,7 @@ typedef struct plink {
     uint8_t *batch; /* route messages not sent yet: (len u32 | frame)*, unsealed */
     size_t batch_len, batch_cap;
     size_t batch_wire;  /* the bytes they take sealed */
+    int route_dropping; /* routed messages are being dropped (logged once until it drains) */
     struct plink *next; /* in the list of accepted links not yet established */
     char addr[64];      /* the other end's address, for the log */
 } plink;
@@ -246,7 +247,21 @@ int peers_route_send(server *s, size_t idx, const jr_iovec *iov, int iovcnt, int
     uint64_t bound = s->cfg.peer_queue_bytes;
     frame_ref f = {iov, iovcnt};
     if (len > s->cfg.max_frame_bytes) return -1;
-    if (!announce) return batch_add(p->link, iov, iovcnt, len, bound / 2);
+    if (!announce) {
+        plink *l = p->link;
+        if (batch_add(l, iov, iovcnt, len, bound / 2) == 0) {
+            /* drained below a quarter: a later episode of drops is logged again */
+            if (l->route_dropping && l->queued + l->batch_wire < bound / 4) l->route_dropping = 0;
+            return 0;
+        }
+        if (!l->route_dropping)
+            srv_log(s,
+                    "link to %s: dropping routed messages (its send queue is past half its "
+                    "bound)",
+                    p->name);
+        l->route_dropping = 1;
+        return -1;
+    }
     if (link_write(p->link, session_sealed_size(p->link->ss, len), bound + bound / 4, fill_frame,
                    &f) == 0)
         return 0;

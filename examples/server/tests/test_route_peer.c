@@ -7,7 +7,8 @@
  * frames (a bad checksum, an unknown version, bodies that pass the checksum but not the decoder,
  * random bytes for the node) are rejected without closing the link or harming the server; an
  * interest n0 announces makes n1 forward a client's publish to n0 as a MSG frame, headers kept;
- * a MSG frame from n0 reaches n1's subscriber; once n0's connection closes, n1 forgets n0's
+ * a MSG frame from n0 reaches n1's subscriber; while n0 does not read, n1 drops what does not fit
+ * half its send queue (logged) and keeps serving; once n0's connection closes, n1 forgets n0's
  * interest (a request on it gets the no-responders status). Finally SIGTERM must stop n1 with
  * exit status 0.
  *
@@ -24,7 +25,7 @@
 #include "rawclient.h"
 #include "route_wire.h"
 
-static uint8_t frame[1 << 20];
+static uint8_t frame[2 << 20]; /* a forwarded 1 MiB message and its head */
 
 /* Sends one length-prefixed frame (the plain session's framing). */
 static void send_frame(int fd, const void *body, size_t n)
@@ -86,6 +87,23 @@ static void send_sealed(int fd, int version, int type, const void *body, size_t 
     send_frame(fd, f, RW_HDR + n);
 }
 
+/* Waits up to 10 s for `what` in n1's log; dies naming `why` otherwise. */
+static void wait_log(const char *what, const char *why)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/n1.log", base);
+    for (int t = 0; t < 100; t++) {
+        FILE *f = fopen(path, "r");
+        char line[1024];
+        int found = 0;
+        while (f && !found && fgets(line, sizeof line, f)) found = strstr(line, what) != NULL;
+        if (f) fclose(f);
+        if (found) return;
+        usleep(100000);
+    }
+    die("%s: \"%s\" not in n1's log", why, what);
+}
+
 static int str_is(rw_str s, const char *want)
 {
     return s.len == strlen(want) && !memcmp(s.p, want, s.len);
@@ -100,7 +118,9 @@ int main(int argc, char **argv)
     const char *names[2] = {"n0", "n1"};
     const int peer_ports[2] = {ports[2], lport};
     char fields[600];
-    snprintf(fields, sizeof fields, "\"wal_dir\":\"%s/n1-wal\",\"insecure_cluster\":true,", base);
+    snprintf(fields, sizeof fields,
+             "\"wal_dir\":\"%s/n1-wal\",\"insecure_cluster\":true,\"peer_queue_bytes\":4194304,",
+             base);
     write_config("n1", "n1", client_port, lport, fields, names, peer_ports, 2);
     server_start(0, "n1");
 
@@ -213,6 +233,34 @@ int main(int argc, char **argv)
     expect(c, &b, "HMSG local.a 1 18 27\r\nNATS/1.0\r\nX: 1\r\n\r\nfrom-peer\r\n",
            "a message from n0");
     printf("ok: a MSG frame from n0 reached n1's subscriber, header kept\n");
+
+    /* n0 stops reading: n1 drops what it would forward beyond half its 4 MiB send queue (and
+     * what the sockets hold) rather than keep it, and keeps serving its clients. */
+    static char big[1 << 20];
+    memset(big, 'z', sizeof big);
+    char line[64];
+    int bn = snprintf(line, sizeof line, "PUB $FAKE.big %zu\r\n", sizeof big);
+    for (int i = 0; i < 256; i++) {
+        send_all(c, line, (size_t)bn);
+        send_all(c, big, sizeof big);
+        send_str(c, "\r\n");
+    }
+    b.n = 0;
+    send_str(c, "PING\r\n");
+    expect(c, &b, "PONG\r\n", "n1 serving its client while n0 does not read");
+    wait_log("dropping routed messages", "n1 dropping messages n0 does not read");
+    size_t taken = 0;
+    uint8_t h4[4];
+    while (read_n(p, h4, 4, 1000) == 0) {
+        n = (size_t)h4[0] << 24 | (size_t)h4[1] << 16 | (size_t)h4[2] << 8 | h4[3];
+        if (n == 0 || n > sizeof frame || read_n(p, frame, n, 5000)) die("a bad frame");
+        taken += 4 + n;
+    }
+    if (taken == 0 || taken > (64u << 20))
+        die("n1 sent %zu bytes to a peer that did not read", taken);
+    printf("ok: 256 MiB published for a peer that did not read: it got %zu KiB, the rest "
+           "dropped, and n1 kept serving\n",
+           taken >> 10);
 
     /* n0 goes away: its interest with it ($-subjects other than the API's are answered with
      * no-responders by the server at once when nobody anywhere has interest). */
