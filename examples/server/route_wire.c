@@ -145,6 +145,8 @@ int rw_msg_decode(const uint8_t *f, size_t len, rw_msg *m)
     if (r.bad || (m->flags & ~RW_PLAIN) || nq > ROUTE_QUEUES_MAX) return -1;
     if (!rw_subject_valid(m->to.p, m->to.len, 1)) return -1;
     if (m->subject.len && !rw_subject_valid(m->subject.p, m->subject.len, 1)) return -1;
+    if (m->subject.len == m->to.len && !memcmp(m->subject.p, m->to.p, m->to.len))
+        return -1; /* the same subject is sent empty: one encoding per message */
     if (m->reply.len && !rw_subject_valid(m->reply.p, m->reply.len, 1)) return -1;
     m->nq = (size_t)nq;
     for (size_t i = 0; i < m->nq; i++) {

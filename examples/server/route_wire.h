@@ -25,8 +25,9 @@
  *            flags: bit 0 set: the receiver delivers to its plain subscribers of `to`; no other
  *            bit. Each listed queue group (non-empty, distinct names) gets the message at one
  *            of the receiver's members. to: the literal subject matched against subscriptions;
- *            subject: the subject shown to subscribers, empty when it is `to` (they differ for
- *            a consumer's deliveries); reply: empty for none. nq is at most ROUTE_QUEUES_MAX.
+ *            subject: the subject shown to subscribers, empty when it is `to` (and never equal
+ *            to it: one encoding per message; they differ for a consumer's deliveries); reply:
+ * empty for none. nq is at most ROUTE_QUEUES_MAX.
  *
  * Decoding is strict and never reads outside the bytes given: a short frame, an unknown magic,
  * version, type or flag, a checksum that does not match, a length past the end, a

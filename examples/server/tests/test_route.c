@@ -174,6 +174,7 @@ START_TEST(malformed_bodies_are_refused)
         {RW_MSG, "\001\001a\000\000\000\005abc", 10, "a header past the end"},
         {RW_MSG, "\001\001a\000\000\000", 6, "no header length"},
         {RW_MSG, "\001\377\377\003a", 5, "a subject longer than the bound"},
+        {RW_MSG, "\001\001a\001a\000\000\000", 8, "a subject repeating `to`"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         size_t len = sealed(f, 1, bad[i].type, bad[i].body, bad[i].len);
