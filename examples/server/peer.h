@@ -36,7 +36,7 @@ int peers_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt);
  * not fit closes the link (the peers resend their whole interest when it comes back). 0, or -1
  * when not queued. */
 int peers_route_send(server *s, size_t peer, const jr_iovec *iov, int iovcnt, int announce);
-/* Writes every link's batched route messages (once per loop turn). */
+/* Writes every link's batched route messages (once per loop turn, before it waits for I/O). */
 void peers_route_flush(server *s);
 /* Number of peers with an established link. */
 int peers_connected(const server *s);

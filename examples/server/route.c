@@ -1,12 +1,14 @@
 /*
  * route.c — interest propagation and message forwarding between servers (see route.h).
  *
- * Local subscription changes are collected into one INTEREST frame per loop turn (a uv_check
- * handle), or sent earlier, before any message is forwarded, so that on each link a
- * subscription made before a publish is announced before the message travels (a request's
- * reply inbox is known at the responder's server before the request). Each goes to every peer
- * whose link is up; a link that comes up gets the whole local table first, in frames of at most
- * ANNOUNCE_FRAME bytes.
+ * Local subscription changes are collected into one INTEREST frame per loop turn, and the
+ * messages forwarded in it into one write per link; both go out from a uv_prepare handle, which
+ * runs before every wait for I/O, so that nothing forwarded in any phase of the turn (reads,
+ * timers, the node's callbacks, other check handles) waits for the next I/O event. Changes are
+ * sent earlier too, before any message is forwarded, so that on each link a subscription made
+ * before a publish is announced before the message travels (a request's reply inbox is known at
+ * the responder's server before the request). Each goes to every peer whose link is up; a link
+ * that comes up gets the whole local table first, in frames of at most ANNOUNCE_FRAME bytes.
  */
 #include "route.h"
 
@@ -46,8 +48,8 @@ struct routes {
     interest *local; /* (subject, queue) -> local subscriptions */
     rpeer *v;
     size_t n;
-    rw_build pending; /* announcements not sent yet (RW_INTEREST, nops 0: none) */
-    uv_check_t flush;
+    rw_build pending;   /* announcements not sent yet (RW_INTEREST, nops 0: none) */
+    uv_prepare_t flush; /* runs before the loop waits for I/O */
     cand *cands;
     size_t ncands, cands_cap;
     uint8_t *head;
@@ -56,7 +58,7 @@ struct routes {
 
 static void flush_pending(routes *r);
 
-static void on_flush(uv_check_t *h)
+static void on_flush(uv_prepare_t *h)
 {
     routes *r = h->data;
     flush_pending(r);
@@ -76,9 +78,9 @@ int route_start(server *s)
     for (size_t i = 0; i < r->n; i++)
         if (!(r->v[i].remote = interest_new())) goto fail;
     s->routes = r;
-    uv_check_init(s->loop, &r->flush);
+    uv_prepare_init(s->loop, &r->flush);
     r->flush.data = r;
-    uv_check_start(&r->flush, on_flush);
+    uv_prepare_start(&r->flush, on_flush);
     return 0;
 fail:
     for (size_t i = 0; r->v && i < r->n; i++) interest_free(r->v[i].remote);
@@ -92,7 +94,7 @@ void route_stop(server *s)
 {
     routes *r = s->routes;
     if (!r) return;
-    uv_check_stop(&r->flush);
+    uv_prepare_stop(&r->flush);
     uv_close((uv_handle_t *)&r->flush, NULL);
 }
 
