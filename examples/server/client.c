@@ -13,6 +13,7 @@
 
 #include "jsapi.h"
 #include "proto.h"
+#include "route.h"
 
 #define MAX_SUBS_PER_CLIENT 65536
 #define AUTH_TIMEOUT_MS 2000 /* nats-server's default auth_timeout */
@@ -216,6 +217,7 @@ static void client_close(client *c, const char *err)
     }
     for (sub *s = c->subs, *next; s; s = next) {
         next = s->c_next;
+        route_sub_removed(c->s, s);
         sublist_remove(c->s->subs, s);
         free_sub(s);
     }
@@ -285,6 +287,7 @@ static void sub_remove(client *c, sub *s)
             break;
         }
     c->nsubs--;
+    route_sub_removed(c->s, s);
     sublist_remove(c->s->subs, s);
     free_sub(s);
 }
@@ -295,13 +298,13 @@ size_t clients_deliver(server *s, client *except, const char *subject, const cha
     return clients_deliver_as(s, except, subject, subject, reply, hdr, hdr_len, data, len);
 }
 
-size_t clients_deliver_as(server *s, client *except, const char *to, const char *subject,
-                          const char *reply, const void *hdr, size_t hdr_len, const void *data,
-                          size_t len)
+/* Delivers to the subscriptions v (n of them, from sublist_match; the array may be the list's
+ * own): each gets the message unless it is except's or its client is closing. */
+static size_t deliver_list(client *except, sub *const *v, size_t n, const char *subject,
+                           const char *reply, const void *hdr, size_t hdr_len, const void *data,
+                           size_t len)
 {
-    sub **v;
-    size_t n = sublist_match(s->subs, to, &v), got = 0;
-    if (n == 0) return 0; /* v may be NULL then */
+    size_t got = 0;
     /* Delivery may close a slow consumer and free its subscriptions: take stable copies first
      * by marking, then deliver, skipping closed clients. */
     sub *local[64];
@@ -325,6 +328,36 @@ size_t clients_deliver_as(server *s, client *except, const char *to, const char 
     }
     if (list != local) free(list);
     return got;
+}
+
+size_t clients_deliver_as(server *s, client *except, const char *to, const char *subject,
+                          const char *reply, const void *hdr, size_t hdr_len, const void *data,
+                          size_t len)
+{
+    sub **v;
+    size_t n = sublist_match(s->subs, to, &v);
+    /* The peers first: what they are offered depends on which queue groups are served here. */
+    size_t fwd = route_forward(s, to, subject, reply, hdr, hdr_len, data, len, v, n);
+    if (n == 0) return fwd; /* v may be NULL then */
+    return fwd + deliver_list(except, v, n, subject, reply, hdr, hdr_len, data, len);
+}
+
+size_t clients_deliver_remote(server *s, const char *to, const char *subject, const char *reply,
+                              const void *hdr, size_t hdr_len, const void *data, size_t len,
+                              int plain, int (*want_queue)(void *arg, const char *queue), void *arg)
+{
+    sub **v;
+    size_t n = sublist_match(s->subs, to, &v), k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i]->queue ? want_queue(arg, v[i]->queue) : plain) v[k++] = v[i];
+    if (k == 0) return 0;
+    return deliver_list(NULL, v, k, subject, reply, hdr, hdr_len, data, len);
+}
+
+int clients_interest(const server *s, const char *subject)
+{
+    sub **v;
+    return sublist_match(s->subs, subject, &v) > 0 || route_interest(s, subject);
 }
 
 static void auth_violation(client *c, const char *user, const char *why)
@@ -522,6 +555,7 @@ static int on_sub(client *c, const np_op *op)
     c->subs = sb;
     c->nsubs++;
     sublist_insert(c->s->subs, sb);
+    route_sub_added(c->s, sb);
     return 0;
 }
 

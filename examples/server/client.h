@@ -33,9 +33,20 @@ void clients_request_done(server *s);
 size_t clients_deliver(server *s, client *except, const char *subject, const char *reply,
                        const void *hdr, size_t hdr_len, const void *data, size_t len);
 /* As clients_deliver, to the subscribers of `to` with the message's subject `subject` (a
- * consumer's delivery to a pull request's inbox or a push consumer's deliver subject). */
+ * consumer's delivery to a pull request's inbox or a push consumer's deliver subject). Both
+ * also forward the message to the peers with matching interest (route.h); the count includes
+ * each peer it was sent to. */
 size_t clients_deliver_as(server *s, client *except, const char *to, const char *subject,
                           const char *reply, const void *hdr, size_t hdr_len, const void *data,
                           size_t len);
+/* Delivers a message a peer forwarded (never forwarded again): to the plain subscribers of `to`
+ * if plain, and to one member of each queue group for which want_queue(arg, name) is 1.
+ * Returns how many received it. */
+size_t clients_deliver_remote(server *s, const char *to, const char *subject, const char *reply,
+                              const void *hdr, size_t hdr_len, const void *data, size_t len,
+                              int plain, int (*want_queue)(void *arg, const char *queue),
+                              void *arg);
+/* 1 if a subscriber here or at a peer would receive a message on the literal subject. */
+int clients_interest(const server *s, const char *subject);
 
 #endif

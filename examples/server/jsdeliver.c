@@ -8,15 +8,15 @@
  * status message there (404 No Messages, 408 Request Timeout with the pending counts, 409 ...;
  * nothing after a filled batch), as nats-server sends them; idle heartbeats become "100 Idle
  * Heartbeat". A request without an expiry waits in slices (fetches of PULL_SLICE_NS, asked again
- * while its reply subject still has a subscriber here), and one that meets a leaderless
+ * while its reply subject still has a subscriber), and one that meets a leaderless
  * consumer asks again every PULL_RETRY_MS until it expires, rather than answering an error a
  * client would take for the end of its fetch. A request whose reply subject has no subscriber
- * here is dropped, as nats-server drops it. The library cannot withdraw a fetch its leader
- * holds: a delivery that finds no subscriber for its reply any more (the client left) is
+ * (here or at a peer) is dropped, as nats-server drops it. The library cannot withdraw a fetch its
+ * leader holds: a delivery that finds no subscriber for its reply any more (the client left) is
  * negatively acknowledged at once, so it is redelivered without waiting for its ack wait.
  *
  * A push consumer (deliver_subject) is served by the server that created it, to the
- * subscribers of its deliver subject there (core messages do not cross servers).
+ * subscribers of its deliver subject anywhere in the cluster (route.h forwards its deliveries).
  */
 #include "jsapi_impl.h"
 
@@ -34,13 +34,13 @@
 
 /* ---- push consumers -------------------------------------------------------------------------
  * A push consumer created through this server is served from here: while a client of this
- * server subscribes to its deliver subject, a library subscription (jr_consumer_subscribe) hands
- * its messages over and they are published to the deliver subject with their ack subjects as
- * reply (and "100 Idle Heartbeat" when it has an idle_heartbeat); while nobody subscribes the
- * subscription is closed, so nothing is handed out. A timer looks for the subscriber every
- * PUSH_CHECK_MS; a message handed over after the subscriber left is negatively acknowledged with
- * a delay of PUSH_NAK_DELAY_NS (one that reaches the closed subscription is redelivered after
- * its ack wait). The consumer's deletion ends it. */
+ * server or of a peer subscribes to its deliver subject, a library subscription
+ * (jr_consumer_subscribe) hands its messages over and they are published to the deliver subject
+ * with their ack subjects as reply (and "100 Idle Heartbeat" when it has an idle_heartbeat); while
+ * nobody subscribes the subscription is closed, so nothing is handed out. A timer looks for the
+ * subscriber every PUSH_CHECK_MS; a message handed over after the subscriber left is negatively
+ * acknowledged with a delay of PUSH_NAK_DELAY_NS (one that reaches the closed subscription is
+ * redelivered after its ack wait). The consumer's deletion ends it. */
 
 #define PUSH_CHECK_MS 250
 #define PUSH_NAK_DELAY_NS 1000000000ll
@@ -108,8 +108,7 @@ static void on_push(void *arg, int status, const jr_consumer_msg *m)
 
 static int push_interest(push *p)
 {
-    sub **v;
-    return sublist_match(p->s->subs, p->deliver, &v) > 0;
+    return clients_interest(p->s, p->deliver);
 }
 
 static void on_push_check(uv_timer_t *t)
@@ -187,11 +186,10 @@ static void pull_free(pull *p)
         free(p);
 }
 
-/* 1 while a client of this server subscribes to the request's reply subject. */
+/* 1 while a client of this server or of a peer subscribes to the request's reply subject. */
 static int interest(pull *p)
 {
-    sub **v;
-    return sublist_match(p->s->subs, p->reply, &v) > 0;
+    return clients_interest(p->s, p->reply);
 }
 
 /* Sends "NATS/1.0 <status>" with optional header lines (each ending in CRLF) and no body. */

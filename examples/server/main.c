@@ -3,7 +3,8 @@
  *
  * The loop owns every socket and timer: the node's transport is peer.c, its one timer a
  * uv_timer set to jr_node_deadline(), its clock uv_hrtime(). Clients speak the NATS protocol
- * (client.c) and the JetStream API (jsapi.c). SIGTERM or SIGINT closes the node (which flushes
+ * (client.c) and the JetStream API (jsapi.c); core messages reach the clients of the other
+ * servers over the same peer links (route.c). SIGTERM or SIGINT closes the node (which flushes
  * what is pending), the links and the clients, and exits 0; after SIGKILL a restart with the
  * same wal_dir recovers everything acknowledged (JR_SYNC_ALWAYS: no ack before its fsync).
  *
@@ -24,6 +25,7 @@
 #include "monitor.h"
 #include "peer.h"
 #include "powervfs.h"
+#include "route.h"
 #include "testclock.h"
 #include "server.h"
 #include "sublist.h"
@@ -112,6 +114,7 @@ static void shutdown_server(server *s)
     monitor_stop(s);
     clients_stop(s);
     peers_stop(s);
+    route_stop(s);
     uv_timer_stop(&s->tick);
     uv_close((uv_handle_t *)&s->tick, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
@@ -224,6 +227,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "jetraft-server: %s\n", err);
         return 1;
     }
+    if ((rc = route_start(s)) != 0) {
+        fprintf(stderr, "jetraft-server: %s\n", uv_strerror(rc));
+        jr_node_close(s->node);
+        return 1;
+    }
     if ((rc = peers_start(s)) != 0) {
         fprintf(stderr, "jetraft-server: cluster_listen %s:%d: %s\n", s->cfg.cluster_host,
                 s->cfg.cluster_port, uv_strerror(rc));
@@ -257,6 +265,7 @@ int main(int argc, char **argv)
     uv_loop_close(s->loop);
     peers_free(s);
     clients_free(s);
+    route_free(s);
     sublist_free(s->subs);
     free(peer_names);
     srv_config_free(&s->cfg);

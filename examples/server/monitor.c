@@ -233,6 +233,14 @@ static char *render_metrics(const snap *c, const char *name)
       c->host.client_msgs_out);
     M("slow_consumers_total", "Clients disconnected as slow consumers.", "counter",
       c->host.slow_consumers);
+    M("route_msgs_out_total", "Core messages forwarded to peers.", "counter",
+      c->host.route_msgs_out);
+    M("route_msgs_in_total", "Core messages received from peers.", "counter",
+      c->host.route_msgs_in);
+    M("route_msgs_dropped_total", "Core messages not forwarded: the peer's send queue past half.",
+      "counter", c->host.route_msgs_dropped);
+    M("route_frames_rejected_total", "Route frames rejected (malformed, interest past its bound).",
+      "counter", c->host.route_frames_rejected);
     M("meta_leader", "1 if this server is the meta leader.", "gauge",
       c->have_meta && !strcmp(c->meta_leader, name));
     M("streams", "Streams in the meta state.", "gauge", c->streams);

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "route.h"
+#include "route_wire.h"
 #include "session.h"
 
 #define HELLO_TIMEOUT_MS 5000
@@ -28,8 +30,12 @@ typedef struct plink {
     peer *p;         /* dialer: the peer dialled; acceptor: set once its handshake names it */
     int established; /* the peer's handshake checked out and the link is its peer's link */
     int closing;
-    int handles;        /* handles still open (tcp, timer) */
-    size_t queued;      /* bytes handed to uv_write and not completed */
+    int handles;    /* handles still open (tcp, timer) */
+    size_t queued;  /* bytes handed to uv_write and not completed */
+    uint8_t *batch; /* route messages not sent yet: (len u32 | frame)*, unsealed */
+    size_t batch_len, batch_cap;
+    size_t batch_wire;  /* the bytes they take sealed */
+    int route_dropping; /* routed messages are being dropped (logged once until it drains) */
     struct plink *next; /* in the list of accepted links not yet established */
     char addr[64];      /* the other end's address, for the log */
 } plink;
@@ -96,11 +102,12 @@ static void on_write(uv_write_t *req, int status)
     (void)status; /* a failed write surfaces as a read error and closes the link */
 }
 
-/* Writes len bytes that fill() puts into the buffer; refused past the send queue's bound. */
-static int link_write(plink *l, size_t len, int (*fill)(plink *, const void *, uint8_t *, size_t),
-                      const void *what)
+/* Writes len bytes that fill() puts into the buffer; refused when the send queue (with the
+ * route messages batched for it) would pass limit bytes. */
+static int link_write(plink *l, size_t len, uint64_t limit,
+                      int (*fill)(plink *, const void *, uint8_t *, size_t), const void *what)
 {
-    if (l->queued + len > l->s->cfg.peer_queue_bytes) return -1;
+    if (l->queued + l->batch_wire + len > limit) return -1;
     wreq *w = malloc(sizeof *w + len);
     if (!w) return -1;
     if (fill(l, what, w->data, len)) {
@@ -143,7 +150,7 @@ static int flush_session(plink *l)
     const void *data;
     size_t len;
     session_pending_out(l->ss, &data, &len);
-    return len ? link_write(l, len, fill_pending, data) : 0;
+    return len ? link_write(l, len, l->s->cfg.peer_queue_bytes, fill_pending, data) : 0;
 }
 
 int peers_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
@@ -155,7 +162,8 @@ int peers_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
     for (int i = 0; i < iovcnt; i++) len += iov[i].len;
     frame_ref f = {iov, iovcnt};
     if (!p || !p->link || len > s->cfg.max_frame_bytes ||
-        link_write(p->link, session_sealed_size(p->link->ss, len), fill_frame, &f)) {
+        link_write(p->link, session_sealed_size(p->link->ss, len), s->cfg.peer_queue_bytes,
+                   fill_frame, &f)) {
         if (p) p->frames_dropped++;
         s->stats.peer_frames_dropped++;
         return -1;
@@ -163,6 +171,104 @@ int peers_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
     p->frames_sent++;
     p->bytes_sent += len;
     return 0;
+}
+
+/* Seals the batched route messages, in order, into one write. */
+static int fill_batch(plink *l, const void *what, uint8_t *out, size_t cap)
+{
+    (void)what;
+    size_t off = 0, at = 0;
+    while (off < l->batch_len) {
+        uint32_t len;
+        memcpy(&len, l->batch + off, 4);
+        jr_iovec iov = {l->batch + off + 4, len};
+        size_t n;
+        if (session_seal(l->ss, &iov, 1, out + at, cap - at, &n)) return -1;
+        at += n;
+        off += 4 + (size_t)len;
+    }
+    return 0;
+}
+
+void peers_route_flush(server *s)
+{
+    peers *ps = s->peers;
+    for (size_t i = 0; ps && i < ps->n; i++) {
+        plink *l = ps->v[i].link;
+        if (!l || !l->batch_len) continue;
+        size_t wire = l->batch_wire;
+        l->batch_wire = 0; /* admitted already: counted once, as queued, from here */
+        if (link_write(l, wire, UINT64_MAX, fill_batch, NULL)) {
+            ps->v[i].frames_dropped++;
+            s->stats.route_msgs_dropped++;
+        }
+        l->batch_len = 0;
+        /* Keep a buffer of at most 64 KiB between turns, not the largest burst ever seen. */
+        if (l->batch_cap > (64u << 10)) {
+            free(l->batch);
+            l->batch = NULL;
+            l->batch_cap = 0;
+        }
+    }
+}
+
+/* Appends a route message to the link's batch (written by peers_route_flush). */
+static int batch_add(plink *l, const jr_iovec *iov, int iovcnt, size_t len, uint64_t limit)
+{
+    size_t wire = session_sealed_size(l->ss, len);
+    if (l->queued + l->batch_wire + wire > limit) return -1;
+    if (l->batch_len + 4 + len > l->batch_cap) {
+        size_t nc = l->batch_cap ? l->batch_cap : 16384;
+        while (nc < l->batch_len + 4 + len) nc *= 2;
+        uint8_t *nb = realloc(l->batch, nc);
+        if (!nb) return -1;
+        l->batch = nb;
+        l->batch_cap = nc;
+    }
+    uint32_t l32 = (uint32_t)len;
+    memcpy(l->batch + l->batch_len, &l32, 4);
+    size_t off = l->batch_len + 4;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].len) memcpy(l->batch + off, iov[i].base, iov[i].len);
+        off += iov[i].len;
+    }
+    l->batch_len = off;
+    l->batch_wire += wire;
+    return 0;
+}
+
+int peers_route_send(server *s, size_t idx, const jr_iovec *iov, int iovcnt, int announce)
+{
+    peers *ps = s->peers;
+    peer *p = ps && idx < ps->n ? &ps->v[idx] : NULL;
+    if (!p || !p->link) return -1;
+    size_t len = 0;
+    for (int i = 0; i < iovcnt; i++) len += iov[i].len;
+    uint64_t bound = s->cfg.peer_queue_bytes;
+    frame_ref f = {iov, iovcnt};
+    if (len > s->cfg.max_frame_bytes) return -1;
+    if (!announce) {
+        plink *l = p->link;
+        if (batch_add(l, iov, iovcnt, len, bound / 2) == 0) {
+            /* drained below a quarter: a later episode of drops is logged again */
+            if (l->route_dropping && l->queued + l->batch_wire < bound / 4) l->route_dropping = 0;
+            return 0;
+        }
+        if (!l->route_dropping)
+            srv_log(s,
+                    "link to %s: dropping routed messages (its send queue is past half its "
+                    "bound)",
+                    p->name);
+        l->route_dropping = 1;
+        return -1;
+    }
+    if (link_write(p->link, session_sealed_size(p->link->ss, len), bound + bound / 4, fill_frame,
+                   &f) == 0)
+        return 0;
+    /* Interest must not be lost: the link closes, and comes back with the whole of it. */
+    srv_log(s, "link to %s: an interest announcement did not fit its send queue", p->name);
+    link_close(p->link);
+    return -1;
 }
 
 int peers_connected(const server *s)
@@ -186,6 +292,7 @@ static void on_link_closed(uv_handle_t *h)
 {
     plink *l = h->data;
     if (--l->handles > 0) return;
+    free(l->batch);
     session_free(l->ss);
     free(l);
 }
@@ -201,6 +308,7 @@ static void link_close(plink *l)
     if (p && p->link == l) {
         p->link = NULL;
         srv_log(l->s, "link to %s closed", p->name);
+        route_link_down(l->s, (size_t)(p - ps->v));
     }
     if (p && p->dialing == l) p->dialing = NULL;
     uv_close((uv_handle_t *)&l->tcp, on_link_closed);
@@ -240,6 +348,7 @@ static int establish(plink *l)
     uv_timer_stop(&l->hello_timer);
     s->stats.peer_connects++;
     srv_log(s, "link to %s up", p->name);
+    route_link_up(s, (size_t)(p - s->peers->v));
     return 0;
 }
 
@@ -248,7 +357,10 @@ static int on_frame(void *arg, const uint8_t *f, size_t len)
     plink *l = arg;
     server *s = l->s;
     if (!l->established && establish(l)) return -1;
-    if (jr_node_recv(s->node, l->p->name, f, len) != 0) s->stats.peer_frames_rejected++;
+    if (rw_is_route(f, len))
+        route_recv(s, (size_t)(l->p - s->peers->v), f, len);
+    else if (jr_node_recv(s->node, l->p->name, f, len) != 0)
+        s->stats.peer_frames_rejected++;
     return 0;
 }
 

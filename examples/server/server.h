@@ -18,6 +18,7 @@ typedef struct peers peers;
 typedef struct clients clients;
 typedef struct sublist sublist;
 typedef struct monitor monitor;
+typedef struct routes routes;
 
 /* Counters kept by the host (the node keeps its own: jr_node_stats). */
 typedef struct srv_stats {
@@ -36,6 +37,10 @@ typedef struct srv_stats {
     uint64_t peer_frames_dropped; /* the peer's send queue was full or the link down */
     uint64_t peer_frames_rejected;
     uint64_t peer_connects;
+    uint64_t route_msgs_out;        /* MSG route frames sent to peers */
+    uint64_t route_msgs_in;         /* MSG route frames received and delivered here */
+    uint64_t route_msgs_dropped;    /* not sent: the peer's send queue past half its bound */
+    uint64_t route_frames_rejected; /* malformed route frames, interest past the bound */
 } srv_stats;
 
 typedef struct server {
@@ -49,6 +54,7 @@ typedef struct server {
     peers *peers;
     clients *clients;
     sublist *subs;
+    routes *routes; /* core NATS across the cluster (route.h) */
     monitor *mon;
     srv_stats stats;
     char server_id[24];
