@@ -32,6 +32,7 @@ typedef struct auth_job {
     size_t pass_len;
     int system;
     int ok;
+    const char *refuse; /* why the connection is refused whatever the check says, or NULL */
     char user[128];
 } auth_job;
 
@@ -392,8 +393,8 @@ static void auth_done(uv_work_t *req, int status)
         return;
     }
     c->job = NULL;
-    if (status != 0 || !j->ok) {
-        auth_violation(c, j->user, "wrong password");
+    if (status != 0 || !j->ok || j->refuse) {
+        auth_violation(c, j->user, j->refuse ? j->refuse : "wrong password");
     } else {
         c->auth = AUTH_OPEN;
         c->system = j->system;
@@ -412,7 +413,10 @@ static void auth_done(uv_work_t *req, int status)
 }
 
 /* CONNECT on a server with users: looks the user up and starts the password check. Returns 1
- * (the check is under way: nothing more is read until it completes) or -1 (refused, closed). */
+ * (the check is under way: nothing more is read until it completes) or -1 (refused, closed).
+ * A missing or unknown user and a missing password are refused only after a check against a
+ * configured user's hash, so the answer takes as long as a wrong password's and its timing does
+ * not tell which user names exist. */
 static int auth_start(client *c, json_t *j)
 {
     const char *user = json_string_value(json_object_get(j, "user"));
@@ -420,21 +424,23 @@ static int auth_start(client *c, json_t *j)
     const srv_user *u = NULL;
     for (size_t i = 0; user && i < c->s->cfg.nusers; i++)
         if (!strcmp(c->s->cfg.users[i].user, user)) u = &c->s->cfg.users[i];
-    if (!u || !json_is_string(pj)) {
-        auth_violation(c, user, !user ? "no user" : !u ? "unknown user" : "no password");
-        return -1;
-    }
+    const char *refuse = !user ? "no user" : !u ? "unknown user" : NULL;
+    if (!refuse && !json_is_string(pj)) refuse = "no password";
+    const char *pass = json_is_string(pj) ? json_string_value(pj) : "";
+    size_t pass_len = json_is_string(pj) ? json_string_length(pj) : 0;
+    if (!u) u = &c->s->cfg.users[0];
     auth_job *job = calloc(1, sizeof *job);
-    if (job) job->pass = malloc(json_string_length(pj) + 1);
+    if (job) job->pass = malloc(pass_len + 1);
     if (!job || !job->pass) {
         free(job);
         client_close(c, NULL);
         return -1;
     }
-    job->pass_len = json_string_length(pj);
-    memcpy(job->pass, json_string_value(pj), job->pass_len + 1);
+    job->pass_len = pass_len;
+    memcpy(job->pass, pass, pass_len + 1);
+    job->refuse = refuse;
     snprintf(job->hash, sizeof job->hash, "%s", u->hash);
-    snprintf(job->user, sizeof job->user, "%s", u->user);
+    snprintf(job->user, sizeof job->user, "%s", user ? user : "");
     job->system = u->system;
     job->c = c;
     job->req.data = job;

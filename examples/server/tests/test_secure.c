@@ -196,7 +196,8 @@ int main(int argc, char **argv)
     bad = dial(client_port[0], 0);
     memset(&bb, 0, sizeof bb);
     send_str(bad, "CONNECT {\"verbose\":false,\"user\":\"nobody\",\"pass\":\"pw-app\"}\r\n");
-    expect(bad, &bb, "-ERR 'Authorization Violation'\r\n", "unknown user");
+    expect(bad, &bb, "-ERR 'Authorization Violation'\r\n",
+           "unknown user with a known user's password");
     close(bad);
     bad = dial(client_port[0], 0);
     memset(&bb, 0, sizeof bb);
