@@ -743,9 +743,23 @@ int jr__mm_joining(jr__js *js);
  * (the group was destroyed and its WAL DROP waits for memory: try again later), or an error
  * (logged). */
 int jr__srep_create(jr__js *js, const jr__meta_stream *s);
-/* 1 if this server is an original peer of s dropped by s's first, unconverged peer change. */
+/* What the origin-peer rule reads of a stream or consumer assignment. */
+typedef struct jr__origin_facts {
+    const char *const *origin; /* the peer set at the first change (NULL: none recorded) */
+    size_t norigin;
+    uint64_t created, converged_at; /* meta indexes of its creation and last convergence */
+    int busy;                       /* a peer change has not converged */
+    int has_peer;                   /* the current peer set names this server */
+} jr__origin_facts;
+/* 1 if this server is an original peer that the first, unconverged peer change since the
+ * creation drops: it runs a replica bootstrapped with the creation's peers until the change
+ * converged (stream_replica.c, the rule's argument). */
+int jr__js_origin_peer(const jr__js *js, const jr__origin_facts *f);
+/* jr__js_origin_peer for stream s. */
 int jr__srep_origin_peer(const jr__js *js, const jr__meta_stream *s);
-/* Creates the replicas jr__srep_origin_peer says this server runs and does not. 0/ENOMEM. */
+/* Creates the replicas jr__srep_origin_peer and jr__crep_origin_peer say this server runs and
+ * does not (a consumer's once its stream's replica runs here). 0, JR_EBUSY or JR_ENOMEM (the
+ * convergence comes back). */
 int jr__srep_sweep_origins(jr__js *js);
 /* The assignment changed: take its config and peers. */
 void jr__srep_update(jr__srep *r, const jr__meta_stream *s);
@@ -813,9 +827,11 @@ int jr__srep_stage_read(jr__srep *r, const jr__route *rt, uint8_t what, uint64_t
 
 /* consumer_replica.c ---------------------------------------------------------------------------*/
 
-/* Creates the local replica of consumer c (its group bootstrapped by c's peers). 0, JR_EBUSY
+/* Creates the local replica of consumer c (bootstrapped or joined: boot_peers). 0, JR_EBUSY
  * (its group's WAL DROP waits: try again later) or an error (logged). */
 int jr__crep_create(jr__js *js, const jr__meta_consumer *c);
+/* jr__js_origin_peer for consumer c. */
+int jr__crep_origin_peer(const jr__js *js, const jr__meta_consumer *c);
 /* The assignment changed: take its config. */
 void jr__crep_update(jr__crep *r, const jr__meta_consumer *c);
 /* Removes the local replica; purge = 1 also releases its group (freed, dropped from the WAL).

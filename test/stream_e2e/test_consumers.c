@@ -1499,6 +1499,87 @@ START_TEST(priority_groups)
 }
 END_TEST
 
+/* Consumer `name` of stream `stream` in node i's meta state (NULL: node i is down or does not
+ * know it). */
+static const jr__meta_consumer *meta_consumer(e2e *c, unsigned i, const char *stream,
+                                              const char *name)
+{
+    jr_node *n = e2e_node(c, i);
+    const jr__meta_stream *s =
+        n && jr__js_of(n) ? jr__meta_stream_find(&jr__js_of(n)->st, stream) : NULL;
+    return s ? jr__meta_consumer_find(s, name) : NULL;
+}
+
+/* The consumer version of test_replicas' shrink before the first leader: an R2 consumer created
+ * while one of its stream's two servers had just crashed, then its stream shrunk to R1 (the
+ * meta leader drops the server that is down, and the consumer goes along) before the consumer's
+ * group ever had a leader. The group's configuration still has both original peers, and the
+ * consumer's peer change needs a leader, which needs both. The dropped server held no replica
+ * of the consumer (it was down at the creation); when it comes back it runs one of the original
+ * peer set until the change converged, so the group elects, the shrink completes, the consumer
+ * delivers, and the dropped server lets its replica go. */
+START_TEST(a_consumer_shrunk_before_its_first_leader_completes_when_the_dropped_peer_returns)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    for (unsigned i = 0; i < 3; i++) {
+        c.tags[i][0] = i < 2 ? "ssd" : "hdd";
+        c.ntags[i] = 1;
+    }
+    ck_assert_int_eq(e2e_new(&c, 3, 811, 3000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 30 * SEC), 0);
+    int m = e2e_meta_leader(&c);
+    ck_assert_int_ge(m, 0);
+    unsigned down = m == 0 ? 1 : 0, up = 1 - down;
+    static const char *ssd[] = {"ssd"};
+    const char *subj[] = {"orig.>"};
+    jr_stream_config scfg;
+    e2e_config(&scfg, "ORIG", subj, 1, 2);
+    scfg.placement = e2e_placement(NULL, ssd, 1);
+    e2e_res er;
+    ck_assert_msg(e2e_add(&c, (unsigned)m, &scfg, &er) == 0, "add: %s", er.msg);
+    ck_assert_int_ge(e2e_wait_stream(&c, (unsigned)m, "ORIG", 1, 30 * SEC), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, down), 0);
+    cres r;
+    jr_consumer_config cfg;
+    durable(&cfg, "first");
+    ck_assert_msg(create(&c, (unsigned)m, "ORIG", &cfg, &r) == 0, "create: %s", r.msg);
+    const jr__meta_consumer *mc = meta_consumer(&c, (unsigned)m, "ORIG", "first");
+    ck_assert_ptr_nonnull(mc);
+    ck_assert_uint_eq(mc->npeers, 2); /* both of its stream's servers, one of them down */
+    jr_sim_run_for(c.sim, 5 * SEC);   /* the meta leader sees it offline */
+    ck_assert_int_eq(e2e_consumer_leader(&c, up, "ORIG", "first"), -1); /* one of two voters */
+    scfg.replicas = 1;
+    ck_assert_msg(e2e_update(&c, (unsigned)m, &scfg, &er) == 0, "shrink: %s", er.msg);
+    mc = meta_consumer(&c, (unsigned)m, "ORIG", "first");
+    ck_assert_ptr_nonnull(mc);
+    ck_assert_uint_eq(mc->npeers, 1);
+    char upname[8];
+    snprintf(upname, sizeof upname, "n%u", up);
+    ck_assert_str_eq(mc->peers[0], upname);
+    ck_assert_int_eq(e2e_restart(&c, down), 0);
+    int led = 0;
+    for (int tries = 0; tries < 300 && !led; tries++) {
+        jr_sim_run_for(c.sim, 100 * MS);
+        mc = meta_consumer(&c, up, "ORIG", "first");
+        led = mc && !jr__meta_consumer_busy(mc) &&
+              e2e_consumer_leader(&c, up, "ORIG", "first") == (int)up;
+    }
+    ck_assert_msg(led, "the consumer never elected a leader and converged");
+    ck_assert_int_eq(e2e_publish(&c, up, "orig.x", "x", 1, NULL, &er), 0);
+    ck_assert_int_eq(fetch(&c, up, "ORIG", "first", 1, 2 * SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    uint64_t d, applied;
+    for (int tries = 0; tries < 100 && e2e_consumer_digest(&c, down, "ORIG", "first", &d,
+                                                           &applied) != JR_ENOTFOUND;
+         tries++)
+        jr_sim_run_for(c.sim, 100 * MS);
+    ck_assert_msg(e2e_consumer_digest(&c, down, "ORIG", "first", &d, &applied) == JR_ENOTFOUND,
+                  "the dropped server kept its consumer replica");
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -1530,6 +1611,11 @@ int main(void)
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
+    TCase *origins = tcase_create("origins");
+    tcase_set_timeout(origins, 120);
+    tcase_add_test(
+        origins, a_consumer_shrunk_before_its_first_leader_completes_when_the_dropped_peer_returns);
+    suite_add_tcase(s, origins);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
