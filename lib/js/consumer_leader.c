@@ -11,7 +11,8 @@
  * entry of its own term included): then its state holds every delivery any earlier leader
  * recorded, and its cursor (next stream seq, next consumer seq) starts after them. A consumer
  * that never delivered fixes its start position with a SKIP record first (deliver new, last,
- * by start sequence or time), so every later leader starts from the same place.
+ * by start sequence or time), so every later leader starts from the same place; it waits for a
+ * readable local replica of its stream to do so (its peer change needs only its log applied).
  *
  * Pull requests end as JetStream's do (jr_fetch_end): batch filled (0), 404 No Messages
  * (no_wait), 408 Request Timeout, 409 for limits, leadership change or deletion. A request is
@@ -269,23 +270,33 @@ void jr__clead_role_changed(jr__crep *r)
 }
 
 /* 1 once the leader applied its whole log, an entry of its term included. */
+/* 1 once r's leader applied its whole log, an entry of its own term included. */
+static int log_applied(jr__crep *r)
+{
+    const jr__raft *c = jr__group_consensus(r->g);
+    uint64_t last = jr__raft_last_index(c);
+    jr__entry e;
+    return jr__group_applied(r->g) >= last && jr__raft_entry(c, last, &e) == 0 &&
+           e.term == r->lead->term;
+}
+
 static int check_ready(jr__crep *r)
 {
     jr__clead *l = r->lead;
     if (l->ready) return 1;
-    const jr__raft *c = jr__group_consensus(r->g);
-    uint64_t last = jr__raft_last_index(c);
-    jr__entry e;
-    if (jr__group_applied(r->g) < last || jr__raft_entry(c, last, &e) != 0 || e.term != l->term)
-        return 0;
+    if (!log_applied(r)) return 0;
     const jr__cseqs *d = jr__cstate_delivered(&r->st);
+    jr__store *s = stream_store(r);
+    /* The first leader fixes the start position from its stream's store; without a readable
+     * local replica (catching up, or none on this server: a consumer whose stream moved on
+     * while its change was stalled) it cannot know where the stream ends, and waits. */
+    if (!d->consumer_seq && !d->stream_seq && !s) return 0;
     l->next_dseq = d->consumer_seq + 1;
     l->cursor = d->stream_seq + 1;
     l->ready = 1;
     if (d->consumer_seq || d->stream_seq) return 1;
     /* the first leader: fix the start position (every later leader starts after it) */
     const jr_consumer_config *cfg = &r->as->cfg->c;
-    jr__store *s = stream_store(r);
     jr__store_state ss;
     memset(&ss, 0, sizeof ss);
     if (s) jr__store_state_get(s, &ss);
@@ -900,7 +911,8 @@ void jr__clead_timer(jr__js *js, jr__jtimer *t)
 {
     jr__crep *r = (jr__crep *)((char *)t - offsetof(jr__crep, timer));
     if (!r->lead) return;
-    if (r->lead->ready && jr__node_now(js->n) >= r->lead->duty_at) {
+    /* its peer change needs its whole log applied, not a start position fixed */
+    if ((r->lead->ready || log_applied(r)) && jr__node_now(js->n) >= r->lead->duty_at) {
         uint64_t next = UINT64_MAX;
         jr__crep_members_duty(r, &next);
         r->lead->duty_at = next;

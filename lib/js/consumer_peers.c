@@ -152,3 +152,19 @@ void jr__crep_members_duty(jr__crep *r, uint64_t *next)
     jr__mnode_report_consumer_converged(js, c, &f);
     *next = soon;
 }
+
+int jr__crep_change_stalled(jr__js *js, const jr__meta_consumer *c, const char **who)
+{
+    /* the voters when the change began: its origin's peers (the peer set the first change
+     * left); the current ones when none is recorded (a cancel returning) */
+    const char *const *v = c->origin ? c->origin->peers : c->peers;
+    size_t nv = c->origin ? c->origin->npeers : c->npeers, up = 0;
+    *who = NULL;
+    for (size_t i = 0; i < nv; i++) {
+        if (jr__mnode_online(js, v[i], NULL))
+            up++;
+        else if (!*who)
+            *who = v[i];
+    }
+    return nv > 0 && up < nv / 2 + 1;
+}

@@ -860,6 +860,11 @@ void jr__crep_group_name(const jr__crep *r, char *buf, size_t cap);
 /* The leader's step towards its consumer's peer set (one membership change at a time, then
  * STREAM_CONVERGED for its group); *next is pulled in while work is left. */
 void jr__crep_members_duty(jr__crep *r, uint64_t *next);
+/* 1 if consumer c's peer change cannot progress now as this server sees it: a majority of the
+ * voters its group had when the change began is offline, so the group has no leader to drive
+ * it. Its stream's own peer change does not wait for it (stream_peers.c); *who names one of the
+ * offline voters. */
+int jr__crep_change_stalled(jr__js *js, const jr__meta_consumer *c, const char **who);
 
 /* consumer_leader.c ----------------------------------------------------------------------------*/
 

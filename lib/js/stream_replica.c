@@ -1020,7 +1020,13 @@ int jr__srep_sweep_stashes(jr__js *js)
              * converged. After the replay at open and its stream's replica, as converge
              * creates one; until then the stash waits and convergence comes back. */
             if (jr__crep_find(js, id)) continue;
-            if (!jr__mnode_replayed(js) || !jr__srep_find(js, mc->stream->group)) {
+            /* A stream that moved on without this server while the consumer's change was
+             * stalled (stream_peers.c consumer_moving) has no replica to wait for here: the
+             * consumer's replica runs without one, so its leader can complete the change. */
+            const jr__meta_stream *ms = mc->stream;
+            int stream_here = jr__meta_stream_has_peer(ms, js->name) || jr__meta_stream_busy(ms) ||
+                              jr__srep_origin_peer(js, ms);
+            if (!jr__mnode_replayed(js) || (stream_here && !jr__srep_find(js, ms->group))) {
                 rc = JR_EBUSY;
                 continue;
             }

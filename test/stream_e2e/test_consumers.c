@@ -3,6 +3,7 @@
  * ack wait and NAK; termination; the leader's failover keeping delivery counts exact. */
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "e2e.h"
@@ -1580,6 +1581,121 @@ START_TEST(a_consumer_shrunk_before_its_first_leader_completes_when_the_dropped_
 }
 END_TEST
 
+/* 1 if the peer list names server `name`. */
+static int names(const char *const *peers, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(peers[i], name) == 0) return 1;
+    return 0;
+}
+
+/* 1 once the leader of ORDERS on some server has a move status of type MEMBERSHIP naming
+ * consumer "solo" under-replicated. */
+static int told_under_replicated(void *arg, jr_sim *sim)
+{
+    e2e *c = arg;
+    (void)sim;
+    for (unsigned i = 0; i < 4; i++) {
+        jr_node *n = e2e_node(c, i);
+        jr__js *js = n ? jr__js_of(n) : NULL;
+        const jr__meta_stream *s = js ? jr__meta_stream_find(&js->st, "ORDERS") : NULL;
+        jr__srep *r = s ? jr__srep_find(js, s->group) : NULL;
+        if (r && r->mw && r->mw->note.status == JR_MOVE_MEMBERSHIP &&
+            strstr(r->mw->note.desc, "consumer 'solo' stays under-replicated"))
+            return 1;
+    }
+    return 0;
+}
+
+/* A consumer whose peer change cannot converge does not hold up its stream's move: an R1
+ * consumer's only server crashes and is evacuated from its R3 stream. The consumer's group has
+ * no leader to move it, so the stream moves on (its move status says the consumer stays
+ * under-replicated) and converges without that server; the consumer keeps its busy assignment
+ * and its replica on the server that is down. Nothing is dropped: when the server is back, its
+ * replica (without a replica of the stream there) leads the consumer's change to the new peer,
+ * and the consumer goes on with the state it had (ack floor, pending). */
+START_TEST(a_stalled_consumer_does_not_block_its_stream_s_move)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(e2e_new(&c, 4, 41, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 4, 10 * SEC), 0);
+    const char *subj[] = {"orders.>"};
+    jr_stream_config scfg;
+    e2e_config(&scfg, "ORDERS", subj, 1, 3);
+    e2e_res er;
+    ck_assert_int_eq(e2e_add(&c, 0, &scfg, &er), 0);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 2, 10 * SEC), 0);
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_eq(e2e_publish(&c, 0, "orders.x", "m", 1, NULL, &er), 0);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "solo");
+    cfg.num_replicas = 1;
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    const jr__meta_consumer *mc = meta_consumer(&c, 0, "ORDERS", "solo");
+    ck_assert_ptr_nonnull(mc);
+    ck_assert_uint_eq(mc->npeers, 1);
+    char xname[8];
+    snprintf(xname, sizeof xname, "%s", mc->peers[0]);
+    unsigned x = (unsigned)(xname[1] - '0');
+    unsigned via = (x + 1) % 4;
+    for (int tries = 0; tries < 100 && e2e_consumer_leader(&c, x, "ORDERS", "solo") != (int)x;
+         tries++)
+        jr_sim_run_for(c.sim, 100 * MS);
+    ck_assert_int_eq(fetch(&c, via, "ORDERS", "solo", 4, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 4);
+    for (size_t i = 0; i < 3; i++) ck_assert_int_eq(ack(&c, via, r.token[i], JR_ACK_ACK, 0, &a), 0);
+    /* its only server goes down and is evacuated from the stream */
+    ck_assert_int_eq(jr_sim_crash(c.sim, x), 0);
+    jr_sim_run_for(c.sim, 3 * SEC); /* seen offline */
+    memset(&er, 0, sizeof er);
+    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, via), "ORDERS", xname, e2e_admin_cb, &er), 0);
+    ck_assert_int_eq(e2e_wait(&c, &er, 30 * SEC), 0);
+    ck_assert_msg(er.status == 0, "evacuate: %s %s", jr_err_name(er.status), er.msg);
+    /* the stream's leader removes the server with a move status naming the consumer left
+     * under-replicated (short-lived: watched at every step of the fixture) */
+    ck_assert_int_eq(jr_sim_run_until(c.sim, told_under_replicated, &c, 30 * SEC), 0);
+    int moved = 0;
+    for (int tries = 0; tries < 300 && !moved; tries++) {
+        jr_sim_run_for(c.sim, 100 * MS);
+        unsigned p[8];
+        int np = e2e_meta_peers(&c, via, "ORDERS", p, 8);
+        moved = e2e_meta_busy(&c, via, "ORDERS") == 0 && np == 3;
+        for (int i = 0; i < np; i++) moved &= p[i] != x;
+    }
+    ck_assert_msg(moved, "the stream's move never converged without %s", xname);
+    mc = meta_consumer(&c, via, "ORDERS", "solo");
+    ck_assert_ptr_nonnull(mc);
+    ck_assert(jr__meta_consumer_busy(mc)); /* still on its way, kept where it was */
+    ck_assert(!names(mc->peers, mc->npeers, xname));
+    /* the server comes back: the consumer completes its move with its state */
+    ck_assert_int_eq(e2e_restart(&c, x), 0);
+    int done = 0;
+    for (int tries = 0; tries < 600 && !done; tries++) {
+        jr_sim_run_for(c.sim, 100 * MS);
+        mc = meta_consumer(&c, via, "ORDERS", "solo");
+        done = mc && !jr__meta_consumer_busy(mc);
+    }
+    ck_assert_msg(done, "the consumer's move never converged once %s was back", xname);
+    ck_assert_int_eq(info(&c, via, "ORDERS", "solo", &a), 0);
+    ck_assert_uint_eq(a.info.ack_floor.stream_seq, 3);
+    ck_assert_uint_eq(a.info.delivered.stream_seq, 4);
+    ck_assert_uint_eq(a.info.num_ack_pending, 1);
+    ck_assert_str_ne(a.leader, xname);
+    ck_assert_int_eq(fetch(&c, via, "ORDERS", "solo", 6, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 6);
+    ck_assert_uint_eq(r.sseq[0], 5);
+    uint64_t d, applied;
+    for (int tries = 0;
+         tries < 100 && e2e_consumer_digest(&c, x, "ORDERS", "solo", &d, &applied) != JR_ENOTFOUND;
+         tries++)
+        jr_sim_run_for(c.sim, 100 * MS);
+    ck_assert_int_eq(e2e_consumer_digest(&c, x, "ORDERS", "solo", &d, &applied), JR_ENOTFOUND);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -1611,10 +1727,11 @@ int main(void)
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
-    TCase *origins = tcase_create("origins");
+    TCase *origins = tcase_create("peer_changes");
     tcase_set_timeout(origins, 120);
     tcase_add_test(
         origins, a_consumer_shrunk_before_its_first_leader_completes_when_the_dropped_peer_returns);
+    tcase_add_test(origins, a_stalled_consumer_does_not_block_its_stream_s_move);
     suite_add_tcase(s, origins);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
