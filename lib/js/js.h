@@ -322,11 +322,15 @@ typedef struct jr__pull {
     uint8_t listed; /* on the FIFO */
     int end_code;
     const char *end_text;
-    uint32_t inflight; /* deliveries proposed for it, not yet applied */
+    uint32_t inflight; /* deliveries proposed for it, not yet applied or held */
     uint32_t got;      /* messages in buf */
     uint64_t bytes;    /* message bytes handed to it or in flight for it (answer_cap) */
     uint64_t barrier;  /* the read barrier it waits for: the first sent after it arrived */
     jr__buf buf;       /* the messages handed to it so far (the response's tail) */
+    jr__crec *held;    /* deliveries applied before its barrier passed, handed out (or given
+                          up) once it has (consumer_leader.c "Read barrier"); counted in
+                          inflight */
+    uint32_t nheld, capheld;
 } jr__pull;
 
 /* What one staged record of a consumer leader waits for. */

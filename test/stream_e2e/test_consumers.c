@@ -1366,6 +1366,60 @@ START_TEST(a_fetch_never_delivers_what_was_deleted_before_it)
 }
 END_TEST
 
+/* The read barrier's round trip overlaps the delivery's: new messages are chosen and recorded
+ * while the barrier is in flight, and handed out only once it passed, read from the store again
+ * then. Here the consumer leader's replica of the stream applies a delete 20 ms late, after the
+ * fetch chose the deleted message from it: the message is
+ * recorded (its consumer seq taken) and terminated, never handed out; the others are. */
+START_TEST(a_message_chosen_ahead_of_the_barrier_and_deleted_is_not_handed_out)
+{
+    e2e c;
+    setup(&c, 43, 6);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "ahead");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "ahead", 3, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 3);
+    for (size_t i = 0; i < 3; i++) ck_assert_int_eq(ack(&c, 0, r.token[i], JR_ACK_ACK, 0, &a), 0);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "ahead", &a), 0);
+    unsigned cl = node_named(a.leader);
+    ck_assert_uint_lt(cl, 3);
+    e2e_res er;
+    ck_assert_int_eq(e2e_info(&c, 0, "ORDERS", &er), 0);
+    unsigned sl = node_named(er.leader);
+    ck_assert_uint_lt(sl, 3);
+    if (sl == cl) { /* the stream's leader elsewhere */
+        char to[16];
+        sl = (cl + 1) % 3;
+        snprintf(to, sizeof to, "n%u", sl);
+        ck_assert_msg(e2e_stepdown(&c, cl, "ORDERS", to, &er) == 0, "stepdown: %s", er.msg);
+    }
+    unsigned x = 3 - cl - sl;
+    jr_sim_run_for(c.sim, 300 * MS);
+    /* the stream leader's frames reach the consumer's leader 20 ms late: the delete commits on
+     * sl and x, and cl's replica applies it after the fetch below chose its messages */
+    jr_sim_link slow;
+    jr_sim_link_init(&slow);
+    slow.delay_min_ns = slow.delay_max_ns = 20 * MS;
+    ck_assert_int_eq(jr_sim_set_link(c.sim, sl, cl, &slow), 0);
+    jr_sim_run_for(c.sim, 100 * MS);
+    ck_assert_int_eq(e2e_msg_delete(&c, x, "ORDERS", 5, &er), 0);
+    uint64_t sums[8];
+    ck_assert_int_ge(e2e_checksums(&c, cl, "ORDERS", sums, 8), 6);
+    ck_assert_msg(sums[4], "the consumer leader's replica is not behind");
+    ck_assert_int_eq(fetch(&c, x, "ORDERS", "ahead", 10, SEC, 0, &r), 0);
+    ck_assert_msg(!fetched(&r, 5), "a fetch issued after the delete delivered the message");
+    ck_assert(fetched(&r, 4) && fetched(&r, 6));
+    ck_assert_int_eq(info(&c, x, "ORDERS", "ahead", &a), 0);
+    ck_assert_uint_eq(node_named(a.leader), cl);
+    ck_assert_uint_eq(a.info.delivered.stream_seq, 6);
+    ck_assert_uint_eq(a.info.delivered.consumer_seq, 6); /* 5 was recorded, then terminated */
+    ck_assert_uint_eq(a.info.num_ack_pending, 2);
+    e2e_free(&c);
+}
+END_TEST
+
 /* Starts a fetch with priority fields (group, overflow conditions, pin id, priority). */
 static void pfetch(e2e *c, unsigned node, const char *name, int64_t batch, int64_t expires,
                    const char *group, int64_t min_pending, const char *id, int priority, cres *r)
@@ -1722,11 +1776,15 @@ int main(void)
     tcase_add_test(tc, a_fetch_hands_out_messages_before_its_batch_fills);
     tcase_add_test(tc, ack_samples_report_latency);
     tcase_add_test(tc, a_purge_moves_consumers_past_what_is_gone);
-    tcase_add_test(tc, a_fetch_never_delivers_what_was_deleted_before_it);
     tcase_add_test(tc, priority_groups);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
+    TCase *barrier = tcase_create("barrier");
+    tcase_set_timeout(barrier, 120);
+    tcase_add_test(barrier, a_fetch_never_delivers_what_was_deleted_before_it);
+    tcase_add_test(barrier, a_message_chosen_ahead_of_the_barrier_and_deleted_is_not_handed_out);
+    suite_add_tcase(s, barrier);
     TCase *origins = tcase_create("peer_changes");
     tcase_set_timeout(origins, 120);
     tcase_add_test(
