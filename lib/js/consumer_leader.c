@@ -673,9 +673,10 @@ static void hand_out(jr__crep *r, jr__pull *p, const jr__crec *rec, const jr__st
 /* Hands out the deliveries held for pulls whose barrier passed, reading each message from the
  * local store again: it now reflects every removal acknowledged before the pull arrived, so a
  * message still there was removed by none of them, and one gone is not handed out (terminated,
- * as a message deleted between its choice and its apply). A pull that expired before its
- * barrier passed gives its held deliveries up: they stay pending and are redelivered after
- * their ack wait, as a delivery lost on its way to the client. */
+ * as a message deleted between its choice and its apply). A pull that expired meanwhile is
+ * answered once its held deliveries are handed out (its barrier is sent again until one
+ * passes): a recorded delivery is given up only with the leadership, as one in flight is, so
+ * every recorded delivery reaches its request unless that leader is lost. */
 static void release_held(jr__crep *r, uint64_t applied)
 {
     jr__clead *l = r->lead;
@@ -683,12 +684,11 @@ static void release_held(jr__crep *r, uint64_t applied)
     for (jr__pull *p = l->phead, *nx; p; p = nx) {
         nx = p->next;
         if (!p->nheld) continue;
-        int passed = barrier_passed(l, p, applied);
-        if (!passed && jr__node_now(r->js->n) < p->expires_at) continue;
+        if (!barrier_passed(l, p, applied)) continue;
         for (uint32_t i = 0; i < p->nheld; i++) {
             const jr__crec *rec = &p->held[i];
             jr__store_msg m;
-            int where = passed ? find_redelivery(r, s, rec->sseq, &m) : -1;
+            int where = find_redelivery(r, s, rec->sseq, &m);
             if (where > 0) {
                 hand_out(r, p, rec, &m);
                 continue;
@@ -970,8 +970,7 @@ static void step(jr__crep *r)
         if (at < next) next = at;
     }
     for (jr__pull *p = l->phead; p; p = p->next) {
-        if ((!p->ended || p->nheld) && p->expires_at < next)
-            next = p->expires_at; /* held deliveries are given up then */
+        if (!p->ended && p->expires_at < next) next = p->expires_at;
         if (!p->ended && p->hb_at < next && barrier_passed(l, p, applied))
             next = p->hb_at; /* a pull waiting for its barrier is not idle yet */
     }
