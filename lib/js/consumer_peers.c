@@ -11,6 +11,9 @@
  *
  * It runs from the leader's timer (consumer_leader.c jr__clead_timer), a heartbeat apart while
  * work is left; a change still in flight makes the next call JR_EBUSY, which only means "later".
+ * It needs the leader's log applied, not a replica of the stream on its server: a consumer left
+ * behind by its stream's move (jr__crep_change_stalled, which the stream's leader asks before it
+ * stops waiting for the consumer) completes its change from wherever its replicas are.
  */
 #include <stdarg.h>
 #include <stdio.h>
