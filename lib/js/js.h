@@ -762,8 +762,7 @@ int jr__js_origin_peer(const jr__js *js, const jr__origin_facts *f);
 /* jr__js_origin_peer for stream s. */
 int jr__srep_origin_peer(const jr__js *js, const jr__meta_stream *s);
 /* Creates the replicas jr__srep_origin_peer and jr__crep_origin_peer say this server runs and
- * does not (a consumer's once its stream's replica runs here). 0, JR_EBUSY or JR_ENOMEM (the
- * convergence comes back). */
+ * does not. 0, JR_EBUSY or JR_ENOMEM (the convergence comes back). */
 int jr__srep_sweep_origins(jr__js *js);
 /* The assignment changed: take its config and peers. */
 void jr__srep_update(jr__srep *r, const jr__meta_stream *s);

@@ -1108,9 +1108,9 @@ int jr__srep_sweep_origins(jr__js *js)
                          s->name);
             if (jr__srep_create(js, s) != 0) rc = JR_ENOMEM;
         }
-        /* the stream's consumers, by the same rule, once the stream's replica here runs (a
-         * consumer replica reads its stream's) */
-        if (!jr__srep_find(js, s->group)) continue;
+        /* the stream's consumers, by the same rule; with or without a replica of the stream
+         * here (one the stream's own change left behind): such a replica is there to elect
+         * the leader that completes the change, whose peer duty needs no stream replica */
         for (size_t k = 0; k < s->nconsumers; k++) {
             const jr__meta_consumer *c = s->consumers[k];
             if (!jr__crep_origin_peer(js, c) || jr__crep_find(js, c->group)) continue;
