@@ -11,7 +11,8 @@
  * entry of its own term included): then its state holds every delivery any earlier leader
  * recorded, and its cursor (next stream seq, next consumer seq) starts after them. A consumer
  * that never delivered fixes its start position with a SKIP record first (deliver new, last,
- * by start sequence or time), so every later leader starts from the same place.
+ * by start sequence or time), so every later leader starts from the same place; it waits for a
+ * readable local replica of its stream to do so (its peer change needs only its log applied).
  *
  * Pull requests end as JetStream's do (jr_fetch_end): batch filled (0), 404 No Messages
  * (no_wait), 408 Request Timeout, 409 for limits, leadership change or deletion. A request is
@@ -36,10 +37,20 @@
  * time and serves every pull that arrived before it was sent; a replica that never catches up
  * leaves its pulls waiting until their expiry (408) rather than serving a stale store.
  *
+ * The barrier's round trip overlaps the delivery's: while a pull's barrier is in flight and the
+ * local replica is not known to trail (barrier_ahead), first deliveries are chosen for it and
+ * recorded; one applied before the barrier passed is held on the pull (hold) and handed out
+ * once it has (release_held), the message read from the store again then. The guarantee holds
+ * because what reaches the client is read after the barrier, exactly as without the overlap;
+ * what the overlap adds is only records: a message chosen from the stale store and removed
+ * before the barrier is recorded delivered and terminated rather than never recorded.
+ * Redeliveries wait for the barrier, so a leader whose barriers do not pass cannot run a
+ * message's delivery count up.
+ *
  * Invariants (while leading): lead->inflight counts new deliveries proposed and not applied;
- * every pull's inflight counts its deliveries proposed and not applied, and a pull with
- * inflight > 0 is never freed; every proposal on prop_head..prop_tail holds one wait per
- * record, in record order.
+ * every pull's inflight counts its deliveries proposed and not yet handed out (held ones
+ * included), and a pull with inflight > 0 is never freed; every proposal on
+ * prop_head..prop_tail holds one wait per record, in record order.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -129,6 +140,7 @@ static void pull_answer(jr__crep *r, jr__pull *p)
         jr__route_reply(js, &p->route, 0, b->data, b->len);
     if (r->lead) pull_unlist(r->lead, p);
     jr__buf_free(&p->buf);
+    jr__free(js->alloc, p->held);
     jr__free(js->alloc, p);
 }
 
@@ -228,11 +240,13 @@ void jr__clead_stop(jr__crep *r, int status)
     prop_free_all(r, status);
     while (l->phead) {
         jr__pull *p = l->phead;
-        p->inflight = 0;
+        p->inflight = 0; /* held deliveries too: recorded, redelivered after their ack wait */
+        p->nheld = 0;
         if (status == JR_ECLOSED) {
             jr__route_reply(js, &p->route, JR_ECLOSED, NULL, 0);
             pull_unlist(l, p);
             jr__buf_free(&p->buf);
+            jr__free(js->alloc, p->held);
             jr__free(js->alloc, p);
             continue;
         }
@@ -269,23 +283,33 @@ void jr__clead_role_changed(jr__crep *r)
 }
 
 /* 1 once the leader applied its whole log, an entry of its term included. */
+/* 1 once r's leader applied its whole log, an entry of its own term included. */
+static int log_applied(jr__crep *r)
+{
+    const jr__raft *c = jr__group_consensus(r->g);
+    uint64_t last = jr__raft_last_index(c);
+    jr__entry e;
+    return jr__group_applied(r->g) >= last && jr__raft_entry(c, last, &e) == 0 &&
+           e.term == r->lead->term;
+}
+
 static int check_ready(jr__crep *r)
 {
     jr__clead *l = r->lead;
     if (l->ready) return 1;
-    const jr__raft *c = jr__group_consensus(r->g);
-    uint64_t last = jr__raft_last_index(c);
-    jr__entry e;
-    if (jr__group_applied(r->g) < last || jr__raft_entry(c, last, &e) != 0 || e.term != l->term)
-        return 0;
+    if (!log_applied(r)) return 0;
     const jr__cseqs *d = jr__cstate_delivered(&r->st);
+    jr__store *s = stream_store(r);
+    /* The first leader fixes the start position from its stream's store; without a readable
+     * local replica (catching up, or none on this server: a consumer whose stream moved on
+     * while its change was stalled) it cannot know where the stream ends, and waits. */
+    if (!d->consumer_seq && !d->stream_seq && !s) return 0;
     l->next_dseq = d->consumer_seq + 1;
     l->cursor = d->stream_seq + 1;
     l->ready = 1;
     if (d->consumer_seq || d->stream_seq) return 1;
     /* the first leader: fix the start position (every later leader starts after it) */
     const jr_consumer_config *cfg = &r->as->cfg->c;
-    jr__store *s = stream_store(r);
     jr__store_state ss;
     memset(&ss, 0, sizeof ss);
     if (s) jr__store_state_get(s, &ss);
@@ -615,7 +639,7 @@ static void barrier_duty(jr__crep *r, uint64_t now, uint64_t *next)
     jr__clead *l = r->lead;
     int wanted = 0;
     for (jr__pull *p = l->phead; p && !wanted; p = p->next)
-        wanted = !p->ended && p->barrier > l->bar_done;
+        wanted = (!p->ended || p->nheld) && p->barrier > l->bar_done;
     if (!wanted) return;
     if (l->bar_out && now >= l->bar_until) {
         if (l->bar_rpc) jr__rpc_cancel(r->js->n, l->bar_rpc);
@@ -632,6 +656,70 @@ static void barrier_duty(jr__crep *r, uint64_t now, uint64_t *next)
 static int barrier_passed(const jr__clead *l, const jr__pull *p, uint64_t applied)
 {
     return p->barrier <= l->bar_done && applied >= l->bar_index;
+}
+
+/* 1 if first deliveries for pull p may be chosen and recorded ahead of its barrier (held when
+ * applied, until it passed): its barrier is the one in flight, and this server's replica of the
+ * stream had applied what the barriers before it named, so it is not known to trail. One
+ * known to trail waits for the barrier before anything is recorded, so a leader cut off from
+ * its stream does not record deliveries it cannot hand out. */
+static int barrier_ahead(const jr__clead *l, const jr__pull *p, uint64_t applied)
+{
+    return l->bar_out && p->barrier == l->bar_sent && applied >= l->bar_index;
+}
+
+static void hand_out(jr__crep *r, jr__pull *p, const jr__crec *rec, const jr__store_msg *m);
+
+/* Hands out the deliveries held for pulls whose barrier passed, reading each message from the
+ * local store again: it now reflects every removal acknowledged before the pull arrived, so a
+ * message still there was removed by none of them, and one gone is not handed out (terminated,
+ * as a message deleted between its choice and its apply). A pull that expired meanwhile is
+ * answered once its held deliveries are handed out (its barrier is sent again until one
+ * passes): a recorded delivery is given up only with the leadership, as one in flight is, so
+ * every recorded delivery reaches its request unless that leader is lost. */
+static void release_held(jr__crep *r, uint64_t applied)
+{
+    jr__clead *l = r->lead;
+    jr__store *s = stream_store(r);
+    for (jr__pull *p = l->phead, *nx; p; p = nx) {
+        nx = p->next;
+        if (!p->nheld) continue;
+        if (!barrier_passed(l, p, applied)) continue;
+        for (uint32_t i = 0; i < p->nheld; i++) {
+            const jr__crec *rec = &p->held[i];
+            jr__store_msg m;
+            int where = find_redelivery(r, s, rec->sseq, &m);
+            if (where > 0) {
+                hand_out(r, p, rec, &m);
+                continue;
+            }
+            p->batch++;
+            if (where == 0) {
+                jr__crec t = {JR__COP_TERM, 0, rec->sseq, 0, jr__js_wall(r->js), 0};
+                stage(r, &t, NULL);
+            }
+        }
+        p->inflight -= p->nheld;
+        p->nheld = 0;
+        if (p->batch == 0 && p->inflight == 0)
+            pull_end(r, p, CODE_DONE, "");
+        else if (p->ended && p->inflight == 0)
+            pull_answer(r, p);
+    }
+}
+
+/* Holds delivery rec of pull p until p's barrier passed. 0 or JR_ENOMEM. */
+static int hold(jr__crep *r, jr__pull *p, const jr__crec *rec)
+{
+    if (p->nheld == p->capheld) {
+        uint32_t cap = p->capheld ? p->capheld * 2 : 4;
+        jr__crec *nh = jr__realloc(r->js->alloc, p->held, cap * sizeof *nh);
+        if (!nh) return JR_ENOMEM;
+        p->held = nh;
+        p->capheld = cap;
+    }
+    p->held[p->nheld++] = *rec;
+    return 0;
 }
 
 /* Priority groups ---------------------------------------------------------------------------*/
@@ -682,14 +770,17 @@ static int eligible(jr__crep *r, jr__pull *p, uint64_t now)
 }
 
 /* The pull to serve next: the first eligible one in arrival order (prioritized: the eligible
- * one of the lowest priority, arrival order among equals) whose read barrier passed. */
+ * one of the lowest priority, arrival order among equals) whose read barrier passed or may be
+ * gone ahead of (barrier_ahead). */
 static jr__pull *open_pull(jr__crep *r, uint64_t now, uint64_t applied)
 {
     jr__clead *l = r->lead;
     int prioritized = r->as->cfg->c.priority_policy == JR_PRIORITY_PRIORITIZED;
     jr__pull *best = NULL;
     for (jr__pull *p = l->phead; p; p = p->next) {
-        if (p->ended || p->batch <= 0 || !barrier_passed(l, p, applied) || !eligible(r, p, now))
+        if (p->ended || p->batch <= 0 ||
+            (!barrier_passed(l, p, applied) && !barrier_ahead(l, p, applied)) ||
+            !eligible(r, p, now))
             continue;
         if (!prioritized) return p;
         if (!best || p->priority < best->priority) best = p;
@@ -732,6 +823,7 @@ static void step(jr__crep *r)
     if (r->failed) return;
     uint64_t bar_next = UINT64_MAX;
     barrier_duty(r, now, &bar_next);
+    release_held(r, stream_applied(r));
     if (!check_ready(r)) {
         /* its term's first entry applies without passing through the state machine: look
          * again a heartbeat later */
@@ -780,7 +872,9 @@ static void step(jr__crep *r)
         uint32_t dc = 0;
         jr__cwait w;
         memset(&w, 0, sizeof w);
+        int ahead = !barrier_passed(l, p, applied); /* first deliveries only, held at apply */
         if (next_expired(r, wall, scan, &sseq, &dc) == 0) {
+            if (ahead) break; /* expired ones first, once the barrier passed */
             int at_max = cfg->max_deliver > 0 && dc >= (uint64_t)cfg->max_deliver;
             int where = at_max ? 0 : find_redelivery(r, s, sseq, &m);
             scan = sseq;
@@ -900,7 +994,8 @@ void jr__clead_timer(jr__js *js, jr__jtimer *t)
 {
     jr__crep *r = (jr__crep *)((char *)t - offsetof(jr__crep, timer));
     if (!r->lead) return;
-    if (r->lead->ready && jr__node_now(js->n) >= r->lead->duty_at) {
+    /* its peer change needs its whole log applied, not a start position fixed */
+    if ((r->lead->ready || log_applied(r)) && jr__node_now(js->n) >= r->lead->duty_at) {
         uint64_t next = UINT64_MAX;
         jr__crep_members_duty(r, &next);
         r->lead->duty_at = next;
@@ -1087,7 +1182,11 @@ void jr__clead_applied(jr__crep *r, const jr__crec *rec, const jr__capply *out, 
         jr__map_free(&l->redeliv);
         jr__map_init(&l->redeliv, r->js->alloc);
     }
-    if (w->pull) {
+    if (w->pull && out->applied && !barrier_passed(l, w->pull, stream_applied(r)) &&
+        hold(r, w->pull, rec) == 0) {
+        /* recorded ahead of its pull's barrier: handed out once that passed (release_held) */
+        jr__clead_dirty(r);
+    } else if (w->pull) {
         jr__pull *pl = w->pull;
         pl->inflight--;
         jr__store *s = stream_store(r);

@@ -11,6 +11,9 @@
  *
  * It runs from the leader's timer (consumer_leader.c jr__clead_timer), a heartbeat apart while
  * work is left; a change still in flight makes the next call JR_EBUSY, which only means "later".
+ * It needs the leader's log applied, not a replica of the stream on its server: a consumer left
+ * behind by its stream's move (jr__crep_change_stalled, which the stream's leader asks before it
+ * stops waiting for the consumer) completes its change from wherever its replicas are.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -151,4 +154,20 @@ void jr__crep_members_duty(jr__crep *r, uint64_t *next)
     r->reported_at = now;
     jr__mnode_report_consumer_converged(js, c, &f);
     *next = soon;
+}
+
+int jr__crep_change_stalled(jr__js *js, const jr__meta_consumer *c, const char **who)
+{
+    /* the voters when the change began: its origin's peers (the peer set the first change
+     * left); the current ones when none is recorded (a cancel returning) */
+    const char *const *v = c->origin ? c->origin->peers : c->peers;
+    size_t nv = c->origin ? c->origin->npeers : c->npeers, up = 0;
+    *who = NULL;
+    for (size_t i = 0; i < nv; i++) {
+        if (jr__mnode_online(js, v[i], NULL))
+            up++;
+        else if (!*who)
+            *who = v[i];
+    }
+    return nv > 0 && up < nv / 2 + 1;
 }

@@ -4,9 +4,10 @@
  * machine is lib/consumer's jr__cstate, applied from batches of consumer records
  * (consumer/op.h) and snapshotted whole (a consumer's state is small: its pending acks).
  *
- * A consumer's peer set never changes after creation here, so every peer bootstraps the group
- * with the same voters; its durable state is the group's log and snapshots in the node's WAL
- * (no store of its own).
+ * The original peers bootstrap the group with the creation's voters (and so does an original
+ * peer that the first, unconverged peer change dropped: jr__crep_origin_peer); a server new to
+ * the consumer after a change joins the group its leader grows (consumer_peers.c). Its durable
+ * state is the group's log and snapshots in the node's WAL (no store of its own).
  *
  * Invariants: a replica is on js->crep_list and in js->creps under its group id from
  * jr__crep_create until jr__crep_leave (or close); r->as holds one reference to the
@@ -197,6 +198,35 @@ static void crep_unlink(jr__crep *r)
     }
 }
 
+int jr__crep_origin_peer(const jr__js *js, const jr__meta_consumer *c)
+{
+    jr__origin_facts f = {c->origin ? c->origin->peers : NULL,
+                          c->origin ? c->origin->npeers : 0,
+                          c->created,
+                          c->converged_at,
+                          jr__meta_consumer_busy(c),
+                          jr__meta_consumer_has_peer(c, js->name)};
+    return jr__js_origin_peer(js, &f);
+}
+
+/* The voters this server's replica of c bootstraps its group with (NULL: it joins), as a stream
+ * replica's (stream_replica.c boot_peers): c's peers while they are its creation's, the
+ * creation's for an original peer the first change drops (jr__crep_origin_peer). A server the
+ * current peer set names joins after any change. */
+static const char *const *boot_peers(const jr__js *js, const jr__meta_consumer *c, size_t *n)
+{
+    if (jr__meta_consumer_bootstraps(c)) {
+        *n = c->npeers;
+        return c->peers;
+    }
+    if (jr__crep_origin_peer(js, c)) {
+        *n = c->origin->npeers;
+        return c->origin->peers;
+    }
+    *n = 0;
+    return NULL;
+}
+
 int jr__crep_create(jr__js *js, const jr__meta_consumer *c)
 {
     jr_node *n = js->n;
@@ -234,9 +264,11 @@ int jr__crep_create(jr__js *js, const jr__meta_consumer *c)
     jr_group_config gc;
     jr_group_config_init(&gc);
     gc.id = c->group;
-    if (jr__meta_consumer_bootstraps(c)) { /* else it joins the group its leader grows */
-        gc.voters = c->peers;
-        gc.nvoters = c->npeers;
+    size_t nboot;
+    const char *const *boot = boot_peers(js, c, &nboot);
+    if (boot) { /* else it joins the group its leader grows */
+        gc.voters = boot;
+        gc.nvoters = nboot;
     }
     gc.fsm = &fsm;
     gc.snapshot_entries = js->snapshot_entries;
@@ -244,7 +276,7 @@ int jr__crep_create(jr__js *js, const jr__meta_consumer *c)
     memset(&floor, 0, sizeof floor);
     /* as a stream replica's (jr__srep_create): new here only as an original peer of a consumer
      * created in this life */
-    int fresh = jr__meta_consumer_bootstraps(c) && jr__mnode_after_restart(js, c->created);
+    int fresh = boot && jr__mnode_after_restart(js, c->created);
     rc = jr__group_create(n, &gc, &floor, fresh, &r->g);
     if (rc != 0) {
         jr__node_log(n, JR_LOG_ERROR, "consumer '%s > %s': cannot open group %" PRIu64 ": %s",

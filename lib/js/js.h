@@ -322,11 +322,15 @@ typedef struct jr__pull {
     uint8_t listed; /* on the FIFO */
     int end_code;
     const char *end_text;
-    uint32_t inflight; /* deliveries proposed for it, not yet applied */
+    uint32_t inflight; /* deliveries proposed for it, not yet applied or held */
     uint32_t got;      /* messages in buf */
     uint64_t bytes;    /* message bytes handed to it or in flight for it (answer_cap) */
     uint64_t barrier;  /* the read barrier it waits for: the first sent after it arrived */
     jr__buf buf;       /* the messages handed to it so far (the response's tail) */
+    jr__crec *held;    /* deliveries applied before its barrier passed, handed out (or given
+                          up) once it has (consumer_leader.c "Read barrier"); counted in
+                          inflight */
+    uint32_t nheld, capheld;
 } jr__pull;
 
 /* What one staged record of a consumer leader waits for. */
@@ -743,9 +747,22 @@ int jr__mm_joining(jr__js *js);
  * (the group was destroyed and its WAL DROP waits for memory: try again later), or an error
  * (logged). */
 int jr__srep_create(jr__js *js, const jr__meta_stream *s);
-/* 1 if this server is an original peer of s dropped by s's first, unconverged peer change. */
+/* What the origin-peer rule reads of a stream or consumer assignment. */
+typedef struct jr__origin_facts {
+    const char *const *origin; /* the peer set at the first change (NULL: none recorded) */
+    size_t norigin;
+    uint64_t created, converged_at; /* meta indexes of its creation and last convergence */
+    int busy;                       /* a peer change has not converged */
+    int has_peer;                   /* the current peer set names this server */
+} jr__origin_facts;
+/* 1 if this server is an original peer that the first, unconverged peer change since the
+ * creation drops: it runs a replica bootstrapped with the creation's peers until the change
+ * converged (stream_replica.c, the rule's argument). */
+int jr__js_origin_peer(const jr__js *js, const jr__origin_facts *f);
+/* jr__js_origin_peer for stream s. */
 int jr__srep_origin_peer(const jr__js *js, const jr__meta_stream *s);
-/* Creates the replicas jr__srep_origin_peer says this server runs and does not. 0/ENOMEM. */
+/* Creates the replicas jr__srep_origin_peer and jr__crep_origin_peer say this server runs and
+ * does not. 0, JR_EBUSY or JR_ENOMEM (the convergence comes back). */
 int jr__srep_sweep_origins(jr__js *js);
 /* The assignment changed: take its config and peers. */
 void jr__srep_update(jr__srep *r, const jr__meta_stream *s);
@@ -813,9 +830,11 @@ int jr__srep_stage_read(jr__srep *r, const jr__route *rt, uint8_t what, uint64_t
 
 /* consumer_replica.c ---------------------------------------------------------------------------*/
 
-/* Creates the local replica of consumer c (its group bootstrapped by c's peers). 0, JR_EBUSY
+/* Creates the local replica of consumer c (bootstrapped or joined: boot_peers). 0, JR_EBUSY
  * (its group's WAL DROP waits: try again later) or an error (logged). */
 int jr__crep_create(jr__js *js, const jr__meta_consumer *c);
+/* jr__js_origin_peer for consumer c. */
+int jr__crep_origin_peer(const jr__js *js, const jr__meta_consumer *c);
 /* The assignment changed: take its config. */
 void jr__crep_update(jr__crep *r, const jr__meta_consumer *c);
 /* Removes the local replica; purge = 1 also releases its group (freed, dropped from the WAL).
@@ -844,6 +863,11 @@ void jr__crep_group_name(const jr__crep *r, char *buf, size_t cap);
 /* The leader's step towards its consumer's peer set (one membership change at a time, then
  * STREAM_CONVERGED for its group); *next is pulled in while work is left. */
 void jr__crep_members_duty(jr__crep *r, uint64_t *next);
+/* 1 if consumer c's peer change cannot progress now as this server sees it: a majority of the
+ * voters its group had when the change began is offline, so the group has no leader to drive
+ * it. Its stream's own peer change does not wait for it (stream_peers.c); *who names one of the
+ * offline voters. */
+int jr__crep_change_stalled(jr__js *js, const jr__meta_consumer *c, const char **who);
 
 /* consumer_leader.c ----------------------------------------------------------------------------*/
 

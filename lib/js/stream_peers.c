@@ -191,11 +191,30 @@ note(jr__membwork *w, int status, const char *fmt, ...)
 
 /* A consumer of s whose own peer change is still in progress (NULL: none). The stream leaves
  * a peer only once its consumers moved: a consumer's leader reads its server's stream replica,
- * and a consumer replica may still sit on the server the stream leaves. */
-static const jr__meta_consumer *consumer_moving(const jr__meta_stream *s)
+ * and a consumer replica may still sit on the server the stream leaves. Except a consumer
+ * whose change cannot progress now (jr__crep_change_stalled: a majority of its group offline,
+ * so no leader to move it): waiting for it would hold the stream's move for as long as those
+ * servers are down, and what it waits for is only that consumer's leader finding its stream's
+ * replica where it runs. The stream moves on (*stalled names the first such consumer, *who one
+ * of its offline servers); the consumer keeps its replicas and its busy assignment, and its
+ * leader completes its change once its servers are back (a replica there runs while the change
+ * is not over, with or without a replica of the stream). Nothing is dropped: the stream's
+ * messages are on its new peers, the consumer's state in its own group. */
+static const jr__meta_consumer *consumer_moving(jr__js *js, const jr__meta_stream *s,
+                                                const jr__meta_consumer **stalled, const char **who)
 {
-    for (size_t i = 0; i < s->nconsumers; i++)
-        if (jr__meta_consumer_busy(s->consumers[i])) return s->consumers[i];
+    *stalled = NULL;
+    *who = NULL;
+    for (size_t i = 0; i < s->nconsumers; i++) {
+        const jr__meta_consumer *c = s->consumers[i];
+        const char *off;
+        if (!jr__meta_consumer_busy(c)) continue;
+        if (!jr__crep_change_stalled(js, c, &off)) return c;
+        if (!*stalled) {
+            *stalled = c;
+            *who = off;
+        }
+    }
     return NULL;
 }
 
@@ -316,8 +335,10 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
         m[i].caught_up = (uint8_t)log_ok;
     }
     jr__memb_next x = jr__members_next(js->self, m, c->n, want, nw);
-    const jr__meta_consumer *mc;
-    if ((x.step == JR__MEMB_REMOVE || x.step == JR__MEMB_TRANSFER) && (mc = consumer_moving(s))) {
+    const jr__meta_consumer *mc = NULL, *stalled = NULL;
+    const char *off = NULL;
+    if ((x.step == JR__MEMB_REMOVE || x.step == JR__MEMB_TRANSFER) &&
+        (mc = consumer_moving(js, s, &stalled, &off))) {
         note(w, JR_MOVE_BLOCKED, "waiting for consumer '%s' to migrate", mc->name);
         return;
     }
@@ -383,7 +404,12 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
         return;
     }
     w->serial = o->serial;
-    note(w, JR_MOVE_MEMBERSHIP, "%s %s", step_name(x.step), jr__peer_get_name(p));
+    if (stalled)
+        note(w, JR_MOVE_MEMBERSHIP,
+             "%s %s; consumer '%s' stays under-replicated until %s is back online",
+             step_name(x.step), jr__peer_get_name(p), stalled->name, off ? off : "its peers");
+    else
+        note(w, JR_MOVE_MEMBERSHIP, "%s %s", step_name(x.step), jr__peer_get_name(p));
     jr__node_log(n, JR_LOG_INFO, "stream '%s': peer change: %s %s", r->name, step_name(x.step),
                  jr__peer_get_name(p));
 }

@@ -710,20 +710,33 @@ static void rep_unlink(jr__srep *r)
     jr__js_timer_cancel(js, &r->timer);
 }
 
-/* 1 if this server is an original peer of s that the first peer change since s's creation
- * drops, and that change has not converged. The group may never have had a leader to make the
- * change, and then it needs every original peer to elect one, including a dropped one that was
- * down when the stream was created (it would hold no replica otherwise): such a server runs a
- * replica, bootstrapped with the creation's peer set (boot_peers), until the change
- * converged. */
+/* The origin-peer rule, shared by stream and consumer replicas. A group whose first peer change
+ * since its creation drops one of its original peers may never have had a leader to make that
+ * change (an R2 group shrunk to R1 while one of its servers was down from its creation on), and
+ * then it needs every original peer to elect one, including the dropped one, which holds no
+ * replica if it was down at the creation. So such a server runs a replica, bootstrapped with the
+ * creation's peer set (the same first entry as every original peer's), until the change
+ * converged. Only the first change: after one converged the group had a leader, and a later
+ * change is made by it without the dropped server. */
+int jr__js_origin_peer(const jr__js *js, const jr__origin_facts *f)
+{
+    if (!f->origin || f->converged_at != f->created || !f->busy || f->has_peer) return 0;
+    for (size_t i = 0; i < f->norigin; i++)
+        if (!strcmp(f->origin[i], js->name)) return 1;
+    return 0;
+}
+
+/* 1 if this server is an original peer of s that s's first, unconverged peer change drops
+ * (jr__js_origin_peer). */
 int jr__srep_origin_peer(const jr__js *js, const jr__meta_stream *s)
 {
-    if (!s->origin || s->converged_at != s->created || !jr__meta_stream_busy(s) ||
-        jr__meta_stream_has_peer(s, js->name))
-        return 0;
-    for (size_t i = 0; i < s->origin->npeers; i++)
-        if (!strcmp(s->origin->peers[i], js->name)) return 1;
-    return 0;
+    jr__origin_facts f = {s->origin ? s->origin->peers : NULL,
+                          s->origin ? s->origin->npeers : 0,
+                          s->created,
+                          s->converged_at,
+                          jr__meta_stream_busy(s),
+                          jr__meta_stream_has_peer(s, js->name)};
+    return jr__js_origin_peer(js, &f);
 }
 
 /* The voters this server's replica of s bootstraps its group with (NULL: it joins): the
@@ -1007,7 +1020,13 @@ int jr__srep_sweep_stashes(jr__js *js)
              * converged. After the replay at open and its stream's replica, as converge
              * creates one; until then the stash waits and convergence comes back. */
             if (jr__crep_find(js, id)) continue;
-            if (!jr__mnode_replayed(js) || !jr__srep_find(js, mc->stream->group)) {
+            /* A stream that moved on without this server while the consumer's change was
+             * stalled (stream_peers.c consumer_moving) has no replica to wait for here: the
+             * consumer's replica runs without one, so its leader can complete the change. */
+            const jr__meta_stream *ms = mc->stream;
+            int stream_here = jr__meta_stream_has_peer(ms, js->name) || jr__meta_stream_busy(ms) ||
+                              jr__srep_origin_peer(js, ms);
+            if (!jr__mnode_replayed(js) || (stream_here && !jr__srep_find(js, ms->group))) {
                 rc = JR_EBUSY;
                 continue;
             }
@@ -1082,14 +1101,26 @@ int jr__srep_sweep_origins(jr__js *js)
     int rc = 0;
     for (size_t i = 0; i < js->st.nstreams; i++) {
         const jr__meta_stream *s = js->st.streams[i];
-        if (jr__meta_stream_has_peer(s, js->name) || !jr__srep_origin_peer(js, s) ||
-            jr__srep_find(js, s->group))
-            continue;
-        jr__node_log(js->n, JR_LOG_INFO,
-                     "stream '%s': an original peer the first peer change drops; its replica "
-                     "runs until the change is over",
-                     s->name);
-        if (jr__srep_create(js, s) != 0) rc = JR_ENOMEM;
+        if (jr__srep_origin_peer(js, s) && !jr__srep_find(js, s->group)) {
+            jr__node_log(js->n, JR_LOG_INFO,
+                         "stream '%s': an original peer the first peer change drops; its replica "
+                         "runs until the change is over",
+                         s->name);
+            if (jr__srep_create(js, s) != 0) rc = JR_ENOMEM;
+        }
+        /* the stream's consumers, by the same rule; with or without a replica of the stream
+         * here (one the stream's own change left behind): such a replica is there to elect
+         * the leader that completes the change, whose peer duty needs no stream replica */
+        for (size_t k = 0; k < s->nconsumers; k++) {
+            const jr__meta_consumer *c = s->consumers[k];
+            if (!jr__crep_origin_peer(js, c) || jr__crep_find(js, c->group)) continue;
+            jr__node_log(js->n, JR_LOG_INFO,
+                         "consumer '%s > %s': an original peer the first peer change drops; its "
+                         "replica runs until the change is over",
+                         s->name, c->cfg->c.name);
+            int crc = jr__crep_create(js, c);
+            if (crc != 0) rc = crc == JR_EBUSY ? JR_EBUSY : JR_ENOMEM;
+        }
     }
     return rc;
 }

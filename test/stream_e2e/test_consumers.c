@@ -3,6 +3,7 @@
  * ack wait and NAK; termination; the leader's failover keeping delivery counts exact. */
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "e2e.h"
@@ -1365,6 +1366,60 @@ START_TEST(a_fetch_never_delivers_what_was_deleted_before_it)
 }
 END_TEST
 
+/* The read barrier's round trip overlaps the delivery's: new messages are chosen and recorded
+ * while the barrier is in flight, and handed out only once it passed, read from the store again
+ * then. Here the consumer leader's replica of the stream applies a delete 20 ms late, after the
+ * fetch chose the deleted message from it: the message is
+ * recorded (its consumer seq taken) and terminated, never handed out; the others are. */
+START_TEST(a_message_chosen_ahead_of_the_barrier_and_deleted_is_not_handed_out)
+{
+    e2e c;
+    setup(&c, 43, 6);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "ahead");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(fetch(&c, 0, "ORDERS", "ahead", 3, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 3);
+    for (size_t i = 0; i < 3; i++) ck_assert_int_eq(ack(&c, 0, r.token[i], JR_ACK_ACK, 0, &a), 0);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "ahead", &a), 0);
+    unsigned cl = node_named(a.leader);
+    ck_assert_uint_lt(cl, 3);
+    e2e_res er;
+    ck_assert_int_eq(e2e_info(&c, 0, "ORDERS", &er), 0);
+    unsigned sl = node_named(er.leader);
+    ck_assert_uint_lt(sl, 3);
+    if (sl == cl) { /* the stream's leader elsewhere */
+        char to[16];
+        sl = (cl + 1) % 3;
+        snprintf(to, sizeof to, "n%u", sl);
+        ck_assert_msg(e2e_stepdown(&c, cl, "ORDERS", to, &er) == 0, "stepdown: %s", er.msg);
+    }
+    unsigned x = 3 - cl - sl;
+    jr_sim_run_for(c.sim, 300 * MS);
+    /* the stream leader's frames reach the consumer's leader 20 ms late: the delete commits on
+     * sl and x, and cl's replica applies it after the fetch below chose its messages */
+    jr_sim_link slow;
+    jr_sim_link_init(&slow);
+    slow.delay_min_ns = slow.delay_max_ns = 20 * MS;
+    ck_assert_int_eq(jr_sim_set_link(c.sim, sl, cl, &slow), 0);
+    jr_sim_run_for(c.sim, 100 * MS);
+    ck_assert_int_eq(e2e_msg_delete(&c, x, "ORDERS", 5, &er), 0);
+    uint64_t sums[8];
+    ck_assert_int_ge(e2e_checksums(&c, cl, "ORDERS", sums, 8), 6);
+    ck_assert_msg(sums[4], "the consumer leader's replica is not behind");
+    ck_assert_int_eq(fetch(&c, x, "ORDERS", "ahead", 10, SEC, 0, &r), 0);
+    ck_assert_msg(!fetched(&r, 5), "a fetch issued after the delete delivered the message");
+    ck_assert(fetched(&r, 4) && fetched(&r, 6));
+    ck_assert_int_eq(info(&c, x, "ORDERS", "ahead", &a), 0);
+    ck_assert_uint_eq(node_named(a.leader), cl);
+    ck_assert_uint_eq(a.info.delivered.stream_seq, 6);
+    ck_assert_uint_eq(a.info.delivered.consumer_seq, 6); /* 5 was recorded, then terminated */
+    ck_assert_uint_eq(a.info.num_ack_pending, 2);
+    e2e_free(&c);
+}
+END_TEST
+
 /* Starts a fetch with priority fields (group, overflow conditions, pin id, priority). */
 static void pfetch(e2e *c, unsigned node, const char *name, int64_t batch, int64_t expires,
                    const char *group, int64_t min_pending, const char *id, int priority, cres *r)
@@ -1499,6 +1554,202 @@ START_TEST(priority_groups)
 }
 END_TEST
 
+/* Consumer `name` of stream `stream` in node i's meta state (NULL: node i is down or does not
+ * know it). */
+static const jr__meta_consumer *meta_consumer(e2e *c, unsigned i, const char *stream,
+                                              const char *name)
+{
+    jr_node *n = e2e_node(c, i);
+    const jr__meta_stream *s =
+        n && jr__js_of(n) ? jr__meta_stream_find(&jr__js_of(n)->st, stream) : NULL;
+    return s ? jr__meta_consumer_find(s, name) : NULL;
+}
+
+/* The consumer version of test_replicas' shrink before the first leader: an R2 consumer created
+ * while one of its stream's two servers had just crashed, then its stream shrunk to R1 (the
+ * meta leader drops the server that is down, and the consumer goes along) before the consumer's
+ * group ever had a leader. The group's configuration still has both original peers, and the
+ * consumer's peer change needs a leader, which needs both. The dropped server held no replica
+ * of the consumer (it was down at the creation); when it comes back it runs one of the original
+ * peer set until the change converged, so the group elects, the shrink completes, the consumer
+ * delivers, and the dropped server lets its replica go. */
+START_TEST(a_consumer_shrunk_before_its_first_leader_completes_when_the_dropped_peer_returns)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    for (unsigned i = 0; i < 3; i++) {
+        c.tags[i][0] = i < 2 ? "ssd" : "hdd";
+        c.ntags[i] = 1;
+    }
+    ck_assert_int_eq(e2e_new(&c, 3, 811, 3000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 30 * SEC), 0);
+    int m = e2e_meta_leader(&c);
+    ck_assert_int_ge(m, 0);
+    unsigned down = m == 0 ? 1 : 0, up = 1 - down;
+    static const char *ssd[] = {"ssd"};
+    const char *subj[] = {"orig.>"};
+    jr_stream_config scfg;
+    e2e_config(&scfg, "ORIG", subj, 1, 2);
+    scfg.placement = e2e_placement(NULL, ssd, 1);
+    e2e_res er;
+    ck_assert_msg(e2e_add(&c, (unsigned)m, &scfg, &er) == 0, "add: %s", er.msg);
+    ck_assert_int_ge(e2e_wait_stream(&c, (unsigned)m, "ORIG", 1, 30 * SEC), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, down), 0);
+    cres r;
+    jr_consumer_config cfg;
+    durable(&cfg, "first");
+    ck_assert_msg(create(&c, (unsigned)m, "ORIG", &cfg, &r) == 0, "create: %s", r.msg);
+    const jr__meta_consumer *mc = meta_consumer(&c, (unsigned)m, "ORIG", "first");
+    ck_assert_ptr_nonnull(mc);
+    ck_assert_uint_eq(mc->npeers, 2); /* both of its stream's servers, one of them down */
+    jr_sim_run_for(c.sim, 5 * SEC);   /* the meta leader sees it offline */
+    ck_assert_int_eq(e2e_consumer_leader(&c, up, "ORIG", "first"), -1); /* one of two voters */
+    scfg.replicas = 1;
+    ck_assert_msg(e2e_update(&c, (unsigned)m, &scfg, &er) == 0, "shrink: %s", er.msg);
+    mc = meta_consumer(&c, (unsigned)m, "ORIG", "first");
+    ck_assert_ptr_nonnull(mc);
+    ck_assert_uint_eq(mc->npeers, 1);
+    char upname[8];
+    snprintf(upname, sizeof upname, "n%u", up);
+    ck_assert_str_eq(mc->peers[0], upname);
+    ck_assert_int_eq(e2e_restart(&c, down), 0);
+    int led = 0;
+    for (int tries = 0; tries < 300 && !led; tries++) {
+        jr_sim_run_for(c.sim, 100 * MS);
+        mc = meta_consumer(&c, up, "ORIG", "first");
+        led = mc && !jr__meta_consumer_busy(mc) &&
+              e2e_consumer_leader(&c, up, "ORIG", "first") == (int)up;
+    }
+    ck_assert_msg(led, "the consumer never elected a leader and converged");
+    ck_assert_int_eq(e2e_publish(&c, up, "orig.x", "x", 1, NULL, &er), 0);
+    ck_assert_int_eq(fetch(&c, up, "ORIG", "first", 1, 2 * SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    uint64_t d, applied;
+    for (int tries = 0; tries < 100 && e2e_consumer_digest(&c, down, "ORIG", "first", &d,
+                                                           &applied) != JR_ENOTFOUND;
+         tries++)
+        jr_sim_run_for(c.sim, 100 * MS);
+    ck_assert_msg(e2e_consumer_digest(&c, down, "ORIG", "first", &d, &applied) == JR_ENOTFOUND,
+                  "the dropped server kept its consumer replica");
+    e2e_free(&c);
+}
+END_TEST
+
+/* 1 if the peer list names server `name`. */
+static int names(const char *const *peers, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(peers[i], name) == 0) return 1;
+    return 0;
+}
+
+/* 1 once the leader of ORDERS on some server has a move status of type MEMBERSHIP naming
+ * consumer "solo" under-replicated. */
+static int told_under_replicated(void *arg, jr_sim *sim)
+{
+    e2e *c = arg;
+    (void)sim;
+    for (unsigned i = 0; i < 4; i++) {
+        jr_node *n = e2e_node(c, i);
+        jr__js *js = n ? jr__js_of(n) : NULL;
+        const jr__meta_stream *s = js ? jr__meta_stream_find(&js->st, "ORDERS") : NULL;
+        jr__srep *r = s ? jr__srep_find(js, s->group) : NULL;
+        if (r && r->mw && r->mw->note.status == JR_MOVE_MEMBERSHIP &&
+            strstr(r->mw->note.desc, "consumer 'solo' stays under-replicated"))
+            return 1;
+    }
+    return 0;
+}
+
+/* A consumer whose peer change cannot converge does not hold up its stream's move: an R1
+ * consumer's only server crashes and is evacuated from its R3 stream. The consumer's group has
+ * no leader to move it, so the stream moves on (its move status says the consumer stays
+ * under-replicated) and converges without that server; the consumer keeps its busy assignment
+ * and its replica on the server that is down. Nothing is dropped: when the server is back, its
+ * replica (without a replica of the stream there) leads the consumer's change to the new peer,
+ * and the consumer goes on with the state it had (ack floor, pending). */
+START_TEST(a_stalled_consumer_does_not_block_its_stream_s_move)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(e2e_new(&c, 4, 41, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 4, 10 * SEC), 0);
+    const char *subj[] = {"orders.>"};
+    jr_stream_config scfg;
+    e2e_config(&scfg, "ORDERS", subj, 1, 3);
+    e2e_res er;
+    ck_assert_int_eq(e2e_add(&c, 0, &scfg, &er), 0);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 2, 10 * SEC), 0);
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_eq(e2e_publish(&c, 0, "orders.x", "m", 1, NULL, &er), 0);
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "solo");
+    cfg.num_replicas = 1;
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    const jr__meta_consumer *mc = meta_consumer(&c, 0, "ORDERS", "solo");
+    ck_assert_ptr_nonnull(mc);
+    ck_assert_uint_eq(mc->npeers, 1);
+    char xname[8];
+    snprintf(xname, sizeof xname, "%s", mc->peers[0]);
+    unsigned x = (unsigned)(xname[1] - '0');
+    unsigned via = (x + 1) % 4;
+    for (int tries = 0; tries < 100 && e2e_consumer_leader(&c, x, "ORDERS", "solo") != (int)x;
+         tries++)
+        jr_sim_run_for(c.sim, 100 * MS);
+    ck_assert_int_eq(fetch(&c, via, "ORDERS", "solo", 4, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 4);
+    for (size_t i = 0; i < 3; i++) ck_assert_int_eq(ack(&c, via, r.token[i], JR_ACK_ACK, 0, &a), 0);
+    /* its only server goes down and is evacuated from the stream */
+    ck_assert_int_eq(jr_sim_crash(c.sim, x), 0);
+    jr_sim_run_for(c.sim, 3 * SEC); /* seen offline */
+    memset(&er, 0, sizeof er);
+    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, via), "ORDERS", xname, e2e_admin_cb, &er), 0);
+    ck_assert_int_eq(e2e_wait(&c, &er, 30 * SEC), 0);
+    ck_assert_msg(er.status == 0, "evacuate: %s %s", jr_err_name(er.status), er.msg);
+    /* the stream's leader removes the server with a move status naming the consumer left
+     * under-replicated (short-lived: watched at every step of the fixture) */
+    ck_assert_int_eq(jr_sim_run_until(c.sim, told_under_replicated, &c, 30 * SEC), 0);
+    int moved = 0;
+    for (int tries = 0; tries < 300 && !moved; tries++) {
+        jr_sim_run_for(c.sim, 100 * MS);
+        unsigned p[8];
+        int np = e2e_meta_peers(&c, via, "ORDERS", p, 8);
+        moved = e2e_meta_busy(&c, via, "ORDERS") == 0 && np == 3;
+        for (int i = 0; i < np; i++) moved &= p[i] != x;
+    }
+    ck_assert_msg(moved, "the stream's move never converged without %s", xname);
+    mc = meta_consumer(&c, via, "ORDERS", "solo");
+    ck_assert_ptr_nonnull(mc);
+    ck_assert(jr__meta_consumer_busy(mc)); /* still on its way, kept where it was */
+    ck_assert(!names(mc->peers, mc->npeers, xname));
+    /* the server comes back: the consumer completes its move with its state */
+    ck_assert_int_eq(e2e_restart(&c, x), 0);
+    int done = 0;
+    for (int tries = 0; tries < 600 && !done; tries++) {
+        jr_sim_run_for(c.sim, 100 * MS);
+        mc = meta_consumer(&c, via, "ORDERS", "solo");
+        done = mc && !jr__meta_consumer_busy(mc);
+    }
+    ck_assert_msg(done, "the consumer's move never converged once %s was back", xname);
+    ck_assert_int_eq(info(&c, via, "ORDERS", "solo", &a), 0);
+    ck_assert_uint_eq(a.info.ack_floor.stream_seq, 3);
+    ck_assert_uint_eq(a.info.delivered.stream_seq, 4);
+    ck_assert_uint_eq(a.info.num_ack_pending, 1);
+    ck_assert_str_ne(a.leader, xname);
+    ck_assert_int_eq(fetch(&c, via, "ORDERS", "solo", 6, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 6);
+    ck_assert_uint_eq(r.sseq[0], 5);
+    uint64_t d, applied;
+    for (int tries = 0;
+         tries < 100 && e2e_consumer_digest(&c, x, "ORDERS", "solo", &d, &applied) != JR_ENOTFOUND;
+         tries++)
+        jr_sim_run_for(c.sim, 100 * MS);
+    ck_assert_int_eq(e2e_consumer_digest(&c, x, "ORDERS", "solo", &d, &applied), JR_ENOTFOUND);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_consumers");
@@ -1525,11 +1776,21 @@ int main(void)
     tcase_add_test(tc, a_fetch_hands_out_messages_before_its_batch_fills);
     tcase_add_test(tc, ack_samples_report_latency);
     tcase_add_test(tc, a_purge_moves_consumers_past_what_is_gone);
-    tcase_add_test(tc, a_fetch_never_delivers_what_was_deleted_before_it);
     tcase_add_test(tc, priority_groups);
     tcase_add_test(tc, work_queue_removes_on_ack_on_every_replica);
     tcase_add_test(tc, interest_keeps_what_some_consumer_still_needs);
     suite_add_tcase(s, tc);
+    TCase *barrier = tcase_create("barrier");
+    tcase_set_timeout(barrier, 120);
+    tcase_add_test(barrier, a_fetch_never_delivers_what_was_deleted_before_it);
+    tcase_add_test(barrier, a_message_chosen_ahead_of_the_barrier_and_deleted_is_not_handed_out);
+    suite_add_tcase(s, barrier);
+    TCase *origins = tcase_create("peer_changes");
+    tcase_set_timeout(origins, 120);
+    tcase_add_test(
+        origins, a_consumer_shrunk_before_its_first_leader_completes_when_the_dropped_peer_returns);
+    tcase_add_test(origins, a_stalled_consumer_does_not_block_its_stream_s_move);
+    suite_add_tcase(s, origins);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
