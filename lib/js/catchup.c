@@ -137,8 +137,10 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
     memcpy(copy, snap, len);
     jr__catchup *cu = r->cu;
     if (cu) {
-        /* A newer snapshot while restoring: fetch for it (entries queued so far stay; those it
-         * covers are ignored when applied). */
+        /* A snapshot installed while restoring, restored after the entries queued before it
+         * (restore_later), misses messages (those of the entries the group's log no longer
+         * had for this replica): fetch them, bounded by its last seq, then go on with the
+         * queue (entries it covers are ignored when applied). */
         jr__free(a, cu->snap);
         cu->snap = copy;
         cu->snap_len = len;
@@ -146,15 +148,12 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
         cu->need = need;
         cu->upto = snap_upto(snap, len, need);
         if (cu->read_at < index) cu->read_at = index;
-        if (cu->draining) {
-            /* the store is behind this snapshot again: fetch, then go on with the queue */
-            cu->draining = 0;
-            cu->attempts = 0;
-            jr__js_timer_arm(js, &r->timer, jr__node_now(js->n));
-        }
-        jr__node_log(js->n, JR_LOG_DEBUG,
-                     "stream '%s': restored a newer snapshot %" PRIu64
-                     " while fetching, from seq %" PRIu64,
+        cu->draining = 0;
+        cu->attempts = 0;
+        jr__js_timer_arm(js, &r->timer, jr__node_now(js->n));
+        jr__node_log(js->n, JR_LOG_INFO,
+                     "stream '%s': restored snapshot %" PRIu64
+                     " after the entries queued before it, fetching messages from seq %" PRIu64,
                      r->name, index, need);
         return 0;
     }
@@ -251,6 +250,7 @@ static int restore_later(jr__srep *r)
     cu->later = NULL;
     cu->later_len = 0;
     uint64_t need = 0;
+    r->js->catchup_later++;
     int rc = jr__stream_fsm_restore(r->fsm, index, snap, len, &need);
     if (rc == JR_ERANGE) rc = 0, need = 0; /* older than the state: nothing to do */
     if (rc == 0 && need) rc = jr__catchup_begin(r, index, snap, len, need);
@@ -280,7 +280,8 @@ static void drain(jr__srep *r)
     while (cu->qhead < cu->nq && done < budget) {
         qent *e = cu->q[cu->qhead];
         if (cu->later && e->index > cu->later_gindex) {
-            if (restore_later(r) != 0 || !cu->draining) return;
+            if (restore_later(r) != 0) return;
+            if (!cu->draining) break; /* it fetches first */
             continue;
         }
         cu->q[cu->qhead++] = NULL;
@@ -293,7 +294,11 @@ static void drain(jr__srep *r)
     js->catchup_drain_turns++;
     if (done > budget && done - budget > js->catchup_drain_over)
         js->catchup_drain_over = done - budget;
-    if (cu->qhead == cu->nq && cu->later && (restore_later(r) != 0 || !cu->draining)) return;
+    if (cu->draining && cu->qhead == cu->nq && cu->later && restore_later(r) != 0) return;
+    if (!cu->draining) { /* the later snapshot misses messages: the request leaves now */
+        jr__catchup_step(r);
+        return;
+    }
     if (cu->qhead < cu->nq) {
         /* past this turn's clock: a timer due now would run again within this tick */
         jr__js_timer_arm(js, &r->timer, jr__deadline(jr__node_now(js->n), 1));

@@ -532,6 +532,8 @@ struct jr__js {
     uint64_t catchup_drained;     /* entry bytes applied from catch-up queues */
     uint64_t catchup_drain_turns; /* batches that applied them (catchup.c drain) */
     uint64_t catchup_drain_over;  /* most bytes a batch applied past its budget (one entry's) */
+    uint64_t catchup_later;       /* snapshots installed while restoring, restored after the
+                                     entries queued before them (catchup.c restore_later) */
     /* meta_members.c: servers joining and leaving */
     uint8_t join;         /* jr_node_config.join: this server asks to be let in */
     uint8_t removed;      /* this server was removed from the cluster: it takes no part */
