@@ -34,7 +34,12 @@
  *
  * Entries the group commits while the replica is restoring are queued in order (with their
  * terms) and applied once the restore completes, so the replica's log and state machine stay in
- * step. Snapshots of a restoring replica are refused (the node retries later). This is not a
+ * step: a bounded batch per turn of the node (drain), the replica staying restoring until the
+ * queue is empty, so its Raft answers its leader between batches. A group snapshot installed
+ * meanwhile (the leader's log was compacted past this replica) is kept and restored once the
+ * entries queued before it are applied; the messages it then misses are those of the entries
+ * the log no longer had, fetched in a round bounded by its last seq, and the queue goes on.
+ * Snapshots of a restoring replica are refused (the node retries later). This is not a
  * replay of the WAL from zero: the WAL only ever needs the entries after the snapshot, and it
  * is compacted behind the store's durable point when snapshots are taken.
  *
