@@ -120,9 +120,9 @@ static uint64_t snap_upto(const void *snap, size_t len, uint64_t need)
     return last;
 }
 
-uint64_t jr__catchup_due(const jr__catchup *cu, uint64_t now, uint64_t soon)
+uint64_t jr__catchup_due(const jr__srep *r, uint64_t now, uint64_t soon)
 {
-    return cu->draining ? jr__deadline(now, 1) : soon;
+    return r->cu && r->cu->draining && !r->failed ? jr__deadline(now, 1) : soon;
 }
 
 uint64_t jr__catchup_left(const jr__catchup *cu)

@@ -963,7 +963,7 @@ void jr__catchup_step(jr__srep *r);
 /* When the replica's timer should drive it next: at the node's next turn (now + 1 ns: a
  * timer due now would run again in this one) while queued entries are being applied, else
  * soon (the retry of a request that failed). */
-uint64_t jr__catchup_due(const jr__catchup *cu, uint64_t now, uint64_t soon);
+uint64_t jr__catchup_due(const jr__srep *r, uint64_t now, uint64_t soon);
 void jr__catchup_free(jr__srep *r);
 /* Drops the snapshot r keeps as a catch-up source. */
 void jr__catchup_release(jr__srep *r);

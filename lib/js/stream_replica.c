@@ -601,7 +601,7 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
     }
     if (r->cu) {
         jr__catchup_step(r);
-        next = r->cu ? jr__catchup_due(r->cu, jr__node_now(n), soon) : soon;
+        next = jr__catchup_due(r, jr__node_now(n), soon);
     }
     if (jr__node_now(n) >= r->next_sync) {
         jr__srep_sync(r);
