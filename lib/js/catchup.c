@@ -777,31 +777,38 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
     size_t first = 0;
     if (rc == 0 && final && read_at && keep_snapshot(js, r) == 0)
         first = r->served_len < PIECE_BYTES ? r->served_len : PIECE_BYTES;
+    /* The records are compressed straight into the answer, after room for their length's
+     * varint; the rare chunk whose compressed length has a shorter varint than the bound's is
+     * moved down by the difference. */
     jr__buf *out = &js->scratch;
     jr__buf_reset(out);
-    uint8_t *z = NULL;
-    int zlen = 0;
     int bound = raw->len ? LZ4_compressBound((int)raw->len) : 0;
-    if (rc == 0 && bound) {
-        z = jr__malloc(js->alloc, (size_t)bound);
-        if (!z) rc = JR_ENOMEM;
-        if (rc == 0) {
-            zlen = LZ4_compress_default((const char *)raw->data, (char *)z, (int)raw->len, bound);
-            if (zlen <= 0) rc = JR_EIO;
-        }
-    }
+    if (rc == 0 && raw->len && bound <= 0) rc = JR_EMSGSIZE;
     if (rc == 0) {
         jr__buf_u8(out, OP_CHUNK);
         jr__buf_varint(out, next);
         jr__buf_varint(out, raw->len);
-        jr__buf_bytes(out, z, (size_t)zlen);
-        jr__buf_varint(out, read_at);
-        jr__buf_u8(out, (uint8_t) final);
-        jr__buf_varint(out, first ? r->served_len : 0);
-        jr__buf_bytes(out, first ? r->served : NULL, first);
-        if (out->err) rc = out->err;
+        size_t room = jr__varint_len((uint64_t)bound);
+        if (jr__buf_reserve(out, room + (size_t)bound + 32 + first) != 0) rc = JR_ENOMEM;
+        if (rc == 0) {
+            uint8_t *at = out->data + out->len + room;
+            int zlen = bound ? LZ4_compress_default((const char *)raw->data, (char *)at,
+                                                    (int)raw->len, bound)
+                             : 0;
+            if (bound && zlen <= 0) rc = JR_EIO;
+            if (rc == 0) {
+                size_t vl = jr__varint_len((uint64_t)zlen);
+                jr__buf_varint(out, (uint64_t)zlen); /* vl <= room bytes: before `at` */
+                if (vl < room) memmove(out->data + out->len, at, (size_t)zlen);
+                out->len += (size_t)zlen;
+                jr__buf_varint(out, read_at);
+                jr__buf_u8(out, (uint8_t) final);
+                jr__buf_varint(out, first ? r->served_len : 0);
+                jr__buf_bytes(out, first ? r->served : NULL, first);
+                if (out->err) rc = out->err;
+            }
+        }
     }
-    jr__free(js->alloc, z);
     if (rc == JR_ECORRUPT) jr__srep_store_failed(r, rc, "a store read for a catch-up");
     if (rc != 0) {
         jr__route_reply(js, rt, rc, NULL, 0);

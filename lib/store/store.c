@@ -666,10 +666,10 @@ int jr__store_close(jr__store *s)
  * Append
  */
 
-/* jr__store_append, writing `raw` (a verified record of exactly these fields, raw_len bytes)
- * as it is when given: its bytes are those the encoding would produce (srecord.h: every byte of
- * a record is determined by its fields and checksum), without encoding and checksumming them
- * again. */
+/* jr__store_append, writing `raw` (a verified record of exactly these fields, raw_len bytes,
+ * whose subject the caller validated) as it is when given: its bytes are those the encoding
+ * would produce (srecord.h: every byte of a record is determined by its fields and checksum),
+ * without encoding and checksumming them again. */
 static int append_msg(jr__store *s, uint64_t expect, const char *subject, size_t subject_len,
                       const void *hdr, size_t hdr_len, const void *data, size_t data_len,
                       int64_t ts, uint64_t *seq, const uint8_t *raw, size_t raw_len);
@@ -696,7 +696,8 @@ static int append_msg(jr__store *s, uint64_t expect, const char *subject, size_t
     if (expect != s->last_seq + 1)
         return jr__store_fail(s, JR__ESTORE_SEQ, "expected seq %llu, store is at %llu",
                               (unsigned long long)expect, (unsigned long long)s->last_seq);
-    if (!jr__subject_valid(subject, subject_len, 0)) /* also bounds it: JR__SUBJECT_MAX */
+    /* also bounds it: JR__SUBJECT_MAX (a chunk's records were checked by apply_chunk) */
+    if (!raw && !jr__subject_valid(subject, subject_len, 0))
         return jr__store_fail(s, JR_EINVAL, "invalid subject");
     if ((hdr_len && !hdr) || (data_len && !data)) return JR_EINVAL;
     if (hdr_len > JR__SREC_MAX || data_len > JR__SREC_MAX ||
