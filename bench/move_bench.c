@@ -38,6 +38,9 @@
  *   ratio              during / steady (the target is at least 0.7)
  *   pub_failed         publishes that failed during the case (a leader handing over refuses
  *                      some briefly)
+ *   steady_cores, cores  the process's CPU time per second over the steady window and over the
+ *                      change: on a machine shared with other work, a ratio whose cores fell
+ *                      as much is the scheduler's as much as the library's
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -297,7 +300,7 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
         if (view_get(&c, leader, &v) == 0 && v.bytes >= size) break;
     }
     uint64_t steady = 0;
-    double steady_s = 0;
+    double steady_s = 0, steady_cores = 0;
     if (!publishing) {
         /* a quiet cluster: every replica has applied the fill, and what it started (snapshots,
          * store marks) is done */
@@ -308,12 +311,14 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
     } else {
         /* stream info every 5 ms, as while the change converges: both rates pay for it */
         uint64_t a0 = pub_acked(&p), t0 = bench_now_ns();
+        double c0 = bench_cpu_s();
         while (bench_now_ns() - t0 < (uint64_t)(o->steady_s * 1e9)) {
             mt_sleep_ms(5);
             view_get(&c, leader, &v);
         }
         steady = pub_acked(&p) - a0;
         steady_s = (double)(bench_now_ns() - t0) * 1e-9;
+        steady_cores = (bench_cpu_s() - c0) / steady_s;
     }
     if (view_get(&c, leader, &v) != 0) mt_die("stream info", JR_ENOLEADER, NULL);
     uint64_t bytes = v.bytes;
@@ -395,8 +400,9 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
            cpu > 0 ? (double)bytes / cpu / 1e6 : 0, load);
     if (publishing)
         printf(",\"pub_steady_msgs_s\":%.0f,\"pub_during_msgs_s\":%.0f,\"ratio\":%.2f,"
-               "\"pub_failed\":%" PRIu64,
-               pub_steady, pub_during, pub_steady > 0 ? pub_during / pub_steady : 0, failed);
+               "\"pub_failed\":%" PRIu64 ",\"steady_cores\":%.2f,\"cores\":%.2f",
+               pub_steady, pub_during, pub_steady > 0 ? pub_during / pub_steady : 0, failed,
+               steady_cores, secs > 0 ? cpu / secs : 0);
     printf("}\n");
     fflush(stdout);
     mt_cluster_close(&c);
