@@ -65,7 +65,7 @@
 #define CHUNK_BYTES (1u << 20) /* at most; a quarter of a frame below 4 MiB frames */
 #define PIECE_BYTES (256u << 10)
 #define MAX_SNAPSHOT (1ull << 32) /* largest source snapshot accepted */
-#define DRAIN_BYTES (4u << 20)    /* queued entry bytes applied a turn, beyond those queued since */
+#define DRAIN_BYTES (16u << 20)   /* queued entry bytes applied a turn, beyond those queued since */
 
 enum { OP_CHUNK = 0, OP_PIECE = 1 };
 
