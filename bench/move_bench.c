@@ -5,6 +5,7 @@
  *
  *   move_bench [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B]
  *              [--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S]
+ *              [--max-seconds S]
  *
  * Each case runs on a fresh cluster: servers n0..n3, server i tagged "s<i>"; one stream BENCH on
  * bench.> with 3 replicas and file storage is filled by a publisher on the stream leader's
@@ -16,7 +17,8 @@
  *         stand-in for evacuating that peer): a server that fits joins and catches up as in a
  *         grow, then k is removed.
  * The change has converged when stream info (asked every 5 ms) lists exactly the new peer set,
- * every replica current and none an observer or pending.
+ * every replica current and none an observer or pending; a change that has not converged after
+ * --max-seconds (default 30) ends the run with the replicas' state on stderr.
  *   bytes            the stream's bytes (its state) when the update was issued
  *   update_s         jr_stream_update to its answer (the meta leader committed the peer set)
  *   seconds          the answer to convergence
@@ -31,11 +33,14 @@
  *                    slow the wall-clock figures; the CPU figures much less)
  * With --publish 1 (both by default) the publisher keeps running through the move:
  *   pub_steady_msgs_s  acknowledged publishes per second over --steady-seconds (default 1)
- *                      just before the update
+ *                      just before the update (stream info asked every 5 ms there too)
  *   pub_during_msgs_s  the same from the update's answer to convergence
  *   ratio              during / steady (the target is at least 0.7)
  *   pub_failed         publishes that failed during the case (a leader handing over refuses
  *                      some briefly)
+ *   steady_cores, cores  the process's CPU time per second over the steady window and over the
+ *                      change: on a machine shared with other work, a ratio whose cores fell
+ *                      as much is the scheduler's as much as the library's
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -295,7 +300,7 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
         if (view_get(&c, leader, &v) == 0 && v.bytes >= size) break;
     }
     uint64_t steady = 0;
-    double steady_s = 0;
+    double steady_s = 0, steady_cores = 0;
     if (!publishing) {
         /* a quiet cluster: every replica has applied the fill, and what it started (snapshots,
          * store marks) is done */
@@ -304,10 +309,16 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
             mt_sleep_ms(10);
         mt_sleep_ms(500);
     } else {
+        /* stream info every 5 ms, as while the change converges: both rates pay for it */
         uint64_t a0 = pub_acked(&p), t0 = bench_now_ns();
-        mt_sleep_ms((int)(o->steady_s * 1000));
+        double c0 = bench_cpu_s();
+        while (bench_now_ns() - t0 < (uint64_t)(o->steady_s * 1e9)) {
+            mt_sleep_ms(5);
+            view_get(&c, leader, &v);
+        }
         steady = pub_acked(&p) - a0;
         steady_s = (double)(bench_now_ns() - t0) * 1e-9;
+        steady_cores = (bench_cpu_s() - c0) / steady_s;
     }
     if (view_get(&c, leader, &v) != 0) mt_die("stream info", JR_ENOLEADER, NULL);
     uint64_t bytes = v.bytes;
@@ -351,7 +362,7 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
     double cpu = 0, tcpu[NODES];
     for (;;) {
         mt_sleep_ms(5);
-        if (bench_now_ns() - t_answer > (uint64_t)o->max_s * 1000000000u) {
+        if (bench_now_ns() - t_answer > (uint64_t)(o->max_s * 1e9)) {
             fprintf(stderr, "move_bench: no convergence after %.0f s: leader %s, replicas",
                     o->max_s, v.leader);
             for (int i = 0; i < v.npeers; i++) fprintf(stderr, " %s (%s)", v.peers[i], v.state[i]);
@@ -389,8 +400,9 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
            cpu > 0 ? (double)bytes / cpu / 1e6 : 0, load);
     if (publishing)
         printf(",\"pub_steady_msgs_s\":%.0f,\"pub_during_msgs_s\":%.0f,\"ratio\":%.2f,"
-               "\"pub_failed\":%" PRIu64,
-               pub_steady, pub_during, pub_steady > 0 ? pub_during / pub_steady : 0, failed);
+               "\"pub_failed\":%" PRIu64 ",\"steady_cores\":%.2f,\"cores\":%.2f",
+               pub_steady, pub_during, pub_steady > 0 ? pub_during / pub_steady : 0, failed,
+               steady_cores, secs > 0 ? cpu / secs : 0);
     printf("}\n");
     fflush(stdout);
     mt_cluster_close(&c);
@@ -423,7 +435,8 @@ static int usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B] "
-            "[--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S]\n",
+            "[--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S] "
+            "[--max-seconds S]\n",
             prog);
     return 2;
 }
@@ -471,6 +484,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--steady-seconds")) {
             o.steady_s = atof(v);
             if (o.steady_s <= 0) return usage(argv[0]);
+        } else if (!strcmp(a, "--max-seconds")) {
+            o.max_s = atof(v);
+            if (o.max_s <= 0) return usage(argv[0]);
         } else {
             return usage(argv[0]);
         }

@@ -34,7 +34,12 @@
  *
  * Entries the group commits while the replica is restoring are queued in order (with their
  * terms) and applied once the restore completes, so the replica's log and state machine stay in
- * step. Snapshots of a restoring replica are refused (the node retries later). This is not a
+ * step: a bounded batch per turn of the node (drain), the replica staying restoring until the
+ * queue is empty, so its Raft answers its leader between batches. A group snapshot installed
+ * meanwhile (the leader's log was compacted past this replica) is kept and restored once the
+ * entries queued before it are applied; the messages it then misses are those of the entries
+ * the log no longer had, fetched in a round bounded by its last seq, and the queue goes on.
+ * Snapshots of a restoring replica are refused (the node retries later). This is not a
  * replay of the WAL from zero: the WAL only ever needs the entries after the snapshot, and it
  * is compacted behind the store's durable point when snapshots are taken.
  *
@@ -55,10 +60,12 @@
 #include "js/js.h"
 #include "store/srecord.h"
 #include "util/alloc.h"
+#include "util/deadline.h"
 
 #define CHUNK_BYTES (1u << 20) /* at most; a quarter of a frame below 4 MiB frames */
 #define PIECE_BYTES (256u << 10)
 #define MAX_SNAPSHOT (1ull << 32) /* largest source snapshot accepted */
+#define DRAIN_BYTES (16u << 20)   /* queued entry bytes applied a turn, beyond those queued since */
 
 enum { OP_CHUNK = 0, OP_PIECE = 1 };
 
@@ -89,8 +96,17 @@ struct jr__catchup {
     jr__buf z;
     int staged;
     uint64_t z_from, z_next, z_raw, z_at;
+    /* the entries the group committed meanwhile, q[qhead..nq) not applied yet; once the
+     * messages are in (draining) they are applied a bounded batch per turn of the node */
     qent **q;
-    size_t nq, capq;
+    size_t qhead, nq, capq;
+    uint64_t qnew; /* bytes queued since the last batch was applied */
+    int draining;
+    /* a newer group snapshot installed meanwhile (later_len non-zero; the newest one): restored
+     * once the queued entries it follows are applied (those of index <= later_gindex) */
+    uint8_t *later;
+    size_t later_len;
+    uint64_t later_gindex, later_index;
 };
 
 /* The follower's side ------------------------------------------------------------------------*/
@@ -104,8 +120,14 @@ static uint64_t snap_upto(const void *snap, size_t len, uint64_t need)
     return last;
 }
 
+uint64_t jr__catchup_due(const jr__srep *r, uint64_t now, uint64_t soon)
+{
+    return r->cu && r->cu->draining && !r->failed ? jr__deadline(now, 1) : soon;
+}
+
 uint64_t jr__catchup_left(const jr__catchup *cu)
 {
+    if (cu->draining) return cu->nq > cu->qhead ? cu->nq - cu->qhead : 1;
     uint64_t last = cu->upto;
     if (!last && jr__stream_fsm_snap_last_seq(cu->snap, cu->snap_len, &last) != 0) last = 0;
     return last >= cu->need ? last - cu->need + 1 : 1;
@@ -120,8 +142,10 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
     memcpy(copy, snap, len);
     jr__catchup *cu = r->cu;
     if (cu) {
-        /* A newer snapshot while restoring: fetch for it (entries queued so far stay; those it
-         * covers are ignored when applied). */
+        /* A snapshot installed while restoring, restored after the entries queued before it
+         * (restore_later), misses messages (those of the entries the group's log no longer
+         * had for this replica): fetch them, bounded by its last seq, then go on with the
+         * queue (entries it covers are ignored when applied). */
         jr__free(a, cu->snap);
         cu->snap = copy;
         cu->snap_len = len;
@@ -129,9 +153,12 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
         cu->need = need;
         cu->upto = snap_upto(snap, len, need);
         if (cu->read_at < index) cu->read_at = index;
-        jr__node_log(js->n, JR_LOG_DEBUG,
-                     "stream '%s': restored a newer snapshot %" PRIu64
-                     " while fetching, from seq %" PRIu64,
+        cu->draining = 0;
+        cu->attempts = 0;
+        jr__js_timer_arm(js, &r->timer, jr__node_now(js->n));
+        jr__node_log(js->n, JR_LOG_INFO,
+                     "stream '%s': restored snapshot %" PRIu64
+                     " after the entries queued before it, fetching messages from seq %" PRIu64,
                      r->name, index, need);
         return 0;
     }
@@ -174,6 +201,7 @@ int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *da
     e->len = len;
     if (len) memcpy(e->data, data, len);
     cu->q[cu->nq++] = e;
+    cu->qnew += len;
     return 0;
 }
 
@@ -183,33 +211,128 @@ void jr__catchup_free(jr__srep *r)
     if (!cu) return;
     const jr_allocator *a = r->js->alloc;
     jr__rpc_cancel(r->js->n, cu->rpc_id);
-    for (size_t i = 0; i < cu->nq; i++) jr__free(a, cu->q[i]);
+    for (size_t i = cu->qhead; i < cu->nq; i++) jr__free(a, cu->q[i]);
     jr__free(a, cu->q);
     jr__free(a, cu->snap);
+    jr__free(a, cu->later);
     jr__buf_free(&cu->piece);
     jr__buf_free(&cu->z);
     jr__free(a, cu);
     r->cu = NULL;
 }
 
-void jr__catchup_finish(jr__srep *r)
+int jr__catchup_later(jr__srep *r, uint64_t gindex, uint64_t index, const void *snap, size_t len)
 {
     jr__catchup *cu = r->cu;
-    qent **q = cu->q;
-    size_t nq = cu->nq;
-    cu->q = NULL;
-    cu->nq = cu->capq = 0;
-    jr__catchup_free(r);
-    jr__node_log(r->js->n, JR_LOG_INFO, "stream '%s': caught up; applying %zu queued entries",
-                 r->name, nq);
-    for (size_t i = 0; i < nq; i++) {
-        jr__srep_apply_entry(r, q[i]->index, q[i]->term, q[i]->data, q[i]->len);
-        jr__free(r->js->alloc, q[i]);
+    const jr_allocator *a = r->js->alloc;
+    uint8_t *copy = jr__malloc(a, len ? len : 1);
+    if (!copy) return JR_ENOMEM;
+    memcpy(copy, snap, len);
+    jr__free(a, cu->later);
+    cu->later = copy;
+    cu->later_len = len;
+    cu->later_gindex = gindex;
+    cu->later_index = index;
+    jr__node_log(r->js->n, JR_LOG_DEBUG,
+                 "stream '%s': snapshot %" PRIu64 " installed while restoring; restored after "
+                 "the %zu entries queued before it",
+                 r->name, gindex, cu->nq - cu->qhead);
+    return 0;
+}
+
+/* Restores the later snapshot now that the queued entries before it are applied: a store
+ * missing some of its messages (those of the entries the group's log no longer had for this
+ * replica) fetches them, bounded by its last seq, as a first round does, and the queue goes on
+ * after that; one older than the state (chunks or a source's snapshot went past it) is
+ * dropped. 0, or the restore's error (the replica failed; its timer rebuilds it). */
+static int restore_later(jr__srep *r)
+{
+    jr__catchup *cu = r->cu;
+    const jr_allocator *a = r->js->alloc;
+    uint8_t *snap = cu->later;
+    size_t len = cu->later_len;
+    uint64_t index = cu->later_index;
+    cu->later = NULL;
+    cu->later_len = 0;
+    uint64_t need = 0;
+    r->js->catchup_later++;
+    int rc = jr__stream_fsm_restore(r->fsm, index, snap, len, &need);
+    if (rc == JR_ERANGE) rc = 0, need = 0; /* older than the state: nothing to do */
+    if (rc == 0 && need) rc = jr__catchup_begin(r, index, snap, len, need);
+    jr__free(a, snap);
+    if (rc != 0) {
+        jr__node_log(r->js->n, JR_LOG_ERROR,
+                     "stream '%s': snapshot %" PRIu64 " not restored: %s; the replica is rebuilt "
+                     "from its peers",
+                     r->name, index, jr_strerror(rc));
+        r->failed = rc;
+        jr__srep_due(r, jr__node_now(r->js->n));
     }
-    jr__free(r->js->alloc, q);
+    return rc;
+}
+
+/* Applies the next batch of queued entries: DRAIN_BYTES of them plus as many bytes as were
+ * queued since the previous batch, so the queue shrinks by at least DRAIN_BYTES a turn however
+ * fast the group commits; the replica's timer brings the next batch at the node's next turn, so
+ * its Raft messages (and its acks to the leader) are handled between batches rather than after
+ * the whole queue. The last batch ends the catch-up. */
+static void drain(jr__srep *r)
+{
+    jr__js *js = r->js;
+    jr__catchup *cu = r->cu;
+    uint64_t budget = DRAIN_BYTES + cu->qnew, done = 0;
+    cu->qnew = 0;
+    while (cu->qhead < cu->nq && done < budget) {
+        qent *e = cu->q[cu->qhead];
+        if (cu->later && e->index > cu->later_gindex) {
+            if (restore_later(r) != 0) return;
+            if (!cu->draining) break; /* it fetches first */
+            continue;
+        }
+        cu->q[cu->qhead++] = NULL;
+        done += e->len;
+        js->catchup_drained += e->len;
+        jr__srep_apply_entry(r, e->index, e->term, e->data, e->len);
+        jr__free(js->alloc, e);
+        if (r->cu != cu || !cu->draining || r->failed) return; /* the apply moved it on */
+    }
+    js->catchup_drain_turns++;
+    if (done > budget && done - budget > js->catchup_drain_over)
+        js->catchup_drain_over = done - budget;
+    if (cu->draining && cu->qhead == cu->nq && cu->later && restore_later(r) != 0) return;
+    if (!cu->draining) { /* the later snapshot misses messages: the request leaves now */
+        jr__catchup_step(r);
+        return;
+    }
+    if (cu->qhead < cu->nq) {
+        /* past this turn's clock: a timer due now would run again within this tick */
+        jr__js_timer_arm(js, &r->timer, jr__deadline(jr__node_now(js->n), 1));
+        return;
+    }
+    jr__catchup_free(r);
+    jr__node_log(js->n, JR_LOG_INFO, "stream '%s': caught up", r->name);
     /* A mark now: the node's log may already be compacted past the store's last one, and a
      * restart should not need another catch-up. */
     jr__srep_sync(r);
+}
+
+void jr__catchup_finish(jr__srep *r)
+{
+    jr__catchup *cu = r->cu;
+    if (!cu->draining) {
+        jr__rpc_cancel(r->js->n, cu->rpc_id);
+        cu->rpc_id = 0;
+        cu->staged = 0;
+        jr__buf_release(&cu->z, 0);
+        jr__buf_release(&cu->piece, 0);
+        cu->piece_total = 0;
+        cu->draining = 1;
+        cu->qnew = 0;
+        jr__node_log(r->js->n, JR_LOG_INFO,
+                     "stream '%s': messages fetched; applying %zu queued entries", r->name,
+                     cu->nq - cu->qhead);
+    }
+    drain(r);
 }
 
 /* Which peer to ask: the replicas other than this one in turn, the leader last. A follower
@@ -340,6 +463,10 @@ static int ask(jr__srep *r, jr__id src, int pieces, uint64_t from)
 void jr__catchup_step(jr__srep *r)
 {
     jr__catchup *cu = r->cu;
+    if (cu && cu->draining && !r->failed) {
+        drain(r);
+        return;
+    }
     if (!cu || cu->rpc_id || cu->staged || r->failed) return;
     int pieces = cu->piece_total && cu->piece.len < cu->piece_total;
     jr__id src = pieces ? cu->source : pick_source(r);
@@ -650,31 +777,38 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
     size_t first = 0;
     if (rc == 0 && final && read_at && keep_snapshot(js, r) == 0)
         first = r->served_len < PIECE_BYTES ? r->served_len : PIECE_BYTES;
+    /* The records are compressed straight into the answer, after room for their length's
+     * varint; the rare chunk whose compressed length has a shorter varint than the bound's is
+     * moved down by the difference. */
     jr__buf *out = &js->scratch;
     jr__buf_reset(out);
-    uint8_t *z = NULL;
-    int zlen = 0;
     int bound = raw->len ? LZ4_compressBound((int)raw->len) : 0;
-    if (rc == 0 && bound) {
-        z = jr__malloc(js->alloc, (size_t)bound);
-        if (!z) rc = JR_ENOMEM;
-        if (rc == 0) {
-            zlen = LZ4_compress_default((const char *)raw->data, (char *)z, (int)raw->len, bound);
-            if (zlen <= 0) rc = JR_EIO;
-        }
-    }
+    if (rc == 0 && raw->len && bound <= 0) rc = JR_EMSGSIZE;
     if (rc == 0) {
         jr__buf_u8(out, OP_CHUNK);
         jr__buf_varint(out, next);
         jr__buf_varint(out, raw->len);
-        jr__buf_bytes(out, z, (size_t)zlen);
-        jr__buf_varint(out, read_at);
-        jr__buf_u8(out, (uint8_t) final);
-        jr__buf_varint(out, first ? r->served_len : 0);
-        jr__buf_bytes(out, first ? r->served : NULL, first);
-        if (out->err) rc = out->err;
+        size_t room = jr__varint_len((uint64_t)bound);
+        if (jr__buf_reserve(out, room + (size_t)bound + 32 + first) != 0) rc = JR_ENOMEM;
+        if (rc == 0) {
+            uint8_t *at = out->data + out->len + room;
+            int zlen = bound ? LZ4_compress_default((const char *)raw->data, (char *)at,
+                                                    (int)raw->len, bound)
+                             : 0;
+            if (bound && zlen <= 0) rc = JR_EIO;
+            if (rc == 0) {
+                size_t vl = jr__varint_len((uint64_t)zlen);
+                jr__buf_varint(out, (uint64_t)zlen); /* vl <= room bytes: before `at` */
+                if (vl < room) memmove(out->data + out->len, at, (size_t)zlen);
+                out->len += (size_t)zlen;
+                jr__buf_varint(out, read_at);
+                jr__buf_u8(out, (uint8_t) final);
+                jr__buf_varint(out, first ? r->served_len : 0);
+                jr__buf_bytes(out, first ? r->served : NULL, first);
+                if (out->err) rc = out->err;
+            }
+        }
     }
-    jr__free(js->alloc, z);
     if (rc == JR_ECORRUPT) jr__srep_store_failed(r, rc, "a store read for a catch-up");
     if (rc != 0) {
         jr__route_reply(js, rt, rc, NULL, 0);

@@ -530,9 +530,14 @@ struct jr__js {
     jr__buf scratch2;
     uint64_t scratch_at; /* when scratch and scratch2 give back what they grew to next */
     /* counters (tests, observability) */
-    uint64_t not_leader_resends; /* stream requests sent again after JR_ENOTLEADER */
-    uint64_t catchup_chunks;     /* chunks received by catching-up replicas */
-    uint64_t catchup_bytes;      /* their uncompressed bytes */
+    uint64_t not_leader_resends;  /* stream requests sent again after JR_ENOTLEADER */
+    uint64_t catchup_chunks;      /* chunks received by catching-up replicas */
+    uint64_t catchup_bytes;       /* their uncompressed bytes */
+    uint64_t catchup_drained;     /* entry bytes applied from catch-up queues */
+    uint64_t catchup_drain_turns; /* batches that applied them (catchup.c drain) */
+    uint64_t catchup_drain_over;  /* most bytes a batch applied past its budget (one entry's) */
+    uint64_t catchup_later;       /* snapshots installed while restoring, restored after the
+                                     entries queued before them (catchup.c restore_later) */
     /* meta_members.c: servers joining and leaving */
     uint8_t join;         /* jr_node_config.join: this server asks to be let in */
     uint8_t removed;      /* this server was removed from the cluster: it takes no part */
@@ -966,12 +971,23 @@ void jr__stream_exec_read(jr__js *js, jr__srep *r, const jr__waiter *w);
 
 /* The replica's fsm restore found messages missing from need on (snapshot copied). 0/ENOMEM. */
 int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len, uint64_t need);
+/* A group snapshot installed while restoring (gindex: the group's index; index and snap: the
+ * stream's): kept, the newest one, and restored once the entries queued before it are applied,
+ * so the messages fetched are those of the entries the group's log no longer had for this
+ * replica, not all those appended since the first snapshot. 0 or JR_ENOMEM. */
+int jr__catchup_later(jr__srep *r, uint64_t gindex, uint64_t index, const void *snap, size_t len);
 /* An entry applied while restoring: kept to be applied once the messages are in. */
 int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len);
-/* The restore completed: applies the queued entries and ends the catch-up. */
+/* The messages are in: applies the queued entries, a bounded batch per turn of the node (the
+ * replica's timer brings the next; the replica stays restoring until the queue is empty), and
+ * ends the catch-up with the last. */
 void jr__catchup_finish(jr__srep *r);
-/* Drives the catch-up (timer). */
+/* Drives the catch-up (timer): the next request, or the next batch of queued entries. */
 void jr__catchup_step(jr__srep *r);
+/* When the replica's timer should drive it next: at the node's next turn (now + 1 ns: a
+ * timer due now would run again in this one) while queued entries are being applied, else
+ * soon (the retry of a request that failed). */
+uint64_t jr__catchup_due(const jr__srep *r, uint64_t now, uint64_t soon);
 void jr__catchup_free(jr__srep *r);
 /* Drops the snapshot r keeps as a catch-up source. */
 void jr__catchup_release(jr__srep *r);

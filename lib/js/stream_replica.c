@@ -510,7 +510,12 @@ static int rep_restore(void *ctx, uint64_t gindex, const void *data, size_t len)
     int rc = len < 8 ? JR_ECORRUPT : 0;
     uint64_t index = rc ? 0 : jr__get_u64(data);
     uint64_t need = 0, before = jr__stream_fsm_applied(r->fsm);
-    if (!rc) rc = jr__stream_fsm_restore(r->fsm, index, (const uint8_t *)data + 8, len - 8, &need);
+    /* Restoring already: the queued entries are older than this snapshot and come first
+     * (catchup.c restores it after them). */
+    int later = !rc && r->cu && !r->failed;
+    if (later) rc = jr__catchup_later(r, gindex, index, (const uint8_t *)data + 8, len - 8);
+    if (!rc && !later)
+        rc = jr__stream_fsm_restore(r->fsm, index, (const uint8_t *)data + 8, len - 8, &need);
     if (rc == JR_ERANGE && r->cu) return 0; /* older than the snapshot being restored */
     if (rc != 0) {
         /* Its state is not the snapshot's: applying the entries after it would diverge from
@@ -538,6 +543,7 @@ static int rep_restore(void *ctx, uint64_t gindex, const void *data, size_t len)
         r->cfg_pending = 0;
         jr__stream_fsm_share_config(r->fsm, r->as->cfg);
     }
+    if (later) return 0;
     if (need) return jr__catchup_begin(r, index, data, len, need);
     if (r->cu) jr__catchup_finish(r); /* a newer snapshot completed it at once */
     return 0;
@@ -595,7 +601,7 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
     }
     if (r->cu) {
         jr__catchup_step(r);
-        next = soon;
+        next = jr__catchup_due(r, jr__node_now(n), soon);
     }
     if (jr__node_now(n) >= r->next_sync) {
         jr__srep_sync(r);

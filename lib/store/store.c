@@ -666,16 +666,38 @@ int jr__store_close(jr__store *s)
  * Append
  */
 
+/* jr__store_append, writing `raw` (a verified record of exactly these fields, raw_len bytes,
+ * whose subject the caller validated) as it is when given: its bytes are those the encoding
+ * would produce (srecord.h: every byte of a record is determined by its fields and checksum),
+ * without encoding and checksumming them again. */
+static int append_msg(jr__store *s, uint64_t expect, const char *subject, size_t subject_len,
+                      const void *hdr, size_t hdr_len, const void *data, size_t data_len,
+                      int64_t ts, uint64_t *seq, const uint8_t *raw, size_t raw_len);
+
 int jr__store_append(jr__store *s, uint64_t expect, const char *subject, size_t subject_len,
                      const void *hdr, size_t hdr_len, const void *data, size_t data_len, int64_t ts,
                      uint64_t *seq)
+{
+    return append_msg(s, expect, subject, subject_len, hdr, hdr_len, data, data_len, ts, seq, NULL,
+                      0);
+}
+
+uint64_t jr__store_encoded(const jr__store *s)
+{
+    return s->encoded;
+}
+
+static int append_msg(jr__store *s, uint64_t expect, const char *subject, size_t subject_len,
+                      const void *hdr, size_t hdr_len, const void *data, size_t data_len,
+                      int64_t ts, uint64_t *seq, const uint8_t *raw, size_t raw_len)
 {
     if (s->failed)
         return jr__store_fail(s, s->failed, "store failed earlier: %s", jr_strerror(s->failed));
     if (expect != s->last_seq + 1)
         return jr__store_fail(s, JR__ESTORE_SEQ, "expected seq %llu, store is at %llu",
                               (unsigned long long)expect, (unsigned long long)s->last_seq);
-    if (!jr__subject_valid(subject, subject_len, 0)) /* also bounds it: JR__SUBJECT_MAX */
+    /* also bounds it: JR__SUBJECT_MAX (a chunk's records were checked by apply_chunk) */
+    if (!raw && !jr__subject_valid(subject, subject_len, 0))
         return jr__store_fail(s, JR_EINVAL, "invalid subject");
     if ((hdr_len && !hdr) || (data_len && !data)) return JR_EINVAL;
     if (hdr_len > JR__SREC_MAX || data_len > JR__SREC_MAX ||
@@ -728,7 +750,12 @@ int jr__store_append(jr__store *s, uint64_t expect, const char *subject, size_t 
                   .hdr_len = hdr_len,
                   .data = data,
                   .data_len = data_len};
-    jr__srec_encode(p, &r);
+    if (raw && raw_len == rsz) {
+        memcpy(p, raw, rsz);
+    } else {
+        jr__srec_encode(p, &r);
+        s->encoded++;
+    }
     rc = s->bk->commit(s, p, rsz);
     if (rc) goto undo;
     rc = index_msg(s, expect, ts, id, blk, off, (uint32_t)rsz);
@@ -1303,9 +1330,9 @@ int jr__store_apply_chunk(jr__store *s, const void *chunk, size_t len)
         jr__srec_decode(p + off, len - off, 0, &r, &n);
         if (r.seq <= s->last_seq) continue;
         int rc = jr__store_skip(s, r.seq - 1);
-        if (!rc)
-            rc = jr__store_append(s, r.seq, r.subj, r.subj_len, r.hdr, r.hdr_len, r.data,
-                                  r.data_len, (int64_t)r.ts, NULL);
+        if (!rc) /* verified above: written as it came */
+            rc = append_msg(s, r.seq, r.subj, r.subj_len, r.hdr, r.hdr_len, r.data, r.data_len,
+                            (int64_t)r.ts, NULL, p + off, n);
         if (rc) return rc;
     }
     return 0;

@@ -168,6 +168,11 @@ int jr__store_append(jr__store *s, uint64_t expect, const char *subject, size_t 
                      const void *hdr, size_t hdr_len, const void *data, size_t data_len, int64_t ts,
                      uint64_t *seq);
 
+/* Message records this store's appends encoded (and checksummed) themselves. A catch-up chunk's
+ * records (jr__store_apply_chunk) are verified once and written as they came, so they do not
+ * count: a test counts that. */
+uint64_t jr__store_encoded(const jr__store *s);
+
 /* Advances last_seq to `upto` without storing messages: seqs last_seq+1..upto become deletes
  * (interior if later messages follow). Used by catch-up to reproduce a leader's gaps. No-op if
  * upto <= last_seq. */
@@ -307,7 +312,8 @@ int jr__store_read_chunk(jr__store *s, uint64_t from, size_t max_bytes, jr__buf 
                          uint64_t *next);
 /* Appends every message of a chunk (validated first, all or nothing on malformed input:
  * JR_ECORRUPT), skipping gaps so seqs match the source. Messages at or below last_seq are
- * ignored (a re-sent chunk is harmless). */
+ * ignored (a re-sent chunk is harmless). Each record is written as it came, its checksum
+ * verified once and not computed again (jr__store_encoded does not count it). */
 int jr__store_apply_chunk(jr__store *s, const void *chunk, size_t len);
 
 const char *jr__store_errmsg(const jr__store *s);

@@ -99,7 +99,8 @@ struct jr__store {
     uint64_t last_seq;
     int64_t last_ts;
     uint64_t msgs, bytes;
-    int64_t max_ts; /* newest timestamp appended */
+    int64_t max_ts;   /* newest timestamp appended */
+    uint64_t encoded; /* message records appends encoded (and checksummed) here */
 
     jr__subjidx subjects;
 

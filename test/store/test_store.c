@@ -574,6 +574,7 @@ START_TEST(catch_up_by_chunks)
         jr__buf_init(&chunk, NULL);
         uint64_t from = sa.first_seq, next;
         int chunks = 0;
+        uint64_t encoded = jr__store_encoded(b.st);
         do {
             jr__buf_reset(&chunk);
             ck_assert_int_eq(jr__store_read_chunk(a.st, from, 1000, &chunk, &next), 0);
@@ -585,6 +586,17 @@ START_TEST(catch_up_by_chunks)
         } while (from <= sa.last_seq);
         ck_assert_int_gt(chunks, 5);
         ck_assert_int_eq(jr__store_skip(b.st, sa.last_seq), 0);
+        /* the records were written as they came: none encoded again, the same bytes */
+        ck_assert_uint_eq(jr__store_encoded(b.st), encoded);
+        jr__buf whole_a, whole_b;
+        jr__buf_init(&whole_a, NULL);
+        jr__buf_init(&whole_b, NULL);
+        ck_assert_int_eq(jr__store_read_chunk(a.st, sa.first_seq, 1u << 20, &whole_a, &next), 0);
+        ck_assert_int_eq(jr__store_read_chunk(b.st, sa.first_seq, 1u << 20, &whole_b, &next), 0);
+        ck_assert_uint_eq(whole_a.len, whole_b.len);
+        ck_assert(memcmp(whole_a.data, whole_b.data, whole_a.len) == 0);
+        jr__buf_free(&whole_a);
+        jr__buf_free(&whole_b);
         jr__buf_free(&chunk);
         fx_cycle(&b);
         jr__store_state sb = state(&b);

@@ -538,6 +538,27 @@ uint64_t e2e_catchup_chunks(e2e *c, unsigned i)
     return n && jr__js_of(n) ? jr__js_of(n)->catchup_chunks : 0;
 }
 
+void e2e_catchup_drain(e2e *c, unsigned i, uint64_t *bytes, uint64_t *turns, uint64_t *over)
+{
+    jr_node *n = e2e_node(c, i);
+    const jr__js *js = n ? jr__js_of(n) : NULL;
+    *bytes = js ? js->catchup_drained : 0;
+    *turns = js ? js->catchup_drain_turns : 0;
+    *over = js ? js->catchup_drain_over : 0;
+}
+
+uint64_t e2e_catchup_later(e2e *c, unsigned i)
+{
+    jr_node *n = e2e_node(c, i);
+    return n && jr__js_of(n) ? jr__js_of(n)->catchup_later : 0;
+}
+
+uint64_t e2e_catchup_bytes(e2e *c, unsigned i)
+{
+    jr_node *n = e2e_node(c, i);
+    return n && jr__js_of(n) ? jr__js_of(n)->catchup_bytes : 0;
+}
+
 void e2e_config(jr_stream_config *cfg, const char *name, const char *const *subjects,
                 size_t nsubjects, int replicas)
 {

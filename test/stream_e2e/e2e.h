@@ -166,6 +166,13 @@ int e2e_timer_armed(e2e *c, unsigned i, const char *name);
 void e2e_progress(e2e *c, unsigned i, const char *name, char *buf, size_t cap);
 /* Chunks node i's replicas fetched in catch-ups. */
 uint64_t e2e_catchup_chunks(e2e *c, unsigned i);
+/* Server i's catch-up queues: entry bytes applied from them, the batches (node turns) that
+ * applied them, and the most bytes one batch applied past its budget. */
+void e2e_catchup_drain(e2e *c, unsigned i, uint64_t *bytes, uint64_t *turns, uint64_t *over);
+/* Snapshots server i's restoring replicas had installed meanwhile and restored after the
+ * entries queued before them; message bytes its catch-ups fetched. */
+uint64_t e2e_catchup_later(e2e *c, unsigned i);
+uint64_t e2e_catchup_bytes(e2e *c, unsigned i);
 /* Reads message seq from node i's replica store: 0 with subject and data copied (NUL-terminated,
  * truncated to the buffers), JR_ENOTFOUND, or another error. */
 int e2e_local_get(e2e *c, unsigned i, const char *name, uint64_t seq, char *subject,

@@ -1491,6 +1491,145 @@ START_TEST(a_joiner_whose_source_removes_snapshot_messages_ends_identical)
 }
 END_TEST
 
+/* Fills p with letters from xorshift state *x: messages that differ and do not compress. */
+static void fill_random(char *p, size_t n, uint64_t *x)
+{
+    for (size_t i = 0; i < n; i++) {
+        *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+        p[i] = (char)('a' + *x % 26);
+    }
+}
+
+/* A joiner whose copy is slow (12 MB/s links into it) while a publisher keeps writing queues
+ * the entries its group commits meanwhile; once the messages are in it applies that queue a
+ * bounded batch per node turn (catchup.c drain: 16 MiB plus what was queued since the previous
+ * batch), not all at once, so its Raft keeps answering its leader between batches. Counted:
+ * several batches, none past its budget by more than one entry, every queued byte applied,
+ * and the replicas end identical with every publish acknowledged. */
+START_TEST(a_joiner_under_a_publisher_applies_its_queue_in_bounded_batches)
+{
+    e2e c;
+    cluster(&c, 3, 151);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 40); /* compact the log */
+    add_stream(&c, "DRAIN", 2);
+    static char big[16384]; /* letters that do not compress: the copy's bytes are real */
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    e2e_res r;
+    for (int i = 0; i < 2000; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.drain", big, sizeof big, NULL, &r), 0);
+    }
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "DRAIN", p, 8), 2);
+    unsigned joiner = 3 - p[0] - p[1];
+    jr_sim_link link; /* the copy of about 32 MB takes over two seconds */
+    jr_sim_link_init(&link);
+    link.bytes_per_sec = 12 * 1000 * 1000;
+    for (unsigned i = 0; i < 3; i++)
+        if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
+    uint64_t b0, t0, o0;
+    e2e_catchup_drain(&c, joiner, &b0, &t0, &o0);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "DRAIN", subj, 1, 3);
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, p[0]), &cfg, e2e_admin_cb, &up), 0);
+    static e2e_res res[1500]; /* one publish every 2 ms through the copy: over 16 MiB queued */
+    memset(res, 0, sizeof res);
+    for (int i = 0; i < 1500; i++) {
+        fill_random(big, sizeof big, &x); /* jr_publish copies it */
+        ck_assert_int_eq(jr_publish(e2e_node(&c, p[0]), "rep.drain", NULL, 0, big, sizeof big, NULL,
+                                    e2e_pub_cb, &res[i]),
+                         0);
+        jr_sim_run_for(c.sim, 2 * MS);
+    }
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    for (int i = 0; i < 1500; i++) {
+        ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
+        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
+    }
+    ck_assert_msg(wait_converged(&c, "DRAIN", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "DRAIN", 3500);
+    uint64_t bytes, turns, over;
+    e2e_catchup_drain(&c, joiner, &bytes, &turns, &over);
+    bytes -= b0, turns -= t0;
+    ck_assert_msg(bytes > (16u << 20), "only %llu queued bytes applied", (unsigned long long)bytes);
+    ck_assert_msg(turns >= 2, "the queue of %llu bytes applied in %llu batch(es)",
+                  (unsigned long long)bytes, (unsigned long long)turns);
+    ck_assert_msg(over <= sizeof big + 4096, "a batch applied %llu bytes past its budget",
+                  (unsigned long long)over);
+    e2e_free(&c);
+}
+END_TEST
+
+/* A joiner cut off from its leader for longer than an election timeout while it copies from
+ * the other follower: the leader compacts its log past it and installs a newer snapshot when
+ * the link is back. The joiner keeps that snapshot until the entries it had queued before it
+ * are applied, then fetches what the lost entries held: it fetches less than the stream holds
+ * (the queued entries are not fetched again), and every replica ends identical with every
+ * publish acknowledged. */
+START_TEST(a_snapshot_installed_while_restoring_is_restored_after_the_queue)
+{
+    e2e c;
+    cluster(&c, 3, 152);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 40); /* compact the log */
+    add_stream(&c, "LATER", 2);
+    static char big[16384];
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    e2e_res r;
+    for (int i = 0; i < 2000; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.later", big, sizeof big, NULL, &r), 0);
+    }
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "LATER", p, 8), 2);
+    unsigned joiner = 3 - p[0] - p[1];
+    int l = e2e_replica_leader(&c, p[0], "LATER");
+    ck_assert_int_ge(l, 0);
+    unsigned leader = (unsigned)l;
+    jr_sim_link link; /* the copy of about 32 MB takes over a second */
+    jr_sim_link_init(&link);
+    link.bytes_per_sec = 20 * 1000 * 1000;
+    for (unsigned i = 0; i < 3; i++)
+        if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
+    uint64_t later0 = e2e_catchup_later(&c, joiner), bytes0 = e2e_catchup_bytes(&c, joiner);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "LATER", subj, 1, 3);
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, leader), &cfg, e2e_admin_cb, &up), 0);
+    static e2e_res res[1000]; /* one publish every 2 ms for 2 s */
+    memset(res, 0, sizeof res);
+    for (int i = 0; i < 1000; i++) {
+        if (i == 100) { /* the copy is under way: cut the joiner off from its leader */
+            ck_assert_int_eq(jr_sim_cut(c.sim, leader, joiner), 0);
+            ck_assert_int_eq(jr_sim_cut(c.sim, joiner, leader), 0);
+        }
+        if (i == 720) jr_sim_heal(c.sim); /* 1.24 s later, before the copy ends */
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.later", NULL, 0, big, sizeof big,
+                                    NULL, e2e_pub_cb, &res[i]),
+                         0);
+        jr_sim_run_for(c.sim, 2 * MS);
+    }
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    for (int i = 0; i < 1000; i++) {
+        ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
+        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
+    }
+    ck_assert_msg(wait_converged(&c, "LATER", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "LATER", 3000);
+    uint64_t later = e2e_catchup_later(&c, joiner) - later0;
+    uint64_t fetched = e2e_catchup_bytes(&c, joiner) - bytes0;
+    ck_assert_msg(later >= 1, "no snapshot was installed while the joiner restored");
+    ck_assert_msg(fetched < 3000ull * sizeof big, "fetched %llu bytes: the queue was fetched again",
+                  (unsigned long long)fetched);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_replicas");
@@ -1517,6 +1656,8 @@ int main(void)
     tcase_add_test(tc, a_move_to_other_tags_replaces_the_peers_that_do_not_fit);
     tcase_add_test(tc, random_replica_changes_under_faults);
     tcase_add_test(tc, a_joiner_whose_source_removes_snapshot_messages_ends_identical);
+    tcase_add_test(tc, a_joiner_under_a_publisher_applies_its_queue_in_bounded_batches);
+    tcase_add_test(tc, a_snapshot_installed_while_restoring_is_restored_after_the_queue);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
