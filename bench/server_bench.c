@@ -15,7 +15,7 @@
  * the medians of the rounds), and first the disk's fdatasync latency measured in --sync-dir
  * (4 KiB written then fdatasync, 200 times), against which a synchronous publish's p50 is read.
  *
- * Usage: server_bench --a NAME=URLS@PIDS --b NAME=URLS@PIDS [--rounds N] [--async N]
+ * Usage: server_bench --a NAME=URLS@PIDS [--b NAME=URLS@PIDS] [--rounds N] [--async N]
  *                     [--sync N] [--sizes 128,4096] [--replicas 1,3] [--sync-dir DIR]
  *   URLS: comma-separated nats:// URLs; PIDS: comma-separated server process ids.
  */
@@ -142,6 +142,7 @@ static void make_js(target *t)
     jsOptions jo;
     jsOptions_Init(&jo);
     jo.PublishAsync.MaxPending = 1000;
+    jo.PublishAsync.StallWait = 10000; /* a full window waits for acks, on a loaded machine too */
     jo.PublishAsync.AckHandler = on_ack;
     jo.Wait = 10000;
     if (natsConnection_JetStream(&t->js, t->nc, &jo) != NATS_OK) fail("no JetStream", t->name);
@@ -199,7 +200,11 @@ static result run_case(target *t, int replicas, int size)
     double t0 = now_s();
     for (int i = 0; i < async_n; i++) {
         natsStatus s = js_PublishAsync(t->js, "bench.a", payload, size, NULL);
-        if (s != NATS_OK) fail("async publish failed on", t->name);
+        if (s != NATS_OK) {
+            fprintf(stderr, "server_bench: %s: publish %d: %s\n", t->name, i,
+                    natsStatus_GetText(s));
+            fail("async publish failed on", t->name);
+        }
     }
     jsPubOptions po;
     jsPubOptions_Init(&po);
@@ -306,15 +311,17 @@ int main(int argc, char **argv)
         else
             fail("unknown option", argv[i]);
     }
-    if (!a.name || !b.name) fail("usage: server_bench --a NAME=URLS@PIDS --b NAME=URLS@PIDS", 0);
+    if (!a.name) fail("usage: server_bench --a NAME=URLS@PIDS [--b NAME=URLS@PIDS]", 0);
     if (rounds < 1 || rounds > MAX_ROUNDS || async_n < 1 || sync_n < 1) fail("bad counts", 0);
     if (sync_dir)
         printf("{\"fdatasync_4k_p50_us\":%.0f,\"dir\":\"%s\"}\n", fdatasync_p50_us(sync_dir),
                sync_dir);
     connect_target(&a);
-    connect_target(&b);
     make_js(&a);
-    make_js(&b);
+    if (b.name) {
+        connect_target(&b);
+        make_js(&b);
+    }
     char rbuf[64], sbuf[64];
     snprintf(rbuf, sizeof rbuf, "%s", reps);
     char *rsave = NULL;
@@ -328,8 +335,11 @@ int main(int argc, char **argv)
             for (int k = 0; k < rounds; k++) {
                 result ra = run_case(&a, replicas, size);
                 print_result(&a, replicas, size, k, &ra);
-                result rb = run_case(&b, replicas, size);
-                print_result(&b, replicas, size, k, &rb);
+                result rb = ra;
+                if (b.name) {
+                    rb = run_case(&b, replicas, size);
+                    print_result(&b, replicas, size, k, &rb);
+                }
                 double xa[5] = {ra.msgs_s, ra.cpu_us_per_msg, ra.p50_us, ra.p99_us, ra.mb_s};
                 double xb[5] = {rb.msgs_s, rb.cpu_us_per_msg, rb.p50_us, rb.p99_us, rb.mb_s};
                 for (int m = 0; m < 5; m++) {
@@ -337,6 +347,7 @@ int main(int argc, char **argv)
                     vb[m][k] = xb[m];
                 }
             }
+            if (!b.name) continue;
             double ma[5], mb[5];
             for (int m = 0; m < 5; m++) {
                 ma[m] = median(va[m], rounds);
@@ -351,9 +362,11 @@ int main(int argc, char **argv)
         }
     }
     jsCtx_Destroy(a.js);
-    jsCtx_Destroy(b.js);
     natsConnection_Destroy(a.nc);
-    natsConnection_Destroy(b.nc);
+    if (b.name) {
+        jsCtx_Destroy(b.js);
+        natsConnection_Destroy(b.nc);
+    }
     nats_Close();
     return 0;
 }
