@@ -89,9 +89,10 @@ typedef struct jr__wal_config {
      * zero-filled this many bytes ahead of its end (never past segment_bytes): the zeros go out
      * in the same write as the records that cross the filled end, so a flush that stays within
      * the filled part changes neither the file's size nor its allocation and its sync is the
-     * data's alone (an fdatasync then writes no inode). A zero tail reads as the end of the
-     * records: recovery cuts it like a torn tail, and a rotation cuts the old segment to its
-     * records (and syncs that) before the new one exists, so only the last segment ever has one. */
+     * data's alone (no size or allocation change for an fdatasync to write). A zero tail reads as
+     * the end of the records: recovery cuts it like a torn tail, and a rotation cuts the old
+     * segment to its records (and syncs that) before the new one exists, so only the last segment
+     * ever has one. */
     uint64_t prealloc_bytes;
 } jr__wal_config;
 
