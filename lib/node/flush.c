@@ -20,10 +20,6 @@
  *   6. apply committed entries that are also durable here to the group's jr_fsm, complete the
  *      proposals and membership changes waiting for them, take a snapshot when enough entries
  *      were applied;
- *      an iteration that writes nothing (no group needs a record: typically an acknowledgement
- *      that only commits) sends nothing in steps 1 and 5 and everything after step 6 instead,
- *      so what the applies queue for peers (answers to forwarded requests) leaves in the same
- *      frame as the commit notice, one frame per peer, not one now and one next iteration;
  *   7. jr__raft_ready_done and re-key the group's timer.
  *
  * A group that gained work during the iteration (e.g. a snapshot taken in step 6) is queued
@@ -443,15 +439,10 @@ int jr__node_flush(jr_node *n, int callbacks)
             g->flush_next = g->ready_next;
         }
 
-        /* 1. leaders put their batched APPENDs on the wire before the write (§10.2.1); an
-         * iteration that will write nothing (an acknowledgement that only moves a commit
-         * index) keeps them for step 6b, where what the applies produce joins them */
-        int early = wal_due(n);
-        for (jr_group *g = batch; g; g = g->flush_next) {
+        /* 1. leaders put their batched APPENDs on the wire before the write (§10.2.1) */
+        for (jr_group *g = batch; g; g = g->flush_next)
             if (!g->closed) jr__raft_flush(g->raft, n->now);
-            early = early || needs_write(g) || g->wal_damaged;
-        }
-        if (early || !callbacks) jr__peer_send_all(n, 0);
+        jr__peer_send_all(n, 0);
         /* 2. stage (from a mark: a flush that fails unstages what it staged) */
         int vote = 0;
         jr__wal_mark(n->wal);
@@ -522,16 +513,11 @@ int jr__node_flush(jr_node *n, int callbacks)
             g->hs_staged = 0;
         }
         /* 5. one frame per peer */
-        if (early || !callbacks) jr__peer_send_all(n, 1);
+        jr__peer_send_all(n, 1);
         /* 6. apply */
         if (callbacks)
             for (jr_group *g = batch; g; g = g->flush_next)
                 if (!g->closed) apply(n, g);
-        /* 6b. nothing was written: everything leaves now, in one frame per peer with what the
-         * applies produced (a leader's answers to forwarded requests ride with the commit notice
-         * of the acknowledgement that committed them). Delaying a message is always safe; the
-         * durable ones vouch only for what earlier flushes made durable. */
-        if (!early && callbacks) jr__peer_send_all(n, 1);
         /* 7. done */
         for (jr_group *g = batch; g; g = g->flush_next) {
             jr__raft_ready_done(g->raft);

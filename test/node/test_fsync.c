@@ -23,7 +23,6 @@
 
 #include "host.h"
 #include "node/node.h"
-#include "node/services.h"
 #include "raft/raft.h"
 
 #define MS 1000000ull
@@ -367,99 +366,6 @@ START_TEST(a_durable_apply_group_writes_its_commit_before_applying)
 }
 END_TEST
 
-/* An apply on the leader that asks a peer something (as the stream layer answers a request
- * forwarded by a follower): the fsm of this test makes one node-to-node call from node
- * rpc_from to node rpc_to for every entry it applies while rpc_from is set. */
-static int rpc_from = -1, rpc_to = -1, rpc_answers;
-
-static void on_rpc_answer(jr_node *n, void *arg, int status, int answered, const uint8_t *p,
-                          size_t len)
-{
-    (void)n, (void)arg, (void)p, (void)len;
-    if (status == JR_ENOTSUP && answered) rpc_answers++;
-}
-
-static void rpc_apply(void *ctx, uint64_t index, const void *data, size_t len)
-{
-    t_fsm *f = ctx;
-    (void)data, (void)len;
-    f->applied++;
-    f->last = index;
-    if (rpc_from < 0 || f != &fx[rpc_from].fsm) return;
-    static const uint8_t pay[] = {7};
-    jr_iovec iov = {pay, sizeof pay};
-    uint64_t id;
-    ck_assert_int_eq(jr__rpc_call(fx[rpc_from].h.node, fx[rpc_to].h.node->self, 1, &iov, 1,
-                                  1000000000ull, on_rpc_answer, NULL, &id),
-                     0);
-}
-
-/* Frames node i sent to node `to` and not yet delivered. */
-static unsigned frames_to(unsigned i, unsigned to)
-{
-    unsigned k = 0;
-    for (unsigned j = 0; j < fx[i].h.nframes; j++) k += fx[i].h.frames[j].to[0] == 'a' + (int)to;
-    return k;
-}
-
-/* Delivers node i's frames to node `to`, one call each. */
-static void deliver_to(unsigned i, unsigned to)
-{
-    t_host *h = &fx[i].h;
-    for (unsigned j = 0; j < h->nframes;) {
-        t_frame fr = h->frames[j];
-        if (fr.to[0] != 'a' + (int)to) {
-            j++;
-            continue;
-        }
-        memmove(h->frames + j, h->frames + j + 1, (--h->nframes - j) * sizeof *h->frames);
-        CALL(to, jr_node_recv(fx[to].h.node, abc[i], fr.data, fr.len));
-        free(fr.data);
-    }
-}
-
-START_TEST(an_acknowledgement_that_commits_answers_in_one_frame_per_peer)
-{
-    /* The leader receives the acknowledgement that commits an entry: that flush writes nothing,
-     * so the commit notice to the follower and the call its apply makes to the same follower
-     * leave together, in one frame, in that same call */
-    memset(fx, 0, sizeof fx);
-    nfx = 3;
-    max_per_call = 1;
-    for (unsigned i = 0; i < 3; i++) {
-        t_host_init(&fx[i].h);
-        t_cvfs_wrap(&fx[i].c, &fx[i].h);
-        ck_assert_int_eq(t_open(&fx[i].h, abc[i], abc, 3, NULL), 0);
-        t_fsm_init(&fx[i].fsm);
-        fx[i].fsm.ops.apply = rpc_apply;
-        ck_assert_int_eq(t_group(&fx[i].h, GROUP, abc, 3, &fx[i].fsm, &fx[i].g), 0);
-    }
-    int l = elect();
-    unsigned f1 = (unsigned)(l + 1) % 3, f2 = (unsigned)(l + 2) % 3;
-    for (int k = 0; k < 10; k++) {
-        prop p = {0};
-        ck_assert_int_eq(jr_group_propose(fx[l].g, "x", 1, on_prop, &p), 0);
-        CALL((unsigned)l, jr_node_tick(fx[l].h.node)); /* the APPENDs leave */
-        deliver_to((unsigned)l, f1);
-        deliver_to((unsigned)l, f2);
-        ck_assert_uint_eq(fx[l].h.nframes, 0);
-        rpc_from = l;
-        rpc_to = (int)f1;
-        uint64_t w = fx[l].c.wal_writes;
-        deliver_to(f1, (unsigned)l); /* f1's acknowledgement: the commit */
-        rpc_from = -1;
-        ck_assert_int_eq(p.done, 1);
-        ck_assert_uint_eq(fx[l].c.wal_writes, w); /* a commit writes nothing */
-        ck_assert_uint_eq(frames_to((unsigned)l, f1), 1);
-        ck_assert_uint_le(fx[l].h.nframes, 2);
-        int before = rpc_answers;
-        pump(); /* f1 answers the call it got in that frame (and f2 acknowledges) */
-        ck_assert_int_eq(rpc_answers, before + 1);
-    }
-    teardown();
-}
-END_TEST
-
 int main(void)
 {
     Suite *s = suite_create("fsync");
@@ -468,7 +374,6 @@ int main(void)
     tcase_add_test(t, r1_one_write_and_one_sync_per_acknowledged_proposal);
     tcase_add_test(t, r3_leader_and_followers_one_write_and_one_sync_per_acknowledged_proposal);
     tcase_add_test(t, a_durable_apply_group_writes_its_commit_before_applying);
-    tcase_add_test(t, an_acknowledgement_that_commits_answers_in_one_frame_per_peer);
     tcase_add_loop_test(t, snapshots_taken_while_proposals_flow_cost_no_wal_write_of_their_own, 0,
                         2);
     suite_add_tcase(s, t);
