@@ -8,15 +8,18 @@
  *     (js_PublishAsync), timed from the first publish to the last ack: msgs/s and MB/s;
  *   - sync: `--sync` synchronous publishes, each waiting for its ack: p50/p99/p99.9 latency;
  *   - CPU: the servers' user+system time (/proc/PID/stat) and this client's (getrusage) over
- *     both phases, in microseconds per message.
+ *     both phases, in microseconds per message;
+ *   - consume (unless --consume 0): a durable pull consumer reads every message back in
+ *     fetches of 100, acknowledging each: msgs/s (not in the CPU figure).
  *
  * Every publish is acknowledged before it counts; an error or a lost ack fails the run. It
  * prints one JSON line per system, case and round, then one "ratio" line per case (A over B, on
  * the medians of the rounds), and first the disk's fdatasync latency measured in --sync-dir
  * (4 KiB written then fdatasync, 200 times), against which a synchronous publish's p50 is read.
  *
- * Usage: server_bench --a NAME=URLS@PIDS --b NAME=URLS@PIDS [--rounds N] [--async N]
- *                     [--sync N] [--sizes 128,4096] [--replicas 1,3] [--sync-dir DIR]
+ * Usage: server_bench --a NAME=URLS@PIDS [--b NAME=URLS@PIDS] [--rounds N] [--async N]
+ *                     [--sync N] [--sizes 128,4096] [--replicas 1,3] [--consume 0|1]
+ *                     [--sync-dir DIR]
  *   URLS: comma-separated nats:// URLs; PIDS: comma-separated server process ids.
  */
 #include <errno.h>
@@ -46,10 +49,10 @@ typedef struct target {
 } target;
 
 typedef struct result {
-    double msgs_s, mb_s, p50_us, p99_us, p999_us, cpu_us_per_msg;
+    double msgs_s, mb_s, p50_us, p99_us, p999_us, cpu_us_per_msg, consume_msgs_s;
 } result;
 
-static int async_n = 20000, sync_n = 2000, rounds = 3;
+static int async_n = 20000, sync_n = 2000, rounds = 3, consume = 1;
 
 static double now_s(void)
 {
@@ -142,6 +145,7 @@ static void make_js(target *t)
     jsOptions jo;
     jsOptions_Init(&jo);
     jo.PublishAsync.MaxPending = 1000;
+    jo.PublishAsync.StallWait = 10000; /* a full window waits for acks, on a loaded machine too */
     jo.PublishAsync.AckHandler = on_ack;
     jo.Wait = 10000;
     if (natsConnection_JetStream(&t->js, t->nc, &jo) != NATS_OK) fail("no JetStream", t->name);
@@ -185,6 +189,45 @@ static double pct(const double *v, int n, double q)
     return v[i < n ? i : n - 1];
 }
 
+/* consume: a pull consumer reads the whole stream in fetches of 100, acknowledging each
+ * message (natsMsg_Ack: no wait for the server's confirmation), timed from the first fetch to
+ * the last message's ack being handed to the connection: msgs/s. */
+static double consume_all(target *t, int total)
+{
+    jsSubOptions so;
+    jsSubOptions_Init(&so);
+    so.Config.AckPolicy = js_AckExplicit;
+    natsSubscription *sub = NULL;
+    jsErrCode je = 0;
+    double t0 = now_s();
+    for (;;) { /* the consumer's group elects its leader first */
+        if (js_PullSubscribe(&sub, t->js, "bench.>", "BENCHC", NULL, &so, &je) == NATS_OK) break;
+        if (now_s() - t0 > 30) fail("cannot create the consumer on", t->name);
+        usleep(100000);
+    }
+    int got = 0, empty = 0;
+    t0 = now_s();
+    while (got < total) {
+        natsMsgList list = {0};
+        natsStatus s = natsSubscription_Fetch(&list, sub, 100, 5000, &je);
+        if (s == NATS_TIMEOUT && ++empty < 3) continue;
+        if (s != NATS_OK) {
+            fprintf(stderr, "server_bench: %s: fetch after %d of %d: %s\n", t->name, got, total,
+                    natsStatus_GetText(s));
+            fail("consume failed on", t->name);
+        }
+        for (int i = 0; i < list.Count; i++)
+            if (natsMsg_Ack(list.Msgs[i], NULL) != NATS_OK) fail("ack failed on", t->name);
+        got += list.Count;
+        natsMsgList_Destroy(&list);
+    }
+    double dt = now_s() - t0;
+    natsConnection_Flush(t->nc);
+    natsSubscription_Unsubscribe(sub);
+    natsSubscription_Destroy(sub);
+    return got / dt;
+}
+
 static result run_case(target *t, int replicas, int size)
 {
     result r;
@@ -199,7 +242,11 @@ static result run_case(target *t, int replicas, int size)
     double t0 = now_s();
     for (int i = 0; i < async_n; i++) {
         natsStatus s = js_PublishAsync(t->js, "bench.a", payload, size, NULL);
-        if (s != NATS_OK) fail("async publish failed on", t->name);
+        if (s != NATS_OK) {
+            fprintf(stderr, "server_bench: %s: publish %d: %s\n", t->name, i,
+                    natsStatus_GetText(s));
+            fail("async publish failed on", t->name);
+        }
     }
     jsPubOptions po;
     jsPubOptions_Init(&po);
@@ -230,6 +277,7 @@ static result run_case(target *t, int replicas, int size)
     r.p999_us = pct(lat, sync_n, 0.999);
     r.cpu_us_per_msg =
         (servers_cpu_us(t) - cpu0 + client_cpu_us() - ccpu0) / (double)(async_n + sync_n);
+    if (consume) r.consume_msgs_s = consume_all(t, async_n + sync_n);
     free(lat);
     free(payload);
     js_DeleteStream(t->js, "BENCH", NULL, NULL);
@@ -274,9 +322,10 @@ static void print_result(const target *t, int replicas, int size, int round, con
 {
     printf("{\"system\":\"%s\",\"replicas\":%d,\"size\":%d,\"round\":%d,\"msgs\":%d,"
            "\"msgs_s\":%.0f,\"mb_s\":%.2f,\"sync_msgs\":%d,\"sync_p50_us\":%.0f,"
-           "\"sync_p99_us\":%.0f,\"sync_p999_us\":%.0f,\"cpu_us_per_msg\":%.1f}\n",
+           "\"sync_p99_us\":%.0f,\"sync_p999_us\":%.0f,\"cpu_us_per_msg\":%.1f,"
+           "\"consume_msgs_s\":%.0f}\n",
            t->name, replicas, size, round, async_n, r->msgs_s, r->mb_s, sync_n, r->p50_us,
-           r->p99_us, r->p999_us, r->cpu_us_per_msg);
+           r->p99_us, r->p999_us, r->cpu_us_per_msg, r->consume_msgs_s);
     fflush(stdout);
 }
 
@@ -301,20 +350,24 @@ int main(int argc, char **argv)
             sizes = argv[i + 1];
         else if (!strcmp(argv[i], "--replicas"))
             reps = argv[i + 1];
+        else if (!strcmp(argv[i], "--consume"))
+            consume = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--sync-dir"))
             sync_dir = argv[i + 1];
         else
             fail("unknown option", argv[i]);
     }
-    if (!a.name || !b.name) fail("usage: server_bench --a NAME=URLS@PIDS --b NAME=URLS@PIDS", 0);
+    if (!a.name) fail("usage: server_bench --a NAME=URLS@PIDS [--b NAME=URLS@PIDS]", 0);
     if (rounds < 1 || rounds > MAX_ROUNDS || async_n < 1 || sync_n < 1) fail("bad counts", 0);
     if (sync_dir)
         printf("{\"fdatasync_4k_p50_us\":%.0f,\"dir\":\"%s\"}\n", fdatasync_p50_us(sync_dir),
                sync_dir);
     connect_target(&a);
-    connect_target(&b);
     make_js(&a);
-    make_js(&b);
+    if (b.name) {
+        connect_target(&b);
+        make_js(&b);
+    }
     char rbuf[64], sbuf[64];
     snprintf(rbuf, sizeof rbuf, "%s", reps);
     char *rsave = NULL;
@@ -324,36 +377,44 @@ int main(int argc, char **argv)
         snprintf(sbuf, sizeof sbuf, "%s", sizes);
         for (char *ss = strtok_r(sbuf, ",", &save); ss; ss = strtok_r(NULL, ",", &save)) {
             int size = atoi(ss);
-            double va[5][MAX_ROUNDS], vb[5][MAX_ROUNDS];
+            double va[6][MAX_ROUNDS], vb[6][MAX_ROUNDS];
             for (int k = 0; k < rounds; k++) {
                 result ra = run_case(&a, replicas, size);
                 print_result(&a, replicas, size, k, &ra);
-                result rb = run_case(&b, replicas, size);
-                print_result(&b, replicas, size, k, &rb);
-                double xa[5] = {ra.msgs_s, ra.cpu_us_per_msg, ra.p50_us, ra.p99_us, ra.mb_s};
-                double xb[5] = {rb.msgs_s, rb.cpu_us_per_msg, rb.p50_us, rb.p99_us, rb.mb_s};
-                for (int m = 0; m < 5; m++) {
+                result rb = ra;
+                if (b.name) {
+                    rb = run_case(&b, replicas, size);
+                    print_result(&b, replicas, size, k, &rb);
+                }
+                double xa[6] = {ra.msgs_s, ra.cpu_us_per_msg, ra.p50_us,
+                                ra.p99_us, ra.mb_s,           ra.consume_msgs_s};
+                double xb[6] = {rb.msgs_s, rb.cpu_us_per_msg, rb.p50_us,
+                                rb.p99_us, rb.mb_s,           rb.consume_msgs_s};
+                for (int m = 0; m < 6; m++) {
                     va[m][k] = xa[m];
                     vb[m][k] = xb[m];
                 }
             }
-            double ma[5], mb[5];
-            for (int m = 0; m < 5; m++) {
+            if (!b.name) continue;
+            double ma[6], mb[6];
+            for (int m = 0; m < 6; m++) {
                 ma[m] = median(va[m], rounds);
                 mb[m] = median(vb[m], rounds);
             }
             printf("{\"ratio\":\"%s/%s\",\"replicas\":%d,\"size\":%d,\"rounds\":%d,"
                    "\"msgs_s\":%.2f,\"cpu_us_per_msg\":%.2f,\"sync_p50_us\":%.2f,"
-                   "\"sync_p99_us\":%.2f}\n",
+                   "\"sync_p99_us\":%.2f,\"consume_msgs_s\":%.2f}\n",
                    a.name, b.name, replicas, size, rounds, ma[0] / mb[0], ma[1] / mb[1],
-                   ma[2] / mb[2], ma[3] / mb[3]);
+                   ma[2] / mb[2], ma[3] / mb[3], mb[5] > 0 ? ma[5] / mb[5] : 0);
             fflush(stdout);
         }
     }
     jsCtx_Destroy(a.js);
-    jsCtx_Destroy(b.js);
     natsConnection_Destroy(a.nc);
-    natsConnection_Destroy(b.nc);
+    if (b.name) {
+        jsCtx_Destroy(b.js);
+        natsConnection_Destroy(b.nc);
+    }
     nats_Close();
     return 0;
 }

@@ -7,7 +7,7 @@
 # temporary directory (on the disk the servers would use; BENCH_DIR overrides it) and is
 # stopped and removed at the end.
 #
-#   bench/server_bench.sh [BUILD_DIR] [server_bench options: --rounds N --async N --sync N
+#   bench/server_bench.sh [BUILD_DIR] [server_bench options: --rounds N --async N --sync N --consume 0/1
 #                          --sizes 128,4096 --replicas 1,3]
 #
 # BUILD_DIR (default build-rel, then build) must hold examples/server/jetraft-server and

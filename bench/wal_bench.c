@@ -2,6 +2,7 @@
  * wal_bench — the shared WAL on the real disk (jr_vfs_posix), one JSON line per configuration.
  *
  *   wal_bench [--dir PATH] [--seconds S] [--recover-mib N] [--seq-mib N] [--key]
+ *             [--prealloc-kib N]
  *
  *   --dir          parent directory of the temporary work directory (default $TMPDIR or /tmp)
  *   --seconds      time spent on each group-commit configuration (default 1.0)
@@ -10,6 +11,8 @@
  *   --seq-mib      bytes written for the sequential bandwidth reference (default 256)
  *   --key          encrypt the WAL at rest (a fixed 32-byte node key): entries are written
  *                  sealed and opened at recovery; lines carry "key":1
+ *   --prealloc-kib the WAL's zero-filled lead (jr__wal_config.prealloc_bytes; default 1024, as
+ *                  a node on the POSIX vfs has; 0: every flush grows the segment)
  *
  * In the same run it measures, for reference, the disk's own fdatasync latency (4 KiB append +
  * fdatasync, as a WAL flush does) and its sequential write bandwidth (1 MiB writes, one
@@ -36,6 +39,9 @@
 #include "jetraft.h"
 #include "log/segment.h"
 #include "log/wal.h"
+
+/* --prealloc-kib, in bytes */
+static uint64_t bench_prealloc = (uint64_t)1 << 20;
 
 /* --key: the node key every WAL of the run is opened with (NULL: plaintext). */
 static const uint8_t *bench_key;
@@ -174,7 +180,7 @@ static int c_damaged(void *ctx, uint64_t g, const char *why)
 static jr__wal *wal_open(const char *dir, int policy, counter *c, double *secs)
 {
     jr__wal_replay rp = {c, c_entry, c_hs, c_other, c_drop, c_damaged, NULL};
-    jr__wal_config cfg = {jr_vfs_posix(), dir, NULL, 0, policy, 0, bench_key};
+    jr__wal_config cfg = {jr_vfs_posix(), dir, NULL, 0, policy, 0, bench_key, bench_prealloc};
     jr__wal *w;
     double t0 = bench_now_s();
     int rc = jr__wal_open(&cfg, &rp, &w);
@@ -217,12 +223,13 @@ static void group_commit(const char *dir, size_t batch, size_t payload, double s
            "\"groups\":%d,\"flushes\":%llu,\"records\":%llu,\"seconds\":%.3f,"
            "\"records_per_s\":%.0f,\"MBps_payload\":%.2f,\"MBps_written\":%.2f,"
            "\"flush_us\":%.1f,\"wall_us_per_record\":%.3f,\"cpu_us_per_record\":%.3f,"
-           "\"cpu_share\":%.3f,\"syncs\":%llu,\"key\":%d}\n",
+           "\"cpu_share\":%.3f,\"syncs\":%llu,\"key\":%d,\"prealloc\":%llu}\n",
            batch, payload, NGROUPS, (unsigned long long)flushes, (unsigned long long)records, t,
            (double)records / t, (double)records * (double)payload / t / 1e6,
            (double)(s1.bytes_written - s0.bytes_written) / t / 1e6, t / (double)flushes * 1e6,
            t / (double)records * 1e6, cpu / (double)records * 1e6, cpu / t,
-           (unsigned long long)(s1.syncs - s0.syncs), bench_key != NULL);
+           (unsigned long long)(s1.syncs - s0.syncs), bench_key != NULL,
+           (unsigned long long)bench_prealloc);
     free(data);
     jr__wal_close(w);
 }
@@ -304,6 +311,8 @@ int main(int argc, char **argv)
             seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--recover-mib") && i + 1 < argc)
             rec_mib = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--prealloc-kib") && i + 1 < argc)
+            bench_prealloc = strtoull(argv[++i], NULL, 0) << 10;
         else if (!strcmp(argv[i], "--seq-mib") && i + 1 < argc)
             seq_mib = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--key")) {

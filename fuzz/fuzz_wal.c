@@ -123,7 +123,7 @@ static int recover(jr_vfs *vfs, uint64_t segment_bytes)
     replay_ctx c;
     jr__map_init(&c.groups, NULL);
     jr__wal_replay rp = {&c, on_entry, on_hardstate, on_compact, on_drop, on_damaged, on_truncate};
-    jr__wal_config cfg = {vfs, DIR, NULL, segment_bytes, JR_SYNC_ALWAYS, 0, g_key};
+    jr__wal_config cfg = {vfs, DIR, NULL, segment_bytes, JR_SYNC_ALWAYS, 0, g_key, 0};
     jr__wal *w = NULL;
     int rc = jr__wal_open(&cfg, &rp, &w);
     ctx_free(&c);
@@ -182,7 +182,7 @@ static void structured_mode(jr_vfs *v, in *s)
 {
     uint64_t segment_bytes = 512 + take(s, 1) * 16;
     jr__wal_replay none = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    jr__wal_config cfg = {v, DIR, NULL, segment_bytes, JR_SYNC_ALWAYS, 0, g_key};
+    jr__wal_config cfg = {v, DIR, NULL, segment_bytes, JR_SYNC_ALWAYS, 0, g_key, 0};
     jr__wal *w;
     CHECK(jr__wal_open(&cfg, &none, &w) == 0);
     uint64_t last[8] = {0}, term = 1;

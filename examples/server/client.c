@@ -70,6 +70,7 @@ struct clients {
     uv_timer_t auth_timer; /* with users: closes connections that did not send CONNECT in time */
     client *head;
     client *flush_head;
+    int kick; /* a read handed work to the node: tick it once, before the output leaves */
     size_t count;
     uint64_t next_id;
 };
@@ -116,6 +117,12 @@ static void flush_one(client *c)
 static void on_flush(uv_check_t *h)
 {
     clients *cs = h->data;
+    /* Every read of this loop turn is in: the publishes they made are proposed (or forwarded)
+     * as one batch, and what completes at once is answered with this flush. */
+    if (cs->kick) {
+        cs->kick = 0;
+        server_kick(cs->s);
+    }
     while (cs->flush_head) {
         client *c = cs->flush_head;
         cs->flush_head = c->flush_next;
@@ -678,7 +685,7 @@ static void feed_done(client *c, int rc, const char *err)
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->paused = 1;
     }
-    server_kick(s);
+    s->clients->kick = 1; /* on_flush, once the loop turn's reads are in */
 }
 
 void clients_request_done(server *s)

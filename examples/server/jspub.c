@@ -28,17 +28,53 @@ static int json_plain(const char *s)
     return 1;
 }
 
+/* Appends the decimal digits of v at out; returns the end. */
+static char *put_u64(char *out, uint64_t v)
+{
+    char tmp[20];
+    int k = 0;
+    do {
+        tmp[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (k) *out++ = tmp[--k];
+    return out;
+}
+
+/* The PubAck {"stream":"NAME","seq":N[,"duplicate":true]} of the hot path, written without a
+ * format parser; 0 if the name needs escaping or it does not fit in cap bytes (then jansson
+ * writes it). */
+static size_t plain_ack(char *buf, size_t cap, const jr_pub_ack *ack)
+{
+    static const char a[] = "{\"stream\":\"", b[] = "\",\"seq\":", d[] = ",\"duplicate\":true";
+    size_t sl = strlen(ack->stream);
+    if (!json_plain(ack->stream) || sizeof a + sl + sizeof b + 20 + sizeof d + 1 > cap) return 0;
+    char *o = buf;
+    memcpy(o, a, sizeof a - 1);
+    o += sizeof a - 1;
+    memcpy(o, ack->stream, sl);
+    o += sl;
+    memcpy(o, b, sizeof b - 1);
+    o += sizeof b - 1;
+    o = put_u64(o, ack->seq);
+    if (ack->duplicate) {
+        memcpy(o, d, sizeof d - 1);
+        o += sizeof d - 1;
+    }
+    *o++ = '}';
+    return (size_t)(o - buf);
+}
+
 static void on_ack(void *arg, int status, const jr_pub_ack *ack)
 {
     pubreq *p = arg;
     server *s = p->s;
     if (status == 0) {
         s->stats.js_acks++;
-        if (p->reply[0] && json_plain(ack->stream)) {
-            char buf[400];
-            int n = snprintf(buf, sizeof buf, "{\"stream\":\"%s\",\"seq\":%" PRIu64 "%s}",
-                             ack->stream, ack->seq, ack->duplicate ? ",\"duplicate\":true" : "");
-            clients_deliver(s, NULL, p->reply, NULL, NULL, 0, buf, (size_t)n);
+        size_t n;
+        char buf[400];
+        if (p->reply[0] && (n = plain_ack(buf, sizeof buf, ack)) != 0) {
+            clients_deliver(s, NULL, p->reply, NULL, NULL, 0, buf, n);
         } else if (p->reply[0]) {
             json_t *j = json_pack("{s:s,s:I}", "stream", ack->stream, "seq", (json_int_t)ack->seq);
             if (j && ack->duplicate) json_object_set_new(j, "duplicate", json_true());

@@ -3,7 +3,9 @@
  *
  * Appends encode records into one staging buffer (memory only). jr__wal_flush writes the whole
  * buffer with one pwrite at the end of the current segment and, under JR_SYNC_ALWAYS, covers
- * it with one sync: one fsync serves every group (ARCHITECTURE §4). When the buffer does not
+ * it with one sync: one fsync serves every group (ARCHITECTURE §4). With prealloc_bytes the
+ * same pwrite carries, now and then, the zeros that keep the segment filled ahead of its end
+ * (zero_pad), so most syncs find the file's size and allocation unchanged. When the buffer does not
  * fit in the current segment, a new segment is started instead: header + checkpoint + buffer
  * in one pwrite, then a sync of the file and of the directory. After a successful write the
  * records are applied to each group's written state (the same rules recovery replays), and
@@ -159,6 +161,14 @@ int jr__wal_rotate(jr__wal *w, const uint8_t *extra, size_t n)
     int rc;
     jr_file *f = NULL;
 
+    /* The old segment ends at its last record (wal_int.h): its zero tail is cut, and the cut
+     * is synced with the rest, before the new segment exists. */
+    if (w->cur && w->cur_alloc > w->cur_size) {
+        if ((rc = w->vfs->truncate(w->vfs->ctx, w->cur, w->cur_size)))
+            return fail(w, rc, "cutting the zero tail before rotation");
+        w->cur_alloc = w->cur_size;
+        w->unsynced = 1;
+    }
     if (w->cur && w->unsynced && (rc = w->vfs->sync(w->vfs->ctx, w->cur)))
         return fail(w, rc, "sync before rotation");
     if (w->cur && w->unsynced) w->stats.syncs++;
@@ -196,6 +206,7 @@ int jr__wal_rotate(jr__wal *w, const uint8_t *extra, size_t n)
     if (w->cur) w->vfs->close(w->vfs->ctx, w->cur);
     w->cur = f;
     w->cur_size = b->len;
+    w->cur_alloc = b->len;
     w->cur_base = b->len - n;
     w->stats.writes++;
     w->stats.syncs++;
@@ -240,6 +251,7 @@ int jr__wal_open(const jr__wal_config *cfg, const jr__wal_replay *replay, jr__wa
     w->segment_bytes = cfg->segment_bytes ? cfg->segment_bytes : DEFAULT_SEGMENT;
     w->policy = cfg->sync_policy;
     w->interval = cfg->sync_interval_ns ? cfg->sync_interval_ns : DEFAULT_INTERVAL;
+    w->prealloc = cfg->prealloc_bytes;
     jr__map_init(&w->groups, w->alloc);
     jr__buf_init(&w->stage, w->alloc);
     jr__buf_init(&w->scratch, w->alloc);
@@ -285,6 +297,9 @@ int jr__wal_open(const jr__wal_config *cfg, const jr__wal_replay *replay, jr__wa
 void jr__wal_close(jr__wal *w)
 {
     if (!w) return;
+    /* Best effort: a zero tail left behind is cut by the next open anyway. */
+    if (w->cur && !w->failed && w->cur_alloc > w->cur_size)
+        (void)w->vfs->truncate(w->vfs->ctx, w->cur, w->cur_size);
     if (w->cur) w->vfs->close(w->vfs->ctx, w->cur);
     for (size_t i = 0; i < w->groups.cap; i++)
         if (w->groups.slots[i].key) jr__wal_group_free(w, w->groups.slots[i].val);
@@ -496,6 +511,19 @@ static void apply_written(jr__wal *w, const uint8_t *p, size_t n)
     }
 }
 
+/* The zeros to write after n bytes of records at the end of the current segment: none while
+ * they fit in its zero tail; else enough to keep the tail prealloc bytes long (a whole chunk
+ * per extension, so one write and one sync in prealloc bytes change the file's size), never
+ * past segment_bytes. */
+static size_t zero_pad(const jr__wal *w, size_t n)
+{
+    uint64_t end = w->cur_size + n;
+    if (!w->prealloc || end <= w->cur_alloc || end >= w->segment_bytes) return 0;
+    uint64_t want = end + w->prealloc;
+    if (want > w->segment_bytes) want = w->segment_bytes;
+    return (size_t)(want - end);
+}
+
 int jr__wal_flush(jr__wal *w, uint64_t now, int *durable)
 {
     int rc;
@@ -521,9 +549,17 @@ int jr__wal_flush(jr__wal *w, uint64_t now, int *durable)
         } else {
             if (reserve_written(w, &w->segs[w->nsegs - 1].tab, w->stage.data, n))
                 return JR_ENOMEM; /* nothing written: the WAL stays usable */
-            rc = w->vfs->pwrite(w->vfs->ctx, w->cur, w->stage.data, n, w->cur_size);
+            size_t pad = zero_pad(w, n);
+            if (pad && jr__buf_reserve(&w->stage, pad)) {
+                w->stage.err = 0;
+                pad = 0; /* no memory for the zeros: the segment grows by the records only */
+            }
+            if (pad) memset(w->stage.data + n, 0, pad);
+            rc = w->vfs->pwrite(w->vfs->ctx, w->cur, w->stage.data, n + pad, w->cur_size);
             if (rc) return fail(w, rc, "write");
             w->cur_size += n;
+            if (w->cur_size + pad > w->cur_alloc) w->cur_alloc = w->cur_size + pad;
+            if (pad) w->stats.extends++;
             w->stats.writes++;
             w->stats.bytes_written += n;
             w->unsynced = 1;

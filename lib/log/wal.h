@@ -85,6 +85,15 @@ typedef struct jr__wal_config {
      * before it changes anything, a directory whose segments are plaintext or were written
      * under another key (and, without a key, one whose segments are encrypted). */
     const uint8_t *key;
+    /* 0: segments grow by exactly what each flush writes. Else the current segment is kept
+     * zero-filled this many bytes ahead of its end (never past segment_bytes): the zeros go out
+     * in the same write as the records that cross the filled end, so a flush that stays within
+     * the filled part changes neither the file's size nor its allocation and its sync is the
+     * data's alone (no size or allocation change for an fdatasync to write). A zero tail reads as
+     * the end of the records: recovery cuts it like a torn tail, and a rotation cuts the old
+     * segment to its records (and syncs that) before the new one exists, so only the last segment
+     * ever has one. */
+    uint64_t prealloc_bytes;
 } jr__wal_config;
 
 /* Opens (creating if needed) the WAL in cfg->dir and replays it through `replay`. */
@@ -157,6 +166,7 @@ typedef struct jr__wal_stats {
     uint64_t segments; /* segment files now */
     uint64_t segments_created;
     uint64_t segments_deleted;
+    uint64_t extends; /* writes that zero-filled the current segment further (prealloc_bytes) */
 } jr__wal_stats;
 void jr__wal_stats_get(const jr__wal *w, jr__wal_stats *out);
 

@@ -5,7 +5,8 @@
  * Invariants:
  *  - segs[0..nsegs) are the segment files on disk, ascending by seq (consecutive unless
  *    recovery found one missing, which damages the groups it held); the last one is the
- *    current segment (open as w->cur, w->cur_size bytes, all of them written);
+ *    current segment (open as w->cur, w->cur_size bytes, all of them written, followed by
+ *    zeros up to w->cur_alloc when preallocating); every older segment ends at its last record;
  *  - a group that is neither dropped nor damaged has last_index >= cindex when it has a
  *    compaction marker;
  *  - each group's "written" state (gseq, last_index, hs, compaction, damaged, dropped) is the
@@ -90,7 +91,9 @@ struct jr__wal {
     size_t nsegs, capsegs;
     jr_file *cur;
     uint64_t cur_size;
-    uint64_t cur_base; /* size of the current segment's header + checkpoint */
+    uint64_t cur_base;  /* size of the current segment's header + checkpoint */
+    uint64_t cur_alloc; /* bytes of the current segment on disk: cur_size + its zero tail */
+    uint64_t prealloc;  /* jr__wal_config.prealloc_bytes */
 
     jr__buf stage;
     size_t mark_len;     /* stage length at the last jr__wal_mark */

@@ -331,6 +331,9 @@ int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_
     wc.sync_policy = n->sync_policy;
     wc.sync_interval_ns = (uint64_t)sync_interval_ms * 1000000u;
     wc.key = n->has_key ? n->node_key : NULL;
+    /* On a real disk a flush that grows the file also makes its sync write the inode and the
+     * allocation (an fdatasync after an extending write): keep the segment filled ahead. */
+    wc.prealloc_bytes = n->vfs == jr_vfs_posix() ? ((uint64_t)1 << 20) : 0;
     jr__wal_replay rp = {n, on_entry, on_hardstate, on_compact, on_drop, on_damaged, on_truncate};
     rc = jr__wal_open(&wc, &rp, &n->wal);
     if (rc == JR_EAUTH) {

@@ -1093,6 +1093,15 @@ uint64_t jr__store_num_pending(const jr__store *s, uint64_t from, const char *fi
         uint32_t id = jr__subjidx_find(&s->subjects, filter, filter_len);
         return id ? subject_from(s, jr__subjidx_get(&s->subjects, id), from) : 0;
     }
+    /* A wildcard that every subject with live messages matches (a consumer filtered on the
+     * stream's own subjects) counts what the unfiltered count does: that costs one pass over
+     * the subjects, where subject_from walks every pending message of each. */
+    int all = 1;
+    for (uint32_t id = 1; all && id < s->subjects.n; id++) {
+        const jr__subj *x = jr__subjidx_get(&s->subjects, id);
+        if (x->name && x->count && !jr__subject_match(filter, filter_len, x->name, x->len)) all = 0;
+    }
+    if (all) return jr__store_num_pending(s, from, NULL, 0);
     uint64_t n = 0;
     for (uint32_t id = 1; id < s->subjects.n; id++) {
         const jr__subj *x = jr__subjidx_get(&s->subjects, id);

@@ -219,8 +219,9 @@ void jr__store_state_get(const jr__store *s, jr__store_state *out);
 /* Live messages with seq >= from whose subject matches filter (NULL or len 0: any), from the
  * indexes, without reading messages: no filter costs one step per interior-delete range
  * above from; a literal subject, one step per message of it at or above from (its first and
- * last seq decide at once when from is outside them); a pattern, that for every subject
- * matching it. */
+ * last seq decide at once when from is outside them); a pattern that every subject with live
+ * messages matches, one step per subject and then what no filter costs; any other pattern,
+ * what a literal costs for every subject matching it. */
 uint64_t jr__store_num_pending(const jr__store *s, uint64_t from, const char *filter,
                                size_t filter_len);
 /* Messages and seq of one subject (literal). 0 if it has none. */

@@ -213,6 +213,100 @@ START_TEST(group_commit_is_one_write_and_one_sync)
 }
 END_TEST
 
+/* The size of segment i (0 = oldest). */
+static uint64_t seg_size(jr_vfs *vfs, size_t i)
+{
+    char path[128];
+    uint64_t size = 0;
+    seg_name(path, sizeof path, vfs, i);
+    ck_assert_int_eq(jr__memfs_file_size(vfs, path, &size), 0);
+    return size;
+}
+
+/* Is the byte range [from, size of segment i) all zeros (vacuously true when empty)? */
+static int seg_zero_from(jr_vfs *vfs, size_t i, uint64_t from)
+{
+    char path[128];
+    uint8_t *data;
+    size_t len;
+    seg_name(path, sizeof path, vfs, i);
+    ck_assert_int_eq(jr__memfs_read_all(vfs, path, &data, &len), 0);
+    int zero = 1;
+    for (size_t k = (size_t)from; k < len; k++) zero &= data[k] == 0;
+    jr__memfs_release(vfs, data);
+    return zero;
+}
+
+START_TEST(prealloc_changes_the_size_once_per_chunk)
+{
+    /* 64 KiB ahead, 256 KiB segments: each flush is still one write and one sync, and the
+     * segment's size changes only at a flush that zero-fills further, once per 64 KiB */
+    fx f;
+    fx_init(&f, 256 << 10);
+    f.cfg.prealloc_bytes = 64 << 10;
+    fx_reopen(&f);
+    char data[1000];
+    memset(data, 'p', sizeof data - 1);
+    data[sizeof data - 1] = 0;
+    uint64_t index = 0, size_changes = 0, size = seg_size(f.vfs, 0);
+    jr__memfs_stats a, b;
+    jr__wal_stats w0, w1;
+    jr__wal_stats_get(f.w, &w0);
+    for (int round = 0; round < 150; round++) { /* about 150 KiB: no rotation yet */
+        jr__memfs_stats_get(f.vfs, &a);
+        put(&f, entry(1, 1, ++index, data));
+        flush(&f);
+        jr__memfs_stats_get(f.vfs, &b);
+        ck_assert_uint_eq(b.writes - a.writes, 1);
+        ck_assert_uint_eq(b.syncs - a.syncs, 1);
+        uint64_t now = seg_size(f.vfs, 0);
+        if (now != size) size_changes++;
+        size = now;
+    }
+    jr__wal_stats_get(f.w, &w1);
+    ck_assert_uint_eq(count_segments(f.vfs), 1);
+    ck_assert_uint_eq(w1.extends - w0.extends, size_changes);
+    ck_assert_uint_ge(size_changes, 2);
+    ck_assert_uint_le(size_changes, 3); /* ~150 KiB in steps of 64 KiB */
+    /* a crash leaves the zero tail: recovery cuts it and finds every record */
+    jr__memfs_crash(f.vfs, 0);
+    fx_reopen(&f);
+    fx_check(&f);
+    fx_free(&f);
+}
+END_TEST
+
+START_TEST(prealloc_tail_is_cut_before_rotation)
+{
+    /* rotations cut the old segment to its last record (and sync that) before the new one
+     * exists: only the current segment ever ends in zeros, so a zero tail anywhere else would
+     * still be damage */
+    fx f;
+    fx_init(&f, 16 << 10);
+    f.cfg.prealloc_bytes = 4 << 10;
+    fx_reopen(&f);
+    char data[700];
+    memset(data, 'r', sizeof data - 1);
+    data[sizeof data - 1] = 0;
+    uint64_t index = 0;
+    while (count_segments(f.vfs) < 4) {
+        put(&f, entry(1, 1, ++index, data));
+        put(&f, entry(2, 1, index, data));
+        flush(&f);
+    }
+    size_t n = count_segments(f.vfs);
+    for (size_t i = 0; i + 1 < n; i++) {
+        uint64_t size = seg_size(f.vfs, i);
+        ck_assert_uint_lt(size, 16 << 10);
+        ck_assert(!seg_zero_from(f.vfs, i, size - 16)); /* ends in a record, not in zeros */
+    }
+    jr__memfs_crash(f.vfs, 1);
+    fx_reopen(&f);
+    fx_check(&f); /* no group damaged, nothing lost */
+    fx_free(&f);
+}
+END_TEST
+
 START_TEST(rollback_unstages_what_came_after_the_mark)
 {
     fx f;
@@ -915,6 +1009,8 @@ static Suite *suite(void)
     tcase_add_test(t, sync_on_demand_under_interval_policy);
     tcase_add_test(t, unflushed_records_are_not_recovered);
     tcase_add_test(t, group_commit_is_one_write_and_one_sync);
+    tcase_add_test(t, prealloc_changes_the_size_once_per_chunk);
+    tcase_add_test(t, prealloc_tail_is_cut_before_rotation);
     tcase_add_test(t, rollback_unstages_what_came_after_the_mark);
     tcase_add_test(t, later_entry_supersedes_suffix);
     tcase_add_test(t, torn_tail_is_cut);

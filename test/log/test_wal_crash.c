@@ -344,6 +344,8 @@ static int one_seed(uint64_t seed, char *fail, size_t cap)
     r.cfg.segment_bytes = 768 + rnd(&r, 8192);
     r.cfg.sync_policy = rnd(&r, 4) == 0 ? JR_SYNC_INTERVAL : JR_SYNC_ALWAYS;
     r.cfg.sync_interval_ns = 1 + rnd(&r, 100);
+    /* half the seeds keep the segment zero-filled ahead (a crash then finds a zero tail) */
+    r.cfg.prealloc_bytes = rnd(&r, 2) ? 64 + rnd(&r, 2048) : 0;
     r.ngroups = 1 + (int)rnd(&r, 6);
     h_state_init(&r.synced);
     h_state_init(&r.cur);

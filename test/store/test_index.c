@@ -322,6 +322,27 @@ START_TEST(sparse_subjects_stay_queryable)
             for (uint64_t q = from; q <= N; q++) ck_assert(!(live[q] && subj[q] == sj));
             ck_assert_uint_le(seen, cnt);
         }
+        /* pending counts by filter: literal, a wildcard some subjects match, wildcards every
+         * subject matches (counted like no filter), none */
+        static const char *const filters[] = {"a.x", "a.*", "a.>", "b.>", "*.*", ">", "*.z", NULL};
+        for (int fi = 0; fi < 8; fi++) {
+            const char *flt = filters[fi];
+            for (uint64_t from = 1; from <= N + 1; from += 1 + jr__rand_next(&r) % 97) {
+                uint64_t want = 0;
+                for (uint64_t q = from; q <= N; q++) {
+                    if (!live[q]) continue;
+                    const char *nm = names[subj[q]];
+                    int match = !flt || !strcmp(flt, ">") || !strcmp(flt, "*.*") ||
+                                !strcmp(flt, nm) ||
+                                (!strcmp(flt, "a.*") || !strcmp(flt, "a.>") ? nm[0] == 'a' : 0) ||
+                                (!strcmp(flt, "b.>") && nm[0] == 'b') ||
+                                (!strcmp(flt, "*.z") && nm[2] == 'z');
+                    want += (uint64_t)match;
+                }
+                ck_assert_uint_eq(jr__store_num_pending(f.st, from, flt, flt ? strlen(flt) : 0),
+                                  want);
+            }
+        }
         fx_cycle(&f);
     }
     /* keep the newest 5 of one subject */
