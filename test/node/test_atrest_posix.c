@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "calls.h"
 #include "host.h"
 #include "js/js.h"
 #include "node/node.h"
@@ -101,43 +102,7 @@ static void run_ms(fx *f, uint64_t ms)
     t_frames_clear(&f->h);
 }
 
-typedef struct call {
-    int done, status;
-    uint64_t seq;
-    char data[128];
-    size_t len;
-} call;
-
-static void on_admin(void *arg, int status, const char *msg)
-{
-    call *c = arg;
-    (void)msg;
-    c->done = 1;
-    c->status = status;
-}
-
-static void on_pub(void *arg, int status, const jr_pub_ack *ack)
-{
-    call *c = arg;
-    c->done = 1;
-    c->status = status;
-    c->seq = status == 0 ? ack->seq : 0;
-}
-
-static void on_msg(void *arg, int status, const char *msg, const jr_stored_msg *m)
-{
-    call *c = arg;
-    (void)msg;
-    c->done = 1;
-    c->status = status;
-    if (status == 0) {
-        c->seq = m->seq;
-        c->len = m->len < sizeof c->data ? m->len : sizeof c->data;
-        memcpy(c->data, m->data, c->len);
-    }
-}
-
-static void wait_call(fx *f, call *c)
+static void wait_call(fx *f, t_call *c)
 {
     for (int t = 0; !c->done && t < 500; t++) run_ms(f, 10);
     ck_assert(c->done);
@@ -151,8 +116,8 @@ static size_t payload(unsigned i, char *buf)
 
 static void expect_msg(fx *f, uint64_t seq)
 {
-    call c = {0};
-    ck_assert_int_eq(jr_stream_msg_get(f->h.node, "ORDERS", seq, on_msg, &c), 0);
+    t_call c = {0};
+    ck_assert_int_eq(jr_stream_msg_get(f->h.node, "ORDERS", seq, t_on_msg, &c), 0);
     wait_call(f, &c);
     char want[64];
     size_t n = payload((unsigned)seq - 1, want);
@@ -174,8 +139,8 @@ static void build(fx *f, const uint8_t *key)
     sc.subjects = subj;
     sc.nsubjects = 1;
     sc.storage = JR_STORAGE_FILE;
-    call c = {0};
-    ck_assert_int_eq(jr_stream_add(f->h.node, &sc, on_admin, &c), 0);
+    t_call c = {0};
+    ck_assert_int_eq(jr_stream_add(f->h.node, &sc, t_on_done, &c), 0);
     wait_call(f, &c);
     for (jr__srep *r = jr__js_of(f->h.node)->rep_list; r; r = r->next)
         if (r->g) r->g->snapshot_entries = 4;
@@ -183,7 +148,8 @@ static void build(fx *f, const uint8_t *key)
         char buf[64];
         size_t n = payload(i, buf);
         memset(&c, 0, sizeof c);
-        ck_assert_int_eq(jr_publish(f->h.node, "orders.new", NULL, 0, buf, n, NULL, on_pub, &c), 0);
+        ck_assert_int_eq(jr_publish(f->h.node, "orders.new", NULL, 0, buf, n, NULL, t_on_pub, &c),
+                         0);
         wait_call(f, &c);
         ck_assert_uint_eq(c.seq, i + 1);
     }

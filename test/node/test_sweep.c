@@ -1,6 +1,6 @@
 /*
  * Fault sweeps of a node with streams on, in the manner of SQLite's: for n = 1, 2, ... the n-th
- * vfs call (of any kind) or the n-th allocation fails, once or from then on,
+ * vfs t_call (of any kind) or the n-th allocation fails, once or from then on,
  *  - through jr_node_open, a few ticks and jr_node_close of a node with a file stream holding
  *    messages and a snapshot (recovery of the WAL, snapshot files, the meta group and the
  *    stream's store), and
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calls.h"
 #include "host.h"
 #include "js/js.h"
 #include "node/node.h"
@@ -107,52 +108,16 @@ static void run_ms(nfx *f, uint64_t ms)
     t_frames_clear(&f->h);
 }
 
-typedef struct call {
-    int done, status;
-    uint64_t seq;
-    char data[128];
-    size_t len;
-} call;
-
-static void on_stream(void *arg, int status, const char *msg)
-{
-    call *c = arg;
-    (void)msg;
-    c->done = 1;
-    c->status = status;
-}
-
-static void on_pub(void *arg, int status, const jr_pub_ack *ack)
-{
-    call *c = arg;
-    c->done = 1;
-    c->status = status;
-    c->seq = status == 0 ? ack->seq : 0;
-}
-
-static void on_msg(void *arg, int status, const char *msg, const jr_stored_msg *m)
-{
-    call *c = arg;
-    (void)msg;
-    c->done = 1;
-    c->status = status;
-    if (status == 0) {
-        c->seq = m->seq;
-        c->len = m->len < sizeof c->data ? m->len : sizeof c->data;
-        memcpy(c->data, m->data, c->len);
-    }
-}
-
 static void on_info(void *arg, int status, const char *msg, const jr_stream_info *info)
 {
-    call *c = arg;
+    t_call *c = arg;
     (void)msg;
     c->done = 1;
     c->status = status;
     if (status == 0) c->seq = info->state->last_seq;
 }
 
-static int wait_call(nfx *f, call *c, uint64_t max_ms)
+static int wait_call(nfx *f, t_call *c, uint64_t max_ms)
 {
     for (uint64_t t = 0; !c->done && t < max_ms; t += 10) run_ms(f, 10);
     return c->done;
@@ -164,13 +129,13 @@ static size_t payload(int i, char *buf)
                             "................................................................");
 }
 
-/* Publishes message i; 0 and the callback pending, or the call's error. */
-static int publish(nfx *f, int i, call *c)
+/* Publishes message i; 0 and the callback pending, or the t_call's error. */
+static int publish(nfx *f, int i, t_call *c)
 {
     char buf[128];
     size_t len = payload(i, buf);
     memset(c, 0, sizeof *c);
-    return jr_publish(f->h.node, "orders.new", NULL, 0, buf, len, NULL, on_pub, c);
+    return jr_publish(f->h.node, "orders.new", NULL, 0, buf, len, NULL, t_on_pub, c);
 }
 
 /* A node with stream ORDERS (file, R1) holding MSGS messages, taking snapshots every 4
@@ -187,8 +152,8 @@ static void build(nfx *f)
     sc.name = "ORDERS";
     sc.subjects = subj;
     sc.nsubjects = 1;
-    call c = {0};
-    ck_assert_int_eq(jr_stream_add(f->h.node, &sc, on_stream, &c), 0);
+    t_call c = {0};
+    ck_assert_int_eq(jr_stream_add(f->h.node, &sc, t_on_done, &c), 0);
     ck_assert(wait_call(f, &c, 2000));
     ck_assert_int_eq(c.status, 0);
     for (int i = 0; i < MSGS; i++) {
@@ -219,7 +184,7 @@ static void verify(nfx *f, const uint64_t *acked, int npub, const char *where, u
     int rc = nfx_open(f);
     ck_assert_msg(rc == 0, "%s n=%llu: reopen without faults: %s (%s)", where,
                   (unsigned long long)n, jr_err_name(rc), f->err);
-    call c = {0};
+    t_call c = {0};
     for (int tries = 0; tries < 20; tries++) {
         memset(&c, 0, sizeof c);
         run_ms(f, 100);
@@ -233,7 +198,7 @@ static void verify(nfx *f, const uint64_t *acked, int npub, const char *where, u
     int seen[64] = {0};
     for (uint64_t seq = 1; seq <= last; seq++) {
         memset(&c, 0, sizeof c);
-        ck_assert_int_eq(jr_stream_msg_get(f->h.node, "ORDERS", seq, on_msg, &c), 0);
+        ck_assert_int_eq(jr_stream_msg_get(f->h.node, "ORDERS", seq, t_on_msg, &c), 0);
         ck_assert(wait_call(f, &c, 2000));
         ck_assert_msg(c.status == 0, "%s n=%llu: seq %llu: %s", where, (unsigned long long)n,
                       (unsigned long long)seq, jr_err_name(c.status));
@@ -289,7 +254,7 @@ START_TEST(open_and_close_with_streams_survive_faults)
 {
     int alloc = _i & 1, sticky = (_i >> 1) & 1;
     char where[96];
-    snprintf(where, sizeof where, "open/close, %s n%s fails", alloc ? "allocation" : "vfs call",
+    snprintf(where, sizeof where, "open/close, %s n%s fails", alloc ? "allocation" : "vfs t_call",
              sticky ? " and later" : "");
     uint64_t acked[64] = {0};
     for (int i = 0; i < MSGS; i++) acked[i] = (uint64_t)i + 1;
@@ -334,7 +299,7 @@ START_TEST(publishes_survive_faults)
 {
     int alloc = _i & 1, sticky = (_i >> 1) & 1, crash = (_i >> 2) & 1;
     char where[96];
-    snprintf(where, sizeof where, "publish, %s n%s fails%s", alloc ? "allocation" : "vfs call",
+    snprintf(where, sizeof where, "publish, %s n%s fails%s", alloc ? "allocation" : "vfs t_call",
              sticky ? " and later" : "", crash ? ", then power loss" : "");
     uint64_t n;
     for (n = 1; n < MAX_N; n++) {
@@ -348,7 +313,7 @@ START_TEST(publishes_survive_faults)
         for (int i = 0; i < MSGS; i++) acked[i] = (uint64_t)i + 1;
         uint64_t f0 = fired_count(&f, alloc);
         arm(&f, alloc, sticky, n);
-        call c[PUBS];
+        t_call c[PUBS];
         for (int i = 0; i < PUBS; i++) {
             int rc = publish(&f, MSGS + i, &c[i]);
             if (rc) {
@@ -429,7 +394,7 @@ START_TEST(a_store_ahead_of_its_wal_answers_every_publish)
     uint64_t acked[64] = {0};
     for (int i = 0; i < MSGS; i++) acked[i] = (uint64_t)i + 1;
     for (int i = 0; i < 3 * MSGS && ok < 3; i++) {
-        call c;
+        t_call c;
         ck_assert_int_eq(publish(&f, MSGS + ok, &c), 0);
         ck_assert_msg(wait_call(&f, &c, 400), "publish %d unanswered", i);
         ck_assert_msg(c.status == 0 || c.status == JR_EDAMAGED, "publish %d: %s", i,
