@@ -68,17 +68,9 @@ static void fx_free(fx *f)
 static int fx_open(fx *f, const uint8_t *key)
 {
     jr_node_config cfg;
-    jr_node_config_init(&cfg);
-    cfg.name = "a";
-    cfg.peers = only_a;
-    cfg.npeers = 1;
+    t_config(&f->h, &cfg, "a", only_a, 1, 3);
     cfg.wal_dir = f->wal;
     cfg.store_dir = f->store;
-    cfg.vfs = f->h.vfs;
-    cfg.host = &f->h.host;
-    cfg.election_timeout_ms = 100;
-    cfg.heartbeat_ms = 20;
-    cfg.seed = 3;
     cfg.streams = 1;
     cfg.errbuf = f->err;
     cfg.errbuf_len = sizeof f->err;
@@ -88,23 +80,9 @@ static int fx_open(fx *f, const uint8_t *key)
     return jr_node_open(&cfg, &f->h.node);
 }
 
-static void run_ms(fx *f, uint64_t ms)
-{
-    uint64_t end = f->h.now + ms * MS;
-    for (int guard = 0; guard < 100000; guard++) {
-        uint64_t d = jr_node_deadline(f->h.node);
-        if (d > end) break;
-        if (d > f->h.now) f->h.now = d;
-        ck_assert_int_eq(jr_node_tick(f->h.node), 0);
-        if (d == f->h.now && guard % 64 == 63) f->h.now += MS;
-    }
-    f->h.now = end;
-    t_frames_clear(&f->h);
-}
-
 static void wait_call(fx *f, t_call *c)
 {
-    for (int t = 0; !c->done && t < 500; t++) run_ms(f, 10);
+    for (int t = 0; !c->done && t < 500; t++) t_run_ms(&f->h, 10, 1);
     ck_assert(c->done);
     ck_assert_msg(c->status == 0, "%s", jr_strerror(c->status));
 }
@@ -131,7 +109,7 @@ static void build(fx *f, const uint8_t *key)
 {
     ck_assert_msg(fx_open(f, key) == 0, "%s", f->err);
     jr__js_of(f->h.node)->snapshot_entries = 4;
-    run_ms(f, 500);
+    t_run_ms(&f->h, 500, 1);
     jr_stream_config sc;
     jr_stream_config_init(&sc);
     const char *subj[] = {"orders.>"};
@@ -153,12 +131,12 @@ static void build(fx *f, const uint8_t *key)
         wait_call(f, &c);
         ck_assert_uint_eq(c.seq, i + 1);
     }
-    run_ms(f, 200);
+    t_run_ms(&f->h, 200, 1);
     expect_msg(f, 7);
     jr_node_close(f->h.node);
     f->h.node = NULL;
     ck_assert_msg(fx_open(f, key) == 0, "%s", f->err);
-    run_ms(f, 500);
+    t_run_ms(&f->h, 500, 1);
     expect_msg(f, 1);
     expect_msg(f, MSGS);
     jr_node_close(f->h.node);
@@ -231,7 +209,7 @@ START_TEST(no_file_on_disk_holds_a_published_payload)
     ck_assert_uint_eq(g_scan.files, files);
     /* the right key still opens it with everything */
     ck_assert_int_eq(fx_open(&f, key_a), 0);
-    run_ms(&f, 500);
+    t_run_ms(&f.h, 500, 1);
     expect_msg(&f, 13);
     fx_free(&f);
 

@@ -49,17 +49,8 @@ static void nfx_init(nfx *f)
 static int nfx_open(nfx *f)
 {
     jr_node_config cfg;
-    jr_node_config_init(&cfg);
-    cfg.name = "a";
-    cfg.peers = only_a;
-    cfg.npeers = 1;
-    cfg.wal_dir = "/wal";
-    cfg.vfs = f->h.vfs;
-    cfg.host = &f->h.host;
+    t_config(&f->h, &cfg, "a", only_a, 1, 11);
     cfg.alloc = f->use_fa ? &f->fa.a : NULL;
-    cfg.election_timeout_ms = 100;
-    cfg.heartbeat_ms = 20;
-    cfg.seed = 11;
     cfg.streams = 1;
     cfg.request_timeout_ms = 500;
     cfg.wal_segment_bytes = 8192;
@@ -92,22 +83,6 @@ static void nfx_close(nfx *f)
     t_frames_clear(&f->h);
 }
 
-/* Advances the clock by ms, ticking whenever the node asks. Tick errors are what the node
- * reports for a failed flush; they are allowed here (the sweeps check outcomes). */
-static void run_ms(nfx *f, uint64_t ms)
-{
-    uint64_t end = f->h.now + ms * MS;
-    for (int guard = 0; guard < 100000; guard++) {
-        uint64_t d = jr_node_deadline(f->h.node);
-        if (d > end) break;
-        if (d > f->h.now) f->h.now = d;
-        jr_node_tick(f->h.node);
-        if (d == f->h.now && guard % 64 == 63) f->h.now += MS; /* never spin on one instant */
-    }
-    f->h.now = end;
-    t_frames_clear(&f->h);
-}
-
 static void on_info(void *arg, int status, const char *msg, const jr_stream_info *info)
 {
     t_call *c = arg;
@@ -119,7 +94,7 @@ static void on_info(void *arg, int status, const char *msg, const jr_stream_info
 
 static int wait_call(nfx *f, t_call *c, uint64_t max_ms)
 {
-    for (uint64_t t = 0; !c->done && t < max_ms; t += 10) run_ms(f, 10);
+    for (uint64_t t = 0; !c->done && t < max_ms; t += 10) t_run_ms(&f->h, 10, 0);
     return c->done;
 }
 
@@ -145,7 +120,7 @@ static void build(nfx *f)
     nfx_init(f);
     ck_assert_int_eq(nfx_open(f), 0);
     snapshot_every(f, 4);
-    run_ms(f, 500);
+    t_run_ms(&f->h, 500, 0);
     jr_stream_config sc;
     jr_stream_config_init(&sc);
     const char *subj[] = {"orders.>"};
@@ -187,7 +162,7 @@ static void verify(nfx *f, const uint64_t *acked, int npub, const char *where, u
     t_call c = {0};
     for (int tries = 0; tries < 20; tries++) {
         memset(&c, 0, sizeof c);
-        run_ms(f, 100);
+        t_run_ms(&f->h, 100, 0);
         ck_assert_int_eq(jr_stream_info_get(f->h.node, "ORDERS", on_info, &c), 0);
         ck_assert(wait_call(f, &c, 2000));
         if (c.status == 0) break;
@@ -267,7 +242,7 @@ START_TEST(open_and_close_with_streams_survive_faults)
         arm(&f, alloc, sticky, n);
         int rc = nfx_open(&f);
         if (rc == 0) {
-            run_ms(&f, 300);
+            t_run_ms(&f.h, 300, 0);
             nfx_close(&f);
         } else {
             ck_assert_msg(rc < 0 && !f.h.node, "%s n=%llu: rc %d", where, (unsigned long long)n,
@@ -307,7 +282,7 @@ START_TEST(publishes_survive_faults)
         build(&f);
         f.use_fa = alloc;
         ck_assert_int_eq(nfx_open(&f), 0);
-        run_ms(&f, 300);
+        t_run_ms(&f.h, 300, 0);
         snapshot_every(&f, 4);
         uint64_t acked[64] = {0};
         for (int i = 0; i < MSGS; i++) acked[i] = (uint64_t)i + 1;
@@ -322,9 +297,9 @@ START_TEST(publishes_survive_faults)
                 c[i].done = 1;
                 c[i].status = rc;
             }
-            if (i % 3 == 2) run_ms(&f, 5);
+            if (i % 3 == 2) t_run_ms(&f.h, 5, 0);
         }
-        run_ms(&f, 1200); /* past the request timeout: every callback has run */
+        t_run_ms(&f.h, 1200, 0); /* past the request timeout: every callback has run */
         for (int i = 0; i < PUBS; i++) {
             ck_assert_msg(c[i].done, "%s n=%llu: publish %d never completed", where,
                           (unsigned long long)n, i);
@@ -389,7 +364,7 @@ START_TEST(a_store_ahead_of_its_wal_answers_every_publish)
     ck_assert_uint_gt(seg.size, 32 + 400);
     ck_assert_int_eq(jr__memfs_truncate(f.h.vfs, seg.path, seg.size - 400), 0);
     ck_assert_int_eq(nfx_open(&f), 0);
-    run_ms(&f, 500);
+    t_run_ms(&f.h, 500, 0);
     int damaged = 0, ok = 0;
     uint64_t acked[64] = {0};
     for (int i = 0; i < MSGS; i++) acked[i] = (uint64_t)i + 1;
