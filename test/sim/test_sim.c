@@ -35,12 +35,8 @@ static int all_acked(void *arg, jr_sim *sim)
 START_TEST(healthy_cluster_elects_and_commits)
 {
     h_cluster h;
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.seed = 42;
-    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 0), 0);
-    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
-    int l = h_leader(&h, 0);
+    int l = h_start(&h, 42, 1, 0, NULL);
+    ck_assert_int_ge(l, 0);
     ck_assert_int_ge(l, 0);
     acks a = {0};
     for (int i = 0; i < 10; i++) {
@@ -170,13 +166,6 @@ START_TEST(restart_recovers_and_snapshot_catches_up)
 }
 END_TEST
 
-static void small_segments(void *arg, unsigned i, jr_node_config *cfg)
-{
-    (void)arg;
-    (void)i;
-    cfg->wal_segment_bytes = 16 << 10;
-}
-
 static int group_has_leader(void *arg, jr_sim *sim)
 {
     (void)sim;
@@ -199,17 +188,10 @@ static int keep_oldest_segment(void *arg, const char *name)
 START_TEST(damaged_replica_votes_only_once_repaired)
 {
     h_cluster h;
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.seed = 5;
-    cfg.configure = small_segments;
-    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 0), 0);
-    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
-    int l = h_leader(&h, 0);
+    int l = h_start(&h, 5, 1, 0, h_small_segments);
+    ck_assert_int_ge(l, 0);
     unsigned d = (unsigned)(l + 1) % 3;
-    char data[200];
-    memset(data, 'd', sizeof data);
-    for (int i = 0; i < 400; i++) jr_group_propose(h.g[l][0], data, sizeof data, NULL, NULL);
+    h_propose_fill(&h, l, 400, 200, 'd');
     jr_sim_run_for(h.sim, 500 * MS);
     ck_assert_uint_ge(h.fsm[d][0].count, 400);
 
@@ -398,17 +380,10 @@ END_TEST
 START_TEST(repaired_replica_keeps_its_log_across_a_restart)
 {
     h_cluster h;
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.seed = 5;
-    cfg.configure = small_segments;
-    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 0), 0);
-    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
-    int l = h_leader(&h, 0);
+    int l = h_start(&h, 5, 1, 0, h_small_segments);
+    ck_assert_int_ge(l, 0);
     unsigned d = (unsigned)(l + 1) % 3;
-    char data[200];
-    memset(data, 'd', sizeof data);
-    for (int i = 0; i < 400; i++) jr_group_propose(h.g[l][0], data, sizeof data, NULL, NULL);
+    h_propose_fill(&h, l, 400, 200, 'd');
     jr_sim_run_for(h.sim, 500 * MS);
     ck_assert_uint_ge(h.fsm[d][0].count, 400);
 
@@ -463,7 +438,7 @@ START_TEST(idle_group_does_not_pin_the_wal)
     jr_sim_config cfg;
     jr_sim_config_init(&cfg);
     cfg.seed = 11;
-    cfg.configure = small_segments;                 /* 16 KiB */
+    cfg.configure = h_small_segments;               /* 16 KiB */
     ck_assert_int_eq(h_new(&h, &cfg, 3, 2, 50), 0); /* group 1 never gets to 50 */
     ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
     int l1 = -1;
@@ -555,12 +530,8 @@ END_TEST
 START_TEST(a_link_with_a_bandwidth_sends_at_its_rate)
 {
     h_cluster h;
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.seed = 13;
-    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 0), 0);
-    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
-    int l = h_leader(&h, 0);
+    int l = h_start(&h, 13, 1, 0, NULL);
+    ck_assert_int_ge(l, 0);
     unsigned slow = (unsigned)(l + 1) % 3, fast = (unsigned)(l + 2) % 3;
     jr_sim_link link;
     jr_sim_link_init(&link);
