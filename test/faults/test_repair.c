@@ -157,19 +157,34 @@ static void small_files(void *arg, unsigned i, jr_node_config *cfg)
     cfg->wal_segment_bytes = g_seg_bytes;
 }
 
-static void cluster(e2e *c, uint64_t seed)
+/* Three servers with small files (seed offset by the loop's), the meta group up. */
+static void servers(e2e *c, uint64_t seed)
 {
     memset(c, 0, sizeof *c);
     c->configure_more = small_files;
     ck_assert_int_eq(e2e_new(c, 3, seed + g_off, 2000), 0);
     ck_assert_int_ge(e2e_wait_meta(c, 3, 20 * SEC), 0);
-    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(c, i, 300);
-    const char *subjects[] = {"r.>"};
+}
+
+/* Stream `name` on `subject` with `replicas` replicas, added through n0; with wait, until its
+ * followers (replicas - 1 of them) are up. */
+static void add_stream(e2e *c, const char *name, const char *subject, int replicas, int wait)
+{
+    const char *subjects[] = {subject};
     jr_stream_config cfg;
-    e2e_config(&cfg, STREAM, subjects, 1, 3);
+    e2e_config(&cfg, name, subjects, 1, replicas);
     e2e_res r;
-    ck_assert_msg(e2e_add(c, 0, &cfg, &r) == 0, "add: %s", r.msg);
-    ck_assert_int_ge(e2e_wait_stream(c, 0, STREAM, 2, 20 * SEC), 0);
+    ck_assert_msg(e2e_add(c, 0, &cfg, &r) == 0, "add %s: %s", name, r.msg);
+    if (wait) ck_assert_int_ge(e2e_wait_stream(c, 0, name, replicas - 1, 20 * SEC), 0);
+}
+
+/* The usual shape: three servers, their stream groups snapshotting every 300 entries, and the
+ * R3 stream STREAM on r.> with its followers up. */
+static void cluster(e2e *c, uint64_t seed)
+{
+    servers(c, seed);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(c, i, 300);
+    add_stream(c, STREAM, "r.>", 3, 1);
 }
 
 static int stream_leader(e2e *c)
@@ -492,11 +507,7 @@ static void meta_snapshot_q(enum kind kind, int quiet)
     /* the meta group snapshots often: its newest snapshot holds the stream */
     for (unsigned i = 0; i < 3; i++)
         jr__group_set_snapshot_entries(jr__js_of(e2e_node(&c, i))->meta, 2);
-    const char *subjects[] = {"s2.>"};
-    jr_stream_config cfg;
-    e2e_config(&cfg, "S2", subjects, 1, 3);
-    e2e_res r;
-    ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    add_stream(&c, "S2", "s2.>", 3, 0);
     fchk k;
     fill(&k, &c, 500);
     jr_sim_run_for(c.sim, 1 * SEC);
@@ -778,16 +789,8 @@ static int has_leader(void *arg, jr_sim *sim)
 static void r2_one_damaged_t(enum target t, enum kind kind)
 {
     e2e c;
-    memset(&c, 0, sizeof c);
-    c.configure_more = small_files;
-    ck_assert_int_eq(e2e_new(&c, 3, 29 + g_off, 2000), 0);
-    ck_assert_int_ge(e2e_wait_meta(&c, 3, 20 * SEC), 0);
-    const char *subjects[] = {"r.>"};
-    jr_stream_config cfg;
-    e2e_config(&cfg, STREAM, subjects, 1, 2);
-    e2e_res r;
-    ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add: %s", r.msg);
-    ck_assert_int_ge(e2e_wait_stream(&c, 0, STREAM, 1, 20 * SEC), 0);
+    servers(&c, 29);
+    add_stream(&c, STREAM, "r.>", 2, 1);
     fchk k;
     fill(&k, &c, 1000);
     int l = stream_leader(&c);
@@ -836,15 +839,11 @@ START_TEST(a_stream_created_after_a_lost_wal_is_not_damaged)
     jr_sim_run_for(c.sim, 5 * SEC); /* its meta replica repaired by the meta leader */
     ck_assert_int_ge(e2e_wait_meta(&c, 3, 20 * SEC), 0);
     char name[16], subj[16];
-    const char *subjects[] = {subj};
     int placed = 0;
     for (int i = 0; i < 12 && !placed; i++) {
         snprintf(name, sizeof name, "ONE%d", i);
         snprintf(subj, sizeof subj, "one%d.>", i);
-        jr_stream_config cfg;
-        e2e_config(&cfg, name, subjects, 1, 1);
-        e2e_res r;
-        ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add %s: %s", name, r.msg);
+        add_stream(&c, name, subj, 1, 0);
         jr_sim_run_for(c.sim, 500 * MS);
         placed = e2e_has_replica(&c, v, name);
     }
