@@ -67,6 +67,19 @@ static void configure(void *arg, unsigned i, jr_node_config *cfg)
     cfg->streams = 1;
 }
 
+/* v with thousands separators, as the nats CLI prints counts ("14,231"). */
+static const char *commas(uint64_t v, char out[32])
+{
+    char digits[24];
+    int n = snprintf(digits, sizeof digits, "%" PRIu64, v), k = 0;
+    for (int i = 0; i < n; i++) {
+        if (i && (n - i) % 3 == 0) out[k++] = ',';
+        out[k++] = digits[i];
+    }
+    out[k] = 0;
+    return out;
+}
+
 /* A node that is up (the first one from `from` on). */
 static jr_node *any_node(unsigned from)
 {
@@ -355,7 +368,8 @@ int main(void)
     }
     run_ms(500);
     res before = stream_info(NULL);
-    printf("ORDERS holds %" PRIu64 " messages\n", before.msgs);
+    char count[32];
+    printf("ORDERS holds %s messages\n", commas(before.msgs, count));
     /* The publisher waits while the replica joins: the lag shown is what it has to take in,
      * and a write meanwhile adds to it (a restoring replica's log takes no entries until its
      * store is complete), so the count would not only fall. */
@@ -384,10 +398,18 @@ int main(void)
         jr_sim_run_for(sim, MS);
         r = stream_info(newbie);
         if (r.found && r.lag != shown_lag) {
-            printf("  %s: %s, %" PRIu64 " behind\n", newbie,
-                   r.observer ? "observer catching up" : "voter", r.lag);
+            char n[32];
+            printf("  %s: %s, %s behind\n", newbie,
+                   r.observer  ? "observer catching up"
+                   : r.current ? "current voter"
+                               : "voter",
+                   commas(r.lag, n));
             shown_lag = r.lag;
         }
+    }
+    for (int k = 0; k < 100 && strstr(r.text, "Migration"); k++) { /* the change converges */
+        run_ms(10);
+        r = stream_info(newbie);
     }
     printf("\n%s\n", r.text);
     pub.on = 1;

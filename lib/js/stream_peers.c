@@ -242,9 +242,12 @@ static void wait_note(jr__srep *r, jr__membwork *w, const jr__memb *m, size_t n,
                 note(w, JR_MOVE_SNAPSHOT, "waiting for peer %s to confirm its store is complete",
                      name ? name : "?");
         } else {
+            /* the lag stream info shows for it: its log's, or what its store still copies */
+            const jr__memb_probe *pr = probe_find(w, m[i].id);
+            uint64_t lag = jr_group_peer(r->g, (uint32_t)i, &ps) == 0 ? ps.lag : 0;
+            if (pr && pr->left > lag) lag = pr->left;
             note(w, JR_MOVE_CATCHUP, "waiting for peers to catch up (%s is %llu operations behind)",
-                 name ? name : "?",
-                 (unsigned long long)(jr_group_peer(r->g, (uint32_t)i, &ps) == 0 ? ps.lag : 0));
+                 name ? name : "?", (unsigned long long)lag);
         }
         return;
     }
