@@ -182,30 +182,44 @@ static int keep_oldest_segment(void *arg, const char *name)
     return 0;
 }
 
+/* A cluster of 3 (seed 5, small WAL segments) whose leader *l had 400 entries of 200 bytes
+ * applied by every replica; returns a follower. */
+static unsigned filled_follower(h_cluster *h, int *l)
+{
+    *l = h_start(h, 5, 1, 0, h_small_segments);
+    ck_assert_int_ge(*l, 0);
+    unsigned d = (unsigned)(*l + 1) % 3;
+    h_propose_fill(h, *l, 400, 200, 'd');
+    jr_sim_run_for(h->sim, 500 * MS);
+    ck_assert_uint_ge(h->fsm[d][0].count, 400);
+    return d;
+}
+
+/* Flips bits in the middle of down node d's oldest WAL segment (older ones were reclaimed). */
+static void damage_oldest_segment(h_cluster *h, unsigned d)
+{
+    jr_vfs *v = jr_sim_vfs(h->sim, d);
+    char oldest[64] = "", path[80];
+    ck_assert_int_eq(v->list(v->ctx, "/wal", keep_oldest_segment, oldest), 0);
+    ck_assert_str_ne(oldest, "");
+    snprintf(path, sizeof path, "/wal/%s", oldest);
+    ck_assert_int_eq(jr__memfs_flip_bits(v, path, 200, 1000, 8), 0);
+}
+
 /* A replica whose WAL lost records in the middle opens damaged and unvouched: with its leader
  * down it takes no entries and grants no vote, so the other voter alone cannot elect anyone;
  * once the leader is back it repairs the replica's log, and from then on its vote counts. */
 START_TEST(damaged_replica_votes_only_once_repaired)
 {
     h_cluster h;
-    int l = h_start(&h, 5, 1, 0, h_small_segments);
-    ck_assert_int_ge(l, 0);
-    unsigned d = (unsigned)(l + 1) % 3;
-    h_propose_fill(&h, l, 400, 200, 'd');
-    jr_sim_run_for(h.sim, 500 * MS);
-    ck_assert_uint_ge(h.fsm[d][0].count, 400);
+    int l;
+    unsigned d = filled_follower(&h, &l);
 
     /* power off d and the leader, damage d's oldest WAL segment (older ones were reclaimed),
      * power d on */
     ck_assert_int_eq(jr_sim_crash(h.sim, d), 0);
     ck_assert_int_eq(jr_sim_crash(h.sim, (unsigned)l), 0);
-    jr_vfs *v = jr_sim_vfs(h.sim, d);
-    char oldest[64] = "";
-    ck_assert_int_eq(v->list(v->ctx, "/wal", keep_oldest_segment, oldest), 0);
-    ck_assert_str_ne(oldest, "");
-    char path[80];
-    snprintf(path, sizeof path, "/wal/%s", oldest);
-    ck_assert_int_eq(jr__memfs_flip_bits(v, path, 200, 1000, 8), 0);
+    damage_oldest_segment(&h, d);
     ck_assert_int_eq(jr_sim_restart(h.sim, d), 0);
     ck_assert_int_eq(h_open(&h, d), 0);
     jr_group_status st = {.size = sizeof st};
@@ -380,21 +394,12 @@ END_TEST
 START_TEST(repaired_replica_keeps_its_log_across_a_restart)
 {
     h_cluster h;
-    int l = h_start(&h, 5, 1, 0, h_small_segments);
-    ck_assert_int_ge(l, 0);
-    unsigned d = (unsigned)(l + 1) % 3;
-    h_propose_fill(&h, l, 400, 200, 'd');
-    jr_sim_run_for(h.sim, 500 * MS);
-    ck_assert_uint_ge(h.fsm[d][0].count, 400);
+    int l;
+    unsigned d = filled_follower(&h, &l);
 
     /* d's oldest WAL segment is damaged; it restarts damaged and its leader repairs it */
     ck_assert_int_eq(jr_sim_crash(h.sim, d), 0);
-    jr_vfs *v = jr_sim_vfs(h.sim, d);
-    char oldest[64] = "";
-    ck_assert_int_eq(v->list(v->ctx, "/wal", keep_oldest_segment, oldest), 0);
-    char path[80];
-    snprintf(path, sizeof path, "/wal/%s", oldest);
-    ck_assert_int_eq(jr__memfs_flip_bits(v, path, 200, 1000, 8), 0);
+    damage_oldest_segment(&h, d);
     ck_assert_int_eq(jr_sim_restart(h.sim, d), 0);
     ck_assert_int_eq(h_open(&h, d), 0);
     jr_group_status st = {.size = sizeof st};
