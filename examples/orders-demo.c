@@ -67,6 +67,19 @@ static void configure(void *arg, unsigned i, jr_node_config *cfg)
     cfg->streams = 1;
 }
 
+/* v with thousands separators, as the nats CLI prints counts ("14,231"). */
+static const char *commas(uint64_t v, char out[32])
+{
+    char digits[24];
+    int n = snprintf(digits, sizeof digits, "%" PRIu64, v), k = 0;
+    for (int i = 0; i < n; i++) {
+        if (i && (n - i) % 3 == 0) out[k++] = ',';
+        out[k++] = digits[i];
+    }
+    out[k] = 0;
+    return out;
+}
+
 /* A node that is up (the first one from `from` on). */
 static jr_node *any_node(unsigned from)
 {
@@ -349,14 +362,17 @@ int main(void)
     step("4. ORDERS grown to R4: the new replica catches up");
     pub.on = 0;
     pub.size = 4000; /* a fuller stream, so the copy takes a while */
-    for (int k = 0; k < 40; k++) {
+    for (int k = 0; k < 80; k++) {
         publish_some(100);
         jr_sim_run_for(sim, 20 * MS);
     }
     run_ms(500);
     res before = stream_info(NULL);
-    printf("ORDERS holds %" PRIu64 " messages\n", before.msgs);
-    pub.on = 1;
+    char count[32];
+    printf("ORDERS holds %s messages\n", commas(before.msgs, count));
+    /* The publisher waits while the replica joins: the lag shown is what it has to take in,
+     * and a write meanwhile adds to it (a restoring replica's log takes no entries until its
+     * store is complete), so the count would not only fall. */
     pub.size = 64;
     cfg.replicas = 4;
     memset(&r, 0, sizeof r);
@@ -374,20 +390,29 @@ int main(void)
     printf("the meta leader placed the fourth replica on %s\n\n", newbie);
     r = stream_info(newbie);
     printf("%s\n", r.text);
-    /* one line per change of the new replica's lag (the sequences its store still copies,
-     * then the operations its log trails), until it is a current voter */
-    uint64_t shown_lag = UINT64_MAX, shown_at = 0;
-    for (int k = 0; k < 10000 && !(r.found && r.current && !r.observer && !r.pending); k++) {
+    /* one line per change of the new replica's lag (the messages its store still copies, then
+     * the operations its log trails), until it is a current voter with nothing left */
+    uint64_t shown_lag = r.lag;
+    for (int k = 0; k < 10000 && !(r.found && r.current && !r.observer && !r.pending && !r.lag);
+         k++) {
         jr_sim_run_for(sim, MS);
         r = stream_info(newbie);
-        if (r.found && r.lag != shown_lag && jr_sim_now(sim) >= shown_at + 10 * MS) {
-            shown_at = jr_sim_now(sim);
-            printf("  %s: %s, %" PRIu64 " behind\n", newbie,
-                   r.observer ? "observer catching up" : "voter", r.lag);
+        if (r.found && r.lag != shown_lag) {
+            char n[32];
+            printf("  %s: %s, %s behind\n", newbie,
+                   r.observer  ? "observer catching up"
+                   : r.current ? "current voter"
+                               : "voter",
+                   commas(r.lag, n));
             shown_lag = r.lag;
         }
     }
+    for (int k = 0; k < 100 && strstr(r.text, "Migration"); k++) { /* the change converges */
+        run_ms(10);
+        r = stream_info(newbie);
+    }
     printf("\n%s\n", r.text);
+    pub.on = 1;
 
     step("5. A consumer fetches and acknowledges");
     jr_consumer_config cc;

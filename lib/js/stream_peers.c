@@ -99,14 +99,16 @@ static void on_ready(jr_node *n, void *arg, int status, int answered, const uint
     pr->log_ok = w->asked_log_ok;
     pr->peers_at = peers_at;
     pr->left = ready ? 0 : left;
-    if (ready) jr__srep_due(r, jr__node_now(n));
+    jr__srep_due(r, jr__node_now(n)); /* ready: promoted; not yet: asked again */
 }
 
 /* 1 if member id, its log caught up (log_ok), said lately — asked while its log was caught up
  * — that its replica is complete and it knows the peer set of peers_at; otherwise asks it (one
- * question at a time) and returns 0. A member whose log still trails is asked too, at most once
- * per heartbeat, for what its store has left to copy (stream info's lag); that answer never
- * makes it ready, since a snapshot may still come and start a catch-up. */
+ * question at a time) and returns 0. A member whose log still trails is asked too, for what its
+ * store has left to copy (stream info's lag); that answer never makes it ready, since a snapshot
+ * may still come and start a catch-up. Each answer brings the next question at once (on_ready),
+ * so the count follows the copy chunk by chunk: one small request in flight per joining member,
+ * and only while a peer change waits on it. */
 static int member_ready(jr__srep *r, jr__id id, uint64_t peers_at, int log_ok)
 {
     jr__js *js = r->js;
@@ -117,7 +119,6 @@ static int member_ready(jr__srep *r, jr__id id, uint64_t peers_at, int log_ok)
     if (log_ok && pr && pr->ready && pr->log_ok && pr->peers_at >= peers_at &&
         now <= jr__deadline(pr->at, js->election_ns))
         return 1;
-    if (!log_ok && pr && now < jr__deadline(pr->at, js->heartbeat_ns)) return 0;
     if (w->rpc_id) return 0;
     uint8_t b[24];
     jr__buf out = {b, 0, sizeof b, 0, NULL};
@@ -260,9 +261,12 @@ static void wait_note(jr__srep *r, jr__membwork *w, const jr__memb *m, size_t n,
                 note(w, JR_MOVE_SNAPSHOT, "waiting for peer %s to confirm its store is complete",
                      name ? name : "?");
         } else {
+            /* the lag stream info shows for it: its log's, or what its store still copies */
+            const jr__memb_probe *pr = probe_find(w, m[i].id);
+            uint64_t lag = jr_group_peer(r->g, (uint32_t)i, &ps) == 0 ? ps.lag : 0;
+            if (pr && pr->left > lag) lag = pr->left;
             note(w, JR_MOVE_CATCHUP, "waiting for peers to catch up (%s is %llu operations behind)",
-                 name ? name : "?",
-                 (unsigned long long)(jr_group_peer(r->g, (uint32_t)i, &ps) == 0 ? ps.lag : 0));
+                 name ? name : "?", (unsigned long long)lag);
         }
         return;
     }

@@ -149,6 +149,12 @@ static uint64_t first_seed = 0, nseeds = 1, g_off;
     }                                                                                              \
     END_TEST
 
+/* Adds a test of a case table to TCase tc, once per seed. */
+#define ADD_SEEDED_TO_t2(name, call) tcase_add_loop_test(t2, name, 0, (int)nseeds);
+#define ADD_SEEDED_TO_t5(name, call) tcase_add_loop_test(t5, name, 0, (int)nseeds);
+#define ADD_SEEDED_TO_tc(name, call) tcase_add_loop_test(tc, name, 0, (int)nseeds);
+#define ADD_SEEDED_TO_tr(name, call) tcase_add_loop_test(tr, name, 0, (int)nseeds);
+
 static void small_files(void *arg, unsigned i, jr_node_config *cfg)
 {
     (void)arg;
@@ -157,19 +163,34 @@ static void small_files(void *arg, unsigned i, jr_node_config *cfg)
     cfg->wal_segment_bytes = g_seg_bytes;
 }
 
-static void cluster(e2e *c, uint64_t seed)
+/* Three servers with small files (seed offset by the loop's), the meta group up. */
+static void servers(e2e *c, uint64_t seed)
 {
     memset(c, 0, sizeof *c);
     c->configure_more = small_files;
     ck_assert_int_eq(e2e_new(c, 3, seed + g_off, 2000), 0);
     ck_assert_int_ge(e2e_wait_meta(c, 3, 20 * SEC), 0);
-    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(c, i, 300);
-    const char *subjects[] = {"r.>"};
+}
+
+/* Stream `name` on `subject` with `replicas` replicas, added through n0; with wait, until its
+ * followers (replicas - 1 of them) are up. */
+static void add_stream(e2e *c, const char *name, const char *subject, int replicas, int wait)
+{
+    const char *subjects[] = {subject};
     jr_stream_config cfg;
-    e2e_config(&cfg, STREAM, subjects, 1, 3);
+    e2e_config(&cfg, name, subjects, 1, replicas);
     e2e_res r;
-    ck_assert_msg(e2e_add(c, 0, &cfg, &r) == 0, "add: %s", r.msg);
-    ck_assert_int_ge(e2e_wait_stream(c, 0, STREAM, 2, 20 * SEC), 0);
+    ck_assert_msg(e2e_add(c, 0, &cfg, &r) == 0, "add %s: %s", name, r.msg);
+    if (wait) ck_assert_int_ge(e2e_wait_stream(c, 0, name, replicas - 1, 20 * SEC), 0);
+}
+
+/* The usual shape: three servers, their stream groups snapshotting every 300 entries, and the
+ * R3 stream STREAM on r.> with its followers up. */
+static void cluster(e2e *c, uint64_t seed)
+{
+    servers(c, seed);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(c, i, 300);
+    add_stream(c, STREAM, "r.>", 3, 1);
 }
 
 static int stream_leader(e2e *c)
@@ -251,23 +272,18 @@ static void one_stream_replica(enum target t, enum kind kind, int victim_leads)
     e2e_free(&c);
 }
 
-SEEDED_TEST(stream_follower_wal_flip, one_stream_replica(T_WAL, K_FLIP, 0))
-
-SEEDED_TEST(stream_follower_wal_deleted, one_stream_replica(T_WAL, K_DELETE, 0))
-
-SEEDED_TEST(stream_follower_wal_tail_cut, one_stream_replica(T_NEWEST_WAL, K_CUT, 0))
-
-SEEDED_TEST(stream_follower_block_zeroed, one_stream_replica(T_BLOCK, K_ZERO, 0))
-
-SEEDED_TEST(stream_follower_block_deleted, one_stream_replica(T_BLOCK, K_DELETE, 0))
-
-SEEDED_TEST(stream_follower_snapshot_flip, one_stream_replica(T_SNAP, K_FLIP, 0))
-
-SEEDED_TEST(stream_follower_snapshot_deleted, one_stream_replica(T_SNAP, K_DELETE, 0))
-
-SEEDED_TEST(stream_leader_wal_zeroed, one_stream_replica(T_WAL, K_ZERO, 1))
-
-SEEDED_TEST(stream_leader_block_flip, one_stream_replica(T_BLOCK, K_FLIP, 1))
+/* One replica of the stream damaged, in the order they run: (test, scenario). */
+#define STREAM_REPLICA_CASES(X)                                                                    \
+    X(stream_follower_wal_flip, one_stream_replica(T_WAL, K_FLIP, 0))                              \
+    X(stream_follower_wal_deleted, one_stream_replica(T_WAL, K_DELETE, 0))                         \
+    X(stream_follower_wal_tail_cut, one_stream_replica(T_NEWEST_WAL, K_CUT, 0))                    \
+    X(stream_follower_block_zeroed, one_stream_replica(T_BLOCK, K_ZERO, 0))                        \
+    X(stream_follower_block_deleted, one_stream_replica(T_BLOCK, K_DELETE, 0))                     \
+    X(stream_follower_snapshot_flip, one_stream_replica(T_SNAP, K_FLIP, 0))                        \
+    X(stream_follower_snapshot_deleted, one_stream_replica(T_SNAP, K_DELETE, 0))                   \
+    X(stream_leader_wal_zeroed, one_stream_replica(T_WAL, K_ZERO, 1))                              \
+    X(stream_leader_block_flip, one_stream_replica(T_BLOCK, K_FLIP, 1))
+STREAM_REPLICA_CASES(SEEDED_TEST)
 
 /* Consumers ----------------------------------------------------------------------------------*/
 
@@ -471,13 +487,13 @@ static void one_consumer_replica(enum target t, enum kind kind)
     e2e_free(&c);
 }
 
-SEEDED_TEST(consumer_follower_wal_flip, one_consumer_replica(T_NEWEST_WAL, K_FLIP))
-
-SEEDED_TEST(consumer_follower_wal_deleted, one_consumer_replica(T_NEWEST_WAL, K_DELETE))
-
-SEEDED_TEST(consumer_follower_snapshot_zeroed, one_consumer_replica(T_CONSUMER_SNAP, K_ZERO))
-
-SEEDED_TEST(consumer_follower_snapshot_deleted, one_consumer_replica(T_CONSUMER_SNAP, K_DELETE))
+/* One replica of a consumer damaged, in the order they run: (test, scenario). */
+#define CONSUMER_REPLICA_CASES(X)                                                                  \
+    X(consumer_follower_wal_flip, one_consumer_replica(T_NEWEST_WAL, K_FLIP))                      \
+    X(consumer_follower_wal_deleted, one_consumer_replica(T_NEWEST_WAL, K_DELETE))                 \
+    X(consumer_follower_snapshot_zeroed, one_consumer_replica(T_CONSUMER_SNAP, K_ZERO))            \
+    X(consumer_follower_snapshot_deleted, one_consumer_replica(T_CONSUMER_SNAP, K_DELETE))
+CONSUMER_REPLICA_CASES(SEEDED_TEST)
 
 /* The meta group's snapshot ------------------------------------------------------------------*/
 
@@ -492,11 +508,7 @@ static void meta_snapshot_q(enum kind kind, int quiet)
     /* the meta group snapshots often: its newest snapshot holds the stream */
     for (unsigned i = 0; i < 3; i++)
         jr__group_set_snapshot_entries(jr__js_of(e2e_node(&c, i))->meta, 2);
-    const char *subjects[] = {"s2.>"};
-    jr_stream_config cfg;
-    e2e_config(&cfg, "S2", subjects, 1, 3);
-    e2e_res r;
-    ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    add_stream(&c, "S2", "s2.>", 3, 0);
     fchk k;
     fill(&k, &c, 500);
     jr_sim_run_for(c.sim, 1 * SEC);
@@ -528,11 +540,12 @@ static void meta_snapshot(enum kind kind)
     meta_snapshot_q(kind, 0);
 }
 
-SEEDED_TEST(meta_snapshot_corrupt, meta_snapshot(K_FLIP))
-
-SEEDED_TEST(meta_snapshot_deleted, meta_snapshot(K_DELETE))
-
-SEEDED_TEST(meta_snapshot_deleted_quiet, meta_snapshot_q(K_DELETE, 1))
+/* The meta group's snapshot damaged, in the order they run: (test, scenario). */
+#define META_SNAPSHOT_CASES(X)                                                                     \
+    X(meta_snapshot_corrupt, meta_snapshot(K_FLIP))                                                \
+    X(meta_snapshot_deleted, meta_snapshot(K_DELETE))                                              \
+    X(meta_snapshot_deleted_quiet, meta_snapshot_q(K_DELETE, 1))
+META_SNAPSHOT_CASES(SEEDED_TEST)
 
 /* A store damaged while its server runs ------------------------------------------------------*/
 
@@ -663,9 +676,11 @@ static void block_damaged_running(int victim_leads)
     e2e_free(&c);
 }
 
-SEEDED_TEST(block_damaged_running_follower, block_damaged_running(0))
-
-SEEDED_TEST(block_damaged_running_leader, block_damaged_running(1))
+/* A block damaged while its server runs, in the order they run: (test, scenario). */
+#define RUNNING_CASES(X)                                                                           \
+    X(block_damaged_running_follower, block_damaged_running(0))                                    \
+    X(block_damaged_running_leader, block_damaged_running(1))
+RUNNING_CASES(SEEDED_TEST)
 
 /* Two replicas of three damaged ----------------------------------------------------------------*/
 
@@ -702,17 +717,15 @@ static void two_of_three(enum target t, enum kind kind, int with_leader)
     e2e_free(&c);
 }
 
-SEEDED_TEST(two_followers_block_zeroed, two_of_three(T_BLOCK, K_ZERO, 0))
-
-SEEDED_TEST(leader_and_follower_block_deleted, two_of_three(T_BLOCK, K_DELETE, 1))
-
-SEEDED_TEST(two_followers_wal_tail_cut, two_of_three(T_NEWEST_WAL, K_CUT, 0))
-
-SEEDED_TEST(leader_and_follower_wal_tail_cut, two_of_three(T_NEWEST_WAL, K_CUT, 1))
-
-SEEDED_TEST(leader_and_follower_wal_lost, two_of_three(T_NEWEST_WAL, K_DELETE_ALL, 1))
-
-SEEDED_TEST(leader_and_follower_wal_flip, two_of_three(T_NEWEST_WAL, K_FLIP, 1))
+/* Two replicas of three damaged, in the order they run: (test, scenario). */
+#define TWO_OF_THREE_CASES(X)                                                                      \
+    X(two_followers_block_zeroed, two_of_three(T_BLOCK, K_ZERO, 0))                                \
+    X(leader_and_follower_block_deleted, two_of_three(T_BLOCK, K_DELETE, 1))                       \
+    X(two_followers_wal_tail_cut, two_of_three(T_NEWEST_WAL, K_CUT, 0))                            \
+    X(leader_and_follower_wal_tail_cut, two_of_three(T_NEWEST_WAL, K_CUT, 1))                      \
+    X(leader_and_follower_wal_flip, two_of_three(T_NEWEST_WAL, K_FLIP, 1))                         \
+    X(leader_and_follower_wal_lost, two_of_three(T_NEWEST_WAL, K_DELETE_ALL, 1))
+TWO_OF_THREE_CASES(SEEDED_TEST)
 
 /* Both other copies' stores damaged while the whole copy is down: the two elect a leader (their
  * logs are whole) but cannot fetch the messages their stores lost from anyone. No read returns
@@ -778,16 +791,8 @@ static int has_leader(void *arg, jr_sim *sim)
 static void r2_one_damaged_t(enum target t, enum kind kind)
 {
     e2e c;
-    memset(&c, 0, sizeof c);
-    c.configure_more = small_files;
-    ck_assert_int_eq(e2e_new(&c, 3, 29 + g_off, 2000), 0);
-    ck_assert_int_ge(e2e_wait_meta(&c, 3, 20 * SEC), 0);
-    const char *subjects[] = {"r.>"};
-    jr_stream_config cfg;
-    e2e_config(&cfg, STREAM, subjects, 1, 2);
-    e2e_res r;
-    ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add: %s", r.msg);
-    ck_assert_int_ge(e2e_wait_stream(&c, 0, STREAM, 1, 20 * SEC), 0);
+    servers(&c, 29);
+    add_stream(&c, STREAM, "r.>", 2, 1);
     fchk k;
     fill(&k, &c, 1000);
     int l = stream_leader(&c);
@@ -814,11 +819,12 @@ static void r2_one_damaged(enum kind kind)
     r2_one_damaged_t(T_NEWEST_WAL, kind);
 }
 
-SEEDED_TEST(r2_leader_wal_lost, r2_one_damaged(K_DELETE_ALL))
-
-SEEDED_TEST(r2_leader_wal_flip, r2_one_damaged(K_FLIP))
-
-SEEDED_TEST(r2_leader_snapshot_lost, r2_one_damaged_t(T_SNAP, K_DELETE))
+/* An R2 stream with one voter damaged, in the order they run: (test, scenario). */
+#define TWO_VOTER_CASES(X)                                                                         \
+    X(r2_leader_wal_lost, r2_one_damaged(K_DELETE_ALL))                                            \
+    X(r2_leader_wal_flip, r2_one_damaged(K_FLIP))                                                  \
+    X(r2_leader_snapshot_lost, r2_one_damaged_t(T_SNAP, K_DELETE))
+TWO_VOTER_CASES(SEEDED_TEST)
 
 /* A server whose whole WAL was lost opens every group it held unvouched and damaged, but a
  * stream created after it was back (its meta replica whole again) is new there: an R1 stream
@@ -836,15 +842,11 @@ START_TEST(a_stream_created_after_a_lost_wal_is_not_damaged)
     jr_sim_run_for(c.sim, 5 * SEC); /* its meta replica repaired by the meta leader */
     ck_assert_int_ge(e2e_wait_meta(&c, 3, 20 * SEC), 0);
     char name[16], subj[16];
-    const char *subjects[] = {subj};
     int placed = 0;
     for (int i = 0; i < 12 && !placed; i++) {
         snprintf(name, sizeof name, "ONE%d", i);
         snprintf(subj, sizeof subj, "one%d.>", i);
-        jr_stream_config cfg;
-        e2e_config(&cfg, name, subjects, 1, 1);
-        e2e_res r;
-        ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add %s: %s", name, r.msg);
+        add_stream(&c, name, subj, 1, 0);
         jr_sim_run_for(c.sim, 500 * MS);
         placed = e2e_has_replica(&c, v, name);
     }
@@ -1018,45 +1020,24 @@ int main(void)
     Suite *su = suite_create("repair");
     TCase *tc = tcase_create("one_replica");
     tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, stream_follower_wal_flip, 0, (int)nseeds);
-    tcase_add_loop_test(tc, stream_follower_wal_deleted, 0, (int)nseeds);
-    tcase_add_loop_test(tc, stream_follower_wal_tail_cut, 0, (int)nseeds);
-    tcase_add_loop_test(tc, stream_follower_block_zeroed, 0, (int)nseeds);
-    tcase_add_loop_test(tc, stream_follower_block_deleted, 0, (int)nseeds);
-    tcase_add_loop_test(tc, stream_follower_snapshot_flip, 0, (int)nseeds);
-    tcase_add_loop_test(tc, stream_follower_snapshot_deleted, 0, (int)nseeds);
-    tcase_add_loop_test(tc, stream_leader_wal_zeroed, 0, (int)nseeds);
-    tcase_add_loop_test(tc, stream_leader_block_flip, 0, (int)nseeds);
-    tcase_add_loop_test(tc, consumer_follower_wal_flip, 0, (int)nseeds);
-    tcase_add_loop_test(tc, consumer_follower_wal_deleted, 0, (int)nseeds);
-    tcase_add_loop_test(tc, consumer_follower_snapshot_zeroed, 0, (int)nseeds);
-    tcase_add_loop_test(tc, consumer_follower_snapshot_deleted, 0, (int)nseeds);
-    tcase_add_loop_test(tc, meta_snapshot_corrupt, 0, (int)nseeds);
-    tcase_add_loop_test(tc, meta_snapshot_deleted, 0, (int)nseeds);
-    tcase_add_loop_test(tc, meta_snapshot_deleted_quiet, 0, (int)nseeds);
+    STREAM_REPLICA_CASES(ADD_SEEDED_TO_tc)
+    CONSUMER_REPLICA_CASES(ADD_SEEDED_TO_tc)
+    META_SNAPSHOT_CASES(ADD_SEEDED_TO_tc)
     suite_add_tcase(su, tc);
     TCase *tr = tcase_create("running");
     tcase_set_timeout(tr, 120);
-    tcase_add_loop_test(tr, block_damaged_running_follower, 0, (int)nseeds);
-    tcase_add_loop_test(tr, block_damaged_running_leader, 0, (int)nseeds);
+    RUNNING_CASES(ADD_SEEDED_TO_tr)
     tcase_add_loop_test(tr, consumer_failed_replica_is_rebuilt, 0, (int)nseeds);
     tcase_add_loop_test(tr, consumer_leader_block_damaged_running, 0, (int)nseeds);
     suite_add_tcase(su, tr);
     TCase *t2 = tcase_create("two_of_three");
     tcase_set_timeout(t2, 120);
-    tcase_add_loop_test(t2, two_followers_block_zeroed, 0, (int)nseeds);
-    tcase_add_loop_test(t2, leader_and_follower_block_deleted, 0, (int)nseeds);
-    tcase_add_loop_test(t2, two_followers_wal_tail_cut, 0, (int)nseeds);
-    tcase_add_loop_test(t2, leader_and_follower_wal_tail_cut, 0, (int)nseeds);
-    tcase_add_loop_test(t2, leader_and_follower_wal_flip, 0, (int)nseeds);
-    tcase_add_loop_test(t2, leader_and_follower_wal_lost, 0, (int)nseeds);
+    TWO_OF_THREE_CASES(ADD_SEEDED_TO_t2)
     tcase_add_loop_test(t2, two_stores_damaged_whole_copy_down, 0, (int)nseeds);
     suite_add_tcase(su, t2);
     TCase *t5 = tcase_create("two_voters");
     tcase_set_timeout(t5, 120);
-    tcase_add_loop_test(t5, r2_leader_wal_lost, 0, (int)nseeds);
-    tcase_add_loop_test(t5, r2_leader_wal_flip, 0, (int)nseeds);
-    tcase_add_loop_test(t5, r2_leader_snapshot_lost, 0, (int)nseeds);
+    TWO_VOTER_CASES(ADD_SEEDED_TO_t5)
     tcase_add_test(t5, a_stream_created_after_a_lost_wal_is_not_damaged);
     tcase_add_loop_test(t5, rescue_two_voters_one_damaged, 0, (int)nseeds);
     tcase_add_loop_test(t5, rescue_refusals, 0, (int)nseeds);

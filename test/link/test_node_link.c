@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calls.h"
 #include "link_test.h"
 #include "vfs/memfs.h"
 
@@ -257,42 +258,7 @@ static void net_close(net *n)
     free(n->scratch);
 }
 
-typedef struct call {
-    int done, status;
-    uint64_t seq;
-    uint8_t data[64];
-    size_t len;
-} call;
-
-static void on_stream(void *arg, int status, const char *msg)
-{
-    call *c = arg;
-    (void)msg;
-    c->done = 1;
-    c->status = status;
-}
-
-static void on_pub(void *arg, int status, const jr_pub_ack *ack)
-{
-    call *c = arg;
-    c->done = 1;
-    c->status = status;
-    c->seq = status == 0 ? ack->seq : 0;
-}
-
-static void on_msg(void *arg, int status, const char *msg, const jr_stored_msg *m)
-{
-    call *c = arg;
-    (void)msg;
-    c->done = 1;
-    c->status = status;
-    if (status == 0 && m->len <= sizeof c->data) {
-        memcpy(c->data, m->data, m->len);
-        c->len = m->len;
-    }
-}
-
-static void wait_call(net *n, call *c)
+static void wait_call(net *n, t_call *c)
 {
     for (int t = 0; !c->done && t < 500; t++) run_ms(n, 10);
     ck_assert(c->done);
@@ -309,10 +275,10 @@ static void add_stream(net *n, int on)
     sc.nsubjects = 1;
     sc.replicas = N;
     sc.storage = JR_STORAGE_MEMORY;
-    call c = {0};
+    t_call c = {0};
     for (int tries = 0; tries < 20; tries++) {
         memset(&c, 0, sizeof c);
-        ck_assert_int_eq(jr_stream_add(n->s[on].node, &sc, on_stream, &c), 0);
+        ck_assert_int_eq(jr_stream_add(n->s[on].node, &sc, t_on_done, &c), 0);
         wait_call(n, &c);
         if (c.status == 0) break;
         run_ms(n, 100);
@@ -325,11 +291,11 @@ static void publish_some(net *n, int on, int from, int count)
     for (int k = from; k < from + count; k++) {
         char body[32];
         int len = snprintf(body, sizeof body, "order %d", k);
-        call c = {0};
+        t_call c = {0};
         for (int tries = 0; tries < 20; tries++) {
             memset(&c, 0, sizeof c);
             ck_assert_int_eq(
-                jr_publish(n->s[on].node, "o.new", NULL, 0, body, (size_t)len, NULL, on_pub, &c),
+                jr_publish(n->s[on].node, "o.new", NULL, 0, body, (size_t)len, NULL, t_on_pub, &c),
                 0);
             wait_call(n, &c);
             if (c.status == 0) break;
@@ -344,10 +310,10 @@ static void read_back(net *n, int on, uint64_t seq)
 {
     char want[32];
     int wlen = snprintf(want, sizeof want, "order %llu", (unsigned long long)seq);
-    call c = {0};
+    t_call c = {0};
     for (int tries = 0; tries < 20; tries++) {
         memset(&c, 0, sizeof c);
-        ck_assert_int_eq(jr_stream_msg_get(n->s[on].node, "O", seq, on_msg, &c), 0);
+        ck_assert_int_eq(jr_stream_msg_get(n->s[on].node, "O", seq, t_on_msg, &c), 0);
         wait_call(n, &c);
         if (c.status == 0) break;
         run_ms(n, 100);

@@ -1,6 +1,8 @@
 /* host — see host.h. */
 #include "host.h"
 
+#include <check.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,22 +53,43 @@ void t_host_init(t_host *h)
     jr__memfs_new(NULL, 1, &h->vfs);
 }
 
+void t_config(t_host *h, jr_node_config *cfg, const char *name, const char *const *peers,
+              size_t npeers, uint64_t seed)
+{
+    jr_node_config_init(cfg);
+    cfg->name = name;
+    cfg->peers = peers;
+    cfg->npeers = npeers;
+    cfg->wal_dir = "/wal";
+    cfg->vfs = h->vfs;
+    cfg->host = &h->host;
+    cfg->election_timeout_ms = 100;
+    cfg->heartbeat_ms = 20;
+    cfg->seed = seed;
+}
+
 int t_open(t_host *h, const char *name, const char *const *peers, size_t npeers,
            const jr_allocator *alloc)
 {
     jr_node_config cfg;
-    jr_node_config_init(&cfg);
-    cfg.name = name;
-    cfg.peers = peers;
-    cfg.npeers = npeers;
-    cfg.wal_dir = "/wal";
-    cfg.vfs = h->vfs;
-    cfg.host = &h->host;
+    t_config(h, &cfg, name, peers, npeers, 99);
     cfg.alloc = alloc;
-    cfg.election_timeout_ms = 100;
-    cfg.heartbeat_ms = 20;
-    cfg.seed = 99;
     return jr_node_open(&cfg, &h->node);
+}
+
+void t_run_ms(t_host *h, uint64_t ms, int ticks_succeed)
+{
+    uint64_t end = h->now + ms * 1000000u;
+    for (int guard = 0; guard < 100000; guard++) {
+        uint64_t d = jr_node_deadline(h->node);
+        if (d > end) break;
+        if (d > h->now) h->now = d;
+        int rc = jr_node_tick(h->node);
+        if (ticks_succeed) ck_assert_int_eq(rc, 0);
+        if (d == h->now && guard % 64 == 63) h->now += 1000000u; /* never spin on one instant */
+    }
+    h->now = end;
+    t_frames_clear(h);
 }
 
 void t_frames_clear(t_host *h)

@@ -46,11 +46,20 @@ void t_cvfs_wrap(t_cvfs *c, t_host *h);
 
 /* Prepares h (clock at 1 s, a fresh memfs). */
 void t_host_init(t_host *h);
+/* cfg for a node of h called name in a cluster of peers (names): WAL in /wal on h's vfs, h's
+ * host, an election timeout of 100 ms and heartbeats of 20 ms, the given seed; the caller sets
+ * the rest (streams, store, keys ...) before jr_node_open. */
+void t_config(t_host *h, jr_node_config *cfg, const char *name, const char *const *peers,
+              size_t npeers, uint64_t seed);
 /* Opens h->node called name in a cluster of peers (names), with alloc (NULL: malloc). */
 int t_open(t_host *h, const char *name, const char *const *peers, size_t npeers,
            const jr_allocator *alloc);
 /* Closes the node and frees the frames and the memfs. */
 void t_host_free(t_host *h);
+/* Advances h's clock by ms, ticking the node whenever it asks, then drops the frames it sent.
+ * ticks_succeed: every tick must return 0 (a failed flush is a failure of the test); 0 where
+ * failures are what the test provokes. */
+void t_run_ms(t_host *h, uint64_t ms, int ticks_succeed);
 /* Drops the recorded frames. */
 void t_frames_clear(t_host *h);
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "calls.h"
 #include "host.h"
 #include "js/js.h"
 #include "node/node.h"
@@ -67,17 +68,9 @@ static void fx_free(fx *f)
 static int fx_open(fx *f, const uint8_t *key)
 {
     jr_node_config cfg;
-    jr_node_config_init(&cfg);
-    cfg.name = "a";
-    cfg.peers = only_a;
-    cfg.npeers = 1;
+    t_config(&f->h, &cfg, "a", only_a, 1, 3);
     cfg.wal_dir = f->wal;
     cfg.store_dir = f->store;
-    cfg.vfs = f->h.vfs;
-    cfg.host = &f->h.host;
-    cfg.election_timeout_ms = 100;
-    cfg.heartbeat_ms = 20;
-    cfg.seed = 3;
     cfg.streams = 1;
     cfg.errbuf = f->err;
     cfg.errbuf_len = sizeof f->err;
@@ -87,59 +80,9 @@ static int fx_open(fx *f, const uint8_t *key)
     return jr_node_open(&cfg, &f->h.node);
 }
 
-static void run_ms(fx *f, uint64_t ms)
+static void wait_call(fx *f, t_call *c)
 {
-    uint64_t end = f->h.now + ms * MS;
-    for (int guard = 0; guard < 100000; guard++) {
-        uint64_t d = jr_node_deadline(f->h.node);
-        if (d > end) break;
-        if (d > f->h.now) f->h.now = d;
-        ck_assert_int_eq(jr_node_tick(f->h.node), 0);
-        if (d == f->h.now && guard % 64 == 63) f->h.now += MS;
-    }
-    f->h.now = end;
-    t_frames_clear(&f->h);
-}
-
-typedef struct call {
-    int done, status;
-    uint64_t seq;
-    char data[128];
-    size_t len;
-} call;
-
-static void on_admin(void *arg, int status, const char *msg)
-{
-    call *c = arg;
-    (void)msg;
-    c->done = 1;
-    c->status = status;
-}
-
-static void on_pub(void *arg, int status, const jr_pub_ack *ack)
-{
-    call *c = arg;
-    c->done = 1;
-    c->status = status;
-    c->seq = status == 0 ? ack->seq : 0;
-}
-
-static void on_msg(void *arg, int status, const char *msg, const jr_stored_msg *m)
-{
-    call *c = arg;
-    (void)msg;
-    c->done = 1;
-    c->status = status;
-    if (status == 0) {
-        c->seq = m->seq;
-        c->len = m->len < sizeof c->data ? m->len : sizeof c->data;
-        memcpy(c->data, m->data, c->len);
-    }
-}
-
-static void wait_call(fx *f, call *c)
-{
-    for (int t = 0; !c->done && t < 500; t++) run_ms(f, 10);
+    for (int t = 0; !c->done && t < 500; t++) t_run_ms(&f->h, 10, 1);
     ck_assert(c->done);
     ck_assert_msg(c->status == 0, "%s", jr_strerror(c->status));
 }
@@ -151,8 +94,8 @@ static size_t payload(unsigned i, char *buf)
 
 static void expect_msg(fx *f, uint64_t seq)
 {
-    call c = {0};
-    ck_assert_int_eq(jr_stream_msg_get(f->h.node, "ORDERS", seq, on_msg, &c), 0);
+    t_call c = {0};
+    ck_assert_int_eq(jr_stream_msg_get(f->h.node, "ORDERS", seq, t_on_msg, &c), 0);
     wait_call(f, &c);
     char want[64];
     size_t n = payload((unsigned)seq - 1, want);
@@ -166,7 +109,7 @@ static void build(fx *f, const uint8_t *key)
 {
     ck_assert_msg(fx_open(f, key) == 0, "%s", f->err);
     jr__js_of(f->h.node)->snapshot_entries = 4;
-    run_ms(f, 500);
+    t_run_ms(&f->h, 500, 1);
     jr_stream_config sc;
     jr_stream_config_init(&sc);
     const char *subj[] = {"orders.>"};
@@ -174,8 +117,8 @@ static void build(fx *f, const uint8_t *key)
     sc.subjects = subj;
     sc.nsubjects = 1;
     sc.storage = JR_STORAGE_FILE;
-    call c = {0};
-    ck_assert_int_eq(jr_stream_add(f->h.node, &sc, on_admin, &c), 0);
+    t_call c = {0};
+    ck_assert_int_eq(jr_stream_add(f->h.node, &sc, t_on_done, &c), 0);
     wait_call(f, &c);
     for (jr__srep *r = jr__js_of(f->h.node)->rep_list; r; r = r->next)
         if (r->g) r->g->snapshot_entries = 4;
@@ -183,16 +126,17 @@ static void build(fx *f, const uint8_t *key)
         char buf[64];
         size_t n = payload(i, buf);
         memset(&c, 0, sizeof c);
-        ck_assert_int_eq(jr_publish(f->h.node, "orders.new", NULL, 0, buf, n, NULL, on_pub, &c), 0);
+        ck_assert_int_eq(jr_publish(f->h.node, "orders.new", NULL, 0, buf, n, NULL, t_on_pub, &c),
+                         0);
         wait_call(f, &c);
         ck_assert_uint_eq(c.seq, i + 1);
     }
-    run_ms(f, 200);
+    t_run_ms(&f->h, 200, 1);
     expect_msg(f, 7);
     jr_node_close(f->h.node);
     f->h.node = NULL;
     ck_assert_msg(fx_open(f, key) == 0, "%s", f->err);
-    run_ms(f, 500);
+    t_run_ms(&f->h, 500, 1);
     expect_msg(f, 1);
     expect_msg(f, MSGS);
     jr_node_close(f->h.node);
@@ -265,7 +209,7 @@ START_TEST(no_file_on_disk_holds_a_published_payload)
     ck_assert_uint_eq(g_scan.files, files);
     /* the right key still opens it with everything */
     ck_assert_int_eq(fx_open(&f, key_a), 0);
-    run_ms(&f, 500);
+    t_run_ms(&f.h, 500, 1);
     expect_msg(&f, 13);
     fx_free(&f);
 

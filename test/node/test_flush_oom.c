@@ -79,17 +79,8 @@ static void on_write(void *arg, const void *buf, size_t len, uint64_t off)
 static void open_all(fx *f, const jr_allocator *a)
 {
     jr_node_config cfg;
-    jr_node_config_init(&cfg);
-    cfg.name = "a";
-    cfg.peers = only_a;
-    cfg.npeers = 1;
-    cfg.wal_dir = "/wal";
-    cfg.vfs = f->h.vfs;
-    cfg.host = &f->h.host;
+    t_config(&f->h, &cfg, "a", only_a, 1, 5);
     cfg.alloc = a;
-    cfg.election_timeout_ms = 100;
-    cfg.heartbeat_ms = 20;
-    cfg.seed = 5;
     cfg.wal_segment_bytes = 8192;
     ck_assert_int_eq(jr_node_open(&cfg, &f->h.node), 0);
     for (unsigned i = 0; i < GROUPS; i++) {

@@ -27,16 +27,7 @@ typedef struct lfx {
 static int lfx_open(lfx *f)
 {
     jr_node_config cfg;
-    jr_node_config_init(&cfg);
-    cfg.name = "a";
-    cfg.peers = only_a;
-    cfg.npeers = 1;
-    cfg.wal_dir = "/wal";
-    cfg.vfs = f->h.vfs;
-    cfg.host = &f->h.host;
-    cfg.election_timeout_ms = 100;
-    cfg.heartbeat_ms = 20;
-    cfg.seed = 3;
+    t_config(&f->h, &cfg, "a", only_a, 1, 3);
     cfg.streams = 1;
     cfg.errbuf = f->err;
     cfg.errbuf_len = sizeof f->err;
@@ -44,20 +35,6 @@ static int lfx_open(lfx *f)
     if (f->max_frame) cfg.max_frame_bytes = f->max_frame;
     cfg.store_block_bytes = f->block;
     return jr_node_open(&cfg, &f->h.node);
-}
-
-static void run_ms(lfx *f, uint64_t ms)
-{
-    uint64_t end = f->h.now + ms * MS;
-    for (int guard = 0; guard < 100000; guard++) {
-        uint64_t d = jr_node_deadline(f->h.node);
-        if (d > end) break;
-        if (d > f->h.now) f->h.now = d;
-        jr_node_tick(f->h.node);
-        if (d == f->h.now && guard % 64 == 63) f->h.now += MS;
-    }
-    f->h.now = end;
-    t_frames_clear(&f->h);
 }
 
 typedef struct call {
@@ -100,7 +77,7 @@ static void on_msg(void *arg, int status, const char *msg, const jr_stored_msg *
 
 static void wait_call(lfx *f, call *c)
 {
-    for (int t = 0; !c->done && t < 300; t++) run_ms(f, 10);
+    for (int t = 0; !c->done && t < 300; t++) t_run_ms(&f->h, 10, 0);
     ck_assert(c->done);
 }
 
@@ -108,7 +85,7 @@ static void start(lfx *f)
 {
     int rc = lfx_open(f);
     ck_assert_msg(rc == 0, "open: %s (%s)", jr_err_name(rc), f->err);
-    run_ms(f, 500);
+    t_run_ms(&f->h, 500, 0);
     jr_stream_config sc;
     jr_stream_config_init(&sc);
     const char *subj[] = {"o.>"};
@@ -150,13 +127,13 @@ static void at_the_bound(lfx *f, size_t limit)
     jr_node_close(f->h.node);
     f->h.node = NULL;
     ck_assert_int_eq(lfx_open(f), 0);
-    run_ms(f, 500);
+    t_run_ms(&f->h, 500, 0);
     c.status = JR_ENOLEADER;
     for (int tries = 0; tries < 10 && c.status != 0; tries++) {
         memset(&c, 0, sizeof c);
         ck_assert_int_eq(jr_stream_msg_get(f->h.node, "O", 1, on_msg, &c), 0);
         wait_call(f, &c);
-        if (c.status) run_ms(f, 100);
+        if (c.status) t_run_ms(&f->h, 100, 0);
     }
     ck_assert_int_eq(c.status, 0);
     ck_assert_uint_eq(c.len, limit);

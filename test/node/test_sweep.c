@@ -1,6 +1,6 @@
 /*
  * Fault sweeps of a node with streams on, in the manner of SQLite's: for n = 1, 2, ... the n-th
- * vfs call (of any kind) or the n-th allocation fails, once or from then on,
+ * vfs t_call (of any kind) or the n-th allocation fails, once or from then on,
  *  - through jr_node_open, a few ticks and jr_node_close of a node with a file stream holding
  *    messages and a snapshot (recovery of the WAL, snapshot files, the meta group and the
  *    stream's store), and
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calls.h"
 #include "host.h"
 #include "js/js.h"
 #include "node/node.h"
@@ -48,17 +49,8 @@ static void nfx_init(nfx *f)
 static int nfx_open(nfx *f)
 {
     jr_node_config cfg;
-    jr_node_config_init(&cfg);
-    cfg.name = "a";
-    cfg.peers = only_a;
-    cfg.npeers = 1;
-    cfg.wal_dir = "/wal";
-    cfg.vfs = f->h.vfs;
-    cfg.host = &f->h.host;
+    t_config(&f->h, &cfg, "a", only_a, 1, 11);
     cfg.alloc = f->use_fa ? &f->fa.a : NULL;
-    cfg.election_timeout_ms = 100;
-    cfg.heartbeat_ms = 20;
-    cfg.seed = 11;
     cfg.streams = 1;
     cfg.request_timeout_ms = 500;
     cfg.wal_segment_bytes = 8192;
@@ -91,70 +83,18 @@ static void nfx_close(nfx *f)
     t_frames_clear(&f->h);
 }
 
-/* Advances the clock by ms, ticking whenever the node asks. Tick errors are what the node
- * reports for a failed flush; they are allowed here (the sweeps check outcomes). */
-static void run_ms(nfx *f, uint64_t ms)
-{
-    uint64_t end = f->h.now + ms * MS;
-    for (int guard = 0; guard < 100000; guard++) {
-        uint64_t d = jr_node_deadline(f->h.node);
-        if (d > end) break;
-        if (d > f->h.now) f->h.now = d;
-        jr_node_tick(f->h.node);
-        if (d == f->h.now && guard % 64 == 63) f->h.now += MS; /* never spin on one instant */
-    }
-    f->h.now = end;
-    t_frames_clear(&f->h);
-}
-
-typedef struct call {
-    int done, status;
-    uint64_t seq;
-    char data[128];
-    size_t len;
-} call;
-
-static void on_stream(void *arg, int status, const char *msg)
-{
-    call *c = arg;
-    (void)msg;
-    c->done = 1;
-    c->status = status;
-}
-
-static void on_pub(void *arg, int status, const jr_pub_ack *ack)
-{
-    call *c = arg;
-    c->done = 1;
-    c->status = status;
-    c->seq = status == 0 ? ack->seq : 0;
-}
-
-static void on_msg(void *arg, int status, const char *msg, const jr_stored_msg *m)
-{
-    call *c = arg;
-    (void)msg;
-    c->done = 1;
-    c->status = status;
-    if (status == 0) {
-        c->seq = m->seq;
-        c->len = m->len < sizeof c->data ? m->len : sizeof c->data;
-        memcpy(c->data, m->data, c->len);
-    }
-}
-
 static void on_info(void *arg, int status, const char *msg, const jr_stream_info *info)
 {
-    call *c = arg;
+    t_call *c = arg;
     (void)msg;
     c->done = 1;
     c->status = status;
     if (status == 0) c->seq = info->state->last_seq;
 }
 
-static int wait_call(nfx *f, call *c, uint64_t max_ms)
+static int wait_call(nfx *f, t_call *c, uint64_t max_ms)
 {
-    for (uint64_t t = 0; !c->done && t < max_ms; t += 10) run_ms(f, 10);
+    for (uint64_t t = 0; !c->done && t < max_ms; t += 10) t_run_ms(&f->h, 10, 0);
     return c->done;
 }
 
@@ -164,13 +104,13 @@ static size_t payload(int i, char *buf)
                             "................................................................");
 }
 
-/* Publishes message i; 0 and the callback pending, or the call's error. */
-static int publish(nfx *f, int i, call *c)
+/* Publishes message i; 0 and the callback pending, or the t_call's error. */
+static int publish(nfx *f, int i, t_call *c)
 {
     char buf[128];
     size_t len = payload(i, buf);
     memset(c, 0, sizeof *c);
-    return jr_publish(f->h.node, "orders.new", NULL, 0, buf, len, NULL, on_pub, c);
+    return jr_publish(f->h.node, "orders.new", NULL, 0, buf, len, NULL, t_on_pub, c);
 }
 
 /* A node with stream ORDERS (file, R1) holding MSGS messages, taking snapshots every 4
@@ -180,15 +120,15 @@ static void build(nfx *f)
     nfx_init(f);
     ck_assert_int_eq(nfx_open(f), 0);
     snapshot_every(f, 4);
-    run_ms(f, 500);
+    t_run_ms(&f->h, 500, 0);
     jr_stream_config sc;
     jr_stream_config_init(&sc);
     const char *subj[] = {"orders.>"};
     sc.name = "ORDERS";
     sc.subjects = subj;
     sc.nsubjects = 1;
-    call c = {0};
-    ck_assert_int_eq(jr_stream_add(f->h.node, &sc, on_stream, &c), 0);
+    t_call c = {0};
+    ck_assert_int_eq(jr_stream_add(f->h.node, &sc, t_on_done, &c), 0);
     ck_assert(wait_call(f, &c, 2000));
     ck_assert_int_eq(c.status, 0);
     for (int i = 0; i < MSGS; i++) {
@@ -219,10 +159,10 @@ static void verify(nfx *f, const uint64_t *acked, int npub, const char *where, u
     int rc = nfx_open(f);
     ck_assert_msg(rc == 0, "%s n=%llu: reopen without faults: %s (%s)", where,
                   (unsigned long long)n, jr_err_name(rc), f->err);
-    call c = {0};
+    t_call c = {0};
     for (int tries = 0; tries < 20; tries++) {
         memset(&c, 0, sizeof c);
-        run_ms(f, 100);
+        t_run_ms(&f->h, 100, 0);
         ck_assert_int_eq(jr_stream_info_get(f->h.node, "ORDERS", on_info, &c), 0);
         ck_assert(wait_call(f, &c, 2000));
         if (c.status == 0) break;
@@ -233,7 +173,7 @@ static void verify(nfx *f, const uint64_t *acked, int npub, const char *where, u
     int seen[64] = {0};
     for (uint64_t seq = 1; seq <= last; seq++) {
         memset(&c, 0, sizeof c);
-        ck_assert_int_eq(jr_stream_msg_get(f->h.node, "ORDERS", seq, on_msg, &c), 0);
+        ck_assert_int_eq(jr_stream_msg_get(f->h.node, "ORDERS", seq, t_on_msg, &c), 0);
         ck_assert(wait_call(f, &c, 2000));
         ck_assert_msg(c.status == 0, "%s n=%llu: seq %llu: %s", where, (unsigned long long)n,
                       (unsigned long long)seq, jr_err_name(c.status));
@@ -289,7 +229,7 @@ START_TEST(open_and_close_with_streams_survive_faults)
 {
     int alloc = _i & 1, sticky = (_i >> 1) & 1;
     char where[96];
-    snprintf(where, sizeof where, "open/close, %s n%s fails", alloc ? "allocation" : "vfs call",
+    snprintf(where, sizeof where, "open/close, %s n%s fails", alloc ? "allocation" : "vfs t_call",
              sticky ? " and later" : "");
     uint64_t acked[64] = {0};
     for (int i = 0; i < MSGS; i++) acked[i] = (uint64_t)i + 1;
@@ -302,7 +242,7 @@ START_TEST(open_and_close_with_streams_survive_faults)
         arm(&f, alloc, sticky, n);
         int rc = nfx_open(&f);
         if (rc == 0) {
-            run_ms(&f, 300);
+            t_run_ms(&f.h, 300, 0);
             nfx_close(&f);
         } else {
             ck_assert_msg(rc < 0 && !f.h.node, "%s n=%llu: rc %d", where, (unsigned long long)n,
@@ -334,7 +274,7 @@ START_TEST(publishes_survive_faults)
 {
     int alloc = _i & 1, sticky = (_i >> 1) & 1, crash = (_i >> 2) & 1;
     char where[96];
-    snprintf(where, sizeof where, "publish, %s n%s fails%s", alloc ? "allocation" : "vfs call",
+    snprintf(where, sizeof where, "publish, %s n%s fails%s", alloc ? "allocation" : "vfs t_call",
              sticky ? " and later" : "", crash ? ", then power loss" : "");
     uint64_t n;
     for (n = 1; n < MAX_N; n++) {
@@ -342,13 +282,13 @@ START_TEST(publishes_survive_faults)
         build(&f);
         f.use_fa = alloc;
         ck_assert_int_eq(nfx_open(&f), 0);
-        run_ms(&f, 300);
+        t_run_ms(&f.h, 300, 0);
         snapshot_every(&f, 4);
         uint64_t acked[64] = {0};
         for (int i = 0; i < MSGS; i++) acked[i] = (uint64_t)i + 1;
         uint64_t f0 = fired_count(&f, alloc);
         arm(&f, alloc, sticky, n);
-        call c[PUBS];
+        t_call c[PUBS];
         for (int i = 0; i < PUBS; i++) {
             int rc = publish(&f, MSGS + i, &c[i]);
             if (rc) {
@@ -357,9 +297,9 @@ START_TEST(publishes_survive_faults)
                 c[i].done = 1;
                 c[i].status = rc;
             }
-            if (i % 3 == 2) run_ms(&f, 5);
+            if (i % 3 == 2) t_run_ms(&f.h, 5, 0);
         }
-        run_ms(&f, 1200); /* past the request timeout: every callback has run */
+        t_run_ms(&f.h, 1200, 0); /* past the request timeout: every callback has run */
         for (int i = 0; i < PUBS; i++) {
             ck_assert_msg(c[i].done, "%s n=%llu: publish %d never completed", where,
                           (unsigned long long)n, i);
@@ -424,12 +364,12 @@ START_TEST(a_store_ahead_of_its_wal_answers_every_publish)
     ck_assert_uint_gt(seg.size, 32 + 400);
     ck_assert_int_eq(jr__memfs_truncate(f.h.vfs, seg.path, seg.size - 400), 0);
     ck_assert_int_eq(nfx_open(&f), 0);
-    run_ms(&f, 500);
+    t_run_ms(&f.h, 500, 0);
     int damaged = 0, ok = 0;
     uint64_t acked[64] = {0};
     for (int i = 0; i < MSGS; i++) acked[i] = (uint64_t)i + 1;
     for (int i = 0; i < 3 * MSGS && ok < 3; i++) {
-        call c;
+        t_call c;
         ck_assert_int_eq(publish(&f, MSGS + ok, &c), 0);
         ck_assert_msg(wait_call(&f, &c, 400), "publish %d unanswered", i);
         ck_assert_msg(c.status == 0 || c.status == JR_EDAMAGED, "publish %d: %s", i,

@@ -183,3 +183,30 @@ int h_wait_leader(h_cluster *h, uint64_t max_ns)
 {
     return jr_sim_run_until(h->sim, has_leader, h, max_ns);
 }
+
+int h_start(h_cluster *h, uint64_t seed, unsigned ngroups, uint64_t snapshot_entries,
+            void (*configure)(void *arg, unsigned i, jr_node_config *cfg))
+{
+    jr_sim_config cfg;
+    jr_sim_config_init(&cfg);
+    cfg.seed = seed;
+    cfg.configure = configure;
+    int rc = h_new(h, &cfg, 3, ngroups, snapshot_entries);
+    if (rc == 0) rc = h_wait_leader(h, 5000 * 1000000ull);
+    return rc == 0 ? h_leader(h, 0) : rc;
+}
+
+void h_small_segments(void *arg, unsigned i, jr_node_config *cfg)
+{
+    (void)arg;
+    (void)i;
+    cfg->wal_segment_bytes = 16 << 10;
+}
+
+void h_propose_fill(h_cluster *h, int l, unsigned count, size_t len, char fill)
+{
+    char data[1024];
+    if (len > sizeof data) len = sizeof data;
+    memset(data, fill, len);
+    for (unsigned i = 0; i < count; i++) jr_group_propose(h->g[l][0], data, len, NULL, NULL);
+}

@@ -11,6 +11,7 @@
 #ifndef JR_TEST_SIM_HARNESS_H
 #define JR_TEST_SIM_HARNESS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "jetraft.h"
@@ -68,6 +69,16 @@ jr_group *h_group(h_cluster *h, unsigned i, unsigned k);
 int h_leader(h_cluster *h, unsigned k);
 /* Runs until group 0 has a leader; 0 or JR_ETIMEDOUT. */
 int h_wait_leader(h_cluster *h, uint64_t max_ns);
+/* The usual start of a test: a cluster of 3 nodes from seed, each node's config passed through
+ * configure (NULL: none), ngroups groups snapshotting every snapshot_entries (0: the default),
+ * run until group 0 has a leader. Returns the leader's index, or a negative JR_E* (h_new's
+ * failure, or JR_ETIMEDOUT after 5 s). */
+int h_start(h_cluster *h, uint64_t seed, unsigned ngroups, uint64_t snapshot_entries,
+            void (*configure)(void *arg, unsigned i, jr_node_config *cfg));
+/* A configure for h_start: 16 KiB WAL segments, so that a few hundred entries fill several. */
+void h_small_segments(void *arg, unsigned i, jr_node_config *cfg);
+/* Node l proposes count entries of len bytes `fill` to group 0, not waiting for them. */
+void h_propose_fill(h_cluster *h, int l, unsigned count, size_t len, char fill);
 /* Records a violation (printf-style) unless one is already recorded. */
 void h_failf(h_cluster *h, const char *fmt, ...);
 

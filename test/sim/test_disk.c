@@ -287,36 +287,22 @@ START_TEST(disk_rolls_back_to_a_saved_copy)
 }
 END_TEST
 
-static void small_segments(void *arg, unsigned i, jr_node_config *cfg)
-{
-    (void)arg;
-    (void)i;
-    cfg->wal_segment_bytes = 16 << 10;
-}
-
 /* A node rolled back to an earlier copy of its disk restarts with the older log: the fixture
  * really puts the old WAL back (what the group does about it is the recovery's business). */
 START_TEST(rolled_back_node_restarts_with_its_older_log)
 {
     h_cluster h;
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.seed = 9;
-    cfg.configure = small_segments;
-    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 0), 0);
-    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
-    int l = h_leader(&h, 0);
+    int l = h_start(&h, 9, 1, 0, h_small_segments);
+    ck_assert_int_ge(l, 0);
     unsigned d = (unsigned)(l + 1) % 3;
-    char data[100];
-    memset(data, 'r', sizeof data);
-    for (int i = 0; i < 50; i++) jr_group_propose(h.g[l][0], data, sizeof data, NULL, NULL);
+    h_propose_fill(&h, l, 50, 100, 'r');
     jr_sim_run_for(h.sim, 300 * MS);
     jr_group_status st = {.size = sizeof st};
     ck_assert_int_eq(jr_group_status_get(h.g[d][0], &st), 0);
     uint64_t saved_last = st.last_index;
     jr_sim_disk *copy;
     ck_assert_int_eq(jr_sim_disk_save(h.sim, d, &copy), 0);
-    for (int i = 0; i < 300; i++) jr_group_propose(h.g[l][0], data, sizeof data, NULL, NULL);
+    h_propose_fill(&h, l, 300, 100, 'r');
     jr_sim_run_for(h.sim, 500 * MS);
     ck_assert_int_eq(jr_group_status_get(h.g[d][0], &st), 0);
     ck_assert_uint_gt(st.last_index, saved_last + 250);

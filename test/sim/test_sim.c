@@ -35,12 +35,8 @@ static int all_acked(void *arg, jr_sim *sim)
 START_TEST(healthy_cluster_elects_and_commits)
 {
     h_cluster h;
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.seed = 42;
-    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 0), 0);
-    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
-    int l = h_leader(&h, 0);
+    int l = h_start(&h, 42, 1, 0, NULL);
+    ck_assert_int_ge(l, 0);
     ck_assert_int_ge(l, 0);
     acks a = {0};
     for (int i = 0; i < 10; i++) {
@@ -170,13 +166,6 @@ START_TEST(restart_recovers_and_snapshot_catches_up)
 }
 END_TEST
 
-static void small_segments(void *arg, unsigned i, jr_node_config *cfg)
-{
-    (void)arg;
-    (void)i;
-    cfg->wal_segment_bytes = 16 << 10;
-}
-
 static int group_has_leader(void *arg, jr_sim *sim)
 {
     (void)sim;
@@ -193,37 +182,44 @@ static int keep_oldest_segment(void *arg, const char *name)
     return 0;
 }
 
+/* A cluster of 3 (seed 5, small WAL segments) whose leader *l had 400 entries of 200 bytes
+ * applied by every replica; returns a follower. */
+static unsigned filled_follower(h_cluster *h, int *l)
+{
+    *l = h_start(h, 5, 1, 0, h_small_segments);
+    ck_assert_int_ge(*l, 0);
+    unsigned d = (unsigned)(*l + 1) % 3;
+    h_propose_fill(h, *l, 400, 200, 'd');
+    jr_sim_run_for(h->sim, 500 * MS);
+    ck_assert_uint_ge(h->fsm[d][0].count, 400);
+    return d;
+}
+
+/* Flips bits in the middle of down node d's oldest WAL segment (older ones were reclaimed). */
+static void damage_oldest_segment(h_cluster *h, unsigned d)
+{
+    jr_vfs *v = jr_sim_vfs(h->sim, d);
+    char oldest[64] = "", path[80];
+    ck_assert_int_eq(v->list(v->ctx, "/wal", keep_oldest_segment, oldest), 0);
+    ck_assert_str_ne(oldest, "");
+    snprintf(path, sizeof path, "/wal/%s", oldest);
+    ck_assert_int_eq(jr__memfs_flip_bits(v, path, 200, 1000, 8), 0);
+}
+
 /* A replica whose WAL lost records in the middle opens damaged and unvouched: with its leader
  * down it takes no entries and grants no vote, so the other voter alone cannot elect anyone;
  * once the leader is back it repairs the replica's log, and from then on its vote counts. */
 START_TEST(damaged_replica_votes_only_once_repaired)
 {
     h_cluster h;
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.seed = 5;
-    cfg.configure = small_segments;
-    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 0), 0);
-    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
-    int l = h_leader(&h, 0);
-    unsigned d = (unsigned)(l + 1) % 3;
-    char data[200];
-    memset(data, 'd', sizeof data);
-    for (int i = 0; i < 400; i++) jr_group_propose(h.g[l][0], data, sizeof data, NULL, NULL);
-    jr_sim_run_for(h.sim, 500 * MS);
-    ck_assert_uint_ge(h.fsm[d][0].count, 400);
+    int l;
+    unsigned d = filled_follower(&h, &l);
 
     /* power off d and the leader, damage d's oldest WAL segment (older ones were reclaimed),
      * power d on */
     ck_assert_int_eq(jr_sim_crash(h.sim, d), 0);
     ck_assert_int_eq(jr_sim_crash(h.sim, (unsigned)l), 0);
-    jr_vfs *v = jr_sim_vfs(h.sim, d);
-    char oldest[64] = "";
-    ck_assert_int_eq(v->list(v->ctx, "/wal", keep_oldest_segment, oldest), 0);
-    ck_assert_str_ne(oldest, "");
-    char path[80];
-    snprintf(path, sizeof path, "/wal/%s", oldest);
-    ck_assert_int_eq(jr__memfs_flip_bits(v, path, 200, 1000, 8), 0);
+    damage_oldest_segment(&h, d);
     ck_assert_int_eq(jr_sim_restart(h.sim, d), 0);
     ck_assert_int_eq(h_open(&h, d), 0);
     jr_group_status st = {.size = sizeof st};
@@ -398,28 +394,12 @@ END_TEST
 START_TEST(repaired_replica_keeps_its_log_across_a_restart)
 {
     h_cluster h;
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.seed = 5;
-    cfg.configure = small_segments;
-    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 0), 0);
-    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
-    int l = h_leader(&h, 0);
-    unsigned d = (unsigned)(l + 1) % 3;
-    char data[200];
-    memset(data, 'd', sizeof data);
-    for (int i = 0; i < 400; i++) jr_group_propose(h.g[l][0], data, sizeof data, NULL, NULL);
-    jr_sim_run_for(h.sim, 500 * MS);
-    ck_assert_uint_ge(h.fsm[d][0].count, 400);
+    int l;
+    unsigned d = filled_follower(&h, &l);
 
     /* d's oldest WAL segment is damaged; it restarts damaged and its leader repairs it */
     ck_assert_int_eq(jr_sim_crash(h.sim, d), 0);
-    jr_vfs *v = jr_sim_vfs(h.sim, d);
-    char oldest[64] = "";
-    ck_assert_int_eq(v->list(v->ctx, "/wal", keep_oldest_segment, oldest), 0);
-    char path[80];
-    snprintf(path, sizeof path, "/wal/%s", oldest);
-    ck_assert_int_eq(jr__memfs_flip_bits(v, path, 200, 1000, 8), 0);
+    damage_oldest_segment(&h, d);
     ck_assert_int_eq(jr_sim_restart(h.sim, d), 0);
     ck_assert_int_eq(h_open(&h, d), 0);
     jr_group_status st = {.size = sizeof st};
@@ -460,12 +440,8 @@ static int count_segments(void *arg, const char *name)
 START_TEST(idle_group_does_not_pin_the_wal)
 {
     h_cluster h;
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.seed = 11;
-    cfg.configure = small_segments;                 /* 16 KiB */
-    ck_assert_int_eq(h_new(&h, &cfg, 3, 2, 50), 0); /* group 1 never gets to 50 */
-    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
+    /* 16 KiB segments; group 1 never gets to 50 entries */
+    ck_assert_int_ge(h_start(&h, 11, 2, 50, h_small_segments), 0);
     int l1 = -1;
     for (int t = 0; t < 100 && l1 < 0; t++) {
         l1 = h_leader(&h, 1);
@@ -555,12 +531,8 @@ END_TEST
 START_TEST(a_link_with_a_bandwidth_sends_at_its_rate)
 {
     h_cluster h;
-    jr_sim_config cfg;
-    jr_sim_config_init(&cfg);
-    cfg.seed = 13;
-    ck_assert_int_eq(h_new(&h, &cfg, 3, 1, 0), 0);
-    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
-    int l = h_leader(&h, 0);
+    int l = h_start(&h, 13, 1, 0, NULL);
+    ck_assert_int_ge(l, 0);
     unsigned slow = (unsigned)(l + 1) % 3, fast = (unsigned)(l + 2) % 3;
     jr_sim_link link;
     jr_sim_link_init(&link);
