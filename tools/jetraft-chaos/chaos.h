@@ -37,10 +37,15 @@ enum fault_kind {
     F_PAUSEKILL = 1 << 7, /* Jepsen's pause-kill, as a pause, a power cut and a pause */
     F_PARTKILL = 1 << 8,  /* Jepsen's part-kill, with partitions in place of the pauses */
     F_DISK = 1 << 9,      /* damage to one server's synced files (one victim per run) */
+    F_IOERR = 1 << 10,    /* EIO / ENOSPC / failing fsyncs from a server's vfs, then a restart */
+    F_ROLLBACK = 1 << 11, /* the disk victim restarted on an older copy of its data directory */
 };
+#define NKINDS 12
 #define F_ALL                                                                                      \
     (F_KILL | F_PAUSE | F_PARTITION | F_NET | F_POWER | F_RESET | F_CLOCK | F_PAUSEKILL |          \
-     F_PARTKILL | F_DISK)
+     F_PARTKILL | F_DISK | F_IOERR | F_ROLLBACK)
+/* The kinds' names, by bit (main.c). */
+extern const char *const fault_names[NKINDS];
 
 /* The faults on one directed peer link (frames from one server to another). */
 typedef struct link_fault {
@@ -132,6 +137,10 @@ void kill_all_servers(void);
 int server_healthy(int i, char *why, size_t cap);
 void procs_reap(void);
 void clock_set(int i, long long offset_ms);
+/* Sets server i's injected I/O errors: "none", "eio", "enospc" or "sync" (powervfs.h). */
+void ioerr_set(int i, const char *mode);
+/* How many lines of server i's log (every life) contain needle. */
+int log_count(int i, const char *needle);
 
 /* proxy.c */
 int proxy_start(void);

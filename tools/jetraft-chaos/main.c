@@ -28,6 +28,10 @@ chaos C = {
 
 static char fault_list[200] = "all";
 
+const char *const fault_names[NKINDS] = {"kill",     "pause", "partition", "net",
+                                         "power",    "reset", "clock",     "pausekill",
+                                         "partkill", "disk",  "ioerr",     "rollback"};
+
 uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -167,20 +171,13 @@ static unsigned parse_faults(const char *s)
 {
     if (!strcmp(s, "all")) return F_ALL;
     if (!strcmp(s, "none")) return 0;
-    static const struct {
-        const char *name;
-        unsigned bit;
-    } kinds[] = {{"kill", F_KILL},   {"pause", F_PAUSE},         {"partition", F_PARTITION},
-                 {"net", F_NET},     {"power", F_POWER},         {"reset", F_RESET},
-                 {"clock", F_CLOCK}, {"pausekill", F_PAUSEKILL}, {"partkill", F_PARTKILL},
-                 {"disk", F_DISK}};
     unsigned bits = 0;
     char buf[200];
     snprintf(buf, sizeof buf, "%s", s);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         unsigned b = 0;
-        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
-            if (!strcmp(t, kinds[k].name)) b = kinds[k].bit;
+        for (int k = 0; k < NKINDS; k++)
+            if (!strcmp(t, fault_names[k])) b = 1u << k;
         if (!b) {
             fprintf(stderr, "jetraft-chaos: unknown fault '%s'\n", t);
             exit(2);
@@ -196,7 +193,7 @@ static void usage(void)
         stderr,
         "usage: jetraft-chaos --server PATH/jetraft-server [--seed N] [--seconds S]\n"
         "           [--nodes 3|5] [--faults all|none|kill,pause,partition,net,power,reset,clock,\n"
-        "           pausekill,partkill,disk]\n"
+        "           pausekill,partkill,disk,ioerr,rollback]\n"
         "           [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]\n"
         "           [--mutate lost|ack-seq|definite|converge]\n");
     exit(2);

@@ -15,6 +15,12 @@
  * (one server hears both halves, which do not hear each other), for 1-5 s net        delay (1-60
  * ms, jitter up to as much again) and drop (0-15%) every frame on every link or on one server's
  * links, for 1-5 s reset      close every peer connection of one server (it redials)
+ * ioerr      I/O errors from the vfs of one server (70%), a minority (20%) or every server
+ * (10%) for 0.5-3 s: every change fails with EIO, writes that grow a file fail with ENOSPC, or
+ * only the syncs fail; when it ends the server restarts through a power cut (what the failed
+ * syncs covered is lost) or a kill -9 rollback   the disk victim is stopped and its data
+ * directory copied (the first time, and 40% after), or stopped and put back to the copy
+ * (60%), a disk rolled back to an older image; restarted 0.3-2 s later
  */
 #include <ftw.h>
 #include <signal.h>
@@ -38,6 +44,7 @@ typedef struct nev {
     unsigned cut[MAXN]; /* partition: cut[a] has bit b: a -> b cut */
     unsigned id;
     int is_end;
+    int restart; /* ioerr: 0 a power cut when it ends, 1 a kill -9 */
 } nev;
 
 static nev *evs;
@@ -66,7 +73,7 @@ static unsigned random_subset(uint64_t *r, int size)
 static int pick_kind(uint64_t *r)
 {
     int kinds[16], nk = 0;
-    for (int b = 0; b < 10; b++)
+    for (int b = 0; b < NKINDS; b++)
         if (C.faults & (1u << b)) kinds[nk++] = 1 << b;
     return nk ? kinds[rng_below(r, nk)] : 0;
 }
@@ -111,13 +118,47 @@ static uint64_t plan_combo(uint64_t *r, uint64_t t, int kind, unsigned *id)
     return t + (uint64_t)a + (uint64_t)b;
 }
 
+static int disk_victim;
+
+/* A rollback timed so that a vote taken as whole would lose acknowledged writes: the victim v's
+ * directory is copied (v stopped 0.3 s); a minority B without v is cut off for 3-5 s while the
+ * others (A and v, a majority) acknowledge writes B lacks; just before B comes back v is
+ * stopped and put back to the copy, which lacks them too; as B comes back A is killed for 3 s.
+ * B and v are then a majority that holds none of those writes: only if v does not vote as
+ * whole before A answers (docs/internals.md, "Disk faults and restarted replicas") are they
+ * kept. Returns the time it ends. */
+static uint64_t plan_rollback_combo(uint64_t *r, uint64_t t, unsigned *id)
+{
+    int minority = (C.n - 1) / 2, v = disk_victim;
+    unsigned b = 0;
+    while (__builtin_popcount(b) < minority) {
+        int k = rng_below(r, C.n);
+        if (k != v) b |= 1u << k;
+    }
+    unsigned a = ((1u << C.n) - 1) & ~b & ~(1u << v);
+    int d = 3000 + rng_below(r, 2000);
+    nev *e = add_ev();
+    *e = (nev){.at_ms = t, .kind = F_ROLLBACK, .variant = 0, .dur_ms = 300, .id = ++*id};
+    e = add_ev();
+    *e = (nev){.at_ms = t + 500, .kind = F_PARTITION, .dur_ms = d, .id = ++*id};
+    cut_side(e, b);
+    e = add_ev();
+    *e = (nev){.at_ms = t + 500 + (uint64_t)d - 300,
+               .kind = F_ROLLBACK,
+               .variant = 1,
+               .dur_ms = 500,
+               .id = ++*id};
+    e = add_ev();
+    *e = (nev){
+        .at_ms = t + 500 + (uint64_t)d, .kind = F_KILL, .targets = a, .dur_ms = 3000, .id = ++*id};
+    return t + 500 + (uint64_t)d + 3000;
+}
+
 static int cmp_ev(const void *x, const void *y)
 {
     const nev *a = x, *b = y;
     return a->at_ms < b->at_ms ? -1 : a->at_ms > b->at_ms ? 1 : a->id < b->id ? -1 : 1;
 }
-
-static int disk_victim;
 
 static void plan(void)
 {
@@ -132,6 +173,10 @@ static void plan(void)
         int kind = pick_kind(&r);
         if (kind == F_PAUSEKILL || kind == F_PARTKILL) {
             t = plan_combo(&r, t, kind, &id);
+            continue;
+        }
+        if (kind == F_ROLLBACK && rng_unit(&r) < 0.35) {
+            t = plan_rollback_combo(&r, t, &id);
             continue;
         }
         nev *e = add_ev();
@@ -203,6 +248,18 @@ static void plan(void)
             e->dur_ms = 300 + rng_below(&r, 1700);
             e->clock_ms = (long long)(rng_next(&r) >> 1); /* seeds the damage's choices */
             break;
+        case F_IOERR:
+            e->targets = u < 0.7   ? random_subset(&r, 1)
+                         : u < 0.9 ? random_subset(&r, minority)
+                                   : (1u << C.n) - 1;
+            e->variant = rng_below(&r, 3);
+            e->restart = rng_below(&r, 2);
+            e->dur_ms = 500 + rng_below(&r, 2500);
+            break;
+        case F_ROLLBACK:
+            e->variant = rng_unit(&r) < 0.7; /* 1: put the copy back */
+            e->dur_ms = 300 + rng_below(&r, 1700);
+            break;
         case F_CLOCK:
             e->targets = random_subset(&r, 1);
             e->clock_ms = (500 + rng_below(&r, 9500)) * (u < 0.5 ? -1 : 1);
@@ -211,8 +268,15 @@ static void plan(void)
         }
     }
     for (size_t i = 0; i < nevs; i++)
-        if (evs[i].kind == F_DISK) evs[i].targets = 1u << disk_victim;
+        if (evs[i].kind == F_DISK || evs[i].kind == F_ROLLBACK) evs[i].targets = 1u << disk_victim;
     qsort(evs, nevs, sizeof *evs, cmp_ev);
+    /* A rollback needs a copy: the first one takes it. */
+    int saved = 0;
+    for (size_t i = 0; i < nevs; i++)
+        if (evs[i].kind == F_ROLLBACK) {
+            if (!saved) evs[i].variant = 0;
+            saved = 1;
+        }
 }
 
 static void mask_names(unsigned m, char *out, size_t cap)
@@ -331,6 +395,27 @@ static void damage(int i, nev *e, char *what, size_t cap)
     close(fd);
 }
 
+/* The rollback (smu held, server i down): variant 0 copies its data directory aside, 1 puts
+ * the copy back in place of the directory (the copy is kept: a later rollback may reuse it). */
+static void rollback(int i, int variant, char *what, size_t cap)
+{
+    char cmd[1200];
+    if (variant == 0)
+        snprintf(cmd, sizeof cmd, "rm -rf '%s/%s.saved' && cp -a '%s/%s' '%s/%s.saved'", C.base,
+                 C.names[i], C.base, C.names[i], C.base, C.names[i]);
+    else
+        snprintf(cmd, sizeof cmd, "rm -rf '%s/%s' && cp -a '%s/%s.saved' '%s/%s'", C.base,
+                 C.names[i], C.base, C.names[i], C.base, C.names[i]);
+    int rc = system(cmd);
+    snprintf(what, cap, "%s%s",
+             variant ? "data directory put back to its earlier copy"
+                     : "data directory copied aside",
+             rc ? " (FAILED)" : "");
+    if (rc) die("rollback of %s: '%s' failed", C.names[i], cmd);
+}
+
+static const char *const ioerr_modes[] = {"eio", "enospc", "sync"};
+
 typedef struct pending {
     uint64_t at_ms;
     nev *e;
@@ -426,6 +511,24 @@ static void start_event(nev *e)
                      e->dur_ms / 1000.0);
         break;
     }
+    case F_ROLLBACK: {
+        int v = __builtin_ctz(e->targets);
+        char what[200];
+        kill_server(v);
+        rollback(v, e->variant, what, sizeof what);
+        pthread_mutex_unlock(&C.smu);
+        nemesis_note("rollback %s (killed): %s; restart in %.1f s", C.names[v], what,
+                     e->dur_ms / 1000.0);
+        break;
+    }
+    case F_IOERR:
+        pthread_mutex_unlock(&C.smu);
+        for (int i = 0; i < C.n; i++)
+            if (e->targets & (1u << i)) ioerr_set(i, ioerr_modes[e->variant]);
+        nemesis_note("ioerr: %s's vfs fails with %s for %.1f s, then a %s", who,
+                     ioerr_modes[e->variant], e->dur_ms / 1000.0,
+                     e->restart ? "kill -9" : "power cut");
+        break;
     case F_CLOCK:
         pthread_mutex_unlock(&C.smu);
         clock_set(__builtin_ctz(e->targets), e->clock_ms);
@@ -449,8 +552,35 @@ static void end_event(nev *e)
     char who[64];
     mask_names(e->targets, who, sizeof who);
     switch (e->kind) {
+    case F_IOERR: {
+        /* The errors stop; a server whose WAL failed acknowledges nothing more until its node
+         * is opened again, so every target restarts: a power cut loses what its failed syncs
+         * covered, a kill -9 keeps it. */
+        unsigned done = 0;
+        pthread_mutex_lock(&C.smu);
+        for (int i = 0; i < C.n; i++)
+            if (e->targets & (1u << i)) ioerr_set(i, "none");
+        if (!e->restart)
+            for (int i = 0; i < C.n; i++)
+                if ((e->targets & (1u << i)) && C.pid[i] > 0) kill(C.pid[i], SIGUSR1);
+        for (int i = 0; i < C.n; i++)
+            if ((e->targets & (1u << i)) && C.pid[i] > 0) {
+                if (e->restart)
+                    kill_server(i);
+                else
+                    power_cut(i);
+                server_start(i);
+                done |= 1u << i;
+            }
+        pthread_mutex_unlock(&C.smu);
+        mask_names(done, who, sizeof who);
+        nemesis_note("ioerr over on %s; restarted %s after a %s", who[0] ? who : "(none up)", who,
+                     e->restart ? "kill -9" : "power cut");
+        break;
+    }
     case F_KILL:
     case F_DISK:
+    case F_ROLLBACK:
     case F_POWER: {
         unsigned done = 0;
         pthread_mutex_lock(&C.smu);
@@ -529,8 +659,6 @@ static void *run(void *arg)
 
 void nemesis_print_plan(void)
 {
-    static const char *const kinds[] = {"kill",  "pause", "partition", "net",      "power",
-                                        "reset", "clock", "pausekill", "partkill", "disk"};
     plan();
     for (size_t i = 0; i < nevs; i++) {
         nev *e = &evs[i];
@@ -543,11 +671,15 @@ void nemesis_print_plan(void)
                     snprintf(cuts + l, sizeof cuts - l, " %s->%s", C.names[a], C.names[b]);
                 }
         printf("%8.3f s  %-9s %-14s for %5.2f s", e->at_ms / 1000.0,
-               kinds[__builtin_ctz((unsigned)e->kind)], who, e->dur_ms / 1000.0);
+               fault_names[__builtin_ctz((unsigned)e->kind)], who, e->dur_ms / 1000.0);
         if (e->kind == F_NET)
             printf("  delay %d ms + up to %d, drop %d%%", e->delay, e->jitter, e->drop);
         if (e->kind == F_CLOCK) printf("  %+lld ms", e->clock_ms);
         if (e->kind == F_DISK) printf("  damage kind %d", e->variant);
+        if (e->kind == F_IOERR)
+            printf("  %s, then a %s", ioerr_modes[e->variant],
+                   e->restart ? "kill -9" : "power cut");
+        if (e->kind == F_ROLLBACK) printf("  %s", e->variant ? "put the copy back" : "copy aside");
         if (cuts[0]) printf("  cut:%s", cuts);
         putchar('\n');
     }
@@ -569,7 +701,10 @@ void nemesis_stop_and_heal(void)
     pthread_mutex_lock(&C.lmu);
     memset(C.links, 0, sizeof C.links);
     pthread_mutex_unlock(&C.lmu);
-    for (int i = 0; i < C.n; i++) clock_set(i, 0);
+    for (int i = 0; i < C.n; i++) {
+        clock_set(i, 0);
+        ioerr_set(i, "none");
+    }
     pthread_mutex_lock(&C.smu);
     for (int i = 0; i < C.n; i++) {
         if (C.pid[i] > 0 && C.paused[i]) kill(C.pid[i], SIGCONT);
