@@ -335,6 +335,12 @@ static int list_file(const char *path, const struct stat *st, int type, struct F
     return 0;
 }
 
+/* 0 a WAL segment, 1 a store block, 2 a snapshot file. */
+static int file_kind(const char *path)
+{
+    return strstr(path, "/wal/snap/") ? 2 : strstr(path, "/store/") ? 1 : 0;
+}
+
 /* Damages one of server i's synced files while it is down (smu held): bits flipped, a tail
  * cut, a range zeroed, or the file deleted. Writes what it did into what. */
 static void damage(int i, nev *e, char *what, size_t cap)
@@ -346,7 +352,21 @@ static void damage(int i, nev *e, char *what, size_t cap)
     snprintf(what, cap, "no file to damage");
     if (!nfiles) return;
     uint64_t r = (uint64_t)e->clock_ms;
-    const char *path = files[rng_below(&r, nfiles)];
+    /* The kind of file first (WAL segment, store block, snapshot; whichever exist), then one
+     * of that kind: a few WAL segments and store blocks would otherwise rarely be hit beside
+     * the snapshots. */
+    int kinds[3] = {0, 0, 0};
+    for (int k = 0; k < nfiles; k++) kinds[file_kind(files[k])]++;
+    int present[3], np = 0;
+    for (int k = 0; k < 3; k++)
+        if (kinds[k]) present[np++] = k;
+    int want = present[rng_below(&r, np)], nth = rng_below(&r, kinds[want]);
+    const char *path = files[0];
+    for (int k = 0; k < nfiles; k++)
+        if (file_kind(files[k]) == want && nth-- == 0) {
+            path = files[k];
+            break;
+        }
     const char *rel = path + strlen(C.base) + 1;
     struct stat st;
     if (stat(path, &st) || st.st_size == 0) {
