@@ -97,6 +97,8 @@ typedef struct chaos {
     int paused[MAXN];
     int expected_exit[MAXN]; /* the harness killed it: its exit is no finding */
     int starts[MAXN];
+    int ioerr_on[MAXN];   /* ioerr events in force on the server (their files say so) */
+    int ioerr_down[MAXN]; /* it could not open under them: started again when they end */
     uint64_t env_seed;
 
     /* links (lmu) */

@@ -309,6 +309,23 @@ int main(int argc, char **argv)
     procs_reap();
     kill_all_servers();
     proxy_stop();
+    /* What the disk faults did, from the servers' logs: that they bit, not a checker. */
+    static const char *const marks[][2] = {{"power cut (", "power cuts"},
+                                           {"injected I/O errors: ", "I/O-error mode changes"},
+                                           {"the WAL failed", "steps down on a failed WAL"},
+                                           {"store sync failed", "failed store syncs"},
+                                           {"cannot open the WAL", "opens refused"},
+                                           {"WAL damage", "WAL damage found"},
+                                           {"is damaged", "damaged files rewritten"}};
+    char summary[400] = "";
+    for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++) {
+        int total = 0;
+        for (int i = 0; i < C.n; i++) total += log_count(i, marks[k][0]);
+        size_t l = strlen(summary);
+        if (total && l < sizeof summary)
+            snprintf(summary + l, sizeof summary - l, "%s%d %s", l ? ", " : "", total, marks[k][1]);
+    }
+    if (summary[0]) printf("server logs: %s\n", summary);
 
     pthread_mutex_lock(&C.hmu);
     int nviol = C.nviol;

@@ -542,9 +542,12 @@ static void start_event(nev *e)
         break;
     }
     case F_IOERR:
-        pthread_mutex_unlock(&C.smu);
         for (int i = 0; i < C.n; i++)
-            if (e->targets & (1u << i)) ioerr_set(i, ioerr_modes[e->variant]);
+            if (e->targets & (1u << i)) {
+                C.ioerr_on[i]++;
+                ioerr_set(i, ioerr_modes[e->variant]);
+            }
+        pthread_mutex_unlock(&C.smu);
         nemesis_note("ioerr: %s's vfs fails with %s for %.1f s, then a %s", who,
                      ioerr_modes[e->variant], e->dur_ms / 1000.0,
                      e->restart ? "kill -9" : "power cut");
@@ -576,26 +579,37 @@ static void end_event(nev *e)
         /* The errors stop; a server whose WAL failed acknowledges nothing more until its node
          * is opened again, so every target restarts: a power cut loses what its failed syncs
          * covered, a kill -9 keeps it. */
-        unsigned done = 0;
+        unsigned done = 0, over = 0;
         pthread_mutex_lock(&C.smu);
         for (int i = 0; i < C.n; i++)
-            if (e->targets & (1u << i)) ioerr_set(i, "none");
+            if ((e->targets & (1u << i)) && C.ioerr_on[i] > 0 && --C.ioerr_on[i] == 0) {
+                ioerr_set(i, "none"); /* an overlapping ioerr event keeps its errors */
+                over |= 1u << i;
+            }
         if (!e->restart)
             for (int i = 0; i < C.n; i++)
-                if ((e->targets & (1u << i)) && C.pid[i] > 0) kill(C.pid[i], SIGUSR1);
-        for (int i = 0; i < C.n; i++)
-            if ((e->targets & (1u << i)) && C.pid[i] > 0) {
+                if ((over & (1u << i)) && C.pid[i] > 0) kill(C.pid[i], SIGUSR1);
+        for (int i = 0; i < C.n; i++) {
+            if (!(over & (1u << i))) continue;
+            if (C.pid[i] > 0) {
                 if (e->restart)
                     kill_server(i);
                 else
                     power_cut(i);
-                server_start(i);
-                done |= 1u << i;
+            } else if (!C.ioerr_down[i]) {
+                continue; /* down for another fault, whose end restarts it */
             }
+            server_start(i);
+            C.ioerr_down[i] = 0;
+            done |= 1u << i;
+        }
         pthread_mutex_unlock(&C.smu);
-        mask_names(done, who, sizeof who);
-        nemesis_note("ioerr over on %s; restarted %s after a %s", who[0] ? who : "(none up)", who,
-                     e->restart ? "kill -9" : "power cut");
+        char started[64];
+        mask_names(over, who, sizeof who);
+        mask_names(done, started, sizeof started);
+        if (over)
+            nemesis_note("ioerr over on %s; restarted %s (a %s first if it ran)", who,
+                         done ? started : "none", e->restart ? "kill -9" : "power cut");
         break;
     }
     case F_KILL:
@@ -724,6 +738,7 @@ void nemesis_stop_and_heal(void)
     for (int i = 0; i < C.n; i++) {
         clock_set(i, 0);
         ioerr_set(i, "none");
+        C.ioerr_on[i] = C.ioerr_down[i] = 0;
     }
     pthread_mutex_lock(&C.smu);
     for (int i = 0; i < C.n; i++) {

@@ -12,6 +12,8 @@
  *
  * A server that exits without the nemesis having killed it is a finding (checker
  * `server-exit`): it is reported with its status and started again so that the run goes on.
+ * The exception is a server that refuses to open (status 1) while its vfs injects I/O errors:
+ * it stays down until they end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -200,6 +202,17 @@ void procs_reap(void)
         int st = 0;
         if (waitpid(C.pid[i], &st, WNOHANG) != C.pid[i]) continue;
         C.pid[i] = 0;
+        if (C.ioerr_on[i] && WIFEXITED(st) && WEXITSTATUS(st) == 1) {
+            /* A server refuses to open on a disk that fails (its log says why): no finding;
+             * the nemesis starts it again when the errors end. */
+            C.ioerr_down[i] = 1;
+            pthread_mutex_unlock(&C.smu);
+            nemesis_note("%s could not open under injected I/O errors (exit status 1); it "
+                         "starts again when they end",
+                         C.names[i]);
+            pthread_mutex_lock(&C.smu);
+            continue;
+        }
         if (WIFSIGNALED(st))
             violation("server-exit", "%s exited on its own: signal %d (log %s/%s.log)", C.names[i],
                       WTERMSIG(st), C.base, C.names[i]);
