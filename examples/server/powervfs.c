@@ -54,12 +54,20 @@ typedef struct powervfs {
     const char *ioerr_path; /* JETRAFT_TEST_IOERR_FILE, or NULL */
     int ioerr;              /* the current enum ioerr_mode */
     uv_timer_t ioerr_poll;
+    uint64_t injected; /* calls failed under the current mode */
 } powervfs;
 
 /* The I/O-error modes the control file selects (powervfs.h). */
 enum ioerr_mode { IOERR_NONE, IOERR_EIO, IOERR_ENOSPC, IOERR_SYNC };
 
 static void power_cut(powervfs *p, const char *when);
+
+/* Counts an injected failure and returns it. */
+static int injected(powervfs *p, int rc)
+{
+    p->injected++;
+    return rc;
+}
 
 /* Called first by sync: once the signal armed the cut, it happens at one of the next four
  * syncs (chosen at random), before it reaches the disk: the writes it would have covered are
@@ -154,7 +162,8 @@ static int save_range(powervfs *p, pfile *f, uint64_t off, uint64_t len)
 static int w_open(void *ctx, const char *path, int flags, jr_file **out)
 {
     powervfs *p = ctx;
-    if (p->ioerr == IOERR_EIO && (flags & (JR_O_CREATE | JR_O_TRUNCATE))) return JR_EIO;
+    if (p->ioerr == IOERR_EIO && (flags & (JR_O_CREATE | JR_O_TRUNCATE)))
+        return injected(p, JR_EIO);
     pfile *f = calloc(1, sizeof *f);
     if (!f) return JR_ENOMEM;
     prec *r = find_rec(p, path);
@@ -226,11 +235,11 @@ static int w_pread(void *ctx, jr_file *jf, void *buf, size_t len, uint64_t off, 
  * a write that would grow the file fails (overwrites in place need no new blocks). */
 static int write_fault(powervfs *p, pfile *f, uint64_t off, uint64_t len)
 {
-    if (p->ioerr == IOERR_EIO) return JR_EIO;
+    if (p->ioerr == IOERR_EIO) return injected(p, JR_EIO);
     if (p->ioerr != IOERR_ENOSPC) return 0;
     uint64_t size = 0;
     if (p->real->size(p->real->ctx, f->real, &size)) return JR_EIO;
-    return off + len > size ? JR_ENOSPC : 0;
+    return off + len > size ? injected(p, JR_ENOSPC) : 0;
 }
 
 static int w_pwrite(void *ctx, jr_file *jf, const void *buf, size_t len, uint64_t off)
@@ -255,7 +264,7 @@ static int w_sync(void *ctx, jr_file *jf)
     pfile *f = (pfile *)jf;
     /* A failed sync leaves the file's unsynced state as it was: a power cut still loses what
      * the sync would have covered (the page cache's pages are not on the disk). */
-    if (p->ioerr == IOERR_EIO || p->ioerr == IOERR_SYNC) return JR_EIO;
+    if (p->ioerr == IOERR_EIO || p->ioerr == IOERR_SYNC) return injected(p, JR_EIO);
     int rc = p->real->sync(p->real->ctx, f->real);
     if (!rc) clear_undo(f->rec);
     return rc;
@@ -273,8 +282,8 @@ static int w_truncate(void *ctx, jr_file *jf, uint64_t size)
     pfile *f = (pfile *)jf;
     uint64_t cur = 0;
     int rc = p->real->size(p->real->ctx, f->real, &cur);
-    if (!rc && p->ioerr == IOERR_EIO) rc = JR_EIO;
-    if (!rc && p->ioerr == IOERR_ENOSPC && size > cur) rc = JR_ENOSPC;
+    if (!rc && p->ioerr == IOERR_EIO) rc = injected(p, JR_EIO);
+    if (!rc && p->ioerr == IOERR_ENOSPC && size > cur) rc = injected(p, JR_ENOSPC);
     if (!rc) rc = begin_change(p, f);
     if (!rc && size < cur) rc = save_range(p, f, size, cur - size);
     if (rc) return rc;
@@ -293,7 +302,7 @@ static size_t under(const char *path, const char *dir)
 static int w_rename(void *ctx, const char *from, const char *to)
 {
     powervfs *p = ctx;
-    if (p->ioerr == IOERR_EIO) return JR_EIO;
+    if (p->ioerr == IOERR_EIO) return injected(p, JR_EIO);
     int rc = p->real->rename(p->real->ctx, from, to);
     if (rc) return rc;
     /* The replaced file is gone (its unsynced state with it); what moved keeps its own. */
@@ -322,7 +331,7 @@ static int w_rename(void *ctx, const char *from, const char *to)
 static int w_remove(void *ctx, const char *path)
 {
     powervfs *p = ctx;
-    if (p->ioerr == IOERR_EIO) return JR_EIO;
+    if (p->ioerr == IOERR_EIO) return injected(p, JR_EIO);
     int rc = p->real->remove(p->real->ctx, path);
     if (rc) return rc;
     for (prec *r = p->recs, *next; r; r = next) {
@@ -339,8 +348,8 @@ static int w_remove(void *ctx, const char *path)
 static int w_mkdir(void *ctx, const char *path)
 {
     powervfs *p = ctx;
-    if (p->ioerr == IOERR_EIO) return JR_EIO;
-    if (p->ioerr == IOERR_ENOSPC) return JR_ENOSPC;
+    if (p->ioerr == IOERR_EIO) return injected(p, JR_EIO);
+    if (p->ioerr == IOERR_ENOSPC) return injected(p, JR_ENOSPC);
     return p->real->mkdir(p->real->ctx, path);
 }
 
@@ -353,7 +362,7 @@ static int w_list(void *ctx, const char *dir, int (*cb)(void *arg, const char *n
 static int w_sync_dir(void *ctx, const char *dir)
 {
     powervfs *p = ctx;
-    if (p->ioerr == IOERR_EIO || p->ioerr == IOERR_SYNC) return JR_EIO;
+    if (p->ioerr == IOERR_EIO || p->ioerr == IOERR_SYNC) return injected(p, JR_EIO);
     return p->real->sync_dir(p->real->ctx, dir);
 }
 
@@ -458,8 +467,10 @@ static void ioerr_reread(uv_timer_t *t)
     for (int i = 0; i < 4; i++)
         if (!strcmp(word, names[i])) mode = i;
     if (mode == p->ioerr) return;
+    fprintf(stderr, "[%s] test vfs: injected I/O errors: %s (was %s, which failed %llu calls)\n",
+            p->name, names[mode], names[p->ioerr], (unsigned long long)p->injected);
     p->ioerr = mode;
-    fprintf(stderr, "[%s] test vfs: injected I/O errors: %s\n", p->name, names[mode]);
+    p->injected = 0;
     fflush(stderr);
 }
 

@@ -143,6 +143,8 @@ void clock_set(int i, long long offset_ms);
 void ioerr_set(int i, const char *mode);
 /* How many lines of server i's log (every life) contain needle. */
 int log_count(int i, const char *needle);
+/* The sum of the numbers that follow needle in server i's log. */
+long long log_sum(int i, const char *needle);
 
 /* proxy.c */
 int proxy_start(void);

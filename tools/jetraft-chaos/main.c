@@ -311,7 +311,7 @@ int main(int argc, char **argv)
     proxy_stop();
     /* What the disk faults did, from the servers' logs: that they bit, not a checker. */
     static const char *const marks[][2] = {{"power cut (", "power cuts"},
-                                           {"injected I/O errors: ", "I/O-error mode changes"},
+                                           {"(was none,", "I/O-error periods"},
                                            {"the WAL failed", "steps down on a failed WAL"},
                                            {"store sync failed", "failed store syncs"},
                                            {"cannot open the WAL", "opens refused"},
@@ -324,6 +324,13 @@ int main(int argc, char **argv)
         size_t l = strlen(summary);
         if (total && l < sizeof summary)
             snprintf(summary + l, sizeof summary - l, "%s%d %s", l ? ", " : "", total, marks[k][1]);
+    }
+    long long failed = 0;
+    for (int i = 0; i < C.n; i++) failed += log_sum(i, "which failed ");
+    if (failed) {
+        size_t l = strlen(summary);
+        snprintf(summary + l, sizeof summary - l, "%s%lld calls failed by them", l ? ", " : "",
+                 failed);
     }
     if (summary[0]) printf("server logs: %s\n", summary);
 

@@ -138,6 +138,21 @@ void ioerr_set(int i, const char *mode)
     control_write(i, "ioerr", mode);
 }
 
+long long log_sum(int i, const char *needle)
+{
+    char path[400], line[2048];
+    snprintf(path, sizeof path, "%s/%s.log", C.base, C.names[i]);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    long long sum = 0;
+    while (fgets(line, sizeof line, f)) {
+        const char *at = strstr(line, needle);
+        if (at) sum += strtoll(at + strlen(needle), NULL, 10);
+    }
+    fclose(f);
+    return sum;
+}
+
 int log_count(int i, const char *needle)
 {
     char path[400], line[2048];
