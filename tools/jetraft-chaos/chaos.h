@@ -99,6 +99,7 @@ typedef struct chaos {
     int starts[MAXN];
     int ioerr_on[MAXN];   /* ioerr events in force on the server (their files say so) */
     int ioerr_down[MAXN]; /* it could not open under them: started again when they end */
+    int ioerr_hit[MAXN];  /* left running after I/O errors: the supervisor watches it */
     uint64_t env_seed;
 
     /* links (lmu) */
@@ -156,6 +157,9 @@ void nemesis_start(void);
 /* Prints the seed's fault schedule (times from the start of the faulty phase). */
 void nemesis_print_plan(void);
 void nemesis_stop_and_heal(void);
+/* The supervisor: a server left running after I/O errors whose /healthz says its WAL failed is
+ * restarted (kill -9), as a host restarts a node that cannot store anything. */
+void supervise(void);
 
 /* clients.c */
 int stream_create(void);

@@ -290,6 +290,7 @@ int main(int argc, char **argv)
     int healthy = 0;
     while (now_ns() - t_heal < 60000000000ull) {
         procs_reap();
+        supervise();
         healthy = 1;
         for (int i = 0; i < C.n; i++) healthy &= server_healthy(i, why[i], sizeof why[i]);
         if (healthy) break;

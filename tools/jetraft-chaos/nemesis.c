@@ -44,7 +44,7 @@ typedef struct nev {
     unsigned cut[MAXN]; /* partition: cut[a] has bit b: a -> b cut */
     unsigned id;
     int is_end;
-    int restart; /* ioerr: 0 a power cut when it ends, 1 a kill -9 */
+    int restart; /* ioerr: 0 a power cut when it ends, 1 a kill -9, 2 left to the supervisor */
 } nev;
 
 static nev *evs;
@@ -253,7 +253,7 @@ static void plan(void)
                          : u < 0.9 ? random_subset(&r, minority)
                                    : (1u << C.n) - 1;
             e->variant = rng_below(&r, 3);
-            e->restart = rng_below(&r, 2);
+            e->restart = rng_below(&r, 3);
             e->dur_ms = 500 + rng_below(&r, 2500);
             break;
         case F_ROLLBACK:
@@ -548,9 +548,11 @@ static void start_event(nev *e)
                 ioerr_set(i, ioerr_modes[e->variant]);
             }
         pthread_mutex_unlock(&C.smu);
-        nemesis_note("ioerr: %s's vfs fails with %s for %.1f s, then a %s", who,
+        nemesis_note("ioerr: %s's vfs fails with %s for %.1f s, then %s", who,
                      ioerr_modes[e->variant], e->dur_ms / 1000.0,
-                     e->restart ? "kill -9" : "power cut");
+                     e->restart == 2 ? "the supervisor"
+                     : e->restart    ? "a kill -9"
+                                     : "a power cut");
         break;
     case F_CLOCK:
         pthread_mutex_unlock(&C.smu);
@@ -577,8 +579,10 @@ static void end_event(nev *e)
     switch (e->kind) {
     case F_IOERR: {
         /* The errors stop; a server whose WAL failed acknowledges nothing more until its node
-         * is opened again, so every target restarts: a power cut loses what its failed syncs
-         * covered, a kill -9 keeps it. */
+         * is opened again. Restart 0 and 1 restart every target: a power cut loses what its
+         * failed syncs covered, a kill -9 keeps it. Restart 2 leaves the running ones to the
+         * supervisor (supervise), which restarts a server once its /healthz says its WAL
+         * failed. */
         unsigned done = 0, over = 0;
         pthread_mutex_lock(&C.smu);
         for (int i = 0; i < C.n; i++)
@@ -591,6 +595,10 @@ static void end_event(nev *e)
                 if ((over & (1u << i)) && C.pid[i] > 0) kill(C.pid[i], SIGUSR1);
         for (int i = 0; i < C.n; i++) {
             if (!(over & (1u << i))) continue;
+            if (C.pid[i] > 0 && e->restart == 2) {
+                C.ioerr_hit[i] = 1;
+                continue;
+            }
             if (C.pid[i] > 0) {
                 if (e->restart)
                     kill_server(i);
@@ -608,8 +616,10 @@ static void end_event(nev *e)
         mask_names(over, who, sizeof who);
         mask_names(done, started, sizeof started);
         if (over)
-            nemesis_note("ioerr over on %s; restarted %s (a %s first if it ran)", who,
-                         done ? started : "none", e->restart ? "kill -9" : "power cut");
+            nemesis_note("ioerr over on %s; restarted %s (%s)", who, done ? started : "none",
+                         e->restart == 2 ? "a running one is left to the supervisor"
+                         : e->restart    ? "a kill -9 first if it ran"
+                                         : "a power cut first if it ran");
         break;
     }
     case F_KILL:
@@ -669,10 +679,29 @@ static void end_event(nev *e)
     }
 }
 
+void supervise(void)
+{
+    for (int i = 0; i < C.n; i++) {
+        pthread_mutex_lock(&C.smu);
+        int look = C.ioerr_hit[i] && C.pid[i] > 0 && !C.paused[i];
+        pthread_mutex_unlock(&C.smu);
+        char why[300];
+        if (!look || server_healthy(i, why, sizeof why) || !strstr(why, "WAL failed")) continue;
+        pthread_mutex_lock(&C.smu);
+        if (C.pid[i] > 0) {
+            kill_server(i);
+            server_start(i);
+        }
+        pthread_mutex_unlock(&C.smu);
+        nemesis_note("supervisor: %s's /healthz says its WAL failed; restarted (kill -9)",
+                     C.names[i]);
+    }
+}
+
 static void *run(void *arg)
 {
     (void)arg;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = now_ns(), next_look = 0;
     size_t next = 0;
     while (!stopping) {
         uint64_t ms = (now_ns() - t0) / 1000000u;
@@ -686,6 +715,10 @@ static void *run(void *arg)
             }
         }
         procs_reap();
+        if (ms >= next_look) {
+            supervise();
+            next_look = ms + 1000;
+        }
         usleep(10000);
     }
     return NULL;
@@ -711,8 +744,10 @@ void nemesis_print_plan(void)
         if (e->kind == F_CLOCK) printf("  %+lld ms", e->clock_ms);
         if (e->kind == F_DISK) printf("  damage kind %d", e->variant);
         if (e->kind == F_IOERR)
-            printf("  %s, then a %s", ioerr_modes[e->variant],
-                   e->restart ? "kill -9" : "power cut");
+            printf("  %s, then %s", ioerr_modes[e->variant],
+                   e->restart == 2 ? "the supervisor"
+                   : e->restart    ? "a kill -9"
+                                   : "a power cut");
         if (e->kind == F_ROLLBACK) printf("  %s", e->variant ? "put the copy back" : "copy aside");
         if (cuts[0]) printf("  cut:%s", cuts);
         putchar('\n');

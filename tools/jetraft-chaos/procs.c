@@ -194,6 +194,7 @@ void server_start(int i)
     }
     C.pid[i] = pid;
     C.paused[i] = 0;
+    C.ioerr_hit[i] = 0;
     C.expected_exit[i] = 0;
 }
 
