@@ -7,20 +7,32 @@
  * links whole again). The same seed gives the same schedule on any machine; the real
  * processes' timing around it differs from run to run (this is not a simulation).
  *
- * kill       SIGKILL one server (70%), a minority (20%) or a majority (10%); restarted 0.3-3 s
- * later power      power cut (SIGUSR1: unsynced writes lost, maybe one torn,
- * examples/server/powervfs.c) of one server (60%) or of every server at once (40%); restarted 0.3-2
- * s later pause      SIGSTOP one server or a minority for 0.3-4 s, then SIGCONT partition  isolate
- * one server, split a minority from the majority, cut 1-3 directed links (one-way), or a bridge
- * (one server hears both halves, which do not hear each other), for 1-5 s net        delay (1-60
- * ms, jitter up to as much again) and drop (0-15%) every frame on every link or on one server's
- * links, for 1-5 s reset      close every peer connection of one server (it redials)
- * ioerr      I/O errors from the vfs of one server (70%), a minority (20%) or every server
- * (10%) for 0.5-3 s: every change fails with EIO, writes that grow a file fail with ENOSPC, or
- * only the syncs fail; when it ends the server restarts through a power cut (what the failed
- * syncs covered is lost) or a kill -9 rollback   the disk victim is stopped and its data
- * directory copied (the first time, and 40% after), or stopped and put back to the copy
- * (60%), a disk rolled back to an older image; restarted 0.3-2 s later
+ * The kinds (docs/testing.md, "Faults (the nemesis)", has the full table):
+ *
+ * kill: SIGKILL one server (70%), a minority (20%) or a majority (10%); restarted 0.3-3 s later.
+ *
+ * power: a power cut (SIGUSR1: unsynced writes lost, maybe one torn; examples/server/powervfs.c)
+ * of one server (60%) or of every server at once (40%); restarted 0.3-2 s later.
+ *
+ * pause: SIGSTOP one server or a minority for 0.3-4 s, then SIGCONT.
+ *
+ * partition: isolate one server, split a minority from the majority, cut 1-3 directed links
+ * (one-way), or a bridge (one server hears both halves, which do not hear each other), 1-5 s.
+ *
+ * net: delay (1-60 ms, jitter up to as much again) and drop (0-15%) every frame on every link or
+ * on one server's links, for 1-5 s. reset: close every peer connection of one server.
+ *
+ * clock: one server's wall clock moved ±0.5-10 s for 1-5 s. pausekill, partkill: Jepsen's
+ * pause-kill and part-kill (plan_combo).
+ *
+ * ioerr: I/O errors from the vfs of one server (70%), a minority (20%) or every server (10%)
+ * for 0.5-3 s: every change fails with EIO, writes that grow a file fail with ENOSPC, or only
+ * the syncs fail; when it ends the running targets restart through a power cut (what the
+ * failed syncs covered is lost) or a kill -9, or are left to the supervisor (supervise).
+ *
+ * disk, rollback: the run's one disk victim is stopped and one of its files damaged, or its
+ * data directory copied aside (the first time, and 30% after) or put back to the copy (70%);
+ * restarted 0.3-2 s later. 35% of rollbacks are a timed sequence (plan_rollback_combo).
  */
 #include <ftw.h>
 #include <signal.h>
