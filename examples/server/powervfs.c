@@ -48,12 +48,26 @@ typedef struct powervfs {
     uint64_t rng;
     char name[64];
     uv_signal_t sig;
-    uv_timer_t idle; /* cuts the power if no sync comes within 1 s of the signal */
-    int armed;       /* SIGUSR1 came: the power goes at the countdown's end */
-    int countdown;   /* syncs still to pass */
+    uv_timer_t idle;        /* cuts the power if no sync comes within 1 s of the signal */
+    int armed;              /* SIGUSR1 came: the power goes at the countdown's end */
+    int countdown;          /* syncs still to pass */
+    const char *ioerr_path; /* JETRAFT_TEST_IOERR_FILE, or NULL */
+    int ioerr;              /* the current enum ioerr_mode */
+    uv_timer_t ioerr_poll;
+    uint64_t injected; /* calls failed under the current mode */
 } powervfs;
 
+/* The I/O-error modes the control file selects (powervfs.h). */
+enum ioerr_mode { IOERR_NONE, IOERR_EIO, IOERR_ENOSPC, IOERR_SYNC };
+
 static void power_cut(powervfs *p, const char *when);
+
+/* Counts an injected failure and returns it. */
+static int injected(powervfs *p, int rc)
+{
+    p->injected++;
+    return rc;
+}
 
 /* Called first by sync: once the signal armed the cut, it happens at one of the next four
  * syncs (chosen at random), before it reaches the disk: the writes it would have covered are
@@ -148,6 +162,8 @@ static int save_range(powervfs *p, pfile *f, uint64_t off, uint64_t len)
 static int w_open(void *ctx, const char *path, int flags, jr_file **out)
 {
     powervfs *p = ctx;
+    if (p->ioerr == IOERR_EIO && (flags & (JR_O_CREATE | JR_O_TRUNCATE)))
+        return injected(p, JR_EIO);
     pfile *f = calloc(1, sizeof *f);
     if (!f) return JR_ENOMEM;
     prec *r = find_rec(p, path);
@@ -215,11 +231,24 @@ static int w_pread(void *ctx, jr_file *jf, void *buf, size_t len, uint64_t off, 
     return p->real->pread(p->real->ctx, ((pfile *)jf)->real, buf, len, off, nread);
 }
 
+/* The error an injected fault gives a write of [off, off + len) to f, or 0. Under `enospc` only
+ * a write that would grow the file fails (overwrites in place need no new blocks). */
+static int write_fault(powervfs *p, pfile *f, uint64_t off, uint64_t len)
+{
+    if (p->ioerr == IOERR_EIO) return injected(p, JR_EIO);
+    if (p->ioerr != IOERR_ENOSPC) return 0;
+    uint64_t size = 0;
+    if (p->real->size(p->real->ctx, f->real, &size)) return JR_EIO;
+    return off + len > size ? injected(p, JR_ENOSPC) : 0;
+}
+
 static int w_pwrite(void *ctx, jr_file *jf, const void *buf, size_t len, uint64_t off)
 {
     powervfs *p = ctx;
     pfile *f = (pfile *)jf;
-    int rc = begin_change(p, f);
+    int rc = write_fault(p, f, off, len);
+    if (rc) return rc;
+    rc = begin_change(p, f);
     if (!rc) rc = save_range(p, f, off, len);
     if (rc) return rc;
     f->rec->last_off = off;
@@ -233,6 +262,9 @@ static int w_sync(void *ctx, jr_file *jf)
     powervfs *p = ctx;
     maybe_cut(p, "before a sync");
     pfile *f = (pfile *)jf;
+    /* A failed sync leaves the file's unsynced state as it was: a power cut still loses what
+     * the sync would have covered (the page cache's pages are not on the disk). */
+    if (p->ioerr == IOERR_EIO || p->ioerr == IOERR_SYNC) return injected(p, JR_EIO);
     int rc = p->real->sync(p->real->ctx, f->real);
     if (!rc) clear_undo(f->rec);
     return rc;
@@ -250,6 +282,8 @@ static int w_truncate(void *ctx, jr_file *jf, uint64_t size)
     pfile *f = (pfile *)jf;
     uint64_t cur = 0;
     int rc = p->real->size(p->real->ctx, f->real, &cur);
+    if (!rc && p->ioerr == IOERR_EIO) rc = injected(p, JR_EIO);
+    if (!rc && p->ioerr == IOERR_ENOSPC && size > cur) rc = injected(p, JR_ENOSPC);
     if (!rc) rc = begin_change(p, f);
     if (!rc && size < cur) rc = save_range(p, f, size, cur - size);
     if (rc) return rc;
@@ -268,6 +302,7 @@ static size_t under(const char *path, const char *dir)
 static int w_rename(void *ctx, const char *from, const char *to)
 {
     powervfs *p = ctx;
+    if (p->ioerr == IOERR_EIO) return injected(p, JR_EIO);
     int rc = p->real->rename(p->real->ctx, from, to);
     if (rc) return rc;
     /* The replaced file is gone (its unsynced state with it); what moved keeps its own. */
@@ -296,6 +331,7 @@ static int w_rename(void *ctx, const char *from, const char *to)
 static int w_remove(void *ctx, const char *path)
 {
     powervfs *p = ctx;
+    if (p->ioerr == IOERR_EIO) return injected(p, JR_EIO);
     int rc = p->real->remove(p->real->ctx, path);
     if (rc) return rc;
     for (prec *r = p->recs, *next; r; r = next) {
@@ -312,6 +348,8 @@ static int w_remove(void *ctx, const char *path)
 static int w_mkdir(void *ctx, const char *path)
 {
     powervfs *p = ctx;
+    if (p->ioerr == IOERR_EIO) return injected(p, JR_EIO);
+    if (p->ioerr == IOERR_ENOSPC) return injected(p, JR_ENOSPC);
     return p->real->mkdir(p->real->ctx, path);
 }
 
@@ -324,6 +362,7 @@ static int w_list(void *ctx, const char *dir, int (*cb)(void *arg, const char *n
 static int w_sync_dir(void *ctx, const char *dir)
 {
     powervfs *p = ctx;
+    if (p->ioerr == IOERR_EIO || p->ioerr == IOERR_SYNC) return injected(p, JR_EIO);
     return p->real->sync_dir(p->real->ctx, dir);
 }
 
@@ -412,13 +451,45 @@ static void on_signal(uv_signal_t *h, int signum)
     uv_timer_start(&p->idle, on_idle, 1000, 0);
 }
 
+/* Reads the control file: its first word selects the mode; a missing file or an unknown word
+ * means none. */
+static void ioerr_reread(uv_timer_t *t)
+{
+    powervfs *p = t->data;
+    static const char *const names[] = {"none", "eio", "enospc", "sync"};
+    int mode = IOERR_NONE;
+    char word[16] = "";
+    FILE *f = fopen(p->ioerr_path, "r");
+    if (f) {
+        if (fscanf(f, "%15s", word) != 1) word[0] = 0;
+        fclose(f);
+    }
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(word, names[i])) mode = i;
+    if (mode == p->ioerr) return;
+    fprintf(stderr, "[%s] test vfs: injected I/O errors: %s (was %s, which failed %llu calls)\n",
+            p->name, names[mode], names[p->ioerr], (unsigned long long)p->injected);
+    p->ioerr = mode;
+    p->injected = 0;
+    fflush(stderr);
+}
+
+int powervfs_poll_ioerr(jr_vfs *vfs)
+{
+    powervfs *p = vfs->ctx;
+    if (p->ioerr_path) ioerr_reread(&p->ioerr_poll);
+    return p->ioerr;
+}
+
 jr_vfs *powervfs_open(uv_loop_t *loop, const char *name)
 {
     const char *env = getenv("JETRAFT_TEST_POWERLOSS");
-    if (!env || !*env) return NULL;
+    const char *ioerr = getenv("JETRAFT_TEST_IOERR_FILE");
+    int power = env && *env;
+    if (!power && !(ioerr && *ioerr)) return NULL;
     static powervfs p;
     p.real = jr_vfs_posix();
-    p.rng = strtoull(env, NULL, 10);
+    p.rng = power ? strtoull(env, NULL, 10) : 0;
     snprintf(p.name, sizeof p.name, "%s", name);
     p.vfs.version = JR_VFS_VERSION;
     p.vfs.ctx = &p;
@@ -436,8 +507,20 @@ jr_vfs *powervfs_open(uv_loop_t *loop, const char *name)
     p.vfs.sync_dir = w_sync_dir;
     if (uv_signal_init(loop, &p.sig) || uv_timer_init(loop, &p.idle)) return NULL;
     p.sig.data = p.idle.data = &p;
-    if (uv_signal_start(&p.sig, on_signal, SIGUSR1)) return NULL;
-    uv_unref((uv_handle_t *)&p.sig);
-    fprintf(stderr, "[%s] test vfs: SIGUSR1 simulates a power cut of this server's files\n", name);
+    if (power) {
+        if (uv_signal_start(&p.sig, on_signal, SIGUSR1)) return NULL;
+        uv_unref((uv_handle_t *)&p.sig);
+        fprintf(stderr, "[%s] test vfs: SIGUSR1 simulates a power cut of this server's files\n",
+                name);
+    }
+    if (ioerr && *ioerr) {
+        p.ioerr_path = ioerr;
+        if (uv_timer_init(loop, &p.ioerr_poll)) return NULL;
+        p.ioerr_poll.data = &p;
+        ioerr_reread(&p.ioerr_poll);
+        uv_timer_start(&p.ioerr_poll, ioerr_reread, 100, 100);
+        uv_unref((uv_handle_t *)&p.ioerr_poll);
+        fprintf(stderr, "[%s] test vfs: I/O errors injected as %s says\n", name, ioerr);
+    }
     return &p.vfs;
 }

@@ -137,11 +137,14 @@ typedef struct jr_node_health_info {
     const char *meta_leader; /* the meta leader this node knows; NULL: none */
     int meta_current;        /* a meta leader known (and, on a follower, heard from within an
                                 election timeout), this meta replica applied what it knows
-                                committed, neither damaged nor unvouched */
+                                committed, neither damaged nor unvouched, and the node's WAL
+                                has not failed */
     uint64_t meta_lag;       /* meta entries known committed, not yet applied here */
     const char *meta_text;   /* "" when current, else /healthz's words: "JetStream has not
                                 established contact with a meta leader" or "JetStream is not
-                                current with the meta leader" */
+                                current with the meta leader"; or, once the node's WAL failed
+                                (JR_EIO from jr_node_tick), "JetStream's WAL failed: nothing is
+                                stored until the node is reopened" */
     size_t nstreams;         /* local stream replicas checked */
     size_t nconsumers;       /* local consumer replicas checked */
     const jr_group_health *const *groups; /* the unwell ones: streams, then consumers */

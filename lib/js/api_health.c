@@ -442,9 +442,17 @@ static void health_fire(void *arg, int status)
         h.meta_current =
             ml && heard && !ms.damaged && !ms.unvouched && !js->meta_failed && h.meta_lag == 0;
     }
-    h.meta_text = h.meta_current ? ""
-                  : !ml          ? "JetStream has not established contact with a meta leader"
-                                 : "JetStream is not current with the meta leader";
+    /* A node whose WAL failed makes nothing durable until it is reopened: its replicas may
+     * look current (their logs and leaders are as they were) but can take no entry, so the
+     * node is unhealthy until its host reopens it. */
+    jr__node_facts f;
+    jr__node_facts_get(c->n, &f);
+    if (f.wal_failed) h.meta_current = 0;
+    h.meta_text = f.wal_failed     ? "JetStream's WAL failed: nothing is stored until the node is "
+                                     "reopened"
+                  : h.meta_current ? ""
+                  : !ml            ? "JetStream has not established contact with a meta leader"
+                                   : "JetStream is not current with the meta leader";
     h.healthy = h.meta_current && nv == 0;
     c->cb(c->arg, 0, "", &h);
     jr__free(c->alloc, v);

@@ -590,6 +590,11 @@ int jr__wal_sync(jr__wal *w, uint64_t now)
     return 0;
 }
 
+int jr__wal_failed(const jr__wal *w)
+{
+    return w->failed;
+}
+
 uint64_t jr__wal_deadline(const jr__wal *w)
 {
     if (w->failed || !w->unsynced) return UINT64_MAX;

@@ -155,6 +155,9 @@ size_t jr__wal_segments(const jr__wal *w);
  * segment go. */
 size_t jr__wal_pins(const jr__wal *w, uint64_t *groups, size_t max);
 const char *jr__wal_errmsg(const jr__wal *w);
+/* The error that failed the WAL (a write, sync or rotation): from then on it refuses every
+ * write until it is opened again. 0 while it is usable. */
+int jr__wal_failed(const jr__wal *w);
 
 /* Counters (additive to the lead's contract). */
 typedef struct jr__wal_stats {

@@ -108,6 +108,7 @@ typedef struct jr__node_facts {
     jr_vfs *vfs;
     uint64_t (*wall)(void *ctx); /* the host's wall clock (jr_host.wall, version 2); NULL: none */
     void *wall_ctx;
+    int wal_failed; /* the error that failed the WAL: nothing is durable until a reopen; 0: none */
 } jr__node_facts;
 void jr__node_facts_get(const jr_node *n, jr__node_facts *out);
 /* The host's now() as read at the current entry point (every input of one call sees the same

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "e2e.h"
+#include "vfs/memfs.h"
 
 typedef struct chk {
     int done;
@@ -379,6 +380,49 @@ START_TEST(node_health_healthy_then_alone)
 }
 END_TEST
 
+/* A node whose WAL failed (a write error: JR_EIO from its tick) makes nothing durable until it
+ * is reopened, while its replicas' logs and leaders look as before: it must not report itself
+ * healthy, or a supervisor watching /healthz would leave it so for good. jetraft-chaos's
+ * `ioerr` showed such a server answering /healthz with at most a damaged stream, or healthy. */
+START_TEST(a_node_whose_wal_failed_is_not_healthy)
+{
+    e2e c;
+    setup(&c, 28, 0);
+    chk k;
+    stream_check(&c, 0, "ORDERS", 3, 0, 0, &k);
+    unsigned leader = (unsigned)jr_sim_index(c.sim, k.leader);
+    unsigned victim = other(leader, leader);
+    hres h;
+    node_health(&c, victim, &h);
+    ck_assert_msg(h.healthy, "before: %s", h.meta_text);
+    ck_assert_int_eq(
+        jr__memfs_fail(jr_sim_vfs(c.sim, victim), JR__MEMFS_PWRITE, 1, JR_EIO, 1, NULL), 0);
+    e2e_res r;
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(e2e_publish(&c, leader, "orders.new", "y", 1, NULL, &r), 0);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    node_health(&c, victim, &h);
+    ck_assert_int_eq(h.healthy, 0);
+    ck_assert_int_eq(h.meta_current, 0);
+    ck_assert_str_eq(h.meta_text, "JetStream's WAL failed: nothing is stored until the node is "
+                                  "reopened");
+    /* the other two go on, healthy */
+    node_health(&c, leader, &h);
+    ck_assert_msg(h.healthy, "leader: %s / %s", h.meta_text, h.ngroups ? h.texts[0] : "");
+    jr__memfs_fail_clear(jr_sim_vfs(c.sim, victim));
+    /* the error gone, the WAL stays failed until the node is reopened */
+    jr_sim_run_for(c.sim, 2 * SEC);
+    node_health(&c, victim, &h);
+    ck_assert_int_eq(h.healthy, 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, victim), 0);
+    ck_assert_int_eq(jr_sim_restart(c.sim, victim), 0);
+    jr_sim_run_for(c.sim, 10 * SEC);
+    node_health(&c, victim, &h);
+    ck_assert_msg(h.healthy, "reopened: %s / %s", h.meta_text, h.ngroups ? h.texts[0] : "");
+    e2e_free(&c);
+}
+END_TEST
+
 START_TEST(growing_stream_warns)
 {
     e2e c;
@@ -476,6 +520,7 @@ int main(void)
     tcase_add_test(tc, leader_alone_reports_no_leader);
     tcase_add_test(tc, node_health_healthy_then_alone);
     tcase_add_test(tc, growing_stream_warns);
+    tcase_add_test(tc, a_node_whose_wal_failed_is_not_healthy);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

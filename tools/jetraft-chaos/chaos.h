@@ -37,10 +37,15 @@ enum fault_kind {
     F_PAUSEKILL = 1 << 7, /* Jepsen's pause-kill, as a pause, a power cut and a pause */
     F_PARTKILL = 1 << 8,  /* Jepsen's part-kill, with partitions in place of the pauses */
     F_DISK = 1 << 9,      /* damage to one server's synced files (one victim per run) */
+    F_IOERR = 1 << 10,    /* EIO / ENOSPC / failing fsyncs from a server's vfs, then a restart */
+    F_ROLLBACK = 1 << 11, /* the disk victim restarted on an older copy of its data directory */
 };
+#define NKINDS 12
 #define F_ALL                                                                                      \
     (F_KILL | F_PAUSE | F_PARTITION | F_NET | F_POWER | F_RESET | F_CLOCK | F_PAUSEKILL |          \
-     F_PARTKILL | F_DISK)
+     F_PARTKILL | F_DISK | F_IOERR | F_ROLLBACK)
+/* The kinds' names, by bit (main.c). */
+extern const char *const fault_names[NKINDS];
 
 /* The faults on one directed peer link (frames from one server to another). */
 typedef struct link_fault {
@@ -92,6 +97,9 @@ typedef struct chaos {
     int paused[MAXN];
     int expected_exit[MAXN]; /* the harness killed it: its exit is no finding */
     int starts[MAXN];
+    int ioerr_on[MAXN];   /* ioerr events in force on the server (their files say so) */
+    int ioerr_down[MAXN]; /* it could not open under them: started again when they end */
+    int ioerr_hit[MAXN];  /* left running after I/O errors: the supervisor watches it */
     uint64_t env_seed;
 
     /* links (lmu) */
@@ -132,6 +140,12 @@ void kill_all_servers(void);
 int server_healthy(int i, char *why, size_t cap);
 void procs_reap(void);
 void clock_set(int i, long long offset_ms);
+/* Sets server i's injected I/O errors: "none", "eio", "enospc" or "sync" (powervfs.h). */
+void ioerr_set(int i, const char *mode);
+/* How many lines of server i's log (every life) contain needle. */
+int log_count(int i, const char *needle);
+/* The sum of the numbers that follow needle in server i's log. */
+long long log_sum(int i, const char *needle);
 
 /* proxy.c */
 int proxy_start(void);
@@ -143,6 +157,9 @@ void nemesis_start(void);
 /* Prints the seed's fault schedule (times from the start of the faulty phase). */
 void nemesis_print_plan(void);
 void nemesis_stop_and_heal(void);
+/* The supervisor: a server left running after I/O errors whose /healthz says its WAL failed is
+ * restarted (kill -9), as a host restarts a node that cannot store anything. */
+void supervise(void);
 
 /* clients.c */
 int stream_create(void);

@@ -28,6 +28,10 @@ chaos C = {
 
 static char fault_list[200] = "all";
 
+const char *const fault_names[NKINDS] = {"kill",     "pause", "partition", "net",
+                                         "power",    "reset", "clock",     "pausekill",
+                                         "partkill", "disk",  "ioerr",     "rollback"};
+
 uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -167,20 +171,13 @@ static unsigned parse_faults(const char *s)
 {
     if (!strcmp(s, "all")) return F_ALL;
     if (!strcmp(s, "none")) return 0;
-    static const struct {
-        const char *name;
-        unsigned bit;
-    } kinds[] = {{"kill", F_KILL},   {"pause", F_PAUSE},         {"partition", F_PARTITION},
-                 {"net", F_NET},     {"power", F_POWER},         {"reset", F_RESET},
-                 {"clock", F_CLOCK}, {"pausekill", F_PAUSEKILL}, {"partkill", F_PARTKILL},
-                 {"disk", F_DISK}};
     unsigned bits = 0;
     char buf[200];
     snprintf(buf, sizeof buf, "%s", s);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         unsigned b = 0;
-        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
-            if (!strcmp(t, kinds[k].name)) b = kinds[k].bit;
+        for (int k = 0; k < NKINDS; k++)
+            if (!strcmp(t, fault_names[k])) b = 1u << k;
         if (!b) {
             fprintf(stderr, "jetraft-chaos: unknown fault '%s'\n", t);
             exit(2);
@@ -196,7 +193,7 @@ static void usage(void)
         stderr,
         "usage: jetraft-chaos --server PATH/jetraft-server [--seed N] [--seconds S]\n"
         "           [--nodes 3|5] [--faults all|none|kill,pause,partition,net,power,reset,clock,\n"
-        "           pausekill,partkill,disk]\n"
+        "           pausekill,partkill,disk,ioerr,rollback]\n"
         "           [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]\n"
         "           [--mutate lost|ack-seq|definite|converge]\n");
     exit(2);
@@ -293,6 +290,7 @@ int main(int argc, char **argv)
     int healthy = 0;
     while (now_ns() - t_heal < 60000000000ull) {
         procs_reap();
+        supervise();
         healthy = 1;
         for (int i = 0; i < C.n; i++) healthy &= server_healthy(i, why[i], sizeof why[i]);
         if (healthy) break;
@@ -312,6 +310,30 @@ int main(int argc, char **argv)
     procs_reap();
     kill_all_servers();
     proxy_stop();
+    /* What the disk faults did, from the servers' logs: that they bit, not a checker. */
+    static const char *const marks[][2] = {{"power cut (", "power cuts"},
+                                           {"(was none,", "I/O-error periods"},
+                                           {"the WAL failed", "steps down on a failed WAL"},
+                                           {"store sync failed", "failed store syncs"},
+                                           {"cannot open the WAL", "opens refused"},
+                                           {"WAL damage", "WAL damage found"},
+                                           {"is damaged", "damaged files rewritten"}};
+    char summary[400] = "";
+    for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++) {
+        int total = 0;
+        for (int i = 0; i < C.n; i++) total += log_count(i, marks[k][0]);
+        size_t l = strlen(summary);
+        if (total && l < sizeof summary)
+            snprintf(summary + l, sizeof summary - l, "%s%d %s", l ? ", " : "", total, marks[k][1]);
+    }
+    long long failed = 0;
+    for (int i = 0; i < C.n; i++) failed += log_sum(i, "which failed ");
+    if (failed) {
+        size_t l = strlen(summary);
+        snprintf(summary + l, sizeof summary - l, "%s%lld calls failed by them", l ? ", " : "",
+                 failed);
+    }
+    if (summary[0]) printf("server logs: %s\n", summary);
 
     pthread_mutex_lock(&C.hmu);
     int nviol = C.nviol;

@@ -7,14 +7,32 @@
  * links whole again). The same seed gives the same schedule on any machine; the real
  * processes' timing around it differs from run to run (this is not a simulation).
  *
- * kill       SIGKILL one server (70%), a minority (20%) or a majority (10%); restarted 0.3-3 s
- * later power      power cut (SIGUSR1: unsynced writes lost, maybe one torn,
- * examples/server/powervfs.c) of one server (60%) or of every server at once (40%); restarted 0.3-2
- * s later pause      SIGSTOP one server or a minority for 0.3-4 s, then SIGCONT partition  isolate
- * one server, split a minority from the majority, cut 1-3 directed links (one-way), or a bridge
- * (one server hears both halves, which do not hear each other), for 1-5 s net        delay (1-60
- * ms, jitter up to as much again) and drop (0-15%) every frame on every link or on one server's
- * links, for 1-5 s reset      close every peer connection of one server (it redials)
+ * The kinds (docs/testing.md, "Faults (the nemesis)", has the full table):
+ *
+ * kill: SIGKILL one server (70%), a minority (20%) or a majority (10%); restarted 0.3-3 s later.
+ *
+ * power: a power cut (SIGUSR1: unsynced writes lost, maybe one torn; examples/server/powervfs.c)
+ * of one server (60%) or of every server at once (40%); restarted 0.3-2 s later.
+ *
+ * pause: SIGSTOP one server or a minority for 0.3-4 s, then SIGCONT.
+ *
+ * partition: isolate one server, split a minority from the majority, cut 1-3 directed links
+ * (one-way), or a bridge (one server hears both halves, which do not hear each other), 1-5 s.
+ *
+ * net: delay (1-60 ms, jitter up to as much again) and drop (0-15%) every frame on every link or
+ * on one server's links, for 1-5 s. reset: close every peer connection of one server.
+ *
+ * clock: one server's wall clock moved ±0.5-10 s for 1-5 s. pausekill, partkill: Jepsen's
+ * pause-kill and part-kill (plan_combo).
+ *
+ * ioerr: I/O errors from the vfs of one server (70%), a minority (20%) or every server (10%)
+ * for 0.5-3 s: every change fails with EIO, writes that grow a file fail with ENOSPC, or only
+ * the syncs fail; when it ends the running targets restart through a power cut (what the
+ * failed syncs covered is lost) or a kill -9, or are left to the supervisor (supervise).
+ *
+ * disk, rollback: the run's one disk victim is stopped and one of its files damaged, or its
+ * data directory copied aside (the first time, and 30% after) or put back to the copy (70%);
+ * restarted 0.3-2 s later. 35% of rollbacks are a timed sequence (plan_rollback_combo).
  */
 #include <ftw.h>
 #include <signal.h>
@@ -38,6 +56,7 @@ typedef struct nev {
     unsigned cut[MAXN]; /* partition: cut[a] has bit b: a -> b cut */
     unsigned id;
     int is_end;
+    int restart; /* ioerr: 0 a power cut when it ends, 1 a kill -9, 2 left to the supervisor */
 } nev;
 
 static nev *evs;
@@ -66,7 +85,7 @@ static unsigned random_subset(uint64_t *r, int size)
 static int pick_kind(uint64_t *r)
 {
     int kinds[16], nk = 0;
-    for (int b = 0; b < 10; b++)
+    for (int b = 0; b < NKINDS; b++)
         if (C.faults & (1u << b)) kinds[nk++] = 1 << b;
     return nk ? kinds[rng_below(r, nk)] : 0;
 }
@@ -111,13 +130,47 @@ static uint64_t plan_combo(uint64_t *r, uint64_t t, int kind, unsigned *id)
     return t + (uint64_t)a + (uint64_t)b;
 }
 
+static int disk_victim;
+
+/* A rollback timed so that a vote taken as whole would lose acknowledged writes: the victim v's
+ * directory is copied (v stopped 0.3 s); a minority B without v is cut off for 3-5 s while the
+ * others (A and v, a majority) acknowledge writes B lacks; just before B comes back v is
+ * stopped and put back to the copy, which lacks them too; as B comes back A is killed for 3 s.
+ * B and v are then a majority that holds none of those writes: only if v does not vote as
+ * whole before A answers (docs/internals.md, "Disk faults and restarted replicas") are they
+ * kept. Returns the time it ends. */
+static uint64_t plan_rollback_combo(uint64_t *r, uint64_t t, unsigned *id)
+{
+    int minority = (C.n - 1) / 2, v = disk_victim;
+    unsigned b = 0;
+    while (__builtin_popcount(b) < minority) {
+        int k = rng_below(r, C.n);
+        if (k != v) b |= 1u << k;
+    }
+    unsigned a = ((1u << C.n) - 1) & ~b & ~(1u << v);
+    int d = 3000 + rng_below(r, 2000);
+    nev *e = add_ev();
+    *e = (nev){.at_ms = t, .kind = F_ROLLBACK, .variant = 0, .dur_ms = 300, .id = ++*id};
+    e = add_ev();
+    *e = (nev){.at_ms = t + 500, .kind = F_PARTITION, .dur_ms = d, .id = ++*id};
+    cut_side(e, b);
+    e = add_ev();
+    *e = (nev){.at_ms = t + 500 + (uint64_t)d - 300,
+               .kind = F_ROLLBACK,
+               .variant = 1,
+               .dur_ms = 500,
+               .id = ++*id};
+    e = add_ev();
+    *e = (nev){
+        .at_ms = t + 500 + (uint64_t)d, .kind = F_KILL, .targets = a, .dur_ms = 3000, .id = ++*id};
+    return t + 500 + (uint64_t)d + 3000;
+}
+
 static int cmp_ev(const void *x, const void *y)
 {
     const nev *a = x, *b = y;
     return a->at_ms < b->at_ms ? -1 : a->at_ms > b->at_ms ? 1 : a->id < b->id ? -1 : 1;
 }
-
-static int disk_victim;
 
 static void plan(void)
 {
@@ -132,6 +185,10 @@ static void plan(void)
         int kind = pick_kind(&r);
         if (kind == F_PAUSEKILL || kind == F_PARTKILL) {
             t = plan_combo(&r, t, kind, &id);
+            continue;
+        }
+        if (kind == F_ROLLBACK && rng_unit(&r) < 0.35) {
+            t = plan_rollback_combo(&r, t, &id);
             continue;
         }
         nev *e = add_ev();
@@ -203,6 +260,18 @@ static void plan(void)
             e->dur_ms = 300 + rng_below(&r, 1700);
             e->clock_ms = (long long)(rng_next(&r) >> 1); /* seeds the damage's choices */
             break;
+        case F_IOERR:
+            e->targets = u < 0.7   ? random_subset(&r, 1)
+                         : u < 0.9 ? random_subset(&r, minority)
+                                   : (1u << C.n) - 1;
+            e->variant = rng_below(&r, 3);
+            e->restart = rng_below(&r, 3);
+            e->dur_ms = 500 + rng_below(&r, 2500);
+            break;
+        case F_ROLLBACK:
+            e->variant = rng_unit(&r) < 0.7; /* 1: put the copy back */
+            e->dur_ms = 300 + rng_below(&r, 1700);
+            break;
         case F_CLOCK:
             e->targets = random_subset(&r, 1);
             e->clock_ms = (500 + rng_below(&r, 9500)) * (u < 0.5 ? -1 : 1);
@@ -211,8 +280,15 @@ static void plan(void)
         }
     }
     for (size_t i = 0; i < nevs; i++)
-        if (evs[i].kind == F_DISK) evs[i].targets = 1u << disk_victim;
+        if (evs[i].kind == F_DISK || evs[i].kind == F_ROLLBACK) evs[i].targets = 1u << disk_victim;
     qsort(evs, nevs, sizeof *evs, cmp_ev);
+    /* A rollback needs a copy: the first one takes it. */
+    int saved = 0;
+    for (size_t i = 0; i < nevs; i++)
+        if (evs[i].kind == F_ROLLBACK) {
+            if (!saved) evs[i].variant = 0;
+            saved = 1;
+        }
 }
 
 static void mask_names(unsigned m, char *out, size_t cap)
@@ -271,6 +347,12 @@ static int list_file(const char *path, const struct stat *st, int type, struct F
     return 0;
 }
 
+/* 0 a WAL segment, 1 a store block, 2 a snapshot file. */
+static int file_kind(const char *path)
+{
+    return strstr(path, "/wal/snap/") ? 2 : strstr(path, "/store/") ? 1 : 0;
+}
+
 /* Damages one of server i's synced files while it is down (smu held): bits flipped, a tail
  * cut, a range zeroed, or the file deleted. Writes what it did into what. */
 static void damage(int i, nev *e, char *what, size_t cap)
@@ -282,7 +364,21 @@ static void damage(int i, nev *e, char *what, size_t cap)
     snprintf(what, cap, "no file to damage");
     if (!nfiles) return;
     uint64_t r = (uint64_t)e->clock_ms;
-    const char *path = files[rng_below(&r, nfiles)];
+    /* The kind of file first (WAL segment, store block, snapshot; whichever exist), then one
+     * of that kind: a few WAL segments and store blocks would otherwise rarely be hit beside
+     * the snapshots. */
+    int kinds[3] = {0, 0, 0};
+    for (int k = 0; k < nfiles; k++) kinds[file_kind(files[k])]++;
+    int present[3], np = 0;
+    for (int k = 0; k < 3; k++)
+        if (kinds[k]) present[np++] = k;
+    int want = present[rng_below(&r, np)], nth = rng_below(&r, kinds[want]);
+    const char *path = files[0];
+    for (int k = 0; k < nfiles; k++)
+        if (file_kind(files[k]) == want && nth-- == 0) {
+            path = files[k];
+            break;
+        }
     const char *rel = path + strlen(C.base) + 1;
     struct stat st;
     if (stat(path, &st) || st.st_size == 0) {
@@ -330,6 +426,27 @@ static void damage(int i, nev *e, char *what, size_t cap)
     fsync(fd);
     close(fd);
 }
+
+/* The rollback (smu held, server i down): variant 0 copies its data directory aside, 1 puts
+ * the copy back in place of the directory (the copy is kept: a later rollback may reuse it). */
+static void rollback(int i, int variant, char *what, size_t cap)
+{
+    char cmd[1200];
+    if (variant == 0)
+        snprintf(cmd, sizeof cmd, "rm -rf '%s/%s.saved' && cp -a '%s/%s' '%s/%s.saved'", C.base,
+                 C.names[i], C.base, C.names[i], C.base, C.names[i]);
+    else
+        snprintf(cmd, sizeof cmd, "rm -rf '%s/%s' && cp -a '%s/%s.saved' '%s/%s'", C.base,
+                 C.names[i], C.base, C.names[i], C.base, C.names[i]);
+    int rc = system(cmd);
+    snprintf(what, cap, "%s%s",
+             variant ? "data directory put back to its earlier copy"
+                     : "data directory copied aside",
+             rc ? " (FAILED)" : "");
+    if (rc) die("rollback of %s: '%s' failed", C.names[i], cmd);
+}
+
+static const char *const ioerr_modes[] = {"eio", "enospc", "sync"};
 
 typedef struct pending {
     uint64_t at_ms;
@@ -426,6 +543,29 @@ static void start_event(nev *e)
                      e->dur_ms / 1000.0);
         break;
     }
+    case F_ROLLBACK: {
+        int v = __builtin_ctz(e->targets);
+        char what[200];
+        kill_server(v);
+        rollback(v, e->variant, what, sizeof what);
+        pthread_mutex_unlock(&C.smu);
+        nemesis_note("rollback %s (killed): %s; restart in %.1f s", C.names[v], what,
+                     e->dur_ms / 1000.0);
+        break;
+    }
+    case F_IOERR:
+        for (int i = 0; i < C.n; i++)
+            if (e->targets & (1u << i)) {
+                C.ioerr_on[i]++;
+                ioerr_set(i, ioerr_modes[e->variant]);
+            }
+        pthread_mutex_unlock(&C.smu);
+        nemesis_note("ioerr: %s's vfs fails with %s for %.1f s, then %s", who,
+                     ioerr_modes[e->variant], e->dur_ms / 1000.0,
+                     e->restart == 2 ? "the supervisor"
+                     : e->restart    ? "a kill -9"
+                                     : "a power cut");
+        break;
     case F_CLOCK:
         pthread_mutex_unlock(&C.smu);
         clock_set(__builtin_ctz(e->targets), e->clock_ms);
@@ -449,8 +589,54 @@ static void end_event(nev *e)
     char who[64];
     mask_names(e->targets, who, sizeof who);
     switch (e->kind) {
+    case F_IOERR: {
+        /* The errors stop; a server whose WAL failed acknowledges nothing more until its node
+         * is opened again. Restart 0 and 1 restart every target: a power cut loses what its
+         * failed syncs covered, a kill -9 keeps it. Restart 2 leaves the running ones to the
+         * supervisor (supervise), which restarts a server once its /healthz says its WAL
+         * failed. */
+        unsigned done = 0, over = 0;
+        pthread_mutex_lock(&C.smu);
+        for (int i = 0; i < C.n; i++)
+            if ((e->targets & (1u << i)) && C.ioerr_on[i] > 0 && --C.ioerr_on[i] == 0) {
+                ioerr_set(i, "none"); /* an overlapping ioerr event keeps its errors */
+                over |= 1u << i;
+            }
+        if (!e->restart)
+            for (int i = 0; i < C.n; i++)
+                if ((over & (1u << i)) && C.pid[i] > 0) kill(C.pid[i], SIGUSR1);
+        for (int i = 0; i < C.n; i++) {
+            if (!(over & (1u << i))) continue;
+            if (C.pid[i] > 0 && e->restart == 2) {
+                C.ioerr_hit[i] = 1;
+                continue;
+            }
+            if (C.pid[i] > 0) {
+                if (e->restart)
+                    kill_server(i);
+                else
+                    power_cut(i);
+            } else if (!C.ioerr_down[i]) {
+                continue; /* down for another fault, whose end restarts it */
+            }
+            server_start(i);
+            C.ioerr_down[i] = 0;
+            done |= 1u << i;
+        }
+        pthread_mutex_unlock(&C.smu);
+        char started[64];
+        mask_names(over, who, sizeof who);
+        mask_names(done, started, sizeof started);
+        if (over)
+            nemesis_note("ioerr over on %s; restarted %s (%s)", who, done ? started : "none",
+                         e->restart == 2 ? "a running one is left to the supervisor"
+                         : e->restart    ? "a kill -9 first if it ran"
+                                         : "a power cut first if it ran");
+        break;
+    }
     case F_KILL:
     case F_DISK:
+    case F_ROLLBACK:
     case F_POWER: {
         unsigned done = 0;
         pthread_mutex_lock(&C.smu);
@@ -505,10 +691,29 @@ static void end_event(nev *e)
     }
 }
 
+void supervise(void)
+{
+    for (int i = 0; i < C.n; i++) {
+        pthread_mutex_lock(&C.smu);
+        int look = C.ioerr_hit[i] && C.pid[i] > 0 && !C.paused[i];
+        pthread_mutex_unlock(&C.smu);
+        char why[300];
+        if (!look || server_healthy(i, why, sizeof why) || !strstr(why, "WAL failed")) continue;
+        pthread_mutex_lock(&C.smu);
+        if (C.pid[i] > 0) {
+            kill_server(i);
+            server_start(i);
+        }
+        pthread_mutex_unlock(&C.smu);
+        nemesis_note("supervisor: %s's /healthz says its WAL failed; restarted (kill -9)",
+                     C.names[i]);
+    }
+}
+
 static void *run(void *arg)
 {
     (void)arg;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = now_ns(), next_look = 0;
     size_t next = 0;
     while (!stopping) {
         uint64_t ms = (now_ns() - t0) / 1000000u;
@@ -522,6 +727,10 @@ static void *run(void *arg)
             }
         }
         procs_reap();
+        if (ms >= next_look) {
+            supervise();
+            next_look = ms + 1000;
+        }
         usleep(10000);
     }
     return NULL;
@@ -529,8 +738,6 @@ static void *run(void *arg)
 
 void nemesis_print_plan(void)
 {
-    static const char *const kinds[] = {"kill",  "pause", "partition", "net",      "power",
-                                        "reset", "clock", "pausekill", "partkill", "disk"};
     plan();
     for (size_t i = 0; i < nevs; i++) {
         nev *e = &evs[i];
@@ -543,11 +750,17 @@ void nemesis_print_plan(void)
                     snprintf(cuts + l, sizeof cuts - l, " %s->%s", C.names[a], C.names[b]);
                 }
         printf("%8.3f s  %-9s %-14s for %5.2f s", e->at_ms / 1000.0,
-               kinds[__builtin_ctz((unsigned)e->kind)], who, e->dur_ms / 1000.0);
+               fault_names[__builtin_ctz((unsigned)e->kind)], who, e->dur_ms / 1000.0);
         if (e->kind == F_NET)
             printf("  delay %d ms + up to %d, drop %d%%", e->delay, e->jitter, e->drop);
         if (e->kind == F_CLOCK) printf("  %+lld ms", e->clock_ms);
         if (e->kind == F_DISK) printf("  damage kind %d", e->variant);
+        if (e->kind == F_IOERR)
+            printf("  %s, then %s", ioerr_modes[e->variant],
+                   e->restart == 2 ? "the supervisor"
+                   : e->restart    ? "a kill -9"
+                                   : "a power cut");
+        if (e->kind == F_ROLLBACK) printf("  %s", e->variant ? "put the copy back" : "copy aside");
         if (cuts[0]) printf("  cut:%s", cuts);
         putchar('\n');
     }
@@ -569,7 +782,11 @@ void nemesis_stop_and_heal(void)
     pthread_mutex_lock(&C.lmu);
     memset(C.links, 0, sizeof C.links);
     pthread_mutex_unlock(&C.lmu);
-    for (int i = 0; i < C.n; i++) clock_set(i, 0);
+    for (int i = 0; i < C.n; i++) {
+        clock_set(i, 0);
+        ioerr_set(i, "none");
+        C.ioerr_on[i] = C.ioerr_down[i] = 0;
+    }
     pthread_mutex_lock(&C.smu);
     for (int i = 0; i < C.n; i++) {
         if (C.pid[i] > 0 && C.paused[i]) kill(C.pid[i], SIGCONT);

@@ -7,10 +7,13 @@
  * cluster port; its entries for the servers before it are never dialled and name their real
  * ports. Every server runs with JETRAFT_TEST_POWERLOSS set (the power-loss vfs of
  * examples/server/powervfs.c), so that SIGUSR1 cuts its power, and JETRAFT_TEST_CLOCK_FILE
- * naming <dir>/<name>.clock (examples/server/testclock.c), its wall clock's offset.
+ * naming <dir>/<name>.clock (examples/server/testclock.c), its wall clock's offset, and
+ * JETRAFT_TEST_IOERR_FILE naming <dir>/<name>.ioerr, the I/O errors its vfs injects.
  *
  * A server that exits without the nemesis having killed it is a finding (checker
  * `server-exit`): it is reported with its status and started again so that the run goes on.
+ * The exception is a server that refuses to open (status 1) while its vfs injects I/O errors:
+ * it stays down until they end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -103,21 +106,64 @@ void procs_setup(void)
     for (int i = 0; i < C.n; i++) {
         write_config(i);
         clock_set(i, 0);
+        ioerr_set(i, "none");
     }
 }
 
-/* Sets server i's wall-clock offset: the file its testclock reads every 100 ms (written to a
- * temporary name and renamed, so that it never reads half a number). */
+static void control_write(int i, const char *ext, const char *text);
+
+/* Sets server i's wall-clock offset: the file its testclock reads every 100 ms. */
 void clock_set(int i, long long offset_ms)
 {
+    char text[32];
+    snprintf(text, sizeof text, "%lld", offset_ms);
+    control_write(i, "clock", text);
+}
+
+/* Rewrites a control file through a temporary name and a rename (never half a word read). */
+static void control_write(int i, const char *ext, const char *text)
+{
     char path[400], tmp[410];
-    snprintf(path, sizeof path, "%s/%s.clock", C.base, C.names[i]);
+    snprintf(path, sizeof path, "%s/%s.%s", C.base, C.names[i], ext);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f) die("cannot write %s", tmp);
-    fprintf(f, "%lld\n", offset_ms);
+    fprintf(f, "%s\n", text);
     fclose(f);
     if (rename(tmp, path)) die("cannot rename %s", tmp);
+}
+
+void ioerr_set(int i, const char *mode)
+{
+    control_write(i, "ioerr", mode);
+}
+
+long long log_sum(int i, const char *needle)
+{
+    char path[400], line[2048];
+    snprintf(path, sizeof path, "%s/%s.log", C.base, C.names[i]);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    long long sum = 0;
+    while (fgets(line, sizeof line, f)) {
+        const char *at = strstr(line, needle);
+        if (at) sum += strtoll(at + strlen(needle), NULL, 10);
+    }
+    fclose(f);
+    return sum;
+}
+
+int log_count(int i, const char *needle)
+{
+    char path[400], line[2048];
+    snprintf(path, sizeof path, "%s/%s.log", C.base, C.names[i]);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, needle)) n++;
+    fclose(f);
+    return n;
 }
 
 /* Starts server i (smu held by the caller, or before any thread runs). */
@@ -141,11 +187,14 @@ void server_start(int i)
         char clk[400];
         snprintf(clk, sizeof clk, "%s/%s.clock", C.base, C.names[i]);
         setenv("JETRAFT_TEST_CLOCK_FILE", clk, 1);
+        snprintf(clk, sizeof clk, "%s/%s.ioerr", C.base, C.names[i]);
+        setenv("JETRAFT_TEST_IOERR_FILE", clk, 1);
         execl(C.server_bin, C.server_bin, "-c", cfg, (char *)NULL);
         _exit(127);
     }
     C.pid[i] = pid;
     C.paused[i] = 0;
+    C.ioerr_hit[i] = 0;
     C.expected_exit[i] = 0;
 }
 
@@ -169,6 +218,17 @@ void procs_reap(void)
         int st = 0;
         if (waitpid(C.pid[i], &st, WNOHANG) != C.pid[i]) continue;
         C.pid[i] = 0;
+        if (C.ioerr_on[i] && WIFEXITED(st) && WEXITSTATUS(st) == 1) {
+            /* A server refuses to open on a disk that fails (its log says why): no finding;
+             * the nemesis starts it again when the errors end. */
+            C.ioerr_down[i] = 1;
+            pthread_mutex_unlock(&C.smu);
+            nemesis_note("%s could not open under injected I/O errors (exit status 1); it "
+                         "starts again when they end",
+                         C.names[i]);
+            pthread_mutex_lock(&C.smu);
+            continue;
+        }
         if (WIFSIGNALED(st))
             violation("server-exit", "%s exited on its own: signal %d (log %s/%s.log)", C.names[i],
                       WTERMSIG(st), C.base, C.names[i]);

@@ -1,7 +1,9 @@
 /*
  * test_powervfs.c — the test-only power-loss vfs (powervfs.c): after a power cut every file
  * holds exactly what its last completed sync covered, except a torn prefix of its newest
- * write; renames and removes stay done; a file the cut finds clean is untouched.
+ * write; renames and removes stay done; a file the cut finds clean is untouched. Injected I/O
+ * errors (the control file's `eio`, `enospc`, `sync`) fail the calls they name, change nothing
+ * on the disk, and a failed sync covers nothing.
  */
 #include <check.h>
 #include <stdio.h>
@@ -12,15 +14,27 @@
 #include "powervfs.h"
 
 static jr_vfs *v;
-static char dir[64];
+static char dir[64], ioerr_file[128];
 
 static void setup(void)
 {
     if (v) return;
-    setenv("JETRAFT_TEST_POWERLOSS", "7", 1);
-    v = powervfs_open(uv_default_loop(), "test");
     snprintf(dir, sizeof dir, "/tmp/jetraft-powervfs-XXXXXX");
     if (!mkdtemp(dir)) abort();
+    snprintf(ioerr_file, sizeof ioerr_file, "%s/ioerr", dir);
+    setenv("JETRAFT_TEST_POWERLOSS", "7", 1);
+    setenv("JETRAFT_TEST_IOERR_FILE", ioerr_file, 1);
+    v = powervfs_open(uv_default_loop(), "test");
+}
+
+/* Writes the control file's word and has the vfs read it. */
+static void set_ioerr(const char *word, int mode)
+{
+    FILE *f = fopen(ioerr_file, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%s\n", word);
+    fclose(f);
+    ck_assert_int_eq(powervfs_poll_ioerr(v), mode);
 }
 
 static void path_of(char *out, size_t cap, const char *name)
@@ -169,6 +183,86 @@ START_TEST(a_removed_file_stays_removed)
 }
 END_TEST
 
+START_TEST(eio_fails_every_change_and_leaves_the_disk_as_it_was)
+{
+    setup();
+    char p[128], q[128];
+    path_of(p, sizeof p, "g");
+    path_of(q, sizeof q, "g2");
+    jr_file *f = open_file("g", JR_O_CREATE);
+    put(f, 0, 'G', 100);
+    ck_assert_int_eq(v->sync(v->ctx, f), 0);
+    set_ioerr("eio", 1);
+    char buf[400];
+    memset(buf, 'X', 50);
+    ck_assert_int_eq(v->pwrite(v->ctx, f, buf, 50, 10), JR_EIO);
+    ck_assert_int_eq(v->pwrite(v->ctx, f, buf, 50, 100), JR_EIO);
+    ck_assert_int_eq(v->truncate(v->ctx, f, 10), JR_EIO);
+    ck_assert_int_eq(v->sync(v->ctx, f), JR_EIO);
+    ck_assert_int_eq(v->rename(v->ctx, p, q), JR_EIO);
+    ck_assert_int_eq(v->remove(v->ctx, p), JR_EIO);
+    jr_file *g = NULL;
+    ck_assert_int_eq(v->open(v->ctx, q, JR_O_CREATE, &g), JR_EIO);
+    size_t n = 0;
+    ck_assert_int_eq(v->pread(v->ctx, f, buf, sizeof buf, 0, &n), 0); /* reads succeed */
+    ck_assert_uint_eq(n, 100);
+    set_ioerr("none", 0);
+    ck_assert_uint_eq(slurp("g", buf, sizeof buf), 100);
+    assert_run(buf, 0, 100, 'G');
+    ck_assert_int_eq(access(q, F_OK), -1);
+    put(f, 100, 'H', 10); /* the fault cleared: calls succeed again */
+    ck_assert_int_eq(v->sync(v->ctx, f), 0);
+    ck_assert_uint_eq(slurp("g", buf, sizeof buf), 110);
+    v->close(v->ctx, f);
+}
+END_TEST
+
+START_TEST(enospc_fails_only_what_grows_a_file)
+{
+    setup();
+    jr_file *f = open_file("h", JR_O_CREATE);
+    put(f, 0, 'A', 100);
+    ck_assert_int_eq(v->sync(v->ctx, f), 0);
+    set_ioerr("enospc", 2);
+    char buf[400];
+    memset(buf, 'B', 50);
+    ck_assert_int_eq(v->pwrite(v->ctx, f, buf, 50, 80), JR_ENOSPC); /* past the end */
+    ck_assert_int_eq(v->truncate(v->ctx, f, 200), JR_ENOSPC);
+    ck_assert_int_eq(v->pwrite(v->ctx, f, buf, 50, 10), 0); /* in place */
+    ck_assert_int_eq(v->truncate(v->ctx, f, 90), 0);
+    ck_assert_int_eq(v->sync(v->ctx, f), 0);
+    set_ioerr("none", 0);
+    ck_assert_uint_eq(slurp("h", buf, sizeof buf), 90);
+    assert_run(buf, 0, 10, 'A');
+    assert_run(buf, 10, 60, 'B');
+    assert_run(buf, 60, 90, 'A');
+    v->close(v->ctx, f);
+}
+END_TEST
+
+START_TEST(a_failed_sync_covers_nothing)
+{
+    setup();
+    jr_file *f = open_file("i", JR_O_CREATE);
+    put(f, 0, 'S', 100);
+    ck_assert_int_eq(v->sync(v->ctx, f), 0);
+    set_ioerr("sync", 3);
+    put(f, 0, 'W', 100);
+    put(f, 100, 'W', 100);
+    ck_assert_int_eq(v->sync(v->ctx, f), JR_EIO);
+    set_ioerr("unknown-word", 0);
+    /* The writes its failed sync was for are lost at a power cut (no torn prefix: the newest
+     * write keeps at most a prefix of 'W's past the synced 100 bytes). */
+    ck_assert_int_eq(powervfs_roll_back(v), 1);
+    char buf[400];
+    size_t n = slurp("i", buf, sizeof buf);
+    ck_assert_uint_ge(n, 100);
+    ck_assert_uint_lt(n, 200);
+    assert_run(buf, 0, 100, 'S');
+    v->close(v->ctx, f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("powervfs");
@@ -179,6 +273,9 @@ int main(void)
     tcase_add_test(tc, open_truncate_of_a_synced_file_is_undone);
     tcase_add_test(tc, a_rename_is_durable_and_carries_unsynced_state);
     tcase_add_test(tc, a_removed_file_stays_removed);
+    tcase_add_test(tc, eio_fails_every_change_and_leaves_the_disk_as_it_was);
+    tcase_add_test(tc, enospc_fails_only_what_grows_a_file);
+    tcase_add_test(tc, a_failed_sync_covers_nothing);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK); /* one vfs for the process: the cases share it */
