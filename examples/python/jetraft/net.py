@@ -30,6 +30,8 @@ The rules are jetraft-server's (peer.c, session_link.c):
   frame is dropped and counted (Raft retransmits what matters). No link to the peer: dropped.
 
 Everything runs on the loop's thread; frames received are fed to Node.recv from the read path.
+A jetraft-server also sends its core NATS routing frames (those starting with b"JN") on the
+link; this host routes no client messages, so it counts and skips them.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ BACKOFF_MAX_MS = 2000
 MAX_PENDING_ACCEPTS = 64
 READ_SIZE = 256 << 10
 PLAIN_MAGIC = b"jetraft-hello/1\n"
+ROUTE_MAGIC = b"JN"  # jetraft-server's route frames (examples/server/README.md, "Routing")
 
 
 class LinkRefused(Exception):
@@ -208,6 +211,7 @@ class PeerStats:
     frames_dropped: int = 0
     frames_received: int = 0
     frames_rejected: int = 0
+    route_frames_ignored: int = 0
     connects: int = 0
 
 
@@ -454,6 +458,9 @@ class PeerHost(AsyncioHost):
                 for f in frames:
                     if p.conn is not c:  # replaced meanwhile
                         break
+                    if f[:2] == ROUTE_MAGIC:  # a server's core NATS routing: not for the node
+                        p.stats.route_frames_ignored += 1
+                        continue
                     p.stats.frames_received += 1
                     try:
                         self.deliver(p.name, f)

@@ -18,6 +18,7 @@ tests and operators on the same host): one JSON object per line in, one per line
   -> {"stream": "ORDERS", "seq": 7, "duplicate": false}
   {"op": "stream_info", "stream": "ORDERS"} -> {"msgs": ..., "leader": ..., "replicas": [...]}
   {"op": "msg_get", "stream": "ORDERS", "seq": 7} -> {"seq": 7, "subject": ..., "data_b64": ...}
+  {"op": "links"} -> {"connected": [...], "frames_rejected": N, "route_frames_ignored": N}
 and errors as {"error": "...", "code": -N, "name": "ENOTFOUND"}. Data is text (UTF-8) or, with
 "data_b64", base64. See CONTROL_OPS for the operations.
 
@@ -292,7 +293,10 @@ async def _control_conn(node: Node, host: PeerHost, reader: asyncio.StreamReader
             try:
                 req = json.loads(line)
                 if req.get("op") == "links":
-                    out: dict[str, Any] = {"connected": host.connected()}
+                    st = host.stats()
+                    out: dict[str, Any] = {"connected": host.connected(),
+                                           "frames_rejected": st.frames_rejected,
+                                           "route_frames_ignored": st.route_frames_ignored}
                 else:
                     out = await CONTROL_OPS[req["op"]](node, req)
             except JetraftError as e:

@@ -431,6 +431,9 @@ class MixedClusterTest(unittest.TestCase):
         for n in self.python:
             py = self.retry(n, "stream info on a Python server", py_view)
             self.assertEqual((py["msgs"], py["last_seq"]), (len(self.acked), max(seqs)))
+            # the servers' route frames are skipped, not fed to the node and rejected
+            links = self.retry(n, "links", lambda c: c.call("links"))
+            self.assertEqual(links["frames_rejected"], 0, f"{n}'s rejected frames")
 
         # SIGTERM: each process closes its node and links and exits 0
         for n in NAMES:
