@@ -3,9 +3,9 @@
 # I/O-error file (JETRAFT_TEST_IOERR_FILE, powervfs.h); an R3 stream takes publishes; the stream
 # leader's fsyncs then fail (`sync`). Publishes fail or move to another leader, never an ack
 # for a message that is then missing; the failed server says so once, /healthz reports it
-# unhealthy; once the errors stop it reopens its node from disk without any restart (same
-# process), its replica catches up (stream info lists it current) and every acknowledged
-# message reads back.
+# unhealthy and requests through it get 503 at once; once the errors stop it reopens its node
+# from disk without any restart (same process), its replica catches up (stream info lists it
+# current) and every acknowledged message reads back.
 #
 #   walfail_test.sh PATH/TO/jetraft PATH/TO/jetraft-server
 set -euo pipefail
@@ -77,6 +77,13 @@ for _ in $(seq 20); do
 done
 [ $unhealthy -eq 1 ] || fail "$leader's /healthz did not report the failure: $(healthz $li)"
 step "$leader logged the failure once and /healthz reports it: $(healthz $li)"
+# still failing, the node is closed: requests to that server get JetStream's 503 at once
+L=("$cli" -s "nats://127.0.0.1:$((p1 + li))" --timeout 2s)
+out=$("${L[@]}" stream info WF 2>&1) && fail "stream info through $leader succeeded in the gap: $out"
+grep -q "temporarily unavailable" <<<"$out" || fail "stream info through $leader in the gap: $out"
+out=$("${L[@]}" pub wf.x gap 2>&1) && fail "a publish through $leader was acknowledged in the gap: $out"
+grep -q "temporarily unavailable" <<<"$out" || fail "a publish through $leader in the gap: $out"
+step "through $leader meanwhile: $(head -n 1 <<<"$out")"
 
 pid=$(cat "$JR_CLUSTER_DIR/$leader/pid")
 echo none >"$JR_CLUSTER_DIR/$leader/ioerr"
