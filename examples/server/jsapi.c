@@ -221,6 +221,18 @@ void jsapi_request(server *s, const char *subject, const char *reply, const void
     (void)hdr_len;
     s->stats.js_api_requests++;
     const char *api = subject + strlen("$JS.API.");
+    if (!s->node && !strncmp(api, "CONSUMER.MSG.NEXT.", 18)) {
+        /* A pull request's answers are messages: the 503 status is the one clients read. */
+        if (reply && *reply) jsapi_no_responders(s, reply);
+        return;
+    }
+    if (!s->node) { /* a failed node is being reopened (server.h): 503, as nats-server says */
+        int code, err_code;
+        char desc[100];
+        js_map_error(JR_ECLOSED, NULL, 'n', &code, &err_code, desc, sizeof desc);
+        jsr_send_error(s, reply, "error_response", code, err_code, desc);
+        return;
+    }
     if (!strcmp(api, "INFO")) {
         req *r = jsr_new(s, reply, 'n', "account_info_response", NULL);
         if (r && jr_stream_names(s->node, NULL, 0, on_account_names, r) != 0) {

@@ -121,8 +121,11 @@ void jsapi_publish(server *s, const char *subject, const char *reply, const void
     p->nr = nr;
     memcpy(p->reply, reply ? reply : "", rl + 1);
     s->stats.js_publishes++;
-    int rc =
-        jr_publish(s->node, subject, hdr_len ? hdr : NULL, hdr_len, data, len, NULL, on_ack, p);
+    /* While a failed node is reopened (server.h) no stream can be asked whether it takes the
+     * subject: a publish nobody else received gets 503 when the client wants an answer. */
+    int rc = !s->node ? (nr ? JR_ECLOSED : JR_ENOSTREAM)
+                      : jr_publish(s->node, subject, hdr_len ? hdr : NULL, hdr_len, data, len, NULL,
+                                   on_ack, p);
     if (rc) {
         jr_pub_ack ack = {sizeof ack, "", 0, 0, jr_strerror(rc)};
         on_ack(p, rc, &ack);

@@ -7,9 +7,14 @@
  * servers over the same peer links (route.c). SIGTERM or SIGINT closes the node (which flushes
  * what is pending), the links and the clients, and exits 0; after SIGKILL a restart with the
  * same wal_dir recovers everything acknowledged (JR_SYNC_ALWAYS: no ack before its fsync).
+ * When the node's WAL fails (an fsync or write error: the library then stores nothing until the
+ * node is reopened), the server closes the node and reopens it from disk by itself, after a
+ * jittered backoff that grows to a bound and while the open keeps failing; clients and peer
+ * links stay connected meanwhile and JetStream requests get 503 (server_node_failed).
  *
  * Usage: jetraft-server -c CONFIG.json, or one of the key tool modes (keytool.h).
  */
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -76,24 +81,138 @@ static void host_log(void *ctx, int level, const char *msg)
     server *s = ctx;
     static const char *const names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
     if (level > JR_LOG_INFO) return;
+    /* A reopen retried while the disk still fails: the first attempt said why. */
+    if (s->quiet_open && level == JR_LOG_ERROR) return;
     fprintf(stderr, "[%s] %s %s\n", s->cfg.name, names[level & 3], msg);
+}
+
+/* Ticks the node; an error other than JR_ENOMEM (which the next tick retries) is the WAL's
+ * end. */
+static void tick_node(server *s)
+{
+    int rc = jr_node_tick(s->node);
+    if (rc && rc != JR_ENOMEM) server_node_failed(s, rc);
 }
 
 void server_kick(server *s)
 {
-    if (s->closing || !s->node) return;
-    if (uv_hrtime() >= jr_node_deadline(s->node)) jr_node_tick(s->node);
-    arm_at(s, jr_node_deadline(s->node));
+    if (s->closing || !s->node || s->wal_failed) return;
+    if (uv_hrtime() >= jr_node_deadline(s->node)) tick_node(s);
+    if (!s->wal_failed) arm_at(s, jr_node_deadline(s->node));
 }
 
 static void on_tick(uv_timer_t *t)
 {
     server *s = t->data;
     s->armed = UINT64_MAX;
-    if (s->closing) return;
-    int rc = jr_node_tick(s->node);
-    if (rc == JR_EIO) fprintf(stderr, "[%s] node: %s\n", s->cfg.name, jr_node_errmsg(s->node));
-    arm_at(s, jr_node_deadline(s->node));
+    if (s->closing || !s->node || s->wal_failed) return;
+    tick_node(s);
+    if (!s->wal_failed) arm_at(s, jr_node_deadline(s->node));
+}
+
+/* ---- a failed WAL: close the node, reopen it from disk ------------------------------------- */
+
+#define REOPEN_FIRST_MS 200u
+#define REOPEN_MAX_MS 5000u
+/* A reopened node that fails again within this is the same episode (a disk still failing):
+ * the backoff keeps growing and nothing more is logged until the episode ends. */
+#define REOPEN_STEADY_MS 10000u
+
+static void on_reopen(uv_timer_t *t);
+
+/* The next open after a wait drawn from [d/2, d] (servers that failed together do not retry
+ * in step); d doubles up to REOPEN_MAX_MS. */
+static void reopen_later(server *s)
+{
+    uint32_t d = s->reopen_backoff_ms;
+    uint32_t wait = d / 2 + randombytes_uniform(d / 2 + 1);
+    s->reopen_backoff_ms = d >= REOPEN_MAX_MS / 2 ? REOPEN_MAX_MS : 2 * d;
+    uv_timer_start(&s->reopen, on_reopen, wait, 0);
+}
+
+static double episode_s(const server *s)
+{
+    return (double)(uv_hrtime() - s->failed_ns) / 1e9;
+}
+
+void server_node_failed(server *s, int rc)
+{
+    if (s->closing || !s->node || s->wal_failed) return;
+    s->wal_failed = 1;
+    s->stats.wal_failures++;
+    s->episode_failures++;
+    if (!s->episode) {
+        s->episode = 1;
+        s->episode_failures = 1;
+        s->episode_reopened = 0;
+        s->failed_ns = uv_hrtime();
+        s->reopen_attempts = 0;
+        s->reopen_backoff_ms = REOPEN_FIRST_MS;
+        fprintf(stderr,
+                "[%s] node: the WAL failed (%s: %s): nothing more is stored; closing the node "
+                "and reopening it from disk\n",
+                s->cfg.name, jr_strerror(rc), jr_node_errmsg(s->node));
+    }
+    /* No more ticks: each would only repeat the failure. The close waits for the next loop
+     * turn, since this may run inside a node call (a callback's kick), where jr_node_close
+     * would only be deferred. */
+    uv_timer_stop(&s->tick);
+    s->armed = UINT64_MAX;
+    uv_timer_start(&s->reopen, on_reopen, 0, 0);
+}
+
+/* REOPEN_STEADY_MS after a reopen with no failure since: the episode is over. */
+static void on_steady(uv_timer_t *t)
+{
+    server *s = t->data;
+    if (s->closing || s->wal_failed || !s->episode) return;
+    fprintf(stderr,
+            "[%s] node: steady again: the WAL failed %" PRIu64 " time%s, %" PRIu64
+            " open%s tried, over %.1f s\n",
+            s->cfg.name, s->episode_failures, s->episode_failures == 1 ? "" : "s",
+            s->reopen_attempts, s->reopen_attempts == 1 ? "" : "s",
+            episode_s(s) - REOPEN_STEADY_MS / 1e3);
+    s->episode = 0;
+}
+
+static void on_reopen(uv_timer_t *t)
+{
+    server *s = t->data;
+    if (s->closing || !s->wal_failed) return;
+    if (s->node) {
+        /* Every pending request completes inside the close with JR_ECLOSED, which the clients
+         * get as 503 (never an ack: nothing it covers was made durable). The node stays in
+         * s->node during the close, as at shutdown: a callback's further call gets JR_ECLOSED. */
+        jr_node_close(s->node);
+        s->node = NULL;
+        uv_timer_stop(&s->tick);
+        s->armed = UINT64_MAX;
+        reopen_later(s);
+        return;
+    }
+    s->reopen_attempts++;
+    jr_node *n = NULL;
+    s->quiet_open = s->reopen_attempts > 1;
+    int rc = jr_node_open(&s->nc, &n);
+    s->quiet_open = 0;
+    if (rc) {
+        if (s->reopen_attempts == 1) /* once per episode: on_steady counts them */
+            fprintf(stderr, "[%s] node: cannot reopen it: %s; retrying with backoff\n", s->cfg.name,
+                    s->errbuf);
+        reopen_later(s);
+        return;
+    }
+    s->node = n;
+    s->wal_failed = 0;
+    s->stats.node_reopens++;
+    if (!s->episode_reopened) /* once per episode: on_steady counts the rest */
+        fprintf(stderr,
+                "[%s] node: reopened from disk %.1f s after its WAL failed (%" PRIu64
+                " open%s tried)\n",
+                s->cfg.name, episode_s(s), s->reopen_attempts, s->reopen_attempts == 1 ? "" : "s");
+    s->episode_reopened = 1;
+    uv_timer_start(&s->reopen, on_steady, REOPEN_STEADY_MS, 0);
+    server_kick(s);
 }
 
 void server_deliver(server *s, const char *subject, const void *hdr, size_t hdr_len,
@@ -111,6 +230,8 @@ static void shutdown_server(server *s)
     jr_node_close(s->node);
     s->node = NULL;
     s->closing = 1;
+    uv_timer_stop(&s->reopen);
+    uv_close((uv_handle_t *)&s->reopen, NULL);
     monitor_stop(s);
     clients_stop(s);
     peers_stop(s);
@@ -216,15 +337,18 @@ int main(int argc, char **argv)
     nc.streams = 1;
     nc.request_timeout_ms = s->cfg.request_timeout_ms;
     nc.max_payload = s->cfg.max_payload;
-    nc.errbuf = err;
-    nc.errbuf_len = sizeof err;
+    nc.errbuf = s->errbuf;
+    nc.errbuf_len = sizeof s->errbuf;
+    s->nc = nc; /* a reopen after a WAL failure opens the node the same way */
 
     /* Handles the node may use (the timer through arm, peers through send) exist before it. */
     uv_timer_init(s->loop, &s->tick);
     s->tick.data = s;
-    int rc = jr_node_open(&nc, &s->node);
+    uv_timer_init(s->loop, &s->reopen);
+    s->reopen.data = s;
+    int rc = jr_node_open(&s->nc, &s->node);
     if (rc) {
-        fprintf(stderr, "jetraft-server: %s\n", err);
+        fprintf(stderr, "jetraft-server: %s\n", s->errbuf);
         return 1;
     }
     if ((rc = route_start(s)) != 0) {

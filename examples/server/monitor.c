@@ -155,15 +155,35 @@ static void on_names(void *arg, int status, const char *msg, const jr_names *pag
     }
 }
 
+/* While a failed node is closed and not yet reopened (server.h), there is no node to ask: the
+ * view keeps the last round's node counters and says why it is unhealthy. */
+static void gap_health(snap *n, const server *s)
+{
+    n->have_health = 1;
+    n->healthy = 0;
+    n->meta_current = 0;
+    snprintf(n->meta_text, sizeof n->meta_text,
+             "JetStream's WAL failed: the node is being reopened from disk (%" PRIu64
+             " attempts so far)",
+             s->reopen_attempts);
+    n->nunwell = 0;
+    n->nchecks = 0;
+    n->have_meta = 0;
+}
+
 /* Once a second: publish the last round's view if it is complete, then start the next one. */
 static void on_timer(uv_timer_t *t)
 {
     monitor *m = t->data;
     server *s = m->s;
-    if (!s->node || m->pending > 0) return;
+    if (s->closing || m->pending > 0) return;
     snap *n = m->next;
-    n->node.size = sizeof n->node;
-    jr_node_stats_get(s->node, &n->node);
+    if (s->node) {
+        n->node.size = sizeof n->node;
+        jr_node_stats_get(s->node, &n->node);
+    } else {
+        gap_health(n, s);
+    }
     n->host = s->stats;
     n->clients = clients_count(s);
     n->peers_up = peers_connected(s);
@@ -174,6 +194,7 @@ static void on_timer(uv_timer_t *t)
     m->cur = n;
     pthread_mutex_unlock(&m->mu);
     memcpy(m->next, n, sizeof *n); /* a failed request leaves the previous values */
+    if (!s->node) return;
     if (jr_meta_info_get(s->node, on_meta, m) == 0) m->pending++;
     if (jr_node_health(s->node, on_health, m) == 0) m->pending++;
     if (jr_stream_names(s->node, NULL, 0, on_names, m) == 0) m->pending++;
@@ -241,6 +262,10 @@ static char *render_metrics(const snap *c, const char *name)
       "counter", c->host.route_msgs_dropped);
     M("route_frames_rejected_total", "Route frames rejected (malformed, interest past its bound).",
       "counter", c->host.route_frames_rejected);
+    M("wal_failures_total", "Times the node's WAL failed (each: a close and a reopen).", "counter",
+      c->host.wal_failures);
+    M("node_reopens_total", "Reopens of the node from disk after its WAL failed.", "counter",
+      c->host.node_reopens);
     M("meta_leader", "1 if this server is the meta leader.", "gauge",
       c->have_meta && !strcmp(c->meta_leader, name));
     M("streams", "Streams in the meta state.", "gauge", c->streams);

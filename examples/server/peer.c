@@ -352,6 +352,17 @@ static int establish(plink *l)
     return 0;
 }
 
+/* Feeds a frame to the node. The flush inside may find the WAL failed (JR_EIO, JR_ENOSPC):
+ * that is the node's failure, not the frame's. */
+static void node_recv(server *s, const char *from, const uint8_t *f, size_t len)
+{
+    int rc = jr_node_recv(s->node, from, f, len);
+    if (rc == JR_EIO || rc == JR_ENOSPC)
+        server_node_failed(s, rc);
+    else if (rc)
+        s->stats.peer_frames_rejected++;
+}
+
 static int on_frame(void *arg, const uint8_t *f, size_t len)
 {
     plink *l = arg;
@@ -359,8 +370,8 @@ static int on_frame(void *arg, const uint8_t *f, size_t len)
     if (!l->established && establish(l)) return -1;
     if (rw_is_route(f, len))
         route_recv(s, (size_t)(l->p - s->peers->v), f, len);
-    else if (jr_node_recv(s->node, l->p->name, f, len) != 0)
-        s->stats.peer_frames_rejected++;
+    else if (s->node && !s->wal_failed) /* a failed node is being reopened: Raft retransmits */
+        node_recv(s, l->p->name, f, len);
     return 0;
 }
 

@@ -41,15 +41,34 @@ typedef struct srv_stats {
     uint64_t route_msgs_in;         /* MSG route frames received and delivered here */
     uint64_t route_msgs_dropped;    /* not sent: the peer's send queue past half its bound */
     uint64_t route_frames_rejected; /* malformed route frames, interest past the bound */
+    uint64_t wal_failures;          /* the node's WAL failed (each time: a close and a reopen) */
+    uint64_t node_reopens;          /* the node reopened from disk after its WAL failed */
 } srv_stats;
 
 typedef struct server {
     uv_loop_t *loop;
     srv_config cfg;
-    jr_node *node;
+    jr_node *node; /* NULL while a failed node is closed and not yet reopened */
     jr_host host;
-    uv_timer_t tick; /* fires at jr_node_deadline */
-    uint64_t armed;  /* deadline the timer is set for (UINT64_MAX: none) */
+    jr_node_config nc; /* how the node is opened, kept for its reopen */
+    char errbuf[600];  /* nc.errbuf */
+    /* Recovery from a failed WAL (main.c): the node is closed on the loop turn after the
+     * failure shows (outside every node call, as jr_node_close needs), then reopened from disk
+     * after a jittered backoff that doubles up to a bound, retried while the open fails. While
+     * wal_failed is set nothing ticks the node; while node is NULL JetStream requests get 503
+     * (jsapi.c, jspub.c). An episode runs from a failure until the reopened node has run a
+     * while without one: its log lines are said once each, with counts. */
+    uv_timer_t reopen;          /* the close, each open attempt, then the episode's end */
+    int wal_failed;             /* from a failure until a reopen succeeds */
+    int episode;                /* an episode runs */
+    int episode_reopened;       /* its first reopen was logged */
+    int quiet_open;             /* a retried open runs: its errors are not logged again */
+    uint32_t reopen_backoff_ms; /* the next attempt's bound before jitter */
+    uint64_t reopen_attempts;   /* opens tried in this episode */
+    uint64_t episode_failures;  /* failures in this episode */
+    uint64_t failed_ns;         /* uv_hrtime() of the episode's first failure */
+    uv_timer_t tick;            /* fires at jr_node_deadline */
+    uint64_t armed;             /* deadline the timer is set for (UINT64_MAX: none) */
     uv_signal_t sigterm, sigint;
     peers *peers;
     clients *clients;
@@ -66,6 +85,11 @@ typedef struct server {
 /* Calls jr_node_tick when the node's deadline passed and arms the timer for the next one; the
  * host calls it after every jr_node_recv and API call too (cheap when nothing is due). */
 void server_kick(server *s);
+
+/* Called with what jr_node_tick or jr_node_recv returned when the node's WAL failed
+ * (JR_EIO, JR_ENOSPC): logs it once, closes the node at the next loop turn and reopens it from
+ * disk (see `reopen` above). Repeated calls in one episode do nothing. */
+void server_node_failed(server *s, int rc);
 
 /* Delivers a message published by the server itself (an API reply, a PubAck, a 503 status) to
  * the local subscribers of subject. hdr may be NULL. */
