@@ -530,13 +530,19 @@ struct jr__js {
     uint64_t catchup_chunks;     /* chunks received by catching-up replicas */
     uint64_t catchup_bytes;      /* their uncompressed bytes */
     /* meta_members.c: servers joining and leaving */
-    uint8_t join;         /* jr_node_config.join: this server asks to be let in */
-    uint8_t removed;      /* this server was removed from the cluster: it takes no part */
-    uint64_t join_next;   /* joining: when the next join request goes out */
-    size_t join_seed;     /* joining: the seed asked next (round robin) */
-    uint64_t join_rpc;    /* joining: the request in flight (0: none) */
-    uint64_t mm_serial;   /* meta leader: the membership change in flight (0: none) */
-    uint64_t mm_proposed; /* meta leader: index of the last SERVER_JOIN/REMOVE it proposed */
+    uint8_t join;          /* jr_node_config.join: this server asks to be let in */
+    uint8_t removed;       /* this server was removed from the cluster: it takes no part */
+    uint8_t leaving;       /* removed, handing the leadership of its groups over before it
+                              stops (jr__mm_leave) ... */
+    uint8_t leave_started; /* ... the transfers asked for */
+    uint8_t mark_pending;  /* removed servers the peer table does not refuse yet: they are
+                              still in the meta group's configuration (jr__mm_sync_peers) */
+    uint64_t leave_until;  /* leaving: it stops then at the latest */
+    uint64_t join_next;    /* joining: when the next join request goes out */
+    size_t join_seed;      /* joining: the seed asked next (round robin) */
+    uint64_t join_rpc;     /* joining: the request in flight (0: none) */
+    uint64_t mm_serial;    /* meta leader: the membership change in flight (0: none) */
+    uint64_t mm_proposed;  /* meta leader: index of the last SERVER_JOIN/REMOVE it proposed */
     /* meta_drain.c: the meta leader's moves off leaving servers */
     uint8_t drain_dirty; /* look at every stream at the next tick */
     uint64_t drain_next; /* also look then (something could not be placed; 0: no) */
@@ -732,6 +738,12 @@ void jr__mm_join_request(jr__js *js, const char *from, uint64_t rpc_id, const ui
 void jr__mm_removed_request(jr__js *js, jr__id from, uint64_t rpc_id, const uint8_t *p, size_t len);
 /* Stops this server for good: it was removed from the cluster (why: how it learned it). */
 void jr__mm_stop(jr__js *js, const char *why);
+/* This server applied its own removal: it first hands the leadership of every group it leads
+ * (the meta group, stream and consumer replicas) to a caught-up voter, so none of them waits
+ * an election timeout for a leader, then stops (jr__mm_stop) once no transfer is under way,
+ * or after two election timeouts. Its peers accept its frames meanwhile: they refuse a removed
+ * server only once their meta configuration no longer lists it (jr__mm_sync_peers). */
+void jr__mm_leave(jr__js *js);
 /* Opening the meta group: 1 if this server must join it (no meta group on disk, join mode). */
 int jr__mm_joining(jr__js *js);
 

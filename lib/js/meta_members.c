@@ -41,6 +41,30 @@ void jr__mm_stop(jr__js *js, const char *why)
     jr__node_set_removed(n);
 }
 
+static int in_conf(jr__js *js, jr__id id);
+
+/* The removed servers other than this one: marked removed in the peer table (their frames
+ * refused from now on) once the meta group's configuration no longer lists them. Until then a
+ * removed server may still be handing over its leaderships (jr__mm_leave), which needs its
+ * frames taken; the meta leader's duty takes it out of the configuration next. */
+static void mark_removed(jr__js *js)
+{
+    jr_node *n = js->n;
+    const jr__meta_state *st = &js->st;
+    js->mark_pending = 0;
+    for (size_t i = 0; i < st->nremoved; i++) {
+        const char *name = st->removed[i];
+        if (strcmp(name, js->name) == 0) continue;
+        jr__peer *p = jr__peer_find_name(n, name);
+        if (p && jr__peer_removed(p)) continue;
+        if (p && in_conf(js, jr__peer_get_id(p))) {
+            js->mark_pending = 1; /* jr__mm_tick looks again */
+            continue;
+        }
+        jr__node_peer_set_removed(n, name);
+    }
+}
+
 void jr__mm_sync_peers(jr__js *js)
 {
     jr_node *n = js->n;
@@ -53,13 +77,71 @@ void jr__mm_sync_peers(jr__js *js)
             jr__node_log(n, JR_LOG_WARN, "peer table: server '%s' not added: %s", name,
                          jr_strerror(rc));
     }
-    for (size_t i = 0; i < st->nremoved; i++) {
-        const char *name = st->removed[i];
-        if (strcmp(name, js->name) == 0)
-            jr__mm_stop(js, "the meta group's log says so");
-        else
-            jr__node_peer_set_removed(n, name);
+    mark_removed(js);
+    if (jr__meta_server_removed(st, js->name)) jr__mm_leave(js);
+}
+
+/* Leaving ----------------------------------------------------------------------------------*/
+
+/* 1 if this replica of g leads it and hands its leadership over. */
+static int handing_over(const jr_group *g)
+{
+    const jr__raft *r = g ? jr__group_consensus(g) : NULL;
+    return r && jr__raft_role(r) == JR_LEADER && jr__raft_transferring(r);
+}
+
+/* Starts the transfer of g's leadership, if this replica leads it, to a caught-up voter (the
+ * core's choice); none (an R1 stream, followers behind): it is left to an election. */
+static void hand_over(jr__js *js, jr_group *g, const char *what)
+{
+    const jr__raft *r = g ? jr__group_consensus(g) : NULL;
+    if (!r || jr__raft_role(r) != JR_LEADER || jr__raft_transferring(r)) return;
+    if (jr_group_transfer(g, NULL, NULL, NULL) == 0)
+        jr__node_log(js->n, JR_LOG_INFO, "removed: hands the leadership of %s over", what);
+}
+
+/* 1 while one of this server's groups hands its leadership over. */
+static int leave_busy(jr__js *js)
+{
+    if (handing_over(js->meta)) return 1;
+    for (jr__srep *r = js->rep_list; r; r = r->next)
+        if (handing_over(r->g)) return 1;
+    for (jr__crep *r = js->crep_list; r; r = r->next)
+        if (handing_over(r->g)) return 1;
+    return 0;
+}
+
+void jr__mm_leave(jr__js *js)
+{
+    if (js->removed || js->closing || js->leaving) return;
+    js->leaving = 1;
+    js->leave_until = jr__deadline(jr__node_now(js->n), 2 * js->election_ns);
+    jr__js_timer_arm(js, &js->meta_timer, jr__node_now(js->n)); /* leave_step, outside apply */
+}
+
+/* The meta timer while leaving: the handovers start at the first visit (consumers and streams
+ * first: the meta group's next leader removes this server from the configuration, after which
+ * its peers refuse its frames), and it stops once none is under way. */
+static void leave_step(jr__js *js)
+{
+    if (!js->leave_started) {
+        js->leave_started = 1;
+        char what[96];
+        for (jr__crep *r = js->crep_list; r; r = r->next) {
+            snprintf(what, sizeof what, "consumer '%s' > '%s'", r->stream, r->name);
+            hand_over(js, r->g, what);
+        }
+        for (jr__srep *r = js->rep_list; r; r = r->next) {
+            snprintf(what, sizeof what, "stream '%s'", r->name);
+            hand_over(js, r->g, what);
+        }
+        hand_over(js, js->meta, "the meta group");
     }
+    if (!leave_busy(js) || jr__node_now(js->n) >= js->leave_until) {
+        jr__mm_stop(js, "the meta group's log says so");
+        return;
+    }
+    jr__js_timer_arm(js, &js->meta_timer, jr__deadline(jr__node_now(js->n), js->heartbeat_ns));
 }
 
 void jr__mm_learn_pending(jr__js *js)
@@ -612,6 +694,11 @@ void jr__mm_handle(jr__js *js, const jr__route *rt, const jr__meta_op *op, const
 void jr__mm_tick(jr__js *js)
 {
     if (js->removed || js->closing) return;
+    if (js->mark_pending) mark_removed(js);
+    if (js->leaving) {
+        leave_step(js); /* it takes no new part: only its handovers finish */
+        return;
+    }
     join_tick(js);
     duty(js);
     answer_removals(js);

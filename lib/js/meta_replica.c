@@ -1009,7 +1009,7 @@ static void meta_tick(jr__js *js, jr__jtimer *t)
         jr__mnode_converge(js);
     release_held(js);
     jr__mm_tick(js); /* joining, and the meta leader's membership duty (meta_members.c) */
-    if (js->removed) return;
+    if (js->removed || js->leaving) return; /* leaving: jr__mm_tick armed the timer */
     jr__drain_tick(js); /* the meta leader's moves off leaving servers (meta_drain.c) */
     jr__js_timer_arm(js, &js->meta_timer, jr__deadline(jr__node_now(n), js->election_ns / 2));
 }
