@@ -530,19 +530,21 @@ struct jr__js {
     uint64_t catchup_chunks;     /* chunks received by catching-up replicas */
     uint64_t catchup_bytes;      /* their uncompressed bytes */
     /* meta_members.c: servers joining and leaving */
-    uint8_t join;          /* jr_node_config.join: this server asks to be let in */
-    uint8_t removed;       /* this server was removed from the cluster: it takes no part */
-    uint8_t leaving;       /* removed, handing the leadership of its groups over before it
-                              stops (jr__mm_leave) ... */
-    uint8_t leave_started; /* ... the transfers asked for */
-    uint8_t mark_pending;  /* removed servers the peer table does not refuse yet: they are
-                              still in the meta group's configuration (jr__mm_sync_peers) */
-    uint64_t leave_until;  /* leaving: it stops then at the latest */
-    uint64_t join_next;    /* joining: when the next join request goes out */
-    size_t join_seed;      /* joining: the seed asked next (round robin) */
-    uint64_t join_rpc;     /* joining: the request in flight (0: none) */
-    uint64_t mm_serial;    /* meta leader: the membership change in flight (0: none) */
-    uint64_t mm_proposed;  /* meta leader: index of the last SERVER_JOIN/REMOVE it proposed */
+    uint8_t join;         /* jr_node_config.join: this server asks to be let in */
+    uint8_t removed;      /* this server was removed from the cluster: it takes no part */
+    uint8_t leaving;      /* removed, handing the leadership of its groups over before it
+                             stops (jr__mm_leave) */
+    uint8_t mark_pending; /* removed servers the peer table does not refuse yet: they are
+                             still in the meta group's configuration (jr__mm_sync_peers) */
+    uint64_t leave_until; /* leaving: it stops then at the latest */
+    size_t mm_nremoved;   /* removed servers of the meta state last seen ... */
+    uint64_t mm_grace;    /* ... and until when the newest, if heard from, keeps its place in
+                             the meta configuration (its handovers need it, jr__mm_leave) */
+    uint64_t join_next;   /* joining: when the next join request goes out */
+    size_t join_seed;     /* joining: the seed asked next (round robin) */
+    uint64_t join_rpc;    /* joining: the request in flight (0: none) */
+    uint64_t mm_serial;   /* meta leader: the membership change in flight (0: none) */
+    uint64_t mm_proposed; /* meta leader: index of the last SERVER_JOIN/REMOVE it proposed */
     /* meta_drain.c: the meta leader's moves off leaving servers */
     uint8_t drain_dirty; /* look at every stream at the next tick */
     uint64_t drain_next; /* also look then (something could not be placed; 0: no) */

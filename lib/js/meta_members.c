@@ -77,38 +77,36 @@ void jr__mm_sync_peers(jr__js *js)
             jr__node_log(n, JR_LOG_WARN, "peer table: server '%s' not added: %s", name,
                          jr_strerror(rc));
     }
+    if (st->nremoved > js->mm_nremoved)
+        js->mm_grace = jr__deadline(jr__node_now(n), 2 * js->election_ns);
+    js->mm_nremoved = st->nremoved;
     mark_removed(js);
     if (jr__meta_server_removed(st, js->name)) jr__mm_leave(js);
 }
 
 /* Leaving ----------------------------------------------------------------------------------*/
 
-/* 1 if this replica of g leads it and hands its leadership over. */
-static int handing_over(const jr_group *g)
+/* 1 if this replica of g leads it and another voter could take over. */
+static int leads_shared(jr__js *js, const jr_group *g)
 {
     const jr__raft *r = g ? jr__group_consensus(g) : NULL;
-    return r && jr__raft_role(r) == JR_LEADER && jr__raft_transferring(r);
+    if (!r || jr__raft_role(r) != JR_LEADER) return 0;
+    const jr__conf *c = jr__raft_conf(r);
+    for (uint32_t i = 0; c && i < c->n; i++)
+        if (c->m[i].voter && c->m[i].id != js->self) return 1;
+    return 0;
 }
 
 /* Starts the transfer of g's leadership, if this replica leads it, to a caught-up voter (the
- * core's choice); none (an R1 stream, followers behind): it is left to an election. */
-static void hand_over(jr__js *js, jr_group *g, const char *what)
+ * core's choice). None caught up yet: asked again at the next visit. Returns 1 while this
+ * replica still leads g and another voter could take over. */
+static int hand_over(jr__js *js, jr_group *g, const char *what)
 {
-    const jr__raft *r = g ? jr__group_consensus(g) : NULL;
-    if (!r || jr__raft_role(r) != JR_LEADER || jr__raft_transferring(r)) return;
-    if (jr_group_transfer(g, NULL, NULL, NULL) == 0)
+    if (!leads_shared(js, g)) return 0;
+    if (!jr__raft_transferring(jr__group_consensus(g)) &&
+        jr_group_transfer(g, NULL, NULL, NULL) == 0)
         jr__node_log(js->n, JR_LOG_INFO, "removed: hands the leadership of %s over", what);
-}
-
-/* 1 while one of this server's groups hands its leadership over. */
-static int leave_busy(jr__js *js)
-{
-    if (handing_over(js->meta)) return 1;
-    for (jr__srep *r = js->rep_list; r; r = r->next)
-        if (handing_over(r->g)) return 1;
-    for (jr__crep *r = js->crep_list; r; r = r->next)
-        if (handing_over(r->g)) return 1;
-    return 0;
+    return 1;
 }
 
 void jr__mm_leave(jr__js *js)
@@ -116,28 +114,35 @@ void jr__mm_leave(jr__js *js)
     if (js->removed || js->closing || js->leaving) return;
     js->leaving = 1;
     js->leave_until = jr__deadline(jr__node_now(js->n), 2 * js->election_ns);
+    /* from now on it serves no request (jr__js_entry says JR_EREMOVED): its groups only hand
+     * their leadership over */
+    jr__node_log(js->n, JR_LOG_WARN,
+                 "server '%s' was removed from the cluster: it hands the leadership of its "
+                 "groups over, then stops",
+                 js->name);
+    while (js->reqs)
+        jr__req_finish(js->reqs, JR_EREMOVED, "server '%s' was removed from the cluster", js->name);
     jr__js_timer_arm(js, &js->meta_timer, jr__node_now(js->n)); /* leave_step, outside apply */
 }
 
-/* The meta timer while leaving: the handovers start at the first visit (consumers and streams
- * first: the meta group's next leader removes this server from the configuration, after which
- * its peers refuse its frames), and it stops once none is under way. */
+/* The meta timer while leaving: every group this server leads with other voters is handed
+ * over (consumers and streams first: the meta group's next leader removes this server from the
+ * configuration, after which its peers refuse its frames); it stops once it leads none of
+ * them, or at leave_until. */
 static void leave_step(jr__js *js)
 {
-    if (!js->leave_started) {
-        js->leave_started = 1;
-        char what[96];
-        for (jr__crep *r = js->crep_list; r; r = r->next) {
-            snprintf(what, sizeof what, "consumer '%s' > '%s'", r->stream, r->name);
-            hand_over(js, r->g, what);
-        }
-        for (jr__srep *r = js->rep_list; r; r = r->next) {
-            snprintf(what, sizeof what, "stream '%s'", r->name);
-            hand_over(js, r->g, what);
-        }
-        hand_over(js, js->meta, "the meta group");
+    char what[96];
+    int leads = 0;
+    for (jr__crep *r = js->crep_list; r; r = r->next) {
+        snprintf(what, sizeof what, "consumer '%s' > '%s'", r->stream, r->name);
+        leads |= hand_over(js, r->g, what);
     }
-    if (!leave_busy(js) || jr__node_now(js->n) >= js->leave_until) {
+    for (jr__srep *r = js->rep_list; r; r = r->next) {
+        snprintf(what, sizeof what, "stream '%s'", r->name);
+        leads |= hand_over(js, r->g, what);
+    }
+    leads |= hand_over(js, js->meta, "the meta group");
+    if (!leads || jr__node_now(js->n) >= js->leave_until) {
         jr__mm_stop(js, "the meta group's log says so");
         return;
     }
@@ -295,6 +300,17 @@ static void duty(jr__js *js)
     jr__peer *p = jr__peer_find(n, x.peer);
     if (!p) return;
     const char *name = jr__peer_get_name(p);
+    if (x.step == JR__MEMB_REMOVE && jr__meta_server_removed(&js->st, name) &&
+        jr__node_now(n) < js->mm_grace) {
+        /* a removed server still heard from is left in the configuration for a while: it
+         * learns of its removal from the log and hands its leaderships over first
+         * (jr__mm_leave), which its peers take only while it is a member */
+        for (uint32_t i = 0; i < c->n; i++)
+            if (m[i].id == x.peer && m[i].alive) {
+                jr__js_timer_arm(js, &js->meta_timer, js->mm_grace);
+                return;
+            }
+    }
     int rc;
     const char *what;
     switch (x.step) {
