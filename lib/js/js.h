@@ -720,6 +720,8 @@ void jr__mnode_reply_proposed(jr__js *js, const jr__route *rt, uint64_t index, u
  * — stops (jr__mm_stop): an error in its log, every request failing with JR_EREMOVED, its node
  * taking no further part. */
 #define JR__MM_JOINS 4
+/* A removed server leaves within this many election timeouts (jr__mm_leave). */
+#define JR__MM_LEAVE_ELECTIONS 20
 /* After an applied op (or a restore): the peer table learns every server of the meta state and
  * marks the removed ones; this server stops if it is among them. */
 void jr__mm_sync_peers(jr__js *js);
@@ -740,10 +742,13 @@ void jr__mm_join_request(jr__js *js, const char *from, uint64_t rpc_id, const ui
 void jr__mm_removed_request(jr__js *js, jr__id from, uint64_t rpc_id, const uint8_t *p, size_t len);
 /* Stops this server for good: it was removed from the cluster (why: how it learned it). */
 void jr__mm_stop(jr__js *js, const char *why);
-/* This server applied its own removal: it first hands the leadership of every group it leads
- * (the meta group, stream and consumer replicas) to a caught-up voter, so none of them waits
- * an election timeout for a leader, then stops (jr__mm_stop) once no transfer is under way,
- * or after two election timeouts. Its peers accept its frames meanwhile: they refuse a removed
+/* This server applied its own removal: it serves no request from then on (JR_EREMOVED), hands
+ * the leadership of every group it leads (the meta group, stream and consumer replicas) to a
+ * caught-up voter, so none of them waits an election timeout for a leader, and stays a voter
+ * of each group re-placed without it until that group removed it (an R2 group needs it until
+ * its replacement votes); then it stops (jr__mm_stop), or after JR__MM_LEAVE_ELECTIONS
+ * election timeouts. Its peers accept its frames meanwhile: the meta leader keeps a removed
+ * server that is heard from in the meta configuration for as long, and peers refuse a removed
  * server only once their meta configuration no longer lists it (jr__mm_sync_peers). */
 void jr__mm_leave(jr__js *js);
 /* Opening the meta group: 1 if this server must join it (no meta group on disk, join mode). */

@@ -78,7 +78,7 @@ void jr__mm_sync_peers(jr__js *js)
                          jr_strerror(rc));
     }
     if (st->nremoved > js->mm_nremoved)
-        js->mm_grace = jr__deadline(jr__node_now(n), 2 * js->election_ns);
+        js->mm_grace = jr__deadline(jr__node_now(n), JR__MM_LEAVE_ELECTIONS * js->election_ns);
     js->mm_nremoved = st->nremoved;
     mark_removed(js);
     if (jr__meta_server_removed(st, js->name)) jr__mm_leave(js);
@@ -93,6 +93,21 @@ static int leads_shared(jr__js *js, const jr_group *g)
     if (!r || jr__raft_role(r) != JR_LEADER) return 0;
     const jr__conf *c = jr__raft_conf(r);
     for (uint32_t i = 0; c && i < c->n; i++)
+        if (c->m[i].voter && c->m[i].id != js->self) return 1;
+    return 0;
+}
+
+/* 1 if this server is still a voter of g's configuration beside others: the group converges
+ * to an assignment without it (its replacement catches up, is promoted, then it is removed;
+ * or the meta leader re-places it later, once its other peers are online), and may need its
+ * vote until then (an R2 group needs both old voters until the new one votes). */
+static int needed(jr__js *js, const jr_group *g)
+{
+    const jr__raft *r = g ? jr__group_consensus(g) : NULL;
+    const jr__conf *c = r ? jr__raft_conf(r) : NULL;
+    const jr__member *me = c ? jr__conf_find(c, js->self) : NULL;
+    if (!me || !me->voter) return 0;
+    for (uint32_t i = 0; i < c->n; i++)
         if (c->m[i].voter && c->m[i].id != js->self) return 1;
     return 0;
 }
@@ -113,7 +128,7 @@ void jr__mm_leave(jr__js *js)
 {
     if (js->removed || js->closing || js->leaving) return;
     js->leaving = 1;
-    js->leave_until = jr__deadline(jr__node_now(js->n), 2 * js->election_ns);
+    js->leave_until = jr__deadline(jr__node_now(js->n), JR__MM_LEAVE_ELECTIONS * js->election_ns);
     /* from now on it serves no request (jr__js_entry says JR_EREMOVED): its groups only hand
      * their leadership over */
     jr__node_log(js->n, JR_LOG_WARN,
@@ -126,9 +141,11 @@ void jr__mm_leave(jr__js *js)
 }
 
 /* The meta timer while leaving: every group this server leads with other voters is handed
- * over (consumers and streams first: the meta group's next leader removes this server from the
- * configuration, after which its peers refuse its frames); it stops once it leads none of
- * them, or at leave_until. */
+ * over (consumers and streams first), and it stays a member (a voter that replicates, serving
+ * no request) of each group that converges to an assignment without it until that group
+ * removed it; it stops once neither is left, or at leave_until. The meta group's leader keeps
+ * it in the meta configuration while it is heard from (duty), so its peers take its frames
+ * meanwhile. */
 static void leave_step(jr__js *js)
 {
     char what[96];
@@ -136,10 +153,12 @@ static void leave_step(jr__js *js)
     for (jr__crep *r = js->crep_list; r; r = r->next) {
         snprintf(what, sizeof what, "consumer '%s' > '%s'", r->stream, r->name);
         leads |= hand_over(js, r->g, what);
+        leads |= needed(js, r->g);
     }
     for (jr__srep *r = js->rep_list; r; r = r->next) {
         snprintf(what, sizeof what, "stream '%s'", r->name);
         leads |= hand_over(js, r->g, what);
+        leads |= needed(js, r->g);
     }
     leads |= hand_over(js, js->meta, "the meta group");
     if (!leads || jr__node_now(js->n) >= js->leave_until) {
@@ -556,9 +575,16 @@ static int replace_all(jr__js *js, const char *gone, jr__meta_replace **out, siz
         if (!jr__meta_stream_has_peer(s, gone) || s->npeers < 2 || jr__meta_stream_busy(s))
             continue;
         const char *keep[JR_MAX_REPLICAS];
-        size_t nkeep = 0;
+        size_t nkeep = 0, offline = 0;
         for (size_t p = 0; p < s->npeers; p++)
-            if (strcmp(s->peers[p], gone) != 0) keep[nkeep++] = s->peers[p];
+            if (strcmp(s->peers[p], gone) != 0) {
+                keep[nkeep++] = s->peers[p];
+                offline += !jr__mnode_online(js, s->peers[p], NULL);
+            }
+        /* a peer that is down may not have created the group yet: after a change it would
+         * join rather than bootstrap, and nobody could add it; the drain re-places the
+         * stream once its peers are online (meta_drain.c) */
+        if (offline) continue;
         const jr_stream_config *c = &s->cfg->c;
         const char *cluster = jr__stream_placement_cluster(c);
         if (!cluster || !*cluster) {
