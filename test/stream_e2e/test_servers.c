@@ -18,7 +18,8 @@
  *     joined and died before catching up can still be removed; the meta leader removed (it
  *     hands the meta group and the streams it leads over before it stops; a second removal
  *     meanwhile is JR_EBUSY);
- *   - a stream that cannot be re-placed keeps running under-replicated;
+ *   - a stream that cannot be re-placed keeps running under-replicated; an R2 stream keeps its
+ *     quorum while its removed peer leaves;
  *   - frames of unknown servers: refused, but for a join now and then.
  *
  * JR_E2E_LOG=1 prints the nodes' log lines; JR_SEEDS=first:count runs every test with count
@@ -511,6 +512,43 @@ START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
 }
 END_TEST
 
+/* An R2 stream re-placed off a running server that is peer-removed: the server stays a voter
+ * of the stream's group until the group converged without it (the group needs both old
+ * voters until the replacement votes), so the stream keeps a quorum, converges, and loses
+ * nothing acknowledged. */
+START_TEST(an_r2_stream_keeps_its_quorum_while_its_removed_peer_leaves)
+{
+    e2e c;
+    e2e_work w;
+    cluster(&c, 4, 57);
+    add_orders(&c, 2);
+    e2e_work_init(&w, &c, "ORDERS", 600);
+    e2e_work_run(&w, 300 * MS);
+    unsigned peers[4];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "ORDERS", peers, 4), 2);
+    unsigned gone = peers[0];
+    char gname[8];
+    snprintf(gname, sizeof gname, "n%u", gone);
+    unsigned via = (gone + 1) % 4;
+    w.skip[gone] = 1;
+    e2e_res r;
+    peer_remove_running(&w, via, gname, &r);
+    ck_assert_msg(r.status == 0, "removal: %s (%s)", jr_strerror(r.status), r.msg);
+    uint64_t t0 = jr_sim_now(c.sim);
+    while (!converged_without(&c, "ORDERS", gone, 2)) {
+        ck_assert_msg(jr_sim_now(c.sim) - t0 < 30 * SEC, "ORDERS did not converge without n%u",
+                      gone);
+        e2e_work_run(&w, 20 * MS);
+    }
+    ck_assert_int_ge(e2e_wait_stream(&c, via, "ORDERS", 1, 20 * SEC), 0);
+    minfo m;
+    meta_info_removed(&c, gone, &m);
+    e2e_work_run(&w, 1 * SEC);
+    e2e_work_check(&w, via);
+    stop(&c, &w);
+}
+END_TEST
+
 /* The files of a disk (jr_sim_files). */
 typedef struct files {
     char path[64][128];
@@ -933,6 +971,7 @@ static Suite *suite(void)
     tcase_add_test(tc, frames_of_unknown_servers_are_refused_but_a_join_now_and_then);
     tcase_add_test(tc, removing_the_meta_leader_moves_the_meta_group_on);
     tcase_add_test(tc, the_removed_meta_leader_hands_its_leaderships_over_before_it_stops);
+    tcase_add_test(tc, an_r2_stream_keeps_its_quorum_while_its_removed_peer_leaves);
     tcase_add_test(tc, a_join_survives_the_meta_leader_failing_mid_change);
     tcase_add_test(tc, every_node_restarted_after_a_join_recovers_the_membership_from_disk);
     suite_add_tcase(s, tc);
