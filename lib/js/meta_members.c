@@ -23,6 +23,9 @@
 
 /* Entries a new member may trail the meta leader's log and still be promoted. */
 #define MM_SLACK 64
+/* A server not heard from for longer is taken as possibly down by the removal's re-placement:
+ * three heartbeats (the meta leader hears from every member each one). */
+#define QUIET_NS(js) (3 * (js)->heartbeat_ns)
 
 /* Peers and stopping -----------------------------------------------------------------------*/
 
@@ -579,11 +582,14 @@ static int replace_all(jr__js *js, const char *gone, jr__meta_replace **out, siz
         for (size_t p = 0; p < s->npeers; p++)
             if (strcmp(s->peers[p], gone) != 0) {
                 keep[nkeep++] = s->peers[p];
-                offline += !jr__mnode_online(js, s->peers[p], NULL);
+                uint64_t seen;
+                jr__mnode_online(js, s->peers[p], &seen);
+                offline += seen > QUIET_NS(js);
             }
-        /* a peer that is down may not have created the group yet: after a change it would
-         * join rather than bootstrap, and nobody could add it; the drain re-places the
-         * stream once its peers are online (meta_drain.c) */
+        /* a peer not heard from lately may be down and not have created the group yet: after
+         * this change, which records no origin, it would join rather than bootstrap, and
+         * nobody could add it; the drain re-places the stream instead once its peers are
+         * online, with an origin (meta_drain.c, stream_replica.c origin_kept) */
         if (offline) continue;
         const jr_stream_config *c = &s->cfg->c;
         const char *cluster = jr__stream_placement_cluster(c);
