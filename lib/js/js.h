@@ -715,10 +715,12 @@ void jr__mnode_reply_proposed(jr__js *js, const jr__route *rt, uint64_t index, u
  * voters than a majority of the meta group (JR_ENOQUORUM) and one while a membership change is
  * in progress (JR_EBUSY); otherwise it re-places each stream replica of the server (placement
  * rules, the server avoided; a stream whose only replica it holds, or that is mid-change, is
- * not) and proposes SERVER_REMOVE. A server that learns it was removed — by applying that op,
- * at a restart from its own log, or told by a member that refused its frame (JR__RPC_REMOVED)
- * — stops (jr__mm_stop): an error in its log, every request failing with JR_EREMOVED, its node
- * taking no further part. */
+ * not, nor one with another peer not heard from lately: the drain re-places those) and
+ * proposes SERVER_REMOVE. A server that applies its own removal leaves first (jr__mm_leave:
+ * no request served, its leaderships handed over, a voter of its groups until they converged
+ * without it) and then stops; one told by a member that refused its frame (JR__RPC_REMOVED)
+ * stops at once (jr__mm_stop): an error in its log, every request failing with JR_EREMOVED,
+ * its node taking no further part. */
 #define JR__MM_JOINS 4
 /* A removed server leaves within this many election timeouts (jr__mm_leave). */
 #define JR__MM_LEAVE_ELECTIONS 20

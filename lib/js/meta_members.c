@@ -133,7 +133,7 @@ void jr__mm_leave(jr__js *js)
     js->leaving = 1;
     js->leave_until = jr__deadline(jr__node_now(js->n), JR__MM_LEAVE_ELECTIONS * js->election_ns);
     /* from now on it serves no request (jr__js_entry says JR_EREMOVED): its groups only hand
-     * their leadership over */
+     * their leadership over and replicate until they converged without it (leave_step) */
     jr__node_log(js->n, JR_LOG_WARN,
                  "server '%s' was removed from the cluster: it hands the leadership of its "
                  "groups over, then stops",
