@@ -148,10 +148,13 @@ JR_API int jr_meta_stepdown(jr_node *node, const char *peer, jr_meta_cb cb, void
  * (one joins, comes back online or stops draining). A stream whose only replica the server
  * held lost its data with the server: it starts again, empty, on a server that qualifies (as
  * in JetStream), with its consumers. The meta group removes the server from its configuration, and
- * the server is tombstoned: if it is running it stops and says why (an error in its log,
- * jr_meta_info.removed, JR_EREMOVED for every request on it), and if it comes back it is refused,
- * never re-added. One change at a time. cb gets, after the removal committed and the meta group's
- * configuration no longer lists the server, 0 with a message naming what was re-placed and the
+ * the server is tombstoned: if it is running it serves no request from then on (JR_EREMOVED,
+ * also for requests in flight, whose outcome is then unknown; jr_meta_info.removed), hands the
+ * leadership of its groups to caught-up voters, stays a voter of its groups until they
+ * converged without it (at most 20 election timeouts), then stops and says why (an error in
+ * its log); if it comes back it is refused, never re-added. One change at a time. cb gets,
+ * after the removal committed and the meta group's configuration no longer lists the server
+ * (a running server's leave first), 0 with a message naming what was re-placed and the
  * streams left under-replicated, or: JR_ENOTMEMBER ("server is not a member of the cluster":
  * unknown, or removed already), JR_EBUSY ("cluster member change is in progress": a server
  * joins or leaves), JR_EINVAL (the last server of the cluster; NULL or empty name),

@@ -178,11 +178,15 @@ JR_API int jr_group_rescue(jr_group *g, const char *gone);
  * for `gone` — the meta group, stream and consumer replicas, raw groups — and every group it
  * opens later in this life (a stream replica created once the rescued meta group told it of
  * the stream) stops waiting for it. This is what a server needs when `gone` is lost for good:
- * its streams' replicas may only be created after its meta group is repaired. Not persisted: a
- * restart forgets it. Returns 0 if at least one group was rescued, JR_ENOCHANGE if none waited
- * for `gone` (it is remembered anyway, for groups opened later), JR_ENOTFOUND (not a known
- * server), JR_EINVAL (NULL, this server), JR_ELIMIT (8 servers declared gone already),
- * JR_ECLOSED. */
+ * its streams' replicas may only be created after its meta group is repaired. Persisted (a
+ * small file in wal_dir, written and synced before it takes effect): the groups this server
+ * reopens after a restart do not wait for `gone` either, so servers restarted after a rescue
+ * need no second call. Returns 0 if at least one group was rescued, JR_ENOCHANGE if none waited
+ * for `gone` (it is remembered anyway, for groups opened later and after restarts),
+ * JR_ENOTFOUND (not a known server), JR_EINVAL (NULL, this server), JR_ELIMIT (8 servers
+ * declared gone already), an I/O error if it cannot be made durable (then nothing changed),
+ * JR_ECLOSED. jr_group_rescue, one group's, is not persisted: after a restart, call it again or
+ * use this one. */
 JR_API int jr_node_rescue(jr_node *node, const char *gone);
 
 enum jr_role { JR_FOLLOWER = 0, JR_CANDIDATE = 1, JR_LEADER = 2, JR_OBSERVER = 3 };

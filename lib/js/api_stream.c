@@ -63,7 +63,7 @@ int jr__js_entry(jr_node *n, int ok)
     if (jr__node_closing(n)) return JR_ECLOSED;
     jr__js *js = jr__js_of(n);
     if (!js) return jr__node_err(n, JR_ENOTSUP, "streams are not enabled on this node");
-    if (js->removed)
+    if (js->removed || js->leaving)
         return jr__node_err(n, JR_EREMOVED,
                             "server '%s' was removed from the cluster: it takes no part", js->name);
     return 0;
@@ -457,7 +457,7 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
             jr__buf_put(&r->result, p, len);
             if (r->result.err) status = JR_ENOMEM;
         }
-        if (js->removed && (status == 0 || status == JR_ENOLEADER)) {
+        if ((js->removed || js->leaving) && (status == 0 || status == JR_ENOLEADER)) {
             jr__req_finish(r, JR_EREMOVED, "server '%s' was removed from the cluster", js->name);
             return;
         }
@@ -694,7 +694,7 @@ void jr__req_deliver(jr__req *r)
         }
         jr__servers_dec d;
         int rc = jr__servers_decode(r->result.data, r->result.len, a, &d);
-        d.info.removed = js->removed; /* this node's own view */
+        d.info.removed = js->removed || js->leaving; /* this node's own view */
         if (rc == 0)
             r->cb.meta(r->arg, st, st ? msg : "", &d.info);
         else

@@ -541,6 +541,14 @@ struct jr__js {
     /* meta_members.c: servers joining and leaving */
     uint8_t join;         /* jr_node_config.join: this server asks to be let in */
     uint8_t removed;      /* this server was removed from the cluster: it takes no part */
+    uint8_t leaving;      /* removed, handing the leadership of its groups over before it
+                             stops (jr__mm_leave) */
+    uint8_t mark_pending; /* removed servers the peer table does not refuse yet: they are
+                             still in the meta group's configuration (jr__mm_sync_peers) */
+    uint64_t leave_until; /* leaving: it stops then at the latest */
+    size_t mm_nremoved;   /* removed servers of the meta state last seen ... */
+    uint64_t mm_grace;    /* ... and until when the newest, if heard from, keeps its place in
+                             the meta configuration (its handovers need it, jr__mm_leave) */
     uint64_t join_next;   /* joining: when the next join request goes out */
     size_t join_seed;     /* joining: the seed asked next (round robin) */
     uint64_t join_rpc;    /* joining: the request in flight (0: none) */
@@ -716,11 +724,15 @@ void jr__mnode_reply_proposed(jr__js *js, const jr__route *rt, uint64_t index, u
  * voters than a majority of the meta group (JR_ENOQUORUM) and one while a membership change is
  * in progress (JR_EBUSY); otherwise it re-places each stream replica of the server (placement
  * rules, the server avoided; a stream whose only replica it holds, or that is mid-change, is
- * not) and proposes SERVER_REMOVE. A server that learns it was removed — by applying that op,
- * at a restart from its own log, or told by a member that refused its frame (JR__RPC_REMOVED)
- * — stops (jr__mm_stop): an error in its log, every request failing with JR_EREMOVED, its node
- * taking no further part. */
+ * not, nor one with another peer not heard from lately: the drain re-places those) and
+ * proposes SERVER_REMOVE. A server that applies its own removal leaves first (jr__mm_leave:
+ * no request served, its leaderships handed over, a voter of its groups until they converged
+ * without it) and then stops; one told by a member that refused its frame (JR__RPC_REMOVED)
+ * stops at once (jr__mm_stop): an error in its log, every request failing with JR_EREMOVED,
+ * its node taking no further part. */
 #define JR__MM_JOINS 4
+/* A removed server leaves within this many election timeouts (jr__mm_leave). */
+#define JR__MM_LEAVE_ELECTIONS 20
 /* After an applied op (or a restore): the peer table learns every server of the meta state and
  * marks the removed ones; this server stops if it is among them. */
 void jr__mm_sync_peers(jr__js *js);
@@ -741,6 +753,15 @@ void jr__mm_join_request(jr__js *js, const char *from, uint64_t rpc_id, const ui
 void jr__mm_removed_request(jr__js *js, jr__id from, uint64_t rpc_id, const uint8_t *p, size_t len);
 /* Stops this server for good: it was removed from the cluster (why: how it learned it). */
 void jr__mm_stop(jr__js *js, const char *why);
+/* This server applied its own removal: it serves no request from then on (JR_EREMOVED), hands
+ * the leadership of every group it leads (the meta group, stream and consumer replicas) to a
+ * caught-up voter, so none of them waits an election timeout for a leader, and stays a voter
+ * of each group re-placed without it until that group removed it (an R2 group needs it until
+ * its replacement votes); then it stops (jr__mm_stop), or after JR__MM_LEAVE_ELECTIONS
+ * election timeouts. Its peers accept its frames meanwhile: the meta leader keeps a removed
+ * server that is heard from in the meta configuration for as long, and peers refuse a removed
+ * server only once their meta configuration no longer lists it (jr__mm_sync_peers). */
+void jr__mm_leave(jr__js *js);
 /* Opening the meta group: 1 if this server must join it (no meta group on disk, join mode). */
 int jr__mm_joining(jr__js *js);
 

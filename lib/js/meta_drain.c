@@ -96,6 +96,16 @@ static int propose_move(jr__js *js, const jr__meta_stream *s, const jr__meta_con
     return 1;
 }
 
+/* 1 if a peer of s that neither drains nor was removed is offline. */
+static int stays_offline(jr__js *js, const jr__meta_stream *s)
+{
+    for (size_t p = 0; p < s->npeers; p++) {
+        const jr__meta_server *sv = jr__meta_server_find(&js->st, s->peers[p]);
+        if (sv && !sv->draining && !jr__mnode_online(js, s->peers[p], NULL)) return 1;
+    }
+    return 0;
+}
+
 /* One pass over the streams. */
 static void drain_pass(jr__js *js)
 {
@@ -113,6 +123,13 @@ static void drain_pass(jr__js *js)
         /* one change per group: the stream, or any of its consumers, mid-change waits (its
          * convergence makes the next pass) */
         if (jr__meta_stream_busy(s) || consumers_busy(s)) continue;
+        /* off a removed server: a peer that stays and is down may not have created the group
+         * yet; after the change it would join rather than bootstrap, and nobody could add it
+         * (the removed server takes no part): looked at again once it is online */
+        if (!jr__meta_server_find(st, gone) && stays_offline(js, s)) {
+            stuck = 1;
+            continue;
+        }
         /* a stream whose every replica went with removed servers is reseeded: it starts
          * again, empty, on new servers (meta_move.h) */
         int rc = propose_move(js, s, NULL, gone);

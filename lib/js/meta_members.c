@@ -23,6 +23,9 @@
 
 /* Entries a new member may trail the meta leader's log and still be promoted. */
 #define MM_SLACK 64
+/* A server not heard from for longer is taken as possibly down by the removal's re-placement:
+ * three heartbeats (the meta leader hears from every member each one). */
+#define QUIET_NS(js) (3 * (js)->heartbeat_ns)
 
 /* Peers and stopping -----------------------------------------------------------------------*/
 
@@ -41,6 +44,30 @@ void jr__mm_stop(jr__js *js, const char *why)
     jr__node_set_removed(n);
 }
 
+static int in_conf(jr__js *js, jr__id id);
+
+/* The removed servers other than this one: marked removed in the peer table (their frames
+ * refused from now on) once the meta group's configuration no longer lists them. Until then a
+ * removed server may still be handing over its leaderships (jr__mm_leave), which needs its
+ * frames taken; the meta leader's duty takes it out of the configuration next. */
+static void mark_removed(jr__js *js)
+{
+    jr_node *n = js->n;
+    const jr__meta_state *st = &js->st;
+    js->mark_pending = 0;
+    for (size_t i = 0; i < st->nremoved; i++) {
+        const char *name = st->removed[i];
+        if (strcmp(name, js->name) == 0) continue;
+        jr__peer *p = jr__peer_find_name(n, name);
+        if (p && jr__peer_removed(p)) continue;
+        if (p && in_conf(js, jr__peer_get_id(p))) {
+            js->mark_pending = 1; /* jr__mm_tick looks again */
+            continue;
+        }
+        jr__node_peer_set_removed(n, name);
+    }
+}
+
 void jr__mm_sync_peers(jr__js *js)
 {
     jr_node *n = js->n;
@@ -53,13 +80,95 @@ void jr__mm_sync_peers(jr__js *js)
             jr__node_log(n, JR_LOG_WARN, "peer table: server '%s' not added: %s", name,
                          jr_strerror(rc));
     }
-    for (size_t i = 0; i < st->nremoved; i++) {
-        const char *name = st->removed[i];
-        if (strcmp(name, js->name) == 0)
-            jr__mm_stop(js, "the meta group's log says so");
-        else
-            jr__node_peer_set_removed(n, name);
+    if (st->nremoved > js->mm_nremoved)
+        js->mm_grace = jr__deadline(jr__node_now(n), JR__MM_LEAVE_ELECTIONS * js->election_ns);
+    js->mm_nremoved = st->nremoved;
+    mark_removed(js);
+    if (jr__meta_server_removed(st, js->name)) jr__mm_leave(js);
+}
+
+/* Leaving ----------------------------------------------------------------------------------*/
+
+/* 1 if this replica of g leads it and another voter could take over. */
+static int leads_shared(jr__js *js, const jr_group *g)
+{
+    const jr__raft *r = g ? jr__group_consensus(g) : NULL;
+    if (!r || jr__raft_role(r) != JR_LEADER) return 0;
+    const jr__conf *c = jr__raft_conf(r);
+    for (uint32_t i = 0; c && i < c->n; i++)
+        if (c->m[i].voter && c->m[i].id != js->self) return 1;
+    return 0;
+}
+
+/* 1 if this server is still a voter of g's configuration beside others: the group converges
+ * to an assignment without it (its replacement catches up, is promoted, then it is removed;
+ * or the meta leader re-places it later, once its other peers are online), and may need its
+ * vote until then (an R2 group needs both old voters until the new one votes). */
+static int needed(jr__js *js, const jr_group *g)
+{
+    const jr__raft *r = g ? jr__group_consensus(g) : NULL;
+    const jr__conf *c = r ? jr__raft_conf(r) : NULL;
+    const jr__member *me = c ? jr__conf_find(c, js->self) : NULL;
+    if (!me || !me->voter) return 0;
+    for (uint32_t i = 0; i < c->n; i++)
+        if (c->m[i].voter && c->m[i].id != js->self) return 1;
+    return 0;
+}
+
+/* Starts the transfer of g's leadership, if this replica leads it, to a caught-up voter (the
+ * core's choice). None caught up yet: asked again at the next visit. Returns 1 while this
+ * replica still leads g and another voter could take over. */
+static int hand_over(jr__js *js, jr_group *g, const char *what)
+{
+    if (!leads_shared(js, g)) return 0;
+    if (!jr__raft_transferring(jr__group_consensus(g)) &&
+        jr_group_transfer(g, NULL, NULL, NULL) == 0)
+        jr__node_log(js->n, JR_LOG_INFO, "removed: hands the leadership of %s over", what);
+    return 1;
+}
+
+void jr__mm_leave(jr__js *js)
+{
+    if (js->removed || js->closing || js->leaving) return;
+    js->leaving = 1;
+    js->leave_until = jr__deadline(jr__node_now(js->n), JR__MM_LEAVE_ELECTIONS * js->election_ns);
+    /* from now on it serves no request (jr__js_entry says JR_EREMOVED): its groups only hand
+     * their leadership over and replicate until they converged without it (leave_step) */
+    jr__node_log(js->n, JR_LOG_WARN,
+                 "server '%s' was removed from the cluster: it hands the leadership of its "
+                 "groups over, then stops",
+                 js->name);
+    while (js->reqs)
+        jr__req_finish(js->reqs, JR_EREMOVED, "server '%s' was removed from the cluster", js->name);
+    jr__js_timer_arm(js, &js->meta_timer, jr__node_now(js->n)); /* leave_step, outside apply */
+}
+
+/* The meta timer while leaving: every group this server leads with other voters is handed
+ * over (consumers and streams first), and it stays a member (a voter that replicates, serving
+ * no request) of each group that converges to an assignment without it until that group
+ * removed it; it stops once neither is left, or at leave_until. The meta group's leader keeps
+ * it in the meta configuration while it is heard from (duty), so its peers take its frames
+ * meanwhile. */
+static void leave_step(jr__js *js)
+{
+    char what[96];
+    int leads = 0;
+    for (jr__crep *r = js->crep_list; r; r = r->next) {
+        snprintf(what, sizeof what, "consumer '%s' > '%s'", r->stream, r->name);
+        leads |= hand_over(js, r->g, what);
+        leads |= needed(js, r->g);
     }
+    for (jr__srep *r = js->rep_list; r; r = r->next) {
+        snprintf(what, sizeof what, "stream '%s'", r->name);
+        leads |= hand_over(js, r->g, what);
+        leads |= needed(js, r->g);
+    }
+    leads |= hand_over(js, js->meta, "the meta group");
+    if (!leads || jr__node_now(js->n) >= js->leave_until) {
+        jr__mm_stop(js, "the meta group's log says so");
+        return;
+    }
+    jr__js_timer_arm(js, &js->meta_timer, jr__deadline(jr__node_now(js->n), js->heartbeat_ns));
 }
 
 void jr__mm_learn_pending(jr__js *js)
@@ -213,6 +322,17 @@ static void duty(jr__js *js)
     jr__peer *p = jr__peer_find(n, x.peer);
     if (!p) return;
     const char *name = jr__peer_get_name(p);
+    if (x.step == JR__MEMB_REMOVE && jr__meta_server_removed(&js->st, name) &&
+        jr__node_now(n) < js->mm_grace) {
+        /* a removed server still heard from is left in the configuration for a while: it
+         * learns of its removal from the log and hands its leaderships over first
+         * (jr__mm_leave), which its peers take only while it is a member */
+        for (uint32_t i = 0; i < c->n; i++)
+            if (m[i].id == x.peer && m[i].alive) {
+                jr__js_timer_arm(js, &js->meta_timer, js->mm_grace);
+                return;
+            }
+    }
     int rc;
     const char *what;
     switch (x.step) {
@@ -458,9 +578,19 @@ static int replace_all(jr__js *js, const char *gone, jr__meta_replace **out, siz
         if (!jr__meta_stream_has_peer(s, gone) || s->npeers < 2 || jr__meta_stream_busy(s))
             continue;
         const char *keep[JR_MAX_REPLICAS];
-        size_t nkeep = 0;
+        size_t nkeep = 0, offline = 0;
         for (size_t p = 0; p < s->npeers; p++)
-            if (strcmp(s->peers[p], gone) != 0) keep[nkeep++] = s->peers[p];
+            if (strcmp(s->peers[p], gone) != 0) {
+                keep[nkeep++] = s->peers[p];
+                uint64_t seen;
+                jr__mnode_online(js, s->peers[p], &seen);
+                offline += seen > QUIET_NS(js);
+            }
+        /* a peer not heard from lately may be down and not have created the group yet: after
+         * this change, which records no origin, it would join rather than bootstrap, and
+         * nobody could add it; the drain re-places the stream instead once its peers are
+         * online, with an origin (meta_drain.c, stream_replica.c origin_kept) */
+        if (offline) continue;
         const jr_stream_config *c = &s->cfg->c;
         const char *cluster = jr__stream_placement_cluster(c);
         if (!cluster || !*cluster) {
@@ -612,6 +742,11 @@ void jr__mm_handle(jr__js *js, const jr__route *rt, const jr__meta_op *op, const
 void jr__mm_tick(jr__js *js)
 {
     if (js->removed || js->closing) return;
+    if (js->mark_pending) mark_removed(js);
+    if (js->leaving) {
+        leave_step(js); /* it takes no new part: only its handovers finish */
+        return;
+    }
     join_tick(js);
     duty(js);
     answer_removals(js);

@@ -156,6 +156,11 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
              * (jr__mm_tick), or at the deadline */
             r->state = 3;
             snprintf(r->msg, sizeof r->msg, "%s", res.msg);
+            /* a running server leaves the configuration once its groups converged without
+             * it (jr__mm_leave): the answer may take that long */
+            uint64_t leave =
+                jr__deadline(jr__node_now(n), (JR__MM_LEAVE_ELECTIONS + 4) * js->election_ns);
+            if (r->deadline < leave) r->deadline = leave;
             jr__js_timer_arm(js, &r->timer, r->deadline);
             jr__js_timer_arm(js, &js->meta_timer, jr__node_now(n));
         } else if (r) {
@@ -1009,7 +1014,7 @@ static void meta_tick(jr__js *js, jr__jtimer *t)
         jr__mnode_converge(js);
     release_held(js);
     jr__mm_tick(js); /* joining, and the meta leader's membership duty (meta_members.c) */
-    if (js->removed) return;
+    if (js->removed || js->leaving) return; /* leaving: jr__mm_tick armed the timer */
     jr__drain_tick(js); /* the meta leader's moves off leaving servers (meta_drain.c) */
     jr__js_timer_arm(js, &js->meta_timer, jr__deadline(jr__node_now(n), js->election_ns / 2));
 }

@@ -745,18 +745,36 @@ int jr__srep_origin_peer(const jr__js *js, const jr__meta_stream *s)
     return jr__js_origin_peer(js, &f);
 }
 
+/* 1 if this server is an original peer of s that the first peer change since s's creation
+ * keeps, and that change has not converged: as for a dropped one (jr__srep_origin_peer), the
+ * group may never have had a leader to make the change and then needs this server's vote,
+ * and a server that did not apply the creation before the change (down, cut off) holds no
+ * replica before this one. A server that held the group recovers it (the voter list is
+ * ignored), so only one that never held it bootstraps, with the same first entry as every
+ * original peer. */
+static int origin_kept(const jr__js *js, const jr__meta_stream *s)
+{
+    if (!s->origin || s->converged_at != s->created || !jr__meta_stream_busy(s) ||
+        !jr__meta_stream_has_peer(s, js->name))
+        return 0;
+    for (size_t i = 0; i < s->origin->npeers; i++)
+        if (!strcmp(s->origin->peers[i], js->name)) return 1;
+    return 0;
+}
+
 /* The voters this server's replica of s bootstraps its group with (NULL: it joins): the
  * original peers while s's peer set is its creation's, and the creation's peers for an original
- * peer the first change drops (jr__srep_origin_peer). Either way the same first entry as every
- * original peer's. A server the current peer set names joins after any change, however young
- * the group: bootstrapping a peer set it may have left would fork the log. */
+ * peer the first change drops (jr__srep_origin_peer) or keeps (origin_kept) while that change
+ * has not converged. Either way the same first entry as every original peer's. Any other
+ * server the current peer set names joins, however young the group: bootstrapping a peer set
+ * it may have left would fork the log. */
 static const char *const *boot_peers(const jr__js *js, const jr__meta_stream *s, size_t *n)
 {
     if (jr__meta_stream_bootstraps(s)) {
         *n = s->npeers;
         return s->peers;
     }
-    if (jr__srep_origin_peer(js, s)) {
+    if (jr__srep_origin_peer(js, s) || origin_kept(js, s)) {
         *n = s->origin->npeers;
         return s->origin->peers;
     }

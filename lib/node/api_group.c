@@ -186,12 +186,22 @@ int jr_node_rescue(jr_node *n, const char *gone)
     if (p->id == n->self) return jr__node_err(n, JR_EINVAL, "rescue: '%s' is this server", gone);
     uint8_t k = 0;
     while (k < n->nrescued && n->rescued[k] != p->id) k++;
-    if (k == n->nrescued) {
-        if (n->nrescued == sizeof n->rescued / sizeof n->rescued[0])
-            return jr__node_err(n, JR_ELIMIT, "rescue: too many servers declared gone");
-        n->rescued[n->nrescued++] = p->id;
-    }
     jr__node_enter(n);
+    if (k == n->nrescued) {
+        if (n->nrescued == sizeof n->rescued / sizeof n->rescued[0]) {
+            int rc = jr__node_err(n, JR_ELIMIT, "rescue: too many servers declared gone");
+            jr__node_leave(n);
+            return rc;
+        }
+        /* durable before it takes effect: a restart keeps it (recover.c) */
+        n->rescued[n->nrescued++] = p->id;
+        int rc = jr__rescued_write(n);
+        if (rc != 0) {
+            n->nrescued--;
+            jr__node_leave(n);
+            return rc;
+        }
+    }
     size_t rescued = 0;
     for (size_t i = 0; i < n->groups.cap; i++) {
         jr_group *g = n->groups.slots[i].val;

@@ -245,8 +245,8 @@ struct jr_node {
     uint8_t wal_lost;    /* the node's mark is in wal_dir but no WAL segment is (recover.c):
                             every group it opens starts unvouched and damaged */
     jr__id rescued[8];   /* servers an operator declared gone (jr_node_rescue): every unvouched
-                            group of this node, open or opened later in this life, stops
-                            waiting for them */
+                            group of this node, open or opened later, stops waiting for them;
+                            kept in wal_dir/rescued (recover.c), so a restart keeps it */
     uint8_t nrescued;
 
     jr__wal *wal;
@@ -406,8 +406,11 @@ void jr__opq_fail_all(jr_node *n, jr__opq *q, int status);
 
 /* recover.c ---------------------------------------------------------------------------------*/
 
-/* Opens the WAL and replays it into n->stashes; lists snapshot files. 0 or an error. */
+/* Opens the WAL and replays it into n->stashes; lists snapshot files; reads the servers
+ * declared gone (n->rescued). 0 or an error. */
 int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_ms);
+/* Writes n->rescued to wal_dir/rescued (temporary file, sync, rename). 0 or an I/O error. */
+int jr__rescued_write(jr_node *n);
 void jr__stash_free(jr_node *n, jr__stash *s);
 void jr__stash_free_all(jr_node *n);
 

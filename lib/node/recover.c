@@ -22,6 +22,13 @@
  * without segments is all a lost WAL can leave; one file of a fault (the mark alone lost) is
  * harmless: it is written again. A mark of another name refuses the open (JR_EINVAL): wal_dir
  * belongs to another server. A damaged mark counts as present.
+ *
+ * The servers an operator declared gone (jr_node_rescue): a file `wal_dir/rescued`, written
+ * (temporary file, sync, rename) before the declaration takes effect:
+ *   magic "JRRESC01" | count:u64 | count x server id:u64 | xxh3 of the bytes before:u64
+ * so the declaration outlives a restart: the groups reopened from disk, unvouched, would
+ * otherwise wait again for the server that is gone. A damaged or unreadable file is logged
+ * and ignored: the groups then wait, which loses nothing (the operator declares again).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -292,6 +299,79 @@ static int mark_write(jr_node *n)
     return 0;
 }
 
+/* The servers declared gone ------------------------------------------------------------*/
+
+#define RESCUED_NAME "rescued"
+#define RESCUED_MAX (sizeof((jr_node *)0)->rescued / sizeof(jr__id))
+static const char rescued_magic[8] = {'J', 'R', 'R', 'E', 'S', 'C', '0', '1'};
+
+static void rescued_path(const jr_node *n, char *buf, size_t cap, const char *suffix)
+{
+    snprintf(buf, cap, "%s/" RESCUED_NAME "%s", n->wal_dir, suffix);
+}
+
+int jr__rescued_write(jr_node *n)
+{
+    char tmp[512], path[512];
+    rescued_path(n, tmp, sizeof tmp, ".tmp");
+    rescued_path(n, path, sizeof path, "");
+    uint8_t b[8 + 8 + RESCUED_MAX * 8 + 8];
+    size_t len = 0;
+    memcpy(b, rescued_magic, sizeof rescued_magic);
+    len += sizeof rescued_magic;
+    jr__put_u64(b + len, n->nrescued);
+    len += 8;
+    for (uint8_t i = 0; i < n->nrescued; i++, len += 8) jr__put_u64(b + len, n->rescued[i]);
+    jr__put_u64(b + len, jr__xxh3(b, len));
+    len += 8;
+    jr_file *f;
+    int rc = n->vfs->open(n->vfs->ctx, tmp, JR_O_CREATE | JR_O_TRUNCATE, &f);
+    if (rc == 0) {
+        rc = n->vfs->pwrite(n->vfs->ctx, f, b, len, 0);
+        if (rc == 0) rc = n->vfs->sync(n->vfs->ctx, f);
+        int crc = n->vfs->close(n->vfs->ctx, f);
+        if (rc == 0) rc = crc;
+    }
+    if (rc == 0) rc = n->vfs->rename(n->vfs->ctx, tmp, path);
+    if (rc != 0) return jr__node_err(n, rc, "cannot write %s: %s", path, jr_strerror(rc));
+    return 0;
+}
+
+/* Reads wal_dir/rescued into n->rescued (none: nothing). Only a failure to open the directory's
+ * file for a reason other than its absence is an error; damage is logged and ignored. */
+static void rescued_read(jr_node *n)
+{
+    char path[512];
+    rescued_path(n, path, sizeof path, "");
+    jr_file *f;
+    int rc = n->vfs->open(n->vfs->ctx, path, JR_O_READ, &f);
+    if (rc == JR_ENOTFOUND) return;
+    if (rc != 0) {
+        jr__node_log(n, JR_LOG_WARN, "cannot open %s: %s; no server is taken as gone", path,
+                     jr_strerror(rc));
+        return;
+    }
+    uint8_t b[8 + 8 + RESCUED_MAX * 8 + 8];
+    size_t got = 0;
+    rc = n->vfs->pread(n->vfs->ctx, f, b, sizeof b, 0, &got);
+    n->vfs->close(n->vfs->ctx, f);
+    uint64_t cnt = got >= 16 ? jr__get_u64(b + 8) : UINT64_MAX;
+    if (rc != 0 || got < 24 || memcmp(b, rescued_magic, sizeof rescued_magic) != 0 ||
+        cnt > RESCUED_MAX || got != 24 + cnt * 8 ||
+        jr__get_u64(b + got - 8) != jr__xxh3(b, got - 8)) {
+        jr__node_log(n, JR_LOG_WARN,
+                     "%s is damaged or unreadable; no server is taken as gone (declare it "
+                     "again with jr_node_rescue)",
+                     path);
+        return;
+    }
+    n->nrescued = (uint8_t)cnt;
+    for (uint8_t i = 0; i < n->nrescued; i++) n->rescued[i] = jr__get_u64(b + 16 + 8 * (size_t)i);
+    jr__node_log(n, JR_LOG_WARN,
+                 "RESCUE: %u server%s declared gone earlier (%s): groups do not wait for %s",
+                 (unsigned)cnt, cnt == 1 ? "" : "s", path, cnt == 1 ? "it" : "them");
+}
+
 int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_ms)
 {
     /* mkdir's JR_EEXIST means a component of the path exists and is not a directory */
@@ -354,6 +434,8 @@ int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_
         rc = mark_write(n);
         if (rc != 0) return rc;
     }
+
+    rescued_read(n);
 
     list_ctx lc = {n, 0};
     rc = n->vfs->list(n->vfs->ctx, n->snap_dir, on_snap_name, &lc);

@@ -908,6 +908,50 @@ START_TEST(rescue_two_voters_one_damaged)
 }
 END_TEST
 
+/* The rescue outlives a restart: after rescue_two_voters_one_damaged's rescue (declared on
+ * both servers left, as the operator does on every live server whose groups may wait), both
+ * crash and restart. Their groups reopen from disk unvouched and would wait again for the gone
+ * server's answer; the declaration is on disk (wal_dir/rescued), so they elect, and nothing
+ * acknowledged is lost. */
+START_TEST(rescue_survives_a_restart_of_both_servers)
+{
+    g_off = first_seed + (uint64_t)_i;
+    e2e c;
+    cluster(&c, 41);
+    fchk k;
+    fill(&k, &c, 600);
+    int l = stream_leader(&c);
+    ck_assert_int_ge(l, 0);
+    unsigned d = (unsigned)l, gone = (unsigned)(l + 1) % 3, whole = (unsigned)(l + 2) % 3;
+    ck_assert_int_eq(jr_sim_crash(c.sim, gone), 0);
+    ck_assert_uint_eq(fchk_publish_n(&k, whole, 200, 32, -1, 30 * SEC), 200);
+    ck_assert_int_eq(jr_sim_crash(c.sim, d), 0);
+    pick p;
+    damage_file(&c, d, T_NEWEST_WAL, K_DELETE_ALL, &p);
+    ck_assert_int_eq(e2e_restart(&c, d), 0);
+    ck_assert_msg(jr_sim_run_until(c.sim, has_leader, &c, 5 * SEC) != 0,
+                  "{whole, damaged} elected a leader without the gone server's word");
+    ck_assert_int_eq(jr_node_rescue(e2e_node(&c, d), jr_sim_name(c.sim, gone)), 0);
+    int rc = jr_node_rescue(e2e_node(&c, whole), jr_sim_name(c.sim, gone));
+    ck_assert_msg(rc == 0 || rc == JR_ENOCHANGE, "%s", jr_err_name(rc));
+    ck_assert_msg(jr_sim_run_until(c.sim, has_leader, &c, 20 * SEC) == 0,
+                  "no leader after the rescue");
+    ck_assert_uint_eq(fchk_publish_n(&k, whole, 100, 32, -1, 30 * SEC), 100);
+    /* both restart: without the declaration on disk each would wait for `gone` again */
+    ck_assert_int_eq(jr_sim_crash(c.sim, d), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, whole), 0);
+    ck_assert_int_eq(e2e_restart(&c, d), 0);
+    ck_assert_int_eq(e2e_restart(&c, whole), 0);
+    ck_assert_msg(jr_sim_run_until(c.sim, has_leader, &c, 20 * SEC) == 0,
+                  "no leader after both rescued servers restarted");
+    const unsigned two[] = {d, whole};
+    publish_and_final(&k, two, 2, whole);
+    ck_assert_msg(k.fail[0] == 0, "%s", k.fail);
+    fchk_free(&k);
+    e2e_free(&c);
+}
+END_TEST
+
 /* A raw group's rescue refuses what it cannot do: a whole replica waits for nobody. */
 START_TEST(rescue_refusals)
 {
@@ -1040,6 +1084,7 @@ int main(void)
     TWO_VOTER_CASES(ADD_SEEDED_TO_t5)
     tcase_add_test(t5, a_stream_created_after_a_lost_wal_is_not_damaged);
     tcase_add_loop_test(t5, rescue_two_voters_one_damaged, 0, (int)nseeds);
+    tcase_add_loop_test(t5, rescue_survives_a_restart_of_both_servers, 0, (int)nseeds);
     tcase_add_loop_test(t5, rescue_refusals, 0, (int)nseeds);
     suite_add_tcase(su, t5);
     SRunner *sr = srunner_create(su);

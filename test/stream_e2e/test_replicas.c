@@ -18,7 +18,9 @@
  *   - the stream's leader crashing mid-change; R3 -> R1 under load removing the leader;
  *   - moves: new placement tags replace the peers that do not fit (all of them, or one);
  *   - R3 -> R2 with a follower its group does not hear from (its server up): that follower
- *     leaves, not the healthy one, and the stream keeps a leader through a leadership change.
+ *     leaves, not the healthy one, and the stream keeps a leader through a leadership change;
+ *   - an R1 stream grown while its only server, which never created the group, is down: back
+ *     up, it bootstraps the group and the change completes.
  *
  * JR_E2E_LOG=1 prints the nodes' log lines.
  */
@@ -1634,6 +1636,51 @@ START_TEST(a_snapshot_installed_while_restoring_is_restored_after_the_queue)
 }
 END_TEST
 
+/* The first node (by index) whose meta state has stream `name`, or -1. */
+static int first_knowing(e2e *c, const char *name)
+{
+    for (unsigned i = 0; i < c->n; i++)
+        if (alive(c, i) && e2e_meta_has(c, i, name)) return (int)i;
+    return -1;
+}
+
+/* An R1 stream whose only server crashes before it created the stream's group, grown to R3
+ * while that server is down: back up, it applies the creation and the change at once. It is
+ * an original peer the change keeps, so it bootstraps the group with the creation's peer set
+ * (as it would have, had it been up) and leads it to the new one; joining instead would wait
+ * for a leader that never comes (nobody else ever held the group). */
+START_TEST(an_original_peer_that_missed_the_creation_bootstraps_after_a_change)
+{
+    e2e c;
+    cluster(&c, 3, 83);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "ORPH", subj, 1, 1);
+    e2e_res r;
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_stream_add(e2e_node(&c, 0), &cfg, e2e_admin_cb, &r), 0);
+    int k = -1;
+    for (int steps = 0; steps < 1000000 && k < 0; steps++) {
+        ck_assert_int_eq(jr_sim_step(c.sim), 1);
+        k = first_knowing(&c, "ORPH");
+    }
+    ck_assert_int_ge(k, 0);
+    unsigned p[4];
+    ck_assert_int_eq(e2e_meta_peers(&c, (unsigned)k, "ORPH", p, 4), 1);
+    unsigned only = p[0];
+    ck_assert_msg(!e2e_has_replica(&c, only, "ORPH"), "n%u created the group already", only);
+    ck_assert_int_eq(jr_sim_crash(c.sim, only), 0);
+    unsigned via = (only + 1) % 3;
+    e2e_res u;
+    ck_assert_int_eq(set_replicas(&c, via, "ORPH", 3, &u), 0);
+    ck_assert_msg(u.status == 0, "grow: %s", u.msg);
+    jr_sim_run_for(c.sim, 500 * MS);
+    ck_assert_int_eq(e2e_restart(&c, only), 0);
+    ck_assert_msg(wait_converged(&c, "ORPH", 3, 30 * SEC) == 0, "not converged: %s", g_why);
+    ck_assert_int_ge(e2e_wait_stream(&c, via, "ORPH", 2, 30 * SEC), 0);
+    e2e_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_replicas");
@@ -1662,6 +1709,7 @@ int main(void)
     tcase_add_test(tc, a_joiner_whose_source_removes_snapshot_messages_ends_identical);
     tcase_add_test(tc, a_joiner_under_a_publisher_applies_its_queue_in_bounded_batches);
     tcase_add_test(tc, a_snapshot_installed_while_restoring_is_restored_after_the_queue);
+    tcase_add_test(tc, an_original_peer_that_missed_the_creation_bootstraps_after_a_change);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

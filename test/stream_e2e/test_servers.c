@@ -15,8 +15,11 @@
  *   - bad input: unknown server, NULL, a removal that would cost the meta quorum;
  *   - every node restarted after a join: membership comes back from disk, not from config;
  *   - a join survives the meta leader failing mid-change; two joins at once; a server that
- *     joined and died before catching up can still be removed; the meta leader removed;
- *   - a stream that cannot be re-placed keeps running under-replicated;
+ *     joined and died before catching up can still be removed; the meta leader removed (it
+ *     hands the meta group and the streams it leads over before it stops; a second removal
+ *     meanwhile is JR_EBUSY);
+ *   - a stream that cannot be re-placed keeps running under-replicated; an R2 stream keeps its
+ *     quorum while its removed peer leaves;
  *   - frames of unknown servers: refused, but for a join now and then.
  *
  * JR_E2E_LOG=1 prints the nodes' log lines; JR_SEEDS=first:count runs every test with count
@@ -509,6 +512,43 @@ START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
 }
 END_TEST
 
+/* An R2 stream re-placed off a running server that is peer-removed: the server stays a voter
+ * of the stream's group until the group converged without it (the group needs both old
+ * voters until the replacement votes), so the stream keeps a quorum, converges, and loses
+ * nothing acknowledged. */
+START_TEST(an_r2_stream_keeps_its_quorum_while_its_removed_peer_leaves)
+{
+    e2e c;
+    e2e_work w;
+    cluster(&c, 4, 57);
+    add_orders(&c, 2);
+    e2e_work_init(&w, &c, "ORDERS", 600);
+    e2e_work_run(&w, 300 * MS);
+    unsigned peers[4];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "ORDERS", peers, 4), 2);
+    unsigned gone = peers[0];
+    char gname[8];
+    snprintf(gname, sizeof gname, "n%u", gone);
+    unsigned via = (gone + 1) % 4;
+    w.skip[gone] = 1;
+    e2e_res r;
+    peer_remove_running(&w, via, gname, &r);
+    ck_assert_msg(r.status == 0, "removal: %s (%s)", jr_strerror(r.status), r.msg);
+    uint64_t t0 = jr_sim_now(c.sim);
+    while (!converged_without(&c, "ORDERS", gone, 2)) {
+        ck_assert_msg(jr_sim_now(c.sim) - t0 < 30 * SEC, "ORDERS did not converge without n%u",
+                      gone);
+        e2e_work_run(&w, 20 * MS);
+    }
+    ck_assert_int_ge(e2e_wait_stream(&c, via, "ORDERS", 1, 20 * SEC), 0);
+    minfo m;
+    meta_info_removed(&c, gone, &m);
+    e2e_work_run(&w, 1 * SEC);
+    e2e_work_check(&w, via);
+    stop(&c, &w);
+}
+END_TEST
+
 /* The files of a disk (jr_sim_files). */
 typedef struct files {
     char path[64][128];
@@ -798,6 +838,88 @@ START_TEST(removing_the_meta_leader_moves_the_meta_group_on)
 }
 END_TEST
 
+/* 1 if a live node other than `gone` leads the meta group. */
+static int meta_led_without(e2e *c, unsigned gone)
+{
+    int l = e2e_meta_leader(c);
+    return l >= 0 && (unsigned)l != gone;
+}
+
+/* 1 if a live node other than `gone` leads the stream (its own replica says so). */
+static int stream_led_without(e2e *c, const char *name, unsigned gone)
+{
+    for (unsigned i = 0; i < jr_sim_size(c->sim); i++)
+        if (i != gone && e2e_node(c, i) && e2e_replica_leader(c, i, name) == (int)i) return 1;
+    return 0;
+}
+
+START_TEST(the_removed_meta_leader_hands_its_leaderships_over_before_it_stops)
+{
+    e2e c;
+    e2e_work w;
+    start(&c, &w, 4, 55, 600, 300 * MS);
+    /* the meta leader leads ORDERS too */
+    unsigned peers[4];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "ORDERS", peers, 4), 3);
+    int l = e2e_meta_leader(&c);
+    ck_assert_int_ge(l, 0);
+    e2e_res sd;
+    char lname[16];
+    snprintf(lname, sizeof lname, "n%d", l);
+    if (!e2e_has_replica(&c, (unsigned)l, "ORDERS")) {
+        /* make a peer of ORDERS the meta leader */
+        char to[16];
+        snprintf(to, sizeof to, "n%u", peers[0]);
+        memset(&sd, 0, sizeof sd);
+        ck_assert_int_eq(jr_meta_stepdown(e2e_node(&c, peers[0]), to, e2e_admin_cb, &sd), 0);
+        ck_assert_int_eq(e2e_wait(&c, &sd, 10 * SEC), 0);
+        ck_assert_msg(sd.status == 0, "meta stepdown: %s", sd.msg);
+        l = e2e_meta_leader(&c);
+        ck_assert_int_eq(l, (int)peers[0]);
+        snprintf(lname, sizeof lname, "n%d", l);
+    }
+    if (e2e_wait_stream(&c, (unsigned)l, "ORDERS", 2, 5 * SEC) != l) {
+        ck_assert_int_eq(e2e_stepdown(&c, (unsigned)l, "ORDERS", lname, &sd), 0);
+        ck_assert_msg(sd.status == 0, "stepdown: %s", sd.msg);
+    }
+    ck_assert_int_eq(e2e_replica_leader(&c, (unsigned)l, "ORDERS"), l);
+    unsigned via = ((unsigned)l + 1) % 4, other = ((unsigned)l + 2) % 4;
+    jr__js *ljs = jr__js_of(e2e_node(&c, (unsigned)l));
+    w.skip[l] = 1;
+    e2e_res r, r2;
+    memset(&r, 0, sizeof r);
+    memset(&r2, 0, sizeof r2);
+    ck_assert_int_eq(jr_server_peer_remove(e2e_node(&c, via), lname, e2e_admin_cb, &r), 0);
+    /* a second removal while the first is in flight: it reaches the meta leader right after
+     * the first, which it proposed */
+    char oname[16];
+    snprintf(oname, sizeof oname, "n%u", other);
+    ck_assert_int_eq(jr_server_peer_remove(e2e_node(&c, via), oname, e2e_admin_cb, &r2), 0);
+    /* in 1 ms steps until the removed server stops: by then the meta group and ORDERS have
+     * other leaders (handed over, not elected an election timeout later) */
+    uint64_t t0 = jr_sim_now(c.sim);
+    while (!ljs->removed) {
+        ck_assert_msg(jr_sim_now(c.sim) - t0 < 10 * SEC, "%s did not stop", lname);
+        e2e_work_run(&w, 1 * MS);
+    }
+    ck_assert_msg(meta_led_without(&c, (unsigned)l), "no meta leader when %s stopped", lname);
+    ck_assert_msg(stream_led_without(&c, "ORDERS", (unsigned)l),
+                  "ORDERS has no leader when %s stopped", lname);
+    while (!r.done || !r2.done) e2e_work_run(&w, 5 * MS);
+    ck_assert_msg(r.status == 0, "%s (%s)", jr_strerror(r.status), r.msg);
+    ck_assert_int_eq(r2.status, JR_EBUSY);
+    ck_assert_msg(strstr(r2.msg, "cluster member change is in progress"), "%s", r2.msg);
+    wait_gone(&c, (unsigned)l, 10 * SEC);
+    minfo m;
+    ck_assert_int_eq(meta_info(&c, (unsigned)l, &m), JR_EREMOVED);
+    meta_info_nservers(&c, via, 3, &m);
+    ck_assert_str_ne(m.leader, lname);
+    e2e_work_run(&w, 1 * SEC);
+    e2e_work_check(&w, via);
+    stop(&c, &w);
+}
+END_TEST
+
 START_TEST(a_join_survives_the_meta_leader_failing_mid_change)
 {
     e2e c;
@@ -848,6 +970,8 @@ static Suite *suite(void)
     tcase_add_test(tc, a_server_that_joined_and_died_before_catching_up_can_be_removed);
     tcase_add_test(tc, frames_of_unknown_servers_are_refused_but_a_join_now_and_then);
     tcase_add_test(tc, removing_the_meta_leader_moves_the_meta_group_on);
+    tcase_add_test(tc, the_removed_meta_leader_hands_its_leaderships_over_before_it_stops);
+    tcase_add_test(tc, an_r2_stream_keeps_its_quorum_while_its_removed_peer_leaves);
     tcase_add_test(tc, a_join_survives_the_meta_leader_failing_mid_change);
     tcase_add_test(tc, every_node_restarted_after_a_join_recovers_the_membership_from_disk);
     suite_add_tcase(s, tc);

@@ -2,8 +2,14 @@
  * admin.c — the admin process: creates the data streams and the first consumers, then, one
  * operation at a time through a random node, adds, updates and deletes churn streams and
  * consumers, changes the data streams' replica count (R3 <-> R5 on five nodes), deletes and
- * purges messages, and moves stream, consumer and meta leadership (stepdowns). The cluster API
- * has no server evacuation or peer removal yet, so neither is exercised.
+ * purges messages, moves stream, consumer and meta leadership (stepdowns), drains servers and
+ * ends drains (jr_server_evacuate, jr_server_evacuate_cancel), and, on five servers, removes
+ * one server for good (jr_server_peer_remove: at most one per run, the data streams at R3 so
+ * their replicas can be re-placed on the four left; no R3 <-> R5 change after it).
+ *
+ * A removal that succeeded, or whose outcome is unknown, makes its server removed for the rest
+ * of the run (world.removed): no client uses it and the checkers leave its copy out; the fault
+ * scheduler may still crash and restart it, and it must stay removed.
  *
  * What the checkers need from it is recorded as the operations are invoked: a message delete
  * or purge that may take effect excludes its messages from "present after healing" at once,
@@ -76,6 +82,30 @@ static void purge_cb(void *arg, int status, const char *msg, uint64_t purged)
 static void meta_cb(void *arg, int status, const char *msg)
 {
     stream_cb(arg, status, msg);
+}
+
+static void server_cb(void *arg, int status, const char *msg)
+{
+    world *w = g_w;
+    uint32_t id = (uint32_t)(uintptr_t)arg;
+    stream_cb(arg, status, msg);
+    op *o = &w->ops[id];
+    int out = op_outcome(o);
+    if (o->kind == OP_SERVER_REMOVE && w->remove_target >= 0) {
+        if (out == OUT_FAIL) {
+            w->removal_sent = 0; /* refused (busy, no quorum): it may be tried again */
+        } else {
+            w->removed[w->remove_target] = 1;
+            nem_note(w, "admin: n%d removed from the cluster (%s)", w->remove_target,
+                     out == OUT_OK ? "ok" : "outcome unknown");
+        }
+        w->remove_target = -1;
+    } else if (w->server_target >= 0) {
+        if (o->kind == OP_SERVER_EVACUATE && out != OUT_FAIL) w->draining[w->server_target] = 1;
+        if (o->kind == OP_SERVER_EVACUATE_CANCEL && out == OUT_OK)
+            w->draining[w->server_target] = 0;
+        w->server_target = -1;
+    }
 }
 
 static void consumer_cb(void *arg, int status, const char *msg, const char *name)
@@ -194,6 +224,7 @@ int admin_setup(world *w)
     }
     w->admin_busy = 0;
     w->admin_next_ns = now_ns(w) + 200 * MS;
+    w->remove_target = w->server_target = -1;
     return w->nviol ? JR_ETIMEDOUT : 0;
 }
 
@@ -222,7 +253,7 @@ static void churn_op(world *w, unsigned node)
     cfg.name = c->name;
     cfg.subjects = subjs;
     cfg.nsubjects = 1;
-    cfg.replicas = 1 + (int)rng_below(&w->r, w->n);
+    cfg.replicas = 1 + (int)rng_below(&w->r, w->n - (unsigned)w->removal_sent);
     cfg.max_msgs = 100;
     if (c->state == 0 || (c->state == 2 && rng_pct(&w->r, 50))) {
         if (now_ns(w) < w->quiet_groups_until) return;
@@ -268,6 +299,36 @@ static uint64_t some_acked_seq(world *w, int ds)
     return 0;
 }
 
+/* Server operations: drain a server or end its drain (any server count), or, on five servers,
+ * remove one for good. The server is drawn among those not removed, running or not. */
+static void server_op(world *w, unsigned node, jr_node *nd)
+{
+    unsigned x = (unsigned)rng_below(&w->r, w->n);
+    if (w->removed[x]) return;
+    char name[16];
+    snprintf(name, sizeof name, "%s", jr_sim_name(w->sim, x));
+    int all_r3 = 1;
+    for (unsigned k = 0; k < w->nds; k++) all_r3 &= w->ds[k].replicas == 3 && !w->ds[k].busy_change;
+    if (w->n == 5 && !w->removal_sent && all_r3 && rng_pct(&w->r, 25)) {
+        uint32_t id = start(w, OP_SERVER_REMOVE, node, name, NULL);
+        w->removal_sent = 1;
+        w->remove_target = (int)x;
+        nem_note(w, "admin: peer-remove n%u through n%u", x, node);
+        history_write_op(w, id, 0);
+        int rc = jr_server_peer_remove(nd, name, server_cb, (void *)(uintptr_t)id);
+        if (rc != 0) server_cb((void *)(uintptr_t)id, rc, jr_strerror(rc));
+        return;
+    }
+    int cancel = w->draining[x];
+    uint32_t id =
+        start(w, cancel ? OP_SERVER_EVACUATE_CANCEL : OP_SERVER_EVACUATE, node, name, NULL);
+    w->server_target = (int)x;
+    history_write_op(w, id, 0);
+    int rc = cancel ? jr_server_evacuate_cancel(nd, name, server_cb, (void *)(uintptr_t)id)
+                    : jr_server_evacuate(nd, name, server_cb, (void *)(uintptr_t)id);
+    if (rc != 0) server_cb((void *)(uintptr_t)id, rc, jr_strerror(rc));
+}
+
 void admin_step(world *w)
 {
     if (w->admin_busy || now_ns(w) < w->admin_next_ns) return;
@@ -306,7 +367,8 @@ void admin_step(world *w)
                jr_consumer_delete(nd, d->name, w->cons[c].name, stream_cb, (void *)(uintptr_t)id));
     } else if (dice < 53 || (w->n == 5 && dice < 60)) {
         /* replica changes (five servers: R3 <-> R5), in place of some stepdowns there */
-        if (w->n < 5 || d->busy_change || now_ns(w) < w->quiet_groups_until) return;
+        if (w->n < 5 || w->removal_sent || d->busy_change || now_ns(w) < w->quiet_groups_until)
+            return;
         char subj[16];
         snprintf(subj, sizeof subj, "%s", d->subject);
         const char *subjs[] = {subj};
@@ -353,5 +415,7 @@ void admin_step(world *w)
         history_write_op(w, id, 0);
         int rc = jr_stream_purge(nd, d->name, &po, purge_cb, (void *)(uintptr_t)id);
         if (rc != 0) purge_cb((void *)(uintptr_t)id, rc, jr_strerror(rc), 0);
+    } else if (dice < 96) {
+        server_op(w, node, nd);
     }
 }

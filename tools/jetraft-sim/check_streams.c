@@ -71,8 +71,11 @@ static void info_cb(void *arg, int status, const char *msg, const jr_stream_info
     r->msgs = info->state->msgs;
     if (info->cluster && info->cluster->leader)
         snprintf(r->leader, sizeof r->leader, "%s", info->cluster->leader);
-    for (size_t i = 0; info->cluster && i < info->cluster->nreplicas && i < MAXN; i++) {
-        snprintf(r->reps[i], sizeof r->reps[i], "%s", info->cluster->replicas[i]->name);
+    for (size_t i = 0; info->cluster && i < info->cluster->nreplicas && r->nreps < MAXN; i++) {
+        /* a removed server left among the peers (not re-placed) holds no copy to check */
+        int x = jr_sim_index(g_w->sim, info->cluster->replicas[i]->name);
+        if (x >= 0 && g_w->removed[x]) continue;
+        snprintf(r->reps[r->nreps], sizeof r->reps[0], "%s", info->cluster->replicas[i]->name);
         r->current += info->cluster->replicas[i]->current != 0;
         r->nreps++;
     }

@@ -79,7 +79,7 @@ int pick_node(world *w)
     unsigned cand[MAXN], m = 0;
     uint64_t now = now_ns(w);
     for (unsigned i = 0; i < w->n; i++)
-        if (node_up(w, i) && w->paused_until[i] <= now) cand[m++] = i;
+        if (node_up(w, i) && w->paused_until[i] <= now && !w->removed[i]) cand[m++] = i;
     if (!m) return -1;
     return (int)cand[rng_below(&w->r, m)];
 }

@@ -134,7 +134,7 @@ void dump_unwell(world *w, FILE *out)
 {
     static const char *const roles[] = {"follower", "candidate", "leader", "observer"};
     for (unsigned i = 0; i < w->n; i++) {
-        if (!node_up(w, i)) continue;
+        if (!node_up(w, i) || w->removed[i]) continue;
         unwell_res r = {0};
         if (jr_node_health(jr_sim_node(w->sim, i), unwell_cb, &r) != 0) continue;
         wait_flag(w, &r.done, 5 * SEC);
@@ -176,7 +176,7 @@ void dump_unwell(world *w, FILE *out)
 int cluster_healthy(world *w, char *why, size_t cap)
 {
     for (unsigned i = 0; i < w->n; i++)
-        if (node_healthy(w, i, why, cap) != 1) {
+        if (!w->removed[i] && node_healthy(w, i, why, cap) != 1) {
             if (!node_up(w, i) && why) snprintf(why, cap, "n%u is down", i);
             return 0;
         }

@@ -10,11 +10,23 @@
 
 #include "jsim.h"
 
-const char *const op_names[OP_NKINDS] = {"publish",           "fetch",           "ack",
-                                         "msg_delete",        "purge",           "stream_add",
-                                         "stream_update",     "stream_delete",   "consumer_add",
-                                         "consumer_update",   "consumer_delete", "stream_stepdown",
-                                         "consumer_stepdown", "meta_stepdown"};
+const char *const op_names[OP_NKINDS] = {"publish",
+                                         "fetch",
+                                         "ack",
+                                         "msg_delete",
+                                         "purge",
+                                         "stream_add",
+                                         "stream_update",
+                                         "stream_delete",
+                                         "consumer_add",
+                                         "consumer_update",
+                                         "consumer_delete",
+                                         "stream_stepdown",
+                                         "consumer_stepdown",
+                                         "meta_stepdown",
+                                         "server_evacuate",
+                                         "server_evacuate_cancel",
+                                         "server_remove"};
 
 static const char *const ack_names[] = {"ack", "nak", "progress", "term"};
 
@@ -93,6 +105,7 @@ int op_outcome(const op *o)
     case JR_ENOMEM:
     case JR_EIO:
     case JR_ENOSPC:
+    case JR_EREMOVED: /* the server learnt of its removal with the request in flight */
         return OUT_UNKNOWN;
     default:
         return OUT_FAIL;

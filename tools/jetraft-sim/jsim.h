@@ -11,7 +11,8 @@
  *   cluster.c         the fixture: node configs, picking nodes, waiting for callbacks
  *   history.c         the recorded history: operations, deliveries, nemesis events, JSON lines
  *   clients.c         publishers and consumer fetch/ack loops
- *   admin.c           the admin process (streams, consumers, replica changes, stepdowns)
+ *   admin.c           the admin process (streams, consumers, replica changes, stepdowns,
+ *                     server evacuate / evacuate-cancel / peer-remove)
  *   faults.c          the fault scheduler and the heal
  *   check_log.c       applied-entry agreement across nodes (state-machine safety)
  *   check_streams.c   the final reads and the publish checkers
@@ -98,6 +99,9 @@ enum op_kind {
     OP_STREAM_STEPDOWN,
     OP_CONSUMER_STEPDOWN,
     OP_META_STEPDOWN,
+    OP_SERVER_EVACUATE,
+    OP_SERVER_EVACUATE_CANCEL,
+    OP_SERVER_REMOVE,
     OP_NKINDS
 };
 extern const char *const op_names[OP_NKINDS];
@@ -286,6 +290,15 @@ typedef struct world {
     uint32_t admin_op;
     uint64_t admin_next_ns;
     uint64_t quiet_groups_until; /* no new groups before this (a rollback copy is pending) */
+    /* membership: at most one server is peer-removed per run (five servers only); a removal
+     * that succeeded or whose outcome is unknown makes the server removed for the checkers: it
+     * takes no client operation and no check needs its copy; it may still crash and restart
+     * (it must stay removed). Draining servers stay members. */
+    int removed[MAXN];
+    int removal_sent;   /* a removal is in flight or done (ok or unknown): no other */
+    int remove_target;  /* the server of the removal in flight; -1 */
+    int draining[MAXN]; /* an evacuate of the server succeeded (or is unknown), not cancelled */
+    int server_target;  /* the server of the evacuate or cancel in flight; -1 */
 
     /* faults */
     int down[MAXN];
@@ -339,7 +352,7 @@ extern world *g_w;
 int cluster_new(world *w);
 void cluster_free(world *w);
 int node_up(world *w, unsigned i);
-/* A random node that is running and not paused; -1 if none. */
+/* A random node that is running, not paused and not removed from the cluster; -1 if none. */
 int pick_node(world *w);
 /* Runs until *flag is non-zero or max_ns passed; 0 or JR_ETIMEDOUT. */
 int wait_flag(world *w, const int *flag, uint64_t max_ns);
