@@ -97,10 +97,11 @@ static void note_lone_groups(world *w, unsigned v)
 /* 1 if every group node i reports unwell is one whose only member is node i, after the disk
  * nemesis damaged node i's disk, or one whose only voter was the victim when the nemesis damaged
  * its disk (its log may since have been cut back to a configuration of more members, or the
- * group grew): what such a replica lost no rule can recover (the fault model allows one damaged
- * replica of a group, and this one has no other holder of what it alone committed; its other
- * members rightly refuse to elect it below the entry they know committed), so it is not counted
- * against the library; noted in the history once per group. */
+ * group grew), or one whose single voter relogged an index after losing what it had applied
+ * there (check_log.c: applied-log leaves it out too): what such a replica lost no rule can recover
+ * (the fault model allows one damaged replica of a group, and this one has no other holder of what
+ * it alone committed; its other members rightly refuse to elect it below the entry they know
+ * committed), so it is not counted against the library; noted in the history once per group. */
 static int only_replicas_lost(world *w, unsigned i, const health_res *r)
 {
     if (!r->meta_current || r->nunwell == 0 || r->nunwell > 16) return 0;
@@ -108,6 +109,7 @@ static int only_replicas_lost(world *w, unsigned i, const health_res *r)
     for (size_t k = 0; k < r->nunwell; k++) {
         int lone = 0;
         for (size_t j = 0; j < w->nlone_hit && !lone; j++) lone = w->lone_hit[j] == r->unwell[k];
+        for (unsigned j = 0; j < w->nlone && !lone; j++) lone = w->lone_groups[j] == r->unwell[k];
         if (lone) continue;
         if (!w->disk_hit[i]) return 0;
         jr_group *g = nd ? jr_node_group(nd, r->unwell[k]) : NULL;
