@@ -258,17 +258,24 @@ static const vouch_ans *answer_of(const struct jr__vouch *v, jr__id id)
 }
 
 /* A replica that started without a configuration knows whom it must hear from only once an
- * answer names a configuration its sender had committed: that is a configuration of the
- * group's history, from which the answers' chain reaches every later one (the file's comment,
- * "Which configurations"). Answers that name none (servers holding nothing of the group)
- * start no chain: until one does it takes no floor and grants nothing. */
+ * answer names a configuration of the group's history, from which the answers' chain reaches
+ * every later one (the file's comment, "Which configurations"): one its sender had committed,
+ * or the group's first, at index 1. That entry is the bootstrap configuration, written
+ * identically by every initial voter (jr__raft_bootstrap) before any leader existed, so it is
+ * in every log of the group and never a dead branch, committed or not (a group whose original
+ * peers have not elected anyone yet has no other configuration: waiting for a committed one
+ * would wait for a leader that needs this replica's vote). Answers that name none (servers
+ * holding nothing of the group) start no chain: until one does it takes no floor and grants
+ * nothing. */
 static int chain_known(const jr__raft *r)
 {
     const struct jr__vouch *v = r->vouch;
     if (!v->confless) return 1;
-    for (uint32_t i = 0; i < v->nans; i++)
-        if (v->ans[i].conf->n && v->ans[i].conf_index && v->ans[i].conf_index <= v->ans[i].commit)
+    for (uint32_t i = 0; i < v->nans; i++) {
+        const vouch_ans *a = &v->ans[i];
+        if (a->conf->n && a->conf_index && (a->conf_index <= a->commit || a->conf_index == 1))
             return 1;
+    }
     return 0;
 }
 
@@ -713,9 +720,9 @@ void jr__vouch_start(jr__raft *r)
          * damaged (no campaign), takes what a leader sends (jr__vouch_drops) until a
          * configuration arrives, then asks its members at once (jr__vouch_check). Its node may
          * name servers to ask meanwhile (jr__raft_vouch_hint): once one answers with a
-         * configuration it had committed (chain_known), the members are asked as from any
-         * answer, and with every one's word it may grant its vote — the group has no leader to
-         * repair it while the voters left are no quorum without it. (Without damage, no
+         * configuration it had committed or the bootstrap one (chain_known), the members are asked
+         * as from any answer, and with every one's word it may grant its vote — the group has no
+         * leader to repair it while the voters left are no quorum without it. (Without damage, no
          * configuration means none was ever durable here: a member that never acknowledged an
          * entry, as whole as a new one.) */
         r->vouch->confless = 1;

@@ -864,6 +864,55 @@ START_TEST(a_replica_that_lost_its_configuration_asks_the_servers_its_node_names
 }
 END_TEST
 
+/* R3 {1, 2, 3} just created: server 1 wrote the bootstrap configuration (index 1, term 1) and
+ * elected nobody yet (commit 0); 2 and 3 hold nothing of the group (their nodes lost power
+ * before they created their replicas, and after the group's peer set changed they open as
+ * joiners: unvouched, damaged, without a configuration). No configuration is committed
+ * anywhere, and 1 cannot win without one of their votes. The bootstrap configuration is in
+ * every log of the group, never a dead branch, so 1's answer naming it starts the chain of
+ * configurations as a committed one would: once every other member of it answered, 2 takes
+ * its floor and votes for a candidate at or above the most up-to-date answer. A later
+ * configuration its sender has not committed still starts no chain. */
+START_TEST(a_replica_without_a_configuration_learns_the_bootstrap_one)
+{
+    static const uint8_t none[1] = {0};
+    jr__conf c3 = {3, {{1, 1}, {2, 1}, {3, 1}}};
+    uint8_t buf[64];
+
+    /* an uncommitted configuration above index 1 tells it nothing */
+    jr__raft *r = bare_confless();
+    jr__msg a = vouch_resp(1, 4, 6, 4, 3, 5, &c3, buf);
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &a), 0);
+    a = (jr__msg){.type = JR__MSG_VOUCH_RESP, .group = 7, .from = 3, .to = 2, .term = 1};
+    a.u.vouch_resp.conf = none;
+    a.u.vouch_resp.conf_len = sizeof none;
+    ck_assert_int_eq(jr__raft_step(r, 1002 * MS, &a), 0);
+    ck_assert_int_eq(grants(r, 1003 * MS, 5, 6, 4), 0);
+    jr__raft_free(r);
+
+    /* the bootstrap configuration does */
+    r = bare_confless();
+    bare_grants = 0;
+    a = vouch_resp(1, 1, 1, 1, 0, 1, &c3, buf);
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &a), 0);
+    ck_assert_int_eq(grants(r, 1002 * MS, 3, 1, 1), 0); /* 3 has not answered */
+    a = (jr__msg){.type = JR__MSG_VOUCH_RESP, .group = 7, .from = 3, .to = 2, .term = 1};
+    a.u.vouch_resp.conf = none;
+    a.u.vouch_resp.conf_len = sizeof none;
+    ck_assert_int_eq(jr__raft_step(r, 1003 * MS, &a), 0);
+    ck_assert_int_eq(jr__raft_unvouched(r), 1);
+    ck_assert_int_eq(jr__raft_damaged(r), 1);
+    ck_assert_int_eq(grants(r, 1004 * MS, 3, 0, 0), 0); /* below 1's last entry (1, term 1) */
+    jr__msg v = {.type = JR__MSG_VOTE, .group = 7, .from = 1, .to = 2, .term = 3};
+    v.u.vote.last_index = 1;
+    v.u.vote.last_term = 1;
+    v.flags = JR__MF_DURABLE;
+    ck_assert_int_eq(jr__raft_step(r, 1005 * MS, &v), 0);
+    ck_assert_int_eq(bare_grants, 1);
+    jr__raft_free(r);
+}
+END_TEST
+
 /* A replica whose recovery found damage and no configuration (neither its snapshot nor a
  * configuration entry survived) knows no peer to ask, which is not being a lone voter: it stays
  * unvouched and damaged, grants no vote, never campaigns, takes a leader's append that brings
@@ -1194,6 +1243,7 @@ int main(void)
     tcase_add_test(tc, members_a_committed_configuration_removed_are_not_waited_for);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_is_not_a_lone_voter);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_asks_the_servers_its_node_names);
+    tcase_add_test(tc, a_replica_without_a_configuration_learns_the_bootstrap_one);
     tcase_add_test(tc, a_replica_that_lost_its_configuration_asks_once_a_repair_brings_one);
     tcase_add_test(tc, a_heartbeat_commits_only_what_an_append_of_its_leader_proved);
     tcase_add_test(tc, a_leader_whose_messages_are_dropped_is_asked);

@@ -93,7 +93,19 @@ static void on_apply(void *arg, unsigned node, uint64_t group, uint64_t index, u
     }
 }
 
+static int open_groups(h_cluster *h, unsigned i, int join);
+
 int h_open(h_cluster *h, unsigned i)
+{
+    return open_groups(h, i, 0);
+}
+
+int h_join(h_cluster *h, unsigned i)
+{
+    return open_groups(h, i, 1);
+}
+
+static int open_groups(h_cluster *h, unsigned i, int join)
 {
     jr_node *n = jr_sim_node(h->sim, i);
     if (!n) return JR_EINVAL;
@@ -114,8 +126,10 @@ int h_open(h_cluster *h, unsigned i)
         jr_group_config gc;
         jr_group_config_init(&gc);
         gc.id = H_GROUP0 + k;
-        gc.voters = voters;
-        gc.nvoters = h->n;
+        if (!join) {
+            gc.voters = voters;
+            gc.nvoters = h->n;
+        }
         gc.fsm = ops;
         if (h->snapshot_entries) gc.snapshot_entries = h->snapshot_entries;
         int rc = jr_group_open(n, &gc, &h->g[i][k]);

@@ -63,6 +63,9 @@ int h_new(h_cluster *h, jr_sim_config *cfg, unsigned n, unsigned ngroups,
 void h_free(h_cluster *h);
 /* (Re)opens every group on node i (after jr_sim_restart). */
 int h_open(h_cluster *h, unsigned i);
+/* Opens every group on node i as a joiner: no voter list, so it starts empty and waits for a
+ * leader to add it (or, on a node that ran before, for its peers to vouch for it). */
+int h_join(h_cluster *h, unsigned i);
 /* The group with index k on node i if node i is up, else NULL. */
 jr_group *h_group(h_cluster *h, unsigned i, unsigned k);
 /* Index of the node that leads group k with the highest term, or -1. */

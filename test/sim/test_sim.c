@@ -385,6 +385,52 @@ START_TEST(replica_whose_every_record_was_cut_does_not_vote_as_new)
 }
 END_TEST
 
+/* A group created just before a power loss of every node, which only one of its original peers
+ * had written (n0: the bootstrap configuration, no leader yet); the others reopen with nothing of
+ * it as joiners on nodes that ran before (as lib/js opens the original peers of a consumer whose
+ * peer set changed since): unvouched, damaged, without a configuration. n0 cannot win without
+ * one of their votes, and no configuration is committed anywhere. n0's answer names the
+ * bootstrap configuration, which every log of the group holds: it tells the joiners whom to hear
+ * from, and once all answered they vote for n0, which is elected and repairs them. */
+START_TEST(joiners_without_a_record_elect_the_replica_that_bootstrapped)
+{
+    h_cluster h;
+    jr_sim_config cfg;
+    jr_sim_config_init(&cfg);
+    cfg.seed = 11;
+    ck_assert_int_eq(h_new(&h, &cfg, 3, 0, 0), 0);
+    jr_sim_run_for(h.sim, 100 * MS);
+    for (unsigned i = 0; i < 3; i++) {
+        ck_assert_int_eq(jr_sim_crash(h.sim, i), 0);
+        ck_assert_int_eq(jr_sim_restart(h.sim, i), 0);
+    }
+    jr_sim_run_for(h.sim, 100 * MS);
+    h.ngroups = 1;
+    ck_assert_int_eq(h_open(&h, 0), 0);
+    ck_assert_int_eq(h_join(&h, 1), 0);
+    ck_assert_int_eq(h_join(&h, 2), 0);
+    jr_group_status st = {.size = sizeof st};
+    for (unsigned i = 1; i < 3; i++) {
+        ck_assert_int_eq(jr_group_status_get(h.g[i][0], &st), 0);
+        ck_assert_int_eq(st.unvouched, 1);
+        ck_assert_int_eq(st.damaged, 1);
+    }
+    ck_assert_int_eq(h_wait_leader(&h, 5000 * MS), 0);
+    ck_assert_int_eq(h_leader(&h, 0), 0); /* the only replica holding the group's log */
+    for (int i = 0; i < 5; i++) jr_group_propose(h.g[0][0], "e", 1, NULL, NULL);
+    jr_sim_run_for(h.sim, 1000 * MS);
+    ck_assert_msg(h.fail[0] == 0, "%s", h.fail);
+    for (unsigned i = 0; i < 3; i++) {
+        ck_assert_uint_eq(h.fsm[i][0].count, 5);
+        ck_assert_uint_eq(h.fsm[i][0].chain, h.fsm[0][0].chain);
+        ck_assert_int_eq(jr_group_status_get(h.g[i][0], &st), 0);
+        ck_assert_int_eq(st.unvouched, 0);
+        ck_assert_int_eq(st.damaged, 0);
+    }
+    h_free(&h);
+}
+END_TEST
+
 /* A replica whose WAL lost records is repaired by its leader; from then on its acknowledgements
  * count like anyone's, so what it writes after the repair must survive a plain restart (no new
  * damage): the WAL keeps a group it found damaged marked so until the group is written again
@@ -573,6 +619,7 @@ int main(void)
     tcase_add_test(tc, restart_recovers_and_snapshot_catches_up);
     tcase_add_test(tc, damaged_replica_votes_only_once_repaired);
     tcase_add_test(tc, replica_whose_every_record_was_cut_does_not_vote_as_new);
+    tcase_add_test(tc, joiners_without_a_record_elect_the_replica_that_bootstrapped);
     tcase_add_test(tc, repaired_replica_keeps_its_log_across_a_restart);
     tcase_add_test(tc, idle_group_does_not_pin_the_wal);
     tcase_add_test(tc, slow_follower_is_not_sent_snapshots);

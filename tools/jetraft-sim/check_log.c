@@ -61,6 +61,20 @@ static struct applied *slot(struct applied *t, size_t cap, uint64_t group, uint6
     return &t[i];
 }
 
+void applied_each_group(world *w, void (*fn)(world *w, uint64_t group, void *arg), void *arg)
+{
+    uint64_t seen[64];
+    size_t nseen = 0;
+    for (size_t i = 0; i < w->capapplied; i++) {
+        uint64_t g = w->applied[i].group;
+        int dup = 0;
+        for (size_t k = 0; k < nseen && !dup; k++) dup = seen[k] == g;
+        if (!g || dup) continue;
+        if (nseen < sizeof seen / sizeof seen[0]) seen[nseen++] = g;
+        fn(w, g, arg);
+    }
+}
+
 static void grow(world *w)
 {
     size_t cap = w->capapplied ? w->capapplied * 2 : 1u << 14;

@@ -63,15 +63,55 @@ static void health_cb(void *arg, int status, const char *msg, const jr_node_heal
         snprintf(r->why, sizeof r->why, "%s", h->ngroups ? h->groups[0]->text : h->meta_text);
 }
 
+/* Records the groups whose only member is node v's replica, before the disk nemesis damages
+ * v's disk (applied_each_group's callback). */
+static void note_lone(world *w, uint64_t group, void *arg)
+{
+    unsigned v = *(const unsigned *)arg;
+    jr_node *nd = jr_sim_node(w->sim, v);
+    jr_group *g = nd ? jr_node_group(nd, group) : NULL;
+    jr_group_status st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    if (!g || jr_group_status_get(g, &st) != 0) return;
+    size_t voters = 0; /* an observer being added holds nothing the group committed */
+    for (size_t k = 0; k < st.npeers; k++) {
+        jr_peer_status ps;
+        memset(&ps, 0, sizeof ps);
+        ps.size = sizeof ps;
+        if (jr_group_peer(g, k, &ps) != 0) return;
+        voters += ps.voter != 0;
+    }
+    if (voters != 1) return;
+    for (size_t k = 0; k < w->nlone_hit; k++)
+        if (w->lone_hit[k] == group) return;
+    if (w->nlone_hit < sizeof w->lone_hit / sizeof w->lone_hit[0])
+        w->lone_hit[w->nlone_hit++] = group;
+}
+
+static void note_lone_groups(world *w, unsigned v)
+{
+    if (node_up(w, v)) applied_each_group(w, note_lone, &v);
+}
+
 /* 1 if every group node i reports unwell is one whose only member is node i, after the disk
- * nemesis damaged node i's disk: what such a replica lost no rule can recover (the fault model
- * allows one damaged replica of a group, and this one has no other), so it is not counted
- * against the library; noted in the history once per group. */
+ * nemesis damaged node i's disk, or one whose only voter was the victim when the nemesis damaged
+ * its disk (its log may since have been cut back to a configuration of more members, or the
+ * group grew), or one whose single voter relogged an index after losing what it had applied
+ * there (check_log.c: applied-log leaves it out too): what such a replica lost no rule can recover
+ * (the fault model allows one damaged replica of a group, and this one has no other holder of what
+ * it alone committed; its other members rightly refuse to elect it below the entry they know
+ * committed), so it is not counted against the library; noted in the history once per group. */
 static int only_replicas_lost(world *w, unsigned i, const health_res *r)
 {
-    if (!w->disk_hit[i] || !r->meta_current || r->nunwell == 0 || r->nunwell > 16) return 0;
+    if (!r->meta_current || r->nunwell == 0 || r->nunwell > 16) return 0;
     jr_node *nd = jr_sim_node(w->sim, i);
     for (size_t k = 0; k < r->nunwell; k++) {
+        int lone = 0;
+        for (size_t j = 0; j < w->nlone_hit && !lone; j++) lone = w->lone_hit[j] == r->unwell[k];
+        for (unsigned j = 0; j < w->nlone && !lone; j++) lone = w->lone_groups[j] == r->unwell[k];
+        if (lone) continue;
+        if (!w->disk_hit[i]) return 0;
         jr_group *g = nd ? jr_node_group(nd, r->unwell[k]) : NULL;
         jr_group_status st;
         memset(&st, 0, sizeof st);
@@ -437,6 +477,7 @@ static void do_disk(world *w)
     w->victim = v;
     w->disk_hit[v] = 1;
     w->disk_faults++;
+    note_lone_groups(w, (unsigned)v);
     crash(w, (unsigned)v, (rng_below(&w->r, 1500)) * MS);
     nem_note(w, "crash n%d (disk victim)", v);
     damage(w, (unsigned)v);
@@ -445,6 +486,7 @@ static void do_disk(world *w)
 static void do_rollback(world *w)
 {
     unsigned v = (unsigned)w->copy_node;
+    note_lone_groups(w, v);
     if (node_up(w, v)) crash(w, v, (rng_below(&w->r, 1500)) * MS);
     if (!node_up(w, v) && jr_sim_disk_restore(w->sim, v, w->copy) == 0) {
         w->victim = (int)v;

@@ -308,6 +308,10 @@ typedef struct world {
     uint8_t disk_hit[MAXN];  /* the node's disk was damaged at least once in this run */
     uint64_t lost_alone[16]; /* groups whose only replica the disk nemesis damaged (noted) */
     size_t nlost_alone;
+    /* groups whose only voter was the disk nemesis's victim when its disk was damaged: what that
+     * voter alone had committed is lost, even once the group has more members */
+    uint64_t lone_hit[32];
+    size_t nlone_hit;
     uint64_t victim_restart; /* when the victim restarts */
     jr_sim_disk *copy;       /* a saved disk of copy_node for a rollback */
     int copy_node;
@@ -416,6 +420,8 @@ void applied_record(void *arg, unsigned node, uint64_t group, uint64_t index, ui
 void applied_free(world *w);
 /* on_restore: traced with JSIM_TRACE_GROUP. */
 void applied_on_restore(void *arg, unsigned node, uint64_t group, uint64_t index);
+/* Calls fn(w, group) once for every group any node applied an entry of. */
+void applied_each_group(world *w, void (*fn)(world *w, uint64_t group, void *arg), void *arg);
 
 /* check_streams.c */
 int streams_final_read(world *w);
