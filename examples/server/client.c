@@ -66,6 +66,7 @@ struct clients {
     server *s;
     uv_tcp_t listener;
     uv_check_t flush;
+    uv_prepare_t late; /* writes what timers and other callbacks queued since the check */
     uv_timer_t ping;
     uv_timer_t auth_timer; /* with users: closes connections that did not send CONNECT in time */
     client *head;
@@ -114,6 +115,16 @@ static void flush_one(client *c)
     c->s->stats.client_bytes_out += w->len;
 }
 
+static void flush_all(clients *cs)
+{
+    while (cs->flush_head) {
+        client *c = cs->flush_head;
+        cs->flush_head = c->flush_next;
+        c->flushing = 0;
+        flush_one(c);
+    }
+}
+
 static void on_flush(uv_check_t *h)
 {
     clients *cs = h->data;
@@ -123,12 +134,16 @@ static void on_flush(uv_check_t *h)
         cs->kick = 0;
         server_kick(cs->s);
     }
-    while (cs->flush_head) {
-        client *c = cs->flush_head;
-        cs->flush_head = c->flush_next;
-        c->flushing = 0;
-        flush_one(c);
-    }
+    flush_all(cs);
+}
+
+/* Output queued after the check ran (a node tick from its timer, a retry or push timer, a write
+ * or route callback) is written before the loop waits for I/O again: waiting first would hold it
+ * until the next socket event or timer, which on an otherwise quiet server is the node's next
+ * heartbeat. */
+static void on_late(uv_prepare_t *h)
+{
+    flush_all(h->data);
 }
 
 /* Appends output; past the pending bound the client is a slow consumer and is dropped. */
@@ -804,6 +819,9 @@ int clients_start(server *s)
     uv_check_init(s->loop, &cs->flush);
     cs->flush.data = cs;
     uv_check_start(&cs->flush, on_flush);
+    uv_prepare_init(s->loop, &cs->late);
+    cs->late.data = cs;
+    uv_prepare_start(&cs->late, on_late);
     uv_timer_init(s->loop, &cs->ping);
     cs->ping.data = cs;
     uv_timer_start(&cs->ping, on_ping, s->cfg.ping_interval_ms, s->cfg.ping_interval_ms);
@@ -829,6 +847,8 @@ void clients_stop(server *s)
     while (cs->head) client_close(cs->head, NULL);
     uv_check_stop(&cs->flush);
     uv_close((uv_handle_t *)&cs->flush, NULL);
+    uv_prepare_stop(&cs->late);
+    uv_close((uv_handle_t *)&cs->late, NULL);
     uv_close((uv_handle_t *)&cs->ping, NULL);
     uv_close((uv_handle_t *)&cs->auth_timer, NULL);
     uv_close((uv_handle_t *)&cs->listener, NULL);

@@ -3,12 +3,14 @@
  * the subscriptions (sublist.h), and each connection's output.
  *
  * Output is appended to the connection's buffer and written once per loop turn (a uv_check
- * handle), so a burst of messages costs one write. What a connection has not taken yet (buffered
- * plus in flight) is bounded by client_max_pending: past it the client is a slow consumer and is
- * disconnected, so a client that never reads costs bounded memory. Input is bounded the other way
- * round: while max_inflight publishes and API requests wait for the node, a client that sends
- * more is not read until half of them completed. A protocol error is answered with -ERR and the
- * connection is closed once that is written. The server PINGs every client each
+ * handle, after the turn's reads), so a burst of messages costs one write; what a timer or another
+ * callback appends after that check is written before the loop next waits for I/O (a uv_prepare
+ * handle), never held until some later event wakes the loop. What a connection has not taken yet
+ * (buffered plus in flight) is bounded by client_max_pending: past it the client is a slow consumer
+ * and is disconnected, so a client that never reads costs bounded memory. Input is bounded the
+ * other way round: while max_inflight publishes and API requests wait for the node, a client that
+ * sends more is not read until half of them completed. A protocol error is answered with -ERR and
+ * the connection is closed once that is written. The server PINGs every client each
  * ping_interval_ms and closes one that left two unanswered ('Stale Connection').
  */
 #ifndef SRV_CLIENT_H

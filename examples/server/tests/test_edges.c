@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "procs.h"
@@ -562,6 +563,55 @@ int main(int argc, char **argv)
     close(live);
     server_stop(0);
     printf("ok: stale connection closed, live one kept\n");
+
+    /* Pulls served by the client's own server while it is otherwise quiet: each delivery is
+     * written in the loop turn that made it, not held until the next socket event or node timer.
+     * With heartbeats every 2 s the node's timers are far apart; twenty fetches one after the
+     * other (ten of one message, ten no_wait on nothing) take milliseconds, and an answer held
+     * until a timer would take up to a heartbeat, so the twenty must finish within one. */
+    start_server(",\"heartbeat_ms\":2000,\"election_timeout_ms\":4000");
+    rbuf bz = {{0}, 0, 0};
+    int q = client(&bz);
+    send_str(q, "SUB _INBOX.c.* 10\r\n");
+    request(q, &bz, "$JS.API.STREAM.CREATE.Q", "{\"name\":\"Q\",\"subjects\":[\"q.>\"]}",
+            "\"did_create\":true", "create Q");
+    for (int i = 0; i < 10; i++) {
+        char line[64];
+        snprintf(line, sizeof line, "PUB q.x _INBOX.c.%d 1\r\n%d\r\n", 200 + i, i);
+        bz.n = 0;
+        send_str(q, line);
+        expect(q, &bz, "\"seq\":", "publish to Q");
+    }
+    request(q, &bz, "$JS.API.CONSUMER.DURABLE.CREATE.Q.qc",
+            "{\"stream_name\":\"Q\",\"config\":{\"durable_name\":\"qc\",\"ack_policy\":"
+            "\"explicit\"}}",
+            "consumer_create_response", "create qc");
+    send_str(q, "SUB _INBOX.q.* 11\r\n");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 1; i <= 20; i++) {
+        char line[160], want[64];
+        /* one message each, then no_wait on what is left: nothing, a 404 once the barrier
+         * passed */
+        const char *body =
+            i <= 10 ? "{\"batch\":1,\"expires\":30000000000}" : "{\"batch\":1,\"no_wait\":true}";
+        snprintf(line, sizeof line, "PUB $JS.API.CONSUMER.MSG.NEXT.Q.qc _INBOX.q.%d %zu\r\n%s\r\n",
+                 i, strlen(body), body);
+        if (i <= 10)
+            snprintf(want, sizeof want, "$JS.ACK.Q.qc.1.%d.%d.", i, i);
+        else
+            snprintf(want, sizeof want, "NATS/1.0 404 No Messages");
+        bz.n = 0;
+        send_str(q, line);
+        if (!read_until(q, &bz, want, 2000))
+            die("fetch %d of a quiet server: no answer within a heartbeat: %.300s", i, bz.d);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    if (ms >= 2000) die("twenty fetches of a quiet server took %ld ms (a heartbeat is 2000)", ms);
+    close(q);
+    server_stop(0);
+    printf("ok: twenty fetches of a quiet server in %ld ms, none waiting for a timer\n", ms);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", base);
