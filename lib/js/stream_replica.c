@@ -653,6 +653,11 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
             !jr__stream_config_equal(jr__stream_fsm_config_get(r->fsm), &r->as->cfg->c))
             next = soon; /* watch for leadership while the config is not in the log */
     }
+    /* It failed during this visit (its store mark or a catch-up step failed): its rebuild, at
+     * the top, is due at once. A leader among them hands its leadership over there; left
+     * unarmed, it would stay the group's Raft leader, whose heartbeats keep the others from
+     * electing one, while refusing every request. */
+    if (r->failed && r->failed != JR_EVERSION) next = jr__node_now(n);
     if (next == UINT64_MAX) {
         jr__js_timer_cancel(js, &r->timer); /* nothing due: the next event re-arms it */
         jr__stream_fsm_trim(r->fsm);        /* idle and synced: what the files hold can go */

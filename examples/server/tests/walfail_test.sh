@@ -58,6 +58,13 @@ li=$((${leader#n} - 1))
 step "WF took 20 messages; its leader is $leader: failing its fsyncs"
 
 echo sync >"$JR_CLUSTER_DIR/$leader/ioerr"
+# its vfs reads the file every 100 ms: publish once the errors are on
+for _ in $(seq 40); do
+    grep -q "injected I/O errors: sync" "$JR_CLUSTER_DIR/$leader/server.log" && break
+    sleep 0.1
+done
+grep -q "injected I/O errors: sync" "$JR_CLUSTER_DIR/$leader/server.log" ||
+    fail "$leader's vfs did not take up the sync errors"
 ok=0 bad=0
 for i in $(seq 40); do
     if pub "during-$i"; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
