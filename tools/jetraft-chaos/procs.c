@@ -166,9 +166,11 @@ int log_count(int i, const char *needle)
     return n;
 }
 
-/* Starts server i (smu held by the caller, or before any thread runs). */
+/* Starts server i (smu held by the caller, or before any thread runs); a server removed from
+ * the cluster stays down for good. */
 void server_start(int i)
 {
+    if (C.removed[i]) return;
     char cfg[400], log[400], env[64];
     snprintf(cfg, sizeof cfg, "%s/%s.json", C.base, C.names[i]);
     snprintf(log, sizeof log, "%s/%s.log", C.base, C.names[i]);
