@@ -14,7 +14,8 @@
  * `$JS.API.SERVER.EVACUATE.CANCEL` after dur_ms (0.5-3 s: moves in flight; 8-15 s: usually
  * done), or at once when the run heals.
  *
- * server remove (variant 2, five servers only, once a run): the server is stopped (kill -9)
+ * server remove (variant 2, five servers only, once a run): a server holding a replica of the
+ * stream (any server when the stream's info does not answer) is stopped (kill -9)
  * and marked removed, so that no fault's end starts it again; then `$JS.API.SERVER.REMOVE`
  * {"peer"} until it is answered: success, or 10044 (not a member: an earlier attempt whose
  * answer was lost removed it), removes it for good. A refusal (no quorum, a change in progress)
@@ -171,7 +172,11 @@ static void evacuate(natsConnection *nc, mjob *j)
 
 static void server_remove(natsConnection *nc, mjob *j)
 {
-    int v = (int)(j->pick % (uint64_t)C.n), code = 0;
+    /* A server that holds a replica of the stream, when its info answers: its removal re-places
+     * the replica (a peer change under the other faults), which is what must keep every
+     * acknowledged write. */
+    int peers[MAXN], np = stream_peers(nc, peers), code = 0;
+    int v = np ? peers[j->pick % (uint64_t)np] : (int)(j->pick % (uint64_t)C.n);
     pthread_mutex_lock(&C.smu);
     C.removed[v] = 1;
     if (C.pid[v] > 0) {

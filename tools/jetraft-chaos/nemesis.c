@@ -548,6 +548,11 @@ static void start_event(nev *e)
     case F_DISK: {
         int v = __builtin_ctz(e->targets);
         char what[500];
+        if (C.removed[v]) { /* removed from the cluster (members.c): no server to damage */
+            pthread_mutex_unlock(&C.smu);
+            e->dur_ms = 0;
+            break;
+        }
         kill_server(v);
         damage(v, e, what, sizeof what);
         pthread_mutex_unlock(&C.smu);
@@ -558,6 +563,11 @@ static void start_event(nev *e)
     case F_ROLLBACK: {
         int v = __builtin_ctz(e->targets);
         char what[200];
+        if (C.removed[v]) {
+            pthread_mutex_unlock(&C.smu);
+            e->dur_ms = 0;
+            break;
+        }
         kill_server(v);
         rollback(v, e->variant, what, sizeof what);
         pthread_mutex_unlock(&C.smu);
