@@ -170,6 +170,27 @@ static void evacuate(natsConnection *nc, mjob *j)
                            : "no answer");
 }
 
+/* A removal is answered only once it committed and the meta group no longer lists the server
+ * (jr_server_peer_remove; NATS answered before quorum, Jepsen's finding 6): the same request
+ * sent again must be refused as not a member (10044), from whichever meta leader answers; a
+ * second success is the checker `member-remove`'s violation (other refusals, such as no meta
+ * leader, are asked again). */
+static void confirm_removed(natsConnection *nc, int v, const char *body)
+{
+    char what[200];
+    int code = 0;
+    for (uint64_t t0 = now_ns(); now_ns() - t0 < 20000000000ull; usleep(500000)) {
+        int rc = request(nc, "$JS.API.SERVER.REMOVE", body, &code, what, sizeof what);
+        if (code == 10044) return;
+        if (rc <= 0) continue; /* no answer, no meta leader or quorum, a change in progress */
+        violation("member-remove",
+                  "%s's removal was answered as done, yet a second removal succeeded too: %s",
+                  C.names[v], what);
+        return;
+    }
+    nemesis_note("members: %s's removal not confirmed (no definite answer in 20 s)", C.names[v]);
+}
+
 static void server_remove(natsConnection *nc, mjob *j)
 {
     /* A server that holds a replica of the stream, when its info answers: its removal re-places
@@ -199,6 +220,7 @@ static void server_remove(natsConnection *nc, mjob *j)
     if (rc > 0 || code == 10044) {
         nemesis_note("members: %s removed from the cluster after %d request(s): %s", C.names[v],
                      tries + 1, what);
+        if (rc > 0) confirm_removed(nc, v, body);
         return;
     }
     pthread_mutex_lock(&C.smu);
