@@ -259,8 +259,8 @@ int main(int argc, char **argv)
     signal(SIGABRT, on_fatal);
     signal(SIGSEGV, on_fatal);
     /* faulty phase + settle (60) + progress (30) + final reads and checks (90) + start (60),
-     * plus the membership changes still in flight at the heal (members_join: 60 at most) */
-    alarm((unsigned)C.seconds + 240 + (C.faults & F_MEMBERS ? 60 : 0));
+     * plus the membership changes still in flight at the heal (members_join: 75 at most) */
+    alarm((unsigned)C.seconds + 240 + (C.faults & F_MEMBERS ? 90 : 0));
     C.replicas = C.faults & F_MEMBERS && C.n == 5 ? 3 : C.n;
     C.t0 = now_ns();
     snprintf(C.base, sizeof C.base, "%s/jetraft-chaos-XXXXXX", dir ? dir : "/tmp");
