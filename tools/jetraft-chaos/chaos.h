@@ -143,6 +143,8 @@ void procs_setup(void);
 void server_start(int i);
 void kill_all_servers(void);
 int server_healthy(int i, char *why, size_t cap);
+/* Saves server i's answer to GET path as <dir>/<name>.<ext>. */
+void http_save(int i, const char *path, const char *ext);
 void procs_reap(void);
 void clock_set(int i, long long offset_ms);
 /* Sets server i's injected I/O errors: "none", "eio", "enospc" or "sync" (powervfs.h). */

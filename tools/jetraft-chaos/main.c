@@ -303,9 +303,12 @@ int main(int argc, char **argv)
     if (healthy)
         note("every server healthy %.1f s after the heal", (double)(now_ns() - t_heal) / 1e9);
     else
-        for (int i = 0; i < C.n; i++)
-            if (!C.removed[i] && !server_healthy(i, why[i], sizeof why[i]))
+        for (int i = 0; i < C.n; i++) {
+            if (C.removed[i]) continue;
+            http_save(i, "/jsz", "jsz"); /* the groups' state, beside the logs */
+            if (!server_healthy(i, why[i], sizeof why[i]))
                 violation("repair", "%s not healthy 60 s after the heal: %s", C.names[i], why[i]);
+        }
 
     clients_progress(30);
     clients_stop();
