@@ -87,7 +87,7 @@ typedef struct chaos {
     int nprocs;
     int verbose;
     int keep;
-    const char *mutate; /* a checker self-test: lost, ack-seq, definite, converge */
+    const char *mutate; /* a checker self-test: lost, ack-seq, definite, converge, peers */
     char base[256];
     FILE *hist;
     uint64_t t0; /* CLOCK_MONOTONIC ns at the start */

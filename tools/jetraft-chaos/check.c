@@ -451,6 +451,12 @@ void check_run(void)
     long long *rep = malloc((upto + 1) * sizeof *rep);
     if (!rep) die("out of memory");
     int nrep = 0;
+    if (C.mutate && !strcmp(C.mutate, "peers")) /* a replica the peer set fails to name */
+        for (int i = 0; i < C.n; i++)
+            if (peers[i]) {
+                peers[i] = 0;
+                break;
+            }
     for (int i = 0; i < C.n; i++) {
         if (!peers[i]) continue;
         if (C.removed[i]) {
@@ -497,7 +503,8 @@ void check_run(void)
     natsConnection_Destroy(nc);
     /* The publishers and the nemesis have stopped: the records are this thread's now (and
      * violation() takes hmu itself). */
-    if (C.mutate && strcmp(C.mutate, "converge")) mutate(final, upto, NULL);
+    if (C.mutate && strcmp(C.mutate, "converge") && strcmp(C.mutate, "peers"))
+        mutate(final, upto, NULL);
     check_history(final, upto);
     free(final);
 }

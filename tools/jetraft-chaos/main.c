@@ -4,7 +4,7 @@
  *
  * jetraft-chaos --server PATH [--seed N] [--seconds S] [--nodes 3|5] [--faults LIST]
  *               [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]
- *               [--mutate lost|ack-seq|definite|converge]
+ *               [--mutate lost|ack-seq|definite|converge|peers]
  * jetraft-chaos --plan [--seed N] [--seconds S] [--nodes 3|5] [--faults LIST]
  *               prints the seed's fault schedule and exits
  */
@@ -196,7 +196,7 @@ static void usage(void)
         "           [--nodes 3|5] [--faults all|none|kill,pause,partition,net,power,reset,clock,\n"
         "           pausekill,partkill,disk,ioerr,rollback,members]\n"
         "           [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]\n"
-        "           [--mutate lost|ack-seq|definite|converge]\n");
+        "           [--mutate lost|ack-seq|definite|converge|peers]\n");
     exit(2);
 }
 
