@@ -141,6 +141,10 @@ static void peer_remove(natsConnection *nc, mjob *j)
                            : "no answer");
 }
 
+/* Per server, the drains the harness ended (a cancel answered as done): a drain answered as
+ * started that no cancel ended must still be in force at its own cancel. */
+static unsigned drains_ended[MAXN];
+
 static void evacuate(natsConnection *nc, mjob *j)
 {
     int cand[MAXN], nc_ = 0, code;
@@ -152,6 +156,10 @@ static void evacuate(natsConnection *nc, mjob *j)
     char body[64], what[200];
     snprintf(body, sizeof body, "{\"peer\":\"%s\"}", C.names[v]);
     int rc = request(nc, "$JS.API.SERVER.EVACUATE", body, &code, what, sizeof what);
+    pthread_mutex_lock(&C.smu);
+    unsigned ended = drains_ended[v];
+    pthread_mutex_unlock(&C.smu);
+    int started = rc > 0;
     nemesis_note("members: evacuate %s: %s; cancel in %.1f s", C.names[v],
                  rc > 0    ? "draining"
                  : rc == 0 ? what
@@ -161,6 +169,16 @@ static void evacuate(natsConnection *nc, mjob *j)
     /* A lost answer may hide a drain that committed: the cancel is sent whatever the answer. */
     for (int a = 0; a < 5; a++) {
         rc = request(nc, "$JS.API.SERVER.EVACUATE.CANCEL", body, &code, what, sizeof what);
+        pthread_mutex_lock(&C.smu);
+        if (rc > 0) drains_ended[v]++;
+        /* The first cancel found no drain, though the drain was answered as started and no
+         * cancel of the harness ended one since: a drain the meta group forgot (a cancel whose
+         * answer was lost may have ended it, so only the first attempt tells). */
+        int forgot = a == 0 && code == 10129 && started && drains_ended[v] == ended;
+        pthread_mutex_unlock(&C.smu);
+        if (forgot)
+            violation("member-drain", "%s's drain was answered as started, yet its cancel: %s",
+                      C.names[v], what);
         if (rc > 0 || code == 10129 || code == 10044) break;
         usleep(500000);
     }
