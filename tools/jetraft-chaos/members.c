@@ -167,7 +167,8 @@ static void evacuate(natsConnection *nc, mjob *j)
                  j->dur_ms / 1000.0);
     sleep_ms_or_heal(j->dur_ms);
     /* A lost answer may hide a drain that committed: the cancel is sent whatever the answer. */
-    for (int a = 0; a < 5; a++) {
+    int a = 0;
+    for (; a < 5; a++) {
         rc = request(nc, "$JS.API.SERVER.EVACUATE.CANCEL", body, &code, what, sizeof what);
         pthread_mutex_lock(&C.smu);
         if (rc > 0) drains_ended[v]++;
@@ -182,7 +183,8 @@ static void evacuate(natsConnection *nc, mjob *j)
         if (rc > 0 || code == 10129 || code == 10044) break;
         usleep(500000);
     }
-    nemesis_note("members: evacuation of %s cancelled: %s", C.names[v],
+    nemesis_note("members: evacuation of %s cancelled (%d request(s)): %s", C.names[v],
+                 a < 5 ? a + 1 : 5,
                  rc > 0    ? "done"
                  : rc == 0 ? what
                            : "no answer");
