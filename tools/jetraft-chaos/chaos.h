@@ -39,11 +39,14 @@ enum fault_kind {
     F_DISK = 1 << 9,      /* damage to one server's synced files (one victim per run) */
     F_IOERR = 1 << 10,    /* EIO / ENOSPC / failing fsyncs from a server's vfs, then a restart */
     F_ROLLBACK = 1 << 11, /* the disk victim restarted on an older copy of its data directory */
+    F_MEMBERS = 1 << 12,  /* membership changes: stream peer removal, evacuation, server removal */
 };
-#define NKINDS 12
+#define NKINDS 13
 #define F_ALL                                                                                      \
     (F_KILL | F_PAUSE | F_PARTITION | F_NET | F_POWER | F_RESET | F_CLOCK | F_PAUSEKILL |          \
      F_PARTKILL | F_DISK | F_IOERR | F_ROLLBACK)
+/* `all` leaves out F_MEMBERS, which changes the stream's replica count on five servers (R3, so
+ * that a replacement can join) and every seed's schedule: `--faults all,members` adds it. */
 /* The kinds' names, by bit (main.c). */
 extern const char *const fault_names[NKINDS];
 
@@ -79,11 +82,12 @@ typedef struct chaos {
     uint64_t seed;
     int seconds;
     int n;
+    int replicas; /* the stream's: n, or 3 on five servers with F_MEMBERS */
     unsigned faults;
     int nprocs;
     int verbose;
     int keep;
-    const char *mutate; /* a checker self-test: lost, ack-seq, definite, converge */
+    const char *mutate; /* a checker self-test: lost, ack-seq, definite, converge, peers */
     char base[256];
     FILE *hist;
     uint64_t t0; /* CLOCK_MONOTONIC ns at the start */
@@ -100,6 +104,7 @@ typedef struct chaos {
     int ioerr_on[MAXN];   /* ioerr events in force on the server (their files say so) */
     int ioerr_down[MAXN]; /* it could not open under them: started again when they end */
     int ioerr_hit[MAXN];  /* left running after I/O errors: the supervisor watches it */
+    int removed[MAXN];    /* removed from the cluster for good (members.c): never started again */
     uint64_t env_seed;
 
     /* links (lmu) */
@@ -138,6 +143,8 @@ void procs_setup(void);
 void server_start(int i);
 void kill_all_servers(void);
 int server_healthy(int i, char *why, size_t cap);
+/* Saves server i's answer to GET path as <dir>/<name>.<ext>. */
+void http_save(int i, const char *path, const char *ext);
 void procs_reap(void);
 void clock_set(int i, long long offset_ms);
 /* Sets server i's injected I/O errors: "none", "eio", "enospc" or "sync" (powervfs.h). */
@@ -160,6 +167,14 @@ void nemesis_stop_and_heal(void);
 /* The supervisor: a server left running after I/O errors whose /healthz says its WAL failed is
  * restarted (kill -9), as a host restarts a node that cannot store anything. */
 void supervise(void);
+
+/* members.c: the membership changes, each on a thread of its own (requests wait for answers
+ * while the nemesis goes on). variant 0 removes a peer of the stream, 1 evacuates a server and
+ * cancels the drain after dur_ms, 2 stops a server and removes it from the cluster. pick seeds
+ * the choice of the peer or server. */
+void members_start(int variant, int dur_ms, uint64_t pick);
+/* Waits for every membership change in flight (a drain still in force is cancelled at once). */
+void members_join(void);
 
 /* clients.c */
 int stream_create(void);

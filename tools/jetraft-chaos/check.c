@@ -90,10 +90,13 @@ static natsConnection *connect_to(int only, int k)
     return s == NATS_OK ? nc : NULL;
 }
 
-/* Stream info once a leader and every replica current: 0. After 60 s without: 1 if an answer
- * named a leader (*last and *leader from the latest such answer), else -1 (not found: *missing
- * set); either is a violation. */
-static int wait_stream(jsCtx *js, uint64_t *last, char *leader, size_t cap, int *missing)
+/* Stream info once a leader and every replica current, with as many replicas as the stream's
+ * replica count (none joining or leaving): 0. After 60 s without: 1 if an answer named a leader
+ * (*last and *leader from the latest such answer), else -1 (not found: *missing set); either is
+ * a violation. peers gets the servers of the stream's current peer set (from the latest answer
+ * that named a leader): the replicas that must have converged. */
+static int wait_stream(jsCtx *js, uint64_t *last, char *leader, size_t cap, int *missing,
+                       int *peers)
 {
     *missing = 0;
     char why[200] = "no answer";
@@ -113,8 +116,13 @@ static int wait_stream(jsCtx *js, uint64_t *last, char *leader, size_t cap, int 
             led = 1;
             *last = si->State.LastSeq;
             snprintf(leader, cap, "%s", si->Cluster->Leader);
+            for (int i = 0; i < C.n; i++) {
+                peers[i] = !strcmp(si->Cluster->Leader, C.names[i]);
+                for (int k = 0; !peers[i] && k < si->Cluster->ReplicasLen; k++)
+                    peers[i] = !strcmp(si->Cluster->Replicas[k]->Name, C.names[i]);
+            }
         }
-        int ok = si->Cluster && si->Cluster->Leader && si->Cluster->ReplicasLen == C.n - 1;
+        int ok = si->Cluster && si->Cluster->Leader && si->Cluster->ReplicasLen == C.replicas - 1;
         for (int i = 0; ok && i < si->Cluster->ReplicasLen; i++)
             ok = si->Cluster->Replicas[i]->Current;
         if (!ok) {
@@ -406,11 +414,11 @@ void check_run(void)
     if (!nc || natsConnection_JetStream(&js, nc, NULL) != NATS_OK) die("checker: no connection");
     uint64_t last = 0;
     char leader[32] = "?";
-    int missing = 0;
+    int missing = 0, peers[MAXN] = {0};
     /* With a leader but a replica not current after 60 s (a liveness violation already) the
      * reads still go through the leader, so that `present` tells a lost write from a slow
      * replica, and `converge` shows what the replica lacks. */
-    if (wait_stream(js, &last, leader, sizeof leader, &missing) < 0) {
+    if (wait_stream(js, &last, leader, sizeof leader, &missing, peers) < 0) {
         jsCtx_Destroy(js);
         natsConnection_Destroy(nc);
         check_history((long long[]){0, -2}, 0);
@@ -438,10 +446,25 @@ void check_run(void)
         violation("converge", "the leader holds seq %llu past the last seq %llu its info gave",
                   (unsigned long long)upto, (unsigned long long)last);
 
-    /* each replica on its own server */
+    /* each replica of the stream's current peer set on its own server (after membership changes
+     * a server may hold none: a removed one is down for good, an evacuated one holds none) */
     long long *rep = malloc((upto + 1) * sizeof *rep);
     if (!rep) die("out of memory");
+    int nrep = 0;
+    if (C.mutate && !strcmp(C.mutate, "peers")) /* a replica the peer set fails to name */
+        for (int i = 0; i < C.n; i++)
+            if (peers[i]) {
+                peers[i] = 0;
+                break;
+            }
     for (int i = 0; i < C.n; i++) {
+        if (!peers[i]) continue;
+        if (C.removed[i]) {
+            violation("converge", "the stream's peer set still lists %s, removed from the cluster",
+                      C.names[i]);
+            continue;
+        }
+        nrep++;
         natsConnection *ri = connect_to(i, 0);
         if (!ri) {
             violation("liveness", "cannot connect to %s for its direct reads", C.names[i]);
@@ -450,7 +473,7 @@ void check_run(void)
         for (uint64_t s = 0; s <= upto; s++) rep[s] = -2;
         unread = read_all(ri, "$JS.API.DIRECT.GET." STREAM, 1, upto, rep);
         natsConnection_Destroy(ri);
-        if (i == 0 && C.mutate && !strcmp(C.mutate, "converge")) {
+        if (nrep == 1 && C.mutate && !strcmp(C.mutate, "converge")) {
             mutate(final, upto, rep);
         }
         if (unread) violation("converge", "%s: %d direct gets unanswered", C.names[i], unread);
@@ -470,14 +493,18 @@ void check_run(void)
             violation("converge", "%s: %d seqs differ from the leader (%d lost-on-node)",
                       C.names[i], diff, missing_here);
     }
-    note("direct reads on every replica compared");
+    if (nrep != C.replicas)
+        violation("converge", "%d replicas of %s read, its replica count is %d", nrep, STREAM,
+                  C.replicas);
+    note("direct reads on the %d replicas of the stream's peer set compared", nrep);
     consumers_drain_and_check(final, upto);
     free(rep);
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);
     /* The publishers and the nemesis have stopped: the records are this thread's now (and
      * violation() takes hmu itself). */
-    if (C.mutate && strcmp(C.mutate, "converge")) mutate(final, upto, NULL);
+    if (C.mutate && strcmp(C.mutate, "converge") && strcmp(C.mutate, "peers"))
+        mutate(final, upto, NULL);
     check_history(final, upto);
     free(final);
 }

@@ -225,7 +225,7 @@ int stream_create(void)
     const char *subjects[] = {"d0.*"};
     sc.Subjects = subjects;
     sc.SubjectsLen = 1;
-    sc.Replicas = C.n;
+    sc.Replicas = C.replicas;
     sc.Storage = js_FileStorage;
     sc.AllowDirect = true;
     int rc = -1;
@@ -233,7 +233,7 @@ int stream_create(void)
         jsStreamInfo *si = NULL;
         jsErrCode jerr = 0;
         if (js_AddStream(&si, js, &sc, NULL, &jerr) == NATS_OK) {
-            note("stream %s R%d created, leader %s", STREAM, C.n,
+            note("stream %s R%d created, leader %s", STREAM, C.replicas,
                  si->Cluster && si->Cluster->Leader ? si->Cluster->Leader : "?");
             jsStreamInfo_Destroy(si);
             rc = 0;

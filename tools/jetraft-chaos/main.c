@@ -4,7 +4,7 @@
  *
  * jetraft-chaos --server PATH [--seed N] [--seconds S] [--nodes 3|5] [--faults LIST]
  *               [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]
- *               [--mutate lost|ack-seq|definite|converge]
+ *               [--mutate lost|ack-seq|definite|converge|peers]
  * jetraft-chaos --plan [--seed N] [--seconds S] [--nodes 3|5] [--faults LIST]
  *               prints the seed's fault schedule and exits
  */
@@ -28,9 +28,9 @@ chaos C = {
 
 static char fault_list[200] = "all";
 
-const char *const fault_names[NKINDS] = {"kill",     "pause", "partition", "net",
-                                         "power",    "reset", "clock",     "pausekill",
-                                         "partkill", "disk",  "ioerr",     "rollback"};
+const char *const fault_names[NKINDS] = {"kill",  "pause",    "partition", "net",      "power",
+                                         "reset", "clock",    "pausekill", "partkill", "disk",
+                                         "ioerr", "rollback", "members"};
 
 uint64_t now_ns(void)
 {
@@ -176,6 +176,7 @@ static unsigned parse_faults(const char *s)
     snprintf(buf, sizeof buf, "%s", s);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         unsigned b = 0;
+        if (!strcmp(t, "all")) b = F_ALL;
         for (int k = 0; k < NKINDS; k++)
             if (!strcmp(t, fault_names[k])) b = 1u << k;
         if (!b) {
@@ -193,9 +194,9 @@ static void usage(void)
         stderr,
         "usage: jetraft-chaos --server PATH/jetraft-server [--seed N] [--seconds S]\n"
         "           [--nodes 3|5] [--faults all|none|kill,pause,partition,net,power,reset,clock,\n"
-        "           pausekill,partkill,disk,ioerr,rollback]\n"
+        "           pausekill,partkill,disk,ioerr,rollback,members]\n"
         "           [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]\n"
-        "           [--mutate lost|ack-seq|definite|converge]\n");
+        "           [--mutate lost|ack-seq|definite|converge|peers]\n");
     exit(2);
 }
 
@@ -257,8 +258,10 @@ int main(int argc, char **argv)
     signal(SIGINT, on_fatal);
     signal(SIGABRT, on_fatal);
     signal(SIGSEGV, on_fatal);
-    /* faulty phase + settle (60) + progress (30) + final reads and checks (90) + start (60) */
-    alarm((unsigned)C.seconds + 240);
+    /* faulty phase + settle (60) + progress (30) + final reads and checks (90) + start (60),
+     * plus the membership changes still in flight at the heal (members_join: 75 at most) */
+    alarm((unsigned)C.seconds + 240 + (C.faults & F_MEMBERS ? 90 : 0));
+    C.replicas = C.faults & F_MEMBERS && C.n == 5 ? 3 : C.n;
     C.t0 = now_ns();
     snprintf(C.base, sizeof C.base, "%s/jetraft-chaos-XXXXXX", dir ? dir : "/tmp");
     if (!mkdtemp(C.base)) die("mkdtemp %s: %s", C.base, strerror(errno));
@@ -292,16 +295,20 @@ int main(int argc, char **argv)
         procs_reap();
         supervise();
         healthy = 1;
-        for (int i = 0; i < C.n; i++) healthy &= server_healthy(i, why[i], sizeof why[i]);
+        for (int i = 0; i < C.n; i++)
+            if (!C.removed[i]) healthy &= server_healthy(i, why[i], sizeof why[i]);
         if (healthy) break;
         usleep(250000);
     }
     if (healthy)
         note("every server healthy %.1f s after the heal", (double)(now_ns() - t_heal) / 1e9);
     else
-        for (int i = 0; i < C.n; i++)
+        for (int i = 0; i < C.n; i++) {
+            if (C.removed[i]) continue;
+            http_save(i, "/jsz", "jsz"); /* the groups' state, beside the logs */
             if (!server_healthy(i, why[i], sizeof why[i]))
                 violation("repair", "%s not healthy 60 s after the heal: %s", C.names[i], why[i]);
+        }
 
     clients_progress(30);
     clients_stop();

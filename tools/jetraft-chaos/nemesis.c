@@ -33,6 +33,10 @@
  * disk, rollback: the run's one disk victim is stopped and one of its files damaged, or its
  * data directory copied aside (the first time, and 30% after) or put back to the copy (70%);
  * restarted 0.3-2 s later. 35% of rollbacks are a timed sequence (plan_rollback_combo).
+ *
+ * members (members.c): a peer of the stream removed (45%), a server evacuated and its drain
+ * cancelled 0.5-3 s or 8-15 s later (40%, or 55% when no server removal can be drawn), or, on
+ * five servers and once a run, a server stopped and removed from the cluster for good (15%).
  */
 #include <ftw.h>
 #include <signal.h>
@@ -178,7 +182,7 @@ static void plan(void)
     disk_victim = rng_below(&r, C.n);
     uint64_t t = 2000, end = (uint64_t)C.seconds * 1000;
     unsigned id = 0;
-    int minority = (C.n - 1) / 2;
+    int minority = (C.n - 1) / 2, removal_planned = 0;
     while (C.faults) {
         t += 400 + (uint64_t)rng_below(&r, 2100);
         if (t >= end) break;
@@ -271,6 +275,14 @@ static void plan(void)
         case F_ROLLBACK:
             e->variant = rng_unit(&r) < 0.7; /* 1: put the copy back */
             e->dur_ms = 300 + rng_below(&r, 1700);
+            break;
+        case F_MEMBERS:
+            e->variant = u < 0.45 ? 0 : u < 0.85 || C.n != 5 || removal_planned ? 1 : 2;
+            removal_planned |= e->variant == 2;
+            e->dur_ms = e->variant != 1      ? 0
+                        : rng_unit(&r) < 0.5 ? 500 + rng_below(&r, 2500)
+                                             : 8000 + rng_below(&r, 7000);
+            e->clock_ms = (long long)(rng_next(&r) >> 1); /* seeds the choice of peer */
             break;
         case F_CLOCK:
             e->targets = random_subset(&r, 1);
@@ -536,6 +548,11 @@ static void start_event(nev *e)
     case F_DISK: {
         int v = __builtin_ctz(e->targets);
         char what[500];
+        if (C.removed[v]) { /* removed from the cluster (members.c): no server to damage */
+            pthread_mutex_unlock(&C.smu);
+            e->dur_ms = 0;
+            break;
+        }
         kill_server(v);
         damage(v, e, what, sizeof what);
         pthread_mutex_unlock(&C.smu);
@@ -546,6 +563,11 @@ static void start_event(nev *e)
     case F_ROLLBACK: {
         int v = __builtin_ctz(e->targets);
         char what[200];
+        if (C.removed[v]) {
+            pthread_mutex_unlock(&C.smu);
+            e->dur_ms = 0;
+            break;
+        }
         kill_server(v);
         rollback(v, e->variant, what, sizeof what);
         pthread_mutex_unlock(&C.smu);
@@ -577,10 +599,15 @@ static void start_event(nev *e)
         proxy_reset_node(__builtin_ctz(e->targets));
         nemesis_note("reset: every peer connection of %s closed", who);
         break;
+    case F_MEMBERS:
+        pthread_mutex_unlock(&C.smu);
+        members_start(e->variant, e->dur_ms, (uint64_t)e->clock_ms);
+        break;
     default:
         pthread_mutex_unlock(&C.smu);
     }
-    if (e->dur_ms && e->kind != F_RESET && npend < sizeof pend / sizeof pend[0])
+    if (e->dur_ms && e->kind != F_RESET && e->kind != F_MEMBERS &&
+        npend < sizeof pend / sizeof pend[0])
         pend[npend++] = (pending){.at_ms = e->at_ms + (uint64_t)e->dur_ms, .e = e};
 }
 
@@ -761,6 +788,10 @@ void nemesis_print_plan(void)
                    : e->restart    ? "a kill -9"
                                    : "a power cut");
         if (e->kind == F_ROLLBACK) printf("  %s", e->variant ? "put the copy back" : "copy aside");
+        if (e->kind == F_MEMBERS)
+            printf("  %s", e->variant == 0   ? "stream peer remove"
+                           : e->variant == 1 ? "server evacuate, then cancel"
+                                             : "server stopped and removed");
         if (cuts[0]) printf("  cut:%s", cuts);
         putchar('\n');
     }
@@ -777,6 +808,7 @@ void nemesis_stop_and_heal(void)
 {
     stopping = 1;
     pthread_join(thread, NULL);
+    members_join();
     for (size_t i = 0; i < npend; i++) end_event(pend[i].e);
     npend = 0;
     pthread_mutex_lock(&C.lmu);
@@ -794,5 +826,5 @@ void nemesis_stop_and_heal(void)
         if (C.pid[i] <= 0) server_start(i);
     }
     pthread_mutex_unlock(&C.smu);
-    nemesis_note("heal: every link whole, every server running");
+    nemesis_note("heal: every link whole, every server running but a removed one");
 }

@@ -166,9 +166,11 @@ int log_count(int i, const char *needle)
     return n;
 }
 
-/* Starts server i (smu held by the caller, or before any thread runs). */
+/* Starts server i (smu held by the caller, or before any thread runs); a server removed from
+ * the cluster stays down for good. */
 void server_start(int i)
 {
+    if (C.removed[i]) return;
     char cfg[400], log[400], env[64];
     snprintf(cfg, sizeof cfg, "%s/%s.json", C.base, C.names[i]);
     snprintf(log, sizeof log, "%s/%s.log", C.base, C.names[i]);
@@ -273,4 +275,30 @@ int server_healthy(int i, char *why, size_t cap)
     }
     close(fd);
     return ok;
+}
+
+/* GET path on server i's monitoring port, its whole answer written to <dir>/<name>.<ext>: what
+ * a failing run leaves beside the logs (the groups' state when a stream has no leader). */
+void http_save(int i, const char *path, const char *ext)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return;
+    struct timeval tv = {.tv_sec = 2};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)C.http_port[i]),
+                             .sin_addr.s_addr = htonl(0x7f000001)};
+    char out[400], req[200], buf[8192];
+    snprintf(out, sizeof out, "%s/%s.%s", C.base, C.names[i], ext);
+    FILE *f = NULL;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+        int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+        if (n > 0 && write(fd, req, (size_t)n) == n && (f = fopen(out, "w")) != NULL) {
+            ssize_t r;
+            while ((r = read(fd, buf, sizeof buf)) > 0) fwrite(buf, 1, (size_t)r, f);
+            fclose(f);
+        }
+    }
+    close(fd);
 }
