@@ -336,6 +336,11 @@ static int establish(plink *l)
         unlink_pending(s->peers, l);
         l->p = p;
     }
+    /* The read that opened the session may also have queued this side's last handshake record
+     * (its AUTH, answering the peer's HELLO read with the peer's AUTH). It goes out before
+     * anything sealed: the announcements below and any Raft frame are written at once, and the
+     * peer reads whatever follows its HELLO exchange as this side's AUTH. */
+    if (flush_session(l)) return -1;
     if (p->link && p->link != l) {
         plink *old = p->link;
         p->link = NULL;
