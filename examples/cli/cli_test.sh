@@ -17,6 +17,9 @@ J=("$cli" -s "nats://127.0.0.1:$p1,nats://127.0.0.1:$((p1 + 1)),nats://127.0.0.1
 t0=$(date +%s)
 step() { echo "[$(($(date +%s) - t0)) s] $*"; }
 fail() { echo "FAIL: $*" >&2; for n in n1 n2 n3; do tail -n 20 "$JR_CLUSTER_DIR/$n/server.log" >&2 || true; done; exit 1; }
+# A command that fails outside expect() ends the script (set -e): say which, with what it printed
+# (a verb run as out=$(... 2>&1) holds its stderr, e.g. a sanitizer's report, in $out).
+trap 'echo "FAIL: line $LINENO exited $?; its output: ${out:-}" >&2' ERR
 expect() { # expect WHAT PATTERN OUTPUT
     grep -q -- "$2" <<<"$3" || fail "$1: no '$2' in:
 $3"
