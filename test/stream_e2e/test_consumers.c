@@ -181,13 +181,8 @@ static int del(e2e *c, unsigned node, const char *stream, const char *name, cres
 static void setup_orders(e2e *c, unsigned servers, uint64_t seed, jr_stream_config *scfg)
 {
     static const char *const subj[] = {"orders.>"};
-    memset(c, 0, sizeof *c);
-    ck_assert_int_eq(e2e_new(c, servers, seed, 2000), 0);
-    ck_assert_int_ge(e2e_wait_meta(c, servers, 10 * SEC), 0);
     e2e_config(scfg, "ORDERS", subj, 1, 3);
-    e2e_res r;
-    ck_assert_msg(e2e_add(c, 0, scfg, &r) == 0, "add: %s", r.msg);
-    ck_assert_int_ge(e2e_wait_stream(c, 0, "ORDERS", 2, 10 * SEC), 0);
+    e2e_new_with_stream(c, servers, seed, scfg);
 }
 
 /* A 3-node cluster with stream ORDERS (R3, subjects orders.>) holding n messages. */
