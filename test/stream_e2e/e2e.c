@@ -379,6 +379,17 @@ int e2e_new_with_stream(e2e *c, unsigned n, uint64_t seed, const jr_stream_confi
     return l;
 }
 
+void e2e_new_ssd(e2e *c, unsigned n, unsigned nssd, uint64_t seed)
+{
+    memset(c, 0, sizeof *c);
+    for (unsigned i = 0; i < n; i++) {
+        c->tags[i][0] = i < nssd ? "ssd" : "hdd";
+        c->ntags[i] = 1;
+    }
+    ck_assert_int_eq(e2e_new(c, n, seed, 3000), 0);
+    ck_assert_int_ge(e2e_wait_meta(c, n, 30 * SEC), 0);
+}
+
 /* Replicas ------------------------------------------------------------------------------------*/
 
 static jr__srep *rep_of(e2e *c, unsigned i, const char *name)

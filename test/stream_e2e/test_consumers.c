@@ -1588,13 +1588,7 @@ static int wait_replica_dropped(e2e *c, unsigned i, const char *stream, const ch
 START_TEST(a_consumer_shrunk_before_its_first_leader_completes_when_the_dropped_peer_returns)
 {
     e2e c;
-    memset(&c, 0, sizeof c);
-    for (unsigned i = 0; i < 3; i++) {
-        c.tags[i][0] = i < 2 ? "ssd" : "hdd";
-        c.ntags[i] = 1;
-    }
-    ck_assert_int_eq(e2e_new(&c, 3, 811, 3000), 0);
-    ck_assert_int_ge(e2e_wait_meta(&c, 3, 30 * SEC), 0);
+    e2e_new_ssd(&c, 3, 2, 811);
     int m = e2e_meta_leader(&c);
     ck_assert_int_ge(m, 0);
     unsigned down = m == 0 ? 1 : 0, up = 1 - down;
