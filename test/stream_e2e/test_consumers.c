@@ -1309,6 +1309,36 @@ static int fetched(const cres *r, uint64_t q)
     return 0;
 }
 
+/* The servers of the two leaders the barrier tests need apart: *cl leads consumer `name`, *sl
+ * leads ORDERS (moved off *cl by a stepdown if it was there too), *x is the third server. */
+static void leaders_apart(e2e *c, const char *name, unsigned *cl, unsigned *sl, unsigned *x)
+{
+    cres a;
+    ck_assert_int_eq(info(c, 0, "ORDERS", name, &a), 0);
+    *cl = node_named(a.leader);
+    ck_assert_uint_lt(*cl, 3);
+    e2e_res er;
+    ck_assert_int_eq(e2e_info(c, 0, "ORDERS", &er), 0);
+    *sl = node_named(er.leader);
+    ck_assert_uint_lt(*sl, 3);
+    if (*sl == *cl) { /* the stream's leader elsewhere */
+        char to[16];
+        *sl = (*cl + 1) % 3;
+        snprintf(to, sizeof to, "n%u", *sl);
+        ck_assert_msg(e2e_stepdown(c, *cl, "ORDERS", to, &er) == 0, "stepdown: %s", er.msg);
+    }
+    *x = 3 - *cl - *sl;
+}
+
+/* Every frame from server `from` to server `to` arrives `delay` late from now on. */
+static void delay_link(e2e *c, unsigned from, unsigned to, uint64_t delay)
+{
+    jr_sim_link slow;
+    jr_sim_link_init(&slow);
+    slow.delay_min_ns = slow.delay_max_ns = delay;
+    ck_assert_int_eq(jr_sim_set_link(c->sim, from, to, &slow), 0);
+}
+
 /* A message delete or purge acknowledged before a fetch is issued is never delivered by that
  * fetch, neither new nor redelivered, even by a consumer leader whose own replica of the stream
  * has not applied it yet (its stream leader's frames reach it late): the fetch waits for a read
@@ -1324,27 +1354,13 @@ START_TEST(a_fetch_never_delivers_what_was_deleted_before_it)
     ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
     ck_assert_int_eq(fetch(&c, 0, "ORDERS", "lag", 3, SEC, 0, &r), 0);
     ck_assert_uint_eq(r.n, 3); /* 1..3 pending, 4..6 not delivered yet */
-    ck_assert_int_eq(info(&c, 0, "ORDERS", "lag", &a), 0);
-    unsigned cl = node_named(a.leader);
-    ck_assert_uint_lt(cl, 3);
+    unsigned cl, sl, x;
+    leaders_apart(&c, "lag", &cl, &sl, &x);
     e2e_res er;
-    ck_assert_int_eq(e2e_info(&c, 0, "ORDERS", &er), 0);
-    unsigned sl = node_named(er.leader);
-    ck_assert_uint_lt(sl, 3);
-    if (sl == cl) { /* the stream's leader elsewhere */
-        char to[16];
-        sl = (cl + 1) % 3;
-        snprintf(to, sizeof to, "n%u", sl);
-        ck_assert_msg(e2e_stepdown(&c, cl, "ORDERS", to, &er) == 0, "stepdown: %s", er.msg);
-    }
-    unsigned x = 3 - cl - sl;
     jr_sim_run_for(c.sim, 1200 * MS); /* 1..3 past their ack wait */
     /* the stream leader's frames reach the consumer's leader 200 ms late: the stream commits on
      * sl and x, and cl's replica applies it after the fetch below chose its messages */
-    jr_sim_link slow;
-    jr_sim_link_init(&slow);
-    slow.delay_min_ns = slow.delay_max_ns = 200 * MS;
-    ck_assert_int_eq(jr_sim_set_link(c.sim, sl, cl, &slow), 0);
+    delay_link(&c, sl, cl, 200 * MS);
     jr_sim_run_for(c.sim, 300 * MS);
     ck_assert_int_eq(e2e_msg_delete(&c, x, "ORDERS", 2, &er), 0);
     ck_assert_int_eq(e2e_msg_delete(&c, x, "ORDERS", 5, &er), 0);
@@ -1381,27 +1397,13 @@ START_TEST(a_message_chosen_ahead_of_the_barrier_and_deleted_is_not_handed_out)
     ck_assert_int_eq(fetch(&c, 0, "ORDERS", "ahead", 3, SEC, 0, &r), 0);
     ck_assert_uint_eq(r.n, 3);
     for (size_t i = 0; i < 3; i++) ck_assert_int_eq(ack(&c, 0, r.token[i], JR_ACK_ACK, 0, &a), 0);
-    ck_assert_int_eq(info(&c, 0, "ORDERS", "ahead", &a), 0);
-    unsigned cl = node_named(a.leader);
-    ck_assert_uint_lt(cl, 3);
+    unsigned cl, sl, x;
+    leaders_apart(&c, "ahead", &cl, &sl, &x);
     e2e_res er;
-    ck_assert_int_eq(e2e_info(&c, 0, "ORDERS", &er), 0);
-    unsigned sl = node_named(er.leader);
-    ck_assert_uint_lt(sl, 3);
-    if (sl == cl) { /* the stream's leader elsewhere */
-        char to[16];
-        sl = (cl + 1) % 3;
-        snprintf(to, sizeof to, "n%u", sl);
-        ck_assert_msg(e2e_stepdown(&c, cl, "ORDERS", to, &er) == 0, "stepdown: %s", er.msg);
-    }
-    unsigned x = 3 - cl - sl;
     jr_sim_run_for(c.sim, 300 * MS);
     /* the stream leader's frames reach the consumer's leader 20 ms late: the delete commits on
      * sl and x, and cl's replica applies it after the fetch below chose its messages */
-    jr_sim_link slow;
-    jr_sim_link_init(&slow);
-    slow.delay_min_ns = slow.delay_max_ns = 20 * MS;
-    ck_assert_int_eq(jr_sim_set_link(c.sim, sl, cl, &slow), 0);
+    delay_link(&c, sl, cl, 20 * MS);
     jr_sim_run_for(c.sim, 100 * MS);
     ck_assert_int_eq(e2e_msg_delete(&c, x, "ORDERS", 5, &er), 0);
     uint64_t sums[8];
