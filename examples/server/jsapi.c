@@ -178,6 +178,25 @@ void jsr_set_missing(json_t *j, const char *const *missing, size_t n)
     json_object_set_new(j, "missing", m);
 }
 
+int jsr_split(const char *api, char *buf, size_t cap, char **tok, int max, size_t maxlen)
+{
+    size_t len = strlen(api);
+    if (len >= cap) return -1;
+    memcpy(buf, api, len + 1);
+    int n = 0;
+    for (char *p = buf;;) {
+        if (n == max) return -1;
+        tok[n++] = p;
+        char *d = strchr(p, '.');
+        if (!d) break;
+        *d = 0;
+        p = d + 1;
+    }
+    for (int i = 0; i < n; i++)
+        if (!*tok[i] || strlen(tok[i]) > maxlen) return -1;
+    return n;
+}
+
 static void meta_stepdown(req *r, const void *data, size_t len)
 {
     json_t *j = jsr_body(r, data, len);

@@ -322,27 +322,6 @@ static void server_op(req *r, const void *data, size_t len, char what)
 
 #define MAX_TOKENS 8
 
-/* Splits api at its dots into buf: the number of tokens, or -1 (too long, too many, or an
- * empty token). */
-static int split(const char *api, char *buf, size_t cap, char **tok)
-{
-    size_t l = strlen(api);
-    if (l >= cap) return -1;
-    memcpy(buf, api, l + 1);
-    int n = 0;
-    for (char *p = buf;;) {
-        if (n == MAX_TOKENS) return -1;
-        tok[n++] = p;
-        char *d = strchr(p, '.');
-        if (!d) break;
-        *d = 0;
-        p = d + 1;
-    }
-    for (int i = 0; i < n; i++)
-        if (!*tok[i]) return -1;
-    return n;
-}
-
 /* A request on stream `stream` (consumer `cons` or NULL), or NULL after answering the error
  * of a name too long. */
 static req *cl_new(server *s, const char *reply, int kind, const char *type, const char *stream,
@@ -375,7 +354,7 @@ int jsapi_cluster(server *s, const char *api, const char *reply, const void *dat
     int account_api = !strncmp(api, "ACCOUNT.STREAM.", 15);
     if (!stream_api && !consumer_api && !account_api) return 0;
     char buf[512], *tok[MAX_TOKENS];
-    int n = split(api, buf, sizeof buf, tok);
+    int n = jsr_split(api, buf, sizeof buf, tok, MAX_TOKENS, SIZE_MAX); /* name lengths: cl_new */
     req *r = NULL;
     if (stream_api && n == 4 && !strcmp(tok[1], "PEER") &&
         (!strcmp(tok[2], "REMOVE") || !strcmp(tok[2], "EVACUATE"))) {

@@ -279,27 +279,6 @@ static void unpin(req *r, const void *data, size_t len)
 
 #define MAX_TOKENS 16
 
-/* Splits api into its dot-separated tokens (copied into buf): how many, or -1 if one is empty,
- * longer than a name may be, or there are too many. */
-static int tokenize(const char *api, char *buf, size_t cap, char **tok)
-{
-    size_t len = strlen(api);
-    if (len + 1 > cap) return -1;
-    memcpy(buf, api, len + 1);
-    int n = 0;
-    for (char *p = buf;;) {
-        if (n == MAX_TOKENS) return -1;
-        tok[n++] = p;
-        char *d = strchr(p, '.');
-        if (!d) break;
-        *d = 0;
-        p = d + 1;
-    }
-    for (int i = 0; i < n; i++)
-        if (!*tok[i] || strlen(tok[i]) > JR_STREAM_NAME_MAX) return -1;
-    return n;
-}
-
 static const struct {
     const char *verb; /* the tokens after CONSUMER. before <stream>.<consumer> */
     const char *type;
@@ -318,7 +297,7 @@ int jsapi_consumer(server *s, const char *api, const char *reply, const void *da
 {
     if (strncmp(api, "CONSUMER.", 9)) return 0;
     char buf[1024], *tok[MAX_TOKENS];
-    int n = tokenize(api, buf, sizeof buf, tok);
+    int n = jsr_split(api, buf, sizeof buf, tok, MAX_TOKENS, JR_STREAM_NAME_MAX);
     if (n < 0) {
         jsr_send_error(s, reply, "error_response", 400, 10003, "bad request");
         return 1;

@@ -67,6 +67,10 @@ uint64_t jsr_offset(json_t *body);
 json_t *jsr_page_json(uint64_t total, uint64_t offset, uint64_t limit);
 /* Sets j's "missing" to the n names, unless n is 0. */
 void jsr_set_missing(json_t *j, const char *const *missing, size_t n);
+/* Splits api at its dots into buf (cap bytes), tok[i] pointing at each token: how many, or -1
+ * if api does not fit in buf, has more than max tokens, or a token is empty or longer than
+ * maxlen. */
+int jsr_split(const char *api, char *buf, size_t cap, char **tok, int max, size_t maxlen);
 /* Wall clock, ns since the Unix epoch. */
 uint64_t jsr_wall_ns(void);
 

@@ -276,6 +276,25 @@ static int mark_read(jr_node *n, int *present, int *whole)
     return 0;
 }
 
+/* Replaces file `path` by one holding b[0..len): written to `tmp`, synced, then renamed over
+ * `path`, so that path holds its old bytes or all the new ones, never a part. 0, or the error
+ * (logged). */
+static int write_replacing(jr_node *n, const char *tmp, const char *path, const uint8_t *b,
+                           size_t len)
+{
+    jr_file *f;
+    int rc = n->vfs->open(n->vfs->ctx, tmp, JR_O_CREATE | JR_O_TRUNCATE, &f);
+    if (rc == 0) {
+        rc = n->vfs->pwrite(n->vfs->ctx, f, b, len, 0);
+        if (rc == 0) rc = n->vfs->sync(n->vfs->ctx, f);
+        int crc = n->vfs->close(n->vfs->ctx, f);
+        if (rc == 0) rc = crc;
+    }
+    if (rc == 0) rc = n->vfs->rename(n->vfs->ctx, tmp, path);
+    if (rc != 0) return jr__node_err(n, rc, "cannot write %s: %s", path, jr_strerror(rc));
+    return 0;
+}
+
 /* Writes the mark (temporary file, sync, rename). */
 static int mark_write(jr_node *n)
 {
@@ -286,17 +305,7 @@ static int mark_write(jr_node *n)
     memcpy(b, mark_magic, sizeof mark_magic);
     jr__put_u64(b + 8, jr__xxh3(n->name, strlen(n->name)));
     jr__put_u64(b + 16, jr__xxh3(b, 16));
-    jr_file *f;
-    int rc = n->vfs->open(n->vfs->ctx, tmp, JR_O_CREATE | JR_O_TRUNCATE, &f);
-    if (rc == 0) {
-        rc = n->vfs->pwrite(n->vfs->ctx, f, b, sizeof b, 0);
-        if (rc == 0) rc = n->vfs->sync(n->vfs->ctx, f);
-        int crc = n->vfs->close(n->vfs->ctx, f);
-        if (rc == 0) rc = crc;
-    }
-    if (rc == 0) rc = n->vfs->rename(n->vfs->ctx, tmp, path);
-    if (rc != 0) return jr__node_err(n, rc, "cannot write %s: %s", path, jr_strerror(rc));
-    return 0;
+    return write_replacing(n, tmp, path, b, sizeof b);
 }
 
 /* The servers declared gone ------------------------------------------------------------*/
@@ -324,17 +333,7 @@ int jr__rescued_write(jr_node *n)
     for (uint8_t i = 0; i < n->nrescued; i++, len += 8) jr__put_u64(b + len, n->rescued[i]);
     jr__put_u64(b + len, jr__xxh3(b, len));
     len += 8;
-    jr_file *f;
-    int rc = n->vfs->open(n->vfs->ctx, tmp, JR_O_CREATE | JR_O_TRUNCATE, &f);
-    if (rc == 0) {
-        rc = n->vfs->pwrite(n->vfs->ctx, f, b, len, 0);
-        if (rc == 0) rc = n->vfs->sync(n->vfs->ctx, f);
-        int crc = n->vfs->close(n->vfs->ctx, f);
-        if (rc == 0) rc = crc;
-    }
-    if (rc == 0) rc = n->vfs->rename(n->vfs->ctx, tmp, path);
-    if (rc != 0) return jr__node_err(n, rc, "cannot write %s: %s", path, jr_strerror(rc));
-    return 0;
+    return write_replacing(n, tmp, path, b, len);
 }
 
 /* Reads wal_dir/rescued into n->rescued (none: nothing). Only a failure to open the directory's

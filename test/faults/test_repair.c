@@ -864,6 +864,40 @@ START_TEST(a_stream_created_after_a_lost_wal_is_not_damaged)
 }
 END_TEST
 
+/* An R3 stream with `fill_n` messages whose third server `gone` is then down for good, `more`
+ * messages later, and whose leader `d` then loses its WAL and restarts: the two left, {whole,
+ * damaged}, are stuck, which this asserts (no leader within 5 s). */
+static void two_voters_one_damaged(e2e *c, uint64_t seed, fchk *k, size_t fill_n, size_t more,
+                                   unsigned *d, unsigned *gone, unsigned *whole)
+{
+    cluster(c, seed);
+    fill(k, c, fill_n);
+    int l = stream_leader(c);
+    ck_assert_int_ge(l, 0);
+    *d = (unsigned)l;
+    *gone = (unsigned)(l + 1) % 3;
+    *whole = (unsigned)(l + 2) % 3;
+    ck_assert_int_eq(jr_sim_crash(c->sim, *gone), 0);
+    ck_assert_uint_eq(fchk_publish_n(k, *whole, more, 32, -1, 30 * SEC), more);
+    ck_assert_int_eq(jr_sim_crash(c->sim, *d), 0);
+    pick p;
+    damage_file(c, *d, T_NEWEST_WAL, K_DELETE_ALL, &p);
+    ck_assert_int_eq(e2e_restart(c, *d), 0);
+    ck_assert_msg(jr_sim_run_until(c->sim, has_leader, c, 5 * SEC) != 0,
+                  "{whole, damaged} elected a leader without the gone server's word");
+}
+
+/* The end of a rescue test: publish_and_final through `whole` over {d, whole}, its verdict
+ * asserted, then the checker and the fixture freed. */
+static void finish_on_two(e2e *c, fchk *k, unsigned d, unsigned whole)
+{
+    const unsigned two[] = {d, whole};
+    publish_and_final(k, two, 2, whole);
+    ck_assert_msg(k->fail[0] == 0, "%s", k->fail);
+    fchk_free(k);
+    e2e_free(c);
+}
+
 /* R3 whose third server is gone for good, and whose leader then loses its WAL: the two left,
  * {whole, damaged}, cannot elect (the damaged one waits for the gone one's answer, the whole one
  * needs its vote) until an operator rescues the damaged server (jr_node_rescue); then the whole
@@ -872,21 +906,10 @@ START_TEST(rescue_two_voters_one_damaged)
 {
     g_off = first_seed + (uint64_t)_i;
     e2e c;
-    cluster(&c, 31);
     fchk k;
-    fill(&k, &c, 1000);
-    int l = stream_leader(&c);
-    ck_assert_int_ge(l, 0);
-    unsigned d = (unsigned)l, gone = (unsigned)(l + 1) % 3, whole = (unsigned)(l + 2) % 3;
-    ck_assert_int_eq(jr_sim_crash(c.sim, gone), 0);
-    ck_assert_uint_eq(fchk_publish_n(&k, whole, 300, 32, -1, 30 * SEC), 300);
-    ck_assert_int_eq(jr_sim_crash(c.sim, d), 0);
-    pick p;
-    damage_file(&c, d, T_NEWEST_WAL, K_DELETE_ALL, &p);
-    ck_assert_int_eq(e2e_restart(&c, d), 0);
+    unsigned d, gone, whole;
+    two_voters_one_damaged(&c, 31, &k, 1000, 300, &d, &gone, &whole);
     /* stuck, and says so */
-    ck_assert_msg(jr_sim_run_until(c.sim, has_leader, &c, 5 * SEC) != 0,
-                  "{whole, damaged} elected a leader without the gone server's word");
     e2e_res r;
     int rc = e2e_msg_get(&c, whole, STREAM, 1, &r);
     ck_assert_msg(rc == JR_ENOQUORUM || rc == JR_ENOLEADER || rc == JR_ETIMEDOUT,
@@ -900,11 +923,7 @@ START_TEST(rescue_two_voters_one_damaged)
     ck_assert_int_eq(jr_node_rescue(e2e_node(&c, d), "nobody"), JR_ENOTFOUND);
     ck_assert_msg(jr_sim_run_until(c.sim, has_leader, &c, 20 * SEC) == 0,
                   "no leader after the rescue");
-    const unsigned two[] = {d, whole};
-    publish_and_final(&k, two, 2, whole);
-    ck_assert_msg(k.fail[0] == 0, "%s", k.fail);
-    fchk_free(&k);
-    e2e_free(&c);
+    finish_on_two(&c, &k, d, whole);
 }
 END_TEST
 
@@ -917,20 +936,9 @@ START_TEST(rescue_survives_a_restart_of_both_servers)
 {
     g_off = first_seed + (uint64_t)_i;
     e2e c;
-    cluster(&c, 41);
     fchk k;
-    fill(&k, &c, 600);
-    int l = stream_leader(&c);
-    ck_assert_int_ge(l, 0);
-    unsigned d = (unsigned)l, gone = (unsigned)(l + 1) % 3, whole = (unsigned)(l + 2) % 3;
-    ck_assert_int_eq(jr_sim_crash(c.sim, gone), 0);
-    ck_assert_uint_eq(fchk_publish_n(&k, whole, 200, 32, -1, 30 * SEC), 200);
-    ck_assert_int_eq(jr_sim_crash(c.sim, d), 0);
-    pick p;
-    damage_file(&c, d, T_NEWEST_WAL, K_DELETE_ALL, &p);
-    ck_assert_int_eq(e2e_restart(&c, d), 0);
-    ck_assert_msg(jr_sim_run_until(c.sim, has_leader, &c, 5 * SEC) != 0,
-                  "{whole, damaged} elected a leader without the gone server's word");
+    unsigned d, gone, whole;
+    two_voters_one_damaged(&c, 41, &k, 600, 200, &d, &gone, &whole);
     ck_assert_int_eq(jr_node_rescue(e2e_node(&c, d), jr_sim_name(c.sim, gone)), 0);
     int rc = jr_node_rescue(e2e_node(&c, whole), jr_sim_name(c.sim, gone));
     ck_assert_msg(rc == 0 || rc == JR_ENOCHANGE, "%s", jr_err_name(rc));
@@ -944,11 +952,7 @@ START_TEST(rescue_survives_a_restart_of_both_servers)
     ck_assert_int_eq(e2e_restart(&c, whole), 0);
     ck_assert_msg(jr_sim_run_until(c.sim, has_leader, &c, 20 * SEC) == 0,
                   "no leader after both rescued servers restarted");
-    const unsigned two[] = {d, whole};
-    publish_and_final(&k, two, 2, whole);
-    ck_assert_msg(k.fail[0] == 0, "%s", k.fail);
-    fchk_free(&k);
-    e2e_free(&c);
+    finish_on_two(&c, &k, d, whole);
 }
 END_TEST
 

@@ -367,6 +367,29 @@ int e2e_wait_stream(e2e *c, unsigned via, const char *name, size_t current, uint
     return -1;
 }
 
+int e2e_new_with_stream(e2e *c, unsigned n, uint64_t seed, const jr_stream_config *cfg)
+{
+    memset(c, 0, sizeof *c);
+    ck_assert_int_eq(e2e_new(c, n, seed, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(c, n, 10 * SEC), 0);
+    e2e_res r;
+    ck_assert_msg(e2e_add(c, 0, cfg, &r) == 0, "add: %s", r.msg);
+    int l = e2e_wait_stream(c, 0, cfg->name, (size_t)cfg->replicas - 1, 10 * SEC);
+    ck_assert_int_ge(l, 0);
+    return l;
+}
+
+void e2e_new_ssd(e2e *c, unsigned n, unsigned nssd, uint64_t seed)
+{
+    memset(c, 0, sizeof *c);
+    for (unsigned i = 0; i < n; i++) {
+        c->tags[i][0] = i < nssd ? "ssd" : "hdd";
+        c->ntags[i] = 1;
+    }
+    ck_assert_int_eq(e2e_new(c, n, seed, 3000), 0);
+    ck_assert_int_ge(e2e_wait_meta(c, n, 30 * SEC), 0);
+}
+
 /* Replicas ------------------------------------------------------------------------------------*/
 
 static jr__srep *rep_of(e2e *c, unsigned i, const char *name)

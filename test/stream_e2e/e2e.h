@@ -124,6 +124,13 @@ void e2e_msg_cb(void *arg, int status, const char *msg, const jr_stored_msg *m);
 /* Runs until stream `name` has a leader that reports `current` current replicas (asked on
  * node `via`); returns the leader's index or -1. */
 int e2e_wait_stream(e2e *c, unsigned via, const char *name, size_t current, uint64_t max_ns);
+/* Zeroes c, starts n servers (seed, request timeout 2000 ms), waits for the meta group, adds
+ * stream cfg through server 0 and waits until its leader reports every other replica current
+ * (each step asserted, within 10 s): the stream leader's index. */
+int e2e_new_with_stream(e2e *c, unsigned n, uint64_t seed, const jr_stream_config *cfg);
+/* Zeroes c, starts n servers (seed, request timeout 3000 ms), the first nssd tagged "ssd" and
+ * the others "hdd", and waits (asserted, within 30 s) for the meta group. */
+void e2e_new_ssd(e2e *c, unsigned n, unsigned nssd, uint64_t seed);
 
 /* Replicas ----------------------------------------------------------------------------------*/
 

@@ -176,18 +176,21 @@ static int del(e2e *c, unsigned node, const char *stream, const char *name, cres
     return r->status;
 }
 
+/* A cluster of `servers` with an empty stream ORDERS (R3, subjects orders.>) that has a leader;
+ * *scfg is its configuration, for later updates (its subjects are static). */
+static void setup_orders(e2e *c, unsigned servers, uint64_t seed, jr_stream_config *scfg)
+{
+    static const char *const subj[] = {"orders.>"};
+    e2e_config(scfg, "ORDERS", subj, 1, 3);
+    e2e_new_with_stream(c, servers, seed, scfg);
+}
+
 /* A 3-node cluster with stream ORDERS (R3, subjects orders.>) holding n messages. */
 static void setup(e2e *c, uint64_t seed, int n)
 {
-    memset(c, 0, sizeof *c);
-    ck_assert_int_eq(e2e_new(c, 3, seed, 2000), 0);
-    ck_assert_int_ge(e2e_wait_meta(c, 3, 10 * SEC), 0);
-    const char *subj[] = {"orders.>"};
     jr_stream_config cfg;
-    e2e_config(&cfg, "ORDERS", subj, 1, 3);
+    setup_orders(c, 3, seed, &cfg);
     e2e_res r;
-    ck_assert_msg(e2e_add(c, 0, &cfg, &r) == 0, "add: %s", r.msg);
-    ck_assert_int_ge(e2e_wait_stream(c, 0, "ORDERS", 2, 10 * SEC), 0);
     for (int i = 0; i < n; i++) {
         char data[32];
         snprintf(data, sizeof data, "order %d", i + 1);
@@ -862,15 +865,9 @@ END_TEST
 START_TEST(deliver_policies_filters_and_ack_policies)
 {
     e2e c;
-    memset(&c, 0, sizeof c);
-    ck_assert_int_eq(e2e_new(&c, 3, 30, 2000), 0);
-    ck_assert_int_ge(e2e_wait_meta(&c, 3, 10 * SEC), 0);
-    const char *subj[] = {"orders.>"};
     jr_stream_config scfg;
-    e2e_config(&scfg, "ORDERS", subj, 1, 3);
+    setup_orders(&c, 3, 30, &scfg);
     e2e_res pr;
-    ck_assert_int_eq(e2e_add(&c, 0, &scfg, &pr), 0);
-    ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 2, 10 * SEC), 0);
     static const char *const letters[] = {"orders.a", "orders.b", "orders.c"};
     for (int i = 0; i < 9; i++) {
         ck_assert_int_eq(e2e_publish(&c, 0, letters[i % 3], "m", 1, NULL, &pr), 0);
@@ -948,6 +945,16 @@ START_TEST(deliver_policies_filters_and_ack_policies)
 }
 END_TEST
 
+/* Four servers with stream ORDERS (R3, configuration in *scfg) holding ten messages on
+ * orders.x. */
+static void setup_four(e2e *c, uint64_t seed, jr_stream_config *scfg)
+{
+    setup_orders(c, 4, seed, scfg);
+    e2e_res r;
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_eq(e2e_publish(c, 0, "orders.x", "m", 1, NULL, &r), 0);
+}
+
 /* Runs until consumer `name` reports `nrep` other replicas, all current (asked on node via). */
 static int wait_consumer_replicas(e2e *c, unsigned via, const char *name, size_t nrep)
 {
@@ -967,17 +974,9 @@ static int wait_consumer_replicas(e2e *c, unsigned via, const char *name, size_t
 START_TEST(a_consumer_follows_its_stream_s_peer_changes)
 {
     e2e c;
-    memset(&c, 0, sizeof c);
-    ck_assert_int_eq(e2e_new(&c, 4, 31, 2000), 0);
-    ck_assert_int_ge(e2e_wait_meta(&c, 4, 10 * SEC), 0);
-    const char *subj[] = {"orders.>"};
     jr_stream_config scfg;
-    e2e_config(&scfg, "ORDERS", subj, 1, 3);
+    setup_four(&c, 31, &scfg);
     e2e_res pr;
-    ck_assert_int_eq(e2e_add(&c, 0, &scfg, &pr), 0);
-    ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 2, 10 * SEC), 0);
-    for (int i = 0; i < 10; i++)
-        ck_assert_int_eq(e2e_publish(&c, 0, "orders.x", "m", 1, NULL, &pr), 0);
     cres r, a;
     jr_consumer_config cfg;
     durable(&cfg, "mover");
@@ -1310,6 +1309,36 @@ static int fetched(const cres *r, uint64_t q)
     return 0;
 }
 
+/* The servers of the two leaders the barrier tests need apart: *cl leads consumer `name`, *sl
+ * leads ORDERS (moved off *cl by a stepdown if it was there too), *x is the third server. */
+static void leaders_apart(e2e *c, const char *name, unsigned *cl, unsigned *sl, unsigned *x)
+{
+    cres a;
+    ck_assert_int_eq(info(c, 0, "ORDERS", name, &a), 0);
+    *cl = node_named(a.leader);
+    ck_assert_uint_lt(*cl, 3);
+    e2e_res er;
+    ck_assert_int_eq(e2e_info(c, 0, "ORDERS", &er), 0);
+    *sl = node_named(er.leader);
+    ck_assert_uint_lt(*sl, 3);
+    if (*sl == *cl) { /* the stream's leader elsewhere */
+        char to[16];
+        *sl = (*cl + 1) % 3;
+        snprintf(to, sizeof to, "n%u", *sl);
+        ck_assert_msg(e2e_stepdown(c, *cl, "ORDERS", to, &er) == 0, "stepdown: %s", er.msg);
+    }
+    *x = 3 - *cl - *sl;
+}
+
+/* Every frame from server `from` to server `to` arrives `delay` late from now on. */
+static void delay_link(e2e *c, unsigned from, unsigned to, uint64_t delay)
+{
+    jr_sim_link slow;
+    jr_sim_link_init(&slow);
+    slow.delay_min_ns = slow.delay_max_ns = delay;
+    ck_assert_int_eq(jr_sim_set_link(c->sim, from, to, &slow), 0);
+}
+
 /* A message delete or purge acknowledged before a fetch is issued is never delivered by that
  * fetch, neither new nor redelivered, even by a consumer leader whose own replica of the stream
  * has not applied it yet (its stream leader's frames reach it late): the fetch waits for a read
@@ -1325,27 +1354,13 @@ START_TEST(a_fetch_never_delivers_what_was_deleted_before_it)
     ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
     ck_assert_int_eq(fetch(&c, 0, "ORDERS", "lag", 3, SEC, 0, &r), 0);
     ck_assert_uint_eq(r.n, 3); /* 1..3 pending, 4..6 not delivered yet */
-    ck_assert_int_eq(info(&c, 0, "ORDERS", "lag", &a), 0);
-    unsigned cl = node_named(a.leader);
-    ck_assert_uint_lt(cl, 3);
+    unsigned cl, sl, x;
+    leaders_apart(&c, "lag", &cl, &sl, &x);
     e2e_res er;
-    ck_assert_int_eq(e2e_info(&c, 0, "ORDERS", &er), 0);
-    unsigned sl = node_named(er.leader);
-    ck_assert_uint_lt(sl, 3);
-    if (sl == cl) { /* the stream's leader elsewhere */
-        char to[16];
-        sl = (cl + 1) % 3;
-        snprintf(to, sizeof to, "n%u", sl);
-        ck_assert_msg(e2e_stepdown(&c, cl, "ORDERS", to, &er) == 0, "stepdown: %s", er.msg);
-    }
-    unsigned x = 3 - cl - sl;
     jr_sim_run_for(c.sim, 1200 * MS); /* 1..3 past their ack wait */
     /* the stream leader's frames reach the consumer's leader 200 ms late: the stream commits on
      * sl and x, and cl's replica applies it after the fetch below chose its messages */
-    jr_sim_link slow;
-    jr_sim_link_init(&slow);
-    slow.delay_min_ns = slow.delay_max_ns = 200 * MS;
-    ck_assert_int_eq(jr_sim_set_link(c.sim, sl, cl, &slow), 0);
+    delay_link(&c, sl, cl, 200 * MS);
     jr_sim_run_for(c.sim, 300 * MS);
     ck_assert_int_eq(e2e_msg_delete(&c, x, "ORDERS", 2, &er), 0);
     ck_assert_int_eq(e2e_msg_delete(&c, x, "ORDERS", 5, &er), 0);
@@ -1382,27 +1397,13 @@ START_TEST(a_message_chosen_ahead_of_the_barrier_and_deleted_is_not_handed_out)
     ck_assert_int_eq(fetch(&c, 0, "ORDERS", "ahead", 3, SEC, 0, &r), 0);
     ck_assert_uint_eq(r.n, 3);
     for (size_t i = 0; i < 3; i++) ck_assert_int_eq(ack(&c, 0, r.token[i], JR_ACK_ACK, 0, &a), 0);
-    ck_assert_int_eq(info(&c, 0, "ORDERS", "ahead", &a), 0);
-    unsigned cl = node_named(a.leader);
-    ck_assert_uint_lt(cl, 3);
+    unsigned cl, sl, x;
+    leaders_apart(&c, "ahead", &cl, &sl, &x);
     e2e_res er;
-    ck_assert_int_eq(e2e_info(&c, 0, "ORDERS", &er), 0);
-    unsigned sl = node_named(er.leader);
-    ck_assert_uint_lt(sl, 3);
-    if (sl == cl) { /* the stream's leader elsewhere */
-        char to[16];
-        sl = (cl + 1) % 3;
-        snprintf(to, sizeof to, "n%u", sl);
-        ck_assert_msg(e2e_stepdown(&c, cl, "ORDERS", to, &er) == 0, "stepdown: %s", er.msg);
-    }
-    unsigned x = 3 - cl - sl;
     jr_sim_run_for(c.sim, 300 * MS);
     /* the stream leader's frames reach the consumer's leader 20 ms late: the delete commits on
      * sl and x, and cl's replica applies it after the fetch below chose its messages */
-    jr_sim_link slow;
-    jr_sim_link_init(&slow);
-    slow.delay_min_ns = slow.delay_max_ns = 20 * MS;
-    ck_assert_int_eq(jr_sim_set_link(c.sim, sl, cl, &slow), 0);
+    delay_link(&c, sl, cl, 20 * MS);
     jr_sim_run_for(c.sim, 100 * MS);
     ck_assert_int_eq(e2e_msg_delete(&c, x, "ORDERS", 5, &er), 0);
     uint64_t sums[8];
@@ -1565,6 +1566,19 @@ static const jr__meta_consumer *meta_consumer(e2e *c, unsigned i, const char *st
     return s ? jr__meta_consumer_find(s, name) : NULL;
 }
 
+/* Runs (up to 10 s) until server i has let its replica of consumer `name` go; returns what
+ * e2e_consumer_digest says of that replica then (JR_ENOTFOUND: gone). */
+static int wait_replica_dropped(e2e *c, unsigned i, const char *stream, const char *name)
+{
+    uint64_t d, applied;
+    int rc = e2e_consumer_digest(c, i, stream, name, &d, &applied);
+    for (int tries = 0; tries < 100 && rc != JR_ENOTFOUND; tries++) {
+        jr_sim_run_for(c->sim, 100 * MS);
+        rc = e2e_consumer_digest(c, i, stream, name, &d, &applied);
+    }
+    return rc;
+}
+
 /* The consumer version of test_replicas' shrink before the first leader: an R2 consumer created
  * while one of its stream's two servers had just crashed, then its stream shrunk to R1 (the
  * meta leader drops the server that is down, and the consumer goes along) before the consumer's
@@ -1576,13 +1590,7 @@ static const jr__meta_consumer *meta_consumer(e2e *c, unsigned i, const char *st
 START_TEST(a_consumer_shrunk_before_its_first_leader_completes_when_the_dropped_peer_returns)
 {
     e2e c;
-    memset(&c, 0, sizeof c);
-    for (unsigned i = 0; i < 3; i++) {
-        c.tags[i][0] = i < 2 ? "ssd" : "hdd";
-        c.ntags[i] = 1;
-    }
-    ck_assert_int_eq(e2e_new(&c, 3, 811, 3000), 0);
-    ck_assert_int_ge(e2e_wait_meta(&c, 3, 30 * SEC), 0);
+    e2e_new_ssd(&c, 3, 2, 811);
     int m = e2e_meta_leader(&c);
     ck_assert_int_ge(m, 0);
     unsigned down = m == 0 ? 1 : 0, up = 1 - down;
@@ -1624,12 +1632,7 @@ START_TEST(a_consumer_shrunk_before_its_first_leader_completes_when_the_dropped_
     ck_assert_int_eq(e2e_publish(&c, up, "orig.x", "x", 1, NULL, &er), 0);
     ck_assert_int_eq(fetch(&c, up, "ORIG", "first", 1, 2 * SEC, 0, &r), 0);
     ck_assert_uint_eq(r.n, 1);
-    uint64_t d, applied;
-    for (int tries = 0; tries < 100 && e2e_consumer_digest(&c, down, "ORIG", "first", &d,
-                                                           &applied) != JR_ENOTFOUND;
-         tries++)
-        jr_sim_run_for(c.sim, 100 * MS);
-    ck_assert_msg(e2e_consumer_digest(&c, down, "ORIG", "first", &d, &applied) == JR_ENOTFOUND,
+    ck_assert_msg(wait_replica_dropped(&c, down, "ORIG", "first") == JR_ENOTFOUND,
                   "the dropped server kept its consumer replica");
     e2e_free(&c);
 }
@@ -1671,17 +1674,9 @@ static int told_under_replicated(void *arg, jr_sim *sim)
 START_TEST(a_stalled_consumer_does_not_block_its_stream_s_move)
 {
     e2e c;
-    memset(&c, 0, sizeof c);
-    ck_assert_int_eq(e2e_new(&c, 4, 41, 2000), 0);
-    ck_assert_int_ge(e2e_wait_meta(&c, 4, 10 * SEC), 0);
-    const char *subj[] = {"orders.>"};
     jr_stream_config scfg;
-    e2e_config(&scfg, "ORDERS", subj, 1, 3);
+    setup_four(&c, 41, &scfg);
     e2e_res er;
-    ck_assert_int_eq(e2e_add(&c, 0, &scfg, &er), 0);
-    ck_assert_int_ge(e2e_wait_stream(&c, 0, "ORDERS", 2, 10 * SEC), 0);
-    for (int i = 0; i < 10; i++)
-        ck_assert_int_eq(e2e_publish(&c, 0, "orders.x", "m", 1, NULL, &er), 0);
     cres r, a;
     jr_consumer_config cfg;
     durable(&cfg, "solo");
@@ -1740,12 +1735,7 @@ START_TEST(a_stalled_consumer_does_not_block_its_stream_s_move)
     ck_assert_int_eq(fetch(&c, via, "ORDERS", "solo", 6, SEC, 0, &r), 0);
     ck_assert_uint_eq(r.n, 6);
     ck_assert_uint_eq(r.sseq[0], 5);
-    uint64_t d, applied;
-    for (int tries = 0;
-         tries < 100 && e2e_consumer_digest(&c, x, "ORDERS", "solo", &d, &applied) != JR_ENOTFOUND;
-         tries++)
-        jr_sim_run_for(c.sim, 100 * MS);
-    ck_assert_int_eq(e2e_consumer_digest(&c, x, "ORDERS", "solo", &d, &applied), JR_ENOTFOUND);
+    ck_assert_int_eq(wait_replica_dropped(&c, x, "ORDERS", "solo"), JR_ENOTFOUND);
     e2e_free(&c);
 }
 END_TEST

@@ -584,13 +584,7 @@ END_TEST
 START_TEST(an_impossible_grow_changes_nothing)
 {
     e2e c;
-    memset(&c, 0, sizeof c);
-    for (unsigned i = 0; i < 5; i++) {
-        c.tags[i][0] = i < 3 ? "ssd" : "hdd";
-        c.ntags[i] = 1;
-    }
-    ck_assert_int_eq(e2e_new(&c, 5, seed_of(808), 3000), 0);
-    ck_assert_int_ge(e2e_wait_meta(&c, 5, 30 * SEC), 0);
+    e2e_new_ssd(&c, 5, 3, seed_of(808));
     static const char *ssd[] = {"ssd"};
     jr_stream_config cfg;
     e2e_config(&cfg, "SSD", subj, 1, 3);
@@ -1386,13 +1380,7 @@ END_TEST
 START_TEST(a_shrink_before_the_first_leader_completes_when_the_dropped_peer_returns)
 {
     e2e c;
-    memset(&c, 0, sizeof c);
-    for (unsigned i = 0; i < 3; i++) {
-        c.tags[i][0] = i < 2 ? "ssd" : "hdd";
-        c.ntags[i] = 1;
-    }
-    ck_assert_int_eq(e2e_new(&c, 3, seed_of(811), 3000), 0);
-    ck_assert_int_ge(e2e_wait_meta(&c, 3, 30 * SEC), 0);
+    e2e_new_ssd(&c, 3, 2, seed_of(811));
     int m = e2e_meta_leader(&c);
     ck_assert_int_ge(m, 0);
     /* an ssd server that does not lead the meta group goes down */

@@ -449,22 +449,45 @@ static int converged_without(e2e *c, const char *name, unsigned gone, int replic
     return 1;
 }
 
+/* Peer-removes peer k of ORDERS (of its `replicas`, four servers in all) through the next
+ * server, *via, with the workload running and skipping the removed server: that server's index
+ * (its name in gname, 8 bytes), the removal's answer in *r, asserted a success. */
+static unsigned remove_a_peer_running(e2e_work *w, int replicas, unsigned k, char *gname,
+                                      unsigned *via, e2e_res *r)
+{
+    unsigned peers[4];
+    ck_assert_int_eq(e2e_meta_peers(w->c, 0, "ORDERS", peers, 4), replicas);
+    unsigned gone = peers[k];
+    snprintf(gname, 8, "n%u", gone);
+    *via = (gone + 1) % 4;
+    w->skip[gone] = 1;
+    peer_remove_running(w, *via, gname, r);
+    ck_assert_msg(r->status == 0, "removal: %s (%s)", jr_strerror(r->status), r->msg);
+    return gone;
+}
+
+/* Runs the workload until ORDERS has `replicas` peers, none of them `gone`, as every other live
+ * server sees it (within 30 s, or fails the test). */
+static void run_until_converged_without(e2e_work *w, unsigned gone, int replicas)
+{
+    uint64_t t0 = jr_sim_now(w->c->sim);
+    while (!converged_without(w->c, "ORDERS", gone, replicas)) {
+        ck_assert_msg(jr_sim_now(w->c->sim) - t0 < 30 * SEC, "ORDERS did not converge without n%u",
+                      gone);
+        e2e_work_run(w, 20 * MS);
+    }
+}
+
 START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
 {
     e2e c;
     e2e_work w;
     start(&c, &w, 4, 44, 800, 300 * MS);
     /* remove a server that holds ORDERS, while it runs */
-    unsigned peers[4];
-    ck_assert_int_eq(e2e_meta_peers(&c, 0, "ORDERS", peers, 4), 3);
-    unsigned gone = peers[1];
     char gname[8];
-    snprintf(gname, sizeof gname, "n%u", gone);
-    unsigned via = (gone + 1) % 4;
-    w.skip[gone] = 1;
+    unsigned via;
     e2e_res r;
-    peer_remove_running(&w, via, gname, &r);
-    ck_assert_msg(r.status == 0, "removal: %s (%s)", jr_strerror(r.status), r.msg);
+    unsigned gone = remove_a_peer_running(&w, 3, 1, gname, &via, &r);
     ck_assert_msg(strstr(r.msg, "1 stream re-placed"), "%s", r.msg);
     /* the removed server stopped and says why */
     jr_node *gn = e2e_node(&c, gone);
@@ -477,12 +500,7 @@ START_TEST(peer_remove_of_a_running_server_stops_it_and_replaces_its_replicas)
     ck_assert_int_eq(jr_publish(gn, "orders.1", NULL, 0, "x", 1, NULL, e2e_pub_cb, &r),
                      JR_EREMOVED);
     /* its replica went to the fourth server; the stream converges without it */
-    uint64_t t0 = jr_sim_now(c.sim);
-    while (!converged_without(&c, "ORDERS", gone, 3)) {
-        ck_assert_msg(jr_sim_now(c.sim) - t0 < 30 * SEC, "ORDERS did not converge without n%u",
-                      gone);
-        e2e_work_run(&w, 20 * MS);
-    }
+    run_until_converged_without(&w, gone, 3);
     ck_assert_int_ge(e2e_wait_stream(&c, via, "ORDERS", 2, 20 * SEC), 0);
     /* the consumer followed its stream off the removed server, and still delivers */
     const jr__meta_stream *ms = jr__meta_stream_find(&jr__js_of(e2e_node(&c, via))->st, "ORDERS");
@@ -524,22 +542,11 @@ START_TEST(an_r2_stream_keeps_its_quorum_while_its_removed_peer_leaves)
     add_orders(&c, 2);
     e2e_work_init(&w, &c, "ORDERS", 600);
     e2e_work_run(&w, 300 * MS);
-    unsigned peers[4];
-    ck_assert_int_eq(e2e_meta_peers(&c, 0, "ORDERS", peers, 4), 2);
-    unsigned gone = peers[0];
     char gname[8];
-    snprintf(gname, sizeof gname, "n%u", gone);
-    unsigned via = (gone + 1) % 4;
-    w.skip[gone] = 1;
+    unsigned via;
     e2e_res r;
-    peer_remove_running(&w, via, gname, &r);
-    ck_assert_msg(r.status == 0, "removal: %s (%s)", jr_strerror(r.status), r.msg);
-    uint64_t t0 = jr_sim_now(c.sim);
-    while (!converged_without(&c, "ORDERS", gone, 2)) {
-        ck_assert_msg(jr_sim_now(c.sim) - t0 < 30 * SEC, "ORDERS did not converge without n%u",
-                      gone);
-        e2e_work_run(&w, 20 * MS);
-    }
+    unsigned gone = remove_a_peer_running(&w, 2, 0, gname, &via, &r);
+    run_until_converged_without(&w, gone, 2);
     ck_assert_int_ge(e2e_wait_stream(&c, via, "ORDERS", 1, 20 * SEC), 0);
     minfo m;
     meta_info_removed(&c, gone, &m);
@@ -813,6 +820,22 @@ START_TEST(frames_of_unknown_servers_are_refused_but_a_join_now_and_then)
 }
 END_TEST
 
+/* The end of a test that removed the meta leader l (named lname) through server via: l stops
+ * and reports itself removed, via sees three servers and another meta leader, the workload
+ * runs on for a second and checks out; then the fixture stops. */
+static void finish_without_the_meta_leader(e2e *c, e2e_work *w, unsigned l, const char *lname,
+                                           unsigned via)
+{
+    wait_gone(c, l, 10 * SEC);
+    minfo m;
+    ck_assert_int_eq(meta_info(c, l, &m), JR_EREMOVED);
+    meta_info_nservers(c, via, 3, &m);
+    ck_assert_str_ne(m.leader, lname);
+    e2e_work_run(w, 1 * SEC);
+    e2e_work_check(w, via);
+    stop(c, w);
+}
+
 START_TEST(removing_the_meta_leader_moves_the_meta_group_on)
 {
     e2e c;
@@ -827,14 +850,7 @@ START_TEST(removing_the_meta_leader_moves_the_meta_group_on)
     e2e_res r;
     peer_remove_running(&w, via, lname, &r);
     ck_assert_msg(r.status == 0, "%s (%s)", jr_strerror(r.status), r.msg);
-    wait_gone(&c, (unsigned)l, 10 * SEC);
-    minfo m;
-    ck_assert_int_eq(meta_info(&c, (unsigned)l, &m), JR_EREMOVED);
-    meta_info_nservers(&c, via, 3, &m);
-    ck_assert_str_ne(m.leader, lname);
-    e2e_work_run(&w, 1 * SEC);
-    e2e_work_check(&w, via);
-    stop(&c, &w);
+    finish_without_the_meta_leader(&c, &w, (unsigned)l, lname, via);
 }
 END_TEST
 
@@ -909,14 +925,7 @@ START_TEST(the_removed_meta_leader_hands_its_leaderships_over_before_it_stops)
     ck_assert_msg(r.status == 0, "%s (%s)", jr_strerror(r.status), r.msg);
     ck_assert_int_eq(r2.status, JR_EBUSY);
     ck_assert_msg(strstr(r2.msg, "cluster member change is in progress"), "%s", r2.msg);
-    wait_gone(&c, (unsigned)l, 10 * SEC);
-    minfo m;
-    ck_assert_int_eq(meta_info(&c, (unsigned)l, &m), JR_EREMOVED);
-    meta_info_nservers(&c, via, 3, &m);
-    ck_assert_str_ne(m.leader, lname);
-    e2e_work_run(&w, 1 * SEC);
-    e2e_work_check(&w, via);
-    stop(&c, &w);
+    finish_without_the_meta_leader(&c, &w, (unsigned)l, lname, via);
 }
 END_TEST
 

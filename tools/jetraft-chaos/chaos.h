@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include <nats/nats.h>
+
 #define MAXN 5
 #define MAXPROCS 8
 #define STREAM "D0"
@@ -177,6 +179,11 @@ void members_start(int variant, int dur_ms, uint64_t pick);
 void members_join(void);
 
 /* clients.c */
+/* A connection to the n servers of list (tried in that order if in_order, else shuffled) that
+ * reconnects without end 100 ms apart, times out after 1 s, pings every second and counts the
+ * connection lost after two pings unanswered; retry: a first connect that fails goes on trying
+ * in the background. NULL if the connect failed. */
+natsConnection *clients_connect(const char **list, int n, int in_order, int retry);
 int stream_create(void);
 void clients_start(void);
 void clients_progress(double limit_s);

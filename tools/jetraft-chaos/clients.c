@@ -104,16 +104,13 @@ static int node_of(natsConnection *nc)
     return -1;
 }
 
-/* A connection to every server, the list rotated by k so that clients spread out. */
-static natsConnection *connect_all(int k, int retry)
+natsConnection *clients_connect(const char **list, int n, int in_order, int retry)
 {
-    const char *list[MAXN];
-    for (int i = 0; i < C.n; i++) list[i] = urls[(i + k) % C.n];
     natsOptions *o = NULL;
     natsConnection *nc = NULL;
     natsOptions_Create(&o);
-    natsOptions_SetServers(o, list, C.n);
-    natsOptions_SetNoRandomize(o, true);
+    natsOptions_SetServers(o, list, n);
+    if (in_order) natsOptions_SetNoRandomize(o, true);
     natsOptions_SetMaxReconnect(o, -1);
     natsOptions_SetReconnectWait(o, 100);
     natsOptions_SetTimeout(o, 1000);
@@ -123,6 +120,14 @@ static natsConnection *connect_all(int k, int retry)
     natsStatus s = natsConnection_Connect(&nc, o);
     natsOptions_Destroy(o);
     return s == NATS_OK ? nc : NULL;
+}
+
+/* A connection to every server, the list rotated by k so that clients spread out. */
+static natsConnection *connect_all(int k, int retry)
+{
+    const char *list[MAXN];
+    for (int i = 0; i < C.n; i++) list[i] = urls[(i + k) % C.n];
+    return clients_connect(list, C.n, 1, retry);
 }
 
 static void *publisher(void *arg)

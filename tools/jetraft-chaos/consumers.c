@@ -80,20 +80,7 @@ static natsConnection *connect_all(int k)
         snprintf(u[i], sizeof u[i], "nats://127.0.0.1:%d", C.client_port[(i + k) % C.n]);
         list[i] = u[i];
     }
-    natsOptions *o = NULL;
-    natsConnection *nc = NULL;
-    natsOptions_Create(&o);
-    natsOptions_SetServers(o, list, C.n);
-    natsOptions_SetNoRandomize(o, true);
-    natsOptions_SetMaxReconnect(o, -1);
-    natsOptions_SetReconnectWait(o, 100);
-    natsOptions_SetTimeout(o, 1000);
-    natsOptions_SetPingInterval(o, 1000);
-    natsOptions_SetMaxPingsOut(o, 2);
-    natsOptions_SetRetryOnFailedConnect(o, true, NULL, NULL);
-    natsStatus s = natsConnection_Connect(&nc, o);
-    natsOptions_Destroy(o);
-    return s == NATS_OK ? nc : NULL;
+    return clients_connect(list, C.n, 1, 1);
 }
 
 int consumers_setup(void)

@@ -58,19 +58,7 @@ static natsConnection *connect_members(void)
             cnt++;
         }
     pthread_mutex_unlock(&C.smu);
-    natsOptions *o = NULL;
-    natsConnection *nc = NULL;
-    natsOptions_Create(&o);
-    natsOptions_SetServers(o, list, cnt);
-    natsOptions_SetMaxReconnect(o, -1);
-    natsOptions_SetReconnectWait(o, 100);
-    natsOptions_SetTimeout(o, 1000);
-    natsOptions_SetPingInterval(o, 1000);
-    natsOptions_SetMaxPingsOut(o, 2);
-    natsOptions_SetRetryOnFailedConnect(o, true, NULL, NULL);
-    natsStatus s = natsConnection_Connect(&nc, o);
-    natsOptions_Destroy(o);
-    return s == NATS_OK ? nc : NULL;
+    return clients_connect(list, cnt, 0, 1);
 }
 
 /* One request: 1 success, 0 refused (*code the err_code), -1 no answer. The answer's start

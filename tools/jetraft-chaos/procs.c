@@ -242,36 +242,46 @@ void procs_reap(void)
     pthread_mutex_unlock(&C.smu);
 }
 
-/* GET /healthz on server i: 1 if it answers 200; else 0 with the start of its answer. */
-int server_healthy(int i, char *why, size_t cap)
+/* Sends GET path to server i's monitoring port (2 s timeouts): the socket to read the answer
+ * from, or -1 (nothing to close) if it could not connect or send (or path is too long). */
+static int http_get(int i, const char *path)
 {
-    snprintf(why, cap, "no answer from /healthz");
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return 0;
+    if (fd < 0) return -1;
     struct timeval tv = {.tv_sec = 2};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     struct sockaddr_in sa = {.sin_family = AF_INET,
                              .sin_port = htons((uint16_t)C.http_port[i]),
                              .sin_addr.s_addr = htonl(0x7f000001)};
+    char req[200];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    if (n <= 0 || (size_t)n >= sizeof req || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        write(fd, req, (size_t)n) != n) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* GET /healthz on server i: 1 if it answers 200; else 0 with the start of its answer. */
+int server_healthy(int i, char *why, size_t cap)
+{
+    snprintf(why, cap, "no answer from /healthz");
+    int fd = http_get(i, "/healthz");
+    if (fd < 0) return 0;
     char buf[2048];
     size_t len = 0;
-    int ok = 0;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
-        static const char req[] = "GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-        if (write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1)) {
-            ssize_t r;
-            while (len < sizeof buf - 1 && (r = read(fd, buf + len, sizeof buf - 1 - len)) > 0)
-                len += (size_t)r;
-            buf[len] = 0;
-            ok = len > 12 && !strncmp(buf + 9, "200", 3);
-            if (!ok && len) {
-                const char *body = strstr(buf, "\r\n\r\n");
-                snprintf(why, cap, "%s", body ? body + 4 : buf);
-                for (char *p = why; *p; p++)
-                    if (*p == '\n' || *p == '\r') *p = ' ';
-            }
-        }
+    ssize_t r;
+    while (len < sizeof buf - 1 && (r = read(fd, buf + len, sizeof buf - 1 - len)) > 0)
+        len += (size_t)r;
+    buf[len] = 0;
+    int ok = len > 12 && !strncmp(buf + 9, "200", 3);
+    if (!ok && len) {
+        const char *body = strstr(buf, "\r\n\r\n");
+        snprintf(why, cap, "%s", body ? body + 4 : buf);
+        for (char *p = why; *p; p++)
+            if (*p == '\n' || *p == '\r') *p = ' ';
     }
     close(fd);
     return ok;
@@ -281,24 +291,15 @@ int server_healthy(int i, char *why, size_t cap)
  * a failing run leaves beside the logs (the groups' state when a stream has no leader). */
 void http_save(int i, const char *path, const char *ext)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int fd = http_get(i, path);
     if (fd < 0) return;
-    struct timeval tv = {.tv_sec = 2};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    struct sockaddr_in sa = {.sin_family = AF_INET,
-                             .sin_port = htons((uint16_t)C.http_port[i]),
-                             .sin_addr.s_addr = htonl(0x7f000001)};
-    char out[400], req[200], buf[8192];
+    char out[400], buf[8192];
     snprintf(out, sizeof out, "%s/%s.%s", C.base, C.names[i], ext);
-    FILE *f = NULL;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
-        int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-        if (n > 0 && write(fd, req, (size_t)n) == n && (f = fopen(out, "w")) != NULL) {
-            ssize_t r;
-            while ((r = read(fd, buf, sizeof buf)) > 0) fwrite(buf, 1, (size_t)r, f);
-            fclose(f);
-        }
+    FILE *f = fopen(out, "w");
+    if (f) {
+        ssize_t r;
+        while ((r = read(fd, buf, sizeof buf)) > 0) fwrite(buf, 1, (size_t)r, f);
+        fclose(f);
     }
     close(fd);
 }

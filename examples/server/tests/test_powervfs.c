@@ -58,6 +58,15 @@ static void put(jr_file *f, uint64_t off, char c, size_t len)
     ck_assert_int_eq(v->pwrite(v->ctx, f, buf, len, off), 0);
 }
 
+/* A new file `name` holding `len` bytes `c`, synced. */
+static jr_file *synced_file(const char *name, char c, size_t len)
+{
+    jr_file *f = open_file(name, JR_O_CREATE);
+    put(f, 0, c, len);
+    ck_assert_int_eq(v->sync(v->ctx, f), 0);
+    return f;
+}
+
 /* The file's bytes, read through the POSIX vfs (what a restarted server would see). */
 static size_t slurp(const char *name, char *buf, size_t cap)
 {
@@ -72,6 +81,15 @@ static size_t slurp(const char *name, char *buf, size_t cap)
     return n;
 }
 
+/* slurp of a file whose newest write may be torn: asserts its length is in [synced, whole). */
+static size_t slurp_torn(const char *name, char *buf, size_t cap, size_t synced, size_t whole)
+{
+    size_t n = slurp(name, buf, cap);
+    ck_assert_uint_ge(n, synced);
+    ck_assert_uint_lt(n, whole);
+    return n;
+}
+
 static void assert_run(const char *buf, size_t from, size_t to, char c)
 {
     for (size_t i = from; i < to; i++)
@@ -82,16 +100,12 @@ START_TEST(unsynced_appends_and_overwrites_are_lost)
 {
     setup();
     ck_assert_ptr_nonnull(v);
-    jr_file *f = open_file("a", JR_O_CREATE);
-    put(f, 0, 'A', 100);
-    ck_assert_int_eq(v->sync(v->ctx, f), 0);
+    jr_file *f = synced_file("a", 'A', 100);
     put(f, 10, 'X', 10);   /* overwrite, unsynced */
     put(f, 100, 'B', 100); /* append, unsynced: the newest write, maybe torn */
     ck_assert_int_eq(powervfs_roll_back(v), 1);
     char buf[400];
-    size_t n = slurp("a", buf, sizeof buf);
-    ck_assert_uint_ge(n, 100);
-    ck_assert_uint_lt(n, 200);
+    size_t n = slurp_torn("a", buf, sizeof buf, 100, 200);
     assert_run(buf, 0, 100, 'A');
     assert_run(buf, 100, n, 'B');
     v->close(v->ctx, f);
@@ -101,9 +115,7 @@ END_TEST
 START_TEST(a_synced_file_is_untouched)
 {
     setup();
-    jr_file *f = open_file("b", JR_O_CREATE);
-    put(f, 0, 'S', 300);
-    ck_assert_int_eq(v->sync(v->ctx, f), 0);
+    jr_file *f = synced_file("b", 'S', 300);
     v->close(v->ctx, f);
     ck_assert_int_eq(powervfs_roll_back(v), 0);
     char buf[400];
@@ -115,9 +127,7 @@ END_TEST
 START_TEST(an_unsynced_truncate_is_undone)
 {
     setup();
-    jr_file *f = open_file("c", JR_O_CREATE);
-    put(f, 0, 'C', 200);
-    ck_assert_int_eq(v->sync(v->ctx, f), 0);
+    jr_file *f = synced_file("c", 'C', 200);
     ck_assert_int_eq(v->truncate(v->ctx, f, 50), 0);
     v->close(v->ctx, f); /* closing does not sync */
     ck_assert_int_eq(powervfs_roll_back(v), 1);
@@ -130,9 +140,7 @@ END_TEST
 START_TEST(open_truncate_of_a_synced_file_is_undone)
 {
     setup();
-    jr_file *f = open_file("d", JR_O_CREATE);
-    put(f, 0, 'D', 100);
-    ck_assert_int_eq(v->sync(v->ctx, f), 0);
+    jr_file *f = synced_file("d", 'D', 100);
     v->close(v->ctx, f);
     f = open_file("d", JR_O_CREATE | JR_O_TRUNCATE);
     put(f, 0, 'N', 40); /* the newest write: a prefix may survive */
@@ -152,16 +160,12 @@ START_TEST(a_rename_is_durable_and_carries_unsynced_state)
     char from[128], to[128];
     path_of(from, sizeof from, "e.tmp");
     path_of(to, sizeof to, "e");
-    jr_file *f = open_file("e.tmp", JR_O_CREATE);
-    put(f, 0, 'T', 64);
-    ck_assert_int_eq(v->sync(v->ctx, f), 0);
+    jr_file *f = synced_file("e.tmp", 'T', 64);
     put(f, 64, 'U', 64); /* unsynced when renamed */
     ck_assert_int_eq(v->rename(v->ctx, from, to), 0);
     ck_assert_int_eq(powervfs_roll_back(v), 1);
     char buf[400];
-    size_t n = slurp("e", buf, sizeof buf);
-    ck_assert_uint_ge(n, 64);
-    ck_assert_uint_lt(n, 128);
+    size_t n = slurp_torn("e", buf, sizeof buf, 64, 128);
     assert_run(buf, 0, 64, 'T');
     assert_run(buf, 64, n, 'U');
     ck_assert_int_eq(access(from, F_OK), -1);
@@ -189,9 +193,7 @@ START_TEST(eio_fails_every_change_and_leaves_the_disk_as_it_was)
     char p[128], q[128];
     path_of(p, sizeof p, "g");
     path_of(q, sizeof q, "g2");
-    jr_file *f = open_file("g", JR_O_CREATE);
-    put(f, 0, 'G', 100);
-    ck_assert_int_eq(v->sync(v->ctx, f), 0);
+    jr_file *f = synced_file("g", 'G', 100);
     set_ioerr("eio", 1);
     char buf[400];
     memset(buf, 'X', 50);
@@ -220,9 +222,7 @@ END_TEST
 START_TEST(enospc_fails_only_what_grows_a_file)
 {
     setup();
-    jr_file *f = open_file("h", JR_O_CREATE);
-    put(f, 0, 'A', 100);
-    ck_assert_int_eq(v->sync(v->ctx, f), 0);
+    jr_file *f = synced_file("h", 'A', 100);
     set_ioerr("enospc", 2);
     char buf[400];
     memset(buf, 'B', 50);
@@ -243,9 +243,7 @@ END_TEST
 START_TEST(a_failed_sync_covers_nothing)
 {
     setup();
-    jr_file *f = open_file("i", JR_O_CREATE);
-    put(f, 0, 'S', 100);
-    ck_assert_int_eq(v->sync(v->ctx, f), 0);
+    jr_file *f = synced_file("i", 'S', 100);
     set_ioerr("sync", 3);
     put(f, 0, 'W', 100);
     put(f, 100, 'W', 100);
@@ -255,9 +253,7 @@ START_TEST(a_failed_sync_covers_nothing)
      * write keeps at most a prefix of 'W's past the synced 100 bytes). */
     ck_assert_int_eq(powervfs_roll_back(v), 1);
     char buf[400];
-    size_t n = slurp("i", buf, sizeof buf);
-    ck_assert_uint_ge(n, 100);
-    ck_assert_uint_lt(n, 200);
+    slurp_torn("i", buf, sizeof buf, 100, 200);
     assert_run(buf, 0, 100, 'S');
     v->close(v->ctx, f);
 }
