@@ -83,6 +83,13 @@ void jr__mm_sync_peers(jr__js *js)
     if (st->nremoved > js->mm_nremoved)
         js->mm_grace = jr__deadline(jr__node_now(n), JR__MM_LEAVE_ELECTIONS * js->election_ns);
     js->mm_nremoved = st->nremoved;
+    /* a committed removal declares the server gone for this node's groups (jr__node_peer_gone) */
+    for (size_t i = 0; i < st->nremoved; i++) {
+        int rc = jr__node_peer_gone(n, st->removed[i]);
+        if (rc)
+            jr__node_log(n, JR_LOG_WARN, "peer table: removed server '%s' not added: %s",
+                         st->removed[i], jr_strerror(rc));
+    }
     mark_removed(js);
     if (jr__meta_server_removed(st, js->name)) jr__mm_leave(js);
 }

@@ -177,6 +177,49 @@ int jr_group_rescue(jr_group *g, const char *gone)
     return rc;
 }
 
+/* Every open group of n that waits for server `gone` stops waiting for it (the core takes it
+ * as holding nothing of the group). Returns how many did. */
+static size_t rescue_all(jr_node *n, jr__id gone)
+{
+    size_t rescued = 0;
+    for (size_t i = 0; i < n->groups.cap; i++) {
+        jr_group *g = n->groups.slots[i].val;
+        if (!n->groups.slots[i].key || g->closed || jr__raft_vouch_gone(g->raft, gone, n->now) != 0)
+            continue;
+        rescued++;
+        jr__group_ready(g);
+    }
+    return rescued;
+}
+
+/* A committed server removal (jr_server_peer_remove) is the operator's statement that the
+ * server is gone for good, so it counts as jr_node_rescue's declaration without the call. It
+ * is safe where the operator's rescue of a server that is merely unreachable is not: once the
+ * removal is committed the server refuses to take part as soon as it learns of it and every
+ * peer that applied it refuses its frames, so its vouch answer, which an unvouched replica
+ * waits for, may never come. Not waiting for it changes the outcome only if it held entries
+ * that this replica acknowledged and then silently lost (an undetected rollback of its disk):
+ * the removed server's loss and that rollback are two faults in one group, outside the fault
+ * model. Without a disk fault the replica's log and vote are intact, and vouching adds
+ * nothing; a removed server that is still alive answers anyway, and its answer counts. */
+int jr__node_peer_gone(jr_node *n, const char *name)
+{
+    int rc = jr__node_peer_learn(n, name);
+    if (rc) return rc;
+    jr__peer *p = jr__peer_find_name(n, name);
+    if (!p || p->id == n->self || p->gone) return 0;
+    p->gone = 1;
+    size_t rescued = rescue_all(n, p->id);
+    if (rescued) {
+        jr__node_log(n, JR_LOG_INFO,
+                     "server '%s' was removed from the cluster: %zu groups no longer wait for "
+                     "its answer",
+                     name, rescued);
+        jr__node_want_tick(n);
+    }
+    return 0;
+}
+
 int jr_node_rescue(jr_node *n, const char *gone)
 {
     if (!n || !gone) return JR_EINVAL;
@@ -202,15 +245,7 @@ int jr_node_rescue(jr_node *n, const char *gone)
             return rc;
         }
     }
-    size_t rescued = 0;
-    for (size_t i = 0; i < n->groups.cap; i++) {
-        jr_group *g = n->groups.slots[i].val;
-        if (!n->groups.slots[i].key || g->closed ||
-            jr__raft_vouch_gone(g->raft, p->id, n->now) != 0)
-            continue;
-        rescued++;
-        jr__group_ready(g);
-    }
+    size_t rescued = rescue_all(n, p->id);
     jr__node_log(n, JR_LOG_WARN,
                  "RESCUE: server '%s' is taken to hold nothing (%zu groups waited for it); what "
                  "only it held is lost, and if it is alive two leaders may share a term",

@@ -455,6 +455,9 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     /* servers an operator declared gone (jr_node_rescue): not waited for here either */
     for (uint8_t i = 0; i < n->nrescued && jr__raft_unvouched(g->raft); i++)
         (void)jr__raft_vouch_gone(g->raft, n->rescued[i], n->now);
+    /* nor servers the meta state removed (jr__node_peer_gone) */
+    for (size_t i = 0; i < n->npeers && jr__raft_unvouched(g->raft); i++)
+        if (n->peers[i]->gone) (void)jr__raft_vouch_gone(g->raft, n->peers[i]->id, n->now);
     if (jr__raft_unvouched(g->raft) && jr__raft_conf(g->raft)->n == 0) {
         /* recovery lost its configuration: it asks every server this node knows of (those
          * that do not host the group answer so), as it knows no member (raft/vouch.c) */

@@ -89,6 +89,9 @@ struct jr__peer {
      * election timeout, from removed_told on. */
     uint8_t removed;
     uint64_t removed_told;
+    /* The meta state holds its removal (jr__node_peer_gone): no unvouched group of this node
+     * waits for its answer, as if an operator had declared it gone (jr_node_rescue). */
+    uint8_t gone;
 };
 
 /* ---------------------------------------------------------------------------------------------

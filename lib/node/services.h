@@ -170,6 +170,11 @@ uint64_t jr__peer_heard(const jr__peer *p);
  *    valid name, or its id is another's), JR_ENORESOURCES (the table is full), JR_ENOMEM;
  *  - jr__node_peer_set_removed(n, name): learns it and marks it removed (for good);
  *  - jr__peer_removed(p): 1 if p is marked removed;
+ *  - jr__node_peer_gone(n, name): the meta state holds the server's removal (a committed
+ *    jr_server_peer_remove, applied or restored): it learns it and declares it gone for every
+ *    group of this node, open or opened later in this life, as jr_node_rescue does (api_group.c
+ *    says why that is safe). Not persisted: every open restores it from the meta state. 0 or
+ *    an error of jr__node_peer_learn;
  *  - jr__node_set_removed(n): this server was removed: from now on it refuses every frame
  *    (JR_EREMOVED), sends nothing, runs no timer and no flush; callbacks already queued run;
  *  - jr__node_removed(n): 1 once it was;
@@ -179,6 +184,7 @@ uint64_t jr__peer_heard(const jr__peer *p);
 int jr__node_peer_learn(jr_node *n, const char *name);
 int jr__node_peer_set_removed(jr_node *n, const char *name);
 int jr__peer_removed(const jr__peer *p);
+int jr__node_peer_gone(jr_node *n, const char *name);
 void jr__node_set_removed(jr_node *n);
 int jr__node_removed(const jr_node *n);
 int jr__rpc_respond_stranger(jr_node *n, const char *to, uint64_t id, int status,

@@ -19,7 +19,8 @@
  *     hands the meta group and the streams it leads over before it stops; a second removal
  *     meanwhile is JR_EBUSY);
  *   - a stream that cannot be re-placed keeps running under-replicated; an R2 stream keeps its
- *     quorum while its removed peer leaves;
+ *     quorum while its removed peer leaves; its replicas restarted after the removal elect
+ *     without waiting for the removed server (no rescue call);
  *   - frames of unknown servers: refused, but for a join now and then.
  *
  * JR_E2E_LOG=1 prints the nodes' log lines; JR_SEEDS=first:count runs every test with count
@@ -963,6 +964,38 @@ START_TEST(a_join_survives_the_meta_leader_failing_mid_change)
 }
 END_TEST
 
+/* A committed removal declares the server gone: ORDERS R3 on n0..n2, n2 down and removed with
+ * no server to take its replica, so ORDERS keeps n2 in its configuration. n0 and n1 restart:
+ * their stream replicas reopen unvouched and would wait for n2's answer, which never comes; the
+ * removal in the meta state stands for the operator's jr_node_rescue, so ORDERS elects and takes
+ * publishes without one, and nothing acknowledged is lost. */
+START_TEST(replicas_restarted_after_a_removal_do_not_wait_for_the_removed_server)
+{
+    e2e c;
+    e2e_work w;
+    start(&c, &w, 3, 53, 600, 0);
+    w.n = 300; /* the other 300 once n0 and n1 restarted */
+    e2e_work_run(&w, 300 * MS);
+    w.skip[2] = 1;
+    ck_assert_int_eq(jr_sim_crash(c.sim, 2), 0);
+    e2e_work_run(&w, 300 * MS);
+    e2e_res r;
+    peer_remove_running(&w, 0, "n2", &r);
+    ck_assert_msg(r.status == 0, "%s (%s)", jr_strerror(r.status), r.msg);
+    unsigned peers[4];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "ORDERS", peers, 4), 3);
+    ck_assert_int_eq(jr_sim_run_until(c.sim, e2e_work_answered, &w, 20 * SEC), 0);
+    for (unsigned i = 0; i < 2; i++) ck_assert_int_eq(jr_sim_crash(c.sim, i), 0);
+    for (unsigned i = 0; i < 2; i++) ck_assert_int_eq(e2e_restart(&c, i), 0);
+    ck_assert_msg(e2e_wait_stream(&c, 0, "ORDERS", 1, 30 * SEC) >= 0,
+                  "ORDERS elected no leader after n0 and n1 restarted");
+    w.n = 600;
+    e2e_work_run(&w, 1 * SEC);
+    ck_assert_int_ge(e2e_work_check(&w, 1), 300);
+    stop(&c, &w);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("servers");
@@ -975,6 +1008,7 @@ static Suite *suite(void)
     tcase_add_test(tc, a_removed_server_that_was_down_is_refused_when_it_comes_back);
     tcase_add_test(tc, bad_input_is_refused_and_changes_nothing);
     tcase_add_test(tc, a_stream_that_cannot_be_re_placed_keeps_running_under_replicated);
+    tcase_add_test(tc, replicas_restarted_after_a_removal_do_not_wait_for_the_removed_server);
     tcase_add_test(tc, two_servers_joining_at_once_are_admitted_one_after_the_other);
     tcase_add_test(tc, a_server_that_joined_and_died_before_catching_up_can_be_removed);
     tcase_add_test(tc, frames_of_unknown_servers_are_refused_but_a_join_now_and_then);

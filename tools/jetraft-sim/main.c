@@ -201,11 +201,13 @@ static int run_seed(const opts *o, uint64_t seed, FILE *hist)
         int healthy = 0;
         int rescued = 0;
         while (!(healthy = cluster_healthy(w, why, sizeof why)) && now_ns(w) < settle_end) {
-            /* The operator's way out for groups that wait for a removed server (a replica
-             * restarted from disk waits for every member's answer, and a removed server
-             * answers nothing): declare it gone (jr_node_rescue, unsafe by name) on every
-             * server, once the cluster had 10 s to settle by itself. The checkers then tell
-             * whether that lost anything. */
+            /* The operator's way out for groups that still wait for a removed server (a
+             * replica restarted from disk waits for every member's answer, and a removed
+             * server answers nothing). A committed removal declares it gone by itself on every
+             * server that applied it; this covers a replica that restarted before it learned
+             * the removal was committed: declare it gone (jr_node_rescue, unsafe by name) on
+             * every server, once the cluster had 10 s to settle by itself. The checkers then
+             * tell whether that lost anything. */
             if (!rescued && now_ns(w) + 50 * SEC >= settle_end) {
                 rescued = 1;
                 for (unsigned x = 0; x < w->n; x++) {
