@@ -186,7 +186,9 @@ JR_API int jr_group_rescue(jr_group *g, const char *gone);
  * JR_ENOTFOUND (not a known server), JR_EINVAL (NULL, this server), JR_ELIMIT (8 servers
  * declared gone already), an I/O error if it cannot be made durable (then nothing changed),
  * JR_ECLOSED. jr_group_rescue, one group's, is not persisted: after a restart, call it again or
- * use this one. */
+ * use this one. A server removed with jr_server_peer_remove needs no call once its removal is
+ * committed: each server that applied it (or restores it from its meta state at open) declares
+ * the removed server gone for its groups by itself. */
 JR_API int jr_node_rescue(jr_node *node, const char *gone);
 
 enum jr_role { JR_FOLLOWER = 0, JR_CANDIDATE = 1, JR_LEADER = 2, JR_OBSERVER = 3 };

@@ -28,7 +28,8 @@
  * damaged = 1 and proposals fail with JR_EDAMAGED. Repair is by its peers: they vouch for what
  * it holds and its leader sends it what it lost (raft/vouch.c); for a member gone for good that
  * it would wait for forever, an operator may declare it gone (jr_group_rescue, jr_node_rescue:
- * unsafe, group.h says why).
+ * unsafe, group.h says why); a server whose removal the meta state holds is declared gone by
+ * that alone (jr__node_peer_gone, api_group.c says why that is safe).
  *
  * Closing a replica keeps its raft core dormant in node->groups (no inputs, no timer): pending
  * durable state is still flushed, and jr_group_open of the same id revives it with a new fsm
