@@ -10,30 +10,6 @@ static uint16_t header_sum(const uint8_t *h)
     return (uint16_t)jr__xxh3_2(h + 8, 6, h + 16, 16);
 }
 
-void jr__rec_put(jr__buf *b, uint8_t type, uint8_t etype, uint64_t group, uint64_t gseq,
-                 const void *p1, size_t n1, const void *p2, size_t n2)
-{
-    size_t len = n1 + n2;
-    if (len > JR__REC_MAX_LEN) {
-        b->err = JR_EMSGSIZE;
-        return;
-    }
-    if (jr__buf_reserve(b, JR__REC_HDR + len)) return;
-    uint8_t *h = b->data + b->len;
-    jr__put_u32(h + 8, (uint32_t)len);
-    h[12] = type;
-    h[13] = etype;
-    jr__put_u64(h + 16, group);
-    jr__put_u64(h + 24, gseq);
-    uint16_t hs = header_sum(h);
-    h[14] = (uint8_t)hs;
-    h[15] = (uint8_t)(hs >> 8);
-    if (n1) memcpy(h + JR__REC_HDR, p1, n1);
-    if (n2) memcpy(h + JR__REC_HDR + n1, p2, n2);
-    jr__put_u64(h, jr__xxh3(h + 8, JR__REC_HDR - 8 + len));
-    b->len += JR__REC_HDR + len;
-}
-
 uint8_t *jr__rec_put_begin(jr__buf *b, uint8_t type, uint8_t etype, uint64_t group, uint64_t gseq,
                            size_t len)
 {
@@ -60,6 +36,20 @@ void jr__rec_put_end(jr__buf *b)
     size_t len = jr__get_u32(h + 8);
     jr__put_u64(h, jr__xxh3(h + 8, JR__REC_HDR - 8 + len));
     b->len += JR__REC_HDR + len;
+}
+
+void jr__rec_put(jr__buf *b, uint8_t type, uint8_t etype, uint64_t group, uint64_t gseq,
+                 const void *p1, size_t n1, const void *p2, size_t n2)
+{
+    if (n1 > JR__REC_MAX_LEN || n2 > JR__REC_MAX_LEN) { /* n1 + n2 cannot wrap below */
+        b->err = JR_EMSGSIZE;
+        return;
+    }
+    uint8_t *p = jr__rec_put_begin(b, type, etype, group, gseq, n1 + n2);
+    if (!p) return;
+    if (n1) memcpy(p, p1, n1);
+    if (n2) memcpy(p + n1, p2, n2);
+    jr__rec_put_end(b);
 }
 
 void jr__rec_put_entry(jr__buf *b, uint64_t group, uint64_t gseq, const jr__entry *e)
