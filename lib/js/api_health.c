@@ -448,10 +448,17 @@ static void health_fire(void *arg, int status)
     jr__node_facts f;
     jr__node_facts_get(c->n, &f);
     if (f.wal_failed) h.meta_current = 0;
+    /* After a restart the node's stream and consumer replicas get their votes back only once
+     * its meta state holds everything committed before (meta_replica.c, release_held): until
+     * then a group one of them belongs to loses its quorum with the loss of one more server,
+     * which is what a health check is asked before taking one down. */
+    int held = h.meta_current && !js->meta_caught_up;
+    if (held) h.meta_current = 0;
     h.meta_text = f.wal_failed     ? "JetStream's WAL failed: nothing is stored until the node is "
                                      "reopened"
                   : h.meta_current ? ""
                   : !ml            ? "JetStream has not established contact with a meta leader"
+                  : held           ? "JetStream is catching up with the meta state"
                                    : "JetStream is not current with the meta leader";
     h.healthy = h.meta_current && nv == 0;
     c->cb(c->arg, 0, "", &h);

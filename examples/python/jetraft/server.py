@@ -18,6 +18,7 @@ tests and operators on the same host): one JSON object per line in, one per line
   -> {"stream": "ORDERS", "seq": 7, "duplicate": false}
   {"op": "stream_info", "stream": "ORDERS"} -> {"msgs": ..., "leader": ..., "replicas": [...]}
   {"op": "msg_get", "stream": "ORDERS", "seq": 7} -> {"seq": 7, "subject": ..., "data_b64": ...}
+  {"op": "health"} -> {"healthy": true, "meta_text": "", "groups": [...]}
   {"op": "links"} -> {"connected": [...], "frames_rejected": N, "route_frames_ignored": N}
 and errors as {"error": "...", "code": -N, "name": "ENOTFOUND"}. Data is text (UTF-8) or, with
 "data_b64", base64. See CONTROL_OPS for the operations.
@@ -274,10 +275,16 @@ async def _op_meta_info(node: Node, req: dict[str, Any]) -> dict[str, Any]:
     return {"leader": m.leader or ""}
 
 
+async def _op_health(node: Node, req: dict[str, Any]) -> dict[str, Any]:
+    h = await node.health()
+    return {"healthy": bool(h.healthy), "meta_text": h.meta_text,
+            "groups": [g.text for g in h.groups]}
+
+
 CONTROL_OPS = {
     "publish": _op_publish, "stream_add": _op_stream_add, "stream_info": _op_stream_info,
     "msg_get": _op_msg_get, "direct_get": _op_direct_get,
-    "stream_stepdown": _op_stream_stepdown, "meta_info": _op_meta_info,
+    "stream_stepdown": _op_stream_stepdown, "meta_info": _op_meta_info, "health": _op_health,
 }
 
 

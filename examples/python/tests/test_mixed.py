@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
+import urllib.request
 from typing import Any, Callable, Optional
 
 SERVER = os.path.abspath(os.environ["JETRAFT_SERVER"]) if os.environ.get("JETRAFT_SERVER") else ""
@@ -176,10 +178,11 @@ class MixedClusterTest(unittest.TestCase):
         self.logs: dict[str, str] = {}
         self.clients: dict[str, Any] = {}
         self.addCleanup(self.cleanup)
-        ports = free_ports(9)
+        ports = free_ports(12)
         self.cport = dict(zip(NAMES, ports[0:3]))
         self.lport = dict(zip(NAMES, ports[3:6]))
         self.control_port = dict(zip(NAMES, ports[6:9]))
+        self.hport = dict(zip(NAMES, ports[9:12]))
         if self.secure:
             self.make_keys()
         for n in NAMES:
@@ -228,6 +231,7 @@ class MixedClusterTest(unittest.TestCase):
             "cluster": "C1",
             "tags": [f"az:{n[1]}"],
             "listen": f"127.0.0.1:{self.cport[n]}",
+            "http_listen": f"127.0.0.1:{self.hport[n]}",
             "cluster_listen": f"127.0.0.1:{self.lport[n]}",
             "peers": {m: f"127.0.0.1:{self.lport[m]}" for m in NAMES},
             "wal_dir": f"{n}/wal",
@@ -349,6 +353,29 @@ class MixedClusterTest(unittest.TestCase):
 
         self.retry("n1", "replicas current", once)
 
+    def wait_healthy(self) -> None:
+        """Until every server reports itself healthy: jetraft-server's /healthz answers 200, a
+        Python server's health says so. After a restart that means its replicas vote again
+        (vouched for, its meta state applied up to where it was), which is what an operator
+        waits for before taking down the next server: a replica that stream info already shows
+        current may not vote yet, and the loss of one more server would leave its group without
+        a quorum until the lost one came back."""
+        for n in NAMES:
+            if n in self.python:
+                self.retry(n, "healthy",
+                           lambda c: True if c.call("health").get("healthy") else None)
+                continue
+
+            def once(c: Any) -> Optional[bool]:
+                try:
+                    with urllib.request.urlopen(
+                            f"http://127.0.0.1:{self.hport[n]}/healthz", timeout=5) as r:
+                        return True if r.status == 200 else None
+                except urllib.error.HTTPError:
+                    return None  # 503: not healthy yet
+
+            self.retry(n, "healthy", once)
+
     def lead(self, n: str) -> None:
         """Moves the stream's leadership to n and waits until n reports it leads."""
 
@@ -412,10 +439,12 @@ class MixedClusterTest(unittest.TestCase):
             self.start(victim)
             self.publish_some([victim], 10, f"after-{victim}")
             # The loss of one: the restarted replica votes only once its leader vouched for it
-            # (restarted from disk, it may have lost what it acknowledged), and publishes through
-            # it are served by the leader before that. Killing the leader earlier would be the
-            # loss of two: the survivors could elect nobody until it came back.
+            # (restarted from disk, it may have lost what it acknowledged) and its meta state is
+            # applied up to where it was; publishes through it are served by the leader before
+            # that. Killing the next server earlier would be the loss of two: the survivors
+            # could elect nobody until it came back.
             self.wait_current()
+            self.wait_healthy()
 
         # distinct messages, distinct sequences
         seqs = [s for s, _ in self.acked.values()]
