@@ -191,7 +191,8 @@ static const char *permanent_why(int rc)
 {
     switch (rc) {
     case JR_EAUTH:
-        return "the data key does not match the one the WAL and snapshots were written with";
+        return "the WAL and snapshot files were not written with this data key (another key, or "
+               "with or without one)";
     case JR_EINVAL:
         return "the configuration or the directories are invalid for this server";
     case JR_EVERSION:

@@ -71,7 +71,7 @@ typedef struct server {
     /* The open failed with an error no retry mends (server_open_permanent): no more attempts;
      * the node stays closed, JetStream requests get 503 and /healthz says why (open_error). */
     int open_given_up;
-    char open_error[700];
+    char open_error[800];
     /* The counters of the nodes closed before this one (each reopen starts the node's own
      * jr_node_stats at 0): server_node_stats adds them, so the host's totals never go back. */
     jr_node_stats node_base;
