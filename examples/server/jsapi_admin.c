@@ -203,7 +203,7 @@ int jsapi_admin(server *s, const char *api, const char *reply, const void *data,
 {
     if (!strncmp(api, "ACCOUNT.PURGE.", 14)) {
         const char *account = api + 14;
-        if (!*account || strchr(account, '.')) {
+        if (!*account || strpbrk(account, ".*>")) { /* one literal token */
             jsr_send_error(s, reply, "account_purge_response", 400, 10003, "bad request");
             return 1;
         }
