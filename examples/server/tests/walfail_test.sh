@@ -254,6 +254,11 @@ echo none >"$JR_CLUSTER_DIR/$leader/ioerr"
 [ "$(metric $li wal_failures_total)" -gt "$failures" ] || fail "$leader's WAL did not fail again"
 line=$(grep "a permanent error: not retrying" "$JR_CLUSTER_DIR/$leader/server.log")
 grep -q "holds the WAL of another server (EINVAL" <<<"$line" || fail "$leader did not say why: $line"
+# the monitor's view lags up to a round: read the count once it shows the server gave up
+for _ in $(seq 40); do
+    grep -q "cannot be reopened" <<<"$(healthz $li)" && break
+    sleep 0.25
+done
 attempts=$(metric $li node_open_attempts_total)
 sleep 3 # the backoff would have tried again by now
 [ "$(metric $li node_open_attempts_total)" = "$attempts" ] ||
