@@ -267,10 +267,11 @@ void jsapi_request(server *s, const char *subject, const char *reply, const void
         return;
     }
     if (jsapi_cluster(s, api, reply, data, len)) return;
+    if (jsapi_admin(s, api, reply, data, len)) return;
     if (jsapi_stream(s, api, reply, data, len)) return;
     if (jsapi_consumer(s, api, reply, data, len, no_responders)) return;
-    /* The rest (ACCOUNT.PURGE, META.RESCUE, ...) is not served: answer at once rather than
-     * leave the client to time out. */
+    /* The rest (an ACCOUNT.PURGE without its account, unknown subjects) is not served: answer
+     * at once rather than leave the client to time out. */
     char desc[300];
     snprintf(desc, sizeof desc, "%.200s is not supported by this server", api);
     jsr_send_error(s, reply, "error_response", 501, 10003, desc);

@@ -3,7 +3,8 @@
  * (its reply subject and the reply's type) and the helpers that answer it with JetStream's JSON.
  * jsapi.c dispatches a request by subject to the file of its area (jsapi_stream.c for streams,
  * jsapi_consumer.c for consumers, jsapi_cluster.c for peer removal, evacuation and moves,
- * jsapi_sys.c for the $SYS.REQ.SERVER.PING server reports; jsdeliver.c delivers consumers' messages
+ * jsapi_sys.c for the $SYS.REQ.SERVER.PING server reports, jsapi_admin.c for the account purge
+ * and the meta rescue; jsdeliver.c delivers consumers' messages
  * and takes the acks).
  */
 #ifndef SRV_JSAPI_IMPL_H
@@ -84,6 +85,10 @@ int jsapi_consumer(server *s, const char *api, const char *reply, const void *da
 /* Serves api if it is a cluster operation (jsapi_cluster.c: stream and consumer peer removal,
  * evacuation and moves, server removal and drain): 1, else 0. */
 int jsapi_cluster(server *s, const char *api, const char *reply, const void *data, size_t len);
+
+/* Serves api if it is a system operation (jsapi_admin.c: ACCOUNT.PURGE.<account>, META.RESCUE):
+ * 1, else 0. */
+int jsapi_admin(server *s, const char *api, const char *reply, const void *data, size_t len);
 
 /* jsdeliver.c: starts a pull request on consumer `consumer` of `stream` (a MSG.NEXT body, or the
  * request after +NXT) answering on reply (dropped without one, or without a subscriber to it

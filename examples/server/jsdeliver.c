@@ -40,7 +40,10 @@
  * nobody subscribes the subscription is closed, so nothing is handed out. A timer looks for the
  * subscriber every PUSH_CHECK_MS; a message handed over after the subscriber left is negatively
  * acknowledged with a delay of PUSH_NAK_DELAY_NS (one that reaches the closed subscription is
- * redelivered after its ack wait). The consumer's deletion ends it. */
+ * redelivered after its ack wait). The consumer's deletion ends it. A push consumer outlives the
+ * node's close and reopen after a WAL failure (server.h): the close ends its subscription, and
+ * once the node is back the timer subscribes again while its deliver subject has a subscriber;
+ * the server's shutdown ends it. */
 
 #define PUSH_CHECK_MS 250
 #define PUSH_NAK_DELAY_NS 1000000000ll
@@ -100,10 +103,11 @@ static void on_push(void *arg, int status, const jr_consumer_msg *m)
         clients_deliver(s, NULL, p->deliver, NULL, hdr, (size_t)n, NULL, 0);
         return;
     }
-    /* The subscription ended (its last call): deleted, a pull consumer, the node closing; any
-     * other cause is retried by the timer. */
+    /* The subscription ended (its last call): deleted or a pull consumer end it; the node's
+     * close (a shutdown, or a reopen after a WAL failure: the timer ends it at shutdown and
+     * subscribes again on the reopened node) and any other cause are retried by the timer. */
     p->sub = NULL;
-    if (status == JR_ENOTFOUND || status == JR_EINVAL || status == JR_ECLOSED) p->gone = 1;
+    if (status == JR_ENOTFOUND || status == JR_EINVAL) p->gone = 1;
 }
 
 static int push_interest(push *p)
@@ -115,10 +119,12 @@ static void on_push_check(uv_timer_t *t)
 {
     push *p = t->data;
     server *s = p->s;
-    if (s->closing || !s->node || p->gone) {
+    if (s->closing || p->gone) {
         push_free(p);
         return;
     }
+    /* The node is closed or failing and about to be: wait for its reopen. */
+    if (!s->node || s->wal_failed) return;
     int want = push_interest(p);
     if (want && !p->sub) {
         if (jr_consumer_subscribe(s->node, p->stream, p->consumer, on_push, p, &p->sub) != 0)

@@ -10,7 +10,10 @@
  * When the node's WAL fails (an fsync or write error: the library then stores nothing until the
  * node is reopened), the server closes the node and reopens it from disk by itself, after a
  * jittered backoff that grows to a bound and while the open keeps failing; clients and peer
- * links stay connected meanwhile and JetStream requests get 503 (server_node_failed).
+ * links stay connected meanwhile and JetStream requests get 503 (server_node_failed). An open
+ * error no retry mends (server_open_permanent: a wrong data key, another server's wal_dir, an
+ * invalid setting) is not retried: at start the server exits with EXIT_PERMANENT, after a WAL
+ * failure it logs it once and stays up with its node closed.
  *
  * Usage: jetraft-server -c CONFIG.json, or one of the key tool modes (keytool.h).
  */
@@ -34,6 +37,9 @@
 #include "testclock.h"
 #include "server.h"
 #include "sublist.h"
+
+/* The exit status of a start refused for a permanent open error (sysexits.h's EX_CONFIG). */
+#define EXIT_PERMANENT 78
 
 static uint64_t host_now(void *ctx)
 {
@@ -175,6 +181,68 @@ static void on_steady(uv_timer_t *t)
     s->episode = 0;
 }
 
+int server_open_permanent(int rc)
+{
+    return rc != JR_EIO && rc != JR_ENOSPC && rc != JR_ENOMEM;
+}
+
+/* Why an open error is permanent, for its log line. */
+static const char *permanent_why(int rc)
+{
+    switch (rc) {
+    case JR_EAUTH:
+        return "the WAL and snapshot files were not written with this data key (another key, or "
+               "with or without one)";
+    case JR_EINVAL:
+        return "the configuration or the directories are invalid for this server";
+    case JR_EVERSION:
+        return "the files are of a format this version does not know";
+    case JR_ECORRUPT:
+        return "the files are damaged beyond what recovery repairs";
+    default:
+        return "retrying would fail the same way";
+    }
+}
+
+#define NODE_COUNTERS(X)                                                                           \
+    X(frames_sent)                                                                                 \
+    X(frames_received)                                                                             \
+    X(frames_rejected)                                                                             \
+    X(bytes_sent)                                                                                  \
+    X(bytes_received)                                                                              \
+    X(wal_syncs)                                                                                   \
+    X(wal_bytes)                                                                                   \
+    X(msgs_unknown_group)                                                                          \
+    X(msgs_unroutable)                                                                             \
+    X(send_failures)                                                                               \
+    X(msgs_unknown_type)
+
+void server_node_stats(const server *s, jr_node_stats *out)
+{
+    jr_node_stats cur;
+    memset(&cur, 0, sizeof cur);
+    cur.size = sizeof cur;
+    if (s->node) jr_node_stats_get(s->node, &cur);
+    memset(out, 0, sizeof *out);
+    out->size = sizeof *out;
+    out->groups = cur.groups;
+#define ADD(f) out->f = s->node_base.f + cur.f;
+    NODE_COUNTERS(ADD)
+#undef ADD
+}
+
+/* Before a close: the node's counters join those of the nodes closed before it. */
+static void keep_node_stats(server *s)
+{
+    jr_node_stats cur;
+    memset(&cur, 0, sizeof cur);
+    cur.size = sizeof cur;
+    if (jr_node_stats_get(s->node, &cur) != 0) return;
+#define ADD(f) s->node_base.f += cur.f;
+    NODE_COUNTERS(ADD)
+#undef ADD
+}
+
 static void on_reopen(uv_timer_t *t)
 {
     server *s = t->data;
@@ -183,6 +251,7 @@ static void on_reopen(uv_timer_t *t)
         /* Every pending request completes inside the close with JR_ECLOSED, which the clients
          * get as 503 (never an ack: nothing it covers was made durable). The node stays in
          * s->node during the close, as at shutdown: a callback's further call gets JR_ECLOSED. */
+        keep_node_stats(s);
         jr_node_close(s->node);
         s->node = NULL;
         uv_timer_stop(&s->tick);
@@ -191,10 +260,23 @@ static void on_reopen(uv_timer_t *t)
         return;
     }
     s->reopen_attempts++;
+    s->stats.node_open_attempts++;
     jr_node *n = NULL;
     s->quiet_open = s->reopen_attempts > 1;
     int rc = jr_node_open(&s->nc, &n);
     s->quiet_open = 0;
+    if (rc && server_open_permanent(rc)) {
+        /* No retry mends it: say so once and stay closed (503 to JetStream requests, /healthz
+         * unavailable with this reason) until an operator fixes it and restarts the server. */
+        s->open_given_up = 1;
+        snprintf(s->open_error, sizeof s->open_error, "%s (%s: %s)", s->errbuf, jr_err_name(rc),
+                 permanent_why(rc));
+        fprintf(stderr,
+                "[%s] node: cannot reopen it: %s; a permanent error: not retrying; JetStream "
+                "requests get 503 until the server is restarted\n",
+                s->cfg.name, s->open_error);
+        return;
+    }
     if (rc) {
         if (s->reopen_attempts == 1) /* once per episode: on_steady counts them */
             fprintf(stderr, "[%s] node: cannot reopen it: %s; retrying with backoff\n", s->cfg.name,
@@ -347,8 +429,16 @@ int main(int argc, char **argv)
     uv_timer_init(s->loop, &s->reopen);
     s->reopen.data = s;
     int rc = jr_node_open(&s->nc, &s->node);
+    if (rc && server_open_permanent(rc)) {
+        /* EX_CONFIG: a supervisor that restarts on failure can be told not to (systemd's
+         * RestartPreventExitStatus=78); a restart would fail the same way. */
+        fprintf(stderr, "jetraft-server: cannot open the node: %s (%s: %s); not starting\n",
+                s->errbuf, jr_err_name(rc), permanent_why(rc));
+        return EXIT_PERMANENT;
+    }
     if (rc) {
-        fprintf(stderr, "jetraft-server: %s\n", s->errbuf);
+        fprintf(stderr, "jetraft-server: cannot open the node: %s (%s); not starting\n", s->errbuf,
+                jr_err_name(rc));
         return 1;
     }
     if ((rc = route_start(s)) != 0) {

@@ -37,6 +37,7 @@ typedef struct snap {
     uint64_t taken_ns;
     /* meta info */
     int have_meta;
+    int have_servers; /* servers[] lists the meta group's committed membership */
     char meta_leader[256];
     size_t nservers;
     struct {
@@ -47,13 +48,16 @@ typedef struct snap {
     uint64_t streams;
     /* this node's health */
     int have_health, healthy, meta_current;
-    char meta_text[TEXT];
+    char meta_text[1024]; /* long enough for a permanent open error (gap_health) */
     size_t local_streams, nunwell;
     char unwell[MAX_UNWELL][TEXT];
     /* stream checks */
     size_t nchecks;
     stream_check checks[MAX_STREAMS];
     size_t clients;
+    /* the cluster's servers (the committed membership when have_servers, else the configured
+     * peers), and the others of them, and of those the ones with a link up */
+    size_t cluster_size;
     int peers_up, peers_total;
 } snap;
 
@@ -85,6 +89,9 @@ static void on_meta(void *arg, int status, const char *msg, const jr_meta_info *
         n->nservers++;
     }
     n->streams = info ? info->nstreams : 0;
+    /* The meta state's servers, with or without a leader: the membership as committed (a
+     * removed server leaves it once its removal is applied). */
+    n->have_servers = info && info->nservers > 0 && info->nservers <= MAX_SERVERS;
 }
 
 static void on_health(void *arg, int status, const char *msg, const jr_node_health_info *h)
@@ -156,16 +163,22 @@ static void on_names(void *arg, int status, const char *msg, const jr_names *pag
 }
 
 /* While a failed node is closed and not yet reopened (server.h), there is no node to ask: the
- * view keeps the last round's node counters and says why it is unhealthy. */
+ * view keeps the last round's meta view and says why it is unhealthy. */
 static void gap_health(snap *n, const server *s)
 {
     n->have_health = 1;
     n->healthy = 0;
     n->meta_current = 0;
-    snprintf(n->meta_text, sizeof n->meta_text,
-             "JetStream's WAL failed: the node is being reopened from disk (%" PRIu64
-             " attempts so far)",
-             s->reopen_attempts);
+    if (s->open_given_up)
+        snprintf(n->meta_text, sizeof n->meta_text,
+                 "JetStream's WAL failed and the node cannot be reopened: %s; not retrying (fix "
+                 "it and restart the server)",
+                 s->open_error);
+    else
+        snprintf(n->meta_text, sizeof n->meta_text,
+                 "JetStream's WAL failed: the node is being reopened from disk (%" PRIu64
+                 " attempts so far)",
+                 s->reopen_attempts);
     n->nunwell = 0;
     n->nchecks = 0;
     n->have_meta = 0;
@@ -178,16 +191,23 @@ static void on_timer(uv_timer_t *t)
     server *s = m->s;
     if (s->closing || m->pending > 0) return;
     snap *n = m->next;
-    if (s->node) {
-        n->node.size = sizeof n->node;
-        jr_node_stats_get(s->node, &n->node);
-    } else {
-        gap_health(n, s);
-    }
+    server_node_stats(s, &n->node); /* over every reopen: counters never go back */
+    if (!s->node) gap_health(n, s);
     n->host = s->stats;
     n->clients = clients_count(s);
-    n->peers_up = peers_connected(s);
-    n->peers_total = (int)s->cfg.npeers - 1;
+    if (n->have_servers) {
+        n->cluster_size = n->nservers;
+        n->peers_total = n->peers_up = 0;
+        for (size_t i = 0; i < n->nservers; i++) {
+            if (!strcmp(n->servers[i].name, s->cfg.name)) continue;
+            n->peers_total++;
+            n->peers_up += peers_link_up(s, n->servers[i].name);
+        }
+    } else {
+        n->cluster_size = s->cfg.npeers;
+        n->peers_up = peers_connected(s);
+        n->peers_total = (int)s->cfg.npeers - 1;
+    }
     n->taken_ns = uv_hrtime();
     pthread_mutex_lock(&m->mu);
     m->next = m->cur;
@@ -247,7 +267,10 @@ static char *render_metrics(const snap *c, const char *name)
     M("peer_bytes_sent_total", "Bytes sent to peers.", "counter", c->node.bytes_sent);
     M("peer_bytes_received_total", "Bytes received from peers.", "counter", c->node.bytes_received);
     M("groups", "Raft groups open on this server.", "gauge", c->node.groups);
-    M("peers_connected", "Peers with an established link.", "gauge", c->peers_up);
+    M("cluster_size", "Servers in the cluster (its committed membership).", "gauge",
+      c->cluster_size);
+    M("peers_connected", "Other servers of the cluster with an established link.", "gauge",
+      c->peers_up);
     M("clients", "Client connections.", "gauge", c->clients);
     M("client_msgs_in_total", "Messages published by clients.", "counter", c->host.client_msgs_in);
     M("client_msgs_out_total", "Messages delivered to clients.", "counter",
@@ -266,6 +289,8 @@ static char *render_metrics(const snap *c, const char *name)
       c->host.wal_failures);
     M("node_reopens_total", "Reopens of the node from disk after its WAL failed.", "counter",
       c->host.node_reopens);
+    M("node_open_attempts_total", "Reopens of the node tried after its WAL failed.", "counter",
+      c->host.node_open_attempts);
     M("meta_leader", "1 if this server is the meta leader.", "gauge",
       c->have_meta && !strcmp(c->meta_leader, name));
     M("streams", "Streams in the meta state.", "gauge", c->streams);
@@ -306,7 +331,7 @@ static char *render_jsz(const snap *c, const server *s)
         s->server_id, "server_name", s->cfg.name, "streams", (json_int_t)c->streams, "messages_in",
         (json_int_t)c->host.js_acks, "api_requests", (json_int_t)c->host.js_api_requests,
         "meta_cluster", "name", s->cfg.cluster, "leader", c->have_meta ? c->meta_leader : NULL,
-        "replicas", servers, "cluster_size", (json_int_t)s->cfg.npeers, "stream_checks", streams,
+        "replicas", servers, "cluster_size", (json_int_t)c->cluster_size, "stream_checks", streams,
         "node", "groups", (json_int_t)c->node.groups, "wal_syncs", (json_int_t)c->node.wal_syncs,
         "wal_bytes", (json_int_t)c->node.wal_bytes, "frames_sent", (json_int_t)c->node.frames_sent,
         "frames_received", (json_int_t)c->node.frames_received, "frames_rejected",

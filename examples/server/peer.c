@@ -271,6 +271,12 @@ int peers_route_send(server *s, size_t idx, const jr_iovec *iov, int iovcnt, int
     return -1;
 }
 
+int peers_link_up(const server *s, const char *name)
+{
+    peer *p = s->peers ? find_peer(s->peers, name) : NULL;
+    return p && p->link != NULL;
+}
+
 int peers_connected(const server *s)
 {
     int n = 0;

@@ -40,5 +40,7 @@ int peers_route_send(server *s, size_t peer, const jr_iovec *iov, int iovcnt, in
 void peers_route_flush(server *s);
 /* Number of peers with an established link. */
 int peers_connected(const server *s);
+/* 1 if configured peer `name` has an established link, else 0 (also for an unknown name). */
+int peers_link_up(const server *s, const char *name);
 
 #endif

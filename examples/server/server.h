@@ -43,6 +43,7 @@ typedef struct srv_stats {
     uint64_t route_frames_rejected; /* malformed route frames, interest past the bound */
     uint64_t wal_failures;          /* the node's WAL failed (each time: a close and a reopen) */
     uint64_t node_reopens;          /* the node reopened from disk after its WAL failed */
+    uint64_t node_open_attempts;    /* reopens tried (each jr_node_open after a failure) */
 } srv_stats;
 
 typedef struct server {
@@ -67,8 +68,15 @@ typedef struct server {
     uint64_t reopen_attempts;   /* opens tried in this episode */
     uint64_t episode_failures;  /* failures in this episode */
     uint64_t failed_ns;         /* uv_hrtime() of the episode's first failure */
-    uv_timer_t tick;            /* fires at jr_node_deadline */
-    uint64_t armed;             /* deadline the timer is set for (UINT64_MAX: none) */
+    /* The open failed with an error no retry mends (server_open_permanent): no more attempts;
+     * the node stays closed, JetStream requests get 503 and /healthz says why (open_error). */
+    int open_given_up;
+    char open_error[800];
+    /* The counters of the nodes closed before this one (each reopen starts the node's own
+     * jr_node_stats at 0): server_node_stats adds them, so the host's totals never go back. */
+    jr_node_stats node_base;
+    uv_timer_t tick; /* fires at jr_node_deadline */
+    uint64_t armed;  /* deadline the timer is set for (UINT64_MAX: none) */
     uv_signal_t sigterm, sigint;
     peers *peers;
     clients *clients;
@@ -90,6 +98,17 @@ void server_kick(server *s);
  * (JR_EIO, JR_ENOSPC): logs it once, closes the node at the next loop turn and reopens it from
  * disk (see `reopen` above). Repeated calls in one episode do nothing. */
 void server_node_failed(server *s, int rc);
+
+/* The node's counters over this process's life: those of the node open now (none while it is
+ * closed) plus those of every node closed before it; groups is the open node's. */
+void server_node_stats(const server *s, jr_node_stats *out);
+
+/* 1 if jr_node_open's error rc is one no retry mends: every error but JR_EIO, JR_ENOSPC and
+ * JR_ENOMEM (a disk or memory that may recover), e.g. JR_EAUTH (the WAL was written under
+ * another data key, or with or without one), JR_EINVAL (an invalid setting, or a wal_dir
+ * holding another server's WAL), JR_EVERSION (files of an unknown format), JR_ECORRUPT (damage
+ * recovery cannot repair). */
+int server_open_permanent(int rc);
 
 /* Delivers a message published by the server itself (an API reply, a PubAck, a 503 status) to
  * the local subscribers of subject. hdr may be NULL. */

@@ -5,7 +5,9 @@
 # server is evacuated and its replicas move off it; bad input (unknown stream, peer or server, malformed JSON) is
 # answered with JetStream's error and changes nothing; a non-system user is refused the system
 # operations; of two server removals sent at once the second is refused as a member change in
-# progress. Bounded in time; everything it starts is stopped at the end.
+# progress, and the monitoring then counts three servers; META.RESCUE is answered on the server
+# that takes it; ACCOUNT.PURGE deletes every stream and consumer. Bounded in time; everything
+# it starts is stopped at the end.
 #
 #   clusterops_test.sh PATH/TO/jetraft PATH/TO/jetraft-server
 set -euo pipefail
@@ -13,7 +15,7 @@ cli="$1"
 export JR_SERVER_BIN="$2"
 export JR_CLUSTER_SERVERS=4
 . "$(cd "$(dirname "$0")" && pwd)/cluster_test.sh"
-cluster_test_start clusterops 110
+cluster_test_start clusterops 150
 p1=$JR_CLIENT_PORT
 
 pwhash() { printf '%s\n' "$1" | "$JR_SERVER_BIN" --hash-password; }
@@ -49,10 +51,11 @@ $out"
     expect "$what" "$pat" "$out"
 }
 # raw PORT USER PASS SUBJECT BODY [SUBJECT BODY ...]: the requests sent in one write on one
-# connection (so they reach the server together), each reply printed on a line, in order.
+# connection (so they reach the server together), each reply printed on a line, in order
+# (TIMEOUT for one not answered within RAW_WAIT seconds, 15 by default).
 raw() {
     python3 - "$@" <<'PY'
-import json, socket, sys, time
+import json, os, socket, sys, time
 port, user, pw = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 reqs = list(zip(sys.argv[4::2], sys.argv[5::2]))
 s = socket.create_connection(("127.0.0.1", port), timeout=15)
@@ -61,9 +64,14 @@ for i, (subj, body) in enumerate(reqs):
     b = body.encode()
     out += "PUB %s _R.%d %d\r\n" % (subj, i, len(b)) + body + "\r\n"
 s.sendall((out + "PING\r\n").encode())
-buf, got, deadline = b"", {}, time.time() + 15
+s.settimeout(0.5)
+buf, got = b"", {}
+deadline = time.time() + float(os.environ.get("RAW_WAIT", "15"))
 while len(got) < len(reqs) and time.time() < deadline:
-    buf += s.recv(65536)
+    try:
+        buf += s.recv(65536)
+    except socket.timeout:
+        continue
     while b"\r\n" in buf:
         line, rest = buf.split(b"\r\n", 1)
         if line.startswith(b"MSG "):
@@ -267,4 +275,64 @@ expect "server list after the removal" "3 servers" "$out"
 grep -q "^$removed " <<<"$out" && fail "server list still shows $removed:
 $out"
 step "removed $removed"
+
+# ---- monitoring: the committed membership ----
+http=$((JR_HTTP_PORT + i))
+# (the monitor's view is refreshed once its round's requests are answered: a stream check of a
+# stream without a leader holds it until the request times out)
+for _ in $(seq 100); do
+    jsz=$(curl -s "http://127.0.0.1:$http/jsz" || true)
+    [ "$(jq -r '.meta_cluster.cluster_size' <<<"$jsz" 2>/dev/null)" = 3 ] && break
+    sleep 0.25
+done
+[ "$(jq -r '.meta_cluster.cluster_size' <<<"$jsz")" = 3 ] || fail "/jsz cluster_size after the removal: $jsz"
+[ "$(jq -r '[.meta_cluster.replicas[].name] | length' <<<"$jsz")" = 3 ] ||
+    fail "/jsz lists other than three servers: $jsz"
+out=$(curl -s "http://127.0.0.1:$http/healthz")
+[ "$(jq -r .peers <<<"$out")" = 2 ] || fail "/healthz peers after the removal: $out"
+out=$(curl -s "http://127.0.0.1:$http/metrics")
+expect "/metrics cluster size" "^jetraft_cluster_size{server=\"$meta\"} 3$" "$out"
+step "/jsz cluster_size 3, /healthz peers 2 on $meta"
+
+# ---- META.RESCUE: jr_node_rescue on the server that takes it ----
+out=$(raw "$((p1 + i))" admin admin-pw '$JS.API.META.RESCUE' '{"peer":"nobody"}' \
+    '$JS.API.META.RESCUE' "{\"peer\":\"$meta\"}" '$JS.API.META.RESCUE' '{}' \
+    '$JS.API.META.RESCUE' "{\"peer\":\"$removed\"}")
+expect "rescue of an unknown server" '"code":400,"err_code":10044' "$(sed -n 1p <<<"$out")"
+expect "rescue of an unknown server" "not a known server" "$(sed -n 1p <<<"$out")"
+expect "rescue of the server itself" '"err_code":10003,"description":"rescue:' "$(sed -n 2p <<<"$out")"
+expect "rescue without a peer" '"code":400,"err_code":10003' "$(sed -n 3p <<<"$out")"
+expect "rescue of $removed" '"type":"io.nats.jetstream.api.v1.meta_rescue_response"' \
+    "$(sed -n 4p <<<"$out")"
+expect "rescue of $removed" "\"success\":true,\"server\":\"$meta\"" "$(sed -n 4p <<<"$out")"
+grep -q "RESCUE: server '$removed' is taken to hold nothing" "$JR_CLUSTER_DIR/$meta/server.log" ||
+    fail "$meta did not log the rescue"
+out=$(RAW_WAIT=2 raw "$((p1 + i))" app app-pw '$JS.API.META.RESCUE' "{\"peer\":\"$removed\"}" 2>&1)
+expect "rescue as app" "Permissions Violation" "$out"
+expect "rescue as app" "TIMEOUT" "$out"
+step "META.RESCUE answered on $meta, refused to app"
+
+# ---- ACCOUNT.PURGE: every stream and consumer gone ----
+out=$("${APP[@]}" stream add PURGED --subjects "purged.>" --replicas=1 --defaults 2>&1)
+expect "stream add PURGED" "Stream PURGED was created" "$out"
+out=$("${APP[@]}" consumer add PURGED PC --replicas 1)
+expect "consumer add PC" "Information for Consumer PURGED > PC" "$out"
+out=$("${APP[@]}" pub purged.x --count 5 2>&1)
+expect "pub PURGED" "5 / 5 acknowledged" "$out"
+out=$(RAW_WAIT=2 raw "$((p1 + i))" app app-pw '$JS.API.ACCOUNT.PURGE.$G' '' 2>&1)
+expect "purge as app" "Permissions Violation" "$out"
+[ "$("${APP[@]}" stream ls)" != "No streams defined" ] || fail "the refused purge deleted streams"
+out=$(raw "$((p1 + i))" admin admin-pw '$JS.API.ACCOUNT.PURGE.$G' '' '$JS.API.ACCOUNT.PURGE' '')
+jq -e '.initiated == true and .type == "io.nats.jetstream.api.v1.account_purge_response"' \
+    <<<"$(sed -n 1p <<<"$out")" >/dev/null || fail "purge as admin: $out"
+expect "purge without its account" '"code":501' "$(sed -n 2p <<<"$out")"
+grep -q "purge request for account \$G (streams: 2" "$JR_CLUSTER_DIR/$meta/server.log" ||
+    fail "$meta did not log the purge of two streams"
+for _ in $(seq 80); do
+    out=$("${APP[@]}" stream ls 2>&1) && grep -q "No streams defined" <<<"$out" && break
+    sleep 0.25
+done
+expect "stream ls after the purge" "No streams defined" "$out"
+refused "consumer info after the purge" "stream not found" "${APP[@]}" consumer info PURGED PC
+step "ACCOUNT.PURGE deleted every stream, refused to app"
 echo "ok: cluster operations on four jetraft-server processes"
