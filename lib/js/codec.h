@@ -9,11 +9,13 @@
  *             varint last_ts | varint num_subjects | varint num_deleted | varint consumers |
  *             str cluster | str group | str leader ("" none) | varint n (<= 16) |
  *             n × (str name | u8 flags (1 current, 2 offline, 4 observer, 8 pending,
- *                  16 damaged) | varint active_ns | varint lag)
+ *                  16 damaged, 32 unvouched) | varint active_ns | varint lag)
  *   servers = str cluster | str leader | varint nstreams | varint n |
  *             n × (str name | str cluster | varint ntags | ntags × str | u8 flags (1 leader,
- *                  2 current, 4 offline, 8 damaged) | varint active_ns | varint lag |
- *                  varint assets)
+ *                  2 current, 4 offline, 8 damaged, 16 draining) | varint active_ns |
+ *                  varint lag | varint assets | [draining: names remaining | names unplaced]) |
+ *             [names under_replicated, absent when there are none]
+ *             where names = varint k (<= JR_DRAIN_LIST_MAX) | k × str
  *   message = varint seq | u64 ts | str subject | str headers | str data
  *   cinfo   = str config (jr__consumer_config_encode) | str stream | varint created_ns |
  *             varint × 3 delivered {consumer_seq, stream_seq, last_active_ns} | varint × 3

@@ -71,9 +71,11 @@
  *   NODE_HB_RESP (65)  seq varint | n varint | n × (dgroup varint | term varint | index varint)
  *       Group ids are strictly ascending: group_0 = dgroup_0 + 1, group_i = group_{i-1} +
  *       dgroup_i + 1 (no overflow), so consecutive ids cost one byte each. A heartbeat lists
- *       (group, leader's term, leader's commit) for every group the sender leads and shares with
- *       the receiver; the response echoes seq and lists (group, term, match = last durable index)
- *       for the groups the responder follows. ~5 bytes per group: 10,000 groups take ~50 KB.
+ *       (group, leader's term, leader's commit) only for the groups whose quiet state changed
+ *       at the sender, their leader (term 0: a tombstone, the group woke or closed), repeated
+ *       until echoed (lib/node/liveness.h); the response echoes seq and lists (group, term,
+ *       match = last durable index) for those items. An idle cluster's heartbeats list nothing;
+ *       an item costs ~5 bytes, so 10,000 groups going quiet at once take ~50 KB.
  *
  *   NODE_REQUEST (66)  id varint (!= 0) | kind u8 (!= 0) | len varint | len bytes of payload
  *   NODE_RESPONSE (67) id varint (!= 0) | status zigzag varint (an int32: 0 or a JR_E* code) |
