@@ -1,7 +1,7 @@
 /*
  * frame — the frame header, the message loop and validation (layout in frame.h). Message
  * payloads are in msg.c (Raft), hb.c (heartbeats) and rpc.c (requests, responses,
- * extensions); sealing is in seal.c.
+ * extensions).
  */
 #include "util/checksum.h"
 #include "wire/codec.h"

@@ -6,9 +6,8 @@
  * Owns: the byte layout below, its canonical encoding, and strict decoding of it. Invariants:
  *  - every value has exactly one encoding (canonical varints, booleans only 0 or 1, no unknown
  *    bits), so decoding a valid frame and re-encoding its messages gives back the same bytes;
- *  - decoding never reads outside the bytes it was given and never allocates (except the
- *    caller-supplied plaintext buffer of a sealed frame, amortized); decoded APPEND entries,
- *    snapshot chunks and heartbeat lists point into the frame (zero copy);
+ *  - decoding never reads outside the bytes it was given and never allocates; decoded APPEND
+ *    entries, snapshot chunks and heartbeat lists point into the frame (zero copy);
  *  - whatever the encoder accepts the decoder accepts, and the encoder refuses (JR_EINVAL in
  *    jr__buf.err) what the decoder would reject, so a frame is never sent that peers drop.
  *
@@ -18,14 +17,12 @@
  *   frame  = header (32 bytes) | body (`len` bytes)
  *   header = magic "JR" (2) | version u8 (= 1) | fflags u8 | len u32 | from u64 | to u64 |
  *            check u64
- *            fflags: bit 0 SEALED; every other bit must be 0.
+ *            fflags: every bit must be 0, but bit 0 (SEALED) is refused as unauthenticated
+ *            (JR_EAUTH): frames are not encrypted one by one; the host's transport protects
+ *            the byte stream they travel on (jr_link, include/jetraft/link.h).
  *            from, to: non-zero node ids (xxh3 of the server names), from != to.
- *            check = xxh3-64 of header bytes [0, 24) followed by the `len` body bytes (for a
- *            sealed frame, of the sealed body).
- *   body (not sealed) = message*          (zero or more, up to the end of the body)
- *   body (SEALED)     = nonce (24) | ciphertext | tag (16): XChaCha20-Poly1305-IETF (libsodium)
- *            of the message sequence with the 32-byte cluster key; associated data = header
- *            bytes [0, 24) (so magic, version, flags, length and both ids are authenticated).
+ *            check = xxh3-64 of header bytes [0, 24) followed by the `len` body bytes.
+ *   body   = message*          (zero or more, up to the end of the body)
  *
  *   message = type u8 | mflags u8 | payload
  *     type 1..63   Raft message of one group (raft.h enum jr__msg_type; today 1..11);
@@ -94,9 +91,8 @@
  * item is at least 3 bytes), and the body must end exactly after its last message.
  *
  * Use. Sender: jr__frame_begin, then jr__frame_add / jr__frame_add_hb per message, then
- * jr__frame_end (or jr__frame_end_sealed with the cluster key). Receiver: jr__frame_open (or
- * jr__frame_open_sealed), jr__frame_check to walk the whole frame before acting on any of it,
- * then jr__frame_next in a loop. jr__frame_validate does open + check for a plain frame.
+ * jr__frame_end. Receiver: jr__frame_open, jr__frame_check to walk the whole frame before
+ * acting on any of it, then jr__frame_next in a loop. jr__frame_validate does open + check.
  */
 #ifndef JR_WIRE_FRAME_H
 #define JR_WIRE_FRAME_H
@@ -110,14 +106,9 @@
 #define JR__FRAME_VERSION 1
 #define JR__FRAME_HEADER 32
 
-/* Header flags (fflags). */
+/* Header flags (fflags): the one bit defined marks a frame encrypted on its own, which no
+ * node accepts (JR_EAUTH); any other bit is JR_ECORRUPT. */
 #define JR__FRAME_SEALED 0x01
-
-/* Sealing: libsodium crypto_aead_xchacha20poly1305_ietf sizes. */
-#define JR__FRAME_KEY_BYTES 32
-#define JR__FRAME_NONCE_BYTES 24
-#define JR__FRAME_TAG_BYTES 16
-#define JR__FRAME_SEAL_OVERHEAD (JR__FRAME_NONCE_BYTES + JR__FRAME_TAG_BYTES)
 
 /* Default largest entry (data bytes) accepted in an APPEND; see jr__frame.max_entry. */
 #define JR__FRAME_MAX_ENTRY (64u << 20)
@@ -166,25 +157,6 @@ int jr__frame_end(jr__buf *b);
 /* Encoded size of m in a frame body: exact if m is valid for jr__frame_add; never crashes on
  * an invalid m (the result is then meaningless). */
 size_t jr__frame_msg_len(const jr__msg *m);
-
-/* Seals the frame instead of jr__frame_end: encrypts the body with `key` (JR__FRAME_KEY_BYTES)
- * and `nonce` (JR__FRAME_NONCE_BYTES, or NULL for a fresh random one from libsodium), sets the
- * SEALED flag, the length and the checksum. A caller-supplied nonce must never repeat under the
- * same key (XChaCha20's 24-byte nonce is safe to draw at random). Returns 0, b->err,
- * JR_EMSGSIZE, or JR_EIO if libsodium cannot initialize. */
-int jr__frame_end_sealed(jr__buf *b, const uint8_t *key, const uint8_t *nonce);
-
-/* A nonce source for a sender that seals many frames: a random 16-byte prefix drawn once and a
- * 64-bit counter, so nonces never repeat under one key (a fresh prefix per process lifetime)
- * and sealing skips the per-frame getrandom() that a NULL nonce costs (~250 ns here). */
-typedef struct jr__seal_nonce {
-    uint8_t prefix[16];
-    uint64_t counter;
-} jr__seal_nonce;
-/* Draws the prefix from libsodium's CSPRNG. 0, or JR_EIO if libsodium cannot initialize. */
-int jr__seal_nonce_init(jr__seal_nonce *n);
-/* Writes the next nonce (JR__FRAME_NONCE_BYTES) to out. */
-void jr__seal_nonce_next(jr__seal_nonce *n, uint8_t *out);
 
 /* Node-level heartbeat (coalesced per peer pair, node/liveness.h). One item per group. */
 typedef struct jr__hb_item {
@@ -296,18 +268,9 @@ typedef struct jr__frame {
 /* Checks the header and checksum of a plain frame of len bytes. Errors: JR_ECORRUPT (short,
  * bad magic, length field not equal to the bytes given, unknown flag, zero or equal ids, bad
  * checksum), JR_EVERSION, JR_EMSGSIZE (len or the length field above max), JR_EAUTH (the frame
- * is sealed: use jr__frame_open_sealed). On success f->body covers the messages, borrowed from
+ * is flagged SEALED). On success f->body covers the messages, borrowed from
  * data. */
 int jr__frame_open(jr__frame *f, const void *data, size_t len, size_t max);
-/* As jr__frame_open for a frame that must be sealed with key (JR__FRAME_KEY_BYTES): the body is
- * authenticated and decrypted into `plain` (reset; grown as needed, so reusing one buffer does
- * not allocate in steady state), and f->body points into plain. JR_ECORRUPT (short or bad
- * magic), JR_EVERSION and JR_EMSGSIZE are reported as by jr__frame_open; any other defect —
- * not sealed, length mismatch, flags, ids, checksum, authentication — is JR_EAUTH. JR_ENOMEM if
- * plain cannot grow, JR_EIO if libsodium cannot initialize. With key == NULL this is
- * jr__frame_open. */
-int jr__frame_open_sealed(jr__frame *f, const void *data, size_t len, size_t max,
-                          const uint8_t *key, jr__buf *plain);
 /* Decodes the next message into *m (m->from, m->to from the header). Raft messages: entries of
  * an APPEND go to scratch (capacity cap; more than cap entries is JR_EMSGSIZE), their data and
  * snapshot bytes point into the frame. Node-level and extension messages: m->type is

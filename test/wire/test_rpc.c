@@ -195,22 +195,6 @@ START_TEST(mixed_frame_validates_and_decodes_in_order)
     ck_assert_uint_eq(types[k - 3], JR__MSG_NODE_HB);
     ck_assert_uint_eq(types[k - 2], JR__MSG_NODE_HB_RESP);
     ck_assert_uint_eq(types[k - 1], JR__MSG_NODE_REQUEST);
-
-    /* sealed, the same frame opens to the same messages */
-    static const uint8_t key[JR__FRAME_KEY_BYTES] = {9};
-    jr__buf sealed, plain;
-    jr__buf_init(&sealed, NULL);
-    jr__buf_init(&plain, NULL);
-    jr__buf_put(&sealed, b.data, b.len);
-    ck_assert_int_eq(jr__frame_end_sealed(&sealed, key, NULL), 0);
-    ck_assert_int_eq(jr__frame_open_sealed(&f, sealed.data, sealed.len, TW_MAX, key, &plain), 0);
-    ck_assert_int_eq(jr__frame_check(&f, 8), 0);
-    ck_assert_int_eq(tw_next(&f, &m, scratch, 8), 1);
-    ck_assert_uint_eq(m.type, JR__MSG_NODE_REQUEST);
-    ck_assert_uint_eq(f.rpc.id, 9);
-    ck_assert_int_eq(memcmp(f.rpc.payload, (const uint8_t[]){1, 2, 3}, 3), 0);
-    jr__buf_free(&sealed);
-    jr__buf_free(&plain);
     jr__buf_free(&b);
 }
 END_TEST

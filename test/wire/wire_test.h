@@ -45,7 +45,6 @@ jr_allocator tw_counting_allocator(tw_counter *c);
 
 Suite *tw_roundtrip_suite(void);
 Suite *tw_malformed_suite(void);
-Suite *tw_seal_suite(void);
 Suite *tw_hb_suite(void);
 
 #endif
