@@ -176,9 +176,10 @@ typedef struct jr_node_stats {
     uint64_t frames_rejected; /* failed decoding or authentication */
     uint64_t bytes_sent;
     uint64_t bytes_received;
-    uint64_t wal_syncs;
-    uint64_t wal_bytes;
-    uint64_t groups;             /* open groups */
+    uint64_t wal_syncs; /* file syncs of the WAL (flushes, vote records, interval syncs and a
+                           finished segment's at rotation; directory syncs not counted) */
+    uint64_t wal_bytes; /* record bytes written to the WAL */
+    uint64_t groups;    /* open groups */
     uint64_t msgs_unknown_group; /* received messages for groups not open here (dropped) */
     uint64_t msgs_unroutable;    /* outgoing messages dropped: unknown peer, or too large */
     uint64_t send_failures;      /* host->send returned non-zero */

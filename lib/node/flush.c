@@ -480,7 +480,6 @@ int jr__node_flush(jr_node *n, int callbacks)
                 jr__node_err(n, err, "WAL flush failed: %s", jr__wal_errmsg(n->wal));
             } else {
                 n->flush_gen++;
-                if (bytes) n->stats.wal_syncs++;
                 n->stats.wal_bytes += bytes;
                 jr__snap_unpin_wal(n);
             }

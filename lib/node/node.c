@@ -663,6 +663,11 @@ int jr_node_stats_get(const jr_node *n, jr_node_stats *out)
     s.msgs_unknown_type = n->msgs_unknown_type;
     s.msgs_unroutable = n->msgs_unroutable;
     s.send_failures = n->send_failures;
+    if (n->wal) { /* every file sync the WAL made: flushes, votes, interval syncs, rotations */
+        jr__wal_stats ws;
+        jr__wal_stats_get(n->wal, &ws);
+        s.wal_syncs = ws.syncs;
+    }
     size_t sz = out->size < sizeof s ? out->size : sizeof s;
     memcpy(out, &s, sz);
     out->size = sz;

@@ -344,6 +344,12 @@ START_TEST(snapshots_taken_while_proposals_flow_cost_no_wal_write_of_their_own)
     }
     advance(200 * MS);
     for (unsigned i = 0; i < n; i++) ck_assert_uint_eq(fx[i].c.wal_writes - w0[i], idle[i]);
+    /* the node's own count is the syncs its WAL made, as the vfs saw them */
+    for (unsigned i = 0; i < n; i++) {
+        jr_node_stats st = {.size = sizeof st};
+        ck_assert_int_eq(jr_node_stats_get(fx[i].h.node, &st), 0);
+        ck_assert_uint_eq(st.wal_syncs, fx[i].c.wal_syncs);
+    }
     teardown();
 }
 END_TEST
