@@ -90,7 +90,10 @@ void jr__crep_members_duty(jr__crep *r, uint64_t *next)
             jr_group_promote(g, c->peers[i], NULL, NULL);
             note(r, JR_MOVE_MEMBERSHIP, "promoting peer %s", c->peers[i]);
         } else {
-            if (seen == UINT64_MAX || seen > 2 * js->election_ns)
+            /* a joiner the group has not heard from yet, on a server that is up, is catching
+             * up: its first answer is on its way */
+            if (seen == UINT64_MAX ? !jr__mnode_online(js, c->peers[i], NULL)
+                                   : seen > 2 * js->election_ns)
                 note(r, JR_MOVE_QUORUM, "waiting for peer %s to come online", c->peers[i]);
             else
                 note(r, JR_MOVE_CATCHUP, "waiting for peers to catch up (%s)", c->peers[i]);

@@ -90,7 +90,10 @@ size_t jr__cluster_replicas(jr__js *js, jr_group *g, const char *const *peers, s
         pi->observer = !ps.voter;
         pi->lag = ps.lag;
         pi->active_ns = ps.last_seen_ns;
-        pi->offline = ps.last_seen_ns == UINT64_MAX || ps.last_seen_ns > 2 * js->election_ns;
+        /* a member the group has not heard from yet (a joiner whose first answer is on its
+         * way, or a new leader's member) is offline only if its server is not heard from */
+        pi->offline = ps.last_seen_ns == UINT64_MAX ? !jr__mnode_online(js, ps.name, NULL)
+                                                    : ps.last_seen_ns > 2 * js->election_ns;
         pi->damaged = ps.damaged;
         pi->unvouched = ps.unvouched;
         pi->current = ps.current && !pi->offline && !pi->damaged && !pi->unvouched;
