@@ -243,7 +243,7 @@ static const char *step_name(int step)
  * A member is said to wait for its server to come online only when this node has not heard
  * from that server for an election timeout: one whose server is up but whose replica the group
  * has not heard from yet (just added: its first answer to the log or snapshot sent to it is on
- * its way) is catching up, and says how far behind it is. */
+ * its way) is starting to catch up, and one heard from says how far behind it is. */
 static void wait_note(jr__srep *r, jr__membwork *w, const jr__memb *m, size_t n,
                       const uint64_t *want, size_t nw)
 {
@@ -258,8 +258,13 @@ static void wait_note(jr__srep *r, jr__membwork *w, const jr__memb *m, size_t n,
         const char *name = jr__js_peer_name(js, m[i].id);
         jr_peer_status ps;
         ps.size = sizeof ps;
+        int known = jr_group_peer(r->g, (uint32_t)i, &ps) == 0;
         if (!m[i].alive && !node_online(js, m[i].id)) {
             note(w, JR_MOVE_QUORUM, "waiting for peer %s to come online", name ? name : "?");
+        } else if (!m[i].alive && known && ps.last_seen_ns == UINT64_MAX) {
+            /* added, its first answer to the log or snapshot sent to it on its way: how far
+             * behind it is is not known yet */
+            note(w, JR_MOVE_CATCHUP, "waiting for peer %s to start catching up", name ? name : "?");
         } else if (m[i].alive && jr_group_peer(r->g, (uint32_t)i, &ps) == 0 &&
                    ps.lag <= MEMB_SLACK) {
             const jr__memb_probe *pr = probe_find(w, m[i].id);
