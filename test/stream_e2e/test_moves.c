@@ -795,6 +795,83 @@ START_TEST(a_joining_replica_is_reported_as_catching_up_never_damaged)
 }
 END_TEST
 
+typedef struct hres {
+    int done, status;
+    size_t ngroups;
+    char text[8][128];
+    int damaged[8], unvouched[8];
+} hres;
+
+static void health_cb(void *arg, int status, const char *msg, const jr_node_health_info *h)
+{
+    (void)msg;
+    hres *r = arg;
+    r->done = 1;
+    r->status = status;
+    if (!h) return;
+    r->ngroups = h->ngroups < 8 ? h->ngroups : 8;
+    for (size_t i = 0; i < r->ngroups; i++) {
+        snprintf(r->text[i], sizeof r->text[i], "%s", h->groups[i]->text);
+        r->damaged[i] = h->groups[i]->damaged;
+        r->unvouched[i] = h->groups[i]->unvouched;
+    }
+}
+
+static int hres_done(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return ((hres *)arg)->done;
+}
+
+static void node_health(e2e *c, unsigned i, hres *r)
+{
+    memset(r, 0, sizeof *r);
+    ck_assert_int_eq(jr_node_health(e2e_node(c, i), health_cb, r), 0);
+    ck_assert_int_eq(jr_sim_run_until(c->sim, hres_done, r, 10 * SEC), 0);
+}
+
+/* A server evacuated from ORDERS (and its R3 consumer), with snapshots every 20 entries, is
+ * restarted once the move converged: sampled every millisecond, it never opens a replica of what
+ * it left, and its health never lists an unwell group (a released replica is not reopened as a
+ * damaged joiner). */
+START_TEST(an_evacuated_server_restarted_holds_nothing_of_what_it_left)
+{
+    e2e c;
+    static work w;
+    cluster(&c, 5, 7102);
+    for (unsigned i = 0; i < 5; i++) e2e_snapshot_every(&c, i, 20);
+    add_stream(&c, "ORDERS", 3);
+    work_start(&w, &c, "ORDERS", "NEW", 1200);
+    pump(&w, 500 * MS);
+    minfo before;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
+    char gone[32];
+    snprintf(gone, sizeof gone, "%s", before.reps[0].name);
+    int gi = jr_sim_index(c.sim, gone);
+    evacuate(&w, 0, gone, 2 * MS);
+    minfo end;
+    ck_assert(wait_stable(&w, &c, "ORDERS", gone, 3, 20 * SEC, &end, NULL));
+    pump(&w, 500 * MS);
+    ck_assert_int_eq(files_of(&c, (unsigned)gi, "ORDERS"), 0);
+    ck_assert_int_eq(e2e_has_replica(&c, (unsigned)gi, "ORDERS"), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)gi), 0);
+    pump(&w, 200 * MS);
+    ck_assert_int_eq(e2e_restart(&c, (unsigned)gi), 0);
+    for (int k = 0; k < 300; k++) {
+        ck_assert_msg(!e2e_has_replica(&c, (unsigned)gi, "ORDERS"),
+                      "%d ms after its restart %s opened a replica of ORDERS", k, gone);
+        hres h;
+        node_health(&c, (unsigned)gi, &h);
+        ck_assert_msg(h.ngroups == 0, "%d ms after its restart %s lists '%s'%s%s", k, gone,
+                      h.text[0], h.damaged[0] ? " damaged" : "",
+                      h.unvouched[0] ? " unvouched" : "");
+        pump(&w, 1 * MS);
+    }
+    ck_assert_int_gt(work_finish(&w), 100); /* publishes through the crashed server may fail */
+    e2e_free(&c);
+}
+END_TEST
+
 START_TEST(evacuating_an_r1_stream_keeps_its_data)
 {
     e2e c;
@@ -1302,6 +1379,7 @@ int main(void)
     tcase_add_test(tc, evacuating_the_leader_of_an_r3_stream_moves_it_and_loses_nothing);
     tcase_add_test(tc, evacuating_an_r1_stream_keeps_its_data);
     tcase_add_test(tc, a_joining_replica_is_reported_as_catching_up_never_damaged);
+    tcase_add_test(tc, an_evacuated_server_restarted_holds_nothing_of_what_it_left);
     tcase_add_test(tc, cancelling_a_move_returns_to_the_origin_and_the_target_removes_its_files);
     tcase_add_test(tc, cancelling_a_grow_returns_to_three_replicas);
     tcase_add_test(tc, evacuating_a_consumer_moves_its_replica);
