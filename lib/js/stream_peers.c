@@ -279,8 +279,7 @@ static void wait_note(jr__srep *r, jr__membwork *w, const jr__memb *m, size_t n,
             const jr__memb_probe *pr = probe_find(w, m[i].id);
             uint64_t lag = jr_group_peer(r->g, (uint32_t)i, &ps) == 0 ? ps.lag : 0;
             if (pr && pr->left > lag)
-                note(w, JR_MOVE_CATCHUP,
-                     "waiting for peer %s to catch up (%llu more messages to copy)",
+                note(w, JR_MOVE_CATCHUP, "waiting for peer %s to copy %llu more messages",
                      name ? name : "?", (unsigned long long)pr->left);
             else
                 note(w, JR_MOVE_CATCHUP,
