@@ -350,7 +350,8 @@ int jr__raft_change(jr__raft *r, uint64_t now, int op, jr__id peer, uint64_t *in
 /* Leader only; to == 0 picks the most caught-up current voter. JR_ENOTVOTER if `to` is not a
  * current voter (a voter other than this server, heard from within an election timeout — for a
  * quiet leader: not reported lost — holding everything committed: jr_group_peer's `current`),
- * or is unvouched (restarted and not caught up since, vouch.c), or to == 0 and there is none;
+ * or is unvouched or unconfirmed (restarted, or answered below what it acknowledged, and not
+ * caught up since: vouch.c), or to == 0 and there is none;
  * JR_ETRANSFER if one is already under way. The leader stops accepting proposals and changes
  * (JR_ETRANSFER), brings the target up to date, then sends it TIMEOUT_NOW; after an election
  * timeout without success the transfer is abandoned. Completion is observed as a leader

@@ -97,11 +97,14 @@
  * in flight when the floor is taken is the one case these rules do not cover.
  *
  * The leader's side: a VOUCH from a member means it restarted; an answer below what it had
- * acknowledged (a rejection showing a shorter or conflicting log at or below its match) means
- * it lost storage. Either way its progress is marked unvouched (damaged if it lost what we
- * counted), its match drops to what log matching proves it holds, it is probed from there, and
- * it is not a transfer target and not current until it acknowledges our log up to where it was
- * then. A term conflict above its match is ordinary backtracking and never lowers the match.
+ * acknowledged (a heartbeat answer or a rejection showing a shorter log than its match) means it
+ * lost storage, or is a late answer that an acknowledgement overtook in the network (nothing
+ * tells the two apart). Either way its match drops to what log matching proves it holds, it is
+ * probed from there, and it is not a transfer target and not current until it acknowledges our
+ * log up to where it was then; only the VOUCH, which every restart sends and which the member
+ * needs its leader to answer before it is whole, marks it restarted (unvouched) and, if it holds
+ * less than it had acknowledged, damaged. A term conflict above its match is ordinary
+ * backtracking and never lowers the match.
  */
 #include <string.h>
 
