@@ -1087,6 +1087,10 @@ START_TEST(evacuating_a_consumer_moves_its_replica)
                       ci.leader, ci.moving, ci.desc);
         if (cinfo(&c, "ORDERS", "ONE", &ci) == 0) {
             saw_move |= ci.moving;
+            /* every server is up: the new replica joins, it never waits to come online */
+            ck_assert_msg(!ci.moving || !strstr(ci.desc, "come online"), "%s", ci.desc);
+            for (size_t i = 0; i < ci.nreps; i++)
+                ck_assert_msg(!ci.reps[i].offline, "%s shown offline", ci.reps[i].name);
             if (!ci.moving && ci.leader[0] && ci.nreps == 0 && strcmp(ci.leader, gone) != 0) break;
         }
         pump(&w, 20 * MS);
