@@ -101,10 +101,10 @@
  * lost storage, or is a late answer that an acknowledgement overtook in the network (nothing
  * tells the two apart). Either way its match drops to what log matching proves it holds, it is
  * probed from there, and it is not a transfer target and not current until it acknowledges our
- * log up to where it was then; only the VOUCH, which every restart sends and which the member
- * needs its leader to answer before it is whole, marks it restarted (unvouched) and, if it holds
- * less than it had acknowledged, damaged. A term conflict above its match is ordinary
- * backtracking and never lowers the match.
+ * log up to where it was then; only the VOUCH, which every restart sends (and which a member
+ * that does not win an election needs its leader to answer to be whole, (a) above), marks it
+ * restarted (unvouched) and, if it holds less than it had acknowledged, damaged. A term conflict
+ * above its match is ordinary backtracking and never lowers the match.
  */
 #include <string.h>
 
@@ -640,8 +640,8 @@ void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds, int restarted)
      * before the acknowledgement that raised the match (a heartbeat answered just before the
      * APPEND arrived). The match drops all the same, so that an acknowledgement the member may
      * have lost counts toward no commit, and it is probed; only its VOUCH, which every restart
-     * sends and which the member needs answered by its leader to be whole, says it restarted,
-     * and what it holds there below what it acknowledged is damage. */
+     * sends (a follower is whole only once its leader answered one: (a) in the file's comment),
+     * says it restarted, and what it holds there below what it acknowledged is damage. */
     if (restarted) {
         p->restarted = 1;
         if (holds < p->acked) p->damaged = 1;
