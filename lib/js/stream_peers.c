@@ -134,15 +134,19 @@ static int member_ready(jr__srep *r, jr__id id, uint64_t peers_at, int log_ok)
     return 0;
 }
 
+/* 1 if this node heard frames of any kind from server id within an election timeout. */
+static int node_online(jr__js *js, jr__id id)
+{
+    jr__peer *pp = jr__peer_find(js->n, id);
+    return pp && jr__peer_heard(pp) && jr__node_now(js->n) - jr__peer_heard(pp) <= js->election_ns;
+}
+
 /* 1 if the group and the node of leader r heard from member id (group index i) within an
  * election timeout: messages received by the group (a new leader has not heard from a member
  * until it answers or voted for it) and frames of any kind by the node. */
 static int member_alive(jr__srep *r, const jr_peer_status *ps, jr__id id)
 {
-    jr__js *js = r->js;
-    jr__peer *pp = jr__peer_find(js->n, id);
-    return ps->last_seen_ns <= js->election_ns && pp && jr__peer_heard(pp) &&
-           jr__node_now(js->n) - jr__peer_heard(pp) <= js->election_ns;
+    return ps->last_seen_ns <= r->js->election_ns && node_online(r->js, id);
 }
 
 size_t jr__srep_health(jr__srep *r, jr__peer_health *h, size_t max)
@@ -235,7 +239,11 @@ static const char *step_name(int step)
 
 /* Why jr__members_next said WAIT (members.h rules 3-5), for the move status: an observer the
  * assignment names still catching up (its log, or its store: the READY probe), or a dropped
- * voter that cannot leave without a heard-from majority, or no caught-up voter to hand over to. */
+ * voter that cannot leave without a heard-from majority, or no caught-up voter to hand over to.
+ * A member is said to wait for its server to come online only when this node has not heard
+ * from that server for an election timeout: one whose server is up but whose replica the group
+ * has not heard from yet (just added: its first answer to the log or snapshot sent to it is on
+ * its way) is starting to catch up, and one heard from says how far behind it is. */
 static void wait_note(jr__srep *r, jr__membwork *w, const jr__memb *m, size_t n,
                       const uint64_t *want, size_t nw)
 {
@@ -250,9 +258,15 @@ static void wait_note(jr__srep *r, jr__membwork *w, const jr__memb *m, size_t n,
         const char *name = jr__js_peer_name(js, m[i].id);
         jr_peer_status ps;
         ps.size = sizeof ps;
-        if (!m[i].alive) {
+        int known = jr_group_peer(r->g, (uint32_t)i, &ps) == 0;
+        if (!m[i].alive && !node_online(js, m[i].id)) {
             note(w, JR_MOVE_QUORUM, "waiting for peer %s to come online", name ? name : "?");
-        } else if (jr_group_peer(r->g, (uint32_t)i, &ps) == 0 && ps.lag <= MEMB_SLACK) {
+        } else if (!m[i].alive && known && ps.last_seen_ns == UINT64_MAX) {
+            /* added, its first answer to the log or snapshot sent to it on its way: how far
+             * behind it is is not known yet */
+            note(w, JR_MOVE_CATCHUP, "waiting for peer %s to start catching up", name ? name : "?");
+        } else if (m[i].alive && jr_group_peer(r->g, (uint32_t)i, &ps) == 0 &&
+                   ps.lag <= MEMB_SLACK) {
             const jr__memb_probe *pr = probe_find(w, m[i].id);
             if (pr && pr->left)
                 note(w, JR_MOVE_SNAPSHOT, "waiting for peer %s to copy %llu more messages",
@@ -264,9 +278,13 @@ static void wait_note(jr__srep *r, jr__membwork *w, const jr__memb *m, size_t n,
             /* the lag stream info shows for it: its log's, or what its store still copies */
             const jr__memb_probe *pr = probe_find(w, m[i].id);
             uint64_t lag = jr_group_peer(r->g, (uint32_t)i, &ps) == 0 ? ps.lag : 0;
-            if (pr && pr->left > lag) lag = pr->left;
-            note(w, JR_MOVE_CATCHUP, "waiting for peers to catch up (%s is %llu operations behind)",
-                 name ? name : "?", (unsigned long long)lag);
+            if (pr && pr->left > lag)
+                note(w, JR_MOVE_CATCHUP, "waiting for peer %s to copy %llu more messages",
+                     name ? name : "?", (unsigned long long)pr->left);
+            else
+                note(w, JR_MOVE_CATCHUP,
+                     "waiting for peers to catch up (%s is %llu operations behind)",
+                     name ? name : "?", (unsigned long long)lag);
         }
         return;
     }

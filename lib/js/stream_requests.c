@@ -90,7 +90,16 @@ size_t jr__cluster_replicas(jr__js *js, jr_group *g, const char *const *peers, s
         pi->observer = !ps.voter;
         pi->lag = ps.lag;
         pi->active_ns = ps.last_seen_ns;
-        pi->offline = ps.last_seen_ns == UINT64_MAX || ps.last_seen_ns > 2 * js->election_ns;
+        /* A joining observer the group has not heard from yet, whose server this node heard
+         * from within an election timeout, is not offline: its first answer to the log or
+         * snapshot sent to it is on its way. A voter a new leader has not heard from is (it
+         * may have crashed before the election), until it answers. */
+        jr__peer *pp = jr__peer_find_name(n, ps.name);
+        uint64_t heard = pp ? jr__peer_heard(pp) : 0, now = jr__node_now(n);
+        int joining =
+            ps.last_seen_ns == UINT64_MAX && !ps.voter && heard && now - heard <= js->election_ns;
+        pi->offline =
+            !joining && (ps.last_seen_ns == UINT64_MAX || ps.last_seen_ns > 2 * js->election_ns);
         pi->damaged = ps.damaged;
         pi->unvouched = ps.unvouched;
         pi->current = ps.current && !pi->offline && !pi->damaged && !pi->unvouched;

@@ -371,8 +371,11 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
         }
         if (pr.id != n->self && seen) {
             s.last_seen_ns = now > seen ? now - seen : 0;
+            /* unconfirmed: an answer below its match (late, or a restart whose VOUCH has not
+             * come) not yet followed by an acknowledgement of our log of then; not current,
+             * not shown as restarted either */
             s.current = s.last_seen_ns <= n->election_ns && pr.match >= jr__raft_commit_index(r) &&
-                        !pr.unvouched;
+                        !pr.unvouched && !pr.unconfirmed;
         }
     }
     if (s.damaged || s.unvouched) s.current = 0;

@@ -93,11 +93,15 @@ typedef struct jr__prog {
      * its own contact with the member's node, as of last_contact, until then (jr__live_contact). */
     uint8_t by_node;
     /* It restarted (sent a VOUCH) or answered below what it had acknowledged (vouch.c): it is
-     * not current until its match reaches vouch_at, our last index at that time. damaged: it
-     * lost entries we had counted. vouch_new: vouch_at is an entry we appended after its VOUCH,
-     * which no acknowledgement of its earlier life can reach. */
-    uint8_t unvouched, damaged, vouch_new;
-    uint64_t vouch_at;
+     * not current and no transfer target until its match reaches vouch_at, our last index at
+     * that time. restarted: a VOUCH came (an answer below the match alone may be a late one
+     * that an acknowledgement overtook). damaged: a VOUCH showed it lost entries it had
+     * acknowledged; acked is the highest match we counted for it before an answer lowered it
+     * (kept while unvouched, so a VOUCH after such an answer still finds the loss). vouch_new:
+     * vouch_at is an entry we appended after its VOUCH, which no acknowledgement of its earlier
+     * life can reach. */
+    uint8_t unvouched, restarted, damaged, vouch_new;
+    uint64_t vouch_at, acked;
 } jr__prog;
 
 struct jr__raft {
@@ -387,15 +391,20 @@ void jr__vouch_done(jr__raft *r);
 void jr__vouch_diverged(jr__raft *r);
 /* Frees the vouch state (jr__raft_free); flags stay as they are. */
 void jr__vouch_free(jr__raft *r);
-/* Leader: member p answered below what it acknowledged (lost storage): match drops to `holds`
- * (what it is known to hold: 0 unless log matching proves more), it is unvouched and damaged
- * until it acknowledges our whole log of now. */
-void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds);
+/* Leader: member p restarted (`restarted`: its VOUCH) or answered below what it acknowledged
+ * (a late answer, or lost storage it has not told us of yet): match drops to `holds` (what it
+ * is known to hold: 0 unless log matching proves more) and it is unvouched until it
+ * acknowledges our whole log of now; damaged too if a VOUCH shows it holds less than it
+ * acknowledged. */
+void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds, int restarted);
 /* Leader: p acknowledged an APPEND or a snapshot (its match may not have moved); p is vouched
  * for again once its match reaches vouch_at. */
 static inline void jr__vouch_progress(jr__prog *p)
 {
-    if (p->unvouched && p->match >= p->vouch_at) p->unvouched = p->damaged = 0;
+    if (p->unvouched && p->match >= p->vouch_at) {
+        p->unvouched = p->restarted = p->damaged = 0;
+        p->acked = 0;
+    }
 }
 
 /* The commit index a follower may take from its leader's heartbeat telling `commit`. */

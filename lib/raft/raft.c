@@ -617,11 +617,12 @@ int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out)
         out->match = r->durable;
         out->next = r->log.last + 1;
         out->last_contact = out->heard = r->now;
-        out->unvouched = out->damaged = 0; /* a leader is whole */
+        out->unvouched = out->unconfirmed = out->damaged = 0; /* a leader is whole */
         out->by_node = 0;
         return 0;
     }
-    out->unvouched = p->unvouched;
+    out->unvouched = p->unvouched && p->restarted;
+    out->unconfirmed = p->unvouched && !p->restarted;
     out->damaged = p->damaged;
     out->state = p->state;
     out->match = p->match;

@@ -350,7 +350,8 @@ int jr__raft_change(jr__raft *r, uint64_t now, int op, jr__id peer, uint64_t *in
 /* Leader only; to == 0 picks the most caught-up current voter. JR_ENOTVOTER if `to` is not a
  * current voter (a voter other than this server, heard from within an election timeout — for a
  * quiet leader: not reported lost — holding everything committed: jr_group_peer's `current`),
- * or is unvouched (restarted and not caught up since, vouch.c), or to == 0 and there is none;
+ * or is unvouched or unconfirmed (restarted, or answered below what it acknowledged, and not
+ * caught up since: vouch.c), or to == 0 and there is none;
  * JR_ETRANSFER if one is already under way. The leader stops accepting proposals and changes
  * (JR_ETRANSFER), brings the target up to date, then sends it TIMEOUT_NOW; after an election
  * timeout without success the transfer is abandoned. Completion is observed as a leader
@@ -578,11 +579,15 @@ typedef struct jr__progress {
     /* last_contact is the word of its node (it was counted through its node when we woke from
      * quiet, or its node came back: jr__raft_peer_alive), and no message of its came since. */
     uint8_t by_node;
-    /* It restarted from storage that may have lost entries (it asked for a VOUCH, or answered
-     * below what it had acknowledged) and has not yet acknowledged our log up to where it was
-     * then: not a transfer target, not current. damaged: it did lose entries it had
-     * acknowledged (its log ends below, or conflicts with, what we counted). */
-    uint8_t unvouched, damaged;
+    /* unvouched: it restarted from storage that may have lost entries (it asked for a VOUCH)
+     * and has not yet acknowledged our log up to where it was then: not a transfer target, not
+     * current. damaged: its VOUCH showed it lost entries it had acknowledged (its log ends
+     * below, or conflicts with, what we counted). unconfirmed: no VOUCH came, but it answered
+     * below what it had acknowledged (a late answer that an acknowledgement overtook, or a
+     * restart whose VOUCH is still on its way) and has not acknowledged our log of then since:
+     * not a transfer target, not current, and neither restarted nor damaged as far as we
+     * know. */
+    uint8_t unvouched, damaged, unconfirmed;
 } jr__progress;
 /* Leader: progress of member i of jr__raft_conf() (self included, match = durable last). */
 int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out);

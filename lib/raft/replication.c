@@ -355,13 +355,14 @@ static uint64_t backtrack(const jr__raft *r, const jr__msg *m, uint64_t rej)
 }
 
 /* The follower of p answered below what it acknowledged (p->match): its storage lost entries
- * (it restarted from a cut or rolled-back disk, vouch.c). Probing from match + 1 would be
- * refused forever; probe from `next`. Only the leader's view of it goes down, to `holds` (what
- * log matching proves it holds): commit stays, and if the reply was an old one, the next
- * acknowledgement restores match. */
+ * (it restarted from a cut or rolled-back disk, vouch.c), or the answer is a late one that an
+ * acknowledgement overtook. Probing from match + 1 would be refused forever in the first case;
+ * probe from `next`. Only the leader's view of it goes down, to `holds` (what log matching
+ * proves it holds): commit stays, and if the reply was an old one, the next acknowledgement
+ * restores match. Its VOUCH, not this answer, marks it restarted or damaged (vouch.c). */
 static void lost_entries(jr__raft *r, jr__prog *p, uint64_t now, uint64_t holds, uint64_t next)
 {
-    jr__vouch_lost(r, p, holds);
+    jr__vouch_lost(r, p, holds, 0);
     jr__prog_probe(p, next);
     jr__repl_send_append(r, p, now);
 }

@@ -97,11 +97,14 @@
  * in flight when the floor is taken is the one case these rules do not cover.
  *
  * The leader's side: a VOUCH from a member means it restarted; an answer below what it had
- * acknowledged (a rejection showing a shorter or conflicting log at or below its match) means
- * it lost storage. Either way its progress is marked unvouched (damaged if it lost what we
- * counted), its match drops to what log matching proves it holds, it is probed from there, and
- * it is not a transfer target and not current until it acknowledges our log up to where it was
- * then. A term conflict above its match is ordinary backtracking and never lowers the match.
+ * acknowledged (a heartbeat answer or a rejection showing a shorter log than its match) means it
+ * lost storage, or is a late answer that an acknowledgement overtook in the network (nothing
+ * tells the two apart). Either way its match drops to what log matching proves it holds, it is
+ * probed from there, and it is not a transfer target and not current until it acknowledges our
+ * log up to where it was then; only the VOUCH, which every restart sends (and which a member
+ * that does not win an election needs its leader to answer to be whole, (a) above), marks it
+ * restarted (unvouched) and, if it holds less than it had acknowledged, damaged. A term conflict
+ * above its match is ordinary backtracking and never lowers the match.
  */
 #include <string.h>
 
@@ -629,11 +632,19 @@ int jr__vouch_may_campaign(const jr__raft *r)
 
 /* Leader side ------------------------------------------------------------------------------*/
 
-void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds)
+void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds, int restarted)
 {
-    if (holds < p->match) {
-        p->match = holds;
-        p->damaged = 1;
+    if (p->match > p->acked) p->acked = p->match;
+    if (holds < p->match) p->match = holds;
+    /* An answer below the match is no proof of a loss: under reordering it may be one sent
+     * before the acknowledgement that raised the match (a heartbeat answered just before the
+     * APPEND arrived). The match drops all the same, so that an acknowledgement the member may
+     * have lost counts toward no commit, and it is probed; only its VOUCH, which every restart
+     * sends (a follower is whole only once its leader answered one: (a) in the file's comment),
+     * says it restarted, and what it holds there below what it acknowledged is damage. */
+    if (restarted) {
+        p->restarted = 1;
+        if (holds < p->acked) p->damaged = 1;
     }
     if (p->sent_commit > p->match) p->sent_commit = p->match;
     /* Only an acknowledgement clears this (jr__vouch_progress), even when what it holds
@@ -689,7 +700,7 @@ void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m)
     if (li <= r->log.last && li >= r->log.base_index && jr__memlog_term(&r->log, li) == lt)
         holds = li;
     int fresh = p->unvouched && p->vouch_new;
-    jr__vouch_lost(r, p, holds);
+    jr__vouch_lost(r, p, holds, 1);
     /* An acknowledgement the member sent before its restart may still be on its way and reach
      * our last index of now, which would clear the mark it has not earned. A blank entry
      * appended now is one no acknowledgement of its earlier life can cover: the mark waits for

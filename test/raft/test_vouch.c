@@ -329,8 +329,10 @@ static jr__progress progress_of(harness *h, int l, jr__id id)
 
 /* A rejection for a term conflict is backtracking, never lost storage: its hint (the first
  * index of the follower's conflicting term) may lie at or below the acknowledged match. A
- * rejection saying the follower's log ends below its match is lost storage: the match drops and
- * the member is unvouched and damaged until it acknowledges the leader's log again. */
+ * rejection saying the follower's log ends below its match may be lost storage or a late
+ * answer: the match drops and the member is neither current nor a transfer target until it
+ * acknowledges the leader's log again (unconfirmed), but it is not reported restarted or
+ * damaged; its VOUCH would say so. */
 START_TEST(a_conflict_rejection_keeps_the_acknowledged_match)
 {
     harness h;
@@ -351,7 +353,7 @@ START_TEST(a_conflict_rejection_keeps_the_acknowledged_match)
     ck_assert_uint_eq(p.match, last);
     ck_assert_int_eq(p.damaged, 0);
     ck_assert_int_eq(p.unvouched, 0);
-    /* its log ends at 3, below the match of `last`: lost storage */
+    /* its log ends at 3, below the match of `last`: lost storage, or a late answer */
     h.filter = NULL;
     h.cut[0][1] = 1; /* keep it from repairing at once */
     m.u.append_resp.index = last;
@@ -360,15 +362,94 @@ START_TEST(a_conflict_rejection_keeps_the_acknowledged_match)
     ck_assert_int_eq(h_inject(&h, 0, &m), 0);
     p = progress_of(&h, 0, 2);
     ck_assert_uint_lt(p.match, last);
-    ck_assert_int_eq(p.damaged, 1);
-    ck_assert_int_eq(p.unvouched, 1);
+    ck_assert_int_eq(p.unconfirmed, 1);
+    ck_assert_int_eq(p.damaged, 0);
+    ck_assert_int_eq(p.unvouched, 0);
     ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 2), JR_ENOTVOTER);
     h_heal(&h);
     h_run(&h, 2 * ET);
     p = progress_of(&h, 0, 2);
     ck_assert_uint_ge(p.match, last);
+    ck_assert_int_eq(p.unconfirmed, 0);
     ck_assert_int_eq(p.damaged, 0);
     ck_assert_int_eq(p.unvouched, 0);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
+/* A heartbeat answer sent before the acknowledgement that raised the match, delivered after it
+ * (the network reorders): it shows a log below the match. The leader stops counting the member
+ * current and probes it, but does not report it restarted or damaged, and its next
+ * acknowledgement confirms it again. */
+START_TEST(a_late_heartbeat_answer_marks_no_member_damaged)
+{
+    harness h;
+    h_init(&h, 3, 11);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    uint64_t before = propose_n(&h, 0, 4, "a");
+    h_run(&h, ET / 2);
+    uint64_t last = propose_n(&h, 0, 6, "b");
+    h_run(&h, ET / 2);
+    jr__progress p = progress_of(&h, 0, 2);
+    ck_assert_uint_eq(p.match, last);
+    jr__msg m = {.type = JR__MSG_HEARTBEAT_RESP, .group = h.cfg.group, .from = 2, .to = 1};
+    m.term = jr__raft_term(R(&h, 0));
+    m.u.heartbeat_resp.match_hint = before; /* its log when it answered, before "b" came */
+    ck_assert_int_eq(h_inject(&h, 0, &m), 0);
+    p = progress_of(&h, 0, 2);
+    ck_assert_uint_lt(p.match, last); /* counts toward no commit until it acknowledges again */
+    ck_assert_int_eq(p.unconfirmed, 1);
+    ck_assert_int_eq(p.unvouched, 0);
+    ck_assert_int_eq(p.damaged, 0);
+    h_run(&h, ET);
+    p = progress_of(&h, 0, 2);
+    ck_assert_uint_eq(p.match, last);
+    ck_assert_int_eq(p.unconfirmed, 0);
+    ck_assert_int_eq(p.unvouched, 0);
+    ck_assert_int_eq(p.damaged, 0);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
+/* Lost storage whose first sign is an answer below the match (its VOUCH to the leader was
+ * lost, say): the answer lowers the match, and the VOUCH that follows still shows the member
+ * holds less than it had acknowledged — restarted and damaged — until it acknowledges the
+ * leader's log of then. */
+START_TEST(a_vouch_after_a_low_answer_still_finds_the_loss)
+{
+    harness h;
+    h_init(&h, 3, 13);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    uint64_t last = propose_n(&h, 0, 8, "c");
+    h_run(&h, ET / 2);
+    ck_assert_uint_eq(progress_of(&h, 0, 2).match, last);
+    h.cut[0][1] = 1; /* the leader's answers and appends do not reach n2 meanwhile */
+    uint64_t t = jr__raft_term(R(&h, 0));
+    jr__msg hb = {.type = JR__MSG_HEARTBEAT_RESP, .group = h.cfg.group, .from = 2, .to = 1};
+    hb.term = t;
+    hb.u.heartbeat_resp.match_hint = 3;
+    ck_assert_int_eq(h_inject(&h, 0, &hb), 0);
+    jr__progress p = progress_of(&h, 0, 2);
+    ck_assert_int_eq(p.unconfirmed, 1);
+    ck_assert_int_eq(p.damaged, 0);
+    jr__msg v = {.type = JR__MSG_VOUCH, .group = h.cfg.group, .from = 2, .to = 1, .term = t};
+    v.u.vouch.last_index = 3;
+    v.u.vouch.last_term = t;
+    ck_assert_int_eq(h_inject(&h, 0, &v), 0);
+    p = progress_of(&h, 0, 2);
+    ck_assert_int_eq(p.unvouched, 1);
+    ck_assert_int_eq(p.damaged, 1);
+    ck_assert_int_eq(p.unconfirmed, 0);
+    ck_assert_int_eq(jr__raft_transfer(R(&h, 0), h.now, 2), JR_ENOTVOTER);
+    h_heal(&h);
+    h_run(&h, 2 * ET);
+    p = progress_of(&h, 0, 2);
+    ck_assert_int_eq(p.unvouched, 0);
+    ck_assert_int_eq(p.damaged, 0);
     h_check_all(&h);
     h_free(&h);
 }
@@ -1233,6 +1314,8 @@ int main(void)
     tcase_add_test(tc, a_late_acknowledgement_from_before_the_restart_is_covered);
     tcase_add_test(tc, a_replica_rolled_back_to_an_older_configuration_hears_from_the_newer_one);
     tcase_add_test(tc, a_conflict_rejection_keeps_the_acknowledged_match);
+    tcase_add_test(tc, a_late_heartbeat_answer_marks_no_member_damaged);
+    tcase_add_test(tc, a_vouch_after_a_low_answer_still_finds_the_loss);
     tcase_add_test(tc, a_restarted_member_is_no_transfer_target_until_caught_up);
     tcase_add_test(tc, a_vouch_showing_the_whole_log_is_no_acknowledgement);
     tcase_add_test(tc, an_acknowledgement_from_before_the_restart_does_not_vouch);

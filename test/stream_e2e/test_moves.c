@@ -666,6 +666,212 @@ START_TEST(evacuating_the_leader_of_an_r3_stream_moves_it_and_loses_nothing)
 }
 END_TEST
 
+static void preload_cb(void *arg, int status, const jr_pub_ack *ack)
+{
+    (void)ack;
+    ck_assert_int_eq(status, 0);
+    (*(int *)arg)++;
+}
+
+static int preloaded(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return *(int *)arg == 2000;
+}
+
+/* What the leader reports of member `name` of ORDERS as a sample: 1 if it is a member. */
+static int peer_sample(e2e *c, int leader, const char *name, jr_peer_status *out)
+{
+    jr_group *g = leader >= 0 ? e2e_group(c, (unsigned)leader, "ORDERS") : NULL;
+    jr_group_status gs;
+    gs.size = sizeof gs;
+    if (!g || jr_group_status_get(g, &gs) != 0 || gs.role != JR_LEADER) return 0;
+    for (size_t i = 0; i < gs.npeers; i++) {
+        out->size = sizeof *out;
+        if (jr_group_peer(g, i, out) == 0 && out->name && strcmp(out->name, name) == 0) return 1;
+    }
+    return 0;
+}
+
+/* A follower of ORDERS evacuated while publishes go on, with snapshots every 50 entries so the
+ * replacement is filled from a snapshot and the copy of the stream's messages, its log
+ * catching up meanwhile. Every 2 ms the leader's view of each member is sampled, and every
+ * 20 ms stream info: the joiner is never shown damaged or unvouched (it did not restart and
+ * lost nothing; answers overtaken in the network are no loss), no member is, and while its
+ * server is up the move never waits for it "to come online", nor is it shown offline. */
+START_TEST(a_joining_replica_is_reported_as_catching_up_never_damaged)
+{
+    e2e c;
+    static work w;
+    cluster(&c, 5, 7101);
+    for (unsigned i = 0; i < 5; i++) e2e_snapshot_every(&c, i, 50);
+    /* 10 MB/s links and 2,000 messages of 2 KB first, so that the copy takes a while */
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.bytes_per_sec = 10 * 1000 * 1000;
+    for (unsigned a = 0; a < 5; a++)
+        for (unsigned b = 0; b < 5; b++)
+            if (a != b) ck_assert_int_eq(jr_sim_set_link(c.sim, a, b, &link), 0);
+    add_stream(&c, "ORDERS", 3);
+    static char body[2000];
+    uint64_t x = 88172645463325252ull;
+    static int preload_done;
+    preload_done = 0;
+    for (int k = 0; k < 2000; k++) {
+        for (size_t i = 0; i < sizeof body; i++) { /* letters that do not compress to nothing */
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            body[i] = (char)('a' + x % 26);
+        }
+        ck_assert_int_eq(jr_publish(e2e_node(&c, (unsigned)k % 5), "orders.big", NULL, 0, body,
+                                    sizeof body, NULL, preload_cb, &preload_done),
+                         0);
+        if (k % 50 == 49) jr_sim_run_for(c.sim, 20 * MS);
+    }
+    ck_assert_int_eq(jr_sim_run_until(c.sim, preloaded, &preload_done, 30 * SEC), 0);
+    work_start(&w, &c, "ORDERS", NULL, 2500);
+    pump(&w, 1 * SEC);
+    minfo before;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
+    ck_assert_uint_eq(before.nreps, 2);
+    char gone[32], origin[3][32];
+    snprintf(gone, sizeof gone, "%s", before.reps[0].name);
+    snprintf(origin[0], sizeof origin[0], "%s", before.leader);
+    snprintf(origin[1], sizeof origin[1], "%s", before.reps[0].name);
+    snprintf(origin[2], sizeof origin[2], "%s", before.reps[1].name);
+    evacuate(&w, 0, gone, 2 * MS);
+    char joiner[32] = "";
+    uint64_t joiner_samples = 0, joiner_behind = 0, infos = 0, moving_infos = 0;
+    minfo in = {0};
+    int asked = 0;
+    uint64_t end = jr_sim_now(c.sim) + 20 * SEC;
+    for (int k = 0; jr_sim_now(c.sim) < end; k++) {
+        pump(&w, 2 * MS);
+        int leader = e2e_replica_leader(&c, (unsigned)jr_sim_index(c.sim, before.leader), "ORDERS");
+        for (unsigned i = 0; i < 5; i++) {
+            jr_peer_status ps;
+            const char *name = jr_sim_name(c.sim, i);
+            if (!peer_sample(&c, leader, name, &ps)) continue;
+            ck_assert_msg(!ps.damaged && !ps.unvouched, "%.3f s: %s shown %s%s by leader %s",
+                          (double)jr_sim_now(c.sim) / 1e9, name, ps.damaged ? "damaged " : "",
+                          ps.unvouched ? "unvouched" : "", jr_sim_name(c.sim, (unsigned)leader));
+            if (!joiner[0] && !in_names(origin, 3, name))
+                snprintf(joiner, sizeof joiner, "%s", name);
+            if (joiner[0] && strcmp(name, joiner) == 0) {
+                joiner_samples++;
+                if (ps.lag > 0) joiner_behind++;
+            }
+        }
+        /* stream info, asked without waiting for it: checked when it came */
+        if (!asked && k % 10 == 0) {
+            memset(&in, 0, sizeof in);
+            ck_assert_int_eq(jr_stream_info_get(e2e_node(&c, 1), "ORDERS", info_cb, &in), 0);
+            asked = 1;
+        }
+        if (asked && in.done) {
+            asked = 0;
+            if (in.status != 0) continue;
+            infos++;
+            for (size_t i = 0; i < in.nreps; i++)
+                ck_assert_msg(!in.reps[i].offline, "%s shown offline:\n%s", in.reps[i].name,
+                              in.text);
+            ck_assert_msg(!strstr(in.text, "damaged") && !strstr(in.text, "unvouched"), "%s",
+                          in.text);
+            if (in.moving) {
+                moving_infos++;
+                ck_assert_msg(!strstr(in.desc, "come online"), "%s", in.text);
+            }
+            if (!in.moving && !holds(&in, gone) && stable(&in, 3)) break;
+        }
+    }
+    ck_assert_msg(joiner[0], "no replacement joined");
+    ck_assert_msg(stable(&in, 3) && !holds(&in, gone), "not converged: %s", in.text);
+    /* the samples saw the joiner while it caught up, and infos while the move ran */
+    ck_assert_uint_gt(joiner_samples, 10);
+    ck_assert_uint_gt(joiner_behind, 0);
+    ck_assert_uint_gt(moving_infos, 1);
+    ck_assert_uint_gt(infos, moving_infos);
+    finish_none_failed(&w, 100);
+    e2e_free(&c);
+}
+END_TEST
+
+typedef struct hres {
+    int done, status;
+    size_t ngroups;
+    char text[8][128];
+    int damaged[8], unvouched[8];
+} hres;
+
+static void health_cb(void *arg, int status, const char *msg, const jr_node_health_info *h)
+{
+    (void)msg;
+    hres *r = arg;
+    r->done = 1;
+    r->status = status;
+    if (!h) return;
+    r->ngroups = h->ngroups < 8 ? h->ngroups : 8;
+    for (size_t i = 0; i < r->ngroups; i++) {
+        snprintf(r->text[i], sizeof r->text[i], "%s", h->groups[i]->text);
+        r->damaged[i] = h->groups[i]->damaged;
+        r->unvouched[i] = h->groups[i]->unvouched;
+    }
+}
+
+static int hres_done(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return ((hres *)arg)->done;
+}
+
+static void node_health(e2e *c, unsigned i, hres *r)
+{
+    memset(r, 0, sizeof *r);
+    ck_assert_int_eq(jr_node_health(e2e_node(c, i), health_cb, r), 0);
+    ck_assert_int_eq(jr_sim_run_until(c->sim, hres_done, r, 10 * SEC), 0);
+}
+
+/* A server evacuated from ORDERS (and its R3 consumer), with snapshots every 20 entries, is
+ * restarted once the move converged: sampled every millisecond, it never opens a replica of what
+ * it left, and its health never lists an unwell group (a released replica is not reopened as a
+ * damaged joiner). */
+START_TEST(an_evacuated_server_restarted_holds_nothing_of_what_it_left)
+{
+    e2e c;
+    static work w;
+    cluster(&c, 5, 7102);
+    for (unsigned i = 0; i < 5; i++) e2e_snapshot_every(&c, i, 20);
+    add_stream(&c, "ORDERS", 3);
+    work_start(&w, &c, "ORDERS", "NEW", 1200);
+    pump(&w, 500 * MS);
+    minfo before;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
+    char gone[32];
+    snprintf(gone, sizeof gone, "%s", before.reps[0].name);
+    int gi = jr_sim_index(c.sim, gone);
+    evacuate(&w, 0, gone, 2 * MS);
+    minfo end;
+    ck_assert(wait_stable(&w, &c, "ORDERS", gone, 3, 20 * SEC, &end, NULL));
+    pump(&w, 500 * MS);
+    ck_assert_int_eq(files_of(&c, (unsigned)gi, "ORDERS"), 0);
+    ck_assert_int_eq(e2e_has_replica(&c, (unsigned)gi, "ORDERS"), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)gi), 0);
+    pump(&w, 200 * MS);
+    ck_assert_int_eq(e2e_restart(&c, (unsigned)gi), 0);
+    for (int k = 0; k < 300; k++) {
+        ck_assert_msg(!e2e_has_replica(&c, (unsigned)gi, "ORDERS"),
+                      "%d ms after its restart %s opened a replica of ORDERS", k, gone);
+        hres h;
+        node_health(&c, (unsigned)gi, &h);
+        ck_assert_msg(h.ngroups == 0, "%d ms after its restart %s lists '%s'%s%s", k, gone,
+                      h.text[0], h.damaged[0] ? " damaged" : "",
+                      h.unvouched[0] ? " unvouched" : "");
+        pump(&w, 1 * MS);
+    }
+    ck_assert_int_gt(work_finish(&w), 100); /* publishes through the crashed server may fail */
+    e2e_free(&c);
+}
+END_TEST
+
 START_TEST(evacuating_an_r1_stream_keeps_its_data)
 {
     e2e c;
@@ -881,6 +1087,10 @@ START_TEST(evacuating_a_consumer_moves_its_replica)
                       ci.leader, ci.moving, ci.desc);
         if (cinfo(&c, "ORDERS", "ONE", &ci) == 0) {
             saw_move |= ci.moving;
+            /* every server is up: the new replica joins, it never waits to come online */
+            ck_assert_msg(!ci.moving || !strstr(ci.desc, "come online"), "%s", ci.desc);
+            for (size_t i = 0; i < ci.nreps; i++)
+                ck_assert_msg(!ci.reps[i].offline, "%s shown offline", ci.reps[i].name);
             if (!ci.moving && ci.leader[0] && ci.nreps == 0 && strcmp(ci.leader, gone) != 0) break;
         }
         pump(&w, 20 * MS);
@@ -1172,6 +1382,8 @@ int main(void)
     tcase_add_test(tc, the_replacement_obeys_the_placement_tags);
     tcase_add_test(tc, evacuating_the_leader_of_an_r3_stream_moves_it_and_loses_nothing);
     tcase_add_test(tc, evacuating_an_r1_stream_keeps_its_data);
+    tcase_add_test(tc, a_joining_replica_is_reported_as_catching_up_never_damaged);
+    tcase_add_test(tc, an_evacuated_server_restarted_holds_nothing_of_what_it_left);
     tcase_add_test(tc, cancelling_a_move_returns_to_the_origin_and_the_target_removes_its_files);
     tcase_add_test(tc, cancelling_a_grow_returns_to_three_replicas);
     tcase_add_test(tc, evacuating_a_consumer_moves_its_replica);
