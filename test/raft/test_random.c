@@ -109,6 +109,13 @@ static void storage_fault(harness *h, int i)
         return;
     }
     if (h_restart_lost(h, i, 1 + pick(h, 8), pick(h, 2) ? (int)pick(h, 4) : 0)) set_faulty(i);
+    /* two at once, half of the time: another replica loses its tail and older hard state with
+     * it (what a term floor that counted one faulty answer as truthful would forget) */
+    if (!two_faulty_mode || !pick(h, 2)) return;
+    int j = (int)pick(h, (uint64_t)h->n);
+    if (j == i || !fault_allowed(h, j)) return;
+    if (j == watch_node) watch_node = -1;
+    if (h_restart_lost(h, j, 1 + pick(h, 8), 1 + (int)pick(h, 3))) set_faulty(j);
 }
 
 static void configure(harness *h, uint64_t seed)
