@@ -96,19 +96,21 @@
  * could meet the quorum that elected a leader with this replica only in it (five voters: 1
  * elected in term 6 by {1, 2, 3}, 2 and 3 lose term 6; 2 hears 3, 4 and 5, of a leader of term
  * 5 deposed but still leading: floored at 5 and vouched for by 5's word, it would vote in term
- * 6 again and acknowledge the deposed leader). A faulty replica is a restarted one, unvouched;
- * before its own floor its term may be old, from it on it is at least every term it took part
- * in. So an answer says whether its sender is unfloored, and of each configuration the floor
- * counts the answers of floored (or never restarted) voters and the unfloored ones past f - 1:
- * at least w truthful answers, which meet every quorum in a server that remembers. Three voters
- * (f = 1) count every answer as before; five count all but one unfloored answer: a power loss
- * of all five floors once all four others answered (the log floor (b) waits for them anyway),
- * two restarted with a third down wait for it. The rest holds for f faulty replicas as written
- * for one: the log floor (b) hears every member, and a commit's majority of a configuration of
- * n voters, q > f, keeps a holder that is not faulty; a faulty answer is an older state, which
- * lowers no maximum. (a) needs the floor only: the leader of a term at or above it was elected
- * by voters at or above their own floors. Beyond f (two faulty of three voters, or a commit
- * counted under an earlier configuration of three) no rule can recover what both lost.
+ * 6 again and acknowledge the deposed leader). A faulty replica is a restarted one, unvouched
+ * (or, for a group it holds nothing of, its node after a restart: lib/node answers unfloored
+ * then); before its own floor its term may be old, from it on it is at least every term it
+ * took part in. So an answer says whether its sender is unfloored, and of each configuration
+ * the floor counts the answers of floored (or never restarted) voters and the unfloored ones
+ * past f - 1: at least w truthful answers, which meet every quorum in a server that remembers.
+ * Three voters (f = 1) count every answer; five count all but one unfloored answer: after a
+ * power loss of all five a replica floors once all four others answered (the log floor (b)
+ * waits for them anyway), and two restarted with a third voter down wait for it. The rest
+ * holds for f faulty replicas as argued for one: the log floor (b) hears every member, and a
+ * commit's majority (q > f voters) keeps a holder that is not faulty, whose answer is at or
+ * above the entry; a faulty answer, lower, does not lower the maximum. (a) needs the floor
+ * only: the leader of a term at or above it was elected by voters at or above their own sound
+ * floors. Beyond f (two faulty of three voters, or a commit counted under an earlier
+ * configuration of three) no rule can recover what both lost.
  * With a single voter (K's only voter is itself) nobody else holds what it acknowledged.
  * Cost: a replica that restarts while fewer than w other voters are reachable takes no appends
  * (three voters: it needs both others); one that restarts while its leader is down waits for
