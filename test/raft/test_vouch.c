@@ -107,6 +107,49 @@ START_TEST(a_replica_that_lost_acknowledged_entries_elects_nobody_without_them)
 }
 END_TEST
 
+/* Two of five: n3 and n4 are cut off while n0 (leader), n1 and n2 commit entries; n1 and n2
+ * then restart with their last entries gone (synced ones included) and older hard state, the
+ * two faulty replicas of five at once. With n0 away, n1..n4 are four of five, but neither
+ * damaged one votes for n3 or n4 (which lack the committed entries) nor campaigns, so nobody
+ * leads; once n0 is back a leader holding every committed entry is elected and repairs both
+ * (the harness checks leader completeness on every election). */
+START_TEST(two_replicas_of_five_that_lost_acknowledged_entries_elect_nobody_without_them)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 5, seed);
+        h_start(&h, 5, 5);
+        elect(&h, 0);
+        h_isolate(&h, 3);
+        h_isolate(&h, 4);
+        uint64_t last = propose_n(&h, 0, 20, "acked");
+        h_run(&h, ET / 2);
+        ck_assert_uint_ge(h_commit(&h, 0), last);
+        ck_assert(h_restart_lost(&h, 1, 12, 2));
+        ck_assert(h_restart_lost(&h, 2, 12, 2));
+        h_heal(&h);
+        h_isolate(&h, 0);
+        h_run(&h, 20 * ET);
+        for (int i = 1; i < 5; i++)
+            ck_assert_msg(jr__raft_role(R(&h, i)) != JR_LEADER,
+                          "seed %llu: n%d leads without the acknowledged entries",
+                          (unsigned long long)seed, i);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 1)), !h.no_vouch);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 2)), !h.no_vouch);
+        h_heal(&h);
+        int l = h_wait_leader(&h, 20 * ET);
+        ck_assert_int_ge(l, 0);
+        h_run(&h, 5 * ET);
+        for (int i = 1; i < 3; i++) {
+            ck_assert_int_eq(jr__raft_unvouched(R(&h, i)), 0);
+            ck_assert_uint_ge(h_commit(&h, i), last);
+        }
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
 /* (a) A leader's word: R5 with n4 down, n3 restarts with a lost tail. The three others answer
  * (its term floor), the leader's answer names its last entry, and once n3's log holds it n3
  * is whole, although n4 never answered. It then votes: with n0 gone too, n1, n2 and n3 elect a
@@ -1324,6 +1367,8 @@ int main(void)
     tcase_add_test(tc, a_replica_with_its_floor_asks_every_member_again);
     tcase_add_test(tc, an_append_over_a_committed_entry_leaves_the_replica_unvouched);
     tcase_add_test(tc, a_replica_of_five_takes_its_floor_past_another_faulty_one);
+    tcase_add_test(tc,
+                   two_replicas_of_five_that_lost_acknowledged_entries_elect_nobody_without_them);
     tcase_add_test(tc, a_removed_replica_answers_with_what_its_acknowledgements_could_commit);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
