@@ -516,6 +516,11 @@ static void vouch_unhosted(jr_node *n, const jr__msg *m)
     static const uint8_t none[1] = {0}; /* jr__conf_encode() of no member */
     jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = m->group, .from = n->self, .to = m->from};
     a.term = 1; /* no message has term 0 */
+    /* After a restart "nothing" may also be what a disk fault left of a group this server was
+     * a voter of (its every record cut, its snapshot deleted), votes and terms included: the
+     * asker counts the answer toward its term floor as one that may come from a faulty replica
+     * (raft/vouch.c, "Two faulty replicas"), which with three voters changes nothing. */
+    a.u.vouch_resp.unfloored = n->reborn;
     a.u.vouch_resp.conf = none;
     a.u.vouch_resp.conf_len = sizeof none;
     jr__peer_queue(n, &a);

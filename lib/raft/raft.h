@@ -224,6 +224,8 @@ typedef struct jr__msg {
         } vouch;
         struct {
             uint8_t leader;      /* the answering server leads its term (the message's term) */
+            uint8_t unfloored;   /* the answerer restarted and has no term floor yet: its term
+                                    may be older than terms it took part in (vouch.c) */
             uint64_t last_index; /* its last entry, durable when this answer leaves */
             uint64_t last_term;
             uint64_t commit;     /* its commit index, at most its last index */

@@ -89,6 +89,28 @@
  *    may be "nothing", and a replica opened from a record older than the deletion would be
  *    whole with no one to follow. Its host holds its vote (jr__raft_hold) until it knows the
  *    group was not deleted (lib/js: its meta state caught up), so such replicas elect nobody.
+ * Two faulty replicas. A configuration of n voters has a minority of n - q that may be faulty at
+ * once (two of five): this replica and up to f - 1 = n - q - 1 others, f = max(1, n - q). The
+ * term floor above assumes every answer truthful about the terms its sender took part in; a
+ * faulty answerer restarted from a disk that lost its vote and term is not, so the w answers
+ * could meet the quorum that elected a leader with this replica only in it (five voters: 1
+ * elected in term 6 by {1, 2, 3}, 2 and 3 lose term 6; 2 hears 3, 4 and 5, of a leader of term
+ * 5 deposed but still leading: floored at 5 and vouched for by 5's word, it would vote in term
+ * 6 again and acknowledge the deposed leader). A faulty replica is a restarted one, unvouched
+ * (or, for a group it holds nothing of, its node after a restart: lib/node answers unfloored
+ * then); before its own floor its term may be old, from it on it is at least every term it
+ * took part in. So an answer says whether its sender is unfloored, and of each configuration
+ * the floor counts the answers of floored (or never restarted) voters and the unfloored ones
+ * past f - 1: at least w truthful answers, which meet every quorum in a server that remembers.
+ * Three voters (f = 1) count every answer; five count all but one unfloored answer: after a
+ * power loss of all five a replica floors once all four others answered (the log floor (b)
+ * waits for them anyway), and two restarted with a third voter down wait for it. The rest
+ * holds for f faulty replicas as argued for one: the log floor (b) hears every member, and a
+ * commit's majority (q > f voters) keeps a holder that is not faulty, whose answer is at or
+ * above the entry; a faulty answer, lower, does not lower the maximum. (a) needs the floor
+ * only: the leader of a term at or above it was elected by voters at or above their own sound
+ * floors. Beyond f (two faulty of three voters, or a commit counted under an earlier
+ * configuration of three) no rule can recover what both lost.
  * With a single voter (K's only voter is itself) nobody else holds what it acknowledged.
  * Cost: a replica that restarts while fewer than w other voters are reachable takes no appends
  * (three voters: it needs both others); one that restarts while its leader is down waits for
@@ -120,6 +142,7 @@ typedef struct vouch_ans {
     uint64_t commit;      /* its commit index */
     uint64_t conf_index;  /* its latest configuration: the entry's index ... */
     const jr__conf *conf; /* ... and the configuration (a reference in r->confs) */
+    uint8_t unfloored;    /* it had restarted and taken no term floor yet */
 } vouch_ans;
 
 /* Answers kept: the members of the configurations it must hear from are at most a few
@@ -283,17 +306,28 @@ static int chain_known(const jr__raft *r)
 }
 
 /* The term floor's answers: of each configuration, w = n - q + 1 of its voters other than us
- * (all of them when fewer are others), so each quorum of it meets them in another server. */
+ * (all of them when fewer are others) whose terms are truthful, so each quorum of it meets them
+ * in another server that remembers the terms it took part in (the file's comment, "Two faulty
+ * replicas"). An answer from a voter that restarted and has no floor yet (unfloored) may come
+ * from a faulty replica: of a configuration of n voters, up to f = max(1, n - q) may be faulty at
+ * once, this one among them, so f - 1 of its unfloored answers are not counted. */
 static int floor_answers(const jr__raft *r, const fam *f)
 {
     for (uint32_t i = 0; i < f->n; i++) {
         const jr__conf *c = f->c[i];
-        uint32_t n = jr__conf_voters(c), w = n - (n / 2 + 1) + 1, others = 0, got = 0;
+        uint32_t n = jr__conf_voters(c), q = n / 2 + 1, w = n - q + 1, others = 0, sure = 0,
+                 unsure = 0;
+        uint32_t extra = n - q > 1 ? n - q - 1 : 0; /* faulty voters besides this one */
         for (uint32_t k = 0; k < c->n; k++) {
             if (!c->m[k].voter || c->m[k].id == r->cfg.self) continue;
             others++;
-            got += answer_of(r->vouch, c->m[k].id) != NULL;
+            const vouch_ans *a = answer_of(r->vouch, c->m[k].id);
+            if (a && a->unfloored)
+                unsure++;
+            else if (a)
+                sure++;
         }
+        uint32_t got = sure + (unsure > extra ? unsure - extra : 0);
         if (got < (w < others ? w : others)) return 0;
     }
     return 1;
@@ -359,7 +393,10 @@ static void ask_members(jr__raft *r, const fam *g, const fam *before, int all)
     for (uint32_t i = 0; i < g->n; i++)
         for (uint32_t k = 0; k < g->c[i]->n; k++) {
             jr__id id = g->c[i]->m[k].id;
-            if (id == r->cfg.self || (!all && answer_of(r->vouch, id))) continue;
+            const vouch_ans *a = answer_of(r->vouch, id);
+            /* (an unfloored answer counts for less toward the floor: it is asked again, for
+             * one its sender gives once it took its own floor) */
+            if (id == r->cfg.self || (!all && a && !a->unfloored)) continue;
             if (before && fam_member(r, before, id)) continue;
             int dup = 0; /* a member of an earlier configuration of g */
             for (uint32_t j = 0; j < i && !dup; j++) dup = jr__conf_find(g->c[j], id) != NULL;
@@ -501,6 +538,7 @@ static int record(jr__raft *r, const jr__msg *m, const fam *f, dead_confs *dead)
     a->li = m->u.vouch_resp.last_index;
     a->commit = m->u.vouch_resp.commit;
     a->conf_index = m->u.vouch_resp.conf_index;
+    a->unfloored = m->u.vouch_resp.unfloored != 0;
     return 0;
 }
 
@@ -664,6 +702,10 @@ void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m)
     /* what it reports must survive our crash: sent after the sync of our pending state */
     a.flags = JR__MF_DURABLE;
     a.u.vouch_resp.leader = r->role == ROLE_LEADER;
+    /* restarted without a term floor yet: our term may be older than terms we took part in,
+     * so the asker counts this answer toward its own floor only as far as the number of faulty
+     * replicas its configuration allows besides the asker (floor_answers()) */
+    a.u.vouch_resp.unfloored = r->vouch && !r->vouch->floored;
     /* A replica that is no voter of its latest configuration (entry conf_index, committed or
      * not) answers with the later of its commit entry and the entry before that configuration.
      * Its acknowledgements beyond conf_index count in no commit quorum: a leader counting one

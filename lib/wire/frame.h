@@ -59,10 +59,10 @@
  *                      offset varint
  *   TIMEOUT_NOW (9)    (nothing after the term)
  *   VOUCH (10)         last_index varint | last_term varint
- *   VOUCH_RESP (11)    leader u8 (0|1) | last_index varint | last_term varint | commit varint |
- *                      conf_index varint | conf_len varint | conf bytes
- *                      (the answerer's latest configuration, jr__conf_encode(), and the index
- *                      of its entry; conf_len <= JR__FRAME_MAX_CONF)
+ *   VOUCH_RESP (11)    bits u8 (bit 0 leader, bit 1 unfloored; others 0) | last_index varint |
+ *                      last_term varint | commit varint | conf_index varint | conf_len varint |
+ *                      conf bytes (the answerer's latest configuration, jr__conf_encode(), and
+ *                      the index of its entry; conf_len <= JR__FRAME_MAX_CONF)
  *
  *   NODE_HB (64)       seq varint | n varint | n × (dgroup varint | term varint | commit varint)
  *   NODE_HB_RESP (65)  seq varint | n varint | n × (dgroup varint | term varint | index varint)

@@ -135,7 +135,7 @@ uint8_t *jr__wire_msg_put(uint8_t *p, const jr__msg *m)
         p = jr__wput_varint(p, m->u.vouch.last_term);
         break;
     case JR__MSG_VOUCH_RESP:
-        *p++ = m->u.vouch_resp.leader != 0;
+        *p++ = (uint8_t)((m->u.vouch_resp.leader != 0) | (m->u.vouch_resp.unfloored != 0) << 1);
         p = jr__wput_varint(p, m->u.vouch_resp.last_index);
         p = jr__wput_varint(p, m->u.vouch_resp.last_term);
         p = jr__wput_varint(p, m->u.vouch_resp.commit);
@@ -291,7 +291,10 @@ int jr__wire_msg_get(jr__rd *r, jr__msg *m, jr__entry *scratch, size_t cap, uint
         m->u.vouch.last_term = jr__wget_varint(r);
         break;
     case JR__MSG_VOUCH_RESP: {
-        m->u.vouch_resp.leader = jr__wget_bool(r);
+        uint8_t bits = jr__wget_u8(r);
+        if (bits & ~3u) return jr__rd_fail(r);
+        m->u.vouch_resp.leader = bits & 1;
+        m->u.vouch_resp.unfloored = (bits >> 1) & 1;
         m->u.vouch_resp.last_index = jr__wget_varint(r);
         m->u.vouch_resp.last_term = jr__wget_varint(r);
         m->u.vouch_resp.commit = jr__wget_varint(r);

@@ -727,6 +727,69 @@ static void two_of_three(enum target t, enum kind kind, int with_leader)
     X(leader_and_follower_wal_lost, two_of_three(T_NEWEST_WAL, K_DELETE_ALL, 1))
 TWO_OF_THREE_CASES(SEEDED_TEST)
 
+/* Two of five ------------------------------------------------------------------------------*/
+
+/* Five servers, the meta group R5, and the R5 stream STREAM on r.> with its followers up. */
+static void cluster5(e2e *c, uint64_t seed)
+{
+    memset(c, 0, sizeof *c);
+    c->configure_more = small_files;
+    ck_assert_int_eq(e2e_new(c, 5, seed + g_off, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(c, 5, 20 * SEC), 0);
+    for (unsigned i = 0; i < 5; i++) e2e_snapshot_every(c, i, 300);
+    add_stream(c, STREAM, "r.>", 5, 1);
+}
+
+/* Two replicas of five (a minority, the leader among them or not) crash with the same damage on
+ * their disks — which also hold their meta replicas' records — while the three others commit on;
+ * restarted, the two are repaired from the whole ones: every acknowledged message is there,
+ * once, reads never return other bytes, and the stream is not deleted. */
+static void two_of_five(enum target t, enum kind kind, int with_leader)
+{
+    e2e c;
+    cluster5(&c, 29);
+    fchk k;
+    fill(&k, &c, 1500);
+    int l = -1;
+    for (unsigned i = 0; i < 5 && l < 0; i++) {
+        jr_group *g = e2e_group(&c, i, STREAM);
+        jr_group_status st;
+        memset(&st, 0, sizeof st);
+        st.size = sizeof st;
+        if (g && jr_group_status_get(g, &st) == 0 && st.role == JR_LEADER) l = (int)i;
+    }
+    ck_assert_int_ge(l, 0);
+    unsigned a = with_leader ? (unsigned)l : (unsigned)(l + 1) % 5;
+    unsigned b = (unsigned)(l + 2) % 5, whole = (unsigned)(l + 3) % 5;
+    ck_assert_int_eq(jr_sim_crash(c.sim, a), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, b), 0);
+    pick p;
+    damage_file(&c, a, t, kind, &p);
+    damage_file(&c, b, t, kind, &p);
+    ck_assert_uint_eq(fchk_publish_n(&k, whole, 200, 32, -1, 30 * SEC), 200);
+    ck_assert_int_eq(e2e_restart(&c, a), 0);
+    ck_assert_int_eq(e2e_restart(&c, b), 0);
+    for (int s = 0; s < 3; s++) {
+        jr_sim_run_for(c.sim, 300 * MS);
+        for (unsigned i = 0; i < 5; i++)
+            read_back(&k, i, 1 + 97 * (uint64_t)s, 40 + 97 * (uint64_t)s);
+    }
+    const unsigned all[] = {0, 1, 2, 3, 4};
+    publish_and_final(&k, all, 5, whole);
+    ck_assert_msg(k.fail[0] == 0, "%s (n%u, n%u): %s", p.path, a, b, k.fail);
+    fchk_free(&k);
+    e2e_free(&c);
+}
+
+/* Two replicas of five damaged, in the order they run: (test, scenario). */
+#define TWO_OF_FIVE_CASES(X)                                                                       \
+    X(five_two_followers_wal_tail_cut, two_of_five(T_NEWEST_WAL, K_CUT, 0))                        \
+    X(five_leader_and_follower_wal_flip, two_of_five(T_NEWEST_WAL, K_FLIP, 1))                     \
+    X(five_leader_and_follower_wal_lost, two_of_five(T_NEWEST_WAL, K_DELETE_ALL, 1))               \
+    X(five_two_followers_block_zeroed, two_of_five(T_BLOCK, K_ZERO, 0))                            \
+    X(five_two_followers_snapshot_deleted, two_of_five(T_SNAP, K_DELETE, 0))
+TWO_OF_FIVE_CASES(SEEDED_TEST)
+
 /* Both other copies' stores damaged while the whole copy is down: the two elect a leader (their
  * logs are whole) but cannot fetch the messages their stores lost from anyone. No read returns
  * a message they lack as missing or other bytes as good, their health says they are damaged,
@@ -1083,6 +1146,11 @@ int main(void)
     TWO_OF_THREE_CASES(ADD_SEEDED_TO_t2)
     tcase_add_loop_test(t2, two_stores_damaged_whole_copy_down, 0, (int)nseeds);
     suite_add_tcase(su, t2);
+    TCase *t25 = tcase_create("two_of_five");
+    tcase_set_timeout(t25, 120);
+#define ADD_SEEDED_TO_t25(name, call) tcase_add_loop_test(t25, name, 0, (int)nseeds);
+    TWO_OF_FIVE_CASES(ADD_SEEDED_TO_t25)
+    suite_add_tcase(su, t25);
     TCase *t5 = tcase_create("two_voters");
     tcase_set_timeout(t5, 120);
     TWO_VOTER_CASES(ADD_SEEDED_TO_t5)

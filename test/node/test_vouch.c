@@ -4,7 +4,8 @@
  * members of an older configuration hears from a server that left the group (it released its
  * replica once its removal committed). A group the node hosts answers through its replica; a
  * group it recovered from disk but has not opened, or any group of a node that lost its WAL,
- * gets no answer (the node cannot say what it holds).
+ * gets no answer (the node cannot say what it holds). After a restart the answer says it may
+ * come from a faulty replica (unfloored).
  */
 #include <check.h>
 #include <stdlib.h>
@@ -75,6 +76,7 @@ START_TEST(a_vouch_for_a_group_the_node_does_not_hold_is_answered_with_nothing)
     ck_assert(answer(&h, 9, &m));
     ck_assert_uint_eq(m.term, 1);
     ck_assert_uint_eq(m.u.vouch_resp.leader, 0);
+    ck_assert_uint_eq(m.u.vouch_resp.unfloored, 0); /* a first life: never a member */
     ck_assert_uint_eq(m.u.vouch_resp.last_index, 0);
     ck_assert_uint_eq(m.u.vouch_resp.commit, 0);
     jr__conf c;
@@ -99,6 +101,9 @@ START_TEST(a_vouch_for_a_group_the_node_does_not_hold_is_answered_with_nothing)
     ck_assert(!answer(&h, 5, &m));
     vouch(&h, 9);
     ck_assert(answer(&h, 9, &m)); /* still nothing of 9 */
+    /* but after a restart "nothing" may be what a disk fault left of a member's replica: it
+     * counts toward a term floor as an answer of a possibly faulty replica */
+    ck_assert_uint_eq(m.u.vouch_resp.unfloored, 1);
     /* the WAL lost (its mark without a segment): the node cannot tell what it held */
     jr_node_close(h.node);
     h.node = NULL;

@@ -107,6 +107,49 @@ START_TEST(a_replica_that_lost_acknowledged_entries_elects_nobody_without_them)
 }
 END_TEST
 
+/* Two of five: n3 and n4 are cut off while n0 (leader), n1 and n2 commit entries; n1 and n2
+ * then restart with their last entries gone (synced ones included) and older hard state, the
+ * two faulty replicas of five at once. With n0 away, n1..n4 are four of five, but neither
+ * damaged one votes for n3 or n4 (which lack the committed entries) nor campaigns, so nobody
+ * leads; once n0 is back a leader holding every committed entry is elected and repairs both
+ * (the harness checks leader completeness on every election). */
+START_TEST(two_replicas_of_five_that_lost_acknowledged_entries_elect_nobody_without_them)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 5, seed);
+        h_start(&h, 5, 5);
+        elect(&h, 0);
+        h_isolate(&h, 3);
+        h_isolate(&h, 4);
+        uint64_t last = propose_n(&h, 0, 20, "acked");
+        h_run(&h, ET / 2);
+        ck_assert_uint_ge(h_commit(&h, 0), last);
+        ck_assert(h_restart_lost(&h, 1, 12, 2));
+        ck_assert(h_restart_lost(&h, 2, 12, 2));
+        h_heal(&h);
+        h_isolate(&h, 0);
+        h_run(&h, 20 * ET);
+        for (int i = 1; i < 5; i++)
+            ck_assert_msg(jr__raft_role(R(&h, i)) != JR_LEADER,
+                          "seed %llu: n%d leads without the acknowledged entries",
+                          (unsigned long long)seed, i);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 1)), !h.no_vouch);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 2)), !h.no_vouch);
+        h_heal(&h);
+        int l = h_wait_leader(&h, 20 * ET);
+        ck_assert_int_ge(l, 0);
+        h_run(&h, 5 * ET);
+        for (int i = 1; i < 3; i++) {
+            ck_assert_int_eq(jr__raft_unvouched(R(&h, i)), 0);
+            ck_assert_uint_ge(h_commit(&h, i), last);
+        }
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
 /* (a) A leader's word: R5 with n4 down, n3 restarts with a lost tail. The three others answer
  * (its term floor), the leader's answer names its last entry, and once n3's log holds it n3
  * is whole, although n4 never answered. It then votes: with n0 gone too, n1, n2 and n3 elect a
@@ -887,6 +930,79 @@ START_TEST(members_a_committed_configuration_removed_are_not_waited_for)
 }
 END_TEST
 
+/* Server 2, restarted unvouched with {1,2,3,4,5} and entries 1..2 of term 1 (commit 2);
+ * bare_* counters reset; it asked the four others. */
+static jr__raft *bare_restarted5(uint8_t *b5, const jr__conf *c5)
+{
+    jr__raft *r = bare_new();
+    jr__entry e1 = {1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(c5, b5), b5};
+    jr__entry e2 = {1, 2, JR__ENTRY_NORMAL, 1, (const uint8_t *)"x"};
+    ck_assert_int_eq(jr__raft_load_hardstate(r, 1, 0, 2), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e1), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e2), 0);
+    ck_assert_int_eq(jr__raft_load_unvouched(r, 0), 0);
+    bare_sent = bare_grants = bare_votes = bare_vouches = 0;
+    memset(bare_vouch_to, 0, sizeof bare_vouch_to);
+    ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
+    ck_assert_int_eq(bare_vouches, 4);
+    return r;
+}
+
+/* Two faulty replicas of five. Server 1 was elected in term 6 by {1, 2, 3}; 2 and 3 then lost
+ * their disks' last records (the vote and term 6 with them) and restarted. 5 still leads term 5,
+ * cut off, and 4 follows it. 2 hears from 3 (unfloored: restarted, no floor yet, term 1), 4 and
+ * 5 (term 5, 5 leading): three answers, w of five, but the one of {1, 2, 3} among them is 3,
+ * which forgot term 6 as 2 did. Counting it, 2 took term 5 as its floor and 5's word made it
+ * whole: it would vote in term 6 again (a second leader of term 6) and acknowledge the deposed
+ * leader's appends (5 commits with {5, 4, 2} what 1 overwrites). An unfloored answer counts
+ * only past the one other faulty replica five voters allow: 2 takes no floor, asks 3 again, and
+ * with 1's answer takes term 6, where 5's word no longer vouches for it. After a power loss of
+ * all five (every answer unfloored) it takes its floor once all four answered. */
+START_TEST(a_replica_of_five_takes_its_floor_past_another_faulty_one)
+{
+    jr__conf c5 = {5, {{1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}}};
+    uint8_t b5[64], bb[64];
+    jr__raft *r = bare_restarted5(b5, &c5);
+    jr__msg a = vouch_resp(3, 1, 2, 1, 2, 1, &c5, bb);
+    a.u.vouch_resp.unfloored = 1;
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &a), 0);
+    a = vouch_resp(4, 5, 2, 1, 2, 1, &c5, bb);
+    ck_assert_int_eq(jr__raft_step(r, 1002 * MS, &a), 0);
+    a = vouch_resp(5, 5, 2, 1, 2, 1, &c5, bb);
+    a.u.vouch_resp.leader = 1;
+    ck_assert_int_eq(jr__raft_step(r, 1003 * MS, &a), 0);
+    ck_assert_uint_eq(jr__raft_term(r), 1); /* no floor */
+    ck_assert_int_eq(jr__raft_unvouched(r), 1);
+    ck_assert(!grants(r, 1004 * MS, 6, 2, 1));
+    /* its asking timeout: 1, which has not answered, and 3, whose answer was unfloored */
+    uint64_t d = jr__raft_deadline(r);
+    ck_assert_uint_lt(d, UINT64_MAX);
+    jr__raft_tick(r, d);
+    ck_assert_int_eq(bare_vouch_to[1], 2);
+    ck_assert_int_eq(bare_vouch_to[3], 2);
+    ck_assert_int_eq(bare_vouch_to[4], 1);
+    ck_assert_int_eq(bare_vouch_to[5], 1);
+    a = vouch_resp(1, 6, 3, 6, 2, 1, &c5, bb);
+    a.u.vouch_resp.leader = 1;
+    ck_assert_int_eq(jr__raft_step(r, d + MS, &a), 0);
+    ck_assert_uint_eq(jr__raft_term(r), 6);     /* 1, 4, 5: the floor */
+    ck_assert_int_eq(jr__raft_unvouched(r), 1); /* it lacks 1's (6, 3) */
+    ck_assert(!grants(r, d + 2 * MS, 6, 3, 6)); /* voted in 6 (for itself) */
+    jr__raft_free(r);
+
+    r = bare_restarted5(b5, &c5);
+    for (jr__id id = 1; id <= 5; id++) {
+        if (id == 2) continue;
+        a = vouch_resp(id, 3, 2, 1, 2, 1, &c5, bb);
+        a.u.vouch_resp.unfloored = 1;
+        ck_assert_uint_eq(jr__raft_term(r), 1); /* three unfloored answers are not enough */
+        ck_assert_int_eq(jr__raft_step(r, 1001 * MS + id * MS, &a), 0);
+    }
+    ck_assert_uint_eq(jr__raft_term(r), 3);
+    jr__raft_free(r);
+}
+END_TEST
+
 /* A bare core restarted (term 2) from storage whose recovery found damage and no configuration
  * at all. */
 static jr__raft *bare_confless(void)
@@ -1333,6 +1449,9 @@ int main(void)
     tcase_add_test(tc, a_leader_whose_answer_was_lost_is_asked_again);
     tcase_add_test(tc, a_replica_with_its_floor_asks_every_member_again);
     tcase_add_test(tc, an_append_over_a_committed_entry_leaves_the_replica_unvouched);
+    tcase_add_test(tc, a_replica_of_five_takes_its_floor_past_another_faulty_one);
+    tcase_add_test(tc,
+                   two_replicas_of_five_that_lost_acknowledged_entries_elect_nobody_without_them);
     tcase_add_test(tc, a_removed_replica_answers_with_what_its_acknowledgements_could_commit);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -83,6 +83,7 @@ void tw_assert_msg_eq(const jr__msg *w, const jr__msg *g)
         break;
     case JR__MSG_VOUCH_RESP:
         ck_assert_uint_eq(g->u.vouch_resp.leader, w->u.vouch_resp.leader != 0);
+        ck_assert_uint_eq(g->u.vouch_resp.unfloored, w->u.vouch_resp.unfloored != 0);
         ck_assert_uint_eq(g->u.vouch_resp.last_index, w->u.vouch_resp.last_index);
         ck_assert_uint_eq(g->u.vouch_resp.last_term, w->u.vouch_resp.last_term);
         ck_assert_uint_eq(g->u.vouch_resp.commit, w->u.vouch_resp.commit);

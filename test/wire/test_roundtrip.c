@@ -72,6 +72,7 @@ START_TEST(every_type_roundtrips_at_edge_values)
         m[10].u.vouch.last_term = v;
         m[11] = tw_msg(JR__MSG_VOUCH_RESP, group, v);
         m[11].u.vouch_resp.leader = 1;
+        m[11].u.vouch_resp.unfloored = 1;
         m[11].u.vouch_resp.last_index = v;
         m[11].u.vouch_resp.last_term = v;
         m[11].u.vouch_resp.commit = v;

@@ -188,6 +188,7 @@ int admin_setup(world *w)
         snprintf(d->name, sizeof d->name, "D%u", k);
         snprintf(d->subject, sizeof d->subject, "d%u.*", k);
         d->replicas = w->n == 5 && rng_pct(&w->r, 40) ? 5 : 3;
+        if (w->disk_victims == 2) d->replicas = 5; /* two damaged of three is a majority */
         const char *subj[] = {d->subject};
         jr_stream_config cfg;
         data_config(w, (int)k, &cfg, subj);
@@ -255,6 +256,7 @@ static void churn_op(world *w, unsigned node)
     cfg.subjects = subjs;
     cfg.nsubjects = 1;
     cfg.replicas = 1 + (int)rng_below(&w->r, w->n - (unsigned)w->removal_sent);
+    if (w->disk_victims == 2) cfg.replicas = cfg.replicas <= 2 ? 1 : 5; /* R1 or R5 */
     cfg.max_msgs = 100;
     if (c->state == 0 || (c->state == 2 && rng_pct(&w->r, 50))) {
         if (now_ns(w) < w->quiet_groups_until) return;
@@ -310,7 +312,7 @@ static void server_op(world *w, unsigned node, jr_node *nd)
     snprintf(name, sizeof name, "%s", jr_sim_name(w->sim, x));
     int all_r3 = 1;
     for (unsigned k = 0; k < w->nds; k++) all_r3 &= w->ds[k].replicas == 3 && !w->ds[k].busy_change;
-    if (w->n == 5 && !w->removal_sent && all_r3 && rng_pct(&w->r, 25)) {
+    if (w->n == 5 && !w->removal_sent && all_r3 && w->disk_victims == 1 && rng_pct(&w->r, 25)) {
         /* Not while the disk nemesis's victim is not whole again or a rollback is pending: a
          * server removed while down stops at once when it learns of it, its replicas lost for
          * good, and beside the victim's that makes two lost replicas of a group, which the
@@ -374,7 +376,8 @@ void admin_step(world *w)
                jr_consumer_delete(nd, d->name, w->cons[c].name, stream_cb, (void *)(uintptr_t)id));
     } else if (dice < 53 || (w->n == 5 && dice < 60)) {
         /* replica changes (five servers: R3 <-> R5), in place of some stepdowns there */
-        if (w->n < 5 || w->removal_sent || d->busy_change || now_ns(w) < w->quiet_groups_until)
+        if (w->n < 5 || w->removal_sent || d->busy_change || now_ns(w) < w->quiet_groups_until ||
+            w->disk_victims == 2)
             return;
         char subj[16];
         snprintf(subj, sizeof subj, "%s", d->subject);

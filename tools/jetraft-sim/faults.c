@@ -16,7 +16,8 @@
  *    in a WAL segment, a store block or a snapshot file, a file deleted, the newest WAL
  *    segment's tail cut, or every file rolled back to a copy saved 0.5-2 s earlier (no group is
  *    created meanwhile: a rollback to before a group existed is outside the model) — and
- *    restarts; the next victim is chosen only once it reports healthy again;
+ *    restarts; the next victim is chosen only once it reports healthy again (--disk-victims 2,
+ *    five nodes: a second victim may be damaged meanwhile, never a third);
  *  - ioerr: one node's writes and syncs fail with EIO or ENOSPC (all of them, or every k-th)
  *    for 50-500 ms, then it is restarted, as an operator restarts a server whose disk failed.
  * The heal ends every fault: links whole and perfect, every node running, wall clocks equal
@@ -34,6 +35,8 @@ void faults_init(world *w)
 {
     w->taint_node = -1;
     w->victim = -1;
+    w->taint2_node = -1;
+    w->victim2 = -1;
     w->ioerr_node = -1;
     w->copy_node = -1;
     w->next_fault_ns = now_ns(w) + (200 + rng_below(&w->r, 800)) * MS;
@@ -238,11 +241,11 @@ static void restart(world *w, unsigned i)
 {
     vfault_clear(&w->vf[i]);
     int rc = jr_sim_restart(w->sim, i);
-    nem_note(w, "restart n%u%s: %s", i, (int)i == w->victim ? " (disk victim)" : "",
-             rc ? jr_err_name(rc) : "ok");
+    int vic = (int)i == w->victim || (int)i == w->victim2;
+    nem_note(w, "restart n%u%s: %s", i, vic ? " (disk victim)" : "", rc ? jr_err_name(rc) : "ok");
     if (rc != 0) {
         violation(w, "restart", "", -1, 0, -1, "n%u does not reopen: %s%s", i, jr_err_name(rc),
-                  (int)i == w->victim ? " (after its disk fault)" : "");
+                  vic ? " (after its disk fault)" : "");
         w->restart_at[i] = now_ns(w) + SEC; /* try again, for the liveness check */
         return;
     }
@@ -382,6 +385,19 @@ static int list_cb(void *arg, const char *path, uint64_t size)
     return 0;
 }
 
+/* Records latent damage in node v's file `path`: in the second slot when the first holds
+ * another node's (disk_victims 2), else in the first. */
+static void set_taint(world *w, unsigned v, const char *path)
+{
+    if (w->disk_victims == 2 && w->taint_node >= 0 && w->taint_node != (int)v) {
+        w->taint2_node = (int)v;
+        snprintf(w->taint2_path, sizeof w->taint2_path, "%s", path);
+        return;
+    }
+    w->taint_node = (int)v;
+    snprintf(w->taint_path, sizeof w->taint_path, "%s", path);
+}
+
 /* Damages crashed node v's disk one of the ways the fault model allows. */
 static void damage(world *w, unsigned v)
 {
@@ -412,16 +428,14 @@ static void damage(world *w, unsigned v)
         uint64_t off = rng_below(&w->r, fe->size), len = 1 + rng_below(&w->r, 4096);
         unsigned nbits = 1 + (unsigned)rng_below(&w->r, 8);
         jr_sim_flip_bits(w->sim, v, fe->path, off, len, nbits);
-        w->taint_node = (int)v;
-        snprintf(w->taint_path, sizeof w->taint_path, "%s", fe->path);
+        set_taint(w, v, fe->path);
         nem_note(w, "disk n%u: %u bits flipped in [%llu, +%llu) of %s %s", v, nbits,
                  (unsigned long long)off, (unsigned long long)len, target_names[fe->target],
                  fe->path);
     } else if (kind == 2) {
         uint64_t off = rng_below(&w->r, fe->size), len = 1 + rng_below(&w->r, 65536);
         jr_sim_zero(w->sim, v, fe->path, off, len);
-        w->taint_node = (int)v;
-        snprintf(w->taint_path, sizeof w->taint_path, "%s", fe->path);
+        set_taint(w, v, fe->path);
         nem_note(w, "disk n%u: zeroed [%llu, +%llu) of %s %s", v, (unsigned long long)off,
                  (unsigned long long)len, target_names[fe->target], fe->path);
     } else {
@@ -458,8 +472,80 @@ static int tainted(world *w)
     return w->taint_node;
 }
 
+/* The second taint slot's node, -1 if none (as tainted()). */
+static int tainted2(world *w)
+{
+    if (w->taint2_node < 0) return -1;
+    find_file f = {w->taint2_path, 0};
+    jr_sim_files(w->sim, (unsigned)w->taint2_node, find_cb, &f);
+    if (!f.found) {
+        nem_note(w, "n%d no longer holds the damaged %s", w->taint2_node, w->taint2_path);
+        w->taint2_node = -1;
+    }
+    return w->taint2_node;
+}
+
+/* disk_victims 2: 1 if damaging node v leaves at most two nodes faulty — victims not whole
+ * again, nodes with latent damage, the node of a pending rollback, and v. */
+static int second_victim_ok(world *w, int v)
+{
+    int set[6] = {w->victim, w->victim2, tainted(w), tainted2(w), w->copy ? w->copy_node : -1, v};
+    int distinct = 0;
+    for (int a = 0; a < 6; a++) {
+        if (set[a] < 0) continue;
+        int dup = 0;
+        for (int b = 0; b < a && !dup; b++) dup = set[b] == set[a];
+        distinct += !dup;
+    }
+    return distinct <= 2;
+}
+
+/* Records node v as a disk victim (disk_victims 2: in the second slot when the first holds
+ * another node). */
+static void set_victim(world *w, int v)
+{
+    if (w->disk_victims == 2 && w->victim >= 0 && w->victim != v)
+        w->victim2 = v;
+    else
+        w->victim = v;
+}
+
 static void do_disk(world *w)
 {
+    if (w->disk_victims == 2) {
+        if (w->copy || w->ioerr_node >= 0) return;
+        int v = pick_node(w);
+        if (v < 0 || !second_victim_ok(w, v)) return;
+        if (rng_pct(&w->r, 25)) {
+            if (w->admin_busy) return;
+            if (jr_sim_disk_save(w->sim, (unsigned)v, &w->copy) != 0) return;
+            w->copy_node = v;
+            w->rollback_at = now_ns(w) + (500 + rng_below(&w->r, 1500)) * MS;
+            w->quiet_groups_until = w->rollback_at + 1;
+            nem_note(w, "disk n%d: copy saved for a rollback", v);
+            return;
+        }
+        set_victim(w, v);
+        w->disk_hit[v] = 1;
+        w->disk_faults++;
+        note_lone_groups(w, (unsigned)v);
+        crash(w, (unsigned)v, (rng_below(&w->r, 1500)) * MS);
+        nem_note(w, "crash n%d (disk victim%s)", v, w->victim2 >= 0 ? ", two at once" : "");
+        damage(w, (unsigned)v);
+        /* half of the time a second node's disk fails with it (one batch of disks, one
+         * event): both crash and restart damaged, in any order */
+        int u = pick_node(w);
+        if (w->victim2 < 0 && u >= 0 && u != v && second_victim_ok(w, u) && rng_pct(&w->r, 50)) {
+            set_victim(w, u);
+            w->disk_hit[u] = 1;
+            w->disk_faults++;
+            note_lone_groups(w, (unsigned)u);
+            crash(w, (unsigned)u, (rng_below(&w->r, 1500)) * MS);
+            nem_note(w, "crash n%d (disk victim, two at once)", u);
+            damage(w, (unsigned)u);
+        }
+        return;
+    }
     if (w->victim >= 0 || w->copy || w->ioerr_node >= 0) return;
     int v = pick_node(w), t = tainted(w);
     if (v < 0 || (t >= 0 && v != t)) return; /* only the tainted node may be damaged again */
@@ -489,7 +575,7 @@ static void do_rollback(world *w)
     note_lone_groups(w, v);
     if (node_up(w, v)) crash(w, v, (rng_below(&w->r, 1500)) * MS);
     if (!node_up(w, v) && jr_sim_disk_restore(w->sim, v, w->copy) == 0) {
-        w->victim = (int)v;
+        set_victim(w, (int)v);
         w->disk_hit[v] = 1;
         w->disk_faults++;
         nem_note(w, "crash n%u (disk victim); disk rolled back to the copy", v);
@@ -550,7 +636,7 @@ static void do_fault(world *w, int kind)
         do_disk(w);
         break;
     case F_IOERR: {
-        if (w->ioerr_node >= 0 || w->victim >= 0 || w->copy) break;
+        if (w->ioerr_node >= 0 || w->victim >= 0 || w->victim2 >= 0 || w->copy) break;
         int i = pick_node(w);
         if (i < 0) break;
         int err = rng_pct(&w->r, 50) ? JR_EIO : JR_ENOSPC;
@@ -588,6 +674,11 @@ void faults_step(world *w)
         node_healthy(w, (unsigned)w->victim, NULL, 0) == 1) {
         nem_note(w, "n%d (disk victim) reports healthy", w->victim);
         w->victim = -1;
+    }
+    if (w->victim2 >= 0 && node_up(w, (unsigned)w->victim2) &&
+        node_healthy(w, (unsigned)w->victim2, NULL, 0) == 1) {
+        nem_note(w, "n%d (disk victim) reports healthy", w->victim2);
+        w->victim2 = -1;
     }
     int kinds[F_NKINDS], nk = 0;
     for (int k = 0; k < F_NKINDS; k++)

@@ -321,6 +321,13 @@ typedef struct world {
      * be damaged: that would be two damaged replicas at once */
     int taint_node; /* -1 none */
     char taint_path[128];
+    /* --disk-victims 2 (five nodes): the disk nemesis damages a second node while the first is
+     * not whole again, two damaged replicas of every group at once (a minority of five): every
+     * data stream R5 and no change to R3, churn streams R1 or R5, no server removal */
+    int disk_victims; /* 1 (the default) or 2 */
+    int victim2;      /* the second victim (disk_victims 2); -1 */
+    int taint2_node;  /* the second node with latent damage (disk_victims 2); -1 */
+    char taint2_path[128];
     int ioerr_node; /* node whose vfs fails; -1 */
     uint64_t ioerr_until;
     uint64_t next_fault_ns;

@@ -3,7 +3,8 @@
  * fault schedule, driven by simulated clients, checked from the clients' side.
  *
  *   jetraft-sim --seed N --seconds S [--nodes 3|5] [--faults LIST] [--history FILE]
- *               [--seeds A:COUNT] [--waive CHECKERS] [--mutate KIND] [-v|-vv] [-q]
+ *               [--seeds A:COUNT] [--waive CHECKERS] [--mutate KIND] [--disk-victims 1|2]
+ *               [-v|-vv] [-q]
  *
  * One run per seed, every choice drawn from the seed, so a seed replays exactly:
  *  1. setup: the nodes, one or two data streams (R3, or R5 on five nodes) and their first
@@ -19,7 +20,8 @@
  * program exits 1. JSIM_SEEDS=A:COUNT in the environment overrides --seeds (for the soak run);
  * JSIM_TRACE_GROUP=<group id> prints every entry that group applies on every node. --waive
  * reports a checker's violations without failing the run; --mutate runs a checker self-test
- * (mutate.c).
+ * (mutate.c). --disk-victims 2 (with --nodes 5) lets the disk nemesis damage two nodes at once
+ * (faults.c), every data stream then R5.
  * --faults takes a comma-separated list of partition, net, crash, power, pause, clock, disk,
  * ioerr, or "all" (the default) or "none". docs/testing.md describes the checkers and the
  * history format.
@@ -40,6 +42,7 @@ typedef struct opts {
     const char *waive;
     const char *mutate;
     int verbose, quiet;
+    int disk_victims; /* --disk-victims: 0 (one at a time) or 2 (five nodes) */
 } opts;
 
 static uint64_t g_waived_seeds; /* seeds whose every violation was waived */
@@ -50,6 +53,7 @@ static void usage(void)
         stderr,
         "usage: jetraft-sim --seed N --seconds S [--nodes 3|5] [--faults LIST]\n"
         "                   [--history FILE] [--seeds A:COUNT] [--waive CHECKERS] [-v|-vv] [-q]\n"
+        "                   [--disk-victims 1|2]\n"
         "  LIST: all, none, or a comma-separated list of");
     for (int k = 0; k < F_NKINDS; k++) fprintf(stderr, " %s", fault_names[k]);
     fprintf(stderr, "\n");
@@ -108,6 +112,11 @@ static void parse(int argc, char **argv, opts *o)
             o->faults = parse_faults(v);
             o->faults_arg = v;
             i++;
+        } else if (!strcmp(a, "--disk-victims") && v) {
+            o->disk_victims = atoi(v);
+            if (o->disk_victims != 1 && o->disk_victims != 2) usage();
+            if (o->disk_victims == 1) o->disk_victims = 0;
+            i++;
         } else if (!strcmp(a, "--mutate") && v) {
             int ok = 0;
             for (int k = 0; mutate_names[k]; k++) ok |= !strcmp(v, mutate_names[k]);
@@ -139,6 +148,10 @@ static void parse(int argc, char **argv, opts *o)
         exit(2);
     }
     if (o->seconds == 0 || o->seconds > 3600) usage();
+    if (o->disk_victims == 2 && o->nodes != 5) {
+        fprintf(stderr, "jetraft-sim: --disk-victims 2 needs --nodes 5\n");
+        exit(2);
+    }
 }
 
 static void replay_cmd(const opts *o, const world *w, FILE *out)
@@ -146,6 +159,7 @@ static void replay_cmd(const opts *o, const world *w, FILE *out)
     fprintf(out, "jetraft-sim --seed %llu --seconds %llu --nodes %u --faults %s%s%s",
             (unsigned long long)w->seed, (unsigned long long)o->seconds, w->n, o->faults_arg,
             o->waive ? " --waive " : "", o->waive ? o->waive : "");
+    if (o->disk_victims) fprintf(out, " --disk-victims %d", o->disk_victims);
 }
 
 /* The run of one seed: 0 if every checker passed, 1 otherwise. */
@@ -160,6 +174,7 @@ static int run_seed(const opts *o, uint64_t seed, FILE *hist)
     w->hist = hist;
     w->verbose = o->verbose;
     w->waive = o->waive;
+    w->disk_victims = o->disk_victims ? o->disk_victims : 1;
     w->r.s = seed * 0x9e3779b97f4a7c15ull + 17;
     /* drawn even when --nodes says: the replay command names the count, and must not shift
      * the rest of the run's draws */
