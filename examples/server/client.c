@@ -700,7 +700,15 @@ static void feed_done(client *c, int rc, const char *err)
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->paused = 1;
     }
-    s->clients->kick = 1; /* on_flush, once the loop turn's reads are in */
+    clients_kick_later(s); /* on_flush, once the loop turn's reads are in */
+}
+
+void clients_kick_later(server *s)
+{
+    if (s->clients)
+        s->clients->kick = 1;
+    else
+        server_kick(s);
 }
 
 void clients_request_done(server *s)

@@ -26,6 +26,10 @@ void clients_stop(server *s);
 /* Frees what clients_start allocated, once the loop ended. */
 void clients_free(server *s);
 size_t clients_count(const server *s);
+/* Asks for one server_kick at the end of this loop turn (the uv_check, after every read of the
+ * turn is in and before the output is written): frames and publishes read in one turn then share
+ * one flush of the node, hence one WAL write and one sync. */
+void clients_kick_later(server *s);
 /* Called when a request handed to the node completed: clients paused because too many were
  * in flight (max_inflight) read again once half of them completed. */
 void clients_request_done(server *s);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client.h"
 #include "route.h"
 #include "route_wire.h"
 #include "session.h"
@@ -416,7 +417,9 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         link_close(l);
         return;
     }
-    server_kick(l->s);
+    /* The node flushes what the frames caused at its next tick: once, at the end of the loop
+     * turn, for every link read in it (group commit across peers and reads). */
+    clients_kick_later(l->s);
 }
 
 static void on_hello_timeout(uv_timer_t *t)

@@ -90,8 +90,10 @@ typedef struct server {
     uint64_t started_ns;  /* wall clock at start */
 } server;
 
-/* Calls jr_node_tick when the node's deadline passed and arms the timer for the next one; the
- * host calls it after every jr_node_recv and API call too (cheap when nothing is due). */
+/* Calls jr_node_tick when the node's deadline passed and arms the timer for the next one. Reads
+ * (peer frames fed to jr_node_recv, client publishes) ask for it once at the end of their loop
+ * turn (clients_kick_later); API calls made outside the node's callbacks call it at once (cheap
+ * when nothing is due). */
 void server_kick(server *s);
 
 /* Called with what jr_node_tick or jr_node_recv returned when the node's WAL failed

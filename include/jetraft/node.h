@@ -141,9 +141,14 @@ JR_API int jr_node_open(const jr_node_config *cfg, jr_node **out);
  * an error (JR_ECORRUPT, JR_EVERSION, JR_EMSGSIZE), as does a frame from a server that is not a
  * peer or that claims another sender (JR_EAUTH) or one addressed to another server (JR_EINVAL);
  * a rejected frame changes no state (only frames_rejected counts it). Messages of a valid frame
- * for groups not open here are dropped and counted. Then the call flushes what the frame caused
- * (one WAL write + sync, one frame per peer) and runs the callbacks that completed. The frame is
- * borrowed for the call. JR_ECLOSED after jr_node_close() was requested. */
+ * for groups not open here are dropped and counted. What the frame caused is not flushed here:
+ * the call asks for a tick at once (host->arm with the current time; jr_node_deadline() returns
+ * it), and that jr_node_tick() flushes it together with every frame fed before it (one WAL
+ * write + sync, one frame per peer) and runs the callbacks that completed. So a host that feeds
+ * every frame of a loop turn and then ticks once makes one sync for all of them; answers that
+ * vouch for written state (append acknowledgements, votes) leave only after it. A WAL failure
+ * is therefore reported by that tick. The frame is borrowed for the call. JR_ECLOSED after
+ * jr_node_close() was requested. */
 JR_API int jr_node_recv(jr_node *node, const char *from, const void *frame, size_t len);
 
 /* Runs timers due at now(), then flushes pending work (one WAL write + sync, one frame per peer)

@@ -8,6 +8,8 @@
  * deadline (one timer for the whole node) if that changed. API calls that queue work
  * (a proposal) do not flush: they mark the node as wanting a tick now, so proposals made in a
  * burst share one WAL write and one frame per peer, and no callback can run inside them.
+ * jr_node_recv does the same with what a frame caused: every frame the host feeds before its
+ * next jr_node_tick shares that tick's one write, one sync and one frame per peer.
  */
 #include <sodium.h>
 #include <stdarg.h>
@@ -591,7 +593,7 @@ int jr_node_recv(jr_node *n, const char *from, const void *frame, size_t len)
         if (rc == 0) {
             n->stats.frames_received++;
             n->stats.bytes_received += len;
-            rc = jr__node_flush(n, 1);
+            jr__node_want_tick(n); /* the answer leaves with the next tick's flush */
         } else {
             n->stats.frames_rejected++;
         }
@@ -605,13 +607,18 @@ int jr_node_recv(jr_node *n, const char *from, const void *frame, size_t len)
     if (rc == 0 && p->removed) rc = jr__peer_refuse_removed(n, p);
     if (rc != 0) {
         n->stats.frames_rejected++;
-        if (rc == JR_EREMOVED) jr__node_flush(n, 1); /* the REMOVED request leaves */
+        if (rc == JR_EREMOVED) jr__node_want_tick(n); /* the REMOVED request leaves then */
     } else {
         n->stats.frames_received++;
         n->stats.bytes_received += len;
         p->last_heard = n->now;
         dispatch(n, p, &f);
-        rc = jr__node_flush(n, 1);
+        /* No flush here: the next jr_node_tick, requested now, writes and syncs once for every
+         * frame fed before it and sends one frame per peer (group commit across frames). What
+         * a frame's messages made unpersisted stays in memory until then, and the answers
+         * that vouch for it (JR__MF_DURABLE) wait for that sync. */
+        jr__node_want_tick(n);
+        rc = 0;
     }
     jr__node_leave(n);
     return rc;

@@ -28,6 +28,7 @@
 #define MS 1000000ull
 #define N 100
 #define GROUP 7
+#define TURN 32 /* APPEND frames a follower receives in one loop turn */
 
 static const char *const only_a[] = {"a"};
 static const char *const abc[] = {"a", "b", "c"};
@@ -354,6 +355,59 @@ START_TEST(snapshots_taken_while_proposals_flow_cost_no_wal_write_of_their_own)
 }
 END_TEST
 
+/* Group commit on a follower: APPENDs that arrive in one loop turn (fed by jr_node_recv before
+ * the next jr_node_tick) cost that tick one WAL write and one sync, and the acknowledgement of
+ * all of them leaves after that sync in one frame, never before it. */
+START_TEST(appends_received_in_one_turn_cost_a_follower_one_write_and_one_sync)
+{
+    setup(3);
+    int l = elect();
+    unsigned f = (unsigned)(l + 1) % 3;
+    const char *fname = abc[f];
+    prop p[TURN];
+    memset(p, 0, sizeof p);
+    /* TURN proposals, each flushed by a tick of its own: TURN APPEND frames to each follower
+     * (fewer than the leader's window of messages in flight) */
+    for (int k = 0; k < TURN; k++) {
+        ck_assert_int_eq(jr_group_propose(fx[l].g, "x", 1, on_prop, &p[k]), 0);
+        CALL(l, jr_node_tick(fx[l].h.node));
+    }
+    t_host *lh = &fx[l].h;
+    unsigned appends = 0;
+    for (unsigned i = 0; i < lh->nframes; i++) appends += !strcmp(lh->frames[i].to, fname);
+    ck_assert_uint_eq(appends, TURN);
+    uint64_t w = fx[f].c.wal_writes, sy = fx[f].c.wal_syncs;
+    /* one loop turn: every frame for f goes in, nothing is written or answered yet */
+    for (unsigned i = 0; i < lh->nframes;) {
+        if (strcmp(lh->frames[i].to, fname)) {
+            i++;
+            continue;
+        }
+        t_frame fr = lh->frames[i];
+        memmove(lh->frames + i, lh->frames + i + 1, (--lh->nframes - i) * sizeof *lh->frames);
+        CALL(f, jr_node_recv(fx[f].h.node, abc[l], fr.data, fr.len));
+        free(fr.data);
+    }
+    ck_assert_uint_eq(fx[f].c.wal_writes, w);
+    ck_assert_uint_eq(fx[f].c.wal_syncs, sy);
+    ck_assert_uint_eq(fx[f].h.nframes, 0); /* no acknowledgement before the sync */
+    ck_assert_uint_le(jr_node_deadline(fx[f].h.node), fx[f].h.now); /* the tick is due now */
+    /* the end of the turn: one write, one sync, one frame acknowledging all of them */
+    CALL(f, jr_node_tick(fx[f].h.node));
+    ck_assert_uint_eq(fx[f].c.wal_writes - w, 1);
+    ck_assert_uint_eq(fx[f].c.wal_syncs - sy, 1);
+    ck_assert_uint_eq(fx[f].h.nframes, 1);
+    ck_assert_str_eq(fx[f].h.frames[0].to, abc[l]);
+    ck_assert_uint_eq(fx[f].g->persisted, jr__raft_last_index(jr__group_raft(fx[l].g)));
+    pump();
+    for (int k = 0; k < TURN; k++) {
+        ck_assert_msg(p[k].done, "proposal %d not acknowledged", k);
+        ck_assert_int_eq(p[k].status, 0);
+    }
+    teardown();
+}
+END_TEST
+
 START_TEST(a_durable_apply_group_writes_its_commit_before_applying)
 {
     setup(1);
@@ -380,6 +434,7 @@ int main(void)
     tcase_add_test(t, r1_one_write_and_one_sync_per_acknowledged_proposal);
     tcase_add_test(t, r3_leader_and_followers_one_write_and_one_sync_per_acknowledged_proposal);
     tcase_add_test(t, a_durable_apply_group_writes_its_commit_before_applying);
+    tcase_add_test(t, appends_received_in_one_turn_cost_a_follower_one_write_and_one_sync);
     tcase_add_loop_test(t, snapshots_taken_while_proposals_flow_cost_no_wal_write_of_their_own, 0,
                         2);
     suite_add_tcase(s, t);

@@ -353,6 +353,9 @@ START_TEST(bad_frames_are_rejected_and_change_nothing)
     ck_assert_int_eq(jr_node_recv(hb.node, "a", fr->data, len), 0);
     ck_assert_int_eq(jr_node_stats_get(hb.node, &st), 0);
     ck_assert_uint_eq(st.frames_received, 1);
+    ck_assert_uint_eq(hb.nframes, 0);    /* the answer waits for the flush of the next tick, */
+    ck_assert_uint_eq(hb.armed, hb.now); /* which the node asked for at once */
+    ck_assert_int_eq(jr_node_tick(hb.node), 0);
     ck_assert_uint_eq(hb.nframes, 1); /* b answered a's pre-vote */
     free(buf);
     t_host_free(&ha);

@@ -87,6 +87,7 @@ static void deliver(t_host *h, const char *from, jr__msg *m)
     jr__frame_add(&b, m);
     ck_assert_int_eq(jr__frame_end(&b), 0);
     ck_assert_int_eq(jr_node_recv(h->node, from, b.data, b.len), 0);
+    ck_assert_int_eq(jr_node_tick(h->node), 0); /* the flush of what the frame caused */
     jr__buf_free(&b);
 }
 

@@ -34,6 +34,7 @@ static void vouch(t_host *h, uint64_t group)
     jr__frame_add(&b, &m);
     ck_assert_int_eq(jr__frame_end(&b), 0);
     ck_assert_int_eq(jr_node_recv(h->node, "a", b.data, b.len), 0);
+    ck_assert_int_eq(jr_node_tick(h->node), 0); /* the answer leaves with the tick's flush */
     jr__buf_free(&b);
 }
 

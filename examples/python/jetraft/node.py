@@ -224,7 +224,9 @@ class Node:
     # --- the loop (hosts drive these; a Sim does it itself) ----------------------------------
 
     def recv(self, sender: str, frame: bytes) -> None:
-        """Feeds one frame received from server `sender`; runs the callbacks it completed."""
+        """Feeds one frame received from server `sender`. What it caused is flushed (written,
+        synced, answered) by the next tick(), which the node asks for at once through
+        Host.arm: every frame fed before that tick shares its one write and sync."""
         check(lib.jr_node_recv(self.ptr, enc(sender), frame, len(frame)), self.errmsg)
 
     def tick(self) -> None:
