@@ -21,7 +21,10 @@
  *  - host.arm asks for the next jr_node_tick at a deadline; one timerfd holds it. Calling
  *    jr_node_tick early is harmless.
  *  - A frame read from a peer is handed to jr_node_recv whole, with the sender's name. The
- *    library checks every frame (checksum, sender, size) before it uses any of it.
+ *    library checks every frame (checksum, sender, size) before it uses any of it, and flushes
+ *    what it caused in the jr_node_tick it asks for at once (host.arm with now): the timerfd
+ *    fires at the next epoll_wait, after every read of this batch, so the frames of one batch
+ *    share one WAL write and one fsync.
  *  - Closing: jr_node_close flushes what is pending and completes every callback with
  *    JR_ECLOSED; the process then exits.
  *
@@ -273,7 +276,7 @@ static void conn_read(conn *c)
                 return;
             }
             if (c->in_len - off - 4 < len) break;
-            jr_node_recv(H.node, c->from, h + 4, len); /* runs callbacks; errors are counted */
+            jr_node_recv(H.node, c->from, h + 4, len); /* flushed at the tick; errors counted */
             off += 4 + len;
         }
         memmove(c->in, c->in + off, c->in_len - off);

@@ -198,7 +198,7 @@ START_TEST(a_handshake_authenticates_both_sides_and_frames_flow_both_ways)
     got.len = 0;
     nf = 0;
     /* a frame opened stays valid while the host seals on the same link (jr_host.send called
-     * from inside jr_node_recv) */
+     * while the opened frame is still in use) */
     ck_assert_int_eq(t_seal(p.d, "kept", 4, &w), 0);
     size_t used, flen;
     const void *f;
