@@ -423,13 +423,20 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
         jr__srep_due(r, jr__node_now(js->n)); /* its timer rebuilds it */
         if (p) resolve_fail(js, p, rc);
     } else if (a.w) {
-        /* Ops the fsm did not apply: its state is past this index already, a store mark ahead
-         * of the log. A replica applies committed entries only, so on a member whose log was
-         * repaired by its leader these are the entries the store applied; but a leader proposing
-         * them means its own log lost what its store holds (a single voter whose WAL lost
-         * synced records). Its reads get the state as it is, which is newer; its writes never
-         * take effect (a replay skips them too) and are told so. */
-        if (!r->past_warned) {
+        /* Ops the fsm did not apply: its state is past this index already. During a catch-up
+         * (r->cu: the entries queued meanwhile) that state is a peer's, taken at a later index
+         * of the same committed log, so the entry did take effect there and only its result is
+         * unknown here: its writes are answered as a lost leader's would be (a publish with a
+         * msg_id is sent again and learns its seq from the duplicate window). Otherwise it is
+         * a store mark ahead of the log. A replica applies committed entries only, so on a
+         * member whose log was repaired by its leader these are the entries the store applied;
+         * but a leader proposing them means its own log lost what its store holds (a single
+         * voter whose WAL lost synced records). Its reads get the state as it is, which is
+         * newer; its writes never take effect (a replay skips them too) and are told so. */
+        static const char fetched[] = "its entry was applied within the state fetched from a "
+                                      "peer";
+        static const char ahead[] = "not applied: the replica's store is ahead of its log";
+        if (!r->cu && !r->past_warned) {
             r->past_warned = 1;
             jr__node_log(js->n, JR_LOG_ERROR,
                          "stream '%s': entry %" PRIu64
@@ -437,15 +444,16 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
                          "(entry %" PRIu64 ") than the log; the WAL lost records the store applied",
                          r->name, index, jr__stream_fsm_applied(r->fsm));
         }
-        static const char why[] = "not applied: the replica's store is ahead of its log";
         for (jr__waiter *w = a.w; w; w = w->next) {
             if (w->what == JR__REQ_INFO || w->what == JR__REQ_MSG_GET ||
                 w->what == JR__REQ_GET_LAST)
                 jr__stream_exec_read(js, r, w);
             else if (w->what == JR__REQ_BARRIER)
                 barrier_answer(js, w, jr__stream_fsm_applied(r->fsm)); /* the newer state */
+            else if (w->what && r->cu)
+                jr__route_reply(js, &w->route, JR_ELEADERLOST, fetched, sizeof fetched - 1);
             else if (w->what)
-                jr__route_reply(js, &w->route, JR_EDAMAGED, why, sizeof why - 1);
+                jr__route_reply(js, &w->route, JR_EDAMAGED, ahead, sizeof ahead - 1);
         }
     }
     if (p) {
