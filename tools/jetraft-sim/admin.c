@@ -5,8 +5,8 @@
  * purges messages, moves stream, consumer and meta leadership (stepdowns), drains servers and
  * ends drains (jr_server_evacuate, jr_server_evacuate_cancel), and, on five servers, removes
  * one server for good (jr_server_peer_remove: at most one per run, the data streams at R3 so
- * their replicas can be re-placed on the four left, no disk victim that is not whole again;
- * no R3 <-> R5 change after it).
+ * their replicas can be re-placed on the four left, no disk victim that is not whole again, no
+ * churn stream that may have two replicas; no R3 <-> R5 change after it).
  *
  * A removal that succeeded, or whose outcome is unknown, makes its server removed for the rest
  * of the run (world.removed): no client uses it and the checkers leave its copy out; the fault
