@@ -568,9 +568,8 @@ void jr__srep_sync(jr__srep *r)
     int rc = jr__stream_fsm_sync(r->fsm);
     if (rc != 0) {
         jr__node_log(r->js->n, JR_LOG_ERROR,
-                     "stream '%s': store sync failed: %s; the replica "
-                     "is rebuilt from its peers",
-                     r->name, jr_strerror(rc));
+                     "stream '%s': store sync failed: %s; the replica is rebuilt", r->name,
+                     jr_strerror(rc));
         r->failed = rc;
         jr__srep_due(r, jr__node_now(r->js->n));
         return;
@@ -935,10 +934,19 @@ int jr__srep_damage(const jr__srep *r)
  * store is rebuilt, as at a restart with a damaged store (jr__srep_create): the store is
  * discarded, the replica closed and created again, and its group, reopened, restores its newest
  * snapshot (which fetches the messages from a peer, catchup.c) and re-applies its log after it.
+ * A failure that is not damage (an I/O error or a full disk on a write or sync, no memory:
+ * keeps_store) keeps the store: the replica is reopened from it as at a restart (its files are
+ * as a crash would leave them, the log re-applies what its last mark lacks), since discarding
+ * it could throw away the only whole copy of messages whose other copies a disk fault took.
  * A leader first hands its leadership to a caught-up voter (a leader that cannot apply serves
  * nobody) and is rebuilt once it follows; a single replica (nobody to fetch from) is left failed
  * for an operator. Runs from the replica's timer, never inside apply or flush. 0 once rebuilt
  * (r is freed), else an error and r stays (its timer tries again). */
+static int keeps_store(int failed)
+{
+    return failed == JR_EIO || failed == JR_ENOSPC || failed == JR_ENOMEM;
+}
+
 static int rebuild(jr__srep *r)
 {
     jr__js *js = r->js;
@@ -958,17 +966,23 @@ static int rebuild(jr__srep *r)
         }
         return JR_EBUSY;
     }
-    jr__node_log(n, JR_LOG_WARN,
-                 "stream '%s': rebuilding its replica from the group's snapshot and log and its "
-                 "peers",
-                 r->name);
+    if (keeps_store(r->failed))
+        jr__node_log(n, JR_LOG_WARN,
+                     "stream '%s': reopening its replica from its store (%s is not damage) and "
+                     "the group's log",
+                     r->name, jr_strerror(r->failed));
+    else
+        jr__node_log(n, JR_LOG_WARN,
+                     "stream '%s': rebuilding its replica from the group's snapshot and log and "
+                     "its peers",
+                     r->name);
     rep_unlink(r);
     jr__srep_fail_staged(r, JR_ENOTLEADER);
     drop_proposals(r, JR_ELEADERLOST);
     if (r->cu) jr__catchup_free(r);
     jr__group_detach(r->g, JR_ECLOSED);
     jr__stream_fsm_abandon(r->fsm);
-    int rc = jr__store_destroy(js->facts.vfs, js->store_dir, r->name);
+    int rc = keeps_store(r->failed) ? 0 : jr__store_destroy(js->facts.vfs, js->store_dir, r->name);
     rep_free(r);
     if (rc == 0) rc = jr__srep_create(js, s);
     if (rc != 0) {
