@@ -261,6 +261,9 @@ static void churn_op(world *w, unsigned node)
     cfg.subjects = subjs;
     cfg.nsubjects = 1;
     cfg.replicas = 1 + (int)rng_below(&w->r, w->n - (unsigned)w->removal_sent);
+    /* no group of two placed while a removal is in flight: it could include the server being
+     * removed (server_op says why not) */
+    if (cfg.replicas == 2 && w->remove_target >= 0) cfg.replicas = 3;
     cfg.max_msgs = 100;
     if (c->state == 0 || (c->state == 2 && rng_pct(&w->r, 50))) {
         if (now_ns(w) < w->quiet_groups_until) return;
