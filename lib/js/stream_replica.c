@@ -927,6 +927,13 @@ int jr__srep_damage(const jr__srep *r)
     return r->rebuilt && r->cu ? JR_EDAMAGED : 0;
 }
 
+/* 1 if a replica that failed with `failed` keeps its store when rebuilt: an I/O error or a full
+ * disk (a write or sync that did not happen) or no memory, never damage. */
+static int keeps_store(int failed)
+{
+    return failed == JR_EIO || failed == JR_ENOSPC || failed == JR_ENOMEM;
+}
+
 /* A replica whose state machine failed while the server runs — its store failed a read
  * (a block that no longer verifies), a sync, an apply or a snapshot restore — holds a state that
  * cannot go on. Its group's Raft state is whole (the WAL and the store are separate files, and a
@@ -942,11 +949,6 @@ int jr__srep_damage(const jr__srep *r)
  * nobody) and is rebuilt once it follows; a single replica (nobody to fetch from) is left failed
  * for an operator. Runs from the replica's timer, never inside apply or flush. 0 once rebuilt
  * (r is freed), else an error and r stays (its timer tries again). */
-static int keeps_store(int failed)
-{
-    return failed == JR_EIO || failed == JR_ENOSPC || failed == JR_ENOMEM;
-}
-
 static int rebuild(jr__srep *r)
 {
     jr__js *js = r->js;

@@ -6,8 +6,8 @@
  * (a member not heard from for an election timeout counts as down) and lists the group for n2.
  * Once the link is whole again n2 must catch up: the leader's node sends a lost peer one news
  * item as a probe, which n2 answers, so it is heard again and told the rest. Without the probe
- * both nodes stayed silent for good and the observer never got an entry (jetraft-sim seed 4412:
- * a consumer moved onto a server that held nothing else with its leader).
+ * both nodes would stay silent for good and the observer would never get an entry (jetraft-sim
+ * seed 4412: a consumer moved onto a server that held nothing else with its leader).
  */
 #include <check.h>
 #include <stdio.h>

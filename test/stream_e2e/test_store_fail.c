@@ -106,8 +106,8 @@ END_TEST
 
 /* A follower whose store sync fails once (an I/O error, not damage) while it is cut off from its
  * peers is reopened from its store: it holds every message without fetching any. Discarding
- * the store instead left it without messages that, with another replica's store damaged, no
- * replica held any more (jetraft-sim seed 3933). */
+ * the store would leave it without messages that, with another replica's store damaged, no
+ * replica may hold any more (jetraft-sim seed 3933). */
 START_TEST(a_follower_whose_store_sync_fails_keeps_its_store)
 {
     e2e c;
