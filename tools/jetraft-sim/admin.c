@@ -347,6 +347,9 @@ static void server_op(world *w, unsigned node, jr_node *nd)
         return;
     }
     int cancel = w->draining[x];
+    /* no drain while a rollback copy is pending: a replica moved onto its victim meanwhile is a
+     * group the copy predates (faults.c) */
+    if (!cancel && now_ns(w) < w->quiet_groups_until) return;
     uint32_t id =
         start(w, cancel ? OP_SERVER_EVACUATE_CANCEL : OP_SERVER_EVACUATE, node, name, NULL);
     w->server_target = (int)x;
