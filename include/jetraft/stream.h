@@ -386,8 +386,9 @@ typedef void (*jr_publish_cb)(void *arg, int status, const jr_pub_ack *ack);
  * malformed header block), JR_EMSGSIZE (over the stream's max_msg_size or the largest entry),
  * the expectation errors, JR_ELIMIT (discard new), JR_ESEALED, JR_ENOQUORUM (no leader took the
  * message within the timeout: nothing took effect, it is not stored), JR_ELEADERLOST (the
- * leader was lost or lost its leadership before the entry committed, and the publish had no
- * msg_id or its timeout passed: it may still be stored; ack->msg says which leader),
+ * leader was lost, lost its leadership before the entry committed, or applied it within a
+ * state fetched from a peer and so cannot tell its result, and the publish had no msg_id or its
+ * timeout passed: it may still be stored; ack->msg says which leader),
  * JR_ETIMEDOUT (a leader that stayed alive took it but did not commit it in time, e.g. without
  * a quorum: it may still be stored), JR_EDAMAGED (the leader's store holds a later state than its
  * log, whose records were lost: the publish is not stored and never will be). With a msg_id

@@ -328,15 +328,23 @@ static const char *what_name(const jr__req *r)
     }
 }
 
-/* The leader r waited for is gone (silent, or it lost its leadership before the op committed):
- * a publish with a msg_id goes to the next leader while within its deadline; anything else ends
- * with JR_ELEADERLOST, its outcome unknown. silent: gone silent (else it said so itself). */
-static void leader_gone(jr__req *r, int silent)
+/* The leader r waited for is gone (silent, or it lost its leadership before the op committed,
+ * or it cannot tell the op's outcome: why, its text, else NULL): a publish with a msg_id goes
+ * to the next leader while within its deadline; anything else ends with JR_ELEADERLOST, its
+ * outcome unknown. silent: gone silent (else it said so itself). */
+static void leader_gone(jr__req *r, int silent, const char *why)
 {
     jr__js *js = r->js;
     jr_node *n = js->n;
     const char *t = jr__js_peer_name(js, r->target);
     if (!t) t = "?";
+    char how[160];
+    if (silent)
+        snprintf(how, sizeof how, "went silent");
+    else if (why && why[0])
+        snprintf(how, sizeof how, "cannot tell the outcome (%s)", why);
+    else
+        snprintf(how, sizeof how, "lost its leadership");
     if (r->rpc_id) {
         jr__rpc_cancel(js->n, r->rpc_id); /* a late answer from it is not waited for */
         r->rpc_id = 0;
@@ -351,7 +359,7 @@ static void leader_gone(jr__req *r, int silent)
     if (r->idempotent && jr__node_now(n) < r->deadline) {
         jr__node_log(n, JR_LOG_INFO,
                      "stream '%s': leader %s %s; the %s goes to the next leader (%s)", r->stream, t,
-                     silent ? "went silent" : "lost its leadership", what_name(r),
+                     how, what_name(r),
                      r->what == JR__REQ_FETCH ? "what the lost one handed out is redelivered"
                                               : "its msg_id makes that safe");
         jr__req_route(r);
@@ -362,19 +370,16 @@ static void leader_gone(jr__req *r, int silent)
                        "stream '%s': leader %s %s before the publish committed, and its deadline "
                        "passed: it may or may not be stored (publishing again with the same "
                        "msg_id is safe)",
-                       r->stream, t,
-                       silent ? "was lost (silent for two election timeouts)"
-                              : "lost its leadership");
+                       r->stream, t, silent ? "was lost (silent for two election timeouts)" : how);
     else
-        jr__req_finish(
-            r, JR_ELEADERLOST,
-            "stream '%s': leader %s %s before the %s committed: it may or may not "
-            "have taken effect (not retried: %s)",
-            r->stream, t,
-            silent ? "was lost (silent for two election timeouts)" : "lost its leadership",
-            what_name(r),
-            r->what == JR__REQ_PUBLISH ? "only a publish with a msg_id is safe to send again"
-                                       : "it is not idempotent");
+        jr__req_finish(r, JR_ELEADERLOST,
+                       "stream '%s': leader %s %s before the %s committed: it may or may not "
+                       "have taken effect (not retried: %s)",
+                       r->stream, t, silent ? "was lost (silent for two election timeouts)" : how,
+                       what_name(r),
+                       r->what == JR__REQ_PUBLISH
+                           ? "only a publish with a msg_id is safe to send again"
+                           : "it is not idempotent");
 }
 
 static void on_ping(jr_node *n, void *arg, int status, int answered, const uint8_t *p, size_t len)
@@ -409,7 +414,7 @@ static void watch(jr__req *r)
         jr__js_timer_arm(js, &r->timer, jr__deadline(seen, 2 * e));
         return;
     }
-    leader_gone(r, 1);
+    leader_gone(r, 1, NULL);
 }
 
 /* Copies a text payload into r->msg. */
@@ -513,7 +518,11 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
     }
     if (status == JR_ELEADERLOST && !read && r->what != JR__REQ_STEPDOWN &&
         r->what != JR__REQ_CONSUMER_STEPDOWN) {
-        leader_gone(r, 0);
+        char why[96];
+        size_t k = len < sizeof why - 1 ? len : sizeof why - 1;
+        if (k) memcpy(why, p, k);
+        why[k] = 0;
+        leader_gone(r, 0, memchr(why, 0, k) ? NULL : why);
         return;
     }
     switch (r->what) {

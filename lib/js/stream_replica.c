@@ -423,13 +423,20 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
         jr__srep_due(r, jr__node_now(js->n)); /* its timer rebuilds it */
         if (p) resolve_fail(js, p, rc);
     } else if (a.w) {
-        /* Ops the fsm did not apply: its state is past this index already, a store mark ahead
-         * of the log. A replica applies committed entries only, so on a member whose log was
-         * repaired by its leader these are the entries the store applied; but a leader proposing
-         * them means its own log lost what its store holds (a single voter whose WAL lost
-         * synced records). Its reads get the state as it is, which is newer; its writes never
-         * take effect (a replay skips them too) and are told so. */
-        if (!r->past_warned) {
+        /* Ops the fsm did not apply: its state is past this index already. During a catch-up
+         * (r->cu: the entries queued meanwhile) that state is a peer's, taken at a later index
+         * of the same committed log, so the entry did take effect there and only its result is
+         * unknown here: its writes are answered as a lost leader's would be (a publish with a
+         * msg_id is sent again and learns its seq from the duplicate window). Otherwise it is
+         * a store mark ahead of the log. A replica applies committed entries only, so on a
+         * member whose log was repaired by its leader these are the entries the store applied;
+         * but a leader proposing them means its own log lost what its store holds (a single
+         * voter whose WAL lost synced records). Its reads get the state as it is, which is
+         * newer; its writes never take effect (a replay skips them too) and are told so. */
+        static const char fetched[] = "its entry was applied within the state fetched from a "
+                                      "peer";
+        static const char ahead[] = "not applied: the replica's store is ahead of its log";
+        if (!r->cu && !r->past_warned) {
             r->past_warned = 1;
             jr__node_log(js->n, JR_LOG_ERROR,
                          "stream '%s': entry %" PRIu64
@@ -437,15 +444,16 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
                          "(entry %" PRIu64 ") than the log; the WAL lost records the store applied",
                          r->name, index, jr__stream_fsm_applied(r->fsm));
         }
-        static const char why[] = "not applied: the replica's store is ahead of its log";
         for (jr__waiter *w = a.w; w; w = w->next) {
             if (w->what == JR__REQ_INFO || w->what == JR__REQ_MSG_GET ||
                 w->what == JR__REQ_GET_LAST)
                 jr__stream_exec_read(js, r, w);
             else if (w->what == JR__REQ_BARRIER)
                 barrier_answer(js, w, jr__stream_fsm_applied(r->fsm)); /* the newer state */
+            else if (w->what && r->cu)
+                jr__route_reply(js, &w->route, JR_ELEADERLOST, fetched, sizeof fetched - 1);
             else if (w->what)
-                jr__route_reply(js, &w->route, JR_EDAMAGED, why, sizeof why - 1);
+                jr__route_reply(js, &w->route, JR_EDAMAGED, ahead, sizeof ahead - 1);
         }
     }
     if (p) {
@@ -560,9 +568,8 @@ void jr__srep_sync(jr__srep *r)
     int rc = jr__stream_fsm_sync(r->fsm);
     if (rc != 0) {
         jr__node_log(r->js->n, JR_LOG_ERROR,
-                     "stream '%s': store sync failed: %s; the replica "
-                     "is rebuilt from its peers",
-                     r->name, jr_strerror(rc));
+                     "stream '%s': store sync failed: %s; the replica is rebuilt", r->name,
+                     jr_strerror(rc));
         r->failed = rc;
         jr__srep_due(r, jr__node_now(r->js->n));
         return;
@@ -920,6 +927,13 @@ int jr__srep_damage(const jr__srep *r)
     return r->rebuilt && r->cu ? JR_EDAMAGED : 0;
 }
 
+/* 1 if a replica that failed with `failed` keeps its store when rebuilt: an I/O error or a full
+ * disk (a write or sync that did not happen) or no memory, never damage. */
+static int keeps_store(int failed)
+{
+    return failed == JR_EIO || failed == JR_ENOSPC || failed == JR_ENOMEM;
+}
+
 /* A replica whose state machine failed while the server runs — its store failed a read
  * (a block that no longer verifies), a sync, an apply or a snapshot restore — holds a state that
  * cannot go on. Its group's Raft state is whole (the WAL and the store are separate files, and a
@@ -927,6 +941,10 @@ int jr__srep_damage(const jr__srep *r)
  * store is rebuilt, as at a restart with a damaged store (jr__srep_create): the store is
  * discarded, the replica closed and created again, and its group, reopened, restores its newest
  * snapshot (which fetches the messages from a peer, catchup.c) and re-applies its log after it.
+ * A failure that is not damage (an I/O error or a full disk on a write or sync, no memory:
+ * keeps_store) keeps the store: the replica is reopened from it as at a restart (its files are
+ * as a crash would leave them, the log re-applies what its last mark lacks), since discarding
+ * it could throw away the only whole copy of messages whose other copies a disk fault took.
  * A leader first hands its leadership to a caught-up voter (a leader that cannot apply serves
  * nobody) and is rebuilt once it follows; a single replica (nobody to fetch from) is left failed
  * for an operator. Runs from the replica's timer, never inside apply or flush. 0 once rebuilt
@@ -950,17 +968,23 @@ static int rebuild(jr__srep *r)
         }
         return JR_EBUSY;
     }
-    jr__node_log(n, JR_LOG_WARN,
-                 "stream '%s': rebuilding its replica from the group's snapshot and log and its "
-                 "peers",
-                 r->name);
+    if (keeps_store(r->failed))
+        jr__node_log(n, JR_LOG_WARN,
+                     "stream '%s': reopening its replica from its store (%s is not damage) and "
+                     "the group's log",
+                     r->name, jr_strerror(r->failed));
+    else
+        jr__node_log(n, JR_LOG_WARN,
+                     "stream '%s': rebuilding its replica from the group's snapshot and log and "
+                     "its peers",
+                     r->name);
     rep_unlink(r);
     jr__srep_fail_staged(r, JR_ENOTLEADER);
     drop_proposals(r, JR_ELEADERLOST);
     if (r->cu) jr__catchup_free(r);
     jr__group_detach(r->g, JR_ECLOSED);
     jr__stream_fsm_abandon(r->fsm);
-    int rc = jr__store_destroy(js->facts.vfs, js->store_dir, r->name);
+    int rc = keeps_store(r->failed) ? 0 : jr__store_destroy(js->facts.vfs, js->store_dir, r->name);
     rep_free(r);
     if (rc == 0) rc = jr__srep_create(js, s);
     if (rc != 0) {

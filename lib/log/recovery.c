@@ -135,6 +135,21 @@ static int push_event(jr__wal *w, jr__walgrp *g, uint64_t pos, uint64_t idx)
 /* ---------------------------------------------------------------------------------------------
  * Pass 1
  */
+
+/* Takes a hard state g wrote at pos. Past g's damage cut its term and vote are taken (they only
+ * grow, and the vote must be kept), but not its commit index: the entries replayed are those
+ * written before the cut, and one written since in the lost region (after a truncation that was
+ * lost with it) may hold another entry at an index the later commit covers. Taking it would make
+ * a stale entry look committed, and a follower refuses to let its leader replace committed
+ * entries, so the replica could never be repaired (jetraft-sim seed 3957). The commit index as
+ * of the cut covers only entries that were committed when they were replayed here. */
+static void take_hardstate(jr__walgrp *g, const jr__hardstate *hs, uint64_t pos)
+{
+    uint64_t commit = g->has_hs ? g->hs.commit : 0;
+    g->hs = *hs;
+    if (pos >= g->r->cut && g->hs.commit > commit) g->hs.commit = commit;
+    g->has_hs = 1;
+}
 static int on_checkpoint(rctx *c, const jr__rec *r, uint64_t pos)
 {
     jr__wal *w = c->w;
@@ -159,10 +174,7 @@ static int on_checkpoint(rctx *c, const jr__rec *r, uint64_t pos)
         }
         g->dropped = 0;
         g->r->dropped_seen = 0;
-        if (it.flags & JR__CP_HAS_HS) {
-            g->hs = it.hs;
-            g->has_hs = 1;
-        }
+        if (it.flags & JR__CP_HAS_HS) take_hardstate(g, &it.hs, pos);
         if ((it.flags & JR__CP_HAS_COMPACT) && (!g->has_compact || it.cindex > g->cindex)) {
             g->cindex = it.cindex;
             g->cterm = it.cterm;
@@ -218,8 +230,7 @@ static int on_record(rctx *c, size_t ord, const jr__rec *r, uint64_t pos)
         break;
     }
     case JR__REC_HARDSTATE:
-        g->hs = r->hs;
-        g->has_hs = 1;
+        take_hardstate(g, &r->hs, pos);
         break;
     case JR__REC_COMPACT:
         if (!g->has_compact || r->cindex > g->cindex) {

@@ -747,8 +747,11 @@ static void send_heartbeats(jr_node *n)
         uint64_t seq = n->live.inc << 32 | (++n->live.seq & 0xffffffffu);
         normalize(n, pl);
         /* a lost peer answers nothing: its news waits until it is heard from again (else every
-         * group that changed while it was down would be encoded again every interval) */
-        size_t items = pl->lost ? 0 : pl->npend;
+         * group that changed while it was down would be encoded again every interval), but for
+         * its first item, a probe: a peer that is up and merely had nothing to tell us (so we
+         * took it for lost) answers an item, never an empty heartbeat, and is then heard again
+         * and told the rest (leaders_regain) */
+        size_t items = pl->lost && pl->npend ? 1 : pl->npend;
         if (grow(n->alloc, (void **)&pl->out, &pl->out_cap, items, sizeof *pl->out)) continue;
         for (size_t k = 0; k < items; k++) {
             jr__pend *e = &pl->pend[k];

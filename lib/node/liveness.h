@@ -99,8 +99,12 @@
  * it would wake the group, which heartbeats, goes quiet again and is woken by the next late
  * answer: on a node too busy to answer within an interval, idle groups never stayed quiet.
  *
- * A lost peer is sent heartbeats without items: its news waits until it is heard from again
- * (else every group that changed while it was down would be encoded again every interval).
+ * A lost peer is sent heartbeats with one item, its first, as a probe: the rest of its news waits
+ * until it is heard from again (else every group that changed while it was down would be encoded
+ * again every interval). A peer is taken for lost when it is merely silent, having nothing to
+ * tell this node, and a heartbeat without items asks for no answer: without the probe, a leader
+ * whose frames to such a peer were lost (a one-way cut) would never tell it of a group it had
+ * joined, and neither node would speak again (test/scale/test_silent_peer.c).
  *
  * Costs. Nothing here walks all groups. Per interval: one frame per peer and the pending items;
  * per event (a group going quiet or not, a peer lost/back/restarted): the groups concerned. The

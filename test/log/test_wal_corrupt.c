@@ -604,6 +604,72 @@ START_TEST(garbage_everywhere)
 }
 END_TEST
 
+static void put_entry(jr__wal *w, uint64_t index, uint64_t term)
+{
+    uint8_t d[16] = {(uint8_t)index, (uint8_t)term};
+    h_op op = {.kind = H_ENTRY, .group = 1};
+    op.e = (h_ent){term, index, 0, sizeof d, d};
+    ck_assert_int_eq(h_stage(w, &op), 0);
+}
+
+static void put_hs(jr__wal *w, uint64_t term, uint64_t commit)
+{
+    h_op op = {.kind = H_HS, .group = 1, .hs = {term, 1, commit}};
+    ck_assert_int_eq(h_stage(w, &op), 0);
+}
+
+static void flush(jr__wal *w)
+{
+    int durable;
+    ck_assert_int_eq(jr__wal_flush(w, 0, &durable), 0);
+}
+
+/* Lost records that replaced a suffix of the log (entries 4-5 of term 1 by entries 4-5 of term
+ * 2) and raised the commit index over them: the replay keeps the older entries, so a later hard
+ * state's commit index (5) would make them look committed and no leader could replace them. The
+ * recovered commit index is the one of before the damage (3); term and vote are the latest. */
+START_TEST(a_commit_index_written_after_lost_records_is_not_taken)
+{
+    fx f;
+    memset(&f, 0, sizeof f);
+    ck_assert_int_eq(jr__memfs_new(NULL, 5, &f.vfs), 0);
+    f.cfg.vfs = f.vfs;
+    f.cfg.dir = DIR;
+    f.cfg.segment_bytes = 1 << 20;
+    jr__wal *w;
+    ck_assert_int_eq(h_open(&f.cfg, &f.got, &w), 0);
+    for (uint64_t i = 1; i <= 5; i++) put_entry(w, i, 1);
+    put_hs(w, 1, 3);
+    flush(w);
+    put_entry(w, 4, 2); /* lost below */
+    put_entry(w, 5, 2);
+    put_hs(w, 2, 5);
+    flush(w);
+    put_hs(w, 3, 5); /* evidence after the damage */
+    flush(w);
+    jr__wal_close(w);
+    char path[256];
+    rec_at all[16];
+    seg_path(&f, 0, path, sizeof path);
+    size_t n = records(&f, path, all, 16);
+    ck_assert_uint_ge(n, 10);
+    /* the second batch: the three records before the last one */
+    uint64_t a = all[n - 4].off, b = all[n - 2].off + all[n - 2].total;
+    ck_assert_int_eq(jr__memfs_zero(f.vfs, path, a, b - a), 0);
+    reopen(&f);
+    ck_assert_int_eq(f.open_rc, 0);
+    h_group *g = h_state_group(&f.got, 1, 0);
+    ck_assert_ptr_nonnull(g);
+    ck_assert(g->damaged);
+    ck_assert_uint_eq(g->n, 5);
+    ck_assert_uint_eq(g->e[4].term, 1);
+    ck_assert(g->has_hs);
+    ck_assert_uint_eq(g->hs.term, 3);
+    ck_assert_uint_eq(g->hs.commit, 3);
+    fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("wal_corrupt");
@@ -622,6 +688,7 @@ int main(void)
     tcase_add_test(t, future_format_version_is_refused);
     tcase_add_test(t, random_damage);
     tcase_add_test(t, garbage_everywhere);
+    tcase_add_test(t, a_commit_index_written_after_lost_records_is_not_taken);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,8 +1,9 @@
 /*
  * A stream replica whose store fails a sync (its WAL still works) while it leads: it gives up
  * the leadership at once, another replica leads within a few election timeouts and publishes
- * are acknowledged again; once its disk works the failed replica is rebuilt from its peers, and
- * every acknowledged message is held, at its seq, by every replica.
+ * are acknowledged again; once its disk works the failed replica is reopened from its store (a
+ * failed sync is not damage) and catches up, and every acknowledged message is held, at its
+ * seq, by every replica. A follower whose store sync fails once keeps its messages.
  */
 #include <check.h>
 #include <stdio.h>
@@ -103,12 +104,61 @@ START_TEST(a_leader_whose_store_sync_fails_hands_over_and_is_rebuilt)
 }
 END_TEST
 
+/* A follower whose store sync fails once (an I/O error, not damage) while it is cut off from its
+ * peers is reopened from its store: it holds every message without fetching any. Discarding
+ * the store would leave it without messages that, with another replica's store damaged, no
+ * replica may hold any more (jetraft-sim seed 3933). */
+START_TEST(a_follower_whose_store_sync_fails_keeps_its_store)
+{
+    e2e c;
+    const char *subj[] = {"orders.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "ORDERS", subj, 1, 3);
+    unsigned leader = (unsigned)e2e_new_with_stream(&c, 3, 41 + (uint64_t)_i, &cfg);
+    unsigned f = (leader + 1) % 3;
+    /* logs compacted behind snapshots: a discarded store could not be rebuilt from f's own log */
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 8);
+    e2e_res r;
+    char body[ACKED][16];
+    uint64_t seq[ACKED];
+    for (int n = 0; n < ACKED; n++) {
+        snprintf(body[n], sizeof body[n], "m-%d", n);
+        ck_assert_int_eq(e2e_publish(&c, leader, "orders.new", body[n], strlen(body[n]), NULL, &r),
+                         0);
+        seq[n] = r.seq;
+        if (n == BEFORE) jr_sim_run_for(c.sim, 2 * SEC); /* every store synced a mark */
+    }
+    /* f learns the last commit, then is cut off; its next store mark (within a second) fails,
+     * and the replica is reopened with no peer to fetch from */
+    jr_sim_run_for(c.sim, 300 * MS);
+    ck_assert_uint_eq(e2e_fsm_applied(&c, f, "ORDERS"), e2e_fsm_applied(&c, leader, "ORDERS"));
+    uint64_t chunks = e2e_catchup_chunks(&c, f);
+    jr_sim_partition(c.sim, &f, 1);
+    ck_assert_int_eq(
+        jr__memfs_fail(jr_sim_vfs(c.sim, f), JR__MEMFS_SYNC, 1, JR_EIO, 0, "/store/ORDERS/"), 0);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    char desc[512];
+    e2e_describe(&c, f, "ORDERS", desc, sizeof desc);
+    ck_assert_msg(strstr(desc, "rep_failed 0") && strstr(desc, "cu 0"), "%s", desc);
+    ck_assert_uint_eq(e2e_catchup_chunks(&c, f), chunks);
+    for (int k = 0; k < ACKED; k++) {
+        char s[64], data[64];
+        int rc = e2e_local_get(&c, f, "ORDERS", seq[k], s, sizeof s, data, sizeof data);
+        ck_assert_msg(rc == 0, "seq %llu: %s (%s)", (unsigned long long)seq[k], jr_strerror(rc),
+                      desc);
+        ck_assert_str_eq(data, body[k]);
+    }
+    e2e_free(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("store_fail");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, a_leader_whose_store_sync_fails_hands_over_and_is_rebuilt, 0, 4);
+    tcase_add_loop_test(tc, a_follower_whose_store_sync_fails_keeps_its_store, 0, 4);
     suite_add_tcase(s, tc);
     return s;
 }

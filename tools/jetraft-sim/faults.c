@@ -15,9 +15,10 @@
  *    victim replica at a time loses synced data while crashed — bits flipped or a range zeroed
  *    in a WAL segment, a store block or a snapshot file, a file deleted, the newest WAL
  *    segment's tail cut, or every file rolled back to a copy saved 0.5-2 s earlier (no group is
- *    created meanwhile: a rollback to before a group existed is outside the model) — and
- *    restarts; the next victim is chosen only once it reports healthy again (--disk-victims 2,
- *    five nodes: a second victim may be damaged meanwhile, never a third);
+ *    created or moved onto it meanwhile, no drain in force: a rollback to before the victim held
+ *    a group is outside the model) — and restarts; the next victim is chosen only once it
+ *    reports healthy again (--disk-victims 2, five nodes: a second victim may be damaged
+ *    meanwhile, never a third);
  *  - ioerr: one node's writes and syncs fail with EIO or ENOSPC (all of them, or every k-th)
  *    for 50-500 ms, then it is restarted, as an operator restarts a server whose disk failed.
  * The heal ends every fault: links whole and perfect, every node running, wall clocks equal
@@ -551,8 +552,11 @@ static void do_disk(world *w)
     if (v < 0 || (t >= 0 && v != t)) return; /* only the tainted node may be damaged again */
     if (rng_pct(&w->r, 25)) {
         /* a rollback: save now (no admin operation creating groups in flight, none started
-         * until the rollback), roll back a little later */
+         * until the rollback, and no drain in force: it moves replicas onto other servers, the
+         * victim among them), roll back a little later */
         if (w->admin_busy) return;
+        for (unsigned x = 0; x < w->n; x++)
+            if (w->draining[x]) return;
         if (jr_sim_disk_save(w->sim, (unsigned)v, &w->copy) != 0) return;
         w->copy_node = v;
         w->rollback_at = now_ns(w) + (500 + rng_below(&w->r, 1500)) * MS;
