@@ -1,0 +1,354 @@
+/*
+ * make_seeds — writes the seed inputs of the fuzz targets whose inputs the library's encoders
+ * produce: stream configs, stream ops, consumer configs and meta ops (each also as the matching
+ * fuzz_snapshot input, whose first byte picks the decoder). Every seed is the real encoder's
+ * output for a meaningful value, so the fuzzer starts from inputs the decoders accept.
+ *
+ * Build: with the fuzz targets (meson setup build-fuzz -Dfuzz=true).
+ * Run:   build-fuzz/fuzz/make_seeds fuzz/corpus   (writes fuzz/corpus/<target>/<name>)
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "consumer/config.h"
+#include "meta/meta_op.h"
+#include "stream/config.h"
+#include "stream/op.h"
+
+static const char *root;
+
+static void write_seed(const char *target, const char *name, const uint8_t *p, size_t n, int prefix)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", root, target);
+    if (mkdir(path, 0755) && errno != EEXIST) {
+        perror(path);
+        exit(1);
+    }
+    snprintf(path, sizeof path, "%s/%s/%s", root, target, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    if (prefix >= 0) fputc(prefix, f);
+    if (fwrite(p, 1, n, f) != n || fclose(f)) {
+        perror(path);
+        exit(1);
+    }
+}
+
+static void must(int rc, const char *what)
+{
+    if (rc) {
+        fprintf(stderr, "make_seeds: encoding %s failed: %d\n", what, rc);
+        exit(1);
+    }
+}
+
+/* fuzz_snapshot's selectors: 1 stream op, 2 meta op, 3 stream config */
+static void seed(const char *target, int snap_sel, const char *name, jr__buf *b)
+{
+    if (b->err) must(JR_ENOMEM, name);
+    write_seed(target, name, b->data, b->len, -1);
+    if (snap_sel >= 0) {
+        char n2[128];
+        snprintf(n2, sizeof n2, "%s-%s", target + 5, name);
+        write_seed("fuzz_snapshot", n2, b->data, b->len, snap_sel);
+    }
+    jr__buf_free(b);
+    jr__buf_init(b, NULL);
+}
+
+static const char *subjects[] = {"orders.*", "returns.>", "ship.eu"};
+static const char *tags[] = {"ssd", "eu-west"};
+static const jr_kv meta[] = {{"owner", "team-a"}, {"tier", "gold"}};
+
+static void stream_configs(jr_stream_config *full)
+{
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    jr_stream_config c;
+    jr_stream_config_init(&c);
+    c.name = "ORDERS";
+    must(jr__stream_config_encode(&c, &b), "minimal");
+    seed("fuzz_stream_config", 3, "minimal", &b);
+
+    static jr_placement pl;
+    jr_placement_init(&pl);
+    pl.cluster = "east";
+    pl.tags = tags;
+    pl.ntags = 2;
+    c.description = "all the orders";
+    c.subjects = subjects;
+    c.nsubjects = 3;
+    c.retention = JR_RETAIN_WORKQUEUE;
+    c.max_consumers = 10;
+    c.max_msgs = 1000000;
+    c.max_bytes = 1 << 30;
+    c.max_age_ns = 86400000000000ull;
+    c.max_msgs_per_subject = 5;
+    c.max_msg_size = 65536;
+    c.discard = JR_DISCARD_NEW;
+    c.storage = JR_STORAGE_MEMORY;
+    c.replicas = 3;
+    c.duplicate_window_ns = 60000000000ull;
+    c.placement = &pl;
+    c.deny_delete = 1;
+    c.allow_rollup = 1;
+    c.compression = JR_COMPRESS_LZ4;
+    c.metadata = meta;
+    c.nmetadata = 2;
+    must(jr__stream_config_encode(&c, &b), "full");
+    seed("fuzz_stream_config", 3, "full-v1", &b);
+    *full = c;
+
+    c.allow_direct = 1; /* version 2 */
+    c.allow_rollup = 0;
+    c.deny_purge = 1;
+    c.sealed = 1;
+    must(jr__stream_config_encode(&c, &b), "v2");
+    seed("fuzz_stream_config", 3, "sealed-direct-v2", &b);
+
+    jr_stream_config_init(&c);
+    c.name = "KV_x";
+    c.retention = JR_RETAIN_INTEREST;
+    c.max_msgs_per_subject = 1;
+    c.allow_direct = 1;
+    must(jr__stream_config_encode(&c, &b), "interest");
+    seed("fuzz_stream_config", 3, "interest-kv", &b);
+}
+
+static void stream_ops(const jr_stream_config *full)
+{
+    jr__buf b, cfg;
+    jr__buf_init(&b, NULL);
+    jr__buf_init(&cfg, NULL);
+    jr__stream_op ops[6];
+    memset(ops, 0, sizeof ops);
+
+    jr__stream_op *o = &ops[0];
+    o->type = JR__OP_PUBLISH;
+    o->ts = 1700000000000000000;
+    o->u.pub.subject = "orders.new";
+    o->u.pub.subject_len = 10;
+    o->u.pub.data = (const uint8_t *)"hello";
+    o->u.pub.data_len = 5;
+    must(jr__op_encode(o, &b), "publish");
+    seed("fuzz_stream_op", 1, "publish", &b);
+
+    jr__stream_op p = *o;
+    static const char hdr[] = "NATS/1.0\r\nNats-Msg-Id: m1\r\n\r\n";
+    p.u.pub.hdr = (const uint8_t *)hdr;
+    p.u.pub.hdr_len = sizeof hdr - 1;
+    p.u.pub.opts.flags = JR__PUB_MSG_ID | JR__PUB_EXPECT_STREAM | JR__PUB_EXPECT_LAST_SEQ |
+                         JR__PUB_EXPECT_LAST_SUBJ_SEQ | JR__PUB_EXPECT_LAST_MSG_ID |
+                         JR__PUB_ROLLUP_SUB | JR__PUB_TOKEN;
+    p.u.pub.opts.msg_id = "m1";
+    p.u.pub.opts.msg_id_len = 2;
+    p.u.pub.opts.expected_stream = "ORDERS";
+    p.u.pub.opts.expected_stream_len = 6;
+    p.u.pub.opts.expected_last_seq = 41;
+    p.u.pub.opts.expected_last_subject_seq = 7;
+    p.u.pub.opts.expected_last_msg_id = "m0";
+    p.u.pub.opts.expected_last_msg_id_len = 2;
+    p.u.pub.opts.token = 0x1234567890abcdefull;
+    must(jr__op_encode(&p, &b), "publish-opts");
+    seed("fuzz_stream_op", 1, "publish-options", &b);
+    p.u.pub.opts.flags = JR__PUB_ROLLUP_ALL | JR__PUB_NO_INTEREST;
+    must(jr__op_encode(&p, &b), "publish-rollup");
+    seed("fuzz_stream_op", 1, "publish-rollup-all", &b);
+
+    o = &ops[1];
+    o->type = JR__OP_DELETE;
+    o->ts = 1700000000000000001;
+    o->u.del.seq = 42;
+    o->u.del.erase = 1;
+    must(jr__op_encode(o, &b), "delete");
+    seed("fuzz_stream_op", 1, "delete-erase", &b);
+
+    o = &ops[2];
+    o->type = JR__OP_PURGE;
+    o->ts = 1700000000000000002;
+    o->u.purge.filter = "orders.*";
+    o->u.purge.filter_len = 8;
+    o->u.purge.keep = 10;
+    must(jr__op_encode(o, &b), "purge");
+    seed("fuzz_stream_op", 1, "purge-filter-keep", &b);
+    p = *o;
+    p.u.purge.filter = NULL;
+    p.u.purge.filter_len = 0;
+    p.u.purge.keep = 0;
+    p.u.purge.seq = 100;
+    must(jr__op_encode(&p, &b), "purge-seq");
+    seed("fuzz_stream_op", 1, "purge-seq", &b);
+
+    o = &ops[3];
+    o->type = JR__OP_TICK;
+    o->ts = 1700000000000000003;
+    must(jr__op_encode(o, &b), "tick");
+    seed("fuzz_stream_op", 1, "tick", &b);
+
+    o = &ops[4];
+    o->type = JR__OP_REMOVE;
+    o->ts = 1700000000000000004;
+    o->u.remove.from = 3;
+    o->u.remove.to = 9;
+    must(jr__op_encode(o, &b), "remove");
+    seed("fuzz_stream_op", 1, "remove", &b);
+
+    o = &ops[5];
+    must(jr__stream_config_encode(full, &cfg), "config");
+    o->type = JR__OP_CONFIG;
+    o->ts = 1700000000000000005;
+    o->u.config.cfg = cfg.data;
+    o->u.config.len = cfg.len;
+    must(jr__op_encode(o, &b), "config-op");
+    seed("fuzz_stream_op", 1, "config", &b);
+
+    must(jr__op_encode_batch(ops, 6, &b), "batch");
+    seed("fuzz_stream_op", 1, "batch-of-each", &b);
+    must(jr__op_encode_batch(ops, 1, &b), "batch1");
+    seed("fuzz_stream_op", 1, "batch-of-one", &b);
+    jr__buf_free(&cfg);
+}
+
+static void consumer_configs(jr__buf *pull_out)
+{
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    jr_consumer_config c;
+    jr_consumer_config_init(&c);
+    c.durable_name = c.name = "worker";
+    must(jr__consumer_config_encode(&c, &b), "pull");
+    *pull_out = b;
+    write_seed("fuzz_consumer_config", "durable-pull", b.data, b.len, -1);
+    jr__buf_init(&b, NULL);
+
+    static const int64_t backoff[] = {1000000000, 5000000000, 30000000000};
+    static const char *filters[] = {"orders.eu.*", "orders.us.>"};
+    static const char *groups[] = {"jobs"};
+    jr_consumer_config_init(&c);
+    c.name = "prio";
+    c.description = "pinned pull consumer";
+    c.metadata = meta;
+    c.nmetadata = 2;
+    c.deliver_policy = JR_DELIVER_BY_START_SEQ;
+    c.opt_start_seq = 100;
+    c.ack_wait_ns = 1000000000;
+    c.max_deliver = 5;
+    c.backoff_ns = backoff;
+    c.nbackoff = 3;
+    c.filter_subjects = filters;
+    c.nfilter_subjects = 2;
+    c.max_ack_pending = 50;
+    c.max_batch = 10;
+    c.max_expires_ns = 30000000000;
+    c.max_bytes = 1 << 20;
+    c.priority_groups = groups;
+    c.npriority_groups = 1;
+    c.priority_policy = JR_PRIORITY_PINNED_CLIENT;
+    c.priority_timeout_ns = 60000000000;
+    c.pause_until_ns = 1800000000000000000ull;
+    must(jr__consumer_config_encode(&c, &b), "pinned");
+    seed("fuzz_consumer_config", -1, "pinned-pull", &b);
+
+    jr_consumer_config_init(&c);
+    c.deliver_subject = "deliver.here";
+    c.deliver_group = "q";
+    c.deliver_policy = JR_DELIVER_BY_START_TIME;
+    c.opt_start_time_ns = 1700000000000000000ull;
+    c.ack_policy = JR_ACK_ALL;
+    c.replay_policy = JR_REPLAY_ORIGINAL;
+    c.rate_limit_bps = 1000000;
+    c.sample_freq = "50%";
+    c.max_waiting = 0;
+    c.idle_heartbeat_ns = 5000000000;
+    c.flow_control = 1;
+    c.headers_only = 1;
+    c.filter_subject = "orders.>";
+    c.mem_storage = 1;
+    c.num_replicas = 1;
+    must(jr__consumer_config_encode(&c, &b), "push");
+    seed("fuzz_consumer_config", -1, "ephemeral-push", &b);
+}
+
+static void meta_ops(const jr_stream_config *full, const jr__buf *pull)
+{
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    jr__consumer_cfg *cc = NULL;
+    must(jr__consumer_config_decode(pull->data, pull->len, NULL, &cc), "consumer decode");
+    static const char *peers[] = {"n1", "n2", "n3"};
+    jr__meta_op op;
+
+    memset(&op, 0, sizeof op);
+    op.type = JR__META_STREAM_ADD;
+    op.request_id = 7;
+    op.origin = "n1";
+    op.config = full;
+    op.peers = peers;
+    op.npeers = 3;
+    op.created_ns = 1700000000000000000ull;
+    must(jr__meta_op_encode(&op, &b), "stream add");
+    seed("fuzz_meta_op", 2, "stream-add", &b);
+
+    op.type = JR__META_STREAM_UPDATE;
+    op.created_ns = 0;
+    must(jr__meta_op_encode(&op, &b), "stream update");
+    seed("fuzz_meta_op", 2, "stream-update", &b);
+
+    memset(&op, 0, sizeof op);
+    op.type = JR__META_STREAM_DELETE;
+    op.stream = "ORDERS";
+    must(jr__meta_op_encode(&op, &b), "stream delete");
+    seed("fuzz_meta_op", 2, "stream-delete", &b);
+
+    memset(&op, 0, sizeof op);
+    op.type = JR__META_CONSUMER_ADD;
+    op.request_id = 9;
+    op.origin = "n2";
+    op.stream = "ORDERS";
+    op.consumer_config = &cc->c;
+    must(jr__meta_op_encode(&op, &b), "consumer add");
+    seed("fuzz_meta_op", 2, "consumer-add", &b);
+
+    memset(&op, 0, sizeof op);
+    op.type = JR__META_CONSUMER_DELETE;
+    op.stream = "ORDERS";
+    op.consumer = "worker";
+    must(jr__meta_op_encode(&op, &b), "consumer delete");
+    seed("fuzz_meta_op", 2, "consumer-delete", &b);
+
+    memset(&op, 0, sizeof op);
+    op.type = JR__META_STREAM_CONVERGED;
+    op.stream = "ORDERS";
+    op.group = 12;
+    op.peers_at = 3;
+    op.term = 2;
+    op.commit_term = 2;
+    op.commit = 40;
+    must(jr__meta_op_encode(&op, &b), "converged");
+    seed("fuzz_meta_op", 2, "stream-converged", &b);
+    jr__consumer_cfg_free(cc);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: make_seeds <corpus root>\n");
+        return 2;
+    }
+    root = argv[1];
+    jr_stream_config full;
+    jr__buf pull;
+    stream_configs(&full);
+    stream_ops(&full);
+    consumer_configs(&pull);
+    meta_ops(&full, &pull);
+    jr__buf_free(&pull);
+    return 0;
+}
