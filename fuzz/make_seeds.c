@@ -1,8 +1,8 @@
 /*
  * make_seeds — writes the seed inputs of the fuzz targets whose inputs the library's encoders
- * produce: stream configs, stream ops, consumer configs and meta ops (each also as the matching
- * fuzz_snapshot input, whose first byte picks the decoder). Every seed is the real encoder's
- * output for a meaningful value, so the fuzzer starts from inputs the decoders accept.
+ * produce: peer frames, stream configs, stream ops, consumer configs and meta ops (each also as
+ * the matching fuzz_snapshot input, whose first byte picks the decoder). Every seed is the real
+ * encoder's output for a meaningful value, so the fuzzer starts from inputs the decoders accept.
  *
  * Build: with the fuzz targets (meson setup build-fuzz -Dfuzz=true).
  * Run:   build-fuzz/fuzz/make_seeds fuzz/corpus   (writes fuzz/corpus/<target>/<name>)
@@ -17,6 +17,7 @@
 #include "meta/meta_op.h"
 #include "stream/config.h"
 #include "stream/op.h"
+#include "wire/frame.h"
 
 static const char *root;
 
@@ -336,6 +337,77 @@ static void meta_ops(const jr_stream_config *full, const jr__buf *pull)
     jr__consumer_cfg_free(cc);
 }
 
+static void frame_seed(const char *name, jr__buf *b)
+{
+    must(jr__frame_end(b), name);
+    seed("fuzz_frame", -1, name, b);
+}
+
+static void frames(void)
+{
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    const jr__id a = 0x1111, z = 0x2222;
+    jr__msg m;
+
+    jr__frame_begin(&b, a, z);
+    memset(&m, 0, sizeof m);
+    m.type = JR__MSG_VOTE;
+    m.group = 5;
+    m.from = a;
+    m.to = z;
+    m.term = 3;
+    m.u.vote.last_index = 10;
+    m.u.vote.last_term = 2;
+    jr__frame_add(&b, &m);
+    frame_seed("vote", &b);
+
+    static const uint8_t d1[] = "first entry", d2[] = "second";
+    const jr__entry ents[] = {
+        {.term = 3, .index = 11, .type = JR__ENTRY_NORMAL, .len = 11, .data = d1},
+        {.term = 3, .index = 12, .type = JR__ENTRY_NOOP, .len = 0, .data = NULL},
+        {.term = 4, .index = 13, .type = JR__ENTRY_NORMAL, .len = 6, .data = d2}};
+    jr__frame_begin(&b, a, z);
+    memset(&m, 0, sizeof m);
+    m.type = JR__MSG_APPEND;
+    m.group = 5;
+    m.from = a;
+    m.to = z;
+    m.term = 4;
+    m.u.append.prev_index = 10;
+    m.u.append.prev_term = 2;
+    m.u.append.commit = 9;
+    m.u.append.n = 3;
+    m.u.append.entries = ents;
+    jr__frame_add(&b, &m);
+    memset(&m, 0, sizeof m);
+    m.type = JR__MSG_HEARTBEAT;
+    m.group = 6;
+    m.from = a;
+    m.to = z;
+    m.term = 4;
+    m.u.heartbeat.commit = 12;
+    jr__frame_add(&b, &m);
+    frame_seed("append-and-heartbeat", &b);
+
+    const jr__hb_item items[] = {{1, 4, 12}, {2, 4, 0}, {9, 0, 0}};
+    jr__frame_begin(&b, a, z);
+    jr__frame_add_hb(&b, JR__MSG_NODE_HB, 77, items, 3);
+    frame_seed("node-heartbeat", &b);
+
+    static const uint8_t life[JR__EXT_LIFE_LEN] = {1, 2, 3, 4, 5, 6, 7, 8};
+    jr__frame_begin(&b, a, z);
+    jr__frame_add_ext(&b, JR__EXT_LIFE, 0, life, sizeof life);
+    jr__frame_add_request(&b, 42, 1, "publish payload", 15);
+    frame_seed("life-and-request", &b);
+
+    jr__frame_begin(&b, z, a);
+    jr__frame_add_response(&b, 42, JR_ENOTFOUND, "no such stream", 14);
+    jr__frame_add_response(&b, 43, 0, NULL, 0);
+    frame_seed("responses", &b);
+    jr__buf_free(&b);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -345,6 +417,7 @@ int main(int argc, char **argv)
     root = argv[1];
     jr_stream_config full;
     jr__buf pull;
+    frames();
     stream_configs(&full);
     stream_ops(&full);
     consumer_configs(&pull);
