@@ -1,8 +1,9 @@
 /*
  * make_seeds — writes the seed inputs of the fuzz targets whose inputs the library's encoders
- * produce: peer frames, stream configs, stream ops, consumer configs and meta ops (each also as
- * the matching fuzz_snapshot input, whose first byte picks the decoder). Every seed is the real
- * encoder's output for a meaningful value, so the fuzzer starts from inputs the decoders accept.
+ * produce: peer frames, store blocks, stream configs, stream ops, consumer configs and meta ops
+ * (each also as the matching fuzz_snapshot input, whose first byte picks the decoder). Every seed
+ * is the real encoder's output for a meaningful value, so the fuzzer starts from inputs the
+ * decoders accept.
  *
  * Build: with the fuzz targets (meson setup build-fuzz -Dfuzz=true).
  * Run:   build-fuzz/fuzz/make_seeds fuzz/corpus   (writes fuzz/corpus/<target>/<name>)
@@ -15,6 +16,8 @@
 
 #include "consumer/config.h"
 #include "meta/meta_op.h"
+#include "store/block.h"
+#include "store/srecord.h"
 #include "stream/config.h"
 #include "stream/op.h"
 #include "wire/frame.h"
@@ -408,6 +411,69 @@ static void frames(void)
     jr__buf_free(&b);
 }
 
+/* fuzz_block decodes with the key of master {7} and stream "F" (fuzz_block.c). */
+static void blocks(void)
+{
+    static const uint8_t master[32] = {7};
+    jr__blk_key key;
+    must(jr__blk_derive_key(master, "F", &key), "block key");
+    static const uint8_t hdr[] = "NATS/1.0\r\nA: b\r\n\r\n";
+    const jr__srec recs[] = {
+        {.type = JR__SREC_MSG,
+         .seq = 1,
+         .ts = 1700000000000000000,
+         .subj = "orders.new",
+         .subj_len = 10,
+         .data = (const uint8_t *)"first",
+         .data_len = 5},
+        {.type = JR__SREC_MSG,
+         .seq = 2,
+         .ts = 1700000000000000001,
+         .subj = "orders.eu",
+         .subj_len = 9,
+         .hdr = hdr,
+         .hdr_len = sizeof hdr - 1,
+         .data = (const uint8_t *)"second message, long enough for lz4 to find a match: "
+                                  "second message, long enough for lz4 to find a match",
+         .data_len = 104},
+        {.type = JR__SREC_DEL, .seq = 1, .ts = 1},
+        {.type = JR__SREC_MSG,
+         .seq = 3,
+         .ts = 1700000000000000002,
+         .subj = "orders.new",
+         .subj_len = 10,
+         .data = (const uint8_t *)"third",
+         .data_len = 5},
+        {.type = JR__SREC_DELSUBJ, .seq = 3, .subj = "orders.eu", .subj_len = 9},
+    };
+    jr__buf plain, b;
+    jr__buf_init(&plain, NULL);
+    jr__buf_init(&b, NULL);
+    for (size_t i = 0; i < sizeof recs / sizeof *recs; i++) {
+        size_t n = jr__srec_size(recs[i].subj_len, recs[i].hdr_len, recs[i].data_len);
+        must(jr__buf_reserve(&plain, n), "records");
+        jr__srec_encode(plain.data + plain.len, &recs[i]);
+        plain.len += n;
+    }
+    static const struct {
+        const char *name;
+        int sealed, flags;
+    } kinds[] = {{"open-plain", 0, 0},
+                 {"open-encrypted", 0, JR__BLKF_ENC},
+                 {"sealed-plain", 1, 0},
+                 {"sealed-lz4", 1, JR__BLKF_LZ4},
+                 {"sealed-lz4-encrypted", 1, JR__BLKF_LZ4 | JR__BLKF_ENC}};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        int rc = kinds[i].sealed
+                     ? jr__blk_seal(plain.data, plain.len, 1, kinds[i].flags, &key, &b)
+                     : jr__blk_write_open(plain.data, plain.len, 1, kinds[i].flags, &key, &b);
+        must(rc, kinds[i].name);
+        seed("fuzz_block", -1, kinds[i].name, &b);
+    }
+    jr__buf_free(&plain);
+    jr__buf_free(&b);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -418,6 +484,7 @@ int main(int argc, char **argv)
     jr_stream_config full;
     jr__buf pull;
     frames();
+    blocks();
     stream_configs(&full);
     stream_ops(&full);
     consumer_configs(&pull);
