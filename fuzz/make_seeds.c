@@ -15,7 +15,9 @@
 #include <sys/stat.h>
 
 #include "consumer/config.h"
+#include "log/snapfile.h"
 #include "meta/meta_op.h"
+#include "meta/meta_state.h"
 #include "store/block.h"
 #include "store/srecord.h"
 #include "stream/config.h"
@@ -280,6 +282,14 @@ static void consumer_configs(jr__buf *pull_out)
     seed("fuzz_consumer_config", -1, "ephemeral-push", &b);
 }
 
+/* Applies the encoded meta op in b to st (the next index), then writes it as a seed. */
+static void apply_seed(jr__meta_state *st, const char *name, jr__buf *b)
+{
+    jr__meta_result res;
+    must(jr__meta_apply(st, st->applied + 1, b->data, b->len, &res), name);
+    seed("fuzz_meta_op", 2, name, b);
+}
+
 static void meta_ops(const jr_stream_config *full, const jr__buf *pull)
 {
     jr__buf b;
@@ -288,6 +298,20 @@ static void meta_ops(const jr_stream_config *full, const jr__buf *pull)
     must(jr__consumer_config_decode(pull->data, pull->len, NULL, &cc), "consumer decode");
     static const char *peers[] = {"n1", "n2", "n3"};
     jr__meta_op op;
+    jr__meta_state st;
+    jr__meta_state_init(&st, NULL, 1000);
+    for (size_t i = 0; i < 3; i++) {
+        memset(&op, 0, sizeof op);
+        op.type = JR__META_SERVER_INFO;
+        op.server.name = peers[i];
+        op.server.cluster = "east";
+        op.server.tags = tags;
+        op.server.ntags = i == 0 ? 2 : 0;
+        must(jr__meta_op_encode(&op, &b), "server info");
+        char name[32];
+        snprintf(name, sizeof name, "server-info-%s", peers[i]);
+        apply_seed(&st, name, &b);
+    }
 
     memset(&op, 0, sizeof op);
     op.type = JR__META_STREAM_ADD;
@@ -298,18 +322,12 @@ static void meta_ops(const jr_stream_config *full, const jr__buf *pull)
     op.npeers = 3;
     op.created_ns = 1700000000000000000ull;
     must(jr__meta_op_encode(&op, &b), "stream add");
-    seed("fuzz_meta_op", 2, "stream-add", &b);
+    apply_seed(&st, "stream-add", &b);
 
     op.type = JR__META_STREAM_UPDATE;
     op.created_ns = 0;
     must(jr__meta_op_encode(&op, &b), "stream update");
-    seed("fuzz_meta_op", 2, "stream-update", &b);
-
-    memset(&op, 0, sizeof op);
-    op.type = JR__META_STREAM_DELETE;
-    op.stream = "ORDERS";
-    must(jr__meta_op_encode(&op, &b), "stream delete");
-    seed("fuzz_meta_op", 2, "stream-delete", &b);
+    apply_seed(&st, "stream-update", &b);
 
     memset(&op, 0, sizeof op);
     op.type = JR__META_CONSUMER_ADD;
@@ -318,26 +336,47 @@ static void meta_ops(const jr_stream_config *full, const jr__buf *pull)
     op.stream = "ORDERS";
     op.consumer_config = &cc->c;
     must(jr__meta_op_encode(&op, &b), "consumer add");
-    seed("fuzz_meta_op", 2, "consumer-add", &b);
+    apply_seed(&st, "consumer-add", &b);
+
+    memset(&op, 0, sizeof op);
+    op.type = JR__META_STREAM_CONVERGED;
+    op.stream = "ORDERS";
+    op.group = 1000;
+    op.peers_at = 3;
+    op.term = 2;
+    op.commit_term = 2;
+    op.commit = 40;
+    must(jr__meta_op_encode(&op, &b), "converged");
+    apply_seed(&st, "stream-converged", &b);
+
+    /* the meta snapshot of the state so far (fuzz_snapshot 4), and it in a snapshot file
+     * (fuzz_snapshot 0) */
+    jr__buf snap;
+    jr__buf_init(&snap, NULL);
+    must(jr__meta_snapshot(&st, &snap), "meta snapshot");
+    write_seed("fuzz_snapshot", "meta-state", snap.data, snap.len, 4);
+    static const uint8_t conf[] = {1, 2, 3, 4};
+    must(jr__snapfile_encode(&b, 1, st.applied, 2, conf, sizeof conf, snap.data, snap.len),
+         "snapshot file");
+    write_seed("fuzz_snapshot", "snapfile-meta-state", b.data, b.len, 0);
+    jr__buf_free(&snap);
+    jr__buf_reset(&b);
 
     memset(&op, 0, sizeof op);
     op.type = JR__META_CONSUMER_DELETE;
     op.stream = "ORDERS";
     op.consumer = "worker";
     must(jr__meta_op_encode(&op, &b), "consumer delete");
-    seed("fuzz_meta_op", 2, "consumer-delete", &b);
+    apply_seed(&st, "consumer-delete", &b);
 
     memset(&op, 0, sizeof op);
-    op.type = JR__META_STREAM_CONVERGED;
+    op.type = JR__META_STREAM_DELETE;
     op.stream = "ORDERS";
-    op.group = 12;
-    op.peers_at = 3;
-    op.term = 2;
-    op.commit_term = 2;
-    op.commit = 40;
-    must(jr__meta_op_encode(&op, &b), "converged");
-    seed("fuzz_meta_op", 2, "stream-converged", &b);
+    must(jr__meta_op_encode(&op, &b), "stream delete");
+    apply_seed(&st, "stream-delete", &b);
     jr__consumer_cfg_free(cc);
+    jr__buf_free(&b);
+    jr__meta_state_free(&st);
 }
 
 static void frame_seed(const char *name, jr__buf *b)
