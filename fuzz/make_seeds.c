@@ -1,6 +1,7 @@
 /*
  * make_seeds — writes the seed inputs of the fuzz targets whose inputs the library's encoders
- * produce: peer frames, store blocks, stream configs, stream ops, consumer configs and meta ops
+ * produce: peer frames, store blocks, stream configs, stream ops, consumer configs, consumer
+ * entries and snapshots, and meta ops
  * (each also as the matching fuzz_snapshot input, whose first byte picks the decoder). Every seed
  * is the real encoder's output for a meaningful value, so the fuzzer starts from inputs the
  * decoders accept.
@@ -15,6 +16,8 @@
 #include <sys/stat.h>
 
 #include "consumer/config.h"
+#include "consumer/op.h"
+#include "consumer/state.h"
 #include "log/snapfile.h"
 #include "meta/meta_op.h"
 #include "meta/meta_state.h"
@@ -513,6 +516,58 @@ static void blocks(void)
     jr__buf_free(&b);
 }
 
+/* fuzz_consumer's input: mode byte (0 entry, 1 snapshot), policy byte (its policy_from; 0x0a:
+ * explicit acks, ack wait 2 us, max_deliver -1), then the body without its checksum, which the
+ * target appends. */
+static void consumer_seed(const char *name, uint8_t mode, const jr__buf *b)
+{
+    uint8_t *p = malloc(b->len + 1);
+    if (!p) exit(1);
+    p[0] = 0x0a;
+    memcpy(p + 1, b->data, b->len - 8);
+    write_seed("fuzz_consumer", name, p, b->len - 8 + 1, mode);
+    free(p);
+}
+
+static void consumer_state(void)
+{
+    const jr__crec recs[] = {
+        {.type = JR__COP_DELIVERED, .sseq = 1, .dseq = 1, .dc = 1, .ts = 1000},
+        {.type = JR__COP_DELIVERED, .sseq = 2, .dseq = 2, .dc = 1, .ts = 1001},
+        {.type = JR__COP_DELIVERED, .sseq = 4, .dseq = 3, .dc = 1, .ts = 1002},
+        {.type = JR__COP_ACK, .sseq = 1, .dseq = 1, .ts = 1003},
+        {.type = JR__COP_NAK, .sseq = 2, .delay_ns = 500, .ts = 1004},
+        {.type = JR__COP_PROGRESS, .sseq = 4, .ts = 1005},
+        {.type = JR__COP_DELIVERED, .sseq = 2, .dseq = 4, .dc = 2, .ts = 1600},
+    };
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    must(jr__cop_encode(recs, sizeof recs / sizeof *recs, &b), "consumer entry");
+    consumer_seed("entry-deliveries-acks", 0, &b);
+    jr__buf_reset(&b);
+    const jr__crec tail[] = {{.type = JR__COP_TERM, .sseq = 4, .ts = 1700},
+                             {.type = JR__COP_SKIP, .sseq = 9},
+                             {.type = JR__COP_MAXDELIV, .sseq = 2}};
+    must(jr__cop_encode(tail, sizeof tail / sizeof *tail, &b), "consumer entry 2");
+    consumer_seed("entry-term-skip-maxdeliver", 0, &b);
+
+    jr__cpolicy p;
+    memset(&p, 0, sizeof p);
+    p.ack_policy = JR_ACK_EXPLICIT;
+    p.ack_wait_ns = 2000;
+    p.max_deliver = -1;
+    jr__cstate st;
+    must(jr__cstate_init(&st, NULL, &p), "consumer state");
+    jr__capply out;
+    for (size_t i = 0; i < sizeof recs / sizeof *recs; i++)
+        must(jr__cstate_apply(&st, &recs[i], &out), "consumer apply");
+    jr__buf_reset(&b);
+    must(jr__cstate_snapshot(&st, &b), "consumer snapshot");
+    consumer_seed("snapshot-pending-redelivered", 1, &b);
+    jr__cstate_free(&st);
+    jr__buf_free(&b);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -524,6 +579,7 @@ int main(int argc, char **argv)
     jr__buf pull;
     frames();
     blocks();
+    consumer_state();
     stream_configs(&full);
     stream_ops(&full);
     consumer_configs(&pull);
