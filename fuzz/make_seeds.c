@@ -1,10 +1,10 @@
 /*
  * make_seeds — writes the seed inputs of the fuzz targets whose inputs the library's encoders
  * produce: peer frames, store blocks, stream configs, stream ops, consumer configs, consumer
- * entries and snapshots, and meta ops
- * (each also as the matching fuzz_snapshot input, whose first byte picks the decoder). Every seed
- * is the real encoder's output for a meaningful value, so the fuzzer starts from inputs the
- * decoders accept.
+ * entries and snapshots, and meta ops; for fuzz_snapshot (whose first byte picks the decoder)
+ * the stream config, stream op and meta op seeds again, the meta snapshot of the state those
+ * meta ops build, and that snapshot in a snapshot file. Every seed is the real encoder's output
+ * for a meaningful value, so the fuzzer starts from inputs the decoders accept.
  *
  * Build: with the fuzz targets (meson setup build-fuzz -Dfuzz=true).
  * Run:   build-fuzz/fuzz/make_seeds fuzz/corpus   (writes fuzz/corpus/<target>/<name>)
