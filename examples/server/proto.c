@@ -216,6 +216,7 @@ int np_feed(np_parser *p, const uint8_t *data, size_t n, np_cb cb, void *arg, co
         }
         int rc = parse_line(p, err);
         if (rc) return rc;
+        *err = NULL; /* parse_line sets its error text before it knows the line is good */
         if (p->op.kind == NP_PUB || p->op.kind == NP_HPUB) {
             p->in_payload = 1; /* p->line keeps the op's strings until the payload is done */
             continue;

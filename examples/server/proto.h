@@ -53,7 +53,8 @@ typedef int (*np_cb)(void *arg, const np_op *op);
 int np_init(np_parser *p, size_t max_line, size_t max_payload);
 void np_free(np_parser *p);
 /* Feeds n bytes, calling cb per complete operation. Returns 0; NP_EPROTO with *err set to the
- * -ERR text (the connection must then be closed); or the callback's non-zero return. */
+ * -ERR text (the connection must then be closed); or the callback's non-zero return. *err is
+ * NULL unless NP_EPROTO is returned. */
 #define NP_EPROTO (-1000)
 int np_feed(np_parser *p, const uint8_t *data, size_t n, np_cb cb, void *arg, const char **err);
 /* Bytes the parser holds (a partial line or payload): what a connection costs between reads. */

@@ -122,6 +122,25 @@ START_TEST(pipelined_commands_in_one_read)
 }
 END_TEST
 
+/* A read that completes a command, or ends inside one, reports no error text: *err is set only
+ * with NP_EPROTO. */
+START_TEST(a_good_read_leaves_no_error_text)
+{
+    static const char *const reads[] = {"PING\r\n", "SUB a 1\r\n", "PUB a 2\r\nhi\r\n",
+                                        "HPUB s 12 12\r\nNATS/1.0\r\n\r\n\r\n", "PUB a 5\r\nhe"};
+    for (size_t i = 0; i < sizeof reads / sizeof *reads; i++) {
+        np_parser p;
+        ck_assert_int_eq(np_init(&p, 4096, 1 << 20), 0);
+        rec r = {0};
+        const char *err = "not set";
+        ck_assert_int_eq(np_feed(&p, (const uint8_t *)reads[i], strlen(reads[i]), record, &r, &err),
+                         0);
+        ck_assert_msg(err == NULL, "read %zu left error text \"%s\"", i, err);
+        np_free(&p);
+    }
+}
+END_TEST
+
 START_TEST(split_at_every_byte_gives_the_same_operations)
 {
     size_t len = sizeof script - 1;
@@ -763,6 +782,7 @@ int main(void)
     Suite *s = suite_create("server");
     TCase *tc = tcase_create("proto");
     tcase_add_test(tc, pipelined_commands_in_one_read);
+    tcase_add_test(tc, a_good_read_leaves_no_error_text);
     tcase_add_test(tc, split_at_every_byte_gives_the_same_operations);
     tcase_add_test(tc, malformed_input_is_refused);
     tcase_add_test(tc, oversized_payload_and_line_are_refused_without_buffering_them);
