@@ -38,7 +38,7 @@ enum fault_kind {
     F_CLOCK = 1 << 6,
     F_PAUSEKILL = 1 << 7, /* Jepsen's pause-kill, as a pause, a power cut and a pause */
     F_PARTKILL = 1 << 8,  /* Jepsen's part-kill, with partitions in place of the pauses */
-    F_DISK = 1 << 9,      /* damage to one server's synced files (one victim per run) */
+    F_DISK = 1 << 9,      /* damage to one server's synced files (one victim per run, or two) */
     F_IOERR = 1 << 10,    /* EIO / ENOSPC / failing fsyncs from a server's vfs, then a restart */
     F_ROLLBACK = 1 << 11, /* the disk victim restarted on an older copy of its data directory */
     F_MEMBERS = 1 << 12,  /* membership changes: stream peer removal, evacuation, server removal */
@@ -84,7 +84,8 @@ typedef struct chaos {
     uint64_t seed;
     int seconds;
     int n;
-    int replicas; /* the stream's: n, or 3 on five servers with F_MEMBERS */
+    int replicas; /* the stream's: n, or 3 on five servers with F_MEMBERS (not disk_victims 2) */
+    int disk_victims; /* 1, or 2 (five servers): the disk nemesis's victims in a run */
     unsigned faults;
     int nprocs;
     int verbose;

@@ -4,9 +4,12 @@
  *
  * jetraft-chaos --server PATH [--seed N] [--seconds S] [--nodes 3|5] [--faults LIST]
  *               [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]
- *               [--mutate lost|ack-seq|definite|converge|peers]
- * jetraft-chaos --plan [--seed N] [--seconds S] [--nodes 3|5] [--faults LIST]
+ *               [--mutate lost|ack-seq|definite|converge|peers] [--disk-victims 1|2]
+ * jetraft-chaos --plan [--seed N] [--seconds S] [--nodes 3|5] [--faults LIST] [--disk-victims 1|2]
  *               prints the seed's fault schedule and exits
+ *
+ * --disk-victims 2 (five servers only) gives the disk nemesis two victims a run, which may be
+ * damaged at once (nemesis.c); the stream is then R5 whatever the faults.
  */
 #include <errno.h>
 #include <signal.h>
@@ -131,6 +134,7 @@ static void replay_line(FILE *f)
     fprintf(f,
             "  replay: jetraft-chaos --server %s --seed %llu --seconds %d --nodes %d --faults %s\n",
             C.server_bin, (unsigned long long)C.seed, C.seconds, C.n, fault_list);
+    if (C.disk_victims == 2) fprintf(f, "          --disk-victims 2\n");
 }
 
 void die(const char *fmt, ...)
@@ -196,7 +200,8 @@ static void usage(void)
         "           [--nodes 3|5] [--faults all|none|kill,pause,partition,net,power,reset,clock,\n"
         "           pausekill,partkill,disk,ioerr,rollback,members]\n"
         "           [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]\n"
-        "           [--mutate lost|ack-seq|definite|converge|peers]\n");
+        "           [--mutate lost|ack-seq|definite|converge|peers] [--disk-victims 1|2]\n"
+        "  --disk-victims 2 needs --nodes 5\n");
     exit(2);
 }
 
@@ -209,6 +214,7 @@ int main(int argc, char **argv)
     C.n = 3;
     C.faults = F_ALL;
     C.nprocs = 4;
+    C.disk_victims = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-v")) {
@@ -236,12 +242,15 @@ int main(int argc, char **argv)
             hist_path = v, i++;
         } else if (!strcmp(a, "--mutate")) {
             C.mutate = v, i++;
+        } else if (!strcmp(a, "--disk-victims")) {
+            C.disk_victims = atoi(v), i++;
         } else if (!strcmp(a, "--dir")) {
             dir = v, i++;
         } else {
             usage();
         }
     }
+    if ((C.disk_victims != 1 && C.disk_victims != 2) || (C.disk_victims == 2 && C.n != 5)) usage();
     if (plan_only && (C.n == 3 || C.n == 5) && C.seconds >= 1) {
         for (int i = 0; i < C.n; i++)
             snprintf(C.names[i], sizeof C.names[i], "n%c", (char)('0' + i));
@@ -261,7 +270,9 @@ int main(int argc, char **argv)
     /* faulty phase + settle (60) + progress (30) + final reads and checks (90) + start (60),
      * plus the membership changes still in flight at the heal (members_join: 75 at most) */
     alarm((unsigned)C.seconds + 240 + (C.faults & F_MEMBERS ? 90 : 0));
-    C.replicas = C.faults & F_MEMBERS && C.n == 5 ? 3 : C.n;
+    /* Two disk victims keep the stream at R5: two damaged replicas of three would be a
+     * majority. */
+    C.replicas = C.faults & F_MEMBERS && C.n == 5 && C.disk_victims == 1 ? 3 : C.n;
     C.t0 = now_ns();
     snprintf(C.base, sizeof C.base, "%s/jetraft-chaos-XXXXXX", dir ? dir : "/tmp");
     if (!mkdtemp(C.base)) die("mkdtemp %s: %s", C.base, strerror(errno));
@@ -270,10 +281,12 @@ int main(int argc, char **argv)
         fprintf(
             C.hist,
             "{\"t\":0,\"ev\":\"run\",\"seed\":%llu,\"seconds\":%d,\"nodes\":%d,\"faults\":\"%s\","
-            "\"real\":true}\n",
-            (unsigned long long)C.seed, C.seconds, C.n, fault_list);
-    printf("jetraft-chaos: seed %llu, %d servers, %d s of faults (%s), %d publishers, in %s\n",
-           (unsigned long long)C.seed, C.n, C.seconds, fault_list, C.nprocs, C.base);
+            "\"real\":true%s}\n",
+            (unsigned long long)C.seed, C.seconds, C.n, fault_list,
+            C.disk_victims == 2 ? ",\"disk_victims\":2" : "");
+    printf("jetraft-chaos: seed %llu, %d servers, %d s of faults (%s%s), %d publishers, in %s\n",
+           (unsigned long long)C.seed, C.n, C.seconds, fault_list,
+           C.disk_victims == 2 ? "; two disk victims" : "", C.nprocs, C.base);
 
     procs_setup();
     if (proxy_start()) die("the proxy could not start");

@@ -33,6 +33,12 @@
  * disk, rollback: the run's one disk victim is stopped and one of its files damaged, or its
  * data directory copied aside (the first time, and 30% after) or put back to the copy (70%);
  * restarted 0.3-2 s later. 35% of rollbacks are a timed sequence (plan_rollback_combo).
+ * With --disk-victims 2 (five servers) the run has two disk victims: each disk fault damages
+ * one of them (40% each) or both at once (20%), each rollback is of one of them (its own copy),
+ * so the second may be damaged while the first is not healthy again, and no third server is
+ * ever damaged or rolled back; the stream is then R5 and `members` only evacuates (a peer or
+ * server removal would leave a group of three or four of which two damaged replicas are too
+ * many), as jetraft-sim's --disk-victims 2 does.
  *
  * members (members.c): a peer of the stream removed (45%), a server evacuated and its drain
  * cancelled 0.5-3 s or 8-15 s later (40%, or 55% when no server removal can be drawn), or, on
@@ -134,7 +140,13 @@ static uint64_t plan_combo(uint64_t *r, uint64_t t, int kind, unsigned *id)
     return t + (uint64_t)a + (uint64_t)b;
 }
 
-static int disk_victim;
+static int disk_victim, disk_victim2 = -1; /* the second: --disk-victims 2 only */
+
+/* The victim of one disk fault or rollback (--disk-victims 2: either of the two). */
+static int pick_victim(uint64_t *r)
+{
+    return disk_victim2 >= 0 && rng_below(r, 2) ? disk_victim2 : disk_victim;
+}
 
 /* A rollback timed so that a vote taken as whole would lose acknowledged writes: the victim v's
  * directory is copied (v stopped 0.3 s); a minority B without v is cut off for 3-5 s while the
@@ -145,7 +157,7 @@ static int disk_victim;
  * kept. Returns the time it ends. */
 static uint64_t plan_rollback_combo(uint64_t *r, uint64_t t, unsigned *id)
 {
-    int minority = (C.n - 1) / 2, v = disk_victim;
+    int minority = (C.n - 1) / 2, v = pick_victim(r);
     unsigned b = 0;
     while (__builtin_popcount(b) < minority) {
         int k = rng_below(r, C.n);
@@ -154,13 +166,19 @@ static uint64_t plan_rollback_combo(uint64_t *r, uint64_t t, unsigned *id)
     unsigned a = ((1u << C.n) - 1) & ~b & ~(1u << v);
     int d = 3000 + rng_below(r, 2000);
     nev *e = add_ev();
-    *e = (nev){.at_ms = t, .kind = F_ROLLBACK, .variant = 0, .dur_ms = 300, .id = ++*id};
+    *e = (nev){.at_ms = t,
+               .kind = F_ROLLBACK,
+               .targets = 1u << v,
+               .variant = 0,
+               .dur_ms = 300,
+               .id = ++*id};
     e = add_ev();
     *e = (nev){.at_ms = t + 500, .kind = F_PARTITION, .dur_ms = d, .id = ++*id};
     cut_side(e, b);
     e = add_ev();
     *e = (nev){.at_ms = t + 500 + (uint64_t)d - 300,
                .kind = F_ROLLBACK,
+               .targets = 1u << v,
                .variant = 1,
                .dur_ms = 500,
                .id = ++*id};
@@ -180,6 +198,8 @@ static void plan(void)
 {
     uint64_t r = C.seed * 0x2545f4914f6cdd1dull + 17;
     disk_victim = rng_below(&r, C.n);
+    disk_victim2 = -1;
+    if (C.disk_victims == 2) disk_victim2 = (disk_victim + 1 + rng_below(&r, C.n - 1)) % C.n;
     uint64_t t = 2000, end = (uint64_t)C.seconds * 1000;
     unsigned id = 0;
     int minority = (C.n - 1) / 2, removal_planned = 0;
@@ -263,6 +283,12 @@ static void plan(void)
             e->variant = rng_below(&r, 4);
             e->dur_ms = 300 + rng_below(&r, 1700);
             e->clock_ms = (long long)(rng_next(&r) >> 1); /* seeds the damage's choices */
+            if (disk_victim2 >= 0) {
+                double w = rng_unit(&r);
+                e->targets = w < 0.4   ? 1u << disk_victim
+                             : w < 0.8 ? 1u << disk_victim2
+                                       : (1u << disk_victim) | (1u << disk_victim2);
+            }
             break;
         case F_IOERR:
             e->targets = u < 0.7   ? random_subset(&r, 1)
@@ -275,9 +301,11 @@ static void plan(void)
         case F_ROLLBACK:
             e->variant = rng_unit(&r) < 0.7; /* 1: put the copy back */
             e->dur_ms = 300 + rng_below(&r, 1700);
+            if (disk_victim2 >= 0) e->targets = 1u << pick_victim(&r);
             break;
         case F_MEMBERS:
             e->variant = u < 0.45 ? 0 : u < 0.85 || C.n != 5 || removal_planned ? 1 : 2;
+            if (disk_victim2 >= 0) e->variant = 1; /* evacuations only: the stream stays R5 */
             removal_planned |= e->variant == 2;
             e->dur_ms = e->variant != 1      ? 0
                         : rng_unit(&r) < 0.5 ? 500 + rng_below(&r, 2500)
@@ -292,14 +320,15 @@ static void plan(void)
         }
     }
     for (size_t i = 0; i < nevs; i++)
-        if (evs[i].kind == F_DISK || evs[i].kind == F_ROLLBACK) evs[i].targets = 1u << disk_victim;
+        if ((evs[i].kind == F_DISK || evs[i].kind == F_ROLLBACK) && !evs[i].targets)
+            evs[i].targets = 1u << disk_victim;
     qsort(evs, nevs, sizeof *evs, cmp_ev);
-    /* A rollback needs a copy: the first one takes it. */
-    int saved = 0;
+    /* A rollback needs a copy of its victim's directory: the victim's first one takes it. */
+    unsigned saved = 0;
     for (size_t i = 0; i < nevs; i++)
         if (evs[i].kind == F_ROLLBACK) {
-            if (!saved) evs[i].variant = 0;
-            saved = 1;
+            if (!(saved & evs[i].targets)) evs[i].variant = 0;
+            saved |= evs[i].targets;
         }
 }
 
@@ -367,7 +396,7 @@ static int file_kind(const char *path)
 
 /* Damages one of server i's synced files while it is down (smu held): bits flipped, a tail
  * cut, a range zeroed, or the file deleted. Writes what it did into what. */
-static void damage(int i, nev *e, char *what, size_t cap)
+static void damage(int i, int variant, uint64_t seed, char *what, size_t cap)
 {
     char dir[400];
     nfiles = 0;
@@ -375,7 +404,7 @@ static void damage(int i, nev *e, char *what, size_t cap)
     nftw(dir, list_file, 16, FTW_PHYS);
     snprintf(what, cap, "no file to damage");
     if (!nfiles) return;
-    uint64_t r = (uint64_t)e->clock_ms;
+    uint64_t r = seed;
     /* The kind of file first (WAL segment, store block, snapshot; whichever exist), then one
      * of that kind: a few WAL segments and store blocks would otherwise rarely be hit beside
      * the snapshots. */
@@ -400,7 +429,7 @@ static void damage(int i, nev *e, char *what, size_t cap)
     uint64_t size = (uint64_t)st.st_size;
     int fd = open(path, O_RDWR);
     if (fd < 0) return;
-    switch (e->variant) {
+    switch (variant) {
     case 0: {
         int bits = 1 + rng_below(&r, 8);
         for (int b = 0; b < bits; b++) {
@@ -546,18 +575,27 @@ static void start_event(nev *e)
                      e->delay, e->jitter, e->drop, e->dur_ms / 1000.0);
         break;
     case F_DISK: {
-        int v = __builtin_ctz(e->targets);
-        char what[500];
-        if (C.removed[v]) { /* removed from the cluster (members.c): no server to damage */
-            pthread_mutex_unlock(&C.smu);
+        /* One victim, or with --disk-victims 2 both at once (one batch of disks, one event):
+         * each killed and damaged, the second with a seed of its own. */
+        char what[MAXN][500];
+        unsigned done = 0;
+        for (int v = 0; v < C.n; v++) {
+            if (!(e->targets & (1u << v)) || C.removed[v]) /* removed (members.c): no server */
+                continue;
+            kill_server(v);
+            damage(v, e->variant, (uint64_t)e->clock_ms ^ (done ? 0x5bd1e995u : 0), what[v],
+                   sizeof what[v]);
+            done |= 1u << v;
+        }
+        pthread_mutex_unlock(&C.smu);
+        if (!done) {
             e->dur_ms = 0;
             break;
         }
-        kill_server(v);
-        damage(v, e, what, sizeof what);
-        pthread_mutex_unlock(&C.smu);
-        nemesis_note("disk %s (killed): %s; restart in %.1f s", C.names[v], what,
-                     e->dur_ms / 1000.0);
+        for (int v = 0; v < C.n; v++)
+            if (done & (1u << v))
+                nemesis_note("disk %s (killed): %s; restart in %.1f s%s", C.names[v], what[v],
+                             e->dur_ms / 1000.0, done != 1u << v ? " (two victims at once)" : "");
         break;
     }
     case F_ROLLBACK: {
