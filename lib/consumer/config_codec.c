@@ -22,6 +22,7 @@
 #include "consumer/config.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
+#include "util/strblock.h"
 #include "util/subject.h"
 
 enum { F_HEADERS_ONLY = 1, F_FLOW_CONTROL = 2, F_MEM_STORAGE = 4, F_ALL = 7 };
@@ -29,12 +30,11 @@ enum { F_HEADERS_ONLY = 1, F_FLOW_CONTROL = 2, F_MEM_STORAGE = 4, F_ALL = 7 };
 /* ---------------------------------------------------------------------------------------------
  * The one-block owned copy: [jr__consumer_cfg | metadata[] | backoff_ns[] | filter_subjects[] |
  * priority_groups[] | strings]. A builder first measures (dst NULL), then fills a block of the
- * measured size.
+ * measured size (util/strblock.h).
  */
 typedef struct builder {
     jr__consumer_cfg *dst;
-    char *str;       /* next free string byte (fill) */
-    size_t strbytes; /* string bytes needed (measure) */
+    jr__strblock s;
 } builder;
 
 static size_t header_bytes(void)
@@ -48,7 +48,7 @@ static int block_alloc(builder *b, const jr_allocator *a, const jr_consumer_conf
     size_t nmeta = n->nmetadata, nbackoff = n->nbackoff, nfilters = n->nfilter_subjects,
            ngroups = n->npriority_groups;
     size_t bytes = header_bytes() + nmeta * sizeof(jr_kv) + nbackoff * sizeof(int64_t) +
-                   (nfilters + ngroups) * sizeof(const char *) + b->strbytes;
+                   (nfilters + ngroups) * sizeof(const char *) + b->s.need;
     unsigned char *p = jr__malloc(a, bytes);
     if (!p) return JR_ENOMEM;
     jr__consumer_cfg *d = (jr__consumer_cfg *)p;
@@ -66,26 +66,8 @@ static int block_alloc(builder *b, const jr_allocator *a, const jr_consumer_conf
     d->c.priority_groups = ngroups ? (const char *const *)(void *)q : NULL;
     q += ngroups * sizeof(const char *);
     b->dst = d;
-    b->str = (char *)q;
+    b->s.at = (char *)q;
     return 0;
-}
-
-static const char *put_str(builder *b, const char *s, size_t n)
-{
-    if (!b->dst) {
-        b->strbytes += n + 1;
-        return "";
-    }
-    char *d = b->str;
-    memcpy(d, s, n);
-    d[n] = '\0';
-    b->str += n + 1;
-    return d;
-}
-
-static const char *put_opt(builder *b, const char *s)
-{
-    return s ? put_str(b, s, strlen(s)) : NULL;
 }
 
 /* Copies the strings of the normal form n into b (measure or fill). */
@@ -94,7 +76,7 @@ static void copy_strings(builder *b, const jr_consumer_config *n)
     jr_consumer_config *d = b->dst ? &b->dst->c : NULL;
 #define COPY(field)                                                                                \
     do {                                                                                           \
-        const char *s_ = put_opt(b, n->field);                                                     \
+        const char *s_ = jr__strblock_opt(&b->s, n->field);                                        \
         if (d) d->field = s_;                                                                      \
     } while (0)
     COPY(name);
@@ -105,21 +87,11 @@ static void copy_strings(builder *b, const jr_consumer_config *n)
     COPY(deliver_subject);
     COPY(deliver_group);
 #undef COPY
-    for (size_t i = 0; i < n->nmetadata; i++) {
-        const char *k = put_opt(b, n->metadata[i].key), *v = put_opt(b, n->metadata[i].value);
-        if (d) {
-            ((jr_kv *)d->metadata)[i].key = k;
-            ((jr_kv *)d->metadata)[i].value = v;
-        }
-    }
-    for (size_t i = 0; i < n->nfilter_subjects; i++) {
-        const char *s = put_opt(b, n->filter_subjects[i]);
-        if (d) ((const char **)d->filter_subjects)[i] = s;
-    }
-    for (size_t i = 0; i < n->npriority_groups; i++) {
-        const char *s = put_opt(b, n->priority_groups[i]);
-        if (d) ((const char **)d->priority_groups)[i] = s;
-    }
+    jr__strblock_kvs(&b->s, n->metadata, n->nmetadata, d ? (jr_kv *)d->metadata : NULL);
+    jr__strblock_list(&b->s, n->filter_subjects, n->nfilter_subjects,
+                      d ? (const char **)d->filter_subjects : NULL);
+    jr__strblock_list(&b->s, n->priority_groups, n->npriority_groups,
+                      d ? (const char **)d->priority_groups : NULL);
 }
 
 int jr__consumer_cfg_new(const jr_consumer_config *src, const jr_allocator *a,
@@ -219,34 +191,10 @@ int jr__consumer_config_encode(const jr_consumer_config *cfg, jr__buf *out)
 /* ---------------------------------------------------------------------------------------------
  * Decoding: two passes over the same bytes, one to measure, one to fill the block.
  */
-static const char *rd_str_or_empty(jr__rd *r, builder *b, size_t max, int empty_is_null)
-{
-    size_t n;
-    const uint8_t *p = jr__rd_bytes(r, &n, max);
-    if (!p) return NULL;
-    if (memchr(p, 0, n)) {
-        jr__rd_fail(r);
-        return NULL;
-    }
-    if (n == 0 && empty_is_null) return NULL;
-    return put_str(b, (const char *)p, n);
-}
-
 /* A string field: "" is none (NULL). */
 static const char *rd_str(jr__rd *r, builder *b, size_t max)
 {
-    return rd_str_or_empty(r, b, max, 1);
-}
-
-/* Reads a list count; every item takes at least `min_item` bytes, which bounds it. */
-static size_t rd_count(jr__rd *r, size_t min_item)
-{
-    uint64_t n = jr__rd_varint(r);
-    if (n > jr__rd_left(r) / min_item) {
-        jr__rd_fail(r);
-        return 0;
-    }
-    return (size_t)n;
+    return jr__strblock_rd(r, &b->s, max, 1);
 }
 
 static int64_t rd_zz(jr__rd *r)
@@ -262,10 +210,10 @@ static void parse(jr__rd *r, builder *b, jr_consumer_config *c)
     c->name = rd_str(r, b, JR_CONSUMER_NAME_MAX);
     c->durable_name = rd_str(r, b, JR_CONSUMER_NAME_MAX);
     c->description = rd_str(r, b, JR__CONSUMER_DESCRIPTION_MAX);
-    c->nmetadata = rd_count(r, 2);
+    c->nmetadata = jr__rd_count(r, 2);
     for (size_t i = 0; i < c->nmetadata && !r->err; i++) {
-        const char *k = rd_str_or_empty(r, b, JR__CONSUMER_METADATA_MAX, 0);
-        const char *v = rd_str_or_empty(r, b, JR__CONSUMER_METADATA_MAX, 0);
+        const char *k = jr__strblock_rd(r, &b->s, JR__CONSUMER_METADATA_MAX, 0);
+        const char *v = jr__strblock_rd(r, &b->s, JR__CONSUMER_METADATA_MAX, 0);
         if (b->dst) {
             ((jr_kv *)c->metadata)[i].key = k;
             ((jr_kv *)c->metadata)[i].value = v;
@@ -277,13 +225,13 @@ static void parse(jr__rd *r, builder *b, jr_consumer_config *c)
     c->ack_policy = jr__rd_u8(r);
     c->ack_wait_ns = rd_zz(r);
     c->max_deliver = rd_zz(r);
-    c->nbackoff = rd_count(r, 1);
+    c->nbackoff = jr__rd_count(r, 1);
     for (size_t i = 0; i < c->nbackoff && !r->err; i++) {
         int64_t v = rd_zz(r);
         if (b->dst) ((int64_t *)c->backoff_ns)[i] = v;
     }
     c->filter_subject = rd_str(r, b, JR__SUBJECT_MAX);
-    c->nfilter_subjects = rd_count(r, 2);
+    c->nfilter_subjects = jr__rd_count(r, 2);
     for (size_t i = 0; i < c->nfilter_subjects && !r->err; i++) {
         const char *s = rd_str(r, b, JR__SUBJECT_MAX);
         if (!s) jr__rd_fail(r); /* an empty filter is never written */
@@ -308,7 +256,7 @@ static void parse(jr__rd *r, builder *b, jr_consumer_config *c)
     c->inactive_threshold_ns = rd_zz(r);
     c->num_replicas = jr__rd_u8(r);
     c->pause_until_ns = jr__rd_varint(r);
-    c->npriority_groups = rd_count(r, 2);
+    c->npriority_groups = jr__rd_count(r, 2);
     for (size_t i = 0; i < c->npriority_groups && !r->err; i++) {
         const char *s = rd_str(r, b, JR__CONSUMER_GROUP_MAX);
         if (!s) jr__rd_fail(r); /* an empty group is never written */

@@ -24,6 +24,7 @@
 #include "util/subject.h"
 #include "util/alloc.h"
 #include "util/checksum.h"
+#include "util/strblock.h"
 
 enum {
     F_SEALED = 1,
@@ -43,13 +44,12 @@ static uint8_t version_of(const jr_stream_config *c)
 
 /* ---------------------------------------------------------------------------------------------
  * The one-block owned copy: [jr__stream_cfg (its placement inside) | subjects[] | tags[] |
- * metadata[] | strings].
- * A builder first measures (dst NULL), then fills a block of the measured size.
+ * metadata[] | strings]. A builder first measures (dst NULL), then fills a block of the
+ * measured size (util/strblock.h).
  */
 typedef struct builder {
     jr__stream_cfg *dst;
-    char *str;       /* next free string byte (fill) */
-    size_t strbytes; /* string bytes needed (measure) */
+    jr__strblock s;
 } builder;
 
 static size_t header_bytes(void)
@@ -57,16 +57,11 @@ static size_t header_bytes(void)
     return (sizeof(jr__stream_cfg) + 15) & ~(size_t)15;
 }
 
-static size_t block_bytes(size_t nsubj, size_t ntags, size_t nmeta, size_t strbytes)
-{
-    return header_bytes() + (nsubj + ntags) * sizeof(const char *) + nmeta * sizeof(jr_kv) +
-           strbytes;
-}
-
 /* Allocates the block and points the arrays and the string area into it. */
 static int block_alloc(builder *b, const jr_allocator *a, size_t nsubj, size_t ntags, size_t nmeta)
 {
-    size_t bytes = block_bytes(nsubj, ntags, nmeta, b->strbytes);
+    size_t bytes =
+        header_bytes() + (nsubj + ntags) * sizeof(const char *) + nmeta * sizeof(jr_kv) + b->s.need;
     unsigned char *p = jr__malloc(a, bytes);
     if (!p) return JR_ENOMEM;
     jr__stream_cfg *d = (jr__stream_cfg *)p;
@@ -83,54 +78,26 @@ static int block_alloc(builder *b, const jr_allocator *a, size_t nsubj, size_t n
     d->c.metadata = nmeta ? (const jr_kv *)(void *)q : NULL;
     q += nmeta * sizeof(jr_kv);
     b->dst = d;
-    b->str = (char *)q;
+    b->s.at = (char *)q;
     return 0;
-}
-
-static const char *put_str(builder *b, const char *s, size_t n)
-{
-    if (!b->dst) {
-        b->strbytes += n + 1;
-        return "";
-    }
-    char *d = b->str;
-    memcpy(d, s, n);
-    d[n] = '\0';
-    b->str += n + 1;
-    return d;
-}
-
-static const char *put_opt(builder *b, const char *s)
-{
-    return s ? put_str(b, s, strlen(s)) : NULL;
 }
 
 /* Copies the strings of the normal form n into b (measure or fill). */
 static void copy_strings(builder *b, const jr_stream_config *n)
 {
-    jr_stream_config *d = b->dst ? &b->dst->c : NULL;
-    const char *s = put_opt(b, n->name);
-    if (d) d->name = s;
-    s = put_opt(b, n->description);
-    if (d) d->description = s;
-    for (size_t i = 0; i < n->nsubjects; i++) {
-        s = put_opt(b, n->subjects[i]);
-        if (d) ((const char **)d->subjects)[i] = s;
-    }
+    jr__stream_cfg *d = b->dst;
+    const char *name = jr__strblock_opt(&b->s, n->name);
+    const char *description = jr__strblock_opt(&b->s, n->description);
     size_t ntags;
     const char *const *tags = jr__stream_placement_tags(n, &ntags);
-    s = put_opt(b, jr__stream_placement_cluster(n));
-    if (b->dst) b->dst->placement.cluster = s;
-    for (size_t i = 0; i < ntags; i++) {
-        s = put_opt(b, tags[i]);
-        if (b->dst) ((const char **)b->dst->placement.tags)[i] = s;
-    }
-    for (size_t i = 0; i < n->nmetadata; i++) {
-        const char *k = put_opt(b, n->metadata[i].key), *v = put_opt(b, n->metadata[i].value);
-        if (d) {
-            ((jr_kv *)d->metadata)[i].key = k;
-            ((jr_kv *)d->metadata)[i].value = v;
-        }
+    jr__strblock_list(&b->s, n->subjects, n->nsubjects, d ? (const char **)d->c.subjects : NULL);
+    const char *cluster = jr__strblock_opt(&b->s, jr__stream_placement_cluster(n));
+    jr__strblock_list(&b->s, tags, ntags, d ? (const char **)d->placement.tags : NULL);
+    jr__strblock_kvs(&b->s, n->metadata, n->nmetadata, d ? (jr_kv *)d->c.metadata : NULL);
+    if (d) {
+        d->c.name = name;
+        d->c.description = description;
+        d->placement.cluster = cluster;
     }
 }
 
@@ -223,26 +190,7 @@ int jr__stream_config_encode(const jr_stream_config *cfg, jr__buf *out)
  */
 static const char *rd_str(jr__rd *r, builder *b, size_t max, int empty_is_null)
 {
-    size_t n;
-    const uint8_t *p = jr__rd_bytes(r, &n, max);
-    if (!p) return NULL;
-    if (memchr(p, 0, n)) {
-        jr__rd_fail(r);
-        return NULL;
-    }
-    if (n == 0 && empty_is_null) return NULL;
-    return put_str(b, (const char *)p, n);
-}
-
-/* Reads a list count; every item takes at least `min_item` bytes, which bounds it. */
-static size_t rd_count(jr__rd *r, size_t min_item)
-{
-    uint64_t n = jr__rd_varint(r);
-    if (n > jr__rd_left(r) / min_item) {
-        jr__rd_fail(r);
-        return 0;
-    }
-    return (size_t)n;
+    return jr__strblock_rd(r, &b->s, max, empty_is_null);
 }
 
 static int64_t rd_zz(jr__rd *r)
@@ -259,7 +207,7 @@ static void parse(jr__rd *r, uint8_t version, builder *b, jr_stream_config *c, j
     c->size = sizeof *c;
     c->name = rd_str(r, b, JR_STREAM_NAME_MAX, 0);
     c->description = rd_str(r, b, JR__STREAM_DESCRIPTION_MAX, 1);
-    c->nsubjects = rd_count(r, 2);
+    c->nsubjects = jr__rd_count(r, 2);
     for (size_t i = 0; i < c->nsubjects && !r->err; i++) {
         const char *s = rd_str(r, b, JR__SUBJECT_MAX, 0);
         if (b->dst) ((const char **)c->subjects)[i] = s;
@@ -279,7 +227,7 @@ static void parse(jr__rd *r, uint8_t version, builder *b, jr_stream_config *c, j
     c->duplicate_window_ns = jr__rd_varint(r);
     pl->size = sizeof *pl;
     pl->cluster = rd_str(r, b, JR__STREAM_TAG_MAX, 1);
-    pl->ntags = rd_count(r, 2);
+    pl->ntags = jr__rd_count(r, 2);
     for (size_t i = 0; i < pl->ntags && !r->err; i++) {
         const char *s = rd_str(r, b, JR__STREAM_TAG_MAX + 1, 0); /* + a leading '!' */
         if (b->dst) ((const char **)pl->tags)[i] = s;
@@ -293,7 +241,7 @@ static void parse(jr__rd *r, uint8_t version, builder *b, jr_stream_config *c, j
     c->allow_rollup = !!(flags & F_ALLOW_ROLLUP);
     c->allow_direct = !!(flags & F_ALLOW_DIRECT);
     c->compression = jr__rd_u8(r);
-    c->nmetadata = rd_count(r, 3);
+    c->nmetadata = jr__rd_count(r, 3);
     for (size_t i = 0; i < c->nmetadata && !r->err; i++) {
         const char *k = rd_str(r, b, JR__STREAM_METADATA_MAX, 0);
         const char *v = rd_str(r, b, JR__STREAM_METADATA_MAX, 0);

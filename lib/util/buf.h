@@ -163,4 +163,16 @@ static inline const uint8_t *jr__rd_bytes(jr__rd *r, size_t *n, size_t max)
     return jr__rd_take(r, (size_t)len);
 }
 
+/* Reads a list's count; every item takes at least min_item bytes of what is left, which bounds
+ * the count (a count no input could hold fails r and is 0). */
+static inline size_t jr__rd_count(jr__rd *r, size_t min_item)
+{
+    uint64_t n = jr__rd_varint(r);
+    if (n > jr__rd_left(r) / min_item) {
+        jr__rd_fail(r);
+        return 0;
+    }
+    return (size_t)n;
+}
+
 #endif
