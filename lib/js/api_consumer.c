@@ -103,14 +103,8 @@ static int consumer_request(jr_node *n, uint8_t what, uint8_t action, const char
         const char *nm = cfg.name ? cfg.name : cfg.durable_name;
         snprintf(r->consumer, sizeof r->consumer, "%s", nm ? nm : "");
     }
-    do {
-        r->meta_id = jr__rand_next(&js->rand) | 1;
-    } while (jr__map_get(&js->meta_reqs, r->meta_id));
-    op.request_id = r->meta_id;
-    int erc = jr__meta_op_encode(&op, &r->payload);
-    if (erc == 0) erc = jr__map_put(&js->meta_reqs, r->meta_id, r);
+    int erc = jr__mnode_file(js, r, &op);
     if (erc != 0) {
-        r->meta_id = 0;
         jr__req_finish(r, erc, "cannot encode the request: %s", jr_strerror(erc));
         goto out;
     }

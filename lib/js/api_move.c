@@ -155,20 +155,13 @@ static int move_request(jr_node *n, int kind, const char *stream, const char *co
         jr__req_finish(r, JR_ENOTMEMBER, "peer not a member");
         goto out;
     }
-    do {
-        r->meta_id = jr__rand_next(&js->rand) | 1;
-    } while (jr__map_get(&js->meta_reqs, r->meta_id));
-    op.request_id = r->meta_id;
-    int erc = jr__meta_op_encode(&op, &r->payload);
+    int erc = jr__mnode_file(js, r, &op);
     if (erc == JR_EINVAL) {
-        r->meta_id = 0;
         jr__req_finish(r, consumer ? JR_ENOTFOUND : JR_EINVAL, "%s",
                        consumer ? "consumer not found" : "invalid stream name");
         goto out;
     }
-    if (erc == 0) erc = jr__map_put(&js->meta_reqs, r->meta_id, r);
     if (erc != 0) {
-        r->meta_id = 0;
         jr__req_finish(r, erc, "cannot encode the request: %s", jr_strerror(erc));
         goto out;
     }

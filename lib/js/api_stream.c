@@ -762,15 +762,10 @@ static int meta_request(jr_node *n, uint8_t what, const jr_stream_config *cfg_in
     jr__meta_op op;
     memset(&op, 0, sizeof op);
     op.origin = js->name;
-    do {
-        r->meta_id = jr__rand_next(&js->rand) | 1;
-    } while (jr__map_get(&js->meta_reqs, r->meta_id));
-    op.request_id = r->meta_id;
     if (what == JR__REQ_DELETE) {
         op.type = JR__META_STREAM_DELETE;
         op.stream = name;
         if (!*name || strlen(name) > JR_STREAM_NAME_MAX) {
-            r->meta_id = 0;
             jr__req_finish(r, JR_EINVAL, "name: must be 1..%d bytes", JR_STREAM_NAME_MAX);
             goto out;
         }
@@ -782,7 +777,6 @@ static int meta_request(jr_node *n, uint8_t what, const jr_stream_config *cfg_in
             bad = what == JR__REQ_ADD ? jr__stream_config_check_add(&cfg, msg, sizeof msg)
                                       : jr__stream_config_validate(&cfg, msg, sizeof msg);
         if (bad) {
-            r->meta_id = 0;
             jr__req_finish(r, JR_EINVAL, "%s", msg);
             goto out;
         }
@@ -790,10 +784,8 @@ static int meta_request(jr_node *n, uint8_t what, const jr_stream_config *cfg_in
         op.config = &cfg;
         snprintf(r->stream, sizeof r->stream, "%s", cfg.name);
     }
-    int erc = jr__meta_op_encode(&op, &r->payload);
-    if (erc == 0) erc = jr__map_put(&js->meta_reqs, r->meta_id, r);
+    int erc = jr__mnode_file(js, r, &op);
     if (erc != 0) {
-        r->meta_id = 0;
         jr__req_finish(r, erc, "cannot encode the request: %s", jr_strerror(erc));
         goto out;
     }

@@ -638,6 +638,11 @@ int jr__mnode_open(jr__js *js);
 void jr__mnode_close(jr__js *js);
 /* The meta leader's name as this server knows it (NULL: none); 1 in *self if it is us. */
 const char *jr__mnode_leader(jr__js *js, int *self);
+/* Files r as a meta request: a fresh request id (never 0, unused among the outstanding ones)
+ * stamped on op, op encoded into r's payload, r found by that id when the answer comes. 0, or
+ * the encoder's error (JR_EINVAL for an op it refuses) or JR_ENOMEM with r not filed and its id
+ * 0: the caller then finishes or discards r. */
+int jr__mnode_file(jr__js *js, jr__req *r, jr__meta_op *op);
 /* Sends (or re-sends) a meta request r (state 0) towards the meta leader. */
 void jr__mnode_send(jr__req *r);
 /* The answer of the meta leader to meta request r (status 0: proposed). */

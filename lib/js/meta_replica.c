@@ -906,19 +906,26 @@ void jr__mnode_timer(jr__req *r)
                        leader, what);
 }
 
+int jr__mnode_file(jr__js *js, jr__req *r, jr__meta_op *op)
+{
+    do {
+        r->meta_id = jr__rand_next(&js->rand) | 1;
+    } while (jr__map_get(&js->meta_reqs, r->meta_id));
+    op->request_id = r->meta_id;
+    int rc = jr__meta_op_encode(op, &r->payload);
+    if (rc == 0) rc = jr__map_put(&js->meta_reqs, r->meta_id, r);
+    if (rc != 0) r->meta_id = 0;
+    return rc;
+}
+
 /* Internal requests (SERVER_INFO, STREAM_CONVERGED) --------------------------------------*/
 
 jr__req *jr__mnode_send_internal(jr__js *js, uint8_t what, jr__meta_op *op)
 {
     jr__req *r = jr__req_new(js, what);
     if (!r) return NULL;
-    do {
-        r->meta_id = jr__rand_next(&js->rand) | 1;
-    } while (jr__map_get(&js->meta_reqs, r->meta_id));
-    op->request_id = r->meta_id; /* completes when applied, like any admin request */
-    op->origin = js->name;
-    if (jr__meta_op_encode(op, &r->payload) != 0 ||
-        jr__map_put(&js->meta_reqs, r->meta_id, r) != 0) {
+    op->origin = js->name; /* completes when applied, like any admin request */
+    if (jr__mnode_file(js, r, op) != 0) {
         jr__req_discard(r);
         return NULL;
     }
