@@ -726,21 +726,9 @@ void jr__lists_deliver(jr__req *r)
             deliver_list(r, j);
         }
         break;
-    case JR__REQ_DIRECT_GET: {
-        if (st != 0) {
-            r->cb.msg(r->arg, st, msg, NULL);
-            break;
-        }
-        jr__msg_dec d;
-        int rc = jr__msg_decode(r->result.data, r->result.len, a, &d);
-        d.m.stream = r->stream;
-        if (rc == 0)
-            r->cb.msg(r->arg, 0, "", &d.m);
-        else
-            r->cb.msg(r->arg, rc, "message does not decode", NULL);
-        jr__msg_dec_free(&d);
+    case JR__REQ_DIRECT_GET:
+        jr__req_deliver_msg(r, st, msg);
         break;
-    }
     default:
         break;
     }

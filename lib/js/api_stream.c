@@ -635,6 +635,22 @@ void jr__req_timer(jr__req *r)
 
 /* Delivery ----------------------------------------------------------------------------------*/
 
+void jr__req_deliver_msg(jr__req *r, int st, const char *msg)
+{
+    if (st != 0) {
+        r->cb.msg(r->arg, st, msg, NULL);
+        return;
+    }
+    jr__msg_dec d;
+    int rc = jr__msg_decode(r->result.data, r->result.len, r->js->alloc, &d);
+    d.m.stream = r->stream;
+    if (rc == 0)
+        r->cb.msg(r->arg, 0, "", &d.m);
+    else
+        r->cb.msg(r->arg, rc, "message does not decode", NULL);
+    jr__msg_dec_free(&d);
+}
+
 void jr__req_deliver(jr__req *r)
 {
     jr__js *js = r->js;
@@ -681,21 +697,9 @@ void jr__req_deliver(jr__req *r)
         return;
     }
     case JR__REQ_MSG_GET:
-    case JR__REQ_GET_LAST: {
-        if (st != 0) {
-            r->cb.msg(r->arg, st, msg, NULL);
-            return;
-        }
-        jr__msg_dec d;
-        int rc = jr__msg_decode(r->result.data, r->result.len, a, &d);
-        d.m.stream = r->stream;
-        if (rc == 0)
-            r->cb.msg(r->arg, 0, "", &d.m);
-        else
-            r->cb.msg(r->arg, rc, "message does not decode", NULL);
-        jr__msg_dec_free(&d);
+    case JR__REQ_GET_LAST:
+        jr__req_deliver_msg(r, st, msg);
         return;
-    }
     case JR__REQ_META_INFO: {
         if (st != 0 && st != JR_ENOLEADER && st != JR_EREMOVED) {
             r->cb.meta(r->arg, st, msg, NULL);

@@ -1057,6 +1057,9 @@ void jr__drain_report_under(jr__js *js, jr__buf *b);
 int jr__js_entry(jr_node *n, int ok);
 /* Runs r's user callback (from the node's completion queue). */
 void jr__req_deliver(jr__req *r);
+/* Delivers the answer of a message read (get, last-by-subject, direct get): the message
+ * decoded from r->result when st is 0, else st and msg. */
+void jr__req_deliver_msg(jr__req *r, int st, const char *msg);
 /* The same for a consumer info, fetch or ack (api_consumer.c). */
 void jr__consumer_deliver(jr__req *r);
 /* Consumer request r knows its consumer's group: 1; not yet, ask again later: 0; the stream or
