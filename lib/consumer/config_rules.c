@@ -10,33 +10,8 @@
 #include <string.h>
 
 #include "consumer/config.h"
+#include "util/strblock.h"
 #include "util/subject.h"
-
-static int str_eq(const char *a, const char *b)
-{
-    if (!a || !b) return a == b;
-    return strcmp(a, b) == 0;
-}
-
-static int list_eq(const char *const *a, size_t na, const char *const *b, size_t nb)
-{
-    if (na != nb) return 0;
-    for (size_t i = 0; i < na; i++)
-        if (!str_eq(a[i], b[i])) return 0;
-    return 1;
-}
-
-/* Metadata keys are unique (validated), so equal sizes and every pair of a found in b suffice. */
-static int metadata_eq(const jr_consumer_config *a, const jr_consumer_config *b)
-{
-    if (a->nmetadata != b->nmetadata) return 0;
-    for (size_t i = 0; i < a->nmetadata; i++) {
-        size_t j = 0;
-        while (j < b->nmetadata && strcmp(a->metadata[i].key, b->metadata[j].key) != 0) j++;
-        if (j == b->nmetadata || strcmp(a->metadata[i].value, b->metadata[j].value) != 0) return 0;
-    }
-    return 1;
-}
 
 static int backoff_eq(const jr_consumer_config *a, const jr_consumer_config *b)
 {
@@ -52,26 +27,27 @@ int jr__consumer_config_equal(const jr_consumer_config *x, const jr_consumer_con
     jr__consumer_config_normalize(x, &nx);
     jr__consumer_config_normalize(y, &ny);
     const jr_consumer_config *a = &nx.c, *b = &ny.c;
-    return str_eq(a->name, b->name) && str_eq(a->durable_name, b->durable_name) &&
-           str_eq(a->description, b->description) && metadata_eq(a, b) &&
+    return jr__str_eq(a->name, b->name) && jr__str_eq(a->durable_name, b->durable_name) &&
+           jr__str_eq(a->description, b->description) &&
+           jr__kvs_eq(a->metadata, a->nmetadata, b->metadata, b->nmetadata) &&
            a->deliver_policy == b->deliver_policy && a->opt_start_seq == b->opt_start_seq &&
            a->opt_start_time_ns == b->opt_start_time_ns && a->ack_policy == b->ack_policy &&
            a->ack_wait_ns == b->ack_wait_ns && a->max_deliver == b->max_deliver &&
-           backoff_eq(a, b) && str_eq(a->filter_subject, b->filter_subject) &&
-           list_eq(a->filter_subjects, a->nfilter_subjects, b->filter_subjects,
-                   b->nfilter_subjects) &&
+           backoff_eq(a, b) && jr__str_eq(a->filter_subject, b->filter_subject) &&
+           jr__strv_eq(a->filter_subjects, a->nfilter_subjects, b->filter_subjects,
+                       b->nfilter_subjects) &&
            a->replay_policy == b->replay_policy && a->rate_limit_bps == b->rate_limit_bps &&
-           str_eq(a->sample_freq, b->sample_freq) && a->max_waiting == b->max_waiting &&
+           jr__str_eq(a->sample_freq, b->sample_freq) && a->max_waiting == b->max_waiting &&
            a->max_ack_pending == b->max_ack_pending && a->headers_only == b->headers_only &&
            a->max_batch == b->max_batch && a->max_expires_ns == b->max_expires_ns &&
-           a->max_bytes == b->max_bytes && str_eq(a->deliver_subject, b->deliver_subject) &&
-           str_eq(a->deliver_group, b->deliver_group) &&
+           a->max_bytes == b->max_bytes && jr__str_eq(a->deliver_subject, b->deliver_subject) &&
+           jr__str_eq(a->deliver_group, b->deliver_group) &&
            a->idle_heartbeat_ns == b->idle_heartbeat_ns && a->flow_control == b->flow_control &&
            a->inactive_threshold_ns == b->inactive_threshold_ns &&
            a->num_replicas == b->num_replicas && a->mem_storage == b->mem_storage &&
            a->pause_until_ns == b->pause_until_ns &&
-           list_eq(a->priority_groups, a->npriority_groups, b->priority_groups,
-                   b->npriority_groups) &&
+           jr__strv_eq(a->priority_groups, a->npriority_groups, b->priority_groups,
+                       b->npriority_groups) &&
            a->priority_policy == b->priority_policy &&
            a->priority_timeout_ns == b->priority_timeout_ns;
 }
@@ -87,7 +63,7 @@ int jr__consumer_config_check_update(const jr_consumer_config *old, const jr_con
     jr__consumer_config_normalize(old, &no);
     jr__consumer_config_normalize(upd, &nu);
     const jr_consumer_config *o = &no.c, *u = &nu.c;
-    if (!str_eq(o->name, u->name) || !str_eq(o->durable_name, u->durable_name))
+    if (!jr__str_eq(o->name, u->name) || !jr__str_eq(o->durable_name, u->durable_name))
         return FAIL(500, 10012, "consumer name can not be updated");
     if (o->deliver_policy != u->deliver_policy)
         return FAIL(500, 10012, "deliver policy can not be updated");

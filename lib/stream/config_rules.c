@@ -10,20 +10,7 @@
 #include <string.h>
 
 #include "stream/config.h"
-
-static int str_eq(const char *a, const char *b)
-{
-    if (!a || !b) return a == b;
-    return strcmp(a, b) == 0;
-}
-
-static int list_eq(const char *const *a, size_t na, const char *const *b, size_t nb)
-{
-    if (na != nb) return 0;
-    for (size_t i = 0; i < na; i++)
-        if (!str_eq(a[i], b[i])) return 0;
-    return 1;
-}
+#include "util/strblock.h"
 
 /* Placements of two normal forms. */
 static int placement_eq(const jr_stream_config *a, const jr_stream_config *b)
@@ -31,20 +18,8 @@ static int placement_eq(const jr_stream_config *a, const jr_stream_config *b)
     size_t na, nb;
     const char *const *ta = jr__stream_placement_tags(a, &na);
     const char *const *tb = jr__stream_placement_tags(b, &nb);
-    return str_eq(jr__stream_placement_cluster(a), jr__stream_placement_cluster(b)) &&
-           list_eq(ta, na, tb, nb);
-}
-
-/* Metadata keys are unique (validated), so equal sizes and every pair of a found in b suffice. */
-static int metadata_eq(const jr_stream_config *a, const jr_stream_config *b)
-{
-    if (a->nmetadata != b->nmetadata) return 0;
-    for (size_t i = 0; i < a->nmetadata; i++) {
-        size_t j = 0;
-        while (j < b->nmetadata && strcmp(a->metadata[i].key, b->metadata[j].key) != 0) j++;
-        if (j == b->nmetadata || strcmp(a->metadata[i].value, b->metadata[j].value) != 0) return 0;
-    }
-    return 1;
+    return jr__str_eq(jr__stream_placement_cluster(a), jr__stream_placement_cluster(b)) &&
+           jr__strv_eq(ta, na, tb, nb);
 }
 
 int jr__stream_config_equal(const jr_stream_config *x, const jr_stream_config *y)
@@ -53,8 +28,8 @@ int jr__stream_config_equal(const jr_stream_config *x, const jr_stream_config *y
     jr__stream_config_normalize(x, &nx);
     jr__stream_config_normalize(y, &ny);
     const jr_stream_config *a = &nx.c, *b = &ny.c;
-    return str_eq(a->name, b->name) && str_eq(a->description, b->description) &&
-           list_eq(a->subjects, a->nsubjects, b->subjects, b->nsubjects) &&
+    return jr__str_eq(a->name, b->name) && jr__str_eq(a->description, b->description) &&
+           jr__strv_eq(a->subjects, a->nsubjects, b->subjects, b->nsubjects) &&
            a->retention == b->retention && a->max_consumers == b->max_consumers &&
            a->max_msgs == b->max_msgs && a->max_bytes == b->max_bytes &&
            a->max_age_ns == b->max_age_ns && a->max_msgs_per_subject == b->max_msgs_per_subject &&
@@ -63,7 +38,8 @@ int jr__stream_config_equal(const jr_stream_config *x, const jr_stream_config *y
            a->duplicate_window_ns == b->duplicate_window_ns && placement_eq(a, b) &&
            a->sealed == b->sealed && a->deny_delete == b->deny_delete &&
            a->deny_purge == b->deny_purge && a->allow_rollup == b->allow_rollup &&
-           a->compression == b->compression && metadata_eq(a, b) &&
+           a->compression == b->compression &&
+           jr__kvs_eq(a->metadata, a->nmetadata, b->metadata, b->nmetadata) &&
            a->allow_direct == b->allow_direct;
 }
 

@@ -1,4 +1,4 @@
-/* strblock — the two-pass copy of a configuration's strings into its block (strblock.h). */
+/* strblock — a configuration's strings: the two-pass copy into its block, equality (strblock.h). */
 #include "util/strblock.h"
 
 const char *jr__strblock_put(jr__strblock *b, const char *s, size_t n)
@@ -41,4 +41,30 @@ const char *jr__strblock_rd(jr__rd *r, jr__strblock *b, size_t max, int empty_is
     }
     if (n == 0 && empty_is_null) return NULL;
     return jr__strblock_put(b, (const char *)p, n);
+}
+
+int jr__str_eq(const char *a, const char *b)
+{
+    if (!a || !b) return a == b;
+    return strcmp(a, b) == 0;
+}
+
+int jr__strv_eq(const char *const *a, size_t na, const char *const *b, size_t nb)
+{
+    if (na != nb) return 0;
+    for (size_t i = 0; i < na; i++)
+        if (!jr__str_eq(a[i], b[i])) return 0;
+    return 1;
+}
+
+/* The keys are unique, so equal sizes and every pair of a found in b suffice. */
+int jr__kvs_eq(const jr_kv *a, size_t na, const jr_kv *b, size_t nb)
+{
+    if (na != nb) return 0;
+    for (size_t i = 0; i < na; i++) {
+        size_t j = 0;
+        while (j < nb && strcmp(a[i].key, b[j].key) != 0) j++;
+        if (j == nb || strcmp(a[i].value, b[j].value) != 0) return 0;
+    }
+    return 1;
 }

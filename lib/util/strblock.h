@@ -1,5 +1,6 @@
 /*
- * strblock — the strings of a configuration copied into the one allocation that holds it.
+ * strblock — the strings of a configuration: copied into the one allocation that holds it, and
+ * compared.
  *
  * An owned configuration (a stream's, a consumer's) is one block: the struct, its arrays, then
  * every string it points to. Its size is known only once every string has been seen, so the
@@ -40,6 +41,13 @@ void jr__strblock_list(jr__strblock *b, const char *const *src, size_t n, const 
 
 /* Puts n key/value pairs the same way. */
 void jr__strblock_kvs(jr__strblock *b, const jr_kv *src, size_t n, jr_kv *dst);
+
+/* Equality of two optional strings (NULL equals only NULL), of two string lists (item by item,
+ * in order) and of two key/value lists whose keys are unique within each (the same pairs in any
+ * order). */
+int jr__str_eq(const char *a, const char *b);
+int jr__strv_eq(const char *const *a, size_t na, const char *const *b, size_t nb);
+int jr__kvs_eq(const jr_kv *a, size_t na, const jr_kv *b, size_t nb);
 
 /* Reads a varint-prefixed string of at most max bytes from r and puts it. The empty string is
  * NULL when empty_is_null (the encoding's "none"); an embedded NUL fails r. NULL when r failed. */
