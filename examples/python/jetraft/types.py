@@ -645,6 +645,7 @@ class GroupHealth:
     damaged: bool = False
     unvouched: bool = False
     text: str = ""
+    fsm_failed: bool = False
 
     _ctype = _abi.jr_group_health
     _init = None
@@ -776,6 +777,7 @@ class GroupStatus:
     npeers: int = 0
     damaged: bool = False
     unvouched: bool = False
+    fsm_failed: bool = False
 
     _ctype = _abi.jr_group_status
     _init = None
@@ -792,6 +794,7 @@ class PeerStatus:
     last_seen_ns: int = 0
     damaged: bool = False
     unvouched: bool = False
+    fsm_failed: bool = False
 
     _ctype = _abi.jr_peer_status
     _init = None
