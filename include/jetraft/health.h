@@ -35,7 +35,10 @@ enum jr_check_kind {
     JR_CHECK_OFFLINE,         /* "N replicas offline" */
     JR_CHECK_LAGGED,          /* "N replicas lagged": lag above lag_critical */
     JR_CHECK_INACTIVE,        /* "N replicas inactive": not seen for longer than seen_critical */
-    JR_CHECK_DAMAGED,         /* "N replicas damaged": lost data, waiting for repair */
+    JR_CHECK_DAMAGED,         /* "N replicas damaged": lost data, waiting for repair (as the
+                                 leader knows its members: jr_peer_info.damaged; a replica whose
+                                 state machine failed has a whole log and is not counted here:
+                                 its own node's health says so, jr_group_health.fsm_failed) */
     JR_CHECK_NOT_CURRENT,     /* "N replicas not current": online, not caught up (warning) */
     JR_CHECK_UNVOUCHED,       /* "N replicas unvouched": restarted, storage not yet vouched for
                                  (warning) */

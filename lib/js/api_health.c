@@ -350,7 +350,6 @@ static int judge_group(jr__js *js, jr_group *g, int failed, group_verdict *out)
     out->h.role = st.role;
     out->h.damaged = st.damaged;
     out->h.fsm_failed = st.fsm_failed || failed != 0;
-    if (!out->failed && st.fsm_failed) out->failed = JR_EDAMAGED;
     out->h.unvouched = st.unvouched;
     const char *leader = jr_group_leader(g);
     if (!leader) {
@@ -375,11 +374,15 @@ static int judge_group(jr__js *js, jr_group *g, int failed, group_verdict *out)
 }
 
 /* The verdict's one line: the worst of its problems, a lost replica first. A state machine
- * being refilled from its peers after its store was discarded (JR_EDAMAGED) is "rebuilding". */
+ * being refilled from its peers after its store was discarded (JR_EDAMAGED) is "rebuilding"; one
+ * the library's replica does not know failed is its group's (jr_group_status.fsm_failed: a
+ * snapshot that did not restore). */
 static void verdict_text(group_verdict *v)
 {
     char fsm[96];
-    if (v->failed == JR_EDAMAGED)
+    if (!v->failed)
+        snprintf(fsm, sizeof fsm, "state machine failed: a snapshot did not restore");
+    else if (v->failed == JR_EDAMAGED)
         snprintf(fsm, sizeof fsm, "state machine rebuilding from its peers");
     else
         snprintf(fsm, sizeof fsm, "state machine failed: %s", jr_strerror(v->failed));

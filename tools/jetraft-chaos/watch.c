@@ -43,7 +43,7 @@ typedef struct flagged {
 } flagged;
 static flagged seen[SEEN_MAX];
 static size_t nseen, nflagged;
-static uint64_t samples, unwell_seen, damaged_seen;
+static uint64_t samples, unwell_seen, damaged_seen, fsm_seen;
 
 /* 1 the first time (server, group) is flagged, then 0: one violation each. */
 static int first_time(int i, uint64_t group, int consumer)
@@ -97,6 +97,7 @@ static void sample(int i)
         unwell_seen++;
         int damaged = json_is_true(json_object_get(r, "damaged"));
         damaged_seen += damaged;
+        fsm_seen += json_is_true(json_object_get(r, "fsm_failed"));
         if (!damaged || strcmp(jstr(r, "role"), "leader") != 0) continue;
         json_t *c = json_object_get(r, "consumer");
         flag(i, (uint64_t)json_integer_value(json_object_get(r, "group")), jstr(r, "stream"),
@@ -152,6 +153,7 @@ void watch_stop(void)
     pthread_join(watcher, NULL);
     running = 0;
     note("damaged-leads: %" PRIu64 " samples of the servers' own reports, %" PRIu64
-         " unwell replicas seen in them, %" PRIu64 " of them damaged, %zu leading",
-         samples, unwell_seen, damaged_seen, nflagged);
+         " unwell replicas seen in them, %" PRIu64
+         " of them damaged (%zu of those leading), %" PRIu64 " with a failed state machine",
+         samples, unwell_seen, damaged_seen, nflagged, fsm_seen);
 }
