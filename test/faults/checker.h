@@ -102,7 +102,7 @@ struct fchk {
 void fchk_init(fchk *k, e2e *c, const char *stream, const char *prefix, int lossy);
 void fchk_free(fchk *k);
 /* Records a violation (printf-style): the first is kept in k->fail, the first few are printed. */
-void fchk_failf(fchk *k, const char *fmt, ...);
+void fchk_failf(fchk *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Message i's payload, about 200 bytes, into buf; its length. */
 size_t fchk_payload(size_t i, char *buf, size_t cap);

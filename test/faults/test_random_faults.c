@@ -101,6 +101,7 @@ static unsigned g_kinds = (1u << K_NKINDS) - 1;
 static const char *const target_keys[T_NTARGETS] = {"wal", "block", "snapshot", "whole_wal"};
 static unsigned g_targets = (1u << T_NTARGETS) - 1;
 
+static void note(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(run *r, const char *fmt, ...)
 {
     if (r->ntrace >= sizeof r->trace - 1) return;
