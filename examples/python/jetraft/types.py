@@ -636,6 +636,10 @@ class CheckResult:
 
 @dataclass
 class GroupHealth:
+    """A local replica that is unwell (jr_group_health). ``damaged``: its Raft replica lost data
+    and waits for repair (it never leads); ``fsm_failed``: its state machine failed and is
+    rebuilt from its peers (its log is whole). Role and flags come from one read of its group."""
+
     group: int = 0
     stream: str = ""
     consumer: str | None = None
