@@ -139,9 +139,10 @@ typedef struct jr_group_health {
                              a consumer state that failed an apply or a restore;
                              jr_group_status.fsm_failed) and applies nothing until it is
                              rebuilt from the group's snapshot, log and peers, which includes
-                             fetching the stream's messages again. Its Raft log is whole: it
-                             may still vote, and lead for a while (a stream leader whose store
-                             failed hands its leadership over) */
+                             fetching the stream's messages again. Its Raft log is whole: such
+                             a stream or consumer replica may still vote, and lead for a while
+                             (a stream leader whose store failed hands its leadership over); a
+                             group whose snapshot did not restore votes no more */
 } jr_group_health;
 
 /* A node's health as JetStream's /healthz sees it, computed locally. */
