@@ -9,6 +9,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,14 @@ typedef struct stream_check {
     char line[TEXT];
 } stream_check;
 
+/* An unwell local replica's state, from the one read of its group that judged it
+ * (jr_group_health): its role and its damaged and fsm_failed flags are of the same moment. */
+typedef struct unwell_rep {
+    char stream[256], consumer[256]; /* consumer "": a stream replica */
+    uint64_t group;
+    int role, damaged, fsm_failed, unvouched, no_leader, no_quorum;
+} unwell_rep;
+
 typedef struct snap {
     jr_node_stats node;
     srv_stats host;
@@ -49,8 +58,9 @@ typedef struct snap {
     /* this node's health */
     int have_health, healthy, meta_current;
     char meta_text[1024]; /* long enough for a permanent open error (gap_health) */
-    size_t local_streams, nunwell;
+    size_t local_streams, local_consumers, nunwell;
     char unwell[MAX_UNWELL][TEXT];
+    unwell_rep unwell_rep[MAX_UNWELL];
     /* stream checks */
     size_t nchecks;
     stream_check checks[MAX_STREAMS];
@@ -106,9 +116,27 @@ static void on_health(void *arg, int status, const char *msg, const jr_node_heal
     n->meta_current = h->meta_current;
     snprintf(n->meta_text, sizeof n->meta_text, "%s", h->meta_text ? h->meta_text : "");
     n->local_streams = h->nstreams;
+    n->local_consumers = h->nconsumers;
     n->nunwell = 0;
-    for (size_t i = 0; i < h->ngroups && i < MAX_UNWELL; i++)
-        snprintf(n->unwell[n->nunwell++], TEXT, "%s", h->groups[i]->text);
+    for (size_t i = 0; i < h->ngroups && i < MAX_UNWELL; i++) {
+        const jr_group_health *g = h->groups[i];
+        size_t k = n->nunwell++;
+        snprintf(n->unwell[k], TEXT, "%s", g->text);
+        snprintf(n->unwell_rep[k].stream, sizeof n->unwell_rep[k].stream, "%s",
+                 g->stream ? g->stream : "");
+        snprintf(n->unwell_rep[k].consumer, sizeof n->unwell_rep[k].consumer, "%s",
+                 g->consumer ? g->consumer : "");
+        n->unwell_rep[k].group = g->group;
+        n->unwell_rep[k].role = g->role;
+        n->unwell_rep[k].damaged = g->damaged;
+        /* a library built before the field had it not: its damaged said both */
+        n->unwell_rep[k].fsm_failed =
+            g->size >= offsetof(jr_group_health, fsm_failed) + sizeof g->fsm_failed ? g->fsm_failed
+                                                                                    : 0;
+        n->unwell_rep[k].unvouched = g->unvouched;
+        n->unwell_rep[k].no_leader = g->no_leader;
+        n->unwell_rep[k].no_quorum = g->no_quorum;
+    }
 }
 
 typedef struct check_arg {
@@ -311,6 +339,26 @@ static char *render_metrics(const snap *c, const char *name)
 }
 
 static const char *const check_names[] = {"OK", "WARNING", "CRITICAL", "UNKNOWN"};
+static const char *const role_names[] = {"follower", "candidate", "leader", "observer"};
+
+/* The unwell local replicas (a replica not listed leads or follows with a quorum, whole): each
+ * with its role, damaged (lost data, waits for repair: never leads) and fsm_failed (its state
+ * machine failed and is rebuilt) as one read of its group gave them. */
+static json_t *unwell_replicas(const snap *c)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; c->have_health && i < c->nunwell; i++) {
+        const unwell_rep *r = &c->unwell_rep[i];
+        json_t *o =
+            json_pack("{s:s,s:I,s:s,s:b,s:b,s:b,s:b,s:b,s:s}", "stream", r->stream, "group",
+                      (json_int_t)r->group, "role", role_names[(unsigned)r->role & 3], "damaged",
+                      r->damaged, "fsm_failed", r->fsm_failed, "unvouched", r->unvouched,
+                      "no_leader", r->no_leader, "no_quorum", r->no_quorum, "text", c->unwell[i]);
+        if (o && r->consumer[0]) json_object_set_new(o, "consumer", json_string(r->consumer));
+        if (o) json_array_append_new(a, o);
+    }
+    return a;
+}
 
 static char *render_jsz(const snap *c, const server *s)
 {
@@ -327,15 +375,19 @@ static char *render_jsz(const snap *c, const server *s)
                                         check_names[c->checks[i].status & 3], "leader_here",
                                         c->checks[i].led_here, "check", c->checks[i].line));
     json_t *j = json_pack(
-        "{s:s,s:s,s:I,s:I,s:I,s:{s:s,s:s?,s:o,s:I},s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I}}", "server_id",
-        s->server_id, "server_name", s->cfg.name, "streams", (json_int_t)c->streams, "messages_in",
-        (json_int_t)c->host.js_acks, "api_requests", (json_int_t)c->host.js_api_requests,
-        "meta_cluster", "name", s->cfg.cluster, "leader", c->have_meta ? c->meta_leader : NULL,
-        "replicas", servers, "cluster_size", (json_int_t)c->cluster_size, "stream_checks", streams,
-        "node", "groups", (json_int_t)c->node.groups, "wal_syncs", (json_int_t)c->node.wal_syncs,
-        "wal_bytes", (json_int_t)c->node.wal_bytes, "frames_sent", (json_int_t)c->node.frames_sent,
+        "{s:s,s:s,s:I,s:I,s:I,s:{s:s,s:s?,s:o,s:I},s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I},s:{s:b,s:I,s:I,"
+        "s:o}}",
+        "server_id", s->server_id, "server_name", s->cfg.name, "streams", (json_int_t)c->streams,
+        "messages_in", (json_int_t)c->host.js_acks, "api_requests",
+        (json_int_t)c->host.js_api_requests, "meta_cluster", "name", s->cfg.cluster, "leader",
+        c->have_meta ? c->meta_leader : NULL, "replicas", servers, "cluster_size",
+        (json_int_t)c->cluster_size, "stream_checks", streams, "node", "groups",
+        (json_int_t)c->node.groups, "wal_syncs", (json_int_t)c->node.wal_syncs, "wal_bytes",
+        (json_int_t)c->node.wal_bytes, "frames_sent", (json_int_t)c->node.frames_sent,
         "frames_received", (json_int_t)c->node.frames_received, "frames_rejected",
-        (json_int_t)c->node.frames_rejected);
+        (json_int_t)c->node.frames_rejected, "health", "known", c->have_health, "stream_replicas",
+        (json_int_t)c->local_streams, "consumer_replicas", (json_int_t)c->local_consumers,
+        "unwell_replicas", unwell_replicas(c));
     char *txt = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
     json_decref(j);
     return txt;

@@ -202,12 +202,17 @@ typedef struct jr_group_status {
     uint64_t applied_index;
     uint64_t last_index;
     uint64_t snapshot_index;
-    size_t npeers; /* members, this one included; jr_group_peer() reads each */
-    int damaged;   /* 1 if this replica lost data and waits for repair */
-    int unvouched; /* 1 from a restart until its peers vouched for its storage: it may have lost
-                      records it acknowledged (a cut tail, files rolled back), so it grants no
-                      vote and takes no leader's entries before their answers; damaged once they
-                      show it lost some */
+    size_t npeers;  /* members, this one included; jr_group_peer() reads each */
+    int damaged;    /* 1 if this replica lost data and waits for repair (never a failed fsm:
+                       fsm_failed) */
+    int unvouched;  /* 1 from a restart until its peers vouched for its storage: it may have lost
+                       records it acknowledged (a cut tail, files rolled back), so it grants no
+                       vote and takes no leader's entries before their answers; damaged once they
+                       show it lost some */
+    int fsm_failed; /* 1 once its fsm's restore of a snapshot failed (the snapshot and the log
+                       are whole; the state machine is not): like a damaged replica it never
+                       votes nor campaigns and proposals fail with JR_EDAMAGED, until the node
+                       is reopened; not counted as damaged */
 } jr_group_status;
 
 typedef struct jr_peer_status {
@@ -228,6 +233,8 @@ typedef struct jr_peer_status {
     int unvouched;         /* as jr_group_status.unvouched: this replica's own flag for itself;
                               for another member, on the leader, a member that restarted and
                               has not yet acknowledged the log it was asked to vouch for */
+    int fsm_failed;        /* jr_group_status.fsm_failed for this replica itself; 0 for another
+                              member (a leader does not learn of its members' state machines) */
 } jr_peer_status;
 
 JR_API int jr_group_status_get(const jr_group *g, jr_group_status *out);

@@ -2,7 +2,8 @@
  * jetraft/health.h — health checks: a stream's or a consumer's replicas judged as the nats CLI's
  * `nats server check stream --peer-expect N` judges them (Nagios-style OK / WARNING / CRITICAL,
  * with a one-line rendering), and a node's own health (JetStream's /healthz: current with the
- * meta leader, every local stream and consumer replica led, with a quorum, undamaged).
+ * meta leader, every local stream and consumer replica led, with a quorum, undamaged, its state
+ * machine whole).
  *
  * Everything handed to a callback (the structs, their arrays and strings) is borrowed for the
  * duration of the callback. Each struct starts with its size as built into the library; arrays
@@ -34,7 +35,10 @@ enum jr_check_kind {
     JR_CHECK_OFFLINE,         /* "N replicas offline" */
     JR_CHECK_LAGGED,          /* "N replicas lagged": lag above lag_critical */
     JR_CHECK_INACTIVE,        /* "N replicas inactive": not seen for longer than seen_critical */
-    JR_CHECK_DAMAGED,         /* "N replicas damaged": lost data, waiting for repair */
+    JR_CHECK_DAMAGED,         /* "N replicas damaged": lost data, waiting for repair (as the
+                                 leader knows its members: jr_peer_info.damaged; a replica whose
+                                 state machine failed has a whole log and is not counted here:
+                                 its own node's health says so, jr_group_health.fsm_failed) */
     JR_CHECK_NOT_CURRENT,     /* "N replicas not current": online, not caught up (warning) */
     JR_CHECK_UNVOUCHED,       /* "N replicas unvouched": restarted, storage not yet vouched for
                                  (warning) */
@@ -125,9 +129,20 @@ typedef struct jr_group_health {
     int no_leader;        /* it knows no leader (an election goes on or cannot succeed) */
     int no_quorum;        /* leader: fewer voters current than a majority; follower: its leader
                              not heard from within an election timeout */
-    int damaged;          /* lost data, waits for repair (or its state machine failed) */
+    int damaged;          /* its Raft replica lost data and waits for repair from its peers
+                             (jr_group_status.damaged): it never votes nor leads */
     int unvouched;        /* restarted, its peers have not vouched for its storage yet */
-    const char *text;     /* e.g. "stream ORDERS: no leader" */
+    const char *text;     /* e.g. "stream ORDERS: no leader", "stream ORDERS: damaged",
+                             "stream ORDERS: state machine failed: <why>" */
+    int fsm_failed;       /* its state machine failed (a stream store that failed a read, a
+                             sync, an apply or a snapshot restore, or was found damaged at open;
+                             a consumer state that failed an apply or a restore;
+                             jr_group_status.fsm_failed) and applies nothing until it is
+                             rebuilt from the group's snapshot, log and peers, which includes
+                             fetching the stream's messages again. Its Raft log is whole: such
+                             a stream or consumer replica may still vote, and lead for a while
+                             (a stream leader whose store failed hands its leadership over); a
+                             group whose snapshot did not restore votes no more */
 } jr_group_health;
 
 /* A node's health as JetStream's /healthz sees it, computed locally. */

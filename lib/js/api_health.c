@@ -317,7 +317,8 @@ typedef struct health_ctx {
 
 typedef struct group_verdict {
     jr_group_health h;
-    char text[JR_STREAM_NAME_MAX * 2 + 96];
+    int failed; /* its state machine's failure code (0: none) */
+    char text[JR_STREAM_NAME_MAX * 2 + 160];
 } group_verdict;
 
 /* 1 if the node of server `name` sent a valid frame within `within` ns. */
@@ -330,7 +331,8 @@ static int heard_within(jr_node *n, const char *name, uint64_t within)
 }
 
 /* Judges one local replica; 1 (and *out filled) if it is unwell. `failed` is its state
- * machine's failure code (0: none). */
+ * machine's failure code (0: none); the group's own damage and its state machine's failure are
+ * reported apart, from the one jr_group_status read here. */
 static int judge_group(jr__js *js, jr_group *g, int failed, group_verdict *out)
 {
     jr_group_status st;
@@ -338,14 +340,16 @@ static int judge_group(jr__js *js, jr_group *g, int failed, group_verdict *out)
     st.size = sizeof st;
     memset(&out->h, 0, sizeof out->h);
     out->h.size = sizeof out->h;
+    out->failed = failed;
     if (!g || jr_group_status_get(g, &st) != 0) {
         out->h.no_leader = 1;
-        out->h.damaged = failed != 0;
+        out->h.fsm_failed = failed != 0;
         return 1;
     }
     out->h.group = st.id;
     out->h.role = st.role;
-    out->h.damaged = st.damaged || failed != 0;
+    out->h.damaged = st.damaged;
+    out->h.fsm_failed = st.fsm_failed || failed != 0;
     out->h.unvouched = st.unvouched;
     const char *leader = jr_group_leader(g);
     if (!leader) {
@@ -365,15 +369,28 @@ static int judge_group(jr__js *js, jr_group *g, int failed, group_verdict *out)
     } else {
         out->h.no_quorum = !heard_within(js->n, leader, js->election_ns);
     }
-    return out->h.no_leader || out->h.no_quorum || out->h.damaged || out->h.unvouched;
+    return out->h.no_leader || out->h.no_quorum || out->h.damaged || out->h.fsm_failed ||
+           out->h.unvouched;
 }
 
+/* The verdict's one line: the worst of its problems, a lost replica first. A state machine
+ * being refilled from its peers after its store was discarded (JR_EDAMAGED) is "rebuilding"; one
+ * the library's replica does not know failed is its group's (jr_group_status.fsm_failed: a
+ * snapshot that did not restore). */
 static void verdict_text(group_verdict *v)
 {
-    const char *what = v->h.damaged     ? "damaged"
-                       : v->h.no_leader ? "no leader"
-                       : v->h.no_quorum ? "no quorum"
-                                        : "unvouched";
+    char fsm[96];
+    if (!v->failed)
+        snprintf(fsm, sizeof fsm, "state machine failed: a snapshot did not restore");
+    else if (v->failed == JR_EDAMAGED)
+        snprintf(fsm, sizeof fsm, "state machine rebuilding from its peers");
+    else
+        snprintf(fsm, sizeof fsm, "state machine failed: %s", jr_strerror(v->failed));
+    const char *what = v->h.damaged      ? "damaged"
+                       : v->h.fsm_failed ? fsm
+                       : v->h.no_leader  ? "no leader"
+                       : v->h.no_quorum  ? "no quorum"
+                                         : "unvouched";
     if (v->h.consumer)
         snprintf(v->text, sizeof v->text, "consumer %s > %s: %s", v->h.stream, v->h.consumer, what);
     else
@@ -439,8 +456,8 @@ static void health_fire(void *arg, int status)
     if (js->meta && jr_group_status_get(js->meta, &ms) == 0) {
         h.meta_lag = ms.commit_index > ms.applied_index ? ms.commit_index - ms.applied_index : 0;
         int heard = ms.role == JR_LEADER || heard_within(c->n, ml, js->election_ns);
-        h.meta_current =
-            ml && heard && !ms.damaged && !ms.unvouched && !js->meta_failed && h.meta_lag == 0;
+        h.meta_current = ml && heard && !ms.damaged && !ms.fsm_failed && !ms.unvouched &&
+                         !js->meta_failed && h.meta_lag == 0;
     }
     /* A node whose WAL failed makes nothing durable until it is reopened: its replicas may
      * look current (their logs and leaders are as they were) but can take no entry, so the

@@ -320,7 +320,8 @@ int jr_group_status_get(const jr_group *g, jr_group_status *out)
     s.last_index = jr__raft_last_index(r);
     s.snapshot_index = g->snap_index;
     s.npeers = jr__raft_conf(r)->n;
-    s.damaged = jr__group_damaged(g);
+    s.damaged = jr__group_lost(g);
+    s.fsm_failed = g->fsm_failed;
     s.unvouched = jr__raft_unvouched(r);
     size_t sz = out->size < sizeof s ? out->size : sizeof s;
     memcpy(out, &s, sz);
@@ -353,8 +354,13 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
     s.name = p ? p->name : NULL;
     s.voter = c->m[i].voter;
     s.last_seen_ns = UINT64_MAX;
-    s.damaged = jr__group_peer_damaged(g, c->m[i].id);
-    if (c->m[i].id == n->self) s.unvouched = jr__raft_unvouched(r);
+    if (c->m[i].id == n->self) {
+        s.damaged = jr__group_lost(g);
+        s.fsm_failed = g->fsm_failed;
+        s.unvouched = jr__raft_unvouched(r);
+    } else {
+        s.damaged = jr__group_peer_damaged(g, c->m[i].id);
+    }
     jr__progress pr;
     if (jr__raft_role(r) == JR_LEADER && jr__raft_progress(r, (uint32_t)i, &pr) == 0) {
         /* contact received (quiet: node-level), never check-quorum's grace */
@@ -378,7 +384,7 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
                         !pr.unvouched && !pr.unconfirmed;
         }
     }
-    if (s.damaged || s.unvouched) s.current = 0;
+    if (s.damaged || s.fsm_failed || s.unvouched) s.current = 0;
     size_t sz = out->size < sizeof s ? out->size : sizeof s;
     memcpy(out, &s, sz);
     out->size = sz;

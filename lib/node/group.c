@@ -86,6 +86,11 @@ int jr__group_damaged(const jr_group *g)
     return g->damaged || jr__raft_damaged(g->raft);
 }
 
+int jr__group_lost(const jr_group *g)
+{
+    return (g->damaged && !g->fsm_failed) || jr__raft_damaged(g->raft);
+}
+
 int jr__group_peer_damaged(const jr_group *g, jr__id peer)
 {
     if (peer == g->node->self) return jr__group_damaged(g);

@@ -169,7 +169,11 @@ struct jr_group {
                            a heartbeat interval (flush.c hold_markers) */
     uint8_t in_ready;
     uint8_t closed;
-    uint8_t damaged;        /* lost data: never votes, never campaigns (see group.c) */
+    uint8_t damaged;        /* never votes, never campaigns (see group.c): set at open for
+                               damage recovery found (handed to the raft core there), and while
+                               running when the fsm's restore failed (fsm_failed) */
+    uint8_t fsm_failed;     /* its fsm's restore of a durable snapshot failed (snapshot.c): the
+                               log and the snapshot are whole, the state machine is not */
     uint8_t wal_damaged;    /* the WAL holds this group damaged: once whole, its records are
                                written again as a new incarnation (flush.c stage_rewrite) */
     uint8_t rewrite_staged; /* flush: that rewrite was staged in this iteration */
@@ -432,9 +436,12 @@ void jr__group_rearm(jr_group *g);
 void jr__group_tick(jr_group *g);
 /* The raft core of g (tests and the simulation fixture inspect it). */
 jr__raft *jr__group_raft(const jr_group *g);
-/* This replica lost data and waits for repair: damage the node found while running (a failed
- * fsm restore), or what its raft core holds (found at recovery, or a divergence). */
+/* This replica cannot serve: its fsm's restore failed while running (fsm_failed), or it lost
+ * data and waits for repair (jr__group_lost). Such a replica takes no proposal. */
 int jr__group_damaged(const jr_group *g);
+/* This replica lost data and waits for repair: what its raft core holds (found at recovery, or
+ * a divergence). What jr_group_status.damaged reports; a failed fsm is reported apart. */
+int jr__group_lost(const jr_group *g);
 
 /* flush.c -----------------------------------------------------------------------------------*/
 

@@ -439,6 +439,7 @@ int jr__snap_install(void *ctx, jr__raft *r, uint64_t index, uint64_t term, cons
         jr__node_log(n, JR_LOG_ERROR, "group %" PRIu64 ": fsm restore at %" PRIu64 " failed: %s",
                      g->id, index, jr_strerror(rc));
         g->damaged = 1;
+        g->fsm_failed = 1;
     }
     g->applied = index;
     if (g->persisted < index) g->persisted = index;

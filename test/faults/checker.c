@@ -213,8 +213,24 @@ static void replica_line(const char *text, const char *name, char *line, size_t 
     }
 }
 
+void fchk_leaders(fchk *k)
+{
+    for (unsigned i = 0; i < k->c->n; i++) {
+        jr_group *g = e2e_node(k->c, i) ? e2e_group(k->c, i, k->stream) : NULL;
+        jr_group_status st;
+        memset(&st, 0, sizeof st);
+        st.size = sizeof st;
+        if (!g || jr_group_status_get(g, &st) != 0) continue;
+        if (st.role == JR_LEADER && st.damaged && k->damaged_leads++ == 0)
+            fchk_failf(k,
+                       "n%u reports itself leader of the stream's group while damaged (term %llu)",
+                       i, (unsigned long long)st.term);
+    }
+}
+
 void fchk_watch(fchk *k, unsigned via)
 {
+    fchk_leaders(k);
     if (k->faulty < 0) return;
     unsigned f = (unsigned)k->faulty;
     int d = fchk_damaged(k, f);

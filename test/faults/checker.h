@@ -9,6 +9,8 @@
  *    or not, holds other bytes at an acked seq;
  *  - replicas converge: after healing, every replica not reported damaged holds the same store
  *    (fsm digest and every message's checksum);
+ *  - a damaged replica never leads: no running node's own group status says leader and damaged
+ *    at once (every sample, whichever nodes were damaged);
  *  - damage is visible: while the faulty replica's group reports damaged (with k->strict: from
  *    the fault on) and until it reports whole again, stream info never shows it leading, nor
  *    current, and while its group status says damaged its replica line says "damaged" or
@@ -70,6 +72,7 @@ struct fchk {
     uint64_t acks, reads;
     uint64_t reused;        /* acks that named a seq acknowledged for another message */
     uint64_t shown_current; /* samples showing the faulty replica current or leading */
+    uint64_t damaged_leads; /* samples of a replica reporting itself leader while damaged */
     uint64_t unflagged;     /* samples of a damaged replica whose line lacks "damaged" */
     uint64_t unflagged_ns;  /* how long such samples from one leader may go on before they count
                                (0: at once). A leader elected after the restart starts with a
@@ -99,7 +102,7 @@ struct fchk {
 void fchk_init(fchk *k, e2e *c, const char *stream, const char *prefix, int lossy);
 void fchk_free(fchk *k);
 /* Records a violation (printf-style): the first is kept in k->fail, the first few are printed. */
-void fchk_failf(fchk *k, const char *fmt, ...);
+void fchk_failf(fchk *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Message i's payload, about 200 bytes, into buf; its length. */
 size_t fchk_payload(size_t i, char *buf, size_t cap);
@@ -124,8 +127,12 @@ void fchk_fault(fchk *k, unsigned node);
 void fchk_restarted(fchk *k);
 /* 1 if node i's replica group reports damaged, 0 if not, -1 if it has none (or is down). */
 int fchk_damaged(fchk *k, unsigned i);
+/* Every running node's own report (its replica group's status, one read giving the role and
+ * the damaged flag together): none may be leader while damaged. Any number of faulty nodes. */
+void fchk_leaders(fchk *k);
 /* One sample of what the cluster reports about the faulty replica: its group status, and the
- * stream info asked on node via (if via is up). Runs the simulation until the info answers. */
+ * stream info asked on node via (if via is up), after fchk_leaders. Runs the simulation until
+ * the info answers. */
 void fchk_watch(fchk *k, unsigned via);
 /* Runs up to max_ns, sampling every 100 ms, until the faulty replica reports damaged. 0 if it
  * did, JR_ETIMEDOUT (and a violation) if not. */

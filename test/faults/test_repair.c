@@ -10,9 +10,10 @@
  *    replica converges to its leader's state and a confirmed ack is never redelivered, even
  *    once the repaired replica leads;
  *  - a store whose block is damaged while its server runs: no read returns the damaged bytes,
- *    the replica is rebuilt from the group's snapshot and log and its peers, health reports it
- *    meanwhile; a consumer whose leader's store cannot read a message never terminates it; a
- *    consumer replica whose state machine failed is rebuilt;
+ *    the replica is rebuilt from the group's snapshot and log and its peers, health reports its
+ *    state machine failed meanwhile (not damaged: its group's log is whole); a consumer whose
+ * leader's store cannot read a message never terminates it; a consumer replica whose state machine
+ * failed is rebuilt;
  *  - a corrupt or deleted snapshot file of the meta group: the server keeps its streams;
  *  - the same damage on two of three replicas: no read returns wrong data as if good, health
  *    says so, and nothing a whole copy holds is lost;
@@ -566,7 +567,7 @@ static void zero_running(e2e *c, unsigned i, const char *path, uint64_t off, siz
 typedef struct hres {
     int done, status, healthy;
     size_t ngroups;
-    int damaged;
+    int damaged, fsm_failed;
     char text[256];
 } hres;
 
@@ -581,6 +582,7 @@ static void health_cb(void *arg, int status, const char *msg, const jr_node_heal
     r->ngroups = h->ngroups;
     for (size_t i = 0; i < h->ngroups; i++) {
         if (h->groups[i]->damaged) r->damaged = 1;
+        if (h->groups[i]->fsm_failed) r->fsm_failed = 1;
         snprintf(r->text, sizeof r->text, "%s", h->groups[i]->text);
     }
 }
@@ -598,12 +600,15 @@ static void node_health(e2e *c, unsigned i, hres *r)
     ck_assert_int_eq(jr_sim_run_until(c->sim, hres_done, r, 10 * SEC), 0);
 }
 
-/* Node i's health reports a damaged store and the node not healthy. */
+/* Node i's health reports a damaged store and the node not healthy: the replica's state machine
+ * failed (or is rebuilt from its peers), in its flag and its text; its group's log is whole. */
 static void assert_reports_damaged(e2e *c, unsigned i)
 {
     hres h;
     node_health(c, i, &h);
-    ck_assert_msg(h.damaged && !h.healthy, "n%u's health does not report its damaged store", i);
+    ck_assert_msg(h.fsm_failed && !h.healthy, "n%u's health does not report its damaged store", i);
+    ck_assert_msg(strstr(h.text, "state machine") != NULL,
+                  "n%u's health does not name its state machine: %s", i, h.text);
 }
 
 /* Reads acknowledged seqs [from, to] through node via: every answer with data must be the
@@ -792,7 +797,8 @@ TWO_OF_FIVE_CASES(SEEDED_TEST)
 
 /* Both other copies' stores damaged while the whole copy is down: the two elect a leader (their
  * logs are whole) but cannot fetch the messages their stores lost from anyone. No read returns
- * a message they lack as missing or other bytes as good, their health says they are damaged,
+ * a message they lack as missing or other bytes as good, their health says their state machines
+ * failed (their stores are rebuilt),
  * and once the whole copy is back everything is there again. */
 static void stores_damaged_whole_copy_down(void)
 {

@@ -31,6 +31,7 @@ static const char *const abc[] = {"a", "b", "c"};
 typedef struct s_fsm {
     jr_fsm ops;
     uint64_t last, restored;
+    int fail_restore; /* restore answers JR_EIO */
 } s_fsm;
 
 static void s_apply(void *ctx, uint64_t index, const void *data, size_t len)
@@ -51,6 +52,7 @@ static int s_restore(void *ctx, uint64_t index, const void *data, size_t len)
     s_fsm *f = ctx;
     (void)data;
     (void)len;
+    if (f->fail_restore) return JR_EIO;
     f->restored = index;
     f->last = index;
     return 0;
@@ -314,6 +316,46 @@ START_TEST(install_over_a_matching_log_keeps_the_entries_after_it)
 }
 END_TEST
 
+/* The fsm fails to restore an installed snapshot: the replica's state machine failed, its log
+ * and snapshot did not, so its status says fsm_failed and not damaged (for itself as a member
+ * too), it is never current, and a restart over the whole snapshot clears it. */
+START_TEST(failed_restore_is_reported_apart_from_damage)
+{
+    t_host h;
+    s_fsm f;
+    jr_group *g = follower_with_stale_suffix(&h, &f);
+    f.fail_restore = 1;
+    install(&h, "c", 6, 4, 4);
+    ck_assert_uint_eq(f.restored, 0);
+    jr_group_status st = {.size = sizeof st};
+    ck_assert_int_eq(jr_group_status_get(g, &st), 0);
+    ck_assert_int_eq(st.fsm_failed, 1);
+    ck_assert_int_eq(st.damaged, 0);
+    int seen_self = 0;
+    for (size_t i = 0; i < st.npeers; i++) {
+        jr_peer_status ps = {.size = sizeof ps};
+        ck_assert_int_eq(jr_group_peer(g, i, &ps), 0);
+        if (!ps.name || strcmp(ps.name, "b") != 0) continue;
+        seen_self = 1;
+        ck_assert_int_eq(ps.fsm_failed, 1);
+        ck_assert_int_eq(ps.damaged, 0);
+        ck_assert_int_eq(ps.current, 0);
+    }
+    ck_assert_int_eq(seen_self, 1);
+    /* it takes no proposal, as a damaged replica */
+    ck_assert_int_eq(jr__group_damaged(g), 1);
+    f.fail_restore = 0;
+    g = crash_and_restart(&h, &f);
+    ck_assert_uint_eq(f.restored, 4);
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    ck_assert_int_eq(jr_group_status_get(g, &st), 0);
+    ck_assert_int_eq(st.fsm_failed, 0);
+    ck_assert_int_eq(st.damaged, 0);
+    t_host_free(&h);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("node_truncation");
@@ -321,6 +363,7 @@ int main(void)
     tcase_add_test(t, snapshot_install_cut_survives_a_crash);
     tcase_add_test(t, conflict_cut_is_recorded_ahead_of_the_new_entries);
     tcase_add_test(t, install_over_a_matching_log_keeps_the_entries_after_it);
+    tcase_add_test(t, failed_restore_is_reported_apart_from_damage);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

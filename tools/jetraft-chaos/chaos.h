@@ -146,6 +146,9 @@ void procs_setup(void);
 void server_start(int i);
 void kill_all_servers(void);
 int server_healthy(int i, char *why, size_t cap);
+/* Server i's answer to GET path (at most max bytes, a 200 read to its end): its body, to free;
+ * NULL if none. */
+char *http_fetch(int i, const char *path, size_t max);
 /* Saves server i's answer to GET path as <dir>/<name>.<ext>. */
 void http_save(int i, const char *path, const char *ext);
 void procs_reap(void);
@@ -199,5 +202,10 @@ void consumers_stop(void);
 
 /* check.c */
 void check_run(void);
+
+/* watch.c: the damaged-leads checker, sampling every running server's own report (/jsz)
+ * through the run, from the stream's creation to the end of the final reads. */
+void watch_start(void);
+void watch_stop(void);
 
 #endif

@@ -11,7 +11,7 @@
  * lost-prefix/middle/postfix), definite, unexpected, unique-seq, dedup, duplicate (a value
  * stored at two seqs), order, expectations, converge (with lost-on-node), stream-kept,
  * liveness (reads answered), plus repair/liveness/server-exit from main.c, clients.c and
- * procs.c.
+ * procs.c, and damaged-leads, sampled through the run (watch.c).
  */
 #include <stdlib.h>
 #include <string.h>

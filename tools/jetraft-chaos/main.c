@@ -4,7 +4,8 @@
  *
  * jetraft-chaos --server PATH [--seed N] [--seconds S] [--nodes 3|5] [--faults LIST]
  *               [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]
- *               [--mutate lost|ack-seq|definite|converge|peers] [--disk-victims 1|2]
+ *               [--mutate lost|ack-seq|definite|converge|peers|damaged-leads]
+ *               [--disk-victims 1|2]
  * jetraft-chaos --plan [--seed N] [--seconds S] [--nodes 3|5] [--faults LIST] [--disk-victims 1|2]
  *               prints the seed's fault schedule and exits
  *
@@ -200,7 +201,8 @@ static void usage(void)
         "           [--nodes 3|5] [--faults all|none|kill,pause,partition,net,power,reset,clock,\n"
         "           pausekill,partkill,disk,ioerr,rollback,members]\n"
         "           [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]\n"
-        "           [--mutate lost|ack-seq|definite|converge|peers] [--disk-victims 1|2]\n"
+        "           [--mutate lost|ack-seq|definite|converge|peers|damaged-leads]\n"
+        "           [--disk-victims 1|2]\n"
         "  --disk-victims 2 needs --nodes 5\n");
     exit(2);
 }
@@ -293,6 +295,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < C.n; i++) server_start(i);
     if (stream_create()) die("stream %s could not be created within 60 s", STREAM);
     consumers_setup();
+    watch_start();
     clients_start();
     consumers_start();
     nemesis_start();
@@ -326,6 +329,7 @@ int main(int argc, char **argv)
     clients_progress(30);
     clients_stop();
     check_run();
+    watch_stop();
     consumers_stop();
     procs_reap();
     kill_all_servers();

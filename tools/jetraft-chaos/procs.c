@@ -287,6 +287,27 @@ int server_healthy(int i, char *why, size_t cap)
     return ok;
 }
 
+char *http_fetch(int i, const char *path, size_t max)
+{
+    int fd = http_get(i, path);
+    if (fd < 0) return NULL;
+    char *buf = malloc(max + 1);
+    size_t len = 0;
+    ssize_t r = 0;
+    while (buf && len < max && (r = read(fd, buf + len, max - len)) > 0) len += (size_t)r;
+    close(fd);
+    if (!buf) return NULL;
+    buf[len] = 0;
+    /* a whole 200 answer only: a cut or refused one says nothing */
+    char *body = strstr(buf, "\r\n\r\n");
+    if (len < 12 || strncmp(buf + 9, "200", 3) != 0 || !body || r > 0) {
+        free(buf);
+        return NULL;
+    }
+    memmove(buf, body + 4, strlen(body + 4) + 1);
+    return buf;
+}
+
 /* GET path on server i's monitoring port, its whole answer written to <dir>/<name>.<ext>: what
  * a failing run leaves beside the logs (the groups' state when a stream has no leader). */
 void http_save(int i, const char *path, const char *ext)

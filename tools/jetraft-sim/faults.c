@@ -196,13 +196,13 @@ void dump_unwell(world *w, FILE *out)
                 const char *leader = jr_group_leader(gr);
                 fprintf(out,
                         "    n%u: %s term %llu commit %llu applied %llu last %llu snapshot %llu "
-                        "peers %zu%s%s leader %s\n",
+                        "peers %zu%s%s%s leader %s\n",
                         j, st.role >= 0 && st.role < 4 ? roles[st.role] : "?",
                         (unsigned long long)st.term, (unsigned long long)st.commit_index,
                         (unsigned long long)st.applied_index, (unsigned long long)st.last_index,
                         (unsigned long long)st.snapshot_index, st.npeers,
-                        st.damaged ? " DAMAGED" : "", st.unvouched ? " UNVOUCHED" : "",
-                        leader ? leader : "(none)");
+                        st.damaged ? " DAMAGED" : "", st.fsm_failed ? " FSM_FAILED" : "",
+                        st.unvouched ? " UNVOUCHED" : "", leader ? leader : "(none)");
                 for (size_t p = 0; p < st.npeers; p++) {
                     jr_peer_status ps;
                     memset(&ps, 0, sizeof ps);

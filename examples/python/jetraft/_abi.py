@@ -186,6 +186,7 @@ class jr_group_status(Structure):
         ("npeers", c_size_t),
         ("damaged", c_int),
         ("unvouched", c_int),
+        ("fsm_failed", c_int),
     ]
 
 
@@ -200,6 +201,7 @@ class jr_peer_status(Structure):
         ("last_seen_ns", c_uint64),
         ("damaged", c_int),
         ("unvouched", c_int),
+        ("fsm_failed", c_int),
     ]
 
 
@@ -639,6 +641,7 @@ class jr_group_health(Structure):
         ("damaged", c_int),
         ("unvouched", c_int),
         ("text", c_char_p),
+        ("fsm_failed", c_int),
     ]
 
 

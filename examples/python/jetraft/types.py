@@ -636,6 +636,10 @@ class CheckResult:
 
 @dataclass
 class GroupHealth:
+    """A local replica that is unwell (jr_group_health). ``damaged``: its Raft replica lost data
+    and waits for repair (it never leads); ``fsm_failed``: its state machine failed and is
+    rebuilt from its peers (its log is whole). Role and flags come from one read of its group."""
+
     group: int = 0
     stream: str = ""
     consumer: str | None = None
@@ -645,6 +649,7 @@ class GroupHealth:
     damaged: bool = False
     unvouched: bool = False
     text: str = ""
+    fsm_failed: bool = False
 
     _ctype = _abi.jr_group_health
     _init = None
@@ -776,6 +781,7 @@ class GroupStatus:
     npeers: int = 0
     damaged: bool = False
     unvouched: bool = False
+    fsm_failed: bool = False
 
     _ctype = _abi.jr_group_status
     _init = None
@@ -792,6 +798,7 @@ class PeerStatus:
     last_seen_ns: int = 0
     damaged: bool = False
     unvouched: bool = False
+    fsm_failed: bool = False
 
     _ctype = _abi.jr_peer_status
     _init = None

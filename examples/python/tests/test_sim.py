@@ -283,6 +283,8 @@ class FixtureTest(unittest.TestCase):
             self.assertEqual(sum(1 for n, _, _ in applied if n == 0), 20)
             st = lead.status()
             self.assertEqual(st.role, jetraft.Role.LEADER)
+            self.assertFalse(st.damaged)
+            self.assertFalse(st.fsm_failed)
             self.assertGreater(st.snapshot_index, 0)
             self.assertEqual(lead.floor().commit_index, st.commit_index)
             self.assertEqual(sorted(p.name for p in lead.peers()), ["n0", "n1", "n2"])

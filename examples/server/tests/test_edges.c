@@ -538,6 +538,10 @@ int main(int argc, char **argv)
     http_get("/healthz", "\"status\":\"ok\"");
     http_get("/metrics", "jetraft_wal_syncs_total{server=\"solo\"}");
     http_get("/jsz", "\"leader\": \"solo\"");
+    /* its health as computed, no local replica unwell (each would be listed with its role,
+     * damaged and fsm_failed) */
+    http_get("/jsz", "\"unwell_replicas\": []");
+    http_get("/jsz", "\"known\": true");
     printf("ok: /healthz, /metrics, /jsz\n");
 
     close(a);
