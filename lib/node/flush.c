@@ -32,7 +32,10 @@
  * commits). A snapshot's compaction marker makes no write of its own: a group whose only record
  * would be its marker is held out of the batch (hold_markers) until an iteration writes anyway
  * or the marker has waited a heartbeat interval. Callbacks of completed requests run at the very
- * end (jr__node_drain), when no list is being walked.
+ * end (jr__node_drain), when no list is being walked, after every frame of the flush has left:
+ * the followers are told of a commit before a request it completes is reported here. What the
+ * callbacks queue for peers without waiting for a sync (the answer to a request another server
+ * forwarded, completed by the commit this flush counted) leaves right after them, in this call.
  */
 #include "node/node.h"
 #include "node/rpc.h"
@@ -537,6 +540,14 @@ int jr__node_flush(jr_node *n, int callbacks)
     release_held(n, &due);
     if (due != UINT64_MAX && !n->want_tick) n->retry_at = due;
     READY_CHECK(n);
-    if (callbacks) jr__node_drain(n);
+    if (callbacks) {
+        n->closing_drain = 1;
+        jr__node_drain(n);
+        n->closing_drain = 0;
+        /* Nothing vouching for state that is not durable leaves here: such a message holds
+         * its peer, which this send skips (the next flush sends it, requested below). */
+        jr__peer_send_all(n, 0);
+        if (n->dirty_peers) jr__node_want_tick(n);
+    }
     return 0;
 }

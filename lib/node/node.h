@@ -282,10 +282,12 @@ struct jr_node {
                                 only held compaction markers are ready (flush.c) */
     uint8_t close_requested; /* jr_node_close called from inside a callback */
     uint8_t closing;
-    uint8_t flushing; /* a flush iteration walks its batch (jr__node_flush's loop) */
-    uint64_t now;     /* host->now() at the current entry point */
-    uint64_t armed;   /* last value given to host->arm (UINT64_MAX: none) */
-    int rearm;        /* a tick consumed the host's timer: arm again on leaving */
+    uint8_t flushing;      /* a flush iteration walks its batch (jr__node_flush's loop) */
+    uint8_t closing_drain; /* the flush's last drain runs: what its callbacks queue for peers
+                              leaves right after it (rpc.c asks for no tick to carry it) */
+    uint64_t now;          /* host->now() at the current entry point */
+    uint64_t armed;        /* last value given to host->arm (UINT64_MAX: none) */
+    int rearm;             /* a tick consumed the host's timer: arm again on leaving */
 
     jr__node_hooks hooks;
     jr_node_stats stats;

@@ -52,7 +52,7 @@ static int put(jr_node *n, jr__id to, int is_req, uint64_t id, int kind_or_statu
         jr__peer_frame_undo(p, b, before);
         return err;
     }
-    jr__node_want_tick(n);
+    if (!n->closing_drain) jr__node_want_tick(n); /* the frame leaves with the next flush */
     return 0;
 }
 

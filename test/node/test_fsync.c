@@ -13,7 +13,10 @@
  *  - what the lagging durable commit index leaves out is applied again after a restart;
  *  - a snapshot taken while proposals flow costs no WAL write or sync of its own: its compaction
  *    marker rides along with the group's next record, or is written alone once it has waited a
- *    heartbeat interval with nothing else to write.
+ *    heartbeat interval with nothing else to write;
+ *  - the leader's tick that counts the acknowledgements writes nothing; it tells every follower
+ *    of the commit before the completion callbacks run, and an answer a callback queues (a
+ *    forwarded publish's ack) leaves right after them, in the same tick.
  * Raw groups on memfs under a counting vfs, frames delivered by hand, on a manual clock.
  */
 #include <check.h>
@@ -23,7 +26,9 @@
 
 #include "host.h"
 #include "node/node.h"
+#include "node/rpc.h"
 #include "raft/raft.h"
+#include "wire/frame.h"
 
 #define MS 1000000ull
 #define N 100
@@ -426,6 +431,93 @@ START_TEST(a_durable_apply_group_writes_its_commit_before_applying)
 }
 END_TEST
 
+/* Delivers the frames node i has sent, each to its addressee (jr_node_recv only, no tick). */
+static void deliver_from(unsigned i)
+{
+    t_host *h = &fx[i].h;
+    for (size_t k = 0; k < h->nframes; k++) {
+        unsigned to = (unsigned)(h->frames[k].to[0] - 'a');
+        ck_assert_uint_lt(to, nfx);
+        CALL(to, jr_node_recv(fx[to].h.node, abc[i], h->frames[k].data, h->frames[k].len));
+    }
+    t_frames_clear(h);
+}
+
+#define ANSWER_ID 4242
+
+/* A proposal whose completion answers a request of another server, as the stream leader does
+ * for a publish forwarded to it. */
+typedef struct answering {
+    jr_node *n;
+    const char *to;
+    int done, status;
+} answering;
+
+static void on_answering(void *arg, int status, uint64_t index)
+{
+    answering *a = arg;
+    (void)index;
+    a->done++;
+    a->status = status;
+    static const char ack[] = "ack";
+    jr_iovec iov = {ack, sizeof ack - 1};
+    ck_assert_int_eq(jr__rpc_respond(a->n, jr__peer_id(a->to), ANSWER_ID, 0, &iov, 1), 0);
+}
+
+/* The messages of a plain frame: *groups of them for GROUP, *answers the response ANSWER_ID. */
+static void frame_holds(const t_frame *fr, int *groups, int *answers)
+{
+    jr__frame f;
+    jr__msg m;
+    jr__entry scratch[4];
+    int got;
+    *groups = *answers = 0;
+    ck_assert_int_eq(jr__frame_open(&f, fr->data, fr->len, 1u << 24), 0);
+    while (jr__frame_next(&f, &m, scratch, 4, &got) == 0 && got) {
+        if (m.group == GROUP) (*groups)++;
+        if (m.type == JR__MSG_NODE_RESPONSE && f.rpc.id == ANSWER_ID) (*answers)++;
+    }
+}
+
+START_TEST(the_tick_counting_acks_sends_the_commit_then_the_callbacks_answer)
+{
+    setup(3);
+    int l = elect();
+    unsigned b = (unsigned)(l + 1) % 3, c = (unsigned)(l + 2) % 3;
+    answering a = {.n = fx[l].h.node, .to = abc[b]};
+    ck_assert_int_eq(jr_group_propose(fx[l].g, "x", 1, on_answering, &a), 0);
+    CALL(l, jr_node_tick(fx[l].h.node)); /* the APPENDs */
+    ck_assert_uint_eq(fx[l].h.nframes, 2);
+    deliver_from((unsigned)l);
+    CALL(b, jr_node_tick(fx[b].h.node)); /* each follower writes, syncs and acknowledges */
+    CALL(c, jr_node_tick(fx[c].h.node));
+    deliver_from(b);
+    deliver_from(c);
+    ck_assert_int_eq(a.done, 0);
+    uint64_t w = fx[l].c.wal_writes, s = fx[l].c.wal_syncs;
+    CALL(l, jr_node_tick(fx[l].h.node)); /* commits, applies, completes */
+    ck_assert_int_eq(a.done, 1);
+    ck_assert_int_eq(a.status, 0);
+    ck_assert_uint_eq(fx[l].c.wal_writes, w);
+    ck_assert_uint_eq(fx[l].c.wal_syncs, s);
+    /* a commit update for each follower, then the answer */
+    ck_assert_uint_eq(fx[l].h.nframes, 3);
+    ck_assert_str_ne(fx[l].h.frames[0].to, fx[l].h.frames[1].to);
+    for (int k = 0; k < 3; k++) {
+        int groups, answers;
+        frame_holds(&fx[l].h.frames[k], &groups, &answers);
+        ck_assert_int_eq(groups, k < 2 ? 1 : 0);
+        ck_assert_int_eq(answers, k < 2 ? 0 : 1);
+    }
+    ck_assert_str_eq(fx[l].h.frames[2].to, abc[b]);
+    /* nothing left for another tick */
+    ck_assert_uint_gt(jr_node_deadline(fx[l].h.node), fx[l].h.now);
+    pump();
+    for (unsigned i = 0; i < 3; i++) ck_assert_uint_eq(fx[i].fsm.last, fx[l].fsm.last);
+    teardown();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("fsync");
@@ -435,6 +527,7 @@ int main(void)
     tcase_add_test(t, r3_leader_and_followers_one_write_and_one_sync_per_acknowledged_proposal);
     tcase_add_test(t, a_durable_apply_group_writes_its_commit_before_applying);
     tcase_add_test(t, appends_received_in_one_turn_cost_a_follower_one_write_and_one_sync);
+    tcase_add_test(t, the_tick_counting_acks_sends_the_commit_then_the_callbacks_answer);
     tcase_add_loop_test(t, snapshots_taken_while_proposals_flow_cost_no_wal_write_of_their_own, 0,
                         2);
     suite_add_tcase(s, t);
