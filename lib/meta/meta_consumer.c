@@ -28,14 +28,6 @@ refuse(jr__meta_result *res, int status, const char *fmt, ...)
     return status;
 }
 
-static void copy_name(char *dst, size_t cap, const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (n >= cap) n = cap - 1;
-    if (n) memcpy(dst, s, n);
-    dst[n] = '\0';
-}
-
 /* ---------------------------------------------------------------------------------------------
  * Objects
  */
@@ -125,21 +117,7 @@ void jr__meta_consumer_free(const jr_allocator *a, jr__meta_consumer *c)
  */
 static size_t consumer_pos(const jr__meta_stream *s, const char *name, int *found)
 {
-    size_t lo = 0, hi = s->nconsumers;
-    *found = 0;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(s->consumers[mid]->name, name);
-        if (c == 0) {
-            *found = 1;
-            return mid;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return jr__meta_name_pos((void *const *)s->consumers, s->nconsumers, name, found);
 }
 
 const jr__meta_consumer *jr__meta_consumer_find(const jr__meta_stream *s, const char *name)
@@ -282,7 +260,7 @@ int jr__meta_consumer_validate(const jr__meta_state *st, const jr__meta_op *op, 
 {
     *stream = NULL;
     *existing = NULL;
-    copy_name(res->stream, sizeof res->stream, op->stream);
+    snprintf(res->stream, sizeof res->stream, "%s", op->stream ? op->stream : "");
     jr__meta_stream *s = (jr__meta_stream *)jr__meta_stream_find(st, op->stream);
     if (!s) {
         refuse(res, JR_ENOSTREAM, "stream not found");
@@ -290,7 +268,7 @@ int jr__meta_consumer_validate(const jr__meta_state *st, const jr__meta_op *op, 
     }
     *stream = s;
     if (op->type == JR__META_CONSUMER_DELETE) {
-        copy_name(res->cname, sizeof res->cname, op->consumer);
+        snprintf(res->cname, sizeof res->cname, "%s", op->consumer ? op->consumer : "");
         *existing = (jr__meta_consumer *)jr__meta_consumer_find(s, op->consumer);
         if (!*existing) {
             refuse(res, JR_ENOTFOUND, "consumer not found");
@@ -303,7 +281,7 @@ int jr__meta_consumer_validate(const jr__meta_state *st, const jr__meta_op *op, 
         return DECIDED;
     }
     const char *cname = op->consumer_config->name;
-    copy_name(res->cname, sizeof res->cname, cname);
+    snprintf(res->cname, sizeof res->cname, "%s", cname ? cname : "");
     if (need_peers && (!cname || !*cname)) {
         refuse(res, JR_EINVAL, "name: missing (the request was not placed)");
         return DECIDED;

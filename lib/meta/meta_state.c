@@ -30,14 +30,6 @@ refuse(jr__meta_result *res, int status, const char *fmt, ...)
     return status;
 }
 
-static void copy_name(char *dst, size_t cap, const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (n >= cap) n = cap - 1;
-    if (n) memcpy(dst, s, n);
-    dst[n] = '\0';
-}
-
 /* ---------------------------------------------------------------------------------------------
  * Servers and streams as objects
  */
@@ -198,10 +190,7 @@ void jr__meta_state_free(jr__meta_state *st)
     st->alloc = a;
 }
 
-/* Binary search of a name-sorted array of servers or streams (both start with `const char
- * *name`, so a pointer to one, converted, points to its name). Returns the position where name
- * is or would be; *found says which. */
-static size_t name_pos(void *const *arr, size_t n, const char *name, int *found)
+size_t jr__meta_name_pos(void *const *arr, size_t n, const char *name, int *found)
 {
     size_t lo = 0, hi = n;
     *found = 0;
@@ -222,12 +211,12 @@ static size_t name_pos(void *const *arr, size_t n, const char *name, int *found)
 
 static size_t server_pos(const jr__meta_state *st, const char *name, int *found)
 {
-    return name_pos((void *const *)st->servers, st->nservers, name, found);
+    return jr__meta_name_pos((void *const *)st->servers, st->nservers, name, found);
 }
 
 static size_t stream_pos(const jr__meta_state *st, const char *name, int *found)
 {
-    return name_pos((void *const *)st->streams, st->nstreams, name, found);
+    return jr__meta_name_pos((void *const *)st->streams, st->nstreams, name, found);
 }
 
 const jr__meta_server *jr__meta_server_find(const jr__meta_state *st, const char *name)
@@ -493,7 +482,7 @@ static int validate(const jr__meta_state *st, const jr__meta_op *op, int need_pe
         const char *name = op->config->name;
         size_t pos = name ? stream_pos(st, name, &found) : (found = 0, 0);
         if (found) *existing = st->streams[pos];
-        copy_name(res->stream, sizeof res->stream, name);
+        snprintf(res->stream, sizeof res->stream, "%s", name ? name : "");
         if (op->type == JR__META_STREAM_ADD) {
             if (*existing) {
                 if (jr__stream_config_validate(op->config, NULL, 0) == 0 &&
@@ -545,7 +534,7 @@ static int validate(const jr__meta_state *st, const jr__meta_op *op, int need_pe
     }
     case JR__META_STREAM_DELETE:
     case JR__META_STREAM_CONVERGED:
-        copy_name(res->stream, sizeof res->stream, op->stream);
+        snprintf(res->stream, sizeof res->stream, "%s", op->stream ? op->stream : "");
         if (op->stream) {
             size_t pos = stream_pos(st, op->stream, &found);
             if (found) *existing = st->streams[pos];
@@ -582,7 +571,7 @@ static void result_init(jr__meta_result *res, const jr__meta_op *op)
     if (!op) return;
     res->type = op->type;
     res->request_id = op->request_id;
-    copy_name(res->origin, sizeof res->origin, op->origin);
+    snprintf(res->origin, sizeof res->origin, "%s", op->origin ? op->origin : "");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -605,8 +594,8 @@ static int consumer_converged(jr__meta_state *st, const jr__meta_op *op, jr__met
     if (op->type != JR__META_STREAM_CONVERGED || !op->stream) return 0;
     jr__meta_consumer *c = (jr__meta_consumer *)jr__meta_consumer_by_group(st, op->group);
     if (!c || strcmp(c->stream->name, op->stream) != 0) return 0;
-    copy_name(res->stream, sizeof res->stream, op->stream);
-    copy_name(res->cname, sizeof res->cname, c->name);
+    snprintf(res->stream, sizeof res->stream, "%s", op->stream ? op->stream : "");
+    snprintf(res->cname, sizeof res->cname, "%s", c->name);
     if (c->peers_at != op->peers_at) {
         refuse(res, JR_ERANGE,
                "consumer '%s': a report for the peer set of meta index %llu, which is %llu now",

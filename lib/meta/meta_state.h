@@ -410,6 +410,10 @@ void jr__meta_servers_free(jr__meta_state *st);
  * and the removal of the server at pos (meta_state.c, for meta_servers.c). */
 size_t jr__meta_server_pos(const jr__meta_state *st, const char *name, int *found);
 void jr__meta_server_drop(jr__meta_state *st, size_t pos);
+/* Binary search of a name-sorted array of servers, streams or consumers (each starts with
+ * `const char *name`, so a pointer to one, converted, points to its name): the position where
+ * name is or would be; *found says which. */
+size_t jr__meta_name_pos(void *const *arr, size_t n, const char *name, int *found);
 /* Gives stream s the peer set peers[0..npeers) (its replica count) at meta index index, its
  * config unchanged: a peer change begins when the set differs, and its consumers follow. 0 or
  * JR_ENOMEM (nothing changed). */
