@@ -5,8 +5,9 @@
  * same workload against A, then B (so that both see the same machine, interleaved):
  *
  *   - async: one connection publishes `--async` messages (default 100,000) with a window of
- *     1,000 acks pending (js_PublishAsync), timed from the first publish to the last ack:
- *     msgs/s and MB/s;
+ *     `--window` acks pending (default 1,000; js_PublishAsync), timed from the first publish to
+ *     the last ack: msgs/s and MB/s. A server that acknowledges only after an fsync cannot pass
+ *     window / (the time a commit takes) messages a second, whatever its CPU;
  *   - sync: `--sync` synchronous publishes, each waiting for its ack: p50/p99/p99.9 latency;
  *   - CPU: the servers' user+system time (/proc/PID/stat, whole clock ticks) and this client's
  *     (getrusage), in microseconds per message: for the async phase alone
@@ -30,7 +31,8 @@
  *
  * Usage: server_bench --a NAME=URLS@PIDS[@NAMES] [--b NAME=URLS@PIDS[@NAMES]] [--rounds N]
  *                     [--async N] [--sync N] [--sizes 128,4096] [--replicas 1,3]
- *                     [--consume 0|1] [--only NAME] [--pin 0|1] [--sync-dir DIR]
+ *                     [--consume 0|1] [--window N] [--only NAME] [--pin 0|1]
+ *                     [--sync-dir DIR]
  *   URLS: comma-separated nats:// URLs; PIDS: comma-separated server process ids; NAMES: the
  *   servers' names (as the stream info's leader names them), in the order of URLS. --only runs
  *   the target so named alone (to profile one system); --pin 0 keeps the publishing connection
@@ -75,7 +77,7 @@ typedef struct result {
     int on_leader;  /* the publishing connection's server leads the stream: 1, 0, -1 unknown */
 } result;
 
-static int async_n = 100000, sync_n = 2000, rounds = 3, consume = 1, pin = 1;
+static int async_n = 100000, sync_n = 2000, rounds = 3, consume = 1, pin = 1, window = 1000;
 
 static double now_s(void)
 {
@@ -189,7 +191,7 @@ static jsCtx *make_js(const target *t, natsConnection *nc)
     jsOptions jo;
     jsCtx *js = NULL;
     jsOptions_Init(&jo);
-    jo.PublishAsync.MaxPending = 1000;
+    jo.PublishAsync.MaxPending = window;
     jo.PublishAsync.StallWait = 10000; /* a full window waits for acks, on a loaded machine too */
     jo.PublishAsync.AckHandler = on_ack;
     jo.Wait = 10000;
@@ -423,12 +425,12 @@ static double median(double *v, int n)
 static void print_result(const target *t, int replicas, int size, int round, const result *r)
 {
     printf("{\"system\":\"%s\",\"replicas\":%d,\"size\":%d,\"round\":%d,\"msgs\":%d,"
-           "\"msgs_s\":%.0f,\"mb_s\":%.2f,\"sync_msgs\":%d,\"sync_p50_us\":%.0f,"
+           "\"window\":%d,\"msgs_s\":%.0f,\"mb_s\":%.2f,\"sync_msgs\":%d,\"sync_p50_us\":%.0f,"
            "\"sync_p99_us\":%.0f,\"sync_p999_us\":%.0f,\"cpu_us_per_msg\":%.1f,"
            "\"cpu_us_per_msg_async\":%.1f,\"cpu_us_per_msg_sync\":%.1f,"
            "\"cpu_async_client\":%.1f,\"cpu_async_leader\":%.1f,"
            "\"consume_msgs_s\":%.0f,\"leader\":\"%s\",\"on_leader\":%d}\n",
-           t->name, replicas, size, round, async_n, r->msgs_s, r->mb_s, sync_n, r->p50_us,
+           t->name, replicas, size, round, async_n, window, r->msgs_s, r->mb_s, sync_n, r->p50_us,
            r->p99_us, r->p999_us, r->cpu_us_per_msg, r->cpu_async, r->cpu_sync, r->cpu_async_client,
            r->cpu_async_leader, r->consume_msgs_s, r->leader, r->on_leader);
     fflush(stdout);
@@ -457,6 +459,8 @@ int main(int argc, char **argv)
             reps = argv[i + 1];
         else if (!strcmp(argv[i], "--consume"))
             consume = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--window"))
+            window = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--only"))
             only = argv[i + 1];
         else if (!strcmp(argv[i], "--pin"))
@@ -467,7 +471,8 @@ int main(int argc, char **argv)
             fail("unknown option", argv[i]);
     }
     if (!a.name) fail("usage: server_bench --a NAME=URLS@PIDS [--b NAME=URLS@PIDS]", 0);
-    if (rounds < 1 || rounds > MAX_ROUNDS || async_n < 1 || sync_n < 1) fail("bad counts", 0);
+    if (rounds < 1 || rounds > MAX_ROUNDS || async_n < 1 || sync_n < 1 || window < 1)
+        fail("bad counts", 0);
     if (only && b.name && !strcmp(only, b.name)) {
         a = b;
         memset(&b, 0, sizeof b);
