@@ -99,8 +99,8 @@ static void on_write(uv_write_t *req, int status)
 /* Writes the client's buffered output: at once as far as the socket takes it (uv_try_write,
  * which writes nothing while earlier writes are queued, so the order holds), the rest through
  * one uv_write of a copy. The buffer itself is kept for the next turn unless it grew past
- * OUT_KEEP. A write error drops the output; the read side sees the broken connection and closes
- * it. */
+ * OUT_KEEP. A write error drops the output (the read side sees the broken connection and
+ * closes it), as does a failed allocation for the rest. */
 static void flush_one(client *c)
 {
     if (!c->out_len || c->closing > 1) return;

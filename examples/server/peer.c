@@ -113,8 +113,8 @@ static size_t scratch_cap;
  * route messages batched for it) would pass limit bytes. The bytes are filled into a scratch
  * buffer and written at once as far as the socket takes them (uv_try_write writes nothing
  * while earlier writes are queued, so the order holds); only the rest is copied into a
- * uv_write request. A write of uv_write's own would cost, once complete, an epoll_ctl to stop
- * watching the socket for writability: a syscall per write on every link. */
+ * uv_write request. (A uv_write, even one that completes at once, costs an epoll_ctl
+ * afterwards, when libuv stops watching the socket for writability: a syscall per write.) */
 static int link_write(plink *l, size_t len, uint64_t limit,
                       int (*fill)(plink *, const void *, uint8_t *, size_t), const void *what)
 {
