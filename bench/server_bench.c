@@ -4,23 +4,39 @@
  * starts them). For each case (replicas R1/R3 x payload 128 B / 4 KiB) and round, it runs the
  * same workload against A, then B (so that both see the same machine, interleaved):
  *
- *   - async: one connection publishes `--async` messages with a window of 1,000 acks pending
- *     (js_PublishAsync), timed from the first publish to the last ack: msgs/s and MB/s;
+ *   - async: one connection publishes `--async` messages (default 100,000) with a window of
+ *     `--window` acks pending (default 1,000; js_PublishAsync), timed from the first publish to
+ *     the last ack: msgs/s and MB/s. A server that acknowledges only after an fsync cannot pass
+ *     window / (the time a commit takes) messages a second, whatever its CPU;
  *   - sync: `--sync` synchronous publishes, each waiting for its ack: p50/p99/p99.9 latency;
- *   - CPU: the servers' user+system time (/proc/PID/stat) and this client's (getrusage) over
- *     both phases, in microseconds per message;
+ *   - CPU: the servers' user+system time (/proc/PID/stat, whole clock ticks) and this client's
+ *     (getrusage), in microseconds per message: for the async phase alone
+ *     (cpu_us_per_msg_async: the cost of throughput), for the sync phase alone
+ *     (cpu_us_per_msg_sync: mostly the idle cost of a server waiting on fsyncs and timers, per
+ *     message), and over both (cpu_us_per_msg); of the async phase's, the part of this client
+ *     (cpu_async_client) and of the stream's leader (cpu_async_leader, -1 if unknown);
  *   - consume (unless --consume 0): a durable pull consumer reads every message back in
  *     fetches of 100, acknowledging each: msgs/s (not in the CPU figure).
+ *
+ * The publishing connection is pinned to the server that leads the stream (a server elsewhere
+ * would relay each publish and its ack over one more hop) when the target names its servers
+ * (@NAMES below): the stream info says which one leads, and each case connects to that server's
+ * URL alone. Every line says which server led ("leader") and whether the publishing
+ * connection's server was it ("on_leader": 1, 0, or -1 when the names are not known).
  *
  * Every publish is acknowledged before it counts; an error or a lost ack fails the run. It
  * prints one JSON line per system, case and round, then one "ratio" line per case (A over B, on
  * the medians of the rounds), and first the disk's fdatasync latency measured in --sync-dir
  * (4 KiB written then fdatasync, 200 times), against which a synchronous publish's p50 is read.
  *
- * Usage: server_bench --a NAME=URLS@PIDS [--b NAME=URLS@PIDS] [--rounds N] [--async N]
- *                     [--sync N] [--sizes 128,4096] [--replicas 1,3] [--consume 0|1]
+ * Usage: server_bench --a NAME=URLS@PIDS[@NAMES] [--b NAME=URLS@PIDS[@NAMES]] [--rounds N]
+ *                     [--async N] [--sync N] [--sizes 128,4096] [--replicas 1,3]
+ *                     [--consume 0|1] [--window N] [--only NAME] [--pin 0|1]
  *                     [--sync-dir DIR]
- *   URLS: comma-separated nats:// URLs; PIDS: comma-separated server process ids.
+ *   URLS: comma-separated nats:// URLs; PIDS: comma-separated server process ids; NAMES: the
+ *   servers' names (as the stream info's leader names them), in the order of URLS. --only runs
+ *   the target so named alone (to profile one system); --pin 0 keeps the publishing connection
+ *   on the first URL that answers.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,15 +60,24 @@ typedef struct target {
     int nurls;
     int pids[MAX_SERVERS];
     int npids;
-    natsConnection *nc;
+    const char *names[MAX_SERVERS];
+    int nnames;
+    natsConnection *nc; /* the streams' management: create, delete, info */
     jsCtx *js;
+    natsConnection *pub_nc; /* the publishing connection: nc, or one pinned to the leader */
+    jsCtx *pub_js;
 } target;
 
 typedef struct result {
     double msgs_s, mb_s, p50_us, p99_us, p999_us, cpu_us_per_msg, consume_msgs_s;
+    double cpu_async, cpu_sync;                /* microseconds per message of each phase alone */
+    double cpu_async_client, cpu_async_leader; /* the async phase's, of the client, the leader */
+    char leader[64];
+    int leader_idx; /* the leader's index in the target's URLs and pids, or -1 */
+    int on_leader;  /* the publishing connection's server leads the stream: 1, 0, -1 unknown */
 } result;
 
-static int async_n = 20000, sync_n = 2000, rounds = 3, consume = 1;
+static int async_n = 100000, sync_n = 2000, rounds = 3, consume = 1, pin = 1, window = 1000;
 
 static double now_s(void)
 {
@@ -67,26 +92,34 @@ static void fail(const char *what, const char *detail)
     exit(1);
 }
 
-/* "name=url1,url2@pid1,pid2" */
+/* "name=url1,url2@pid1,pid2[@name1,name2]" */
 static void parse_target(target *t, char *spec)
 {
     char *eq = strchr(spec, '='), *at = strchr(spec, '@');
-    if (!eq || !at || at < eq) fail("a target is NAME=URLS@PIDS", spec);
+    if (!eq || !at || at < eq) fail("a target is NAME=URLS@PIDS[@NAMES]", spec);
+    char *at2 = strchr(at + 1, '@');
     *eq = 0;
     *at = 0;
+    if (at2) *at2 = 0;
     t->name = spec;
     for (char *u = strtok(eq + 1, ","); u && t->nurls < MAX_SERVERS; u = strtok(NULL, ","))
         t->urls[t->nurls++] = u;
     for (char *p = strtok(at + 1, ","); p && t->npids < MAX_SERVERS; p = strtok(NULL, ","))
         t->pids[t->npids++] = atoi(p);
+    for (char *n = at2 ? strtok(at2 + 1, ",") : NULL; n && t->nnames < MAX_SERVERS;
+         n = strtok(NULL, ","))
+        t->names[t->nnames++] = n;
     if (!t->nurls || !t->npids) fail("a target needs URLs and pids", t->name);
+    if (t->nnames && t->nnames != t->nurls) fail("a target needs one name per URL", t->name);
 }
 
-/* The servers' CPU time so far (user + system), in microseconds. */
-static double servers_cpu_us(const target *t)
+/* The CPU time so far (user + system) of the servers, in microseconds: of server `only` (an
+ * index into the pids), or of them all when only is -1. */
+static double servers_cpu_us_of(const target *t, int only)
 {
     double sum = 0, tick = (double)sysconf(_SC_CLK_TCK);
     for (int i = 0; i < t->npids; i++) {
+        if (only >= 0 && i != only) continue;
         char path[64], buf[1024];
         snprintf(path, sizeof path, "/proc/%d/stat", t->pids[i]);
         FILE *f = fopen(path, "r");
@@ -104,6 +137,11 @@ static double servers_cpu_us(const target *t)
     return sum;
 }
 
+static double servers_cpu_us(const target *t)
+{
+    return servers_cpu_us_of(t, -1);
+}
+
 static double client_cpu_us(void)
 {
     struct rusage ru;
@@ -112,15 +150,23 @@ static double client_cpu_us(void)
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
-static void connect_target(target *t)
+/* Connects to the first of urls that answers. */
+static natsConnection *connect_urls(const target *t, const char **urls, int n)
 {
     natsOptions *o = NULL;
+    natsConnection *nc = NULL;
     natsOptions_Create(&o);
-    natsOptions_SetServers(o, t->urls, t->nurls);
+    natsOptions_SetServers(o, urls, n);
     natsOptions_SetNoRandomize(o, true);
     natsOptions_SetTimeout(o, 5000);
-    if (natsConnection_Connect(&t->nc, o) != NATS_OK) fail("cannot connect to", t->name);
+    if (natsConnection_Connect(&nc, o) != NATS_OK) fail("cannot connect to", t->name);
     natsOptions_Destroy(o);
+    return nc;
+}
+
+static void connect_target(target *t)
+{
+    t->nc = connect_urls(t, t->urls, t->nurls);
 }
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -140,15 +186,63 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
     natsMsg_Destroy(msg);
 }
 
-static void make_js(target *t)
+static jsCtx *make_js(const target *t, natsConnection *nc)
 {
     jsOptions jo;
+    jsCtx *js = NULL;
     jsOptions_Init(&jo);
-    jo.PublishAsync.MaxPending = 1000;
+    jo.PublishAsync.MaxPending = window;
     jo.PublishAsync.StallWait = 10000; /* a full window waits for acks, on a loaded machine too */
     jo.PublishAsync.AckHandler = on_ack;
     jo.Wait = 10000;
-    if (natsConnection_JetStream(&t->js, t->nc, &jo) != NATS_OK) fail("no JetStream", t->name);
+    if (natsConnection_JetStream(&js, nc, &jo) != NATS_OK) fail("no JetStream", t->name);
+    return js;
+}
+
+/* The URL index of the server named name, or -1. */
+static int server_index(const target *t, const char *name)
+{
+    for (int i = 0; name && i < t->nnames; i++)
+        if (!strcmp(t->names[i], name)) return i;
+    return -1;
+}
+
+/* The URL index of the server the connection nc is on, or -1. */
+static int connected_index(const target *t, natsConnection *nc)
+{
+    char url[256];
+    if (natsConnection_GetConnectedUrl(nc, url, sizeof url) != NATS_OK) return -1;
+    for (int i = 0; i < t->nurls; i++)
+        if (!strcmp(t->urls[i], url)) return i;
+    return -1;
+}
+
+/* Notes which server leads the stream and opens the publishing connection: to that server when
+ * pinning and the servers' names are known, else the management connection. */
+static void open_publisher(target *t, result *r)
+{
+    jsStreamInfo *si = NULL;
+    jsErrCode je = 0;
+    snprintf(r->leader, sizeof r->leader, "?");
+    if (js_GetStreamInfo(&si, t->js, "BENCH", NULL, &je) == NATS_OK && si->Cluster &&
+        si->Cluster->Leader)
+        snprintf(r->leader, sizeof r->leader, "%s", si->Cluster->Leader);
+    jsStreamInfo_Destroy(si);
+    int li = server_index(t, r->leader);
+    r->leader_idx = li < t->npids ? li : -1;
+    t->pub_nc = t->nc;
+    if (pin && li >= 0) t->pub_nc = connect_urls(t, &t->urls[li], 1);
+    t->pub_js = make_js(t, t->pub_nc);
+    int ci = connected_index(t, t->pub_nc);
+    r->on_leader = li < 0 || ci < 0 ? -1 : li == ci;
+}
+
+static void close_publisher(target *t)
+{
+    jsCtx_Destroy(t->pub_js);
+    t->pub_js = NULL;
+    if (t->pub_nc != t->nc) natsConnection_Destroy(t->pub_nc);
+    t->pub_nc = NULL;
 }
 
 static void create_stream(target *t, int replicas)
@@ -201,7 +295,8 @@ static double consume_all(target *t, int total)
     jsErrCode je = 0;
     double t0 = now_s();
     for (;;) { /* the consumer's group elects its leader first */
-        if (js_PullSubscribe(&sub, t->js, "bench.>", "BENCHC", NULL, &so, &je) == NATS_OK) break;
+        if (js_PullSubscribe(&sub, t->pub_js, "bench.>", "BENCHC", NULL, &so, &je) == NATS_OK)
+            break;
         if (now_s() - t0 > 30) fail("cannot create the consumer on", t->name);
         usleep(100000);
     }
@@ -222,7 +317,7 @@ static double consume_all(target *t, int total)
         natsMsgList_Destroy(&list);
     }
     double dt = now_s() - t0;
-    natsConnection_Flush(t->nc);
+    natsConnection_Flush(t->pub_nc);
     natsSubscription_Unsubscribe(sub);
     natsSubscription_Destroy(sub);
     return got / dt;
@@ -233,15 +328,17 @@ static result run_case(target *t, int replicas, int size)
     result r;
     memset(&r, 0, sizeof r);
     create_stream(t, replicas);
+    open_publisher(t, &r);
     char *payload = malloc((size_t)size);
     for (int i = 0; i < size; i++) payload[i] = (char)('a' + i % 26);
     double cpu0 = servers_cpu_us(t), ccpu0 = client_cpu_us();
+    double lcpu0 = r.leader_idx >= 0 ? servers_cpu_us_of(t, r.leader_idx) : 0;
 
     /* async: a window of 1,000 */
     acked = ack_errors = 0;
     double t0 = now_s();
     for (int i = 0; i < async_n; i++) {
-        natsStatus s = js_PublishAsync(t->js, "bench.a", payload, size, NULL);
+        natsStatus s = js_PublishAsync(t->pub_js, "bench.a", payload, size, NULL);
         if (s != NATS_OK) {
             fprintf(stderr, "server_bench: %s: publish %d: %s\n", t->name, i,
                     natsStatus_GetText(s));
@@ -251,7 +348,7 @@ static result run_case(target *t, int replicas, int size)
     jsPubOptions po;
     jsPubOptions_Init(&po);
     po.MaxWait = 60000;
-    if (js_PublishAsyncComplete(t->js, &po) != NATS_OK) fail("async acks missing on", t->name);
+    if (js_PublishAsyncComplete(t->pub_js, &po) != NATS_OK) fail("async acks missing on", t->name);
     pthread_mutex_lock(&mu);
     while (acked < async_n) pthread_cond_wait(&cv, &mu);
     int errs = ack_errors;
@@ -260,13 +357,18 @@ static result run_case(target *t, int replicas, int size)
     if (errs) fail("async publishes were refused on", t->name);
     r.msgs_s = async_n / dt;
     r.mb_s = r.msgs_s * size / 1e6;
+    double cpu1 = servers_cpu_us(t), ccpu1 = client_cpu_us();
+    r.cpu_async = (cpu1 - cpu0 + ccpu1 - ccpu0) / (double)async_n;
+    r.cpu_async_client = (ccpu1 - ccpu0) / (double)async_n;
+    r.cpu_async_leader =
+        r.leader_idx >= 0 ? (servers_cpu_us_of(t, r.leader_idx) - lcpu0) / (double)async_n : -1;
 
     /* sync: one at a time */
     double *lat = malloc(sizeof *lat * (size_t)sync_n);
     for (int i = 0; i < sync_n; i++) {
         jsPubAck *pa = NULL;
         double s0 = now_s();
-        if (js_Publish(&pa, t->js, "bench.s", payload, size, NULL, NULL) != NATS_OK)
+        if (js_Publish(&pa, t->pub_js, "bench.s", payload, size, NULL, NULL) != NATS_OK)
             fail("sync publish failed on", t->name);
         lat[i] = (now_s() - s0) * 1e6;
         jsPubAck_Destroy(pa);
@@ -275,9 +377,11 @@ static result run_case(target *t, int replicas, int size)
     r.p50_us = pct(lat, sync_n, 0.50);
     r.p99_us = pct(lat, sync_n, 0.99);
     r.p999_us = pct(lat, sync_n, 0.999);
-    r.cpu_us_per_msg =
-        (servers_cpu_us(t) - cpu0 + client_cpu_us() - ccpu0) / (double)(async_n + sync_n);
+    double cpu2 = servers_cpu_us(t), ccpu2 = client_cpu_us();
+    r.cpu_sync = (cpu2 - cpu1 + ccpu2 - ccpu1) / (double)sync_n;
+    r.cpu_us_per_msg = (cpu2 - cpu0 + ccpu2 - ccpu0) / (double)(async_n + sync_n);
     if (consume) r.consume_msgs_s = consume_all(t, async_n + sync_n);
+    close_publisher(t);
     free(lat);
     free(payload);
     js_DeleteStream(t->js, "BENCH", NULL, NULL);
@@ -321,11 +425,14 @@ static double median(double *v, int n)
 static void print_result(const target *t, int replicas, int size, int round, const result *r)
 {
     printf("{\"system\":\"%s\",\"replicas\":%d,\"size\":%d,\"round\":%d,\"msgs\":%d,"
-           "\"msgs_s\":%.0f,\"mb_s\":%.2f,\"sync_msgs\":%d,\"sync_p50_us\":%.0f,"
+           "\"window\":%d,\"msgs_s\":%.0f,\"mb_s\":%.2f,\"sync_msgs\":%d,\"sync_p50_us\":%.0f,"
            "\"sync_p99_us\":%.0f,\"sync_p999_us\":%.0f,\"cpu_us_per_msg\":%.1f,"
-           "\"consume_msgs_s\":%.0f}\n",
-           t->name, replicas, size, round, async_n, r->msgs_s, r->mb_s, sync_n, r->p50_us,
-           r->p99_us, r->p999_us, r->cpu_us_per_msg, r->consume_msgs_s);
+           "\"cpu_us_per_msg_async\":%.1f,\"cpu_us_per_msg_sync\":%.1f,"
+           "\"cpu_async_client\":%.1f,\"cpu_async_leader\":%.1f,"
+           "\"consume_msgs_s\":%.0f,\"leader\":\"%s\",\"on_leader\":%d}\n",
+           t->name, replicas, size, round, async_n, window, r->msgs_s, r->mb_s, sync_n, r->p50_us,
+           r->p99_us, r->p999_us, r->cpu_us_per_msg, r->cpu_async, r->cpu_sync, r->cpu_async_client,
+           r->cpu_async_leader, r->consume_msgs_s, r->leader, r->on_leader);
     fflush(stdout);
 }
 
@@ -334,7 +441,7 @@ int main(int argc, char **argv)
     target a, b;
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
-    const char *sizes = "128,4096", *reps = "1,3", *sync_dir = NULL;
+    const char *sizes = "128,4096", *reps = "1,3", *sync_dir = NULL, *only = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--a"))
             parse_target(&a, argv[i + 1]);
@@ -352,21 +459,36 @@ int main(int argc, char **argv)
             reps = argv[i + 1];
         else if (!strcmp(argv[i], "--consume"))
             consume = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--window"))
+            window = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--only"))
+            only = argv[i + 1];
+        else if (!strcmp(argv[i], "--pin"))
+            pin = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--sync-dir"))
             sync_dir = argv[i + 1];
         else
             fail("unknown option", argv[i]);
     }
     if (!a.name) fail("usage: server_bench --a NAME=URLS@PIDS [--b NAME=URLS@PIDS]", 0);
-    if (rounds < 1 || rounds > MAX_ROUNDS || async_n < 1 || sync_n < 1) fail("bad counts", 0);
+    if (rounds < 1 || rounds > MAX_ROUNDS || async_n < 1 || sync_n < 1 || window < 1)
+        fail("bad counts", 0);
+    if (only && b.name && !strcmp(only, b.name)) {
+        a = b;
+        memset(&b, 0, sizeof b);
+    } else if (only && !strcmp(only, a.name)) {
+        memset(&b, 0, sizeof b);
+    } else if (only) {
+        fail("--only names no target", only);
+    }
     if (sync_dir)
         printf("{\"fdatasync_4k_p50_us\":%.0f,\"dir\":\"%s\"}\n", fdatasync_p50_us(sync_dir),
                sync_dir);
     connect_target(&a);
-    make_js(&a);
+    a.js = make_js(&a, a.nc);
     if (b.name) {
         connect_target(&b);
-        make_js(&b);
+        b.js = make_js(&b, b.nc);
     }
     char rbuf[64], sbuf[64];
     snprintf(rbuf, sizeof rbuf, "%s", reps);
@@ -377,7 +499,7 @@ int main(int argc, char **argv)
         snprintf(sbuf, sizeof sbuf, "%s", sizes);
         for (char *ss = strtok_r(sbuf, ",", &save); ss; ss = strtok_r(NULL, ",", &save)) {
             int size = atoi(ss);
-            double va[6][MAX_ROUNDS], vb[6][MAX_ROUNDS];
+            double va[8][MAX_ROUNDS], vb[8][MAX_ROUNDS];
             for (int k = 0; k < rounds; k++) {
                 result ra = run_case(&a, replicas, size);
                 print_result(&a, replicas, size, k, &ra);
@@ -386,26 +508,28 @@ int main(int argc, char **argv)
                     rb = run_case(&b, replicas, size);
                     print_result(&b, replicas, size, k, &rb);
                 }
-                double xa[6] = {ra.msgs_s, ra.cpu_us_per_msg, ra.p50_us,
-                                ra.p99_us, ra.mb_s,           ra.consume_msgs_s};
-                double xb[6] = {rb.msgs_s, rb.cpu_us_per_msg, rb.p50_us,
-                                rb.p99_us, rb.mb_s,           rb.consume_msgs_s};
-                for (int m = 0; m < 6; m++) {
+                double xa[8] = {ra.msgs_s, ra.cpu_us_per_msg, ra.p50_us,    ra.p99_us,
+                                ra.mb_s,   ra.consume_msgs_s, ra.cpu_async, ra.cpu_sync};
+                double xb[8] = {rb.msgs_s, rb.cpu_us_per_msg, rb.p50_us,    rb.p99_us,
+                                rb.mb_s,   rb.consume_msgs_s, rb.cpu_async, rb.cpu_sync};
+                for (int m = 0; m < 8; m++) {
                     va[m][k] = xa[m];
                     vb[m][k] = xb[m];
                 }
             }
             if (!b.name) continue;
-            double ma[6], mb[6];
-            for (int m = 0; m < 6; m++) {
+            double ma[8], mb[8];
+            for (int m = 0; m < 8; m++) {
                 ma[m] = median(va[m], rounds);
                 mb[m] = median(vb[m], rounds);
             }
             printf("{\"ratio\":\"%s/%s\",\"replicas\":%d,\"size\":%d,\"rounds\":%d,"
-                   "\"msgs_s\":%.2f,\"cpu_us_per_msg\":%.2f,\"sync_p50_us\":%.2f,"
+                   "\"msgs_s\":%.2f,\"cpu_us_per_msg\":%.2f,\"cpu_us_per_msg_async\":%.2f,"
+                   "\"cpu_us_per_msg_sync\":%.2f,\"sync_p50_us\":%.2f,"
                    "\"sync_p99_us\":%.2f,\"consume_msgs_s\":%.2f}\n",
                    a.name, b.name, replicas, size, rounds, ma[0] / mb[0], ma[1] / mb[1],
-                   ma[2] / mb[2], ma[3] / mb[3], mb[5] > 0 ? ma[5] / mb[5] : 0);
+                   ma[6] / mb[6], ma[7] / mb[7], ma[2] / mb[2], ma[3] / mb[3],
+                   mb[5] > 0 ? ma[5] / mb[5] : 0);
             fflush(stdout);
         }
     }

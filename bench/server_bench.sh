@@ -5,10 +5,13 @@
 # if missing; it syncs on its own interval, never before an ack), then runs bench/server_bench
 # against both, interleaved, and prints its JSON lines. Everything runs on 127.0.0.1 under a
 # temporary directory (on the disk the servers would use; BENCH_DIR overrides it) and is
-# stopped and removed at the end.
+# stopped and removed at the end. The servers' names go with their URLs, so that server_bench
+# publishes to the stream's leader; their process ids are printed on stderr (to attach a
+# profiler: `--only jetraft` runs one system alone, and the JSON lines name each case's leader).
 #
-#   bench/server_bench.sh [BUILD_DIR] [server_bench options: --rounds N --async N --sync N --consume 0/1
-#                          --sizes 128,4096 --replicas 1,3]
+#   bench/server_bench.sh [BUILD_DIR] [server_bench options: --rounds N --async N --sync N
+#                          --consume 0/1 --sizes 128,4096 --replicas 1,3 --window N --only NAME
+#                          --pin 0/1]
 #
 # BUILD_DIR (default build-rel, then build) must hold examples/server/jetraft-server and
 # bench/server_bench; a release build (meson setup build-rel --buildtype=release) is what the
@@ -80,6 +83,7 @@ CONF
     n_pids+="${n_pids:+,}$!"
 done
 sleep 3 # both clusters elect their meta leaders; server_bench retries the stream creation
+echo "server_bench.sh: jetraft n1,n2,n3 pids $jr_pids; nats s0,s1,s2 pids $n_pids" >&2
 
-"$build/bench/server_bench" --a "jetraft=$jr_urls@$jr_pids" --b "nats=$n_urls@$n_pids" \
-    --sync-dir "$base" "$@"
+"$build/bench/server_bench" --a "jetraft=$jr_urls@$jr_pids@n1,n2,n3" \
+    --b "nats=$n_urls@$n_pids@s0,s1,s2" --sync-dir "$base" "$@"

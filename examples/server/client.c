@@ -16,6 +16,9 @@
 #include "route.h"
 
 #define MAX_SUBS_PER_CLIENT 65536
+/* A client's output buffer up to this size stays allocated after a flush: a busy connection
+ * reuses it each loop turn instead of growing a new one from nothing. */
+#define OUT_KEEP (64u << 10)
 #define AUTH_TIMEOUT_MS 2000 /* nats-server's default auth_timeout */
 
 /* Client authentication, with users in the configuration: a connection must send CONNECT
@@ -44,7 +47,7 @@ struct client {
     int verbose, pedantic, headers, no_responders, echo;
     sub *subs;
     size_t nsubs;
-    char *out; /* output not yet handed to uv_write */
+    char *out; /* output not yet written; the buffer is kept between loop turns (OUT_KEEP) */
     size_t out_len, out_cap;
     size_t inflight; /* bytes in uv_write requests not completed */
     int closing;
@@ -79,8 +82,8 @@ struct clients {
 typedef struct wreq {
     uv_write_t req;
     client *c;
-    char *buf;
     size_t len;
+    char buf[];
 } wreq;
 
 static void client_close(client *c, const char *err);
@@ -89,30 +92,45 @@ static void on_write(uv_write_t *req, int status)
 {
     wreq *w = (wreq *)req;
     w->c->inflight -= w->len;
-    free(w->buf);
     free(w);
     (void)status;
 }
 
-/* Hands the client's buffered output to one uv_write. */
+/* Writes the client's buffered output: at once as far as the socket takes it (uv_try_write,
+ * which writes nothing while earlier writes are queued, so the order holds), the rest through
+ * one uv_write of a copy. The buffer itself is kept for the next turn unless it grew past
+ * OUT_KEEP. A write error drops the output (the read side sees the broken connection and
+ * closes it), as does a failed allocation for the rest. */
 static void flush_one(client *c)
 {
     if (!c->out_len || c->closing > 1) return;
-    wreq *w = malloc(sizeof *w);
-    if (!w) return;
-    w->c = c;
-    w->buf = c->out;
-    w->len = c->out_len;
-    uv_buf_t b = uv_buf_init(c->out, (unsigned)c->out_len);
-    c->out = NULL;
-    c->out_len = c->out_cap = 0;
-    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
-        free(w->buf);
-        free(w);
-        return;
+    size_t len = c->out_len, done = 0;
+    c->out_len = 0;
+    c->s->stats.client_bytes_out += len;
+    uv_buf_t b = uv_buf_init(c->out, (unsigned)len);
+    int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    if (n >= 0)
+        done = (size_t)n;
+    else if (n != UV_EAGAIN)
+        done = len;
+    if (done < len) {
+        wreq *w = malloc(sizeof *w + (len - done));
+        if (w) {
+            w->c = c;
+            w->len = len - done;
+            memcpy(w->buf, c->out + done, w->len);
+            b = uv_buf_init(w->buf, (unsigned)w->len);
+            if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_write) == 0)
+                c->inflight += w->len;
+            else
+                free(w);
+        }
     }
-    c->inflight += w->len;
-    c->s->stats.client_bytes_out += w->len;
+    if (c->out_cap > OUT_KEEP) {
+        free(c->out);
+        c->out = NULL;
+        c->out_cap = 0;
+    }
 }
 
 static void flush_all(clients *cs)
@@ -146,8 +164,10 @@ static void on_late(uv_prepare_t *h)
     flush_all(h->data);
 }
 
-/* Appends output; past the pending bound the client is a slow consumer and is dropped. */
-static int out_append(client *c, const void *p, size_t n)
+/* Makes room for n more bytes of output at c->out + c->out_len (the caller writes them and adds
+ * n to out_len) and puts the client on the flush list; past the pending bound the client is a
+ * slow consumer and is dropped. */
+static int out_reserve(client *c, size_t n)
 {
     if (c->closing) return -1;
     if (c->out_len + c->inflight + n > c->s->cfg.client_max_pending) {
@@ -168,14 +188,21 @@ static int out_append(client *c, const void *p, size_t n)
         c->out = nb;
         c->out_cap = nc;
     }
-    memcpy(c->out + c->out_len, p, n);
-    c->out_len += n;
     if (!c->flushing) {
         clients *cs = c->s->clients;
         c->flushing = 1;
         c->flush_next = cs->flush_head;
         cs->flush_head = c;
     }
+    return 0;
+}
+
+/* Appends output (see out_reserve). */
+static int out_append(client *c, const void *p, size_t n)
+{
+    if (out_reserve(c, n)) return -1;
+    memcpy(c->out + c->out_len, p, n);
+    c->out_len += n;
     return 0;
 }
 
@@ -275,29 +302,72 @@ size_t clients_count(const server *s)
     return s->clients ? s->clients->count : 0;
 }
 
+#define MAX_MSG_LINE 1200 /* a delivery's control line, CRLF included, is shorter */
+
+/* Appends the decimal digits of v at out; returns the end. */
+static char *put_size(char *out, size_t v)
+{
+    char tmp[20];
+    int k = 0;
+    do {
+        tmp[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (k) *out++ = tmp[--k];
+    return out;
+}
+
+static size_t digits(size_t v)
+{
+    size_t k = 1;
+    while (v >= 10) {
+        v /= 10;
+        k++;
+    }
+    return k;
+}
+
+static char *put_str(char *out, const char *s, size_t n)
+{
+    memcpy(out, s, n);
+    return out + n;
+}
+
 /* Writes "MSG subject sid [reply] len" or "HMSG subject sid [reply] hdr_len total", the
- * payload and CRLF. */
+ * payload and CRLF, reserved at once and formatted in place (this is every PubAck's path). */
 static int deliver_one(sub *sb, const char *subject, const char *reply, const void *hdr,
                        size_t hdr_len, const void *data, size_t len)
 {
     client *c = sb->c;
-    char line[1200];
-    int n;
     if (hdr_len && !c->headers) {
         hdr_len = 0; /* a client without headers gets the data only, as nats-server does */
         hdr = NULL;
     }
-    if (hdr_len)
-        n = snprintf(line, sizeof line, "HMSG %s %s %s%s%zu %zu\r\n", subject, sb->sid,
-                     reply ? reply : "", reply ? " " : "", hdr_len, hdr_len + len);
-    else
-        n = snprintf(line, sizeof line, "MSG %s %s %s%s%zu\r\n", subject, sb->sid,
-                     reply ? reply : "", reply ? " " : "", len);
-    if (n < 0 || (size_t)n >= sizeof line) return -1;
-    if (out_append(c, line, (size_t)n)) return -1;
-    if (hdr_len && out_append(c, hdr, hdr_len)) return -1;
-    if (len && out_append(c, data, len)) return -1;
-    if (out_append(c, "\r\n", 2)) return -1;
+    size_t subl = strlen(subject), sidl = strlen(sb->sid), rl = reply ? strlen(reply) : 0;
+    size_t line = (hdr_len ? 5 : 4) + subl + 1 + sidl + 1 + (reply ? rl + 1 : 0) +
+                  (hdr_len ? digits(hdr_len) + 1 : 0) + digits(hdr_len + len) + 2;
+    if (line >= MAX_MSG_LINE) return -1;
+    if (out_reserve(c, line + hdr_len + len + 2)) return -1;
+    char *o = c->out + c->out_len;
+    o = hdr_len ? put_str(o, "HMSG ", 5) : put_str(o, "MSG ", 4);
+    o = put_str(o, subject, subl);
+    *o++ = ' ';
+    o = put_str(o, sb->sid, sidl);
+    *o++ = ' ';
+    if (reply) {
+        o = put_str(o, reply, rl);
+        *o++ = ' ';
+    }
+    if (hdr_len) {
+        o = put_size(o, hdr_len);
+        *o++ = ' ';
+    }
+    o = put_size(o, hdr_len + len);
+    o = put_str(o, "\r\n", 2);
+    if (hdr_len) o = put_str(o, hdr, hdr_len);
+    if (len) o = put_str(o, data, len);
+    o = put_str(o, "\r\n", 2);
+    c->out_len = (size_t)(o - c->out);
     c->s->stats.client_msgs_out++;
     return 0;
 }

@@ -17,8 +17,48 @@
 typedef struct pubreq {
     server *s;
     int nr;
+    int pooled; /* of POOL_REPLY bytes of reply, returned to the pool when done */
+    struct pubreq *next;
     char reply[];
 } pubreq;
+
+/* Publishes in flight each hold a pubreq until their ack; those whose reply subject fits
+ * POOL_REPLY bytes come from a free list of at most POOL_MAX (the process runs one server on one
+ * thread), so that a stream of publishes does not go through malloc and free per message. */
+#define POOL_REPLY 120
+#define POOL_MAX 4096
+
+static pubreq *pool;
+static size_t pool_n;
+
+static pubreq *pubreq_new(size_t reply_len)
+{
+    if (reply_len + 1 > POOL_REPLY) {
+        pubreq *p = malloc(sizeof *p + reply_len + 1);
+        if (p) p->pooled = 0;
+        return p;
+    }
+    pubreq *p = pool;
+    if (p) {
+        pool = p->next;
+        pool_n--;
+        return p;
+    }
+    p = malloc(sizeof *p + POOL_REPLY);
+    if (p) p->pooled = 1;
+    return p;
+}
+
+static void pubreq_free(pubreq *p)
+{
+    if (!p->pooled || pool_n >= POOL_MAX) {
+        free(p);
+        return;
+    }
+    p->next = pool;
+    pool = p;
+    pool_n++;
+}
 
 /* 1 if s can stand in a JSON string as it is (the PubAck's hot path formats it directly). */
 static int json_plain(const char *s)
@@ -105,7 +145,7 @@ static void on_ack(void *arg, int status, const jr_pub_ack *ack)
             }
         }
     }
-    free(p);
+    pubreq_free(p);
     s->js_inflight--;
     clients_request_done(s);
 }
@@ -114,7 +154,7 @@ void jsapi_publish(server *s, const char *subject, const char *reply, const void
                    size_t hdr_len, const void *data, size_t len, int nr)
 {
     size_t rl = reply ? strlen(reply) : 0;
-    pubreq *p = malloc(sizeof *p + rl + 1);
+    pubreq *p = pubreq_new(rl);
     if (!p) return;
     p->s = s;
     s->js_inflight++;

@@ -68,6 +68,12 @@ static void arm_at(server *s, uint64_t deadline)
         return;
     }
     if (deadline == s->armed && uv_is_active((uv_handle_t *)&s->tick)) return;
+    /* The timer is due already (it fires at the loop's next timer phase) and the new deadline
+     * is due too, as after every publish (the node asks for a tick "now"): arming again would
+     * fire it at that same phase, so it stays as it is. */
+    if (deadline >= s->armed && uv_is_active((uv_handle_t *)&s->tick) &&
+        uv_timer_get_due_in(&s->tick) == 0 && deadline <= uv_hrtime())
+        return;
     /* libuv counts the timeout from its cached loop time: refresh it, so that a timer armed
      * late in a long loop turn does not fire early. */
     uv_update_time(s->loop);

@@ -20,6 +20,9 @@
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
 #define MAX_PENDING_ACCEPTS 64
+/* The buffer a write is sealed into stays allocated up to this size (one loop thread: one
+ * buffer serves every link). */
+#define SCRATCH_KEEP (1u << 20)
 
 typedef struct peer peer;
 
@@ -32,7 +35,7 @@ typedef struct plink {
     int established; /* the peer's handshake checked out and the link is its peer's link */
     int closing;
     int handles;    /* handles still open (tcp, timer) */
-    size_t queued;  /* bytes handed to uv_write and not completed */
+    size_t queued;  /* bytes in uv_write requests not completed */
     uint8_t *batch; /* route messages not sent yet: (len u32 | frame)*, unsealed */
     size_t batch_len, batch_cap;
     size_t batch_wire;  /* the bytes they take sealed */
@@ -103,27 +106,56 @@ static void on_write(uv_write_t *req, int status)
     (void)status; /* a failed write surfaces as a read error and closes the link */
 }
 
+static uint8_t *scratch;
+static size_t scratch_cap;
+
 /* Writes len bytes that fill() puts into the buffer; refused when the send queue (with the
- * route messages batched for it) would pass limit bytes. */
+ * route messages batched for it) would pass limit bytes. The bytes are filled into a scratch
+ * buffer and written at once as far as the socket takes them (uv_try_write writes nothing
+ * while earlier writes are queued, so the order holds); only the rest is copied into a
+ * uv_write request. (A uv_write, even one that completes at once, costs an epoll_ctl
+ * afterwards, when libuv stops watching the socket for writability: a syscall per write.) */
 static int link_write(plink *l, size_t len, uint64_t limit,
                       int (*fill)(plink *, const void *, uint8_t *, size_t), const void *what)
 {
     if (l->queued + l->batch_wire + len > limit) return -1;
-    wreq *w = malloc(sizeof *w + len);
-    if (!w) return -1;
-    if (fill(l, what, w->data, len)) {
-        free(w);
-        return -1;
+    uint8_t *buf = scratch;
+    if (len > scratch_cap) {
+        buf = len <= SCRATCH_KEEP ? realloc(scratch, len) : malloc(len);
+        if (!buf) return -1;
+        if (len <= SCRATCH_KEEP) {
+            scratch = buf;
+            scratch_cap = len;
+        }
+    }
+    int rc = -1;
+    if (fill(l, what, buf, len)) goto out;
+    uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
+    int n = uv_try_write((uv_stream_t *)&l->tcp, &b, 1);
+    if (n < 0 && n != UV_EAGAIN) goto out; /* broken: the read side closes the link */
+    size_t done = n > 0 ? (size_t)n : 0;
+    rc = 0;
+    if (done == len) goto out;
+    wreq *w = malloc(sizeof *w + (len - done));
+    if (!w) {
+        rc = -1; /* part of a frame went out: the stream is cut, the link must go */
+        if (done) link_close(l);
+        goto out;
     }
     w->l = l;
-    w->len = len;
-    uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)len);
+    w->len = len - done;
+    memcpy(w->data, buf + done, w->len);
+    b = uv_buf_init((char *)w->data, (unsigned)w->len);
     if (uv_write(&w->req, (uv_stream_t *)&l->tcp, &b, 1, on_write) != 0) {
         free(w);
-        return -1;
+        rc = -1;
+        if (done) link_close(l);
+        goto out;
     }
-    l->queued += len;
-    return 0;
+    l->queued += w->len;
+out:
+    if (buf != scratch) free(buf);
+    return rc;
 }
 
 typedef struct frame_ref {
