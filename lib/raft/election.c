@@ -132,7 +132,8 @@ static void become_leader(jr__raft *r, uint64_t now)
     r->send_pending = 1;
     jr__vouch_done(r); /* elected with its log at or above every voter's floor (vouch.c) */
     jr__repl_flush(r, now);
-    if (jr__conf_voters(r->conf) == 1) jr__repl_maybe_commit(r, now);
+    if (jr__conf_voters(r->conf) == 1 || jr__removed_stand_in(r) >= 0)
+        jr__repl_maybe_commit(r, now);
 }
 
 static int popcount(uint64_t x)
@@ -176,6 +177,9 @@ void jr__elect_campaign(jr__raft *r, uint64_t now, int prevote, int transfer)
     r->leader = 0;
     r->transfer_to = 0;
     r->votes_for = me >= 0 ? 1ULL << me : 0;
+    /* a removed voter of two this replica stands in for has voted for it (removed.c) */
+    int stand = jr__removed_stand_in(r);
+    if (stand >= 0) r->votes_for |= 1ULL << stand;
     r->votes_against = 0;
     r->round_start = now;
     jr__elect_reset_timer(r, now);
@@ -320,10 +324,11 @@ void jr__elect_check_quorum(jr__raft *r, uint64_t now)
      * at the next). */
     uint64_t v[JR__MAX_MEMBERS];
     uint32_t n = 0;
+    int stand = jr__removed_stand_in(r); /* answers through this replica (removed.c) */
     for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__prog *p = &r->prog[i];
         if (!p->voter) continue;
-        uint64_t c = p->id == r->cfg.self ? now : p->last_contact;
+        uint64_t c = p->id == r->cfg.self || (int)i == stand ? now : p->last_contact;
         uint32_t j = n++;
         for (; j > 0 && v[j - 1] < c; j--) v[j] = v[j - 1]; /* insertion, descending */
         v[j] = c;

@@ -11,6 +11,8 @@
  *   snapshot.c    snapshots taken by the node, compaction, chunked install
  *   quiesce.c     idle groups: a quiet leader stops heartbeating, quiet followers stop their
  *                 election timer; node-level (coalesced) heartbeats stand in for both
+ *   removed.c     a group of two voters whose other voter's server was removed for good:
+ *                 when this replica counts that voter's vote and acknowledgement as given
  *   vouch.c       a replica restarted from storage that may have lost records: VOUCH queries,
  *                 the term and log floors it learns, when it is whole again; the leader's side
  *   memlog.c      the in-memory log rings; conf.c the configuration codec; confs.c the
@@ -159,6 +161,11 @@ struct jr__raft {
     uint32_t scratch_cap;
     uint8_t *chunk; /* one snapshot chunk being sent */
 
+    /* Servers removed for good (jr__raft_peer_removed, removed.c), with this replica's term
+     * when it was told of each; 0: a free slot. */
+    jr__id removed[2];
+    uint64_t removed_term[2];
+
     uint64_t lost_commits; /* follower: times committed entries were given up (raft.h) */
     uint64_t echoes;       /* quiet leader: late HEARTBEAT_RESPs taken as echoes (raft.h) */
 
@@ -208,6 +215,11 @@ static inline uint64_t jr__raft_quorum(const jr__raft *r)
 {
     return jr__conf_voters(r->conf) / 2 + 1;
 }
+
+/* removed.c ---------------------------------------------------------------------------------*/
+/* The position in conf of the removed voter this replica stands in for (its vote and
+ * acknowledgement count as given), or -1. */
+int jr__removed_stand_in(const jr__raft *r);
 
 /* election.c --------------------------------------------------------------------------------*/
 /* Draws a new timeout in [T, 2T) and restarts the election timer at now. */

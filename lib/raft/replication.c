@@ -177,10 +177,12 @@ void jr__repl_maybe_commit(jr__raft *r, uint64_t now)
     if (r->role != ROLE_LEADER) return;
     uint64_t v[JR__MAX_MEMBERS];
     uint32_t n = 0;
+    /* a removed voter of two this replica stands in for holds what it holds (removed.c) */
+    int stand = jr__removed_stand_in(r);
     for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__prog *p = &r->prog[i];
         if (!p->voter) continue;
-        uint64_t m = p->id == r->cfg.self ? r->durable : p->match;
+        uint64_t m = p->id == r->cfg.self || (int)i == stand ? r->durable : p->match;
         uint32_t j = n++;
         for (; j > 0 && v[j - 1] < m; j--) v[j] = v[j - 1]; /* insertion, descending */
         v[j] = m;
