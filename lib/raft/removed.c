@@ -132,8 +132,13 @@ int jr__raft_stand_in_state(const jr__raft *r, jr__id peer)
     uint64_t t0 = r->removed_term[k];
     /* The configuration in effect at the commit index (the newest CONFIG entry at or below it,
      * else the snapshot's, whose entry's term is not known here) ... */
+    uint64_t known = r->commit;
+    /* the bootstrap entry (index 1, term 1) is on every initial voter from the start, so in
+     * every quorum of theirs: as good as committed, even before a leader said so */
+    if (known == 0 && r->ncidx && r->cidx[0].index == 1 && jr__memlog_term(&r->log, 1) == 1)
+        known = 1;
     uint32_t j = r->ncidx;
-    while (j > 0 && r->cidx[j - 1].index > r->commit) j--;
+    while (j > 0 && r->cidx[j - 1].index > known) j--;
     const jr__conf *lc = j ? r->cidx[j - 1].c : r->snap_conf;
     uint64_t lt = j ? jr__memlog_term(&r->log, r->cidx[j - 1].index) : 0;
     if (!pair_of(r, lc, peer)) return JR__STAND_UNCOMMITTED;

@@ -268,6 +268,29 @@ START_TEST(the_stand_in_moves_the_group_onto_a_new_voter)
 }
 END_TEST
 
+/* A group created with the two (its bootstrap configuration, on both from the start) whose
+ * first leader never came: n1 knows no commit, but the bootstrap entry is in every quorum of
+ * the two, so n1 stands in once n0 is removed. */
+START_TEST(a_new_group_of_two_that_never_elected_stands_in_too)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 2, seed);
+        h_start(&h, 2, 2);
+        h_crash(&h, 0);
+        ck_assert_uint_eq(h_commit(&h, 1), 0);
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
+        ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_YES);
+        ck_assert_int_eq(h_wait_leader(&h, 10 * ET), 1);
+        uint64_t idx = propose_n(&h, 1, 3, "b");
+        h_run(&h, ET / 2);
+        ck_assert_uint_ge(h_commit(&h, 1), idx);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
 /* Three voters, two of them down and one of those removed: the remaining voter is no stand-in
  * (it holds every committed entry only when it was in every quorum, which two voters of three
  * need not be), and the group waits. */
@@ -301,6 +324,7 @@ int main(void)
     tcase_add_test(tc, a_damaged_replica_never_stands_in);
     tcase_add_test(tc, an_observer_the_removed_voter_could_promote_stops_the_stand_in);
     tcase_add_test(tc, the_stand_in_moves_the_group_onto_a_new_voter);
+    tcase_add_test(tc, a_new_group_of_two_that_never_elected_stands_in_too);
     tcase_add_test(tc, a_removed_voter_of_three_is_not_stood_in_for);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
