@@ -51,7 +51,8 @@ void jr__group_peer_removed(jr_group *g, const jr__peer *p)
         [JR__STAND_DAMAGED] = "this replica is damaged and may lack entries the two committed",
         [JR__STAND_UNVOUCHED] = "this replica restarted and is not vouched for yet: it may lack "
                                 "entries the two committed",
-        [JR__STAND_UNCOMMITTED] = "its configuration is not known committed here",
+        [JR__STAND_UNCOMMITTED] = "the configuration it knows committed, or a later one, has "
+                                  "other voters",
         [JR__STAND_OBSERVERS] = "the removed server could have promoted an observer of it",
     };
     int st = jr__raft_stand_in_state(g->raft, p->id);

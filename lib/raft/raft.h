@@ -539,7 +539,8 @@ enum jr__stand_in {
     JR__STAND_NOT_REMOVED, /* peer's removal was not given (jr__raft_peer_removed) */
     JR__STAND_DAMAGED,     /* this replica lost records: it may lack committed entries */
     JR__STAND_UNVOUCHED,   /* restarted and not yet vouched for: the same may be true */
-    JR__STAND_UNCOMMITTED, /* its latest configuration is not known committed */
+    JR__STAND_UNCOMMITTED, /* the configuration at its commit index, or a later one, has
+                              other voters */
     JR__STAND_OBSERVERS,   /* observers that peer could have promoted before its removal */
 };
 int jr__raft_stand_in_state(const jr__raft *r, jr__id peer);

@@ -21,9 +21,9 @@
  *
  * Why no committed entry is lost. From the moment it was told (term T0) this replica refuses
  * the removed voter A's frames, and A needs this replica's vote to win any term (every
- * configuration A can hold has this replica as a voter, by (3) and (4) below), so A leads no
- * term above T0. By (3) the configuration Lc = {A, self} in effect at the commit index is
- * committed, so every later leader holds it (Leader Completeness, §3.6.3), and a configuration
+ * configuration A can hold from Lc on has this replica as a voter, as what follows shows), so
+ * A leads no term above T0. By (3) the configuration Lc = {A, self} in effect at the commit index
+ * is committed, so every later leader holds it (Leader Completeness, §3.6.3), and a configuration
  * after Lc is appended only by a leader of Lc or of a later one (§4.1: one change at a time, the
  * next only once the previous one committed). Under a configuration whose voters are A and this
  * replica alone every commit needs this replica's acknowledgement, and a whole replica holds
