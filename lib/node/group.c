@@ -53,14 +53,17 @@ void jr__group_peer_removed(jr_group *g, const jr__peer *p)
                                 "entries the two committed",
         [JR__STAND_UNCOMMITTED] = "the configuration it knows committed, or a later one, has "
                                   "other voters",
-        [JR__STAND_OBSERVERS] = "the removed server could have promoted an observer of it",
+        [JR__STAND_OBSERVERS] = "an observer the removed server could have promoted is no "
+                                "longer a member",
     };
     int st = jr__raft_stand_in_state(g->raft, p->id);
     if (st == JR__STAND_YES) {
+        int obs = jr__raft_stand_in_observers(g->raft, p->id) != 0;
         jr__node_log(n, JR_LOG_WARN,
                      "group %llu: its other voter '%s' was removed for good: this replica, "
-                     "which holds every entry the two committed, stands in for its vote",
-                     (unsigned long long)g->id, p->name);
+                     "which holds every entry the two committed, stands in for its vote%s",
+                     (unsigned long long)g->id, p->name,
+                     obs ? ", with the votes of the observers it could have promoted" : "");
         jr__group_ready(g);
         jr__node_want_tick(n);
     } else if (st >= JR__STAND_DAMAGED && st <= JR__STAND_OBSERVERS) {

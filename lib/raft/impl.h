@@ -146,6 +146,7 @@ struct jr__raft {
     uint64_t rto;                      /* this round's randomized election timeout */
     uint64_t election_deadline;        /* follower/candidate */
     uint64_t votes_for, votes_against; /* bit i: conf.m[i] answered */
+    uint64_t stand_votes;              /* bits of votes_for a stand-in gave (removed.c) */
     uint64_t round_start;              /* when the current (pre-)vote round started */
 
     /* Leader. */
@@ -218,8 +219,9 @@ static inline uint64_t jr__raft_quorum(const jr__raft *r)
 
 /* removed.c ---------------------------------------------------------------------------------*/
 /* The position in conf of the removed voter this replica stands in for (its vote and
- * acknowledgement count as given), or -1. */
-int jr__removed_stand_in(const jr__raft *r);
+ * acknowledgement count as given), or -1; *need: the observers (bits by position in conf)
+ * whose real vote and acknowledgement the stand-in needs as well (0: none). */
+int jr__removed_stand_in(const jr__raft *r, uint64_t *need);
 
 /* election.c --------------------------------------------------------------------------------*/
 /* Draws a new timeout in [T, 2T) and restarts the election timer at now. */

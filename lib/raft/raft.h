@@ -541,9 +541,13 @@ enum jr__stand_in {
     JR__STAND_UNVOUCHED,   /* restarted and not yet vouched for: the same may be true */
     JR__STAND_UNCOMMITTED, /* the configuration at its commit index, or a later one, has
                               other voters */
-    JR__STAND_OBSERVERS,   /* observers that peer could have promoted before its removal */
+    JR__STAND_OBSERVERS,   /* an observer peer could have promoted is no longer a member */
 };
 int jr__raft_stand_in_state(const jr__raft *r, jr__id peer);
+/* While it stands in for peer: the observers (bits by position in jr__raft_conf()) whose own
+ * vote and acknowledgement it needs as well, those peer could have promoted (removed.c); 0
+ * when none, or when it does not stand in. */
+uint64_t jr__raft_stand_in_observers(const jr__raft *r, jr__id peer);
 /* An unvouched replica that started without a configuration (its recovery lost it, vouch.c)
  * asks servers ids[0..n) (this server left out) for their word now and at each of its asking
  * timeouts: the servers that may host the group, from the node. Once one answers with a

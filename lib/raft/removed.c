@@ -16,8 +16,10 @@
  *       makes it whole, vouch.c);
  *   (3) the configuration in effect at its commit index (committed) has these two voters
  *       alone too, and so has every later one its log holds (not known committed);
- *   (4) none of those has a member besides the two, unless its CONFIG entry is of a term
- *       above T0, this replica's term when it was told of the removal.
+ *   (4) every observer of those whose CONFIG entry is of a term up to T0 (this replica's
+ *       term when it was told of the removal) is still a member, and it gives its own vote
+ *       and acknowledgement too: the stand-in's election needs its vote, a commit its
+ *       acknowledgement.
  *
  * Why no committed entry is lost. From the moment it was told (term T0) this replica refuses
  * the removed voter A's frames, and A needs this replica's vote to win any term (every
@@ -29,8 +31,11 @@
  * replica alone every commit needs this replica's acknowledgement, and a whole replica holds
  * what it acknowledged; the first change that lets entries commit without it is one A appends
  * while leading such a configuration L, in a term from L's to T0: the promotion of an observer
- * of L, ruled out by (4) (no observer, or L was appended after A could last lead: by this
- * replica), or the removal of this replica, which a leader makes only when the group's
+ * O of L (covered by (4): L was appended after A could last lead, by this replica, or O's own
+ * vote is needed; if A committed the promotion, O acknowledged it and what A committed with
+ * it, and refuses its vote to this replica, which lacks them; once O voted for this replica
+ * its term is above any A leads, so it takes nothing more from A), or the removal of this
+ * replica, which a leader makes only when the group's
  * placement dropped this replica's server (docs/internals.md names this limit). So this
  * replica's log holds every committed entry, and an election it wins alone keeps them all;
  * entries A appended that this replica never acknowledged were never committed.
@@ -76,7 +81,8 @@ int jr__raft_peer_removed(jr__raft *r, jr__id peer)
     }
     r->removed[k] = peer;
     r->removed_term[k] = r->term;
-    if (jr__removed_stand_in(r) >= 0) jr__raft_notify(r);
+    uint64_t need;
+    if (jr__removed_stand_in(r, &need) >= 0) jr__raft_notify(r);
     return 0;
 }
 
@@ -111,15 +117,28 @@ static int pair_of(const jr__raft *r, const jr__conf *c, jr__id peer)
     return v == 2 && self && other;
 }
 
-/* 1 if c, the configuration of an entry of term t (0: not known), has an observer the removed
- * voter could have promoted: one from before it could last lead (t0). */
-static int promotable(const jr__conf *c, uint64_t t, uint64_t t0)
+/* Adds to *need the positions in the latest configuration of c's observers when c, the
+ * configuration of an entry of term t (0: not known), is from before the removed voter could
+ * last lead (t0): observers it could have promoted. 0, or -1 if one of them is no member of the
+ * latest configuration (its word cannot be asked for). */
+static int promotable(const jr__raft *r, const jr__conf *c, uint64_t t, uint64_t t0, uint64_t *need)
 {
-    return c->n > 2 && t <= t0;
+    if (c->n <= 2 || t > t0) return 0;
+    for (uint32_t i = 0; i < c->n; i++) {
+        if (c->m[i].voter) continue;
+        uint32_t x = 0;
+        while (x < r->conf->n && r->conf->m[x].id != c->m[i].id) x++;
+        if (x == r->conf->n || r->conf->m[x].voter) return -1;
+        *need |= 1ULL << x;
+    }
+    return 0;
 }
 
-int jr__raft_stand_in_state(const jr__raft *r, jr__id peer)
+/* The state, and in *need the observers whose real vote and acknowledgement the stand-in
+ * needs besides (positions in the latest configuration). */
+static int state(const jr__raft *r, jr__id peer, uint64_t *need)
 {
+    *need = 0;
     if (peer == 0 || !pair_of(r, r->conf, peer)) return JR__STAND_NOT_PAIR;
     uint32_t k = 0;
     const uint32_t slots = sizeof r->removed / sizeof r->removed[0];
@@ -142,23 +161,36 @@ int jr__raft_stand_in_state(const jr__raft *r, jr__id peer)
     const jr__conf *lc = j ? r->cidx[j - 1].c : r->snap_conf;
     uint64_t lt = j ? jr__memlog_term(&r->log, r->cidx[j - 1].index) : 0;
     if (!pair_of(r, lc, peer)) return JR__STAND_UNCOMMITTED;
-    if (promotable(lc, lt, t0)) return JR__STAND_OBSERVERS;
-    /* ... and every later one, not known committed: each of the two voters alone, and none
-     * with an observer the removed voter could have promoted (a later one of a term above t0
-     * is this replica's own, as the stand-in's leader: the removed one leads no term above) */
+    if (promotable(r, lc, lt, t0, need)) return JR__STAND_OBSERVERS;
+    /* ... and every later one, not known committed: each of the two voters alone; the
+     * observers of those from before t0 are asked too (a later one of a term above t0 is this
+     * replica's own, as the stand-in's leader: the removed one leads no term above) */
     for (; j < r->ncidx; j++) {
         const jr__conf *c = r->cidx[j].c;
         if (!pair_of(r, c, peer)) return JR__STAND_UNCOMMITTED;
-        if (promotable(c, jr__memlog_term(&r->log, r->cidx[j].index), t0))
+        if (promotable(r, c, jr__memlog_term(&r->log, r->cidx[j].index), t0, need))
             return JR__STAND_OBSERVERS;
     }
     return JR__STAND_YES;
 }
 
-int jr__removed_stand_in(const jr__raft *r)
+int jr__raft_stand_in_state(const jr__raft *r, jr__id peer)
 {
+    uint64_t need;
+    return state(r, peer, &need);
+}
+
+uint64_t jr__raft_stand_in_observers(const jr__raft *r, jr__id peer)
+{
+    uint64_t need;
+    return state(r, peer, &need) == JR__STAND_YES ? need : 0;
+}
+
+int jr__removed_stand_in(const jr__raft *r, uint64_t *need)
+{
+    *need = 0;
     if (r->removed[0] == 0) return -1; /* the common case: nothing removed */
     int o = other_voter(r);
     if (o < 0) return -1;
-    return jr__raft_stand_in_state(r, r->conf->m[o].id) == JR__STAND_YES ? o : -1;
+    return state(r, r->conf->m[o].id, need) == JR__STAND_YES ? o : -1;
 }

@@ -178,7 +178,8 @@ void jr__repl_maybe_commit(jr__raft *r, uint64_t now)
     uint64_t v[JR__MAX_MEMBERS];
     uint32_t n = 0;
     /* a removed voter of two this replica stands in for holds what it holds (removed.c) */
-    int stand = jr__removed_stand_in(r);
+    uint64_t need;
+    int stand = jr__removed_stand_in(r, &need);
     for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__prog *p = &r->prog[i];
         if (!p->voter) continue;
@@ -189,6 +190,9 @@ void jr__repl_maybe_commit(jr__raft *r, uint64_t now)
     }
     if (n == 0) return;
     uint64_t q = v[jr__raft_quorum(r) - 1];
+    /* ... and commits only what the observers it needs hold as well */
+    for (uint32_t i = 0; need && i < r->conf->n; i++)
+        if (need >> i & 1 && r->prog[i].match < q) q = r->prog[i].match;
     if (q <= r->commit || jr__memlog_term(&r->log, q) != r->term) return;
     r->commit = q;
     r->send_pending = 1;
