@@ -8,7 +8,7 @@
  * the core which servers were removed (jr__raft_peer_removed: the meta group committed the
  * removal and this server refuses the removed one's frames from now on). This replica then
  * stands in for the removed voter: it counts that voter's vote and acknowledgement as given
- * (a quorum of itself alone) while all of these hold:
+ * (a quorum of itself alone, or with the observers of (4)) while all of these hold:
  *   (1) the latest configuration has exactly two voters, this replica and the removed one;
  *   (2) this replica is whole: not damaged, not diverged, and, if it restarted, vouched for
  *       as far as a campaign needs (every other voter answered, the removed one as holding
@@ -16,10 +16,10 @@
  *       makes it whole, vouch.c);
  *   (3) the configuration in effect at its commit index (committed) has these two voters
  *       alone too, and so has every later one its log holds (not known committed);
- *   (4) every observer of those whose CONFIG entry is of a term up to T0 (this replica's
- *       term when it was told of the removal) is still a member, and it gives its own vote
- *       and acknowledgement too: the stand-in's election needs its vote, a commit its
- *       acknowledgement.
+ *   (4) the observers of those configurations whose CONFIG entry is of a term up to T0
+ *       (this replica's term when it was told of the removal) are all still members, and
+ *       each gives its own vote and acknowledgement too: the stand-in's election needs their
+ *       votes, a commit their acknowledgements.
  *
  * Why no committed entry is lost. From the moment it was told (term T0) this replica refuses
  * the removed voter A's frames, and A needs this replica's vote to win any term (every
@@ -35,10 +35,10 @@
  * vote is needed; if A committed the promotion, O acknowledged it and what A committed with
  * it, and refuses its vote to this replica, which lacks them; once O voted for this replica
  * its term is above any A leads, so it takes nothing more from A), or the removal of this
- * replica, which a leader makes only when the group's
- * placement dropped this replica's server (docs/internals.md names this limit). So this
- * replica's log holds every committed entry, and an election it wins alone keeps them all;
- * entries A appended that this replica never acknowledged were never committed.
+ * replica, which a leader makes only when the group's placement dropped this replica's server
+ * (docs/internals.md names this limit). So this replica's log holds every committed entry, and
+ * an election it wins as the stand-in keeps them all; entries A appended that this replica
+ * never acknowledged were never committed.
  *
  * Why one leader per term. This replica's own vote goes to itself for the term it stands in
  * (a durable vote, §3.8), and every candidate needs it: A (its configurations all name this
@@ -57,7 +57,7 @@
  *
  * Why whole. A damaged replica knows it lost records: entries it acknowledged, or a vote it
  * gave A; standing in could drop committed entries or make two leaders in a term, so it never
- * does, and the group waits for an operator. A restarted replica is taken for whole once its
+ * does, and the group waits. A restarted replica is taken for whole once its
  * vouching allows a campaign, the removed voter's answer being "nothing" (the node declares a
  * removed server gone, lib/node/api_group.c jr__node_peer_gone): what it could have lost
  * without knowing it (an undetected rollback of its disk) is a second fault in the group beside
