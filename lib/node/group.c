@@ -43,6 +43,38 @@
 
 #define DEFAULT_SNAPSHOT_ENTRIES 8192
 
+void jr__group_peer_removed(jr_group *g, const jr__peer *p)
+{
+    jr_node *n = g->node;
+    if (jr__raft_peer_removed(g->raft, p->id) != 0) return; /* told before, or itself */
+    static const char *const why[] = {
+        [JR__STAND_DAMAGED] = "this replica is damaged and may lack entries the two committed",
+        [JR__STAND_UNVOUCHED] = "this replica restarted and is not vouched for yet: it may lack "
+                                "entries the two committed",
+        [JR__STAND_UNCOMMITTED] = "the configuration it knows committed, or a later one, has "
+                                  "other voters",
+        [JR__STAND_OBSERVERS] = "an observer the removed server could have promoted is no "
+                                "longer a member",
+    };
+    int st = jr__raft_stand_in_state(g->raft, p->id);
+    if (st == JR__STAND_YES) {
+        int obs = jr__raft_stand_in_observers(g->raft, p->id) != 0;
+        jr__node_log(n, JR_LOG_WARN,
+                     "group %llu: its other voter '%s' was removed for good: this replica, "
+                     "which holds every entry the two committed, stands in for its vote%s",
+                     (unsigned long long)g->id, p->name,
+                     obs ? ", with the votes of the observers it could have promoted" : "");
+        jr__group_ready(g);
+        jr__node_want_tick(n);
+    } else if (st >= JR__STAND_DAMAGED && st <= JR__STAND_OBSERVERS) {
+        jr__node_log(n, JR_LOG_WARN,
+                     "group %llu: its other voter '%s' was removed for good, and the group "
+                     "needs both voters; this replica does not stand in for it (%s): the group "
+                     "waits",
+                     (unsigned long long)g->id, p->name, why[st]);
+    }
+}
+
 jr__raft *jr__group_raft(const jr_group *g)
 {
     return g->raft;
@@ -464,6 +496,9 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     /* nor servers the meta state removed (jr__node_peer_gone) */
     for (size_t i = 0; i < n->npeers && jr__raft_unvouched(g->raft); i++)
         if (n->peers[i]->gone) (void)jr__raft_vouch_gone(g->raft, n->peers[i]->id, n->now);
+    /* and a voter of two whose server's frames it refuses may be stood in for (raft/removed.c) */
+    for (size_t i = 0; i < n->npeers; i++)
+        if (n->peers[i]->removed) jr__group_peer_removed(g, n->peers[i]);
     if (jr__raft_unvouched(g->raft) && jr__raft_conf(g->raft)->n == 0) {
         /* recovery lost its configuration: it asks every server this node knows of (those
          * that do not host the group answer so), as it knows no member (raft/vouch.c) */

@@ -436,6 +436,10 @@ void jr__group_ready(jr_group *g);
 void jr__group_rearm(jr_group *g);
 /* Runs g's due timers at n->now. */
 void jr__group_tick(jr_group *g);
+/* p's server was removed for good and its frames are refused (p->removed): g's core is told
+ * (raft/removed.c), so a whole replica of a group whose voters are it and p alone counts p's
+ * vote and acknowledgement as given; the log says whether it does, and why not. */
+void jr__group_peer_removed(jr_group *g, const jr__peer *p);
 /* The raft core of g (tests and the simulation fixture inspect it). */
 jr__raft *jr__group_raft(const jr_group *g);
 /* This replica cannot serve: its fsm's restore failed while running (fsm_failed), or it lost

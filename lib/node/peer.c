@@ -291,7 +291,14 @@ int jr__node_peer_set_removed(jr_node *n, const char *name)
     if (rc) return rc;
     jr__peer *p = jr__peer_find_name(n, name);
     if (!p || p->id == n->self) return 0; /* this server: jr__node_set_removed */
+    if (p->removed) return 0;
     p->removed = 1;
+    /* from here on this server refuses its frames: a group of two it leaves may go on with the
+     * other voter alone (raft/removed.c) */
+    for (size_t i = 0; i < n->groups.cap; i++) {
+        jr_group *g = n->groups.slots[i].val;
+        if (n->groups.slots[i].key && g->raft) jr__group_peer_removed(g, p);
+    }
     return 0;
 }
 

@@ -87,7 +87,7 @@ void jr__elect_become_follower(jr__raft *r, uint64_t now, uint64_t term, jr__id 
     if (leader) r->leader_contact = now;
     r->transfer_to = 0;
     r->send_pending = 0;
-    r->votes_for = r->votes_against = 0;
+    r->votes_for = r->votes_against = r->stand_votes = 0;
     jr__elect_reset_timer(r, now);
 }
 
@@ -132,7 +132,9 @@ static void become_leader(jr__raft *r, uint64_t now)
     r->send_pending = 1;
     jr__vouch_done(r); /* elected with its log at or above every voter's floor (vouch.c) */
     jr__repl_flush(r, now);
-    if (jr__conf_voters(r->conf) == 1) jr__repl_maybe_commit(r, now);
+    uint64_t need;
+    if (jr__conf_voters(r->conf) == 1 || jr__removed_stand_in(r, &need) >= 0)
+        jr__repl_maybe_commit(r, now);
 }
 
 static int popcount(uint64_t x)
@@ -146,7 +148,22 @@ static int popcount(uint64_t x)
 static void tally(jr__raft *r, uint64_t now)
 {
     uint64_t q = jr__raft_quorum(r);
-    if ((uint64_t)popcount(r->votes_for) >= q) {
+    uint64_t vf = r->votes_for;
+    if (r->stand_votes) {
+        /* a stand-in's round (removed.c): the removed voter's vote counts while it still stands
+         * in, and the round is won only with every observer it needs */
+        uint64_t need;
+        if (jr__removed_stand_in(r, &need) < 0) {
+            vf &= ~r->stand_votes;
+        } else if (need) {
+            if (r->votes_against & need) {
+                jr__elect_become_follower(r, now, r->term, 0);
+                return;
+            }
+            if ((vf & need) != need) return;
+        }
+    }
+    if ((uint64_t)popcount(vf) >= q) {
         if (r->role == ROLE_PRECANDIDATE)
             jr__elect_campaign(r, now, 0, 0);
         else
@@ -176,11 +193,17 @@ void jr__elect_campaign(jr__raft *r, uint64_t now, int prevote, int transfer)
     r->leader = 0;
     r->transfer_to = 0;
     r->votes_for = me >= 0 ? 1ULL << me : 0;
+    /* a removed voter of two this replica stands in for has voted for it, and the observers
+     * that voter could have promoted are asked as well (removed.c) */
+    uint64_t need;
+    int stand = jr__removed_stand_in(r, &need);
+    r->stand_votes = stand >= 0 ? 1ULL << stand : 0;
+    r->votes_for |= r->stand_votes;
     r->votes_against = 0;
     r->round_start = now;
     jr__elect_reset_timer(r, now);
     for (uint32_t i = 0; i < r->conf->n; i++) {
-        if ((int)i == me || !r->conf->m[i].voter) continue;
+        if ((int)i == me || (!r->conf->m[i].voter && !(need >> i & 1))) continue;
         jr__msg m = {.type = JR__MSG_VOTE, .to = r->conf->m[i].id, .term = vterm};
         /* a real request depends on our durable term and self-vote */
         m.flags = prevote ? JR__MF_PREVOTE : JR__MF_DURABLE;
@@ -276,7 +299,11 @@ void jr__elect_on_vote_resp(jr__raft *r, uint64_t now, const jr__msg *m)
         granted = granted && (m->flags & JR__MF_DURABLE); /* only a durable vote counts */
     }
     int pos = conf_pos(r, m->from);
-    if (pos < 0 || !r->conf->m[pos].voter) return;
+    if (pos < 0) return;
+    if (!r->conf->m[pos].voter) { /* counted only as an observer a stand-in needs (removed.c) */
+        uint64_t need;
+        if (!r->stand_votes || jr__removed_stand_in(r, &need) < 0 || !(need >> pos & 1)) return;
+    }
     if (granted)
         r->votes_for |= 1ULL << pos;
     else
@@ -320,10 +347,12 @@ void jr__elect_check_quorum(jr__raft *r, uint64_t now)
      * at the next). */
     uint64_t v[JR__MAX_MEMBERS];
     uint32_t n = 0;
+    uint64_t need;
+    int stand = jr__removed_stand_in(r, &need); /* answers through this replica (removed.c) */
     for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__prog *p = &r->prog[i];
         if (!p->voter) continue;
-        uint64_t c = p->id == r->cfg.self ? now : p->last_contact;
+        uint64_t c = p->id == r->cfg.self || (int)i == stand ? now : p->last_contact;
         uint32_t j = n++;
         for (; j > 0 && v[j - 1] < c; j--) v[j] = v[j - 1]; /* insertion, descending */
         v[j] = c;

@@ -11,6 +11,8 @@
  *   snapshot.c    snapshots taken by the node, compaction, chunked install
  *   quiesce.c     idle groups: a quiet leader stops heartbeating, quiet followers stop their
  *                 election timer; node-level (coalesced) heartbeats stand in for both
+ *   removed.c     a group of two voters whose other voter's server was removed for good:
+ *                 when this replica counts that voter's vote and acknowledgement as given
  *   vouch.c       a replica restarted from storage that may have lost records: VOUCH queries,
  *                 the term and log floors it learns, when it is whole again; the leader's side
  *   memlog.c      the in-memory log rings; conf.c the configuration codec; confs.c the
@@ -144,6 +146,7 @@ struct jr__raft {
     uint64_t rto;                      /* this round's randomized election timeout */
     uint64_t election_deadline;        /* follower/candidate */
     uint64_t votes_for, votes_against; /* bit i: conf.m[i] answered */
+    uint64_t stand_votes;              /* bits of votes_for a stand-in gave (removed.c) */
     uint64_t round_start;              /* when the current (pre-)vote round started */
 
     /* Leader. */
@@ -158,6 +161,11 @@ struct jr__raft {
     jr__entry *scratch;    /* the entries of one APPEND being built */
     uint32_t scratch_cap;
     uint8_t *chunk; /* one snapshot chunk being sent */
+
+    /* Servers removed for good (jr__raft_peer_removed, removed.c), with this replica's term
+     * when it was told of each; 0: a free slot. */
+    jr__id removed[2];
+    uint64_t removed_term[2];
 
     uint64_t lost_commits; /* follower: times committed entries were given up (raft.h) */
     uint64_t echoes;       /* quiet leader: late HEARTBEAT_RESPs taken as echoes (raft.h) */
@@ -208,6 +216,12 @@ static inline uint64_t jr__raft_quorum(const jr__raft *r)
 {
     return jr__conf_voters(r->conf) / 2 + 1;
 }
+
+/* removed.c ---------------------------------------------------------------------------------*/
+/* The position in conf of the removed voter this replica stands in for (its vote and
+ * acknowledgement count as given), or -1; *need: the observers (bits by position in conf)
+ * whose real vote and acknowledgement the stand-in needs as well (0: none). */
+int jr__removed_stand_in(const jr__raft *r, uint64_t *need);
 
 /* election.c --------------------------------------------------------------------------------*/
 /* Draws a new timeout in [T, 2T) and restarts the election timer at now. */

@@ -526,6 +526,28 @@ int jr__raft_ready(const jr__raft *r); /* leader with an entry of its term commi
  * (whole, or peer answered); JR_ENOTMEMBER (not a member it waits for); JR_EINVAL (itself);
  * JR_ENOMEM. */
 int jr__raft_vouch_gone(jr__raft *r, jr__id peer, uint64_t now);
+/* The server of member `peer` was removed from the cluster for good, and this server refuses
+ * its frames from now on (removed.c): in a group whose voters are exactly this replica and
+ * `peer`, a whole replica then counts peer's vote and acknowledgement as given (removed.c says
+ * when, and why that is safe). Kept for this life of the core only: the node tells it again
+ * after a restart. 0; JR_ENOCHANGE (told before); JR_EINVAL (0 or itself). */
+int jr__raft_peer_removed(jr__raft *r, jr__id peer);
+/* Whether this replica stands in for removed member `peer` (removed.c), and if not, why. */
+enum jr__stand_in {
+    JR__STAND_YES = 0,     /* it does: the group elects and commits without peer */
+    JR__STAND_NOT_PAIR,    /* the voters are not exactly this replica and peer */
+    JR__STAND_NOT_REMOVED, /* peer's removal was not given (jr__raft_peer_removed) */
+    JR__STAND_DAMAGED,     /* this replica lost records: it may lack committed entries */
+    JR__STAND_UNVOUCHED,   /* restarted and not yet vouched for: the same may be true */
+    JR__STAND_UNCOMMITTED, /* the configuration at its commit index, or a later one, has
+                              other voters */
+    JR__STAND_OBSERVERS,   /* an observer peer could have promoted is no longer a member */
+};
+int jr__raft_stand_in_state(const jr__raft *r, jr__id peer);
+/* While it stands in for peer: the observers (bits by position in jr__raft_conf()) whose own
+ * vote and acknowledgement it needs as well, those peer could have promoted (removed.c); 0
+ * when none, or when it does not stand in. */
+uint64_t jr__raft_stand_in_observers(const jr__raft *r, jr__id peer);
 /* An unvouched replica that started without a configuration (its recovery lost it, vouch.c)
  * asks servers ids[0..n) (this server left out) for their word now and at each of its asking
  * timeouts: the servers that may host the group, from the node. Once one answers with a

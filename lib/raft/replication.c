@@ -177,16 +177,22 @@ void jr__repl_maybe_commit(jr__raft *r, uint64_t now)
     if (r->role != ROLE_LEADER) return;
     uint64_t v[JR__MAX_MEMBERS];
     uint32_t n = 0;
+    /* a removed voter of two this replica stands in for holds what it holds (removed.c) */
+    uint64_t need;
+    int stand = jr__removed_stand_in(r, &need);
     for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__prog *p = &r->prog[i];
         if (!p->voter) continue;
-        uint64_t m = p->id == r->cfg.self ? r->durable : p->match;
+        uint64_t m = p->id == r->cfg.self || (int)i == stand ? r->durable : p->match;
         uint32_t j = n++;
         for (; j > 0 && v[j - 1] < m; j--) v[j] = v[j - 1]; /* insertion, descending */
         v[j] = m;
     }
     if (n == 0) return;
     uint64_t q = v[jr__raft_quorum(r) - 1];
+    /* ... and commits only what the observers it needs hold as well */
+    for (uint32_t i = 0; need && i < r->conf->n; i++)
+        if (need >> i & 1 && r->prog[i].match < q) q = r->prog[i].match;
     if (q <= r->commit || jr__memlog_term(&r->log, q) != r->term) return;
     r->commit = q;
     r->send_pending = 1;

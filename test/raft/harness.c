@@ -642,7 +642,7 @@ void h_restart(harness *h, int i)
     }
     /* every replica restarted from disk starts unvouched, as the node's are (vouch.c) */
     if (!h->no_vouch && (nd->dn || nd->has_snap || nd->term))
-        CHECK_RC(h, jr__raft_load_unvouched(r, 0));
+        CHECK_RC(h, jr__raft_load_unvouched(r, nd->restart_damaged));
     CHECK_RC(h, jr__raft_start(r, h->now));
     nd->last_commit = jr__raft_commit_index(r);
     nd->was_leader_term = -1;

@@ -66,7 +66,8 @@ typedef struct h_node {
     jr__id id;
     jr__raft *r;
     int up;
-    int released; /* h_release: down, answering VOUCH with nothing */
+    int released;        /* h_release: down, answering VOUCH with nothing */
+    int restart_damaged; /* h_restart opens it damaged, as a node whose recovery found damage */
     int notified;
     int hold; /* 1: the node does not flush at all; 2: its entry writes are slow (only the hard
                  state becomes durable; used on leaders, whose DURABLE messages are votes) */

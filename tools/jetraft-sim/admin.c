@@ -63,12 +63,6 @@ static void stream_cb(void *arg, int status, const char *msg)
             c->state = out == OUT_OK ? 1 : out == OUT_UNKNOWN ? 2 : c->state;
         else if (o->kind == OP_STREAM_DELETE)
             c->state = out == OUT_OK ? 0 : out == OUT_UNKNOWN ? 2 : c->state;
-        if (o->kind == OP_STREAM_ADD || o->kind == OP_STREAM_UPDATE)
-            c->two = out == OUT_OK        ? o->replicas == 2
-                     : out == OUT_UNKNOWN ? c->two_before || o->replicas == 2
-                                          : c->two_before;
-        else if (o->kind == OP_STREAM_DELETE && out == OUT_OK)
-            c->two = 0;
     }
     for (unsigned k = 0; k < w->nds; k++) {
         dstream *d = &w->ds[k];
@@ -262,9 +256,6 @@ static void churn_op(world *w, unsigned node)
     cfg.subjects = subjs;
     cfg.nsubjects = 1;
     cfg.replicas = 1 + (int)rng_below(&w->r, w->n - (unsigned)w->removal_sent);
-    /* no group of two placed while a removal is in flight: it could include the server being
-     * removed (server_op says why not) */
-    if (cfg.replicas == 2 && w->remove_target >= 0) cfg.replicas = 3;
     if (w->disk_victims == 2) cfg.replicas = cfg.replicas <= 2 ? 1 : 5; /* R1 or R5 */
     cfg.max_msgs = 100;
     if (c->state == 0 || (c->state == 2 && rng_pct(&w->r, 50))) {
@@ -272,16 +263,12 @@ static void churn_op(world *w, unsigned node)
         uint32_t id = start(w, OP_STREAM_ADD, node, c->name, NULL);
         w->ops[id].replicas = cfg.replicas;
         c->busy = 1;
-        c->two_before = c->two;
-        c->two |= cfg.replicas == 2;
         issued(w, id, jr_stream_add(nd, &cfg, stream_cb, (void *)(uintptr_t)id));
     } else if (rng_pct(&w->r, 50)) {
         if (now_ns(w) < w->quiet_groups_until) return;
         uint32_t id = start(w, OP_STREAM_UPDATE, node, c->name, NULL);
         w->ops[id].replicas = cfg.replicas;
         c->busy = 1;
-        c->two_before = c->two;
-        c->two |= cfg.replicas == 2;
         issued(w, id, jr_stream_update(nd, &cfg, stream_cb, (void *)(uintptr_t)id));
     } else {
         uint32_t id = start(w, OP_STREAM_DELETE, node, c->name, NULL);
@@ -332,13 +319,6 @@ static void server_op(world *w, unsigned node, jr_node *nd)
          * fault model (one at a time) leaves out as it does two disk victims at once. A group
          * whose only whole copy the removed server held would have none left (seed 56). */
         if (w->victim >= 0 || w->copy) return;
-        /* Nor while a churn stream may have two replicas: a group of two moves its replica off
-         * the removed server only through a leader, which needs both voters, so a server that
-         * stops on its removal before that (removed while down, or while the group had no
-         * leader) leaves the group one voter of two for good, a quorum lost for good: as two
-         * lost replicas of a group of three, outside the fault model (seed 1052). */
-        for (unsigned k = 0; k < MAX_CHURN; k++)
-            if (w->cs[k].two) return;
         uint32_t id = start(w, OP_SERVER_REMOVE, node, name, NULL);
         w->removal_sent = 1;
         w->remove_target = (int)x;

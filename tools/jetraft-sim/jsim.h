@@ -194,8 +194,6 @@ typedef struct churn {
     int state; /* 0 absent, 1 present, 2 unknown (an add or delete whose outcome is unknown) */
     int busy;
     int gen;
-    int two, two_before; /* it may have two replicas (an add or update to R2 in flight or not
-                            known to have failed); before the one in flight */
 } churn;
 
 typedef struct consumer {

@@ -1,0 +1,389 @@
+/*
+ * A group of two voters whose other voter's server was removed for good (lib/raft/removed.c),
+ * on the in-test harness: the remaining replica, told of the removal (jr__raft_peer_removed),
+ * counts the removed voter's vote and acknowledgement as given only while it is whole, the two
+ * are the only voters of a committed configuration, and no observer could have been promoted by
+ * the removed one. The harness checks election safety, log matching and leader completeness on
+ * every flush, so every scenario also shows that the stand-in loses nothing committed and makes
+ * no second leader in a term. Each runs over several seeds.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define MS H_MS
+#define ET (100 * MS)
+#define SEEDS 20
+
+static jr__raft *R(harness *h, int i)
+{
+    return h->nodes[i].r;
+}
+
+/* Elects node i by firing its election timer; asserts it leads and is ready. */
+static void elect(harness *h, int i)
+{
+    h_timeout(h, i);
+    h_run(h, 10 * MS);
+    ck_assert_int_eq(jr__raft_role(R(h, i)), JR_LEADER);
+    ck_assert_msg(jr__raft_ready(R(h, i)), "leader %d not ready", i);
+}
+
+static uint64_t propose_n(harness *h, int l, int n, const char *tag)
+{
+    char s[32];
+    uint64_t idx = 0;
+    for (int k = 0; k < n; k++) {
+        snprintf(s, sizeof s, "%s-%d", tag, k);
+        ck_assert_int_eq(h_propose(h, l, s, &idx), 0);
+    }
+    h_run(h, 5 * MS);
+    return idx;
+}
+
+/* Node i's log holds tag-0 .. tag-(n-1), in that order, somewhere. */
+static void holds_all(harness *h, int i, const char *tag, int n)
+{
+    char buf[64], want[32];
+    int k = 0;
+    for (uint64_t x = 1; x <= jr__raft_last_index(R(h, i)) && k < n; x++) {
+        snprintf(want, sizeof want, "%s-%d", tag, k);
+        if (strcmp(h_entry_str(h, i, x, buf, sizeof buf), want) == 0) k++;
+    }
+    ck_assert_msg(k == n, "seed %llu: node %d holds %d of the %d '%s' entries",
+                  (unsigned long long)h->seed, i, k, n, tag);
+}
+
+/* Runs for 20 election timeouts and asserts that no running node leads. */
+static void nobody_leads(harness *h)
+{
+    h_run(h, 20 * ET);
+    for (int i = 0; i < h->n; i++)
+        ck_assert_msg(!h->nodes[i].up || jr__raft_role(R(h, i)) != JR_LEADER,
+                      "seed %llu: node %d leads", (unsigned long long)h->seed, i);
+}
+
+/* n0 and n1 are the group's voters; n0 leads and commits a-0..a-9 with n1, then its server is
+ * removed and gone. Without the removal the group has no quorum; told of it, n1 elects alone,
+ * keeps every committed entry and commits new ones. */
+START_TEST(the_whole_voter_of_two_elects_alone_once_the_other_is_removed)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 2, seed);
+        h_start(&h, 2, 2);
+        elect(&h, 0);
+        uint64_t last = propose_n(&h, 0, 10, "a");
+        h_run(&h, ET / 2);
+        ck_assert_uint_ge(h_commit(&h, 1), last);
+        h_crash(&h, 0);
+        nobody_leads(&h);
+        ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_NOT_REMOVED);
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), JR_ENOCHANGE);
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 2), JR_EINVAL);
+        ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_YES);
+        ck_assert_int_eq(h_wait_leader(&h, 10 * ET), 1);
+        uint64_t idx = propose_n(&h, 1, 5, "b");
+        h_run(&h, ET / 2);
+        ck_assert_uint_ge(h_commit(&h, 1), idx);
+        holds_all(&h, 1, "a", 10);
+        holds_all(&h, 1, "b", 5);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
+/* The removed voter n0 still leads when its removal takes effect and never learns of it: n1
+ * refuses its frames from then on (the cut n0 -> n1), after having voted for it. n0 appends
+ * entries no one acknowledges and commits none of them; n1 stands in, leads a later term (one
+ * leader per term: the harness checks), and once n0 hears from it n0 gives its entries up. */
+START_TEST(a_removed_leader_that_never_learns_it_commits_nothing)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 2, seed);
+        h_start(&h, 2, 2);
+        elect(&h, 0); /* with n1's vote */
+        propose_n(&h, 0, 5, "a");
+        h_run(&h, ET / 2);
+        uint64_t c0 = h_commit(&h, 0);
+        h_isolate(&h, 0);
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
+        uint64_t stale = propose_n(&h, 0, 3, "stale");
+        for (int k = 0; k < 200 && jr__raft_role(R(&h, 1)) != JR_LEADER; k++) h_run(&h, 5 * MS);
+        ck_assert_int_eq(jr__raft_role(R(&h, 1)), JR_LEADER);
+        ck_assert_uint_gt(jr__raft_term(R(&h, 1)), jr__raft_term(R(&h, 0)));
+        propose_n(&h, 1, 3, "b");
+        h_run(&h, ET / 2);
+        ck_assert_uint_lt(c0, stale);
+        ck_assert_uint_eq(h_commit(&h, 0), c0); /* nothing of its own after the removal */
+        /* n1's frames reach it again; its own stay refused */
+        h_heal(&h);
+        h.cut[0][1] = 1;
+        h_run(&h, 2 * ET);
+        ck_assert_int_ne(jr__raft_role(R(&h, 0)), JR_LEADER);
+        holds_all(&h, 0, "b", 3);
+        char buf[64];
+        for (uint64_t x = 1; x <= jr__raft_last_index(R(&h, 1)); x++)
+            ck_assert_msg(strncmp(h_entry_str(&h, 1, x, buf, sizeof buf), "stale", 5) != 0,
+                          "seed %llu: n1 holds n0's unacknowledged entry %llu",
+                          (unsigned long long)seed, (unsigned long long)x);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
+/* n1 restarted from its disk (unvouched: it may have lost what it acknowledged, or a vote)
+ * while n0 was down for good: it does not stand in while it waits for n0's word, and the group
+ * waits; once n0 is declared holding nothing (the node does so for a removed server,
+ * jr__node_peer_gone) its vouching allows a campaign, it stands in, the election makes it
+ * whole, and every entry the two committed is still there. */
+START_TEST(an_unvouched_replica_stands_in_only_once_vouched)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 2, seed);
+        h_start(&h, 2, 2);
+        elect(&h, 0);
+        propose_n(&h, 0, 10, "a");
+        h_run(&h, ET / 2);
+        h_crash(&h, 0);
+        h_crash(&h, 1);
+        h_restart(&h, 1);
+        ck_assert(jr__raft_unvouched(R(&h, 1)));
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
+        ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_UNVOUCHED);
+        nobody_leads(&h);
+        ck_assert_int_eq(jr__raft_vouch_gone(R(&h, 1), 1, h.now), 0);
+        ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_YES);
+        ck_assert_int_eq(h_wait_leader(&h, 10 * ET), 1);
+        ck_assert(!jr__raft_unvouched(R(&h, 1))); /* the election made it whole */
+        holds_all(&h, 1, "a", 10);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
+/* n1 restarted damaged (its recovery found lost records): it may lack entries the two
+ * committed, so it never stands in, even once n0 is declared holding nothing; the group waits
+ * (for an operator) and says why (JR__STAND_DAMAGED). */
+START_TEST(a_damaged_replica_never_stands_in)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 2, seed);
+        h_start(&h, 2, 2);
+        elect(&h, 0);
+        propose_n(&h, 0, 10, "a");
+        h_run(&h, ET / 2);
+        h_crash(&h, 0);
+        h_crash(&h, 1);
+        h.nodes[1].restart_damaged = 1;
+        h_restart(&h, 1);
+        ck_assert(jr__raft_damaged(R(&h, 1)));
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
+        ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_DAMAGED);
+        nobody_leads(&h);
+        (void)jr__raft_vouch_gone(R(&h, 1), 1, h.now);
+        if (jr__raft_damaged(R(&h, 1)))
+            ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_DAMAGED);
+        else
+            ck_assert_int_ne(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_YES);
+        nobody_leads(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
+/* The configuration has an observer (n2) besides the two voters, from before the removal: n0
+ * could have promoted it and committed with it alone, entries n1 never saw. n1 stands in only
+ * with n2's own vote and acknowledgement: while n2 is down nobody leads; once it is back (it
+ * was never promoted) n1 leads, and commits only what n2 holds too. */
+START_TEST(an_observer_the_removed_voter_could_promote_must_vote_too)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 3, seed);
+        h_start(&h, 3, 2);
+        elect(&h, 0);
+        propose_n(&h, 0, 5, "a");
+        h_run(&h, ET / 2);
+        h_crash(&h, 0);
+        h_crash(&h, 2);
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
+        ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_YES);
+        ck_assert_uint_eq(jr__raft_stand_in_observers(R(&h, 1), 1), 1u << 2); /* n2, third */
+        nobody_leads(&h);
+        h_restart(&h, 2);
+        /* its node, too, holds n0's removal and does not wait for n0's answer */
+        (void)jr__raft_vouch_gone(R(&h, 2), 1, h.now);
+        ck_assert_int_eq(h_wait_leader(&h, 20 * ET), 1);
+        h_crash(&h, 2);
+        uint64_t c = h_commit(&h, 1);
+        propose_n(&h, 1, 3, "b");
+        h_run(&h, ET);
+        ck_assert_uint_eq(h_commit(&h, 1), c); /* n2's acknowledgement is needed */
+        h_restart(&h, 2);
+        (void)jr__raft_vouch_gone(R(&h, 2), 1, h.now);
+        h_run(&h, 5 * ET);
+        holds_all(&h, 2, "b", 3);
+        ck_assert_uint_ge(h_commit(&h, 2), jr__raft_last_index(R(&h, 1)) - 1);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
+/* n0 promoted the observer n2 while cut off from n1 and committed entries with it alone, then
+ * its server was removed. n1, which never saw the promotion, stands in only with n2's vote,
+ * which n2 refuses (n1 lacks what n2 acknowledged); n2, now a voter of {n0, n1, n2}, is elected
+ * with n1's vote instead, and no committed entry is lost (the harness checks leader
+ * completeness at every election). */
+START_TEST(a_promotion_the_removed_voter_committed_is_not_lost)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 3, seed);
+        h_start(&h, 3, 2);
+        elect(&h, 0);
+        propose_n(&h, 0, 5, "a");
+        h_run(&h, ET / 2);
+        h.cut[0][1] = h.cut[1][0] = 1;
+        uint64_t idx;
+        ck_assert_int_eq(jr__raft_change(R(&h, 0), h.now, JR__PROMOTE, 3, &idx), 0);
+        h_run(&h, ET);
+        ck_assert_uint_ge(h_commit(&h, 0), idx);
+        uint64_t x = propose_n(&h, 0, 3, "x");
+        h_run(&h, ET / 2);
+        ck_assert_uint_ge(h_commit(&h, 0), x);
+        h_crash(&h, 0);
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
+        h_run(&h, 20 * ET);
+        int l = h_leader(&h);
+        ck_assert_msg(l == 2, "seed %llu: leader %d, not n2", (unsigned long long)seed, l);
+        h_run(&h, 2 * ET);
+        holds_all(&h, 1, "x", 3);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
+/* Runs until node l's configuration change committed (within 10 election timeouts). */
+static void change(harness *h, int l, int op, jr__id peer)
+{
+    uint64_t idx;
+    ck_assert_int_eq(jr__raft_change(R(h, l), h->now, op, peer, &idx), 0);
+    for (int k = 0; k < 200 && h_commit(h, l) < idx; k++) h_run(h, 5 * MS);
+    ck_assert_msg(h_commit(h, l) >= idx, "seed %llu: change %d of %llu did not commit",
+                  (unsigned long long)h->seed, op, (unsigned long long)peer);
+}
+
+/* The way out of the group {n0, n1} once n0's server is removed: n1 stands in, leads, adds n2
+ * as an observer (its own change, after the removal: it may stand in for it), promotes it
+ * (three voters: n1 and n2 now make the quorum, the stand-in ends), and removes n0. The group
+ * {n1, n2} then commits with both, and holds everything committed before. */
+START_TEST(the_stand_in_moves_the_group_onto_a_new_voter)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 3, seed);
+        h_start(&h, 2, 2);
+        elect(&h, 0);
+        propose_n(&h, 0, 10, "a");
+        h_run(&h, ET / 2);
+        h_crash(&h, 0);
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
+        ck_assert_int_eq(h_wait_leader(&h, 10 * ET), 1);
+        change(&h, 1, JR__ADD_OBSERVER, 3);
+        ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_YES);
+        h_run(&h, ET);
+        change(&h, 1, JR__PROMOTE, 3);
+        ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_NOT_PAIR);
+        change(&h, 1, JR__REMOVE, 1);
+        const jr__conf *c = jr__raft_conf(R(&h, 1));
+        ck_assert_uint_eq(c->n, 2);
+        ck_assert_uint_eq(jr__conf_voters(c), 2);
+        uint64_t idx = propose_n(&h, 1, 5, "b");
+        h_run(&h, ET / 2);
+        ck_assert_uint_ge(h_commit(&h, 2), idx);
+        holds_all(&h, 2, "a", 10);
+        holds_all(&h, 2, "b", 5);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
+/* A group created with the two (its bootstrap configuration, on both from the start) whose
+ * first leader never came: n1 knows no commit, but the bootstrap entry is in every quorum of
+ * the two, so n1 stands in once n0 is removed. */
+START_TEST(a_new_group_of_two_that_never_elected_stands_in_too)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 2, seed);
+        h_start(&h, 2, 2);
+        h_crash(&h, 0);
+        ck_assert_uint_eq(h_commit(&h, 1), 0);
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
+        ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_YES);
+        ck_assert_int_eq(h_wait_leader(&h, 10 * ET), 1);
+        uint64_t idx = propose_n(&h, 1, 3, "b");
+        h_run(&h, ET / 2);
+        ck_assert_uint_ge(h_commit(&h, 1), idx);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
+/* Three voters, two of them down and one of those removed: the remaining voter is no stand-in
+ * (it holds every committed entry only when it was in every quorum, which two voters of three
+ * need not be), and the group waits. */
+START_TEST(a_removed_voter_of_three_is_not_stood_in_for)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 3, seed);
+        h_start(&h, 3, 3);
+        elect(&h, 0);
+        propose_n(&h, 0, 5, "a");
+        h_run(&h, ET / 2);
+        h_crash(&h, 0);
+        h_crash(&h, 1);
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 2), 1), 0);
+        ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 2), 1), JR__STAND_NOT_PAIR);
+        nobody_leads(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("raft-removed");
+    TCase *tc = tcase_create("removed");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, the_whole_voter_of_two_elects_alone_once_the_other_is_removed);
+    tcase_add_test(tc, a_removed_leader_that_never_learns_it_commits_nothing);
+    tcase_add_test(tc, an_unvouched_replica_stands_in_only_once_vouched);
+    tcase_add_test(tc, a_damaged_replica_never_stands_in);
+    tcase_add_test(tc, an_observer_the_removed_voter_could_promote_must_vote_too);
+    tcase_add_test(tc, a_promotion_the_removed_voter_committed_is_not_lost);
+    tcase_add_test(tc, the_stand_in_moves_the_group_onto_a_new_voter);
+    tcase_add_test(tc, a_new_group_of_two_that_never_elected_stands_in_too);
+    tcase_add_test(tc, a_removed_voter_of_three_is_not_stood_in_for);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
