@@ -9,6 +9,11 @@
  *     the last ack: msgs/s and MB/s. A server that acknowledges only after an fsync cannot pass
  *     window / (the time a commit takes) messages a second, whatever its CPU;
  *   - sync: `--sync` synchronous publishes, each waiting for its ack: p50/p99/p99.9 latency;
+ *     with --sync-dir, the disk's fdatasync latency is sampled right before and right after
+ *     the phase (PROBE_SYNCS each time, as below) and the line carries its p50
+ *     (fdatasync_p50_us) and sync_p50_us minus it (sync_over_fdatasync_us): the publish's cost
+ *     above one sync of the disk as it was during the phase (a shared disk's sync latency moves
+ *     by tens of times within a minute);
  *   - CPU: the servers' user+system time (/proc/PID/stat, whole clock ticks) and this client's
  *     (getrusage), in microseconds per message: for the async phase alone
  *     (cpu_us_per_msg_async: the cost of throughput), for the sync phase alone
@@ -27,7 +32,7 @@
  * Every publish is acknowledged before it counts; an error or a lost ack fails the run. It
  * prints one JSON line per system, case and round, then one "ratio" line per case (A over B, on
  * the medians of the rounds), and first the disk's fdatasync latency measured in --sync-dir
- * (4 KiB written then fdatasync, 200 times), against which a synchronous publish's p50 is read.
+ * (4 KiB overwritten in a preallocated file then fdatasync, 200 times).
  *
  * Usage: server_bench --a NAME=URLS@PIDS[@NAMES] [--b NAME=URLS@PIDS[@NAMES]] [--rounds N]
  *                     [--async N] [--sync N] [--sizes 128,4096] [--replicas 1,3]
@@ -73,11 +78,16 @@ typedef struct result {
     double cpu_async, cpu_sync;                /* microseconds per message of each phase alone */
     double cpu_async_client, cpu_async_leader; /* the async phase's, of the client, the leader */
     char leader[64];
-    int leader_idx; /* the leader's index in the target's URLs and pids, or -1 */
-    int on_leader;  /* the publishing connection's server leads the stream: 1, 0, -1 unknown */
+    int leader_idx;      /* the leader's index in the target's URLs and pids, or -1 */
+    int on_leader;       /* the publishing connection's server leads the stream: 1, 0, -1 unknown */
+    double fsync_p50_us; /* the disk's fdatasync p50 around the sync phase, -1 without --sync-dir */
 } result;
 
 static int async_n = 100000, sync_n = 2000, rounds = 3, consume = 1, pin = 1, window = 1000;
+static const char *sync_dir; /* --sync-dir: where the disk's fdatasync latency is sampled */
+
+/* fdatasync samples taken right before and right after each sync phase */
+#define PROBE_SYNCS 50
 
 static double now_s(void)
 {
@@ -323,6 +333,39 @@ static double consume_all(target *t, int total)
     return got / dt;
 }
 
+/* Appends n fdatasync latencies (µs) of the disk holding dir to v: each a 4 KiB overwrite in
+ * a file allocated and synced first, as a WAL's preallocated segment is (what is timed is the
+ * data's sync, not the file system's allocation). */
+static void fdatasync_samples(const char *dir, int n, double *v)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/server_bench.sync", dir);
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    if (fd < 0) fail("cannot create", path);
+    char buf[4096];
+    memset(buf, 'x', sizeof buf);
+    for (int i = 0; i < n; i++)
+        if (pwrite(fd, buf, sizeof buf, (off_t)i * 4096) != (ssize_t)sizeof buf)
+            fail("write failed in", dir);
+    if (fsync(fd)) fail("fsync failed in", dir);
+    for (int i = 0; i < n; i++) {
+        double t0 = now_s();
+        if (pwrite(fd, buf, sizeof buf, (off_t)i * 4096) != (ssize_t)sizeof buf || fdatasync(fd))
+            fail("write or fdatasync failed in", dir);
+        v[i] = (now_s() - t0) * 1e6;
+    }
+    close(fd);
+    unlink(path);
+}
+
+static double fdatasync_p50_us(const char *dir)
+{
+    double v[200];
+    fdatasync_samples(dir, 200, v);
+    qsort(v, 200, sizeof v[0], cmp_double);
+    return v[100];
+}
+
 static result run_case(target *t, int replicas, int size)
 {
     result r;
@@ -363,7 +406,14 @@ static result run_case(target *t, int replicas, int size)
     r.cpu_async_leader =
         r.leader_idx >= 0 ? (servers_cpu_us_of(t, r.leader_idx) - lcpu0) / (double)async_n : -1;
 
-    /* sync: one at a time */
+    /* sync: one at a time, the disk's sync latency sampled before and after (the sampling's
+     * own CPU left out of the client's) */
+    double fs[2 * PROBE_SYNCS], probe_cpu = 0;
+    if (sync_dir) {
+        double pc = client_cpu_us();
+        fdatasync_samples(sync_dir, PROBE_SYNCS, fs);
+        probe_cpu = client_cpu_us() - pc;
+    }
     double *lat = malloc(sizeof *lat * (size_t)sync_n);
     for (int i = 0; i < sync_n; i++) {
         jsPubAck *pa = NULL;
@@ -377,7 +427,13 @@ static result run_case(target *t, int replicas, int size)
     r.p50_us = pct(lat, sync_n, 0.50);
     r.p99_us = pct(lat, sync_n, 0.99);
     r.p999_us = pct(lat, sync_n, 0.999);
-    double cpu2 = servers_cpu_us(t), ccpu2 = client_cpu_us();
+    double cpu2 = servers_cpu_us(t), ccpu2 = client_cpu_us() - probe_cpu;
+    r.fsync_p50_us = -1;
+    if (sync_dir) {
+        fdatasync_samples(sync_dir, PROBE_SYNCS, fs + PROBE_SYNCS);
+        qsort(fs, 2 * PROBE_SYNCS, sizeof fs[0], cmp_double);
+        r.fsync_p50_us = pct(fs, 2 * PROBE_SYNCS, 0.50);
+    }
     r.cpu_sync = (cpu2 - cpu1 + ccpu2 - ccpu1) / (double)sync_n;
     r.cpu_us_per_msg = (cpu2 - cpu0 + ccpu2 - ccpu0) / (double)(async_n + sync_n);
     if (consume) r.consume_msgs_s = consume_all(t, async_n + sync_n);
@@ -386,34 +442,6 @@ static result run_case(target *t, int replicas, int size)
     free(payload);
     js_DeleteStream(t->js, "BENCH", NULL, NULL);
     return r;
-}
-
-/* fdatasync latency of the disk holding dir: p50 of 200 overwrites of 4 KiB, each synced. */
-static double fdatasync_p50_us(const char *dir)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/server_bench.sync", dir);
-    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
-    if (fd < 0) fail("cannot create", path);
-    char buf[4096];
-    memset(buf, 'x', sizeof buf);
-    /* allocated and synced first, as a WAL's preallocated segment is: what is timed is the
-     * data's sync, not the file system's allocation */
-    for (int i = 0; i < 200; i++)
-        if (pwrite(fd, buf, sizeof buf, (off_t)i * 4096) != (ssize_t)sizeof buf)
-            fail("write failed in", dir);
-    if (fsync(fd)) fail("fsync failed in", dir);
-    double v[200];
-    for (int i = 0; i < 200; i++) {
-        double t0 = now_s();
-        if (pwrite(fd, buf, sizeof buf, (off_t)i * 4096) != (ssize_t)sizeof buf || fdatasync(fd))
-            fail("write or fdatasync failed in", dir);
-        v[i] = (now_s() - t0) * 1e6;
-    }
-    close(fd);
-    unlink(path);
-    qsort(v, 200, sizeof v[0], cmp_double);
-    return v[100];
 }
 
 static double median(double *v, int n)
@@ -429,10 +457,14 @@ static void print_result(const target *t, int replicas, int size, int round, con
            "\"sync_p99_us\":%.0f,\"sync_p999_us\":%.0f,\"cpu_us_per_msg\":%.1f,"
            "\"cpu_us_per_msg_async\":%.1f,\"cpu_us_per_msg_sync\":%.1f,"
            "\"cpu_async_client\":%.1f,\"cpu_async_leader\":%.1f,"
-           "\"consume_msgs_s\":%.0f,\"leader\":\"%s\",\"on_leader\":%d}\n",
+           "\"consume_msgs_s\":%.0f,\"leader\":\"%s\",\"on_leader\":%d",
            t->name, replicas, size, round, async_n, window, r->msgs_s, r->mb_s, sync_n, r->p50_us,
            r->p99_us, r->p999_us, r->cpu_us_per_msg, r->cpu_async, r->cpu_sync, r->cpu_async_client,
            r->cpu_async_leader, r->consume_msgs_s, r->leader, r->on_leader);
+    if (r->fsync_p50_us >= 0)
+        printf(",\"fdatasync_p50_us\":%.0f,\"sync_over_fdatasync_us\":%.0f", r->fsync_p50_us,
+               r->p50_us - r->fsync_p50_us);
+    printf("}\n");
     fflush(stdout);
 }
 
@@ -441,7 +473,7 @@ int main(int argc, char **argv)
     target a, b;
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
-    const char *sizes = "128,4096", *reps = "1,3", *sync_dir = NULL, *only = NULL;
+    const char *sizes = "128,4096", *reps = "1,3", *only = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--a"))
             parse_target(&a, argv[i + 1]);
