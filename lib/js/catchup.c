@@ -43,6 +43,20 @@
  * replay of the WAL from zero: the WAL only ever needs the entries after the snapshot, and it
  * is compacted behind the store's durable point when snapshots are taken.
  *
+ * Pacing. While the group is busy with proposals, catch-up takes a bounded share of the
+ * replica's time so that the publishers keep theirs (the replica's thread, and on a machine whose
+ * cores the servers share, the source's and the group's too). A chunk whose request saw entries
+ * queued before its answer came is applied at once (no request ahead) and the next request waits:
+ * at the replica's next visit the step's cost is measured (the node's clock from the request to
+ * that visit: the source's read, the transfer, applying the chunk, and any time the replica's
+ * thread waited for a core), and the replica pauses PACE_IDLE times that cost (at most
+ * PACE_MAX_NS) before it asks again — a quarter of the time for catching up, the rest for the
+ * group. A batch of queued entries applied while entries keep arriving is followed by the same
+ * pause. An idle group (nothing queued during the round trip) gets the pipelined, unpaced
+ * rounds. Progress: every pause is finite and ends in a step — a chunk, of a round bounded by
+ * the snapshot's last seq, or a batch applying all the bytes queued since the previous one plus
+ * DRAIN_BYTES — so the catch-up completes however long the publishers go on.
+ *
  * JR__RPC_CATCHUP payloads (varint = canonical LEB128, str = varint length + bytes):
  *   request  u8 0 (chunk) | varint group | varint from | varint max_bytes
  *            u8 1 (piece) | varint group | varint snap_index | varint offset | varint max_bytes
@@ -66,6 +80,8 @@
 #define PIECE_BYTES (256u << 10)
 #define MAX_SNAPSHOT (1ull << 32) /* largest source snapshot accepted */
 #define DRAIN_BYTES (16u << 20)   /* queued entry bytes applied a turn, beyond those queued since */
+#define PACE_IDLE 3               /* busy group: idle time per unit of a step's cost (1/4 share) */
+#define PACE_MAX_NS (100u * 1000 * 1000) /* the longest pause after one step */
 
 enum { OP_CHUNK = 0, OP_PIECE = 1 };
 
@@ -102,6 +118,14 @@ struct jr__catchup {
     size_t qhead, nq, capq;
     uint64_t qnew; /* bytes queued since the last batch was applied */
     int draining;
+    /* pacing while the group is busy (see "Pacing" above): the group's commit index when the
+     * chunk request left; a paced step's start, and the end of the pause after it (0: its cost
+     * is measured at the replica's next visit) */
+    uint64_t commit_mark;
+    int answered; /* a chunk came already (the commit index known since is the group's) */
+    int paced;
+    int unpaced; /* a later snapshot came: the group went past this replica, no more pauses */
+    uint64_t step_at, resume;
     /* a newer group snapshot installed meanwhile (later_len non-zero; the newest one): restored
      * once the queued entries it follows are applied (those of index <= later_gindex) */
     uint8_t *later;
@@ -122,7 +146,73 @@ static uint64_t snap_upto(const void *snap, size_t len, uint64_t need)
 
 uint64_t jr__catchup_due(const jr__srep *r, uint64_t now, uint64_t soon)
 {
-    return r->cu && r->cu->draining && !r->failed ? jr__deadline(now, 1) : soon;
+    const jr__catchup *cu = r->cu;
+    if (!cu || r->failed) return soon;
+    if (cu->paced) return cu->resume ? cu->resume : jr__deadline(now, 1);
+    return cu->draining ? jr__deadline(now, 1) : soon;
+}
+
+/* 1 if this replica is an observer of its group (a peer joining for a grow or a move): only
+ * its catch-up is paced. A voter that fell behind catches up at full speed: the group's quorum
+ * may need it. */
+static int observer(const jr__srep *r)
+{
+    const jr__conf *c = r->g ? jr__raft_conf(jr__group_consensus(r->g)) : NULL;
+    const jr__member *m = c ? jr__conf_find(c, r->js->self) : NULL;
+    return m && !m->voter;
+}
+
+/* 1 if this replica's round trip saw the group busy with proposals, so its catch-up pauses
+ * after the chunk: it is an observer (only an observer's catch-up is paced: a voter that fell
+ * behind catches up at full speed, the group's quorum may need it), the group's commit index
+ * moved on since the request left, this is not the catch-up's first answer (the commit index
+ * known when the first request left may be the snapshot's; the entries the log already held are
+ * no proposals), and no later snapshot came (the group went past this replica: pauses would
+ * only let it fall further behind). */
+static int committed_since(const jr__srep *r)
+{
+    const jr__catchup *cu = r->cu;
+    return cu->answered && !cu->unpaced && r->g &&
+           jr__raft_commit_index(jr__group_consensus(r->g)) > cu->commit_mark && observer(r);
+}
+
+/* A paced step (a chunk applied, a batch of queued entries) ended: its cost is measured at the
+ * replica's next visit (a timer due now would run again within this turn, whose clock has not
+ * moved). */
+static void pace(jr__srep *r, uint64_t began)
+{
+    jr__catchup *cu = r->cu;
+    cu->paced = 1;
+    cu->step_at = began;
+    cu->resume = 0;
+    r->js->catchup_paced++;
+    jr__js_timer_arm(r->js, &r->timer, jr__deadline(jr__node_now(r->js->n), 1));
+}
+
+/* 1 if the catch-up may take its next step now: no pause, or the pause is over. At the first
+ * visit after a paced step, measures its cost and starts the pause. */
+static int pace_over(jr__srep *r)
+{
+    jr__catchup *cu = r->cu;
+    if (!cu->paced) return 1;
+    uint64_t now = jr__node_now(r->js->n);
+    if (!cu->resume) {
+        uint64_t cost = now > cu->step_at ? now - cu->step_at : 1;
+        uint64_t pause = cost > PACE_MAX_NS / PACE_IDLE ? PACE_MAX_NS : cost * PACE_IDLE;
+        cu->resume = jr__deadline(now, pause);
+        r->js->catchup_paused_ns += pause;
+    }
+    if (now < cu->resume) return 0;
+    cu->paced = 0;
+    cu->resume = 0;
+    return 1;
+}
+
+int jr__catchup_phase(const jr__catchup *cu)
+{
+    if (cu->draining) return JR__CU_DRAINING;
+    if (cu->paced) return JR__CU_PAUSED;
+    return cu->rpc_id || cu->staged ? JR__CU_FETCHING : JR__CU_WAITING;
 }
 
 uint64_t jr__catchup_left(const jr__catchup *cu)
@@ -155,6 +245,7 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
         if (cu->read_at < index) cu->read_at = index;
         cu->draining = 0;
         cu->attempts = 0;
+        cu->paced = 0;
         jr__js_timer_arm(js, &r->timer, jr__node_now(js->n));
         jr__node_log(js->n, JR_LOG_INFO,
                      "stream '%s': restored snapshot %" PRIu64
@@ -233,6 +324,7 @@ int jr__catchup_later(jr__srep *r, uint64_t gindex, uint64_t index, const void *
     cu->later_len = len;
     cu->later_gindex = gindex;
     cu->later_index = index;
+    cu->unpaced = 1;
     jr__node_log(r->js->n, JR_LOG_DEBUG,
                  "stream '%s': snapshot %" PRIu64 " installed while restoring; restored after "
                  "the %zu entries queued before it",
@@ -327,6 +419,7 @@ void jr__catchup_finish(jr__srep *r)
         jr__buf_release(&cu->piece, 0);
         cu->piece_total = 0;
         cu->draining = 1;
+        cu->paced = 0;
         cu->qnew = 0;
         jr__node_log(r->js->n, JR_LOG_INFO,
                      "stream '%s': messages fetched; applying %zu queued entries", r->name,
@@ -456,6 +549,8 @@ static int ask(jr__srep *r, jr__id src, int pieces, uint64_t from)
     jr__buf_varint(&out, max);
     jr_iovec iov = {out.data, out.len};
     cu->source = src;
+    cu->commit_mark = r->g ? jr__raft_commit_index(jr__group_consensus(r->g)) : 0;
+    cu->step_at = jr__node_now(js->n);
     return jr__rpc_call(js->n, src, JR__RPC_CATCHUP, &iov, 1, 2 * js->election_ns, on_answer, r,
                         &cu->rpc_id);
 }
@@ -463,6 +558,7 @@ static int ask(jr__srep *r, jr__id src, int pieces, uint64_t from)
 void jr__catchup_step(jr__srep *r)
 {
     jr__catchup *cu = r->cu;
+    if (cu && !r->failed && !pace_over(r)) return;
     if (cu && cu->draining && !r->failed) {
         drain(r);
         return;
@@ -627,7 +723,11 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
      * bytes), and one request is out. */
     /* The bounded round's last chunk: the one that reaches the snapshot's last seq. */
     int bound_end = cu->upto && next > cu->upto;
-    if (rc == 0 && !final && !bound_end && next > cu->need && raw) {
+    /* the group committed entries while this chunk came: the round is paced */
+    int busy = committed_since(r);
+    cu->answered = 1;
+    uint64_t began = cu->step_at;
+    if (rc == 0 && !busy && !final && !bound_end && next > cu->need && raw) {
         jr__buf_reset(&cu->z);
         jr__buf_put(&cu->z, z, zlen);
         if (cu->z.err == 0 && jr__node_defer(n, apply_staged, r->group) == 0) {
@@ -653,7 +753,10 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
     }
     chunk_applied(r, raw, at, next);
     if (!final) {
-        jr__catchup_step(r);
+        if (busy)
+            pace(r, began);
+        else
+            jr__catchup_step(r);
         return;
     }
     if (total) {
