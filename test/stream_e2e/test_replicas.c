@@ -1630,35 +1630,48 @@ END_TEST
  * the copy gets a quarter of the time and the group the rest. Sampled every 2 ms, the joiner
  * fetches in at most a third of the samples of its copy and pauses in more than twice as many;
  * the copy still completes while the publisher goes on, the change converges, every publish is
- * acknowledged and the replicas end identical. */
-START_TEST(a_joiner_under_a_publisher_paces_its_copy_and_still_converges)
+ * acknowledged and the replicas end identical. A grow R2 -> R3 on three servers, or (move) the
+ * evacuation of a follower of an R3 stream on four. */
+static void paced_change(int move, uint64_t seed)
 {
     e2e c;
-    cluster(&c, 3, 153);
-    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 40); /* compact the log */
-    add_stream(&c, "PACE", 2);
+    unsigned nodes = move ? 4 : 3;
+    int from = move ? 3 : 2;
+    cluster(&c, nodes, seed);
+    for (unsigned i = 0; i < nodes; i++) e2e_snapshot_every(&c, i, 40); /* compact the log */
+    add_stream(&c, "PACE", from);
     static char big[16384];
-    uint64_t x = 0x853c49e6748fea9bull;
+    uint64_t x = 0x853c49e6748fea9bull ^ seed;
     e2e_res r;
     for (int i = 0; i < 1000; i++) { /* 16 MB: 16 chunks or so */
         fill_random(big, sizeof big, &x);
         ck_assert_int_eq(e2e_publish(&c, 0, "rep.pace", big, sizeof big, NULL, &r), 0);
     }
     unsigned p[8];
-    ck_assert_int_eq(e2e_meta_peers(&c, 0, "PACE", p, 8), 2);
-    unsigned joiner = 3 - p[0] - p[1];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "PACE", p, 8), from);
+    unsigned joiner = 0;
+    while (in_list(joiner, p, from)) joiner++;
+    int l = e2e_replica_leader(&c, p[0], "PACE");
+    ck_assert_int_ge(l, 0);
+    unsigned leader = (unsigned)l, gone = p[0] == leader ? p[1] : p[0];
     jr_sim_link link;
     jr_sim_link_init(&link);
     link.bytes_per_sec = 50 * 1000 * 1000;
-    for (unsigned i = 0; i < 3; i++)
+    for (unsigned i = 0; i < nodes; i++)
         if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
     uint64_t steps0, paused0;
     e2e_catchup_paced(&c, joiner, &steps0, &paused0);
-    jr_stream_config cfg;
-    e2e_config(&cfg, "PACE", subj, 1, 3);
     e2e_res up;
     memset(&up, 0, sizeof up);
-    ck_assert_int_eq(jr_stream_update(e2e_node(&c, p[0]), &cfg, e2e_admin_cb, &up), 0);
+    if (move) {
+        ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, leader), "PACE", jr_sim_name(c.sim, gone),
+                                            e2e_admin_cb, &up),
+                         0);
+    } else {
+        jr_stream_config cfg;
+        e2e_config(&cfg, "PACE", subj, 1, 3);
+        ck_assert_int_eq(jr_stream_update(e2e_node(&c, leader), &cfg, e2e_admin_cb, &up), 0);
+    }
     enum { MAXPUB = 4000 };
     static e2e_res res[MAXPUB];
     memset(res, 0, sizeof res);
@@ -1666,8 +1679,8 @@ START_TEST(a_joiner_under_a_publisher_paces_its_copy_and_still_converges)
     uint64_t fetching = 0, pausing = 0;
     while (n < MAXPUB && (done_at < 0 || n < done_at + 250)) { /* on for 0.5 s after the copy */
         fill_random(big, sizeof big, &x);
-        ck_assert_int_eq(jr_publish(e2e_node(&c, p[0]), "rep.pace", NULL, 0, big, sizeof big, NULL,
-                                    e2e_pub_cb, &res[n]),
+        ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.pace", NULL, 0, big, sizeof big,
+                                    NULL, e2e_pub_cb, &res[n]),
                          0);
         n++;
         jr_sim_run_for(c.sim, 2 * MS);
@@ -1679,12 +1692,15 @@ START_TEST(a_joiner_under_a_publisher_paces_its_copy_and_still_converges)
     }
     ck_assert_msg(done_at >= 0, "the catch-up did not complete under %d publishes", n);
     ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
-    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    ck_assert_msg(up.status == 0, "change: %s", up.msg);
     for (int i = 0; i < n; i++) {
         ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
         ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
     }
     ck_assert_msg(wait_converged(&c, "PACE", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "PACE", p, 8), 3);
+    ck_assert(in_list(joiner, p, 3));
+    if (move) ck_assert(!in_list(gone, p, 3));
     check_identical(&c, "PACE", 1000 + (uint64_t)n);
     uint64_t steps, paused;
     e2e_catchup_paced(&c, joiner, &steps, &paused);
@@ -1695,6 +1711,17 @@ START_TEST(a_joiner_under_a_publisher_paces_its_copy_and_still_converges)
                   (unsigned long long)fetching, (unsigned long long)pausing,
                   (unsigned long long)steps, (double)paused / 1e9);
     e2e_free(&c);
+}
+
+START_TEST(a_joiner_under_a_publisher_paces_its_copy_and_still_converges)
+{
+    paced_change(0, 153);
+}
+END_TEST
+
+START_TEST(a_move_under_a_publisher_paces_the_replacement_and_converges)
+{
+    paced_change(1, 155);
 }
 END_TEST
 
@@ -1820,6 +1847,7 @@ int main(void)
     TCase *pace = tcase_create("pacing"); /* catchup.c "Pacing" */
     tcase_set_timeout(pace, 300);
     tcase_add_test(pace, a_joiner_under_a_publisher_paces_its_copy_and_still_converges);
+    tcase_add_test(pace, a_move_under_a_publisher_paces_the_replacement_and_converges);
     tcase_add_test(pace, a_joiner_of_an_idle_group_copies_without_pauses);
     suite_add_tcase(s, pace);
     SRunner *sr = srunner_create(s);
