@@ -917,5 +917,6 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
         jr__route_reply(js, rt, rc, NULL, 0);
         return;
     }
+    js->catchup_served += raw->len;
     jr__route_reply(js, rt, 0, out->data, out->len);
 }

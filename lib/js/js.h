@@ -538,6 +538,7 @@ struct jr__js {
     uint64_t catchup_drain_over;  /* most bytes a batch applied past its budget (one entry's) */
     uint64_t catchup_later;       /* snapshots installed while restoring, restored after the
                                      entries queued before them (catchup.c restore_later) */
+    uint64_t catchup_served;      /* uncompressed chunk bytes this node served as a source */
     uint64_t catchup_paced;       /* catch-up steps followed by a pause (the group was busy) */
     uint64_t catchup_paused_ns;   /* the pauses' total length */
     /* meta_members.c: servers joining and leaving */
