@@ -43,19 +43,22 @@
  * replay of the WAL from zero: the WAL only ever needs the entries after the snapshot, and it
  * is compacted behind the store's durable point when snapshots are taken.
  *
- * Pacing. While the group is busy with proposals, catch-up takes a bounded share of the
- * replica's time so that the publishers keep theirs (the replica's thread, and on a machine whose
- * cores the servers share, the source's and the group's too). A chunk whose request saw entries
- * queued before its answer came is applied at once (no request ahead) and the next request waits:
- * at the replica's next visit the step's cost is measured (the node's clock from the request to
- * that visit: the source's read, the transfer, applying the chunk, and any time the replica's
- * thread waited for a core), and the replica pauses PACE_IDLE times that cost (at most
- * PACE_MAX_NS) before it asks again — a quarter of the time for catching up, the rest for the
- * group. A batch of queued entries applied while entries keep arriving is followed by the same
- * pause. An idle group (nothing queued during the round trip) gets the pipelined, unpaced
- * rounds. Progress: every pause is finite and ends in a step — a chunk, of a round bounded by
- * the snapshot's last seq, or a batch applying all the bytes queued since the previous one plus
- * DRAIN_BYTES — so the catch-up completes however long the publishers go on.
+ * Pacing. A joining observer (a grow, a move) whose group is busy with proposals copies in a
+ * bounded share of the time, so that the publishers keep the rest (the replica's thread, and on
+ * a machine whose cores the servers share, the source's and the group's too). A chunk during
+ * whose round trip the group's commit index moved on is applied at once (no request sent ahead)
+ * and the next request waits: at the replica's next visit the step's cost is measured (the
+ * node's clock from the request to that visit: the source's read, the transfer, applying the
+ * chunk, and any time the replica's thread waited for a core), and the replica pauses PACE_IDLE
+ * times that cost (at most PACE_MAX_NS) before it asks again — a quarter of the time for the
+ * copy, the rest for the group. An idle group gets the pipelined rounds unpaced. Not paced: the
+ * first answer of a catch-up (the commit index known when its request left may be the
+ * snapshot's, and the log's own entries arriving then are no proposals), a catch-up that had a
+ * later snapshot (the group went past the replica: pauses would only let it fall further
+ * behind), a voter's (the quorum may need it), and the queued entries' batches (they must
+ * outpace the publishers). Progress: every pause is finite and ends in a chunk of a round
+ * bounded by the snapshot's last seq, so the copy completes however long the publishers go on,
+ * and the queue is applied as above.
  *
  * JR__RPC_CATCHUP payloads (varint = canonical LEB128, str = varint length + bytes):
  *   request  u8 0 (chunk) | varint group | varint from | varint max_bytes
@@ -176,7 +179,7 @@ static int committed_since(const jr__srep *r)
            jr__raft_commit_index(jr__group_consensus(r->g)) > cu->commit_mark && observer(r);
 }
 
-/* A paced step (a chunk applied, a batch of queued entries) ended: its cost is measured at the
+/* A paced chunk (its request left at `began`) is applied: its cost is measured at the
  * replica's next visit (a timer due now would run again within this turn, whose clock has not
  * moved). */
 static void pace(jr__srep *r, uint64_t began)
