@@ -55,10 +55,11 @@
  * first answer of a catch-up (the commit index known when its request left may be the
  * snapshot's, and the log's own entries arriving then are no proposals), a catch-up that had a
  * later snapshot (the group went past the replica: pauses would only let it fall further
- * behind), a voter's (the quorum may need it), and the queued entries' batches (they must
- * outpace the publishers). Progress: every pause is finite and ends in a chunk of a round
- * bounded by the snapshot's last seq, so the copy completes however long the publishers go on,
- * and the queue is applied as above.
+ * behind), one whose queue reached PACE_QUEUE_MAX (a longer copy queues more of what the
+ * publishers append, in memory), a voter's (the quorum may need it), and the queued entries'
+ * batches (they must outpace the publishers). Progress: every pause is finite and ends in a chunk
+ * of a round bounded by the snapshot's last seq, so the copy completes however long the publishers
+ * go on, and the queue is applied as above.
  *
  * JR__RPC_CATCHUP payloads (varint = canonical LEB128, str = varint length + bytes):
  *   request  u8 0 (chunk) | varint group | varint from | varint max_bytes
@@ -85,6 +86,7 @@
 #define DRAIN_BYTES (16u << 20)   /* queued entry bytes applied a turn, beyond those queued since */
 #define PACE_IDLE 3               /* busy group: idle time per unit of a step's cost (1/4 share) */
 #define PACE_MAX_NS (100u * 1000 * 1000) /* the longest pause after one step */
+#define PACE_QUEUE_MAX (256ull << 20)    /* queued entry bytes beyond which the copy is unpaced */
 
 enum { OP_CHUNK = 0, OP_PIECE = 1 };
 
@@ -119,7 +121,8 @@ struct jr__catchup {
      * messages are in (draining) they are applied a bounded batch per turn of the node */
     qent **q;
     size_t qhead, nq, capq;
-    uint64_t qnew; /* bytes queued since the last batch was applied */
+    uint64_t qnew;   /* bytes queued since the last batch was applied */
+    uint64_t qbytes; /* bytes queued in all */
     int draining;
     /* pacing while the group is busy (see "Pacing" above): the group's commit index when the
      * chunk request left; a paced step's start, and the end of the pause after it (0: its cost
@@ -170,12 +173,13 @@ static int observer(const jr__srep *r)
  * behind catches up at full speed, the group's quorum may need it), the group's commit index
  * moved on since the request left, this is not the catch-up's first answer (the commit index
  * known when the first request left may be the snapshot's; the entries the log already held are
- * no proposals), and no later snapshot came (the group went past this replica: pauses would
- * only let it fall further behind). */
+ * no proposals), no later snapshot came (the group went past this replica: pauses would only
+ * let it fall further behind), and the queue holds less than PACE_QUEUE_MAX (a longer copy
+ * queues more of what the publishers append: memory, and work for later). */
 static int committed_since(const jr__srep *r)
 {
     const jr__catchup *cu = r->cu;
-    return cu->answered && !cu->unpaced && r->g &&
+    return cu->answered && !cu->unpaced && cu->qbytes < PACE_QUEUE_MAX && r->g &&
            jr__raft_commit_index(jr__group_consensus(r->g)) > cu->commit_mark && observer(r);
 }
 
@@ -296,6 +300,7 @@ int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *da
     if (len) memcpy(e->data, data, len);
     cu->q[cu->nq++] = e;
     cu->qnew += len;
+    cu->qbytes += len;
     return 0;
 }
 
