@@ -46,7 +46,9 @@
  * Pacing. A joining observer (a grow, a move) whose group is busy with proposals copies in a
  * bounded share of the time, so that the publishers keep the rest (the replica's thread, and on
  * a machine whose cores the servers share, the source's and the group's too). A chunk during
- * whose round trip the group's commit index moved on is applied at once (no request sent ahead)
+ * whose round trip the group's commit index moved on, as it did during the previous chunk's (a
+ * lone commit, such as the peer change's own entry, is no busy group), is applied at once (no
+ * request sent ahead)
  * and the next request waits: at the replica's next visit the step's cost is measured (the
  * node's clock from the request to that visit: the source's read, the transfer, applying the
  * chunk, and any time the replica's thread waited for a core), and the replica pauses PACE_IDLE
@@ -129,6 +131,7 @@ struct jr__catchup {
      * is measured at the replica's next visit) */
     uint64_t commit_mark;
     int answered; /* a chunk came already (the commit index known since is the group's) */
+    int moved;    /* the commit index moved during the previous chunk's round trip */
     int paced;
     int unpaced; /* a later snapshot came: the group went past this replica, no more pauses */
     uint64_t step_at, resume;
@@ -168,14 +171,14 @@ static int observer(const jr__srep *r)
     return m && !m->voter;
 }
 
-/* 1 if this replica's round trip saw the group busy with proposals, so its catch-up pauses
- * after the chunk: it is an observer (only an observer's catch-up is paced: a voter that fell
- * behind catches up at full speed, the group's quorum may need it), the group's commit index
- * moved on since the request left, this is not the catch-up's first answer (the commit index
- * known when the first request left may be the snapshot's; the entries the log already held are
- * no proposals), no later snapshot came (the group went past this replica: pauses would only
- * let it fall further behind), and the queue holds less than PACE_QUEUE_MAX (a longer copy
- * queues more of what the publishers append: memory, and work for later). */
+/* 1 if this replica's round trip saw the group commit (two such round trips in a row: busy with
+ * proposals, the catch-up pauses after the chunk): it is an observer (only an observer's catch-up
+ * is paced: a voter that fell behind catches up at full speed, the group's quorum may need it), the
+ * group's commit index moved on since the request left, this is not the catch-up's first answer
+ * (the commit index known when the first request left may be the snapshot's; the entries the log
+ * already held are no proposals), no later snapshot came (the group went past this replica: pauses
+ * would only let it fall further behind), and the queue holds less than PACE_QUEUE_MAX (a longer
+ * copy queues more of what the publishers append: memory, and work for later). */
 static int committed_since(const jr__srep *r)
 {
     const jr__catchup *cu = r->cu;
@@ -731,8 +734,11 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
      * bytes), and one request is out. */
     /* The bounded round's last chunk: the one that reaches the snapshot's last seq. */
     int bound_end = cu->upto && next > cu->upto;
-    /* the group committed entries while this chunk came: the round is paced */
-    int busy = committed_since(r);
+    /* the group committed entries while this chunk came and while the previous one did: busy
+     * with proposals (a lone commit, such as the peer change's own entry, is not), the round is
+     * paced */
+    int moved = committed_since(r), busy = moved && cu->moved;
+    cu->moved = moved;
     cu->answered = 1;
     uint64_t began = cu->step_at;
     if (rc == 0 && !busy && !final && !bound_end && next > cu->need && raw) {
