@@ -20,6 +20,8 @@
  * every replica current and none an observer or pending; a change that has not converged after
  * --max-seconds (default 30) ends the run with the replicas' state on stderr.
  *   bytes            the stream's bytes (its state) when the update was issued
+ *   source           the servers whose chunks the joining replica fetched (a follower first:
+ *                    the leader keeps its thread for the publishers)
  *   update_s         jr_stream_update to its answer (the meta leader committed the peer set)
  *   seconds          the answer to convergence
  *   catchup_mb_s     bytes / seconds / 1e6
@@ -29,6 +31,12 @@
  *                    stream leader's threads alone
  *   mb_per_cpu_s     bytes / cpu_s: the catch-up rate per core the cluster used (without a
  *                    publisher, what a machine with cores to spare would see)
+ *   paced, paused_s  the joining replica's chunks followed by a pause and the pauses' total:
+ *                    while its group commits proposals, a joining observer's copy takes a
+ *                    quarter of the time (docs/internals.md "Catch-up", pacing); 0 when idle
+ *   later            snapshots the joining replica installed while restoring (the leader's log
+ *                    went past it: it fetches again what the lost entries held)
+ *   queued_mb        entry bytes the joining replica queued during its copy and applied after
  *   load1            the machine's load average when the update was issued (other programs
  *                    slow the wall-clock figures; the CPU figures much less)
  * With --publish 1 (both by default) the publisher keeps running through the move:
@@ -38,6 +46,11 @@
  *   ratio              during / steady (the target is at least 0.7)
  *   pub_failed         publishes that failed during the case (a leader handing over refuses
  *                      some briefly)
+ *   copy_s, pub_copy_msgs_s    the time the joining replica copied messages (fetching, or
+ *                      paused between chunks) and the publish rate then (sampled every 5 ms)
+ *   drain_s, pub_drain_msgs_s  the same while it applied the entries queued meanwhile
+ *   steady_leader_us_msg, leader_us_msg  the stream leader's thread CPU time (publisher
+ *                      included) per acknowledged publish, steady and during the change
  *   steady_cores, cores  the process's CPU time per second over the steady window and over the
  *                      change: on a machine shared with other work, a ratio whose cores fell
  *                      as much is the scheduler's as much as the library's
@@ -221,25 +234,38 @@ static void update_task(void *arg, jr_node *node)
     if (rc) mt_waiter_done(&u->w, rc, NULL);
 }
 
-typedef struct fetch_count {
+/* A node's catch-up counters (js.h), read on its thread. */
+typedef struct cu_count {
     mt_waiter w;
-    uint64_t bytes;
-} fetch_count;
+    uint64_t bytes, paced, paused_ns, later, drained, served;
+    int phase; /* BENCH's catch-up on the node: JR__CU_*, -1 if none */
+} cu_count;
 
-static void fetched_task(void *arg, jr_node *node)
+static void cu_count_task(void *arg, jr_node *node)
 {
-    fetch_count *f = arg;
-    f->bytes = jr__js_of(node)->catchup_bytes;
+    cu_count *f = arg;
+    jr__js *js = jr__js_of(node);
+    const jr__meta_stream *s = jr__meta_stream_find(&js->st, "BENCH");
+    const jr__srep *r = s ? jr__srep_find(js, s->group) : NULL;
+    f->phase = r && r->cu ? jr__catchup_phase(r->cu) : -1;
+    f->bytes = js->catchup_bytes;
+    f->paced = js->catchup_paced;
+    f->paused_ns = js->catchup_paused_ns;
+    f->later = js->catchup_later;
+    f->drained = js->catchup_drained;
+    f->served = js->catchup_served;
     mt_waiter_done(&f->w, 0, NULL);
 }
 
-static uint64_t fetched_bytes(mt_cluster *c, int i)
+static cu_count cu_counts(mt_cluster *c, int i)
 {
-    fetch_count f;
+    cu_count f;
+    memset(&f, 0, sizeof f);
+    if (i < 0) return f;
     mt_waiter_init(&f.w, NULL);
-    mt_run_on(&c->loops[i], fetched_task, &f);
+    mt_run_on(&c->loops[i], cu_count_task, &f);
     mt_waiter_wait(&f.w);
-    return f.bytes;
+    return f;
 }
 
 /* The machine's 1-minute load average (/proc/loadavg), or -1: the wall-clock figures of a run
@@ -300,7 +326,7 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
         if (view_get(&c, leader, &v) == 0 && v.bytes >= size) break;
     }
     uint64_t steady = 0;
-    double steady_s = 0, steady_cores = 0;
+    double steady_s = 0, steady_cores = 0, steady_leader_cpu = 0;
     if (!publishing) {
         /* a quiet cluster: every replica has applied the fill, and what it started (snapshots,
          * store marks) is done */
@@ -311,7 +337,7 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
     } else {
         /* stream info every 5 ms, as while the change converges: both rates pay for it */
         uint64_t a0 = pub_acked(&p), t0 = bench_now_ns();
-        double c0 = bench_cpu_s();
+        double c0 = bench_cpu_s(), l0 = mt_loop_cpu_s(&c.loops[leader]);
         while (bench_now_ns() - t0 < (uint64_t)(o->steady_s * 1e9)) {
             mt_sleep_ms(5);
             view_get(&c, leader, &v);
@@ -319,6 +345,7 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
         steady = pub_acked(&p) - a0;
         steady_s = (double)(bench_now_ns() - t0) * 1e-9;
         steady_cores = (bench_cpu_s() - c0) / steady_s;
+        steady_leader_cpu = mt_loop_cpu_s(&c.loops[leader]) - l0;
     }
     if (view_get(&c, leader, &v) != 0) mt_die("stream info", JR_ENOLEADER, NULL);
     uint64_t bytes = v.bytes;
@@ -344,7 +371,8 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
     int joiner = -1;
     for (int i = 0; i < NODES; i++)
         if (!view_has(&v, c.names[i])) joiner = i;
-    uint64_t f0 = joiner >= 0 ? fetched_bytes(&c, joiner) : 0;
+    cu_count f0 = cu_counts(&c, joiner), s0[NODES];
+    for (int i = 0; i < NODES; i++) s0[i] = cu_counts(&c, i);
 
     uint64_t fail0 = __atomic_load_n(&p.failed, __ATOMIC_RELAXED);
     perf_ctl("enable");
@@ -360,13 +388,36 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
     uint64_t t_answer = bench_now_ns(), a1 = pub_acked(&p);
     uint64_t t_conv = 0, a2 = 0;
     double cpu = 0, tcpu[NODES];
+    /* publishes acknowledged and time spent while the joiner copied and while it applied its
+     * queue, attributed by its phase at the end of each 5 ms step */
+    uint64_t t_prev = t_answer, a_prev = a1, copy_ns = 0, copy_acks = 0, drain_ns = 0,
+             drain_acks = 0;
     for (;;) {
         mt_sleep_ms(5);
+        int phase = cu_counts(&c, joiner).phase;
+        uint64_t t_now = bench_now_ns(), a_now = pub_acked(&p);
+        if (phase == JR__CU_DRAINING) {
+            drain_ns += t_now - t_prev;
+            drain_acks += a_now - a_prev;
+        } else if (phase >= 0) {
+            copy_ns += t_now - t_prev;
+            copy_acks += a_now - a_prev;
+        }
+        t_prev = t_now;
+        a_prev = a_now;
         if (bench_now_ns() - t_answer > (uint64_t)(o->max_s * 1e9)) {
             fprintf(stderr, "move_bench: no convergence after %.0f s: leader %s, replicas",
                     o->max_s, v.leader);
             for (int i = 0; i < v.npeers; i++) fprintf(stderr, " %s (%s)", v.peers[i], v.state[i]);
             fprintf(stderr, " (%s)\n", v.settled ? "settled" : "not settled");
+            for (int i = 0; i < NODES; i++) {
+                cu_count k = cu_counts(&c, i);
+                fprintf(
+                    stderr,
+                    "  %s catch-ups: %" PRIu64 " bytes fetched, %" PRIu64 " paced steps, %.3f s "
+                    "paused, %" PRIu64 " later snapshots, %" PRIu64 " queued bytes applied\n",
+                    c.names[i], k.bytes, k.paced, (double)k.paused_ns * 1e-9, k.later, k.drained);
+            }
             exit(1);
         }
         if (view_get(&c, leader, &v) != 0) continue;
@@ -381,7 +432,13 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
         a2 = pub_acked(&p);
         break;
     }
-    uint64_t fetched = joiner >= 0 ? fetched_bytes(&c, joiner) - f0 : 0;
+    cu_count f1 = cu_counts(&c, joiner);
+    uint64_t fetched = f1.bytes - f0.bytes;
+    char sources[64] = ""; /* the servers that served the joiner's chunks */
+    for (int i = 0; i < NODES; i++)
+        if (cu_counts(&c, i).served > s0[i].served)
+            snprintf(sources + strlen(sources), sizeof sources - strlen(sources), "%s%s",
+                     sources[0] ? "," : "", c.names[i]);
     if (publishing) pub_stop(&p);
     uint64_t failed = __atomic_load_n(&p.failed, __ATOMIC_RELAXED) - fail0;
     double update_s = (double)(t_answer - t_call) * 1e-9;
@@ -390,19 +447,30 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
     double pub_during = secs > 0 ? (double)(a2 - a1) / secs : 0;
     printf("{\"bench\":\"move\",\"case\":\"%s\",\"bytes\":%" PRIu64 ",\"msg_bytes\":%zu,"
            "\"vfs\":\"%s\",\"publishing\":%s,\"leader\":\"%s\",\"joined\":\"%s\","
-           "\"left\":\"%s\",\"update_s\":%.3f,\"seconds\":%.3f,\"catchup_mb_s\":%.1f,"
+           "\"left\":\"%s\",\"source\":\"%s\",\"update_s\":%.3f,\"seconds\":%.3f,\"catchup_mb_s\":%"
+           ".1f,"
            "\"fetched_mb\":%.1f,\"cpu_s\":%.3f,\"joiner_cpu_s\":%.3f,\"leader_cpu_s\":%.3f,"
-           "\"mb_per_cpu_s\":%.1f,\"load1\":%.2f",
+           "\"mb_per_cpu_s\":%.1f,\"paced\":%" PRIu64 ",\"paused_s\":%.3f,"
+           "\"later\":%" PRIu64 ",\"queued_mb\":%.1f,\"load1\":%.2f",
            which == CASE_GROW ? "grow" : "move", bytes, o->msg_bytes, o->posix ? "posix" : "mem",
-           publishing ? "true" : "false", lname, joiner >= 0 ? c.names[joiner] : "", gone, update_s,
-           secs, secs > 0 ? (double)bytes / secs / 1e6 : 0, (double)fetched / 1e6, cpu,
+           publishing ? "true" : "false", lname, joiner >= 0 ? c.names[joiner] : "", gone, sources,
+           update_s, secs, secs > 0 ? (double)bytes / secs / 1e6 : 0, (double)fetched / 1e6, cpu,
            joiner >= 0 ? tcpu[joiner] : 0.0, tcpu[mt_index(&c, lname)],
-           cpu > 0 ? (double)bytes / cpu / 1e6 : 0, load);
+           cpu > 0 ? (double)bytes / cpu / 1e6 : 0, f1.paced - f0.paced,
+           (double)(f1.paused_ns - f0.paused_ns) * 1e-9, f1.later - f0.later,
+           (double)(f1.drained - f0.drained) / 1e6, load);
     if (publishing)
         printf(",\"pub_steady_msgs_s\":%.0f,\"pub_during_msgs_s\":%.0f,\"ratio\":%.2f,"
-               "\"pub_failed\":%" PRIu64 ",\"steady_cores\":%.2f,\"cores\":%.2f",
+               "\"pub_failed\":%" PRIu64 ",\"steady_cores\":%.2f,\"cores\":%.2f,"
+               "\"copy_s\":%.3f,\"pub_copy_msgs_s\":%.0f,\"drain_s\":%.3f,"
+               "\"pub_drain_msgs_s\":%.0f,\"steady_leader_us_msg\":%.2f,"
+               "\"leader_us_msg\":%.2f",
                pub_steady, pub_during, pub_steady > 0 ? pub_during / pub_steady : 0, failed,
-               steady_cores, secs > 0 ? cpu / secs : 0);
+               steady_cores, secs > 0 ? cpu / secs : 0, (double)copy_ns * 1e-9,
+               copy_ns ? (double)copy_acks / ((double)copy_ns * 1e-9) : 0, (double)drain_ns * 1e-9,
+               drain_ns ? (double)drain_acks / ((double)drain_ns * 1e-9) : 0,
+               steady ? steady_leader_cpu * 1e6 / (double)steady : 0,
+               a2 > a1 ? tcpu[mt_index(&c, lname)] * 1e6 / (double)(a2 - a1) : 0);
     printf("}\n");
     fflush(stdout);
     mt_cluster_close(&c);

@@ -43,6 +43,26 @@
  * replay of the WAL from zero: the WAL only ever needs the entries after the snapshot, and it
  * is compacted behind the store's durable point when snapshots are taken.
  *
+ * Pacing. A joining observer (a grow, a move) whose group is busy with proposals copies in a
+ * bounded share of the time, so that the publishers keep the rest (the replica's thread, and on
+ * a machine whose cores the servers share, the source's and the group's too). A chunk during
+ * whose round trip the group's commit index moved on, as it did during the previous chunk's (a
+ * lone commit, such as the peer change's own entry, is no busy group), is applied at once (no
+ * request sent ahead)
+ * and the next request waits: at the replica's next visit the step's cost is measured (the
+ * node's clock from the request to that visit: the source's read, the transfer, applying the
+ * chunk, and any time the replica's thread waited for a core), and the replica pauses PACE_IDLE
+ * times that cost (at most PACE_MAX_NS) before it asks again — a quarter of the time for the
+ * copy, the rest for the group. An idle group gets the pipelined rounds unpaced. Not paced: the
+ * first answer of a catch-up (the commit index known when its request left may be the
+ * snapshot's, and the log's own entries arriving then are no proposals), a catch-up that had a
+ * later snapshot (the group went past the replica: pauses would only let it fall further
+ * behind), one whose queue reached PACE_QUEUE_MAX (a longer copy queues more of what the
+ * publishers append, in memory), a voter's (the quorum may need it), and the queued entries'
+ * batches (they must outpace the publishers). Progress: every pause is finite and ends in a chunk
+ * of a round bounded by the snapshot's last seq, so the copy completes however long the publishers
+ * go on, and the queue is applied as above.
+ *
  * JR__RPC_CATCHUP payloads (varint = canonical LEB128, str = varint length + bytes):
  *   request  u8 0 (chunk) | varint group | varint from | varint max_bytes
  *            u8 1 (piece) | varint group | varint snap_index | varint offset | varint max_bytes
@@ -66,6 +86,9 @@
 #define PIECE_BYTES (256u << 10)
 #define MAX_SNAPSHOT (1ull << 32) /* largest source snapshot accepted */
 #define DRAIN_BYTES (16u << 20)   /* queued entry bytes applied a turn, beyond those queued since */
+#define PACE_IDLE 3               /* busy group: idle time per unit of a step's cost (1/4 share) */
+#define PACE_MAX_NS (100u * 1000 * 1000) /* the longest pause after one step */
+#define PACE_QUEUE_MAX (256ull << 20)    /* queued entry bytes beyond which the copy is unpaced */
 
 enum { OP_CHUNK = 0, OP_PIECE = 1 };
 
@@ -100,8 +123,18 @@ struct jr__catchup {
      * messages are in (draining) they are applied a bounded batch per turn of the node */
     qent **q;
     size_t qhead, nq, capq;
-    uint64_t qnew; /* bytes queued since the last batch was applied */
+    uint64_t qnew;   /* bytes queued since the last batch was applied */
+    uint64_t qbytes; /* bytes queued in all */
     int draining;
+    /* pacing while the group is busy (see "Pacing" above): the group's commit index when the
+     * chunk request left; a paced step's start, and the end of the pause after it (0: its cost
+     * is measured at the replica's next visit) */
+    uint64_t commit_mark;
+    int answered; /* a chunk came already (the commit index known since is the group's) */
+    int moved;    /* the commit index moved during the previous chunk's round trip */
+    int paced;
+    int unpaced; /* a later snapshot came: the group went past this replica, no more pauses */
+    uint64_t step_at, resume;
     /* a newer group snapshot installed meanwhile (later_len non-zero; the newest one): restored
      * once the queued entries it follows are applied (those of index <= later_gindex) */
     uint8_t *later;
@@ -122,7 +155,74 @@ static uint64_t snap_upto(const void *snap, size_t len, uint64_t need)
 
 uint64_t jr__catchup_due(const jr__srep *r, uint64_t now, uint64_t soon)
 {
-    return r->cu && r->cu->draining && !r->failed ? jr__deadline(now, 1) : soon;
+    const jr__catchup *cu = r->cu;
+    if (!cu || r->failed) return soon;
+    if (cu->paced) return cu->resume ? cu->resume : jr__deadline(now, 1);
+    return cu->draining ? jr__deadline(now, 1) : soon;
+}
+
+/* 1 if this replica is an observer of its group (a peer joining for a grow or a move): only
+ * its catch-up is paced. A voter that fell behind catches up at full speed: the group's quorum
+ * may need it. */
+static int observer(const jr__srep *r)
+{
+    const jr__conf *c = r->g ? jr__raft_conf(jr__group_consensus(r->g)) : NULL;
+    const jr__member *m = c ? jr__conf_find(c, r->js->self) : NULL;
+    return m && !m->voter;
+}
+
+/* 1 if this replica's round trip saw the group commit (two such round trips in a row: busy with
+ * proposals, the catch-up pauses after the chunk): it is an observer (only an observer's catch-up
+ * is paced: a voter that fell behind catches up at full speed, the group's quorum may need it), the
+ * group's commit index moved on since the request left, this is not the catch-up's first answer
+ * (the commit index known when the first request left may be the snapshot's; the entries the log
+ * already held are no proposals), no later snapshot came (the group went past this replica: pauses
+ * would only let it fall further behind), and the queue holds less than PACE_QUEUE_MAX (a longer
+ * copy queues more of what the publishers append: memory, and work for later). */
+static int committed_since(const jr__srep *r)
+{
+    const jr__catchup *cu = r->cu;
+    return cu->answered && !cu->unpaced && cu->qbytes < PACE_QUEUE_MAX && r->g &&
+           jr__raft_commit_index(jr__group_consensus(r->g)) > cu->commit_mark && observer(r);
+}
+
+/* A paced chunk (its request left at `began`) is applied: its cost is measured at the
+ * replica's next visit (a timer due now would run again within this turn, whose clock has not
+ * moved). */
+static void pace(jr__srep *r, uint64_t began)
+{
+    jr__catchup *cu = r->cu;
+    cu->paced = 1;
+    cu->step_at = began;
+    cu->resume = 0;
+    r->js->catchup_paced++;
+    jr__js_timer_arm(r->js, &r->timer, jr__deadline(jr__node_now(r->js->n), 1));
+}
+
+/* 1 if the catch-up may take its next step now: no pause, or the pause is over. At the first
+ * visit after a paced step, measures its cost and starts the pause. */
+static int pace_over(jr__srep *r)
+{
+    jr__catchup *cu = r->cu;
+    if (!cu->paced) return 1;
+    uint64_t now = jr__node_now(r->js->n);
+    if (!cu->resume) {
+        uint64_t cost = now > cu->step_at ? now - cu->step_at : 1;
+        uint64_t pause = cost > PACE_MAX_NS / PACE_IDLE ? PACE_MAX_NS : cost * PACE_IDLE;
+        cu->resume = jr__deadline(now, pause);
+        r->js->catchup_paused_ns += pause;
+    }
+    if (now < cu->resume) return 0;
+    cu->paced = 0;
+    cu->resume = 0;
+    return 1;
+}
+
+int jr__catchup_phase(const jr__catchup *cu)
+{
+    if (cu->draining) return JR__CU_DRAINING;
+    if (cu->paced) return JR__CU_PAUSED;
+    return cu->rpc_id || cu->staged ? JR__CU_FETCHING : JR__CU_WAITING;
 }
 
 uint64_t jr__catchup_left(const jr__catchup *cu)
@@ -155,6 +255,7 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
         if (cu->read_at < index) cu->read_at = index;
         cu->draining = 0;
         cu->attempts = 0;
+        cu->paced = 0;
         jr__js_timer_arm(js, &r->timer, jr__node_now(js->n));
         jr__node_log(js->n, JR_LOG_INFO,
                      "stream '%s': restored snapshot %" PRIu64
@@ -202,6 +303,7 @@ int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *da
     if (len) memcpy(e->data, data, len);
     cu->q[cu->nq++] = e;
     cu->qnew += len;
+    cu->qbytes += len;
     return 0;
 }
 
@@ -233,6 +335,7 @@ int jr__catchup_later(jr__srep *r, uint64_t gindex, uint64_t index, const void *
     cu->later_len = len;
     cu->later_gindex = gindex;
     cu->later_index = index;
+    cu->unpaced = 1;
     jr__node_log(r->js->n, JR_LOG_DEBUG,
                  "stream '%s': snapshot %" PRIu64 " installed while restoring; restored after "
                  "the %zu entries queued before it",
@@ -327,6 +430,7 @@ void jr__catchup_finish(jr__srep *r)
         jr__buf_release(&cu->piece, 0);
         cu->piece_total = 0;
         cu->draining = 1;
+        cu->paced = 0;
         cu->qnew = 0;
         jr__node_log(r->js->n, JR_LOG_INFO,
                      "stream '%s': messages fetched; applying %zu queued entries", r->name,
@@ -456,6 +560,8 @@ static int ask(jr__srep *r, jr__id src, int pieces, uint64_t from)
     jr__buf_varint(&out, max);
     jr_iovec iov = {out.data, out.len};
     cu->source = src;
+    cu->commit_mark = r->g ? jr__raft_commit_index(jr__group_consensus(r->g)) : 0;
+    cu->step_at = jr__node_now(js->n);
     return jr__rpc_call(js->n, src, JR__RPC_CATCHUP, &iov, 1, 2 * js->election_ns, on_answer, r,
                         &cu->rpc_id);
 }
@@ -463,6 +569,7 @@ static int ask(jr__srep *r, jr__id src, int pieces, uint64_t from)
 void jr__catchup_step(jr__srep *r)
 {
     jr__catchup *cu = r->cu;
+    if (cu && !r->failed && !pace_over(r)) return;
     if (cu && cu->draining && !r->failed) {
         drain(r);
         return;
@@ -627,7 +734,14 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
      * bytes), and one request is out. */
     /* The bounded round's last chunk: the one that reaches the snapshot's last seq. */
     int bound_end = cu->upto && next > cu->upto;
-    if (rc == 0 && !final && !bound_end && next > cu->need && raw) {
+    /* the group committed entries while this chunk came and while the previous one did: busy
+     * with proposals (a lone commit, such as the peer change's own entry, is not), the round is
+     * paced */
+    int moved = committed_since(r), busy = moved && cu->moved;
+    cu->moved = moved;
+    cu->answered = 1;
+    uint64_t began = cu->step_at;
+    if (rc == 0 && !busy && !final && !bound_end && next > cu->need && raw) {
         jr__buf_reset(&cu->z);
         jr__buf_put(&cu->z, z, zlen);
         if (cu->z.err == 0 && jr__node_defer(n, apply_staged, r->group) == 0) {
@@ -653,7 +767,10 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
     }
     chunk_applied(r, raw, at, next);
     if (!final) {
-        jr__catchup_step(r);
+        if (busy)
+            pace(r, began);
+        else
+            jr__catchup_step(r);
         return;
     }
     if (total) {
@@ -814,5 +931,6 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
         jr__route_reply(js, rt, rc, NULL, 0);
         return;
     }
+    js->catchup_served += raw->len;
     jr__route_reply(js, rt, 0, out->data, out->len);
 }

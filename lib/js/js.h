@@ -538,6 +538,9 @@ struct jr__js {
     uint64_t catchup_drain_over;  /* most bytes a batch applied past its budget (one entry's) */
     uint64_t catchup_later;       /* snapshots installed while restoring, restored after the
                                      entries queued before them (catchup.c restore_later) */
+    uint64_t catchup_served;      /* uncompressed chunk bytes this node served as a source */
+    uint64_t catchup_paced;       /* catch-up steps followed by a pause (the group was busy) */
+    uint64_t catchup_paused_ns;   /* the pauses' total length */
     /* meta_members.c: servers joining and leaving */
     uint8_t join;         /* jr_node_config.join: this server asks to be let in */
     uint8_t removed;      /* this server was removed from the cluster: it takes no part */
@@ -1017,6 +1020,10 @@ uint64_t jr__catchup_due(const jr__srep *r, uint64_t now, uint64_t soon);
 void jr__catchup_free(jr__srep *r);
 /* Drops the snapshot r keeps as a catch-up source. */
 void jr__catchup_release(jr__srep *r);
+/* What the catch-up is doing: fetching (a request out or a chunk staged), paused (paced: the
+ * group is busy with proposals), draining (applying the queued entries) or waiting (a retry). */
+enum { JR__CU_WAITING = 0, JR__CU_FETCHING = 1, JR__CU_PAUSED = 2, JR__CU_DRAINING = 3 };
+int jr__catchup_phase(const jr__catchup *cu);
 /* Sequences the catch-up still has to copy (an upper bound: deleted ones are among them; at
  * least 1 while a round runs whose end is not known yet). */
 uint64_t jr__catchup_left(const jr__catchup *cu);

@@ -628,6 +628,30 @@ int e2e_members(e2e *c, unsigned i, const char *name, unsigned *idx, int *voter,
     return (int)k;
 }
 
+void e2e_catchup_paced(e2e *c, unsigned i, uint64_t *steps, uint64_t *paused_ns)
+{
+    jr_node *n = e2e_node(c, i);
+    const jr__js *js = n ? jr__js_of(n) : NULL;
+    *steps = js ? js->catchup_paced : 0;
+    *paused_ns = js ? js->catchup_paused_ns : 0;
+}
+
+int e2e_catchup_phase(e2e *c, unsigned i, const char *name)
+{
+    jr__srep *r = rep_of(c, i, name);
+    if (!r || !r->cu) return -1;
+    switch (jr__catchup_phase(r->cu)) {
+    case JR__CU_FETCHING:
+        return E2E_CU_FETCHING;
+    case JR__CU_PAUSED:
+        return E2E_CU_PAUSED;
+    case JR__CU_DRAINING:
+        return E2E_CU_DRAINING;
+    default:
+        return E2E_CU_WAITING;
+    }
+}
+
 int e2e_catching_up(e2e *c, unsigned i, const char *name)
 {
     jr__srep *r = rep_of(c, i, name);

@@ -180,6 +180,13 @@ void e2e_catchup_drain(e2e *c, unsigned i, uint64_t *bytes, uint64_t *turns, uin
  * entries queued before them; message bytes its catch-ups fetched. */
 uint64_t e2e_catchup_later(e2e *c, unsigned i);
 uint64_t e2e_catchup_bytes(e2e *c, unsigned i);
+/* Server i's catch-up steps followed by a pause (the group was busy with proposals) and the
+ * pauses' total length. */
+void e2e_catchup_paced(e2e *c, unsigned i, uint64_t *steps, uint64_t *paused_ns);
+/* What node i's replica's catch-up does (E2E_CU_*, as jr__catchup_phase), -1 if it is not
+ * catching up. */
+enum { E2E_CU_WAITING = 0, E2E_CU_FETCHING, E2E_CU_PAUSED, E2E_CU_DRAINING };
+int e2e_catchup_phase(e2e *c, unsigned i, const char *name);
 /* Reads message seq from node i's replica store: 0 with subject and data copied (NUL-terminated,
  * truncated to the buffers), JR_ENOTFOUND, or another error. */
 int e2e_local_get(e2e *c, unsigned i, const char *name, uint64_t seq, char *subject,

@@ -1624,6 +1624,151 @@ START_TEST(a_snapshot_installed_while_restoring_is_restored_after_the_queue)
 }
 END_TEST
 
+/* A joiner copying while a publisher keeps its group busy (a publish every 2 ms through the
+ * whole change, 50 MB/s links into the joiner) paces its copy (catchup.c "Pacing"): after each
+ * chunk whose round trip saw entries committed it pauses three times what that chunk took, so
+ * the copy gets a quarter of the time and the group the rest. Sampled every 2 ms, the joiner
+ * fetches in at most a third of the samples of its copy and pauses in more than twice as many;
+ * the copy still completes while the publisher goes on, the change converges, every publish is
+ * acknowledged and the replicas end identical. A grow R2 -> R3 on three servers, or (move) the
+ * evacuation of a follower of an R3 stream on four. */
+static void paced_change(int move, uint64_t seed)
+{
+    e2e c;
+    unsigned nodes = move ? 4 : 3;
+    int from = move ? 3 : 2;
+    cluster(&c, nodes, seed);
+    for (unsigned i = 0; i < nodes; i++) e2e_snapshot_every(&c, i, 40); /* compact the log */
+    add_stream(&c, "PACE", from);
+    static char big[16384];
+    uint64_t x = 0x853c49e6748fea9bull ^ seed;
+    e2e_res r;
+    for (int i = 0; i < 1000; i++) { /* 16 MB: 16 chunks or so */
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.pace", big, sizeof big, NULL, &r), 0);
+    }
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "PACE", p, 8), from);
+    unsigned joiner = 0;
+    while (in_list(joiner, p, from)) joiner++;
+    int l = e2e_replica_leader(&c, p[0], "PACE");
+    ck_assert_int_ge(l, 0);
+    unsigned leader = (unsigned)l, gone = p[0] == leader ? p[1] : p[0];
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.bytes_per_sec = 50 * 1000 * 1000;
+    for (unsigned i = 0; i < nodes; i++)
+        if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
+    uint64_t steps0, paused0;
+    e2e_catchup_paced(&c, joiner, &steps0, &paused0);
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    if (move) {
+        ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, leader), "PACE", jr_sim_name(c.sim, gone),
+                                            e2e_admin_cb, &up),
+                         0);
+    } else {
+        jr_stream_config cfg;
+        e2e_config(&cfg, "PACE", subj, 1, 3);
+        ck_assert_int_eq(jr_stream_update(e2e_node(&c, leader), &cfg, e2e_admin_cb, &up), 0);
+    }
+    enum { MAXPUB = 4000 };
+    static e2e_res res[MAXPUB];
+    memset(res, 0, sizeof res);
+    int n = 0, copying = 0, done_at = -1;
+    uint64_t fetching = 0, pausing = 0;
+    while (n < MAXPUB && (done_at < 0 || n < done_at + 250)) { /* on for 0.5 s after the copy */
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.pace", NULL, 0, big, sizeof big,
+                                    NULL, e2e_pub_cb, &res[n]),
+                         0);
+        n++;
+        jr_sim_run_for(c.sim, 2 * MS);
+        int ph = e2e_catchup_phase(&c, joiner, "PACE");
+        if (ph == E2E_CU_FETCHING) fetching++;
+        if (ph == E2E_CU_PAUSED) pausing++;
+        if (ph >= 0) copying = 1;
+        if (copying && ph < 0 && done_at < 0) done_at = n;
+    }
+    ck_assert_msg(done_at >= 0, "the catch-up did not complete under %d publishes", n);
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "change: %s", up.msg);
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
+        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
+    }
+    ck_assert_msg(wait_converged(&c, "PACE", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "PACE", p, 8), 3);
+    ck_assert(in_list(joiner, p, 3));
+    if (move) ck_assert(!in_list(gone, p, 3));
+    check_identical(&c, "PACE", 1000 + (uint64_t)n);
+    uint64_t steps, paused;
+    e2e_catchup_paced(&c, joiner, &steps, &paused);
+    steps -= steps0, paused -= paused0;
+    ck_assert_msg(steps >= 8, "only %llu paced steps", (unsigned long long)steps);
+    ck_assert_msg(fetching * 2 <= pausing,
+                  "samples of the copy: %llu fetching, %llu paused (%llu paced steps, %.3f s)",
+                  (unsigned long long)fetching, (unsigned long long)pausing,
+                  (unsigned long long)steps, (double)paused / 1e9);
+    e2e_free(&c);
+}
+
+START_TEST(a_joiner_under_a_publisher_paces_its_copy_and_still_converges)
+{
+    paced_change(0, 153);
+}
+END_TEST
+
+START_TEST(a_move_under_a_publisher_paces_the_replacement_and_converges)
+{
+    paced_change(1, 155);
+}
+END_TEST
+
+/* The same copy into a joiner of a group that takes no proposal meanwhile runs its pipelined
+ * rounds at full speed, never paused: the entries its log receives at first (those the group
+ * committed after the leader's snapshot, and the peer change's own) are no busy group. */
+START_TEST(a_joiner_of_an_idle_group_copies_without_pauses)
+{
+    e2e c;
+    cluster(&c, 3, 154);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 40); /* compact the log */
+    add_stream(&c, "IDLE", 2);
+    static char big[16384];
+    uint64_t x = 0xda3e39cb94b95bdbull;
+    e2e_res r;
+    for (int i = 0; i < 1000; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.idle", big, sizeof big, NULL, &r), 0);
+    }
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "IDLE", p, 8), 2);
+    unsigned joiner = 3 - p[0] - p[1];
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.bytes_per_sec = 50 * 1000 * 1000;
+    for (unsigned i = 0; i < 3; i++)
+        if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
+    uint64_t steps0, paused0, chunks0 = e2e_catchup_chunks(&c, joiner);
+    e2e_catchup_paced(&c, joiner, &steps0, &paused0);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "IDLE", subj, 1, 3);
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, p[0]), &cfg, e2e_admin_cb, &up), 0);
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    ck_assert_msg(wait_converged(&c, "IDLE", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "IDLE", 1000);
+    uint64_t steps, paused;
+    e2e_catchup_paced(&c, joiner, &steps, &paused);
+    ck_assert_uint_ge(e2e_catchup_chunks(&c, joiner) - chunks0, 8);
+    ck_assert_msg(steps == steps0, "%llu paced steps, %.3f s paused",
+                  (unsigned long long)(steps - steps0), (double)(paused - paused0) / 1e9);
+    e2e_free(&c);
+}
+END_TEST
+
 /* The first node (by index) whose meta state has stream `name`, or -1. */
 static int first_knowing(e2e *c, const char *name)
 {
@@ -1699,6 +1844,12 @@ int main(void)
     tcase_add_test(tc, a_snapshot_installed_while_restoring_is_restored_after_the_queue);
     tcase_add_test(tc, an_original_peer_that_missed_the_creation_bootstraps_after_a_change);
     suite_add_tcase(s, tc);
+    TCase *pace = tcase_create("pacing"); /* catchup.c "Pacing" */
+    tcase_set_timeout(pace, 300);
+    tcase_add_test(pace, a_joiner_under_a_publisher_paces_its_copy_and_still_converges);
+    tcase_add_test(pace, a_move_under_a_publisher_paces_the_replacement_and_converges);
+    tcase_add_test(pace, a_joiner_of_an_idle_group_copies_without_pauses);
+    suite_add_tcase(s, pace);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
