@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "decimal.h"
 #include "jsapi.h"
 #include "proto.h"
 #include "route.h"
@@ -304,19 +305,6 @@ size_t clients_count(const server *s)
 
 #define MAX_MSG_LINE 1200 /* a delivery's control line, CRLF included, is shorter */
 
-/* Appends the decimal digits of v at out; returns the end. */
-static char *put_size(char *out, size_t v)
-{
-    char tmp[20];
-    int k = 0;
-    do {
-        tmp[k++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (k) *out++ = tmp[--k];
-    return out;
-}
-
 static size_t digits(size_t v)
 {
     size_t k = 1;
@@ -359,10 +347,10 @@ static int deliver_one(sub *sb, const char *subject, const char *reply, const vo
         *o++ = ' ';
     }
     if (hdr_len) {
-        o = put_size(o, hdr_len);
+        o = put_decimal(o, hdr_len);
         *o++ = ' ';
     }
-    o = put_size(o, hdr_len + len);
+    o = put_decimal(o, hdr_len + len);
     o = put_str(o, "\r\n", 2);
     if (hdr_len) o = put_str(o, hdr, hdr_len);
     if (len) o = put_str(o, data, len);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "decimal.h"
 #include "jsjson.h"
 
 /* ---- publish -------------------------------------------------------------------------------- */
@@ -68,19 +69,6 @@ static int json_plain(const char *s)
     return 1;
 }
 
-/* Appends the decimal digits of v at out; returns the end. */
-static char *put_u64(char *out, uint64_t v)
-{
-    char tmp[20];
-    int k = 0;
-    do {
-        tmp[k++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (k) *out++ = tmp[--k];
-    return out;
-}
-
 /* The PubAck {"stream":"NAME","seq":N[,"duplicate":true]} of the hot path, written without a
  * format parser; 0 if the name needs escaping or it does not fit in cap bytes (then jansson
  * writes it). */
@@ -96,7 +84,7 @@ static size_t plain_ack(char *buf, size_t cap, const jr_pub_ack *ack)
     o += sl;
     memcpy(o, b, sizeof b - 1);
     o += sizeof b - 1;
-    o = put_u64(o, ack->seq);
+    o = put_decimal(o, ack->seq);
     if (ack->duplicate) {
         memcpy(o, d, sizeof d - 1);
         o += sizeof d - 1;
