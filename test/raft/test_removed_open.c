@@ -16,6 +16,12 @@
  *    without the entries n0 and n2 committed (the harness's leader-completeness check fails).
  *    removed.c and docs/internals.md name this limit: the rule relies on the JetStream layer
  *    releasing a replica its group removed; the core itself cannot tell.
+ *  - removal_hidden_by_the_refusal: the same without any cut: n0, leading {n0, n1}, removes
+ *    n1 ({n0} commits at once, alone) just before n1's server is told of n0's removal; the
+ *    APPEND carrying the removal is then refused with every other frame of n0, so n1 never
+ *    learns it was removed and stands in. The refusal the rule starts is what hides the change
+ *    from it; its node knows (the placement that dropped its server was applied before the
+ *    removal of n0's), the core does not.
  *  - third_removal_evicts_the_partner: the node tells every group's core of every server
  *    removed (jr__node_peer_set_removed), members or not, and a core keeps two (removed[2], the
  *    oldest evicted). Two later removals of servers that host none of the group evict the
@@ -145,6 +151,32 @@ START_TEST(third_removal_evicts_the_partner)
 }
 END_TEST
 
+START_TEST(removal_hidden_by_the_refusal)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 2, seed);
+        h_start(&h, 2, 2);
+        elect(&h, 0);
+        propose_n(&h, 0, 5, "a");
+        h_run(&h, ET / 2);
+        uint64_t idx;
+        ck_assert_int_eq(jr__raft_change(R(&h, 0), h.now, JR__REMOVE, 2, &idx), 0);
+        h.cut[0][1] = 1; /* n1's server is told of n0's removal before the APPEND arrives */
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
+        propose_n(&h, 0, 3, "x");
+        h_run(&h, ET / 2);
+        ck_assert_uint_ge(h_commit(&h, 0), idx);
+        /* what it should do: never stand in (it is no member of the group any more) */
+        h_run(&h, 20 * ET);
+        ck_assert_msg(jr__raft_role(R(&h, 1)) != JR_LEADER, "seed %llu: n1 leads",
+                      (unsigned long long)seed);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("raft-removed-open");
@@ -156,6 +188,10 @@ int main(void)
     tcase_set_timeout(b, 120);
     tcase_add_test(b, replica_that_outlived_its_removal);
     suite_add_tcase(s, b);
+    TCase *d = tcase_create("removal_hidden_by_the_refusal");
+    tcase_set_timeout(d, 120);
+    tcase_add_test(d, removal_hidden_by_the_refusal);
+    suite_add_tcase(s, d);
     TCase *c = tcase_create("third_removal_evicts_the_partner");
     tcase_set_timeout(c, 120);
     tcase_add_test(c, third_removal_evicts_the_partner);
