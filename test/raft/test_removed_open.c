@@ -22,6 +22,11 @@
  *    learns it was removed and stands in. The refusal the rule starts is what hides the change
  *    from it; its node knows (the placement that dropped its server was applied before the
  *    removal of n0's), the core does not.
+ *  - lost_tail_of_the_stand_in: n1's disk lost entries it had acknowledged (JR_SYNC_INTERVAL
+ *    and a power loss, or any lost synced tail); it restarts unvouched, n0's server is removed
+ *    and declared gone (holding nothing), so n1's vouching allows a campaign and it stands in
+ *    without entries the two committed. removed.c and docs/internals.md name this limit (the
+ *    removed voter's copy went with its server); the harness's completeness check fails.
  *  - third_removal_evicts_the_partner: the node tells every group's core of every server
  *    removed (jr__node_peer_set_removed), members or not, and a core keeps two (removed[2], the
  *    oldest evicted). Two later removals of servers that host none of the group evict the
@@ -177,6 +182,29 @@ START_TEST(removal_hidden_by_the_refusal)
 }
 END_TEST
 
+START_TEST(lost_tail_of_the_stand_in)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 2, seed);
+        h_start(&h, 2, 2);
+        elect(&h, 0);
+        propose_n(&h, 0, 10, "a");
+        h_run(&h, ET / 2);
+        ck_assert_uint_ge(jr__raft_commit_index(R(&h, 0)), 11);
+        h_crash(&h, 0);
+        ck_assert_int_eq(h_restart_lost(&h, 1, 5, 0), 1);
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
+        (void)jr__raft_vouch_gone(R(&h, 1), 1, h.now);
+        /* what it should do: wait, as a damaged replica does */
+        h_run(&h, 20 * ET);
+        ck_assert_msg(jr__raft_role(R(&h, 1)) != JR_LEADER, "seed %llu: n1 leads",
+                      (unsigned long long)seed);
+        h_free(&h);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("raft-removed-open");
@@ -192,6 +220,10 @@ int main(void)
     tcase_set_timeout(d, 120);
     tcase_add_test(d, removal_hidden_by_the_refusal);
     suite_add_tcase(s, d);
+    TCase *e = tcase_create("lost_tail_of_the_stand_in");
+    tcase_set_timeout(e, 120);
+    tcase_add_test(e, lost_tail_of_the_stand_in);
+    suite_add_tcase(s, e);
     TCase *c = tcase_create("third_removal_evicts_the_partner");
     tcase_set_timeout(c, 120);
     tcase_add_test(c, third_removal_evicts_the_partner);
