@@ -530,7 +530,9 @@ int jr__raft_vouch_gone(jr__raft *r, jr__id peer, uint64_t now);
  * its frames from now on (removed.c): in a group whose voters are exactly this replica and
  * `peer`, a whole replica then counts peer's vote and acknowledgement as given (removed.c says
  * when, and why that is safe). Kept for this life of the core only: the node tells it again
- * after a restart. 0; JR_ENOCHANGE (told before); JR_EINVAL (0 or itself). */
+ * after a restart. Two are kept, members of the latest configuration over other servers (a
+ * server no member, told while two members are kept, is not kept). 0; JR_ENOCHANGE (told
+ * before); JR_EINVAL (0 or itself). */
 int jr__raft_peer_removed(jr__raft *r, jr__id peer);
 /* Whether this replica stands in for removed member `peer` (removed.c), and if not, why. */
 enum jr__stand_in {

@@ -72,8 +72,17 @@ int jr__raft_peer_removed(jr__raft *r, jr__id peer)
     uint32_t k = 0;
     while (k < slots && r->removed[k] != peer && r->removed[k] != 0) k++;
     if (k < slots && r->removed[k] == peer) return JR_ENOCHANGE;
-    if (k == slots) { /* full: the oldest goes (it may only stop standing in, never wrongly) */
-        for (k = 1; k < slots; k++) {
+    if (k == slots) {
+        /* full: members of the latest configuration are kept over other servers (the node
+         * tells every group of every removal, so most are servers that never hosted it): a
+         * server no member goes first, else the oldest, and a new one that is no member is not
+         * kept over members. Forgetting one may only stop a stand-in, never start one wrongly;
+         * keeping the partner keeps a standing group led. */
+        uint32_t v = 0;
+        while (v < slots && jr__conf_find(r->conf, r->removed[v])) v++;
+        if (v == slots && !jr__conf_find(r->conf, peer)) return 0;
+        if (v == slots) v = 0;
+        for (k = v + 1; k < slots; k++) {
             r->removed[k - 1] = r->removed[k];
             r->removed_term[k - 1] = r->removed_term[k];
         }

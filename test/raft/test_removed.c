@@ -558,6 +558,33 @@ END_TEST
  * lose and copy messages (n0's frames sent before n1 was told arrive after: stricter than the
  * node, which refuses at receipt), seeds divisible by 3 take snapshots, by 5 run quiet groups
  * with the node's liveness layer. */
+START_TEST(later_removals_of_other_servers_keep_the_partner)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 2, seed);
+        h_start(&h, 2, 2);
+        elect(&h, 0);
+        propose_n(&h, 0, 5, "a");
+        h_run(&h, ET / 2);
+        h_crash(&h, 0);
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
+        ck_assert_int_eq(h_wait_leader(&h, 20 * ET), 1);
+        /* the node tells every group of every removal: two other servers of the cluster, no
+         * members of this group, are removed later; the core keeps two and keeps the partner */
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 9), 0);
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 10), 0);
+        h_run(&h, 20 * ET);
+        ck_assert_msg(jr__raft_stand_in_state(R(&h, 1), 1) == JR__STAND_YES &&
+                          jr__raft_role(R(&h, 1)) == JR_LEADER,
+                      "seed %llu: the stand-in stopped (state %d, role %d)",
+                      (unsigned long long)seed, jr__raft_stand_in_state(R(&h, 1), 1),
+                      jr__raft_role(R(&h, 1)));
+        h_free(&h);
+    }
+}
+END_TEST
+
 static int told[H_MAX]; /* node i's server refuses n0's frames */
 
 static void tell(harness *h, int i)
@@ -726,6 +753,7 @@ int main(void)
     tcase_add_test(tc, a_promotion_the_stand_in_holds_uncommitted_ends_the_pair);
     tcase_add_test(
         tc, a_removed_voter_elected_again_in_a_wider_configuration_takes_nothing_from_the_stand_in);
+    tcase_add_test(tc, later_removals_of_other_servers_keep_the_partner);
     tcase_add_test(tc, random_schedules_around_the_removal_keep_raft_safe);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

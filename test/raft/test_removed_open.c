@@ -27,11 +27,6 @@
  *    and declared gone (holding nothing), so n1's vouching allows a campaign and it stands in
  *    without entries the two committed. removed.c and docs/internals.md name this limit (the
  *    removed voter's copy went with its server); the harness's completeness check fails.
- *  - third_removal_evicts_the_partner: the node tells every group's core of every server
- *    removed (jr__node_peer_set_removed), members or not, and a core keeps two (removed[2], the
- *    oldest evicted). Two later removals of servers that host none of the group evict the
- *    partner of a stand-in: it stops standing in, steps down, and the node never tells it again
- *    (p->removed is set once) until the core is recreated: the group is stuck (liveness).
  */
 #include <check.h>
 #include <stdio.h>
@@ -130,32 +125,6 @@ START_TEST(replica_that_outlived_its_removal)
 }
 END_TEST
 
-START_TEST(third_removal_evicts_the_partner)
-{
-    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
-        harness h;
-        h_init(&h, 2, seed);
-        h_start(&h, 2, 2);
-        elect(&h, 0);
-        propose_n(&h, 0, 5, "a");
-        h_run(&h, ET / 2);
-        h_crash(&h, 0);
-        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
-        ck_assert_int_eq(h_wait_leader(&h, 20 * ET), 1);
-        /* two other servers of the cluster, no members of this group, are removed later */
-        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 9), 0);
-        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 10), 0);
-        h_run(&h, 20 * ET);
-        ck_assert_msg(jr__raft_stand_in_state(R(&h, 1), 1) == JR__STAND_YES &&
-                          jr__raft_role(R(&h, 1)) == JR_LEADER,
-                      "seed %llu: the stand-in stopped (state %d, role %d)",
-                      (unsigned long long)seed, jr__raft_stand_in_state(R(&h, 1), 1),
-                      jr__raft_role(R(&h, 1)));
-        h_free(&h);
-    }
-}
-END_TEST
-
 START_TEST(removal_hidden_by_the_refusal)
 {
     for (uint64_t seed = 1; seed <= SEEDS; seed++) {
@@ -224,10 +193,6 @@ int main(void)
     tcase_set_timeout(e, 120);
     tcase_add_test(e, lost_tail_of_the_stand_in);
     suite_add_tcase(s, e);
-    TCase *c = tcase_create("third_removal_evicts_the_partner");
-    tcase_set_timeout(c, 120);
-    tcase_add_test(c, third_removal_evicts_the_partner);
-    suite_add_tcase(s, c);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
