@@ -292,9 +292,11 @@ static void duty(jr__js *js)
     const jr__conf *c = jr__raft_conf(raft);
     jr__memb m[JR__MAX_MEMBERS];
     int lagging = 0;
+    uint64_t needed = jr__raft_stand_in_needs(raft); /* observers a stand-in needs (raft.h) */
     for (uint32_t i = 0; i < c->n; i++) {
         m[i].id = c->m[i].id;
         m[i].voter = c->m[i].voter;
+        m[i].needed = (uint8_t)(needed >> i & 1);
         m[i].alive = m[i].caught_up = c->m[i].id == js->self;
         jr_peer_status ps;
         ps.size = sizeof ps;

@@ -338,11 +338,13 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
     /* the configuration as this leader sees it */
     const jr__conf *c = jr__raft_conf(raft);
     jr__memb m[JR__MAX_MEMBERS];
+    uint64_t needed = jr__raft_stand_in_needs(raft); /* observers a stand-in needs (raft.h) */
     for (uint32_t i = 0; i < c->n; i++) {
         jr_peer_status ps;
         ps.size = sizeof ps;
         m[i].id = c->m[i].id;
         m[i].voter = c->m[i].voter;
+        m[i].needed = (uint8_t)(needed >> i & 1);
         m[i].alive = m[i].caught_up = c->m[i].id == js->self;
         if (m[i].caught_up || jr_group_peer(r->g, i, &ps) != 0) continue;
         int wanted = 0;

@@ -34,7 +34,7 @@ jr__memb_next jr__members_next(uint64_t self, const jr__memb *m, size_t n, const
 {
     /* 1. observers nobody wants */
     for (size_t i = 0; i < n; i++)
-        if (!m[i].voter && m[i].id != self && !wanted(m[i].id, want, nwant))
+        if (!m[i].voter && !m[i].needed && m[i].id != self && !wanted(m[i].id, want, nwant))
             return step(JR__MEMB_REMOVE, m[i].id);
     /* 2. wanted peers that are not members yet */
     for (size_t i = 0; i < nwant; i++)

@@ -13,7 +13,9 @@
  * non-voting member until it has caught up, so a grow never lowers the number of failures the
  * group tolerates):
  *   1. a member the assignment does not name and that is an observer is removed (it never
- *      counted toward a quorum);
+ *      counted toward a quorum), unless the leader stands in for a removed voter of two and
+ *      needs its vote (`needed`): that one waits until the pair is gone (a new voter promoted
+ *      by rule 3), as the core refuses its removal before;
  *   2. a peer the assignment names that is not a member is added as an observer;
  *   3. an observer the assignment names is promoted once caught up; while one is still
  *      catching up, nothing else changes (voters leave only after the new ones vote);
@@ -39,6 +41,8 @@ typedef struct jr__memb {
     uint8_t alive;     /* heard from within an election timeout (the leader itself: 1) */
     uint8_t caught_up; /* alive, holds (nearly) the leader's whole log, and (observers, and the
                           next leader) its store is complete; the leader itself: 1 */
+    uint8_t needed;    /* an observer whose vote the leader needs while it stands in for a
+                          removed voter of two (raft.h jr__raft_stand_in_needs): kept by rule 1 */
 } jr__memb;
 
 enum jr__memb_step {

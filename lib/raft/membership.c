@@ -127,6 +127,11 @@ int jr__raft_change(jr__raft *r, uint64_t now, int op, jr__id peer, uint64_t *in
     if (!jr__raft_ready(r) || jr__memb_pending(r)) return JR_EBUSY;
     if (peer == 0) return JR_EINVAL;
     if (now > r->now) r->now = now;
+    if (op == JR__REMOVE && r->removed[0]) { /* not an observer its stand-in needs (removed.c) */
+        uint64_t need = jr__raft_stand_in_needs(r);
+        for (uint32_t i = 0; need && i < r->conf->n; i++)
+            if (r->conf->m[i].id == peer && (need >> i & 1)) return JR_EBUSY;
+    }
     jr__conf c = *r->conf;
     int rc = apply_op(&c, op, peer);
     if (rc) return rc;

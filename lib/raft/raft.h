@@ -550,6 +550,11 @@ int jr__raft_stand_in_state(const jr__raft *r, jr__id peer);
  * vote and acknowledgement it needs as well, those peer could have promoted (removed.c); 0
  * when none, or when it does not stand in. */
 uint64_t jr__raft_stand_in_observers(const jr__raft *r, jr__id peer);
+/* The same for whichever removed voter it stands in for now: 0 when it stands in for none. A
+ * leader never removes such an observer (jr__raft_change: JR_EBUSY): without it in the latest
+ * configuration it would stop standing in with that removal uncommitted, and the group would
+ * be stuck; the pair is ended by promoting a new voter first, after which it may go. */
+uint64_t jr__raft_stand_in_needs(const jr__raft *r);
 /* An unvouched replica that started without a configuration (its recovery lost it, vouch.c)
  * asks servers ids[0..n) (this server left out) for their word now and at each of its asking
  * timeouts: the servers that may host the group, from the node. Once one answers with a

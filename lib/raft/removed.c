@@ -195,6 +195,12 @@ uint64_t jr__raft_stand_in_observers(const jr__raft *r, jr__id peer)
     return state(r, peer, &need) == JR__STAND_YES ? need : 0;
 }
 
+uint64_t jr__raft_stand_in_needs(const jr__raft *r)
+{
+    uint64_t need;
+    return jr__removed_stand_in(r, &need) >= 0 ? need : 0;
+}
+
 int jr__removed_stand_in(const jr__raft *r, uint64_t *need)
 {
     *need = 0;

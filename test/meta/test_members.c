@@ -20,17 +20,17 @@ static uint64_t test_seed(void)
 
 static jr__memb V(uint64_t id)
 {
-    jr__memb m = {id, 1, 1, 1};
+    jr__memb m = {id, 1, 1, 1, 0};
     return m;
 }
 static jr__memb O(uint64_t id, int caught_up)
 {
-    jr__memb m = {id, 0, 1, (uint8_t)caught_up};
+    jr__memb m = {id, 0, 1, (uint8_t)caught_up, 0};
     return m;
 }
 static jr__memb DEAD(uint64_t id)
 {
-    jr__memb m = {id, 1, 0, 0};
+    jr__memb m = {id, 1, 0, 0, 0};
     return m;
 }
 
@@ -57,6 +57,26 @@ START_TEST(grow_adds_observers_then_promotes_the_caught_up)
     expect(jr__members_next(1, m, 3, want, 3), JR__MEMB_PROMOTE, 2);
     m[1] = V(2);
     expect(jr__members_next(1, m, 3, want, 3), JR__MEMB_CONVERGED, 0);
+}
+END_TEST
+
+START_TEST(an_observer_a_stand_in_needs_stays_until_the_pair_is_gone)
+{
+    /* leader 1 stands in for removed voter 2 of the pair {1, 2} and needs observer 3's vote;
+     * the assignment is {1, 4}: 4 joins and is promoted first, then 3 may go, then 2 */
+    const uint64_t want[] = {1, 4};
+    jr__memb m[4] = {V(1), DEAD(2), O(3, 1)};
+    m[2].needed = 1;
+    expect(jr__members_next(1, m, 3, want, 2), JR__MEMB_ADD, 4);
+    m[3] = O(4, 0);
+    expect(jr__members_next(1, m, 4, want, 2), JR__MEMB_WAIT, 0);
+    m[3].caught_up = 1;
+    expect(jr__members_next(1, m, 4, want, 2), JR__MEMB_PROMOTE, 4);
+    m[3] = V(4);
+    m[2].needed = 0; /* three voters: no pair to stand in for */
+    expect(jr__members_next(1, m, 4, want, 2), JR__MEMB_REMOVE, 3);
+    jr__memb three[3] = {V(1), DEAD(2), V(4)};
+    expect(jr__members_next(1, three, 3, want, 2), JR__MEMB_REMOVE, 2);
 }
 END_TEST
 
@@ -278,6 +298,7 @@ int main(void)
     TCase *tc = tcase_create("members");
     tcase_add_test(tc, grow_adds_observers_then_promotes_the_caught_up);
     tcase_add_test(tc, shrink_removes_others_first_then_hands_leadership_over);
+    tcase_add_test(tc, an_observer_a_stand_in_needs_stays_until_the_pair_is_gone);
     tcase_add_test(tc, voters_leave_only_after_new_ones_vote);
     tcase_add_test(tc, dead_voters_go_first_and_no_removal_leaves_no_live_majority);
     tcase_add_test(tc, every_configuration_converges_one_change_at_a_time);

@@ -585,6 +585,40 @@ START_TEST(later_removals_of_other_servers_keep_the_partner)
 }
 END_TEST
 
+START_TEST(the_stand_in_never_removes_an_observer_it_needs)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 3, seed);
+        h_start(&h, 3, 2); /* n0, n1 voters; n2 an observer */
+        elect(&h, 0);
+        propose_n(&h, 0, 5, "a");
+        h_run(&h, ET / 2);
+        h_crash(&h, 0);
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
+        ck_assert_uint_eq(jr__raft_stand_in_observers(R(&h, 1), 1), 1u << 2);
+        (void)jr__raft_vouch_gone(R(&h, 2), 1, h.now);
+        ck_assert_int_eq(h_wait_leader(&h, 20 * ET), 1);
+        /* without n2 in its latest configuration it would stop standing in with that removal
+         * uncommitted, and the group would be stuck: refused */
+        uint64_t idx;
+        ck_assert_int_eq(jr__raft_change(R(&h, 1), h.now, JR__REMOVE, 3, &idx), JR_EBUSY);
+        ck_assert_uint_eq(jr__raft_stand_in_needs(R(&h, 1)), 1u << 2);
+        /* the pair ends by promoting n2; then n2 is no longer needed and n0 may go */
+        ck_assert_int_eq(jr__raft_change(R(&h, 1), h.now, JR__PROMOTE, 3, &idx), 0);
+        h_run(&h, 10 * ET);
+        ck_assert_uint_ge(h_commit(&h, 1), idx);
+        ck_assert_int_eq(jr__raft_role(R(&h, 1)), JR_LEADER);
+        ck_assert_uint_eq(jr__raft_stand_in_needs(R(&h, 1)), 0);
+        ck_assert_int_eq(jr__raft_change(R(&h, 1), h.now, JR__REMOVE, 1, &idx), 0);
+        h_run(&h, 10 * ET);
+        ck_assert_uint_ge(h_commit(&h, 1), idx);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
 static int told[H_MAX]; /* node i's server refuses n0's frames */
 
 static void tell(harness *h, int i)
@@ -754,6 +788,7 @@ int main(void)
     tcase_add_test(
         tc, a_removed_voter_elected_again_in_a_wider_configuration_takes_nothing_from_the_stand_in);
     tcase_add_test(tc, later_removals_of_other_servers_keep_the_partner);
+    tcase_add_test(tc, the_stand_in_never_removes_an_observer_it_needs);
     tcase_add_test(tc, random_schedules_around_the_removal_keep_raft_safe);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

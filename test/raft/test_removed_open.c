@@ -4,12 +4,6 @@
  * should_fail), one test per case (CK_RUN_CASE), so the default suite stays green and a case
  * that starts to pass shows up as an unexpected pass. Each asserts what the group should do.
  *
- *  - observer_removed_by_the_stand_in: the stand-in leads with the vote of an observer the
- *    removed voter could have promoted, then removes that observer (its own change). Its latest
- *    configuration no longer names the observer, so it stops standing in (JR__STAND_OBSERVERS)
- *    with the removal uncommitted in its log: it cannot commit it, steps down, and can never be
- *    elected again; no other server can lead either. The group is stuck for good (liveness;
- *    nothing committed is lost). The core accepts the change (JR__REMOVE returns 0).
  *  - replica_that_outlived_its_removal: the removed voter n0 removed n1 from the group while n1
  *    was cut off, and committed with a new voter n2; n1's replica was not released and still
  *    holds the pair {n0, n1} as committed. Told of n0's removal, n1 stands in and is elected,
@@ -68,32 +62,6 @@ static void change(harness *h, int l, int op, jr__id peer)
     for (int k = 0; k < 200 && jr__raft_commit_index(R(h, l)) < idx; k++) h_run(h, 5 * MS);
     ck_assert_uint_ge(jr__raft_commit_index(R(h, l)), idx);
 }
-
-START_TEST(observer_removed_by_the_stand_in)
-{
-    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
-        harness h;
-        h_init(&h, 3, seed);
-        h_start(&h, 3, 2); /* n0, n1 voters; n2 an observer */
-        elect(&h, 0);
-        propose_n(&h, 0, 5, "a");
-        h_run(&h, ET / 2);
-        h_crash(&h, 0);
-        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
-        ck_assert_uint_eq(jr__raft_stand_in_observers(R(&h, 1), 1), 1u << 2);
-        (void)jr__raft_vouch_gone(R(&h, 2), 1, h.now);
-        ck_assert_int_eq(h_wait_leader(&h, 20 * ET), 1);
-        uint64_t idx;
-        ck_assert_int_eq(jr__raft_change(R(&h, 1), h.now, JR__REMOVE, 3, &idx), 0);
-        h_run(&h, 30 * ET);
-        ck_assert_msg(h_commit(&h, 1) >= idx,
-                      "seed %llu: the removal of the observer never commits (state %d, role %d)",
-                      (unsigned long long)seed, jr__raft_stand_in_state(R(&h, 1), 1),
-                      jr__raft_role(R(&h, 1)));
-        h_free(&h);
-    }
-}
-END_TEST
 
 START_TEST(replica_that_outlived_its_removal)
 {
@@ -177,10 +145,6 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("raft-removed-open");
-    TCase *a = tcase_create("observer_removed_by_the_stand_in");
-    tcase_set_timeout(a, 120);
-    tcase_add_test(a, observer_removed_by_the_stand_in);
-    suite_add_tcase(s, a);
     TCase *b = tcase_create("replica_that_outlived_its_removal");
     tcase_set_timeout(b, 120);
     tcase_add_test(b, replica_that_outlived_its_removal);
