@@ -302,7 +302,10 @@ static void duty(jr__js *js)
         ps.size = sizeof ps;
         if (m[i].caught_up || jr_group_peer(js->meta, i, &ps) != 0) continue;
         m[i].alive = ps.last_seen_ns != UINT64_MAX && ps.last_seen_ns <= 2 * js->election_ns;
-        m[i].caught_up = m[i].alive && ps.lag <= MM_SLACK && !ps.damaged && !ps.unvouched;
+        /* as a stream's members (stream_peers.c): the latest configuration held durably */
+        m[i].caught_up = m[i].alive && ps.lag <= MM_SLACK &&
+                         ps.match_index >= jr__raft_conf_index(raft) && !ps.damaged &&
+                         !ps.unvouched;
         lagging |= !m[i].voter && !m[i].caught_up;
     }
     jr__memb_next x = jr__members_next(js->self, m, c->n, want, nw);

@@ -31,6 +31,17 @@
  * flight). */
 #define MEMB_SLACK 64
 
+/* 1 if a member's log counts as caught up: trailing the leader by MEMB_SLACK entries at most,
+ * and holding (acknowledged, so durably) the latest configuration. The second part matters in
+ * a short log, where the slack covers every entry: a joiner that acknowledged nothing (its
+ * writes failing, say) would be promoted and the peer it replaces removed, and after a restart
+ * it holds nothing, a joiner on a restarted server and so damaged, while the group's
+ * configuration needs its vote. */
+static int log_caught_up(const jr__raft *raft, const jr_peer_status *ps)
+{
+    return ps->lag <= MEMB_SLACK && ps->match_index >= jr__raft_conf_index(raft);
+}
+
 /* A membership change or transfer in flight: its completion finds the replica by group. */
 typedef struct memb_op {
     jr__js *js;
@@ -266,7 +277,7 @@ static void wait_note(jr__srep *r, jr__membwork *w, const jr__memb *m, size_t n,
              * behind it is is not known yet */
             note(w, JR_MOVE_CATCHUP, "waiting for peer %s to start catching up", name ? name : "?");
         } else if (m[i].alive && jr_group_peer(r->g, (uint32_t)i, &ps) == 0 &&
-                   ps.lag <= MEMB_SLACK) {
+                   log_caught_up(jr__group_consensus(r->g), &ps)) {
             const jr__memb_probe *pr = probe_find(w, m[i].id);
             if (pr && pr->left)
                 note(w, JR_MOVE_SNAPSHOT, "waiting for peer %s to copy %llu more messages",
@@ -350,7 +361,7 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
         int wanted = 0;
         for (size_t k = 0; k < nw; k++) wanted |= want[k] == m[i].id;
         m[i].alive = (uint8_t)member_alive(r, &ps, m[i].id);
-        int log_ok = m[i].alive && ps.lag <= MEMB_SLACK;
+        int log_ok = m[i].alive && log_caught_up(raft, &ps);
         /* a new voter (or the next leader) must also hold every message and the assignment;
          * a joining member is asked while its log still trails too, so that stream info shows
          * what its store has left to copy */

@@ -587,6 +587,10 @@ const jr__conf *jr__raft_conf(const jr__raft *r)
 {
     return r->conf;
 }
+uint64_t jr__raft_conf_index(const jr__raft *r)
+{
+    return r->conf_index;
+}
 void jr__raft_snapshot_conf(const jr__raft *r, jr__conf *out)
 {
     out->n = r->snap_conf->n;

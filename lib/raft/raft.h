@@ -519,6 +519,7 @@ uint64_t jr__raft_log_bytes(const jr__raft *r, uint64_t lo, uint64_t hi);
 uint64_t jr__raft_snapshot_index(const jr__raft *r);
 uint64_t jr__raft_snapshot_term(const jr__raft *r);
 const jr__conf *jr__raft_conf(const jr__raft *r); /* latest configuration (maybe uncommitted) */
+uint64_t jr__raft_conf_index(const jr__raft *r);  /* its entry's index (or the snapshot's) */
 void jr__raft_snapshot_conf(const jr__raft *r, jr__conf *out); /* configuration at snapshot index */
 int jr__raft_ready(const jr__raft *r); /* leader with an entry of its term committed */
 /* Operator rescue (vouch.c "Rescue"): takes member `peer`, which never answered this unvouched

@@ -15,7 +15,8 @@
  *     before it caught up holds its move until cancelled, then the drain picks another;
  *   - a stream left under-replicated by a peer-remove is re-placed by itself when a server
  *     joins, and when a server stops draining; an R1 stream whose server was removed starts
- *     again, empty, on another server.
+ *     again, empty, on another server;
+ *   - a replacement whose writes fail is not promoted, so the drained peer keeps its vote.
  *
  * Every node carries the tag "host:<name>", so a stream can be pinned to one server.
  * JR_E2E_LOG=1 prints the nodes' log lines; JR_SEEDS=first:count runs every test with count
@@ -28,6 +29,7 @@
 
 #include "e2e.h"
 #include "js/js.h"
+#include "vfs/memfs.h"
 
 static const char *orders_subj[] = {"orders.>"};
 static const char *logs_subj[] = {"logs.>"};
@@ -629,6 +631,73 @@ START_TEST(an_r1_stream_whose_server_was_removed_starts_again_empty_elsewhere)
 }
 END_TEST
 
+/* jetraft-sim seed 601 (three servers): an R2 stream drained off one peer onto a server whose
+ * writes then fail (its WAL failed: it acknowledges nothing, yet answers what needs nothing
+ * durable, so its leader hears from it) must not promote it: the short log is within the
+ * leader's slack however far behind it is. Promoted, the drained peer is removed next, and the
+ * replacement, restarted by its host, holds nothing of the group: a joiner on a restarted
+ * server, damaged, while the configuration of two needs its vote. It stays an observer until
+ * it acknowledged the configuration that added it, then the move completes. */
+START_TEST(a_replacement_whose_writes_fail_is_not_promoted)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(e2e_new(&c, 3, 601 + g_seed_shift, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 10 * SEC), 0);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "LOGS", logs_subj, 1, 2);
+    e2e_res r;
+    ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "LOGS: %s", r.msg);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "LOGS", 1, 10 * SEC), 0);
+    unsigned peers[3];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "LOGS", peers, 3), 2);
+    unsigned a = peers[0], b = peers[1], t = 3 - a - b;
+    /* LOGS has no leader while b is down: the move waits for it */
+    ck_assert_int_eq(jr_sim_crash(c.sim, b), 0);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    ck_assert_int_eq(e2e_replica_leader(&c, a, "LOGS"), -1);
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_server_evacuate(e2e_node(&c, t), jr_sim_name(c.sim, a), e2e_admin_cb, &r),
+                     0);
+    ck_assert_int_eq(e2e_wait(&c, &r, 20 * SEC), 0);
+    ck_assert_msg(r.status == 0, "evacuate: %s", r.msg);
+    uint64_t t0 = jr_sim_now(c.sim);
+    while (!e2e_has_replica(&c, t, "LOGS")) {
+        ck_assert_msg(jr_sim_now(c.sim) - t0 < 20 * SEC, "no replica on the replacement");
+        jr_sim_run_for(c.sim, 1 * MS);
+    }
+    /* b is back (its meta replica vouched for); then t's writes fail (its WAL fails at its
+     * next flush), before LOGS elects a leader that adds it */
+    ck_assert_int_eq(e2e_restart(&c, b), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 10 * SEC), 0);
+    ck_assert_int_eq(e2e_replica_leader(&c, a, "LOGS"), -1);
+    ck_assert_int_eq(jr__memfs_fail(jr_sim_vfs(c.sim, t), JR__MEMFS_PWRITE, 1, JR_EIO, 1, NULL), 0);
+    jr_sim_run_for(c.sim, 3 * SEC);
+    unsigned idx[4];
+    int voter[4], added = 0;
+    int nm = e2e_members(&c, b, "LOGS", idx, voter, 4);
+    ck_assert_int_eq(nm, 3);
+    for (int k = 0; k < nm; k++) {
+        if (idx[k] == t) added = 1;
+        ck_assert_msg(voter[k] == (idx[k] != t), "n%u voter %d", idx[k], voter[k]);
+    }
+    ck_assert(added);
+    /* its host restarts it once the errors end: it catches up and the move completes */
+    jr__memfs_fail_clear(jr_sim_vfs(c.sim, t));
+    ck_assert_int_eq(jr_sim_crash(c.sim, t), 0);
+    ck_assert_int_eq(e2e_restart(&c, t), 0);
+    t0 = jr_sim_now(c.sim);
+    while (e2e_meta_busy(&c, b, "LOGS") != 0) {
+        ck_assert_msg(jr_sim_now(c.sim) - t0 < 60 * SEC, "the move did not complete");
+        jr_sim_run_for(c.sim, 10 * MS);
+    }
+    ck_assert_int_eq(e2e_meta_peers(&c, b, "LOGS", peers, 3), 2);
+    ck_assert_uint_eq(peers[0] + peers[1], b + t);
+    ck_assert_int_ge(e2e_wait_stream(&c, b, "LOGS", 1, 20 * SEC), 0);
+    e2e_free(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("evacuate_server");
@@ -642,6 +711,7 @@ static Suite *suite(void)
     tcase_add_test(tc, an_under_replicated_stream_is_re_placed_when_a_server_joins);
     tcase_add_test(tc, an_under_replicated_stream_is_re_placed_when_a_drain_is_cancelled);
     tcase_add_test(tc, an_r1_stream_whose_server_was_removed_starts_again_empty_elsewhere);
+    tcase_add_test(tc, a_replacement_whose_writes_fail_is_not_promoted);
     suite_add_tcase(s, tc);
     return s;
 }

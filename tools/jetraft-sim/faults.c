@@ -547,7 +547,12 @@ static void do_disk(world *w)
         }
         return;
     }
-    if (w->victim >= 0 || w->copy || w->ioerr_node >= 0) return;
+    /* Not once a server removal was sent either: the removed server is lost for good, a
+     * faulty replica of every group it held until the re-placement caught up (a group may stay
+     * under-replicated), and damage to another replica of such a group makes two of three.
+     * Seed 91 (five servers): n1 removed while n3 was paused, D0's entry committed by n1 and n4
+     * alone, then n4's WAL segment deleted: nobody whole holds it, and n3 is rightly refused. */
+    if (w->victim >= 0 || w->copy || w->ioerr_node >= 0 || w->removal_sent) return;
     int v = pick_node(w), t = tainted(w);
     if (v < 0 || (t >= 0 && v != t)) return; /* only the tainted node may be damaged again */
     if (rng_pct(&w->r, 25)) {
