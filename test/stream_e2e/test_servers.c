@@ -996,6 +996,28 @@ START_TEST(replicas_restarted_after_a_removal_do_not_wait_for_the_removed_server
 }
 END_TEST
 
+/* Log lines that say a group stands in for a removed voter, or does not (with the reason). */
+static struct {
+    jr_host hosts[E2E_MAX];
+    int waits_damaged, stands_in;
+} g_stand;
+
+static void stand_log(void *ctx, int level, const char *msg)
+{
+    (void)ctx;
+    (void)level;
+    if (strstr(msg, "does not stand in") && strstr(msg, "damaged")) g_stand.waits_damaged++;
+    if (strstr(msg, "stands in for its vote")) g_stand.stands_in++;
+}
+
+static void stand_configure(void *arg, unsigned i, jr_node_config *cfg)
+{
+    (void)arg;
+    g_stand.hosts[i] = *cfg->host;
+    g_stand.hosts[i].log = stand_log;
+    cfg->host = &g_stand.hosts[i];
+}
+
 /* The schedule of jetraft-sim seed 1052: ORDERS R2 (and its consumer) on {a, b} of four
  * servers. a is paused and peer-removed meanwhile (ORDERS re-placed onto b and another), b
  * restarts, and a, resuming, learns of its removal and stops. Moving the groups off a needs a
@@ -1006,7 +1028,11 @@ START_TEST(an_r2_stream_whose_paused_peer_is_removed_moves_on_without_it)
 {
     e2e c;
     e2e_work w;
-    cluster(&c, 4, 52);
+    memset(&c, 0, sizeof c);
+    memset(&g_stand, 0, sizeof g_stand);
+    c.configure_more = stand_configure;
+    ck_assert_int_eq(e2e_new(&c, 4, 52 + g_seed_shift, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 4, 10 * SEC), 0);
     add_orders(&c, 2);
     e2e_work_init(&w, &c, "ORDERS", 600);
     w.n = 300; /* the other 300 once the stream moved */
@@ -1032,31 +1058,10 @@ START_TEST(an_r2_stream_whose_paused_peer_is_removed_moves_on_without_it)
     w.n = 600;
     e2e_work_run(&w, 1 * SEC);
     ck_assert_int_ge(e2e_work_check(&w, via), 300);
+    ck_assert_msg(g_stand.stands_in > 0, "no group stood in for the removed voter");
     stop(&c, &w);
 }
 END_TEST
-
-/* Log lines that say a group does not stand in for a removed voter (with the reason). */
-static struct {
-    jr_host hosts[E2E_MAX];
-    int waits_damaged, stands_in;
-} g_stand;
-
-static void stand_log(void *ctx, int level, const char *msg)
-{
-    (void)ctx;
-    (void)level;
-    if (strstr(msg, "does not stand in") && strstr(msg, "damaged")) g_stand.waits_damaged++;
-    if (strstr(msg, "stands in for its vote")) g_stand.stands_in++;
-}
-
-static void stand_configure(void *arg, unsigned i, jr_node_config *cfg)
-{
-    (void)arg;
-    g_stand.hosts[i] = *cfg->host;
-    g_stand.hosts[i].log = stand_log;
-    cfg->host = &g_stand.hosts[i];
-}
 
 /* The other side of the stand-in: ORDERS R2 on {a, b} of four servers; a is down for good and
  * b restarts with bits of its WAL flipped (damage recovery cannot attribute: every replica of
