@@ -1142,6 +1142,35 @@ int h_wait_leader(harness *h, uint64_t dt)
     return -1;
 }
 
+void h_elect(harness *h, int i)
+{
+    h_timeout(h, i);
+    h_run(h, 10 * H_MS);
+    ck_assert_int_eq(jr__raft_role(h->nodes[i].r), JR_LEADER);
+    ck_assert_msg(jr__raft_ready(h->nodes[i].r), "leader %d not ready", i);
+}
+
+uint64_t h_propose_n(harness *h, int l, int n, const char *tag)
+{
+    char s[32];
+    uint64_t idx = 0;
+    for (int k = 0; k < n; k++) {
+        snprintf(s, sizeof s, "%s-%d", tag, k);
+        ck_assert_int_eq(h_propose(h, l, s, &idx), 0);
+    }
+    h_run(h, 5 * H_MS);
+    return idx;
+}
+
+void h_change(harness *h, int l, int op, jr__id peer)
+{
+    uint64_t idx = 0;
+    ck_assert_int_eq(jr__raft_change(h->nodes[l].r, h->now, op, peer, &idx), 0);
+    for (int k = 0; k < 200 && h_commit(h, l) < idx; k++) h_run(h, 5 * H_MS);
+    ck_assert_msg(h_commit(h, l) >= idx, "seed %llu: change %d of %llu did not commit",
+                  (unsigned long long)h->seed, op, (unsigned long long)peer);
+}
+
 int h_propose(harness *h, int i, const char *s, uint64_t *index)
 {
     h_node *nd = &h->nodes[i];

@@ -184,6 +184,15 @@ int h_wait_leader(harness *h, uint64_t dt);
 int h_leader(const harness *h);
 
 int h_propose(harness *h, int i, const char *s, uint64_t *index);
+/* Elects node i by firing its election timer and running 10 ms; asserts it leads and is
+ * ready. */
+void h_elect(harness *h, int i);
+/* Node l proposes the n entries "tag-0" .. "tag-(n-1)" (each asserted accepted), then runs
+ * 5 ms; the index of the last. */
+uint64_t h_propose_n(harness *h, int l, int n, const char *tag);
+/* Leader l makes membership change op on peer (asserted accepted) and runs until it commits
+ * (at most a second; asserted). */
+void h_change(harness *h, int l, int op, jr__id peer);
 void h_crash(harness *h, int i);
 void h_restart(harness *h, int i);
 /* Storage faults. h_restart_lost: node i crashes and its disk loses its last `cut` entries,

@@ -23,27 +23,6 @@ static jr__raft *R(harness *h, int i)
     return h->nodes[i].r;
 }
 
-/* Elects node i by firing its election timer; asserts it leads and is ready. */
-static void elect(harness *h, int i)
-{
-    h_timeout(h, i);
-    h_run(h, 10 * MS);
-    ck_assert_int_eq(jr__raft_role(R(h, i)), JR_LEADER);
-    ck_assert_msg(jr__raft_ready(R(h, i)), "leader %d not ready", i);
-}
-
-static uint64_t propose_n(harness *h, int l, int n, const char *tag)
-{
-    char s[32];
-    uint64_t idx = 0;
-    for (int k = 0; k < n; k++) {
-        snprintf(s, sizeof s, "%s-%d", tag, k);
-        ck_assert_int_eq(h_propose(h, l, s, &idx), 0);
-    }
-    h_run(h, 5 * MS);
-    return idx;
-}
-
 /* Node i's log holds tag-0 .. tag-(n-1), in that order, somewhere. */
 static void holds_all(harness *h, int i, const char *tag, int n)
 {
@@ -75,8 +54,8 @@ START_TEST(the_whole_voter_of_two_elects_alone_once_the_other_is_removed)
         harness h;
         h_init(&h, 2, seed);
         h_start(&h, 2, 2);
-        elect(&h, 0);
-        uint64_t last = propose_n(&h, 0, 10, "a");
+        h_elect(&h, 0);
+        uint64_t last = h_propose_n(&h, 0, 10, "a");
         h_run(&h, ET / 2);
         ck_assert_uint_ge(h_commit(&h, 1), last);
         h_crash(&h, 0);
@@ -87,7 +66,7 @@ START_TEST(the_whole_voter_of_two_elects_alone_once_the_other_is_removed)
         ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 2), JR_EINVAL);
         ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_YES);
         ck_assert_int_eq(h_wait_leader(&h, 10 * ET), 1);
-        uint64_t idx = propose_n(&h, 1, 5, "b");
+        uint64_t idx = h_propose_n(&h, 1, 5, "b");
         h_run(&h, ET / 2);
         ck_assert_uint_ge(h_commit(&h, 1), idx);
         holds_all(&h, 1, "a", 10);
@@ -108,17 +87,17 @@ START_TEST(a_removed_leader_that_never_learns_it_commits_nothing)
         harness h;
         h_init(&h, 2, seed);
         h_start(&h, 2, 2);
-        elect(&h, 0); /* with n1's vote */
-        propose_n(&h, 0, 5, "a");
+        h_elect(&h, 0); /* with n1's vote */
+        h_propose_n(&h, 0, 5, "a");
         h_run(&h, ET / 2);
         uint64_t c0 = h_commit(&h, 0);
         h_isolate(&h, 0);
         ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
-        uint64_t stale = propose_n(&h, 0, 3, "stale");
+        uint64_t stale = h_propose_n(&h, 0, 3, "stale");
         for (int k = 0; k < 200 && jr__raft_role(R(&h, 1)) != JR_LEADER; k++) h_run(&h, 5 * MS);
         ck_assert_int_eq(jr__raft_role(R(&h, 1)), JR_LEADER);
         ck_assert_uint_gt(jr__raft_term(R(&h, 1)), jr__raft_term(R(&h, 0)));
-        propose_n(&h, 1, 3, "b");
+        h_propose_n(&h, 1, 3, "b");
         h_run(&h, ET / 2);
         ck_assert_uint_lt(c0, stale);
         ck_assert_uint_eq(h_commit(&h, 0), c0); /* nothing of its own after the removal */
@@ -150,8 +129,8 @@ START_TEST(an_unvouched_replica_stands_in_only_once_vouched)
         harness h;
         h_init(&h, 2, seed);
         h_start(&h, 2, 2);
-        elect(&h, 0);
-        propose_n(&h, 0, 10, "a");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 10, "a");
         h_run(&h, ET / 2);
         h_crash(&h, 0);
         h_crash(&h, 1);
@@ -180,8 +159,8 @@ START_TEST(a_damaged_replica_never_stands_in)
         harness h;
         h_init(&h, 2, seed);
         h_start(&h, 2, 2);
-        elect(&h, 0);
-        propose_n(&h, 0, 10, "a");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 10, "a");
         h_run(&h, ET / 2);
         h_crash(&h, 0);
         h_crash(&h, 1);
@@ -212,8 +191,8 @@ START_TEST(an_observer_the_removed_voter_could_promote_must_vote_too)
         harness h;
         h_init(&h, 3, seed);
         h_start(&h, 3, 2);
-        elect(&h, 0);
-        propose_n(&h, 0, 5, "a");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 5, "a");
         h_run(&h, ET / 2);
         h_crash(&h, 0);
         h_crash(&h, 2);
@@ -227,7 +206,7 @@ START_TEST(an_observer_the_removed_voter_could_promote_must_vote_too)
         ck_assert_int_eq(h_wait_leader(&h, 20 * ET), 1);
         h_crash(&h, 2);
         uint64_t c = h_commit(&h, 1);
-        propose_n(&h, 1, 3, "b");
+        h_propose_n(&h, 1, 3, "b");
         h_run(&h, ET);
         ck_assert_uint_eq(h_commit(&h, 1), c); /* n2's acknowledgement is needed */
         h_restart(&h, 2);
@@ -252,15 +231,15 @@ START_TEST(a_promotion_the_removed_voter_committed_is_not_lost)
         harness h;
         h_init(&h, 3, seed);
         h_start(&h, 3, 2);
-        elect(&h, 0);
-        propose_n(&h, 0, 5, "a");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 5, "a");
         h_run(&h, ET / 2);
         h.cut[0][1] = h.cut[1][0] = 1;
         uint64_t idx;
         ck_assert_int_eq(jr__raft_change(R(&h, 0), h.now, JR__PROMOTE, 3, &idx), 0);
         h_run(&h, ET);
         ck_assert_uint_ge(h_commit(&h, 0), idx);
-        uint64_t x = propose_n(&h, 0, 3, "x");
+        uint64_t x = h_propose_n(&h, 0, 3, "x");
         h_run(&h, ET / 2);
         ck_assert_uint_ge(h_commit(&h, 0), x);
         h_crash(&h, 0);
@@ -277,15 +256,6 @@ START_TEST(a_promotion_the_removed_voter_committed_is_not_lost)
 END_TEST
 
 /* Runs until node l's configuration change committed (within 10 election timeouts). */
-static void change(harness *h, int l, int op, jr__id peer)
-{
-    uint64_t idx;
-    ck_assert_int_eq(jr__raft_change(R(h, l), h->now, op, peer, &idx), 0);
-    for (int k = 0; k < 200 && h_commit(h, l) < idx; k++) h_run(h, 5 * MS);
-    ck_assert_msg(h_commit(h, l) >= idx, "seed %llu: change %d of %llu did not commit",
-                  (unsigned long long)h->seed, op, (unsigned long long)peer);
-}
-
 /* The way out of the group {n0, n1} once n0's server is removed: n1 stands in, leads, adds n2
  * as an observer (its own change, after the removal: it may stand in for it), promotes it
  * (three voters: n1 and n2 now make the quorum, the stand-in ends), and removes n0. The group
@@ -296,22 +266,22 @@ START_TEST(the_stand_in_moves_the_group_onto_a_new_voter)
         harness h;
         h_init(&h, 3, seed);
         h_start(&h, 2, 2);
-        elect(&h, 0);
-        propose_n(&h, 0, 10, "a");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 10, "a");
         h_run(&h, ET / 2);
         h_crash(&h, 0);
         ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
         ck_assert_int_eq(h_wait_leader(&h, 10 * ET), 1);
-        change(&h, 1, JR__ADD_OBSERVER, 3);
+        h_change(&h, 1, JR__ADD_OBSERVER, 3);
         ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_YES);
         h_run(&h, ET);
-        change(&h, 1, JR__PROMOTE, 3);
+        h_change(&h, 1, JR__PROMOTE, 3);
         ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_NOT_PAIR);
-        change(&h, 1, JR__REMOVE, 1);
+        h_change(&h, 1, JR__REMOVE, 1);
         const jr__conf *c = jr__raft_conf(R(&h, 1));
         ck_assert_uint_eq(c->n, 2);
         ck_assert_uint_eq(jr__conf_voters(c), 2);
-        uint64_t idx = propose_n(&h, 1, 5, "b");
+        uint64_t idx = h_propose_n(&h, 1, 5, "b");
         h_run(&h, ET / 2);
         ck_assert_uint_ge(h_commit(&h, 2), idx);
         holds_all(&h, 2, "a", 10);
@@ -336,7 +306,7 @@ START_TEST(a_new_group_of_two_that_never_elected_stands_in_too)
         ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
         ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_YES);
         ck_assert_int_eq(h_wait_leader(&h, 10 * ET), 1);
-        uint64_t idx = propose_n(&h, 1, 3, "b");
+        uint64_t idx = h_propose_n(&h, 1, 3, "b");
         h_run(&h, ET / 2);
         ck_assert_uint_ge(h_commit(&h, 1), idx);
         h_check_all(&h);
@@ -354,8 +324,8 @@ START_TEST(a_removed_voter_of_three_is_not_stood_in_for)
         harness h;
         h_init(&h, 3, seed);
         h_start(&h, 3, 3);
-        elect(&h, 0);
-        propose_n(&h, 0, 5, "a");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 5, "a");
         h_run(&h, ET / 2);
         h_crash(&h, 0);
         h_crash(&h, 1);
@@ -379,8 +349,8 @@ START_TEST(an_observer_known_only_from_a_snapshot_must_vote_too)
         h.snap_every = 5;
         h.snap_trailing = 0;
         h_start(&h, 3, 2);
-        elect(&h, 0);
-        propose_n(&h, 0, 20, "a");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 20, "a");
         h_run(&h, ET / 2);
         ck_assert_uint_gt(jr__raft_snapshot_index(R(&h, 1)), 1);
         h_crash(&h, 0);
@@ -408,8 +378,8 @@ START_TEST(told_again_after_a_restart_the_stand_in_asks_the_observers_it_added)
         harness h;
         h_init(&h, 3, seed);
         h_start(&h, 2, 2);
-        elect(&h, 0);
-        propose_n(&h, 0, 5, "a");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 5, "a");
         h_run(&h, ET / 2);
         h_crash(&h, 0);
         ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
@@ -419,7 +389,7 @@ START_TEST(told_again_after_a_restart_the_stand_in_asks_the_observers_it_added)
         for (int k = 0; k < 200 && h_commit(&h, 1) < idx; k++) h_run(&h, 5 * MS);
         ck_assert_uint_ge(h_commit(&h, 1), idx);
         ck_assert_uint_eq(jr__raft_stand_in_observers(R(&h, 1), 1), 0);
-        propose_n(&h, 1, 3, "b");
+        h_propose_n(&h, 1, 3, "b");
         h_run(&h, ET);
         h_crash(&h, 1);
         h_crash(&h, 2);
@@ -438,7 +408,7 @@ START_TEST(told_again_after_a_restart_the_stand_in_asks_the_observers_it_added)
         /* n2's acknowledgement is needed now */
         h_crash(&h, 2);
         uint64_t c = h_commit(&h, 1);
-        propose_n(&h, 1, 2, "c");
+        h_propose_n(&h, 1, 2, "c");
         h_run(&h, ET / 2);
         ck_assert_uint_eq(h_commit(&h, 1), c);
         holds_all(&h, 1, "b", 3);
@@ -458,8 +428,8 @@ START_TEST(a_promotion_the_stand_in_holds_uncommitted_ends_the_pair)
         harness h;
         h_init(&h, 3, seed);
         h_start(&h, 3, 2);
-        elect(&h, 0);
-        propose_n(&h, 0, 5, "a");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 5, "a");
         h_run(&h, ET / 2);
         h.cut[1][0] = 1;
         uint64_t idx;
@@ -470,7 +440,7 @@ START_TEST(a_promotion_the_stand_in_holds_uncommitted_ends_the_pair)
         h.cut[0][1] = 1;
         h_run(&h, ET / 2);
         ck_assert_uint_ge(h_commit(&h, 0), idx);
-        uint64_t x = propose_n(&h, 0, 3, "x");
+        uint64_t x = h_propose_n(&h, 0, 3, "x");
         h_run(&h, ET / 2);
         ck_assert_uint_ge(h_commit(&h, 0), x);
         h_crash(&h, 0);
@@ -499,19 +469,19 @@ START_TEST(a_removed_voter_elected_again_in_a_wider_configuration_takes_nothing_
         harness h;
         h_init(&h, 3, seed);
         h_start(&h, 2, 2);
-        elect(&h, 0);
-        propose_n(&h, 0, 5, "a");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 5, "a");
         h_run(&h, ET / 2);
         h.cut[0][1] = 1;
         ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
         uint64_t t0 = jr__raft_term(R(&h, 1));
         for (int k = 0; k < 400 && jr__raft_role(R(&h, 1)) != JR_LEADER; k++) h_run(&h, 5 * MS);
         ck_assert_int_eq(jr__raft_role(R(&h, 1)), JR_LEADER);
-        change(&h, 1, JR__ADD_OBSERVER, 3);
+        h_change(&h, 1, JR__ADD_OBSERVER, 3);
         h_run(&h, ET);
-        change(&h, 1, JR__PROMOTE, 3);
+        h_change(&h, 1, JR__PROMOTE, 3);
         ck_assert_int_eq(jr__raft_stand_in_state(R(&h, 1), 1), JR__STAND_NOT_PAIR);
-        propose_n(&h, 1, 3, "b");
+        h_propose_n(&h, 1, 3, "b");
         h_run(&h, ET / 2);
         h_crash(&h, 1);
         int l = -1;
@@ -523,7 +493,7 @@ START_TEST(a_removed_voter_elected_again_in_a_wider_configuration_takes_nothing_
         }
         ck_assert_msg(l == 0, "seed %llu: leader %d, not n0", (unsigned long long)seed, l);
         ck_assert_uint_gt(jr__raft_term(R(&h, 0)), t0);
-        uint64_t z = propose_n(&h, 0, 3, "z");
+        uint64_t z = h_propose_n(&h, 0, 3, "z");
         h_run(&h, ET / 2);
         ck_assert_uint_ge(h_commit(&h, 2), z);
         h_restart(&h, 1);
@@ -564,8 +534,8 @@ START_TEST(later_removals_of_other_servers_keep_the_partner)
         harness h;
         h_init(&h, 2, seed);
         h_start(&h, 2, 2);
-        elect(&h, 0);
-        propose_n(&h, 0, 5, "a");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 5, "a");
         h_run(&h, ET / 2);
         h_crash(&h, 0);
         ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
@@ -591,8 +561,8 @@ START_TEST(the_stand_in_never_removes_an_observer_it_needs)
         harness h;
         h_init(&h, 3, seed);
         h_start(&h, 3, 2); /* n0, n1 voters; n2 an observer */
-        elect(&h, 0);
-        propose_n(&h, 0, 5, "a");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 5, "a");
         h_run(&h, ET / 2);
         h_crash(&h, 0);
         ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);

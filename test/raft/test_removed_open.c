@@ -37,47 +37,21 @@ static jr__raft *R(harness *h, int i)
     return h->nodes[i].r;
 }
 
-static void elect(harness *h, int i)
-{
-    h_timeout(h, i);
-    h_run(h, 10 * MS);
-    ck_assert_int_eq(jr__raft_role(R(h, i)), JR_LEADER);
-}
-
-static void propose_n(harness *h, int l, int n, const char *tag)
-{
-    char s[32];
-    uint64_t idx = 0;
-    for (int k = 0; k < n; k++) {
-        snprintf(s, sizeof s, "%s-%d", tag, k);
-        ck_assert_int_eq(h_propose(h, l, s, &idx), 0);
-    }
-    h_run(h, 5 * MS);
-}
-
-static void change(harness *h, int l, int op, jr__id peer)
-{
-    uint64_t idx;
-    ck_assert_int_eq(jr__raft_change(R(h, l), h->now, op, peer, &idx), 0);
-    for (int k = 0; k < 200 && jr__raft_commit_index(R(h, l)) < idx; k++) h_run(h, 5 * MS);
-    ck_assert_uint_ge(jr__raft_commit_index(R(h, l)), idx);
-}
-
 START_TEST(replica_that_outlived_its_removal)
 {
     for (uint64_t seed = 1; seed <= SEEDS; seed++) {
         harness h;
         h_init(&h, 3, seed);
         h_start(&h, 2, 2); /* n0, n1 voters; n2 not a member yet */
-        elect(&h, 0);
-        propose_n(&h, 0, 5, "a");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 5, "a");
         h_run(&h, ET / 2);
         h_isolate(&h, 1);
-        change(&h, 0, JR__REMOVE, 2);
-        change(&h, 0, JR__ADD_OBSERVER, 3);
+        h_change(&h, 0, JR__REMOVE, 2);
+        h_change(&h, 0, JR__ADD_OBSERVER, 3);
         h_run(&h, ET);
-        change(&h, 0, JR__PROMOTE, 3);
-        propose_n(&h, 0, 3, "x");
+        h_change(&h, 0, JR__PROMOTE, 3);
+        h_propose_n(&h, 0, 3, "x");
         h_run(&h, ET / 2);
         h_crash(&h, 0);
         h_heal(&h);
@@ -99,14 +73,14 @@ START_TEST(removal_hidden_by_the_refusal)
         harness h;
         h_init(&h, 2, seed);
         h_start(&h, 2, 2);
-        elect(&h, 0);
-        propose_n(&h, 0, 5, "a");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 5, "a");
         h_run(&h, ET / 2);
         uint64_t idx;
         ck_assert_int_eq(jr__raft_change(R(&h, 0), h.now, JR__REMOVE, 2, &idx), 0);
         h.cut[0][1] = 1; /* n1's server is told of n0's removal before the APPEND arrives */
         ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
-        propose_n(&h, 0, 3, "x");
+        h_propose_n(&h, 0, 3, "x");
         h_run(&h, ET / 2);
         ck_assert_uint_ge(h_commit(&h, 0), idx);
         /* what it should do: never stand in (it is no member of the group any more) */
@@ -125,8 +99,8 @@ START_TEST(lost_tail_of_the_stand_in)
         harness h;
         h_init(&h, 2, seed);
         h_start(&h, 2, 2);
-        elect(&h, 0);
-        propose_n(&h, 0, 10, "a");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 10, "a");
         h_run(&h, ET / 2);
         ck_assert_uint_ge(jr__raft_commit_index(R(&h, 0)), 11);
         h_crash(&h, 0);

@@ -23,27 +23,6 @@ static jr__raft *R(harness *h, int i)
     return h->nodes[i].r;
 }
 
-/* Elects node i by firing its election timer; asserts it leads and is ready. */
-static void elect(harness *h, int i)
-{
-    h_timeout(h, i);
-    h_run(h, 10 * MS);
-    ck_assert_int_eq(jr__raft_role(R(h, i)), JR_LEADER);
-    ck_assert_msg(jr__raft_ready(R(h, i)), "leader %d not ready", i);
-}
-
-static uint64_t propose_n(harness *h, int l, int n, const char *tag)
-{
-    char s[32];
-    uint64_t idx = 0;
-    for (int k = 0; k < n; k++) {
-        snprintf(s, sizeof s, "%s-%d", tag, k);
-        ck_assert_int_eq(h_propose(h, l, s, &idx), 0);
-    }
-    h_run(h, 5 * MS);
-    return idx;
-}
-
 /* Counts what a node sends toward an election: VOTE requests and granted VOTE_RESPs. */
 static struct {
     jr__id watch;
@@ -72,9 +51,9 @@ START_TEST(a_replica_that_lost_acknowledged_entries_elects_nobody_without_them)
         harness h;
         h_init(&h, 3, seed);
         h_start(&h, 3, 3);
-        elect(&h, 0);
+        h_elect(&h, 0);
         h_isolate(&h, 2);
-        uint64_t last = propose_n(&h, 0, 20, "acked");
+        uint64_t last = h_propose_n(&h, 0, 20, "acked");
         h_run(&h, ET / 2);
         ck_assert_uint_ge(h_commit(&h, 0), last);
         ck_assert(h_restart_lost(&h, 1, 12, 2));
@@ -119,10 +98,10 @@ START_TEST(two_replicas_of_five_that_lost_acknowledged_entries_elect_nobody_with
         harness h;
         h_init(&h, 5, seed);
         h_start(&h, 5, 5);
-        elect(&h, 0);
+        h_elect(&h, 0);
         h_isolate(&h, 3);
         h_isolate(&h, 4);
-        uint64_t last = propose_n(&h, 0, 20, "acked");
+        uint64_t last = h_propose_n(&h, 0, 20, "acked");
         h_run(&h, ET / 2);
         ck_assert_uint_ge(h_commit(&h, 0), last);
         ck_assert(h_restart_lost(&h, 1, 12, 2));
@@ -160,8 +139,8 @@ START_TEST(a_leaders_word_vouches_while_a_voter_is_down)
         harness h;
         h_init(&h, 5, seed);
         h_start(&h, 5, 5);
-        elect(&h, 0);
-        uint64_t last = propose_n(&h, 0, 10, "a");
+        h_elect(&h, 0);
+        uint64_t last = h_propose_n(&h, 0, 10, "a");
         h_run(&h, ET / 2);
         h_crash(&h, 4);
         ck_assert(h_restart_lost(&h, 3, 6, 1));
@@ -174,7 +153,7 @@ START_TEST(a_leaders_word_vouches_while_a_voter_is_down)
         int l = h_wait_leader(&h, 30 * ET);
         ck_assert_msg(l >= 1 && l <= 3, "seed %llu: no leader among n1..n3",
                       (unsigned long long)seed);
-        propose_n(&h, l, 3, "after");
+        h_propose_n(&h, l, 3, "after");
         h_run(&h, 2 * ET);
         h_check_all(&h);
         h_free(&h);
@@ -193,8 +172,8 @@ START_TEST(a_whole_cluster_restart_elects_the_most_up_to_date_server)
         harness h;
         h_init(&h, 3 + (int)(seed % 2) * 2, seed);
         h_start(&h, h.n, h.n);
-        elect(&h, 0);
-        uint64_t last = propose_n(&h, 0, 15, "b");
+        h_elect(&h, 0);
+        uint64_t last = h_propose_n(&h, 0, 15, "b");
         h_run(&h, ET / 2);
         for (int i = 0; i < h.n; i++) h_crash(&h, i);
         for (int i = 0; i < h.n; i++) {
@@ -212,7 +191,7 @@ START_TEST(a_whole_cluster_restart_elects_the_most_up_to_date_server)
         ck_assert_msg(h.now - t0 <= 6 * ET, "seed %llu: a leader only after %llu ms",
                       (unsigned long long)seed, (unsigned long long)((h.now - t0) / MS));
         ck_assert_uint_ge(jr__raft_last_index(R(&h, l)), last);
-        propose_n(&h, l, 2, "after");
+        h_propose_n(&h, l, 2, "after");
         h_run(&h, 3 * ET);
         for (int i = 0; i < h.n; i++)
             ck_assert_msg(jr__raft_unvouched(R(&h, i)) == 0, "seed %llu: n%d still unvouched",
@@ -249,8 +228,8 @@ START_TEST(a_replica_rolled_back_to_an_older_configuration_hears_from_the_newer_
         harness h;
         h_init(&h, 5, seed);
         h_start(&h, 3, 3);
-        elect(&h, 0);
-        propose_n(&h, 0, 5, "old");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 5, "old");
         h_run(&h, ET / 2);
         h_save(&h, 2);
         change(&h, 0, JR__ADD_OBSERVER, 5);
@@ -259,14 +238,14 @@ START_TEST(a_replica_rolled_back_to_an_older_configuration_hears_from_the_newer_
         h_flush(&h.nodes[0]);
         h_run(&h, ET);
         ck_assert_int_eq(jr__raft_role(R(&h, 4)), JR_LEADER);
-        propose_n(&h, 4, 1, "term");
+        h_propose_n(&h, 4, 1, "term");
         h_run(&h, ET / 2);
         change(&h, 4, JR__REMOVE, 1);
         h_run(&h, ET / 2);
         ck_assert_uint_eq(jr__conf_voters(jr__raft_conf(R(&h, 1))), 3);
         ck_assert_ptr_null(jr__conf_find(jr__raft_conf(R(&h, 1)), 1));
         h_isolate(&h, 1);
-        uint64_t last = propose_n(&h, 4, 6, "new");
+        uint64_t last = h_propose_n(&h, 4, 6, "new");
         h_run(&h, ET / 2);
         ck_assert_uint_ge(h_commit(&h, 4), last);
         ck_assert_uint_lt(jr__raft_last_index(R(&h, 1)), last);
@@ -282,7 +261,7 @@ START_TEST(a_replica_rolled_back_to_an_older_configuration_hears_from_the_newer_
         int l = h_wait_leader(&h, 30 * ET);
         ck_assert_msg(l >= 0, "seed %llu: no leader once 5 is back", (unsigned long long)seed);
         ck_assert_uint_ge(jr__raft_last_index(R(&h, l)), last);
-        propose_n(&h, l, 2, "after");
+        h_propose_n(&h, l, 2, "after");
         h_run(&h, 3 * ET);
         ck_assert_int_eq(jr__raft_unvouched(R(&h, 2)), 0);
         ck_assert_uint_ge(h_commit(&h, 2), last);
@@ -321,14 +300,14 @@ START_TEST(a_late_acknowledgement_from_before_the_restart_is_covered)
         harness h;
         h_init(&h, 3, seed);
         h_start(&h, 3, 3);
-        elect(&h, 0);
-        propose_n(&h, 0, 3, "base");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 3, "base");
         h_run(&h, ET / 2);
         h.cut[0][2] = h.cut[2][0] = 1; /* n2 cut off: commits need n1 */
         late.n = 0;
         late.hold = 1;
         h.filter = hold_acks;
-        uint64_t last = propose_n(&h, 0, 6, "late");
+        uint64_t last = h_propose_n(&h, 0, 6, "late");
         h_run(&h, 5 * MS);
         ck_assert_int_gt(late.n, 0);
         ck_assert_uint_lt(h_commit(&h, 0), last);
@@ -390,8 +369,8 @@ START_TEST(a_conflict_rejection_keeps_the_acknowledged_match)
     harness h;
     h_init(&h, 3, 7);
     h_start(&h, 3, 3);
-    elect(&h, 0);
-    uint64_t last = propose_n(&h, 0, 8, "c");
+    h_elect(&h, 0);
+    uint64_t last = h_propose_n(&h, 0, 8, "c");
     h_run(&h, ET / 2);
     jr__progress p = progress_of(&h, 0, 2);
     ck_assert_uint_eq(p.match, last);
@@ -435,10 +414,10 @@ START_TEST(a_late_heartbeat_answer_marks_no_member_damaged)
     harness h;
     h_init(&h, 3, 11);
     h_start(&h, 3, 3);
-    elect(&h, 0);
-    uint64_t before = propose_n(&h, 0, 4, "a");
+    h_elect(&h, 0);
+    uint64_t before = h_propose_n(&h, 0, 4, "a");
     h_run(&h, ET / 2);
-    uint64_t last = propose_n(&h, 0, 6, "b");
+    uint64_t last = h_propose_n(&h, 0, 6, "b");
     h_run(&h, ET / 2);
     jr__progress p = progress_of(&h, 0, 2);
     ck_assert_uint_eq(p.match, last);
@@ -467,8 +446,8 @@ START_TEST(a_vouch_after_a_low_answer_still_finds_the_loss)
     harness h;
     h_init(&h, 3, 13);
     h_start(&h, 3, 3);
-    elect(&h, 0);
-    uint64_t last = propose_n(&h, 0, 8, "c");
+    h_elect(&h, 0);
+    uint64_t last = h_propose_n(&h, 0, 8, "c");
     h_run(&h, ET / 2);
     ck_assert_uint_eq(progress_of(&h, 0, 2).match, last);
     h.cut[0][1] = 1; /* the leader's answers and appends do not reach n2 meanwhile */
@@ -513,8 +492,8 @@ START_TEST(a_restarted_member_is_no_transfer_target_until_caught_up)
     harness h;
     h_init(&h, 3, 3);
     h_start(&h, 3, 3);
-    elect(&h, 0);
-    uint64_t last = propose_n(&h, 0, 8, "t");
+    h_elect(&h, 0);
+    uint64_t last = h_propose_n(&h, 0, 8, "t");
     h_run(&h, ET / 2);
     h.filter = drop_appends_to_2;
     ck_assert(h_restart_lost(&h, 1, 4, 0));
@@ -555,8 +534,8 @@ START_TEST(an_acknowledgement_from_before_the_restart_does_not_vouch)
     harness h;
     h_init(&h, 3, 7);
     h_start(&h, 3, 3);
-    elect(&h, 0);
-    uint64_t last = propose_n(&h, 0, 6, "w");
+    h_elect(&h, 0);
+    uint64_t last = h_propose_n(&h, 0, 6, "w");
     h_run(&h, ET / 2);
     ck_assert_uint_eq(progress_of(&h, 0, 2).match, last);
     h.filter = drop_appends_to_2;
@@ -585,8 +564,8 @@ START_TEST(a_vouch_showing_the_whole_log_is_no_acknowledgement)
     harness h;
     h_init(&h, 3, 5);
     h_start(&h, 3, 3);
-    elect(&h, 0);
-    uint64_t last = propose_n(&h, 0, 6, "w");
+    h_elect(&h, 0);
+    uint64_t last = h_propose_n(&h, 0, 6, "w");
     h_run(&h, ET / 2);
     ck_assert_uint_eq(progress_of(&h, 0, 2).match, last);
     h.filter = drop_appends_to_2;
@@ -622,8 +601,8 @@ START_TEST(a_quiet_group_vouches_a_restarted_replica_without_an_election)
         h.quiesce = 1;
         h.cfg.quiesce = 1;
         h_start(&h, 3, 3);
-        elect(&h, 0);
-        propose_n(&h, 0, 4, "q");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 4, "q");
         h_run(&h, 10 * ET);
         ck_assert_int_eq(jr__raft_quiet(R(&h, 0)), 1);
         uint64_t elections = h.elections;
@@ -664,8 +643,8 @@ static void lost_leader_answers(int quiet)
         h.quiesce = quiet;
         h.cfg.quiesce = (uint32_t)quiet;
         h_start(&h, 5, 5);
-        elect(&h, 0);
-        propose_n(&h, 0, 4, "w");
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 4, "w");
         h_run(&h, 2 * ET);
         drop_leader_answers = 1;
         h.filter = lose_leader_answers;
@@ -716,7 +695,7 @@ START_TEST(a_single_voter_is_whole_at_once)
     h_init(&h, 1, 1);
     h_start(&h, 1, 1);
     h_run(&h, ET);
-    propose_n(&h, 0, 3, "s");
+    h_propose_n(&h, 0, 3, "s");
     h_crash(&h, 0);
     h_restart(&h, 0);
     ck_assert_int_eq(jr__raft_unvouched(R(&h, 0)), 0);
