@@ -362,12 +362,28 @@ static void hook_join(void *upper, const char *from, uint64_t id, const uint8_t 
     jr__mm_join_request(upper, from, id, p, len);
 }
 
+/* A stream's or consumer's replica whose assignment in the meta state no longer names this
+ * server: its group's leader may have removed it by a change whose APPEND it never took (a
+ * removed member never learns of its removal from the group itself, dissertation §4.2.2). The
+ * meta state applies the placement change before any later server removal, so a replica told
+ * of its partner's removal after its own drop was applied here finds it. */
+static int hook_unassigned(void *upper, uint64_t group)
+{
+    jr__js *js = upper;
+    const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, group);
+    if (s) return !jr__meta_stream_has_peer(s, js->name);
+    const jr__meta_consumer *c = jr__meta_consumer_by_group(&js->st, group);
+    if (c) return !jr__meta_consumer_has_peer(c, js->name);
+    return 0;
+}
+
 static const jr__upper js_upper = {
     .before_flush = hook_before_flush,
     .role_changed = hook_role_changed,
     .request = hook_request,
     .close = hook_close,
     .join = hook_join,
+    .unassigned = hook_unassigned,
 };
 
 jr__js *jr__js_of(const jr_node *n)

@@ -46,6 +46,21 @@
 void jr__group_peer_removed(jr_group *g, const jr__peer *p)
 {
     jr_node *n = g->node;
+    if (n->upper_tab && n->upper_tab->unassigned && n->upper_tab->unassigned(n->upper, g->id)) {
+        /* The layer above dropped this server from the group's placement: the group's leader
+         * may have removed this replica by a change it never received (a pair's change to
+         * the other voter alone commits at once, on that voter alone), and a stand-in would
+         * then lead a group that no longer counts it. Not told: the group waits; the replica
+         * is released once the placement change converged (js/meta_replica.c). Logged for a
+         * pair of voters this replica and p, not yet told (the rule would have applied). */
+        if (jr__raft_stand_in_state(g->raft, p->id) == JR__STAND_NOT_REMOVED)
+            jr__node_log(n, JR_LOG_WARN,
+                         "group %llu: its voter '%s' was removed for good, but this server is "
+                         "no longer in the group's assignment (the group may have removed this "
+                         "replica): this replica does not stand in for it",
+                         (unsigned long long)g->id, p->name);
+        return;
+    }
     if (jr__raft_peer_removed(g->raft, p->id) != 0) return; /* told before, or itself */
     static const char *const why[] = {
         [JR__STAND_DAMAGED] = "this replica is damaged and may lack entries the two committed",

@@ -79,6 +79,12 @@ typedef struct jr__upper {
      * over at most once per heartbeat interval. The layer answers it, now or later, with
      * jr__rpc_respond_stranger. */
     void (*join)(void *upper, const char *from, uint64_t id, const uint8_t *p, size_t len);
+    /* Optional (NULL: every replica may). 1 if the layer's assignment of `group` (the servers
+     * it places the group on) no longer names this server: its replica may have been removed
+     * from the group by a change it never received, so it must not stand in for a removed
+     * voter (group.c jr__group_peer_removed, raft/removed.c); 0 otherwise, and for a group the
+     * layer does not place. Asked with the layer's state as applied at that moment. */
+    int (*unassigned)(void *upper, uint64_t group);
 } jr__upper;
 
 /* Opens the node core (jr_node_open's contract). attach, if not NULL, runs after recovery with

@@ -999,7 +999,7 @@ END_TEST
 /* Log lines that say a group stands in for a removed voter, or does not (with the reason). */
 static struct {
     jr_host hosts[E2E_MAX];
-    int waits_damaged, stands_in;
+    int waits_damaged, stands_in, unassigned;
 } g_stand;
 
 static void stand_log(void *ctx, int level, const char *msg)
@@ -1008,6 +1008,8 @@ static void stand_log(void *ctx, int level, const char *msg)
     (void)level;
     if (strstr(msg, "does not stand in") && strstr(msg, "damaged")) g_stand.waits_damaged++;
     if (strstr(msg, "stands in for its vote")) g_stand.stands_in++;
+    if (strstr(msg, "does not stand in") && strstr(msg, "no longer in the group's assignment"))
+        g_stand.unassigned++;
 }
 
 static void stand_configure(void *arg, unsigned i, jr_node_config *cfg)
@@ -1060,6 +1062,71 @@ START_TEST(an_r2_stream_whose_paused_peer_is_removed_moves_on_without_it)
     ck_assert_int_ge(e2e_work_check(&w, via), 300);
     ck_assert_msg(g_stand.stands_in > 0, "no group stood in for the removed voter");
     stop(&c, &w);
+}
+END_TEST
+
+/* A replica dropped from its stream's assignment never stands in. ORDERS R2 on {a, b} of four
+ * servers; a is paused, so the group makes no change, and b is evacuated from ORDERS (the meta
+ * state, b's included, now places it on a and another server). a is then peer-removed. Had a
+ * led ORDERS, it could have removed b from the group ({a} commits alone) in an APPEND b's
+ * server refuses once it knows of a's removal: b cannot tell it is still a voter, so its node,
+ * which knows b is no longer in ORDERS's assignment, does not tell its replica of the removal
+ * (the node logs why): ORDERS elects nobody on b. Its consumer follows the stream off b. */
+START_TEST(a_replica_dropped_from_its_assignment_does_not_stand_in_for_its_removed_peer)
+{
+    e2e c;
+    e2e_work w;
+    memset(&c, 0, sizeof c);
+    memset(&g_stand, 0, sizeof g_stand);
+    c.configure_more = stand_configure;
+    ck_assert_int_eq(e2e_new(&c, 4, 52 + g_seed_shift, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 4, 10 * SEC), 0);
+    add_orders(&c, 2);
+    e2e_work_init(&w, &c, "ORDERS", 300);
+    e2e_work_run(&w, 300 * MS);
+    unsigned peers[4];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "ORDERS", peers, 4), 2);
+    unsigned a = peers[0], b = peers[1], via = 0;
+    while (via == a || via == b) via++;
+    char aname[16], bname[16];
+    snprintf(aname, sizeof aname, "%s", jr_sim_name(c.sim, a));
+    snprintf(bname, sizeof bname, "%s", jr_sim_name(c.sim, b));
+    w.skip[a] = w.skip[b] = 1;
+    ck_assert_int_eq(jr_sim_pause(c.sim, a, 5 * SEC), 0);
+    e2e_work_run(&w, 200 * MS);
+    e2e_res r;
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_stream_evacuate(e2e_node(&c, via), "ORDERS", bname, e2e_admin_cb, &r), 0);
+    while (!r.done) e2e_work_run(&w, 5 * MS);
+    ck_assert_msg(r.status == 0, "evacuation: %s (%s)", jr_strerror(r.status), r.msg);
+    /* b applied the placement that dropped it before it learns of a's removal */
+    jr__js *bjs = jr__js_of(e2e_node(&c, b));
+    uint64_t t0 = jr_sim_now(c.sim);
+    const jr__meta_stream *ms;
+    while (!(ms = jr__meta_stream_find(&bjs->st, "ORDERS")) ||
+           jr__meta_stream_has_peer(ms, bname)) {
+        ck_assert(jr_sim_now(c.sim) - t0 < 10 * SEC);
+        e2e_work_run(&w, 5 * MS);
+    }
+    uint64_t group = ms->group;
+    peer_remove_running(&w, via, aname, &r);
+    ck_assert_msg(r.status == 0, "removal: %s (%s)", jr_strerror(r.status), r.msg);
+    t0 = jr_sim_now(c.sim);
+    while (!g_stand.unassigned && !g_stand.stands_in && jr_sim_now(c.sim) - t0 < 10 * SEC)
+        e2e_work_run(&w, 5 * MS);
+    e2e_work_run(&w, 2 * SEC);
+    ck_assert_msg(g_stand.stands_in == 0, "a replica stood in for the removed voter");
+    ck_assert_msg(g_stand.unassigned > 0, "b's node never said why it does not stand in");
+    jr_group *g = jr_node_group(e2e_node(&c, b), group);
+    if (g) { /* still open (not released: its group never converged) */
+        jr_group_status gs;
+        gs.size = sizeof gs;
+        ck_assert_int_eq(jr_group_status_get(g, &gs), 0);
+        ck_assert_int_ne(gs.role, JR_LEADER);
+    }
+    /* publishes to ORDERS still wait for a leader: their results live in w until close */
+    e2e_free(&c);
+    e2e_work_free(&w);
 }
 END_TEST
 
@@ -1130,6 +1197,8 @@ static Suite *suite(void)
     tcase_add_test(tc, the_removed_meta_leader_hands_its_leaderships_over_before_it_stops);
     tcase_add_test(tc, an_r2_stream_keeps_its_quorum_while_its_removed_peer_leaves);
     tcase_add_test(tc, an_r2_stream_whose_paused_peer_is_removed_moves_on_without_it);
+    tcase_add_test(tc,
+                   a_replica_dropped_from_its_assignment_does_not_stand_in_for_its_removed_peer);
     tcase_add_test(tc, a_damaged_replica_of_two_does_not_stand_in_for_its_removed_peer);
     tcase_add_test(tc, a_join_survives_the_meta_leader_failing_mid_change);
     tcase_add_test(tc, every_node_restarted_after_a_join_recovers_the_membership_from_disk);
