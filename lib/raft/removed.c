@@ -36,7 +36,8 @@
  * it, and refuses its vote to this replica, which lacks them; once O voted for this replica
  * its term is above any A leads, so it takes nothing more from A), or the removal of this
  * replica, which a leader makes only when the group's placement dropped this replica's server
- * (docs/internals.md names this limit). So this replica's log holds every committed entry, and
+ * (docs/internals.md names this limit; a node whose layer places groups does not tell such a
+ * replica of a removal, node/group.c jr__group_peer_removed). So this replica's log holds every committed entry, and
  * an election it wins as the stand-in keeps them all; entries A appended that this replica
  * never acknowledged were never committed.
  *

@@ -9,13 +9,20 @@
  *    holds the pair {n0, n1} as committed. Told of n0's removal, n1 stands in and is elected,
  *    without the entries n0 and n2 committed (the harness's leader-completeness check fails).
  *    removed.c and docs/internals.md name this limit: the rule relies on the JetStream layer
- *    releasing a replica its group removed; the core itself cannot tell.
+ *    releasing a replica its group removed; the core itself cannot tell. The node guards the
+ *    case while n1's server's meta state still drops it from the group's assignment (such a
+ *    replica is never told of a removal, node/group.c jr__group_peer_removed); not once that
+ *    state placed it on n1's server again (a restored meta state that took it back).
  *  - removal_hidden_by_the_refusal: the same without any cut: n0, leading {n0, n1}, removes
  *    n1 ({n0} commits at once, alone) just before n1's server is told of n0's removal; the
  *    APPEND carrying the removal is then refused with every other frame of n0, so n1 never
  *    learns it was removed and stands in. The refusal the rule starts is what hides the change
  *    from it; its node knows (the placement that dropped its server was applied before the
- *    removal of n0's), the core does not.
+ *    removal of n0's), the core does not. The node guards it: a stream's or consumer's replica
+ *    whose assignment no longer names its server is never told of a removal (node/group.c
+ *    jr__group_peer_removed; test_servers.c
+ *    a_replica_dropped_from_its_assignment_does_not_stand_in_for_its_removed_peer). The case
+ *    stays here, the core alone still stands in, as a raw group's replica would.
  *  - lost_tail_of_the_stand_in: n1's disk lost entries it had acknowledged (JR_SYNC_INTERVAL
  *    and a power loss, or any lost synced tail); it restarts unvouched, n0's server is removed
  *    and declared gone (holding nothing), so n1's vouching allows a campaign and it stands in
