@@ -364,9 +364,10 @@ static void hook_join(void *upper, const char *from, uint64_t id, const uint8_t 
 
 /* A stream's or consumer's replica whose assignment in the meta state no longer names this
  * server: its group's leader may have removed it by a change whose APPEND it never took (a
- * removed member never learns of its removal from the group itself, dissertation §4.2.2). The
- * meta state applies the placement change before any later server removal, so a replica told
- * of its partner's removal after its own drop was applied here finds it. */
+ * removed member never learns of its removal from the group itself, dissertation §4.2.2).
+ * This server applies the meta log in order and marks a removed server only from that
+ * removal's apply on (meta_members.c), so a drop committed before the removal is in js->st
+ * when the node asks (docs/internals.md "Which recoveries are automatic"). */
 static int hook_unassigned(void *upper, uint64_t group)
 {
     jr__js *js = upper;
