@@ -54,6 +54,7 @@
 
 #include "consumer/op.h"
 #include "consumer/state.h"
+#include "meta/members.h"
 #include "meta/meta_state.h"
 #include "node/services.h"
 #include "stream/clock.h"
@@ -300,6 +301,7 @@ typedef struct jr__membwork {
     size_t nprobes;
     jr__move_note note; /* what the change waits on now (stream info's move status) */
     uint32_t fails;     /* membership changes that failed in a row */
+    jr__ack_floor acks; /* what a voter must have acknowledged to count as live (members.h) */
 } jr__membwork;
 
 /* A pull request waiting at a consumer's leader (consumer_leader.c). */
@@ -557,6 +559,9 @@ struct jr__js {
     uint64_t join_rpc;    /* joining: the request in flight (0: none) */
     uint64_t mm_serial;   /* meta leader: the membership change in flight (0: none) */
     uint64_t mm_proposed; /* meta leader: index of the last SERVER_JOIN/REMOVE it proposed */
+    /* meta leader: what a voter must have acknowledged to count as live (members.h), sampled
+     * at each visit of its duty */
+    jr__ack_floor mm_acks;
     /* meta_drain.c: the meta leader's moves off leaving servers */
     uint8_t drain_dirty; /* look at every stream at the next tick */
     uint64_t drain_next; /* also look then (something could not be placed; 0: no) */

@@ -284,26 +284,33 @@ static void duty(jr__js *js)
 {
     jr_node *n = js->n;
     int self;
-    if (!js->meta || !jr__mnode_leader(js, &self) || !self || js->mm_serial) return;
+    if (!js->meta || !jr__mnode_leader(js, &self) || !self) return;
     const jr__raft *raft = jr__group_consensus(js->meta);
+    uint64_t floor = jr__ack_floor_update(&js->mm_acks, jr__node_now(n),
+                                          jr__raft_commit_index(raft), js->election_ns);
+    if (js->mm_serial) return;
     if (!jr__raft_ready(raft) || jr__raft_transferring(raft) || !jr__mnode_replayed(js)) return;
     uint64_t want[JR__MAX_MEMBERS];
     size_t nw = wanted(js, want, JR__MAX_MEMBERS);
     const jr__conf *c = jr__raft_conf(raft);
     jr__memb m[JR__MAX_MEMBERS];
+    uint8_t heard[JR__MAX_MEMBERS];
     int lagging = 0;
     uint64_t needed = jr__raft_stand_in_needs(raft); /* observers a stand-in needs (raft.h) */
     for (uint32_t i = 0; i < c->n; i++) {
         m[i].id = c->m[i].id;
         m[i].voter = c->m[i].voter;
         m[i].needed = (uint8_t)(needed >> i & 1);
-        m[i].alive = m[i].caught_up = c->m[i].id == js->self;
+        m[i].alive = m[i].caught_up = heard[i] = c->m[i].id == js->self;
         jr_peer_status ps;
         ps.size = sizeof ps;
         if (m[i].caught_up || jr_group_peer(js->meta, i, &ps) != 0) continue;
-        m[i].alive = ps.last_seen_ns != UINT64_MAX && ps.last_seen_ns <= 2 * js->election_ns;
+        heard[i] = ps.last_seen_ns != UINT64_MAX && ps.last_seen_ns <= 2 * js->election_ns;
+        /* live (rule 4): heard from and acknowledging, since one whose writes fail is still
+         * heard from (members.h jr__ack_floor) */
+        m[i].alive = (uint8_t)(heard[i] && ps.match_index >= floor);
         /* as a stream's members (stream_peers.c): the latest configuration held durably */
-        m[i].caught_up = m[i].alive && ps.lag <= MM_SLACK &&
+        m[i].caught_up = heard[i] && ps.lag <= MM_SLACK &&
                          ps.match_index >= jr__raft_conf_index(raft) && !ps.damaged &&
                          !ps.unvouched;
         lagging |= !m[i].voter && !m[i].caught_up;
@@ -340,7 +347,7 @@ static void duty(jr__js *js)
          * learns of its removal from the log and hands its leaderships over first
          * (jr__mm_leave), which its peers take only while it is a member */
         for (uint32_t i = 0; i < c->n; i++)
-            if (m[i].id == x.peer && m[i].alive) {
+            if (m[i].id == x.peer && heard[i]) {
                 jr__js_timer_arm(js, &js->meta_timer, js->mm_grace);
                 return;
             }

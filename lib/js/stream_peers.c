@@ -250,8 +250,8 @@ static const char *step_name(int step)
 
 /* Why jr__members_next said WAIT (members.h rules 3-5), for the move status: an observer the
  * assignment names still catching up (its log, or its store: the READY probe), or a dropped
- * voter that cannot leave without a heard-from majority, or no caught-up voter to hand over to.
- * A member is said to wait for its server to come online only when this node has not heard
+ * voter that cannot leave without a live (acknowledging) majority, or no caught-up voter to hand
+ * over to. A member is said to wait for its server to come online only when this node has not heard
  * from that server for an election timeout: one whose server is up but whose replica the group
  * has not heard from yet (just added: its first answer to the log or snapshot sent to it is on
  * its way) is starting to catch up, and one heard from says how far behind it is. */
@@ -270,14 +270,14 @@ static void wait_note(jr__srep *r, jr__membwork *w, const jr__memb *m, size_t n,
         jr_peer_status ps;
         ps.size = sizeof ps;
         int known = jr_group_peer(r->g, (uint32_t)i, &ps) == 0;
-        if (!m[i].alive && !node_online(js, m[i].id)) {
+        int heard = known && member_alive(r, &ps, m[i].id);
+        if (!heard && !node_online(js, m[i].id)) {
             note(w, JR_MOVE_QUORUM, "waiting for peer %s to come online", name ? name : "?");
-        } else if (!m[i].alive && known && ps.last_seen_ns == UINT64_MAX) {
+        } else if (!heard && known && ps.last_seen_ns == UINT64_MAX) {
             /* added, its first answer to the log or snapshot sent to it on its way: how far
              * behind it is is not known yet */
             note(w, JR_MOVE_CATCHUP, "waiting for peer %s to start catching up", name ? name : "?");
-        } else if (m[i].alive && jr_group_peer(r->g, (uint32_t)i, &ps) == 0 &&
-                   log_caught_up(jr__group_consensus(r->g), &ps)) {
+        } else if (heard && log_caught_up(jr__group_consensus(r->g), &ps)) {
             const jr__memb_probe *pr = probe_find(w, m[i].id);
             if (pr && pr->left)
                 note(w, JR_MOVE_SNAPSHOT, "waiting for peer %s to copy %llu more messages",
@@ -315,6 +315,10 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
     if (soon < *next) *next = soon;
     if (!r->mw && !(r->mw = jr__calloc(js->alloc, 1, sizeof *r->mw))) return;
     jr__membwork *w = r->mw;
+    /* sampled on every visit (a heartbeat apart while a change is in progress) */
+    uint64_t floor =
+        jr__ack_floor_update(&w->acks, jr__node_now(n),
+                             jr__raft_commit_index(jr__group_consensus(r->g)), js->election_ns);
     /* only on a meta state that can be taken for the newest assignment: a leader acting on an
      * older one would undo a change (it converges again once it catches up, but meanwhile
      * churns) */
@@ -360,12 +364,15 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
         if (m[i].caught_up || jr_group_peer(r->g, i, &ps) != 0) continue;
         int wanted = 0;
         for (size_t k = 0; k < nw; k++) wanted |= want[k] == m[i].id;
-        m[i].alive = (uint8_t)member_alive(r, &ps, m[i].id);
-        int log_ok = m[i].alive && log_caught_up(raft, &ps);
+        int heard = member_alive(r, &ps, m[i].id);
+        /* live (rule 4): heard from and acknowledging, since one whose writes fail is still
+         * heard from */
+        m[i].alive = (uint8_t)(heard && ps.match_index >= floor);
+        int log_ok = heard && log_caught_up(raft, &ps);
         /* a new voter (or the next leader) must also hold every message and the assignment;
          * a joining member is asked while its log still trails too, so that stream info shows
          * what its store has left to copy */
-        if (m[i].alive && wanted && (!m[i].voter || !self_wanted))
+        if (heard && wanted && (!m[i].voter || !self_wanted))
             log_ok = member_ready(r, m[i].id, s->peers_at, log_ok);
         m[i].caught_up = (uint8_t)log_ok;
     }

@@ -17,7 +17,7 @@ static int member(uint64_t id, const jr__memb *m, size_t n)
     return 0;
 }
 
-/* Removal order of unwanted voters: not heard from, then not caught up, then the rest. */
+/* Removal order of unwanted voters: not live, then not caught up, then the rest. */
 static int rank(const jr__memb *m)
 {
     return !m->alive ? 0 : !m->caught_up ? 1 : 2;
@@ -47,8 +47,9 @@ jr__memb_next jr__members_next(uint64_t self, const jr__memb *m, size_t n, const
         catching_up = 1;
     }
     if (catching_up) return step(JR__MEMB_WAIT, 0);
-    /* 4. voters nobody wants, other than this leader: the dead, then the least caught up,
-     * as long as the voters left keep a live majority */
+    /* 4. voters nobody wants, other than this leader: the not live (not heard from, or not
+     * acknowledging), then the least caught up, as long as the voters left keep a live
+     * majority */
     size_t voters = 0, live = 0, pick = n, unwanted = 0;
     for (size_t i = 0; i < n; i++) {
         voters += m[i].voter;
@@ -71,6 +72,23 @@ jr__memb_next jr__members_next(uint64_t self, const jr__memb *m, size_t n, const
         return step(JR__MEMB_WAIT, 0);
     }
     return step(JR__MEMB_CONVERGED, 0);
+}
+
+uint64_t jr__ack_floor_update(jr__ack_floor *f, uint64_t now, uint64_t commit, uint64_t period)
+{
+    if (f->n && now - f->at[1] >= 2 * period) f->n = 0; /* not sampled lately: start again */
+    if (!f->n) {
+        f->at[0] = f->at[1] = now;
+        f->commit[0] = f->commit[1] = commit;
+        f->n = 1;
+    } else if (now - f->at[1] >= period) {
+        f->at[0] = f->at[1];
+        f->commit[0] = f->commit[1];
+        f->at[1] = now;
+        f->commit[1] = commit;
+        f->n = 2;
+    }
+    return f->commit[0];
 }
 
 /* 1 if peer a should stay rather than peer b (the order of members.h). */

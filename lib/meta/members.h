@@ -20,10 +20,13 @@
  *   3. an observer the assignment names is promoted once caught up; while one is still
  *      catching up, nothing else changes (voters leave only after the new ones vote);
  *   4. a voter the assignment does not name, other than the leader itself, is removed — one
- *      not heard from first, then the least caught up — but only if the voters left still have
- *      a majority that is heard from (the removal commits on a majority of the configuration
- *      it creates: removing a live member and keeping a dead one could leave a group that can
- *      commit nothing); if none can go now, wait;
+ *      not live first, then the least caught up — but only if the voters left still have a
+ *      live majority (the removal commits on a majority of the configuration it creates:
+ *      removing a live member and keeping a dead one could leave a group that can commit
+ *      nothing); if none can go now, wait. Live means acknowledging: heard from within an
+ *      election timeout and holding durably what the leader had committed a while ago
+ *      (jr__ack_floor), since a member whose writes fail is still heard from (it answers
+ *      heartbeats) but would never acknowledge the removal;
  *   5. the leader itself, if the assignment does not name it, hands leadership to a caught-up
  *      voter the assignment names (the new leader then removes it by rule 4);
  *   6. otherwise the configuration is the assignment: converged.
@@ -38,7 +41,8 @@
 typedef struct jr__memb {
     uint64_t id;       /* non-zero */
     uint8_t voter;     /* 0: observer */
-    uint8_t alive;     /* heard from within an election timeout (the leader itself: 1) */
+    uint8_t alive;     /* acknowledging: heard from within an election timeout and its match
+                          index at least the jr__ack_floor (the leader itself: 1) */
     uint8_t caught_up; /* alive, holds (nearly) the leader's whole log, and (observers, and the
                           next leader) its store is complete; the leader itself: 1 */
     uint8_t needed;    /* an observer whose vote the leader needs while it stands in for a
@@ -54,6 +58,27 @@ enum jr__memb_step {
     JR__MEMB_REMOVE = 4,    /* remove member `peer` */
     JR__MEMB_TRANSFER = 5,  /* hand leadership to voter `peer`, then let it remove us */
 };
+
+/* The floor a voter's acknowledgements must reach for rule 4 to count it live: the leader's
+ * commit index as it was a while ago. A member whose writes fail still answers what needs
+ * nothing durable (heartbeats), so being heard from is not enough: a live voter must also have
+ * acknowledged, durably, what the group had committed one period ago (a healthy member trailing
+ * by a round trip or a slow disk has). Two samples of the commit index, at least `period`
+ * apart: the floor is the older one, so it is at least one period old once the leader has kept
+ * sampling for a period, and newer (stricter: a healthy member that has not acknowledged the
+ * latest entries yet counts as not live, and rule 4 waits) before. Samples more than two
+ * periods old are dropped (the leader stopped sampling), so the floor is never older than two
+ * periods. A member whose writes fail after it acknowledged everything it was asked to write
+ * cannot be told from a healthy one until the group writes something. Zero-initialised: no
+ * samples. */
+typedef struct jr__ack_floor {
+    uint64_t at[2];     /* when commit[] was sampled: [0] the older */
+    uint64_t commit[2]; /* the leader's commit index then */
+    uint8_t n;          /* samples held (0: none) */
+} jr__ack_floor;
+
+/* Samples commit at now (period > 0) and returns the floor: the older sample's commit index. */
+uint64_t jr__ack_floor_update(jr__ack_floor *f, uint64_t now, uint64_t commit, uint64_t period);
 
 /* Levels of online[] for jr__members_shrink as the meta leader sees a peer of a stream: its
  * server is up but the stream's group does not hear from its replica (its store damaged: it

@@ -238,6 +238,45 @@ START_TEST(every_configuration_converges_one_change_at_a_time)
 }
 END_TEST
 
+/* The floor a live voter's acknowledgements must reach: the leader's commit index sampled at
+ * least one period ago once sampling has gone on that long, never older than two periods. */
+START_TEST(the_ack_floor_is_the_commit_index_of_a_period_ago)
+{
+    const uint64_t P = 100;
+    jr__ack_floor f;
+    memset(&f, 0, sizeof f);
+    ck_assert_uint_eq(jr__ack_floor_update(&f, 1000, 10, P), 10); /* first: now's (strict) */
+    ck_assert_uint_eq(jr__ack_floor_update(&f, 1050, 20, P), 10);
+    ck_assert_uint_eq(jr__ack_floor_update(&f, 1100, 30, P), 10); /* 10 sampled at 1000 */
+    ck_assert_uint_eq(jr__ack_floor_update(&f, 1150, 40, P), 10);
+    ck_assert_uint_eq(jr__ack_floor_update(&f, 1200, 50, P), 30); /* 30 sampled at 1100 */
+    ck_assert_uint_eq(jr__ack_floor_update(&f, 1299, 60, P), 30);
+    ck_assert_uint_eq(jr__ack_floor_update(&f, 1300, 70, P), 50);
+    /* not sampled for two periods: the old samples are dropped, now's is the floor */
+    ck_assert_uint_eq(jr__ack_floor_update(&f, 1500, 90, P), 90);
+    ck_assert_uint_eq(jr__ack_floor_update(&f, 1600, 95, P), 90);
+}
+END_TEST
+
+/* A voter heard from but not acknowledging (its writes fail) is not live: the leader does not
+ * remove a live voter while the voters left would need it for a majority. */
+START_TEST(a_voter_that_does_not_acknowledge_counts_as_not_live)
+{
+    /* five voters, 1 leads; 4 and 5 dropped; 3 is down, 2 answers heartbeats but acknowledges
+     * nothing (alive 0 as its leader gathers it) */
+    jr__memb m[5] = {V(1), V(2), V(3), V(4), V(5)};
+    m[1].alive = 0;
+    m[2].alive = 0;
+    uint64_t want[3] = {1, 2, 3};
+    jr__memb_next x = jr__members_next(1, m, 5, want, 3);
+    ck_assert_int_eq(x.step, JR__MEMB_WAIT); /* {1,2,3,5} would have only 1 and 5 live */
+    m[1].alive = 1;                          /* 2 acknowledges again */
+    x = jr__members_next(1, m, 5, want, 3);
+    ck_assert_int_eq(x.step, JR__MEMB_REMOVE);
+    ck_assert_uint_eq(x.peer, 4);
+}
+END_TEST
+
 START_TEST(shrink_keeps_the_leader_then_online_then_least_lag)
 {
     size_t keep[5];
@@ -302,6 +341,8 @@ int main(void)
     tcase_add_test(tc, voters_leave_only_after_new_ones_vote);
     tcase_add_test(tc, dead_voters_go_first_and_no_removal_leaves_no_live_majority);
     tcase_add_test(tc, every_configuration_converges_one_change_at_a_time);
+    tcase_add_test(tc, the_ack_floor_is_the_commit_index_of_a_period_ago);
+    tcase_add_test(tc, a_voter_that_does_not_acknowledge_counts_as_not_live);
     tcase_add_test(tc, shrink_keeps_the_leader_then_online_then_least_lag);
     tcase_add_test(tc, shrink_removes_damaged_then_offline_then_most_behind);
     suite_add_tcase(s, tc);

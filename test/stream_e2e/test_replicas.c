@@ -31,6 +31,7 @@
 
 #include "e2e.h"
 #include "util/rand.h"
+#include "vfs/memfs.h"
 
 static const char *subj[] = {"rep.>"};
 
@@ -413,6 +414,15 @@ START_TEST(r3_to_r5_under_publish_load_loses_and_fails_nothing)
     e2e_free(&c);
 }
 END_TEST
+
+static int set_replicas_placed(e2e *c, unsigned via, const char *name, int replicas, e2e_res *r)
+{
+    static const char *ssd[] = {"ssd"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, name, subj, 1, replicas);
+    cfg.placement = e2e_placement(NULL, ssd, 1);
+    return e2e_update(c, via, &cfg, r);
+}
 
 START_TEST(r5_to_r3)
 {
@@ -1013,6 +1023,73 @@ START_TEST(a_shrink_removes_the_sick_follower_not_the_healthy_one)
     ck_assert_msg(wait_converged(&c, "SICK", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
     publish_n(&c, x, 2600, 2610);
     check_identical(&c, "SICK", 2610);
+    e2e_free(&c);
+}
+END_TEST
+
+/* R5 -> R3 decided while the meta leader does not hear from the stream's leader l (so without
+ * the members' progress: placement order breaks the tie) keeps a and b, whose writes fail:
+ * they still answer heartbeats, so l hears from them, but acknowledge nothing since, and l
+ * commits through u1 and u2. Removing u1 or u2 would leave a configuration of four whose
+ * majority needs a failing member: the group could commit nothing. l does not count a and b
+ * live, so it waits and the stream keeps taking messages; once a is healthy again (restarted
+ * by its host) the change completes, and nothing acknowledged is lost. Seven servers, the
+ * stream on the five "ssd" ones, so that the meta group keeps a majority without l, a and b. */
+START_TEST(a_shrink_does_not_count_members_whose_writes_fail)
+{
+    e2e c;
+    e2e_new_ssd(&c, 7, 5, seed_of(571));
+    static const char *ssd[] = {"ssd"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "ZOMB", subj, 1, 5);
+    cfg.placement = e2e_placement(NULL, ssd, 1);
+    e2e_res r;
+    ck_assert_msg(e2e_add(&c, 0, &cfg, &r) == 0, "add: %s", r.msg);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "ZOMB", 4, 30 * SEC), 0);
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(jr_meta_stepdown(e2e_node(&c, 0), "n5", e2e_admin_cb, &r), 0);
+    ck_assert_int_eq(e2e_wait(&c, &r, 30 * SEC), 0);
+    ck_assert_int_eq(e2e_meta_leader(&c), 5);
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 5, "ZOMB", p, 8), 5);
+    unsigned l = p[0], a = p[1], b = p[2];
+    lead_on(&c, "ZOMB", l);
+    publish_n(&c, l, 0, 100);
+    ck_assert_int_eq(jr__memfs_fail(jr_sim_vfs(c.sim, a), JR__MEMFS_PWRITE, 1, JR_EIO, 1, NULL), 0);
+    ck_assert_int_eq(jr__memfs_fail(jr_sim_vfs(c.sim, b), JR__MEMFS_PWRITE, 1, JR_EIO, 1, NULL), 0);
+    publish_n(&c, l, 100, 120); /* a and b acknowledge none of these */
+    ck_assert_int_eq(jr_sim_cut(c.sim, l, 5), 0);
+    ck_assert_msg(set_replicas_placed(&c, 5, "ZOMB", 3, &r) == 0, "update: %s", r.msg);
+    ck_assert_int_eq(e2e_meta_peers(&c, 5, "ZOMB", p, 8), 3);
+    ck_assert_msg(in_list(a, p, 3) && in_list(b, p, 3), "kept n%u n%u n%u; a n%u b n%u", p[0], p[1],
+                  p[2], a, b);
+    jr_sim_heal(c.sim);
+    /* l waits: five voters, and the stream still commits through u1 and u2 */
+    jr_sim_run_for(c.sim, 3 * SEC);
+    unsigned idx[8];
+    int voter[8];
+    ck_assert_int_eq(e2e_members(&c, l, "ZOMB", idx, voter, 8), 5);
+    for (int j = 0; j < 5; j++) ck_assert(voter[j]);
+    publish_n(&c, 6, 120, 130);
+    /* a is healthy again: the change completes */
+    jr__memfs_fail_clear(jr_sim_vfs(c.sim, a));
+    ck_assert_int_eq(jr_sim_crash(c.sim, a), 0);
+    ck_assert_int_eq(e2e_restart(&c, a), 0);
+    uint64_t t0 = jr_sim_now(c.sim);
+    while (e2e_meta_busy(&c, 5, "ZOMB") != 0) {
+        ck_assert_msg(jr_sim_now(c.sim) - t0 < 60 * SEC, "the change did not complete");
+        jr_sim_run_for(c.sim, 10 * MS);
+    }
+    int lead = stream_leader(&c, "ZOMB");
+    ck_assert_int_ge(lead, 0);
+    ck_assert_int_eq(e2e_members(&c, (unsigned)lead, "ZOMB", idx, voter, 8), 3);
+    publish_n(&c, 6, 130, 140);
+    /* b is healthy again too: every replica holds every acknowledged message */
+    jr__memfs_fail_clear(jr_sim_vfs(c.sim, b));
+    ck_assert_int_eq(jr_sim_crash(c.sim, b), 0);
+    ck_assert_int_eq(e2e_restart(&c, b), 0);
+    ck_assert_msg(wait_converged(&c, "ZOMB", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "ZOMB", 140);
     e2e_free(&c);
 }
 END_TEST
@@ -1834,6 +1911,7 @@ int main(void)
     tcase_add_test(tc, a_stream_leader_crash_mid_change_resumes_under_the_next);
     tcase_add_test(tc, r3_to_r1_under_load_removing_the_leader_fails_no_publish);
     tcase_add_test(tc, a_shrink_removes_the_sick_follower_not_the_healthy_one);
+    tcase_add_test(tc, a_shrink_does_not_count_members_whose_writes_fail);
     tcase_add_test(tc, a_joining_replica_is_not_current_before_its_store_is_complete);
     tcase_add_test(tc, a_joining_replica_lag_counts_the_messages_it_still_copies);
     tcase_add_test(tc, a_shrink_before_the_first_leader_completes_when_the_dropped_peer_returns);
