@@ -255,7 +255,6 @@ START_TEST(a_promotion_the_removed_voter_committed_is_not_lost)
 }
 END_TEST
 
-/* Runs until node l's configuration change committed (within 10 election timeouts). */
 /* The way out of the group {n0, n1} once n0's server is removed: n1 stands in, leads, adds n2
  * as an observer (its own change, after the removal: it may stand in for it), promotes it
  * (three voters: n1 and n2 now make the quorum, the stand-in ends), and removes n0. The group
