@@ -37,9 +37,9 @@
  * its term is above any A leads, so it takes nothing more from A), or the removal of this
  * replica, which a leader makes only when the group's placement dropped this replica's server
  * (docs/internals.md names this limit; a node whose layer places groups does not tell such a
- * replica of a removal, node/group.c jr__group_peer_removed). So this replica's log holds every committed entry, and
- * an election it wins as the stand-in keeps them all; entries A appended that this replica
- * never acknowledged were never committed.
+ * replica of a removal, node/group.c jr__group_peer_removed). So this replica's log holds every
+ * committed entry, and an election it wins as the stand-in keeps them all; entries A appended that
+ * this replica never acknowledged were never committed.
  *
  * Why one leader per term. This replica's own vote goes to itself for the term it stands in
  * (a durable vote, §3.8), and every candidate needs it: A (its configurations all name this
