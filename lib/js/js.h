@@ -275,6 +275,8 @@ typedef struct jr__memb_probe {
     uint64_t at;       /* when the answer came (now()) */
     uint64_t peers_at; /* the member's meta view of the stream's peer set (0: unknown) */
     uint64_t left;     /* sequences its catch-up still has to copy (0: none, or not told) */
+    uint64_t floor;    /* entries its log trailed by when last seen trailing, until it answers a
+                          question asked while its log was caught up (0: none) */
     uint8_t ready;     /* a replica whose store is complete (not restoring, not failed) */
     uint8_t log_ok;    /* asked while its log was caught up: only then does `ready` count */
 } jr__memb_probe;

@@ -85,6 +85,19 @@ static jr__memb_probe *probe_find(jr__membwork *w, jr__id id)
     return NULL;
 }
 
+/* The probe of member id, made (empty) if there is none; with every slot taken, the last one
+ * is forgotten. */
+static jr__memb_probe *probe_get(jr__membwork *w, jr__id id)
+{
+    jr__memb_probe *pr = probe_find(w, id);
+    if (pr) return pr;
+    if (w->nprobes == JR__MEMB_PROBES) w->nprobes--;
+    pr = &w->probes[w->nprobes++];
+    memset(pr, 0, sizeof *pr);
+    pr->id = id;
+    return pr;
+}
+
 static void on_ready(jr_node *n, void *arg, int status, int answered, const uint8_t *p, size_t len)
 {
     (void)answered;
@@ -99,17 +112,13 @@ static void on_ready(jr_node *n, void *arg, int status, int answered, const uint
     uint64_t peers_at = jr__rd_varint(&rd);
     uint64_t left = jr__rd_left(&rd) ? jr__rd_varint(&rd) : 0;
     if (rd.err) return; /* fields after these are a later release's: ignored */
-    jr__memb_probe *pr = probe_find(w, w->asked);
-    if (!pr) {
-        if (w->nprobes == JR__MEMB_PROBES) w->nprobes--; /* forget the last one */
-        pr = &w->probes[w->nprobes++];
-        pr->id = w->asked;
-    }
+    jr__memb_probe *pr = probe_get(w, w->asked);
     pr->at = jr__node_now(n);
     pr->ready = ready;
     pr->log_ok = w->asked_log_ok;
     pr->peers_at = peers_at;
     pr->left = ready ? 0 : left;
+    if (pr->log_ok) pr->floor = 0;    /* what it said now covers its store */
     jr__srep_due(r, jr__node_now(n)); /* ready: promoted; not yet: asked again */
 }
 
@@ -369,6 +378,10 @@ void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next
          * heard from */
         m[i].alive = (uint8_t)(heard && ps.match_index >= floor);
         int log_ok = heard && log_caught_up(raft, &ps);
+        /* A joiner's log may catch up by a snapshot, which says nothing of its store: until it
+         * answers a question asked after that, stream info shows it at least as far behind as
+         * its log was when last seen trailing. */
+        if (wanted && !m[i].voter && !log_ok) probe_get(w, m[i].id)->floor = ps.lag;
         /* a new voter (or the next leader) must also hold every message and the assignment;
          * a joining member is asked while its log still trails too, so that stream info shows
          * what its store has left to copy */

@@ -164,7 +164,9 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
     /* A joining replica's log may be caught up while its store still fetches the messages
      * (catch-up): it is current only once it said its store is complete (the membership duty's
      * READY probe, which also gates its promotion), and its lag counts the sequences it said it
-     * still has to copy. */
+     * still has to copy, or, until it answered since its log caught up, at least what its log
+     * trailed by when last seen trailing (a log caught up by a snapshot says nothing of the
+     * store). */
     for (size_t i = 0; i < nr; i++) {
         if (!reps[i].observer) continue;
         jr__peer *p = jr__peer_find_name(js->n, reps[i].name);
@@ -172,6 +174,7 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
         for (size_t k = 0; p && r->mw && k < r->mw->nprobes; k++)
             if (r->mw->probes[k].id == jr__peer_get_id(p)) pr = &r->mw->probes[k];
         if (pr && pr->left > reps[i].lag) reps[i].lag = pr->left;
+        if (pr && pr->floor > reps[i].lag) reps[i].lag = pr->floor;
         if (!pr || !pr->ready || !pr->log_ok) reps[i].current = 0;
     }
     cluster.replicas = rep_ptrs;
