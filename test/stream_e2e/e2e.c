@@ -851,6 +851,9 @@ int e2e_work_check(e2e_work *w, unsigned via)
     for (int i = 0; i < w->issued; i++) {
         /* the server it was given to crashed (or was removed) before the ack: not acknowledged */
         if (w->res[i].status == JR_ECLOSED || w->res[i].status == JR_EREMOVED) continue;
+        /* it never left the server it was given to before its deadline (no leader known there
+         * in time, e.g. that server was paused meanwhile): a definite failure, not stored */
+        if (w->res[i].status == JR_ENOQUORUM) continue;
         /* its stream leader crashed and the failover did not finish in time: the outcome is
          * unknown, it was not acknowledged (a few at most) */
         if (w->res[i].status == JR_ETIMEDOUT || w->res[i].status == JR_ELEADERLOST) {
