@@ -30,17 +30,20 @@
 #include "util/alloc.h"
 #include "util/deadline.h"
 
-/* Leader at a heartbeat tick: nothing to send and nobody to bring up to date (see raft.h). */
+/* Leader at a heartbeat tick: nothing to send and nobody to bring up to date (see raft.h). A
+ * removed voter this replica stands in for counts as caught up, as its acknowledgement counts
+ * as given for commits. */
 static int leader_idle(const jr__raft *r, uint64_t now)
 {
     uint64_t last = r->log.last;
     if (!jr__raft_ready(r) || r->transfer_to || r->send_pending || jr__memb_pending(r) ||
         r->durable != last || r->commit != last)
         return 0;
-    uint64_t caught = 0;
+    uint64_t caught = 0, need;
+    int stand = jr__removed_stand_in(r, &need); /* answers through this replica (removed.c) */
     for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__prog *p = &r->prog[i];
-        if (p->id == r->cfg.self) {
+        if (p->id == r->cfg.self || (int)i == stand) {
             caught += p->voter;
             continue;
         }
@@ -205,13 +208,15 @@ void jr__raft_hb_resp(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uin
 }
 
 /* Quiet leader: steps down unless the voters whose node is not lost make a quorum (§6.2 with
- * node-level contact). */
+ * node-level contact); a removed voter this replica stands in for counts as alive, as in
+ * jr__elect_check_quorum. */
 static void quiet_check_quorum(jr__raft *r, uint64_t now)
 {
-    uint64_t alive = 0;
+    uint64_t alive = 0, need;
+    int stand = jr__removed_stand_in(r, &need);
     for (uint32_t i = 0; i < r->conf->n; i++) {
         const jr__prog *p = &r->prog[i];
-        if (p->voter && (p->id == r->cfg.self || !p->lost)) alive++;
+        if (p->voter && (p->id == r->cfg.self || (int)i == stand || !p->lost)) alive++;
     }
     if (alive < jr__raft_quorum(r)) {
         jr__elect_lost_quorum(r, now);

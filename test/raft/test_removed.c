@@ -77,6 +77,39 @@ START_TEST(the_whole_voter_of_two_elects_alone_once_the_other_is_removed)
 }
 END_TEST
 
+/* A stand-in's group goes quiet once idle, like any group, and keeps its leader while quiet:
+ * the removed voter counts as caught up and alive, as its acknowledgement counts as given. A
+ * proposal wakes it, commits, and the group goes quiet again. */
+START_TEST(an_idle_stand_in_goes_quiet_and_keeps_leading)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 2, seed);
+        h.quiesce = 1;
+        h.cfg.quiesce = 1;
+        h_start(&h, 2, 2);
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 5, "a");
+        h_run(&h, ET / 2);
+        h_crash(&h, 0);
+        ck_assert_int_eq(jr__raft_peer_removed(R(&h, 1), 1), 0);
+        ck_assert_int_eq(h_wait_leader(&h, 10 * ET), 1);
+        for (int round = 0; round < 2; round++) {
+            uint64_t idx = h_propose_n(&h, 1, 3, round ? "c" : "b");
+            h_run(&h, 20 * ET);
+            ck_assert_uint_ge(h_commit(&h, 1), idx);
+            ck_assert_msg(jr__raft_quiet(R(&h, 1)), "seed %llu round %d: the stand-in is not quiet",
+                          (unsigned long long)seed, round);
+            ck_assert_int_eq(jr__raft_role(R(&h, 1)), JR_LEADER);
+        }
+        holds_all(&h, 1, "b", 3);
+        holds_all(&h, 1, "c", 3);
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
 /* The removed voter n0 still leads when its removal takes effect and never learns of it: n1
  * refuses its frames from then on (the cut n0 -> n1), after having voted for it. n0 appends
  * entries no one acknowledges and commits none of them; n1 stands in, leads a later term (one
@@ -743,6 +776,7 @@ int main(void)
     TCase *tc = tcase_create("removed");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, the_whole_voter_of_two_elects_alone_once_the_other_is_removed);
+    tcase_add_test(tc, an_idle_stand_in_goes_quiet_and_keeps_leading);
     tcase_add_test(tc, a_removed_leader_that_never_learns_it_commits_nothing);
     tcase_add_test(tc, an_unvouched_replica_stands_in_only_once_vouched);
     tcase_add_test(tc, a_damaged_replica_never_stands_in);
