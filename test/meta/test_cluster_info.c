@@ -85,6 +85,27 @@ START_TEST(markers)
 }
 END_TEST
 
+/* A replica whose server told the leader its state machine failed, or is being rebuilt: never
+ * current, whatever the view says, and named so beside the other marks. */
+START_TEST(state_machine_marks)
+{
+    jr__replica_view r[] = {
+        {"a", 1, 0, 0, 0, 5 * MS, 0, 0, 0, 1, 0}, /* failed */
+        {"b", 1, 0, 0, 0, 5 * MS, 3, 0, 0, 1, 1}, /* rebuilding */
+    };
+    jr__cluster_view v = {"east", "", "l", r, 2};
+    ck_assert_str_eq(render(&v, 0), "Cluster Information:\n"
+                                    "\n"
+                                    "                 Name: east\n"
+                                    "               Leader: l\n"
+                                    "              Replica: a, outdated, state machine failed, "
+                                    "seen 0.01s ago\n"
+                                    "              Replica: b, outdated, state machine rebuilding, "
+                                    "seen 0.01s ago, 3 operations behind\n"
+                                    "\n");
+}
+END_TEST
+
 static const char *seen(uint64_t ns, uint64_t lag)
 {
     jr__replica_view r = {"p", 1, 0, 0, 0, ns, lag, 0, 0, 0, 0};
@@ -162,6 +183,7 @@ int main(void)
     tcase_add_test(tc, seed_001_walkthrough);
     tcase_add_test(tc, seed_004_catch_up);
     tcase_add_test(tc, markers);
+    tcase_add_test(tc, state_machine_marks);
     tcase_add_test(tc, durations_and_lags);
     tcase_add_test(tc, snprintf_semantics);
     tcase_add_test(tc, not_clustered_and_bad_input);
