@@ -101,7 +101,8 @@ typedef void (*jr_check_cb)(void *arg, int status, const char *msg, const jr_che
 
 /* Checks a stream's replicas on its info from its leader (jr_stream_info_get): a leader, the
  * expected number of peers, none offline, lagging past opts->lag_critical, unseen past
- * opts->seen_critical_ns or damaged (critical), none unvouched, otherwise not current, or
+ * opts->seen_critical_ns, damaged or with a failed state machine (critical), none rebuilding
+ * its state machine, unvouched, otherwise not current, or
  * joining as observer or pending member while the peer set changes (warning), and a peer
  * change (jr_cluster_info.move) stuck on quorum, another asset or nothing it can do (warning)
  * or with a persistent error (critical), saying why. While a peer change runs, the peer count
