@@ -4,7 +4,8 @@
  * For any input (Raft messages, heartbeats, requests and responses, extensions): jr__frame_validate
  * and a full decode (jr__frame_next over every message) must agree, never read out of bounds, never
  * crash. If the input validates, every message is re-encoded into a new frame and the bytes
- * must equal the input (the encoding is canonical).
+ * must equal the input (the encoding is canonical). An FSM extension's payload is also decoded
+ * (jr__fsm_open) and, when accepted, re-encoded to the same bytes.
  * Seeds: a fuzzer that starts from nothing finds the header quickly because
  * the first input bytes steer it; the harness also rewraps the input as a body with a valid
  * header and checksum (first byte odd), so the message decoders are reached on every run.
@@ -28,6 +29,29 @@ static void fail(void)
     __builtin_trap();
 }
 
+/* An FSM extension's payload: jr__fsm_open never reads outside it, and one it accepts gives
+ * back exactly its count of items, which re-encode to the same bytes (canonical). */
+static void check_fsm(const jr__ext_view *x)
+{
+    static jr__fsm_item items[MAX_FRAME / 3 + 1];
+    jr__fsm_view v;
+    if (jr__fsm_open(x, &v) != 0) return;
+    size_t n = 0, want = v.n;
+    while (jr__fsm_next(&v, &items[n])) n++;
+    if (n != want || n == 0) fail();
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    jr__frame_begin(&b, 0x1234, 0x5678);
+    jr__frame_add_fsm(&b, items, n);
+    if (b.err) fail(); /* the encoder must accept whatever the decoder produced */
+    /* the payload follows the header, the type, the flags and the length varint */
+    size_t hdr = JR__FRAME_HEADER + 2;
+    if (b.len < hdr + x->len) fail();
+    size_t lenlen = b.len - hdr - x->len;
+    if (memcmp(b.data + hdr + lenlen, x->payload, x->len) != 0) fail();
+    jr__buf_free(&b);
+}
+
 /* Decodes everything; if it validated, re-encodes and compares. */
 static void decode_all(const uint8_t *d, size_t len, int valid, jr__frame *f)
 {
@@ -47,6 +71,7 @@ static void decode_all(const uint8_t *d, size_t len, int valid, jr__frame *f)
             jr__frame_add_response(&out, f->rpc.id, f->rpc.status, f->rpc.payload, f->rpc.len);
         } else if (m.type >= JR__MSG_EXT_FIRST) {
             if (m.group != 0 || f->ext.type != m.type) fail();
+            if (m.type == JR__EXT_FSM) check_fsm(&f->ext);
             jr__frame_add_ext(&out, f->ext.type, f->ext.flags, f->ext.payload, f->ext.len);
         } else if (m.type >= JR__MSG_NODE_FIRST) {
             jr__hb_view v = f->hb;

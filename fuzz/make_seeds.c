@@ -450,6 +450,15 @@ static void frames(void)
     jr__frame_add_response(&b, 42, JR_ENOTFOUND, "no such stream", 14);
     jr__frame_add_response(&b, 43, 0, NULL, 0);
     frame_seed("responses", &b);
+
+    /* a follower's word on its state machines (FSM extension) beside its heartbeat answer */
+    const jr__hb_item resp[] = {{1, 4, 12}};
+    const jr__fsm_item fsm[] = {
+        {5, 4, JR__FSM_FAILED}, {6, 4, JR__FSM_REBUILDING}, {300, 2, JR__FSM_WHOLE}};
+    jr__frame_begin(&b, z, a);
+    jr__frame_add_hb(&b, JR__MSG_NODE_HB_RESP, 77, resp, 1);
+    jr__frame_add_fsm(&b, fsm, 3);
+    frame_seed("fsm-report", &b);
     jr__buf_free(&b);
 }
 

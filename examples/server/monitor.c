@@ -38,6 +38,7 @@ typedef struct unwell_rep {
     char stream[256], consumer[256]; /* consumer "": a stream replica */
     uint64_t group;
     int role, damaged, fsm_failed, unvouched, no_leader, no_quorum;
+    int peers_fsm_failed; /* leader: members whose state machine failed, as they told it */
 } unwell_rep;
 
 typedef struct snap {
@@ -136,6 +137,10 @@ static void on_health(void *arg, int status, const char *msg, const jr_node_heal
         n->unwell_rep[k].unvouched = g->unvouched;
         n->unwell_rep[k].no_leader = g->no_leader;
         n->unwell_rep[k].no_quorum = g->no_quorum;
+        n->unwell_rep[k].peers_fsm_failed =
+            g->size >= offsetof(jr_group_health, peers_fsm_failed) + sizeof g->peers_fsm_failed
+                ? g->peers_fsm_failed
+                : 0;
     }
 }
 
@@ -341,19 +346,22 @@ static char *render_metrics(const snap *c, const char *name)
 static const char *const check_names[] = {"OK", "WARNING", "CRITICAL", "UNKNOWN"};
 static const char *const role_names[] = {"follower", "candidate", "leader", "observer"};
 
-/* The unwell local replicas (a replica not listed leads or follows with a quorum, whole): each
- * with its role, damaged (lost data, waits for repair: never leads) and fsm_failed (its state
- * machine failed and is rebuilt) as one read of its group gave them. */
+/* The unwell local replicas (a replica not listed leads or follows with a quorum, whole, and
+ * leads no member whose state machine failed): each with its role, damaged (lost data, waits for
+ * repair: never leads) and fsm_failed (its state machine failed and is rebuilt) as one read of
+ * its group gave them, and on a leader peers_fsm_failed (members that told it their state
+ * machine failed or is being rebuilt; the text names them). */
 static json_t *unwell_replicas(const snap *c)
 {
     json_t *a = json_array();
     for (size_t i = 0; c->have_health && i < c->nunwell; i++) {
         const unwell_rep *r = &c->unwell_rep[i];
         json_t *o =
-            json_pack("{s:s,s:I,s:s,s:b,s:b,s:b,s:b,s:b,s:s}", "stream", r->stream, "group",
+            json_pack("{s:s,s:I,s:s,s:b,s:b,s:b,s:b,s:b,s:i,s:s}", "stream", r->stream, "group",
                       (json_int_t)r->group, "role", role_names[(unsigned)r->role & 3], "damaged",
                       r->damaged, "fsm_failed", r->fsm_failed, "unvouched", r->unvouched,
-                      "no_leader", r->no_leader, "no_quorum", r->no_quorum, "text", c->unwell[i]);
+                      "no_leader", r->no_leader, "no_quorum", r->no_quorum, "peers_fsm_failed",
+                      r->peers_fsm_failed, "text", c->unwell[i]);
         if (o && r->consumer[0]) json_object_set_new(o, "consumer", json_string(r->consumer));
         if (o) json_array_append_new(a, o);
     }

@@ -33,6 +33,10 @@ typedef struct jr_peer_info {
     int damaged;        /* its replica lost data and waits for repair (jr_group_status.damaged) */
     int unvouched;      /* restarted, its storage not yet vouched for (jr_peer_status.unvouched);
                            never current */
+    int fsm_failed;     /* its state machine failed or is being rebuilt, as its server told the
+                           leader (jr_peer_status.fsm_failed; its log is whole); never current */
+    int fsm_rebuilding; /* of fsm_failed: being rebuilt from the group's snapshot, log and peers
+                           (jr_peer_status.fsm_rebuilding) */
 } jr_peer_info;
 
 /* What a peer change in progress waits on (JetStream 2.15's desired-state status types). */

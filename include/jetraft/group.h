@@ -233,8 +233,15 @@ typedef struct jr_peer_status {
     int unvouched;         /* as jr_group_status.unvouched: this replica's own flag for itself;
                               for another member, on the leader, a member that restarted and
                               has not yet acknowledged the log it was asked to vouch for */
-    int fsm_failed;        /* jr_group_status.fsm_failed for this replica itself; 0 for another
-                              member (a leader does not learn of its members' state machines) */
+    int fsm_failed;        /* its state machine failed or is being rebuilt (its log is whole):
+                              for this replica itself jr_group_status.fsm_failed or its layer's
+                              word (a stream store that failed, rebuilt from its peers); for
+                              another member, on the leader, what that member's server reported
+                              within an election timeout (it reports every heartbeat interval
+                              while not whole); 0 elsewhere. Never current meanwhile */
+    int fsm_rebuilding;    /* of fsm_failed: the state machine is being rebuilt from the
+                              group's snapshot, log and peers (a stream replica fetching its
+                              messages again), not failed and waiting */
 } jr_peer_status;
 
 JR_API int jr_group_status_get(const jr_group *g, jr_group_status *out);

@@ -3,7 +3,7 @@
  * `nats server check stream --peer-expect N` judges them (Nagios-style OK / WARNING / CRITICAL,
  * with a one-line rendering), and a node's own health (JetStream's /healthz: current with the
  * meta leader, every local stream and consumer replica led, with a quorum, undamaged, its state
- * machine whole).
+ * machine whole, and on a group's leader its members' state machines as they report them).
  *
  * Everything handed to a callback (the structs, their arrays and strings) is borrowed for the
  * duration of the callback. Each struct starts with its size as built into the library; arrays
@@ -37,8 +37,8 @@ enum jr_check_kind {
     JR_CHECK_INACTIVE,        /* "N replicas inactive": not seen for longer than seen_critical */
     JR_CHECK_DAMAGED,         /* "N replicas damaged": lost data, waiting for repair (as the
                                  leader knows its members: jr_peer_info.damaged; a replica whose
-                                 state machine failed has a whole log and is not counted here:
-                                 its own node's health says so, jr_group_health.fsm_failed) */
+                                 state machine failed has a whole log and is not counted here
+                                 but as JR_CHECK_FSM_FAILED or JR_CHECK_REBUILDING) */
     JR_CHECK_NOT_CURRENT,     /* "N replicas not current": online, not caught up (warning) */
     JR_CHECK_UNVOUCHED,       /* "N replicas unvouched": restarted, storage not yet vouched for
                                  (warning) */
@@ -47,6 +47,12 @@ enum jr_check_kind {
                                  change (jr_move_info) waiting on quorum, another asset or
                                  nothing it can do (warning), or with a persistent error
                                  (critical) */
+    JR_CHECK_FSM_FAILED,      /* "N replicas state machine failed": its server told the leader
+                                 its state machine failed and is not being rebuilt
+                                 (jr_peer_info.fsm_failed; critical) */
+    JR_CHECK_REBUILDING,      /* "N replicas rebuilding": a state machine rebuilt from the
+                                 group's snapshot, log and peers (jr_peer_info.fsm_rebuilding;
+                                 warning) */
 };
 
 typedef struct jr_check_opts {
@@ -95,7 +101,8 @@ typedef void (*jr_check_cb)(void *arg, int status, const char *msg, const jr_che
 
 /* Checks a stream's replicas on its info from its leader (jr_stream_info_get): a leader, the
  * expected number of peers, none offline, lagging past opts->lag_critical, unseen past
- * opts->seen_critical_ns or damaged (critical), none unvouched, otherwise not current, or
+ * opts->seen_critical_ns, damaged or with a failed state machine (critical), none rebuilding
+ * its state machine, unvouched, otherwise not current, or
  * joining as observer or pending member while the peer set changes (warning), and a peer
  * change (jr_cluster_info.move) stuck on quorum, another asset or nothing it can do (warning)
  * or with a persistent error (critical), saying why. While a peer change runs, the peer count
@@ -119,7 +126,8 @@ JR_API int jr_consumer_check(jr_node *node, const char *stream, const char *cons
  * len > 0). Reads res and its problems only up to their size. No allocation. */
 JR_API int jr_stream_check_format(const jr_check_result *res, char *buf, size_t len);
 
-/* A local stream or consumer replica that is unwell. */
+/* A local stream or consumer replica that is unwell: its own state, or, on its group's leader,
+ * a member whose state machine failed or is being rebuilt (peers_fsm_failed). */
 typedef struct jr_group_health {
     size_t size;          /* sizeof(jr_group_health) as built into the library */
     uint64_t group;       /* its Raft group id */
@@ -143,6 +151,10 @@ typedef struct jr_group_health {
                              a stream or consumer replica may still vote, and lead for a while
                              (a stream leader whose store failed hands its leadership over); a
                              group whose snapshot did not restore votes no more */
+    int peers_fsm_failed; /* on the leader: other members whose server told it their state
+                             machine failed or is being rebuilt (jr_peer_status.fsm_failed);
+                             such a group is listed (its text names them) until they are whole
+                             again. 0 elsewhere */
 } jr_group_health;
 
 /* A node's health as JetStream's /healthz sees it, computed locally. */

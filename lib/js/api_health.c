@@ -114,7 +114,8 @@ static uint32_t target_members(const jr_move_info *m, const jr__cluster_view *v)
 }
 
 /* The cluster block, judged: criticals in the CLI's order (leader, peer count, offline, lagged,
- * inactive), then libjetraft's own (damaged), then the warnings. */
+ * inactive), then libjetraft's own (damaged, state machine failed), then the warnings (not
+ * current, rebuilding, unvouched, peer change, move stuck). */
 static void judge_cluster(check_build *b, const check_ctx *c, const jr_cluster_info *ci,
                           uint32_t configured)
 {
@@ -143,7 +144,7 @@ static void judge_cluster(check_build *b, const check_ctx *c, const jr_cluster_i
                                  : NULL;
     if (mv) peers = target_members(mv, &v); /* members on their way out do not count */
     uint32_t offline = 0, lagged = 0, inactive = 0, damaged = 0, stale = 0, unvouched = 0;
-    uint32_t observers = 0, pending = 0;
+    uint32_t observers = 0, pending = 0, fsm_failed = 0, rebuilding = 0;
     for (size_t i = 0; i < v.nreplicas; i++) {
         const jr__replica_view *r = &v.replicas[i];
         if (r->current) current++;
@@ -154,8 +155,14 @@ static void judge_cluster(check_build *b, const check_ctx *c, const jr_cluster_i
         if (r->observer) observers++;
         if (r->pending) pending++;
         if (r->unvouched && !r->damaged) unvouched++;
-        if (!r->current && !r->offline && !r->damaged && !r->unvouched && !r->observer &&
-            !r->pending)
+        if (r->fsm_failed && !r->damaged && !r->offline) {
+            if (r->fsm_rebuilding)
+                rebuilding++;
+            else
+                fsm_failed++;
+        }
+        if (!r->current && !r->offline && !r->damaged && !r->unvouched && !r->fsm_failed &&
+            !r->observer && !r->pending)
             stale++;
     }
     b->res.peers = peers;
@@ -175,9 +182,15 @@ static void judge_cluster(check_build *b, const check_ctx *c, const jr_cluster_i
     if (damaged)
         problem(b, JR_CHECK_DAMAGED, JR_CHECK_CRITICAL, damaged, "%u replicas damaged",
                 (unsigned)damaged);
+    if (fsm_failed)
+        problem(b, JR_CHECK_FSM_FAILED, JR_CHECK_CRITICAL, fsm_failed,
+                "%u replicas state machine failed", (unsigned)fsm_failed);
     if (stale)
         problem(b, JR_CHECK_NOT_CURRENT, JR_CHECK_WARNING, stale, "%u replicas not current",
                 (unsigned)stale);
+    if (rebuilding)
+        problem(b, JR_CHECK_REBUILDING, JR_CHECK_WARNING, rebuilding, "%u replicas rebuilding",
+                (unsigned)rebuilding);
     if (unvouched)
         problem(b, JR_CHECK_UNVOUCHED, JR_CHECK_WARNING, unvouched, "%u replicas unvouched",
                 (unsigned)unvouched);
@@ -317,8 +330,10 @@ typedef struct health_ctx {
 
 typedef struct group_verdict {
     jr_group_health h;
-    int failed; /* its state machine's failure code (0: none) */
-    char text[JR_STREAM_NAME_MAX * 2 + 160];
+    int failed;              /* its state machine's failure code (0: none) */
+    int peers_rebuilding;    /* of h.peers_fsm_failed, those being rebuilt */
+    const char *peer_failed; /* the first of them (borrowed from the node's peer table) */
+    char text[JR_STREAM_NAME_MAX * 2 + 200];
 } group_verdict;
 
 /* 1 if the node of server `name` sent a valid frame within `within` ns. */
@@ -355,22 +370,32 @@ static int judge_group(jr__js *js, jr_group *g, int failed, group_verdict *out)
     if (!leader) {
         out->h.no_leader = 1;
     } else if (st.role == JR_LEADER) {
-        /* Raft §3.4: the leader needs a majority of the voters to commit */
+        /* Raft §3.4: the leader needs a majority of the voters to commit. A member whose state
+         * machine failed is not current, but its log may be: it counts toward the quorum. */
         size_t voters = 0, current = 0;
         for (size_t i = 0; i < st.npeers; i++) {
             jr_peer_status ps;
             memset(&ps, 0, sizeof ps);
             ps.size = sizeof ps;
-            if (jr_group_peer(g, i, &ps) != 0 || !ps.voter) continue;
+            if (jr_group_peer(g, i, &ps) != 0) continue;
+            int self = ps.name && strcmp(ps.name, leader) == 0;
+            if (ps.fsm_failed && !self) {
+                if (!out->h.peers_fsm_failed++) out->peer_failed = ps.name;
+                out->peers_rebuilding += ps.fsm_rebuilding;
+            }
+            if (!ps.voter) continue;
             voters++;
-            if (ps.current || (ps.name && strcmp(ps.name, leader) == 0)) current++;
+            int log_current = ps.fsm_failed && !ps.damaged && !ps.unvouched &&
+                              ps.last_seen_ns <= js->election_ns &&
+                              ps.match_index >= st.commit_index;
+            if (ps.current || self || log_current) current++;
         }
         out->h.no_quorum = current < voters / 2 + 1;
     } else {
         out->h.no_quorum = !heard_within(js->n, leader, js->election_ns);
     }
     return out->h.no_leader || out->h.no_quorum || out->h.damaged || out->h.fsm_failed ||
-           out->h.unvouched;
+           out->h.unvouched || out->h.peers_fsm_failed;
 }
 
 /* The verdict's one line: the worst of its problems, a lost replica first. A state machine
@@ -386,11 +411,21 @@ static void verdict_text(group_verdict *v)
         snprintf(fsm, sizeof fsm, "state machine rebuilding from its peers");
     else
         snprintf(fsm, sizeof fsm, "state machine failed: %s", jr_strerror(v->failed));
+    /* a member's failure, as it told this leader: the replica named, or how many */
+    char peers[JR_STREAM_NAME_MAX + 96];
+    int np = v->h.peers_fsm_failed, nr = v->peers_rebuilding;
+    if (np == 1)
+        snprintf(peers, sizeof peers, "replica %s: state machine %s",
+                 v->peer_failed ? v->peer_failed : "?",
+                 nr ? "rebuilding from its peers" : "failed");
+    else
+        snprintf(peers, sizeof peers, "%d replicas' state machines failed (%d rebuilding)", np, nr);
     const char *what = v->h.damaged      ? "damaged"
                        : v->h.fsm_failed ? fsm
                        : v->h.no_leader  ? "no leader"
                        : v->h.no_quorum  ? "no quorum"
-                                         : "unvouched";
+                       : v->h.unvouched  ? "unvouched"
+                                         : peers;
     if (v->h.consumer)
         snprintf(v->text, sizeof v->text, "consumer %s > %s: %s", v->h.stream, v->h.consumer, what);
     else

@@ -277,6 +277,7 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
     jr__buf_init(&cu->piece, a);
     jr__buf_init(&cu->z, a);
     r->cu = cu;
+    jr__srep_fsm_report(r); /* a rebuilt replica is rebuilding until this catch-up ends */
     jr__node_log(js->n, JR_LOG_INFO,
                  "stream '%s': restored snapshot %" PRIu64 ", fetching messages from seq %" PRIu64,
                  r->name, index, need);
@@ -321,6 +322,7 @@ void jr__catchup_free(jr__srep *r)
     jr__buf_free(&cu->z);
     jr__free(a, cu);
     r->cu = NULL;
+    jr__srep_fsm_report(r);
 }
 
 int jr__catchup_later(jr__srep *r, uint64_t gindex, uint64_t index, const void *snap, size_t len)

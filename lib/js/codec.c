@@ -19,9 +19,11 @@ static void put_cluster(jr__buf *b, const jr_cluster_info *c)
     for (size_t i = 0; i < c->nreplicas; i++) {
         const jr_peer_info *p = c->replicas[i];
         jr__buf_str(b, p->name);
-        jr__buf_u8(b, (uint8_t)((p->current ? 1 : 0) | (p->offline ? 2 : 0) |
-                                (p->observer ? 4 : 0) | (p->pending ? 8 : 0) |
-                                (p->damaged ? 16 : 0) | (p->unvouched ? 32 : 0)));
+        jr__buf_u8(b,
+                   (uint8_t)((p->current ? 1 : 0) | (p->offline ? 2 : 0) | (p->observer ? 4 : 0) |
+                             (p->pending ? 8 : 0) | (p->damaged ? 16 : 0) |
+                             (p->unvouched ? 32 : 0) | (p->fsm_failed ? 64 : 0) |
+                             (p->fsm_failed && p->fsm_rebuilding ? 128 : 0)));
         jr__buf_varint(b, p->active_ns);
         jr__buf_varint(b, p->lag);
     }
@@ -135,8 +137,11 @@ static int take_cluster(jr__rd *r, char **at, const char *end, jr_cluster_info *
         pi->pending = (f >> 3) & 1;
         pi->damaged = (f >> 4) & 1;
         pi->unvouched = (f >> 5) & 1;
+        pi->fsm_failed = (f >> 6) & 1;
+        pi->fsm_rebuilding = (f >> 7) & 1;
+        if (pi->fsm_rebuilding && !pi->fsm_failed) return JR_ECORRUPT; /* never encoded */
         /* never shown current, whatever the sender said */
-        if (pi->damaged || pi->unvouched) pi->current = 0;
+        if (pi->damaged || pi->unvouched || pi->fsm_failed) pi->current = 0;
         ptrs[i] = pi;
     }
     if (r->err) return JR_ECORRUPT;

@@ -9,7 +9,9 @@
  *             varint last_ts | varint num_subjects | varint num_deleted | varint consumers |
  *             str cluster | str group | str leader ("" none) | varint n (<= 16) |
  *             n × (str name | u8 flags (1 current, 2 offline, 4 observer, 8 pending,
- *                  16 damaged, 32 unvouched) | varint active_ns | varint lag)
+ *                  16 damaged, 32 unvouched, 64 fsm failed, 128 fsm rebuilding: only with
+ *                  64) | varint active_ns | varint lag); a decoder of a release before 64 and
+ *                  128 ignores them (its replica shows as the other bits say: not current)
  *   servers = str cluster | str leader | varint nstreams | varint n |
  *             n × (str name | str cluster | varint ntags | ntags × str | u8 flags (1 leader,
  *                  2 current, 4 offline, 8 damaged, 16 draining) | varint active_ns |

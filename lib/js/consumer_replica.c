@@ -93,6 +93,7 @@ static void fail(jr__crep *r, int rc, const char *what, uint64_t index)
     }
     r->failed = rc;
     r->js->converge_failed = 1; /* the meta timer's convergence rebuilds it (jr__crep_rebuild) */
+    if (r->g) jr__group_set_fsm_state(r->g, JR__FSM_FAILED); /* its leader is told */
 }
 
 static void crep_apply(void *ctx, uint64_t index, const void *data, size_t len)
@@ -289,6 +290,8 @@ int jr__crep_create(jr__js *js, const jr__meta_consumer *c)
     jr__map_del(&js->hints, r->group);
     /* as a stream replica's: no vote until the meta state is known current */
     if (!jr__mnode_caught_up(js)) jr__group_hold(r->g, 1);
+    /* a rebuilt replica is whole once its group restored and re-applied (or failed again) */
+    jr__group_set_fsm_state(r->g, r->failed ? JR__FSM_FAILED : JR__FSM_WHOLE);
     return 0;
 }
 

@@ -850,6 +850,11 @@ void jr__srep_store_failed(jr__srep *r, int rc, const char *what);
 /* 0 if the replica is whole, else why not (its failure code, or JR_EDAMAGED while a rebuilt
  * replica still fetches its messages): what health reports as damaged. */
 int jr__srep_damage(const jr__srep *r);
+/* Tells the node the replica's state machine as jr__srep_damage sees it — failed, rebuilding
+ * (a rebuilt replica fetching its messages) or whole — for the group's leader
+ * (jr__group_set_fsm_state). Called where it may change: the replica's timer (which a failure
+ * makes due at once), a rebuild, a catch-up's start and end. */
+void jr__srep_fsm_report(jr__srep *r);
 /* Applies an entry (live, or replayed after a catch-up), resolving the proposal it answers. */
 void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len);
 /* The node saw the role of group `group` change (it became leader, or stopped being one: the

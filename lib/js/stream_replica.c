@@ -595,6 +595,8 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
     jr__srep *r = JR__CONTAINER_OF(t, jr__srep, timer);
     jr_node *n = js->n;
     uint64_t soon = jr__deadline(jr__node_now(n), js->election_ns / 2), next = UINT64_MAX;
+    /* a failure makes this timer due at once: the group's leader learns of it from here */
+    jr__srep_fsm_report(r);
     /* A committed entry of a newer release (JR_EVERSION) fails every replica of this release
      * alike: rebuilding would meet it again. It waits for this server's upgrade. */
     if (r->failed && r->failed != JR_EVERSION) {
@@ -927,6 +929,15 @@ int jr__srep_damage(const jr__srep *r)
     return r->rebuilt && r->cu ? JR_EDAMAGED : 0;
 }
 
+void jr__srep_fsm_report(jr__srep *r)
+{
+    if (!r->g || jr__group_closed(r->g)) return;
+    int state = r->failed                 ? JR__FSM_FAILED
+                : jr__srep_damage(r) != 0 ? JR__FSM_REBUILDING
+                                          : JR__FSM_WHOLE;
+    jr__group_set_fsm_state(r->g, state);
+}
+
 /* 1 if a replica that failed with `failed` keeps its store when rebuilt: an I/O error or a full
  * disk (a write or sync that did not happen) or no memory, never damage. */
 static int keeps_store(int failed)
@@ -995,7 +1006,10 @@ static int rebuild(jr__srep *r)
         return 0;
     }
     jr__srep *nr = jr__srep_find(js, s->group);
-    if (nr) nr->rebuilt = 1;
+    if (nr) {
+        nr->rebuilt = 1;
+        jr__srep_fsm_report(nr); /* rebuilding while it fetches its messages */
+    }
     return 0;
 }
 

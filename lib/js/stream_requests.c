@@ -102,7 +102,10 @@ size_t jr__cluster_replicas(jr__js *js, jr_group *g, const char *const *peers, s
             !joining && (ps.last_seen_ns == UINT64_MAX || ps.last_seen_ns > 2 * js->election_ns);
         pi->damaged = ps.damaged;
         pi->unvouched = ps.unvouched;
-        pi->current = ps.current && !pi->offline && !pi->damaged && !pi->unvouched;
+        pi->fsm_failed = ps.fsm_failed;
+        pi->fsm_rebuilding = ps.fsm_rebuilding;
+        pi->current =
+            ps.current && !pi->offline && !pi->damaged && !pi->unvouched && !pi->fsm_failed;
     }
     /* Peers of the assignment that are not (yet) members of the group. */
     const jr__conf *conf = jr__raft_conf(jr__group_consensus(g));

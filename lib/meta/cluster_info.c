@@ -67,9 +67,13 @@ static void emit_replica(jr__fmt *o, int width, const jr__replica_view *r)
 {
     jr__fmt_label(o, width, "Replica");
     jr__fmt_emit(o, "%s%s, %s", r->name, r->pending ? " (pending)" : "",
-                 r->current && !r->damaged && !r->unvouched ? "current" : "outdated");
+                 r->current && !r->damaged && !r->unvouched && !r->fsm_failed ? "current"
+                                                                              : "outdated");
     if (r->damaged) jr__fmt_emit(o, ", damaged");
     if (r->unvouched) jr__fmt_emit(o, ", unvouched");
+    if (r->fsm_failed)
+        jr__fmt_emit(o,
+                     r->fsm_rebuilding ? ", state machine rebuilding" : ", state machine failed");
     if (r->offline) jr__fmt_emit(o, ", OFFLINE");
     if (r->observer) jr__fmt_emit(o, ", observer");
     if (r->seen_ns < (uint64_t)INT64_MAX) {

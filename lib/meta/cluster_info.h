@@ -40,14 +40,17 @@
 
 typedef struct jr__replica_view {
     const char *name;
-    int current;      /* caught up and heard from within an election timeout */
-    int offline;      /* not heard from recently */
-    int observer;     /* non-voting member */
-    int pending;      /* in the assignment, not (yet) in the Raft group */
-    uint64_t seen_ns; /* since last contact; UINT64_MAX: never */
-    uint64_t lag;     /* operations behind the leader */
-    int damaged;      /* lost data, waits for repair: never shown current */
-    int unvouched;    /* restarted, its storage not yet vouched for by its peers: never current */
+    int current;        /* caught up and heard from within an election timeout */
+    int offline;        /* not heard from recently */
+    int observer;       /* non-voting member */
+    int pending;        /* in the assignment, not (yet) in the Raft group */
+    uint64_t seen_ns;   /* since last contact; UINT64_MAX: never */
+    uint64_t lag;       /* operations behind the leader */
+    int damaged;        /* lost data, waits for repair: never shown current */
+    int unvouched;      /* restarted, its storage not yet vouched for by its peers: never current */
+    int fsm_failed;     /* its state machine failed or is being rebuilt (its server's word to the
+                           leader; its log is whole): never shown current */
+    int fsm_rebuilding; /* of fsm_failed: being rebuilt from the group's snapshot, log and peers */
 } jr__replica_view;
 
 typedef struct jr__cluster_view {

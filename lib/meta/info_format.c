@@ -19,15 +19,18 @@ int jr__cluster_view_from_info(const jr_cluster_info *ci,
         if (!in || !JR__HAS(in->size, jr_peer_info, name)) return JR_EINVAL;
         memcpy(&p, in, in->size < sizeof p ? in->size : sizeof p);
         if (!JR__HAS(in->size, jr_peer_info, active_ns)) p.active_ns = UINT64_MAX;
-        reps[i] = (jr__replica_view){.name = p.name,
-                                     .current = p.current && !p.damaged && !p.unvouched,
-                                     .offline = p.offline,
-                                     .observer = p.observer,
-                                     .pending = p.pending,
-                                     .damaged = p.damaged,
-                                     .unvouched = p.unvouched,
-                                     .seen_ns = p.active_ns,
-                                     .lag = p.lag};
+        reps[i] =
+            (jr__replica_view){.name = p.name,
+                               .current = p.current && !p.damaged && !p.unvouched && !p.fsm_failed,
+                               .offline = p.offline,
+                               .observer = p.observer,
+                               .pending = p.pending,
+                               .damaged = p.damaged,
+                               .unvouched = p.unvouched,
+                               .fsm_failed = p.fsm_failed,
+                               .fsm_rebuilding = p.fsm_failed && p.fsm_rebuilding,
+                               .seen_ns = p.active_ns,
+                               .lag = p.lag};
     }
     *v = (jr__cluster_view){.cluster = ci->name,
                             .group = ci->group,

@@ -356,7 +356,8 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
     s.last_seen_ns = UINT64_MAX;
     if (c->m[i].id == n->self) {
         s.damaged = jr__group_lost(g);
-        s.fsm_failed = g->fsm_failed;
+        s.fsm_failed = jr__group_fsm(g) != JR__FSM_WHOLE;
+        s.fsm_rebuilding = jr__group_fsm(g) == JR__FSM_REBUILDING;
         s.unvouched = jr__raft_unvouched(r);
     } else {
         s.damaged = jr__group_peer_damaged(g, c->m[i].id);
@@ -374,6 +375,13 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
             s.current = 1;
         } else {
             s.unvouched = pr.unvouched;
+            /* its node's word on its state machine (fsmreport.c), renewed every heartbeat
+             * interval while not whole: one older than an election timeout is none */
+            if (pr.fsm != JR__FSM_WHOLE &&
+                (now <= pr.fsm_at || now - pr.fsm_at <= n->election_ns)) {
+                s.fsm_failed = 1;
+                s.fsm_rebuilding = pr.fsm == JR__FSM_REBUILDING;
+            }
         }
         if (pr.id != n->self && seen) {
             s.last_seen_ns = now > seen ? now - seen : 0;

@@ -603,6 +603,7 @@ void jr__group_free(jr_group *g)
 {
     jr_node *n = g->node;
     jr__live_forget(g);
+    jr__fsmr_forget(g);
     unready(g);
     jr__heap_cancel(&n->timers, &g->timer);
     jr__snap_close_files(g);

@@ -156,6 +156,7 @@ uint64_t jr__node_next_deadline(const jr_node *n)
     jr__timer *t = jr__heap_top(&n->timers);
     if (t && t->deadline < d) d = t->deadline;
     if (jr__live_deadline(n) < d) d = jr__live_deadline(n); /* node heartbeats */
+    if (jr__fsmr_deadline(n) < d) d = jr__fsmr_deadline(n); /* state machine reports */
     if (n->wal) {
         uint64_t w = jr__wal_deadline(n->wal);
         if (w < d) d = w;
@@ -193,7 +194,8 @@ static void node_free_memory(jr_node *n)
      * group does not search them (closing 100,000 groups was quadratic). */
     for (jr_group *g = n->ready; g; g = g->ready_next) g->in_ready = 0;
     n->ready = NULL;
-    jr__rpc_free(n); /* its calls' timers are on the heap */
+    jr__fsmr_free(n); /* before the groups: the list links them */
+    jr__rpc_free(n);  /* its calls' timers are on the heap */
     jr__heap_free(&n->timers);
     for (size_t i = 0; i < n->groups.cap; i++)
         if (n->groups.slots[i].key) jr__group_free(n->groups.slots[i].val);
@@ -541,6 +543,10 @@ static void dispatch(jr_node *n, jr__peer *p, jr__frame *f)
             for_me = on_life(n, p, &f->ext);
             continue;
         }
+        if (m.type == JR__EXT_FSM) { /* a follower's word on its state machines */
+            jr__fsmr_recv(n, p, &f->ext);
+            continue;
+        }
         if (m.type >= JR__MSG_EXT_FIRST) { /* an extension of a later release: skipped alone */
             n->msgs_unknown_type++;
             continue;
@@ -641,6 +647,7 @@ int jr_node_tick(jr_node *n)
     jr__timer *t;
     jr__live_tick(n);      /* node heartbeats and peer liveness */
     jr__live_campaigns(n); /* rounds for groups waiting to campaign */
+    jr__fsmr_tick(n);      /* state machines not whole, told to their leaders */
     while ((t = jr__heap_pop_due(&n->timers, n->now)) != NULL) t->fire(n, t);
     jr__node_drain(n); /* completions queued by API calls since the last flush */
     int rc = jr__node_flush(n, 1);

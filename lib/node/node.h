@@ -16,6 +16,7 @@
  *   rpc.c       node-to-node requests and responses for the layer above (rpc.h)
  *   retire.c    destroying a group for the layer above (services.h "Group destruction")
  *   api_group.c the public raw-group API (jr_group_*)
+ *   fsmreport.c a follower's word on its state machines to their leaders (failed, rebuilding)
  *   services.h  the seam with the layer above: the table it registers and the core's services
  *               to it (groups, effects, timers, completions, RPCs, facts and peers)
  *
@@ -66,6 +67,7 @@
 #include "util/heap.h"
 #include "util/map.h"
 #include "util/rand.h"
+#include "wire/frame.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Peers (peer.c)
@@ -201,6 +203,13 @@ struct jr_group {
     uint64_t in_index, in_size;
     jr__sealf_writer *in_seal; /* with a node key: seals in_file as it arrives (lazy) */
     jr__glive live;            /* quiet-group lists it is on (liveness.h) */
+    /* Its state machine as the layer above says (jr__group_set_fsm_state; enum
+     * jr__fsm_state), told to its leader while listed (fsmreport.c): fsm_listed iff on
+     * node->fsm_list (linked by fsm_next); fsm_clears: reports of "whole" still to send. */
+    uint8_t fsm_state;
+    uint8_t fsm_listed;
+    uint8_t fsm_clears;
+    struct jr_group *fsm_next;
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -317,6 +326,12 @@ struct jr_node {
     struct jr__effect *effects; /* deferred by applies, run after the flush loop (flush.c) */
     size_t neffects, effects_cap;
     jr__live live; /* coalesced heartbeats, peer liveness (liveness.h) */
+    /* Groups whose state machine is not whole, or was not lately (fsmreport.c), the next
+     * report to their leaders (meaningful while the list is not empty) and the items buffer. */
+    jr_group *fsm_list;
+    uint64_t fsmr_next;
+    jr__fsm_item *fsmr_items;
+    size_t fsmr_cap;
     /* Cluster membership (peer.c "Membership"). */
     uint8_t removed;      /* this server was removed from the cluster: it takes no part */
     uint64_t stranger_at; /* when a frame of an unknown server was last handed over (a join) */
@@ -448,6 +463,28 @@ int jr__group_damaged(const jr_group *g);
 /* This replica lost data and waits for repair: what its raft core holds (found at recovery, or
  * a divergence). What jr_group_status.damaged reports; a failed fsm is reported apart. */
 int jr__group_lost(const jr_group *g);
+
+/* fsmreport.c -------------------------------------------------------------------------------
+ * A follower's word on its state machines, to their leaders (the wire's FSM extension). */
+
+/* This replica's state machine as reported (enum jr__fsm_state): failed when its fsm's restore
+ * failed (g->fsm_failed), else the layer's word (g->fsm_state). */
+uint8_t jr__group_fsm(const jr_group *g);
+/* g's reported state may have changed: it is told to g's leader at the next tick (and every
+ * heartbeat interval while not whole). */
+void jr__fsmr_changed(jr_group *g);
+/* g is freed: off the list. */
+void jr__fsmr_forget(jr_group *g);
+/* Sends the reports due (jr_node_tick, before the flush that carries them). */
+void jr__fsmr_tick(jr_node *n);
+/* When jr__fsmr_tick has work: UINT64_MAX while no group is listed. */
+uint64_t jr__fsmr_deadline(const jr_node *n);
+/* An FSM extension from peer p: each item goes to its group's core (raft.h
+ * jr__raft_fsm_report); a payload of another version is counted as an unknown type, a malformed
+ * one as invalid, and skipped. */
+void jr__fsmr_recv(jr_node *n, jr__peer *p, const jr__ext_view *x);
+/* Empties the list and frees the items buffer (close). */
+void jr__fsmr_free(jr_node *n);
 
 /* flush.c -----------------------------------------------------------------------------------*/
 

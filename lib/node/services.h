@@ -16,7 +16,8 @@
  *  - entry and exit of the layer's public calls, the node's last error and its log;
  *  - peers by id or name, their names and when each was last heard from;
  *  - groups: create, detach, destroy (with their WAL records and snapshot files), propose, and
- *    read their state (role, leader, configuration: jr__group_consensus);
+ *    read their state (role, leader, configuration: jr__group_consensus); the layer's word on
+ *    a group's state machine, told to its leader (jr__group_set_fsm_state);
  *  - deferred effects (run after the flush loop, never inside an apply);
  *  - timers on the node's one heap;
  *  - completion records: a user callback reserved when a call is accepted and run from the
@@ -247,6 +248,15 @@ void jr__group_set_snapshot_entries(jr_group *g, uint64_t entries);
  * entries it had acknowledged); 0 elsewhere. What jr_peer_status.damaged, and the stream and
  * meta info built from it, show. */
 int jr__group_peer_damaged(const jr_group *g, jr__id peer);
+/* The layer's word on g's state machine (enum jr__fsm_state, raft.h): whole, failed (it applies
+ * nothing until rebuilt) or being rebuilt from the group's snapshot, log and peers. The node
+ * tells g's leader (the wire's FSM extension, fsmreport.c) at its next tick and every heartbeat
+ * interval while not whole, and "whole" a few times once it is again; the leader's
+ * jr_group_peer (fsm_failed, fsm_rebuilding) and what is built on it show it. A replica whose
+ * fsm restore failed in the core (jr_group_status.fsm_failed) is told failed whatever the layer
+ * says. Kept across a detach and reopen of g (a rebuild reopens the same group); a state that
+ * does not change, or an unknown one, changes nothing; allocates nothing. */
+void jr__group_set_fsm_state(jr_group *g, int state);
 /* From now on g applies an entry only once a durable hard state covers its commit (flush.c):
  * for a state machine that acts on what it applied in ways a restart must find again, since at
  * restart a group re-applies its log only up to its recovered commit index. Costs a sync per

@@ -440,6 +440,7 @@ int jr__snap_install(void *ctx, jr__raft *r, uint64_t index, uint64_t term, cons
                      g->id, index, jr_strerror(rc));
         g->damaged = 1;
         g->fsm_failed = 1;
+        jr__fsmr_changed(g); /* its leader is told (fsmreport.c) */
     }
     g->applied = index;
     if (g->persisted < index) g->persisted = index;

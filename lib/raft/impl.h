@@ -104,6 +104,10 @@ typedef struct jr__prog {
      * life can reach. */
     uint8_t unvouched, restarted, damaged, vouch_new;
     uint64_t vouch_at, acked;
+    /* Its state machine as it last reported it to this leader (jr__raft_fsm_report; enum
+     * jr__fsm_state) and the now of that report; 0, 0 since our election. */
+    uint8_t fsm;
+    uint64_t fsm_at;
 } jr__prog;
 
 struct jr__raft {

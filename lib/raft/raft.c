@@ -623,6 +623,8 @@ int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out)
         out->last_contact = out->heard = r->now;
         out->unvouched = out->unconfirmed = out->damaged = 0; /* a leader is whole */
         out->by_node = 0;
+        out->fsm = 0; /* its own state machine is its node's to tell (jr_group_peer) */
+        out->fsm_at = 0;
         return 0;
     }
     out->unvouched = p->unvouched && p->restarted;
@@ -634,5 +636,19 @@ int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out)
     out->last_contact = p->last_contact;
     out->heard = p->heard;
     out->by_node = p->by_node;
+    out->fsm = p->fsm;
+    out->fsm_at = p->fsm_at;
     return 0;
+}
+
+void jr__raft_fsm_report(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint8_t state)
+{
+    if (!r->started || r->role != ROLE_LEADER || term != r->term || from == r->cfg.self ||
+        state > JR__FSM_REBUILDING)
+        return;
+    if (now > r->now) r->now = now;
+    jr__prog *p = jr__prog_find(r, from);
+    if (!p) return;
+    p->fsm = state;
+    p->fsm_at = r->now;
 }

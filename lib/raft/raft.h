@@ -620,8 +620,25 @@ typedef struct jr__progress {
      * not a transfer target, not current, and neither restarted nor damaged as far as we
      * know. */
     uint8_t unvouched, damaged, unconfirmed;
+    /* What it last said of its replica's state machine (jr__raft_fsm_report; enum
+     * jr__fsm_state, 0 when it said nothing since we became leader) and the now it said it at;
+     * it says so again every heartbeat interval while not whole, so a reader takes a word older
+     * than an election timeout for none. */
+    uint8_t fsm;
+    uint64_t fsm_at;
 } jr__progress;
 /* Leader: progress of member i of jr__raft_conf() (self included, match = durable last). */
 int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out);
+
+/* A replica's state machine as its server reports it to the group's leader (wire/frame.h
+ * JR__EXT_FSM): whole, failed (it applies nothing until it is rebuilt), or being rebuilt from
+ * the group's snapshot, log and peers. The Raft log is whole in every state: this is the
+ * state machine's word, which Raft itself never acts on. */
+enum jr__fsm_state { JR__FSM_WHOLE = 0, JR__FSM_FAILED = 1, JR__FSM_REBUILDING = 2 };
+/* Member `from` says, in `term`, that its replica's state machine is in `state`: as the leader
+ * of that very term, the core keeps it in from's progress with now (jr__progress.fsm, fsm_at);
+ * any other term or role, a non-member or this server itself, or an unknown state, changes
+ * nothing. Reporting only: no message, no notify, no allocation, no wake of a quiet group. */
+void jr__raft_fsm_report(jr__raft *r, uint64_t now, jr__id from, uint64_t term, uint8_t state);
 
 #endif

@@ -683,6 +683,10 @@ void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds, int restarted)
     if (restarted) {
         p->restarted = 1;
         if (holds < p->acked) p->damaged = 1;
+        /* its state machine is a new one, whose server speaks for it afresh (the word of its
+         * earlier life on a failed one no longer holds) */
+        p->fsm = 0;
+        p->fsm_at = 0;
     }
     if (p->sent_commit > p->match) p->sent_commit = p->match;
     /* Only an acknowledgement clears this (jr__vouch_progress), even when what it holds

@@ -90,6 +90,10 @@
  * Counts are checked against the bytes left before anything is decoded (an entry or heartbeat
  * item is at least 3 bytes), and the body must end exactly after its last message.
  *
+ * Extension FSM (129): a follower's word on its state machines; its payload is below
+ * (JR__EXT_FSM) and checked by jr__fsm_open, not by the frame decoder, which takes every
+ * extension as length-prefixed bytes.
+ *
  * Use. Sender: jr__frame_begin, then jr__frame_add / jr__frame_add_hb per message, then
  * jr__frame_end. Receiver: jr__frame_open, jr__frame_check to walk the whole frame before
  * acting on any of it, then jr__frame_next in a loop. jr__frame_validate does open + check.
@@ -134,6 +138,18 @@
  * were sent to. An older node skips it as an unknown extension. */
 #define JR__EXT_LIFE 128
 #define JR__EXT_LIFE_LEN 16
+
+/* FSM (extension 129, mflags 0): a follower's word on its replicas' state machines, to the
+ * leader of each group it names (lib/node/fsmreport.c):
+ *   version u8 (= 1) | n varint (>= 1) | n × (dgroup varint | term varint | state u8)
+ * Group ids strictly ascending and delta-coded as in NODE_HB (group_0 = dgroup_0 + 1, group_i =
+ * group_{i-1} + dgroup_i + 1, no overflow); term (>= 1) is the sender's term in that group;
+ * state is enum jr__fsm_state (raft.h: 0 whole, 1 failed, 2 rebuilding; others rejected). The
+ * payload must end after its last item. A later release that needs more says so with another
+ * version, which this one skips and counts like an unknown extension; an older node skips the
+ * whole type. The frame's checksum covers it like every message. */
+#define JR__EXT_FSM 129
+#define JR__FSM_VERSION 1
 
 /* Encoding ---------------------------------------------------------------------------------
  * A frame under construction occupies the whole of a jr__buf (from offset 0). Every encoder
@@ -187,6 +203,41 @@ typedef struct jr__ext_view {
     uint32_t len;
     const uint8_t *payload; /* borrowed from the frame's bytes (NULL when len is 0) */
 } jr__ext_view;
+
+/* FSM extension payloads (fsm.c) -----------------------------------------------------------*/
+
+/* One group's item: the group (non-zero), the sender's term in it (non-zero), its state. */
+typedef struct jr__fsm_item {
+    uint64_t group;
+    uint64_t term;
+    uint8_t state; /* enum jr__fsm_state */
+} jr__fsm_item;
+
+/* Appends an FSM extension message with n >= 1 items sorted by strictly ascending group id
+ * (jr__fsm_sort), each with a term >= 1 and a known state; otherwise b->err = JR_EINVAL (nothing
+ * written). The items are only read. */
+void jr__frame_add_fsm(jr__buf *b, const jr__fsm_item *items, size_t n);
+/* Encoded size of such a message in a frame body (exact; items valid as above). */
+size_t jr__frame_fsm_len(const jr__fsm_item *items, size_t n);
+/* Most items one message carries in a frame body of `room` bytes (0 if none fits). */
+size_t jr__frame_fsm_fit(size_t room);
+/* Sorts items by group id, in place, without allocating. */
+void jr__fsm_sort(jr__fsm_item *items, size_t n);
+
+/* A decoded FSM payload: a borrowed view, read with jr__fsm_next. */
+typedef struct jr__fsm_view {
+    uint32_t n;     /* items not yet returned */
+    uint64_t group; /* iteration state: the last group returned (0 before the first) */
+    jr__rd items;
+} jr__fsm_view;
+/* Checks the payload of an extension message x of type JR__EXT_FSM whole (flags 0, version,
+ * every item, nothing after the last) and points v at its items. 0; JR_EVERSION for a payload
+ * of another version (a later release's: skip it); JR_ECORRUPT for anything else. Never reads
+ * outside x's payload and never allocates. */
+int jr__fsm_open(const jr__ext_view *x, jr__fsm_view *v);
+/* Returns 1 and the next item, or 0 at the end (a view jr__fsm_open did not produce returns 0
+ * on any inconsistency). */
+int jr__fsm_next(jr__fsm_view *v, jr__fsm_item *out);
 
 /* Node-to-node requests and responses (rpc.c) ------------------------------------------------
  * What a request carries. The wire carries any kind 1..255; these are the ones this version

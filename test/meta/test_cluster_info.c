@@ -25,8 +25,8 @@ static const char *render(const jr__cluster_view *v, int width)
 START_TEST(seed_001_walkthrough)
 {
     jr__replica_view r[] = {
-        {"n3-east", 1, 0, 0, 0, 312 * 1000ULL, 0, 0, 0}, /* 312µs: "0.00s" */
-        {"n2-east", 1, 0, 0, 0, 4 * MS, 0, 0, 0},
+        {"n3-east", 1, 0, 0, 0, 312 * 1000ULL, 0, 0, 0, 0, 0}, /* 312µs: "0.00s" */
+        {"n2-east", 1, 0, 0, 0, 4 * MS, 0, 0, 0, 0, 0},
     };
     jr__cluster_view v = {"east", "S-R3F-xK2p9aLm", "n1-east", r, 2};
     ck_assert_str_eq(render(&v, 0), "Cluster Information:\n"
@@ -44,9 +44,9 @@ END_TEST
 START_TEST(seed_004_catch_up)
 {
     jr__replica_view r[] = {
-        {"n2-east", 1, 0, 0, 0, 120 * MS, 0, 0, 0},
-        {"n3-east", 1, 0, 0, 0, 203 * MS, 0, 0, 0},
-        {"n4-east", 0, 0, 0, 0, 180 * MS, 14231, 0, 0},
+        {"n2-east", 1, 0, 0, 0, 120 * MS, 0, 0, 0, 0, 0},
+        {"n3-east", 1, 0, 0, 0, 203 * MS, 0, 0, 0, 0, 0},
+        {"n4-east", 0, 0, 0, 0, 180 * MS, 14231, 0, 0, 0, 0},
     };
     jr__cluster_view v = {"east", NULL, "n1-east", r, 3};
     ck_assert_str_eq(render(&v, 18),
@@ -65,10 +65,10 @@ END_TEST
 START_TEST(markers)
 {
     jr__replica_view r[] = {
-        {"a", 0, 1, 0, 0, 75 * SEC, 1, 0, 0},         /* offline, one operation */
-        {"b", 0, 0, 1, 0, UINT64_MAX, 1000, 0, 0},    /* observer never heard from */
-        {"c", 0, 0, 0, 1, 2 * SEC + 5 * MS, 0, 0, 0}, /* pending */
-        {"d", 1, 0, 0, 0, 0, 0, 0, 0},                /* heard from this instant */
+        {"a", 0, 1, 0, 0, 75 * SEC, 1, 0, 0, 0, 0},         /* offline, one operation */
+        {"b", 0, 0, 1, 0, UINT64_MAX, 1000, 0, 0, 0, 0},    /* observer never heard from */
+        {"c", 0, 0, 0, 1, 2 * SEC + 5 * MS, 0, 0, 0, 0, 0}, /* pending */
+        {"d", 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},                /* heard from this instant */
     };
     jr__cluster_view v = {"east", "", NULL, r, 4};
     ck_assert_str_eq(render(&v, 0), "Cluster Information:\n"
@@ -85,9 +85,30 @@ START_TEST(markers)
 }
 END_TEST
 
+/* A replica whose server told the leader its state machine failed, or is being rebuilt: never
+ * current, whatever the view says, and named so beside the other marks. */
+START_TEST(state_machine_marks)
+{
+    jr__replica_view r[] = {
+        {"a", 1, 0, 0, 0, 5 * MS, 0, 0, 0, 1, 0}, /* failed */
+        {"b", 1, 0, 0, 0, 5 * MS, 3, 0, 0, 1, 1}, /* rebuilding */
+    };
+    jr__cluster_view v = {"east", "", "l", r, 2};
+    ck_assert_str_eq(render(&v, 0), "Cluster Information:\n"
+                                    "\n"
+                                    "                 Name: east\n"
+                                    "               Leader: l\n"
+                                    "              Replica: a, outdated, state machine failed, "
+                                    "seen 0.01s ago\n"
+                                    "              Replica: b, outdated, state machine rebuilding, "
+                                    "seen 0.01s ago, 3 operations behind\n"
+                                    "\n");
+}
+END_TEST
+
 static const char *seen(uint64_t ns, uint64_t lag)
 {
-    jr__replica_view r = {"p", 1, 0, 0, 0, ns, lag, 0, 0};
+    jr__replica_view r = {"p", 1, 0, 0, 0, ns, lag, 0, 0, 0, 0};
     jr__cluster_view v = {"c", NULL, "l", &r, 1};
     render(&v, 13);
     /* the text after "Replica: p, current, " up to the newline */
@@ -117,8 +138,8 @@ END_TEST
 /* Like snprintf: the return value is the full length; what fits is written and terminated. */
 START_TEST(snprintf_semantics)
 {
-    jr__replica_view r[] = {{"n3-east", 1, 0, 0, 0, 1, 0, 0, 0},
-                            {"n2-east", 0, 0, 0, 0, 1, 7, 0, 0}};
+    jr__replica_view r[] = {{"n3-east", 1, 0, 0, 0, 1, 0, 0, 0, 0, 0},
+                            {"n2-east", 0, 0, 0, 0, 1, 7, 0, 0, 0, 0}};
     jr__cluster_view v = {"east", "S-R3F-xK2p9aLm", "n1-east", r, 2};
     char full[1024];
     int n = jr__cluster_view_format(&v, 0, full, sizeof full);
@@ -149,7 +170,7 @@ START_TEST(not_clustered_and_bad_input)
     ck_assert_int_eq(jr__cluster_view_format(&v, 65, b, sizeof b), JR_EINVAL);
     v.nreplicas = 1;
     ck_assert_int_eq(jr__cluster_view_format(&v, 0, b, sizeof b), JR_EINVAL);
-    jr__replica_view nameless = {NULL, 1, 0, 0, 0, 0, 0, 0, 0};
+    jr__replica_view nameless = {NULL, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     v.replicas = &nameless;
     ck_assert_int_eq(jr__cluster_view_format(&v, 0, b, sizeof b), JR_EINVAL);
 }
@@ -162,6 +183,7 @@ int main(void)
     tcase_add_test(tc, seed_001_walkthrough);
     tcase_add_test(tc, seed_004_catch_up);
     tcase_add_test(tc, markers);
+    tcase_add_test(tc, state_machine_marks);
     tcase_add_test(tc, durations_and_lags);
     tcase_add_test(tc, snprintf_semantics);
     tcase_add_test(tc, not_clustered_and_bad_input);

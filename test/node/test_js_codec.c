@@ -52,6 +52,54 @@ START_TEST(info_round_trip_keeps_damaged_and_never_current)
 }
 END_TEST
 
+/* A replica whose state machine failed (its server's word to the leader, flag bits 64 and 128)
+ * arrives so and never current; rebuilding without failed is no encoding the leader writes. */
+START_TEST(info_round_trip_keeps_a_failed_state_machine)
+{
+    jr_stream_config cfg;
+    jr_stream_config_init(&cfg);
+    cfg.name = "S";
+    cfg.replicas = 3;
+    jr_stream_state st = {.size = sizeof st};
+    jr_peer_info a = {.size = sizeof a, .name = "n2", .current = 1, .fsm_failed = 1};
+    jr_peer_info b = {
+        .size = sizeof b, .name = "n3", .current = 1, .fsm_failed = 1, .fsm_rebuilding = 1};
+    const jr_peer_info *reps[] = {&a, &b};
+    jr_cluster_info ci = {.size = sizeof ci,
+                          .name = "c",
+                          .group = "G",
+                          .leader = "n1",
+                          .replicas = reps,
+                          .nreplicas = 2};
+    jr_stream_info in = {
+        .size = sizeof in, .config = &cfg, .created_ns = 9, .state = &st, .cluster = &ci};
+    jr__buf buf;
+    jr__buf_init(&buf, NULL);
+    ck_assert_int_eq(jr__info_encode(&buf, &in), 0);
+    jr__info_dec d;
+    ck_assert_int_eq(jr__info_decode(buf.data, buf.len, NULL, &d), 0);
+    const jr_peer_info *pa = d.info.cluster->replicas[0], *pb = d.info.cluster->replicas[1];
+    ck_assert_int_eq(pa->fsm_failed, 1);
+    ck_assert_int_eq(pa->fsm_rebuilding, 0);
+    ck_assert_int_eq(pa->current, 0);
+    ck_assert_int_eq(pb->fsm_failed, 1);
+    ck_assert_int_eq(pb->fsm_rebuilding, 1);
+    ck_assert_int_eq(pb->current, 0);
+    jr__info_dec_free(&d);
+    /* the flags byte of n2's line (after its name): 128 without 64 is refused */
+    const uint8_t *at = NULL;
+    for (size_t i = 0; i + 3 < buf.len; i++)
+        if (buf.data[i] == 2 && buf.data[i + 1] == 'n' && buf.data[i + 2] == '2') at = buf.data + i;
+    ck_assert_ptr_nonnull(at);
+    size_t off = (size_t)(at - buf.data) + 3;
+    ck_assert_uint_eq(buf.data[off], 64 | 1); /* as given: the decoder hides current */
+    buf.data[off] = 128 | 1;
+    ck_assert_int_eq(jr__info_decode(buf.data, buf.len, NULL, &d), JR_ECORRUPT);
+    jr__info_dec_free(&d);
+    jr__buf_free(&buf);
+}
+END_TEST
+
 /* A move travels with the cluster block only while there is one; a stable info's bytes are
  * what the codec wrote before moves existed; malformed moves are refused either way. */
 START_TEST(info_and_consumer_info_carry_the_move)
@@ -229,6 +277,7 @@ int main(void)
     Suite *s = suite_create("js_codec");
     TCase *tc = tcase_create("js_codec");
     tcase_add_test(tc, info_round_trip_keeps_damaged_and_never_current);
+    tcase_add_test(tc, info_round_trip_keeps_a_failed_state_machine);
     tcase_add_test(tc, server_report_round_trip_keeps_damaged);
     tcase_add_test(tc, server_report_carries_the_drain_lists);
     tcase_add_test(tc, info_and_consumer_info_carry_the_move);

@@ -316,9 +316,37 @@ START_TEST(install_over_a_matching_log_keeps_the_entries_after_it)
 }
 END_TEST
 
+/* The state b reported for group 5 in the frames it sent to `to` since they were last cleared
+ * (the wire's FSM extension): its last item's state, its term in *term; -1 if none. */
+static int reported(const t_host *h, const char *to, uint64_t *term)
+{
+    int state = -1;
+    static jr__entry scratch[64];
+    for (unsigned i = 0; i < h->nframes; i++) {
+        if (strcmp(h->frames[i].to, to) != 0) continue;
+        jr__frame f;
+        ck_assert_int_eq(jr__frame_open(&f, h->frames[i].data, h->frames[i].len, 1u << 26), 0);
+        jr__msg m;
+        int got;
+        while (jr__frame_next(&f, &m, scratch, 64, &got) == 0 && got) {
+            if (m.type != JR__EXT_FSM) continue;
+            jr__fsm_view v;
+            ck_assert_int_eq(jr__fsm_open(&f.ext, &v), 0);
+            jr__fsm_item it;
+            while (jr__fsm_next(&v, &it))
+                if (it.group == GROUP) {
+                    state = it.state;
+                    *term = it.term;
+                }
+        }
+    }
+    return state;
+}
+
 /* The fsm fails to restore an installed snapshot: the replica's state machine failed, its log
  * and snapshot did not, so its status says fsm_failed and not damaged (for itself as a member
- * too), it is never current, and a restart over the whole snapshot clears it. */
+ * too), it is never current, its leader is told so, and a restart over the whole snapshot
+ * clears it. */
 START_TEST(failed_restore_is_reported_apart_from_damage)
 {
     t_host h;
@@ -342,6 +370,16 @@ START_TEST(failed_restore_is_reported_apart_from_damage)
         ck_assert_int_eq(ps.current, 0);
     }
     ck_assert_int_eq(seen_self, 1);
+    /* its leader (c, of term 6) is told in the flush that followed, and again every heartbeat
+     * interval; nobody else is */
+    uint64_t term = 0;
+    ck_assert_int_eq(reported(&h, "c", &term), JR__FSM_FAILED);
+    ck_assert_uint_eq(term, 6);
+    ck_assert_int_eq(reported(&h, "a", &term), -1);
+    t_frames_clear(&h);
+    h.now += 20 * 1000000ull; /* t_config: heartbeats every 20 ms */
+    ck_assert_int_eq(jr_node_tick(h.node), 0);
+    ck_assert_int_eq(reported(&h, "c", &term), JR__FSM_FAILED);
     /* it takes no proposal, as a damaged replica */
     ck_assert_int_eq(jr__group_damaged(g), 1);
     f.fail_restore = 0;

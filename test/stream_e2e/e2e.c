@@ -238,6 +238,8 @@ static void info_cb(void *arg, int status, const char *msg, const jr_stream_info
         r->reps[i].pending = p->pending;
         r->reps[i].damaged = p->damaged;
         r->reps[i].unvouched = p->unvouched;
+        r->reps[i].fsm_failed = p->fsm_failed;
+        r->reps[i].fsm_rebuilding = p->fsm_rebuilding;
         r->reps[i].lag = p->lag;
         r->reps[i].active_ns = p->active_ns;
     }

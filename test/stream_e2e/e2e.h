@@ -80,7 +80,7 @@ typedef struct e2e_res {
     size_t nreplicas;
     struct {
         char name[64];
-        int current, offline, observer, pending, damaged, unvouched;
+        int current, offline, observer, pending, damaged, unvouched, fsm_failed, fsm_rebuilding;
         uint64_t lag;
         uint64_t active_ns; /* since the leader last heard from it; UINT64_MAX: never */
     } reps[8];

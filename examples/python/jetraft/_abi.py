@@ -202,6 +202,7 @@ class jr_peer_status(Structure):
         ("damaged", c_int),
         ("unvouched", c_int),
         ("fsm_failed", c_int),
+        ("fsm_rebuilding", c_int),
     ]
 
 
@@ -224,6 +225,8 @@ class jr_peer_info(Structure):
         ("lag", c_uint64),
         ("damaged", c_int),
         ("unvouched", c_int),
+        ("fsm_failed", c_int),
+        ("fsm_rebuilding", c_int),
     ]
 
 
@@ -642,6 +645,7 @@ class jr_group_health(Structure):
         ("unvouched", c_int),
         ("text", c_char_p),
         ("fsm_failed", c_int),
+        ("peers_fsm_failed", c_int),
     ]
 
 
@@ -819,6 +823,8 @@ CONSTANTS: dict[str, int] = {
     "JR_MOVE_UNAVAILABLE": 7,
     "JR_CHECK_PEER_CHANGE": 10,
     "JR_CHECK_MOVE_STUCK": 11,
+    "JR_CHECK_FSM_FAILED": 12,
+    "JR_CHECK_REBUILDING": 13,
     "JR_LINK_AUTHORITY": 1,
     "JR_LINK_IDENTITY": 2,
     "JR_LINK_DIALER": 1,

@@ -107,6 +107,8 @@ class CheckKind(enum.IntEnum):
     UNVOUCHED = 9
     PEER_CHANGE = 10
     MOVE_STUCK = 11
+    FSM_FAILED = 12
+    REBUILDING = 13
 
 
 class MoveStatus(enum.IntEnum):
@@ -240,6 +242,8 @@ class PeerInfo:
     lag: int = 0
     damaged: bool = False
     unvouched: bool = False
+    fsm_failed: bool = False
+    fsm_rebuilding: bool = False
 
     _ctype = _abi.jr_peer_info
     _init = None
@@ -638,7 +642,9 @@ class CheckResult:
 class GroupHealth:
     """A local replica that is unwell (jr_group_health). ``damaged``: its Raft replica lost data
     and waits for repair (it never leads); ``fsm_failed``: its state machine failed and is
-    rebuilt from its peers (its log is whole). Role and flags come from one read of its group."""
+    rebuilt from its peers (its log is whole); ``peers_fsm_failed``: on the group's leader, the
+    members that told it their state machine failed or is being rebuilt. Role and flags come
+    from one read of its group."""
 
     group: int = 0
     stream: str = ""
@@ -650,6 +656,7 @@ class GroupHealth:
     unvouched: bool = False
     text: str = ""
     fsm_failed: bool = False
+    peers_fsm_failed: int = 0
 
     _ctype = _abi.jr_group_health
     _init = None
@@ -799,6 +806,7 @@ class PeerStatus:
     damaged: bool = False
     unvouched: bool = False
     fsm_failed: bool = False
+    fsm_rebuilding: bool = False
 
     _ctype = _abi.jr_peer_status
     _init = None

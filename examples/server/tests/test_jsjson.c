@@ -121,7 +121,7 @@ START_TEST(consumer_info_has_the_fields_clients_read)
     jr_consumer_config c;
     jr_consumer_config_init(&c);
     c.durable_name = c.name = "dur1";
-    jr_peer_info p2 = {sizeof p2, "n2", 1, 0, 0, 0, 1000, 0, 0, 0};
+    jr_peer_info p2 = {sizeof p2, "n2", 1, 0, 0, 0, 1000, 0, 0, 0, 0, 0};
     const jr_peer_info *reps[] = {&p2};
     jr_cluster_info ci = {sizeof ci, "C1", "C-R3F-x", "n1", reps, 1, NULL};
     jr_consumer_info info = {sizeof info, "ORDERS", "dur1", 1000000000, &c, {7, 9, 0},
@@ -155,8 +155,8 @@ END_TEST
  * desired block. */
 START_TEST(cluster_shows_a_peer_change_as_desired)
 {
-    jr_peer_info p2 = {sizeof p2, "n2", 1, 0, 0, 0, 1000, 0, 0, 0};
-    jr_peer_info p4 = {sizeof p4, "n4", 0, 0, 1, 1, 1000, 5, 0, 0};
+    jr_peer_info p2 = {sizeof p2, "n2", 1, 0, 0, 0, 1000, 0, 0, 0, 0, 0};
+    jr_peer_info p4 = {sizeof p4, "n4", 0, 0, 1, 1, 1000, 5, 0, 0, 0, 0};
     const jr_peer_info *reps[] = {&p2, &p4};
     const char *target[] = {"n1", "n2", "n4"}, *origin[] = {"n1", "n2", "n3"};
     jr_move_info mv = {
