@@ -402,8 +402,9 @@ static char *render_jsz(const snap *c, const server *s)
 }
 
 /* JetStream's /healthz: this server current with the meta leader and every local replica well
- * (the library's jr_node_health; a peer down is reported, not a failure: the groups judge
- * whether they still have a quorum); with ?streams=1 also every stream's check
+ * (the library's jr_node_health; a peer down, or a member's failed state machine seen from its
+ * leader, is reported by /jsz, not a failure here: the groups judge whether they still have a
+ * quorum, and the member's own server fails its check); with ?streams=1 also every stream's check
  * (critical fails it), as `nats server check stream` judges it with the configured replicas. */
 static char *render_healthz(const snap *c, int with_streams, int *ok)
 {
@@ -412,8 +413,14 @@ static char *render_healthz(const snap *c, int with_streams, int *ok)
         json_array_append_new(errs, json_string("JetStream has not reported its health yet"));
     else if (!c->meta_current)
         json_array_append_new(errs, json_string(c->meta_text));
-    for (size_t i = 0; c->have_health && i < c->nunwell; i++)
+    for (size_t i = 0; c->have_health && i < c->nunwell; i++) {
+        const unwell_rep *u = &c->unwell_rep[i];
+        /* listed only for a member's failed state machine: that member's server fails its
+         * own /healthz (jr_node_health_info.healthy) */
+        if (!u->damaged && !u->fsm_failed && !u->unvouched && !u->no_leader && !u->no_quorum)
+            continue;
         json_array_append_new(errs, json_string(c->unwell[i]));
+    }
     json_t *checks = with_streams ? json_array() : NULL;
     for (size_t i = 0; with_streams && i < c->nchecks; i++) {
         json_array_append_new(checks, json_string(c->checks[i].line));

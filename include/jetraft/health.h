@@ -160,7 +160,9 @@ typedef struct jr_group_health {
 /* A node's health as JetStream's /healthz sees it, computed locally. */
 typedef struct jr_node_health_info {
     size_t size;             /* sizeof(jr_node_health_info) as built into the library */
-    int healthy;             /* meta_current and no unwell group */
+    int healthy;             /* meta_current and no unwell group of its own: a group listed
+                                only for a member's failed state machine (peers_fsm_failed)
+                                does not count, that member's server reports it */
     const char *meta_leader; /* the meta leader this node knows; NULL: none */
     int meta_current;        /* a meta leader known (and, on a follower, heard from within an
                                 election timeout), this meta replica applied what it knows

@@ -512,7 +512,14 @@ static void health_fire(void *arg, int status)
                   : !ml            ? "JetStream has not established contact with a meta leader"
                   : held           ? "JetStream is catching up with the meta state"
                                    : "JetStream is not current with the meta leader";
-    h.healthy = h.meta_current && nv == 0;
+    /* A group listed only for a member's failed state machine (peers_fsm_failed) leaves this
+     * node healthy: that member's own server reports it, as JetStream's /healthz judges each
+     * server by its own replicas, and a load balancer must not take the leader out for it. */
+    size_t own = 0;
+    for (size_t i = 0; i < nv; i++)
+        own += v[i].h.no_leader || v[i].h.no_quorum || v[i].h.damaged || v[i].h.fsm_failed ||
+               v[i].h.unvouched;
+    h.healthy = h.meta_current && own == 0;
     c->cb(c->arg, 0, "", &h);
     jr__free(c->alloc, v);
     jr__free(c->alloc, (void *)pv);
