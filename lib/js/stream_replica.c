@@ -756,7 +756,7 @@ int jr__js_origin_peer(const jr__js *js, const jr__origin_facts *f)
  * opens damaged without a configuration and is repaired by their leader (raft/vouch.c, a
  * replica without a configuration). The cost, when it never held the group (it was placed there
  * while down with its WAL lost, and the grow began before it came back): nobody bootstraps, and
- * the group waits for an operator; a lost WAL is a disk fault, and safety goes first. A group
+ * the group waits (unavailable, where bootstrapping could fork a log). A group
  * created after the loss (jr__mnode_after_restart) is new here and bootstraps as ever. */
 int jr__js_origin_lost(jr__js *js, size_t norigin, uint64_t created, uint64_t group)
 {
