@@ -212,15 +212,17 @@ int jr__crep_origin_peer(const jr__js *js, const jr__meta_consumer *c)
 
 /* The voters this server's replica of c bootstraps its group with (NULL: it joins), as a stream
  * replica's (stream_replica.c boot_peers): c's peers while they are its creation's, the
- * creation's for an original peer the first change drops (jr__crep_origin_peer). A server the
- * current peer set names joins after any change. */
-static const char *const *boot_peers(const jr__js *js, const jr__meta_consumer *c, size_t *n)
+ * creation's for an original peer the first change drops (jr__crep_origin_peer) unless that
+ * is a lone one that lost its WAL (jr__js_origin_lost). A server the current peer set names
+ * joins after any change. */
+static const char *const *boot_peers(jr__js *js, const jr__meta_consumer *c, size_t *n)
 {
     if (jr__meta_consumer_bootstraps(c)) {
         *n = c->npeers;
         return c->peers;
     }
-    if (jr__crep_origin_peer(js, c)) {
+    if (jr__crep_origin_peer(js, c) &&
+        !jr__js_origin_lost(js, c->origin->npeers, c->created, c->group)) {
         *n = c->origin->npeers;
         return c->origin->peers;
     }

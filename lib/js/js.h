@@ -800,6 +800,12 @@ typedef struct jr__origin_facts {
  * creation drops: it runs a replica bootstrapped with the creation's peers until the change
  * converged (stream_replica.c, the rule's argument). */
 int jr__js_origin_peer(const jr__js *js, const jr__origin_facts *f);
+/* 1 if the origin-peer rule must not bootstrap this server's replica of `group` (a stream or
+ * consumer created at meta index `created`, its creation's peer set of `norigin` servers), which
+ * then joins: that set is this server alone, its WAL was lost before this life, nothing of the
+ * group was recovered, and the group was created before this life (stream_replica.c, the
+ * argument). */
+int jr__js_origin_lost(jr__js *js, size_t norigin, uint64_t created, uint64_t group);
 /* jr__js_origin_peer for stream s. */
 int jr__srep_origin_peer(const jr__js *js, const jr__meta_stream *s);
 /* Creates the replicas jr__srep_origin_peer and jr__crep_origin_peer say this server runs and

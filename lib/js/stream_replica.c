@@ -746,6 +746,26 @@ int jr__js_origin_peer(const jr__js *js, const jr__origin_facts *f)
     return 0;
 }
 
+/* Where the origin-peer rule yields: a lone original peer that lost its WAL. The rule reasons
+ * that an original peer holding nothing of the group never held it (one that held it recovers
+ * it), so the group may never have had a leader but the one it can elect. A server whose WAL
+ * was lost recovers nothing of a group it held, and for a creation's peer set of this server
+ * alone the bootstrap entry makes it a lone voter: no peer it knows can tell it what it lost, so
+ * it leads at once (raft.c, start). That is right only if it never held the group: if it had,
+ * it led it (a lone voter elects itself at once), the change under way may have added and
+ * promoted other voters whose configuration names it, and leading again from its bootstrap
+ * entry forks the group's log in a term it already used (jetraft-sim seed 648). Joining, it
+ * opens damaged without a configuration and is repaired by their leader (raft/vouch.c, a
+ * replica without a configuration). The cost, when it never held the group (it was placed there
+ * while down with its WAL lost, and the grow began before it came back): nobody bootstraps, and
+ * the group waits (unavailable, where bootstrapping could fork a log). A group
+ * created after the loss (jr__mnode_after_restart) is new here and bootstraps as ever. */
+int jr__js_origin_lost(jr__js *js, size_t norigin, uint64_t created, uint64_t group)
+{
+    return norigin == 1 && js->facts.wal_lost && !jr__node_group_known(js->n, group) &&
+           !jr__mnode_after_restart(js, created);
+}
+
 /* 1 if this server is an original peer of s that s's first, unconverged peer change drops
  * (jr__js_origin_peer). */
 int jr__srep_origin_peer(const jr__js *js, const jr__meta_stream *s)
@@ -782,13 +802,14 @@ static int origin_kept(const jr__js *js, const jr__meta_stream *s)
  * has not converged. Either way the same first entry as every original peer's. Any other
  * server the current peer set names joins, however young the group: bootstrapping a peer set
  * it may have left would fork the log. */
-static const char *const *boot_peers(const jr__js *js, const jr__meta_stream *s, size_t *n)
+static const char *const *boot_peers(jr__js *js, const jr__meta_stream *s, size_t *n)
 {
     if (jr__meta_stream_bootstraps(s)) {
         *n = s->npeers;
         return s->peers;
     }
-    if (jr__srep_origin_peer(js, s) || origin_kept(js, s)) {
+    if ((jr__srep_origin_peer(js, s) || origin_kept(js, s)) &&
+        !jr__js_origin_lost(js, s->origin->npeers, s->created, s->group)) {
         *n = s->origin->npeers;
         return s->origin->peers;
     }

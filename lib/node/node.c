@@ -110,6 +110,7 @@ void jr__node_facts_get(const jr_node *n, jr__node_facts *out)
     out->seed = n->seed;
     out->vfs = n->vfs;
     out->wal_failed = n->wal ? jr__wal_failed(n->wal) : 0;
+    out->wal_lost = n->wal_lost;
     /* jr_host.wall: open copies it only from a host declaring version 2 */
     if (n->host.wall) {
         out->wall = n->host.wall;

@@ -116,6 +116,9 @@ typedef struct jr__node_facts {
     uint64_t (*wall)(void *ctx); /* the host's wall clock (jr_host.wall, version 2); NULL: none */
     void *wall_ctx;
     int wal_failed; /* the error that failed the WAL: nothing is durable until a reopen; 0: none */
+    int wal_lost;   /* this life began with the WAL lost (the node's mark without a segment,
+                       recover.c): whatever the node held of a group it recovered nothing of is
+                       gone, and it cannot tell such a group from one it never held */
 } jr__node_facts;
 void jr__node_facts_get(const jr_node *n, jr__node_facts *out);
 /* The host's now() as read at the current entry point (every input of one call sees the same

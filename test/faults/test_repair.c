@@ -933,6 +933,85 @@ START_TEST(a_stream_created_after_a_lost_wal_is_not_damaged)
 }
 END_TEST
 
+/* Voters of node i's replica of the stream (its latest configuration). */
+static int voters_of(e2e *c, unsigned i, const char *name)
+{
+    unsigned idx[8];
+    int voter[8];
+    int n = e2e_members(c, i, name, idx, voter, 8);
+    int v = 0;
+    for (int k = 0; k < n; k++) v += voter[k] != 0;
+    return v;
+}
+
+typedef struct on_node {
+    e2e *c;
+    unsigned v;
+} on_node;
+
+static int three_voters(void *arg, jr_sim *sim)
+{
+    on_node *t = arg;
+    (void)sim;
+    return voters_of(t->c, t->v, STREAM) >= 3;
+}
+
+/* An R1 stream grows to R5 while one new peer is paused, so its first peer change has not
+ * converged when its only original peer v loses its whole WAL: three voters now hold the
+ * group's configuration of five. Restarted, v must not bootstrap the creation's peer set ({v}
+ * alone: a lone voter that leads at once, forking the group's log in a term it used) but join,
+ * damaged, and be repaired by their leader (lib/js stream_replica.c jr__js_origin_lost;
+ * jetraft-sim seed 648). Its replica never leads while damaged, and once the paused peer is
+ * back every replica is whole with every acknowledged message. */
+START_TEST(a_lone_origin_that_lost_its_wal_does_not_lead_the_group_it_grew)
+{
+    e2e c;
+    memset(&c, 0, sizeof c);
+    c.configure_more = small_files;
+    ck_assert_int_eq(e2e_new(&c, 5, 648, 2000), 0);
+    ck_assert_int_ge(e2e_wait_meta(&c, 5, 20 * SEC), 0);
+    add_stream(&c, STREAM, "r.>", 1, 0);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, STREAM, 0, 10 * SEC), 0);
+    unsigned peers[5];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, STREAM, peers, 5), 1);
+    unsigned v = peers[0], p = (v + 1) % 5, via = (v + 2) % 5;
+    fchk k;
+    fchk_init(&k, &c, STREAM, "r", 0);
+    k.require_whole = 1;
+    ck_assert_uint_eq(fchk_publish_n(&k, via, 200, 32, -1, 30 * SEC), 200);
+    ck_assert_int_eq(jr_sim_pause(c.sim, p, 20 * SEC), 0); /* never promoted meanwhile */
+    const char *subjects[] = {"r.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, STREAM, subjects, 1, 5);
+    e2e_res r;
+    ck_assert_msg(e2e_update(&c, via, &cfg, &r) == 0, "grow: %s", r.msg);
+    on_node t = {&c, v};
+    ck_assert_int_eq(jr_sim_run_until(c.sim, three_voters, &t, 10 * SEC), 0);
+    ck_assert_uint_eq(fchk_publish_n(&k, via, 100, 32, -1, 30 * SEC), 100);
+    ck_assert_int_eq(e2e_meta_busy(&c, via, STREAM), 1);
+    ck_assert_int_eq(jr_sim_crash(c.sim, v), 0);
+    damage(c.sim, v, NULL, K_DELETE_ALL);
+    ck_assert_int_eq(e2e_restart(&c, v), 0);
+    for (int step = 0; step < 1000; step++) {
+        jr_sim_run_for(c.sim, 10 * MS);
+        jr_group *g = e2e_group(&c, v, STREAM);
+        jr_group_status gs;
+        memset(&gs, 0, sizeof gs);
+        gs.size = sizeof gs;
+        if (!g || jr_group_status_get(g, &gs) != 0) continue;
+        ck_assert_msg(!(gs.role == JR_LEADER && gs.damaged),
+                      "n%u leads %s while damaged (term %llu, %.2f s after its restart)", v, STREAM,
+                      (unsigned long long)gs.term, (step + 1) * 0.01);
+    }
+    jr_sim_run_for(c.sim, 15 * SEC); /* p is back: the grow converges */
+    const unsigned all[] = {0, 1, 2, 3, 4};
+    publish_and_final(&k, all, 5, via);
+    ck_assert_msg(k.fail[0] == 0, "%s", k.fail);
+    fchk_free(&k);
+    e2e_free(&c);
+}
+END_TEST
+
 /* An R3 stream with `fill_n` messages whose third server `gone` is then down for good, `more`
  * messages later, and whose leader `d` then loses its WAL and restarts: the two left, {whole,
  * damaged}, are stuck, which this asserts (no leader within 5 s). */
@@ -1161,6 +1240,7 @@ int main(void)
     tcase_set_timeout(t5, 120);
     TWO_VOTER_CASES(ADD_SEEDED_TO_t5)
     tcase_add_test(t5, a_stream_created_after_a_lost_wal_is_not_damaged);
+    tcase_add_test(t5, a_lone_origin_that_lost_its_wal_does_not_lead_the_group_it_grew);
     tcase_add_loop_test(t5, rescue_two_voters_one_damaged, 0, (int)nseeds);
     tcase_add_loop_test(t5, rescue_survives_a_restart_of_both_servers, 0, (int)nseeds);
     tcase_add_loop_test(t5, rescue_refusals, 0, (int)nseeds);
