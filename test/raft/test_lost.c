@@ -18,8 +18,12 @@
  * state-machine safety on every flush; after the heal every server left restarts (unvouched)
  * and the group must elect and commit. LOST_FUZZ_SEEDS=N (default 600), LOST_FUZZ_SEED=S for
  * one, RAFT_TRACE=1 to trace. Broken variants, to show that each condition matters:
- * LOST_FUZZ_FLOORED=1 answers without the unfloored bit (a faulty answer counted toward the
- * term floor as truthful), LOST_FUZZ_SILENT=1 does not answer at all (the rule left out).
+ * LOST_FUZZ_SILENT=1 does not answer at all (the rule left out: seed 2 never elects after the
+ * heal); LOST_FUZZ_FLOORED=1 answers without the unfloored bit (a faulty answer counted toward
+ * the term floor as truthful), which these schedules do not catch in 600 seeds (it needs a vote
+ * forgotten by one faulty replica while the other faulty one and every other voter of that
+ * term are silent) — a_lost_voters_answer_does_not_make_a_term_floor_alone plays it, and fails
+ * with it (raft-lost-floored).
  */
 #include <check.h>
 #include <stdio.h>
