@@ -933,15 +933,15 @@ START_TEST(a_stream_created_after_a_lost_wal_is_not_damaged)
 }
 END_TEST
 
-/* An R1 stream placed on a server while it is down with its WAL lost (jetraft-sim seed 3610):
- * its replica opens damaged, and stays so. Its node cannot tell the stream from one its lost
- * WAL held: the meta entry that placed it committed before this life began (the meta replica,
- * repaired by its leader, holds it below the index it was vouched for at), and the life before
- * may have applied it — a crash after the commit, or cut off from the meta leader one way —
- * created the group, been its only voter and committed writes nobody else holds. Opening it
- * whole would hide that loss; the group's id names one creation (the meta state's counter),
- * but not whether the life before saw it. It is not stuck: its only voter leads, damaged
- * (its proposals fail with JR_EDAMAGED), as a lone voter's loss is reported
+/* An R1 stream placed on a server that never hears of it (cut off here; down in jetraft-sim
+ * seed 3610), which then restarts with its WAL lost: its replica opens damaged, and stays so. Its
+ * node cannot tell the stream from one its lost WAL held: the meta entry that placed it committed
+ * before this life began (the meta replica, repaired by its leader, holds it below the index it was
+ * vouched for at), and the life before may have applied it — a crash after the commit, or cut off
+ * from the meta leader one way — created the group, been its only voter and committed writes nobody
+ * else holds. Opening it whole would hide that loss; the group's id names one creation (the meta
+ * state's counter), but not whether the life before saw it. It is not stuck: its only voter leads,
+ * damaged (its proposals fail with JR_EDAMAGED), as a lone voter's loss is reported
  * (docs/internals.md "Which recoveries are automatic"). */
 START_TEST(an_r1_stream_placed_on_a_server_down_with_its_wal_lost_is_damaged)
 {
