@@ -511,21 +511,25 @@ static int on_life(jr_node *n, jr__peer *p, const jr__ext_view *x)
  * configuration), which is true of a server that never joined the group, or left it: the layer
  * above releases a replica only once the group's committed configuration no longer names this
  * server, or the group is deleted (lib/js/stream_peers.c); the asker then hears from the
- * members of that configuration too (raft/vouch.c). A server that cannot tell — its WAL was
- * lost, or damaged where it could not say whose records were lost — says nothing. */
+ * members of that configuration too (raft/vouch.c). After a restart it may also be what a disk
+ * fault left of a replica this server held: every record of the group cut, or the whole WAL
+ * lost, or damaged where it could not say whose records were lost. Then it is the answer of a
+ * faulty replica, and says so (unfloored): the asker counts it toward its term floor only as
+ * far as its configuration allows faulty replicas besides itself, and toward its log floor as
+ * the lowest answer, which a truthful holder of every entry committed with the asker's lost
+ * acknowledgement outranks (raft/vouch.c, "Two faulty replicas" and "A member may answer that
+ * it holds nothing"). Silence would stop for ever every group whose restarted replicas must
+ * hear from this server. A group recovered from disk but not open yet gets no answer: its
+ * replica answers once open. */
 static void vouch_unhosted(jr_node *n, const jr__msg *m)
 {
-    if (n->wal_lost || n->all_damaged || jr__map_get(&n->stashes, m->group) ||
-        jr__node_group_retiring(n, m->group))
-        return;
+    if (jr__map_get(&n->stashes, m->group) || jr__node_group_retiring(n, m->group)) return;
     static const uint8_t none[1] = {0}; /* jr__conf_encode() of no member */
     jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = m->group, .from = n->self, .to = m->from};
     a.term = 1; /* no message has term 0 */
-    /* After a restart "nothing" may also be what a disk fault left of a group this server was
-     * a voter of (its every record cut, its snapshot deleted), votes and terms included: the
-     * asker counts the answer toward its term floor as one that may come from a faulty replica
-     * (raft/vouch.c, "Two faulty replicas"), which with three voters changes nothing. */
-    a.u.vouch_resp.unfloored = n->reborn;
+    /* (a lost WAL leaves the node's mark, so reborn is set with wal_lost, and all_damaged
+     * comes from WAL segments that were there) */
+    a.u.vouch_resp.unfloored = n->reborn || n->wal_lost || n->all_damaged;
     a.u.vouch_resp.conf = none;
     a.u.vouch_resp.conf_len = sizeof none;
     jr__peer_queue(n, &a);

@@ -75,20 +75,31 @@
  *    latest configuration, above h: its members are asked in turn. A configuration at or below
  *    h other than K counts for no commit above h (those are counted under K or later ones), so
  *    the set covers at least what its own latest configuration alone would.
- *  - A member may answer that it holds nothing (lib/node answers so for a group it does not
- *    host), and that counts like any answer. A voter holds nothing only if it lost its storage
- *    (the one faulty replica, so not this one, whose own log then holds what it acknowledged)
- *    or released its replica, which a server does only after a committed configuration left it
- *    out (lib/js/stream_peers.c): that configuration was acknowledged by a majority of its
- *    voters, members of the configuration before it, which named the released one; so while
- *    that one is among the configurations asked, an answer names the removal (or a later
- *    configuration) and its members, who hold what the released one acknowledged, are asked
- *    too. Counting the answer only once a configuration without it is known would add nothing
- *    to that, and would stop a group whose faulty voter lost everything: its answer would never
- *    count. A server also releases its replica when the group is deleted; then every answer
- *    may be "nothing", and a replica opened from a record older than the deletion would be
- *    whole with no one to follow. Its host holds its vote (jr__raft_hold) until it knows the
- *    group was not deleted (lib/js: its meta state caught up), so such replicas elect nobody.
+ *  - A member may answer that it holds nothing (lib/node answers so for a group it does not host,
+ *    also after a restart that lost its WAL or every record of the group: then unfloored, below),
+ *    and that counts like any answer. A voter holds nothing only if it lost its storage (a faulty
+ *    replica: with this one, at most f of the configuration, so a commit's majority of q > f voters
+ *    keeps a holder that is neither, whose answer is at or above the entry, and "nothing", the
+ *    lowest answer, lowers no maximum; with one faulty replica it is not this one, whose own log
+ *    then holds what it acknowledged) or released its replica, which a server does only after a
+ *    committed configuration left it out (lib/js/stream_peers.c): that configuration was
+ *    acknowledged by a majority of its voters, members of the configuration before it, which named
+ *    the released one; so while that one is among the configurations asked, an answer names the
+ *    removal (or a later configuration) and its members, who hold what the released one
+ *    acknowledged, are asked too. Counting the answer only once a configuration without it is known
+ *    would add nothing to that, and would stop a group whose faulty voter lost everything: its
+ *    answer would never count. For the same reason a node that lost its WAL answers (unfloored)
+ *    rather than stay silent: silent, it stopped for ever every group whose restarted replicas must
+ *    hear from it, as when all of a group's voters restarted while the configuration at the highest
+ *    commit index they knew still named it (its removal held above that index, uncommitted as far
+ *    as anyone knew; jetraft-sim seed 571). Its answer says it may be faulty, and the term floor
+ *    counts it only past the f - 1 faulty answerers allowed besides this one (below): counted as
+ *    truthful, "term 1" from a voter that had voted in a later term could complete the w answers
+ *    that miss every voter remembering that term (test/raft/test_lost.c, raft-lost-floored). A
+ *    server also releases its replica when the group is deleted; then every answer may be
+ *    "nothing", and a replica opened from a record older than the deletion would be whole with no
+ *    one to follow. Its host holds its vote (jr__raft_hold) until it knows the group was not
+ *    deleted (lib/js: its meta state caught up), so such replicas elect nobody.
  * Two faulty replicas. A configuration of n voters has a minority of n - q that may be faulty at
  * once (two of five): this replica and up to f - 1 = n - q - 1 others, f = max(1, n - q). The
  * term floor above assumes every answer truthful about the terms its sender took part in; a

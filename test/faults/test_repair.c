@@ -1012,6 +1012,62 @@ START_TEST(a_lone_origin_that_lost_its_wal_does_not_lead_the_group_it_grew)
 }
 END_TEST
 
+/* An R1 stream placed on a server that never hears of it (cut off here; down in jetraft-sim
+ * seed 3610), which then restarts with its WAL lost: its replica opens damaged, and stays so. Its
+ * node cannot tell the stream from one its lost WAL held: the meta entry that placed it committed
+ * before this life began (the meta replica, repaired by its leader, holds it below the index it was
+ * vouched for at), and the life before may have applied it — a crash after the commit, or cut off
+ * from the meta leader one way — created the group, been its only voter and committed writes nobody
+ * else holds. Opening it whole would hide that loss; the group's id names one creation (the meta
+ * state's counter), but not whether the life before saw it. It is not stuck: its only voter leads,
+ * damaged (its proposals fail with JR_EDAMAGED), as a lone voter's loss is reported
+ * (docs/internals.md "Which recoveries are automatic"). */
+START_TEST(an_r1_stream_placed_on_a_server_down_with_its_wal_lost_is_damaged)
+{
+    e2e c;
+    cluster(&c, 43);
+    fchk k;
+    fill(&k, &c, 50);
+    /* a server that is not the meta leader (the streams are added through n0) */
+    unsigned v = e2e_meta_leader(&c) == 2 ? 1 : 2, on_v[1];
+    /* cut off first, so that the meta leader still takes it for online and places streams on
+     * it that it never hears of; then it crashes and loses its WAL */
+    for (unsigned j = 0; j < 3; j++)
+        if (j != v) {
+            ck_assert_int_eq(jr_sim_cut(c.sim, v, j), 0);
+            ck_assert_int_eq(jr_sim_cut(c.sim, j, v), 0);
+        }
+    char name[16], subj[16];
+    int placed = 0;
+    for (int i = 0; i < 12 && !placed; i++) {
+        snprintf(name, sizeof name, "DOWN%d", i);
+        snprintf(subj, sizeof subj, "down%d.>", i);
+        add_stream(&c, name, subj, 1, 0);
+        jr_sim_run_for(c.sim, 20 * MS);
+        placed = e2e_meta_peers(&c, 0, name, on_v, 1) == 1 && on_v[0] == v;
+    }
+    ck_assert_msg(placed, "no R1 stream was placed on n%u while it was cut off", v);
+    ck_assert(!e2e_meta_has(&c, v, name));
+    ck_assert_int_eq(jr_sim_crash(c.sim, v), 0);
+    damage(c.sim, v, NULL, K_DELETE_ALL);
+    jr_sim_heal(c.sim);
+    ck_assert_int_eq(e2e_restart(&c, v), 0);
+    jr_sim_run_for(c.sim, 5 * SEC);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 20 * SEC), 0);
+    for (int i = 0; i < 100 && !e2e_has_replica(&c, v, name); i++) jr_sim_run_for(c.sim, 100 * MS);
+    jr_group *g = e2e_group(&c, v, name);
+    ck_assert_ptr_nonnull(g);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    jr_group_status gs;
+    gs.size = sizeof gs;
+    ck_assert_int_eq(jr_group_status_get(g, &gs), 0);
+    ck_assert_msg(gs.damaged, "%s on n%u: damaged %d", name, v, gs.damaged);
+    ck_assert_int_eq(gs.role, JR_LEADER);
+    fchk_free(&k);
+    e2e_free(&c);
+}
+END_TEST
+
 /* An R3 stream with `fill_n` messages whose third server `gone` is then down for good, `more`
  * messages later, and whose leader `d` then loses its WAL and restarts: the two left, {whole,
  * damaged}, are stuck, which this asserts (no leader within 5 s). */
@@ -1241,6 +1297,7 @@ int main(void)
     TWO_VOTER_CASES(ADD_SEEDED_TO_t5)
     tcase_add_test(t5, a_stream_created_after_a_lost_wal_is_not_damaged);
     tcase_add_test(t5, a_lone_origin_that_lost_its_wal_does_not_lead_the_group_it_grew);
+    tcase_add_test(t5, an_r1_stream_placed_on_a_server_down_with_its_wal_lost_is_damaged);
     tcase_add_loop_test(t5, rescue_two_voters_one_damaged, 0, (int)nseeds);
     tcase_add_loop_test(t5, rescue_survives_a_restart_of_both_servers, 0, (int)nseeds);
     tcase_add_loop_test(t5, rescue_refusals, 0, (int)nseeds);

@@ -805,12 +805,26 @@ void h_release(harness *h, int i)
                 (unsigned long long)(h->now / H_MS), i);
 }
 
-/* A released node's answer to a VOUCH: it holds nothing of the group. */
+void h_lose(harness *h, int i)
+{
+    h_node *nd = &h->nodes[i];
+    h_release(h, i);
+    h->releases--;
+    h->losses++;
+    nd->lost_all = 1;
+    if (getenv("RAFT_TRACE"))
+        fprintf(stderr, "t=%llums node %d lost its whole storage\n",
+                (unsigned long long)(h->now / H_MS), i);
+}
+
+/* A released node's answer to a VOUCH: it holds nothing of the group (after a lost disk,
+ * possibly as a faulty replica: unfloored). */
 static void vouch_released(harness *h, h_node *nd, const jr__msg *q)
 {
     static const uint8_t none[1] = {0};
     jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = q->group, .from = nd->id, .to = q->from};
     a.term = 1;
+    a.u.vouch_resp.unfloored = nd->lost_all && !h->lost_floored;
     a.u.vouch_resp.conf = none;
     a.u.vouch_resp.conf_len = sizeof none;
     h->released_vouches++;
@@ -1048,7 +1062,7 @@ static void deliver(harness *h, long qi)
             if (was_quiet && !jr__raft_quiet(nd->r)) h->quiet_wakes++;
             h_flush(nd);
         }
-    } else if (nd->released && c->m.type == JR__MSG_VOUCH) {
+    } else if (nd->released && c->m.type == JR__MSG_VOUCH && !(nd->lost_all && h->lost_silent)) {
         vouch_released(h, nd, &c->m);
     }
     free_msg(c);

@@ -67,6 +67,7 @@ typedef struct h_node {
     jr__raft *r;
     int up;
     int released;        /* h_release: down, answering VOUCH with nothing */
+    int lost_all;        /* h_lose: released by a lost disk (its answer says it may be faulty) */
     int restart_damaged; /* h_restart opens it damaged, as a node whose recovery found damage */
     int notified;
     int hold; /* 1: the node does not flush at all; 2: its entry writes are slow (only the hard
@@ -152,6 +153,10 @@ struct harness {
     uint64_t lost_tails, rollbacks; /* storage faults injected (h_restart_lost, h_rollback) */
     uint64_t releases;              /* replicas released (h_release) */
     uint64_t released_vouches;      /* VOUCHes a released node answered with nothing */
+    uint64_t losses;                /* replicas whose whole storage was lost (h_lose) */
+    /* Broken variants of h_lose's answer, to show the tests that each part matters
+     * (test_lost.c): without its unfloored bit, or none at all. */
+    int lost_floored, lost_silent;
     uint64_t sent, delivered, dropped;
     uint64_t elections, installs, truncations, restarts, config_entries;
     /* quiescence (node-level heartbeats) */
@@ -216,6 +221,12 @@ int h_rollback(harness *h, int i);
  * stays down for the group (h_restart leaves it down), but answers a VOUCH with no entry and no
  * configuration, as its node does for a group it does not host. */
 void h_release(harness *h, int i);
+/* Node i loses its whole storage, as a node whose WAL was lost (lib/node/recover.c) that does
+ * not open the group again: it crashes and its disk is wiped like h_release's, and its node
+ * answers a VOUCH with no entry and no configuration, saying it may come from a faulty replica
+ * (unfloored), as lib/node does for a group it does not hold after a lost WAL. It is a faulty
+ * replica of every configuration naming it. */
+void h_lose(harness *h, int i);
 void h_isolate(harness *h, int i);
 void h_heal(harness *h);
 /* Runs the ready cycle of node i if it notified. */
