@@ -88,7 +88,7 @@
 #define DRAIN_BYTES (16u << 20)   /* queued entry bytes applied a turn, beyond those queued since */
 #define PACE_IDLE 3               /* busy group: idle time per unit of a step's cost (1/4 share) */
 #define PACE_MAX_NS (100u * 1000 * 1000) /* the longest pause after one step */
-#define PACE_QUEUE_MAX (256ull << 20)    /* queued entry bytes beyond which the copy is unpaced */
+#define PACE_QUEUE_MAX (256ull << 20)    /* entry bytes waiting beyond which the copy is unpaced */
 
 enum { OP_CHUNK = 0, OP_PIECE = 1 };
 
@@ -125,7 +125,13 @@ struct jr__catchup {
     size_t qhead, nq, capq;
     uint64_t qnew;   /* bytes queued since the last batch was applied */
     uint64_t qbytes; /* bytes queued in all */
+    uint64_t qheld;  /* bytes in the queue now (q[qhead..nq)) */
     int draining;
+    /* the group's applying is paused (held: the queue is full), or was until the queue drained
+     * and not every entry committed meanwhile is queued yet (wait_to: the group's commit index
+     * when it resumed; the catch-up does not end before its applied index gets there) */
+    int held;
+    uint64_t wait_to;
     /* pacing while the group is busy (see "Pacing" above): the group's commit index when the
      * chunk request left; a paced step's start, and the end of the pause after it (0: its cost
      * is measured at the replica's next visit) */
@@ -182,8 +188,11 @@ static int observer(const jr__srep *r)
 static int committed_since(const jr__srep *r)
 {
     const jr__catchup *cu = r->cu;
-    return cu->answered && !cu->unpaced && cu->qbytes < PACE_QUEUE_MAX && r->g &&
-           jr__raft_commit_index(jr__group_consensus(r->g)) > cu->commit_mark && observer(r);
+    if (!cu->answered || cu->unpaced || !r->g) return 0;
+    const jr__raft *core = jr__group_consensus(r->g);
+    uint64_t commit = jr__raft_commit_index(core), applied = jr__group_applied(r->g);
+    uint64_t waits = commit > applied ? jr__raft_log_bytes(core, applied + 1, commit) : 0;
+    return cu->qheld + waits < PACE_QUEUE_MAX && commit > cu->commit_mark && observer(r);
 }
 
 /* A paced chunk (its request left at `began`) is applied: its cost is measured at the
@@ -304,7 +313,37 @@ int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *da
     cu->q[cu->nq++] = e;
     cu->qnew += len;
     cu->qbytes += len;
+    cu->qheld += len;
+    if (cu->qheld > r->js->catchup_queue_peak) r->js->catchup_queue_peak = cu->qheld;
+    if (cu->qheld >= r->js->catchup_queue_max && !cu->held && r->g) {
+        cu->held = 1; /* the entries committed from now on wait in the group's log */
+        r->js->catchup_apply_holds++;
+        jr__group_pause_apply(r->g, 1);
+    }
     return 0;
+}
+
+/* 1 if entries committed while the group's applying was paused are not all queued yet: its
+ * applied index is below the commit index of when it resumed (or of now, if lower: a power loss
+ * under JR_SYNC_INTERVAL may have taken commits back). */
+static int waiting(const jr__srep *r)
+{
+    if (!r->g) return 0;
+    uint64_t c = jr__raft_commit_index(jr__group_consensus(r->g));
+    uint64_t to = r->cu->wait_to < c ? r->cu->wait_to : c;
+    return jr__group_applied(r->g) < to;
+}
+
+/* The queue drained below its bound: the group applies again, into the queue, what waited in
+ * its log (at its next flush); the catch-up ends only once that is queued (wait_to). */
+static void resume_apply(jr__srep *r)
+{
+    jr__catchup *cu = r->cu;
+    if (!cu->held || cu->qheld >= r->js->catchup_queue_max) return;
+    cu->held = 0;
+    if (!r->g) return;
+    cu->wait_to = jr__raft_commit_index(jr__group_consensus(r->g));
+    jr__group_pause_apply(r->g, 0);
 }
 
 void jr__catchup_free(jr__srep *r)
@@ -313,6 +352,7 @@ void jr__catchup_free(jr__srep *r)
     if (!cu) return;
     const jr_allocator *a = r->js->alloc;
     jr__rpc_cancel(r->js->n, cu->rpc_id);
+    if (cu->held && r->g) jr__group_pause_apply(r->g, 0);
     for (size_t i = cu->qhead; i < cu->nq; i++) jr__free(a, cu->q[i]);
     jr__free(a, cu->q);
     jr__free(a, cu->snap);
@@ -394,6 +434,7 @@ static void drain(jr__srep *r)
         }
         cu->q[cu->qhead++] = NULL;
         done += e->len;
+        cu->qheld -= e->len;
         js->catchup_drained += e->len;
         jr__srep_apply_entry(r, e->index, e->term, e->data, e->len);
         jr__free(js->alloc, e);
@@ -402,12 +443,14 @@ static void drain(jr__srep *r)
     js->catchup_drain_turns++;
     if (done > budget && done - budget > js->catchup_drain_over)
         js->catchup_drain_over = done - budget;
+    resume_apply(r);
     if (cu->draining && cu->qhead == cu->nq && cu->later && restore_later(r) != 0) return;
     if (!cu->draining) { /* the later snapshot misses messages: the request leaves now */
         jr__catchup_step(r);
         return;
     }
-    if (cu->qhead < cu->nq) {
+    if (cu->qhead < cu->nq || cu->held || waiting(r)) {
+        /* more queued, or entries waiting in the group's log that its next flush queues */
         /* past this turn's clock: a timer due now would run again within this tick */
         jr__js_timer_arm(js, &r->timer, jr__deadline(jr__node_now(js->n), 1));
         return;

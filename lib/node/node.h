@@ -67,6 +67,15 @@
 #include "util/map.h"
 #include "util/rand.h"
 
+/* Log a leader keeps behind a snapshot (snapshot.c trailing_for), at most: for the followers it
+ * replicates to, and for a member catching up (an observer making progress: a grow or a move
+ * copying from the group while its log follows). Each member's share is what it still needs;
+ * the bounds keep the core's in-memory log from growing without limit for a member that never
+ * gets there. */
+#define JR__KEEP_BYTES (64ull << 20)
+#define JR__JOIN_KEEP_BYTES (256ull << 20)
+#define JR__JOINERS 4 /* members catching up a leader watches per group */
+
 /* ---------------------------------------------------------------------------------------------
  * Peers (peer.c)
  */
@@ -201,6 +210,13 @@ struct jr_group {
     uint64_t in_index, in_size;
     jr__sealf_writer *in_seal; /* with a node key: seals in_file as it arrives (lazy) */
     jr__glive live;            /* quiet-group lists it is on (liveness.h) */
+    /* leader: the members catching up whose progress it watches (snapshot.c trailing_for): the
+     * acknowledged index seen last and when it last moved; id 0 marks a free slot */
+    struct {
+        jr__id id;
+        uint64_t match, moved_at;
+    } joiners[JR__JOINERS];
+    uint8_t apply_paused; /* applies nothing (jr__group_pause_apply): the entries wait in the log */
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -260,6 +276,12 @@ struct jr_node {
     uint64_t flush_gen;
     jr__confs *confs;  /* raft configurations, interned for every group (raft.h) */
     size_t unpin_segs; /* WAL segment count when groups were last asked to unpin */
+    /* Log a leader keeps behind a snapshot (snapshot.c trailing_for): at most keep_bytes for the
+     * followers it replicates to, at most join_keep_bytes for a member catching up (an observer
+     * whose acknowledged index moved within an election timeout). Set at open to
+     * JR__KEEP_BYTES and JR__JOIN_KEEP_BYTES; tests lower them to reach the bounds with less
+     * data. kept_max: the most log bytes a snapshot of any group of this node left behind it. */
+    uint64_t keep_bytes, join_keep_bytes, kept_max;
 
     /* completion records */
     jr__op *op_free;
