@@ -43,6 +43,16 @@
  * replay of the WAL from zero: the WAL only ever needs the entries after the snapshot, and it
  * is compacted behind the store's durable point when snapshots are taken.
  *
+ * Queue. The queue holds at most js->catchup_queue_max bytes of entries (JR__CATCHUP_QUEUE_MAX)
+ * plus one: the entry that fills it pauses the group's applying (jr__group_pause_apply), so the
+ * entries committed meanwhile wait in the group's log, which holds them anyway (a restoring
+ * replica takes no snapshot, and a snapshot covers applied entries only). Once a batch drained
+ * the queue below the bound the group applies again, into the queue, at its next flush, and the
+ * catch-up ends only when nothing that waited is left (the group's applied index reached the
+ * commit index of when it resumed). A group snapshot installed while entries wait replaces them
+ * as it does any entries it covers. The replica's Raft is not held back: it keeps acknowledging
+ * the leader's log, which the leader then need not keep for it.
+ *
  * Pacing. A joining observer (a grow, a move) whose group is busy with proposals copies in a
  * bounded share of the time, so that the publishers keep the rest (the replica's thread, and on
  * a machine whose cores the servers share, the source's and the group's too). A chunk during
@@ -57,11 +67,11 @@
  * first answer of a catch-up (the commit index known when its request left may be the
  * snapshot's, and the log's own entries arriving then are no proposals), a catch-up that had a
  * later snapshot (the group went past the replica: pauses would only let it fall further
- * behind), one whose queue reached PACE_QUEUE_MAX (a longer copy queues more of what the
- * publishers append, in memory), a voter's (the quorum may need it), and the queued entries'
- * batches (they must outpace the publishers). Progress: every pause is finite and ends in a chunk
- * of a round bounded by the snapshot's last seq, so the copy completes however long the publishers
- * go on, and the queue is applied as above.
+ * behind), one for which PACE_QUEUE_MAX bytes of entries wait (queued, or in the group's log: a
+ * longer copy makes more of what the publishers append wait), a voter's (the quorum may need it),
+ * and the queued entries' batches (they must outpace the publishers). Progress: every pause is
+ * finite and ends in a chunk of a round bounded by the snapshot's last seq, so the copy completes
+ * however long the publishers go on, and the queue is applied as above.
  *
  * JR__RPC_CATCHUP payloads (varint = canonical LEB128, str = varint length + bytes):
  *   request  u8 0 (chunk) | varint group | varint from | varint max_bytes
@@ -183,8 +193,9 @@ static int observer(const jr__srep *r)
  * group's commit index moved on since the request left, this is not the catch-up's first answer
  * (the commit index known when the first request left may be the snapshot's; the entries the log
  * already held are no proposals), no later snapshot came (the group went past this replica: pauses
- * would only let it fall further behind), and the queue holds less than PACE_QUEUE_MAX (a longer
- * copy queues more of what the publishers append: memory, and work for later). */
+ * would only let it fall further behind), and less than PACE_QUEUE_MAX bytes of entries wait for
+ * it, queued or in the group's log (a longer copy makes more of what the publishers append wait:
+ * memory, and work for later). */
 static int committed_since(const jr__srep *r)
 {
     const jr__catchup *cu = r->cu;
