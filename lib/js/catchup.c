@@ -381,6 +381,23 @@ int jr__catchup_later(jr__srep *r, uint64_t gindex, uint64_t index, const void *
     uint8_t *copy = jr__malloc(a, len ? len : 1);
     if (!copy) return JR_ENOMEM;
     memcpy(copy, snap, len);
+    if (cu->later) {
+        /* The entries queued after the snapshot kept so far are to be applied on its state,
+         * which this newer one replaces: those it covers go (their messages are fetched after
+         * it, like those of the entries the log no longer had); applied without that state
+         * they would store their messages at other seqs than their group's replicas did. */
+        size_t k = cu->qhead;
+        for (size_t i = cu->qhead; i < cu->nq; i++) {
+            qent *e = cu->q[i];
+            if (e->index > cu->later_gindex && e->index <= gindex) {
+                cu->qheld -= e->len;
+                jr__free(a, e);
+            } else {
+                cu->q[k++] = e;
+            }
+        }
+        cu->nq = k;
+    }
     jr__free(a, cu->later);
     cu->later = copy;
     cu->later_len = len;

@@ -210,11 +210,14 @@ struct jr_group {
     uint64_t in_index, in_size;
     jr__sealf_writer *in_seal; /* with a node key: seals in_file as it arrives (lazy) */
     jr__glive live;            /* quiet-group lists it is on (liveness.h) */
-    /* leader: the members catching up whose progress it watches (snapshot.c trailing_for): the
-     * acknowledged index seen last and when it last moved; id 0 marks a free slot */
+    /* leader: the members catching up whose progress it watches (snapshot.c catching_up): the
+     * acknowledged index seen last and when it last moved; the lag when the current window of
+     * an election timeout began, and how many windows in a row (up to 2) the lag grew over; id 0
+     * marks a free slot */
     struct {
         jr__id id;
-        uint64_t match, moved_at;
+        uint64_t match, moved_at, window_at, window_lag;
+        uint8_t grew;
     } joiners[JR__JOINERS];
     uint8_t apply_paused; /* applies nothing (jr__group_pause_apply): the entries wait in the log */
 };
@@ -278,7 +281,7 @@ struct jr_node {
     size_t unpin_segs; /* WAL segment count when groups were last asked to unpin */
     /* Log a leader keeps behind a snapshot (snapshot.c trailing_for): at most keep_bytes for the
      * followers it replicates to, at most join_keep_bytes for a member catching up (an observer
-     * whose acknowledged index moved within an election timeout). Set at open to
+     * that moves and does not keep falling behind: snapshot.c catching_up). Set at open to
      * JR__KEEP_BYTES and JR__JOIN_KEEP_BYTES; tests lower them to reach the bounds with less
      * data. kept_max: the most log bytes a snapshot of any group of this node left behind it. */
     uint64_t keep_bytes, join_keep_bytes, kept_max;

@@ -178,29 +178,44 @@ static uint64_t fit(const jr__raft *r, uint64_t index, uint64_t hi, uint64_t byt
     return lo;
 }
 
-/* Leader: 1 if member p is catching up — an observer of the latest configuration (a peer
- * joining for a grow or a move) whose acknowledged index moved within an election timeout
- * (`recent` is now less one) — updating what g watches of it: the index it acknowledged last
- * and when that moved. A member first watched is given an election timeout to move, as
- * check-quorum gives a member it has not heard from yet. At most JR__JOINERS members per group
- * are watched; others count as followers. */
-static int catching_up(jr_group *g, const jr__progress *p, uint64_t recent)
+/* Leader: 1 if member p is catching up at a snapshot at index — an observer of the latest
+ * configuration (a peer joining for a grow or a move) whose acknowledged index moved within an
+ * election timeout (`recent` is now less one) and whose lag (the log bytes after that index up
+ * to index) did not grow over each of the last two windows of an election timeout: it gains on
+ * the log, or a stall of less than a window set it back, and what it still needs is worth
+ * keeping. One whose lag grows window after window would need ever more, and is sent a
+ * snapshot as a follower would be. Updates what g watches of it. A member first watched is
+ * given an election timeout to move and two windows to gain, as check-quorum gives a member it
+ * has not heard from yet. At most JR__JOINERS members per group are watched; others count as
+ * followers. */
+static int catching_up(jr_group *g, const jr__progress *p, uint64_t index, uint64_t recent)
 {
     if (p->voter) return 0;
-    int free = -1;
-    for (int k = 0; k < JR__JOINERS; k++) {
-        if (g->joiners[k].id == p->id) {
-            if (p->match > g->joiners[k].match) g->joiners[k].moved_at = g->node->now;
-            g->joiners[k].match = p->match;
-            return g->joiners[k].moved_at >= recent;
-        }
-        if (!g->joiners[k].id && free < 0) free = k;
+    jr_node *n = g->node;
+    uint64_t lag = p->match < index ? jr__raft_log_bytes(g->raft, p->match + 1, index) : 0;
+    int k = 0;
+    while (k < JR__JOINERS && g->joiners[k].id != p->id) k++;
+    if (k == JR__JOINERS) {
+        for (k = 0; k < JR__JOINERS && g->joiners[k].id; k++) continue;
+        if (k == JR__JOINERS) return 0;
+        g->joiners[k].id = p->id;
+        g->joiners[k].match = p->match;
+        g->joiners[k].moved_at = g->joiners[k].window_at = n->now;
+        g->joiners[k].window_lag = lag;
+        g->joiners[k].grew = 0;
+        return 1;
     }
-    if (free < 0) return 0;
-    g->joiners[free].id = p->id;
-    g->joiners[free].match = p->match;
-    g->joiners[free].moved_at = g->node->now;
-    return 1;
+    if (p->match > g->joiners[k].match) g->joiners[k].moved_at = n->now;
+    g->joiners[k].match = p->match;
+    if (n->now - g->joiners[k].window_at >= n->election_ns) { /* a window ends */
+        if (lag > g->joiners[k].window_lag)
+            g->joiners[k].grew = g->joiners[k].grew < 2 ? g->joiners[k].grew + 1 : 2;
+        else
+            g->joiners[k].grew = 0;
+        g->joiners[k].window_at = n->now;
+        g->joiners[k].window_lag = lag;
+    }
+    return g->joiners[k].moved_at >= recent && g->joiners[k].grew < 2;
 }
 
 /* Leader: forgets the watched members that are no longer observers of the configuration. */
@@ -224,7 +239,7 @@ static void forget_joiners(jr_group *g, const jr__conf *c)
  * on a thread busy with that copy, and under publishers it falls further behind than a follower
  * does; sent a snapshot, it would fetch again the messages of every entry it missed. Each bound
  * is a cap, not a target: only what the furthest-behind member of each kind still needs is kept,
- * and a member that stops moving counts as a follower again after an election timeout. */
+ * and a member that stops moving, or keeps falling further behind, counts as a follower again. */
 static uint64_t trailing_for(jr_group *g, uint64_t index)
 {
     const jr__raft *r = g->raft;
@@ -242,7 +257,7 @@ static uint64_t trailing_for(jr_group *g, uint64_t index)
     for (uint32_t i = 0; i < c->n; i++) {
         jr__progress p;
         if (jr__raft_progress(r, i, &p) != 0 || p.id == jr__raft_self(r)) continue;
-        int joining = catching_up(g, &p, recent);
+        int joining = catching_up(g, &p, index, recent);
         if (p.state == JR__SNAPSHOT || p.last_contact < recent || p.match >= index) continue;
         uint64_t *nd = joining ? &join_need : &need;
         if (index - p.match > *nd) *nd = index - p.match;

@@ -1954,6 +1954,68 @@ START_TEST(a_joiner_kept_no_more_than_a_follower_gets_a_later_snapshot)
 }
 END_TEST
 
+/* A joiner whose log falls further behind window after window (6 MB/s links into it, a
+ * publisher writing 16 MB/s for 1 s) is not kept what it would need: once its lag grew over two
+ * election timeouts in a row the leader keeps it no more than a follower (snapshot.c
+ * catching_up), so no snapshot of the leader leaves more than about two windows' growth behind
+ * it (8 MiB, where the joiner's bound is 64 MiB and it would be kept KEPT_UNRULED); the change
+ * converges once the publisher stops, identical. */
+START_TEST(a_joiner_that_keeps_falling_behind_is_kept_no_more_than_a_follower)
+{
+    e2e c;
+    cluster(&c, 3, 158);
+    for (unsigned i = 0; i < 3; i++) {
+        e2e_snapshot_every(&c, i, 10);
+        e2e_keep_bytes(&c, i, 128u << 10, 64u << 20);
+    }
+    add_stream(&c, "BEHIND", 2);
+    static char big[16384];
+    uint64_t x = 0x2b992ddfa23249d6ull;
+    e2e_res r;
+    for (int i = 0; i < 500; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.behind", big, sizeof big, NULL, &r), 0);
+    }
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "BEHIND", p, 8), 2);
+    unsigned joiner = 3 - p[0] - p[1];
+    int l = e2e_replica_leader(&c, p[0], "BEHIND");
+    ck_assert_int_ge(l, 0);
+    unsigned leader = (unsigned)l;
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.bytes_per_sec = 6 * 1000 * 1000;
+    for (unsigned i = 0; i < 3; i++)
+        if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "BEHIND", subj, 1, 3);
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, leader), &cfg, e2e_admin_cb, &up), 0);
+    static e2e_res res[2000]; /* one publish every millisecond for 2 s */
+    memset(res, 0, sizeof res);
+    for (int i = 0; i < 2000; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.behind", NULL, 0, big, sizeof big,
+                                    NULL, e2e_pub_cb, &res[i]),
+                         0);
+        jr_sim_run_for(c.sim, 1 * MS);
+    }
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    for (int i = 0; i < 2000; i++) {
+        ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
+        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
+    }
+    ck_assert_msg(wait_converged(&c, "BEHIND", 3, 120 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "BEHIND", 2500);
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_msg(e2e_kept_max(&c, i) <= (6u << 20), "n%u kept %llu bytes behind a snapshot", i,
+                      (unsigned long long)e2e_kept_max(&c, i));
+    e2e_free(&c);
+}
+END_TEST
+
 /* The joiner's queue is bounded (catchup.c "Queue"): with a bound of 1 MiB, a copy at 12 MB/s
  * under a publisher (16 KB every 2 ms, more than 16 MiB committed during the copy) holds at
  * most the bound plus one entry queued, pausing its group's applying when full (the entries
@@ -2110,6 +2172,7 @@ int main(void)
     tcase_set_timeout(keep, 300);
     tcase_add_test(keep, a_joiner_that_falls_behind_is_kept_the_log_it_needs);
     tcase_add_test(keep, a_joiner_kept_no_more_than_a_follower_gets_a_later_snapshot);
+    tcase_add_test(keep, a_joiner_that_keeps_falling_behind_is_kept_no_more_than_a_follower);
     tcase_add_test(keep, a_joiner_under_a_publisher_holds_its_queue_within_its_bound);
     suite_add_tcase(s, keep);
     SRunner *sr = srunner_create(s);
