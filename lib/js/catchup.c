@@ -38,7 +38,9 @@
  * queue is empty, so its Raft answers its leader between batches. A group snapshot installed
  * meanwhile (the leader's log was compacted past this replica) is kept and restored once the
  * entries queued before it are applied; the messages it then misses are those of the entries
- * the log no longer had, fetched in a round bounded by its last seq, and the queue goes on.
+ * the log no longer had, fetched in a round bounded by its last seq, and the queue goes on. A
+ * newer one replaces it, dropping the queued entries it covers that came after the one kept so
+ * far (they were to be applied on that one's state).
  * Snapshots of a restoring replica are refused (the node retries later). This is not a
  * replay of the WAL from zero: the WAL only ever needs the entries after the snapshot, and it
  * is compacted behind the store's durable point when snapshots are taken.

@@ -1018,7 +1018,9 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
 /* A group snapshot installed while restoring (gindex: the group's index; index and snap: the
  * stream's): kept, the newest one, and restored once the entries queued before it are applied,
  * so the messages fetched are those of the entries the group's log no longer had for this
- * replica, not all those appended since the first snapshot. 0 or JR_ENOMEM. */
+ * replica, not all those appended since the first snapshot. Replacing a kept one, it drops the
+ * queued entries after that one's index up to gindex (they presuppose its state). 0 or
+ * JR_ENOMEM. */
 int jr__catchup_later(jr__srep *r, uint64_t gindex, uint64_t index, const void *snap, size_t len);
 /* An entry applied while restoring: kept to be applied once the messages are in. With
  * js->catchup_queue_max bytes queued, pauses the group's applying (jr__group_pause_apply) until
