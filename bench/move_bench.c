@@ -37,6 +37,10 @@
  *   later            snapshots the joining replica installed while restoring (the leader's log
  *                    went past it: it fetches again what the lost entries held)
  *   queued_mb        entry bytes the joining replica queued during its copy and applied after
+ *   queue_peak_mb    the most entry bytes its queue held at once (docs/internals.md "Catch-up":
+ *                    at most 64 MiB and one entry; the rest waits in its group's log)
+ *   kept_mb          the most log bytes a snapshot of the stream leader's node left behind it
+ *                    (up to 256 MiB for a member catching up, 64 MiB for a follower)
  *   load1            the machine's load average when the update was issued (other programs
  *                    slow the wall-clock figures; the CPU figures much less)
  * With --publish 1 (both by default) the publisher keeps running through the move:
@@ -65,6 +69,7 @@
 #include "bench_util.h"
 #include "jetraft.h"
 #include "js/js.h"
+#include "node/node.h"
 #include "mt_host.h"
 
 #define NODES 4
@@ -237,7 +242,7 @@ static void update_task(void *arg, jr_node *node)
 /* A node's catch-up counters (js.h), read on its thread. */
 typedef struct cu_count {
     mt_waiter w;
-    uint64_t bytes, paced, paused_ns, later, drained, served;
+    uint64_t bytes, paced, paused_ns, later, drained, served, queue_peak, kept;
     int phase; /* BENCH's catch-up on the node: JR__CU_*, -1 if none */
 } cu_count;
 
@@ -254,6 +259,8 @@ static void cu_count_task(void *arg, jr_node *node)
     f->later = js->catchup_later;
     f->drained = js->catchup_drained;
     f->served = js->catchup_served;
+    f->queue_peak = js->catchup_queue_peak;
+    f->kept = node->kept_max;
     mt_waiter_done(&f->w, 0, NULL);
 }
 
@@ -451,14 +458,16 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
            ".1f,"
            "\"fetched_mb\":%.1f,\"cpu_s\":%.3f,\"joiner_cpu_s\":%.3f,\"leader_cpu_s\":%.3f,"
            "\"mb_per_cpu_s\":%.1f,\"paced\":%" PRIu64 ",\"paused_s\":%.3f,"
-           "\"later\":%" PRIu64 ",\"queued_mb\":%.1f,\"load1\":%.2f",
+           "\"later\":%" PRIu64 ",\"queued_mb\":%.1f,\"queue_peak_mb\":%.1f,"
+           "\"kept_mb\":%.1f,\"load1\":%.2f",
            which == CASE_GROW ? "grow" : "move", bytes, o->msg_bytes, o->posix ? "posix" : "mem",
            publishing ? "true" : "false", lname, joiner >= 0 ? c.names[joiner] : "", gone, sources,
            update_s, secs, secs > 0 ? (double)bytes / secs / 1e6 : 0, (double)fetched / 1e6, cpu,
            joiner >= 0 ? tcpu[joiner] : 0.0, tcpu[mt_index(&c, lname)],
            cpu > 0 ? (double)bytes / cpu / 1e6 : 0, f1.paced - f0.paced,
            (double)(f1.paused_ns - f0.paused_ns) * 1e-9, f1.later - f0.later,
-           (double)(f1.drained - f0.drained) / 1e6, load);
+           (double)(f1.drained - f0.drained) / 1e6, (double)f1.queue_peak / 1e6,
+           (double)cu_counts(&c, mt_index(&c, lname)).kept / 1e6, load);
     if (publishing)
         printf(",\"pub_steady_msgs_s\":%.0f,\"pub_during_msgs_s\":%.0f,\"ratio\":%.2f,"
                "\"pub_failed\":%" PRIu64 ",\"steady_cores\":%.2f,\"cores\":%.2f,"

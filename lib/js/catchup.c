@@ -38,10 +38,22 @@
  * queue is empty, so its Raft answers its leader between batches. A group snapshot installed
  * meanwhile (the leader's log was compacted past this replica) is kept and restored once the
  * entries queued before it are applied; the messages it then misses are those of the entries
- * the log no longer had, fetched in a round bounded by its last seq, and the queue goes on.
+ * the log no longer had, fetched in a round bounded by its last seq, and the queue goes on. A
+ * newer one replaces it, dropping the queued entries it covers that came after the one kept so
+ * far (they were to be applied on that one's state).
  * Snapshots of a restoring replica are refused (the node retries later). This is not a
  * replay of the WAL from zero: the WAL only ever needs the entries after the snapshot, and it
  * is compacted behind the store's durable point when snapshots are taken.
+ *
+ * Queue. The queue holds at most js->catchup_queue_max bytes of entries (JR__CATCHUP_QUEUE_MAX)
+ * plus one: the entry that fills it pauses the group's applying (jr__group_pause_apply), so the
+ * entries committed meanwhile wait in the group's log, which holds them anyway (a restoring
+ * replica takes no snapshot, and a snapshot covers applied entries only). Once a batch drained
+ * the queue below the bound the group applies again, into the queue, at its next flush, and the
+ * catch-up ends only when nothing that waited is left (the group's applied index reached the
+ * commit index of when it resumed). A group snapshot installed while entries wait replaces them
+ * as it does any entries it covers. The replica's Raft is not held back: it keeps acknowledging
+ * the leader's log, which the leader then need not keep for it.
  *
  * Pacing. A joining observer (a grow, a move) whose group is busy with proposals copies in a
  * bounded share of the time, so that the publishers keep the rest (the replica's thread, and on
@@ -57,11 +69,11 @@
  * first answer of a catch-up (the commit index known when its request left may be the
  * snapshot's, and the log's own entries arriving then are no proposals), a catch-up that had a
  * later snapshot (the group went past the replica: pauses would only let it fall further
- * behind), one whose queue reached PACE_QUEUE_MAX (a longer copy queues more of what the
- * publishers append, in memory), a voter's (the quorum may need it), and the queued entries'
- * batches (they must outpace the publishers). Progress: every pause is finite and ends in a chunk
- * of a round bounded by the snapshot's last seq, so the copy completes however long the publishers
- * go on, and the queue is applied as above.
+ * behind), one for which PACE_QUEUE_MAX bytes of entries wait (queued, or in the group's log: a
+ * longer copy makes more of what the publishers append wait), a voter's (the quorum may need it),
+ * and the queued entries' batches (they must outpace the publishers). Progress: every pause is
+ * finite and ends in a chunk of a round bounded by the snapshot's last seq, so the copy completes
+ * however long the publishers go on, and the queue is applied as above.
  *
  * JR__RPC_CATCHUP payloads (varint = canonical LEB128, str = varint length + bytes):
  *   request  u8 0 (chunk) | varint group | varint from | varint max_bytes
@@ -88,7 +100,7 @@
 #define DRAIN_BYTES (16u << 20)   /* queued entry bytes applied a turn, beyond those queued since */
 #define PACE_IDLE 3               /* busy group: idle time per unit of a step's cost (1/4 share) */
 #define PACE_MAX_NS (100u * 1000 * 1000) /* the longest pause after one step */
-#define PACE_QUEUE_MAX (256ull << 20)    /* queued entry bytes beyond which the copy is unpaced */
+#define PACE_QUEUE_MAX (256ull << 20)    /* entry bytes waiting beyond which the copy is unpaced */
 
 enum { OP_CHUNK = 0, OP_PIECE = 1 };
 
@@ -125,7 +137,13 @@ struct jr__catchup {
     size_t qhead, nq, capq;
     uint64_t qnew;   /* bytes queued since the last batch was applied */
     uint64_t qbytes; /* bytes queued in all */
+    uint64_t qheld;  /* bytes in the queue now (q[qhead..nq)) */
     int draining;
+    /* the group's applying is paused (held: the queue is full), or was until the queue drained
+     * and not every entry committed meanwhile is queued yet (wait_to: the group's commit index
+     * when it resumed; the catch-up does not end before its applied index gets there) */
+    int held;
+    uint64_t wait_to;
     /* pacing while the group is busy (see "Pacing" above): the group's commit index when the
      * chunk request left; a paced step's start, and the end of the pause after it (0: its cost
      * is measured at the replica's next visit) */
@@ -177,13 +195,17 @@ static int observer(const jr__srep *r)
  * group's commit index moved on since the request left, this is not the catch-up's first answer
  * (the commit index known when the first request left may be the snapshot's; the entries the log
  * already held are no proposals), no later snapshot came (the group went past this replica: pauses
- * would only let it fall further behind), and the queue holds less than PACE_QUEUE_MAX (a longer
- * copy queues more of what the publishers append: memory, and work for later). */
+ * would only let it fall further behind), and less than PACE_QUEUE_MAX bytes of entries wait for
+ * it, queued or in the group's log (a longer copy makes more of what the publishers append wait:
+ * memory, and work for later). */
 static int committed_since(const jr__srep *r)
 {
     const jr__catchup *cu = r->cu;
-    return cu->answered && !cu->unpaced && cu->qbytes < PACE_QUEUE_MAX && r->g &&
-           jr__raft_commit_index(jr__group_consensus(r->g)) > cu->commit_mark && observer(r);
+    if (!cu->answered || cu->unpaced || !r->g) return 0;
+    const jr__raft *core = jr__group_consensus(r->g);
+    uint64_t commit = jr__raft_commit_index(core), applied = jr__group_applied(r->g);
+    uint64_t waits = commit > applied ? jr__raft_log_bytes(core, applied + 1, commit) : 0;
+    return cu->qheld + waits < PACE_QUEUE_MAX && commit > cu->commit_mark && observer(r);
 }
 
 /* A paced chunk (its request left at `began`) is applied: its cost is measured at the
@@ -305,7 +327,37 @@ int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *da
     cu->q[cu->nq++] = e;
     cu->qnew += len;
     cu->qbytes += len;
+    cu->qheld += len;
+    if (cu->qheld > r->js->catchup_queue_peak) r->js->catchup_queue_peak = cu->qheld;
+    if (cu->qheld >= r->js->catchup_queue_max && !cu->held && r->g) {
+        cu->held = 1; /* the entries committed from now on wait in the group's log */
+        r->js->catchup_apply_holds++;
+        jr__group_pause_apply(r->g, 1);
+    }
     return 0;
+}
+
+/* 1 if entries committed while the group's applying was paused are not all queued yet: its
+ * applied index is below the commit index of when it resumed (or of now, if lower: a power loss
+ * under JR_SYNC_INTERVAL may have taken commits back). */
+static int waiting(const jr__srep *r)
+{
+    if (!r->g) return 0;
+    uint64_t c = jr__raft_commit_index(jr__group_consensus(r->g));
+    uint64_t to = r->cu->wait_to < c ? r->cu->wait_to : c;
+    return jr__group_applied(r->g) < to;
+}
+
+/* The queue drained below its bound: the group applies again, into the queue, what waited in
+ * its log (at its next flush); the catch-up ends only once that is queued (wait_to). */
+static void resume_apply(jr__srep *r)
+{
+    jr__catchup *cu = r->cu;
+    if (!cu->held || cu->qheld >= r->js->catchup_queue_max) return;
+    cu->held = 0;
+    if (!r->g) return;
+    cu->wait_to = jr__raft_commit_index(jr__group_consensus(r->g));
+    jr__group_pause_apply(r->g, 0);
 }
 
 void jr__catchup_free(jr__srep *r)
@@ -314,6 +366,7 @@ void jr__catchup_free(jr__srep *r)
     if (!cu) return;
     const jr_allocator *a = r->js->alloc;
     jr__rpc_cancel(r->js->n, cu->rpc_id);
+    if (cu->held && r->g) jr__group_pause_apply(r->g, 0);
     for (size_t i = cu->qhead; i < cu->nq; i++) jr__free(a, cu->q[i]);
     jr__free(a, cu->q);
     jr__free(a, cu->snap);
@@ -332,6 +385,23 @@ int jr__catchup_later(jr__srep *r, uint64_t gindex, uint64_t index, const void *
     uint8_t *copy = jr__malloc(a, len ? len : 1);
     if (!copy) return JR_ENOMEM;
     memcpy(copy, snap, len);
+    if (cu->later) {
+        /* The entries queued after the snapshot kept so far are to be applied on its state,
+         * which this newer one replaces: those it covers go (their messages are fetched after
+         * it, like those of the entries the log no longer had); applied without that state
+         * they would store their messages at other seqs than their group's replicas did. */
+        size_t k = cu->qhead;
+        for (size_t i = cu->qhead; i < cu->nq; i++) {
+            qent *e = cu->q[i];
+            if (e->index > cu->later_gindex && e->index <= gindex) {
+                cu->qheld -= e->len;
+                jr__free(a, e);
+            } else {
+                cu->q[k++] = e;
+            }
+        }
+        cu->nq = k;
+    }
     jr__free(a, cu->later);
     cu->later = copy;
     cu->later_len = len;
@@ -396,6 +466,7 @@ static void drain(jr__srep *r)
         }
         cu->q[cu->qhead++] = NULL;
         done += e->len;
+        cu->qheld -= e->len;
         js->catchup_drained += e->len;
         jr__srep_apply_entry(r, e->index, e->term, e->data, e->len);
         jr__free(js->alloc, e);
@@ -404,12 +475,14 @@ static void drain(jr__srep *r)
     js->catchup_drain_turns++;
     if (done > budget && done - budget > js->catchup_drain_over)
         js->catchup_drain_over = done - budget;
+    resume_apply(r);
     if (cu->draining && cu->qhead == cu->nq && cu->later && restore_later(r) != 0) return;
     if (!cu->draining) { /* the later snapshot misses messages: the request leaves now */
         jr__catchup_step(r);
         return;
     }
-    if (cu->qhead < cu->nq) {
+    if (cu->qhead < cu->nq || cu->held || waiting(r)) {
+        /* more queued, or entries waiting in the group's log that its next flush queues */
         /* past this turn's clock: a timer due now would run again within this tick */
         jr__js_timer_arm(js, &r->timer, jr__deadline(jr__node_now(js->n), 1));
         return;

@@ -545,6 +545,11 @@ struct jr__js {
     uint64_t catchup_served;      /* uncompressed chunk bytes this node served as a source */
     uint64_t catchup_paced;       /* catch-up steps followed by a pause (the group was busy) */
     uint64_t catchup_paused_ns;   /* the pauses' total length */
+    uint64_t catchup_queue_max;   /* entry bytes a catch-up queue holds before its group's
+                                     applying pauses (catchup.c "Queue"; set at open, tests
+                                     lower it) */
+    uint64_t catchup_queue_peak;  /* most entry bytes a catch-up queue held at once */
+    uint64_t catchup_apply_holds; /* times a full queue paused its group's applying */
     /* meta_members.c: servers joining and leaving */
     uint8_t join;         /* jr_node_config.join: this server asks to be let in */
     uint8_t removed;      /* this server was removed from the cluster: it takes no part */
@@ -1016,14 +1021,23 @@ void jr__stream_exec_read(jr__js *js, jr__srep *r, const jr__waiter *w);
 
 /* catchup.c ---------------------------------------------------------------------------------*/
 
+/* Entry bytes a catch-up queue holds at most (plus one entry) before its group's applying
+ * pauses: the entries committed beyond wait in the group's log, which holds them anyway (a
+ * restoring replica takes no snapshot), and enter the queue as it drains. */
+#define JR__CATCHUP_QUEUE_MAX (64ull << 20)
+
 /* The replica's fsm restore found messages missing from need on (snapshot copied). 0/ENOMEM. */
 int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len, uint64_t need);
 /* A group snapshot installed while restoring (gindex: the group's index; index and snap: the
  * stream's): kept, the newest one, and restored once the entries queued before it are applied,
  * so the messages fetched are those of the entries the group's log no longer had for this
- * replica, not all those appended since the first snapshot. 0 or JR_ENOMEM. */
+ * replica, not all those appended since the first snapshot. Replacing a kept one, it drops the
+ * queued entries after that one's index up to gindex (they presuppose its state). 0 or
+ * JR_ENOMEM. */
 int jr__catchup_later(jr__srep *r, uint64_t gindex, uint64_t index, const void *snap, size_t len);
-/* An entry applied while restoring: kept to be applied once the messages are in. */
+/* An entry applied while restoring: kept to be applied once the messages are in. With
+ * js->catchup_queue_max bytes queued, pauses the group's applying (jr__group_pause_apply) until
+ * the queue drains below that. */
 int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len);
 /* The messages are in: applies the queued entries, a bounded batch per turn of the node (the
  * replica's timer brings the next; the replica stays restoring until the queue is empty), and

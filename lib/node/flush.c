@@ -161,10 +161,11 @@ void jr__group_durable_apply(jr_group *g)
 }
 
 /* The last entry g may apply now: committed, durable, in memory, and (durable_apply) covered by
- * a durable commit index. */
+ * a durable commit index; none while g's applying is paused (jr__group_pause_apply). */
 static uint64_t apply_limit(const jr_group *g)
 {
     const jr__raft *r = g->raft;
+    if (g->apply_paused) return g->applied;
     uint64_t upto = jr__raft_commit_index(r);
     if (g->durable_apply && upto > jr__raft_durable_commit(r)) upto = jr__raft_durable_commit(r);
     if (upto > g->persisted) upto = g->persisted;
@@ -326,6 +327,7 @@ static void apply(jr_node *n, jr_group *g)
         if (n->hooks.applied) n->hooks.applied(n->hooks.ctx, n, g->id, &e);
         g->applied = i;
         complete_upto(n, g, i, e.term);
+        if (g->apply_paused) break; /* the fsm can take no more for now */
     }
     if (g->applied != start) jr__raft_applied(r, g->applied);
 

@@ -383,6 +383,8 @@ int jr__node_open(const jr_node_config *cfg_in,
     n->election_ns = (uint64_t)cfg.election_timeout_ms * 1000000u;
     n->heartbeat_ns = (uint64_t)cfg.heartbeat_ms * 1000000u;
     n->max_frame = cfg.max_frame_bytes;
+    n->keep_bytes = JR__KEEP_BYTES;
+    n->join_keep_bytes = JR__JOIN_KEEP_BYTES;
     set_limits(n, &cfg);
     n->sync_policy = cfg.sync_policy;
     n->armed = UINT64_MAX;

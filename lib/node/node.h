@@ -69,6 +69,15 @@
 #include "util/rand.h"
 #include "wire/frame.h"
 
+/* Log a leader keeps behind a snapshot (snapshot.c trailing_for), at most: for the followers it
+ * replicates to, and for a member catching up (an observer making progress: a grow or a move
+ * copying from the group while its log follows). Each member's share is what it still needs;
+ * the bounds keep the core's in-memory log from growing without limit for a member that never
+ * gets there. */
+#define JR__KEEP_BYTES (64ull << 20)
+#define JR__JOIN_KEEP_BYTES (256ull << 20)
+#define JR__JOINERS 4 /* members catching up a leader watches per group */
+
 /* ---------------------------------------------------------------------------------------------
  * Peers (peer.c)
  */
@@ -210,6 +219,16 @@ struct jr_group {
     uint8_t fsm_listed;
     uint8_t fsm_clears;
     struct jr_group *fsm_next;
+    /* leader: the members catching up whose progress it watches (snapshot.c catching_up): the
+     * acknowledged index seen last and when it last moved; the lag when the current window of
+     * an election timeout began, and how many windows in a row (up to 2) the lag grew over; id 0
+     * marks a free slot */
+    struct {
+        jr__id id;
+        uint64_t match, moved_at, window_at, window_lag;
+        uint8_t grew;
+    } joiners[JR__JOINERS];
+    uint8_t apply_paused; /* applies nothing (jr__group_pause_apply): the entries wait in the log */
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -269,6 +288,12 @@ struct jr_node {
     uint64_t flush_gen;
     jr__confs *confs;  /* raft configurations, interned for every group (raft.h) */
     size_t unpin_segs; /* WAL segment count when groups were last asked to unpin */
+    /* Log a leader keeps behind a snapshot (snapshot.c trailing_for): at most keep_bytes for the
+     * followers it replicates to, at most join_keep_bytes for a member catching up (an observer
+     * that moves and does not keep falling behind: snapshot.c catching_up). Set at open to
+     * JR__KEEP_BYTES and JR__JOIN_KEEP_BYTES; tests lower them to reach the bounds with less
+     * data. kept_max: the most log bytes a snapshot of any group of this node left behind it. */
+    uint64_t keep_bytes, join_keep_bytes, kept_max;
 
     /* completion records */
     jr__op *op_free;

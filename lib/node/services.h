@@ -242,6 +242,12 @@ const jr__raft *jr__group_consensus(const jr_group *g);
 void jr__group_wake(jr_group *g);
 /* Last index applied to g's fsm (or restored from a snapshot). */
 uint64_t jr__group_applied(const jr_group *g);
+/* Pauses (on = 1) or resumes g's applying: while paused no committed entry is applied; they wait
+ * in g's log, which keeps every entry after the applied index (a snapshot covers applied entries
+ * only), unless a snapshot installed from the leader replaces them. Resuming applies what waits
+ * at g's next flush. For a state machine that cannot take entries for a while (a replica whose
+ * catch-up queue is full). */
+void jr__group_pause_apply(jr_group *g, int on);
 /* Entries g applies between two snapshots (jr_group_config.snapshot_entries); setting it
  * takes effect at g's next apply. */
 uint64_t jr__group_snapshot_entries(const jr_group *g);

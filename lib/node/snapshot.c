@@ -13,7 +13,8 @@
  * the last snapshot, the fsm writes its state into a node-owned buffer (jr_snapshot_write), the
  * node compresses it into the file, then tells the core (jr__raft_snapshot_taken, keeping up to
  * TRAILING_MAX entries / TRAILING_BYTES of them for slightly slow followers, and on a leader
- * what its active followers still need, up to KEEP_MAX_BYTES: trailing_for) and the WAL
+ * what its active followers still need, up to JR__KEEP_BYTES, and what a member catching up still
+ * needs, up to JR__JOIN_KEEP_BYTES: trailing_for) and the WAL
  * (jr__wal_compact). The file is durable before the WAL may forget the entries. The byte bound
  * keeps a group of large (batched) entries from holding gigabytes of log in memory: the core's
  * log rings stay the same size and are reused from one snapshot to the next.
@@ -42,8 +43,7 @@
 #define TRAILING_MAX 1024
 #define TRAILING_BYTES (2u << 20)
 #define SNAPSHOT_BYTES (8u << 20)
-#define KEEP_MAX_BYTES (64u << 20) /* kept for active followers at most */
-#define UNPIN_MAX 1024             /* groups asked for a snapshot per segment-count change */
+#define UNPIN_MAX 1024 /* groups asked for a snapshot per segment-count change */
 
 void jr__snap_path(const jr_node *n, uint64_t group, uint64_t index, const char *suffix, char *buf,
                    size_t cap)
@@ -178,34 +178,96 @@ static uint64_t fit(const jr__raft *r, uint64_t index, uint64_t hi, uint64_t byt
     return lo;
 }
 
+/* Leader: 1 if member p is catching up at a snapshot at index — an observer of the latest
+ * configuration (a peer joining for a grow or a move) whose acknowledged index moved within an
+ * election timeout (`recent` is now less one) and whose lag (the log bytes after that index up
+ * to index) did not grow over each of the last two windows of an election timeout: it gains on
+ * the log, or a stall of less than a window set it back, and what it still needs is worth
+ * keeping. One whose lag grows window after window would need ever more, and is sent a
+ * snapshot as a follower would be. Updates what g watches of it. A member first watched is
+ * given an election timeout to move and two windows to gain, as check-quorum gives a member it
+ * has not heard from yet. At most JR__JOINERS members per group are watched; others count as
+ * followers. */
+static int catching_up(jr_group *g, const jr__progress *p, uint64_t index, uint64_t recent)
+{
+    if (p->voter) return 0;
+    jr_node *n = g->node;
+    uint64_t lag = p->match < index ? jr__raft_log_bytes(g->raft, p->match + 1, index) : 0;
+    int k = 0;
+    while (k < JR__JOINERS && g->joiners[k].id != p->id) k++;
+    if (k == JR__JOINERS) {
+        for (k = 0; k < JR__JOINERS && g->joiners[k].id; k++) continue;
+        if (k == JR__JOINERS) return 0;
+        g->joiners[k].id = p->id;
+        g->joiners[k].match = p->match;
+        g->joiners[k].moved_at = g->joiners[k].window_at = n->now;
+        g->joiners[k].window_lag = lag;
+        g->joiners[k].grew = 0;
+        return 1;
+    }
+    if (p->match > g->joiners[k].match) g->joiners[k].moved_at = n->now;
+    g->joiners[k].match = p->match;
+    if (n->now - g->joiners[k].window_at >= n->election_ns) { /* a window ends */
+        if (lag > g->joiners[k].window_lag)
+            g->joiners[k].grew = g->joiners[k].grew < 2 ? g->joiners[k].grew + 1 : 2;
+        else
+            g->joiners[k].grew = 0;
+        g->joiners[k].window_at = n->now;
+        g->joiners[k].window_lag = lag;
+    }
+    return g->joiners[k].moved_at >= recent && g->joiners[k].grew < 2;
+}
+
+/* Leader: forgets the watched members that are no longer observers of the configuration. */
+static void forget_joiners(jr_group *g, const jr__conf *c)
+{
+    for (int k = 0; k < JR__JOINERS; k++) {
+        const jr__member *m = g->joiners[k].id ? jr__conf_find(c, g->joiners[k].id) : NULL;
+        if (!m || m->voter) g->joiners[k].id = 0;
+    }
+}
+
 /* Entries to keep behind a snapshot at index: up to TRAILING_MAX (and snapshot_entries) of them
  * holding at most TRAILING_BYTES, for slightly slow followers; and on a leader, everything a
  * follower it is replicating to (in contact within an election timeout as check-quorum counts
  * it: last_contact, so a new leader keeps what a member it has not heard from yet still needs
  * rather than send it a snapshot at its first answer; not being sent a snapshot) still needs, up to
- * KEEP_MAX_BYTES — with a window of large entries in flight, a healthy follower is often more than
+ * n->keep_bytes — with a window of large entries in flight, a healthy follower is often more than
  * TRAILING_BYTES behind, and compacting what it is about to receive would send it a snapshot and a
- * catch-up instead of the log. */
-static uint64_t trailing_for(const jr_group *g, uint64_t index)
+ * catch-up instead of the log — and up to n->join_keep_bytes for a member catching up
+ * (catching_up): a joiner copies the stream from its peers while its log follows the leader's,
+ * on a thread busy with that copy, and under publishers it falls further behind than a follower
+ * does; sent a snapshot, it would fetch again the messages of every entry it missed. Each bound
+ * is a cap, not a target: only what the furthest-behind member of each kind still needs is kept,
+ * and a member that stops moving, or keeps falling further behind, counts as a follower again. */
+static uint64_t trailing_for(jr_group *g, uint64_t index)
 {
     const jr__raft *r = g->raft;
+    jr_node *n = g->node;
     uint64_t first = jr__raft_first_index(r);
     if (index + 1 < first) return 0;
     uint64_t held = index + 1 - first;
     uint64_t hi = g->snapshot_entries < TRAILING_MAX ? g->snapshot_entries : TRAILING_MAX;
     uint64_t t = fit(r, index, hi < held ? hi : held, TRAILING_BYTES);
     if (jr__raft_role(r) != JR_LEADER) return t;
-    uint64_t need = 0; /* entries the furthest-behind active follower still needs */
+    uint64_t need = 0, join_need = 0; /* entries the furthest-behind of each kind still needs */
     const jr__conf *c = jr__raft_conf(r);
-    uint64_t recent = g->node->now > g->node->election_ns ? g->node->now - g->node->election_ns : 0;
+    uint64_t recent = n->now > n->election_ns ? n->now - n->election_ns : 0;
+    forget_joiners(g, c);
     for (uint32_t i = 0; i < c->n; i++) {
         jr__progress p;
         if (jr__raft_progress(r, i, &p) != 0 || p.id == jr__raft_self(r)) continue;
+        int joining = catching_up(g, &p, index, recent);
         if (p.state == JR__SNAPSHOT || p.last_contact < recent || p.match >= index) continue;
-        if (index - p.match > need) need = index - p.match;
+        uint64_t *nd = joining ? &join_need : &need;
+        if (index - p.match > *nd) *nd = index - p.match;
     }
-    if (need <= t) return t;
-    return fit(r, index, need < held ? need : held, KEEP_MAX_BYTES);
+    if (need > t) t = fit(r, index, need < held ? need : held, n->keep_bytes);
+    if (join_need > t) {
+        uint64_t j = fit(r, index, join_need < held ? join_need : held, n->join_keep_bytes);
+        if (j > t) t = j;
+    }
+    return t;
 }
 
 /* Is a snapshot due: enough entries or enough payload bytes applied since the last one? */
@@ -255,12 +317,17 @@ int jr__snap_maybe_take(jr_group *g)
         g->snap_retry = index + g->snapshot_entries;
         return rc;
     }
-    rc = jr__raft_snapshot_taken(r, index, trailing_for(g, index));
+    uint64_t trailing = trailing_for(g, index);
+    rc = jr__raft_snapshot_taken(r, index, trailing);
     if (rc != 0) {
         jr__node_log(n, JR_LOG_WARN, "group %" PRIu64 ": core refused snapshot at %" PRIu64 ": %s",
                      g->id, index, jr_strerror(rc));
         remove_snapshot(n, g->id, index);
         return rc;
+    }
+    if (trailing) {
+        uint64_t kept = jr__raft_log_bytes(r, index - trailing + 1, index);
+        if (kept > n->kept_max) n->kept_max = kept;
     }
     uint64_t old = g->snap_index;
     g->snap_index = index;

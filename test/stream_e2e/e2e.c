@@ -584,6 +584,34 @@ uint64_t e2e_catchup_bytes(e2e *c, unsigned i)
     return n && jr__js_of(n) ? jr__js_of(n)->catchup_bytes : 0;
 }
 
+void e2e_keep_bytes(e2e *c, unsigned i, uint64_t keep, uint64_t join_keep)
+{
+    jr_node *n = e2e_node(c, i);
+    if (!n) return;
+    n->keep_bytes = keep;
+    n->join_keep_bytes = join_keep;
+}
+
+uint64_t e2e_kept_max(e2e *c, unsigned i)
+{
+    jr_node *n = e2e_node(c, i);
+    return n ? n->kept_max : 0;
+}
+
+void e2e_catchup_queue_max(e2e *c, unsigned i, uint64_t max)
+{
+    jr_node *n = e2e_node(c, i);
+    if (n && jr__js_of(n)) jr__js_of(n)->catchup_queue_max = max;
+}
+
+void e2e_catchup_queue(e2e *c, unsigned i, uint64_t *peak, uint64_t *holds)
+{
+    jr_node *n = e2e_node(c, i);
+    const jr__js *js = n ? jr__js_of(n) : NULL;
+    *peak = js ? js->catchup_queue_peak : 0;
+    *holds = js ? js->catchup_apply_holds : 0;
+}
+
 void e2e_config(jr_stream_config *cfg, const char *name, const char *const *subjects,
                 size_t nsubjects, int replicas)
 {

@@ -180,6 +180,15 @@ void e2e_catchup_drain(e2e *c, unsigned i, uint64_t *bytes, uint64_t *turns, uin
  * entries queued before them; message bytes its catch-ups fetched. */
 uint64_t e2e_catchup_later(e2e *c, unsigned i);
 uint64_t e2e_catchup_bytes(e2e *c, unsigned i);
+/* Server i's bounds on the log its groups keep behind a snapshot as a leader, for followers
+ * and for members catching up (node.h keep_bytes, join_keep_bytes; until a restart), and the
+ * most log bytes a snapshot of its groups left behind it so far. */
+void e2e_keep_bytes(e2e *c, unsigned i, uint64_t keep, uint64_t join_keep);
+uint64_t e2e_kept_max(e2e *c, unsigned i);
+/* Server i's bound on a catch-up queue (js.h catchup_queue_max; until a restart); the most
+ * bytes a queue of its held at once, and the times a full queue paused its group's applying. */
+void e2e_catchup_queue_max(e2e *c, unsigned i, uint64_t max);
+void e2e_catchup_queue(e2e *c, unsigned i, uint64_t *peak, uint64_t *holds);
 /* Server i's catch-up steps followed by a pause (the group was busy with proposals) and the
  * pauses' total length. */
 void e2e_catchup_paced(e2e *c, unsigned i, uint64_t *steps, uint64_t *paused_ns);

@@ -1846,6 +1846,246 @@ START_TEST(a_joiner_of_an_idle_group_copies_without_pauses)
 }
 END_TEST
 
+/* Retention for a joiner (snapshot.c trailing_for). A grow R2 -> R3 under a publisher (a
+ * publish of 16 KB every 2 ms through the change), the joiner's links from the leader cut for
+ * 100 ms while it copies (less than the election timeout of 150 ms: it stays in contact, and its
+ * log moved within that timeout), so it falls about 50 entries (800 KB) behind — past what the
+ * leader keeps for a follower here (snapshots every 10 entries, keep_bytes 128 KiB), within
+ * what it keeps for a member catching up (join_keep). Returns the snapshots the joiner
+ * installed while restoring; checks that no snapshot of the leader left more than join_keep
+ * behind it (or the 10 entries every group keeps) and returns the most one left in *kept. */
+static uint64_t joiner_behind(uint64_t seed, uint64_t join_keep, uint64_t *kept)
+{
+    enum { KEEP = 128 << 10, TRAIL = 10 * (16384 + 4096) };
+    e2e c;
+    cluster(&c, 3, seed);
+    for (unsigned i = 0; i < 3; i++) {
+        e2e_snapshot_every(&c, i, 10);
+        e2e_keep_bytes(&c, i, KEEP, join_keep);
+    }
+    add_stream(&c, "KEEP", 2);
+    static char big[16384];
+    uint64_t x = 0x5851f42d4c957f2dull ^ seed;
+    e2e_res r;
+    for (int i = 0; i < 1000; i++) { /* 16 MB to copy */
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.keep", big, sizeof big, NULL, &r), 0);
+    }
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "KEEP", p, 8), 2);
+    unsigned joiner = 3 - p[0] - p[1];
+    int l = e2e_replica_leader(&c, p[0], "KEEP");
+    ck_assert_int_ge(l, 0);
+    unsigned leader = (unsigned)l;
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.bytes_per_sec = 50 * 1000 * 1000;
+    for (unsigned i = 0; i < 3; i++)
+        if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
+    uint64_t later0 = e2e_catchup_later(&c, joiner);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "KEEP", subj, 1, 3);
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, leader), &cfg, e2e_admin_cb, &up), 0);
+    enum { MAXPUB = 4000 };
+    static e2e_res res[MAXPUB];
+    memset(res, 0, sizeof res);
+    int n = 0, cut = -1, done_at = -1, copying = 0;
+    while (n < MAXPUB && (done_at < 0 || n < done_at + 100)) {
+        int ph = e2e_catchup_phase(&c, joiner, "KEEP");
+        if (ph >= 0) copying = 1;
+        if (copying && ph < 0 && done_at < 0) done_at = n;
+        if (cut < 0 && ph == E2E_CU_FETCHING && e2e_catchup_chunks(&c, joiner) >= 3) {
+            cut = n; /* the copy is under way */
+            ck_assert_int_eq(jr_sim_cut(c.sim, leader, joiner), 0);
+            ck_assert_int_eq(jr_sim_cut(c.sim, joiner, leader), 0);
+        }
+        if (cut >= 0 && n == cut + 50) jr_sim_heal(c.sim); /* 100 ms later */
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.keep", NULL, 0, big, sizeof big,
+                                    NULL, e2e_pub_cb, &res[n]),
+                         0);
+        n++;
+        jr_sim_run_for(c.sim, 2 * MS);
+    }
+    ck_assert_msg(cut >= 0, "the joiner's copy was never seen under way");
+    ck_assert_msg(done_at >= 0, "the catch-up did not complete under %d publishes", n);
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
+        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
+    }
+    ck_assert_msg(wait_converged(&c, "KEEP", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "KEEP", 1000 + (uint64_t)n);
+    *kept = 0;
+    for (unsigned i = 0; i < 3; i++) {
+        uint64_t k = e2e_kept_max(&c, i);
+        uint64_t cap = join_keep > TRAIL ? join_keep : TRAIL;
+        ck_assert_msg(k <= cap, "n%u kept %llu bytes behind a snapshot (bound %llu)", i,
+                      (unsigned long long)k, (unsigned long long)cap);
+        if (k > *kept) *kept = k;
+    }
+    uint64_t later = e2e_catchup_later(&c, joiner) - later0;
+    e2e_free(&c);
+    return later;
+}
+
+/* The leader keeps the log the joiner needs (up to join_keep, 8 MiB here): no snapshot reaches
+ * the joiner while it restores, and a snapshot left more than a follower's bound behind it. */
+START_TEST(a_joiner_that_falls_behind_is_kept_the_log_it_needs)
+{
+    uint64_t kept;
+    uint64_t later = joiner_behind(156, 8u << 20, &kept);
+    ck_assert_msg(later == 0, "%llu later snapshots", (unsigned long long)later);
+    ck_assert_msg(kept > (128u << 10), "at most %llu bytes kept", (unsigned long long)kept);
+}
+END_TEST
+
+/* The same with a joiner kept no more than a follower: the leader compacts past it and it
+ * installs a later snapshot (what the test above counts is the retention's doing). */
+START_TEST(a_joiner_kept_no_more_than_a_follower_gets_a_later_snapshot)
+{
+    uint64_t kept;
+    uint64_t later = joiner_behind(156, 128u << 10, &kept);
+    ck_assert_msg(later >= 1, "no later snapshot (%llu bytes kept at most)",
+                  (unsigned long long)kept);
+}
+END_TEST
+
+/* A joiner whose log falls further behind window after window (6 MB/s links into it, a
+ * publisher writing 16 MB/s for 1 s) is not kept what it would need: once its lag grew over two
+ * election timeouts in a row the leader keeps it no more than a follower (snapshot.c
+ * catching_up), so no snapshot of the leader leaves more than about two windows' growth behind
+ * it (8 MiB, where the joiner's bound is 64 MiB and it would be kept KEPT_UNRULED); the change
+ * converges once the publisher stops, identical. */
+START_TEST(a_joiner_that_keeps_falling_behind_is_kept_no_more_than_a_follower)
+{
+    e2e c;
+    cluster(&c, 3, 158);
+    for (unsigned i = 0; i < 3; i++) {
+        e2e_snapshot_every(&c, i, 10);
+        e2e_keep_bytes(&c, i, 128u << 10, 64u << 20);
+    }
+    add_stream(&c, "BEHIND", 2);
+    static char big[16384];
+    uint64_t x = 0x2b992ddfa23249d6ull;
+    e2e_res r;
+    for (int i = 0; i < 500; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.behind", big, sizeof big, NULL, &r), 0);
+    }
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "BEHIND", p, 8), 2);
+    unsigned joiner = 3 - p[0] - p[1];
+    int l = e2e_replica_leader(&c, p[0], "BEHIND");
+    ck_assert_int_ge(l, 0);
+    unsigned leader = (unsigned)l;
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.bytes_per_sec = 6 * 1000 * 1000;
+    for (unsigned i = 0; i < 3; i++)
+        if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "BEHIND", subj, 1, 3);
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, leader), &cfg, e2e_admin_cb, &up), 0);
+    static e2e_res res[2000]; /* one publish every millisecond for 2 s */
+    memset(res, 0, sizeof res);
+    for (int i = 0; i < 2000; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.behind", NULL, 0, big, sizeof big,
+                                    NULL, e2e_pub_cb, &res[i]),
+                         0);
+        jr_sim_run_for(c.sim, 1 * MS);
+    }
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    for (int i = 0; i < 2000; i++) {
+        ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
+        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
+    }
+    ck_assert_msg(wait_converged(&c, "BEHIND", 3, 120 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "BEHIND", 2500);
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_msg(e2e_kept_max(&c, i) <= (6u << 20), "n%u kept %llu bytes behind a snapshot", i,
+                      (unsigned long long)e2e_kept_max(&c, i));
+    e2e_free(&c);
+}
+END_TEST
+
+/* The joiner's queue is bounded (catchup.c "Queue"): with a bound of 1 MiB, a copy at 12 MB/s
+ * under a publisher (16 KB every 2 ms, more than 16 MiB committed during the copy) holds at
+ * most the bound plus one entry queued, pausing its group's applying when full (the entries
+ * wait in its log) and resuming as the queue drains; every entry still passes through the
+ * queue, the change converges, every publish is acknowledged and the replicas end
+ * identical. */
+START_TEST(a_joiner_under_a_publisher_holds_its_queue_within_its_bound)
+{
+    enum { QMAX = 1 << 20 };
+    e2e c;
+    cluster(&c, 3, 157);
+    for (unsigned i = 0; i < 3; i++) {
+        e2e_snapshot_every(&c, i, 40);
+        e2e_catchup_queue_max(&c, i, QMAX);
+    }
+    add_stream(&c, "QUEUE", 2);
+    static char big[16384];
+    uint64_t x = 0x14057b7ef767814full;
+    e2e_res r;
+    for (int i = 0; i < 2000; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.queue", big, sizeof big, NULL, &r), 0);
+    }
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "QUEUE", p, 8), 2);
+    unsigned joiner = 3 - p[0] - p[1];
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.bytes_per_sec = 12 * 1000 * 1000;
+    for (unsigned i = 0; i < 3; i++)
+        if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
+    uint64_t b0, t0, o0, peak0, holds0;
+    e2e_catchup_drain(&c, joiner, &b0, &t0, &o0);
+    e2e_catchup_queue(&c, joiner, &peak0, &holds0);
+    ck_assert_uint_eq(peak0, 0);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "QUEUE", subj, 1, 3);
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, p[0]), &cfg, e2e_admin_cb, &up), 0);
+    static e2e_res res[1500];
+    memset(res, 0, sizeof res);
+    for (int i = 0; i < 1500; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(jr_publish(e2e_node(&c, p[0]), "rep.queue", NULL, 0, big, sizeof big, NULL,
+                                    e2e_pub_cb, &res[i]),
+                         0);
+        jr_sim_run_for(c.sim, 2 * MS);
+    }
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    for (int i = 0; i < 1500; i++) {
+        ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
+        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
+    }
+    ck_assert_msg(wait_converged(&c, "QUEUE", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "QUEUE", 3500);
+    uint64_t bytes, turns, over, peak, holds;
+    e2e_catchup_drain(&c, joiner, &bytes, &turns, &over);
+    e2e_catchup_queue(&c, joiner, &peak, &holds);
+    bytes -= b0;
+    ck_assert_msg(peak <= QMAX + sizeof big + 4096, "the queue held %llu bytes",
+                  (unsigned long long)peak);
+    ck_assert_msg(holds - holds0 >= 1, "the queue never paused its group's applying");
+    ck_assert_msg(bytes > 8ull * QMAX, "only %llu bytes passed through the queue",
+                  (unsigned long long)bytes);
+    e2e_free(&c);
+}
+END_TEST
+
 /* The first node (by index) whose meta state has stream `name`, or -1. */
 static int first_knowing(e2e *c, const char *name)
 {
@@ -1937,6 +2177,13 @@ int main(void)
     tcase_add_test(pace, a_move_under_a_publisher_paces_the_replacement_and_converges);
     tcase_add_test(pace, a_joiner_of_an_idle_group_copies_without_pauses);
     suite_add_tcase(s, pace);
+    TCase *keep = tcase_create("retention"); /* snapshot.c trailing_for, catchup.c "Queue" */
+    tcase_set_timeout(keep, 300);
+    tcase_add_test(keep, a_joiner_that_falls_behind_is_kept_the_log_it_needs);
+    tcase_add_test(keep, a_joiner_kept_no_more_than_a_follower_gets_a_later_snapshot);
+    tcase_add_test(keep, a_joiner_that_keeps_falling_behind_is_kept_no_more_than_a_follower);
+    tcase_add_test(keep, a_joiner_under_a_publisher_holds_its_queue_within_its_bound);
+    suite_add_tcase(s, keep);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
