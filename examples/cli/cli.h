@@ -12,6 +12,7 @@
 #define JETRAFT_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 #include <nats/nats.h>
@@ -59,10 +60,12 @@ void fmt_bytes(char *buf, size_t cap, uint64_t v);
 /* 1.50s, 2m3s, 1h2m, 3d4h */
 void fmt_duration(char *buf, size_t cap, int64_t ns);
 
-/* Prints the "Cluster Information:" block of a stream or consumer info's "cluster" object the
- * way the nats CLI does (replica lines with current/outdated, seen, operations behind, and the
- * (pending) marker of a peer that is joining or leaving). */
-void print_cluster(const json_t *cluster);
+/* Prints to out the "Cluster Information:" block of a stream or consumer info's "cluster" object
+ * the way the nats CLI does (replica lines with current/outdated, seen, operations behind, and
+ * the (pending) marker of a peer that is joining or leaving), with jetraft-server's
+ * "state machine failed" / "state machine rebuilding" where a replica's JSON says fsm_failed /
+ * fsm_rebuilding, as the library's jr_stream_info_format words it. */
+void print_cluster(FILE *out, const json_t *cluster);
 
 int cmd_stream(cli *c, const char *verb, args *a);
 int cmd_consumer(cli *c, const char *verb, args *a);

@@ -68,7 +68,7 @@ static void print_info(const json_t *info)
     json_int_t reps = json_integer_value(json_object_get(cfg, "num_replicas"));
     if (reps) printf("%21s: %" JSON_INTEGER_FORMAT "\n", "Replicas", reps);
     printf("\n");
-    print_cluster(json_object_get(info, "cluster"));
+    print_cluster(stdout, json_object_get(info, "cluster"));
     printf("State:\n\n");
     seq_pair("Last Delivered Message", json_object_get(info, "delivered"));
     seq_pair("Acknowledgment Floor", json_object_get(info, "ack_floor"));

@@ -133,7 +133,7 @@ static void print_info(const json_t *info)
     print_limit("Maximum Message Size", cfg, "max_msg_size", 1);
     print_limit("Maximum Consumers", cfg, "max_consumers", 0);
     printf("\n");
-    print_cluster(json_object_get(info, "cluster"));
+    print_cluster(stdout, json_object_get(info, "cluster"));
     const json_t *state = json_object_get(info, "state");
     printf("State:\n\n");
     char n[48];
@@ -406,7 +406,7 @@ static int moved(cli *c, json_t *r, const char *what, const char *name)
     if (!r) return 1;
     if (!c->json) {
         printf("%s %s\n\n", what, name);
-        print_cluster(json_object_get(r, "cluster"));
+        print_cluster(stdout, json_object_get(r, "cluster"));
     }
     json_decref(r);
     return 0;

@@ -237,54 +237,56 @@ static const char *sv(const json_t *o, const char *key, const char *dflt)
     return v ? v : dflt;
 }
 
-void print_cluster(const json_t *cl)
+void print_cluster(FILE *out, const json_t *cl)
 {
     if (!json_is_object(cl)) return;
     const char *name = json_string_value(json_object_get(cl, "name"));
     if (!name || !*name) return;
-    printf("Cluster Information:\n\n");
-    printf("%21s: %s\n", "Name", name);
+    fprintf(out, "Cluster Information:\n\n");
+    fprintf(out, "%21s: %s\n", "Name", name);
     const char *group = json_string_value(json_object_get(cl, "raft_group"));
-    if (group) printf("%21s: %s\n", "Cluster Group", group);
+    if (group) fprintf(out, "%21s: %s\n", "Cluster Group", group);
     const char *leader = json_string_value(json_object_get(cl, "leader"));
-    printf("%21s: %s\n", "Leader", leader ? leader : "");
+    fprintf(out, "%21s: %s\n", "Leader", leader ? leader : "");
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(cl, "replicas"), i, r)
     {
+        /* written in pieces, so no name is too long for a line buffer */
         const char *n = json_string_value(json_object_get(r, "name"));
-        char line[256];
-        int k = snprintf(line, sizeof line, "%s%s, %s", n ? n : "?",
-                         json_is_true(json_object_get(r, "pending")) ? " (pending)" : "",
-                         json_is_true(json_object_get(r, "current")) ? "current" : "outdated");
-        if (json_is_true(json_object_get(r, "offline")))
-            k += snprintf(line + k, sizeof line - (size_t)k, ", OFFLINE");
-        if (json_is_true(json_object_get(r, "observer")))
-            k += snprintf(line + k, sizeof line - (size_t)k, ", observer");
+        fprintf(out, "%21s: %s%s, %s", "Replica", n ? n : "?",
+                json_is_true(json_object_get(r, "pending")) ? " (pending)" : "",
+                json_is_true(json_object_get(r, "current")) ? "current" : "outdated");
+        if (json_is_true(json_object_get(r, "fsm_failed")))
+            fprintf(out, "%s",
+                    json_is_true(json_object_get(r, "fsm_rebuilding"))
+                        ? ", state machine rebuilding"
+                        : ", state machine failed");
+        if (json_is_true(json_object_get(r, "offline"))) fprintf(out, ", OFFLINE");
+        if (json_is_true(json_object_get(r, "observer"))) fprintf(out, ", observer");
         json_t *active = json_object_get(r, "active");
         if (json_is_integer(active)) {
             char d[32];
             fmt_duration(d, sizeof d, (int64_t)json_integer_value(active));
-            k += snprintf(line + k, sizeof line - (size_t)k, ", seen %s ago", d);
+            fprintf(out, ", seen %s ago", d);
         }
         json_int_t lag = json_integer_value(json_object_get(r, "lag"));
         if (lag > 0) {
             char l[32];
             fmt_int(l, sizeof l, (int64_t)lag);
-            snprintf(line + k, sizeof line - (size_t)k, ", %s operation%s behind", l,
-                     lag == 1 ? "" : "s");
+            fprintf(out, ", %s operation%s behind", l, lag == 1 ? "" : "s");
         }
-        printf("%21s: %s\n", "Replica", line);
+        fprintf(out, "\n");
     }
-    printf("\n");
+    fprintf(out, "\n");
     const json_t *d = json_object_get(cl, "desired");
     if (!json_is_object(d)) return;
     const json_t *st = json_object_get(d, "status");
-    printf("Migration Information:\n\n");
-    printf("%21s: %s\n", "Status", sv(st, "type", ""));
-    printf("%21s: %s\n", "Description", sv(st, "description", ""));
+    fprintf(out, "Migration Information:\n\n");
+    fprintf(out, "%21s: %s\n", "Status", sv(st, "type", ""));
+    fprintf(out, "%21s: %s\n", "Description", sv(st, "description", ""));
     const char *err = json_string_value(json_object_get(st, "err"));
-    if (err) printf("%21s: %s\n", "Error", err);
+    if (err) fprintf(out, "%21s: %s\n", "Error", err);
     const char *label[] = {"Target Peers", "Origin Peers"};
     const json_t *sets[] = {json_object_get(d, "replicas"),
                             json_object_get(json_object_get(d, "origin"), "peers")};
@@ -295,7 +297,7 @@ void print_cluster(const json_t *cl)
         json_array_foreach(sets[k], i, r) o +=
             (size_t)snprintf(names + o, o < sizeof names ? sizeof names - o : 0, "%s%s",
                              i ? ", " : "", sv(r, "name", "?"));
-        printf("%21s: %s\n", label[k], names);
+        fprintf(out, "%21s: %s\n", label[k], names);
     }
-    printf("\n");
+    fprintf(out, "\n");
 }

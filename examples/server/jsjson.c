@@ -426,6 +426,13 @@ json_t *js_cluster_json(const jr_cluster_info *ci)
             if (p->observer) json_object_set_new(pj, "observer", json_true());
             json_object_set_new(pj, "peer", json_string(p->name));
             if (p->pending) json_object_set_new(pj, "pending", json_true());
+            /* jetraft's own: a replica whose state machine failed or is being rebuilt (its log
+             * is whole, so nats' fields show it only as not current). Left out when false, and
+             * nats clients skip fields they do not know. */
+            if (p->fsm_failed) {
+                json_object_set_new(pj, "fsm_failed", json_true());
+                if (p->fsm_rebuilding) json_object_set_new(pj, "fsm_rebuilding", json_true());
+            }
             json_array_append_new(r, pj);
         }
         json_object_set_new(c, "replicas", r);

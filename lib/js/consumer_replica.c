@@ -83,7 +83,7 @@ static void policy_of(const jr_consumer_config *c, jr__cpolicy *p)
 
 /* The state machine ------------------------------------------------------------------------*/
 
-static void fail(jr__crep *r, int rc, const char *what, uint64_t index)
+void jr__crep_failed(jr__crep *r, int rc, const char *what, uint64_t index)
 {
     if (!r->failed) {
         jr__node_log(r->js->n, JR_LOG_ERROR,
@@ -108,7 +108,8 @@ static void crep_apply(void *ctx, uint64_t index, const void *data, size_t len)
     int rc = jr__cop_iter_init(&it, data, len);
     if (rc == 0) rc = jr__cstate_reserve_entry(&r->st, &it); /* the entry applies whole */
     if (rc != 0) {
-        fail(r, rc, rc == JR_ENOMEM ? "no memory for entry" : "entry does not decode", index);
+        jr__crep_failed(r, rc, rc == JR_ENOMEM ? "no memory for entry" : "entry does not decode",
+                        index);
         jr__clead_entry_end(r);
         return;
     }
@@ -125,7 +126,7 @@ static void crep_apply(void *ctx, uint64_t index, const void *data, size_t len)
             jr__retention_acked(r->js, r->stream_group, out.acked_from, out.acked_to);
         jr__clead_applied(r, &rec, &out, i);
     }
-    if (rc != 0) fail(r, rc, "cannot apply entry", index);
+    if (rc != 0) jr__crep_failed(r, rc, "cannot apply entry", index);
     r->applied = index;
     jr__clead_entry_end(r);
 }
@@ -146,7 +147,7 @@ static int crep_restore(void *ctx, uint64_t gindex, const void *data, size_t len
     jr__crep *r = ctx;
     int rc = jr__cstate_restore(&r->st, data, len);
     if (rc != 0) {
-        fail(r, rc, "snapshot not restored", gindex);
+        jr__crep_failed(r, rc, "snapshot not restored", gindex);
         return rc;
     }
     r->applied = gindex;
@@ -302,7 +303,8 @@ void jr__crep_update(jr__crep *r, const jr__meta_consumer *c)
     take_assignment(r, c);
     jr__cpolicy pol;
     policy_of(&r->as->cfg->c, &pol);
-    if (jr__cstate_set_policy(&r->st, &pol) != 0) fail(r, JR_ENOMEM, "cannot take its config", 0);
+    if (jr__cstate_set_policy(&r->st, &pol) != 0)
+        jr__crep_failed(r, JR_ENOMEM, "cannot take its config", 0);
     if (r->lead) {
         r->lead->duty_at = 0; /* its peers may have changed */
         jr__clead_dirty(r);   /* and its limits, filters or pause */

@@ -897,6 +897,11 @@ void jr__crep_update(jr__crep *r, const jr__meta_consumer *c);
 /* Removes the local replica; purge = 1 also releases its group (freed, dropped from the WAL).
  * Not from inside an apply (services.h "Effects"). */
 void jr__crep_leave(jr__crep *r, int purge);
+/* The replica's state machine failed with rc (an entry it could not apply or decode, a snapshot
+ * that did not restore, a config it could not take) at index (0: none): it applies nothing more,
+ * its group's leader is told (jr__group_set_fsm_state), and the meta timer's convergence rebuilds
+ * it (jr__crep_rebuild). Logs once. */
+void jr__crep_failed(jr__crep *r, int rc, const char *what, uint64_t index);
 /* A replica whose state machine failed (r->failed) an election timeout ago or more is closed and
  * created again: its group, reopened, restores its newest snapshot and re-applies its log (or a
  * leader sends them), so a failure that was not in the committed log itself (memory, a snapshot

@@ -365,7 +365,8 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
     jr__progress pr;
     if (jr__raft_role(r) == JR_LEADER && jr__raft_progress(r, (uint32_t)i, &pr) == 0) {
         /* contact received (quiet: node-level), never check-quorum's grace */
-        uint64_t seen = jr__live_contact(g, &pr);
+        int closed;
+        uint64_t seen = jr__live_contact(g, &pr, &closed);
         uint64_t last = jr__raft_last_index(r);
         uint64_t now = n->host.now(n->host.ctx);
         s.match_index = pr.match;
@@ -387,9 +388,10 @@ int jr_group_peer(const jr_group *g, size_t i, jr_peer_status *out)
             s.last_seen_ns = now > seen ? now - seen : 0;
             /* unconfirmed: an answer below its match (late, or a restart whose VOUCH has not
              * come) not yet followed by an acknowledgement of our log of then; not current,
-             * not shown as restarted either */
+             * not shown as restarted either; closed: its replica closed (the news woke this
+             * quiet leader) and has not answered since */
             s.current = s.last_seen_ns <= n->election_ns && pr.match >= jr__raft_commit_index(r) &&
-                        !pr.unvouched && !pr.unconfirmed;
+                        !pr.unvouched && !pr.unconfirmed && !closed;
         }
     }
     if (s.damaged || s.fsm_failed || s.unvouched) s.current = 0;

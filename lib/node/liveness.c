@@ -155,13 +155,14 @@ static void gone_prune(jr_node *n)
     n->live.ngone -= k;
 }
 
-static void gone_note(jr_node *n, uint64_t group, uint64_t peer)
+static jr__gone *gone_note(jr_node *n, uint64_t group, uint64_t peer)
 {
     gone_prune(n);
     if (grow(n->alloc, (void **)&n->live.gone, &n->live.gone_cap, n->live.ngone + 1,
              sizeof *n->live.gone))
-        return; /* the leader goes quiet counting the member: as before the news */
-    n->live.gone[n->live.ngone++] = (jr__gone){group, peer, n->now};
+        return NULL; /* the leader goes quiet counting the member: as before the news */
+    n->live.gone[n->live.ngone] = (jr__gone){group, peer, n->now, 0};
+    return &n->live.gone[n->live.ngone++];
 }
 
 /* The contact of member `peer` in leader g's progress (UINT64_MAX: not a member). */
@@ -191,8 +192,10 @@ static void member_gone(jr_node *n, jr_group *g, jr__peer *p)
     jr__raft *r = g->raft;
     uint64_t contact = member_contact(g, p->id);
     if (contact == UINT64_MAX) return;
-    gone_note(n, g->id, p->id);
+    jr__gone *e = gone_note(n, g->id, p->id);
     if (!jr__raft_quiet(r) || !counts(n, g, p, contact)) return;
+    /* what the group reported for it until now: its node's contact, as of the news */
+    if (e) e->contact = p->last_heard < n->now ? p->last_heard : n->now;
     n->live.stats.gone_wakes++;
     jr__raft_peer_lost(r, n->now, p->id, 0); /* no longer in the quorum (may step down) */
     jr__raft_wake(r, n->now);                /* per-group contact judges it from now on */
@@ -302,12 +305,23 @@ void jr__live_leads(jr_group *g)
     }
 }
 
-uint64_t jr__live_contact(const jr_group *g, const jr__progress *pr)
+/* The contact to report for member `peer` of g kept by the newest note whose news woke g, within
+ * an election timeout; 0: none. */
+static uint64_t gone_contact(const jr_node *n, const jr_group *g, uint64_t peer)
+{
+    uint64_t c = 0;
+    for (size_t k = 0; k < n->live.ngone; k++) {
+        const jr__gone *e = &n->live.gone[k];
+        if (e->group == g->id && e->peer == peer && n->now - e->at < n->election_ns &&
+            e->contact > c)
+            c = e->contact;
+    }
+    return c;
+}
+
+static uint64_t live_contact(const jr_group *g, const jr__progress *pr, const jr__peer *p)
 {
     uint64_t heard = pr->heard;
-    if (jr__raft_role(g->raft) != JR_LEADER) return heard;
-    const jr__peer *p = jr__peer_find(g->node, pr->id);
-    if (!p || p->id == g->node->self) return heard;
     uint64_t node = p->last_heard;
     if (jr__raft_quiet(g->raft)) {
         if (!counts(g->node, g, p, pr->last_contact)) return heard;
@@ -318,6 +332,20 @@ uint64_t jr__live_contact(const jr_group *g, const jr__progress *pr)
         if (node > pr->last_contact) node = pr->last_contact;
     }
     return node > heard ? node : heard;
+}
+
+uint64_t jr__live_contact(const jr_group *g, const jr__progress *pr, int *closed)
+{
+    *closed = 0;
+    if (jr__raft_role(g->raft) != JR_LEADER) return pr->heard;
+    const jr__peer *p = jr__peer_find(g->node, pr->id);
+    if (!p || p->id == g->node->self) return pr->heard;
+    uint64_t c = live_contact(g, pr, p);
+    /* its replica closed, which woke us, and it has not answered since (liveness.h) */
+    uint64_t gone = gone_contact(g->node, g, p->id);
+    if (gone <= c) return c;
+    *closed = 1;
+    return gone;
 }
 
 void jr__live_free(jr_node *n)

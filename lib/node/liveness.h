@@ -60,7 +60,13 @@
  * for down. A leader that wakes keeps reporting, for a member it counted through its node and
  * that has not answered since, the node-level contact as of the wake (which then ages), so a
  * wake does not show every member as last seen when the group went quiet; its first
- * heartbeat round brings heard up to date.
+ * heartbeat round brings heard up to date. Likewise a quiet leader woken by the news that a
+ * member's replica closed, which it counted through its node until then, reports that member's
+ * node-level contact as of the news (kept in the note) until the note expires or the member
+ * answers, never as current: not as last seen when the group went quiet (offline) while a
+ * reopened replica's first answer is on its way (a replica rebuilt after its state machine
+ * failed closes and reopens so), and aging from the news, so a replica that stays closed shows
+ * as such.
  *
  * Opening in bursts. A group's first campaign after it opens (created, or recovered after a
  * restart) is pushed back by a random delay below JR__LIVE_CAMPAIGN_NS times the number of
@@ -179,7 +185,9 @@ typedef struct jr__led {
 typedef struct jr__gone {
     uint64_t group;
     uint64_t peer;
-    uint64_t at; /* now() when the news came */
+    uint64_t at;      /* now() when the news came */
+    uint64_t contact; /* the node-level contact the quiet leader reported for the member when
+                         this news woke it (jr__live_contact); 0: the news woke nothing */
 } jr__gone;
 
 /* News about one group for one peer, repeated until echoed. */
@@ -296,8 +304,10 @@ void jr__live_forget(jr_group *g);
  * has not answered since (pr->by_node), the peer's last frame as of the wake (no later than
  * pr->last_contact), unless its node is lost; else pr->heard, what the group actually received
  * (0: nothing since it became leader). Never the grace check-quorum gives a member at an
- * election or a wake. */
-uint64_t jr__live_contact(const jr_group *g, const jr__progress *pr);
+ * election or a wake. If later, the contact kept in a note younger than an election timeout
+ * whose news of the member's replica closing woke quiet g (*closed = 1: the replica closed then
+ * and has not answered since, so it is not current; else *closed = 0). */
+uint64_t jr__live_contact(const jr_group *g, const jr__progress *pr, int *closed);
 /* g's election timer is due (it is no leader): 1 if it may campaign now, taking one of the
  * node's camp_max rounds (a round it held ends: its next one queues like any other), or 0 if
  * it must wait: it is queued (live.waiting) and its timer stays off the heap until

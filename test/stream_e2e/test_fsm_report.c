@@ -5,9 +5,12 @@
  * leader's jr_group_peer says fsm_failed (and rebuilding), its stream info shows the replica
  * not current with "state machine rebuilding", its stream check warns and its node health lists
  * the group with peers_fsm_failed; once the replica is whole again the leader's view clears
- * within a heartbeat. Frames written by hand check the leader's side of the wire: a report of
- * another version is skipped and counted, one of another term or a malformed one changes
- * nothing, and a word not renewed expires after an election timeout.
+ * within a heartbeat, and the replica is never shown offline while it is rebuilt. A consumer
+ * follower whose state machine fails shows the same way on the consumer's leader (its
+ * jr_group_peer, consumer info and consumer check) until it is rebuilt. Frames written by hand
+ * check the leader's side of the wire: a report of another version is skipped and counted, one of
+ * another term or a malformed one changes nothing, and a word not renewed expires after an election
+ * timeout.
  */
 #include <check.h>
 #include <stdio.h>
@@ -190,6 +193,7 @@ START_TEST(a_followers_failed_store_shows_on_the_leader_until_it_is_rebuilt)
      * which keeps it rebuilding long enough to look at every report */
     jr_sim_cut(c.sim, f, o);
     jr_sim_cut(c.sim, o, f);
+    uint64_t wakes = e2e_node(&c, l)->live.stats.gone_wakes;
     jr__srep_store_failed(rep(&c, f), JR_ECORRUPT, "a store read");
 
     watch w = {&c, l, f, 1};
@@ -220,10 +224,19 @@ START_TEST(a_followers_failed_store_shows_on_the_leader_until_it_is_rebuilt)
     ck_assert_int_eq(ro.reps[k].fsm_failed, 1);
     ck_assert_int_eq(ro.reps[k].current, 0);
 
-    /* the stream check on the leader, once its group heard from f lately (a quiet leader woken
-     * by the rebuilt replica's first message reports its contact as of the wake until f
-     * answers, which may show it offline for a round trip) */
-    ck_assert_int_eq(jr_sim_run_until(c.sim, leader_hears, &w, ELECTION), 0);
+    /* f is never shown offline meanwhile: its replica closed and reopened to be rebuilt, and
+     * the quiet leader that news woke reports f's contact as of the news, not as of f's last
+     * message before the group went quiet, while the reopened replica's first answer is on its
+     * way. Then the stream check on the leader, once its group heard from f since. */
+    for (uint64_t end = jr_sim_now(c.sim) + 2 * ELECTION;;) {
+        ck_assert_int_eq(leader_peer(&c, l, fname, &ps), 0);
+        ck_assert_msg(ps.last_seen_ns <= 2 * ELECTION, "the leader shows %s offline (seen %llu)",
+                      fname, (unsigned long long)ps.last_seen_ns);
+        if (e2e_node(&c, l)->live.stats.gone_wakes > wakes && leader_hears(&w, c.sim)) break;
+        ck_assert_msg(jr_sim_now(c.sim) < end, "the leader is not woken or does not hear %s",
+                      fname);
+        ck_assert_int_eq(jr_sim_step(c.sim), 1);
+    }
     chk ck;
     stream_check(&c, l, &ck);
     ck_assert_msg(ck.rebuilding + ck.fsm_failed == 1, "%s", ck.line);
@@ -262,6 +275,213 @@ START_TEST(a_followers_failed_store_shows_on_the_leader_until_it_is_rebuilt)
     /* whole, f's server said so a few times and then nothing more: no report is due */
     jr_sim_run_for(c.sim, 5 * HEARTBEAT);
     ck_assert_ptr_null(e2e_node(&c, f)->fsm_list);
+    e2e_free(&c);
+}
+END_TEST
+
+/* Consumers ---------------------------------------------------------------------------------*/
+
+#define CONSUMER "C1"
+
+static jr__crep *crep(e2e *c, unsigned i)
+{
+    jr__js *js = jr__js_of(e2e_node(c, i));
+    uint64_t gid = e2e_consumer_group(c, i, "ORDERS", CONSUMER);
+    return js && gid ? jr__crep_find(js, gid) : NULL;
+}
+
+/* The consumer leader l's status of member `name` of the consumer's group: 0, or -1 if l does
+ * not lead it or has no such member. */
+static int cleader_peer(e2e *c, unsigned l, const char *name, jr_peer_status *out)
+{
+    jr__crep *r = crep(c, l);
+    if (!r || !r->g) return -1;
+    jr_group_status st = {.size = sizeof st};
+    if (jr_group_status_get(r->g, &st) != 0 || st.role != JR_LEADER) return -1;
+    for (size_t i = 0; i < st.npeers; i++) {
+        memset(out, 0, sizeof *out);
+        out->size = sizeof *out;
+        if (jr_group_peer(r->g, i, out) == 0 && out->name && strcmp(out->name, name) == 0) return 0;
+    }
+    return -1;
+}
+
+static int cleader_shows(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    watch *w = arg;
+    jr_peer_status ps;
+    if (cleader_peer(w->c, w->l, jr_sim_name(w->c->sim, w->f), &ps) != 0) return 0;
+    return w->failed ? ps.fsm_failed : !ps.fsm_failed;
+}
+
+typedef struct cinfo {
+    int done, status;
+    const char *name; /* the replica to look at */
+    int found, current, offline, fsm_failed, fsm_rebuilding;
+    char text[2048];
+} cinfo;
+
+static void cinfo_cb(void *arg, int status, const char *msg, const jr_consumer_info *info)
+{
+    cinfo *k = arg;
+    (void)msg;
+    k->done = 1;
+    k->status = status;
+    if (!info || !info->cluster) return;
+    for (size_t i = 0; i < info->cluster->nreplicas; i++) {
+        const jr_peer_info *p = info->cluster->replicas[i];
+        if (strcmp(p->name, k->name) != 0) continue;
+        k->found = 1;
+        k->current = p->current;
+        k->offline = p->offline;
+        k->fsm_failed = p->fsm_failed;
+        k->fsm_rebuilding = p->fsm_rebuilding;
+    }
+    jr_consumer_info_format(info, 0, k->text, sizeof k->text);
+}
+
+static int ci_done(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return ((cinfo *)arg)->done;
+}
+
+static void consumer_info(e2e *c, unsigned i, const char *name, cinfo *k)
+{
+    memset(k, 0, sizeof *k);
+    k->name = name;
+    ck_assert_int_eq(jr_consumer_info_get(e2e_node(c, i), "ORDERS", CONSUMER, cinfo_cb, k), 0);
+    ck_assert_int_eq(jr_sim_run_until(c->sim, ci_done, k, 10 * SEC), 0);
+    ck_assert_int_eq(k->status, 0);
+}
+
+static void consumer_check(e2e *c, unsigned i, chk *k)
+{
+    memset(k, 0, sizeof *k);
+    ck_assert_int_eq(jr_consumer_check(e2e_node(c, i), "ORDERS", CONSUMER, NULL, check_cb, k), 0);
+    ck_assert_int_eq(jr_sim_run_until(c->sim, k_done, k, 10 * SEC), 0);
+}
+
+typedef struct cres {
+    int done, status;
+} cres;
+
+static void cadd_cb(void *arg, int status, const char *msg, const char *name)
+{
+    (void)msg;
+    (void)name;
+    ((cres *)arg)->done = 1;
+    ((cres *)arg)->status = status;
+}
+
+static int cr_done(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return ((cres *)arg)->done;
+}
+
+/* Every node's consumer replica has a leader, and it is the same one: its index, else -1. */
+static int consumer_ready(e2e *c)
+{
+    int l = e2e_consumer_leader(c, 0, "ORDERS", CONSUMER);
+    for (unsigned i = 1; i < 3 && l >= 0; i++)
+        if (e2e_consumer_leader(c, i, "ORDERS", CONSUMER) != l) l = -1;
+    return l;
+}
+
+/* A consumer follower's state machine fails (as an entry it cannot apply or a snapshot that does
+ * not restore would make it): within a heartbeat the consumer's leader shows it in
+ * jr_group_peer, the consumer's info (not current, "state machine failed") and the consumer
+ * check; the replica is rebuilt (its group closed and reopened, consumer_replica.c) and the
+ * leader's view clears, the replica never shown offline meanwhile. */
+START_TEST(a_consumer_followers_failed_state_shows_on_its_leader_until_it_is_rebuilt)
+{
+    e2e c;
+    unsigned sf, so;
+    unsigned sl = setup(&c, 91 + (uint64_t)_i, &sf, &so);
+    jr_consumer_config cc;
+    jr_consumer_config_init(&cc);
+    cc.durable_name = CONSUMER;
+    cres cr = {0, 0};
+    ck_assert_int_eq(jr_consumer_create(e2e_node(&c, sl), "ORDERS", &cc, cadd_cb, &cr), 0);
+    ck_assert_int_eq(jr_sim_run_until(c.sim, cr_done, &cr, 30 * SEC), 0);
+    ck_assert_int_eq(cr.status, 0);
+    int cl = -1;
+    for (int n = 0; n < 100 && cl < 0; n++) {
+        jr_sim_run_for(c.sim, 100 * MS);
+        cl = consumer_ready(&c);
+    }
+    ck_assert_int_ge(cl, 0);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    unsigned l = (unsigned)cl, f = (l + 1) % 3;
+    const char *fname = jr_sim_name(c.sim, f);
+    jr_peer_status ps;
+    ck_assert_int_eq(cleader_peer(&c, l, fname, &ps), 0);
+    ck_assert_int_eq(ps.fsm_failed, 0);
+    ck_assert_int_eq(ps.current, 1);
+
+    jr__crep *r = crep(&c, f);
+    ck_assert_ptr_nonnull(r);
+    jr__crep_failed(r, JR_ENOMEM, "an entry (test)", 0);
+    /* held failed while the leader's views are looked at: the rebuild waits an election
+     * timeout from failed_at */
+    r->failed_at = jr_sim_now(c.sim) + 10 * SEC;
+    watch w = {&c, l, f, 1};
+    ck_assert_msg(jr_sim_run_until(c.sim, cleader_shows, &w, HEARTBEAT) == 0,
+                  "the consumer leader does not show %s's failed state machine within a heartbeat",
+                  fname);
+    ck_assert_int_eq(cleader_peer(&c, l, fname, &ps), 0);
+    ck_assert_int_eq(ps.fsm_failed, 1);
+    ck_assert_int_eq(ps.fsm_rebuilding, 0);
+    ck_assert_int_eq(ps.damaged, 0);
+    ck_assert_int_eq(ps.current, 0);
+
+    cinfo ci;
+    consumer_info(&c, l, fname, &ci);
+    ck_assert_int_eq(ci.found, 1);
+    ck_assert_int_eq(ci.fsm_failed, 1);
+    ck_assert_int_eq(ci.current, 0);
+    ck_assert_msg(strstr(ci.text, "state machine failed"), "%s", ci.text);
+    /* from another node too: the answer comes from the consumer's leader */
+    consumer_info(&c, f, fname, &ci);
+    ck_assert_int_eq(ci.fsm_failed, 1);
+
+    chk ck;
+    consumer_check(&c, l, &ck);
+    ck_assert_msg(ck.fsm_failed == 1, "%s", ck.line);
+    ck_assert_int_ne(ck.status, JR_CHECK_OK);
+    ck_assert_msg(strstr(ck.line, "1 replicas state machine failed"), "%s", ck.line);
+    ck_assert_ptr_eq(crep(&c, f), r); /* all of it while f's replica was failed */
+    ck_assert_int_ne(r->failed, 0);
+
+    /* the rebuild may run: the replica is created again (whole) and the leader's view clears;
+     * meanwhile the leader never shows it offline */
+    r->failed_at = jr_sim_now(c.sim);
+    w.failed = 0;
+    uint64_t end = jr_sim_now(c.sim) + 5 * SEC;
+    while (!cleader_shows(&w, c.sim)) {
+        if (cleader_peer(&c, l, fname, &ps) == 0)
+            ck_assert_msg(ps.last_seen_ns <= 2 * ELECTION, "%s shown offline (seen %llu)", fname,
+                          (unsigned long long)ps.last_seen_ns);
+        ck_assert_msg(jr_sim_now(c.sim) < end, "the consumer leader still shows %s failed", fname);
+        ck_assert_int_eq(jr_sim_step(c.sim), 1);
+    }
+    jr__crep *nr = crep(&c, f);
+    ck_assert_ptr_nonnull(nr);
+    ck_assert_int_eq(nr->failed, 0);
+    /* current again, and the check is OK */
+    int ok = 0;
+    for (int n = 0; n < 50 && !ok; n++) {
+        consumer_check(&c, l, &ck);
+        ok = ck.status == JR_CHECK_OK;
+        if (!ok) jr_sim_run_for(c.sim, 100 * MS);
+    }
+    ck_assert_msg(ok, "%s", ck.line);
+    consumer_info(&c, l, fname, &ci);
+    ck_assert_int_eq(ci.fsm_failed, 0);
+    ck_assert_int_eq(ci.current, 1);
+    ck_assert_msg(!strstr(ci.text, "state machine"), "%s", ci.text);
     e2e_free(&c);
 }
 END_TEST
@@ -364,6 +584,8 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, a_followers_failed_store_shows_on_the_leader_until_it_is_rebuilt, 0, 3);
+    tcase_add_loop_test(
+        tc, a_consumer_followers_failed_state_shows_on_its_leader_until_it_is_rebuilt, 0, 3);
     tcase_add_loop_test(tc, the_leader_takes_only_a_wellformed_report_of_its_term_and_for_a_while,
                         0, 2);
     suite_add_tcase(s, tc);

@@ -204,6 +204,40 @@ START_TEST(cluster_shows_a_peer_change_as_desired)
 }
 END_TEST
 
+/* A replica whose state machine failed keeps nats' fields and types (not current, active as
+ * an integer) and adds fsm_failed, with fsm_rebuilding while it is rebuilt; a healthy replica
+ * carries neither. The same object is a stream's and a consumer's cluster block. */
+START_TEST(cluster_shows_a_failed_state_machine)
+{
+    jr_peer_info p2 = {sizeof p2, "n2", 0, 0, 0, 0, 1000, 0, 0, 0, 1, 0};
+    jr_peer_info p3 = {sizeof p3, "n3", 0, 0, 0, 0, 2000, 0, 0, 0, 1, 1};
+    jr_peer_info p4 = {sizeof p4, "n4", 1, 0, 0, 0, 3000, 0, 0, 0, 0, 0};
+    const jr_peer_info *reps[] = {&p2, &p3, &p4};
+    jr_cluster_info ci = {sizeof ci, "C1", "S-R5F-x", "n1", reps, 3, NULL};
+    json_t *cl = js_cluster_json(&ci);
+    json_t *r = json_object_get(cl, "replicas");
+    json_t *r2 = json_array_get(r, 0), *r3 = json_array_get(r, 1), *r4 = json_array_get(r, 2);
+    ck_assert(json_is_false(json_object_get(r2, "current")));
+    ck_assert_int_eq(json_integer_value(json_object_get(r2, "active")), 1000);
+    ck_assert_ptr_null(json_object_get(r2, "offline"));
+    ck_assert(json_is_true(json_object_get(r2, "fsm_failed")));
+    ck_assert_ptr_null(json_object_get(r2, "fsm_rebuilding"));
+    ck_assert(json_is_true(json_object_get(r3, "fsm_failed")));
+    ck_assert(json_is_true(json_object_get(r3, "fsm_rebuilding")));
+    ck_assert(json_is_true(json_object_get(r4, "current")));
+    ck_assert_ptr_null(json_object_get(r4, "fsm_failed"));
+    ck_assert_ptr_null(json_object_get(r4, "fsm_rebuilding"));
+    json_decref(cl);
+
+    /* a rebuilding flag without fsm_failed (the library never sets one alone) is not shown */
+    p4.fsm_rebuilding = 1;
+    cl = js_cluster_json(&ci);
+    r4 = json_array_get(json_object_get(cl, "replicas"), 2);
+    ck_assert_ptr_null(json_object_get(r4, "fsm_rebuilding"));
+    json_decref(cl);
+}
+END_TEST
+
 START_TEST(consumer_errors_have_jetstream_codes)
 {
     int code, err_code;
@@ -406,6 +440,7 @@ int main(void)
     tcase_add_test(tc, consumer_config_fields_and_refusals);
     tcase_add_test(tc, consumer_info_has_the_fields_clients_read);
     tcase_add_test(tc, cluster_shows_a_peer_change_as_desired);
+    tcase_add_test(tc, cluster_shows_a_failed_state_machine);
     tcase_add_test(tc, consumer_errors_have_jetstream_codes);
     tcase_add_test(tc, pull_bodies_as_clients_send_them);
     tcase_add_test(tc, ack_payloads);
