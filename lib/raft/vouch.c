@@ -139,6 +139,28 @@
  * floors. Beyond f (two faulty of three voters, or a commit counted under an earlier
  * configuration of three) no rule can recover what both lost.
  * With a single voter (K's only voter is itself) nobody else holds what it acknowledged.
+ * A lone voter's damage. A replica whose configuration names no other member vouches for itself
+ * (jr__vouch_start: no peer could know more) and keeps the damage its recovery found: it may
+ * have lost entries it alone committed, which nobody can give back, and its host cannot always
+ * tell that it never held the group (a stream placed on its server while it was down with its
+ * WAL lost), so it keeps reporting the possible loss and leads damaged (proposals refused above
+ * the core). Once its configuration names another voter (the group grew) that damage would
+ * never clear, since only a completed vouch clears it, so (jr__vouch_regrow): a leader, once the
+ * configuration naming the other voter committed (the change must reach that voter first), steps
+ * down; a follower as soon as it is one (jr__elect_become_follower, jr__vouch_tick). Either way it
+ * becomes unvouched again (regrown), asks its members as a restarted replica does, and never
+ * campaigns: it is whole only by (a), the word of a leader of its term whose last entry its log
+ * holds. Its votes follow the rules above (term floor, log floor from every member's answer);
+ * that is safe for any replica, whatever it lost, as argued above. Why it never leads or counts
+ * as whole before a leader's word: from the moment its configuration has another voter it leads
+ * only until that change commits (it cannot campaign while regrown, and a leader's step-down is
+ * the first thing it does once it may), and it is damaged until (a). That leader is not itself
+ * one such damaged replica: a regrown replica never campaigns, and a damaged lone voter leads
+ * only a configuration without other voters, of which this replica is then no voter either. What
+ * the flag means after growth: the loss, if any, happened on the lone voter before the group
+ * grew; the voters it added learnt its log as it then was, so they hold no less than it does and
+ * are not flagged, and once it holds a whole leader's log it is as whole as they are. Nothing
+ * that loss took is recovered by this (no rule can); the flag no longer stands for it.
  * Cost: a replica that restarts while fewer than w other voters are reachable takes no appends
  * (three voters: it needs both others); one that restarts while its leader is down waits for
  * all the other voters' answers before it votes. Unavailability while a fault is pending,
@@ -189,6 +211,7 @@ struct jr__vouch {
     uint64_t ask_due; /* when it asks the members again (jr__vouch_tick; UINT64_MAX: never) */
     uint8_t floored;  /* w answers: the term floor is taken */
     uint8_t confless; /* started without a configuration; none has arrived yet */
+    uint8_t regrown;  /* a damaged lone voter's group grew: whole only by a leader's word (a) */
     jr__id *hint;     /* confless: the servers it asks (jr__raft_vouch_hint) */
     uint32_t nhint;
 };
@@ -725,6 +748,7 @@ int jr__vouch_may_grant(const jr__raft *r, uint64_t li, uint64_t lt)
 int jr__vouch_may_campaign(const jr__raft *r)
 {
     if (!r->vouch) return !r->diverged;
+    if (r->vouch->regrown) return 0; /* it waits for a whole leader's word */
     return jr__vouch_may_grant(r, r->log.last, jr__memlog_term(&r->log, r->log.last));
 }
 
@@ -873,9 +897,35 @@ void jr__vouch_start(jr__raft *r)
     jr__vouch_ask(r);
 }
 
+/* 1 if its latest configuration names a voter other than itself. */
+static int other_voter(const jr__raft *r)
+{
+    for (uint32_t i = 0; i < r->conf->n; i++)
+        if (r->conf->m[i].voter && r->conf->m[i].id != r->cfg.self) return 1;
+    return 0;
+}
+
+void jr__vouch_regrow(jr__raft *r, uint64_t now)
+{
+    if (!r->started || r->vouch || !r->damaged || r->diverged || !other_voter(r)) return;
+    if (r->role == ROLE_LEADER) {
+        if (r->conf_index > r->commit) return; /* the change that added the voter first commits */
+        jr__elect_become_follower(r, now, r->term, 0);
+    }
+    r->vouch = jr__calloc(r->alloc, 1, sizeof *r->vouch);
+    if (!r->vouch) return; /* out of memory: tried again at its next election timeout */
+    r->vouch->regrown = 1;
+    jr__vouch_ask(r);
+    jr__raft_notify(r);
+}
+
 int jr__vouch_tick(jr__raft *r, uint64_t now)
 {
     if (r->role == ROLE_LEADER) return 0;
+    if (!r->vouch && r->damaged && !r->diverged) {
+        jr__vouch_regrow(r, now); /* a damaged lone voter that follows in a grown group */
+        if (r->vouch) return 1;
+    }
     if (!r->vouch) {
         if (!r->diverged || r->quiet || now < r->election_deadline) return 0;
         jr__vouch_diverged(r); /* diverged while out of memory: it tries again */

@@ -1515,6 +1515,41 @@ START_TEST(an_answer_names_the_configuration_at_its_commit_index)
 }
 END_TEST
 
+/* A lone voter restarted damaged vouches for itself, keeps its damage and leads (no peer could
+ * know more). Its group grows: observer 2 is promoted. Once that change commits the damaged
+ * leader steps down, asks 2 as a restarted replica does and never campaigns; 2 is elected with
+ * its vote, answers as leader, and 1, holding 2's last entry, is whole (jetraft-sim seed 965). */
+START_TEST(a_damaged_lone_voter_is_whole_once_its_group_grew)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 2, seed);
+        h_start(&h, 1, 1);
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 3, "a");
+        h_crash(&h, 0);
+        h.nodes[0].restart_damaged = 1;
+        h_restart(&h, 0);
+        ck_assert_int_eq(h_wait_leader(&h, 2 * ET), 0);
+        ck_assert_int_eq(jr__raft_damaged(R(&h, 0)), 1);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 0)), 0);
+        h_change(&h, 0, JR__ADD_OBSERVER, 2);
+        h_run(&h, ET);
+        ck_assert_int_eq(h_leader(&h), 0); /* still its only voter: it leads, damaged */
+        ck_assert_int_eq(jr__raft_damaged(R(&h, 0)), 1);
+        h_change(&h, 0, JR__PROMOTE, 2);
+        h_run(&h, 10 * ET);
+        ck_assert_msg(h_leader(&h) == 1, "seed %llu: leader %d", (unsigned long long)seed,
+                      h_leader(&h));
+        ck_assert_int_eq(jr__raft_damaged(R(&h, 0)), 0);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 0)), 0);
+        ck_assert_uint_eq(jr__raft_last_index(R(&h, 0)), jr__raft_last_index(R(&h, 1)));
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("raft-vouch");
@@ -1551,6 +1586,7 @@ int main(void)
     tcase_add_test(tc, a_removed_replica_answers_with_what_its_acknowledgements_could_commit);
     tcase_add_test(tc, an_uncommitted_change_does_not_hide_the_committed_configuration);
     tcase_add_test(tc, an_answer_names_the_configuration_at_its_commit_index);
+    tcase_add_test(tc, a_damaged_lone_voter_is_whole_once_its_group_grew);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
