@@ -459,6 +459,53 @@ static void frames(void)
     jr__frame_add_hb(&b, JR__MSG_NODE_HB_RESP, 77, resp, 1);
     jr__frame_add_fsm(&b, fsm, 3);
     frame_seed("fsm-report", &b);
+
+    /* a restarted replica's VOUCH, and answers: one whose latest configuration (index 10) lies
+     * above its commit (9), with the configuration in effect there (index 6), and one from a
+     * server holding nothing of the group */
+    const jr__conf k3 = {3, {{1, 1}, {2, 1}, {3, 0}}}, k2 = {2, {{1, 1}, {2, 1}}};
+    uint8_t c3[64], c2[64];
+    size_t c3_len = jr__conf_encode(&k3, c3), c2_len = jr__conf_encode(&k2, c2);
+    static const uint8_t none[] = {0};
+    jr__frame_begin(&b, a, z);
+    memset(&m, 0, sizeof m);
+    m.type = JR__MSG_VOUCH;
+    m.group = 5;
+    m.from = a;
+    m.to = z;
+    m.term = 2;
+    m.u.vouch.last_index = 0;
+    jr__frame_add(&b, &m);
+    frame_seed("vouch", &b);
+    jr__frame_begin(&b, z, a);
+    memset(&m, 0, sizeof m);
+    m.type = JR__MSG_VOUCH_RESP;
+    m.group = 5;
+    m.from = z;
+    m.to = a;
+    m.term = 3;
+    m.flags = JR__MF_DURABLE;
+    m.u.vouch_resp.last_index = 12;
+    m.u.vouch_resp.last_term = 3;
+    m.u.vouch_resp.commit = 9;
+    m.u.vouch_resp.conf_index = 10;
+    m.u.vouch_resp.conf = c3;
+    m.u.vouch_resp.conf_len = (uint32_t)c3_len;
+    m.u.vouch_resp.cconf_index = 6;
+    m.u.vouch_resp.cconf = c2;
+    m.u.vouch_resp.cconf_len = (uint32_t)c2_len;
+    jr__frame_add(&b, &m);
+    memset(&m, 0, sizeof m);
+    m.type = JR__MSG_VOUCH_RESP;
+    m.group = 6;
+    m.from = z;
+    m.to = a;
+    m.term = 1;
+    m.u.vouch_resp.unfloored = 1;
+    m.u.vouch_resp.conf = none;
+    m.u.vouch_resp.conf_len = sizeof none;
+    jr__frame_add(&b, &m);
+    frame_seed("vouch-answers", &b);
     jr__buf_free(&b);
 }
 

@@ -89,6 +89,7 @@ void jr__elect_become_follower(jr__raft *r, uint64_t now, uint64_t term, jr__id 
     r->send_pending = 0;
     r->votes_for = r->votes_against = r->stand_votes = 0;
     jr__elect_reset_timer(r, now);
+    if (r->damaged && !r->vouch) jr__vouch_regrow(r, now); /* a lone voter's group grew */
 }
 
 static int conf_pos(const jr__raft *r, jr__id id)

@@ -402,6 +402,11 @@ int jr__vouch_may_grant(const jr__raft *r, uint64_t li, uint64_t lt);
 /* 1 if an unvouched replica may campaign (every other voter answered; its log reaches the floor).
  */
 int jr__vouch_may_campaign(const jr__raft *r);
+/* A damaged replica without vouch state (a lone voter's, jr__vouch_start) whose configuration
+ * now has another voter: a leader once that configuration committed steps down; either way it
+ * becomes unvouched again, asks its members, never campaigns, and is whole only by the word of
+ * a leader of its term (vouch.c, "A lone voter's damage"). Nothing otherwise. */
+void jr__vouch_regrow(jr__raft *r, uint64_t now);
 /* The replica is whole (it became leader, or was vouched for): forgets what it learned. */
 void jr__vouch_done(jr__raft *r);
 /* An append conflicted with an entry it had committed: diverged and damaged, and unvouched

@@ -93,6 +93,8 @@ void jr__memb_committed(jr__raft *r, uint64_t now)
 {
     if (r->role == ROLE_LEADER && r->conf_index <= r->commit && !jr__raft_is_voter(r))
         jr__raft_stepdown(r, now);
+    else if (r->role == ROLE_LEADER && r->damaged)
+        jr__vouch_regrow(r, now); /* a damaged lone voter's group grew (vouch.c) */
 }
 
 /* Builds the configuration that `op` on `peer` makes of c; JR_EINVAL if impossible. */

@@ -223,7 +223,9 @@ static int fields_ok(const jr__msg *m)
     case JR__MSG_VOUCH_RESP:
         return m->u.vouch_resp.last_index <= X && m->u.vouch_resp.commit <= X &&
                m->u.vouch_resp.conf_index <= X &&
-               (m->u.vouch_resp.conf || !m->u.vouch_resp.conf_len);
+               (m->u.vouch_resp.conf || !m->u.vouch_resp.conf_len) &&
+               m->u.vouch_resp.cconf_index <= m->u.vouch_resp.commit &&
+               (m->u.vouch_resp.cconf || !m->u.vouch_resp.cconf_len);
     default:
         return 1;
     }

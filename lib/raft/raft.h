@@ -232,6 +232,13 @@ typedef struct jr__msg {
             uint64_t conf_index; /* index of its latest configuration's entry (or snapshot) */
             uint32_t conf_len;
             const uint8_t *conf; /* jr__conf_encode() of that configuration (borrowed) */
+            /* When its latest configuration lies above its commit index (an uncommitted
+             * change), the configuration in effect at its commit index and its entry's index
+             * (at most commit); cconf_len 0 (and cconf_index 0) otherwise, or from a sender
+             * that does not carry it */
+            uint64_t cconf_index;
+            uint32_t cconf_len;
+            const uint8_t *cconf; /* jr__conf_encode() of it (borrowed) */
         } vouch_resp;
     } u;
 } jr__msg;

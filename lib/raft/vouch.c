@@ -51,13 +51,29 @@
  * answerer's commit index and latest configuration (entry index and members). Of everything it
  * knows — its own commit index and the configuration in effect there, its latest configuration,
  * and each answer — it takes the highest known commit index h and the configuration K in effect
- * at h (from an answer whose latest configuration is at or below its commit, or its own), and
+ * at h (from an answer whose latest configuration is at or below its commit, or its own; an
+ * answer whose latest configuration lies above its commit also carries the configuration in
+ * effect at its commit, below), and
  * must hear from every member of K and of every known latest configuration whose entry lies
  * above h (its own, and those answered, learned as answers arrive). Configurations at or below h
  * other than K are left out (superseded, or a dead branch: h's entry is committed), and with
  * them the members they alone name: servers removed since, which may no longer host the group.
  * The term floor needs w of the voters of each configuration of that set, the log floor every
  * member (observers too: a configuration entry it lost may have promoted them).
+ * The configuration in effect at an answerer's commit index c is one of the group's committed
+ * history whether its latest configuration is at or below c or not: c is committed, so by log
+ * matching the answerer's log up to c is the prefix every later leader holds, and the entry
+ * naming that configuration, at or below c, is in it (never a dead branch). That is all the
+ * argument below asks of K, so an answer carries it when its latest configuration lies above c
+ * (an uncommitted change: a leader appends one only once the one before it committed, so what it
+ * carries is that one or an earlier committed one still in effect at c) and it counts as a
+ * committed latest configuration would, for h and K and to start a chain (chain_known). A
+ * replica without a configuration otherwise hears, from the only servers holding the group while
+ * such a change is pending, no configuration any sender committed, takes no floor and grants no
+ * vote, and the leader that appended the change may need that vote (jetraft-sim seed 4230). An
+ * answer without it (a build that does not send it) is taken as before. A faulty answerer's
+ * files are older, not false: its commit index was committed when it wrote it, and the
+ * configuration in effect there is of that history too.
  * Why the answers then include a holder of every entry E committed with its lost
  * acknowledgement. Changes go one at a time (a leader appends a configuration only once the one
  * before it in its log committed, and a new voter was an observer, a member, of the one before),
@@ -123,6 +139,28 @@
  * floors. Beyond f (two faulty of three voters, or a commit counted under an earlier
  * configuration of three) no rule can recover what both lost.
  * With a single voter (K's only voter is itself) nobody else holds what it acknowledged.
+ * A lone voter's damage. A replica whose configuration names no other member vouches for itself
+ * (jr__vouch_start: no peer could know more) and keeps the damage its recovery found: it may
+ * have lost entries it alone committed, which nobody can give back, and its host cannot always
+ * tell that it never held the group (a stream placed on its server while it was down with its
+ * WAL lost), so it keeps reporting the possible loss and leads damaged (proposals refused above
+ * the core). Once its configuration names another voter (the group grew) that damage would
+ * never clear, since only a completed vouch clears it, so (jr__vouch_regrow): a leader, once the
+ * configuration naming the other voter committed (the change must reach that voter first), steps
+ * down; a follower as soon as it is one (jr__elect_become_follower, jr__vouch_tick). Either way it
+ * becomes unvouched again (regrown), asks its members as a restarted replica does, and never
+ * campaigns: it is whole only by (a), the word of a leader of its term whose last entry its log
+ * holds. Its votes follow the rules above (term floor, log floor from every member's answer);
+ * that is safe for any replica, whatever it lost, as argued above. Why it never leads or counts
+ * as whole before a leader's word: from the moment its configuration has another voter it leads
+ * only until that change commits (it cannot campaign while regrown, and a leader's step-down is
+ * the first thing it does once it may), and it is damaged until (a). That leader is not itself
+ * one such damaged replica: a regrown replica never campaigns, and a damaged lone voter leads
+ * only a configuration without other voters, of which this replica is then no voter either. What
+ * the flag means after growth: the loss, if any, happened on the lone voter before the group
+ * grew; the voters it added learnt its log as it then was, so they hold no less than it does and
+ * are not flagged, and once it holds a whole leader's log it is as whole as they are. Nothing
+ * that loss took is recovered by this (no rule can); the flag no longer stands for it.
  * Cost: a replica that restarts while fewer than w other voters are reachable takes no appends
  * (three voters: it needs both others); one that restarts while its leader is down waits for
  * all the other voters' answers before it votes. Unavailability while a fault is pending,
@@ -149,11 +187,13 @@
 typedef struct vouch_ans {
     jr__id id;
     uint64_t term;
-    uint64_t lt, li;      /* its last entry (term, index) */
-    uint64_t commit;      /* its commit index */
-    uint64_t conf_index;  /* its latest configuration: the entry's index ... */
-    const jr__conf *conf; /* ... and the configuration (a reference in r->confs) */
-    uint8_t unfloored;    /* it had restarted and taken no term floor yet */
+    uint64_t lt, li;       /* its last entry (term, index) */
+    uint64_t commit;       /* its commit index */
+    uint64_t conf_index;   /* its latest configuration: the entry's index ... */
+    const jr__conf *conf;  /* ... and the configuration (a reference in r->confs) */
+    uint64_t cconf_index;  /* the configuration in effect at its commit index, sent when its */
+    const jr__conf *cconf; /* latest lies above the commit (a reference; NULL: not sent) */
+    uint8_t unfloored;     /* it had restarted and taken no term floor yet */
 } vouch_ans;
 
 /* Answers kept: the members of the configurations it must hear from are at most a few
@@ -171,6 +211,7 @@ struct jr__vouch {
     uint64_t ask_due; /* when it asks the members again (jr__vouch_tick; UINT64_MAX: never) */
     uint8_t floored;  /* w answers: the term floor is taken */
     uint8_t confless; /* started without a configuration; none has arrived yet */
+    uint8_t regrown;  /* a damaged lone voter's group grew: whole only by a leader's word (a) */
     jr__id *hint;     /* confless: the servers it asks (jr__raft_vouch_hint) */
     uint32_t nhint;
 };
@@ -209,7 +250,10 @@ int jr__raft_diverged(const jr__raft *r)
 void jr__vouch_free(jr__raft *r)
 {
     if (!r->vouch) return;
-    for (uint32_t i = 0; i < r->vouch->nans; i++) jr__confs_put(r->confs, r->vouch->ans[i].conf);
+    for (uint32_t i = 0; i < r->vouch->nans; i++) {
+        jr__confs_put(r->confs, r->vouch->ans[i].conf);
+        if (r->vouch->ans[i].cconf) jr__confs_put(r->confs, r->vouch->ans[i].cconf);
+    }
     jr__free(r->alloc, r->vouch->hint);
     jr__free(r->alloc, r->vouch->ans);
     jr__free(r->alloc, r->vouch);
@@ -251,12 +295,24 @@ static void fam_add(fam *f, const jr__conf *c)
     f->c[f->n++] = c;
 }
 
+/* The configuration in effect at index `at` (at least snap_index) and its entry's index in
+ * *ci (snap_index when it came from the snapshot). */
+static const jr__conf *conf_at(const jr__raft *r, uint64_t at, uint64_t *ci)
+{
+    for (uint32_t i = r->ncidx; i > 0; i--)
+        if (r->cidx[i - 1].index <= at) {
+            *ci = r->cidx[i - 1].index;
+            return r->cidx[i - 1].c;
+        }
+    *ci = r->snap_index;
+    return r->snap_conf;
+}
+
 /* The configuration in effect at our commit index (start() keeps commit <= last). */
 static const jr__conf *own_committed(const jr__raft *r)
 {
-    for (uint32_t i = r->ncidx; i > 0; i--)
-        if (r->cidx[i - 1].index <= r->commit) return r->cidx[i - 1].c;
-    return r->snap_conf;
+    uint64_t ci;
+    return conf_at(r, r->commit, &ci);
 }
 
 static void family(const jr__raft *r, fam *f)
@@ -266,9 +322,9 @@ static void family(const jr__raft *r, fam *f)
     const jr__conf *k = own_committed(r);
     for (uint32_t i = 0; i < v->nans; i++) {
         const vouch_ans *a = &v->ans[i];
-        if (a->conf_index <= a->commit && a->commit > h) {
+        if (a->commit > h && (a->conf_index <= a->commit || a->cconf)) {
             h = a->commit;
-            k = a->conf;
+            k = a->conf_index <= a->commit ? a->conf : a->cconf;
         }
     }
     f->n = 0;
@@ -312,6 +368,7 @@ static int chain_known(const jr__raft *r)
         const vouch_ans *a = &v->ans[i];
         if (a->conf->n && a->conf_index && (a->conf_index <= a->commit || a->conf_index == 1))
             return 1;
+        if (a->cconf && a->cconf->n) return 1; /* the one in effect at its commit index */
     }
     return 0;
 }
@@ -500,7 +557,7 @@ static void take_floor(jr__raft *r, uint64_t now)
 /* Configurations whose references record() gave up, put only once nothing points at them any
  * more: a family computed before the answer (f) may still name them. */
 typedef struct dead_confs {
-    const jr__conf *c[ANS_MAX + 1];
+    const jr__conf *c[2 * (ANS_MAX + 1)];
     uint32_t n;
 } dead_confs;
 
@@ -509,10 +566,15 @@ typedef struct dead_confs {
 static int record(jr__raft *r, const jr__msg *m, const fam *f, dead_confs *dead)
 {
     struct jr__vouch *v = r->vouch;
-    jr__conf c;
+    jr__conf c, cc;
     c.n = 0; /* no configuration bytes: none, as a count of no member says */
     if (m->u.vouch_resp.conf_len &&
         jr__conf_decode(&c, m->u.vouch_resp.conf, m->u.vouch_resp.conf_len) != 0)
+        return JR_ECORRUPT;
+    /* the configuration at its commit index, from a sender whose latest lies above it (an
+     * answer without it, as an older build sends, is taken as before) */
+    int has_cc = m->u.vouch_resp.cconf_len && m->u.vouch_resp.conf_index > m->u.vouch_resp.commit;
+    if (has_cc && jr__conf_decode(&cc, m->u.vouch_resp.cconf, m->u.vouch_resp.cconf_len) != 0)
         return JR_ECORRUPT;
     vouch_ans *a = (vouch_ans *)answer_of(v, m->from);
     if (!a) {
@@ -523,6 +585,7 @@ static int record(jr__raft *r, const jr__msg *m, const fam *f, dead_confs *dead)
                 continue;
             }
             dead->c[dead->n++] = v->ans[i].conf;
+            if (v->ans[i].cconf) dead->c[dead->n++] = v->ans[i].cconf;
             v->ans[i] = v->ans[--v->nans];
         }
         if (v->nans == v->cap) {
@@ -539,11 +602,20 @@ static int record(jr__raft *r, const jr__msg *m, const fam *f, dead_confs *dead)
     }
     const jr__conf *ic = jr__confs_get(r->confs, &c);
     if (!ic) return JR_ENOMEM;
-    if (a == &v->ans[v->nans])
+    const jr__conf *icc = NULL;
+    if (has_cc && !(icc = jr__confs_get(r->confs, &cc))) {
+        jr__confs_put(r->confs, ic);
+        return JR_ENOMEM;
+    }
+    if (a == &v->ans[v->nans]) {
         v->nans++;
-    else
+    } else {
         dead->c[dead->n++] = a->conf;
+        if (a->cconf) dead->c[dead->n++] = a->cconf;
+    }
     a->conf = ic;
+    a->cconf = icc;
+    a->cconf_index = icc ? m->u.vouch_resp.cconf_index : 0;
     a->term = m->term;
     a->lt = m->u.vouch_resp.last_term;
     a->li = m->u.vouch_resp.last_index;
@@ -676,6 +748,7 @@ int jr__vouch_may_grant(const jr__raft *r, uint64_t li, uint64_t lt)
 int jr__vouch_may_campaign(const jr__raft *r)
 {
     if (!r->vouch) return !r->diverged;
+    if (r->vouch->regrown) return 0; /* it waits for a whole leader's word */
     return jr__vouch_may_grant(r, r->log.last, jr__memlog_term(&r->log, r->log.last));
 }
 
@@ -745,6 +818,19 @@ void jr__vouch_on_request(jr__raft *r, uint64_t now, const jr__msg *m)
     a.u.vouch_resp.conf_index = r->conf_index;
     a.u.vouch_resp.conf_len = (uint32_t)jr__conf_encode(r->conf, conf);
     a.u.vouch_resp.conf = conf;
+    /* An uncommitted change above our commit index: the configuration in effect there too,
+     * which starts the asker's chain as a committed latest configuration would (the file's
+     * comment, "Which configurations"). */
+    uint8_t cconf[16 + JR__MAX_MEMBERS * 9];
+    if (r->conf_index > a.u.vouch_resp.commit) {
+        uint64_t ci;
+        const jr__conf *cc = conf_at(r, a.u.vouch_resp.commit, &ci);
+        if (cc->n && ci <= a.u.vouch_resp.commit) {
+            a.u.vouch_resp.cconf_index = ci;
+            a.u.vouch_resp.cconf_len = (uint32_t)jr__conf_encode(cc, cconf);
+            a.u.vouch_resp.cconf = cconf;
+        }
+    }
     jr__raft_send(r, &a);
     if (r->role != ROLE_LEADER) return;
     jr__prog *p = jr__prog_find(r, m->from);
@@ -811,9 +897,35 @@ void jr__vouch_start(jr__raft *r)
     jr__vouch_ask(r);
 }
 
+/* 1 if its latest configuration names a voter other than itself. */
+static int other_voter(const jr__raft *r)
+{
+    for (uint32_t i = 0; i < r->conf->n; i++)
+        if (r->conf->m[i].voter && r->conf->m[i].id != r->cfg.self) return 1;
+    return 0;
+}
+
+void jr__vouch_regrow(jr__raft *r, uint64_t now)
+{
+    if (!r->started || r->vouch || !r->damaged || r->diverged || !other_voter(r)) return;
+    if (r->role == ROLE_LEADER) {
+        if (r->conf_index > r->commit) return; /* the change that added the voter first commits */
+        jr__elect_become_follower(r, now, r->term, 0);
+    }
+    r->vouch = jr__calloc(r->alloc, 1, sizeof *r->vouch);
+    if (!r->vouch) return; /* out of memory: tried again at its next election timeout */
+    r->vouch->regrown = 1;
+    jr__vouch_ask(r);
+    jr__raft_notify(r);
+}
+
 int jr__vouch_tick(jr__raft *r, uint64_t now)
 {
     if (r->role == ROLE_LEADER) return 0;
+    if (!r->vouch && r->damaged && !r->diverged) {
+        jr__vouch_regrow(r, now); /* a damaged lone voter that follows in a grown group */
+        if (r->vouch) return 1;
+    }
     if (!r->vouch) {
         if (!r->diverged || r->quiet || now < r->election_deadline) return 0;
         jr__vouch_diverged(r); /* diverged while out of memory: it tries again */

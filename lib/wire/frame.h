@@ -59,10 +59,16 @@
  *                      offset varint
  *   TIMEOUT_NOW (9)    (nothing after the term)
  *   VOUCH (10)         last_index varint | last_term varint
- *   VOUCH_RESP (11)    bits u8 (bit 0 leader, bit 1 unfloored; others 0) | last_index varint |
- *                      last_term varint | commit varint | conf_index varint | conf_len varint |
- *                      conf bytes (the answerer's latest configuration, jr__conf_encode(), and
- *                      the index of its entry; conf_len <= JR__FRAME_MAX_CONF)
+ *   VOUCH_RESP (11)    bits u8 (bit 0 leader, bit 1 unfloored, bit 2 committed configuration
+ *                      follows; others 0) | last_index varint | last_term varint |
+ *                      commit varint | conf_index varint | conf_len varint | conf bytes (the
+ *                      answerer's latest configuration, jr__conf_encode(), and the index of its
+ *                      entry; conf_len <= JR__FRAME_MAX_CONF) [| cconf_index varint |
+ *                      cconf_len varint (>= 1, <= JR__FRAME_MAX_CONF) | cconf bytes: only with
+ *                      bit 2, the configuration in effect at its commit index and the index of
+ *                      its entry, sent when its latest configuration lies above its commit]. An
+ *                      answer without bit 2 decodes as before bit 2 existed; a build that does
+ *                      not know bit 2 rejects a frame holding an answer that sets it.
  *
  *   NODE_HB (64)       seq varint | n varint | n × (dgroup varint | term varint | commit varint)
  *   NODE_HB_RESP (65)  seq varint | n varint | n × (dgroup varint | term varint | index varint)

@@ -68,7 +68,11 @@ int jr__wire_msg_check(const jr__msg *m, size_t *bound)
     case JR__MSG_VOUCH_RESP:
         if (m->u.vouch_resp.conf_len > JR__FRAME_MAX_CONF) return JR_EINVAL;
         if (m->u.vouch_resp.conf_len && !m->u.vouch_resp.conf) return JR_EINVAL;
-        *bound += (size_t)m->u.vouch_resp.conf_len;
+        if (m->u.vouch_resp.cconf_len > JR__FRAME_MAX_CONF) return JR_EINVAL;
+        if (m->u.vouch_resp.cconf_len && !m->u.vouch_resp.cconf) return JR_EINVAL;
+        /* without the committed configuration (bit 2 clear) nothing carries its index */
+        if (!m->u.vouch_resp.cconf_len && m->u.vouch_resp.cconf_index) return JR_EINVAL;
+        *bound += (size_t)m->u.vouch_resp.conf_len + m->u.vouch_resp.cconf_len;
         return 0;
     default:
         return 0;
@@ -135,12 +139,17 @@ uint8_t *jr__wire_msg_put(uint8_t *p, const jr__msg *m)
         p = jr__wput_varint(p, m->u.vouch.last_term);
         break;
     case JR__MSG_VOUCH_RESP:
-        *p++ = (uint8_t)((m->u.vouch_resp.leader != 0) | (m->u.vouch_resp.unfloored != 0) << 1);
+        *p++ = (uint8_t)((m->u.vouch_resp.leader != 0) | (m->u.vouch_resp.unfloored != 0) << 1 |
+                         (m->u.vouch_resp.cconf_len != 0) << 2);
         p = jr__wput_varint(p, m->u.vouch_resp.last_index);
         p = jr__wput_varint(p, m->u.vouch_resp.last_term);
         p = jr__wput_varint(p, m->u.vouch_resp.commit);
         p = jr__wput_varint(p, m->u.vouch_resp.conf_index);
         p = jr__wput_bytes(p, m->u.vouch_resp.conf, m->u.vouch_resp.conf_len);
+        if (m->u.vouch_resp.cconf_len) {
+            p = jr__wput_varint(p, m->u.vouch_resp.cconf_index);
+            p = jr__wput_bytes(p, m->u.vouch_resp.cconf, m->u.vouch_resp.cconf_len);
+        }
         break;
     default: /* JR__MSG_TIMEOUT_NOW: the term says it all */
         break;
@@ -188,7 +197,11 @@ size_t jr__frame_msg_len(const jr__msg *m)
         return n + 1 + jr__varint_len(m->u.vouch_resp.last_index) +
                jr__varint_len(m->u.vouch_resp.last_term) + jr__varint_len(m->u.vouch_resp.commit) +
                jr__varint_len(m->u.vouch_resp.conf_index) +
-               jr__varint_len(m->u.vouch_resp.conf_len) + m->u.vouch_resp.conf_len;
+               jr__varint_len(m->u.vouch_resp.conf_len) + m->u.vouch_resp.conf_len +
+               (m->u.vouch_resp.cconf_len
+                    ? jr__varint_len(m->u.vouch_resp.cconf_index) +
+                          jr__varint_len(m->u.vouch_resp.cconf_len) + m->u.vouch_resp.cconf_len
+                    : 0);
     default:
         return n;
     }
@@ -292,7 +305,7 @@ int jr__wire_msg_get(jr__rd *r, jr__msg *m, jr__entry *scratch, size_t cap, uint
         break;
     case JR__MSG_VOUCH_RESP: {
         uint8_t bits = jr__wget_u8(r);
-        if (bits & ~3u) return jr__rd_fail(r);
+        if (bits & ~7u) return jr__rd_fail(r);
         m->u.vouch_resp.leader = bits & 1;
         m->u.vouch_resp.unfloored = (bits >> 1) & 1;
         m->u.vouch_resp.last_index = jr__wget_varint(r);
@@ -302,6 +315,15 @@ int jr__wire_msg_get(jr__rd *r, jr__msg *m, jr__entry *scratch, size_t cap, uint
         size_t conf_len;
         m->u.vouch_resp.conf = jr__rd_bytes(r, &conf_len, JR__FRAME_MAX_CONF);
         m->u.vouch_resp.conf_len = (uint32_t)conf_len;
+        m->u.vouch_resp.cconf_index = 0;
+        m->u.vouch_resp.cconf = NULL;
+        m->u.vouch_resp.cconf_len = 0;
+        if (bits & 4u) { /* the configuration at its commit index follows, never empty */
+            m->u.vouch_resp.cconf_index = jr__wget_varint(r);
+            m->u.vouch_resp.cconf = jr__rd_bytes(r, &conf_len, JR__FRAME_MAX_CONF);
+            m->u.vouch_resp.cconf_len = (uint32_t)conf_len;
+            if (!r->err && !conf_len) return jr__rd_fail(r);
+        }
         break;
     }
     default:

@@ -98,9 +98,13 @@ static h_msg *copy_msg(const jr__msg *m)
         c->m.u.snap.conf = c->buf;
         c->m.u.snap.data = c->buf + m->u.snap.conf_len;
     } else if (m->type == JR__MSG_VOUCH_RESP) {
-        c->buf = xcalloc(m->u.vouch_resp.conf_len, 1);
+        c->buf = xcalloc(m->u.vouch_resp.conf_len + m->u.vouch_resp.cconf_len + 1, 1);
         memcpy(c->buf, m->u.vouch_resp.conf, m->u.vouch_resp.conf_len);
         c->m.u.vouch_resp.conf = c->buf;
+        if (m->u.vouch_resp.cconf_len)
+            memcpy(c->buf + m->u.vouch_resp.conf_len, m->u.vouch_resp.cconf,
+                   m->u.vouch_resp.cconf_len);
+        c->m.u.vouch_resp.cconf = c->buf + m->u.vouch_resp.conf_len;
     }
     return c;
 }

@@ -1343,7 +1343,8 @@ END_TEST
  * count in no commit quorum, and an asker whose configuration still lists it as a voter would
  * otherwise take a floor no remaining voter reaches (none could be elected). Before its removal
  * commits it answers with its last entry (it may still lead, raft.h). */
-static uint64_t bare_vouch_li, bare_vouch_lt;
+static uint64_t bare_vouch_li, bare_vouch_lt, bare_vouch_ci;
+static jr__conf bare_vouch_cc; /* the configuration at its commit index, if it sent one */
 static void vouch_send(void *ctx, jr__raft *r, const jr__msg *m)
 {
     (void)ctx;
@@ -1351,6 +1352,11 @@ static void vouch_send(void *ctx, jr__raft *r, const jr__msg *m)
     if (m->type != JR__MSG_VOUCH_RESP) return;
     bare_vouch_li = m->u.vouch_resp.last_index;
     bare_vouch_lt = m->u.vouch_resp.last_term;
+    bare_vouch_ci = m->u.vouch_resp.cconf_index;
+    bare_vouch_cc.n = 0;
+    if (m->u.vouch_resp.cconf_len)
+        ck_assert_int_eq(
+            jr__conf_decode(&bare_vouch_cc, m->u.vouch_resp.cconf, m->u.vouch_resp.cconf_len), 0);
 }
 
 static uint64_t removed_answer(uint64_t commit)
@@ -1397,6 +1403,153 @@ START_TEST(a_removed_replica_answers_with_what_its_acknowledgements_could_commit
 }
 END_TEST
 
+/* R2 {1, 2} committed up to index 9; its leader 1 appended an observer addition of server 3
+ * ({1, 2, 3 observer}, index 10) just as 2 crashed, so the change never committed; 1 stepped
+ * down (no quorum without 2), and 2 restarted with its records of the group lost: no
+ * configuration, damaged. 1 and 3 answer with commit 9 and that latest configuration, index 10;
+ * servers 4 and 5 hold nothing of the group. An answer from a build that does not send the
+ * configuration in effect at its commit index names no configuration its sender committed, so
+ * it starts no chain (as before: 2 grants nothing). With it ({1, 2}, index 6, in effect at 9:
+ * a leader appends a change only once the one before it committed) the chain starts there:
+ * every member of {1, 2} and {1, 2, 3} answered, 2 takes its floor (term 3) and votes for a
+ * candidate at or above 1's last entry (12, term 3), and for none below it (jetraft-sim seed
+ * 4230). */
+static void committed_configuration_answers(jr__raft *r, int with_committed)
+{
+    static const uint8_t none[1] = {0};
+    jr__conf c3 = {3, {{1, 1}, {2, 1}, {3, 0}}}, c2 = {2, {{1, 1}, {2, 1}}};
+    uint8_t b1[64], b3[64], bc[64];
+    size_t bcl = jr__conf_encode(&c2, bc);
+    jr__msg a = vouch_resp(1, 3, 12, 3, 9, 10, &c3, b1);
+    if (with_committed) {
+        a.u.vouch_resp.cconf_index = 6;
+        a.u.vouch_resp.cconf_len = (uint32_t)bcl;
+        a.u.vouch_resp.cconf = bc;
+    }
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &a), 0);
+    a = vouch_resp(3, 3, 9, 3, 9, 10, &c3, b3);
+    if (with_committed) {
+        a.u.vouch_resp.cconf_index = 6;
+        a.u.vouch_resp.cconf_len = (uint32_t)bcl;
+        a.u.vouch_resp.cconf = bc;
+    }
+    ck_assert_int_eq(jr__raft_step(r, 1002 * MS, &a), 0);
+    for (jr__id id = 4; id <= 5; id++) {
+        a = (jr__msg){.type = JR__MSG_VOUCH_RESP, .group = 7, .from = id, .to = 2, .term = 1};
+        a.u.vouch_resp.conf = none;
+        a.u.vouch_resp.conf_len = sizeof none;
+        a.u.vouch_resp.unfloored = 1;
+        ck_assert_int_eq(jr__raft_step(r, 1003 * MS, &a), 0);
+    }
+}
+
+static int grants_from_1(jr__raft *r, uint64_t now, uint64_t li, uint64_t lt)
+{
+    int before = bare_grants;
+    jr__msg v = {.type = JR__MSG_VOTE, .group = 7, .from = 1, .to = 2, .term = 4};
+    v.u.vote.last_index = li;
+    v.u.vote.last_term = lt;
+    ck_assert_int_eq(jr__raft_step(r, now, &v), 0);
+    return bare_grants > before;
+}
+
+START_TEST(an_uncommitted_change_does_not_hide_the_committed_configuration)
+{
+    jr__raft *r = bare_confless();
+    committed_configuration_answers(r, 0);
+    ck_assert(!grants_from_1(r, 1004 * MS, 12, 3)); /* older answers: no chain, as before */
+    jr__raft_free(r);
+
+    r = bare_confless();
+    committed_configuration_answers(r, 1);
+    ck_assert_int_eq(jr__raft_damaged(r), 1);
+    ck_assert(!grants_from_1(r, 1004 * MS, 9, 3));
+    ck_assert(grants_from_1(r, 1005 * MS, 12, 3));
+    ck_assert_uint_ge(jr__raft_term(r), 3);
+    jr__raft_free(r);
+}
+END_TEST
+
+/* The answering side: a replica whose latest configuration (index 10) lies above its commit
+ * index sends the configuration in effect there, and its entry's index; once the change
+ * committed it sends none (its latest configuration is the committed one). */
+static void answer_with_commit(uint64_t commit)
+{
+    jr__raft_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.group = 7;
+    cfg.self = 2;
+    cfg.election_timeout = ET;
+    cfg.heartbeat_interval = 20 * MS;
+    jr__raft_io io = {NULL, vouch_send, bare_notify, NULL, NULL, NULL};
+    jr__raft *r;
+    ck_assert_int_eq(jr__raft_new(&cfg, &io, &r), 0);
+    jr__conf c2 = {2, {{1, 1}, {2, 1}}}, c3 = {3, {{1, 1}, {2, 1}, {3, 0}}};
+    uint8_t b2[64], b3[64];
+    jr__entry e1 = {1, 1, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c2, b2), b2};
+    jr__entry e2 = {1, 2, JR__ENTRY_NORMAL, 1, (const uint8_t *)"x"};
+    jr__entry e3 = {1, 3, JR__ENTRY_CONFIG, (uint32_t)jr__conf_encode(&c3, b3), b3};
+    ck_assert_int_eq(jr__raft_load_hardstate(r, 1, 2, commit), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e1), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e2), 0);
+    ck_assert_int_eq(jr__raft_load_entry(r, &e3), 0);
+    ck_assert_int_eq(jr__raft_start(r, 1000 * MS), 0);
+    jr__msg q = {.type = JR__MSG_VOUCH, .group = 7, .from = 1, .to = 2, .term = 1};
+    q.u.vouch.last_index = 1;
+    q.u.vouch.last_term = 1;
+    bare_vouch_ci = 99;
+    ck_assert_int_eq(jr__raft_step(r, 1001 * MS, &q), 0);
+    jr__raft_free(r);
+}
+
+START_TEST(an_answer_names_the_configuration_at_its_commit_index)
+{
+    answer_with_commit(2);
+    ck_assert_uint_eq(bare_vouch_ci, 1);
+    ck_assert_uint_eq(bare_vouch_cc.n, 2);
+    ck_assert_uint_eq(bare_vouch_cc.m[0].id, 1);
+    ck_assert_uint_eq(bare_vouch_cc.m[1].id, 2);
+    answer_with_commit(3);
+    ck_assert_uint_eq(bare_vouch_ci, 0);
+    ck_assert_uint_eq(bare_vouch_cc.n, 0);
+}
+END_TEST
+
+/* A lone voter restarted damaged vouches for itself, keeps its damage and leads (no peer could
+ * know more). Its group grows: observer 2 is promoted. Once that change commits the damaged
+ * leader steps down, asks 2 as a restarted replica does and never campaigns; 2 is elected with
+ * its vote, answers as leader, and 1, holding 2's last entry, is whole (jetraft-sim seed 965). */
+START_TEST(a_damaged_lone_voter_is_whole_once_its_group_grew)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 2, seed);
+        h_start(&h, 1, 1);
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 3, "a");
+        h_crash(&h, 0);
+        h.nodes[0].restart_damaged = 1;
+        h_restart(&h, 0);
+        ck_assert_int_eq(h_wait_leader(&h, 2 * ET), 0);
+        ck_assert_int_eq(jr__raft_damaged(R(&h, 0)), 1);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 0)), 0);
+        h_change(&h, 0, JR__ADD_OBSERVER, 2);
+        h_run(&h, ET);
+        ck_assert_int_eq(h_leader(&h), 0); /* still its only voter: it leads, damaged */
+        ck_assert_int_eq(jr__raft_damaged(R(&h, 0)), 1);
+        h_change(&h, 0, JR__PROMOTE, 2);
+        h_run(&h, 10 * ET);
+        ck_assert_msg(h_leader(&h) == 1, "seed %llu: leader %d", (unsigned long long)seed,
+                      h_leader(&h));
+        ck_assert_int_eq(jr__raft_damaged(R(&h, 0)), 0);
+        ck_assert_int_eq(jr__raft_unvouched(R(&h, 0)), 0);
+        ck_assert_uint_eq(jr__raft_last_index(R(&h, 0)), jr__raft_last_index(R(&h, 1)));
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("raft-vouch");
@@ -1431,6 +1584,9 @@ int main(void)
     tcase_add_test(tc,
                    two_replicas_of_five_that_lost_acknowledged_entries_elect_nobody_without_them);
     tcase_add_test(tc, a_removed_replica_answers_with_what_its_acknowledgements_could_commit);
+    tcase_add_test(tc, an_uncommitted_change_does_not_hide_the_committed_configuration);
+    tcase_add_test(tc, an_answer_names_the_configuration_at_its_commit_index);
+    tcase_add_test(tc, a_damaged_lone_voter_is_whole_once_its_group_grew);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -90,6 +90,9 @@ void tw_assert_msg_eq(const jr__msg *w, const jr__msg *g)
         ck_assert_uint_eq(g->u.vouch_resp.conf_index, w->u.vouch_resp.conf_index);
         assert_bytes_eq(w->u.vouch_resp.conf, w->u.vouch_resp.conf_len, g->u.vouch_resp.conf,
                         g->u.vouch_resp.conf_len);
+        ck_assert_uint_eq(g->u.vouch_resp.cconf_index, w->u.vouch_resp.cconf_index);
+        assert_bytes_eq(w->u.vouch_resp.cconf, w->u.vouch_resp.cconf_len, g->u.vouch_resp.cconf,
+                        g->u.vouch_resp.cconf_len);
         break;
     default:
         break;

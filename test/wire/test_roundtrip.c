@@ -79,6 +79,11 @@ START_TEST(every_type_roundtrips_at_edge_values)
         m[11].u.vouch_resp.conf_index = v;
         m[11].u.vouch_resp.conf = conf;
         m[11].u.vouch_resp.conf_len = sizeof conf;
+        if (v & 1) { /* every other one with the configuration at its commit index */
+            m[11].u.vouch_resp.cconf_index = v;
+            m[11].u.vouch_resp.cconf = conf;
+            m[11].u.vouch_resp.cconf_len = sizeof conf;
+        }
         for (int i = 0; i < 12; i++) m[i].flags = flags;
         tw_roundtrip(m, 12);
     }

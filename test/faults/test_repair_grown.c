@@ -1,20 +1,16 @@
 /*
- * Damaged replicas that are never repaired today: each case is a scenario jetraft-sim found,
- * replayed deterministically on five servers, and registered as an expected failure
- * (test/faults/meson.build, should_fail), one test per case (CK_RUN_CASE), so the default
- * suite stays green and a case that starts to pass shows up as an unexpected pass. Each asserts
- * what the cluster should do; docs/testing.md ("Library findings") has the diagnosis.
+ * A damaged lone voter is repaired once its group grows (lib/raft/vouch.c, "A lone voter's
+ * damage"), replayed deterministically on five servers from jetraft-sim seed 965 (`--nodes 5`;
+ * seed 3610 on three servers has the same shape).
  *
- *  - stream_placed_on_a_server_whose_wal_was_lost_is_whole_once_grown (jetraft-sim seed 965,
- *    `--nodes 5`; seed 3610 on three servers has the same shape): an R1 stream is placed on v
- *    while v is down with its WAL lost. v restarts and opens the replica damaged (nothing
+ *  - stream_placed_on_a_server_whose_wal_was_lost_is_whole_once_grown: an R1 stream is placed
+ *    on v while v is down with its WAL lost. v restarts and opens the replica damaged (nothing
  *    recovered after a lost WAL, and it cannot know the stream is new to it) with the
- *    creation's configuration, itself alone; the core keeps a lone voter's damage ("no peer
- *    could know more than we do", raft/vouch.c jr__vouch_start) and vouches for it, so it
- *    leads at once, damaged (proposals fail with JR_EDAMAGED; a damaged replica leads). The
- *    stream grows to R2, and v's replica stays damaged for good: only a vouch that completes
- *    clears a replica's damage, and a lone voter's never waits for one. (In the jetraft-sim
- *    run the new peer led later; v followed with its whole log, still damaged.)
+ *    creation's configuration, itself alone: a lone voter, it vouches for itself, keeps the
+ *    damage and leads, damaged (proposals fail with JR_EDAMAGED). The stream grows to R2: once
+ *    the promotion of the new peer commits, v steps down, asks its members again as a restarted
+ *    replica does, never campaigns, and is whole once the new peer, elected with v's vote,
+ *    answers as leader with a last entry v holds. Without the rule v stays damaged for good.
  */
 #include <check.h>
 #include <stdio.h>
@@ -144,7 +140,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("repair_open");
+    Suite *su = suite_create("repair_grown");
     TCase *b = tcase_create("stream_placed_on_a_server_whose_wal_was_lost_is_whole_once_grown");
     tcase_set_timeout(b, 120);
     tcase_add_test(b, stream_placed_on_a_server_whose_wal_was_lost_is_whole_once_grown);
