@@ -533,6 +533,7 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     }
     rc = jr__map_put(&n->groups, g->id, g);
     if (rc != 0) goto fail;
+    jr__node_released_forget(n, g->id); /* its replica is here again: it answers for itself */
     if (s) {
         jr__map_del(&n->stashes, cfg.id);
         jr__stash_free(n, s);

@@ -201,6 +201,7 @@ static void node_free_memory(jr_node *n)
     for (size_t i = 0; i < n->groups.cap; i++)
         if (n->groups.slots[i].key) jr__group_free(n->groups.slots[i].val);
     jr__map_free(&n->groups);
+    jr__node_released_free(n);
     jr__confs_free(n->confs); /* after the groups: they hold references */
     n->confs = NULL;
     jr__stash_free_all(n);
@@ -390,6 +391,7 @@ int jr__node_open(const jr_node_config *cfg_in,
     n->armed = UINT64_MAX;
     jr__map_init(&n->groups, n->alloc);
     jr__map_init(&n->stashes, n->alloc);
+    jr__map_init(&n->released, n->alloc);
     jr__map_init(&n->peer_by_id, n->alloc);
     jr__rpc_init(n);
     jr__heap_init(&n->timers, n->alloc);
@@ -534,6 +536,16 @@ static void vouch_unhosted(jr_node *n, const jr__msg *m)
     a.u.vouch_resp.unfloored = n->reborn || n->wal_lost || n->all_damaged;
     a.u.vouch_resp.conf = none;
     a.u.vouch_resp.conf_len = sizeof none;
+    /* A replica destroyed in this life answers with the commit index and latest configuration
+     * it had (no entry): the configuration that left this server out, or one on the way to it,
+     * names the members that counted in commits the asker may have lost its record of. */
+    const jr__released *rel = jr__map_get(&n->released, m->group);
+    if (rel) {
+        a.u.vouch_resp.commit = rel->commit;
+        a.u.vouch_resp.conf_index = rel->conf_index;
+        a.u.vouch_resp.conf = rel->conf;
+        a.u.vouch_resp.conf_len = rel->conf_len;
+    }
     jr__peer_queue(n, &a);
 }
 

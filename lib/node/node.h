@@ -275,6 +275,8 @@ struct jr_node {
     jr_group *held;      /* during a flush: ready groups whose only write is a compaction
                             marker not due yet (flush.c hold_markers; still in_ready) */
     jr__map stashes;     /* id -> jr__stash* (recovered, not yet opened) */
+    jr__map released;    /* id -> jr__released*: what a replica destroyed in this life knew of
+                            its group, answered to VOUCH (retire.c) */
     uint8_t all_damaged; /* the WAL reported damage it could not attribute */
     uint8_t reborn;      /* an earlier life ran here: the mark or a WAL segment was found */
     uint8_t wal_lost;    /* the node's mark is in wal_dir but no WAL segment is (recover.c):
@@ -382,6 +384,18 @@ void jr__node_run_effects(jr_node *n);
 /* Stages the WAL DROPs of destroyed groups that waited for memory (the start of
  * jr__node_flush). */
 void jr__node_retry_drops(jr_node *n);
+/* What a replica destroyed in this life last knew of its group: its commit index and latest
+ * configuration (entry index, jr__conf_encode bytes). A VOUCH for the group is answered with it
+ * (node.c vouch_unhosted): an asker whose own record of the configurations since is lost learns
+ * of them and asks their members (raft/vouch.c). Kept until the node closes or the group is
+ * created here again (jr__node_released_forget). */
+typedef struct jr__released {
+    uint64_t commit, conf_index;
+    uint32_t conf_len;
+    uint8_t conf[];
+} jr__released;
+void jr__node_released_forget(jr_node *n, uint64_t id);
+void jr__node_released_free(jr_node *n);
 
 /* node.c ------------------------------------------------------------------------------------*/
 

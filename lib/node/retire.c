@@ -64,13 +64,49 @@ int jr__node_group_retiring(const jr_node *n, uint64_t id)
     return 0;
 }
 
+void jr__node_released_forget(jr_node *n, uint64_t id)
+{
+    jr__free(n->alloc, jr__map_del(&n->released, id));
+}
+
+void jr__node_released_free(jr_node *n)
+{
+    for (size_t i = 0; i < n->released.cap; i++)
+        if (n->released.slots[i].key) jr__free(n->alloc, n->released.slots[i].val);
+    jr__map_free(&n->released);
+}
+
+/* Keeps what g's replica knew of its group (node.h jr__released). A replica destroyed because
+ * a committed configuration left this server out may have counted in the commits of the
+ * configurations since its asker's (an asker that lost them with its WAL): its answer of them
+ * is what leads the asker to their members. Out of memory it answers nothing, as before. */
+static void remember(jr_node *n, jr_group *g)
+{
+    const jr__conf *c = jr__raft_conf(g->raft);
+    size_t len = jr__conf_encoded_len(c);
+    jr__released *r = jr__malloc(n->alloc, sizeof *r + len);
+    if (!r) return;
+    r->commit = jr__raft_commit_index(g->raft);
+    r->conf_index = jr__raft_conf_index(g->raft);
+    r->conf_len = (uint32_t)jr__conf_encode(c, r->conf);
+    jr__released *old = jr__map_get(&n->released, g->id);
+    if (old) {
+        jr__map_del(&n->released, g->id);
+        jr__free(n->alloc, old);
+    }
+    if (jr__map_put(&n->released, g->id, r) != 0) jr__free(n->alloc, r);
+}
+
 int jr__node_group_destroy(jr_node *n, uint64_t id)
 {
     jr_group *g = jr__map_get(&n->groups, id);
     if (n->flushing || (g && !g->closed)) return JR_EMISUSE;
     remove_snapshots(n, id);
     if (jr__node_group_retiring(n, id)) return 0;
-    if (g) jr__group_release(g);
+    if (g) {
+        remember(n, g);
+        jr__group_release(g);
+    }
     jr__stash *st = jr__map_del(&n->stashes, id);
     if (st) jr__stash_free(n, st);
     int rc = n->wal ? jr__wal_drop(n->wal, id) : 0;
