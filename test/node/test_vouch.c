@@ -8,6 +8,8 @@
  * disk fault left of a replica the server held, every record of it cut or the whole WAL lost.
  * A node that lost its WAL answers so too: silent, it would stop for ever a group whose
  * restarted replicas must hear from it (jetraft-sim seed 571, test/raft/test_lost.c).
+ * A replica the node destroyed in this life answers with the commit index and latest
+ * configuration it had, and no entry.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -140,11 +142,81 @@ START_TEST(a_vouch_for_a_group_the_node_does_not_hold_is_answered_with_nothing)
 }
 END_TEST
 
+/* A replica the node destroyed (its removal committed, or its group deleted) answers, for the
+ * rest of the node's life, with the commit index and latest configuration it had and no entry.
+ * An asker whose WAL was lost may know only an older configuration naming this server, and
+ * this answer is then its only way to hear of the newer one's members: jetraft-sim seed 1689
+ * (five nodes, --async-sync 2) elected such an asker with the log of its snapshot when the
+ * destroyed replica answered nothing and the other member had been down for the change. */
+START_TEST(a_vouch_for_a_destroyed_replica_is_answered_with_its_configuration)
+{
+    t_host h;
+    t_host_init(&h);
+    ck_assert_int_eq(t_open(&h, "b", abc, 3, NULL), 0);
+    t_fsm f;
+    t_fsm_init(&f);
+    jr_group *g;
+    ck_assert_int_eq(t_group(&h, 5, abc, 3, &f, &g), 0);
+    ck_assert_int_eq(jr_node_tick(h.node), 0);
+    uint64_t conf_index = jr__raft_conf_index(g->raft);
+    uint64_t commit = jr__raft_commit_index(g->raft);
+    ck_assert_uint_ge(conf_index, 1);
+    jr__group_detach(g, JR_ECLOSED);
+    ck_assert_int_eq(jr__node_group_destroy(h.node, 5), 0);
+    ck_assert_int_eq(jr_node_tick(h.node), 0);
+    ck_assert_int_eq(jr__node_group_known(h.node, 5), 0);
+    t_frames_clear(&h);
+    vouch(&h, 5);
+    jr__msg m;
+    ck_assert(answer(&h, 5, &m));
+    ck_assert_uint_eq(m.term, 1);
+    ck_assert_uint_eq(m.u.vouch_resp.leader, 0);
+    ck_assert_uint_eq(m.u.vouch_resp.last_index, 0); /* no entry */
+    ck_assert_uint_eq(m.u.vouch_resp.last_term, 0);
+    ck_assert_uint_eq(m.u.vouch_resp.commit, commit);
+    ck_assert_uint_eq(m.u.vouch_resp.conf_index, conf_index);
+    jr__conf c;
+    ck_assert_int_eq(jr__conf_decode(&c, m.u.vouch_resp.conf, m.u.vouch_resp.conf_len), 0);
+    ck_assert_uint_eq(c.n, 3);
+    for (unsigned i = 0; i < 3; i++) ck_assert_ptr_nonnull(jr__conf_find(&c, jr__peer_id(abc[i])));
+    /* a group never here still gets nothing */
+    t_frames_clear(&h);
+    vouch(&h, 9);
+    ck_assert(answer(&h, 9, &m));
+    ck_assert_int_eq(jr__conf_decode(&c, m.u.vouch_resp.conf, m.u.vouch_resp.conf_len), 0);
+    ck_assert_uint_eq(c.n, 0);
+    ck_assert_uint_eq(m.u.vouch_resp.conf_index, 0);
+    /* created here again: its replica answers for itself, and once destroyed again with what it
+     * knew then */
+    t_fsm f2;
+    t_fsm_init(&f2);
+    static const char *const ab[] = {"a", "b"};
+    ck_assert_int_eq(t_group(&h, 5, ab, 2, &f2, &g), 0);
+    ck_assert_int_eq(jr_node_tick(h.node), 0);
+    t_frames_clear(&h);
+    vouch(&h, 5);
+    ck_assert(answer(&h, 5, &m));
+    ck_assert_uint_ge(m.u.vouch_resp.last_index, 1);
+    ck_assert_int_eq(jr__conf_decode(&c, m.u.vouch_resp.conf, m.u.vouch_resp.conf_len), 0);
+    ck_assert_uint_eq(c.n, 2);
+    jr__group_detach(g, JR_ECLOSED);
+    ck_assert_int_eq(jr__node_group_destroy(h.node, 5), 0);
+    t_frames_clear(&h);
+    vouch(&h, 5);
+    ck_assert(answer(&h, 5, &m));
+    ck_assert_uint_eq(m.u.vouch_resp.last_index, 0);
+    ck_assert_int_eq(jr__conf_decode(&c, m.u.vouch_resp.conf, m.u.vouch_resp.conf_len), 0);
+    ck_assert_uint_eq(c.n, 2);
+    t_host_free(&h);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("node_vouch");
     TCase *t = tcase_create("vouch");
     tcase_add_test(t, a_vouch_for_a_group_the_node_does_not_hold_is_answered_with_nothing);
+    tcase_add_test(t, a_vouch_for_a_destroyed_replica_is_answered_with_its_configuration);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
