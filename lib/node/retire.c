@@ -79,7 +79,7 @@ void jr__node_released_free(jr_node *n)
 /* Keeps what g's replica knew of its group (node.h jr__released). A replica destroyed because
  * a committed configuration left this server out may have counted in the commits of the
  * configurations since its asker's (an asker that lost them with its WAL): its answer of them
- * is what leads the asker to their members. Out of memory it answers nothing, as before. */
+ * is what leads the asker to their members. Out of memory nothing is kept: no configuration. */
 static void remember(jr_node *n, jr_group *g)
 {
     const jr__conf *c = jr__raft_conf(g->raft);
