@@ -1041,9 +1041,10 @@ static void converge_consumer(jr__js *js, const jr__meta_action *a, jr__crep *r)
             if (r->updated != a->consumer->updated) jr__crep_update(r, a->consumer);
             break;
         }
-        uint64_t sg = r->stream_group;
+        uint64_t sg = r->stream_group, cg = r->group;
         jr__crep_leave(r, 1);
-        jr__retention_recheck(js, sg); /* what only it needed can go */
+        if (!a->consumer) jr__node_released_forget(js->n, cg); /* deleted: nothing to vouch for */
+        jr__retention_recheck(js, sg);                         /* what only it needed can go */
         break;
     case JR__META_UPDATE:
         if (!r) break;
@@ -1121,6 +1122,7 @@ int jr__mnode_converge(jr__js *js)
                 break;
             }
             jr__srep_leave(r, 1);
+            if (!a->stream) jr__node_released_forget(js->n, a->group); /* deleted */
             break;
         case JR__META_UPDATE:
             if (r) jr__srep_update(r, a->stream);
@@ -1179,6 +1181,7 @@ void jr__mnode_converge_one(jr__js *js, uint64_t group)
             if (r->updated != s->updated) jr__srep_update(r, s);
         } else {
             jr__srep_leave(r, 1);
+            if (!s) jr__node_released_forget(js->n, group); /* deleted */
         }
     }
     if (jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;

@@ -387,14 +387,13 @@ void jr__node_retry_drops(jr_node *n);
 /* What a replica destroyed in this life last knew of its group: its commit index and latest
  * configuration (entry index, jr__conf_encode bytes). A VOUCH for the group is answered with it
  * (node.c vouch_unhosted): an asker whose own record of the configurations since is lost learns
- * of them and asks their members (raft/vouch.c). Kept until the node closes or the group is
- * created here again (jr__node_released_forget). */
+ * of them and asks their members (raft/vouch.c). Kept until the node closes, the group is
+ * created here again or the layer above says it was deleted (jr__node_released_forget). */
 typedef struct jr__released {
     uint64_t commit, conf_index;
     uint32_t conf_len;
     uint8_t conf[];
 } jr__released;
-void jr__node_released_forget(jr_node *n, uint64_t id);
 void jr__node_released_free(jr_node *n);
 
 /* node.c ------------------------------------------------------------------------------------*/

@@ -290,6 +290,9 @@ void jr__group_durable_apply(jr_group *g);
  */
 int jr__node_group_destroy(jr_node *n, uint64_t id);
 int jr__node_group_retiring(const jr_node *n, uint64_t id);
+/* Forgets what a destroyed replica of id knew (retire.c; answered to VOUCH in this life): the
+ * group was deleted, so nothing committed in it is left to find. */
+void jr__node_released_forget(jr_node *n, uint64_t id);
 int jr__node_group_known(const jr_node *n, uint64_t id);
 int jr__node_unopened_groups(jr_node *n, uint64_t lo, uint64_t hi, uint64_t **ids, size_t *count);
 
