@@ -511,11 +511,14 @@ static int on_life(jr_node *n, jr__peer *p, const jr__ext_view *x)
 }
 
 /* A VOUCH for a group this server holds nothing of: neither open, closed, retiring nor
- * recovered from disk. It answers for the group that it holds nothing (no entry, no
- * configuration), which is true of a server that never joined the group, or left it: the layer
- * above releases a replica only once the group's committed configuration no longer names this
- * server, or the group is deleted (lib/js/stream_peers.c); the asker then hears from the
- * members of that configuration too (raft/vouch.c). After a restart it may also be what a disk
+ * recovered from disk. It answers for the group that it holds no entry. A server that never
+ * joined the group answers no configuration either. One that left it — the layer above
+ * releases a replica only once the group's committed configuration no longer names this
+ * server, or the group is deleted (lib/js/stream_peers.c) — answers, in the life it released
+ * the replica, with the commit index and latest configuration the replica had (retire.c
+ * remember()): the asker may know only an older configuration, its record of the later ones
+ * lost, and the answer is how it learns of their members and must hear from them too
+ * (raft/vouch.c). A later life has forgotten it and answers no configuration. After a restart it may also be what a disk
  * fault left of a replica this server held: every record of the group cut, or the whole WAL
  * lost, or damaged where it could not say whose records were lost. Then it is the answer of a
  * faulty replica, and says so (unfloored): the asker counts it toward its term floor only as
