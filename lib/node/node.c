@@ -518,12 +518,12 @@ static int on_life(jr_node *n, jr__peer *p, const jr__ext_view *x)
  * the replica, with the commit index and latest configuration the replica had (retire.c
  * remember()): the asker may know only an older configuration, its record of the later ones
  * lost, and the answer is how it learns of their members and must hear from them too
- * (raft/vouch.c). A later life has forgotten it and answers no configuration. After a restart it may also be what a disk
- * fault left of a replica this server held: every record of the group cut, or the whole WAL
- * lost, or damaged where it could not say whose records were lost. Then it is the answer of a
- * faulty replica, and says so (unfloored): the asker counts it toward its term floor only as
- * far as its configuration allows faulty replicas besides itself, and toward its log floor as
- * the lowest answer, which a truthful holder of every entry committed with the asker's lost
+ * (raft/vouch.c). A later life has forgotten it and answers no configuration. After a restart it
+ * may also be what a disk fault left of a replica this server held: every record of the group cut,
+ * or the whole WAL lost, or damaged where it could not say whose records were lost. Then it is the
+ * answer of a faulty replica, and says so (unfloored): the asker counts it toward its term floor
+ * only as far as its configuration allows faulty replicas besides itself, and toward its log floor
+ * as the lowest answer, which a truthful holder of every entry committed with the asker's lost
  * acknowledgement outranks (raft/vouch.c, "Two faulty replicas" and "A member may answer that
  * it holds nothing"). Silence would stop for ever every group whose restarted replicas must
  * hear from this server. A group recovered from disk but not open yet gets no answer: its
