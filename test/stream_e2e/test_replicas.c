@@ -1563,6 +1563,16 @@ START_TEST(a_joiner_whose_source_removes_snapshot_messages_ends_identical)
 END_TEST
 
 /* Fills p with letters from xorshift state *x: messages that differ and do not compress. */
+/* Limits every link into server `to` of a cluster of three to bytes_per_sec. */
+static void slow_links_into(e2e *c, unsigned to, uint64_t bytes_per_sec)
+{
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.bytes_per_sec = bytes_per_sec;
+    for (unsigned i = 0; i < 3; i++)
+        if (i != to) ck_assert_int_eq(jr_sim_set_link(c->sim, i, to, &link), 0);
+}
+
 static void fill_random(char *p, size_t n, uint64_t *x)
 {
     for (size_t i = 0; i < n; i++) {
@@ -1593,11 +1603,8 @@ START_TEST(a_joiner_under_a_publisher_applies_its_queue_in_bounded_batches)
     unsigned p[8];
     ck_assert_int_eq(e2e_meta_peers(&c, 0, "DRAIN", p, 8), 2);
     unsigned joiner = 3 - p[0] - p[1];
-    jr_sim_link link; /* the copy of about 32 MB takes over two seconds */
-    jr_sim_link_init(&link);
-    link.bytes_per_sec = 12 * 1000 * 1000;
-    for (unsigned i = 0; i < 3; i++)
-        if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
+    /* the copy of about 32 MB takes over two seconds */
+    slow_links_into(&c, joiner, 12 * 1000 * 1000);
     uint64_t b0, t0, o0;
     e2e_catchup_drain(&c, joiner, &b0, &t0, &o0);
     jr_stream_config cfg;
@@ -1659,11 +1666,8 @@ START_TEST(a_snapshot_installed_while_restoring_is_restored_after_the_queue)
     int l = e2e_replica_leader(&c, p[0], "LATER");
     ck_assert_int_ge(l, 0);
     unsigned leader = (unsigned)l;
-    jr_sim_link link; /* the copy of about 32 MB takes over a second */
-    jr_sim_link_init(&link);
-    link.bytes_per_sec = 20 * 1000 * 1000;
-    for (unsigned i = 0; i < 3; i++)
-        if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
+    /* the copy of about 32 MB takes over a second */
+    slow_links_into(&c, joiner, 20 * 1000 * 1000);
     uint64_t later0 = e2e_catchup_later(&c, joiner), bytes0 = e2e_catchup_bytes(&c, joiner);
     jr_stream_config cfg;
     e2e_config(&cfg, "LATER", subj, 1, 3);
@@ -1821,11 +1825,7 @@ START_TEST(a_joiner_of_an_idle_group_copies_without_pauses)
     unsigned p[8];
     ck_assert_int_eq(e2e_meta_peers(&c, 0, "IDLE", p, 8), 2);
     unsigned joiner = 3 - p[0] - p[1];
-    jr_sim_link link;
-    jr_sim_link_init(&link);
-    link.bytes_per_sec = 50 * 1000 * 1000;
-    for (unsigned i = 0; i < 3; i++)
-        if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
+    slow_links_into(&c, joiner, 50 * 1000 * 1000);
     uint64_t steps0, paused0, chunks0 = e2e_catchup_chunks(&c, joiner);
     e2e_catchup_paced(&c, joiner, &steps0, &paused0);
     jr_stream_config cfg;
@@ -1877,11 +1877,7 @@ static uint64_t joiner_behind(uint64_t seed, uint64_t join_keep, uint64_t *kept)
     int l = e2e_replica_leader(&c, p[0], "KEEP");
     ck_assert_int_ge(l, 0);
     unsigned leader = (unsigned)l;
-    jr_sim_link link;
-    jr_sim_link_init(&link);
-    link.bytes_per_sec = 50 * 1000 * 1000;
-    for (unsigned i = 0; i < 3; i++)
-        if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
+    slow_links_into(&c, joiner, 50 * 1000 * 1000);
     uint64_t later0 = e2e_catchup_later(&c, joiner);
     jr_stream_config cfg;
     e2e_config(&cfg, "KEEP", subj, 1, 3);
@@ -1982,11 +1978,7 @@ START_TEST(a_joiner_that_keeps_falling_behind_is_kept_no_more_than_a_follower)
     int l = e2e_replica_leader(&c, p[0], "BEHIND");
     ck_assert_int_ge(l, 0);
     unsigned leader = (unsigned)l;
-    jr_sim_link link;
-    jr_sim_link_init(&link);
-    link.bytes_per_sec = 6 * 1000 * 1000;
-    for (unsigned i = 0; i < 3; i++)
-        if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
+    slow_links_into(&c, joiner, 6 * 1000 * 1000);
     jr_stream_config cfg;
     e2e_config(&cfg, "BEHIND", subj, 1, 3);
     e2e_res up;
@@ -2042,11 +2034,7 @@ START_TEST(a_joiner_under_a_publisher_holds_its_queue_within_its_bound)
     unsigned p[8];
     ck_assert_int_eq(e2e_meta_peers(&c, 0, "QUEUE", p, 8), 2);
     unsigned joiner = 3 - p[0] - p[1];
-    jr_sim_link link;
-    jr_sim_link_init(&link);
-    link.bytes_per_sec = 12 * 1000 * 1000;
-    for (unsigned i = 0; i < 3; i++)
-        if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
+    slow_links_into(&c, joiner, 12 * 1000 * 1000);
     uint64_t b0, t0, o0, peak0, holds0;
     e2e_catchup_drain(&c, joiner, &b0, &t0, &o0);
     e2e_catchup_queue(&c, joiner, &peak0, &holds0);
