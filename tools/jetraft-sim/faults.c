@@ -101,8 +101,8 @@ static void note_lone_groups(world *w, unsigned v)
 /* 1 if every group node i reports unwell is one whose only member is node i, after the disk
  * nemesis damaged node i's disk, or one whose only voter was the victim when the nemesis damaged
  * its disk (its log may since have been cut back to a configuration of more members, or the
- * group grew), or one whose replica on the victim leads damaged (it was the only voter when it
- * opened after the fault, the group may have grown since), or one whose single voter relogged an
+ * group grew), or one whose replica on the victim is a damaged lone voter (placed there while
+ * the victim was down with its WAL lost), or one whose single voter relogged an
  * index after losing what it had applied there (check_log.c: applied-log leaves it out too): what
  * such a replica lost no rule can recover (the fault model allows one damaged replica of a group,
  * and this one has no other holder of what it alone committed; its other members rightly refuse to
@@ -123,12 +123,11 @@ static int only_replicas_lost(world *w, unsigned i, const health_res *r)
         memset(&st, 0, sizeof st);
         st.size = sizeof st;
         if (!g || jr_group_status_get(g, &st) != 0) return 0;
-        /* A damaged leader was its group's only voter when it opened: with no other member to
-         * ask, a replica vouches for itself and keeps the damage its recovery found (raft/vouch.c
-         * jr__vouch_start); any other damaged replica neither campaigns nor is elected before it
-         * is whole. Seed 3610: an R1 stream placed on the victim while it was down after losing
-         * its WAL, which its node cannot tell from one its lost WAL held. */
-        if (st.role == JR_LEADER && st.damaged) continue;
+        /* A lone voter: with no other member to ask, a replica vouches for itself and keeps the
+         * damage its recovery found (raft/vouch.c jr__vouch_start). Seed 3610: an R1 stream
+         * placed on the victim while it was down after losing its WAL, which its node cannot
+         * tell from one its lost WAL held. Once its group grows it asks the new members and is
+         * repaired (jr__vouch_regrow), so a damaged replica of a group of more members counts. */
         if (st.npeers != 1) return 0;
     }
     for (size_t k = 0; k < r->nunwell; k++) {
@@ -137,7 +136,8 @@ static int only_replicas_lost(world *w, unsigned i, const health_res *r)
             seen = w->lost_alone[j] == r->unwell[k];
         if (seen || w->nlost_alone == sizeof w->lost_alone / sizeof w->lost_alone[0]) continue;
         w->lost_alone[w->nlost_alone++] = r->unwell[k];
-        nem_note(w, "n%u: group %llu, its only voter once, damaged by the disk nemesis: not counted",
+        nem_note(w,
+                 "n%u: group %llu, its only voter once, damaged by the disk nemesis: not counted",
                  i, (unsigned long long)r->unwell[k]);
     }
     return 1;
