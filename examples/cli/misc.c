@@ -18,24 +18,46 @@ static double now_s(void)
 }
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t handled = PTHREAD_COND_INITIALIZER;
 static int64_t acked, failed;
 static char first_error[256];
 
+/* Counts an ack once its message is freed: js_PublishAsyncComplete returns when nothing is
+ * pending, possibly before the handler of the last ack has run to its end, so the publisher
+ * waits for the counts (wait_handled) before it tears the connection down. */
 static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
 {
     (void)js;
     (void)pa;
     (void)closure;
+    char err[sizeof first_error] = "";
+    if (pae)
+        snprintf(err, sizeof err, "%s", pae->ErrText ? pae->ErrText : natsStatus_GetText(pae->Err));
+    natsMsg_Destroy(msg);
     pthread_mutex_lock(&mu);
     if (pae) {
-        if (!failed++)
-            snprintf(first_error, sizeof first_error, "%s",
-                     pae->ErrText ? pae->ErrText : natsStatus_GetText(pae->Err));
+        if (!failed++) snprintf(first_error, sizeof first_error, "%s", err);
     } else {
         acked++;
     }
+    pthread_cond_broadcast(&handled);
     pthread_mutex_unlock(&mu);
-    natsMsg_Destroy(msg);
+}
+
+/* Waits up to ms for `count` acks to have been handled; with mu held on return. */
+static void wait_handled(int64_t count, int64_t ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)(ms / 1000);
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&mu);
+    while (acked + failed < count && pthread_cond_timedwait(&handled, &mu, &until) == 0) {
+    }
 }
 
 /* `pub SUBJECT [BODY] [--count N] [--size B]`: JetStream publishes, each acknowledged. One
@@ -90,10 +112,13 @@ int cmd_pub(cli *c, args *a)
         jsPubAck_Destroy(pa);
     } else {
         double t0 = now_s(), shown = t0;
+        int64_t sent = 0;
         for (int64_t i = 0; i < count && rc == 0; i++) {
             if (js_PublishAsync(js, subject, data, (int)len, NULL) != NATS_OK) {
                 fprintf(stderr, "\njetraft: error: %s\n", nats_GetLastError(NULL));
                 rc = 1;
+            } else {
+                sent++;
             }
             if (!c->json && now_s() - shown >= 0.5) {
                 shown = now_s();
@@ -107,7 +132,7 @@ int cmd_pub(cli *c, args *a)
         po.MaxWait = c->timeout_ms * 4;
         js_PublishAsyncComplete(js, &po);
         double dt = now_s() - t0;
-        pthread_mutex_lock(&mu);
+        wait_handled(sent, c->timeout_ms);
         int64_t ok = acked, bad = failed;
         pthread_mutex_unlock(&mu);
         if (c->json)

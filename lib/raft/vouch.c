@@ -911,6 +911,7 @@ void jr__vouch_regrow(jr__raft *r, uint64_t now)
     if (r->role == ROLE_LEADER) {
         if (r->conf_index > r->commit) return; /* the change that added the voter first commits */
         jr__elect_become_follower(r, now, r->term, 0);
+        if (r->vouch) return; /* the step down regrew it already (it calls this too) */
     }
     r->vouch = jr__calloc(r->alloc, 1, sizeof *r->vouch);
     if (!r->vouch) return; /* out of memory: tried again at its next election timeout */

@@ -2093,13 +2093,13 @@ START_TEST(an_original_peer_that_missed_the_creation_bootstraps_after_a_change)
      * had: not so when the meta leader placed the stream on itself, so the seeds after the
      * test's are tried until one places it elsewhere. */
     e2e c;
+    e2e_res r; /* outlives each cluster tried: its answer may come when the cluster is freed */
     unsigned only = 0;
     int found = 0;
     for (uint64_t seed = 83; seed < 83 + 16 && !found; seed++) {
         cluster(&c, 3, seed);
         jr_stream_config cfg;
         e2e_config(&cfg, "ORPH", subj, 1, 1);
-        e2e_res r;
         memset(&r, 0, sizeof r);
         ck_assert_int_eq(jr_stream_add(e2e_node(&c, 0), &cfg, e2e_admin_cb, &r), 0);
         int k = -1;
