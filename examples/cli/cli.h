@@ -62,9 +62,10 @@ void fmt_duration(char *buf, size_t cap, int64_t ns);
 
 /* Prints to out the "Cluster Information:" block of a stream or consumer info's "cluster" object
  * the way the nats CLI does (replica lines with current/outdated, seen, operations behind, and
- * the (pending) marker of a peer that is joining or leaving), with jetraft-server's
- * "state machine failed" / "state machine rebuilding" where a replica's JSON says fsm_failed /
- * fsm_rebuilding, as the library's jr_stream_info_format words it. */
+ * the (pending) marker of a peer that is joining or leaving), with jetraft-server's "damaged",
+ * "unvouched", "state machine failed" / "state machine rebuilding" where a replica's JSON says
+ * damaged, unvouched, fsm_failed / fsm_rebuilding, as the library's jr_stream_info_format words
+ * it. */
 void print_cluster(FILE *out, const json_t *cluster);
 
 int cmd_stream(cli *c, const char *verb, args *a);

@@ -47,6 +47,20 @@ START_TEST(replica_lines_show_a_failed_state_machine)
 }
 END_TEST
 
+/* A damaged and an unvouched replica say so after outdated, as jr_stream_info_format does. */
+START_TEST(replica_lines_show_damaged_and_unvouched)
+{
+    char *t = cluster_text("{\"name\":\"C1\",\"leader\":\"n1\",\"replicas\":["
+                           "{\"name\":\"n2\",\"current\":false,\"active\":0,\"damaged\":true,"
+                           "\"offline\":true,\"peer\":\"n2\"},"
+                           "{\"name\":\"n3\",\"current\":false,\"active\":0,\"unvouched\":true,"
+                           "\"peer\":\"n3\"}]}");
+    ck_assert_msg(strstr(t, "Replica: n2, outdated, damaged, OFFLINE, seen "), "%s", t);
+    ck_assert_msg(strstr(t, "Replica: n3, outdated, unvouched, seen "), "%s", t);
+    free(t);
+}
+END_TEST
+
 /* A name longer than any line buffer prints whole. */
 START_TEST(a_long_replica_name_prints_whole)
 {
@@ -69,6 +83,7 @@ int main(void)
     Suite *s = suite_create("cli_print");
     TCase *tc = tcase_create("print");
     tcase_add_test(tc, replica_lines_show_a_failed_state_machine);
+    tcase_add_test(tc, replica_lines_show_damaged_and_unvouched);
     tcase_add_test(tc, a_long_replica_name_prints_whole);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

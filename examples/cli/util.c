@@ -257,6 +257,8 @@ void print_cluster(FILE *out, const json_t *cl)
         fprintf(out, "%21s: %s%s, %s", "Replica", n ? n : "?",
                 json_is_true(json_object_get(r, "pending")) ? " (pending)" : "",
                 json_is_true(json_object_get(r, "current")) ? "current" : "outdated");
+        if (json_is_true(json_object_get(r, "damaged"))) fprintf(out, ", damaged");
+        if (json_is_true(json_object_get(r, "unvouched"))) fprintf(out, ", unvouched");
         if (json_is_true(json_object_get(r, "fsm_failed")))
             fprintf(out, "%s",
                     json_is_true(json_object_get(r, "fsm_rebuilding"))

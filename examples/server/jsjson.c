@@ -426,9 +426,12 @@ json_t *js_cluster_json(const jr_cluster_info *ci)
             if (p->observer) json_object_set_new(pj, "observer", json_true());
             json_object_set_new(pj, "peer", json_string(p->name));
             if (p->pending) json_object_set_new(pj, "pending", json_true());
-            /* jetraft's own: a replica whose state machine failed or is being rebuilt (its log
-             * is whole, so nats' fields show it only as not current). Left out when false, and
-             * nats clients skip fields they do not know. */
+            /* jetraft's own: a replica that lost data and waits for repair (damaged), one
+             * restarted whose storage no peer has vouched for yet (unvouched), one whose state
+             * machine failed or is being rebuilt (its log is whole). nats' fields show each only
+             * as not current. Left out when false; nats clients skip fields they do not know. */
+            if (p->damaged) json_object_set_new(pj, "damaged", json_true());
+            if (p->unvouched) json_object_set_new(pj, "unvouched", json_true());
             if (p->fsm_failed) {
                 json_object_set_new(pj, "fsm_failed", json_true());
                 if (p->fsm_rebuilding) json_object_set_new(pj, "fsm_rebuilding", json_true());

@@ -238,6 +238,30 @@ START_TEST(cluster_shows_a_failed_state_machine)
 }
 END_TEST
 
+/* A damaged replica and an unvouched one say so in fields of their own, left out when false;
+ * nats' current is false for both. */
+START_TEST(cluster_shows_damaged_and_unvouched_replicas)
+{
+    jr_peer_info p2 = {sizeof p2, "n2", 0, 0, 0, 0, 1000, 0, 1, 0, 0, 0};
+    jr_peer_info p3 = {sizeof p3, "n3", 0, 0, 0, 0, 2000, 0, 0, 1, 0, 0};
+    jr_peer_info p4 = {sizeof p4, "n4", 1, 0, 0, 0, 3000, 0, 0, 0, 0, 0};
+    const jr_peer_info *reps[] = {&p2, &p3, &p4};
+    jr_cluster_info ci = {sizeof ci, "C1", "S-R3F-x", "n1", reps, 3, NULL};
+    json_t *cl = js_cluster_json(&ci);
+    json_t *r = json_object_get(cl, "replicas");
+    json_t *r2 = json_array_get(r, 0), *r3 = json_array_get(r, 1), *r4 = json_array_get(r, 2);
+    ck_assert(json_is_false(json_object_get(r2, "current")));
+    ck_assert(json_is_true(json_object_get(r2, "damaged")));
+    ck_assert_ptr_null(json_object_get(r2, "unvouched"));
+    ck_assert(json_is_false(json_object_get(r3, "current")));
+    ck_assert(json_is_true(json_object_get(r3, "unvouched")));
+    ck_assert_ptr_null(json_object_get(r3, "damaged"));
+    ck_assert_ptr_null(json_object_get(r4, "damaged"));
+    ck_assert_ptr_null(json_object_get(r4, "unvouched"));
+    json_decref(cl);
+}
+END_TEST
+
 START_TEST(consumer_errors_have_jetstream_codes)
 {
     int code, err_code;
@@ -441,6 +465,7 @@ int main(void)
     tcase_add_test(tc, consumer_info_has_the_fields_clients_read);
     tcase_add_test(tc, cluster_shows_a_peer_change_as_desired);
     tcase_add_test(tc, cluster_shows_a_failed_state_machine);
+    tcase_add_test(tc, cluster_shows_damaged_and_unvouched_replicas);
     tcase_add_test(tc, consumer_errors_have_jetstream_codes);
     tcase_add_test(tc, pull_bodies_as_clients_send_them);
     tcase_add_test(tc, ack_payloads);
