@@ -617,7 +617,13 @@ START_TEST(config_errors_name_the_field)
     ck_assert_str_eq(c.peers[1].name, "n2");
     ck_assert_int_eq(c.peers[1].port, 6223);
     ck_assert_int_eq(c.sync_interval, 1);
+    ck_assert_int_eq(c.huge_pages, 1);
     srv_config_free(&c);
+    ck_assert_int_eq(srv_config_parse("{" BASE ",\"huge_pages\":false}", NULL, &c, err, sizeof err),
+                     0);
+    ck_assert_int_eq(c.huge_pages, 0);
+    srv_config_free(&c);
+    expect_config_error("{" BASE ",\"huge_pages\":1}", "huge_pages: must be true or false");
     expect_config_error("{" BASE ",\"max_payload\":\"big\"}", "max_payload: must be an integer");
     expect_config_error("{" BASE ",\"max_payload\":0}", "max_payload: must be between");
     expect_config_error("{\"listen\":\"nohost\"}", "listen: must be a \"host:port\"");
