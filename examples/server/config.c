@@ -441,6 +441,12 @@ static int parse_obj(json_t *root, const char *dir, srv_config *c, char *err, si
         } else if (!strcmp(key, "ping_interval_ms")) {
             if (get_uint(v, key, 100, 86400000, &u, err, errlen)) return -1;
             c->ping_interval_ms = (uint32_t)u;
+        } else if (!strcmp(key, "huge_pages")) {
+            if (!json_is_boolean(v)) {
+                fail(err, errlen, "huge_pages: must be true or false");
+                return -1;
+            }
+            c->huge_pages = json_is_true(v);
         } else if (!strcmp(key, "insecure_cluster")) {
             if (!json_is_boolean(v)) {
                 fail(err, errlen, "insecure_cluster: must be true or false");
@@ -517,6 +523,7 @@ static void defaults(srv_config *c)
     c->max_connections = 65536;
     c->max_inflight = 65536;
     c->ping_interval_ms = 120000;
+    c->huge_pages = 1;
 }
 
 int srv_config_parse(const char *text, const char *dir, srv_config *cfg, char *err, size_t errlen)

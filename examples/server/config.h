@@ -67,6 +67,7 @@ typedef struct srv_config {
     uint32_t max_connections;  /* client connections at once */
     uint32_t max_inflight;     /* publishes and API requests awaiting the node, server-wide */
     uint32_t ping_interval_ms; /* server PINGs each client this often; 2 unanswered: closed */
+    int huge_pages;            /* the library's large blocks on transparent huge pages */
     /* Peer links: secure (jr_link) with the three keys below, or plain if insecure_cluster. */
     int insecure_cluster;
     jr_link_key *authority;         /* "authority": the cluster authority's public key */

@@ -29,6 +29,7 @@
 #include <sodium.h>
 
 #include "client.h"
+#include "hugealloc.h"
 #include "keytool.h"
 #include "monitor.h"
 #include "peer.h"
@@ -425,6 +426,7 @@ int main(int argc, char **argv)
     nc.streams = 1;
     nc.request_timeout_ms = s->cfg.request_timeout_ms;
     nc.max_payload = s->cfg.max_payload;
+    nc.alloc = s->cfg.huge_pages ? hugealloc_get(1) : NULL; /* NULL: the malloc family */
     nc.errbuf = s->errbuf;
     nc.errbuf_len = sizeof s->errbuf;
     s->nc = nc; /* a reopen after a WAL failure opens the node the same way */

@@ -53,15 +53,22 @@ int subject_valid(const char *s, int literal)
 
 int subject_matches(const char *p, const char *s)
 {
+    /* One pass over both: every publish and every ack is matched against each subscription. */
     for (;;) {
-        const char *pe = strchr(p, '.'), *se = strchr(s, '.');
-        size_t pl = pe ? (size_t)(pe - p) : strlen(p);
-        size_t sl = se ? (size_t)(se - s) : strlen(s);
-        if (pl == 1 && *p == '>') return 1; /* one or more tokens remain in s */
-        if (!(pl == 1 && *p == '*') && (pl != sl || memcmp(p, s, pl))) return 0;
-        if (!pe || !se) return !pe && !se;
-        p = pe + 1;
-        s = se + 1;
+        if ((p[0] == '>' || p[0] == '*') && (p[1] == '.' || p[1] == 0)) {
+            if (p[0] == '>') return 1; /* one or more tokens remain in s */
+            p++;
+            while (*s && *s != '.') s++; /* '*': any one token */
+        } else {
+            while (*p && *p != '.' && *p == *s) {
+                p++;
+                s++;
+            }
+            if ((*p && *p != '.') || (*s && *s != '.')) return 0;
+        }
+        if (!*p || !*s) return !*p && !*s;
+        p++;
+        s++;
     }
 }
 

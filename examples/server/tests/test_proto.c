@@ -265,6 +265,37 @@ END_TEST
 
 /* ---- subject routing ------------------------------------------------------------------------ */
 
+/* The token-by-token definition of a match, for subject_matches's single pass to agree with. */
+static int ref_matches(const char *p, const char *s)
+{
+    for (;;) {
+        const char *pe = strchr(p, '.'), *se = strchr(s, '.');
+        size_t pl = pe ? (size_t)(pe - p) : strlen(p);
+        size_t sl = se ? (size_t)(se - s) : strlen(s);
+        if (pl == 1 && *p == '>') return 1;
+        if (!(pl == 1 && *p == '*') && (pl != sl || memcmp(p, s, pl))) return 0;
+        if (!pe || !se) return !pe && !se;
+        p = pe + 1;
+        s = se + 1;
+    }
+}
+
+START_TEST(subject_matches_agrees_with_the_token_definition)
+{
+    static const char alpha[] = "ab.*>";
+    char p[12], s[12];
+    unsigned x = 12345;
+    for (int i = 0; i < 200000; i++) {
+        size_t pl = (x = x * 1103515245u + 12345u) >> 16 & 7,
+               sl = (x = x * 1103515245u + 12345u) >> 16 & 7;
+        for (size_t k = 0; k < pl; k++) p[k] = alpha[((x = x * 1103515245u + 12345u) >> 16) % 5];
+        for (size_t k = 0; k < sl; k++) s[k] = alpha[((x = x * 1103515245u + 12345u) >> 16) % 3];
+        p[pl] = s[sl] = 0;
+        ck_assert_msg(subject_matches(p, s) == ref_matches(p, s), "'%s' against '%s'", p, s);
+    }
+}
+END_TEST
+
 START_TEST(subjects_match_with_wildcards)
 {
     ck_assert(subject_matches("foo.bar", "foo.bar"));
@@ -617,7 +648,13 @@ START_TEST(config_errors_name_the_field)
     ck_assert_str_eq(c.peers[1].name, "n2");
     ck_assert_int_eq(c.peers[1].port, 6223);
     ck_assert_int_eq(c.sync_interval, 1);
+    ck_assert_int_eq(c.huge_pages, 1);
     srv_config_free(&c);
+    ck_assert_int_eq(srv_config_parse("{" BASE ",\"huge_pages\":false}", NULL, &c, err, sizeof err),
+                     0);
+    ck_assert_int_eq(c.huge_pages, 0);
+    srv_config_free(&c);
+    expect_config_error("{" BASE ",\"huge_pages\":1}", "huge_pages: must be true or false");
     expect_config_error("{" BASE ",\"max_payload\":\"big\"}", "max_payload: must be an integer");
     expect_config_error("{" BASE ",\"max_payload\":0}", "max_payload: must be between");
     expect_config_error("{\"listen\":\"nohost\"}", "listen: must be a \"host:port\"");
@@ -788,6 +825,7 @@ int main(void)
     tcase_add_test(tc, oversized_payload_and_line_are_refused_without_buffering_them);
     tcase_add_test(tc, random_garbage_never_crashes_and_stays_bounded);
     tcase_add_test(tc, subjects_match_with_wildcards);
+    tcase_add_test(tc, subject_matches_agrees_with_the_token_definition);
     tcase_add_test(tc, a_queue_group_gets_one_copy);
     tcase_add_test(tc, frames_split_at_every_byte);
     tcase_add_test(tc, an_oversized_or_empty_frame_length_closes_the_link);
