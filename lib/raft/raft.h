@@ -508,6 +508,23 @@ static inline int jr__raft_ahead(uint64_t group, jr__id a, jr__id b)
     return ka < kb || (ka == kb && a < b);
 }
 
+/* Follower flow control for a member joining a group (replication.c "Capped observers").
+ * jr__raft_cap_log bounds the payload bytes this replica's in-memory log holds while it is an
+ * observer of its latest configuration: at `bytes` or more, an APPEND adds no entry; its prefix
+ * that fits is taken and acknowledged, and one of which nothing fits is dropped unanswered, as if
+ * the network had lost it, so the leader's own loss handling paces it (one probe per heartbeat
+ * interval, a snapshot once its log no longer holds what the replica needs). A voter is never
+ * capped (the group's quorum may need its acknowledgements), nor are snapshots. 0: no cap (the
+ * default). The node sets it while the replica's state machine cannot take a snapshot (a stream
+ * replica copying its messages), whose log nothing else would bound. */
+void jr__raft_cap_log(jr__raft *r, uint64_t bytes);
+/* 1 while the cap is in force and reached: the log takes no entry. */
+int jr__raft_log_full(const jr__raft *r);
+/* The most payload bytes the log held at once while a cap was set (in this life), and the
+ * APPENDs dropped for a full log. At most the cap plus one APPEND's last entry. */
+uint64_t jr__raft_capped_peak(const jr__raft *r);
+uint64_t jr__raft_capped_drops(const jr__raft *r);
+
 /* Queries ----------------------------------------------------------------------------------*/
 int jr__raft_role(const jr__raft *r); /* enum jr_role */
 uint64_t jr__raft_term(const jr__raft *r);
