@@ -2099,21 +2099,23 @@ static void small_bounds(void *arg, unsigned i, jr_node_config *cfg)
  * MB — nor its queue more than its own; it drops what its leader sends beyond, the leader
  * compacts past it and it installs a later snapshot, every publish is acknowledged meanwhile
  * (the group's commits never wait for it), and once the publisher stops it becomes current with
- * the replicas identical. */
-START_TEST(a_joiner_under_a_publisher_holds_its_log_within_its_bound)
+ * the replicas identical. With `crash`, the joiner's server crashes once its copy is under way
+ * and restarts 200 ms later: its catch-up resumes from the restore of its snapshot while its
+ * group is being opened, and its log is bounded in its new life too. */
+static void joiner_log_bound(uint64_t seed_base, int crash)
 {
     enum { SLACK = 64 << 10 }; /* one entry: a publish of 16 KB with its framing, or a batch */
     e2e c;
     memset(&c, 0, sizeof c);
     c.configure_more = small_bounds;
-    uint64_t seed = seed_of(159);
+    uint64_t seed = seed_of(seed_base);
     ck_assert_msg(e2e_new(&c, 3, seed, 3000) == 0, "seed %llu", (unsigned long long)seed);
     fprintf(stderr, "cluster of 3, seed %llu (replay: JR_SEED_OFFSET)\n", (unsigned long long)seed);
     ck_assert_int_ge(e2e_wait_meta(&c, 3, 30 * SEC), 0);
     for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 40);
     add_stream(&c, "LOGCAP", 2);
     static char big[16384];
-    uint64_t x = 0x3c6ef372fe94f82bull;
+    uint64_t x = 0x3c6ef372fe94f82bull ^ seed_base;
     e2e_res r;
     for (int i = 0; i < 2000; i++) {
         fill_random(big, sizeof big, &x);
@@ -2135,14 +2137,26 @@ START_TEST(a_joiner_under_a_publisher_holds_its_log_within_its_bound)
     static e2e_res res[1500];
     memset(res, 0, sizeof res);
     uint64_t peak = 0, drops = 0, top = 0;
+    int crashed = -1;
     for (int i = 0; i < 1500; i++) {
         fill_random(big, sizeof big, &x);
         ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.logcap", NULL, 0, big, sizeof big,
                                     NULL, e2e_pub_cb, &res[i]),
                          0);
         jr_sim_run_for(c.sim, 2 * MS);
+        if (crash && crashed < 0 && e2e_catchup_phase(&c, joiner, "LOGCAP") == E2E_CU_FETCHING &&
+            e2e_catchup_chunks(&c, joiner) >= 3) {
+            crashed = i;
+            later0 = 0; /* counters start again with its new life */
+            ck_assert_int_eq(jr_sim_crash(c.sim, joiner), 0);
+        }
+        if (crashed >= 0 && i == crashed + 100) {
+            ck_assert_int_eq(e2e_restart(&c, joiner), 0);
+            top = 0; /* its new life's */
+        }
         if (e2e_capped_log(&c, joiner, "LOGCAP", &peak, &drops) == 0 && peak > top) top = peak;
     }
+    ck_assert_msg(!crash || crashed >= 0, "the joiner's copy was never seen under way");
     /* the group commits at the publisher's pace: what was published is acknowledged within a
      * few round trips of the last publish, the joiner still far behind */
     jr_sim_run_for(c.sim, 50 * MS);
@@ -2158,10 +2172,11 @@ START_TEST(a_joiner_under_a_publisher_holds_its_log_within_its_bound)
     if (peak > top) top = peak;
     uint64_t qpeak, holds;
     e2e_catchup_queue(&c, joiner, &qpeak, &holds);
+    uint64_t later = e2e_catchup_later(&c, joiner) - later0;
     fprintf(stderr,
             "joiner n%u: log peak %llu, %llu appends dropped, queue peak %llu, %llu later\n",
             joiner, (unsigned long long)top, (unsigned long long)drops, (unsigned long long)qpeak,
-            (unsigned long long)(e2e_catchup_later(&c, joiner) - later0));
+            (unsigned long long)later);
     ck_assert_msg(top >= BOUND_LOG, "the log never reached its bound (%llu bytes)",
                   (unsigned long long)top);
     ck_assert_msg(top <= BOUND_LOG + SLACK, "the joiner's log held %llu bytes",
@@ -2169,9 +2184,19 @@ START_TEST(a_joiner_under_a_publisher_holds_its_log_within_its_bound)
     ck_assert_msg(drops >= 1, "nothing sent to the joiner was refused");
     ck_assert_msg(qpeak <= BOUND_QUEUE + SLACK, "the queue held %llu bytes",
                   (unsigned long long)qpeak);
-    ck_assert_msg(e2e_catchup_later(&c, joiner) - later0 >= 1,
-                  "the leader never compacted past the joiner");
+    ck_assert_msg(later >= 1, "the leader never compacted past the joiner");
     e2e_free(&c);
+}
+
+START_TEST(a_joiner_under_a_publisher_holds_its_log_within_its_bound)
+{
+    joiner_log_bound(159, 0);
+}
+END_TEST
+
+START_TEST(a_joiner_restarted_mid_copy_holds_its_log_within_its_bound)
+{
+    joiner_log_bound(160, 1);
 }
 END_TEST
 
@@ -2273,6 +2298,7 @@ int main(void)
     tcase_add_test(keep, a_joiner_that_keeps_falling_behind_is_kept_no_more_than_a_follower);
     tcase_add_test(keep, a_joiner_under_a_publisher_holds_its_queue_within_its_bound);
     tcase_add_test(keep, a_joiner_under_a_publisher_holds_its_log_within_its_bound);
+    tcase_add_test(keep, a_joiner_restarted_mid_copy_holds_its_log_within_its_bound);
     suite_add_tcase(s, keep);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
