@@ -5,7 +5,7 @@
  *
  *   move_bench [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B]
  *              [--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S]
- *              [--max-seconds S]
+ *              [--max-seconds S] [--catchup-log BYTES]
  *
  * Each case runs on a fresh cluster: servers n0..n3, server i tagged "s<i>"; one stream BENCH on
  * bench.> with 3 replicas and file storage is filled by a publisher on the stream leader's
@@ -18,7 +18,9 @@
  *         grow, then k is removed.
  * The change has converged when stream info (asked every 5 ms) lists exactly the new peer set,
  * every replica current and none an observer or pending; a change that has not converged after
- * --max-seconds (default 30) ends the run with the replicas' state on stderr.
+ * --max-seconds (default 30) ends the run with the replicas' state on stderr. --catchup-log sets
+ * every server's jr_node_config.catchup_log_bytes (suffixes K, M, G; default 256M): the bound on
+ * a joining replica's Raft log while it copies.
  *   bytes            the stream's bytes (its state) when the update was issued
  *   source           the servers whose chunks the joining replica fetched (a follower first:
  *                    the leader keeps its thread for the publishers)
@@ -40,7 +42,12 @@
  *   queue_peak_mb    the most entry bytes its queue held at once (docs/internals.md "Catch-up":
  *                    at most 64 MiB and one entry; the rest waits in its group's log)
  *   kept_mb          the most log bytes a snapshot of the stream leader's node left behind it
- *                    (up to 256 MiB for a member catching up, 64 MiB for a follower)
+ *                    (up to join_keep_bytes, 256 MiB, for a member catching up, keep_bytes,
+ *                    64 MiB, for a follower)
+ *   log_peak_mb      the most entry bytes the joining replica's Raft log held at once while it
+ *                    copied (at most catchup_log_bytes, 256 MiB, and one entry: docs/internals.md
+ *                    "Catch-up", Log); log_drops: the APPENDs it refused meanwhile (its log was
+ *                    full: it fell behind and its leader probed it once per heartbeat)
  *   load1            the machine's load average when the update was issued (other programs
  *                    slow the wall-clock figures; the CPU figures much less)
  * With --publish 1 (both by default) the publisher keeps running through the move:
@@ -87,7 +94,8 @@ typedef struct opts {
     int publish[2], npublish;
     int window;
     double steady_s;
-    double max_s; /* give up on a change that has not converged by then */
+    double max_s;         /* give up on a change that has not converged by then */
+    uint64_t catchup_log; /* jr_node_config.catchup_log_bytes; 0: the default */
 } opts;
 
 /* ---------------------------------------------------------------------------------------------
@@ -97,7 +105,8 @@ static const char *const tag_names[NODES][1] = {{"s0"}, {"s1"}, {"s2"}, {"s3"}};
 
 static void configure(void *arg, int i, jr_node_config *nc)
 {
-    (void)arg;
+    const opts *o = arg;
+    nc->catchup_log_bytes = o->catchup_log;
     nc->tags = tag_names[i];
     nc->ntags = 1;
 }
@@ -243,7 +252,8 @@ static void update_task(void *arg, jr_node *node)
 typedef struct cu_count {
     mt_waiter w;
     uint64_t bytes, paced, paused_ns, later, drained, served, queue_peak, kept;
-    int phase; /* BENCH's catch-up on the node: JR__CU_*, -1 if none */
+    uint64_t log_peak, log_drops; /* BENCH's replica on the node (raft.h jr__raft_capped_*) */
+    int phase;                    /* BENCH's catch-up on the node: JR__CU_*, -1 if none */
 } cu_count;
 
 static void cu_count_task(void *arg, jr_node *node)
@@ -253,6 +263,10 @@ static void cu_count_task(void *arg, jr_node *node)
     const jr__meta_stream *s = jr__meta_stream_find(&js->st, "BENCH");
     const jr__srep *r = s ? jr__srep_find(js, s->group) : NULL;
     f->phase = r && r->cu ? jr__catchup_phase(r->cu) : -1;
+    if (r && r->g) {
+        f->log_peak = jr__raft_capped_peak(jr__group_consensus(r->g));
+        f->log_drops = jr__raft_capped_drops(jr__group_consensus(r->g));
+    }
     f->bytes = js->catchup_bytes;
     f->paced = js->catchup_paced;
     f->paused_ns = js->catchup_paused_ns;
@@ -308,6 +322,7 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
                   .posix = o->posix,
                   .root = root,
                   .configure = configure,
+                  .arg = (void *)o,
                   .log = getenv("MOVE_BENCH_LOG") ? atoi(getenv("MOVE_BENCH_LOG")) : 0};
     mt_cluster c;
     mt_cluster_open(&c, &mo);
@@ -459,7 +474,7 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
            "\"fetched_mb\":%.1f,\"cpu_s\":%.3f,\"joiner_cpu_s\":%.3f,\"leader_cpu_s\":%.3f,"
            "\"mb_per_cpu_s\":%.1f,\"paced\":%" PRIu64 ",\"paused_s\":%.3f,"
            "\"later\":%" PRIu64 ",\"queued_mb\":%.1f,\"queue_peak_mb\":%.1f,"
-           "\"kept_mb\":%.1f,\"load1\":%.2f",
+           "\"kept_mb\":%.1f,\"log_peak_mb\":%.1f,\"log_drops\":%" PRIu64 ",\"load1\":%.2f",
            which == CASE_GROW ? "grow" : "move", bytes, o->msg_bytes, o->posix ? "posix" : "mem",
            publishing ? "true" : "false", lname, joiner >= 0 ? c.names[joiner] : "", gone, sources,
            update_s, secs, secs > 0 ? (double)bytes / secs / 1e6 : 0, (double)fetched / 1e6, cpu,
@@ -467,7 +482,8 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
            cpu > 0 ? (double)bytes / cpu / 1e6 : 0, f1.paced - f0.paced,
            (double)(f1.paused_ns - f0.paused_ns) * 1e-9, f1.later - f0.later,
            (double)(f1.drained - f0.drained) / 1e6, (double)f1.queue_peak / 1e6,
-           (double)cu_counts(&c, mt_index(&c, lname)).kept / 1e6, load);
+           (double)cu_counts(&c, mt_index(&c, lname)).kept / 1e6, (double)f1.log_peak / 1e6,
+           f1.log_drops, load);
     if (publishing)
         printf(",\"pub_steady_msgs_s\":%.0f,\"pub_during_msgs_s\":%.0f,\"ratio\":%.2f,"
                "\"pub_failed\":%" PRIu64 ",\"steady_cores\":%.2f,\"cores\":%.2f,"
@@ -513,7 +529,7 @@ static int usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B] "
             "[--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S] "
-            "[--max-seconds S]\n",
+            "[--max-seconds S] [--catchup-log BYTES]\n",
             prog);
     return 2;
 }
@@ -561,6 +577,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--steady-seconds")) {
             o.steady_s = atof(v);
             if (o.steady_s <= 0) return usage(argv[0]);
+        } else if (!strcmp(a, "--catchup-log")) {
+            if (parse_sizes(v, &o.catchup_log, 1) != 1) return usage(argv[0]);
         } else if (!strcmp(a, "--max-seconds")) {
             o.max_s = atof(v);
             if (o.max_s <= 0) return usage(argv[0]);

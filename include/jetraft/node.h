@@ -102,7 +102,32 @@ typedef struct jr_node_config {
      * then be 0 (JR_EINVAL naming key_len otherwise). */
     const uint8_t *key;
     size_t key_len;
+    /* Memory and log bounds of peer changes (docs/internals.md "Catch-up" and "The shared
+     * WAL"). A replica joining a stream's group (a grow or a move) copies the stream's messages
+     * from a peer while its leader goes on appending; it cannot apply those entries yet. Each
+     * bound is JR_LOG_BOUND_MIN..JR_LOG_BOUND_MAX bytes, 0 taking the default (JR_EINVAL naming
+     * the field otherwise). Give every server the same values. */
+    uint64_t catchup_queue_bytes; /* the joiner's queue of entries committed meanwhile: at
+                                     this many bytes its group stops applying and the entries
+                                     wait in its Raft log; default 64 MiB */
+    uint64_t catchup_log_bytes;   /* the joiner's Raft log (memory and its share of the WAL):
+                                     at this many bytes of entries it takes no more from its
+                                     leader, falls behind, and is brought up to date like any
+                                     lagging follower (a later snapshot, then the messages it
+                                     missed); default 256 MiB */
+    uint64_t keep_bytes;          /* log a leader keeps behind a snapshot for the followers it
+                                     replicates to, at most; default 64 MiB */
+    uint64_t join_keep_bytes;     /* the same for a member catching up (an observer that
+                                     gains on the log); at least keep_bytes; default 256 MiB */
 } jr_node_config;
+
+/* Defaults and limits of jr_node_config's catch-up and retention bounds. */
+#define JR_CATCHUP_QUEUE_BYTES_DEFAULT (64ull << 20)
+#define JR_CATCHUP_LOG_BYTES_DEFAULT (256ull << 20)
+#define JR_KEEP_BYTES_DEFAULT (64ull << 20)
+#define JR_JOIN_KEEP_BYTES_DEFAULT (256ull << 20)
+#define JR_LOG_BOUND_MIN (1ull << 20)
+#define JR_LOG_BOUND_MAX (1ull << 40)
 
 /* Length of jr_node_config.key. */
 #define JR_NODE_KEY_BYTES 32
@@ -131,7 +156,9 @@ JR_API void jr_node_config_init_size(jr_node_config *cfg, size_t size);
  * empty or NULL name in peers, a name listed twice, or two names with the same id; with streams,
  * more than JR_STREAMS_MAX_SERVERS servers, or an invalid name, cluster or tag; a wal_dir (or a
  * directory above it) that exists as a file; max_payload or store_block_bytes out of bounds; a
- * key_len other than JR_NODE_KEY_BYTES with a key, or non-zero without one), JR_EAUTH (the WAL
+ * key_len other than JR_NODE_KEY_BYTES with a key, or non-zero without one; a catch-up or
+ * retention bound outside JR_LOG_BOUND_MIN..JR_LOG_BOUND_MAX, or join_keep_bytes below
+ * keep_bytes), JR_EAUTH (the WAL
  * or a snapshot file was written under another key, with a key when none is given, or without
  * one when one is), JR_ENOMEM, and the vfs's or the WAL's errors (JR_EIO, JR_ECORRUPT, ...). */
 JR_API int jr_node_open(const jr_node_config *cfg, jr_node **out);

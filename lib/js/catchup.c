@@ -45,15 +45,33 @@
  * replay of the WAL from zero: the WAL only ever needs the entries after the snapshot, and it
  * is compacted behind the store's durable point when snapshots are taken.
  *
- * Queue. The queue holds at most js->catchup_queue_max bytes of entries (JR__CATCHUP_QUEUE_MAX)
- * plus one: the entry that fills it pauses the group's applying (jr__group_pause_apply), so the
- * entries committed meanwhile wait in the group's log, which holds them anyway (a restoring
- * replica takes no snapshot, and a snapshot covers applied entries only). Once a batch drained
- * the queue below the bound the group applies again, into the queue, at its next flush, and the
- * catch-up ends only when nothing that waited is left (the group's applied index reached the
- * commit index of when it resumed). A group snapshot installed while entries wait replaces them
- * as it does any entries it covers. The replica's Raft is not held back: it keeps acknowledging
- * the leader's log, which the leader then need not keep for it.
+ * Queue. The queue holds at most js->catchup_queue_max bytes of entries (jr_node_config's
+ * catchup_queue_bytes) plus one: the entry that fills it pauses the group's applying
+ * (jr__group_pause_apply), so the entries committed meanwhile wait in the group's log, which holds
+ * them anyway (a restoring replica takes no snapshot, and a snapshot covers applied entries only).
+ * Once a batch drained the queue below the bound the group applies again, into the queue, at its
+ * next flush, and the catch-up ends only when nothing that waited is left (the group's applied
+ * index reached the commit index of when it resumed). A group snapshot installed while entries wait
+ * replaces them as it does any entries it covers. The replica's Raft is not held back: it keeps
+ * acknowledging the leader's log, which the leader then need not keep for it.
+ *
+ * Log. Nothing above bounds the group's log: a restoring replica takes no snapshot, so its log
+ * keeps every entry since the snapshot it restored, applied into the queue or waiting, for as
+ * long as the copy takes, however fast the group commits. So while a catch-up runs its group's
+ * log is capped at js->catchup_log_max bytes (jr_node_config's catchup_log_bytes;
+ * jr__group_cap_log, raft.h jr__raft_cap_log): an observer whose log holds that much takes no
+ * more entries, and its leader treats it as a follower that fell behind — it retries one APPEND
+ * per heartbeat interval, keeps it no more log than it keeps a follower once its
+ * acknowledgements stop moving (lib/node/snapshot.c catching_up), and sends a snapshot once its
+ * log is compacted past it. That snapshot, installed while restoring, is kept as above, resets
+ * the log, and the replica takes entries again; the messages of the entries it never received
+ * are fetched after the kept snapshot, as for any later snapshot. Nothing is lost (a dropped
+ * APPEND is resent or covered by the snapshot) and the group's commits never wait (an observer
+ * is in no quorum; a voter is never capped: the quorum may need it). Where it lives: in the
+ * Raft core as the follower's refusal, because that needs no message or leader change, holds
+ * with a leader of an older release, and makes the bound exact at the one place entries enter
+ * the replica (raft.h says why it is safe). The cap is lifted when the catch-up ends: the
+ * replica's snapshots then compact its log, and its leader's next probe finds it taking entries.
  *
  * Pacing. A joining observer (a grow, a move) whose group is busy with proposals copies in a
  * bounded share of the time, so that the publishers keep the rest (the replica's thread, and on
@@ -195,9 +213,10 @@ static int observer(const jr__srep *r)
  * group's commit index moved on since the request left, this is not the catch-up's first answer
  * (the commit index known when the first request left may be the snapshot's; the entries the log
  * already held are no proposals), no later snapshot came (the group went past this replica: pauses
- * would only let it fall further behind), and less than PACE_QUEUE_MAX bytes of entries wait for
+ * would only let it fall further behind), less than PACE_QUEUE_MAX bytes of entries wait for
  * it, queued or in the group's log (a longer copy makes more of what the publishers append wait:
- * memory, and work for later). */
+ * memory, and work for later), and its log is not full (at its cap it falls behind until the
+ * copy ends: "Log" above). */
 static int committed_since(const jr__srep *r)
 {
     const jr__catchup *cu = r->cu;
@@ -205,7 +224,8 @@ static int committed_since(const jr__srep *r)
     const jr__raft *core = jr__group_consensus(r->g);
     uint64_t commit = jr__raft_commit_index(core), applied = jr__group_applied(r->g);
     uint64_t waits = commit > applied ? jr__raft_log_bytes(core, applied + 1, commit) : 0;
-    return cu->qheld + waits < PACE_QUEUE_MAX && commit > cu->commit_mark && observer(r);
+    return cu->qheld + waits < PACE_QUEUE_MAX && commit > cu->commit_mark && observer(r) &&
+           !jr__raft_log_full(core);
 }
 
 /* A paced chunk (its request left at `began`) is applied: its cost is measured at the
@@ -299,6 +319,7 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
     jr__buf_init(&cu->piece, a);
     jr__buf_init(&cu->z, a);
     r->cu = cu;
+    if (r->g) jr__group_cap_log(r->g, js->catchup_log_max); /* "Log" above */
     jr__srep_fsm_report(r); /* a rebuilt replica is rebuilding until this catch-up ends */
     jr__node_log(js->n, JR_LOG_INFO,
                  "stream '%s': restored snapshot %" PRIu64 ", fetching messages from seq %" PRIu64,
@@ -367,6 +388,12 @@ void jr__catchup_free(jr__srep *r)
     const jr_allocator *a = r->js->alloc;
     jr__rpc_cancel(r->js->n, cu->rpc_id);
     if (cu->held && r->g) jr__group_pause_apply(r->g, 0);
+    if (r->g) {
+        const jr__raft *core = jr__group_consensus(r->g);
+        if (jr__raft_capped_peak(core) > r->js->catchup_log_peak)
+            r->js->catchup_log_peak = jr__raft_capped_peak(core);
+        jr__group_cap_log(r->g, 0);
+    }
     for (size_t i = cu->qhead; i < cu->nq; i++) jr__free(a, cu->q[i]);
     jr__free(a, cu->q);
     jr__free(a, cu->snap);

@@ -434,7 +434,8 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
         (uint64_t)(cfg->request_timeout_ms ? cfg->request_timeout_ms : DEFAULT_TIMEOUT_MS) *
         1000000u;
     js->snapshot_entries = 4096;
-    js->catchup_queue_max = JR__CATCHUP_QUEUE_MAX;
+    js->catchup_queue_max = cfg->catchup_queue_bytes;
+    js->catchup_log_max = cfg->catchup_log_bytes;
     js->capacity = cfg->max_store_bytes;
     js->join = cfg->join != 0;
     js->max_assets = cfg->max_assets;

@@ -545,11 +545,19 @@ struct jr__js {
     uint64_t catchup_served;      /* uncompressed chunk bytes this node served as a source */
     uint64_t catchup_paced;       /* catch-up steps followed by a pause (the group was busy) */
     uint64_t catchup_paused_ns;   /* the pauses' total length */
-    uint64_t catchup_queue_max;   /* entry bytes a catch-up queue holds before its group's
-                                     applying pauses (catchup.c "Queue"; set at open, tests
-                                     lower it) */
+    uint64_t catchup_queue_max;   /* entry bytes a catch-up queue holds (plus one entry)
+                                     before its group's applying pauses: the entries committed
+                                     beyond wait in the group's log and enter the queue as it
+                                     drains (catchup.c "Queue"; jr_node_config's
+                                     catchup_queue_bytes) */
+    uint64_t catchup_log_max;     /* the Raft log of an observer copying its messages holds
+                                     at most this many entry bytes (plus one entry): its group's
+                                     log is capped meanwhile (catchup.c "Log";
+                                     jr_node_config's catchup_log_bytes) */
     uint64_t catchup_queue_peak;  /* most entry bytes a catch-up queue held at once */
     uint64_t catchup_apply_holds; /* times a full queue paused its group's applying */
+    uint64_t catchup_log_peak;    /* most entry bytes a capped group's log held at once, as of
+                                     the end of its catch-up (raft.h jr__raft_capped_peak) */
     /* meta_members.c: servers joining and leaving */
     uint8_t join;         /* jr_node_config.join: this server asks to be let in */
     uint8_t removed;      /* this server was removed from the cluster: it takes no part */
@@ -1025,11 +1033,6 @@ void jr__stepdown_exec(jr__js *js, jr_group *g, const jr__route *rt, const char 
 void jr__stream_exec_read(jr__js *js, jr__srep *r, const jr__waiter *w);
 
 /* catchup.c ---------------------------------------------------------------------------------*/
-
-/* Entry bytes a catch-up queue holds at most (plus one entry) before its group's applying
- * pauses: the entries committed beyond wait in the group's log, which holds them anyway (a
- * restoring replica takes no snapshot), and enter the queue as it drains. */
-#define JR__CATCHUP_QUEUE_MAX (64ull << 20)
 
 /* The replica's fsm restore found messages missing from need on (snapshot copied). 0/ENOMEM. */
 int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len, uint64_t need);

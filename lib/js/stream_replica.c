@@ -924,6 +924,9 @@ int jr__srep_create(jr__js *js, const jr__meta_stream *s)
         return rc;
     }
     jr__map_del(&js->hints, r->group);
+    /* a catch-up begun by the restore of its snapshot inside jr__group_create, before r->g was
+     * set: its log is capped from here (catchup.c "Log") */
+    if (r->cu) jr__group_cap_log(r->g, js->catchup_log_max);
     /* created from a meta state that may predate the stream's deletion: no vote until it is
      * known current (jr__mnode_caught_up) */
     if (!jr__mnode_caught_up(js)) jr__group_hold(r->g, 1);

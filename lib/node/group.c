@@ -130,6 +130,11 @@ void jr__group_pause_apply(jr_group *g, int on)
     if (!on) jr__group_ready(g); /* what waited is applied at the next flush */
 }
 
+void jr__group_cap_log(jr_group *g, uint64_t bytes)
+{
+    jr__raft_cap_log(g->raft, bytes);
+}
+
 void jr__group_set_snapshot_entries(jr_group *g, uint64_t entries)
 {
     g->snapshot_entries = entries;

@@ -41,6 +41,10 @@ void jr_node_config_init_size(jr_node_config *cfg, size_t size)
     d.sync_interval_ms = DEFAULT_SYNC_INTERVAL_MS;
     d.max_frame_bytes = DEFAULT_MAX_FRAME;
     d.wal_segment_bytes = DEFAULT_SEGMENT;
+    d.catchup_queue_bytes = JR_CATCHUP_QUEUE_BYTES_DEFAULT;
+    d.catchup_log_bytes = JR_CATCHUP_LOG_BYTES_DEFAULT;
+    d.keep_bytes = JR_KEEP_BYTES_DEFAULT;
+    d.join_keep_bytes = JR_JOIN_KEEP_BYTES_DEFAULT;
     jr__abi_init(cfg, size, &d, sizeof d);
 }
 
@@ -307,6 +311,23 @@ static int check_config(const jr_node_config *c)
                            JR_NODE_KEY_BYTES);
     if (!c->key && c->key_len)
         return open_refuse(c, JR_EINVAL, "key_len (%zu) must be 0 without a key", c->key_len);
+    const struct {
+        const char *name;
+        uint64_t v;
+    } bounds[] = {{"catchup_queue_bytes", c->catchup_queue_bytes},
+                  {"catchup_log_bytes", c->catchup_log_bytes},
+                  {"keep_bytes", c->keep_bytes},
+                  {"join_keep_bytes", c->join_keep_bytes}};
+    for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++)
+        if (bounds[i].v < JR_LOG_BOUND_MIN || bounds[i].v > JR_LOG_BOUND_MAX)
+            return open_refuse(c, JR_EINVAL, "%s (%llu) is outside %llu..%llu", bounds[i].name,
+                               (unsigned long long)bounds[i].v,
+                               (unsigned long long)JR_LOG_BOUND_MIN,
+                               (unsigned long long)JR_LOG_BOUND_MAX);
+    if (c->join_keep_bytes < c->keep_bytes)
+        return open_refuse(
+            c, JR_EINVAL, "join_keep_bytes (%llu) must be at least keep_bytes (%llu)",
+            (unsigned long long)c->join_keep_bytes, (unsigned long long)c->keep_bytes);
     for (size_t i = 0; i < c->npeers; i++)
         if (!c->peers[i] || !*c->peers[i])
             return open_refuse(c, JR_EINVAL, "peers[%zu]: %s name", i,
@@ -366,6 +387,10 @@ int jr__node_open(const jr_node_config *cfg_in,
     if (!cfg.max_frame_bytes) cfg.max_frame_bytes = DEFAULT_MAX_FRAME;
     if (!cfg.wal_segment_bytes) cfg.wal_segment_bytes = DEFAULT_SEGMENT;
     if (!cfg.sync_interval_ms) cfg.sync_interval_ms = DEFAULT_SYNC_INTERVAL_MS;
+    if (!cfg.catchup_queue_bytes) cfg.catchup_queue_bytes = JR_CATCHUP_QUEUE_BYTES_DEFAULT;
+    if (!cfg.catchup_log_bytes) cfg.catchup_log_bytes = JR_CATCHUP_LOG_BYTES_DEFAULT;
+    if (!cfg.keep_bytes) cfg.keep_bytes = JR_KEEP_BYTES_DEFAULT;
+    if (!cfg.join_keep_bytes) cfg.join_keep_bytes = JR_JOIN_KEEP_BYTES_DEFAULT;
     int rc = check_config(&cfg);
     if (rc) return rc;
 
@@ -384,8 +409,8 @@ int jr__node_open(const jr_node_config *cfg_in,
     n->election_ns = (uint64_t)cfg.election_timeout_ms * 1000000u;
     n->heartbeat_ns = (uint64_t)cfg.heartbeat_ms * 1000000u;
     n->max_frame = cfg.max_frame_bytes;
-    n->keep_bytes = JR__KEEP_BYTES;
-    n->join_keep_bytes = JR__JOIN_KEEP_BYTES;
+    n->keep_bytes = cfg.keep_bytes;
+    n->join_keep_bytes = cfg.join_keep_bytes;
     set_limits(n, &cfg);
     n->sync_policy = cfg.sync_policy;
     n->armed = UINT64_MAX;

@@ -69,13 +69,6 @@
 #include "util/rand.h"
 #include "wire/frame.h"
 
-/* Log a leader keeps behind a snapshot (snapshot.c trailing_for), at most: for the followers it
- * replicates to, and for a member catching up (an observer making progress: a grow or a move
- * copying from the group while its log follows). Each member's share is what it still needs;
- * the bounds keep the core's in-memory log from growing without limit for a member that never
- * gets there. */
-#define JR__KEEP_BYTES (64ull << 20)
-#define JR__JOIN_KEEP_BYTES (256ull << 20)
 #define JR__JOINERS 4 /* members catching up a leader watches per group */
 
 /* ---------------------------------------------------------------------------------------------
@@ -292,9 +285,11 @@ struct jr_node {
     size_t unpin_segs; /* WAL segment count when groups were last asked to unpin */
     /* Log a leader keeps behind a snapshot (snapshot.c trailing_for): at most keep_bytes for the
      * followers it replicates to, at most join_keep_bytes for a member catching up (an observer
-     * that moves and does not keep falling behind: snapshot.c catching_up). Set at open to
-     * JR__KEEP_BYTES and JR__JOIN_KEEP_BYTES; tests lower them to reach the bounds with less
-     * data. kept_max: the most log bytes a snapshot of any group of this node left behind it. */
+     * that moves and does not keep falling behind: snapshot.c catching_up). Each member's share
+     * is what it still needs; the bounds keep the core's in-memory log from growing without
+     * limit for a member that never gets there. Set at open from jr_node_config's keep_bytes
+     * and join_keep_bytes. kept_max: the most log bytes a snapshot of any group of this node
+     * left behind it. */
     uint64_t keep_bytes, join_keep_bytes, kept_max;
 
     /* completion records */

@@ -248,6 +248,11 @@ uint64_t jr__group_applied(const jr_group *g);
  * at g's next flush. For a state machine that cannot take entries for a while (a replica whose
  * catch-up queue is full). */
 void jr__group_pause_apply(jr_group *g, int on);
+/* Bounds g's in-memory log at `bytes` of entry payload while this replica is an observer of
+ * g (raft.h jr__raft_cap_log: entries beyond it are not taken, and the leader paces g as a
+ * lagging follower); 0 lifts the bound. For a replica whose state machine cannot snapshot for
+ * a while (a stream replica copying its messages), so nothing else bounds its log. */
+void jr__group_cap_log(jr_group *g, uint64_t bytes);
 /* Entries g applies between two snapshots (jr_group_config.snapshot_entries); setting it
  * takes effect at g's next apply. */
 uint64_t jr__group_snapshot_entries(const jr_group *g);

@@ -13,8 +13,9 @@
  * the last snapshot, the fsm writes its state into a node-owned buffer (jr_snapshot_write), the
  * node compresses it into the file, then tells the core (jr__raft_snapshot_taken, keeping up to
  * TRAILING_MAX entries / TRAILING_BYTES of them for slightly slow followers, and on a leader
- * what its active followers still need, up to JR__KEEP_BYTES, and what a member catching up still
- * needs, up to JR__JOIN_KEEP_BYTES: trailing_for) and the WAL
+ * what its active followers still need, up to node->keep_bytes, and what a member catching up
+ * still needs, up to node->join_keep_bytes (jr_node_config's keep_bytes and join_keep_bytes):
+ * trailing_for) and the WAL
  * (jr__wal_compact). The file is durable before the WAL may forget the entries. The byte bound
  * keeps a group of large (batched) entries from holding gigabytes of log in memory: the core's
  * log rings stay the same size and are reused from one snapshot to the next.

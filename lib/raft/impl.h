@@ -172,7 +172,10 @@ struct jr__raft {
     uint64_t removed_term[2];
 
     uint64_t lost_commits; /* follower: times committed entries were given up (raft.h) */
-    uint64_t echoes;       /* quiet leader: late HEARTBEAT_RESPs taken as echoes (raft.h) */
+    /* Follower flow control (jr__raft_cap_log): the cap on the log's payload bytes while an
+     * observer (0: none), the most held at once under a cap, APPENDs dropped for a full log. */
+    uint64_t log_cap, cap_peak, cap_drops;
+    uint64_t echoes; /* quiet leader: late HEARTBEAT_RESPs taken as echoes (raft.h) */
 
     /* Follower: the snapshot being received. */
     uint8_t rs_active;

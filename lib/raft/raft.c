@@ -602,6 +602,22 @@ int jr__raft_ready(const jr__raft *r)
 {
     return r->role == ROLE_LEADER && r->commit >= r->term_start;
 }
+void jr__raft_cap_log(jr__raft *r, uint64_t bytes)
+{
+    r->log_cap = bytes;
+}
+int jr__raft_log_full(const jr__raft *r)
+{
+    return r->log_cap && r->log.tail - r->log.head >= r->log_cap && !jr__raft_is_voter(r);
+}
+uint64_t jr__raft_capped_peak(const jr__raft *r)
+{
+    return r->cap_peak;
+}
+uint64_t jr__raft_capped_drops(const jr__raft *r)
+{
+    return r->cap_drops;
+}
 uint64_t jr__raft_lost_commits(const jr__raft *r)
 {
     return r->lost_commits;

@@ -23,7 +23,9 @@
  *    states, bounded messages and bytes in flight), fast backtracking with a conflict hint; a
  *    follower's rejection of an APPEND that overtook an earlier one resends only what is not
  *    still in flight and halves that follower's window of APPENDs, so on a network that
- *    reorders, each entry reaches each follower about once;
+ *    reorders, each entry reaches each follower about once; and the follower's side of flow
+ *    control, a capped observer (jr__raft_cap_log) that takes no entries beyond its log's cap
+ *    while its state machine cannot snapshot, paced by the leader's loss handling;
  *  - commit only of entries of the current term by counting replicas (§3.6.2, Figure 3.7);
  *  - a new leader appends a no-op and is not "ready" (accepts no membership change) before an
  *    entry of its term commits;
@@ -507,6 +509,23 @@ static inline int jr__raft_ahead(uint64_t group, jr__id a, jr__id b)
     uint64_t ka = jr__splitmix64(&x), kb = jr__splitmix64(&y);
     return ka < kb || (ka == kb && a < b);
 }
+
+/* Follower flow control for a member joining a group (replication.c "Capped observers").
+ * jr__raft_cap_log bounds the payload bytes this replica's in-memory log holds while it is an
+ * observer of its latest configuration: at `bytes` or more, an APPEND adds no entry; its prefix
+ * that fits is taken and acknowledged, and one of which nothing fits is dropped unanswered, as if
+ * the network had lost it, so the leader's own loss handling paces it (one probe per heartbeat
+ * interval, a snapshot once its log no longer holds what the replica needs). A voter is never
+ * capped (the group's quorum may need its acknowledgements), nor are snapshots. 0: no cap (the
+ * default). The node sets it while the replica's state machine cannot take a snapshot (a stream
+ * replica copying its messages), whose log nothing else would bound. */
+void jr__raft_cap_log(jr__raft *r, uint64_t bytes);
+/* 1 while the cap is in force and reached: the log takes no entry. */
+int jr__raft_log_full(const jr__raft *r);
+/* The most payload bytes the log held at once while a cap was set (in this life), and the
+ * APPENDs dropped for a full log. The peak is at most the cap plus one entry. */
+uint64_t jr__raft_capped_peak(const jr__raft *r);
+uint64_t jr__raft_capped_drops(const jr__raft *r);
 
 /* Queries ----------------------------------------------------------------------------------*/
 int jr__raft_role(const jr__raft *r); /* enum jr_role */

@@ -20,6 +20,32 @@
  * follower's match, and the follower takes it only up to what an APPEND (or snapshot) of this
  * leader proved its log matches (jr__repl_hb_commit): a match can predate a restart that rolled
  * the follower's files back, and the entry it then holds at that index may be another term's.
+ *
+ * Capped observers (jr__raft_cap_log). A member joining a group whose state machine cannot
+ * snapshot yet (a stream replica still copying its messages) keeps every entry it is sent, and
+ * the leader sends at the group's pace, not the member's: without a bound its log grows for as
+ * long as the copy takes. While capped and an observer, a follower whose log holds the cap takes
+ * no entry: an APPEND's prefix that fits is appended and acknowledged as far as it goes (the
+ * leader counts only what is acknowledged, as for a shorter APPEND), and an APPEND that adds
+ * nothing — the next entries, or later ones beyond a gap — is dropped unanswered. Why this is
+ * the whole mechanism, with no message of its own and nothing new on the leader:
+ *  - safety: dropping a message is what the network may do to any message, and acknowledging a
+ *    prefix is what the follower does for an APPEND that carries only that prefix; no rule of
+ *    §3.5, of the commit rule or of elections depends on either not happening;
+ *  - the group's commits: an observer is in no quorum (commit, vote, check-quorum), so nothing
+ *    the group decides waits for it; a voter is never capped;
+ *  - the leader's cost: the replicate state stalls (nothing acknowledged) and falls back to
+ *    probe at the next heartbeat tick, which retries one APPEND per heartbeat interval; once its
+ *    log no longer holds what the member needs (its retention judges the member by its
+ *    acknowledgements, lib/node/snapshot.c), that probe becomes a snapshot, which is never
+ *    capped and resets the member's log — the ordinary path of a lagging follower;
+ *  - progress: the cap is lifted (or the log compacted by a snapshot) once the state machine is
+ *    whole, and the next probe finds the member taking entries again; heartbeats, answered as
+ *    ever, keep it in contact meanwhile;
+ *  - mixed versions: the leader needs nothing new, so a leader of an older release paces a
+ *    capped member the same way.
+ * Bound: the log holds less than the cap before its last entry is appended, so at most the cap
+ * plus one entry.
  */
 #include "impl.h"
 #include "util/alloc.h"
@@ -324,6 +350,10 @@ int jr__repl_on_append(jr__raft *r, uint64_t now, const jr__msg *m)
         prev = r->commit;
         pterm = jr__memlog_term(&r->log, prev);
     }
+    if (prev > r->log.last && jr__raft_log_full(r)) {
+        r->cap_drops++; /* beyond a gap, and nothing would fit: as if lost (above) */
+        return 0;
+    }
     if (prev > r->log.last || jr__memlog_term(&r->log, prev) != pterm) {
         reject(r, m);
         return 0;
@@ -334,10 +364,17 @@ int jr__repl_on_append(jr__raft *r, uint64_t now, const jr__msg *m)
         i++;
     if (i < n && ents[i].index <= r->log.last) truncate_from(r, ents[i].index);
     for (; i < n; i++) {
+        if (jr__raft_log_full(r)) break; /* capped observer (above) */
         int rc = jr__repl_append_local(r, ents[i].term, ents[i].type, ents[i].data, ents[i].len);
         if (rc) return rc; /* what was appended stays; the leader will retry the rest */
     }
-    uint64_t match = prev + n;
+    if (r->log_cap && r->log.tail - r->log.head > r->cap_peak)
+        r->cap_peak = r->log.tail - r->log.head;
+    if (i == 0 && n > 0) {
+        r->cap_drops++; /* nothing held or taken of it: as if lost */
+        return 0;
+    }
+    uint64_t match = prev + i;
     jr__repl_matched(r, match);
     uint64_t c = m->u.append.commit < match ? m->u.append.commit : match;
     if (c > r->commit) r->commit = c;

@@ -381,6 +381,35 @@ START_TEST(every_refusal_names_its_field)
         expect_open(&f, JR_EAUTH, "not encrypted under this key");
         break;
     }
+    case 19: /* catch-up and retention bounds: defaults, 0 for the default, limits, order */
+        ck_assert_uint_eq(f.cfg.catchup_queue_bytes, JR_CATCHUP_QUEUE_BYTES_DEFAULT);
+        ck_assert_uint_eq(f.cfg.catchup_log_bytes, JR_CATCHUP_LOG_BYTES_DEFAULT);
+        ck_assert_uint_eq(f.cfg.keep_bytes, JR_KEEP_BYTES_DEFAULT);
+        ck_assert_uint_eq(f.cfg.join_keep_bytes, JR_JOIN_KEEP_BYTES_DEFAULT);
+        f.cfg.catchup_log_bytes = JR_LOG_BOUND_MIN - 1;
+        expect_open(&f, JR_EINVAL, "catchup_log_bytes (1048575) is outside 1048576..");
+        f.cfg.catchup_log_bytes = JR_LOG_BOUND_MAX + 1;
+        expect_open(&f, JR_EINVAL, "catchup_log_bytes (1099511627777) is outside");
+        f.cfg.catchup_log_bytes = 0;
+        f.cfg.catchup_queue_bytes = 1;
+        expect_open(&f, JR_EINVAL, "catchup_queue_bytes (1) is outside");
+        f.cfg.catchup_queue_bytes = 0;
+        f.cfg.keep_bytes = 100;
+        expect_open(&f, JR_EINVAL, "keep_bytes (100) is outside");
+        f.cfg.keep_bytes = 8u << 20;
+        f.cfg.join_keep_bytes = 4u << 20;
+        expect_open(&f, JR_EINVAL,
+                    "join_keep_bytes (4194304) must be at least keep_bytes (8388608)");
+        f.cfg.join_keep_bytes = JR_LOG_BOUND_MAX + 1;
+        expect_open(&f, JR_EINVAL, "join_keep_bytes (1099511627777) is outside");
+        /* 0 is the default (keep_bytes 8 MiB stays below it) */
+        f.cfg.join_keep_bytes = 0;
+        expect_open(&f, 0, NULL);
+        f.cfg.keep_bytes = 0;
+        f.cfg.catchup_log_bytes = JR_LOG_BOUND_MIN;
+        f.cfg.catchup_queue_bytes = JR_LOG_BOUND_MAX;
+        expect_open(&f, 0, NULL);
+        break;
     case 14: /* a tiny buffer gets a cut, terminated message */
         f.cfg.errbuf_len = 8;
         f.cfg.name = NULL;
@@ -402,7 +431,7 @@ int main(void)
     tcase_add_test(t, duplicate_peer_names_are_refused);
     tcase_add_test(t, wal_dir_below_a_file_is_not_a_directory);
     tcase_add_test(t, a_lost_wal_is_told_from_a_first_start);
-    tcase_add_loop_test(t, every_refusal_names_its_field, 0, 19);
+    tcase_add_loop_test(t, every_refusal_names_its_field, 0, 20);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

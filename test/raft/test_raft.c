@@ -709,6 +709,68 @@ START_TEST(observers_never_campaign_or_count)
 }
 END_TEST
 
+/* Proposes n entries of 200 bytes at leader l, delivering after each. */
+static void propose_200(harness *h, int l, int n, const char *tag)
+{
+    char s[201];
+    for (int i = 0; i < n; i++) {
+        int k = snprintf(s, sizeof s, "%s-%d-", tag, i);
+        memset(s + k, 'x', sizeof s - 1 - (size_t)k);
+        s[sizeof s - 1] = 0;
+        ck_assert_int_eq(h_propose(h, l, s, NULL), 0);
+        h_deliver_all(h);
+    }
+}
+
+static uint64_t log_held(harness *h, int i)
+{
+    jr__raft *r = R(h, i);
+    return jr__raft_log_bytes(r, jr__raft_first_index(r), jr__raft_last_index(r));
+}
+
+/* A capped observer (jr__raft_cap_log, replication.c "Capped observers"): with its log at the
+ * cap it takes no more entries — at most the cap plus one entry held — while the voters commit
+ * everything without it; a voter under the same cap takes everything; once the cap is lifted the
+ * leader's probes bring the observer up to date, identical. */
+START_TEST(a_capped_observer_takes_no_entries_beyond_its_cap_and_never_holds_up_commits)
+{
+    enum { CAP = 4000 };
+    harness h;
+    h_init(&h, 4, 12);
+    h_start(&h, 4, 3);
+    elect(&h, 0);
+    jr__raft_cap_log(R(&h, 3), CAP);
+    jr__raft_cap_log(R(&h, 2), CAP); /* a voter: never capped */
+    propose_200(&h, 0, 100, "cap");
+    h_run(&h, ET);
+    uint64_t last = jr__raft_last_index(R(&h, 0));
+    for (int i = 0; i < 3; i++) ck_assert_uint_eq(h_commit(&h, i), last);
+    ck_assert_uint_eq(jr__raft_last_index(R(&h, 2)), last);
+    ck_assert_int_eq(jr__raft_log_full(R(&h, 2)), 0);
+    ck_assert_uint_gt(log_held(&h, 2), 4 * CAP);
+    jr__raft *o = R(&h, 3);
+    ck_assert_int_eq(jr__raft_log_full(o), 1);
+    ck_assert_uint_lt(jr__raft_last_index(o), last - 50);
+    ck_assert_uint_ge(log_held(&h, 3), CAP);
+    ck_assert_uint_le(log_held(&h, 3), CAP + 256);
+    ck_assert_uint_le(jr__raft_capped_peak(o), CAP + 256);
+    ck_assert_uint_gt(jr__raft_capped_drops(o), 0);
+    /* the leader keeps probing it (one APPEND a heartbeat), nothing more */
+    uint64_t d0 = jr__raft_capped_drops(o);
+    h_run(&h, 10 * 20 * MS);
+    ck_assert_uint_le(jr__raft_capped_drops(o) - d0, 12);
+    ck_assert_uint_le(log_held(&h, 3), CAP + 256);
+    /* lifted: it catches up */
+    jr__raft_cap_log(o, 0);
+    h_run(&h, ET);
+    ck_assert_uint_eq(jr__raft_last_index(o), last);
+    ck_assert_uint_eq(h_commit(&h, 3), last);
+    ck_assert_uint_eq(h.nodes[3].sm_hash, h.nodes[0].sm_hash);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
 /* Counts the vote answers of id 4 (arg: int[2], answers and grants) and delivers everything. */
 static int watch_votes_of_4(harness *h, const jr__msg *m, void *arg)
 {
@@ -1350,6 +1412,8 @@ static Suite *suite(void)
     tcase_add_test(tc, transfer_blocks_proposals_and_is_abandoned);
     tcase_add_test(tc, transfer_target_must_be_a_voter);
     tcase_add_test(tc, observers_never_campaign_or_count);
+    tcase_add_test(tc,
+                   a_capped_observer_takes_no_entries_beyond_its_cap_and_never_holds_up_commits);
     tcase_add_test(tc, an_empty_joiner_is_judged_by_its_floor);
     tcase_add_test(tc, an_empty_joiner_starts_at_its_floor_term);
     tcase_add_test(tc, membership_one_change_at_a_time);

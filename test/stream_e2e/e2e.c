@@ -666,6 +666,16 @@ void e2e_catchup_paced(e2e *c, unsigned i, uint64_t *steps, uint64_t *paused_ns)
     *paused_ns = js ? js->catchup_paused_ns : 0;
 }
 
+int e2e_capped_log(e2e *c, unsigned i, const char *name, uint64_t *peak, uint64_t *drops)
+{
+    jr__srep *r = rep_of(c, i, name);
+    if (!r || !r->g) return -1;
+    const jr__raft *core = jr__group_consensus(r->g);
+    *peak = jr__raft_capped_peak(core);
+    *drops = jr__raft_capped_drops(core);
+    return 0;
+}
+
 int e2e_catchup_phase(e2e *c, unsigned i, const char *name)
 {
     jr__srep *r = rep_of(c, i, name);

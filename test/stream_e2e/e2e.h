@@ -189,6 +189,10 @@ uint64_t e2e_kept_max(e2e *c, unsigned i);
  * bytes a queue of its held at once, and the times a full queue paused its group's applying. */
 void e2e_catchup_queue_max(e2e *c, unsigned i, uint64_t max);
 void e2e_catchup_queue(e2e *c, unsigned i, uint64_t *peak, uint64_t *holds);
+/* Node i's replica of stream `name`: the most entry bytes its group's log held at once while
+ * capped during a catch-up, and the APPENDs it dropped for a full log (raft.h
+ * jr__raft_capped_peak, jr__raft_capped_drops; this life of the replica). -1 if none. */
+int e2e_capped_log(e2e *c, unsigned i, const char *name, uint64_t *peak, uint64_t *drops);
 /* Server i's catch-up steps followed by a pause (the group was busy with proposals) and the
  * pauses' total length. */
 void e2e_catchup_paced(e2e *c, unsigned i, uint64_t *steps, uint64_t *paused_ns);

@@ -2074,6 +2074,132 @@ START_TEST(a_joiner_under_a_publisher_holds_its_queue_within_its_bound)
 }
 END_TEST
 
+/* Bounds of a joiner from the public node config (jr_node_config catchup_*_bytes, keep_bytes,
+ * join_keep_bytes), small enough for a short test to reach them. */
+enum {
+    BOUND_QUEUE = 1 << 20,
+    BOUND_LOG = 2 << 20,
+    BOUND_KEEP = 1 << 20,
+    BOUND_JOIN_KEEP = 4 << 20,
+};
+static void small_bounds(void *arg, unsigned i, jr_node_config *cfg)
+{
+    (void)arg;
+    (void)i;
+    cfg->catchup_queue_bytes = BOUND_QUEUE;
+    cfg->catchup_log_bytes = BOUND_LOG;
+    cfg->keep_bytes = BOUND_KEEP;
+    cfg->join_keep_bytes = BOUND_JOIN_KEEP;
+}
+
+/* The joiner's Raft log is bounded (catchup.c "Log", replication.c "Capped observers"): a grow
+ * R2 -> R3 under a publisher writing 16 KB every 2 ms while the joiner copies 32 MB over 12 MB/s
+ * links, with the bounds configured small. Its log never holds more than its bound (2 MiB) plus
+ * one entry — without the cap it would hold every entry committed during the copy, more than 20
+ * MB — nor its queue more than its own; it drops what its leader sends beyond, the leader
+ * compacts past it and it installs a later snapshot, every publish is acknowledged meanwhile
+ * (the group's commits never wait for it), and once the publisher stops it becomes current with
+ * the replicas identical. With `crash`, the joiner's server crashes once its copy is under way
+ * and restarts 200 ms later: its catch-up resumes from the restore of its snapshot while its
+ * group is being opened, and its log is bounded in its new life too. */
+static void joiner_log_bound(uint64_t seed_base, int crash)
+{
+    enum { SLACK = 64 << 10 }; /* one entry: a publish of 16 KB with its framing, or a batch */
+    e2e c;
+    memset(&c, 0, sizeof c);
+    c.configure_more = small_bounds;
+    uint64_t seed = seed_of(seed_base);
+    ck_assert_msg(e2e_new(&c, 3, seed, 3000) == 0, "seed %llu", (unsigned long long)seed);
+    fprintf(stderr, "cluster of 3, seed %llu (replay: JR_SEED_OFFSET)\n", (unsigned long long)seed);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 30 * SEC), 0);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 40);
+    add_stream(&c, "LOGCAP", 2);
+    static char big[16384];
+    uint64_t x = 0x3c6ef372fe94f82bull ^ seed_base;
+    e2e_res r;
+    for (int i = 0; i < 2000; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.logcap", big, sizeof big, NULL, &r), 0);
+    }
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "LOGCAP", p, 8), 2);
+    unsigned joiner = 3 - p[0] - p[1];
+    int l = e2e_replica_leader(&c, p[0], "LOGCAP");
+    ck_assert_int_ge(l, 0);
+    unsigned leader = (unsigned)l;
+    slow_links_into(&c, joiner, 12 * 1000 * 1000);
+    uint64_t later0 = e2e_catchup_later(&c, joiner);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "LOGCAP", subj, 1, 3);
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, leader), &cfg, e2e_admin_cb, &up), 0);
+    static e2e_res res[1500];
+    memset(res, 0, sizeof res);
+    uint64_t peak = 0, drops = 0, top = 0;
+    int crashed = -1;
+    for (int i = 0; i < 1500; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.logcap", NULL, 0, big, sizeof big,
+                                    NULL, e2e_pub_cb, &res[i]),
+                         0);
+        jr_sim_run_for(c.sim, 2 * MS);
+        if (crash && crashed < 0 && e2e_catchup_phase(&c, joiner, "LOGCAP") == E2E_CU_FETCHING &&
+            e2e_catchup_chunks(&c, joiner) >= 3) {
+            crashed = i;
+            later0 = 0; /* counters start again with its new life */
+            ck_assert_int_eq(jr_sim_crash(c.sim, joiner), 0);
+        }
+        if (crashed >= 0 && i == crashed + 100) {
+            ck_assert_int_eq(e2e_restart(&c, joiner), 0);
+            top = 0; /* its new life's */
+        }
+        if (e2e_capped_log(&c, joiner, "LOGCAP", &peak, &drops) == 0 && peak > top) top = peak;
+    }
+    ck_assert_msg(!crash || crashed >= 0, "the joiner's copy was never seen under way");
+    /* the group commits at the publisher's pace: what was published is acknowledged within a
+     * few round trips of the last publish, the joiner still far behind */
+    jr_sim_run_for(c.sim, 50 * MS);
+    for (int i = 0; i < 1500; i++) {
+        ck_assert_msg(res[i].done, "publish %d not acknowledged 50 ms after the last", i);
+        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
+    }
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    ck_assert_msg(wait_converged(&c, "LOGCAP", 3, 120 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "LOGCAP", 3500);
+    ck_assert_int_eq(e2e_capped_log(&c, joiner, "LOGCAP", &peak, &drops), 0);
+    if (peak > top) top = peak;
+    uint64_t qpeak, holds;
+    e2e_catchup_queue(&c, joiner, &qpeak, &holds);
+    uint64_t later = e2e_catchup_later(&c, joiner) - later0;
+    fprintf(stderr,
+            "joiner n%u: log peak %llu, %llu appends dropped, queue peak %llu, %llu later\n",
+            joiner, (unsigned long long)top, (unsigned long long)drops, (unsigned long long)qpeak,
+            (unsigned long long)later);
+    ck_assert_msg(top >= BOUND_LOG, "the log never reached its bound (%llu bytes)",
+                  (unsigned long long)top);
+    ck_assert_msg(top <= BOUND_LOG + SLACK, "the joiner's log held %llu bytes",
+                  (unsigned long long)top);
+    ck_assert_msg(drops >= 1, "nothing sent to the joiner was refused");
+    ck_assert_msg(qpeak <= BOUND_QUEUE + SLACK, "the queue held %llu bytes",
+                  (unsigned long long)qpeak);
+    ck_assert_msg(later >= 1, "the leader never compacted past the joiner");
+    e2e_free(&c);
+}
+
+START_TEST(a_joiner_under_a_publisher_holds_its_log_within_its_bound)
+{
+    joiner_log_bound(159, 0);
+}
+END_TEST
+
+START_TEST(a_joiner_restarted_mid_copy_holds_its_log_within_its_bound)
+{
+    joiner_log_bound(160, 1);
+}
+END_TEST
+
 /* The first node (by index) whose meta state has stream `name`, or -1. */
 static int first_knowing(e2e *c, const char *name)
 {
@@ -2171,6 +2297,8 @@ int main(void)
     tcase_add_test(keep, a_joiner_kept_no_more_than_a_follower_gets_a_later_snapshot);
     tcase_add_test(keep, a_joiner_that_keeps_falling_behind_is_kept_no_more_than_a_follower);
     tcase_add_test(keep, a_joiner_under_a_publisher_holds_its_queue_within_its_bound);
+    tcase_add_test(keep, a_joiner_under_a_publisher_holds_its_log_within_its_bound);
+    tcase_add_test(keep, a_joiner_restarted_mid_copy_holds_its_log_within_its_bound);
     suite_add_tcase(s, keep);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -112,6 +112,10 @@ class jr_node_config(Structure):
         ("join", c_int),
         ("key", c_void_p),
         ("key_len", c_size_t),
+        ("catchup_queue_bytes", c_uint64),
+        ("catchup_log_bytes", c_uint64),
+        ("keep_bytes", c_uint64),
+        ("join_keep_bytes", c_uint64),
     ]
 
 
@@ -771,6 +775,12 @@ CONSTANTS: dict[str, int] = {
     "JR_DISCARD_OLD": 0,
     "JR_DISCARD_NEW": 1,
     "JR_NODE_KEY_BYTES": 32,
+    "JR_CATCHUP_QUEUE_BYTES_DEFAULT": 64 << 20,
+    "JR_CATCHUP_LOG_BYTES_DEFAULT": 256 << 20,
+    "JR_KEEP_BYTES_DEFAULT": 64 << 20,
+    "JR_JOIN_KEEP_BYTES_DEFAULT": 256 << 20,
+    "JR_LOG_BOUND_MIN": 1 << 20,
+    "JR_LOG_BOUND_MAX": 1 << 40,
     "JR_STORAGE_FILE": 0,
     "JR_STORAGE_MEMORY": 1,
     "JR_COMPRESS_NONE": 0,

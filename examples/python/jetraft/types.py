@@ -727,6 +727,12 @@ class NodeConfig:
     join: bool = bool(_NODE.join)  # join a running cluster through its peers (seeds)
     # encryption at rest: the 32-byte node key (JR_NODE_KEY_BYTES); None or b"": none
     key: bytes | None = None
+    # bounds of a peer change (a replica joining a stream while it copies the messages, and
+    # the log a leader keeps for followers); 0: the default
+    catchup_queue_bytes: int = _NODE.catchup_queue_bytes
+    catchup_log_bytes: int = _NODE.catchup_log_bytes
+    keep_bytes: int = _NODE.keep_bytes
+    join_keep_bytes: int = _NODE.join_keep_bytes
 
     _ctype = _abi.jr_node_config
     _init = "jr_node_config_init_size"
