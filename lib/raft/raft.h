@@ -298,6 +298,12 @@ typedef struct jr__raft_config {
      * 0: committed entries are never given up (a conflict below the commit index is ignored:
      * with every acknowledgement synced it cannot happen). */
     uint8_t commit_may_be_lost;
+    /* ns a leader lets a commit that advanced with no APPEND to carry it wait for one before it
+     * tells the followers with a HEARTBEAT (replication.c jr__repl_flush). While proposals
+     * follow each other within it (a publisher waiting for each ack), every commit rides on the
+     * next APPEND: the commit costs no frame and no answer of its own. 0: a HEARTBEAT at the
+     * flush that finds the commit untold. */
+    uint64_t commit_delay;
     jr__confs *confs; /* shared interned configurations; NULL: the group's own */
 } jr__raft_config;
 
