@@ -163,6 +163,13 @@ void jr__group_durable_apply(jr_group *g)
     g->durable_apply = 1;
 }
 
+void jr__group_commit_now(jr_group *g)
+{
+    if (g->closed) return;
+    jr__raft_commit_now(g->raft);
+    if (!g->node->flushing) jr__group_rearm(g); /* else the flush re-keys it (step 7) */
+}
+
 /* The last entry g may apply now: committed, durable, in memory, and (durable_apply) covered by
  * a durable commit index; none while g's applying is paused (jr__group_pause_apply). */
 static uint64_t apply_limit(const jr_group *g)

@@ -434,6 +434,13 @@ static int propose_unchecked(jr__raft *r, uint64_t now, const void *data, size_t
     return 0;
 }
 
+void jr__raft_commit_now(jr__raft *r)
+{
+    if (!r->started || r->role != ROLE_LEADER || r->quiet) return;
+    r->commit_hb_at = r->now;
+    jr__raft_check(r);
+}
+
 int jr__raft_propose(jr__raft *r, uint64_t now, const void *data, size_t len, uint64_t *index)
 {
     int rc = propose_unchecked(r, now, data, len, index);

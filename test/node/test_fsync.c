@@ -546,6 +546,27 @@ START_TEST(the_tick_counting_acks_sends_only_the_answer_and_the_next_append_the_
 }
 END_TEST
 
+/* A commit a reader on a follower waits for (a read barrier's) goes to the followers at the next
+ * tick, without waiting the commit delay for an APPEND (jr__group_commit_now). */
+START_TEST(a_commit_told_at_once_leaves_at_the_next_tick)
+{
+    setup(3);
+    int l = elect();
+    jr_node *ln = fx[l].h.node;
+    uint64_t idx = propose_one(l, 0);
+    for (unsigned i = 0; i < 3; i++)
+        if ((int)i != l) ck_assert_uint_lt(fx[i].fsm.last, idx);
+    ck_assert_uint_gt(jr_node_deadline(ln), fx[l].h.now);
+    jr__group_commit_now(fx[l].g);
+    ck_assert_uint_eq(jr_node_deadline(ln), fx[l].h.now);
+    CALL(l, jr_node_tick(ln));
+    ck_assert_uint_eq(fx[l].h.nframes, 2); /* a HEARTBEAT to each follower */
+    pump();
+    for (unsigned i = 0; i < 3; i++) ck_assert_uint_eq(fx[i].fsm.last, idx);
+    teardown();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("fsync");
@@ -556,6 +577,7 @@ int main(void)
     tcase_add_test(t, a_durable_apply_group_writes_its_commit_before_applying);
     tcase_add_test(t, appends_received_in_one_turn_cost_a_follower_one_write_and_one_sync);
     tcase_add_test(t, the_tick_counting_acks_sends_only_the_answer_and_the_next_append_the_commit);
+    tcase_add_test(t, a_commit_told_at_once_leaves_at_the_next_tick);
     tcase_add_loop_test(t, snapshots_taken_while_proposals_flow_cost_no_wal_write_of_their_own, 0,
                         2);
     suite_add_tcase(s, t);

@@ -1284,6 +1284,21 @@ static int one_at_a_time(uint64_t delay)
     }
     if (delay) {
         ck_assert_int_eq(hbs, 0);
+        h_run(&h, delay / 2);
+        for (int i = 1; i < 3; i++) ck_assert_uint_eq(h_commit(&h, i), idx - 1);
+        /* jr__raft_commit_now: the commit goes at the next tick, the delay not over */
+        jr__raft_commit_now(R(&h, 1)); /* a follower: nothing */
+        ck_assert_uint_eq(jr__raft_deadline(R(&h, 1)) > h.now, 1);
+        ck_assert_int_eq(h_propose(&h, 0, "q", &idx), 0);
+        h_deliver_all(&h);
+        jr__raft_commit_now(R(&h, 0));
+        ck_assert_uint_eq(jr__raft_deadline(R(&h, 0)), h.now);
+        h_run(&h, 1);
+        ck_assert_int_eq(hbs, 4);
+        for (int i = 1; i < 3; i++) ck_assert_uint_eq(h_commit(&h, i), idx);
+        hbs = 0;
+        ck_assert_int_eq(h_propose(&h, 0, "r", &idx), 0);
+        h_deliver_all(&h);
         h_run(&h, delay - 1);
         for (int i = 1; i < 3; i++) ck_assert_uint_eq(h_commit(&h, i), idx - 1);
         ck_assert_int_eq(hbs, 0);
