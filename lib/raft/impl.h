@@ -31,9 +31,9 @@
  *  - as leader, prog[i] describes conf.m[i] (same order, same count); a member in replicate
  *    state has an inflight ring unless the group is quiet; prog[] is freed on stepping down;
  *  - notified is 1 from io->notify until jr__raft_ready_done();
- *  - quiet implies role LEADER (hb_deadline == UINT64_MAX, and commit_hb_at too: every
- *    member was told the commit) or role FOLLOWER with a known
- *    leader (no election timer runs); any role change clears it;
+ *  - quiet implies role LEADER (hb_deadline == UINT64_MAX, and commit_hb_at too: every member
+ *    was told the commit) or role FOLLOWER with a known leader (no election timer runs); any
+ *    role change clears it;
  *  - vouch is non-NULL exactly while the replica is unvouched (vouch.c); an unvouched replica is
  *    never LEADER; diverged implies damaged.
  */

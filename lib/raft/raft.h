@@ -353,12 +353,13 @@ void jr__raft_tick(jr__raft *r, uint64_t now);
 /* When the group next needs jr__raft_tick(); UINT64_MAX if never (e.g. a lone observer). */
 uint64_t jr__raft_deadline(const jr__raft *r);
 
-/* Leader only. Appends a NORMAL entry (data copied); *index gets its index. JR_ENOTLEADER,
- * JR_ETRANSFER, JR_EMSGSIZE, JR_ENOMEM. */
 /* Leader: the commit index goes to every follower not yet told it at the next tick (the
  * deadline is now), without waiting cfg.commit_delay for an APPEND to carry it. Nothing on a
  * follower or a quiet leader. */
 void jr__raft_commit_now(jr__raft *r);
+
+/* Leader only. Appends a NORMAL entry (data copied); *index gets its index. JR_ENOTLEADER,
+ * JR_ETRANSFER, JR_EMSGSIZE, JR_ENOMEM. */
 int jr__raft_propose(jr__raft *r, uint64_t now, const void *data, size_t len, uint64_t *index);
 
 enum jr__change { JR__ADD_OBSERVER = 1, JR__PROMOTE = 2, JR__REMOVE = 3 };
