@@ -381,6 +381,8 @@ static void on_result(void *arg, uint32_t i, const jr__stream_result *res)
         return;
     case JR__REQ_BARRIER:
         barrier_answer(r->js, w, a->index);
+        /* the reader waits for a replica that may be a follower here to apply the index */
+        if (r->g) jr__group_commit_now(r->g);
         return;
     case JR__REQ_PUBLISH:
         jr__buf_varint(&out, res->seq);

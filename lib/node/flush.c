@@ -32,10 +32,13 @@
  * commits). A snapshot's compaction marker makes no write of its own: a group whose only record
  * would be its marker is held out of the batch (hold_markers) until an iteration writes anyway
  * or the marker has waited a heartbeat interval. Callbacks of completed requests run at the very
- * end (jr__node_drain), when no list is being walked, after every frame of the flush has left:
- * the followers are told of a commit before a request it completes is reported here. What the
- * callbacks queue for peers without waiting for a sync (the answer to a request another server
- * forwarded, completed by the commit this flush counted) leaves right after them, in this call.
+ * end (jr__node_drain), when no list is being walked, after every frame of the flush has left.
+ * A commit alone makes no frame here: the followers learn it from the group's next APPEND, or
+ * from a HEARTBEAT once it has waited the group's commit delay (raft.h commit_delay,
+ * JR__COMMIT_DELAY_DIV), so the flush that completes a request sends nothing but what its
+ * callbacks queue. What they queue for peers without waiting for a sync (the answer to a
+ * request another server forwarded, completed by the commit this flush counted) leaves right
+ * after them, in this call.
  */
 #include "node/node.h"
 #include "node/rpc.h"
@@ -158,6 +161,13 @@ static int stage(jr_node *n, jr_group *g, int *vote)
 void jr__group_durable_apply(jr_group *g)
 {
     g->durable_apply = 1;
+}
+
+void jr__group_commit_now(jr_group *g)
+{
+    if (g->closed) return;
+    jr__raft_commit_now(g->raft);
+    if (!g->node->flushing) jr__group_rearm(g); /* else the flush re-keys it (step 7) */
 }
 
 /* The last entry g may apply now: committed, durable, in memory, and (durable_apply) covered by

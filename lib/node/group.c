@@ -466,6 +466,8 @@ int jr__group_create(jr_node *n, const jr_group_config *cfg_in, const jr__join_f
     rc_cfg.confs = n->confs; /* groups on the same servers share one configuration */
     rc_cfg.election_timeout = n->election_ns;
     rc_cfg.heartbeat_interval = n->heartbeat_ns;
+    /* a commit waits up to this for the next APPEND to carry it (raft.h) */
+    rc_cfg.commit_delay = n->heartbeat_ns / JR__COMMIT_DELAY_DIV;
     rc_cfg.seed = mix_seed(n->seed, cfg.id);
     /* Every message fits in one frame with room for others (node.c set_limits). */
     rc_cfg.max_msg_bytes = n->max_msg_bytes;

@@ -70,6 +70,12 @@
 #include "wire/frame.h"
 
 #define JR__JOINERS 4 /* members catching up a leader watches per group */
+/* A group's leader lets a commit wait up to heartbeat_ns / JR__COMMIT_DELAY_DIV (1.5625 ms at the
+ * default 100 ms) for the next APPEND to carry it to the followers before it sends it alone
+ * (raft.h commit_delay): a publisher that waits for each ack makes the next APPEND within it,
+ * so its commits cost no frames; an idle group's followers learn the last commit that much
+ * later (a read barrier's commit goes at once: jr__group_commit_now). */
+#define JR__COMMIT_DELAY_DIV 64
 
 /* ---------------------------------------------------------------------------------------------
  * Peers (peer.c)

@@ -276,6 +276,11 @@ void jr__group_set_fsm_state(jr_group *g, int state);
  * restart a group re-applies its log only up to its recovered commit index. Costs a sync per
  * flush that moves g's commit. */
 void jr__group_durable_apply(jr_group *g);
+/* g's leader tells every follower its commit index at the next tick, without waiting for an
+ * APPEND to carry it (raft.h commit_delay): for an answer whose reader waits for a follower's
+ * replica to apply the entry committed (a read barrier). Nothing on a follower or a quiet
+ * leader (its followers know the commit). */
+void jr__group_commit_now(jr_group *g);
 
 /* Group destruction (retire.c):
  *  - jr__node_group_destroy(n, id): releases the group at once — its snapshot files removed,

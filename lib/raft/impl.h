@@ -31,8 +31,9 @@
  *  - as leader, prog[i] describes conf.m[i] (same order, same count); a member in replicate
  *    state has an inflight ring unless the group is quiet; prog[] is freed on stepping down;
  *  - notified is 1 from io->notify until jr__raft_ready_done();
- *  - quiet implies role LEADER (hb_deadline == UINT64_MAX) or role FOLLOWER with a known
- *    leader (no election timer runs); any role change clears it;
+ *  - quiet implies role LEADER (hb_deadline == UINT64_MAX, and commit_hb_at too: every member
+ *    was told the commit) or role FOLLOWER with a known leader (no election timer runs); any
+ *    role change clears it;
  *  - vouch is non-NULL exactly while the replica is unvouched (vouch.c); an unvouched replica is
  *    never LEADER; diverged implies damaged.
  */
@@ -159,6 +160,9 @@ struct jr__raft {
     uint64_t hb_deadline, cq_deadline;
     uint64_t term_start;  /* index of this leader's no-op */
     uint8_t send_pending; /* entries or commit not yet sent to followers */
+    /* when a follower not yet told the commit is told with a HEARTBEAT (cfg.commit_delay);
+     * UINT64_MAX: every follower was told, or no flush has found one untold since */
+    uint64_t commit_hb_at;
     jr__id transfer_to;
     uint64_t transfer_deadline;
     uint8_t transfer_sent; /* TIMEOUT_NOW went out */

@@ -30,6 +30,7 @@ void jr__raft_check(const jr__raft *r)
                           r->prog[i].last_contact <= r->now);
     }
     if (r->quiet) JR__INVARIANT(r->role == ROLE_LEADER || (r->role == ROLE_FOLLOWER && r->leader));
+    if (r->quiet && r->role == ROLE_LEADER) JR__INVARIANT(r->commit_hb_at == UINT64_MAX);
     if (r->diverged) JR__INVARIANT(r->damaged);
 #else
     (void)r;

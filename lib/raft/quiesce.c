@@ -79,6 +79,7 @@ int jr__quiet_leader_tick(jr__raft *r, uint64_t now)
     r->quiet = 1;
     r->idle_ticks = 0;
     r->hb_deadline = UINT64_MAX;
+    r->commit_hb_at = UINT64_MAX; /* leader_idle: every member was told the commit */
     /* contact becomes node-level: a member reported lost, or not heard from for T, counts as
      * lost until its node is reported back (jr__raft_peer_alive) or it answers
      * (jr__raft_hb_resp) */

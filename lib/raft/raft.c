@@ -60,6 +60,7 @@ int jr__raft_new(const jr__raft_config *cfg, const jr__raft_io *io, jr__raft **o
     r->snap_conf = jr__confs_ref(r->conf);
     r->role = ROLE_FOLLOWER;
     r->election_deadline = UINT64_MAX;
+    r->commit_hb_at = UINT64_MAX;
     *out = r;
     return 0;
 }
@@ -376,6 +377,11 @@ static void tick_unchecked(jr__raft *r, uint64_t now)
         /* a quiet leader's contact is node-level: its check-quorum runs on peer_lost */
         if (!r->quiet && now >= r->cq_deadline) jr__elect_check_quorum(r, now);
         if (r->role == ROLE_LEADER && jr__repl_heartbeat_due(r, now)) jr__repl_heartbeat(r, now);
+        if (r->role == ROLE_LEADER && !r->quiet && now >= r->commit_hb_at) {
+            /* the commit waited its cfg.commit_delay: the next flush sends it */
+            r->send_pending = 1;
+            jr__raft_notify(r);
+        }
     } else {
         jr__elect_tick(r, now);
     }
@@ -397,6 +403,7 @@ uint64_t jr__raft_deadline(const jr__raft *r)
         if (r->quiet) return UINT64_MAX;
         uint64_t d = r->hb_deadline < r->cq_deadline ? r->hb_deadline : r->cq_deadline;
         if (r->transfer_to && r->transfer_deadline < d) d = r->transfer_deadline;
+        if (r->commit_hb_at < d) d = r->commit_hb_at;
         return d;
     }
     /* the election timer of a replica that may campaign (a diverged one without vouch state
@@ -425,6 +432,13 @@ static int propose_unchecked(jr__raft *r, uint64_t now, const void *data, size_t
     r->send_pending = 1;
     jr__raft_notify(r);
     return 0;
+}
+
+void jr__raft_commit_now(jr__raft *r)
+{
+    if (!r->started || r->role != ROLE_LEADER || r->quiet) return;
+    r->commit_hb_at = r->now;
+    jr__raft_check(r);
 }
 
 int jr__raft_propose(jr__raft *r, uint64_t now, const void *data, size_t len, uint64_t *index)

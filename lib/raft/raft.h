@@ -300,6 +300,12 @@ typedef struct jr__raft_config {
      * 0: committed entries are never given up (a conflict below the commit index is ignored:
      * with every acknowledgement synced it cannot happen). */
     uint8_t commit_may_be_lost;
+    /* ns a leader lets a commit that advanced with no APPEND to carry it wait for one before it
+     * tells the followers with a HEARTBEAT (replication.c jr__repl_flush). While proposals
+     * follow each other within it (a publisher waiting for each ack), every commit rides on the
+     * next APPEND: the commit costs no frame and no answer of its own. 0: a HEARTBEAT at the
+     * flush that finds the commit untold. */
+    uint64_t commit_delay;
     jr__confs *confs; /* shared interned configurations; NULL: the group's own */
 } jr__raft_config;
 
@@ -348,6 +354,11 @@ uint64_t jr__raft_echoes(const jr__raft *r);
 void jr__raft_tick(jr__raft *r, uint64_t now);
 /* When the group next needs jr__raft_tick(); UINT64_MAX if never (e.g. a lone observer). */
 uint64_t jr__raft_deadline(const jr__raft *r);
+
+/* Leader: the commit index goes to every follower not yet told it at the next tick (the
+ * deadline is now), without waiting cfg.commit_delay for an APPEND to carry it. Nothing on a
+ * follower or a quiet leader. */
+void jr__raft_commit_now(jr__raft *r);
 
 /* Leader only. Appends a NORMAL entry (data copied); *index gets its index. JR_ENOTLEADER,
  * JR_ETRANSFER, JR_EMSGSIZE, JR_ENOMEM. */

@@ -160,14 +160,26 @@ static void send_heartbeat(jr__raft *r, jr__prog *p)
 void jr__repl_flush(jr__raft *r, uint64_t now)
 {
     r->send_pending = 0;
+    int due = !r->cfg.commit_delay || now >= r->commit_hb_at, untold = 0;
     for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
         if (p->id == r->cfg.self) continue;
         jr__repl_send_append(r, p, now);
-        /* a commit that advanced with nothing new to carry it goes out on its own */
+        /* A commit that advanced with nothing new to carry it goes out on its own, once it has
+         * waited cfg.commit_delay for an APPEND to carry it (the next proposal's, when they
+         * follow each other): the followers learn it late by at most that, and a commit costs
+         * no frame and no answer of its own while proposals flow. */
         uint64_t known = p->match < r->commit ? p->match : r->commit;
-        if (p->state != JR__SNAPSHOT && p->sent_commit < known) send_heartbeat(r, p);
+        if (p->state == JR__SNAPSHOT || p->sent_commit >= known) continue;
+        if (due)
+            send_heartbeat(r, p);
+        else
+            untold = 1;
     }
+    if (!untold)
+        r->commit_hb_at = UINT64_MAX;
+    else if (r->commit_hb_at == UINT64_MAX)
+        r->commit_hb_at = jr__deadline(now, r->cfg.commit_delay);
 }
 
 int jr__repl_heartbeat_due(const jr__raft *r, uint64_t now)
@@ -196,6 +208,7 @@ void jr__repl_heartbeat(jr__raft *r, uint64_t now)
         jr__repl_send_append(r, p, now);
         send_heartbeat(r, p);
     }
+    r->commit_hb_at = UINT64_MAX; /* every follower was told the commit it can take */
 }
 
 void jr__repl_maybe_commit(jr__raft *r, uint64_t now)

@@ -14,9 +14,13 @@
  *  - a snapshot taken while proposals flow costs no WAL write or sync of its own: its compaction
  *    marker rides along with the group's next record, or is written alone once it has waited a
  *    heartbeat interval with nothing else to write;
- *  - the leader's tick that counts the acknowledgements writes nothing; it tells every follower
- *    of the commit before the completion callbacks run, and an answer a callback queues (a
- *    forwarded publish's ack) leaves right after them, in the same tick.
+ *  - R3, proposals one at a time: the leader sends one frame per follower per proposal (the
+ *    APPEND, which carries the commit of the proposal before it) and each follower one (its
+ *    acknowledgement); the commits cost no frame of their own;
+ *  - the leader's tick that counts the acknowledgements writes nothing and sends nothing but
+ *    what the completion callbacks queue (a forwarded publish's ack, in the same tick); the
+ *    commit waits for the next APPEND, and goes out alone only once it has waited the commit
+ *    delay (heartbeat / JR__COMMIT_DELAY_DIV).
  * Raw groups on memfs under a counting vfs, frames delivered by hand, on a manual clock.
  */
 #include <check.h>
@@ -43,7 +47,8 @@ typedef struct node_fx {
     t_cvfs c;
     t_fsm fsm;
     jr_group *g;
-    uint64_t calls; /* jr_node_recv and jr_node_tick calls */
+    uint64_t calls;  /* jr_node_recv and jr_node_tick calls */
+    uint64_t frames; /* frames sent, delivered by pump() */
 } node_fx;
 
 static node_fx fx[3];
@@ -150,6 +155,7 @@ static void pump(void)
                 memmove(h->frames, h->frames + 1, --h->nframes * sizeof *h->frames);
                 unsigned to = (unsigned)(fr.to[0] - 'a');
                 ck_assert_uint_lt(to, nfx);
+                fx[i].frames++;
                 CALL(to, jr_node_recv(fx[to].h.node, abc[i], fr.data, fr.len));
                 free(fr.data);
                 moved = 1;
@@ -250,10 +256,11 @@ START_TEST(r3_leader_and_followers_one_write_and_one_sync_per_acknowledged_propo
 {
     setup(3);
     int l = elect();
-    uint64_t w0[3], s0[3];
+    uint64_t w0[3], s0[3], f0[3];
     for (unsigned i = 0; i < 3; i++) {
         w0[i] = fx[i].c.writes;
         s0[i] = fx[i].c.syncs;
+        f0[i] = fx[i].frames;
     }
     uint64_t last = 0;
     for (int k = 0; k < N; k++) last = propose_one(l, k);
@@ -262,6 +269,11 @@ START_TEST(r3_leader_and_followers_one_write_and_one_sync_per_acknowledged_propo
         ck_assert_msg(w == N && s == N, "node %u (%s): %llu writes and %llu syncs for %d proposals",
                       i, (int)i == l ? "leader" : "follower", (unsigned long long)w,
                       (unsigned long long)s, N);
+        /* the leader an APPEND per follower, a follower its acknowledgement: no frame for a
+         * commit (each APPEND carries the one before it) */
+        uint64_t f = fx[i].frames - f0[i];
+        ck_assert_msg(f == ((int)i == l ? 2 * N : N), "node %u (%s): %llu frames for %d proposals",
+                      i, (int)i == l ? "leader" : "follower", (unsigned long long)f, N);
     }
     ck_assert_uint_eq(fx[l].fsm.last, last);
     /* The followers learn the last commit without writing it, and apply it. */
@@ -479,41 +491,78 @@ static void frame_holds(const t_frame *fr, int *groups, int *answers)
     }
 }
 
-START_TEST(the_tick_counting_acks_sends_the_commit_then_the_callbacks_answer)
+START_TEST(the_tick_counting_acks_sends_only_the_answer_and_the_next_append_the_commit)
 {
     setup(3);
     int l = elect();
     unsigned b = (unsigned)(l + 1) % 3, c = (unsigned)(l + 2) % 3;
-    answering a = {.n = fx[l].h.node, .to = abc[b]};
-    ck_assert_int_eq(jr_group_propose(fx[l].g, "x", 1, on_answering, &a), 0);
-    CALL(l, jr_node_tick(fx[l].h.node)); /* the APPENDs */
-    ck_assert_uint_eq(fx[l].h.nframes, 2);
-    deliver_from((unsigned)l);
-    CALL(b, jr_node_tick(fx[b].h.node)); /* each follower writes, syncs and acknowledges */
-    CALL(c, jr_node_tick(fx[c].h.node));
-    deliver_from(b);
-    deliver_from(c);
-    ck_assert_int_eq(a.done, 0);
-    uint64_t w = fx[l].c.wal_writes, s = fx[l].c.wal_syncs;
-    CALL(l, jr_node_tick(fx[l].h.node)); /* commits, applies, completes */
-    ck_assert_int_eq(a.done, 1);
-    ck_assert_int_eq(a.status, 0);
-    ck_assert_uint_eq(fx[l].c.wal_writes, w);
-    ck_assert_uint_eq(fx[l].c.wal_syncs, s);
-    /* a commit update for each follower, then the answer */
-    ck_assert_uint_eq(fx[l].h.nframes, 3);
-    ck_assert_str_ne(fx[l].h.frames[0].to, fx[l].h.frames[1].to);
-    for (int k = 0; k < 3; k++) {
+    jr_node *ln = fx[l].h.node;
+    uint64_t delay = ln->heartbeat_ns / JR__COMMIT_DELAY_DIV;
+    ck_assert_uint_gt(delay, 0);
+    answering a = {.n = ln, .to = abc[b]};
+    uint64_t first = 0;
+    for (int round = 0; round < 2; round++) {
+        ck_assert_int_eq(jr_group_propose(fx[l].g, "x", 1, on_answering, &a), 0);
+        CALL(l, jr_node_tick(ln)); /* the APPENDs */
+        ck_assert_uint_eq(fx[l].h.nframes, 2);
+        deliver_from((unsigned)l);
+        CALL(b, jr_node_tick(fx[b].h.node)); /* each follower writes, syncs and acknowledges */
+        CALL(c, jr_node_tick(fx[c].h.node));
+        /* the second APPEND carried the first commit: applied once the acknowledgement left */
+        ck_assert_uint_eq(fx[b].fsm.last, first);
+        ck_assert_uint_eq(fx[c].fsm.last, first);
+        ck_assert_uint_eq(fx[b].h.nframes, 1);
+        ck_assert_uint_eq(fx[c].h.nframes, 1);
+        deliver_from(b);
+        deliver_from(c);
+        ck_assert_int_eq(a.done, round);
+        uint64_t w = fx[l].c.wal_writes, s = fx[l].c.wal_syncs;
+        CALL(l, jr_node_tick(ln)); /* commits, applies, completes */
+        ck_assert_int_eq(a.done, round + 1);
+        ck_assert_int_eq(a.status, 0);
+        ck_assert_uint_eq(fx[l].c.wal_writes, w);
+        ck_assert_uint_eq(fx[l].c.wal_syncs, s);
+        /* no frame for the commit: the answer alone */
+        ck_assert_uint_eq(fx[l].h.nframes, 1);
         int groups, answers;
-        frame_holds(&fx[l].h.frames[k], &groups, &answers);
-        ck_assert_int_eq(groups, k < 2 ? 1 : 0);
-        ck_assert_int_eq(answers, k < 2 ? 0 : 1);
+        frame_holds(&fx[l].h.frames[0], &groups, &answers);
+        ck_assert_int_eq(groups, 0);
+        ck_assert_int_eq(answers, 1);
+        ck_assert_str_eq(fx[l].h.frames[0].to, abc[b]);
+        deliver_from((unsigned)l);
+        first = fx[l].fsm.last;
+        ck_assert_uint_lt(fx[b].fsm.last, first);
+        /* the commit waits for the next APPEND, at most the commit delay */
+        ck_assert_uint_eq(jr_node_deadline(ln), fx[l].h.now + delay);
     }
-    ck_assert_str_eq(fx[l].h.frames[2].to, abc[b]);
-    /* nothing left for another tick */
-    ck_assert_uint_gt(jr_node_deadline(fx[l].h.node), fx[l].h.now);
+    /* no APPEND came within the delay: a HEARTBEAT tells each follower */
+    for (unsigned i = 0; i < 3; i++) fx[i].h.now += delay;
+    CALL(l, jr_node_tick(ln));
+    ck_assert_uint_eq(fx[l].h.nframes, 2);
+    ck_assert_str_ne(fx[l].h.frames[0].to, fx[l].h.frames[1].to);
     pump();
-    for (unsigned i = 0; i < 3; i++) ck_assert_uint_eq(fx[i].fsm.last, fx[l].fsm.last);
+    for (unsigned i = 0; i < 3; i++) ck_assert_uint_eq(fx[i].fsm.last, first);
+    teardown();
+}
+END_TEST
+
+/* A commit a reader on a follower waits for (a read barrier's) goes to the followers at the next
+ * tick, without waiting the commit delay for an APPEND (jr__group_commit_now). */
+START_TEST(a_commit_told_at_once_leaves_at_the_next_tick)
+{
+    setup(3);
+    int l = elect();
+    jr_node *ln = fx[l].h.node;
+    uint64_t idx = propose_one(l, 0);
+    for (unsigned i = 0; i < 3; i++)
+        if ((int)i != l) ck_assert_uint_lt(fx[i].fsm.last, idx);
+    ck_assert_uint_gt(jr_node_deadline(ln), fx[l].h.now);
+    jr__group_commit_now(fx[l].g);
+    ck_assert_uint_eq(jr_node_deadline(ln), fx[l].h.now);
+    CALL(l, jr_node_tick(ln));
+    ck_assert_uint_eq(fx[l].h.nframes, 2); /* a HEARTBEAT to each follower */
+    pump();
+    for (unsigned i = 0; i < 3; i++) ck_assert_uint_eq(fx[i].fsm.last, idx);
     teardown();
 }
 END_TEST
@@ -527,7 +576,8 @@ int main(void)
     tcase_add_test(t, r3_leader_and_followers_one_write_and_one_sync_per_acknowledged_proposal);
     tcase_add_test(t, a_durable_apply_group_writes_its_commit_before_applying);
     tcase_add_test(t, appends_received_in_one_turn_cost_a_follower_one_write_and_one_sync);
-    tcase_add_test(t, the_tick_counting_acks_sends_the_commit_then_the_callbacks_answer);
+    tcase_add_test(t, the_tick_counting_acks_sends_only_the_answer_and_the_next_append_the_commit);
+    tcase_add_test(t, a_commit_told_at_once_leaves_at_the_next_tick);
     tcase_add_loop_test(t, snapshots_taken_while_proposals_flow_cost_no_wal_write_of_their_own, 0,
                         2);
     suite_add_tcase(s, t);

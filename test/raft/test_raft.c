@@ -1312,6 +1312,75 @@ START_TEST(steady_state_proposals_replication_commit_allocate_nothing)
 }
 END_TEST
 
+/* commit delay
+ * -----------------------------------------------------------------------------------*/
+
+static int count_heartbeats(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    if (m->type == JR__MSG_HEARTBEAT || m->type == JR__MSG_HEARTBEAT_RESP) ++*(int *)arg;
+    return 1;
+}
+
+/* Twenty proposals one at a time, each made once the one before committed at the leader (a
+ * publisher waiting for each ack), with no time passing; returns the HEARTBEATs and answers
+ * they cost. With cfg.commit_delay each APPEND carries the commit of the proposal before it, and
+ * the last commit goes out alone once it has waited the delay, not before. */
+static int one_at_a_time(uint64_t delay)
+{
+    harness h;
+    int hbs = 0;
+    h_init(&h, 3, 33);
+    h.cfg.commit_delay = delay;
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    h_run(&h, 5 * MS); /* the election's entry committed and told */
+    h.filter = count_heartbeats;
+    h.filter_arg = &hbs;
+    uint64_t idx = 0;
+    for (int k = 0; k < 20; k++) {
+        ck_assert_int_eq(h_propose(&h, 0, "p", &idx), 0);
+        h_deliver_all(&h);
+        ck_assert_uint_eq(h_commit(&h, 0), idx);
+        for (int i = 1; i < 3; i++) ck_assert_uint_eq(h_commit(&h, i), delay ? idx - 1 : idx);
+    }
+    if (delay) {
+        ck_assert_int_eq(hbs, 0);
+        h_run(&h, delay / 2);
+        for (int i = 1; i < 3; i++) ck_assert_uint_eq(h_commit(&h, i), idx - 1);
+        /* jr__raft_commit_now: the commit goes at the next tick, the delay not over */
+        jr__raft_commit_now(R(&h, 1)); /* a follower: nothing */
+        ck_assert_uint_eq(jr__raft_deadline(R(&h, 1)) > h.now, 1);
+        ck_assert_int_eq(h_propose(&h, 0, "q", &idx), 0);
+        h_deliver_all(&h);
+        jr__raft_commit_now(R(&h, 0));
+        ck_assert_uint_eq(jr__raft_deadline(R(&h, 0)), h.now);
+        h_run(&h, 1);
+        ck_assert_int_eq(hbs, 4);
+        for (int i = 1; i < 3; i++) ck_assert_uint_eq(h_commit(&h, i), idx);
+        hbs = 0;
+        ck_assert_int_eq(h_propose(&h, 0, "r", &idx), 0);
+        h_deliver_all(&h);
+        h_run(&h, delay - 1);
+        for (int i = 1; i < 3; i++) ck_assert_uint_eq(h_commit(&h, i), idx - 1);
+        ck_assert_int_eq(hbs, 0);
+        h_run(&h, 1); /* the delay is over: a HEARTBEAT to each follower, and its answer */
+        ck_assert_int_eq(hbs, 4);
+        for (int i = 1; i < 3; i++) ck_assert_uint_eq(h_commit(&h, i), idx);
+    }
+    h_check_all(&h);
+    h_free(&h);
+    return hbs;
+}
+
+START_TEST(a_commit_waits_up_to_the_commit_delay_for_the_next_append_to_carry_it)
+{
+    ck_assert_int_eq(one_at_a_time(2 * MS), 4);
+    /* without the delay every commit is a HEARTBEAT and an answer per follower */
+    ck_assert_int_eq(one_at_a_time(0), 20 * 4);
+}
+END_TEST
+
 /* timers near the end of the clock --------------------------------------------------------------*/
 
 static void count_send(void *ctx, jr__raft *r, const jr__msg *m)
@@ -1426,6 +1495,7 @@ static Suite *suite(void)
     tcase_add_test(tc, deadlines_near_the_end_of_the_clock_saturate);
     tcase_add_test(tc, steady_state_proposals_replication_commit_allocate_nothing);
     tcase_add_test(tc, a_held_replica_neither_votes_nor_campaigns);
+    tcase_add_test(tc, a_commit_waits_up_to_the_commit_delay_for_the_next_append_to_carry_it);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -29,6 +29,10 @@
  * no membership change, so that no configuration of three voters, of which two would be a
  * majority, is ever in effect. Off by default: it changes every seed's run.
  *
+ * With RAFT_COMMIT_DELAY=ns every leader lets a commit wait that long for an APPEND to carry it
+ * before it sends it alone (jr__raft_config.commit_delay, as the node sets it), so followers
+ * learn commits late. Off by default: it changes every seed's run.
+ *
  * RAFT_SEEDS=n runs seeds 1..n (default 300) in each mode; RAFT_SEED=s replays one seed
  * (RAFT_QUIESCE=1 replays it in the quiescence mode).
  */
@@ -49,6 +53,7 @@ static uint64_t pick(harness *h, uint64_t n)
 }
 
 static int quiesce_mode, release_mode, two_faulty_mode;
+static uint64_t commit_delay; /* RAFT_COMMIT_DELAY: jr__raft_config.commit_delay, ns */
 static void dump(harness *h);
 
 /* An isolated quiet leader under watch: it must lose its leadership of watch_term. */
@@ -139,6 +144,7 @@ static void configure(harness *h, uint64_t seed)
     h->cfg.max_inflight = 1 + (uint32_t)pick(h, 8);
     h->cfg.max_msg_bytes = 16 + (uint32_t)pick(h, 256);
     h->cfg.max_inflight_bytes = 64 + pick(h, 4096);
+    h->cfg.commit_delay = commit_delay;
 }
 
 static void random_change(harness *h, int l)
@@ -366,6 +372,8 @@ static void reset_totals(void)
     tot_lost_tails = tot_rollbacks = tot_releases = tot_released_vouches = tot_two_faulty = 0;
     release_mode = getenv("RAFT_RELEASE") && atoi(getenv("RAFT_RELEASE"));
     two_faulty_mode = getenv("RAFT_FAULTY") && atoi(getenv("RAFT_FAULTY")) == 2;
+    commit_delay =
+        getenv("RAFT_COMMIT_DELAY") ? strtoull(getenv("RAFT_COMMIT_DELAY"), NULL, 10) : 0;
 }
 
 START_TEST(random_faults_keep_raft_safe_and_live)
