@@ -290,9 +290,14 @@ void jr__group_durable_apply(jr_group *g);
  */
 int jr__node_group_destroy(jr_node *n, uint64_t id);
 int jr__node_group_retiring(const jr_node *n, uint64_t id);
-/* Forgets what a destroyed replica of id knew (retire.c; answered to VOUCH in this life): the
- * group was deleted, so nothing committed in it is left to find. */
+/* Forgets what a destroyed replica of id knew (released.c; answered to VOUCH, kept on disk):
+ * the group was deleted, so nothing committed in it is left to find. The file follows at the
+ * next flush; a crash before it keeps the record, so the layer sweeps again after a restart. */
 void jr__node_released_forget(jr_node *n, uint64_t id);
+/* Forgets every such record of a group id in [lo, hi) for which gone(ctx, id) returns 1 (the
+ * layer's state says the group was deleted). O(records). */
+void jr__node_released_sweep(jr_node *n, uint64_t lo, uint64_t hi,
+                             int (*gone)(void *ctx, uint64_t id), void *ctx);
 int jr__node_group_known(const jr_node *n, uint64_t id);
 int jr__node_unopened_groups(jr_node *n, uint64_t lo, uint64_t hi, uint64_t **ids, size_t *count);
 
