@@ -1163,8 +1163,7 @@ int jr__mnode_converge(jr__js *js)
     /* streams deleted, or peers removed, while this server was down */
     if (jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
     /* and what replicas of groups since deleted knew (kept across restarts by the node) */
-    jr__node_released_sweep(js->n, JR__FIRST_STREAM_GROUP_ID, js->st.next_group, group_deleted,
-                            js);
+    jr__node_released_sweep(js->n, JR__FIRST_STREAM_GROUP_ID, js->st.next_group, group_deleted, js);
     if (jr__srep_sweep_origins(js) != 0) js->converge_failed = 1;
     return 0;
 }

@@ -280,7 +280,7 @@ static int mark_read(jr_node *n, int *present, int *whole)
 }
 
 int jr__node_write_replacing(jr_node *n, const char *tmp, const char *path, const uint8_t *b,
-                           size_t len)
+                             size_t len)
 {
     jr_file *f;
     int rc = n->vfs->open(n->vfs->ctx, tmp, JR_O_CREATE | JR_O_TRUNCATE, &f);

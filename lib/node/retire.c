@@ -106,8 +106,10 @@ void jr__node_retry_drops(jr_node *n)
 {
     int rc = jr__released_save(n);
     if (rc != 0) { /* every DROP waits for the records; tried again at the next flush */
-        jr__node_log(n, JR_LOG_ERROR, "%s; %zu released group%s keep their WAL records until it "
-                     "is written", jr_node_errmsg(n), n->nretiring, n->nretiring == 1 ? "" : "s");
+        jr__node_log(n, JR_LOG_ERROR,
+                     "%s; %zu released group%s keep their WAL records until it "
+                     "is written",
+                     jr_node_errmsg(n), n->nretiring, n->nretiring == 1 ? "" : "s");
         return;
     }
     size_t keep = 0;
