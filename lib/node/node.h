@@ -268,25 +268,26 @@ struct jr_node {
     jr__peer *dirty_peers;
 
     /* groups */
-    jr__map groups;         /* id -> jr_group* (open and closed) */
-    uint64_t ngroups;       /* open groups */
-    jr__heap timers;        /* the node's one timer heap: every group's, and the upper layer's */
-    jr_group *ready;        /* groups with work for the next flush */
-    jr_group *held;         /* during a flush: ready groups whose only write is a compaction
-                               marker not due yet (flush.c hold_markers; still in_ready) */
-    jr__map stashes;        /* id -> jr__stash* (recovered, not yet opened) */
-    jr__map released;       /* id -> jr__released*: what a replica released here knew of its
-                               group, answered to VOUCH (released.c) */
-    uint8_t released_dirty; /* wal_dir/released is behind n->released: written at the start
-                               of the next flush, before any WAL DROP waiting for it */
-    uint8_t all_damaged;    /* the WAL reported damage it could not attribute */
-    uint8_t reborn;         /* an earlier life ran here: the mark or a WAL segment was found */
-    uint8_t wal_lost;       /* the node's mark is in wal_dir but no WAL segment is (recover.c):
-                               every group it opens starts unvouched and damaged */
-    jr__id rescued[8];      /* servers an operator declared gone (jr_node_rescue): every unvouched
-                               group of this node, open or opened later, stops waiting for them;
-                               kept in wal_dir/rescued (recover.c), so a restart keeps it */
+    jr__map groups;      /* id -> jr_group* (open and closed) */
+    uint64_t ngroups;    /* open groups */
+    jr__heap timers;     /* the node's one timer heap: every group's, and the upper layer's */
+    jr_group *ready;     /* groups with work for the next flush */
+    jr_group *held;      /* during a flush: ready groups whose only write is a compaction
+                            marker not due yet (flush.c hold_markers; still in_ready) */
+    jr__map stashes;     /* id -> jr__stash* (recovered, not yet opened) */
+    jr__map released;    /* id -> jr__released*: what a replica released here knew of its
+                            group, answered to VOUCH (released.c) */
+    uint8_t all_damaged; /* the WAL reported damage it could not attribute */
+    uint8_t reborn;      /* an earlier life ran here: the mark or a WAL segment was found */
+    uint8_t wal_lost;    /* the node's mark is in wal_dir but no WAL segment is (recover.c):
+                            every group it opens starts unvouched and damaged */
+    jr__id rescued[8];   /* servers an operator declared gone (jr_node_rescue): every unvouched
+                            group of this node, open or opened later, stops waiting for them;
+                            kept in wal_dir/rescued (recover.c), so a restart keeps it */
     uint8_t nrescued;
+    /* wal_dir/released is behind n->released: written at the start of the next flush, before
+     * any WAL DROP waiting for it (released.c) */
+    uint8_t released_dirty;
 
     jr__wal *wal;
     uint64_t flush_gen;
