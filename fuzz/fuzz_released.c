@@ -2,16 +2,19 @@
  * fuzz_released — libFuzzer target for the released-replica file's decoder
  * (lib/node/released.c, jr__released_decode: wal_dir/released).
  *
- * The input is the file's bytes. Every record handed out must lie within the input, name a
- * non-zero group and carry a configuration jr__conf_decode accepts. A file that decodes with
- * each group once is encoded again from the records and must decode to the same records (the
- * encoder writes them in its map's order, so the bytes may differ). Any violation traps.
+ * The input is the file's bytes, decoded as given and with a valid checksum appended (so the
+ * fuzzer reaches the parser behind the checksum on every run). Every record handed out must lie
+ * within the input, name a non-zero group and carry a configuration jr__conf_decode accepts. A file
+ * that decodes with each group once is encoded again from the records and must decode to the same
+ * records (the encoder writes them in its map's order, so the bytes may differ). Any violation
+ * traps.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "node/node.h"
+#include "util/checksum.h"
 #include "util/map.h"
 
 #define CHECK(c)                                                                                   \
@@ -62,7 +65,7 @@ static int again(void *arg, const jr__released_item *it)
     return 0;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void one(const uint8_t *data, size_t size)
 {
     fctx c = {data, size, {0}, 0, 0};
     jr__map_init(&c.m, NULL);
@@ -82,5 +85,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < c.m.cap; i++)
         if (c.m.slots[i].key) free(c.m.slots[i].val);
     jr__map_free(&c.m);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    one(data, size);
+    uint8_t *sum = malloc(size + 8);
+    CHECK(sum != NULL);
+    memcpy(sum, data, size);
+    jr__put_u64(sum + size, jr__xxh3(data, size));
+    one(sum, size + 8);
+    free(sum);
     return 0;
 }
