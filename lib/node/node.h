@@ -388,6 +388,10 @@ void jr__node_run_effects(jr_node *n);
  * of destroyed groups that waited for them or for memory (the start of jr__node_flush). If the
  * records cannot be written, no DROP is staged (logged; tried again at the next flush). */
 void jr__node_retry_drops(jr_node *n);
+/* Stages the WAL DROP of retiring group id now, if it waits (for the released records or for
+ * memory) and no flush iteration runs: for a group whose record was forgotten (deleted), whose
+ * DROP need not wait for the file. Nothing changes on JR_ENOMEM. */
+void jr__node_retire_now(jr_node *n, uint64_t id);
 /* What a replica this node released last knew of its group: its commit index and latest
  * configuration (entry index, jr__conf_encode bytes). A VOUCH for the group is answered with it
  * (node.c vouch_unhosted): an asker whose own record of the configurations since is lost learns

@@ -54,6 +54,9 @@ void jr__node_released_forget(jr_node *n, uint64_t id)
     if (!r) return;
     jr__free(n->alloc, r);
     n->released_dirty = 1;
+    /* A DROP that waited for this record (the group deleted as its replica was released) need
+     * not wait for the file: nothing of the group is to be kept. */
+    jr__node_retire_now(n, id);
 }
 
 void jr__node_released_sweep(jr_node *n, uint64_t lo, uint64_t hi,

@@ -102,6 +102,17 @@ int jr__node_group_destroy(jr_node *n, uint64_t id)
     return retiring_add(n, id);
 }
 
+void jr__node_retire_now(jr_node *n, uint64_t id)
+{
+    if (n->flushing || !n->wal) return; /* a DROP staged inside the loop could be unstaged */
+    for (size_t i = 0; i < n->nretiring; i++) {
+        if (n->retiring[i] != id) continue;
+        if (jr__wal_drop(n->wal, id) == JR_ENOMEM) return; /* it waits as before */
+        n->retiring[i] = n->retiring[--n->nretiring];
+        return;
+    }
+}
+
 void jr__node_retry_drops(jr_node *n)
 {
     int rc = jr__released_save(n);

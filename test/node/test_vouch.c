@@ -307,6 +307,12 @@ START_TEST(a_released_replica_is_answered_for_after_a_restart)
     ck_assert(answer(&h, 5, &m));
     ck_assert_uint_eq(answer_conf(&m).n, 0);
     ck_assert_uint_eq(m.u.vouch_resp.conf_index, 0);
+    /* released and forgotten at once (deleted): its DROP does not wait for the file */
+    release_five(&h, &commit, &conf_index);
+    ck_assert_int_eq(jr__node_group_retiring(h.node, 5), 1);
+    jr__node_released_forget(h.node, 5);
+    ck_assert_int_eq(jr__node_group_retiring(h.node, 5), 0);
+    ck_assert_uint_gt(jr__wal_pending(h.node->wal), 0);
     t_host_free(&h);
 }
 END_TEST
