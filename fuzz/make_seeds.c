@@ -3,7 +3,8 @@
  * produce: peer frames, store blocks, stream configs, stream ops, consumer configs, consumer
  * entries and snapshots, and meta ops; for fuzz_snapshot (whose first byte picks the decoder)
  * the stream config, stream op and meta op seeds again, the meta snapshot of the state those
- * meta ops build, and that snapshot in a snapshot file. Every seed is the real encoder's output
+ * meta ops build, and that snapshot in a snapshot file; and released-replica files
+ * (fuzz_released: none, one, three records). Every seed is the real encoder's output
  * for a meaningful value, so the fuzzer starts from inputs the decoders accept.
  *
  * Build: with the fuzz targets (meson setup build-fuzz -Dfuzz=true).
@@ -21,6 +22,7 @@
 #include "log/snapfile.h"
 #include "meta/meta_op.h"
 #include "meta/meta_state.h"
+#include "node/node.h"
 #include "store/block.h"
 #include "store/srecord.h"
 #include "stream/config.h"
@@ -624,6 +626,38 @@ static void consumer_state(void)
     jr__buf_free(&b);
 }
 
+/* wal_dir/released (lib/node/released.c) with no record, one, and three of several sizes */
+static void released(void)
+{
+    static const char *const names[] = {"n0", "n1", "n2", "n3", "n4"};
+    jr__map m;
+    jr__map_init(&m, NULL);
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    static const char *const seeds[] = {"none", "one", "three"};
+    /* none; then group 7; then groups 8 and 9 besides */
+    for (unsigned k = 0, id = 7; k < 3; k++) {
+        for (; id < 6 + 2 * k; id++) {
+            jr__conf c = {.n = 0};
+            for (unsigned i = 0; i < 2 + id % 4; i++)
+                c.m[c.n++] = (jr__member){.id = jr__peer_id(names[i]), .voter = i != 3};
+            jr__released *r = malloc(sizeof *r + JR__RELEASED_CONF_MAX);
+            if (!r) must(JR_ENOMEM, "released");
+            r->commit = 1000 + id;
+            r->conf_index = 900 + id;
+            r->conf_len = (uint32_t)jr__conf_encode(&c, r->conf);
+            must(jr__map_put(&m, id, r), "released");
+        }
+        must(jr__released_encode(&m, &b), "released");
+        write_seed("fuzz_released", seeds[k], b.data, b.len, -1);
+        jr__buf_reset(&b);
+    }
+    for (size_t i = 0; i < m.cap; i++)
+        if (m.slots[i].key) free(m.slots[i].val);
+    jr__map_free(&m);
+    jr__buf_free(&b);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -641,5 +675,6 @@ int main(int argc, char **argv)
     consumer_configs(&pull);
     meta_ops(&full, &pull);
     jr__buf_free(&pull);
+    released();
     return 0;
 }

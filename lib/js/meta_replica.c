@@ -1028,6 +1028,23 @@ static void meta_tick(jr__js *js, jr__jtimer *t)
 
 /* Convergence -----------------------------------------------------------------------------*/
 
+/* 1 if the meta state says group id was created and is gone: neither a stream's nor a
+ * consumer's (ids are never given twice, so a deletion is final). */
+static int group_deleted(void *ctx, uint64_t id)
+{
+    jr__js *js = ctx;
+    return id >= JR__FIRST_STREAM_GROUP_ID && id < js->st.next_group &&
+           !jr__meta_stream_by_group(&js->st, id) && !jr__meta_consumer_by_group(&js->st, id);
+}
+
+/* What a replica of a deleted group knew is forgotten (the node keeps it on disk, and answers
+ * VOUCH with it, for groups this server left): also for one it left before the deletion, and
+ * after a restart for a forget a crash undid. */
+static void forget_deleted(jr__js *js, uint64_t group)
+{
+    if (group_deleted(js, group)) jr__node_released_forget(js->n, group);
+}
+
 /* A consumer's part of a convergence plan. Its peers never change, so a LEAVE means the
  * consumer (or its stream) is gone: its replica and group are released. */
 static void converge_consumer(jr__js *js, const jr__meta_action *a, jr__crep *r)
@@ -1145,6 +1162,8 @@ int jr__mnode_converge(jr__js *js)
     jr__meta_plan_free(&plan);
     /* streams deleted, or peers removed, while this server was down */
     if (jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
+    /* and what replicas of groups since deleted knew (kept across restarts by the node) */
+    jr__node_released_sweep(js->n, JR__FIRST_STREAM_GROUP_ID, js->st.next_group, group_deleted, js);
     if (jr__srep_sweep_origins(js) != 0) js->converge_failed = 1;
     return 0;
 }
@@ -1164,6 +1183,7 @@ void jr__mnode_converge_one(jr__js *js, uint64_t group)
         else
             a.kind = !cr ? JR__META_CREATE : cr->updated != mc->updated ? JR__META_UPDATE : 0;
         converge_consumer(js, &a, cr);
+        forget_deleted(js, group);
         return;
     }
     const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, group);
@@ -1184,6 +1204,7 @@ void jr__mnode_converge_one(jr__js *js, uint64_t group)
             if (!s) jr__node_released_forget(js->n, group); /* deleted */
         }
     }
+    forget_deleted(js, group);
     if (jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
 }
 

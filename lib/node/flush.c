@@ -440,7 +440,8 @@ void jr__node_run_effects(jr_node *n)
 int jr__node_flush(jr_node *n, int callbacks)
 {
     int err = 0;
-    if (n->nretiring && !n->closing) jr__node_retry_drops(n); /* DROPs that waited */
+    /* the released records, then the DROPs that waited (for them, or for memory) */
+    if (n->nretiring || n->released_dirty) jr__node_retry_drops(n);
     jr__rpc_recent_expire(n);
     if (n->upper_tab) n->upper_tab->before_flush(n->upper); /* e.g. stream leaders' batches */
     n->flushing = 1;

@@ -540,10 +540,11 @@ static int on_life(jr_node *n, jr__peer *p, const jr__ext_view *x)
  * joined the group answers no configuration either. One that left it — the layer above
  * releases a replica only once the group's committed configuration no longer names this
  * server, or the group is deleted (lib/js/stream_peers.c) — answers, in the life it released
- * the replica, with the commit index and latest configuration the replica had (retire.c
- * remember()): the asker may know only an older configuration, its record of the later ones
- * lost, and the answer is how it learns of their members and must hear from them too
- * (raft/vouch.c). A later life has forgotten it and answers no configuration. After a restart it
+ * the replica and the lives after it, with the commit index and latest configuration the
+ * replica had (released.c, kept in wal_dir/released): the asker may know only an older
+ * configuration, its record of the later ones lost, and the answer is how it learns of their
+ * members and must hear from them too (raft/vouch.c). Also while its DROP waits for that record
+ * to be written (retiring). After a restart it
  * may also be what a disk fault left of a replica this server held: every record of the group cut,
  * or the whole WAL lost, or damaged where it could not say whose records were lost. Then it is the
  * answer of a faulty replica, and says so (unfloored): the asker counts it toward its term floor
@@ -555,7 +556,9 @@ static int on_life(jr_node *n, jr__peer *p, const jr__ext_view *x)
  * replica answers once open. */
 static void vouch_unhosted(jr_node *n, const jr__msg *m)
 {
-    if (jr__map_get(&n->stashes, m->group) || jr__node_group_retiring(n, m->group)) return;
+    const jr__released *rel = jr__map_get(&n->released, m->group);
+    if (jr__map_get(&n->stashes, m->group) || (!rel && jr__node_group_retiring(n, m->group)))
+        return;
     static const uint8_t none[1] = {0}; /* jr__conf_encode() of no member */
     jr__msg a = {.type = JR__MSG_VOUCH_RESP, .group = m->group, .from = n->self, .to = m->from};
     a.term = 1; /* no message has term 0 */
@@ -564,10 +567,9 @@ static void vouch_unhosted(jr_node *n, const jr__msg *m)
     a.u.vouch_resp.unfloored = n->reborn || n->wal_lost || n->all_damaged;
     a.u.vouch_resp.conf = none;
     a.u.vouch_resp.conf_len = sizeof none;
-    /* A replica destroyed in this life answers with the commit index and latest configuration
-     * it had (no entry): the configuration that left this server out, or one on the way to it,
-     * names the members that counted in commits the asker may have lost its record of. */
-    const jr__released *rel = jr__map_get(&n->released, m->group);
+    /* A released replica answers with the commit index and latest configuration it had (no
+     * entry): the configuration that left this server out, or one on the way to it, names the
+     * members that counted in commits the asker may have lost its record of. */
     if (rel) {
         a.u.vouch_resp.commit = rel->commit;
         a.u.vouch_resp.conf_index = rel->conf_index;

@@ -274,8 +274,8 @@ struct jr_node {
     jr_group *held;      /* during a flush: ready groups whose only write is a compaction
                             marker not due yet (flush.c hold_markers; still in_ready) */
     jr__map stashes;     /* id -> jr__stash* (recovered, not yet opened) */
-    jr__map released;    /* id -> jr__released*: what a replica destroyed in this life knew of
-                            its group, answered to VOUCH (retire.c) */
+    jr__map released;    /* id -> jr__released*: what a replica released here knew of its
+                            group, answered to VOUCH (released.c) */
     uint8_t all_damaged; /* the WAL reported damage it could not attribute */
     uint8_t reborn;      /* an earlier life ran here: the mark or a WAL segment was found */
     uint8_t wal_lost;    /* the node's mark is in wal_dir but no WAL segment is (recover.c):
@@ -284,6 +284,9 @@ struct jr_node {
                             group of this node, open or opened later, stops waiting for them;
                             kept in wal_dir/rescued (recover.c), so a restart keeps it */
     uint8_t nrescued;
+    /* wal_dir/released is behind n->released: written at the start of the next flush, before
+     * any WAL DROP waiting for it (released.c) */
+    uint8_t released_dirty;
 
     jr__wal *wal;
     uint64_t flush_gen;
@@ -382,19 +385,57 @@ struct jr__effect {
 };
 /* Runs the queued effects, after the flush loop. */
 void jr__node_run_effects(jr_node *n);
-/* Stages the WAL DROPs of destroyed groups that waited for memory (the start of
- * jr__node_flush). */
+/* Writes the released records if they changed (jr__released_save), then stages the WAL DROPs
+ * of destroyed groups that waited for them or for memory (the start of jr__node_flush). If the
+ * records cannot be written, no DROP is staged (logged; tried again at the next flush). */
 void jr__node_retry_drops(jr_node *n);
-/* What a replica destroyed in this life last knew of its group: its commit index and latest
+/* Stages the WAL DROP of retiring group id now, if it waits (for the released records or for
+ * memory) and no flush iteration runs: for a group whose record was forgotten (deleted), whose
+ * DROP need not wait for the file. Nothing changes on JR_ENOMEM. */
+void jr__node_retire_now(jr_node *n, uint64_t id);
+/* What a replica this node released last knew of its group: its commit index and latest
  * configuration (entry index, jr__conf_encode bytes). A VOUCH for the group is answered with it
  * (node.c vouch_unhosted): an asker whose own record of the configurations since is lost learns
- * of them and asks their members (raft/vouch.c). Kept until the node closes, the group is
- * created here again or the layer above says it was deleted (jr__node_released_forget). */
+ * of them and asks their members (raft/vouch.c). Kept in wal_dir/released (released.c: format,
+ * order against the WAL DROP, bound), so a restart keeps it; dropped when the group is created
+ * here again or the layer above says it was deleted (jr__node_released_forget, _sweep). */
 typedef struct jr__released {
     uint64_t commit, conf_index;
     uint32_t conf_len;
     uint8_t conf[];
 } jr__released;
+/* Bytes of the largest jr__conf_encode (JR__MAX_MEMBERS members: a one-byte count, 9 each). */
+#define JR__RELEASED_CONF_MAX (1 + JR__MAX_MEMBERS * 9)
+/* Bytes of the smallest record of the file (no member: a one-byte configuration). */
+#define JR__RELEASED_RECORD_MIN (8 + 8 + 8 + 4 + 1)
+/* The largest record of the file. */
+#define JR__RELEASED_RECORD_MAX (8 + 8 + 8 + 4 + JR__RELEASED_CONF_MAX)
+/* One record as the file holds it (conf borrows the bytes decoded). */
+typedef struct jr__released_item {
+    uint64_t group, commit, conf_index;
+    uint32_t conf_len;
+    const uint8_t *conf;
+} jr__released_item;
+typedef int (*jr__released_fn)(void *ctx, const jr__released_item *it);
+
+/* released.c --------------------------------------------------------------------------------*/
+
+/* Keeps what g's replica knew (its commit index and latest configuration), replacing any
+ * earlier record of g's id; the file follows at the next flush (jr__released_save). Out of
+ * memory nothing changes (logged). */
+void jr__released_remember(jr_node *n, jr_group *g);
+/* Appends the file's bytes for the records of m (released.c has the format). 0 or JR_ENOMEM. */
+int jr__released_encode(const jr__map *m, jr__buf *b);
+/* Decodes the file's bytes p[0..len), calling each for every record in order (a non-zero
+ * return stops and is returned). Checks the checksum before anything, then every bound: 0, or
+ * JR_ECORRUPT for anything malformed (each may have been called for the records before). */
+int jr__released_decode(const uint8_t *p, size_t len, jr__released_fn each, void *ctx);
+/* Writes the records to wal_dir/released (temporary file, sync, rename) if they changed since
+ * it was last written or read. 0 (then released_dirty is 0) or the I/O error (logged). */
+int jr__released_save(jr_node *n);
+/* Reads wal_dir/released into n->released (jr_node_open). No file: nothing. A damaged file is
+ * logged and none of it used (0); an I/O error or JR_ENOMEM is returned. */
+int jr__released_load(jr_node *n);
 void jr__node_released_free(jr_node *n);
 
 /* node.c ------------------------------------------------------------------------------------*/
@@ -472,6 +513,11 @@ void jr__opq_fail_all(jr_node *n, jr__opq *q, int status);
 /* Opens the WAL and replays it into n->stashes; lists snapshot files; reads the servers
  * declared gone (n->rescued). 0 or an error. */
 int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_ms);
+/* Replaces file `path` by one holding b[0..len): written to `tmp`, synced, then renamed over
+ * `path` (durable when rename returns, the jr_vfs contract), so that path holds its old bytes or
+ * all the new ones, never a part. 0, or the error (logged). */
+int jr__node_write_replacing(jr_node *n, const char *tmp, const char *path, const uint8_t *b,
+                             size_t len);
 /* Writes n->rescued to wal_dir/rescued (temporary file, sync, rename). 0 or an I/O error. */
 int jr__rescued_write(jr_node *n);
 void jr__stash_free(jr_node *n, jr__stash *s);

@@ -29,6 +29,9 @@
  * so the declaration outlives a restart: the groups reopened from disk, unvouched, would
  * otherwise wait again for the server that is gone. A damaged or unreadable file is logged
  * and ignored: the groups then wait, which loses nothing (the operator declares again).
+ *
+ * What the replicas this node released knew of their groups: `wal_dir/released`, read here
+ * (released.c has its format and rules).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -276,11 +279,8 @@ static int mark_read(jr_node *n, int *present, int *whole)
     return 0;
 }
 
-/* Replaces file `path` by one holding b[0..len): written to `tmp`, synced, then renamed over
- * `path`, so that path holds its old bytes or all the new ones, never a part. 0, or the error
- * (logged). */
-static int write_replacing(jr_node *n, const char *tmp, const char *path, const uint8_t *b,
-                           size_t len)
+int jr__node_write_replacing(jr_node *n, const char *tmp, const char *path, const uint8_t *b,
+                             size_t len)
 {
     jr_file *f;
     int rc = n->vfs->open(n->vfs->ctx, tmp, JR_O_CREATE | JR_O_TRUNCATE, &f);
@@ -305,7 +305,7 @@ static int mark_write(jr_node *n)
     memcpy(b, mark_magic, sizeof mark_magic);
     jr__put_u64(b + 8, jr__xxh3(n->name, strlen(n->name)));
     jr__put_u64(b + 16, jr__xxh3(b, 16));
-    return write_replacing(n, tmp, path, b, sizeof b);
+    return jr__node_write_replacing(n, tmp, path, b, sizeof b);
 }
 
 /* The servers declared gone ------------------------------------------------------------*/
@@ -333,7 +333,7 @@ int jr__rescued_write(jr_node *n)
     for (uint8_t i = 0; i < n->nrescued; i++, len += 8) jr__put_u64(b + len, n->rescued[i]);
     jr__put_u64(b + len, jr__xxh3(b, len));
     len += 8;
-    return write_replacing(n, tmp, path, b, len);
+    return jr__node_write_replacing(n, tmp, path, b, len);
 }
 
 /* Reads wal_dir/rescued into n->rescued (none: nothing). Only a failure to open the directory's
@@ -435,6 +435,8 @@ int jr__recover_open(jr_node *n, uint64_t segment_bytes, uint32_t sync_interval_
     }
 
     rescued_read(n);
+    rc = jr__released_load(n);
+    if (rc != 0) return rc;
 
     list_ctx lc = {n, 0};
     rc = n->vfs->list(n->vfs->ctx, n->snap_dir, on_snap_name, &lc);

@@ -4,12 +4,14 @@
  * The layer destroys a group (its stream was deleted, or this server left it) from an effect,
  * a timer or an API call — never while a flush iteration walks its batch: what an apply
  * produces is queued as an effect and runs after the flush loop (services.h "Effects"). So the
- * group is released on the spot: its snapshot files removed, its raft core freed (the caller
- * detached it), any recovery stash dropped, and a WAL DROP staged, after which nothing of the
- * group is written and the WAL forgets it. Only a DROP that could not be staged (JR_ENOMEM)
- * waits: it is staged again at the start of each flush until it is, and meanwhile the id is
- * "retiring" and must not be recreated (a DROP staged after the new group's records would
- * void them).
+ * group is released on the spot: its snapshot files removed, what its replica knew kept
+ * (released.c), its raft core freed (the caller detached it), any recovery stash dropped, and a
+ * WAL DROP staged, after which nothing of the group is written and the WAL forgets it. The DROP
+ * waits while the released records are not on disk (they are written at the start of the next
+ * flush, then the DROP is staged: never the DROP durable before the record) and when it could
+ * not be staged (JR_ENOMEM): it is staged again at the start of each flush until it is, and
+ * meanwhile the id is "retiring" and must not be recreated (a DROP staged after the new group's
+ * records would void them).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -64,37 +66,20 @@ int jr__node_group_retiring(const jr_node *n, uint64_t id)
     return 0;
 }
 
-void jr__node_released_forget(jr_node *n, uint64_t id)
+/* Puts id on the list of groups whose WAL DROP waits (staged by jr__node_retry_drops). 0 or
+ * JR_ENOMEM. */
+static int retiring_add(jr_node *n, uint64_t id)
 {
-    jr__free(n->alloc, jr__map_del(&n->released, id));
-}
-
-void jr__node_released_free(jr_node *n)
-{
-    for (size_t i = 0; i < n->released.cap; i++)
-        if (n->released.slots[i].key) jr__free(n->alloc, n->released.slots[i].val);
-    jr__map_free(&n->released);
-}
-
-/* Keeps what g's replica knew of its group (node.h jr__released). A replica destroyed because
- * a committed configuration left this server out may have counted in the commits of the
- * configurations since its asker's (an asker that lost them with its WAL): its answer of them
- * is what leads the asker to their members. Out of memory nothing is kept: no configuration. */
-static void remember(jr_node *n, jr_group *g)
-{
-    const jr__conf *c = jr__raft_conf(g->raft);
-    size_t len = jr__conf_encoded_len(c);
-    jr__released *r = jr__malloc(n->alloc, sizeof *r + len);
-    if (!r) return;
-    r->commit = jr__raft_commit_index(g->raft);
-    r->conf_index = jr__raft_conf_index(g->raft);
-    r->conf_len = (uint32_t)jr__conf_encode(c, r->conf);
-    jr__released *old = jr__map_get(&n->released, g->id);
-    if (old) {
-        jr__map_del(&n->released, g->id);
-        jr__free(n->alloc, old);
+    if (n->nretiring == n->retiring_cap) {
+        size_t cap = n->retiring_cap ? 2 * n->retiring_cap : 8;
+        uint64_t *d = jr__realloc(n->alloc, n->retiring, cap * sizeof *d);
+        if (!d) return JR_ENOMEM;
+        n->retiring = d;
+        n->retiring_cap = cap;
     }
-    if (jr__map_put(&n->released, g->id, r) != 0) jr__free(n->alloc, r);
+    n->retiring[n->nretiring++] = id;
+    jr__node_want_tick(n);
+    return 0;
 }
 
 int jr__node_group_destroy(jr_node *n, uint64_t id)
@@ -104,31 +89,44 @@ int jr__node_group_destroy(jr_node *n, uint64_t id)
     remove_snapshots(n, id);
     if (jr__node_group_retiring(n, id)) return 0;
     if (g) {
-        remember(n, g);
+        jr__released_remember(n, g);
         jr__group_release(g);
     }
     jr__stash *st = jr__map_del(&n->stashes, id);
     if (st) jr__stash_free(n, st);
-    int rc = n->wal ? jr__wal_drop(n->wal, id) : 0;
+    /* A record not yet on disk: the DROP waits for it (the start of the next flush), so that a
+     * crash leaves the group's records in the WAL or the record in wal_dir/released. */
+    int rc = n->released_dirty ? JR_ENOMEM : n->wal ? jr__wal_drop(n->wal, id) : 0;
     if (rc != JR_ENOMEM) return 0; /* JR_EIO: the WAL is done for; nothing more of it is written */
-    if (n->nretiring == n->retiring_cap) {
-        size_t cap = n->retiring_cap ? 2 * n->retiring_cap : 8;
-        uint64_t *d = jr__realloc(n->alloc, n->retiring, cap * sizeof *d);
-        if (!d) return JR_ENOMEM; /* its records stay in the WAL: a restart finds a stash */
-        n->retiring = d;
-        n->retiring_cap = cap;
+    /* else its records stay in the WAL: a restart finds a stash */
+    return retiring_add(n, id);
+}
+
+void jr__node_retire_now(jr_node *n, uint64_t id)
+{
+    if (n->flushing || !n->wal) return; /* a DROP staged inside the loop could be unstaged */
+    for (size_t i = 0; i < n->nretiring; i++) {
+        if (n->retiring[i] != id) continue;
+        if (jr__wal_drop(n->wal, id) == JR_ENOMEM) return; /* it waits as before */
+        n->retiring[i] = n->retiring[--n->nretiring];
+        return;
     }
-    n->retiring[n->nretiring++] = id;
-    jr__node_want_tick(n);
-    return 0;
 }
 
 void jr__node_retry_drops(jr_node *n)
 {
+    int rc = jr__released_save(n);
+    if (rc != 0) { /* every DROP waits for the records; tried again at the next flush */
+        jr__node_log(n, JR_LOG_ERROR,
+                     "%s; %zu released group%s keep their WAL records until it "
+                     "is written",
+                     jr_node_errmsg(n), n->nretiring, n->nretiring == 1 ? "" : "s");
+        return;
+    }
     size_t keep = 0;
     for (size_t i = 0; i < n->nretiring; i++) {
         uint64_t id = n->retiring[i];
-        int rc = n->wal ? jr__wal_drop(n->wal, id) : 0;
+        rc = n->wal ? jr__wal_drop(n->wal, id) : 0;
         if (rc == JR_ENOMEM) n->retiring[keep++] = id; /* tried again at the next flush */
     }
     n->nretiring = keep;

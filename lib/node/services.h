@@ -283,15 +283,17 @@ void jr__group_durable_apply(jr_group *g);
 void jr__group_commit_now(jr_group *g);
 
 /* Group destruction (retire.c):
- *  - jr__node_group_destroy(n, id): releases the group at once — its snapshot files removed,
- *    its raft core freed, any recovery stash dropped and a WAL DROP staged (nothing of it is
- *    written after). The caller has detached it (jr__group_detach) if it was open. Not while a
- *    flush iteration walks its batch (from an apply or the role_changed hook: queue an effect,
- *    below); that, or an open group, is JR_EMISUSE and changes nothing. 0, or JR_ENOMEM: the
- *    DROP could not be staged nor queued for later, and the group's records stay in the WAL
- *    until a restart finds them (jr__node_unopened_groups);
- *  - jr__node_group_retiring(n, id): 1 while id's DROP waits for memory (it is staged again at
- *    the start of every flush): do not recreate the group yet;
+ *  - jr__node_group_destroy(n, id): releases the group at once: its snapshot files removed,
+ *    what its replica knew kept (answered to VOUCH, released.c), its raft core freed, any
+ *    recovery stash dropped; its WAL DROP is staged at the start of the next flush, once that
+ *    record is on disk (nothing of the group is written after; meanwhile it is retiring). The
+ *    caller has detached it (jr__group_detach) if it was open. Not while a flush iteration
+ *    walks its batch (from an apply or the role_changed hook: queue an effect, below); that, or
+ *    an open group, is JR_EMISUSE and changes nothing. 0, or JR_ENOMEM: the DROP could not be
+ *    staged nor queued for later, and the group's records stay in the WAL until a restart
+ *    finds them (jr__node_unopened_groups);
+ *  - jr__node_group_retiring(n, id): 1 while id's DROP waits for the released record or for
+ *    memory (it is staged again at the start of every flush): do not recreate the group yet;
  *  - jr__node_group_known(n, id): 1 if this node holds state of id (open, or recovered and not
  *    yet opened);
  *  - jr__node_unopened_groups(n, lo, hi, &ids, &count): the recovered groups in [lo, hi) that
@@ -300,9 +302,14 @@ void jr__group_commit_now(jr_group *g);
  */
 int jr__node_group_destroy(jr_node *n, uint64_t id);
 int jr__node_group_retiring(const jr_node *n, uint64_t id);
-/* Forgets what a destroyed replica of id knew (retire.c; answered to VOUCH in this life): the
- * group was deleted, so nothing committed in it is left to find. */
+/* Forgets what a destroyed replica of id knew (released.c; answered to VOUCH, kept on disk):
+ * the group was deleted, so nothing committed in it is left to find. The file follows at the
+ * next flush; a crash before it keeps the record, so the layer sweeps again after a restart. */
 void jr__node_released_forget(jr_node *n, uint64_t id);
+/* Forgets every such record of a group id in [lo, hi) for which gone(ctx, id) returns 1 (the
+ * layer's state says the group was deleted). O(records). */
+void jr__node_released_sweep(jr_node *n, uint64_t lo, uint64_t hi,
+                             int (*gone)(void *ctx, uint64_t id), void *ctx);
 int jr__node_group_known(const jr_node *n, uint64_t id);
 int jr__node_unopened_groups(jr_node *n, uint64_t lo, uint64_t hi, uint64_t **ids, size_t *count);
 
