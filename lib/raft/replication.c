@@ -157,10 +157,21 @@ void jr__repl_heartbeat(jr__raft *r, uint64_t now)
     for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
         if (p->id == r->cfg.self) continue;
+        /* Entries in flight are sent again at once only to a follower that answered
+         * something (a heartbeat, an older APPEND) during the interval and still did not move:
+         * what it was sent is lost. One that said nothing at all is busy or cut off: what it
+         * was sent may still wait for it (a joining replica busy with its catch-up was sent its
+         * window again every interval, to skip it all later). It is sent it again after two
+         * silent intervals, four, then every fourth (its answers may be what is lost: a
+         * one-way cut), and at the next tick once it answers this tick's heartbeat. */
+        int spoke = p->heard != p->hb_heard;
+        p->hb_heard = p->heard;
+        p->hb_silent = spoke ? 0 : p->hb_silent + (p->hb_silent < UINT32_MAX);
+        int retry = spoke || p->hb_silent == 2 || p->hb_silent % 4 == 0;
         if (p->state == JR__PROBE) {
-            p->paused = 0; /* the probe (or its answer) may have been lost: retry */
+            if (retry) p->paused = 0; /* the probe (or its answer) may have been lost */
         } else if (p->state == JR__REPLICATE && p->ring_count && p->match == p->hb_match) {
-            jr__prog_probe(p, p->match + 1); /* a whole interval without progress: lost */
+            if (retry) jr__prog_probe(p, p->match + 1); /* a whole interval without progress */
         } else if (p->state == JR__SNAPSHOT) {
             /* no answer for a whole interval: resume at the offset the follower asked for */
             if (p->paused && !p->snap_moved) jr__snap_send(r, p, now);
