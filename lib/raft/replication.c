@@ -162,12 +162,13 @@ void jr__repl_heartbeat(jr__raft *r, uint64_t now)
          * what it was sent is lost. One that said nothing at all is busy or cut off: what it
          * was sent may still wait for it (a joining replica busy with its catch-up was sent its
          * window again every interval, to skip it all later). It is sent it again after two
-         * silent intervals, four, then every fourth (its answers may be what is lost: a
+         * silent intervals, four, eight, then every eighth (its answers may be what is lost: a
          * one-way cut), and at the next tick once it answers this tick's heartbeat. */
         int spoke = p->heard != p->hb_heard;
         p->hb_heard = p->heard;
         p->hb_silent = spoke ? 0 : p->hb_silent + (p->hb_silent < UINT32_MAX);
-        int retry = spoke || p->hb_silent == 2 || p->hb_silent % 4 == 0;
+        uint32_t q = p->hb_silent;
+        int retry = spoke || q == 2 || q == 4 || q % 8 == 0;
         if (p->state == JR__PROBE) {
             if (retry) p->paused = 0; /* the probe (or its answer) may have been lost */
         } else if (p->state == JR__REPLICATE && p->ring_count && p->match == p->hb_match) {

@@ -1043,8 +1043,8 @@ static int drop_appends_to_3(harness *h, const jr__msg *m, void *arg)
 
 /* Entries in flight to a follower that has said nothing for a whole heartbeat interval are not
  * sent again at once: it is busy (what it was sent may wait for it) or cut off, and resending
- * would only add to its backlog. They go again after two silent intervals, four, then every
- * fourth (a one-way cut loses its answers, not what it is sent); once it answers a heartbeat,
+ * would only add to its backlog. They go again after two silent intervals, four, eight, then
+ * every eighth (a one-way cut loses its answers, not what it is sent); once it answers a heartbeat,
  * the next interval without progress brings the retry, and it catches up. A follower that
  * answers heartbeats but not APPENDs (they are lost) is sent them again every interval. */
 START_TEST(silent_follower_is_not_sent_its_window_again)
