@@ -5,7 +5,7 @@
  *
  *   move_bench [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B]
  *              [--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S]
- *              [--max-seconds S]
+ *              [--max-seconds S] [--runs N]
  *
  * Each case runs on a fresh cluster: servers n0..n3, server i tagged "s<i>"; one stream BENCH on
  * bench.> with 3 replicas and file storage is filled by a publisher on the stream leader's
@@ -66,6 +66,9 @@
  *   cores              the process's CPU time per second: on a machine shared with other
  *                      work, a ratio whose cores fell as much is the scheduler's as much as
  *                      the library's
+ * With --runs N (default 1) each configuration runs N times, each on a fresh cluster, and a
+ * line with "summary":true follows the N lines of a publishing case: ratio_median,
+ * ratio_after_median, ratio_min and ratio_max over the runs.
  * MOVE_BENCH_PERF_CTL names the control fifo of perf record -D -1 --control fifo:PATH: the
  * profile then covers the change only, or with MOVE_BENCH_PERF_WINDOW=steady the steady window.
  */
@@ -98,6 +101,7 @@ typedef struct opts {
     int window;
     double steady_s;
     double max_s; /* give up on a change that has not converged by then */
+    int runs;     /* each configuration this many times, on a fresh cluster each */
 } opts;
 
 /* ---------------------------------------------------------------------------------------------
@@ -399,7 +403,13 @@ static void win_print(const char *pre, const window *w)
            (double)w->st.bytes_sent / n, pre, w->cores);
 }
 
-static void run_case(const opts *o, int which, uint64_t size, int publishing)
+/* What one run of a case yields for the summary of repeated runs: during / steady and during /
+ * after (0 without a publisher). */
+typedef struct result {
+    double ratio, ratio_after;
+} result;
+
+static result run_case(const opts *o, int which, uint64_t size, int publishing)
 {
     char root[512] = "";
     if (o->posix) snprintf(root, sizeof root, "%s/jr-move-bench-%d", o->dir, (int)getpid());
@@ -584,6 +594,22 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
     fflush(stdout);
     mt_cluster_close(&c);
     free(p.data);
+    result res = {pub_steady > 0 ? pub_during / pub_steady : 0,
+                  pub_after > 0 ? pub_during / pub_after : 0};
+    return res;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n) (sorts it). */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* Parses "100M,1G" (suffixes K, M, G: powers of 1,000) into out: how many, or -1. */
@@ -613,7 +639,7 @@ static int usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B] "
             "[--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S] "
-            "[--max-seconds S]\n",
+            "[--max-seconds S] [--runs N]\n",
             prog);
     return 2;
 }
@@ -633,6 +659,7 @@ int main(int argc, char **argv)
     o.window = 256;
     o.steady_s = 1.0;
     o.max_s = 30;
+    o.runs = 1;
     for (int i = 1; i < argc; i += 2) { /* --flag value pairs */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return usage(argv[0]);
@@ -661,6 +688,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--steady-seconds")) {
             o.steady_s = atof(v);
             if (o.steady_s <= 0) return usage(argv[0]);
+        } else if (!strcmp(a, "--runs")) {
+            o.runs = atoi(v);
+            if (o.runs < 1 || o.runs > 100) return usage(argv[0]);
         } else if (!strcmp(a, "--max-seconds")) {
             o.max_s = atof(v);
             if (o.max_s <= 0) return usage(argv[0]);
@@ -671,7 +701,21 @@ int main(int argc, char **argv)
     for (int s = 0; s < o.nsizes; s++)
         for (int which = CASE_GROW; which <= CASE_MOVE; which <<= 1) {
             if (!(o.cases & which)) continue;
-            for (int k = 0; k < o.npublish; k++) run_case(&o, which, o.size[s], o.publish[k]);
+            for (int k = 0; k < o.npublish; k++) {
+                double r[100], ra[100];
+                for (int i = 0; i < o.runs; i++) {
+                    result res = run_case(&o, which, o.size[s], o.publish[k]);
+                    r[i] = res.ratio;
+                    ra[i] = res.ratio_after;
+                }
+                if (o.runs < 2 || !o.publish[k]) continue;
+                printf("{\"bench\":\"move\",\"summary\":true,\"case\":\"%s\",\"size\":%" PRIu64
+                       ",\"runs\":%d,\"ratio_median\":%.2f,\"ratio_after_median\":%.2f",
+                       which == CASE_GROW ? "grow" : "move", o.size[s], o.runs, median(r, o.runs),
+                       median(ra, o.runs));
+                printf(",\"ratio_min\":%.2f,\"ratio_max\":%.2f}\n", r[0], r[o.runs - 1]);
+                fflush(stdout);
+            }
         }
     return 0;
 }
