@@ -13,9 +13,9 @@
 
 #define MAX_LATE (1u << 16)
 /* Frame buffers a loop keeps for reuse once handled: at most POOL_ITEMS of them, POOL_BYTES in
- * all (a frame bigger than POOL_BYTES / 4 is freed). A buffer malloc'd and freed per frame made
- * the allocator hand memory back to the system and fault it in again, page by page, on every
- * big frame: a quarter of every node's CPU went to the host's copies rather than the library. */
+ * all (a frame bigger than POOL_BYTES / 4 is freed). A buffer malloc'd and freed per frame lets
+ * the allocator hand big ones back to the system and fault them in again, page by page, on
+ * every frame: the host's copies, not the library, would then fill a node's profile. */
 #define POOL_ITEMS 64
 #define POOL_BYTES (64u << 20)
 

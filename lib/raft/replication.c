@@ -160,8 +160,8 @@ void jr__repl_heartbeat(jr__raft *r, uint64_t now)
         /* Entries in flight are sent again at once only to a follower that answered
          * something (a heartbeat, an older APPEND) during the interval and still did not move:
          * what it was sent is lost. One that said nothing at all is busy or cut off: what it
-         * was sent may still wait for it (a joining replica busy with its catch-up was sent its
-         * window again every interval, to skip it all later). It is sent it again after two
+         * was sent may still wait for it (a joining replica busy with its catch-up would be
+         * sent its window again every interval, only to skip it). It is sent it again after two
          * silent intervals, four, eight, then every eighth (its answers may be what is lost: a
          * one-way cut), and at the next tick once it answers this tick's heartbeat. */
         int spoke = p->heard != p->hb_heard;
