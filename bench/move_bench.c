@@ -45,7 +45,8 @@
  *                    slow the wall-clock figures; the CPU figures much less)
  * With --publish 1 (both by default) the publisher keeps running through the move:
  *   pub_steady_msgs_s  acknowledged publishes per second over --steady-seconds (default 1)
- *                      just before the update (stream info asked every 5 ms there too)
+ *                      just before the update, once every replica is current after the fill
+ *                      (stream info asked every 5 ms there too)
  *   pub_during_msgs_s  the same from the update's answer to convergence
  *   pub_after_msgs_s   the same window as pub_steady_msgs_s, right after convergence (the new
  *                      peer set: R4 after a grow)
@@ -452,6 +453,10 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
             mt_sleep_ms(10);
         mt_sleep_ms(500);
     } else {
+        /* the fill leaves followers behind the leader (it sends them their backlog for a
+         * while): the steady window starts once every replica is current again (at most 5 s) */
+        for (int k = 0; k < 500 && (view_get(&c, leader, &v) != 0 || !v.settled); k++)
+            mt_sleep_ms(10);
         steady_window(o, &c, leader, &p, &before);
     }
     if (view_get(&c, leader, &v) != 0) mt_die("stream info", JR_ENOLEADER, NULL);
