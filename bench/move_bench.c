@@ -5,7 +5,7 @@
  *
  *   move_bench [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B]
  *              [--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S]
- *              [--max-seconds S] [--catchup-log BYTES]
+ *              [--max-seconds S] [--catchup-log BYTES] [--runs N]
  *
  * Each case runs on a fresh cluster: servers n0..n3, server i tagged "s<i>"; one stream BENCH on
  * bench.> with 3 replicas and file storage is filled by a publisher on the stream leader's
@@ -52,19 +52,33 @@
  *                    slow the wall-clock figures; the CPU figures much less)
  * With --publish 1 (both by default) the publisher keeps running through the move:
  *   pub_steady_msgs_s  acknowledged publishes per second over --steady-seconds (default 1)
- *                      just before the update (stream info asked every 5 ms there too)
+ *                      just before the update, once every replica is current after the fill
+ *                      (stream info asked every 5 ms there too)
  *   pub_during_msgs_s  the same from the update's answer to convergence
- *   ratio              during / steady (the target is at least 0.7)
+ *   pub_after_msgs_s   the same window as pub_steady_msgs_s, right after convergence (the new
+ *                      peer set: R4 after a grow)
+ *   ratio, ratio_after during / steady and during / after (the target is at least 0.7); on a
+ *                      machine of two cores the steady rate swings with how the scheduler
+ *                      places the group's three threads, so a ratio whose steady and after
+ *                      rates disagree much says little: run it again
  *   pub_failed         publishes that failed during the case (a leader handing over refuses
  *                      some briefly)
  *   copy_s, pub_copy_msgs_s    the time the joining replica copied messages (fetching, or
  *                      paused between chunks) and the publish rate then (sampled every 5 ms)
  *   drain_s, pub_drain_msgs_s  the same while it applied the entries queued meanwhile
- *   steady_leader_us_msg, leader_us_msg  the stream leader's thread CPU time (publisher
- *                      included) per acknowledged publish, steady and during the change
- *   steady_cores, cores  the process's CPU time per second over the steady window and over the
- *                      change: on a machine shared with other work, a ratio whose cores fell
- *                      as much is the scheduler's as much as the library's
+ * and for each window (steady_ before, none during the change, after_ after it):
+ *   leader_us_msg      the stream leader's thread CPU time (publisher included) per publish
+ *   leader_msgs_write  publishes per WAL write of the leader (its batches: a per-batch cost
+ *                      spread over fewer messages shows here)
+ *   leader_bytes_msg   bytes the leader sent per publish (each follower's copy, acks, pings)
+ *   cores              the process's CPU time per second: on a machine shared with other
+ *                      work, a ratio whose cores fell as much is the scheduler's as much as
+ *                      the library's
+ * With --runs N (default 1) each configuration runs N times, each on a fresh cluster, and a
+ * line with "summary":true follows the N lines of a publishing case: ratio_median,
+ * ratio_after_median, ratio_min and ratio_max over the runs.
+ * MOVE_BENCH_PERF_CTL names the control fifo of perf record -D -1 --control fifo:PATH: the
+ * profile then covers the change only, or with MOVE_BENCH_PERF_WINDOW=steady the steady window.
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -96,6 +110,7 @@ typedef struct opts {
     double steady_s;
     double max_s;         /* give up on a change that has not converged by then */
     uint64_t catchup_log; /* jr_node_config.catchup_log_bytes; 0: the default */
+    int runs;             /* each configuration this many times, on a fresh cluster each */
 } opts;
 
 /* ---------------------------------------------------------------------------------------------
@@ -303,18 +318,113 @@ static double load1(void)
 }
 
 /* With MOVE_BENCH_PERF_CTL naming perf record's control fifo (perf record -D -1 --control
- * fifo:PATH), profiles only from the update to the convergence. */
-static void perf_ctl(const char *cmd)
+ * fifo:PATH), profiles only from the update to the convergence, or with MOVE_BENCH_PERF_WINDOW
+ * "steady" only the steady window before it. */
+static void perf_ctl(const char *window, const char *cmd)
 {
     const char *path = getenv("MOVE_BENCH_PERF_CTL");
-    if (!path) return;
+    const char *want = getenv("MOVE_BENCH_PERF_WINDOW");
+    if (!path || strcmp(want ? want : "change", window)) return;
     FILE *f = fopen(path, "w");
     if (!f) return;
     fprintf(f, "%s\n", cmd);
     fclose(f);
 }
 
-static void run_case(const opts *o, int which, uint64_t size, int publishing)
+/* A node's stats (jr_node_stats), read on its thread. */
+typedef struct stats_read {
+    mt_waiter w;
+    jr_node_stats st;
+} stats_read;
+
+static void stats_task(void *arg, jr_node *node)
+{
+    stats_read *r = arg;
+    r->st.size = sizeof r->st;
+    mt_waiter_done(&r->w, jr_node_stats_get(node, &r->st), NULL);
+}
+
+static jr_node_stats node_stats(mt_cluster *c, int i)
+{
+    stats_read r;
+    memset(&r, 0, sizeof r);
+    mt_waiter_init(&r.w, NULL);
+    mt_run_on(&c->loops[i], stats_task, &r);
+    mt_waiter_wait(&r.w);
+    return r.st;
+}
+
+/* What the publishers got over a window, and what it cost: opened by win_open, closed by
+ * win_close (the leader's figures are those of node `li`). */
+typedef struct window {
+    int li;
+    uint64_t t0, a0, acked;
+    double c0, l0, secs, cores, leader_cpu;
+    jr_node_stats s0, st; /* the leader's stats at the open; then their growth */
+} window;
+
+static void win_open(window *w, mt_cluster *c, int li, pubber *p)
+{
+    memset(w, 0, sizeof *w);
+    w->li = li;
+    w->s0 = node_stats(c, li);
+    w->a0 = pub_acked(p);
+    w->t0 = bench_now_ns();
+    w->c0 = bench_cpu_s();
+    w->l0 = mt_loop_cpu_s(&c->loops[li]);
+}
+
+static void win_close(window *w, mt_cluster *c, pubber *p)
+{
+    w->acked = pub_acked(p) - w->a0;
+    w->secs = (double)(bench_now_ns() - w->t0) * 1e-9;
+    w->cores = w->secs > 0 ? (bench_cpu_s() - w->c0) / w->secs : 0;
+    w->leader_cpu = mt_loop_cpu_s(&c->loops[w->li]) - w->l0;
+    jr_node_stats s = node_stats(c, w->li);
+    w->st.frames_sent = s.frames_sent - w->s0.frames_sent;
+    w->st.bytes_sent = s.bytes_sent - w->s0.bytes_sent;
+    w->st.wal_syncs = s.wal_syncs - w->s0.wal_syncs;
+}
+
+static double win_rate(const window *w)
+{
+    return w->secs > 0 ? (double)w->acked / w->secs : 0;
+}
+
+/* Publishes for o->steady_s with stream info asked every 5 ms, as while a change converges:
+ * both rates pay for it. */
+static void steady_window(const opts *o, mt_cluster *c, int li, pubber *p, window *w)
+{
+    view v;
+    perf_ctl("steady", "enable");
+    win_open(w, c, li, p);
+    while (bench_now_ns() - w->t0 < (uint64_t)(o->steady_s * 1e9)) {
+        mt_sleep_ms(5);
+        view_get(c, li, &v);
+    }
+    win_close(w, c, p);
+    perf_ctl("steady", "disable");
+}
+
+/* Prints a window's figures under `pre` (the leader's CPU per publish, its messages per WAL
+ * write and bytes sent per publish: batching). */
+static void win_print(const char *pre, const window *w)
+{
+    double n = w->acked ? (double)w->acked : 1;
+    printf(",\"%sleader_us_msg\":%.2f,\"%sleader_msgs_write\":%.1f,"
+           "\"%sleader_bytes_msg\":%.0f,\"%scores\":%.2f",
+           pre, w->leader_cpu * 1e6 / n, pre,
+           w->st.wal_syncs ? (double)w->acked / (double)w->st.wal_syncs : 0, pre,
+           (double)w->st.bytes_sent / n, pre, w->cores);
+}
+
+/* What one run of a case yields for the summary of repeated runs: during / steady and during /
+ * after (0 without a publisher). */
+typedef struct result {
+    double ratio, ratio_after;
+} result;
+
+static result run_case(const opts *o, int which, uint64_t size, int publishing)
 {
     char root[512] = "";
     if (o->posix) snprintf(root, sizeof root, "%s/jr-move-bench-%d", o->dir, (int)getpid());
@@ -347,8 +457,9 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
         if (est + est / 50 < size) continue;
         if (view_get(&c, leader, &v) == 0 && v.bytes >= size) break;
     }
-    uint64_t steady = 0;
-    double steady_s = 0, steady_cores = 0, steady_leader_cpu = 0;
+    window before, during, after;
+    memset(&before, 0, sizeof before);
+    memset(&after, 0, sizeof after);
     if (!publishing) {
         /* a quiet cluster: every replica has applied the fill, and what it started (snapshots,
          * store marks) is done */
@@ -357,17 +468,11 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
             mt_sleep_ms(10);
         mt_sleep_ms(500);
     } else {
-        /* stream info every 5 ms, as while the change converges: both rates pay for it */
-        uint64_t a0 = pub_acked(&p), t0 = bench_now_ns();
-        double c0 = bench_cpu_s(), l0 = mt_loop_cpu_s(&c.loops[leader]);
-        while (bench_now_ns() - t0 < (uint64_t)(o->steady_s * 1e9)) {
-            mt_sleep_ms(5);
-            view_get(&c, leader, &v);
-        }
-        steady = pub_acked(&p) - a0;
-        steady_s = (double)(bench_now_ns() - t0) * 1e-9;
-        steady_cores = (bench_cpu_s() - c0) / steady_s;
-        steady_leader_cpu = mt_loop_cpu_s(&c.loops[leader]) - l0;
+        /* the fill leaves followers behind the leader (it sends them their backlog for a
+         * while): the steady window starts once every replica is current again (at most 5 s) */
+        for (int k = 0; k < 500 && (view_get(&c, leader, &v) != 0 || !v.settled); k++)
+            mt_sleep_ms(10);
+        steady_window(o, &c, leader, &p, &before);
     }
     if (view_get(&c, leader, &v) != 0) mt_die("stream info", JR_ENOLEADER, NULL);
     uint64_t bytes = v.bytes;
@@ -397,7 +502,7 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
     for (int i = 0; i < NODES; i++) s0[i] = cu_counts(&c, i);
 
     uint64_t fail0 = __atomic_load_n(&p.failed, __ATOMIC_RELAXED);
-    perf_ctl("enable");
+    perf_ctl("change", "enable");
     double cpu0 = bench_cpu_s(), tcpu0[NODES];
     for (int i = 0; i < NODES; i++) tcpu0[i] = mt_loop_cpu_s(&c.loops[i]);
     double load = load1();
@@ -409,6 +514,7 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
     if (rc) mt_die("jr_stream_update", rc, u.w.msg);
     uint64_t t_answer = bench_now_ns(), a1 = pub_acked(&p);
     uint64_t t_conv = 0, a2 = 0;
+    if (publishing) win_open(&during, &c, mt_index(&c, lname), &p);
     double cpu = 0, tcpu[NODES];
     /* publishes acknowledged and time spent while the joiner copied and while it applied its
      * queue, attributed by its phase at the end of each 5 ms step */
@@ -447,11 +553,12 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
         if (!v.settled || n != (which == CASE_GROW ? 4 : 3)) continue;
         if (gone[0] && view_has(&v, gone)) continue;
         t_conv = bench_now_ns();
-        perf_ctl("disable");
+        perf_ctl("change", "disable");
         cpu = bench_cpu_s() - cpu0;
         for (int i = 0; i < NODES; i++) tcpu[i] = mt_loop_cpu_s(&c.loops[i]) - tcpu0[i];
         if (mo.log) fprintf(stderr, "%9.3f ms converged\n", (double)(t_conv - c.t_open) / 1e6);
         a2 = pub_acked(&p);
+        if (publishing) win_close(&during, &c, &p);
         break;
     }
     cu_count f1 = cu_counts(&c, joiner);
@@ -461,11 +568,17 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
         if (cu_counts(&c, i).served > s0[i].served)
             snprintf(sources + strlen(sources), sizeof sources - strlen(sources), "%s%s",
                      sources[0] ? "," : "", c.names[i]);
-    if (publishing) pub_stop(&p);
+    if (publishing) {
+        /* the same window as before the change, in the cluster it left: a ratio against a
+         * steady rate that the two windows do not agree on is noise */
+        if (view_get(&c, leader, &v) == 0 && v.leader[0])
+            steady_window(o, &c, mt_index(&c, v.leader), &p, &after);
+        pub_stop(&p);
+    }
     uint64_t failed = __atomic_load_n(&p.failed, __ATOMIC_RELAXED) - fail0;
     double update_s = (double)(t_answer - t_call) * 1e-9;
     double secs = (double)(t_conv - t_answer) * 1e-9;
-    double pub_steady = steady_s > 0 ? (double)steady / steady_s : 0;
+    double pub_steady = win_rate(&before), pub_after = win_rate(&after);
     double pub_during = secs > 0 ? (double)(a2 - a1) / secs : 0;
     printf("{\"bench\":\"move\",\"case\":\"%s\",\"bytes\":%" PRIu64 ",\"msg_bytes\":%zu,"
            "\"vfs\":\"%s\",\"publishing\":%s,\"leader\":\"%s\",\"joined\":\"%s\","
@@ -484,22 +597,40 @@ static void run_case(const opts *o, int which, uint64_t size, int publishing)
            (double)(f1.drained - f0.drained) / 1e6, (double)f1.queue_peak / 1e6,
            (double)cu_counts(&c, mt_index(&c, lname)).kept / 1e6, (double)f1.log_peak / 1e6,
            f1.log_drops, load);
-    if (publishing)
+    if (publishing) {
         printf(",\"pub_steady_msgs_s\":%.0f,\"pub_during_msgs_s\":%.0f,\"ratio\":%.2f,"
-               "\"pub_failed\":%" PRIu64 ",\"steady_cores\":%.2f,\"cores\":%.2f,"
+               "\"pub_after_msgs_s\":%.0f,\"ratio_after\":%.2f,"
+               "\"pub_failed\":%" PRIu64 ","
                "\"copy_s\":%.3f,\"pub_copy_msgs_s\":%.0f,\"drain_s\":%.3f,"
-               "\"pub_drain_msgs_s\":%.0f,\"steady_leader_us_msg\":%.2f,"
-               "\"leader_us_msg\":%.2f",
-               pub_steady, pub_during, pub_steady > 0 ? pub_during / pub_steady : 0, failed,
-               steady_cores, secs > 0 ? cpu / secs : 0, (double)copy_ns * 1e-9,
+               "\"pub_drain_msgs_s\":%.0f",
+               pub_steady, pub_during, pub_steady > 0 ? pub_during / pub_steady : 0, pub_after,
+               pub_after > 0 ? pub_during / pub_after : 0, failed, (double)copy_ns * 1e-9,
                copy_ns ? (double)copy_acks / ((double)copy_ns * 1e-9) : 0, (double)drain_ns * 1e-9,
-               drain_ns ? (double)drain_acks / ((double)drain_ns * 1e-9) : 0,
-               steady ? steady_leader_cpu * 1e6 / (double)steady : 0,
-               a2 > a1 ? tcpu[mt_index(&c, lname)] * 1e6 / (double)(a2 - a1) : 0);
+               drain_ns ? (double)drain_acks / ((double)drain_ns * 1e-9) : 0);
+        win_print("steady_", &before);
+        win_print("", &during);
+        win_print("after_", &after);
+    }
     printf("}\n");
     fflush(stdout);
     mt_cluster_close(&c);
     free(p.data);
+    result res = {pub_steady > 0 ? pub_during / pub_steady : 0,
+                  pub_after > 0 ? pub_during / pub_after : 0};
+    return res;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n) (sorts it). */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* Parses "100M,1G" (suffixes K, M, G: powers of 1,000) into out: how many, or -1. */
@@ -529,7 +660,7 @@ static int usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B] "
             "[--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S] "
-            "[--max-seconds S] [--catchup-log BYTES]\n",
+            "[--max-seconds S] [--catchup-log BYTES] [--runs N]\n",
             prog);
     return 2;
 }
@@ -549,6 +680,7 @@ int main(int argc, char **argv)
     o.window = 256;
     o.steady_s = 1.0;
     o.max_s = 30;
+    o.runs = 1;
     for (int i = 1; i < argc; i += 2) { /* --flag value pairs */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return usage(argv[0]);
@@ -579,6 +711,9 @@ int main(int argc, char **argv)
             if (o.steady_s <= 0) return usage(argv[0]);
         } else if (!strcmp(a, "--catchup-log")) {
             if (parse_sizes(v, &o.catchup_log, 1) != 1) return usage(argv[0]);
+        } else if (!strcmp(a, "--runs")) {
+            o.runs = atoi(v);
+            if (o.runs < 1 || o.runs > 100) return usage(argv[0]);
         } else if (!strcmp(a, "--max-seconds")) {
             o.max_s = atof(v);
             if (o.max_s <= 0) return usage(argv[0]);
@@ -589,7 +724,21 @@ int main(int argc, char **argv)
     for (int s = 0; s < o.nsizes; s++)
         for (int which = CASE_GROW; which <= CASE_MOVE; which <<= 1) {
             if (!(o.cases & which)) continue;
-            for (int k = 0; k < o.npublish; k++) run_case(&o, which, o.size[s], o.publish[k]);
+            for (int k = 0; k < o.npublish; k++) {
+                double r[100], ra[100];
+                for (int i = 0; i < o.runs; i++) {
+                    result res = run_case(&o, which, o.size[s], o.publish[k]);
+                    r[i] = res.ratio;
+                    ra[i] = res.ratio_after;
+                }
+                if (o.runs < 2 || !o.publish[k]) continue;
+                printf("{\"bench\":\"move\",\"summary\":true,\"case\":\"%s\",\"size\":%" PRIu64
+                       ",\"runs\":%d,\"ratio_median\":%.2f,\"ratio_after_median\":%.2f",
+                       which == CASE_GROW ? "grow" : "move", o.size[s], o.runs, median(r, o.runs),
+                       median(ra, o.runs));
+                printf(",\"ratio_min\":%.2f,\"ratio_max\":%.2f}\n", r[0], r[o.runs - 1]);
+                fflush(stdout);
+            }
         }
     return 0;
 }

@@ -12,6 +12,12 @@
 #include "vfs/memfs.h"
 
 #define MAX_LATE (1u << 16)
+/* Frame buffers a loop keeps for reuse once handled: at most POOL_ITEMS of them, POOL_BYTES in
+ * all (a frame bigger than POOL_BYTES / 4 is freed). A buffer malloc'd and freed per frame lets
+ * the allocator hand big ones back to the system and fault them in again, page by page, on
+ * every frame: the host's copies, not the library, would then fill a node's profile. */
+#define POOL_ITEMS 64
+#define POOL_BYTES (64u << 20)
 
 struct mt_item {
     struct mt_item *next;
@@ -19,6 +25,7 @@ struct mt_item {
     void (*task)(void *arg, jr_node *node);
     void *arg;
     size_t len;
+    size_t cap; /* bytes of data[] (frames) */
     uint8_t data[];
 };
 
@@ -68,6 +75,46 @@ static void post(mt_loop *l, mt_item *it)
     pthread_mutex_unlock(&l->mu);
 }
 
+/* A buffer for a frame of len bytes to loop l: one l handled earlier, or a new one. */
+static mt_item *pool_take(mt_loop *l, size_t len)
+{
+    mt_item *it = NULL;
+    pthread_mutex_lock(&l->mu);
+    for (mt_item **pp = &l->pool; *pp; pp = &(*pp)->next)
+        if ((*pp)->cap >= len) {
+            it = *pp;
+            *pp = it->next;
+            l->npool--;
+            l->pool_bytes -= it->cap;
+            break;
+        }
+    pthread_mutex_unlock(&l->mu);
+    if (it) return it;
+    size_t cap = len < 4096 ? 4096 : len;
+    it = malloc(sizeof *it + cap);
+    if (it) it->cap = cap;
+    return it;
+}
+
+/* Keeps the handled frame buffer `it` of loop l for reuse, or frees it. */
+static void pool_give(mt_loop *l, mt_item *it)
+{
+    if (it->from < 0 || it->cap > POOL_BYTES / 4) {
+        free(it);
+        return;
+    }
+    pthread_mutex_lock(&l->mu);
+    if (l->npool < POOL_ITEMS && l->pool_bytes + it->cap <= POOL_BYTES) {
+        it->next = l->pool;
+        l->pool = it;
+        l->npool++;
+        l->pool_bytes += it->cap;
+        it = NULL;
+    }
+    pthread_mutex_unlock(&l->mu);
+    free(it);
+}
+
 void mt_run_on(mt_loop *l, void (*task)(void *, jr_node *), void *arg)
 {
     mt_item *it = malloc(sizeof *it);
@@ -89,7 +136,7 @@ static int host_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
     if (dst < 0) return -1;
     size_t len = 0;
     for (int i = 0; i < iovcnt; i++) len += iov[i].len;
-    mt_item *it = malloc(sizeof *it + len);
+    mt_item *it = pool_take(&c->loops[dst], len);
     if (!it) return -1;
     it->from = l->idx;
     it->task = NULL;
@@ -133,6 +180,7 @@ static void host_log(void *ctx, int level, const char *msg)
 static void *loop_main(void *arg)
 {
     mt_loop *l = arg;
+    pthread_setname_np(pthread_self(), l->name); /* profilers name the node */
     for (;;) {
         pthread_mutex_lock(&l->mu);
         int slept = 0; /* blocked waiting for the timer */
@@ -172,7 +220,7 @@ static void *loop_main(void *arg)
                 it->task(it->arg, l->node);
             else
                 jr_node_recv(l->node, l->c->names[it->from], it->data, it->len);
-            free(it);
+            pool_give(l, it);
             it = next;
         }
         if (bench_now_ns() >= l->deadline) jr_node_tick(l->node);
@@ -268,6 +316,11 @@ void mt_cluster_close(mt_cluster *c)
         pthread_mutex_unlock(&l->mu);
         pthread_join(l->thread, NULL);
         if (l->vfs) jr__memfs_free(l->vfs);
+        while (l->pool) {
+            mt_item *next = l->pool->next;
+            free(l->pool);
+            l->pool = next;
+        }
         pthread_mutex_destroy(&l->mu);
         pthread_cond_destroy(&l->cv);
         free(l->late);

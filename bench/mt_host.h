@@ -3,7 +3,9 @@
  * embeds libjetraft (one event loop per node, frames handed between loops through mailboxes).
  *
  * Each loop waits on a mutex/condition-variable mailbox with the node's one timer as the wait
- * deadline (jr_host.arm); jr_host.send copies the frame into the destination's mailbox; each
+ * deadline (jr_host.arm); jr_host.send copies the frame into the destination's mailbox, in a
+ * buffer the destination handled before when it has one (a pool per loop: fresh buffers for
+ * every frame cost the host more than the library); each
  * loop feeds what arrived to jr_node_recv and calls jr_node_tick when the deadline passed.
  * Storage: the in-memory file system of the test fixture (one per node), or jr_vfs_posix()
  * under per-node directories of a root with JR_SYNC_ALWAYS. A bench changes anything else of a
@@ -39,10 +41,12 @@ typedef struct mt_loop {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     mt_item *head, *tail; /* guarded by mu */
-    int stop;             /* guarded by mu */
-    uint64_t deadline;    /* node's timer; loop thread only */
-    uint64_t *late;       /* with mt_opts.record_late: how late each timer wake-up was (ns),
-                             guarded by mu */
+    mt_item *pool;        /* frame buffers handled, kept for reuse; guarded by mu */
+    size_t npool, pool_bytes;
+    int stop;          /* guarded by mu */
+    uint64_t deadline; /* node's timer; loop thread only */
+    uint64_t *late;    /* with mt_opts.record_late: how late each timer wake-up was (ns),
+                          guarded by mu */
     uint64_t nlate;
 } mt_loop;
 

@@ -195,10 +195,24 @@ void jr__repl_heartbeat(jr__raft *r, uint64_t now)
     for (uint32_t i = 0; i < r->conf->n; i++) {
         jr__prog *p = &r->prog[i];
         if (p->id == r->cfg.self) continue;
+        /* Entries in flight are sent again at once only to a follower that answered
+         * something (a heartbeat, an older APPEND) during the interval and still did not move:
+         * what it was sent is lost. One that said nothing at all, having spoken before, is
+         * busy or cut off: what it was sent may still wait for it (a joining replica busy with
+         * its catch-up would be sent its window again every interval, only to skip it). It is
+         * sent it again after two silent intervals, four, eight, then every eighth (its answers
+         * may be what is lost: a one-way cut), and at the next tick once it answers this tick's
+         * heartbeat. One never heard from (a new member, whose replica its server may not have
+         * created yet) is sent it again every interval. */
+        int spoke = p->heard != p->hb_heard;
+        p->hb_heard = p->heard;
+        p->hb_silent = spoke ? 0 : p->hb_silent + (p->hb_silent < UINT32_MAX);
+        uint32_t q = p->hb_silent;
+        int retry = spoke || !p->heard || q == 2 || q == 4 || q % 8 == 0;
         if (p->state == JR__PROBE) {
-            p->paused = 0; /* the probe (or its answer) may have been lost: retry */
+            if (retry) p->paused = 0; /* the probe (or its answer) may have been lost */
         } else if (p->state == JR__REPLICATE && p->ring_count && p->match == p->hb_match) {
-            jr__prog_probe(p, p->match + 1); /* a whole interval without progress: lost */
+            if (retry) jr__prog_probe(p, p->match + 1); /* a whole interval without progress */
         } else if (p->state == JR__SNAPSHOT) {
             /* no answer for a whole interval: resume at the offset the follower asked for */
             if (p->paused && !p->snap_moved) jr__snap_send(r, p, now);

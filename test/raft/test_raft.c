@@ -1085,6 +1085,66 @@ START_TEST(leader_repairs_a_follower_that_lost_acked_entries)
 }
 END_TEST
 
+/* Node 3 (index 2) as a follower that is busy or cut off (drop_all_of_3: nothing reaches it,
+ * it says nothing) or only loses its APPENDs (drop_appends_to_3: it answers heartbeats); both
+ * count the APPENDs with entries the leader sends it. */
+static int drop_all_of_3(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    if (m->to == 3 && m->type == JR__MSG_APPEND && m->u.append.n) ++*(int *)arg;
+    return m->to != 3 && m->from != 3;
+}
+
+static int drop_appends_to_3(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    if (m->to != 3 || m->type != JR__MSG_APPEND) return 1;
+    if (m->u.append.n) ++*(int *)arg;
+    return 0;
+}
+
+/* Entries in flight to a follower that has said nothing for a whole heartbeat interval are not
+ * sent again at once: it is busy (what it was sent may wait for it) or cut off, and resending
+ * would only add to its backlog. They go again after two silent intervals, four, eight, then
+ * every eighth (a one-way cut loses its answers, not what it is sent); once it answers a heartbeat,
+ * the next interval without progress brings the retry, and it catches up. A follower that
+ * answers heartbeats but not APPENDs (they are lost) is sent them again every interval. */
+START_TEST(silent_follower_is_not_sent_its_window_again)
+{
+    harness h;
+    h_init(&h, 3, 21);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    h_propose_n(&h, 0, 5, "warm"); /* every follower replicating */
+    int sent = 0;
+    h.filter = drop_all_of_3;
+    h.filter_arg = &sent;
+    h_propose_n(&h, 0, 20, "busy");
+    ck_assert_int_gt(sent, 0); /* the pipeline's own sends */
+    sent = 0;
+    uint64_t hb = h.cfg.heartbeat_interval;
+    h_run(&h, 9 * hb); /* 9 or 10 ticks: sent again at the 2nd, 4th and 8th */
+    ck_assert_int_ge(sent, 1);
+    ck_assert_int_le(sent, 3);
+    /* it speaks again: a retry at the next tick without progress, and it catches up */
+    h.filter = NULL;
+    h_run(&h, 3 * hb);
+    ck_assert_uint_eq(jr__raft_last_index(R(&h, 2)), jr__raft_last_index(R(&h, 0)));
+
+    /* APPENDs lost while heartbeats go through: retried every interval */
+    h.filter = drop_appends_to_3;
+    h_propose_n(&h, 0, 20, "lossy");
+    sent = 0;
+    h_run(&h, 3 * hb);
+    ck_assert_int_ge(sent, 2);
+    h.filter = NULL;
+    h_run(&h, 3 * hb);
+    ck_assert_uint_eq(jr__raft_last_index(R(&h, 2)), jr__raft_last_index(R(&h, 0)));
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
 /* Interned configurations: equal memberships share one object, counted; the last reference
  * frees it. */
 START_TEST(configurations_are_interned)
@@ -1490,6 +1550,7 @@ static Suite *suite(void)
     tcase_add_test(tc, snapshot_install_chunked_and_resumed);
     tcase_add_test(tc, restart_recovers_from_durable_state);
     tcase_add_test(tc, leader_repairs_a_follower_that_lost_acked_entries);
+    tcase_add_test(tc, silent_follower_is_not_sent_its_window_again);
     tcase_add_test(tc, configurations_are_interned);
     tcase_add_test(tc, malformed_input_changes_nothing_harmful);
     tcase_add_test(tc, deadlines_near_the_end_of_the_clock_saturate);
