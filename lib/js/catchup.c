@@ -93,6 +93,16 @@
  * finite and ends in a chunk of a round bounded by the snapshot's last seq, so the copy completes
  * however long the publishers go on, and the queue is applied as above.
  *
+ * Request size. A request asks for at most ask_max bytes, and its answer holds up to twice that
+ * (the rest of a stream comes along) plus a piece of the source's snapshot no longer than that
+ * either: all of it must arrive within the request's timeout (two election timeouts), or the
+ * replica gives up on it and asks again — forever, on a link too slow for the largest answer
+ * (at 6 MB/s, two 1 MiB chunks take longer than 300 ms). So a request that timed out halves
+ * ask_max for the next (down to CHUNK_MIN, whose answer crosses a 1 MB/s link in time), and an
+ * answer that came within a quarter of the timeout doubles it back (up to CHUNK_BYTES, or a
+ * quarter of a frame): on a slow link the copy settles on answers that arrive in time, on a
+ * fast one it keeps the largest.
+ *
  * JR__RPC_CATCHUP payloads (varint = canonical LEB128, str = varint length + bytes):
  *   request  u8 0 (chunk) | varint group | varint from | varint max_bytes
  *            u8 1 (piece) | varint group | varint snap_index | varint offset | varint max_bytes
@@ -113,6 +123,7 @@
 #include "util/deadline.h"
 
 #define CHUNK_BYTES (1u << 20) /* at most; a quarter of a frame below 4 MiB frames */
+#define CHUNK_MIN (16u << 10)  /* the least a request asks for (see "Request size") */
 #define PIECE_BYTES (256u << 10)
 #define MAX_SNAPSHOT (1ull << 32) /* largest source snapshot accepted */
 #define DRAIN_BYTES (16u << 20)   /* queued entry bytes applied a turn, beyond those queued since */
@@ -139,6 +150,7 @@ struct jr__catchup {
     uint64_t upto;    /* bounded round (non-zero): the last seq of the snapshot being restored;
                          chunks are applied up to it and the snapshot is then restored */
     uint64_t rpc_id;  /* the request in flight (0: none) */
+    uint32_t ask_max; /* bytes a request asks for ("Request size" above; 0: the most) */
     jr__id source;    /* where the round's chunks come from (pieces must too) */
     unsigned attempts;
     /* the source's snapshot arriving in pieces (total 0: none) */
@@ -633,6 +645,27 @@ static int take_piece(jr__catchup *cu, uint64_t index, uint64_t total, uint64_t 
 static void on_answer(jr_node *n, void *arg, int status, int answered, const uint8_t *p,
                       size_t len);
 
+/* "Request size" above: after the answer (status) to the request sent at cu->step_at, halves
+ * ask_max if it timed out, doubles it if the answer came within a quarter of the timeout. */
+static void size_request(jr__srep *r, int status)
+{
+    jr__js *js = r->js;
+    jr__catchup *cu = r->cu;
+    uint32_t most = js->facts.max_frame / 4 < CHUNK_BYTES ? js->facts.max_frame / 4 : CHUNK_BYTES;
+    uint32_t cur = cu->ask_max && cu->ask_max < most ? cu->ask_max : most;
+    if (status == JR_ETIMEDOUT) {
+        cu->ask_max = cur / 2 > CHUNK_MIN ? cur / 2 : CHUNK_MIN;
+        if (cu->ask_max < cur)
+            jr__node_log(js->n, JR_LOG_DEBUG,
+                         "stream '%s': catch-up request timed out: asking for %" PRIu32
+                         " bytes at a time",
+                         r->name, cu->ask_max);
+    } else if (status == 0 && cur < most) {
+        uint64_t now = jr__node_now(js->n), took = now > cu->step_at ? now - cu->step_at : 0;
+        if (took < js->election_ns / 2) cu->ask_max = cur > most / 2 ? most : 2 * cur;
+    }
+}
+
 /* After a piece of the source's snapshot was taken: restore once it is whole, else ask on. */
 static void piece_taken(jr__srep *r)
 {
@@ -651,6 +684,7 @@ static int ask(jr__srep *r, jr__id src, int pieces, uint64_t from)
     uint8_t b[48];
     jr__buf out = {b, 0, sizeof b, 0, NULL};
     uint32_t max = js->facts.max_frame / 4 < CHUNK_BYTES ? js->facts.max_frame / 4 : CHUNK_BYTES;
+    if (cu->ask_max && cu->ask_max < max) max = cu->ask_max;
     jr__buf_u8(&out, pieces ? OP_PIECE : OP_CHUNK);
     jr__buf_varint(&out, r->group);
     if (pieces) {
@@ -786,6 +820,7 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
     if (!cu) return;
     cu->rpc_id = 0;
     if (status == JR_ECLOSED) return;
+    size_request(r, status);
     if (status != 0) {
         stall(r, status);
         /* a source that is busy (restoring, or behind what was read): the next one at once,
@@ -994,8 +1029,10 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
     /* The round's last chunk comes with this replica's snapshot where the chunk was read (kept
      * for the pieces that do not fit this answer). */
     size_t first = 0;
-    if (rc == 0 && final && read_at && keep_snapshot(js, r) == 0)
+    if (rc == 0 && final && read_at && keep_snapshot(js, r) == 0) {
         first = r->served_len < PIECE_BYTES ? r->served_len : PIECE_BYTES;
+        if (first > max) first = (size_t)max; /* the requester's size ("Request size") */
+    }
     /* The records are compressed straight into the answer, after room for their length's
      * varint; the rare chunk whose compressed length has a shorter varint than the bound's is
      * moved down by the difference. */

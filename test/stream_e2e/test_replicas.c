@@ -2008,6 +2008,41 @@ START_TEST(a_joiner_that_keeps_falling_behind_is_kept_no_more_than_a_follower)
 }
 END_TEST
 
+/* A joiner behind links too slow for the largest catch-up answer to arrive within its
+ * request's timeout (3 MB/s: a 1 MiB chunk takes 350 ms, the timeout is 300 ms) asks for less
+ * after each timeout (catchup.c "Request size") and completes its copy; asking for the most
+ * every time, it would time out forever. Idle group: nothing but the copy crosses the links. */
+START_TEST(a_joiner_behind_a_slow_link_asks_for_less_until_answers_arrive_in_time)
+{
+    e2e c;
+    cluster(&c, 3, 159);
+    add_stream(&c, "SLOW", 2);
+    static char big[16384];
+    uint64_t x = 0x6a09e667f3bcc908ull;
+    e2e_res r;
+    for (int i = 0; i < 600; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.slow", big, sizeof big, NULL, &r), 0);
+    }
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "SLOW", p, 8), 2);
+    unsigned joiner = 3 - p[0] - p[1];
+    int l = e2e_replica_leader(&c, p[0], "SLOW");
+    ck_assert_int_ge(l, 0);
+    slow_links_into(&c, joiner, 3 * 1000 * 1000);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "SLOW", subj, 1, 3);
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, (unsigned)l), &cfg, e2e_admin_cb, &up), 0);
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    ck_assert_msg(wait_converged(&c, "SLOW", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "SLOW", 600);
+    e2e_free(&c);
+}
+END_TEST
+
 /* The joiner's queue is bounded (catchup.c "Queue"): with a bound of 1 MiB, a copy at 12 MB/s
  * under a publisher (16 KB every 2 ms, more than 16 MiB committed during the copy) holds at
  * most the bound plus one entry queued, pausing its group's applying when full (the entries
@@ -2296,6 +2331,7 @@ int main(void)
     tcase_add_test(keep, a_joiner_that_falls_behind_is_kept_the_log_it_needs);
     tcase_add_test(keep, a_joiner_kept_no_more_than_a_follower_gets_a_later_snapshot);
     tcase_add_test(keep, a_joiner_that_keeps_falling_behind_is_kept_no_more_than_a_follower);
+    tcase_add_test(keep, a_joiner_behind_a_slow_link_asks_for_less_until_answers_arrive_in_time);
     tcase_add_test(keep, a_joiner_under_a_publisher_holds_its_queue_within_its_bound);
     tcase_add_test(keep, a_joiner_under_a_publisher_holds_its_log_within_its_bound);
     tcase_add_test(keep, a_joiner_restarted_mid_copy_holds_its_log_within_its_bound);
