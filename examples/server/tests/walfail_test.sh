@@ -251,7 +251,13 @@ for i in $(seq 60); do
 done
 [ $given_up -eq 1 ] || fail "$leader did not give up reopening a wal_dir with $other's mark"
 echo none >"$JR_CLUSTER_DIR/$leader/ioerr"
-[ "$(metric $li wal_failures_total)" -gt "$failures" ] || fail "$leader's WAL did not fail again"
+# the monitor's counters are a snapshot taken each round: wait for one taken after the failure
+failed_again=0
+for _ in $(seq 40); do
+    [ "$(metric $li wal_failures_total)" -gt "$failures" ] && { failed_again=1; break; }
+    sleep 0.25
+done
+[ $failed_again -eq 1 ] || fail "$leader's WAL did not fail again"
 line=$(grep "a permanent error: not retrying" "$JR_CLUSTER_DIR/$leader/server.log")
 grep -q "holds the WAL of another server (EINVAL" <<<"$line" || fail "$leader did not say why: $line"
 # the monitor's view lags up to a round: read the count once it shows the server gave up
