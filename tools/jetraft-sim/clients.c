@@ -100,9 +100,10 @@ int publish_value(world *w, int p, uint32_t vid, unsigned node)
     value *v = &w->vals[vid];
     dstream *d = &w->ds[v->ds];
     proc *pr = &w->procs[p];
-    char subject[32], data[256], msgid[32];
+    char subject[32], msgid[32];
+    static char data[PAYLOAD_BIG_MAX]; /* the simulation runs on one thread */
     snprintf(subject, sizeof subject, "d%d.%u", v->ds, v->subj);
-    size_t len = payload_make(vid, data, sizeof data);
+    size_t len = payload_make(w, vid, data, sizeof data);
     jr_pub_opts opts;
     jr_pub_opts_init(&opts);
     uint32_t id = op_new(w, OP_PUBLISH, p, node, d->name, NULL);

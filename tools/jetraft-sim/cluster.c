@@ -23,6 +23,12 @@ static void configure(void *arg, unsigned i, jr_node_config *cfg)
      * every restart: it lives in the world) */
     vfault_wrap(&w->vf[i], cfg->vfs);
     cfg->vfs = &w->vf[i].vfs;
+    if (w->big) {
+        cfg->catchup_queue_bytes = JR_LOG_BOUND_MIN;
+        cfg->catchup_log_bytes = JR_LOG_BOUND_MIN;
+        cfg->keep_bytes = JR_LOG_BOUND_MIN;
+        cfg->join_keep_bytes = JR_LOG_BOUND_MIN;
+    }
 }
 
 static void on_log(void *arg, unsigned node, int level, const char *msg)

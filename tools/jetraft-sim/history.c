@@ -126,10 +126,11 @@ uint32_t value_new(world *w, int ds, int pr, unsigned subj, int msg_id)
     return (uint32_t)w->nvals++;
 }
 
-size_t payload_make(uint32_t vid, char *buf, size_t cap)
+size_t payload_make(const world *w, uint32_t vid, char *buf, size_t cap)
 {
     size_t len = (size_t)snprintf(buf, cap, "v%u.", vid);
-    size_t pad = 16 + (vid * 2654435761u) % 160; /* a length of its own, from its id */
+    /* a length of its own, from its id */
+    size_t pad = 16 + (vid * 2654435761u) % (w->big ? PAYLOAD_BIG_MAX - 16 : 160);
     while (len < pad && len < cap - 1) buf[len] = (char)('a' + (len + vid) % 26), len++;
     return len;
 }
@@ -143,8 +144,8 @@ int64_t payload_value(world *w, const void *data, size_t len)
     for (; i < len && p[i] >= '0' && p[i] <= '9'; i++) v = v * 10 + (uint64_t)(p[i] - '0');
     if (i == 1 || v >= w->nvals) return -1;
     /* every byte must be the value's: a damaged payload is not the value */
-    char want[256];
-    size_t n = payload_make((uint32_t)v, want, sizeof want);
+    static char want[PAYLOAD_BIG_MAX]; /* the simulation runs on one thread */
+    size_t n = payload_make(w, (uint32_t)v, want, sizeof want);
     if (n != len || memcmp(want, data, len) != 0) return -1;
     return (int64_t)v;
 }

@@ -265,6 +265,9 @@ typedef struct world {
     int verbose;
     int quiet;
     const char *waive; /* comma-separated checkers whose violations are reported, not failed */
+    /* --big: payloads of up to PAYLOAD_BIG_MAX bytes and every catch-up and retention bound of
+     * jr_node_config at JR_LOG_BOUND_MIN, so that streams outgrow the bounds within a run */
+    int big;
 
     rng r;
     jr_sim *sim;
@@ -392,8 +395,9 @@ void history_write_op(world *w, uint32_t id, int completion);
 void history_minimized(world *w, FILE *out);
 void history_free(world *w);
 /* Value vid's payload into buf (at most cap bytes): "v<id>." and filler to a length of its
- * own; returns its length. */
-size_t payload_make(uint32_t vid, char *buf, size_t cap);
+ * own, 16-176 bytes, or 16-PAYLOAD_BIG_MAX with --big; returns its length. */
+#define PAYLOAD_BIG_MAX (24u << 10)
+size_t payload_make(const world *w, uint32_t vid, char *buf, size_t cap);
 /* The value id of a payload, -1 unless it is byte for byte one of ours. */
 int64_t payload_value(world *w, const void *data, size_t len);
 

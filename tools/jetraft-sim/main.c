@@ -4,7 +4,7 @@
  *
  *   jetraft-sim --seed N --seconds S [--nodes 3|5] [--faults LIST] [--history FILE]
  *               [--seeds A:COUNT] [--waive CHECKERS] [--mutate KIND] [--disk-victims 1|2]
- *               [-v|-vv] [-q]
+ *               [--big] [-v|-vv] [-q]
  *
  * One run per seed, every choice drawn from the seed, so a seed replays exactly:
  *  1. setup: the nodes, one or two data streams (R3, or R5 on five nodes) and their first
@@ -21,7 +21,9 @@
  * JSIM_TRACE_GROUP=<group id> prints every entry that group applies on every node. --waive
  * reports a checker's violations without failing the run; --mutate runs a checker self-test
  * (mutate.c). --disk-victims 2 (with --nodes 5) lets the disk nemesis damage two nodes at once
- * (faults.c), every data stream then R5.
+ * (faults.c), every data stream then R5. --big publishes payloads of up to 24 KiB and sets every
+ * catch-up and retention bound of jr_node_config to its minimum (1 MiB), so that joiners cap
+ * their logs, leaders keep only 1 MiB behind a snapshot and catch-up is paced within a run.
  * --faults takes a comma-separated list of partition, net, crash, power, pause, clock, disk,
  * ioerr, or "all" (the default) or "none". docs/testing.md describes the checkers and the
  * history format.
@@ -43,6 +45,7 @@ typedef struct opts {
     const char *mutate;
     int verbose, quiet;
     int disk_victims; /* --disk-victims: 0 (one at a time) or 2 (five nodes) */
+    int big;          /* --big */
 } opts;
 
 static uint64_t g_waived_seeds; /* seeds whose every violation was waived */
@@ -53,7 +56,7 @@ static void usage(void)
         stderr,
         "usage: jetraft-sim --seed N --seconds S [--nodes 3|5] [--faults LIST]\n"
         "                   [--history FILE] [--seeds A:COUNT] [--waive CHECKERS] [-v|-vv] [-q]\n"
-        "                   [--disk-victims 1|2]\n"
+        "                   [--disk-victims 1|2] [--big]\n"
         "  LIST: all, none, or a comma-separated list of");
     for (int k = 0; k < F_NKINDS; k++) fprintf(stderr, " %s", fault_names[k]);
     fprintf(stderr, "\n");
@@ -132,6 +135,8 @@ static void parse(int argc, char **argv, opts *o)
         } else if (!strcmp(a, "--seeds") && v) {
             if (parse_range(v, &o->seed, &o->count) != 0) usage();
             i++;
+        } else if (!strcmp(a, "--big")) {
+            o->big = 1;
         } else if (!strcmp(a, "-v")) {
             o->verbose = 1;
         } else if (!strcmp(a, "-vv")) {
@@ -160,6 +165,7 @@ static void replay_cmd(const opts *o, const world *w, FILE *out)
             (unsigned long long)w->seed, (unsigned long long)o->seconds, w->n, o->faults_arg,
             o->waive ? " --waive " : "", o->waive ? o->waive : "");
     if (o->disk_victims) fprintf(out, " --disk-victims %d", o->disk_victims);
+    if (o->big) fprintf(out, " --big");
 }
 
 /* The run of one seed: 0 if every checker passed, 1 otherwise. */
@@ -175,6 +181,7 @@ static int run_seed(const opts *o, uint64_t seed, FILE *hist)
     w->verbose = o->verbose;
     w->waive = o->waive;
     w->disk_victims = o->disk_victims ? o->disk_victims : 1;
+    w->big = o->big;
     w->r.s = seed * 0x9e3779b97f4a7c15ull + 17;
     /* drawn even when --nodes says: the replay command names the count, and must not shift
      * the rest of the run's draws */
