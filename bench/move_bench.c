@@ -61,8 +61,9 @@
  *                      machine of two cores the steady rate swings with how the scheduler
  *                      places the group's three threads, so a ratio whose steady and after
  *                      rates disagree much says little: run it again
- *   pub_failed         publishes that failed during the case (a leader handing over refuses
- *                      some briefly)
+ *   pub_failed         publishes that failed from the update to the end of the after
+ *                      window; pub_failed_change those that failed before convergence, and
+ *                      pub_failed_by all of them by error ("JR_ELEADERLOST:256")
  *   copy_s, pub_copy_msgs_s    the time the joining replica copied messages (fetching, or
  *                      paused between chunks) and the publish rate then (sampled every 5 ms)
  *   drain_s, pub_drain_msgs_s  the same while it applied the entries queued meanwhile
@@ -135,6 +136,7 @@ typedef struct pubber {
     jr_node *node;
     uint8_t *data;
     uint64_t acked, failed, outstanding; /* acked and failed are read by the main thread */
+    uint64_t failed_by[128];             /* failures by -status (read by the main thread) */
     int stop;                            /* set by the main thread */
     mt_waiter done;                      /* completed when stopped and nothing is outstanding */
     int done_sent;
@@ -147,9 +149,11 @@ static void on_ack(void *arg, int status, const jr_pub_ack *ack)
     pubber *p = arg;
     (void)ack;
     p->outstanding--;
-    if (status)
+    if (status) {
         __atomic_add_fetch(&p->failed, 1, __ATOMIC_RELAXED);
-    else
+        __atomic_add_fetch(&p->failed_by[-status > 0 && -status < 128 ? -status : 0], 1,
+                           __ATOMIC_RELAXED);
+    } else
         __atomic_add_fetch(&p->acked, 1, __ATOMIC_RELAXED);
     if (!__atomic_load_n(&p->stop, __ATOMIC_RELAXED)) {
         issue(p);
@@ -501,7 +505,8 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
     cu_count f0 = cu_counts(&c, joiner), s0[NODES];
     for (int i = 0; i < NODES; i++) s0[i] = cu_counts(&c, i);
 
-    uint64_t fail0 = __atomic_load_n(&p.failed, __ATOMIC_RELAXED);
+    uint64_t fail0 = __atomic_load_n(&p.failed, __ATOMIC_RELAXED), by0[128], fail_conv = 0;
+    for (int k = 0; k < 128; k++) by0[k] = __atomic_load_n(&p.failed_by[k], __ATOMIC_RELAXED);
     perf_ctl("change", "enable");
     double cpu0 = bench_cpu_s(), tcpu0[NODES];
     for (int i = 0; i < NODES; i++) tcpu0[i] = mt_loop_cpu_s(&c.loops[i]);
@@ -558,6 +563,7 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
         for (int i = 0; i < NODES; i++) tcpu[i] = mt_loop_cpu_s(&c.loops[i]) - tcpu0[i];
         if (mo.log) fprintf(stderr, "%9.3f ms converged\n", (double)(t_conv - c.t_open) / 1e6);
         a2 = pub_acked(&p);
+        fail_conv = __atomic_load_n(&p.failed, __ATOMIC_RELAXED) - fail0;
         if (publishing) win_close(&during, &c, &p);
         break;
     }
@@ -607,6 +613,14 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
                pub_after > 0 ? pub_during / pub_after : 0, failed, (double)copy_ns * 1e-9,
                copy_ns ? (double)copy_acks / ((double)copy_ns * 1e-9) : 0, (double)drain_ns * 1e-9,
                drain_ns ? (double)drain_acks / ((double)drain_ns * 1e-9) : 0);
+        printf(",\"pub_failed_change\":%" PRIu64 ",\"pub_failed_by\":\"", fail_conv);
+        for (int k = 0, first = 1; k < 128; k++) {
+            uint64_t d = __atomic_load_n(&p.failed_by[k], __ATOMIC_RELAXED) - by0[k];
+            if (!d) continue;
+            printf("%s%s:%" PRIu64, first ? "" : ",", k ? jr_err_name(-k) : "other", d);
+            first = 0;
+        }
+        printf("\"");
         win_print("steady_", &before);
         win_print("", &during);
         win_print("after_", &after);

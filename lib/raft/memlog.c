@@ -80,6 +80,7 @@ static int relayout(jr__memlog *l, uint64_t cap)
         if (e->len) memcpy(b + pos, l->bytes + (e->pos & (l->bcap - 1)), e->len);
         e->pos = pos;
         pos += e->len;
+        l->moved += e->len;
     }
     jr__free(l->alloc, l->bytes);
     l->bytes = b;
@@ -89,13 +90,48 @@ static int relayout(jr__memlog *l, uint64_t cap)
     return 0;
 }
 
-/* Grows the payload ring to hold at least need bytes. O(entries), but only on doubling, so
- * amortized O(1) per byte appended. */
+/* Grows the payload ring to hold at least need bytes, in place: the ring is reallocated (an
+ * allocator moves a large block by remapping its pages, not by copying them) and the entries'
+ * positions are renumbered to where their bytes now lie. Live bytes that do not wrap around the
+ * old ring's end stay where they are; live bytes that wrap are two runs, [head's slot, old end)
+ * and [0, tail's slot), of which the shorter one is moved next to the other: the run at the
+ * start to just past the old end, or the run at the end to the new ring's end (the live bytes
+ * then wrap around the new ring). So growing copies at most half the old ring and usually
+ * nothing: a copy of the whole log (hundreds of MiB for a log a leader keeps for a member
+ * catching up, or a joiner's own, into pages touched for the first time) would hold up the
+ * thread that appends, and with it the group's heartbeats and answers, for about an election
+ * timeout. O(entries) for the renumbering, only on doubling. */
 static int grow_bytes(jr__memlog *l, uint64_t need)
 {
     uint64_t cap = pow2_at_least(need, l->bcap ? l->bcap * 2 : MIN_BCAP);
     if (cap > SIZE_MAX) return JR_ENOMEM;
-    return relayout(l, cap);
+    if (!l->bcap || l->tail == l->head) return relayout(l, cap); /* no live bytes to keep */
+    uint64_t old = l->bcap, h = l->head & (old - 1), lap = (l->head | (old - 1)) + 1;
+    uint8_t *b = jr__realloc(l->alloc, l->bytes, (size_t)cap);
+    if (!b) return JR_ENOMEM;
+    uint64_t a = lap - l->head, t = l->tail > lap ? l->tail - lap : 0;
+    /* the new position of a byte at old position pos: A for the run from head to the lap's
+     * end, B for the run after it */
+    uint64_t base_a = h, base_b = old; /* no wrap, or B moved up to just past the old end */
+    if (t && a < t) {                  /* A moved to the new ring's end */
+        memcpy(b + cap - a, b + h, (size_t)a);
+        base_a = cap - a;
+        base_b = cap;
+        l->moved += a;
+    } else if (t) { /* B moved to just past the old end */
+        memcpy(b + old, b, (size_t)t);
+        l->moved += t;
+    }
+    for (uint64_t i = l->first; i <= l->last; i++) {
+        jr__memlog_ent *e = &l->ents[i & (l->ecap - 1)];
+        e->pos = e->pos < lap ? base_a + (e->pos - l->head) : base_b + (e->pos - lap);
+    }
+    uint64_t tail = l->tail < lap || !t ? base_a + (l->tail - l->head) : base_b + t;
+    l->head = base_a;
+    l->tail = tail;
+    l->bytes = b;
+    l->bcap = cap;
+    return 0;
 }
 
 void jr__memlog_shrink(jr__memlog *l)

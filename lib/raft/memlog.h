@@ -40,6 +40,7 @@ typedef struct jr__memlog {
     uint64_t first, last;
     uint64_t base_index, base_term; /* the entry just before first (0/0 at the very start) */
     uint64_t head, tail;            /* live payload bytes are [head, tail) */
+    uint64_t moved;                 /* payload bytes copied to re-lay or grow the ring, ever */
 } jr__memlog;
 
 void jr__memlog_init(jr__memlog *l, const jr_allocator *a);

@@ -112,6 +112,75 @@ START_TEST(memlog_rings_wrap_grow_truncate_compact)
 }
 END_TEST
 
+/* The payload of entry i of the growth tests: len(i) bytes derived from i. */
+static uint32_t grow_len(uint64_t i)
+{
+    return (uint32_t)(100 + (i * 7919) % 1900);
+}
+
+static void grow_fill(uint64_t i, uint8_t *p)
+{
+    for (uint32_t k = 0; k < grow_len(i); k++) p[k] = (uint8_t)(i * 31 + k * 7);
+}
+
+static void grow_check(const jr__memlog *l)
+{
+    uint8_t want[2048];
+    for (uint64_t i = l->first; i <= l->last; i++) {
+        const jr__memlog_ent *e = jr__memlog_at(l, i);
+        grow_fill(i, want);
+        ck_assert_uint_eq(e->len, grow_len(i));
+        ck_assert_msg(memcmp(jr__memlog_data(l, e), want, e->len) == 0, "entry %llu",
+                      (unsigned long long)i);
+        if (i > l->first) ck_assert_uint_ge(e->pos, jr__memlog_at(l, i - 1)->pos);
+    }
+    ck_assert_uint_le(l->tail - l->head, l->bcap);
+}
+
+/* Growing the payload ring keeps the live bytes where they lie: a log that only grows (a
+ * joiner's, whose restoring replica takes no snapshot) copies none of them however large it
+ * gets; a log compacted behind a tail that keeps growing (a leader's, keeping more and more for
+ * a member catching up), whose live bytes wrap around the ring's end, copies at most half the
+ * old ring at each doubling, never the whole log. */
+START_TEST(memlog_growing_copies_at_most_half_the_ring)
+{
+    jr__memlog l;
+    jr__memlog_init(&l, NULL);
+    uint8_t p[2048];
+    for (uint64_t i = 1; i <= 20000; i++) { /* ~20 MB */
+        grow_fill(i, p);
+        ck_assert_int_eq(jr__memlog_append(&l, 1, 0, p, grow_len(i)), 0);
+    }
+    grow_check(&l);
+    ck_assert_uint_ge(l.bcap, 16u << 20);
+    ck_assert_uint_eq(l.moved, 0);
+    jr__memlog_free(&l);
+
+    jr__memlog_init(&l, NULL);
+    uint64_t grew = 0, keep = 64;
+    for (uint64_t i = 1; i <= 40000; i++) {
+        grow_fill(i, p);
+        uint64_t cap = l.bcap, moved = l.moved;
+        ck_assert_int_eq(jr__memlog_append(&l, 1, 0, p, grow_len(i)), 0);
+        if (l.bcap != cap && cap) {
+            grew++;
+            ck_assert_msg(l.moved - moved <= cap / 2, "grew %llu -> %llu copying %llu bytes",
+                          (unsigned long long)cap, (unsigned long long)l.bcap,
+                          (unsigned long long)(l.moved - moved));
+            grow_check(&l);
+        }
+        if (i % 50 == 0) { /* compact behind a tail that grows by half the compacted span */
+            keep += 25;
+            if (i > keep) jr__memlog_compact(&l, i - keep);
+        }
+    }
+    grow_check(&l);
+    ck_assert_uint_ge(grew, 4);
+    ck_assert_uint_lt(l.moved, l.bcap);
+    jr__memlog_free(&l);
+}
+END_TEST
+
 /* election & commit -----------------------------------------------------------------------------*/
 
 START_TEST(basic_election_and_commit)
@@ -1522,6 +1591,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, conf_roundtrip_and_strict_decode);
     tcase_add_test(tc, memlog_rings_wrap_grow_truncate_compact);
+    tcase_add_test(tc, memlog_growing_copies_at_most_half_the_ring);
     tcase_add_test(tc, basic_election_and_commit);
     tcase_add_test(tc, single_voter_leads_at_once);
     tcase_add_test(tc, split_votes_resolve);
