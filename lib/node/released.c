@@ -17,9 +17,11 @@
  * Plaintext, also with a node key: it holds group ids, indexes and server ids (hashes of their
  * names), what a VOUCH answer carries on the wire, never a payload.
  *
- * Order (retire.c): a released group's WAL DROP is staged only once the file holding its record
- * is durable, so a crash leaves either the group's records in the WAL (it is recovered as a
- * stash, as before) or the record on disk, never neither.
+ * Order (retire.c): a released group's snapshot files are removed and its WAL DROP is staged
+ * only once the file holding its record is durable, so a crash leaves either the group's
+ * records in the WAL and its snapshot files (it is recovered as a stash) or the record on disk,
+ * never neither. Releasing such a stash (jr__released_remember_stash) makes the record from
+ * what it holds, as a raft core loaded from it would hold it.
  *
  * Bound: one record per group id (a later release replaces it), at most
  * JR__RELEASED_RECORD_MAX bytes each. A record goes when the group is created here again (its

@@ -10,7 +10,9 @@
  * restarted replicas must hear from it (jetraft-sim seed 571, test/raft/test_lost.c).
  * A replica the node destroyed answers with the commit index and latest configuration it had,
  * and no entry, in this life and after a restart (wal_dir/released, lib/node/released.c): that
- * record is on disk before the group's WAL DROP can be, and a damaged one is not used.
+ * record is on disk before the group's WAL DROP can be, and a damaged one is not used. A
+ * group that comes back as a stash (a crash before its record was durable) gets the record
+ * from the stash's records and snapshot file when the stash is released.
  */
 #include <check.h>
 #include <stdlib.h>
