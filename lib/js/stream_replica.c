@@ -1166,6 +1166,7 @@ int jr__srep_sweep_stashes(jr__js *js)
                          "group %" PRIu64 ": its stream was deleted while this "
                          "server was down; releasing its log",
                          id);
+            jr__node_released_forget(n, id); /* deleted: nothing to vouch for */
         }
     }
     jr__free(js->alloc, ids);

@@ -319,27 +319,20 @@ static int group_load(jr_group *g, jr__stash *s)
          * the WAL before this group writes anything after it. */
         if (si > s->compact_index) jr__group_mark_snapshot(g, si, st);
     }
-    uint64_t want = si + 1, last_term = st;
-    size_t k = 0;
-    while (k < s->nents && s->ents[k].index < want) k++;
-    /* The WAL's entry at the snapshot's index has another term: the log after it belongs to an
-     * abandoned history (the install's truncation did not reach the disk before a crash; the
-     * snapshot file did). Load nothing after the snapshot. */
-    if (si && k > 0 && s->ents[k - 1].index == si && s->ents[k - 1].term != st) k = s->nents;
-    if (k < s->nents && s->ents[k].index != want) {
+    size_t k;
+    uint64_t resumes;
+    size_t end = jr__stash_span(s, si, st, &k, &resumes);
+    if (resumes) {
         jr__node_log(n, JR_LOG_ERROR, "group %llu: log resumes at %llu, expected %llu",
-                     (unsigned long long)g->id, (unsigned long long)s->ents[k].index,
-                     (unsigned long long)want);
+                     (unsigned long long)g->id, (unsigned long long)resumes,
+                     (unsigned long long)(si + 1));
         g->damaged = 1;
-        k = s->nents;
     }
-    for (; k < s->nents; k++) {
+    for (; k < end; k++) {
         const jr__stash_ent *se = &s->ents[k];
-        if (se->term < last_term) break; /* a stale suffix from before a snapshot install */
         jr__entry e = {se->term, se->index, se->type, se->len, s->arena + se->off};
         rc = jr__raft_load_entry(r, &e);
         if (rc != 0) return rc;
-        last_term = se->term;
     }
     /* Whatever the WAL holds beyond what was loaded is still on disk: counting it as persisted
      * makes the first flush that writes there stage a truncation first, so a skipped suffix can

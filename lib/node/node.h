@@ -424,6 +424,19 @@ typedef int (*jr__released_fn)(void *ctx, const jr__released_item *it);
  * earlier record of g's id; the file follows at the next flush (jr__released_save). Out of
  * memory nothing changes (logged). */
 void jr__released_remember(jr_node *n, jr_group *g);
+/* The same for a group released as a recovery stash, never opened in this life (a crash before
+ * its record was durable, or its replica left while this server was down): the commit index
+ * and latest configuration a raft core loaded from s would hold (group.c group_load: the
+ * hard state's commit, within the log; the newest readable snapshot file, whose header gives
+ * the configuration at its index; the CONFIG entries of jr__stash_span after it). Reads the
+ * snapshot file, so call it before the group's snapshot files are removed. A record already
+ * kept for the group that knew more (a higher commit index, or the same with a later
+ * configuration) stays: a stash left by a crash after the record was durable, whose snapshot
+ * files were removed, knows less than the record. 0; JR_ENOMEM or an I/O error reading the
+ * snapshot file (nothing changed: the caller keeps the stash and tries again later). A stash
+ * from which nothing can be known (no configuration: a snapshot that does not decode with the
+ * log compacted past it) changes nothing and is 0. */
+int jr__released_remember_stash(jr_node *n, const jr__stash *s);
 /* Appends the file's bytes for the records of m (released.c has the format). 0 or JR_ENOMEM. */
 int jr__released_encode(const jr__map *m, jr__buf *b);
 /* Decodes the file's bytes p[0..len), calling each for every record in order (a non-zero
@@ -522,6 +535,13 @@ int jr__node_write_replacing(jr_node *n, const char *tmp, const char *path, cons
 int jr__rescued_write(jr_node *n);
 void jr__stash_free(jr_node *n, jr__stash *s);
 void jr__stash_free_all(jr_node *n);
+/* The entries of s that a raft core loads after a snapshot at (si, st) (si 0: none): indexes
+ * [*from, return) of s->ents, contiguous from si + 1 with terms that never go down. None when
+ * the WAL's entry at si has another term (an abandoned history) or when the log does not resume
+ * at si + 1 (then *resumes is the index it resumes at, else 0: the group is damaged). The one
+ * rule for opening a stash (group.c) and for what a released stash knew (released.c). */
+size_t jr__stash_span(const jr__stash *s, uint64_t si, uint64_t st, size_t *from,
+                      uint64_t *resumes);
 
 /* group.c -----------------------------------------------------------------------------------*/
 
@@ -590,6 +610,11 @@ void jr__snap_unpin_wal(jr_node *n);
  * receive what the file holds. 0, JR_ENOMEM, or an error that makes the snapshot unusable
  * (JR_ECORRUPT, JR_EIO, JR_ENOTFOUND, JR_ENOTSUP without fsm.restore, the fsm's own error). */
 int jr__snap_load(jr_group *g, uint64_t want, uint64_t *index, uint64_t *term, jr__conf *conf);
+/* Reads the header of group's snapshot file at index `want` (the whole file is read and
+ * checked, not decompressed; nothing is restored): its term and configuration. 0, JR_ENOMEM,
+ * JR_ENOTFOUND, an I/O error, or JR_ECORRUPT / JR_EVERSION / JR_EAUTH for a file that is not a
+ * usable snapshot of (group, want). */
+int jr__snap_peek(jr_node *n, uint64_t group, uint64_t want, uint64_t *term, jr__conf *conf);
 /* raft io callbacks */
 int jr__snap_read(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, void *buf, size_t cap,
                   size_t *n);

@@ -106,6 +106,28 @@ static void stash_compact(jr__stash *s, uint64_t upto)
     for (size_t i = 0; i < s->nents; i++) s->ents[i].off -= base;
 }
 
+size_t jr__stash_span(const jr__stash *s, uint64_t si, uint64_t st, size_t *from, uint64_t *resumes)
+{
+    uint64_t want = si + 1, last_term = st;
+    size_t k = 0;
+    *resumes = 0;
+    while (k < s->nents && s->ents[k].index < want) k++;
+    /* The WAL's entry at the snapshot's index has another term: the log after it belongs to an
+     * abandoned history (the install's truncation did not reach the disk before a crash; the
+     * snapshot file did). Nothing after the snapshot. */
+    if (si && k > 0 && s->ents[k - 1].index == si && s->ents[k - 1].term != st) k = s->nents;
+    if (k < s->nents && s->ents[k].index != want) {
+        *resumes = s->ents[k].index;
+        k = s->nents;
+    }
+    *from = k;
+    for (; k < s->nents; k++) {
+        if (s->ents[k].term < last_term) break; /* a stale suffix from before a snapshot install */
+        last_term = s->ents[k].term;
+    }
+    return k;
+}
+
 static int on_entry(void *ctx, uint64_t group, const jr__entry *e)
 {
     jr_node *n = ctx;

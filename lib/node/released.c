@@ -17,9 +17,11 @@
  * Plaintext, also with a node key: it holds group ids, indexes and server ids (hashes of their
  * names), what a VOUCH answer carries on the wire, never a payload.
  *
- * Order (retire.c): a released group's WAL DROP is staged only once the file holding its record
- * is durable, so a crash leaves either the group's records in the WAL (it is recovered as a
- * stash, as before) or the record on disk, never neither.
+ * Order (retire.c): a released group's snapshot files are removed and its WAL DROP is staged
+ * only once the file holding its record is durable, so a crash leaves either the group's
+ * records in the WAL and its snapshot files (it is recovered as a stash) or the record on disk,
+ * never neither. Releasing such a stash (jr__released_remember_stash) makes the record from
+ * what it holds, as a raft core loaded from it would hold it.
  *
  * Bound: one record per group id (a later release replaces it), at most
  * JR__RELEASED_RECORD_MAX bytes each. A record goes when the group is created here again (its
@@ -113,6 +115,65 @@ void jr__released_remember(jr_node *n, jr_group *g)
                      "group %" PRIu64 ": out of memory; what its released replica knew is not "
                      "kept (a VOUCH for it is answered with nothing)",
                      g->id);
+}
+
+/* The latest configuration among s->ents[from, end): *index and the configuration in c. 1 if
+ * there is one, 0 if none, JR_ECORRUPT if the newest does not decode (a raft core would refuse
+ * to load it). */
+static int stash_conf(const jr__stash *s, size_t from, size_t end, uint64_t *index, jr__conf *c)
+{
+    for (size_t i = end; i > from; i--) {
+        const jr__stash_ent *se = &s->ents[i - 1];
+        if (se->type != JR__ENTRY_CONFIG) continue;
+        if (jr__conf_decode(c, s->arena + se->off, se->len) != 0) return JR_ECORRUPT;
+        *index = se->index;
+        return 1;
+    }
+    return 0;
+}
+
+int jr__released_remember_stash(jr_node *n, const jr__stash *s)
+{
+    uint64_t si = 0, st = 0;
+    jr__conf c;
+    if (s->snap_index) {
+        int rc = jr__snap_peek(n, s->group, s->snap_index, &st, &c);
+        if (rc == 0)
+            si = s->snap_index;
+        else if (rc != JR_ENOTFOUND && rc != JR_ECORRUPT && rc != JR_EVERSION && rc != JR_EAUTH)
+            return jr__node_err(n, rc,
+                                "group %" PRIu64 ": cannot read its snapshot file at %" PRIu64
+                                " to keep what its released replica knew: %s",
+                                s->group, s->snap_index, jr_strerror(rc));
+        /* else the file is not a snapshot a raft core would load: as without one */
+    }
+    size_t from;
+    uint64_t resumes, conf_index = si;
+    size_t end = jr__stash_span(s, si, st, &from, &resumes);
+    int have = stash_conf(s, from, end, &conf_index, &c);
+    if (have == JR_ECORRUPT || (have == 0 && si == 0)) {
+        jr__node_log(n, JR_LOG_WARN,
+                     "group %" PRIu64 ": what its released replica knew is not known (%s); a "
+                     "VOUCH for it is answered as before",
+                     s->group, have ? "a configuration entry does not decode" : "no configuration");
+        return 0;
+    }
+    uint64_t last = end > from ? s->ents[end - 1].index : si;
+    uint64_t commit = s->has_hs ? s->hs.commit : 0;
+    if (commit < si) commit = si;
+    if (commit > last) commit = last;
+    const jr__released *old = jr__map_get(&n->released, s->group);
+    if (old && (old->commit > commit || (old->commit == commit && old->conf_index >= conf_index)))
+        return 0;
+    uint8_t conf[JR__RELEASED_CONF_MAX];
+    if (jr__conf_encoded_len(&c) > sizeof conf) return 0; /* at most JR__MAX_MEMBERS */
+    size_t len = jr__conf_encode(&c, conf);
+    if (put(n, s->group, commit, conf_index, conf, (uint32_t)len) != 0)
+        return jr__node_err(n, JR_ENOMEM,
+                            "group %" PRIu64 ": out of memory keeping what its released "
+                            "replica knew",
+                            s->group);
+    return 0;
 }
 
 /* The file's bytes ----------------------------------------------------------------------*/

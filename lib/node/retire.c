@@ -4,14 +4,17 @@
  * The layer destroys a group (its stream was deleted, or this server left it) from an effect,
  * a timer or an API call — never while a flush iteration walks its batch: what an apply
  * produces is queued as an effect and runs after the flush loop (services.h "Effects"). So the
- * group is released on the spot: its snapshot files removed, what its replica knew kept
- * (released.c), its raft core freed (the caller detached it), any recovery stash dropped, and a
- * WAL DROP staged, after which nothing of the group is written and the WAL forgets it. The DROP
- * waits while the released records are not on disk (they are written at the start of the next
- * flush, then the DROP is staged: never the DROP durable before the record) and when it could
- * not be staged (JR_ENOMEM): it is staged again at the start of each flush until it is, and
- * meanwhile the id is "retiring" and must not be recreated (a DROP staged after the new group's
- * records would void them).
+ * group is released on the spot: what its replica knew kept (released.c; for a recovery stash
+ * never opened in this life, read from its records and snapshot file), its raft core freed
+ * (the caller detached it), any recovery stash dropped; then its snapshot files are removed and
+ * a WAL DROP staged, after which nothing of the group is written and the WAL forgets it. The
+ * removal and the DROP wait while the released records are not on disk (they are written at
+ * the start of the next flush, then the files go and the DROP is staged: never the DROP durable
+ * before the record, and a crash before the record leaves a stash with its snapshot file, from
+ * which the record is made when it is released again) and when the DROP could not be staged
+ * (JR_ENOMEM): it is staged again at the start of each flush until it is, and meanwhile the id
+ * is "retiring" and must not be recreated (a DROP staged after the new group's records would
+ * void them).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -82,21 +85,38 @@ static int retiring_add(jr_node *n, uint64_t id)
     return 0;
 }
 
+/* Removes id's snapshot files, then stages its WAL DROP: once nothing of what its replica knew
+ * depends on them (its record is on disk, or there is none to keep). 0, JR_ENOMEM (nothing
+ * staged: tried again), or JR_EIO (the WAL is done for). */
+static int drop_now(jr_node *n, uint64_t id)
+{
+    remove_snapshots(n, id);
+    return n->wal ? jr__wal_drop(n->wal, id) : 0;
+}
+
 int jr__node_group_destroy(jr_node *n, uint64_t id)
 {
     jr_group *g = jr__map_get(&n->groups, id);
     if (n->flushing || (g && !g->closed)) return JR_EMISUSE;
-    remove_snapshots(n, id);
     if (jr__node_group_retiring(n, id)) return 0;
+    jr__stash *st = jr__map_get(&n->stashes, id);
     if (g) {
         jr__released_remember(n, g);
         jr__group_release(g);
+    } else if (st) {
+        /* never opened in this life: what it knew is read from its records and snapshot file,
+         * which stay until that is on disk */
+        int rc = jr__released_remember_stash(n, st);
+        if (rc != 0) return rc; /* nothing changed: the stash is released again later */
     }
-    jr__stash *st = jr__map_del(&n->stashes, id);
-    if (st) jr__stash_free(n, st);
-    /* A record not yet on disk: the DROP waits for it (the start of the next flush), so that a
-     * crash leaves the group's records in the WAL or the record in wal_dir/released. */
-    int rc = n->released_dirty ? JR_ENOMEM : n->wal ? jr__wal_drop(n->wal, id) : 0;
+    if (st) {
+        jr__map_del(&n->stashes, id);
+        jr__stash_free(n, st);
+    }
+    /* A record not yet on disk: the DROP, and the removal of the snapshot files, wait for it
+     * (the start of the next flush), so that a crash leaves the group's records and snapshot
+     * files (a stash that knows what the record would) or the record in wal_dir/released. */
+    int rc = n->released_dirty ? JR_ENOMEM : drop_now(n, id);
     if (rc != JR_ENOMEM) return 0; /* JR_EIO: the WAL is done for; nothing more of it is written */
     /* else its records stay in the WAL: a restart finds a stash */
     return retiring_add(n, id);
@@ -107,7 +127,7 @@ void jr__node_retire_now(jr_node *n, uint64_t id)
     if (n->flushing || !n->wal) return; /* a DROP staged inside the loop could be unstaged */
     for (size_t i = 0; i < n->nretiring; i++) {
         if (n->retiring[i] != id) continue;
-        if (jr__wal_drop(n->wal, id) == JR_ENOMEM) return; /* it waits as before */
+        if (drop_now(n, id) == JR_ENOMEM) return; /* it waits as before */
         n->retiring[i] = n->retiring[--n->nretiring];
         return;
     }
@@ -126,7 +146,7 @@ void jr__node_retry_drops(jr_node *n)
     size_t keep = 0;
     for (size_t i = 0; i < n->nretiring; i++) {
         uint64_t id = n->retiring[i];
-        rc = n->wal ? jr__wal_drop(n->wal, id) : 0;
+        rc = drop_now(n, id);
         if (rc == JR_ENOMEM) n->retiring[keep++] = id; /* tried again at the next flush */
     }
     n->nretiring = keep;

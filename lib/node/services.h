@@ -283,15 +283,17 @@ void jr__group_durable_apply(jr_group *g);
 void jr__group_commit_now(jr_group *g);
 
 /* Group destruction (retire.c):
- *  - jr__node_group_destroy(n, id): releases the group at once: its snapshot files removed,
- *    what its replica knew kept (answered to VOUCH, released.c), its raft core freed, any
- *    recovery stash dropped; its WAL DROP is staged at the start of the next flush, once that
- *    record is on disk (nothing of the group is written after; meanwhile it is retiring). The
- *    caller has detached it (jr__group_detach) if it was open. Not while a flush iteration
- *    walks its batch (from an apply or the role_changed hook: queue an effect, below); that, or
- *    an open group, is JR_EMISUSE and changes nothing. 0, or JR_ENOMEM: the DROP could not be
- *    staged nor queued for later, and the group's records stay in the WAL until a restart
- *    finds them (jr__node_unopened_groups);
+ *  - jr__node_group_destroy(n, id): releases the group at once: what its replica knew kept
+ *    (answered to VOUCH, released.c; for a recovery stash, what its records and snapshot file
+ *    hold), its raft core freed, any recovery stash dropped; its snapshot files are removed and
+ *    its WAL DROP staged at the start of the next flush, once that record is on disk (nothing
+ *    of the group is written after; meanwhile it is retiring). The caller has detached it
+ *    (jr__group_detach) if it was open. Not while a flush iteration walks its batch (from an
+ *    apply or the role_changed hook: queue an effect, below); that, or an open group, is
+ *    JR_EMISUSE and changes nothing. 0; JR_ENOMEM or an I/O error reading a stash's snapshot
+ *    file with nothing changed (the stash stays: destroy it again later); or JR_ENOMEM: the
+ *    DROP could not be staged nor queued for later, and the group's records stay in the WAL
+ *    until a restart finds them (jr__node_unopened_groups);
  *  - jr__node_group_retiring(n, id): 1 while id's DROP waits for the released record or for
  *    memory (it is staged again at the start of every flush): do not recreate the group yet;
  *  - jr__node_group_known(n, id): 1 if this node holds state of id (open, or recovered and not

@@ -388,6 +388,21 @@ int jr__snap_load(jr_group *g, uint64_t want, uint64_t *index, uint64_t *term, j
     return 0;
 }
 
+int jr__snap_peek(jr_node *n, uint64_t group, uint64_t want, uint64_t *term, jr__conf *conf)
+{
+    char path[512];
+    jr__snap_path(n, group, want, NULL, path, sizeof path);
+    int rc = read_file(n, path, &n->snap_enc);
+    jr__snapfile_info info;
+    if (rc == 0) rc = unseal_read(n);
+    if (rc == 0) rc = jr__snapfile_check(n->snap_enc.data, n->snap_enc.len, &info);
+    if (rc == 0 && (info.group != group || info.index != want)) rc = JR_ECORRUPT;
+    if (rc == 0) rc = jr__conf_decode(conf, info.conf, info.conf_len) ? JR_ECORRUPT : 0;
+    if (rc == 0) *term = info.term;
+    release_bufs(n);
+    return rc;
+}
+
 int jr__snap_read(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, void *buf, size_t cap,
                   size_t *nread)
 {

@@ -10,7 +10,9 @@
  * restarted replicas must hear from it (jetraft-sim seed 571, test/raft/test_lost.c).
  * A replica the node destroyed answers with the commit index and latest configuration it had,
  * and no entry, in this life and after a restart (wal_dir/released, lib/node/released.c): that
- * record is on disk before the group's WAL DROP can be, and a damaged one is not used.
+ * record is on disk before the group's WAL DROP can be, and a damaged one is not used. A
+ * group that comes back as a stash (a crash before its record was durable) gets the record
+ * from the stash's records and snapshot file when the stash is released.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -400,6 +402,200 @@ START_TEST(a_crash_anywhere_in_a_release_keeps_the_stash_or_the_record)
 }
 END_TEST
 
+/* A group released as a recovery stash (never opened in the life that releases it) --------*/
+
+static int snap_write(void *ctx, jr_snapshot_writer *w)
+{
+    t_fsm *f = ctx;
+    return jr_snapshot_write(w, &f->last, sizeof f->last);
+}
+
+static int snap_restore(void *ctx, uint64_t index, const void *data, size_t len)
+{
+    t_fsm *f = ctx;
+    if (len != sizeof f->last) return JR_ECORRUPT;
+    memcpy(&f->last, data, len);
+    f->applied = index;
+    return 0;
+}
+
+/* What a replica knew, as a released record holds it. */
+typedef struct knew {
+    uint64_t commit, conf_index;
+    jr__conf conf;
+} knew;
+
+/* Proposes n entries on g and runs b until they applied. */
+static void propose_n(t_host *h, jr_group *g, t_fsm *f, unsigned n)
+{
+    uint64_t want = f->applied + n;
+    for (unsigned i = 0; i < n; i++) ck_assert_int_eq(jr_group_propose(g, "x", 1, NULL, NULL), 0);
+    t_run_ms(h, 100, 1);
+    ck_assert_uint_ge(f->applied, want);
+}
+
+/* Group 5 on b: b its only voter (it leads and commits alone), a snapshot every 4 entries, a
+ * added as an observer after 6 proposals, then `after` more. Its commit is written before its
+ * entries apply (jr__group_durable_apply), so what the WAL holds of it is what it knows. *k gets
+ * what a record of its replica holds when released open, with the configuration's entry index;
+ * *snap its newest snapshot's index. */
+static jr_group *grow_five(t_host *h, t_fsm *f, unsigned after, knew *k, uint64_t *snap)
+{
+    static const char *const only_b[] = {"b"};
+    t_fsm_init(f);
+    f->ops.snapshot = snap_write;
+    f->ops.restore = snap_restore;
+    jr_group_config gc;
+    jr_group_config_init(&gc);
+    gc.id = 5;
+    gc.voters = only_b;
+    gc.nvoters = 1;
+    gc.fsm = &f->ops;
+    gc.snapshot_entries = 4;
+    jr_group *g;
+    ck_assert_int_eq(jr_group_open(h->node, &gc, &g), 0);
+    jr__group_durable_apply(g);
+    t_run_ms(h, 50, 1);
+    ck_assert_str_eq(jr_group_leader(g), "b");
+    propose_n(h, g, f, 6);
+    ck_assert_int_eq(jr_group_add_observer(g, "a", NULL, NULL), 0);
+    t_run_ms(h, 100, 1);
+    ck_assert_uint_eq(jr__raft_conf(g->raft)->n, 2);
+    propose_n(h, g, f, after);
+    k->commit = jr__raft_commit_index(g->raft);
+    k->conf_index = jr__raft_conf_index(g->raft);
+    k->conf = *jr__raft_conf(g->raft);
+    *snap = g->snap_index;
+    ck_assert_uint_gt(*snap, 0);
+    return g;
+}
+
+/* Checks that b keeps the record k for group 5. */
+static void has_record(t_host *h, const knew *k, const char *when)
+{
+    const jr__released *r = jr__map_get(&h->node->released, 5);
+    ck_assert_msg(r != NULL, "%s: no record of group 5", when);
+    ck_assert_msg(r->commit == k->commit && r->conf_index == k->conf_index,
+                  "%s: record commit %llu conf_index %llu, want %llu %llu", when,
+                  (unsigned long long)r->commit, (unsigned long long)r->conf_index,
+                  (unsigned long long)k->commit, (unsigned long long)k->conf_index);
+    jr__conf c;
+    ck_assert_int_eq(jr__conf_decode(&c, r->conf, r->conf_len), 0);
+    ck_assert_uint_eq(c.n, k->conf.n);
+    for (unsigned i = 0; i < k->conf.n; i++) {
+        const jr__member *m = jr__conf_find(&c, k->conf.m[i].id);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_uint_eq(m->voter, k->conf.m[i].voter);
+    }
+}
+
+/* The record of a group released as a stash: a crash before its record was durable brings the
+ * group back as a stash (its WAL records and snapshot file), and releasing that stash keeps
+ * what its replica knew, read from them: the commit index, and the latest configuration with
+ * its entry's index, from a configuration entry in the log after the snapshot, or from the
+ * snapshot file's header once the entry is behind it (then the snapshot's index, as the replica
+ * reopened from that stash would say). The VOUCH answer carries it after another restart.
+ * Before, the stash was released without a record and the answer was "nothing". */
+START_TEST(a_stash_left_by_a_crash_before_the_record_is_released_with_what_it_knew)
+{
+    for (unsigned after = 1; after <= 6; after += 5) {
+        t_host h;
+        t_host_init(&h);
+        ck_assert_int_eq(t_open(&h, "b", abc, 3, NULL), 0);
+        t_fsm f;
+        knew k;
+        uint64_t snap;
+        jr_group *g = grow_five(&h, &f, after, &k, &snap);
+        if (after == 1) {
+            ck_assert_uint_lt(snap, k.conf_index); /* the entry after the snapshot */
+        } else {
+            ck_assert_uint_ge(snap, k.conf_index); /* the snapshot covers the entry */
+            k.conf_index = snap;
+        }
+        jr__group_detach(g, JR_ECLOSED);
+        ck_assert_int_eq(jr__node_group_destroy(h.node, 5), 0);
+        ck_assert_int_eq(jr__node_group_retiring(h.node, 5), 1);
+        crash_restart(&h); /* before the flush that writes the record */
+        ck_assert_int_eq(jr__node_group_known(h.node, 5), 1);
+        ck_assert_ptr_null(jr__map_get(&h.node->released, 5));
+        /* released again, as a stash (the meta state dropped it while this server was down) */
+        ck_assert_int_eq(jr__node_group_destroy(h.node, 5), 0);
+        ck_assert_int_eq(jr__node_group_known(h.node, 5), 0);
+        has_record(&h, &k, "released as a stash");
+        ck_assert_int_eq(jr_node_tick(h.node), 0); /* the record, then the DROP */
+        ck_assert_int_eq(jr__node_group_retiring(h.node, 5), 0);
+        crash_restart(&h);
+        ck_assert_int_eq(jr__node_group_known(h.node, 5), 0); /* the DROP is durable */
+        has_record(&h, &k, "after the restart");
+        vouch(&h, 5);
+        jr__msg m;
+        ck_assert(answer(&h, 5, &m));
+        ck_assert_uint_eq(m.u.vouch_resp.last_index, 0);
+        ck_assert_uint_eq(m.u.vouch_resp.commit, k.commit);
+        ck_assert_uint_eq(m.u.vouch_resp.conf_index, k.conf_index);
+        ck_assert_uint_eq(answer_conf(&m).n, 2);
+        t_host_free(&h);
+    }
+}
+END_TEST
+
+/* The n-th vfs call fails, for every n, from the release of a stash (the read of its snapshot
+ * file) through the flush that writes its record, removes its snapshot file and stages its
+ * DROP; then the node crashes and opens again: the group is a stash again or its record is
+ * kept with what the replica knew, never neither. A stash left is released again without a
+ * fault and keeps the same record (also one whose snapshot file went while its record was
+ * already durable: it knows less than the record, which stays). Sticky and single failures. */
+START_TEST(a_crash_anywhere_in_a_stash_release_keeps_the_stash_or_the_record)
+{
+    unsigned fired_runs = 0, left_stash = 0, left_record = 0;
+    for (int sticky = 0; sticky <= 1; sticky++) {
+        for (uint64_t nth = 1;; nth++) {
+            t_host h;
+            t_host_init(&h);
+            ck_assert_int_eq(t_open(&h, "b", abc, 3, NULL), 0);
+            t_fsm f;
+            knew k;
+            uint64_t snap;
+            grow_five(&h, &f, 6, &k, &snap);
+            k.conf_index = snap; /* behind the snapshot: its file holds the configuration */
+            crash_restart(&h);
+            ck_assert_int_eq(jr__node_group_known(h.node, 5), 1);
+            jr__memfs_stats before, after;
+            jr__memfs_stats_get(h.vfs, &before);
+            ck_assert_int_eq(jr__memfs_fail(h.vfs, JR__MEMFS_ANY, nth, JR_EIO, sticky, NULL), 0);
+            (void)jr__node_group_destroy(h.node, 5); /* 0, or the error the vfs made */
+            (void)jr_node_tick(h.node);
+            jr__memfs_stats_get(h.vfs, &after);
+            int fired = after.faults > before.faults;
+            jr__memfs_fail_clear(h.vfs);
+            crash_restart(&h);
+            int stash = jr__node_group_known(h.node, 5);
+            const jr__released *r = jr__map_get(&h.node->released, 5);
+            ck_assert_msg(stash || r, "sticky %d, call %llu: neither the stash nor the record",
+                          sticky, (unsigned long long)nth);
+            left_stash += stash != 0;
+            left_record += r != NULL;
+            if (r) has_record(&h, &k, "after the fault");
+            if (stash) {
+                ck_assert_int_eq(jr__node_group_destroy(h.node, 5), 0);
+                ck_assert_int_eq(jr_node_tick(h.node), 0);
+                crash_restart(&h);
+                ck_assert_int_eq(jr__node_group_known(h.node, 5), 0);
+                has_record(&h, &k, "released again");
+            }
+            t_host_free(&h);
+            if (!fired) break; /* past the last call of the release */
+            fired_runs++;
+        }
+    }
+    /* the snapshot file's open, size, read, close; the record's open, write, sync, close,
+     * rename; the snapshot directory's list, the removal and its sync; the WAL's write, sync */
+    ck_assert_uint_ge(fired_runs, 2 * 12);
+    ck_assert_uint_gt(left_stash, 0);
+    ck_assert_uint_gt(left_record, 0);
+}
+END_TEST
+
 static int count_item(void *ctx, const jr__released_item *it)
 {
     (void)it;
@@ -551,6 +747,8 @@ int main(void)
     tcase_add_test(t, a_vouch_for_a_destroyed_replica_is_answered_with_its_configuration);
     tcase_add_test(t, a_released_replica_is_answered_for_after_a_restart);
     tcase_add_test(t, a_crash_anywhere_in_a_release_keeps_the_stash_or_the_record);
+    tcase_add_test(t, a_stash_left_by_a_crash_before_the_record_is_released_with_what_it_knew);
+    tcase_add_test(t, a_crash_anywhere_in_a_stash_release_keeps_the_stash_or_the_record);
     tcase_add_test(t, the_released_file_decoder_refuses_anything_malformed);
     tcase_add_test(t, a_damaged_released_file_is_not_trusted);
     suite_add_tcase(s, t);

@@ -26,6 +26,7 @@
 
 #include "e2e.h"
 #include "node/node.h"
+#include "vfs/memfs.h"
 
 static const char *subj[] = {"orders.>"};
 
@@ -970,6 +971,75 @@ START_TEST(an_evacuated_server_keeps_what_its_replica_knew_until_the_stream_is_d
 }
 END_TEST
 
+/* A server evacuated from ORDERS whose released record cannot be written (its file's writes
+ * fail, so the group's WAL DROP waits for it) crashes: at its restart the meta state, replayed
+ * from its own log, already has the move converged, so the group's records come back as a
+ * stash that no assignment places there, and the convergence releases it at once. That release
+ * keeps what the replica knew, read from the stash's records and snapshot file
+ * (lib/node/released.c): its configuration, a commit index at most the one it had, on disk
+ * across a further restart. Before, such a stash was released without a record and a VOUCH for
+ * the group was answered "nothing". */
+START_TEST(a_stash_released_after_a_restart_keeps_what_its_replica_knew)
+{
+    e2e c;
+    static work w;
+    cluster(&c, 5, 7104);
+    for (unsigned i = 0; i < 5; i++) e2e_snapshot_every(&c, i, 20);
+    add_stream(&c, "ORDERS", 3);
+    work_start(&w, &c, "ORDERS", NULL, 600);
+    pump(&w, 300 * MS);
+    minfo before;
+    ck_assert_int_eq(sinfo(&c, "ORDERS", &before), 0);
+    char gone[32];
+    snprintf(gone, sizeof gone, "%s", before.reps[0].name);
+    unsigned gi = (unsigned)jr_sim_index(c.sim, gone);
+    uint64_t group = e2e_group(&c, gi, "ORDERS")->id;
+    char released[256];
+    snprintf(released, sizeof released, "%s/released", e2e_node(&c, gi)->wal_dir);
+    jr_vfs *disk = jr_sim_vfs(c.sim, gi);
+    ck_assert_int_eq(jr__memfs_fail(disk, JR__MEMFS_ANY, 1, JR_EIO, 1, released), 0);
+    evacuate(&w, 0, gone, 2 * MS);
+    minfo end;
+    ck_assert(wait_stable(&w, &c, "ORDERS", gone, 3, 20 * SEC, &end, NULL));
+    pump(&w, 500 * MS);
+    ck_assert_int_gt(work_finish(&w), 100);
+    jr_node *n = e2e_node(&c, gi);
+    ck_assert_int_eq(e2e_has_replica(&c, gi, "ORDERS"), 0);
+    ck_assert_int_eq(jr__node_group_retiring(n, group), 1); /* its DROP waits for the record */
+    const jr__released *r = jr__map_get(&n->released, group);
+    ck_assert_ptr_nonnull(r);
+    jr__released had = *r;
+    jr__conf had_conf;
+    ck_assert_int_eq(jr__conf_decode(&had_conf, r->conf, r->conf_len), 0);
+    ck_assert_int_eq(jr_sim_crash(c.sim, gi), 0);
+    jr__memfs_fail_clear(disk);
+    jr_sim_run_for(c.sim, 200 * MS);
+    ck_assert_int_eq(e2e_restart(&c, gi), 0);
+    jr_sim_run_for(c.sim, 2 * SEC);
+    ck_assert_int_eq(e2e_has_replica(&c, gi, "ORDERS"), 0);
+    ck_assert_int_eq(jr__node_group_known(e2e_node(&c, gi), group), 0); /* released */
+    for (int restarts = 0; restarts < 2; restarts++) {
+        r = jr__map_get(&e2e_node(&c, gi)->released, group);
+        ck_assert_msg(r != NULL, "restart %d: %s keeps nothing of its replica", restarts, gone);
+        ck_assert_uint_gt(r->commit, 0);
+        ck_assert_uint_le(r->commit, had.commit);
+        /* the same configuration; its entry's index, or a later snapshot's that covers it */
+        ck_assert_uint_ge(r->conf_index, had.conf_index);
+        jr__conf conf;
+        ck_assert_int_eq(jr__conf_decode(&conf, r->conf, r->conf_len), 0);
+        ck_assert_uint_eq(conf.n, had_conf.n);
+        for (unsigned i = 0; i < had_conf.n; i++)
+            ck_assert_ptr_nonnull(jr__conf_find(&conf, had_conf.m[i].id));
+        ck_assert_int_eq(e2e_node(&c, gi)->released_dirty, 0); /* on disk */
+        ck_assert_int_eq(jr_sim_crash(c.sim, gi), 0);
+        jr_sim_run_for(c.sim, 200 * MS);
+        ck_assert_int_eq(e2e_restart(&c, gi), 0);
+        jr_sim_run_for(c.sim, 1 * SEC);
+    }
+    e2e_free(&c);
+}
+END_TEST
+
 START_TEST(evacuating_an_r1_stream_keeps_its_data)
 {
     e2e c;
@@ -1494,6 +1564,7 @@ int main(void)
     tcase_add_test(tc, cancelling_a_grow_returns_to_three_replicas);
     tcase_add_test(tc, evacuating_a_consumer_moves_its_replica);
     tcase_add_test(tc, an_evacuated_server_keeps_what_its_replica_knew_until_the_stream_is_deleted);
+    tcase_add_test(tc, a_stash_released_after_a_restart_keeps_what_its_replica_knew);
     tcase_add_test(tc, cancelling_a_consumer_move_keeps_it_where_it_was);
     tcase_add_test(tc, meta_and_stream_leaders_killed_mid_move_the_move_completes);
     suite_add_tcase(s, tc);
