@@ -20,8 +20,11 @@
  *     (cpu_us_per_msg_sync: mostly the idle cost of a server waiting on fsyncs and timers, per
  *     message), and over both (cpu_us_per_msg); of the async phase's, the part of this client
  *     (cpu_async_client) and of the stream's leader (cpu_async_leader, -1 if unknown);
+ *     --sync 0 leaves the phase out (its figures print 0), e.g. to time the consume phase
+ *     after the async fill alone;
  *   - consume (unless --consume 0): a durable pull consumer reads every message back in
- *     fetches of 100, acknowledging each: msgs/s (not in the CPU figure).
+ *     fetches of 100, acknowledging each: msgs/s (not in the CPU figure); the line names the
+ *     consumer's leader ("consumer_leader") as its info said before the first fetch.
  *
  * The publishing connection is pinned to the server that leads the stream (a server elsewhere
  * would relay each publish and its ack over one more hop) when the target names its servers
@@ -78,6 +81,7 @@ typedef struct result {
     double cpu_async, cpu_sync;                /* microseconds per message of each phase alone */
     double cpu_async_client, cpu_async_leader; /* the async phase's, of the client, the leader */
     char leader[64];
+    char cleader[64];    /* the consumer's leader in the consume phase ("?" unknown) */
     int leader_idx;      /* the leader's index in the target's URLs and pids, or -1 */
     int on_leader;       /* the publishing connection's server leads the stream: 1, 0, -1 unknown */
     double fsync_p50_us; /* the disk's fdatasync p50 around the sync phase, -1 without --sync-dir */
@@ -296,7 +300,7 @@ static double pct(const double *v, int n, double q)
 /* consume: a pull consumer reads the whole stream in fetches of 100, acknowledging each
  * message (natsMsg_Ack: no wait for the server's confirmation), timed from the first fetch to
  * the last message's ack being handed to the connection: msgs/s. */
-static double consume_all(target *t, int total)
+static double consume_all(target *t, int total, char *cleader, size_t cleader_len)
 {
     jsSubOptions so;
     jsSubOptions_Init(&so);
@@ -310,6 +314,12 @@ static double consume_all(target *t, int total)
         if (now_s() - t0 > 30) fail("cannot create the consumer on", t->name);
         usleep(100000);
     }
+    snprintf(cleader, cleader_len, "?");
+    jsConsumerInfo *ci = NULL;
+    if (natsSubscription_GetConsumerInfo(&ci, sub, NULL, &je) == NATS_OK && ci->Cluster &&
+        ci->Cluster->Leader)
+        snprintf(cleader, cleader_len, "%s", ci->Cluster->Leader);
+    jsConsumerInfo_Destroy(ci);
     int got = 0, empty = 0;
     t0 = now_s();
     while (got < total) {
@@ -414,7 +424,8 @@ static result run_case(target *t, int replicas, int size)
         fdatasync_samples(sync_dir, PROBE_SYNCS, fs);
         probe_cpu = client_cpu_us() - pc;
     }
-    double *lat = malloc(sizeof *lat * (size_t)sync_n);
+    double *lat = malloc(sizeof *lat * (size_t)(sync_n ? sync_n : 1));
+    lat[0] = 0;
     for (int i = 0; i < sync_n; i++) {
         jsPubAck *pa = NULL;
         double s0 = now_s();
@@ -423,10 +434,11 @@ static result run_case(target *t, int replicas, int size)
         lat[i] = (now_s() - s0) * 1e6;
         jsPubAck_Destroy(pa);
     }
-    qsort(lat, (size_t)sync_n, sizeof *lat, cmp_double);
-    r.p50_us = pct(lat, sync_n, 0.50);
-    r.p99_us = pct(lat, sync_n, 0.99);
-    r.p999_us = pct(lat, sync_n, 0.999);
+    int nlat = sync_n ? sync_n : 1;
+    qsort(lat, (size_t)nlat, sizeof *lat, cmp_double);
+    r.p50_us = pct(lat, nlat, 0.50);
+    r.p99_us = pct(lat, nlat, 0.99);
+    r.p999_us = pct(lat, nlat, 0.999);
     double cpu2 = servers_cpu_us(t), ccpu2 = client_cpu_us() - probe_cpu;
     r.fsync_p50_us = -1;
     if (sync_dir) {
@@ -434,9 +446,10 @@ static result run_case(target *t, int replicas, int size)
         qsort(fs, 2 * PROBE_SYNCS, sizeof fs[0], cmp_double);
         r.fsync_p50_us = pct(fs, 2 * PROBE_SYNCS, 0.50);
     }
-    r.cpu_sync = (cpu2 - cpu1 + ccpu2 - ccpu1) / (double)sync_n;
+    r.cpu_sync = sync_n ? (cpu2 - cpu1 + ccpu2 - ccpu1) / (double)sync_n : 0;
     r.cpu_us_per_msg = (cpu2 - cpu0 + ccpu2 - ccpu0) / (double)(async_n + sync_n);
-    if (consume) r.consume_msgs_s = consume_all(t, async_n + sync_n);
+    snprintf(r.cleader, sizeof r.cleader, "?");
+    if (consume) r.consume_msgs_s = consume_all(t, async_n + sync_n, r.cleader, sizeof r.cleader);
     close_publisher(t);
     free(lat);
     free(payload);
@@ -457,10 +470,10 @@ static void print_result(const target *t, int replicas, int size, int round, con
            "\"sync_p99_us\":%.0f,\"sync_p999_us\":%.0f,\"cpu_us_per_msg\":%.1f,"
            "\"cpu_us_per_msg_async\":%.1f,\"cpu_us_per_msg_sync\":%.1f,"
            "\"cpu_async_client\":%.1f,\"cpu_async_leader\":%.1f,"
-           "\"consume_msgs_s\":%.0f,\"leader\":\"%s\",\"on_leader\":%d",
+           "\"consume_msgs_s\":%.0f,\"leader\":\"%s\",\"on_leader\":%d,\"consumer_leader\":\"%s\"",
            t->name, replicas, size, round, async_n, window, r->msgs_s, r->mb_s, sync_n, r->p50_us,
            r->p99_us, r->p999_us, r->cpu_us_per_msg, r->cpu_async, r->cpu_sync, r->cpu_async_client,
-           r->cpu_async_leader, r->consume_msgs_s, r->leader, r->on_leader);
+           r->cpu_async_leader, r->consume_msgs_s, r->leader, r->on_leader, r->cleader);
     if (r->fsync_p50_us >= 0)
         printf(",\"fdatasync_p50_us\":%.0f,\"sync_over_fdatasync_us\":%.0f", r->fsync_p50_us,
                r->p50_us - r->fsync_p50_us);
@@ -503,7 +516,7 @@ int main(int argc, char **argv)
             fail("unknown option", argv[i]);
     }
     if (!a.name) fail("usage: server_bench --a NAME=URLS@PIDS [--b NAME=URLS@PIDS]", 0);
-    if (rounds < 1 || rounds > MAX_ROUNDS || async_n < 1 || sync_n < 1 || window < 1)
+    if (rounds < 1 || rounds > MAX_ROUNDS || async_n < 1 || sync_n < 0 || window < 1)
         fail("bad counts", 0);
     if (only && b.name && !strcmp(only, b.name)) {
         a = b;
@@ -560,8 +573,8 @@ int main(int argc, char **argv)
                    "\"cpu_us_per_msg_sync\":%.2f,\"sync_p50_us\":%.2f,"
                    "\"sync_p99_us\":%.2f,\"consume_msgs_s\":%.2f}\n",
                    a.name, b.name, replicas, size, rounds, ma[0] / mb[0], ma[1] / mb[1],
-                   ma[6] / mb[6], ma[7] / mb[7], ma[2] / mb[2], ma[3] / mb[3],
-                   mb[5] > 0 ? ma[5] / mb[5] : 0);
+                   ma[6] / mb[6], mb[7] > 0 ? ma[7] / mb[7] : 0, mb[2] > 0 ? ma[2] / mb[2] : 0,
+                   mb[3] > 0 ? ma[3] / mb[3] : 0, mb[5] > 0 ? ma[5] / mb[5] : 0);
             fflush(stdout);
         }
     }

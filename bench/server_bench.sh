@@ -10,7 +10,8 @@
 # profiler: `--only jetraft` runs one system alone, and the JSON lines name each case's leader).
 #
 #   bench/server_bench.sh [BUILD_DIR] [server_bench options: --rounds N --async N --sync N
-#                          --consume 0/1 --sizes 128,4096 --replicas 1,3 --window N --only NAME
+#                          (--sync 0: no sync phase) --consume 0/1 --sizes 128,4096
+#                          --replicas 1,3 --window N --only NAME
 #                          --pin 0/1]
 #
 # BUILD_DIR (default build-rel, then build) must hold examples/server/jetraft-server and

@@ -411,6 +411,9 @@ static int next_match(jr__crep *r, jr__store *s, uint64_t from, jr__store_msg *o
     size_t nf = 0;
     const char *const *fs = jr__consumer_filters(cfg, &one, &nf);
     if (nf == 0) return jr__store_next(s, from, NULL, 0, out);
+    /* one filter: its next match is the message (read once; with several filters each one's
+     * candidate is read, then the first of them again, as a read reuses the store's buffer) */
+    if (nf == 1) return jr__store_next(s, from, fs[0], strlen(fs[0]), out);
     uint64_t best = 0;
     for (size_t i = 0; i < nf; i++) {
         jr__store_msg m;

@@ -124,6 +124,7 @@ static void become_leader(jr__raft *r, uint64_t now)
     r->hb_deadline = jr__deadline(now, r->cfg.heartbeat_interval);
     r->cq_deadline = jr__deadline(now, r->cfg.election_timeout);
     r->commit_hb_at = UINT64_MAX;
+    r->commit_tell = 0;
     /* §3.6.2 / §6.4: "each leader commit[s] a blank no-op entry into the log at the start of
      * its term", which also tells us when entries of earlier terms are committed. */
     if (jr__repl_append_local(r, r->term, JR__ENTRY_NOOP, NULL, 0)) {

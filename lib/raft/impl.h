@@ -165,6 +165,10 @@ struct jr__raft {
     /* when a follower not yet told the commit is told with a HEARTBEAT (cfg.commit_delay);
      * UINT64_MAX: every follower was told, or no flush has found one untold since */
     uint64_t commit_hb_at;
+    /* the commit index jr__raft_commit_now last asked to reach the followers at once: a
+     * follower that could not take it then (it had not acknowledged it) is told it in the flush
+     * that counts its acknowledgement, without waiting commit_hb_at; 0: none this term */
+    uint64_t commit_tell;
     jr__id transfer_to;
     uint64_t transfer_deadline;
     uint8_t transfer_sent; /* TIMEOUT_NOW went out */

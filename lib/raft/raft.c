@@ -438,6 +438,7 @@ void jr__raft_commit_now(jr__raft *r)
 {
     if (!r->started || r->role != ROLE_LEADER || r->quiet) return;
     r->commit_hb_at = r->now;
+    r->commit_tell = r->commit;
     jr__raft_check(r);
 }
 

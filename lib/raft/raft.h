@@ -356,8 +356,10 @@ void jr__raft_tick(jr__raft *r, uint64_t now);
 uint64_t jr__raft_deadline(const jr__raft *r);
 
 /* Leader: the commit index goes to every follower not yet told it at the next tick (the
- * deadline is now), without waiting cfg.commit_delay for an APPEND to carry it. Nothing on a
- * follower or a quiet leader. */
+ * deadline is now), without waiting cfg.commit_delay for an APPEND to carry it; a follower that
+ * acknowledges the entries up to it only later is told it in the flush that counts that
+ * acknowledgement (a read barrier's reader may be that follower). Nothing on a follower or a
+ * quiet leader. */
 void jr__raft_commit_now(jr__raft *r);
 
 /* Leader only. Appends a NORMAL entry (data copied); *index gets its index. JR_ENOTLEADER,

@@ -171,7 +171,10 @@ void jr__repl_flush(jr__raft *r, uint64_t now)
          * no frame and no answer of its own while proposals flow. */
         uint64_t known = p->match < r->commit ? p->match : r->commit;
         if (p->state == JR__SNAPSHOT || p->sent_commit >= known) continue;
-        if (due)
+        /* what jr__raft_commit_now asked for goes at once, also to a follower that
+         * acknowledged it only after the call */
+        uint64_t asked = known < r->commit_tell ? known : r->commit_tell;
+        if (due || p->sent_commit < asked)
             send_heartbeat(r, p);
         else
             untold = 1;

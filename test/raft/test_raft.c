@@ -1510,6 +1510,61 @@ START_TEST(a_commit_waits_up_to_the_commit_delay_for_the_next_append_to_carry_it
 }
 END_TEST
 
+static int drop_resp_from_3(harness *h, const jr__msg *m, void *arg)
+{
+    (void)h;
+    return !(*(int *)arg && m->type == JR__MSG_APPEND_RESP && m->from == 3);
+}
+
+/* jr__raft_commit_now asks for a commit some follower has not acknowledged yet (its answer is
+ * late: a follower that synced other work first). That follower is told the commit in the flush
+ * that counts its acknowledgement, not once the commit delay is over: a read barrier's reader
+ * waits for exactly such a follower's replica to apply the barrier's entry. */
+START_TEST(a_commit_told_at_once_reaches_a_follower_that_acknowledges_it_later)
+{
+    harness h;
+    int hold = 0;
+    h_init(&h, 3, 34);
+    h.cfg.commit_delay = 2 * MS;
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    h_run(&h, 5 * MS); /* the election's entry committed and told */
+    h.filter = drop_resp_from_3;
+    h.filter_arg = &hold;
+    hold = 1;
+    uint64_t idx;
+    ck_assert_int_eq(h_propose(&h, 0, "barrier", &idx), 0);
+    h_deliver_all(&h); /* committed with node 2's acknowledgement; node 3's is held back */
+    ck_assert_uint_eq(h_commit(&h, 0), idx);
+    ck_assert_uint_eq(jr__raft_last_index(R(&h, 2)), idx);
+    jr__raft_commit_now(R(&h, 0));
+    h_run(&h, 1);
+    ck_assert_uint_eq(h_commit(&h, 1), idx); /* told at once */
+    ck_assert_uint_lt(h_commit(&h, 2), idx); /* it cannot take it yet */
+    hold = 0;
+    jr__msg ack = {.type = JR__MSG_APPEND_RESP,
+                   .group = h.cfg.group,
+                   .from = 3,
+                   .to = 1,
+                   .term = jr__raft_term(R(&h, 0))};
+    ack.u.append_resp.success = 1;
+    ack.u.append_resp.index = idx;
+    ck_assert_int_eq(h_inject(&h, 0, &ack), 0);
+    /* the HEARTBEAT leaves with the flush that counted the acknowledgement, no time passing */
+    ck_assert_uint_eq(h_queued(&h, JR__MSG_HEARTBEAT, 0, 2), 1);
+    h_deliver_all(&h);
+    ck_assert_uint_eq(h_commit(&h, 2), idx);
+    /* a later commit not asked for waits the delay again */
+    ck_assert_int_eq(h_propose(&h, 0, "later", &idx), 0);
+    h_deliver_all(&h);
+    ck_assert_uint_eq(h_commit(&h, 0), idx);
+    ck_assert_uint_eq(h_queued(&h, JR__MSG_HEARTBEAT, 0, -1), 0);
+    for (int i = 1; i < 3; i++) ck_assert_uint_eq(h_commit(&h, i), idx - 1);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
 /* timers near the end of the clock --------------------------------------------------------------*/
 
 static void count_send(void *ctx, jr__raft *r, const jr__msg *m)
@@ -1627,6 +1682,7 @@ static Suite *suite(void)
     tcase_add_test(tc, steady_state_proposals_replication_commit_allocate_nothing);
     tcase_add_test(tc, a_held_replica_neither_votes_nor_campaigns);
     tcase_add_test(tc, a_commit_waits_up_to_the_commit_delay_for_the_next_append_to_carry_it);
+    tcase_add_test(tc, a_commit_told_at_once_reaches_a_follower_that_acknowledges_it_later);
     suite_add_tcase(s, tc);
     return s;
 }
