@@ -13,7 +13,13 @@
  *     the phase (PROBE_SYNCS each time, as below) and the line carries its p50
  *     (fdatasync_p50_us) and sync_p50_us minus it (sync_over_fdatasync_us): the publish's cost
  *     above one sync of the disk as it was during the phase (a shared disk's sync latency moves
- *     by tens of times within a minute);
+ *     by tens of times within a minute). Two more references, sampled the same way, split the
+ *     rest: fdatasync_2of3_p50_us, three threads each syncing 4 KiB of their own file, two of
+ *     them starting once the first one's write returned, timed until the second is done (the
+ *     disk's share of an R3 commit when all three servers sync the same disk, as here: a sync
+ *     that arrives while another one runs waits for it), and ping_p50_us, a
+ *     PING/PONG round trip on the publishing connection (the share of this client and the
+ *     two hops to its server, with no stream behind it);
  *   - CPU: the servers' user+system time (/proc/PID/stat, whole clock ticks) and this client's
  *     (getrusage), in microseconds per message: for the async phase alone
  *     (cpu_us_per_msg_async: the cost of throughput), for the sync phase alone
@@ -50,6 +56,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +92,8 @@ typedef struct result {
     int leader_idx;      /* the leader's index in the target's URLs and pids, or -1 */
     int on_leader;       /* the publishing connection's server leads the stream: 1, 0, -1 unknown */
     double fsync_p50_us; /* the disk's fdatasync p50 around the sync phase, -1 without --sync-dir */
+    double fsync2of3_p50_us; /* three at once: until the second is done; -1 without --sync-dir */
+    double ping_p50_us;      /* a PING/PONG round trip on the publishing connection */
 } result;
 
 static int async_n = 100000, sync_n = 2000, rounds = 3, consume = 1, pin = 1, window = 1000;
@@ -368,6 +377,106 @@ static void fdatasync_samples(const char *dir, int n, double *v)
     unlink(path);
 }
 
+/* Three writers syncing one disk, as the three servers of an R3 stream on one machine do for
+ * every publish: each round, a first thread overwrites 4 KiB of its own preallocated file and
+ * starts its fdatasync, and the two others, released once its write returned (as followers
+ * receive an APPEND while the leader syncs), do the same with theirs; the time from the
+ * round's start until the second of the three is done (two durable copies: what an R3 commit
+ * waits for). Appends n rounds (µs) to v. */
+#define CONC_SYNCS 3
+typedef struct conc_sync {
+    pthread_barrier_t *start, *done;
+    sem_t *go; /* posted by the first thread for the others once its write returned */
+    int first, fd, rounds;
+    const double *t0; /* the round's start */
+    double *end;      /* per round, µs from the round's start, -1 on failure */
+} conc_sync;
+
+static void *conc_sync_thread(void *arg)
+{
+    conc_sync *c = arg;
+    char buf[4096];
+    memset(buf, 'y', sizeof buf);
+    for (int i = 0; i < c->rounds; i++) {
+        pthread_barrier_wait(c->start);
+        if (!c->first) sem_wait(c->go);
+        int ok = pwrite(c->fd, buf, sizeof buf, (off_t)i * 4096) == (ssize_t)sizeof buf;
+        if (c->first)
+            for (int k = 1; k < CONC_SYNCS; k++) sem_post(c->go);
+        ok = ok && fdatasync(c->fd) == 0;
+        c->end[i] = ok ? (now_s() - *c->t0) * 1e6 : -1;
+        pthread_barrier_wait(c->done);
+    }
+    return NULL;
+}
+
+static void fdatasync_2of3_samples(const char *dir, int n, double *v)
+{
+    pthread_barrier_t start, done;
+    sem_t go;
+    double t0 = 0;
+    pthread_barrier_init(&start, NULL, CONC_SYNCS + 1);
+    pthread_barrier_init(&done, NULL, CONC_SYNCS + 1);
+    sem_init(&go, 0, 0);
+    conc_sync c[CONC_SYNCS];
+    pthread_t th[CONC_SYNCS];
+    char buf[4096];
+    memset(buf, 'x', sizeof buf);
+    for (int k = 0; k < CONC_SYNCS; k++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/server_bench.sync%d", dir, k);
+        c[k].fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+        if (c[k].fd < 0) fail("cannot create", path);
+        unlink(path);
+        for (int i = 0; i < n; i++)
+            if (pwrite(c[k].fd, buf, sizeof buf, (off_t)i * 4096) != (ssize_t)sizeof buf)
+                fail("write failed in", dir);
+        if (fsync(c[k].fd)) fail("fsync failed in", dir);
+        c[k].start = &start;
+        c[k].done = &done;
+        c[k].go = &go;
+        c[k].first = k == 0;
+        c[k].t0 = &t0;
+        c[k].rounds = n;
+        c[k].end = calloc((size_t)n, sizeof(double));
+        if (!c[k].end || pthread_create(&th[k], NULL, conc_sync_thread, &c[k]))
+            fail("cannot start the sync probe's threads", NULL);
+    }
+    for (int i = 0; i < n; i++) {
+        usleep(500); /* the disk as a publisher finds it: not still busy with the last round */
+        t0 = now_s();
+        pthread_barrier_wait(&start);
+        pthread_barrier_wait(&done);
+        double e[CONC_SYNCS];
+        for (int k = 0; k < CONC_SYNCS; k++) {
+            if (c[k].end[i] < 0) fail("write or fdatasync failed in", dir);
+            e[k] = c[k].end[i];
+        }
+        qsort(e, CONC_SYNCS, sizeof e[0], cmp_double);
+        v[i] = e[1];
+    }
+    for (int k = 0; k < CONC_SYNCS; k++) {
+        pthread_join(th[k], NULL);
+        close(c[k].fd);
+        free(c[k].end);
+    }
+    pthread_barrier_destroy(&start);
+    pthread_barrier_destroy(&done);
+    sem_destroy(&go);
+}
+
+/* Appends n round trips (µs) of a PING answered by PONG on nc: the part of any request that is
+ * this client's and its server's alone (two hops, the client library's hand-off from its
+ * reader thread, the server's parse), with no stream behind it. */
+static void ping_samples(natsConnection *nc, int n, double *v)
+{
+    for (int i = 0; i < n; i++) {
+        double t0 = now_s();
+        if (natsConnection_FlushTimeout(nc, 5000) != NATS_OK) fail("a PING went unanswered", NULL);
+        v[i] = (now_s() - t0) * 1e6;
+    }
+}
+
 static double fdatasync_p50_us(const char *dir)
 {
     double v[200];
@@ -418,12 +527,14 @@ static result run_case(target *t, int replicas, int size)
 
     /* sync: one at a time, the disk's sync latency sampled before and after (the sampling's
      * own CPU left out of the client's) */
-    double fs[2 * PROBE_SYNCS], probe_cpu = 0;
+    double fs[2 * PROBE_SYNCS], f2[2 * PROBE_SYNCS], pg[2 * PROBE_SYNCS], probe_cpu = 0;
+    double pc = client_cpu_us();
+    ping_samples(t->pub_nc, PROBE_SYNCS, pg);
     if (sync_dir) {
-        double pc = client_cpu_us();
         fdatasync_samples(sync_dir, PROBE_SYNCS, fs);
-        probe_cpu = client_cpu_us() - pc;
+        fdatasync_2of3_samples(sync_dir, PROBE_SYNCS, f2);
     }
+    probe_cpu = client_cpu_us() - pc;
     double *lat = malloc(sizeof *lat * (size_t)(sync_n ? sync_n : 1));
     lat[0] = 0;
     for (int i = 0; i < sync_n; i++) {
@@ -440,11 +551,17 @@ static result run_case(target *t, int replicas, int size)
     r.p99_us = pct(lat, nlat, 0.99);
     r.p999_us = pct(lat, nlat, 0.999);
     double cpu2 = servers_cpu_us(t), ccpu2 = client_cpu_us() - probe_cpu;
-    r.fsync_p50_us = -1;
+    ping_samples(t->pub_nc, PROBE_SYNCS, pg + PROBE_SYNCS);
+    qsort(pg, 2 * PROBE_SYNCS, sizeof pg[0], cmp_double);
+    r.ping_p50_us = pct(pg, 2 * PROBE_SYNCS, 0.50);
+    r.fsync_p50_us = r.fsync2of3_p50_us = -1;
     if (sync_dir) {
         fdatasync_samples(sync_dir, PROBE_SYNCS, fs + PROBE_SYNCS);
         qsort(fs, 2 * PROBE_SYNCS, sizeof fs[0], cmp_double);
         r.fsync_p50_us = pct(fs, 2 * PROBE_SYNCS, 0.50);
+        fdatasync_2of3_samples(sync_dir, PROBE_SYNCS, f2 + PROBE_SYNCS);
+        qsort(f2, 2 * PROBE_SYNCS, sizeof f2[0], cmp_double);
+        r.fsync2of3_p50_us = pct(f2, 2 * PROBE_SYNCS, 0.50);
     }
     r.cpu_sync = sync_n ? (cpu2 - cpu1 + ccpu2 - ccpu1) / (double)sync_n : 0;
     r.cpu_us_per_msg = (cpu2 - cpu0 + ccpu2 - ccpu0) / (double)(async_n + sync_n);
@@ -477,6 +594,8 @@ static void print_result(const target *t, int replicas, int size, int round, con
     if (r->fsync_p50_us >= 0)
         printf(",\"fdatasync_p50_us\":%.0f,\"sync_over_fdatasync_us\":%.0f", r->fsync_p50_us,
                r->p50_us - r->fsync_p50_us);
+    printf(",\"ping_p50_us\":%.0f", r->ping_p50_us);
+    if (r->fsync2of3_p50_us >= 0) printf(",\"fdatasync_2of3_p50_us\":%.0f", r->fsync2of3_p50_us);
     printf("}\n");
     fflush(stdout);
 }

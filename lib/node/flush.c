@@ -2,7 +2,10 @@
  * flush — the node's batching point (ARCHITECTURE §3 "Work is batched"; Redis' beforeSleep).
  *
  * Everything the groups produced during one jr_node_recv / jr_node_tick (and during the API
- * calls since the last one) leaves here, for every group on the ready list and for no other:
+ * calls since the last one) leaves here, for every group on the ready list and for no other.
+ * First the layer above proposes what it batched (its before_flush hook); from then on every
+ * request for a tick made so far is this flush's: one that leaves nothing undone asks the host
+ * for no other tick. Then:
  *
  *   1. leaders release the APPENDs batched since the last flush (jr__raft_flush); frames to
  *      peers that hold no JR__MF_DURABLE message leave now, so followers receive entries while
@@ -444,6 +447,11 @@ int jr__node_flush(jr_node *n, int callbacks)
     if (n->nretiring || n->released_dirty) jr__node_retry_drops(n);
     jr__rpc_recent_expire(n);
     if (n->upper_tab) n->upper_tab->before_flush(n->upper); /* e.g. stream leaders' batches */
+    /* Whatever asked for a tick so far (the proposals of the hook above included) is this
+     * flush's work; what it leaves undone asks again below. A request left standing would make
+     * the host tick again at once for nothing, and a leader's would run before it reads the
+     * acknowledgements that arrived during its sync. */
+    if (callbacks) n->want_tick = 0;
     n->flushing = 1;
     for (int iter = 0; iter < MAX_ITERATIONS; iter++) {
         hold_markers(n, callbacks);

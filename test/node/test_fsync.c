@@ -20,7 +20,9 @@
  *  - the leader's tick that counts the acknowledgements writes nothing and sends nothing but
  *    what the completion callbacks queue (a forwarded publish's ack, in the same tick); the
  *    commit waits for the next APPEND, and goes out alone only once it has waited the commit
- *    delay (heartbeat / JR__COMMIT_DELAY_DIV).
+ *    delay (heartbeat / JR__COMMIT_DELAY_DIV);
+ *  - what the layer above proposes in its before-flush hook (a stream leader's batch) leaves
+ *    with that tick's flush, and the tick asks the host for no second one.
  * Raw groups on memfs under a counting vfs, frames delivered by hand, on a manual clock.
  */
 #include <check.h>
@@ -546,6 +548,81 @@ START_TEST(the_tick_counting_acks_sends_only_the_answer_and_the_next_append_the_
 }
 END_TEST
 
+/* A layer above the node (services.h jr__upper) that proposes one entry from its before-flush
+ * hook, as a stream leader proposes the publishes it batched since the last flush. */
+typedef struct staging {
+    jr_group *g;
+    int pending, proposed;
+    prop p;
+} staging;
+
+static void staging_before_flush(void *upper)
+{
+    staging *st = upper;
+    if (!st->pending) return;
+    st->pending = 0;
+    uint64_t index, term;
+    ck_assert_int_eq(jr__group_propose(st->g, "staged", 6, on_prop, &st->p, &index, &term), 0);
+    st->proposed++;
+}
+
+static void staging_role_changed(void *upper, uint64_t group)
+{
+    (void)upper;
+    (void)group;
+}
+
+static void staging_request(void *upper, jr__id from, uint64_t id, uint8_t kind, const uint8_t *p,
+                            size_t len)
+{
+    (void)upper, (void)from, (void)id, (void)kind, (void)p, (void)len;
+}
+
+static void staging_close(void *upper, int flush)
+{
+    (void)upper;
+    (void)flush;
+}
+
+static const jr__upper staging_tab = {
+    .before_flush = staging_before_flush,
+    .role_changed = staging_role_changed,
+    .request = staging_request,
+    .close = staging_close,
+};
+
+/* What the layer above proposes in its before-flush hook leaves with that tick's flush (the
+ * APPENDs, one write, one sync), and the tick asks the host for no other at once: a leader's
+ * would run before it reads the acknowledgements its followers sent while it synced, with
+ * nothing to do. */
+START_TEST(a_proposal_from_the_before_flush_hook_asks_for_no_second_tick)
+{
+    setup(3);
+    int l = elect();
+    jr_node *ln = fx[l].h.node;
+    staging st = {.g = fx[l].g};
+    jr__node_set_upper(ln, &staging_tab, &st);
+    for (int round = 0; round < 3; round++) {
+        memset(&st.p, 0, sizeof st.p);
+        st.pending = 1;
+        uint64_t w = fx[l].c.wal_writes, s = fx[l].c.wal_syncs;
+        CALL(l, jr_node_tick(ln));
+        ck_assert_int_eq(st.proposed, round + 1);
+        ck_assert_uint_eq(fx[l].c.wal_writes - w, 1);
+        ck_assert_uint_eq(fx[l].c.wal_syncs - s, 1);
+        ck_assert_uint_eq(fx[l].h.nframes, 2); /* an APPEND to each follower */
+        ck_assert_uint_gt(jr_node_deadline(ln), fx[l].h.now);
+        pump();
+        ck_assert_int_eq(st.p.done, 1);
+        ck_assert_int_eq(st.p.status, 0);
+        for (unsigned i = 0; i < 3; i++) ck_assert_uint_le(fx[i].fsm.last, st.p.index);
+        ck_assert_uint_eq(fx[l].fsm.last, st.p.index);
+    }
+    jr__node_set_upper(ln, NULL, NULL);
+    teardown();
+}
+END_TEST
+
 /* A commit a reader on a follower waits for (a read barrier's) goes to the followers at the next
  * tick, without waiting the commit delay for an APPEND (jr__group_commit_now). */
 START_TEST(a_commit_told_at_once_leaves_at_the_next_tick)
@@ -578,6 +655,7 @@ int main(void)
     tcase_add_test(t, appends_received_in_one_turn_cost_a_follower_one_write_and_one_sync);
     tcase_add_test(t, the_tick_counting_acks_sends_only_the_answer_and_the_next_append_the_commit);
     tcase_add_test(t, a_commit_told_at_once_leaves_at_the_next_tick);
+    tcase_add_test(t, a_proposal_from_the_before_flush_hook_asks_for_no_second_tick);
     tcase_add_loop_test(t, snapshots_taken_while_proposals_flow_cost_no_wal_write_of_their_own, 0,
                         2);
     suite_add_tcase(s, t);
