@@ -148,7 +148,11 @@ jr__req *jr__req_new(jr__js *js, uint8_t what)
         return NULL;
     }
     jr__buf payload = r->payload, result = r->result;
-    memset(r, 0, offsetof(jr__req, msg));
+    memset(r, 0, offsetof(jr__req, stream)); /* the rest are strings: emptied */
+    r->stream[0] = 0;
+    r->fetch_group[0] = 0;
+    r->fetch_id[0] = 0;
+    r->consumer[0] = 0;
     r->msg[0] = 0;
     r->payload = payload;
     r->result = result;

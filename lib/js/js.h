@@ -208,7 +208,9 @@ typedef union jr__req_cb {
     jr_consumer_page_cb cpage;
 } jr__req_cb;
 
-/* One request made through the public API on this node (origin side). Pooled. */
+/* One request made through the public API on this node (origin side). Pooled. What a publish
+ * touches comes first (the header, its buffers, callback and result, then its stream's name),
+ * so that a record costs few cache lines to start and to complete. */
 struct jr__req {
     jr__js *js;
     jr__req *next, *prev; /* js->reqs (outstanding) or js->free_reqs */
@@ -237,18 +239,8 @@ struct jr__req {
     uint64_t rpc_id;    /* outstanding RPC, 0 none */
     jr__id target;      /* where the last attempt went */
     unsigned tries;
-    uint64_t group;                 /* stream requests: the stream's group; consumer requests: the
-                                       consumer's (0 until jr__consumer_resolve found it) */
-    uint64_t resolve_until;         /* consumer requests: until when an unknown consumer is
-                                       looked up again (this server's meta state may lag) */
-    uint64_t fetch_until, fetch_hb; /* a fetch: when it expires (node time), its heartbeat */
-    char fetch_group[JR__GROUP_NAME_MAX + 1]; /* ... its priority group ... */
-    char fetch_id[JR__PIN_ID_MAX + 1];        /* ... and the pin id it carries */
-    uint64_t meta_id;                         /* meta requests: request id in the op; */
-    uint64_t meta_index, meta_term;           /* where the meta leader proposed it (state 2) */
-    char stream[JR_STREAM_NAME_MAX + 1];
-    char consumer[JR_CONSUMER_NAME_MAX + 1]; /* consumer requests: its name (an ephemeral's
-                                                once the meta log named it) */
+    uint64_t group;  /* stream requests: the stream's group; consumer requests: the
+                        consumer's (0 until jr__consumer_resolve found it) */
     jr__buf payload; /* the request's encoded payload (kept for re-sending) */
     jr__buf result;  /* the response's payload, decoded when the callback runs */
     jr__req_cb cb;
@@ -257,6 +249,18 @@ struct jr__req {
     int status;
     uint64_t seq; /* publish: seq; purge: purged */
     int duplicate;
+    uint64_t resolve_until;         /* consumer requests: until when an unknown consumer is
+                                       looked up again (this server's meta state may lag) */
+    uint64_t fetch_until, fetch_hb; /* a fetch: when it expires (node time), its heartbeat */
+    uint64_t meta_id;               /* meta requests: request id in the op; */
+    uint64_t meta_index, meta_term; /* where the meta leader proposed it (state 2) */
+    /* From here on only strings (jr__req_new zeroes every field before `stream` and makes each
+     * of these empty). */
+    char stream[JR_STREAM_NAME_MAX + 1];
+    char fetch_group[JR__GROUP_NAME_MAX + 1]; /* a fetch: its priority group ... */
+    char fetch_id[JR__PIN_ID_MAX + 1];        /* ... and the pin id it carries */
+    char consumer[JR_CONSUMER_NAME_MAX + 1];  /* consumer requests: its name (an ephemeral's
+                                                 once the meta log named it) */
     char msg[JR__JS_MSG_MAX];
 };
 
