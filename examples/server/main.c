@@ -2,7 +2,8 @@
  * main.c — jetraft-server: one libjetraft node per process, hosted on a libuv loop.
  *
  * The loop owns every socket and timer: the node's transport is peer.c, its one timer a
- * uv_timer set to jr_node_deadline(), its clock uv_hrtime(). Clients speak the NATS protocol
+ * uv_timer set to jr_node_deadline(), its clock uv_hrtime() (read once per client read while
+ * that read's requests run: server_clock_hold). Clients speak the NATS protocol
  * (client.c) and the JetStream API (jsapi.c); core messages reach the clients of the other
  * servers over the same peer links (route.c). SIGTERM or SIGINT closes the node (which flushes
  * what is pending), the links and the clients, and exits 0; after SIGKILL a restart with the
