@@ -5,9 +5,15 @@
  * same workload against A, then B (so that both see the same machine, interleaved):
  *
  *   - async: one connection publishes `--async` messages (default 100,000) with a window of
- *     `--window` acks pending (default 1,000; js_PublishAsync), timed from the first publish to
- *     the last ack: msgs/s and MB/s. A server that acknowledges only after an fsync cannot pass
- *     window / (the time a commit takes) messages a second, whatever its CPU;
+ *     `--window` acks pending (default 1,000), timed from the first publish to the last ack:
+ *     msgs/s and MB/s. A server that acknowledges only after an fsync cannot pass window / (the
+ *     time a commit takes) messages a second, whatever its CPU. `--client` says how, the same
+ *     for both systems (every line names it): "pub" (the default) sends each message as a PUB
+ *     with a reply subject of its own under one inbox, all acks arriving on one wildcard
+ *     subscription, and checks every ack (no error, stream BENCH, seq strictly increasing from
+ *     ack to ack, each message answered once: publish_window); "js" uses js_PublishAsync, whose
+ *     per-message bookkeeping (a hash of pending replies, a context lock) costs the client
+ *     about half its CPU per message;
  *   - sync: `--sync` synchronous publishes, each waiting for its ack: p50/p99/p99.9 latency;
  *     with --sync-dir, the disk's fdatasync latency is sampled right before and right after
  *     the phase (PROBE_SYNCS each time, as below) and the line carries its p50
@@ -46,7 +52,7 @@
  * Usage: server_bench --a NAME=URLS@PIDS[@NAMES] [--b NAME=URLS@PIDS[@NAMES]] [--rounds N]
  *                     [--async N] [--sync N] [--sizes 128,4096] [--replicas 1,3]
  *                     [--consume 0|1] [--window N] [--only NAME] [--pin 0|1]
- *                     [--sync-dir DIR]
+ *                     [--sync-dir DIR] [--client pub|js]
  *   URLS: comma-separated nats:// URLs; PIDS: comma-separated server process ids; NAMES: the
  *   servers' names (as the stream info's leader names them), in the order of URLS. --only runs
  *   the target so named alone (to profile one system); --pin 0 keeps the publishing connection
@@ -97,6 +103,10 @@ typedef struct result {
 } result;
 
 static int async_n = 100000, sync_n = 2000, rounds = 3, consume = 1, pin = 1, window = 1000;
+/* --client: how the async phase publishes (the same for both systems; the lines say which).
+ * "pub": PUB with a reply subject of its own per message, on one wildcard inbox subscription;
+ * "js": js_PublishAsync. */
+static const char *client_mode = "pub";
 static const char *sync_dir; /* --sync-dir: where the disk's fdatasync latency is sampled */
 
 /* fdatasync samples taken right before and right after each sync phase */
@@ -207,6 +217,138 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
     pthread_cond_signal(&cv);
     pthread_mutex_unlock(&mu);
     natsMsg_Destroy(msg);
+}
+
+/* The async phase of --client pub: a window of at most `window` publishes without their
+ * acks, each sent as PUB bench.a with the reply subject INBOX.<i> (i: the message's index), all
+ * answered on one subscription to INBOX.*. Every ack is checked as it comes: a JSON object with
+ * no "error" field, its stream BENCH, its seq within 1..n and above the seq of every ack
+ * before it (strictly increasing), and its index not answered before; the phase ends once all
+ * n indexes were answered. Anything else fails the run. */
+typedef struct pubwin {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int n, inflight, acked, waiting;
+    uint64_t last_seq;
+    unsigned char *answered; /* per index */
+    char bad[512];           /* the first failed check ("" none) */
+} pubwin;
+
+static void pubwin_fail(pubwin *w, const char *what, const char *subj, const char *data, int len)
+{
+    if (!w->bad[0])
+        snprintf(w->bad, sizeof w->bad, "%s (reply %s: %.*s)", what, subj, len > 200 ? 200 : len,
+                 data ? data : "");
+}
+
+static void on_pub_ack(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    pubwin *w = closure;
+    const char *subj = natsMsg_GetSubject(msg);
+    const char *data = natsMsg_GetData(msg);
+    int len = natsMsg_GetDataLength(msg);
+    const char *dot = strrchr(subj, '.');
+    char *end = NULL;
+    long idx = dot ? strtol(dot + 1, &end, 10) : -1;
+    /* the data is NUL-terminated by libnats */
+    const char *sp = data ? strstr(data, "\"stream\":\"") : NULL;
+    const char *qp = data ? strstr(data, "\"seq\":") : NULL;
+    uint64_t seq = qp ? strtoull(qp + 6, NULL, 10) : 0;
+    pthread_mutex_lock(&w->mu);
+    if (!dot || !end || *end || idx < 0 || idx >= w->n)
+        pubwin_fail(w, "an ack to an unknown reply subject", subj, data, len);
+    else if (w->answered[idx])
+        pubwin_fail(w, "a second ack", subj, data, len);
+    else if (!data || len < 2 || data[0] != '{' || strstr(data, "\"error\""))
+        pubwin_fail(w, "an error or no PubAck", subj, data, len);
+    else if (!sp || strncmp(sp + 10, "BENCH\"", 6) != 0)
+        pubwin_fail(w, "an ack naming another stream", subj, data, len);
+    else if (seq < 1 || seq > (uint64_t)w->n || seq <= w->last_seq)
+        pubwin_fail(w, "an ack whose seq is not above the one before", subj, data, len);
+    if (idx >= 0 && idx < w->n && !w->answered[idx]) {
+        w->answered[idx] = 1;
+        w->acked++;
+        w->inflight--;
+    }
+    if (seq > w->last_seq) w->last_seq = seq;
+    if (w->waiting) pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    natsMsg_Destroy(msg);
+}
+
+/* Publishes n messages of `size` bytes as above; fails the run on any failed check, or when
+ * the acks are not all in within a minute of the last publish. */
+static void publish_window(target *t, const char *payload, int size, int n)
+{
+    pubwin w;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    w.n = n;
+    w.answered = calloc((size_t)n, 1);
+    natsInbox *inbox = NULL;
+    if (!w.answered || natsInbox_Create(&inbox) != NATS_OK) fail("out of memory", NULL);
+    char wild[128], reply[160];
+    snprintf(wild, sizeof wild, "%s.*", (const char *)inbox);
+    natsSubscription *sub = NULL;
+    if (natsConnection_Subscribe(&sub, t->pub_nc, wild, on_pub_ack, &w) != NATS_OK ||
+        natsSubscription_SetPendingLimits(sub, -1, -1) != NATS_OK ||
+        natsConnection_Flush(t->pub_nc) != NATS_OK)
+        fail("cannot subscribe to the ack inbox on", t->name);
+    for (int i = 0; i < n; i++) {
+        pthread_mutex_lock(&w.mu);
+        while (w.inflight >= window && !w.bad[0]) {
+            w.waiting = 1;
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 60;
+            if (pthread_cond_timedwait(&w.cv, &w.mu, &ts) == ETIMEDOUT) break;
+        }
+        w.waiting = 0;
+        int stuck = w.inflight >= window;
+        w.inflight++;
+        pthread_mutex_unlock(&w.mu);
+        if (w.bad[0]) break;
+        if (stuck) fail("no ack for a minute on", t->name);
+        snprintf(reply, sizeof reply, "%s.%d", (const char *)inbox, i);
+        natsStatus st = natsConnection_PublishRequest(t->pub_nc, "bench.a", reply, payload, size);
+        if (st != NATS_OK) {
+            fprintf(stderr, "server_bench: %s: publish %d: %s\n", t->name, i,
+                    natsStatus_GetText(st));
+            fail("async publish failed on", t->name);
+        }
+    }
+    natsConnection_Flush(t->pub_nc);
+    pthread_mutex_lock(&w.mu);
+    double t0 = now_s();
+    while (w.acked < n && !w.bad[0] && now_s() - t0 < 60) {
+        w.waiting = 1;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&w.cv, &w.mu, &ts);
+    }
+    int got = w.acked;
+    pthread_mutex_unlock(&w.mu);
+    /* a stray ack still on its way is checked too (a second one fails the run) */
+    if (natsConnection_Flush(t->pub_nc) != NATS_OK || natsSubscription_Drain(sub) != NATS_OK ||
+        natsSubscription_WaitForDrainCompletion(sub, 10000) != NATS_OK)
+        fail("cannot drain the ack inbox on", t->name);
+    natsSubscription_Destroy(sub);
+    if (w.bad[0]) {
+        fprintf(stderr, "server_bench: %s: %s\n", t->name, w.bad);
+        fail("a bad ack on", t->name);
+    }
+    if (got < n) {
+        fprintf(stderr, "server_bench: %s: %d of %d acks\n", t->name, got, n);
+        fail("async acks missing on", t->name);
+    }
+    natsInbox_Destroy(inbox);
+    free(w.answered);
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
 }
 
 static jsCtx *make_js(const target *t, natsConnection *nc)
@@ -497,26 +639,31 @@ static result run_case(target *t, int replicas, int size)
     double lcpu0 = r.leader_idx >= 0 ? servers_cpu_us_of(t, r.leader_idx) : 0;
 
     /* async: a window of 1,000 */
-    acked = ack_errors = 0;
     double t0 = now_s();
-    for (int i = 0; i < async_n; i++) {
-        natsStatus s = js_PublishAsync(t->pub_js, "bench.a", payload, size, NULL);
-        if (s != NATS_OK) {
-            fprintf(stderr, "server_bench: %s: publish %d: %s\n", t->name, i,
-                    natsStatus_GetText(s));
-            fail("async publish failed on", t->name);
+    if (!strcmp(client_mode, "pub")) {
+        publish_window(t, payload, size, async_n);
+    } else {
+        acked = ack_errors = 0;
+        for (int i = 0; i < async_n; i++) {
+            natsStatus s = js_PublishAsync(t->pub_js, "bench.a", payload, size, NULL);
+            if (s != NATS_OK) {
+                fprintf(stderr, "server_bench: %s: publish %d: %s\n", t->name, i,
+                        natsStatus_GetText(s));
+                fail("async publish failed on", t->name);
+            }
         }
+        jsPubOptions po;
+        jsPubOptions_Init(&po);
+        po.MaxWait = 60000;
+        if (js_PublishAsyncComplete(t->pub_js, &po) != NATS_OK)
+            fail("async acks missing on", t->name);
+        pthread_mutex_lock(&mu);
+        while (acked < async_n) pthread_cond_wait(&cv, &mu);
+        int errs = ack_errors;
+        pthread_mutex_unlock(&mu);
+        if (errs) fail("async publishes were refused on", t->name);
     }
-    jsPubOptions po;
-    jsPubOptions_Init(&po);
-    po.MaxWait = 60000;
-    if (js_PublishAsyncComplete(t->pub_js, &po) != NATS_OK) fail("async acks missing on", t->name);
-    pthread_mutex_lock(&mu);
-    while (acked < async_n) pthread_cond_wait(&cv, &mu);
-    int errs = ack_errors;
-    pthread_mutex_unlock(&mu);
     double dt = now_s() - t0;
-    if (errs) fail("async publishes were refused on", t->name);
     r.msgs_s = async_n / dt;
     r.mb_s = r.msgs_s * size / 1e6;
     double cpu1 = servers_cpu_us(t), ccpu1 = client_cpu_us();
@@ -582,15 +729,17 @@ static double median(double *v, int n)
 
 static void print_result(const target *t, int replicas, int size, int round, const result *r)
 {
-    printf("{\"system\":\"%s\",\"replicas\":%d,\"size\":%d,\"round\":%d,\"msgs\":%d,"
-           "\"window\":%d,\"msgs_s\":%.0f,\"mb_s\":%.2f,\"sync_msgs\":%d,\"sync_p50_us\":%.0f,"
-           "\"sync_p99_us\":%.0f,\"sync_p999_us\":%.0f,\"cpu_us_per_msg\":%.1f,"
-           "\"cpu_us_per_msg_async\":%.1f,\"cpu_us_per_msg_sync\":%.1f,"
-           "\"cpu_async_client\":%.1f,\"cpu_async_leader\":%.1f,"
-           "\"consume_msgs_s\":%.0f,\"leader\":\"%s\",\"on_leader\":%d,\"consumer_leader\":\"%s\"",
-           t->name, replicas, size, round, async_n, window, r->msgs_s, r->mb_s, sync_n, r->p50_us,
-           r->p99_us, r->p999_us, r->cpu_us_per_msg, r->cpu_async, r->cpu_sync, r->cpu_async_client,
-           r->cpu_async_leader, r->consume_msgs_s, r->leader, r->on_leader, r->cleader);
+    printf(
+        "{\"system\":\"%s\",\"client\":\"%s\",\"replicas\":%d,\"size\":%d,\"round\":%d,\"msgs\":%d,"
+        "\"window\":%d,\"msgs_s\":%.0f,\"mb_s\":%.2f,\"sync_msgs\":%d,\"sync_p50_us\":%.0f,"
+        "\"sync_p99_us\":%.0f,\"sync_p999_us\":%.0f,\"cpu_us_per_msg\":%.1f,"
+        "\"cpu_us_per_msg_async\":%.1f,\"cpu_us_per_msg_sync\":%.1f,"
+        "\"cpu_async_client\":%.1f,\"cpu_async_leader\":%.1f,"
+        "\"consume_msgs_s\":%.0f,\"leader\":\"%s\",\"on_leader\":%d,\"consumer_leader\":\"%s\"",
+        t->name, client_mode, replicas, size, round, async_n, window, r->msgs_s, r->mb_s, sync_n,
+        r->p50_us, r->p99_us, r->p999_us, r->cpu_us_per_msg, r->cpu_async, r->cpu_sync,
+        r->cpu_async_client, r->cpu_async_leader, r->consume_msgs_s, r->leader, r->on_leader,
+        r->cleader);
     if (r->fsync_p50_us >= 0)
         printf(",\"fdatasync_p50_us\":%.0f,\"sync_over_fdatasync_us\":%.0f", r->fsync_p50_us,
                r->p50_us - r->fsync_p50_us);
@@ -631,12 +780,15 @@ int main(int argc, char **argv)
             pin = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--sync-dir"))
             sync_dir = argv[i + 1];
+        else if (!strcmp(argv[i], "--client"))
+            client_mode = argv[i + 1];
         else
             fail("unknown option", argv[i]);
     }
     if (!a.name) fail("usage: server_bench --a NAME=URLS@PIDS [--b NAME=URLS@PIDS]", 0);
     if (rounds < 1 || rounds > MAX_ROUNDS || async_n < 1 || sync_n < 0 || window < 1)
         fail("bad counts", 0);
+    if (strcmp(client_mode, "pub") && strcmp(client_mode, "js")) fail("--client is pub or js", 0);
     if (only && b.name && !strcmp(only, b.name)) {
         a = b;
         memset(&b, 0, sizeof b);
@@ -687,13 +839,14 @@ int main(int argc, char **argv)
                 ma[m] = median(va[m], rounds);
                 mb[m] = median(vb[m], rounds);
             }
-            printf("{\"ratio\":\"%s/%s\",\"replicas\":%d,\"size\":%d,\"rounds\":%d,"
-                   "\"msgs_s\":%.2f,\"cpu_us_per_msg\":%.2f,\"cpu_us_per_msg_async\":%.2f,"
-                   "\"cpu_us_per_msg_sync\":%.2f,\"sync_p50_us\":%.2f,"
-                   "\"sync_p99_us\":%.2f,\"consume_msgs_s\":%.2f}\n",
-                   a.name, b.name, replicas, size, rounds, ma[0] / mb[0], ma[1] / mb[1],
-                   ma[6] / mb[6], mb[7] > 0 ? ma[7] / mb[7] : 0, mb[2] > 0 ? ma[2] / mb[2] : 0,
-                   mb[3] > 0 ? ma[3] / mb[3] : 0, mb[5] > 0 ? ma[5] / mb[5] : 0);
+            printf(
+                "{\"ratio\":\"%s/%s\",\"client\":\"%s\",\"replicas\":%d,\"size\":%d,\"rounds\":%d,"
+                "\"msgs_s\":%.2f,\"cpu_us_per_msg\":%.2f,\"cpu_us_per_msg_async\":%.2f,"
+                "\"cpu_us_per_msg_sync\":%.2f,\"sync_p50_us\":%.2f,"
+                "\"sync_p99_us\":%.2f,\"consume_msgs_s\":%.2f}\n",
+                a.name, b.name, client_mode, replicas, size, rounds, ma[0] / mb[0], ma[1] / mb[1],
+                ma[6] / mb[6], mb[7] > 0 ? ma[7] / mb[7] : 0, mb[2] > 0 ? ma[2] / mb[2] : 0,
+                mb[3] > 0 ? ma[3] / mb[3] : 0, mb[5] > 0 ? ma[5] / mb[5] : 0);
             fflush(stdout);
         }
     }

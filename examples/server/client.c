@@ -740,8 +740,12 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         memcpy(c->held, p, len);
         c->held_len = len;
     }
-    if (rc == 0 && len && c->auth == AUTH_OPEN && !c->closing)
+    if (rc == 0 && len && c->auth == AUTH_OPEN && !c->closing) {
+        server *s = c->s;
+        server_clock_hold(s); /* one clock reading for every publish of this read */
         rc = np_feed(&c->parser, p, len, on_op, c, &err);
+        server_clock_release(s);
+    }
     feed_done(c, rc, err);
 }
 

@@ -2,7 +2,8 @@
  * main.c — jetraft-server: one libjetraft node per process, hosted on a libuv loop.
  *
  * The loop owns every socket and timer: the node's transport is peer.c, its one timer a
- * uv_timer set to jr_node_deadline(), its clock uv_hrtime(). Clients speak the NATS protocol
+ * uv_timer set to jr_node_deadline(), its clock uv_hrtime() (read once per client read while
+ * that read's requests run: server_clock_hold). Clients speak the NATS protocol
  * (client.c) and the JetStream API (jsapi.c); core messages reach the clients of the other
  * servers over the same peer links (route.c). SIGTERM or SIGINT closes the node (which flushes
  * what is pending), the links and the clients, and exits 0; after SIGKILL a restart with the
@@ -44,17 +45,34 @@
 
 static uint64_t host_now(void *ctx)
 {
-    (void)ctx;
-    return uv_hrtime();
+    const server *s = ctx;
+    return s && s->clock_held ? s->held_now : uv_hrtime();
 }
 
-static uint64_t host_wall(void *ctx)
+static uint64_t wall_now(void)
 {
-    (void)ctx;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
            (uint64_t)testclock_offset_ns(); /* 0 unless a test moves this clock */
+}
+
+static uint64_t host_wall(void *ctx)
+{
+    const server *s = ctx;
+    return s && s->clock_held ? s->held_wall : wall_now();
+}
+
+void server_clock_hold(server *s)
+{
+    if (s->clock_held++) return;
+    s->held_now = uv_hrtime();
+    s->held_wall = wall_now();
+}
+
+void server_clock_release(server *s)
+{
+    if (s->clock_held) s->clock_held--;
 }
 
 static void on_tick(uv_timer_t *t);

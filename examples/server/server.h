@@ -88,6 +88,11 @@ typedef struct server {
     int closing;
     uint64_t js_inflight; /* publishes and API requests handed to the node, not yet answered */
     uint64_t started_ns;  /* wall clock at start */
+    /* The clocks the node reads (jr_host.now and .wall), held for the length of one read
+     * callback (server_clock_hold): its publishes, many a read, read them once, as libuv's own
+     * timers use one loop time per turn. Monotonic: each hold reads the clock afresh. */
+    int clock_held;
+    uint64_t held_now, held_wall;
 } server;
 
 /* Calls jr_node_tick when the node's deadline passed and arms the timer for the next one. Reads
@@ -95,6 +100,10 @@ typedef struct server {
  * turn (clients_kick_later); API calls made outside the node's callbacks call it at once (cheap
  * when nothing is due). */
 void server_kick(server *s);
+/* Holds the node's clocks at their current readings until the matching server_clock_release
+ * (holds nest: an inner hold keeps the outer one's readings). */
+void server_clock_hold(server *s);
+void server_clock_release(server *s);
 
 /* Called with what jr_node_tick or jr_node_recv returned when the node's WAL failed
  * (JR_EIO, JR_ENOSPC): logs it once, closes the node at the next loop turn and reopens it from

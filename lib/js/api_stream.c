@@ -180,7 +180,7 @@ void jr__req_route(jr__req *r)
             r->sent = 1;
             r->target = js->self;
             jr__route rt = jr__route_local(r);
-            jr__js_timer_arm(js, &r->timer, r->deadline);
+            jr__js_timer_arm_queued(js, &r->timer, r->deadline, r->span);
             jr__stream_exec(js, r->kind, &rt, r->payload.data, r->payload.len);
             return;
         }
@@ -198,7 +198,8 @@ void jr__req_route(jr__req *r)
             return;
         }
         r->sent_at = jr__node_now(n);
-        jr__js_timer_arm(js, &r->timer, jr__deadline(jr__node_now(n), js->election_ns));
+        jr__js_timer_arm_queued(js, &r->timer, jr__deadline(jr__node_now(n), js->election_ns),
+                                js->election_ns);
         return;
     }
     if (r->kind == JR__RPC_CONSUMER) {
@@ -247,8 +248,9 @@ void jr__req_route(jr__req *r)
         r->sent = 1;
         r->target = js->self;
         jr__route rt = jr__route_local(r);
-        /* The leader's answer comes through jr__req_response; arm the deadline meanwhile. */
-        jr__js_timer_arm(js, &r->timer, r->deadline);
+        /* The leader's answer comes through jr__req_response; arm the deadline meanwhile (on
+         * its timeout's queue: a publish at its stream's leader costs no heap operation). */
+        jr__js_timer_arm_queued(js, &r->timer, r->deadline, r->span);
         if (r->kind == JR__RPC_CONSUMER)
             jr__consumer_exec(js, &rt, r->payload.data, r->payload.len);
         else
@@ -295,8 +297,8 @@ void jr__req_route(jr__req *r)
     if (r->resend)
         jr__js_timer_cancel(js, &r->timer); /* the call's own timeout bounds the wait now */
     else
-        jr__js_timer_arm(js, &r->timer,
-                         jr__deadline(jr__node_now(n), js->election_ns)); /* watch the leader */
+        jr__js_timer_arm_queued(js, &r->timer, jr__deadline(jr__node_now(n), js->election_ns),
+                                js->election_ns); /* watch the leader */
 }
 
 /* Names the leaders r lost on its way, for its final message ("" if none). */

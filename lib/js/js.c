@@ -28,16 +28,101 @@ void jr__js_timer_init(jr__jtimer *t, void (*fire)(jr__js *, jr__jtimer *))
 {
     jr__timer_init(&t->t, jtimer_fire);
     t->fire = fire;
+    t->q = NULL;
+    t->qprev = t->qnext = NULL;
+    t->qdeadline = 0;
+}
+
+static void queue_unlink(jr__jtimer *t)
+{
+    jr__jqueue *q = t->q;
+    if (t->qprev)
+        t->qprev->qnext = t->qnext;
+    else
+        q->head = t->qnext;
+    if (t->qnext)
+        t->qnext->qprev = t->qprev;
+    else
+        q->tail = t->qprev;
+    t->q = NULL;
+    t->qprev = t->qnext = NULL;
 }
 
 void jr__js_timer_arm(jr__js *js, jr__jtimer *t, uint64_t deadline)
 {
+    if (t->q) queue_unlink(t);
     jr__node_timer_arm(js->n, &t->t, deadline);
 }
 
 void jr__js_timer_cancel(jr__js *js, jr__jtimer *t)
 {
+    if (t->q)
+        queue_unlink(t);
+    else
+        jr__node_timer_cancel(js->n, &t->t);
+}
+
+int jr__js_timer_armed(const jr__jtimer *t)
+{
+    return t->q != NULL || jr__timer_armed(&t->t);
+}
+
+/* The queue of span: the one holding it, else a free one (or one left empty, taken over). */
+static jr__jqueue *queue_for(jr__js *js, uint64_t span)
+{
+    jr__jqueue *spare = NULL;
+    for (size_t i = 0; i < JR__JQUEUES; i++) {
+        jr__jqueue *q = &js->queues[i];
+        if (q->span == span) return q;
+        if (!spare && !q->head) spare = q;
+    }
+    if (spare) spare->span = span;
+    return spare;
+}
+
+void jr__js_timer_arm_queued(jr__js *js, jr__jtimer *t, uint64_t deadline, uint64_t span)
+{
+    if (t->q) queue_unlink(t);
+    jr__jqueue *q = span ? queue_for(js, span) : NULL;
+    if (!q || (q->tail && q->tail->qdeadline > deadline)) {
+        jr__node_timer_arm(js->n, &t->t, deadline);
+        return;
+    }
     jr__node_timer_cancel(js->n, &t->t);
+    t->q = q;
+    t->qdeadline = deadline;
+    t->qprev = q->tail;
+    t->qnext = NULL;
+    if (q->tail)
+        q->tail->qnext = t;
+    else
+        q->head = t;
+    q->tail = t;
+    /* The queue's timer stays where it is while it is armed no later than this deadline (the
+     * head's, or one that went since: it then fires early and re-arms at the head). */
+    if (!jr__timer_armed(&q->timer.t) || q->timer.t.deadline > deadline)
+        jr__node_timer_arm(js->n, &q->timer.t, deadline);
+}
+
+/* A queue's heap timer: fires its due timers in order, then stands for the new head. */
+static void queue_fire(jr__js *js, jr__jtimer *qt)
+{
+    jr__jqueue *q = JR__CONTAINER_OF(qt, jr__jqueue, timer);
+    uint64_t now = jr__node_now(js->n);
+    while (q->head && q->head->qdeadline <= now && !js->closing) {
+        jr__jtimer *t = q->head;
+        queue_unlink(t);
+        t->fire(js, t);
+    }
+    if (q->head && !jr__timer_armed(&qt->t)) jr__node_timer_arm(js->n, &qt->t, q->head->qdeadline);
+}
+
+static void queues_init(jr__js *js)
+{
+    for (size_t i = 0; i < JR__JQUEUES; i++) {
+        memset(&js->queues[i], 0, sizeof js->queues[i]);
+        jr__js_timer_init(&js->queues[i].timer, queue_fire);
+    }
 }
 
 /* Requests --------------------------------------------------------------------------------*/
@@ -63,7 +148,11 @@ jr__req *jr__req_new(jr__js *js, uint8_t what)
         return NULL;
     }
     jr__buf payload = r->payload, result = r->result;
-    memset(r, 0, offsetof(jr__req, msg));
+    memset(r, 0, offsetof(jr__req, stream)); /* the rest are strings: emptied */
+    r->stream[0] = 0;
+    r->fetch_group[0] = 0;
+    r->fetch_id[0] = 0;
+    r->consumer[0] = 0;
     r->msg[0] = 0;
     r->payload = payload;
     r->result = result;
@@ -102,6 +191,7 @@ void jr__req_start(jr__req *r, uint64_t timeout_ns)
 {
     jr__js *js = r->js;
     r->deadline = jr__deadline(jr__node_now(js->n), timeout_ns);
+    r->span = timeout_ns;
     r->prev = NULL;
     r->next = js->reqs;
     if (js->reqs) js->reqs->prev = r;
@@ -416,6 +506,7 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
     js->self = facts.self;
     js->election_ns = facts.election_ns;
     js->heartbeat_ns = facts.heartbeat_ns;
+    queues_init(js);
     jr__map_init(&js->reps, a);
     jr__map_init(&js->creps, a);
     jr__map_init(&js->cons_by_stream, a);
@@ -500,6 +591,7 @@ void jr__js_close(jr__js *js, int flush)
     jr__srep_close_all(js, flush);
     jr__mnode_close(js);
     jr__node_drain(n); /* every callback queued above runs before the memory goes */
+    for (size_t i = 0; i < JR__JQUEUES; i++) jr__js_timer_cancel(js, &js->queues[i].timer);
     jr__clead_advisories_free(js);
     jr__meta_state_free(&js->st);
     jr__node_set_upper(n, NULL, NULL);

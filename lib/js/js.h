@@ -85,7 +85,25 @@ typedef struct jr__req jr__req;
 typedef struct jr__jtimer {
     jr__timer t;
     void (*fire)(jr__js *js, struct jr__jtimer *t);
+    /* Armed on a deadline queue (jr__js_timer_arm_queued) instead of the heap: its queue, its
+     * neighbours there and its deadline. A timer is on the heap or on one queue, never both. */
+    struct jr__jqueue *q;
+    struct jr__jtimer *qprev, *qnext;
+    uint64_t qdeadline;
 } jr__jtimer;
+
+/* A deadline queue: timers armed at now + span for one span, in arming order, which is the
+ * order of their deadlines (the node's clock never goes back). One heap timer stands for the
+ * queue at its head's deadline, so arming and cancelling a queued timer are O(1) list
+ * operations and touch no heap: a request's deadline per publish costs no heap insert and no
+ * heap removal. A queue whose last timer went keeps its span until a fifth span wants a slot. */
+typedef struct jr__jqueue {
+    uint64_t span; /* 0: free */
+    jr__jtimer *head, *tail;
+    jr__jtimer timer; /* on the heap at (or before) the head's deadline while the queue has any */
+} jr__jqueue;
+
+#define JR__JQUEUES 4
 
 /* What a request asks for (the public call that made it). */
 enum jr__req_op {
@@ -190,7 +208,9 @@ typedef union jr__req_cb {
     jr_consumer_page_cb cpage;
 } jr__req_cb;
 
-/* One request made through the public API on this node (origin side). Pooled. */
+/* One request made through the public API on this node (origin side). Pooled. What a publish
+ * touches comes first (the header, its buffers, callback and result, then its stream's name),
+ * so that a record costs few cache lines to start and to complete. */
 struct jr__req {
     jr__js *js;
     jr__req *next, *prev; /* js->reqs (outstanding) or js->free_reqs */
@@ -211,6 +231,7 @@ struct jr__req {
     uint8_t unanswered;   /* the status being handled is the RPC layer's: no answer in time
                              (JR_ETIMEDOUT) or closing, not a responder's */
     uint64_t deadline;
+    uint64_t span;      /* the timeout it started with: deadline is its start plus span */
     uint64_t sent_at;   /* when the outstanding attempt was sent */
     uint64_t pinged_at; /* when its silent target was last pinged (JR__ADM_PING) */
     jr__id lost;        /* the last leader given up for lost (0: none) ... */
@@ -218,18 +239,8 @@ struct jr__req {
     uint64_t rpc_id;    /* outstanding RPC, 0 none */
     jr__id target;      /* where the last attempt went */
     unsigned tries;
-    uint64_t group;                 /* stream requests: the stream's group; consumer requests: the
-                                       consumer's (0 until jr__consumer_resolve found it) */
-    uint64_t resolve_until;         /* consumer requests: until when an unknown consumer is
-                                       looked up again (this server's meta state may lag) */
-    uint64_t fetch_until, fetch_hb; /* a fetch: when it expires (node time), its heartbeat */
-    char fetch_group[JR__GROUP_NAME_MAX + 1]; /* ... its priority group ... */
-    char fetch_id[JR__PIN_ID_MAX + 1];        /* ... and the pin id it carries */
-    uint64_t meta_id;                         /* meta requests: request id in the op; */
-    uint64_t meta_index, meta_term;           /* where the meta leader proposed it (state 2) */
-    char stream[JR_STREAM_NAME_MAX + 1];
-    char consumer[JR_CONSUMER_NAME_MAX + 1]; /* consumer requests: its name (an ephemeral's
-                                                once the meta log named it) */
+    uint64_t group;  /* stream requests: the stream's group; consumer requests: the
+                        consumer's (0 until jr__consumer_resolve found it) */
     jr__buf payload; /* the request's encoded payload (kept for re-sending) */
     jr__buf result;  /* the response's payload, decoded when the callback runs */
     jr__req_cb cb;
@@ -238,6 +249,18 @@ struct jr__req {
     int status;
     uint64_t seq; /* publish: seq; purge: purged */
     int duplicate;
+    uint64_t resolve_until;         /* consumer requests: until when an unknown consumer is
+                                       looked up again (this server's meta state may lag) */
+    uint64_t fetch_until, fetch_hb; /* a fetch: when it expires (node time), its heartbeat */
+    uint64_t meta_id;               /* meta requests: request id in the op; */
+    uint64_t meta_index, meta_term; /* where the meta leader proposed it (state 2) */
+    /* From here on only strings (jr__req_new zeroes every field before `stream` and makes each
+     * of these empty). */
+    char stream[JR_STREAM_NAME_MAX + 1];
+    char fetch_group[JR__GROUP_NAME_MAX + 1]; /* a fetch: its priority group ... */
+    char fetch_id[JR__PIN_ID_MAX + 1];        /* ... and the pin id it carries */
+    char consumer[JR_CONSUMER_NAME_MAX + 1];  /* consumer requests: its name (an ephemeral's
+                                                 once the meta log named it) */
     char msg[JR__JS_MSG_MAX];
 };
 
@@ -491,7 +514,9 @@ struct jr__js {
     char *store_dir;
     uint64_t capacity;
     uint32_t max_assets;
-    uint64_t timeout_ns;       /* request_timeout_ms */
+    uint64_t timeout_ns; /* request_timeout_ms */
+    jr__jqueue
+        queues[JR__JQUEUES];   /* deadline queues of request timers (jr__js_timer_arm_queued) */
     uint64_t snapshot_entries; /* of stream groups (a knob for tests; default 4096) */
     jr__rand rand;
     uint8_t closing;
@@ -623,7 +648,16 @@ void jr__js_request(jr__js *js, jr__id from, uint64_t id, uint8_t kind, const ui
 void jr__js_timer_init(jr__jtimer *t, void (*fire)(jr__js *, jr__jtimer *));
 /* Arms t at deadline (re-keys it). On JR_ENOMEM the node ticks again at once and t fires then. */
 void jr__js_timer_arm(jr__js *js, jr__jtimer *t, uint64_t deadline);
+/* Arms t at deadline, which is some earlier now() plus span: on span's deadline queue (no heap
+ * operation) when deadline is not before the queue's last one, else on the heap as
+ * jr__js_timer_arm does (a fifth span while four queues hold timers, or an arm out of order).
+ * t fires as a heap timer would: once due, after the due timers armed before it at its
+ * deadline. */
+void jr__js_timer_arm_queued(jr__js *js, jr__jtimer *t, uint64_t deadline, uint64_t span);
+/* Disarms t, from the heap or its queue; a no-op if not armed. */
 void jr__js_timer_cancel(jr__js *js, jr__jtimer *t);
+/* 1 if t is armed (on the heap or a queue). */
+int jr__js_timer_armed(const jr__jtimer *t);
 
 /* Requests. jr__req_new returns a fresh record (reserved completion, not yet outstanding) or
  * NULL (JR_ENOMEM). jr__req_start puts it on the outstanding list with its deadline. */

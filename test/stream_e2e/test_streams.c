@@ -7,11 +7,13 @@
  * admin calls, and catch-up of a replica from a snapshot plus message chunks.
  */
 #include <check.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "e2e.h"
+#include "node/node.h"
 
 static e2e c;
 
@@ -292,6 +294,84 @@ START_TEST(a_publish_the_leader_took_is_never_enoquorum)
     ck_assert_int_eq(after.role, JR_LEADER);
     ck_assert_uint_gt(after.last_index, before.last_index); /* it reached the leader's log */
     ck_assert_uint_eq(after.commit_index, before.commit_index);
+    jr_sim_heal(c.sim);
+}
+END_TEST
+
+/* Publishes in flight, each with its outcome and when its callback ran (simulated time). */
+#define BURST 300
+static e2e_res burst[BURST];
+static uint64_t burst_at[BURST];
+
+static void burst_cb(void *arg, int status, const jr_pub_ack *ack)
+{
+    e2e_pub_cb(arg, status, ack);
+    burst_at[(e2e_res *)arg - burst] = jr_sim_now(c.sim);
+}
+
+static int burst_done(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    for (int i = 0; i < *(int *)arg; i++)
+        if (!burst[i].done) return 0;
+    return 1;
+}
+
+/* A publish at its stream's leader waits for its deadline on the deadline queue of its
+ * timeout (js.h jr__js_timer_arm_queued), not on the node's timer heap: a burst of publishes
+ * arms no heap timer per publish (so their acks cancel none), and every one is acknowledged. */
+START_TEST(publishes_at_the_leader_arm_no_heap_timer_each)
+{
+    int l = make("HQ", "hq.>", 3, NULL);
+    jr_node *ln = e2e_node(&c, (unsigned)l);
+    memset(burst, 0, sizeof burst);
+    uint64_t arms = ln->timers.seq;
+    size_t len = ln->timers.len;
+    for (int i = 0; i < BURST; i++)
+        ck_assert_int_eq(jr_publish(ln, "hq.a", NULL, 0, "x", 1, NULL, burst_cb, &burst[i]), 0);
+    ck_assert_msg(ln->timers.seq - arms <= 2, "%" PRIu64 " heap arms for %d publishes",
+                  ln->timers.seq - arms, BURST);
+    ck_assert_msg(ln->timers.len <= len + 2, "heap grew from %zu to %zu timers", len,
+                  ln->timers.len);
+    int n = BURST;
+    ck_assert_int_eq(jr_sim_run_until(c.sim, burst_done, &n, 10 * SEC), 0);
+    for (int i = 0; i < BURST; i++) {
+        ck_assert_msg(burst[i].status == 0, "%d: %s", i, burst[i].msg);
+        ck_assert_uint_eq(burst[i].seq, (uint64_t)i + 1);
+    }
+}
+END_TEST
+
+/* Deadlines on the queues fire when due, in deadline order, whatever the mix of timeouts: six
+ * timeouts (one more than the queues: it goes on the heap), interleaved, at a leader cut off
+ * from its followers; each publish ends with JR_ETIMEDOUT within a tick of its deadline. */
+START_TEST(queued_deadlines_fire_on_time_in_any_mix_of_timeouts)
+{
+    int l = make("TQ", "tq.>", 3, NULL);
+    jr_node *ln = e2e_node(&c, (unsigned)l);
+    unsigned side[] = {(unsigned)l};
+    ck_assert_int_eq(jr_sim_partition(c.sim, side, 1), 0);
+    static const uint32_t ms[] = {40, 20, 40, 60, 30, 20, 70, 50, 40, 60, 30, 20};
+    const int k = (int)(sizeof ms / sizeof ms[0]);
+    memset(burst, 0, sizeof burst);
+    uint64_t t0 = jr_sim_now(c.sim);
+    for (int i = 0; i < k; i++) {
+        jr_pub_opts o;
+        jr_pub_opts_init(&o);
+        o.timeout_ms = ms[i];
+        ck_assert_int_eq(jr_publish(ln, "tq.a", NULL, 0, "x", 1, &o, burst_cb, &burst[i]), 0);
+    }
+    ck_assert_int_eq(jr_sim_run_until(c.sim, burst_done, (void *)&k, 5 * SEC), 0);
+    for (int i = 0; i < k; i++) {
+        ck_assert_msg(burst[i].status == JR_ETIMEDOUT, "%d: %s: %s", i,
+                      jr_err_name(burst[i].status), burst[i].msg);
+        uint64_t due = t0 + ms[i] * MS;
+        ck_assert_msg(burst_at[i] >= due && burst_at[i] <= due + 5 * MS,
+                      "%d (%u ms) ended %" PRId64 " ns after its deadline", i, ms[i],
+                      (int64_t)(burst_at[i] - due));
+        for (int j = 0; j < k; j++)
+            if (ms[j] < ms[i]) ck_assert_uint_le(burst_at[j], burst_at[i]);
+    }
     jr_sim_heal(c.sim);
 }
 END_TEST
@@ -668,6 +748,8 @@ int main(void)
     tcase_add_loop_test(tc, meta_leader_failover_during_creation, 0, 24);
     tcase_add_test(tc, no_meta_leader_is_a_bounded_clear_error);
     tcase_add_test(tc, a_publish_the_leader_took_is_never_enoquorum);
+    tcase_add_test(tc, publishes_at_the_leader_arm_no_heap_timer_each);
+    tcase_add_test(tc, queued_deadlines_fire_on_time_in_any_mix_of_timeouts);
     tcase_add_test(tc, bad_input_changes_nothing);
     tcase_add_test(tc, admin_calls);
     tcase_add_test(tc, catch_up_from_snapshot_and_chunks);
