@@ -128,7 +128,10 @@ int main(int argc, char **argv)
         rc = 2;
     }
     natsConnection_Destroy(c.nc);
-    nats_Close();
+    /* waits for libnats's threads: a subscription's dispatcher may still be inside a handler
+     * (pub's ack handler returns before libnats frees the reply it delivered), and the process
+     * must not exit with that half done */
+    nats_CloseAndWait(2000);
     free(list);
     return rc;
 }
