@@ -573,6 +573,9 @@ struct jr__js {
     uint64_t catchup_taken;       /* entry bytes that waited in a restoring replica's log,
                                      queued before a later snapshot replaced that log
                                      (catchup.c take_waiting) */
+    uint64_t snap_restores;       /* group snapshots handed to this node's stream replicas
+                                     (stream_replica.c rep_restore: installed from a leader,
+                                     or loaded at open) */
     uint64_t catchup_served;      /* uncompressed chunk bytes this node served as a source */
     uint64_t catchup_paced;       /* catch-up steps followed by a pause (the group was busy) */
     uint64_t catchup_paused_ns;   /* the pauses' total length */

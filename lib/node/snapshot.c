@@ -233,7 +233,8 @@ static void forget_joiners(jr_group *g, const jr__conf *c)
  * follower it is replicating to (in contact within an election timeout as check-quorum counts
  * it: last_contact, so a new leader keeps what a member it has not heard from yet still needs
  * rather than send it a snapshot at its first answer; one being sent a snapshot needs what
- * follows that snapshot, an observer's as a member catching up's) still needs, up to
+ * follows the first one it was sent since it needed one, which it may install and go on from:
+ * raft snapshot.c; an observer's as a member catching up's) still needs, up to
  * n->keep_bytes — with a window of large entries in flight, a healthy follower is often more than
  * TRAILING_BYTES behind, and compacting what it is about to receive would send it a snapshot and a
  * catch-up instead of the log — and up to n->join_keep_bytes for a member catching up
@@ -264,7 +265,7 @@ static uint64_t trailing_for(jr_group *g, uint64_t index)
         /* A member being sent a snapshot needs the entries after it once it is installed:
          * compacting them meanwhile would send it another snapshot as soon as it installed
          * this one (a joiner would fetch the messages of those entries too). */
-        uint64_t from = p.state == JR__SNAPSHOT ? p.snap_index : p.match;
+        uint64_t from = p.state == JR__SNAPSHOT ? p.snap_from : p.match;
         if (p.state == JR__SNAPSHOT) joining = !p.voter;
         if (from >= index) continue;
         uint64_t *nd = joining ? &join_need : &need;

@@ -1950,13 +1950,16 @@ START_TEST(a_joiner_kept_no_more_than_a_follower_gets_a_later_snapshot)
 }
 END_TEST
 
-/* A leader keeps the log a member needs after the snapshot it is sending it (snapshot.c
+/* A leader keeps the log a member needs after the snapshots it is sending it (node snapshot.c
  * trailing_for): a grow R2 -> R3 under a publisher (16 KB every 2 ms) with the leader's links to
  * the joiner 40 ms long each way, and snapshots every 10 entries, so the leader takes several
  * snapshots between sending the joiner its first one and hearing that it was installed. Were
  * the entries after it compacted meanwhile, the joiner would be sent another snapshot as soon
- * as it installed the first (and fetch the messages of the entries between them): it installs
- * none while restoring, and the change converges with the replicas identical. */
+ * as it installed the first, and another (the leader switching to each newer one while it
+ * waits for the answer), fetching the messages of the entries between them each time (58
+ * snapshots here): the leader takes its answer that it installed one the log still follows
+ * (raft snapshot.c), so it is sent at most two, and the change converges with the replicas
+ * identical. */
 START_TEST(a_member_being_sent_a_snapshot_is_kept_the_log_after_it)
 {
     e2e c;
@@ -1981,7 +1984,7 @@ START_TEST(a_member_being_sent_a_snapshot_is_kept_the_log_after_it)
     link.delay_min_ns = link.delay_max_ns = 40 * MS;
     ck_assert_int_eq(jr_sim_set_link(c.sim, leader, joiner, &link), 0);
     ck_assert_int_eq(jr_sim_set_link(c.sim, joiner, leader, &link), 0);
-    uint64_t later0 = e2e_catchup_later(&c, joiner);
+    uint64_t restores0 = e2e_snap_restores(&c, joiner);
     jr_stream_config cfg;
     e2e_config(&cfg, "SENT", subj, 1, 3);
     e2e_res up;
@@ -2003,14 +2006,16 @@ START_TEST(a_member_being_sent_a_snapshot_is_kept_the_log_after_it)
         ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
         ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
     }
-    uint64_t later = e2e_catchup_later(&c, joiner) - later0;
+    uint64_t restores = e2e_snap_restores(&c, joiner) - restores0;
     jr_sim_link_init(&link);
     ck_assert_int_eq(jr_sim_set_link(c.sim, leader, joiner, &link), 0);
     ck_assert_int_eq(jr_sim_set_link(c.sim, joiner, leader, &link), 0);
     ck_assert_msg(wait_converged(&c, "SENT", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
     check_identical(&c, "SENT", 200 + NPUB);
-    ck_assert_msg(later == 0, "%llu snapshots reached the joiner while it restored",
-                  (unsigned long long)later);
+    /* the first, and at most one newer that the leader sent on its heartbeat before the
+     * answer to the first (80 ms away) came */
+    ck_assert_msg(restores >= 1 && restores <= 2, "the joiner was sent %llu snapshots",
+                  (unsigned long long)restores);
     e2e_free(&c);
 }
 END_TEST
