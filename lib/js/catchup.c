@@ -139,8 +139,8 @@
 #define PACE_IDLE 3               /* busy group: idle time per unit of a step's cost (1/4 share) */
 #define PACE_MAX_NS (100u * 1000 * 1000) /* the longest pause after one step */
 #define PACE_QUEUE_MAX (256ull << 20)    /* entry bytes waiting beyond which the copy is unpaced */
-#define LATER_MAX                                                                                  \
-    8 /* group snapshots kept while restoring, each after the entries queued before it */
+/* group snapshots kept while restoring, each restored after the entries queued before it */
+#define LATER_MAX 8
 
 enum { OP_CHUNK = 0, OP_PIECE = 1 };
 

@@ -183,6 +183,9 @@ uint64_t e2e_catchup_bytes(e2e *c, unsigned i);
 /* Queued entry bytes server i's restoring replicas dropped for a later snapshot (catchup.c
  * jr__catchup_later: their messages are fetched again). */
 uint64_t e2e_catchup_dropped(e2e *c, unsigned i);
+/* Entry bytes that waited in the log of server i's restoring replicas and were queued before
+ * a later snapshot replaced that log (catchup.c take_waiting). */
+uint64_t e2e_catchup_taken(e2e *c, unsigned i);
 /* Group snapshots server i's stream replicas were handed (installed from a leader, or loaded at
  * open). */
 uint64_t e2e_snap_restores(e2e *c, unsigned i);
