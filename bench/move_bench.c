@@ -39,8 +39,13 @@
  *   later            snapshots the joining replica installed while restoring (the leader's log
  *                    went past it: it fetches again what the lost entries held)
  *   queued_mb        entry bytes the joining replica queued during its copy and applied after
+ *   taken_mb         of those, the entries that waited in its log (its queue was full) and
+ *                    were queued before a later snapshot replaced that log
+ *   dropped_mb       queued entry bytes a later snapshot made it drop and fetch the messages
+ *                    of again (only once it kept 8 later snapshots: docs/internals.md)
  *   queue_peak_mb    the most entry bytes its queue held at once (docs/internals.md "Catch-up":
- *                    at most 64 MiB and one entry; the rest waits in its group's log)
+ *                    at most 64 MiB and one entry, the rest waiting in its group's log, plus
+ *                    what it took from that log before a later snapshot)
  *   kept_mb          the most log bytes a snapshot of the stream leader's node left behind it
  *                    (up to join_keep_bytes, 256 MiB, for a member catching up, keep_bytes,
  *                    64 MiB, for a follower)
@@ -270,7 +275,7 @@ static void update_task(void *arg, jr_node *node)
 /* A node's catch-up counters (js.h), read on its thread. */
 typedef struct cu_count {
     mt_waiter w;
-    uint64_t bytes, paced, paused_ns, later, drained, served, queue_peak, kept;
+    uint64_t bytes, paced, paused_ns, later, drained, served, queue_peak, kept, taken, dropped;
     uint64_t log_peak, log_drops; /* BENCH's replica on the node (raft.h jr__raft_capped_*) */
     int phase;                    /* BENCH's catch-up on the node: JR__CU_*, -1 if none */
 } cu_count;
@@ -290,6 +295,8 @@ static void cu_count_task(void *arg, jr_node *node)
     f->paced = js->catchup_paced;
     f->paused_ns = js->catchup_paused_ns;
     f->later = js->catchup_later;
+    f->taken = js->catchup_taken;
+    f->dropped = js->catchup_dropped;
     f->drained = js->catchup_drained;
     f->served = js->catchup_served;
     f->queue_peak = js->catchup_queue_peak;
@@ -592,7 +599,8 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
            ".1f,"
            "\"fetched_mb\":%.1f,\"cpu_s\":%.3f,\"joiner_cpu_s\":%.3f,\"leader_cpu_s\":%.3f,"
            "\"mb_per_cpu_s\":%.1f,\"paced\":%" PRIu64 ",\"paused_s\":%.3f,"
-           "\"later\":%" PRIu64 ",\"queued_mb\":%.1f,\"queue_peak_mb\":%.1f,"
+           "\"later\":%" PRIu64 ",\"queued_mb\":%.1f,\"taken_mb\":%.1f,\"dropped_mb\":%.1f,"
+           "\"queue_peak_mb\":%.1f,"
            "\"kept_mb\":%.1f,\"log_peak_mb\":%.1f,\"log_drops\":%" PRIu64 ",\"load1\":%.2f",
            which == CASE_GROW ? "grow" : "move", bytes, o->msg_bytes, o->posix ? "posix" : "mem",
            publishing ? "true" : "false", lname, joiner >= 0 ? c.names[joiner] : "", gone, sources,
@@ -600,7 +608,8 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
            joiner >= 0 ? tcpu[joiner] : 0.0, tcpu[mt_index(&c, lname)],
            cpu > 0 ? (double)bytes / cpu / 1e6 : 0, f1.paced - f0.paced,
            (double)(f1.paused_ns - f0.paused_ns) * 1e-9, f1.later - f0.later,
-           (double)(f1.drained - f0.drained) / 1e6, (double)f1.queue_peak / 1e6,
+           (double)(f1.drained - f0.drained) / 1e6, (double)(f1.taken - f0.taken) / 1e6,
+           (double)(f1.dropped - f0.dropped) / 1e6, (double)f1.queue_peak / 1e6,
            (double)cu_counts(&c, mt_index(&c, lname)).kept / 1e6, (double)f1.log_peak / 1e6,
            f1.log_drops, load);
     if (publishing) {

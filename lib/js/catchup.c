@@ -35,18 +35,26 @@
  * Entries the group commits while the replica is restoring are queued in order (with their
  * terms) and applied once the restore completes, so the replica's log and state machine stay in
  * step: a bounded batch per turn of the node (drain), the replica staying restoring until the
- * queue is empty, so its Raft answers its leader between batches. A group snapshot installed
- * meanwhile (the leader's log was compacted past this replica) is kept and restored once the
- * entries queued before it are applied; the messages it then misses are those of the entries
- * the log no longer had, fetched in a round bounded by its last seq, and the queue goes on. A
- * newer one replaces it, dropping the queued entries it covers that came after the one kept so
- * far (they were to be applied on that one's state).
+ * queue is empty, so its Raft answers its leader between batches.
+ *
+ * Later snapshots. A group snapshot installed meanwhile (the leader's log was compacted past
+ * this replica) is kept and restored once the entries queued before it are applied; the
+ * messages it then misses are those of the entries the log no longer had, fetched in a round
+ * bounded by its last seq, and the queue goes on. The committed entries waiting in the log (the
+ * queue was full) are queued before the snapshot replaces that log (take_waiting), so what the
+ * replica received is applied, not fetched. Up to LATER_MAX are kept, oldest first, each
+ * restored after the entries queued before it; a newer one replaces the newest kept one when
+ * nothing was queued after that one (the snapshots a leader sends a replica that takes no
+ * entries replace one another). With LATER_MAX kept, a newer one replaces the newest and drops
+ * the queued entries after it (they were to be applied on that one's state; their messages are
+ * fetched after the newer one, counted in js->catchup_dropped).
  * Snapshots of a restoring replica are refused (the node retries later). This is not a
  * replay of the WAL from zero: the WAL only ever needs the entries after the snapshot, and it
  * is compacted behind the store's durable point when snapshots are taken.
  *
  * Queue. The queue holds at most js->catchup_queue_max bytes of entries (jr_node_config's
- * catchup_queue_bytes) plus one: the entry that fills it pauses the group's applying
+ * catchup_queue_bytes) plus one, besides the entries taken from the log before a later snapshot
+ * (the log's cap shrinks by as much: below): the entry that fills it pauses the group's applying
  * (jr__group_pause_apply), so the entries committed meanwhile wait in the group's log, which holds
  * them anyway (a restoring replica takes no snapshot, and a snapshot covers applied entries only).
  * Once a batch drained the queue below the bound the group applies again, into the queue, at its
@@ -59,9 +67,10 @@
  * keeps every entry since the snapshot it restored, applied into the queue or waiting, for as
  * long as the copy takes, however fast the group commits. So while a catch-up runs its group's
  * log is capped at js->catchup_log_max bytes (jr_node_config's catchup_log_bytes;
- * jr__group_cap_log, raft.h jr__raft_cap_log): an observer whose log holds that much takes no
- * more entries, and its leader treats it as a follower that fell behind — it retries one APPEND
- * per heartbeat interval, keeps it no more log than it keeps a follower once its
+ * jr__group_cap_log, raft.h jr__raft_cap_log) less what the queue holds beyond its own bound
+ * (cap_log; so the two hold at most both bounds together): an observer whose log holds that much
+ * takes no more entries, and its leader treats it as a follower that fell behind — it retries one
+ * APPEND per heartbeat interval, keeps it no more log than it keeps a follower once its
  * acknowledgements stop moving (lib/node/snapshot.c catching_up), and sends a snapshot once its
  * log is compacted past it. That snapshot, installed while restoring, is kept as above, resets
  * the log, and the replica takes entries again; the messages of the entries it never received
@@ -130,6 +139,8 @@
 #define PACE_IDLE 3               /* busy group: idle time per unit of a step's cost (1/4 share) */
 #define PACE_MAX_NS (100u * 1000 * 1000) /* the longest pause after one step */
 #define PACE_QUEUE_MAX (256ull << 20)    /* entry bytes waiting beyond which the copy is unpaced */
+/* group snapshots kept while restoring, each restored after the entries queued before it */
+#define LATER_MAX 8
 
 enum { OP_CHUNK = 0, OP_PIECE = 1 };
 
@@ -183,11 +194,15 @@ struct jr__catchup {
     int paced;
     int unpaced; /* a later snapshot came: the group went past this replica, no more pauses */
     uint64_t step_at, resume;
-    /* a newer group snapshot installed meanwhile (later_len non-zero; the newest one): restored
-     * once the queued entries it follows are applied (those of index <= later_gindex) */
-    uint8_t *later;
-    size_t later_len;
-    uint64_t later_gindex, later_index;
+    /* group snapshots installed meanwhile, oldest first (nlater of them): each is restored
+     * once the queued entries it follows are applied (those of index <= its gindex), and queued
+     * entries lie between any two of them ("Later snapshots" above) */
+    struct later {
+        uint8_t *snap;
+        size_t len;
+        uint64_t gindex, index;
+    } later[LATER_MAX];
+    int nlater;
 };
 
 /* The follower's side ------------------------------------------------------------------------*/
@@ -287,6 +302,19 @@ uint64_t jr__catchup_left(const jr__catchup *cu)
     return last >= cu->need ? last - cu->need + 1 : 1;
 }
 
+/* Caps the group's log ("Log" above) at catchup_log_max less what the queue holds beyond its
+ * own bound (the entries a later snapshot would have replaced, taken into it: take_waiting), so
+ * the queue and the log together hold at most the two bounds (and one entry); at least 1 byte, as
+ * 0 lifts the cap. */
+static void cap_log(jr__srep *r)
+{
+    jr__js *js = r->js;
+    const jr__catchup *cu = r->cu;
+    if (!r->g || !js->catchup_log_max) return;
+    uint64_t over = cu->qheld > js->catchup_queue_max ? cu->qheld - js->catchup_queue_max : 0;
+    jr__group_cap_log(r->g, over < js->catchup_log_max ? js->catchup_log_max - over : 1);
+}
+
 int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len, uint64_t need)
 {
     jr__js *js = r->js;
@@ -331,7 +359,7 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
     jr__buf_init(&cu->piece, a);
     jr__buf_init(&cu->z, a);
     r->cu = cu;
-    if (r->g) jr__group_cap_log(r->g, js->catchup_log_max); /* "Log" above */
+    cap_log(r);             /* "Log" above */
     jr__srep_fsm_report(r); /* a rebuilt replica is rebuilding until this catch-up ends */
     jr__node_log(js->n, JR_LOG_INFO,
                  "stream '%s': restored snapshot %" PRIu64 ", fetching messages from seq %" PRIu64,
@@ -367,6 +395,7 @@ int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *da
         r->js->catchup_apply_holds++;
         jr__group_pause_apply(r->g, 1);
     }
+    if (cu->qheld > r->js->catchup_queue_max) cap_log(r);
     return 0;
 }
 
@@ -409,7 +438,7 @@ void jr__catchup_free(jr__srep *r)
     for (size_t i = cu->qhead; i < cu->nq; i++) jr__free(a, cu->q[i]);
     jr__free(a, cu->q);
     jr__free(a, cu->snap);
-    jr__free(a, cu->later);
+    for (int i = 0; i < cu->nlater; i++) jr__free(a, cu->later[i].snap);
     jr__buf_free(&cu->piece);
     jr__buf_free(&cu->z);
     jr__free(a, cu);
@@ -417,35 +446,76 @@ void jr__catchup_free(jr__srep *r)
     jr__srep_fsm_report(r);
 }
 
+/* Before a snapshot from the leader replaces the group's log: queues the committed entries
+ * that wait in it (the queue was full, so the group's applying was paused), which the snapshot
+ * would otherwise make this replica fetch the messages of. They are applied, like every queued
+ * entry, before that snapshot is restored. The queue then holds more than its bound, and the
+ * log's cap shrinks by as much (cap_log), so what the two hold together stays bounded. 0 or
+ * JR_ENOMEM. */
+static int take_waiting(jr__srep *r, uint64_t gindex)
+{
+    jr__catchup *cu = r->cu;
+    if (!r->g) return 0;
+    const jr__raft *core = jr__group_consensus(r->g);
+    uint64_t upto = jr__group_apply_limit(r->g);
+    if (upto >= gindex) upto = gindex - 1;
+    uint64_t last = cu->nq > cu->qhead ? cu->q[cu->nq - 1]->index : 0;
+    uint64_t from = jr__group_applied(r->g) > last ? jr__group_applied(r->g) : last;
+    uint64_t qnew = cu->qnew; /* not what the group commits meanwhile: drain's budget ignores it */
+    for (uint64_t i = from + 1; i <= upto; i++) {
+        jr__entry e;
+        if (jr__raft_entry(core, i, &e) != 0) break;
+        if (e.type != JR__ENTRY_NORMAL) continue; /* the snapshot holds the configuration */
+        int rc = jr__catchup_queue(r, i, e.term, e.data, e.len);
+        if (rc != 0) return rc;
+        r->js->catchup_taken += e.len;
+    }
+    cu->qnew = qnew;
+    return 0;
+}
+
 int jr__catchup_later(jr__srep *r, uint64_t gindex, uint64_t index, const void *snap, size_t len)
 {
     jr__catchup *cu = r->cu;
     const jr_allocator *a = r->js->alloc;
+    int rc = take_waiting(r, gindex);
+    if (rc != 0) return rc;
     uint8_t *copy = jr__malloc(a, len ? len : 1);
     if (!copy) return JR_ENOMEM;
     memcpy(copy, snap, len);
-    if (cu->later) {
-        /* The entries queued after the snapshot kept so far are to be applied on its state,
-         * which this newer one replaces: those it covers go (their messages are fetched after
-         * it, like those of the entries the log no longer had); applied without that state
-         * they would store their messages at other seqs than their group's replicas did. */
+    struct later *last = cu->nlater ? &cu->later[cu->nlater - 1] : NULL;
+    /* entries were queued after the newest one kept: they are applied on its state, and this
+     * one is restored after them */
+    int after = last && cu->nq > cu->qhead && cu->q[cu->nq - 1]->index > last->gindex;
+    if (last && after && cu->nlater == LATER_MAX) {
+        /* No room to keep another: this one replaces the newest, and the entries queued after
+         * that one go (their messages are fetched after this one, like those of the entries
+         * the log no longer had); applied without its state they would store their messages at
+         * other seqs than their group's replicas did. */
         size_t k = cu->qhead;
         for (size_t i = cu->qhead; i < cu->nq; i++) {
             qent *e = cu->q[i];
-            if (e->index > cu->later_gindex && e->index <= gindex) {
+            if (e->index > last->gindex && e->index <= gindex) {
                 cu->qheld -= e->len;
+                r->js->catchup_dropped += e->len;
                 jr__free(a, e);
             } else {
                 cu->q[k++] = e;
             }
         }
         cu->nq = k;
+        cap_log(r);
     }
-    jr__free(a, cu->later);
-    cu->later = copy;
-    cu->later_len = len;
-    cu->later_gindex = gindex;
-    cu->later_index = index;
+    if (last && (!after || cu->nlater == LATER_MAX)) {
+        /* nothing queued after the newest one kept (or dropped above): this one replaces it */
+        jr__free(a, last->snap);
+    } else {
+        last = &cu->later[cu->nlater++];
+    }
+    last->snap = copy;
+    last->len = len;
+    last->gindex = gindex;
+    last->index = index;
     cu->unpaced = 1;
     jr__node_log(r->js->n, JR_LOG_DEBUG,
                  "stream '%s': snapshot %" PRIu64 " installed while restoring; restored after "
@@ -463,11 +533,11 @@ static int restore_later(jr__srep *r)
 {
     jr__catchup *cu = r->cu;
     const jr_allocator *a = r->js->alloc;
-    uint8_t *snap = cu->later;
-    size_t len = cu->later_len;
-    uint64_t index = cu->later_index;
-    cu->later = NULL;
-    cu->later_len = 0;
+    uint8_t *snap = cu->later[0].snap;
+    size_t len = cu->later[0].len;
+    uint64_t index = cu->later[0].index;
+    cu->nlater--;
+    memmove(cu->later, cu->later + 1, (size_t)cu->nlater * sizeof cu->later[0]);
     uint64_t need = 0;
     r->js->catchup_later++;
     int rc = jr__stream_fsm_restore(r->fsm, index, snap, len, &need);
@@ -498,7 +568,7 @@ static void drain(jr__srep *r)
     cu->qnew = 0;
     while (cu->qhead < cu->nq && done < budget) {
         qent *e = cu->q[cu->qhead];
-        if (cu->later && e->index > cu->later_gindex) {
+        if (cu->nlater && e->index > cu->later[0].gindex) {
             if (restore_later(r) != 0) return;
             if (!cu->draining) break; /* it fetches first */
             continue;
@@ -512,10 +582,12 @@ static void drain(jr__srep *r)
         if (r->cu != cu || !cu->draining || r->failed) return; /* the apply moved it on */
     }
     js->catchup_drain_turns++;
+    cap_log(r);
     if (done > budget && done - budget > js->catchup_drain_over)
         js->catchup_drain_over = done - budget;
     resume_apply(r);
-    if (cu->draining && cu->qhead == cu->nq && cu->later && restore_later(r) != 0) return;
+    while (cu->draining && cu->qhead == cu->nq && cu->nlater)
+        if (restore_later(r) != 0) return;
     if (!cu->draining) { /* the later snapshot misses messages: the request leaves now */
         jr__catchup_step(r);
         return;

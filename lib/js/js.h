@@ -567,6 +567,15 @@ struct jr__js {
     uint64_t catchup_drain_over;  /* most bytes a batch applied past its budget (one entry's) */
     uint64_t catchup_later;       /* snapshots installed while restoring, restored after the
                                      entries queued before them (catchup.c restore_later) */
+    uint64_t catchup_dropped;     /* queued entry bytes a later snapshot made go (its kept
+                                     ones were LATER_MAX already): their messages are fetched
+                                     again (catchup.c jr__catchup_later) */
+    uint64_t catchup_taken;       /* entry bytes that waited in a restoring replica's log,
+                                     queued before a later snapshot replaced that log
+                                     (catchup.c take_waiting) */
+    uint64_t snap_restores;       /* group snapshots handed to this node's stream replicas
+                                     (stream_replica.c rep_restore: installed from a leader,
+                                     or loaded at open) */
     uint64_t catchup_served;      /* uncompressed chunk bytes this node served as a source */
     uint64_t catchup_paced;       /* catch-up steps followed by a pause (the group was busy) */
     uint64_t catchup_paused_ns;   /* the pauses' total length */

@@ -513,6 +513,7 @@ static int rep_snapshot(void *ctx, jr_snapshot_writer *w)
 static int rep_restore(void *ctx, uint64_t gindex, const void *data, size_t len)
 {
     jr__srep *r = ctx;
+    r->js->snap_restores++;
     /* The stream's own index may exceed the group's (gindex): the source's store was ahead of
      * its log (reopened at a mark past what its WAL kept) when it took the snapshot. That state
      * is of committed entries only, the same in every log, so installing it and skipping the

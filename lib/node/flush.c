@@ -177,8 +177,12 @@ void jr__group_commit_now(jr_group *g)
  * a durable commit index; none while g's applying is paused (jr__group_pause_apply). */
 static uint64_t apply_limit(const jr_group *g)
 {
+    return g->apply_paused ? g->applied : jr__group_apply_limit(g);
+}
+
+uint64_t jr__group_apply_limit(const jr_group *g)
+{
     const jr__raft *r = g->raft;
-    if (g->apply_paused) return g->applied;
     uint64_t upto = jr__raft_commit_index(r);
     if (g->durable_apply && upto > jr__raft_durable_commit(r)) upto = jr__raft_durable_commit(r);
     if (upto > g->persisted) upto = g->persisted;

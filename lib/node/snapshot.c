@@ -232,7 +232,9 @@ static void forget_joiners(jr_group *g, const jr__conf *c)
  * holding at most TRAILING_BYTES, for slightly slow followers; and on a leader, everything a
  * follower it is replicating to (in contact within an election timeout as check-quorum counts
  * it: last_contact, so a new leader keeps what a member it has not heard from yet still needs
- * rather than send it a snapshot at its first answer; not being sent a snapshot) still needs, up to
+ * rather than send it a snapshot at its first answer; one being sent a snapshot needs what
+ * follows the first one it was sent since it needed one, which it may install and go on from:
+ * raft snapshot.c; an observer's as a member catching up's) still needs, up to
  * n->keep_bytes — with a window of large entries in flight, a healthy follower is often more than
  * TRAILING_BYTES behind, and compacting what it is about to receive would send it a snapshot and a
  * catch-up instead of the log — and up to n->join_keep_bytes for a member catching up
@@ -259,9 +261,15 @@ static uint64_t trailing_for(jr_group *g, uint64_t index)
         jr__progress p;
         if (jr__raft_progress(r, i, &p) != 0 || p.id == jr__raft_self(r)) continue;
         int joining = catching_up(g, &p, index, recent);
-        if (p.state == JR__SNAPSHOT || p.last_contact < recent || p.match >= index) continue;
+        if (p.last_contact < recent) continue;
+        /* A member being sent a snapshot needs the entries after it once it is installed:
+         * compacting them meanwhile would send it another snapshot as soon as it installed
+         * this one (a joiner would fetch the messages of those entries too). */
+        uint64_t from = p.state == JR__SNAPSHOT ? p.snap_from : p.match;
+        if (p.state == JR__SNAPSHOT) joining = !p.voter;
+        if (from >= index) continue;
         uint64_t *nd = joining ? &join_need : &need;
-        if (index - p.match > *nd) *nd = index - p.match;
+        if (index - from > *nd) *nd = index - from;
     }
     if (need > t) t = fit(r, index, need < held ? need : held, n->keep_bytes);
     if (join_need > t) {

@@ -653,6 +653,7 @@ int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out)
         out->state = JR__REPLICATE;
         out->match = r->durable;
         out->next = r->log.last + 1;
+        out->snap_from = 0;
         out->last_contact = out->heard = r->now;
         out->unvouched = out->unconfirmed = out->damaged = 0; /* a leader is whole */
         out->by_node = 0;
@@ -666,6 +667,7 @@ int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out)
     out->state = p->state;
     out->match = p->match;
     out->next = p->next;
+    out->snap_from = p->state == JR__SNAPSHOT ? p->snap_from : 0;
     out->last_contact = p->last_contact;
     out->heard = p->heard;
     out->by_node = p->by_node;

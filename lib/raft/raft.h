@@ -638,6 +638,9 @@ typedef struct jr__progress {
     uint8_t state; /* enum jr__progress_state */
     uint64_t match;
     uint64_t next;
+    /* JR__SNAPSHOT: the index of the oldest snapshot it was sent since it needed one (it may
+     * install any of those, and then needs the entries after it); 0 otherwise. */
+    uint64_t snap_from;
     /* Liveness as this leader judges it (check-quorum, quiescence, transfers): the now of the
      * last message from it, or of the grace it was given — a full election timeout from our
      * election, from waking from quiet, or from its node's return (jr__raft_peer_alive) — which

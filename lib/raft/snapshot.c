@@ -11,6 +11,12 @@
  * snap_chunk_bytes, possibly empty) is marked done; the follower then calls io->snap_install and
  * §5.3: "if existing log entry has same index and term as snapshot's last included entry, retain
  * log entries following it"; otherwise it discards the whole log.
+ * A snapshot taken while one is being sent replaces it at the next chunk or retry (the node
+ * keeps one file per group); the follower may still install one sent before, and its answer
+ * that it did is taken if the log still follows that snapshot (the node keeps the entries after
+ * the first one sent: jr__progress.snap_from), so it goes on from the log rather than be sent
+ * the newer one — on a link slower than the leader takes snapshots, each answer would otherwise
+ * come for a snapshot already replaced.
  * The snapshot bytes are opaque here (the node compresses and checksums them).
  */
 #include <string.h>
@@ -95,7 +101,19 @@ void jr__snap_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
     jr__prog *p = jr__prog_find(r, m->from);
     if (!p) return;
     jr__prog_heard(p, now);
-    if (p->state != JR__SNAPSHOT || m->u.snap_resp.index != p->snap_index) return;
+    if (p->state != JR__SNAPSHOT) return;
+    uint64_t index = m->u.snap_resp.index;
+    if (index != p->snap_index) {
+        /* It installed a snapshot it was sent before the one being sent now (taken meanwhile):
+         * if the log still follows it, it goes on from there rather than be sent the newer one
+         * (its answer to that may be overtaken by another newer one, on a link slower than the
+         * leader takes snapshots). */
+        if (m->u.snap_resp.done && !m->u.snap_resp.reject && index >= p->snap_from &&
+            index < p->snap_index && index >= r->log.base_index && index <= r->log.last)
+            p->snap_index = index;
+        else
+            return;
+    }
     if (m->u.snap_resp.reject) {
         /* try again from the log (or a fresh snapshot) on the next heartbeat tick */
         jr__prog_probe(p, p->match + 1);

@@ -578,6 +578,24 @@ uint64_t e2e_catchup_later(e2e *c, unsigned i)
     return n && jr__js_of(n) ? jr__js_of(n)->catchup_later : 0;
 }
 
+uint64_t e2e_catchup_dropped(e2e *c, unsigned i)
+{
+    jr_node *n = e2e_node(c, i);
+    return n && jr__js_of(n) ? jr__js_of(n)->catchup_dropped : 0;
+}
+
+uint64_t e2e_catchup_taken(e2e *c, unsigned i)
+{
+    jr_node *n = e2e_node(c, i);
+    return n && jr__js_of(n) ? jr__js_of(n)->catchup_taken : 0;
+}
+
+uint64_t e2e_snap_restores(e2e *c, unsigned i)
+{
+    jr_node *n = e2e_node(c, i);
+    return n && jr__js_of(n) ? jr__js_of(n)->snap_restores : 0;
+}
+
 uint64_t e2e_catchup_bytes(e2e *c, unsigned i)
 {
     jr_node *n = e2e_node(c, i);

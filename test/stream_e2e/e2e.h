@@ -180,6 +180,15 @@ void e2e_catchup_drain(e2e *c, unsigned i, uint64_t *bytes, uint64_t *turns, uin
  * entries queued before them; message bytes its catch-ups fetched. */
 uint64_t e2e_catchup_later(e2e *c, unsigned i);
 uint64_t e2e_catchup_bytes(e2e *c, unsigned i);
+/* Queued entry bytes server i's restoring replicas dropped for a later snapshot (catchup.c
+ * jr__catchup_later: their messages are fetched again). */
+uint64_t e2e_catchup_dropped(e2e *c, unsigned i);
+/* Entry bytes that waited in the log of server i's restoring replicas and were queued before
+ * a later snapshot replaced that log (catchup.c take_waiting). */
+uint64_t e2e_catchup_taken(e2e *c, unsigned i);
+/* Group snapshots server i's stream replicas were handed (installed from a leader, or loaded at
+ * open). */
+uint64_t e2e_snap_restores(e2e *c, unsigned i);
 /* Server i's bounds on the log its groups keep behind a snapshot as a leader, for followers
  * and for members catching up (node.h keep_bytes, join_keep_bytes; until a restart), and the
  * most log bytes a snapshot of its groups left behind it so far. */

@@ -1950,6 +1950,76 @@ START_TEST(a_joiner_kept_no_more_than_a_follower_gets_a_later_snapshot)
 }
 END_TEST
 
+/* A leader keeps the log a member needs after the snapshots it is sending it (node snapshot.c
+ * trailing_for): a grow R2 -> R3 under a publisher (16 KB every 2 ms) with the leader's links to
+ * the joiner 40 ms long each way, and snapshots every 10 entries, so the leader takes several
+ * snapshots between sending the joiner its first one and hearing that it was installed. Were
+ * the entries after it compacted meanwhile, the joiner would be sent another snapshot as soon
+ * as it installed the first, and another (the leader switching to each newer one while it
+ * waits for the answer), fetching the messages of the entries between them each time (58
+ * snapshots here): the leader takes its answer that it installed one the log still follows
+ * (raft snapshot.c), so it is sent at most two, and the change converges with the replicas
+ * identical. */
+START_TEST(a_member_being_sent_a_snapshot_is_kept_the_log_after_it)
+{
+    e2e c;
+    cluster(&c, 3, 161);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 10);
+    add_stream(&c, "SENT", 2);
+    static char big[16384];
+    uint64_t x = 0x7f4a7c159e3779b9ull;
+    e2e_res r;
+    for (int i = 0; i < 200; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.sent", big, sizeof big, NULL, &r), 0);
+    }
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "SENT", p, 8), 2);
+    unsigned joiner = 3 - p[0] - p[1];
+    int l = e2e_replica_leader(&c, p[0], "SENT");
+    ck_assert_int_ge(l, 0);
+    unsigned leader = (unsigned)l;
+    jr_sim_link link;
+    jr_sim_link_init(&link);
+    link.delay_min_ns = link.delay_max_ns = 40 * MS;
+    ck_assert_int_eq(jr_sim_set_link(c.sim, leader, joiner, &link), 0);
+    ck_assert_int_eq(jr_sim_set_link(c.sim, joiner, leader, &link), 0);
+    uint64_t restores0 = e2e_snap_restores(&c, joiner);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "SENT", subj, 1, 3);
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, leader), &cfg, e2e_admin_cb, &up), 0);
+    enum { NPUB = 1000 };
+    static e2e_res res[NPUB];
+    memset(res, 0, sizeof res);
+    for (int i = 0; i < NPUB; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.sent", NULL, 0, big, sizeof big,
+                                    NULL, e2e_pub_cb, &res[i]),
+                         0);
+        jr_sim_run_for(c.sim, 2 * MS);
+    }
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    for (int i = 0; i < NPUB; i++) {
+        ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
+        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
+    }
+    uint64_t restores = e2e_snap_restores(&c, joiner) - restores0;
+    jr_sim_link_init(&link);
+    ck_assert_int_eq(jr_sim_set_link(c.sim, leader, joiner, &link), 0);
+    ck_assert_int_eq(jr_sim_set_link(c.sim, joiner, leader, &link), 0);
+    ck_assert_msg(wait_converged(&c, "SENT", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "SENT", 200 + NPUB);
+    /* the first, and at most one newer that the leader sent on its heartbeat before the
+     * answer to the first (80 ms away) came */
+    ck_assert_msg(restores >= 1 && restores <= 2, "the joiner was sent %llu snapshots",
+                  (unsigned long long)restores);
+    e2e_free(&c);
+}
+END_TEST
+
 /* A joiner whose log falls further behind window after window (6 MB/s links into it, a
  * publisher writing 16 MB/s for 1 s) is not kept what it would need: once its lag grew over two
  * election timeouts in a row the leader keeps it no more than a follower (snapshot.c
@@ -2131,8 +2201,10 @@ static void small_bounds(void *arg, unsigned i, jr_node_config *cfg)
  * R2 -> R3 under a publisher writing 16 KB every 2 ms while the joiner copies 32 MB over 12 MB/s
  * links, with the bounds configured small. Its log never holds more than its bound (2 MiB) plus
  * one entry — without the cap it would hold every entry committed during the copy, more than 20
- * MB — nor its queue more than its own; it drops what its leader sends beyond, the leader
- * compacts past it and it installs a later snapshot, every publish is acknowledged meanwhile
+ * MB — nor its queue more than its own and what it took from the log before a later snapshot
+ * (the log's cap shrinking by as much); it drops what its leader sends beyond, the leader
+ * compacts past it and it installs later snapshots, each restored after the entries queued
+ * before it (none dropped to be fetched again), every publish is acknowledged meanwhile
  * (the group's commits never wait for it), and once the publisher stops it becomes current with
  * the replicas identical. With `crash`, the joiner's server crashes once its copy is under way
  * and restarts 200 ms later: its catch-up resumes from the restore of its snapshot while its
@@ -2208,18 +2280,28 @@ static void joiner_log_bound(uint64_t seed_base, int crash)
     uint64_t qpeak, holds;
     e2e_catchup_queue(&c, joiner, &qpeak, &holds);
     uint64_t later = e2e_catchup_later(&c, joiner) - later0;
+    uint64_t dropped = e2e_catchup_dropped(&c, joiner), taken = e2e_catchup_taken(&c, joiner);
     fprintf(stderr,
-            "joiner n%u: log peak %llu, %llu appends dropped, queue peak %llu, %llu later\n",
+            "joiner n%u: log peak %llu, %llu appends dropped, queue peak %llu, %llu later, %llu "
+            "queued bytes dropped, %llu taken from the log, %llu bytes fetched\n",
             joiner, (unsigned long long)top, (unsigned long long)drops, (unsigned long long)qpeak,
-            (unsigned long long)later);
+            (unsigned long long)later, (unsigned long long)dropped, (unsigned long long)taken,
+            (unsigned long long)e2e_catchup_bytes(&c, joiner));
     ck_assert_msg(top >= BOUND_LOG, "the log never reached its bound (%llu bytes)",
                   (unsigned long long)top);
     ck_assert_msg(top <= BOUND_LOG + SLACK, "the joiner's log held %llu bytes",
                   (unsigned long long)top);
     ck_assert_msg(drops >= 1, "nothing sent to the joiner was refused");
-    ck_assert_msg(qpeak <= BOUND_QUEUE + SLACK, "the queue held %llu bytes",
+    /* the queue's bound, and what it took from the log before a later snapshot: the log's cap
+     * shrank by as much (catchup.c cap_log), each bound reached by one entry at most */
+    ck_assert_msg(qpeak <= BOUND_QUEUE + BOUND_LOG + 2 * SLACK, "the queue held %llu bytes",
                   (unsigned long long)qpeak);
     ck_assert_msg(later >= 1, "the leader never compacted past the joiner");
+    /* each later snapshot is restored after the entries queued before it: none is dropped to
+     * be fetched again */
+    ck_assert_msg(dropped == 0, "%llu queued bytes dropped", (unsigned long long)dropped);
+    /* the entries waiting in its log when a later snapshot came were queued, not fetched */
+    ck_assert_msg(taken > 0, "no entry waiting in the log was queued before a later snapshot");
     e2e_free(&c);
 }
 
@@ -2330,6 +2412,7 @@ int main(void)
     tcase_set_timeout(keep, 300);
     tcase_add_test(keep, a_joiner_that_falls_behind_is_kept_the_log_it_needs);
     tcase_add_test(keep, a_joiner_kept_no_more_than_a_follower_gets_a_later_snapshot);
+    tcase_add_test(keep, a_member_being_sent_a_snapshot_is_kept_the_log_after_it);
     tcase_add_test(keep, a_joiner_that_keeps_falling_behind_is_kept_no_more_than_a_follower);
     tcase_add_test(keep, a_joiner_behind_a_slow_link_asks_for_less_until_answers_arrive_in_time);
     tcase_add_test(keep, a_joiner_under_a_publisher_holds_its_queue_within_its_bound);
