@@ -616,6 +616,7 @@ void jr__group_free(jr_group *g)
     unready(g);
     jr__heap_cancel(&n->timers, &g->timer);
     jr__snap_close_files(g);
+    jr__group_forget_joiners(g);
     jr__raft_free(g->raft);
     jr__free(n->alloc, g->conf_bytes);
     jr__free(n->alloc, g);

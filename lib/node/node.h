@@ -70,6 +70,16 @@
 #include "wire/frame.h"
 
 #define JR__JOINERS 4 /* members catching up a leader watches per group */
+
+/* A member catching up that a group's leader watches (snapshot.c catching_up): the acknowledged
+ * index seen last and when it last moved; the lag when the current window of an election
+ * timeout began, and how many windows in a row (up to 2) the lag grew over; id 0 marks a free
+ * slot. */
+struct jr__joiner {
+    jr__id id;
+    uint64_t match, moved_at, window_at, window_lag;
+    uint8_t grew;
+};
 /* A group's leader lets a commit wait up to heartbeat_ns / JR__COMMIT_DELAY_DIV (1.5625 ms at the
  * default 100 ms) for the next APPEND to carry it to the followers before it sends it alone
  * (raft.h commit_delay): a publisher that waits for each ack makes the next APPEND within it,
@@ -218,15 +228,10 @@ struct jr_group {
     uint8_t fsm_listed;
     uint8_t fsm_clears;
     struct jr_group *fsm_next;
-    /* leader: the members catching up whose progress it watches (snapshot.c catching_up): the
-     * acknowledged index seen last and when it last moved; the lag when the current window of
-     * an election timeout began, and how many windows in a row (up to 2) the lag grew over; id 0
-     * marks a free slot */
-    struct {
-        jr__id id;
-        uint64_t match, moved_at, window_at, window_lag;
-        uint8_t grew;
-    } joiners[JR__JOINERS];
+    /* leader: the members catching up whose progress it watches (snapshot.c catching_up), an
+     * array of JR__JOINERS allocated while any is watched, NULL otherwise (most groups never
+     * have a joiner, and an idle group's memory is what many-stream nodes pay for) */
+    struct jr__joiner *joiners;
     uint8_t apply_paused; /* applies nothing (jr__group_pause_apply): the entries wait in the log */
 };
 
@@ -623,6 +628,8 @@ int jr__snap_write(void *ctx, jr__raft *r, uint64_t index, uint64_t offset, cons
 int jr__snap_install(void *ctx, jr__raft *r, uint64_t index, uint64_t term, const jr__conf *conf);
 /* Releases g's open snapshot handles. */
 void jr__snap_close_files(jr_group *g);
+/* Frees the table of members catching up g's leader watches (snapshot.c catching_up). */
+void jr__group_forget_joiners(jr_group *g);
 /* Path of g's snapshot file at index into buf (cap bytes). */
 void jr__snap_path(const jr_node *n, uint64_t group, uint64_t index, const char *suffix, char *buf,
                    size_t cap);

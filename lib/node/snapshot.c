@@ -194,38 +194,55 @@ static int catching_up(jr_group *g, const jr__progress *p, uint64_t index, uint6
     if (p->voter) return 0;
     jr_node *n = g->node;
     uint64_t lag = p->match < index ? jr__raft_log_bytes(g->raft, p->match + 1, index) : 0;
+    if (!g->joiners) {
+        g->joiners = jr__calloc(n->alloc, JR__JOINERS, sizeof *g->joiners);
+        if (!g->joiners) return 0; /* out of memory: a follower, until the next snapshot */
+    }
+    struct jr__joiner *j = g->joiners;
     int k = 0;
-    while (k < JR__JOINERS && g->joiners[k].id != p->id) k++;
+    while (k < JR__JOINERS && j[k].id != p->id) k++;
     if (k == JR__JOINERS) {
-        for (k = 0; k < JR__JOINERS && g->joiners[k].id; k++) continue;
+        for (k = 0; k < JR__JOINERS && j[k].id; k++) continue;
         if (k == JR__JOINERS) return 0;
-        g->joiners[k].id = p->id;
-        g->joiners[k].match = p->match;
-        g->joiners[k].moved_at = g->joiners[k].window_at = n->now;
-        g->joiners[k].window_lag = lag;
-        g->joiners[k].grew = 0;
+        j[k].id = p->id;
+        j[k].match = p->match;
+        j[k].moved_at = j[k].window_at = n->now;
+        j[k].window_lag = lag;
+        j[k].grew = 0;
         return 1;
     }
-    if (p->match > g->joiners[k].match) g->joiners[k].moved_at = n->now;
-    g->joiners[k].match = p->match;
-    if (n->now - g->joiners[k].window_at >= n->election_ns) { /* a window ends */
-        if (lag > g->joiners[k].window_lag)
-            g->joiners[k].grew = g->joiners[k].grew < 2 ? g->joiners[k].grew + 1 : 2;
+    if (p->match > j[k].match) j[k].moved_at = n->now;
+    j[k].match = p->match;
+    if (n->now - j[k].window_at >= n->election_ns) { /* a window ends */
+        if (lag > j[k].window_lag)
+            j[k].grew = j[k].grew < 2 ? j[k].grew + 1 : 2;
         else
-            g->joiners[k].grew = 0;
-        g->joiners[k].window_at = n->now;
-        g->joiners[k].window_lag = lag;
+            j[k].grew = 0;
+        j[k].window_at = n->now;
+        j[k].window_lag = lag;
     }
-    return g->joiners[k].moved_at >= recent && g->joiners[k].grew < 2;
+    return j[k].moved_at >= recent && j[k].grew < 2;
 }
 
-/* Leader: forgets the watched members that are no longer observers of the configuration. */
+/* Leader: forgets the watched members that are no longer observers of the configuration, and
+ * the table once it watches none. */
 static void forget_joiners(jr_group *g, const jr__conf *c)
 {
+    if (!g->joiners) return;
+    int left = 0;
     for (int k = 0; k < JR__JOINERS; k++) {
-        const jr__member *m = g->joiners[k].id ? jr__conf_find(c, g->joiners[k].id) : NULL;
-        if (!m || m->voter) g->joiners[k].id = 0;
+        struct jr__joiner *j = &g->joiners[k];
+        const jr__member *m = j->id ? jr__conf_find(c, j->id) : NULL;
+        if (!m || m->voter) j->id = 0;
+        left += j->id != 0;
     }
+    if (!left) jr__group_forget_joiners(g);
+}
+
+void jr__group_forget_joiners(jr_group *g)
+{
+    jr__free(g->node->alloc, g->joiners);
+    g->joiners = NULL;
 }
 
 /* Entries to keep behind a snapshot at index: up to TRAILING_MAX (and snapshot_entries) of them
@@ -252,7 +269,10 @@ static uint64_t trailing_for(jr_group *g, uint64_t index)
     uint64_t held = index + 1 - first;
     uint64_t hi = g->snapshot_entries < TRAILING_MAX ? g->snapshot_entries : TRAILING_MAX;
     uint64_t t = fit(r, index, hi < held ? hi : held, TRAILING_BYTES);
-    if (jr__raft_role(r) != JR_LEADER) return t;
+    if (jr__raft_role(r) != JR_LEADER) {
+        jr__group_forget_joiners(g); /* what it watched as a leader */
+        return t;
+    }
     uint64_t need = 0, join_need = 0; /* entries the furthest-behind of each kind still needs */
     const jr__conf *c = jr__raft_conf(r);
     uint64_t recent = n->now > n->election_ns ? n->now - n->election_ns : 0;

@@ -616,6 +616,12 @@ uint64_t e2e_kept_max(e2e *c, unsigned i)
     return n ? n->kept_max : 0;
 }
 
+int e2e_joiners_watched(e2e *c, unsigned i, const char *name)
+{
+    jr_group *g = e2e_group(c, i, name);
+    return g && g->joiners;
+}
+
 void e2e_catchup_queue_max(e2e *c, unsigned i, uint64_t max)
 {
     jr_node *n = e2e_node(c, i);

@@ -194,6 +194,9 @@ uint64_t e2e_snap_restores(e2e *c, unsigned i);
  * most log bytes a snapshot of its groups left behind it so far. */
 void e2e_keep_bytes(e2e *c, unsigned i, uint64_t keep, uint64_t join_keep);
 uint64_t e2e_kept_max(e2e *c, unsigned i);
+/* 1 if the group of stream `name` on node i holds a table of members catching up it watches
+ * (node.h jr_group.joiners: allocated only while its leader watches any). */
+int e2e_joiners_watched(e2e *c, unsigned i, const char *name);
 /* Server i's bound on a catch-up queue (js.h catchup_queue_max; until a restart); the most
  * bytes a queue of its held at once, and the times a full queue paused its group's applying. */
 void e2e_catchup_queue_max(e2e *c, unsigned i, uint64_t max);

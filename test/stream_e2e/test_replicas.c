@@ -1854,7 +1854,7 @@ END_TEST
  * what it keeps for a member catching up (join_keep). Returns the snapshots the joiner
  * installed while restoring; checks that no snapshot of the leader left more than join_keep
  * behind it (or the 10 entries every group keeps) and returns the most one left in *kept. */
-static uint64_t joiner_behind(uint64_t seed, uint64_t join_keep, uint64_t *kept)
+static uint64_t joiner_behind(uint64_t seed, uint64_t join_keep, uint64_t *kept, int *watched)
 {
     enum { KEEP = 128 << 10, TRAIL = 10 * (16384 + 4096) };
     e2e c;
@@ -1898,6 +1898,7 @@ static uint64_t joiner_behind(uint64_t seed, uint64_t join_keep, uint64_t *kept)
             ck_assert_int_eq(jr_sim_cut(c.sim, joiner, leader), 0);
         }
         if (cut >= 0 && n == cut + 50) jr_sim_heal(c.sim); /* 100 ms later */
+        if (copying && e2e_joiners_watched(&c, leader, "KEEP")) *watched = 1;
         fill_random(big, sizeof big, &x);
         ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.keep", NULL, 0, big, sizeof big,
                                     NULL, e2e_pub_cb, &res[n]),
@@ -1915,6 +1916,10 @@ static uint64_t joiner_behind(uint64_t seed, uint64_t join_keep, uint64_t *kept)
     }
     ck_assert_msg(wait_converged(&c, "KEEP", 3, 60 * SEC) >= 0, "not converged: %s", g_why);
     check_identical(&c, "KEEP", 1000 + (uint64_t)n);
+    /* the joiner is a voter now: no replica keeps a table of members catching up */
+    jr_sim_run_for(c.sim, 2 * SEC);
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_msg(!e2e_joiners_watched(&c, i, "KEEP"), "n%u still watches joiners", i);
     *kept = 0;
     for (unsigned i = 0; i < 3; i++) {
         uint64_t k = e2e_kept_max(&c, i);
@@ -1933,8 +1938,10 @@ static uint64_t joiner_behind(uint64_t seed, uint64_t join_keep, uint64_t *kept)
 START_TEST(a_joiner_that_falls_behind_is_kept_the_log_it_needs)
 {
     uint64_t kept;
-    uint64_t later = joiner_behind(156, 8u << 20, &kept);
+    int watched = 0;
+    uint64_t later = joiner_behind(156, 8u << 20, &kept, &watched);
     ck_assert_msg(later == 0, "%llu later snapshots", (unsigned long long)later);
+    ck_assert_msg(watched, "the leader never watched the joiner");
     ck_assert_msg(kept > (128u << 10), "at most %llu bytes kept", (unsigned long long)kept);
 }
 END_TEST
@@ -1944,7 +1951,8 @@ END_TEST
 START_TEST(a_joiner_kept_no_more_than_a_follower_gets_a_later_snapshot)
 {
     uint64_t kept;
-    uint64_t later = joiner_behind(156, 128u << 10, &kept);
+    int watched = 0;
+    uint64_t later = joiner_behind(156, 128u << 10, &kept, &watched);
     ck_assert_msg(later >= 1, "no later snapshot (%llu bytes kept at most)",
                   (unsigned long long)kept);
 }
