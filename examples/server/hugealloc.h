@@ -8,13 +8,19 @@
  * their 4 KiB pages costs a page fault on first touch, and a stream's first few hundred
  * thousand messages are all written into pages never touched before: in a virtual machine those
  * faults were the largest single cost per message. A block of at least HUGEALLOC_MIN bytes is
- * allocated aligned to HUGEALLOC_PAGE and advised MADV_HUGEPAGE over the whole huge pages it
- * holds, so the kernel faults it in 2 MiB at a time (512 times fewer faults). Smaller blocks,
- * and everything when the advice is off, are plain malloc, realloc and free.
+ * a mapping of its own (mmap), a whole number of HUGEALLOC_PAGE at a huge-page boundary,
+ * advised MADV_HUGEPAGE, so the kernel faults it in 2 MiB at a time (512 times fewer faults);
+ * realloc grows one with mremap, which moves its pages to the larger mapping instead of copying
+ * them into fresh ones (a log ring doubling from 16 to 32 MiB copies nothing and faults in only
+ * its new half). Smaller blocks, and everything when the advice is off, are plain malloc,
+ * realloc and free. Under AddressSanitizer the large blocks are aligned_alloc'd instead (its
+ * allocator tracks only its own blocks), grown by realloc's copy.
  *
- * Invariants: every block comes from the C library and goes back to it with free(); the advice
- * only ever covers whole huge pages inside a block this allocator returned; a failed madvise
- * (a kernel without transparent huge pages) leaves an ordinary block, never an error.
+ * Invariants: a large block is in the allocator's table of mappings from its allocation to its
+ * free (or its shrinking below HUGEALLOC_MIN); every other block comes from the C library and
+ * goes back to it with free(); the advice only ever covers whole huge pages inside a block this
+ * allocator returned; a failed madvise (a kernel without transparent huge pages) leaves an
+ * ordinary block, never an error.
  */
 #ifndef JR_SERVER_HUGEALLOC_H
 #define JR_SERVER_HUGEALLOC_H
@@ -31,10 +37,13 @@
  * static; the setting holds for the life of the process (call before jr_node_open). */
 const jr_allocator *hugealloc_get(int on);
 
-/* Counters for tests: blocks advised, and bytes covered by the advice. */
+/* Counters for tests: blocks advised, and bytes covered by the advice; large blocks grown by
+ * moving their pages (mremap) rather than copying them, and the bytes they held. */
 typedef struct hugealloc_stats {
     uint64_t advised;
     uint64_t advised_bytes;
+    uint64_t remapped;
+    uint64_t remapped_bytes;
 } hugealloc_stats;
 void hugealloc_stats_get(hugealloc_stats *out);
 

@@ -145,6 +145,54 @@ START_TEST(fresh_large_block_faults_in_huge_pages)
 }
 END_TEST
 
+/* A large block grown by realloc keeps its pages: moved, not copied into fresh ones (no page
+ * faults for its contents), wherever the larger block lands; shrunk below the bound, it is a
+ * malloc block with the first bytes kept. */
+START_TEST(large_block_grows_without_copying)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    fprintf(stderr, "test_hugealloc: large blocks are the C library's under ASan; skipped\n");
+    return;
+#endif
+    const jr_allocator *a = hugealloc_get(1);
+    size_t n = 8u << 20;
+    uint8_t *b = a->malloc(a->ctx, n);
+    ck_assert_ptr_nonnull(b);
+    for (size_t i = 0; i < n; i += 512) b[i] = (uint8_t)(i >> 9);
+    /* something right after it, so that growing in place is not always possible */
+    uint8_t *next = a->malloc(a->ctx, HUGEALLOC_MIN);
+    ck_assert_ptr_nonnull(next);
+    next[0] = 1;
+    for (int round = 0; round < 2; round++) {
+        hugealloc_stats st0, st1;
+        hugealloc_stats_get(&st0);
+        long f0 = minflt();
+        uint8_t *g = a->realloc(a->ctx, b, (4u << round) * n); /* 32, then 64 MiB */
+        long faults = minflt() - f0;
+        ck_assert_ptr_nonnull(g);
+        ck_assert_uint_eq((uintptr_t)g % HUGEALLOC_PAGE, 0);
+        hugealloc_stats_get(&st1);
+        ck_assert_uint_eq(st1.remapped, st0.remapped + 1);
+        ck_assert_uint_eq(st1.remapped_bytes, st0.remapped_bytes + (round ? 4 * n : n));
+        ck_assert_msg(faults <= 1, "%ld page faults growing the block", faults);
+        for (size_t i = 0; i < n; i += 512) ck_assert_uint_eq(g[i], (uint8_t)(i >> 9));
+        if (round == 0) {
+            g[4 * n - 1] = 7;                       /* the new part is writable */
+            b = a->realloc(a->ctx, g, 4 * n - 100); /* the same huge pages: in place */
+            ck_assert_ptr_eq(b, g);
+            ck_assert_uint_eq(b[4 * n - 101], 0);
+        } else {
+            b = g;
+        }
+    }
+    uint8_t *s = a->realloc(a->ctx, b, 1000); /* below the bound: a malloc block */
+    ck_assert_ptr_nonnull(s);
+    for (size_t i = 0; i < 1000; i += 512) ck_assert_uint_eq(s[i], (uint8_t)(i >> 9));
+    a->free(a->ctx, s);
+    a->free(a->ctx, next);
+}
+END_TEST
+
 START_TEST(heap_env_adds_the_tunable_once)
 {
     char v[128];
@@ -239,6 +287,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, fresh_large_block_faults_in_huge_pages);
     tcase_add_test(tc, range_covers_whole_huge_pages_inside);
     tcase_add_test(tc, large_blocks_aligned_and_advised_small_ones_not);
+    tcase_add_test(tc, large_block_grows_without_copying);
     tcase_add_test(tc, heap_env_adds_the_tunable_once);
     tcase_add_test(tc, heap_with_the_tunable_faults_in_huge_pages);
     suite_add_tcase(s, tc);
