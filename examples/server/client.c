@@ -17,9 +17,13 @@
 #include "route.h"
 
 #define MAX_SUBS_PER_CLIENT 65536
-/* A client's output buffer up to this size stays allocated after a flush: a busy connection
- * reuses it each loop turn instead of growing a new one from nothing. */
+/* A client's output buffer stays allocated after a flush, so that a busy connection reuses it
+ * each loop turn instead of growing a new one from nothing (a publisher with a window of a
+ * thousand acks has tens to hundreds of KiB of them per turn). One larger than OUT_KEEP is
+ * released by the first flush that writes at most OUT_QUIET bytes: the connection went quiet
+ * (at the latest, the server's next PING to it is such a flush). */
 #define OUT_KEEP (64u << 10)
+#define OUT_QUIET (4u << 10)
 #define AUTH_TIMEOUT_MS 2000 /* nats-server's default auth_timeout */
 
 /* Client authentication, with users in the configuration: a connection must send CONNECT
@@ -100,8 +104,8 @@ static void on_write(uv_write_t *req, int status)
 /* Writes the client's buffered output: at once as far as the socket takes it (uv_try_write,
  * which writes nothing while earlier writes are queued, so the order holds), the rest through
  * one uv_write of a copy. The buffer itself is kept for the next turn unless it grew past
- * OUT_KEEP. A write error drops the output (the read side sees the broken connection and
- * closes it), as does a failed allocation for the rest. */
+ * OUT_KEEP and this flush was a quiet one (OUT_QUIET). A write error drops the output (the read
+ * side sees the broken connection and closes it), as does a failed allocation for the rest. */
 static void flush_one(client *c)
 {
     if (!c->out_len || c->closing > 1) return;
@@ -127,7 +131,7 @@ static void flush_one(client *c)
                 free(w);
         }
     }
-    if (c->out_cap > OUT_KEEP) {
+    if (c->out_cap > OUT_KEEP && len <= OUT_QUIET) {
         free(c->out);
         c->out = NULL;
         c->out_cap = 0;
@@ -186,6 +190,7 @@ static int out_reserve(client *c, size_t n)
             client_close(c, NULL);
             return -1;
         }
+        c->s->stats.client_out_allocs++;
         c->out = nb;
         c->out_cap = nc;
     }

@@ -8,13 +8,19 @@
  * their 4 KiB pages costs a page fault on first touch, and a stream's first few hundred
  * thousand messages are all written into pages never touched before: in a virtual machine those
  * faults were the largest single cost per message. A block of at least HUGEALLOC_MIN bytes is
- * allocated aligned to HUGEALLOC_PAGE and advised MADV_HUGEPAGE over the whole huge pages it
- * holds, so the kernel faults it in 2 MiB at a time (512 times fewer faults). Smaller blocks,
- * and everything when the advice is off, are plain malloc, realloc and free.
+ * a mapping of its own (mmap), a whole number of HUGEALLOC_PAGE at a huge-page boundary,
+ * advised MADV_HUGEPAGE, so the kernel faults it in 2 MiB at a time (512 times fewer faults);
+ * realloc grows one with mremap, which moves its pages to the larger mapping instead of copying
+ * them into fresh ones (a log ring doubling from 16 to 32 MiB copies nothing and faults in only
+ * its new half). Smaller blocks, and everything when the advice is off, are plain malloc,
+ * realloc and free. Under AddressSanitizer the large blocks are aligned_alloc'd instead (its
+ * allocator tracks only its own blocks), grown by realloc's copy.
  *
- * Invariants: every block comes from the C library and goes back to it with free(); the advice
- * only ever covers whole huge pages inside a block this allocator returned; a failed madvise
- * (a kernel without transparent huge pages) leaves an ordinary block, never an error.
+ * Invariants: a large block is in the allocator's table of mappings from its allocation to its
+ * free (or its shrinking below HUGEALLOC_MIN); every other block comes from the C library and
+ * goes back to it with free(); the advice only ever covers whole huge pages inside a block this
+ * allocator returned; a failed madvise (a kernel without transparent huge pages) leaves an
+ * ordinary block, never an error.
  */
 #ifndef JR_SERVER_HUGEALLOC_H
 #define JR_SERVER_HUGEALLOC_H
@@ -31,12 +37,31 @@
  * static; the setting holds for the life of the process (call before jr_node_open). */
 const jr_allocator *hugealloc_get(int on);
 
-/* Counters for tests: blocks advised, and bytes covered by the advice. */
+/* Counters for tests: blocks advised, and bytes covered by the advice; large blocks grown by
+ * moving their pages (mremap) rather than copying them, and the bytes they held. */
 typedef struct hugealloc_stats {
     uint64_t advised;
     uint64_t advised_bytes;
+    uint64_t remapped;
+    uint64_t remapped_bytes;
 } hugealloc_stats;
 void hugealloc_stats_get(hugealloc_stats *out);
+
+/* The C library's own heap. The library's small blocks (a store's sequence index leaves, request
+ * records, output buffers) come from malloc's heap, which grows by brk into pages never touched
+ * before: a stream that keeps its messages faults in a fresh 4 KiB page every few dozen
+ * messages on each replica. glibc (2.35 and later) backs its heap with transparent huge pages
+ * when the environment says GLIBC_TUNABLES=glibc.malloc.hugetlb=1 at process start (it then
+ * grows the heap in whole huge pages and advises them MADV_HUGEPAGE), and reads that only at
+ * start. hugealloc_heap_env computes the GLIBC_TUNABLES value that adds it to `cur` (the current
+ * value or NULL) into out (len bytes): 0, or -EALREADY when cur already sets
+ * glibc.malloc.hugetlb (whatever its value: the operator's choice stands), -ENOSPC when out is
+ * too small. hugealloc_heap_reexec, called first thing in main with its argv, re-executes the
+ * process (/proc/self/exe, same arguments) with that value when the kernel offers
+ * transparent huge pages and the variable does not set it yet; it returns only when it did not
+ * re-execute (nothing to do, or exec failed: the heap stays as it is). */
+int hugealloc_heap_env(const char *cur, char *out, size_t len);
+void hugealloc_heap_reexec(char **argv);
 
 /* The range [*start, *start + *len) of whole huge pages inside [p, p + n); *len 0 if none. */
 void hugealloc_range(const void *p, size_t n, uintptr_t *start, size_t *len);

@@ -310,6 +310,8 @@ static char *render_metrics(const snap *c, const char *name)
       c->host.client_msgs_out);
     M("slow_consumers_total", "Clients disconnected as slow consumers.", "counter",
       c->host.slow_consumers);
+    M("client_out_allocs_total", "Client output buffers allocated or grown.", "counter",
+      c->host.client_out_allocs);
     M("route_msgs_out_total", "Core messages forwarded to peers.", "counter",
       c->host.route_msgs_out);
     M("route_msgs_in_total", "Core messages received from peers.", "counter",

@@ -28,6 +28,7 @@ typedef struct srv_stats {
     uint64_t client_msgs_out;
     uint64_t client_bytes_out;
     uint64_t slow_consumers;
+    uint64_t client_out_allocs; /* client output buffers allocated or grown */
     uint64_t proto_errors;
     uint64_t js_publishes;  /* messages handed to jr_publish */
     uint64_t js_acks;       /* publishes acknowledged (stored or duplicate) */

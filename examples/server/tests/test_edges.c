@@ -43,12 +43,12 @@ static void request(int fd, rbuf *b, const char *subject, const char *body, cons
     expect(fd, b, want, what);
 }
 
-/* Reads PubAcks ("seq": in each) until n arrived or none came for 5 s; returns how many. */
-static int count_acks(int fd, int n)
+/* Reads until n occurrences of pat (shorter than 64 bytes) arrived or nothing came for 5 s;
+ * returns how many. */
+static int count_pat(int fd, const char *pat, int n)
 {
-    static const char pat[] = "\"seq\":";
     char buf[1 << 16];
-    size_t have = 0;
+    size_t have = 0, plen = strlen(pat);
     int acks = 0;
     while (acks < n) {
         struct pollfd pf = {fd, POLLIN, 0};
@@ -57,13 +57,41 @@ static int count_acks(int fd, int n)
         if (k <= 0) break;
         have += (size_t)k;
         buf[have] = 0;
-        for (char *q = buf; (q = strstr(q, pat)); q += sizeof pat - 1) acks++;
+        for (char *q = buf; (q = strstr(q, pat)); q += plen) acks++;
         /* keep a tail shorter than the pattern: a match split across reads is counted once */
-        size_t keep = have < sizeof pat - 2 ? have : sizeof pat - 2;
+        size_t keep = have < plen - 1 ? have : plen - 1;
         memmove(buf, buf + have - keep, keep);
         have = keep;
     }
     return acks;
+}
+
+/* Reads PubAcks ("seq": in each) until n arrived or none came for 5 s; returns how many. */
+static int count_acks(int fd, int n)
+{
+    return count_pat(fd, "\"seq\":", n);
+}
+
+/* The value of the server's counter jetraft_<name> from /metrics, as of now: /metrics shows
+ * the view the server took in its last complete once-a-second round, so this waits for two. */
+static unsigned long long metric(const char *name)
+{
+    usleep(2200000);
+    char want[128];
+    snprintf(want, sizeof want, "jetraft_%s{server=\"solo\"} ", name);
+    for (int attempt = 0; attempt < 50; attempt++) {
+        int fd = dial(http_port, 0);
+        send_str(fd, "GET /metrics HTTP/1.0\r\n\r\n");
+        rbuf b = {{0}, 0, 0};
+        int ok = read_until(fd, &b, want, 2000);
+        /* the value follows on the same line: read on until its end */
+        while (ok && !strchr(strstr(b.d, want) + strlen(want), '\n'))
+            ok = read_until(fd, &b, "\n# ", 2000);
+        close(fd);
+        if (ok) return strtoull(strstr(b.d, want) + strlen(want), NULL, 10);
+        usleep(200000);
+    }
+    die("/metrics never showed %s", want);
 }
 
 /* Reads the seq of the PubAck just read into b. */
@@ -316,6 +344,44 @@ static long rss_kb(void)
     return kb;
 }
 
+/* 1 if the environment of server slot 0 holds the string s. */
+static int environ_has(const char *s)
+{
+    char path[64], env[16384];
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pids[0]);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(env, 1, sizeof env - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < n; i += strlen(env + i) + 1) {
+        env[n] = 0;
+        if (strstr(env + i, s)) return 1;
+    }
+    return 0;
+}
+
+/* 1 if the kernel offers transparent huge pages to an advised region. */
+static int thp_offered(void)
+{
+    char line[128] = "";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f) return 0;
+    if (!fgets(line, sizeof line, f)) line[0] = 0;
+    fclose(f);
+    return strstr(line, "[always]") || strstr(line, "[madvise]");
+}
+
+/* With huge_pages (the default) the server runs with malloc's heap on huge pages (hugealloc.h:
+ * it re-executed itself with glibc.malloc.hugetlb=1); without, as it was started. */
+static void check_heap_tunable(int want)
+{
+    const char *t = getenv("GLIBC_TUNABLES");
+    if (!thp_offered() || (t && strstr(t, "glibc.malloc.hugetlb="))) return;
+    if (environ_has("glibc.malloc.hugetlb=1") != want)
+        die("the server's environment %s glibc.malloc.hugetlb=1", want ? "lacks" : "has");
+    printf("ok: malloc's heap on huge pages %s\n", want ? "with huge_pages" : "not without");
+}
+
 static void http_get(const char *path, const char *want)
 {
     for (int attempt = 0; attempt < 50; attempt++) {
@@ -377,6 +443,7 @@ int main(int argc, char **argv)
     expect(fd, &b, "+OK\r\nPONG\r\n+OK\r\n+OK\r\nPONG\r\n", "split and pipelined commands");
     close(fd);
     printf("ok: INFO, split and pipelined commands\n");
+    check_heap_tunable(1); /* the server answers: any re-execution is behind it */
 
     /* Request-reply between two clients, wildcard and queue subscriptions. */
     rbuf ba, bb;
@@ -501,6 +568,32 @@ int main(int argc, char **argv)
         if (acks != 2000) die("a burst of 2000 publishes got %d acks", acks);
         printf("ok: a burst of 2000 publishes over max_inflight 64, all acknowledged\n");
     }
+    /* A busy connection keeps its output buffer between loop turns: bursts that bring it more
+     * than 64 KiB of output a turn (each message delivered to three subscriptions of its own)
+     * grow it once, not again each turn. */
+    {
+        rbuf bk = {{0}, 0, 0};
+        int k = client(&bk);
+        send_str(k, "SUB big.x 71\r\nSUB big.x 72\r\nSUB big.* 73\r\nPING\r\n");
+        expect(k, &bk, "PONG\r\n", "three subscriptions");
+        static char bigburst[100 * 1040], body1k[1001];
+        memset(body1k, 'p', sizeof body1k - 1);
+        size_t bl = 0;
+        for (int i = 0; i < 100; i++)
+            bl += (size_t)snprintf(bigburst + bl, sizeof bigburst - bl, "PUB big.x 1000\r\n%s\r\n",
+                                   body1k);
+        unsigned long long a0 = 0;
+        for (int round = 0; round < 4; round++) {
+            if (round == 1) a0 = metric("client_out_allocs_total");
+            send_all(k, bigburst, bl);
+            int got = count_pat(k, "MSG big.x 7", 300);
+            if (got != 300) die("a burst of 100 messages to 3 subscriptions: %d deliveries", got);
+        }
+        unsigned long long grown = metric("client_out_allocs_total") - a0;
+        if (grown > 2) die("three bursts grew the client's output buffer %llu times", grown);
+        printf("ok: three bursts of 300 KiB of output grew the output buffer %llu times\n", grown);
+        close(k);
+    }
     request(c, &bb, "$JS.API.STREAM.MSG.GET.ORDERS", "{\"seq\":2}",
             "\"subject\":\"orders.1\",\"seq\":2,\"hdrs\"", "msg get");
     request(c, &bb, "$JS.API.STREAM.MSG.GET.ORDERS", "{\"seq\":99999}", "\"err_code\":10037",
@@ -551,10 +644,11 @@ int main(int argc, char **argv)
 
     /* Stale connections: with PINGs every 200 ms, a client that never answers is closed after
      * two; one that answers stays. */
-    start_server(",\"ping_interval_ms\":200");
+    start_server(",\"ping_interval_ms\":200,\"huge_pages\":false");
     rbuf bq = {{0}, 0, 0}, bl = {{0}, 0, 0};
     int quiet = dial(client_port, 0);
     expect(quiet, &bq, "PING\r\n", "a server PING");
+    check_heap_tunable(0);
     expect(quiet, &bq, "-ERR 'Stale Connection'", "stale connection");
     expect_closed(quiet, &bq, "stale connection");
     int live = client(&bl);
