@@ -18,6 +18,10 @@
 # authority in keys/authority.key (secret; only --sign needs it) and keys/authority.pub, and for
 # each server its identity key pair and its certificate in <name>/identity.key, identity.pub and
 # <name>.cert. The peer links are authenticated and encrypted with them.
+#
+# The servers run with malloc's heap on transparent huge pages (GLIBC_TUNABLES=glibc.malloc.hugetlb=1,
+# glibc 2.35 or later; a GLIBC_TUNABLES in the environment is passed as it is instead): fewer
+# page faults as a store's index grows (the server's README, huge_pages).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 base="${JR_CLUSTER_DIR:-/tmp/jetraft-cluster}"
@@ -86,7 +90,8 @@ start_one() {
     i=$(index_of "$name")
     write_config "$i"
     if running "$name"; then echo "$name already runs (pid $(cat "$base/$name/pid"))"; return 0; fi
-    "$bin" -c "$base/$name/server.json" >>"$base/$name/server.log" 2>&1 &
+    GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.malloc.hugetlb=1}" \
+        "$bin" -c "$base/$name/server.json" >>"$base/$name/server.log" 2>&1 &
     echo $! >"$base/$name/pid"
     echo "$name started (pid $!, clients on 127.0.0.1:$((cport + i)), log $base/$name/server.log)"
 }

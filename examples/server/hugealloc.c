@@ -44,9 +44,9 @@ static size_t round_page(size_t n)
     return r < n ? 0 : r;
 }
 
+/* AddressSanitizer tracks (and leak-checks) only the malloc family's blocks */
 #if defined(__SANITIZE_ADDRESS__)
-#define HUGE_MAPS 0 /* AddressSanitizer tracks (and leak-checks) only the malloc family's blocks   \
-                     */
+#define HUGE_MAPS 0
 #else
 #define HUGE_MAPS 1
 #endif
@@ -232,48 +232,4 @@ const jr_allocator *hugealloc_get(int on)
 void hugealloc_stats_get(hugealloc_stats *out)
 {
     *out = stats;
-}
-
-#define HEAP_TUNABLE "glibc.malloc.hugetlb"
-
-int hugealloc_heap_env(const char *cur, char *out, size_t len)
-{
-    /* GLIBC_TUNABLES is a colon-separated list of name=value */
-    for (const char *p = cur; p && *p;) {
-        size_t n = strcspn(p, ":");
-        if (n > sizeof HEAP_TUNABLE - 1 && !strncmp(p, HEAP_TUNABLE "=", sizeof HEAP_TUNABLE))
-            return -EALREADY;
-        p += n;
-        if (*p) p++;
-    }
-    int w = cur && *cur ? snprintf(out, len, "%s:" HEAP_TUNABLE "=1", cur)
-                        : snprintf(out, len, HEAP_TUNABLE "=1");
-    return w < 0 || (size_t)w >= len ? -ENOSPC : 0;
-}
-
-/* 1 if the kernel gives transparent huge pages to a region advised MADV_HUGEPAGE. */
-static int thp_offered(void)
-{
-    char line[128] = "";
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    if (!f) return 0;
-    if (!fgets(line, sizeof line, f)) line[0] = 0;
-    fclose(f);
-    return strstr(line, "[always]") || strstr(line, "[madvise]");
-}
-
-void hugealloc_heap_reexec(char **argv)
-{
-    char v[1024], was[1024];
-    const char *cur = getenv("GLIBC_TUNABLES");
-    if (!thp_offered() || hugealloc_heap_env(cur, v, sizeof v)) return;
-    if (cur && snprintf(was, sizeof was, "%s", cur) >= (int)sizeof was) return;
-    if (setenv("GLIBC_TUNABLES", v, 1)) return;
-    execv("/proc/self/exe", argv);
-    /* exec failed: this process goes on with the heap as it is, and its environment as it was
-     * (a child started later must not think the tunable in force here) */
-    if (cur)
-        setenv("GLIBC_TUNABLES", was, 1);
-    else
-        unsetenv("GLIBC_TUNABLES");
 }

@@ -47,22 +47,6 @@ typedef struct hugealloc_stats {
 } hugealloc_stats;
 void hugealloc_stats_get(hugealloc_stats *out);
 
-/* The C library's own heap. The library's small blocks (a store's sequence index leaves, request
- * records, output buffers) come from malloc's heap, which grows by brk into pages never touched
- * before: a stream that keeps its messages faults in a fresh 4 KiB page every few dozen
- * messages on each replica. glibc (2.35 and later) backs its heap with transparent huge pages
- * when the environment says GLIBC_TUNABLES=glibc.malloc.hugetlb=1 at process start (it then
- * grows the heap in whole huge pages and advises them MADV_HUGEPAGE), and reads that only at
- * start. hugealloc_heap_env computes the GLIBC_TUNABLES value that adds it to `cur` (the current
- * value or NULL) into out (len bytes): 0, or -EALREADY when cur already sets
- * glibc.malloc.hugetlb (whatever its value: the operator's choice stands), -ENOSPC when out is
- * too small. hugealloc_heap_reexec, called first thing in main with its argv, re-executes the
- * process (/proc/self/exe, same arguments) with that value when the kernel offers
- * transparent huge pages and the variable does not set it yet; it returns only when it did not
- * re-execute (nothing to do, or exec failed: the heap stays as it is). */
-int hugealloc_heap_env(const char *cur, char *out, size_t len);
-void hugealloc_heap_reexec(char **argv);
-
 /* The range [*start, *start + *len) of whole huge pages inside [p, p + n); *len 0 if none. */
 void hugealloc_range(const void *p, size_t n, uintptr_t *start, size_t *len);
 

@@ -391,8 +391,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "jetraft-server: config: %s\n", err);
         return 1;
     }
-    /* before anything is opened: malloc's heap on huge pages (hugealloc.h) */
-    if (s->cfg.huge_pages) hugealloc_heap_reexec(argv);
     if (sodium_init() < 0) return 1;
     /* A write to a connection its peer closed must fail with EPIPE, not end the process. */
     signal(SIGPIPE, SIG_IGN);

@@ -344,44 +344,6 @@ static long rss_kb(void)
     return kb;
 }
 
-/* 1 if the environment of server slot 0 holds the string s. */
-static int environ_has(const char *s)
-{
-    char path[64], env[16384];
-    snprintf(path, sizeof path, "/proc/%d/environ", (int)pids[0]);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(env, 1, sizeof env - 1, f);
-    fclose(f);
-    for (size_t i = 0; i < n; i += strlen(env + i) + 1) {
-        env[n] = 0;
-        if (strstr(env + i, s)) return 1;
-    }
-    return 0;
-}
-
-/* 1 if the kernel offers transparent huge pages to an advised region. */
-static int thp_offered(void)
-{
-    char line[128] = "";
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    if (!f) return 0;
-    if (!fgets(line, sizeof line, f)) line[0] = 0;
-    fclose(f);
-    return strstr(line, "[always]") || strstr(line, "[madvise]");
-}
-
-/* With huge_pages (the default) the server runs with malloc's heap on huge pages (hugealloc.h:
- * it re-executed itself with glibc.malloc.hugetlb=1); without, as it was started. */
-static void check_heap_tunable(int want)
-{
-    const char *t = getenv("GLIBC_TUNABLES");
-    if (!thp_offered() || (t && strstr(t, "glibc.malloc.hugetlb="))) return;
-    if (environ_has("glibc.malloc.hugetlb=1") != want)
-        die("the server's environment %s glibc.malloc.hugetlb=1", want ? "lacks" : "has");
-    printf("ok: malloc's heap on huge pages %s\n", want ? "with huge_pages" : "not without");
-}
-
 static void http_get(const char *path, const char *want)
 {
     for (int attempt = 0; attempt < 50; attempt++) {
@@ -443,7 +405,6 @@ int main(int argc, char **argv)
     expect(fd, &b, "+OK\r\nPONG\r\n+OK\r\n+OK\r\nPONG\r\n", "split and pipelined commands");
     close(fd);
     printf("ok: INFO, split and pipelined commands\n");
-    check_heap_tunable(1); /* the server answers: any re-execution is behind it */
 
     /* Request-reply between two clients, wildcard and queue subscriptions. */
     rbuf ba, bb;
@@ -648,7 +609,6 @@ int main(int argc, char **argv)
     rbuf bq = {{0}, 0, 0}, bl = {{0}, 0, 0};
     int quiet = dial(client_port, 0);
     expect(quiet, &bq, "PING\r\n", "a server PING");
-    check_heap_tunable(0);
     expect(quiet, &bq, "-ERR 'Stale Connection'", "stale connection");
     expect_closed(quiet, &bq, "stale connection");
     int live = client(&bl);

@@ -3,10 +3,7 @@
  * more is aligned to a huge page and advised MADV_HUGEPAGE over every huge page it spans; a
  * smaller one is plain malloc; a block grown by realloc past the bound is advised over the huge
  * pages that fall whole inside it; and where the kernel grants transparent huge pages, touching
- * a fresh 16 MiB block costs a small fraction of the page faults its 4 KiB pages would. The
- * heap: hugealloc_heap_env adds glibc.malloc.hugetlb=1 to GLIBC_TUNABLES and leaves an
- * operator's setting alone, and a process started with it fills 24 MiB of small blocks with a
- * fraction of the faults it takes without (this binary, run again as the measured child).
+ * a fresh 16 MiB block costs a small fraction of the page faults its 4 KiB pages would.
  */
 #include <check.h>
 #include <errno.h>
@@ -193,91 +190,8 @@ START_TEST(large_block_grows_without_copying)
 }
 END_TEST
 
-START_TEST(heap_env_adds_the_tunable_once)
-{
-    char v[128];
-    ck_assert_int_eq(hugealloc_heap_env(NULL, v, sizeof v), 0);
-    ck_assert_str_eq(v, "glibc.malloc.hugetlb=1");
-    ck_assert_int_eq(hugealloc_heap_env("", v, sizeof v), 0);
-    ck_assert_str_eq(v, "glibc.malloc.hugetlb=1");
-    ck_assert_int_eq(hugealloc_heap_env("glibc.malloc.arena_max=2", v, sizeof v), 0);
-    ck_assert_str_eq(v, "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
-    /* already set, to any value, first or later in the list: left as it is */
-    ck_assert_int_eq(hugealloc_heap_env("glibc.malloc.hugetlb=0", v, sizeof v), -EALREADY);
-    ck_assert_int_eq(hugealloc_heap_env("a.b=1:glibc.malloc.hugetlb=2", v, sizeof v), -EALREADY);
-    /* a longer name that begins the same is another tunable */
-    ck_assert_int_eq(hugealloc_heap_env("glibc.malloc.hugetlbx=1", v, sizeof v), 0);
-    ck_assert_int_eq(hugealloc_heap_env("x=1", v, 8), -ENOSPC);
-}
-END_TEST
-
-#define HEAP_BLOCK 6160 /* a full sequence-index leaf of the store, with malloc's header */
-#define HEAP_BYTES (24u << 20)
-
-/* The measured child: page faults to allocate and fill HEAP_BYTES of HEAP_BLOCK blocks. */
-static int heap_child(void)
-{
-    size_t n = HEAP_BYTES / HEAP_BLOCK;
-    char **v = malloc(n * sizeof *v);
-    long f0 = minflt();
-    for (size_t i = 0; i < n; i++) {
-        v[i] = malloc(HEAP_BLOCK);
-        if (!v[i]) return 1;
-        memset(v[i], 1, HEAP_BLOCK);
-    }
-    printf("%ld %ld\n", minflt() - f0, anon_huge_kb());
-    return 0;
-}
-
-static const char *self_path;
-
-/* Runs this binary as the heap child with GLIBC_TUNABLES set to tun (NULL: unset); its faults
- * and AnonHugePages (KiB). */
-static void run_heap_child(const char *tun, long *faults, long *huge_kb)
-{
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "%s%s%s%s --heap-child", tun ? "GLIBC_TUNABLES='" : "",
-             tun ? tun : "", tun ? "' " : "env -u GLIBC_TUNABLES ", self_path);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    int got = fscanf(p, "%ld %ld", faults, huge_kb);
-    ck_assert_int_eq(pclose(p), 0);
-    ck_assert_int_eq(got, 2);
-}
-
-START_TEST(heap_with_the_tunable_faults_in_huge_pages)
-{
-    if (!thp_offered()) {
-        fprintf(stderr, "test_hugealloc: transparent huge pages not offered here; skipped\n");
-        return;
-    }
-#if defined(__SANITIZE_ADDRESS__)
-    fprintf(stderr, "test_hugealloc: AddressSanitizer's malloc has no such heap; skipped\n");
-    return;
-#endif
-    char tun[128];
-    ck_assert_int_eq(hugealloc_heap_env(NULL, tun, sizeof tun), 0);
-    long plain, plain_huge, huge, huge_kb;
-    run_heap_child(NULL, &plain, &plain_huge);
-    run_heap_child(tun, &huge, &huge_kb);
-    fprintf(stderr,
-            "test_hugealloc: %u MiB of small blocks: %ld faults plain, %ld with %s (%ld kB "
-            "of huge pages)\n",
-            HEAP_BYTES >> 20, plain, huge, tun, huge_kb);
-    /* 24 MiB is 6,144 pages of 4 KiB: every one faults without the tunable */
-    ck_assert_msg(plain >= (long)(HEAP_BYTES / 4096) / 2, "%ld faults without the tunable", plain);
-    if (huge_kb < (long)(HUGEALLOC_PAGE >> 10)) {
-        fprintf(stderr, "test_hugealloc: the kernel granted no huge page; not counted\n");
-        return;
-    }
-    ck_assert_msg(huge * 4 < plain, "%ld faults with the tunable, %ld without", huge, plain);
-}
-END_TEST
-
 int main(int argc, char **argv)
 {
-    if (argc > 1 && !strcmp(argv[1], "--heap-child")) return heap_child();
-    self_path = argv[0];
     /* meson's MALLOC_PERTURB_ has malloc fill each block, touching its pages before the advice */
     mallopt(M_PERTURB, 0);
     Suite *s = suite_create("hugealloc");
@@ -288,8 +202,6 @@ int main(int argc, char **argv)
     tcase_add_test(tc, range_covers_whole_huge_pages_inside);
     tcase_add_test(tc, large_blocks_aligned_and_advised_small_ones_not);
     tcase_add_test(tc, large_block_grows_without_copying);
-    tcase_add_test(tc, heap_env_adds_the_tunable_once);
-    tcase_add_test(tc, heap_with_the_tunable_faults_in_huge_pages);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
