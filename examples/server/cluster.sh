@@ -4,7 +4,8 @@
 # JR_CLUSTER_SERVERS=N runs n1..nN instead; JR_CLUSTER_USERS (a JSON array of users, as the
 # configuration's "users") is written into every server's configuration, and so is
 # JR_CLUSTER_SYNC ("always", the default, or "interval": the configuration's "sync"; a bench's
-# way to time the cluster with no fdatasync before any acknowledgement).
+# way to time the cluster with no fdatasync before any acknowledgement); JR_CLUSTER_SYNC_OFFLOAD=1
+# sets "sync_offload": true (the fdatasync runs on libuv's threadpool).
 #
 #   cluster.sh start            make the keys and write the configs (first time), start n1, n2, n3
 #   cluster.sh stop             SIGTERM every server (clean shutdown) and wait for it
@@ -51,6 +52,7 @@ write_config() {
     local peers="" j extra=""
     [ -n "${JR_CLUSTER_USERS:-}" ] && extra=$',\n  "users": '"$JR_CLUSTER_USERS"
     [ -n "${JR_CLUSTER_SYNC:-}" ] && extra+=$',\n  "sync": "'"$JR_CLUSTER_SYNC"'"'
+    [ -n "${JR_CLUSTER_SYNC_OFFLOAD:-}" ] && extra+=$',\n  "sync_offload": true'
     for j in "${!names[@]}"; do
         peers+="${peers:+, }\"${names[$j]}\": \"127.0.0.1:$((rport + j))\""
     done
