@@ -103,6 +103,11 @@ typedef struct jr_sim_config {
     int no_digest;
     /* Optional: the nodes' log messages (jr_host.log), with the node's index. */
     void (*on_log)(void *arg, unsigned node, int level, const char *msg);
+    /* Non-zero: every node's host runs the WAL's sync (jr_host.sync_start): a job completes
+     * (jr_sync_job_run, then jr_node_synced) a random delay in [sync_delay_ns / 2,
+     * sync_delay_ns] of simulated time after it was handed out, as one more event (after the
+     * end of a pause); a crash before then loses what it covers. 0: the nodes sync in place. */
+    uint64_t sync_delay_ns;
 } jr_sim_config;
 
 /* Fills cfg with defaults (3 nodes, seed 1, a perfect link, 150 ms / 30 ms timers), writing

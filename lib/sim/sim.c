@@ -154,6 +154,16 @@ static int link_ok(const jr_sim_link *l)
            l->reorder >= 0 && l->reorder <= 1 && l->delay_min_ns <= l->delay_max_ns;
 }
 
+/* jr_host.sync_start (jr_sim_config.sync_delay_ns): the job completes later, as an event. */
+static void host_sync_start(void *ctx, jr_sync_job *job)
+{
+    jr__sim_node *sn = ctx;
+    jr_sim *s = sn->sim;
+    uint64_t d = s->cfg.sync_delay_ns;
+    sn->job = job;
+    sn->sync_at = s->now + d / 2 + jr__rand_next(&s->rand) % (d - d / 2 + 1);
+}
+
 int jr_sim_new(const jr_sim_config *cfg_in, jr_sim **out)
 {
     if (!out) return JR_EINVAL;
@@ -194,6 +204,7 @@ int jr_sim_new(const jr_sim_config *cfg_in, jr_sim **out)
         sn->host.arm = host_arm;
         sn->host.log = host_log;
         sn->host.wall = host_wall;
+        if (cfg.sync_delay_ns) sn->host.sync_start = host_sync_start;
         sn->wall_off = JR_SIM_WALL_START_NS - START_NS;
         sn->armed = UINT64_MAX;
         for (unsigned j = 0; j < s->n; j++) s->links[i][j] = link;
@@ -228,6 +239,7 @@ int jr_sim_add_node(jr_sim *s, int join, unsigned *index)
     sn->host.arm = host_arm;
     sn->host.log = host_log;
     sn->host.wall = host_wall;
+    if (s->cfg.sync_delay_ns) sn->host.sync_start = host_sync_start;
     sn->wall_off = JR_SIM_WALL_START_NS - START_NS;
     sn->armed = UINT64_MAX;
     for (unsigned j = 0; j <= i; j++) {
@@ -377,6 +389,7 @@ int jr_sim_crash(jr_sim *s, unsigned i)
     sn->node = NULL;
     sn->armed = UINT64_MAX;
     sn->paused_until = 0;
+    sn->job = NULL; /* never run: what it covered is gone with the power */
     jr__node_close_noflush(n);
     return 0;
 }
@@ -403,6 +416,12 @@ static uint64_t tick_at(const jr__sim_node *sn)
     return sn->armed > sn->paused_until ? sn->armed : sn->paused_until;
 }
 
+/* When node sn's sync job completes: its time, or the end of its pause if later. */
+static uint64_t sync_at(const jr__sim_node *sn)
+{
+    return sn->sync_at > sn->paused_until ? sn->sync_at : sn->paused_until;
+}
+
 /* Runs the earliest event if it is due at or before limit. */
 static int step_until(jr_sim *s, uint64_t limit)
 {
@@ -411,11 +430,23 @@ static int step_until(jr_sim *s, uint64_t limit)
         jr__sim_node *sn = &s->nodes[i];
         if (sn->node && sn->armed != UINT64_MAX && (!tn || tick_at(sn) < tick_at(tn))) tn = sn;
     }
+    jr__sim_node *yn = NULL; /* the earliest sync job to complete */
+    for (unsigned i = 0; i < s->n; i++) {
+        jr__sim_node *sn = &s->nodes[i];
+        if (sn->node && sn->job && (!yn || sync_at(sn) < sync_at(yn))) yn = sn;
+    }
     jr__sim_frame *f = jr__sim_net_top(s);
     uint64_t ft = f ? (f->at > s->now ? f->at : s->now) : UINT64_MAX;
     uint64_t tt = tn ? (tick_at(tn) > s->now ? tick_at(tn) : s->now) : UINT64_MAX;
-    if (ft == UINT64_MAX && tt == UINT64_MAX) return 0;
-    if (ft <= tt) {
+    uint64_t yt = yn ? (sync_at(yn) > s->now ? sync_at(yn) : s->now) : UINT64_MAX;
+    if (ft == UINT64_MAX && tt == UINT64_MAX && yt == UINT64_MAX) return 0;
+    if (yt < ft && yt < tt) {
+        if (yt > limit) return 0;
+        s->now = yt;
+        jr_sync_job *job = yn->job;
+        yn->job = NULL;
+        jr_node_synced(yn->node, job, jr_sync_job_run(job));
+    } else if (ft <= tt) {
         if (ft > limit) return 0;
         jr__sim_net_pop(s);
         s->now = ft;

@@ -453,6 +453,8 @@ static int run_seed(uint64_t seed, int verbose, char *why, size_t whylen)
     jr_sim_config_init(&cfg);
     cfg.seed = seed;
     cfg.torn_writes = (int)rnd(w, 2);
+    /* odd seeds: the hosts run the WAL's sync (jr_host.sync_start), done 0.1..2 ms later */
+    if (seed & 1) cfg.sync_delay_ns = 100000 + (seed * 0x9e3779b97f4a7c15ULL >> 40) % 1900000;
     cfg.on_step = on_step;
     if (verbose) cfg.on_log = on_log;
     jr_sim_link link;
