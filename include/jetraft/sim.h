@@ -236,6 +236,10 @@ typedef struct jr_sim_stats {
     uint64_t frames_duplicated;
     uint64_t bytes_delivered;
     uint64_t events; /* deliveries + ticks run */
+    /* With sync_delay_ns: messages vouching for durable state (a vote, an append
+     * acknowledgement) a node sent while its sync job was out (outside the jr_node_synced
+     * that reported it). The library's contract makes it 0; the fixture counts to check it. */
+    uint64_t durable_early;
 } jr_sim_stats;
 
 JR_API int jr_sim_stats_get(const jr_sim *sim, jr_sim_stats *out);

@@ -11,6 +11,7 @@
 #include "util/alloc.h"
 #include "util/checksum.h"
 #include "util/deadline.h"
+#include "wire/frame.h"
 #include "vfs/memfs.h"
 
 #include <xxhash.h>
@@ -85,9 +86,23 @@ uint64_t jr_sim_digest(const jr_sim *s)
 
 /* The fixture as host -------------------------------------------------------------------------*/
 
+/* Counts the JR__MF_DURABLE messages of a frame sent while the node's sync job is out. */
+static void check_durable(jr__sim_node *sn, const jr_iovec *iov, int iovcnt)
+{
+    jr__frame f;
+    jr__msg m;
+    jr__entry scratch[JR__MAX_APPEND_ENTRIES];
+    int got;
+    if (!sn->job || iovcnt != 1 || jr__frame_open(&f, iov[0].base, iov[0].len, SIZE_MAX) != 0)
+        return;
+    while (jr__frame_next(&f, &m, scratch, JR__MAX_APPEND_ENTRIES, &got) == 0 && got)
+        if (m.flags & JR__MF_DURABLE) sn->sim->stats.durable_early++;
+}
+
 static int host_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
 {
     jr__sim_node *sn = ctx;
+    check_durable(sn, iov, iovcnt);
     int j = jr_sim_index(sn->sim, to);
     if (j < 0) return JR_ENOTFOUND;
     return jr__sim_net_send(sn->sim, sn->idx, (unsigned)j, iov, iovcnt);
