@@ -25,6 +25,13 @@
  *      were applied;
  *   7. jr__raft_ready_done and re-key the group's timer.
  *
+ * A host may run the sync itself (jr_host.sync_start, sync_offloaded()): step 3 then writes
+ * and hands it a job, and steps 3's sync and 4 wait for jr_node_synced (jr__node_sync_done);
+ * while the job is out, iterations skip steps 2-4 (nothing is staged or written), send only
+ * the frames of peers holding nothing that waits for the sync (the others were sealed at the
+ * write, jr__peer_seal_all), and apply what is already durable. docs/internals.md, "The host's
+ * sync".
+ *
  * A group that gained work during the iteration (e.g. a snapshot taken in step 6) is queued
  * again and the loop repeats, a bounded number of times; whatever is left waits for the next
  * tick, which is requested at once. Each iteration makes at most one WAL write and one sync, and
