@@ -126,9 +126,9 @@ typedef struct jr_host {
      * newer (a vote, an append acknowledgement); its leaders count themselves toward a quorum
      * only for entries the sync covers. One sync is in flight at a time; jr_node_synced writes
      * everything staged meanwhile and starts the next. A failed sync is the WAL's end, as
-     * with the sync inside the flush. The host must not close the node while a job is out:
-     * wait for it to run, then report it (or close after jr_sync_job_run returned: a job never
-     * reported is dropped by jr_node_close). */
+     * with the sync inside the flush. The host must not close the node while a job runs:
+     * wait for it, then report it or close (jr_node_close syncs a job never reported in
+     * place before its own flush). */
     void (*sync_start)(void *ctx, jr_sync_job *job);
 } jr_host;
 
