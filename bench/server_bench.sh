@@ -14,6 +14,11 @@
 #                          --replicas 1,3 --window N --only NAME
 #                          --pin 0/1]
 #
+# The jetraft-server cluster takes cluster.sh's environment: JR_CLUSTER_SYNC_OFFLOAD=1 runs its
+# fdatasync on libuv's threadpool ("sync_offload"), JR_CLUSTER_SYNC=interval times it with no
+# fdatasync before an ack (the ceiling of what moving the sync can give); bench/sched_sample.py
+# says where the servers' threads spend their time meanwhile.
+#
 # BUILD_DIR (default build-rel, then build) must hold examples/server/jetraft-server and
 # bench/server_bench; a release build (meson setup build-rel --buildtype=release) is what the
 # numbers are meant for.

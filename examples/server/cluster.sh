@@ -2,7 +2,10 @@
 # Runs a 3-server jetraft-server cluster on 127.0.0.1, each server with its own directory under
 # a base directory (default /tmp/jetraft-cluster; set JR_CLUSTER_DIR to change it).
 # JR_CLUSTER_SERVERS=N runs n1..nN instead; JR_CLUSTER_USERS (a JSON array of users, as the
-# configuration's "users") is written into every server's configuration.
+# configuration's "users") is written into every server's configuration, and so is
+# JR_CLUSTER_SYNC ("always", the default, or "interval": the configuration's "sync"; a bench's
+# way to time the cluster with no fdatasync before any acknowledgement); JR_CLUSTER_SYNC_OFFLOAD=1
+# sets "sync_offload": true (the fdatasync runs on libuv's threadpool).
 #
 #   cluster.sh start            make the keys and write the configs (first time), start n1, n2, n3
 #   cluster.sh stop             SIGTERM every server (clean shutdown) and wait for it
@@ -50,8 +53,10 @@ write_config() {
     mkdir -p "$dir/wal" "$dir/store"
     make_keys "$name"
     [ -f "$dir/server.json" ] && return 0
-    local peers="" j users=""
-    [ -n "${JR_CLUSTER_USERS:-}" ] && users=$',\n  "users": '"$JR_CLUSTER_USERS"
+    local peers="" j extra=""
+    [ -n "${JR_CLUSTER_USERS:-}" ] && extra=$',\n  "users": '"$JR_CLUSTER_USERS"
+    [ -n "${JR_CLUSTER_SYNC:-}" ] && extra+=$',\n  "sync": "'"$JR_CLUSTER_SYNC"'"'
+    [ -n "${JR_CLUSTER_SYNC_OFFLOAD:-}" ] && extra+=$',\n  "sync_offload": true'
     for j in "${!names[@]}"; do
         peers+="${peers:+, }\"${names[$j]}\": \"127.0.0.1:$((rport + j))\""
     done
@@ -68,7 +73,7 @@ write_config() {
   "store_dir": "$dir/store",
   "authority": "$base/keys/authority.pub",
   "identity": "$dir/identity.key",
-  "certificate": "$dir/$name.cert"$users
+  "certificate": "$dir/$name.cert"$extra
 }
 JSON
 }

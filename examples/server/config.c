@@ -405,6 +405,12 @@ static int parse_obj(json_t *root, const char *dir, srv_config *c, char *err, si
                 return -1;
             }
             c->sync_interval = !strcmp(json_string_value(v), "interval");
+        } else if (!strcmp(key, "sync_offload")) {
+            if (!json_is_boolean(v)) {
+                fail(err, errlen, "sync_offload: must be true or false");
+                return -1;
+            }
+            c->sync_offload = json_is_true(v);
         } else if (!strcmp(key, "sync_interval_ms")) {
             if (get_uint(v, key, 1, 60000, &u, err, errlen)) return -1;
             c->sync_interval_ms = (uint32_t)u;

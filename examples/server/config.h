@@ -56,6 +56,7 @@ typedef struct srv_config {
     char *unique_tag;
     int sync_interval; /* 0: fsync before every ack; 1: every sync_interval_ms */
     uint32_t sync_interval_ms;
+    int sync_offload; /* 1: fdatasync on libuv's threadpool (jr_host.sync_start), not the loop */
     uint32_t election_timeout_ms;
     uint32_t heartbeat_ms;
     uint32_t request_timeout_ms;

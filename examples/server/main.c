@@ -117,6 +117,40 @@ static void host_log(void *ctx, int level, const char *msg)
     fprintf(stderr, "[%s] %s %s\n", s->cfg.name, names[level & 3], msg);
 }
 
+/* jr_host.sync_start: the node wrote a batch; its fdatasync runs on libuv's threadpool while
+ * the loop goes on reading clients and peers, and on_sync_done reports it to the node. */
+static void on_sync_work(uv_work_t *req)
+{
+    server *s = req->data;
+    s->sync_rc = jr_sync_job_run(s->sync_job);
+}
+
+static void shutdown_server(server *s);
+
+static void on_sync_done(uv_work_t *req, int status)
+{
+    server *s = req->data;
+    jr_sync_job *job = s->sync_job;
+    s->sync_job = NULL;
+    int rc = status ? JR_EIO : s->sync_rc;
+    if (s->sync_shutdown) { /* jr_node_close covers what the job did not report */
+        shutdown_server(s);
+        return;
+    }
+    if (!s->node) return;
+    rc = jr_node_synced(s->node, job, rc);
+    if (rc && rc != JR_ENOMEM) server_node_failed(s, rc);
+}
+
+static void host_sync_start(void *ctx, jr_sync_job *job)
+{
+    server *s = ctx;
+    s->sync_job = job;
+    s->sync_req.data = s;
+    /* fails only without a work callback (libuv uv_queue_work) */
+    (void)uv_queue_work(s->loop, &s->sync_req, on_sync_work, on_sync_done);
+}
+
 /* Ticks the node; an error other than JR_ENOMEM (which the next tick retries) is the WAL's
  * end. */
 static void tick_node(server *s)
@@ -272,6 +306,10 @@ static void on_reopen(uv_timer_t *t)
 {
     server *s = t->data;
     if (s->closing || !s->wal_failed) return;
+    if (s->node && s->sync_job) { /* the node is closed once its sync job is back */
+        uv_timer_start(&s->reopen, on_reopen, 1, 0);
+        return;
+    }
     if (s->node) {
         /* Every pending request completes inside the close with JR_ECLOSED, which the clients
          * get as 503 (never an ack: nothing it covers was made durable). The node stays in
@@ -331,6 +369,10 @@ void server_deliver(server *s, const char *subject, const void *hdr, size_t hdr_
 static void shutdown_server(server *s)
 {
     if (s->closing) return;
+    if (s->sync_job) { /* on_sync_done comes back here once the job ran */
+        s->sync_shutdown = 1;
+        return;
+    }
     fprintf(stderr, "[%s] shutting down\n", s->cfg.name);
     /* The node first: its close flushes the WAL and the frames it still owes, and completes
      * every pending request (answered to clients that are still connected). */
@@ -413,6 +455,7 @@ int main(int argc, char **argv)
     s->host.arm = host_arm;
     s->host.log = host_log;
     s->host.wall = host_wall;
+    if (s->cfg.sync_offload) s->host.sync_start = host_sync_start;
 
     const char **peer_names = calloc(s->cfg.npeers, sizeof *peer_names);
     if (!peer_names) return 1;
@@ -428,6 +471,7 @@ int main(int argc, char **argv)
     nc.wal_dir = s->cfg.wal_dir;
     nc.store_dir = s->cfg.store_dir;
     nc.vfs = powervfs_open(s->loop, s->cfg.name); /* NULL (POSIX) unless a test asks */
+    if (nc.vfs) s->host.sync_start = NULL;        /* the power-loss vfs is the loop's alone */
     nc.host = &s->host;
     nc.election_timeout_ms = s->cfg.election_timeout_ms;
     nc.heartbeat_ms = s->cfg.heartbeat_ms;

@@ -76,8 +76,15 @@ typedef struct server {
     /* The counters of the nodes closed before this one (each reopen starts the node's own
      * jr_node_stats at 0): server_node_stats adds them, so the host's totals never go back. */
     jr_node_stats node_base;
-    uv_timer_t tick; /* fires at jr_node_deadline */
-    uint64_t armed;  /* deadline the timer is set for (UINT64_MAX: none) */
+    /* The WAL's sync on libuv's threadpool (config sync_offload, jr_host.sync_start): one job
+     * at a time, run by on_sync_work, reported to the node by on_sync_done on the loop. While
+     * one is out the node is neither closed nor reopened: shutdown and reopen wait for it. */
+    uv_work_t sync_req;
+    jr_sync_job *sync_job; /* the job out, NULL if none */
+    int sync_rc;
+    int sync_shutdown; /* a shutdown waits for the job */
+    uv_timer_t tick;   /* fires at jr_node_deadline */
+    uint64_t armed;    /* deadline the timer is set for (UINT64_MAX: none) */
     uv_signal_t sigterm, sigint;
     peers *peers;
     clients *clients;

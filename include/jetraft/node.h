@@ -184,6 +184,19 @@ JR_API int jr_node_recv(jr_node *node, const char *from, const void *frame, size
  * acknowledged, the groups this node leads step down; reopen the node). */
 JR_API int jr_node_tick(jr_node *node);
 
+/* Runs the WAL sync a node handed its host (jr_host.sync_start): the vfs's sync of the WAL's
+ * file, nothing else. Callable from any thread, once per job. Returns its result (0 or a
+ * negative JR_E*), which the host passes to jr_node_synced(). */
+JR_API int jr_sync_job_run(jr_sync_job *job);
+/* On the node's thread: the job the node last handed to jr_host.sync_start ran with result rc.
+ * With rc == 0, what the job covers is durable: the node reports it to its groups, lets the
+ * acknowledgements and votes it vouches for leave, applies what is committed, then writes what
+ * was staged meanwhile and hands out the next job. A non-zero rc fails the WAL (as a failed
+ * sync inside jr_node_tick does: the node's leaders step down, every later flush fails) and is
+ * returned. JR_EINVAL if job is not the node's job in flight. Callbacks run inside it, as
+ * inside jr_node_tick(). */
+JR_API int jr_node_synced(jr_node *node, jr_sync_job *job, int rc);
+
 /* The time (a now() value) at which the node next needs jr_node_tick(); UINT64_MAX if none. */
 JR_API uint64_t jr_node_deadline(const jr_node *node);
 

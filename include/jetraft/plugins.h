@@ -86,9 +86,12 @@ typedef struct jr_iovec {
 
 enum jr_log_level { JR_LOG_ERROR = 0, JR_LOG_WARN = 1, JR_LOG_INFO = 2, JR_LOG_DEBUG = 3 };
 
-#define JR_HOST_VERSION 2
+/* The WAL sync a node hands its host (jr_host.sync_start); opaque, owned by the node. */
+typedef struct jr_sync_job jr_sync_job;
+
+#define JR_HOST_VERSION 3
 typedef struct jr_host {
-    int version; /* JR_HOST_VERSION (1: the fields up to `log`; 2: `wall` too) */
+    int version; /* JR_HOST_VERSION (1: the fields up to `log`; 2: `wall` too; 3: `sync_start`) */
     void *ctx;
     /* Delivers one frame (the concatenation of iov) to server `to`. May copy or queue it; must
      * not call back into the node. A non-zero return counts as a dropped frame (Raft retries). */
@@ -111,6 +114,22 @@ typedef struct jr_host {
      * the host's monotonic epoch, are consistent within a cluster only if every server's now()
      * shares that epoch, and say nothing about the calendar. */
     uint64_t (*wall)(void *ctx);
+    /* Version 3. Optional: takes the WAL's sync off the node's thread (with JR_SYNC_ALWAYS;
+     * ignored with JR_SYNC_INTERVAL). A flush then writes its batch to the WAL and, instead of
+     * syncing it, calls sync_start(ctx, job) on the node's thread; the host runs
+     * jr_sync_job_run(job) on any thread (it syncs the WAL's file through the vfs and touches
+     * nothing else of the node, so the vfs's sync must be callable from another thread while
+     * the node runs; the POSIX vfs's is), then calls jr_node_synced(node, job, rc) on the
+     * node's thread with its result. Meanwhile the node goes on: it reads frames, sends
+     * entries to followers, counts acknowledgements and applies what is durable, but writes
+     * nothing and lets nothing leave that vouches for what that sync covers or for anything
+     * newer (a vote, an append acknowledgement); its leaders count themselves toward a quorum
+     * only for entries the sync covers. One sync is in flight at a time; jr_node_synced writes
+     * everything staged meanwhile and starts the next. A failed sync is the WAL's end, as
+     * with the sync inside the flush. The host must not close the node while a job runs:
+     * wait for it, then report it or close (jr_node_close syncs a job never reported in
+     * place before its own flush). */
+    void (*sync_start)(void *ctx, jr_sync_job *job);
 } jr_host;
 
 #ifdef __cplusplus

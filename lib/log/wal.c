@@ -524,7 +524,9 @@ static size_t zero_pad(const jr__wal *w, size_t n)
     return (size_t)(want - end);
 }
 
-int jr__wal_flush(jr__wal *w, uint64_t now, int *durable)
+/* jr__wal_flush, or with nosync (jr__wal_write) the same without the policy's sync of the
+ * batch: only a rotation syncs then. */
+static int flush(jr__wal *w, uint64_t now, int *durable, int nosync)
 {
     int rc;
     int dummy;
@@ -534,6 +536,7 @@ int jr__wal_flush(jr__wal *w, uint64_t now, int *durable)
     size_t n = w->stage.len;
     int synced = 0;
     if (n == 0) {
+        if (nosync) return 0;
         if (w->unsynced && now >= w->last_sync + w->interval) {
             if ((rc = do_sync(w, now))) return rc;
             synced = 1;
@@ -569,7 +572,8 @@ int jr__wal_flush(jr__wal *w, uint64_t now, int *durable)
         jr__buf_reset(&w->stage);
         w->mark_len = 0;
         w->mark_epoch++; /* nothing staged is left to roll back */
-        if (!synced && (w->policy == JR_SYNC_ALWAYS || now >= w->last_sync + w->interval)) {
+        if (!synced && !nosync &&
+            (w->policy == JR_SYNC_ALWAYS || now >= w->last_sync + w->interval)) {
             if ((rc = do_sync(w, now))) return rc;
             synced = 1;
         }
@@ -577,6 +581,33 @@ int jr__wal_flush(jr__wal *w, uint64_t now, int *durable)
     if (synced && w->gc_wanted) jr__wal_gc(w);
     WAL_CHECK(w);
     *durable = !w->unsynced;
+    return 0;
+}
+
+int jr__wal_flush(jr__wal *w, uint64_t now, int *durable)
+{
+    return flush(w, now, durable, 0);
+}
+
+int jr__wal_write(jr__wal *w, uint64_t now, int *durable)
+{
+    return flush(w, now, durable, 1);
+}
+
+jr_file *jr__wal_file(const jr__wal *w, jr_vfs **vfs)
+{
+    *vfs = w->vfs;
+    return w->unsynced ? w->cur : NULL;
+}
+
+int jr__wal_synced(jr__wal *w, uint64_t now, int rc)
+{
+    if (w->failed) return JR_EIO;
+    if (rc) return fail(w, rc, "sync");
+    w->stats.syncs++;
+    w->unsynced = 0;
+    w->last_sync = now;
+    if (w->gc_wanted) jr__wal_gc(w);
     return 0;
 }
 

@@ -133,6 +133,20 @@ void jr__wal_rollback(jr__wal *w);
  * the bookkeeping of a write needs is reserved before it). On an I/O error nothing staged is
  * reported durable and the WAL refuses further appends (JR_EIO). */
 int jr__wal_flush(jr__wal *w, uint64_t now, int *durable);
+/* jr__wal_flush without the sync of the batch (a rotation still syncs the old segment and the
+ * new one): the caller has the file synced elsewhere (jr__wal_file) and reports it with
+ * jr__wal_synced, with no write in between. *durable gets 1 if nothing written is unsynced (a
+ * rotation covered it, or nothing was staged). Errors as jr__wal_flush. */
+int jr__wal_write(jr__wal *w, uint64_t now, int *durable);
+/* The file whose sync makes everything written so far durable (the current segment), or NULL
+ * if nothing written is unsynced, and in *vfs the vfs it belongs to. Valid until the next
+ * write or jr__wal_close. */
+jr_file *jr__wal_file(const jr__wal *w, jr_vfs **vfs);
+/* The sync of jr__wal_file() ended with result rc: with 0 everything written before it started
+ * is durable (as after jr__wal_sync, old segments may be deleted now); otherwise the WAL fails
+ * as on any I/O error and refuses further appends. Returns 0 or the error (JR_EIO if it had
+ * failed already). */
+int jr__wal_synced(jr__wal *w, uint64_t now, int rc);
 /* Makes everything written so far durable now, whatever the policy (a no-op when nothing is
  * unsynced). The node calls it under JR_SYNC_INTERVAL when a flush carries a term or vote change:
  * the interval policy may lose acknowledged writes on power loss, never election safety.

@@ -25,6 +25,13 @@
  *      were applied;
  *   7. jr__raft_ready_done and re-key the group's timer.
  *
+ * A host may run the sync itself (jr_host.sync_start, sync_offloaded()): step 3 then writes
+ * and hands it a job, and steps 3's sync and 4 wait for jr_node_synced (jr__node_sync_done);
+ * while the job is out, iterations skip steps 2-4 (nothing is staged or written), send only
+ * the frames of peers holding nothing that waits for the sync (the others were sealed at the
+ * write, jr__peer_seal_all), and apply what is already durable. docs/internals.md, "The host's
+ * sync".
+ *
  * A group that gained work during the iteration (e.g. a snapshot taken in step 6) is queued
  * again and the loop repeats, a bounded number of times; whatever is left waits for the next
  * tick, which is requested at once. Each iteration makes at most one WAL write and one sync, and
@@ -87,7 +94,9 @@ static int stage_rewrite(jr_node *n, jr_group *g, int *vote, int *done)
     if (rc == 0) rc = jr__wal_hardstate(n->wal, g->id, &hs);
     if (rc != 0) return rc;
     g->marker_staged = g->marker_pending;
+    g->sync_marker = g->marker_index;
     g->hs_staged = 1;
+    g->sync_hs = hs;
     g->stage_to = last;
     g->rewrite_staged = 1;
     *done = 1;
@@ -140,6 +149,7 @@ static int stage(jr_node *n, jr_group *g, int *vote)
         int rc = jr__wal_compact(n->wal, g->id, g->marker_index, g->marker_term);
         if (rc != 0) return rc;
         g->marker_staged = 1;
+        g->sync_marker = g->marker_index;
         writes = 1;
     }
     if (from <= to) {
@@ -157,6 +167,7 @@ static int stage(jr_node *n, jr_group *g, int *vote)
         int rc = jr__wal_hardstate(n->wal, g->id, &hs);
         if (rc != 0) return rc;
         g->hs_staged = 1;
+        g->sync_hs = hs;
     }
     return 0;
 }
@@ -444,6 +455,103 @@ void jr__node_run_effects(jr_node *n)
     }
 }
 
+/* The host runs the WAL's sync (jr_host.sync_start): with JR_SYNC_ALWAYS, and never for a
+ * closing node (the host could not report it). */
+static int sync_offloaded(const jr_node *n)
+{
+    return n->host.sync_start && n->sync_policy == JR_SYNC_ALWAYS && !n->closing;
+}
+
+/* Step 3's write is made and not synced: the groups of the batch wait on n->syncing, each
+ * with what its write holds (stage(); sync_term names the entry that vouches for its log,
+ * sync_done), the frames of peers holding a JR__MF_DURABLE message are sealed, and the host
+ * gets the job. */
+static void sync_start(jr_node *n, jr_group *batch)
+{
+    for (jr_group *g = batch; g; g = g->flush_next) {
+        jr__entry e;
+        g->sync_term = 0;
+        if (g->stage_to > g->persisted && jr__raft_entry(g->raft, g->stage_to, &e) == 0)
+            g->sync_term = e.term;
+        g->in_sync = 1;
+        g->sync_next = n->syncing;
+        n->syncing = g;
+    }
+    jr__peer_seal_all(n);
+    n->sync_job.node = n;
+    n->sync_job.file = jr__wal_file(n->wal, &n->sync_job.vfs);
+    n->sync_inflight = 1;
+    n->host.sync_start(n->host.ctx, &n->sync_job);
+}
+
+/* The host's sync ended with rc: step 4 for the write it covers. A group's entries up to its
+ * stage_to count as durable only if its log still holds there the entry it wrote (same term:
+ * by Log Matching, §3.5, the entries before it are those written too); a log cut since then
+ * and not yet healed leaves its durable index where the core has it, and the next stage()
+ * records the cut. The hard state reported is the one written, not the current one. A
+ * compaction marker counts as written only if no later snapshot replaced it meanwhile. Then
+ * the sealed frames leave. On an error the WAL is at its end, as in step 3. */
+int jr__node_sync_done(jr_node *n, int rc)
+{
+    jr_group *list = n->syncing;
+    n->syncing = NULL;
+    n->sync_inflight = 0;
+    int err = jr__wal_synced(n->wal, n->now, rc);
+    for (jr_group *g = list, *next; g; g = next) {
+        next = g->sync_next;
+        g->in_sync = 0;
+        g->sync_next = NULL;
+        jr__raft *r = g->raft;
+        if (!err) {
+            uint64_t to = g->stage_to, from, last;
+            jr__hardstate cur;
+            jr__entry e;
+            jr__raft_unpersisted(r, &from, &last, &cur);
+            uint64_t idx = from - 1; /* what the core holds durable now */
+            if (to > idx && jr__raft_entry(r, to, &e) == 0 && e.term == g->sync_term) idx = to;
+            if (idx > g->persisted) g->persisted = idx;
+            g->cut_from = 0;
+            if (g->rewrite_staged) g->wal_damaged = 0;
+            if (g->marker_staged && g->marker_pending && g->marker_index == g->sync_marker)
+                g->marker_pending = 0;
+            jr__raft_persisted_as(r, n->now, idx, g->hs_staged ? &g->sync_hs : NULL);
+        }
+        g->rewrite_staged = 0;
+        g->marker_staged = 0;
+        g->hs_staged = 0;
+        jr__group_ready(g);
+    }
+    if (err) {
+        jr__node_err(n, err, "WAL sync failed: %s", jr__wal_errmsg(n->wal));
+        jr__peer_discard_all(n);
+        n->retry_at = jr__deadline(n->now, n->heartbeat_ns);
+        step_down_all(n);
+        return err;
+    }
+    n->flush_gen++;
+    jr__snap_unpin_wal(n);
+    jr__peer_send_sealed(n);
+    return 0;
+}
+
+int jr_sync_job_run(jr_sync_job *job)
+{
+    if (!job || !job->vfs) return JR_EINVAL;
+    if (!job->file) return 0;
+    return job->vfs->sync(job->vfs->ctx, job->file);
+}
+
+int jr_node_synced(jr_node *n, jr_sync_job *job, int rc)
+{
+    if (!n || !job || job != &n->sync_job || !n->sync_inflight) return JR_EINVAL;
+    if (n->closing) return JR_ECLOSED;
+    jr__node_enter(n);
+    int err = jr__node_sync_done(n, rc);
+    if (err == 0) err = jr__node_flush(n, 1);
+    jr__node_leave(n);
+    return err;
+}
+
 int jr__node_flush(jr_node *n, int callbacks)
 {
     int err = 0;
@@ -471,6 +579,11 @@ int jr__node_flush(jr_node *n, int callbacks)
         for (jr_group *g = batch; g; g = g->flush_next)
             if (!g->closed) jr__raft_flush(g->raft, n->now);
         jr__peer_send_all(n, 0);
+        /* While the host syncs, nothing is written: steps 2-4 wait for jr_node_synced, which
+         * writes what gathered meanwhile in one batch. Acknowledgements are still counted and
+         * what is durable and committed is applied (steps 5-7). */
+        int started = 0;
+        if (n->sync_inflight) goto written;
         /* 2. stage (from a mark: a flush that fails unstages what it staged) */
         int vote = 0;
         jr__wal_mark(n->wal);
@@ -496,16 +609,24 @@ int jr__node_flush(jr_node *n, int callbacks)
             }
             if (err) jr__node_err(n, err, "cannot stage WAL records: %s", jr_strerror(err));
         }
-        /* 3. one write + one sync for everything */
+        /* 3. one write + one sync for everything (the host's sync: the write, then sync_start) */
         if (!err && wal_due(n)) {
             size_t bytes = jr__wal_pending(n->wal);
             int durable = 0;
-            err = jr__wal_flush(n->wal, n->now, &durable);
+            if (sync_offloaded(n) && bytes) {
+                err = jr__wal_write(n->wal, n->now, &durable);
+                started = !err && !durable;
+                vote = 0; /* the sync that releases anything vouching for it is the host's */
+            } else {
+                err = jr__wal_flush(n->wal, n->now, &durable);
+            }
             /* JR_SYNC_INTERVAL may lose acknowledged writes on power loss, never a vote: a term
              * or vote record is synced before the grant (or candidacy) it backs can leave. */
             if (!err && !durable && vote) err = jr__wal_sync(n->wal, n->now);
             if (err) {
                 jr__node_err(n, err, "WAL flush failed: %s", jr__wal_errmsg(n->wal));
+            } else if (started) {
+                n->stats.wal_bytes += bytes;
             } else {
                 n->flush_gen++;
                 n->stats.wal_bytes += bytes;
@@ -528,6 +649,10 @@ int jr__node_flush(jr_node *n, int callbacks)
             n->flushing = 0;
             return err;
         }
+        if (started) {
+            sync_start(n, batch);
+            goto written;
+        }
         /* 4. durable (called for every group of the batch: it also releases batched sends) */
         for (jr_group *g = batch; g; g = g->flush_next) {
             g->persisted = g->stage_to;
@@ -539,8 +664,10 @@ int jr__node_flush(jr_node *n, int callbacks)
             jr__raft_persisted(g->raft, n->now, g->persisted, g->hs_staged);
             g->hs_staged = 0;
         }
-        /* 5. one frame per peer */
-        jr__peer_send_all(n, 1);
+    written:
+        /* 5. one frame per peer (while a sync is in flight, those of peers holding nothing
+         * that waits for it) */
+        jr__peer_send_all(n, !n->sync_inflight);
         /* 6. apply */
         if (callbacks)
             for (jr_group *g = batch; g; g = g->flush_next)
@@ -552,7 +679,7 @@ int jr__node_flush(jr_node *n, int callbacks)
             jr__group_rearm(g);
             if (has_work(g, callbacks)) jr__group_ready(g);
         }
-        if (!callbacks) break;
+        if (!callbacks || n->sync_inflight) break; /* what is left waits for jr_node_synced */
     }
     n->flushing = 0;
     /* What the applies deferred: replicas created or removed, stores opened or destroyed. */
@@ -560,7 +687,8 @@ int jr__node_flush(jr_node *n, int callbacks)
     /* Work produced after the last sync (step 6) waits for the next flush; ask for it. Held
      * markers wait for the next call's write, or their due time. */
     n->retry_at = 0;
-    if (n->ready || n->dirty_peers || jr__wal_pending(n->wal)) jr__node_want_tick(n);
+    if (!n->sync_inflight && (n->ready || n->dirty_peers || jr__wal_pending(n->wal)))
+        jr__node_want_tick(n);
     uint64_t due;
     release_held(n, &due);
     if (due != UINT64_MAX && !n->want_tick) n->retry_at = due;
@@ -572,7 +700,7 @@ int jr__node_flush(jr_node *n, int callbacks)
         /* Nothing vouching for state that is not durable leaves here: such a message holds
          * its peer, which this send skips (the next flush sends it, requested below). */
         jr__peer_send_all(n, 0);
-        if (n->dirty_peers) jr__node_want_tick(n);
+        if (n->dirty_peers && !n->sync_inflight) jr__node_want_tick(n);
     }
     return 0;
 }

@@ -188,6 +188,18 @@ static void unready(jr_group *g)
     g->in_ready = 0;
 }
 
+/* Takes g off the groups waiting for the host's sync (only needed when g is freed). */
+static void unsync(jr_group *g)
+{
+    if (!g->in_sync) return;
+    for (jr_group **pp = &g->node->syncing; *pp; pp = &(*pp)->sync_next)
+        if (*pp == g) {
+            *pp = g->sync_next;
+            break;
+        }
+    g->in_sync = 0;
+}
+
 /* g's timer is due (from jr_node_tick's pass over the node's heap). */
 static void group_fire(void *ctx, jr__timer *t)
 {
@@ -614,6 +626,7 @@ void jr__group_free(jr_group *g)
     jr__live_forget(g);
     jr__fsmr_forget(g);
     unready(g);
+    unsync(g);
     jr__heap_cancel(&n->timers, &g->timer);
     jr__snap_close_files(g);
     jr__group_forget_joiners(g);

@@ -157,12 +157,14 @@ uint64_t jr__node_next_deadline(const jr_node *n)
     if (n->want_tick || n->done.head) return n->now;
     if (n->removed) return UINT64_MAX; /* removed from the cluster: no more work */
     uint64_t d = UINT64_MAX;
-    if (n->ready || n->dirty_peers) d = n->retry_at > n->now ? n->retry_at : n->now;
+    /* while the host syncs, what is ready or held waits for jr_node_synced */
+    if (!n->sync_inflight && (n->ready || n->dirty_peers))
+        d = n->retry_at > n->now ? n->retry_at : n->now;
     jr__timer *t = jr__heap_top(&n->timers);
     if (t && t->deadline < d) d = t->deadline;
     if (jr__live_deadline(n) < d) d = jr__live_deadline(n); /* node heartbeats */
     if (jr__fsmr_deadline(n) < d) d = jr__fsmr_deadline(n); /* state machine reports */
-    if (n->wal) {
+    if (n->wal && !n->sync_inflight) {
         uint64_t w = jr__wal_deadline(n->wal);
         if (w < d) d = w;
     }
@@ -405,6 +407,7 @@ int jr__node_open(const jr_node_config *cfg_in,
     n->host.arm = cfg.host->arm;
     n->host.log = cfg.host->log;
     if (cfg.host->version >= 2) n->host.wall = cfg.host->wall;
+    if (cfg.host->version >= 3) n->host.sync_start = cfg.host->sync_start;
     n->vfs = cfg.vfs ? cfg.vfs : jr_vfs_posix();
     n->election_ns = (uint64_t)cfg.election_timeout_ms * 1000000u;
     n->heartbeat_ns = (uint64_t)cfg.heartbeat_ms * 1000000u;
@@ -478,6 +481,9 @@ static void node_destroy(jr_node *n, int flush)
     n->depth++;
     if (flush) {
         n->now = n->host.now(n->host.ctx);
+        /* a job the host ran and never reported (jr_host.sync_start): synced here, so that
+         * the close's flush (which syncs in place) starts from a WAL with nothing in flight */
+        if (n->sync_inflight) jr__node_sync_done(n, jr_sync_job_run(&n->sync_job));
         jr__node_flush(n, 0);
     }
     jr__peer_discard_all(n);

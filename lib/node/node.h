@@ -30,7 +30,9 @@
  *    is finite, re-keyed after every flush that processed g;
  *  - a message that the raft core flagged JR__MF_DURABLE never leaves before the WAL flush that
  *    follows its creation: a peer's frames holding one are sent only right after a successful
- *    flush; frames without one may leave before the flush's write;
+ *    flush; frames without one may leave before the flush's write; when the host runs the
+ *    sync (jr_host.sync_start), only after the sync that covers the write that follows its
+ *    creation (jr__peer_seal_all);
  *  - user callbacks (jr_propose_cb, jr_done_cb) only run from jr__node_drain(), which runs
  *    inside jr_node_recv / jr_node_tick / close, never inside the call that started them;
  *    jr_fsm callbacks run inside the flush (apply) or inside recv (snapshot install) with
@@ -100,6 +102,9 @@ struct jr__peer {
     struct jr__peer *dirty_next;
     uint8_t dirty;       /* on node->dirty_peers */
     uint8_t held;        /* a queued message is JR__MF_DURABLE: send only after the WAL sync */
+    uint32_t sealed;     /* frames[0..sealed) wait for the sync in flight (jr_host.sync_start):
+                            they hold a JR__MF_DURABLE message it vouches for; later messages
+                            go to later frames, and held speaks of those */
     uint64_t last_heard; /* now() of the last valid frame from this peer; 0 never */
     uint64_t life;       /* its life as it last announced it (JR__EXT_LIFE; 0: none) ... */
     uint64_t life_at;    /* ... at this now() */
@@ -197,9 +202,18 @@ struct jr_group {
     uint8_t wal_damaged;    /* the WAL holds this group damaged: once whole, its records are
                                written again as a new incarnation (flush.c stage_rewrite) */
     uint8_t rewrite_staged; /* flush: that rewrite was staged in this iteration */
-    uint8_t in_fsm;         /* inside a jr_fsm callback of this group */
-    uint8_t was_leader;     /* role seen at the last flush (a change is told to the layer
-                               above: jr__upper.role_changed) */
+    /* A write whose sync the host runs (jr_host.sync_start): the group is on node->syncing
+     * from the write until jr_node_synced; stage_to, hs_staged, marker_staged, rewrite_staged
+     * and sync_hs then describe what the write holds, sync_term the term of entry stage_to
+     * (jr_node_synced vouches for it only if the entry is still there, flush.c sync_done). */
+    struct jr_group *sync_next;
+    uint8_t in_sync;
+    uint64_t sync_term;
+    jr__hardstate sync_hs; /* the hard state staged (when hs_staged) */
+    uint64_t sync_marker;  /* the compaction marker staged (when marker_staged) */
+    uint8_t in_fsm;        /* inside a jr_fsm callback of this group */
+    uint8_t was_leader;    /* role seen at the last flush (a change is told to the layer
+                              above: jr__upper.role_changed) */
     jr_fsm fsm;
     uint64_t snapshot_entries;
     uint64_t applied;      /* last index applied to the fsm (or restored from a snapshot) */
@@ -295,6 +309,15 @@ struct jr_node {
 
     jr__wal *wal;
     uint64_t flush_gen;
+    /* The WAL's sync run by the host (jr_host.sync_start, flush.c): the job handed out, set
+     * while it is in flight, and the groups whose write it covers (g->sync_next). */
+    struct jr_sync_job {
+        jr_node *node;
+        jr_vfs *vfs;
+        jr_file *file;
+    } sync_job;
+    uint8_t sync_inflight;
+    jr_group *syncing;
     jr__confs *confs;  /* raft configurations, interned for every group (raft.h) */
     size_t unpin_segs; /* WAL segment count when groups were last asked to unpin */
     /* Log a leader keeps behind a snapshot (snapshot.c trailing_for): at most keep_bytes for the
@@ -486,6 +509,12 @@ void jr__peer_queue(jr_node *n, const jr__msg *m);
 void jr__peer_send_all(jr_node *n, int include_held);
 /* Drops every queued frame (e.g. after a failed WAL flush). */
 void jr__peer_discard_all(jr_node *n);
+/* A write whose sync the host runs was made: every peer holding a JR__MF_DURABLE message seals
+ * its frames (they leave with jr__peer_send_sealed once that sync is done); a peer with sealed
+ * frames sends nothing before them. */
+void jr__peer_seal_all(jr_node *n);
+/* The sync in flight is done: every peer's sealed frames leave. */
+void jr__peer_send_sealed(jr_node *n);
 /* Room in peer p's frame for a message of `need` bytes: the open frame, or a new one when there
  * is none or the message would take it past max_frame; p goes on the node's dirty list (its
  * frames leave with the next jr__peer_send_all). The one place that starts frames, so that
@@ -601,6 +630,9 @@ void jr__fsmr_free(jr_node *n);
 /* The flush cycle (see flush.c). callbacks == 0 persists and sends but applies nothing (used at
  * close). Returns 0 or the first error (WAL I/O: nothing was sent). */
 int jr__node_flush(jr_node *n, int callbacks);
+/* The sync the host ran (jr_host.sync_start) ended with rc: what its write covers is durable
+ * (flush.c); 0, or the WAL's error. jr_node_synced runs a flush after it. */
+int jr__node_sync_done(jr_node *n, int rc);
 
 /* snapshot.c --------------------------------------------------------------------------------*/
 

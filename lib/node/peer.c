@@ -128,7 +128,8 @@ static int frame_open(jr_node *n, jr__peer *p, size_t need)
 
 jr__buf *jr__peer_frame(jr_node *n, jr__peer *p, size_t need)
 {
-    if (p->nframes == 0 || p->frames[p->nframes - 1].len + need > n->max_frame) {
+    if (p->nframes == 0 || p->nframes == p->sealed ||
+        p->frames[p->nframes - 1].len + need > n->max_frame) {
         if (frame_open(n, p, need) != 0) return NULL;
     }
     if (!p->dirty) {
@@ -183,10 +184,10 @@ void jr__peer_queue(jr_node *n, const jr__msg *m)
     }
 }
 
-/* Closes, sends and resets every frame of p. */
-static void send_peer(jr_node *n, jr__peer *p)
+/* Closes, sends and resets frames[0..upto) of p, and moves the rest to the front. */
+static void send_frames(jr_node *n, jr__peer *p, uint32_t upto)
 {
-    for (uint32_t i = 0; i < p->nframes; i++) {
+    for (uint32_t i = 0; i < upto; i++) {
         jr__buf *b = &p->frames[i];
         if (jr__frame_end(b) != 0) {
             n->msgs_unroutable++;
@@ -199,8 +200,22 @@ static void send_peer(jr_node *n, jr__peer *p)
         if (n->host.send(n->host.ctx, p->name, &iov, 1) != 0) n->send_failures++;
         jr__buf_reset(b);
     }
+    if (upto == 0 || upto == p->nframes) return;
+    /* rotate the sent (now empty) buffers behind the rest: buffers are reused, never lost */
+    for (uint32_t i = 0; i < upto; i++) {
+        jr__buf t = p->frames[0];
+        memmove(&p->frames[0], &p->frames[1], (p->cap - 1) * sizeof *p->frames);
+        p->frames[p->cap - 1] = t;
+    }
+}
+
+/* Closes, sends and resets every frame of p. */
+static void send_peer(jr_node *n, jr__peer *p)
+{
+    send_frames(n, p, p->nframes);
     p->nframes = 0;
     p->held = 0;
+    p->sealed = 0;
 }
 
 void jr__peer_send_all(jr_node *n, int include_held)
@@ -213,7 +228,7 @@ void jr__peer_send_all(jr_node *n, int include_held)
     n->dirty_peers = NULL;
     while (p) {
         jr__peer *next = p->dirty_next;
-        if (p->held && !include_held) {
+        if ((p->held && !include_held) || p->sealed) {
             p->dirty_next = keep;
             keep = p;
         } else {
@@ -235,9 +250,42 @@ void jr__peer_discard_all(jr_node *n)
         for (uint32_t i = 0; i < p->nframes; i++) jr__buf_reset(&p->frames[i]);
         p->nframes = 0;
         p->held = 0;
+        p->sealed = 0;
         p->dirty = 0;
         p->dirty_next = NULL;
         p = next;
+    }
+}
+
+void jr__peer_seal_all(jr_node *n)
+{
+    for (jr__peer *p = n->dirty_peers; p; p = p->dirty_next)
+        if (p->held) {
+            p->sealed = p->nframes;
+            p->held = 0;
+        }
+}
+
+void jr__peer_send_sealed(jr_node *n)
+{
+    if (n->removed) return; /* jr__peer_send_all discards them */
+    jr__peer **pp = &n->dirty_peers;
+    while (*pp) {
+        jr__peer *p = *pp;
+        if (p->sealed) {
+            uint32_t k = p->sealed;
+            send_frames(n, p, k);
+            p->nframes -= k;
+            p->sealed = 0;
+            if (p->nframes == 0) { /* nothing after them: off the dirty list */
+                p->held = 0;
+                p->dirty = 0;
+                *pp = p->dirty_next;
+                p->dirty_next = NULL;
+                continue;
+            }
+        }
+        pp = &p->dirty_next;
     }
 }
 

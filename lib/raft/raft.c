@@ -493,10 +493,16 @@ void jr__raft_flush(jr__raft *r, uint64_t now)
 
 void jr__raft_persisted(jr__raft *r, uint64_t now, uint64_t index, int hs_written)
 {
+    jr__hardstate hs = {r->term, r->vote, r->commit};
+    jr__raft_persisted_as(r, now, index, hs_written ? &hs : NULL);
+}
+
+void jr__raft_persisted_as(jr__raft *r, uint64_t now, uint64_t index, const jr__hardstate *hs)
+{
     if (now > r->now) r->now = now;
     if (index > r->log.last) index = r->log.last;
     if (index > r->durable) r->durable = index;
-    if (hs_written) r->hs_durable = (jr__hardstate){r->term, r->vote, r->commit};
+    if (hs) r->hs_durable = *hs;
     if (r->role == ROLE_LEADER) jr__repl_maybe_commit(r, r->now);
     jr__raft_flush(r, r->now);
 }

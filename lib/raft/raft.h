@@ -398,7 +398,9 @@ void jr__raft_stepdown(jr__raft *r, uint64_t now);
  *   apply entries up to jr__raft_commit_index() (only those also persisted), jr__raft_applied()
  *   jr__raft_ready_done()   -> re-enables io->notify
  * Between jr__raft_unpersisted() and jr__raft_persisted() the group gets no other input (no step,
- * tick, propose): persisted() vouches for exactly what unpersisted() reported.
+ * tick, propose): persisted() vouches for exactly what unpersisted() reported. A node whose sync
+ * runs while the group takes input (jr_host.sync_start) reports it with jr__raft_persisted_as()
+ * instead, naming what it wrote.
  * Proposals are not sent by jr__raft_propose() itself: they are batched until the flush (or
  * until an acknowledgement from a follower opens its window), so a burst of proposals leaves
  * as a few large APPENDs.
@@ -428,6 +430,13 @@ int jr__raft_unpersisted(const jr__raft *r, uint64_t *from, uint64_t *to, jr__ha
  * reporting it (1) until a flush writes it, normally with the group's next entries, so the
  * durable commit index lags the real one by what was committed since the group last wrote. */
 void jr__raft_persisted(jr__raft *r, uint64_t now, uint64_t index, int hs_written);
+/* The same for a node whose sync completes after the group got more input (jr_host.sync_start):
+ * entries up to index are durable, and so is the hard state *hs (NULL: none written), which is
+ * what an earlier jr__raft_unpersisted() reported, not necessarily the current one (a newer
+ * term or vote then stays reported unpersisted). The node must have checked that the entries
+ * up to index are still those it wrote (a log cut since may have replaced them): the entry at
+ * index has the term it had then (Log Matching, §3.5, covers the entries before it). */
+void jr__raft_persisted_as(jr__raft *r, uint64_t now, uint64_t index, const jr__hardstate *hs);
 /* The entry at index (borrowed until the next input to r). JR_ECOMPACTED below the log start,
  * JR_ENOTFOUND above the last index. */
 int jr__raft_entry(const jr__raft *r, uint64_t index, jr__entry *out);

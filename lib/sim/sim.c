@@ -11,6 +11,7 @@
 #include "util/alloc.h"
 #include "util/checksum.h"
 #include "util/deadline.h"
+#include "wire/frame.h"
 #include "vfs/memfs.h"
 
 #include <xxhash.h>
@@ -85,9 +86,23 @@ uint64_t jr_sim_digest(const jr_sim *s)
 
 /* The fixture as host -------------------------------------------------------------------------*/
 
+/* Counts the JR__MF_DURABLE messages of a frame sent while the node's sync job is out. */
+static void check_durable(jr__sim_node *sn, const jr_iovec *iov, int iovcnt)
+{
+    jr__frame f;
+    jr__msg m;
+    jr__entry scratch[JR__MAX_APPEND_ENTRIES];
+    int got;
+    if (!sn->job || iovcnt != 1 || jr__frame_open(&f, iov[0].base, iov[0].len, SIZE_MAX) != 0)
+        return;
+    while (jr__frame_next(&f, &m, scratch, JR__MAX_APPEND_ENTRIES, &got) == 0 && got)
+        if (m.flags & JR__MF_DURABLE) sn->sim->stats.durable_early++;
+}
+
 static int host_send(void *ctx, const char *to, const jr_iovec *iov, int iovcnt)
 {
     jr__sim_node *sn = ctx;
+    check_durable(sn, iov, iovcnt);
     int j = jr_sim_index(sn->sim, to);
     if (j < 0) return JR_ENOTFOUND;
     return jr__sim_net_send(sn->sim, sn->idx, (unsigned)j, iov, iovcnt);
@@ -154,6 +169,16 @@ static int link_ok(const jr_sim_link *l)
            l->reorder >= 0 && l->reorder <= 1 && l->delay_min_ns <= l->delay_max_ns;
 }
 
+/* jr_host.sync_start (jr_sim_config.sync_delay_ns): the job completes later, as an event. */
+static void host_sync_start(void *ctx, jr_sync_job *job)
+{
+    jr__sim_node *sn = ctx;
+    jr_sim *s = sn->sim;
+    uint64_t d = s->cfg.sync_delay_ns;
+    sn->job = job;
+    sn->sync_at = s->now + d / 2 + jr__rand_next(&s->rand) % (d - d / 2 + 1);
+}
+
 int jr_sim_new(const jr_sim_config *cfg_in, jr_sim **out)
 {
     if (!out) return JR_EINVAL;
@@ -194,6 +219,7 @@ int jr_sim_new(const jr_sim_config *cfg_in, jr_sim **out)
         sn->host.arm = host_arm;
         sn->host.log = host_log;
         sn->host.wall = host_wall;
+        if (cfg.sync_delay_ns) sn->host.sync_start = host_sync_start;
         sn->wall_off = JR_SIM_WALL_START_NS - START_NS;
         sn->armed = UINT64_MAX;
         for (unsigned j = 0; j < s->n; j++) s->links[i][j] = link;
@@ -228,6 +254,7 @@ int jr_sim_add_node(jr_sim *s, int join, unsigned *index)
     sn->host.arm = host_arm;
     sn->host.log = host_log;
     sn->host.wall = host_wall;
+    if (s->cfg.sync_delay_ns) sn->host.sync_start = host_sync_start;
     sn->wall_off = JR_SIM_WALL_START_NS - START_NS;
     sn->armed = UINT64_MAX;
     for (unsigned j = 0; j <= i; j++) {
@@ -377,6 +404,7 @@ int jr_sim_crash(jr_sim *s, unsigned i)
     sn->node = NULL;
     sn->armed = UINT64_MAX;
     sn->paused_until = 0;
+    sn->job = NULL; /* never run: what it covered is gone with the power */
     jr__node_close_noflush(n);
     return 0;
 }
@@ -403,6 +431,12 @@ static uint64_t tick_at(const jr__sim_node *sn)
     return sn->armed > sn->paused_until ? sn->armed : sn->paused_until;
 }
 
+/* When node sn's sync job completes: its time, or the end of its pause if later. */
+static uint64_t sync_at(const jr__sim_node *sn)
+{
+    return sn->sync_at > sn->paused_until ? sn->sync_at : sn->paused_until;
+}
+
 /* Runs the earliest event if it is due at or before limit. */
 static int step_until(jr_sim *s, uint64_t limit)
 {
@@ -411,11 +445,23 @@ static int step_until(jr_sim *s, uint64_t limit)
         jr__sim_node *sn = &s->nodes[i];
         if (sn->node && sn->armed != UINT64_MAX && (!tn || tick_at(sn) < tick_at(tn))) tn = sn;
     }
+    jr__sim_node *yn = NULL; /* the earliest sync job to complete */
+    for (unsigned i = 0; i < s->n; i++) {
+        jr__sim_node *sn = &s->nodes[i];
+        if (sn->node && sn->job && (!yn || sync_at(sn) < sync_at(yn))) yn = sn;
+    }
     jr__sim_frame *f = jr__sim_net_top(s);
     uint64_t ft = f ? (f->at > s->now ? f->at : s->now) : UINT64_MAX;
     uint64_t tt = tn ? (tick_at(tn) > s->now ? tick_at(tn) : s->now) : UINT64_MAX;
-    if (ft == UINT64_MAX && tt == UINT64_MAX) return 0;
-    if (ft <= tt) {
+    uint64_t yt = yn ? (sync_at(yn) > s->now ? sync_at(yn) : s->now) : UINT64_MAX;
+    if (ft == UINT64_MAX && tt == UINT64_MAX && yt == UINT64_MAX) return 0;
+    if (yt < ft && yt < tt) {
+        if (yt > limit) return 0;
+        s->now = yt;
+        jr_sync_job *job = yn->job;
+        yn->job = NULL;
+        jr_node_synced(yn->node, job, jr_sync_job_run(job));
+    } else if (ft <= tt) {
         if (ft > limit) return 0;
         jr__sim_net_pop(s);
         s->now = ft;

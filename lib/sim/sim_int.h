@@ -44,6 +44,8 @@ typedef struct jr__sim_node {
     unsigned npeers;       /* its config's peers: names[0..npeers) (a node added later: the
                               nodes before it and itself) */
     int join;              /* its config's join (jr_sim_add_node) */
+    jr_sync_job *job;      /* its WAL sync in flight (jr_sim_config.sync_delay_ns), or NULL */
+    uint64_t sync_at;      /* when that job completes */
 } jr__sim_node;
 
 struct jr_sim {

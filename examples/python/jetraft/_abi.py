@@ -62,6 +62,7 @@ host_now_fn = CFUNCTYPE(c_uint64, c_void_p)
 host_arm_fn = CFUNCTYPE(None, c_void_p, c_uint64)
 host_log_fn = CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 host_wall_fn = CFUNCTYPE(c_uint64, c_void_p)
+host_sync_start_fn = CFUNCTYPE(None, c_void_p, c_void_p)  # (ctx, jr_sync_job *)
 
 
 class jr_host(Structure):
@@ -73,6 +74,7 @@ class jr_host(Structure):
         ("arm", host_arm_fn),
         ("log", host_log_fn),
         ("wall", host_wall_fn),
+        ("sync_start", host_sync_start_fn),
     ]
 
 
@@ -712,6 +714,7 @@ class jr_sim_config(Structure):
         ("on_restore", sim_restore_fn),
         ("no_digest", c_int),
         ("on_log", sim_log_fn),
+        ("sync_delay_ns", c_uint64),
     ]
 
 
@@ -725,6 +728,7 @@ class jr_sim_stats(Structure):
             "frames_duplicated",
             "bytes_delivered",
             "events",
+            "durable_early",
         )
     ]
 
@@ -757,7 +761,7 @@ STRUCTS: dict[str, type[Structure]] = {
 #: Constants of the headers the binding relies on, by C name.
 CONSTANTS: dict[str, int] = {
     "JR_VERSION_NUMBER": VERSION_NUMBER,
-    "JR_HOST_VERSION": 2,
+    "JR_HOST_VERSION": 3,
     "JR_FSM_VERSION": 1,
     "JR_SEQ_NONE": 2**64 - 1,
     "JR_SIM_MAX_NODES": 16,
@@ -867,6 +871,8 @@ FUNCTIONS: dict[str, tuple[object, list[object]]] = {
     "jr_node_open": (c_int, [P(jr_node_config), P(c_void_p)]),
     "jr_node_recv": (c_int, [_node, c_char_p, c_void_p, c_size_t]),
     "jr_node_tick": (c_int, [_node]),
+    "jr_sync_job_run": (c_int, [c_void_p]),
+    "jr_node_synced": (c_int, [_node, c_void_p, c_int]),
     "jr_node_deadline": (c_uint64, [_node]),
     "jr_node_close": (None, [_node]),
     "jr_node_name": (c_char_p, [_node]),

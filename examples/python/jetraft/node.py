@@ -233,6 +233,18 @@ class Node:
         """Runs due timers and flushes; runs the callbacks that completed."""
         check(lib.jr_node_tick(self.ptr), self.errmsg)
 
+    @staticmethod
+    def sync_job_run(job: int) -> int:
+        """Runs the WAL sync the node handed its host (jr_sync_job_run; the host's sync_start
+        got the job's address): any thread, once per job. Returns 0 or a negative JR_E* for
+        synced()."""
+        return int(lib.jr_sync_job_run(job))
+
+    def synced(self, job: int, rc: int) -> None:
+        """On the node's thread: the job ran with result rc (jr_node_synced). What it covers
+        is durable; the node lets what it vouches for leave and writes what waited."""
+        check(lib.jr_node_synced(self.ptr, job, rc), self.errmsg)
+
     def deadline(self) -> int:
         """The now() value at which the node next needs tick(); 2**64 - 1 if none."""
         return int(lib.jr_node_deadline(self.ptr))
