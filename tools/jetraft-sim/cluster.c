@@ -51,6 +51,7 @@ int cluster_new(world *w)
     cfg.on_restore = applied_on_restore;
     cfg.on_log = on_log;
     cfg.no_digest = 1;
+    if (w->sync_offload) cfg.sync_delay_ns = SYNC_DELAY_NS;
     int rc = jr_sim_new(&cfg, &w->sim);
     if (rc == 0) w->t0 = jr_sim_now(w->sim);
     return rc;

@@ -45,6 +45,7 @@
 #define MAX_FETCHERS MAX_CONS
 #define MAX_VIOL 64
 #define REQ_TIMEOUT_MS 2000
+#define SYNC_DELAY_NS (2u * 1000 * 1000) /* --sync-offload: a sync job takes 1-2 ms */
 
 /* Fault kinds (--faults). */
 enum fault_kind {
@@ -268,6 +269,9 @@ typedef struct world {
     /* --big: payloads of up to PAYLOAD_BIG_MAX bytes and every catch-up and retention bound of
      * jr_node_config at JR_LOG_BOUND_MIN, so that streams outgrow the bounds within a run */
     int big;
+    /* --sync-offload: every node's host runs its WAL sync (jr_host.sync_start), each job
+     * completing 1-2 ms of simulated time later (jr_sim_config.sync_delay_ns) */
+    int sync_offload;
 
     rng r;
     jr_sim *sim;

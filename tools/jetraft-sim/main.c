@@ -4,7 +4,7 @@
  *
  *   jetraft-sim --seed N --seconds S [--nodes 3|5] [--faults LIST] [--history FILE]
  *               [--seeds A:COUNT] [--waive CHECKERS] [--mutate KIND] [--disk-victims 1|2]
- *               [--big] [-v|-vv] [-q]
+ *               [--big] [--sync-offload] [-v|-vv] [-q]
  *
  * One run per seed, every choice drawn from the seed, so a seed replays exactly:
  *  1. setup: the nodes, one or two data streams (R3, or R5 on five nodes) and their first
@@ -24,6 +24,10 @@
  * (faults.c), every data stream then R5. --big publishes payloads of up to 24 KiB and sets every
  * catch-up and retention bound of jr_node_config to its minimum (1 MiB), so that joiners cap
  * their logs, leaders keep only 1 MiB behind a snapshot and catch-up is paced within a run.
+ * --sync-offload has every node's host run the WAL's sync (jr_host.sync_start), completing each
+ * job 1-2 ms of simulated time later, while the node goes on; a vote or an append
+ * acknowledgement that leaves before the sync it vouches for completed fails the run
+ * (checker 'durable', jr_sim_stats.durable_early).
  * --faults takes a comma-separated list of partition, net, crash, power, pause, clock, disk,
  * ioerr, or "all" (the default) or "none". docs/testing.md describes the checkers and the
  * history format.
@@ -46,6 +50,7 @@ typedef struct opts {
     int verbose, quiet;
     int disk_victims; /* --disk-victims: 0 (one at a time) or 2 (five nodes) */
     int big;          /* --big */
+    int sync_offload; /* --sync-offload */
 } opts;
 
 static uint64_t g_waived_seeds; /* seeds whose every violation was waived */
@@ -56,7 +61,7 @@ static void usage(void)
         stderr,
         "usage: jetraft-sim --seed N --seconds S [--nodes 3|5] [--faults LIST]\n"
         "                   [--history FILE] [--seeds A:COUNT] [--waive CHECKERS] [-v|-vv] [-q]\n"
-        "                   [--disk-victims 1|2] [--big]\n"
+        "                   [--disk-victims 1|2] [--big] [--sync-offload]\n"
         "  LIST: all, none, or a comma-separated list of");
     for (int k = 0; k < F_NKINDS; k++) fprintf(stderr, " %s", fault_names[k]);
     fprintf(stderr, "\n");
@@ -137,6 +142,8 @@ static void parse(int argc, char **argv, opts *o)
             i++;
         } else if (!strcmp(a, "--big")) {
             o->big = 1;
+        } else if (!strcmp(a, "--sync-offload")) {
+            o->sync_offload = 1;
         } else if (!strcmp(a, "-v")) {
             o->verbose = 1;
         } else if (!strcmp(a, "-vv")) {
@@ -166,6 +173,7 @@ static void replay_cmd(const opts *o, const world *w, FILE *out)
             o->waive ? " --waive " : "", o->waive ? o->waive : "");
     if (o->disk_victims) fprintf(out, " --disk-victims %d", o->disk_victims);
     if (o->big) fprintf(out, " --big");
+    if (o->sync_offload) fprintf(out, " --sync-offload");
 }
 
 /* The run of one seed: 0 if every checker passed, 1 otherwise. */
@@ -182,6 +190,7 @@ static int run_seed(const opts *o, uint64_t seed, FILE *hist)
     w->waive = o->waive;
     w->disk_victims = o->disk_victims ? o->disk_victims : 1;
     w->big = o->big;
+    w->sync_offload = o->sync_offload;
     w->r.s = seed * 0x9e3779b97f4a7c15ull + 17;
     /* drawn even when --nodes says: the replay command names the count, and must not shift
      * the rest of the run's draws */
@@ -276,6 +285,11 @@ static int run_seed(const opts *o, uint64_t seed, FILE *hist)
             check_consumers(w);
         }
     }
+    jr_sim_stats st = {.size = sizeof st};
+    if (jr_sim_stats_get(w->sim, &st) == 0 && st.durable_early)
+        violation(w, "durable", "", -1, 0, -1,
+                  "%llu vote(s) or acknowledgement(s) left before the sync they vouch for",
+                  (unsigned long long)st.durable_early);
 
     size_t acked = 0;
     for (size_t v = 0; v < w->nvals; v++) acked += w->vals[v].ok != 0;
