@@ -3,11 +3,9 @@
 
 #include <errno.h>
 #include <malloc.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 static hugealloc_stats stats; /* the node's thread is the only caller */
 
