@@ -90,6 +90,7 @@ typedef struct chaos {
     int nprocs;
     int verbose;
     int keep;
+    int sync_offload;   /* each server runs its WAL's sync on libuv's threadpool ("sync_offload") */
     const char *mutate; /* a checker self-test: lost, ack-seq, definite, converge, peers */
     char base[256];
     FILE *hist;

@@ -5,12 +5,13 @@
  * jetraft-chaos --server PATH [--seed N] [--seconds S] [--nodes 3|5] [--faults LIST]
  *               [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]
  *               [--mutate lost|ack-seq|definite|converge|peers|damaged-leads]
- *               [--disk-victims 1|2]
+ *               [--disk-victims 1|2] [--sync-offload]
  * jetraft-chaos --plan [--seed N] [--seconds S] [--nodes 3|5] [--faults LIST] [--disk-victims 1|2]
  *               prints the seed's fault schedule and exits
  *
  * --disk-victims 2 (five servers only) gives the disk nemesis two victims a run, which may be
- * damaged at once (nemesis.c); the stream is then R5 whatever the faults.
+ * damaged at once (nemesis.c); the stream is then R5 whatever the faults. --sync-offload
+ * configures every server with "sync_offload": true (its WAL's sync on libuv's threadpool).
  */
 #include <errno.h>
 #include <signal.h>
@@ -136,6 +137,7 @@ static void replay_line(FILE *f)
             "  replay: jetraft-chaos --server %s --seed %llu --seconds %d --nodes %d --faults %s\n",
             C.server_bin, (unsigned long long)C.seed, C.seconds, C.n, fault_list);
     if (C.disk_victims == 2) fprintf(f, "          --disk-victims 2\n");
+    if (C.sync_offload) fprintf(f, "          --sync-offload\n");
 }
 
 void die(const char *fmt, ...)
@@ -202,7 +204,7 @@ static void usage(void)
         "           pausekill,partkill,disk,ioerr,rollback,members]\n"
         "           [--procs P] [--history FILE] [--dir DIR] [--keep] [-v]\n"
         "           [--mutate lost|ack-seq|definite|converge|peers|damaged-leads]\n"
-        "           [--disk-victims 1|2]\n"
+        "           [--disk-victims 1|2] [--sync-offload]\n"
         "  --disk-victims 2 needs --nodes 5\n");
     exit(2);
 }
@@ -225,6 +227,8 @@ int main(int argc, char **argv)
             plan_only = 1;
         } else if (!strcmp(a, "--keep")) {
             C.keep = 1;
+        } else if (!strcmp(a, "--sync-offload")) {
+            C.sync_offload = 1;
         } else if (!v) {
             usage();
         } else if (!strcmp(a, "--server")) {

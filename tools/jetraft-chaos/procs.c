@@ -77,9 +77,10 @@ static void write_config(int i)
             "{\"name\":\"%s\",\"cluster\":\"chaos\",\"tags\":[\"az:%d\"],"
             "\"listen\":\"127.0.0.1:%d\",\"cluster_listen\":\"127.0.0.1:%d\","
             "\"http_listen\":\"127.0.0.1:%d\",\"wal_dir\":\"%s/%s/wal\","
-            "\"store_dir\":\"%s/%s/store\",\"request_timeout_ms\":2000,%s\"peers\":{",
+            "\"store_dir\":\"%s/%s/store\",\"request_timeout_ms\":2000,%s%s\"peers\":{",
             C.names[i], i, C.client_port[i], C.cluster_port[i], C.http_port[i], C.base, C.names[i],
-            C.base, C.names[i], insecure_field ? "\"insecure_cluster\":true," : "");
+            C.base, C.names[i], insecure_field ? "\"insecure_cluster\":true," : "",
+            C.sync_offload ? "\"sync_offload\":true," : "");
     for (int j = 0; j < C.n; j++) {
         int port = j == i ? C.cluster_port[i] : i < j ? C.proxy_port[i][j] : C.cluster_port[j];
         fprintf(f, "%s\"%s\":\"127.0.0.1:%d\"", j ? "," : "", C.names[j], port);
