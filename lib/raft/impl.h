@@ -476,4 +476,16 @@ int jr__snap_check(const jr__msg *m);
 void jr__snap_on_snap(jr__raft *r, uint64_t now, const jr__msg *m);
 void jr__snap_on_resp(jr__raft *r, uint64_t now, const jr__msg *m);
 
+/* The commit index a leader tells a member whose log matches its own up to `match`: never past
+ * what that member holds (etcd's rule: it can take it blindly), nor past what the leader holds
+ * durable itself. A quorum of followers can commit an entry before the leader's own write is
+ * durable (the host's sync, jr_host.sync_start), and the leader applies only durable entries:
+ * told earlier, a member would apply and answer a request (read its own write, create a stream)
+ * before the leader, which then judges the next request on a state without it. */
+static inline uint64_t jr__repl_told(const jr__raft *r, uint64_t match)
+{
+    uint64_t c = r->commit < r->durable ? r->commit : r->durable;
+    return match < c ? match : c;
+}
+
 #endif
