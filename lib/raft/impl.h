@@ -134,6 +134,8 @@ struct jr__raft {
     uint64_t lead_match, lead_match_term;
     jr__hardstate hs_durable;
     uint64_t durable; /* entries up to here are durable */
+    /* a leader tells members no commit index past its durable one (jr__raft_tell_durable_commit) */
+    uint8_t tell_durable_commit;
 
     jr__memlog log;
     uint64_t snap_index, snap_term;
@@ -485,6 +487,7 @@ void jr__snap_on_resp(jr__raft *r, uint64_t now, const jr__msg *m);
 static inline uint64_t jr__repl_told(const jr__raft *r, uint64_t match)
 {
     uint64_t c = r->commit < r->durable ? r->commit : r->durable;
+    if (r->tell_durable_commit && c > r->hs_durable.commit) c = r->hs_durable.commit;
     return match < c ? match : c;
 }
 

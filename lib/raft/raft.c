@@ -578,6 +578,10 @@ uint64_t jr__raft_durable_commit(const jr__raft *r)
 {
     return r->hs_durable.commit;
 }
+void jr__raft_tell_durable_commit(jr__raft *r)
+{
+    r->tell_durable_commit = 1;
+}
 uint64_t jr__raft_applied_index(const jr__raft *r)
 {
     return r->applied;
