@@ -175,6 +175,8 @@ static int stage(jr_node *n, jr_group *g, int *vote)
 void jr__group_durable_apply(jr_group *g)
 {
     g->durable_apply = 1;
+    /* with the host's sync a follower's commit may be durable before its leader's (raft.h) */
+    if (g->node->host.sync_start) jr__raft_tell_durable_commit(g->raft);
 }
 
 void jr__group_commit_now(jr_group *g)

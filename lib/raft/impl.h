@@ -134,6 +134,8 @@ struct jr__raft {
     uint64_t lead_match, lead_match_term;
     jr__hardstate hs_durable;
     uint64_t durable; /* entries up to here are durable */
+    /* a leader tells members no commit index past its durable one (jr__raft_tell_durable_commit) */
+    uint8_t tell_durable_commit;
 
     jr__memlog log;
     uint64_t snap_index, snap_term;
@@ -475,5 +477,18 @@ void jr__snap_restore(jr__raft *r, uint64_t index, uint64_t term, const jr__conf
 int jr__snap_check(const jr__msg *m);
 void jr__snap_on_snap(jr__raft *r, uint64_t now, const jr__msg *m);
 void jr__snap_on_resp(jr__raft *r, uint64_t now, const jr__msg *m);
+
+/* The commit index a leader tells a member whose log matches its own up to `match`: never past
+ * what that member holds (etcd's rule: it can take it blindly), nor past what the leader holds
+ * durable itself. A quorum of followers can commit an entry before the leader's own write is
+ * durable (the host's sync, jr_host.sync_start), and the leader applies only durable entries:
+ * told earlier, a member would apply and answer a request (read its own write, create a stream)
+ * before the leader, which then judges the next request on a state without it. */
+static inline uint64_t jr__repl_told(const jr__raft *r, uint64_t match)
+{
+    uint64_t c = r->commit < r->durable ? r->commit : r->durable;
+    if (r->tell_durable_commit && c > r->hs_durable.commit) c = r->hs_durable.commit;
+    return match < c ? match : c;
+}
 
 #endif

@@ -134,7 +134,7 @@ int jr__raft_hb_item(const jr__raft *r, jr__id peer, uint64_t *term, uint64_t *c
         if (p->id != peer) continue;
         *term = r->term;
         /* only what the follower is known to hold, as for a HEARTBEAT */
-        *commit = p->match < r->commit ? p->match : r->commit;
+        *commit = jr__repl_told(r, p->match);
         return 1;
     }
     return 0;

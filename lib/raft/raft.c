@@ -501,9 +501,14 @@ void jr__raft_persisted_as(jr__raft *r, uint64_t now, uint64_t index, const jr__
 {
     if (now > r->now) r->now = now;
     if (index > r->log.last) index = r->log.last;
+    uint64_t told = jr__repl_told(r, UINT64_MAX);
     if (index > r->durable) r->durable = index;
     if (hs) r->hs_durable = *hs;
-    if (r->role == ROLE_LEADER) jr__repl_maybe_commit(r, r->now);
+    if (r->role == ROLE_LEADER) {
+        jr__repl_maybe_commit(r, r->now);
+        /* a commit held back until this write may now be told (jr__repl_told) */
+        if (jr__repl_told(r, UINT64_MAX) > told) r->send_pending = 1;
+    }
     jr__raft_flush(r, r->now);
 }
 
@@ -577,6 +582,10 @@ uint64_t jr__raft_commit_index(const jr__raft *r)
 uint64_t jr__raft_durable_commit(const jr__raft *r)
 {
     return r->hs_durable.commit;
+}
+void jr__raft_tell_durable_commit(jr__raft *r)
+{
+    r->tell_durable_commit = 1;
 }
 uint64_t jr__raft_applied_index(const jr__raft *r)
 {

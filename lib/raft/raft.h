@@ -558,6 +558,9 @@ uint64_t jr__raft_group(const jr__raft *r);
 uint64_t jr__raft_commit_index(const jr__raft *r);
 /* The commit index of the last hard state reported written (jr__raft_persisted) or loaded. */
 uint64_t jr__raft_durable_commit(const jr__raft *r);
+/* For a group whose replicas apply only what a durable commit index covers: as a leader, r tells
+ * its members no commit index past its own durable one, so none applies an entry before it can. */
+void jr__raft_tell_durable_commit(jr__raft *r);
 uint64_t jr__raft_applied_index(const jr__raft *r);
 uint64_t jr__raft_last_index(const jr__raft *r);
 uint64_t jr__raft_last_term(const jr__raft *r);

@@ -131,11 +131,11 @@ static int send_one(jr__raft *r, jr__prog *p, uint64_t now)
     jr__msg m = {.type = JR__MSG_APPEND, .to = p->id};
     m.u.append.prev_index = prev;
     m.u.append.prev_term = jr__memlog_term(&r->log, prev);
-    m.u.append.commit = r->commit;
+    m.u.append.commit = jr__repl_told(r, UINT64_MAX);
     m.u.append.n = n;
     m.u.append.entries = r->scratch;
     jr__raft_send(r, &m);
-    uint64_t told = prev + n < r->commit ? prev + n : r->commit;
+    uint64_t told = jr__repl_told(r, prev + n);
     if (told > p->sent_commit) p->sent_commit = told;
     jr__prog_sent(r, p, prev + n);
     return 1;
@@ -152,7 +152,7 @@ static void send_heartbeat(jr__raft *r, jr__prog *p)
 {
     jr__msg m = {.type = JR__MSG_HEARTBEAT, .to = p->id};
     /* only what the follower is known to hold (etcd's rule), so it can commit it blindly */
-    m.u.heartbeat.commit = p->match < r->commit ? p->match : r->commit;
+    m.u.heartbeat.commit = jr__repl_told(r, p->match);
     if (m.u.heartbeat.commit > p->sent_commit) p->sent_commit = m.u.heartbeat.commit;
     jr__raft_send(r, &m);
 }
@@ -169,7 +169,7 @@ void jr__repl_flush(jr__raft *r, uint64_t now)
          * waited cfg.commit_delay for an APPEND to carry it (the next proposal's, when they
          * follow each other): the followers learn it late by at most that, and a commit costs
          * no frame and no answer of its own while proposals flow. */
-        uint64_t known = p->match < r->commit ? p->match : r->commit;
+        uint64_t known = jr__repl_told(r, p->match);
         if (p->state == JR__SNAPSHOT || p->sent_commit >= known) continue;
         /* what jr__raft_commit_now asked for goes at once, also to a follower that
          * acknowledged it only after the call */
@@ -460,7 +460,7 @@ void jr__repl_on_append_resp(jr__raft *r, uint64_t now, const jr__msg *m)
             if (r->role != ROLE_LEADER) return; /* a committed self-removal stepped us down */
             jr__xfer_progress(r, p);
             /* it can now be told a commit index it could not take before: at the next flush */
-            if (p->sent_commit < (p->match < r->commit ? p->match : r->commit)) r->send_pending = 1;
+            if (p->sent_commit < jr__repl_told(r, p->match)) r->send_pending = 1;
         }
     } else {
         uint64_t hint = m->u.append_resp.hint_index;

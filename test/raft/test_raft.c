@@ -1640,6 +1640,91 @@ START_TEST(a_held_replica_neither_votes_nor_campaigns)
 }
 END_TEST
 
+/* What a leader tells its members ----------------------------------------------------------------
+ * A quorum of followers can commit an entry before the leader's own write of it is durable (a
+ * host's sync still running). The leader tells no member a commit index past what it holds
+ * durable itself, and, for a group that applies only durable commits (jr__raft_tell_durable_commit,
+ * the meta group with the host's sync), none past the commit index of its own durable hard
+ * state: told earlier, a member would apply and answer before the leader can. The filter checks
+ * every APPEND and HEARTBEAT the leader hands to the network, when it does. */
+struct told_check {
+    int tell_durable_commit;
+    uint64_t appends, heartbeats, max_told;
+};
+
+static int check_told(harness *h, const jr__msg *m, void *arg)
+{
+    struct told_check *t = arg;
+    if (m->from != 1 || (m->type != JR__MSG_APPEND && m->type != JR__MSG_HEARTBEAT)) return 1;
+    uint64_t c = m->type == JR__MSG_APPEND ? m->u.append.commit : m->u.heartbeat.commit;
+    jr__progress self;
+    ck_assert_int_eq(jr__raft_progress(h->nodes[0].r, 0, &self), 0);
+    ck_assert_uint_le(c, self.match); /* its own durable index */
+    if (t->tell_durable_commit) ck_assert_uint_le(c, jr__raft_durable_commit(h->nodes[0].r));
+    t->appends += m->type == JR__MSG_APPEND;
+    t->heartbeats += m->type == JR__MSG_HEARTBEAT;
+    if (c > t->max_told) t->max_told = c;
+    return 1;
+}
+
+START_TEST(a_leader_tells_no_commit_past_its_own_durable_write)
+{
+    harness h;
+    struct told_check t = {0};
+    h_init(&h, 3, 21);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    h.filter = check_told;
+    h.filter_arg = &t;
+    /* the leader's entry writes are slow: S2 and S3 commit the entry without it */
+    h.nodes[0].hold = 2;
+    uint64_t idx;
+    ck_assert_int_eq(h_propose(&h, 0, "x", &idx), 0);
+    h_deliver_all(&h);
+    ck_assert_uint_eq(h_commit(&h, 0), idx);
+    ck_assert_uint_lt(h_commit(&h, 1), idx);
+    ck_assert_uint_lt(h_commit(&h, 2), idx);
+    /* its write lands: the commit goes out at once, not with the next heartbeat */
+    h.nodes[0].hold = 0;
+    h.nodes[0].notified = 1;
+    h_flush(&h.nodes[0]);
+    h_deliver_all(&h);
+    ck_assert_uint_eq(h_commit(&h, 1), idx);
+    ck_assert_uint_eq(h_commit(&h, 2), idx);
+    ck_assert_uint_ge(t.max_told, idx);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
+START_TEST(a_durable_apply_leader_tells_no_commit_past_its_durable_hard_state)
+{
+    harness h;
+    struct told_check t = {.tell_durable_commit = 1};
+    h_init(&h, 3, 22);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    jr__raft_tell_durable_commit(R(&h, 0));
+    h.filter = check_told;
+    h.filter_arg = &t;
+    for (int i = 0; i < 20; i++) {
+        char s[16];
+        snprintf(s, sizeof s, "y-%d", i);
+        uint64_t idx;
+        ck_assert_int_eq(h_propose(&h, 0, s, &idx), 0);
+        h_deliver_all(&h);
+        /* told once the leader wrote the commit in its hard state, in the same round */
+        ck_assert_uint_eq(h_commit(&h, 0), idx);
+        ck_assert_uint_eq(jr__raft_durable_commit(R(&h, 0)), idx);
+        ck_assert_uint_eq(h_commit(&h, 1), idx);
+        ck_assert_uint_eq(h_commit(&h, 2), idx);
+    }
+    ck_assert_uint_gt(t.heartbeats, 0);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("raft");
@@ -1683,6 +1768,8 @@ static Suite *suite(void)
     tcase_add_test(tc, a_held_replica_neither_votes_nor_campaigns);
     tcase_add_test(tc, a_commit_waits_up_to_the_commit_delay_for_the_next_append_to_carry_it);
     tcase_add_test(tc, a_commit_told_at_once_reaches_a_follower_that_acknowledges_it_later);
+    tcase_add_test(tc, a_leader_tells_no_commit_past_its_own_durable_write);
+    tcase_add_test(tc, a_durable_apply_leader_tells_no_commit_past_its_durable_hard_state);
     suite_add_tcase(s, tc);
     return s;
 }
