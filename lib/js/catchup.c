@@ -97,10 +97,13 @@
  * snapshot's, and the log's own entries arriving then are no proposals), a catch-up that had a
  * later snapshot (the group went past the replica: pauses would only let it fall further
  * behind), one for which PACE_QUEUE_MAX bytes of entries wait (queued, or in the group's log: a
- * longer copy makes more of what the publishers append wait), a voter's (the quorum may need it),
- * and the queued entries' batches (they must outpace the publishers). Progress: every pause is
- * finite and ends in a chunk of a round bounded by the snapshot's last seq, so the copy completes
- * however long the publishers go on, and the queue is applied as above.
+ * longer copy makes more of what the publishers append wait), one whose chunk held less than
+ * PACE_IDLE + 1 times the entry bytes the group committed during its round trip (paced to its
+ * share, the copy would be slower than the group: it would fall further behind with every pause,
+ * into its bounds and later snapshots, and fetch again what those cover), a voter's (the quorum
+ * may need it), and the queued entries' batches (they must outpace the publishers). Progress: every
+ * pause is finite and ends in a chunk of a round bounded by the snapshot's last seq, so the copy
+ * completes however long the publishers go on, and the queue is applied as above.
  *
  * Request size. A request asks for at most ask_max bytes, and its answer holds up to twice that
  * (the rest of a stream comes along) plus a piece of the source's snapshot no longer than that
@@ -234,25 +237,32 @@ static int observer(const jr__srep *r)
     return m && !m->voter;
 }
 
-/* 1 if this replica's round trip saw the group commit (two such round trips in a row: busy with
- * proposals, the catch-up pauses after the chunk): it is an observer (only an observer's catch-up
- * is paced: a voter that fell behind catches up at full speed, the group's quorum may need it), the
- * group's commit index moved on since the request left, this is not the catch-up's first answer
- * (the commit index known when the first request left may be the snapshot's; the entries the log
- * already held are no proposals), no later snapshot came (the group went past this replica: pauses
- * would only let it fall further behind), less than PACE_QUEUE_MAX bytes of entries wait for
- * it, queued or in the group's log (a longer copy makes more of what the publishers append wait:
- * memory, and work for later), and its log is not full (at its cap it falls behind until the
- * copy ends: "Log" above). */
-static int committed_since(const jr__srep *r)
+/* 1 if this replica's round trip, which brought a chunk of `raw` bytes, saw the group commit (two
+ * such round trips in a row: busy with proposals, the catch-up pauses after the chunk): it is an
+ * observer (only an observer's catch-up is paced: a voter that fell behind catches up at full
+ * speed, the group's quorum may need it), the group's commit index moved on since the request
+ * left, this is not the catch-up's first answer (the commit index known when the first request
+ * left may be the snapshot's; the entries the log already held are no proposals), no later
+ * snapshot came (the group went past this replica: pauses would only let it fall further behind),
+ * less than PACE_QUEUE_MAX bytes of entries wait for it, queued or in the group's log (a longer
+ * copy makes more of what the publishers append wait: memory, and work for later), its log is not
+ * full (at its cap it falls behind until the copy ends: "Log" above), and the paced copy would
+ * still outrun the group: the chunk holds at least PACE_IDLE + 1 times the entry bytes committed
+ * during its round trip (a copy paced to a share of the time below the group's commit rate falls
+ * further behind with every pause, into its bounds and later snapshots, and fetches again what
+ * they cover). */
+static int committed_since(const jr__srep *r, uint64_t raw)
 {
     const jr__catchup *cu = r->cu;
     if (!cu->answered || cu->unpaced || !r->g) return 0;
     const jr__raft *core = jr__group_consensus(r->g);
     uint64_t commit = jr__raft_commit_index(core), applied = jr__group_applied(r->g);
     uint64_t waits = commit > applied ? jr__raft_log_bytes(core, applied + 1, commit) : 0;
-    return cu->qheld + waits < PACE_QUEUE_MAX && commit > cu->commit_mark && observer(r) &&
-           !jr__raft_log_full(core);
+    if (cu->qheld + waits >= PACE_QUEUE_MAX || commit <= cu->commit_mark || !observer(r) ||
+        jr__raft_log_full(core))
+        return 0;
+    uint64_t during = jr__raft_log_bytes(core, cu->commit_mark + 1, commit);
+    return raw / (PACE_IDLE + 1) >= during;
 }
 
 /* A paced chunk (its request left at `began`) is applied: its cost is measured at the
@@ -946,7 +956,7 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
     /* the group committed entries while this chunk came and while the previous one did: busy
      * with proposals (a lone commit, such as the peer change's own entry, is not), the round is
      * paced */
-    int moved = committed_since(r), busy = moved && cu->moved;
+    int moved = committed_since(r, raw), busy = moved && cu->moved;
     cu->moved = moved;
     cu->answered = 1;
     uint64_t began = cu->step_at;
