@@ -1713,8 +1713,9 @@ END_TEST
  * the copy still completes while the publisher goes on, the change converges, every publish is
  * acknowledged and the replicas end identical. A grow R2 -> R3 on three servers, or (move) the
  * evacuation of a follower of an R3 stream on four. With `every` 1 ms (16 MB/s, more than the
- * quarter of the link a paced copy would get), the copy is never paused: paced, it would fall
- * further behind the group with every pause (catchup.c committed_since). */
+ * quarter of the link a paced copy would get) the group outruns the copy: it is never paused
+ * (paced, it would fall further behind with every pause) and asks for larger chunks, a quarter of
+ * the 8 MiB frame (catchup.c "Request size"): more than 1.5 MiB on average. */
 static void paced_change(int move, uint64_t seed, uint64_t every)
 {
     e2e c;
@@ -1744,6 +1745,7 @@ static void paced_change(int move, uint64_t seed, uint64_t every)
         if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
     uint64_t steps0, paused0;
     e2e_catchup_paced(&c, joiner, &steps0, &paused0);
+    uint64_t chunks0 = e2e_catchup_chunks(&c, joiner), bytes0 = e2e_catchup_bytes(&c, joiner);
     e2e_res up;
     memset(&up, 0, sizeof up);
     if (move) {
@@ -1790,6 +1792,11 @@ static void paced_change(int move, uint64_t seed, uint64_t every)
     e2e_catchup_paced(&c, joiner, &steps, &paused);
     steps -= steps0, paused -= paused0;
     if (every < 2 * MS) {
+        uint64_t chunks = e2e_catchup_chunks(&c, joiner) - chunks0;
+        uint64_t bytes = e2e_catchup_bytes(&c, joiner) - bytes0;
+        ck_assert_msg(chunks > 0 && bytes / chunks > (3u << 19),
+                      "a copy the group outruns kept its chunks small: %llu bytes in %llu chunks",
+                      (unsigned long long)bytes, (unsigned long long)chunks);
         ck_assert_msg(steps == 0 && pausing == 0,
                       "a copy the group outruns paused: %llu paced steps, %.3f s, %llu samples "
                       "paused, %llu fetching",
