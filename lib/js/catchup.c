@@ -114,12 +114,14 @@
  * answer that came within a quarter of the timeout doubles it back (up to CHUNK_BYTES, or a
  * quarter of a frame): on a slow link the copy settles on answers that arrive in time, on a
  * fast one it keeps the largest. While the group outruns the copy (its latest chunk held less
- * than PACE_IDLE + 1 times the entry bytes the group committed during the chunk's round trip),
- * the largest is CHUNK_OUTRUN (still a quarter of a frame at most): a copy whose round trips are
- * long (the source's and this replica's threads busy with the group's entries, or waiting for a
- * core) moves more per round trip, so it can keep up with the publishers instead of falling
- * into its bounds and later snapshots; a source of an older release answers at most its own
- * largest chunk.
+ * than PACE_IDLE + 1 times the entry bytes the group committed during the chunk's round trip)
+ * and that chunk came within a quarter of the timeout, the largest is CHUNK_OUTRUN (still a
+ * quarter of a frame at most): a copy bound by its round trips (the source's and this replica's
+ * threads busy with the group's entries, or waiting for a core) moves more per round trip, so
+ * it can keep up with the publishers instead of falling into its bounds and later snapshots. A
+ * copy bound by its link gains nothing from larger chunks, which would only hold the group's
+ * entries back behind them on that link: its answers come slower than that, and it keeps
+ * CHUNK_BYTES. A source of an older release answers at most its own largest chunk.
  *
  * JR__RPC_CATCHUP payloads (varint = canonical LEB128, str = varint length + bytes):
  *   request  u8 0 (chunk) | varint group | varint from | varint max_bytes
@@ -205,7 +207,9 @@ struct jr__catchup {
     int paced;
     int unpaced; /* a later snapshot came: the group went past this replica, no more pauses */
     int outrun;  /* the latest chunk held less than PACE_IDLE + 1 times the entry bytes the group
-                    committed during its round trip: no pause, larger requests */
+                    committed during its round trip: no pause */
+    int grow;    /* that chunk also came within a quarter of the request's timeout: the next
+                    requests may ask for up to CHUNK_OUTRUN ("Request size") */
     uint64_t step_at, resume;
     /* group snapshots installed meanwhile, oldest first (nlater of them): each is restored
      * once the queued entries it follows are applied (those of index <= its gindex), and queued
@@ -744,10 +748,11 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
                       size_t len);
 
 /* The most a request asks for before ask_max ("Request size"): CHUNK_BYTES, or CHUNK_OUTRUN
- * while the group outruns the copy; at most a quarter of a frame (twice that fits one). */
+ * while the group outruns a copy whose answers come fast; at most a quarter of a frame (twice
+ * that fits one). */
 static uint32_t chunk_most(const jr__srep *r)
 {
-    uint32_t most = r->cu->outrun ? CHUNK_OUTRUN : CHUNK_BYTES;
+    uint32_t most = r->cu->grow ? CHUNK_OUTRUN : CHUNK_BYTES;
     return r->js->facts.max_frame / 4 < most ? r->js->facts.max_frame / 4 : most;
 }
 
@@ -980,7 +985,11 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
     /* the group committed entries while this chunk came and while the previous one did: busy
      * with proposals (a lone commit, such as the peer change's own entry, is not), the round is
      * paced */
-    if (rc == 0) cu->outrun = outrun(r, raw);
+    if (rc == 0) {
+        uint64_t now = jr__node_now(n), took = now > cu->step_at ? now - cu->step_at : 0;
+        cu->outrun = outrun(r, raw);
+        cu->grow = cu->outrun && took < r->js->election_ns / 2;
+    }
     int moved = committed_since(r), busy = moved && cu->moved;
     cu->moved = moved;
     cu->answered = 1;
