@@ -214,14 +214,22 @@ static void *loop_main(void *arg)
             }
             return NULL;
         }
+        /* once close_task closed the node (l->node NULL), what other nodes still send it and
+         * any later task are dropped, and it is never ticked again: the loop waits for stop */
         while (it) {
             mt_item *next = it->next;
-            if (it->from < 0)
+            if (!l->node)
+                ;
+            else if (it->from < 0)
                 it->task(it->arg, l->node);
             else
                 jr_node_recv(l->node, l->c->names[it->from], it->data, it->len);
             pool_give(l, it);
             it = next;
+        }
+        if (!l->node) {
+            l->deadline = UINT64_MAX;
+            continue;
         }
         if (bench_now_ns() >= l->deadline) jr_node_tick(l->node);
         l->deadline = jr_node_deadline(l->node);
@@ -299,17 +307,19 @@ void mt_cluster_open(mt_cluster *c, const mt_opts *o)
         pthread_create(&c->loops[i].thread, NULL, loop_main, &c->loops[i]);
 }
 
+/* Closes the node on its own thread; the loop then leaves it alone (loop_main). */
 static void close_task(void *arg, jr_node *node)
 {
-    (void)arg;
+    mt_loop *l = arg;
     jr_node_close(node);
+    l->node = NULL;
 }
 
 void mt_cluster_close(mt_cluster *c)
 {
     for (int i = 0; i < c->n; i++) {
         mt_loop *l = &c->loops[i];
-        mt_run_on(l, close_task, NULL);
+        mt_run_on(l, close_task, l);
         pthread_mutex_lock(&l->mu);
         l->stop = 1;
         pthread_cond_signal(&l->cv);

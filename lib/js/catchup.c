@@ -97,10 +97,13 @@
  * snapshot's, and the log's own entries arriving then are no proposals), a catch-up that had a
  * later snapshot (the group went past the replica: pauses would only let it fall further
  * behind), one for which PACE_QUEUE_MAX bytes of entries wait (queued, or in the group's log: a
- * longer copy makes more of what the publishers append wait), a voter's (the quorum may need it),
- * and the queued entries' batches (they must outpace the publishers). Progress: every pause is
- * finite and ends in a chunk of a round bounded by the snapshot's last seq, so the copy completes
- * however long the publishers go on, and the queue is applied as above.
+ * longer copy makes more of what the publishers append wait), one whose chunk held less than
+ * PACE_IDLE + 1 times the entry bytes the group committed during its round trip (paced to its
+ * share, the copy would be slower than the group: it would fall further behind with every pause,
+ * into its bounds and later snapshots, and fetch again what those cover), a voter's (the quorum
+ * may need it), and the queued entries' batches (they must outpace the publishers). Progress: every
+ * pause is finite and ends in a chunk of a round bounded by the snapshot's last seq, so the copy
+ * completes however long the publishers go on, and the queue is applied as above.
  *
  * Request size. A request asks for at most ask_max bytes, and its answer holds up to twice that
  * (the rest of a stream comes along) plus a piece of the source's snapshot no longer than that
@@ -110,7 +113,15 @@
  * ask_max for the next (down to CHUNK_MIN, whose answer crosses a 1 MB/s link in time), and an
  * answer that came within a quarter of the timeout doubles it back (up to CHUNK_BYTES, or a
  * quarter of a frame): on a slow link the copy settles on answers that arrive in time, on a
- * fast one it keeps the largest.
+ * fast one it keeps the largest. While the group outruns the copy (its latest chunk held less
+ * than PACE_IDLE + 1 times the entry bytes the group committed during the chunk's round trip)
+ * and that chunk came within a quarter of the timeout, the largest is CHUNK_OUTRUN (still a
+ * quarter of a frame at most): a copy bound by its round trips (the source's and this replica's
+ * threads busy with the group's entries, or waiting for a core) moves more per round trip, so
+ * it can keep up with the publishers instead of falling into its bounds and later snapshots. A
+ * copy bound by its link gains nothing from larger chunks, which would only hold the group's
+ * entries back behind them on that link: its answers come slower than that, and it keeps
+ * CHUNK_BYTES. A source of an older release answers at most its own largest chunk.
  *
  * JR__RPC_CATCHUP payloads (varint = canonical LEB128, str = varint length + bytes):
  *   request  u8 0 (chunk) | varint group | varint from | varint max_bytes
@@ -132,7 +143,9 @@
 #include "util/deadline.h"
 
 #define CHUNK_BYTES (1u << 20) /* at most; a quarter of a frame below 4 MiB frames */
-#define CHUNK_MIN (16u << 10)  /* the least a request asks for (see "Request size") */
+/* at most, for a copy its group outruns ("Request size"); a quarter of a frame below 16 MiB */
+#define CHUNK_OUTRUN (4u << 20)
+#define CHUNK_MIN (16u << 10) /* the least a request asks for (see "Request size") */
 #define PIECE_BYTES (256u << 10)
 #define MAX_SNAPSHOT (1ull << 32) /* largest source snapshot accepted */
 #define DRAIN_BYTES (16u << 20)   /* queued entry bytes applied a turn, beyond those queued since */
@@ -193,6 +206,10 @@ struct jr__catchup {
     int moved;    /* the commit index moved during the previous chunk's round trip */
     int paced;
     int unpaced; /* a later snapshot came: the group went past this replica, no more pauses */
+    int outrun;  /* the latest chunk held less than PACE_IDLE + 1 times the entry bytes the group
+                    committed during its round trip: no pause */
+    int grow;    /* that chunk also came within a quarter of the request's timeout: the next
+                    requests may ask for up to CHUNK_OUTRUN ("Request size") */
     uint64_t step_at, resume;
     /* group snapshots installed meanwhile, oldest first (nlater of them): each is restored
      * once the queued entries it follows are applied (those of index <= its gindex), and queued
@@ -240,19 +257,32 @@ static int observer(const jr__srep *r)
  * group's commit index moved on since the request left, this is not the catch-up's first answer
  * (the commit index known when the first request left may be the snapshot's; the entries the log
  * already held are no proposals), no later snapshot came (the group went past this replica: pauses
- * would only let it fall further behind), less than PACE_QUEUE_MAX bytes of entries wait for
- * it, queued or in the group's log (a longer copy makes more of what the publishers append wait:
- * memory, and work for later), and its log is not full (at its cap it falls behind until the
- * copy ends: "Log" above). */
+ * would only let it fall further behind), less than PACE_QUEUE_MAX bytes of entries wait for it,
+ * queued or in the group's log (a longer copy makes more of what the publishers append wait:
+ * memory, and work for later), its log is not full (at its cap it falls behind until the copy ends:
+ * "Log" above), and the group did not outrun the copy (cu->outrun: paced to its share of the time,
+ * the copy would be slower than the group's commits and fall further behind with every pause, into
+ * its bounds and later snapshots, then fetch again what they cover). */
 static int committed_since(const jr__srep *r)
 {
     const jr__catchup *cu = r->cu;
-    if (!cu->answered || cu->unpaced || !r->g) return 0;
+    if (!cu->answered || cu->unpaced || cu->outrun || !r->g) return 0;
     const jr__raft *core = jr__group_consensus(r->g);
     uint64_t commit = jr__raft_commit_index(core), applied = jr__group_applied(r->g);
     uint64_t waits = commit > applied ? jr__raft_log_bytes(core, applied + 1, commit) : 0;
     return cu->qheld + waits < PACE_QUEUE_MAX && commit > cu->commit_mark && observer(r) &&
            !jr__raft_log_full(core);
+}
+
+/* 1 if the group outran a copy whose round trip brought a chunk of `raw` bytes: the chunk holds
+ * less than PACE_IDLE + 1 times the entry bytes the group committed meanwhile. */
+static int outrun(const jr__srep *r, uint64_t raw)
+{
+    if (!r->g) return 0;
+    const jr__raft *core = jr__group_consensus(r->g);
+    uint64_t commit = jr__raft_commit_index(core);
+    if (commit <= r->cu->commit_mark) return 0;
+    return raw / (PACE_IDLE + 1) < jr__raft_log_bytes(core, r->cu->commit_mark + 1, commit);
 }
 
 /* A paced chunk (its request left at `began`) is applied: its cost is measured at the
@@ -717,13 +747,22 @@ static int take_piece(jr__catchup *cu, uint64_t index, uint64_t total, uint64_t 
 static void on_answer(jr_node *n, void *arg, int status, int answered, const uint8_t *p,
                       size_t len);
 
+/* The most a request asks for before ask_max ("Request size"): CHUNK_BYTES, or CHUNK_OUTRUN
+ * while the group outruns a copy whose answers come fast; at most a quarter of a frame (twice
+ * that fits one). */
+static uint32_t chunk_most(const jr__srep *r)
+{
+    uint32_t most = r->cu->grow ? CHUNK_OUTRUN : CHUNK_BYTES;
+    return r->js->facts.max_frame / 4 < most ? r->js->facts.max_frame / 4 : most;
+}
+
 /* "Request size" above: after the answer (status) to the request sent at cu->step_at, halves
  * ask_max if it timed out, doubles it if the answer came within a quarter of the timeout. */
 static void size_request(jr__srep *r, int status)
 {
     jr__js *js = r->js;
     jr__catchup *cu = r->cu;
-    uint32_t most = js->facts.max_frame / 4 < CHUNK_BYTES ? js->facts.max_frame / 4 : CHUNK_BYTES;
+    uint32_t most = chunk_most(r);
     uint32_t cur = cu->ask_max && cu->ask_max < most ? cu->ask_max : most;
     if (status == JR_ETIMEDOUT) {
         cu->ask_max = cur / 2 > CHUNK_MIN ? cur / 2 : CHUNK_MIN;
@@ -755,7 +794,7 @@ static int ask(jr__srep *r, jr__id src, int pieces, uint64_t from)
     jr__catchup *cu = r->cu;
     uint8_t b[48];
     jr__buf out = {b, 0, sizeof b, 0, NULL};
-    uint32_t max = js->facts.max_frame / 4 < CHUNK_BYTES ? js->facts.max_frame / 4 : CHUNK_BYTES;
+    uint32_t max = chunk_most(r);
     if (cu->ask_max && cu->ask_max < max) max = cu->ask_max;
     jr__buf_u8(&out, pieces ? OP_PIECE : OP_CHUNK);
     jr__buf_varint(&out, r->group);
@@ -927,7 +966,7 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
     const uint8_t *piece = jr__rd_bytes(&rd, &plen, len);
     int rc = 0;
     if (op != OP_CHUNK || rd.err || jr__rd_left(&rd) ||
-        raw > 4 * (uint64_t)CHUNK_BYTES + (1u << 21) || (raw && !zlen) || next < cu->need ||
+        raw > 4 * (uint64_t)CHUNK_OUTRUN + (1u << 21) || (raw && !zlen) || next < cu->need ||
         final > 1 || (total && (!final || !at || !plen)) || (!total && plen))
         rc = JR_ECORRUPT;
     /* A source behind the state some chunk was already read at could describe as live a
@@ -946,6 +985,11 @@ static void on_answer(jr_node *n, void *arg, int status, int answered, const uin
     /* the group committed entries while this chunk came and while the previous one did: busy
      * with proposals (a lone commit, such as the peer change's own entry, is not), the round is
      * paced */
+    if (rc == 0) {
+        uint64_t now = jr__node_now(n), took = now > cu->step_at ? now - cu->step_at : 0;
+        cu->outrun = outrun(r, raw);
+        cu->grow = cu->outrun && took < r->js->election_ns / 2;
+    }
     int moved = committed_since(r), busy = moved && cu->moved;
     cu->moved = moved;
     cu->answered = 1;
@@ -1057,7 +1101,7 @@ void jr__catchup_serve(jr__js *js, const jr__route *rt, const uint8_t *p, size_t
         jr__route_reply(js, rt, JR_EINVAL, NULL, 0);
         return;
     }
-    if (max > CHUNK_BYTES) max = CHUNK_BYTES;
+    if (max > CHUNK_OUTRUN) max = CHUNK_OUTRUN;
     if (max > js->facts.max_frame / 4) max = js->facts.max_frame / 4; /* twice that fits a frame */
     jr__srep *r = jr__srep_find(js, group);
     if (!r) {

@@ -1712,8 +1712,11 @@ END_TEST
  * fetches in at most a third of the samples of its copy and pauses in more than twice as many;
  * the copy still completes while the publisher goes on, the change converges, every publish is
  * acknowledged and the replicas end identical. A grow R2 -> R3 on three servers, or (move) the
- * evacuation of a follower of an R3 stream on four. */
-static void paced_change(int move, uint64_t seed)
+ * evacuation of a follower of an R3 stream on four. With `every` 1 ms (16 MB/s, more than the
+ * quarter of the link a paced copy would get) the group outruns the copy: it is never paused
+ * (paced, it would fall further behind with every pause) and asks for larger chunks, a quarter of
+ * the 8 MiB frame (catchup.c "Request size"): more than 1.5 MiB on average. */
+static void paced_change(int move, uint64_t seed, uint64_t every)
 {
     e2e c;
     unsigned nodes = move ? 4 : 3;
@@ -1742,6 +1745,7 @@ static void paced_change(int move, uint64_t seed)
         if (i != joiner) ck_assert_int_eq(jr_sim_set_link(c.sim, i, joiner, &link), 0);
     uint64_t steps0, paused0;
     e2e_catchup_paced(&c, joiner, &steps0, &paused0);
+    uint64_t chunks0 = e2e_catchup_chunks(&c, joiner), bytes0 = e2e_catchup_bytes(&c, joiner);
     e2e_res up;
     memset(&up, 0, sizeof up);
     if (move) {
@@ -1758,13 +1762,14 @@ static void paced_change(int move, uint64_t seed)
     memset(res, 0, sizeof res);
     int n = 0, copying = 0, done_at = -1;
     uint64_t fetching = 0, pausing = 0;
-    while (n < MAXPUB && (done_at < 0 || n < done_at + 250)) { /* on for 0.5 s after the copy */
+    int after = (int)(500 * MS / every); /* publishes for 0.5 s after the copy */
+    while (n < MAXPUB && (done_at < 0 || n < done_at + after)) {
         fill_random(big, sizeof big, &x);
         ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.pace", NULL, 0, big, sizeof big,
                                     NULL, e2e_pub_cb, &res[n]),
                          0);
         n++;
-        jr_sim_run_for(c.sim, 2 * MS);
+        jr_sim_run_for(c.sim, every);
         int ph = e2e_catchup_phase(&c, joiner, "PACE");
         if (ph == E2E_CU_FETCHING) fetching++;
         if (ph == E2E_CU_PAUSED) pausing++;
@@ -1786,6 +1791,20 @@ static void paced_change(int move, uint64_t seed)
     uint64_t steps, paused;
     e2e_catchup_paced(&c, joiner, &steps, &paused);
     steps -= steps0, paused -= paused0;
+    if (every < 2 * MS) {
+        uint64_t chunks = e2e_catchup_chunks(&c, joiner) - chunks0;
+        uint64_t bytes = e2e_catchup_bytes(&c, joiner) - bytes0;
+        ck_assert_msg(chunks > 0 && bytes / chunks > (3u << 19),
+                      "a copy the group outruns kept its chunks small: %llu bytes in %llu chunks",
+                      (unsigned long long)bytes, (unsigned long long)chunks);
+        ck_assert_msg(steps == 0 && pausing == 0,
+                      "a copy the group outruns paused: %llu paced steps, %.3f s, %llu samples "
+                      "paused, %llu fetching",
+                      (unsigned long long)steps, (double)paused / 1e9, (unsigned long long)pausing,
+                      (unsigned long long)fetching);
+        e2e_free(&c);
+        return;
+    }
     ck_assert_msg(steps >= 8, "only %llu paced steps", (unsigned long long)steps);
     ck_assert_msg(fetching * 2 <= pausing,
                   "samples of the copy: %llu fetching, %llu paused (%llu paced steps, %.3f s)",
@@ -1796,13 +1815,19 @@ static void paced_change(int move, uint64_t seed)
 
 START_TEST(a_joiner_under_a_publisher_paces_its_copy_and_still_converges)
 {
-    paced_change(0, 153);
+    paced_change(0, 153, 2 * MS);
 }
 END_TEST
 
 START_TEST(a_move_under_a_publisher_paces_the_replacement_and_converges)
 {
-    paced_change(1, 155);
+    paced_change(1, 155, 2 * MS);
+}
+END_TEST
+
+START_TEST(a_copy_slower_than_the_group_commits_is_not_paused)
+{
+    paced_change(1, 156, 1 * MS);
 }
 END_TEST
 
@@ -2414,6 +2439,7 @@ int main(void)
     tcase_set_timeout(pace, 300);
     tcase_add_test(pace, a_joiner_under_a_publisher_paces_its_copy_and_still_converges);
     tcase_add_test(pace, a_move_under_a_publisher_paces_the_replacement_and_converges);
+    tcase_add_test(pace, a_copy_slower_than_the_group_commits_is_not_paused);
     tcase_add_test(pace, a_joiner_of_an_idle_group_copies_without_pauses);
     suite_add_tcase(s, pace);
     TCase *keep = tcase_create("retention"); /* snapshot.c trailing_for, catchup.c "Queue" */
