@@ -659,6 +659,16 @@ static size_t pend_find(const jr__plive *pl, uint64_t group)
     return lo < pl->npend && pl->pend[lo].group == group ? lo : pl->npend;
 }
 
+/* 1 if g is still a quiet leader here with p among its other members: a listing to p that p's
+ * node echoed without hosting the group (term 0) is then repeated until it does ("Listings to a
+ * node without the replica", liveness.h). */
+static int still_listed(jr_group *g, const jr__peer *p)
+{
+    uint64_t term, commit;
+    return jr__raft_role(g->raft) == JR_LEADER && jr__raft_quiet(g->raft) &&
+           jr__raft_hb_item(g->raft, p->id, &term, &commit);
+}
+
 static void recv_resp(jr_node *n, jr__peer *p, jr__hb_view v)
 {
     jr__plive *pl = &p->live;
@@ -669,11 +679,12 @@ static void recv_resp(jr_node *n, jr__peer *p, jr__hb_view v)
     while (jr__hb_next(&v, &it)) {
         n->live.stats.items_received++;
         size_t k = ours ? pend_find(pl, it.group) : pl->npend;
-        if (k < pl->npend && pl->pend[k].sent_seq && pl->pend[k].sent_seq <= v.seq) {
+        jr_group *g = jr__map_get(&n->groups, it.group);
+        if (k < pl->npend && pl->pend[k].sent_seq && pl->pend[k].sent_seq <= v.seq &&
+            !(pl->pend[k].term && !it.term && g && !g->closed && still_listed(g, p))) {
             pl->pend[k].group = 0; /* told: dropped below */
             dropped++;
         }
-        jr_group *g = jr__map_get(&n->groups, it.group);
         if (!g || g->closed) continue;
         if (it.term && !jr__raft_wire_ok(g->raft, it.term, it.index))
             n->live.stats.bad_items++; /* a term or match out of bounds: ignored */

@@ -51,6 +51,15 @@
  * An answer owed for a replica that closed after the heartbeat came says term 0, not the term
  * the replica had then.
  *
+ * Listings to a node without the replica. A listing echoed with term 0 (the member's node does
+ * not host the group: it has not opened its replica yet, as a server that applies the group's
+ * assignment late, or closed it) is kept and repeated with every heartbeat while the group stays
+ * a quiet leader here with that member, until the member's node echoes it with a term. A replica
+ * opened empty there (a joiner) does not campaign, and the quiet leader, having taken the member
+ * for down, does not talk to it: the listing is what reaches it (jr__raft_hb_recv: it follows,
+ * and its echo of its last index wakes the leader to send it the log). The cost: one item per
+ * heartbeat to that node for each such group, as long as it does not host it.
+ *
  * Reporting contact (jr__live_contact). What is reported is contact received, never the grace
  * check-quorum gives (a new leader's, or a woken one's, progress counts every member as in
  * contact for an election timeout): the core's heard, not its last_contact. A quiet leader's

@@ -8,7 +8,9 @@
  *  - both followers close theirs: the quiet leader steps down (check-quorum);
  *  - the closed replica is reopened: it catches up and counts again, without an election;
  *  - a node restarts without reopening one of its groups: that group's leader stops counting it
- *    (the node answers its listing saying it does not host the group), the others do not.
+ *    (the node answers its listing saying it does not host the group), the others do not;
+ *  - a member's node opens its replica, empty, only after the quiet leader listed the group to
+ *    it: the leader brings it up to date without a write to wake the group.
  * No other group moves meanwhile.
  */
 #include <check.h>
@@ -362,6 +364,64 @@ START_TEST(a_node_restarted_without_one_of_its_groups_is_not_counted_in_that_gro
 }
 END_TEST
 
+/* Opens gid on node i as a joiner: its server is not among the voters it is given (the other
+ * nodes), so the replica starts empty and learns the group from its leader. */
+static void open_joiner(cluster *c, unsigned i, uint64_t gid)
+{
+    rep *r = &c->reps[i][gid];
+    memset(r, 0, sizeof *r);
+    r->gid = gid;
+    const char *voters[N - 1];
+    size_t nv = 0;
+    for (unsigned k = 0; k < N; k++)
+        if (k != i) voters[nv++] = jr_sim_name(c->sim, k);
+    c->fsms[i][gid] = (jr_fsm){.version = JR_FSM_VERSION, .ctx = r, .apply = apply};
+    jr_group_config gc;
+    jr_group_config_init(&gc);
+    gc.id = gid;
+    gc.voters = voters;
+    gc.nvoters = nv;
+    gc.fsm = &c->fsms[i][gid];
+    jr_group *g;
+    ck_assert_int_eq(jr_group_open(node(c, i), &gc, &g), 0);
+}
+
+/* A member's server that had not opened its replica when the group went quiet (it applied the
+ * assignment late) answers the leader's listing as not hosting the group; the listing is
+ * repeated until it does, so the empty replica it opens later hears from its quiet leader and
+ * is brought up to date without a write to wake the group. */
+START_TEST(a_replica_opened_after_its_quiet_leader_listed_it_is_brought_up_to_date)
+{
+    cluster c;
+    memset(&c, 0, sizeof c);
+    c.sim = sg_new(N, 5);
+    const unsigned f = 2;
+    const uint64_t gid = 5;
+    for (unsigned i = 0; i < N; i++)
+        for (uint64_t k = 1; k <= G; k++)
+            if (i != f || k != gid) open_group(&c, i, k);
+    ck_assert_int_eq(jr_sim_run_until(c.sim, all_led, &c, 40 * ET), 0);
+    for (uint64_t k = 1; k <= G; k++) ck_assert_int_eq(write1(&c, k), 0);
+    ck_assert_int_eq(jr_sim_run_until(c.sim, all_quiet, &c, 20 * ET), 0);
+    jr_sim_run_for(c.sim, 5 * ET);
+    unsigned l = (unsigned)ready_leader(&c, gid);
+    ck_assert(jr__raft_quiet(raft(&c, l, gid)));
+    ck_assert(!peer_status(&c, l, gid, f).current);
+    uint64_t terms = other_terms(&c, gid), term = term_of(&c, l, gid);
+
+    open_joiner(&c, f, gid);
+    back b = {&c, l, f, gid, c.reps[l][gid].applied};
+    uint64_t t0 = jr_sim_now(c.sim);
+    ck_assert_int_eq(jr_sim_run_until(c.sim, caught_up_and_current, &b, 10 * ET), 0);
+    fprintf(stderr, "replica_close: replica opened late current after %llu ms\n",
+            (unsigned long long)((jr_sim_now(c.sim) - t0) / MS));
+    ck_assert_int_eq(jr_sim_run_until(c.sim, all_quiet, &c, 20 * ET), 0);
+    ck_assert_uint_eq(term_of(&c, l, gid), term);
+    ck_assert_uint_eq(other_terms(&c, gid), terms);
+    jr_sim_free(c.sim);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("replica_close");
@@ -371,6 +431,7 @@ int main(void)
     tcase_add_test(tc, a_quiet_leader_whose_followers_closed_their_replicas_steps_down);
     tcase_add_test(tc, a_reopened_replica_catches_up_and_counts_again_without_an_election);
     tcase_add_test(tc, a_node_restarted_without_one_of_its_groups_is_not_counted_in_that_group);
+    tcase_add_test(tc, a_replica_opened_after_its_quiet_leader_listed_it_is_brought_up_to_date);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
