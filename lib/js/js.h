@@ -466,6 +466,8 @@ struct jr__srep {
                             meta state's version, meta_state.h; never NULL once created) */
     jr__jtimer timer;    /* leader duties, catch-up retries */
     uint8_t led;         /* its timer saw it lead (a retention sweep starts when it begins) */
+    uint8_t busy;        /* an entry was applied since its timer last found nothing due; a
+                            visit with nothing due that finds it unset trims the store (idle) */
     uint64_t sweep_next; /* leader of an interest or work-queue stream: the seq its retention
                             sweep goes on from (0: none due) */
     jr__sclock clock;    /* leader: stream time of the ops it stamps (stream/clock.h) */
