@@ -147,6 +147,7 @@ static void flush_one(jr__srep *r)
     }
     jr__buf *b = &js->scratch;
     jr__buf_reset(b);
+    js->batched = 1; /* (js.c jr__js_before_flush) */
     jr__buf_u8(b, JR__OP_VERSION);
     jr__buf_u8(b, JR__OP_BATCH);
     jr__buf_varint(b, r->nstage);
