@@ -369,9 +369,12 @@ void jr__js_before_flush(jr__js *js)
     jr_node *n = js->n;
     if (js->closing || jr__node_closing(n)) return;
     /* A meta snapshot, a catch-up chunk or a busy stream's batches may have grown them to
-     * megabytes: given back once a second, so a busy node rebuilds them rarely. */
+     * megabytes: given back once a second, so a busy node rebuilds them rarely. While streams
+     * build batches in scratch, it keeps what the largest batch needs (they would grow it again
+     * within the second); once none did for a second, it gives that back too. */
     if (jr__node_now(n) >= js->scratch_at) {
-        jr__buf_release(&js->scratch, JR__SCRATCH_KEEP);
+        jr__buf_release(&js->scratch, js->batched ? JR__BATCH_SCRATCH_KEEP : JR__SCRATCH_KEEP);
+        js->batched = 0;
         jr__buf_release(&js->scratch2, JR__SCRATCH_KEEP);
         js->scratch_at = jr__deadline(jr__node_now(n), 1000000000ull);
     }

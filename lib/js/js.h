@@ -443,6 +443,12 @@ struct jr__crep {
     jr__move_note note;   /* leader: what its peer change waits on (consumer info) */
 };
 
+/* What js->scratch keeps at its once-a-second release while streams build BATCH entries in it:
+ * the capacity the largest batch (stream_replica.c BATCH_MAX_BYTES of ops and a few bytes)
+ * grows it to, so a busy stream's batches do not free and fault in that buffer again every
+ * second. */
+#define JR__BATCH_SCRATCH_KEEP ((size_t)1024 * 1024)
+
 /* A local replica of a stream (stream_replica.c). */
 struct jr__srep {
     jr__js *js;
@@ -466,6 +472,8 @@ struct jr__srep {
                             meta state's version, meta_state.h; never NULL once created) */
     jr__jtimer timer;    /* leader duties, catch-up retries */
     uint8_t led;         /* its timer saw it lead (a retention sweep starts when it begins) */
+    uint8_t busy;        /* an entry was applied since its timer last found nothing due; a
+                            visit with nothing due that finds it unset trims the store (idle) */
     uint64_t sweep_next; /* leader of an interest or work-queue stream: the seq its retention
                             sweep goes on from (0: none due) */
     jr__sclock clock;    /* leader: stream time of the ops it stamps (stream/clock.h) */
@@ -558,6 +566,7 @@ struct jr__js {
     jr__buf scratch;
     jr__buf scratch2;
     uint64_t scratch_at; /* when scratch and scratch2 give back what they grew to next */
+    uint8_t batched;     /* a stream's BATCH entry was built in scratch since then */
     /* counters (tests, observability) */
     uint64_t not_leader_resends;  /* stream requests sent again after JR_ENOTLEADER */
     uint64_t catchup_chunks;      /* chunks received by catching-up replicas */

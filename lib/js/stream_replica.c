@@ -147,6 +147,7 @@ static void flush_one(jr__srep *r)
     }
     jr__buf *b = &js->scratch;
     jr__buf_reset(b);
+    js->batched = 1; /* (js.c jr__js_before_flush) */
     jr__buf_u8(b, JR__OP_VERSION);
     jr__buf_u8(b, JR__OP_BATCH);
     jr__buf_varint(b, r->nstage);
@@ -486,6 +487,7 @@ static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
     int64_t clock = jr__stream_fsm_clock(r->fsm);
     if (clock > r->clock.stamp) /* another leader's stamps: maybe an anchor (stream/clock.h) */
         jr__sclock_observe(&r->clock, clock, jr__js_wall(r->js), jr__node_now(r->js->n));
+    r->busy = 1;
     if (index >= r->synced + SYNC_ENTRIES)
         jr__srep_sync(r);
     else if (index != r->synced)
@@ -587,8 +589,10 @@ static void drop_proposals(jr__srep *r, int status);
 
 /* The replica's timer runs its duties: rebuilding it once its state machine failed ("Rebuilding"
  * below), catch-up retries, store marks, the leader's config and TICK ops, peer changes and
- * proposal deadlines. It is armed only while one of them is due:
- * an idle replica has no timer at all, so idle streams cost nothing. Whatever makes a duty due
+ * proposal deadlines. It is armed only while one of them is due, or for one more visit a sync
+ * interval after a visit that found none due while entries were applied (the store is trimmed
+ * only once the stream is idle): an idle replica has no timer at all, so idle streams cost
+ * nothing. Whatever makes a duty due
  * arms it: an entry applied (store mark), a proposal made (its deadline), an assignment update,
  * a catch-up, and a change of the replica's role (jr__srep_role_changed, from the node's
  * flush): a new leader finds its duties (first CONFIG, TICK, a peer change) on that visit, a
@@ -670,6 +674,15 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
      * unarmed, it would stay the group's Raft leader, whose heartbeats keep the others from
      * electing one, while refusing every request. */
     if (r->failed && r->failed != JR_EVERSION) next = jr__node_now(n);
+    /* Nothing due. A stream that applied entries since the last such visit is busy: its store
+     * was just synced by this visit or by a snapshot, but the next entries will need the store's
+     * active block window and buffers again, so trimming now would free and allocate them (and
+     * fault their pages in) once a second or every snapshot. It is looked at again a sync
+     * interval later; a visit that finds no entry applied since is idle, and trims. */
+    if (next == UINT64_MAX && r->busy) {
+        r->busy = 0;
+        next = jr__deadline(jr__node_now(n), SYNC_NS);
+    }
     if (next == UINT64_MAX) {
         jr__js_timer_cancel(js, &r->timer); /* nothing due: the next event re-arms it */
         jr__stream_fsm_trim(r->fsm);        /* idle and synced: what the files hold can go */

@@ -16,17 +16,23 @@ int jr__snapfile_encode(jr__buf *out, uint64_t group, uint64_t index, uint64_t t
     jr__buf_reset(out);
     size_t nblocks = (raw_len + JR__SNAPFILE_BLOCK - 1) / JR__SNAPFILE_BLOCK;
     if (nblocks > UINT32_MAX) return JR_EINVAL;
-    /* Worst case: every block stored raw; reserve once. */
-    size_t bound = JR__SNAPFILE_HEADER + conf_len + nblocks * 8 + raw_len + 8;
+    /* Worst case: every block stored raw, plus the room lz4 may need beyond a block's size while
+     * it compresses it (the largest block's room covers any: each block before takes at most 8 +
+     * its size once written). Reserved once and sized by the snapshot, not by the largest block
+     * possible, so that a small snapshot needs a small buffer, which the node keeps between
+     * snapshots (node/snapshot.c release_bufs). */
+    size_t first = raw_len < JR__SNAPFILE_BLOCK ? raw_len : JR__SNAPFILE_BLOCK;
+    size_t slack = (size_t)LZ4_compressBound((int)first) - first;
+    size_t bound = JR__SNAPFILE_HEADER + conf_len + nblocks * 8 + raw_len + slack + 8;
     if (jr__buf_reserve(out, bound) != 0) return JR_ENOMEM;
     out->len = JR__SNAPFILE_HEADER;
     jr__buf_put(out, conf, conf_len);
     size_t body_start = out->len;
-    int cap = LZ4_compressBound((int)JR__SNAPFILE_BLOCK);
     for (size_t off = 0; off < raw_len; off += JR__SNAPFILE_BLOCK) {
         uint32_t n =
             (uint32_t)(raw_len - off < JR__SNAPFILE_BLOCK ? raw_len - off : JR__SNAPFILE_BLOCK);
-        if (jr__buf_reserve(out, 8 + (size_t)cap) != 0) return JR_ENOMEM;
+        int cap = LZ4_compressBound((int)n);
+        if (jr__buf_reserve(out, 8 + (size_t)cap) != 0) return JR_ENOMEM; /* (reserved above) */
         uint8_t *h = out->data + out->len;
         int c = LZ4_compress_default((const char *)raw + off, (char *)h + 8, (int)n, cap);
         jr__put_u32(h, n);

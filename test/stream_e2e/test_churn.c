@@ -5,9 +5,12 @@
  * baseline however many streams came and went — also on a server that was down while streams
  * were deleted, or that crashed right after applying a deletion (its groups' logs come back
  * from the WAL, and the meta snapshot says the streams are gone); and a leftover store under a
- * new stream's name is never taken for the new stream's.
+ * new stream's name is never taken for the new stream's. A busy stream's snapshots and store
+ * syncs free none of its store's buffers (the next writes would allocate them again), and the
+ * stream gives them back once it goes idle.
  */
 #include <check.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +18,16 @@
 #include "e2e.h"
 #include "js/js.h"
 #include "node/node.h"
+#include "store/file_int.h"
 
 /* A counting allocator: live bytes and blocks of the nodes (the fixture and its simulated disks
  * use the C library's allocator, so the WAL's and stores' bytes on the "disk" do not count). */
 typedef struct counter {
     size_t bytes, blocks;
+    size_t big; /* allocations and reallocations to BIG bytes or more */
 } counter;
+
+#define BIG (64u << 10)
 
 static counter cnt;
 
@@ -37,6 +44,7 @@ static void *c_malloc(void *ctx, size_t n)
     h->size = n;
     c->bytes += n;
     c->blocks++;
+    if (n >= BIG) c->big++;
     return h + 1;
 }
 
@@ -50,6 +58,7 @@ static void *c_realloc(void *ctx, void *p, size_t n)
     if (!nh) return NULL;
     nh->size = n;
     c->bytes = c->bytes - old + n;
+    if (n >= BIG && n > old) c->big++;
     return nh + 1;
 }
 
@@ -294,6 +303,86 @@ START_TEST(a_leftover_store_under_a_new_streams_name_is_not_taken_for_it)
 }
 END_TEST
 
+/* The capacity of the in-memory window of stream name's active block on node i. */
+static size_t store_window(unsigned i, const char *name)
+{
+    jr__js *js = jr__js_of(e2e_node(&c, i));
+    const jr__meta_stream *ms = jr__meta_stream_find(&js->st, name);
+    ck_assert_ptr_nonnull(ms);
+    jr__srep *r = jr__srep_find(js, ms->group);
+    ck_assert_ptr_nonnull(r);
+    return F(jr__stream_fsm_store(r->fsm))->plain.cap;
+}
+
+static int acked, nacked;
+
+static void ack_cb(void *arg, int status, const jr_pub_ack *ack)
+{
+    (void)arg;
+    (void)ack;
+    if (status == 0)
+        acked++;
+    else
+        nacked++;
+}
+
+static int all_acked(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return acked + nacked >= *(int *)arg;
+}
+
+/* Publishes n messages of 4 KiB to b.x through node 0 at once (batch entries of up to n, about
+ * 80 KiB for 20, built in the node's scratch buffer), and waits for their acks. */
+static void publish_b(int n)
+{
+    static char data[4096];
+    acked = nacked = 0;
+    for (int k = 0; k < n; k++)
+        ck_assert_int_eq(
+            jr_publish(e2e_node(&c, 0), "b.x", NULL, 0, data, sizeof data, NULL, ack_cb, NULL), 0);
+    ck_assert_int_eq(jr_sim_run_until(c.sim, all_acked, &n, 10 * SEC), 0);
+    ck_assert_int_eq(acked, n);
+    jr_sim_run_for(c.sim, 50 * MS); /* about 1.6 MB/s: the nodes' disks are in memory */
+}
+
+START_TEST(a_busy_streams_snapshots_free_no_store_buffer_an_idle_one_gives_them_back)
+{
+    const char *subjects[] = {"b.>"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "B", subjects, 1, 3);
+    ck_assert_int_eq(e2e_add(&c, 0, &cfg, NULL), 0);
+    ck_assert_int_ge(e2e_wait_stream(&c, 0, "B", 2, 10 * SEC), 0);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 5);
+    /* warm-up: the store windows (256 KiB of 4 KiB messages, and a record more) and the logs'
+     * rings reach their working size */
+    uint64_t w0 = jr_sim_now(c.sim);
+    while (jr_sim_now(c.sim) < w0 + 2 * SEC) publish_b(20);
+    uint64_t t0 = jr_sim_now(c.sim), snap0 = e2e_snapshot_index(&c, 0, "B");
+    cnt.big = 0;
+    /* several seconds of publishing (a store sync every second, by each replica's timer) and
+     * several snapshots */
+    while (jr_sim_now(c.sim) < t0 + 4 * SEC) publish_b(20);
+    uint64_t snap1 = e2e_snapshot_index(&c, 0, "B");
+    fprintf(stderr, "busy: %.1f s, snapshots %" PRIu64 " -> %" PRIu64 ", %zu allocations >= %u\n",
+            (double)(jr_sim_now(c.sim) - t0) / SEC, snap0, snap1, cnt.big, BIG);
+    ck_assert_uint_ge(snap1, snap0 + 5 * 5);
+    ck_assert_uint_eq(cnt.big, 0);
+    for (unsigned i = 0; i < 3; i++) ck_assert_uint_gt(store_window(i, "B"), 0);
+    int leader = e2e_replica_leader(&c, 0, "B"); /* its batch buffer is kept */
+    ck_assert_int_ge(leader, 0);
+    ck_assert_uint_gt(jr__js_of(e2e_node(&c, (unsigned)leader))->scratch.cap, JR__SCRATCH_KEEP);
+    /* idle: every replica gives its store's window back */
+    jr_sim_run_for(c.sim, 3 * SEC);
+    for (unsigned i = 0; i < 3; i++) {
+        ck_assert_uint_eq(store_window(i, "B"), 0);
+        ck_assert_int_eq(e2e_timer_armed(&c, i, "B"), 0); /* and no timer is left armed */
+        /* the leader's batch buffer too */
+        ck_assert_uint_le(jr__js_of(e2e_node(&c, i))->scratch.cap, JR__SCRATCH_KEEP);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("churn");
@@ -304,6 +393,7 @@ int main(void)
     tcase_add_test(tc, a_server_down_while_streams_were_deleted_forgets_them_after_its_restart);
     tcase_add_test(tc, a_crash_right_after_a_deletion_leaves_no_stash_behind);
     tcase_add_test(tc, a_leftover_store_under_a_new_streams_name_is_not_taken_for_it);
+    tcase_add_test(tc, a_busy_streams_snapshots_free_no_store_buffer_an_idle_one_gives_them_back);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
