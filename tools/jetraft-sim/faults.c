@@ -67,8 +67,12 @@ static void health_cb(void *arg, int status, const char *msg, const jr_node_heal
         snprintf(r->why, sizeof r->why, "%s", h->ngroups ? h->groups[0]->text : h->meta_text);
 }
 
-/* Records the groups whose only member is node v's replica, before the disk nemesis damages
- * v's disk (applied_each_group's callback). */
+/* Records the groups of which node v's replica is one of at most two voters, before the disk
+ * nemesis damages v's disk (applied_each_group's callback): the damage then hits half of their
+ * voters or all, beyond the fault model's minority. Its only voter, no other copy of what it
+ * committed; one of two, the other cannot be elected without its vote, and a replica that lost
+ * what it acknowledged cannot safely give one (it may have voted in that term for a stale
+ * candidate: the other may have held entries committed by those two alone). */
 static void note_lone(world *w, uint64_t group, void *arg)
 {
     unsigned v = *(const unsigned *)arg;
@@ -86,7 +90,7 @@ static void note_lone(world *w, uint64_t group, void *arg)
         if (jr_group_peer(g, k, &ps) != 0) return;
         voters += ps.voter != 0;
     }
-    if (voters != 1) return;
+    if (voters == 0 || voters > 2) return;
     for (size_t k = 0; k < w->nlone_hit; k++)
         if (w->lone_hit[k] == group) return;
     if (w->nlone_hit < sizeof w->lone_hit / sizeof w->lone_hit[0])
@@ -99,15 +103,15 @@ static void note_lone_groups(world *w, unsigned v)
 }
 
 /* 1 if every group node i reports unwell is one whose only member is node i, after the disk
- * nemesis damaged node i's disk, or one whose only voter was the victim when the nemesis damaged
- * its disk (its log may since have been cut back to a configuration of more members, or the
- * group grew), or one whose replica on the victim is a damaged lone voter (placed there while
- * the victim was down with its WAL lost), or one whose single voter relogged an
- * index after losing what it had applied there (check_log.c: applied-log leaves it out too): what
- * such a replica lost no rule can recover (the fault model allows one damaged replica of a group,
- * and this one has no other holder of what it alone committed; its other members rightly refuse to
- * elect it below the entry they know committed), so it is not counted against the library; noted in
- * the history once per group. */
+ * nemesis damaged node i's disk, or one of whose one or two voters the victim was when the
+ * nemesis damaged its disk (its log may since have been cut back to a configuration of more
+ * members, or the group grew; note_lone), or one whose replica on the victim is a damaged lone
+ * voter (placed there while the victim was down with its WAL lost), or one whose single voter
+ * relogged an index after losing what it had applied there (check_log.c: applied-log leaves it out
+ * too): what such a replica lost no rule can recover (the fault model allows one damaged replica of
+ * a group, and this one has no other holder of what it alone committed; its other members rightly
+ * refuse to elect it below the entry they know committed), so it is not counted against the
+ * library; noted in the history once per group. */
 static int only_replicas_lost(world *w, unsigned i, const health_res *r)
 {
     if (!r->meta_current || r->nunwell == 0 || r->nunwell > 16) return 0;
@@ -136,9 +140,11 @@ static int only_replicas_lost(world *w, unsigned i, const health_res *r)
             seen = w->lost_alone[j] == r->unwell[k];
         if (seen || w->nlost_alone == sizeof w->lost_alone / sizeof w->lost_alone[0]) continue;
         w->lost_alone[w->nlost_alone++] = r->unwell[k];
-        nem_note(w,
-                 "n%u: group %llu, its only voter once, damaged by the disk nemesis: not counted",
-                 i, (unsigned long long)r->unwell[k]);
+        nem_note(
+            w,
+            "n%u: group %llu, one of its one or two voters damaged by the disk nemesis (beyond a "
+            "minority): not counted",
+            i, (unsigned long long)r->unwell[k]);
     }
     return 1;
 }
