@@ -2,7 +2,7 @@
  * block — the on-disk formats of message block files, independent of any file system, so they
  * can be fuzzed and tested on bytes alone.
  *
- * A block file holds the records (record.h) of a run of consecutive writes of one stream. Two
+ * A block file holds the records (srecord.h) of a run of consecutive writes of one stream. Two
  * formats, told apart by their magic:
  *
  * Open block ("JRBK"): appended to while it is the stream's active block.

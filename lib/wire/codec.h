@@ -22,7 +22,7 @@
 #define JR__FH_LEN 4
 #define JR__FH_FROM 8
 #define JR__FH_TO 16
-#define JR__FH_CHECK 24 /* also the number of header bytes covered by check and by the AEAD */
+#define JR__FH_CHECK 24 /* also the number of header bytes the checksum covers */
 
 #define JR__MF_ALL (JR__MF_PREVOTE | JR__MF_TRANSFER | JR__MF_DURABLE)
 
@@ -64,7 +64,7 @@ static inline uint8_t jr__wget_bool(jr__rd *r)
     return v;
 }
 
-/* Internal cross-file functions (frame.c, msg.c, hb.c, seal.c). ------------------------------*/
+/* Internal cross-file functions (frame.c, msg.c, hb.c, rpc.c, fsm.c). -------------------------*/
 
 /* Writes the length field and the checksum of the frame whose header is at h. */
 void jr__wire_finish(uint8_t *h, size_t body_len);
