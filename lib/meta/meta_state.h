@@ -450,7 +450,8 @@ int jr__meta_stream_repeer(jr__meta_state *st, uint64_t index, jr__meta_stream *
  * consumer's origin keeps only its peers (restored with the consumer's current config). A state
  * restored from version 5 or below has no origins (a cancel of a change in progress is then
  * JR_ENOCHANGE). Version 3 is the same as 4 without consumers. Version 2 (before peer changes) is
- * the same without peers_at and converged_at (restored as created: the original peers, converged);
+ * the same without peers_at and converged_at (restored as created: the original peers, converged)
+ * and without the floor (floor_term, floor_commit_term, floor_commit: restored as 0);
  * version 1 (before streams had a creation time) also lacks created_ns (restored as 0). */
 #define JR__META_SNAP_VERSION 7
 
