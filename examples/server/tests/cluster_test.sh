@@ -24,22 +24,39 @@ cluster_test_start() {
         kill -TERM $$
     ) >/dev/null 2>&1 &
     cluster_watchdog=$!
-    trap 'echo "FAIL: the test ran out of time" >&2; exit 1' TERM
-    trap '"$cluster" stop >/dev/null 2>&1 || true; pkill -P $cluster_watchdog 2>/dev/null || true
+    # out of time: the caller's fail (which may print the servers' logs), then the EXIT trap
+    trap 'trap - TERM; fail "the test ran out of time"' TERM
+    # at exit: TERM ignored (the watchdog, stopped here, may send it as its sleep ends)
+    trap 'trap "" TERM
+          "$cluster" stop >/dev/null 2>&1 || true; pkill -P $cluster_watchdog 2>/dev/null || true
           kill $cluster_watchdog 2>/dev/null || true; rm -rf "$JR_CLUSTER_DIR"' EXIT
     local p1 p2 p3
     read -r p1 p2 p3 < <(python3 -c '
-import os, socket
+import os, random, socket
 n = int(os.environ.get("JR_CLUSTER_SERVERS", "3"))
 taken = set()
+def free(q):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", q))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
+low = max(low, 12000)
 def run():
-    # n free ports in a row, apart from the runs picked before (the kernel hands out
-    # neighbouring ports one after the other)
+    # n ports in a row that can be bound now, below the kernel ephemeral range: no connection
+    # another test opens meanwhile takes one of them, and tests running side by side pick apart
+    # at random
     while True:
-        s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
+        p = random.randrange(10000, low - n)
         ports = set(range(p, p + n))
-        if p < 60000 and not ports & taken and all(
-                socket.socket().connect_ex(("127.0.0.1", q)) != 0 for q in ports):
+        if not ports & taken and all(free(q) for q in ports):
             taken.update(ports)
             return p
 print(run(), run(), run())')
