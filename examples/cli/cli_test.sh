@@ -37,7 +37,7 @@ expect "stream add" "Replicas: 3" "$out"
 step "ORDERS created"
 out=$("${J[@]}" pub orders.new '{"order":1}')
 expect "pub" 'stored in ORDERS as seq 1' "$out"
-out=$("${J[@]}" pub orders.new --count 500 --size 64 2>&1)
+out=$(LSAN_OPTIONS="$async_pub_lsan" "${J[@]}" pub orders.new --count 500 --size 64 2>&1)
 expect "pub --count" "500 / 500 acknowledged" "$out"
 
 out=$("${J[@]}" stream info ORDERS)

@@ -31,7 +31,7 @@ for _ in $(seq 60); do
 done
 marker="JRATREST-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 # one CLI run for 299 of them (a process per publish takes minutes on a loaded machine)
-"${J[@]}" pub secret.x "$marker-x" --count 299 >/dev/null || fail "publishes 1-299"
+LSAN_OPTIONS="$async_pub_lsan" "${J[@]}" pub secret.x "$marker-x" --count 299 >/dev/null || fail "publishes 1-299"
 "${J[@]}" pub secret.x "$marker-300" >/dev/null || fail "publish 300"
 out=$("${J[@]}" stream info SECRET)
 grep -q "Messages: 300" <<<"$out" || fail "the stream does not hold 300 messages: $out"

@@ -10,6 +10,9 @@
 # test fails as out of time; the watchdog's output is not on the test's, so that the test's end
 # does not wait for it.
 cluster="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/cluster.sh"
+# LSAN_OPTIONS for the CLI's asynchronous publishes (pub --count) in sanitizer builds: the file
+# says which libnats-internal report it suppresses and why
+async_pub_lsan="suppressions=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/cli/libnats-async-pub.supp"
 
 fail() {
     echo "FAIL: $*" >&2

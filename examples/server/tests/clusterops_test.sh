@@ -118,7 +118,7 @@ for _ in $(seq 80); do
     sleep 0.5
 done
 expect "stream add" "Stream ORDERS was created" "$out"
-out=$("${APP[@]}" pub orders.new --count 20 --size 32 2>&1)
+out=$(LSAN_OPTIONS="$async_pub_lsan" "${APP[@]}" pub orders.new --count 20 --size 32 2>&1)
 expect "pub" "20 / 20 acknowledged" "$out"
 
 # ---- server list ----
@@ -317,7 +317,7 @@ out=$("${APP[@]}" stream add PURGED --subjects "purged.>" --replicas=1 --default
 expect "stream add PURGED" "Stream PURGED was created" "$out"
 out=$("${APP[@]}" consumer add PURGED PC --replicas 1)
 expect "consumer add PC" "Information for Consumer PURGED > PC" "$out"
-out=$("${APP[@]}" pub purged.x --count 5 2>&1)
+out=$(LSAN_OPTIONS="$async_pub_lsan" "${APP[@]}" pub purged.x --count 5 2>&1)
 expect "pub PURGED" "5 / 5 acknowledged" "$out"
 out=$(RAW_WAIT=2 raw "$((p1 + i))" app app-pw '$JS.API.ACCOUNT.PURGE.$G' '' 2>&1)
 expect "purge as app" "Permissions Violation" "$out"
