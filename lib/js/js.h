@@ -874,8 +874,10 @@ int jr__js_origin_lost(jr__js *js, size_t norigin, uint64_t created, uint64_t gr
 /* jr__js_origin_peer for stream s. */
 int jr__srep_origin_peer(const jr__js *js, const jr__meta_stream *s);
 /* Creates the replicas jr__srep_origin_peer and jr__crep_origin_peer say this server runs and
- * does not. 0, JR_EBUSY or JR_ENOMEM (the convergence comes back). */
+ * does not: for every stream and its consumers (jr__srep_sweep_origins), or for stream s and
+ * its consumers (jr__srep_sweep_origin). 0, JR_EBUSY or JR_ENOMEM (the convergence comes back). */
 int jr__srep_sweep_origins(jr__js *js);
+int jr__srep_sweep_origin(jr__js *js, const jr__meta_stream *s);
 /* The assignment changed: take its config and peers. */
 void jr__srep_update(jr__srep *r, const jr__meta_stream *s);
 /* Removes the local replica; with purge = 1 (the stream was deleted, or this server left it)

@@ -1204,6 +1204,10 @@ void jr__mnode_converge_one(jr__js *js, uint64_t group)
             if (!s) jr__node_released_forget(js->n, group); /* deleted */
         }
     }
+    /* as jr__mnode_converge's sweep of original peers, for this stream: a server that applies
+     * the creation and a first change that drops it together (cut off meanwhile, no restart
+     * in between) never held the group, which may need its vote for a first leader */
+    if (s && jr__srep_sweep_origin(js, s) != 0) js->converge_failed = 1;
     forget_deleted(js, group);
     if (jr__srep_sweep_stashes(js) != 0) js->converge_failed = 1;
 }

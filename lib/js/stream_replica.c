@@ -1203,32 +1203,39 @@ void jr__srep_close_all(jr__js *js, int flush)
     }
 }
 
-int jr__srep_sweep_origins(jr__js *js)
+int jr__srep_sweep_origin(jr__js *js, const jr__meta_stream *s)
 {
     if (!jr__mnode_replayed(js)) return 0;
     int rc = 0;
+    if (jr__srep_origin_peer(js, s) && !jr__srep_find(js, s->group)) {
+        jr__node_log(js->n, JR_LOG_INFO,
+                     "stream '%s': an original peer the first peer change drops; its replica "
+                     "runs until the change is over",
+                     s->name);
+        if (jr__srep_create(js, s) != 0) rc = JR_ENOMEM;
+    }
+    /* the stream's consumers, by the same rule; with or without a replica of the stream here
+     * (one the stream's own change left behind): such a replica is there to elect the leader
+     * that completes the change, whose peer duty needs no stream replica */
+    for (size_t k = 0; k < s->nconsumers; k++) {
+        const jr__meta_consumer *c = s->consumers[k];
+        if (!jr__crep_origin_peer(js, c) || jr__crep_find(js, c->group)) continue;
+        jr__node_log(js->n, JR_LOG_INFO,
+                     "consumer '%s > %s': an original peer the first peer change drops; its "
+                     "replica runs until the change is over",
+                     s->name, c->cfg->c.name);
+        int crc = jr__crep_create(js, c);
+        if (crc != 0 && rc != JR_ENOMEM) rc = crc == JR_EBUSY ? JR_EBUSY : JR_ENOMEM;
+    }
+    return rc;
+}
+
+int jr__srep_sweep_origins(jr__js *js)
+{
+    int rc = 0;
     for (size_t i = 0; i < js->st.nstreams; i++) {
-        const jr__meta_stream *s = js->st.streams[i];
-        if (jr__srep_origin_peer(js, s) && !jr__srep_find(js, s->group)) {
-            jr__node_log(js->n, JR_LOG_INFO,
-                         "stream '%s': an original peer the first peer change drops; its replica "
-                         "runs until the change is over",
-                         s->name);
-            if (jr__srep_create(js, s) != 0) rc = JR_ENOMEM;
-        }
-        /* the stream's consumers, by the same rule; with or without a replica of the stream
-         * here (one the stream's own change left behind): such a replica is there to elect
-         * the leader that completes the change, whose peer duty needs no stream replica */
-        for (size_t k = 0; k < s->nconsumers; k++) {
-            const jr__meta_consumer *c = s->consumers[k];
-            if (!jr__crep_origin_peer(js, c) || jr__crep_find(js, c->group)) continue;
-            jr__node_log(js->n, JR_LOG_INFO,
-                         "consumer '%s > %s': an original peer the first peer change drops; its "
-                         "replica runs until the change is over",
-                         s->name, c->cfg->c.name);
-            int crc = jr__crep_create(js, c);
-            if (crc != 0) rc = crc == JR_EBUSY ? JR_EBUSY : JR_ENOMEM;
-        }
+        int one = jr__srep_sweep_origin(js, js->st.streams[i]);
+        if (one != 0 && rc != JR_ENOMEM) rc = one;
     }
     return rc;
 }

@@ -1490,6 +1490,45 @@ START_TEST(a_shrink_before_the_first_leader_completes_when_the_dropped_peer_retu
 }
 END_TEST
 
+/* As above, but the dropped server stays up, cut off from the others from before the creation
+ * until after the shrink: it applies the creation and the shrink together once the partition
+ * heals, with no restart in between, and so never held the group. It runs the original peer
+ * set's replica all the same, and the group elects and converges. */
+START_TEST(a_shrink_before_the_first_leader_completes_when_the_cut_off_dropped_peer_heals)
+{
+    e2e c;
+    e2e_new_ssd(&c, 3, 2, seed_of(812));
+    int m = e2e_meta_leader(&c);
+    ck_assert_int_ge(m, 0);
+    unsigned cut = m == 0 ? 1 : 0, up = 1 - cut;
+    ck_assert_int_eq(jr_sim_partition(c.sim, &cut, 1), 0);
+    static const char *ssd[] = {"ssd"};
+    jr_stream_config cfg;
+    e2e_config(&cfg, "ORIG", subj, 1, 2);
+    cfg.placement = e2e_placement(NULL, ssd, 1);
+    e2e_res r;
+    ck_assert_msg(e2e_add(&c, (unsigned)m, &cfg, &r) == 0, "add: %s", r.msg);
+    jr_sim_run_for(c.sim, 5 * SEC); /* the meta leader sees it offline */
+    cfg.replicas = 1;
+    ck_assert_msg(e2e_update(&c, (unsigned)m, &cfg, &r) == 0, "shrink: %s", r.msg);
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, (unsigned)m, "ORIG", p, 8), 1);
+    ck_assert_uint_eq(p[0], up);
+    jr_sim_heal(c.sim);
+    int led = 0;
+    for (int tries = 0; tries < 300 && !led; tries++) {
+        jr_sim_run_for(c.sim, 100 * MS);
+        led = e2e_replica_leader(&c, up, "ORIG") == (int)up && !e2e_meta_busy(&c, up, "ORIG");
+    }
+    ck_assert_msg(led, "ORIG never elected a leader and converged");
+    ck_assert_int_eq(e2e_publish(&c, up, "rep.orig", "x", 1, NULL, &r), 0);
+    for (int tries = 0; tries < 100 && e2e_has_replica(&c, cut, "ORIG"); tries++)
+        jr_sim_run_for(c.sim, 100 * MS);
+    ck_assert_msg(!e2e_has_replica(&c, cut, "ORIG"), "the dropped server kept its replica");
+    e2e_free(&c);
+}
+END_TEST
+
 /* Every live peer of stream `name` holds the same messages and state. */
 static void check_same(e2e *c, const char *name)
 {
@@ -2428,6 +2467,8 @@ int main(void)
     tcase_add_test(tc, a_joining_replica_is_not_current_before_its_store_is_complete);
     tcase_add_test(tc, a_joining_replica_lag_counts_the_messages_it_still_copies);
     tcase_add_test(tc, a_shrink_before_the_first_leader_completes_when_the_dropped_peer_returns);
+    tcase_add_test(tc,
+                   a_shrink_before_the_first_leader_completes_when_the_cut_off_dropped_peer_heals);
     tcase_add_test(tc, a_move_to_other_tags_replaces_the_peers_that_do_not_fit);
     tcase_add_test(tc, random_replica_changes_under_faults);
     tcase_add_test(tc, a_joiner_whose_source_removes_snapshot_messages_ends_identical);
