@@ -84,11 +84,13 @@ typedef struct jr__prog {
      * back by one per 8 × win acknowledgements that move match (progress.c). */
     uint32_t win, win_acks;
     /* Snapshot state: which snapshot is being sent and the offset the peer wants next;
-     * snap_moved: an answer arrived since the last heartbeat tick (else the chunk is resent).
+     * snap_moved: an answer arrived since the last heartbeat tick; snap_silent: heartbeat
+     * ticks in a row without one (the chunk is resent after 2, 4, 8, then every 8th).
      * snap_from: the snapshot it was sent first since it needed one (a newer one replaces the
      * one being sent when the leader takes it): it may install any from there on, and its
      * answer that it installed one the log still follows is taken (snapshot.c). */
     uint64_t snap_index, snap_offset, snap_from;
+    uint32_t snap_silent;
     uint8_t snap_moved;
     /* The node reported this member's node lost (or, for a quiet leader, it was not heard from
      * for an election timeout when the group went quiet), and it has not answered since

@@ -141,6 +141,7 @@ void jr__prog_snapshot(jr__prog *p, uint64_t index)
     p->snap_index = index;
     p->snap_offset = 0;
     p->snap_moved = 1;
+    p->snap_silent = 0;
     p->paused = 0;
     p->ring_head = p->ring_count = 0;
 }

@@ -217,8 +217,16 @@ void jr__repl_heartbeat(jr__raft *r, uint64_t now)
         } else if (p->state == JR__REPLICATE && p->ring_count && p->match == p->hb_match) {
             if (retry) jr__prog_probe(p, p->match + 1); /* a whole interval without progress */
         } else if (p->state == JR__SNAPSHOT) {
-            /* no answer for a whole interval: resume at the offset the follower asked for */
-            if (p->paused && !p->snap_moved) jr__snap_send(r, p, now);
+            /* No answer to the chunk out: it is sent again (from the offset the follower asked
+             * for, or the start of a snapshot taken since) after two silent intervals, four,
+             * eight, then every eighth. Its answer may still be on its way: the follower syncs
+             * and installs the file before it answers the last chunk, and a link's round trip
+             * can be longer than an interval. A snapshot sent again once its answer was in
+             * flight is a second install for the follower, and the node's state machine may
+             * fetch again what the entries between the two held. */
+            p->snap_silent = p->snap_moved ? 0 : p->snap_silent + (p->snap_silent < UINT32_MAX);
+            uint32_t s = p->snap_silent;
+            if (p->paused && (s == 2 || s == 4 || (s && s % 8 == 0))) jr__snap_send(r, p, now);
             p->snap_moved = 0;
         }
         p->hb_match = p->match;

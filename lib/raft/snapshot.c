@@ -6,18 +6,17 @@
  *
  * A follower that needs compacted entries is sent the snapshot: the leader reads chunks through
  * io->snap_read and sends one at a time; the follower writes each through io->snap_write and
- * answers with the offset it wants next, so a lost chunk is resent from there on the next
- * heartbeat tick and a restarted transfer resumes where it stopped. The last chunk (shorter than
- * snap_chunk_bytes, possibly empty) is marked done; the follower then calls io->snap_install and
- * §5.3: "if existing log entry has same index and term as snapshot's last included entry, retain
- * log entries following it"; otherwise it discards the whole log.
- * A snapshot taken while one is being sent replaces it at the next chunk or retry (the node
- * keeps one file per group); the follower may still install one sent before, and its answer
- * that it did is taken if the log still follows that snapshot (the node keeps the entries after
- * the first one sent: jr__progress.snap_from), so it goes on from the log rather than be sent
- * the newer one — on a link slower than the leader takes snapshots, each answer would otherwise
- * come for a snapshot already replaced.
- * The snapshot bytes are opaque here (the node compresses and checksums them).
+ * answers with the offset it wants next, so a lost chunk is resent from there after a few silent
+ * heartbeat ticks (replication.c) and a restarted transfer resumes where it stopped. The last chunk
+ * (shorter than snap_chunk_bytes, possibly empty) is marked done; the follower then calls
+ * io->snap_install and §5.3: "if existing log entry has same index and term as snapshot's last
+ * included entry, retain log entries following it"; otherwise it discards the whole log. A snapshot
+ * taken while one is being sent replaces it at the next chunk or retry (the node keeps one file per
+ * group); the follower may still install one sent before, and its answer that it did is taken if
+ * the log still follows that snapshot (the node keeps the entries after the first one sent:
+ * jr__progress.snap_from), so it goes on from the log rather than be sent the newer one — on a link
+ * slower than the leader takes snapshots, each answer would otherwise come for a snapshot already
+ * replaced. The snapshot bytes are opaque here (the node compresses and checksums them).
  */
 #include <string.h>
 

@@ -2339,7 +2339,11 @@ static void joiner_log_bound(uint64_t seed_base, int crash)
             joiner, (unsigned long long)top, (unsigned long long)drops, (unsigned long long)qpeak,
             (unsigned long long)later, (unsigned long long)dropped, (unsigned long long)taken,
             (unsigned long long)e2e_catchup_bytes(&c, joiner));
-    ck_assert_msg(top >= BOUND_LOG, "the log never reached its bound (%llu bytes)",
+    /* Reached in full, without a restart. The new life of a restarted joiner may begin with
+     * its queue past its own bound (what it took from the log before a later snapshot), which
+     * lowers its log's cap by as much (catchup.c cap_log): there the refused APPENDs below show
+     * the cap was reached. */
+    ck_assert_msg(crash || top >= BOUND_LOG, "the log never reached its bound (%llu bytes)",
                   (unsigned long long)top);
     ck_assert_msg(top <= BOUND_LOG + SLACK, "the joiner's log held %llu bytes",
                   (unsigned long long)top);
