@@ -102,6 +102,16 @@ static void note_lone_groups(world *w, unsigned v)
     if (node_up(w, v)) applied_each_group(w, note_lone, &v);
 }
 
+/* 1 if a running server other than node i hosts a replica of the group. */
+static int hosted_elsewhere(world *w, unsigned i, uint64_t group)
+{
+    for (unsigned j = 0; j < w->n; j++) {
+        jr_node *nd = j != i && node_up(w, j) ? jr_sim_node(w->sim, j) : NULL;
+        if (nd && jr_node_group(nd, group)) return 1;
+    }
+    return 0;
+}
+
 /* 1 if every group node i reports unwell is one whose only member is node i, after the disk
  * nemesis damaged node i's disk, or one of whose one or two voters the victim was when the
  * nemesis damaged its disk (its log may since have been cut back to a configuration of more
@@ -131,8 +141,12 @@ static int only_replicas_lost(world *w, unsigned i, const health_res *r)
          * damage its recovery found (raft/vouch.c jr__vouch_start). Seed 3610: an R1 stream
          * placed on the victim while it was down after losing its WAL, which its node cannot
          * tell from one its lost WAL held. Once its group grows it asks the new members and is
-         * repaired (jr__vouch_regrow), so a damaged replica of a group of more members counts. */
-        if (st.npeers != 1) return 0;
+         * repaired (jr__vouch_regrow), so a damaged replica of a group of more members counts.
+         * Seed 74510: an R1 stream's replica whose WAL segment went while its server had just
+         * restarted (its group not open yet, so note_lone could not see it) lost its
+         * configuration with the rest (no peers): it is that group's only replica if no other
+         * server hosts one (a member elsewhere would have repaired it by now). */
+        if (st.npeers != 1 && !(st.npeers == 0 && !hosted_elsewhere(w, i, r->unwell[k]))) return 0;
     }
     for (size_t k = 0; k < r->nunwell; k++) {
         int seen = 0;
