@@ -160,7 +160,9 @@ JR_API int jr_group_remove(jr_group *g, const char *peer, jr_done_cb cb, void *a
  * for good and another replica damaged, the damaged one waits forever, and the whole one cannot
  * be elected without its vote. This call, on a server whose replica of g is unvouched, takes
  * member `gone` as holding nothing of the group (as a server that released its replica answers),
- * so the replica stops waiting for it and the group can elect its most up-to-date member.
+ * so the replica stops waiting for it and the group can elect its most up-to-date member. An
+ * answer `gone` gave before is replaced and any later one ignored: a log it alone holds no
+ * longer sets the bar a candidate must reach.
  * Call it on each live server whose replica reports unvouched, for a member that is gone for
  * good (crashed, its disk lost), never for one merely cut off, paused or slow:
  *  - what was committed with the lost acknowledgement of this replica and held only by `gone`
@@ -170,9 +172,9 @@ JR_API int jr_group_remove(jr_group *g, const char *peer, jr_done_cb cb, void *a
  *    the term the rescued group elects in: two leaders in one term.
  * A group that can be vouched for safely (every member answers, or the leader of its term does)
  * never needs it: that happens by itself. Returns 0 (logged as a warning), JR_ENOCHANGE (the
- * replica is not unvouched, or `gone` answered), JR_ENOTMEMBER (`gone` is not a member it waits
- * for), JR_ENOTFOUND (not a known server), JR_EINVAL (NULL, or this server), JR_ECLOSED.
- * jr_node_rescue does it for every group of a server (meta, streams, consumers). */
+ * replica is not unvouched, or `gone` was declared gone for it already), JR_ENOTMEMBER (`gone` is
+ * not a member it waits for), JR_ENOTFOUND (not a known server), JR_EINVAL (NULL, or this server),
+ * JR_ECLOSED. jr_node_rescue does it for every group of a server (meta, streams, consumers). */
 JR_API int jr_group_rescue(jr_group *g, const char *gone);
 /* The server-wide rescue (UNSAFE, as jr_group_rescue says): every group of this node that waits
  * for `gone` — the meta group, stream and consumer replicas, raw groups — and every group it

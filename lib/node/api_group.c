@@ -201,7 +201,9 @@ static size_t rescue_all(jr_node *n, jr__id gone)
  * that this replica acknowledged and then silently lost (an undetected rollback of its disk):
  * the removed server's loss and that rollback are two faults in one group, outside the fault
  * model. Without a disk fault the replica's log and vote are intact, and vouching adds
- * nothing; a removed server that is still alive answers anyway, and its answer counts. */
+ * nothing. A removed server that is still alive may answer (before it learns of its removal),
+ * but the declaration replaces its answer: with the entries it alone held as the bar, no
+ * remaining member might be elected. */
 int jr__node_peer_gone(jr_node *n, const char *name)
 {
     int rc = jr__node_peer_learn(n, name);

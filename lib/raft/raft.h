@@ -573,10 +573,10 @@ const jr__conf *jr__raft_conf(const jr__raft *r); /* latest configuration (maybe
 uint64_t jr__raft_conf_index(const jr__raft *r);  /* its entry's index (or the snapshot's) */
 void jr__raft_snapshot_conf(const jr__raft *r, jr__conf *out); /* configuration at snapshot index */
 int jr__raft_ready(const jr__raft *r); /* leader with an entry of its term committed */
-/* Operator rescue (vouch.c "Rescue"): takes member `peer`, which never answered this unvouched
- * replica, as holding nothing of the group. Unsafe unless peer is gone for good. 0; JR_ENOCHANGE
- * (whole, or peer answered); JR_ENOTMEMBER (not a member it waits for); JR_EINVAL (itself);
- * JR_ENOMEM. */
+/* Operator rescue (vouch.c "Rescue"): takes member `peer` as holding nothing of the group, in
+ * place of any answer it gave this unvouched replica and of every later one. Unsafe unless peer
+ * is gone for good. 0; JR_ENOCHANGE (whole, or peer declared gone already); JR_ENOTMEMBER (not a
+ * member it waits for); JR_EINVAL (itself); JR_ENOMEM. */
 int jr__raft_vouch_gone(jr__raft *r, jr__id peer, uint64_t now);
 /* The server of member `peer` was removed from the cluster for good, and this server refuses
  * its frames from now on (removed.c): in a group whose voters are exactly this replica and

@@ -194,6 +194,7 @@ typedef struct vouch_ans {
     uint64_t cconf_index;  /* the configuration in effect at its commit index, sent when its */
     const jr__conf *cconf; /* latest lies above the commit (a reference; NULL: not sent) */
     uint8_t unfloored;     /* it had restarted and taken no term floor yet */
+    uint8_t gone; /* declared gone (jr__raft_vouch_gone): held at "nothing"; its answers ignored */
 } vouch_ans;
 
 /* Answers kept: the members of the configurations it must hear from are at most a few
@@ -625,10 +626,12 @@ static int record(jr__raft *r, const jr__msg *m, const fam *f, dead_confs *dead)
     return 0;
 }
 
-void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
+static void on_resp(jr__raft *r, uint64_t now, const jr__msg *m, int declare)
 {
     struct jr__vouch *v = r->vouch;
     if (!v) return; /* whole: a late answer */
+    const vouch_ans *pin = answer_of(v, m->from);
+    if (pin && pin->gone) return; /* declared gone: it holds nothing, whatever it says */
     /* Any server's answer is kept, asked or not (a leader it heard from, a member of a
      * configuration it no longer needs): what it tells of the group's commit index and
      * configuration is true. Only the members of the configurations it must hear from set
@@ -639,6 +642,7 @@ void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
     int rc = record(r, m, &f, &dead);
     for (uint32_t i = 0; i < dead.n && rc; i++) jr__confs_put(r->confs, dead.c[i]);
     if (rc) return; /* it asks again at its election timeout */
+    if (declare) ((vouch_ans *)answer_of(v, m->from))->gone = 1;
     if (m->term > v->t_max) v->t_max = m->term;
     if (m->u.vouch_resp.leader && m->term >= v->lead_term) {
         v->lead = m->from;
@@ -655,12 +659,21 @@ void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
     jr__vouch_check(r, now);
 }
 
+void jr__vouch_on_resp(jr__raft *r, uint64_t now, const jr__msg *m)
+{
+    on_resp(r, now, m, 0);
+}
+
 /* Rescue. A member that never answers (its server gone for good) keeps an unvouched replica
  * from its term floor or its log floor forever: in R3 with one server gone and one replica
  * damaged, the damaged one cannot be vouched for and the whole one cannot be elected without
  * its vote. The operator may declare the silent member gone: it is taken to hold nothing of the
  * group, as its node answers once it released its replica (no entry, no configuration), and the
- * replica goes on from there. That is safe only if the member is truly gone and stays so:
+ * replica goes on from there. An answer it gave before is replaced, and any it gives later is
+ * ignored: a removed server that is still alive answers with the log it kept, which no member
+ * left may reach, and a log floor at it would keep the group from electing anyone (jetraft-sim
+ * seed 30269: its last entry, which it alone held, above both remaining voters' logs). That is
+ * safe only if the member is truly gone and stays so:
  *  - an entry committed with this replica's lost acknowledgement may be held by nobody else
  *    (the quorum was {this replica, the gone one}): the log floor no longer requires it, so it
  *    is lost, and if the gone member comes back it gives it up for the new leader's log;
@@ -676,8 +689,9 @@ int jr__raft_vouch_gone(jr__raft *r, jr__id peer, uint64_t now)
     fam f;
     family(r, &f);
     if (!fam_member(r, &f, peer)) return JR_ENOTMEMBER;
-    if (answer_of(v, peer)) return JR_ENOCHANGE; /* it answered: not what keeps it waiting */
-    static const uint8_t none[1] = {0};          /* jr__conf_encode() of no member */
+    const vouch_ans *had = answer_of(v, peer);
+    if (had && had->gone) return JR_ENOCHANGE;
+    static const uint8_t none[1] = {0}; /* jr__conf_encode() of no member */
     jr__msg m;
     memset(&m, 0, sizeof m);
     m.type = JR__MSG_VOUCH_RESP;
@@ -687,9 +701,10 @@ int jr__raft_vouch_gone(jr__raft *r, jr__id peer, uint64_t now)
     m.term = 1; /* no message has term 0 */
     m.u.vouch_resp.conf = none;
     m.u.vouch_resp.conf_len = sizeof none;
-    jr__vouch_on_resp(r, now, &m);
+    on_resp(r, now, &m, 1);
     /* (r->vouch may be gone: the answer can make it whole at once) */
-    if (r->vouch && !answer_of(r->vouch, peer)) return JR_ENOMEM;
+    if (r->vouch && !(answer_of(r->vouch, peer) && answer_of(r->vouch, peer)->gone))
+        return JR_ENOMEM;
     jr__raft_notify(r);
     return 0;
 }

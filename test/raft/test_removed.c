@@ -183,6 +183,54 @@ START_TEST(an_unvouched_replica_stands_in_only_once_vouched)
 }
 END_TEST
 
+/* A server declared gone may have answered before it stopped taking part, with a log no
+ * member left holds: n0 leads {n0, n1, n2} while n1 is down and appends an entry that reaches
+ * n2 alone (n2's acknowledgement never reaches n0, so it commits nowhere), then restarts
+ * without it (its unsynced tail), and n1 restarts: both unvouched, both hear n2's answer, whose
+ * last entry is above their logs. n2's server is then removed and takes no further part. While
+ * its answer stands as their log floor nobody can be elected; declared gone (as a committed
+ * removal does on every server), its answer is replaced by "holds nothing", one of the two
+ * is elected, and every committed entry is kept. */
+START_TEST(an_answer_from_a_server_then_declared_gone_is_replaced)
+{
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        harness h;
+        h_init(&h, 3, seed);
+        h_start(&h, 3, 3);
+        h_elect(&h, 0);
+        h_propose_n(&h, 0, 5, "a");
+        h_run(&h, ET / 2);
+        h_crash(&h, 1);
+        h.cut[2][0] = 1;
+        uint64_t e = 0;
+        ck_assert_int_eq(h_propose(&h, 0, "only-n2", &e), 0);
+        h_run(&h, 5 * MS);
+        ck_assert_uint_eq(jr__raft_last_index(R(&h, 2)), e);
+        ck_assert_uint_lt(h_commit(&h, 0), e);
+        ck_assert(h_restart_lost(&h, 0, 1, 0));
+        ck_assert_uint_lt(jr__raft_last_index(R(&h, 0)), e);
+        h.cut[2][0] = 0;
+        h_restart(&h, 1);
+        ck_assert(jr__raft_unvouched(R(&h, 0)) && jr__raft_unvouched(R(&h, 1)));
+        h_run(&h, ET / 4); /* the answers arrive; n2's election timer has not fired */
+        ck_assert_int_ne(jr__raft_role(R(&h, 2)), JR_LEADER);
+        h_crash(&h, 2);
+        nobody_leads(&h); /* its answer is the bar, and no one left reaches it */
+        ck_assert_int_eq(jr__raft_vouch_gone(R(&h, 0), 3, h.now), 0);
+        ck_assert_int_eq(jr__raft_vouch_gone(R(&h, 1), 3, h.now), 0);
+        int l = h_wait_leader(&h, 10 * ET);
+        ck_assert_msg(l == 0 || l == 1, "seed %llu: no leader once n2 was declared gone",
+                      (unsigned long long)seed);
+        holds_all(&h, l, "a", 5);
+        h_propose_n(&h, l, 2, "b");
+        h_run(&h, ET);
+        ck_assert(!jr__raft_unvouched(R(&h, 0)) && !jr__raft_unvouched(R(&h, 1)));
+        h_check_all(&h);
+        h_free(&h);
+    }
+}
+END_TEST
+
 /* n1 restarted damaged (its recovery found lost records): it may lack entries the two
  * committed, so it never stands in, even once n0 is declared holding nothing; the group waits
  * (for an operator) and says why (JR__STAND_DAMAGED). */
@@ -780,6 +828,7 @@ int main(void)
     tcase_add_test(tc, a_removed_leader_that_never_learns_it_commits_nothing);
     tcase_add_test(tc, an_unvouched_replica_stands_in_only_once_vouched);
     tcase_add_test(tc, a_damaged_replica_never_stands_in);
+    tcase_add_test(tc, an_answer_from_a_server_then_declared_gone_is_replaced);
     tcase_add_test(tc, an_observer_the_removed_voter_could_promote_must_vote_too);
     tcase_add_test(tc, a_promotion_the_removed_voter_committed_is_not_lost);
     tcase_add_test(tc, the_stand_in_moves_the_group_onto_a_new_voter);
