@@ -1027,9 +1027,13 @@ static void propose(jr__crep *r)
         jr__node_log(js->n, JR_LOG_WARN, "consumer '%s > %s': cannot propose %zu records: %s",
                      r->stream, r->name, l->nstage, jr_strerror(rc));
         /* What was staged is lost: the cursor is no longer right. Leading starts afresh once
-         * the log is applied. */
+         * the log is applied. A group that refused the proposal (a leadership transfer in
+         * progress) may stay this node's, with nothing applied or proposed to wake the new
+         * leading: its timer does, now. r->dirty is still set here (jr__clead_flush_all), so
+         * marking it dirty again would not list it. */
         jr__clead_stop(r, JR_ELEADERLOST);
         jr__clead_role_changed(r);
+        if (r->lead) jr__js_timer_arm(js, &r->timer, jr__node_now(js->n));
         return;
     }
     p->next = NULL;

@@ -466,6 +466,58 @@ START_TEST(leader_failover_keeps_delivery_counts)
 }
 END_TEST
 
+/* A consumer leader whose proposal its group refuses during a leadership transfer starts
+ * leading afresh. When the transfer then fails (its target never hears of it) the node still
+ * leads, with nothing applied or proposed to wake it: its duties must go on by its timer.
+ * Here the inactivity threshold deletes the idle consumer; before, its timer was cancelled
+ * and never armed again, and the consumer (with any peer change it had to drive) stayed
+ * for ever. */
+START_TEST(a_proposal_refused_during_a_failed_transfer_leaves_the_leader_working)
+{
+    e2e c;
+    setup(&c, 44, 3);
+    cres r, a, s;
+    jr_consumer_config cfg;
+    durable(&cfg, "tr");
+    cfg.ack_wait_ns = 30 * (int64_t)SEC;
+    cfg.inactive_threshold_ns = 3 * (int64_t)SEC;
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "tr", &r), 0);
+    unsigned leader = 99;
+    for (unsigned i = 0; i < 3; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "n%u", i);
+        if (strcmp(nm, r.leader) == 0) leader = i;
+    }
+    ck_assert_uint_lt(leader, 3);
+    unsigned target = (leader + 1) % 3;
+    ck_assert_int_eq(fetch(&c, leader, "ORDERS", "tr", 1, SEC, 0, &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    jr_sim_link cut;
+    jr_sim_link_init(&cut);
+    cut.drop = 1.0;
+    ck_assert_int_eq(jr_sim_set_link(c.sim, leader, target, &cut), 0);
+    char to[16];
+    snprintf(to, sizeof to, "n%u", target);
+    memset(&s, 0, sizeof s);
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(jr_consumer_stepdown(e2e_node(&c, leader), "ORDERS", "tr", to, admin_cb, &s),
+                     0);
+    ck_assert_int_eq(
+        jr_consumer_ack(e2e_node(&c, leader), r.token[0], JR_ACK_ACK, 0, NULL, admin_cb, &a), 0);
+    wait_done(&c, &a);
+    wait_done(&c, &s);
+    ck_assert_msg(s.status != 0, "the transfer to a cut-off target succeeded");
+    jr_sim_link_init(&cut);
+    ck_assert_int_eq(jr_sim_set_link(c.sim, leader, target, &cut), 0);
+    ck_assert_int_eq(info(&c, leader, "ORDERS", "tr", &r), 0);
+    ck_assert_msg(strcmp(r.leader, jr_sim_name(c.sim, leader)) == 0, "leader %s", r.leader);
+    jr_sim_run_for(c.sim, 6 * SEC);
+    ck_assert_int_eq(info(&c, leader, "ORDERS", "tr", &r), JR_ENOTFOUND);
+    e2e_free(&c);
+}
+END_TEST
+
 /* A push subscription: messages come as they are published (quorum first), idle heartbeats
  * when nothing comes, at most max_ack_pending unacknowledged; it ends when the consumer is
  * deleted. */
@@ -1842,6 +1894,7 @@ int main(void)
     tcase_add_test(tc, an_answered_fetch_leaves_no_timer_armed);
     tcase_add_test(tc, redelivery_nak_and_term);
     tcase_add_test(tc, leader_failover_keeps_delivery_counts);
+    tcase_add_test(tc, a_proposal_refused_during_a_failed_transfer_leaves_the_leader_working);
     tcase_add_test(tc, push_subscription);
     tcase_add_test(tc, pause_and_resume);
     tcase_add_test(tc, an_inactive_ephemeral_is_deleted);
