@@ -45,6 +45,16 @@ static void nobody_leads(harness *h)
                       "seed %llu: node %d leads", (unsigned long long)h->seed, i);
 }
 
+/* Three voters; n0 leads and commits a-0..a-4 with both. */
+static void three_voters(harness *h, uint64_t seed)
+{
+    h_init(h, 3, seed);
+    h_start(h, 3, 3);
+    h_elect(h, 0);
+    h_propose_n(h, 0, 5, "a");
+    h_run(h, ET / 2);
+}
+
 /* n0 and n1 are the group's voters; n0 leads and commits a-0..a-9 with n1, then its server is
  * removed and gone. Without the removal the group has no quorum; told of it, n1 elects alone,
  * keeps every committed entry and commits new ones. */
@@ -195,11 +205,7 @@ START_TEST(an_answer_from_a_server_then_declared_gone_is_replaced)
 {
     for (uint64_t seed = 1; seed <= SEEDS; seed++) {
         harness h;
-        h_init(&h, 3, seed);
-        h_start(&h, 3, 3);
-        h_elect(&h, 0);
-        h_propose_n(&h, 0, 5, "a");
-        h_run(&h, ET / 2);
+        three_voters(&h, seed);
         h_crash(&h, 1);
         h.cut[2][0] = 1;
         uint64_t e = 0;
@@ -402,11 +408,7 @@ START_TEST(a_removed_voter_of_three_is_not_stood_in_for)
 {
     for (uint64_t seed = 1; seed <= SEEDS; seed++) {
         harness h;
-        h_init(&h, 3, seed);
-        h_start(&h, 3, 3);
-        h_elect(&h, 0);
-        h_propose_n(&h, 0, 5, "a");
-        h_run(&h, ET / 2);
+        three_voters(&h, seed);
         h_crash(&h, 0);
         h_crash(&h, 1);
         ck_assert_int_eq(jr__raft_peer_removed(R(&h, 2), 1), 0);

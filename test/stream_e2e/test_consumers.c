@@ -201,6 +201,17 @@ static void setup(e2e *c, uint64_t seed, int n)
     }
 }
 
+/* Index of the server named `name` ("n<i>") among the 3, or 3. */
+static unsigned node_named(const char *name)
+{
+    for (unsigned i = 0; i < 3; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "n%u", i);
+        if (strcmp(nm, name) == 0) return i;
+    }
+    return 3;
+}
+
 static void durable(jr_consumer_config *cfg, const char *name)
 {
     jr_consumer_config_init(cfg);
@@ -425,12 +436,7 @@ START_TEST(leader_failover_keeps_delivery_counts)
     cfg.ack_wait_ns = 2 * (int64_t)SEC;
     ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
     ck_assert_int_eq(info(&c, 0, "ORDERS", "fo", &r), 0);
-    unsigned leader = 99;
-    for (unsigned i = 0; i < 3; i++) {
-        char nm[16];
-        snprintf(nm, sizeof nm, "n%u", i);
-        if (strcmp(nm, r.leader) == 0) leader = i;
-    }
+    unsigned leader = node_named(r.leader);
     ck_assert_uint_lt(leader, 3);
     unsigned other = (leader + 1) % 3;
     ck_assert_int_eq(fetch(&c, other, "ORDERS", "fo", 3, SEC, 0, &r), 0);
@@ -483,12 +489,7 @@ START_TEST(a_proposal_refused_during_a_failed_transfer_leaves_the_leader_working
     cfg.inactive_threshold_ns = 3 * (int64_t)SEC;
     ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
     ck_assert_int_eq(info(&c, 0, "ORDERS", "tr", &r), 0);
-    unsigned leader = 99;
-    for (unsigned i = 0; i < 3; i++) {
-        char nm[16];
-        snprintf(nm, sizeof nm, "n%u", i);
-        if (strcmp(nm, r.leader) == 0) leader = i;
-    }
+    unsigned leader = node_named(r.leader);
     ck_assert_uint_lt(leader, 3);
     unsigned target = (leader + 1) % 3;
     ck_assert_int_eq(fetch(&c, leader, "ORDERS", "tr", 1, SEC, 0, &r), 0);
@@ -892,12 +893,7 @@ START_TEST(a_lagging_replica_catches_up_from_a_snapshot_and_leads)
     jr_sim_run_for(c.sim, 3 * SEC);
     /* make the restarted replica the only way to a quorum with one other: crash the leader */
     ck_assert_int_eq(info(&c, via, "ORDERS", "snap", &r), 0);
-    unsigned leader = 99;
-    for (unsigned i = 0; i < 3; i++) {
-        char nm[16];
-        snprintf(nm, sizeof nm, "n%u", i);
-        if (strcmp(nm, r.leader) == 0) leader = i;
-    }
+    unsigned leader = node_named(r.leader);
     ck_assert_uint_lt(leader, 3);
     if (leader != down) {
         ck_assert_int_eq(jr_sim_crash(c.sim, leader), 0);
@@ -1342,17 +1338,6 @@ START_TEST(a_purge_moves_consumers_past_what_is_gone)
     e2e_free(&c);
 }
 END_TEST
-
-/* Index of the server named `name` ("n<i>") among the 3, or 3. */
-static unsigned node_named(const char *name)
-{
-    for (unsigned i = 0; i < 3; i++) {
-        char nm[16];
-        snprintf(nm, sizeof nm, "n%u", i);
-        if (strcmp(nm, name) == 0) return i;
-    }
-    return 3;
-}
 
 /* 1 if fetch result r delivered stream seq q. */
 static int fetched(const cres *r, uint64_t q)
