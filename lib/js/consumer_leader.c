@@ -849,9 +849,12 @@ static void step(jr__crep *r)
             idle_due = UINT64_MAX;
         }
     }
-    if (l->resetting) return;         /* the RESET's apply starts leading afresh */
-    if (cfg->pause_until_ns > wall) { /* paused: nothing is handed out until then */
+    if (l->resetting) return; /* the RESET's apply starts leading afresh */
+    if (cfg->pause_until_ns > wall) {
+        /* paused: nothing is handed out until then; its peers are still looked after (a peer
+         * change of its stream waits for the consumer to follow) */
         uint64_t at = jr__deadline(now, cfg->pause_until_ns - wall);
+        if (l->duty_at < at) at = l->duty_at;
         for (jr__pull *p = l->phead; p; p = p->next)
             if (!p->ended && p->expires_at < at) at = p->expires_at;
         jr__js_timer_arm(js, &r->timer, at);

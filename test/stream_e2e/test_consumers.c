@@ -1073,6 +1073,37 @@ START_TEST(a_consumer_follows_its_stream_s_peer_changes)
 }
 END_TEST
 
+/* A paused consumer still follows its stream's peer changes: the pause holds back deliveries,
+ * not its leader's duties, so a shrink of the stream, which waits for the consumer to move,
+ * completes long before the pause (an hour) ends. */
+START_TEST(a_paused_consumer_follows_its_stream_s_peer_changes)
+{
+    e2e c;
+    jr_stream_config scfg;
+    setup_four(&c, 45, &scfg);
+    e2e_res pr;
+    cres r, a;
+    jr_consumer_config cfg;
+    durable(&cfg, "pz");
+    ck_assert_int_eq(create(&c, 0, "ORDERS", &cfg, &r), 0);
+    ck_assert_int_eq(wait_consumer_replicas(&c, 0, "pz", 2), 0);
+    uint64_t until = jr_sim_wall(c.sim, 0) + 3600 * SEC;
+    memset(&a, 0, sizeof a);
+    ck_assert_int_eq(jr_consumer_pause(e2e_node(&c, 1), "ORDERS", "pz", until, admin_cb, &a), 0);
+    wait_done(&c, &a);
+    ck_assert_msg(a.status == 0, "pause: %s", a.msg);
+    scfg.replicas = 1;
+    ck_assert_msg(e2e_update(&c, 0, &scfg, &pr) == 0, "shrink: %s", pr.msg);
+    ck_assert_int_eq(wait_consumer_replicas(&c, 0, "pz", 0), 0);
+    for (int i = 0; i < 60 && e2e_meta_busy(&c, 0, "ORDERS") != 0; i++)
+        jr_sim_run_for(c.sim, 500 * MS);
+    ck_assert_int_eq(e2e_meta_busy(&c, 0, "ORDERS"), 0);
+    ck_assert_int_eq(info(&c, 0, "ORDERS", "pz", &a), 0);
+    ck_assert_uint_eq(a.cfg.pause_until_ns, until);
+    e2e_free(&c);
+}
+END_TEST
+
 /* Pull requests over the consumer's caps end at once with JetStream's 409 texts; one over
  * max_waiting too, while another waits. */
 START_TEST(pull_caps_are_refused_with_jetstream_s_texts)
@@ -1912,6 +1943,7 @@ int main(void)
     tcase_add_test(
         origins, a_consumer_shrunk_before_its_first_leader_completes_when_the_dropped_peer_returns);
     tcase_add_test(origins, a_stalled_consumer_does_not_block_its_stream_s_move);
+    tcase_add_test(origins, a_paused_consumer_follows_its_stream_s_peer_changes);
     suite_add_tcase(s, origins);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
