@@ -74,16 +74,23 @@ void jr__cstate_free(jr__cstate *st)
  * Deadlines and the min-tree over the pending slots
  */
 
+/* A live slot's leaf: its deadline, kept below UINT64_MAX, which marks a hole, so that a query
+ * at now = UINT64_MAX ("every pending slot") finds live slots only. */
+static uint64_t live_leaf(uint64_t deadline)
+{
+    return deadline < UINT64_MAX ? deadline : UINT64_MAX - 1;
+}
+
 uint64_t jr__cstate_deadline_of(const jr__cstate *st, const jr__cpend *e)
 {
-    if (e->nak) return e->nak_deadline;
+    if (e->nak) return live_leaf(e->nak_deadline);
     int64_t wait = st->policy.ack_wait_ns;
     if (st->policy.nbackoff) {
         size_t i = (size_t)e->dc - 1;
         if (i >= st->policy.nbackoff) i = st->policy.nbackoff - 1;
         wait = st->policy.backoff_ns[i];
     }
-    return jr__deadline(e->ts, (uint64_t)wait);
+    return live_leaf(jr__deadline(e->ts, (uint64_t)wait));
 }
 
 static inline uint64_t min64(uint64_t a, uint64_t b)
@@ -321,7 +328,7 @@ static int apply_one(jr__cstate *st, const jr__crec *r, jr__capply *out)
     case JR__COP_NAK:
         e->nak = 1;
         e->nak_deadline = jr__deadline(r->ts, (uint64_t)r->delay_ns);
-        tree_set(st, i, e->nak_deadline);
+        tree_set(st, i, jr__cstate_deadline_of(st, e));
         break;
     case JR__COP_PROGRESS:
         e->ts = r->ts;
@@ -434,6 +441,7 @@ void jr__cstate_ack_floor(const jr__cstate *st, jr__cseqs *floor)
 
 int jr__cstate_next_expired(const jr__cstate *st, uint64_t now_ns, uint64_t *sseq, uint32_t *dc)
 {
+    if (now_ns == UINT64_MAX) now_ns = UINT64_MAX - 1; /* holes' leaves are UINT64_MAX */
     if (!st->npending || st->tree[1] > now_ns) return JR_ENOTFOUND;
     size_t j = 1;
     while (j < st->cap) j = st->tree[2 * j] <= now_ns ? 2 * j : 2 * j + 1;
@@ -459,6 +467,7 @@ static size_t leftmost_expired(const jr__cstate *st, size_t node, size_t lo, siz
 int jr__cstate_next_expired_after(const jr__cstate *st, uint64_t now_ns, uint64_t after,
                                   uint64_t *sseq, uint32_t *dc)
 {
+    if (now_ns == UINT64_MAX) now_ns = UINT64_MAX - 1; /* holes' leaves are UINT64_MAX */
     if (!st->npending || st->tree[1] > now_ns) return JR_ENOTFOUND;
     size_t lo = st->head, hi = st->tail; /* the first slot whose sseq > after */
     while (lo < hi) {

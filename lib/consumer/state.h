@@ -196,7 +196,9 @@ static inline const jr__cseqs *jr__cstate_delivered(const jr__cstate *st)
 
 /* Leader queries. A pending message's deadline is its NAK deadline if it has one, else
  * ts + wait with wait = backoff[min(dc - 1, nbackoff - 1)] when a backoff is set, else ack_wait
- * (saturating). Ack policy none: nothing is ever pending. */
+ * (saturating, and at most UINT64_MAX - 1: UINT64_MAX marks a hole in the tree, and a query at
+ * now_ns = UINT64_MAX returns every pending message in turn, holes never). Ack policy none:
+ * nothing is ever pending. */
 
 /* The lowest stream seq whose deadline is <= now, with its delivery count (the leader redelivers
  * it with dc + 1, or proposes MAXDELIV when dc reached max_deliver). 0; JR_ENOTFOUND. */

@@ -1032,11 +1032,14 @@ static void propose(jr__crep *r)
         /* What was staged is lost: the cursor is no longer right. Leading starts afresh once
          * the log is applied. A group that refused the proposal (a leadership transfer in
          * progress) may stay this node's, with nothing applied or proposed to wake the new
-         * leading: its timer does, now. r->dirty is still set here (jr__clead_flush_all), so
-         * marking it dirty again would not list it. */
+         * leading: its timer does, a heartbeat later (r->dirty is still set here,
+         * jr__clead_flush_all, so marking it dirty again would not list it). Not at once: the
+         * new leading may stage and be refused again, and while the transfer lasts that would
+         * go round without the clock moving. */
         jr__clead_stop(r, JR_ELEADERLOST);
         jr__clead_role_changed(r);
-        if (r->lead) jr__js_timer_arm(js, &r->timer, jr__node_now(js->n));
+        if (r->lead)
+            jr__js_timer_arm(js, &r->timer, jr__deadline(jr__node_now(js->n), js->heartbeat_ns));
         return;
     }
     p->next = NULL;

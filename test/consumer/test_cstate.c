@@ -297,9 +297,9 @@ START_TEST(the_ack_wait_sets_the_deadline)
     /* both expired: the lowest stream seq first, not the earliest deadline */
     ck_assert_int_eq(jr__cstate_next_expired(&st, 35 * SEC, &sseq, &dc), 0);
     ck_assert_uint_eq(sseq, 1);
-    /* a deadline near the end of time saturates */
+    /* a deadline near the end of time saturates, below UINT64_MAX (a hole's mark) */
     ck_assert(deliver(3, 3, 1, UINT64_MAX - 5));
-    ck_assert_uint_eq(deadline_of(3), UINT64_MAX);
+    ck_assert_uint_eq(deadline_of(3), UINT64_MAX - 1);
     jr__cstate_free(&st);
 }
 END_TEST
@@ -382,6 +382,44 @@ START_TEST(a_nak_sets_an_explicit_deadline)
     ck_assert_int_eq(jr__cstate_set_policy(&st, &p), 0);
     ck_assert_uint_eq(deadline_of(2), 104 * SEC);
     ck_assert_uint_eq(deadline_of(1), 113 * SEC);
+    jr__cstate_free(&st);
+}
+END_TEST
+
+/* A query at now = UINT64_MAX walks every pending message, and never a hole: slots left by
+ * acked messages keep their stream seqs, before the pending ones and after them (what was
+ * pending once everything was acked leaves its slots behind when the array starts again at its
+ * front), and a hole is no pending message. Taking one for one made the consumer leader's walk
+ * over the messages a purge removed (drop_purged) go round for ever: after the last pending
+ * one it found a hole of a lower seq and started again. A NAK whose deadline saturates stays a
+ * pending message too. */
+START_TEST(a_walk_over_every_pending_message_skips_holes)
+{
+    init(JR_ACK_EXPLICIT);
+    for (uint64_t k = 1; k <= 4; k++) ck_assert(deliver(k, 20 + k, 1, 100));
+    for (uint64_t k = 1; k <= 4; k++) ck_assert(ack(k, 20 + k, 200));
+    ck_assert_uint_eq(jr__cstate_num_ack_pending(&st), 0);
+    ck_assert(deliver(5, 49, 1, 300));
+    ck_assert(deliver(6, 50, 1, 300));
+    ck_assert(deliver(7, 51, 1, 300));
+    ck_assert(ack(6, 50, 400)); /* a hole between the pending ones */
+    ck_assert(apply(JR__COP_NAK, 0, 51, 0, 400, INT64_MAX));
+    uint64_t want[] = {49, 51}, q = 0, sseq;
+    uint32_t dc;
+    size_t n = 0;
+    while (jr__cstate_next_expired_after(&st, UINT64_MAX, q, &sseq, &dc) == 0) {
+        ck_assert_uint_lt(n, N(want));
+        ck_assert_uint_eq(sseq, want[n]);
+        n++;
+        q = sseq;
+    }
+    ck_assert_uint_eq(n, N(want));
+    ck_assert_int_eq(jr__cstate_next_expired(&st, UINT64_MAX, &sseq, &dc), 0);
+    ck_assert_uint_eq(sseq, 49);
+    ck_assert(ack(5, 49, 500));
+    ck_assert(ack(7, 51, 500));
+    ck_assert_int_eq(jr__cstate_next_expired_after(&st, UINT64_MAX, 0, &sseq, &dc), JR_ENOTFOUND);
+    ck_assert_int_eq(jr__cstate_next_expired(&st, UINT64_MAX, &sseq, &dc), JR_ENOTFOUND);
     jr__cstate_free(&st);
 }
 END_TEST
@@ -1320,6 +1358,7 @@ int main(void)
     tcase_add_test(tc, the_ack_wait_sets_the_deadline);
     tcase_add_test(tc, the_backoff_schedule_repeats_its_last_value);
     tcase_add_test(tc, a_nak_sets_an_explicit_deadline);
+    tcase_add_test(tc, a_walk_over_every_pending_message_skips_holes);
     tcase_add_test(tc, progress_restarts_the_ack_wait);
     tcase_add_test(tc, max_deliveries_leave_pending_without_an_ack);
     tcase_add_test(tc, skip_moves_delivered_without_a_delivery);
