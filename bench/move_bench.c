@@ -53,6 +53,9 @@
  *                    copied (at most catchup_log_bytes, 256 MiB, and one entry: docs/internals.md
  *                    "Catch-up", Log); log_drops: the APPENDs it refused meanwhile (its log was
  *                    full: it fell behind and its leader probed it once per heartbeat)
+ *   holds, held_s    the times a stream leader held its publishes back while the joining
+ *                    replica copied (the group had outrun its copy once: docs/internals.md
+ *                    "Catch-up", Convergence) and their total length
  *   load1            the machine's load average when the update was issued (other programs
  *                    slow the wall-clock figures; the CPU figures much less)
  * With --publish 1 (both by default) the publisher keeps running through the move:
@@ -276,6 +279,7 @@ static void update_task(void *arg, jr_node *node)
 typedef struct cu_count {
     mt_waiter w;
     uint64_t bytes, paced, paused_ns, later, drained, served, queue_peak, kept, taken, dropped;
+    uint64_t holds, held_ns;      /* the node's stream leaders' publish holds (hold.c) */
     uint64_t log_peak, log_drops; /* BENCH's replica on the node (raft.h jr__raft_capped_*) */
     int phase;                    /* BENCH's catch-up on the node: JR__CU_*, -1 if none */
 } cu_count;
@@ -301,6 +305,8 @@ static void cu_count_task(void *arg, jr_node *node)
     f->served = js->catchup_served;
     f->queue_peak = js->catchup_queue_peak;
     f->kept = node->kept_max;
+    f->holds = js->catchup_holds;
+    f->held_ns = js->catchup_held_ns;
     mt_waiter_done(&f->w, 0, NULL);
 }
 
@@ -593,6 +599,12 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
     double secs = (double)(t_conv - t_answer) * 1e-9;
     double pub_steady = win_rate(&before), pub_after = win_rate(&after);
     double pub_during = secs > 0 ? (double)(a2 - a1) / secs : 0;
+    uint64_t holds = 0, held_ns = 0; /* every server's: a leader elected meanwhile holds too */
+    for (int i = 0; i < NODES; i++) {
+        cu_count k = cu_counts(&c, i);
+        holds += k.holds - s0[i].holds;
+        held_ns += k.held_ns - s0[i].held_ns;
+    }
     printf("{\"bench\":\"move\",\"case\":\"%s\",\"bytes\":%" PRIu64 ",\"msg_bytes\":%zu,"
            "\"vfs\":\"%s\",\"publishing\":%s,\"leader\":\"%s\",\"joined\":\"%s\","
            "\"left\":\"%s\",\"source\":\"%s\",\"update_s\":%.3f,\"seconds\":%.3f,\"catchup_mb_s\":%"
@@ -601,7 +613,8 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
            "\"mb_per_cpu_s\":%.1f,\"paced\":%" PRIu64 ",\"paused_s\":%.3f,"
            "\"later\":%" PRIu64 ",\"queued_mb\":%.1f,\"taken_mb\":%.1f,\"dropped_mb\":%.1f,"
            "\"queue_peak_mb\":%.1f,"
-           "\"kept_mb\":%.1f,\"log_peak_mb\":%.1f,\"log_drops\":%" PRIu64 ",\"load1\":%.2f",
+           "\"kept_mb\":%.1f,\"log_peak_mb\":%.1f,\"log_drops\":%" PRIu64 ",\"holds\":%" PRIu64
+           ",\"held_s\":%.3f,\"load1\":%.2f",
            which == CASE_GROW ? "grow" : "move", bytes, o->msg_bytes, o->posix ? "posix" : "mem",
            publishing ? "true" : "false", lname, joiner >= 0 ? c.names[joiner] : "", gone, sources,
            update_s, secs, secs > 0 ? (double)bytes / secs / 1e6 : 0, (double)fetched / 1e6, cpu,
@@ -611,7 +624,7 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
            (double)(f1.drained - f0.drained) / 1e6, (double)(f1.taken - f0.taken) / 1e6,
            (double)(f1.dropped - f0.dropped) / 1e6, (double)f1.queue_peak / 1e6,
            (double)cu_counts(&c, mt_index(&c, lname)).kept / 1e6, (double)f1.log_peak / 1e6,
-           f1.log_drops, load);
+           f1.log_drops, holds, (double)held_ns * 1e-9, load);
     if (publishing) {
         printf(",\"pub_steady_msgs_s\":%.0f,\"pub_during_msgs_s\":%.0f,\"ratio\":%.2f,"
                "\"pub_after_msgs_s\":%.0f,\"ratio_after\":%.2f,"

@@ -530,6 +530,7 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
     js->snapshot_entries = 4096;
     js->catchup_queue_max = cfg->catchup_queue_bytes;
     js->catchup_log_max = cfg->catchup_log_bytes;
+    js->keep_bytes = cfg->keep_bytes;
     js->capacity = cfg->max_store_bytes;
     js->join = cfg->join != 0;
     js->max_assets = cfg->max_assets;

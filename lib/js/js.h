@@ -275,6 +275,7 @@ typedef struct jr__waiter {
     size_t subject_len;
     uint64_t tag; /* JR__REQ_BARRIER of a consumer leader on this server (route to nobody): the
                      barrier's number, seq its consumer's group */
+    size_t end;   /* staged: where its op ends in its stream's stage (jr__srep.stage) */
 } jr__waiter;
 
 /* An entry a stream leader proposed, with one waiter per op (in op order). */
@@ -327,6 +328,14 @@ typedef struct jr__membwork {
     jr__move_note note; /* what the change waits on now (stream info's move status) */
     uint32_t fails;     /* membership changes that failed in a row */
     jr__ack_floor acks; /* what a voter must have acknowledged to count as live (members.h) */
+    /* the publish hold (hold.c): the observer whose copy the group outran (0: none) and the
+     * time its holds took so far; the observer holds last gave up on and how many times they
+     * gave up on it; the observer whose later snapshots were counted last, and their count
+     * (jr__progress.later_snaps); when the current hold began (0: none) */
+    jr__id hold_outrun, hold_spent, hold_counted;
+    uint64_t hold_total;
+    uint32_t hold_giveups, hold_seen;
+    uint64_t hold_since;
 } jr__membwork;
 
 /* A pull request waiting at a consumer's leader (consumer_leader.c). */
@@ -480,9 +489,13 @@ struct jr__srep {
     uint64_t next_tick;  /* leader: when to propose the next TICK (max_age streams) */
     uint64_t synced;     /* applied index at the last store sync (mark) */
     uint64_t next_sync;  /* when the timer syncs the store next */
-    /* leader: ops staged for the next flush, as BATCH body items, and their waiters */
+    /* leader: ops staged for the next flush, as BATCH body items from stage_off on, and their
+     * waiters (one per op, in order; nstage of them); more than one entry's worth only while a
+     * hold keeps them back (hold.c), and holding then */
     jr__buf stage;
+    size_t stage_off;
     uint32_t nstage;
+    uint8_t holding;
     jr__waiter *whead, *wtail;
     /* leader: proposals not yet applied, ascending index */
     jr__proposal *phead, *ptail;
@@ -599,8 +612,14 @@ struct jr__js {
                                      jr_node_config's catchup_log_bytes) */
     uint64_t catchup_queue_peak;  /* most entry bytes a catch-up queue held at once */
     uint64_t catchup_apply_holds; /* times a full queue paused its group's applying */
-    uint64_t catchup_log_peak;    /* most entry bytes a capped group's log held at once, as of
-                                     the end of its catch-up (raft.h jr__raft_capped_peak) */
+    uint64_t catchup_holds;       /* times a stream leader held its publishes back for a
+                                     joining peer's copy (hold.c), their total length, and the
+                                     times holds gave up on a copy */
+    uint64_t catchup_held_ns;
+    uint64_t catchup_hold_giveups;
+    uint64_t keep_bytes;       /* jr_node_config.keep_bytes (hold.c) */
+    uint64_t catchup_log_peak; /* most entry bytes a capped group's log held at once, as of
+                                  the end of its catch-up (raft.h jr__raft_capped_peak) */
     /* meta_members.c: servers joining and leaving */
     uint8_t join;         /* jr_node_config.join: this server asks to be let in */
     uint8_t removed;      /* this server was removed from the cluster: it takes no part */
@@ -1054,6 +1073,15 @@ void jr__retention_recheck(jr__js *js, uint64_t stream_group);
 void jr__srep_members_duty(jr__srep *r, const jr__meta_stream *s, uint64_t *next);
 /* Drops r's peer-change work (r->mw) and its question in flight; NULL mw is a no-op. */
 void jr__srep_memb_free(jr__srep *r);
+
+/* hold.c ------------------------------------------------------------------------------------*/
+
+/* Leader r, about to propose its staged ops: how many bytes of them it may propose now —
+ * UINT64_MAX when nothing holds them, else what keeps a joining peer whose copy the group
+ * outran within half of keep_bytes of the log (0: they all wait; hold.c says when exactly). */
+uint64_t jr__srep_admit(jr__srep *r);
+/* Ends r's hold, if any, before its peer-change work goes. */
+void jr__srep_hold_free(jr__srep *r);
 /* One member of a stream's group as its leader sees it (jr__srep_health). */
 typedef struct jr__peer_health {
     const char *name; /* borrowed from the group */

@@ -51,6 +51,7 @@ typedef struct memb_op {
 
 void jr__srep_memb_free(jr__srep *r)
 {
+    jr__srep_hold_free(r);
     if (!r->mw) return;
     jr__rpc_cancel(r->js->n, r->mw->rpc_id);
     jr__free(r->js->alloc, r->mw);

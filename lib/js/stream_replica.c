@@ -135,23 +135,18 @@ static void on_proposed(void *arg, int status, uint64_t index)
     if (!p->listed) free_proposal(js, p);
 }
 
-/* Proposes the staged ops of r as one BATCH entry. */
-static void flush_one(jr__srep *r)
+/* Proposes the staged ops of waiters first..last (count of them, the stage's bytes from off to
+ * last->end) as one BATCH entry, and takes those waiters off the stage's list. */
+static int propose_batch(jr__srep *r, size_t off, jr__waiter *last, uint32_t count)
 {
     jr__js *js = r->js;
-    jr_node *n = js->n;
-    if (!r->nstage) return;
-    if (!jr__srep_is_leader(r)) {
-        jr__srep_fail_staged(r, JR_ENOTLEADER);
-        return;
-    }
     jr__buf *b = &js->scratch;
     jr__buf_reset(b);
     js->batched = 1; /* (js.c jr__js_before_flush) */
     jr__buf_u8(b, JR__OP_VERSION);
     jr__buf_u8(b, JR__OP_BATCH);
-    jr__buf_varint(b, r->nstage);
-    jr__buf_put(b, r->stage.data, r->stage.len);
+    jr__buf_varint(b, count);
+    jr__buf_put(b, r->stage.data + off, last->end - off);
     if (!b->err) jr__buf_u64(b, jr__xxh3(b->data, b->len));
     jr__proposal *p = jr__calloc(js->alloc, 1, sizeof *p);
     int rc = b->err ? b->err : !p ? JR_ENOMEM : 0;
@@ -159,27 +154,91 @@ static void flush_one(jr__srep *r)
     if (!rc) rc = jr__group_propose(r->g, b->data, b->len, on_proposed, p, &index, &term);
     if (rc) {
         jr__free(js->alloc, p);
-        /* refused before it reached the log: the requesters may go to the leader */
-        jr__srep_fail_staged(r, rc == JR_ENOTLEADER || rc == JR_ETRANSFER ? JR_ENOTLEADER : rc);
-        return;
+        return rc;
     }
     p->js = js;
     p->rep = r;
     p->index = index;
     p->term = term;
-    p->deadline = jr__deadline(jr__node_now(n), js->timeout_ns);
+    p->deadline = jr__deadline(jr__node_now(js->n), js->timeout_ns);
     p->head = r->whead;
-    p->tail = r->wtail;
+    p->tail = last;
+    r->whead = last->next;
+    if (!r->whead) r->wtail = NULL;
+    last->next = NULL;
+    r->nstage -= count;
     p->listed = 1;
     if (r->ptail)
         r->ptail->next = p;
     else
         r->phead = p;
     r->ptail = p;
-    r->whead = r->wtail = NULL;
-    r->nstage = 0;
-    jr__buf_reset(&r->stage);
     jr__srep_due(r, p->deadline);
+    return 0;
+}
+
+/* Largest entry the stream's group accepts (the node gives every group the same limit:
+ * jr__node_facts.max_msg_bytes). */
+static size_t max_entry(const jr__js *js)
+{
+    return js->facts.max_msg_bytes - 1024;
+}
+
+/* Drops the stage's proposed prefix (bytes before stage_off) once it is most of the buffer, so
+ * a stage that a hold keeps from draining does not grow by what it proposed. */
+static void stage_compact(jr__srep *r)
+{
+    size_t off = r->stage_off, left = r->stage.len - off;
+    if (off < BATCH_MAX_BYTES || off < left) return;
+    memmove(r->stage.data, r->stage.data + off, left);
+    r->stage.len = left;
+    r->stage_off = 0;
+    for (jr__waiter *w = r->whead; w; w = w->next) w->end -= off;
+}
+
+/* Proposes the staged ops of r in BATCH entries of at most BATCH_MAX_BYTES and BATCH_MAX_OPS
+ * each (one, unless a hold kept more), as many bytes of them as the hold admits (hold.c
+ * jr__srep_admit; at least one op once it admits any). What it keeps back waits for a later
+ * flush: the replica's timer looks again a quarter heartbeat later. */
+static void flush_one(jr__srep *r)
+{
+    jr__js *js = r->js;
+    if (!r->nstage) return;
+    if (!jr__srep_is_leader(r)) {
+        jr__srep_fail_staged(r, JR_ENOTLEADER);
+        return;
+    }
+    uint64_t budget = jr__srep_admit(r);
+    while (r->whead && budget) {
+        size_t off = r->stage_off,
+               max = budget < BATCH_MAX_BYTES ? (size_t)budget : BATCH_MAX_BYTES;
+        jr__waiter *last = r->whead;
+        uint32_t count = 1;
+        while (last->next && count < BATCH_MAX_OPS && last->next->end - off <= max) {
+            last = last->next;
+            count++;
+        }
+        size_t end = last->end;
+        int rc = propose_batch(r, off, last, count);
+        if (rc) {
+            /* refused before it reached the log: the requesters may go to the leader */
+            jr__srep_fail_staged(r, rc == JR_ENOTLEADER || rc == JR_ETRANSFER ? JR_ENOTLEADER : rc);
+            return;
+        }
+        r->stage_off = end;
+        if (budget != UINT64_MAX) budget = budget > end - off ? budget - (end - off) : 0;
+    }
+    if (r->whead) {
+        r->holding = 1;
+        stage_compact(r);
+        jr__srep_due(r, jr__deadline(jr__node_now(js->n), js->heartbeat_ns / 4));
+        return;
+    }
+    r->holding = 0;
+    r->nstage = 0;
+    /* the buffer of a batch and one op is kept, not what a hold staged */
+    jr__buf_release(&r->stage, BATCH_MAX_BYTES + max_entry(js));
+    r->stage_off = 0;
 }
 
 void jr__srep_flush_all(jr__js *js)
@@ -208,6 +267,8 @@ void jr__srep_fail_staged(jr__srep *r, int status)
     jr__waiter *w = r->whead;
     r->whead = r->wtail = NULL;
     r->nstage = 0;
+    r->holding = 0;
+    r->stage_off = 0;
     jr__buf_reset(&r->stage);
     const char *leader = NULL;
     if (status == JR_ENOTLEADER) {
@@ -222,13 +283,6 @@ void jr__srep_fail_staged(jr__srep *r, int status)
     }
 }
 
-/* Largest entry the stream's group accepts (the node gives every group the same limit:
- * jr__node_facts.max_msg_bytes). */
-static size_t max_entry(const jr__js *js)
-{
-    return js->facts.max_msg_bytes - 1024;
-}
-
 static int stage_raw(jr__srep *r, const uint8_t *entry, size_t len, const jr__route *rt,
                      uint8_t what)
 {
@@ -236,7 +290,8 @@ static int stage_raw(jr__srep *r, const uint8_t *entry, size_t len, const jr__ro
     if (len < 1 + 1 + 8 + 8) return JR_EINVAL;
     size_t inner = len - 9; /* drop the version byte and the checksum: a BATCH item */
     if (inner + 32 > max_entry(js)) return JR_EMSGSIZE;
-    if (r->nstage && (r->stage.len + inner > BATCH_MAX_BYTES || r->nstage >= BATCH_MAX_OPS))
+    if (r->nstage && !r->holding &&
+        (r->stage.len - r->stage_off + inner > BATCH_MAX_BYTES || r->nstage >= BATCH_MAX_OPS))
         flush_one(r);
     jr__waiter *w = jr__waiter_get(js);
     if (!w) return JR_ENOMEM;
@@ -254,6 +309,7 @@ static int stage_raw(jr__srep *r, const uint8_t *entry, size_t len, const jr__ro
     jr__put_u64(r->stage.data + at + 1, (uint64_t)ts);
     w->route = *rt;
     w->what = what;
+    w->end = r->stage.len;
     if (r->wtail)
         r->wtail->next = w;
     else
@@ -657,6 +713,7 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
         }
         const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);
         if (s && s->updated == r->updated && !r->cu) jr__srep_members_duty(r, s, &next);
+        if (r->holding) mark_dirty(r); /* the next flush asks whether the hold is over */
     } else {
         r->led = 0;
         r->sweep_next = 0;

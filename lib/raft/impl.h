@@ -92,6 +92,10 @@ typedef struct jr__prog {
     uint64_t snap_index, snap_offset, snap_from;
     uint32_t snap_silent;
     uint8_t snap_moved;
+    /* Snapshots it was sent since this leader's election once it had acknowledged entries
+     * (each a need that began with a match above 0): the log went past it after it had caught
+     * on once (jr__progress.later_snaps). */
+    uint32_t later_snaps;
     /* The node reported this member's node lost (or, for a quiet leader, it was not heard from
      * for an election timeout when the group went quiet), and it has not answered since
      * (jr__prog_heard): taken for down, it does not hold quiescence back (quiesce.c) and, while

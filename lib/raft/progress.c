@@ -136,7 +136,10 @@ int jr__prog_replicate(jr__raft *r, jr__prog *p)
 
 void jr__prog_snapshot(jr__prog *p, uint64_t index)
 {
-    if (p->state != JR__SNAPSHOT) p->snap_from = index;
+    if (p->state != JR__SNAPSHOT) {
+        p->snap_from = index;
+        if (p->match > 0) p->later_snaps++;
+    }
     p->state = JR__SNAPSHOT;
     p->snap_index = index;
     p->snap_offset = 0;

@@ -669,6 +669,7 @@ int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out)
         out->match = r->durable;
         out->next = r->log.last + 1;
         out->snap_from = 0;
+        out->later_snaps = 0;
         out->last_contact = out->heard = r->now;
         out->unvouched = out->unconfirmed = out->damaged = 0; /* a leader is whole */
         out->by_node = 0;
@@ -683,6 +684,7 @@ int jr__raft_progress(const jr__raft *r, uint32_t i, jr__progress *out)
     out->match = p->match;
     out->next = p->next;
     out->snap_from = p->state == JR__SNAPSHOT ? p->snap_from : 0;
+    out->later_snaps = p->later_snaps;
     out->last_contact = p->last_contact;
     out->heard = p->heard;
     out->by_node = p->by_node;

@@ -653,6 +653,10 @@ typedef struct jr__progress {
     /* JR__SNAPSHOT: the index of the oldest snapshot it was sent since it needed one (it may
      * install any of those, and then needs the entries after it); 0 otherwise. */
     uint64_t snap_from;
+    /* Times since this leader's election it began to need a snapshot after it had acknowledged
+     * entries: the log was compacted past a member that had caught on (a joiner the group
+     * outran, a follower left behind). */
+    uint32_t later_snaps;
     /* Liveness as this leader judges it (check-quorum, quiescence, transfers): the now of the
      * last message from it, or of the grace it was given — a full election timeout from our
      * election, from waking from quiet, or from its node's return (jr__raft_peer_alive) — which

@@ -1032,6 +1032,10 @@ START_TEST(snapshot_install_chunked_and_resumed)
     h.cfg.snap_chunk_bytes = 1000;
     h_start(&h, 3, 3);
     elect(&h, 0);
+    jr__progress p;
+    ck_assert_int_eq(jr__raft_progress(R(&h, 0), 2, &p), 0);
+    ck_assert_uint_gt(p.match, 0); /* it took entries before it was cut off */
+    ck_assert_uint_eq(p.later_snaps, 0);
     h_isolate(&h, 2);
     char s[16];
     for (int i = 0; i < 40; i++) {
@@ -1049,6 +1053,9 @@ START_TEST(snapshot_install_chunked_and_resumed)
     h_run(&h, 3 * ET);
     ck_assert_int_eq(snap_dropped, 1);
     ck_assert_int_ge(snap_sent, 4); /* 3 chunks (1000 + 1000 + 500) and the resent one */
+    /* one need of a snapshot by a member that had taken entries, however many chunks */
+    ck_assert_int_eq(jr__raft_progress(L, 2, &p), 0);
+    ck_assert_uint_eq(p.later_snaps, 1);
     ck_assert_uint_gt(jr__raft_snapshot_index(F), 0);
     ck_assert_uint_eq(h_commit(&h, 2), h_commit(&h, 0));
     ck_assert_uint_eq(h.nodes[2].sm_hash, h.nodes[0].sm_hash);

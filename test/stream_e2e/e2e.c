@@ -584,6 +584,15 @@ uint64_t e2e_catchup_dropped(e2e *c, unsigned i)
     return n && jr__js_of(n) ? jr__js_of(n)->catchup_dropped : 0;
 }
 
+void e2e_catchup_holds(e2e *c, unsigned i, uint64_t *holds, uint64_t *held_ns, uint64_t *giveups)
+{
+    jr_node *n = e2e_node(c, i);
+    const jr__js *js = n ? jr__js_of(n) : NULL;
+    *holds = js ? js->catchup_holds : 0;
+    *held_ns = js ? js->catchup_held_ns : 0;
+    *giveups = js ? js->catchup_hold_giveups : 0;
+}
+
 uint64_t e2e_catchup_taken(e2e *c, unsigned i)
 {
     jr_node *n = e2e_node(c, i);

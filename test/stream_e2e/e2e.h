@@ -186,6 +186,9 @@ uint64_t e2e_catchup_dropped(e2e *c, unsigned i);
 /* Entry bytes that waited in the log of server i's restoring replicas and were queued before
  * a later snapshot replaced that log (catchup.c take_waiting). */
 uint64_t e2e_catchup_taken(e2e *c, unsigned i);
+/* Node i's stream leaders' publish holds for a joining peer's copy (js/hold.c): how many, their
+ * total length, and the times they gave a copy up. */
+void e2e_catchup_holds(e2e *c, unsigned i, uint64_t *holds, uint64_t *held_ns, uint64_t *giveups);
 /* Group snapshots server i's stream replicas were handed (installed from a leader, or loaded at
  * open). */
 uint64_t e2e_snap_restores(e2e *c, unsigned i);
