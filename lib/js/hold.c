@@ -20,13 +20,13 @@
  * converges with no second later snapshot.
  *
  * Bounds, so that publishers are never held for long and a joiner that cannot keep up does not
- * hold its group to its pace for good: one hold lasts at most half the request timeout (a
- * publish held longer would fail at its client), or until its stage holds HOLD_STAGE_MAX
- * bytes; the holds for one later snapshot take at most EPISODE_TIMEOUTS request timeouts in
- * all. A hold that reaches a bound gives that later snapshot up: holds resume only after
- * another one to that joiner, and after GIVEUPS_MAX give-ups on one joiner, not at all while
- * this leader's change lasts — the change then goes on as without holds (it converges if the
- * publishers slow down).
+ * hold its group to its pace for good: no op waits in the stage more than half the request
+ * timeout (a publish held longer would fail at its client), the stage holds at most
+ * HOLD_STAGE_MAX bytes, and the holds (stretches with nothing admitted) for one later snapshot
+ * take at most EPISODE_TIMEOUTS request timeouts in all. A hold that reaches a bound gives that
+ * later snapshot up: holds resume only after another one to that joiner, and after GIVEUPS_MAX
+ * give-ups on one joiner, not at all while this leader's change lasts — the change then goes on as
+ * without holds (it converges if the publishers slow down).
  *
  * State: the group's peer-change work (jr__membwork hold_*), present on its leader while a
  * change is in progress, which is the only time the group has a joiner; r->holding. Counters:
@@ -137,8 +137,9 @@ uint64_t jr__srep_admit(jr__srep *r)
                      r->name, lag);
     }
     uint64_t held = now > w->hold_since ? now - w->hold_since : 0;
-    if (held >= js->timeout_ns / 2) {
-        give_up(r, joiner.id, "a hold reached half the request timeout");
+    uint64_t oldest = r->whead ? r->whead->staged_at : now;
+    if (now > oldest && now - oldest >= js->timeout_ns / 2) {
+        give_up(r, joiner.id, "an op waited half the request timeout");
         return UINT64_MAX;
     }
     if (w->hold_total + held >= EPISODE_TIMEOUTS * js->timeout_ns) {

@@ -276,6 +276,7 @@ typedef struct jr__waiter {
     uint64_t tag; /* JR__REQ_BARRIER of a consumer leader on this server (route to nobody): the
                      barrier's number, seq its consumer's group */
     size_t end;   /* staged: where its op ends in its stream's stage (jr__srep.stage) */
+    uint64_t staged_at; /* ... and when it was staged (hold.c bounds the wait) */
 } jr__waiter;
 
 /* An entry a stream leader proposed, with one waiter per op (in op order). */

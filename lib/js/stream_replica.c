@@ -310,6 +310,7 @@ static int stage_raw(jr__srep *r, const uint8_t *entry, size_t len, const jr__ro
     w->route = *rt;
     w->what = what;
     w->end = r->stage.len;
+    w->staged_at = jr__node_now(js->n);
     if (r->wtail)
         r->wtail->next = w;
     else

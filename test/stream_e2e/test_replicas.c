@@ -2473,6 +2473,86 @@ START_TEST(a_joiner_restarted_mid_copy_holds_its_log_within_its_bound)
 }
 END_TEST
 
+/* The bounds of the holds (js/hold.c): a grow R2 -> R3 whose joiner copies 32 MB over 6 MB/s
+ * links (its leader's too) under a publisher of 8 MB/s that never stops, with a request timeout of
+ * 3 s. The copy cannot keep up: the holds after a later snapshot give up once a publish waited half
+ * the request timeout, and after two give-ups the leader holds no more for that joiner. No publish
+ * waits longer than that bound and a little (the round trips around it), every one is
+ * acknowledged, and the change converges once the publisher stops. */
+START_TEST(holds_for_a_copy_that_cannot_keep_up_are_bounded_and_given_up)
+{
+    enum { N = 6000 }; /* 12 s of publishing */
+    e2e c;
+    memset(&c, 0, sizeof c);
+    c.configure_more = small_bounds;
+    uint64_t seed = seed_of(166);
+    ck_assert_msg(e2e_new(&c, 3, seed, 3000) == 0, "seed %llu", (unsigned long long)seed);
+    fprintf(stderr, "cluster of 3, seed %llu (replay: JR_SEED_OFFSET)\n", (unsigned long long)seed);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 30 * SEC), 0);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 40);
+    add_stream(&c, "SLOWCOPY", 2);
+    static char big[16384];
+    uint64_t x = 0x3c6ef372a54ff53aull;
+    e2e_res r;
+    for (int i = 0; i < 2000; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.slowcopy", big, sizeof big, NULL, &r), 0);
+    }
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "SLOWCOPY", p, 8), 2);
+    unsigned joiner = 3 - p[0] - p[1];
+    int l = e2e_replica_leader(&c, p[0], "SLOWCOPY");
+    ck_assert_int_ge(l, 0);
+    unsigned leader = (unsigned)l;
+    slow_links_into(&c, joiner, 6 * 1000 * 1000);
+    uint64_t holds0, held0, giveups0;
+    e2e_catchup_holds(&c, leader, &holds0, &held0, &giveups0);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "SLOWCOPY", subj, 1, 3);
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, leader), &cfg, e2e_admin_cb, &up), 0);
+    static e2e_res res[N];
+    static uint64_t sent_at[N];
+    memset(res, 0, sizeof res);
+    uint64_t worst = 0;
+    int acked = 0; /* publishes before it were seen acknowledged, in order */
+    for (int n = 0; n < N; n++) {
+        fill_random(big, sizeof big, &x);
+        sent_at[n] = jr_sim_now(c.sim);
+        ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.slowcopy", NULL, 0, big, sizeof big,
+                                    NULL, e2e_pub_cb, &res[n]),
+                         0);
+        jr_sim_run_for(c.sim, 2 * MS);
+        for (; acked <= n && res[acked].done; acked++) {
+            uint64_t waited = jr_sim_now(c.sim) - sent_at[acked];
+            if (waited > worst) worst = waited;
+        }
+    }
+    uint64_t holds, held, giveups;
+    e2e_catchup_holds(&c, leader, &holds, &held, &giveups);
+    fprintf(stderr,
+            "leader n%u: %llu holds, %.3f s held, %llu given up; slowest acknowledgement %.3f "
+            "s\n",
+            leader, (unsigned long long)(holds - holds0), (double)(held - held0) / 1e9,
+            (unsigned long long)(giveups - giveups0), (double)worst / 1e9);
+    ck_assert_msg(holds > holds0, "the leader never held its publishes");
+    ck_assert_msg(giveups > giveups0, "the holds never gave the copy up");
+    ck_assert_msg(giveups - giveups0 <= 2, "%llu give-ups, at most two on one joiner",
+                  (unsigned long long)(giveups - giveups0));
+    ck_assert_msg(worst <= 1500 * MS + 200 * MS, "a publish waited %.3f s", (double)worst / 1e9);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
+        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
+    }
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    ck_assert_msg(wait_converged(&c, "SLOWCOPY", 3, 120 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "SLOWCOPY", 2000 + N);
+    e2e_free(&c);
+}
+END_TEST
+
 /* The first node (by index) whose meta state has stream `name`, or -1. */
 static int first_knowing(e2e *c, const char *name)
 {
@@ -2581,6 +2661,7 @@ int main(void)
     TCase *hold = tcase_create("outrun"); /* js/hold.c */
     tcase_set_timeout(hold, 300);
     tcase_add_test(hold, a_grow_the_group_outruns_converges_under_a_publisher_that_never_stops);
+    tcase_add_test(hold, holds_for_a_copy_that_cannot_keep_up_are_bounded_and_given_up);
     suite_add_tcase(s, hold);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
