@@ -2381,6 +2381,36 @@ static int grown_to(e2e *c, unsigned i, const char *name, int n)
     return k == n && e2e_meta_busy(c, i, name) == 0;
 }
 
+/* A cluster of 3 with the small bounds, a request timeout of timeout_ms and snapshots every 40
+ * entries, and stream `name` (R2, subjects rep.>) holding 2,000 messages of `len` bytes from
+ * *x's generator published to `subject`: *leader leads it, *follower is its other replica, and
+ * the server left out is returned (the joiner of a grow to R3). */
+static unsigned r2_filled(e2e *c, uint64_t seed_base, uint32_t timeout_ms, const char *name,
+                          const char *subject, char *big, size_t len, uint64_t *x, unsigned *leader,
+                          unsigned *follower)
+{
+    memset(c, 0, sizeof *c);
+    c->configure_more = small_bounds;
+    uint64_t seed = seed_of(seed_base);
+    ck_assert_msg(e2e_new(c, 3, seed, timeout_ms) == 0, "seed %llu", (unsigned long long)seed);
+    fprintf(stderr, "cluster of 3, seed %llu (replay: JR_SEED_OFFSET)\n", (unsigned long long)seed);
+    ck_assert_int_ge(e2e_wait_meta(c, 3, 30 * SEC), 0);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(c, i, 40);
+    add_stream(c, name, 2);
+    e2e_res r;
+    for (int i = 0; i < 2000; i++) {
+        fill_random(big, len, x);
+        ck_assert_int_eq(e2e_publish(c, 0, subject, big, len, NULL, &r), 0);
+    }
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(c, 0, name, p, 8), 2);
+    int l = e2e_replica_leader(c, p[0], name);
+    ck_assert_int_ge(l, 0);
+    *leader = (unsigned)l;
+    *follower = p[0] + p[1] - *leader;
+    return 3 - p[0] - p[1];
+}
+
 /* A grow whose copy the group outruns converges while the publisher goes on (js/hold.c): R2 ->
  * R3 under a publisher that does not stop, 16 KB every 2 ms (8 MB/s), while the joiner copies
  * 32 MB from the follower over a 12 MB/s link, with the bounds configured small (keep_bytes 1
@@ -2397,31 +2427,15 @@ START_TEST(a_grow_the_group_outruns_converges_under_a_publisher_that_never_stops
 {
     enum { MAX = 10000 }; /* 20 s of publishing */
     e2e c;
-    memset(&c, 0, sizeof c);
-    c.configure_more = small_bounds;
-    uint64_t seed = seed_of(162);
-    ck_assert_msg(e2e_new(&c, 3, seed, 6000) == 0, "seed %llu", (unsigned long long)seed);
-    fprintf(stderr, "cluster of 3, seed %llu (replay: JR_SEED_OFFSET)\n", (unsigned long long)seed);
-    ck_assert_int_ge(e2e_wait_meta(&c, 3, 30 * SEC), 0);
-    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 40);
-    add_stream(&c, "OUTRUN", 2);
     static char big[16384];
     uint64_t x = 0x6a09e667bb67ae85ull;
-    e2e_res r;
-    for (int i = 0; i < 2000; i++) {
-        fill_random(big, sizeof big, &x);
-        ck_assert_int_eq(e2e_publish(&c, 0, "rep.outrun", big, sizeof big, NULL, &r), 0);
-    }
-    unsigned p[8];
-    ck_assert_int_eq(e2e_meta_peers(&c, 0, "OUTRUN", p, 8), 2);
-    unsigned joiner = 3 - p[0] - p[1];
-    int l = e2e_replica_leader(&c, p[0], "OUTRUN");
-    ck_assert_int_ge(l, 0);
-    unsigned leader = (unsigned)l;
+    unsigned leader, follower;
+    unsigned joiner =
+        r2_filled(&c, 162, 6000, "OUTRUN", "rep.outrun", big, sizeof big, &x, &leader, &follower);
     jr_sim_link link; /* the copy's source is the follower: only its link is slow */
     jr_sim_link_init(&link);
     link.bytes_per_sec = 12 * 1000 * 1000;
-    ck_assert_int_eq(jr_sim_set_link(c.sim, p[0] + p[1] - leader, joiner, &link), 0);
+    ck_assert_int_eq(jr_sim_set_link(c.sim, follower, joiner, &link), 0);
     uint64_t later0 = e2e_catchup_later(&c, joiner), holds0, held0, giveups0;
     e2e_catchup_holds(&c, leader, &holds0, &held0, &giveups0);
     jr_stream_config cfg;
@@ -2483,27 +2497,12 @@ START_TEST(holds_for_a_copy_that_cannot_keep_up_are_bounded_and_given_up)
 {
     enum { N = 6000 }; /* 12 s of publishing */
     e2e c;
-    memset(&c, 0, sizeof c);
-    c.configure_more = small_bounds;
-    uint64_t seed = seed_of(166);
-    ck_assert_msg(e2e_new(&c, 3, seed, 3000) == 0, "seed %llu", (unsigned long long)seed);
-    fprintf(stderr, "cluster of 3, seed %llu (replay: JR_SEED_OFFSET)\n", (unsigned long long)seed);
-    ck_assert_int_ge(e2e_wait_meta(&c, 3, 30 * SEC), 0);
-    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 40);
-    add_stream(&c, "SLOWCOPY", 2);
     static char big[16384];
     uint64_t x = 0x3c6ef372a54ff53aull;
-    e2e_res r;
-    for (int i = 0; i < 2000; i++) {
-        fill_random(big, sizeof big, &x);
-        ck_assert_int_eq(e2e_publish(&c, 0, "rep.slowcopy", big, sizeof big, NULL, &r), 0);
-    }
-    unsigned p[8];
-    ck_assert_int_eq(e2e_meta_peers(&c, 0, "SLOWCOPY", p, 8), 2);
-    unsigned joiner = 3 - p[0] - p[1];
-    int l = e2e_replica_leader(&c, p[0], "SLOWCOPY");
-    ck_assert_int_ge(l, 0);
-    unsigned leader = (unsigned)l;
+    unsigned leader, follower;
+    unsigned joiner = r2_filled(&c, 166, 3000, "SLOWCOPY", "rep.slowcopy", big, sizeof big, &x,
+                                &leader, &follower);
+    (void)follower;
     slow_links_into(&c, joiner, 6 * 1000 * 1000);
     uint64_t holds0, held0, giveups0;
     e2e_catchup_holds(&c, leader, &holds0, &held0, &giveups0);
