@@ -22,6 +22,12 @@
 # BUILD_DIR (default build-rel, then build) must hold examples/server/jetraft-server and
 # bench/server_bench; a release build (meson setup build-rel --buildtype=release) is what the
 # numbers are meant for.
+#
+# Run it on an otherwise idle machine. Where the kernel preempts lazily (seen on a Linux 6.18
+# guest), a thread woken by its disk or socket can wait for the next scheduler tick (4 ms at
+# HZ=250) whenever every CPU runs something else, whatever that something's nice value: one
+# busy process per CPU at nice 19 turned the disk probe's fdatasync from 150 µs into 4 ms at
+# p50, and it slows every wakeup of the servers and the client alike.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-}"
