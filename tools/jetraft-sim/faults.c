@@ -112,10 +112,48 @@ static int hosted_elsewhere(world *w, unsigned i, uint64_t group)
     return 0;
 }
 
+/* 1 if a disk victim's replica of the group lost its configuration with its WAL (no peers) and
+ * a replica elsewhere that still holds it counts at most two voters, the victim one of them:
+ * half of the voters or all damaged, beyond the fault model, as note_lone records, which sees
+ * only groups that applied an entry (seed 3740: an R2 stream created while its other voter was
+ * paused, never led, whose replica on the victim then lost the WAL segment holding its
+ * bootstrap; the other voter cannot be elected without the victim's vote). */
+static int pair_lost_config(world *w, uint64_t group)
+{
+    for (unsigned v = 0; v < w->n; v++) {
+        jr_node *vn = w->disk_hit[v] && node_up(w, v) ? jr_sim_node(w->sim, v) : NULL;
+        jr_group *vg = vn ? jr_node_group(vn, group) : NULL;
+        jr_group_status st;
+        memset(&st, 0, sizeof st);
+        st.size = sizeof st;
+        if (!vg || jr_group_status_get(vg, &st) != 0 || st.npeers != 0) continue;
+        for (unsigned j = 0; j < w->n; j++) {
+            jr_node *nd = j != v && node_up(w, j) ? jr_sim_node(w->sim, j) : NULL;
+            jr_group *g = nd ? jr_node_group(nd, group) : NULL;
+            memset(&st, 0, sizeof st);
+            st.size = sizeof st;
+            if (!g || jr_group_status_get(g, &st) != 0 || st.npeers == 0) continue;
+            size_t voters = 0;
+            int victim_votes = 0;
+            for (size_t k = 0; k < st.npeers; k++) {
+                jr_peer_status ps;
+                memset(&ps, 0, sizeof ps);
+                ps.size = sizeof ps;
+                if (jr_group_peer(g, k, &ps) != 0 || !ps.voter) continue;
+                voters++;
+                victim_votes |= ps.name && !strcmp(ps.name, jr_sim_name(w->sim, v));
+            }
+            if (voters <= 2 && victim_votes) return 1;
+        }
+    }
+    return 0;
+}
+
 /* 1 if every group node i reports unwell is one whose only member is node i, after the disk
  * nemesis damaged node i's disk, or one of whose one or two voters the victim was when the
  * nemesis damaged its disk (its log may since have been cut back to a configuration of more
- * members, or the group grew; note_lone), or one whose replica on the victim is a damaged lone
+ * members, or the group grew; note_lone; pair_lost_config for a group that never applied an
+ * entry), or one whose replica on the victim is a damaged lone
  * voter (placed there while the victim was down with its WAL lost), or one whose single voter
  * relogged an index after losing what it had applied there (check_log.c: applied-log leaves it out
  * too): what such a replica lost no rule can recover (the fault model allows one damaged replica of
@@ -131,6 +169,7 @@ static int only_replicas_lost(world *w, unsigned i, const health_res *r)
         for (size_t j = 0; j < w->nlone_hit && !lone; j++) lone = w->lone_hit[j] == r->unwell[k];
         for (unsigned j = 0; j < w->nlone && !lone; j++) lone = w->lone_groups[j] == r->unwell[k];
         if (lone) continue;
+        if (pair_lost_config(w, r->unwell[k])) continue;
         if (!w->disk_hit[i]) return 0;
         jr_group *g = nd ? jr_node_group(nd, r->unwell[k]) : NULL;
         jr_group_status st;
