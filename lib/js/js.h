@@ -311,7 +311,7 @@ typedef struct jr__memb_probe {
 /* What a group leader's peer change waits on, for stream and consumer info (jr_move_info). */
 typedef struct jr__move_note {
     uint8_t status; /* enum jr_move_status; 0: not known yet */
-    char desc[96];
+    char desc[128];
     char err[96]; /* "" none */
 } jr__move_note;
 

@@ -215,6 +215,15 @@ note(jr__membwork *w, int status, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Adds to the note that the publishes are paced to the joiner's copy (hold.c: the group outran
+ * it once, and its leader admits ops only while that joiner keeps up): an operator who sees the
+ * publishers slow down during a move reads why there. */
+static void hold_note(jr__membwork *w)
+{
+    size_t len = strlen(w->note.desc);
+    snprintf(w->note.desc + len, sizeof w->note.desc - len, "; publishes are paced to its copy");
+}
+
 /* A consumer of s whose own peer change is still in progress (NULL: none). The stream leaves
  * a peer only once its consumers moved: a consumer's leader reads its server's stream replica,
  * and a consumer replica may still sit on the server the stream leaves. Except a consumer
@@ -307,6 +316,7 @@ static void wait_note(jr__srep *r, jr__membwork *w, const jr__memb *m, size_t n,
                      "waiting for peers to catch up (%s is %llu operations behind)",
                      name ? name : "?", (unsigned long long)lag);
         }
+        if (w->hold_outrun == m[i].id) hold_note(w);
         return;
     }
     note(w, JR_MOVE_QUORUM, "waiting for a majority of current peers before the next change");

@@ -218,7 +218,7 @@ static void purge_cb(void *arg, int status, const char *msg, uint64_t purged)
     r->purged = purged;
 }
 
-static void info_cb(void *arg, int status, const char *msg, const jr_stream_info *info)
+void e2e_info_cb(void *arg, int status, const char *msg, const jr_stream_info *info)
 {
     e2e_res *r = arg;
     e2e_admin_cb(arg, status, msg);
@@ -301,7 +301,7 @@ int e2e_delete(e2e *c, unsigned node, const char *name, e2e_res *r)
 
 int e2e_info(e2e *c, unsigned node, const char *name, e2e_res *r)
 {
-    SYNC(c, r, jr_stream_info_get(e2e_node(c, node), name, info_cb, r));
+    SYNC(c, r, jr_stream_info_get(e2e_node(c, node), name, e2e_info_cb, r));
 }
 
 int e2e_publish(e2e *c, unsigned node, const char *subject, const void *data, size_t len,
@@ -356,7 +356,7 @@ int e2e_wait_stream(e2e *c, unsigned via, const char *name, size_t current, uint
     while (jr_sim_now(c->sim) < end) {
         e2e_res r;
         memset(&r, 0, sizeof r);
-        int rc = jr_stream_info_get(e2e_node(c, via), name, info_cb, &r);
+        int rc = jr_stream_info_get(e2e_node(c, via), name, e2e_info_cb, &r);
         /* every request ends within its bounded wait: never leave one behind (r is local) */
         if (rc == 0) ck_assert_msg(e2e_wait(c, &r, 60 * SEC) == 0, "stream info never answered");
         if (rc == 0 && r.status == 0 && r.leader[0]) {

@@ -119,6 +119,8 @@ int e2e_stepdown(e2e *c, unsigned node, const char *name, const char *peer, e2e_
 /* Callbacks that fill an e2e_res (for asynchronous use). */
 void e2e_admin_cb(void *arg, int status, const char *msg);
 void e2e_pub_cb(void *arg, int status, const jr_pub_ack *ack);
+/* jr_stream_info_get's callback filling the e2e_res (arg) as e2e_info does. */
+void e2e_info_cb(void *arg, int status, const char *msg, const jr_stream_info *info);
 void e2e_msg_cb(void *arg, int status, const char *msg, const jr_stored_msg *m);
 
 /* Runs until stream `name` has a leader that reports `current` current replicas (asked on

@@ -2443,9 +2443,11 @@ START_TEST(a_grow_the_group_outruns_converges_under_a_publisher_that_never_stops
     e2e_res up;
     memset(&up, 0, sizeof up);
     ck_assert_int_eq(jr_stream_update(e2e_node(&c, leader), &cfg, e2e_admin_cb, &up), 0);
-    static e2e_res res[MAX];
+    static e2e_res res[MAX], info;
     memset(res, 0, sizeof res);
-    int n = 0, grown = 0;
+    memset(&info, 0, sizeof info);
+    info.done = 1;
+    int n = 0, grown = 0, paced_shown = 0;
     while (n < MAX && !grown) {
         fill_random(big, sizeof big, &x);
         ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.outrun", NULL, 0, big, sizeof big,
@@ -2454,6 +2456,14 @@ START_TEST(a_grow_the_group_outruns_converges_under_a_publisher_that_never_stops
         n++;
         jr_sim_run_for(c.sim, 2 * MS);
         if (n % 50 == 0) grown = grown_to(&c, leader, "OUTRUN", 3);
+        /* the move's status says why the publishers slow down */
+        if (n % 25 == 0 && info.done) {
+            if (info.status == 0 && strstr(info.text, "publishes are paced to its copy"))
+                paced_shown = 1;
+            memset(&info, 0, sizeof info);
+            ck_assert_int_eq(jr_stream_info_get(e2e_node(&c, leader), "OUTRUN", e2e_info_cb, &info),
+                             0);
+        }
     }
     uint64_t later = e2e_catchup_later(&c, joiner) - later0, holds, held, giveups;
     e2e_catchup_holds(&c, leader, &holds, &held, &giveups);
@@ -2469,6 +2479,8 @@ START_TEST(a_grow_the_group_outruns_converges_under_a_publisher_that_never_stops
     ck_assert_msg(later <= 2, "%llu later snapshots", (unsigned long long)later);
     ck_assert_msg(holds > holds0, "the leader never held its publishes");
     ck_assert_msg(giveups == giveups0, "a hold gave the copy up");
+    ck_assert_msg(paced_shown, "stream info never said the publishes were paced to the copy");
+    ck_assert_int_eq(e2e_wait(&c, &info, 30 * SEC), 0);
     for (int i = 0; i < n; i++) {
         ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
         ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
