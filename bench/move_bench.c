@@ -5,7 +5,7 @@
  *
  *   move_bench [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B]
  *              [--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S]
- *              [--max-seconds S] [--catchup-log BYTES] [--runs N]
+ *              [--max-seconds S] [--catchup-log BYTES] [--limit F] [--rate R] [--runs N]
  *
  * Each case runs on a fresh cluster: servers n0..n3, server i tagged "s<i>"; one stream BENCH on
  * bench.> with 3 replicas and file storage is filled by a publisher on the stream leader's
@@ -18,7 +18,17 @@
  *         grow, then k is removed.
  * The change has converged when stream info (asked every 5 ms) lists exactly the new peer set,
  * every replica current and none an observer or pending; a change that has not converged after
- * --max-seconds (default 30) ends the run with the replicas' state on stderr. --catchup-log sets
+ * --max-seconds (default 30) ends the run with the replicas' state on stderr. --limit F gives
+ * BENCH a byte limit of F times the fill size (F > 1.05; default none): once the stream reaches
+ * it the oldest messages go as new ones come, as on a stream kept by limits, so the windows
+ * measure publishing whose store space is recycled rather than grown (the memory vfs then
+ * reuses the chunks of removed blocks instead of faulting in fresh pages for every message);
+ * "max_bytes" in the line, 0 without. --rate R (messages per second; default 0, as fast as the
+ * window allows) offers the publishes at that rate once the stream is filled, still at most
+ * `window` outstanding: the steady window then shows whether the cluster keeps up with that
+ * load, and the change whether it still does while a peer joins (a cluster with headroom, as
+ * one is run, rather than one saturated by a publisher that takes every core); "rate" in the
+ * line. --catchup-log sets
  * every server's jr_node_config.catchup_log_bytes (suffixes K, M, G; default 256M): the bound on
  * a joining replica's Raft log while it copies.
  *   bytes            the stream's bytes (its state) when the update was issued
@@ -90,6 +100,7 @@
  * profile then covers the change only, or with MOVE_BENCH_PERF_WINDOW=steady the steady window.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +130,8 @@ typedef struct opts {
     double steady_s;
     double max_s;         /* give up on a change that has not converged by then */
     uint64_t catchup_log; /* jr_node_config.catchup_log_bytes; 0: the default */
+    double limit;         /* BENCH's max_bytes as a multiple of the fill size; 0: none */
+    double rate;          /* publishes offered per second after the fill; 0: unpaced */
     int runs;             /* each configuration this many times, on a fresh cluster each */
 } opts;
 
@@ -148,6 +161,12 @@ typedef struct pubber {
     int stop;                            /* set by the main thread */
     mt_waiter done;                      /* completed when stopped and nothing is outstanding */
     int done_sent;
+    /* --rate: set by the main thread before the pacer starts, then only the pacer's ticks (on
+     * the leader's thread) issue publishes: as many as the rate allows since t0 */
+    int paced;
+    uint64_t t0_ns, issued, issued0;
+    pthread_t pacer;
+    mt_loop *loop;
 } pubber;
 
 static void issue(pubber *p);
@@ -164,7 +183,7 @@ static void on_ack(void *arg, int status, const jr_pub_ack *ack)
     } else
         __atomic_add_fetch(&p->acked, 1, __ATOMIC_RELAXED);
     if (!__atomic_load_n(&p->stop, __ATOMIC_RELAXED)) {
-        issue(p);
+        if (!p->paced) issue(p);
         return;
     }
     if (p->outstanding == 0 && !p->done_sent) {
@@ -179,6 +198,7 @@ static void issue(pubber *p)
         jr_publish(p->node, "bench.orders", NULL, 0, p->data, p->o->msg_bytes, NULL, on_ack, p);
     if (rc) mt_die("jr_publish", rc, NULL);
     p->outstanding++;
+    p->issued++;
 }
 
 static void pub_start_task(void *arg, jr_node *node)
@@ -186,6 +206,54 @@ static void pub_start_task(void *arg, jr_node *node)
     pubber *p = arg;
     p->node = node;
     for (int k = 0; k < p->o->window; k++) issue(p);
+}
+
+/* The pacer's tick, on the leader's thread: issues what the rate allows by now, at most `window`
+ * outstanding (a cluster that cannot keep up falls behind the offered load, and the tick after
+ * its acks catches up to it); once stopped, completes `done` if nothing is outstanding. */
+static void pace_tick(void *arg, jr_node *node)
+{
+    pubber *p = arg;
+    (void)node;
+    if (__atomic_load_n(&p->stop, __ATOMIC_RELAXED)) {
+        if (p->outstanding == 0 && !p->done_sent) {
+            p->done_sent = 1;
+            mt_waiter_done(&p->done, 0, NULL);
+        }
+        return;
+    }
+    double secs = (double)(bench_now_ns() - p->t0_ns) * 1e-9;
+    uint64_t allowed = p->issued0 + (uint64_t)(secs * p->o->rate);
+    while (p->issued < allowed && p->outstanding < (uint64_t)p->o->window) issue(p);
+}
+
+static void *pacer_main(void *arg)
+{
+    pubber *p = arg;
+    while (!__atomic_load_n(&p->stop, __ATOMIC_RELAXED)) {
+        mt_run_on(p->loop, pace_tick, p);
+        usleep(1000);
+    }
+    mt_run_on(p->loop, pace_tick, p); /* sees the stop */
+    return NULL;
+}
+
+static void pace_set(void *arg, jr_node *node)
+{
+    pubber *p = arg;
+    (void)node;
+    p->paced = 1;
+    p->t0_ns = bench_now_ns();
+    p->issued0 = p->issued;
+}
+
+/* From the fill's pace (every ack issues the next) to the offered rate (--rate): pace_set runs
+ * on the leader's thread before the pacer's first tick (its tasks run in the order posted). */
+static void pub_pace(pubber *p, mt_loop *leader)
+{
+    p->loop = leader;
+    mt_run_on(leader, pace_set, p);
+    if (pthread_create(&p->pacer, NULL, pacer_main, p)) mt_die("pthread_create", JR_ENOMEM, NULL);
 }
 
 static uint64_t pub_acked(pubber *p)
@@ -197,6 +265,7 @@ static void pub_stop(pubber *p)
 {
     __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
     mt_waiter_wait(&p->done);
+    if (p->loop) pthread_join(p->pacer, NULL);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -455,6 +524,8 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
     mt_cluster_open(&c, &mo);
     jr_stream_config scfg;
     bench_stream_config(&scfg, 3);
+    uint64_t max_bytes = o->limit > 0 ? (uint64_t)((double)size * o->limit) : 0;
+    if (max_bytes) scfg.max_bytes = (int64_t)max_bytes;
     int leader = mt_stream_add(&c, &scfg);
     mt_sleep_ms(300);
 
@@ -485,6 +556,7 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
             mt_sleep_ms(10);
         mt_sleep_ms(500);
     } else {
+        if (o->rate > 0) pub_pace(&p, &c.loops[leader]);
         /* the fill leaves followers behind the leader (it sends them their backlog for a
          * while): the steady window starts once every replica is current again (at most 5 s) */
         for (int k = 0; k < 500 && (view_get(&c, leader, &v) != 0 || !v.settled); k++)
@@ -504,6 +576,9 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
         bench_stream_config(&u.cfg, 4);
     } else {
         bench_stream_config(&u.cfg, 3);
+    }
+    if (max_bytes) u.cfg.max_bytes = (int64_t)max_bytes;
+    if (which == CASE_MOVE) {
         snprintf(gone, sizeof gone, "%s", v.peers[0]);
         snprintf(u.tag, sizeof u.tag, "!s%d", mt_index(&c, gone));
         u.tags[0] = u.tag;
@@ -614,7 +689,7 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
            "\"later\":%" PRIu64 ",\"queued_mb\":%.1f,\"taken_mb\":%.1f,\"dropped_mb\":%.1f,"
            "\"queue_peak_mb\":%.1f,"
            "\"kept_mb\":%.1f,\"log_peak_mb\":%.1f,\"log_drops\":%" PRIu64 ",\"holds\":%" PRIu64
-           ",\"held_s\":%.3f,\"load1\":%.2f",
+           ",\"held_s\":%.3f,\"load1\":%.2f,\"max_bytes\":%" PRIu64 ",\"rate\":%.0f",
            which == CASE_GROW ? "grow" : "move", bytes, o->msg_bytes, o->posix ? "posix" : "mem",
            publishing ? "true" : "false", lname, joiner >= 0 ? c.names[joiner] : "", gone, sources,
            update_s, secs, secs > 0 ? (double)bytes / secs / 1e6 : 0, (double)fetched / 1e6, cpu,
@@ -624,7 +699,7 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
            (double)(f1.drained - f0.drained) / 1e6, (double)(f1.taken - f0.taken) / 1e6,
            (double)(f1.dropped - f0.dropped) / 1e6, (double)f1.queue_peak / 1e6,
            (double)cu_counts(&c, mt_index(&c, lname)).kept / 1e6, (double)f1.log_peak / 1e6,
-           f1.log_drops, holds, (double)held_ns * 1e-9, load);
+           f1.log_drops, holds, (double)held_ns * 1e-9, load, max_bytes, o->rate);
     if (publishing) {
         printf(",\"pub_steady_msgs_s\":%.0f,\"pub_during_msgs_s\":%.0f,\"ratio\":%.2f,"
                "\"pub_after_msgs_s\":%.0f,\"ratio_after\":%.2f,"
@@ -696,7 +771,7 @@ static int usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B] "
             "[--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S] "
-            "[--max-seconds S] [--catchup-log BYTES] [--runs N]\n",
+            "[--max-seconds S] [--catchup-log BYTES] [--limit F] [--rate R] [--runs N]\n",
             prog);
     return 2;
 }
@@ -747,6 +822,12 @@ int main(int argc, char **argv)
             if (o.steady_s <= 0) return usage(argv[0]);
         } else if (!strcmp(a, "--catchup-log")) {
             if (parse_sizes(v, &o.catchup_log, 1) != 1) return usage(argv[0]);
+        } else if (!strcmp(a, "--limit")) {
+            o.limit = atof(v);
+            if (!(o.limit > 1.05)) return usage(argv[0]);
+        } else if (!strcmp(a, "--rate")) {
+            o.rate = atof(v);
+            if (!(o.rate >= 0 && o.rate <= 1e8)) return usage(argv[0]);
         } else if (!strcmp(a, "--runs")) {
             o.runs = atoi(v);
             if (o.runs < 1 || o.runs > 100) return usage(argv[0]);

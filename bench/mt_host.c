@@ -308,23 +308,46 @@ void mt_cluster_open(mt_cluster *c, const mt_opts *o)
 }
 
 /* Closes the node on its own thread; the loop then leaves it alone (loop_main). */
+typedef struct closing {
+    mt_loop *l;
+    mt_waiter w;
+} closing;
+
 static void close_task(void *arg, jr_node *node)
 {
-    mt_loop *l = arg;
+    closing *k = arg;
     jr_node_close(node);
-    l->node = NULL;
+    k->l->node = NULL;
+    mt_waiter_done(&k->w, 0, NULL);
 }
 
+/* Closes every node first, then stops every loop, then frees what the loops held: a node still
+ * open sends to the others (host_send takes from the receiver's pool under its lock), so no
+ * loop's pool, queue or lock may go before every node is closed and every thread joined. */
 void mt_cluster_close(mt_cluster *c)
 {
+    closing k[MT_MAX_NODES];
+    for (int i = 0; i < c->n; i++) {
+        k[i].l = &c->loops[i];
+        mt_waiter_init(&k[i].w, NULL);
+        mt_run_on(&c->loops[i], close_task, &k[i]);
+    }
+    for (int i = 0; i < c->n; i++) mt_waiter_wait(&k[i].w);
     for (int i = 0; i < c->n; i++) {
         mt_loop *l = &c->loops[i];
-        mt_run_on(l, close_task, l);
         pthread_mutex_lock(&l->mu);
         l->stop = 1;
         pthread_cond_signal(&l->cv);
         pthread_mutex_unlock(&l->mu);
         pthread_join(l->thread, NULL);
+    }
+    for (int i = 0; i < c->n; i++) {
+        mt_loop *l = &c->loops[i];
+        for (mt_item *it = l->head, *next; it; it = next) { /* sent after its thread stopped */
+            next = it->next;
+            free(it);
+        }
+        l->head = l->tail = NULL;
         if (l->vfs) jr__memfs_free(l->vfs);
         while (l->pool) {
             mt_item *next = l->pool->next;
