@@ -308,6 +308,17 @@ typedef struct jr__memb_probe {
 
 #define JR__MEMB_PROBES 8
 
+/* A joining observer as the publish hold (hold.c) tracks it; id 0: a free slot. */
+typedef struct jr__hold_member {
+    jr__id id;
+    uint32_t seen;    /* its later snapshots (jr__progress.later_snaps) when last looked at */
+    uint32_t giveups; /* holds given up on it while this leader's change lasts */
+    uint8_t armed;    /* the group outran its copy: its lag holds the publishes */
+    uint64_t total;   /* time held for it since it was last armed */
+} jr__hold_member;
+
+#define JR__HOLD_MEMBERS 8
+
 /* What a group leader's peer change waits on, for stream and consumer info (jr_move_info). */
 typedef struct jr__move_note {
     uint8_t status; /* enum jr_move_status; 0: not known yet */
@@ -329,13 +340,10 @@ typedef struct jr__membwork {
     jr__move_note note; /* what the change waits on now (stream info's move status) */
     uint32_t fails;     /* membership changes that failed in a row */
     jr__ack_floor acks; /* what a voter must have acknowledged to count as live (members.h) */
-    /* the publish hold (hold.c): the observer whose copy the group outran (0: none) and the
-     * time its holds took so far; the observer holds last gave up on and how many times they
-     * gave up on it; the observer whose later snapshots were counted last, and their count
-     * (jr__progress.later_snaps); when the current hold began (0: none) */
-    jr__id hold_outrun, hold_spent, hold_counted;
-    uint64_t hold_total;
-    uint32_t hold_giveups, hold_seen;
+    /* the publish hold (hold.c): each joining observer's state, the one the current hold is
+     * for and when that hold began (0: none) */
+    jr__hold_member hold[JR__HOLD_MEMBERS];
+    jr__id hold_by;
     uint64_t hold_since;
 } jr__membwork;
 
@@ -615,9 +623,11 @@ struct jr__js {
     uint64_t catchup_apply_holds; /* times a full queue paused its group's applying */
     uint64_t catchup_holds;       /* times a stream leader held its publishes back for a
                                      joining peer's copy (hold.c), their total length, and the
-                                     times holds gave up on a copy */
+                                     times holds gave up on a copy; the later snapshots
+                                     that armed holds for a joiner */
     uint64_t catchup_held_ns;
     uint64_t catchup_hold_giveups;
+    uint64_t catchup_hold_arms;
     uint64_t keep_bytes;       /* jr_node_config.keep_bytes (hold.c) */
     uint64_t catchup_log_peak; /* most entry bytes a capped group's log held at once, as of
                                   the end of its catch-up (raft.h jr__raft_capped_peak) */
@@ -1083,6 +1093,10 @@ void jr__srep_memb_free(jr__srep *r);
 uint64_t jr__srep_admit(jr__srep *r);
 /* Ends r's hold, if any, before its peer-change work goes. */
 void jr__srep_hold_free(jr__srep *r);
+/* 1 if the publishes of w's group are paced to member id's copy (the group outran it). */
+int jr__srep_hold_armed(const jr__membwork *w, jr__id id);
+/* A joining observer whose copy the publishes are paced to, 0 if none. */
+jr__id jr__srep_hold_any(const jr__membwork *w);
 /* One member of a stream's group as its leader sees it (jr__srep_health). */
 typedef struct jr__peer_health {
     const char *name; /* borrowed from the group */

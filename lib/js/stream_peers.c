@@ -215,13 +215,23 @@ note(jr__membwork *w, int status, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Adds to the note that the publishes are paced to the joiner's copy (hold.c: the group outran
- * it once, and its leader admits ops only while that joiner keeps up): an operator who sees the
- * publishers slow down during a move reads why there. */
-static void hold_note(jr__membwork *w)
+/* Adds to the note that the publishes are paced to a joiner's copy (hold.c: the group outran
+ * it, and its leader admits ops only while that joiner keeps up) — `its` when that joiner is
+ * the one the note names (id) — so an operator who sees the publishers slow down during a move
+ * reads why there. */
+static void hold_note(jr__srep *r, jr__membwork *w, jr__id id)
 {
     size_t len = strlen(w->note.desc);
-    snprintf(w->note.desc + len, sizeof w->note.desc - len, "; publishes are paced to its copy");
+    if (jr__srep_hold_armed(w, id)) {
+        snprintf(w->note.desc + len, sizeof w->note.desc - len,
+                 "; publishes are paced to its copy");
+        return;
+    }
+    jr__id other = jr__srep_hold_any(w);
+    if (!other) return;
+    const char *name = jr__js_peer_name(r->js, other);
+    snprintf(w->note.desc + len, sizeof w->note.desc - len,
+             "; publishes are paced to peer %s's copy", name ? name : "?");
 }
 
 /* A consumer of s whose own peer change is still in progress (NULL: none). The stream leaves
@@ -316,7 +326,7 @@ static void wait_note(jr__srep *r, jr__membwork *w, const jr__memb *m, size_t n,
                      "waiting for peers to catch up (%s is %llu operations behind)",
                      name ? name : "?", (unsigned long long)lag);
         }
-        if (w->hold_outrun == m[i].id) hold_note(w);
+        hold_note(r, w, m[i].id);
         return;
     }
     note(w, JR_MOVE_QUORUM, "waiting for a majority of current peers before the next change");

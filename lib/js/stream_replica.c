@@ -184,6 +184,15 @@ static size_t max_entry(const jr__js *js)
     return js->facts.max_msg_bytes - 1024;
 }
 
+/* Largest BATCH entry: BATCH_MAX_BYTES of ops, less where the group's entries are smaller (a
+ * node with small frames); the framing (version, type, count, checksum) takes under 32 bytes,
+ * and a single op is never longer than the entry less 32 (stage_raw), so it always fits. */
+static size_t batch_bytes(const jr__js *js)
+{
+    size_t m = max_entry(js) - 32;
+    return m < BATCH_MAX_BYTES ? m : BATCH_MAX_BYTES;
+}
+
 /* Drops the stage's proposed prefix (bytes before stage_off) once it is most of the buffer, so
  * a stage that a hold keeps from draining does not grow by what it proposed. */
 static void stage_compact(jr__srep *r)
@@ -196,7 +205,7 @@ static void stage_compact(jr__srep *r)
     for (jr__waiter *w = r->whead; w; w = w->next) w->end -= off;
 }
 
-/* Proposes the staged ops of r in BATCH entries of at most BATCH_MAX_BYTES and BATCH_MAX_OPS
+/* Proposes the staged ops of r in BATCH entries of at most batch_bytes and BATCH_MAX_OPS
  * each (one, unless a hold kept more), as many bytes of them as the hold admits (hold.c
  * jr__srep_admit; at least one op once it admits any). What it keeps back waits for a later
  * flush: the replica's timer looks again a quarter heartbeat later. */
@@ -210,8 +219,7 @@ static void flush_one(jr__srep *r)
     }
     uint64_t budget = jr__srep_admit(r);
     while (r->whead && budget) {
-        size_t off = r->stage_off,
-               max = budget < BATCH_MAX_BYTES ? (size_t)budget : BATCH_MAX_BYTES;
+        size_t off = r->stage_off, cap = batch_bytes(js), max = budget < cap ? (size_t)budget : cap;
         jr__waiter *last = r->whead;
         uint32_t count = 1;
         while (last->next && count < BATCH_MAX_OPS && last->next->end - off <= max) {
@@ -291,7 +299,7 @@ static int stage_raw(jr__srep *r, const uint8_t *entry, size_t len, const jr__ro
     size_t inner = len - 9; /* drop the version byte and the checksum: a BATCH item */
     if (inner + 32 > max_entry(js)) return JR_EMSGSIZE;
     if (r->nstage && !r->holding &&
-        (r->stage.len - r->stage_off + inner > BATCH_MAX_BYTES || r->nstage >= BATCH_MAX_OPS))
+        (r->stage.len - r->stage_off + inner > batch_bytes(js) || r->nstage >= BATCH_MAX_OPS))
         flush_one(r);
     jr__waiter *w = jr__waiter_get(js);
     if (!w) return JR_ENOMEM;
@@ -718,6 +726,9 @@ static void rep_timer(jr__js *js, jr__jtimer *t)
     } else {
         r->led = 0;
         r->sweep_next = 0;
+        /* ops a hold kept staged while it led: they never reached the log, and proposed when
+         * it next leads they would take effect long after their requesters gave up */
+        if (r->nstage) jr__srep_fail_staged(r, JR_ENOTLEADER);
         jr__srep_memb_free(r);
         /* watch for leadership while a peer change is under way: a new leader resumes it */
         const jr__meta_stream *s = jr__meta_stream_by_group(&js->st, r->group);

@@ -593,6 +593,44 @@ void e2e_catchup_holds(e2e *c, unsigned i, uint64_t *holds, uint64_t *held_ns, u
     *giveups = js ? js->catchup_hold_giveups : 0;
 }
 
+uint64_t e2e_catchup_hold_arms(e2e *c, unsigned i)
+{
+    jr_node *n = e2e_node(c, i);
+    return n && jr__js_of(n) ? jr__js_of(n)->catchup_hold_arms : 0;
+}
+
+uint64_t e2e_leader_later_snaps(e2e *c, unsigned i, const char *name)
+{
+    jr_node *n = e2e_node(c, i);
+    const jr__js *js = n ? jr__js_of(n) : NULL;
+    for (const jr__srep *r = js ? js->rep_list : NULL; r; r = r->next) {
+        if (!r->name || strcmp(r->name, name) != 0 || !r->g) continue;
+        const jr__raft *raft = jr__group_consensus(r->g);
+        if (jr__raft_role(raft) != JR_LEADER) return 0;
+        const jr__conf *cf = jr__raft_conf(raft);
+        uint64_t sum = 0;
+        for (uint32_t k = 0; k < cf->n; k++) {
+            jr__progress p;
+            if (jr__raft_progress(raft, k, &p) == 0) sum += p.later_snaps;
+        }
+        return sum;
+    }
+    return 0;
+}
+
+int e2e_stage(e2e *c, unsigned i, const char *name, uint32_t *nstage, int *holding)
+{
+    jr_node *n = e2e_node(c, i);
+    const jr__js *js = n ? jr__js_of(n) : NULL;
+    for (const jr__srep *r = js ? js->rep_list : NULL; r; r = r->next)
+        if (r->name && strcmp(r->name, name) == 0) {
+            *nstage = r->nstage;
+            *holding = r->holding;
+            return 0;
+        }
+    return -1;
+}
+
 uint64_t e2e_catchup_taken(e2e *c, unsigned i)
 {
     jr_node *n = e2e_node(c, i);

@@ -191,6 +191,14 @@ uint64_t e2e_catchup_taken(e2e *c, unsigned i);
 /* Node i's stream leaders' publish holds for a joining peer's copy (js/hold.c): how many, their
  * total length, and the times they gave a copy up. */
 void e2e_catchup_holds(e2e *c, unsigned i, uint64_t *holds, uint64_t *held_ns, uint64_t *giveups);
+/* Later snapshots that armed server i's holds for a joiner (js/hold.c). */
+uint64_t e2e_catchup_hold_arms(e2e *c, unsigned i);
+/* Server i's replica of stream `name`, leading: the later snapshots its group's members began
+ * to need (jr__progress.later_snaps, summed); 0 when it does not lead. */
+uint64_t e2e_leader_later_snaps(e2e *c, unsigned i, const char *name);
+/* Server i's replica of stream `name`: the ops it has staged and whether a hold keeps them. 0, or
+ * -1 without such a replica. */
+int e2e_stage(e2e *c, unsigned i, const char *name, uint32_t *nstage, int *holding);
 /* Group snapshots server i's stream replicas were handed (installed from a leader, or loaded at
  * open). */
 uint64_t e2e_snap_restores(e2e *c, unsigned i);

@@ -2564,6 +2564,226 @@ START_TEST(holds_for_a_copy_that_cannot_keep_up_are_bounded_and_given_up)
 }
 END_TEST
 
+/* A leader deposed while a hold keeps ops staged (js/hold.c) answers them at once: they never
+ * reached its log, so they are refused (JR_ENOTLEADER, which the publisher's server takes to the
+ * next leader, here none within the request timeout: JR_ENOQUORUM) rather than wait staged — to be
+ * proposed, were it to lead again, long after their requesters gave up. The setup of the bounds
+ * test (6 MB/s links into the joiner, an 8 MB/s publisher); once five or more publishes are held,
+ * the leader is cut off from its other voter (not from the joiner) and steps down. Then it stages
+ * nothing, some publishes were refused, and within the request timeout every publish has its
+ * answer; once healed, leadership goes back to the
+ * old leader, and its store holds no more messages than were acknowledged or lost with their
+ * leader (of unknown outcome) — none that was refused. */
+START_TEST(a_leader_deposed_while_holding_answers_the_held_ops_at_once)
+{
+    enum { N = 6000 };
+    e2e c;
+    static char big[16384];
+    uint64_t x = 0x510e527fade682d1ull;
+    unsigned leader, follower;
+    unsigned joiner =
+        r2_filled(&c, 167, 3000, "DEPOSED", "rep.deposed", big, sizeof big, &x, &leader, &follower);
+    slow_links_into(&c, joiner, 6 * 1000 * 1000);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "DEPOSED", subj, 1, 3);
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, leader), &cfg, e2e_admin_cb, &up), 0);
+    static e2e_res res[N];
+    memset(res, 0, sizeof res);
+    int n = 0, holding = 0;
+    uint32_t staged = 0;
+    while (n < N && !(holding && staged >= 5)) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.deposed", NULL, 0, big, sizeof big,
+                                    NULL, e2e_pub_cb, &res[n]),
+                         0);
+        n++;
+        jr_sim_run_for(c.sim, 2 * MS);
+        ck_assert_int_eq(e2e_stage(&c, leader, "DEPOSED", &staged, &holding), 0);
+    }
+    ck_assert_msg(holding && staged >= 5, "no hold kept five publishes staged in %d", n);
+    /* cut off from its only other voter, it steps down within an election timeout while the
+     * joiner, still in contact, keeps the ops held */
+    ck_assert_int_eq(jr_sim_cut(c.sim, leader, follower), 0);
+    ck_assert_int_eq(jr_sim_cut(c.sim, follower, leader), 0);
+    int stepped = 0;
+    for (int t = 0; t < 100 && !stepped; t++) {
+        jr_sim_run_for(c.sim, 10 * MS);
+        stepped = e2e_replica_leader(&c, leader, "DEPOSED") != (int)leader;
+    }
+    ck_assert_msg(stepped, "the cut-off leader did not step down");
+    jr_sim_run_for(c.sim, 10 * MS);
+    ck_assert_int_eq(e2e_stage(&c, leader, "DEPOSED", &staged, &holding), 0);
+    ck_assert_msg(staged == 0 && !holding, "the deposed leader still holds %u ops", staged);
+    jr_sim_run_for(c.sim, 3500 * MS); /* what it proposed resolves by its deadline */
+    int ok = 0, refused = 0, lost = 0;
+    for (int i = 0; i < n; i++) {
+        ck_assert_msg(res[i].done, "publish %d has no answer after its request timeout", i);
+        if (res[i].status == 0)
+            ok++;
+        else if (res[i].status == JR_ENOQUORUM)
+            refused++; /* refused, then no leader took it in time: it reached no log */
+        else if (res[i].status == JR_ELEADERLOST || res[i].status == JR_ETIMEDOUT)
+            lost++;
+        else
+            ck_abort_msg("publish %d: %s", i, res[i].msg);
+    }
+    fprintf(stderr, "after the cut: %d acknowledged, %d refused, %d lost with the leader\n", ok,
+            refused, lost);
+    ck_assert_msg(refused >= 1, "no publish refused as not leader: none was held at the cut");
+    jr_sim_heal(c.sim);
+    int now = -1;
+    for (int t = 0; t < 100 && now < 0; t++) {
+        jr_sim_run_for(c.sim, 100 * MS);
+        now = e2e_replica_leader(&c, follower, "DEPOSED");
+    }
+    ck_assert_int_ge(now, 0);
+    if ((unsigned)now != leader) {
+        e2e_res back;
+        ck_assert_int_eq(
+            e2e_stepdown(&c, (unsigned)now, "DEPOSED", jr_sim_name(c.sim, leader), &back), 0);
+    }
+    jr_sim_run_for(c.sim, 5 * SEC);
+    e2e_res in;
+    ck_assert_int_eq(e2e_info(&c, leader, "DEPOSED", &in), 0);
+    ck_assert_msg(in.state.msgs >= (uint64_t)(2000 + ok) &&
+                      in.state.msgs <= (uint64_t)(2000 + ok + lost),
+                  "%llu messages: %d acknowledged, %d lost with their leader, %d refused",
+                  (unsigned long long)in.state.msgs, ok, lost, refused);
+    e2e_free(&c);
+}
+END_TEST
+
+/* Two joiners at once (R1 -> R3, both copying over 6 MB/s links under an 8 MB/s publisher,
+ * request timeout 3 s): the holds keep each joiner's state apart (js/hold.c), so a later
+ * snapshot arms them at most once (seed 170: 27 times for 58 later snapshots, where one state
+ * for both re-armed them at every flush), each joiner is given up at most twice, and no publish
+ * waits longer than the bound on one op (half the request timeout) and the round trips around
+ * it; the change converges once the links are fast again. */
+START_TEST(holds_for_two_joiners_keep_each_ones_state)
+{
+    enum { N = 6000 };
+    e2e c;
+    memset(&c, 0, sizeof c);
+    c.configure_more = small_bounds;
+    uint64_t seed = seed_of(170);
+    ck_assert_msg(e2e_new(&c, 3, seed, 3000) == 0, "seed %llu", (unsigned long long)seed);
+    fprintf(stderr, "cluster of 3, seed %llu (replay: JR_SEED_OFFSET)\n", (unsigned long long)seed);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 30 * SEC), 0);
+    for (unsigned i = 0; i < 3; i++) e2e_snapshot_every(&c, i, 40);
+    add_stream(&c, "TWO", 1);
+    static char big[16384];
+    uint64_t x = 0x9b05688c2b3e6c1full;
+    e2e_res r;
+    for (int i = 0; i < 2000; i++) {
+        fill_random(big, sizeof big, &x);
+        ck_assert_int_eq(e2e_publish(&c, 0, "rep.two", big, sizeof big, NULL, &r), 0);
+    }
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "TWO", p, 8), 1);
+    unsigned leader = p[0];
+    for (unsigned j = 0; j < 3; j++)
+        if (j != leader) slow_links_into(&c, j, 6 * 1000 * 1000);
+    uint64_t holds0, held0, giveups0, arms0 = e2e_catchup_hold_arms(&c, leader);
+    e2e_catchup_holds(&c, leader, &holds0, &held0, &giveups0);
+    jr_stream_config cfg;
+    e2e_config(&cfg, "TWO", subj, 1, 3);
+    e2e_res up;
+    memset(&up, 0, sizeof up);
+    ck_assert_int_eq(jr_stream_update(e2e_node(&c, leader), &cfg, e2e_admin_cb, &up), 0);
+    static e2e_res res[N];
+    static uint64_t sent_at[N];
+    memset(res, 0, sizeof res);
+    uint64_t worst = 0;
+    int acked = 0;
+    for (int n = 0; n < N; n++) {
+        fill_random(big, sizeof big, &x);
+        sent_at[n] = jr_sim_now(c.sim);
+        ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.two", NULL, 0, big, sizeof big, NULL,
+                                    e2e_pub_cb, &res[n]),
+                         0);
+        jr_sim_run_for(c.sim, 2 * MS);
+        for (; acked <= n && res[acked].done; acked++) {
+            uint64_t waited = jr_sim_now(c.sim) - sent_at[acked];
+            if (waited > worst) worst = waited;
+        }
+    }
+    uint64_t holds, held, giveups, arms = e2e_catchup_hold_arms(&c, leader) - arms0;
+    uint64_t later = e2e_leader_later_snaps(&c, leader, "TWO");
+    e2e_catchup_holds(&c, leader, &holds, &held, &giveups);
+    fprintf(stderr,
+            "leader n%u: %llu holds, %.3f s held, %llu given up, armed %llu times for %llu later "
+            "snapshots; slowest acknowledgement %.3f s\n",
+            leader, (unsigned long long)(holds - holds0), (double)(held - held0) / 1e9,
+            (unsigned long long)(giveups - giveups0), (unsigned long long)arms,
+            (unsigned long long)later, (double)worst / 1e9);
+    ck_assert_msg(arms >= 1, "the holds were never armed: the test shows nothing");
+    ck_assert_msg(arms <= later, "armed %llu times for %llu later snapshots",
+                  (unsigned long long)arms, (unsigned long long)later);
+    ck_assert_msg(giveups - giveups0 <= 4, "%llu give-ups, at most two on each joiner",
+                  (unsigned long long)(giveups - giveups0));
+    ck_assert_msg(worst <= 1500 * MS + 200 * MS, "a publish waited %.3f s", (double)worst / 1e9);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
+        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
+    }
+    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
+    ck_assert_msg(up.status == 0, "update: %s", up.msg);
+    /* The links get their speed back: over these 6 MB/s links a joiner whose capped log is full
+     * is sent a probe of one whole entry every heartbeat, which can take the whole link and
+     * starve its copy's answers (docs/internals.md "Catch-up", Log) */
+    jr_sim_link fast;
+    jr_sim_link_init(&fast);
+    for (unsigned i = 0; i < 3; i++)
+        for (unsigned j = 0; j < 3; j++)
+            if (i != j) ck_assert_int_eq(jr_sim_set_link(c.sim, i, j, &fast), 0);
+    ck_assert_msg(wait_converged(&c, "TWO", 3, 120 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(&c, "TWO", 2000 + N);
+    e2e_free(&c);
+}
+END_TEST
+
+static void frames_of_1mib(void *arg, unsigned i, jr_node_config *cfg)
+{
+    (void)arg;
+    (void)i;
+    cfg->max_frame_bytes = 1u << 20;
+}
+
+/* A node with small frames makes small entries (max_msg_bytes half a frame): a burst of 4,000
+ * publishes of 130 bytes, staged together, is proposed in BATCH entries that fit them (js
+ * stream_replica.c batch_bytes), every publish acknowledged. */
+START_TEST(a_burst_on_a_node_with_small_frames_fits_its_batches_to_its_entries)
+{
+    enum { N = 4000 };
+    e2e c;
+    memset(&c, 0, sizeof c);
+    c.configure_more = frames_of_1mib;
+    uint64_t seed = seed_of(171);
+    ck_assert_msg(e2e_new(&c, 3, seed, 3000) == 0, "seed %llu", (unsigned long long)seed);
+    ck_assert_int_ge(e2e_wait_meta(&c, 3, 30 * SEC), 0);
+    add_stream(&c, "SMALLF", 1);
+    unsigned p[8];
+    ck_assert_int_eq(e2e_meta_peers(&c, 0, "SMALLF", p, 8), 1);
+    e2e_res r;
+    ck_assert_int_eq(e2e_publish(&c, p[0], "rep.f", "x", 1, NULL, &r), 0);
+    static e2e_res res[N];
+    memset(res, 0, sizeof res);
+    static char msg[130];
+    memset(msg, 'm', sizeof msg);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(jr_publish(e2e_node(&c, p[0]), "rep.f", NULL, 0, msg, sizeof msg, NULL,
+                                    e2e_pub_cb, &res[i]),
+                         0);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
+        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
+    }
+    e2e_free(&c);
+}
+END_TEST
+
 /* The first node (by index) whose meta state has stream `name`, or -1. */
 static int first_knowing(e2e *c, const char *name)
 {
@@ -2673,6 +2893,9 @@ int main(void)
     tcase_set_timeout(hold, 300);
     tcase_add_test(hold, a_grow_the_group_outruns_converges_under_a_publisher_that_never_stops);
     tcase_add_test(hold, holds_for_a_copy_that_cannot_keep_up_are_bounded_and_given_up);
+    tcase_add_test(hold, a_leader_deposed_while_holding_answers_the_held_ops_at_once);
+    tcase_add_test(hold, holds_for_two_joiners_keep_each_ones_state);
+    tcase_add_test(hold, a_burst_on_a_node_with_small_frames_fits_its_batches_to_its_entries);
     suite_add_tcase(s, hold);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
