@@ -62,7 +62,7 @@
  *   log_peak_mb      the most entry bytes the joining replica's Raft log held at once while it
  *                    copied (at most catchup_log_bytes, 256 MiB, and one entry: docs/internals.md
  *                    "Catch-up", Log); log_drops: the APPENDs it refused meanwhile (its log was
- *                    full: it fell behind and its leader probed it once per heartbeat)
+ *                    full: it fell behind and its leader probed it, at most once per heartbeat)
  *   holds, held_s    the times a stream leader held its publishes back while the joining
  *                    replica copied (the group had outrun its copy once: docs/internals.md
  *                    "Catch-up", Convergence) and their total length

@@ -72,6 +72,8 @@ typedef struct jr__prog {
     uint64_t hb_match;    /* match at the previous heartbeat tick: no change means stalled */
     uint64_t hb_heard;    /* heard at the previous heartbeat tick: no change means silent */
     uint32_t hb_silent;   /* heartbeat ticks in a row it was silent through (replication.c) */
+    uint32_t hb_stuck;    /* an observer's heartbeat ticks in a row with its probe out and its
+                             match still (its log capped and full, replication.c) */
     uint64_t sent_commit; /* highest commit index this peer has been sent */
     /* Replicate state: the last index of every APPEND not yet acknowledged, oldest first, and
      * the prev_index of the oldest (so APPEND k went out with prev_index ring_base for k = 0,

@@ -35,7 +35,9 @@
  *  - the group's commits: an observer is in no quorum (commit, vote, check-quorum), so nothing
  *    the group decides waits for it; a voter is never capped;
  *  - the leader's cost: the replicate state stalls (nothing acknowledged) and falls back to
- *    probe at the next heartbeat tick, which retries one APPEND per heartbeat interval; once its
+ *    probe at the next heartbeat tick, which retries one APPEND after one interval, two, four,
+ *    then every fourth while the observer's probes go unanswered (jr__repl_heartbeat), so they
+ *    never fill a link its copy needs; once its
  *    log no longer holds what the member needs (its retention judges the member by its
  *    acknowledgements, lib/node/snapshot.c), that probe becomes a snapshot, which is never
  *    capped and resets the member's log — the ordinary path of a lagging follower;
@@ -213,6 +215,15 @@ void jr__repl_heartbeat(jr__raft *r, uint64_t now)
         uint32_t q = p->hb_silent;
         int retry = spoke || !p->heard || q == 2 || q == 4 || q % 8 == 0;
         if (p->state == JR__PROBE) {
+            /* An observer heard from whose probe goes unanswered tick after tick is most likely
+             * capped, its log full until its copy ends (above), not lost: its probe, a whole
+             * entry, is sent again after one tick, two, four, then every fourth. Sent every
+             * tick, probes can fill a link slower than an entry per interval, and the copy's
+             * answers that would lift the cap queue behind them for good. */
+            int stuck = !p->voter && p->heard && p->paused && p->match == p->hb_match;
+            p->hb_stuck = stuck ? p->hb_stuck + (p->hb_stuck < UINT32_MAX) : 0;
+            uint32_t k = p->hb_stuck;
+            if (k > 2 && k != 4 && k % 4 != 0) retry = 0;
             if (retry) p->paused = 0; /* the probe (or its answer) may have been lost */
         } else if (p->state == JR__REPLICATE && p->ring_count && p->match == p->hb_match) {
             if (retry) jr__prog_probe(p, p->match + 1); /* a whole interval without progress */
