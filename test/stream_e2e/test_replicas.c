@@ -2499,6 +2499,44 @@ START_TEST(a_joiner_restarted_mid_copy_holds_its_log_within_its_bound)
 }
 END_TEST
 
+/* Publishes n messages of len bytes from *x's generator through `leader` to `subject`, one every 2
+ * ms, answers into res[0..n); returns the longest any of them waited for its acknowledgement,
+ * among those acknowledged in order before the last was made. */
+static uint64_t publish_every_2ms(e2e *c, unsigned leader, const char *subject, char *big,
+                                  size_t len, uint64_t *x, e2e_res *res, uint64_t *sent_at, int n)
+{
+    uint64_t worst = 0;
+    int acked = 0; /* publishes before it were seen acknowledged, in order */
+    for (int i = 0; i < n; i++) {
+        fill_random(big, len, x);
+        sent_at[i] = jr_sim_now(c->sim);
+        ck_assert_int_eq(
+            jr_publish(e2e_node(c, leader), subject, NULL, 0, big, len, NULL, e2e_pub_cb, &res[i]),
+            0);
+        jr_sim_run_for(c->sim, 2 * MS);
+        for (; acked <= i && res[acked].done; acked++) {
+            uint64_t waited = jr_sim_now(c->sim) - sent_at[acked];
+            if (waited > worst) worst = waited;
+        }
+    }
+    return worst;
+}
+
+/* Every one of res[0..n) acknowledged, the update `up` answered, stream `name` converged to R3
+ * with `msgs` messages on identical replicas. */
+static void acked_and_converged(e2e *c, e2e_res *res, int n, e2e_res *up, const char *name,
+                                uint64_t msgs)
+{
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(e2e_wait(c, &res[i], 30 * SEC), 0);
+        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
+    }
+    ck_assert_int_eq(e2e_wait(c, up, 30 * SEC), 0);
+    ck_assert_msg(up->status == 0, "update: %s", up->msg);
+    ck_assert_msg(wait_converged(c, name, 3, 120 * SEC) >= 0, "not converged: %s", g_why);
+    check_identical(c, name, msgs);
+}
+
 /* The bounds of the holds (js/hold.c): a grow R2 -> R3 whose joiner copies 32 MB over 6 MB/s
  * links (its leader's too) under a publisher of 8 MB/s that never stops, with a request timeout of
  * 3 s. The copy cannot keep up: the holds after a later snapshot give up once a publish waited half
@@ -2526,20 +2564,8 @@ START_TEST(holds_for_a_copy_that_cannot_keep_up_are_bounded_and_given_up)
     static e2e_res res[N];
     static uint64_t sent_at[N];
     memset(res, 0, sizeof res);
-    uint64_t worst = 0;
-    int acked = 0; /* publishes before it were seen acknowledged, in order */
-    for (int n = 0; n < N; n++) {
-        fill_random(big, sizeof big, &x);
-        sent_at[n] = jr_sim_now(c.sim);
-        ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.slowcopy", NULL, 0, big, sizeof big,
-                                    NULL, e2e_pub_cb, &res[n]),
-                         0);
-        jr_sim_run_for(c.sim, 2 * MS);
-        for (; acked <= n && res[acked].done; acked++) {
-            uint64_t waited = jr_sim_now(c.sim) - sent_at[acked];
-            if (waited > worst) worst = waited;
-        }
-    }
+    uint64_t worst =
+        publish_every_2ms(&c, leader, "rep.slowcopy", big, sizeof big, &x, res, sent_at, N);
     uint64_t holds, held, giveups;
     e2e_catchup_holds(&c, leader, &holds, &held, &giveups);
     fprintf(stderr,
@@ -2552,14 +2578,7 @@ START_TEST(holds_for_a_copy_that_cannot_keep_up_are_bounded_and_given_up)
     ck_assert_msg(giveups - giveups0 <= 2, "%llu give-ups, at most two on one joiner",
                   (unsigned long long)(giveups - giveups0));
     ck_assert_msg(worst <= 1500 * MS + 200 * MS, "a publish waited %.3f s", (double)worst / 1e9);
-    for (int i = 0; i < N; i++) {
-        ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
-        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
-    }
-    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
-    ck_assert_msg(up.status == 0, "update: %s", up.msg);
-    ck_assert_msg(wait_converged(&c, "SLOWCOPY", 3, 120 * SEC) >= 0, "not converged: %s", g_why);
-    check_identical(&c, "SLOWCOPY", 2000 + N);
+    acked_and_converged(&c, res, N, &up, "SLOWCOPY", 2000 + N);
     e2e_free(&c);
 }
 END_TEST
@@ -2698,20 +2717,7 @@ START_TEST(holds_for_two_joiners_keep_each_ones_state)
     static e2e_res res[N];
     static uint64_t sent_at[N];
     memset(res, 0, sizeof res);
-    uint64_t worst = 0;
-    int acked = 0;
-    for (int n = 0; n < N; n++) {
-        fill_random(big, sizeof big, &x);
-        sent_at[n] = jr_sim_now(c.sim);
-        ck_assert_int_eq(jr_publish(e2e_node(&c, leader), "rep.two", NULL, 0, big, sizeof big, NULL,
-                                    e2e_pub_cb, &res[n]),
-                         0);
-        jr_sim_run_for(c.sim, 2 * MS);
-        for (; acked <= n && res[acked].done; acked++) {
-            uint64_t waited = jr_sim_now(c.sim) - sent_at[acked];
-            if (waited > worst) worst = waited;
-        }
-    }
+    uint64_t worst = publish_every_2ms(&c, leader, "rep.two", big, sizeof big, &x, res, sent_at, N);
     uint64_t holds, held, giveups, arms = e2e_catchup_hold_arms(&c, leader) - arms0;
     uint64_t later = e2e_leader_later_snaps(&c, leader, "TWO");
     e2e_catchup_holds(&c, leader, &holds, &held, &giveups);
@@ -2727,14 +2733,7 @@ START_TEST(holds_for_two_joiners_keep_each_ones_state)
     ck_assert_msg(giveups - giveups0 <= 4, "%llu give-ups, at most two on each joiner",
                   (unsigned long long)(giveups - giveups0));
     ck_assert_msg(worst <= 1500 * MS + 200 * MS, "a publish waited %.3f s", (double)worst / 1e9);
-    for (int i = 0; i < N; i++) {
-        ck_assert_int_eq(e2e_wait(&c, &res[i], 30 * SEC), 0);
-        ck_assert_msg(res[i].status == 0, "publish %d: %s", i, res[i].msg);
-    }
-    ck_assert_int_eq(e2e_wait(&c, &up, 30 * SEC), 0);
-    ck_assert_msg(up.status == 0, "update: %s", up.msg);
-    ck_assert_msg(wait_converged(&c, "TWO", 3, 120 * SEC) >= 0, "not converged: %s", g_why);
-    check_identical(&c, "TWO", 2000 + N);
+    acked_and_converged(&c, res, N, &up, "TWO", 2000 + N);
     e2e_free(&c);
 }
 END_TEST
