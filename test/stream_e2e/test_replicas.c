@@ -2676,13 +2676,12 @@ END_TEST
 
 /* Two joiners at once (R1 -> R3, both copying over 6 MB/s links under an 8 MB/s publisher,
  * request timeout 3 s): the holds keep each joiner's state apart (js/hold.c), so a later
- * snapshot arms them at most once (seed 170: 22 times for 37 later snapshots, where one state
- * for both re-armed them at every flush), each joiner is given up at most twice, and no publish
- * waits longer than the bound on one op (half the request timeout) and the round trips around
- * it. The change converges over the same links: their capped logs full, the joiners drop their
- * leader's probes, which it sends again after one heartbeat tick, two, four, then every fourth
- * (raft/replication.c); probes of a whole entry every tick filled these links, the joiners'
- * catch-up answers timed out behind them, and the change never converged. */
+ * snapshot arms them at most once (seed 170: 22 times for 37 later snapshots), each joiner is
+ * given up at most twice, and no publish waits longer than the bound on one op (half the request
+ * timeout) and the round trips around it. The change converges over the same links: their
+ * capped logs full, the joiners drop their leader's probes, which it sends again after one
+ * heartbeat tick, two, four, then every fourth (raft/replication.c), so the probes, a whole
+ * entry each, leave room on the links for the joiners' catch-up answers. */
 START_TEST(holds_for_two_joiners_keep_each_ones_state)
 {
     enum { N = 6000 };
