@@ -5,7 +5,8 @@
  *
  *   move_bench [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B]
  *              [--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S]
- *              [--max-seconds S] [--catchup-log BYTES] [--limit F] [--rate R] [--runs N]
+ *              [--max-seconds S] [--catchup-log BYTES] [--catchup-queue BYTES] [--limit F]
+ *              [--rate R] [--runs N]
  *
  * Each case runs on a fresh cluster: servers n0..n3, server i tagged "s<i>"; one stream BENCH on
  * bench.> with 3 replicas and file storage is filled by a publisher on the stream leader's
@@ -30,7 +31,8 @@
  * one is run, rather than one saturated by a publisher that takes every core); "rate" in the
  * line. --catchup-log sets
  * every server's jr_node_config.catchup_log_bytes (suffixes K, M, G; default 256M): the bound on
- * a joining replica's Raft log while it copies.
+ * a joining replica's Raft log while it copies; --catchup-queue its catchup_queue_bytes (default
+ * 64M): the bound on the entries it applies into its queue meanwhile.
  *   bytes            the stream's bytes (its state) when the update was issued
  *   source           the servers whose chunks the joining replica fetched (a follower first:
  *                    the leader keeps its thread for the publishers)
@@ -128,11 +130,12 @@ typedef struct opts {
     int publish[2], npublish;
     int window;
     double steady_s;
-    double max_s;         /* give up on a change that has not converged by then */
-    uint64_t catchup_log; /* jr_node_config.catchup_log_bytes; 0: the default */
-    double limit;         /* BENCH's max_bytes as a multiple of the fill size; 0: none */
-    double rate;          /* publishes offered per second after the fill; 0: unpaced */
-    int runs;             /* each configuration this many times, on a fresh cluster each */
+    double max_s;           /* give up on a change that has not converged by then */
+    uint64_t catchup_log;   /* jr_node_config.catchup_log_bytes; 0: the default */
+    uint64_t catchup_queue; /* jr_node_config.catchup_queue_bytes; 0: the default */
+    double limit;           /* BENCH's max_bytes as a multiple of the fill size; 0: none */
+    double rate;            /* publishes offered per second after the fill; 0: unpaced */
+    int runs;               /* each configuration this many times, on a fresh cluster each */
 } opts;
 
 /* ---------------------------------------------------------------------------------------------
@@ -144,6 +147,7 @@ static void configure(void *arg, int i, jr_node_config *nc)
 {
     const opts *o = arg;
     nc->catchup_log_bytes = o->catchup_log;
+    nc->catchup_queue_bytes = o->catchup_queue;
     nc->tags = tag_names[i];
     nc->ntags = 1;
 }
@@ -771,7 +775,8 @@ static int usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B] "
             "[--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S] "
-            "[--max-seconds S] [--catchup-log BYTES] [--limit F] [--rate R] [--runs N]\n",
+            "[--max-seconds S] [--catchup-log BYTES] [--catchup-queue BYTES] [--limit F]\n"
+            "       [--rate R] [--runs N]\n",
             prog);
     return 2;
 }
@@ -822,6 +827,8 @@ int main(int argc, char **argv)
             if (o.steady_s <= 0) return usage(argv[0]);
         } else if (!strcmp(a, "--catchup-log")) {
             if (parse_sizes(v, &o.catchup_log, 1) != 1) return usage(argv[0]);
+        } else if (!strcmp(a, "--catchup-queue")) {
+            if (parse_sizes(v, &o.catchup_queue, 1) != 1) return usage(argv[0]);
         } else if (!strcmp(a, "--limit")) {
             o.limit = atof(v);
             if (!(o.limit > 1.05)) return usage(argv[0]);

@@ -114,9 +114,11 @@ jr__id jr__srep_hold_any(const jr__membwork *w)
 }
 
 /* Takes in observer p's later snapshots: a new one (the group outran its copy) arms its holds
- * unless they were given up on it for good. The member's slot, NULL when all are taken (its
- * publishes are then not held: more joiners than slots at once is not a change the meta leader
- * makes). */
+ * unless they were given up on it for good. A count below the one last seen is a new
+ * leadership's (its Raft progress starts from zero, while this peer-change work lasts until the
+ * replica's next visit as a non-leader): it is taken as the new base, arming nothing. The
+ * member's slot, NULL when all are taken (its publishes are then not held: more joiners than
+ * slots at once is not a change the meta leader makes). */
 static jr__hold_member *observe(jr__srep *r, const jr__progress *p)
 {
     jr__membwork *w = r->mw;
@@ -127,9 +129,9 @@ static jr__hold_member *observe(jr__srep *r, const jr__progress *p)
         memset(m, 0, sizeof *m);
         m->id = p->id;
     }
-    if (p->later_snaps == m->seen) return m;
+    uint32_t before = m->seen;
     m->seen = p->later_snaps;
-    if (m->giveups >= GIVEUPS_MAX) return m;
+    if (p->later_snaps <= before || m->giveups >= GIVEUPS_MAX) return m;
     jr__node_log(r->js->n, m->armed ? JR_LOG_DEBUG : JR_LOG_INFO,
                  "stream '%s': the group outran peer %s's copy (a later snapshot): its publishes "
                  "wait whenever that peer trails the log by %" PRIu64 " bytes",

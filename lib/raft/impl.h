@@ -95,9 +95,12 @@ typedef struct jr__prog {
     uint32_t snap_silent;
     uint8_t snap_moved;
     /* Snapshots it was sent since this leader's election once it had acknowledged entries
-     * (each a need that began with a match above 0): the log went past it after it had caught
-     * on once (jr__progress.later_snaps). */
+     * (each a need that began with a match above 0 and above later_match): the log went past
+     * it after it had caught on once (jr__progress.later_snaps). later_match: its match when
+     * the last one was counted; a snapshot sent again before it moved (refused, or the answer
+     * lost) is the same need, not counted again. */
     uint32_t later_snaps;
+    uint64_t later_match;
     /* The node reported this member's node lost (or, for a quiet leader, it was not heard from
      * for an election timeout when the group went quiet), and it has not answered since
      * (jr__prog_heard): taken for down, it does not hold quiescence back (quiesce.c) and, while

@@ -138,7 +138,10 @@ void jr__prog_snapshot(jr__prog *p, uint64_t index)
 {
     if (p->state != JR__SNAPSHOT) {
         p->snap_from = index;
-        if (p->match > 0) p->later_snaps++;
+        if (p->match > p->later_match) {
+            p->later_snaps++;
+            p->later_match = p->match;
+        }
     }
     p->state = JR__SNAPSHOT;
     p->snap_index = index;

@@ -654,8 +654,9 @@ typedef struct jr__progress {
      * install any of those, and then needs the entries after it); 0 otherwise. */
     uint64_t snap_from;
     /* Times since this leader's election it began to need a snapshot after it had acknowledged
-     * entries: the log was compacted past a member that had caught on (a joiner the group
-     * outran, a follower left behind). */
+     * entries beyond those the previous such need started from: the log was compacted past a
+     * member that had caught on (a joiner the group outran, a follower left behind). A snapshot
+     * sent again before its match moved (refused, lost) is not counted again. */
     uint32_t later_snaps;
     /* Liveness as this leader judges it (check-quorum, quiescence, transfers): the now of the
      * last message from it, or of the grace it was given — a full election timeout from our

@@ -214,6 +214,8 @@ void jr__repl_heartbeat(jr__raft *r, uint64_t now)
         p->hb_silent = spoke ? 0 : p->hb_silent + (p->hb_silent < UINT32_MAX);
         uint32_t q = p->hb_silent;
         int retry = spoke || !p->heard || q == 2 || q == 4 || q % 8 == 0;
+        if (p->match != p->hb_match)
+            p->hb_stuck = 0; /* it took entries: the next cap counts anew */
         if (p->state == JR__PROBE) {
             /* An observer heard from whose probe goes unanswered tick after tick is most likely
              * capped, its log full until its copy ends (above), not lost: its probe, a whole

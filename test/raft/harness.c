@@ -255,6 +255,10 @@ static int io_snap_install(void *ctx, jr__raft *r, uint64_t index, uint64_t term
     h_node *nd = ctx;
     harness *h = nd->h;
     (void)r;
+    if (nd->refuse_snaps) {
+        nd->snaps_refused++;
+        return JR_EBUSY;
+    }
     if (nd->rlen != h->snap_size || nd->rlen < 16) FAIL(h, "snapshot of %zu bytes", nd->rlen);
     uint64_t smi = jr__get_u64(nd->rbuf), smh = jr__get_u64(nd->rbuf + 8);
     if (smi != index)

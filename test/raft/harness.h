@@ -70,6 +70,8 @@ typedef struct h_node {
     int lost_all;        /* h_lose: released by a lost disk (its answer says it may be faulty) */
     int restart_damaged; /* h_restart opens it damaged, as a node whose recovery found damage */
     int notified;
+    int refuse_snaps; /* its snapshot installs fail (as a node that cannot take one now) */
+    int snaps_refused;
     int hold; /* 1: the node does not flush at all; 2: its entry writes are slow (only the hard
                  state becomes durable; used on leaders, whose DURABLE messages are votes) */
     /* the "disk": hard state, entries [dfirst, dfirst + dn), snapshot */

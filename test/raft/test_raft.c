@@ -800,7 +800,8 @@ static uint64_t log_held(harness *h, int i)
 /* A capped observer (jr__raft_cap_log, replication.c "Capped observers"): with its log at the
  * cap it takes no more entries — at most the cap plus one entry held — while the voters commit
  * everything without it; a voter under the same cap takes everything; once the cap is lifted the
- * leader's probes bring the observer up to date, identical. */
+ * leader's probes bring the observer up to date, identical; capped again, it is probed as at
+ * first. */
 START_TEST(a_capped_observer_takes_no_entries_beyond_its_cap_and_never_holds_up_commits)
 {
     enum { CAP = 4000 };
@@ -839,6 +840,68 @@ START_TEST(a_capped_observer_takes_no_entries_beyond_its_cap_and_never_holds_up_
     ck_assert_uint_eq(jr__raft_last_index(o), last);
     ck_assert_uint_eq(h_commit(&h, 3), last);
     ck_assert_uint_eq(h.nodes[3].sm_hash, h.nodes[0].sm_hash);
+    /* capped again (full at once) after it caught up: the backoff starts over, as for the first
+     * cap (one APPEND after a heartbeat, two, four: 3-5 in 5 heartbeats), not where the last one
+     * left it (every fourth) */
+    jr__raft_cap_log(o, CAP);
+    propose_200(&h, 0, 20, "again");
+    d0 = jr__raft_capped_drops(o);
+    h_run(&h, 5 * 20 * MS);
+    probes = jr__raft_capped_drops(o) - d0;
+    ck_assert_uint_ge(probes, 3);
+    ck_assert_uint_le(probes, 5);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
+/* later_snaps counts the needs of a snapshot, not the snapshots sent: a follower that refuses
+ * the ones it is sent (its node cannot take one now) and is sent them again, heartbeat after
+ * heartbeat, needed one snapshot; only once it took entries past the one it installed does the
+ * log's going past it again count as another. */
+static void outrun_follower(harness *h, int f, const char *tag)
+{
+    char s[24];
+    h_isolate(h, f);
+    for (int i = 0; i < 40; i++) {
+        snprintf(s, sizeof s, "%s%d", tag, i);
+        ck_assert_int_eq(h_propose(h, 0, s, NULL), 0);
+        h_deliver_all(h);
+    }
+    h_run(h, ET / 2);
+    ck_assert_uint_gt(jr__raft_first_index(R(h, 0)), jr__raft_last_index(R(h, f)) + 1);
+}
+
+START_TEST(a_snapshot_refused_and_sent_again_is_one_later_snapshot)
+{
+    harness h;
+    h_init(&h, 3, 15);
+    h.snap_every = 10;
+    h.snap_trailing = 2;
+    h.snap_size = 600;
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    jr__raft *L = R(&h, 0);
+    jr__progress p;
+    outrun_follower(&h, 2, "a");
+    h.nodes[2].refuse_snaps = 1;
+    h_heal(&h);
+    h_run(&h, 3 * ET);
+    ck_assert_int_ge(h.nodes[2].snaps_refused, 3);
+    ck_assert_int_eq(jr__raft_progress(L, 2, &p), 0);
+    ck_assert_uint_eq(p.later_snaps, 1);
+    h.nodes[2].refuse_snaps = 0;
+    h_run(&h, 2 * ET);
+    ck_assert_uint_eq(h_commit(&h, 2), h_commit(&h, 0));
+    ck_assert_int_eq(jr__raft_progress(L, 2, &p), 0);
+    ck_assert_uint_eq(p.later_snaps, 1);
+    outrun_follower(&h, 2, "b"); /* caught on since: a second need */
+    h_heal(&h);
+    h_run(&h, 2 * ET);
+    ck_assert_int_eq(jr__raft_progress(L, 2, &p), 0);
+    ck_assert_uint_eq(p.later_snaps, 2);
+    ck_assert_uint_eq(h_commit(&h, 2), h_commit(&h, 0));
+    ck_assert_uint_eq(h.nodes[2].sm_hash, h.nodes[0].sm_hash);
     h_check_all(&h);
     h_free(&h);
 }
@@ -1769,6 +1832,7 @@ static Suite *suite(void)
     tcase_add_test(tc, membership_one_change_at_a_time);
     tcase_add_test(tc, config_reverts_on_truncation);
     tcase_add_test(tc, snapshot_install_chunked_and_resumed);
+    tcase_add_test(tc, a_snapshot_refused_and_sent_again_is_one_later_snapshot);
     tcase_add_test(tc, restart_recovers_from_durable_state);
     tcase_add_test(tc, leader_repairs_a_follower_that_lost_acked_entries);
     tcase_add_test(tc, silent_follower_is_not_sent_its_window_again);

@@ -2676,7 +2676,7 @@ END_TEST
 
 /* Two joiners at once (R1 -> R3, both copying over 6 MB/s links under an 8 MB/s publisher,
  * request timeout 3 s): the holds keep each joiner's state apart (js/hold.c), so a later
- * snapshot arms them at most once (seed 170: 22 times for 37 later snapshots), each joiner is
+ * snapshot arms them at most once (seed 170: 19 times for 28 later snapshots), each joiner is
  * given up at most twice, and no publish waits longer than the bound on one op (half the request
  * timeout) and the round trips around it. The change converges over the same links: their
  * capped logs full, the joiners drop their leader's probes, which it sends again after one
