@@ -4,7 +4,7 @@
  * whose nodes each run on their own thread (mt_host.h). One JSON line per case on stdout.
  *
  *   move_bench [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B]
- *              [--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S]
+ *              [--case grow,move,none] [--publish 0,1] [--window N] [--steady-seconds S]
  *              [--max-seconds S] [--catchup-log BYTES] [--catchup-queue BYTES] [--limit F]
  *              [--rate R] [--runs N]
  *
@@ -16,7 +16,10 @@
  *         the stream snapshot, fetches every message from a peer and is promoted;
  *   move  jr_stream_update with the placement tag "!s<k>" for a follower k of the stream (the
  *         stand-in for evacuating that peer): a server that fits joins and catches up as in a
- *         grow, then k is removed.
+ *         grow, then k is removed;
+ *   none  no change (a control, not run unless asked for): the "during" window is the 3 s that
+ *         follow the steady one, so its ratio shows how far the steady rate alone drifts or
+ *         swings between windows on this machine; the lines of a change are read against it.
  * The change has converged when stream info (asked every 5 ms) lists exactly the new peer set,
  * every replica current and none an observer or pending; a change that has not converged after
  * --max-seconds (default 30) ends the run with the replicas' state on stderr. --limit F gives
@@ -51,13 +54,13 @@
  *   later            snapshots the joining replica installed while restoring (the leader's log
  *                    went past it: it fetches again what the lost entries held)
  *   queued_mb        entry bytes the joining replica queued during its copy and applied after
- *   taken_mb         of those, the entries that waited in its log (its queue was full) and
- *                    were queued before a later snapshot replaced that log
+ *   taken_mb         of those, the entries in its log (queued and left there, or not applied
+ *                    yet) copied into its queue before a later snapshot replaced that log
  *   dropped_mb       queued entry bytes a later snapshot made it drop and fetch the messages
  *                    of again (only once it kept 8 later snapshots: docs/internals.md)
- *   queue_peak_mb    the most entry bytes its queue held at once (docs/internals.md "Catch-up":
- *                    at most 64 MiB and one entry, the rest waiting in its group's log, plus
- *                    what it took from that log before a later snapshot)
+ *   queue_peak_mb    the most entry bytes its queue held copied at once (docs/internals.md
+ *                    "Catch-up": the queue leaves an entry in its group's log, and copies
+ *                    entries only before a later snapshot replaces that log)
  *   kept_mb          the most log bytes a snapshot of the stream leader's node left behind it
  *                    (up to join_keep_bytes, 256 MiB, for a member catching up, keep_bytes,
  *                    64 MiB, for a follower)
@@ -118,7 +121,13 @@
 #define NODES 4
 #define MAX_LIST 8
 
-enum { CASE_GROW = 1, CASE_MOVE = 2 };
+enum { CASE_GROW = 1, CASE_MOVE = 2, CASE_NONE = 4 };
+#define CONTROL_SECONDS 3.0 /* the "during" window of the control case */
+
+static const char *case_name(int which)
+{
+    return which == CASE_GROW ? "grow" : which == CASE_MOVE ? "move" : "none";
+}
 
 typedef struct opts {
     int posix;
@@ -605,10 +614,12 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
     double load = load1();
     uint64_t t_call = bench_now_ns();
     if (mo.log) fprintf(stderr, "%9.3f ms update\n", (double)(t_call - c.t_open) / 1e6);
-    mt_waiter_init(&u.w, NULL);
-    mt_run_on(&c.loops[leader], update_task, &u);
-    int rc = mt_waiter_wait(&u.w);
-    if (rc) mt_die("jr_stream_update", rc, u.w.msg);
+    if (which != CASE_NONE) {
+        mt_waiter_init(&u.w, NULL);
+        mt_run_on(&c.loops[leader], update_task, &u);
+        int rc = mt_waiter_wait(&u.w);
+        if (rc) mt_die("jr_stream_update", rc, u.w.msg);
+    }
     uint64_t t_answer = bench_now_ns(), a1 = pub_acked(&p);
     uint64_t t_conv = 0, a2 = 0;
     if (publishing) win_open(&during, &c, mt_index(&c, lname), &p);
@@ -645,6 +656,8 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
             }
             exit(1);
         }
+        if (which == CASE_NONE && bench_now_ns() - t_answer < (uint64_t)(CONTROL_SECONDS * 1e9))
+            continue;
         if (view_get(&c, leader, &v) != 0) continue;
         int n = 1 + v.npeers;
         if (!v.settled || n != (which == CASE_GROW ? 4 : 3)) continue;
@@ -694,7 +707,7 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
            "\"queue_peak_mb\":%.1f,"
            "\"kept_mb\":%.1f,\"log_peak_mb\":%.1f,\"log_drops\":%" PRIu64 ",\"holds\":%" PRIu64
            ",\"held_s\":%.3f,\"load1\":%.2f,\"max_bytes\":%" PRIu64 ",\"rate\":%.0f",
-           which == CASE_GROW ? "grow" : "move", bytes, o->msg_bytes, o->posix ? "posix" : "mem",
+           case_name(which), bytes, o->msg_bytes, o->posix ? "posix" : "mem",
            publishing ? "true" : "false", lname, joiner >= 0 ? c.names[joiner] : "", gone, sources,
            update_s, secs, secs > 0 ? (double)bytes / secs / 1e6 : 0, (double)fetched / 1e6, cpu,
            joiner >= 0 ? tcpu[joiner] : 0.0, tcpu[mt_index(&c, lname)],
@@ -774,7 +787,7 @@ static int usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--vfs mem|posix] [--dir PATH] [--size 100M,1G] [--msg-bytes B] "
-            "[--case grow,move] [--publish 0,1] [--window N] [--steady-seconds S] "
+            "[--case grow,move,none] [--publish 0,1] [--window N] [--steady-seconds S] "
             "[--max-seconds S] [--catchup-log BYTES] [--catchup-queue BYTES] [--limit F]\n"
             "       [--rate R] [--runs N]\n",
             prog);
@@ -812,7 +825,8 @@ int main(int argc, char **argv)
             o.msg_bytes = (size_t)atol(v);
             if (o.msg_bytes < 1 || o.msg_bytes > 512 * 1024) return usage(argv[0]);
         } else if (!strcmp(a, "--case")) {
-            o.cases = (strstr(v, "grow") ? CASE_GROW : 0) | (strstr(v, "move") ? CASE_MOVE : 0);
+            o.cases = (strstr(v, "grow") ? CASE_GROW : 0) | (strstr(v, "move") ? CASE_MOVE : 0) |
+                      (strstr(v, "none") ? CASE_NONE : 0);
             if (!o.cases) return usage(argv[0]);
         } else if (!strcmp(a, "--publish")) {
             long l[2];
@@ -846,7 +860,7 @@ int main(int argc, char **argv)
         }
     }
     for (int s = 0; s < o.nsizes; s++)
-        for (int which = CASE_GROW; which <= CASE_MOVE; which <<= 1) {
+        for (int which = CASE_GROW; which <= CASE_NONE; which <<= 1) {
             if (!(o.cases & which)) continue;
             for (int k = 0; k < o.npublish; k++) {
                 double r[100], ra[100];
@@ -858,8 +872,7 @@ int main(int argc, char **argv)
                 if (o.runs < 2 || !o.publish[k]) continue;
                 printf("{\"bench\":\"move\",\"summary\":true,\"case\":\"%s\",\"size\":%" PRIu64
                        ",\"runs\":%d,\"ratio_median\":%.2f,\"ratio_after_median\":%.2f",
-                       which == CASE_GROW ? "grow" : "move", o.size[s], o.runs, median(r, o.runs),
-                       median(ra, o.runs));
+                       case_name(which), o.size[s], o.runs, median(r, o.runs), median(ra, o.runs));
                 printf(",\"ratio_min\":%.2f,\"ratio_max\":%.2f}\n", r[0], r[o.runs - 1]);
                 fflush(stdout);
             }

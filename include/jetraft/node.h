@@ -107,9 +107,10 @@ typedef struct jr_node_config {
      * from a peer while its leader goes on appending; it cannot apply those entries yet. Each
      * bound is JR_LOG_BOUND_MIN..JR_LOG_BOUND_MAX bytes, 0 taking the default (JR_EINVAL naming
      * the field otherwise). Give every server the same values. */
-    uint64_t catchup_queue_bytes; /* the joiner's queue of entries committed meanwhile: at
-                                     this many bytes its group stops applying and the entries
-                                     wait in its Raft log; default 64 MiB */
+    uint64_t catchup_queue_bytes; /* the joiner's queue of entries committed meanwhile keeps
+                                     them in its Raft log, and copies them only before a later
+                                     snapshot replaces that log: copies beyond this many bytes
+                                     shrink the log's bound by as much; default 64 MiB */
     uint64_t catchup_log_bytes;   /* the joiner's Raft log (memory and its share of the WAL):
                                      at this many bytes of entries it takes no more from its
                                      leader, falls behind, and is brought up to date like any

@@ -40,9 +40,10 @@
  * Later snapshots. A group snapshot installed meanwhile (the leader's log was compacted past
  * this replica) is kept and restored once the entries queued before it are applied; the
  * messages it then misses are those of the entries the log no longer had, fetched in a round
- * bounded by its last seq, and the queue goes on. The committed entries waiting in the log (the
- * queue was full) are queued before the snapshot replaces that log (take_waiting), so what the
- * replica received is applied, not fetched. Up to LATER_MAX are kept, oldest first, each
+ * bounded by its last seq, and the queue goes on. Before the snapshot replaces the log, the queued
+ * entries left there and the committed ones not applied yet are copied into the queue
+ * (copy_from_log, take_waiting), so what the replica received is applied, not fetched. Up to
+ * LATER_MAX are kept, oldest first, each
  * restored after the entries queued before it; a newer one replaces the newest kept one when
  * nothing was queued after that one (the snapshots a leader sends a replica that takes no
  * entries replace one another). With LATER_MAX kept, a newer one replaces the newest and drops
@@ -52,25 +53,26 @@
  * replay of the WAL from zero: the WAL only ever needs the entries after the snapshot, and it
  * is compacted behind the store's durable point when snapshots are taken.
  *
- * Queue. The queue holds at most js->catchup_queue_max bytes of entries (jr_node_config's
- * catchup_queue_bytes) plus one, besides the entries taken from the log before a later snapshot
- * (the log's cap shrinks by as much: below): the entry that fills it pauses the group's applying
- * (jr__group_pause_apply), so the entries committed meanwhile wait in the group's log, which holds
- * them anyway (a restoring replica takes no snapshot, and a snapshot covers applied entries only).
- * Once a batch drained the queue below the bound the group applies again, into the queue, at its
- * next flush, and the catch-up ends only when nothing that waited is left (the group's applied
- * index reached the commit index of when it resumed). A group snapshot installed while entries wait
- * replaces them as it does any entries it covers. The replica's Raft is not held back: it keeps
- * acknowledging the leader's log, which the leader then need not keep for it.
+ * Queue. The group's log holds every entry the replica applies while it restores (a restoring
+ * replica takes no snapshot, so nothing compacts it; committed entries are never truncated), so
+ * the queue keeps an entry's index and term and leaves its bytes in the log (in_log), reading
+ * them there when it applies the entry: an entry costs its memory once. Entries are copied into
+ * the queue only when the log is about to lose them — before a later snapshot replaces it
+ * (above) — or when they were not read from it (applied while the group is being opened, before
+ * r->g is set). What the queue holds copied beyond js->catchup_queue_max bytes (jr_node_config's
+ * catchup_queue_bytes) shrinks the log's cap by as much (below). An entry left in the log that is
+ * no longer there when it is applied (cannot happen) fails the replica, which is rebuilt from its
+ * peers. The replica's Raft is not held back: it keeps acknowledging the leader's log, which the
+ * leader then need not keep for it.
  *
  * Log. Nothing above bounds the group's log: a restoring replica takes no snapshot, so its log
- * keeps every entry since the snapshot it restored, applied into the queue or waiting, for as
+ * keeps every entry since the snapshot it restored, queued or not applied yet, for as
  * long as the copy takes, however fast the group commits. So while a catch-up runs its group's
  * log is capped at js->catchup_log_max bytes (jr_node_config's catchup_log_bytes;
- * jr__group_cap_log, raft.h jr__raft_cap_log) less what the queue holds beyond its own bound
- * (cap_log; so the two hold at most both bounds together): an observer whose log holds that much
- * takes no more entries, and its leader treats it as a follower that fell behind — it retries one
- * APPEND per heartbeat interval, keeps it no more log than it keeps a follower once its
+ * jr__group_cap_log, raft.h jr__raft_cap_log) less what the queue holds copied beyond its own
+ * bound (cap_log; so the two hold at most both bounds together): an observer whose log holds that
+ * much takes no more entries, and its leader treats it as a follower that fell behind — it retries
+ * one APPEND per heartbeat interval, keeps it no more log than it keeps a follower once its
  * acknowledgements stop moving (lib/node/snapshot.c catching_up), and sends a snapshot once its
  * log is compacted past it. That snapshot, installed while restoring, is kept as above, resets
  * the log, and the replica takes entries again; the messages of the entries it never received
@@ -157,9 +159,13 @@
 
 enum { OP_CHUNK = 0, OP_PIECE = 1 };
 
+/* A queued entry: its bytes copied into data, or, in_log, left in the group's log, which holds
+ * every entry this replica applied while it restores ("Queue" above), and read there when the
+ * entry is applied. */
 typedef struct qent {
     uint64_t index, term;
     size_t len;
+    uint8_t in_log;
     uint8_t data[];
 } qent;
 
@@ -191,13 +197,9 @@ struct jr__catchup {
     size_t qhead, nq, capq;
     uint64_t qnew;   /* bytes queued since the last batch was applied */
     uint64_t qbytes; /* bytes queued in all */
-    uint64_t qheld;  /* bytes in the queue now (q[qhead..nq)) */
+    uint64_t qheld;  /* bytes in the queue now (q[qhead..nq)), copied into it */
+    uint64_t qref;   /* bytes in the queue now left in the group's log (in_log) */
     int draining;
-    /* the group's applying is paused (held: the queue is full), or was until the queue drained
-     * and not every entry committed meanwhile is queued yet (wait_to: the group's commit index
-     * when it resumed; the catch-up does not end before its applied index gets there) */
-    int held;
-    uint64_t wait_to;
     /* pacing while the group is busy (see "Pacing" above): the group's commit index when the
      * chunk request left; a paced step's start, and the end of the pause after it (0: its cost
      * is measured at the replica's next visit) */
@@ -270,8 +272,8 @@ static int committed_since(const jr__srep *r)
     const jr__raft *core = jr__group_consensus(r->g);
     uint64_t commit = jr__raft_commit_index(core), applied = jr__group_applied(r->g);
     uint64_t waits = commit > applied ? jr__raft_log_bytes(core, applied + 1, commit) : 0;
-    return cu->qheld + waits < PACE_QUEUE_MAX && commit > cu->commit_mark && observer(r) &&
-           !jr__raft_log_full(core);
+    return cu->qheld + cu->qref + waits < PACE_QUEUE_MAX && commit > cu->commit_mark &&
+           observer(r) && !jr__raft_log_full(core);
 }
 
 /* 1 if the group outran a copy whose round trip brought a chunk of `raw` bytes: the chunk holds
@@ -332,10 +334,10 @@ uint64_t jr__catchup_left(const jr__catchup *cu)
     return last >= cu->need ? last - cu->need + 1 : 1;
 }
 
-/* Caps the group's log ("Log" above) at catchup_log_max less what the queue holds beyond its
- * own bound (the entries a later snapshot would have replaced, taken into it: take_waiting), so
- * the queue and the log together hold at most the two bounds (and one entry); at least 1 byte, as
- * 0 lifts the cap. */
+/* Caps the group's log ("Log" above) at catchup_log_max less what the queue holds copied beyond
+ * its own bound (the entries a later snapshot would have replaced, copied into it:
+ * copy_from_log, take_waiting), so the queue and the log together hold at most the two bounds
+ * (and one entry); at least 1 byte, as 0 lifts the cap. */
 static void cap_log(jr__srep *r)
 {
     jr__js *js = r->js;
@@ -398,7 +400,8 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
     return 0;
 }
 
-int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len)
+int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len,
+                      int in_log)
 {
     jr__catchup *cu = r->cu;
     const jr_allocator *a = r->js->alloc;
@@ -409,47 +412,26 @@ int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *da
         cu->q = nq;
         cu->capq = cap;
     }
-    qent *e = jr__malloc(a, sizeof *e + (len ? len : 1));
+    in_log = in_log && r->g;
+    qent *e = jr__malloc(a, sizeof *e + (len && !in_log ? len : 1));
     if (!e) return JR_ENOMEM;
     e->index = index;
     e->term = term;
     e->len = len;
-    if (len) memcpy(e->data, data, len);
+    e->in_log = (uint8_t)in_log;
     cu->q[cu->nq++] = e;
     cu->qnew += len;
     cu->qbytes += len;
+    if (in_log) {
+        cu->qref += len;
+        r->js->catchup_in_log += len;
+        return 0;
+    }
+    if (len) memcpy(e->data, data, len);
     cu->qheld += len;
     if (cu->qheld > r->js->catchup_queue_peak) r->js->catchup_queue_peak = cu->qheld;
-    if (cu->qheld >= r->js->catchup_queue_max && !cu->held && r->g) {
-        cu->held = 1; /* the entries committed from now on wait in the group's log */
-        r->js->catchup_apply_holds++;
-        jr__group_pause_apply(r->g, 1);
-    }
     if (cu->qheld > r->js->catchup_queue_max) cap_log(r);
     return 0;
-}
-
-/* 1 if entries committed while the group's applying was paused are not all queued yet: its
- * applied index is below the commit index of when it resumed (or of now, if lower: a power loss
- * under JR_SYNC_INTERVAL may have taken commits back). */
-static int waiting(const jr__srep *r)
-{
-    if (!r->g) return 0;
-    uint64_t c = jr__raft_commit_index(jr__group_consensus(r->g));
-    uint64_t to = r->cu->wait_to < c ? r->cu->wait_to : c;
-    return jr__group_applied(r->g) < to;
-}
-
-/* The queue drained below its bound: the group applies again, into the queue, what waited in
- * its log (at its next flush); the catch-up ends only once that is queued (wait_to). */
-static void resume_apply(jr__srep *r)
-{
-    jr__catchup *cu = r->cu;
-    if (!cu->held || cu->qheld >= r->js->catchup_queue_max) return;
-    cu->held = 0;
-    if (!r->g) return;
-    cu->wait_to = jr__raft_commit_index(jr__group_consensus(r->g));
-    jr__group_pause_apply(r->g, 0);
 }
 
 void jr__catchup_free(jr__srep *r)
@@ -458,7 +440,6 @@ void jr__catchup_free(jr__srep *r)
     if (!cu) return;
     const jr_allocator *a = r->js->alloc;
     jr__rpc_cancel(r->js->n, cu->rpc_id);
-    if (cu->held && r->g) jr__group_pause_apply(r->g, 0);
     if (r->g) {
         const jr__raft *core = jr__group_consensus(r->g);
         if (jr__raft_capped_peak(core) > r->js->catchup_log_peak)
@@ -476,12 +457,10 @@ void jr__catchup_free(jr__srep *r)
     jr__srep_fsm_report(r);
 }
 
-/* Before a snapshot from the leader replaces the group's log: queues the committed entries
- * that wait in it (the queue was full, so the group's applying was paused), which the snapshot
- * would otherwise make this replica fetch the messages of. They are applied, like every queued
- * entry, before that snapshot is restored. The queue then holds more than its bound, and the
- * log's cap shrinks by as much (cap_log), so what the two hold together stays bounded. 0 or
- * JR_ENOMEM. */
+/* Before a snapshot from the leader replaces the group's log: queues, copied, the committed
+ * entries not applied yet (the group applies at its flushes), which the snapshot would otherwise
+ * make this replica fetch the messages of. They are applied, like every queued entry, before that
+ * snapshot is restored. 0 or JR_ENOMEM. */
 static int take_waiting(jr__srep *r, uint64_t gindex)
 {
     jr__catchup *cu = r->cu;
@@ -496,7 +475,7 @@ static int take_waiting(jr__srep *r, uint64_t gindex)
         jr__entry e;
         if (jr__raft_entry(core, i, &e) != 0) break;
         if (e.type != JR__ENTRY_NORMAL) continue; /* the snapshot holds the configuration */
-        int rc = jr__catchup_queue(r, i, e.term, e.data, e.len);
+        int rc = jr__catchup_queue(r, i, e.term, e.data, e.len, 0);
         if (rc != 0) return rc;
         r->js->catchup_taken += e.len;
     }
@@ -504,11 +483,43 @@ static int take_waiting(jr__srep *r, uint64_t gindex)
     return 0;
 }
 
+/* Before a snapshot from the leader replaces the group's log: copies into the queue the queued
+ * entries left in that log. 0, JR_ENOMEM, or JR_ECOMPACTED (the log no longer holds one, which a
+ * restoring replica's log, never compacted, does not do); on either the snapshot is not restored
+ * and the replica is rebuilt from its peers (stream_replica.c rep_restore). */
+static int copy_from_log(jr__srep *r)
+{
+    jr__catchup *cu = r->cu;
+    const jr_allocator *a = r->js->alloc;
+    for (size_t i = cu->qhead; i < cu->nq && cu->qref; i++) {
+        qent *e = cu->q[i];
+        if (!e->in_log) continue;
+        jr__entry le;
+        if (jr__raft_entry(jr__group_consensus(r->g), e->index, &le) != 0 || le.term != e->term ||
+            le.len != e->len)
+            return JR_ECOMPACTED;
+        qent *c = jr__malloc(a, sizeof *c + (e->len ? e->len : 1));
+        if (!c) return JR_ENOMEM;
+        *c = *e;
+        c->in_log = 0;
+        if (e->len) memcpy(c->data, le.data, e->len);
+        jr__free(a, e);
+        cu->q[i] = c;
+        cu->qref -= c->len;
+        cu->qheld += c->len;
+        r->js->catchup_taken += c->len;
+    }
+    if (cu->qheld > r->js->catchup_queue_peak) r->js->catchup_queue_peak = cu->qheld;
+    cap_log(r);
+    return 0;
+}
+
 int jr__catchup_later(jr__srep *r, uint64_t gindex, uint64_t index, const void *snap, size_t len)
 {
     jr__catchup *cu = r->cu;
     const jr_allocator *a = r->js->alloc;
-    int rc = take_waiting(r, gindex);
+    int rc = copy_from_log(r);
+    if (rc == 0) rc = take_waiting(r, gindex);
     if (rc != 0) return rc;
     uint8_t *copy = jr__malloc(a, len ? len : 1);
     if (!copy) return JR_ENOMEM;
@@ -526,7 +537,7 @@ int jr__catchup_later(jr__srep *r, uint64_t gindex, uint64_t index, const void *
         for (size_t i = cu->qhead; i < cu->nq; i++) {
             qent *e = cu->q[i];
             if (e->index > last->gindex && e->index <= gindex) {
-                cu->qheld -= e->len;
+                cu->qheld -= e->len; /* copied: copy_from_log above */
                 r->js->catchup_dropped += e->len;
                 jr__free(a, e);
             } else {
@@ -603,11 +614,28 @@ static void drain(jr__srep *r)
             if (!cu->draining) break; /* it fetches first */
             continue;
         }
+        const uint8_t *data = e->data;
+        if (e->in_log) {
+            jr__entry le;
+            if (jr__raft_entry(jr__group_consensus(r->g), e->index, &le) != 0 ||
+                le.term != e->term || le.len != e->len) {
+                jr__node_log(js->n, JR_LOG_ERROR,
+                             "stream '%s': queued entry %" PRIu64 " is no longer in the log; the "
+                             "replica is rebuilt from its peers",
+                             r->name, e->index);
+                r->failed = JR_ECOMPACTED;
+                jr__srep_due(r, jr__node_now(js->n));
+                return;
+            }
+            data = le.data;
+            cu->qref -= e->len;
+        } else {
+            cu->qheld -= e->len;
+        }
         cu->q[cu->qhead++] = NULL;
         done += e->len;
-        cu->qheld -= e->len;
         js->catchup_drained += e->len;
-        jr__srep_apply_entry(r, e->index, e->term, e->data, e->len);
+        jr__srep_apply_entry(r, e->index, e->term, data, e->len);
         jr__free(js->alloc, e);
         if (r->cu != cu || !cu->draining || r->failed) return; /* the apply moved it on */
     }
@@ -615,16 +643,15 @@ static void drain(jr__srep *r)
     cap_log(r);
     if (done > budget && done - budget > js->catchup_drain_over)
         js->catchup_drain_over = done - budget;
-    resume_apply(r);
     while (cu->draining && cu->qhead == cu->nq && cu->nlater)
         if (restore_later(r) != 0) return;
     if (!cu->draining) { /* the later snapshot misses messages: the request leaves now */
         jr__catchup_step(r);
         return;
     }
-    if (cu->qhead < cu->nq || cu->held || waiting(r)) {
-        /* more queued, or entries waiting in the group's log that its next flush queues */
-        /* past this turn's clock: a timer due now would run again within this tick */
+    if (cu->qhead < cu->nq) {
+        /* more queued; past this turn's clock: a timer due now would run again within this
+         * tick */
         jr__js_timer_arm(js, &r->timer, jr__deadline(jr__node_now(js->n), 1));
         return;
     }

@@ -601,26 +601,26 @@ struct jr__js {
     uint64_t catchup_dropped;     /* queued entry bytes a later snapshot made go (its kept
                                      ones were LATER_MAX already): their messages are fetched
                                      again (catchup.c jr__catchup_later) */
-    uint64_t catchup_taken;       /* entry bytes that waited in a restoring replica's log,
-                                     queued before a later snapshot replaced that log
-                                     (catchup.c take_waiting) */
+    uint64_t catchup_taken;       /* entry bytes in a restoring replica's log (waiting there,
+                                     or queued and left there) copied into its queue before a
+                                     later snapshot replaced that log (catchup.c take_waiting,
+                                     copy_from_log) */
+    uint64_t catchup_in_log;      /* entry bytes queued by a restoring replica and left in its
+                                     group's log rather than copied (catchup.c "Queue") */
     uint64_t snap_restores;       /* group snapshots handed to this node's stream replicas
                                      (stream_replica.c rep_restore: installed from a leader,
                                      or loaded at open) */
     uint64_t catchup_served;      /* uncompressed chunk bytes this node served as a source */
     uint64_t catchup_paced;       /* catch-up steps followed by a pause (the group was busy) */
     uint64_t catchup_paused_ns;   /* the pauses' total length */
-    uint64_t catchup_queue_max;   /* entry bytes a catch-up queue holds (plus one entry)
-                                     before its group's applying pauses: the entries committed
-                                     beyond wait in the group's log and enter the queue as it
-                                     drains (catchup.c "Queue"; jr_node_config's
-                                     catchup_queue_bytes) */
+    uint64_t catchup_queue_max;   /* entry bytes a catch-up queue may hold copied before its
+                                     group's log cap shrinks by the excess (catchup.c "Queue",
+                                     cap_log; jr_node_config's catchup_queue_bytes) */
     uint64_t catchup_log_max;     /* the Raft log of an observer copying its messages holds
                                      at most this many entry bytes (plus one entry): its group's
                                      log is capped meanwhile (catchup.c "Log";
                                      jr_node_config's catchup_log_bytes) */
-    uint64_t catchup_queue_peak;  /* most entry bytes a catch-up queue held at once */
-    uint64_t catchup_apply_holds; /* times a full queue paused its group's applying */
+    uint64_t catchup_queue_peak;  /* most entry bytes a catch-up queue held copied at once */
     uint64_t catchup_holds;       /* times a stream leader held its publishes back for a
                                      joining peer's copy (hold.c), their total length, and the
                                      times holds gave up on a copy; the later snapshots
@@ -1137,13 +1137,15 @@ int jr__catchup_begin(jr__srep *r, uint64_t index, const void *snap, size_t len,
  * stream's): kept, the newest one, and restored once the entries queued before it are applied,
  * so the messages fetched are those of the entries the group's log no longer had for this
  * replica, not all those appended since the first snapshot. Replacing a kept one, it drops the
- * queued entries after that one's index up to gindex (they presuppose its state). 0 or
- * JR_ENOMEM. */
+ * queued entries after that one's index up to gindex (they presuppose its state). The queued
+ * entries left in the log are copied first (the snapshot replaces that log). 0, JR_ENOMEM or
+ * JR_ECOMPACTED. */
 int jr__catchup_later(jr__srep *r, uint64_t gindex, uint64_t index, const void *snap, size_t len);
-/* An entry applied while restoring: kept to be applied once the messages are in. With
- * js->catchup_queue_max bytes queued, pauses the group's applying (jr__group_pause_apply) until
- * the queue drains below that. */
-int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len);
+/* An entry applied while restoring: kept to be applied once the messages are in — by its index
+ * when in_log (data is the group's log entry at index, which the log keeps: nothing is copied),
+ * else copied. 0 or JR_ENOMEM. */
+int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *data, size_t len,
+                      int in_log);
 /* The messages are in: applies the queued entries, a bounded batch per turn of the node (the
  * replica's timer brings the next; the replica stays restoring until the queue is empty), and
  * ends the catch-up with the last. */

@@ -537,9 +537,13 @@ static void rep_apply(void *ctx, uint64_t index, const void *data, size_t len)
     jr__srep *r = ctx;
     uint64_t term = 0;
     jr__entry e;
-    if (r->g && jr__raft_entry(jr__group_consensus(r->g), index, &e) == 0) term = e.term;
+    int in_log = 0; /* the entry's bytes are its log's: the queue need not copy them */
+    if (r->g && jr__raft_entry(jr__group_consensus(r->g), index, &e) == 0) {
+        term = e.term;
+        in_log = e.data == data && e.len == len;
+    }
     if (r->cu) {
-        if (jr__catchup_queue(r, index, term, data, len) != 0) {
+        if (jr__catchup_queue(r, index, term, data, len, in_log) != 0) {
             jr__node_log(r->js->n, JR_LOG_ERROR,
                          "stream '%s': out of memory queueing entry %" PRIu64 " during catch-up",
                          r->name, index);

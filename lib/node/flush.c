@@ -187,12 +187,7 @@ void jr__group_commit_now(jr_group *g)
 }
 
 /* The last entry g may apply now: committed, durable, in memory, and (durable_apply) covered by
- * a durable commit index; none while g's applying is paused (jr__group_pause_apply). */
-static uint64_t apply_limit(const jr_group *g)
-{
-    return g->apply_paused ? g->applied : jr__group_apply_limit(g);
-}
-
+ * a durable commit index. */
 uint64_t jr__group_apply_limit(const jr_group *g)
 {
     const jr__raft *r = g->raft;
@@ -226,7 +221,7 @@ static int has_work(jr_group *g, int callbacks)
 {
     if (needs_write(g)) return 1;
     if (!callbacks || g->closed) return 0;
-    return apply_limit(g) > g->applied;
+    return jr__group_apply_limit(g) > g->applied;
 }
 
 /* A compaction marker is written ahead of the group's next record, or alone once it has waited
@@ -243,7 +238,7 @@ static int marker_waits(const jr_node *n, jr_group *g, int callbacks)
 {
     if (!g->marker_pending || g->closed || n->closing || n->now >= marker_due(n, g)) return 0;
     if (needs_write_besides_marker(g)) return 0;
-    return !callbacks || apply_limit(g) <= g->applied;
+    return !callbacks || jr__group_apply_limit(g) <= g->applied;
 }
 
 /* Moves the groups of the ready list whose marker waits (marker_waits) to n->held, where they
@@ -332,7 +327,7 @@ static void apply(jr_node *n, jr_group *g)
             g->applied = c;
         }
     }
-    uint64_t upto = apply_limit(g);
+    uint64_t upto = jr__group_apply_limit(g);
     uint64_t start = g->applied;
     for (uint64_t i = g->applied + 1; i <= upto; i++) {
         jr__entry e;
@@ -357,7 +352,6 @@ static void apply(jr_node *n, jr_group *g)
         if (n->hooks.applied) n->hooks.applied(n->hooks.ctx, n, g->id, &e);
         g->applied = i;
         complete_upto(n, g, i, e.term);
-        if (g->apply_paused) break; /* the fsm can take no more for now */
     }
     if (g->applied != start) jr__raft_applied(r, g->applied);
 

@@ -123,13 +123,6 @@ uint64_t jr__group_snapshot_entries(const jr_group *g)
     return g->snapshot_entries;
 }
 
-void jr__group_pause_apply(jr_group *g, int on)
-{
-    if (g->apply_paused == (on != 0)) return;
-    g->apply_paused = on != 0;
-    if (!on) jr__group_ready(g); /* what waited is applied at the next flush */
-}
-
 void jr__group_cap_log(jr_group *g, uint64_t bytes)
 {
     jr__raft_cap_log(g->raft, bytes);
@@ -398,7 +391,6 @@ static int group_reopen(jr_group *g, const jr_group_config *cfg)
     }
     g->closed = 0;
     g->was_leader = 0;
-    g->apply_paused = 0; /* a new fsm: it has paused nothing */
     n->ngroups++;
     jr__group_rearm(g);
     jr__group_ready(g);

@@ -246,7 +246,6 @@ struct jr_group {
      * array of JR__JOINERS allocated while any is watched, NULL otherwise (most groups never
      * have a joiner, and an idle group's memory is what many-stream nodes pay for) */
     struct jr__joiner *joiners;
-    uint8_t apply_paused; /* applies nothing (jr__group_pause_apply): the entries wait in the log */
 };
 
 /* ---------------------------------------------------------------------------------------------

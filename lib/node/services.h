@@ -242,15 +242,9 @@ const jr__raft *jr__group_consensus(const jr_group *g);
 void jr__group_wake(jr_group *g);
 /* Last index applied to g's fsm (or restored from a snapshot). */
 uint64_t jr__group_applied(const jr_group *g);
-/* Pauses (on = 1) or resumes g's applying: while paused no committed entry is applied; they wait
- * in g's log, which keeps every entry after the applied index (a snapshot covers applied entries
- * only), unless a snapshot installed from the leader replaces them. Resuming applies what waits
- * at g's next flush. For a state machine that cannot take entries for a while (a replica whose
- * catch-up queue is full). */
-void jr__group_pause_apply(jr_group *g, int on);
-/* The last entry g could apply now were its applying not paused: committed, durable and in
- * memory, as the node's applying takes them. For a state machine that takes the entries waiting
- * in g's log itself before a snapshot from the leader replaces them (a catch-up's queue). */
+/* The last entry g may apply now: committed, durable and in memory, as the node's applying takes
+ * them. For a state machine that takes the entries waiting in g's log itself before a snapshot
+ * from the leader replaces them (a catch-up's queue). */
 uint64_t jr__group_apply_limit(const jr_group *g);
 /* Bounds g's in-memory log at `bytes` of entry payload while this replica is an observer of
  * g (raft.h jr__raft_cap_log: entries beyond it are not taken, and the leader paces g as a

@@ -675,12 +675,16 @@ void e2e_catchup_queue_max(e2e *c, unsigned i, uint64_t max)
     if (n && jr__js_of(n)) jr__js_of(n)->catchup_queue_max = max;
 }
 
-void e2e_catchup_queue(e2e *c, unsigned i, uint64_t *peak, uint64_t *holds)
+uint64_t e2e_catchup_in_log(e2e *c, unsigned i)
 {
     jr_node *n = e2e_node(c, i);
-    const jr__js *js = n ? jr__js_of(n) : NULL;
-    *peak = js ? js->catchup_queue_peak : 0;
-    *holds = js ? js->catchup_apply_holds : 0;
+    return n && jr__js_of(n) ? jr__js_of(n)->catchup_in_log : 0;
+}
+
+uint64_t e2e_catchup_queue_peak(e2e *c, unsigned i)
+{
+    jr_node *n = e2e_node(c, i);
+    return n && jr__js_of(n) ? jr__js_of(n)->catchup_queue_peak : 0;
 }
 
 void e2e_config(jr_stream_config *cfg, const char *name, const char *const *subjects,

@@ -210,10 +210,12 @@ uint64_t e2e_kept_max(e2e *c, unsigned i);
 /* 1 if the group of stream `name` on node i holds a table of members catching up it watches
  * (node.h jr_group.joiners: allocated only while its leader watches any). */
 int e2e_joiners_watched(e2e *c, unsigned i, const char *name);
-/* Server i's bound on a catch-up queue (js.h catchup_queue_max; until a restart); the most
- * bytes a queue of its held at once, and the times a full queue paused its group's applying. */
+/* Server i's bound on what a catch-up queue holds copied (js.h catchup_queue_max; until a
+ * restart); the most bytes a queue of its held copied at once; the entry bytes its queues left in
+ * their groups' logs instead (catchup_in_log). */
 void e2e_catchup_queue_max(e2e *c, unsigned i, uint64_t max);
-void e2e_catchup_queue(e2e *c, unsigned i, uint64_t *peak, uint64_t *holds);
+uint64_t e2e_catchup_queue_peak(e2e *c, unsigned i);
+uint64_t e2e_catchup_in_log(e2e *c, unsigned i);
 /* Node i's replica of stream `name`: the most entry bytes its group's log held at once while
  * capped during a catch-up, and the APPENDs it dropped for a full log (raft.h
  * jr__raft_capped_peak, jr__raft_capped_drops; this life of the replica). -1 if none. */
