@@ -412,7 +412,7 @@ int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *da
         cu->q = nq;
         cu->capq = cap;
     }
-    in_log = in_log && r->g;
+    in_log = in_log && r->g && len;
     qent *e = jr__malloc(a, sizeof *e + (len && !in_log ? len : 1));
     if (!e) return JR_ENOMEM;
     e->index = index;
@@ -491,12 +491,12 @@ static int copy_from_log(jr__srep *r)
 {
     jr__catchup *cu = r->cu;
     const jr_allocator *a = r->js->alloc;
-    for (size_t i = cu->qhead; i < cu->nq && cu->qref; i++) {
+    for (size_t i = cu->qhead; i < cu->nq; i++) {
         qent *e = cu->q[i];
         if (!e->in_log) continue;
         jr__entry le;
-        if (jr__raft_entry(jr__group_consensus(r->g), e->index, &le) != 0 || le.term != e->term ||
-            le.len != e->len)
+        if (!r->g || jr__raft_entry(jr__group_consensus(r->g), e->index, &le) != 0 ||
+            le.term != e->term || le.len != e->len)
             return JR_ECOMPACTED;
         qent *c = jr__malloc(a, sizeof *c + (e->len ? e->len : 1));
         if (!c) return JR_ENOMEM;
@@ -617,7 +617,7 @@ static void drain(jr__srep *r)
         const uint8_t *data = e->data;
         if (e->in_log) {
             jr__entry le;
-            if (jr__raft_entry(jr__group_consensus(r->g), e->index, &le) != 0 ||
+            if (!r->g || jr__raft_entry(jr__group_consensus(r->g), e->index, &le) != 0 ||
                 le.term != e->term || le.len != e->len) {
                 jr__node_log(js->n, JR_LOG_ERROR,
                              "stream '%s': queued entry %" PRIu64 " is no longer in the log; the "
