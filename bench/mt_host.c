@@ -307,12 +307,13 @@ void mt_cluster_open(mt_cluster *c, const mt_opts *o)
         pthread_create(&c->loops[i].thread, NULL, loop_main, &c->loops[i]);
 }
 
-/* Closes the node on its own thread; the loop then leaves it alone (loop_main). */
+/* A close request: the loop whose node to close, and the waiter told once it is closed. */
 typedef struct closing {
     mt_loop *l;
     mt_waiter w;
 } closing;
 
+/* Closes the node on its own thread; the loop then leaves it alone (loop_main). */
 static void close_task(void *arg, jr_node *node)
 {
     closing *k = arg;
