@@ -855,58 +855,6 @@ START_TEST(a_capped_observer_takes_no_entries_beyond_its_cap_and_never_holds_up_
 }
 END_TEST
 
-/* later_snaps counts the needs of a snapshot, not the snapshots sent: a follower that refuses
- * the ones it is sent (its node cannot take one now) and is sent them again, heartbeat after
- * heartbeat, needed one snapshot; only once it took entries past the one it installed does the
- * log's going past it again count as another. */
-static void outrun_follower(harness *h, int f, const char *tag)
-{
-    char s[24];
-    h_isolate(h, f);
-    for (int i = 0; i < 40; i++) {
-        snprintf(s, sizeof s, "%s%d", tag, i);
-        ck_assert_int_eq(h_propose(h, 0, s, NULL), 0);
-        h_deliver_all(h);
-    }
-    h_run(h, ET / 2);
-    ck_assert_uint_gt(jr__raft_first_index(R(h, 0)), jr__raft_last_index(R(h, f)) + 1);
-}
-
-START_TEST(a_snapshot_refused_and_sent_again_is_one_later_snapshot)
-{
-    harness h;
-    h_init(&h, 3, 15);
-    h.snap_every = 10;
-    h.snap_trailing = 2;
-    h.snap_size = 600;
-    h_start(&h, 3, 3);
-    elect(&h, 0);
-    jr__raft *L = R(&h, 0);
-    jr__progress p;
-    outrun_follower(&h, 2, "a");
-    h.nodes[2].refuse_snaps = 1;
-    h_heal(&h);
-    h_run(&h, 3 * ET);
-    ck_assert_int_ge(h.nodes[2].snaps_refused, 3);
-    ck_assert_int_eq(jr__raft_progress(L, 2, &p), 0);
-    ck_assert_uint_eq(p.later_snaps, 1);
-    h.nodes[2].refuse_snaps = 0;
-    h_run(&h, 2 * ET);
-    ck_assert_uint_eq(h_commit(&h, 2), h_commit(&h, 0));
-    ck_assert_int_eq(jr__raft_progress(L, 2, &p), 0);
-    ck_assert_uint_eq(p.later_snaps, 1);
-    outrun_follower(&h, 2, "b"); /* caught on since: a second need */
-    h_heal(&h);
-    h_run(&h, 2 * ET);
-    ck_assert_int_eq(jr__raft_progress(L, 2, &p), 0);
-    ck_assert_uint_eq(p.later_snaps, 2);
-    ck_assert_uint_eq(h_commit(&h, 2), h_commit(&h, 0));
-    ck_assert_uint_eq(h.nodes[2].sm_hash, h.nodes[0].sm_hash);
-    h_check_all(&h);
-    h_free(&h);
-}
-END_TEST
-
 /* Counts the vote answers of id 4 (arg: int[2], answers and grants) and delivers everything. */
 static int watch_votes_of_4(harness *h, const jr__msg *m, void *arg)
 {
@@ -1075,6 +1023,33 @@ END_TEST
 
 /* snapshots -------------------------------------------------------------------------------------*/
 
+/* A cluster of three that snapshots every 10 entries (2 kept behind), its snapshots snap_size
+ * bytes sent in chunks of chunk (0: the default), node 0 elected. */
+static void snapshotting(harness *h, uint64_t seed, size_t snap_size, uint32_t chunk)
+{
+    h_init(h, 3, seed);
+    h->snap_every = 10;
+    h->snap_trailing = 2;
+    h->snap_size = snap_size;
+    if (chunk) h->cfg.snap_chunk_bytes = chunk;
+    h_start(h, 3, 3);
+    elect(h, 0);
+}
+
+/* Follower f, cut off, misses 40 entries, and node 0's log is compacted past it. */
+static void outrun_follower(harness *h, int f, const char *tag)
+{
+    char s[24];
+    h_isolate(h, f);
+    for (int i = 0; i < 40; i++) {
+        snprintf(s, sizeof s, "%s%d", tag, i);
+        ck_assert_int_eq(h_propose(h, 0, s, NULL), 0);
+        h_deliver_all(h);
+    }
+    h_run(h, ET / 2);
+    ck_assert_uint_gt(jr__raft_first_index(R(h, 0)), jr__raft_last_index(R(h, f)) + 1);
+}
+
 static int snap_sent, snap_dropped;
 static int drop_second_chunk_once(harness *h, const jr__msg *m, void *arg)
 {
@@ -1092,28 +1067,14 @@ static int drop_second_chunk_once(harness *h, const jr__msg *m, void *arg)
 START_TEST(snapshot_install_chunked_and_resumed)
 {
     harness h;
-    h_init(&h, 3, 14);
-    h.snap_every = 10;
-    h.snap_trailing = 2;
-    h.snap_size = 2500;
-    h.cfg.snap_chunk_bytes = 1000;
-    h_start(&h, 3, 3);
-    elect(&h, 0);
+    snapshotting(&h, 14, 2500, 1000);
     jr__progress p;
     ck_assert_int_eq(jr__raft_progress(R(&h, 0), 2, &p), 0);
     ck_assert_uint_gt(p.match, 0); /* it took entries before it was cut off */
     ck_assert_uint_eq(p.later_snaps, 0);
-    h_isolate(&h, 2);
-    char s[16];
-    for (int i = 0; i < 40; i++) {
-        snprintf(s, sizeof s, "e%d", i);
-        ck_assert_int_eq(h_propose(&h, 0, s, NULL), 0);
-        h_deliver_all(&h);
-    }
-    h_run(&h, ET / 2);
+    outrun_follower(&h, 2, "e");
     jr__raft *L = R(&h, 0), *F = R(&h, 2);
     ck_assert_uint_gt(jr__raft_snapshot_index(L), 0);
-    ck_assert_uint_gt(jr__raft_first_index(L), jr__raft_last_index(F) + 1);
     snap_sent = snap_dropped = 0;
     h.filter = drop_second_chunk_once;
     h_heal(&h);
@@ -1131,6 +1092,40 @@ START_TEST(snapshot_install_chunked_and_resumed)
     ck_assert_int_eq(h_propose(&h, 0, "more", &idx), 0);
     h_run(&h, ET);
     ck_assert_uint_eq(h_commit(&h, 2), idx);
+    h_check_all(&h);
+    h_free(&h);
+}
+END_TEST
+
+/* later_snaps counts the needs of a snapshot, not the snapshots sent: a follower that refuses
+ * the ones it is sent (its node cannot take one now) and is sent them again, heartbeat after
+ * heartbeat, needed one snapshot; only once it took entries past the one it installed does the
+ * log's going past it again count as another. */
+START_TEST(a_snapshot_refused_and_sent_again_is_one_later_snapshot)
+{
+    harness h;
+    snapshotting(&h, 15, 600, 0);
+    jr__raft *L = R(&h, 0);
+    jr__progress p;
+    outrun_follower(&h, 2, "a");
+    h.nodes[2].refuse_snaps = 1;
+    h_heal(&h);
+    h_run(&h, 3 * ET);
+    ck_assert_int_ge(h.nodes[2].snaps_refused, 3);
+    ck_assert_int_eq(jr__raft_progress(L, 2, &p), 0);
+    ck_assert_uint_eq(p.later_snaps, 1);
+    h.nodes[2].refuse_snaps = 0;
+    h_run(&h, 2 * ET);
+    ck_assert_uint_eq(h_commit(&h, 2), h_commit(&h, 0));
+    ck_assert_int_eq(jr__raft_progress(L, 2, &p), 0);
+    ck_assert_uint_eq(p.later_snaps, 1);
+    outrun_follower(&h, 2, "b"); /* caught on since: a second need */
+    h_heal(&h);
+    h_run(&h, 2 * ET);
+    ck_assert_int_eq(jr__raft_progress(L, 2, &p), 0);
+    ck_assert_uint_eq(p.later_snaps, 2);
+    ck_assert_uint_eq(h_commit(&h, 2), h_commit(&h, 0));
+    ck_assert_uint_eq(h.nodes[2].sm_hash, h.nodes[0].sm_hash);
     h_check_all(&h);
     h_free(&h);
 }
