@@ -54,16 +54,17 @@
  * is compacted behind the store's durable point when snapshots are taken.
  *
  * Queue. The group's log holds every entry the replica applies while it restores (a restoring
- * replica takes no snapshot, so nothing compacts it; committed entries are never truncated), so
- * the queue keeps an entry's index and term and leaves its bytes in the log (in_log), reading
- * them there when it applies the entry: an entry costs its memory once. Entries are copied into
+ * replica takes no snapshot, so nothing compacts it; committed entries are truncated only when
+ * the group lost them, JR_SYNC_INTERVAL and a power loss of a majority), so the queue keeps an
+ * entry's index and term and leaves its bytes in the log (in_log), reading them there when it
+ * applies the entry: an entry costs its memory once. Entries are copied into
  * the queue only when the log is about to lose them — before a later snapshot replaces it
  * (above) — or when they were not read from it (applied while the group is being opened, before
  * r->g is set). What the queue holds copied beyond js->catchup_queue_max bytes (jr_node_config's
  * catchup_queue_bytes) shrinks the log's cap by as much (below). An entry left in the log that is
- * no longer there when it is applied (cannot happen) fails the replica, which is rebuilt from its
- * peers. The replica's Raft is not held back: it keeps acknowledging the leader's log, which the
- * leader then need not keep for it.
+ * no longer there, or no longer of its term, when it is applied (the group lost it) fails the
+ * replica, which is rebuilt from its peers. The replica's Raft is not held back: it keeps
+ * acknowledging the leader's log, which the leader then need not keep for it.
  *
  * Log. Nothing above bounds the group's log: a restoring replica takes no snapshot, so its log
  * keeps every entry since the snapshot it restored, queued or not applied yet, for as
@@ -484,9 +485,9 @@ static int take_waiting(jr__srep *r, uint64_t gindex)
 }
 
 /* Before a snapshot from the leader replaces the group's log: copies into the queue the queued
- * entries left in that log. 0, JR_ENOMEM, or JR_ECOMPACTED (the log no longer holds one, which a
- * restoring replica's log, never compacted, does not do); on either the snapshot is not restored
- * and the replica is rebuilt from its peers (stream_replica.c rep_restore). */
+ * entries left in that log. 0, JR_ENOMEM, or JR_ECOMPACTED (the log no longer holds one as it was
+ * queued: the group lost it, "Queue" above); on either the snapshot is not restored and the
+ * replica is rebuilt from its peers (stream_replica.c rep_restore). */
 static int copy_from_log(jr__srep *r)
 {
     jr__catchup *cu = r->cu;
