@@ -35,7 +35,7 @@
  * line. --catchup-log sets
  * every server's jr_node_config.catchup_log_bytes (suffixes K, M, G; default 256M): the bound on
  * a joining replica's Raft log while it copies; --catchup-queue its catchup_queue_bytes (default
- * 64M): the bound on the entries it applies into its queue meanwhile.
+ * 64M): the bound on what its queue holds copied meanwhile, beyond which the log's bound shrinks.
  *   bytes            the stream's bytes (its state) when the update was issued
  *   source           the servers whose chunks the joining replica fetched (a follower first:
  *                    the leader keeps its thread for the publishers)
