@@ -484,6 +484,17 @@ static int take_waiting(jr__srep *r, uint64_t gindex)
     return 0;
 }
 
+/* The bytes of a queued entry left in the group's log (in_log): 0 with *le its entry, or
+ * JR_ECOMPACTED when the log no longer holds it as it was queued (the group lost it, "Queue"
+ * above). */
+static int logged(const jr__srep *r, const qent *e, jr__entry *le)
+{
+    if (!r->g || jr__raft_entry(jr__group_consensus(r->g), e->index, le) != 0 ||
+        le->term != e->term || le->len != e->len)
+        return JR_ECOMPACTED;
+    return 0;
+}
+
 /* Before a snapshot from the leader replaces the group's log: copies into the queue the queued
  * entries left in that log. 0, JR_ENOMEM, or JR_ECOMPACTED (the log no longer holds one as it was
  * queued: the group lost it, "Queue" above); on either the snapshot is not restored and the
@@ -496,9 +507,8 @@ static int copy_from_log(jr__srep *r)
         qent *e = cu->q[i];
         if (!e->in_log) continue;
         jr__entry le;
-        if (!r->g || jr__raft_entry(jr__group_consensus(r->g), e->index, &le) != 0 ||
-            le.term != e->term || le.len != e->len)
-            return JR_ECOMPACTED;
+        int rc = logged(r, e, &le);
+        if (rc != 0) return rc;
         qent *c = jr__malloc(a, sizeof *c + (e->len ? e->len : 1));
         if (!c) return JR_ENOMEM;
         *c = *e;
@@ -618,8 +628,7 @@ static void drain(jr__srep *r)
         const uint8_t *data = e->data;
         if (e->in_log) {
             jr__entry le;
-            if (!r->g || jr__raft_entry(jr__group_consensus(r->g), e->index, &le) != 0 ||
-                le.term != e->term || le.len != e->len) {
+            if (logged(r, e, &le) != 0) {
                 jr__node_log(js->n, JR_LOG_ERROR,
                              "stream '%s': queued entry %" PRIu64 " is no longer in the log; the "
                              "replica is rebuilt from its peers",
