@@ -97,8 +97,9 @@ typedef struct jr__prog {
     /* Snapshots it was sent since this leader's election once it had acknowledged entries
      * (each a need that began with a match above 0 and above later_match): the log went past
      * it after it had caught on once (jr__progress.later_snaps). later_match: its match when
-     * the last one was counted; a snapshot sent again before it moved (refused, or the answer
-     * lost) is the same need, not counted again. */
+     * the last one was counted, lowered with the match (jr__vouch_lost: a restarted member that
+     * holds less); a snapshot sent again before it moved (refused, or the answer lost) is the
+     * same need, not counted again. */
     uint32_t later_snaps;
     uint64_t later_match;
     /* The node reported this member's node lost (or, for a quiet leader, it was not heard from

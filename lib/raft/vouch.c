@@ -773,6 +773,8 @@ void jr__vouch_lost(jr__raft *r, jr__prog *p, uint64_t holds, int restarted)
 {
     if (p->match > p->acked) p->acked = p->match;
     if (holds < p->match) p->match = holds;
+    /* a need for a snapshot counts as a later one once the match moved past this (progress.c) */
+    if (p->later_match > p->match) p->later_match = p->match;
     /* An answer below the match is no proof of a loss: under reordering it may be one sent
      * before the acknowledgement that raised the match (a heartbeat answered just before the
      * APPEND arrived). The match drops all the same, so that an acknowledgement the member may

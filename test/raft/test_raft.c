@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "raft/impl.h"
 #include "raft/memlog.h"
 
 #define MS H_MS
@@ -1131,6 +1132,38 @@ START_TEST(a_snapshot_refused_and_sent_again_is_one_later_snapshot)
 }
 END_TEST
 
+/* The count on a member's progress alone: a member whose match dropped below the one its last
+ * later snapshot was counted at (it restarted holding less) and then moved again has caught on
+ * anew, and the next snapshot it needs is another later one. */
+START_TEST(a_later_snapshot_after_the_match_dropped_is_counted)
+{
+    harness h;
+    h_init(&h, 3, 16);
+    h_start(&h, 3, 3);
+    elect(&h, 0);
+    jr__prog p;
+    memset(&p, 0, sizeof p);
+    p.id = 2;
+    p.state = JR__PROBE;
+    p.match = 60;
+    jr__prog_snapshot(&p, 100);
+    ck_assert_uint_eq(p.later_snaps, 1);
+    p.state = JR__PROBE; /* refused: sent again with the match where it was */
+    jr__prog_snapshot(&p, 100);
+    ck_assert_uint_eq(p.later_snaps, 1);
+    jr__vouch_lost(R(&h, 0), &p, 30, 1); /* restarted holding 30 */
+    ck_assert_uint_eq(p.match, 30);
+    p.state = JR__PROBE;
+    jr__prog_snapshot(&p, 100); /* before it moved: the same need */
+    ck_assert_uint_eq(p.later_snaps, 1);
+    p.state = JR__PROBE;
+    p.match = 45; /* caught on again, below where the last count began */
+    jr__prog_snapshot(&p, 120);
+    ck_assert_uint_eq(p.later_snaps, 2);
+    h_free(&h);
+}
+END_TEST
+
 /* restart ---------------------------------------------------------------------------------------*/
 
 START_TEST(restart_recovers_from_durable_state)
@@ -1828,6 +1861,7 @@ static Suite *suite(void)
     tcase_add_test(tc, config_reverts_on_truncation);
     tcase_add_test(tc, snapshot_install_chunked_and_resumed);
     tcase_add_test(tc, a_snapshot_refused_and_sent_again_is_one_later_snapshot);
+    tcase_add_test(tc, a_later_snapshot_after_the_match_dropped_is_counted);
     tcase_add_test(tc, restart_recovers_from_durable_state);
     tcase_add_test(tc, leader_repairs_a_follower_that_lost_acked_entries);
     tcase_add_test(tc, silent_follower_is_not_sent_its_window_again);
