@@ -113,13 +113,15 @@ jr__id jr__srep_hold_any(const jr__membwork *w)
     return 0;
 }
 
-/* Takes in observer p's later snapshots: a new one (the group outran its copy) arms its holds
- * unless they were given up on it for good. A count below the one last seen is a new
- * leadership's (its Raft progress starts from zero, while this peer-change work lasts until the
- * replica's next visit as a non-leader): it is taken as the new base, arming nothing. The
- * member's slot, NULL when all are taken (its publishes are then not held: more joiners than
- * slots at once is not a change the meta leader makes). */
-static jr__hold_member *observe(jr__srep *r, const jr__progress *p)
+/* Takes in observer p's later snapshots, counted by this leader in `term`: a new one (the
+ * group outran its copy) arms its holds unless they were given up on it for good. Each
+ * leadership counts from zero (its Raft progress starts anew, while this peer-change work may
+ * outlast a leadership lost and won back between two visits of the replica), so a count of
+ * another term than the one last seen is compared with zero; a lower count in the same term (the
+ * member removed and added again) is taken as the new base, arming nothing. The member's slot,
+ * NULL when all are taken (its publishes are then not held: more joiners than slots at once is
+ * not a change the meta leader makes). */
+static jr__hold_member *observe(jr__srep *r, const jr__progress *p, uint64_t term)
 {
     jr__membwork *w = r->mw;
     jr__hold_member *m = member_find(w, p->id);
@@ -129,8 +131,9 @@ static jr__hold_member *observe(jr__srep *r, const jr__progress *p)
         memset(m, 0, sizeof *m);
         m->id = p->id;
     }
-    uint32_t before = m->seen;
+    uint32_t before = m->term == term ? m->seen : 0;
     m->seen = p->later_snaps;
+    m->term = term;
     if (p->later_snaps <= before || m->giveups >= GIVEUPS_MAX) return m;
     jr__node_log(r->js->n, m->armed ? JR_LOG_DEBUG : JR_LOG_INFO,
                  "stream '%s': the group outran peer %s's copy (a later snapshot): its publishes "
@@ -181,7 +184,7 @@ uint64_t jr__srep_admit(jr__srep *r)
     for (uint32_t i = 0; i < c->n; i++) {
         jr__progress p;
         if (jr__raft_progress(raft, i, &p) != 0 || p.voter || p.id == jr__raft_self(raft)) continue;
-        jr__hold_member *m = observe(r, &p);
+        jr__hold_member *m = observe(r, &p, jr__raft_term(raft));
         if (!m) continue;
         present[m - w->hold] = 1;
         /* out of contact: holding would not help it */

@@ -312,6 +312,7 @@ typedef struct jr__memb_probe {
 typedef struct jr__hold_member {
     jr__id id;
     uint32_t seen;    /* its later snapshots (jr__progress.later_snaps) when last looked at */
+    uint64_t term;    /* the leader's term they were counted in (each leadership counts anew) */
     uint32_t giveups; /* holds given up on it while this leader's change lasts */
     uint8_t armed;    /* the group outran its copy: its lag holds the publishes */
     uint64_t total;   /* time held for it since it was last armed */
