@@ -59,12 +59,13 @@
  * entry's index and term and leaves its bytes in the log (in_log), reading them there when it
  * applies the entry: an entry costs its memory once. Entries are copied into
  * the queue only when the log is about to lose them — before a later snapshot replaces it
- * (above) — or when they were not read from it (applied while the group is being opened, before
- * r->g is set). What the queue holds copied beyond js->catchup_queue_max bytes (jr_node_config's
- * catchup_queue_bytes) shrinks the log's cap by as much (below). An entry left in the log that is
- * no longer there, or no longer of its term, when it is applied (the group lost it) fails the
- * replica, which is rebuilt from its peers. The replica's Raft is not held back: it keeps
- * acknowledging the leader's log, which the leader then need not keep for it.
+ * (above) — or when the bytes handed to the apply are not the log's own (rep_apply; entries are
+ * applied at the node's flushes, always from the group's log, so this is a guard). What the queue
+ * holds copied beyond js->catchup_queue_max bytes (jr_node_config's catchup_queue_bytes) shrinks
+ * the log's cap by as much (below). An entry left in the log that is no longer there, or no longer
+ * of its term, when it is applied (the group lost it) fails the replica, which is rebuilt from its
+ * peers. The replica's Raft is not held back: it keeps acknowledging the leader's log, which the
+ * leader then need not keep for it.
  *
  * Log. Nothing above bounds the group's log: a restoring replica takes no snapshot, so its log
  * keeps every entry since the snapshot it restored, queued or not applied yet, for as
@@ -459,10 +460,11 @@ void jr__catchup_free(jr__srep *r)
 }
 
 /* Before a snapshot from the leader replaces the group's log: queues, copied, the committed
- * entries not applied yet (the group applies at its flushes), which the snapshot would otherwise
- * make this replica fetch the messages of. They are applied, like every queued entry, before that
- * snapshot is restored. 0 or JR_ENOMEM. */
-static int take_waiting(jr__srep *r, uint64_t gindex)
+ * entries not applied yet (the group applies at its flushes) up to index `keep` (those after it
+ * are dropped, counted in js->catchup_dropped: jr__catchup_later), which the snapshot would
+ * otherwise make this replica fetch the messages of. They are applied, like every queued entry,
+ * before that snapshot is restored. 0 or JR_ENOMEM. */
+static int take_waiting(jr__srep *r, uint64_t gindex, uint64_t keep)
 {
     jr__catchup *cu = r->cu;
     if (!r->g) return 0;
@@ -476,12 +478,39 @@ static int take_waiting(jr__srep *r, uint64_t gindex)
         jr__entry e;
         if (jr__raft_entry(core, i, &e) != 0) break;
         if (e.type != JR__ENTRY_NORMAL) continue; /* the snapshot holds the configuration */
+        if (i > keep) {
+            r->js->catchup_dropped += e.len;
+            continue;
+        }
         int rc = jr__catchup_queue(r, i, e.term, e.data, e.len, 0);
         if (rc != 0) return rc;
         r->js->catchup_taken += e.len;
     }
     cu->qnew = qnew;
     return 0;
+}
+
+/* Drops the queued entries after group index `keep` up to `gindex` (jr__catchup_later: their
+ * messages are fetched after snapshot gindex, which replaces the newest kept one), counted in
+ * js->catchup_dropped. */
+static void drop_after(jr__srep *r, uint64_t keep, uint64_t gindex)
+{
+    jr__catchup *cu = r->cu;
+    size_t k = cu->qhead;
+    for (size_t i = cu->qhead; i < cu->nq; i++) {
+        qent *e = cu->q[i];
+        if (e->index <= keep || e->index > gindex) {
+            cu->q[k++] = e;
+            continue;
+        }
+        if (e->in_log)
+            cu->qref -= e->len;
+        else
+            cu->qheld -= e->len;
+        r->js->catchup_dropped += e->len;
+        jr__free(r->js->alloc, e);
+    }
+    cu->nq = k;
 }
 
 /* The bytes of a queued entry left in the group's log (in_log): 0 with *le its entry, or
@@ -529,37 +558,26 @@ int jr__catchup_later(jr__srep *r, uint64_t gindex, uint64_t index, const void *
 {
     jr__catchup *cu = r->cu;
     const jr_allocator *a = r->js->alloc;
+    struct later *last = cu->nlater ? &cu->later[cu->nlater - 1] : NULL;
+    /* No room to keep another: this one replaces the newest, and the entries queued after that
+     * one go, before anything is copied (their messages are fetched after this one, like those
+     * of the entries the log no longer had); applied without its state they would store their
+     * messages at other seqs than their group's replicas did. */
+    uint64_t keep = gindex - 1;
+    if (cu->nlater == LATER_MAX) {
+        keep = last->gindex;
+        drop_after(r, keep, gindex);
+    }
     int rc = copy_from_log(r);
-    if (rc == 0) rc = take_waiting(r, gindex);
+    if (rc == 0) rc = take_waiting(r, gindex, keep);
     if (rc != 0) return rc;
     uint8_t *copy = jr__malloc(a, len ? len : 1);
     if (!copy) return JR_ENOMEM;
     memcpy(copy, snap, len);
-    struct later *last = cu->nlater ? &cu->later[cu->nlater - 1] : NULL;
     /* entries were queued after the newest one kept: they are applied on its state, and this
-     * one is restored after them */
+     * one is restored after them; otherwise this one replaces it */
     int after = last && cu->nq > cu->qhead && cu->q[cu->nq - 1]->index > last->gindex;
-    if (last && after && cu->nlater == LATER_MAX) {
-        /* No room to keep another: this one replaces the newest, and the entries queued after
-         * that one go (their messages are fetched after this one, like those of the entries
-         * the log no longer had); applied without its state they would store their messages at
-         * other seqs than their group's replicas did. */
-        size_t k = cu->qhead;
-        for (size_t i = cu->qhead; i < cu->nq; i++) {
-            qent *e = cu->q[i];
-            if (e->index > last->gindex && e->index <= gindex) {
-                cu->qheld -= e->len; /* copied: copy_from_log above */
-                r->js->catchup_dropped += e->len;
-                jr__free(a, e);
-            } else {
-                cu->q[k++] = e;
-            }
-        }
-        cu->nq = k;
-        cap_log(r);
-    }
-    if (last && (!after || cu->nlater == LATER_MAX)) {
-        /* nothing queued after the newest one kept (or dropped above): this one replaces it */
+    if (last && !after) {
         jr__free(a, last->snap);
     } else {
         last = &cu->later[cu->nlater++];
