@@ -426,7 +426,6 @@ int jr__catchup_queue(jr__srep *r, uint64_t index, uint64_t term, const void *da
     cu->qbytes += len;
     if (in_log) {
         cu->qref += len;
-        r->js->catchup_in_log += len;
         return 0;
     }
     if (len) memcpy(e->data, data, len);
@@ -657,6 +656,7 @@ static void drain(jr__srep *r)
             }
             data = le.data;
             cu->qref -= e->len;
+            js->catchup_in_log += e->len;
         } else {
             cu->qheld -= e->len;
         }

@@ -606,8 +606,8 @@ struct jr__js {
                                      or queued and left there) copied into its queue before a
                                      later snapshot replaced that log (catchup.c take_waiting,
                                      copy_from_log) */
-    uint64_t catchup_in_log;      /* entry bytes queued by a restoring replica and left in its
-                                     group's log rather than copied (catchup.c "Queue") */
+    uint64_t catchup_in_log;      /* queued entry bytes a restoring replica applied from its
+                                     group's log, never copied (catchup.c "Queue") */
     uint64_t snap_restores;       /* group snapshots handed to this node's stream replicas
                                      (stream_replica.c rep_restore: installed from a leader,
                                      or loaded at open) */

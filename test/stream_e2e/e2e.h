@@ -211,8 +211,8 @@ uint64_t e2e_kept_max(e2e *c, unsigned i);
  * (node.h jr_group.joiners: allocated only while its leader watches any). */
 int e2e_joiners_watched(e2e *c, unsigned i, const char *name);
 /* Server i's bound on what a catch-up queue holds copied (js.h catchup_queue_max; until a
- * restart); the most bytes a queue of its held copied at once; the entry bytes its queues left in
- * their groups' logs instead (catchup_in_log). */
+ * restart); the most bytes a queue of its held copied at once; the queued entry bytes it applied
+ * from their groups' logs, never copied (catchup_in_log). */
 void e2e_catchup_queue_max(e2e *c, unsigned i, uint64_t max);
 uint64_t e2e_catchup_queue_peak(e2e *c, unsigned i);
 uint64_t e2e_catchup_in_log(e2e *c, unsigned i);
