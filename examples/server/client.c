@@ -612,8 +612,10 @@ static void on_pub(client *c, const np_op *op)
         return;
     size_t got = clients_deliver(s, c->echo ? NULL : c, op->subject, op->reply, op->hdr,
                                  op->hdr_len, op->data, op->data_len);
-    if (op->subject[0] == '$') {
-        /* Other system subjects ($SYS but the server pings above) are not served. */
+    if (!strncmp(op->subject, "$SYS.", 5)) {
+        /* Other system subjects (but the server pings above) are not served, and no stream
+         * takes them. Other subjects under '$' are a stream's like any ($KV.<bucket>.>, the
+         * key-value buckets clients build on streams; $JS.EVENT.> advisories). */
         if (!got && op->reply && c->no_responders) jsapi_no_responders(s, op->reply);
         return;
     }

@@ -576,6 +576,17 @@ int main(int argc, char **argv)
     request(c, &bb, "$JS.API.DIRECT.GET.D", "{\"seq\":7}", "NATS/1.0 404 Message Not Found",
             "direct get of a missing seq");
     request(c, &bb, "$JS.API.STREAM.DELETE.D", "", "\"success\":true", "delete D");
+    /* A key-value bucket's stream: subjects under '$' are stored like any other. */
+    request(c, &bb, "$JS.API.STREAM.CREATE.KV_b",
+            "{\"name\":\"KV_b\",\"subjects\":[\"$KV.b.>\"],\"max_msgs_per_subject\":1,"
+            "\"allow_direct\":true}",
+            "\"did_create\":true", "create a key-value bucket's stream");
+    request(c, &bb, "$KV.b.k", "v1", "{\"stream\":\"KV_b\",\"seq\":1}", "put a key");
+    request(c, &bb, "$KV.b.k", "v2", "{\"stream\":\"KV_b\",\"seq\":2}", "put it again");
+    request(c, &bb, "$JS.API.DIRECT.GET.KV_b.$KV.b.k", "", "Nats-Sequence: 2\r\n",
+            "get the key");
+    request(c, &bb, "$SYS.REQ.NOPE", "", "NATS/1.0 503\r\n", "a $SYS subject nobody serves");
+    request(c, &bb, "$JS.API.STREAM.DELETE.KV_b", "", "\"success\":true", "delete KV_b");
     request(c, &bb, "$JS.API.STREAM.NAMES", "{\"subject\":\"orders.*\"}",
             "\"streams\":[\"ORDERS\"]", "names");
     request(c, &bb, "$JS.API.STREAM.LIST", "", "\"total\":1", "list");
