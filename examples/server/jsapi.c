@@ -197,6 +197,7 @@ int jsr_split(const char *api, char *buf, size_t cap, char **tok, int max, size_
     return n;
 }
 
+/* META.LEADER.STEPDOWN: {} or {"placement":{"preferred":"n2"}}. */
 static void meta_stepdown(req *r, const void *data, size_t len)
 {
     json_t *j = jsr_body(r, data, len);

@@ -251,7 +251,6 @@ static void stepdown(req *r, const void *data, size_t len)
     jsr_fail(r, rc);
 }
 
-/* META.LEADER.STEPDOWN: {} or {"placement":{"preferred":"n2"}}. */
 /* ---- direct get ----------------------------------------------------------------------------- */
 
 /* DIRECT.GET answers with the message itself, its place in the stream in headers (as JetStream:

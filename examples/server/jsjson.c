@@ -62,7 +62,13 @@ void js_map_error(int status, const char *msg, int op, int *code, int *err_code,
     if (jsj_unavailable(status, code, err_code, desc, desclen)) return;
     switch (status) {
     case JR_ENOTFOUND:
-        if (op == 'g' || op == 'x')
+        if (op == 's' && !strncmp(msg, "peer: '", 7)) {
+            /* a step-down's preferred server: the library says "peer: 'NAME' is not ..." */
+            const char *name = msg + 7, *end = strchr(name, '\'');
+            int nl = end ? (int)(end - name) : (int)strlen(name);
+            snprintf(buf, sizeof buf, "preferred server \"%.*s\" not known", nl, name);
+            jsj_set_err(code, err_code, desc, desclen, 400, 10005, buf);
+        } else if (op == 'g' || op == 'x')
             jsj_set_err(code, err_code, desc, desclen, 404, 10037, "no message found");
         else
             jsj_set_err(code, err_code, desc, desclen, 404, 10059, "stream not found");

@@ -137,8 +137,9 @@ typedef void (*jr_meta_info_cb)(void *arg, int status, const char *msg, const jr
  * jr_meta_info_get: jr_cluster_info is the stream info's cluster block.) */
 JR_API int jr_meta_info_get(jr_node *node, jr_meta_info_cb cb, void *arg);
 /* Moves the meta group's leadership to server `peer` (a caught-up voter of the meta group), or
- * to the best one if peer is NULL; called on any server. JR_ENOTVOTER, JR_ETRANSFER,
- * JR_ETIMEDOUT as jr_stream_stepdown; JR_ENOQUORUM without a meta leader in time. */
+ * to the best one if peer is NULL; called on any server. JR_ENOTFOUND (peer is no server this
+ * node knows), JR_ENOTVOTER, JR_ETRANSFER, JR_ETIMEDOUT as jr_stream_stepdown; JR_ENOQUORUM
+ * without a meta leader in time. */
 typedef void (*jr_meta_cb)(void *arg, int status, const char *msg);
 JR_API int jr_meta_stepdown(jr_node *node, const char *peer, jr_meta_cb cb, void *arg);
 

@@ -244,7 +244,8 @@ JR_API int jr_stream_msg_get(jr_node *node, const char *name, uint64_t seq, jr_m
 JR_API int jr_stream_get_last(jr_node *node, const char *name, const char *subject, jr_msg_cb cb,
                               void *arg);
 /* Moves the stream's leadership to server `peer` (a caught-up voter of the stream), or to the
- * best one if peer is NULL. JR_ENOTVOTER, JR_ETRANSFER, JR_ETIMEDOUT. */
+ * best one if peer is NULL. JR_ENOTFOUND (no such stream, or peer is no server this node knows:
+ * the message says which), JR_ENOTVOTER, JR_ETRANSFER, JR_ETIMEDOUT. */
 JR_API int jr_stream_stepdown(jr_node *node, const char *name, const char *peer, jr_stream_cb cb,
                               void *arg);
 

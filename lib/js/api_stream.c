@@ -1021,10 +1021,14 @@ int jr_meta_stepdown(jr_node *n, const char *peer, jr_meta_cb cb, void *arg)
         r->kind = JR__RPC_STREAM_ADMIN;
         r->group = JR__META_GROUP_ID;
         snprintf(r->stream, sizeof r->stream, "%s", "$meta");
-        jr__buf_u8(&r->payload, JR__ADM_STEPDOWN);
-        jr__buf_varint(&r->payload, r->group);
-        jr__buf_bytes(&r->payload, peer ? peer : "", peer ? strlen(peer) : 0);
-        send_or_fail(r);
+        if (peer && !jr__peer_find_name(n, peer)) {
+            jr__req_finish(r, JR_ENOTFOUND, "peer: '%s' is not a known server", peer);
+        } else {
+            jr__buf_u8(&r->payload, JR__ADM_STEPDOWN);
+            jr__buf_varint(&r->payload, r->group);
+            jr__buf_bytes(&r->payload, peer ? peer : "", peer ? strlen(peer) : 0);
+            send_or_fail(r);
+        }
     }
     (void)js;
     jr__node_leave(n);

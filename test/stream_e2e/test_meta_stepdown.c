@@ -28,7 +28,7 @@ START_TEST(meta_leadership_moves_where_asked)
     ck_assert_msg(stepdown(&c, via, name, &r) == 0, "stepdown: %s", r.msg);
     jr_sim_run_for(c.sim, 200 * MS);
     ck_assert_int_eq(e2e_meta_leader(&c), (int)to);
-    ck_assert_int_ne(stepdown(&c, via, "nobody", &r), 0);
+    ck_assert_int_eq(stepdown(&c, via, "nobody", &r), JR_ENOTFOUND);
     ck_assert_int_eq(e2e_meta_leader(&c), (int)to);
     ck_assert_msg(stepdown(&c, to, NULL, &r) == 0, "stepdown to the best: %s", r.msg);
     jr_sim_run_for(c.sim, 200 * MS);

@@ -583,8 +583,7 @@ int main(int argc, char **argv)
             "\"did_create\":true", "create a key-value bucket's stream");
     request(c, &bb, "$KV.b.k", "v1", "{\"stream\":\"KV_b\",\"seq\":1}", "put a key");
     request(c, &bb, "$KV.b.k", "v2", "{\"stream\":\"KV_b\",\"seq\":2}", "put it again");
-    request(c, &bb, "$JS.API.DIRECT.GET.KV_b.$KV.b.k", "", "Nats-Sequence: 2\r\n",
-            "get the key");
+    request(c, &bb, "$JS.API.DIRECT.GET.KV_b.$KV.b.k", "", "Nats-Sequence: 2\r\n", "get the key");
     request(c, &bb, "$SYS.REQ.NOPE", "", "NATS/1.0 503\r\n", "a $SYS subject nobody serves");
     request(c, &bb, "$JS.API.STREAM.DELETE.KV_b", "", "\"success\":true", "delete KV_b");
     request(c, &bb, "$JS.API.STREAM.NAMES", "{\"subject\":\"orders.*\"}",
@@ -592,6 +591,12 @@ int main(int argc, char **argv)
     request(c, &bb, "$JS.API.STREAM.LIST", "", "\"total\":1", "list");
     request(c, &bb, "$JS.API.STREAM.MSG.DELETE.ORDERS", "{\"seq\":1}", "\"success\":true",
             "msg delete");
+    request(c, &bb, "$JS.API.STREAM.LEADER.STEPDOWN.ORDERS",
+            "{\"placement\":{\"preferred\":\"zz\"}}",
+            "\"err_code\":10005,\"description\":\"preferred server \\\"zz\\\" not known\"",
+            "stream step-down to an unknown server");
+    request(c, &bb, "$JS.API.META.LEADER.STEPDOWN", "{\"placement\":{\"preferred\":\"zz\"}}",
+            "\"err_code\":10005", "meta step-down to an unknown server");
     request(c, &bb, "$JS.API.STREAM.UPDATE.ORDERS",
             "{\"name\":\"ORDERS\",\"subjects\":[\"orders.>\"],\"max_msgs\":100}",
             "\"max_msgs\":100", "update");
