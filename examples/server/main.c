@@ -487,6 +487,8 @@ int main(int argc, char **argv)
     nc.max_assets = s->cfg.max_assets;
     nc.streams = 1;
     nc.request_timeout_ms = s->cfg.request_timeout_ms;
+    /* a group leaderless for an election timeout answers 10008 at once, as JetStream does */
+    nc.leaderless_fail_ms = s->cfg.election_timeout_ms;
     nc.max_payload = s->cfg.max_payload;
     nc.alloc = s->cfg.huge_pages ? hugealloc_get(1) : NULL; /* NULL: the malloc family */
     nc.errbuf = s->errbuf;

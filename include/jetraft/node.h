@@ -120,6 +120,17 @@ typedef struct jr_node_config {
                                      replicates to, at most; default 64 MiB */
     uint64_t join_keep_bytes;     /* the same for a member catching up (an observer that
                                      gains on the log); at least keep_bytes; default 256 MiB */
+    /* A stream, consumer or cluster request (publish and reads included) waits for its group's
+     * leader until its deadline (request_timeout_ms), asking again every heartbeat. With this
+     * set, a request whose group has a replica on this server that has known no leader for
+     * this many ms ends at once instead, as at its deadline: JR_ENOLEADER or JR_ENOQUORUM (it
+     * reached no log), or the verdict of a write that may have (JR_ELEADERLOST, JR_ETIMEDOUT),
+     * as JetStream answers "temporarily unavailable" while a group is leaderless. The time counts
+     * from when that replica lost its last leader; a replica that has known none since this node
+     * opened it waits four election timeouts more (its first election may wait for the other
+     * servers to start). Requests for groups with no replica here wait until their deadline.
+     * 0 (default): every request waits until its deadline. */
+    uint32_t leaderless_fail_ms;
 } jr_node_config;
 
 /* Defaults and limits of jr_node_config's catch-up and retention bounds. */

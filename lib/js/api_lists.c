@@ -278,6 +278,10 @@ static void names_route(jr__req *r)
     }
     jr__peer *p = leader ? jr__peer_find_name(n, leader) : NULL;
     jr_iovec iov = {r->payload.data, r->payload.len};
+    if (!leader && jr__js_leaderless(js, js->meta)) {
+        jr__req_finish(r, JR_ENOLEADER, "no meta leader");
+        return;
+    }
     if (!p || jr__rpc_call(n, jr__peer_get_id(p), JR__RPC_LISTS, &iov, 1,
                            left(r, 2 * js->election_ns), on_rpc, r, &r->rpc_id) != 0) {
         retry_later(r);

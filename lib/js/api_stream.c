@@ -120,6 +120,18 @@ static void wait_retry(jr__req *r)
     jr__js_timer_arm(r->js, &r->timer, at < r->deadline ? at : r->deadline);
 }
 
+/* Waits for a leader as wait_retry, unless this server's replica g of r's group has been
+ * leaderless long enough (jr__js_leaderless): r then ends now, as at its deadline. */
+static void wait_leader(jr__req *r, jr_group *g)
+{
+    if (!jr__js_leaderless(r->js, g)) {
+        wait_retry(r);
+        return;
+    }
+    r->deadline = jr__node_now(r->js->n);
+    jr__req_timer(r);
+}
+
 /* 1 if this server's meta state is as new as it can know: replayed, a meta leader known, and
  * everything it knows committed applied. Then a stream it does not know does not exist (for
  * all a server can tell without asking the meta leader). */
@@ -171,6 +183,7 @@ void jr__req_route(jr__req *r)
     size_t npeers;
     int local, leads;
     jr__peer *p;
+    jr_group *lg;                        /* this server's replica of the group, if any */
     if (r->group == JR__META_GROUP_ID) { /* the meta group's stepdown: to its leader */
         int self;
         const char *leader = jr__mnode_leader(js, &self);
@@ -185,7 +198,7 @@ void jr__req_route(jr__req *r)
             return;
         }
         if (!mp || lost_peer(r, mp)) {
-            wait_retry(r);
+            wait_leader(r, leader ? NULL : js->meta);
             return;
         }
         r->saw_leader = 1;
@@ -219,6 +232,7 @@ void jr__req_route(jr__req *r)
         npeers = c->npeers;
         jr__crep *cr = jr__crep_find(js, r->group);
         local = cr != NULL;
+        lg = cr ? cr->g : NULL;
         leads = jr__crep_is_leader(cr) && cr->lead;
         p = jr__crep_leader_peer(js, r->group);
     } else {
@@ -240,6 +254,7 @@ void jr__req_route(jr__req *r)
         npeers = s->npeers;
         jr__srep *rep = jr__srep_find(js, r->group);
         local = rep != NULL;
+        lg = rep ? rep->g : NULL;
         leads = rep && jr__srep_is_leader(rep);
         p = jr__srep_leader_peer(js, r->group);
     }
@@ -277,7 +292,7 @@ void jr__req_route(jr__req *r)
         }
     }
     if (!p) {
-        wait_retry(r);
+        wait_leader(r, lg);
         return;
     }
     r->tries++;
@@ -1186,7 +1201,7 @@ static void meta_info_route(jr__req *r)
     jr__peer *p = leader ? jr__peer_find_name(n, leader) : NULL;
     if (!p || jr__rpc_call(js->n, jr__peer_get_id(p), JR__RPC_CLUSTER_INFO, NULL, 0,
                            2 * js->election_ns, on_rpc, r, &r->rpc_id) != 0) {
-        wait_retry(r);
+        wait_leader(r, leader ? NULL : js->meta);
         return;
     }
     jr__js_timer_cancel(js, &r->timer);

@@ -485,6 +485,20 @@ jr__js *jr__js_of(const jr_node *n)
     return jr__node_upper(n, &js_upper);
 }
 
+/* Election timeouts a replica that has known no leader since it opened waits beyond
+ * leaderless_ns before its requests end at once (jr__js_leaderless). */
+#define LEADERLESS_STARTUP_ELECTIONS 4
+
+int jr__js_leaderless(const jr__js *js, jr_group *g)
+{
+    if (!js->leaderless_ns || !g || jr__group_closed(g)) return 0;
+    int since_start;
+    uint64_t ns = jr__raft_leaderless_ns(jr__group_consensus(g), jr__node_now(js->n), &since_start);
+    uint64_t grace = js->leaderless_ns;
+    if (since_start) grace += LEADERLESS_STARTUP_ELECTIONS * js->election_ns;
+    return ns && ns >= grace;
+}
+
 static int attach(jr_node *n, const jr_node_config *cfg)
 {
     return cfg->streams ? jr__js_open(n, cfg) : 0;
@@ -527,6 +541,7 @@ int jr__js_open(jr_node *n, const jr_node_config *cfg)
     js->timeout_ns =
         (uint64_t)(cfg->request_timeout_ms ? cfg->request_timeout_ms : DEFAULT_TIMEOUT_MS) *
         1000000u;
+    js->leaderless_ns = (uint64_t)cfg->leaderless_fail_ms * 1000000u;
     js->snapshot_entries = 4096;
     js->catchup_queue_max = cfg->catchup_queue_bytes;
     js->catchup_log_max = cfg->catchup_log_bytes;

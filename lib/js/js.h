@@ -545,7 +545,8 @@ struct jr__js {
     char *store_dir;
     uint64_t capacity;
     uint32_t max_assets;
-    uint64_t timeout_ns; /* request_timeout_ms */
+    uint64_t timeout_ns;    /* request_timeout_ms */
+    uint64_t leaderless_ns; /* leaderless_fail_ms; 0: requests wait until their deadline */
     jr__jqueue
         queues[JR__JQUEUES];   /* deadline queues of request timers (jr__js_timer_arm_queued) */
     uint64_t snapshot_entries; /* of stream groups (a knob for tests; default 4096) */
@@ -732,6 +733,11 @@ void jr__route_reply(jr__js *js, const jr__route *rt, int status, const void *pa
 
 /* Server name of peer id (NULL if unknown). */
 const char *jr__js_peer_name(const jr__js *js, jr__id id);
+/* 1 if a request for group g (this server's replica of it; NULL: none) ends at once rather than
+ * wait for a leader (jr_node_config.leaderless_fail_ms): that replica has known no leader for
+ * js->leaderless_ns since it lost its last one, or for four election timeouts more if it has
+ * known none since it opened. */
+int jr__js_leaderless(const jr__js *js, jr_group *g);
 
 /* The host's wall clock now (ns since the Unix epoch): jr_host.wall if the host has one (a
  * version-2 host that set it), else the node's monotonic now() (jetraft.h documents the

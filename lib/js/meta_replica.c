@@ -46,11 +46,13 @@
  * the request with JR_ETIMEDOUT: its outcome is not known there. A leader that restored a
  * snapshot over the first attempt (or whose ring moved past it) checks the request as new.
  *
- * No meta leader: requests wait, re-trying every heartbeat, until their deadline, then fail with
- * JR_ENOLEADER ("no meta leader"), or JR_ENOQUORUM when a leader was reachable but refused or
- * could not take every attempt (nothing took effect). When an attempt may have reached the
- * meta log — proposed and not committed, or sent and not answered, or answered with a timeout
- * or a lost leadership — the deadline ends it with JR_ETIMEDOUT: it may still take effect.
+ * No meta leader: requests wait, re-trying every heartbeat, until their deadline (or, with
+ * jr_node_config.leaderless_fail_ms, until this server's meta replica has been leaderless that
+ * long: jr__js_leaderless), then fail with JR_ENOLEADER ("no meta leader"), or JR_ENOQUORUM when a
+ * leader was reachable but refused or could not take every attempt (nothing took effect). When an
+ * attempt may have reached the meta log — proposed and not committed, or sent and not answered, or
+ * answered with a timeout or a lost leadership — the deadline ends it with JR_ETIMEDOUT: it may
+ * still take effect.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -755,6 +757,11 @@ void jr__mnode_send(jr__req *r)
     const char *leader = jr__mnode_leader(js, &self);
     if (!leader) {
         r->state = 0;
+        if (jr__js_leaderless(js, js->meta)) { /* it ends now, as at its deadline */
+            r->deadline = jr__node_now(n);
+            jr__mnode_timer(r);
+            return;
+        }
         retry_at(r, jr__deadline(jr__node_now(n), js->heartbeat_ns));
         return;
     }

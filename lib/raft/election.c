@@ -83,6 +83,7 @@ void jr__elect_become_follower(jr__raft *r, uint64_t now, uint64_t term, jr__id 
     r->role = ROLE_FOLLOWER;
     r->quiet = 0;
     r->idle_ticks = 0;
+    if (r->leader && !leader) r->leaderless_at = now, r->lost_leader = 1;
     r->leader = leader;
     if (leader) r->leader_contact = now;
     r->transfer_to = 0;
@@ -193,6 +194,7 @@ void jr__elect_campaign(jr__raft *r, uint64_t now, int prevote, int transfer)
         r->vote = r->cfg.self;
     }
     r->quiet = 0;
+    if (r->leader) r->leaderless_at = now, r->lost_leader = 1;
     r->leader = 0;
     r->transfer_to = 0;
     r->votes_for = me >= 0 ? 1ULL << me : 0;

@@ -167,6 +167,8 @@ struct jr__raft {
     int role;
     jr__id leader;
     uint64_t leader_contact;           /* when we last heard from the leader */
+    uint64_t leaderless_at;            /* when it last came to know no leader (or started) */
+    uint8_t lost_leader;               /* a leader it knew was lost since it started */
     uint64_t rto;                      /* this round's randomized election timeout */
     uint64_t election_deadline;        /* follower/candidate */
     uint64_t votes_for, votes_against; /* bit i: conf.m[i] answered */

@@ -242,6 +242,8 @@ void jr__raft_peer_lost(jr__raft *r, uint64_t now, jr__id peer, uint64_t delay)
     int was_quiet = r->quiet;
     r->quiet = 0;
     r->leader = 0; /* the lease ends: candidates may now be granted (pre-)votes */
+    r->leaderless_at = now;
+    r->lost_leader = 1;
     uint64_t at = jr__deadline(now, delay);
     /* a quiet follower's timer was stopped: whatever it says is stale */
     if (was_quiet || at < r->election_deadline) r->election_deadline = at;

@@ -149,6 +149,7 @@ int jr__raft_start(jr__raft *r, uint64_t now)
     if (r->started) return JR_EMISUSE;
     r->started = 1;
     r->now = now;
+    r->leaderless_at = now;
     /* an empty joiner starts at its floor term: no leader from before it can use it (raft.h);
      * the node writes the term with the next hard state */
     if (r->log.last == 0 && r->term < r->cfg.join_term) {
@@ -566,6 +567,12 @@ uint64_t jr__raft_term(const jr__raft *r)
 jr__id jr__raft_leader(const jr__raft *r)
 {
     return r->leader;
+}
+uint64_t jr__raft_leaderless_ns(const jr__raft *r, uint64_t now, int *since_start)
+{
+    *since_start = !r->lost_leader;
+    if (r->leader) return 0;
+    return now > r->leaderless_at ? now - r->leaderless_at : 0;
 }
 jr__id jr__raft_self(const jr__raft *r)
 {

@@ -553,6 +553,10 @@ uint64_t jr__raft_capped_drops(const jr__raft *r);
 int jr__raft_role(const jr__raft *r); /* enum jr_role */
 uint64_t jr__raft_term(const jr__raft *r);
 jr__id jr__raft_leader(const jr__raft *r); /* 0 if unknown */
+/* How long this replica has known no leader at `now`: 0 while it leads or knows its leader;
+ * else since it last came to (its leader lost, stepped down or deposed, or its start).
+ * *since_start: 1 if it has lost no leader since its start (it may never have known one). */
+uint64_t jr__raft_leaderless_ns(const jr__raft *r, uint64_t now, int *since_start);
 jr__id jr__raft_self(const jr__raft *r);
 uint64_t jr__raft_group(const jr__raft *r);
 uint64_t jr__raft_commit_index(const jr__raft *r);

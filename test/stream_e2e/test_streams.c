@@ -735,6 +735,85 @@ START_TEST(memory_storage_replicas_refill_after_restart)
 }
 END_TEST
 
+/* jr_node_config.leaderless_fail_ms: a request whose group's replica on this server has known
+ * no leader for that long ends at once, as at its deadline, instead of waiting for a leader
+ * nobody is electing; without it the request waits until its deadline. */
+static void fail_leaderless(void *arg, unsigned i, jr_node_config *cfg)
+{
+    (void)arg;
+    (void)i;
+    cfg->leaderless_fail_ms = 1000;
+}
+
+static void on_names(void *arg, int status, const char *msg, const jr_names *page)
+{
+    e2e_res *r = arg;
+    (void)page;
+    r->status = status;
+    snprintf(r->msg, sizeof r->msg, "%s", msg ? msg : "");
+    r->done = 1;
+}
+
+START_TEST(a_leaderless_group_answers_at_once_with_leaderless_fail_ms)
+{
+    for (int fast = 0; fast < 2; fast++) {
+        e2e lc;
+        memset(&lc, 0, sizeof lc);
+        if (fast) lc.configure_more = fail_leaderless;
+        ck_assert_int_eq(e2e_new(&lc, 3, 4321, 8000), 0);
+        int ml = e2e_wait_meta(&lc, 3, 10 * SEC);
+        ck_assert_int_ge(ml, 0);
+        const char *subj[] = {"ord.>"};
+        jr_stream_config cfg;
+        e2e_config(&cfg, "ORD", subj, 1, 3);
+        e2e_res r;
+        ck_assert_msg(e2e_add(&lc, 0, &cfg, &r) == 0, "add: %s", r.msg);
+        int sl = e2e_wait_stream(&lc, 0, "ORD", 2, 10 * SEC);
+        ck_assert_int_ge(sl, 0);
+        ck_assert_int_eq(e2e_publish(&lc, 0, "ord.a", "1", 1, NULL, &r), 0);
+        unsigned b = 0; /* neither the meta leader nor the stream's: it leads nothing */
+        while ((int)b == ml || (int)b == sl) b++;
+        for (unsigned i = 0; i < 3; i++)
+            if (i != b) ck_assert_int_eq(jr_sim_crash(lc.sim, i), 0);
+        /* b's replicas lose their leaders within two election timeouts, and have been
+         * leaderless for one more by then */
+        jr_sim_run_for(lc.sim, 3500 * MS);
+        uint64_t t0 = jr_sim_now(lc.sim);
+        int st = e2e_publish(&lc, b, "ord.b", "2", 1, NULL, &r);
+        uint64_t took = jr_sim_now(lc.sim) - t0;
+        ck_assert_msg(st == JR_ENOQUORUM, "publish: %s: %s", jr_err_name(st), r.msg);
+        if (!fast) { /* the deadline (8 s) ends it */
+            ck_assert_uint_ge(took, 7 * SEC);
+            e2e_free(&lc);
+            continue;
+        }
+        ck_assert_msg(took <= 300 * MS, "publish answered after %llu ms",
+                      (unsigned long long)(took / MS));
+        t0 = jr_sim_now(lc.sim);
+        st = e2e_info(&lc, b, "ORD", &r);
+        ck_assert_msg(st == JR_ENOQUORUM, "info: %s: %s", jr_err_name(st), r.msg);
+        ck_assert_uint_le(jr_sim_now(lc.sim) - t0, 300 * MS);
+        e2e_config(&cfg, "OTHER", (const char *[]){"other.>"}, 1, 1);
+        t0 = jr_sim_now(lc.sim);
+        st = e2e_add(&lc, b, &cfg, &r);
+        ck_assert_msg(st == JR_ENOLEADER, "add: %s: %s", jr_err_name(st), r.msg);
+        ck_assert_uint_le(jr_sim_now(lc.sim) - t0, 300 * MS);
+        memset(&r, 0, sizeof r);
+        t0 = jr_sim_now(lc.sim);
+        ck_assert_int_eq(jr_stream_names(e2e_node(&lc, b), NULL, 0, on_names, &r), 0);
+        ck_assert_int_eq(e2e_wait(&lc, &r, 10 * SEC), 0);
+        ck_assert_msg(r.status == JR_ENOLEADER, "names: %s: %s", jr_err_name(r.status), r.msg);
+        ck_assert_uint_le(jr_sim_now(lc.sim) - t0, 300 * MS);
+        /* the servers come back: the same requests succeed again */
+        for (unsigned i = 0; i < 3; i++)
+            if (i != b) ck_assert_int_eq(jr_sim_restart(lc.sim, i), 0);
+        ck_assert_int_ge(e2e_wait_stream(&lc, b, "ORD", 2, 20 * SEC), 0);
+        ck_assert_msg(e2e_publish(&lc, b, "ord.c", "3", 1, NULL, &r) == 0, "publish: %s", r.msg);
+        e2e_free(&lc);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_e2e_streams");
@@ -756,6 +835,10 @@ int main(void)
     tcase_add_test(tc, memory_storage_replicas_refill_after_restart);
     tcase_add_test(tc, a_restarted_server_does_not_call_an_existing_stream_unknown);
     suite_add_tcase(s, tc);
+    TCase *tl = tcase_create("leaderless");
+    tcase_set_timeout(tl, 300);
+    tcase_add_test(tl, a_leaderless_group_answers_at_once_with_leaderless_fail_ms);
+    suite_add_tcase(s, tl);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

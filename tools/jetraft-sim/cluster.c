@@ -16,6 +16,7 @@ static void configure(void *arg, unsigned i, jr_node_config *cfg)
     cfg->streams = 1;
     cfg->cluster = "east";
     cfg->request_timeout_ms = REQ_TIMEOUT_MS;
+    if (w->leaderless_fail) cfg->leaderless_fail_ms = cfg->election_timeout_ms;
     cfg->store_dir = "/store";
     cfg->wal_segment_bytes = 128u << 10;
     cfg->store_block_bytes = JR_STORE_BLOCK_MIN;

@@ -272,6 +272,7 @@ typedef struct world {
     /* --sync-offload: every node's host runs its WAL sync (jr_host.sync_start), each job
      * completing 1-2 ms of simulated time later (jr_sim_config.sync_delay_ns) */
     int sync_offload;
+    int leaderless_fail; /* --leaderless-fail: jr_node_config.leaderless_fail_ms */
 
     rng r;
     jr_sim *sim;

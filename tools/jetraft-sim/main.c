@@ -4,7 +4,7 @@
  *
  *   jetraft-sim --seed N --seconds S [--nodes 3|5] [--faults LIST] [--history FILE]
  *               [--seeds A:COUNT] [--waive CHECKERS] [--mutate KIND] [--disk-victims 1|2]
- *               [--big] [--sync-offload] [-v|-vv] [-q]
+ *               [--big] [--sync-offload] [--leaderless-fail] [-v|-vv] [-q]
  *
  * One run per seed, every choice drawn from the seed, so a seed replays exactly:
  *  1. setup: the nodes, one or two data streams (R3, or R5 on five nodes) and their first
@@ -28,6 +28,9 @@
  * job 1-2 ms of simulated time later, while the node goes on; a vote or an append
  * acknowledgement that leaves before the sync it vouches for completed fails the run
  * (checker 'durable', jr_sim_stats.durable_early).
+ * --leaderless-fail sets every node's jr_node_config.leaderless_fail_ms to its election timeout,
+ * as jetraft-server does: requests for a group leaderless that long end at once, as at their
+ * deadline (the checkers hold their verdicts to the same rules).
  * --faults takes a comma-separated list of partition, net, crash, power, pause, clock, disk,
  * ioerr, or "all" (the default) or "none". docs/testing.md describes the checkers and the
  * history format.
@@ -48,9 +51,10 @@ typedef struct opts {
     const char *waive;
     const char *mutate;
     int verbose, quiet;
-    int disk_victims; /* --disk-victims: 0 (one at a time) or 2 (five nodes) */
-    int big;          /* --big */
-    int sync_offload; /* --sync-offload */
+    int disk_victims;    /* --disk-victims: 0 (one at a time) or 2 (five nodes) */
+    int big;             /* --big */
+    int sync_offload;    /* --sync-offload */
+    int leaderless_fail; /* --leaderless-fail */
 } opts;
 
 static uint64_t g_waived_seeds; /* seeds whose every violation was waived */
@@ -62,6 +66,7 @@ static void usage(void)
         "usage: jetraft-sim --seed N --seconds S [--nodes 3|5] [--faults LIST]\n"
         "                   [--history FILE] [--seeds A:COUNT] [--waive CHECKERS] [-v|-vv] [-q]\n"
         "                   [--disk-victims 1|2] [--big] [--sync-offload]\n"
+        "                   [--leaderless-fail]\n"
         "  LIST: all, none, or a comma-separated list of");
     for (int k = 0; k < F_NKINDS; k++) fprintf(stderr, " %s", fault_names[k]);
     fprintf(stderr, "\n");
@@ -144,6 +149,8 @@ static void parse(int argc, char **argv, opts *o)
             o->big = 1;
         } else if (!strcmp(a, "--sync-offload")) {
             o->sync_offload = 1;
+        } else if (!strcmp(a, "--leaderless-fail")) {
+            o->leaderless_fail = 1;
         } else if (!strcmp(a, "-v")) {
             o->verbose = 1;
         } else if (!strcmp(a, "-vv")) {
@@ -174,6 +181,7 @@ static void replay_cmd(const opts *o, const world *w, FILE *out)
     if (o->disk_victims) fprintf(out, " --disk-victims %d", o->disk_victims);
     if (o->big) fprintf(out, " --big");
     if (o->sync_offload) fprintf(out, " --sync-offload");
+    if (o->leaderless_fail) fprintf(out, " --leaderless-fail");
 }
 
 /* The run of one seed: 0 if every checker passed, 1 otherwise. */
@@ -191,6 +199,7 @@ static int run_seed(const opts *o, uint64_t seed, FILE *hist)
     w->disk_victims = o->disk_victims ? o->disk_victims : 1;
     w->big = o->big;
     w->sync_offload = o->sync_offload;
+    w->leaderless_fail = o->leaderless_fail;
     w->r.s = seed * 0x9e3779b97f4a7c15ull + 17;
     /* drawn even when --nodes says: the replay command names the count, and must not shift
      * the rest of the run's draws */

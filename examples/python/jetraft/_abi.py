@@ -118,6 +118,7 @@ class jr_node_config(Structure):
         ("catchup_log_bytes", c_uint64),
         ("keep_bytes", c_uint64),
         ("join_keep_bytes", c_uint64),
+        ("leaderless_fail_ms", c_uint32),
     ]
 
 

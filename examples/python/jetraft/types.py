@@ -733,6 +733,9 @@ class NodeConfig:
     catchup_log_bytes: int = _NODE.catchup_log_bytes
     keep_bytes: int = _NODE.keep_bytes
     join_keep_bytes: int = _NODE.join_keep_bytes
+    # a request whose group's replica here has known no leader this long ends at once
+    # (JetStream's "temporarily unavailable"); 0: it waits until its deadline
+    leaderless_fail_ms: int = _NODE.leaderless_fail_ms
 
     _ctype = _abi.jr_node_config
     _init = "jr_node_config_init_size"

@@ -6,8 +6,8 @@
 # answered with JetStream's error and changes nothing; a non-system user is refused the system
 # operations; of two server removals sent at once the second is refused as a member change in
 # progress, and the monitoring then counts three servers; META.RESCUE is answered on the server
-# that takes it; ACCOUNT.PURGE deletes every stream and consumer. Bounded in time; everything
-# it starts is stopped at the end.
+# that takes it; ACCOUNT.PURGE deletes every stream and consumer; a server left alone answers
+# JetStream's 10008 at once. Bounded in time; everything it starts is stopped at the end.
 #
 #   clusterops_test.sh PATH/TO/jetraft PATH/TO/jetraft-server
 set -euo pipefail
@@ -335,4 +335,16 @@ done
 expect "stream ls after the purge" "No streams defined" "$out"
 refused "consumer info after the purge" "stream not found" "${APP[@]}" consumer info PURGED PC
 step "ACCOUNT.PURGE deleted every stream, refused to app"
+
+# ---- a meta group left without a quorum answers 10008 at once ----
+for n in n1 n2 n3 n4; do [ "$n" = "$meta" ] || "$cluster" kill "$n" >/dev/null 2>&1 || true; done
+sleep 3.5 # the meta leader steps down within an election timeout, and one more passes
+t1=$(date +%s%N)
+out=$(RAW_WAIT=3 raw "$((p1 + i))" app app-pw '$JS.API.STREAM.NAMES' '' \
+    '$JS.API.STREAM.CREATE.LATE' '{"name":"LATE","subjects":["late.>"]}')
+ms=$((($(date +%s%N) - t1) / 1000000))
+expect "names without a meta quorum" '"code":503,"err_code":10008' "$(sed -n 1p <<<"$out")"
+expect "create without a meta quorum" '"code":503,"err_code":10008' "$(sed -n 2p <<<"$out")"
+[ "$ms" -lt 1500 ] || fail "without a meta quorum the answers took $ms ms"
+step "alone, $meta answered 10008 at once ($ms ms)"
 echo "ok: cluster operations on four jetraft-server processes"
