@@ -210,26 +210,50 @@ static void meta_stepdown(req *r, const void *data, size_t len)
 
 /* ---- account info --------------------------------------------------------------------------- */
 
-static void on_account_names(void *arg, int status, const char *msg, const jr_names *page)
+/* Account info sums the streams' infos (JetStream's memory, storage and consumers), read a
+ * page of jr_stream_list at a time; a stream whose leader did not answer in time counts for
+ * nothing (the list names it missing). */
+typedef struct account_sum {
+    req *r;
+    uint64_t memory, storage, consumers, offset;
+} account_sum;
+
+static void on_account_page(void *arg, int status, const char *msg, const jr_stream_page *page)
 {
-    req *r = arg;
+    account_sum *a = arg;
+    req *r = a->r;
     server *s = r->s;
     if (status) {
         jsr_status_error(r, status, msg);
         jsr_free(r);
+        free(a);
         return;
     }
+    for (size_t i = 0; i < page->nstreams; i++) {
+        const jr_stream_info *si = page->streams[i];
+        if (si->config->storage == JR_STORAGE_MEMORY)
+            a->memory += si->state->bytes;
+        else
+            a->storage += si->state->bytes;
+        a->consumers += si->state->consumers;
+    }
+    a->offset = page->offset + page->nstreams + page->nmissing;
+    if (page->nstreams + page->nmissing && a->offset < page->total && s->node &&
+        jr_stream_list(s->node, NULL, a->offset, on_account_page, a) == 0)
+        return;
     json_t *j = json_pack(
         "{s:I,s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b},s:{s:I,s:I,s:I}}", "memory",
-        (json_int_t)0, "storage", (json_int_t)0, "reserved_memory", (json_int_t)0,
+        (json_int_t)a->memory, "storage", (json_int_t)a->storage, "reserved_memory", (json_int_t)0,
         "reserved_storage", (json_int_t)0, "streams", (json_int_t)page->total, "consumers",
-        (json_int_t)0, "limits", "max_memory", (json_int_t)-1, "max_storage", (json_int_t)-1,
-        "max_streams", (json_int_t)-1, "max_consumers", (json_int_t)-1, "max_ack_pending",
-        (json_int_t)-1, "memory_max_stream_bytes", (json_int_t)-1, "storage_max_stream_bytes",
-        (json_int_t)-1, "max_bytes_required", 0, "api", "level", (json_int_t)0, "total",
-        (json_int_t)s->stats.js_api_requests, "errors", (json_int_t)s->stats.js_api_errors);
+        (json_int_t)a->consumers, "limits", "max_memory", (json_int_t)-1, "max_storage",
+        (json_int_t)-1, "max_streams", (json_int_t)-1, "max_consumers", (json_int_t)-1,
+        "max_ack_pending", (json_int_t)-1, "memory_max_stream_bytes", (json_int_t)-1,
+        "storage_max_stream_bytes", (json_int_t)-1, "max_bytes_required", 0, "api", "level",
+        (json_int_t)0, "total", (json_int_t)s->stats.js_api_requests, "errors",
+        (json_int_t)s->stats.js_api_errors);
     jsr_send_json(s, r->reply, r->type, j);
     jsr_free(r);
+    free(a);
 }
 
 /* ---- dispatch ------------------------------------------------------------------------------- */
@@ -255,9 +279,15 @@ void jsapi_request(server *s, const char *subject, const char *reply, const void
     }
     if (!strcmp(api, "INFO")) {
         req *r = jsr_new(s, reply, 'n', "account_info_response", NULL);
-        if (r && jr_stream_names(s->node, NULL, 0, on_account_names, r) != 0) {
-            jsr_status_error(r, JR_ENOLEADER, NULL);
+        account_sum *a = r ? calloc(1, sizeof *a) : NULL;
+        if (r && !a) jsr_free(r);
+        if (!a) return;
+        a->r = r;
+        int rc = jr_stream_list(s->node, NULL, 0, on_account_page, a);
+        if (rc != 0) {
+            jsr_status_error(r, rc, NULL);
             jsr_free(r);
+            free(a);
         }
         return;
     }

@@ -158,6 +158,7 @@ static void consumers(int c, rbuf *bb)
             "{\"stream_name\":\"ORDERS\",\"config\":{\"name\":\"w1\",\"ack_policy\":"
             "\"explicit\",\"filter_subject\":\"orders.*\"}}",
             "\"filter_subject\":\"orders.*\"", "a wildcard filter in the create subject");
+    request(c, bb, "$JS.API.INFO", "", "\"consumers\":1,", "account info counts the consumer");
     request(c, bb, "$JS.API.CONSUMER.DELETE.ORDERS.w1", "", "\"success\":true", "delete w1");
     request(c, bb, "$JS.API.CONSUMER.DURABLE.CREATE.ORDERS.c1",
             "{\"stream_name\":\"OTHER\",\"config\":{\"durable_name\":\"c1\"}}",
@@ -529,6 +530,10 @@ int main(int argc, char **argv)
         if (acks != 2000) die("a burst of 2000 publishes got %d acks", acks);
         printf("ok: a burst of 2000 publishes over max_inflight 64, all acknowledged\n");
     }
+    /* account info sums the streams: ORDERS's bytes are file storage */
+    request(c, &bb, "$JS.API.INFO", "", "\"memory\":0,", "account info with a stream");
+    if (strstr(bb.d, "\"storage\":0,") || !strstr(bb.d, "\"streams\":1,"))
+        die("account info does not count ORDERS: %s", bb.d);
     /* A busy connection keeps its output buffer between loop turns: bursts that bring it more
      * than 64 KiB of output a turn (each message delivered to three subscriptions of its own)
      * grow it once, not again each turn. */
