@@ -204,12 +204,11 @@ static void msg_get(req *r, const void *data, size_t len)
     if (json_is_string(last) && json_string_length(last)) {
         rc = jr_stream_get_last(r->s->node, r->name, json_string_value(last), on_msg, r);
     } else if (json_is_string(next) && json_string_length(next)) {
-        /* The first message at or after seq on a subject: the direct read gives it (served by
-         * any current replica of a stream with allow_direct). */
+        /* the first message at or after seq on a subject, read at the leader */
         uint64_t from = json_is_integer(seq) && json_integer_value(seq) > 0
                             ? (uint64_t)json_integer_value(seq)
                             : 1;
-        rc = jr_stream_direct_get(r->s->node, r->name, from, json_string_value(next), on_msg, r);
+        rc = jr_stream_get_next(r->s->node, r->name, from, json_string_value(next), on_msg, r);
     } else if (json_is_integer(seq) && json_integer_value(seq) > 0) {
         rc = jr_stream_msg_get(r->s->node, r->name, (uint64_t)json_integer_value(seq), on_msg, r);
     } else {

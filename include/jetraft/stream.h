@@ -243,6 +243,11 @@ JR_API int jr_stream_msg_get(jr_node *node, const char *name, uint64_t seq, jr_m
  * leader, linearizably as jr_stream_msg_get. JR_ENOTFOUND if none. */
 JR_API int jr_stream_get_last(jr_node *node, const char *name, const char *subject, jr_msg_cb cb,
                               void *arg);
+/* Reads the first message at or after seq (0 counts as 1) whose subject matches `subject` (a
+ * subject or pattern) at the stream leader, linearizably as jr_stream_msg_get (JetStream's
+ * STREAM.MSG.GET with next_by_subj, which needs no allow_direct). JR_ENOTFOUND if none. */
+JR_API int jr_stream_get_next(jr_node *node, const char *name, uint64_t seq, const char *subject,
+                              jr_msg_cb cb, void *arg);
 /* Moves the stream's leadership to server `peer` (a caught-up voter of the stream), or to the
  * best one if peer is NULL. JR_ENOTFOUND (no such stream, or peer is no server this node knows:
  * the message says which), JR_ENOTVOTER, JR_ETRANSFER, JR_ETIMEDOUT. */

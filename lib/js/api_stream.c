@@ -523,7 +523,8 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
         return;
     }
     int read = r->what == JR__REQ_INFO || r->what == JR__REQ_MSG_GET ||
-               r->what == JR__REQ_GET_LAST || r->what == JR__REQ_CONSUMER_INFO;
+               r->what == JR__REQ_GET_LAST || r->what == JR__REQ_GET_NEXT ||
+               r->what == JR__REQ_CONSUMER_INFO;
     if (read && jr__node_now(n) < r->deadline &&
         (status == JR_ELEADERLOST || status == JR_ETRANSFER ||
          (status == JR_ETIMEDOUT && !r->unanswered))) {
@@ -578,6 +579,7 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
     case JR__REQ_INFO:
     case JR__REQ_MSG_GET:
     case JR__REQ_GET_LAST:
+    case JR__REQ_GET_NEXT:
     case JR__REQ_CONSUMER_INFO:
     case JR__REQ_FETCH:
         if (status == 0) {
@@ -715,6 +717,7 @@ void jr__req_deliver(jr__req *r)
     }
     case JR__REQ_MSG_GET:
     case JR__REQ_GET_LAST:
+    case JR__REQ_GET_NEXT:
         jr__req_deliver_msg(r, st, msg);
         return;
     case JR__REQ_META_INFO: {
@@ -845,7 +848,8 @@ static jr__req *stream_request(jr_node *n, uint8_t what, uint8_t kind, uint8_t s
     r->cb = cb;
     r->arg = arg;
     r->kind = kind;
-    r->resend = what == JR__REQ_INFO || what == JR__REQ_MSG_GET || what == JR__REQ_GET_LAST;
+    r->resend = what == JR__REQ_INFO || what == JR__REQ_MSG_GET || what == JR__REQ_GET_LAST ||
+                what == JR__REQ_GET_NEXT;
     snprintf(r->stream, sizeof r->stream, "%s", name);
     const jr__meta_stream *s = jr__meta_stream_find(&js->st, name);
     if (!s && meta_settled(js)) {
@@ -991,6 +995,28 @@ int jr_stream_get_last(jr_node *n, const char *name, const char *subject, jr_msg
         if (!jr__subject_valid_pattern(subject)) {
             jr__req_finish(r, JR_EINVAL, "subject: '%s' is not a valid subject", subject);
         } else {
+            jr__buf_bytes(&r->payload, subject, strlen(subject));
+            send_or_fail(r);
+        }
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
+int jr_stream_get_next(jr_node *n, const char *name, uint64_t seq, const char *subject,
+                       jr_msg_cb cb, void *arg)
+{
+    int rc = jr__js_entry(n, cb && name && subject);
+    if (rc) return rc;
+    jr__node_enter(n);
+    jr__req_cb c = {.msg = cb};
+    jr__req *r = stream_request(n, JR__REQ_GET_NEXT, JR__RPC_STREAM_ADMIN, JR__ADM_GET_NEXT, name,
+                                c, arg, &rc);
+    if (r) {
+        if (!jr__subject_valid_pattern(subject)) {
+            jr__req_finish(r, JR_EINVAL, "subject: '%s' is not a valid subject", subject);
+        } else {
+            jr__buf_varint(&r->payload, seq ? seq : 1);
             jr__buf_bytes(&r->payload, subject, strlen(subject));
             send_or_fail(r);
         }

@@ -140,6 +140,7 @@ enum jr__req_op {
     JR__REQ_SERVER_JOIN,   /* internal: a join forwarded for a new server (meta_members.c) */
     JR__REQ_BARRIER,       /* internal waiter: a consumer leader's read barrier on its stream
                               (JR__ADM_BARRIER; consumer_leader.c "Read barrier") */
+    JR__REQ_GET_NEXT,      /* the first message at or after a seq on a subject, at the leader */
 };
 
 /* Sub-kinds of JR__RPC_STREAM_ADMIN (first byte of its payload). */
@@ -158,6 +159,8 @@ enum jr__admin_sub {
     JR__ADM_BARRIER = 10,   /* to the leader, from a consumer's leader: commit a TICK and answer
                                its index (varint), the stream index its local replica must reach
                                before it delivers (consumer_leader.c "Read barrier") */
+    JR__ADM_GET_NEXT = 11,  /* varint seq | bytes subject: the first message at or after seq
+                               whose subject matches, read at the leader as JR__ADM_GET_LAST */
 };
 
 /* Sub-kinds of JR__RPC_CONSUMER (first byte of its payload; then u64 consumer group). */
@@ -269,9 +272,11 @@ typedef struct jr__waiter {
     struct jr__waiter *next;
     jr__route route;
     uint8_t what;  /* JR__REQ_PUBLISH, JR__REQ_PURGE, JR__REQ_MSG_DELETE; a read (JR__REQ_INFO,
-                      JR__REQ_MSG_GET, JR__REQ_GET_LAST) waiting for its TICK; 0: internal op */
-    uint64_t seq;  /* JR__REQ_MSG_GET: the message */
-    char *subject; /* JR__REQ_GET_LAST: the subject (owned; freed by jr__waiter_put) */
+                      JR__REQ_MSG_GET, JR__REQ_GET_LAST, JR__REQ_GET_NEXT) waiting for its TICK;
+                      0: internal op */
+    uint64_t seq;  /* JR__REQ_MSG_GET: the message; JR__REQ_GET_NEXT: the first seq to look at */
+    char *subject; /* JR__REQ_GET_LAST, JR__REQ_GET_NEXT: the subject (owned; freed by
+                      jr__waiter_put) */
     size_t subject_len;
     uint64_t tag; /* JR__REQ_BARRIER of a consumer leader on this server (route to nobody): the
                      barrier's number, seq its consumer's group */
@@ -976,6 +981,7 @@ void jr__srep_due(jr__srep *r, uint64_t when);
 /* Stages a TICK op (expiry by max_age; any entry also wakes a quiet group). */
 void jr__srep_stage_tick(jr__srep *r);
 /* Stages a read (what: JR__REQ_INFO, JR__REQ_MSG_GET with seq, JR__REQ_GET_LAST with subject,
+ * JR__REQ_GET_NEXT with both,
  * JR__REQ_BARRIER with seq and tag as jr__waiter says) as a TICK op whose waiter executes it when
  * that op is applied (jr__stream_exec_read; a barrier answers the op's index): a read at the
  * leader is served at a point of the committed log this leader reached in its term, so a server

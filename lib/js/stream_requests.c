@@ -195,12 +195,14 @@ static void exec_info(jr__js *js, jr__srep *r, const jr__route *rt)
     jr__route_reply(js, rt, rc, rc ? NULL : b->data, rc ? 0 : b->len);
 }
 
-static void exec_read(jr__js *js, jr__srep *r, const jr__route *rt, int last, uint64_t seq,
+static void exec_read(jr__js *js, jr__srep *r, const jr__route *rt, uint8_t what, uint64_t seq,
                       const char *subj, size_t subj_len)
 {
     jr__store *st = jr__stream_fsm_store(r->fsm);
     jr__store_msg m;
-    int rc = last ? jr__store_get_last(st, subj, subj_len, &m) : jr__store_get(st, seq, &m);
+    int rc = what == JR__REQ_GET_LAST   ? jr__store_get_last(st, subj, subj_len, &m)
+             : what == JR__REQ_GET_NEXT ? jr__store_next(st, seq, subj, subj_len, &m)
+                                        : jr__store_get(st, seq, &m);
     if (rc != 0) {
         const char *t = rc == JR_ENOTFOUND ? "no message found" : "store read failed";
         if (rc == JR_ECORRUPT) jr__srep_store_failed(r, rc, "a store read");
@@ -352,8 +354,7 @@ void jr__stream_exec_read(jr__js *js, jr__srep *r, const jr__waiter *w)
     if (w->what == JR__REQ_INFO)
         exec_info(js, r, &w->route);
     else
-        exec_read(js, r, &w->route, w->what == JR__REQ_GET_LAST, w->seq, w->subject,
-                  w->subject_len);
+        exec_read(js, r, &w->route, w->what, w->seq, w->subject, w->subject_len);
 }
 
 void jr__stream_exec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_t *p, size_t len)
@@ -433,6 +434,14 @@ void jr__stream_exec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_
         const uint8_t *s = jr__rd_bytes(&rd, &n, 4096);
         if (rd.err || jr__rd_left(&rd) || n == 0) break;
         stage_read(js, r, rt, JR__REQ_GET_LAST, 0, (const char *)s, n);
+        return;
+    }
+    case JR__ADM_GET_NEXT: {
+        uint64_t seq = jr__rd_varint(&rd);
+        size_t n;
+        const uint8_t *s = jr__rd_bytes(&rd, &n, 4096);
+        if (rd.err || jr__rd_left(&rd) || seq == 0 || n == 0) break;
+        stage_read(js, r, rt, JR__REQ_GET_NEXT, seq, (const char *)s, n);
         return;
     }
     case JR__ADM_BARRIER: /* a consumer leader's: the index of a TICK committed in this term */

@@ -340,6 +340,12 @@ int e2e_get_last(e2e *c, unsigned node, const char *name, const char *subject, e
     SYNC(c, r, jr_stream_get_last(e2e_node(c, node), name, subject, msg_cb, r));
 }
 
+int e2e_get_next(e2e *c, unsigned node, const char *name, uint64_t seq, const char *subject,
+                 e2e_res *r)
+{
+    SYNC(c, r, jr_stream_get_next(e2e_node(c, node), name, seq, subject, msg_cb, r));
+}
+
 int e2e_msg_delete(e2e *c, unsigned node, const char *name, uint64_t seq, e2e_res *r)
 {
     SYNC(c, r, jr_stream_msg_delete(e2e_node(c, node), name, seq, 0, e2e_admin_cb, r));

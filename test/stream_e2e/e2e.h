@@ -113,6 +113,8 @@ int e2e_publish_order(jr_node *n, int i, jr_publish_cb cb, void *arg);
 int e2e_purge(e2e *c, unsigned node, const char *name, const jr_purge_opts *o, e2e_res *r);
 int e2e_msg_get(e2e *c, unsigned node, const char *name, uint64_t seq, e2e_res *r);
 int e2e_get_last(e2e *c, unsigned node, const char *name, const char *subject, e2e_res *r);
+int e2e_get_next(e2e *c, unsigned node, const char *name, uint64_t seq, const char *subject,
+                 e2e_res *r);
 int e2e_msg_delete(e2e *c, unsigned node, const char *name, uint64_t seq, e2e_res *r);
 int e2e_stepdown(e2e *c, unsigned node, const char *name, const char *peer, e2e_res *r);
 

@@ -578,6 +578,13 @@ START_TEST(admin_calls)
     ck_assert_int_eq(e2e_msg_get(&c, other, "ADM", 0, &r), JR_EINVAL); /* seqs start at 1 */
     ck_assert_str_eq(r.msg, "seq: must be at least 1");
     ck_assert_int_eq(e2e_get_last(&c, other, "ADM", "adm.zzz", &r), JR_ENOTFOUND);
+    /* the first at or after a seq on a subject (adm.c is every third, from seq 3) */
+    ck_assert_int_eq(e2e_get_next(&c, other, "ADM", 4, "adm.c", &r), 0);
+    ck_assert_uint_eq(r.seq, 6);
+    ck_assert_int_eq(e2e_get_next(&c, other, "ADM", 0, "adm.*", &r), 0);
+    ck_assert_uint_eq(r.seq, 1);
+    ck_assert_int_eq(e2e_get_next(&c, other, "ADM", 31, "adm.c", &r), JR_ENOTFOUND);
+    ck_assert_int_eq(e2e_get_next(&c, other, "ADM", 1, "adm..x", &r), JR_EINVAL);
     /* delete one, purge a subject, keep the newest 5 */
     ck_assert_int_eq(e2e_msg_delete(&c, other, "ADM", 5, &r), 0);
     ck_assert_int_eq(e2e_msg_get(&c, other, "ADM", 5, &r), JR_ENOTFOUND);

@@ -915,6 +915,7 @@ FUNCTIONS: dict[str, tuple[object, list[object]]] = {
     "jr_stream_msg_delete": (c_int, [_node, c_char_p, c_uint64, c_int, stream_fn, c_void_p]),
     "jr_stream_msg_get": (c_int, [_node, c_char_p, c_uint64, msg_fn, c_void_p]),
     "jr_stream_get_last": (c_int, [_node, c_char_p, c_char_p, msg_fn, c_void_p]),
+    "jr_stream_get_next": (c_int, [_node, c_char_p, c_uint64, c_char_p, msg_fn, c_void_p]),
     "jr_stream_stepdown": (c_int, [_node, c_char_p, c_char_p, stream_fn, c_void_p]),
     "jr_stream_evacuate": (c_int, [_node, c_char_p, c_char_p, stream_fn, c_void_p]),
     "jr_stream_cancel_move": (c_int, [_node, c_char_p, stream_fn, c_void_p]),

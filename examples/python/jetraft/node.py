@@ -376,6 +376,17 @@ class Node:
             lambda k: lib.jr_stream_get_last(self.ptr, enc(name), enc(subject), reg.msg_cb, k),
         )
 
+    def get_next(self, name: str, seq: int, subject: str) -> Pending[StoredMsg]:
+        """Reads the first message at or after seq on subject (or pattern) at the stream
+        leader."""
+        return self._with(
+            f"get next {name} {seq} {subject}",
+            StoredMsg,
+            lambda k: lib.jr_stream_get_next(
+                self.ptr, enc(name), seq, enc(subject), reg.msg_cb, k
+            ),
+        )
+
     def direct_get(
         self, name: str, seq: int = 0, subject: str | None = None
     ) -> Pending[StoredMsg]:

@@ -512,6 +512,9 @@ class Sim:
     def get_last(self, name: str, subject: str, node: int | None = None) -> StoredMsg:
         return self.wait(self.node(node).get_last(name, subject))
 
+    def get_next(self, name: str, seq: int, subject: str, node: int | None = None) -> StoredMsg:
+        return self.wait(self.node(node).get_next(name, seq, subject))
+
     def direct_get(self, name: str, seq: int = 0, subject: str | None = None,
                    node: int | None = None) -> StoredMsg:
         return self.wait(self.node(node).direct_get(name, seq, subject))

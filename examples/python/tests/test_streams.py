@@ -160,6 +160,7 @@ class OrdersTest(unittest.TestCase):
         last = sim.get_last("ORDERS", "orders.3")
         self.assertEqual(last.subject, "orders.3")
         self.assertEqual(last.data, data_of(17))
+        self.assertEqual(sim.get_next("ORDERS", 4, "orders.3").seq, 10)
         sim.msg_delete("ORDERS", 17)
         with self.assertRaises(NotFoundError):
             sim.msg_get("ORDERS", 17)

@@ -564,6 +564,8 @@ int main(int argc, char **argv)
             "\"subject\":\"orders.1\",\"seq\":2,\"hdrs\"", "msg get");
     request(c, &bb, "$JS.API.STREAM.MSG.GET.ORDERS", "{\"seq\":99999}", "\"err_code\":10037",
             "msg get of a missing seq");
+    request(c, &bb, "$JS.API.STREAM.MSG.GET.ORDERS", "{\"seq\":2,\"next_by_subj\":\"orders.b\"}",
+            "\"subject\":\"orders.b\",\"seq\":3,", "next by subject without allow_direct");
     /* Direct reads: refused (503) without allow_direct; with it, the message and its place. */
     request(c, &bb, "$JS.API.DIRECT.GET.ORDERS", "{\"seq\":2}", "NATS/1.0 503\r\n",
             "direct get without allow_direct");
