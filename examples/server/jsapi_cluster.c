@@ -168,16 +168,20 @@ static const char *body_str(json_t *j, const char *f, int *bad)
     return json_string_length(v) ? json_string_value(v) : NULL;
 }
 
-/* The body of a request naming one peer ({"peer":"n2"}; SERVER.REMOVE also {"peer_id"}, this
- * server's peer ids being the servers' names): the body (the caller releases it) and the peer,
- * or NULL after answering 400 / 10003 "bad request" (10025 for malformed JSON) and freeing r. */
+/* The body of a request naming one peer ({"peer":"n2"}; SERVER.REMOVE also {"peer_id"}: a
+ * server's name, as the $SYS reports give other servers' ids, or this server's own id, as its
+ * INFO gives it): the body (the caller releases it) and the peer, or NULL after answering 400 /
+ * 10003 "bad request" (10025 for malformed JSON) and freeing r. */
 static json_t *peer_body(req *r, const void *data, size_t len, int with_id, const char **peer)
 {
     json_t *j = len ? jsr_body(r, data, len) : NULL;
     if (len && !j) return NULL;
     int bad = 0;
     *peer = j ? body_str(j, "peer", &bad) : NULL;
-    if (j && !*peer && with_id) *peer = body_str(j, "peer_id", &bad);
+    if (j && !*peer && with_id) {
+        *peer = body_str(j, "peer_id", &bad);
+        if (*peer && !strcmp(*peer, r->s->server_id)) *peer = r->s->cfg.name;
+    }
     if (!*peer || bad) {
         json_decref(j);
         jsr_send_error(r->s, r->reply, r->type, 400, 10003, "bad request");

@@ -91,19 +91,27 @@ static json_t *server_msg(const server *s, int kind, uint64_t seq, const jr_meta
     js_time(t, sizeof t, now);
     json_t *tags = si ? str_array(si->tags, si->ntags)
                       : str_array((const char *const *)s->cfg.tags, s->cfg.ntags);
-    json_t *srv = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:b,s:I,s:s}", "name", name, "host", "", "id",
-                            self ? s->server_id : name, "cluster",
-                            si && si->cluster ? si->cluster : s->cfg.cluster, "ver", jr_version(),
-                            "tags", tags, "jetstream", 1, "seq", (json_int_t)seq, "time", t);
+    /* every server's id is its name (the one SERVER.REMOVE's peer_id takes; this server's own
+     * INFO id is taken too) */
+    json_t *srv =
+        json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:b,s:I,s:s}", "name", name, "host", "", "id", name,
+                  "cluster", si && si->cluster ? si->cluster : s->cfg.cluster, "ver", jr_version(),
+                  "tags", tags, "jetstream", 1, "seq", (json_int_t)seq, "time", t);
     json_t *msg = json_pack("{s:o}", "server", srv);
     json_t *meta = meta_json(s, info);
     if (kind == SYS_JSZ) {
-        json_t *data = json_pack("{s:s,s:s,s:o}", "server_id", self ? s->server_id : name, "now", t,
-                                 "meta_cluster", meta);
+        json_t *data =
+            json_pack("{s:s,s:s,s:o}", "server_id", name, "now", t, "meta_cluster", meta);
         if (si) json_object_set_new(data, "streams", json_integer((json_int_t)si->assets));
         json_object_set_new(msg, "data", data);
     } else {
         json_t *st = json_pack("{s:{s:o}}", "jetstream", "meta", meta);
+        /* the servers known to be up (natscli's expected count); without a meta leader only
+         * this one is known to be */
+        size_t up = 0;
+        for (size_t i = 0; info && info->leader && i < info->nservers; i++)
+            up += !info->servers[i]->offline;
+        json_object_set_new(st, "active_servers", json_integer((json_int_t)(up ? up : 1)));
         if (self) {
             char start[48];
             js_time(start, sizeof start, s->started_ns);

@@ -592,6 +592,27 @@ int main(int argc, char **argv)
     request(c, &bb, "$KV.b.k", "v2", "{\"stream\":\"KV_b\",\"seq\":2}", "put it again");
     request(c, &bb, "$JS.API.DIRECT.GET.KV_b.$KV.b.k", "", "Nats-Sequence: 2\r\n", "get the key");
     request(c, &bb, "$SYS.REQ.NOPE", "", "NATS/1.0 503\r\n", "a $SYS subject nobody serves");
+    request(c, &bb, "$SYS.REQ.SERVER.PING", "", "\"active_servers\":1", "server ping");
+    if (!strstr(bb.d, "\"id\":\"solo\"")) die("the ping's id is not the server's name: %s", bb.d);
+    {
+        /* SERVER.REMOVE takes the id the server's INFO gives as peer_id: this one is the last
+         * server of its cluster (refused as such, not as an unknown server) */
+        int fi = dial(client_port, 0);
+        rbuf bi = {{0}, 0, 0};
+        expect(fi, &bi, "\r\n", "INFO");
+        close(fi);
+        const char *ip = strstr(bi.d, "\"server_id\":\"");
+        if (!ip) die("INFO without server_id: %s", bi.d);
+        ip += strlen("\"server_id\":\"");
+        char id[64], body[128];
+        size_t n = strcspn(ip, "\"");
+        if (n >= sizeof id) die("INFO server_id too long: %s", bi.d);
+        memcpy(id, ip, n);
+        id[n] = 0;
+        snprintf(body, sizeof body, "{\"peer\":\"\",\"peer_id\":\"%s\"}", id);
+        request(c, &bb, "$JS.API.SERVER.REMOVE", body, "\"code\":400", "remove by the INFO id");
+        if (strstr(bb.d, "10044")) die("the INFO id is not a member's: %s", bb.d);
+    }
     request(c, &bb, "$JS.API.STREAM.DELETE.KV_b", "", "\"success\":true", "delete KV_b");
     request(c, &bb, "$JS.API.STREAM.NAMES", "{\"subject\":\"orders.*\"}",
             "\"streams\":[\"ORDERS\"]", "names");
