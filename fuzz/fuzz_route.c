@@ -3,7 +3,7 @@
  * (interest.h): any bytes, taken as a frame (and again resealed, so that the decoders behind the
  * checksum are reached), must decode or be refused without reading outside them; what an
  * INTEREST frame decodes to is applied to a table, every applied entry is then found by a
- * subject it matches, and a decoded MSG encodes back to the same bytes.
+ * subject it matches, and a decoded MSG or URL encodes back to the same bytes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -84,6 +84,18 @@ static void check_frame(const uint8_t *f, size_t len)
         interest_free(t);
         return;
     }
+    if (type == RW_URL) {
+        rw_str url;
+        if (rw_url_decode(f, len, &url)) return;
+        char *u = cstr(url);
+        rw_build b;
+        rw_build_init(&b);
+        if (rw_build_url(&b, u) || b.len != len || memcmp(b.buf, f, len))
+            abort(); /* decoding and encoding disagree */
+        rw_build_free(&b);
+        free(u);
+        return;
+    }
     rw_msg m;
     if (rw_msg_decode(f, len, &m)) return;
     char *to = cstr(m.to), *subject = cstr(m.subject), *reply = cstr(m.reply);
@@ -118,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     f = malloc(len);
     if (!f) abort();
     memcpy(f, "JN\001", 3);
-    f[3] = (uint8_t)(data[0] & 1 ? RW_MSG : RW_INTEREST);
+    f[3] = (uint8_t)(data[0] & 1 ? RW_MSG : data[0] & 0x80 ? RW_URL : RW_INTEREST);
     memcpy(f + RW_HDR, data + 1, size - 1);
     rw_seal(f, len);
     check_frame(f, len);

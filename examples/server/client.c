@@ -832,6 +832,15 @@ static void send_info(client *c)
                   "max_payload", (json_int_t)s->cfg.max_payload, "jetstream", 1, "client_id",
                   (json_int_t)c->id, "client_ip", c->ip, "cluster", s->cfg.cluster);
     if (j && s->cfg.nusers) json_object_set_new(j, "auth_required", json_true());
+    /* every server a client may reconnect to: this one and those of the links up */
+    const char *urls[64];
+    size_t n = route_urls(s, urls, sizeof urls / sizeof urls[0]);
+    if (j && (n || s->advertise[0])) {
+        json_t *a = json_array();
+        if (s->advertise[0]) json_array_append_new(a, json_string(s->advertise));
+        for (size_t i = 0; i < n; i++) json_array_append_new(a, json_string(urls[i]));
+        json_object_set_new(j, "connect_urls", a);
+    }
     char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (!txt) {

@@ -357,6 +357,12 @@ static int parse_obj(json_t *root, const char *dir, srv_config *c, char *err, si
             }
         } else if (!strcmp(key, "listen")) {
             if (get_addr(v, key, &c->client_host, &c->client_port, err, errlen)) return -1;
+        } else if (!strcmp(key, "client_advertise")) {
+            char *h = NULL;
+            int port = 0;
+            if (get_addr(v, key, &h, &port, err, errlen)) return -1;
+            free(h);
+            if (get_str(v, key, &c->client_advertise, err, errlen)) return -1;
         } else if (!strcmp(key, "cluster_listen")) {
             if (get_addr(v, key, &c->cluster_host, &c->cluster_port, err, errlen)) return -1;
         } else if (!strcmp(key, "http_listen")) {
@@ -581,6 +587,7 @@ void srv_config_free(srv_config *c)
     for (size_t i = 0; c->tags && i < c->ntags; i++) free(c->tags[i]);
     free(c->tags);
     free(c->client_host);
+    free(c->client_advertise);
     free(c->cluster_host);
     free(c->http_host);
     for (size_t i = 0; c->peers && i < c->npeers; i++) {

@@ -41,7 +41,10 @@ typedef struct srv_config {
     char *cluster;
     char **tags;
     size_t ntags;
-    char *client_host; /* "listen": where NATS clients connect */
+    char *client_host;      /* "listen": where NATS clients connect */
+    char *client_advertise; /* "client_advertise": the host:port other servers' clients are told
+                               to reconnect to (INFO connect_urls); NULL: listen's, unless its
+                               host is a wildcard (then none) */
     int client_port;
     char *cluster_host; /* "cluster_listen": where peers connect */
     int cluster_port;

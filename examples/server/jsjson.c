@@ -54,6 +54,24 @@ int jsj_unavailable(int status, int *code, int *err_code, char *desc, size_t des
     }
 }
 
+/* nats-server's words for the library's refusals of a stream update it has its own text for
+ * ("storage: can not be changed"); any other message as the library gives it. */
+static const char *update_text(const char *msg)
+{
+    static const struct {
+        const char *lib, *nats;
+    } texts[] = {
+        {"storage: can not be changed", "stream configuration update can not change storage type"},
+        {"max_consumers: can not be changed",
+         "stream configuration update can not change max consumers"},
+        {"retention: can not change from", "stream configuration update can not change retention "
+                                           "policy to/from workqueue"},
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        if (!strncmp(msg, texts[i].lib, strlen(texts[i].lib))) return texts[i].nats;
+    return msg;
+}
+
 void js_map_error(int status, const char *msg, int op, int *code, int *err_code, char *desc,
                   size_t desclen)
 {
@@ -68,9 +86,13 @@ void js_map_error(int status, const char *msg, int op, int *code, int *err_code,
             int nl = end ? (int)(end - name) : (int)strlen(name);
             snprintf(buf, sizeof buf, "preferred server \"%.*s\" not known", nl, name);
             jsj_set_err(code, err_code, desc, desclen, 400, 10005, buf);
-        } else if (op == 'g' || op == 'x')
+        } else if ((op == 'g' || op == 'x') && !strncmp(msg, "stream '", 8)) {
+            jsj_set_err(code, err_code, desc, desclen, 404, 10059, "stream not found");
+        } else if (op == 'g') {
             jsj_set_err(code, err_code, desc, desclen, 404, 10037, "no message found");
-        else
+        } else if (op == 'x') { /* nats-server: the delete failed, and why */
+            jsj_set_err(code, err_code, desc, desclen, 500, 10057, "no message found");
+        } else
             jsj_set_err(code, err_code, desc, desclen, 404, 10059, "stream not found");
         return;
     case JR_EEXIST:
@@ -82,7 +104,7 @@ void js_map_error(int status, const char *msg, int op, int *code, int *err_code,
             jsj_set_err(code, err_code, desc, desclen, 400, 10065,
                         "subjects overlap with an existing stream");
         else if (op == 'c' || op == 'u')
-            jsj_set_err(code, err_code, desc, desclen, 500, 10052, msg);
+            jsj_set_err(code, err_code, desc, desclen, 500, 10052, update_text(msg));
         else
             jsj_set_err(code, err_code, desc, desclen, 400, 10003, msg);
         return;
@@ -459,7 +481,9 @@ json_t *js_stream_info_json(const jr_stream_info *info, uint64_t now_ns)
     json_t *s = json_object();
     json_object_set_new(s, "messages", json_integer((json_int_t)st->msgs));
     json_object_set_new(s, "bytes", json_integer((json_int_t)st->bytes));
-    json_object_set_new(s, "first_seq", json_integer((json_int_t)st->first_seq));
+    /* a stream that never held a message starts at 0, as in nats-server */
+    json_object_set_new(s, "first_seq",
+                        json_integer((json_int_t)(st->last_seq ? st->first_seq : 0)));
     json_object_set_new(s, "first_ts", js_time_json(st->first_ts));
     json_object_set_new(s, "last_seq", json_integer((json_int_t)st->last_seq));
     json_object_set_new(s, "last_ts", js_time_json(st->last_ts));

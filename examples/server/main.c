@@ -440,6 +440,14 @@ int main(int argc, char **argv)
     static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
     for (int i = 0; i < 22; i++) s->server_id[i] = alphabet[randombytes_uniform(32)];
     s->server_id[0] = 'N';
+    /* The URL other servers' clients may reconnect to: as configured, else the listen address
+     * unless it is a wildcard one (which names no host a client could dial). */
+    const char *h = s->cfg.client_host;
+    if (s->cfg.client_advertise)
+        snprintf(s->advertise, sizeof s->advertise, "%s", s->cfg.client_advertise);
+    else if (strcmp(h, "0.0.0.0") && strcmp(h, "::") && strcmp(h, "[::]") && *h)
+        snprintf(s->advertise, sizeof s->advertise, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h,
+                 s->cfg.client_port);
     s->started_ns = host_wall(NULL);
     s->armed = UINT64_MAX;
     s->loop = uv_default_loop();

@@ -28,7 +28,8 @@
 #define REMOTE_MAX_BYTES (256u << 20) /* and the memory they may take */
 
 typedef struct rpeer {
-    interest *remote; /* what the peer announced */
+    interest *remote;            /* what the peer announced */
+    char url[ROUTE_URL_MAX + 1]; /* its client URL while the link is up ("" unknown) */
     int up;
     int full_logged; /* the peer exceeded REMOTE_MAX_ENTRIES (logged once per link) */
     /* route_forward's scratch: what this peer gets of the message under way */
@@ -202,6 +203,11 @@ void route_link_up(server *s, size_t peer)
     }
     rw_build_free(&d.b);
     if (d.failed) fprintf(stderr, "[%s] route: out of memory announcing interest\n", s->cfg.name);
+    /* and this server's client URL, for the peer's clients' connect_urls */
+    rw_build u;
+    rw_build_init(&u);
+    if (s->advertise[0] && p->up && rw_build_url(&u, s->advertise) == 0) send_announce(r, peer, &u);
+    rw_build_free(&u);
 }
 
 void route_link_down(server *s, size_t peer)
@@ -209,7 +215,17 @@ void route_link_down(server *s, size_t peer)
     routes *r = s->routes;
     if (!r || peer >= r->n) return;
     r->v[peer].up = 0;
+    r->v[peer].url[0] = 0;
     interest_clear(r->v[peer].remote);
+}
+
+size_t route_urls(const server *s, const char **out, size_t max)
+{
+    const routes *r = s->routes;
+    size_t n = 0;
+    for (size_t i = 0; r && i < r->n && n < max; i++)
+        if (r->v[i].up && r->v[i].url[0]) out[n++] = r->v[i].url;
+    return n;
 }
 
 /* ---- receiving ---------------------------------------------------------------------------- */
@@ -276,6 +292,15 @@ void route_recv(server *s, size_t peer, const uint8_t *f, size_t len)
     if (type == RW_INTEREST) {
         if (rw_interest_check(f, len) || apply_interest(r, peer, f, len))
             s->stats.route_frames_rejected++;
+        return;
+    }
+    if (type == RW_URL) {
+        rw_str url;
+        if (rw_url_decode(f, len, &url)) {
+            s->stats.route_frames_rejected++;
+            return;
+        }
+        cstr(r->v[peer].url, url);
         return;
     }
     rw_msg m;

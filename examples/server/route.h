@@ -60,5 +60,8 @@ size_t route_forward(server *s, const char *to, const char *subject, const char 
                      sub *const *local, size_t n);
 /* 1 if a peer has interest matching the literal subject. */
 int route_interest(const server *s, const char *subject);
+/* The client URLs the peers whose links are up announced (at most max, into out; borrowed
+ * until the next loop turn): INFO's connect_urls with this server's own. */
+size_t route_urls(const server *s, const char **out, size_t max);
 
 #endif

@@ -98,7 +98,7 @@ static void put_u64(uint8_t *p, uint64_t v)
 int rw_open(const uint8_t *f, size_t len, int *type)
 {
     if (len < RW_HDR || !rw_is_route(f, len) || f[2] != RW_VERSION) return -1;
-    if (f[3] != RW_INTEREST && f[3] != RW_MSG) return -1;
+    if (f[3] != RW_INTEREST && f[3] != RW_MSG && f[3] != RW_URL) return -1;
     XXH3_state_t st;
     XXH3_64bits_reset(&st);
     XXH3_64bits_update(&st, f, 4);
@@ -240,6 +240,32 @@ int rw_build_op(rw_build *b, const char *subject, const char *queue, uint32_t co
     p = put_str(p, queue, ql);
     b->len = (size_t)(p - b->buf);
     b->nops++;
+    return 0;
+}
+
+/* 1 if s (len bytes) is a URL a URL frame may carry. */
+static int url_valid(const char *s, size_t len)
+{
+    if (len == 0 || len > ROUTE_URL_MAX) return 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f) return 0;
+    return 1;
+}
+
+int rw_url_decode(const uint8_t *f, size_t len, rw_str *url)
+{
+    rd r = {f + RW_HDR, f + len, 0};
+    *url = rd_str(&r);
+    if (r.bad || r.p != r.end || !url_valid(url->p, url->len)) return -1;
+    return 0;
+}
+
+int rw_build_url(rw_build *b, const char *url)
+{
+    size_t n = strlen(url);
+    if (!url_valid(url, n) || rw_build_start(b, RW_URL) || reserve(b, 10 + n)) return -1;
+    b->len = (size_t)(put_str(b->buf + b->len, url, n) - b->buf);
+    rw_build_finish(b);
     return 0;
 }
 

@@ -28,6 +28,10 @@
  *            subject: the subject shown to subscribers, empty when it is `to` (and never equal
  *            to it: one encoding per message; they differ for a consumer's deliveries); reply:
  * empty for none. nq is at most ROUTE_QUEUES_MAX.
+ *   URL (3)       body = url string
+ *            the sender's client URL (host:port), sent when a link comes up: what the
+ *            receiver's clients get in INFO's connect_urls while the link is up. 1 to
+ *            ROUTE_URL_MAX bytes of visible ASCII (no space or control character).
  *
  * Decoding is strict and never reads outside the bytes given: a short frame, an unknown magic,
  * version, type or flag, a checksum that does not match, a length past the end, a
@@ -43,6 +47,8 @@
 #define RW_HDR 12
 #define RW_INTEREST 1
 #define RW_MSG 2
+#define RW_URL 3
+#define ROUTE_URL_MAX 255   /* longest client URL a server advertises */
 #define RW_PLAIN 1u         /* MSG flag: the receiver's plain subscribers get it */
 #define ROUTE_NAME_MAX 4096 /* longest subject, reply or queue name carried */
 #define ROUTE_COUNT_MAX 1000000000u
@@ -83,6 +89,8 @@ int rw_interest_check(const uint8_t *f, size_t len);
 
 /* Decodes a checked MSG frame into m (pointing into f): 0 or -1. */
 int rw_msg_decode(const uint8_t *f, size_t len, rw_msg *m);
+/* Decodes a checked URL frame into *url (pointing into f): 0 or -1. */
+int rw_url_decode(const uint8_t *f, size_t len, rw_str *url);
 
 /* An INTEREST frame under construction: ops are appended, then rw_build_finish writes the
  * header and checksum. The buffer grows as needed (free with rw_build_free). */
@@ -100,6 +108,8 @@ int rw_build_start(rw_build *b, int type);
 int rw_build_op(rw_build *b, const char *subject, const char *queue, uint32_t count);
 /* Writes the checksum: the frame is b->buf, b->len bytes. */
 void rw_build_finish(rw_build *b);
+/* Builds a whole URL frame in b. 0, or -1 (out of memory, or not a valid URL as URL says). */
+int rw_build_url(rw_build *b, const char *url);
 /* Writes the check field of the len-byte frame f whose bytes [0, 4) and body are in place (any
  * of them, for a test that makes frames a builder would refuse). len is at least RW_HDR. */
 void rw_seal(uint8_t *f, size_t len);

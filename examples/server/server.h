@@ -93,6 +93,7 @@ typedef struct server {
     monitor *mon;
     srv_stats stats;
     char server_id[24];
+    char advertise[256]; /* this server's client URL for connect_urls ("" none: route.h) */
     int closing;
     uint64_t js_inflight; /* publishes and API requests handed to the node, not yet answered */
     uint64_t started_ns;  /* wall clock at start */

@@ -492,6 +492,16 @@ int main(int argc, char **argv)
 
     /* JetStream on one server: create, publish with expectations and dedup, read, errors. */
     request(c, &bb, "$JS.API.INFO", "", "account_info_response", "account info");
+    request(c, &bb, "$JS.API.STREAM.CREATE.EMPTY",
+            "{\"name\":\"EMPTY\",\"subjects\":[\"empty.>\"]}", "\"first_seq\":0,",
+            "a new stream starts at seq 0");
+    request(c, &bb, "$JS.API.STREAM.UPDATE.EMPTY",
+            "{\"name\":\"EMPTY\",\"subjects\":[\"empty.>\"],\"storage\":\"memory\"}",
+            "\"description\":\"stream configuration update can not change storage type\"",
+            "an update of the storage");
+    request(c, &bb, "$JS.API.STREAM.MSG.DELETE.EMPTY", "{\"seq\":1}",
+            "\"code\":500,\"err_code\":10057", "delete of a missing message");
+    request(c, &bb, "$JS.API.STREAM.DELETE.EMPTY", "", "\"success\":true", "delete EMPTY");
     request(c, &bb, "$JS.API.STREAM.CREATE.ORDERS",
             "{\"name\":\"ORDERS\",\"subjects\":[\"orders.>\"],\"num_replicas\":1}",
             "\"did_create\":true", "stream create");

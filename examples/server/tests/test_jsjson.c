@@ -300,6 +300,34 @@ START_TEST(consumer_errors_have_jetstream_codes)
 }
 END_TEST
 
+START_TEST(stream_errors_have_jetstream_codes_and_texts)
+{
+    int code, err_code;
+    char desc[300];
+    js_map_error(JR_EINVAL, "storage: can not be changed", 'u', &code, &err_code, desc,
+                 sizeof desc);
+    ck_assert_int_eq(code, 500);
+    ck_assert_int_eq(err_code, 10052);
+    ck_assert_str_eq(desc, "stream configuration update can not change storage type");
+    js_map_error(JR_EINVAL, "max_age: must be at least 0", 'u', &code, &err_code, desc,
+                 sizeof desc);
+    ck_assert_str_eq(desc, "max_age: must be at least 0");
+    js_map_error(JR_ENOTFOUND, NULL, 'x', &code, &err_code, desc, sizeof desc);
+    ck_assert_int_eq(code, 500);
+    ck_assert_int_eq(err_code, 10057);
+    js_map_error(JR_ENOTFOUND, "stream 'X' not found", 'x', &code, &err_code, desc, sizeof desc);
+    ck_assert_int_eq(code, 404);
+    ck_assert_int_eq(err_code, 10059);
+    js_map_error(JR_ENOTFOUND, NULL, 'g', &code, &err_code, desc, sizeof desc);
+    ck_assert_int_eq(err_code, 10037);
+    js_map_error(JR_ENOTFOUND, "peer: 'zz' is not a known server", 's', &code, &err_code, desc,
+                 sizeof desc);
+    ck_assert_int_eq(code, 400);
+    ck_assert_int_eq(err_code, 10005);
+    ck_assert_str_eq(desc, "preferred server \"zz\" not known");
+}
+END_TEST
+
 START_TEST(pull_bodies_as_clients_send_them)
 {
     js_pull q;
@@ -467,6 +495,7 @@ int main(void)
     tcase_add_test(tc, cluster_shows_a_failed_state_machine);
     tcase_add_test(tc, cluster_shows_damaged_and_unvouched_replicas);
     tcase_add_test(tc, consumer_errors_have_jetstream_codes);
+    tcase_add_test(tc, stream_errors_have_jetstream_codes_and_texts);
     tcase_add_test(tc, pull_bodies_as_clients_send_them);
     tcase_add_test(tc, ack_payloads);
     tcase_add_test(tc, ack_subjects);

@@ -49,6 +49,10 @@ static int frame_ok(const uint8_t *f, size_t len)
     int type;
     if (rw_open(f, len, &type)) return 0;
     if (type == RW_INTEREST) return rw_interest_check(f, len) == 0;
+    if (type == RW_URL) {
+        rw_str url;
+        return rw_url_decode(f, len, &url) == 0;
+    }
     rw_msg m;
     return rw_msg_decode(f, len, &m) == 0;
 }
@@ -83,6 +87,38 @@ START_TEST(interest_frames_round_trip)
     memset(longname, 'a', sizeof longname - 1);
     longname[sizeof longname - 1] = 0;
     ck_assert_int_eq(rw_build_op(&b, longname, NULL, 1), -1);
+    rw_build_free(&b);
+}
+END_TEST
+
+START_TEST(url_frames_round_trip_and_refuse_what_is_not_a_url)
+{
+    rw_build b;
+    rw_build_init(&b);
+    ck_assert_int_eq(rw_build_url(&b, "10.0.0.7:4222"), 0);
+    int type = 0;
+    ck_assert_int_eq(rw_open(b.buf, b.len, &type), 0);
+    ck_assert_int_eq(type, RW_URL);
+    rw_str url;
+    ck_assert_int_eq(rw_url_decode(b.buf, b.len, &url), 0);
+    ck_assert(str_is(url, "10.0.0.7:4222"));
+    /* empty, a space, a control byte, too long: not built */
+    ck_assert_int_eq(rw_build_url(&b, ""), -1);
+    ck_assert_int_eq(rw_build_url(&b, "a b:1"), -1);
+    ck_assert_int_eq(rw_build_url(&b, "a\tb:1"), -1);
+    char longurl[ROUTE_URL_MAX + 2];
+    memset(longurl, 'h', sizeof longurl - 1);
+    longurl[sizeof longurl - 1] = 0;
+    ck_assert_int_eq(rw_build_url(&b, longurl), -1);
+    /* and not decoded, however sealed: a space inside, bytes after the string */
+    uint8_t f[RW_HDR + 8] = {'J', 'N', 1, RW_URL};
+    memcpy(f + RW_HDR, "\005a b:1", 6);
+    rw_seal(f, RW_HDR + 6);
+    ck_assert_int_eq(rw_open(f, RW_HDR + 6, &type), 0);
+    ck_assert_int_eq(rw_url_decode(f, RW_HDR + 6, &url), -1);
+    memcpy(f + RW_HDR, "\005ab:12x", 7);
+    rw_seal(f, RW_HDR + 7);
+    ck_assert_int_eq(rw_url_decode(f, RW_HDR + 7, &url), -1);
     rw_build_free(&b);
 }
 END_TEST
@@ -175,6 +211,10 @@ START_TEST(malformed_bodies_are_refused)
         {RW_MSG, "\001\001a\000\000\000", 6, "no header length"},
         {RW_MSG, "\001\377\377\003a", 5, "a subject longer than the bound"},
         {RW_MSG, "\001\001a\001a\000\000\000", 8, "a subject repeating `to`"},
+        {RW_URL, "", 0, "an empty URL frame"},
+        {RW_URL, "\000", 1, "an empty URL"},
+        {RW_URL, "\003a\nb", 4, "a control byte in a URL"},
+        {RW_URL, "\002ab\000", 4, "bytes after the URL"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         size_t len = sealed(f, 1, bad[i].type, bad[i].body, bad[i].len);
@@ -185,7 +225,7 @@ START_TEST(malformed_bodies_are_refused)
     /* a valid body under an unknown version or type */
     size_t len = sealed(f, 2, RW_MSG, "\001\001a\000\000\000\000", 7);
     ck_assert(!frame_ok(f, len));
-    len = sealed(f, 1, 3, "\001\001a\000\000\000\000", 7);
+    len = sealed(f, 1, 4, "\001\001a\000\000\000\000", 7);
     ck_assert(!frame_ok(f, len));
     len = sealed(f, 1, RW_MSG, "\001\001a\000\000\000\000", 7);
     ck_assert(frame_ok(f, len));
@@ -387,6 +427,7 @@ int main(void)
     Suite *s = suite_create("server-route");
     TCase *tc = tcase_create("route");
     tcase_add_test(tc, interest_frames_round_trip);
+    tcase_add_test(tc, url_frames_round_trip_and_refuse_what_is_not_a_url);
     tcase_add_test(tc, msg_frames_round_trip);
     tcase_add_test(tc, every_damaged_byte_and_every_truncation_is_rejected);
     tcase_add_test(tc, malformed_bodies_are_refused);

@@ -221,6 +221,30 @@ int main(int argc, char **argv)
            "(%.1f s)\n",
            2 * NMSGS, now_s() - t0);
 
+    /* 1b. With its links up, A's INFO lists B and C in connect_urls: a client given A alone
+     * learns where to reconnect. */
+    {
+        natsConnection *late = connect_one(A);
+        char **urls = NULL;
+        int nurls = 0;
+        if (natsConnection_GetDiscoveredServers(late, &urls, &nurls) != NATS_OK)
+            die("discovered servers");
+        int found = 0;
+        for (int i = 0; i < nurls; i++) {
+            for (int k = 0; k < NSERVERS; k++) {
+                char port[16];
+                snprintf(port, sizeof port, ":%d", client_port[k]);
+                if (k != A && strstr(urls[i], port)) found++;
+            }
+            free(urls[i]);
+        }
+        free(urls);
+        if (nurls != NSERVERS - 1 || found != NSERVERS - 1)
+            die("A's INFO connect_urls: %d discovered, %d of them B or C", nurls, found);
+        natsConnection_Destroy(late);
+        printf("ok: A's INFO names B and C in connect_urls\n");
+    }
+
     /* 2. Request at C, responder on A. */
     natsSubscription *resp = NULL;
     if (natsConnection_Subscribe(&resp, nc[A], "svc.echo", on_request, NULL) != NATS_OK)
