@@ -91,6 +91,16 @@ rc=$?
 set -e
 [ $rc -eq 2 ] || fail "server check with the wrong peer count exited $rc, not 2"
 expect "server check (critical)" "Expected 5 replicas got 3" "$out"
+out=$("${J[@]}" --json server check stream --stream ORDERS --peer-expect 3)
+jq -e '.status == "OK" and .ok == ["3 peers"] and .perf_data[0].value == 3' <<<"$out" >/dev/null ||
+    fail "server check --json: $out"
+set +e
+out=$("${J[@]}" --json server check stream --stream ORDERS --peer-expect 5)
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "server check --json with the wrong peer count exited $rc, not 2"
+jq -e '.status == "CRITICAL" and .criticals == ["Expected 5 replicas got 3"]' <<<"$out" >/dev/null ||
+    fail "server check --json (critical): $out"
 
 # errors: a clear message and a non-zero exit, never a crash
 set +e

@@ -221,18 +221,37 @@ static int check_stream(cli *c, args *a)
         notcur += !json_is_true(json_object_get(r, "current"));
         offline += json_is_true(json_object_get(r, "offline"));
     }
-    char why[256] = "";
-    size_t k = 0;
-    if (!leader) k += (size_t)snprintf(why + k, sizeof why - k, " No leader");
+    char reasons[4][96];
+    int nr = 0;
+    if (!leader) snprintf(reasons[nr++], sizeof reasons[0], "No leader");
     if (peers != expect)
-        k += (size_t)snprintf(why + k, sizeof why - k,
-                              " Expected %" PRId64 " replicas got %" PRId64, expect, peers);
+        snprintf(reasons[nr++], sizeof reasons[0], "Expected %" PRId64 " replicas got %" PRId64,
+                 expect, peers);
     if (offline)
-        k += (size_t)snprintf(why + k, sizeof why - k, " %" PRId64 " replicas offline", offline);
-    if (notcur) snprintf(why + k, sizeof why - k, " %" PRId64 " replicas not current", notcur);
+        snprintf(reasons[nr++], sizeof reasons[0], "%" PRId64 " replicas offline", offline);
+    if (notcur)
+        snprintf(reasons[nr++], sizeof reasons[0], "%" PRId64 " replicas not current", notcur);
     json_decref(info);
-    if (why[0]) {
-        printf("CRITICAL %s CRITICAL:%s | peers=%" PRId64 "\n", name, why, peers);
+    if (c->json) { /* the nats CLI's --format json result */
+        char okmsg[64];
+        snprintf(okmsg, sizeof okmsg, "%" PRId64 " peers", peers);
+        json_t *crit = json_array(), *ok = json_array();
+        for (int q = 0; q < nr; q++) json_array_append_new(crit, json_string(reasons[q]));
+        if (!nr) json_array_append_new(ok, json_string(okmsg));
+        json_t *j =
+            json_pack("{s:s,s:s,s:s,s:o,s:o,s:[{s:s,s:I}]}", "name", name, "status",
+                      nr ? "CRITICAL" : "OK", "check_suite", "stream", "ok", ok, "criticals", crit,
+                      "perf_data", "name", "peers", "value", (json_int_t)peers);
+        char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (txt) puts(txt);
+        free(txt);
+        json_decref(j);
+        return nr ? 2 : 0;
+    }
+    if (nr) {
+        printf("CRITICAL %s CRITICAL:", name);
+        for (int q = 0; q < nr; q++) printf(" %s", reasons[q]);
+        printf(" | peers=%" PRId64 "\n", peers);
         return 2;
     }
     printf("OK %s OK:%" PRId64 " peers OK:0 sources | sources=0\n", name, peers);
