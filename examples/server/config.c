@@ -553,6 +553,70 @@ int srv_config_parse(const char *text, const char *dir, srv_config *cfg, char *e
     return rc;
 }
 
+/* The line of the file's text where the field an error names (its message starts "field: ",
+ * e.g. "heartbeat_ms", "tags[2]", "users[1].password", "peers.n2") is written: the line of its
+ * key, the (i+1)-th occurrence of that key for an object in an array at index i. 0 when the
+ * message names no field or the key is not in the text (a field required and missing). */
+static int field_line(const char *text, const char *why)
+{
+    const char *colon = strstr(why, ": ");
+    if (!colon || memchr(why, ' ', (size_t)(colon - why))) return 0;
+    char field[256];
+    size_t n = (size_t)(colon - why);
+    if (n >= sizeof field) return 0;
+    memcpy(field, why, n);
+    field[n] = 0;
+    /* the key: the last component; an index before it picks the occurrence */
+    char *key = strrchr(field, '.');
+    key = key ? key + 1 : field;
+    size_t nth = 0;
+    char *br = strchr(field, '[');
+    if (br && br < key) nth = strtoul(br + 1, NULL, 10);
+    char *kb = strchr(key, '[');
+    if (kb) *kb = 0;
+    if (!*key) return 0;
+    char pat[260];
+    snprintf(pat, sizeof pat, "\"%s\"", key);
+    const char *at = text;
+    for (size_t seen = 0;;) {
+        at = strstr(at, pat);
+        if (!at) return 0;
+        const char *q = at + strlen(pat);
+        while (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n') q++;
+        if (*q == ':') { /* a key, not a value that happens to match */
+            if (seen == nth) break;
+            seen++;
+        }
+        at = q;
+    }
+    int line = 1;
+    for (const char *c = text; c < at; c++) line += *c == '\n';
+    return line;
+}
+
+/* The whole file's text (NUL-terminated; free it), or NULL. */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 8192;
+            char *nb = realloc(buf, cap);
+            if (!nb) break;
+            buf = nb;
+        }
+        size_t got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0) break;
+    }
+    fclose(f);
+    if (buf) buf[len] = 0;
+    return buf;
+}
+
 int srv_config_load(const char *path, srv_config *cfg, char *err, size_t errlen)
 {
     defaults(cfg);
@@ -573,7 +637,13 @@ int srv_config_load(const char *path, srv_config *cfg, char *err, size_t errlen)
     int rc = parse_obj(root, dir, cfg, why, sizeof why);
     json_decref(root);
     if (rc) {
-        fail(err, errlen, "%s: %s", path, why);
+        char *text = read_text(path);
+        int line = text ? field_line(text, why) : 0;
+        free(text);
+        if (line)
+            fail(err, errlen, "%s: line %d: %s", path, line, why);
+        else
+            fail(err, errlen, "%s: %s", path, why);
         srv_config_free(cfg);
     }
     return rc;

@@ -377,16 +377,33 @@ int main(int argc, char **argv)
         snprintf(out, sizeof out, "%s/bad.out", base);
         FILE *bf = fopen(bad, "w");
         if (!bf) die("cannot write the bad config");
-        fprintf(bf, "{\"name\":\"solo\",\"listen\":\"127.0.0.1:1\",\"cluster_listen\":"
-                    "\"127.0.0.1:2\",\"peers\":{\"solo\":\"127.0.0.1:2\"},\"wal_dir\":\"/tmp\","
-                    "\"max_payload\":\"1MB\"}\n");
+        fprintf(bf,
+                "{\"name\":\"solo\",\"listen\":\"127.0.0.1:1\",\"cluster_listen\":"
+                "\"127.0.0.1:2\",\n \"peers\":{\"solo\":\"127.0.0.1:2\"},\"wal_dir\":\"/tmp\",\n"
+                " \"max_payload\" : \"1MB\"}\n");
         fclose(bf);
         snprintf(cmd, sizeof cmd, "'%s' -c '%s' >'%s' 2>&1", server_bin, bad, out);
         int st = system(cmd);
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 1) die("a bad config did not exit 1 (%d)", st);
-        snprintf(cmd, sizeof cmd, "grep -q 'max_payload: must be an integer' '%s'", out);
-        if (system(cmd) != 0) die("the error does not name max_payload");
-        printf("ok: a bad config names its field and exits 1\n");
+        snprintf(cmd, sizeof cmd, "grep -q 'line 3: max_payload: must be an integer' '%s'", out);
+        if (system(cmd) != 0) die("the error does not name max_payload and its line");
+        /* the second user's password: the line of the second "password" key */
+        bf = fopen(bad, "w");
+        if (!bf) die("cannot write the bad config");
+        fprintf(bf,
+                "{\"name\":\"solo\",\"listen\":\"127.0.0.1:1\",\"cluster_listen\":"
+                "\"127.0.0.1:2\",\"peers\":{\"solo\":\"127.0.0.1:2\"},\"wal_dir\":\"/tmp\",\n"
+                " \"users\":[{\"user\":\"a\",\"password\":\"%s\"},\n"
+                "  {\"user\":\"b\",\n   \"password\":\"plain\"}]}\n",
+                "$argon2id$v=19$m=65536,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$"
+                "aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g");
+        fclose(bf);
+        snprintf(cmd, sizeof cmd, "'%s' -c '%s' >'%s' 2>&1", server_bin, bad, out);
+        st = system(cmd);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 1) die("a bad config did not exit 1 (%d)", st);
+        snprintf(cmd, sizeof cmd, "grep -q 'line 4: users\\[1\\].password' '%s'", out);
+        if (system(cmd) != 0) die("the error does not name users[1].password and its line");
+        printf("ok: a bad config names its line and field and exits 1\n");
     }
     static const char *const solo[] = {"solo"};
     make_keys(solo, 1, NULL);
