@@ -17,6 +17,7 @@
 
 typedef struct pubreq {
     server *s;
+    uint64_t t0; /* uv_hrtime when handed to the library */
     int nr;
     int pooled; /* of POOL_REPLY bytes of reply, returned to the pool when done */
     struct pubreq *next;
@@ -31,6 +32,11 @@ typedef struct pubreq {
 
 static pubreq *pool;
 static size_t pool_n;
+
+const uint64_t pub_lat_bounds_ns[PUB_LAT_BUCKETS - 1] = {
+    250000,   500000,   1000000,   2000000,   5000000,    10000000,
+    25000000, 50000000, 100000000, 250000000, 1000000000,
+};
 
 static pubreq *pubreq_new(size_t reply_len)
 {
@@ -99,6 +105,12 @@ static void on_ack(void *arg, int status, const jr_pub_ack *ack)
     server *s = p->s;
     if (status == 0) {
         s->stats.js_acks++;
+        uint64_t lat = uv_hrtime() - p->t0;
+        size_t b = 0;
+        while (b < PUB_LAT_BUCKETS - 1 && lat > pub_lat_bounds_ns[b]) b++;
+        s->stats.pub_lat_bucket[b]++;
+        s->stats.pub_lat_count++;
+        s->stats.pub_lat_sum_ns += lat;
         size_t n;
         char buf[400];
         if (p->reply[0] && (n = plain_ack(buf, sizeof buf, ack)) != 0) {
@@ -145,6 +157,7 @@ void jsapi_publish(server *s, const char *subject, const char *reply, const void
     pubreq *p = pubreq_new(rl);
     if (!p) return;
     p->s = s;
+    p->t0 = uv_hrtime();
     s->js_inflight++;
     p->nr = nr;
     memcpy(p->reply, reply ? reply : "", rl + 1);

@@ -341,6 +341,25 @@ static char *render_metrics(const snap *c, const char *name)
             "jetraft_stream_replicas{server=\"%s\",role=\"leader\"} %zu\n"
             "jetraft_stream_replicas{server=\"%s\",role=\"follower\"} %zu\n",
             name, led, name, followers);
+    fprintf(f, "# HELP jetraft_js_ack_latency_seconds Publish to acknowledgement (commit, fsync "
+               "included) of the acknowledged publishes.\n"
+               "# TYPE jetraft_js_ack_latency_seconds histogram\n");
+    uint64_t cum = 0;
+    for (size_t i = 0; i < PUB_LAT_BUCKETS; i++) {
+        cum += c->host.pub_lat_bucket[i];
+        if (i < PUB_LAT_BUCKETS - 1)
+            fprintf(f,
+                    "jetraft_js_ack_latency_seconds_bucket{server=\"%s\",le=\"%g\"} %" PRIu64 "\n",
+                    name, (double)pub_lat_bounds_ns[i] / 1e9, cum);
+        else
+            fprintf(
+                f, "jetraft_js_ack_latency_seconds_bucket{server=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
+                name, cum);
+    }
+    fprintf(f, "jetraft_js_ack_latency_seconds_sum{server=\"%s\"} %.9f\n", name,
+            (double)c->host.pub_lat_sum_ns / 1e9);
+    fprintf(f, "jetraft_js_ack_latency_seconds_count{server=\"%s\"} %" PRIu64 "\n", name,
+            c->host.pub_lat_count);
     fclose(f);
     return buf;
 }

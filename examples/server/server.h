@@ -18,6 +18,11 @@ typedef struct peers peers;
 typedef struct clients clients;
 typedef struct sublist sublist;
 typedef struct monitor monitor;
+/* Upper bounds (ns) of the publish-to-ack latency buckets of srv_stats; the last bucket has none.
+ */
+#define PUB_LAT_BUCKETS 12
+extern const uint64_t pub_lat_bounds_ns[PUB_LAT_BUCKETS - 1];
+
 typedef struct routes routes;
 
 /* Counters kept by the host (the node keeps its own: jr_node_stats). */
@@ -45,6 +50,10 @@ typedef struct srv_stats {
     uint64_t wal_failures;          /* the node's WAL failed (each time: a close and a reopen) */
     uint64_t node_reopens;          /* the node reopened from disk after its WAL failed */
     uint64_t node_open_attempts;    /* reopens tried (each jr_node_open after a failure) */
+    /* publish-to-ack latency of the acknowledged publishes (jspub.c): counts by bucket
+     * (pub_lat_bounds_ns[i], the last one unbounded), their number and sum */
+    uint64_t pub_lat_bucket[PUB_LAT_BUCKETS];
+    uint64_t pub_lat_count, pub_lat_sum_ns;
 } srv_stats;
 
 typedef struct server {

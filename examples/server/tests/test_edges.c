@@ -662,6 +662,10 @@ int main(int argc, char **argv)
 
     http_get("/healthz", "\"status\":\"ok\"");
     http_get("/metrics", "jetraft_wal_syncs_total{server=\"solo\"}");
+    /* every acknowledged publish is in the latency histogram, the last bucket holding them all */
+    unsigned long long acks = metric("js_acks_total"), lat = metric("js_ack_latency_seconds_count");
+    if (lat != acks || lat < 2000) die("ack latency count %llu, acks %llu", lat, acks);
+    http_get("/metrics", "# TYPE jetraft_js_ack_latency_seconds histogram");
     http_get("/jsz", "\"leader\": \"solo\"");
     /* its health as computed, no local replica unwell (each would be listed with its role,
      * damaged and fsm_failed) */
