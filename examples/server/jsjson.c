@@ -447,9 +447,10 @@ json_t *js_cluster_json(const jr_cluster_info *ci)
             json_object_set_new(pj, "name", json_string(p->name));
             json_object_set_new(pj, "current", json_boolean(p->current));
             if (p->offline) json_object_set_new(pj, "offline", json_true());
-            json_object_set_new(
-                pj, "active",
-                json_integer(p->active_ns == UINT64_MAX ? 0 : (json_int_t)p->active_ns));
+            /* not heard from since this leader's election: no time to give (0 would read as
+             * "seen just now") */
+            if (p->active_ns != UINT64_MAX)
+                json_object_set_new(pj, "active", json_integer((json_int_t)p->active_ns));
             if (p->lag) json_object_set_new(pj, "lag", json_integer((json_int_t)p->lag));
             if (p->observer) json_object_set_new(pj, "observer", json_true());
             json_object_set_new(pj, "peer", json_string(p->name));

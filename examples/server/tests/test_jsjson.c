@@ -122,8 +122,9 @@ START_TEST(consumer_info_has_the_fields_clients_read)
     jr_consumer_config_init(&c);
     c.durable_name = c.name = "dur1";
     jr_peer_info p2 = {sizeof p2, "n2", 1, 0, 0, 0, 1000, 0, 0, 0, 0, 0};
-    const jr_peer_info *reps[] = {&p2};
-    jr_cluster_info ci = {sizeof ci, "C1", "C-R3F-x", "n1", reps, 1, NULL};
+    jr_peer_info p3 = {sizeof p3, "n3", 0, 1, 0, 0, UINT64_MAX, 0, 0, 0, 0, 0};
+    const jr_peer_info *reps[] = {&p2, &p3};
+    jr_cluster_info ci = {sizeof ci, "C1", "C-R3F-x", "n1", reps, 2, NULL};
     jr_consumer_info info = {sizeof info, "ORDERS", "dur1", 1000000000, &c, {7, 9, 0},
                              {5, 6, 0},   2,        1,      0,          3,  &ci};
     json_t *j = js_consumer_info_json(&info, 2000000000);
@@ -145,6 +146,10 @@ START_TEST(consumer_info_has_the_fields_clients_read)
     ck_assert_str_eq(json_string_value(json_object_get(r0, "name")), "n2");
     ck_assert(json_is_true(json_object_get(r0, "current")));
     ck_assert(json_is_integer(json_object_get(r0, "active")));
+    /* not heard from since the leader's election: no "active" (not 0, "seen just now") */
+    json_t *r1 = json_array_get(json_object_get(cl, "replicas"), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(r1, "name")), "n3");
+    ck_assert_ptr_null(json_object_get(r1, "active"));
     ck_assert_ptr_null(json_object_get(j, "paused"));
     json_decref(j);
 }
