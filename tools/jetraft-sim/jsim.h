@@ -314,7 +314,7 @@ typedef struct world {
     uint64_t paused_until[MAXN];
     int victim;              /* node whose disk was damaged, until it reports healthy; -1 */
     uint8_t disk_hit[MAXN];  /* the node's disk was damaged at least once in this run */
-    uint64_t lost_alone[16]; /* groups whose only replica the disk nemesis damaged (noted) */
+    uint64_t lost_alone[16]; /* groups noted as damaged beyond the fault model (faults.c) */
     size_t nlost_alone;
     /* groups whose only voter was the disk nemesis's victim when its disk was damaged: what that
      * voter alone had committed is lost, even once the group has more members */
