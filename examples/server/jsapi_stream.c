@@ -46,6 +46,15 @@ static void on_changed(void *arg, int status, const char *msg)
     if (!r->reply[0] || jr_stream_info_get(r->s->node, r->name, on_info, r) != 0) jsr_free(r);
 }
 
+/* A create answers did_create only when this request created the stream: the same config again
+ * gets the same info without it. */
+static void on_created(void *arg, int status, const char *msg, int created)
+{
+    req *r = arg;
+    r->did_create = created != 0;
+    on_changed(arg, status, msg);
+}
+
 static void stream_change(req *r, const void *data, size_t len, int update)
 {
     json_t *j = jsr_body(r, data, len);
@@ -63,7 +72,6 @@ static void stream_change(req *r, const void *data, size_t len, int update)
         goto out;
     }
     cfg.c.name = r->name;
-    r->did_create = !update;
     if (update) {
         json_t *all = js_stream_config_json(&cfg.c), *patch = json_object();
         const char *k;
@@ -77,7 +85,7 @@ static void stream_change(req *r, const void *data, size_t len, int update)
         r->patch = patch;
     }
     int rc = update ? jr_stream_update(r->s->node, &cfg.c, on_changed, r)
-                    : jr_stream_add(r->s->node, &cfg.c, on_changed, r);
+                    : jr_stream_create(r->s->node, &cfg.c, on_created, r);
     if (rc) {
         jsr_status_error(r, rc, NULL);
         goto out;

@@ -133,6 +133,8 @@ static void on_ack(void *arg, int status, const jr_pub_ack *ack)
             js_map_error(status, ack ? ack->msg : NULL, 'P', &code, &err_code, desc, sizeof desc);
             if (status == JR_EWRONGLASTSEQ || status == JR_EWRONGLASTSUBJSEQ)
                 snprintf(desc, sizeof desc, "wrong last sequence: %" PRIu64, ack ? ack->seq : 0);
+            else if (status == JR_EWRONGLASTMSGID && ack && ack->last_msg_id)
+                snprintf(desc, sizeof desc, "wrong last msg ID: %s", ack->last_msg_id);
             json_t *j = json_object();
             json_object_set_new(j, "error", js_error_json(code, err_code, desc));
             json_object_set_new(j, "stream", json_string(ack && ack->stream ? ack->stream : ""));
@@ -168,7 +170,7 @@ void jsapi_publish(server *s, const char *subject, const char *reply, const void
                       : jr_publish(s->node, subject, hdr_len ? hdr : NULL, hdr_len, data, len, NULL,
                                    on_ack, p);
     if (rc) {
-        jr_pub_ack ack = {sizeof ack, "", 0, 0, jr_strerror(rc)};
+        jr_pub_ack ack = {sizeof ack, "", 0, 0, jr_strerror(rc), NULL};
         on_ack(p, rc, &ack);
     }
 }

@@ -169,6 +169,15 @@ typedef void (*jr_stream_cb)(void *arg, int status, const char *msg);
  * was; only after JR_ETIMEDOUT (the request may have been proposed: "may still take effect") is the
  * outcome unknown. */
 JR_API int jr_stream_add(jr_node *node, const jr_stream_config *cfg, jr_stream_cb cb, void *arg);
+/* Completion of jr_stream_create: created is 1 when this request created the stream, 0 when the
+ * stream already existed with an identical config, and 0 with any status but 0. */
+typedef void (*jr_stream_create_cb)(void *arg, int status, const char *msg, int created);
+/* As jr_stream_add, and says whether this request created the stream (JetStream's did_create).
+ * A request re-sent after a meta leader failed is judged by its first attempt's entry when that
+ * one committed, so it reports created 1 for the stream it created; only a meta leader that no
+ * longer remembers that attempt (it restored a snapshot over it) judges it anew: created 0. */
+JR_API int jr_stream_create(jr_node *node, const jr_stream_config *cfg, jr_stream_create_cb cb,
+                            void *arg);
 /* Changes the config of the stream cfg->name to cfg (the fields JetStream allows to change;
  * others are JR_EINVAL naming the field). JR_ENOTFOUND for an unknown stream.
  * A different `replicas` or `placement` changes the stream's peer set (not both in one update:
@@ -381,7 +390,12 @@ typedef struct jr_pub_ack {
                            nothing stored (this publish's own earlier attempt, stored before a
                            failover, is acknowledged with duplicate 0) */
     const char *msg;    /* "" on success, else what happened (e.g. which leader was lost and
-                           whether the message may be stored); borrowed for the callback */
+                           whether the message may be stored; with JR_ELIMIT the limit:
+                           "maximum messages exceeded", "maximum bytes exceeded" or "maximum
+                           messages per subject exceeded"); borrowed for the callback */
+    /* with JR_EWRONGLASTMSGID: the msg_id of the stream's last message ("" if it had none;
+     * its first 255 bytes), borrowed for the callback; NULL otherwise */
+    const char *last_msg_id;
 } jr_pub_ack;
 typedef void (*jr_publish_cb)(void *arg, int status, const jr_pub_ack *ack);
 

@@ -555,12 +555,25 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
                 r->duplicate = 0;
             }
         }
+        /* a refusal's detail (an answer from a server of an earlier release has none) */
+        size_t wn = 0;
+        const uint8_t *why =
+            status && !rd.err && jr__rd_left(&rd) ? jr__rd_bytes(&rd, &wn, JR__PUB_WHY_MAX) : NULL;
+        jr__buf_reset(&r->result);
+        if (why && status == JR_EWRONGLASTMSGID) {
+            /* kept for the ack's last_msg_id, NUL-terminated; an id with a NUL is cut there */
+            jr__buf_put(&r->result, why, wn);
+            jr__buf_u8(&r->result, 0);
+            if (r->result.err) jr__buf_reset(&r->result);
+        }
         if (status == JR_ETIMEDOUT) {
             const char *t = jr__js_peer_name(js, r->target);
             jr__req_finish(r, status,
                            "stream '%s': leader %s did not commit the publish in time: it may "
                            "or may not be stored",
                            r->stream, t ? t : "?");
+        } else if (why && wn && status == JR_ELIMIT && !memchr(why, 0, wn)) {
+            jr__req_finish(r, status, "%.*s", (int)wn, (const char *)why);
         } else {
             jr__req_finish(r, status, NULL);
         }
@@ -678,6 +691,12 @@ void jr__req_deliver(jr__req *r)
     int st = r->status;
     switch (r->what) {
     case JR__REQ_ADD:
+        if (r->report_created) {
+            r->cb.create(r->arg, st, msg, st == 0 && r->created);
+            return;
+        }
+        r->cb.admin(r->arg, st, msg);
+        return;
     case JR__REQ_UPDATE:
     case JR__REQ_DELETE:
     case JR__REQ_MSG_DELETE:
@@ -694,7 +713,10 @@ void jr__req_deliver(jr__req *r)
         r->cb.consumer(r->arg, st, msg, st == 0 ? r->consumer : NULL);
         return;
     case JR__REQ_PUBLISH: {
-        jr_pub_ack ack = {sizeof ack, r->stream, r->seq, r->duplicate, st ? msg : ""};
+        const char *last_id = st == JR_EWRONGLASTMSGID && r->result.len
+                                  ? (const char *)r->result.data
+                                  : (st == JR_EWRONGLASTMSGID ? "" : NULL);
+        jr_pub_ack ack = {sizeof ack, r->stream, r->seq, r->duplicate, st ? msg : "", last_id};
         r->cb.pub(r->arg, st, &ack);
         return;
     }
@@ -770,16 +792,20 @@ static int copy_config(const jr_stream_config *in, jr_stream_config *out, char *
     return 0;
 }
 
+/* A stream add, update or delete; cb is cb.create when report_created (jr_stream_create), else
+ * cb.admin. */
 static int meta_request(jr_node *n, uint8_t what, const jr_stream_config *cfg_in, const char *name,
-                        jr_stream_cb cb, void *arg)
+                        jr__req_cb cb, int report_created, void *arg)
 {
-    int rc = jr__js_entry(n, cb && (cfg_in || name));
+    int have_cb = report_created ? cb.create != NULL : cb.admin != NULL;
+    int rc = jr__js_entry(n, have_cb && (cfg_in || name));
     if (rc) return rc;
     jr__node_enter(n);
     jr__js *js = jr__js_of(n);
     jr__req *r = begin(n, what, 0, &rc);
     if (!r) goto out;
-    r->cb.admin = cb;
+    r->cb = cb;
+    r->report_created = (uint8_t)report_created;
     r->arg = arg;
     r->kind = JR__RPC_META;
     jr_stream_config cfg;
@@ -821,17 +847,22 @@ out:
 
 int jr_stream_add(jr_node *n, const jr_stream_config *cfg, jr_stream_cb cb, void *arg)
 {
-    return meta_request(n, JR__REQ_ADD, cfg, NULL, cb, arg);
+    return meta_request(n, JR__REQ_ADD, cfg, NULL, (jr__req_cb){.admin = cb}, 0, arg);
+}
+
+int jr_stream_create(jr_node *n, const jr_stream_config *cfg, jr_stream_create_cb cb, void *arg)
+{
+    return meta_request(n, JR__REQ_ADD, cfg, NULL, (jr__req_cb){.create = cb}, 1, arg);
 }
 
 int jr_stream_update(jr_node *n, const jr_stream_config *cfg, jr_stream_cb cb, void *arg)
 {
-    return meta_request(n, JR__REQ_UPDATE, cfg, NULL, cb, arg);
+    return meta_request(n, JR__REQ_UPDATE, cfg, NULL, (jr__req_cb){.admin = cb}, 0, arg);
 }
 
 int jr_stream_delete(jr_node *n, const char *name, jr_stream_cb cb, void *arg)
 {
-    return meta_request(n, JR__REQ_DELETE, NULL, name, cb, arg);
+    return meta_request(n, JR__REQ_DELETE, NULL, name, (jr__req_cb){.admin = cb}, 0, arg);
 }
 
 /* Stream requests ---------------------------------------------------------------------------*/

@@ -66,6 +66,11 @@
 #define JR__JS_MSG_MAX 512 /* longest message a request carries back */
 _Static_assert(JR__JS_MSG_MAX <= JR__RPC_KEEP,
                "a write's answer (an error text at most) is repeated to a duplicate");
+/* The longest detail a refused publish's answer carries (the limit it hit, or the stream's last
+ * msg id, cut to this many bytes): with its seq and flag, the answer stays one a duplicate of the
+ * request is given again. */
+#define JR__PUB_WHY_MAX 255u
+_Static_assert(24u + JR__PUB_WHY_MAX <= JR__RPC_KEEP, "a refused publish's answer is kept");
 /* Bytes a stream entry holds beyond one message's headers and data: the op and batch framing,
  * the longest subject, msg ids and stream name. */
 #define JR__JS_ENTRY_OVERHEAD                                                                      \
@@ -198,6 +203,7 @@ typedef struct jr__route {
 /* The user callback of a request (which member: by jr__req.what). */
 typedef union jr__req_cb {
     jr_stream_cb admin;
+    jr_stream_create_cb create;
     jr_publish_cb pub;
     jr_purge_cb purge;
     jr_msg_cb msg;
@@ -233,6 +239,10 @@ struct jr__req {
     uint8_t failovers;    /* leaders lost while this request waited for them */
     uint8_t unanswered;   /* the status being handled is the RPC layer's: no answer in time
                              (JR_ETIMEDOUT) or closing, not a responder's */
+    /* a stream add: its entry created the stream (it was no identical re-add) ... */
+    uint8_t created;
+    /* ... which one made by jr_stream_create reports (cb is cb.create) */
+    uint8_t report_created;
     uint64_t deadline;
     uint64_t span;      /* the timeout it started with: deadline is its start plus span */
     uint64_t sent_at;   /* when the outstanding attempt was sent */

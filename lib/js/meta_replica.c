@@ -153,6 +153,9 @@ static void meta_apply(void *ctx, uint64_t index, const void *data, size_t len)
     if (res.request_id && strcmp(res.origin, js->name) == 0) {
         jr__req *r = jr__map_get(&js->meta_reqs, res.request_id);
         if (r && res.cname[0]) snprintf(r->consumer, sizeof r->consumer, "%s", res.cname);
+        /* the entry carrying this request's id decides: a re-sent request whose first attempt
+         * committed is answered with that attempt's entry, the one that created the stream */
+        if (r && res.type == JR__META_STREAM_ADD) r->created = res.status == 0 && res.changed;
         if (r && res.type == JR__META_SERVER_REMOVE && res.status == 0) {
             /* answered once the meta group's configuration no longer lists the server too
              * (jr__mm_tick), or at the deadline */

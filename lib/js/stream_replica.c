@@ -437,7 +437,7 @@ static void on_result(void *arg, uint32_t i, const jr__stream_result *res)
     jr__waiter *w = a->w;
     if (!w) return;
     a->w = w->next;
-    uint8_t b[24];
+    uint8_t b[24 + JR__PUB_WHY_MAX];
     jr__buf out = {b, 0, sizeof b, 0, NULL};
     switch (w->what) {
     case JR__REQ_INFO:
@@ -454,6 +454,11 @@ static void on_result(void *arg, uint32_t i, const jr__stream_result *res)
     case JR__REQ_PUBLISH:
         jr__buf_varint(&out, res->seq);
         jr__buf_u8(&out, (uint8_t)res->duplicate);
+        if (res->status && res->why) {
+            size_t k = res->why_len < JR__PUB_WHY_MAX ? res->why_len : JR__PUB_WHY_MAX;
+            jr__buf_varint(&out, k);
+            jr__buf_put(&out, res->why, k);
+        }
         break;
     case JR__REQ_PURGE:
         jr__buf_varint(&out, res->purged);

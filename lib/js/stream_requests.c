@@ -10,6 +10,7 @@
  * Payloads (js.h lists the kinds; varint = canonical LEB128, str = varint length + bytes):
  *   PUBLISH        varint group | a PUBLISH op (jr__op_encode; its timestamp is replaced by
  *                  stream time, stream/clock.h)          → varint seq | u8 duplicate
+ *                                                          [| str why: a refusal's detail]
  *   STREAM_INFO    varint group                          → info (codec.h)
  *   STREAM_ADMIN   u8 sub | varint group | ...
  *     PURGE        a PURGE op                            → varint purged

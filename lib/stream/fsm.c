@@ -225,6 +225,8 @@ static int check_publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_
                !same(o->expected_last_msg_id, o->expected_last_msg_id_len, f->last_msg_id,
                      f->last_msg_id_len)) {
         res->status = JR_EWRONGLASTMSGID;
+        res->why = f->last_msg_id ? f->last_msg_id : "";
+        res->why_len = f->last_msg_id_len;
     } else if ((o->flags & (JR__PUB_ROLLUP_SUB | JR__PUB_ROLLUP_ALL)) &&
                (!c->allow_rollup || c->deny_purge)) {
         res->status = JR_EDENIED;
@@ -266,6 +268,8 @@ static int publish(jr__stream_fsm *f, const jr__op_publish *p, jr__stream_result
         if (tok) jr__dedup_abort(&f->dedup, tok);
         if (rc == JR__ESTORE_FULL) { /* discard new: the public JR_ELIMIT */
             res->status = JR_ELIMIT;
+            res->why = jr__store_errmsg(f->store);
+            res->why_len = res->why ? strlen(res->why) : 0;
             return 0;
         }
         if (rc == JR_EMSGSIZE || rc == JR_EINVAL) {

@@ -154,6 +154,11 @@ typedef struct jr__stream_result {
     int duplicate;   /* PUBLISH: 1 if msg_id was within the duplicate window, stored by another
                         request (another token, or none) */
     uint64_t purged; /* PURGE and rollup: messages removed */
+    /* PUBLISH refused with JR_ELIMIT: the limit ("maximum messages exceeded"); with
+     * JR_EWRONGLASTMSGID: the msg id of the stream's last message (empty if it had none).
+     * why_len bytes, not NUL-terminated, borrowed for the callback; NULL otherwise. */
+    const char *why;
+    size_t why_len;
 } jr__stream_result;
 
 /* Called once per op of an entry, in order (i = 0 for a single op; 0..count-1 for a batch). */

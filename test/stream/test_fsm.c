@@ -401,6 +401,10 @@ START_TEST(expectations_pass_or_fail_with_their_own_error)
     ck_assert_msg(r.status == k->status, "%s: status %s, want %s", k->name, jr_err_name(r.status),
                   jr_err_name(k->status));
     ck_assert_msg(r.seq == k->res_seq, "%s: seq %" PRIu64, k->name, r.seq);
+    if (r.status == JR_EWRONGLASTMSGID) /* the actual last id comes with the refusal */
+        ck_assert_msg(r.why_len == 2 && !memcmp(r.why, "m3", 2), "%s: why", k->name);
+    else
+        ck_assert_msg(!r.why, "%s: why", k->name);
     if (r.status) {
         /* a refused op changes nothing (the clock did not move: same timestamp) */
         ck_assert_msg(digest(x.f) == before, "%s: state changed", k->name);
@@ -644,6 +648,8 @@ START_TEST(discard_new_refuses_with_elimit)
     uint64_t before = digest(x.f);
     jr__stream_result r = pub_id(&x, "orders.a", "x", "new-id");
     ck_assert_int_eq(r.status, JR_ELIMIT);
+    ck_assert_str_eq(r.why, "maximum messages exceeded"); /* the store's text, still held */
+    ck_assert_uint_eq(r.why_len, strlen(r.why));
     ck_assert(digest(x.f) == before); /* not even the msg id was remembered */
     ck_assert(!pub_id(&x, "orders.a", "x", "new-id").duplicate);
     del(&x, 1);
@@ -653,7 +659,9 @@ START_TEST(discard_new_refuses_with_elimit)
     c.max_msgs = -1;
     c.max_bytes = 3 * (36 + 8 + 1);
     ck_assert_int_eq(set_config(&x, &c).status, 0);
-    ck_assert_int_eq(pub(&x, "orders.a", "x").status, JR_ELIMIT);
+    r = pub(&x, "orders.a", "x");
+    ck_assert_int_eq(r.status, JR_ELIMIT);
+    ck_assert_str_eq(r.why, "maximum bytes exceeded");
     /* a message larger than max_bytes on its own is too large, not a limit */
     ck_assert_int_eq(pub(&x, "orders.a",
                          "this payload alone exceeds max_bytes of the stream"

@@ -196,6 +196,14 @@ void e2e_admin_cb(void *arg, int status, const char *msg)
     snprintf(r->msg, sizeof r->msg, "%s", msg ? msg : "(null)");
 }
 
+void e2e_create_cb(void *arg, int status, const char *msg, int created)
+{
+    e2e_res *r = arg;
+    e2e_admin_cb(arg, status, msg);
+    ck_assert_msg(status == 0 || !created, "created with status %s", jr_err_name(status));
+    r->created = created;
+}
+
 void e2e_pub_cb(void *arg, int status, const jr_pub_ack *ack)
 {
     e2e_res *r = arg;
@@ -209,6 +217,9 @@ void e2e_pub_cb(void *arg, int status, const jr_pub_ack *ack)
     ck_assert_ptr_nonnull(ack->msg);
     if (status == 0) ck_assert_str_eq(ack->msg, "");
     snprintf(r->msg, sizeof r->msg, "%s", ack->msg);
+    /* the stream's last msg id comes with JR_EWRONGLASTMSGID and only with it */
+    ck_assert_int_eq(ack->last_msg_id != NULL, status == JR_EWRONGLASTMSGID);
+    snprintf(r->last_msg_id, sizeof r->last_msg_id, "%s", ack->last_msg_id ? ack->last_msg_id : "");
 }
 
 static void purge_cb(void *arg, int status, const char *msg, uint64_t purged)

@@ -73,6 +73,8 @@ typedef struct e2e_res {
     char msg[1024];
     uint64_t seq;
     int duplicate;
+    char last_msg_id[300]; /* a publish refused with JR_EWRONGLASTMSGID: the ack's */
+    int created;           /* jr_stream_create: this request created the stream */
     uint64_t purged;
     char stream[256];
     /* info */
@@ -95,6 +97,9 @@ typedef struct e2e_res {
     size_t len;
     uint64_t ts;
 } e2e_res;
+
+/* jr_stream_create's callback: as e2e_admin_cb, and r->created. */
+void e2e_create_cb(void *arg, int status, const char *msg, int created);
 
 /* Runs until r->done or max_ns passed; 0 or JR_ETIMEDOUT. */
 int e2e_wait(e2e *c, e2e_res *r, uint64_t max_ns);

@@ -155,6 +155,7 @@ START_TEST(limits_and_discard_are_identical_on_every_replica)
     for (int i = 0; i < 60; i++) {
         int st = e2e_publish(&c, 2, "new.x", "y", 1, NULL, &r);
         ck_assert_int_eq(st, i < 50 ? 0 : JR_ELIMIT);
+        if (st) ck_assert_str_eq(r.msg, "maximum messages exceeded");
     }
     replicas_identical("NEW", 3);
     ck_assert_int_eq(e2e_info(&c, 0, "NEW", &r), 0);
@@ -220,7 +221,7 @@ static void creation_with_failover(int k)
     e2e_config(&cfg, "SHIP", subj, 1, 3);
     e2e_res r;
     memset(&r, 0, sizeof r);
-    ck_assert_int_eq(jr_stream_add(e2e_node(&c, (unsigned)via), &cfg, e2e_admin_cb, &r), 0);
+    ck_assert_int_eq(jr_stream_create(e2e_node(&c, (unsigned)via), &cfg, e2e_create_cb, &r), 0);
     for (int s = 0; s < k && !r.done; s++) jr_sim_step(c.sim);
     ck_assert_int_eq(jr_sim_crash(c.sim, (unsigned)ml), 0);
     ck_assert_int_eq(e2e_wait(&c, &r, 20 * SEC), 0);
@@ -236,10 +237,16 @@ static void creation_with_failover(int k)
         ck_assert_uint_eq(e2e_meta_streams(&c, i), r.status == 0 ? 1 : 0);
     }
     if (r.status == 0) {
+        /* this request created it, whichever of its attempts committed */
+        ck_assert_msg(r.created, "k=%d: a stream created by this request reported as existing", k);
         ck_assert_int_ge(e2e_wait_stream(&c, (unsigned)via, "SHIP", 2, 10 * SEC), 0);
         for (unsigned i = 0; i < 3; i++) ck_assert(e2e_has_replica(&c, i, "SHIP"));
-        /* asking again is idempotent */
-        ck_assert_int_eq(e2e_add(&c, (unsigned)ml, &cfg, &r), 0);
+        /* asking again is idempotent, and says the stream existed */
+        memset(&r, 0, sizeof r);
+        ck_assert_int_eq(jr_stream_create(e2e_node(&c, (unsigned)ml), &cfg, e2e_create_cb, &r), 0);
+        ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_int_eq(r.created, 0);
         ck_assert_uint_eq(e2e_meta_streams(&c, 0), 1);
     }
 }
@@ -517,6 +524,7 @@ START_TEST(bad_input_changes_nothing)
     ck_assert_int_eq(jr_publish(e2e_node(&c, 1), "bad.e", NULL, 0, "e", 1, &o, e2e_pub_cb, &r), 0);
     ck_assert_int_eq(e2e_wait(&c, &r, 10 * SEC), 0);
     ck_assert_int_eq(r.status, JR_EWRONGLASTMSGID);
+    ck_assert_str_eq(r.last_msg_id, "hdr-1"); /* the last message's, from its header */
     jr_pub_opts_init(&o);
     o.expected_last_subject_seq = 0; /* bad.x has messages */
     memset(&r, 0, sizeof r);

@@ -435,11 +435,13 @@ class jr_pub_ack(Structure):
         ("seq", c_uint64),
         ("duplicate", c_int),
         ("msg", c_char_p),
+        ("last_msg_id", c_char_p),
     ]
 
 
 stream_fn = CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 purge_fn = CFUNCTYPE(None, c_void_p, c_int, c_char_p, c_uint64)
+create_fn = CFUNCTYPE(None, c_void_p, c_int, c_char_p, c_int)
 msg_fn = CFUNCTYPE(None, c_void_p, c_int, c_char_p, POINTER(jr_stored_msg))
 stream_info_fn = CFUNCTYPE(None, c_void_p, c_int, c_char_p, POINTER(jr_stream_info))
 names_fn = CFUNCTYPE(None, c_void_p, c_int, c_char_p, POINTER(jr_names))
@@ -908,6 +910,7 @@ FUNCTIONS: dict[str, tuple[object, list[object]]] = {
     "jr_stream_config_init_size": (None, [P(jr_stream_config), c_size_t]),
     "jr_stream_info_format": (c_int, [P(jr_stream_info), c_char_p, c_size_t]),
     "jr_stream_add": (c_int, [_node, P(jr_stream_config), stream_fn, c_void_p]),
+    "jr_stream_create": (c_int, [_node, P(jr_stream_config), create_fn, c_void_p]),
     "jr_stream_update": (c_int, [_node, P(jr_stream_config), stream_fn, c_void_p]),
     "jr_stream_delete": (c_int, [_node, c_char_p, stream_fn, c_void_p]),
     "jr_purge_opts_init_size": (None, [P(jr_purge_opts), c_size_t]),

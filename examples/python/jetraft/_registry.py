@@ -94,6 +94,7 @@ def _make(fntype: Any, value: bool = False) -> Any:
 # One trampoline per callback type; these objects live as long as the module (forever).
 stream_cb = _make(_abi.stream_fn)
 purge_cb = _make(_abi.purge_fn)
+create_cb = _make(_abi.create_fn)
 msg_cb = _make(_abi.msg_fn)
 stream_info_cb = _make(_abi.stream_info_fn)
 names_cb = _make(_abi.names_fn)

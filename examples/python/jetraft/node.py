@@ -318,6 +318,23 @@ class Node:
             lambda k: lib.jr_stream_add(self.ptr, ctypes.byref(c), reg.stream_cb, k),
         )
 
+    def stream_create(self, cfg: StreamConfig) -> Pending[bool]:
+        """As stream_add; the result says whether this request created the stream (False: it
+        existed with an identical config)."""
+        c = to_c(cfg)
+        p: Pending[bool] = Pending(f"stream create {cfg.name}")
+
+        def done(status: int, msg: bytes | None, created: int) -> bool:
+            if status < 0:
+                p._fail(status, msg)
+            else:
+                p._finish(bool(created))
+            return True
+
+        return self._start(
+            done, lambda k: lib.jr_stream_create(self.ptr, ctypes.byref(c), reg.create_cb, k), p
+        )
+
     def stream_update(self, cfg: StreamConfig) -> Pending[None]:
         """Changes stream cfg.name's config (replicas, placement, limits, ...)."""
         c = to_c(cfg)

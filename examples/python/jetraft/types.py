@@ -363,6 +363,8 @@ class PubAck:
     seq: int = 0
     duplicate: bool = False
     msg: str = ""
+    #: with WrongLastMsgIdError: the msg_id of the stream's last message ("" if it had none)
+    last_msg_id: str | None = None
 
     _ctype = _abi.jr_pub_ack
     _init = None

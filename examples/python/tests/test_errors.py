@@ -16,11 +16,13 @@ from jetraft import (
     ExistsError,
     InvalidArgumentError,
     JetraftError,
+    LimitError,
     NoStreamError,
     NotFoundError,
     NotSupportedError,
     Sim,
     StreamConfig,
+    WrongLastMsgIdError,
     WrongLastSeqError,
 )
 from jetraft._lib import compatible
@@ -60,6 +62,22 @@ class ErrorMappingTest(unittest.TestCase):
         with self.assertRaises(ExistsError):
             self.sim.stream_add(StreamConfig(name="ORDERS", subjects=["orders.>"], replicas=1,
                                              max_msgs=5))
+
+    def test_create_says_whether_it_created(self) -> None:
+        cfg = StreamConfig(name="NEWS", subjects=["news.>"], replicas=3)
+        self.assertIs(self.sim.wait(self.sim.node(0).stream_create(cfg)), True)
+        self.assertIs(self.sim.wait(self.sim.node(1).stream_create(cfg)), False)
+
+    def test_a_refusal_says_which_limit_or_which_last_msg_id(self) -> None:
+        self.sim.stream_add(StreamConfig(name="LIM", subjects=["lim.>"], replicas=3,
+                                         max_msgs=1, discard=jetraft.Discard.NEW))
+        self.sim.publish("lim.a", b"1", msg_id="first")
+        with self.assertRaises(LimitError) as cm:
+            self.sim.publish("lim.a", b"2")
+        self.assertEqual(cm.exception.message, "maximum messages exceeded")
+        with self.assertRaises(WrongLastMsgIdError) as cm:
+            self.sim.publish("lim.b", b"3", expected_last_msg_id="other")
+        self.assertEqual(cm.exception.result.last_msg_id, "first")
 
     def test_no_stream_for_a_subject_or_a_consumer(self) -> None:
         with self.assertRaises(NoStreamError):

@@ -522,6 +522,13 @@ int main(int argc, char **argv)
     request(c, &bb, "$JS.API.STREAM.CREATE.ORDERS",
             "{\"name\":\"ORDERS\",\"subjects\":[\"orders.>\"],\"num_replicas\":1}",
             "\"did_create\":true", "stream create");
+    request(c, &bb, "$JS.API.STREAM.CREATE.ORDERS",
+            "{\"name\":\"ORDERS\",\"subjects\":[\"orders.>\"],\"num_replicas\":1}",
+            "\"type\":\"io.nats.jetstream.api.v1.stream_create_response\"",
+            "the same create again");
+    expect(c, &bb, "}\r\n", "the same create again, whole");
+    if (strstr(bb.d, "did_create")) die("the same create again says did_create: %s", bb.d);
+    printf("ok: the same create again answers the info without did_create\n");
     request(c, &bb, "$JS.API.STREAM.CREATE.ORDERS", "{\"name\":\"OTHER\"}", "\"err_code\":10056",
             "name mismatch");
     request(c, &bb, "$JS.API.STREAM.CREATE.ORDERS",
@@ -544,6 +551,19 @@ int main(int argc, char **argv)
                 "7\r\n\r\nbad\r\n");
     expect(c, &bb, "\"err_code\":10071,\"description\":\"wrong last sequence: 2\"",
            "expected last sequence");
+    bb.n = 0;
+    send_str(c, "HPUB orders.2 _INBOX.c.53 44 47\r\nNATS/1.0\r\nNats-Expected-Last-Msg-Id: "
+                "zzz\r\n\r\nbad\r\n");
+    expect(c, &bb, "\"err_code\":10070,\"description\":\"wrong last msg ID: m1\"",
+           "expected last msg id");
+    request(c, &bb, "$JS.API.STREAM.CREATE.LIM",
+            "{\"name\":\"LIM\",\"subjects\":[\"lim.>\"],\"max_msgs\":1,\"discard\":\"new\"}",
+            "\"did_create\":true", "create LIM");
+    request(c, &bb, "lim.a", "one", "{\"stream\":\"LIM\",\"seq\":1}", "publish to LIM");
+    request(c, &bb, "lim.a", "two",
+            "\"code\":503,\"err_code\":10077,\"description\":\"maximum messages exceeded\"",
+            "discard new at max_msgs");
+    request(c, &bb, "$JS.API.STREAM.DELETE.LIM", "", "\"success\":true", "delete LIM");
     /* Far more publishes in one write than max_inflight: the client is paused, not refused;
      * every one is acknowledged. */
     {
