@@ -1,8 +1,9 @@
 // interop_js.mjs — nats.js (@nats-io/transport-node + @nats-io/jetstream) against a 3-process
-// jetraft-server cluster: ORDERS R3 through the JetStream manager, 2,000 publishes with msgIDs
+// jetraft-server cluster: ORDERS R3 through the JetStream manager, 10,000 publishes with msgIDs
 // and acks, the stream leader killed with SIGKILL mid-publish (every publish that failed is
 // published again with its msgID until acknowledged), the leader restarted, then every
-// acknowledged message read back by sequence exactly once at its acknowledged sequence, and
+// acknowledged message read back by sequence exactly once at its acknowledged sequence, through
+// the leader and on each server's own replica (direct gets over a connection to that server), and
 // the API calls nats.js makes (account info, names, list, find, info, purge, delete), and the
 // consumers (add, get, fetch, consume, ack, ackAck, nak, term, working, next, info, list,
 // delete, an ordered consumer). The servers link with keys made by the server's key tool and
@@ -19,7 +20,7 @@ import { connect } from "@nats-io/transport-node";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 
 const bin = process.argv[2];
-const N = 2000, KILL_AT = 800, NAMES = ["n1", "n2", "n3"];
+const N = 10000, KILL_AT = 4000, NAMES = ["n1", "n2", "n3"];
 const base = mkdtempSync(join(tmpdir(), "jetraft-js-"));
 const procs = {};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -86,7 +87,7 @@ const jsm = await jetstreamManager(nc);
 const js = jetstream(nc, { timeout: 5000 });
 let si;
 for (let i = 0; ; i++) {
-  try { si = await jsm.streams.add({ name: "ORDERS", subjects: ["orders.>"], num_replicas: 3 }); break; }
+  try { si = await jsm.streams.add({ name: "ORDERS", subjects: ["orders.>"], num_replicas: 3, allow_direct: true }); break; }
   catch (e) { if (i > 120) fail(`stream add: ${e.message}`); await sleep(250); }
 }
 const leader = si.cluster?.leader;
@@ -133,27 +134,48 @@ for (let i = 0; ; i++) {
   await sleep(250);
 }
 const info = await jsm.streams.info("ORDERS");
-const seen = new Map();
-for (let seq = 1; seq <= info.state.last_seq; seq++) {
-  let m = null;
-  for (let attempt = 0; ; attempt++) {
-    try { m = await jsm.streams.getMessage("ORDERS", { seq }); break; }
-    catch (e) {
-      if (/no message found/i.test(e.message)) break;
-      if (attempt > 50) fail(`get seq ${seq}: ${e.message}`);
-      await sleep(100);
+// Reads seqs 1..last with get(seq) (null: no message there), 100 in flight, each retried on an
+// error; every acknowledged message must be there exactly once, at its acknowledged seq.
+async function readAll(who, get, last) {
+  const seen = new Map();
+  let next = 1;
+  async function reader() {
+    while (next <= last) {
+      const seq = next++;
+      let m = null;
+      for (let attempt = 0; ; attempt++) {
+        try { m = await get(seq); break; }
+        catch (e) {
+          if (/no message found/i.test(e.message)) break;
+          if (attempt > 50) fail(`${who}: get seq ${seq}: ${e.message}`);
+          await sleep(100);
+        }
+      }
+      if (!m) continue;
+      const id = Number(m.string().slice(6));
+      if (m.header?.get("Nats-Msg-Id") !== `m-${id}`) fail(`${who}: seq ${seq}: wrong msg id`);
+      if (seen.has(id)) fail(`${who}: msg ${id} stored twice`);
+      seen.set(id, seq);
+      if (acked.has(id) && acked.get(id) !== seq) fail(`${who}: msg ${id} acked at ${acked.get(id)}, stored at ${seq}`);
     }
   }
-  if (!m) continue;
-  const id = Number(m.string().slice(6));
-  if (m.header?.get("Nats-Msg-Id") !== `m-${id}`) fail(`seq ${seq}: wrong msg id`);
-  if (seen.has(id)) fail(`msg ${id} stored twice`);
-  seen.set(id, seq);
-  if (acked.has(id) && acked.get(id) !== seq) fail(`msg ${id} acked at ${acked.get(id)}, stored at ${seq}`);
+  await Promise.all(Array.from({ length: 100 }, reader));
+  for (const [id] of acked) if (!seen.has(id)) fail(`${who}: acknowledged msg ${id} is missing`);
+  return seen.size;
 }
-for (const [id] of acked) if (!seen.has(id)) fail(`acknowledged msg ${id} is missing`);
+const last = info.state.last_seq;
+await readAll("through the leader", (seq) => jsm.streams.getMessage("ORDERS", { seq }), last);
 if (info.state.messages !== N) fail(`${info.state.messages} messages, expected ${N}`);
-console.log(`every acknowledged message exactly once (leader ${info.cluster.leader})`);
+console.log(`every acknowledged message exactly once through the leader (${info.cluster.leader})`);
+for (const n of NAMES) {
+  const c = await connect({ user: "app", pass: "js-secret", servers: `127.0.0.1:${cport[n]}`,
+                            ignoreClusterUpdates: true, timeout: 5000 });
+  const jm = await jetstreamManager(c);
+  const k = await readAll(`replica on ${n}`, (seq) => jm.direct.getMessage("ORDERS", { seq }), last);
+  await c.close();
+  if (k !== N) fail(`replica on ${n}: ${k} messages, expected ${N}`);
+}
+console.log(`every acknowledged message exactly once on each server's own replica (direct gets)`);
 
 // The other calls nats.js users make.
 const ai = await jsm.getAccountInfo();
