@@ -295,6 +295,11 @@ static char *render_metrics(const snap *c, const char *name)
     M("frames_received_total", "Peer frames received.", "counter", c->node.frames_received);
     M("frames_rejected_total", "Peer frames rejected by the node.", "counter",
       c->node.frames_rejected);
+    M("peer_links_refused_total",
+      "Cluster connections refused or closed for what they sent: a failed handshake (another "
+      "authority, a forged or another server's identity), a record that does not authenticate "
+      "(tampered, replayed, reordered, truncated), a length over its bound, no handshake in time.",
+      "counter", c->host.peer_links_refused);
     M("frames_dropped_total", "Peer frames dropped: send queue full or link down.", "counter",
       c->host.peer_frames_dropped);
     M("peer_bytes_sent_total", "Bytes sent to peers.", "counter", c->node.bytes_sent);

@@ -397,14 +397,12 @@ static int establish(plink *l)
 }
 
 /* Feeds a frame to the node. The flush inside may find the WAL failed (JR_EIO, JR_ENOSPC):
- * that is the node's failure, not the frame's. */
+ * that is the node's failure, not the frame's. A frame the node refuses is the node's to count
+ * (jr_node_stats frames_rejected); the link stays. */
 static void node_recv(server *s, const char *from, const uint8_t *f, size_t len)
 {
     int rc = jr_node_recv(s->node, from, f, len);
-    if (rc == JR_EIO || rc == JR_ENOSPC)
-        server_node_failed(s, rc);
-    else if (rc)
-        s->stats.peer_frames_rejected++;
+    if (rc == JR_EIO || rc == JR_ENOSPC) server_node_failed(s, rc);
 }
 
 static int on_frame(void *arg, const uint8_t *f, size_t len)
@@ -445,7 +443,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
                     l->established ? "closed the" : "refused a",
                     l->p && l->p->dialer ? "to" : "from", l->p ? l->p->name : l->addr,
                     session_errmsg(l->ss));
-        l->s->stats.peer_frames_rejected++;
+        l->s->stats.peer_links_refused++;
         link_close(l);
         return;
     }
@@ -459,6 +457,7 @@ static void on_hello_timeout(uv_timer_t *t)
     plink *l = t->data;
     srv_log(l->s, "refused a cluster connection %s %s: no handshake within %d ms",
             l->p && l->p->dialer ? "to" : "from", l->p ? l->p->name : l->addr, HELLO_TIMEOUT_MS);
+    l->s->stats.peer_links_refused++;
     link_close(l);
 }
 

@@ -41,7 +41,10 @@ typedef struct srv_stats {
     uint64_t js_api_requests;
     uint64_t js_api_errors;
     uint64_t peer_frames_dropped; /* the peer's send queue was full or the link down */
-    uint64_t peer_frames_rejected;
+    /* cluster connections refused or closed for what they sent: a failed handshake, a frame
+     * that does not open (tampered, replayed, reordered, truncated) or is too long, no
+     * handshake in time */
+    uint64_t peer_links_refused;
     uint64_t peer_connects;
     uint64_t route_msgs_out;        /* MSG route frames sent to peers */
     uint64_t route_msgs_in;         /* MSG route frames received and delivered here */

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -104,4 +105,24 @@ int client_connect(int port, const char *user, const char *pass, rbuf *b)
     expect(fd, b, "PONG\r\n", "connect");
     b->n = 0;
     return fd;
+}
+
+unsigned long long metric_value(int http_port, const char *server, const char *name)
+{
+    usleep(2200000);
+    char want[160];
+    snprintf(want, sizeof want, "jetraft_%s{server=\"%s\"} ", name, server);
+    for (int attempt = 0; attempt < 50; attempt++) {
+        int fd = dial(http_port, 0);
+        send_str(fd, "GET /metrics HTTP/1.0\r\n\r\n");
+        rbuf b = {{0}, 0, 0};
+        int ok = read_until(fd, &b, want, 2000);
+        /* the value follows on the same line: read on until its end */
+        while (ok && !strchr(strstr(b.d, want) + strlen(want), '\n'))
+            ok = read_until(fd, &b, "\n# ", 2000);
+        close(fd);
+        if (ok) return strtoull(strstr(b.d, want) + strlen(want), NULL, 10);
+        usleep(200000);
+    }
+    die("/metrics never showed %s", want);
 }

@@ -39,4 +39,9 @@ void expect_closed(int fd, rbuf *b, const char *what);
  * NULL, when the INFO must ask for them) and got its PONG; b is cleared. */
 int client_connect(int port, const char *user, const char *pass, rbuf *b);
 
+/* The counter or gauge jetraft_<name> of server `server` from the /metrics page on http_port,
+ * as of now: /metrics shows the view the server took in its last complete once-a-second round,
+ * so this waits for two. Dies if the page never shows it. */
+unsigned long long metric_value(int http_port, const char *server, const char *name);
+
 #endif

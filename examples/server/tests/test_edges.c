@@ -72,26 +72,10 @@ static int count_acks(int fd, int n)
     return count_pat(fd, "\"seq\":", n);
 }
 
-/* The value of the server's counter jetraft_<name> from /metrics, as of now: /metrics shows
- * the view the server took in its last complete once-a-second round, so this waits for two. */
+/* The server's counter jetraft_<name> from /metrics (rawclient.h). */
 static unsigned long long metric(const char *name)
 {
-    usleep(2200000);
-    char want[128];
-    snprintf(want, sizeof want, "jetraft_%s{server=\"solo\"} ", name);
-    for (int attempt = 0; attempt < 50; attempt++) {
-        int fd = dial(http_port, 0);
-        send_str(fd, "GET /metrics HTTP/1.0\r\n\r\n");
-        rbuf b = {{0}, 0, 0};
-        int ok = read_until(fd, &b, want, 2000);
-        /* the value follows on the same line: read on until its end */
-        while (ok && !strchr(strstr(b.d, want) + strlen(want), '\n'))
-            ok = read_until(fd, &b, "\n# ", 2000);
-        close(fd);
-        if (ok) return strtoull(strstr(b.d, want) + strlen(want), NULL, 10);
-        usleep(200000);
-    }
-    die("/metrics never showed %s", want);
+    return metric_value(http_port, "solo", name);
 }
 
 /* Reads the seq of the PubAck just read into b. */
