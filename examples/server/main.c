@@ -478,8 +478,9 @@ int main(int argc, char **argv)
     nc.npeers = s->cfg.npeers;
     nc.wal_dir = s->cfg.wal_dir;
     nc.store_dir = s->cfg.store_dir;
-    nc.vfs = powervfs_open(s->loop, s->cfg.name); /* NULL (POSIX) unless a test asks */
-    if (nc.vfs) s->host.sync_start = NULL;        /* the power-loss vfs is the loop's alone */
+    jr_vfs *base = powervfs_open(s->loop, s->cfg.name); /* NULL (POSIX) unless a test asks */
+    if (base) s->host.sync_start = NULL;                /* the power-loss vfs is the loop's alone */
+    nc.vfs = timedvfs_init(&s->tvfs, base ? base : jr_vfs_posix());
     nc.host = &s->host;
     nc.election_timeout_ms = s->cfg.election_timeout_ms;
     nc.heartbeat_ms = s->cfg.heartbeat_ms;

@@ -29,6 +29,7 @@ typedef struct stream_check {
     char name[256];
     int status; /* enum jr_check_status */
     int led_here;
+    uint64_t lag_max; /* the most entries a replica is behind (jr_check_result.lag_max) */
     char line[TEXT];
 } stream_check;
 
@@ -44,6 +45,7 @@ typedef struct unwell_rep {
 typedef struct snap {
     jr_node_stats node;
     srv_stats host;
+    fsync_stats fsync;
     uint64_t taken_ns;
     /* meta info */
     int have_meta;
@@ -166,6 +168,7 @@ static void on_check(void *arg, int status, const char *msg, const jr_check_resu
     }
     c->status = res->status;
     c->led_here = res->leader && !strcmp(res->leader, m->s->cfg.name);
+    c->lag_max = res->lag_max;
     jr_stream_check_format(res, c->line, sizeof c->line);
 }
 
@@ -227,6 +230,7 @@ static void on_timer(uv_timer_t *t)
     server_node_stats(s, &n->node); /* over every reopen: counters never go back */
     if (!s->node) gap_health(n, s);
     n->host = s->stats;
+    timedvfs_stats(&s->tvfs, &n->fsync);
     n->clients = clients_count(s);
     if (n->have_servers) {
         n->cluster_size = n->nservers;
@@ -268,6 +272,40 @@ static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, con
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+/* Writes s as a Prometheus label value (backslash, double quote and newline escaped). */
+static void label_value(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            fprintf(f, "\\%c", *s);
+        else if (*s == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+/* A histogram of durations: counts by bucket (bounds_ns[i] the upper bound of bucket i, the last
+ * bucket unbounded), their number and their sum. */
+static void histogram(FILE *f, const char *metric, const char *help, const char *name,
+                      const uint64_t *bounds_ns, const uint64_t *buckets, size_t nbuckets,
+                      uint64_t count, uint64_t sum_ns)
+{
+    fprintf(f, "# HELP jetraft_%s %s\n# TYPE jetraft_%s histogram\n", metric, help, metric);
+    uint64_t cum = 0;
+    for (size_t i = 0; i < nbuckets; i++) {
+        cum += buckets[i];
+        if (i < nbuckets - 1)
+            fprintf(f, "jetraft_%s_bucket{server=\"%s\",le=\"%g\"} %" PRIu64 "\n", metric, name,
+                    (double)bounds_ns[i] / 1e9, cum);
+        else
+            fprintf(f, "jetraft_%s_bucket{server=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", metric, name,
+                    cum);
+    }
+    fprintf(f, "jetraft_%s_sum{server=\"%s\"} %.9f\n", metric, name, (double)sum_ns / 1e9);
+    fprintf(f, "jetraft_%s_count{server=\"%s\"} %" PRIu64 "\n", metric, name, count);
 }
 
 static char *render_metrics(const snap *c, const char *name)
@@ -346,25 +384,22 @@ static char *render_metrics(const snap *c, const char *name)
             "jetraft_stream_replicas{server=\"%s\",role=\"leader\"} %zu\n"
             "jetraft_stream_replicas{server=\"%s\",role=\"follower\"} %zu\n",
             name, led, name, followers);
-    fprintf(f, "# HELP jetraft_js_ack_latency_seconds Publish to acknowledgement (commit, fsync "
-               "included) of the acknowledged publishes.\n"
-               "# TYPE jetraft_js_ack_latency_seconds histogram\n");
-    uint64_t cum = 0;
-    for (size_t i = 0; i < PUB_LAT_BUCKETS; i++) {
-        cum += c->host.pub_lat_bucket[i];
-        if (i < PUB_LAT_BUCKETS - 1)
-            fprintf(f,
-                    "jetraft_js_ack_latency_seconds_bucket{server=\"%s\",le=\"%g\"} %" PRIu64 "\n",
-                    name, (double)pub_lat_bounds_ns[i] / 1e9, cum);
-        else
-            fprintf(
-                f, "jetraft_js_ack_latency_seconds_bucket{server=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
-                name, cum);
+    fprintf(f, "# HELP jetraft_stream_lag_entries The most log entries a replica of a stream led "
+               "here is behind its leader (its catch-up lag).\n"
+               "# TYPE jetraft_stream_lag_entries gauge\n");
+    for (size_t i = 0; i < c->nchecks; i++) {
+        if (!c->checks[i].led_here) continue;
+        fprintf(f, "jetraft_stream_lag_entries{server=\"%s\",stream=\"", name);
+        label_value(f, c->checks[i].name);
+        fprintf(f, "\"} %" PRIu64 "\n", c->checks[i].lag_max);
     }
-    fprintf(f, "jetraft_js_ack_latency_seconds_sum{server=\"%s\"} %.9f\n", name,
-            (double)c->host.pub_lat_sum_ns / 1e9);
-    fprintf(f, "jetraft_js_ack_latency_seconds_count{server=\"%s\"} %" PRIu64 "\n", name,
-            c->host.pub_lat_count);
+    histogram(f, "js_ack_latency_seconds",
+              "Publish to acknowledgement (commit, fsync included) of the acknowledged publishes.",
+              name, pub_lat_bounds_ns, c->host.pub_lat_bucket, PUB_LAT_BUCKETS,
+              c->host.pub_lat_count, c->host.pub_lat_sum_ns);
+    histogram(f, "fsync_seconds",
+              "File syncs (fdatasync) of the WAL and the stores, failed ones included.", name,
+              fsync_bounds_ns, c->fsync.bucket, FSYNC_BUCKETS, c->fsync.count, c->fsync.sum_ns);
     fclose(f);
     return buf;
 }

@@ -13,6 +13,7 @@
 #include "jetraft.h"
 
 #include "config.h"
+#include "timedvfs.h"
 
 typedef struct peers peers;
 typedef struct clients clients;
@@ -88,6 +89,7 @@ typedef struct server {
     /* The counters of the nodes closed before this one (each reopen starts the node's own
      * jr_node_stats at 0): server_node_stats adds them, so the host's totals never go back. */
     jr_node_stats node_base;
+    timedvfs tvfs; /* the node's vfs: the POSIX one (or a test's), its syncs timed */
     /* The WAL's sync on libuv's threadpool (config sync_offload, jr_host.sync_start): one job
      * at a time, run by on_sync_work, reported to the node by on_sync_done on the loop. While
      * one is out the node is neither closed nor reopened: shutdown and reopen wait for it. */

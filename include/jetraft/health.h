@@ -90,6 +90,9 @@ typedef struct jr_check_result {
     uint64_t seen_critical_ns;
     const jr_check_problem *const *problems; /* criticals first, in the CLI's order */
     size_t nproblems;
+    /* the most entries a replica's log is behind the leader's (its catch-up lag; an offline
+     * replica's as of when the leader last heard from it), 0 without replicas or a leader */
+    uint64_t lag_max;
 } jr_check_result;
 
 /* The callback of a check: status 0 when the info was had (the result judges it), else the

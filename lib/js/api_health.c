@@ -148,6 +148,7 @@ static void judge_cluster(check_build *b, const check_ctx *c, const jr_cluster_i
     for (size_t i = 0; i < v.nreplicas; i++) {
         const jr__replica_view *r = &v.replicas[i];
         if (r->current) current++;
+        if (r->lag > b->res.lag_max) b->res.lag_max = r->lag;
         if (c->opts.lag_critical && r->lag > c->opts.lag_critical) lagged++;
         if (c->opts.seen_critical_ns && r->seen_ns > c->opts.seen_critical_ns) inactive++;
         if (r->offline) offline++;

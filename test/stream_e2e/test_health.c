@@ -18,6 +18,7 @@ typedef struct chk {
     int result; /* a result was handed over */
     int check_status;
     uint32_t expected, peers, current;
+    uint64_t lag_max;
     char leader[64];
     char line[512];
     char msg[256];
@@ -36,6 +37,7 @@ static void check_cb(void *arg, int status, const char *msg, const jr_check_resu
     k->expected = res->expected;
     k->peers = res->peers;
     k->current = res->current;
+    k->lag_max = res->lag_max;
     snprintf(k->leader, sizeof k->leader, "%s", res->leader ? res->leader : "");
     int need = jr_stream_check_format(res, k->line, sizeof k->line);
     ck_assert_int_gt(need, 0);
@@ -243,10 +245,12 @@ START_TEST(restarted_peer_recovers)
     stream_check(&c, leader, "ORDERS", 3, 5, 0, &k);
     ck_assert_str_eq(k.line, "CRITICAL ORDERS Crit:1 replicas offline Crit:1 replicas lagged OK:3 "
                              "peers OK:0 sources | sources=0");
+    ck_assert_uint_ge(k.lag_max, 20); /* its catch-up lag */
     /* caught up */
     jr_sim_run_for(c.sim, 2 * SEC);
     stream_check(&c, leader, "ORDERS", 3, 5, 0, &k);
     ck_assert_int_eq(k.check_status, JR_CHECK_OK);
+    ck_assert_uint_eq(k.lag_max, 0);
     ck_assert_str_eq(k.line,
                      "OK ORDERS OK:3 peers OK:replicas are current OK:0 sources | sources=0");
     e2e_free(&c);

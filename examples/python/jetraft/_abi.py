@@ -638,6 +638,7 @@ class jr_check_result(Structure):
         ("seen_critical_ns", c_uint64),
         ("problems", POINTER(POINTER(jr_check_problem))),
         ("nproblems", c_size_t),
+        ("lag_max", c_uint64),
     ]
 
 

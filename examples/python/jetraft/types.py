@@ -626,6 +626,8 @@ class CheckResult:
     lag_critical: int = 0
     seen_critical_ns: int = 0
     problems: list[CheckProblem] = field(default_factory=list)
+    #: the most entries a replica is behind the leader (its catch-up lag)
+    lag_max: int = 0
     #: the error of the info request when the check could not get one (the result is then a
     #: critical one saying so); None when it did
     error: JetraftError | None = None

@@ -342,7 +342,14 @@ static void http_get(const char *path, const char *want)
         if (ok) return;
         usleep(200000);
     }
-    die("GET %s never answered with \"%s\"", path, want);
+    int fd = dial(http_port, 0);
+    char req[256];
+    snprintf(req, sizeof req, "GET %s HTTP/1.0\r\n\r\n", path);
+    send_str(fd, req);
+    rbuf b = {{0}, 0, 0};
+    read_until(fd, &b, NULL, 2000);
+    close(fd);
+    die("GET %s never answered with \"%s\": %s", path, want, b.d);
 }
 
 int main(int argc, char **argv)
@@ -661,6 +668,8 @@ int main(int argc, char **argv)
             "\"max_msgs\":100", "update");
     request(c, &bb, "$JS.API.STREAM.PURGE.ORDERS", "", "\"purged\":100", "purge");
     consumers(c, &bb);
+    /* the catch-up lag of ORDERS, led here and without replicas */
+    http_get("/metrics", "jetraft_stream_lag_entries{server=\"solo\",stream=\"ORDERS\"} 0\n");
     request(c, &bb, "$JS.API.STREAM.DELETE.ORDERS", "", "\"success\":true", "delete");
     printf("ok: JetStream stream API and PubAcks\n");
 
@@ -670,6 +679,10 @@ int main(int argc, char **argv)
     unsigned long long acks = metric("js_acks_total"), lat = metric("js_ack_latency_seconds_count");
     if (lat != acks || lat < 2000) die("ack latency count %llu, acks %llu", lat, acks);
     http_get("/metrics", "# TYPE jetraft_js_ack_latency_seconds histogram");
+    /* every WAL sync is among the timed file syncs (with the stores' syncs) */
+    unsigned long long fsyncs = metric("fsync_seconds_count"), wal = metric("wal_syncs_total");
+    if (fsyncs < wal || wal == 0) die("%llu timed fsyncs, %llu WAL syncs", fsyncs, wal);
+    http_get("/metrics", "jetraft_fsync_seconds_bucket{server=\"solo\",le=\"+Inf\"}");
     http_get("/jsz", "\"leader\": \"solo\"");
     /* its health as computed, no local replica unwell (each would be listed with its role,
      * damaged and fsm_failed) */
