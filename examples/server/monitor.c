@@ -18,6 +18,8 @@
 #include <microhttpd.h>
 
 #include "client.h"
+#include "jsapi_impl.h"
+#include "jsjson.h"
 #include "peer.h"
 
 #define MAX_SERVERS 64
@@ -62,6 +64,7 @@ typedef struct snap {
     int have_health, healthy, meta_current;
     char meta_text[1024]; /* long enough for a permanent open error (gap_health) */
     size_t local_streams, local_consumers, nunwell;
+    uint64_t local_msgs, memory_bytes, file_bytes; /* what the local stream replicas store */
     char unwell[MAX_UNWELL][TEXT];
     unwell_rep unwell_rep[MAX_UNWELL];
     /* stream checks */
@@ -120,6 +123,9 @@ static void on_health(void *arg, int status, const char *msg, const jr_node_heal
     snprintf(n->meta_text, sizeof n->meta_text, "%s", h->meta_text ? h->meta_text : "");
     n->local_streams = h->nstreams;
     n->local_consumers = h->nconsumers;
+    n->local_msgs = h->msgs;
+    n->memory_bytes = h->memory_bytes;
+    n->file_bytes = h->file_bytes;
     n->nunwell = 0;
     for (size_t i = 0; i < h->ngroups && i < MAX_UNWELL; i++) {
         const jr_group_health *g = h->groups[i];
@@ -429,34 +435,63 @@ static json_t *unwell_replicas(const snap *c)
     return a;
 }
 
+/* nats-server's /jsz for this server (JSInfo): its usage (what its stream replicas store, its
+ * stream and consumer replicas, its Raft groups as HA assets, API requests and errors), its
+ * configuration and the meta group (leader, peer, cluster size, and the other members' state,
+ * leader excluded). After those, jetraft's own: the meta state's stream count, each stream's
+ * check, the node's counters and its health with the unwell replicas. */
 static char *render_jsz(const snap *c, const server *s)
 {
-    json_t *servers = json_array();
-    for (size_t i = 0; i < c->nservers; i++)
-        json_array_append_new(servers,
-                              json_pack("{s:s,s:b,s:b,s:I}", "name", c->servers[i].name, "current",
-                                        c->servers[i].current, "offline", c->servers[i].offline,
-                                        "lag", (json_int_t)c->servers[i].lag));
-    json_t *streams = json_array();
+    json_t *replicas = json_array();
+    for (size_t i = 0; i < c->nservers; i++) {
+        if (c->have_meta && !strcmp(c->servers[i].name, c->meta_leader)) continue;
+        json_t *r = json_pack("{s:s,s:b,s:s}", "name", c->servers[i].name, "current",
+                              c->servers[i].current, "peer", c->servers[i].name);
+        if (c->servers[i].offline) json_object_set_new(r, "offline", json_true());
+        if (c->servers[i].lag)
+            json_object_set_new(r, "lag", json_integer((json_int_t)c->servers[i].lag));
+        json_array_append_new(replicas, r);
+    }
+    json_t *meta = json_pack("{s:s,s:I,s:o}", "name", s->cfg.cluster, "cluster_size",
+                             (json_int_t)c->cluster_size, "replicas", replicas);
+    if (c->have_meta) {
+        json_object_set_new(meta, "leader", json_string(c->meta_leader));
+        json_object_set_new(meta, "peer", json_string(c->meta_leader));
+    }
+    json_t *checks = json_array();
     for (size_t i = 0; i < c->nchecks; i++)
-        json_array_append_new(streams,
-                              json_pack("{s:s,s:s,s:b,s:s}", "name", c->checks[i].name, "status",
-                                        check_names[c->checks[i].status & 3], "leader_here",
-                                        c->checks[i].led_here, "check", c->checks[i].line));
+        json_array_append_new(checks, json_pack("{s:s,s:s,s:b,s:s,s:I}", "name", c->checks[i].name,
+                                                "status", check_names[c->checks[i].status & 3],
+                                                "leader_here", c->checks[i].led_here, "check",
+                                                c->checks[i].line, "lag_max",
+                                                (json_int_t)c->checks[i].lag_max));
+    char now[48];
+    js_time(now, sizeof now, jsr_wall_ns());
+    json_t *cfg =
+        json_pack("{s:I,s:I,s:s}", "max_memory", (json_int_t)-1, "max_storage",
+                  s->cfg.max_store_bytes ? (json_int_t)s->cfg.max_store_bytes : (json_int_t)-1,
+                  "store_dir", s->cfg.store_dir ? s->cfg.store_dir : "");
     json_t *j = json_pack(
-        "{s:s,s:s,s:I,s:I,s:I,s:{s:s,s:s?,s:o,s:I},s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I},s:{s:b,s:I,s:I,"
-        "s:o}}",
-        "server_id", s->server_id, "server_name", s->cfg.name, "streams", (json_int_t)c->streams,
-        "messages_in", (json_int_t)c->host.js_acks, "api_requests",
-        (json_int_t)c->host.js_api_requests, "meta_cluster", "name", s->cfg.cluster, "leader",
-        c->have_meta ? c->meta_leader : NULL, "replicas", servers, "cluster_size",
-        (json_int_t)c->cluster_size, "stream_checks", streams, "node", "groups",
+        "{s:s,s:s,s:o,s:I,s:I,s:i,s:i,s:i,s:I,s:{s:I,s:I},s:I,s:I,s:I,s:I,s:o}", "server_id",
+        s->server_id, "now", now, "config", cfg, "memory", (json_int_t)c->memory_bytes, "storage",
+        (json_int_t)c->file_bytes, "reserved_memory", 0, "reserved_storage", 0, "accounts", 1,
+        "ha_assets", (json_int_t)c->node.groups, "api", "total",
+        (json_int_t)c->host.js_api_requests, "errors", (json_int_t)c->host.js_api_errors, "streams",
+        (json_int_t)c->local_streams, "consumers", (json_int_t)c->local_consumers, "messages",
+        (json_int_t)c->local_msgs, "bytes", (json_int_t)(c->memory_bytes + c->file_bytes),
+        "meta_cluster", meta);
+    json_t *own = json_pack(
+        "{s:s,s:I,s:I,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I},s:{s:b,s:I,s:I,s:o}}", "server_name",
+        s->cfg.name, "meta_streams", (json_int_t)c->streams, "messages_in",
+        (json_int_t)c->host.js_acks, "stream_checks", checks, "node", "groups",
         (json_int_t)c->node.groups, "wal_syncs", (json_int_t)c->node.wal_syncs, "wal_bytes",
         (json_int_t)c->node.wal_bytes, "frames_sent", (json_int_t)c->node.frames_sent,
         "frames_received", (json_int_t)c->node.frames_received, "frames_rejected",
         (json_int_t)c->node.frames_rejected, "health", "known", c->have_health, "stream_replicas",
         (json_int_t)c->local_streams, "consumer_replicas", (json_int_t)c->local_consumers,
         "unwell_replicas", unwell_replicas(c));
+    if (j && own) json_object_update(j, own);
+    json_decref(own);
     char *txt = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
     json_decref(j);
     return txt;

@@ -181,6 +181,11 @@ typedef struct jr_node_health_info {
     size_t nconsumers;       /* local consumer replicas checked */
     const jr_group_health *const *groups; /* the unwell ones: streams, then consumers */
     size_t ngroups;
+    /* What this server's stream replicas store (JetStream's per-server usage in /jsz):
+     * messages, and bytes in memory and in files. */
+    uint64_t msgs;
+    uint64_t memory_bytes;
+    uint64_t file_bytes;
 } jr_node_health_info;
 typedef void (*jr_node_health_cb)(void *arg, int status, const char *msg,
                                   const jr_node_health_info *h);

@@ -484,6 +484,17 @@ static void health_fire(void *arg, int status)
     h.nconsumers = ncrep;
     h.groups = pv;
     h.ngroups = nv;
+    for (jr__srep *r = js->rep_list; r; r = r->next) {
+        if (!r->fsm) continue;
+        jr__stream_fsm_info fi;
+        jr__stream_fsm_info_get(r->fsm, &fi);
+        const jr_stream_config *sc = jr__stream_fsm_config_get(r->fsm);
+        h.msgs += fi.store.msgs;
+        if (sc && sc->storage == JR_STORAGE_MEMORY)
+            h.memory_bytes += fi.store.bytes;
+        else
+            h.file_bytes += fi.store.bytes;
+    }
     jr_group_status ms;
     memset(&ms, 0, sizeof ms);
     ms.size = sizeof ms;

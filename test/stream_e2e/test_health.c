@@ -294,6 +294,7 @@ typedef struct hres {
     char meta_leader[64];
     char meta_text[128];
     size_t nstreams, nconsumers, ngroups;
+    uint64_t msgs, memory_bytes, file_bytes;
     char texts[8][128];
     int no_leader[8], no_quorum[8];
 } hres;
@@ -313,6 +314,9 @@ static void health_cb(void *arg, int status, const char *msg, const jr_node_heal
     r->nstreams = h->nstreams;
     r->nconsumers = h->nconsumers;
     r->ngroups = h->ngroups;
+    r->msgs = h->msgs;
+    r->memory_bytes = h->memory_bytes;
+    r->file_bytes = h->file_bytes;
     for (size_t i = 0; i < h->ngroups && i < 8; i++) {
         snprintf(r->texts[i], sizeof r->texts[i], "%s", h->groups[i]->text);
         r->no_leader[i] = h->groups[i]->no_leader;
@@ -348,6 +352,10 @@ START_TEST(node_health_healthy_then_alone)
         ck_assert_uint_eq(h.nstreams, 1);
         ck_assert_uint_eq(h.nconsumers, 1);
         ck_assert_uint_eq(h.ngroups, 0);
+        /* the one message setup published, stored by each replica, in the stream's storage */
+        ck_assert_uint_eq(h.msgs, 1);
+        ck_assert_uint_gt(h.memory_bytes + h.file_bytes, 0);
+        ck_assert_uint_eq(h.memory_bytes == 0 || h.file_bytes == 0, 1);
     }
     /* quiet groups stay healthy: a leader counts the members whose nodes it hears */
     jr_sim_run_for(c.sim, 30 * SEC);

@@ -671,6 +671,9 @@ class jr_node_health_info(Structure):
         ("nconsumers", c_size_t),
         ("groups", POINTER(POINTER(jr_group_health))),
         ("ngroups", c_size_t),
+        ("msgs", c_uint64),
+        ("memory_bytes", c_uint64),
+        ("file_bytes", c_uint64),
     ]
 
 

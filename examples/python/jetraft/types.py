@@ -679,6 +679,10 @@ class NodeHealth:
     nstreams: int = 0
     nconsumers: int = 0
     groups: list[GroupHealth] = field(default_factory=list)
+    #: what this node's stream replicas store: messages, bytes in memory and in files
+    msgs: int = 0
+    memory_bytes: int = 0
+    file_bytes: int = 0
 
     _ctype = _abi.jr_node_health_info
     _init = None

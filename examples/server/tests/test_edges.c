@@ -668,6 +668,12 @@ int main(int argc, char **argv)
             "\"max_msgs\":100", "update");
     request(c, &bb, "$JS.API.STREAM.PURGE.ORDERS", "", "\"purged\":100", "purge");
     consumers(c, &bb);
+    /* nats-server's JSInfo fields in /jsz: this server's usage (ORDERS alone is left, R1 here,
+     * file storage) */
+    http_get("/jsz", "\"accounts\": 1,");
+    http_get("/jsz", "\"streams\": 1,");
+    http_get("/jsz", "\"memory\": 0,");
+    http_get("/jsz", "\"reserved_storage\": 0,");
     /* the catch-up lag of ORDERS, led here and without replicas */
     http_get("/metrics", "jetraft_stream_lag_entries{server=\"solo\",stream=\"ORDERS\"} 0\n");
     request(c, &bb, "$JS.API.STREAM.DELETE.ORDERS", "", "\"success\":true", "delete");
