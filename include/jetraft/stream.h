@@ -301,6 +301,49 @@ typedef void (*jr_stream_info_cb)(void *arg, int status, const char *msg,
                                   const jr_stream_info *info);
 JR_API int jr_stream_info_get(jr_node *node, const char *name, jr_stream_info_cb cb, void *arg);
 
+/* A stream's details beyond its info, read at its leader as linearizably as a message get
+ * (JetStream's STREAM.INFO with subjects_filter and deleted_details). Each answers one page;
+ * ask again from where it ended for the rest. */
+
+/* A subject and how many messages the stream holds on it. Frozen: it never grows. */
+typedef struct jr_subject_count {
+    const char *subject;
+    uint64_t msgs;
+} jr_subject_count;
+typedef struct jr_subjects_page {
+    size_t size;                      /* sizeof(jr_subjects_page) as built into the library */
+    uint64_t total;                   /* subjects with messages that the filter matches */
+    uint64_t offset;                  /* how many of them sort before this page's first */
+    const jr_subject_count *subjects; /* sorted bytewise by subject */
+    size_t nsubjects; /* at most JR_SUBJECTS_LIMIT, fewer when the names are long: 0 only past
+                         the end */
+} jr_subjects_page;
+#define JR_SUBJECTS_LIMIT 10000
+typedef void (*jr_subjects_cb)(void *arg, int status, const char *msg,
+                               const jr_subjects_page *page);
+/* The subjects of stream `name` matching filter (a subject or pattern; NULL or "" for ">") with
+ * their message counts, from `offset` in bytewise order. JR_EINVAL for a filter that is not a
+ * valid pattern; otherwise as jr_stream_info_get. */
+JR_API int jr_stream_subjects(jr_node *node, const char *name, const char *filter, uint64_t offset,
+                              jr_subjects_cb cb, void *arg);
+
+/* An inclusive range of sequences. Frozen. */
+typedef struct jr_seq_range {
+    uint64_t first, last;
+} jr_seq_range;
+typedef struct jr_deleted_page {
+    size_t size;                /* sizeof(jr_deleted_page) as built into the library */
+    uint64_t total;             /* deleted seqs between the first and last seq (num_deleted) */
+    const jr_seq_range *ranges; /* sorted, disjoint; at most JR_DELETED_LIMIT */
+    size_t nranges;             /* 0 only past the end */
+} jr_deleted_page;
+#define JR_DELETED_LIMIT 2000
+typedef void (*jr_deleted_cb)(void *arg, int status, const char *msg, const jr_deleted_page *page);
+/* The seqs of stream `name` deleted between its first and last message (JetStream's deleted
+ * details), as ranges whose last seq is above `after` (0: from the start). */
+JR_API int jr_stream_deleted(jr_node *node, const char *name, uint64_t after, jr_deleted_cb cb,
+                             void *arg);
+
 /* Reads a message at any current replica of a stream with allow_direct (JetStream's direct
  * get, $JS.API.DIRECT.GET): seq >= 1 and subject NULL, message seq; seq 0 and a subject (or
  * pattern), the newest message on it; both, the first message at or after seq on it. The

@@ -522,9 +522,7 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
                        t ? t : "?", lost_note(r, note, sizeof note));
         return;
     }
-    int read = r->what == JR__REQ_INFO || r->what == JR__REQ_MSG_GET ||
-               r->what == JR__REQ_GET_LAST || r->what == JR__REQ_GET_NEXT ||
-               r->what == JR__REQ_CONSUMER_INFO;
+    int read = jr__req_leader_read(r->what) || r->what == JR__REQ_CONSUMER_INFO;
     if (read && jr__node_now(n) < r->deadline &&
         (status == JR_ELEADERLOST || status == JR_ETRANSFER ||
          (status == JR_ETIMEDOUT && !r->unanswered))) {
@@ -593,6 +591,8 @@ void jr__req_response(jr__req *r, int status, const uint8_t *p, size_t len)
     case JR__REQ_MSG_GET:
     case JR__REQ_GET_LAST:
     case JR__REQ_GET_NEXT:
+    case JR__REQ_SUBJECTS:
+    case JR__REQ_DELETED:
     case JR__REQ_CONSUMER_INFO:
     case JR__REQ_FETCH:
         if (status == 0) {
@@ -742,6 +742,12 @@ void jr__req_deliver(jr__req *r)
     case JR__REQ_GET_NEXT:
         jr__req_deliver_msg(r, st, msg);
         return;
+    case JR__REQ_SUBJECTS:
+        jr__subjects_deliver(r, st, msg);
+        return;
+    case JR__REQ_DELETED:
+        jr__deleted_deliver(r, st, msg);
+        return;
     case JR__REQ_META_INFO: {
         if (st != 0 && st != JR_ENOLEADER && st != JR_EREMOVED) {
             r->cb.meta(r->arg, st, msg, NULL);
@@ -879,8 +885,7 @@ static jr__req *stream_request(jr_node *n, uint8_t what, uint8_t kind, uint8_t s
     r->cb = cb;
     r->arg = arg;
     r->kind = kind;
-    r->resend = what == JR__REQ_INFO || what == JR__REQ_MSG_GET || what == JR__REQ_GET_LAST ||
-                what == JR__REQ_GET_NEXT;
+    r->resend = jr__req_leader_read(what);
     snprintf(r->stream, sizeof r->stream, "%s", name);
     const jr__meta_stream *s = jr__meta_stream_find(&js->st, name);
     if (!s && meta_settled(js)) {
@@ -1051,6 +1056,45 @@ int jr_stream_get_next(jr_node *n, const char *name, uint64_t seq, const char *s
             jr__buf_bytes(&r->payload, subject, strlen(subject));
             send_or_fail(r);
         }
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
+int jr_stream_subjects(jr_node *n, const char *name, const char *filter, uint64_t offset,
+                       jr_subjects_cb cb, void *arg)
+{
+    int rc = jr__js_entry(n, cb && name);
+    if (rc) return rc;
+    jr__node_enter(n);
+    jr__req_cb c = {.subjects = cb};
+    jr__req *r = stream_request(n, JR__REQ_SUBJECTS, JR__RPC_STREAM_ADMIN, JR__ADM_SUBJECTS, name,
+                                c, arg, &rc);
+    if (!filter || !*filter) filter = ">";
+    if (r) {
+        if (!jr__subject_valid_pattern(filter)) {
+            jr__req_finish(r, JR_EINVAL, "filter: '%s' is not a valid subject", filter);
+        } else {
+            jr__buf_varint(&r->payload, offset);
+            jr__buf_bytes(&r->payload, filter, strlen(filter));
+            send_or_fail(r);
+        }
+    }
+    jr__node_leave(n);
+    return rc;
+}
+
+int jr_stream_deleted(jr_node *n, const char *name, uint64_t after, jr_deleted_cb cb, void *arg)
+{
+    int rc = jr__js_entry(n, cb && name);
+    if (rc) return rc;
+    jr__node_enter(n);
+    jr__req_cb c = {.deleted = cb};
+    jr__req *r = stream_request(n, JR__REQ_DELETED, JR__RPC_STREAM_ADMIN, JR__ADM_DELETED, name, c,
+                                arg, &rc);
+    if (r) {
+        jr__buf_varint(&r->payload, after);
+        send_or_fail(r);
     }
     jr__node_leave(n);
     return rc;

@@ -146,6 +146,8 @@ enum jr__req_op {
     JR__REQ_BARRIER,       /* internal waiter: a consumer leader's read barrier on its stream
                               (JR__ADM_BARRIER; consumer_leader.c "Read barrier") */
     JR__REQ_GET_NEXT,      /* the first message at or after a seq on a subject, at the leader */
+    JR__REQ_SUBJECTS,      /* a page of subjects and their counts, at the leader (details.c) */
+    JR__REQ_DELETED,       /* a page of deleted seq ranges, at the leader (details.c) */
 };
 
 /* Sub-kinds of JR__RPC_STREAM_ADMIN (first byte of its payload). */
@@ -166,6 +168,8 @@ enum jr__admin_sub {
                                before it delivers (consumer_leader.c "Read barrier") */
     JR__ADM_GET_NEXT = 11,  /* varint seq | bytes subject: the first message at or after seq
                                whose subject matches, read at the leader as JR__ADM_GET_LAST */
+    JR__ADM_SUBJECTS = 12,  /* varint offset | bytes filter: a page of subjects (details.c) */
+    JR__ADM_DELETED = 13,   /* varint after: a page of deleted seq ranges (details.c) */
 };
 
 /* Sub-kinds of JR__RPC_CONSUMER (first byte of its payload; then u64 consumer group). */
@@ -215,6 +219,8 @@ typedef union jr__req_cb {
     jr_names_cb names;
     jr_stream_page_cb spage;
     jr_consumer_page_cb cpage;
+    jr_subjects_cb subjects;
+    jr_deleted_cb deleted;
 } jr__req_cb;
 
 /* One request made through the public API on this node (origin side). Pooled. What a publish
@@ -281,12 +287,12 @@ struct jr__req {
 typedef struct jr__waiter {
     struct jr__waiter *next;
     jr__route route;
-    uint8_t what;  /* JR__REQ_PUBLISH, JR__REQ_PURGE, JR__REQ_MSG_DELETE; a read (JR__REQ_INFO,
-                      JR__REQ_MSG_GET, JR__REQ_GET_LAST, JR__REQ_GET_NEXT) waiting for its TICK;
-                      0: internal op */
-    uint64_t seq;  /* JR__REQ_MSG_GET: the message; JR__REQ_GET_NEXT: the first seq to look at */
-    char *subject; /* JR__REQ_GET_LAST, JR__REQ_GET_NEXT: the subject (owned; freed by
-                      jr__waiter_put) */
+    uint8_t what;  /* JR__REQ_PUBLISH, JR__REQ_PURGE, JR__REQ_MSG_DELETE; a read (one of
+                      jr__req_leader_read) waiting for its TICK; 0: internal op */
+    uint64_t seq;  /* JR__REQ_MSG_GET: the message; JR__REQ_GET_NEXT: the first seq to look at;
+                      JR__REQ_SUBJECTS: the offset; JR__REQ_DELETED: the seq to start after */
+    char *subject; /* JR__REQ_GET_LAST, JR__REQ_GET_NEXT: the subject; JR__REQ_SUBJECTS: the
+                      filter (owned; freed by jr__waiter_put) */
     size_t subject_len;
     uint64_t tag; /* JR__REQ_BARRIER of a consumer leader on this server (route to nobody): the
                      barrier's number, seq its consumer's group */
@@ -1151,6 +1157,24 @@ size_t jr__cluster_replicas(jr__js *js, jr_group *g, const char *const *peers, s
 void jr__stepdown_exec(jr__js *js, jr_group *g, const jr__route *rt, const char *peer, size_t plen);
 /* Executes the read that waiter w staged (jr__srep_stage_read), now that its op is applied. */
 void jr__stream_exec_read(jr__js *js, jr__srep *r, const jr__waiter *w);
+
+/* details.c ------------------------------------------------------------------------------------*/
+
+/* At the leader, once the read's TICK is applied: a page of the subjects matching filter from
+ * offset, and a page of the deleted ranges ending above after, answered on rt. */
+void jr__subjects_exec(jr__js *js, jr__srep *r, const jr__route *rt, const char *filter,
+                       size_t flen, uint64_t offset);
+void jr__deleted_exec(jr__js *js, jr__srep *r, const jr__route *rt, uint64_t after);
+/* At the origin: decodes r->result and calls the user's callback. */
+void jr__subjects_deliver(jr__req *r, int st, const char *msg);
+void jr__deleted_deliver(jr__req *r, int st, const char *msg);
+/* 1 if `what` is a read the stream's leader serves after a TICK of its own (jr__srep_stage_read):
+ * info, message get, get last, get next, subjects, deleted. */
+static inline int jr__req_leader_read(uint8_t what)
+{
+    return what == JR__REQ_INFO || what == JR__REQ_MSG_GET || what == JR__REQ_GET_LAST ||
+           what == JR__REQ_GET_NEXT || what == JR__REQ_SUBJECTS || what == JR__REQ_DELETED;
+}
 
 /* catchup.c ---------------------------------------------------------------------------------*/
 

@@ -444,6 +444,8 @@ static void on_result(void *arg, uint32_t i, const jr__stream_result *res)
     case JR__REQ_MSG_GET:
     case JR__REQ_GET_LAST:
     case JR__REQ_GET_NEXT:
+    case JR__REQ_SUBJECTS:
+    case JR__REQ_DELETED:
         jr__stream_exec_read(r->js, r, w); /* the state as of this op of the committed log */
         return;
     case JR__REQ_BARRIER:
@@ -519,8 +521,7 @@ void jr__srep_apply_entry(jr__srep *r, uint64_t index, uint64_t term, const void
                          r->name, index, jr__stream_fsm_applied(r->fsm));
         }
         for (jr__waiter *w = a.w; w; w = w->next) {
-            if (w->what == JR__REQ_INFO || w->what == JR__REQ_MSG_GET ||
-                w->what == JR__REQ_GET_LAST || w->what == JR__REQ_GET_NEXT)
+            if (jr__req_leader_read(w->what))
                 jr__stream_exec_read(js, r, w);
             else if (w->what == JR__REQ_BARRIER)
                 barrier_answer(js, w, jr__stream_fsm_applied(r->fsm)); /* the newer state */

@@ -29,6 +29,9 @@
  *                  The asker reads the fields it knows and ignores any after them.
  *     DIRECT_GET   varint seq | str subject            → message, from any current replica
  *                  (api_lists.c)
+ *     GET_NEXT     varint seq | str subject              → message
+ *     SUBJECTS     varint offset | str filter            → a page of subjects (details.c)
+ *     DELETED      varint after                          → a page of deleted ranges (details.c)
  * A server that does not lead the stream answers JR_ENOTLEADER with the leader's name (or "")
  * so the requester can go there (READY and DIRECT_GET excepted); a request that does not
  * decode is JR_EINVAL.
@@ -41,6 +44,7 @@
 #include "js/js.h"
 #include "js/codec.h"
 #include "util/alloc.h"
+#include "util/subject.h"
 
 static void not_leader(jr__js *js, const jr__route *rt, uint64_t group)
 {
@@ -354,6 +358,10 @@ void jr__stream_exec_read(jr__js *js, jr__srep *r, const jr__waiter *w)
 {
     if (w->what == JR__REQ_INFO)
         exec_info(js, r, &w->route);
+    else if (w->what == JR__REQ_SUBJECTS)
+        jr__subjects_exec(js, r, &w->route, w->subject, w->subject_len, w->seq);
+    else if (w->what == JR__REQ_DELETED)
+        jr__deleted_exec(js, r, &w->route, w->seq);
     else
         exec_read(js, r, &w->route, w->what, w->seq, w->subject, w->subject_len);
 }
@@ -443,6 +451,20 @@ void jr__stream_exec(jr__js *js, uint8_t kind, const jr__route *rt, const uint8_
         const uint8_t *s = jr__rd_bytes(&rd, &n, 4096);
         if (rd.err || jr__rd_left(&rd) || seq == 0 || n == 0) break;
         stage_read(js, r, rt, JR__REQ_GET_NEXT, seq, (const char *)s, n);
+        return;
+    }
+    case JR__ADM_SUBJECTS: {
+        uint64_t offset = jr__rd_varint(&rd);
+        size_t n;
+        const uint8_t *s = jr__rd_bytes(&rd, &n, JR__OP_SUBJECT_MAX);
+        if (rd.err || jr__rd_left(&rd) || !jr__subject_valid((const char *)s, n, 1)) break;
+        stage_read(js, r, rt, JR__REQ_SUBJECTS, offset, (const char *)s, n);
+        return;
+    }
+    case JR__ADM_DELETED: {
+        uint64_t after = jr__rd_varint(&rd);
+        if (rd.err || jr__rd_left(&rd)) break;
+        stage_read(js, r, rt, JR__REQ_DELETED, after, NULL, 0);
         return;
     }
     case JR__ADM_BARRIER: /* a consumer leader's: the index of a TICK committed in this term */

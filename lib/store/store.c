@@ -1117,6 +1117,19 @@ uint64_t jr__store_subject_count(const jr__store *s, const char *subject, size_t
     return id ? jr__subjidx_get(&s->subjects, id)->count : 0;
 }
 
+int jr__store_subjects_each(const jr__store *s,
+                            int (*fn)(void *arg, const char *subject, size_t len, uint64_t count),
+                            void *arg)
+{
+    for (uint32_t id = 1; id < s->subjects.n; id++) {
+        const jr__subj *sj = jr__subjidx_get(&s->subjects, id);
+        if (!sj->name || !sj->count) continue;
+        int rc = fn(arg, sj->name, sj->len, sj->count);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 const jr__seq_range *jr__store_deleted(const jr__store *s, size_t *n)
 {
     *n = s->msgs ? s->nranges : 0;

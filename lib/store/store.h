@@ -226,6 +226,11 @@ uint64_t jr__store_num_pending(const jr__store *s, uint64_t from, const char *fi
                                size_t filter_len);
 /* Messages and seq of one subject (literal). 0 if it has none. */
 uint64_t jr__store_subject_count(const jr__store *s, const char *subject, size_t len);
+/* Calls fn for every subject with live messages (in no defined order) with its count, while fn
+ * returns 0; returns what stopped it, or 0. The subject is borrowed for the call. */
+int jr__store_subjects_each(const jr__store *s,
+                            int (*fn)(void *arg, const char *subject, size_t len, uint64_t count),
+                            void *arg);
 /* Interior deletes as sorted, disjoint, non-adjacent ranges (borrowed until the next call). */
 const jr__seq_range *jr__store_deleted(const jr__store *s, size_t *n);
 

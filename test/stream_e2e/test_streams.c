@@ -564,6 +564,73 @@ START_TEST(bad_input_changes_nothing)
 }
 END_TEST
 
+/* The result of jr_stream_subjects or jr_stream_deleted (the first 8 entries). */
+typedef struct det_res {
+    int done, status;
+    uint64_t total, offset;
+    size_t n;
+    char subj[8][32];
+    uint64_t msgs[8];
+    jr_seq_range rg[8];
+} det_res;
+
+static void subjects_cb(void *arg, int status, const char *msg, const jr_subjects_page *p)
+{
+    det_res *d = arg;
+    (void)msg;
+    ck_assert_msg(!d->done, "a callback ran twice");
+    d->done = 1;
+    d->status = status;
+    ck_assert_int_eq(p != NULL, status == 0);
+    if (!p) return;
+    d->total = p->total;
+    d->offset = p->offset;
+    d->n = p->nsubjects;
+    for (size_t i = 0; i < p->nsubjects && i < 8; i++) {
+        snprintf(d->subj[i], sizeof d->subj[i], "%s", p->subjects[i].subject);
+        d->msgs[i] = p->subjects[i].msgs;
+    }
+}
+
+static void deleted_cb(void *arg, int status, const char *msg, const jr_deleted_page *p)
+{
+    det_res *d = arg;
+    (void)msg;
+    ck_assert_msg(!d->done, "a callback ran twice");
+    d->done = 1;
+    d->status = status;
+    ck_assert_int_eq(p != NULL, status == 0);
+    if (!p) return;
+    d->total = p->total;
+    d->n = p->nranges;
+    for (size_t i = 0; i < p->nranges && i < 8; i++) d->rg[i] = p->ranges[i];
+}
+
+static int det_done(void *arg, jr_sim *sim)
+{
+    (void)sim;
+    return ((det_res *)arg)->done;
+}
+
+static int subjects(unsigned node, const char *name, const char *filter, uint64_t offset,
+                    det_res *d)
+{
+    memset(d, 0, sizeof *d);
+    int rc = jr_stream_subjects(e2e_node(&c, node), name, filter, offset, subjects_cb, d);
+    if (rc) return rc;
+    ck_assert_int_eq(jr_sim_run_until(c.sim, det_done, d, 10 * SEC), 0);
+    return d->status;
+}
+
+static int deleted(unsigned node, const char *name, uint64_t after, det_res *d)
+{
+    memset(d, 0, sizeof *d);
+    int rc = jr_stream_deleted(e2e_node(&c, node), name, after, deleted_cb, d);
+    if (rc) return rc;
+    ck_assert_int_eq(jr_sim_run_until(c.sim, det_done, d, 10 * SEC), 0);
+    return d->status;
+}
+
 START_TEST(admin_calls)
 {
     int l = make("ADM", "adm.>", 3, NULL);
@@ -597,6 +664,39 @@ START_TEST(admin_calls)
     ck_assert_int_eq(e2e_msg_delete(&c, other, "ADM", 5, &r), 0);
     ck_assert_int_eq(e2e_msg_get(&c, other, "ADM", 5, &r), JR_ENOTFOUND);
     ck_assert_int_eq(e2e_msg_delete(&c, other, "ADM", 5, &r), JR_ENOTFOUND);
+    /* the details: subjects with their counts, sorted, paged by offset; the deleted seqs */
+    det_res d;
+    ck_assert_int_eq(subjects(other, "ADM", NULL, 0, &d), 0);
+    ck_assert_uint_eq(d.total, 3);
+    ck_assert_uint_eq(d.n, 3);
+    ck_assert_str_eq(d.subj[0], "adm.a");
+    ck_assert_str_eq(d.subj[1], "adm.b");
+    ck_assert_uint_eq(d.msgs[0], 10);
+    ck_assert_uint_eq(d.msgs[1], 9); /* seq 5 went */
+    ck_assert_uint_eq(d.msgs[2], 10);
+    ck_assert_int_eq(subjects((unsigned)l, "ADM", "adm.b", 0, &d), 0);
+    ck_assert_uint_eq(d.total, 1);
+    ck_assert_str_eq(d.subj[0], "adm.b");
+    ck_assert_int_eq(subjects(other, "ADM", "adm.*", 1, &d), 0);
+    ck_assert_uint_eq(d.total, 3);
+    ck_assert_uint_eq(d.offset, 1);
+    ck_assert_uint_eq(d.n, 2);
+    ck_assert_str_eq(d.subj[0], "adm.b");
+    ck_assert_int_eq(subjects(other, "ADM", ">", 3, &d), 0);
+    ck_assert_uint_eq(d.n, 0);
+    ck_assert_int_eq(subjects(other, "ADM", "zzz.>", 0, &d), 0);
+    ck_assert_uint_eq(d.total, 0);
+    ck_assert_int_eq(subjects(other, "ADM", "adm..x", 0, &d), JR_EINVAL);
+    ck_assert_int_eq(subjects(other, "NOPE", NULL, 0, &d), JR_ENOTFOUND);
+    ck_assert_int_eq(deleted(other, "ADM", 0, &d), 0);
+    ck_assert_uint_eq(d.total, 1);
+    ck_assert_uint_eq(d.n, 1);
+    ck_assert_uint_eq(d.rg[0].first, 5);
+    ck_assert_uint_eq(d.rg[0].last, 5);
+    ck_assert_int_eq(deleted((unsigned)l, "ADM", 4, &d), 0);
+    ck_assert_uint_eq(d.n, 1);
+    ck_assert_int_eq(deleted(other, "ADM", 5, &d), 0);
+    ck_assert_uint_eq(d.n, 0);
     jr_purge_opts po;
     jr_purge_opts_init(&po);
     po.subject = "adm.a";
@@ -674,6 +774,18 @@ START_TEST(admin_calls)
     ck_assert_uint_eq(r.seq, 1);
     ck_assert_int_eq(e2e_info(&c, 1, "ADM", &r), 0);
     ck_assert_uint_eq(r.state.msgs, 1);
+    /* deleted seqs as ranges: 3 and 4 adjacent, 7 alone */
+    for (int i = 0; i < 9; i++) ck_assert_int_eq(e2e_publish(&c, 1, "adm.d", "y", 1, NULL, &r), 0);
+    static const uint64_t gone[] = {3, 7, 4};
+    for (size_t i = 0; i < 3; i++) ck_assert_int_eq(e2e_msg_delete(&c, 2, "ADM", gone[i], &r), 0);
+    ck_assert_int_eq(deleted(0, "ADM", 0, &d), 0);
+    ck_assert_uint_eq(d.total, 3);
+    ck_assert_uint_eq(d.n, 2);
+    ck_assert(d.rg[0].first == 3 && d.rg[0].last == 4 && d.rg[1].first == 7 && d.rg[1].last == 7);
+    ck_assert_int_eq(deleted(0, "ADM", 3, &d), 0); /* 4 is above 3: that range still counts */
+    ck_assert_uint_eq(d.n, 2);
+    ck_assert_int_eq(deleted(0, "ADM", 4, &d), 0);
+    ck_assert(d.n == 1 && d.rg[0].first == 7);
 }
 END_TEST
 
