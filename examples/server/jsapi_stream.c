@@ -97,6 +97,174 @@ out:
     jsr_free(r);
 }
 
+/* ---- stream info with details ---------------------------------------------------------------- */
+
+/* At most this many subjects in one info reply, as nats-server (JSMaxSubjectDetails): a client
+ * asks again from an offset for more. */
+#define SUBJECTS_MAX 100000
+/* At most this many deleted seqs in one info reply (JetStream lists them all; a stream with
+ * more interior deletes than this lists the first ones, num_deleted counts them all). */
+#define DELETED_MAX 100000
+
+/* A STREAM.INFO asking for subjects_filter or deleted_details: the info, then the subjects
+ * page by page from the asked offset, then the deleted ranges expanded to seqs, then one reply. */
+typedef struct info_details {
+    req *r;
+    json_t *info;
+    char *filter;     /* NULL: no subjects asked */
+    uint64_t offset;  /* the asked offset */
+    uint64_t total;   /* subjects the filter matches */
+    json_t *subjects; /* subject -> messages */
+    int deleted;      /* deleted_details */
+    json_t *dels;     /* the deleted seqs */
+} info_details;
+
+static void details_free(info_details *d)
+{
+    json_decref(d->info);
+    json_decref(d->subjects);
+    json_decref(d->dels);
+    free(d->filter);
+    jsr_free(d->r);
+    free(d);
+}
+
+static void details_fail(info_details *d, int status, const char *msg)
+{
+    jsr_status_error(d->r, status, msg);
+    details_free(d);
+}
+
+static void details_finish(info_details *d)
+{
+    json_t *state = json_object_get(d->info, "state");
+    if (d->filter && d->total) {
+        json_object_set(state, "subjects", d->subjects);
+        json_object_set_new(d->info, "total", json_integer((json_int_t)d->total));
+        json_object_set_new(d->info, "offset", json_integer((json_int_t)d->offset));
+        json_object_set_new(d->info, "limit", json_integer(SUBJECTS_MAX));
+    }
+    if (d->deleted && json_array_size(d->dels)) json_object_set(state, "deleted", d->dels);
+    jsr_send_json(d->r->s, d->r->reply, d->r->type, d->info);
+    d->info = NULL; /* sent (stolen) */
+    details_free(d);
+}
+
+static void on_deleted(void *arg, int status, const char *msg, const jr_deleted_page *page);
+
+static void next_deleted(info_details *d, uint64_t after)
+{
+    int rc = jr_stream_deleted(d->r->s->node, d->r->name, after, on_deleted, d);
+    if (rc) details_fail(d, rc, NULL);
+}
+
+static void on_deleted(void *arg, int status, const char *msg, const jr_deleted_page *page)
+{
+    info_details *d = arg;
+    if (status) {
+        details_fail(d, status, msg);
+        return;
+    }
+    uint64_t last = 0;
+    for (size_t i = 0; i < page->nranges && json_array_size(d->dels) < DELETED_MAX; i++) {
+        for (uint64_t q = page->ranges[i].first;
+             q <= page->ranges[i].last && json_array_size(d->dels) < DELETED_MAX; q++)
+            json_array_append_new(d->dels, json_integer((json_int_t)q));
+        last = page->ranges[i].last;
+    }
+    if (page->nranges && json_array_size(d->dels) < DELETED_MAX)
+        next_deleted(d, last);
+    else
+        details_finish(d);
+}
+
+static void after_subjects(info_details *d)
+{
+    if (d->deleted)
+        next_deleted(d, 0);
+    else
+        details_finish(d);
+}
+
+static void on_subjects(void *arg, int status, const char *msg, const jr_subjects_page *page);
+
+static void next_subjects(info_details *d, uint64_t offset)
+{
+    int rc = jr_stream_subjects(d->r->s->node, d->r->name, d->filter, offset, on_subjects, d);
+    if (rc) details_fail(d, rc, NULL);
+}
+
+static void on_subjects(void *arg, int status, const char *msg, const jr_subjects_page *page)
+{
+    info_details *d = arg;
+    if (status) {
+        details_fail(d, status, msg);
+        return;
+    }
+    d->total = page->total;
+    for (size_t i = 0; i < page->nsubjects && json_object_size(d->subjects) < SUBJECTS_MAX; i++)
+        json_object_set_new(d->subjects, page->subjects[i].subject,
+                            json_integer((json_int_t)page->subjects[i].msgs));
+    uint64_t next = page->offset + page->nsubjects;
+    if (page->nsubjects && next < page->total && json_object_size(d->subjects) < SUBJECTS_MAX)
+        next_subjects(d, next);
+    else
+        after_subjects(d);
+}
+
+static void on_info_details(void *arg, int status, const char *msg, const jr_stream_info *info)
+{
+    info_details *d = arg;
+    if (status) {
+        details_fail(d, status, msg);
+        return;
+    }
+    d->info = js_stream_info_json(info, jsr_wall_ns());
+    if (d->filter)
+        next_subjects(d, d->offset);
+    else
+        after_subjects(d);
+}
+
+/* STREAM.INFO: the info alone, or with the details its body asks for. */
+static void stream_info(req *r, const void *data, size_t len)
+{
+    json_t *j = jsr_body(r, data, len);
+    if (!j) return;
+    json_t *f = json_object_get(j, "subjects_filter"), *dd = json_object_get(j, "deleted_details");
+    const char *filter = json_is_string(f) && json_string_length(f) ? json_string_value(f) : NULL;
+    int deleted = json_is_true(dd);
+    if (!filter && !deleted) {
+        json_decref(j);
+        if (jr_stream_info_get(r->s->node, r->name, on_info, r) != 0) {
+            jsr_status_error(r, JR_ECLOSED, NULL);
+            jsr_free(r);
+        }
+        return;
+    }
+    info_details *d = calloc(1, sizeof *d);
+    if (d) {
+        d->r = r;
+        d->filter = filter ? strdup(filter) : NULL;
+        d->offset = jsr_offset(j);
+        d->deleted = deleted;
+        d->subjects = json_object();
+        d->dels = json_array();
+    }
+    json_decref(j);
+    if (!d || (filter && !d->filter) || !d->subjects || !d->dels) {
+        if (d) {
+            d->r = NULL;
+            details_free(d);
+        }
+        jsr_status_error(r, JR_ENOMEM, NULL);
+        jsr_free(r);
+        return;
+    }
+    int rc = jr_stream_info_get(r->s->node, r->name, on_info_details, d);
+    if (rc) details_fail(d, rc, NULL);
+}
+
 /* ---- names and list ------------------------------------------------------------------------- */
 
 static void on_names(void *arg, int status, const char *msg, const jr_names *page)
@@ -405,10 +573,7 @@ int jsapi_stream(server *s, const char *api, const char *reply, const void *data
             }
             return 1;
         case 'i':
-            if (jr_stream_info_get(s->node, name, on_info, r) != 0) {
-                jsr_status_error(r, JR_ECLOSED, NULL);
-                jsr_free(r);
-            }
+            stream_info(r, data, len);
             return 1;
         case 'p':
             purge(r, data, len);

@@ -657,6 +657,20 @@ int main(int argc, char **argv)
     request(c, &bb, "$JS.API.STREAM.LIST", "", "\"total\":1", "list");
     request(c, &bb, "$JS.API.STREAM.MSG.DELETE.ORDERS", "{\"seq\":1}", "\"success\":true",
             "msg delete");
+    /* the details STREAM.INFO's body asks for: subjects with counts, deleted seqs */
+    request(c, &bb, "$JS.API.STREAM.MSG.DELETE.ORDERS", "{\"seq\":3}", "\"success\":true",
+            "msg delete inside");
+    request(c, &bb, "$JS.API.STREAM.INFO.ORDERS", "{\"subjects_filter\":\">\"}",
+            "\"subjects\":{\"orders.1\":1,\"orders.b\":1999}", "info with subjects");
+    expect(c, &bb, "\"total\":2,\"offset\":0,\"limit\":100000", "info with subjects, paged");
+    request(c, &bb, "$JS.API.STREAM.INFO.ORDERS", "{\"subjects_filter\":\"orders.*\",\"offset\":1}",
+            "\"subjects\":{\"orders.b\":1999}", "info with subjects from an offset");
+    request(c, &bb, "$JS.API.STREAM.INFO.ORDERS", "{\"deleted_details\":true}", "\"num_deleted\":1",
+            "info with deleted details");
+    expect(c, &bb, "\"deleted\":[3]", "info with deleted details, the seqs");
+    request(c, &bb, "$JS.API.STREAM.INFO.ORDERS", "{\"subjects_filter\":\"orders..\"}",
+            "\"err_code\":", "info with an invalid subjects filter");
+    printf("ok: STREAM.INFO with subjects_filter, offset and deleted_details\n");
     request(c, &bb, "$JS.API.STREAM.LEADER.STEPDOWN.ORDERS",
             "{\"placement\":{\"preferred\":\"zz\"}}",
             "\"err_code\":10005,\"description\":\"preferred server \\\"zz\\\" not known\"",
