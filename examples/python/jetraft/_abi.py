@@ -428,6 +428,39 @@ class jr_pub_opts(Structure):
     ]
 
 
+class jr_subject_count(Structure):
+    _fields_ = [
+        ("subject", c_char_p),
+        ("msgs", c_uint64),
+    ]
+
+
+class jr_subjects_page(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("total", c_uint64),
+        ("offset", c_uint64),
+        ("subjects", POINTER(jr_subject_count)),
+        ("nsubjects", c_size_t),
+    ]
+
+
+class jr_seq_range(Structure):
+    _fields_ = [
+        ("first", c_uint64),
+        ("last", c_uint64),
+    ]
+
+
+class jr_deleted_page(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("total", c_uint64),
+        ("ranges", POINTER(jr_seq_range)),
+        ("nranges", c_size_t),
+    ]
+
+
 class jr_pub_ack(Structure):
     _fields_ = [
         ("size", c_size_t),
@@ -442,6 +475,8 @@ class jr_pub_ack(Structure):
 stream_fn = CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 purge_fn = CFUNCTYPE(None, c_void_p, c_int, c_char_p, c_uint64)
 create_fn = CFUNCTYPE(None, c_void_p, c_int, c_char_p, c_int)
+subjects_fn = CFUNCTYPE(None, c_void_p, c_int, c_char_p, POINTER(jr_subjects_page))
+deleted_fn = CFUNCTYPE(None, c_void_p, c_int, c_char_p, POINTER(jr_deleted_page))
 msg_fn = CFUNCTYPE(None, c_void_p, c_int, c_char_p, POINTER(jr_stored_msg))
 stream_info_fn = CFUNCTYPE(None, c_void_p, c_int, c_char_p, POINTER(jr_stream_info))
 names_fn = CFUNCTYPE(None, c_void_p, c_int, c_char_p, POINTER(jr_names))
@@ -775,6 +810,8 @@ CONSTANTS: dict[str, int] = {
     "JR_SIM_WALL_START_NS": 1704067200000000000,
     "JR_NAMES_LIMIT": 1024,
     "JR_LIST_LIMIT": 256,
+    "JR_SUBJECTS_LIMIT": 10000,
+    "JR_DELETED_LIMIT": 2000,
     "JR_MAX_REPLICAS": 5,
     "JR_DRAIN_LIST_MAX": 64,
     "JR_STREAM_NAME_MAX": 255,
@@ -929,6 +966,8 @@ FUNCTIONS: dict[str, tuple[object, list[object]]] = {
     "jr_stream_info_get": (c_int, [_node, c_char_p, stream_info_fn, c_void_p]),
     "jr_stream_direct_get": (c_int, [_node, c_char_p, c_uint64, c_char_p, msg_fn, c_void_p]),
     "jr_stream_names": (c_int, [_node, c_char_p, c_uint64, names_fn, c_void_p]),
+    "jr_stream_subjects": (c_int, [_node, c_char_p, c_char_p, c_uint64, subjects_fn, c_void_p]),
+    "jr_stream_deleted": (c_int, [_node, c_char_p, c_uint64, deleted_fn, c_void_p]),
     "jr_stream_list": (c_int, [_node, c_char_p, c_uint64, stream_page_fn, c_void_p]),
     "jr_pub_opts_init_size": (None, [P(jr_pub_opts), c_size_t]),
     "jr_publish": (

@@ -29,6 +29,7 @@ from .types import (
     ConsumerInfo,
     ConsumerMsg,
     ConsumerPage,
+    DeletedPage,
     FetchEnd,
     Fetched,
     FetchOpts,
@@ -46,6 +47,7 @@ from .types import (
     StreamConfig,
     StreamInfo,
     StreamPage,
+    SubjectsPage,
 )
 
 T = TypeVar("T")
@@ -451,6 +453,50 @@ class Node:
             "stream names",
             Names,
             lambda k: lib.jr_stream_names(self.ptr, enc(subject), offset, reg.names_cb, k),
+        )
+
+    def stream_subjects(self, name: str, filter: str | None = None,
+                        offset: int = 0) -> Pending[SubjectsPage]:
+        """A page of the stream's subjects matching filter with their message counts, from
+        offset in bytewise order."""
+        p: Pending[SubjectsPage] = Pending(f"stream subjects {name}")
+
+        def done(status: int, msg: bytes | None, page: Any) -> bool:
+            if status < 0:
+                p._fail(status, msg)
+            else:
+                pg = page.contents
+                subjects = {dec(pg.subjects[i].subject) or "": int(pg.subjects[i].msgs)
+                            for i in range(pg.nsubjects)}
+                p._finish(SubjectsPage(int(pg.total), int(pg.offset), subjects))
+            return True
+
+        return self._start(
+            done,
+            lambda k: lib.jr_stream_subjects(self.ptr, enc(name), enc(filter), offset,
+                                             reg.subjects_cb, k),
+            p,
+        )
+
+    def stream_deleted(self, name: str, after: int = 0) -> Pending[DeletedPage]:
+        """A page of the seqs deleted between the stream's first and last message, as
+        (first, last) ranges ending above `after`."""
+        p: Pending[DeletedPage] = Pending(f"stream deleted {name}")
+
+        def done(status: int, msg: bytes | None, page: Any) -> bool:
+            if status < 0:
+                p._fail(status, msg)
+            else:
+                pg = page.contents
+                ranges = [(int(pg.ranges[i].first), int(pg.ranges[i].last))
+                          for i in range(pg.nranges)]
+                p._finish(DeletedPage(int(pg.total), ranges))
+            return True
+
+        return self._start(
+            done,
+            lambda k: lib.jr_stream_deleted(self.ptr, enc(name), after, reg.deleted_cb, k),
+            p,
         )
 
     def stream_list(self, subject: str | None = None, offset: int = 0) -> Pending[StreamPage]:

@@ -358,6 +358,23 @@ class PubOpts:
 
 
 @dataclass
+class SubjectsPage:
+    """A page of a stream's subjects (Node.stream_subjects)."""
+
+    total: int = 0  #: subjects the filter matches
+    offset: int = 0  #: how many of them sort before this page
+    subjects: dict[str, int] = field(default_factory=dict)  #: subject -> messages, sorted
+
+
+@dataclass
+class DeletedPage:
+    """A page of a stream's deleted seqs (Node.stream_deleted)."""
+
+    total: int = 0  #: seqs deleted between the first and last message
+    ranges: list[tuple[int, int]] = field(default_factory=list)  #: (first, last), inclusive
+
+
+@dataclass
 class PubAck:
     stream: str = ""
     seq: int = 0

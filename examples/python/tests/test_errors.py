@@ -68,6 +68,21 @@ class ErrorMappingTest(unittest.TestCase):
         self.assertIs(self.sim.wait(self.sim.node(0).stream_create(cfg)), True)
         self.assertIs(self.sim.wait(self.sim.node(1).stream_create(cfg)), False)
 
+    def test_subjects_and_deleted_details(self) -> None:
+        self.sim.stream_add(StreamConfig(name="DET", subjects=["det.>"], replicas=3))
+        for i in range(6):
+            self.sim.publish(f"det.{'ab'[i % 2]}", b"x")
+        self.sim.wait(self.sim.node(1).msg_delete("DET", 3))
+        page = self.sim.wait(self.sim.node(2).stream_subjects("DET"))
+        self.assertEqual((page.total, page.offset), (2, 0))
+        self.assertEqual(page.subjects, {"det.a": 2, "det.b": 3})
+        page = self.sim.wait(self.sim.node(0).stream_subjects("DET", "det.*", offset=1))
+        self.assertEqual(page.subjects, {"det.b": 3})
+        deleted = self.sim.wait(self.sim.node(0).stream_deleted("DET"))
+        self.assertEqual((deleted.total, deleted.ranges), (1, [(3, 3)]))
+        with self.assertRaises(InvalidArgumentError):
+            self.sim.wait(self.sim.node(0).stream_subjects("DET", "det..x"))
+
     def test_a_refusal_says_which_limit_or_which_last_msg_id(self) -> None:
         self.sim.stream_add(StreamConfig(name="LIM", subjects=["lim.>"], replicas=3,
                                          max_msgs=1, discard=jetraft.Discard.NEW))
