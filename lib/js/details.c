@@ -117,77 +117,110 @@ void jr__deleted_exec(jr__js *js, jr__srep *r, const jr__route *rt, uint64_t aft
 
 /* Origin side -----------------------------------------------------------------------------*/
 
+int jr__subjects_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__subjects_dec *out)
+{
+    memset(out, 0, sizeof *out);
+    out->alloc = a;
+    jr__rd rd;
+    jr__rd_init(&rd, p, len);
+    uint64_t total = jr__rd_varint(&rd), offset = jr__rd_varint(&rd);
+    size_t n = jr__rd_count(&rd, 2);
+    if (rd.err || n > total) return JR_ECORRUPT;
+    if (n) {
+        out->v = jr__calloc(a, n, sizeof *out->v);
+        /* the names, NUL-terminated, in one block no larger than the payload plus n */
+        out->names = jr__malloc(a, len + n);
+        if (!out->v || !out->names) {
+            jr__subjects_dec_free(out);
+            return JR_ENOMEM;
+        }
+    }
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t sl;
+        const uint8_t *s = jr__rd_bytes(&rd, &sl, JR__OP_SUBJECT_MAX);
+        uint64_t msgs = jr__rd_varint(&rd);
+        if (rd.err || sl == 0 || memchr(s, 0, sl)) break;
+        memcpy(out->names + used, s, sl);
+        out->names[used + sl] = 0;
+        out->v[i] = (jr_subject_count){out->names + used, msgs};
+        used += sl + 1;
+    }
+    if (rd.err || jr__rd_left(&rd) || (n && !out->v[n - 1].subject)) {
+        jr__subjects_dec_free(out);
+        return JR_ECORRUPT;
+    }
+    out->page = (jr_subjects_page){sizeof out->page, total, offset, out->v, n};
+    return 0;
+}
+
+void jr__subjects_dec_free(jr__subjects_dec *d)
+{
+    jr__free(d->alloc, d->v);
+    jr__free(d->alloc, d->names);
+    d->v = NULL;
+    d->names = NULL;
+}
+
+int jr__deleted_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__deleted_dec *out)
+{
+    memset(out, 0, sizeof *out);
+    out->alloc = a;
+    jr__rd rd;
+    jr__rd_init(&rd, p, len);
+    uint64_t total = jr__rd_varint(&rd);
+    size_t n = jr__rd_count(&rd, 2);
+    if (rd.err) return JR_ECORRUPT;
+    if (n && !(out->v = jr__calloc(a, n, sizeof *out->v))) return JR_ENOMEM;
+    uint64_t prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t first = jr__rd_varint(&rd), span = jr__rd_varint(&rd);
+        if (rd.err || first <= prev || span > UINT64_MAX - first) {
+            jr__rd_fail(&rd);
+            break;
+        }
+        out->v[i] = (jr_seq_range){first, first + span};
+        prev = first + span;
+    }
+    if (rd.err || jr__rd_left(&rd)) {
+        jr__deleted_dec_free(out);
+        return JR_ECORRUPT;
+    }
+    out->page = (jr_deleted_page){sizeof out->page, total, out->v, n};
+    return 0;
+}
+
+void jr__deleted_dec_free(jr__deleted_dec *d)
+{
+    jr__free(d->alloc, d->v);
+    d->v = NULL;
+}
+
+static const char *why(int rc, const char *what)
+{
+    return rc == JR_ENOMEM ? "out of memory" : what;
+}
+
 void jr__subjects_deliver(jr__req *r, int st, const char *msg)
 {
-    const jr_allocator *a = r->js->alloc;
     if (st != 0) {
         r->cb.subjects(r->arg, st, msg, NULL);
         return;
     }
-    jr__rd rd;
-    jr__rd_init(&rd, r->result.data, r->result.len);
-    uint64_t total = jr__rd_varint(&rd), offset = jr__rd_varint(&rd);
-    size_t n = jr__rd_count(&rd, 2);
-    jr_subject_count *v = n ? jr__calloc(a, n, sizeof *v) : NULL;
-    /* the names, NUL-terminated, in one block no larger than the payload plus n */
-    char *names = n ? jr__malloc(a, r->result.len + n) : NULL;
-    int rc = n && (!v || !names) ? JR_ENOMEM : 0;
-    size_t used = 0;
-    for (size_t i = 0; !rc && i < n; i++) {
-        size_t len;
-        const uint8_t *s = jr__rd_bytes(&rd, &len, JR__OP_SUBJECT_MAX);
-        uint64_t msgs = jr__rd_varint(&rd);
-        if (rd.err || len == 0 || memchr(s, 0, len)) {
-            rc = JR_ECORRUPT;
-            break;
-        }
-        memcpy(names + used, s, len);
-        names[used + len] = 0;
-        v[i] = (jr_subject_count){names + used, msgs};
-        used += len + 1;
-    }
-    if (!rc && (rd.err || jr__rd_left(&rd) || n > total)) rc = JR_ECORRUPT;
-    if (rc) {
-        r->cb.subjects(r->arg, rc, rc == JR_ENOMEM ? "out of memory" : "subjects do not decode",
-                       NULL);
-    } else {
-        jr_subjects_page page = {sizeof page, total, offset, v, n};
-        r->cb.subjects(r->arg, 0, "", &page);
-    }
-    jr__free(a, v);
-    jr__free(a, names);
+    jr__subjects_dec d;
+    int rc = jr__subjects_decode(r->result.data, r->result.len, r->js->alloc, &d);
+    r->cb.subjects(r->arg, rc, rc ? why(rc, "subjects do not decode") : "", rc ? NULL : &d.page);
+    jr__subjects_dec_free(&d);
 }
 
 void jr__deleted_deliver(jr__req *r, int st, const char *msg)
 {
-    const jr_allocator *a = r->js->alloc;
     if (st != 0) {
         r->cb.deleted(r->arg, st, msg, NULL);
         return;
     }
-    jr__rd rd;
-    jr__rd_init(&rd, r->result.data, r->result.len);
-    uint64_t total = jr__rd_varint(&rd);
-    size_t n = jr__rd_count(&rd, 2);
-    jr_seq_range *v = n ? jr__calloc(a, n, sizeof *v) : NULL;
-    int rc = n && !v ? JR_ENOMEM : 0;
-    uint64_t prev = 0;
-    for (size_t i = 0; !rc && i < n; i++) {
-        uint64_t first = jr__rd_varint(&rd), span = jr__rd_varint(&rd);
-        if (rd.err || first <= prev || span > UINT64_MAX - first) {
-            rc = JR_ECORRUPT;
-            break;
-        }
-        v[i] = (jr_seq_range){first, first + span};
-        prev = first + span;
-    }
-    if (!rc && (rd.err || jr__rd_left(&rd))) rc = JR_ECORRUPT;
-    if (rc) {
-        r->cb.deleted(r->arg, rc, rc == JR_ENOMEM ? "out of memory" : "deleted seqs do not decode",
-                      NULL);
-    } else {
-        jr_deleted_page page = {sizeof page, total, v, n};
-        r->cb.deleted(r->arg, 0, "", &page);
-    }
-    jr__free(a, v);
+    jr__deleted_dec d;
+    int rc = jr__deleted_decode(r->result.data, r->result.len, r->js->alloc, &d);
+    r->cb.deleted(r->arg, rc, rc ? why(rc, "deleted seqs do not decode") : "", rc ? NULL : &d.page);
+    jr__deleted_dec_free(&d);
 }

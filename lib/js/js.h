@@ -1165,6 +1165,24 @@ void jr__stream_exec_read(jr__js *js, jr__srep *r, const jr__waiter *w);
 void jr__subjects_exec(jr__js *js, jr__srep *r, const jr__route *rt, const char *filter,
                        size_t flen, uint64_t offset);
 void jr__deleted_exec(jr__js *js, jr__srep *r, const jr__route *rt, uint64_t after);
+/* Decoded pages: `page` borrows the rest, freed by the _free call (also after a failure). 0,
+ * JR_ECORRUPT (truncated, trailing bytes, more subjects than the total, an empty subject or one
+ * with a NUL, ranges out of order or overflowing) or JR_ENOMEM. */
+typedef struct jr__subjects_dec {
+    jr_subjects_page page;
+    jr_subject_count *v;
+    char *names;
+    const jr_allocator *alloc;
+} jr__subjects_dec;
+int jr__subjects_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__subjects_dec *out);
+void jr__subjects_dec_free(jr__subjects_dec *d);
+typedef struct jr__deleted_dec {
+    jr_deleted_page page;
+    jr_seq_range *v;
+    const jr_allocator *alloc;
+} jr__deleted_dec;
+int jr__deleted_decode(const uint8_t *p, size_t len, const jr_allocator *a, jr__deleted_dec *out);
+void jr__deleted_dec_free(jr__deleted_dec *d);
 /* At the origin: decodes r->result and calls the user's callback. */
 void jr__subjects_deliver(jr__req *r, int st, const char *msg);
 void jr__deleted_deliver(jr__req *r, int st, const char *msg);

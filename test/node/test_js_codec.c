@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "js/codec.h"
+#include "js/js.h"
 
 START_TEST(info_round_trip_keeps_damaged_and_never_current)
 {
@@ -272,6 +273,90 @@ START_TEST(server_report_carries_the_drain_lists)
 }
 END_TEST
 
+/* Pages of subjects and deleted ranges (details.c): a well-formed one decodes; every prefix of
+ * it, a trailing byte and each malformed field are refused. */
+static void subjects_payload(jr__buf *b, uint64_t total, uint64_t n, const char *const *subj)
+{
+    jr__buf_reset(b);
+    jr__buf_varint(b, total);
+    jr__buf_varint(b, 1); /* offset */
+    jr__buf_varint(b, n);
+    for (uint64_t i = 0; i < n; i++) {
+        jr__buf_bytes(b, subj[i], strlen(subj[i]) + (subj[i][0] == 'z')); /* 'z': its NUL too */
+        jr__buf_varint(b, 7 + i);
+    }
+}
+
+START_TEST(subjects_and_deleted_pages_decode_or_are_refused)
+{
+    jr__buf b;
+    jr__buf_init(&b, NULL);
+    static const char *const ok[] = {"a.b", "a.c"};
+    subjects_payload(&b, 5, 2, ok);
+    jr__subjects_dec sd;
+    ck_assert_int_eq(jr__subjects_decode(b.data, b.len, NULL, &sd), 0);
+    ck_assert_uint_eq(sd.page.total, 5);
+    ck_assert_uint_eq(sd.page.offset, 1);
+    ck_assert_uint_eq(sd.page.nsubjects, 2);
+    ck_assert_str_eq(sd.page.subjects[1].subject, "a.c");
+    ck_assert_uint_eq(sd.page.subjects[1].msgs, 8);
+    jr__subjects_dec_free(&sd);
+    for (size_t k = 0; k < b.len; k++) {
+        ck_assert_int_eq(jr__subjects_decode(b.data, k, NULL, &sd), JR_ECORRUPT);
+        jr__subjects_dec_free(&sd);
+    }
+    jr__buf_u8(&b, 0);
+    ck_assert_int_eq(jr__subjects_decode(b.data, b.len, NULL, &sd), JR_ECORRUPT);
+    subjects_payload(&b, 1, 2, ok); /* more than the total */
+    ck_assert_int_eq(jr__subjects_decode(b.data, b.len, NULL, &sd), JR_ECORRUPT);
+    static const char *const nul[] = {"a.b", "z"};
+    subjects_payload(&b, 2, 2, nul);
+    ck_assert_int_eq(jr__subjects_decode(b.data, b.len, NULL, &sd), JR_ECORRUPT);
+    static const char *const empty[] = {"", "a.b"};
+    subjects_payload(&b, 2, 2, empty);
+    ck_assert_int_eq(jr__subjects_decode(b.data, b.len, NULL, &sd), JR_ECORRUPT);
+    subjects_payload(&b, 0, 0, ok); /* past the end: an empty page */
+    ck_assert_int_eq(jr__subjects_decode(b.data, b.len, NULL, &sd), 0);
+    ck_assert_uint_eq(sd.page.nsubjects, 0);
+    jr__subjects_dec_free(&sd);
+
+    /* ranges: [3,4] and [7,7] */
+    jr__buf_reset(&b);
+    jr__buf_varint(&b, 3);
+    jr__buf_varint(&b, 2);
+    jr__buf_varint(&b, 3);
+    jr__buf_varint(&b, 1);
+    jr__buf_varint(&b, 7);
+    jr__buf_varint(&b, 0);
+    jr__deleted_dec dd;
+    ck_assert_int_eq(jr__deleted_decode(b.data, b.len, NULL, &dd), 0);
+    ck_assert_uint_eq(dd.page.total, 3);
+    ck_assert_uint_eq(dd.page.nranges, 2);
+    ck_assert(dd.page.ranges[0].first == 3 && dd.page.ranges[0].last == 4);
+    ck_assert(dd.page.ranges[1].first == 7 && dd.page.ranges[1].last == 7);
+    jr__deleted_dec_free(&dd);
+    for (size_t k = 0; k < b.len; k++) {
+        ck_assert_int_eq(jr__deleted_decode(b.data, k, NULL, &dd), JR_ECORRUPT);
+        jr__deleted_dec_free(&dd);
+    }
+    b.data[4] = 4; /* the second range starts inside the first */
+    ck_assert_int_eq(jr__deleted_decode(b.data, b.len, NULL, &dd), JR_ECORRUPT);
+    jr__buf_reset(&b);
+    jr__buf_varint(&b, 1);
+    jr__buf_varint(&b, 1);
+    jr__buf_varint(&b, UINT64_MAX - 1);
+    jr__buf_varint(&b, 2); /* last past UINT64_MAX */
+    ck_assert_int_eq(jr__deleted_decode(b.data, b.len, NULL, &dd), JR_ECORRUPT);
+    jr__buf_reset(&b);
+    jr__buf_varint(&b, 1);
+    jr__buf_varint(&b, 1);
+    jr__buf_varint(&b, 0); /* seqs start at 1 */
+    jr__buf_varint(&b, 0);
+    ck_assert_int_eq(jr__deleted_decode(b.data, b.len, NULL, &dd), JR_ECORRUPT);
+    jr__buf_free(&b);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("js_codec");
@@ -281,6 +366,7 @@ int main(void)
     tcase_add_test(tc, server_report_round_trip_keeps_damaged);
     tcase_add_test(tc, server_report_carries_the_drain_lists);
     tcase_add_test(tc, info_and_consumer_info_carry_the_move);
+    tcase_add_test(tc, subjects_and_deleted_pages_decode_or_are_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
