@@ -121,6 +121,14 @@ jr__id jr__srep_hold_any(const jr__membwork *w)
  * member removed and added again) is taken as the new base, arming nothing. The member's slot,
  * NULL when all are taken (its publishes are then not held: more joiners than slots at once is
  * not a change the meta leader makes). */
+int jr__hold_note(jr__hold_member *m, uint32_t later_snaps, uint64_t term)
+{
+    uint32_t before = m->term == term ? m->seen : 0;
+    m->seen = later_snaps;
+    m->term = term;
+    return later_snaps > before;
+}
+
 static jr__hold_member *observe(jr__srep *r, const jr__progress *p, uint64_t term)
 {
     jr__membwork *w = r->mw;
@@ -131,10 +139,7 @@ static jr__hold_member *observe(jr__srep *r, const jr__progress *p, uint64_t ter
         memset(m, 0, sizeof *m);
         m->id = p->id;
     }
-    uint32_t before = m->term == term ? m->seen : 0;
-    m->seen = p->later_snaps;
-    m->term = term;
-    if (p->later_snaps <= before || m->giveups >= GIVEUPS_MAX) return m;
+    if (!jr__hold_note(m, p->later_snaps, term) || m->giveups >= GIVEUPS_MAX) return m;
     jr__node_log(r->js->n, m->armed ? JR_LOG_DEBUG : JR_LOG_INFO,
                  "stream '%s': the group outran peer %s's copy (a later snapshot): its publishes "
                  "wait whenever that peer trails the log by %" PRIu64 " bytes",

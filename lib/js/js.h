@@ -341,6 +341,11 @@ typedef struct jr__hold_member {
 
 #define JR__HOLD_MEMBERS 8
 
+/* hold.c's count rule: m's later snapshots are now later_snaps, counted by a leader in `term`.
+ * 1 if that is a new one (more than m saw in the same term, or any in a term m was not seen in:
+ * each leadership counts from zero); m keeps the count and term as its base either way. */
+int jr__hold_note(jr__hold_member *m, uint32_t later_snaps, uint64_t term);
+
 /* What a group leader's peer change waits on, for stream and consumer info (jr_move_info). */
 typedef struct jr__move_note {
     uint8_t status; /* enum jr_move_status; 0: not known yet */
