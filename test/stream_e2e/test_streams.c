@@ -574,15 +574,21 @@ typedef struct det_res {
     jr_seq_range rg[8];
 } det_res;
 
+/* Records a details callback's status: 1 if it came with a page (status 0), and only then. */
+static int det_status(det_res *d, int status, const void *page)
+{
+    ck_assert_msg(!d->done, "a callback ran twice");
+    d->done = 1;
+    d->status = status;
+    ck_assert_int_eq(page != NULL, status == 0);
+    return page != NULL;
+}
+
 static void subjects_cb(void *arg, int status, const char *msg, const jr_subjects_page *p)
 {
     det_res *d = arg;
     (void)msg;
-    ck_assert_msg(!d->done, "a callback ran twice");
-    d->done = 1;
-    d->status = status;
-    ck_assert_int_eq(p != NULL, status == 0);
-    if (!p) return;
+    if (!det_status(d, status, p)) return;
     d->total = p->total;
     d->offset = p->offset;
     d->n = p->nsubjects;
@@ -596,11 +602,7 @@ static void deleted_cb(void *arg, int status, const char *msg, const jr_deleted_
 {
     det_res *d = arg;
     (void)msg;
-    ck_assert_msg(!d->done, "a callback ran twice");
-    d->done = 1;
-    d->status = status;
-    ck_assert_int_eq(p != NULL, status == 0);
-    if (!p) return;
+    if (!det_status(d, status, p)) return;
     d->total = p->total;
     d->n = p->nranges;
     for (size_t i = 0; i < p->nranges && i < 8; i++) d->rg[i] = p->ranges[i];

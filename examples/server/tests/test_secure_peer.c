@@ -145,6 +145,16 @@ static void expect_served(int c, rbuf *b, const char *what)
     expect(c, b, "PONG\r\n", what);
 }
 
+/* n1 closes link p after `what` (n0's session ss is then freed) and serves its client c. */
+static void refused(int p, session *ss, int c, rbuf *b, const char *what)
+{
+    expect_link_closed(p, what);
+    close(p);
+    session_free(ss);
+    expect_served(c, b, what);
+    printf("ok: %s closes the link\n", what);
+}
+
 int main(int argc, char **argv)
 {
     procs_init(argc, argv, "securepeer", 90);
@@ -201,22 +211,14 @@ int main(int argc, char **argv)
     expect_served(c, &b, "after the first copy of the record");
     int closed0 = log_count("closed the cluster connection from n0");
     send_all(p, rec, n);
-    expect_link_closed(p, "a replayed record");
-    close(p);
-    session_free(ss);
-    expect_served(c, &b, "after the replayed record");
-    printf("ok: a replayed record closes the link\n");
+    refused(p, ss, c, &b, "a replayed record");
 
     /* A record whose tag has one bit flipped, on a fresh link. */
     p = open_link(lport, &sc, &ss, &sn);
     n = sealed_url(ss, rec, sizeof rec);
     rec[n - 1] ^= 0x01;
     send_all(p, rec, n);
-    expect_link_closed(p, "a tampered record");
-    close(p);
-    session_free(ss);
-    expect_served(c, &b, "after the tampered record");
-    printf("ok: a tampered record closes the link\n");
+    refused(p, ss, c, &b, "a tampered record");
 
     if (log_count("closed the cluster connection from n0") != closed0 + 2)
         die("n1 did not log both refusals (%d lines, %d before)",
