@@ -982,11 +982,30 @@ static void file_close(jr__store *s)
     s->bkctx = NULL;
 }
 
+/* read_run: an open unencrypted block's records are one range of its file (one pread), the
+ * active block's buffered part one range of memory, and so is a block the read cache holds;
+ * the records of an encrypted or sealed block on disk are framed or compressed one by one, and
+ * the active block's written part is read back one checked record at a time
+ * (active_read_old). */
+static int file_read_run(jr__store *s, uint32_t blk, uint32_t off, uint32_t len,
+                         const uint8_t **out)
+{
+    fstore *f = F(s);
+    if (blk == f->aid) return off >= f->wbase ? file_read(s, blk, off, len, out) : JR_ENOTSUP;
+    size_t bi = jr__store_blk_find(s, blk);
+    if (bi == SIZE_MAX) return JR_ENOTSUP;
+    const jr__blk *b = &s->blks[bi];
+    if ((b->kind == JR__BLK_OPEN && !(b->flags & JR__BLKF_ENC)) || (f->rd && f->rd->cid == blk))
+        return file_read(s, blk, off, len, out);
+    return JR_ENOTSUP;
+}
+
 const jr__store_backend jr__fstore_backend = {
     .persistent = 1,
     .reserve = file_reserve,
     .commit = file_commit,
     .read = file_read,
+    .read_run = file_read_run,
     .drop = file_drop,
     .carry = carry_tombstones,
     .unlink = file_unlink,

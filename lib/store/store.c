@@ -1319,18 +1319,37 @@ int jr__store_read_chunk(jr__store *s, uint64_t from, size_t max_bytes, jr__buf 
 {
     size_t start = out->len;
     uint64_t q = next_seq(s, from, NULL, 0);
+    uint64_t single = UINT64_MAX; /* a block read_run refused: its records are read one by one */
     while (q) {
         const jr__ent *e = ent(s, q);
         if (out->len > start && out->len - start + e->len > max_bytes) {
             *next = q;
             return 0;
         }
+        /* the live records after it that follow it in its block, within the chunk's bound: one
+         * read for them all where the backend can (read_run) */
+        uint64_t after = next_seq(s, q + 1, NULL, 0);
+        size_t run = e->len;
+        while (s->bk->read_run && e->blk != single && after) {
+            const jr__ent *x = ent(s, after);
+            if (x->blk != e->blk || x->off != e->off + run ||
+                out->len - start + run + x->len > max_bytes)
+                break;
+            run += x->len;
+            after = next_seq(s, after + 1, NULL, 0);
+        }
         const uint8_t *p;
-        int rc = s->bk->read(s, e->blk, e->off, e->len, &p);
+        int rc = run > e->len ? s->bk->read_run(s, e->blk, e->off, (uint32_t)run, &p) : JR_ENOTSUP;
+        if (rc == JR_ENOTSUP) { /* this record alone */
+            if (run > e->len) single = e->blk;
+            run = e->len;
+            after = next_seq(s, q + 1, NULL, 0);
+            rc = s->bk->read(s, e->blk, e->off, e->len, &p);
+        }
         if (rc) return rc;
-        jr__buf_put(out, p, e->len);
+        jr__buf_put(out, p, run);
         if (out->err) return out->err;
-        q = next_seq(s, q + 1, NULL, 0);
+        q = after;
     }
     *next = s->last_seq + 1;
     return 0;

@@ -68,6 +68,10 @@ typedef struct jr__store_backend {
     int (*commit)(jr__store *s, uint8_t *p, size_t len);
     /* Points *out at the record bytes (len bytes, already verified at load or write). */
     int (*read)(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, const uint8_t **out);
+    /* Optional (NULL: none): as read, for several records that follow each other in block blk
+     * ([off, off + len) holds them whole), in one read where they are one range on the
+     * backend's medium; JR_ENOTSUP where they are not (the caller reads them one by one). */
+    int (*read_run)(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, const uint8_t **out);
     /* Block at index i of the table holds no live message and is not active: free it (its
      * tombstones that still matter are written again first, and removal is durable). */
     int (*drop)(jr__store *s, size_t i);
