@@ -101,8 +101,14 @@ void jr__deleted_exec(jr__js *js, jr__srep *r, const jr__route *rt, uint64_t aft
     jr__store_state_get(st, &ss);
     size_t n;
     const jr__seq_range *rg = jr__store_deleted(st, &n);
-    size_t i = 0;
-    while (i < n && rg[i].hi <= after) i++; /* a few thousand at most: the store merges them */
+    size_t i = 0, hi = n; /* the first range ending above `after` (they are sorted) */
+    while (i < hi) {
+        size_t mid = i + (hi - i) / 2;
+        if (rg[mid].hi <= after)
+            i = mid + 1;
+        else
+            hi = mid;
+    }
     jr__buf *b = &js->scratch2;
     jr__buf_reset(b);
     jr__buf_varint(b, ss.num_deleted);
