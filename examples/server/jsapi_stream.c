@@ -155,7 +155,7 @@ static void on_deleted(void *arg, int status, const char *msg, const jr_deleted_
 static void next_deleted(info_details *d, uint64_t after)
 {
     int rc = jr_stream_deleted(d->r->s->node, d->r->name, after, on_deleted, d);
-    if (rc) details_fail(d, rc, NULL);
+    if (rc) details_fail(d, JR_ECLOSED, NULL);
 }
 
 static void on_deleted(void *arg, int status, const char *msg, const jr_deleted_page *page)
@@ -191,7 +191,7 @@ static void on_subjects(void *arg, int status, const char *msg, const jr_subject
 static void next_subjects(info_details *d, uint64_t offset)
 {
     int rc = jr_stream_subjects(d->r->s->node, d->r->name, d->filter, offset, on_subjects, d);
-    if (rc) details_fail(d, rc, NULL);
+    if (rc) details_fail(d, JR_ECLOSED, NULL);
 }
 
 static void on_subjects(void *arg, int status, const char *msg, const jr_subjects_page *page)
@@ -262,7 +262,7 @@ static void stream_info(req *r, const void *data, size_t len)
         return;
     }
     int rc = jr_stream_info_get(r->s->node, r->name, on_info_details, d);
-    if (rc) details_fail(d, rc, NULL);
+    if (rc) details_fail(d, JR_ECLOSED, NULL); /* as a plain info that could not start */
 }
 
 /* ---- names and list ------------------------------------------------------------------------- */
