@@ -1019,69 +1019,48 @@ int jr_stream_msg_get(jr_node *n, const char *name, uint64_t seq, jr_msg_cb cb, 
     return rc;
 }
 
-int jr_stream_get_last(jr_node *n, const char *name, const char *subject, jr_msg_cb cb, void *arg)
+/* A read at a stream's leader (get last, get next, subjects) whose payload is an optional varint
+ * (with_num) then a subject pattern, checked here (JR_EINVAL naming `field`). have_cb: the
+ * caller's callback in c is set. */
+static int pattern_read(jr_node *n, uint8_t what, uint8_t sub, const char *name, jr__req_cb c,
+                        int have_cb, void *arg, int with_num, uint64_t num, const char *field,
+                        const char *pattern)
 {
-    int rc = jr__js_entry(n, cb && name && subject);
+    int rc = jr__js_entry(n, have_cb && name && pattern);
     if (rc) return rc;
     jr__node_enter(n);
-    jr__req_cb c = {.msg = cb};
-    jr__req *r = stream_request(n, JR__REQ_GET_LAST, JR__RPC_STREAM_ADMIN, JR__ADM_GET_LAST, name,
-                                c, arg, &rc);
+    jr__req *r = stream_request(n, what, JR__RPC_STREAM_ADMIN, sub, name, c, arg, &rc);
     if (r) {
-        if (!jr__subject_valid_pattern(subject)) {
-            jr__req_finish(r, JR_EINVAL, "subject: '%s' is not a valid subject", subject);
+        if (!jr__subject_valid_pattern(pattern)) {
+            jr__req_finish(r, JR_EINVAL, "%s: '%s' is not a valid subject", field, pattern);
         } else {
-            jr__buf_bytes(&r->payload, subject, strlen(subject));
+            if (with_num) jr__buf_varint(&r->payload, num);
+            jr__buf_bytes(&r->payload, pattern, strlen(pattern));
             send_or_fail(r);
         }
     }
     jr__node_leave(n);
     return rc;
+}
+
+int jr_stream_get_last(jr_node *n, const char *name, const char *subject, jr_msg_cb cb, void *arg)
+{
+    return pattern_read(n, JR__REQ_GET_LAST, JR__ADM_GET_LAST, name, (jr__req_cb){.msg = cb},
+                        cb != NULL, arg, 0, 0, "subject", subject);
 }
 
 int jr_stream_get_next(jr_node *n, const char *name, uint64_t seq, const char *subject,
                        jr_msg_cb cb, void *arg)
 {
-    int rc = jr__js_entry(n, cb && name && subject);
-    if (rc) return rc;
-    jr__node_enter(n);
-    jr__req_cb c = {.msg = cb};
-    jr__req *r = stream_request(n, JR__REQ_GET_NEXT, JR__RPC_STREAM_ADMIN, JR__ADM_GET_NEXT, name,
-                                c, arg, &rc);
-    if (r) {
-        if (!jr__subject_valid_pattern(subject)) {
-            jr__req_finish(r, JR_EINVAL, "subject: '%s' is not a valid subject", subject);
-        } else {
-            jr__buf_varint(&r->payload, seq ? seq : 1);
-            jr__buf_bytes(&r->payload, subject, strlen(subject));
-            send_or_fail(r);
-        }
-    }
-    jr__node_leave(n);
-    return rc;
+    return pattern_read(n, JR__REQ_GET_NEXT, JR__ADM_GET_NEXT, name, (jr__req_cb){.msg = cb},
+                        cb != NULL, arg, 1, seq ? seq : 1, "subject", subject);
 }
 
 int jr_stream_subjects(jr_node *n, const char *name, const char *filter, uint64_t offset,
                        jr_subjects_cb cb, void *arg)
 {
-    int rc = jr__js_entry(n, cb && name);
-    if (rc) return rc;
-    jr__node_enter(n);
-    jr__req_cb c = {.subjects = cb};
-    jr__req *r = stream_request(n, JR__REQ_SUBJECTS, JR__RPC_STREAM_ADMIN, JR__ADM_SUBJECTS, name,
-                                c, arg, &rc);
-    if (!filter || !*filter) filter = ">";
-    if (r) {
-        if (!jr__subject_valid_pattern(filter)) {
-            jr__req_finish(r, JR_EINVAL, "filter: '%s' is not a valid subject", filter);
-        } else {
-            jr__buf_varint(&r->payload, offset);
-            jr__buf_bytes(&r->payload, filter, strlen(filter));
-            send_or_fail(r);
-        }
-    }
-    jr__node_leave(n);
-    return rc;
+    return pattern_read(n, JR__REQ_SUBJECTS, JR__ADM_SUBJECTS, name, (jr__req_cb){.subjects = cb},
+                        cb != NULL, arg, 1, offset, "filter", filter && *filter ? filter : ">");
 }
 
 int jr_stream_deleted(jr_node *n, const char *name, uint64_t after, jr_deleted_cb cb, void *arg)
