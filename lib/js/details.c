@@ -112,7 +112,13 @@ void jr__deleted_exec(jr__js *js, jr__srep *r, const jr__route *rt, uint64_t aft
     jr__buf *b = &js->scratch2;
     jr__buf_reset(b);
     jr__buf_varint(b, ss.num_deleted);
-    size_t k = n - i < JR_DELETED_LIMIT ? n - i : JR_DELETED_LIMIT;
+    size_t k = 0, bytes = 0;
+    while (i + k < n && k < JR_DELETED_LIMIT) {
+        size_t e = jr__varint_len(rg[i + k].lo) + jr__varint_len(rg[i + k].hi - rg[i + k].lo);
+        if (bytes + e > PAGE_BYTES) break;
+        bytes += e;
+        k++;
+    }
     jr__buf_varint(b, k);
     for (size_t j = i; j < i + k; j++) {
         jr__buf_varint(b, rg[j].lo);
