@@ -77,7 +77,7 @@ void jr__subjects_exec(jr__js *js, jr__srep *r, const jr__route *rt, const char 
         jr__route_reply(js, rt, rc, NULL, 0);
         return;
     }
-    qsort(c.v, c.n, sizeof *c.v, by_name);
+    if (c.n) qsort(c.v, c.n, sizeof *c.v, by_name); /* c.v is NULL when nothing matched */
     jr__buf *b = &js->scratch2;
     jr__buf_reset(b);
     jr__buf_varint(b, c.n);
