@@ -61,6 +61,16 @@ out=$("${J[@]}" stream get ORDERS 1)
 expect "stream get" '{"order":1}' "$out"
 expect "stream get" "on Subject orders.new" "$out"
 
+out=$("${J[@]}" pub orders.old '{"order":0}')
+expect "pub" 'stored in ORDERS as seq 502' "$out"
+out=$("${J[@]}" stream subjects ORDERS)
+expect "stream subjects" "2 subjects in stream ORDERS" "$out"
+expect "stream subjects" "^orders.new: 501$" "$out"
+expect "stream subjects" "^orders.old: 1$" "$out"
+out=$("${J[@]}" --json stream subjects ORDERS '*.old')
+expect "stream subjects --json" '"orders.old": 1' "$out"
+[ "$(jq length <<<"$out")" = 1 ] || fail "stream subjects with a filter: $out"
+
 out=$("${J[@]}" stream edit ORDERS --max-msgs 1000)
 expect "stream edit" "Maximum Messages: 1,000" "$out"
 

@@ -19,7 +19,7 @@ static void usage(FILE *f)
           "  stream edit NAME [the add flags to change]\n"
           "  stream info NAME | ls | find --replicas N | rm NAME\n"
           "  stream purge NAME [--subject S] [--seq N] [--keep N]\n"
-          "  stream get NAME SEQ | view NAME [--count N]\n"
+          "  stream get NAME SEQ | view NAME [--count N] | subjects NAME [FILTER]\n"
           "  stream cluster step-down NAME [--peer P] | peer-remove NAME PEER\n"
           "                 | evacuate NAME PEER | cancel-move NAME\n"
           "                 | move NAME [--from SERVER] [--cluster C] [--tag T[,T]]\n"

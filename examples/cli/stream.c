@@ -400,6 +400,62 @@ static int stream_view(cli *c, args *a)
     return rc;
 }
 
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* `stream subjects NAME [FILTER]`: every subject of the stream the filter matches with its
+ * message count (STREAM.INFO with subjects_filter, asked again from the next offset while the
+ * answers hold fewer than the total), sorted; --json prints the subject -> count object. */
+static int stream_subjects(cli *c, args *a)
+{
+    const char *name = arg_pos(a, 0), *filter = arg_pos(a, 1);
+    if (need(name, "the stream name")) return 2;
+    json_t *all = json_object();
+    uint64_t total = 0;
+    do {
+        char subj[300];
+        snprintf(subj, sizeof subj, "STREAM.INFO.%s", name);
+        json_t *body = json_pack("{s:s,s:I}", "subjects_filter", filter ? filter : ">", "offset",
+                                 (json_int_t)json_object_size(all));
+        json_t *r = api(c, subj, body);
+        json_decref(body);
+        if (!r) {
+            json_decref(all);
+            return 1;
+        }
+        json_t *page = json_object_get(json_object_get(r, "state"), "subjects");
+        total = (uint64_t)json_integer_value(json_object_get(r, "total"));
+        size_t before = json_object_size(all);
+        json_object_update(all, page);
+        json_decref(r);
+        if (json_object_size(all) == before) break; /* nothing more came */
+    } while (json_object_size(all) < total);
+    if (c->json) {
+        print_json(all);
+        json_decref(all);
+        return 0;
+    }
+    size_t n = json_object_size(all), i = 0;
+    const char **keys = n ? calloc(n, sizeof *keys) : NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach(all, k, v)
+    {
+        if (keys) keys[i++] = k;
+    }
+    if (keys) qsort(keys, n, sizeof *keys, by_key);
+    printf("%zu subjects in stream %s%s%s\n\n", n, name, filter ? " matching " : "",
+           filter ? filter : "");
+    for (i = 0; keys && i < n; i++)
+        printf("%s: %" JSON_INTEGER_FORMAT "\n", keys[i],
+               json_integer_value(json_object_get(all, keys[i])));
+    free(keys);
+    json_decref(all);
+    return 0;
+}
+
 /* Prints the cluster block of a move's answer (the stream's info) unless --json printed it. */
 static int moved(cli *c, json_t *r, const char *what, const char *name)
 {
@@ -485,6 +541,7 @@ int cmd_stream(cli *c, const char *verb, args *a)
     if (!strcmp(verb, "ls") || !strcmp(verb, "list")) return stream_ls(c, a, 0);
     if (!strcmp(verb, "find")) return stream_ls(c, a, 1);
     if (!strcmp(verb, "view")) return stream_view(c, a);
+    if (!strcmp(verb, "subjects")) return stream_subjects(c, a);
     if (!strcmp(verb, "info")) {
         if (need(name, "the stream name")) return 2;
         json_t *info = stream_info(c, name);
@@ -525,7 +582,7 @@ int cmd_stream(cli *c, const char *verb, args *a)
     if (!strcmp(verb, "cluster")) return stream_cluster(c, a);
     fprintf(stderr,
             "jetraft: unknown stream verb '%s' (add, edit, info, ls, find, rm, purge, "
-            "get, view, cluster)\n",
+            "get, view, subjects, cluster)\n",
             verb);
     return 2;
 }
