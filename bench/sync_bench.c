@@ -160,15 +160,33 @@ static int c_sync_dir(void *ctx, const char *dir)
     return c->inner->sync_dir(c->inner->ctx, dir);
 }
 
+static int c_writeback(void *ctx, jr_file *f, uint64_t off, uint64_t len)
+{
+    cvfs *c = ctx;
+    return c->inner->writeback(c->inner->ctx, f, off, len);
+}
+
 static cvfs *cvfs_new(void)
 {
     cvfs *c = calloc(1, sizeof *c);
     if (!c || !(c->sync_ns = malloc(MAX_SYNC_SAMPLES * sizeof *c->sync_ns)))
         die("malloc", JR_ENOMEM);
     c->inner = jr_vfs_posix();
-    c->vfs =
-        (jr_vfs){JR_VFS_VERSION, c,          c_open,   c_close,  c_pread, c_pwrite, c_sync,
-                 c_size,         c_truncate, c_rename, c_remove, c_mkdir, c_list,   c_sync_dir};
+    c->vfs = (jr_vfs){.version = JR_VFS_VERSION,
+                      .ctx = c,
+                      .open = c_open,
+                      .close = c_close,
+                      .pread = c_pread,
+                      .pwrite = c_pwrite,
+                      .sync = c_sync,
+                      .size = c_size,
+                      .truncate = c_truncate,
+                      .rename = c_rename,
+                      .remove = c_remove,
+                      .mkdir = c_mkdir,
+                      .list = c_list,
+                      .sync_dir = c_sync_dir,
+                      .writeback = c_writeback};
     return c;
 }
 

@@ -366,6 +366,12 @@ static int w_sync_dir(void *ctx, const char *dir)
     return p->real->sync_dir(p->real->ctx, dir);
 }
 
+static int w_writeback(void *ctx, jr_file *f, uint64_t off, uint64_t len)
+{
+    powervfs *p = ctx;
+    return p->real->writeback(p->real->ctx, f, off, len);
+}
+
 /* Puts one file back to its synced image (and maybe a torn prefix of its newest write).
  * Returns the bytes of unsynced writes that were lost, roughly: the size change plus the
  * overwritten ranges. */
@@ -505,6 +511,7 @@ jr_vfs *powervfs_open(uv_loop_t *loop, const char *name)
     p.vfs.mkdir = w_mkdir;
     p.vfs.list = w_list;
     p.vfs.sync_dir = w_sync_dir;
+    p.vfs.writeback = w_writeback;
     if (uv_signal_init(loop, &p.sig) || uv_timer_init(loop, &p.idle)) return NULL;
     p.sig.data = p.idle.data = &p;
     if (power) {

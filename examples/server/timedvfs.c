@@ -82,6 +82,11 @@ static int t_sync_dir(void *ctx, const char *dir)
     return BASE(ctx)->sync_dir(BASE(ctx)->ctx, dir);
 }
 
+static int t_writeback(void *ctx, jr_file *f, uint64_t off, uint64_t len)
+{
+    return BASE(ctx)->writeback(BASE(ctx)->ctx, f, off, len);
+}
+
 jr_vfs *timedvfs_init(timedvfs *t, const jr_vfs *base)
 {
     t->base = base;
@@ -98,7 +103,8 @@ jr_vfs *timedvfs_init(timedvfs *t, const jr_vfs *base)
                       .remove = t_remove,
                       .mkdir = t_mkdir,
                       .list = t_list,
-                      .sync_dir = t_sync_dir};
+                      .sync_dir = t_sync_dir,
+                      .writeback = base->version >= 2 && base->writeback ? t_writeback : NULL};
     for (size_t i = 0; i < FSYNC_BUCKETS; i++) atomic_init(&t->bucket[i], 0);
     atomic_init(&t->count, 0);
     atomic_init(&t->sum_ns, 0);

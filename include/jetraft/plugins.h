@@ -37,7 +37,7 @@ typedef struct jr_allocator {
  */
 typedef struct jr_file jr_file; /* defined by each vfs implementation */
 
-#define JR_VFS_VERSION 1
+#define JR_VFS_VERSION 2
 enum jr_open_flags {
     JR_O_READ = 0,     /* open an existing file for reading and writing */
     JR_O_CREATE = 1,   /* create if missing */
@@ -46,7 +46,7 @@ enum jr_open_flags {
 };
 
 typedef struct jr_vfs {
-    int version; /* JR_VFS_VERSION */
+    int version; /* JR_VFS_VERSION (1: the fields up to `sync_dir`; 2: `writeback` too) */
     void *ctx;
     int (*open)(void *ctx, const char *path, int flags, jr_file **out);
     int (*close)(void *ctx, jr_file *f);
@@ -70,6 +70,12 @@ typedef struct jr_vfs {
     int (*list)(void *ctx, const char *dir, int (*cb)(void *arg, const char *name), void *arg);
     /* Makes the creation, removal and renaming of entries in dir durable. */
     int (*sync_dir)(void *ctx, const char *dir);
+    /* Version 2, optional (NULL: none). Starts writing the completed writes to [off, off+len)
+     * of f to the medium and returns without waiting for them (Linux: sync_file_range with
+     * SYNC_FILE_RANGE_WRITE), so that the sync that follows has less left to do. A hint: it
+     * makes nothing durable, and the library goes on whatever it returns (the sync reports a
+     * failing medium). */
+    int (*writeback)(void *ctx, jr_file *f, uint64_t off, uint64_t len);
 } jr_vfs;
 
 /* Returns the process-wide POSIX vfs (stateless, never freed). */

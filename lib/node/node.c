@@ -287,6 +287,12 @@ static int check_config(const jr_node_config *c)
     if (c->alloc &&
         (c->alloc->version < 1 || !c->alloc->malloc || !c->alloc->realloc || !c->alloc->free))
         return open_refuse(c, JR_EINVAL, "alloc: needs version >= 1, malloc, realloc and free");
+    const jr_vfs *v = c->vfs;
+    if (v && (v->version < 1 || !v->open || !v->close || !v->pread || !v->pwrite || !v->sync ||
+              !v->size || !v->truncate || !v->rename || !v->remove || !v->mkdir || !v->list ||
+              !v->sync_dir))
+        return open_refuse(c, JR_EINVAL,
+                           "vfs: needs version >= 1 and every function from open to sync_dir");
     if (c->heartbeat_ms >= c->election_timeout_ms)
         return open_refuse(c, JR_EINVAL, "heartbeat_ms (%u) must be below election_timeout_ms (%u)",
                            c->heartbeat_ms, c->election_timeout_ms);

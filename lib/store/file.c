@@ -17,7 +17,9 @@
  * (no compression nor encryption: it stays an open block forever, which is fine to read), or
  * rewritten as a sealed block (tmp file, sync, rename) when compression or encryption is on.
  * Syncing at rotation keeps the durable prefix contiguous: a later block is never durable
- * while an earlier one is not.
+ * while an earlier one is not. The active block's writes are handed to the vfs's writeback
+ * every WRITEBACK_BYTES, so the device writes the block while it fills and the sync at rotation
+ * waits for its last megabyte, not all of it.
  *
  * Recovery of a marked store (store.h "Marks") first looks for the last mark from the newest
  * block backwards; blocks after it are removed and its block is cut just after it (an open block
@@ -84,6 +86,8 @@
 #include "util/alloc.h"
 
 #define FLUSH_BYTES (1u << 20)
+/* Written bytes of the active block beyond which their writeback is started (see active_flush). */
+#define WRITEBACK_BYTES (1u << 20)
 /* The most of an always-open active block kept in memory (window_slide). */
 #define WINDOW_BYTES (256u << 10)
 
@@ -464,6 +468,17 @@ static int active_read_old(jr__store *s, uint32_t off, uint32_t len, const uint8
     return 0;
 }
 
+/* Starts the writeback of what the active block's file received since the last sync or
+ * writeback, once that is WRITEBACK_BYTES: the sync at rotation, inline on the node's thread,
+ * then waits for the last of it only instead of the whole block, and the device writes while
+ * records come. A hint (jr_vfs.writeback): its result changes nothing. */
+static void active_writeback(fstore *f)
+{
+    if (f->fsize - f->wb < WRITEBACK_BYTES || f->vfs->version < 2 || !f->vfs->writeback) return;
+    (void)f->vfs->writeback(f->vfs->ctx, f->af, f->wb, f->fsize - f->wb);
+    f->wb = f->fsize;
+}
+
 static int active_flush(jr__store *s)
 {
     fstore *f = F(s);
@@ -488,8 +503,10 @@ static int active_flush(jr__store *s)
         }
     }
     if (rc)
-        jr__store_fail(s, rc, "%s/%010u.blk: write failed: %s", f->dir, f->aid, jr_strerror(rc));
-    return rc;
+        return jr__store_fail(s, rc, "%s/%010u.blk: write failed: %s", f->dir, f->aid,
+                              jr_strerror(rc));
+    active_writeback(f);
+    return 0;
 }
 
 static int active_sync(jr__store *s)
@@ -501,6 +518,7 @@ static int active_sync(jr__store *s)
         rc = f->vfs->sync(f->vfs->ctx, f->af);
         if (rc) return jr__store_fail(s, rc, "%s/%010u.blk: sync failed", f->dir, f->aid);
         f->dirty = 0;
+        f->wb = f->fsize;
     }
     if (f->need_dirsync) {
         rc = f->vfs->sync_dir(f->vfs->ctx, f->dir);
@@ -574,7 +592,7 @@ static int active_seal(jr__store *s)
     if (f->e) jr__buf_reset(&f->e->pend);
     f->flushed = 0;
     window_reset(s); /* an open block rotated while trimmed: nothing to read back */
-    f->fsize = 0;
+    f->fsize = f->wb = 0;
     f->dirty = 0;
     return 0;
 }
@@ -604,7 +622,7 @@ static int active_new(jr__store *s)
     if (f->e) jr__blk_nonce_init(&f->e->nonce);
     f->af = fh;
     f->aid = id;
-    f->fsize = JR__BLK_OPEN_HDR;
+    f->fsize = f->wb = JR__BLK_OPEN_HDR;
     f->flushed = 0;
     window_reset(s);
     jr__buf_reset(&f->plain);
@@ -908,7 +926,7 @@ static int file_erase(jr__store *s, uint32_t blk, uint32_t off, uint32_t len)
             return jr__store_fail(s, rc2, "%s: reopen failed", path);
         }
         if (rc) return rc;
-        f->fsize = isize;
+        f->fsize = f->wb = isize;
         f->flushed = f->plain.len;
         f->need_dirsync = 0;
         f->dirty = 0;

@@ -94,6 +94,7 @@ typedef struct fstore {
     uint32_t wbase; /* plaintext offset of plain's first byte; the records before it were
                        trimmed and are only in the file (see the invariants above) */
     uint64_t fsize; /* bytes written to the file */
+    uint64_t wb;    /* the file's bytes before this were synced or handed to writeback */
     char dir[];     /* store_dir/name (allocated with the struct) */
 } fstore;
 

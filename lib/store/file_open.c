@@ -285,7 +285,7 @@ static int recover_block(jr__store *s, uint32_t id, int last, size_t keep)
         f->aid = id;
         f->aflags = info.flags;
         if (f->e) jr__blk_nonce_init(&f->e->nonce);
-        f->fsize = info.good_end;
+        f->fsize = f->wb = info.good_end;
         f->flushed = f->plain.len;
         f->wbase = 0;
         return 0;

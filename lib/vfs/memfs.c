@@ -492,6 +492,15 @@ static int m_sync(void *ctx, jr_file *f)
     return 0;
 }
 
+static int m_writeback(void *ctx, jr_file *f, uint64_t off, uint64_t len)
+{
+    memfs *m = M(ctx);
+    handle *h = H(f);
+    int rc;
+    if ((rc = file_op(m, h, JR__MEMFS_WRITEBACK))) return rc;
+    return off > MAX_FILE || len > MAX_FILE - off ? JR_EINVAL : 0;
+}
+
 static int m_size(void *ctx, jr_file *f, uint64_t *out)
 {
     memfs *m = M(ctx);
@@ -675,9 +684,21 @@ int jr__memfs_new(const jr_allocator *alloc, uint64_t seed, jr_vfs **out)
     }
     jr__rand_seed(&m->rng, seed);
     m->capacity = UINT64_MAX;
-    m->vfs =
-        (jr_vfs){JR_VFS_VERSION, m,          m_open,   m_close,  m_pread, m_pwrite, m_sync,
-                 m_size,         m_truncate, m_rename, m_remove, m_mkdir, m_list,   m_sync_dir};
+    m->vfs = (jr_vfs){.version = JR_VFS_VERSION,
+                      .ctx = m,
+                      .open = m_open,
+                      .close = m_close,
+                      .pread = m_pread,
+                      .pwrite = m_pwrite,
+                      .sync = m_sync,
+                      .size = m_size,
+                      .truncate = m_truncate,
+                      .rename = m_rename,
+                      .remove = m_remove,
+                      .mkdir = m_mkdir,
+                      .list = m_list,
+                      .sync_dir = m_sync_dir,
+                      .writeback = m_writeback};
     *out = &m->vfs;
     return 0;
 }

@@ -6,7 +6,8 @@
  * Model
  *  - Files are inodes with a current image (what reads return) and an undo log of every write
  *    and truncate since the inode's last completed sync. sync empties the undo log: what it
- *    covered is durable.
+ *    covered is durable. writeback (a hint that starts writing a range to the medium) changes
+ *    nothing: what it covered is durable only at the next sync, as on a disk.
  *  - Names: each path has a current binding (what open/list see) and a durable binding (what
  *    survives a crash). Creating a file (open with JR_O_CREATE) binds the current name only;
  *    sync_dir of its parent makes every binding in that directory durable. rename and remove
@@ -55,6 +56,7 @@ enum jr__memfs_op {
     JR__MEMFS_MKDIR,
     JR__MEMFS_LIST,
     JR__MEMFS_SYNC_DIR,
+    JR__MEMFS_WRITEBACK,
     JR__MEMFS_NOPS,
     JR__MEMFS_ANY /* jr__memfs_fail only: a call of any kind */
 };

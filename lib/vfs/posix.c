@@ -10,6 +10,8 @@
  *  - pread/pwrite loop over EINTR and short transfers: pwrite writes all of buf or fails, pread
  *    returns short only at end of file;
  *  - sync is fdatasync (F_FULLFSYNC on Apple, where fsync does not reach the medium);
+ *  - writeback is sync_file_range(SYNC_FILE_RANGE_WRITE) where Linux has it (it starts the
+ *    range's writeback and waits for none of it), and does nothing elsewhere;
  *  - the directory is fsynced after a file is created, renamed or removed, and after mkdir
  *    creates a component, so those changes are durable when the call returns;
  *  - errno is mapped to JR_E*: ENOSPC/EDQUOT -> JR_ENOSPC, ENOENT/ENOTDIR -> JR_ENOTFOUND,
@@ -210,6 +212,19 @@ static int p_sync(void *ctx, jr_file *f)
     }
 }
 
+static int p_writeback(void *ctx, jr_file *f, uint64_t off, uint64_t len)
+{
+    (void)ctx;
+    if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off) return JR_EINVAL;
+#ifdef SYNC_FILE_RANGE_WRITE
+    while (sync_file_range(fd_of(f), (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE) != 0)
+        if (errno != EINTR) return map_errno(errno);
+#else
+    (void)f;
+#endif
+    return 0;
+}
+
 static int p_size(void *ctx, jr_file *f, uint64_t *out)
 {
     struct stat st;
@@ -312,8 +327,20 @@ static int p_sync_dir(void *ctx, const char *dir)
 }
 
 static jr_vfs posix_vfs = {
-    JR_VFS_VERSION, NULL,       p_open,   p_close,  p_pread, p_pwrite, p_sync,
-    p_size,         p_truncate, p_rename, p_remove, p_mkdir, p_list,   p_sync_dir,
+    .version = JR_VFS_VERSION,
+    .open = p_open,
+    .close = p_close,
+    .pread = p_pread,
+    .pwrite = p_pwrite,
+    .sync = p_sync,
+    .size = p_size,
+    .truncate = p_truncate,
+    .rename = p_rename,
+    .remove = p_remove,
+    .mkdir = p_mkdir,
+    .list = p_list,
+    .sync_dir = p_sync_dir,
+    .writeback = p_writeback,
 };
 
 JR_API jr_vfs *jr_vfs_posix(void)

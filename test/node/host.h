@@ -35,8 +35,9 @@ typedef struct t_cvfs {
     jr_vfs vfs;
     jr_vfs *inner;
     uint64_t writes, syncs, dir_syncs, bytes;
-    uint64_t wal_writes, wal_syncs; /* of WAL segments (files named *.wal) alone */
-    jr_file *wal[8];                /* the WAL segments open now */
+    uint64_t writebacks, writeback_bytes; /* jr_vfs.writeback calls and the bytes they named */
+    uint64_t wal_writes, wal_syncs;       /* of WAL segments (files named *.wal) alone */
+    jr_file *wal[8];                      /* the WAL segments open now */
     /* optional: sees every successful pwrite */
     void (*on_write)(void *arg, const void *buf, size_t len, uint64_t off);
     void *arg;

@@ -410,6 +410,20 @@ START_TEST(every_refusal_names_its_field)
         f.cfg.catchup_queue_bytes = JR_LOG_BOUND_MAX;
         expect_open(&f, 0, NULL);
         break;
+    case 20: { /* a vfs table must declare a version and give every function up to sync_dir;
+                  writeback (version 2) is optional, and a version-1 table's is never read */
+        jr_vfs v = *f.h.vfs;
+        v.version = 0;
+        f.cfg.vfs = &v;
+        expect_open(&f, JR_EINVAL, "vfs: needs version >= 1");
+        v = *f.h.vfs;
+        v.sync_dir = NULL;
+        expect_open(&f, JR_EINVAL, "vfs: needs version >= 1");
+        v = *f.h.vfs;
+        v.writeback = NULL;
+        expect_open(&f, 0, NULL);
+        break;
+    }
     case 14: /* a tiny buffer gets a cut, terminated message */
         f.cfg.errbuf_len = 8;
         f.cfg.name = NULL;
@@ -431,7 +445,7 @@ int main(void)
     tcase_add_test(t, duplicate_peer_names_are_refused);
     tcase_add_test(t, wal_dir_below_a_file_is_not_a_directory);
     tcase_add_test(t, a_lost_wal_is_told_from_a_first_start);
-    tcase_add_loop_test(t, every_refusal_names_its_field, 0, 20);
+    tcase_add_loop_test(t, every_refusal_names_its_field, 0, 21);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

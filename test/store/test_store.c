@@ -811,6 +811,52 @@ START_TEST(file_store_on_posix)
 }
 END_TEST
 
+/* The file store hands what its active block's file received to jr_vfs.writeback every
+ * megabyte (not for a vfs of version 1, which has no such field), and goes on when the hint
+ * fails: nothing of it is needed for durability. */
+START_TEST(writes_are_handed_to_writeback_each_megabyte)
+{
+    int conf = CONF_FILE + _i % (NCONF - CONF_FILE), mode = _i / (NCONF - CONF_FILE);
+    fx f;
+    memset(&f, 0, sizeof f);
+    ck_assert_int_eq(jr__memfs_new(NULL, 7, &f.vfs), 0);
+    ck_assert_int_eq(f.vfs->mkdir(f.vfs->ctx, "/store"), 0);
+    jr_vfs v1 = *f.vfs;
+    v1.version = 1;
+    fx_config(&f, conf, 4u << 20);
+    if (mode == 1) f.cfg.vfs = &v1;
+    if (mode == 2)
+        ck_assert_int_eq(jr__memfs_fail(f.vfs, JR__MEMFS_WRITEBACK, 1, JR_EIO, 1, NULL), 0);
+    ck_assert_int_eq(fx_open(&f), 0);
+    char data[1001];
+    memset(data, 'w', sizeof data - 1);
+    data[sizeof data - 1] = 0;
+    jr__memfs_stats a, b;
+    jr__memfs_stats_get(f.vfs, &a);
+    for (int i = 0; i < 6000; i++) put(&f, "w.x", data, i + 1); /* ~6.2 MB: one rotation */
+    jr__memfs_stats_get(f.vfs, &b);
+    uint64_t calls = b.ops[JR__MEMFS_WRITEBACK] - a.ops[JR__MEMFS_WRITEBACK];
+    uint64_t mib = 6000 * (36 + 3 + 1000) / (1u << 20); /* of records: 5 */
+    if (mode == 1) {
+        ck_assert_uint_eq(calls, 0);
+    } else {
+        /* a call per megabyte the active blocks received (records, and with encryption their
+         * frames' overhead), less at most one per block (its sync at rotation covers what it
+         * received after its last call) */
+        ck_assert_msg(calls + 2 >= mib && calls <= mib + 1,
+                      "[%s] %llu writeback calls for %llu MiB of records", conf_names[conf],
+                      (unsigned long long)calls, (unsigned long long)mib);
+    }
+    if (mode == 2) ck_assert_uint_eq(b.faults - a.faults, calls);
+    jr__memfs_fail_clear(f.vfs);
+    fx_cycle(&f);
+    ck_assert_uint_eq(state(&f).msgs, 6000);
+    expect_msg(&f, 1, "w.x", data);
+    expect_msg(&f, 6000, "w.x", data);
+    fx_done(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("store");
@@ -828,6 +874,8 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, limit_per_subject, 0, NCONF);
     tcase_add_loop_test(tc, limit_msg_size_and_update, 0, NCONF);
     tcase_add_loop_test(tc, catch_up_by_chunks, 0, NCONF);
+    tcase_add_loop_test(tc, writes_are_handed_to_writeback_each_megabyte, 0,
+                        3 * (NCONF - CONF_FILE));
     tcase_add_loop_test(tc, random_ops_match_a_model, 0, NCONF);
     tcase_add_loop_test(tc, destroy_removes_the_store, 0, 2 * (NCONF - CONF_FILE));
     tcase_add_loop_test(tc, file_store_on_posix, 0, 4);

@@ -110,6 +110,37 @@ START_TEST(write_read_roundtrip)
 }
 END_TEST
 
+/* writeback starts writing a range and makes nothing durable: a range past the end or empty is
+ * fine, one that overflows is JR_EINVAL; in memfs a crash still loses what it covered. */
+START_TEST(writeback_is_a_hint)
+{
+    env e;
+    env_open(&e, _i);
+    jr_file *f;
+    ck_assert_int_eq(V->open(C, P(&e, "x"), JR_O_CREATE, &f), 0);
+    ck_assert_int_ge(V->version, 2);
+    write_str(V, f, "written back", 0);
+    ck_assert_int_eq(V->writeback(C, f, 0, 12), 0);
+    ck_assert_int_eq(V->writeback(C, f, 4096, 4096), 0);
+    ck_assert_int_eq(V->writeback(C, f, 0, 0), 0);
+    ck_assert_int_eq(V->writeback(C, f, UINT64_MAX - 1, 2), JR_EINVAL);
+    expect(V, f, 0, "written back");
+    if (e.mem) {
+        ck_assert_int_eq(V->sync_dir(C, e.dir), 0);
+        jr__memfs_crash(V, 0);
+        ck_assert_int_eq(V->writeback(C, f, 0, 12), JR_EIO); /* stale handle */
+        ck_assert_int_eq(V->close(C, f), 0);
+        ck_assert_int_eq(V->open(C, P(&e, "x"), JR_O_READ, &f), 0);
+        expect(V, f, 0, "");
+        ck_assert_int_eq(jr__memfs_fail(V, JR__MEMFS_WRITEBACK, 1, JR_ENOSPC, 0, NULL), 0);
+        ck_assert_int_eq(V->writeback(C, f, 0, 1), JR_ENOSPC);
+        ck_assert_int_eq(V->writeback(C, f, 0, 1), 0);
+    }
+    ck_assert_int_eq(V->close(C, f), 0);
+    env_close(&e);
+}
+END_TEST
+
 START_TEST(write_past_end_leaves_zero_hole)
 {
     env e;
@@ -631,6 +662,7 @@ static Suite *suite(void)
     Suite *s = suite_create("vfs");
     TCase *both = tcase_create("both");
     tcase_add_loop_test(both, write_read_roundtrip, 0, 2);
+    tcase_add_loop_test(both, writeback_is_a_hint, 0, 2);
     tcase_add_loop_test(both, write_past_end_leaves_zero_hole, 0, 2);
     tcase_add_loop_test(both, open_flags, 0, 2);
     tcase_add_loop_test(both, truncate_shrinks_and_extends, 0, 2);

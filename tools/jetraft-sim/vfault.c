@@ -99,6 +99,13 @@ static int w_sync_dir(void *ctx, const char *dir)
     return rc ? rc : v->real->sync_dir(v->real->ctx, dir);
 }
 
+static int w_writeback(void *ctx, jr_file *f, uint64_t off, uint64_t len)
+{
+    vfault *v = ctx;
+    int rc = fails(v);
+    return rc ? rc : v->real->writeback(v->real->ctx, f, off, len);
+}
+
 void vfault_wrap(vfault *v, jr_vfs *real)
 {
     v->real = real;
@@ -116,6 +123,7 @@ void vfault_wrap(vfault *v, jr_vfs *real)
     v->vfs.mkdir = w_mkdir;
     v->vfs.list = w_list;
     v->vfs.sync_dir = w_sync_dir;
+    v->vfs.writeback = w_writeback;
 }
 
 void vfault_set(vfault *v, int err, uint64_t every)
