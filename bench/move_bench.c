@@ -48,6 +48,9 @@
  *                    stream leader's threads alone
  *   mb_per_cpu_s     bytes / cpu_s: the catch-up rate per core the cluster used (without a
  *                    publisher, what a machine with cores to spare would see)
+ *   minor_faults     the process's minor page faults over those seconds: memory touched for
+ *                    the first time, such as the joining replica's files on a memory vfs whose
+ *                    freed chunks (and the C library's freed heap) no earlier run left to reuse
  *   paced, paused_s  the joining replica's chunks followed by a pause and the pauses' total:
  *                    while its group commits proposals, a joining observer's copy takes a
  *                    quarter of the time (docs/internals.md "Catch-up", pacing); 0 when idle
@@ -610,6 +613,7 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
     for (int k = 0; k < 128; k++) by0[k] = __atomic_load_n(&p.failed_by[k], __ATOMIC_RELAXED);
     perf_ctl("change", "enable");
     double cpu0 = bench_cpu_s(), tcpu0[NODES];
+    uint64_t flt0 = bench_minflt(), faults = 0;
     for (int i = 0; i < NODES; i++) tcpu0[i] = mt_loop_cpu_s(&c.loops[i]);
     double load = load1();
     uint64_t t_call = bench_now_ns();
@@ -665,6 +669,7 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
         t_conv = bench_now_ns();
         perf_ctl("change", "disable");
         cpu = bench_cpu_s() - cpu0;
+        faults = bench_minflt() - flt0;
         for (int i = 0; i < NODES; i++) tcpu[i] = mt_loop_cpu_s(&c.loops[i]) - tcpu0[i];
         if (mo.log) fprintf(stderr, "%9.3f ms converged\n", (double)(t_conv - c.t_open) / 1e6);
         a2 = pub_acked(&p);
@@ -702,7 +707,8 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
            "\"left\":\"%s\",\"source\":\"%s\",\"update_s\":%.3f,\"seconds\":%.3f,\"catchup_mb_s\":%"
            ".1f,"
            "\"fetched_mb\":%.1f,\"cpu_s\":%.3f,\"joiner_cpu_s\":%.3f,\"leader_cpu_s\":%.3f,"
-           "\"mb_per_cpu_s\":%.1f,\"paced\":%" PRIu64 ",\"paused_s\":%.3f,"
+           "\"mb_per_cpu_s\":%.1f,\"minor_faults\":%" PRIu64 ",\"paced\":%" PRIu64
+           ",\"paused_s\":%.3f,"
            "\"later\":%" PRIu64 ",\"queued_mb\":%.1f,\"taken_mb\":%.1f,\"dropped_mb\":%.1f,"
            "\"queue_peak_mb\":%.1f,"
            "\"kept_mb\":%.1f,\"log_peak_mb\":%.1f,\"log_drops\":%" PRIu64 ",\"holds\":%" PRIu64
@@ -711,7 +717,7 @@ static result run_case(const opts *o, int which, uint64_t size, int publishing)
            publishing ? "true" : "false", lname, joiner >= 0 ? c.names[joiner] : "", gone, sources,
            update_s, secs, secs > 0 ? (double)bytes / secs / 1e6 : 0, (double)fetched / 1e6, cpu,
            joiner >= 0 ? tcpu[joiner] : 0.0, tcpu[mt_index(&c, lname)],
-           cpu > 0 ? (double)bytes / cpu / 1e6 : 0, f1.paced - f0.paced,
+           cpu > 0 ? (double)bytes / cpu / 1e6 : 0, faults, f1.paced - f0.paced,
            (double)(f1.paused_ns - f0.paused_ns) * 1e-9, f1.later - f0.later,
            (double)(f1.drained - f0.drained) / 1e6, (double)(f1.taken - f0.taken) / 1e6,
            (double)(f1.dropped - f0.dropped) / 1e6, (double)f1.queue_peak / 1e6,
