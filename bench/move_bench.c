@@ -101,6 +101,9 @@
  *   cores              the process's CPU time per second: on a machine shared with other
  *                      work, a ratio whose cores fell as much is the scheduler's as much as
  *                      the library's
+ *   node_us_msg        each node's thread CPU time per publish, n0 first
+ *   faults_msg         the process's minor page faults per publish (memory touched for the
+ *                      first time: a store or log growing into fresh pages)
  * With --runs N (default 1) each configuration runs N times, each on a fresh cluster, and a
  * line with "summary":true follows the N lines of a publishing case: ratio_median,
  * ratio_after_median, ratio_min and ratio_max over the runs.
@@ -460,9 +463,10 @@ static jr_node_stats node_stats(mt_cluster *c, int i)
  * win_close (the leader's figures are those of node `li`). */
 typedef struct window {
     int li;
-    uint64_t t0, a0, acked;
+    uint64_t t0, a0, acked, f0, faults;
     double c0, l0, secs, cores, leader_cpu;
-    jr_node_stats s0, st; /* the leader's stats at the open; then their growth */
+    double n0[NODES], node_cpu[NODES]; /* every node's thread: at the open, then its growth */
+    jr_node_stats s0, st;              /* the leader's stats at the open; then their growth */
 } window;
 
 static void win_open(window *w, mt_cluster *c, int li, pubber *p)
@@ -473,7 +477,9 @@ static void win_open(window *w, mt_cluster *c, int li, pubber *p)
     w->a0 = pub_acked(p);
     w->t0 = bench_now_ns();
     w->c0 = bench_cpu_s();
+    w->f0 = bench_minflt();
     w->l0 = mt_loop_cpu_s(&c->loops[li]);
+    for (int i = 0; i < NODES; i++) w->n0[i] = mt_loop_cpu_s(&c->loops[i]);
 }
 
 static void win_close(window *w, mt_cluster *c, pubber *p)
@@ -481,7 +487,9 @@ static void win_close(window *w, mt_cluster *c, pubber *p)
     w->acked = pub_acked(p) - w->a0;
     w->secs = (double)(bench_now_ns() - w->t0) * 1e-9;
     w->cores = w->secs > 0 ? (bench_cpu_s() - w->c0) / w->secs : 0;
+    w->faults = bench_minflt() - w->f0;
     w->leader_cpu = mt_loop_cpu_s(&c->loops[w->li]) - w->l0;
+    for (int i = 0; i < NODES; i++) w->node_cpu[i] = mt_loop_cpu_s(&c->loops[i]) - w->n0[i];
     jr_node_stats s = node_stats(c, w->li);
     w->st.frames_sent = s.frames_sent - w->s0.frames_sent;
     w->st.bytes_sent = s.bytes_sent - w->s0.bytes_sent;
@@ -514,10 +522,13 @@ static void win_print(const char *pre, const window *w)
 {
     double n = w->acked ? (double)w->acked : 1;
     printf(",\"%sleader_us_msg\":%.2f,\"%sleader_msgs_write\":%.1f,"
-           "\"%sleader_bytes_msg\":%.0f,\"%scores\":%.2f",
+           "\"%sleader_bytes_msg\":%.0f,\"%scores\":%.2f,\"%sfaults_msg\":%.2f",
            pre, w->leader_cpu * 1e6 / n, pre,
            w->st.wal_syncs ? (double)w->acked / (double)w->st.wal_syncs : 0, pre,
-           (double)w->st.bytes_sent / n, pre, w->cores);
+           (double)w->st.bytes_sent / n, pre, w->cores, pre, (double)w->faults / n);
+    printf(",\"%snode_us_msg\":[", pre);
+    for (int i = 0; i < NODES; i++) printf("%s%.2f", i ? "," : "", w->node_cpu[i] * 1e6 / n);
+    printf("]");
 }
 
 /* What one run of a case yields for the summary of repeated runs: during / steady and during /
