@@ -88,6 +88,11 @@
 #define FLUSH_BYTES (1u << 20)
 /* Written bytes of the active block beyond which their writeback is started (see active_flush). */
 #define WRITEBACK_BYTES (1u << 20)
+/* Readahead of an unencrypted open block: a read that starts at most RA_GAP bytes after the
+ * previous read of the same block ended (records read in seq order, some skipped) reads
+ * RA_BYTES, and the records that follow are served from that. */
+#define RA_BYTES (64u << 10)
+#define RA_GAP (4u << 10)
 /* The most of an always-open active block kept in memory (window_slide). */
 #define WINDOW_BYTES (256u << 10)
 
@@ -102,6 +107,7 @@ int jr__fstore_rd_get(jr__store *s)
     jr__buf_init(&r->chunk, s->alloc);
     jr__buf_init(&r->io, s->alloc);
     jr__buf_init(&r->tmp, s->alloc);
+    jr__buf_init(&r->ra, s->alloc);
     f->rd = r;
     return 0;
 }
@@ -118,8 +124,52 @@ void jr__fstore_rd_free(jr__store *s)
     jr__buf_free(&r->chunk);
     jr__buf_free(&r->io);
     jr__buf_free(&r->tmp);
+    jr__buf_free(&r->ra);
     jr__free(s->alloc, r);
     f->rd = NULL;
+}
+
+void jr__fstore_ra_drop(jr__store *s, uint32_t id)
+{
+    fstore *f = F(s);
+    if (f->rd && f->rd->raid == id) f->rd->raid = 0;
+}
+
+/* Points *out at bytes [at, at + len) of the file fh of unencrypted open block blk, which holds
+ * at least limit bytes that do not change (the active block: its header and the records before
+ * the window): from the readahead when it holds them, else read from the file — RA_BYTES (up
+ * to limit) when the read follows the previous one of that block (see RA_GAP), just them
+ * otherwise (random reads read no more than they need). 0, the pread's error, JR_ECORRUPT for
+ * a short read, or JR_ENOMEM; nothing is verified here. */
+static int ra_read(jr__store *s, uint32_t blk, jr_file *fh, uint64_t at, uint32_t len,
+                   uint64_t limit, const uint8_t **out)
+{
+    frd *r = F(s)->rd;
+    jr_vfs *v = F(s)->vfs;
+    if (r->raid == blk && at >= r->raat && at - r->raat <= r->ra.len &&
+        len <= r->ra.len - (at - r->raat)) {
+        r->ranext = at + len;
+        *out = r->ra.data + (at - r->raat);
+        return 0;
+    }
+    uint64_t want = len;
+    if (r->raid == blk && at >= r->ranext && at - r->ranext <= RA_GAP && want < RA_BYTES)
+        want = RA_BYTES;
+    if (limit > at && want > limit - at && limit - at >= len) want = limit - at;
+    r->raid = 0;
+    jr__buf_reset(&r->ra);
+    jr__buf_release(&r->ra, 2 * RA_BYTES); /* a large record does not stay allocated */
+    if (jr__buf_reserve(&r->ra, (size_t)want)) return JR_ENOMEM;
+    size_t got = 0;
+    int rc = v->pread(v->ctx, fh, r->ra.data, (size_t)want, at, &got);
+    if (rc) return rc;
+    if (got < len) return JR_ECORRUPT;
+    r->ra.len = got;
+    r->raid = blk;
+    r->raat = at;
+    r->ranext = at + len;
+    *out = r->ra.data;
+    return 0;
 }
 
 void jr__fstore_path(const fstore *f, char *out, size_t n, uint32_t id, const char *ext)
@@ -142,6 +192,7 @@ static void handle_forget(jr__store *s, uint32_t id)
         }
     if (f->rd->cid == id) f->rd->cid = 0;
     if (f->rd->kid == id) f->rd->kid = 0;
+    if (f->rd->raid == id) f->rd->raid = 0;
 }
 
 /* Forgets the chunk index of block b (it is loaded again at the next read). */
@@ -397,9 +448,10 @@ static int ckpt_add(jr__store *s)
 }
 
 /* Reads the record at plaintext offset off (len bytes) of the active block before the window
- * (trimmed): that record alone from the file, verified (its checksum and length; with
- * encryption, its frame's authentication) into the read state (io). Without encryption the
- * record is at JR__BLK_OPEN_HDR + off; with encryption its frame is found from the checkpoint
+ * (trimmed) from the file, verified (its checksum and length; with encryption, its frame's
+ * authentication) into the read state. Without encryption the record is at JR__BLK_OPEN_HDR +
+ * off, read through the readahead (ra_read); with encryption that record alone is read: its
+ * frame is found from the checkpoint
  * before it (file_int.h): one pread of at most CKPT_BYTES + CKPT_RECS frame overheads + its own
  * frame, a walk over the frame lengths in it, one frame decrypted. A failure other than
  * JR_ENOMEM fails the store as a failed read-back does (the file being written no longer reads
@@ -427,33 +479,41 @@ static int active_read_old(jr__store *s, uint32_t off, uint32_t len, const uint8
     if (rc) return rc;
     if (jr__fstore_rd_get(s)) return JR_ENOMEM;
     frd *r = f->rd;
-    jr__buf_reset(&r->io);
-    if (jr__buf_reserve(&r->io, (size_t)want)) return JR_ENOMEM;
-    if (f->e) {
+    const uint8_t *rp = NULL;
+    size_t n;
+    if (!f->e) {
+        jr__srec rec;
+        rc = ra_read(s, f->aid, f->af, at, len, JR__BLK_OPEN_HDR + (uint64_t)f->wbase, &rp);
+        if (rc == JR_ENOMEM) return rc;
+        if (!rc && (jr__srec_decode(rp, len, 1, &rec, &n) || n != len)) rc = JR_ECORRUPT;
+    } else {
+        jr__buf_reset(&r->io);
         jr__buf_reset(&r->tmp);
-        if (jr__buf_reserve(&r->tmp, (size_t)want)) return JR_ENOMEM;
-    }
-    size_t got = 0, n;
-    rc = f->vfs->pread(f->vfs->ctx, f->af, r->io.data, (size_t)want, at, &got);
-    jr__srec rec;
-    if (!rc && !f->e && (got != len || jr__srec_decode(r->io.data, len, 1, &rec, &n) || n != len))
-        rc = JR_ECORRUPT;
-    if (!rc && f->e) {
-        /* walk the frames from the checkpoint to the record's (their lengths are in clear) */
-        size_t pos = 0;
-        uint64_t p = c.off;
-        while (p < off && got - pos >= JR__BLK_FRAME_OVERHEAD) {
-            uint32_t clen = jr__get_u32(r->io.data + pos);
-            if (clen < JR__SREC_MIN + JR__BLK_FRAME_TAG || clen > got - pos - JR__BLK_FRAME_HEAD)
-                break;
-            p += clen - JR__BLK_FRAME_TAG;
-            pos += JR__BLK_FRAME_HEAD + (size_t)clen;
+        if (jr__buf_reserve(&r->io, (size_t)want) || jr__buf_reserve(&r->tmp, (size_t)want))
+            return JR_ENOMEM;
+        size_t got = 0;
+        rc = f->vfs->pread(f->vfs->ctx, f->af, r->io.data, (size_t)want, at, &got);
+        if (!rc) {
+            /* walk the frames from the checkpoint to the record's (their lengths are in
+             * clear) */
+            size_t pos = 0;
+            uint64_t p = c.off;
+            while (p < off && got - pos >= JR__BLK_FRAME_OVERHEAD) {
+                uint32_t clen = jr__get_u32(r->io.data + pos);
+                if (clen < JR__SREC_MIN + JR__BLK_FRAME_TAG ||
+                    clen > got - pos - JR__BLK_FRAME_HEAD)
+                    break;
+                p += clen - JR__BLK_FRAME_TAG;
+                pos += JR__BLK_FRAME_HEAD + (size_t)clen;
+            }
+            at += pos;
+            if (p != off ||
+                jr__blk_frame_open(r->io.data + pos, got - pos, f->aid, &f->e->key, r->tmp.data,
+                                   &n) ||
+                n != len)
+                rc = JR_ECORRUPT;
+            rp = r->tmp.data;
         }
-        at += pos;
-        if (p != off ||
-            jr__blk_frame_open(r->io.data + pos, got - pos, f->aid, &f->e->key, r->tmp.data, &n) ||
-            n != len)
-            rc = JR_ECORRUPT;
     }
     if (rc) {
         int err = rc;
@@ -464,7 +524,7 @@ static int active_read_old(jr__store *s, uint32_t off, uint32_t len, const uint8
                               f->dir, f->aid, (unsigned long long)at,
                               err == JR_ECORRUPT ? "short or changed" : jr_strerror(err));
     }
-    *out = f->e ? r->tmp.data : r->io.data;
+    *out = rp;
     return 0;
 }
 
@@ -533,6 +593,7 @@ int jr__fstore_replace(jr__store *s, uint32_t id, const uint8_t *image, size_t n
 {
     fstore *f = F(s);
     char tmp[PATHMAX], dst[PATHMAX];
+    jr__fstore_ra_drop(s, id);
     jr__fstore_path(f, tmp, sizeof tmp, id, "tmp");
     jr__fstore_path(f, dst, sizeof dst, id, "blk");
     jr_file *t;
@@ -793,18 +854,14 @@ static int file_read(jr__store *s, uint32_t blk, uint32_t off, uint32_t len, con
             jr_file *fh;
             int rc = handle_get(s, blk, &fh);
             if (rc) return rc;
-            jr__buf_reset(&f->rd->io);
-            if (jr__buf_reserve(&f->rd->io, len)) return JR_ENOMEM;
-            size_t got;
-            rc = f->vfs->pread(f->vfs->ctx, fh, f->rd->io.data, len,
-                               JR__BLK_OPEN_HDR + (uint64_t)off, &got);
-            if (rc) return jr__store_fail(s, rc, "%s/%010u.blk: read failed", f->dir, blk);
-            if (got != len)
-                return jr__store_fail(s, JR_ECORRUPT, "%s/%010u.blk: offset %llu: short read",
-                                      f->dir, blk,
-                                      (unsigned long long)(JR__BLK_OPEN_HDR + (uint64_t)off));
-            *out = f->rd->io.data;
-            return 0;
+            uint64_t at = JR__BLK_OPEN_HDR + (uint64_t)off;
+            rc = ra_read(s, blk, fh, at, len, UINT64_MAX, out);
+            if (rc == JR_ECORRUPT)
+                return jr__store_fail(s, rc, "%s/%010u.blk: offset %llu: short read", f->dir, blk,
+                                      (unsigned long long)at);
+            if (rc && rc != JR_ENOMEM)
+                return jr__store_fail(s, rc, "%s/%010u.blk: read failed", f->dir, blk);
+            return rc;
         }
         if (b->kind == JR__BLK_SEALED && f->rd->cid != blk)
             return sealed_read(s, blk, b, off, len, out);

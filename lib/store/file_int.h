@@ -75,6 +75,11 @@ typedef struct frd {
     jr__buf chunk;   /* one decoded chunk of a sealed block */
     jr__buf io;      /* file bytes read */
     jr__buf tmp;     /* images being rewritten, decoding scratch */
+    /* readahead of an unencrypted open block (file.c ra_read): bytes [raat, raat + ra.len) of
+     * block raid's file (0: none), and the end of the last record read from it */
+    uint32_t raid;
+    uint64_t raat, ranext;
+    jr__buf ra;
 } frd;
 
 typedef struct fstore {
@@ -115,6 +120,8 @@ extern const jr__store_backend jr__fstore_backend;
 int jr__fstore_rd_get(jr__store *s);
 /* Closes the read handles and frees the read state. */
 void jr__fstore_rd_free(jr__store *s);
+/* Forgets the readahead of block id (its file is about to change). */
+void jr__fstore_ra_drop(jr__store *s, uint32_t id);
 /* The path of block id with extension ext ("blk", "tmp") into out[0..n). */
 void jr__fstore_path(const fstore *f, char *out, size_t n, uint32_t id, const char *ext);
 /* Reads the whole file fh (named path, for messages) into buf. 0 or an error (store failed). */

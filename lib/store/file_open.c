@@ -226,6 +226,7 @@ static int cut_block(jr__store *s, uint32_t id, jr_file *fh, jr__blk_info *info,
             end += JR__BLK_FRAME_OVERHEAD;
         }
     }
+    jr__fstore_ra_drop(s, id);
     rc = f->vfs->truncate(f->vfs->ctx, fh, end);
     if (!rc) rc = f->vfs->sync(f->vfs->ctx, fh);
     if (rc) return jr__store_fail(s, rc, "%s: cutting after the last mark failed", path);
@@ -256,6 +257,7 @@ static int recover_block(jr__store *s, uint32_t id, int last, size_t keep)
         rc = cut_block(s, id, fh, &info, keep);
         if (rc) goto out;
     } else if (torn) {
+        jr__fstore_ra_drop(s, id);
         rc = f->vfs->truncate(f->vfs->ctx, fh, info.good_end);
         if (!rc) rc = f->vfs->sync(f->vfs->ctx, fh);
         if (rc) {

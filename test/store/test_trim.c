@@ -746,20 +746,64 @@ START_TEST(window_reads_only_the_record)
         ck_assert_int_eq(jr__store_trim(f.st), 0);
         expect_big(&f, 110, len);
         ck_assert_uint_eq(pread_count(f.vfs), p1 + 2);
-        /* a catch-up chunk reads record by record */
+        /* a catch-up chunk reads record by record: with encryption each frame alone; without,
+         * the first record alone (no read of the block ended just before it), then the
+         * second's read reads ahead 64 KiB, which holds the third */
         jr__buf c;
         jr__buf_init(&c, NULL);
-        uint64_t next = 0, b2 = bytes_read(f.vfs);
+        uint64_t next = 0, b2 = bytes_read(f.vfs), p2 = pread_count(f.vfs);
         ck_assert_int_eq(jr__store_read_chunk(f.st, 50, 3 * rec, &c, &next), 0);
         ck_assert_uint_eq(next, 53);
         ck_assert_uint_eq(c.len, 3 * rec);
-        ck_assert_uint_eq(bytes_read(f.vfs) - b2, 3 * frame);
+        if (f.cfg.master_key) {
+            ck_assert_uint_eq(bytes_read(f.vfs) - b2, 3 * frame);
+            ck_assert_uint_eq(pread_count(f.vfs) - p2, 3);
+        } else {
+            ck_assert_uint_eq(bytes_read(f.vfs) - b2, rec + (64u << 10));
+            ck_assert_uint_eq(pread_count(f.vfs) - p2, 2);
+        }
         jr__buf_free(&c);
         for (uint64_t q = 1; q <= 110; q++) expect_big(&f, q, len);
         fx_cycle(&f);
         for (uint64_t q = 1; q <= 110; q++) expect_big(&f, q, len);
         fx_done(&f);
     }
+}
+END_TEST
+
+/* Records read in seq order from open blocks (rotated ones, and the active block's trimmed
+ * part) cost one pread per 64 KiB, not one per record; a read that does not follow the
+ * previous one reads its record alone. */
+START_TEST(reads_in_seq_order_read_ahead)
+{
+    fx f;
+    open_conf(&f, CONF_FILE, 9, 256 << 10, 0);
+    const size_t len = 1000, rec = len + 3 + 36;
+    const uint64_t n = 600; /* about 620 KB: two rotated blocks and the active one */
+    for (uint64_t q = 1; q <= n; q++) append_big(&f, q, len);
+    ck_assert_int_eq(jr__store_sync(f.st), 0);
+    ck_assert_int_eq(jr__store_trim(f.st), 0);
+    uint64_t p0 = pread_count(f.vfs), b0 = bytes_read(f.vfs);
+    for (uint64_t q = 1; q <= n; q++) expect_big(&f, q, len);
+    uint64_t preads = pread_count(f.vfs) - p0, bytes = bytes_read(f.vfs) - b0;
+    /* per block: its first record alone, then 64 KiB at a time */
+    ck_assert_msg(preads <= 3 * (1 + (256 << 10) / (64 << 10) + 1),
+                  "%llu preads for %llu records in seq order", (unsigned long long)preads,
+                  (unsigned long long)n);
+    ck_assert_uint_ge(bytes, n * rec);
+    ck_assert_uint_le(bytes, n * rec + 3 * (64 << 10));
+    static const uint64_t random[] = {13, 311, 150, 420, 2, 599};
+    for (size_t i = 0; i < sizeof random / sizeof random[0]; i++) {
+        uint64_t p1 = pread_count(f.vfs), b1 = bytes_read(f.vfs);
+        expect_big(&f, random[i], len);
+        ck_assert_uint_eq(pread_count(f.vfs) - p1, 1);
+        ck_assert_uint_eq(bytes_read(f.vfs) - b1, rec);
+    }
+    /* an append rotates nothing here and leaves what was read ahead valid: the file's bytes
+     * before the window never change */
+    append_big(&f, n + 1, len);
+    for (uint64_t q = 1; q <= n + 1; q++) expect_big(&f, q, len);
+    fx_done(&f);
 }
 END_TEST
 
@@ -1033,6 +1077,7 @@ int main(void)
     tcase_add_test(tc, trim_before_sync_keeps_the_block_syncable);
     tcase_add_test(tc, an_idle_trimmed_store_holds_little);
     tcase_add_test(tc, window_reads_only_the_record);
+    tcase_add_test(tc, reads_in_seq_order_read_ahead);
     tcase_add_test(tc, window_then_whole_block);
     tcase_add_test(tc, encrypted_window_then_crash);
     tcase_add_test(tc, an_idle_store_with_a_large_active_block_holds_little);

@@ -1880,7 +1880,9 @@ static uint64_t fetch_reads(e2e *c, const char *name, const char *filter, int64_
 
 /* A consumer with one filter subject reads each message it delivers from its stream's store no
  * more often than one without a filter: its next match is the message (the records are read
- * from the block file here, past the store's in-memory window). */
+ * from the block file here, past the store's in-memory window). Reads in seq order go through
+ * the store's readahead: about 100 KiB of records, read when chosen and again when delivered,
+ * cost a few reads of 64 KiB rather than one per message. */
 START_TEST(one_filter_reads_a_message_no_more_than_none)
 {
     e2e c;
@@ -1893,7 +1895,8 @@ START_TEST(one_filter_reads_a_message_no_more_than_none)
         ck_assert_int_eq(e2e_publish(&c, 0, "orders.x", data, sizeof data, NULL, &pr), 0);
     uint64_t none = fetch_reads(&c, "ALL", NULL, 100);
     uint64_t one = fetch_reads(&c, "X", "orders.x", 100);
-    ck_assert_uint_ge(none, 100); /* read from the file: the case counts something */
+    ck_assert_uint_ge(none, 2); /* read from the file: the case counts something */
+    ck_assert_msg(none <= 12, "%llu reads for 100 messages", (unsigned long long)none);
     ck_assert_msg(one <= none, "%llu reads with a filter, %llu without", (unsigned long long)one,
                   (unsigned long long)none);
     e2e_free(&c);
